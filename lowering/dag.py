@@ -1,0 +1,37 @@
+"""The value DAG of one kernel: what is computed per element, independent of how indices are formed.
+
+Produced by the frontend from tinygrad's AST, consumed by the SFPU code generator (and later the tile graph/placement).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+DTYPES = ("float32", "bfloat16", "int32", "bool")
+ELEMENTWISE_OPS = ("ADD", "MUL", "SUB", "NEG", "MAX", "CMPLT", "CMPNE", "WHERE", "RECIPROCAL", "EXP2", "LOG2",
+                   "SQRT", "SIN", "TRUNC", "CAST")
+
+
+@dataclass(frozen=True)
+class VNode:
+    id: int
+    op: str                 # LOAD (arg = input stream index), CONST (arg = Python value), or one of ELEMENTWISE_OPS
+    dtype: str              # result dtype, one of DTYPES
+    srcs: tuple[int, ...] = ()
+    arg: Any = None
+
+
+@dataclass
+class ValueDAG:
+    nodes: list[VNode] = field(default_factory=list)   # topologically ordered: srcs always precede a node
+    out: int = -1                                      # id of the node whose value is stored
+
+    def add(self, op: str, dtype: str, srcs: tuple[int, ...] = (), arg: Any = None) -> int:
+        if dtype not in DTYPES:
+            raise ValueError(f"dtype {dtype!r} not in {DTYPES}")
+        for s in srcs:
+            if not 0 <= s < len(self.nodes):
+                raise ValueError(f"source {s} of {op} is not an earlier node")
+        n = VNode(len(self.nodes), op, dtype, tuple(srcs), arg)
+        self.nodes.append(n)
+        return n.id
