@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from runtime import layout
+from templates import layout
 
 TILE_ELEMS = 1024                       # a 32x32 tile; for elementwise kernels tile t holds flat elements 1024t..
 TILE_BYTES = {"fp32": 4 * TILE_ELEMS, "bf16": 2 * TILE_ELEMS}
@@ -85,7 +85,7 @@ def allocate_l1(plan: KernelPlan) -> KernelPlan:
             l1[f"stage_{name}"] = addr
             addr += STAGING_BYTES
     if addr > layout.DATA_END:
-        from runtime.errors import UnsupportedOp
+        from templates.errors import UnsupportedOp
         raise UnsupportedOp(f"{plan.name}: {len(plan.inputs)} input streams need {addr - layout.DATA_BASE} bytes of "
                             f"L1, more than the {layout.DATA_END - layout.DATA_BASE} available")
     plan.l1 = l1
