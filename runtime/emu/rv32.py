@@ -1,0 +1,584 @@
+"""Interpreter for the Blackhole "baby" RISC-V cores: RV32IM + Zicsr + Zba + Zbb (+ Zaamo, Zbkb pack/brev8, grevi).
+
+Speed comes from translating each basic block (a straight run of instructions ending at a branch/jump, at most
+MAX_BLOCK long) once into a generated Python function, cached by start pc:
+
+* registers live in Python locals `r1..r31` inside a block: the ones the block reads are loaded from `self.x` on entry,
+  the ones it wrote are stored back on exit; x0 is the literal 0;
+* all values are unsigned 32-bit ints; signed views are made with `(v ^ 0x80000000) - 0x80000000`;
+* aligned loads/stores to L1 and to the core-local RAM index typed memoryviews directly (fast path); misaligned
+  accesses and everything else go through Python helpers, and MMIO goes to `bus.mmio_load/mmio_store`;
+* the block records in local `k` the index of any instruction that may raise (MMIO, Tensix push, CSR, illegal word);
+  a handler around the body then stores the registers as they were *before* that instruction and points `pc` at it,
+  so a `Stall` can simply be retried by the next `run()` (the instructions before it have retired).
+
+`.ttinsn`: any word with `word & 3 != 3` pushes `rotr32(word, 2)` to the Tensix coprocessor via `bus.push_tensix`.
+`jal x0, 0` (`j .`) parks the core.
+"""
+from __future__ import annotations
+
+import sys
+from typing import Callable, Protocol
+
+from templates.errors import EmuError, EmuUnimplemented
+from templates.isa import from_ttinsn
+
+M32 = 0xFFFFFFFF
+SIGN = 0x80000000
+L1_SIZE = 0x180000          # L1 is mapped at [0, L1_SIZE) in every core's address space
+LOCAL_BASE = 0xFFB00000     # core-private RAM
+MAX_BLOCK = 64              # cap on instructions per translated block (bounds the run() overshoot and compile cost)
+
+if sys.byteorder != "little":  # the typed memoryviews below rely on host byte order == RISC-V byte order
+    raise ImportError("runtime.emu.rv32 needs a little-endian host")
+
+
+class Stall(Exception):
+    """Raised by the bus when an access must be retried later (full FIFO, blocking MMIO read). No side effect done."""
+
+
+class _Parked(Exception):
+    """Internal: the block reached `jal x0, 0`."""
+
+
+class Bus(Protocol):
+    l1: memoryview
+
+    def local_ram(self, core: str) -> memoryview: ...
+    def mmio_load(self, core: str, addr: int, size: int) -> int: ...
+    def mmio_store(self, core: str, addr: int, size: int, value: int) -> None: ...
+    def push_tensix(self, core: str, word: int) -> None: ...
+
+
+def _sx(v: int) -> int:
+    return (v ^ SIGN) - SIGN
+
+
+def _sext(v: int, bits: int) -> int:
+    sign = 1 << (bits - 1)
+    return (v & ((sign << 1) - 1) ^ sign) - sign
+
+
+# ---------------------------------------------------------------- helpers called from generated code (rare ops)
+
+def _div(a: int, b: int) -> int:
+    if b == 0:
+        return M32
+    sa, sb = _sx(a), _sx(b)
+    if sa == -SIGN and sb == -1:
+        return a                                # overflow: INT_MIN
+    q = abs(sa) // abs(sb)
+    return (-q if (sa < 0) != (sb < 0) else q) & M32
+
+
+def _rem(a: int, b: int) -> int:
+    if b == 0:
+        return a
+    sa, sb = _sx(a), _sx(b)
+    if sa == -SIGN and sb == -1:
+        return 0
+    r = abs(sa) % abs(sb)
+    return (-r if sa < 0 else r) & M32          # remainder takes the dividend's sign
+
+
+def _divu(a: int, b: int) -> int:
+    return a // b if b else M32
+
+
+def _remu(a: int, b: int) -> int:
+    return a % b if b else a
+
+
+# generalized reverse (Bitmanip 0.94 grevi): stage i swaps adjacent blocks of 2**i bits when bit i of k is set
+_GREV_STAGES = [(1, 0x55555555), (2, 0x33333333), (4, 0x0F0F0F0F), (8, 0x00FF00FF), (16, 0x0000FFFF)]
+
+
+def _grev(v: int, k: int) -> int:
+    for i, (shift, mask) in enumerate(_GREV_STAGES):
+        if k >> i & 1:
+            v = ((v & mask) << shift) | ((v >> shift) & mask)
+    return v
+
+
+def _orcb(v: int) -> int:
+    return sum(0xFF << s for s in (0, 8, 16, 24) if v >> s & 0xFF)
+
+
+def _ctz(v: int) -> int:
+    return (v & -v).bit_length() - 1 if v else 32
+
+
+# ---------------------------------------------------------------- instruction tables: (funct7, funct3) -> expression
+
+# R-type (opcode 0x33) over operands {a}, {b} (register locals or "0"); division edge cases live in helpers
+_OP_R = {
+    (0x00, 0): "({a} + {b}) & 0xFFFFFFFF",                         # add
+    (0x20, 0): "({a} - {b}) & 0xFFFFFFFF",                         # sub
+    (0x00, 1): "({a} << ({b} & 31)) & 0xFFFFFFFF",                 # sll
+    (0x00, 2): "1 if ({a} ^ 0x80000000) < ({b} ^ 0x80000000) else 0",  # slt
+    (0x00, 3): "1 if {a} < {b} else 0",                            # sltu
+    (0x00, 4): "{a} ^ {b}",                                        # xor
+    (0x00, 5): "{a} >> ({b} & 31)",                                # srl
+    (0x20, 5): "((({a} ^ 0x80000000) - 0x80000000) >> ({b} & 31)) & 0xFFFFFFFF",  # sra
+    (0x00, 6): "{a} | {b}",                                        # or
+    (0x00, 7): "{a} & {b}",                                        # and
+    # M
+    (0x01, 0): "({a} * {b}) & 0xFFFFFFFF",                                                      # mul
+    (0x01, 1): "((({a} ^ 0x80000000) - 0x80000000) * (({b} ^ 0x80000000) - 0x80000000) >> 32) & 0xFFFFFFFF",  # mulh
+    (0x01, 2): "((({a} ^ 0x80000000) - 0x80000000) * {b} >> 32) & 0xFFFFFFFF",               # mulhsu
+    (0x01, 3): "({a} * {b}) >> 32",                                                             # mulhu
+    (0x01, 4): "DIV({a}, {b})",
+    (0x01, 5): "DIVU({a}, {b})",
+    (0x01, 6): "REM({a}, {b})",
+    (0x01, 7): "REMU({a}, {b})",
+    # Zba
+    (0x10, 2): "(({a} << 1) + {b}) & 0xFFFFFFFF",                  # sh1add
+    (0x10, 4): "(({a} << 2) + {b}) & 0xFFFFFFFF",                  # sh2add
+    (0x10, 6): "(({a} << 3) + {b}) & 0xFFFFFFFF",                  # sh3add
+    # Zbb
+    (0x20, 7): "{a} & ({b} ^ 0xFFFFFFFF)",                         # andn
+    (0x20, 6): "{a} | ({b} ^ 0xFFFFFFFF)",                         # orn
+    (0x20, 4): "{a} ^ {b} ^ 0xFFFFFFFF",                           # xnor
+    (0x05, 4): "{a} if ({a} ^ 0x80000000) < ({b} ^ 0x80000000) else {b}",  # min
+    (0x05, 5): "{a} if {a} < {b} else {b}",                        # minu
+    (0x05, 6): "{a} if ({a} ^ 0x80000000) > ({b} ^ 0x80000000) else {b}",  # max
+    (0x05, 7): "{a} if {a} > {b} else {b}",                        # maxu
+    (0x30, 1): "(({a} << ({b} & 31)) | ({a} >> (32 - ({b} & 31)))) & 0xFFFFFFFF",  # rol
+    (0x30, 5): "(({a} >> ({b} & 31)) | ({a} << (32 - ({b} & 31)))) & 0xFFFFFFFF",  # ror
+    # Zbkb pack (zext.h is pack rd, rs1, x0)
+    (0x04, 4): "({a} & 0xFFFF) | (({b} & 0xFFFF) << 16)",
+}
+
+# I-type ALU (opcode 0x13), funct3 -> expression over {a} and the immediate {i} (sign-extended) / {u} (i & M32)
+_OP_I = {
+    0: "({a} + {i}) & 0xFFFFFFFF",                                 # addi
+    2: "1 if ({a} ^ 0x80000000) < ({u} ^ 0x80000000) else 0",      # slti
+    3: "1 if {a} < {u} else 0",                                    # sltiu
+    4: "{a} ^ {u}",                                                # xori
+    6: "{a} | {u}",                                                # ori
+    7: "{a} & {u}",                                                # andi
+}
+
+# shift-immediate group: (funct3, funct7) -> expression over {a}, {s} (shamt)
+_OP_SHIFT_I = {
+    (1, 0x00): "({a} << {s}) & 0xFFFFFFFF",                        # slli
+    (5, 0x00): "{a} >> {s}",                                       # srli
+    (5, 0x20): "((({a} ^ 0x80000000) - 0x80000000) >> {s}) & 0xFFFFFFFF",  # srai
+    (5, 0x30): "(({a} >> {s}) | ({a} << (32 - {s}))) & 0xFFFFFFFF",       # rori
+    (5, 0x34): "GREV({a}, {s})",                                   # grevi (rev8 = 24, brev8 = 7)
+}
+
+# unary Zbb ops encoded as funct3 1/5 with a full 12-bit immediate
+_OP_UNARY = {
+    (1, 0x600): "32 - {a}.bit_length()",                           # clz
+    (1, 0x601): "CTZ({a})",                                        # ctz
+    (1, 0x602): "{a}.bit_count()",                                 # cpop
+    (1, 0x604): "((({a} & 0xFF) ^ 0x80) - 0x80) & 0xFFFFFFFF",     # sext.b
+    (1, 0x605): "((({a} & 0xFFFF) ^ 0x8000) - 0x8000) & 0xFFFFFFFF",  # sext.h
+    (5, 0x287): "ORCB({a})",                                       # orc.b
+}
+
+_BRANCH = {
+    0: "{a} == {b}",
+    1: "{a} != {b}",
+    4: "({a} ^ 0x80000000) < ({b} ^ 0x80000000)",
+    5: "({a} ^ 0x80000000) >= ({b} ^ 0x80000000)",
+    6: "{a} < {b}",
+    7: "{a} >= {b}",
+}
+
+# loads: funct3 -> (size, signed, fast-path view suffix, fix-up); signed views yield negative ints: mask them
+_LOADS = {0: (1, True, "b", " & 0xFFFFFFFF"), 1: (2, True, "h", " & 0xFFFFFFFF"), 2: (4, False, "W", ""),
+          4: (1, False, "B", ""), 5: (2, False, "H", "")}
+_STORES = {0: (1, "B", " & 0xFF"), 1: (2, "H", " & 0xFFFF"), 2: (4, "W", "")}
+
+# Zaamo funct5 -> name (all .w, funct3 = 2); lr.w/sc.w (Zalrsc) are not implemented by the hardware
+_AMO = {0x00: "amoadd", 0x01: "amoswap", 0x04: "amoxor", 0x0C: "amoand", 0x08: "amoor",
+        0x10: "amomin", 0x14: "amomax", 0x18: "amominu", 0x1C: "amomaxu"}
+
+# opcode groups the hardware has but this emulator does not model: raise EmuUnimplemented by name when executed
+_UNMODELLED = {0x07: "F/V load (flw/vle)", 0x27: "F/V store (fsw/vse)", 0x43: "fmadd", 0x47: "fmsub",
+               0x4B: "fnmsub", 0x4F: "fnmadd", 0x53: "F extension op", 0x57: "V extension op"}
+
+# CSRs: counters read the core's retired-instruction count (no cycle model: cycle == instret)
+_COUNTERS = {0xC00: 0, 0xB00: 0, 0xC02: 0, 0xB02: 0, 0xC80: 32, 0xB80: 32, 0xC82: 32, 0xB82: 32}
+_CSR_READ_ONLY = {0x300: 0x80006600, 0x301: 0x40201123, 0xF14: 0}   # mstatus, misa, mhartid (writes ignored)
+_CSR_SCRATCH_RESET = {0x7C0: 16 << 13, 0x7C1: 0, 0x7C2: 0, 0x7C3: 0, 0x7C4: 0, 0x7C5: 0, 0x7C6: 0, 0x320: 0}
+
+
+def _imm_i(w: int) -> int:
+    return _sext(w >> 20, 12)
+
+
+def _imm_s(w: int) -> int:
+    return _sext(((w >> 25) << 5) | ((w >> 7) & 31), 12)
+
+
+def _imm_b(w: int) -> int:
+    return _sext(((w >> 31) << 12) | (((w >> 7) & 1) << 11) | (((w >> 25) & 0x3F) << 5) | (((w >> 8) & 0xF) << 1), 13)
+
+
+def _imm_j(w: int) -> int:
+    return _sext(((w >> 31) << 20) | (((w >> 12) & 0xFF) << 12) | (((w >> 20) & 1) << 11)
+                 | (((w >> 21) & 0x3FF) << 1), 21)
+
+
+class _BlockWriter:
+    """Generates the Python source of one basic block, tracking which register locals are loaded and dirty."""
+
+    def __init__(self, start: int):
+        self.start = start
+        self.body: list[str] = []
+        self.loaded: set[int] = set()      # registers read before being written: loaded from x on entry
+        self.dirty: list[int] = []         # registers written so far, in first-write order
+        self.risky: dict[int, list[int]] = {}   # instruction index -> dirty registers just before it
+        self.count = 0                     # instructions emitted so far
+        self.ended = False
+
+    def r(self, reg: int) -> str:
+        if reg == 0:
+            return "0"
+        if reg not in self.dirty:
+            self.loaded.add(reg)
+        return f"r{reg}"
+
+    def w(self, reg: int) -> str:
+        if reg not in self.dirty:
+            self.dirty.append(reg)
+        return f"r{reg}"
+
+    def emit(self, line: str) -> None:
+        self.body.append(line)
+
+    def may_raise(self) -> str:
+        """Mark the current instruction as one that may raise; returns the statement recording its index."""
+        self.risky[self.count] = list(self.dirty)
+        return f"k = {self.count}"
+
+    def flush(self) -> str:
+        return "; ".join(f"x[{reg}] = r{reg}" for reg in self.dirty) or "pass"
+
+    def source(self, name: str) -> str:
+        lines = [f"def {name}(done):"]
+        lines += [f"    r{reg} = x[{reg}]" for reg in sorted(self.loaded)]
+        lines.append("    k = 0")
+        lines.append("    try:")
+        lines += [f"        {line}" for line in self.body]
+        lines.append("    except BaseException:")
+        for i, (idx, dirty) in enumerate(sorted(self.risky.items())):
+            stores = "; ".join(f"x[{reg}] = r{reg}" for reg in dirty) or "pass"
+            lines.append(f"        {'if' if i == 0 else 'elif'} k == {idx}: {stores}")
+        lines.append(f"        C.pc = {self.start:#x} + 4 * k")
+        lines.append("        raise")
+        return "\n".join(lines) + "\n"
+
+
+class RV32Core:
+    """One baby RISC-V core. `x` is mutated in place (generated code holds a reference to it)."""
+
+    def __init__(self, name: str, bus: Bus, reset_pc: int = 0):
+        self.name = name
+        self.bus = bus
+        self.x: list[int] = [0] * 32
+        self.pc = reset_pc
+        self.instret = 0
+        self.parked = False
+        self.csr: dict[int, int] = dict(_CSR_SCRATCH_RESET)
+        l1 = bus.l1
+        local = bus.local_ram(name)
+        self.local_size = len(local)
+        self._l1 = l1
+        self._local = local
+        self._blocks: dict[int, tuple[Callable[[int], int], int]] = {}
+        # namespace of the generated functions: register file, memory views, helpers
+        self._ns = {
+            "x": self.x, "C": self,
+            "L1B": l1, "L1b": l1.cast("b"), "L1H": l1.cast("H"), "L1h": l1.cast("h"), "L1W": l1.cast("I"),
+            "LCB": local, "LCb": local.cast("b"), "LCH": local.cast("H"), "LCh": local.cast("h"),
+            "LCW": local.cast("I"),
+            "LOAD": self._slow_load, "STORE": self._slow_store, "PUSH": bus.push_tensix, "NAME": name,
+            "CSR": self._csr_op, "AMO": self._amo, "FAIL": self._fail, "Parked": _Parked,
+            "DIV": _div, "DIVU": _divu, "REM": _rem, "REMU": _remu, "GREV": _grev, "ORCB": _orcb, "CTZ": _ctz,
+        }
+
+    # ------------------------------------------------------------------ public API
+
+    def reset(self, pc: int) -> None:
+        self.pc = pc
+        self.parked = False
+        self._blocks.clear()
+
+    def run(self, budget: int) -> int:
+        """Execute about `budget` instructions (may overshoot by one block); returns how many retired."""
+        if self.parked:
+            return 0
+        blocks = self._blocks
+        pc = self.pc
+        done = 0
+        try:
+            while done < budget:
+                block = blocks.get(pc)
+                if block is None:
+                    block = self._translate(pc)
+                fn, n = block
+                pc = fn(done)          # on an exception pc still names the block's start, self.pc the culprit
+                done += n
+        except Stall:
+            done += (self.pc - pc) >> 2
+            pc = self.pc
+        except _Parked:
+            done += ((self.pc - pc) >> 2) + 1    # the `j .` itself retires once
+            pc = self.pc
+            self.parked = True
+        except BaseException:
+            self.instret += done + ((self.pc - pc) >> 2)
+            raise
+        self.pc = pc
+        self.instret += done
+        return done
+
+    # ------------------------------------------------------------------ slow paths (called from generated code)
+
+    def _region(self, addr: int, size: int) -> tuple[memoryview, int] | None:
+        """(memory, offset) if [addr, addr+size) lies in L1 or local RAM; None for MMIO; EmuError if it straddles."""
+        if addr < L1_SIZE:
+            if addr + size <= L1_SIZE:
+                return self._l1, addr
+        elif LOCAL_BASE <= addr < LOCAL_BASE + self.local_size:
+            if addr + size <= LOCAL_BASE + self.local_size:
+                return self._local, addr - LOCAL_BASE
+        else:
+            return None
+        raise EmuError(f"{self.name}: {size}-byte access at 0x{addr:08x} crosses the end of its memory region")
+
+    def _slow_load(self, addr: int, size: int, signed: bool) -> int:
+        region = self._region(addr, size)
+        if region is None:
+            value = self.bus.mmio_load(self.name, addr, size) & ((1 << (8 * size)) - 1)
+        else:
+            mem, off = region
+            value = int.from_bytes(mem[off:off + size], "little")
+        return _sext(value, 8 * size) & M32 if signed else value
+
+    def _slow_store(self, addr: int, size: int, value: int) -> None:
+        value &= (1 << (8 * size)) - 1
+        region = self._region(addr, size)
+        if region is None:
+            self.bus.mmio_store(self.name, addr, size, value)
+        else:
+            mem, off = region
+            mem[off:off + size] = value.to_bytes(size, "little")
+
+    def _amo(self, funct5: int, addr: int, src: int) -> int:
+        name = _AMO[funct5]
+        if addr & 3 or addr >= L1_SIZE:
+            raise EmuError(f"{self.name}: {name}.w at 0x{addr:08x}: atomics need an aligned L1 address")
+        words = self._ns["L1W"]
+        old = words[addr >> 2]
+        if name == "amoadd":
+            new = (old + src) & M32
+        elif name == "amoswap":
+            new = src
+        elif name == "amoxor":
+            new = old ^ src
+        elif name == "amoand":
+            new = old & src
+        elif name == "amoor":
+            new = old | src
+        elif name in ("amomin", "amomax"):
+            pick_min = name == "amomin"
+            new = old if ((_sx(old) < _sx(src)) == pick_min) else src
+        else:
+            pick_min = name == "amominu"
+            new = old if ((old < src) == pick_min) else src
+        words[addr >> 2] = new
+        return old
+
+    def _csr_op(self, funct3: int, csr: int, src: int, reads: bool, writes: bool, retired: int) -> int:
+        """csrrw/csrrs/csrrc (+ immediate forms). `retired` = instructions this run() retired before this one."""
+        old = 0
+        if reads:
+            if csr in _COUNTERS:
+                old = ((self.instret + retired) >> _COUNTERS[csr]) & M32
+            elif csr in _CSR_READ_ONLY:
+                old = _CSR_READ_ONLY[csr]
+            elif csr in self.csr:
+                old = self.csr[csr]
+            else:
+                raise EmuUnimplemented(f"{self.name}: read of CSR 0x{csr:03x} is not modelled")
+        if writes:
+            op = funct3 & 3
+            new = src if op == 1 else (old | src) if op == 2 else (old & ~src & M32)
+            if csr in self.csr:
+                self.csr[csr] = new       # cfg0 (0x7C0) and scratch CSRs: stored, no effect on execution
+            elif csr not in _CSR_READ_ONLY:
+                raise EmuUnimplemented(f"{self.name}: write of CSR 0x{csr:03x} is not modelled")
+        return old
+
+    def _fail(self, pc: int, word: int, what: str, unimplemented: bool = False) -> None:
+        kind = EmuUnimplemented if unimplemented else EmuError
+        raise kind(f"{self.name}: {what} (word 0x{word:08x}) at pc 0x{pc:08x}")
+
+    # ------------------------------------------------------------------ translation
+
+    def _translate(self, pc: int) -> tuple[Callable[[int], int], int]:
+        name, source, count = self.block_source(pc)
+        exec(compile(source, f"<{self.name} {name}>", "exec"), self._ns)
+        block = (self._ns.pop(name), count)
+        self._blocks[pc] = block
+        return block
+
+    def block_source(self, pc: int) -> tuple[str, str, int]:
+        """(function name, generated Python source, instruction count) of the block starting at `pc` (debug aid)."""
+        if pc & 3 or not 0 <= pc < L1_SIZE:
+            self.pc = pc
+            raise EmuError(f"{self.name}: instruction fetch from 0x{pc:08x} (only aligned L1 addresses are executable)")
+        words = self._ns["L1W"]
+        bw = _BlockWriter(pc)
+        addr = pc
+        while not bw.ended and bw.count < MAX_BLOCK and addr < L1_SIZE:
+            self._emit(bw, addr, words[addr >> 2])
+            bw.count += 1
+            addr += 4
+        if not bw.ended:                       # hit the length cap or the end of L1: continue at the next block
+            bw.emit(bw.flush())
+            bw.emit(f"return {addr:#x}")
+        name = f"block_{pc:05x}"
+        return name, bw.source(name), bw.count
+
+    def _emit(self, bw: _BlockWriter, pc: int, w: int) -> None:
+        """Append the Python source for instruction word `w` at `pc`."""
+        op = w & 0x7F
+        rd, f3, rs1, rs2, f7 = (w >> 7) & 31, (w >> 12) & 7, (w >> 15) & 31, (w >> 20) & 31, w >> 25
+        emit = bw.emit
+
+        def fail(what: str, unimplemented: bool = False) -> None:
+            emit(f"{bw.may_raise()}; FAIL({pc:#x}, {w:#x}, {what!r}, {unimplemented})")
+            bw.ended = True
+
+        if w & 3 != 3:                                           # .ttinsn: push a Tensix instruction
+            emit(f"{bw.may_raise()}; PUSH(NAME, {from_ttinsn(w):#x})")
+        elif op == 0x33:                                         # R-type ALU / M / Zba / Zbb
+            expr = _OP_R.get((f7, f3))
+            if expr is None:
+                return fail("illegal instruction")
+            a, b = bw.r(rs1), bw.r(rs2)
+            if rd:
+                emit(f"{bw.w(rd)} = {expr.format(a=a, b=b)}")
+        elif op == 0x13:                                         # I-type ALU
+            imm = _imm_i(w)
+            if f3 in _OP_I:
+                a = bw.r(rs1)
+                if not rd:
+                    return
+                if f3 == 0 and imm == 0:
+                    emit(f"{bw.w(rd)} = {a}")                    # mv
+                else:
+                    emit(f"{bw.w(rd)} = {_OP_I[f3].format(a=a, i=imm, u=imm & M32)}")
+            else:
+                expr = _OP_SHIFT_I.get((f3, f7))
+                if expr is not None:
+                    text = expr.format(a=bw.r(rs1), s=rs2)
+                else:
+                    expr = _OP_UNARY.get((f3, w >> 20))
+                    if expr is None:
+                        return fail("illegal instruction")
+                    text = expr.format(a=bw.r(rs1))
+                if rd:
+                    emit(f"{bw.w(rd)} = {text}")
+        elif op == 0x03:                                         # loads
+            if f3 not in _LOADS:
+                return fail("illegal load")
+            size, signed, view, fix = _LOADS[f3]
+            a = bw.r(rs1)
+            mark = bw.may_raise()                  # before rd becomes dirty: a stalled load leaves rd untouched
+            dest = bw.w(rd) if rd else "_"
+            self._emit_access(bw, a, _imm_i(w), size, mark, fast=lambda mem, idx: f"{dest} = {mem}{view}[{idx}]{fix}",
+                              slow=f"{dest} = LOAD(a, {size}, {signed})", stack=rs1 in (2, 8))
+        elif op == 0x23:                                         # stores
+            if f3 not in _STORES:
+                return fail("illegal store")
+            size, view, mask = _STORES[f3]
+            val = bw.r(rs2)
+            self._emit_access(bw, bw.r(rs1), _imm_s(w), size, bw.may_raise(),
+                              fast=lambda mem, idx: f"{mem}{view}[{idx}] = {val}{mask if val != '0' else ''}",
+                              slow=f"STORE(a, {size}, {val})", stack=rs1 in (2, 8))
+        elif op == 0x37:                                         # lui
+            if rd:
+                emit(f"{bw.w(rd)} = {w & 0xFFFFF000:#x}")
+        elif op == 0x17:                                         # auipc
+            if rd:
+                emit(f"{bw.w(rd)} = {(pc + (w & 0xFFFFF000)) & M32:#x}")
+        elif op == 0x63:                                         # branches
+            if f3 not in _BRANCH:
+                return fail("illegal branch")
+            target = (pc + _imm_b(w)) & M32
+            cond = _BRANCH[f3].format(a=bw.r(rs1), b=bw.r(rs2))
+            emit(bw.flush())
+            emit(f"return {target:#x} if {cond} else {pc + 4:#x}")
+            bw.ended = True
+        elif op == 0x6F:                                         # jal
+            target = (pc + _imm_j(w)) & M32
+            if target == pc and rd == 0:                         # `j .`: park
+                emit(bw.flush())
+                emit(f"k = {bw.count}; raise Parked")
+                bw.risky[bw.count] = list(bw.dirty)
+            else:
+                if rd:
+                    emit(f"{bw.w(rd)} = {pc + 4:#x}")
+                emit(bw.flush())
+                emit(f"return {target:#x}")
+            bw.ended = True
+        elif op == 0x67 and f3 == 0:                             # jalr (target read before the link write)
+            emit(f"t = ({bw.r(rs1)} + {_imm_i(w)}) & 0xFFFFFFFE")
+            if rd:
+                emit(f"{bw.w(rd)} = {pc + 4:#x}")
+            emit(bw.flush())
+            emit("return t")
+            bw.ended = True
+        elif op == 0x0F:                                         # fence (no-op) / fence.i
+            if f3 == 0:
+                emit("pass")
+            elif f3 == 1:
+                return fail("fence.i is not supported (code in L1 is translated once per reset)")
+            else:
+                return fail("illegal MISC-MEM instruction")
+        elif op == 0x73:                                         # SYSTEM: CSRs, ecall/ebreak/mret
+            if f3 in (1, 2, 3, 5, 6, 7):
+                csr = w >> 20
+                src = str(rs1) if f3 >= 5 else bw.r(rs1)
+                writes = f3 in (1, 5) or rs1 != 0                # csrrs/csrrc with x0 / zero immediate only read
+                reads = f3 not in (1, 5) or rd != 0              # csrrw with rd = x0 does not read
+                mark = bw.may_raise()
+                target = bw.w(rd) if rd else "_"
+                emit(f"{mark}; {target} = CSR({f3}, {csr:#x}, {src}, {reads}, {writes}, done + {bw.count})")
+            else:
+                if w == 0x30200073:
+                    return fail("mret (interrupts are not modelled)", unimplemented=True)
+                names = {0x00000073: "ecall", 0x00100073: "ebreak"}
+                return fail(f"{names.get(w, 'illegal SYSTEM instruction')} is not supported")
+        elif op == 0x2F and f3 == 2 and (w >> 27) in _AMO:      # Zaamo
+            src, addr = bw.r(rs2), bw.r(rs1)
+            mark = bw.may_raise()
+            target = bw.w(rd) if rd else "_"
+            emit(f"{mark}; {target} = AMO({w >> 27}, {addr}, {src})")
+        elif op in _UNMODELLED:
+            return fail(f"{_UNMODELLED[op]} is not modelled", unimplemented=True)
+        else:
+            return fail("illegal instruction")
+
+    def _emit_access(self, bw: _BlockWriter, b: str, imm: int, size: int, mark: str,
+                     fast: Callable[[str, str], str], slow: str, stack: bool) -> None:
+        """Address computation + L1/local fast paths (aligned only) + slow path (misaligned, MMIO)."""
+        bw.emit(f"a = ({b} + {imm}) & 0xFFFFFFFF" if imm else f"a = {b}")
+        shift = {1: 0, 2: 1, 4: 2}[size]
+        aligned = f" and not a & {size - 1}" if size > 1 else ""
+        l1_idx = f"a >> {shift}" if shift else "a"
+        local_idx = f"(a - {LOCAL_BASE:#x}) >> {shift}" if shift else f"a - {LOCAL_BASE:#x}"
+        l1_test = f"if a < {L1_SIZE:#x}{aligned}: {fast('L1', l1_idx)}"
+        local_test = f"if {LOCAL_BASE:#x} <= a < {LOCAL_BASE + self.local_size:#x}{aligned}: {fast('LC', local_idx)}"
+        # sp/fp-relative accesses are almost always to the stack in local RAM: test that first
+        first, second = (local_test, l1_test) if stack else (l1_test, local_test)
+        bw.emit(first)
+        bw.emit("el" + second)
+        bw.emit(f"else: {mark}; {slow}")

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Install everything the project needs on a fresh Debian machine: a RISC-V cross compiler and the Python package.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if ! command -v riscv64-unknown-elf-gcc >/dev/null 2>&1 && [ -z "${SFPI_ROOT:-}" ] && [ ! -d /opt/tenstorrent/sfpi ]; then
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq gcc-riscv64-unknown-elf binutils-riscv64-unknown-elf >/dev/null
+fi
+python3 -m pip install -q -e '.[test]'
