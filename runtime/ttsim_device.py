@@ -1,0 +1,343 @@
+"""`TtsimDevice`: the Device protocol (docs/ARCHITECTURE.md) over Tenstorrent's ttsim simulator (`libttsim.so`).
+
+ttsim is the bit-exactness oracle. It is driven exactly as a host drives silicon: every access goes through 2 MiB BAR0
+TLB windows (BAR0 at paddr 0x1_0000_0000, window i at BAR0 + i*2 MiB, three u32 config words at
+BAR0 + 0x1FC00000 + 12*i), tile MMIO only with single 4-byte accesses, DRAM by translated coordinates.
+
+ttsim `_Exit(1)`s its process on any error, so it runs in a child process (`runtime/ttsim_server.py`) reached over a
+socketpair. When the child dies the call in progress raises `TtsimDied` (a `TTError`) carrying ttsim's
+`[clock] ERROR: <Category>: <function>: <detail>` line and the last output lines; the user's process survives, the
+dead device refuses further use, and a new `TtsimDevice` (or `restart()`) gives a fresh simulator.
+
+Writes and `advance` are pipelined (not acknowledged): an error they trigger is raised by the next call that waits for
+a reply (`read*`, `core_state`, `sync`). Call `sync()` to force it.
+
+Not observable on ttsim (so absent from `core_state`): RISC-V PCs (the 0xFFB13138 PC snapshot is not modelled and
+reading it is fatal), and `NCRISC_RESET_PC(_OVERRIDE)` which are write-only there (this class answers reads of those
+two from a shadow of what was written).
+"""
+from __future__ import annotations
+
+import os
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+
+from templates import layout
+from templates.errors import TTError
+
+BAR0_BASE = 0x1_0000_0000
+TLB_WINDOW = 1 << 21                 # 2 MiB
+TLB_CFG_BASE = BAR0_BASE + 0x1FC00000
+TLB_CFG_STRIDE = 12
+WIN_L1, WIN_MMIO, WIN_DRAM = 0, 1, 2   # window per kind of target, so the common paths never reprogram
+BH_PCI_ID = 0xB1401E52               # config word 0: device 0xB140, vendor 0x1E52
+
+_HDR = struct.Struct("<B3xQI")
+_U32 = struct.Struct("<I")
+_SERVER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ttsim_server.py")
+_U32_MAX = 0xFFFFFFFF
+_WRITE_ONLY = (layout.NCRISC_RESET_PC, layout.NCRISC_RESET_PC_OVERRIDE)
+
+
+class TtsimDied(TTError):
+    """The ttsim child process exited (ttsim reports any error by `_Exit(1)`). `sim_message` is its ERROR line."""
+
+    def __init__(self, msg: str, sim_message: str = "", output: list[str] | None = None, returncode: int | None = None):
+        super().__init__(msg)
+        self.sim_message = sim_message
+        self.output = output or []
+        self.returncode = returncode
+
+
+def default_lib_path() -> str | None:
+    return os.environ.get("TT_SIMULATOR") or os.environ.get("TT_METAL_SIMULATOR")
+
+
+class TtsimDevice:
+    name = "ttsim"
+
+    def __init__(self, lib_path: str | None = None, *, tile_xy: tuple[int, int] = layout.TILE_XY,
+                 dram_xy: tuple[int, int] = layout.DRAM_XY, start_timeout: float = 30.0):
+        lib_path = lib_path or default_lib_path()
+        if not lib_path or not os.path.isfile(lib_path):
+            raise TTError(f"ttsim library not found ({lib_path!r}): build tenstorrent/ttsim "
+                          "(./make.py src/_out/release_bh/libttsim.so) and set TT_SIMULATOR to its path")
+        self.lib_path = os.path.abspath(lib_path)
+        self.tile_xy, self.dram_xy = tuple(tile_xy), tuple(dram_xy)
+        self.start_timeout = start_timeout
+        self.proc: subprocess.Popen | None = None
+        self._sock: socket.socket | None = None
+        self._dead: TtsimDied | None = None
+        self._start()
+
+    # ------------------------------------------------------------------ process management
+    def _start(self) -> None:
+        self._dead = None
+        self._win: dict[int, tuple[int, int, int]] = {}      # idx -> (cfg0, cfg1, cfg2) last written
+        self._shadow = {a: 0 for a in _WRITE_ONLY}
+        self.clocks = 0                                        # simulated clocks advanced through this object
+        self.requests = 0
+        self._log = tempfile.TemporaryFile(prefix="ttsim-", suffix=".log")
+        parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            self.proc = subprocess.Popen([sys.executable, _SERVER, self.lib_path, str(child.fileno())],
+                                         pass_fds=(child.fileno(),), stdin=subprocess.DEVNULL,
+                                         stdout=self._log, stderr=subprocess.STDOUT, close_fds=True)
+        finally:
+            child.close()
+        self._sock = parent
+        parent.settimeout(self.start_timeout)
+        try:
+            ready = parent.recv(1)
+        except OSError:
+            ready = b""
+        parent.settimeout(None)
+        if ready != b"I":
+            self._died("starting ttsim")
+        ident = self._config_rd32(0, 0)
+        if ident != BH_PCI_ID:
+            self.close()
+            raise TTError(f"{self.lib_path} is not a Blackhole ttsim (PCI id {ident:#010x}, want {BH_PCI_ID:#010x});"
+                          " build src/_out/release_bh/libttsim.so")
+
+    def _died(self, doing: str) -> None:
+        """The child is gone (EOF/broken pipe): collect its output and raise TtsimDied."""
+        rc = None
+        if self.proc is not None:
+            try:
+                rc = self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                rc = self.proc.wait()
+        lines: list[str] = []
+        try:
+            self._log.seek(0, os.SEEK_END)
+            size = self._log.tell()
+            self._log.seek(max(0, size - 65536))
+            lines = self._log.read().decode(errors="replace").splitlines()[-20:]
+        except (OSError, ValueError):
+            pass
+        errs = [ln for ln in lines if "ERROR" in ln]
+        sim_msg = errs[-1].strip() if errs else ""
+        why = sim_msg or (f"killed by signal {-rc}" if rc is not None and rc < 0 else f"exit code {rc}")
+        tail = "\n".join("  | " + ln for ln in lines[-8:])
+        err = TtsimDied(f"ttsim simulator died while {doing}: {why}\n  last simulator output:\n{tail}\n"
+                        "  (the device is unusable now: create a new TtsimDevice or call restart())",
+                        sim_msg, lines, rc)
+        self._dead = err
+        self._close_fds()
+        raise err
+
+    def _close_fds(self) -> None:
+        if self._sock is not None:
+            try:
+                self._sock.close()
+            except OSError:
+                pass
+            self._sock = None
+
+    def close(self) -> None:
+        """Shut the simulator down (idempotent)."""
+        if self._sock is not None and self._dead is None:
+            try:
+                self._sock.sendall(_HDR.pack(0x51, 0, 0))
+                self._sock.settimeout(5)
+                self._sock.recv(1)
+            except OSError:
+                pass
+        self._close_fds()
+        if self.proc is not None:
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+            self.proc = None
+        try:
+            self._log.close()
+        except (OSError, AttributeError):
+            pass
+
+    def restart(self) -> None:
+        """Drop this simulator (dead or alive) and start a fresh one (all state lost)."""
+        self.close()
+        self._start()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    @property
+    def alive(self) -> bool:
+        return self._dead is None and self._sock is not None
+
+    # ------------------------------------------------------------------ wire
+    def _check(self) -> None:
+        if self._dead is not None:
+            raise TtsimDied(f"ttsim device is dead (earlier error: {self._dead.sim_message or self._dead})",
+                            self._dead.sim_message, self._dead.output, self._dead.returncode)
+        if self._sock is None:
+            raise TTError("ttsim device is closed")
+
+    def _send(self, data, doing: str) -> None:
+        self._check()
+        self.requests += 1
+        try:
+            self._sock.sendall(data)
+        except OSError:
+            self._died(doing)
+
+    def _recv(self, n: int, doing: str) -> bytes:
+        buf = bytearray(n)
+        view = memoryview(buf)
+        got = 0
+        try:
+            while got < n:
+                k = self._sock.recv_into(view[got:], n - got)
+                if k == 0:
+                    break
+                got += k
+        except OSError:
+            got = -1
+        if got != n:
+            self._died(doing)
+        return bytes(buf)
+
+    def _wr(self, paddr: int, data, doing: str) -> None:
+        self._send(_HDR.pack(0x57, paddr, len(data)), doing)
+        try:
+            self._sock.sendall(data)
+        except OSError:
+            self._died(doing)
+
+    def _rd(self, paddr: int, n: int, doing: str) -> bytes:
+        self._send(_HDR.pack(0x52, paddr, n), doing)
+        return self._recv(n, doing)
+
+    def _config_rd32(self, bdf: int, offset: int) -> int:
+        self._send(_HDR.pack(0x47, bdf, offset), "reading PCI config space")
+        return _U32.unpack(self._recv(4, "reading PCI config space"))[0]
+
+    def sync(self) -> None:
+        """Round trip to the simulator: raises TtsimDied if an earlier pipelined write/advance killed it."""
+        self._send(_HDR.pack(0x50, 0, 0), "syncing")
+        self._recv(1, "syncing")
+
+    # ------------------------------------------------------------------ TLB windows
+    def _window(self, idx: int, xy: tuple[int, int], addr: int) -> int:
+        """Point BAR0 window idx at (xy, addr's 2 MiB page); return the paddr for addr."""
+        x, y = xy
+        cfg = ((addr >> 21) & _U32_MAX, ((addr >> 53) & 0x7FF) | ((x | (y << 6)) << 11), 0)
+        old = self._win.get(idx)
+        if old != cfg:
+            base = TLB_CFG_BASE + TLB_CFG_STRIDE * idx
+            for i, word in enumerate(cfg):
+                if old is None or old[i] != word:
+                    self._wr(base + 4 * i, _U32.pack(word), "programming a TLB window")
+            self._win[idx] = cfg
+        return BAR0_BASE + idx * TLB_WINDOW + (addr & (TLB_WINDOW - 1))
+
+    def _bulk(self, idx: int, xy, addr: int, size: int):
+        """Split [addr, addr+size) on 2 MiB boundaries: yields (paddr, offset, length)."""
+        off = 0
+        while off < size:
+            a = addr + off
+            n = min(size - off, TLB_WINDOW - (a & (TLB_WINDOW - 1)))
+            yield self._window(idx, xy, a), off, n
+            off += n
+
+    # ------------------------------------------------------------------ Device protocol
+    def write_l1(self, addr: int, data: bytes) -> None:
+        data = memoryview(data).cast("B")
+        _check_range("L1", addr, len(data), layout.L1_SIZE)
+        for paddr, off, n in self._bulk(WIN_L1, self.tile_xy, addr, len(data)):
+            self._wr(paddr, data[off:off + n], f"writing L1 {addr:#x}+{len(data)}")
+
+    def read_l1(self, addr: int, size: int) -> bytes:
+        _check_range("L1", addr, size, layout.L1_SIZE)
+        return b"".join(self._rd(paddr, n, f"reading L1 {addr:#x}+{size}")
+                        for paddr, off, n in self._bulk(WIN_L1, self.tile_xy, addr, size))
+
+    def write32(self, addr: int, value: int) -> None:
+        _check_word(addr)
+        if addr in self._shadow:
+            self._shadow[addr] = value & _U32_MAX
+        win = WIN_L1 if addr < layout.L1_SIZE else WIN_MMIO
+        self._wr(self._window(win, self.tile_xy, addr), _U32.pack(value & _U32_MAX), f"writing {addr:#x}")
+
+    def read32(self, addr: int) -> int:
+        _check_word(addr)
+        if addr in self._shadow:    # write-only on ttsim: reading it is fatal there
+            return self._shadow[addr]
+        win = WIN_L1 if addr < layout.L1_SIZE else WIN_MMIO
+        return _U32.unpack(self._rd(self._window(win, self.tile_xy, addr), 4, f"reading {addr:#x}"))[0]
+
+    def write_dram(self, addr: int, data: bytes) -> None:
+        data = memoryview(data).cast("B")
+        _check_range("DRAM", addr, len(data), layout.DRAM_BANK_SIZE)
+        for paddr, off, n in self._bulk(WIN_DRAM, self.dram_xy, addr, len(data)):
+            self._wr(paddr, data[off:off + n], f"writing DRAM {addr:#x}+{len(data)}")
+
+    def read_dram(self, addr: int, size: int) -> bytes:
+        _check_range("DRAM", addr, size, layout.DRAM_BANK_SIZE)
+        return b"".join(self._rd(paddr, n, f"reading DRAM {addr:#x}+{size}")
+                        for paddr, off, n in self._bulk(WIN_DRAM, self.dram_xy, addr, size))
+
+    def advance(self, budget: int) -> None:
+        """Clock the simulator `budget` clocks (one libttsim_clock call per 2**32-1). Pipelined: see module doc."""
+        budget = int(budget)
+        if budget <= 0:
+            return
+        reps, rest = divmod(budget, _U32_MAX)
+        if reps:
+            self._send(_HDR.pack(0x43, reps, _U32_MAX), f"clocking {budget}")
+        if rest:
+            self._send(_HDR.pack(0x43, 1, rest), f"clocking {budget}")
+        self.clocks += budget
+
+    def core_state(self) -> dict[str, str]:
+        """Per core: reset state and its status words. PCs are not readable on ttsim (no PC snapshot model)."""
+        if self._dead is not None:
+            return {c: f"simulator dead: {self._dead.sim_message or self._dead.returncode}" for c in layout.CORES}
+        try:
+            soft = self.read32(layout.SOFT_RESET_0)
+            wall = self.read32(layout.WALL_CLOCK_LO) | (self.read32(layout.WALL_CLOCK_HI) << 32)
+            override = self.read32(layout.TRISC_RESET_PC_OVERRIDE)
+            reset_pc = {"brisc": 0}
+            for i in range(3):
+                reset_pc[f"trisc{i}"] = (self.read32(layout.TRISC_RESET_PC[i]) if override >> i & 1
+                                         else layout.DEFAULT_RESET_PC[f"trisc{i}"])
+            reset_pc["ncrisc"] = (self._shadow[layout.NCRISC_RESET_PC] if self._shadow[layout.NCRISC_RESET_PC_OVERRIDE] & 1
+                                  else layout.DEFAULT_RESET_PC["ncrisc"])
+            status = self.read_l1(layout.STATUS_BASE, layout.STATUS_STRIDE * len(layout.CORES))
+        except TTError as e:
+            return {c: f"unreadable: {e}" for c in layout.CORES}
+        out = {}
+        for i, c in enumerate(layout.CORES):
+            done, err, prog, _ = struct.unpack_from("<4I", status, layout.STATUS_STRIDE * i)
+            held = soft >> layout.SOFT_RESET_BIT[c] & 1
+            out[c] = (f"pc=? (not readable on ttsim) {'in reset' if held else 'released'} reset_pc={reset_pc[c]:#x} "
+                      f"done={done} error={err:#x} progress={prog} wall_clock={wall}")
+        return out
+
+
+def _check_range(what: str, addr: int, size: int, limit: int) -> None:
+    if addr < 0 or size < 0 or addr + size > limit:
+        raise TTError(f"{what} access {addr:#x}+{size:#x} outside 0..{limit:#x}")
+
+
+def _check_word(addr: int) -> None:
+    if addr & 3 or not (0 <= addr <= _U32_MAX):
+        raise TTError(f"32-bit access to {addr:#x}: must be a 4-byte aligned 32-bit address")

@@ -1,0 +1,145 @@
+"""Build and launch helpers shared by tests/test_ttsim_device.py and tests/test_diff_emu_ttsim.py.
+
+* `compile_prog(name, core)` builds `tests/ttsim_progs/<name>.c` with this directory's crt0.S/link.ld for `core`
+  (image at layout.IMAGE_SLOT[core]) and returns the ELF bytes (cached by content hash).
+* `run_on(device, elfs, args=...)` runs ELFs on any `Device` with the launch protocol of docs/ARCHITECTURE.md.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import struct
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, field
+
+from templates import layout
+from templates.errors import CompilerNotFound, DeviceTimeout, TTError
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CC = os.environ.get("TT_RISCV_CC", "riscv64-unknown-elf-gcc")
+CFLAGS = ["-march=rv32im", "-mabi=ilp32", "-nostdlib", "-ffreestanding", "-O2", "-Wall",
+          "--param=min-pagesize=0"]  # GCC 12: low L1 addresses are not NULL-page accesses
+_CACHE = os.path.join(tempfile.gettempdir(), f"ttsim_progs_cache_{os.getuid()}")
+
+
+def have_compiler() -> bool:
+    return shutil.which(CC) is not None
+
+
+def compile_prog(name: str, core: str = "brisc") -> bytes:
+    """ELF bytes of tests/ttsim_progs/<name>.c linked for `core`."""
+    if not have_compiler():
+        raise CompilerNotFound(f"{CC} not found (apt-get install gcc-riscv64-unknown-elf)")
+    srcs = [os.path.join(HERE, f) for f in ("crt0.S", f"{name}.c")]
+    deps = srcs + [os.path.join(HERE, f) for f in ("link.ld", "tt.h")]
+    syms = {"IMAGE_BASE": layout.IMAGE_SLOT[core], "IMAGE_SLOT_SIZE": layout.IMAGE_SLOT_SIZE,
+            "__stack_top": layout.STACK_TOP[core], "__status": layout.status_addr(core)}
+    cmd = [CC, *CFLAGS, "-I", HERE, "-T", os.path.join(HERE, "link.ld"),
+           *[f"-Wl,--defsym={k}={v:#x}" for k, v in syms.items()], *srcs, "-lgcc"]
+    h = hashlib.sha256(repr(cmd).encode())
+    for d in deps:
+        with open(d, "rb") as f:
+            h.update(f.read())
+    os.makedirs(_CACHE, exist_ok=True)
+    out = os.path.join(_CACHE, f"{name}-{core}-{h.hexdigest()[:16]}.elf")
+    if not os.path.exists(out):
+        tmp = out + f".{os.getpid()}.tmp"
+        r = subprocess.run([*cmd, "-o", tmp], capture_output=True, text=True)
+        if r.returncode:
+            raise TTError(f"compiling {name} for {core} failed:\n{r.stderr}")
+        os.replace(tmp, out)
+    with open(out, "rb") as f:
+        return f.read()
+
+
+def load_segments(elf: bytes) -> tuple[int, list[tuple[int, bytes, int]]]:
+    """(entry, [(paddr, file bytes, memsz)]) of the PT_LOAD segments of a little-endian ELF32."""
+    if elf[:4] != b"\x7fELF" or elf[4] != 1 or elf[5] != 1:
+        raise TTError("not a little-endian ELF32 file")
+    entry, phoff = struct.unpack_from("<II", elf, 24)
+    phentsize, phnum = struct.unpack_from("<HH", elf, 42)
+    segs = []
+    for i in range(phnum):
+        p_type, p_offset, _vaddr, p_paddr, p_filesz, p_memsz, _fl, _al = struct.unpack_from(
+            "<8I", elf, phoff + i * phentsize)
+        if p_type == 1 and p_memsz:
+            segs.append((p_paddr, elf[p_offset:p_offset + p_filesz], p_memsz))
+    return entry, segs
+
+
+def jal_x0(target: int, pc: int = 0) -> int:
+    off = target - pc
+    if not -(1 << 20) <= off < (1 << 20) or off & 1:
+        raise TTError(f"jal cannot reach {target:#x} from {pc:#x}")
+    imm = off & 0x1FFFFF
+    return (0x6F | ((imm >> 12) & 0xFF) << 12 | ((imm >> 11) & 1) << 20 | ((imm >> 1) & 0x3FF) << 21
+            | ((imm >> 20) & 1) << 31)
+
+
+@dataclass
+class RunResult:
+    clocks: int                                   # clocks advanced until every core was done
+    seconds: float                                # host wall time of the launch (load + run + poll)
+    status: dict[str, tuple[int, int, int]] = field(default_factory=dict)  # core -> (done, error, progress)
+
+
+def run_on(device, elfs: dict[str, bytes], args: bytes | list[int] | None = None, *, generation: int = 1,
+           step: int = 2000, max_clocks: int = 50_000_000) -> RunResult:
+    """Launch `elfs` (core name -> ELF bytes) on `device` per docs/ARCHITECTURE.md and wait until all are done.
+
+    Raises TTError if a core reports error != 0, DeviceTimeout after `max_clocks` (with core_state()).
+    `step` is the number of clocks per advance() between status polls.
+    """
+    t0 = time.perf_counter()
+    unknown = set(elfs) - set(layout.CORES)
+    if unknown:
+        raise TTError(f"unknown cores {sorted(unknown)}")
+    device.write32(layout.SOFT_RESET_0, layout.ALL_CORES_RESET)
+    entries = {}
+    for core, elf in elfs.items():
+        entry, segs = load_segments(elf)
+        entries[core] = entry
+        for paddr, data, memsz in segs:
+            device.write_l1(paddr, bytes(data) + bytes(memsz - len(data)))
+    if "brisc" in entries:
+        device.write32(layout.BRISC_VECTOR, jal_x0(entries["brisc"]))
+    override = 0
+    for i in range(3):
+        if f"trisc{i}" in entries:
+            device.write32(layout.TRISC_RESET_PC[i], entries[f"trisc{i}"])
+            override |= 1 << i
+    if override:
+        device.write32(layout.TRISC_RESET_PC_OVERRIDE, override)
+    if "ncrisc" in entries:
+        device.write32(layout.NCRISC_RESET_PC, entries["ncrisc"])
+        device.write32(layout.NCRISC_RESET_PC_OVERRIDE, 1)
+    if args is not None:
+        blob = args if isinstance(args, (bytes, bytearray)) else struct.pack(f"<{len(args)}I", *args)
+        if len(blob) > layout.ARGS_SIZE:
+            raise TTError("argument block too large")
+        device.write_l1(layout.ARGS_BASE, bytes(blob))
+    nstat = len(layout.CORES) * layout.STATUS_STRIDE
+    device.write_l1(layout.STATUS_BASE, bytes(nstat))
+    device.write32(layout.LAUNCH_STOP, 0)
+    device.write32(layout.LAUNCH_GENERATION, generation)
+    release = layout.ALL_CORES_RESET
+    for core in elfs:
+        release &= ~(1 << layout.SOFT_RESET_BIT[core])
+    device.write32(layout.SOFT_RESET_0, release)
+
+    clocks = 0
+    while True:
+        device.advance(step)
+        clocks += step
+        raw = device.read_l1(layout.STATUS_BASE, nstat)
+        status = {c: struct.unpack_from("<3I", raw, layout.STATUS_STRIDE * layout.CORES.index(c)) for c in elfs}
+        errs = {c: s for c, s in status.items() if s[1]}
+        if errs:
+            raise TTError(f"cores reported errors: {errs}; state: {device.core_state()}")
+        if all(s[0] == generation for s in status.values()):
+            return RunResult(clocks, time.perf_counter() - t0, status)
+        if clocks >= max_clocks:
+            raise DeviceTimeout(f"not done after {clocks} clocks: {device.core_state()}")
