@@ -1,0 +1,289 @@
+"""The NoC interface unit (NIU) of one NoC, as seen from tile (1,2): registers, counters and synchronous transfers.
+
+Spec: shared/reference/noc-and-launch.md section 5. Like ttsim, a request completes inside the `NOC_CMD_CTRL = 1`
+store (data copied, counters bumped), so `NOC_CMD_CTRL` always reads 0. ttsim's fatal cases are EmuError with the
+reason. Only one tile exists: requests naming another Tensix tile are EmuUnimplemented. All 24 translated DRAM
+coordinates (x 17/18, y 12..23) reach the SAME single bank here (real chips have 8 banks behind them): kernels are
+meant to use only `layout.DRAM_XY`.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from templates import layout
+from templates.errors import EmuError, EmuUnimplemented
+
+from .dram import Dram
+
+MAX_LEN = 16384
+N_INITIATORS = 4
+INITIATOR_STRIDE = 0x800
+WINDOW_SIZE = N_INITIATORS * INITIATOR_STRIDE
+
+# initiator registers (offset inside a 0x800 window)
+(TARG_LO, TARG_MID, TARG_HI, RET_LO, RET_MID, RET_HI, PACKET_TAG, CTRL, AT_LEN_BE, AT_LEN_BE_1, AT_DATA,
+ BRCST_EXCLUDE) = range(0x00, 0x30, 4)
+CMD_CTRL = 0x40
+NODE_ID = 0x44
+ENDPOINT_ID = 0x48
+CLEAR_OUTSTANDING = 0x60
+NIU_CFG_0 = 0x100
+ROUTER_CFG_1 = 0x108
+ROUTER_CFG_3 = 0x110
+ID_LOGICAL = 0x148
+COUNTER_BASE = 0x200
+
+# counter indices (offset 0x200 + 4*i) that ttsim models
+ATOMIC_RESP_RECEIVED = 0
+WR_ACK_RECEIVED = 1
+RD_RESP_RECEIVED = 2
+POSTED_ATOMIC_SENT = 7
+NONPOSTED_WR_REQ_SENT = 10
+POSTED_WR_REQ_SENT = 11
+REQS_OUTSTANDING_ID = 16        # + trid, 8 bits
+WRITE_REQS_OUTGOING_ID = 32     # + trid, always 0 in ttsim
+COUNTER_NAMES = {ATOMIC_RESP_RECEIVED: "ATOMIC_RESP_RECEIVED", WR_ACK_RECEIVED: "WR_ACK_RECEIVED",
+                 RD_RESP_RECEIVED: "RD_RESP_RECEIVED", POSTED_ATOMIC_SENT: "POSTED_ATOMIC_SENT",
+                 NONPOSTED_WR_REQ_SENT: "NONPOSTED_WR_REQ_SENT", POSTED_WR_REQ_SENT: "POSTED_WR_REQ_SENT"}
+
+# NOC_CTRL fields
+CTRL_TYPE = 0x3                 # 0 read, 1 atomic, 2 write
+CTRL_WR_INLINE = 1 << 3
+CTRL_RESP_MARKED = 1 << 4
+CTRL_BRCST = 1 << 5
+CTRL_PATH_RESERVE = 1 << 8
+# WR_BE, MEM_RD_DROP_ACK, bits 10-12, BRCST_XY, bits 18-26, ARB_PRIORITY, L1_ACC_AT_EN: fatal in ttsim
+CTRL_FATAL = (1 << 2) | (1 << 9) | (0x7 << 10) | (1 << 16) | (0x1FF << 18) | (0xF << 27) | (1 << 31)
+
+ATOMIC_INCR_LEN_BE = 0x107C     # increment, 32-bit, offset 0: the only atomic ttsim accepts
+MMIO_START = 0xFF000000         # own-tile addresses from here up are registers (4-byte transfers only)
+
+
+def xy_word(x: int, y: int) -> int:
+    return x | (y << 6)
+
+
+def is_dram_xy(x: int, y: int) -> bool:
+    return x in (17, 18) and 12 <= y <= 23
+
+
+class Niu:
+    """NIU of NoC `index` (0 or 1). `mmio_read32/mmio_write32(addr[, value])` reach the own tile's registers."""
+
+    def __init__(self, index: int, l1: np.ndarray, dram: Dram, mmio_read32: Callable[[int], int],
+                 mmio_write32: Callable[[int, int], None], tile_xy: tuple[int, int] = layout.TILE_XY):
+        self.index = index
+        self.base = layout.NOC_BASE[index]
+        self.l1 = l1
+        self.dram = dram
+        self._mmio_read32 = mmio_read32
+        self._mmio_write32 = mmio_write32
+        x, y = tile_xy
+        self.own = xy_word(x, y)
+        # NOC_NODE_ID holds this NoC's raw coordinates (NoC1 runs mirrored), grid size 17x12, bit 28 on NoC0
+        rx, ry = (x, y) if index == 0 else (16 - x, 11 - y)
+        self.node_id = rx | (ry << 6) | (17 << 12) | (12 << 19) | ((1 << 28) if index == 0 else 0)
+        self.regs = [[0] * 12 for _ in range(N_INITIATORS)]   # offsets 0x00..0x2C per initiator
+        self.counters: dict[int, int] = {}                     # kept across launches, like the hardware
+        self.requests = {"read": 0, "write": 0, "atomic": 0, "inline": 0}
+        self.bytes = {"read": 0, "write": 0}
+
+    # ---- register access (offset = addr - base, 32-bit only: the tile checks size) ----
+    def load(self, offset: int) -> int:
+        buf, off = divmod(offset, INITIATOR_STRIDE)
+        if buf >= N_INITIATORS:
+            raise EmuError(f"NoC{self.index}: no register at offset 0x{offset:X}")
+        if off < 0x30 and off != AT_LEN_BE_1:
+            return self.regs[buf][off >> 2]
+        if off == CMD_CTRL:
+            return 0                                      # requests complete inside the send
+        if off == NODE_ID:
+            return self.node_id
+        if off == ID_LOGICAL:
+            return self.own
+        if off == NIU_CFG_0:
+            return 0                                      # ttsim reads 0 although it always translates
+        if off == ROUTER_CFG_1:
+            return 0x301                                  # broadcast opt-out columns 0, 8, 9
+        if off == ROUTER_CFG_3:
+            return 0x003                                  # rows 0, 1
+        if COUNTER_BASE <= off < COUNTER_BASE + 0x100 and off % 4 == 0:
+            i = (off - COUNTER_BASE) >> 2
+            if i in COUNTER_NAMES:
+                return self.counters.get(i, 0)
+            if REQS_OUTSTANDING_ID <= i < REQS_OUTSTANDING_ID + 16:
+                return self.counters.get(i, 0) & 0xFF
+            if WRITE_REQS_OUTGOING_ID <= i < WRITE_REQS_OUTGOING_ID + 16:
+                return 0
+        raise EmuError(f"NoC{self.index}: reading offset 0x{off:X} of initiator {buf} is not modelled "
+                       f"(ttsim: noc_regs_rd32 fatal)")
+
+    def store(self, offset: int, value: int) -> None:
+        buf, off = divmod(offset, INITIATOR_STRIDE)
+        if buf >= N_INITIATORS:
+            raise EmuError(f"NoC{self.index}: no register at offset 0x{offset:X}")
+        if off == AT_LEN_BE_1:
+            raise EmuError(f"NoC{self.index}: NOC_AT_LEN_BE_1 write is fatal in ttsim")
+        if off == PACKET_TAG and value & ~0x3C00:
+            raise EmuError(f"NoC{self.index}: NOC_PACKET_TAG=0x{value:X}: only the trid bits 13:10 are accepted")
+        if off == BRCST_EXCLUDE and value != 0:
+            raise EmuError(f"NoC{self.index}: NOC_BRCST_EXCLUDE=0x{value:X}: only 0 is accepted")
+        if off < 0x30:
+            self.regs[buf][off >> 2] = value
+        elif off == CMD_CTRL:
+            if value != 1:
+                raise EmuError(f"NoC{self.index}: NOC_CMD_CTRL=0x{value:X}: only 1 (send) may be written")
+            self._send(buf)
+        elif off == CLEAR_OUTSTANDING:
+            if value != 0xFFFF:
+                raise EmuError(f"NoC{self.index}: noc_clear_outstanding_req_cnt=0x{value:X} (ttsim accepts only "
+                               f"0xFFFF)")
+            for t in range(16):
+                self.counters.pop(REQS_OUTSTANDING_ID + t, None)
+        else:
+            raise EmuError(f"NoC{self.index}: writing offset 0x{off:X} of initiator {buf} is not modelled")
+
+    # ---- transfers ----
+    def _bump(self, counter: int) -> None:
+        self.counters[counter] = (self.counters.get(counter, 0) + 1) & 0xFFFFFFFF
+
+    def _endpoint(self, hi: int, role: str) -> str:
+        """'tile' or 'dram' for the unicast coordinate word `hi`."""
+        if hi >> 12:
+            raise EmuError(f"NoC{self.index}: {role} coordinate word 0x{hi:X} has bits above 11 set on a unicast")
+        x, y = hi & 0x3F, (hi >> 6) & 0x3F
+        if hi == self.own:
+            return "tile"
+        if is_dram_xy(x, y):
+            return "dram"
+        if x in (0, 9):
+            raise EmuError(f"NoC{self.index}: {role} ({x},{y}) is a physical DRAM coordinate; use the translated "
+                           f"ones (17/18, 12..23)")
+        if 1 <= x <= 16 and x != 8 and 2 <= y <= 11:
+            raise EmuUnimplemented(f"NoC{self.index}: {role} is Tensix tile ({x},{y}); only tile "
+                                   f"{layout.TILE_XY} is emulated")
+        raise EmuError(f"NoC{self.index}: {role} coordinate ({x},{y}) is not a DRAM or Tensix endpoint")
+
+    def _check_tile_range(self, addr: int, n: int, role: str) -> None:
+        if addr >= MMIO_START and addr >> 32 == 0:
+            if n != 4 or addr % 4:
+                raise EmuError(f"NoC{self.index}: {role} 0x{addr:X} is MMIO: transfers there must be exactly 4 "
+                               f"aligned bytes (len={n})")
+        elif addr + n > layout.L1_SIZE:
+            raise EmuError(f"NoC{self.index}: {role} L1 range 0x{addr:X}+{n} is beyond L1 (0x{layout.L1_SIZE:X})")
+
+    def _get(self, ep: str, addr: int, n: int, role: str) -> np.ndarray:
+        if ep == "dram":
+            return self.dram.read(addr, n)
+        self._check_tile_range(addr, n, role)
+        if addr >= MMIO_START:
+            return np.array([self._mmio_read32(addr)], np.uint32).view(np.uint8)
+        return self.l1[addr:addr + n].copy()
+
+    def _put(self, ep: str, addr: int, data: np.ndarray, role: str) -> None:
+        if ep == "dram":
+            self.dram.write(addr, data)
+            return
+        n = data.size
+        self._check_tile_range(addr, n, role)
+        if addr >= MMIO_START:
+            self._mmio_write32(addr, int(data.view(np.uint32)[0]))
+        else:
+            self.l1[addr:addr + n] = data
+
+    def _send(self, buf: int) -> None:
+        r = self.regs[buf]
+        ctrl = r[CTRL >> 2]
+        name = f"NoC{self.index} initiator {buf} (NOC_CTRL=0x{ctrl:X})"
+        if ctrl & CTRL_FATAL:
+            raise EmuError(f"{name}: fatal NOC_CTRL bits 0x{ctrl & CTRL_FATAL:X} (WR_BE/ARB_PRIORITY/L1_ACC_AT_EN/...)")
+        if ctrl & CTRL_BRCST:
+            raise EmuUnimplemented(f"{name}: multicast: only one tile is emulated")
+        if ctrl & CTRL_PATH_RESERVE:
+            raise EmuError(f"{name}: unicast must not use path reserve")
+        kind = ctrl & CTRL_TYPE
+        targ = (r[TARG_MID >> 2] << 32) | r[TARG_LO >> 2]
+        ret = (r[RET_MID >> 2] << 32) | r[RET_LO >> 2]
+        targ_hi, ret_hi, length = r[TARG_HI >> 2], r[RET_HI >> 2], r[AT_LEN_BE >> 2]
+        if kind == 1:
+            self._atomic(name, ctrl, targ, targ_hi, ret, ret_hi, length, r[AT_DATA >> 2])
+            return
+        if kind == 2 and ctrl & CTRL_WR_INLINE:
+            self._inline(name, ctrl, targ, targ_hi, ret_hi, length, r[AT_DATA >> 2])
+            return
+        if kind == 3:
+            raise EmuError(f"{name}: request type 3 does not exist")
+        if ctrl & CTRL_WR_INLINE:
+            raise EmuError(f"{name}: WR_INLINE on a read")
+        if not 1 <= length <= MAX_LEN:
+            raise EmuError(f"{name}: noc_at_len_be={length}: length must be 1..{MAX_LEN} (split in software)")
+        if kind == 0:
+            if not ctrl & CTRL_RESP_MARKED:
+                raise EmuError(f"{name}: read should not be posted (set RESP_MARKED, NOC_CTRL=0x10)")
+            if ret_hi != self.own:
+                raise EmuError(f"{name}: read: dst_tile_id=0x{ret_hi:X}: RET_HI must be this tile (0x{self.own:X}, "
+                               f"from NOC_ID_LOGICAL)")
+            src_ep, src, dst_ep, dst = self._endpoint(targ_hi, "read source"), targ, "tile", ret
+        else:
+            if targ_hi != self.own:
+                raise EmuError(f"{name}: write: TARG_HI=0x{targ_hi:X} must be this tile (0x{self.own:X}); the "
+                               f"source is the initiator's own L1")
+            src_ep, src, dst_ep, dst = "tile", targ, self._endpoint(ret_hi, "write destination"), ret
+        modulus = 64 if (kind == 0 and src_ep == "dram") else 16
+        if (src - dst) % modulus:
+            raise EmuError(f"{name}: alignment of src_addr=0x{src:X} does not match dst_addr=0x{dst:X} "
+                           f"(must be congruent mod {modulus})")
+        data = self._get(src_ep, src, length, "source")
+        self._put(dst_ep, dst, data, "destination")
+        if kind == 0:
+            self.requests["read"] += 1
+            self.bytes["read"] += length
+            self._bump(RD_RESP_RECEIVED)
+        else:
+            self.requests["write"] += 1
+            self.bytes["write"] += length
+            if ctrl & CTRL_RESP_MARKED:
+                self._bump(NONPOSTED_WR_REQ_SENT)
+                self._bump(WR_ACK_RECEIVED)
+            else:
+                self._bump(POSTED_WR_REQ_SENT)
+
+    def _atomic(self, name, ctrl, targ, targ_hi, ret, ret_hi, len_be, incr) -> None:
+        if len_be != ATOMIC_INCR_LEN_BE:
+            raise EmuError(f"{name}: atomic: noc_at_len_be=0x{len_be:X} (only 0x107C, 32-bit increment, is modelled)")
+        if self._endpoint(targ_hi, "atomic target") != "tile":
+            raise EmuError(f"{name}: atomic: src_tile_type=D: atomics on DRAM are not allowed")
+        if ret_hi != self.own:
+            raise EmuError(f"{name}: atomic: RET_HI=0x{ret_hi:X} must be this tile (0x{self.own:X})")
+        if targ % 16 or targ + 4 > layout.L1_SIZE:
+            raise EmuError(f"{name}: atomic target 0x{targ:X} must be a 16-byte aligned L1 word")
+        if ret % 4 or ret + 4 > layout.L1_SIZE:
+            raise EmuError(f"{name}: atomic return address 0x{ret:X} must be an aligned L1 word")
+        words = self.l1.view(np.uint32)
+        old = int(words[targ >> 2])
+        words[targ >> 2] = (old + incr) & 0xFFFFFFFF
+        words[ret >> 2] = old
+        self.requests["atomic"] += 1
+        self._bump(ATOMIC_RESP_RECEIVED if ctrl & CTRL_RESP_MARKED else POSTED_ATOMIC_SENT)
+
+    def _inline(self, name, ctrl, targ, targ_hi, ret_hi, len_be, value) -> None:
+        if ret_hi != self.own:
+            raise EmuError(f"{name}: inline write: dst_tile_type=D: RET_HI=0x{ret_hi:X} must be this tile")
+        if self._endpoint(targ_hi, "inline write destination") != "tile":
+            raise EmuError(f"{name}: inline write to DRAM is not modelled")
+        if targ < MMIO_START or targ >> 32:
+            raise EmuError(f"{name}: inline write to an L1 address (0x{targ:X}) is unsafe on Blackhole")
+        if len_be != 0xF or targ % 4:
+            raise EmuError(f"{name}: inline write needs NOC_AT_LEN_BE=0xF and an aligned word (got 0x{len_be:X}, "
+                           f"0x{targ:X})")
+        self._mmio_write32(targ, value)
+        self.requests["inline"] += 1
+        self._bump(NONPOSTED_WR_REQ_SENT if ctrl & CTRL_RESP_MARKED else POSTED_WR_REQ_SENT)
+        if ctrl & CTRL_RESP_MARKED:
+            self._bump(WR_ACK_RECEIVED)
+
+    def stats(self) -> dict:
+        return {"requests": dict(self.requests), "bytes": dict(self.bytes),
+                "counters": {COUNTER_NAMES.get(k, f"REQS_OUTSTANDING_ID{k - 16}"): v for k, v in self.counters.items()}}

@@ -1,0 +1,425 @@
+"""One Blackhole Tensix tile: L1, local RAMs, five RISC-V cores, the Tensix coprocessor, two NIUs, DRAM, a clock.
+
+The Tile is the `Bus` of every `RV32Core`: the cores reach L1 and their own local RAM directly through memoryviews and
+call `mmio_load/mmio_store` for everything else, which is routed through a table of (address range, handler).
+Anything not in the table is an EmuError naming the core and address (the scheduler adds the pc); like ttsim, MMIO
+takes only aligned 32-bit accesses (local RAM and its slow alias window excepted).
+
+Scheduling: `run(budget)` gives each released, unparked core a quantum in turn and drains the Tensix after each
+quantum; a parked core and an idle Tensix cost nothing. Time (`WALL_CLOCK`) advances by the largest number of
+instructions any one unit retired in a round, since ttsim retires one instruction per core per clock.
+"""
+from __future__ import annotations
+
+import bisect
+from typing import Callable
+
+import numpy as np
+
+from templates import layout
+from templates.errors import EmuError, EmuUnimplemented
+
+from .dram import Dram, as_bytes
+from .noc import WINDOW_SIZE as NIU_WINDOW, Niu
+from .rv32 import RV32Core, Stall
+
+QUANTUM = 2000
+CORE_BITS = {c: 1 << b for c, b in layout.SOFT_RESET_BIT.items()}
+WRITABLE_RESET_BITS = layout.ALL_CORES_RESET | (1 << 31)   # bit 31 (set by UMD) is accepted and ignored
+# Which Tensix thread a core's own push window / sync / GPR / semaphores talk to; NCRISC has none.
+THREAD_OF = {"brisc": 0, "trisc0": 0, "trisc1": 1, "trisc2": 2}
+TRISC_THREAD = {"trisc0": 0, "trisc1": 1, "trisc2": 2}
+# Slow-path aliases of the local RAMs (BabyRISCV/README.md): 8 KiB slots; a TRISC's 4 KiB appears twice in its slot.
+ALIAS_BASE = 0xFFB14000
+ALIAS_SLOTS = ("brisc", "ncrisc", "trisc0", "trisc1", "trisc2")
+ALIAS_END = ALIAS_BASE + 0x2000 * len(ALIAS_SLOTS)
+CTRL_BASE = 0xFFB12000
+DISABLE_RESET = 0xFFB12224
+MOP_CFG_BASE = 0xFFB80000
+MOP_CFG_WORDS = 9
+GPR_COUNT = 64
+N_SEMAPHORES = 8
+HOST = "host"
+
+
+class Tile:
+    def __init__(self, tensix_factory: Callable[[np.ndarray], object] | None = None, quantum: int = QUANTUM):
+        self.quantum = quantum
+        self.l1_array = np.zeros(layout.L1_SIZE, np.uint8)
+        self.l1 = memoryview(self.l1_array)                  # the cores' fast path (Bus contract)
+        self.local = {c: np.zeros(layout.LOCAL_RAM_SIZE[c], np.uint8) for c in layout.CORES}
+        self._local_mv = {c: memoryview(a) for c, a in self.local.items()}
+        self.dram = Dram()
+        self.soft_reset = layout.ALL_CORES_RESET             # power-on: all five held
+        self.trisc_reset_pc = [0, 0, 0]
+        self.trisc_override = 0
+        self.ncrisc_reset_pc = 0
+        self.ncrisc_override = 0
+        self.clock = 0
+        if tensix_factory is None:
+            from .tensix import Tensix                        # imported late: the coprocessor model is optional
+            tensix_factory = Tensix
+        self.tensix = tensix_factory(self.l1_array)
+        self.nius = [Niu(i, self.l1_array, self.dram, self._noc_mmio_read32, self._noc_mmio_write32) for i in (0, 1)]
+        self.cores = {c: RV32Core(c, self, layout.DEFAULT_RESET_PC[c]) for c in layout.CORES}
+        self.tensix_pushes = [0, 0, 0]
+        self._wait = {c: "" for c in layout.CORES}           # why the core's last quantum ended in a Stall
+        self._fault = {c: "" for c in layout.CORES}          # the error that stopped the core (until re-released)
+        self._build_mmio_table()
+
+    # ------------------------------------------------------------------ MMIO routing
+
+    def _build_mmio_table(self) -> None:
+        # (start, end, name, load, store, any_size); any_size marks RAM-like ranges that accept 8/16-bit accesses
+        table = [
+            (layout.MEM_LOCAL_BASE, layout.MEM_LOCAL_BASE + 0x2000, "local RAM", self._local_load, self._local_store,
+             True),
+            (CTRL_BASE, CTRL_BASE + 0x1000, "tile control", self._ctrl_load, self._ctrl_store, False),
+            (ALIAS_BASE, ALIAS_END, "local RAM alias", self._alias_load, self._alias_store, True),
+            (layout.NOC_BASE[0], layout.NOC_BASE[0] + NIU_WINDOW, "NoC0 NIU",
+             lambda who, a: self.nius[0].load(a - layout.NOC_BASE[0]),
+             lambda who, a, v: self.nius[0].store(a - layout.NOC_BASE[0], v), False),
+            (layout.NOC_BASE[1], layout.NOC_BASE[1] + NIU_WINDOW, "NoC1 NIU",
+             lambda who, a: self.nius[1].load(a - layout.NOC_BASE[1]),
+             lambda who, a, v: self.nius[1].store(a - layout.NOC_BASE[1], v), False),
+            (MOP_CFG_BASE, MOP_CFG_BASE + 4 * MOP_CFG_WORDS, "MOP config", None, self._mop_store, False),
+            (layout.REGFILE_BASE, layout.REGFILE_BASE + 0x1000, "Tensix GPRs", self._gpr_load, self._gpr_store, False),
+            (layout.INSTRN_BUF_BASE, layout.INSTRN_BUF_BASE + 0x30000, "instruction push", None, self._push_store,
+             False),
+            (layout.PC_BUF_BASE, layout.PC_BUF_BASE + 0x10000, "PC buffer / TTSync / semaphores", self._pcbuf_load,
+             self._pcbuf_store, False),
+            (layout.TENSIX_CFG_BASE, layout.TENSIX_CFG_BASE + 0x10000, "Tensix config", self._cfg_load,
+             self._cfg_store, False),
+        ]
+        table.sort()
+        self._mmio = table
+        self._mmio_starts = [t[0] for t in table]
+        self._routes: dict[tuple, Callable] = {}    # (who, addr, size, store) -> handler; only valid routes cached
+
+    def _route(self, who: str, addr: int, size: int, store: bool):
+        i = bisect.bisect_right(self._mmio_starts, addr) - 1
+        if i >= 0:
+            start, end, name, load, st, any_size = self._mmio[i]
+            if addr < end:
+                handler = st if store else load
+                if handler is None:
+                    raise EmuError(f"{who}: {name} at 0x{addr:08X} is {'read' if store else 'write'}-only")
+                if not any_size and size != 4:
+                    raise EmuError(f"{who}: {8 * size}-bit MMIO {'write' if store else 'read'} at 0x{addr:08X} "
+                                   f"({name}): only 32-bit accesses are allowed")
+                if addr % size:
+                    raise EmuError(f"{who}: unaligned {size}-byte access at 0x{addr:08X} ({name})")
+                # RAM-like handlers take the access size as a last argument
+                return (lambda *a: handler(*a, size)) if any_size else handler
+        kind = "write" if store else "read"
+        if layout.L1_SIZE <= addr < layout.MEM_LOCAL_BASE:
+            raise EmuError(f"{who}: {kind} at 0x{addr:08X} is beyond L1 (0x{layout.L1_SIZE:X})")
+        raise EmuError(f"{who}: {size}-byte {kind} at 0x{addr:08X}: address not mapped in the emulator")
+
+    # Bus contract (called by RV32Core)
+    def local_ram(self, core: str) -> memoryview:
+        return self._local_mv[core]
+
+    def mmio_load(self, core: str, addr: int, size: int) -> int:
+        key = (core, addr, size, False)
+        handler = self._routes.get(key)
+        if handler is None:
+            handler = self._routes[key] = self._route(core, addr, size, False)
+        return handler(core, addr)
+
+    def mmio_store(self, core: str, addr: int, size: int, value: int) -> None:
+        key = (core, addr, size, True)
+        handler = self._routes.get(key)
+        if handler is None:
+            handler = self._routes[key] = self._route(core, addr, size, True)
+        handler(core, addr, value)
+
+    def push_tensix(self, core: str, word: int) -> None:
+        """A `.ttinsn` (or store to the core's own push window): enqueue `word` on the core's Tensix thread."""
+        self._push(core, THREAD_OF.get(core), word)
+
+    # ------------------------------------------------------------------ handlers
+
+    def _ctrl_load(self, who: str, addr: int) -> int:
+        if addr == layout.SOFT_RESET_0:
+            return self.soft_reset
+        if addr in layout.TRISC_RESET_PC:
+            return self.trisc_reset_pc[layout.TRISC_RESET_PC.index(addr)]
+        if addr == layout.TRISC_RESET_PC_OVERRIDE:
+            return self.trisc_override
+        if addr == layout.WALL_CLOCK_LO:
+            return self.clock & 0xFFFFFFFF
+        if addr == layout.WALL_CLOCK_HI:
+            return (self.clock >> 32) & 0xFFFFFFFF
+        if addr in (layout.NCRISC_RESET_PC, layout.NCRISC_RESET_PC_OVERRIDE):
+            raise EmuError(f"{who}: NCRISC_RESET_PC(_OVERRIDE) at 0x{addr:08X} is write-only (ttsim: fatal read)")
+        raise EmuError(f"{who}: read of tile control register 0x{addr:08X} is not modelled")
+
+    def _ctrl_store(self, who: str, addr: int, value: int) -> None:
+        if addr == layout.SOFT_RESET_0:
+            self._write_soft_reset(who, value)
+        elif addr in layout.TRISC_RESET_PC:
+            self.trisc_reset_pc[layout.TRISC_RESET_PC.index(addr)] = value
+        elif addr == layout.TRISC_RESET_PC_OVERRIDE:
+            self.trisc_override = value & 7
+        elif addr == layout.NCRISC_RESET_PC:
+            self.ncrisc_reset_pc = value
+        elif addr == layout.NCRISC_RESET_PC_OVERRIDE:
+            self.ncrisc_override = value & 1
+        elif addr == DISABLE_RESET:
+            raise EmuError(f"{who}: writing DISABLE_RESET is not supported (ttsim: UnsupportedFunctionality)")
+        else:
+            raise EmuError(f"{who}: write of tile control register 0x{addr:08X} (value 0x{value:X}) is not modelled")
+
+    def reset_pc(self, core: str) -> int:
+        if core in TRISC_THREAD:
+            i = TRISC_THREAD[core]
+            return self.trisc_reset_pc[i] if self.trisc_override >> i & 1 else layout.DEFAULT_RESET_PC[core]
+        if core == "ncrisc":
+            return self.ncrisc_reset_pc if self.ncrisc_override else layout.DEFAULT_RESET_PC[core]
+        return layout.DEFAULT_RESET_PC[core]
+
+    def _write_soft_reset(self, who: str, value: int) -> None:
+        if value & ~WRITABLE_RESET_BITS:
+            raise EmuError(f"{who}: SOFT_RESET_0=0x{value:x}: only the RISC-V bits 0x{layout.ALL_CORES_RESET:X} may "
+                           f"be written (coprocessor reset bits are fatal in ttsim)")
+        new = value & layout.ALL_CORES_RESET
+        old, self.soft_reset = self.soft_reset, new
+        for core, bit in CORE_BITS.items():
+            if old & bit and not new & bit:               # release is edge-triggered: 1 -> 0 starts at the reset PC
+                self.cores[core].reset(self.reset_pc(core))
+                self._wait[core] = self._fault[core] = ""
+        if who in CORE_BITS and new & CORE_BITS[who]:
+            # a core that asserts its own reset stops at once: end its quantum; the retried store is dropped because
+            # release restarts it at the reset PC
+            raise Stall()
+
+    def _local_slot(self, who: str, addr: int, size: int) -> tuple[np.ndarray, int]:
+        # the cores reach their own RAM directly; this path only sees the host and out-of-range accesses
+        if who not in self.local:
+            raise EmuError(f"{who}: local RAM at 0x{addr:08X} is private to each core (use the 0xFFB14000 alias)")
+        ram, off = self.local[who], addr - layout.MEM_LOCAL_BASE
+        if off + size > ram.size:
+            raise EmuError(f"{who}: 0x{addr:08X} is beyond its {ram.size // 1024} KiB local RAM")
+        return ram, off
+
+    def _local_load(self, who: str, addr: int, size: int) -> int:
+        ram, off = self._local_slot(who, addr, size)
+        return int.from_bytes(ram[off:off + size].tobytes(), "little")
+
+    def _local_store(self, who: str, addr: int, value: int, size: int) -> None:
+        ram, off = self._local_slot(who, addr, size)
+        ram[off:off + size] = np.frombuffer((value & ((1 << 8 * size) - 1)).to_bytes(size, "little"), np.uint8)
+
+    def _alias_slot(self, who: str, addr: int, size: int) -> tuple[np.ndarray, int]:
+        slot, off = divmod(addr - ALIAS_BASE, 0x2000)
+        ram = self.local[ALIAS_SLOTS[slot]]
+        off %= ram.size                                   # a TRISC's 4 KiB repeats in the upper half of its slot
+        if addr % size:
+            raise EmuError(f"{who}: unaligned {size}-byte access at 0x{addr:08X} (local RAM alias)")
+        return ram, off
+
+    def _alias_load(self, who: str, addr: int, size: int) -> int:
+        ram, off = self._alias_slot(who, addr, size)
+        return int.from_bytes(ram[off:off + size].tobytes(), "little")
+
+    def _alias_store(self, who: str, addr: int, value: int, size: int) -> None:
+        ram, off = self._alias_slot(who, addr, size)
+        ram[off:off + size] = np.frombuffer((value & ((1 << 8 * size) - 1)).to_bytes(size, "little"), np.uint8)
+
+    def _thread(self, who: str, what: str, cores=THREAD_OF) -> int:
+        if who not in cores:
+            raise EmuError(f"{who}: {what} is not mapped for {who}")
+        return cores[who]
+
+    def _mop_store(self, who: str, addr: int, value: int) -> None:
+        t = self._thread(who, "MOP config (0xFFB80000)", TRISC_THREAD)
+        self.tensix.mop_cfg_write(t, (addr - MOP_CFG_BASE) >> 2, value)
+
+    def _gpr_index(self, who: str, addr: int) -> tuple[int, int]:
+        if who == "brisc":
+            raise EmuUnimplemented(f"{who}: BRISC's view of the GPRs of all three threads (0x{addr:08X}) is not "
+                                   f"modelled")
+        t = self._thread(who, "Tensix GPR access", TRISC_THREAD)
+        i = (addr - layout.REGFILE_BASE) >> 2
+        if i >= GPR_COUNT:
+            raise EmuError(f"{who}: GPR address 0x{addr:08X} is beyond the {GPR_COUNT} GPRs of thread {t}")
+        return t, i
+
+    def _gpr_load(self, who: str, addr: int) -> int:
+        return self.tensix.gpr_read(*self._gpr_index(who, addr))
+
+    def _gpr_store(self, who: str, addr: int, value: int) -> None:
+        t, i = self._gpr_index(who, addr)
+        self.tensix.gpr_write(t, i, value)
+
+    def _push_store(self, who: str, addr: int, value: int) -> None:
+        window = (addr - layout.INSTRN_BUF_BASE) >> 16       # 0: own thread, 1/2: BRISC into T1/T2
+        if window == 0:
+            self._push(who, THREAD_OF.get(who), value)
+        elif who == "brisc":
+            self._push(who, window, value)
+        else:
+            raise EmuError(f"{who}: store to INSTRN{window}_BUF (0x{addr:08X}): only BRISC may push there (a TRISC "
+                           f"hangs on hardware)")
+
+    def _push(self, who: str, thread: int | None, word: int) -> None:
+        if thread is None:
+            raise EmuError(f"{who}: cannot push Tensix instructions (no instruction buffer); word 0x{word:08X}")
+        try:
+            self.tensix.push(thread, word)
+        except Stall:
+            self._wait[who] = f"Tensix thread {thread} instruction FIFO full"
+            raise
+        self.tensix_pushes[thread] += 1
+
+    def _pcbuf_load(self, who: str, addr: int) -> int:
+        off = addr - layout.PC_BUF_BASE
+        if off == layout.TENSIX_SYNC - layout.PC_BUF_BASE:
+            t = self._thread(who, "TTSync (0xFFE80004)")
+            if not self.tensix.thread_idle(t):
+                self._wait[who] = f"TTSync: waiting for Tensix thread {t} to go idle"
+                raise Stall()
+            return 0
+        return self.tensix.sem_read(self._sem_index(who, addr))
+
+    def _pcbuf_store(self, who: str, addr: int, value: int) -> None:
+        self.tensix.sem_mmio_write(self._sem_index(who, addr), value)
+
+    def _sem_index(self, who: str, addr: int) -> int:
+        i = (addr - layout.SEMAPHORE_BASE) >> 2
+        if not 0 <= i < N_SEMAPHORES:
+            raise EmuUnimplemented(f"{who}: PC buffer / TTSync register 0x{addr:08X} is not modelled")
+        self._thread(who, "the Tensix semaphores", TRISC_THREAD)
+        return i
+
+    def _cfg_load(self, who: str, addr: int) -> int:
+        if who == "ncrisc":
+            raise EmuError(f"{who}: Tensix config (0x{addr:08X}) is not mapped for ncrisc")
+        return self.tensix.cfg_read((addr - layout.TENSIX_CFG_BASE) >> 2)
+
+    def _cfg_store(self, who: str, addr: int, value: int) -> None:
+        if who == "ncrisc":
+            raise EmuError(f"{who}: Tensix config (0x{addr:08X}) is not mapped for ncrisc")
+        self.tensix.cfg_write((addr - layout.TENSIX_CFG_BASE) >> 2, value)
+
+    # the NIU reaches own-tile registers as the host would (4-byte NoC transfers to MMIO)
+    def _noc_mmio_read32(self, addr: int) -> int:
+        return self._route("noc", addr, 4, False)("noc", addr)
+
+    def _noc_mmio_write32(self, addr: int, value: int) -> None:
+        self._route("noc", addr, 4, True)("noc", addr, value)
+
+    # ------------------------------------------------------------------ host access (as through a TLB window)
+
+    def _l1_range(self, addr: int, n: int) -> None:
+        if addr < 0 or addr + n > layout.L1_SIZE:
+            raise EmuError(f"host: L1 access 0x{addr:X}+{n} is beyond L1 (0x{layout.L1_SIZE:X})")
+
+    def write_l1(self, addr: int, data) -> None:
+        src = as_bytes(data)
+        self._l1_range(addr, src.size)
+        self.l1_array[addr:addr + src.size] = src
+
+    def read_l1(self, addr: int, n: int) -> bytes:
+        self._l1_range(addr, n)
+        return self.l1_array[addr:addr + n].tobytes()
+
+    def write32(self, addr: int, value: int) -> None:
+        if addr % 4:
+            raise EmuError(f"host: unaligned 32-bit write at 0x{addr:08X}")
+        value &= 0xFFFFFFFF
+        if addr < layout.L1_SIZE:
+            self.l1_array[addr:addr + 4] = np.frombuffer(value.to_bytes(4, "little"), np.uint8)
+        else:
+            self._check_host_mmio(addr)
+            self._route(HOST, addr, 4, True)(HOST, addr, value)
+
+    def read32(self, addr: int) -> int:
+        if addr % 4:
+            raise EmuError(f"host: unaligned 32-bit read at 0x{addr:08X}")
+        if addr < layout.L1_SIZE:
+            return int.from_bytes(self.l1_array[addr:addr + 4].tobytes(), "little")
+        self._check_host_mmio(addr)
+        return self._route(HOST, addr, 4, False)(HOST, addr)
+
+    def _check_host_mmio(self, addr: int) -> None:
+        # registers that belong to "the core doing the access" have no meaning for the host
+        own = (MOP_CFG_BASE, layout.REGFILE_BASE, layout.INSTRN_BUF_BASE, layout.PC_BUF_BASE)
+        for start, end, name, *_ in self._mmio:
+            if start <= addr < end and start in own:
+                raise EmuError(f"host: {name} at 0x{addr:08X} is only reachable from a RISC-V core")
+
+    # ------------------------------------------------------------------ scheduler
+
+    @property
+    def instructions(self) -> dict[str, int]:
+        """RISC-V instructions retired per core, kept across launches."""
+        return {c: core.instret for c, core in self.cores.items()}
+
+    def running(self, core: str) -> bool:
+        return not self.soft_reset & CORE_BITS[core] and not self.cores[core].parked and not self._fault[core]
+
+    def _tensix_busy(self) -> bool:
+        return not all(self.tensix.thread_idle(t) for t in range(3))
+
+    def run(self, max_instructions: int) -> int:
+        """Run until every released core is parked (and the Tensix has nothing it can do), or about
+        `max_instructions` RISC-V + Tensix instructions have retired, or nothing can make progress (all waiting).
+        Returns the instructions retired (RISC-V + Tensix)."""
+        total = 0
+        tensix = self.tensix
+        while total < max_instructions:
+            before = list(tensix.instructions)     # pushes execute inside push(), so count by difference
+            riscv = round_max = 0
+            for name, core in self.cores.items():
+                if not self.running(name):
+                    continue
+                self._wait[name] = ""
+                try:
+                    n = core.run(min(self.quantum, max_instructions - total - riscv))
+                except (EmuError, EmuUnimplemented) as e:
+                    # the core stays stopped at the culprit until its next release; the tile stays usable
+                    self._fault[name] = str(e)
+                    raise type(e)(f"{e} [{name} pc=0x{core.pc:08X}]") from e
+                riscv += n
+                round_max = max(round_max, n)
+                if self._tensix_busy():
+                    tensix.step()
+                if total + riscv >= max_instructions:
+                    break
+            if self._tensix_busy():
+                tensix.step()
+            per_thread = [a - b for a, b in zip(tensix.instructions, before)]
+            total += riscv + sum(per_thread)
+            self.clock += max(round_max, *per_thread)
+            if riscv == 0 and not any(per_thread):   # everyone parked, in reset or blocked
+                break
+        return total
+
+    def state(self) -> dict[str, str]:
+        out = {}
+        for name, core in self.cores.items():
+            if self.soft_reset & CORE_BITS[name]:
+                s = f"in reset (pc=0x{core.pc:08X})"
+            elif self._fault[name]:
+                s = f"faulted at pc=0x{core.pc:08X}: {self._fault[name]}"
+            elif core.parked:
+                s = f"parked at pc=0x{core.pc:08X}"
+            elif self._wait[name]:
+                s = f"waiting at pc=0x{core.pc:08X}: {self._wait[name]}"
+            else:
+                s = f"running at pc=0x{core.pc:08X}"
+            out[name] = s + f", {self.instructions[name]} instructions"
+        for t in range(3):
+            if self.tensix.thread_idle(t):
+                out[f"tensix{t}"] = "idle"
+            else:
+                out[f"tensix{t}"] = f"blocked: {self.tensix.blocked_reason(t)}" if self.tensix.blocked_reason(t) \
+                    else "busy"
+        return out
+
+    def stats(self) -> dict:
+        return {"clock": self.clock, "instructions": dict(self.instructions),
+                "tensix_instructions": list(self.tensix.instructions), "tensix_pushes": list(self.tensix_pushes),
+                "noc": [n.stats() for n in self.nius]}
