@@ -1,0 +1,611 @@
+"""The Tensix coprocessor of one tile: three thread frontends, sync unit, config unit, ThCon (GPRs/ADCs), the FPU
+subset and the unpack/pack paths (the last two live in `tensix_fpu.py` and `unpack_pack.py` as mixins).
+
+Execution model (ttsim-like, see docs/ARCHITECTURE.md): each thread is in order; an instruction executes completely
+when it passes the Wait Gate, so every "unit busy" STALLWAIT condition is satisfied at once. What really blocks is
+data dependent: SEMWAIT / STALLWAIT latches with unmet semaphore or SrcA/SrcB ownership conditions, UNPACR waiting
+for a free bank, FPU instructions waiting for valid banks. A blocked instruction stays at the head of its thread's
+queue without side effects and is retried by `step()` after other threads progressed.
+
+Handlers are methods named after the instruction (`def SEMPOST(self, t, f)`), found through `self._handlers`.
+A handler returns None when the instruction executed, or a string (the blocked reason) when it cannot issue yet;
+in that case it must not have changed any state.
+"""
+from __future__ import annotations
+
+from collections import deque
+
+import numpy as np
+
+from templates.errors import EmuError, EmuUnimplemented
+from templates.isa import INSTRUCTIONS, OPCODES
+
+try:  # the RISC-V side retries a store that raised Stall; use its class so the tile catches one type
+    from runtime.emu.rv32 import Stall
+except ImportError:  # pragma: no cover - only while rv32.py is being written
+    class Stall(Exception):
+        pass
+
+from runtime.emu.tensix_fpu import FpuMixin
+from runtime.emu.unpack_pack import UnpackPackMixin
+
+CFG_WORDS = 224          # backend config words per state bank (indices 0..222 named in tensix_regs.json)
+THREAD_CFG_WORDS = 68    # ThreadConfig registers per thread (SETC16 indices 0..67)
+FIFO_DEPTH = 32          # first instruction FIFO per thread [BH PushTensixInstruction.md]
+N_GPR = 64
+
+# ADC counter widths (ttsim: X 18 bits, Y 13, Z 8, W 8)
+ADC_MASK = (0x3FFFF, 0x1FFF, 0xFF, 0xFF)
+UNP0, UNP1, PACK = 0, 1, 2
+
+# Wait Gate block-mask classes (STALLWAIT.md table): which B bits stop which instruction from starting.
+_B0, _B1, _B2, _B3, _B4, _B5, _B6, _B7, _B8 = (1 << i for i in range(9))
+_BLOCK_BY_NAME = {
+    **{n: _B0 | _B5 for n in ("ADDDMAREG", "ATCAS", "ATINCGET", "ATINCGETPTR", "ATSWAP", "BITWOPDMAREG", "CMPDMAREG",
+                              "DMANOP", "FLUSHDMA", "LOADIND", "LOADREG", "MULDMAREG", "REG2FLOP", "SETDMAREG",
+                              "SHIFTDMAREG", "STOREIND", "STOREREG", "SUBDMAREG")},
+    **{n: _B0 for n in ("ADDRCRXY", "ADDRCRZW", "INCADCXY", "INCADCZW", "RSTDMA", "SETADC", "SETADCXX", "SETADCXY",
+                        "SETADCZW", "SETDVALID")},
+    **{n: _B1 for n in ("ATGETM", "ATRELM", "SEMGET", "SEMINIT", "SEMPOST")},
+    **{n: 0x1FF for n in ("SEMWAIT", "STALLWAIT", "STREAMWAIT")},
+    **{n: _B7 for n in ("CFGSHIFTMASK", "RDCFG", "RMWCIB0", "RMWCIB1", "RMWCIB2", "RMWCIB3", "SETC16", "STREAMWRCFG",
+                        "WRCFG")},
+    **{n: _B0 | _B2 for n in ("PACR", "PACR_SETREG")},
+    **{n: _B0 | _B3 for n in ("UNPACR", "UNPACR_NOP")},
+    "XMOV": _B0 | _B4,
+}
+_BLOCK_BY_UNIT = {"sfpu": _B8, "fpu": _B6, "sync": _B1, "config": _B7, "thcon": _B0 | _B5, "pack_unpack": _B0,
+                  "frontend": 0}
+_NOP_BLOCK = -1  # NOP is blocked only when all nine block bits are set
+_SRCB_BF16_LIKE = {0, 4, 5, 6, 7, 15, 8, 9}   # FP32 TF32 BF16 BFP8 BFP4 BFP2 INT32 INT16: MOD0_FMT_SRCB -> BF16
+
+
+def _block_bits(name: str) -> int:
+    if name == "NOP":
+        return _NOP_BLOCK
+    return _BLOCK_BY_NAME.get(name, _BLOCK_BY_UNIT[INSTRUCTIONS[name].unit])
+
+
+class _Latch:
+    """The Wait Gate's latched wait instruction (STALLWAIT or SEMWAIT)."""
+    __slots__ = ("kind", "cond", "sems", "block", "word")
+
+    def __init__(self, kind, cond, sems, block, word):
+        self.kind, self.cond, self.sems, self.block, self.word = kind, cond, sems, block, word
+
+
+class _Thread:
+    __slots__ = ("fifo", "mop_out", "ready", "replay_buf", "replay_load", "mask_hi", "mop_cfg", "latch", "blocked",
+                 "cfg", "gpr", "adc", "adc_cr", "rwc")
+
+    def __init__(self):
+        self.fifo: deque[int] = deque()        # words as pushed (before the MOP expander)
+        self.mop_out: deque[int] = deque()     # MOP expander output not yet taken by the replay expander
+        self.ready: deque[int] = deque()       # replay expander output, head = next instruction at the Wait Gate
+        self.replay_buf = [0] * 32
+        self.replay_load = None                # [next_index, remaining, exec] while a REPLAY load is recording
+        self.mask_hi = 0                       # MOP_CFG's upper 16 mask bits
+        self.mop_cfg = [0] * 9
+        self.latch: _Latch | None = None
+        self.blocked: str | None = None
+        self.cfg = [0] * THREAD_CFG_WORDS      # ThreadConfig (SETC16), 16-bit values
+        self.gpr = [0] * N_GPR
+        # ADCs[set][channel][X, Y, Z, W] and the _Cr shadows; sets: unpacker 0, unpacker 1, packer
+        self.adc = [[[0, 0, 0, 0], [0, 0, 0, 0]] for _ in range(3)]
+        self.adc_cr = [[[0, 0, 0, 0], [0, 0, 0, 0]] for _ in range(3)]
+        # RWCs: SrcA, SrcA_Cr, SrcB, SrcB_Cr, Dst, Dst_Cr, FidelityPhase
+        self.rwc = {"a": 0, "a_cr": 0, "b": 0, "b_cr": 0, "d": 0, "d_cr": 0, "fid": 0}
+
+
+def _opcode(name: str) -> int:
+    return INSTRUCTIONS[name].opcode
+
+
+_OP_MOP, _OP_MOP_CFG, _OP_REPLAY, _OP_NOP = _opcode("MOP"), _opcode("MOP_CFG"), _opcode("REPLAY"), _opcode("NOP")
+
+
+class Tensix(UnpackPackMixin, FpuMixin):
+    def __init__(self, l1: np.ndarray, strict: bool = True, dst=None, sfpu=None):
+        """`l1`: the tile's L1 (np.uint8, shared, not copied). `dst`/`sfpu` may be injected (tests); by default the
+        real `runtime.emu.dst.Dst` and `runtime.emu.sfpu.SFPU` are used."""
+        if l1.dtype != np.uint8 or l1.ndim != 1:
+            raise TypeError("Tensix needs L1 as a 1-D np.uint8 array")
+        self.l1 = l1
+        self.strict = strict
+        if dst is None:
+            from runtime.emu.dst import Dst
+            dst = Dst()
+        self.dst = dst
+        if sfpu is None:
+            try:
+                from runtime.emu.sfpu import SFPU
+            except ImportError:  # SFPU instructions then raise EmuUnimplemented when they arrive
+                SFPU = None
+            sfpu = SFPU(dst, strict=strict) if SFPU is not None else None
+        self.sfpu = sfpu
+        self.cfg = [0] * CFG_WORDS                 # one state bank (CFG_STATE_ID_StateID must stay 0)
+        self.sem_value = [0] * 8                   # ttsim reset state: Value 0, Max 0
+        self.sem_max = [0] * 8
+        self.mutex_holder: dict[int, int | None] = {0: None, 2: None, 3: None, 4: None}   # BH: 4 mutexes
+        self.threads = [_Thread() for _ in range(3)]
+        self.instructions = [0, 0, 0]              # instructions executed per thread
+        self._init_src()                           # SrcA/SrcB banks and their ownership (tensix_fpu.py)
+        self._init_packer()                        # the packer's output stream state (unpack_pack.py)
+        self._decoded: dict[int, tuple] = {}
+        self._handlers = self._build_handlers()
+        self._cur = (0, 0, "")                     # (thread, word, name) of the instruction being executed
+
+    # ------------------------------------------------------------------------------------------------ errors
+    def _where(self) -> str:
+        t, w, n = self._cur
+        return f"Tensix T{t}: word 0x{w:08X} ({n})"
+
+    def err(self, rule: str) -> EmuError:
+        return EmuError(f"{self._where()}: {rule}")
+
+    def unimpl(self, what: str) -> EmuUnimplemented:
+        return EmuUnimplemented(f"{self._where()}: {what} is not modelled by the emulator")
+
+    # ------------------------------------------------------------------------------------------------ frontend
+    def push(self, thread: int, word: int) -> None:
+        th = self.threads[thread]
+        if len(th.fifo) >= FIFO_DEPTH:
+            raise Stall(f"Tensix T{thread} instruction FIFO full")
+        th.fifo.append(word & 0xFFFFFFFF)
+        self._drain(thread)
+
+    def step(self) -> int:
+        total = 0
+        while True:
+            self._poll_latches()
+            n = self._drain(0) + self._drain(1) + self._drain(2)
+            if n == 0:
+                return total
+            total += n
+
+    def thread_idle(self, thread: int) -> bool:
+        th = self.threads[thread]
+        return not (th.fifo or th.mop_out or th.ready)
+
+    def blocked_reason(self, thread: int) -> str | None:
+        th = self.threads[thread]
+        if not th.ready and not th.fifo and not th.mop_out:
+            return None
+        return th.blocked
+
+    def _poll_latches(self) -> None:
+        # The Wait Gate re-evaluates its latch every cycle and forgets it once met, even with no instruction waiting.
+        for t, th in enumerate(self.threads):
+            if th.latch is not None and self._latch_unmet(t, th.latch) is None:
+                th.latch = None
+
+    def _next(self, th: _Thread) -> int | None:
+        """Head instruction at the Wait Gate after MOP and replay expansion, or None if nothing is queued."""
+        ready = th.ready
+        while not ready:
+            if th.mop_out:
+                w = th.mop_out.popleft()
+            elif th.fifo:
+                w = th.fifo.popleft()
+                op = w >> 24
+                if op == _OP_MOP:
+                    self._expand_mop(th, w)
+                    continue
+                if op == _OP_MOP_CFG:
+                    self._check_reserved_word(w, "MOP_CFG")
+                    th.mask_hi = w & 0xFFFF
+                    continue
+            else:
+                return None
+            # replay expander
+            if th.replay_load is not None:
+                idx, remaining, exe = th.replay_load
+                th.replay_buf[idx % 32] = w
+                th.replay_load = [idx + 1, remaining - 1, exe] if remaining > 1 else None
+                if exe:
+                    ready.append(w)
+                continue
+            if w >> 24 == _OP_REPLAY:
+                self._check_reserved_word(w, "REPLAY")
+                f = INSTRUCTIONS["REPLAY"].decode(w)
+                count = f["len"]
+                if count == 0:
+                    # WH doc: 0 means 64, but the BH buffer has 32 entries and ttsim refuses it: do not guess
+                    raise EmuUnimplemented(f"Tensix: REPLAY word 0x{w:08X} with len=0")
+                if f["load_mode"]:
+                    th.replay_load = [f["start_idx"], count, f["execute_while_loading"]]
+                elif f["execute_while_loading"]:
+                    raise EmuUnimplemented(f"Tensix: REPLAY word 0x{w:08X}: execute_while_loading without load_mode")
+                else:
+                    ready.extend(th.replay_buf[(f["start_idx"] + i) % 32] for i in range(count))
+                continue
+            ready.append(w)
+        return ready[0]
+
+    def _expand_mop(self, th: _Thread, w: int) -> None:
+        self._check_reserved_word(w, "MOP")
+        f = INSTRUCTIONS["MOP"].decode(w)
+        cfg = th.mop_cfg
+        out = th.mop_out
+        if f["mop_type"] == 0:
+            if f["loop_count"] > 31 or cfg[1] > 3:
+                # ttsim (the verified model) supports only a 32-bit mask walk and the two flag bits
+                raise EmuUnimplemented(f"Tensix: MOP template 0 word 0x{w:08X} with loop_count={f['loop_count']}, "
+                                       f"MopCfg[1]=0x{cfg[1]:X}")
+            mask = (th.mask_hi << 16) | f["zmask_lo16_or_loop_count"]
+            has_b, has_a123 = cfg[1] & 1, cfg[1] & 2
+            for _ in range(f["loop_count"] + 1):
+                if mask & 1 == 0:
+                    out.append(cfg[3])
+                    if has_a123:
+                        out.extend(cfg[4:7])
+                    if has_b:
+                        out.append(cfg[2])
+                else:
+                    out.append(cfg[7])
+                    if has_b:
+                        out.append(cfg[8])
+                mask >>= 1
+            return
+        outer, inner = cfg[0], cfg[1]
+        if f["zmask_lo16_or_loop_count"] or f["loop_count"] or not 1 <= outer <= 32 or not 1 <= inner <= 64:
+            # ttsim's supported subset of template 1 (it does not model the OuterCount==1/InnerCount==0 bug)
+            raise EmuUnimplemented(f"Tensix: MOP template 1 word 0x{w:08X} with OuterCount={outer}, "
+                                   f"InnerCount={inner} (supported: 1..32, 1..64, count/mask fields 0)")
+        start, end0, end1, loop, loop1, last0, last1 = cfg[2], cfg[3], cfg[4], cfg[5], cfg[6], cfg[7], cfg[8]
+
+        def is_nop(x):
+            return x >> 24 == _OP_NOP
+
+        flip = 0
+        if not is_nop(loop1):
+            flip = loop ^ loop1
+            inner *= 2
+        for j in range(outer):
+            if not is_nop(start):
+                out.append(start)
+            for i in range(inner):
+                out.append(loop if i != inner - 1 else (last1 if j != outer - 1 else last0))
+                loop ^= flip
+            if not is_nop(end0):
+                out.append(end0)
+                if not is_nop(end1):
+                    out.append(end1)
+
+    def _check_reserved_word(self, w: int, name: str) -> None:
+        if self.strict and w & ~INSTRUCTIONS[name].used_bits() & 0xFFFFFFFF:
+            raise EmuError(f"Tensix: word 0x{w:08X} ({name}) sets reserved bits "
+                           f"0x{w & ~INSTRUCTIONS[name].used_bits() & 0xFFFFFFFF:08X}")
+
+    def _decode(self, w: int) -> tuple:
+        d = self._decoded.get(w)
+        if d is None:
+            ins = OPCODES.get(w >> 24)
+            if ins is None:
+                raise EmuError(f"Tensix: unknown opcode 0x{w >> 24:02X} in word 0x{w:08X}")
+            reserved = w & ~ins.used_bits() & 0xFFFFFFFF
+            d = (ins.name, ins.decode(w), self._handlers.get(ins.name), _block_bits(ins.name), reserved)
+            self._decoded[w] = d
+        return d
+
+    def _drain(self, t: int) -> int:
+        th = self.threads[t]
+        n = 0
+        while True:
+            w = self._next(th)
+            if w is None:
+                break
+            name, fields, handler, block, reserved = self._decode(w)
+            self._cur = (t, w, name)
+            latch = th.latch
+            if latch is not None:
+                if block == _NOP_BLOCK:
+                    blocked = latch.block == 0x1FF
+                else:
+                    blocked = bool(latch.block & block)
+                if blocked:
+                    why = self._latch_unmet(t, latch)
+                    if why is not None:
+                        th.blocked = why
+                        break
+                    th.latch = None
+            if reserved and self.strict:
+                raise self.err(f"reserved bits 0x{reserved:08X} set (not part of any {name} field)")
+            if handler is None:
+                raise self.unimpl(f"instruction {name}")
+            why = handler(t, fields)
+            if why is not None:
+                th.blocked = why
+                break
+            th.ready.popleft()
+            th.blocked = None
+            n += 1
+        self.instructions[t] += n
+        return n
+
+    def _build_handlers(self) -> dict:
+        handlers = {}
+        for name, ins in INSTRUCTIONS.items():
+            fn = getattr(self, name, None)
+            if fn is not None:
+                handlers[name] = fn
+            elif ins.unit == "sfpu":
+                handlers[name] = self._make_sfpu_handler(name)
+        return handlers
+
+    # ------------------------------------------------------------------------------------------------ MMIO views
+    def _cfg_index(self, index: int) -> int:
+        if not 0 <= index < CFG_WORDS:
+            raise EmuError(f"Tensix config index {index} out of range (0..{CFG_WORDS - 1})")
+        return index
+
+    def cfg_read(self, index: int) -> int:
+        return self.cfg[self._cfg_index(index)]
+
+    def cfg_write(self, index: int, value: int) -> None:
+        # RISC-V stores land in state bank 0 and take effect at once (ttsim); ordering against queued
+        # instructions is the kernel's business (in-stream WRCFG or a TENSIX_SYNC read first).
+        self.cfg[self._cfg_index(index)] = value & 0xFFFFFFFF
+
+    def gpr_read(self, thread: int, index: int) -> int:
+        return self.threads[thread].gpr[index]
+
+    def gpr_write(self, thread: int, index: int, value: int) -> None:
+        self.threads[thread].gpr[index] = value & 0xFFFFFFFF
+
+    def sem_read(self, i: int) -> int:
+        return self.sem_value[i]
+
+    def sem_mmio_write(self, i: int, value: int) -> None:
+        if value & 1:
+            self._sem_get(i, "RISC-V store to semaphore (SEMGET)")
+        else:
+            self._sem_post(i, "RISC-V store to semaphore (SEMPOST)")
+
+    def mop_cfg_write(self, thread: int, index: int, value: int) -> None:
+        if not 0 <= index < 9:
+            raise EmuError(f"MOP config index {index} out of range (0..8)")
+        self.threads[thread].mop_cfg[index] = value & 0xFFFFFFFF
+
+    def thread_cfg(self, thread: int, index: int) -> int:
+        """ThreadConfig register (read-only helper for tests/debugging)."""
+        return self.threads[thread].cfg[index]
+
+    # ------------------------------------------------------------------------------------------------ sync unit
+    def _sem_post(self, i: int, who: str) -> None:
+        v = self.sem_value[i]
+        if self.strict and v >= self.sem_max[i]:
+            # ttsim: NonContractualBehavior sem_max (pf08); hardware ignores Max here and saturates at 15
+            raise EmuError(f"{who}: SEMPOST on semaphore {i} at Value {v} >= Max {self.sem_max[i]}")
+        if v < 15:
+            self.sem_value[i] = v + 1
+
+    def _sem_get(self, i: int, who: str) -> None:
+        v = self.sem_value[i]
+        if v == 0:
+            if self.strict:
+                raise EmuError(f"{who}: SEMGET on semaphore {i} at Value 0")
+            return
+        self.sem_value[i] = v - 1
+
+    @staticmethod
+    def _sem_list(mask: int) -> list[int]:
+        return [i for i in range(8) if mask >> i & 1]
+
+    def SEMINIT(self, t, f):
+        for i in self._sem_list(f["sem_sel"]):
+            self.sem_value[i] = f["init_value"]
+            self.sem_max[i] = f["max_value"]
+
+    def SEMPOST(self, t, f):
+        for i in self._sem_list(f["sem_sel"]):
+            self._sem_post(i, self._where())
+
+    def SEMGET(self, t, f):
+        for i in self._sem_list(f["sem_sel"]):
+            self._sem_get(i, self._where())
+
+    def SEMWAIT(self, t, f):
+        w = self._cur[1]
+        if f["wait_sem_cond"]:
+            latch = _Latch("SEMWAIT", f["wait_sem_cond"], f["sem_sel"], f["stall_res"] or _B6, w)
+        else:  # SEMWAIT.md: no condition = STALLWAIT with the default condition mask
+            latch = _Latch("STALLWAIT", 0x0F, 0, f["stall_res"] or _B6, w)
+        self.threads[t].latch = latch
+
+    def STALLWAIT(self, t, f):
+        self.threads[t].latch = _Latch("STALLWAIT", f["wait_res"] or 0x0F, 0, f["stall_res"] or _B6, self._cur[1])
+
+    def _latch_unmet(self, t: int, latch: _Latch) -> str | None:
+        """None if every condition of the latch is met, else why the thread keeps waiting."""
+        if latch.kind == "SEMWAIT":
+            for i in self._sem_list(latch.sems):
+                v, m = self.sem_value[i], self.sem_max[i]
+                if latch.cond & 1 and v == 0:
+                    return f"SEMWAIT sem{i} (value 0) [word 0x{latch.word:08X}]"
+                if latch.cond & 2 and v >= m:
+                    return f"SEMWAIT sem{i} (value {v} >= max {m}) [word 0x{latch.word:08X}]"
+            return None
+        c = latch.cond
+        # C0-C4, C9-C12: units and requests finish at issue in this model, so those conditions always hold.
+        tail = f"[word 0x{latch.word:08X}]"
+        if c & (1 << 5) and self.srca_valid[self.srca_unpack_bank]:
+            return f"STALLWAIT C5: SrcA bank {self.srca_unpack_bank} not owned by the unpacker {tail}"
+        if c & (1 << 6) and self.srcb_valid[self.srcb_unpack_bank]:
+            return f"STALLWAIT C6: SrcB bank {self.srcb_unpack_bank} not owned by the unpacker {tail}"
+        if c & (1 << 7) and not self.srca_valid[self.srca_matrix_bank]:
+            return f"STALLWAIT C7: SrcA bank {self.srca_matrix_bank} not owned by the FPU {tail}"
+        if c & (1 << 8) and not self.srcb_valid[self.srcb_matrix_bank]:
+            return f"STALLWAIT C8: SrcB bank {self.srcb_matrix_bank} not owned by the FPU {tail}"
+        return None
+
+    def _mutex(self, f) -> int:
+        i = f["mutex_index"]
+        if i not in self.mutex_holder:
+            # ATGETM.md: an invalid index waits forever; report it instead of hanging the tile
+            raise self.err(f"mutex index {i} does not exist (BH has 0, 2, 3, 4): the thread would wait forever")
+        return i
+
+    def ATGETM(self, t, f):
+        i = self._mutex(f)
+        holder = self.mutex_holder[i]
+        if holder is not None and holder != t:
+            return f"ATGETM mutex {i} held by T{holder}"
+        self.mutex_holder[i] = t
+
+    def ATRELM(self, t, f):
+        i = self._mutex(f)
+        if self.mutex_holder[i] == t:      # releasing a mutex held by another thread changes nothing
+            self.mutex_holder[i] = None
+
+    def NOP(self, t, f):
+        pass
+
+    # ------------------------------------------------------------------------------------------------ config unit
+    def _check_state_bank(self, t: int) -> None:
+        if self.threads[t].cfg[0] & 1:
+            raise self.unimpl("config state bank 1 (CFG_STATE_ID_StateID=1)")
+
+    def SETC16(self, t, f):
+        reg = f["setc16_reg"]
+        if reg >= THREAD_CFG_WORDS:
+            raise self.err(f"SETC16 register {reg} out of range (ThreadConfig has {THREAD_CFG_WORDS})")
+        self.threads[t].cfg[reg] = f["setc16_value"]
+
+    def WRCFG(self, t, f):
+        self._check_state_bank(t)
+        idx, g = f["cfg_reg"], f["gpr_address"]
+        gpr = self.threads[t].gpr
+        if f["wr128b"]:
+            base = idx & ~3
+            if base + 4 > CFG_WORDS:
+                raise self.err(f"WRCFG 128-bit to config index {idx} out of range")
+            self.cfg[base:base + 4] = gpr[g & ~3:(g & ~3) + 4]
+        else:
+            if idx >= CFG_WORDS:
+                raise self.err(f"WRCFG to config index {idx} out of range")
+            self.cfg[idx] = gpr[g]
+
+    def RDCFG(self, t, f):
+        self._check_state_bank(t)
+        idx = f["cfg_reg"]
+        if idx >= CFG_WORDS:
+            raise self.err(f"RDCFG from config index {idx} out of range")
+        self.threads[t].gpr[f["gpr_address"]] = self.cfg[idx]
+
+    def _rmwcib(self, t, f, byte):
+        self._check_state_bank(t)
+        idx = f["cfg_reg_addr"]
+        if idx >= CFG_WORDS:
+            raise self.err(f"RMWCIB to config index {idx} out of range")
+        old = self.cfg[idx]
+        ob = (old >> (8 * byte)) & 0xFF
+        nb = (f["data"] & f["mask"]) | (ob & ~f["mask"] & 0xFF)
+        self.cfg[idx] = (old & ~(0xFF << (8 * byte))) | (nb << (8 * byte))
+
+    def RMWCIB0(self, t, f):
+        self._rmwcib(t, f, 0)
+
+    def RMWCIB1(self, t, f):
+        self._rmwcib(t, f, 1)
+
+    def RMWCIB2(self, t, f):
+        self._rmwcib(t, f, 2)
+
+    def RMWCIB3(self, t, f):
+        self._rmwcib(t, f, 3)
+
+    # ------------------------------------------------------------------------------------------------ ThCon: GPRs
+    def SETDMAREG(self, t, f):
+        if f["set_signals_mode"]:
+            raise self.unimpl("SETDMAREG special (set_signals_mode=1) form")
+        r = f["reg_index_16b"]
+        gpr = self.threads[t].gpr
+        g, hi = r >> 1, r & 1
+        if hi:
+            gpr[g] = (gpr[g] & 0x0000FFFF) | (f["payload"] << 16)
+        else:
+            gpr[g] = (gpr[g] & 0xFFFF0000) | f["payload"]
+
+    # ------------------------------------------------------------------------------------------------ ThCon: ADCs
+    def _adc_sets(self, t: int, f) -> list[int]:
+        m = f["cnt_set_mask"]
+        return [s for s in (UNP0, UNP1, PACK) if m >> s & 1]
+
+    def _adc_set_fields(self, t, f, dims):
+        # SETADCXY / SETADCZW: bit_mask = {ch0 first dim, ch0 second dim, ch1 first dim, ch1 second dim}
+        th = self.threads[t]
+        vals = ((0, dims[0], f["ch0_x"]), (0, dims[1], f["ch0_y"]), (1, dims[0], f["ch1_x"]), (1, dims[1], f["ch1_y"]))
+        for s in self._adc_sets(t, f):
+            for bit, (ch, d, v) in enumerate(vals):
+                if f["bit_mask"] >> bit & 1:
+                    th.adc[s][ch][d] = th.adc_cr[s][ch][d] = v & ADC_MASK[d]
+
+    def SETADCXY(self, t, f):
+        self._adc_set_fields(t, f, (0, 1))
+
+    def SETADCZW(self, t, f):
+        self._adc_set_fields(t, f, (2, 3))
+
+    def SETADCXX(self, t, f):
+        th = self.threads[t]
+        for s in self._adc_sets(t, f):
+            th.adc[s][0][0] = th.adc_cr[s][0][0] = f["x_start"]
+            th.adc[s][1][0] = th.adc_cr[s][1][0] = f["x_end2"]
+
+    def SETADC(self, t, f):
+        v = f["value"]
+        if v > 0xFFFF:
+            # bits 17:16 are a thread override on Wormhole; ttsim BH accepts only 16-bit values
+            raise self.unimpl(f"SETADC value 0x{v:X} > 0xFFFF (thread override)")
+        th = self.threads[t]
+        d, ch = f["dimension_index"], f["channel_index"]
+        for s in self._adc_sets(t, f):
+            th.adc[s][ch][d] = th.adc_cr[s][ch][d] = v & ADC_MASK[d]
+
+    def _adc_inc(self, t, f, dims):
+        th = self.threads[t]
+        incs = ((0, dims[0], f["ch0_x"]), (0, dims[1], f["ch0_y"]), (1, dims[0], f["ch1_x"]), (1, dims[1], f["ch1_y"]))
+        for s in self._adc_sets(t, f):
+            for ch, d, v in incs:
+                th.adc[s][ch][d] = (th.adc[s][ch][d] + v) & ADC_MASK[d]
+
+    def INCADCXY(self, t, f):
+        self._adc_inc(t, f, (0, 1))
+
+    def INCADCZW(self, t, f):
+        self._adc_inc(t, f, (2, 3))
+
+    def _adc_addrcr(self, t, f, dims):
+        th = self.threads[t]
+        incs = ((0, dims[0], f["ch0_x"]), (0, dims[1], f["ch0_y"]), (1, dims[0], f["ch1_x"]), (1, dims[1], f["ch1_y"]))
+        for s in self._adc_sets(t, f):
+            for bit, (ch, d, v) in enumerate(incs):
+                if f["bit_mask"] >> bit & 1:
+                    th.adc_cr[s][ch][d] = (th.adc_cr[s][ch][d] + v) & ADC_MASK[d]
+                    th.adc[s][ch][d] = th.adc_cr[s][ch][d]
+
+    def ADDRCRXY(self, t, f):
+        self._adc_addrcr(t, f, (0, 1))
+
+    def ADDRCRZW(self, t, f):
+        self._adc_addrcr(t, f, (2, 3))
+
+    # ------------------------------------------------------------------------------------------------ SFPU
+    def _make_sfpu_handler(self, name):
+        has_addr_mode = "sfpu_addr_mode" in {fl.name for fl in INSTRUCTIONS[name].fields}
+
+        def handler(t, f):
+            if self.sfpu is None:
+                raise self.unimpl(f"SFPU instruction {name} (runtime.emu.sfpu not available)")
+            th = self.threads[t]
+            dst_base = (th.cfg[1] & 0xFFF) + th.rwc["d"]
+            c0, c1 = self.cfg[0], self.cfg[1]
+            self.sfpu.sfpu_fp32_enabled = bool(c1 >> 30 & 1)     # ALU_ACC_CTRL_SFPU_Fp32_enabled
+            # MOD0_FMT_SRCB resolves by the SrcB format (SFPLOAD.md): the override field wins over REG1_SrcB
+            srcb_fmt = (c0 >> 5 & 0xF) if c0 >> 9 & 1 else (c1 >> 21 & 0xF)
+            self.sfpu.srcb_is_fp16 = srcb_fmt not in _SRCB_BF16_LIKE
+            self.sfpu.execute(name, f, dst_base)
+            if has_addr_mode:  # SFPLOAD/SFPSTORE/SFPLOADMACRO: RWCs move, the fidelity phase does not
+                self.apply_addr_mod(t, f["sfpu_addr_mode"], fidelity=False)
+        return handler
