@@ -1,0 +1,246 @@
+"""Render a KernelPlan into the C99 sources of one kernel (five cores) plus its generated headers.
+
+`render(plan)` returns {"brisc": reader, "ncrisc": writer, "trisc0"/"trisc1"/"trisc2": the compute source (compiled
+with -DTRISC_UNPACK/-DTRISC_MATH/-DTRISC_PACK by runtime.compile), "tt_isa.h", "tt_layout.h", "args.h"}.
+`split(rendered)` separates that into (sources, headers) for runtime.compile.compile_kernel.
+
+Every Tensix word the templates push is built here with isa.encode by field name (checked against the words listed
+in unpack-sfpu-pack.md by tests/test_templates.py), so the templates contain no magic numbers.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import jinja2
+
+from lowering.plan import CB_DEPTH, DTYPE_SIZE, STAGING_BYTES, TILE_BYTES, TILE_ELEMS, KernelPlan, Stream
+from templates import isa, layout
+from templates.errors import UnsupportedOp
+
+TEMPLATE_DIR = Path(__file__).resolve().parent.parent / "templates"
+CORE_SOURCES = ("brisc", "ncrisc", "trisc0", "trisc1", "trisc2")
+HEADERS = ("tt_isa.h", "tt_layout.h", "args.h")
+
+# Shared L1 words outside the plan's data region: the free gap between the last image slot and DATA_BASE.
+# +16*core: start-up "ready" words; +0x100 + 64*k: control block of circular buffer k (inputs 0..n-1, output n).
+SYNC_BASE = layout.IMAGE_SLOT["trisc2"] + layout.IMAGE_SLOT_SIZE
+SYNC_CB_OFFSET = 0x100
+SYNC_CB_STRIDE = 64
+assert SYNC_BASE + SYNC_CB_OFFSET + 9 * SYNC_CB_STRIDE <= layout.DATA_BASE
+
+_env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATE_DIR)), undefined=jinja2.StrictUndefined,
+                          keep_trailing_newline=True)
+
+
+def _hex(v: int) -> str:
+    return f"0x{v:08X}u"
+
+
+def _w(name: str, **fields: int) -> str:
+    return _hex(isa.encode(name, **fields))
+
+
+# --- Tensix words (unpack-sfpu-pack.md sections 3-7, 10) -------------------------------------------------------
+SEM_UNPACKED, SEM_MATHDONE, SEM_FREE = 0, 1, 2
+
+
+def tensix_words() -> dict:
+    w = {
+        # TRISC0: semaphores (one Dst group in flight: every max is 1), unpacker 0 ADCs, per-tile config, UNPACR
+        "seminit_unpacked": _w("SEMINIT", max_value=1, init_value=0, sem_sel=1 << SEM_UNPACKED),
+        "seminit_mathdone": _w("SEMINIT", max_value=1, init_value=0, sem_sel=1 << SEM_MATHDONE),
+        "seminit_free": _w("SEMINIT", max_value=1, init_value=1, sem_sel=1 << SEM_FREE),
+        "unp_adcxy_reset": _w("SETADCXY", cnt_set_mask=1, bit_mask=0xB),   # keep ch1.X (the x end)
+        "unp_adczw_reset": _w("SETADCZW", cnt_set_mask=1, bit_mask=0xF),
+        "unp_adcxx_face": _w("SETADCXX", cnt_set_mask=1, x_end2=255, x_start=0),
+        "unp_adczw_tile": _w("SETADCZW", cnt_set_mask=1, bit_mask=0x5),
+        "stall_cfg_unpack": _w("STALLWAIT", stall_res=0x80, wait_res=0x3),  # B7 config; C0 ThCon | C1 unpacker0
+        "wrcfg_unp_base": _w("WRCFG", gpr_address=4, cfg_reg=76),
+        "wrcfg_unp_dest": _w("WRCFG", gpr_address=5, cfg_reg=84),
+        "wrcfg_gpr6_cfg64": _w("WRCFG", gpr_address=6, cfg_reg=64),
+        "wrcfg_gpr7_cfg72": _w("WRCFG", gpr_address=7, cfg_reg=72),
+        "wrcfg_gpr8_cfg73": _w("WRCFG", gpr_address=8, cfg_reg=73),
+        "wrcfg_gpr9_cfg57": _w("WRCFG", gpr_address=9, cfg_reg=57),
+        "unpacr_dst_face": _w("UNPACR", addr_mode=0x11, ovrd_thread_id=1, last=1),
+        "unpacr_srca_face": _w("UNPACR", addr_mode=0x01, ovrd_thread_id=1, set_dat_valid=1, last=1),
+        "unpacr_nop_zero_srcb": _w("UNPACR_NOP", unpacker_select=1, set_dvalid=1, unpack_pop=1),
+        "srca_ovrd_on": _w("SETC16", setc16_reg=5, setc16_value=4),
+        "srca_ovrd_off": _w("SETC16", setc16_reg=5, setc16_value=0),
+        "stall_sync_unpack": _w("STALLWAIT", stall_res=0x2, wait_res=0x2),   # B1 sync; C1 unpacker0
+        "sempost_unpacked": _w("SEMPOST", sem_sel=1 << SEM_UNPACKED),
+        # TRISC1
+        "dst_sec1_incr2": _w("SETC16", setc16_reg=29, setc16_value=2),
+        "ab_sec2_srca8": _w("SETC16", setc16_reg=14, setc16_value=8),
+        "dst_sec2_incr8": _w("SETC16", setc16_reg=30, setc16_value=8),
+        "math_offset": [_w("SETC16", setc16_reg=1, setc16_value=64 * s) for s in range(8)],
+        "setrwc_all": _w("SETRWC", bit_mask=0x7),
+        "elwadd8": _w("ELWADD", addr_mode=2, dst=0),
+        "setrwc_release": _w("SETRWC", clear_ab_vld=3, bit_mask=0x3),
+        "setrwc_dst": _w("SETRWC", bit_mask=0x4),
+        "stall_sfpu_after_fpu": _w("STALLWAIT", stall_res=0x100, wait_res=0x10),  # B8 SFPU; C4 FPU
+        "stall_sync_math": _w("STALLWAIT", stall_res=0x2, wait_res=0x810),        # B1 sync; C4 FPU | C11 SFPU
+        "sempost_mathdone": _w("SEMPOST", sem_sel=1 << SEM_MATHDONE),
+        # TRISC2
+        "pack_sec0": _w("SETC16", setc16_reg=37, setc16_value=4),
+        "pack_sec1": _w("SETC16", setc16_reg=38, setc16_value=0x1020),
+        "pack_sec2": _w("SETC16", setc16_reg=39, setc16_value=0x2020),
+        "pck_adcxy_reset": _w("SETADCXY", cnt_set_mask=4, bit_mask=0xB),
+        "pck_adczw_reset": _w("SETADCZW", cnt_set_mask=4, bit_mask=0xF),
+        "pck_adcxx_row": _w("SETADCXX", cnt_set_mask=4, x_end2=15, x_start=0),
+        "stall_cfg_pack": _w("STALLWAIT", stall_res=0x80, wait_res=0x9),     # B7 config; C0 ThCon | C3 packer
+        "wrcfg_pck_dest": _w("WRCFG", gpr_address=4, cfg_reg=69),
+        "wrcfg_pck_offset": _w("WRCFG", gpr_address=5, cfg_reg=180),
+        "pacr_rows": _w("PACR", addr_mode=0),
+        "pacr_next_face": _w("PACR", addr_mode=1),
+        "pacr_last": _w("PACR", addr_mode=2, last=1),
+        "stall_sync_pack": _w("STALLWAIT", stall_res=0x2, wait_res=0x8),      # B1 sync; C3 packer
+        "sempost_free": _w("SEMPOST", sem_sel=1 << SEM_FREE),
+    }
+    return w
+
+
+# unpacker 0 config words per path (section 3.1): index -> value
+UNPACK_CFG = {
+    "fp32": {64: 0x01000010, 72: 0x00000020, 73: 0x0000001F, 57: 0x00000400},   # L1 fp32 -> Dst32b
+    "bf16": {64: 0x01000015, 72: 0x00000025, 73: 0x0000000F, 57: 0x00000000},   # L1 bf16 -> SrcA
+}
+UNPACK_CFG_COMMON = {65: 0x00040001, 86: 0x01000100, 92: 0}
+# packer config per output format (section 6.1)
+PACK_CFG = {
+    "fp32": {12: 0x00400004, 13: 0x10000400, 18: 0x1, 20: 0, 24: 0xFFFF, 28: 0x1000, 68: 0, 70: 0x001, 71: 0},
+    "bf16": {12: 0x00200002, 13: 0x08000200, 18: 0x1, 20: 0, 24: 0xFFFF, 28: 0x1000, 68: 0, 70: 0x551, 71: 0},
+}
+FORMAT_CODE = {"fp32": 0, "bf16": 5}
+
+
+def alu_format_word(input_formats: list[str], out_format: str) -> int:
+    """cfg 1 (section 5.1): SrcA/SrcB = bf16 when any input takes the FPU path, Dstacc = output format (read by the
+    packer), Fp32_enabled (ELWADD writes Dst32b) and SFPU_Fp32_enabled always on."""
+    src = FORMAT_CODE["bf16"] if "bf16" in input_formats else 0
+    return (src << 17) | (src << 21) | (FORMAT_CODE[out_format] << 25) | (1 << 29) | (1 << 30)
+
+
+# --- streams -------------------------------------------------------------------------------------------------------
+_TILE_LOAD = {"fp32": "TT_REG32(src + 4u * i)", "bf16": "(uint32_t)TT_L1_U16(src + 2u * i)"}
+_TILE_STORE = {"fp32": "TT_REG32(dst + 4u * i) = v;", "bf16": "TT_L1_U16(dst + 2u * i) = (uint16_t)v;"}
+_DRAM_LOAD = {"bool": "(TT_L1_U8(p) != 0u ? 1u : 0u)", "bfloat16": "(uint32_t)TT_L1_U16(p)",
+              "float32": "TT_REG32(p)", "int32": "TT_REG32(p)"}
+_DRAM_STORE = {"bool": "TT_L1_U8(p) = v != 0u ? 1u : 0u;", "bfloat16": "TT_L1_U16(p) = (uint16_t)v;",
+               "float32": "TT_REG32(p) = v;", "int32": "TT_REG32(p) = v;"}
+
+
+def _stream_ctx(plan: KernelPlan, s: Stream, j: int | None) -> dict:
+    if s.dtype not in DTYPE_SIZE:
+        raise UnsupportedOp(f"{plan.name}: dtype {s.dtype} has no DRAM/tile conversion")
+    esz, fmt = DTYPE_SIZE[s.dtype], s.tile_format
+    if s.contiguous:
+        # a bulk copy needs DRAM element size == tile element size; bool is widened/narrowed in place
+        mode = "contiguous bool" if s.dtype == "bool" else "contiguous"
+    else:
+        mode = "gather" if j is not None else "scatter"
+    name = f"in{j}" if j is not None else "out"
+    if not s.contiguous and f"stage_{name}" not in plan.l1:
+        raise ValueError(f"{plan.name}: stream {name} is gathered but has no staging window (run allocate_l1)")
+    return {
+        "j": j, "buf": s.buf, "dtype": s.dtype, "fmt": fmt, "esz": esz, "mode": mode,
+        "index_c": s.index_c, "valid_c": s.valid_c or "1",
+        "load_expr": _DRAM_LOAD[s.dtype], "store_stmt": _TILE_STORE[fmt],
+        "tile_load": _TILE_LOAD[fmt], "dram_store": _DRAM_STORE[s.dtype],
+    }
+
+
+def args_header(plan: KernelPlan) -> str:
+    ranges = list(plan.ranges) or [1]
+    lines = [f"/* Generated by lowering/render.py for kernel {plan.name}: do not edit. */",
+             "#ifndef TT_ARGS_H", "#define TT_ARGS_H", "#include <stdint.h>", "",
+             "/* argument block (plan.arg_words): n_tiles, n_elements, DRAM address of each buffer */",
+             "#define ARG_N_TILES 0", "#define ARG_N_ELEMENTS 1", "#define ARG_BUF(k) (2 + (k))",
+             f"#define TT_SYNC_BASE 0x{SYNC_BASE:X}u",
+             f"#define TT_CB_CTRL(k) (TT_SYNC_BASE + 0x{SYNC_CB_OFFSET:X}u + {SYNC_CB_STRIDE}u * (k))",
+             f"#define TT_N_INPUTS {len(plan.inputs)}u", f"#define TT_CB_DEPTH {CB_DEPTH}u",
+             f"#define TT_TILE_ELEMS {TILE_ELEMS}u", f"#define TT_STAGING_BYTES {STAGING_BYTES}u"]
+    for k, b in enumerate(plan.buffers):
+        lines.append(f"#define BUF{k}_NBYTES {b.nbytes}u  /* {b.dtype}, tinygrad slot {b.slot} */")
+    for j, s in enumerate(plan.inputs):
+        lines += [f"#define IN{j}_CB 0x{plan.l1[f'cb_in{j}']:X}u", f"#define IN{j}_TILE_BYTES {TILE_BYTES[s.tile_format]}u"]
+        if f"stage_in{j}" in plan.l1:
+            lines.append(f"#define IN{j}_STAGE 0x{plan.l1[f'stage_in{j}']:X}u")
+    lines += [f"#define OUT_CB 0x{plan.l1['cb_out']:X}u", f"#define OUT_TILE_BYTES {TILE_BYTES[plan.output.tile_format]}u"]
+    if "stage_out" in plan.l1:
+        lines.append(f"#define OUT_STAGE 0x{plan.l1['stage_out']:X}u")
+    lines += ["", "/* iteration space, outermost first; flat index = row-major over it */",
+              f"#define TT_N_RANGES {len(ranges)}",
+              f"static const uint32_t tt_ranges[TT_N_RANGES] = {{{', '.join(f'{r}u' for r in ranges)}}};",
+              "static inline void tt_iter_set(uint32_t *r, uint32_t e)",
+              "{",
+              "    for (int k = TT_N_RANGES - 1; k >= 0; k--) { r[k] = e % tt_ranges[k]; e /= tt_ranges[k]; }",
+              "}",
+              "static inline void tt_iter_next(uint32_t *r)",
+              "{",
+              "    for (int k = TT_N_RANGES - 1; k >= 0; k--) { if (++r[k] < tt_ranges[k]) return; r[k] = 0; }",
+              "}",
+              "#endif", ""]
+    return "\n".join(lines)
+
+
+def _check(plan: KernelPlan) -> None:
+    if not plan.l1:
+        raise ValueError(f"{plan.name}: plan has no L1 allocation (run lowering.plan.allocate_l1 first)")
+    n = len(plan.inputs)
+    if not 1 <= n <= 7:
+        raise UnsupportedOp(f"{plan.name}: {n} input streams; the compute kernel handles 1..7 (one Dst slot each)")
+    if not 0 <= plan.sfpu.out_slot < 8 or plan.sfpu.dst_slots > 8:
+        raise UnsupportedOp(f"{plan.name}: SFPU program uses Dst slots beyond the 8 of 32-bit mode")
+    if not plan.sfpu.body:
+        raise ValueError(f"{plan.name}: empty SFPU body")
+    for name, st in [(f"input {j}", st) for j, st in enumerate(plan.inputs)] + [("output", plan.output)]:
+        if not 0 <= st.buf < len(plan.buffers):
+            raise ValueError(f"{plan.name}: {name} names buffer {st.buf}, the plan has {len(plan.buffers)}")
+        need = plan.n_elements * DTYPE_SIZE[st.dtype]
+        if st.contiguous and plan.buffers[st.buf].nbytes < need:
+            # a bulk copy moves n_elements elements: it must never run past the end of the buffer
+            raise ValueError(f"{plan.name}: {name} is contiguous over {plan.n_elements} elements ({need} bytes) but "
+                             f"buffer {st.buf} has {plan.buffers[st.buf].nbytes} bytes")
+    for word in plan.sfpu.setup + plan.sfpu.body:
+        if not 0 <= word < 0xC0000000:
+            raise ValueError(f"{plan.name}: 0x{word:08x} is not a Tensix word")
+
+
+def render(plan: KernelPlan) -> dict[str, str]:
+    _check(plan)
+    r = list(plan.ranges) or [1]
+    inputs = [_stream_ctx(plan, s, j) for j, s in enumerate(plan.inputs)]
+    out = _stream_ctx(plan, plan.output, None)
+    formats = [s["fmt"] for s in inputs]
+    mixed = len(set(formats)) > 1
+    w = tensix_words()
+    w["srca_ovrd_initial"] = w["srca_ovrd_on"] if formats[0] == "bf16" else w["srca_ovrd_off"]
+    unp_init = dict(UNPACK_CFG[formats[0]]) | UNPACK_CFG_COMMON
+    if "bf16" in formats:
+        unp_init[120] = FORMAT_CODE["bf16"]   # unpacker 1 tags its zeroed SrcB bank as bf16
+    ctx = {
+        "name": plan.name, "inputs": inputs, "out": out, "mixed": mixed, "any_bf16": "bf16" in formats,
+        "r_params": ", ".join(f"uint32_t r{k}" for k in range(len(r))),
+        "r_unused": "".join(f"(void)r{k}; " for k in range(len(r))),
+        "r_args": ", ".join(f"r[{k}]" for k in range(len(r))),
+        "w": w, "out_slot": plan.sfpu.out_slot,
+        "unp": {"init": {i: _hex(v) for i, v in unp_init.items()},
+                "fp32": {i: _hex(v) for i, v in UNPACK_CFG["fp32"].items()},
+                "bf16": {i: _hex(v) for i, v in UNPACK_CFG["bf16"].items()}},
+        "pck": {i: _hex(v) for i, v in PACK_CFG[out["fmt"]].items()},
+        "alu_format": _hex(alu_format_word(formats, out["fmt"])),
+        "sfpu": {"setup": [_hex(x) for x in plan.sfpu.setup], "body": [_hex(x) for x in plan.sfpu.body]},
+    }
+    compute = _env.get_template("compute.c.j2").render(ctx)
+    return {
+        "brisc": _env.get_template("reader.c.j2").render(ctx),
+        "ncrisc": _env.get_template("writer.c.j2").render(ctx),
+        "trisc0": compute, "trisc1": compute, "trisc2": compute,
+        "tt_isa.h": isa.c_header(), "tt_layout.h": layout.c_header(), "args.h": args_header(plan),
+    }
+
+
+def split(rendered: dict[str, str]) -> tuple[dict[str, str], dict[str, str]]:
+    """(sources per core, generated headers) as runtime.compile.compile_kernel takes them."""
+    return ({c: rendered[c] for c in CORE_SOURCES if c in rendered},
+            {h: rendered[h] for h in HEADERS if h in rendered})

@@ -1,0 +1,263 @@
+"""Build one ELF per core from rendered C99 sources: find a RISC-V compiler, compile, size-gate, cache.
+
+`compile_kernel(sources, headers, name) -> {core: elf bytes}`. Every core is linked into its own
+layout.IMAGE_SLOT with crt0.S and the device library (templates/device/*.h); the TRISC sources get
+-DTRISC_UNPACK/-DTRISC_MATH/-DTRISC_PACK. Results are cached by a content hash of everything that goes into the
+build (compiler identity, flags, sources, headers, library, crt0, linker script), under $TT_CACHE_DIR or
+~/.cache/tt_backend.
+"""
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import jinja2
+from elftools.elf.constants import SH_FLAGS
+from elftools.elf.elffile import ELFFile
+
+from templates import isa, layout
+from templates.errors import CompilerNotFound, KernelTooLarge, TTError
+
+TEMPLATE_DIR = Path(__file__).resolve().parent.parent / "templates"
+DEVICE_LIB_DIR = TEMPLATE_DIR / "device"
+CORE_DEFINES = {"trisc0": ["-DTRISC_UNPACK"], "trisc1": ["-DTRISC_MATH"], "trisc2": ["-DTRISC_PACK"]}
+COMMON_FLAGS = ["-march=rv32im", "-mabi=ilp32", "-nostdlib", "-ffreestanding", "-O2", "-std=c99",
+                # no calls the kernels did not ask for, no gp-relative addressing the loader does not set up
+                "-fno-tree-loop-distribute-patterns", "-fno-pic", "-Wall", "-Wno-unused-function",
+                # GCC 12 treats constant addresses below 4 KiB (our L1 status/args words) as a null page
+                "-Wno-array-bounds"]
+
+
+@dataclass
+class Compiler:
+    kind: str                  # "sfpi" | "gcc" | "clang" | "zig"
+    cc: list[str]              # argv prefix that compiles+links
+    objdump: str | None
+    version: str
+    extra: list[str] = field(default_factory=list)   # flags after the inputs (e.g. -lgcc)
+
+    def describe(self) -> str:
+        return f"{self.kind}: {' '.join(self.cc)} ({self.version})"
+
+
+def _version(argv: list[str]) -> str:
+    try:
+        out = subprocess.run(argv + ["--version"], capture_output=True, text=True, timeout=60)
+        return (out.stdout or out.stderr).splitlines()[0].strip() if (out.stdout or out.stderr) else "unknown"
+    except (OSError, subprocess.SubprocessError):
+        return ""
+
+
+def _find_sfpi() -> Compiler | None:
+    roots = [os.environ.get("SFPI_ROOT"), "/opt/tenstorrent/sfpi"]
+    for root in filter(None, roots):
+        for name in ("riscv-tt-elf-gcc", "riscv32-tt-elf-gcc"):
+            gcc = Path(root) / "compiler" / "bin" / name
+            if gcc.exists():
+                objdump = gcc.with_name(name.replace("gcc", "objdump"))
+                return Compiler("sfpi", [str(gcc)], str(objdump) if objdump.exists() else None,
+                                _version([str(gcc)]), ["-lgcc"])
+    return None
+
+
+def find_compiler() -> Compiler:
+    """SFPI, then Debian's riscv64-unknown-elf-gcc, then clang + ld.lld, then the ziglang wheel."""
+    c = _find_sfpi()
+    if c:
+        return c
+    gcc = shutil.which("riscv64-unknown-elf-gcc")
+    if gcc:
+        # the single RWX image segment is intended (code, data and bss share the core's slot)
+        return Compiler("gcc", [gcc], shutil.which("riscv64-unknown-elf-objdump"), _version([gcc]),
+                        ["-lgcc", "-Wl,--no-warn-rwx-segments"])
+    clang, lld = shutil.which("clang"), shutil.which("ld.lld")
+    if clang and lld:
+        return Compiler("clang", [clang, "--target=riscv32-unknown-elf", "-fuse-ld=lld"],
+                        shutil.which("llvm-objdump"), _version([clang]))
+    try:
+        import ziglang  # noqa: F401  (only to learn whether the wheel is installed)
+        zig = [sys.executable, "-m", "ziglang", "cc", "-target", "riscv32-freestanding-none", "-mcpu=generic_rv32+m"]
+        return Compiler("zig", zig, shutil.which("llvm-objdump"), _version(zig))
+    except ImportError:
+        pass
+    raise CompilerNotFound(
+        "no RISC-V compiler for the Tensix cores found. Install one of: SFPI (set $SFPI_ROOT), "
+        "`apt-get install gcc-riscv64-unknown-elf`, `apt-get install clang lld`, or `pip install ziglang`")
+
+
+_compiler: Compiler | None = None
+
+
+def compiler() -> Compiler:
+    global _compiler
+    if _compiler is None:
+        _compiler = find_compiler()
+    return _compiler
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("TT_CACHE_DIR") or Path.home() / ".cache" / "tt_backend")
+
+
+def _flags(c: Compiler, core: str) -> list[str]:
+    flags = list(COMMON_FLAGS)
+    if c.kind in ("clang", "zig"):
+        flags = [f for f in flags if f not in ("-march=rv32im", "-mabi=ilp32", "-fno-tree-loop-distribute-patterns")]
+        flags += ["-march=rv32im", "-mabi=ilp32", "-fno-builtin"] if c.kind == "clang" else ["-fno-builtin"]
+    status = layout.status_addr(core)
+    return flags + [f"-DTT_CORE_INDEX={layout.CORES.index(core)}", f"-DTT_STACK_TOP=0x{layout.STACK_TOP[core]:X}",
+                    f"-DTT_STATUS_ADDR=0x{status:X}", f"-DTT_GEN_ADDR=0x{layout.LAUNCH_GENERATION:X}",
+                    *CORE_DEFINES.get(core, [])]
+
+
+_ld_env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATE_DIR)), undefined=jinja2.StrictUndefined)
+
+
+def _linker_script(core: str) -> str:
+    origin = layout.IMAGE_SLOT[core]
+    # region = the rest of L1 so an oversized image still links and the size gate can report its sizes
+    return _ld_env.get_template("link.ld.j2").render(origin=origin, length=layout.L1_SIZE - origin)
+
+
+def _library_files() -> dict[str, str]:
+    files = {p.name: p.read_text() for p in sorted(DEVICE_LIB_DIR.glob("*.h"))}
+    files["crt0.S"] = (TEMPLATE_DIR / "crt0.S").read_text()
+    return files
+
+
+# --- size gate -------------------------------------------------------------------------------------------------------
+def section_sizes(elf: bytes) -> dict[str, int]:
+    """text (code + read-only data), data, bss bytes of the allocated sections."""
+    sizes = {"text": 0, "data": 0, "bss": 0}
+    for sec in ELFFile(io.BytesIO(elf)).iter_sections():
+        flags = sec["sh_flags"]
+        if not flags & SH_FLAGS.SHF_ALLOC:
+            continue
+        if sec["sh_type"] == "SHT_NOBITS":
+            sizes["bss"] += sec["sh_size"]
+        elif flags & SH_FLAGS.SHF_WRITE:
+            sizes["data"] += sec["sh_size"]
+        else:
+            sizes["text"] += sec["sh_size"]
+    return sizes
+
+
+def image_size(elf: bytes) -> int:
+    return sum(seg["p_memsz"] for seg in ELFFile(io.BytesIO(elf)).iter_segments() if seg["p_type"] == "PT_LOAD")
+
+
+def check_size(core: str, elf: bytes, name: str = "") -> None:
+    """Refuse an image larger than its slot or with any loadable byte outside it (KernelTooLarge)."""
+    lo, limit = layout.IMAGE_SLOT[core], layout.IMAGE_SLOT_SIZE
+    total = image_size(elf)
+    outside = [seg for seg in ELFFile(io.BytesIO(elf)).iter_segments()
+               if seg["p_type"] == "PT_LOAD" and seg["p_memsz"]
+               and not (lo <= seg["p_paddr"] and seg["p_paddr"] + seg["p_memsz"] <= lo + limit)]
+    if total > limit or outside:
+        s = section_sizes(elf)
+        raise KernelTooLarge(
+            f"kernel {name or '?'}: the {core} image needs {total} bytes (text {s['text']}, data {s['data']}, "
+            f"bss {s['bss']}) but its L1 slot 0x{lo:X} holds {limit} bytes; simplify the kernel (fewer fused ops or "
+            f"streams) or split it")
+
+
+# --- compile ---------------------------------------------------------------------------------------------------------
+STATS = {"compiled": 0, "cache_hits": 0}
+
+
+def _key(c: Compiler, core: str, source: str, headers: dict[str, str], lib: dict[str, str], ld: str) -> str:
+    h = hashlib.sha256()
+    for part in [c.describe(), " ".join(_flags(c, core) + c.extra), core, source, ld,
+                 *(f"{k}\0{v}" for k, v in sorted(headers.items())), *(f"{k}\0{v}" for k, v in sorted(lib.items()))]:
+        h.update(part.encode())
+        h.update(b"\0\1")
+    return h.hexdigest()
+
+
+def compile_kernel(sources: dict[str, str], headers: dict[str, str], name: str = "kernel") -> dict[str, bytes]:
+    """{core: C source} + {header name: text} -> {core: ELF bytes}. Cached; raises KernelTooLarge, TTError."""
+    c = compiler()
+    lib = _library_files()
+    out: dict[str, bytes] = {}
+    todo: dict[str, tuple[str, str]] = {}
+    cdir = cache_dir()
+    for core, src in sources.items():
+        if core not in layout.IMAGE_SLOT:
+            raise ValueError(f"unknown core {core!r}; expected one of {layout.CORES}")
+        ld = _linker_script(core)
+        key = _key(c, core, src, headers, lib, ld)
+        cached = cdir / f"{key}.elf"
+        if cached.exists():
+            STATS["cache_hits"] += 1
+            out[core] = cached.read_bytes()
+        else:
+            todo[core] = (key, ld)
+    if todo:
+        with tempfile.TemporaryDirectory(prefix=f"tt_{name}_") as tmp:
+            d = Path(tmp)
+            for fname, text in {**lib, **headers}.items():
+                (d / fname).write_text(text)
+            procs = {}
+            for core, (key, ld) in todo.items():
+                (d / f"{core}.c").write_text(sources[core])
+                (d / f"{core}.ld").write_text(ld)
+                argv = [*c.cc, *_flags(c, core), "-I", str(d), "-T", str(d / f"{core}.ld"), str(d / "crt0.S"),
+                        str(d / f"{core}.c"), "-o", str(d / f"{core}.elf"), *c.extra]
+                procs[core] = (argv, subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                                      text=True))
+            errors = []
+            for core, (argv, p) in procs.items():
+                log, _ = p.communicate()
+                if p.returncode != 0:
+                    errors.append(f"--- {core}: {' '.join(argv)}\n{log}")
+            if errors:
+                raise TTError(f"compiling kernel {name} failed ({c.describe()}):\n" + "\n".join(errors))
+            cdir.mkdir(parents=True, exist_ok=True)
+            for core, (key, _) in todo.items():
+                elf = (d / f"{core}.elf").read_bytes()
+                STATS["compiled"] += 1
+                tmpf = cdir / f"{key}.elf.tmp{os.getpid()}"
+                tmpf.write_bytes(elf)
+                os.replace(tmpf, cdir / f"{key}.elf")   # atomic: concurrent builders never see half a file
+                out[core] = elf
+    for core in sources:
+        check_size(core, out[core], name)
+    return {core: out[core] for core in sources}
+
+
+# --- disassembly -----------------------------------------------------------------------------------------------------
+def _ttinsn_words(elf: bytes) -> list[tuple[int, int]]:
+    """(address, Tensix word) of every .ttinsn in the executable sections: words whose low two bits are not 11."""
+    found = []
+    for sec in ELFFile(io.BytesIO(elf)).iter_sections():
+        if sec["sh_type"] != "SHT_PROGBITS" or not sec["sh_flags"] & SH_FLAGS.SHF_EXECINSTR:
+            continue
+        data, base = sec.data(), sec["sh_addr"]
+        for off in range(0, len(data) - 3, 4):
+            word = int.from_bytes(data[off:off + 4], "little")
+            if word & 3 != 3 and word != 0:
+                found.append((base + off, isa.from_ttinsn(word)))
+    return found
+
+
+def disassemble(elf: bytes) -> str:
+    """objdump -d output when available, followed by the decoded .ttinsn words."""
+    parts = []
+    objdump = (_compiler.objdump if _compiler else None) or shutil.which("riscv64-unknown-elf-objdump")
+    if objdump:
+        with tempfile.NamedTemporaryFile(suffix=".elf") as f:
+            f.write(elf)
+            f.flush()
+            r = subprocess.run([objdump, "-d", f.name], capture_output=True, text=True)
+            parts.append(r.stdout if r.returncode == 0 else r.stderr)
+    parts.append("Tensix instructions (.ttinsn):")
+    for addr, word in _ttinsn_words(elf):
+        parts.append(f"  {addr:08x}:  {word:08x}  {isa.disasm(word)}")
+    return "\n".join(parts) + "\n"

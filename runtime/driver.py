@@ -1,0 +1,191 @@
+"""The Device protocol, ELF loading and the launch protocol of docs/ARCHITECTURE.md.
+
+`launch(device, elfs, args, timeout_s)` holds the cores in reset, loads each ELF's PT_LOAD segments, points the reset
+vectors at the images, writes the argument block, clears the status words, bumps the generation, releases the cores and
+advances the device until every launched core reports done (= generation) or any reports an error. On a timeout it
+raises the stop flag so blocked cores retire by themselves, then raises DeviceTimeout naming every core's status and
+the device's own view of the cores.
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import io
+import struct
+import time
+from dataclasses import dataclass
+from typing import Protocol
+
+from elftools.elf.elffile import ELFFile
+
+from templates import layout
+from templates.errors import DeviceTimeout, TTError
+
+
+class Device(Protocol):
+    name: str
+
+    def write_l1(self, addr: int, data: bytes) -> None: ...
+    def read_l1(self, addr: int, size: int) -> bytes: ...
+    def write32(self, addr: int, value: int) -> None: ...      # L1 or tile MMIO (soft reset, reset PCs)
+    def read32(self, addr: int) -> int: ...
+    def write_dram(self, addr: int, data: bytes) -> None: ...  # one DRAM bank, byte address
+    def read_dram(self, addr: int, size: int) -> bytes: ...
+    def advance(self, budget: int) -> None: ...                # let the target run
+    def core_state(self) -> dict[str, str]: ...                # per core: PC and run/wait state
+
+
+# status error codes written by the kernels (templates/device/tt_kernel.h TT_ERR_*)
+ERROR_NAMES = {1: "stopped by the host", 2: "NoC request breaks the alignment rule", 3: "index outside its buffer",
+               4: "invalid kernel configuration"}
+
+
+@dataclass(frozen=True)
+class Segment:
+    paddr: int
+    data: bytes        # p_filesz bytes followed by the zero fill up to p_memsz
+
+
+@dataclass(frozen=True)
+class LoadedElf:
+    entry: int
+    segments: tuple[Segment, ...]
+
+
+@functools.lru_cache(maxsize=256)
+def _parse(digest: str, elf: bytes) -> LoadedElf:
+    f = ELFFile(io.BytesIO(elf))
+    if f["e_machine"] != "EM_RISCV" or f.elfclass != 32:
+        raise TTError(f"not a 32-bit RISC-V ELF (machine {f['e_machine']}, class {f.elfclass})")
+    segs = []
+    for seg in f.iter_segments():
+        if seg["p_type"] != "PT_LOAD" or seg["p_memsz"] == 0:
+            continue
+        data = seg.data() + bytes(seg["p_memsz"] - seg["p_filesz"])
+        segs.append(Segment(seg["p_paddr"], data))
+    return LoadedElf(f["e_entry"], tuple(segs))
+
+
+def load_elf_segments(elf: bytes) -> LoadedElf:
+    """Entry point and PT_LOAD segments (zero-filled to p_memsz). Parsed once per distinct ELF."""
+    return _parse(hashlib.sha256(elf).hexdigest(), elf)
+
+
+def jal_x0(offset: int) -> int:
+    """`jal x0, offset` (J-type), for the BRISC reset vector at L1 0."""
+    if offset % 2 or not -(1 << 20) <= offset < (1 << 20):
+        raise ValueError(f"jal cannot reach offset {offset:#x}")
+    imm = offset & 0x1FFFFF
+    return (0x6F | (((imm >> 12) & 0xFF) << 12) | (((imm >> 11) & 1) << 20) | (((imm >> 1) & 0x3FF) << 21)
+            | (((imm >> 20) & 1) << 31))
+
+
+@dataclass
+class CoreInfo:
+    done: int
+    error: int
+    progress: int
+
+    def describe(self, generation: int) -> str:
+        if self.error:
+            what = f"error {self.error} ({ERROR_NAMES.get(self.error, 'unknown code')})"
+        elif self.done == generation:
+            what = "done"
+        else:
+            what = "running"
+        return f"{what}, progress {self.progress}"
+
+
+@dataclass
+class LaunchResult:
+    seconds: float
+    generation: int
+    cores: dict[str, CoreInfo]
+
+
+def read_status(device: Device) -> dict[str, CoreInfo]:
+    raw = device.read_l1(layout.STATUS_BASE, layout.STATUS_STRIDE * len(layout.CORES))
+    out = {}
+    for i, core in enumerate(layout.CORES):
+        done, error, progress, _ = struct.unpack_from("<4I", raw, i * layout.STATUS_STRIDE)
+        out[core] = CoreInfo(done, error, progress)
+    return out
+
+
+def _release_mask(cores) -> int:
+    return layout.ALL_CORES_RESET & ~sum(1 << layout.SOFT_RESET_BIT[c] for c in cores)
+
+
+def launch(device: Device, elfs: dict[str, bytes], args: list[int], timeout_s: float = 30.0,
+           budget: int = 20000, grace_budget: int = 20000) -> LaunchResult:
+    unknown = set(elfs) - set(layout.CORES)
+    if unknown:
+        raise ValueError(f"unknown cores {sorted(unknown)}; expected a subset of {layout.CORES}")
+    if len(args) * 4 > layout.ARGS_SIZE:
+        raise TTError(f"{len(args)} argument words do not fit the {layout.ARGS_SIZE}-byte argument block")
+    loaded = {core: load_elf_segments(elf) for core, elf in elfs.items()}
+
+    # 1. hold every core in reset (also stops whatever ran before), 2. load the images
+    device.write32(layout.SOFT_RESET_0, layout.ALL_CORES_RESET)
+    for core, img in loaded.items():
+        lo, hi = layout.IMAGE_SLOT[core], layout.IMAGE_SLOT[core] + layout.IMAGE_SLOT_SIZE
+        for seg in img.segments:
+            if not (lo <= seg.paddr and seg.paddr + len(seg.data) <= hi):
+                raise TTError(f"{core} segment at 0x{seg.paddr:X} (+{len(seg.data)}) is outside its slot "
+                              f"0x{lo:X}..0x{hi:X}")
+            device.write_l1(seg.paddr, seg.data)
+    # 3. reset vectors: BRISC always starts at L1 0, the others through their reset-PC overrides
+    if "brisc" in loaded:
+        device.write32(layout.BRISC_VECTOR, jal_x0(loaded["brisc"].entry - layout.BRISC_VECTOR))
+    for i, core in enumerate(("trisc0", "trisc1", "trisc2")):
+        if core in loaded:
+            device.write32(layout.TRISC_RESET_PC[i], loaded[core].entry)
+    device.write32(layout.TRISC_RESET_PC_OVERRIDE, 0x7)
+    if "ncrisc" in loaded:
+        device.write32(layout.NCRISC_RESET_PC, loaded["ncrisc"].entry)
+        device.write32(layout.NCRISC_RESET_PC_OVERRIDE, 1)
+    # 4. arguments, status, stop flag, generation
+    if args:
+        device.write_l1(layout.ARGS_BASE, struct.pack(f"<{len(args)}I", *(a & 0xFFFFFFFF for a in args)))
+    device.write_l1(layout.STATUS_BASE, bytes(layout.STATUS_STRIDE * len(layout.CORES)))
+    device.write32(layout.LAUNCH_STOP, 0)
+    generation = (device.read32(layout.LAUNCH_GENERATION) + 1) & 0xFFFFFFFF or 1
+    device.write32(layout.LAUNCH_GENERATION, generation)
+    # 5. release the launched cores (edge-triggered: they were all held above)
+    t0 = time.perf_counter()
+    device.write32(layout.SOFT_RESET_0, _release_mask(loaded))
+
+    # 6. wait
+    deadline = t0 + timeout_s
+    while True:
+        device.advance(budget)
+        status = read_status(device)
+        failed = {c: s for c, s in status.items() if c in loaded and s.error}
+        if failed:
+            _stop(device, grace_budget)
+            status = read_status(device)
+            raise TTError("kernel failed: " + _report(device, status, loaded, generation))
+        if all(status[c].done == generation for c in loaded):
+            return LaunchResult(time.perf_counter() - t0, generation, {c: status[c] for c in loaded})
+        if time.perf_counter() > deadline:
+            _stop(device, grace_budget)
+            status = read_status(device)
+            raise DeviceTimeout(f"kernel did not finish within {timeout_s:.1f} s: "
+                                + _report(device, status, loaded, generation))
+
+
+def _stop(device: Device, grace_budget: int) -> None:
+    """Ask every core to retire (each blocking wait polls the stop flag) and give them a little time to do so."""
+    device.write32(layout.LAUNCH_STOP, 1)
+    for _ in range(4):
+        device.advance(grace_budget)
+
+
+def _report(device: Device, status: dict[str, CoreInfo], loaded, generation: int) -> str:
+    try:
+        state = device.core_state()
+    except Exception as e:  # the report must not hide the original problem
+        state = {"?": f"core_state() failed: {e}"}
+    lines = [f"{c}: {status[c].describe(generation)}; {state.get(c, 'no state')}" for c in loaded]
+    extra = [f"{k}: {v}" for k, v in state.items() if k not in loaded]
+    return "\n  " + "\n  ".join(lines + extra)

@@ -1,0 +1,143 @@
+/* NoC interface unit (NIU) requests between this tile's L1 and the DRAM bank at (TT_DRAM_X, TT_DRAM_Y).
+ *
+ * Completion protocol: the NIU counters (RD_RESP_RECEIVED, WR_ACK_RECEIVED) are never reset between launches, so
+ * the kernel snapshots them at start and keeps its own "issued" counts; a wait polls until the counter has caught up
+ * (wrap-safe signed difference). Requests longer than 16 KiB are split in software (ttsim refuses them; hardware
+ * splits only when both addresses are 64-byte aligned), one response/ack is expected per request.
+ * Alignment rules: DRAM->L1 reads need src == dst (mod 64), writes need src == dst (mod 16); violations retire
+ * the core with TT_ERR_NOC_ALIGN instead of corrupting memory.
+ * Each NIU must have a single user core: BRISC uses NoC0, NCRISC NoC1. */
+#ifndef TT_NOC_H
+#define TT_NOC_H
+
+#include "tt_kernel.h"
+
+/* per-initiator registers (command buffer 0) */
+#define TT_NOC_TARG_ADDR_LO 0x00u
+#define TT_NOC_TARG_ADDR_MID 0x04u
+#define TT_NOC_TARG_ADDR_HI 0x08u
+#define TT_NOC_RET_ADDR_LO 0x0Cu
+#define TT_NOC_RET_ADDR_MID 0x10u
+#define TT_NOC_RET_ADDR_HI 0x14u
+#define TT_NOC_PACKET_TAG 0x18u
+#define TT_NOC_CTRL 0x1Cu
+#define TT_NOC_AT_LEN_BE 0x20u
+#define TT_NOC_CMD_CTRL 0x40u
+/* per-NIU registers */
+#define TT_NOC_ID_LOGICAL 0x148u
+#define TT_NIU_MST_WR_ACK_RECEIVED 0x204u
+#define TT_NIU_MST_RD_RESP_RECEIVED 0x208u
+
+#define TT_NOC_CTRL_READ 0x10u          /* read | RESP_MARKED (required for reads) */
+#define TT_NOC_CTRL_WRITE_ACKED 0x12u   /* write | RESP_MARKED: non-posted, one ack when the data landed */
+#define TT_NOC_MAX_REQUEST 16384u
+#define TT_NOC_DRAM_XY (TT_DRAM_X | (TT_DRAM_Y << 6))
+
+typedef struct {
+    uint32_t base;        /* TT_NOC0_BASE or TT_NOC1_BASE */
+    uint32_t own_xy;      /* translated coordinates of this tile, for return addresses */
+    uint32_t rd_issued;   /* expected RD_RESP_RECEIVED once every issued read has completed */
+    uint32_t wr_issued;   /* expected WR_ACK_RECEIVED once every issued write has been acked */
+} tt_noc_t;
+
+#define TT_NIU(noc, off) TT_REG32((noc)->base + (off))
+
+static inline void tt_noc_init(tt_noc_t *noc, uint32_t base)
+{
+    noc->base = base;
+    /* NOC_ID_LOGICAL, not NOC_NODE_ID: the latter is in raw NoC1 coordinates on NoC1 */
+    noc->own_xy = TT_REG32(base + TT_NOC_ID_LOGICAL) & 0xFFFu;
+    noc->rd_issued = TT_REG32(base + TT_NIU_MST_RD_RESP_RECEIVED);
+    noc->wr_issued = TT_REG32(base + TT_NIU_MST_WR_ACK_RECEIVED);
+}
+
+/* one request of 1..16384 bytes; every field is rewritten because the registers keep old values across launches */
+static inline void tt_noc_issue(tt_noc_t *noc, uint32_t ctrl, uint32_t targ_lo, uint32_t targ_xy, uint32_t ret_lo,
+                                uint32_t ret_xy, uint32_t len)
+{
+    TT_WAIT_UNTIL(TT_NIU(noc, TT_NOC_CMD_CTRL) == 0u);
+    TT_NIU(noc, TT_NOC_CTRL) = ctrl;
+    TT_NIU(noc, TT_NOC_PACKET_TAG) = 0u;
+    TT_NIU(noc, TT_NOC_TARG_ADDR_LO) = targ_lo;
+    TT_NIU(noc, TT_NOC_TARG_ADDR_MID) = 0u;
+    TT_NIU(noc, TT_NOC_TARG_ADDR_HI) = targ_xy;
+    TT_NIU(noc, TT_NOC_RET_ADDR_LO) = ret_lo;
+    TT_NIU(noc, TT_NOC_RET_ADDR_MID) = 0u;
+    TT_NIU(noc, TT_NOC_RET_ADDR_HI) = ret_xy;
+    TT_NIU(noc, TT_NOC_AT_LEN_BE) = len;
+    TT_NIU(noc, TT_NOC_CMD_CTRL) = 1u;
+    (void)TT_NIU(noc, TT_NOC_CMD_CTRL);   /* read back: orders the send before later counter reads */
+}
+
+/* DRAM [dram, dram+len) -> L1 [l1, l1+len); returns at once, complete after tt_noc_read_wait */
+static inline void tt_noc_read_dram(tt_noc_t *noc, uint32_t dram, uint32_t l1, uint32_t len)
+{
+    if ((dram ^ l1) & 63u) tt_fail(TT_ERR_NOC_ALIGN);
+    while (len) {
+        uint32_t n = len < TT_NOC_MAX_REQUEST ? len : TT_NOC_MAX_REQUEST;
+        tt_noc_issue(noc, TT_NOC_CTRL_READ, dram, TT_NOC_DRAM_XY, l1, noc->own_xy, n);
+        noc->rd_issued++;
+        dram += n;
+        l1 += n;
+        len -= n;
+    }
+}
+
+static inline void tt_noc_read_wait(tt_noc_t *noc)
+{
+    TT_WAIT_UNTIL((int32_t)(TT_NIU(noc, TT_NIU_MST_RD_RESP_RECEIVED) - noc->rd_issued) >= 0);
+}
+
+/* L1 [l1, l1+len) -> DRAM [dram, dram+len), non-posted; the source may be reused after tt_noc_write_wait */
+static inline void tt_noc_write_dram(tt_noc_t *noc, uint32_t l1, uint32_t dram, uint32_t len)
+{
+    if ((dram ^ l1) & 15u) tt_fail(TT_ERR_NOC_ALIGN);
+    tt_fence();   /* the core's own stores to the source (bool narrowing, scatter runs) land before the NIU reads it */
+    while (len) {
+        uint32_t n = len < TT_NOC_MAX_REQUEST ? len : TT_NOC_MAX_REQUEST;
+        tt_noc_issue(noc, TT_NOC_CTRL_WRITE_ACKED, l1, noc->own_xy, dram, TT_NOC_DRAM_XY, n);
+        noc->wr_issued++;
+        dram += n;
+        l1 += n;
+        len -= n;
+    }
+}
+
+static inline void tt_noc_write_wait(tt_noc_t *noc)
+{
+    TT_WAIT_UNTIL((int32_t)(TT_NIU(noc, TT_NIU_MST_WR_ACK_RECEIVED) - noc->wr_issued) >= 0);
+}
+
+/* A window of a DRAM buffer cached in L1, for element gathers. [lo, hi) are the DRAM bytes currently held at
+ * `l1` (64-byte aligned, `size` bytes). A miss reloads the window starting at the element aligned down to 64
+ * (the DRAM read congruence rule), never past the end of the buffer. */
+typedef struct {
+    uint32_t l1, size;
+    uint32_t lo, hi;
+} tt_window_t;
+
+static inline void tt_window_init(tt_window_t *w, uint32_t l1, uint32_t size)
+{
+    w->l1 = l1;
+    w->size = size;
+    w->lo = w->hi = 0;
+}
+
+/* L1 address of the `esz`-byte element at DRAM address `addr` of the buffer [buf, buf_end) */
+static inline uint32_t tt_window_fetch(tt_noc_t *noc, tt_window_t *w, uint32_t buf, uint32_t buf_end, uint32_t addr,
+                                       uint32_t esz)
+{
+    if (addr < buf || addr + esz > buf_end) tt_fail(TT_ERR_GATHER_OOB);
+    if (addr < w->lo || addr + esz > w->hi) {
+        uint32_t lo = addr & ~63u;
+        uint32_t len = buf_end - lo < w->size ? buf_end - lo : w->size;
+        tt_noc_read_dram(noc, lo, w->l1, len);
+        tt_noc_read_wait(noc);
+        tt_fence();
+        w->lo = lo;
+        w->hi = lo + len;
+    }
+    return w->l1 + (addr - w->lo);
+}
+
+#endif

@@ -1,0 +1,349 @@
+"""runtime.compile (compiler discovery, size gate, cache, disassembly) and runtime.driver, ending with whole kernels
+rendered from hand-made KernelPlans, compiled for real and run on the emulator against numpy."""
+from __future__ import annotations
+
+import os
+import shutil
+
+import numpy as np
+import pytest
+
+from lowering.plan import Buffer, KernelPlan, SfpuProgram, Stream, allocate_l1
+from lowering.render import render, split
+from runtime import compile as C
+from runtime import driver
+from templates import isa, layout
+from templates.errors import CompilerNotFound, DeviceTimeout, KernelTooLarge, TTError
+
+needs_cc = pytest.mark.skipif(shutil.which("riscv64-unknown-elf-gcc") is None and C._find_sfpi() is None,
+                              reason="needs a RISC-V compiler (apt-get install gcc-riscv64-unknown-elf)")
+
+try:
+    from runtime.emu.device import EmuDevice
+except ImportError:          # the emulator is developed in parallel
+    EmuDevice = None
+TTSIM_LIB = os.environ.get("TT_SIMULATOR", "")
+
+
+@pytest.fixture(params=["emu", "ttsim"])
+def new_device(request):
+    """Factory of fresh devices: the emulator, and Tenstorrent's ttsim when TT_SIMULATOR points at libttsim.so."""
+    made = []
+    if request.param == "emu":
+        if EmuDevice is None:
+            pytest.skip("runtime/emu/device.py (EmuDevice) not available")
+        factory = EmuDevice
+    else:
+        if not os.path.isfile(TTSIM_LIB):
+            pytest.skip("TT_SIMULATOR does not point at a libttsim.so")
+        from runtime.ttsim_device import TtsimDevice
+
+        def factory():
+            made.append(TtsimDevice(TTSIM_LIB))
+            return made[-1]
+    yield factory
+    for d in made:
+        d.close()
+
+
+@pytest.fixture(autouse=True)
+def private_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("TT_CACHE_DIR", str(tmp_path / "cache"))
+
+
+# --- SFPU programs assembled by hand ---------------------------------------------------------------------------------
+def sfpu_add(n_in=2, out_slot=2) -> SfpuProgram:
+    """out = in0 + in1 (fp32): SFPADD computes 1.0 * b + c."""
+    body = [isa.encode("SFPLOAD", lreg_ind=0, instr_mod0=3, dest_reg_addr=0),
+            isa.encode("SFPLOAD", lreg_ind=1, instr_mod0=3, dest_reg_addr=64),
+            isa.encode("SFPADD", lreg_src_a=10, lreg_src_b=0, lreg_src_c=1, lreg_dest=2),
+            isa.encode("SFPSTORE", lreg_ind=2, instr_mod0=3, sfpu_addr_mode=1, dest_reg_addr=64 * out_slot)]
+    return SfpuProgram(setup=[], body=body, dst_slots=3, out_slot=out_slot)
+
+
+def sfpu_copy(src_slot: int, out_slot: int, mod0: int = 4) -> SfpuProgram:
+    """out = input src_slot, raw 32-bit (INT32 mode) so integers and bools pass unchanged."""
+    body = [isa.encode("SFPLOAD", lreg_ind=0, instr_mod0=mod0, dest_reg_addr=64 * src_slot),
+            isa.encode("SFPSTORE", lreg_ind=0, instr_mod0=mod0, sfpu_addr_mode=1, dest_reg_addr=64 * out_slot)]
+    return SfpuProgram(setup=[], body=body, dst_slots=max(src_slot, out_slot) + 1, out_slot=out_slot)
+
+
+def sfpu_axpb(out_slot=1) -> SfpuProgram:
+    """y = 2x + 1 on input 0 (the reference sequence of unpack-sfpu-pack.md section 10), with setup words."""
+    setup = [isa.encode("SFPLOADI", lreg_ind=2, instr_mod0=0, imm16=0x4000),
+             isa.encode("SFPLOADI", lreg_ind=3, instr_mod0=0, imm16=0x3F80)]
+    body = [isa.encode("SFPLOAD", lreg_ind=0, instr_mod0=3, dest_reg_addr=0),
+            isa.encode("SFPMAD", lreg_src_a=0, lreg_src_b=2, lreg_src_c=3, lreg_dest=1),
+            isa.encode("SFPSTORE", lreg_ind=1, instr_mod0=3, sfpu_addr_mode=1, dest_reg_addr=64 * out_slot)]
+    return SfpuProgram(setup=setup, body=body, dst_slots=2, out_slot=out_slot)
+
+
+ESZ = {"float32": 4, "bfloat16": 2, "int32": 4, "bool": 1}
+
+
+def make_plan(name, ranges, buffers, inputs, output, prog) -> KernelPlan:
+    """buffers: [(dtype, n_elements)], inputs/output: Stream. Buffer k is tinygrad slot k."""
+    bufs = [Buffer(k, dt, n * ESZ[dt]) for k, (dt, n) in enumerate(buffers)]
+    return allocate_l1(KernelPlan(name, tuple(ranges), bufs, inputs, output, prog))
+
+
+def plan_add(n=3000, gather=True, out_dtype="bfloat16", b_dtype="float32"):
+    """out[r0,r1] = a[r0,r1] + b[r1,r0] (b stored transposed) over (n/100, 100)."""
+    rows = n // 100
+    b_idx = f"r1 * {rows}u + r0" if gather else "r0 * 100u + r1"
+    return make_plan("add_t", (rows, 100), [(out_dtype, n), ("float32", n), (b_dtype, n)],
+                     [Stream(1, "float32", "r0 * 100u + r1", contiguous=True),
+                      Stream(2, b_dtype, b_idx, contiguous=not gather)],
+                     Stream(0, out_dtype, "r0 * 100u + r1", contiguous=True), sfpu_add())
+
+
+def compile_plan(plan):
+    sources, headers = split(render(plan))
+    return C.compile_kernel(sources, headers, plan.name)
+
+
+# --- compiler discovery ----------------------------------------------------------------------------------------------
+def test_compiler_not_found_says_what_to_install(monkeypatch):
+    monkeypatch.delenv("SFPI_ROOT", raising=False)
+    monkeypatch.setattr(C, "_find_sfpi", lambda: None)
+    monkeypatch.setattr(C.shutil, "which", lambda name: None)
+    monkeypatch.setitem(__import__("sys").modules, "ziglang", None)   # import ziglang -> ImportError
+    with pytest.raises(CompilerNotFound) as e:
+        C.find_compiler()
+    assert "gcc-riscv64-unknown-elf" in str(e.value) and "pip install ziglang" in str(e.value)
+
+
+@needs_cc
+def test_find_compiler_prefers_gcc_over_clang():
+    c = C.find_compiler()
+    assert c.kind in ("sfpi", "gcc") and c.version
+
+
+# --- compile, size gate, cache ---------------------------------------------------------------------------------------
+@needs_cc
+@pytest.mark.parametrize("kw", [dict(), dict(gather=False, out_dtype="float32"), dict(b_dtype="bfloat16")])
+def test_all_five_compile_and_fit_their_slots(kw):
+    elfs = compile_plan(plan_add(**kw))
+    assert set(elfs) == set(layout.CORES)
+    for core, elf in elfs.items():
+        img = driver.load_elf_segments(elf)
+        lo = layout.IMAGE_SLOT[core]
+        assert img.entry == lo, core           # crt0 first in the slot
+        size = C.image_size(elf)
+        assert 0 < size <= layout.IMAGE_SLOT_SIZE, (core, size)
+        for seg in img.segments:
+            assert lo <= seg.paddr and seg.paddr + len(seg.data) <= lo + layout.IMAGE_SLOT_SIZE
+
+
+@needs_cc
+def test_tensix_words_of_the_reference_sequence_are_in_the_elfs():
+    elfs = compile_plan(plan_add(out_dtype="float32", b_dtype="bfloat16"))
+    words = {core: {w for _, w in C._ttinsn_words(elfs[core])} for core in ("trisc0", "trisc1", "trisc2")}
+    # unpack-sfpu-pack.md section 10 (semaphore max differs: one Dst group in flight)
+    assert {0x5120000B, 0x5420000F, 0x5E23FC00, 0xA2400003, 0xB004004C, 0xB0050054, 0x54200005, 0x42088081,
+            0xA2010002, 0xA4000004, 0x420080C1, 0x43800101, 0xB2050004} <= words["trisc0"]
+    assert {0xB21D0002, 0xB2010000, 0xA2010810, 0xA4000008, 0xB20E0008, 0xB21E0008, 0x28008000, 0x37C00003,
+            0x37000007} <= words["trisc1"]
+    assert {0xB2250004, 0xB2261020, 0xB2272020, 0x5180000B, 0x5480000F, 0x5E803C00, 0xA2400009, 0xB0040045,
+            0xB00500B4, 0x41000000, 0x41008000, 0x41010001, 0xA2010008, 0xA4000010} <= words["trisc2"]
+    text = C.disassemble(elfs["trisc0"])
+    assert "UNPACR" in text and "SEMINIT" in text
+
+
+@needs_cc
+def test_cache_hit_on_unchanged_kernel():
+    plan = plan_add()
+    before = dict(C.STATS)
+    first = compile_plan(plan)
+    mid = dict(C.STATS)
+    second = compile_plan(plan)
+    assert mid["compiled"] - before["compiled"] == 5
+    assert C.STATS["compiled"] == mid["compiled"] and C.STATS["cache_hits"] - mid["cache_hits"] == 5
+    assert first == second
+    # a changed kernel is rebuilt (only the cores whose inputs changed: all share args.h here)
+    plan2 = plan_add(n=2000)
+    compile_plan(plan2)
+    assert C.STATS["compiled"] - mid["compiled"] == 5
+
+
+@needs_cc
+def test_size_gate_refuses_an_oversized_image():
+    sources, headers = split(render(plan_add()))
+    sources = {"ncrisc": sources["ncrisc"].replace(
+        "int kmain(void)", "static volatile uint32_t big[5000];\nint kmain(void)").replace(
+        "tt_noc_init(&noc, TT_NOC1_BASE);", "tt_noc_init(&noc, TT_NOC1_BASE); big[4999] = 1;")}
+    with pytest.raises(KernelTooLarge) as e:
+        C.compile_kernel(sources, headers, "too_big")
+    msg = str(e.value)
+    assert "ncrisc" in msg and "bss 2000" in msg and str(layout.IMAGE_SLOT_SIZE) in msg and "text" in msg
+
+
+@needs_cc
+def test_compile_error_names_the_core():
+    sources, headers = split(render(plan_add()))
+    with pytest.raises(TTError, match="trisc1"):
+        C.compile_kernel({"trisc1": sources["trisc1"] + "\nthis is not C;\n"}, headers, "broken")
+
+
+# --- driver pieces -----------------------------------------------------------------------------------------------------
+def test_jal_encoding():
+    assert driver.jal_x0(0x4000) == 0x0000406F          # noc-and-launch.md 3.1
+    assert driver.jal_x0(0x1000) == 0x0000106F
+    assert driver.jal_x0(-4) == 0xFFDFF06F
+
+
+# --- end to end on the emulator --------------------------------------------------------------------------------------
+def _iter_indices(ranges):
+    grids = np.meshgrid(*[np.arange(r, dtype=np.int64) for r in ranges], indexing="ij")
+    return [g.reshape(-1) for g in grids]
+
+
+def to_dram(values: np.ndarray, dtype: str) -> bytes:
+    if dtype == "bfloat16":
+        return (np.asarray(values, np.float32).view(np.uint32) >> 16).astype(np.uint16).tobytes()
+    return np.asarray(values, {"float32": np.float32, "int32": np.int32, "bool": np.uint8}[dtype]).tobytes()
+
+
+def from_dram(raw: bytes, dtype: str) -> np.ndarray:
+    if dtype == "bfloat16":
+        return (np.frombuffer(raw, np.uint16).astype(np.uint32) << 16).view(np.float32)
+    return np.frombuffer(raw, {"float32": np.float32, "int32": np.int32, "bool": np.uint8}[dtype])
+
+
+def packer_bf16(x: np.ndarray) -> np.ndarray:
+    """fp32 -> bf16 as the packer rounds (round half away from zero on the magnitude; normal inputs only)."""
+    u = np.asarray(x, np.float32).view(np.uint32)
+    return (((u + 0x8000) >> 16) << 16).astype(np.uint32).view(np.float32)
+
+
+def run_plan(dev, plan, data: dict[int, np.ndarray], out_init=None):
+    """Place each buffer at a 64-aligned DRAM address, launch, return the output buffer."""
+    addrs, addr = [], 0x40000
+    for k, b in enumerate(plan.buffers):
+        addrs.append(addr)
+        if k in data:
+            dev.write_dram(addr, to_dram(data[k], b.dtype))
+        addr += (b.nbytes + 0xFFF) & ~0xFFF
+    out = plan.output.buf
+    if out_init is not None:
+        dev.write_dram(addrs[out], to_dram(out_init, plan.buffers[out].dtype))
+    elfs = compile_plan(plan)
+    res = driver.launch(dev, elfs, plan.arg_words(addrs), timeout_s=120)
+    assert all(c.done == res.generation and c.error == 0 for c in res.cores.values())
+    assert {c.progress for c in res.cores.values()} == {plan.n_tiles}
+    return from_dram(dev.read_dram(addrs[out], plan.buffers[out].nbytes), plan.buffers[out].dtype)
+
+
+rng = np.random.default_rng(1)
+
+
+@needs_cc
+@pytest.mark.parametrize("gather,out_dtype,b_dtype", [(False, "float32", "float32"), (True, "float32", "float32"),
+                                                      (True, "bfloat16", "float32"), (False, "float32", "bfloat16"),
+                                                      (True, "bfloat16", "bfloat16")])
+def test_add_end_to_end(new_device, gather, out_dtype, b_dtype):
+    n = 3000                                   # 3 tiles, the last one partial
+    plan = plan_add(n, gather=gather, out_dtype=out_dtype, b_dtype=b_dtype)
+    a = rng.standard_normal(n).astype(np.float32)
+    b = rng.standard_normal(n).astype(np.float32)
+    if b_dtype == "bfloat16":
+        b = (b.view(np.uint32) & 0xFFFF0000).view(np.float32)
+    got = run_plan(new_device(), plan, {1: a, 2: b})
+    bt = b.reshape(100, n // 100).T.reshape(-1) if gather else b
+    ref = a + bt
+    if out_dtype == "bfloat16":
+        ref = packer_bf16(ref)
+    np.testing.assert_array_equal(got, ref)
+
+
+@needs_cc
+def test_window_reloads_and_scattered_output(new_device):
+    """A transposed read of a buffer larger than the staging window (reloads) and a transposed (scattered) write."""
+    R0, R1 = 48, 300                            # 14400 elements, 57600-byte buffers > STAGING_BYTES
+    n = R0 * R1
+    plan = make_plan("transpose_add", (R0, R1), [("float32", n), ("float32", n), ("float32", n)],
+                     [Stream(1, "float32", f"r0 * {R1}u + r1", contiguous=True),
+                      Stream(2, "float32", f"r1 * {R0}u + r0")],
+                     Stream(0, "float32", f"r1 * {R0}u + r0"), sfpu_add())
+    a = rng.standard_normal(n).astype(np.float32)
+    b = rng.standard_normal(n).astype(np.float32)
+    got = run_plan(new_device(), plan, {1: a, 2: b})
+    ref = (a.reshape(R0, R1) + b.reshape(R1, R0).T).T.reshape(-1)
+    np.testing.assert_array_equal(got, ref)
+
+
+@needs_cc
+def test_padded_gather_reads_zero_outside_valid(new_device):
+    """out[r0, r1] = 2 * (r1 < 32 ? x[r0, r1] : 0) + 1 over (10, 40): a pad, and an SFPU setup block."""
+    plan = make_plan("pad", (10, 40), [("float32", 400), ("float32", 320)],
+                     [Stream(1, "float32", "r0 * 32u + r1", valid_c="r1 < 32u")],
+                     Stream(0, "float32", "r0 * 40u + r1", contiguous=True), sfpu_axpb())
+    x = rng.standard_normal(320).astype(np.float32)
+    got = run_plan(new_device(), plan, {1: x})
+    padded = np.zeros((10, 40), np.float32)
+    padded[:, :32] = x.reshape(10, 32)
+    np.testing.assert_array_equal(got, (padded * 2 + 1).reshape(-1))
+
+
+@needs_cc
+@pytest.mark.parametrize("in_dtype,in_contig,out_dtype,out_contig", [
+    ("bool", True, "bool", True), ("bool", False, "int32", True), ("int32", True, "bool", False),
+    ("int32", False, "int32", False)])
+def test_integer_and_bool_streams(new_device, in_dtype, in_contig, out_dtype, out_contig):
+    """Raw 32-bit copy through the SFPU (INT32 mode): bool bytes widen to u32 0/1 and narrow back to bytes."""
+    n = 2500
+    idx = "r0" if in_contig else f"{n - 1}u - r0"
+    out_idx = "r0" if out_contig else f"{n - 1}u - r0"
+    plan = make_plan("copy", (n,), [(out_dtype, n), (in_dtype, n), ("float32", n)],
+                     [Stream(2, "float32", "r0", contiguous=True), Stream(1, in_dtype, idx, contiguous=in_contig)],
+                     Stream(0, out_dtype, out_idx, contiguous=out_contig), sfpu_copy(src_slot=1, out_slot=2))
+    if in_dtype == "bool":
+        x = rng.integers(0, 2, n).astype(np.uint8) * rng.integers(1, 255, n).astype(np.uint8)  # any nonzero = True
+    else:
+        x = rng.integers(-5, 5, n).astype(np.int32)
+    got = run_plan(new_device(), plan, {1: x, 2: np.zeros(n, np.float32)})
+    v = x.astype(np.int64)
+    if in_dtype == "bool":
+        v = (v != 0).astype(np.int64)
+    if not in_contig:
+        v = v[::-1]
+    if out_dtype == "bool":
+        v = (v != 0).astype(np.int64)
+    if not out_contig:
+        v = v[::-1]
+    np.testing.assert_array_equal(got.astype(np.int64), v)
+
+
+@needs_cc
+def test_relaunch_on_the_same_device_and_single_element(new_device):
+    """Stale L1 state (CB counters, ready words, semaphores, NIU counters) from a previous launch must not leak."""
+    dev = new_device()
+    plan = plan_add(3000, gather=True, out_dtype="float32")
+    for _ in range(2):
+        a = rng.standard_normal(3000).astype(np.float32)
+        b = rng.standard_normal(3000).astype(np.float32)
+        got = run_plan(dev, plan, {1: a, 2: b})
+        np.testing.assert_array_equal(got, a + b.reshape(100, 30).T.reshape(-1))
+    one = make_plan("one", (), [("float32", 1), ("float32", 1)], [Stream(1, "float32", "0u", contiguous=True)],
+                    Stream(0, "float32", "0u", contiguous=True), sfpu_axpb())
+    got = run_plan(dev, one, {1: np.array([3.0], np.float32)})
+    assert got.tolist() == [7.0]
+
+
+@needs_cc
+def test_timeout_sets_stop_and_reports_every_core(new_device):
+    """Only the writer is launched: it waits for a tile nobody produces, retires on the stop flag, and the
+    DeviceTimeout names its status and the emulator's core states."""
+    dev = new_device()
+    plan = plan_add()
+    elfs = compile_plan(plan)
+    with pytest.raises(DeviceTimeout) as e:
+        driver.launch(dev, {"ncrisc": elfs["ncrisc"]}, plan.arg_words([0x40000, 0x80000, 0xC0000]),
+                      timeout_s=0.3)
+    msg = str(e.value)
+    assert "ncrisc: error 1 (stopped by the host)" in msg
+    # the device stays usable: the next launch works
+    a = rng.standard_normal(3000).astype(np.float32)
+    b = rng.standard_normal(3000).astype(np.float32)
+    got = run_plan(dev, plan_add(out_dtype="float32"), {1: a, 2: b})
+    np.testing.assert_array_equal(got, a + b.reshape(100, 30).T.reshape(-1))
