@@ -21,12 +21,8 @@ TEMPLATE_DIR = Path(__file__).resolve().parent.parent / "templates"
 CORE_SOURCES = ("brisc", "ncrisc", "trisc0", "trisc1", "trisc2")
 HEADERS = ("tt_isa.h", "tt_layout.h", "args.h")
 
-# Shared L1 words outside the plan's data region: the free gap between the last image slot and DATA_BASE.
-# +16*core: start-up "ready" words; +0x100 + 64*k: control block of circular buffer k (inputs 0..n-1, output n).
-SYNC_BASE = layout.IMAGE_SLOT["trisc2"] + layout.IMAGE_SLOT_SIZE
-SYNC_CB_OFFSET = 0x100
-SYNC_CB_STRIDE = 64
-assert SYNC_BASE + SYNC_CB_OFFSET + 9 * SYNC_CB_STRIDE <= layout.DATA_BASE
+# Shared L1 words (start-up "ready" words, circular-buffer control blocks): layout.SYNC_BASE, see templates/layout.py
+SYNC_BASE, SYNC_CB_OFFSET, SYNC_CB_STRIDE = layout.SYNC_BASE, layout.SYNC_CB_OFFSET, layout.SYNC_CB_STRIDE
 
 _env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATE_DIR)), undefined=jinja2.StrictUndefined,
                           keep_trailing_newline=True)

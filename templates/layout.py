@@ -25,8 +25,15 @@ ARGS_BASE = 0x00100
 ARGS_SIZE = 0x00F00
 IMAGE_SLOT = {"brisc": 0x01000, "ncrisc": 0x05000, "trisc0": 0x09000, "trisc1": 0x0D000, "trisc2": 0x11000}
 IMAGE_SLOT_SIZE = 0x4000
+# Shared words between the cores of one kernel: +16*core start-up "ready" words (= generation), +0x100 + 64*k the
+# control block (pushed/popped counters, one 16-byte line each) of circular buffer k (inputs 0..n-1, output n)
+SYNC_BASE = IMAGE_SLOT["trisc2"] + IMAGE_SLOT_SIZE
+SYNC_CB_OFFSET = 0x100
+SYNC_CB_STRIDE = 64
+MAX_CBS = 9
 DATA_BASE = 0x20000             # circular buffers and staging windows from here up to L1_SIZE
 DATA_END = L1_SIZE
+assert SYNC_BASE + SYNC_CB_OFFSET + MAX_CBS * SYNC_CB_STRIDE <= DATA_BASE
 
 # tile MMIO (RISC-V view; the host sees the same addresses)
 MEM_LOCAL_BASE = 0xFFB00000

@@ -284,6 +284,11 @@ class Tile:
         return self.tensix.sem_read(self._sem_index(who, addr))
 
     def _pcbuf_store(self, who: str, addr: int, value: int) -> None:
+        if addr == layout.TENSIX_SYNC:
+            # ManualTTSync.md: a store to CoprocessorDoneCheck is discarded; software issues it so that the following
+            # load cannot overtake older instruction pushes. Nothing to model beyond accepting it.
+            self._thread(who, "TTSync (0xFFE80004)")
+            return
         self.tensix.sem_mmio_write(self._sem_index(who, addr), value)
 
     def _sem_index(self, who: str, addr: int) -> int:

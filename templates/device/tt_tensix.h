@@ -28,14 +28,11 @@ static inline void tt_sem_take(uint32_t sem)
     TT_REG32(TT_SEMAPHORE_BASE + 4u * sem) = 1u;
 }
 
-/* block the RISC-V until every instruction this thread pushed has completed: a load of TENSIX_SYNC stalls until
- * the thread is idle. unpack-sfpu-pack.md (ttsim run) and tt-metal store to the register first so the load cannot
- * overtake older pushes on hardware; the emulator does not accept that store yet, hence the opt-in switch. */
+/* block the RISC-V until every instruction this thread pushed has completed (ManualTTSync.md): the store is
+ * discarded by hardware but keeps the load from overtaking older pushes; the load stalls until the thread is idle. */
 static inline void tt_tensix_idle(void)
 {
-#ifdef TT_SYNC_STORE_FIRST
     TT_REG32(TT_TENSIX_SYNC) = 0u;
-#endif
     (void)TT_REG32(TT_TENSIX_SYNC);
 }
 
