@@ -1,0 +1,377 @@
+"""tinygrad kernel AST -> index part (per stream: C expressions over the ranges) + value part (ValueDAG) -> KernelPlan.
+
+The AST tinygrad 0.14 hands a backend is "rangeified": `SINK(END(STORE(INDEX(PARAM, idx), value), *ranges))` where the
+value reads buffers with `INDEX(PARAM, idx)` (no explicit LOAD; an explicit `LOAD(INDEX)` is accepted too), shapes live
+in `RANGE` sizes, broadcasts/permutes/shrinks are affine index expressions and pads are `WHERE(valid, idx, Invalid)`
+inside the index plus a `WHERE(valid, load, 0)` in the value. Everything that depends only on ranges is index math
+(rendered as scalar C for the reader/writer); everything downstream of a load is the value DAG (run on the SFPU).
+
+This module may import tinygrad's uop/dtype layer, never its device layer, and never `runtime`.
+"""
+from __future__ import annotations
+
+import math
+import struct
+from dataclasses import dataclass, field, replace
+
+from tinygrad.dtype import DType, Invalid, dtypes
+from tinygrad.uop.ops import AxisType, Ops, UOp
+
+from lowering.dag import ValueDAG
+from lowering.plan import DTYPE_SIZE, Buffer, KernelPlan, Stream, allocate_l1
+from templates.errors import UnsupportedOp
+
+# ---------------------------------------------------------------------------------------------------------- dtypes
+
+DTYPE_NAME = {dtypes.float32: "float32", dtypes.bfloat16: "bfloat16", dtypes.int32: "int32", dtypes.bool: "bool"}
+
+
+def dtype_name(dt: DType, what: str) -> str:
+    if (n := DTYPE_NAME.get(dt)) is None:   # vectors never reach us: the AST is pre-upcast
+        raise UnsupportedOp(f"dtype {dt} ({what}): the TT backend supports float32, bfloat16, int32 and bool")
+    return n
+
+
+def buffer_dtype(param: UOp) -> str:
+    dt = param.dtype.base if hasattr(param.dtype, "base") else param.dtype   # PtrDType in some tinygrad paths
+    return dtype_name(dt, f"buffer {param.arg.slot}")
+
+
+# ------------------------------------------------------------------------------------------------- index rendering
+# One table, two languages: C99 (for the reader/writer kernels) and Python/numpy (for tests and host-side checks).
+# Ranges are uint32 in C; +,-,* are the same modulo 2^32 whatever the signedness, so only comparisons and division
+# need signed casts, and only when an operand can be negative (vmin < 0).
+
+def _c_signed(s: str) -> str: return f"(int32_t)({s})"
+
+
+def _c_floordiv(a: str, b: str) -> str:  # floor division for a possibly negative numerator, positive divisor
+    return f"(({_c_signed(a)} >= 0) ? ({_c_signed(a)} / {b}) : (({_c_signed(a)} - ({b}) + 1) / {b}))"
+
+
+INDEX_C = {
+    Ops.ADD: lambda u, a, b: f"({a} + {b})", Ops.SUB: lambda u, a, b: f"({a} - {b})", Ops.MUL: lambda u, a, b: f"({a} * {b})",
+    Ops.NEG: lambda u, a: f"(-{a})",
+    Ops.CDIV: lambda u, a, b: f"({a} / {b})" if _nonneg(u) else f"({_c_signed(a)} / {_c_signed(b)})",
+    Ops.CMOD: lambda u, a, b: f"({a} % {b})" if _nonneg(u) else f"({_c_signed(a)} % {_c_signed(b)})",
+    Ops.FLOORDIV: lambda u, a, b: f"({a} / {b})" if _nonneg(u) else _c_floordiv(a, b),
+    Ops.FLOORMOD: lambda u, a, b: f"({a} % {b})" if _nonneg(u) else f"({_c_signed(a)} - {_c_floordiv(a, b)} * ({b}))",
+    Ops.SHL: lambda u, a, b: f"({a} << {b})", Ops.SHR: lambda u, a, b: f"({a} >> {b})" if _nonneg(u) else f"({_c_signed(a)} >> {b})",
+    Ops.MAX: lambda u, a, b: f"(({a}) > ({b}) ? ({a}) : ({b}))" if _nonneg(u) else
+             f"({_c_signed(a)} > {_c_signed(b)} ? ({a}) : ({b}))",
+    Ops.CMPLT: lambda u, a, b: f"({a} < {b})" if _nonneg(u) else f"({_c_signed(a)} < {_c_signed(b)})",
+    Ops.CMPNE: lambda u, a, b: f"({a} != {b})", Ops.CMPEQ: lambda u, a, b: f"({a} == {b})",
+    Ops.AND: lambda u, a, b: f"({a} && {b})" if u.dtype == dtypes.bool else f"({a} & {b})",
+    Ops.OR: lambda u, a, b: f"({a} || {b})" if u.dtype == dtypes.bool else f"({a} | {b})",
+    Ops.XOR: lambda u, a, b: f"({a} ^ {b})",
+    Ops.WHERE: lambda u, c, a, b: f"({c} ? {a} : {b})",
+    Ops.CAST: lambda u, a: f"({a} != 0)" if u.dtype == dtypes.bool else a,
+}
+INDEX_PY = {
+    Ops.ADD: lambda u, a, b: f"({a} + {b})", Ops.SUB: lambda u, a, b: f"({a} - {b})", Ops.MUL: lambda u, a, b: f"({a} * {b})",
+    Ops.NEG: lambda u, a: f"(-{a})",
+    Ops.CDIV: lambda u, a, b: f"np.fix(np.true_divide({a}, {b})).astype(np.int64)",
+    Ops.CMOD: lambda u, a, b: f"np.fmod({a}, {b})",
+    Ops.FLOORDIV: lambda u, a, b: f"np.floor_divide({a}, {b})", Ops.FLOORMOD: lambda u, a, b: f"np.mod({a}, {b})",
+    Ops.SHL: lambda u, a, b: f"np.left_shift({a}, {b})", Ops.SHR: lambda u, a, b: f"np.right_shift({a}, {b})",
+    Ops.MAX: lambda u, a, b: f"np.maximum({a}, {b})",
+    Ops.CMPLT: lambda u, a, b: f"({a} < {b})", Ops.CMPNE: lambda u, a, b: f"({a} != {b})", Ops.CMPEQ: lambda u, a, b: f"({a} == {b})",
+    Ops.AND: lambda u, a, b: f"({a} & {b})", Ops.OR: lambda u, a, b: f"({a} | {b})", Ops.XOR: lambda u, a, b: f"({a} ^ {b})",
+    Ops.WHERE: lambda u, c, a, b: f"np.where({c}, {a}, {b})",
+    Ops.CAST: lambda u, a: f"({a} != 0)" if u.dtype == dtypes.bool else a,
+}
+
+
+def _nonneg(u: UOp) -> bool:
+    """True when every operand of u is known >= 0, so unsigned C arithmetic gives the same answer as signed."""
+    try:
+        return all(s.vmin >= 0 for s in u.src)
+    except Exception:  # vmin not defined for an operand: stay on the signed path
+        return False
+
+
+def _const_str(v, lang: str) -> str:
+    if isinstance(v, bool): return ("1" if v else "0") if lang == "c" else ("True" if v else "False")
+    if not isinstance(v, int): raise UnsupportedOp(f"non-integer constant {v!r} in an index expression")
+    return f"({v})" if v < 0 else str(v)
+
+
+def render_index(u: UOp, rvar: dict[UOp, int], lang: str = "c") -> str:
+    """Render an index-part expression (ranges, integer/bool consts, integer ALU) as C99 or Python."""
+    table, memo = (INDEX_C if lang == "c" else INDEX_PY), {}
+
+    def go(x: UOp) -> str:
+        if (r := memo.get(x)) is not None: return r
+        if x.op is Ops.RANGE:
+            r = f"r{rvar[x]}"
+        elif x.op is Ops.CONST:
+            if x.arg is Invalid: raise UnsupportedOp("Invalid index outside a WHERE(valid, idx, Invalid)")
+            r = _const_str(x.arg, lang)
+        elif x.op in table:
+            r = table[x.op](x, *[go(s) for s in x.src])
+        else:
+            raise UnsupportedOp(f"{x.op.name} in an index expression")
+        memo[x] = r
+        return r
+    return go(u)
+
+
+def strip_invalid(idx: UOp) -> tuple[list[UOp], UOp]:
+    """Split `WHERE(valid, idx, Invalid)` (possibly nested) into (list of validity conditions, plain index)."""
+    conds: list[UOp] = []
+    while idx.op is Ops.WHERE and idx.src[2].op is Ops.CONST and idx.src[2].arg is Invalid:
+        conds.append(idx.src[0])
+        idx = idx.src[1]
+    if any(x.op is Ops.CONST and x.arg is Invalid for x in idx.toposort()):
+        raise UnsupportedOp("an Invalid index nested inside index arithmetic")
+    return conds, idx
+
+
+def conjuncts(conds: list[UOp]) -> frozenset[UOp]:
+    """The set of terms of a conjunction (ANDs flattened): the canonical form used to compare gates."""
+    out: set[UOp] = set()
+    todo = list(conds)
+    while todo:
+        c = todo.pop()
+        if c.op is Ops.AND and c.dtype == dtypes.bool: todo.extend(c.src)
+        elif not (c.op is Ops.CONST and c.arg is True): out.add(c)
+    return frozenset(out)
+
+
+def affine(u: UOp) -> dict[UOp | None, int] | None:
+    """u as {range: coefficient, None: constant} when it is affine in the ranges, else None."""
+    if u.op is Ops.RANGE: return {u: 1}
+    if u.op is Ops.CONST and isinstance(u.arg, int) and not isinstance(u.arg, bool): return {None: u.arg}
+    if u.op in (Ops.ADD, Ops.SUB):
+        a, b = affine(u.src[0]), affine(u.src[1])
+        if a is None or b is None: return None
+        sign = 1 if u.op is Ops.ADD else -1
+        return {k: a.get(k, 0) + sign * b.get(k, 0) for k in a.keys() | b.keys()}
+    if u.op is Ops.MUL:
+        a, b = affine(u.src[0]), affine(u.src[1])
+        if a is None or b is None: return None
+        if set(b) <= {None}: a, b = b, a
+        if not set(a) <= {None}: return None      # product of two range expressions
+        k = a.get(None, 0)
+        return {r: k * c for r, c in b.items()}
+    return None
+
+
+# ---------------------------------------------------------------------------------------------------- the kernel
+
+@dataclass
+class StreamIndex:
+    """One buffer access: what the reader/writer computes per iteration point, in C and in Python."""
+    slot: int                    # tinygrad parameter slot of the buffer
+    dtype: str
+    index_c: str
+    valid_c: str | None
+    index_py: str
+    valid_py: str | None
+    contiguous: bool
+    gate: frozenset = field(default_factory=frozenset)   # validity terms as UOps (to simplify value-side WHEREs)
+
+
+@dataclass
+class LoweredKernel:
+    """The frontend's result before SFPU code generation: iteration space, buffers, streams and value DAG."""
+    name: str
+    ranges: tuple[int, ...]
+    buffers: list[Buffer]
+    inputs: list[StreamIndex]
+    output: StreamIndex
+    dag: ValueDAG
+
+    def buf_index(self, slot: int) -> int:
+        return next(i for i, b in enumerate(self.buffers) if b.slot == slot)
+
+    def stream(self, s: StreamIndex) -> Stream:
+        return Stream(self.buf_index(s.slot), s.dtype, s.index_c, s.valid_c, s.contiguous)
+
+    @property
+    def ops(self) -> list[str]:
+        return [n.op if n.op != "CAST" else f"CAST->{n.dtype}" for n in self.dag.nodes if n.op not in ("LOAD", "CONST")]
+
+
+# ops of the value part, mapped to ValueDAG op names; bool AND/OR/XOR are rewritten into WHERE/CMPNE below
+VALUE_OPS = {Ops.ADD: "ADD", Ops.MUL: "MUL", Ops.SUB: "SUB", Ops.NEG: "NEG", Ops.MAX: "MAX", Ops.CMPLT: "CMPLT",
+             Ops.CMPNE: "CMPNE", Ops.WHERE: "WHERE", Ops.RECIPROCAL: "RECIPROCAL", Ops.EXP2: "EXP2", Ops.LOG2: "LOG2",
+             Ops.SQRT: "SQRT", Ops.SIN: "SIN", Ops.TRUNC: "TRUNC", Ops.CAST: "CAST"}
+# ops that never appear inside a kernel we can lower: name them precisely
+REJECT = {Ops.REDUCE: "REDUCE (reductions are not lowered yet)", Ops.SPECIAL: "SPECIAL (pre-launched kernels)",
+          Ops.BARRIER: "BARRIER", Ops.WMMA: "WMMA", Ops.IF: "IF", Ops.AFTER: "AFTER (symbolic variables / assigns)",
+          Ops.BUFFER: "BUFFER (local/register buffers)", Ops.CUSTOM: "CUSTOM", Ops.CUSTOMI: "CUSTOMI",
+          Ops.THREEFRY: "THREEFRY (random numbers)", Ops.BITCAST: "BITCAST"}
+
+
+class _Lowerer:
+    def __init__(self, sink: UOp, name: str):
+        self.sink, self.name = sink, name
+        self.dag = ValueDAG()
+        self.memo: dict[UOp, int] = {}
+        self.consts: dict[tuple, int] = {}            # (dtype, value bits) -> dag node id: one node per constant
+        self.range_only: dict[UOp, bool] = {}
+        self.load_ids: dict[UOp, int] = {}           # INDEX uop -> dag node id (identical loads share one stream)
+        self.inputs: list[StreamIndex] = []
+
+    # ---- structure
+    def check_supported(self):
+        for u in self.sink.toposort():
+            if u.op in REJECT: raise UnsupportedOp(f"{self.name}: {REJECT[u.op]}")
+            if u.op is Ops.PARAM and u.dtype != dtypes.void and u.addrspace is not None and u.addrspace.name == "ALU":
+                raise UnsupportedOp(f"{self.name}: DEFINE_VAR / symbolic variable {u.arg} (symbolic shapes are not supported)")
+            if u.op is Ops.RANGE:
+                if u.arg[-1] in (AxisType.REDUCE, AxisType.GROUP_REDUCE):
+                    raise UnsupportedOp(f"{self.name}: REDUCE range (reductions are not lowered yet)")
+                if u.src[0].op is not Ops.CONST: raise UnsupportedOp(f"{self.name}: symbolic RANGE size {u.src[0]}")
+
+    def find_store(self) -> UOp:
+        stores = [u for u in self.sink.toposort() if u.op is Ops.STORE]
+        if len(stores) != 1: raise UnsupportedOp(f"{self.name}: {len(stores)} STOREs in one kernel (exactly one is supported)")
+        return stores[0]
+
+    def order_ranges(self, out_idx: UOp) -> list[UOp]:
+        """Outermost first. Ordered by the output index's coefficients, so a plain write is contiguous."""
+        rngs = sorted({u for u in self.sink.toposort() if u.op is Ops.RANGE}, key=lambda r: r.arg[0])
+        coef = affine(out_idx) or {}
+        return sorted(rngs, key=lambda r: (-coef.get(r, 0), r.arg[0]))
+
+    # ---- index part
+    def stream_index(self, idx_uop: UOp, rvar: dict[UOp, int], sizes: list[int]) -> StreamIndex:
+        buf = idx_uop.src[0]
+        while buf.op is not Ops.PARAM:
+            if not buf.src: raise UnsupportedOp(f"{self.name}: INDEX into {buf.op.name}")
+            buf = buf.src[0]
+        conds, idx = strip_invalid(idx_uop.src[1])
+        if len(idx_uop.src) > 2: conds.append(idx_uop.src[2])   # an explicit INDEX gate
+        gate = conjuncts(conds)
+        terms = sorted(gate, key=lambda c: render_index(c, rvar, "c"))   # deterministic order: same C for same AST
+        valid_c = " && ".join(render_index(c, rvar, "c") for c in terms) if terms else None
+        valid_py = " & ".join(render_index(c, rvar, "py") for c in terms) if terms else None
+        coef = affine(idx)
+        strides = [math.prod(sizes[i + 1:]) for i in range(len(sizes))]
+        contiguous = not gate and coef is not None and coef.get(None, 0) == 0 and \
+            all(coef.get(r, 0) == strides[i] or sizes[i] == 1 for r, i in rvar.items()) and \
+            all(k is None or k in rvar for k in coef)
+        return StreamIndex(buf.arg.slot, buffer_dtype(buf),
+                           render_index(idx, rvar, "c"), valid_c, render_index(idx, rvar, "py"), valid_py, contiguous, gate)
+
+    # ---- value part
+    def is_range_only(self, u: UOp) -> bool:
+        """u depends on the iteration index but reads no buffer (index math that leaked into the value part)."""
+        if (r := self.range_only.get(u)) is None:
+            ops = {x.op for x in u.toposort()}
+            r = self.range_only[u] = Ops.RANGE in ops and not ops & {Ops.INDEX, Ops.LOAD}
+        return r
+
+    def value(self, u: UOp, want: DType | None = None) -> int:
+        """Lower one value-part uop into the DAG; `want` resolves weak/untyped constants from their consumer."""
+        if u.op is Ops.CONST:
+            dt = want if (want is not None and (u.dtype in dtypes.weaks or u.dtype == dtypes.void)) else u.dtype
+            if dt in dtypes.weaks: dt = dtypes.float32 if dt == dtypes.weakfloat else dtypes.int32
+            v = u.arg
+            v = bool(v) if dt == dtypes.bool else float(v) if dtypes.is_float(dt) else int(v)
+            key = (dtype_name(dt, "constant"), struct.pack("<d", v) if isinstance(v, float) else v)  # -0.0 != 0.0
+            if key not in self.consts: self.consts[key] = self.dag.add("CONST", key[0], (), v)
+            return self.consts[key]
+        if u in self.memo: return self.memo[u]
+        nid = self._value(u)
+        self.memo[u] = nid
+        return nid
+
+    def _value(self, u: UOp) -> int:
+        if u.op is Ops.LOAD: u = u.src[0]
+        if u.op is Ops.INDEX:
+            if u in self.load_ids: return self.load_ids[u]
+            s = self.stream_index(u, self.rvar, self.sizes)
+            nid = self.dag.add("LOAD", s.dtype, (), len(self.inputs))
+            self.inputs.append(s)
+            self.load_ids[u] = nid
+            return nid
+        if u.op is Ops.RANGE or self.is_range_only(u):
+            raise UnsupportedOp(f"{self.name}: a value that depends on the iteration index ({u.op.name} over ranges: "
+                                "arange-like kernels or pads with a nonzero value are not lowered yet)")
+        dt = dtype_name(u.dtype, u.op.name)
+        if u.op is Ops.WHERE and self.is_range_only(u.src[0]):
+            return self.range_gated_where(u)
+        if u.op in (Ops.AND, Ops.OR, Ops.XOR):
+            if u.dtype != dtypes.bool: raise UnsupportedOp(f"{self.name}: integer {u.op.name} (bitwise ops on int32)")
+            a, b = self.value(u.src[0], dtypes.bool), self.value(u.src[1], dtypes.bool)
+            if u.op is Ops.XOR: return self.dag.add("CMPNE", "bool", (a, b))
+            k = self.dag.add("CONST", "bool", (), u.op is Ops.OR)
+            return self.dag.add("WHERE", "bool", (a, b, k) if u.op is Ops.AND else (a, k, b))
+        if u.op is Ops.CMPEQ:   # a == b  ->  (a != b) != True
+            ne = self._value(UOp(Ops.CMPNE, dtypes.bool, u.src))
+            return self.dag.add("CMPNE", "bool", (ne, self.value(UOp(Ops.CONST, dtypes.bool, arg=True))))
+        if u.op not in VALUE_OPS: raise UnsupportedOp(f"{self.name}: {u.op.name} ({u.dtype}) has no TT lowering yet")
+        if u.op in (Ops.CMPLT, Ops.CMPNE):
+            typed = [s.dtype for s in u.src if s.op is not Ops.CONST or s.dtype not in dtypes.weaks]
+            opnd = typed[0] if typed else (dtypes.float32 if any(s.dtype == dtypes.weakfloat for s in u.src) else dtypes.int32)
+            srcs = tuple(self.value(s, opnd) for s in u.src)
+        elif u.op is Ops.WHERE:
+            srcs = (self.value(u.src[0], dtypes.bool), self.value(u.src[1], u.dtype), self.value(u.src[2], u.dtype))
+        elif u.op is Ops.CAST:
+            srcs = (self.value(u.src[0], None),)
+        else:
+            srcs = tuple(self.value(s, u.dtype) for s in u.src)
+        return self.dag.add(VALUE_OPS[u.op], dt, srcs)
+
+    def range_gated_where(self, u: UOp) -> int:
+        """WHERE(c, x, y) with c over ranges only: that is a pad. It folds away when the zero side is exactly what
+        the gated load already reads outside its valid region (invalid reads are 0)."""
+        c, x, y = u.src
+        terms, not_c = conjuncts([c]), conjuncts([UOp(Ops.CMPNE, dtypes.bool, (c, UOp(Ops.CONST, dtypes.bool, arg=True)))])
+        def is_zero(v: UOp) -> bool: return v.op is Ops.CONST and v.arg == 0
+        def zero_outside(v: UOp, region: frozenset) -> bool:
+            """v is a gated load (possibly cast) whose gate implies `region`: outside region it reads 0 already."""
+            while v.op is Ops.CAST: v = v.src[0]
+            if v.op is Ops.LOAD: v = v.src[0]
+            if v.op is not Ops.INDEX: return False
+            conds, _ = strip_invalid(v.src[1])
+            return region <= conjuncts(conds + list(v.src[2:]))
+        if is_zero(y) and zero_outside(x, terms): return self.value(x, u.dtype)
+        if is_zero(x) and zero_outside(y, not_c): return self.value(y, u.dtype)
+        raise UnsupportedOp(f"{self.name}: WHERE on an iteration-index condition that is not a zero pad "
+                            "(pads with a nonzero value are not lowered yet)")
+
+    def lower(self) -> LoweredKernel:
+        self.check_supported()
+        store = self.find_store()
+        out_index = store.src[0]
+        if out_index.op is Ops.CAST: out_index = out_index.src[0]
+        if out_index.op is not Ops.INDEX: raise UnsupportedOp(f"{self.name}: STORE to {out_index.op.name}")
+        rngs = self.order_ranges(strip_invalid(out_index.src[1])[1])
+        self.rvar = {r: i for i, r in enumerate(rngs)}
+        self.sizes = [int(r.src[0].arg) for r in rngs]
+        output = self.stream_index(out_index, self.rvar, self.sizes)
+        if output.valid_c is not None: raise UnsupportedOp(f"{self.name}: a gated STORE ({output.valid_c})")
+        if len(store.src) > 2: raise UnsupportedOp(f"{self.name}: a gated STORE")
+        value = store.src[1]
+        self.dag.out = self.value(value, out_index.dtype)
+        out_dt = self.dag.nodes[self.dag.out].dtype
+        if out_dt != output.dtype:   # tinygrad always stores the buffer's dtype; anything else is a frontend bug
+            raise UnsupportedOp(f"{self.name}: stored value is {out_dt}, the buffer is {output.dtype}")
+        if not self.inputs:
+            # a constant kernel (Tensor.zeros(...).contiguous(), folded math): the tile pipeline is driven by input
+            # tiles, so stream the output buffer itself in as a never-used input (its value is dead in the DAG)
+            self.dag.add("LOAD", output.dtype, (), 0)
+            self.inputs.append(replace(output, gate=frozenset()))
+        params = {u.arg.slot: u for u in self.sink.toposort() if u.op is Ops.PARAM}
+        buffers = [Buffer(s, buffer_dtype(p), int(p.src[0].arg) * DTYPE_SIZE[buffer_dtype(p)]) for s, p in sorted(params.items())]
+        return LoweredKernel(self.name, tuple(self.sizes), buffers, self.inputs, output, self.dag)
+
+
+def lower_ast(sink: UOp, name: str) -> LoweredKernel:
+    """The pure frontend: index expressions + value DAG (no SFPU code generation, no L1 allocation)."""
+    if sink.op is not Ops.SINK: raise UnsupportedOp(f"{name}: expected a SINK, got {sink.op.name}")
+    return _Lowerer(sink, name).lower()
+
+
+def lower_kernel(sink: UOp, name: str) -> KernelPlan:
+    """tinygrad kernel AST -> KernelPlan (SFPU program compiled, L1 allocated). Raises UnsupportedOp naming the op."""
+    lk = lower_ast(sink, name)
+    from lowering.sfpu_codegen import compile_sfpu   # imported late: the frontend is testable on its own
+    sfpu = compile_sfpu(lk.dag, len(lk.inputs), lk.dag.nodes[lk.dag.out].dtype)
+    plan = KernelPlan(name=name, ranges=lk.ranges, buffers=lk.buffers, inputs=[lk.stream(s) for s in lk.inputs],
+                      output=lk.stream(lk.output), sfpu=sfpu, ops=lk.ops)
+    return allocate_l1(plan)

@@ -1,0 +1,229 @@
+"""Registration: the import hook, DEVICE/DEV mapping, the spawn-worker trap, and real installs into fresh venvs.
+
+The install tests (`slow`) copy the project to a temp dir, create a fresh venv, make this interpreter's dependencies
+visible to it (a venv made from a venv does not see the parent's site-packages, even with --system-site-packages), run
+`pip install .` or `pip install -e .`, and check in fresh interpreters that `DEVICE=TT` and `DEV=TT` select the TT
+device and that the finder serves `tinygrad.runtime.ops_tt`.
+"""
+import os
+import pickle
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SHOW_DEFAULT = "from tinygrad import Device; print(Device.DEFAULT)"
+
+
+def run_py(python, code, env_extra=None, drop=("DEV", "DEVICE"), pythonpath=None, cwd=None):
+    env = {k: v for k, v in os.environ.items() if k not in drop and k != "PYTHONPATH"}
+    if pythonpath: env["PYTHONPATH"] = str(pythonpath)
+    env.update(env_extra or {})
+    return subprocess.run([str(python), "-c", code], env=env, capture_output=True, text=True, timeout=300,
+                          cwd=cwd or "/")
+
+
+# --------------------------------------------------------------------------------- knobs (no subprocess needed)
+
+def test_device_env_mapping():
+    from tt_backend import knobs
+    env = {"DEVICE": "TT"}
+    assert knobs.map_device_env(env) is None and env["DEV"] == "TT"
+    env = {"DEVICE": "tt", "DEV": "TT:XYZ"}
+    assert knobs.map_device_env(env) is None and env["DEV"] == "TT:XYZ"       # same device, DEV kept
+    env = {"DEVICE": "TT", "DEV": "CPU"}
+    assert "disagree" in knobs.map_device_env(env) and env["DEV"] == "CPU"
+    env = {"DEVICE": "cuda", "DEV": "CPU"}
+    assert knobs.map_device_env(env) is None and env["DEV"] == "CPU"          # not ours: DEVICE means something else
+    env = {"DEVICE": "cuda"}
+    assert knobs.map_device_env(env) is None and "DEV" not in env
+
+
+def test_backend_knob():
+    from templates.errors import TTError
+    from tt_backend import knobs
+    assert knobs.backend({}) == "emu"
+    assert knobs.backend({"TT_SIMULATOR": "/x/libttsim.so"}) == "ttsim"
+    assert knobs.backend({"TT_BACKEND": "HW"}) == "hw"
+    with pytest.raises(TTError, match="not one of"):
+        knobs.backend({"TT_BACKEND": "gpu"})
+    with pytest.raises(TTError):
+        knobs.err_budget({"TT_ERR_BUDGET": "-1"})
+    assert knobs.err_budget({"TT_ERR_BUDGET": "1e-3"}) == 1e-3 and knobs.cores({"TT_CORES": "4"}) == 4
+
+
+def test_dram_arena_merges_and_aligns():
+    from tt_backend.ops_tt import DramArena
+    a = DramArena(0x1000, 0x1000 + 4096)
+    x, y, z = a.alloc(1), a.alloc(100), a.alloc(64)
+    assert (x, y, z) == (0x1000, 0x1040, 0x10C0) and all(v % 64 == 0 for v in (x, y, z))
+    a.free(y)
+    assert a.alloc(128) == 0x1040                         # first fit reuses the hole
+    a.free(x); a.free(0x1040); a.free(z)
+    assert a.free_list == [[0x1000, 4096]] and a.bytes_used == 0
+    with pytest.raises(MemoryError):
+        a.alloc(8192)
+
+
+def test_bundle_roundtrip():
+    from lowering.plan import Buffer, KernelPlan, SfpuProgram, Stream
+    from tt_backend.ops_tt import pack_bundle, unpack_bundle
+    plan = KernelPlan("E_4", (4,), [Buffer(0, "float32", 16), Buffer(1, "float32", 16)],
+                      [Stream(1, "float32", "r0", None, True)], Stream(0, "float32", "r0", None, True),
+                      SfpuProgram([], [1], 2, 1))
+    meta, elfs = unpack_bundle(pack_bundle(plan, {"brisc": b"\x7fELF-a", "ncrisc": b"\x7fELF-bb"}))
+    assert elfs == {"brisc": b"\x7fELF-a", "ncrisc": b"\x7fELF-bb"}
+    assert meta["args"] == [plan.n_tiles, plan.n_elements, {"buf": 0}, {"buf": 1}]
+    assert [b["slot"] for b in meta["buffers"]] == [0, 1]
+
+
+# ------------------------------------------------------------------------------ the hook from a source checkout
+
+def test_source_checkout_device_selection():
+    code = "import tt_backend\n" + SHOW_DEFAULT + "\nprint(Device.get_class('TT').__module__)"
+    for var in ("DEVICE", "DEV"):
+        r = run_py(sys.executable, code, {var: "TT"}, pythonpath=ROOT)
+        assert r.returncode == 0, r.stderr
+        assert r.stdout.split() == ["TT", "tt_backend.ops_tt"]
+
+
+def test_conflicting_device_vars_raise_on_import():
+    r = run_py(sys.executable, "import tt_backend\nimport tinygrad", {"DEVICE": "TT", "DEV": "CPU"}, pythonpath=ROOT)
+    assert r.returncode != 0 and "TTError" in r.stderr and "disagree" in r.stderr
+
+
+def test_spawned_worker_gets_the_hook():
+    """tinygrad pickles the renderer into spawn workers: unpickling alone must install the to_program hook."""
+    import tt_backend.ops_tt as ops_tt
+    from tinygrad.helpers import Target
+    blob = pickle.dumps(ops_tt.TTRenderer(Target(device="TT")))
+    code = ("import pickle, sys\nr = pickle.loads(sys.stdin.buffer.read())\nimport tinygrad.codegen as c\n"
+            "print(type(r).__name__, getattr(c.do_to_program, '__tt_hook__', False))")
+    env = {k: v for k, v in os.environ.items() if k not in ("DEV", "DEVICE")}
+    env["PYTHONPATH"] = str(ROOT)
+    r = subprocess.run([sys.executable, "-c", code], input=blob, env=env, capture_output=True, timeout=120, cwd="/")
+    assert r.returncode == 0, r.stderr.decode()
+    assert r.stdout.decode().split() == ["TTRenderer", "True"]
+
+
+def test_hook_leaves_other_renderers_alone():
+    import tinygrad.codegen as c
+    import tt_backend.ops_tt  # noqa: F401
+    assert c.do_to_program.__tt_hook__ and not getattr(c.do_to_program.__wrapped__, "__tt_hook__", False)
+
+
+def test_unavailable_backends_are_clear_errors():
+    code = "from tinygrad import Device\nDevice['TT']"
+    r = run_py(sys.executable, "import tt_backend\n" + code, {"DEV": "TT", "TT_BACKEND": "hw"}, pythonpath=ROOT)
+    assert r.returncode != 0 and "TTError" in r.stderr and "not available yet" in r.stderr
+
+
+# ------------------------------------------------------------------------------------- real installs (slow)
+
+def _dep_dirs() -> list[str]:
+    """The site directories this interpreter imports the dependencies from."""
+    import jinja2, networkx, numpy, tinygrad, elftools  # noqa: E401
+    return sorted({str(Path(m.__file__).resolve().parent.parent) for m in (tinygrad, numpy, jinja2, networkx, elftools)})
+
+
+def _fresh_venv(tmp: Path) -> Path:
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(tmp / "venv")], check=True, timeout=300)
+    py = tmp / "venv" / "bin" / "python"
+    if run_py(py, "import tinygrad, numpy, jinja2, networkx, elftools").returncode != 0:
+        site = run_py(py, "import sysconfig; print(sysconfig.get_paths()['purelib'])").stdout.strip()
+        (Path(site) / "_tt_test_deps.pth").write_text("\n".join(_dep_dirs()) + "\n")
+    assert run_py(py, "import tinygrad, numpy").returncode == 0, "dependencies not visible in the fresh venv"
+    return py
+
+
+def _project_copy(tmp: Path) -> Path:
+    src = tmp / "src"
+    shutil.copytree(ROOT, src, ignore=shutil.ignore_patterns(".git", "build", "*.egg-info", "__pycache__", "tt_dump",
+                                                             ".pytest_cache", "tests"))
+    return src
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("editable", [False, True], ids=["install", "editable"])
+def test_pip_install_registers_device(tmp_path, editable):
+    py, src = _fresh_venv(tmp_path), _project_copy(tmp_path)
+    cmd = [str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check"] + (["-e"] if editable else []) + [str(src)]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=900, cwd=tmp_path)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    site = Path(run_py(py, "import sysconfig; print(sysconfig.get_paths()['purelib'])").stdout.strip())
+    assert (site / "tt_backend.pth").read_text() == "import tt_backend\n"
+
+    for var in ("DEVICE", "DEV"):
+        r = run_py(py, SHOW_DEFAULT, {var: "TT"})
+        assert r.returncode == 0, r.stderr
+        assert r.stdout.strip() == "TT", (var, r.stdout, r.stderr)
+    where = run_py(py, "import tinygrad.runtime.ops_tt as m, tt_backend; print(m.__name__, m.TTDevice.__module__, "
+                       "tt_backend.__file__)", {"DEV": "TT"})
+    assert where.returncode == 0, where.stderr
+    name, module, file = where.stdout.split()
+    assert (name, module) == ("tt_backend.ops_tt", "tt_backend.ops_tt")
+    assert Path(file).resolve().is_relative_to((src if editable else site).resolve())
+    # installed package data: templates and the ISA table come along
+    r = run_py(py, "from templates import isa; import lowering.render as r; print(len(isa.INSTRUCTIONS) > 0, "
+                   "(r.TEMPLATE_DIR / 'reader.c.j2').exists())")
+    assert r.stdout.split() == ["True", "True"], r.stderr
+    # the conflict check, and a clean uninstall
+    r = run_py(py, "import tinygrad", {"DEVICE": "TT", "DEV": "CPU"})
+    assert r.returncode != 0 and "disagree" in r.stderr
+    r = subprocess.run([str(py), "-m", "pip", "uninstall", "-y", "-q", "tt-backend"], capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert not (site / "tt_backend.pth").exists()
+    assert run_py(py, SHOW_DEFAULT, {"DEVICE": "TT"}).stdout.strip() != "TT"
+
+
+# ------------------------------------------------------------------------------ the device itself (needs a compiler)
+
+def _have_riscv_compiler() -> bool:
+    try:
+        from runtime.compile import find_compiler
+        find_compiler()
+        return True
+    except Exception:
+        return False
+
+
+@pytest.mark.skipif(not _have_riscv_compiler(), reason="needs a RISC-V compiler")
+def test_device_debug_output_dump_and_errors(tmp_path):
+    code = ("import tt_backend, numpy as np\nfrom tinygrad import Tensor\n"
+            "x = np.linspace(-2, 2, 300, dtype=np.float32).reshape(3, 100)\n"
+            "y = ((Tensor(x) * 3 + 1).maximum(0.5)).numpy()\n"
+            "assert np.array_equal(y, np.maximum(x * 3 + 1, np.float32(0.5))), 'wrong result'\n"
+            "try:\n  Tensor(x).sum(1).numpy()\nexcept Exception as e:\n  print('RAISED', type(e).__name__, e)\n")
+    r = run_py(sys.executable, code, {"DEV": "TT", "DEBUG": "4", "TT_DUMP": str(tmp_path)}, pythonpath=ROOT)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "// ===== brisc =====" in r.stdout                      # DEBUG=4: the rendered C
+    assert any("*** TT" in l and "E_3_100" in l and " tm " in l for l in r.stdout.splitlines())  # DEBUG=2: timing
+    assert "RAISED UnsupportedOp" in r.stdout and "REDUCE" in r.stdout   # no silent CPU fallback
+    (d,) = [p for p in tmp_path.iterdir() if p.name.startswith("E_3_100")]
+    names = {p.name for p in d.iterdir()}
+    assert {"report.json", "report.txt", "brisc.c", "brisc.elf", "brisc.dis", "trisc1.elf", "args.h"} <= names
+    import json
+    rep = json.loads((d / "report.json").read_text())
+    assert [p["engine"] for p in rep["placement"]] == ["SFPU"] * len(rep["ops"]) and rep["ops"][:3] == ["MUL", "ADD", "MAX"]
+    assert rep["instructions"]["sfpu_total"] > 0
+
+
+def test_cli_info():
+    r = subprocess.run([sys.executable, "-m", "tt_backend", "info"], capture_output=True, text=True, timeout=120,
+                       env={**os.environ, "PYTHONPATH": str(ROOT)}, cwd="/")
+    assert r.returncode == 0, r.stderr
+    assert "tinygrad" in r.stdout and "0.14.0" in r.stdout and "RISC-V compiler" in r.stdout
+
+
+@pytest.mark.skipif(not _have_riscv_compiler(), reason="needs a RISC-V compiler")
+def test_cli_demo(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k not in ("DEV", "DEVICE")}
+    env.update(PYTHONPATH=str(ROOT), DEVICE="TT", TT_DUMP=str(tmp_path))
+    r = subprocess.run([sys.executable, "-m", "tt_backend", "demo"], capture_output=True, text=True, timeout=900,
+                       env=env, cwd="/")
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    assert "max abs error" in r.stdout and "placement (" in r.stdout and r.stdout.rstrip().endswith("OK")

@@ -1,0 +1,112 @@
+"""`python -m tt_backend info` (what is installed and found) and `python -m tt_backend demo` (the README expression on
+the TT device against tinygrad's CPU device, with the per-kernel placement report)."""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+DEMO = "((a*b+1).maximum(0.5) - (a<0).where(a.exp2(), b.reciprocal()))"
+
+
+def _version(mod: str) -> str:
+    try:
+        from importlib.metadata import version
+        return version(mod)
+    except Exception:
+        return "not installed"
+
+
+def _pth_files() -> list[str]:
+    import site
+    dirs = [*site.getsitepackages(), site.getusersitepackages()]
+    return [str(Path(d) / "tt_backend.pth") for d in dirs if (Path(d) / "tt_backend.pth").exists()]
+
+
+def info() -> int:
+    import tt_backend
+    from tt_backend import _finder, knobs
+    rows = [("python", f"{sys.version.split()[0]} ({sys.executable})"),
+            ("tt_backend", f"{tt_backend.__version__} ({Path(tt_backend.__file__).parent})"),
+            ("import hook", ", ".join(_pth_files()) or "no tt_backend.pth in site-packages (source checkout?)"),
+            ("finder active", str(any(type(f).__name__ == "TTFinder" for f in sys.meta_path)))]
+    for dist in ("tinygrad", "numpy", "networkx", "jinja2", "pyelftools"):
+        rows.append((dist, _version(dist)))
+    rows.append(("DEVICE / DEV", f"{os.environ.get('DEVICE', '-')} / {os.environ.get('DEV', '-')}"))
+    try:
+        rows.append(("TT_BACKEND", knobs.backend()))
+    except Exception as e:
+        rows.append(("TT_BACKEND", f"error: {e}"))
+    try:
+        from runtime.compile import compiler
+        c = compiler()
+        rows.append(("RISC-V compiler", c.describe()))
+    except Exception as e:
+        rows.append(("RISC-V compiler", f"NOT FOUND: {e}"))
+    sim = os.environ.get("TT_SIMULATOR")
+    rows.append(("targets", "emu (available); ttsim (" + (f"TT_SIMULATOR={sim}" if sim else "set TT_SIMULATOR") +
+                 ", not wired yet); hw (not available yet)"))
+    rows.append(("TT_DUMP", os.environ.get("TT_DUMP", "-")))
+    w = max(len(k) for k, _ in rows)
+    for k, v in rows:
+        print(f"{k:<{w}}  {v}")
+    return 0
+
+
+def _reference_device() -> str:
+    """tinygrad's CPU device when it works here (it needs clang), else its pure-Python interpreter."""
+    from tinygrad import Tensor
+    for dev in ("CPU", "PYTHON"):
+        try:
+            (Tensor([1.0], device=dev) + 1).numpy()
+            return dev
+        except Exception:
+            continue
+    raise RuntimeError("neither tinygrad's CPU nor PYTHON device works")
+
+
+def demo(seed: int = 1) -> int:
+    import numpy as np
+    dump = os.environ.get("TT_DUMP") or tempfile.mkdtemp(prefix="tt_demo_")
+    os.environ["TT_DUMP"] = dump          # read when the kernels compile: gives us the placement reports
+    from tinygrad import Device, Tensor
+    if Device.DEFAULT != "TT":
+        print(f"note: the default device is {Device.DEFAULT} (set DEVICE=TT to make TT the default); "
+              "the demo runs on TT explicitly")
+    rng = np.random.default_rng(seed)
+    an, bn = rng.standard_normal((64, 128)).astype(np.float32), rng.standard_normal(128).astype(np.float32)
+
+    def f(a, b): return ((a * b + 1).maximum(0.5) - (a < 0).where(a.exp2(), b.reciprocal()))
+    print(f"demo: {DEMO} with a{an.shape}, b{bn.shape}")
+    tt = f(Tensor(an, device="TT"), Tensor(bn, device="TT")).numpy()
+    ref_dev = _reference_device()
+    ref = f(Tensor(an, device=ref_dev), Tensor(bn, device=ref_dev)).numpy()
+    with np.errstate(all="ignore"):
+        npref = np.maximum(an * bn + 1, np.float32(0.5)) - np.where(an < 0, np.exp2(an), np.float32(1) / bn)
+    err = float(np.abs(tt - ref).max())
+    rel = err / float(np.abs(ref).max())
+    print(f"max abs error vs tinygrad {ref_dev}: {err:.3g} (relative to max |ref|: {rel:.3g}); "
+          f"vs numpy: {float(np.abs(tt - npref).max()):.3g}")
+    for rep in sorted(Path(dump).glob("*/report.txt")):
+        print(f"\n--- {rep.parent.name} ({rep.parent}) ---")
+        print(rep.read_text().rstrip())
+    ok = rel < 1e-6
+    print("\nOK" if ok else "\nMISMATCH")
+    return 0 if ok else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m tt_backend", description=__doc__)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    sub.add_parser("info", help="versions, compiler, targets, import hook")
+    d = sub.add_parser("demo", help="the README expression on TT vs CPU, with the placement report")
+    d.add_argument("--seed", type=int, default=1)
+    args = p.parse_args(argv)
+    if args.cmd == "info": return info()
+    return demo(args.seed)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,78 @@
+"""Registers the TT device with tinygrad without touching tinygrad's files.
+
+tinygrad finds a device `X` by importing `tinygrad.runtime.ops_x`. This meta-path finder answers exactly that one name,
+`tinygrad.runtime.ops_tt`, with this project's `tt_backend.ops_tt` (the same module object under both names, so the
+classes are identical however they are reached). It is installed at interpreter start by the one-line
+`tt_backend.pth` in site-packages, which also maps `DEVICE=TT` to tinygrad's `DEV=TT`.
+
+Stdlib only, and it must not import tinygrad: it runs in every interpreter of the environment (pip included), so it
+has to be cheap and must never make an unrelated program fail. The one error it raises, a DEVICE/DEV conflict, is
+deferred to the moment the program imports tinygrad.
+"""
+from __future__ import annotations
+
+import sys
+
+ALIAS = "tinygrad.runtime.ops_tt"
+REAL = "tt_backend.ops_tt"
+
+pending_error: str | None = None     # a DEVICE/DEV conflict found at start-up, raised when tinygrad is imported
+
+
+class _AliasLoader:
+    """Loads the alias by importing the real module and handing back that very object."""
+
+    def create_module(self, spec):
+        import importlib
+        module = importlib.import_module(REAL)
+        self.real_spec = module.__spec__
+        return module
+
+    def exec_module(self, module) -> None:
+        # importlib stamped the alias spec onto the module; keep the module's own identity (name, file, spec)
+        module.__spec__ = self.real_spec
+
+
+class TTFinder:
+    """A meta-path finder (duck-typed: importlib.abc costs start-up time) for the one name tinygrad asks for."""
+
+    def find_spec(self, fullname: str, path=None, target=None):
+        if fullname == "tinygrad" and pending_error is not None:
+            from templates.errors import TTError
+            raise TTError(pending_error)
+        if fullname != ALIAS:
+            return None
+        from importlib.machinery import ModuleSpec
+        return ModuleSpec(ALIAS, _AliasLoader())
+
+    def invalidate_caches(self) -> None:
+        pass
+
+
+def install() -> None:
+    """Put the finder first on sys.meta_path (idempotent). First, so the DEVICE/DEV check sees `import tinygrad`."""
+    if not any(isinstance(f, TTFinder) or type(f).__name__ == "TTFinder" for f in sys.meta_path):
+        sys.meta_path.insert(0, TTFinder())
+
+
+def startup() -> None:
+    """The .pth hook: install the finder and map DEVICE=TT -> DEV=TT. Never raises (site.py would only print it)."""
+    global pending_error
+    try:
+        install()
+        from tt_backend import knobs
+        pending_error = knobs.map_device_env()
+        helpers = sys.modules.get("tinygrad.helpers")
+        if helpers is not None and pending_error is None:
+            _late_map(helpers)
+    except Exception as e:  # a broken install must not break every interpreter of the environment
+        print(f"tt_backend: start-up hook failed: {e!r}", file=sys.stderr)
+
+
+def _late_map(helpers) -> None:
+    """tinygrad was imported before us (a source checkout imported late): its DEV context was already read from the
+    environment, so carry a DEVICE=TT mapping into it directly."""
+    import os
+    dev = getattr(helpers, "DEV", None)
+    if dev is not None and os.environ.get("DEV") and not repr(dev):
+        dev.value = os.environ["DEV"]

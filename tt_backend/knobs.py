@@ -1,0 +1,92 @@
+"""The user's knobs (environment variables), read where they are used so a changed environment takes effect.
+
+Stdlib only: `map_device_env` runs at interpreter start from the .pth hook, before tinygrad exists.
+
+| variable | meaning |
+|---|---|
+| `DEVICE=TT` | this project's spelling; mapped to tinygrad's `DEV=TT` before tinygrad reads its context |
+| `DEV=TT[:...]` | tinygrad's own spelling, honoured as is |
+| `TT_BACKEND` | `emu` (default), `ttsim`, `hw`; `TT_SIMULATOR=path` implies `ttsim` |
+| `TT_DUMP=dir` | write every kernel's sources, ELFs, disassembly and placement report under dir |
+| `TT_ERR_BUDGET` | relative-error budget vs float32 (placement; everything is SFPU float32 for now) |
+| `TT_CORES` | Tensix cores a kernel may use (one for now) |
+| `TT_TIMEOUT` | seconds one kernel launch may take before the driver stops the cores (default 600) |
+"""
+from __future__ import annotations
+
+import os
+
+BACKENDS = ("emu", "ttsim", "hw")
+
+
+def _device_of(target: str) -> str:
+    """The device part of a tinygrad DEV string: 'TT' of 'TT', 'tt:XYZ', 'iface+TT:R:A' or 'TT;CPU' (first target)."""
+    first = target.split(";")[0]
+    first = first.split("+")[-1]
+    return first.split(":")[0].strip().upper()
+
+
+def device_env_conflict(environ=os.environ) -> str | None:
+    """A message when DEVICE and DEV are both set, one of them names TT, and they disagree; else None."""
+    device, dev = environ.get("DEVICE", "").strip(), environ.get("DEV", "").strip()
+    if not device or not dev:
+        return None
+    a, b = _device_of(device), _device_of(dev)
+    if a != b and "TT" in (a, b):
+        return (f"DEVICE={device} and DEV={dev} disagree: the TT backend reads DEVICE=TT as tinygrad's DEV=TT. "
+                f"Unset one of them, or set both to the same device.")
+    return None
+
+
+def map_device_env(environ=os.environ) -> str | None:
+    """DEVICE=TT with DEV unset -> DEV=TT (tinygrad ignores DEVICE). Returns the conflict message, if any, so the
+    caller decides when to raise it (at interpreter start a raise would only be printed by site.py)."""
+    device = environ.get("DEVICE", "").strip()
+    if device and _device_of(device) == "TT" and not environ.get("DEV", "").strip():
+        environ["DEV"] = device          # the whole target string: DEVICE=TT:R:A means DEV=TT:R:A
+        return None
+    return device_env_conflict(environ)
+
+
+def backend(environ=os.environ) -> str:
+    """The execution target. Unknown names are an error, never a silent default."""
+    name = environ.get("TT_BACKEND", "").strip().lower()
+    if not name:
+        name = "ttsim" if environ.get("TT_SIMULATOR") else "emu"
+    if name not in BACKENDS:
+        from templates.errors import TTError
+        raise TTError(f"TT_BACKEND={name!r} is not one of {', '.join(BACKENDS)}")
+    return name
+
+
+def dump_dir(environ=os.environ) -> str | None:
+    return environ.get("TT_DUMP") or None
+
+
+def err_budget(environ=os.environ) -> float | None:
+    v = environ.get("TT_ERR_BUDGET", "").strip()
+    if not v:
+        return None
+    try:
+        b = float(v)
+    except ValueError:
+        b = -1.0
+    if not b > 0:
+        from templates.errors import TTError
+        raise TTError(f"TT_ERR_BUDGET={v!r}: expected a positive relative error such as 1e-3")
+    return b
+
+
+def cores(environ=os.environ) -> int | None:
+    v = environ.get("TT_CORES", "").strip()
+    if not v:
+        return None
+    if not v.isdigit() or int(v) < 1:
+        from templates.errors import TTError
+        raise TTError(f"TT_CORES={v!r}: expected a positive integer")
+    return int(v)
+
+
+def timeout_s(environ=os.environ) -> float:
+    """Seconds a kernel may run before the driver stops it (the emulator is slow: generous default)."""
+    return float(environ.get("TT_TIMEOUT", "600"))
