@@ -1,0 +1,352 @@
+"""ValueDAG -> SfpuProgram: the per-row SFPU instruction stream of one elementwise kernel.
+
+`compile_sfpu(dag, n_inputs, out_dtype)`:
+  * setup: one SFPENCC (UseLaneFlagsForLaneEnable = true, LaneFlags = true) - the base predication state every
+    op sequence (`sfpu_ops`) starts from and returns to - and up to 4 constants (the ones whose per-row SFPLOADIs
+    cost most) placed in LReg11-14 with SFPLOADI + SFPCONFIG; the body only reads them.
+  * body (one 32-lane row step): live nodes are lowered in depth-first order from the output (`schedule`). LOAD
+    and CONST values are materialised lazily at their first use (SFPLOAD from Dst slot j / SFPLOADI, or the
+    constant LRegs 9 = 0 and 10 = 1.0) and are re-materialised instead of spilled. Other values live in LReg0-7;
+    when an op needs more registers than are free, the live value used furthest in the future is spilled to Dst
+    (SFPSTORE, raw 32 bits, packed 2 address units apart after the output slot, see `_Alloc`) and reloaded
+    (SFPLOAD) before its next use. The result is stored raw (INT32 mode: no denormal flush) to `out_slot` =
+    n_inputs with sfpu_addr_mode=1 as the last instruction; `dst_slots` covers inputs, output and spill space.
+  * a final pass inserts SFPNOP where an SFPMAD-class result is read by an instruction whose read the hardware's
+    auto-stall misses (SFPIADD/SFPSHFT VD, SFPAND/SFPOR VB, SFPSWAP, SFPSHFT2, SFPCONFIG) or is overwritten by the
+    next instruction, and between a spill SFPSTORE and a spill SFPLOAD closer than 4 instructions (Dst.md).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from lowering.dag import ValueDAG, VNode
+from lowering.plan import SfpuProgram
+from lowering import sfpu_ops as so
+from templates.errors import UnsupportedOp
+from templates.isa import disasm, encode
+
+MAX_SLOTS = 8
+DST_READ_GAP = 4                  # Dst.md: a written 8x16 block is unreadable for 4 cycles (SFPLOAD: not interlocked)
+SETUP = [("SFPENCC", {"imm12_math": 3, "lreg_dest": 0, "instr_mod1": 10})]   # EI|RI with E=R=1
+POOL_REGS = (11, 12, 13, 14)            # programmable constant LRegs, written by SFPCONFIG in the setup
+
+MAD_CLASS = {"SFPMAD", "SFPADD", "SFPMUL", "SFPADDI", "SFPMULI", "SFPMUL24", "SFPLUT", "SFPLUTFP32"}
+# instructions whose register reads the auto-stall logic does not see: (name -> fields read)
+STALL_BLIND = {"SFPIADD": ("lreg_c", "lreg_dest"), "SFPSHFT": ("lreg_c", "lreg_dest"),
+               "SFPAND": ("imm12_math", "lreg_c", "lreg_dest"), "SFPOR": ("imm12_math", "lreg_c", "lreg_dest"),
+               "SFPSWAP": ("lreg_src_c", "lreg_dest"), "SFPSHFT2": ("lreg_src_c", "lreg_dest", "imm12_math"),
+               "SFPCONFIG": ()}
+
+
+def _writes(name: str, f: dict[str, int]) -> int:
+    return f.get("lreg_ind" if name in ("SFPLOAD", "SFPLOADI") else "lreg_dest", -1)
+
+
+def insert_nops(ins: list[tuple[str, dict[str, int]]], spill_base: int) -> list[tuple[str, dict[str, int]]]:
+    """SFPNOPs for the hazards the hardware does not interlock: an SFPMAD-class result read by a stall-blind
+    instruction (or overwritten by the next one), and an SFPLOAD of spill space within DST_READ_GAP instructions
+    of an SFPSTORE to spill space (a reload always follows its own store in the same row step)."""
+    out: list[tuple[str, dict[str, int]]] = []
+    last_spill_store = -(1 << 30)
+    for name, f in ins:
+        if out and out[-1][0] in MAD_CLASS:
+            dest = out[-1][1].get("lreg_dest", -1)
+            blind = name in STALL_BLIND and (name == "SFPCONFIG" or any(f.get(k, -1) == dest
+                                                                         for k in STALL_BLIND[name]))
+            # write-after-write by a 1-cycle instruction that does not read the MAD result (so is not stalled)
+            waw = name not in MAD_CLASS and _writes(name, f) == dest and not any(
+                f.get(k, -1) == dest for k in ("lreg_c", "lreg_src_a", "lreg_src_b", "lreg_src_c"))
+            if blind or waw:
+                out.append(("SFPNOP", {}))
+        if name == "SFPLOAD" and f["dest_reg_addr"] >= spill_base:
+            while len(out) - last_spill_store <= DST_READ_GAP:
+                out.append(("SFPNOP", {}))
+        if name == "SFPSTORE" and f["dest_reg_addr"] >= spill_base:
+            last_spill_store = len(out)
+        out.append((name, f))
+    return out
+
+
+# ------------------------------------------------------------------------------------------------ constants
+
+def _bf16_round_bits(b: int) -> int:
+    """tinygrad cast_float_to_bf16 on fp32 bits, result as fp32 bits (low half zero)."""
+    if (-b & 0x7F800000) != 0:
+        b = (b + ((b >> 16) & 1) + 0x7FFF) & 0xFFFFFFFF
+    elif b & 0xFFFF:
+        b |= 0x10000
+    return b & 0xFFFF0000
+
+
+def const_bits(value, dtype: str) -> int:
+    import numpy as np
+    if dtype in ("float32", "bfloat16"):
+        with np.errstate(over="ignore"):
+            b = int(np.array(float(value), dtype=np.float32).view(np.uint32))
+        return _bf16_round_bits(b) if dtype == "bfloat16" else b
+    if dtype == "int32":
+        v = int(value)
+        if not -2**31 <= v < 2**32:
+            raise UnsupportedOp(f"CONST {value!r} does not fit int32")
+        return v & 0xFFFFFFFF
+    if dtype == "bool":
+        return 1 if value else 0
+    raise UnsupportedOp(f"CONST of dtype {dtype}")
+
+
+# ------------------------------------------------------------------------------------------------ allocator
+
+@dataclass
+class _Val:
+    node: VNode
+    uses: list[int]                 # schedule positions of the consumers, ascending; end marker for the output
+    reg: int | None = None
+    slot: int | None = None         # spill address (Imm10); never for LOAD/CONST: re-materialised
+
+
+class _Alloc:
+    """Values -> LReg0-7, spilling to Dst. A spilled value only has to survive within its own row step, and row step
+    k addresses Imm10 + 2k, so spill i lives at Imm10 = base + 2*i (base = first Dst slot after the inputs): row step
+    k's spills occupy addresses base+2k, base+2k+2, ... which later row steps overwrite only after they are dead."""
+
+    def __init__(self, base: int, em: so.Emitter):
+        self.em = em
+        self.vals: dict[int, _Val] = {}
+        self.owner: dict[int, int] = {}          # LReg -> value id
+        self.free_slots: list[int] = []
+        self.base = base
+        self.n_spill = 0                         # spill locations handed out
+
+    def next_use(self, vid: int, pos: int) -> int:
+        return next((u for u in self.vals[vid].uses if u >= pos), 1 << 30)
+
+    def const_reg(self, v: _Val) -> int | None:
+        if v.node.op != "CONST":
+            return None
+        bits = const_bits(v.node.arg, v.node.dtype)
+        return {0: so.ZERO, 0x3F800000: so.ONE}.get(bits) if v.node.dtype in ("float32", "bfloat16") \
+            else (so.ZERO if bits == 0 else None)
+
+    def take(self, pos: int, pinned: set[int]) -> int:
+        """A free LReg, spilling the live value with the furthest next use if none is free."""
+        for r in so.GP_REGS:
+            if r not in self.owner and r not in pinned:
+                return r
+        cands = [r for r in self.owner if r not in pinned]
+        if not cands:
+            raise UnsupportedOp("SFPU lowering: an op needs more than 8 registers")
+        r = max(cands, key=lambda r: self.next_use(self.owner[r], pos))
+        v = self.vals[self.owner.pop(r)]
+        v.reg = None
+        if v.node.op not in ("LOAD", "CONST") and v.slot is None:
+            v.slot = self.alloc_slot()
+            self.em.store(r, v.slot)
+        return r
+
+    def alloc_slot(self) -> int:
+        """Imm10 address of a free spill location."""
+        if self.free_slots:
+            return self.free_slots.pop()
+        addr = self.base + 2 * self.n_spill
+        if addr + 62 > 64 * MAX_SLOTS - 1:      # row step 31 adds 62
+            raise UnsupportedOp(f"SFPU lowering: spills need more than the {MAX_SLOTS} Dst slots (64 rows each)")
+        self.n_spill += 1
+        return addr
+
+    @property
+    def dst_slots(self) -> int:
+        if not self.n_spill:
+            return self.base // 64
+        last_row = ((self.base + 2 * (self.n_spill - 1) + 62) & ~3) + 3
+        return last_row // 64 + 1
+
+    def materialize(self, vid: int, pos: int, pinned: set[int]) -> int:
+        v = self.vals[vid]
+        if v.reg is not None:
+            return v.reg
+        c = self.const_reg(v)
+        if c is not None:
+            return c
+        r = self.take(pos, pinned)
+        n = v.node
+        if n.op == "LOAD":
+            self.em.load(r, 64 * n.arg, so.LOAD_INT32 if n.dtype in ("int32", "bool") else so.LOAD_FP32)
+        elif n.op == "CONST":
+            self.em.loadi(r, const_bits(n.arg, n.dtype))
+        else:
+            assert v.slot is not None, f"value {vid} lost"
+            self.em.load(r, v.slot, so.LOAD_INT32)
+        v.reg = r
+        self.owner[r] = vid
+        return r
+
+    def release_if_dead(self, vid: int, pos: int) -> None:
+        v = self.vals[vid]
+        if self.next_use(vid, pos + 1) < (1 << 30):
+            return
+        if v.reg is not None and self.owner.get(v.reg) == vid:
+            del self.owner[v.reg]
+        v.reg = None
+        if v.slot is not None:
+            self.free_slots.append(v.slot)
+            v.slot = None
+
+
+# ------------------------------------------------------------------------------------------------ lowering
+
+def _seq_for(n: VNode, src_dtypes: list[str]) -> so.Seq | None:
+    if n.op == "WHERE":
+        if src_dtypes[0] != "bool":
+            raise UnsupportedOp(f"WHERE with a {src_dtypes[0]} condition")
+        return so.WHERE_SEQ
+    if n.op == "CAST":
+        key = (src_dtypes[0], n.dtype)
+        if key not in so.CASTS:
+            raise UnsupportedOp(f"CAST {key[0]} -> {key[1]}")
+        return so.CASTS[key]
+    cls = so.CLASS[src_dtypes[0]] if src_dtypes else None
+    seq = so.SEQS.get((n.op, cls))
+    if seq is None:
+        raise UnsupportedOp(f"SFPU lowering: op {n.op} on dtype {src_dtypes[0] if src_dtypes else n.dtype}")
+    return seq
+
+
+def schedule(nodes: list[VNode], canon: dict[int, int], out: int) -> list[int]:
+    """Evaluation order of the live values (those the output depends on): depth-first from the output, the source
+    needing the most registers first (Sethi-Ullman numbers, sharing ignored), so few values are live at once."""
+    need: dict[int, int] = {}
+    for n in nodes:                                         # topological: sources first
+        if canon[n.id] != n.id:
+            continue
+        if n.op in ("LOAD", "CONST"):
+            need[n.id] = 1
+        else:
+            ns = sorted((need[canon[s]] for s in n.srcs), reverse=True)
+            need[n.id] = max([x + j for j, x in enumerate(ns)] + [1])
+    order: list[int] = []
+    seen: set[int] = set()
+    stack: list[tuple[int, bool]] = [(out, False)]
+    while stack:
+        i, expanded = stack.pop()
+        if expanded:
+            order.append(i)
+            continue
+        if i in seen:
+            continue
+        seen.add(i)
+        stack.append((i, True))
+        srcs = sorted({canon[s] for s in nodes[i].srcs}, key=lambda s: need[s])   # highest need popped first
+        stack.extend((s, False) for s in srcs if s not in seen)
+    return order
+
+
+def compile_sfpu(dag, n_inputs: int, out_dtype=None) -> SfpuProgram:
+    """Lower the value DAG to an SfpuProgram. `dag` is a ValueDAG (or a node list, then `out_dtype` may be the output
+    node id as in docs/ARCHITECTURE.md). If `out_dtype` names a dtype other than the output node's, a CAST is added."""
+    if not isinstance(dag, ValueDAG):
+        dag = ValueDAG(list(dag), out_dtype if isinstance(out_dtype, int) else len(dag) - 1)
+        out_dtype = None
+    nodes = list(dag.nodes)
+    out = dag.out if dag.out >= 0 else len(nodes) - 1
+    if out_dtype is not None and out_dtype != nodes[out].dtype:
+        nodes.append(VNode(len(nodes), "CAST", out_dtype, (out,)))
+        out = len(nodes) - 1
+
+    for n in nodes:
+        if n.op == "LOAD" and not 0 <= int(n.arg) < n_inputs:
+            raise ValueError(f"LOAD of input {n.arg} but n_inputs = {n_inputs}")
+        if n.dtype not in so.CLASS:
+            raise UnsupportedOp(f"SFPU lowering: dtype {n.dtype}")
+
+    # value numbering: identity CASTs share their source's value
+    canon: dict[int, int] = {}
+    for n in nodes:
+        canon[n.id] = n.id
+        if n.op == "CAST" and so.CASTS.get((nodes[n.srcs[0]].dtype, n.dtype), 0) is None:
+            canon[n.id] = canon[n.srcs[0]]
+    if n_inputs >= MAX_SLOTS:
+        raise UnsupportedOp(f"SFPU lowering: {n_inputs} inputs leave no Dst slot for the output (max {MAX_SLOTS - 1})")
+    out_slot = n_inputs                 # own slot: stores never touch a block that is loaded in the next row step
+    # pass 1 finds the constants worth keeping in LReg11-14; pass 2 (same allocation) reads them from there
+    em, al = _emit(nodes, canon, canon[out], out_slot, {})
+    best = sorted(em.wanted.items(), key=lambda kv: -kv[1])[:len(POOL_REGS)]
+    pool = {bits: POOL_REGS[i] for i, (bits, _) in enumerate(best)}
+    if pool:
+        em, al = _emit(nodes, canon, canon[out], out_slot, pool)
+    setup = so.Emitter()
+    setup.ins.extend(SETUP)
+    for bits, reg in pool.items():      # SFPCONFIG broadcasts lanes 0-7 of LReg0 into LReg11-14
+        setup.loadi(0, bits)
+        setup.i("SFPCONFIG", imm16_math=0, config_dest=reg, instr_mod1=0)
+    if pool:
+        setup.i("SFPNOP")
+    body = insert_nops(em.ins, al.base)
+    return SfpuProgram(setup=[encode(nm, **f) for nm, f in setup.ins], body=[encode(nm, **f) for nm, f in body],
+                       dst_slots=al.dst_slots, out_slot=out_slot)
+
+
+def _emit(nodes: list[VNode], canon: dict[int, int], out: int, out_slot: int, pool: dict[int, int]):
+    """Schedule, allocate and emit the body (without the hazard NOPs)."""
+    sched = schedule(nodes, canon, out)
+    em = so.Emitter(pool)
+    al = _Alloc(64 * (out_slot + 1), em)
+    end = len(sched)
+    for i in sched:
+        al.vals[i] = _Val(nodes[i], [])
+    for k, i in enumerate(sched):
+        if nodes[i].op not in ("LOAD", "CONST"):
+            for s in nodes[i].srcs:
+                al.vals[canon[s]].uses.append(k)
+    al.vals[out].uses.append(end)
+
+    for k, i in enumerate(sched):
+        n = nodes[i]
+        if n.op in ("LOAD", "CONST"):
+            continue
+        seq = _seq_for(n, [nodes[s].dtype for s in n.srcs])
+        srcs = [canon[s] for s in n.srcs]
+        pinned: set[int] = set()
+        regs = []
+        for s in srcs:
+            r = al.materialize(s, k, pinned)
+            regs.append(r)
+            pinned.add(r)
+        dying = {s for s in srcs if al.next_use(s, k + 1) >= (1 << 30)}
+        # destination: a dying source register the sequence allows, else a fresh one
+        d = None
+        for ai in seq.alias:
+            s = srcs[ai]
+            if s in dying and regs[ai] in so.GP_REGS and al.owner.get(regs[ai]) == s \
+                    and all(srcs[j] != s for j in range(len(srcs)) if j != ai):
+                d = regs[ai]
+                break
+        if d is None:
+            d = al.take(k, pinned)
+        pinned.add(d)
+        ntmp = max(seq.tmps, so.ROUND_TMPS if (seq.rounds and n.dtype == "bfloat16") else 0)
+        tmps = []
+        for _ in range(ntmp):
+            t = al.take(k, pinned)
+            tmps.append(t)
+            pinned.add(t)
+        seq.fn(em, d, regs, tmps)
+        if seq.rounds and n.dtype == "bfloat16":
+            so.round_bf16(em, d, tmps)
+        for s in set(srcs):
+            al.release_if_dead(s, k)
+        if d in al.owner:                       # d took over a dying source's register
+            del al.owner[d]
+        al.owner[d] = n.id
+        al.vals[n.id].reg = d
+
+    r = al.materialize(out, end, set())
+    em.store(r, 64 * out_slot, addr_mode=1)
+    return em, al
+
+
+def disassemble(program: SfpuProgram) -> str:
+    lines = [f"; SFPU program: {program.dst_slots} Dst slots, output slot {program.out_slot}, "
+             f"{len(program.setup)} setup + {len(program.body)} body instructions", "setup:"]
+    lines += [f"  {disasm(w)}" for w in program.setup]
+    lines += ["body:"] + [f"  {disasm(w)}" for w in program.body]
+    return "\n".join(lines)

@@ -1,0 +1,656 @@
+"""Per-op SFPU instruction sequences (physical LRegs), used by `sfpu_codegen`.
+
+Every sequence works on one 32-lane row: sources, destination and scratch registers are LReg numbers chosen by the
+allocator in `sfpu_codegen`. A sequence never writes a source register (unless the allocator let `d` alias a source
+that dies here, see `Seq.alias`) and always leaves the lane predication at the base state (UseLaneFlags = true,
+LaneFlags = true in every lane), so spill/reload code between sequences runs on all lanes.
+
+Value representation (docs/ARCHITECTURE.md): float32 = fp32 bits, bfloat16 = fp32 with the low 16 bits zero, int32 =
+two's complement, bool = int32 0/1. Float arithmetic uses SFPMAD (one RNE rounding, denormal inputs/results flushed to
+signed zero, NaN results canonical 0x7fc00000); everything else here is bit-exact integer work.
+"""
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from typing import Callable
+
+ZERO, ONE = 9, 10                       # read-only LRegs: all-zero bits, fp32 1.0
+GP_REGS = tuple(range(8))               # the only writable general registers
+
+# instruction modifier bits (names follow the ISA pages)
+MAD_NEG_B, MAD_NEG_C = 1, 2             # SFPMAD/SFPADD/SFPMUL: negate VB / VC
+IADD_IMM, IADD_SUB, IADD_CC_NONE, IADD_CC_GTE0 = 1, 2, 4, 8
+SHFT_IMM, SHFT_ARITH, SHFT_USE_VC = 1, 2, 4
+CC_LT0, CC_NE0, CC_GTE0, CC_EQ0 = 0, 2, 4, 6   # SFPSETCC modes
+GT_SET_CC, GT_SET_VD = 1, 8             # SFPGT / SFPLE
+LZ_NE0, LZ_NOSGN, LZ_COMP = 2, 4, 8
+EXEXP_NODEBIAS = 1
+USE_VB = 1                              # SFPAND/SFPOR three-operand form
+MOV_NEG = 1
+CAST_SM_TO_FP_RNE, CAST_INT_SM = 0, 3
+LOAD_FP32, LOAD_INT32 = 3, 4            # SFPLOAD/SFPSTORE instr_mod0
+
+F32_INF, F32_NINF, F32_QNAN, F32_NEG0 = 0x7F800000, 0xFF800000, 0x7FC00000, 0x80000000
+MAGIC_RND = 0x4B400000                  # 1.5 * 2**23: x + MAGIC rounds x to an integer (RNE) for |x| < 2**22
+
+
+def f32_bits(x: float) -> int:
+    return struct.unpack("<I", struct.pack("<f", x))[0]
+
+
+class Emitter:
+    """Collects (mnemonic, fields) pairs; `sfpu_codegen` encodes them. Helpers are named after what they compute."""
+
+    def __init__(self, pool: dict[int, int] | None = None) -> None:
+        self.ins: list[tuple[str, dict[str, int]]] = []
+        self.pool = pool or {}                            # constant bits -> LReg 11..14 (loaded by the setup)
+        self.wanted: dict[int, int] = {}                  # constant bits -> instructions a pool entry would save
+
+    def i(self, name: str, **fields: int) -> None:
+        self.ins.append((name, fields))
+
+    # ---- data movement
+    def loadi(self, d: int, v: int) -> None:
+        """d = 32-bit constant v (1 or 2 SFPLOADI)."""
+        v &= 0xFFFFFFFF
+        if v & 0xFFFF == 0:
+            self.i("SFPLOADI", lreg_ind=d, instr_mod0=0, imm16=v >> 16)          # FLOATB: imm << 16
+        elif v < 0x10000:
+            self.i("SFPLOADI", lreg_ind=d, instr_mod0=2, imm16=v)                # USHORT: zero-extend
+        elif v >= 0xFFFF8000:
+            self.i("SFPLOADI", lreg_ind=d, instr_mod0=4, imm16=v & 0xFFFF)       # SHORT: sign-extend
+        else:
+            self.i("SFPLOADI", lreg_ind=d, instr_mod0=0, imm16=v >> 16)          # high half, low half 0
+            self.i("SFPLOADI", lreg_ind=d, instr_mod0=10, imm16=v & 0xFFFF)      # LOWER: keep high half
+
+    def loadf(self, d: int, x: float) -> None:
+        self.loadi(d, f32_bits(x))
+
+    def creg(self, t: int, v: int | float) -> int:
+        """A register holding constant v (bits, or a float) for use as a READ operand (VA/VB/VC, never VD): a pooled
+        LReg 11-14, else v is loaded into scratch t."""
+        v = f32_bits(v) if isinstance(v, float) else v & 0xFFFFFFFF
+        if v in self.pool:
+            return self.pool[v]
+        n = len(self.ins)
+        self.loadi(t, v)
+        self.wanted[v] = self.wanted.get(v, 0) + len(self.ins) - n
+        return t
+
+    def mov(self, d: int, c: int) -> None:
+        if d != c:
+            self.i("SFPMOV", lreg_c=c, lreg_dest=d, instr_mod1=0)
+
+    def fneg(self, d: int, c: int) -> None:                   # d = c with the sign bit flipped
+        self.i("SFPMOV", lreg_c=c, lreg_dest=d, instr_mod1=MOV_NEG)
+
+    def load(self, d: int, addr: int, mod0: int) -> None:     # addr = Imm10 (the Dst RWC is added by hardware)
+        self.i("SFPLOAD", lreg_ind=d, instr_mod0=mod0, sfpu_addr_mode=0, dest_reg_addr=addr)
+
+    def store(self, r: int, addr: int, addr_mode: int = 0) -> None:   # raw 32 bits (INT32 mode: no flush)
+        self.i("SFPSTORE", lreg_ind=r, instr_mod0=LOAD_INT32, sfpu_addr_mode=addr_mode, dest_reg_addr=addr)
+
+    # ---- fp32 arithmetic (SFPMAD family)
+    def mad(self, d: int, a: int, b: int, c: int, mod: int = 0) -> None:    # d = a * (+-b) + (+-c)
+        self.i("SFPMAD", lreg_src_a=a, lreg_src_b=b, lreg_src_c=c, lreg_dest=d, instr_mod1=mod)
+
+    def fadd(self, d: int, a: int, b: int) -> None:           # d = 1.0 * a + b
+        self.i("SFPADD", lreg_src_a=ONE, lreg_src_b=a, lreg_src_c=b, lreg_dest=d, instr_mod1=0)
+
+    def fsub(self, d: int, a: int, b: int) -> None:           # d = 1.0 * a - b
+        self.i("SFPADD", lreg_src_a=ONE, lreg_src_b=a, lreg_src_c=b, lreg_dest=d, instr_mod1=MAD_NEG_C)
+
+    def fmul(self, d: int, a: int, b: int) -> None:           # d = a * b + (-0): keeps the sign of a zero product
+        self.i("SFPMUL", lreg_src_a=a, lreg_src_b=b, lreg_src_c=ZERO, lreg_dest=d, instr_mod1=MAD_NEG_C)
+
+    def addi(self, d: int, x: float) -> None:                 # d = bf16(x) + d (x must be bf16-exact)
+        b = f32_bits(x)
+        assert b & 0xFFFF == 0, x
+        self.i("SFPADDI", lreg_dest=d, imm16_math=b >> 16, instr_mod1=0)
+
+    def muli(self, d: int, x: float) -> None:                 # d = bf16(x) * d + 0 (x must be bf16-exact)
+        b = f32_bits(x)
+        assert b & 0xFFFF == 0, x
+        self.i("SFPMULI", lreg_dest=d, imm16_math=b >> 16, instr_mod1=0)
+
+    # ---- integer / bit ops (two's complement; CC_NONE so lane flags are untouched)
+    def iadd(self, d: int, c: int) -> None:                   # d = c + d
+        self.i("SFPIADD", lreg_c=c, lreg_dest=d, instr_mod1=IADD_CC_NONE)
+
+    def isub_from(self, d: int, c: int) -> None:              # d = c - d
+        self.i("SFPIADD", lreg_c=c, lreg_dest=d, instr_mod1=IADD_SUB | IADD_CC_NONE)
+
+    def iaddi(self, d: int, c: int, imm: int, cc: int | None = None) -> None:
+        """d = c + imm (|imm| < 2048); cc None: flags untouched, else CC_LT0/IADD_CC_GTE0: flags &= sign test."""
+        assert -2048 <= imm < 2048
+        mod = IADD_IMM | (IADD_CC_NONE if cc is None else cc)
+        self.i("SFPIADD", lreg_c=c, lreg_dest=d, imm12_math=imm & 0xFFF, instr_mod1=mod)
+
+    def shl(self, d: int, c: int, n: int) -> None:            # d = c << n
+        self.i("SFPSHFT", lreg_c=c, lreg_dest=d, imm12_math=n, instr_mod1=SHFT_IMM | SHFT_USE_VC)
+
+    def shr(self, d: int, c: int, n: int) -> None:            # d = c >> n (logical)
+        self.i("SFPSHFT", lreg_c=c, lreg_dest=d, imm12_math=(-n) & 0xFFF, instr_mod1=SHFT_IMM | SHFT_USE_VC)
+
+    def sar(self, d: int, c: int, n: int) -> None:            # d = c >> n (arithmetic)
+        self.i("SFPSHFT", lreg_c=c, lreg_dest=d, imm12_math=(-n) & 0xFFF,
+               instr_mod1=SHFT_IMM | SHFT_USE_VC | SHFT_ARITH)
+
+    def shift_by(self, d: int, c: int) -> None:               # d = c_amt >= 0 ? d << amt : d >>> -amt (amt = LReg[c])
+        self.i("SFPSHFT", lreg_c=c, lreg_dest=d, instr_mod1=0)
+
+    def xor(self, d: int, c: int) -> None:                    # d ^= c
+        self.i("SFPXOR", lreg_c=c, lreg_dest=d)
+
+    def and3(self, d: int, b: int, c: int) -> None:           # d = b & c
+        self.i("SFPAND", imm12_math=b, lreg_c=c, lreg_dest=d, instr_mod1=USE_VB)
+
+    def or3(self, d: int, b: int, c: int) -> None:            # d = b | c
+        self.i("SFPOR", imm12_math=b, lreg_c=c, lreg_dest=d, instr_mod1=USE_VB)
+
+    def bnot(self, d: int, c: int) -> None:                   # d = ~c
+        self.i("SFPNOT", lreg_c=c, lreg_dest=d)
+
+    def clz(self, d: int, c: int, mod: int = 0) -> None:      # d = clz(c) (32 for 0); mod LZ_NOSGN ignores bit 31
+        self.i("SFPLZ", lreg_c=c, lreg_dest=d, instr_mod1=mod)
+
+    def exexp(self, d: int, c: int, mod: int = 0) -> None:    # d = exponent field (- 127 unless NODEBIAS)
+        self.i("SFPEXEXP", lreg_c=c, lreg_dest=d, instr_mod1=mod)
+
+    def exman(self, d: int, c: int) -> None:                  # d = (1 << 23) | mantissa
+        self.i("SFPEXMAN", lreg_c=c, lreg_dest=d, instr_mod1=0)
+
+    def setsgn_imm(self, d: int, c: int, s: int) -> None:     # d = c with sign bit s
+        self.i("SFPSETSGN", imm12_math=s, lreg_c=c, lreg_dest=d, instr_mod1=1)
+
+    def setsgn_from_d(self, d: int, c: int) -> None:          # d = {sign of d, exponent+mantissa of c}
+        self.i("SFPSETSGN", lreg_c=c, lreg_dest=d, instr_mod1=0)
+
+    def cast(self, d: int, c: int, mod: int) -> None:
+        self.i("SFPCAST", lreg_src_c=c, lreg_dest=d, instr_mod1=mod)
+
+    def arecip(self, d: int, c: int) -> None:                 # d = sign(c) * ~1/|c| (7-bit LUT)
+        self.i("SFPARECIP", lreg_c=c, lreg_dest=d, instr_mod1=0)
+
+    def mul24(self, d: int, a: int, b: int, upper: bool = False) -> None:
+        self.i("SFPMUL24", lreg_src_a=a, lreg_src_b=b, lreg_src_c=ZERO, lreg_dest=d, instr_mod1=int(upper))
+
+    # ---- lane predication. Flags only narrow (SETCC/GT/LE/IADD update enabled lanes only) until `endif`.
+    def setcc(self, c: int, mode: int) -> None:
+        self.i("SFPSETCC", lreg_c=c, lreg_dest=0, instr_mod1=mode)
+
+    def gt(self, vd: int, vc: int) -> None:                   # flags &= LReg[vd] > LReg[vc] (sign-magnitude order)
+        self.i("SFPGT", lreg_c=vc, lreg_dest=vd, instr_mod1=GT_SET_CC)
+
+    def le(self, vd: int, vc: int) -> None:                   # flags &= LReg[vd] <= LReg[vc]
+        self.i("SFPLE", lreg_c=vc, lreg_dest=vd, instr_mod1=GT_SET_CC)
+
+    def endif(self) -> None:                                  # LaneFlags = true in every lane
+        self.i("SFPENCC", imm12_math=0, lreg_dest=0, instr_mod1=0)
+
+
+# ------------------------------------------------------------------------------------------------ helpers
+
+def int_order(e: Emitter, t: int, x: int) -> None:
+    """t = x ^ ((x >>a 31) >>> 1): two's complement order -> the sign-magnitude order SFPGT/SFPLE compare in."""
+    e.sar(t, x, 31)
+    e.shr(t, t, 1)
+    e.xor(t, x)
+
+
+def int_lt_flags(e: Emitter, a: int, b: int, t1: int, t2: int) -> None:
+    """LaneFlags &= (int32 a < int32 b)."""
+    int_order(e, t1, a)
+    int_order(e, t2, b)
+    e.gt(t2, t1)
+
+
+def round_bf16(e: Emitter, r: int, t: list[int]) -> None:
+    """r = tinygrad cast_float_to_bf16(r) (as fp32 bits): finite/Inf -> r + 0x7fff + ((r >> 16) & 1), NaN -> r | 0x10000
+    if its low half is non-zero, then clear the low 16 bits. 15 instructions, 3 scratch registers."""
+    t1, t2, t3 = t[:3]
+    e.shl(t1, r, 15)
+    e.shr(t1, t1, 31)                       # t1 = (r >> 16) & 1
+    e.iadd(t1, e.creg(t2, 0x7FFF))
+    e.iadd(t1, r)                           # t1 = r + 0x7fff + lsb
+    e.setsgn_imm(t3, r, 0)                  # |r|
+    e.gt(t3, e.creg(t2, F32_INF))           # NaN lanes
+    e.mov(t1, r)
+    e.shl(t3, r, 16)
+    e.setcc(t3, CC_NE0)                     # ... with a non-zero low half
+    e.or3(t1, t1, e.creg(t2, 0x00010000))
+    e.endif()
+    e.and3(r, t1, e.creg(t2, 0xFFFF0000))
+
+
+def horner(e: Emitter, p: int, x: int, coeffs: list[float], t: int) -> None:
+    """p = sum(coeffs[k] * x**k) by Horner on SFPMAD (one rounding per step)."""
+    e.loadf(p, coeffs[-1])
+    for k in range(len(coeffs) - 2, -1, -1):
+        e.mad(p, p, x, e.creg(t, coeffs[k]))
+
+
+# ------------------------------------------------------------------------------------------------ sequences
+# Signature: fn(e, d, s, t): d = destination LReg, s = source LRegs, t = scratch LRegs (count from the table).
+
+def f_add(e, d, s, t): e.fadd(d, s[0], s[1])                 # a + b, one RNE rounding
+def f_sub(e, d, s, t): e.fsub(d, s[0], s[1])                 # a - b
+def f_mul(e, d, s, t): e.fmul(d, s[0], s[1])                 # a * b + (-0)
+def f_neg(e, d, s, t): e.fneg(d, s[0])                       # flip the sign bit (exact, NaN stays NaN)
+
+
+def f_lt_value(e, d, s, t):
+    """a < b  <=>  sign((a + 0) - b): +0 canonicalises -0 (so -0 - +0 cannot give -0), Inf-Inf and NaN give +NaN."""
+    e.fadd(d, s[0], ZERO)
+    e.fsub(d, d, s[1])
+    e.shr(d, d, 31)
+
+
+def f_max(e, d, s, t):
+    """tinygrad MAX = (a < b).where(b, a) exactly: a NaN in a wins, a NaN in b loses; max(-0, +0) = -0 (= a)."""
+    a, b = s
+    e.fadd(t[0], a, ZERO)
+    e.fsub(t[0], t[0], b)
+    e.mov(d, a)
+    e.setcc(t[0], CC_LT0)
+    e.mov(d, b)
+    e.endif()
+
+
+def f_ne(e, d, s, t):
+    """a != b: bits of (a+0) and (b+0) differ (zeros and NaNs canonicalised), or a is NaN (a+0 > +Inf)."""
+    a, b = s
+    t1, t2, t3 = t
+    e.fadd(t1, a, ZERO)
+    e.fadd(t2, b, ZERO)
+    e.xor(t2, t1)
+    inf = e.creg(t3, F32_INF)
+    e.loadi(d, 1)
+    e.setcc(t2, CC_EQ0)
+    e.le(t1, inf)
+    e.mov(d, ZERO)
+    e.endif()
+
+
+def f_trunc(e, d, s, t):
+    """Clear the 23-e fraction bits (0 <= e < 23); |x| < 1 -> signed zero; e >= 23, Inf, NaN unchanged."""
+    x = s[0]
+    t1, t2 = t
+    e.mov(d, x)
+    e.exexp(t1, x)
+    e.iaddi(t1, t1, -23, cc=0)              # flags: e - 23 < 0
+    e.isub_from(t1, ZERO)                   # 23 - e
+    e.loadi(t2, 0xFFFFFFFF)
+    e.shift_by(t2, t1)                      # -1 << (23 - e): keeps sign, exponent and e mantissa bits
+    e.and3(d, d, t2)
+    e.iaddi(t1, t1, -24, cc=IADD_CC_GTE0)   # flags &= 23 - e >= 24, i.e. e < 0
+    e.mov(d, x)
+    e.setsgn_from_d(d, ZERO)                # +-0
+    e.endif()
+
+
+def f_recip(e, d, s, t):
+    """xs = x, scaled by 2**-64 when |x| >= 2**64 (so y*(1-x*y) cannot underflow); y0 = SFPARECIP(xs) (|rel err| <
+    2**-7.5), then 2 Newton steps y += y*(1 - xs*y) on SFPMAD on lanes where x is normal or NaN, then y *= 2**-64
+    where scaled. x = +-0/denormal -> +-Inf and x = +-Inf -> +-0 come from SFPARECIP directly."""
+    x = s[0]
+    t1, t2, xs = t
+    e.mov(xs, x)
+    e.exexp(t1, x)
+    e.iaddi(t1, t1, -64, cc=IADD_CC_GTE0)   # |x| >= 2**64 (and Inf/NaN)
+    e.muli(xs, 2.0 ** -64)
+    e.endif()
+    e.arecip(d, xs)
+    e.exexp(t1, x, EXEXP_NODEBIAS)
+    e.setcc(t1, CC_NE0)                     # not zero/denormal
+    e.setsgn_imm(t1, x, 0)
+    e.isub_from(t1, e.creg(t2, F32_INF))
+    e.setcc(t1, CC_NE0)                     # not +-Inf
+    for _ in range(2):
+        e.mad(t1, xs, d, ONE, MAD_NEG_B)    # e = 1 - x*y
+        e.mad(d, d, t1, d)                  # y = y*e + y
+    e.endif()
+    e.exexp(t1, x)
+    e.iaddi(t1, t1, -64, cc=IADD_CC_GTE0)
+    e.fmul(d, d, e.creg(t2, 2.0 ** -64))    # exact unless the result is denormal (then flushed, as SFPMAD does)
+    e.endif()
+
+
+def f_sqrt(e, d, s, t):
+    """x > 0: xs = x (times 2**64 if x < 2**-60, so x - s*s cannot underflow), y = rsqrt(xs) by magic constant +
+    2 Newton steps, s = xs*y, s += (y/2)*(xs - s*s), times 2**-32 where scaled.
+    Specials: -0, +0, +Inf, +NaN -> x; x < 0 and -NaN -> NaN; denormal -> +0."""
+    x = s[0]
+    y, t2, xs = t
+    e.loadi(d, F32_QNAN)
+    e.loadi(y, F32_NEG0)
+    e.le(y, x)                              # -0 <= x in the total order
+    e.mov(d, x)
+    e.endif()
+    e.mov(xs, x)
+    e.exexp(y, x)
+    e.iaddi(y, y, 60, cc=0)                 # x < 2**-60
+    e.muli(xs, 2.0 ** 64)
+    e.endif()
+    e.gt(x, ZERO)                           # x > +0
+    e.loadi(y, F32_INF)
+    e.gt(y, x)                              # x < +Inf
+    e.shr(y, xs, 1)
+    e.isub_from(y, e.creg(t2, 0x5F3759DF))                      # y0 = magic - (bits(xs) >> 1)
+    for _ in range(2):
+        e.fmul(t2, xs, y)
+        e.mad(t2, t2, y, ONE, MAD_NEG_B)    # r = 1 - x*y*y
+        e.muli(t2, 0.5)
+        e.mad(y, y, t2, y)                  # y += y*r/2
+    e.fmul(d, xs, y)                        # s = x*y
+    e.mad(t2, d, d, xs, MAD_NEG_B)          # x - s*s
+    e.muli(y, 0.5)
+    e.mad(d, y, t2, d)                      # s += (y/2)*(x - s*s)
+    e.exexp(y, x)
+    e.iaddi(y, y, 60, cc=0)                 # ... and scaled
+    e.fmul(d, d, e.creg(t2, 2.0 ** -32))
+    e.endif()
+
+
+EXP2_Q = [0.6931471824645996, 0.24022650718688965, 0.055504102259874344, 0.009618038311600685,
+          0.0013333935057744384, 0.00015466756303794682, 1.5196156709862407e-05]   # 2^f = 1 + f*q(f), |f| <= 1/2
+
+
+def f_exp2(e, d, s, t):
+    """n = rint(x) (magic add), f = x - n exactly, 2^f = 1 + f*q(f) (degree 7), then add n to the exponent bits.
+    x < -126 -> +0 (true results are denormal: flushed), x >= 128 -> +Inf, NaN -> NaN."""
+    x = s[0]
+    tn, tm, f = t
+    m = e.creg(tm, MAGIC_RND)
+    e.fadd(tn, x, m)                        # tn = n + 1.5*2**23
+    e.fsub(f, tn, m)                        # n as float
+    e.fsub(f, x, f)                         # f = x - n, exact
+    e.shl(tn, tn, 23)                       # n << 23 (the magic's bits shift out)
+    horner(e, d, f, EXP2_Q, tm)             # q(f)
+    e.mad(d, d, f, ONE)                     # p = q*f + 1
+    e.iadd(d, tn)                           # p * 2**n via the exponent field
+    e.loadf(tm, -126.0)
+    e.gt(tm, x)                             # x < -126 (also -Inf, -NaN)
+    e.mov(d, ZERO)
+    e.endif()
+    e.loadf(tm, 128.0)
+    e.le(tm, x)                             # x >= 128 (also +Inf, +NaN)
+    e.loadi(d, F32_INF)
+    e.endif()
+    e.setsgn_imm(tn, x, 0)
+    e.loadi(tm, F32_INF)
+    e.gt(tn, tm)                            # NaN
+    e.loadi(d, F32_QNAN)
+    e.endif()
+
+
+LOG2_L = 1.4426950216293335                 # fp32(1/ln 2)
+# g(u) = (log2(1+u) - u*L)/u on u in [sqrt(1/2)-1, sqrt(2)-1] (degree 10, near-minimax relative fit)
+LOG2_G = [2.0170300985000722e-08, -0.7213475108146667, 0.4808979034423828, -0.3606741428375244, 0.2885761857032776,
+          -0.24046720564365387, 0.2050434947013855, -0.17890872061252594, 0.1720568686723709, -0.16906331479549408,
+          0.09703376144170761]
+SQRT_HALF_BITS = 0x3F3504F3
+
+
+def f_log2(e, d, s, t):
+    """x = 2^k * m, m in [sqrt(1/2), sqrt(2)) by integer ops on the bits; u = m - 1 (exact);
+    log2(x) = k + (u*L + u*g(u)), g of degree 10. +Inf/+NaN -> x, x < 0 (incl -0 handled next) -> NaN,
+    +-0/denormal -> -Inf."""
+    x = s[0]
+    k, u, tc = t
+    e.loadi(u, SQRT_HALF_BITS)
+    e.isub_from(u, x)                       # ix = bits(x) - bits(sqrt(1/2))
+    e.sar(k, u, 23)                         # k = ix >> 23
+    e.shl(u, u, 9)
+    e.shr(u, u, 9)                          # ix & 0x7fffff
+    e.iadd(u, e.creg(tc, SQRT_HALF_BITS))   # m
+    e.addi(u, -1.0)                         # u = m - 1
+    e.cast(k, k, CAST_INT_SM)
+    e.cast(k, k, CAST_SM_TO_FP_RNE)         # k as float
+    horner(e, d, u, LOG2_G, tc)             # g(u)
+    e.fmul(d, u, d)                         # w = u*g
+    e.mad(d, u, e.creg(tc, LOG2_L), d)                      # log2(m) = u*L + w (|w| < |u*L|/4)
+    e.fadd(d, k, d)                         # k + log2(m): exact when they cancel (k = -1, log2 m > 1/4)
+    e.loadi(tc, F32_INF)
+    e.le(tc, x)                             # x >= +Inf: +Inf, +NaN
+    e.mov(d, x)
+    e.endif()
+    e.setcc(x, CC_LT0)                      # sign bit set
+    e.loadi(d, F32_QNAN)
+    e.endif()
+    e.exexp(k, x, EXEXP_NODEBIAS)
+    e.setcc(k, CC_EQ0)                      # +-0, denormals
+    e.loadi(d, F32_NINF)
+    e.endif()
+
+
+SIN_P1 = 3.1416015625                       # pi to 12 significant bits: k * P1 is exact for |k| < 2**12
+SIN_P2 = -8.90890987648163e-06              # fp32(pi - P1)
+SIN_Q = [-0.1666666716337204, 0.008333333767950535, -0.00019841265748254955, 2.7556900477065938e-06,
+         -2.5028459305076467e-08, 1.5387395524424363e-10]   # sin r = r + r^3 q(r^2), |r| <= pi/2
+
+
+def f_sin(e, d, s, t):
+    """k = rint(x/pi) (fused x*(1/pi) + magic), r = (x - k*P1) - k*P2 (Cody-Waite, both on SFPMAD),
+    sin x = (-1)^k (r + r^3 q(r^2)); |x| < 2**-13 -> x. Inf/NaN -> NaN."""
+    x = s[0]
+    tk, t2, t3, t4 = t
+    m = e.creg(t3, MAGIC_RND)
+    e.mad(tk, x, e.creg(t2, 1 / 3.141592653589793), m)     # tk = k + magic
+    e.fsub(t2, tk, m)                       # k as float
+    e.mad(d, t2, e.creg(t3, SIN_P1), x, MAD_NEG_B)         # r1 = x - k*P1 (exact)
+    e.mad(d, t2, e.creg(t3, SIN_P2), d, MAD_NEG_B)         # r = r1 - k*P2
+    e.shl(tk, tk, 31)                       # parity of k -> sign bit
+    e.fmul(t2, d, d)                        # z = r*r
+    horner(e, t3, t2, SIN_Q, t4)            # q(z)
+    e.fmul(t2, d, t2)                       # r^3
+    e.mad(d, t2, t3, d)                     # r + r^3 q
+    e.xor(d, tk)
+    e.exexp(tk, x)
+    e.iaddi(tk, tk, 13, cc=0)               # |x| < 2**-13: sin x = x in fp32 (keeps -0, denormals)
+    e.mov(d, x)
+    e.endif()
+
+
+# ---- integer
+def i_add(e, d, s, t):                      # a + b (wraps)
+    a, b = s
+    if d == a:
+        e.iadd(d, b)
+    else:
+        e.mov(d, b)
+        e.iadd(d, a)
+
+
+def i_sub(e, d, s, t):                      # a - b = SFPIADD(VC=a, VD=b, 2SCOMP)
+    a, b = s
+    e.mov(d, b)
+    e.isub_from(d, a)
+
+
+def i_neg(e, d, s, t):                      # 0 - a
+    e.mov(d, s[0])
+    e.isub_from(d, ZERO)
+
+
+def i_mul(e, d, s, t):
+    """a*b mod 2**32 with a = a0 + a1*2**23: lo23(a0*b0) + ((hi23(a0*b0) + lo(a1*b) + lo(a*b1)) << 23)."""
+    a, b = s
+    t1, t2 = t
+    e.mul24(t1, a, b, upper=True)           # (a0*b0) >> 23
+    e.shr(t2, a, 23)
+    e.mul24(t2, t2, b)                      # low 23 bits of a1*b0
+    e.iadd(t1, t2)
+    e.shr(t2, b, 23)
+    e.mul24(t2, a, t2)                      # low 23 bits of a0*b1
+    e.iadd(t1, t2)
+    e.shl(t1, t1, 23)
+    e.mul24(d, a, b)                        # (a0*b0) & 0x7fffff
+    e.iadd(d, t1)
+
+
+def i_max(e, d, s, t):                      # (a < b).where(b, a)
+    a, b = s
+    e.mov(d, a)
+    int_lt_flags(e, a, b, t[0], t[1])
+    e.mov(d, b)
+    e.endif()
+
+
+def i_lt_value(e, d, s, t):                 # SFPGT SET_VD gives -1/0 on order-mapped values; >>> 31 -> 1/0
+    a, b = s
+    t1, t2 = t
+    int_order(e, t1, a)
+    int_order(e, t2, b)
+    e.i("SFPGT", lreg_c=t1, lreg_dest=t2, instr_mod1=GT_SET_VD)
+    e.shr(d, t2, 31)
+
+
+def i_ne(e, d, s, t):                       # clz(a ^ b) - 32 < 0  <=>  a != b
+    t1 = t[0]
+    e.mov(t1, s[0])
+    e.xor(t1, s[1])
+    e.clz(t1, t1)
+    e.iaddi(t1, t1, -32)
+    e.shr(d, t1, 31)
+
+
+def b_lt(e, d, s, t):                       # bool a < b  <=>  !a & b
+    e.bnot(t[0], s[0])
+    e.and3(d, t[0], s[1])
+
+
+def bit_op(name):
+    def fn(e, d, s, t):                     # d = a op b (bool: 0/1 stays 0/1)
+        a, b = s
+        if name == "SFPXOR":
+            if d == b:
+                a, b = b, a
+            e.mov(d, a)
+            e.xor(d, b)
+        else:
+            e.i(name, imm12_math=a, lreg_c=b, lreg_dest=d, instr_mod1=USE_VB)
+    return fn
+
+
+def where(e, d, s, t):                      # c ? x : y (c is 0/1)
+    c, x, y = s
+    e.mov(d, y)
+    e.setcc(c, CC_NE0)
+    e.mov(d, x)
+    e.endif()
+
+
+# ---- casts
+def cast_f_to_i(e, d, s, t):
+    """C truncation: mantissa shifted by e-23; |x| < 1 -> 0; |x| >= 2**31, Inf, NaN -> INT32_MIN (x86 cvttss2si)."""
+    x = s[0]
+    t1 = t[0]
+    e.exman(d, x)
+    e.exexp(t1, x)
+    e.iaddi(t1, t1, -23)
+    e.shift_by(d, t1)                       # left by e-23 or right by 23-e
+    e.iaddi(t1, t1, 23, cc=0)               # flags: e < 0
+    e.mov(d, ZERO)
+    e.endif()
+    e.setcc(x, CC_LT0)
+    e.isub_from(d, ZERO)                    # negate for x < 0
+    e.endif()
+    e.iaddi(t1, t1, -31, cc=IADD_CC_GTE0)   # flags: e >= 31
+    e.loadi(d, 0x80000000)
+    e.endif()
+
+
+def cast_f_to_b(e, d, s, t):                # x != 0.0 <=> (bits & 0x7fffffff) != 0 (NaN, denormals -> true)
+    e.clz(d, s[0], LZ_NOSGN)
+    e.iaddi(d, d, -32)
+    e.shr(d, d, 31)
+
+
+def cast_i_to_b(e, d, s, t):                # x != 0
+    e.clz(d, s[0])
+    e.iaddi(d, d, -32)
+    e.shr(d, d, 31)
+
+
+def cast_i_to_f(e, d, s, t):
+    """two's complement -> sign-magnitude -> fp32 (RNE, exact like (float)x); -2**31 becomes -0 there: fix it."""
+    x = s[0]
+    t1 = t[0]
+    e.cast(d, x, CAST_INT_SM)
+    e.cast(d, d, CAST_SM_TO_FP_RNE)
+    e.clz(t1, d, LZ_NOSGN | LZ_NE0 | LZ_COMP)   # flags: magnitude == 0
+    e.setcc(d, CC_LT0)                          # ... and negative: was -2**31
+    e.loadi(d, 0xCF000000)
+    e.endif()
+
+
+def cast_b_to_f(e, d, s, t):                # 0/1 -> 0.0/1.0
+    e.cast(d, s[0], CAST_SM_TO_FP_RNE)
+
+
+def f_round_only(e, d, s, t):               # float32 -> bfloat16: the rounding is appended by the table
+    e.mov(d, s[0])
+
+
+@dataclass(frozen=True)
+class Seq:
+    fn: Callable
+    tmps: int = 0                           # scratch registers
+    alias: tuple[int, ...] = ()             # source positions the destination may share (when that source dies)
+    rounds: bool = False                    # result is a new float value: bfloat16 results get round_bf16 appended
+
+
+F, I, B = "f", "i", "b"                     # operand classes: float32/bfloat16, int32, bool
+CLASS = {"float32": F, "bfloat16": F, "int32": I, "bool": B}
+
+# (op, operand class) -> sequence. Comparisons are keyed by the operand class; their result is bool.
+SEQS: dict[tuple[str, str], Seq] = {
+    ("ADD", F): Seq(f_add, 0, (0, 1), True),
+    ("SUB", F): Seq(f_sub, 0, (0, 1), True),
+    ("MUL", F): Seq(f_mul, 0, (0, 1), True),
+    ("NEG", F): Seq(f_neg, 0, (0,)),
+    ("MAX", F): Seq(f_max, 1, (0,)),
+    ("CMPLT", F): Seq(f_lt_value, 0, (0,)),
+    ("CMPNE", F): Seq(f_ne, 3, (0, 1)),
+    ("TRUNC", F): Seq(f_trunc, 2),
+    ("RECIPROCAL", F): Seq(f_recip, 3, (), True),
+    ("SQRT", F): Seq(f_sqrt, 3, (), True),
+    ("EXP2", F): Seq(f_exp2, 3, (), True),
+    ("LOG2", F): Seq(f_log2, 3, (), True),
+    ("SIN", F): Seq(f_sin, 4, (), True),
+    ("ADD", I): Seq(i_add, 0, (0, 1)),
+    ("SUB", I): Seq(i_sub, 0, (1,)),
+    ("NEG", I): Seq(i_neg, 0, (0,)),
+    ("MUL", I): Seq(i_mul, 2),
+    ("MAX", I): Seq(i_max, 2, (0,)),
+    ("CMPLT", I): Seq(i_lt_value, 2, (0, 1)),
+    ("CMPNE", I): Seq(i_ne, 1, (0, 1)),
+    ("AND", I): Seq(bit_op("SFPAND"), 0, (0, 1)),
+    ("OR", I): Seq(bit_op("SFPOR"), 0, (0, 1)),
+    ("XOR", I): Seq(bit_op("SFPXOR"), 0, (0, 1)),
+    ("CMPLT", B): Seq(b_lt, 1, (0, 1)),
+    ("CMPNE", B): Seq(bit_op("SFPXOR"), 0, (0, 1)),
+    ("AND", B): Seq(bit_op("SFPAND"), 0, (0, 1)),
+    ("OR", B): Seq(bit_op("SFPOR"), 0, (0, 1)),
+    ("XOR", B): Seq(bit_op("SFPXOR"), 0, (0, 1)),
+    ("MAX", B): Seq(bit_op("SFPOR"), 0, (0, 1)),          # max of 0/1 = or
+    ("ADD", B): Seq(bit_op("SFPOR"), 0, (0, 1)),          # bool add = or, bool mul = and (tinygrad)
+    ("MUL", B): Seq(bit_op("SFPAND"), 0, (0, 1)),
+}
+WHERE_SEQ = Seq(where, 0, (2,))
+
+# CAST (source dtype, result dtype) -> sequence; None = same bits (the value is shared, no code).
+CASTS: dict[tuple[str, str], Seq | None] = {
+    ("float32", "float32"): None, ("bfloat16", "bfloat16"): None, ("int32", "int32"): None, ("bool", "bool"): None,
+    ("bfloat16", "float32"): None,                          # bf16 values already are fp32 values
+    ("bool", "int32"): None,                                # 0/1 either way
+    ("float32", "bfloat16"): Seq(f_round_only, 0, (0,), True),
+    ("float32", "int32"): Seq(cast_f_to_i, 1), ("bfloat16", "int32"): Seq(cast_f_to_i, 1),
+    ("float32", "bool"): Seq(cast_f_to_b, 0, (0,)), ("bfloat16", "bool"): Seq(cast_f_to_b, 0, (0,)),
+    ("int32", "float32"): Seq(cast_i_to_f, 1), ("int32", "bfloat16"): Seq(cast_i_to_f, 1, (), True),
+    ("int32", "bool"): Seq(cast_i_to_b, 0, (0,)),
+    ("bool", "float32"): Seq(cast_b_to_f, 0, (0,)), ("bool", "bfloat16"): Seq(cast_b_to_f, 0, (0,)),
+}
+ROUND_TMPS = 3
