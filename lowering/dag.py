@@ -9,7 +9,8 @@ from typing import Any
 
 DTYPES = ("float32", "bfloat16", "int32", "bool")
 ELEMENTWISE_OPS = ("ADD", "MUL", "SUB", "NEG", "MAX", "CMPLT", "CMPNE", "WHERE", "RECIPROCAL", "EXP2", "LOG2",
-                   "SQRT", "SIN", "TRUNC", "CAST")
+                   "SQRT", "SIN", "TRUNC", "CAST",
+                   "MULADD", "MULSUB", "NMULADD")     # fused a*b+c, a*b-c, c-a*b (lowering/rewrite.py)
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from lowering.dag import ValueDAG, VNode
 from lowering.plan import SfpuProgram
+from lowering.rewrite import fuse_multiply_add
 from lowering import sfpu_ops as so
 from templates.errors import UnsupportedOp
 from templates.isa import disasm, encode
@@ -240,12 +241,15 @@ def schedule(nodes: list[VNode], canon: dict[int, int], out: int) -> list[int]:
     return order
 
 
-def compile_sfpu(dag, n_inputs: int, out_dtype=None) -> SfpuProgram:
+def compile_sfpu(dag, n_inputs: int, out_dtype=None, fuse_mad: bool = True) -> SfpuProgram:
     """Lower the value DAG to an SfpuProgram. `dag` is a ValueDAG (or a node list, then `out_dtype` may be the output
-    node id as in docs/ARCHITECTURE.md). If `out_dtype` names a dtype other than the output node's, a CAST is added."""
+    node id as in docs/ARCHITECTURE.md). If `out_dtype` names a dtype other than the output node's, a CAST is added.
+    `fuse_mad=False` keeps float32 a*b+c as two roundings (tests that compare with unfused numpy use it)."""
     if not isinstance(dag, ValueDAG):
         dag = ValueDAG(list(dag), out_dtype if isinstance(out_dtype, int) else len(dag) - 1)
         out_dtype = None
+    if fuse_mad:
+        dag = fuse_multiply_add(dag)
     nodes = list(dag.nodes)
     out = dag.out if dag.out >= 0 else len(nodes) - 1
     if out_dtype is not None and out_dtype != nodes[out].dtype:

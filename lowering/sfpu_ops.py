@@ -238,6 +238,9 @@ def f_add(e, d, s, t): e.fadd(d, s[0], s[1])                 # a + b, one RNE ro
 def f_sub(e, d, s, t): e.fsub(d, s[0], s[1])                 # a - b
 def f_mul(e, d, s, t): e.fmul(d, s[0], s[1])                 # a * b + (-0)
 def f_neg(e, d, s, t): e.fneg(d, s[0])                       # flip the sign bit (exact, NaN stays NaN)
+def f_muladd(e, d, s, t): e.mad(d, s[0], s[1], s[2])           # a * b + c, one rounding (lowering/rewrite.py)
+def f_mulsub(e, d, s, t): e.mad(d, s[0], s[1], s[2], MAD_NEG_C)   # a * b - c
+def f_nmuladd(e, d, s, t): e.mad(d, s[0], s[1], s[2], MAD_NEG_B)  # c - a * b = a * (-b) + c
 
 
 def f_lt_value(e, d, s, t):
@@ -611,6 +614,9 @@ SEQS: dict[tuple[str, str], Seq] = {
     ("SUB", F): Seq(f_sub, 0, (0, 1), True),
     ("MUL", F): Seq(f_mul, 0, (0, 1), True),
     ("NEG", F): Seq(f_neg, 0, (0,)),
+    ("MULADD", F): Seq(f_muladd, 0, (0, 1, 2), True),
+    ("MULSUB", F): Seq(f_mulsub, 0, (0, 1, 2), True),
+    ("NMULADD", F): Seq(f_nmuladd, 0, (0, 1, 2), True),
     ("MAX", F): Seq(f_max, 1, (0,)),
     ("CMPLT", F): Seq(f_lt_value, 0, (0,)),
     ("CMPNE", F): Seq(f_ne, 3, (0, 1)),

@@ -2,10 +2,16 @@
 # Install everything the project needs on a fresh Debian machine: a RISC-V cross compiler and the Python package.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# A RISC-V cross compiler for the baby cores (kernels), and clang for tinygrad's CPU device (the tests' reference).
+need=""
 if ! command -v riscv64-unknown-elf-gcc >/dev/null 2>&1 && [ -z "${SFPI_ROOT:-}" ] && [ ! -d /opt/tenstorrent/sfpi ]; then
+  need="$need gcc-riscv64-unknown-elf binutils-riscv64-unknown-elf"
+fi
+command -v clang >/dev/null 2>&1 || need="$need clang"
+if [ -n "$need" ]; then
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
   export DEBIAN_FRONTEND=noninteractive
   $SUDO apt-get update -qq
-  $SUDO apt-get install -y -qq gcc-riscv64-unknown-elf binutils-riscv64-unknown-elf >/dev/null
+  $SUDO apt-get install -y -qq $need >/dev/null
 fi
 python3 -m pip install -q -e '.[test]'

@@ -468,7 +468,7 @@ def test_spills():
     """12 values live at once need more than the 8 LRegs: spill to Dst slots and reload, bit-exact."""
     d = ValueDAG()
     d = _shared_terms_dag(d, [d.add("LOAD", "float32", (), 0), d.add("LOAD", "float32", (), 1)], 12)
-    prog = compile_sfpu(d, 2, "float32")
+    prog = compile_sfpu(d, 2, "float32", fuse_mad=False)
     assert prog.dst_slots > 2
     rng = np.random.default_rng(41)
     x, y = rng.uniform(-1.5, 1.5, N).astype(np.float32), rng.uniform(-1.5, 1.5, N).astype(np.float32)
@@ -585,7 +585,7 @@ def test_random_dags(dtype):
             ins = [rng.uniform(-2, 2, N).astype(np.float32) for _ in range(n_in)]
         else:
             ins = [rng.integers(-1000, 1000, N).astype(np.int32) for _ in range(n_in)]
-        prog = compile_sfpu(d, n_in, dtype)
+        prog = compile_sfpu(d, n_in, dtype, fuse_mad=False)
         with np.errstate(all="ignore"):
             ref = ev(ins).astype(np.float32 if dtype == "float32" else np.int32)
         got = run(prog, ins)
@@ -593,3 +593,31 @@ def test_random_dags(dtype):
             assert_bits_equal(got, ref, f"trial {trial}")
         else:
             assert (got.view(np.int32) == ref).all(), f"trial {trial}"
+
+
+@pytest.mark.parametrize("form", ["a*b+c", "a*b-c", "c-a*b", "c+a*b"])
+def test_fused_multiply_add(form):
+    """float32 a*b+c (and the subtract forms) become ONE SFPMAD: the result is the Blackhole FMA of the operands
+    (runtime.emu.fma.fma_bh, itself checked against exact rational arithmetic in test_sfpu.py), not two roundings."""
+    from runtime.emu.fma import fma_bh
+    d = ValueDAG()
+    a, b, c = (d.add("LOAD", "float32", (), j) for j in range(3))
+    p = d.add("MUL", "float32", (a, b))
+    op, srcs = {"a*b+c": ("ADD", (p, c)), "a*b-c": ("SUB", (p, c)), "c-a*b": ("SUB", (c, p)),
+                "c+a*b": ("ADD", (c, p))}[form]
+    d.out = d.add(op, "float32", srcs)
+    prog = compile_sfpu(d, 3, "float32")
+    mads = [w for w in prog.body if w >> 24 == 0x84]
+    assert len(mads) == 1 and not [w for w in prog.body if w >> 24 in (0x85, 0x86)], disassemble(prog)
+    rng = np.random.default_rng(60)
+    x, y, z = (rng.uniform(-4, 4, N).astype(np.float32) for _ in range(3))
+    neg = lambda v: (v.view(np.uint32) ^ np.uint32(0x80000000))
+    xb, yb, zb = x.view(np.uint32), y.view(np.uint32), z.view(np.uint32)
+    want = {"a*b+c": fma_bh(xb, yb, zb), "a*b-c": fma_bh(xb, yb, neg(z)), "c-a*b": fma_bh(xb, neg(y), zb),
+            "c+a*b": fma_bh(xb, yb, zb)}[form]
+    assert_bits_equal(run(prog, [x, y, z]), want.view(np.float32), form)
+    # and it is within one rounding of the exact value (the CPU's fma) relative to the operands' magnitude
+    sign = {"a*b+c": (1, 1), "a*b-c": (1, -1), "c-a*b": (-1, 1), "c+a*b": (1, 1)}[form]
+    exact = sign[0] * x.astype(np.float64) * y + sign[1] * z.astype(np.float64)
+    scale = np.abs(x.astype(np.float64) * y) + np.abs(z)
+    assert (np.abs(f32(run(prog, [x, y, z])) - exact) <= 2.0 ** -23 * scale).all()

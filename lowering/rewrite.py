@@ -1,0 +1,41 @@
+"""Value-DAG rewrites that run before instruction selection. Each rule is one function from DAG to DAG.
+
+`fuse_multiply_add`: float32 `a*b + c`, `a*b - c` and `c - a*b` become one SFPMAD (MULADD / MULSUB / NMULADD) when
+the product has no other use. One rounding instead of two: that is both half the instructions and what tinygrad's CPU
+device computes (clang contracts these expressions into fma). SFPMAD is "partially fused" (isa-digest 1(c)), so in
+rare cancellation cases it differs from an exact fma by the product's dropped low bits. bfloat16 expressions are left
+alone: tinygrad rounds the bf16 product before the add.
+"""
+from __future__ import annotations
+
+from collections import Counter
+
+from lowering.dag import ValueDAG, VNode
+
+
+def _uses(dag: ValueDAG) -> Counter:
+    uses = Counter(s for n in dag.nodes for s in n.srcs)
+    uses[dag.out] += 1
+    return uses
+
+
+def fuse_multiply_add(dag: ValueDAG) -> ValueDAG:
+    uses = _uses(dag)
+    nodes = list(dag.nodes)
+
+    def fusable(i: int) -> bool:
+        n = nodes[i]
+        return n.op == "MUL" and n.dtype == "float32" and uses[i] == 1
+
+    for k, n in enumerate(nodes):
+        if n.dtype != "float32" or n.op not in ("ADD", "SUB"):
+            continue
+        x, y = n.srcs
+        if fusable(x):                       # a*b + y  /  a*b - y
+            a, b = nodes[x].srcs
+            nodes[k] = VNode(k, "MULADD" if n.op == "ADD" else "MULSUB", n.dtype, (a, b, y))
+        elif fusable(y):                     # x + a*b  /  x - a*b
+            a, b = nodes[y].srcs
+            nodes[k] = VNode(k, "MULADD" if n.op == "ADD" else "NMULADD", n.dtype, (a, b, x))
+    # the fused MULs are now dead; compile_sfpu schedules only what the output reaches
+    return ValueDAG(nodes, dag.out)

@@ -1,0 +1,147 @@
+"""End to end: tinygrad programs on Device TT (emulator) against tinygrad's CPU device.
+
+Every kernel here is lowered to SFPU code, compiled for the baby RISC-V cores, and run on the emulated tile. Inputs are
+random; tolerances are per op, in float32 ulps (the SFPU flushes denormals, so inputs and results stay normal).
+"""
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from tinygrad import Tensor, dtypes
+
+pytestmark = pytest.mark.skipif(
+    __import__("shutil").which("riscv64-unknown-elf-gcc") is None and not os.environ.get("SFPI_ROOT"),
+    reason="needs a RISC-V compiler (apt-get install gcc-riscv64-unknown-elf)")
+
+# ulp bounds per op, measured on the SFPU sequences (see lowering/sfpu_ops.py); 0 = bit-exact
+ULP = {"add": 0, "mul": 0, "sub": 0, "neg": 0, "max": 0, "recip": 1, "sqrt": 1, "exp2": 2, "log2": 2, "trunc": 0}
+
+
+def ulp_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Distance in float32 ulps (monotonic integer mapping of the bit patterns); NaN vs NaN counts as 0."""
+    a, b = np.asarray(a, np.float32), np.asarray(b, np.float32)
+    ia, ib = a.view(np.int32).astype(np.int64), b.view(np.int32).astype(np.int64)
+    ia = np.where(ia < 0, -(ia & 0x7FFFFFFF), ia)
+    ib = np.where(ib < 0, -(ib & 0x7FFFFFFF), ib)
+    d = np.abs(ia - ib)
+    return np.where(np.isnan(a) & np.isnan(b), 0, d)
+
+
+def run_both(fn, *arrays):
+    tt = fn(*[Tensor(a, device="TT") for a in arrays]).numpy()
+    cpu = fn(*[Tensor(a, device="CPU") for a in arrays]).numpy()
+    return tt, cpu
+
+
+def assert_ulp(tt, cpu, bound, what):
+    assert tt.shape == cpu.shape, (tt.shape, cpu.shape)
+    if tt.dtype == np.float32:
+        d = ulp_distance(tt, cpu)
+        worst = int(d.max()) if d.size else 0
+        assert worst <= bound, f"{what}: max ulp error {worst} > {bound} at {np.unravel_index(d.argmax(), d.shape)}"
+    else:
+        np.testing.assert_array_equal(tt, cpu, err_msg=what)
+
+
+SHAPES = [(37,), (5, 33), (3, 4, 50), (2, 3, 5, 7), (64, 128)]
+rng = np.random.default_rng(0)
+
+
+def rand(shape, lo=-4.0, hi=4.0):
+    return rng.uniform(lo, hi, size=shape).astype(np.float32)
+
+
+BINARY = {"add": lambda a, b: a + b, "mul": lambda a, b: a * b, "sub": lambda a, b: a - b,
+          "max": lambda a, b: a.maximum(b)}
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=str)
+@pytest.mark.parametrize("op", list(BINARY))
+def test_binary(op, shape):
+    a, b = rand(shape), rand(shape)
+    tt, cpu = run_both(BINARY[op], a, b)
+    assert_ulp(tt, cpu, ULP[op], f"{op} {shape}")
+
+
+UNARY = {  # name: (fn, input range)
+    "neg": (lambda a: -a, (-4, 4)),
+    "recip": (lambda a: a.reciprocal(), (0.01, 100)),
+    "sqrt": (lambda a: a.sqrt(), (0.0, 1000)),
+    "exp2": (lambda a: a.exp2(), (-100, 100)),
+    "log2": (lambda a: a.log2(), (1e-30, 1e30)),
+    "trunc": (lambda a: a.trunc(), (-1000, 1000)),
+}
+
+
+@pytest.mark.parametrize("shape", SHAPES[:4], ids=str)
+@pytest.mark.parametrize("op", list(UNARY))
+def test_unary(op, shape):
+    fn, (lo, hi) = UNARY[op]
+    a = rand(shape, lo, hi)
+    tt, cpu = run_both(fn, a)
+    assert_ulp(tt, cpu, ULP[op], f"{op} {shape}")
+
+
+def test_sin_absolute_error():
+    a = rand((3, 100), -100, 100)
+    tt, cpu = run_both(lambda x: x.sin(), a)
+    assert np.abs(tt - cpu).max() <= 4e-7 * 4, np.abs(tt - cpu).max()
+
+
+@pytest.mark.parametrize("shape", [(5, 33), (2, 3, 5, 7)], ids=str)
+def test_compare_and_where(shape):
+    a, b = rand(shape), rand(shape)
+    b[..., 0] = a[..., 0]                                  # exercise equality
+    for fn in (lambda x, y: x < y, lambda x, y: x != y, lambda x, y: (x < y).where(x, y * 2)):
+        tt, cpu = run_both(fn, a, b)
+        assert_ulp(tt, cpu, 0, "compare/where")
+
+
+def test_broadcast_permute_pad_shrink():
+    a, b, c = rand((64, 1)), rand((1, 50)), rand((50, 64))
+    tt, cpu = run_both(lambda x, y, z: x * y + z.T, a, b, c)                  # broadcast + transposed view
+    # x*y + z is one SFPMAD (as the CPU's fma): within one rounding of the operands' magnitude (cancellation aside,
+    # SFPMAD keeps only 3 extra product bits: isa-digest 1(c)); everything else in this kernel is exact
+    scale = np.abs(a * b) + np.abs(c.T)
+    assert (np.abs(tt - cpu) <= 2.0 ** -23 * scale).all(), "broadcast+permute"
+    tt, cpu = run_both(lambda x: x.pad(((1, 2), (0, 3))) + 1.0, rand((5, 33)))  # pads read as 0
+    assert_ulp(tt, cpu, 0, "pad")
+    tt, cpu = run_both(lambda x: x[1:4, ::2] * 3.0, rand((7, 40)))              # shrink + stride
+    assert_ulp(tt, cpu, 0, "shrink")
+
+
+@pytest.mark.parametrize("src,dst", [(dtypes.float32, dtypes.int32), (dtypes.int32, dtypes.float32),
+                                     (dtypes.float32, dtypes.bfloat16), (dtypes.bfloat16, dtypes.float32),
+                                     (dtypes.float32, dtypes.bool), (dtypes.bool, dtypes.float32)])
+def test_casts(src, dst):
+    x = rand((3, 77), -1000, 1000)
+    x[0, :5] = 0.0
+    base_tt, base_cpu = Tensor(x, device="TT").cast(src), Tensor(x, device="CPU").cast(src)
+    tt, cpu = base_tt.cast(dst).numpy(), base_cpu.cast(dst).numpy()
+    if dst == dtypes.bfloat16:
+        tt, cpu = tt.astype(np.float32), cpu.astype(np.float32)
+    np.testing.assert_array_equal(tt, cpu)
+
+
+def test_bf16_arithmetic():
+    a, b = rand((9, 70)), rand((9, 70))
+    tt, cpu = run_both(lambda x, y: (x.cast(dtypes.bfloat16) * y.cast(dtypes.bfloat16) + 1).cast(dtypes.float32), a, b)
+    np.testing.assert_array_equal(tt, cpu)
+
+
+def test_readme_expression_in_fresh_interpreter():
+    """The README's demo expression with DEVICE=TT (and DEV=TT) in a fresh interpreter, against CPU."""
+    code = ("from tinygrad import Tensor, Device; import numpy as np; assert Device.DEFAULT == 'TT', Device.DEFAULT\n"
+            "np.random.seed(1); an=np.random.randn(64,128).astype(np.float32); bn=np.random.randn(128).astype(np.float32)\n"
+            "f=lambda a,b: ((a*b+1).maximum(0.5) - (a<0).where(a.exp2(), b.reciprocal()))\n"
+            "tt=f(Tensor(an),Tensor(bn)).numpy(); cpu=f(Tensor(an,device='CPU'),Tensor(bn,device='CPU')).numpy()\n"
+            "print(float(np.abs(tt-cpu).max()/np.abs(cpu).max()))")
+    for var in ("DEVICE", "DEV"):
+        env = {k: v for k, v in os.environ.items() if k not in ("DEVICE", "DEV")}
+        env[var] = "TT"
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
+        assert out.returncode == 0, out.stderr[-3000:]
+        assert float(out.stdout.strip().splitlines()[-1]) < 1e-6
