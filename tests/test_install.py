@@ -130,11 +130,13 @@ def _dep_dirs() -> list[str]:
 
 
 def _fresh_venv(tmp: Path) -> Path:
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(tmp / "venv")], check=True, timeout=300)
+    # An isolated venv (no --system-site-packages: a tt_backend.pth installed system-wide would be processed there and
+    # hide what this install does). The dependencies come in as plain path entries: a .pth listing directories adds
+    # them to sys.path without processing the .pth files inside them.
+    subprocess.run([sys.executable, "-m", "venv", str(tmp / "venv")], check=True, timeout=300)
     py = tmp / "venv" / "bin" / "python"
-    if run_py(py, "import tinygrad, numpy, jinja2, networkx, elftools").returncode != 0:
-        site = run_py(py, "import sysconfig; print(sysconfig.get_paths()['purelib'])").stdout.strip()
-        (Path(site) / "_tt_test_deps.pth").write_text("\n".join(_dep_dirs()) + "\n")
+    site = run_py(py, "import sysconfig; print(sysconfig.get_paths()['purelib'])").stdout.strip()
+    (Path(site) / "_tt_test_deps.pth").write_text("\n".join(_dep_dirs()) + "\n")
     assert run_py(py, "import tinygrad, numpy").returncode == 0, "dependencies not visible in the fresh venv"
     return py
 
