@@ -36,5 +36,7 @@ class EmuDevice:
         return self.tile.state()
 
     def stats(self) -> dict:
-        """Instructions per core and per Tensix thread (pushes), Tensix instructions, NoC requests/bytes, clock."""
+        """Instructions per core and per Tensix thread (pushes), Tensix instructions, NoC requests/bytes, clock, and
+        the cycle model's view: `cycles` per core (since its release), `stall_cycles` per core, `tensix_cycles`
+        (per-thread issue cycles, stall cycles, unit busy-until cycles; runtime/emu/cycles.py)."""
         return self.tile.stats()

@@ -18,6 +18,8 @@ from templates import isa
 from templates.errors import EmuError, EmuUnimplemented
 
 from .dst import Dst
+from .cycles import SUB_LOAD, SUB_MAD, SUB_ROUND, SUB_SIMPLE, SUB_STORE, SUB_UNIT_NAMES, SUB_UNIT_OPS, SfpuTiming, \
+    sfpu_regs, sfpu_sub_unit
 from .fma import fma_bh_stacked
 
 U32 = np.uint32
@@ -44,6 +46,7 @@ LC_ROW_MASK_SHIFT = 12
 # 1/65536, -0.67487759, -0.34484843. LReg[8] = 0.8373 rounded to FP32 (0x3F56594B; the value ttsim uses).
 PRGM_CONST_DEFAULTS = {11: 0xBF800000, 12: 0x37800000, 13: 0xBF2CC4C7, 14: 0xBEB08FF9}
 LREG8_BITS = 0x3F56594B
+LREG12_RESET = 0x3B000000   # ttsim's reset value (not the SFPCONFIG default)
 
 # Instructions whose VD lives in bits [23:20] (lreg_ind) rather than [7:4] (lreg_dest).
 _VD_IN_LREG_IND = {"SFPLOAD", "SFPLOADI", "SFPSTORE", "SFPLUT"}
@@ -150,6 +153,9 @@ class SFPU:
         self.lreg[10] = ONE_F32
         for i, v in PRGM_CONST_DEFAULTS.items():
             self.lreg[i] = v
+        # Reset value of LReg[12]: the ISA pages give none (1/65536 above is SFPCONFIG's IMM16_IS_VALUE default);
+        # ttsim resets it to 1/512 (0x3B000000), seen by tests/test_diff_sfpu_ttsim.py.
+        self.lreg[12] = LREG12_RESET
         self.lreg[15] = LANES * 2
         self.lane_flags = np.zeros(32, dtype=bool)
         self.use_lane_flags = np.zeros(32, dtype=bool)
@@ -161,6 +167,13 @@ class SFPU:
         self.macro_templates = np.zeros((32, 4), dtype=U32)   # LoadMacroConfig[Lane].InstructionTemplate[4]
         self.macro_sequences = np.zeros((32, 4), dtype=U32)   # LoadMacroConfig[Lane].Sequence[4]
         self.macro_misc = np.zeros(32, dtype=U32)             # LoadMacroConfig[Lane].Misc (12 bits)
+        self.cycle = 0                                        # issue cycle of the latest instruction
+        self._pending = []                                    # SFPLOADMACRO-scheduled instructions (_Scheduled)
+        self.macro_ops = 0                                    # scheduled instructions executed
+        self.timing = SfpuTiming(self.strict)                 # auto-stall / hazard bookkeeping (cycles.py)
+        self._last_ran = {}                                   # sub-unit -> last cycle a scheduled instruction ran
+        self._swap_cycle = -10                                # cycle of the last scheduled SFPSWAP
+        self._flags_after = None                              # flags a same-cycle scheduled instruction wrote
         self.prng_state = np.zeros(32, dtype=U32)
         self._row_mask = np.zeros(32, dtype=bool)             # derived from LaneConfig.ROW_MASK
         self._col_exchange = False                            # any DEST_RD/WR_COL_EXCHANGE bit set
@@ -169,9 +182,17 @@ class SFPU:
         self._en_all = True
 
     # --- plumbing --------------------------------------------------------------------------------------------
-    def execute(self, name: str, fields: dict, dst_base: int) -> None:
-        """Execute one decoded SFPU instruction."""
+    def execute(self, name: str, fields: dict, dst_base: int, cycle: int | None = None) -> None:
+        """Execute one decoded SFPU instruction issued at `cycle` (default: the cycle after the previous one).
+        SFPLOADMACRO-scheduled instructions due by then run first (SFPLOADMACRO.md); a regular instruction that
+        meets a scheduled one on the same sub-unit in the same cycle is dropped (strict mode: EmuError)."""
         self.instructions += 1
+        self.cycle = cycle = self.cycle + 1 if cycle is None else cycle
+        if self._pending and self._macro_tick(name, cycle):
+            if self._flags_after is not None:
+                self.lane_flags[:], self.use_lane_flags[:] = self._flags_after
+                self._flags_after, self._en = None, None
+            return
         handler = self._handlers.get(name)
         if handler is None:
             raise EmuUnimplemented(f"SFPU instruction {name} is not modelled")
@@ -181,6 +202,13 @@ class SFPU:
                 return
         handler(fields, dst_base)
         if name in _FLAG_WRITERS:
+            self._en = None
+        if self._flags_after is not None:   # lane flags written by a scheduled instruction of this same cycle
+            if name in _FLAG_WRITERS and self.strict:
+                raise EmuError(f"SFPU cycle {cycle}: {name} and an SFPLOADMACRO-scheduled instruction both write the "
+                               f"lane flags in the same cycle")
+            self.lane_flags[:], self.use_lane_flags[:] = self._flags_after
+            self._flags_after = None
             self._en = None
 
     def _backdoor(self, name: str, fields: dict, vd: int) -> bool:
@@ -349,8 +377,9 @@ class SFPU:
         addr = self._dst_addr("SFPSTORE", f, dst_base)
         if mod0 == 10:
             raise EmuUnimplemented("SFPSTORE MOD0_FMT_INT32_ALL (stack-pointer addressing) is not modelled")
-        if vd == 16:
-            raise EmuUnimplemented("SFPSTORE of LReg[16] (SFPLOADMACRO only)")
+        if vd == 16 and not f.get("_macro"):
+            self._undefined("SFPSTORE of LReg[16]: only readable by an SFPLOADMACRO-scheduled SFPSTORE")
+            return
         en = self.enabled()
         if self._lc_any:
             en = en & ((self.lane_config & LC_BLOCK_DEST_WR_FROM_SFPU) == 0)
@@ -455,14 +484,16 @@ class SFPU:
 
     def SFPADDI(self, f: dict, dst_base: int) -> None:
         vd, mod1 = f["lreg_dest"], f["instr_mod1"]
-        c = self.lreg[vd] ^ U32(SIGN) if mod1 & 2 else self.lreg[vd]
+        vc = f.get("_vc", vd)   # SFPLOADMACRO picks VC itself (the usual VC = VD is skipped)
+        c = self.lreg[vc] ^ U32(SIGN) if mod1 & 2 else self.lreg[vc]
         xyz = np.empty((3, 32), dtype=U32)
         xyz[0], xyz[1], xyz[2] = f["imm16_math"] << 16, ONE_F32, c      # BF16ToFP32(Imm16) * 1.0 + c
         self._mad(xyz, vd, mod1)
 
     def SFPMULI(self, f: dict, dst_base: int) -> None:
         vd, mod1 = f["lreg_dest"], f["instr_mod1"]
-        c = self.lreg[vd] ^ U32(SIGN) if mod1 & 2 else self.lreg[vd]
+        vc = f.get("_vc", vd)   # SFPLOADMACRO picks VC itself (the usual VC = VD is skipped)
+        c = self.lreg[vc] ^ U32(SIGN) if mod1 & 2 else self.lreg[vc]
         xyz = np.empty((3, 32), dtype=U32)
         xyz[0], xyz[1], xyz[2] = f["imm16_math"] << 16, c, 0            # BF16ToFP32(Imm16) * c + 0.0
         self._mad(xyz, vd, mod1)
@@ -642,7 +673,9 @@ class SFPU:
         vd, mod1 = f["lreg_dest"], f["instr_mod1"]
         if not (vd < 8 or vd == 16):
             return
-        c = self.lreg[f["lreg_c"]]
+        # copy: with VD == VC the flag test below must still see the input (SFPLZ.md reads c before writing VD;
+        # found by tests/test_diff_sfpu_ttsim.py)
+        c = self.lreg[f["lreg_c"]].copy()
         if mod1 & 4:
             c = c & U32(0x7FFFFFFF)
         en = self.enabled()
@@ -960,5 +993,251 @@ class SFPU:
     def SFPNOP(self, f: dict, dst_base: int) -> None:
         pass
 
+    # --- SFPLOADMACRO ----------------------------------------------------------------------------------------------
     def SFPLOADMACRO(self, f: dict, dst_base: int) -> None:
-        raise EmuUnimplemented("SFPLOADMACRO is not modelled yet")
+        """SFPLOADMACRO.md: an SFPLOAD into LReg[VD], then up to one instruction scheduled per sub-unit (Simple, MAD,
+        Round, Store) from Sequence[MacroIndex], InstructionTemplate[0-3] and Misc."""
+        lreg_ind, imm10 = f["lreg_ind"], f["dest_reg_addr"]
+        macro, vd, mod0 = lreg_ind >> 2, ((imm10 & 1) << 2) | (lreg_ind & 3), f["instr_mod0"]
+        addr = (imm10 + dst_base) & 0x3FE          # Imm10 bit 0 is VDHi; Dst address bit 0 is unused anyway
+        self.SFPLOAD({"lreg_ind": vd, "instr_mod0": mod0, "dest_reg_addr": addr}, 0)
+        seq, misc, templates = self._macro_config(macro)
+        if not seq:
+            return
+        cycle = self.cycle
+        for i in range(4):
+            bits = (seq >> (8 * i)) & 0xFF
+            delay = (bits >> 3) & 7
+            if delay != 7:   # ForgetFutureInstructionWhoseDelayIs(Delay)
+                due = cycle + 1 + delay
+                self._pending = [e for e in self._pending if not (e.sub == i and e.due == due)]
+            sel = bits & 7
+            if sel == 0:
+                continue
+            if sel == 1:
+                self._undefined(f"SFPLOADMACRO: Sequence[{macro}] selects 1 for the {SUB_UNIT_NAMES[i]} sub-unit")
+                continue
+            if sel == 2:
+                name, tf = "SFPNOP", {}
+            elif sel == 3:
+                name, tf = "SFPSTORE", {"lreg_ind": 0}
+            else:
+                name, tf = self._template(int(templates[sel - 4]))
+            if name not in SUB_UNIT_OPS[i]:
+                if i == SUB_STORE:
+                    self._undefined(f"SFPLOADMACRO: {name} scheduled on the Store sub-unit")
+                    continue
+                name, tf = "SFPNOP", {}
+            e = _Scheduled(i, name, dict(tf), delay, bool(misc >> (8 + i) & 1))
+            if i != SUB_STORE:
+                self._macro_operands(e, bits, vd)
+            else:
+                e.fields["lreg_ind"] = 16 if bits & 0x40 else tf.get("lreg_ind", 0) if bits & 0x80 else vd
+                e.fields["instr_mod0"] = mod0 if misc >> (4 + macro) & 1 else misc & 15
+                e.fields["dest_reg_addr"] = addr
+                e.fields["sfpu_addr_mode"] = 0
+                e.fields["_macro"] = True
+            self._schedule(e, cycle)
+
+    def _macro_config(self, macro: int) -> tuple[int, int, np.ndarray]:
+        seq = self.macro_sequences[:, macro]
+        if not (seq == seq[0]).all() or not (self.macro_misc == self.macro_misc[0]).all() or \
+                not (self.macro_templates == self.macro_templates[0]).all():
+            raise EmuUnimplemented("SFPLOADMACRO with LoadMacroConfig differing between lanes")
+        return int(seq[0]), int(self.macro_misc[0]), self.macro_templates[0]
+
+    def _template(self, word: int) -> tuple[str, dict]:
+        d = _TEMPLATE_CACHE.get(word)
+        if d is None:
+            try:
+                d = isa.decode(word)
+            except Exception:
+                d = ("?", {})
+            _TEMPLATE_CACHE[word] = d
+        return d
+
+    @staticmethod
+    def _macro_operands(e: "_Scheduled", bits: int, vd: int) -> None:
+        """The VB / VC / VD overrides of SFPLOADMACRO.md's functional model (Simple, MAD and Round sub-units)."""
+        name, f = e.name, e.fields
+        if name == "SFPNOP":
+            return
+        vd_field = "lreg_ind" if name == "SFPLUT" else "lreg_dest"
+        vc_field = "lreg_c" if "lreg_c" in f else "lreg_src_c" if "lreg_src_c" in f else None
+        t_vd = f.get(vd_field, 0)
+        t_vc = f[vc_field] if vc_field else None
+        mod1 = f.get("instr_mod1", 0)
+        if "lreg_src_b" in f:
+            t_vb = f["lreg_src_b"]
+        elif (name in ("SFPAND", "SFPOR") and mod1 & 1) or (name == "SFPSHFT2" and mod1 in (5, 6)) or \
+                (name == "SFPARECIP" and mod1 == 1):
+            t_vb = f.get("imm12_math", 0) & 15
+        else:
+            t_vb = None
+        if bits & 0x80:
+            vb, vc = vd, (t_vc if t_vc is not None else t_vd)
+            if name == "SFPSHFT2" and mod1 in (5, 6):
+                raise EmuUnimplemented("SFPLOADMACRO: SFPSHFT2 SHFT_LREG/SHFT_IMM template with VB := VD")
+        else:
+            vc, vb = vd, (t_vb if t_vb is not None else t_vd)
+        e.vd = 16 if bits & 0x40 else vd
+        e.vb, e.vc = vb, vc
+        f[vd_field] = e.vd
+        if vc_field:
+            f[vc_field] = vc
+        if "lreg_src_b" in f:
+            f["lreg_src_b"] = vb
+        if name in ("SFPADDI", "SFPMULI"):
+            f["_vc"] = vc
+        if name == "SFPARECIP" and mod1 == 1:
+            f["imm12_math"] = (f.get("imm12_math", 0) & ~15) | vb
+        # Simple-unit instructions that read "VD" as an input read VB instead (the usual VB = VD is skipped)
+        e.vb_input = name in _VB_AS_VD_INPUT and not (name == "SFPIADD" and mod1 & 1) and \
+            not (name in ("SFPSETEXP", "SFPSETMAN", "SFPSETSGN") and mod1 & 1) and \
+            not (name == "SFPSHFT" and mod1 & 1 and mod1 & 4)
+        if name in ("SFPAND", "SFPOR"):
+            f["instr_mod1"] = mod1 & ~1        # VB is routed through the VD input below
+
+    def _schedule(self, e: "_Scheduled", cycle: int) -> None:
+        pend = self._pending
+        was_instr = any(p.by_instr for p in pend)
+        if e.delay == 0:
+            e.due = cycle + 1
+        elif e.by_instr or was_instr:
+            e.due, e.rem = None, e.delay
+        else:
+            e.due = cycle + 1 + e.delay
+        if e.by_instr and not was_instr:    # every outstanding counter now counts issued SFPU instructions
+            for p in pend:
+                if p.due is not None and p.due > cycle + 1:
+                    p.rem, p.due = p.due - cycle - 1, None
+        if self.strict and e.due is not None and e.name != "SFPNOP":
+            for p in pend:
+                if p.sub == e.sub and p.due == e.due and p.name != "SFPNOP":
+                    raise EmuError(f"SFPLOADMACRO at cycle {cycle}: two scheduled instructions ({p.name}, {e.name}) "
+                                   f"on the {SUB_UNIT_NAMES[e.sub]} sub-unit in cycle {e.due}")
+        pend.append(e)
+
+    def _macro_tick(self, name: str, cycle: int) -> bool:
+        """Before a regular instruction issued at `cycle`: run the scheduled instructions due by then, count this
+        issue for instruction-counted delays. Returns True if the regular instruction is dropped (collision)."""
+        # Everything in one cycle sees the state at the start of the cycle: the scheduled instructions run first
+        # (latest pipeline stage first), and the regular one then still sees the lane flags of before.
+        self.drain_macros(cycle - 1)
+        if any(p.due == cycle for p in self._pending):
+            lf, ul = self.lane_flags.copy(), self.use_lane_flags.copy()
+            self.drain_macros(cycle)
+            if not (np.array_equal(lf, self.lane_flags) and np.array_equal(ul, self.use_lane_flags)):
+                self._flags_after = (self.lane_flags.copy(), self.use_lane_flags.copy())
+                self.lane_flags[:], self.use_lane_flags[:] = lf, ul
+                self._en = None
+        dropped = False
+        sub = sfpu_sub_unit(name)
+        if sub != SUB_LOAD and self._last_ran.get(sub) == cycle:
+            if self.strict:
+                raise EmuError(f"SFPU cycle {cycle}: {name} collides with an SFPLOADMACRO-scheduled instruction on "
+                               f"the {SUB_UNIT_NAMES[sub]} sub-unit (the regular instruction would be dropped)")
+            dropped = True
+        if self._pending and any(p.by_instr for p in self._pending):
+            for p in self._pending:
+                if p.due is None:
+                    p.rem -= 1
+                    if p.rem <= 0:
+                        p.due = cycle + 1
+        return dropped
+
+    def drain_macros(self, upto: int | None = None) -> None:
+        """Run every scheduled instruction due by cycle `upto` (all cycle-counted ones when None: time passes)."""
+        pend = self._pending
+        while pend:
+            if not any(p.by_instr for p in pend):      # back to counting cycles
+                for p in pend:
+                    if p.due is None:
+                        p.due = self.cycle + 1 + p.rem
+            due = [p.due for p in pend if p.due is not None]
+            if not due:
+                return
+            c = min(due)
+            if upto is not None and c > upto:
+                return
+            now = sorted((p for p in pend if p.due == c), key=lambda p: -p.sub)
+            self._pending = pend = [p for p in pend if p.due != c]
+            self._run_cycle(c, now)
+
+    def _run_cycle(self, c: int, now: list) -> None:
+        by_sub = {p.sub: p for p in now}
+        simple, mad, rnd = by_sub.get(SUB_SIMPLE), by_sub.get(SUB_MAD), by_sub.get(SUB_ROUND)
+        if self.strict:
+            if simple and rnd and simple.name != "SFPNOP" and rnd.name != "SFPNOP" and \
+                    (simple.vd == 16) == (rnd.vd == 16):
+                raise EmuError(f"SFPLOADMACRO: Simple ({simple.name}) and Round ({rnd.name}) in cycle {c} need "
+                               f"exactly one of them with VD == 16")
+            if simple and simple.name == "SFPSWAP" and not (mad and mad.name == "SFPNOP"):
+                raise EmuError(f"SFPLOADMACRO: SFPSWAP on the Simple sub-unit in cycle {c} without SFPNOP scheduled "
+                               f"on the MAD sub-unit for the same cycle")
+            if self._swap_cycle == c - 1:
+                for p in (simple, rnd):
+                    if p and p.name != "SFPNOP":
+                        raise EmuError(f"SFPLOADMACRO: {p.name} on the {SUB_UNIT_NAMES[p.sub]} sub-unit in cycle {c}, "
+                                       f"the cycle after a scheduled SFPSWAP (must be idle or SFPNOP)")
+        for p in now:
+            self._last_ran[p.sub] = c
+            if p.name == "SFPSWAP":
+                self._swap_cycle = c
+            if p.name == "SFPNOP":
+                continue
+            reads, _, writes = sfpu_regs(p.name, p.fields)
+            self.timing.scheduled(c, p.name, reads, writes, p.sub)
+            self._exec_scheduled(p)
+            self.macro_ops += 1
+
+    def _exec_scheduled(self, p: "_Scheduled") -> None:
+        handler = self._handlers[p.name]
+        f = p.fields
+        if p.vb_input and p.vb != p.vd:
+            # The instruction reads its "VD" input from VB: run it on an extended register file whose VD row holds
+            # VB's value (VC moved to a scratch row 17 when it aliases VD), then restore VD on disabled lanes.
+            orig = self.lreg
+            ext = np.empty((18, 32), dtype=U32)
+            ext[:17] = orig
+            vc_field = "lreg_c" if "lreg_c" in f else "lreg_src_c" if "lreg_src_c" in f else None
+            f2 = dict(f)
+            if vc_field and f[vc_field] == p.vd:
+                ext[17] = orig[p.vd]
+                f2[vc_field] = 17
+            old_vd = orig[p.vd].copy()
+            ext[p.vd] = orig[p.vb]
+            self.lreg = ext
+            try:
+                handler(f2, 0)
+            finally:
+                self.lreg = orig
+            en = self.enabled()
+            if vc_field and f2[vc_field] == 17 and p.name == "SFPSWAP":
+                ext[p.vd] = ext[17]
+            orig[:] = ext[:17]
+            if p.vd < 8 or p.vd == 16:
+                orig[p.vd] = np.where(en, ext[p.vd], old_vd)
+        else:
+            handler(f, 0)
+        if p.name in _FLAG_WRITERS:
+            self._en = None
+
+
+# Simple-unit instructions whose functional model reads VD as an input (`unsigned VB = VD;`): inside an
+# SFPLOADMACRO sequence that input is the macro-chosen VB.
+_VB_AS_VD_INPUT = frozenset({"SFPIADD", "SFPSHFT", "SFPAND", "SFPOR", "SFPXOR", "SFPSETEXP", "SFPSETMAN", "SFPSETSGN",
+                             "SFPGT", "SFPLE", "SFPSWAP"})
+_TEMPLATE_CACHE: dict[int, tuple[str, dict]] = {}
+
+
+class _Scheduled:
+    """One instruction scheduled by SFPLOADMACRO on a sub-unit: executes at cycle `due`, or after `rem` more issued
+    SFPU instructions while any outstanding one counts instructions (UnitDelayKind)."""
+    __slots__ = ("sub", "name", "fields", "delay", "by_instr", "due", "rem", "vb", "vc", "vd", "vb_input")
+
+    def __init__(self, sub, name, fields, delay, by_instr):
+        self.sub, self.name, self.fields, self.delay, self.by_instr = sub, name, fields, delay, by_instr
+        self.due, self.rem = None, 0
+        self.vb = self.vc = self.vd = fields.get("lreg_ind", 0)
+        self.vb_input = False

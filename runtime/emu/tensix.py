@@ -7,6 +7,11 @@ data dependent: SEMWAIT / STALLWAIT latches with unmet semaphore or SrcA/SrcB ow
 for a free bank, FPU instructions waiting for valid banks. A blocked instruction stays at the head of its thread's
 queue without side effects and is retried by `step()` after other threads progressed.
 
+Time (cycles.py): every issued instruction also gets an issue cycle from `self.tm` (TensixTiming): one per cycle per
+thread, frontend rates and penalties (MOP / REPLAY), SFPU auto-stalls, FPU Dst latency, Src bank readiness, unpack /
+pack costs, and Wait Gate releases (unit-busy conditions hold until the unit's busy-until cycle). `push(thread, word,
+t)` takes the pushing core's cycle and returns when the FIFO accepted the word.
+
 Handlers are methods named after the instruction (`def SEMPOST(self, t, f)`), found through `self._handlers`.
 A handler returns None when the instruction executed, or a string (the blocked reason) when it cannot issue yet;
 in that case it must not have changed any state.
@@ -26,6 +31,7 @@ except ImportError:  # pragma: no cover - only while rv32.py is being written
     class Stall(Exception):
         pass
 
+from runtime.emu.cycles import K_FPU, K_SFPU, K_UNPACK, K_WAIT, TensixTiming, instr_kind
 from runtime.emu.tensix_fpu import FpuMixin
 from runtime.emu.unpack_pack import UnpackPackMixin
 
@@ -76,10 +82,12 @@ class _Latch:
 
 class _Thread:
     __slots__ = ("fifo", "mop_out", "ready", "replay_buf", "replay_load", "mask_hi", "mop_cfg", "latch", "blocked",
-                 "cfg", "gpr", "adc", "adc_cr", "rwc")
+                 "cfg", "gpr", "adc", "adc_cr", "rwc", "fifo_t", "tid")
 
-    def __init__(self):
+    def __init__(self, tid: int = 0):
+        self.tid = tid
         self.fifo: deque[int] = deque()        # words as pushed (before the MOP expander)
+        self.fifo_t: deque[int] = deque()      # the cycle each FIFO word was pushed (cycle model)
         self.mop_out: deque[int] = deque()     # MOP expander output not yet taken by the replay expander
         self.ready: deque[int] = deque()       # replay expander output, head = next instruction at the Wait Gate
         self.replay_buf = [0] * 32
@@ -127,11 +135,13 @@ class Tensix(UnpackPackMixin, FpuMixin):
         self.sem_value = [0] * 8                   # ttsim reset state: Value 0, Max 0
         self.sem_max = [0] * 8
         self.mutex_holder: dict[int, int | None] = {0: None, 2: None, 3: None, 4: None}   # BH: 4 mutexes
-        self.threads = [_Thread() for _ in range(3)]
+        self.threads = [_Thread(i) for i in range(3)]
         self.instructions = [0, 0, 0]              # instructions executed per thread
         self._init_src()                           # SrcA/SrcB banks and their ownership (tensix_fpu.py)
         self._init_packer()                        # the packer's output stream state (unpack_pack.py)
         self._decoded: dict[int, tuple] = {}
+        self.tm = TensixTiming(self)               # the cycle model (cycles.py)
+        self._issue_t = 0                          # issue cycle of the instruction being executed
         self._handlers = self._build_handlers()
         self._cur = (0, 0, "")                     # (thread, word, name) of the instruction being executed
 
@@ -147,12 +157,26 @@ class Tensix(UnpackPackMixin, FpuMixin):
         return EmuUnimplemented(f"{self._where()}: {what} is not modelled by the emulator")
 
     # ------------------------------------------------------------------------------------------------ frontend
-    def push(self, thread: int, word: int) -> None:
+    def push(self, thread: int, word: int, t: int = 0) -> int:
+        """Push `word` on a thread's FIFO at cycle `t` (the pushing core's time). Returns the cycle the push is
+        accepted: later than `t` when, in modelled time, the FIFO still holds its effective 28 words then."""
         th = self.threads[thread]
         if len(th.fifo) >= FIFO_DEPTH:
             raise Stall(f"Tensix T{thread} instruction FIFO full")
+        t = self.tm.accept(thread, t)
         th.fifo.append(word & 0xFFFFFFFF)
+        th.fifo_t.append(t)
         self._drain(thread)
+        return t
+
+    def settle(self) -> None:
+        """Let time pass with nothing new issued: SFPLOADMACRO-scheduled instructions counted in cycles run."""
+        if self.sfpu is not None and self.sfpu._pending:
+            self.sfpu.drain_macros()
+
+    def thread_done(self, thread: int) -> int:
+        """Cycle by which everything thread `thread` issued has finished (cycle model)."""
+        return self.tm.done(thread)
 
     def step(self) -> int:
         total = 0
@@ -182,18 +206,22 @@ class Tensix(UnpackPackMixin, FpuMixin):
     def _next(self, th: _Thread) -> int | None:
         """Head instruction at the Wait Gate after MOP and replay expansion, or None if nothing is queued."""
         ready = th.ready
+        tm = self.tm
         while not ready:
-            if th.mop_out:
+            from_mop = bool(th.mop_out)
+            if from_mop:
                 w = th.mop_out.popleft()
             elif th.fifo:
                 w = th.fifo.popleft()
                 op = w >> 24
+                tm.take(th.tid, th.fifo_t.popleft(), op == _OP_MOP)
                 if op == _OP_MOP:
                     self._expand_mop(th, w)
                     continue
                 if op == _OP_MOP_CFG:
                     self._check_reserved_word(w, "MOP_CFG")
                     th.mask_hi = w & 0xFFFF
+                    tm.frontend_cycles(th.tid, 1)      # ingested, emits nothing
                     continue
             else:
                 return None
@@ -204,6 +232,8 @@ class Tensix(UnpackPackMixin, FpuMixin):
                 th.replay_load = [idx + 1, remaining - 1, exe] if remaining > 1 else None
                 if exe:
                     ready.append(w)
+                else:
+                    tm.frontend_cycles(th.tid, 1)      # REPLAY.md: recorded at one per cycle, nothing emitted
                 continue
             if w >> 24 == _OP_REPLAY:
                 self._check_reserved_word(w, "REPLAY")
@@ -214,10 +244,13 @@ class Tensix(UnpackPackMixin, FpuMixin):
                     raise EmuUnimplemented(f"Tensix: REPLAY word 0x{w:08X} with len=0")
                 if f["load_mode"]:
                     th.replay_load = [f["start_idx"], count, f["execute_while_loading"]]
+                    tm.frontend_cycles(th.tid, 1)          # the REPLAY word itself is ingested without emitting
                 elif f["execute_while_loading"]:
                     raise EmuUnimplemented(f"Tensix: REPLAY word 0x{w:08X}: execute_while_loading without load_mode")
                 else:
                     ready.extend(th.replay_buf[(f["start_idx"] + i) % 32] for i in range(count))
+                    if from_mop and count >= 2:
+                        tm.long_replay_in_mop(th.tid)
                 continue
             ready.append(w)
         return ready[0]
@@ -284,7 +317,9 @@ class Tensix(UnpackPackMixin, FpuMixin):
             if ins is None:
                 raise EmuError(f"Tensix: unknown opcode 0x{w >> 24:02X} in word 0x{w:08X}")
             reserved = w & ~ins.used_bits() & 0xFFFFFFFF
-            d = (ins.name, ins.decode(w), self._handlers.get(ins.name), _block_bits(ins.name), reserved)
+            fields = ins.decode(w)
+            kind, info = instr_kind(ins.name, ins.unit, fields)
+            d = (ins.name, fields, self._handlers.get(ins.name), _block_bits(ins.name), reserved, kind, info)
             self._decoded[w] = d
         return d
 
@@ -295,8 +330,9 @@ class Tensix(UnpackPackMixin, FpuMixin):
             w = self._next(th)
             if w is None:
                 break
-            name, fields, handler, block, reserved = self._decode(w)
+            name, fields, handler, block, reserved, kind, info = self._decode(w)
             self._cur = (t, w, name)
+            was_blocked = th.blocked is not None
             latch = th.latch
             if latch is not None:
                 if block == _NOP_BLOCK:
@@ -313,10 +349,19 @@ class Tensix(UnpackPackMixin, FpuMixin):
                 raise self.err(f"reserved bits 0x{reserved:08X} set (not part of any {name} field)")
             if handler is None:
                 raise self.unimpl(f"instruction {name}")
-            why = handler(t, fields)
-            if why is not None:
-                th.blocked = why
-                break
+            if kind == K_SFPU:       # the SFPU needs its issue cycle (SFPLOADMACRO timing) before it executes
+                self._issue_t = self.tm.issue(t, name, kind, info, fields, block, was_blocked)
+                why = handler(t, fields)
+            else:
+                pre = self.tm.pre(t, kind, name, fields) if kind == K_FPU or kind == K_UNPACK else None
+                why = handler(t, fields)
+                if why is not None:
+                    th.blocked = why
+                    break
+                self._issue_t = self.tm.issue(t, name, kind, info, fields, block, was_blocked, pre)
+                if kind == K_WAIT and th.latch is not None:
+                    lt = th.latch
+                    self.tm.waited(t, self._issue_t, lt.cond if lt.kind == "STALLWAIT" else 0, lt.block)
             th.ready.popleft()
             th.blocked = None
             n += 1
@@ -356,7 +401,8 @@ class Tensix(UnpackPackMixin, FpuMixin):
     def sem_read(self, i: int) -> int:
         return self.sem_value[i]
 
-    def sem_mmio_write(self, i: int, value: int) -> None:
+    def sem_mmio_write(self, i: int, value: int, t: int = 0) -> None:
+        self.tm.event_t = max(self.tm.event_t, t)
         if value & 1:
             self._sem_get(i, "RISC-V store to semaphore (SEMGET)")
         else:
@@ -594,6 +640,8 @@ class Tensix(UnpackPackMixin, FpuMixin):
     # ------------------------------------------------------------------------------------------------ SFPU
     def _make_sfpu_handler(self, name):
         has_addr_mode = "sfpu_addr_mode" in {fl.name for fl in INSTRUCTIONS[name].fields}
+        is_load = name in ("SFPLOAD", "SFPLOADMACRO")
+        canonical = {"SFPADD": self._check_sfpadd, "SFPMUL": self._check_sfpmul}.get(name)
 
         def handler(t, f):
             if self.sfpu is None:
@@ -605,7 +653,46 @@ class Tensix(UnpackPackMixin, FpuMixin):
             # MOD0_FMT_SRCB resolves by the SrcB format (SFPLOAD.md): the override field wins over REG1_SrcB
             srcb_fmt = (c0 >> 5 & 0xF) if c0 >> 9 & 1 else (c1 >> 21 & 0xF)
             self.sfpu.srcb_is_fp16 = srcb_fmt not in _SRCB_BF16_LIKE
-            self.sfpu.execute(name, f, dst_base)
+            if is_load and self.strict:
+                self._check_dst_written(name, f, dst_base)
+            elif canonical is not None and self.strict:
+                canonical(f)
+            try:
+                self.sfpu.execute(name, f, dst_base, self._issue_t)
+            except EmuError as e:       # name the thread and word for SFPU-side rules (macros, hazards)
+                if str(e).startswith("Tensix T"):
+                    raise
+                raise self.err(str(e)) from e
             if has_addr_mode:  # SFPLOAD/SFPSTORE/SFPLOADMACRO: RWCs move, the fidelity phase does not
                 self.apply_addr_mod(t, f["sfpu_addr_mode"], fidelity=False)
         return handler
+
+    def _check_dst_written(self, name: str, f: dict, dst_base: int) -> None:
+        """Dst.md: Dst has no reset value; reading rows no one wrote is undefined (strict mode)."""
+        addr = (f["dest_reg_addr"] + dst_base) & 0x3FC
+        mod0 = f["instr_mod0"]
+        if mod0 in (11, 10):                       # ZERO reads nothing; INT32_ALL is not modelled anyway
+            return
+        if mod0 == 0:
+            mod0 = 3 if self.sfpu.sfpu_fp32_enabled else 2
+        if mod0 in (3, 4, 12):
+            rows = range(addr & 0x1FF, (addr & 0x1FF) + 4)
+        else:                                      # Dst16b row r lives in Dst32b row ((r >> 4) << 3) | (r & 7)
+            rows = sorted({((r >> 4) << 3) | (r & 7) for r in range(addr, addr + 4)})
+        written = self.dst.written
+        for r in rows:
+            if not written[r & 511]:
+                raise self.err(f"reads Dst row {r} (Dst32b numbering) which was never written since reset "
+                               f"(Dst.md: Dst has no reset value)")
+
+    def _check_sfpadd(self, f: dict) -> None:
+        """SFPADD.md: SFPMAD computing +-(1.0 * VB) +- VC, i.e. one multiplicand must be LReg[10] (ttsim:
+        NonContractualBehavior otherwise)."""
+        if f["lreg_src_a"] != 10 and f["lreg_src_b"] != 10:
+            raise self.err(f"SFPADD with VA={f['lreg_src_a']} and VB={f['lreg_src_b']}: one of them must be LReg[10] "
+                           f"(1.0) - use SFPMAD for a general multiply-add")
+
+    def _check_sfpmul(self, f: dict) -> None:
+        """SFPMUL.md: SFPMAD computing +-(VA * VB) +- 0, i.e. VC must be LReg[9] (ttsim: NonContractualBehavior)."""
+        if f["lreg_src_c"] != 9:
+            raise self.err(f"SFPMUL with VC={f['lreg_src_c']}: the addend must be LReg[9] (0.0) - use SFPMAD")

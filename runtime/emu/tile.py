@@ -6,12 +6,16 @@ Anything not in the table is an EmuError naming the core and address (the schedu
 takes only aligned 32-bit accesses (local RAM and its slow alias window excepted).
 
 Scheduling: `run(budget)` gives each released, unparked core a quantum in turn and drains the Tensix after each
-quantum; a parked core and an idle Tensix cost nothing. Time (`WALL_CLOCK`) advances by the largest number of
-instructions any one unit retired in a round, since ttsim retires one instruction per core per clock.
+quantum; a parked core and an idle Tensix cost nothing. Time comes from the cycle model (cycles.py): a core's cycle
+count is its instret plus the cycles it stalled (Tensix FIFO full / TTSync until the thread's work is done, slow MMIO
+loads), counted from the tile clock at its release; Tensix threads carry their own issue cycles. `clock` (and
+WALL_CLOCK as the host sees it) is the latest cycle any core or thread reached. When nothing can progress and no core
+is held in reset (so the host cannot release a helper), run() raises EmuError naming every core's and thread's wait.
 """
 from __future__ import annotations
 
 import bisect
+import sys
 from typing import Callable
 
 import numpy as np
@@ -20,6 +24,7 @@ from templates import layout
 from templates.errors import EmuError, EmuUnimplemented
 
 from .dram import Dram, as_bytes
+from .cycles import noc_cycles, riscv_mmio_extra
 from .noc import WINDOW_SIZE as NIU_WINDOW, Niu
 from .rv32 import RV32Core, Stall
 
@@ -60,11 +65,15 @@ class Tile:
             from .tensix import Tensix                        # imported late: the coprocessor model is optional
             tensix_factory = Tensix
         self.tensix = tensix_factory(self.l1_array)
+        self._timed = hasattr(self.tensix, "tm")             # the real Tensix model carries the cycle model
         self.nius = [Niu(i, self.l1_array, self.dram, self._noc_mmio_read32, self._noc_mmio_write32) for i in (0, 1)]
         self.cores = {c: RV32Core(c, self, layout.DEFAULT_RESET_PC[c]) for c in layout.CORES}
         self.tensix_pushes = [0, 0, 0]
         self._wait = {c: "" for c in layout.CORES}           # why the core's last quantum ended in a Stall
         self._fault = {c: "" for c in layout.CORES}          # the error that stopped the core (until re-released)
+        self._tbase = {c: 0 for c in layout.CORES}           # cycle model: core time = tbase + instret + stall
+        self._stall = {c: 0 for c in layout.CORES}
+        self._niu_busy = [0, 0]                              # cycle model: when each NIU's requests are complete
         self._build_mmio_table()
 
     # ------------------------------------------------------------------ MMIO routing
@@ -77,11 +86,9 @@ class Tile:
             (CTRL_BASE, CTRL_BASE + 0x1000, "tile control", self._ctrl_load, self._ctrl_store, False),
             (ALIAS_BASE, ALIAS_END, "local RAM alias", self._alias_load, self._alias_store, True),
             (layout.NOC_BASE[0], layout.NOC_BASE[0] + NIU_WINDOW, "NoC0 NIU",
-             lambda who, a: self.nius[0].load(a - layout.NOC_BASE[0]),
-             lambda who, a, v: self.nius[0].store(a - layout.NOC_BASE[0], v), False),
+             lambda who, a: self._niu_load(0, who, a), lambda who, a, v: self._niu_store(0, who, a, v), False),
             (layout.NOC_BASE[1], layout.NOC_BASE[1] + NIU_WINDOW, "NoC1 NIU",
-             lambda who, a: self.nius[1].load(a - layout.NOC_BASE[1]),
-             lambda who, a, v: self.nius[1].store(a - layout.NOC_BASE[1], v), False),
+             lambda who, a: self._niu_load(1, who, a), lambda who, a, v: self._niu_store(1, who, a, v), False),
             (MOP_CFG_BASE, MOP_CFG_BASE + 4 * MOP_CFG_WORDS, "MOP config", None, self._mop_store, False),
             (layout.REGFILE_BASE, layout.REGFILE_BASE + 0x1000, "Tensix GPRs", self._gpr_load, self._gpr_store, False),
             (layout.INSTRN_BUF_BASE, layout.INSTRN_BUF_BASE + 0x30000, "instruction push", None, self._push_store,
@@ -121,6 +128,8 @@ class Tile:
         return self._local_mv[core]
 
     def mmio_load(self, core: str, addr: int, size: int) -> int:
+        if core in self._stall:
+            self._stall[core] += riscv_mmio_extra(addr)       # BabyRISCV/README.md load latencies
         key = (core, addr, size, False)
         handler = self._routes.get(key)
         if handler is None:
@@ -148,9 +157,9 @@ class Tile:
         if addr == layout.TRISC_RESET_PC_OVERRIDE:
             return self.trisc_override
         if addr == layout.WALL_CLOCK_LO:
-            return self.clock & 0xFFFFFFFF
+            return self.now(who) & 0xFFFFFFFF
         if addr == layout.WALL_CLOCK_HI:
-            return (self.clock >> 32) & 0xFFFFFFFF
+            return (self.now(who) >> 32) & 0xFFFFFFFF
         if addr in (layout.NCRISC_RESET_PC, layout.NCRISC_RESET_PC_OVERRIDE):
             raise EmuError(f"{who}: NCRISC_RESET_PC(_OVERRIDE) at 0x{addr:08X} is write-only (ttsim: fatal read)")
         raise EmuError(f"{who}: read of tile control register 0x{addr:08X} is not modelled")
@@ -188,6 +197,8 @@ class Tile:
         for core, bit in CORE_BITS.items():
             if old & bit and not new & bit:               # release is edge-triggered: 1 -> 0 starts at the reset PC
                 self.cores[core].reset(self.reset_pc(core))
+                self._tbase[core] = self.clock - self.cores[core].instret
+                self._stall[core] = 0
                 self._wait[core] = self._fault[core] = ""
         if who in CORE_BITS and new & CORE_BITS[who]:
             # a core that asserts its own reset stops at once: end its quantum; the retried store is dropped because
@@ -267,7 +278,11 @@ class Tile:
         if thread is None:
             raise EmuError(f"{who}: cannot push Tensix instructions (no instruction buffer); word 0x{word:08X}")
         try:
-            self.tensix.push(thread, word)
+            if self._timed:
+                t = self.now(who)
+                self._wait_until(who, self.tensix.push(thread, word, t))   # FIFO full in modelled time
+            else:
+                self.tensix.push(thread, word)
         except Stall:
             self._wait[who] = f"Tensix thread {thread} instruction FIFO full"
             raise
@@ -280,6 +295,8 @@ class Tile:
             if not self.tensix.thread_idle(t):
                 self._wait[who] = f"TTSync: waiting for Tensix thread {t} to go idle"
                 raise Stall()
+            if self._timed:
+                self._wait_until(who, self.tensix.thread_done(t))
             return 0
         return self.tensix.sem_read(self._sem_index(who, addr))
 
@@ -289,7 +306,10 @@ class Tile:
             # load cannot overtake older instruction pushes. Nothing to model beyond accepting it.
             self._thread(who, "TTSync (0xFFE80004)")
             return
-        self.tensix.sem_mmio_write(self._sem_index(who, addr), value)
+        if self._timed:
+            self.tensix.sem_mmio_write(self._sem_index(who, addr), value, self.now(who))
+        else:
+            self.tensix.sem_mmio_write(self._sem_index(who, addr), value)
 
     def _sem_index(self, who: str, addr: int) -> int:
         i = (addr - layout.SEMAPHORE_BASE) >> 2
@@ -397,10 +417,81 @@ class Tile:
                 tensix.step()
             per_thread = [a - b for a, b in zip(tensix.instructions, before)]
             total += riscv + sum(per_thread)
-            self.clock += max(round_max, *per_thread)
+            self._advance_clock()
             if riscv == 0 and not any(per_thread):   # everyone parked, in reset or blocked
+                self._check_deadlock()
+                if not self._tensix_busy() and hasattr(tensix, "settle"):
+                    tensix.settle()                  # nothing left to issue: scheduled SFPU work runs out
+                    self._advance_clock()
                 break
         return total
+
+    # ------------------------------------------------------------------ cycle model
+
+    def now(self, who: str) -> int:
+        """The cycle `who` has reached: for a core, its time at the instruction being executed (the generated
+        block function's `done + k` locals give the position inside the running quantum)."""
+        core = self.cores.get(who)
+        if core is None:
+            return self.clock
+        off = 0
+        f = sys._getframe(1)
+        for _ in range(8):
+            if f is None:
+                break
+            if f.f_code.co_name.startswith("block_"):
+                loc = f.f_locals
+                off = loc.get("done", 0) + loc.get("k", 0)
+                break
+            f = f.f_back
+        return self._tbase[who] + core.instret + self._stall[who] + off
+
+    def _niu_store(self, i: int, who: str, addr: int, value: int) -> None:
+        niu = self.nius[i]
+        before = sum(niu.stats()["bytes"].values())
+        niu.store(addr - layout.NOC_BASE[i], value)
+        moved = sum(niu.stats()["bytes"].values()) - before
+        if moved and who in self._stall:
+            # transfers complete inside the store (noc.py); their time (NoC/README.md rates) is charged to whoever
+            # later polls this NIU's registers for completion
+            self._niu_busy[i] = max(self._niu_busy[i], self.now(who)) + noc_cycles(moved)
+
+    def _niu_load(self, i: int, who: str, addr: int) -> int:
+        if who in self._stall:
+            self._wait_until(who, self._niu_busy[i])
+        return self.nius[i].load(addr - layout.NOC_BASE[i])
+
+    def _wait_until(self, who: str, cycle: int) -> None:
+        """A core that waited for something finishing at `cycle` resumes then."""
+        t = self.now(who)
+        if cycle > t:
+            self._stall[who] += cycle - t
+
+    def cycles(self, core: str) -> int:
+        return self._tbase[core] + self.cores[core].instret + self._stall[core]
+
+    def _advance_clock(self) -> None:
+        c = self.clock
+        for name in self.cores:
+            if not self.soft_reset & CORE_BITS[name]:
+                c = max(c, self.cycles(name))
+        tm = getattr(self.tensix, "tm", None)
+        if tm is not None:
+            c = max(c, *tm.clock)
+        self.clock = c
+
+    def _check_deadlock(self) -> None:
+        """Nothing progressed. If some released core or Tensix thread is still waiting and no core is held in reset
+        (the host could release one that provides what is missing), nobody can ever provide it: raise."""
+        if self.soft_reset & layout.ALL_CORES_RESET:
+            return
+        waiting = [c for c in self.cores if self.running(c)]
+        blocked = [t for t in range(3) if not self.tensix.thread_idle(t)] if self._timed else []
+        if not waiting and not blocked:
+            return
+        lines = [f"{k}: {v}" for k, v in self.state().items()]
+        raise EmuError("deadlock: every released core and Tensix thread is waiting on something no core or thread "
+                       "can provide:\n  " + "\n  ".join(lines))
 
     def state(self) -> dict[str, str]:
         out = {}
@@ -425,6 +516,10 @@ class Tile:
         return out
 
     def stats(self) -> dict:
+        tm = getattr(self.tensix, "tm", None)
         return {"clock": self.clock, "instructions": dict(self.instructions),
+                "cycles": {c: self.cycles(c) - self._tbase[c] for c in self.cores},
+                "stall_cycles": dict(self._stall),
+                "tensix_cycles": tm.stats() if tm is not None else None,
                 "tensix_instructions": list(self.tensix.instructions), "tensix_pushes": list(self.tensix_pushes),
                 "noc": [n.stats() for n in self.nius]}

@@ -1,0 +1,196 @@
+"""`python -m tt_backend bench emu` (wired by the lead) / `python -m runtime.emu.bench`: emulator speed on fixed
+kernels, in emulated instructions per second of host time, with the cycle model's view of the same runs.
+
+Kernels (no compiler needed: RISC-V programs are assembled here, Tensix words come from templates.isa):
+* `riscv`  - BRISC counting loop (RV32I add/branch), through Tile.run.
+* `sfpu`   - SFPU only: an exp2-shaped row body (SFPLOAD, SFPEXEXP/SFPEXMAN, 4 Horner SFPMADs, SFPSETEXP,
+             SFPSTORE = 9 instructions, the shape lowering/sfpu_ops.py's exp2 has) replayed over a 32-row tile,
+             pushed straight into a Tensix thread.
+* `tile`   - the same body through the whole tile: TRISC1 issues one MOP per tile (MOP -> REPLAY -> SFPU), BRISC
+             and the other TRISCs spin on a shared counter like the real reader/writer/pack cores do.
+The reference bar is ttsim at ~4 M SFPU instructions/s and ~8.5 M RISC-V instructions/s (shared/reference/
+simulators.md); the target for the emulator is >= 10 % of the SFPU figure.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+import numpy as np
+
+from templates import isa, layout
+
+E = isa.encode
+TTSIM_SFPU_PER_S = 4.3e6
+TTSIM_RISCV_PER_S = 8.5e6
+
+
+def _rotl2(w: int) -> int:
+    return ((w << 2) | (w >> 30)) & 0xFFFFFFFF
+
+
+def _i(imm: int, rs1: int, f3: int, rd: int, op: int) -> int:
+    return ((imm & 0xFFF) << 20) | (rs1 << 15) | (f3 << 12) | (rd << 7) | op
+
+
+def _b(off: int, rs2: int, rs1: int, f3: int) -> int:
+    o = off & 0x1FFF
+    return (((o >> 12) & 1) << 31) | (((o >> 5) & 0x3F) << 25) | (rs2 << 20) | (rs1 << 15) | (f3 << 12) | \
+        (((o >> 1) & 0xF) << 8) | (((o >> 11) & 1) << 7) | 0x63
+
+
+def _lui(rd: int, imm20: int) -> int:
+    return ((imm20 & 0xFFFFF) << 12) | (rd << 7) | 0x37
+
+
+def _li(rd: int, value: int) -> list[int]:
+    hi, lo = (value + 0x800) >> 12, value & 0xFFF
+    return [_lui(rd, hi), _i(lo, rd, 0, rd, 0x13)]
+
+
+def _jal(off: int) -> int:
+    o = off & 0x1FFFFF
+    return (((o >> 20) & 1) << 31) | (((o >> 1) & 0x3FF) << 21) | (((o >> 11) & 1) << 20) | (((o >> 12) & 0xFF) << 12) \
+        | 0x6F
+
+
+J_SELF = 0x0000006F
+
+
+def exp2_body() -> list[int]:
+    """One 32-lane row of an exp2-shaped SFPU sequence (9 instructions, the last one advances Dst by 2)."""
+    mad = lambda a, b, c, d: E("SFPMAD", lreg_src_a=a, lreg_src_b=b, lreg_src_c=c, lreg_dest=d, instr_mod1=0)
+    return [E("SFPLOAD", lreg_ind=0, instr_mod0=3, sfpu_addr_mode=0, dest_reg_addr=0),
+            E("SFPEXEXP", lreg_c=0, lreg_dest=1, instr_mod1=0),
+            E("SFPEXMAN", lreg_c=0, lreg_dest=2, instr_mod1=0),
+            mad(0, 12, 13, 3), mad(3, 0, 14, 3), mad(3, 0, 10, 3), mad(3, 0, 10, 3),
+            E("SFPSETEXP", lreg_c=3, lreg_dest=1, instr_mod1=0, imm12_math=0),
+            E("SFPSTORE", lreg_ind=3, instr_mod0=3, sfpu_addr_mode=1, dest_reg_addr=0)]
+
+
+def _tensix_setup() -> list[int]:
+    return [E("SETC16", setc16_reg=28 + 1, setc16_value=2)]      # ADDR_MOD_DST_SEC1: Dst += 2
+
+
+def bench_sfpu(rows: int = 4096) -> dict:
+    from .tensix import Tensix
+    tx = Tensix(np.zeros(layout.L1_SIZE, np.uint8), strict=True)
+    tx.dst.write_rows32(0, np.random.default_rng(0).standard_normal((512, 16)).astype(np.float32).view(np.uint32))
+    body = exp2_body()
+    per = 32 // len(body)                                  # rows per replay buffer load
+    rec = body * per
+    words = _tensix_setup() + [E("REPLAY", load_mode=1, execute_while_loading=0, len=len(rec), start_idx=0)] + rec
+    reset = E("SETRWC", rwc_cr=0, rwc_d=0, rwc_b=0, rwc_a=0, bit_mask=4, clear_ab_vld=0)
+    for w in words:
+        tx.push(1, w)
+    n0 = tx.instructions[1]
+    t0 = time.perf_counter()
+    done_rows = 0
+    while done_rows < rows:
+        tx.push(1, E("REPLAY", load_mode=0, execute_while_loading=0, len=len(rec), start_idx=0))
+        done_rows += per
+        if done_rows % 128 < per:
+            tx.push(1, reset)                              # stay inside the 512 Dst rows
+    dt = time.perf_counter() - t0
+    n = tx.instructions[1] - n0
+    return {"kernel": "sfpu", "sfpu_instructions": n, "seconds": dt, "per_second": n / dt,
+            "vs_ttsim": n / dt / TTSIM_SFPU_PER_S, "cycles": tx.tm.clock[1] - (tx.tm.first[1] or 0)}
+
+
+def _launch(tile, programs: dict[str, list[int]]) -> None:
+    for core in layout.CORES:
+        tile.write_l1(layout.IMAGE_SLOT[core], np.array(programs.get(core, [J_SELF]), np.uint32).tobytes())
+    tile.write_l1(0, np.array([_jal(layout.IMAGE_SLOT["brisc"])], np.uint32).tobytes())
+    for i in range(3):
+        tile.write32(layout.TRISC_RESET_PC[i], layout.IMAGE_SLOT[f"trisc{i}"])
+    tile.write32(layout.TRISC_RESET_PC_OVERRIDE, 7)
+    tile.write32(layout.NCRISC_RESET_PC, layout.IMAGE_SLOT["ncrisc"])
+    tile.write32(layout.NCRISC_RESET_PC_OVERRIDE, 1)
+    tile.write32(layout.SOFT_RESET_0, 0)
+
+
+def _run(tile, budget: int) -> float:
+    t0 = time.perf_counter()
+    while True:
+        ran = tile.run(budget)
+        if ran < budget or all(not tile.running(c) for c in layout.CORES):
+            break
+    return time.perf_counter() - t0
+
+
+def bench_riscv(iters: int = 1_000_000) -> dict:
+    from .tile import Tile
+    tile = Tile()
+    # x5 = iters; loop: addi x6, x6, 1; addi x5, x5, -1; bne x5, x0, loop; j .
+    prog = _li(5, iters) + [_i(1, 6, 0, 6, 0x13), _i(-1, 5, 0, 5, 0x13), _b(-8, 0, 5, 1), J_SELF]
+    _launch(tile, {"brisc": prog})
+    dt = _run(tile, 50_000_000)
+    n = tile.instructions["brisc"]
+    return {"kernel": "riscv", "riscv_instructions": n, "seconds": dt, "per_second": n / dt,
+            "vs_ttsim": n / dt / TTSIM_RISCV_PER_S, "cycles": tile.stats()["cycles"]["brisc"]}
+
+
+def bench_tile(tiles: int = 64) -> dict:
+    """TRISC1: per tile, one MOP (outer 4 x inner 1: REPLAY of 3 rows, 8 times per tile = 24 rows... see below)."""
+    from .tile import Tile
+    tile = Tile()
+    tile.tensix.dst.write_rows32(0, np.random.default_rng(0).standard_normal((512, 16)).astype(np.float32)
+                                 .view(np.uint32))
+    body = exp2_body()
+    per = 32 // len(body)
+    rec = body * per                                      # 3 rows per replay
+    reps = 32 // per + 1                                  # 11 replays ~ one 32-row tile (33 rows)
+    mopcfg = [1, reps, E("NOP"), E("NOP"), E("NOP"),
+              E("REPLAY", load_mode=0, execute_while_loading=0, len=len(rec), start_idx=0),
+              E("NOP"), E("REPLAY", load_mode=0, execute_while_loading=0, len=len(rec), start_idx=0),
+              E("REPLAY", load_mode=0, execute_while_loading=0, len=len(rec), start_idx=0)]
+    reset = E("SETRWC", rwc_cr=0, rwc_d=0, rwc_b=0, rwc_a=0, bit_mask=4, clear_ab_vld=0)
+    mop = E("MOP", mop_type=1, loop_count=0, zmask_lo16_or_loop_count=0)
+    prog = []
+    # MOP config through MMIO: x7 = 0xFFB80000; sw each word
+    prog += _li(7, 0xFFB80000)
+    for i, v in enumerate(mopcfg):
+        prog += _li(8, v) + [((4 * i >> 5) << 25) | (8 << 20) | (7 << 15) | (2 << 12) | ((4 * i & 31) << 7) | 0x23]
+    prog += [_rotl2(w) for w in _tensix_setup()]
+    prog += [_rotl2(E("REPLAY", load_mode=1, execute_while_loading=0, len=len(rec), start_idx=0))]
+    prog += [_rotl2(w) for w in rec]
+    prog += _li(5, tiles)
+    loop = len(prog)
+    prog += [_rotl2(reset), _rotl2(mop), _i(-1, 5, 0, 5, 0x13)]
+    prog += [_b(4 * (loop - len(prog)), 0, 5, 1)]
+    prog += [_lui(9, 0xFFE80), _i(4, 9, 2, 10, 0x03), J_SELF]          # TTSync, then park
+    _launch(tile, {"trisc1": prog})
+    dt = _run(tile, 10_000_000)
+    st = tile.stats()
+    n_sfpu = st["tensix_instructions"][1]
+    n_rv = sum(st["instructions"].values())
+    return {"kernel": "tile", "sfpu_instructions": n_sfpu, "riscv_instructions": n_rv, "seconds": dt,
+            "per_second": n_sfpu / dt, "vs_ttsim": n_sfpu / dt / TTSIM_SFPU_PER_S,
+            "cycles": st["cycles"]["trisc1"], "tensix_cycles": st["tensix_cycles"]["issue_cycle"][1]}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="bench emu", description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true", help="small sizes (a few seconds)")
+    ap.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+    ap.add_argument("kernels", nargs="*", default=["riscv", "sfpu", "tile"])
+    args = ap.parse_args(argv)
+    q = args.quick
+    runs = {"riscv": lambda: bench_riscv(200_000 if q else 2_000_000),
+            "sfpu": lambda: bench_sfpu(512 if q else 4096),
+            "tile": lambda: bench_tile(8 if q else 64)}
+    results = [runs[k]() for k in args.kernels]
+    if args.json:
+        print(json.dumps(results))
+        return 0
+    print(f"{'kernel':8} {'instructions':>14} {'seconds':>8} {'M instr/s':>10} {'vs ttsim':>9} {'cycles':>10}")
+    for r in results:
+        n = r.get("sfpu_instructions", r.get("riscv_instructions"))
+        print(f"{r['kernel']:8} {n:>14} {r['seconds']:>8.2f} {r['per_second'] / 1e6:>10.3f} {r['vs_ttsim']:>8.1%} "
+              f"{r['cycles']:>10}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

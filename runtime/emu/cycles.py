@@ -1,0 +1,451 @@
+"""The emulator's cycle model: latency/throughput tables as data, and the per-instruction timing rules the Tensix
+frontends (tensix.py), the Vector Unit (sfpu.py) and the tile scheduler (tile.py) apply.
+
+Time is counted in AICLK cycles (1.35 GHz on Blackhole) on one tile-wide time base. Functional execution stays as it
+was (an instruction executes when it passes the Wait Gate); every Tensix instruction additionally gets an *issue
+cycle*:  issue = max(previous issue on the thread + 1, when the frontend can deliver it, auto-stalls of its unit,
+Wait Gate release).  RISC-V cores retire one instruction per cycle; their time is instret plus the cycles they spent
+stalled (Tensix FIFO full, TTSync, slow MMIO loads).
+
+Sources (tt-isa-documentation): BH VectorUnit.md (SFPU latency/IPC table), SFPMAD.md (auto-stall and its stall-blind
+cases), SFPSWAP.md / SFPSHFT2.md (next cycle only SFPNOP), SFPLOADMACRO.md (sub-units, no auto-stalls), Dst.md (FPU
+write -> read hazards), STALLWAIT.md (one-cycle lag), WH MatrixUnit.md (FPU latencies), WH MOPExpander.md /
+REPLAY.md (frontend rates and the MOP transition penalty), WH L1.md (unpacker/packer L1 bandwidth), BH NoC/README.md
+(NoC flit rate and hop latency), BH BabyRISCV/README.md (RISC-V load latencies).
+"""
+from __future__ import annotations
+
+from collections import deque
+
+from templates.errors import EmuError
+
+# ---------------------------------------------------------------------------------------------------- SFPU tables
+# VectorUnit.md: these have IPC 1 and a latency of 2 cycles; BH hardware stalls the next instruction 1 cycle when it
+# reads the result (SFPMAD.md "Instruction scheduling").
+SFPU_MAD_CLASS = frozenset({"SFPMAD", "SFPADD", "SFPMUL", "SFPADDI", "SFPMULI", "SFPLUT", "SFPLUTFP32", "SFPMUL24"})
+# SFPSWAP (all modes) and SFPSHFT2 in these Mod1 modes: "on the next cycle the only instruction the Vector Unit can
+# accept is SFPNOP" (auto stall of one cycle for anything else).
+SFPSHFT2_TWO_CYCLE_MODES = frozenset({2, 3, 4})
+# SFPCONFIG latency is "<= 2 cycles" (VectorUnit.md); the doc names no interlock beyond the DISABLE_BACKDOOR_LOAD note.
+
+# SFPLOADMACRO.md: which sub-unit executes which instruction (the columns of the table at the top of the page).
+SUB_SIMPLE, SUB_MAD, SUB_ROUND, SUB_STORE, SUB_LOAD = 0, 1, 2, 3, 4
+SUB_UNIT_NAMES = ("Simple", "MAD", "Round", "Store", "Load")
+SIMPLE_OPS = frozenset({"SFPABS", "SFPAND", "SFPARECIP", "SFPCAST", "SFPCOMPC", "SFPCONFIG", "SFPDIVP2", "SFPENCC",
+                        "SFPEXEXP", "SFPEXMAN", "SFPGT", "SFPIADD", "SFPLE", "SFPLZ", "SFPMOV", "SFPNOP", "SFPNOT",
+                        "SFPOR", "SFPPOPC", "SFPPUSHC", "SFPSETCC", "SFPSETEXP", "SFPSETMAN", "SFPSETSGN", "SFPSHFT",
+                        "SFPSWAP", "SFPTRANSP", "SFPXOR"})
+MAD_OPS = frozenset({"SFPADD", "SFPADDI", "SFPLUT", "SFPLUTFP32", "SFPMAD", "SFPMUL", "SFPMULI", "SFPMUL24", "SFPNOP"})
+ROUND_OPS = frozenset({"SFPNOP", "SFPSHFT2", "SFP_STOCH_RND"})
+STORE_OPS = frozenset({"SFPSTORE"})
+SUB_UNIT_OPS = (SIMPLE_OPS, MAD_OPS, ROUND_OPS, STORE_OPS)
+LOAD_OPS = frozenset({"SFPLOAD", "SFPLOADI", "SFPLOADMACRO", "SFPNOP"})
+
+
+def sfpu_sub_unit(name: str) -> int:
+    """The sub-unit a regular SFPU instruction occupies (for SFPLOADMACRO slot collisions)."""
+    if name in LOAD_OPS:
+        return SUB_LOAD
+    for i, ops in enumerate(SUB_UNIT_OPS):
+        if name in ops:
+            return i
+    return SUB_LOAD
+
+
+ALL_LREGS = (1 << 17) - 1
+
+
+def _m(*regs) -> int:
+    out = 0
+    for r in regs:
+        out |= 1 << r
+    return out
+
+
+def sfpu_regs(name: str, f: dict) -> tuple[int, int, int]:
+    """(LRegs actually read, LRegs the BH auto-stall logic believes are read, LRegs written) as bitmasks, from the
+    instruction pages' functional models and the list of stall-blind cases in SFPMAD.md."""
+    g = f.get
+    vd = g("lreg_ind" if name in ("SFPLOAD", "SFPLOADI", "SFPSTORE", "SFPLUT") else "lreg_dest", 0)
+    vc = g("lreg_c", g("lreg_src_c", 0))
+    mod1 = g("instr_mod1", 0)
+    if name in ("SFPMAD", "SFPADD", "SFPMUL", "SFPMUL24"):
+        r = ALL_LREGS if mod1 & 4 else _m(g("lreg_src_a"), g("lreg_src_b"), vc)
+        return r, r, ALL_LREGS if mod1 & 8 else _m(vd)
+    if name in ("SFPADDI", "SFPMULI"):
+        return _m(vd), _m(vd), ALL_LREGS if mod1 & 8 else _m(vd)
+    if name == "SFPLUT":
+        return _m(0, 1, 2, 3), _m(0, 1, 2, 3), ALL_LREGS if g("instr_mod0", 0) & 8 else _m(vd)
+    if name == "SFPLUTFP32":
+        return _m(0, 1, 2, 3, 4, 5, 6), _m(0, 1, 2, 3, 4, 5, 6), ALL_LREGS if mod1 & 8 else _m(vd)
+    if name in ("SFPLOAD", "SFPLOADMACRO"):
+        return 0, 0, _m(vd & 7 if name == "SFPLOAD" else ((g("dest_reg_addr", 0) & 1) << 2) | (vd & 3))
+    if name == "SFPLOADI":
+        return 0, 0, _m(vd)
+    if name == "SFPSTORE":
+        return _m(vd), _m(vd), 0
+    if name in ("SFPNOP", "SFPENCC", "SFPPUSHC", "SFPPOPC", "SFPCOMPC"):
+        return 0, 0, 0
+    if name == "SFPCONFIG":   # stall-blind: the stall logic does not know SFPCONFIG reads LReg[0]
+        return _m(0), 0, 0
+    if name == "SFPTRANSP":
+        return _m(*range(8)), _m(*range(8)), _m(*range(8))
+    if name == "SFPIADD":     # stall-blind: VD read not seen
+        return (_m(vc) if mod1 & 1 else _m(vc, vd)), _m(vc), _m(vd)
+    if name == "SFPSHFT":     # stall-blind: VD read not seen
+        return (_m(vc) if mod1 & 1 and mod1 & 4 else _m(vc, vd)), _m(vc), _m(vd)
+    if name in ("SFPAND", "SFPOR"):   # stall-blind: USE_VB ignored, the logic thinks VD is read
+        vb = g("imm12_math", 0) & 15 if mod1 & 1 else vd
+        return _m(vb, vc), _m(vd, vc), _m(vd)
+    if name in ("SFPXOR", "SFPGT", "SFPLE"):
+        return _m(vc, vd), _m(vc, vd), _m(vd)
+    if name in ("SFPSETEXP", "SFPSETMAN", "SFPSETSGN"):
+        r = _m(vc) if mod1 & 1 else _m(vc, vd)
+        return r, r, _m(vd)
+    if name == "SFPSWAP":     # stall-blind in every mode but SWAP: the first-cycle compare reads are not seen
+        return _m(vc, vd), (_m(vc, vd) if mod1 == 0 else 0), _m(vc, vd)
+    if name == "SFPSHFT2":
+        if mod1 in (0, 1, 2):
+            r = _m(0, 1, 2, 3, vc)
+            return r, (_m(0, 1, 2, 3) if mod1 != 2 else 0), _m(0, 1, 2, 3)
+        if mod1 in (3, 4):    # stall-blind: the logic does not realise these read anything
+            return _m(vc), 0, _m(vd)
+        vb = g("imm12_math", 0) & 15
+        if mod1 == 5:         # stall logic thinks VD is read instead of VB
+            return _m(vb, vc), _m(vd, vc), _m(vd)
+        return _m(vb), _m(vd), _m(vd)
+    if name == "SFP_STOCH_RND":   # VB is read only by the int->int modes that shift by a register
+        r = _m(vc, g("lreg_src_b", 0)) if mod1 & 7 in (4, 5) and not mod1 & 8 else _m(vc)
+        return r, _m(vc, g("lreg_src_b", 0)), _m(vd)
+    if name == "SFPARECIP":
+        r = _m(vc, g("imm12_math", 0) & 15) if mod1 == 1 else _m(vc)
+        return r, r, _m(vd)
+    # SFPMOV SFPABS SFPNOT SFPLZ SFPEXEXP SFPEXMAN SFPDIVP2 SFPSETCC SFPCAST: read VC, write VD
+    return _m(vc), _m(vc), _m(vd)
+
+
+def sfpu_indirect(name: str, f: dict) -> bool:
+    """INDIRECT_VA / INDIRECT_VD modes: the stall logic treats them conservatively (SFPMAD.md)."""
+    if name == "SFPLUT":
+        return bool(f.get("instr_mod0", 0) & 8)
+    return name in SFPU_MAD_CLASS and bool(f.get("instr_mod1", 0) & 12)
+
+
+# ---------------------------------------------------------------------------------------------------- FPU tables
+# WH MatrixUnit.md "Instruction latency and throughput" (BH: "similar"): (latency, cycles the FPU is occupied).
+FPU_TIMING = {
+    **{n: (5, 1) for n in ("MVMUL", "DOTPV", "GAPOOL", "ELWMUL", "GMPOOL", "ELWADD", "ELWSUB")},
+    **{n: (1, 1) for n in ("SETRWC", "INCRWC", "CLEARDVALID", "CLREXPHIST", "GATESRCRST", "SHIFTXA", "ZEROACC",
+                           "ZEROSRC", "TRNSPSRCB")},
+    "SHIFTXB": (2, 2),
+    "MOVD2A": (2, 1),
+    **{n: (4, 1) for n in ("MOVA2D", "MOVDBGA2D", "MOVB2D", "MOVB2A")},
+    "MOVD2B": (4, 1),
+}
+# FPU instructions that write or accumulate onto Dst through a `dst` row field (Dst.md hazard bookkeeping).
+FPU_DST_WRITERS = frozenset({"MVMUL", "DOTPV", "GAPOOL", "ELWMUL", "GMPOOL", "ELWADD", "ELWSUB", "MOVA2D",
+                             "MOVDBGA2D", "MOVB2D"})
+FPU_DST_READ_LATENCY = 5       # Dst.md: a written 8x16 block cannot be read for the next four cycles
+FPU_TO_SFPLOAD_GAP = 4         # Dst.md / SFPLOAD.md: >= 3 unrelated instructions between (issue cycles differ by >= 4)
+
+# ---------------------------------------------------------------------------------------------------- frontend
+MOP_TRANSITION_PENALTY = 1     # MOPExpander.md: one idle cycle after a MOP unless its expansion holds a long REPLAY
+STALLWAIT_LAG = 1              # STALLWAIT.md: one cycle between conditions met and the block mask removed
+FIFO_EFFECTIVE_DEPTH = 28      # PushTensixInstruction.md: 32 entries, effectively 28
+
+# ---------------------------------------------------------------------------------------------------- data movement
+# WH L1.md: one unpacker reads four 128-bit words (64 B) per cycle; a packer writes one 128-bit word (16 B) per cycle.
+UNPACK_BYTES_PER_CYCLE = 64
+PACK_BYTES_PER_CYCLE = 16
+# BH NoC/README.md: one 512-bit flit per cycle; NIU -> router ~5 cycles, router -> router 9 cycles per hop,
+# router -> NIU ~5 cycles. The DRAM controller's own latency is not documented: DRAM_LATENCY is an assumption.
+NOC_BYTES_PER_CYCLE = 64
+NOC_NIU_LATENCY = 5
+NOC_HOP_LATENCY = 9
+DRAM_LATENCY = 100
+# BH BabyRISCV/README.md load latencies (a 1-cycle instruction already counted): MMIO regions -> extra cycles.
+RISCV_MMIO_EXTRA = (
+    (0xFFB20000, 0xFFB80000, 6),     # NoC NIU / overlay registers: >= 7 cycles
+    (0xFFE00000, 0xFFE01000, 3),     # Tensix GPRs: >= 4
+    (0xFFEF0000, 0xFFF00000, 3),     # Tensix config: >= 4
+    (0xFFE80000, 0xFFE90000, 2),     # PC buffer / semaphores: >= 3
+    (0xFFEC0000, 0xFFEC4000, 2),     # mailboxes: >= 3
+)
+
+
+def riscv_mmio_extra(addr: int) -> int:
+    for lo, hi, extra in RISCV_MMIO_EXTRA:
+        if lo <= addr < hi:
+            return extra
+    return 0
+
+
+def unpack_cycles(datums: int, bytes_per_datum: int = 4) -> int:
+    return max(1, -(-datums * bytes_per_datum // UNPACK_BYTES_PER_CYCLE))
+
+
+def pack_cycles(datums: int, bytes_per_datum: int = 4) -> int:
+    return max(1, -(-datums * bytes_per_datum // PACK_BYTES_PER_CYCLE))
+
+
+def noc_cycles(nbytes: int, hops: int = 1, dram: bool = False) -> int:
+    """Latency of one NoC request of `nbytes` (request + data flits), from the NoC/README.md figures."""
+    return (2 * NOC_NIU_LATENCY + NOC_HOP_LATENCY * max(hops, 1) + -(-nbytes // NOC_BYTES_PER_CYCLE)
+            + (DRAM_LATENCY if dram else 0))
+
+
+# ---------------------------------------------------------------------------------------------------- SFPU hazards
+class SfpuTiming:
+    """Auto-stall and strict hazard rules of the Vector Unit, shared by regular instructions (via the Tensix) and
+    SFPLOADMACRO-scheduled ones (via the SFPU). `where()` names the instruction for error messages."""
+
+    __slots__ = ("strict", "mad_cycle", "mad_writes", "mad_macro", "nop_only_cycle", "busy_until", "where")
+
+    def __init__(self, strict: bool = True):
+        self.strict = strict
+        self.mad_cycle = -10        # issue cycle of the last MAD-class instruction
+        self.mad_writes = 0         # its destination LRegs
+        self.mad_macro = False      # it was scheduled by SFPLOADMACRO (no auto-stall protects its consumer)
+        self.nop_only_cycle = -10   # the cycle on which only SFPNOP may be accepted (after SFPSWAP / SFPSHFT2)
+        self.busy_until = 0         # the cycle after which the SFPU has no work left (STALLWAIT C11)
+        self.where = lambda: "SFPU"
+
+    def err(self, rule: str) -> EmuError:
+        return EmuError(f"{self.where()}: {rule}")
+
+    def regular(self, t: int, info) -> int:
+        """Issue cycle of a regular SFPU instruction presented at cycle `t` (auto-stalls applied); records its
+        effects. `info` = (name, reads, stall_reads, writes, mad, two_cycle, indirect)."""
+        name, reads, seen, writes, mad, two_cycle, indirect = info
+        if t == self.nop_only_cycle and name != "SFPNOP":
+            t += 1                                               # SFPSWAP/SFPSHFT2: auto stall
+        if t == self.mad_cycle + 1:
+            if self.mad_macro:
+                if reads & self.mad_writes and self.strict:
+                    raise self.err(f"{name} reads LReg {_regs(reads & self.mad_writes)} one cycle after an "
+                                   f"SFPLOADMACRO-scheduled MAD wrote it (no auto-stall inside macro sequences)")
+            elif indirect or self.mad_writes == ALL_LREGS and reads:
+                t += 1                                           # INDIRECT modes: the logic stalls on everything
+            elif seen & self.mad_writes:
+                t += 1                                           # BH auto-stall
+            elif reads & self.mad_writes and self.strict:
+                raise self.err(f"{name} reads LReg {_regs(reads & self.mad_writes)} written by the MAD-class "
+                               f"instruction of the previous cycle, a case the auto-stall logic does not detect "
+                               f"(SFPMAD.md): insert an SFPNOP")
+        if mad:
+            self.mad_cycle, self.mad_writes, self.mad_macro = t, writes, False
+        if two_cycle:
+            self.nop_only_cycle = t + 1
+        done = t + (2 if mad or two_cycle else 1)
+        if done > self.busy_until:
+            self.busy_until = done
+        return t
+
+    def scheduled(self, t: int, name: str, reads: int, writes: int, sub: int) -> None:
+        """A SFPLOADMACRO-scheduled instruction executing at cycle `t` (no auto-stalls: only strict checks)."""
+        if t == self.mad_cycle + 1 and reads & self.mad_writes and self.strict:
+            raise self.err(f"macro-scheduled {name} ({SUB_UNIT_NAMES[sub]} sub-unit) at cycle {t} reads LReg "
+                           f"{_regs(reads & self.mad_writes)} one cycle after a MAD wrote it (no auto-stall inside "
+                           f"SFPLOADMACRO sequences: leave a gap of one cycle)")
+        if sub == SUB_MAD and name != "SFPNOP":
+            self.mad_cycle, self.mad_writes, self.mad_macro = t, writes, True
+        done = t + (2 if sub == SUB_MAD else 1)
+        if done > self.busy_until:
+            self.busy_until = done
+
+
+def _regs(mask: int) -> str:
+    return ",".join(str(i) for i in range(17) if mask >> i & 1)
+
+
+def sfpu_info(name: str, f: dict) -> tuple:
+    """Static per-word timing facts of an SFPU instruction (computed once per distinct word)."""
+    reads, seen, writes = sfpu_regs(name, f)
+    two_cycle = name == "SFPSWAP" or (name == "SFPSHFT2" and f.get("instr_mod1", 0) in SFPSHFT2_TWO_CYCLE_MODES)
+    return (name, reads, seen, writes, name in SFPU_MAD_CLASS, two_cycle, sfpu_indirect(name, f))
+
+
+# ---------------------------------------------------------------------------------------------------- Tensix timing
+# Instruction kinds (precomputed per decoded word by `instr_kind`).
+K_PLAIN, K_SFPU, K_FPU, K_UNPACK, K_PACK, K_WAIT, K_SYNC = range(7)
+_SYNC_EVENTS = frozenset({"SEMPOST", "SEMGET", "SEMINIT", "ATGETM", "ATRELM"})
+
+
+def instr_kind(name: str, unit: str, f: dict):
+    """(kind, static info) for a decoded Tensix word."""
+    if unit == "sfpu":
+        return K_SFPU, sfpu_info(name, f)
+    if unit == "fpu":
+        return K_FPU, FPU_TIMING.get(name, (1, 1))
+    if name == "UNPACR":
+        return K_UNPACK, f.get("unpack_block_selection", 0)
+    if name == "PACR":
+        return K_PACK, None
+    if name in ("STALLWAIT", "SEMWAIT"):
+        return K_WAIT, None
+    if name in _SYNC_EVENTS:
+        return K_SYNC, None
+    return K_PLAIN, None
+
+
+class TensixTiming:
+    """Issue cycles of the three Tensix threads and the busy-until times of the backend units they share."""
+
+    def __init__(self, tensix):
+        self.tx = tensix
+        self.clock = [0, 0, 0]           # issue cycle of each thread's latest instruction
+        self.fe = [0, 0, 0]              # earliest cycle the frontend can deliver the next instruction
+        self.gate = [(0, 0), (0, 0), (0, 0)]   # (block mask, first cycle it no longer blocks) of the Wait Gate
+        self.issued = [0, 0, 0]          # instructions issued (frontend penalties excluded)
+        self.stalls = [0, 0, 0]          # cycles lost to stalls/waits between issues
+        self.first = [None, None, None]  # first issue cycle per thread
+        self.event_t = 0                 # latest cycle a semaphore / Src bank / mutex changed (wakes blocked threads)
+        self.unpack_busy = [0, 0]
+        self.pack_busy = 0
+        self.fpu_busy = 0
+        self.src_ready = {}              # ("a"|"b", bank) -> cycle the unpacked data is there
+        self.dst_fpu_write = {}          # Dst32b 8-row block -> issue cycle of the last FPU write
+        self.after_mop = [False, False, False]
+        self.taken = [deque(maxlen=FIFO_EFFECTIVE_DEPTH) for _ in range(3)]   # when recent words left each FIFO
+
+    # --- frontend ------------------------------------------------------------------------------------------
+    def accept(self, t: int, push_t: int) -> int:
+        """Cycle a push at `push_t` enters thread t's FIFO: if the last FIFO_EFFECTIVE_DEPTH words taken from the
+        FIFO all left after `push_t`, the FIFO was full then and the pushing core waits for the oldest to leave."""
+        q = self.taken[t]
+        if len(q) == FIFO_EFFECTIVE_DEPTH and q[0] > push_t:
+            return q[0]
+        return push_t
+
+    def take(self, t: int, push_t: int, is_mop: bool) -> None:
+        """The MOP expander takes a word pushed at `push_t` from thread t's FIFO."""
+        self.taken[t].append(max(push_t, self.clock[t]))
+        fe = self.fe[t]
+        if self.after_mop[t] and not is_mop:      # MOPExpander.md: transition penalty after a MOP
+            fe = max(fe, self.clock[t] + 1) + MOP_TRANSITION_PENALTY
+        self.after_mop[t] = is_mop
+        self.fe[t] = push_t if push_t > fe else fe
+
+    def frontend_cycles(self, t: int, n: int) -> None:
+        """Cycles the frontend spends ingesting words that emit nothing (REPLAY load without Exec, MOP_CFG)."""
+        self.fe[t] = max(self.fe[t], self.clock[t] + 1) + n
+
+    def long_replay_in_mop(self, t: int) -> None:
+        """A MOP emitted a REPLAY expanding to >= 2 instructions: no transition penalty (MOPExpander.md)."""
+        self.after_mop[t] = False
+
+    # --- issue ----------------------------------------------------------------------------------------------
+    def pre(self, t: int, kind: int, name: str, f: dict):
+        """State an FPU / unpacker instruction's timing needs from before its handler ran (RWCs, banks)."""
+        tx = self.tx
+        if kind == K_FPU:
+            r = tx.threads[t]
+            return (((r.cfg[1] & 0xFFF) + r.rwc["d"] + f.get("dst", 0)) & 0x1FF, tx.srca_matrix_bank,
+                    tx.srcb_matrix_bank)
+        if kind == K_UNPACK:
+            return tx.srcb_unpack_bank if f.get("unpack_block_selection", 0) else tx.srca_unpack_bank
+        return None
+
+    def issue(self, t: int, name: str, kind: int, info, f: dict, block: int, was_blocked: bool, pre=None) -> int:
+        tx = self.tx
+        c = self.clock[t] + 1
+        if self.fe[t] > c:
+            c = self.fe[t]
+        mask, until = self.gate[t]
+        if until > c and (block & mask if block != -1 else mask == 0x1FF):
+            c = until
+        if was_blocked and self.event_t + 1 > c:
+            c = self.event_t + 1
+        if kind == K_SFPU:
+            if name in ("SFPLOAD", "SFPLOADMACRO"):
+                self._sfpload_hazard(t, c, name, f)
+            c = tx.sfpu.timing.regular(c, info)
+        elif kind == K_FPU:
+            lat, occ = info
+            if name in FPU_DST_WRITERS and pre is not None:
+                row, bank_a, bank_b = pre
+                block_i = row >> 3
+                w = self.dst_fpu_write.get(block_i)
+                if w is not None and c < w + FPU_DST_READ_LATENCY:
+                    c = w + FPU_DST_READ_LATENCY      # Dst.md: FPU readers of a fresh block are auto-stalled
+                if name not in ("MOVA2D", "MOVDBGA2D", "MOVB2D"):
+                    c = max(c, self.src_ready.get(("a", bank_a), 0), self.src_ready.get(("b", bank_b), 0))
+                self.dst_fpu_write[block_i] = c
+            if tx.sfpu is not None and tx.sfpu._pending:
+                tx.sfpu.drain_macros(c)
+            self.fpu_busy = max(self.fpu_busy, c + lat)
+            self.event_t = max(self.event_t, c)   # clear_dvalid hands banks back to the unpackers
+        elif kind == K_UNPACK:
+            sel = info
+            c = max(c, self.unpack_busy[sel])
+            bank = pre if pre is not None else 0
+            n = self._adc_count(t, sel)
+            done = c + unpack_cycles(n)
+            self.unpack_busy[sel] = done
+            self.src_ready[("b" if sel else "a", bank)] = done
+            self.event_t = max(self.event_t, done)
+        elif kind == K_PACK:
+            if tx.sfpu is not None and tx.sfpu._pending:
+                tx.sfpu.drain_macros(c)
+            c = max(c, self.pack_busy)
+            self.pack_busy = c + pack_cycles(self._adc_count(t, 2))
+        elif kind == K_SYNC:
+            self.event_t = max(self.event_t, c)
+        gap = c - self.clock[t] - 1
+        if gap > 0 and self.first[t] is not None:
+            self.stalls[t] += gap
+        if self.first[t] is None:
+            self.first[t] = c
+        self.clock[t] = c
+        self.issued[t] += 1
+        return c
+
+    def waited(self, t: int, c: int, cond: int, block: int) -> None:
+        """STALLWAIT / SEMWAIT issued at cycle c: the unit-busy conditions it selects hold until their units are
+        idle; the block mask lifts one cycle after (STALLWAIT.md)."""
+        release = c + 1
+        if cond & 0b110:
+            release = max(release, *(self.unpack_busy[i] for i in (0, 1) if cond >> (i + 1) & 1))
+        if cond & (1 << 3):
+            release = max(release, self.pack_busy)
+        if cond & (1 << 4):
+            release = max(release, self.fpu_busy)
+        if cond & (1 << 11):
+            release = max(release, self.sfpu_busy())
+        self.gate[t] = (block, release + STALLWAIT_LAG)
+
+    def sfpu_busy(self) -> int:
+        s = self.tx.sfpu
+        if s is None:
+            return 0
+        due = [p.due for p in s._pending if p.due is not None]
+        return max([s.timing.busy_until] + [d + 1 for d in due])
+
+    def done(self, t: int) -> int:
+        """Cycle by which thread t's issued work has finished (what a TTSync read waits for)."""
+        return max(self.clock[t] + 1, self.pack_busy, self.fpu_busy, self.sfpu_busy(), *self.unpack_busy)
+
+    def _adc_count(self, t: int, s: int) -> int:
+        try:
+            adc = self.tx.threads[t].adc[s]
+            n = adc[1][0] - adc[0][0] + 1
+            return n if n > 0 else 16
+        except (IndexError, AttributeError):
+            return 256
+
+    def _sfpload_hazard(self, t: int, c: int, name: str, f: dict) -> None:
+        tx = self.tx
+        th = tx.threads[t]
+        addr = (f["dest_reg_addr"] + (th.cfg[1] & 0xFFF) + th.rwc["d"]) & 0x3FC
+        w = self.dst_fpu_write.get((addr & 0x1FF) >> 3)
+        if w is not None and c - w < FPU_TO_SFPLOAD_GAP and tx.strict:
+            raise tx.err(f"reads Dst rows {addr & 0x1FF}..{(addr & 0x1FF) + 3} at cycle {c}, only {c - w - 1} "
+                         f"instruction(s) after the FPU wrote them at cycle {w} (Dst.md / {name}.md: at least three "
+                         f"unrelated instructions are needed; not interlocked)")
+
+    # --- reporting -------------------------------------------------------------------------------------------
+    def stats(self) -> dict:
+        return {"issue_cycle": list(self.clock), "first_issue": list(self.first), "issued": list(self.issued),
+                "stall_cycles": list(self.stalls), "done": [self.done(t) for t in range(3)],
+                "unpack_busy": list(self.unpack_busy), "pack_busy": self.pack_busy, "fpu_busy": self.fpu_busy,
+                "sfpu_busy": self.sfpu_busy()}

@@ -1,0 +1,155 @@
+"""The cycle model's rules, one test each (runtime/emu/cycles.py): issue rate, MOP / REPLAY frontend rates and the
+MOP transition penalty, SFPMAD auto-stall, FPU Dst read latency, STALLWAIT on a busy unit, SEMWAIT across threads,
+RISC-V cycles and TTSync stalls at tile level, and the per-core / per-thread report."""
+from __future__ import annotations
+
+import numpy as np
+
+from templates import isa, layout
+from runtime.emu import cycles
+from runtime.emu.tensix import Tensix
+from runtime.emu.tile import Tile
+
+E = isa.encode
+NOP = E("SFPNOP")
+
+
+def tensix():
+    return Tensix(np.zeros(1536 * 1024, np.uint8), strict=True)
+
+
+def push(tx, words, thread=1):
+    for w in words:
+        tx.push(thread, w)
+
+
+def issue_cycles(tx, words, thread=1):
+    """Issue cycle of each instruction of `words` (pushed at cycle 0)."""
+    seen = []
+    orig = tx.tm.issue
+
+    def spy(*a, **k):
+        c = orig(*a, **k)
+        seen.append(c)
+        return c
+    tx.tm.issue = spy
+    push(tx, words, thread)
+    return seen
+
+
+def test_one_instruction_per_cycle():
+    c = issue_cycles(tensix(), [NOP] * 5)
+    assert c == [1, 2, 3, 4, 5]
+
+
+def test_mad_result_read_next_cycle_auto_stalls_one_cycle():
+    mad = E("SFPMAD", lreg_src_a=1, lreg_src_b=2, lreg_src_c=9, lreg_dest=3, instr_mod1=0)
+    use = E("SFPMAD", lreg_src_a=3, lreg_src_b=2, lreg_src_c=9, lreg_dest=4, instr_mod1=0)
+    other = E("SFPMAD", lreg_src_a=1, lreg_src_b=2, lreg_src_c=9, lreg_dest=4, instr_mod1=0)
+    assert issue_cycles(tensix(), [mad, use]) == [1, 3]
+    assert issue_cycles(tensix(), [mad, other]) == [1, 2]
+    assert issue_cycles(tensix(), [mad, NOP, use]) == [1, 2, 3]
+
+
+def test_mop_emits_one_per_cycle_then_a_transition_penalty():
+    tx = tensix()
+    # MOP template 1: OuterCount 1, InnerCount 4 of SFPNOP; MopCfg written directly (as a TRISC would via MMIO)
+    for i, v in enumerate([1, 4, E("NOP"), E("NOP"), E("NOP"), NOP, E("NOP"), NOP, NOP]):
+        tx.mop_cfg_write(1, i, v)
+    c = issue_cycles(tx, [E("MOP", mop_type=1, loop_count=0, zmask_lo16_or_loop_count=0), NOP])
+    assert c[:4] == [1, 2, 3, 4] and c[4] == 4 + 1 + cycles.MOP_TRANSITION_PENALTY
+
+
+def test_replay_issues_without_redispatch_cost():
+    tx = tensix()
+    body = [NOP] * 4
+    words = ([E("REPLAY", load_mode=1, execute_while_loading=0, len=4, start_idx=0)] + body
+             + [E("REPLAY", load_mode=0, execute_while_loading=0, len=4, start_idx=0)] * 2 + [NOP])
+    c = issue_cycles(tx, words)
+    # recording 4 words without executing costs the REPLAY word + 4 cycles; then 9 back-to-back issues
+    assert c == list(range(6, 15))
+
+
+def fpu_ready(tx):
+    tx.cfg[1] |= 1 << 29
+    tx.srca_valid[0] = tx.srcb_valid[0] = True
+    tx.dst.write_rows32(0, np.zeros((64, 16), np.uint32))
+
+
+def test_fpu_accumulate_into_a_fresh_block_waits_for_the_latency():
+    acc = E("ELWADD", dst=0, addr_mode=0, instr_mod19=0, dest_accum_en=1, clear_dvalid=0)
+    other = E("ELWADD", dst=8, addr_mode=0, instr_mod19=0, dest_accum_en=1, clear_dvalid=0)
+    tx = tensix()
+    fpu_ready(tx)
+    assert issue_cycles(tx, [acc, acc]) == [1, 1 + cycles.FPU_DST_READ_LATENCY]
+    tx = tensix()
+    fpu_ready(tx)
+    assert issue_cycles(tx, [acc, other]) == [1, 2]
+
+
+def test_stallwait_on_sfpu_busy_waits_for_scheduled_work():
+    """STALLWAIT(B6 FPU, C11 SFPU busy) after a SFPMAD: the FPU instruction waits until the SFPU is done, + 1 lag."""
+    tx = tensix()
+    fpu_ready(tx)
+    mad = E("SFPMAD", lreg_src_a=1, lreg_src_b=2, lreg_src_c=9, lreg_dest=3, instr_mod1=0)
+    sw = E("STALLWAIT", stall_res=1 << 6, wait_res=1 << 11)
+    add = E("ELWADD", dst=0, addr_mode=0, instr_mod19=0, dest_accum_en=0, clear_dvalid=0)
+    c = issue_cycles(tx, [mad, sw, add])
+    assert c[:2] == [1, 2] and c[2] == (1 + 2) + cycles.STALLWAIT_LAG
+
+
+def test_semwait_resumes_after_the_post_on_another_thread():
+    tx = tensix()
+    push(tx, [E("SEMINIT", sem_sel=1, init_value=0, max_value=15)], thread=0)
+    push(tx, [E("SEMWAIT", sem_sel=1, wait_sem_cond=1, stall_res=1 << 8), NOP], thread=1)
+    assert tx.blocked_reason(1).startswith("SEMWAIT")
+    push(tx, [E("NOP")] * 20 + [E("SEMPOST", sem_sel=1)], thread=0)
+    tx.step()
+    assert tx.thread_idle(1)
+    post = tx.tm.clock[0]
+    assert tx.tm.clock[1] == post + 1
+
+
+def test_tile_reports_cycles_per_core_and_thread_and_ttsync_waits_for_tensix():
+    """TRISC1 pushes 1 MOP expanding to 200 SFPNOPs, then reads TTSync: its cycles include waiting for the thread."""
+    from test_strict import J_SELF, LUI_T0_PCBUF, LW_TTSYNC, launch_words, rotl2
+    tile = Tile()
+    for i, v in enumerate([4, 50, E("NOP"), E("NOP"), E("NOP"), NOP, E("NOP"), NOP, NOP]):
+        tile.tensix.mop_cfg_write(1, i, v)
+    mop = E("MOP", mop_type=1, loop_count=0, zmask_lo16_or_loop_count=0)
+    launch_words(tile, {"trisc1": [rotl2(mop), LUI_T0_PCBUF, LW_TTSYNC, J_SELF]})
+    tile.run(100_000)
+    st = tile.stats()
+    assert st["tensix_instructions"][1] == 200
+    th = st["tensix_cycles"]
+    assert th["issued"][1] == 200 and th["issue_cycle"][1] - th["first_issue"][1] == 199
+    cyc = st["cycles"]["trisc1"]
+    assert 200 <= cyc <= 200 + 10, cyc               # 4 instructions + waiting for 200 Tensix cycles
+    assert st["cycles"]["brisc"] <= 2 and st["clock"] >= 200
+    assert set(st["cycles"]) == set(layout.CORES)
+
+
+def test_risc_v_mmio_load_latency_is_counted():
+    assert cycles.riscv_mmio_extra(0xFFB20000) == 6 and cycles.riscv_mmio_extra(0xFFE80020) == 2
+    assert cycles.riscv_mmio_extra(0x1000) == 0
+
+
+def test_data_movement_costs_follow_the_published_rates():
+    assert cycles.unpack_cycles(256) == 16            # 1 KiB of FP32 at 64 B/cycle
+    assert cycles.pack_cycles(256) == 64              # 16 B/cycle
+    assert cycles.noc_cycles(4096) == 2 * 5 + 9 + 64
+
+
+def test_pushing_core_stalls_while_the_fifo_is_full_in_modelled_time():
+    """TRISC1 pushes a MOP of 200 SFPNOPs then 40 NOPs and parks: the FIFO (effectively 28 deep) fills behind the MOP,
+    so the core's pushes wait for the thread (no TTSync involved)."""
+    from test_strict import J_SELF, launch_words, rotl2
+    tile = Tile()
+    for i, v in enumerate([4, 50, E("NOP"), E("NOP"), E("NOP"), NOP, E("NOP"), NOP, NOP]):
+        tile.tensix.mop_cfg_write(1, i, v)
+    mop = E("MOP", mop_type=1, loop_count=0, zmask_lo16_or_loop_count=0)
+    launch_words(tile, {"trisc1": [rotl2(mop)] + [rotl2(E("NOP"))] * 40 + [J_SELF]})
+    tile.run(100_000)
+    st = tile.stats()
+    assert st["tensix_instructions"][1] == 240
+    assert 200 <= st["cycles"]["trisc1"] <= 200 + 45, st["cycles"]
