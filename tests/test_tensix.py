@@ -462,8 +462,8 @@ def test_unimplemented_is_named():
     tx.cfg_write(64, 0x01000015)               # BF16 in, straight to Dst (ttsim pf01)
     with pytest.raises(EmuUnimplemented, match=r"in format 5 \(BF16\)"):
         tx.push(0, 0x42088081)
-    with pytest.raises(EmuUnimplemented, match="MVMUL"):
-        tx.push(1, encode("MVMUL"))
+    with pytest.raises(EmuUnimplemented, match="DOTPV"):
+        tx.push(1, encode("DOTPV"))
 
 
 def test_whole_tile_unpack_to_srca_and_srcb():

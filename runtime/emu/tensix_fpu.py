@@ -1,85 +1,23 @@
-"""FPU (Matrix Unit) subset of the Tensix model: SrcA/SrcB banks and their ownership handshake, RWCs and address
-modifiers, SETRWC/INCRWC/CLEARDVALID, ZEROACC (FP32 face/all modes) and ELWADD/ELWSUB into a 32-bit Dst.
+"""Matrix Unit (FPU) of the Tensix model: SrcA/SrcB banks and their ownership handshake, RWCs and address modifiers
+(incl. the fidelity-phase counter), SETRWC/INCRWC/CLEARDVALID, ZEROACC/ZEROSRC, MVMUL/GAPOOL, ELWMUL/ELWADD/ELWSUB,
+GMPOOL, MOVA2D/MOVB2D/MOVD2A/MOVD2B/MOVB2A, TRNSPSRCB. The numerics live in `fpu_math.py`.
 
 Mixed into `tensix.Tensix`; every handler gets (thread, decoded fields) and returns None or a blocked reason.
-Facts: fpu-path.md sections 6-8, unpack-sfpu-pack.md section 5, WH RWCs.md / SETRWC.md / INCRWC.md.
+Where the ISA pages (WH) and ttsim (the BH oracle) differ, or ttsim refuses a mode, the mode raises EmuUnimplemented
+by name rather than guessing. Facts: fpu-path.md sections 6-10, isa-digest 1(b)/1(d), WH MatrixUnit/ELWMUL/MVMUL/
+GMPOOL/MOV*/ZEROACC/ZEROSRC pages, BH Dst.md.
 """
 from __future__ import annotations
 
 import numpy as np
 
+from runtime.emu import dst as dst_mod
+from runtime.emu import fpu_math as fm
+
 SRC_ROWS = 64
 DST32_ROWS = 512
 DST_RWC_MASK = 1023      # RWC.Dst is 10 bits
 SRC_RWC_MASK = 63        # RWC.SrcA / SrcB are 6 bits
-
-# Src bank formats with an 8-bit exponent that the FPU adds as BF16/TF32 (FP32, TF32, BF16, BFP8/4/2)
-_FMT_8BIT_EXP = {0, 4, 5, 6, 7, 15}
-
-
-def _src19(x: np.ndarray, fmt: int) -> np.ndarray:
-    """Src datum (fp32 layout) -> the FPU's 19-bit view sign[18] exp[17:10] man[9:0]. Every 8-bit-exponent format
-    except TF32 is read with BF16 precision (fpu-path.md 3: "every 8-bit-exponent format other than TF32 ... as
-    BF16")."""
-    x = x.astype(np.int64)
-    if fmt != 4:
-        x &= 0xFFFF0000
-    return x >> 13
-
-
-def _accum_normalize(sign_t, exp_t, man_t, dst):
-    """Add one signed term (sign, 8-bit exponent, magnitude with the implicit bit at position 23 when normalised)
-    to a Dst FP32 value and renormalise, as fpu-path.md 10.2 describes the FP32 Dst accumulator:
-    align to the larger exponent (term: round half up, minus 1 if negative; Dst: half away from zero; shifts >= 31
-    give 0), signed integer sum (0 -> +0), renormalise to 24 bits rounding half up, exponent <= 0 -> +0,
-    >= 255 -> Inf. Exponent 0 in Dst counts as 0; exponent 255 (Inf/NaN) is just a large exponent."""
-    dst = dst.astype(np.int64)
-    sign_d = dst >> 31 & 1
-    exp_d = dst >> 23 & 0xFF
-    man_d = np.where(exp_d == 0, 0, (dst & 0x7FFFFF) | 0x800000)
-    exp = np.maximum(exp_t, exp_d)
-
-    def align(man, e, bias):
-        diff = exp - e
-        sh = np.clip(diff, 1, 31)
-        shifted = np.where(diff < 31, (man + (np.int64(1) << (sh - 1)) - bias) >> sh, 0)
-        return np.where(diff > 0, shifted, man)
-
-    man_t = align(man_t, exp_t, sign_t)
-    man_d = align(man_d, exp_d, 0)
-    man = np.where(sign_t == sign_d, man_d + man_t, man_d - man_t)
-    sign = np.where(man < 0, sign_d ^ 1, sign_d)
-    man = np.abs(man)
-    bitlen = np.frexp(man.astype(np.float64))[1].astype(np.int64)     # exact: man < 2**27
-    shift = 24 - bitlen
-    exp = exp - shift
-    rs = np.clip(-shift, 1, 62)
-    man = np.where(shift < 0, (man + (np.int64(1) << (rs - 1))) >> rs, man << np.clip(shift, 0, 62))
-    exp = np.where(man & 0x1000000, exp + 1, exp)
-    out = (sign << 31) | (exp << 23) | (man & 0x7FFFFF)
-    out = np.where(exp >= 255, (sign << 31) | (0xFF << 23), out)
-    out = np.where((exp <= 0) | (man == 0) | (np.maximum(exp_t, exp_d) <= 0), 0, out)
-    return out.astype(np.uint32)
-
-
-def elwadd_fp32(a19: np.ndarray, b19: np.ndarray, dst: np.ndarray) -> np.ndarray:
-    """ELWADD of 19-bit Src values into an FP32 Dst (dst = 0 when not accumulating), Fp32_enabled=1 and an 8-bit
-    exponent. The two operands are aligned to the larger one on an 11-bit significand grid (round half up; 12 or more
-    bits apart -> 0), added as integers, then accumulated/normalised like every FP32 Dst write."""
-    a = np.where((a19 & 0x3FFFF) < 0x400, 0, a19)         # exponent 0: zero / denormal flushed
-    b = np.where((b19 & 0x3FFFF) < 0x400, 0, b19)
-    swap = (a & 0x3FFFF) < (b & 0x3FFFF)                  # make |a| >= |b|
-    a, b = np.where(swap, b, a), np.where(swap, a, b)
-    sign_a, sign_b = a >> 18 & 1, b >> 18 & 1
-    exp_a, exp_b = a >> 10 & 0xFF, b >> 10 & 0xFF
-    man_a = np.where(a != 0, (a & 0x3FF) | 0x400, 0)
-    man_b = np.where(b != 0, (b & 0x3FF) | 0x400, 0)
-    d = exp_a - exp_b
-    sh = np.clip(d, 1, 11)
-    man_b = np.where(d <= 0, man_b, np.where(d < 12, (man_b + (np.int64(1) << (sh - 1))) >> sh, 0))
-    man = np.where(sign_a == sign_b, man_a + man_b, man_a - man_b) << 13
-    return _accum_normalize(sign_a, exp_a, man, dst)
-
 
 class FpuMixin:
     def _init_src(self):
@@ -180,81 +118,535 @@ class FpuMixin:
                 r[k] = (r[k] + inc) & mask
 
     def CLEARDVALID(self, t, f):
+        """Release the FPU's SrcA/SrcB bank. Unlike clear_dvalid on FPU instructions, CLR_DVALID_SrcX_Disable does not
+        apply (CLEARDVALID.md; ttsim agrees)."""
         if f["reset"]:
             raise self.unimpl("CLEARDVALID reset != 0")
-        self._release_banks(t, f["cleardvalid"])
+        if not f["cleardvalid"]:
+            raise self.unimpl("CLEARDVALID with cleardvalid=0 (ttsim: unsupported no-op)")
+        th = self.threads[t]
+        saved, th.cfg[7] = th.cfg[7], 0
+        try:
+            self._release_banks(t, f["cleardvalid"])
+        finally:
+            th.cfg[7] = saved
+
+    # ------------------------------------------------------------------------------------------------ formats/rows
+    def _implied_formats(self, t: int) -> tuple[int, int]:
+        """(SrcA, SrcB) formats the FPU sees: on BH the format the unpacker recorded for the FPU's bank, unless
+        DISABLE_IMPLIED_SRCA/B_FMT_Base (thread cfg 2/3) selects ALU_FORMAT_SPEC_REG0_SrcA / REG1_SrcB (fpu-path 3)."""
+        th = self.threads[t]
+        fa = self.srca_format[self.srca_matrix_bank] if not th.cfg[2] & 1 else self.cfg[1] >> 17 & 0xF
+        fb = self.srcb_format[self.srcb_matrix_bank] if not th.cfg[3] & 1 else self.cfg[1] >> 21 & 0xF
+        return fa, fb
+
+    def _check_dst_access(self, name: str) -> None:
+        if self.cfg[220] & 3:
+            # BH Dst.md remaps rows with these bits; ttsim ignores them ("XXX handle Adj16/Adj32"): no oracle
+            raise self.unimpl(f"{name} with DEST_ACCESS_CFG remap_addrs/swizzle_32b = {self.cfg[220] & 3}")
+
+    def _math_mode(self, t: int, name: str, ok_a, ok_b, ok_int8_b) -> tuple[int, int, bool, bool, bool]:
+        """(fa, fb, int8, use_dst32b, exp8) for a computing FPU instruction, refusing what no oracle defines."""
+        if self.cfg[0] >> 4 & 1:
+            raise self.unimpl(f"{name} with ALU_FORMAT_SPEC_REG_SrcA_override=1")
+        if self.cfg[1] & 7:
+            raise self.unimpl(f"{name} with stochastic rounding (ALU_ROUNDING_MODE_*_srnd_en = {self.cfg[1] & 7})")
+        self._check_dst_access(name)
+        int8 = bool(self.cfg[1] >> 31 & 1)
+        fa, fb = self._implied_formats(t)
+        if int8:
+            if fa != fm.INT8 or fb not in ok_int8_b:
+                raise self.unimpl(f"{name} INT8 math with Src formats SrcA={fa} SrcB={fb}")
+        elif fa in fm.FMT_5BIT_EXP:
+            if fa != fb:
+                raise self.unimpl(f"{name} with FP16-style SrcA={fa} but SrcB={fb}")
+        elif fa not in ok_a or fb not in ok_b:
+            raise self.unimpl(f"{name} with Src formats SrcA={fa} SrcB={fb}")
+        use32 = int8 or bool(self.cfg[1] >> 29 & 1)
+        return fa, fb, int8, use32, (fa not in fm.FMT_5BIT_EXP and not int8)
+
+    def _fpu_dst_row(self, t: int, dst_field: int, align: int, use32: bool, name: str) -> int:
+        """Dst row = DEST_TARGET_REG_CFG_MATH_Offset + RWC.Dst + instruction field (10 bits). Dst32b rows >= 512 alias
+        through Adj32 in a way nobody has verified: refused."""
+        th = self.threads[t]
+        row = ((th.cfg[1] & 0xFFF) + th.rwc["d"] + dst_field) & DST_RWC_MASK
+        if row % align:
+            raise self.unimpl(f"{name} with Dst row {row} not a multiple of {align}")
+        if use32 and row + align > DST32_ROWS:
+            raise self.err(f"{name} Dst32b rows {row}..{row + align - 1} beyond row 511")
+        return row
+
+    def _check_5bit_exp(self, name: str, *blocks) -> None:
+        for blk in blocks:
+            if np.any(np.asarray(blk) & 0x70000000):
+                raise self.err(f"{name}: FP16-style Src datum with non-zero high exponent bits (ttsim: unsupported)")
+
+    @staticmethod
+    def _grid(row: int, n: int):
+        return np.arange(row, row + n)[:, None].repeat(16, 1), np.arange(16)[None, :].repeat(n, 0)
+
+    def _dst_read(self, row: int, n: int, use32: bool, exp8: bool, gmpool: bool = False) -> np.ndarray:
+        """Plain fp32-layout Dst values (int64, (n, 16)). 16-bit Dst: Dst16b rows (= physical rows, remap off) decoded
+        from the BF16/FP16 storage layout. Undefined rows read as 0, or as all-ones (below -Inf) for GMPOOL."""
+        if use32:
+            v = self.dst.rows32[row:row + n].astype(np.int64)
+            if gmpool:
+                v = np.where(self.dst.undefined32(np.arange(row, row + n))[:, None], 0xFFFFFFFF, v)
+            return v
+        rows, cols = self._grid(row, n)
+        bits = self.dst.read16(rows, cols).astype(np.int64)
+        if gmpool:
+            bits = np.where(self.dst.undefined16(rows), 0xFFFF, bits)
+        if exp8:
+            return dst_mod.decode_bf16(bits).astype(np.int64) << 16
+        return fm.fp16_to_dst32(dst_mod.decode_fp16(bits)).astype(np.int64)
+
+    def _dst_write(self, row: int, vals, use32: bool, exp8: bool) -> None:
+        vals = np.asarray(vals, np.int64)
+        if use32:
+            self.dst.write_rows32(row, vals.astype(np.uint32))
+            return
+        rows, cols = self._grid(row, len(vals))
+        bits = dst_mod.encode_bf16(vals >> 16) if exp8 else dst_mod.encode_fp16(fm.dst32_to_fp16(vals))
+        self.dst.write16(rows, cols, bits)
+
+    def _phase(self, t: int) -> int:
+        th = self.threads[t]
+        return (th.rwc["fid"] + th.cfg[11]) & 3      # RWC.FidelityPhase + FIDELITY_BASE_Phase
+
+    def _finish(self, t: int, addr_mode: int, clear_dvalid: int) -> None:
+        # counters first, then the bank release (fpu-path 6)
+        self.apply_addr_mod(t, addr_mode)
+        if clear_dvalid:
+            self._release_banks(t, clear_dvalid)
 
     # ------------------------------------------------------------------------------------------------ ZEROACC
     def ZEROACC(self, t, f):
-        mode = f["clear_mode"] | (f["use_32_bit_mode"] << 2)   # ttsim BH merges the two fields
+        mode = f["clear_mode"] | (f["use_32_bit_mode"] << 2)   # BH merges the two fields (ttsim: WH mode numbers)
         if f["clear_zero_flags"]:
-            raise self.unimpl("ZEROACC clear_zero_flags=1")
+            # "Revert": un-marks rows; the data the model zeroed is gone, and the docs call it undefined behaviour
+            raise self.unimpl("ZEROACC clear_zero_flags=1 (Revert)")
+        self._check_dst_access("ZEROACC")
         th = self.threads[t]
-        rows32 = self.dst.rows32
-        if mode == 5:    # one face of FP32 rows: 16*where .. +15 (RWC/offset not added, fpu-path 8.3)
-            start = 16 * f["where"]
-            base = (th.cfg[1] & 0xFFF) + th.rwc["d"]
-            if not self.cfg[220] >> 3 & 1 and base & 0x300:
-                start += 256      # upper Dst half unless zeroacc_absolute_tile_mode
-            start &= DST32_ROWS - 1
-            rows32[start:start + 16] = 0
-            self.dst.written[start:start + 16] = True
+        imm = f["where"]
+        offset = (th.cfg[1] & 0xFFF) + th.rwc["d"]
+        absolute = self.cfg[220] >> 3 & 1             # DEST_ACCESS_CFG_zeroacc_absolute_tile_mode
+        if mode in (0, 4):                            # one row (Dst32b with an FP32/INT32 Dst, else Dst16b)
+            row = imm + offset
+            if row >= 1024:
+                raise self.unimpl(f"ZEROACC one row {row} >= 1024")
+            if self.cfg[1] >> 31 & 1:
+                raise self.unimpl("ZEROACC one row with ALU_ACC_CTRL_INT8_math_enabled")
+            if self.cfg[1] >> 29 & 1:
+                if row >= DST32_ROWS:
+                    raise self.err(f"ZEROACC Dst32b row {row} beyond row 511")
+                self.dst.undefine32([row])
+            else:
+                self.dst.undefine16([row])
+        elif mode == 1:                               # 16 Dst16b rows; Imm relative to the Dst half of the offset
+            face = imm + (32 if not absolute and offset & 512 else 0)
+            if face >= 64:
+                raise self.err(f"ZEROACC 16-row face {face} >= 64 (ttsim: NonContractual)")
+            self.dst.undefine16(np.arange(16 * face, 16 * face + 16))
+        elif mode == 5:                               # 16 Dst32b rows (fpu-path 8.3)
+            face = imm + (16 if not absolute and offset & 0x300 else 0)
+            if face >= 32:
+                raise self.err(f"ZEROACC 32-bit face {face} >= 32 (ttsim: NonContractual)")
+            self.dst.undefine32(np.arange(16 * face, 16 * face + 16))
+        elif mode in (2, 6):                          # half of Dst
+            if imm > 1:
+                raise self.err(f"ZEROACC clear-half with where={imm} > 1 (ttsim: NonContractual)")
+            self.dst.undefine16(np.arange(512 * imm, 512 * imm + 512))
+        elif mode in (3, 7):                          # all of Dst
+            if imm:
+                raise self.err(f"ZEROACC clear-all with where={imm} != 0 (ttsim: NonContractual)")
+            self.dst.undefine16(np.arange(1024))
+        if mode & 3 <= 1:                             # only the 1-row and 16-row modes move the counters
             self.apply_addr_mod(t, f["addr_mode"])
-        elif mode == 7 or mode == 3:   # all of Dst; no counter update
-            if f["where"]:
-                raise self.unimpl("ZEROACC clear-all with where != 0")
-            rows32[:] = 0
-            self.dst.written[:] = True
-        else:
-            raise self.unimpl(f"ZEROACC clear_mode={f['clear_mode']} use_32_bit_mode={f['use_32_bit_mode']}")
 
-    # ------------------------------------------------------------------------------------------------ ELWADD/SUB
-    def _elw_add_sub(self, t, f, name, negate_b):
+    # ------------------------------------------------------------------------------------------------ ZEROSRC
+    def ZEROSRC(self, t, f):
+        """The two forms ttsim models: bank_mask=1 clears both banks of SrcA and SrcB; bank_mask=0, write_mode=1 clears
+        the FPU's current bank of the selected registers. No bank wait."""
+        mask = f["src_mask"]
+        if not mask or f["zero_val"]:
+            raise self.unimpl(f"ZEROSRC src_mask={mask} zero_val={f['zero_val']}")
+        if f["bank_mask"]:
+            if f["write_mode"] or mask != 3:
+                raise self.unimpl(f"ZEROSRC all banks with write_mode={f['write_mode']} src_mask={mask}")
+            self.srca[:] = 0
+            self.srcb[:] = 0
+        else:
+            if f["write_mode"] != 1:
+                raise self.unimpl("ZEROSRC current bank with write_mode=0")
+            if mask & 1:
+                self.srca[self.srca_matrix_bank] = 0
+            if mask & 2:
+                self.srcb[self.srcb_matrix_bank] = 0
+
+    # ------------------------------------------------------------------------------------------------ MVMUL/GAPOOL
+    def _matmul(self, t, f, name, n_rows, addr_mode):
         why = self._banks_ready(name)
         if why is not None:
             return why
-        if not self.cfg[1] >> 29 & 1:
-            # 16-bit Dst rows would be written (pf12); the 16-bit Dst view is not modelled
-            raise self.unimpl(f"{name} with ALU_ACC_CTRL_Fp32_enabled=0 (16-bit Dst)")
-        if self.cfg[1] >> 31 & 1:
-            raise self.unimpl(f"{name} with ALU_ACC_CTRL_INT8_math_enabled=1")
-        if self.cfg[0] & 1 << 4:
-            raise self.unimpl(f"{name} with ALU_FORMAT_SPEC_REG_SrcA_override=1")
+        fa, fb, int8, use32, exp8 = self._math_mode(t, name, _MM_SRCA, _MM_SRCB, {fm.INT8})
         if self.cfg[2] & 1:
-            raise self.unimpl(f"{name} with ALU_ACC_CTRL_Zero_Flag_disabled_src=1 (SrcB denormals not flushed)")
+            raise self.unimpl(f"{name} with ALU_ACC_CTRL_Zero_Flag_disabled_src=1")
         th = self.threads[t]
-        r = th.rwc
-        fa = self.srca_format[self.srca_matrix_bank] if not th.cfg[2] & 1 else self.cfg[1] >> 17 & 0xF
-        fb = self.srcb_format[self.srcb_matrix_bank] if not th.cfg[3] & 1 else self.cfg[1] >> 21 & 0xF
-        if fa not in _FMT_8BIT_EXP or fb not in _FMT_8BIT_EXP:
-            raise self.unimpl(f"{name} with Src formats SrcA={fa} SrcB={fb} (only 8-bit-exponent formats)")
-        if (r["fid"] + th.cfg[11]) & 3:
-            raise self.err(f"{name} with fidelity phase {(r['fid'] + th.cfg[11]) & 3} != 0 (ttsim: NonContractual)")
+        ra, rb = th.rwc["a"], th.rwc["b"]
+        if ra % 16 or rb % 8:
+            raise self.unimpl(f"{name} with SrcA row {ra} (needs a multiple of 16) / SrcB row {rb} (of 8)")
+        rd = self._fpu_dst_row(t, f["dst"], n_rows, use32, name)
+        phase = self._phase(t)
+        a = self.srca[self.srca_matrix_bank, ra:ra + 16]
+        b = self.srcb[self.srcb_matrix_bank, rb:rb + n_rows]
+        if not exp8 and not int8:
+            self._check_5bit_exp(name, a, b)
+        if int8:
+            ai, bi = fm.int8_operands(a, b, phase)
+            old = fm.int32_from_dst(self.dst.rows32[rd:rd + n_rows])
+            new = fm.int32_to_dst(fm.saturate_add_int32(old, bi @ ai))
+        else:
+            old = self._dst_read(rd, n_rows, use32, exp8)
+            new = fm.mvmul19(fm.src19(a, fa), fm.src19(b, fb), old, phase, use32, exp8)
+        self._dst_write(rd, new, use32, exp8)
+        self._finish(t, addr_mode, f["clear_dvalid"])
+
+    def MVMUL(self, t, f):
+        if f["instr_mod19"]:
+            return self._mvmul_broadcast_row(t, f)
+        if f["dst"] & 7:
+            raise self.unimpl(f"MVMUL dst field {f['dst']} not a multiple of 8")
+        return self._matmul(t, f, "MVMUL", 8, f["addr_mode"])
+
+    def _mvmul_broadcast_row(self, t, f):
+        """MVMUL.md BroadcastSrcBRow: SrcB row RWC.SrcB (any row) @ SrcA, added to Dst rows DstRow + 0, 2, 4, 6 with
+        DstRow &= 0x3F9 (the page's `0x400 - NumRows` mask); odd rows are left alone. ttsim refuses this mode, so
+        only the documented model is followed (same per-output numerics as MVMUL); FP32/INT32 Dst only."""
+        why = self._banks_ready("MVMUL")
+        if why is not None:
+            return why
+        fa, fb, int8, use32, exp8 = self._math_mode(t, "MVMUL", _MM_SRCA, _MM_SRCB, {fm.INT8})
+        if not use32 or int8 or self.cfg[2] & 1:
+            raise self.unimpl("MVMUL broadcast-row with a 16-bit Dst, INT8 math or Zero_Flag_disabled_src")
+        th = self.threads[t]
+        ra, rb = th.rwc["a"] & 0x38, th.rwc["b"] & 0x3F
+        if ra % 16:
+            raise self.unimpl(f"MVMUL broadcast-row with SrcA row {ra} (needs a multiple of 16)")
+        rd = ((th.cfg[1] & 0xFFF) + th.rwc["d"] + f["dst"]) & 0x3F9
+        rows = rd + np.arange(0, 8, 2)
+        if rows[-1] >= DST32_ROWS:
+            raise self.err(f"MVMUL broadcast-row Dst32b row {rows[-1]} beyond row 511")
+        a = fm.src19(self.srca[self.srca_matrix_bank, ra:ra + 16], fa)
+        b = fm.src19(np.repeat(self.srcb[self.srcb_matrix_bank, rb:rb + 1], 4, axis=0), fb)
+        new = fm.mvmul19(a, b, self.dst.rows32[rows].astype(np.int64), self._phase(t), True, exp8)
+        self.dst.rows32[rows] = new
+        self.dst._defined(rows)
+        self._finish(t, f["addr_mode"], f["clear_dvalid"])
+
+    def GAPOOL(self, t, f):
+        """ttsim: MVMUL on 4 rows (SrcB 4x16 @ SrcA 16x16), only instr_mod19=1, no max_pool_index_en."""
+        if f["max_pool_index_en"] or f["instr_mod19"] != 1 or f["dst"] & 3:
+            raise self.unimpl(f"GAPOOL max_pool_index_en={f['max_pool_index_en']} instr_mod19={f['instr_mod19']} "
+                              f"dst={f['dst']}")
+        return self._matmul(t, f, "GAPOOL", 4, f["pool_addr_mode"])
+
+    # ------------------------------------------------------------------------------------------------ ELWMUL/ADD/SUB
+    def _elw(self, t, f, name):
+        mul, sub = name == "ELWMUL", name == "ELWSUB"
+        if f["dst"] & 7:
+            raise self.unimpl(f"{name} dst field {f['dst']} not a multiple of 8")
+        if mul and f["dest_accum_en"]:
+            raise self.err("ELWMUL with dest_accum_en=1 (ELWMUL always accumulates; ttsim: NonContractual)")
+        why = self._banks_ready(name)
+        if why is not None:
+            return why
+        fa, fb, int8, use32, exp8 = self._math_mode(t, name, _ELW_SRCA, _ELW_SRCB, {fm.INT8, fm.BFP2_B})
+        flush = not self.cfg[2] & 1                   # ALU_ACC_CTRL_Zero_Flag_disabled_src: keep SrcB denormals
+        th = self.threads[t]
+        ra, rb = th.rwc["a"], th.rwc["b"]
+        if ra % 8 or rb % 8:
+            raise self.unimpl(f"{name} with SrcA row {ra} / SrcB row {rb} not multiples of 8")
+        rd = self._fpu_dst_row(t, f["dst"], 8, use32, name)
+        phase = self._phase(t)
+        if not mul and phase:
+            raise self.err(f"{name} with fidelity phase {phase} != 0 (ttsim: NonContractual)")
         mod = f["instr_mod19"]
-        ra, rb = r["a"], r["b"]
-        rd = (th.cfg[1] & 0xFFF) + r["d"] + f["dst"]
-        if ra % 8 or rb % 8 or rd % 8:
-            raise self.unimpl(f"{name} with rows SrcA={ra} SrcB={rb} Dst={rd} not multiples of 8")
-        if rd + 8 > DST32_ROWS:
-            raise self.err(f"{name} Dst32b rows {rd}..{rd + 7} beyond row 511")
-        a = self.srca[self.srca_matrix_bank, ra:ra + 8]
-        b = self.srcb[self.srcb_matrix_bank, rb:rb + 8]
-        if mod & 2:      # broadcast SrcB row 0 to all rows
+        a = self.srca[self.srca_matrix_bank, ra:ra + 8].astype(np.int64)
+        b = self.srcb[self.srcb_matrix_bank, rb:rb + 8].astype(np.int64)
+        if mod & 2:                                   # BroadcastSrcBRow: SrcB row 0 of the block to all rows
             b = np.broadcast_to(b[0:1], (8, 16))
-        if mod & 1:      # broadcast SrcB column 0 to all columns
+        if mod & 1:                                   # BroadcastSrcBCol0: column 0 to all columns
             b = np.broadcast_to(b[:, 0:1], (8, 16))
-        a19, b19 = _src19(a, fa), _src19(b, fb)
-        if negate_b:
-            b19 = b19 ^ (1 << 18)
-        old = self.dst.rows32[rd:rd + 8] if f["dest_accum_en"] else np.zeros((8, 16), np.uint32)
-        self.dst.rows32[rd:rd + 8] = elwadd_fp32(a19, b19, old)
-        self.dst.written[rd:rd + 8] = True
-        self.apply_addr_mod(t, f["addr_mode"])
-        if f["clear_dvalid"]:
-            self._release_banks(t, f["clear_dvalid"])
+        if sub:
+            b = b ^ 0x80000000
+        if not exp8 and not int8:
+            self._check_5bit_exp(name, a, b)
+        accumulate = mul or bool(f["dest_accum_en"])
+        if int8:
+            za = (a & 0x7F800000) == 0
+            zb = flush & ((b & 0x7F800000) == 0)
+            am = fm.INT8_A_MASK[phase & 1] if mul else 0xFFFFFFFF
+            bm = fm.INT8_B_MASK[phase & 2] if mul else 0xFFFFFFFF
+            av = np.where(za, 0, fm.src_int8(a, am))
+            bv = np.where(zb, 0, fm.src_int8(b, bm))
+            res = av * bv if mul else av + bv
+            if accumulate:
+                res = fm.saturate_add_int32(fm.int32_from_dst(self.dst.rows32[rd:rd + 8]), res)
+            new = fm.int32_to_dst(res)
+        else:
+            a19, b19 = fm.src19(a, fa), fm.src19(b, fb)
+            zb = fm.is_zero19(b19) & flush
+            old = self._dst_read(rd, 8, use32, exp8) if accumulate else np.zeros((8, 16), np.int64)
+            if mul:
+                new = fm.elwmul19(a19, b19, old, phase, use32, exp8, zero_b=zb)
+            else:
+                new = fm.elwadd19(a19, b19, old, use32, exp8, accumulate_dst=accumulate, zero_b=zb)
+        self._dst_write(rd, new, use32, exp8)
+        self._finish(t, f["addr_mode"], f["clear_dvalid"])
+
+    def ELWMUL(self, t, f):
+        return self._elw(t, f, "ELWMUL")
 
     def ELWADD(self, t, f):
-        return self._elw_add_sub(t, f, "ELWADD", False)
+        return self._elw(t, f, "ELWADD")
 
     def ELWSUB(self, t, f):
-        return self._elw_add_sub(t, f, "ELWSUB", True)
+        return self._elw(t, f, "ELWSUB")
+
+    # ------------------------------------------------------------------------------------------------ GMPOOL
+    def GMPOOL(self, t, f):
+        """Column-wise max of a 16x16 SrcA block into Dst row DstRow (rows +1..+3 := 0), in sign-magnitude order,
+        starting from Dst (undefined rows: below -Inf). The modelled subset is ttsim's: SrcB scale row all 1.0,
+        instr_mod19=1, no ArgMax."""
+        if f["max_pool_index_en"]:
+            # GMPOOL.md's ArgMax (index phase, visitation order) is refused by ttsim: no oracle for it
+            raise self.unimpl("GMPOOL ArgMax (max_pool_index_en=1)")
+        if f["instr_mod19"] != 1 or f["dst"] & 3:
+            raise self.unimpl(f"GMPOOL instr_mod19={f['instr_mod19']} dst={f['dst']}")
+        why = self._banks_ready("GMPOOL")
+        if why is not None:
+            return why
+        if self.cfg[1] >> 31 & 1 or self.cfg[0] >> 4 & 1:
+            raise self.unimpl("GMPOOL with INT8 math or SrcA format override")
+        self._check_dst_access("GMPOOL")
+        fa, fb = self._implied_formats(t)
+        if fa not in _MM_SRCA or fb not in _MM_SRCA:
+            raise self.unimpl(f"GMPOOL with Src formats SrcA={fa} SrcB={fb}")
+        use32 = bool(self.cfg[1] >> 29 & 1)
+        th = self.threads[t]
+        ra, rb = th.rwc["a"], th.rwc["b"]
+        if ra % 16 or rb % 8:
+            raise self.unimpl(f"GMPOOL with SrcA row {ra} / SrcB row {rb}")
+        rd = self._fpu_dst_row(t, f["dst"], 4, use32, "GMPOOL")
+        if np.any(self.srcb[self.srcb_matrix_bank, rb] != 0x3F800000):
+            # ReadAndScaleSrc (scaling by SrcB's power of two) is not modelled by ttsim either
+            raise self.unimpl("GMPOOL with a SrcB scale row other than 1.0")
+        init = self._dst_read(rd, 1, use32, True, gmpool=True)[0]
+        init = init & (0xFFFFE000 if use32 else 0xFFFF0000)      # Dst read as TF32 / BF16
+        a = self.srca[self.srca_matrix_bank, ra:ra + 16].astype(np.int64)
+        if fa != fm.TF32:
+            a &= 0xFFFF0000
+        a = np.where(a & 0x7F800000, a, 0)                       # exponent 0 -> +0
+        vals = np.vstack([init[None, :], a])
+
+        def key(x):                                              # sign-magnitude total order
+            return np.where(x & 0x80000000, -1 - (x & 0x7FFFFFFF), x)
+        k = key(vals).max(axis=0)
+        best = np.where(k < 0, 0x80000000 | (-1 - k), k)
+        out = np.zeros((4, 16), np.int64)
+        out[0] = best
+        self._dst_write(rd, out, use32, True)
+        self._finish(t, f["pool_addr_mode"], f["clear_dvalid"])
+
+    # ------------------------------------------------------------------------------------------------ moves
+    def _mov_fmt(self, t, name, bank_fmt, use_override=True):
+        th = self.threads[t]
+        if self.cfg[0] >> 4 & 1 and not use_override:
+            raise self.unimpl(f"{name} with ALU_FORMAT_SPEC_REG_SrcA_override=1")
+        fmt = (self.cfg[0] & 0xF) if self.cfg[0] >> 4 & 1 else (self.cfg[1] >> 17 & 0xF)
+        if not th.cfg[2] & 1:                        # the implied format of the bank read (BH)
+            fmt = bank_fmt
+        return fmt
+
+    def _mov_to_dst(self, row: int, vals: np.ndarray, fmt: int, use8: bool, lo: bool, name: str) -> None:
+        """Write Src words to Dst like MOVA2D/MOVB2D: TF32 as a Dst32b row, other 8-bit-exponent formats as Dst16b BF16
+        (or into the low half of Dst32b with dest_32b_lo), FP16 as Dst16b FP16."""
+        n = len(vals)
+        if fmt == fm.TF32:
+            if lo:
+                raise self.err(f"{name} TF32 with dest_32b_lo=1 (HW erratum TEN-4245; ttsim: UndefinedBehavior)")
+            if not use8:
+                raise self.unimpl(f"{name} TF32 with a 5-bit exponent style")
+            if row + n > DST32_ROWS:
+                raise self.err(f"{name} Dst32b rows {row}..{row + n - 1} beyond row 511")
+            self.dst.write_rows32(row, vals.astype(np.uint32))
+            return
+        rows, cols = self._grid(row, n)
+        if not use8:
+            if lo:
+                raise self.unimpl(f"{name} FP16 with dest_32b_lo=1")
+            self.dst.write16(rows, cols, dst_mod.encode_fp16(fm.dst32_to_fp16(vals)))
+            return
+        enc = dst_mod.encode_bf16(vals >> 16).astype(np.int64)
+        if lo:
+            if row + n > DST32_ROWS:
+                raise self.err(f"{name} Dst32b rows {row}..{row + n - 1} beyond row 511")
+            old = self.dst.rows32[row:row + n].astype(np.int64)
+            self.dst.write_rows32(row, ((old & 0xFFFF0000) | enc).astype(np.uint32))
+        else:
+            self.dst.write16(rows, cols, enc)
+
+    def MOVA2D(self, t, f):
+        if f["instr_mod"] != 2:
+            raise self.unimpl(f"MOVA2D instr_mod={f['instr_mod']} (only 2: 8 rows)")
+        if f["dst"] & 7 or f["src"] & 7:
+            raise self.unimpl(f"MOVA2D dst={f['dst']} src={f['src']} not multiples of 8")
+        if not self.srca_valid[self.srca_matrix_bank]:
+            return f"MOVA2D: SrcA bank {self.srca_matrix_bank} not valid (waiting for the unpacker)"
+        self._check_dst_access("MOVA2D")
+        fmt = self._mov_fmt(t, "MOVA2D", self.srca_format[self.srca_matrix_bank])
+        use8 = fmt in _MOV_8BIT
+        if not use8 and fmt not in fm.FMT_5BIT_EXP:
+            raise self.unimpl(f"MOVA2D with SrcA format {fmt}")
+        th = self.threads[t]
+        sr = f["src"] + th.rwc["a"]
+        if sr % 8 or sr >= SRC_ROWS:
+            raise self.unimpl(f"MOVA2D SrcA row {sr}")
+        rd = self._fpu_dst_row(t, f["dst"], 8, False, "MOVA2D")
+        v = self.srca[self.srca_matrix_bank, sr:sr + 8].astype(np.int64)
+        if not self.cfg[2] & 1:
+            v = np.where(v & 0x7F800000, v, 0)       # flush denormals (and -0) unless Zero_Flag_disabled_src
+        self._mov_to_dst(rd, v, fmt, use8, bool(f["dest_32b_lo"]), "MOVA2D")
+        self.apply_addr_mod(t, f["addr_mode"])
+
+    def MOVB2D(self, t, f):
+        mod = f["movb2d_instr_mod"]
+        if mod not in (2, 3, 4, 5):
+            raise self.unimpl(f"MOVB2D instr_mod={mod}")
+        if f["dst"] & 3 or f["src"] & 3:
+            raise self.unimpl(f"MOVB2D dst={f['dst']} src={f['src']} not multiples of 4")
+        if not self.srcb_valid[self.srcb_matrix_bank]:
+            return f"MOVB2D: SrcB bank {self.srcb_matrix_bank} not valid (waiting for the unpacker)"
+        self._check_dst_access("MOVB2D")
+        bank_fmt = self.srcb_format[self.srcb_matrix_bank]
+        fmt = self._mov_fmt(t, "MOVB2D", bank_fmt)             # decides the Dst write style
+        th = self.threads[t]
+        fb = bank_fmt if not th.cfg[3] & 1 else self.cfg[1] >> 21 & 0xF   # decides the datum precision
+        use8 = fmt in _MOV_8BIT - {fm.BFP2_B}
+        if not use8 and fmt != fm.FP16:
+            raise self.unimpl(f"MOVB2D with SrcB format {fmt}")
+        n = 8 if mod & 2 else 4                      # 2/3: one row broadcast to 8 rows; 4/5: 4 rows
+        sr = f["src"] + th.rwc["b"]
+        if sr % n or sr >= SRC_ROWS:
+            raise self.unimpl(f"MOVB2D SrcB row {sr}")
+        rd = self._fpu_dst_row(t, f["dst"], n, False, "MOVB2D")
+        bank = self.srcb[self.srcb_matrix_bank]
+        v = (np.repeat(bank[sr:sr + 1], 8, axis=0) if mod & 2 else bank[sr:sr + 4]).astype(np.int64)
+        if mod & 1:                                  # column 0 to every column
+            v = np.repeat(v[:, 0:1], 16, axis=1)
+        if not self.cfg[2] & 1:
+            v = np.where(v & 0x7F800000, v, 0)
+        if fb == fm.FP16:
+            v &= 0x8FFFE000
+        elif fb != fm.TF32:
+            v &= 0xFFFF0000
+        self._mov_to_dst(rd, v, fmt, use8, bool(f["dest_32b_lo"]), "MOVB2D")
+        self.apply_addr_mod(t, f["addr_mode"])
+
+    def _mov_from_dst(self, t, f, name, fmt, n, dst_is_b):
+        """Dst rows -> Src words (MOVD2A/MOVD2B): FP32 Dst truncated to TF32 or BF16, 16-bit Dst decoded."""
+        use32 = bool(self.cfg[1] >> 29 & 1 or self.cfg[1] >> 31 & 1)
+        rd = self._fpu_dst_row(t, f["dst"], 4, use32, name)
+        lo = bool(f["dest_32b_lo"])
+        if use32:
+            if fmt == fm.FP16:
+                raise self.unimpl(f"{name} FP16 from a 32-bit Dst")
+            v = self.dst.rows32[rd:rd + n].astype(np.int64)
+            if lo:
+                if not dst_is_b or fmt == fm.TF32:
+                    raise self.unimpl(f"{name} with dest_32b_lo=1 (format {fmt})")
+                v = dst_mod.decode_bf16(v & 0xFFFF).astype(np.int64) << 16
+            elif fmt == fm.TF32:
+                v = v & 0xFFFFE000
+            else:
+                v = v & 0xFFFF0000
+            return v
+        if lo or fmt == fm.TF32:
+            raise self.err(f"{name} with dest_32b_lo={int(lo)} / TF32 from a 16-bit Dst (ttsim: UndefinedBehavior)")
+        rows, cols = self._grid(rd, n)
+        bits = self.dst.read16(rows, cols)
+        if fmt == fm.FP16:
+            return fm.fp16_to_dst32(dst_mod.decode_fp16(bits)).astype(np.int64)
+        return dst_mod.decode_bf16(bits).astype(np.int64) << 16
+
+    def MOVD2A(self, t, f):
+        """Dst -> SrcA, 4 rows, no bank wait (software uses STALLWAIT C7)."""
+        if f["instr_mod"] != 2 or f["dst"] & 3 or f["src"] & 3:
+            raise self.unimpl(f"MOVD2A instr_mod={f['instr_mod']} dst={f['dst']} src={f['src']}")
+        self._check_dst_access("MOVD2A")
+        fmt = self._mov_fmt(t, "MOVD2A", self.srca_format[self.srca_matrix_bank], use_override=False)
+        if fmt not in _MOVD2A_FMTS:
+            raise self.unimpl(f"MOVD2A with SrcA format {fmt}")
+        sr = (f["src"] + self.threads[t].rwc["a"]) & SRC_RWC_MASK
+        if sr % 4:
+            raise self.unimpl(f"MOVD2A SrcA row {sr}")
+        self.srca[self.srca_matrix_bank, sr:sr + 4] = self._mov_from_dst(t, f, "MOVD2A", fmt, 4, False)
+        self.apply_addr_mod(t, f["addr_mode"])
+
+    def MOVD2B(self, t, f):
+        """Dst -> SrcB, 1 (instr_mod 0) or 4 rows (2), no bank wait."""
+        if f["instr_mod"] not in (0, 2) or f["dst"] & 3 or f["src"] & 3:
+            raise self.unimpl(f"MOVD2B instr_mod={f['instr_mod']} dst={f['dst']} src={f['src']}")
+        self._check_dst_access("MOVD2B")
+        fmt = self._mov_fmt(t, "MOVD2B", self.srcb_format[self.srcb_matrix_bank])
+        if fmt not in _MOVD2A_FMTS | {fm.INT32}:
+            raise self.unimpl(f"MOVD2B with SrcB format {fmt}")
+        n = 4 if f["instr_mod"] == 2 else 1
+        sr = f["src"] + self.threads[t].rwc["b"]
+        if sr % 4 or sr >= SRC_ROWS:
+            raise self.unimpl(f"MOVD2B SrcB row {sr}")
+        self.srcb[self.srcb_matrix_bank, sr:sr + n] = self._mov_from_dst(t, f, "MOVD2B", fmt, n, True)
+        self.apply_addr_mod(t, f["addr_mode"])
+
+    def MOVB2A(self, t, f):
+        """SrcB -> SrcA, 4 rows; waits for SrcB only; exponent-0 data flushed unless Zero_Flag_disabled_src."""
+        if f["instr_mod"] != 2 or f["srcb"] & 3 or f["srca"] & 3:
+            raise self.unimpl(f"MOVB2A instr_mod={f['instr_mod']} srcb={f['srcb']} srca={f['srca']}")
+        if not self.srcb_valid[self.srcb_matrix_bank]:
+            return f"MOVB2A: SrcB bank {self.srcb_matrix_bank} not valid (waiting for the unpacker)"
+        th = self.threads[t]
+        ra, rb = f["srca"] + th.rwc["a"], f["srcb"] + th.rwc["b"]
+        if ra % 4 or ra >= SRC_ROWS or rb % 4 or rb >= SRC_ROWS:
+            raise self.unimpl(f"MOVB2A rows SrcA={ra} SrcB={rb}")
+        v = self.srcb[self.srcb_matrix_bank, rb:rb + 4]
+        if not self.cfg[2] & 1:
+            v = np.where(v & 0x7F800000, v, 0)
+        self.srca[self.srca_matrix_bank, ra:ra + 4] = v
+        self.apply_addr_mod(t, f["addr_mode"])
+
+    def TRNSPSRCB(self, t, f):
+        """Transpose SrcB rows 16..31 (one 16x16 face) of the FPU's bank in place; waits for SrcB; no counters."""
+        if not self.srcb_valid[self.srcb_matrix_bank]:
+            return f"TRNSPSRCB: SrcB bank {self.srcb_matrix_bank} not valid (waiting for the unpacker)"
+        blk = self.srcb[self.srcb_matrix_bank, 16:32]
+        blk[:] = blk.T.copy()
+
+    def GATESRCRST(self, t, f):
+        pass     # clock-gating control of the Src registers: no architectural effect (ttsim: no-op)
+
+    def DOTPV(self, t, f):
+        # BH table has no fields for it; the WH page gives no functional model precise enough; ttsim: unimplemented
+        raise self.unimpl("DOTPV")
+
+    def SHIFTXB(self, t, f):
+        raise self.unimpl("SHIFTXB (no BH encoding fields; ttsim: unimplemented)")
+
+
+# Src formats each instruction family accepts (ttsim's lists; others are refused by name)
+_MM_SRCA = frozenset({fm.FP32, fm.TF32, fm.BF16, fm.BFP8_B, fm.BFP4_B})
+_MM_SRCB = _MM_SRCA | {fm.INT16}
+_ELW_SRCA = _MM_SRCA | {fm.BFP2_B}
+_ELW_SRCB = _ELW_SRCA | {fm.INT32, fm.INT16}
+_MOV_8BIT = frozenset({fm.FP32, fm.TF32, fm.BF16, fm.BFP8_B, fm.BFP4_B, fm.INT32, fm.INT16, fm.BFP2_B})
+_MOVD2A_FMTS = frozenset({fm.FP32, fm.FP16, fm.TF32, fm.BF16, fm.BFP8_B, fm.BFP4_B})

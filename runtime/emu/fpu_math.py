@@ -1,0 +1,280 @@
+"""Bit-level numerics of the Matrix Unit (FPU): fidelity-phase products, MVMUL's group-of-8 alignment, ELWADD/ELWSUB
+and the accumulate-normalise-encode step into Dst. Pure numpy, no emulator state, so the lowering's error model can use
+the same numbers as the emulator.
+
+Facts: fpu-path.md sections 10.1-10.3 (verified on ttsim), isa-digest 1(d), WH ELWMUL.md / MVMUL.md / ELWADD.md.
+
+Value conventions (all arrays of unsigned integers, any shape that broadcasts):
+* Src datum ("src32"): the 32-bit fp32-layout word a Src register holds (low 13 bits zero for float data).
+  `src19(src32, fmt)` gives the multiplier's 19-bit view sign[18] exp[17:10] man[9:0] for a Src format code.
+* Dst value ("dst32"): a *plain* (unshuffled) 32-bit word in fp32 layout. With a 16-bit Dst the caller passes BF16 as
+  `bf16 << 16` and FP16 as `fp16_to_dst32(fp16)`, and converts the result back (`dst32_to_fp16`, `>> 16`).
+* A "term" is (sign, exp, man): an integer magnitude whose implicit bit sits at bit 23 (products: bits 23/24 of a
+  12-bit product << 13), with a biased exponent.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+I64 = np.int64
+
+# Src format codes (Tensix data format numbering)
+FP32, FP16, BFP8, BFP4, TF32, BF16, BFP8_B, BFP4_B = 0, 1, 2, 3, 4, 5, 6, 7
+INT32, INT16, FP8, INT8, BFP2_B = 8, 9, 10, 14, 15
+# Formats the FPU reads with a 5-bit exponent (FP16 style); TF32 keeps 10 mantissa bits; every other float format is
+# read with BF16 precision (fpu-path.md 3, "Src format the multiplier sees").
+FMT_5BIT_EXP = frozenset({FP16, FP8})
+# Phase sets of tt-metal's MathFidelity (number of phases = LoFi 1, HiFi2 2, HiFi3 3, HiFi4 4)
+FIDELITY_PHASES = {"LoFi": (0,), "HiFi2": (0, 1), "HiFi3": (0, 1, 2), "HiFi4": (0, 1, 2, 3)}
+
+# Per phase: (SrcA slice of the 11-bit significand, SrcB slice, exponent offset) -- isa-digest 1(d), fpu-path 10.1.
+# Phase bit 0 selects SrcA's low half (mantissa bits 5..1), bit 1 SrcB's low half (mantissa bits 3..0, scaled to 7 bits).
+PHASE_EXP_OFFSET = {0: 0, 1: -5, 2: -7, 3: -12}
+
+
+def _a_slice(man11, phase):
+    return np.where(phase & 1, (man11 >> 1) & 31, man11 >> 6)
+
+
+def _b_slice(man11, phase):
+    return np.where(phase & 2, (man11 & 15) << 3, man11 >> 4)
+
+
+def src19(src32, fmt: int) -> np.ndarray:
+    """Src word -> the multiplier's 19-bit view. FP16/FP8 lose the 3 high exponent bits of the fp32 layout (they are zero
+    for data the unpacker wrote), TF32 is used as is, every other format is truncated to BF16."""
+    x = np.asarray(src32, dtype=I64)
+    if fmt in FMT_5BIT_EXP:
+        x = x & 0x8FFFE000
+    elif fmt != TF32:
+        x = x & 0xFFFF0000
+    return (x >> 13) & 0x7FFFF
+
+
+def is_zero19(x19) -> np.ndarray:
+    """Exponent field 0 (zero or denormal): the FPU treats the operand as zero."""
+    return (np.asarray(x19, I64) & 0x3FFFF) < 0x400
+
+
+def exp_prod_adj(fp32_acc: bool, phase, exp8: bool):
+    """Exponent bias of a product term: two biased 8-bit exponents -> one (-127); two FP16 exponents -> FP32 bias into an
+    FP32 Dst (+127-30) or FP16 bias into an FP16 Dst (-15); minus the phase's slice offset."""
+    base = -127 if exp8 else (127 - 30 if fp32_acc else -15)
+    phase = np.asarray(phase, I64)
+    return base - np.where(phase & 1, 5, 0) - np.where(phase & 2, 7, 0)
+
+
+def _clz_shift(man):
+    """Left shift that puts the leading one of man (> 0, < 2**31) at bit 23 (negative: a right shift)."""
+    bitlen = np.frexp(man.astype(np.float64))[1].astype(I64)      # exact for man < 2**53
+    return 24 - bitlen
+
+
+def _align(man, exp, target, bias):
+    """Shift a term right from exp to target, adding half an ulp minus `bias` (terms: the sign, so ties of negative
+    terms go toward +inf; Dst: 0, ties away from zero). Shifts of 31 or more give 0."""
+    d = target - exp
+    ds = np.clip(d, 1, 30)
+    shifted = np.where(d < 31, (man + (np.int64(1) << (ds - 1)) - bias) >> ds, 0)
+    return np.where(d > 0, shifted, man)
+
+
+def accumulate(terms, dst32, fp32_acc: bool = True, exp8: bool = True) -> np.ndarray:
+    """Add up to two terms [(sign, exp, man), ...] to a Dst value and renormalise (fpu-path 10.2): align everything to
+    the largest exponent (E <= 0 -> +0), with a 16-bit Dst round away the 13 low bits of every operand, integer sum
+    (0 -> +0), renormalise to 24 bits (16-bit Dst: to 8 or 11 bits) rounding half up, exponent <= 0 -> +0, overflow ->
+    Inf (8-bit exponent) or the FP16 maximum. Returns plain fp32-layout words (uint32)."""
+    dst = np.asarray(dst32, dtype=I64)
+    sign_d = dst >> 31 & 1
+    exp_d = dst >> 23 & 0xFF
+    man_d = np.where(exp_d == 0, 0, (dst & 0x7FFFFF) | 0x800000)
+    terms = [tuple(np.asarray(v, I64) for v in t) for t in terms]
+    e = exp_d
+    for _, te, _ in terms:
+        e = np.maximum(e, te)
+    early_zero = e <= 0
+    man = _align(man_d, exp_d, e, 0)
+    if not fp32_acc:
+        man = (man + 4096) & ~0x1FFF
+    for ts, te, tm in terms:
+        tm = _align(tm, te, e, ts)
+        if not fp32_acc:
+            tm = (tm + 4096 - ts) & ~0x1FFF
+        man = np.where(ts == sign_d, man + tm, man - tm)
+    sign = np.where(man < 0, sign_d ^ 1, sign_d)
+    man = np.abs(man)
+    zero = early_zero | (man == 0)
+    man = np.where(zero, 1, man)
+    shift = _clz_shift(man)
+    e = e - shift
+    if not fp32_acc:
+        shift = shift - (16 if exp8 else 13)
+    rs = np.clip(-shift, 1, 62)
+    man = np.where(shift < 0, (man + (np.int64(1) << (rs - 1))) >> rs, man << np.clip(shift, 0, 62))
+    if not fp32_acc:
+        man = man << (16 if exp8 else 13)
+    e = np.where(man & 0x1000000, e + 1, e)
+    man = man & 0x7FFFFF
+    out = (sign << 31) | (np.clip(e, 0, 255) << 23) | man
+    if fp32_acc or exp8:
+        out = np.where(e >= 255, (sign << 31) | (0xFF << 23), out)
+    else:
+        out = np.where(e >= 32, (sign << 31) | (31 << 23) | (0x3FF << 13), out)
+    out = np.where(zero | (e <= 0), 0, out)
+    return out.astype(np.uint32)
+
+
+def product_terms(a19, b19, phase, fp32_acc: bool = True, exp8: bool = True, zero_a=None, zero_b=None):
+    """One fidelity phase of a * b: (sign, exp, man) with man = sliceA * sliceB (at most 12 bits, 1.0*1.0 in phase 0 is
+    16*64 = 1024), exp = ea + eb + exp_prod_adj. A zero operand (or a product exponent <= 0) gives the zero term
+    (sign 0, man 0, exp max(adj, 0)): its exponent still takes part in the alignment."""
+    a = np.asarray(a19, I64)
+    b = np.asarray(b19, I64)
+    phase = np.asarray(phase, I64)
+    adj = exp_prod_adj(fp32_acc, phase, exp8)
+    za = is_zero19(a) if zero_a is None else zero_a
+    zb = is_zero19(b) if zero_b is None else zero_b
+    exp = (a >> 10 & 0xFF) + (b >> 10 & 0xFF) + adj
+    man = _a_slice((a & 0x3FF) | 0x400, phase) * _b_slice((b & 0x3FF) | 0x400, phase)
+    sign = (a >> 18 ^ b >> 18) & 1
+    zero = za | zb | (exp <= 0)
+    zexp = np.maximum(adj, 0)
+    return np.where(zero, 0, sign), np.where(zero, zexp, exp), np.where(zero, 0, man)
+
+
+def elwmul19(a19, b19, dst32, phase, fp32_acc: bool = True, exp8: bool = True, zero_b=None) -> np.ndarray:
+    """ELWMUL of 19-bit operands: Dst + one phase's product, one rounding step. `zero_b` overrides SrcB's zero test
+    (with ALU_ACC_CTRL_Zero_Flag_disabled_src SrcB denormals are not flushed)."""
+    s, e, m = product_terms(a19, b19, phase, fp32_acc, exp8, zero_b=zero_b)
+    return accumulate([(s, e, m << 13)], dst32, fp32_acc, exp8)
+
+
+def mvmul19(a19, b19, dst32, phase, fp32_acc: bool = True, exp8: bool = True) -> np.ndarray:
+    """MVMUL of 19-bit operands: a19 is SrcA (16 k x 16 n), b19 SrcB (R m x 16 k), dst32 (R, 16).
+    Per output and phase the 16 products form two groups (k 0..7, 8..15); each group is aligned to its largest product
+    exponent Eg (magnitude m shifted by d: floor((2m + 2^d) / 2^(d+1)), d <= 30), summed as signed integers into one
+    term (Eg <= 0: the group is 0), then both terms and Dst are accumulated with one rounding (fpu-path 10.3)."""
+    a = np.asarray(a19, I64)[None, :, :]            # (1, k, n)
+    b = np.asarray(b19, I64)[:, :, None]            # (m, k, 1)
+    s, e, m = product_terms(a, b, phase, fp32_acc, exp8)   # (m, k, n)
+    terms = []
+    for g in (slice(0, 8), slice(8, 16)):
+        sg, eg, mg = s[:, g], e[:, g], m[:, g]
+        emax = eg.max(axis=1)                       # (m, n)
+        d = np.minimum(emax[:, None, :] - eg, 30)
+        al = ((mg << 1) + (np.int64(1) << d)) >> (d + 1)
+        tot = np.where(sg == 1, -al, al).sum(axis=1)
+        live = emax > 0
+        terms.append((np.where(live & (tot < 0), 1, 0), np.where(live, emax, 0), np.where(live, np.abs(tot), 0) << 13))
+    return accumulate(terms, dst32, fp32_acc, exp8)
+
+
+def elwadd19(a19, b19, dst32, fp32_acc: bool = True, exp8: bool = True, accumulate_dst: bool = False,
+             zero_a=None, zero_b=None) -> np.ndarray:
+    """ELWADD of 19-bit operands (negate b19's sign bit for ELWSUB): the smaller magnitude is aligned to the larger on an
+    11-bit significand grid (round half up; 12 or more bits apart -> 0), integer sum, then accumulated into Dst (or into
+    0 unless `accumulate_dst`) like every Dst write. No fidelity phases."""
+    a = np.asarray(a19, I64)
+    b = np.asarray(b19, I64)
+    a = np.where(is_zero19(a) if zero_a is None else zero_a, 0, a)
+    b = np.where(is_zero19(b) if zero_b is None else zero_b, 0, b)
+    swap = (a & 0x3FFFF) < (b & 0x3FFFF)
+    a, b = np.where(swap, b, a), np.where(swap, a, b)
+    sa, sb = a >> 18 & 1, b >> 18 & 1
+    ea, eb = a >> 10 & 0xFF, b >> 10 & 0xFF
+    ma = np.where(a != 0, (a & 0x3FF) | 0x400, 0)
+    mb = np.where(b != 0, (b & 0x3FF) | 0x400, 0)
+    d = ea - eb
+    ds = np.clip(d, 1, 11)
+    mb = np.where(d <= 0, mb, np.where(d < 12, (mb + (np.int64(1) << (ds - 1))) >> ds, 0))
+    man = np.where(sa == sb, ma + mb, ma - mb) << 13
+    exp = ea
+    if fp32_acc and not exp8:       # FP16 operands into an FP32 Dst: rebias (a zero sum keeps a clamped exponent)
+        exp = np.where(ea != 0, ea + 127 - 15, 127 - 30)
+    dst = dst32 if accumulate_dst else np.zeros_like(np.asarray(dst32))
+    return accumulate([(sa, exp, man)], dst, fp32_acc, exp8)
+
+
+# ---------------------------------------------------------------------------------------------- format-level wrappers
+def _fmts(src_fmt):
+    return (src_fmt, src_fmt) if isinstance(src_fmt, int) else tuple(src_fmt)
+
+
+def mvmul(srca_bits, srcb_bits, dst_bits, phase: int, src_fmt=BF16, dst_fp32: bool = True) -> np.ndarray:
+    """Dst(R x 16) += SrcB(R x 16) @ SrcA(16 x 16) for one fidelity phase. Src words as Src holds them, `src_fmt` one
+    code or (SrcA, SrcB); dst_bits/result are plain fp32-layout words (see the module docstring for 16-bit Dst)."""
+    fa, fb = _fmts(src_fmt)
+    exp8 = fa not in FMT_5BIT_EXP
+    return mvmul19(src19(srca_bits, fa), src19(srcb_bits, fb), dst_bits, phase, dst_fp32, exp8)
+
+
+def elwmul(a, b, dst, phase: int, src_fmt=BF16, dst_fp32: bool = True) -> np.ndarray:
+    """Dst += A * B element-wise for one fidelity phase (Src words, plain Dst words)."""
+    fa, fb = _fmts(src_fmt)
+    return elwmul19(src19(a, fa), src19(b, fb), dst, phase, dst_fp32, fa not in FMT_5BIT_EXP)
+
+
+def elwadd(a, b, dst, src_fmt=BF16, dst_fp32: bool = True, accumulate_dst: bool = False, sub: bool = False):
+    """Dst (+)= A + B (or A - B) element-wise (Src words, plain Dst words)."""
+    fa, fb = _fmts(src_fmt)
+    b19 = src19(b, fb)
+    if sub:
+        b19 = b19 ^ (1 << 18)
+    return elwadd19(src19(a, fa), b19, dst, dst_fp32, fa not in FMT_5BIT_EXP, accumulate_dst)
+
+
+def fidelity_product(a, b, dst, phases, kind: str = "elwmul", src_fmt=BF16, dst_fp32: bool = True):
+    """Run the phases in order (e.g. FIDELITY_PHASES['HiFi4']), each accumulating into Dst: the full FPU result."""
+    fn = elwmul if kind == "elwmul" else mvmul
+    for p in phases:
+        dst = fn(a, b, dst, p, src_fmt, dst_fp32)
+    return dst
+
+
+# ---------------------------------------------------------------------------------------------- 16-bit Dst values
+def fp16_to_dst32(h):
+    """FP16 bits -> the fp32-layout word the FPU works on (sign[31], 5-bit exponent at [27:23], mantissa [22:13])."""
+    h = np.asarray(h, I64)
+    return (((h & 0x8000) << 16) | ((h & 0x7FFF) << 13)).astype(np.uint32)
+
+
+def dst32_to_fp16(x):
+    x = np.asarray(x, I64)
+    return (((x & 0x80000000) >> 16) | ((x & 0x0FFFE000) >> 13)).astype(np.uint32)
+
+
+# ---------------------------------------------------------------------------------------------- INT8 math
+def src_int8(src32, mask: int) -> np.ndarray:
+    """Src INT8 (sign + 10-bit magnitude at fp32 mantissa bits [22:13]) under a fidelity mask -> signed int."""
+    x = np.asarray(src32, I64) & mask
+    m = (x >> 13) & 0x3FF
+    return np.where(x >> 31 & 1, -m, m)
+
+
+# fidelity masks on the fp32-layout word (WH ELWMUL.md ReadSrcInt8 masks moved to the Src word layout; ttsim BH)
+INT8_A_MASK = {0: 0x801C0000, 1: 0x8003E000}     # phase & 1: magnitude bits 4..0, else bits 7..5
+INT8_B_MASK = {0: 0x807E0000, 2: 0x8001E000}     # phase & 2: magnitude bits 3..0, else bits 9..4
+
+
+def int8_operands(srca_bits, srcb_bits, phase: int, flush_b: bool = True):
+    a = np.asarray(srca_bits, I64)
+    b = np.asarray(srcb_bits, I64)
+    a = np.where(a & 0x7F800000, a, 0)              # SrcA exponent-0 data is always zero
+    if flush_b:
+        b = np.where(b & 0x7F800000, b, 0)
+    return src_int8(a, INT8_A_MASK[phase & 1]), src_int8(b, INT8_B_MASK[phase & 2])
+
+
+def int32_from_dst(x):
+    x = np.asarray(x, I64)
+    m = x & 0x7FFFFFFF
+    return np.where(x >> 31 & 1, -m, m)
+
+
+def int32_to_dst(v):
+    v = np.asarray(v, I64)
+    return np.where(v < 0, 0x80000000 | -v, v).astype(np.uint32)
+
+
+def saturate_add_int32(x, y):
+    return np.clip(np.asarray(x, I64) + y, -0x7FFFFFFF, 0x7FFFFFFF)
