@@ -1,44 +1,46 @@
-"""Unpackers (UNPACR, UNPACR_NOP) and the packer (PACR) of the Tensix model, exactly the paths verified on ttsim in
-unpack-sfpu-pack.md sections 3, 6 and 8 (plus unpacker 1 -> SrcB from fpu-path.md section 5):
+"""Unpackers (UNPACR, UNPACR_NOP) and the packer (PACR) of the Tensix model. Mixed into `tensix.Tensix`.
 
-* unpacker 0: FP32 L1 -> Dst32b (bit exact), BF16 L1 -> SrcA, FP32 L1 -> SrcA as TF32 / BF16 (truncation);
-* unpacker 1: BF16 L1 -> SrcB (and the FP32 -> TF32/BF16 truncations); UNPACR_NOP hands over a zeroed bank;
-* packer: Dst32b -> L1 FP32 (identity) and FP32 -> BF16 (early conversion, round half away from zero).
+Format conversions are the pure functions of `formats.py`; this module does addressing, configuration decoding and
+the per-datum pipeline. Facts: unpack-sfpu-pack.md 3, 6, 8; WH `UNPACR_Regular.md`, `Unpackers/*`, `PACR.md`,
+`Packers/*` (FormatConversion, ReLU, EdgeMasking); Blackhole specifics the docs leave open follow ttsim, the oracle.
 
-Anything else raises EmuUnimplemented naming the format or field. Mixed into `tensix.Tensix`.
+Unpackers: every documented L1 format into SrcA/SrcB (FP32 -> TF32/BF16/FP16, BF16, FP16, BFP8/4/2 with a separate
+exponent section or Force_shared_exp, FP8 (E5M2, or E4M3 with Unp_LF8_4b_exp), INT8/UINT8, INT16), and into Dst32b
+FP32 / TF32 (= FP32 into Dst) / INT32; contiguous rows or Tileize_mode (rows of 32 datums, 16 for 8-bit formats,
+RowStride from Shift_amount_cntx0..2). 16-bit Dst targets raise EmuUnimplemented.
+Packer: every (Read_32b_data=1, Dstacc=In, Out) conversion ttsim implements (FP32, FP16 via TF32, FP8, BF16,
+BFP8/4/2, E8M6, INT32, INT16, INT8/UINT8), ReLU, edge masks with row-set mapping, Pack_L1_Acc (FP32/FP16/BF16),
+the BFP exponent section (Exp_section_size); from a 16-bit Dst (Read_32b_data=0) the FP16/E5M6/BF16/E8M6/INT16
+modes ttsim implements (not yet cross-checked against ttsim: no emulator path writes Dst16b the way ttsim does).
 """
 from __future__ import annotations
 
 import numpy as np
 
+from runtime.emu import formats as F
 from runtime.emu.tensix_fpu import DST32_ROWS, SRC_ROWS
 
-_FMT_NAMES = {0: "FP32", 1: "FP16", 2: "BFP8a", 3: "BFP4a", 4: "TF32", 5: "BF16", 6: "BFP8", 7: "BFP4", 8: "INT32",
-              9: "UINT16", 10: "FP8", 11: "BFP2a", 14: "INT8", 15: "BFP2"}
-_FMT_BYTES = {0: 4, 4: 4, 5: 2, 8: 4, 1: 2, 9: 2, 14: 1, 10: 1}
+_FMT_NAMES = F.NAMES
+_BFP_BITS = {F.BFP8: 8, F.BFP4: 4, F.BFP2: 2}
 
 UNP0, UNP1, PACK = 0, 1, 2
+
+# (Read_32b_data, Dstacc = In_data_format, Out_data_format) combinations the packer model implements: exactly the
+# modes ttsim accepts (tensix_pacr pack_fmt_conv_mode), for a 16-bit and a 32-bit Dst.
+_PACK_MODES_16 = {0x10, 0x11, 0x15, 0x1A, 0x26, 0x50, 0x55, 0x56, 0x57, 0x5F, 0x60, 0x65, 0x66, 0x67, 0x99}
+_PACK_MODES_32 = {0x100, 0x101, 0x106, 0x107, 0x10F, 0x111, 0x11A, 0x155, 0x166, 0x167, 0x188, 0x199, 0x1EE}
 
 
 def _fmt(code: int) -> str:
     return f"{code} ({_FMT_NAMES.get(code, '?')})"
 
 
-def fp32_to_bf16_packer(x: np.ndarray) -> np.ndarray:
-    """The packer's early FP32 -> BF16 conversion (Read_32b_data=1, Dstacc=In=BF16): NaN -> Inf of the same sign,
-    round half away from zero on the magnitude, exponent-0 results (denormals, zeros of either sign) -> +0."""
-    x = x.astype(np.uint32)
-    nan = (x & np.uint32(0x7FFFFFFF)) > np.uint32(0x7F800000)
-    x = np.where(nan, (x & np.uint32(0x80000000)) | np.uint32(0x7F800000), x)
-    r = ((x.astype(np.uint64) + 0x8000) >> 16).astype(np.uint32)
-    r = np.where((r & 0x7FFF) < 0x80, np.uint32(0), r)
-    return r.astype(np.uint16)
-
-
 class UnpackPackMixin:
     def _init_packer(self):
         self.packer_open = False     # a PACR stream is in progress (no `last` yet): continue at packer_addr
         self.packer_addr = 0
+        self.packer_exp_addr = 0     # BFP output: where the next shared exponent byte goes
+        self.packer_tpg = (0, 0, 0)  # edge-mask tile position generator (X, Y, Z), reset at each stream start
 
     # ------------------------------------------------------------------------------------------------ helpers
     def _l1_read(self, addr: int, nbytes: int) -> np.ndarray:
@@ -78,22 +80,33 @@ class UnpackPackMixin:
             raise self.unimpl(f"UNPACR config context {context} (UNPACK_MISC_CFG_CfgContextOffset_{sel})")
         desc0, desc1 = (cfg[112], cfg[113]) if sel else (cfg[64], cfg[65])
         reg2 = cfg[120] if sel else cfg[72]              # THCON_SECn_REG2
-        zc = cfg[121] if sel else cfg[73]                # Disable_zero_compress_cntx*, Unpack_if_sel_cntx*
+        zc = cfg[121] if sel else cfg[73]    # Disable_zero_compress_cntx*, Unpack_if_sel_cntx*, Force_shared_exp
         if not zc & 1:
             raise self.unimpl(f"UNPACR of zero-compressed input (THCON_SEC{sel}_REG2_Disable_zero_compress_cntx0=0)")
-        for bit, what in ((8, "Haloize_mode"), (9, "Tileize_mode"), (14, "Ovrd_data_format"),
-                          (15, "Upsample_and_interleave")):
+        for bit, what in ((8, "Haloize_mode"), (14, "Ovrd_data_format"), (15, "Upsample_and_interleave")):
             if reg2 >> bit & 1:
                 raise self.unimpl(f"UNPACR with THCON_SEC{sel}_REG2_{what}=1")
         if reg2 >> 12 & 3:
             raise self.unimpl(f"UNPACR with THCON_SEC{sel}_REG2_Upsample_rate={reg2 >> 12 & 3}")
-        if not sel and reg2 >> 16 & 0xF:
+        tileize = bool(reg2 >> 9 & 1)
+        if not sel and not tileize and reg2 >> 16 & 0xF:
             raise self.unimpl("UNPACR with THCON_SEC0_REG2_Shift_amount_cntx0 != 0 (column shift)")
         in_fmt, out_fmt = desc0 & 0xF, reg2 & 0xF
+        if in_fmt not in _FMT_NAMES or out_fmt not in _FMT_NAMES:
+            raise self.err(f"UNPACR with undefined format code in={in_fmt} out={out_fmt}")
         to_dst = not sel and bool(zc >> 4 & 1)           # Unpack_if_sel_cntx0
-        conv = self._unpack_conversion(in_fmt, out_fmt, to_dst, src)
-        in_bytes = _FMT_BYTES[in_fmt]
-        out_bytes = 4 if to_dst else _FMT_BYTES[out_fmt]
+        if to_dst:                                       # names the unmodelled 16-bit Dst targets first
+            self._unpack_conversion(in_fmt, out_fmt, to_dst, src, sel)
+        if in_fmt == F.FP32:
+            if out_fmt not in (F.FP32, F.FP16, F.TF32, F.BF16):
+                raise self.err(f"UNPACR FP32 input with Out_data_format {_fmt(out_fmt)} (undefined: FP32 converts "
+                               "only to FP32/TF32/BF16/FP16)")
+        elif in_fmt != out_fmt:
+            raise self.err(f"UNPACR in format {_fmt(in_fmt)} mismatches out format {_fmt(out_fmt)} "
+                           "(only FP32 input may change format)")
+        conv = self._unpack_conversion(in_fmt, out_fmt, to_dst, src, sel)
+        in_bits, out_bits = F.element_bits(in_fmt), F.element_bits(out_fmt)
+        out_align = 4 if to_dst else (out_bits + 7) // 8
 
         x_dim = (cfg[86] & 0xFFFF) if not sel else desc0 >> 16   # Tile_x_dim_cntx0 overrides for unpacker 0
         y_dim = desc1 & 0xFF
@@ -104,14 +117,42 @@ class UnpackPackMixin:
         else:
             ystride1, zstride1, wstride1 = cfg[56] >> 16, cfg[57] & 0xFFFF, cfg[57] >> 16
             base, offset = cfg[76], cfg[92] & 0xFFFF
+        for what, v in (("Ystride", ystride1), ("Zstride", zstride1), ("Wstride", wstride1)):
+            if v % out_align:
+                raise self.unimpl(f"UNPACR UNP{sel}_ADDR_CTRL {what}={v} not a multiple of the {out_align}-byte "
+                                  "output datum")
         (x0, y0, z0, w0), (x1, y1, z1, w1) = th.adc[sel]
         if x0 > x1:
             raise self.err(f"UNPACR with ADC ch0.X={x0} > ch1.X={x1} (datum count would be negative)")
+        if w1:
+            raise self.unimpl(f"UNPACR with ADC ch1.W={w1}")
         count = x1 - x0 + 1
         first = x0 + y0 * x_dim + z0 * x_dim * y_dim + w0 * x_dim * y_dim * z_dim
-        l1_addr = (base + offset + 1) * 16 + first * in_bytes     # rows of 16 datums, contiguous (no tileize)
+        data_base = (base + offset + 1) * 16
+        exp_base = data_base
+        bfp_bits = _BFP_BITS.get(in_fmt)
+        force_exp = bool(zc >> 8 & 1)
+        if bfp_bits and not force_exp:
+            if desc0 >> 5 & 1:
+                raise self.unimpl("UNPACR of BFP data without an exponent section (TileDescriptor NoBFPExpSection=1)")
+            # the exponent section (one byte per 16 datums of the whole tile, padded to 16 bytes) precedes the data
+            data_base += F.bfp_exp_section_bytes(x_dim * y_dim * z_dim)
+        # Blackhole reads rows of 32 datums (16 for 8-bit and narrower formats) [ttsim]; rows are contiguous unless
+        # Tileize_mode gives a row stride in bytes (Shift_amount_cntx0..2 as bits [7:4], [11:8], [15:12]).
+        row_width = 16 if in_bits <= 8 else 32
+        start_bits = data_base * 8 + first * in_bits
+        if tileize:
+            if sel:
+                raise self.unimpl("UNPACR Tileize_mode on unpacker 1")
+            if in_bits < 8:
+                raise self.err(f"UNPACR Tileize_mode with {in_bits}-bit datums (undefined)")
+            if start_bits % 128:
+                raise self.err(f"UNPACR Tileize_mode with L1 start 0x{start_bits // 8:X} not 16-byte aligned")
+            row_stride = ((reg2 >> 16 & 0xF) << 4) | ((reg2 >> 20 & 0xF) << 8) | ((reg2 >> 24 & 0xF) << 12)
+        else:
+            row_stride = in_bits * row_width // 8
 
-        dst_addr = (y1 * ystride1 + z1 * zstride1 + w1 * wstride1) // out_bytes
+        dst_addr = (y1 * ystride1 + z1 * zstride1 + w1 * wstride1) // out_align
         skip = 0
         if not sel:
             ctx = cfg[84] & 0xFFFF                          # Dest_cntx0_address
@@ -138,16 +179,17 @@ class UnpackPackMixin:
             raise self.unimpl(f"UNPACR with SRCA_SET_Base={th.cfg[5] & 3}")
 
         if not to_dst and not sel and count > 16:
-            # Wide SrcA unpacks write in bursts of rows; a burst straddling a 16-row set drops writes on hardware
-            # (ttsim refuses). BH default throttle: bursts of 128 bytes = 4 rows (16-bit) / 2 rows (32-bit input).
-            if cfg[70] >> 3 & 1:
-                raise self.unimpl("UNPACR to SrcA with THCON_SEC0_REG1_ovrd_default_throttle_mode=1")
-            burst = max(1, min(8, 128 // (2 * 8 * in_bytes)))
-            if (dst_addr // 16) % burst:
-                raise self.err(f"UNPACR of {count} datums to SrcA starting at row {dst_addr // 16}, not a multiple "
-                               f"of the {burst}-row burst (writes would be dropped)")
-        raw = self._l1_read(l1_addr, count * in_bytes)
-        vals = conv(raw)
+            self._check_srca_burst(dst_addr // 16, in_bits, tileize, reg2 >> 4 & 3)
+        i = np.arange(count, dtype=np.int64)
+        bit_addr = start_bits + in_bits * (i % row_width) + row_stride * 8 * (i // row_width)
+        raw = self._l1_gather(bit_addr, in_bits)
+        exps = None
+        if bfp_bits:
+            if force_exp:
+                exps = np.full(count, cfg[62 if sel else 50] & 0xFF, np.uint32)   # UNPn_FORCED_SHARED_EXP
+            else:
+                exps = self._l1_gather((exp_base + (first + i) // 16) * 8, 8)
+        vals = conv(raw, exps)
         if skip:
             vals = vals[skip:]
         n = vals.size
@@ -175,6 +217,71 @@ class UnpackPackMixin:
         if f["set_dat_valid"]:
             self._hand_to_fpu(sel, bank, out_fmt)
 
+    def _check_srca_burst(self, start_row: int, in_bits: int, tileize: bool, throttle: int) -> None:
+        """Wide SrcA unpacks write in bursts of rows; a burst straddling a 16-row set drops writes on hardware
+        (ttsim refuses). Burst size from the L1 fetch speed (x1/x2/x4/x8 = 16 << mode bytes per cycle): BFP2 runs
+        at x1, tileize at x4; on BH without ovrd_default_throttle_mode 8-bit formats run at x8, others at x4, and
+        x4 with >= 16-bit datums moves 128 bytes [ttsim]."""
+        if in_bits == 2:
+            throttle = 0
+        elif tileize:
+            throttle = 2
+        elif not self.cfg[70] >> 3 & 1:                  # THCON_SEC0_REG1_ovrd_default_throttle_mode
+            throttle = 3 if in_bits == 8 else 2
+        nbytes = 128 if throttle == 2 and in_bits >= 16 else 16 << throttle
+        burst = max(1, min(8, nbytes // (2 * in_bits)))
+        if start_row % burst:
+            raise self.err(f"UNPACR to SrcA starting at row {start_row}, not a multiple of the {burst}-row burst "
+                           "(writes would be dropped)")
+
+    def _l1_gather(self, bit_addr: np.ndarray, bits: int) -> np.ndarray:
+        """Datums of `bits` bits at L1 bit addresses (little endian; sub-byte datums from the low bits up)."""
+        if bit_addr.size == 0:
+            return np.zeros(0, np.uint32)
+        lo, hi = int(bit_addr.min()), int(bit_addr.max()) + bits
+        if lo < 0 or hi > self.l1.size * 8:
+            raise self.err(f"L1 read 0x{lo // 8:X}..0x{(hi + 7) // 8:X} out of bounds")
+        byte = bit_addr >> 3
+        if bits < 8:
+            return ((self.l1[byte].astype(np.uint32) >> (bit_addr & 7).astype(np.uint32)) & ((1 << bits) - 1))
+        v = np.zeros(bit_addr.size, np.uint32)
+        for k in range(bits // 8):
+            v |= self.l1[byte + k].astype(np.uint32) << np.uint32(8 * k)
+        return v
+
+    def _unpack_conversion(self, in_fmt: int, out_fmt: int, to_dst: bool, src: str, sel: int):
+        """(raw L1 datums, shared exponents or None) -> np.uint32 datums in the fp32 layout (Dst32b / Src)."""
+        if to_dst:
+            # Into a 32-bit Dst: FP32, TF32 ("TF32 means FP32" into Dst) and INT32 are bit-exact copies.
+            if (in_fmt, out_fmt) in ((F.FP32, F.FP32), (F.FP32, F.TF32), (F.INT32, F.INT32)):
+                return lambda raw, e: raw
+            raise self.unimpl(f"UNPACR to Dst with in format {_fmt(in_fmt)}, out format {_fmt(out_fmt)} "
+                              "(only FP32/TF32/INT32 -> Dst32b; 16-bit Dst targets are not modelled)")
+        if in_fmt == F.FP32:
+            if out_fmt == F.FP32:
+                raise self.err(f"UNPACR FP32 into {src} with Out_data_format FP32 (undefined; ttsim fatal)")
+            fn = {F.TF32: F.unp_fp32_to_tf32, F.BF16: F.unp_fp32_to_bf16, F.FP16: F.unp_fp32_to_fp16}[out_fmt]
+            return lambda raw, e: fn(raw)
+        if in_fmt == F.BF16:
+            return lambda raw, e: F.bf16_to_src(raw)
+        if in_fmt == F.FP16:
+            return lambda raw, e: F.fp16_to_src(raw)
+        if in_fmt in _BFP_BITS:
+            bits = _BFP_BITS[in_fmt]
+            return lambda raw, e: F.bfp_to_src(raw, e, bits)
+        if in_fmt == F.FP8:
+            exp_4b = bool((self.cfg[119] if sel else self.cfg[71]) >> 22 & 1)     # THCON_SECn_REG1_Unp_LF8_4b_exp
+            return lambda raw, e: F.fp8_to_src(raw, exp_4b)
+        if in_fmt == F.INT8:
+            unsigned = bool(self.cfg[1] >> (16 if sel else 15) & 1)           # ALU_FORMAT_SPEC_REG0_Src?Unsigned
+            return lambda raw, e: F.int8_to_src(raw, unsigned)
+        if in_fmt == F.INT16:
+            return lambda raw, e: F.int16_to_src(raw)
+        if in_fmt in (F.INT32, F.TF32):
+            raise self.err(f"UNPACR in format {_fmt(in_fmt)} into {src} (not possible; only into Dst)")
+        raise self.unimpl(f"UNPACR to {src} with in format {_fmt(in_fmt)}, out format {_fmt(out_fmt)} "
+                          "(BFPxa formats)")
+
     def _hand_to_fpu(self, sel: int, bank: int, fmt: int) -> None:
         if sel:
             self.srcb_valid[bank] = True
@@ -184,31 +291,6 @@ class UnpackPackMixin:
             self.srca_valid[bank] = True
             self.srca_format[bank] = fmt
             self.srca_unpack_bank ^= 1
-
-    def _unpack_conversion(self, in_fmt: int, out_fmt: int, to_dst: bool, src: str):
-        """Return raw L1 bytes -> np.uint32 datums (Dst32b value, or fp32-layout 19-bit Src value)."""
-        if to_dst:
-            if in_fmt == 0 and out_fmt == 0:
-                return lambda raw: raw.view("<u4").astype(np.uint32)       # bit exact, NaN payloads kept
-            raise self.unimpl(f"UNPACR to Dst with in format {_fmt(in_fmt)}, out format {_fmt(out_fmt)} "
-                              "(only FP32 -> Dst32b)")
-        if in_fmt == 0:
-            if out_fmt == 0:
-                raise self.err(f"UNPACR FP32 into {src} with Out_data_format FP32 (undefined; ttsim fatal)")
-            if out_fmt == 4:
-                return lambda raw: raw.view("<u4") & np.uint32(0xFFFFE000)  # TF32: truncate 13 bits
-            if out_fmt == 5:
-                def fp32_to_bf16_src(raw):
-                    v = raw.view("<u4").astype(np.uint32)
-                    v = np.where((v >> 23 & 0xFF) == 0, v & np.uint32(0x80000000), v)  # denormals -> signed 0
-                    return v & np.uint32(0xFFFF0000)
-                return fp32_to_bf16_src
-        elif in_fmt == 5 and out_fmt == 5:
-            return lambda raw: raw.view("<u2").astype(np.uint32) << 16
-        elif in_fmt != out_fmt and in_fmt in _FMT_NAMES:
-            raise self.err(f"UNPACR in format {_fmt(in_fmt)} mismatches out format {_fmt(out_fmt)} "
-                           "(only FP32 input may change format)")
-        raise self.unimpl(f"UNPACR to {src} with in format {_fmt(in_fmt)}, out format {_fmt(out_fmt)}")
 
     # ------------------------------------------------------------------------------------------------ UNPACR_NOP
     def UNPACR_NOP(self, t, f):
@@ -249,8 +331,8 @@ class UnpackPackMixin:
         cfg = self.cfg
         th = self.threads[t]
         c68, c70, c71 = cfg[68], cfg[70], cfg[71]
-        if c68:
-            raise self.unimpl("packer THCON_SEC0_REG1_Row_start_section_size/Exp_section_size != 0")
+        if c68 & 0xFFFF:
+            raise self.unimpl("packer THCON_SEC0_REG1_Row_start_section_size != 0")
         for bit, what in ((1, "Add_l1_dest_addr_offset"), (12, "Dis_shared_exp_assembler"),
                           (13, "Auto_set_last_pacr_intf_sel"), (14, "Enable_out_fifo"), (15, "Sub_l1_tile_header_size"),
                           (16, "Source_interface_selection"), (22, "Add_tile_header_size")):
@@ -258,31 +340,52 @@ class UnpackPackMixin:
                 raise self.unimpl(f"packer THCON_SEC0_REG1_{what}=1")
         if c70 >> 17 & 0xF:
             raise self.unimpl("packer THCON_SEC0_REG1_pack_start_intf_pos != 0")
-        if c71 & 0x7FFFF or c71 >> 20 & 1:
-            raise self.unimpl("packer downsampling / Pack_L1_Acc / Exp_threshold_en (cfg 71)")
-        if cfg[2] >> 2 & 0xF:
-            raise self.unimpl("packer ReLU (STACC_RELU_ApplyRelu != 0)")
+        if c71 & 0x7FFFF:
+            raise self.unimpl("packer downsampling (THCON_SEC0_REG1_Downsample_mask/rate)")
+        if c71 >> 20 & 1:
+            raise self.unimpl("packer exponent thresholding (THCON_SEC0_REG1_Exp_threshold_en=1)")
         if cfg[28] >> 23 & 1:
             raise self.unimpl("PACK_COUNTERS_SEC0_pack_yz_transposed=1")
         if cfg[180] >> 12 & 0x3F:
             raise self.unimpl("DEST_TARGET_REG_CFG_PACK_SEC0_ZOffset != 0")
-        if cfg[20] or cfg[24] >> 16 & 0x1FF or cfg[19] >> 8 & 1:
-            raise self.unimpl("packer edge-mask row sets / edge mode (cfg 19, 20, 24[24:16])")
-        dstacc, in_fmt, out_fmt = cfg[1] >> 25 & 0xF, c70 >> 8 & 0xF, c70 >> 4 & 0xF
+        if cfg[19] >> 8 & 1:
+            raise self.unimpl("PCK_EDGE_TILE_FACE_SET_SELECT_enable=1")
+        if cfg[24] >> 16 & 1:
+            raise self.unimpl("packer edge mode -Inf (PCK_EDGE_MODE_mode=1)")
+        if cfg[1] >> 2 & 1:
+            raise self.unimpl("packer stochastic rounding (ALU_ROUNDING_MODE_Packer_srnd_en=1; PRNG not modelled)")
+        dstacc = cfg[0] >> 10 & 0xF if cfg[0] >> 14 & 1 else cfg[1] >> 25 & 0xF     # Dstacc_override / _val
+        in_fmt, out_fmt = c70 >> 8 & 0xF, c70 >> 4 & 0xF
         rd = cfg[18]
+        rd32, read_unsigned, read_raw, round10 = rd & 1, rd >> 1 & 1, rd >> 2 & 1, rd >> 3 & 1
         if dstacc != in_fmt:
             raise self.err(f"packer In_data_format {_fmt(in_fmt)} != ALU_FORMAT_SPEC_REG2_Dstacc {_fmt(dstacc)} "
                            "(undefined; ttsim pf21)")
-        mode = (rd & 1) << 8 | in_fmt << 4 | out_fmt
-        if mode not in (0x100, 0x155):
-            raise self.unimpl(f"packer conversion Read_32b_data={rd & 1} In={_fmt(in_fmt)} Out={_fmt(out_fmt)} "
-                              f"(pack_fmt_conv_mode=0x{mode:X}; only FP32->FP32 and FP32->BF16 from a 32-bit Dst)")
-        if rd >> 2 & 1:
-            raise self.unimpl("packer FP32->BF16 truncation (PCK_DEST_RD_CTRL_Read_int8 = Read_raw = 1)")
-        if rd >> 3 & 1:
-            raise self.unimpl("packer PCK_DEST_RD_CTRL_Round_10b_mant=1")
-        esz = 4 if in_fmt == 0 else 2
-        out_bytes = 4 if out_fmt == 0 else 2
+        mode = rd32 << 8 | in_fmt << 4 | out_fmt
+        if mode not in (_PACK_MODES_32 if rd32 else _PACK_MODES_16):
+            raise self.unimpl(f"packer conversion Read_32b_data={rd32} In={_fmt(in_fmt)} Out={_fmt(out_fmt)} "
+                              f"(pack_fmt_conv_mode=0x{mode:X})")
+        if rd32:
+            # TF32 rounding for an FP16 intermediate needs Round_10b_mant=1; every other mode needs it 0 [ttsim]
+            if round10 != (in_fmt == F.FP16):
+                raise self.unimpl(f"packer PCK_DEST_RD_CTRL_Round_10b_mant={round10} with pack_fmt_conv_mode="
+                                  f"0x{mode:X}")
+            if read_raw and in_fmt not in (F.BF16, F.BFP8, F.INT8):
+                raise self.unimpl(f"packer Read_raw (PCK_DEST_RD_CTRL_Read_int8=1) with intermediate {_fmt(in_fmt)}")
+        else:
+            # from a 16-bit Dst Round_10b_mant only selects BF16 -> FP16 ahead of FP8 (0x1A) [ttsim]
+            if round10 and mode != 0x1A:
+                raise self.unimpl(f"packer PCK_DEST_RD_CTRL_Round_10b_mant=1 with pack_fmt_conv_mode=0x{mode:X}")
+            if read_raw and in_fmt == F.BFP8A:
+                raise self.unimpl("packer FP16 -> E5M7 truncation (Read_raw with intermediate BFP8a)")
+        relu_mode, relu_thr = cfg[2] >> 2 & 0xF, cfg[2] >> 6 & 0xFFFF
+        if relu_mode > 3:
+            raise self.unimpl(f"packer STACC_RELU_ApplyRelu={relu_mode}")
+        acc = bool(c71 >> 19 & 1)                                     # THCON_SEC0_REG1_Pack_L1_Acc
+        if acc and out_fmt not in (F.FP32, F.FP16, F.BF16):
+            raise self.unimpl(f"Pack_L1_Acc with Out_data_format {_fmt(out_fmt)} (only FP32/FP16/BF16)")
+        esz = max(1, F.element_bits(in_fmt) // 8)             # stride unit: the In_data_format datum size
+        out_bits = F.element_bits(out_fmt)
 
         (x0, y0, z0, w0), (x1, y1, z1, w1) = th.adc[PACK]
         if x0:
@@ -294,39 +397,176 @@ class UnpackPackMixin:
                                "(ttsim pf22: use SETADCXX x_end=15)")
             raise self.unimpl(f"PACR with {per} datums per read interface (16, or 8 with read_intf_sel=1)")
         ys, zs, ws = cfg[12] >> 16, cfg[13] & 0xFFFF, cfg[13] >> 16
+        for what, v in (("Ystride", ys), ("Zstride", zs), ("Wstride", ws)):
+            if v % esz:
+                raise self.err(f"PACR PCK0_ADDR_CTRL {what}={v} not a multiple of the {esz}-byte In_data_format")
         src_addr = (y0 * ys + z0 * zs + w0 * ws) // esz
         if src_addr % 16:
             raise self.unimpl(f"PACR from Dst datum address {src_addr} not on a row boundary")
+        n_dst_rows = DST32_ROWS if rd32 else 2 * DST32_ROWS
         row0 = src_addr // 16 + (cfg[180] & 0xFFF)
+        if not rd32:
+            row0 &= n_dst_rows - 1                  # the 10-bit Dst16b row wraps [ttsim]
         offsets = {0: (0, 1, 2, 3), 1: (0,), 3: (0, 1), 5: (0, 2), 10: (1, 3)}[sel]
         rows = [row0 + o for o in offsets]
-        if rows[-1] >= DST32_ROWS:
-            raise self.err(f"PACR reads Dst32b row {rows[-1]} beyond row 511")
-        vals = self.dst.rows32[rows, :per].reshape(-1)
-        mask = cfg[24] & 0xFFFF
-        if mask != 0xFFFF:
-            keep = np.array([(mask >> c) & 1 for c in range(per)] * len(rows), bool)
-            vals = np.where(keep, vals, np.uint32(0))
-        if mode == 0x155:
-            out = fp32_to_bf16_packer(vals).astype("<u2")
+        if rows[-1] >= n_dst_rows:
+            raise self.err(f"PACR reads Dst{32 if rd32 else 16}b row {rows[-1]} beyond row {n_dst_rows - 1}")
+        count = per * len(rows)
+        if out_bits <= 8 and count % 16:
+            raise self.unimpl(f"PACR of {count} datums to {_fmt(out_fmt)} (8-bit and BFP outputs need multiples "
+                              "of 16)")
+        if rd32:
+            vals = self.dst.rows32[rows, :per].reshape(-1).astype(np.uint32)
         else:
-            out = vals.astype("<u4")
+            r16 = np.repeat(np.array(rows), per)
+            vals = self.dst.read16(r16, np.tile(np.arange(per), len(rows))).astype(np.uint32)
+
+        # stream start: L1 address (and the BFP/8-bit exponent section) from L1_Dest_addr + ch1.Y * Ystride1
         if not self.packer_open:
             if z1 or w1:
                 raise self.unimpl(f"PACR with packer ADC ch1.Z={z1} / ch1.W={w1} (L1 side)")
-            self.packer_addr = (cfg[69] + 1) * 16 + 16 * ((y1 * (cfg[14] >> 16)) >> 4)
+            start = (cfg[69] + 1) * 16 + 16 * ((y1 * (cfg[14] >> 16)) >> 4)
+            self.packer_exp_addr = start
+            self.packer_addr = start + (16 * (c68 >> 16) if out_bits <= 8 else 0)   # Exp_section_size (16 B)
+            self.packer_tpg = (0, 0, 0)
+        keep = self._edge_keep(count)
+        if rd32:
+            inter, kind = self._pack_early(vals, in_fmt, read_raw, read_unsigned)
+        else:
+            inter, kind = self._pack_early16(vals, in_fmt, read_raw, round10)
+        if relu_mode:
+            if kind not in ("fp32", "b16", "tf32", "int32") or (kind == "int32" and relu_mode != 1):
+                raise self.unimpl(f"packer ReLU mode {relu_mode} with intermediate format {_fmt(in_fmt)}")
+            if relu_mode >= 2 and relu_thr & 0x8000:
+                raise self.err(f"packer ReLU threshold 0x{relu_thr:04X} is negative (undefined)")
+            inter = F.relu(inter, kind, relu_mode, relu_thr)
+        inter = np.where(keep, inter, np.uint32(0))       # masked datums enter the late conversion as 0
+        out = self._pack_late(inter, in_fmt, out_fmt, c71, bool(rd32))
+
         addr = self.packer_addr
-        self._l1_write(addr, out)
-        addr += out.size * out_bytes
+        if out_fmt in _BFP_BITS:
+            bits = _BFP_BITS[out_fmt]
+            exps, datums = F.bf16_to_bfp(out, bits)
+            self._l1_write(self.packer_exp_addr, exps.astype(np.uint8))
+            self.packer_exp_addr += exps.size
+            data = F.bfp_datums_to_bytes(datums, bits)
+        else:
+            dt = {32: "<u4", 16: "<u2", 8: np.uint8}[out_bits]
+            if acc:
+                old = self._l1_read(addr, count * out_bits // 8).view(dt).astype(np.uint32)
+                out = {F.FP32: F.l1_acc_fp32, F.BF16: F.l1_acc_bf16, F.FP16: F.l1_acc_fp16}[out_fmt](old, out)
+            data = out.astype(dt)
+        self._l1_write(addr, data)
+        addr += data.size * data.itemsize
         if f["last"]:
-            pad = -addr % 16      # `last` zero-pads the stream to the next 16 bytes
+            pad = -addr % 16      # `last` zero-pads the stream (and a BFP exponent stream) to the next 16 bytes
             if pad:
                 self._l1_write(addr, bytes(pad))
+            if out_fmt in _BFP_BITS and self.packer_exp_addr % 16:
+                self._l1_write(self.packer_exp_addr, bytes(-self.packer_exp_addr % 16))
             self.packer_open = False
         else:
             self.packer_open = True
         self.packer_addr = addr
         self._pack_addr_mod(th, f["addr_mode"])
+
+    def _edge_keep(self, count: int) -> np.ndarray:
+        """EdgeMasking.md: per datum, c = TILE_ROW_SET_MAPPING[select].row_set_mapping[TPG.Y & 15], keep the datum
+        if PCK_EDGE_OFFSET_SEC[c].mask has its column bit; the tile position generator advances X per datum, Y per
+        16 datums, wrapping Y at pack_reads_per_xy_plane."""
+        cfg = self.cfg
+        x, y, z = self.packer_tpg
+        b = cfg[24] >> 17 & 3                                          # PCK_EDGE_TILE_ROW_SET_SELECT (packer 0)
+        mapping = cfg[20 + b]
+        masks = [cfg[24 + k] & 0xFFFF for k in range(4)]
+        rpp = cfg[28] >> 8 & 0xFF                                      # pack_reads_per_xy_plane
+        lin = x + np.arange(count)
+        if len(set(masks[mapping >> (2 * r) & 3] for r in range(16))) == 1:
+            keep_row = None                                            # every row uses the same mask
+            mask = masks[mapping & 3]
+        else:
+            if not 1 <= rpp <= 16:
+                raise self.unimpl(f"edge masks that differ by row with pack_reads_per_xy_plane={rpp}")
+            yy = (y + lin // 16) % rpp
+            keep_row = np.array([masks[mapping >> (2 * (r & 15)) & 3] for r in range(16)])[yy]
+        ylin = y + (x + count) // 16
+        if rpp:
+            self.packer_tpg = ((x + count) % 16, ylin % rpp, z + ylin // rpp)
+        else:
+            self.packer_tpg = ((x + count) % 16, ylin, z)
+        col = np.arange(count) % 16     # the datum's Dst column (PACR always starts at column 0)
+        if keep_row is None:
+            return ((mask >> col) & 1).astype(bool)
+        return ((keep_row >> col) & 1).astype(bool)
+
+    def _pack_early(self, v: np.ndarray, inter: int, read_raw: int, read_unsigned: int):
+        """Early conversion from Dst32b to the intermediate format -> (values, kind for ReLU)."""
+        if inter == F.FP32:
+            return v, "fp32"
+        if inter == F.INT32:
+            return v, "int32"
+        if inter == F.BF16:
+            return (F.early_fp32_to_bf16_trunc(v) if read_raw else F.early_fp32_to_bf16(v)), "b16"
+        if inter == F.BFP8:
+            return (F.early_fp32_to_bf16_trunc(v) if read_raw else F.early_fp32_to_e8m6(v)), "b16"
+        if inter == F.FP16:
+            return F.early_fp32_to_tf32(v), "tf32"
+        if inter == F.INT8:
+            if read_raw:
+                return F.early_int32_to_int8_raw(v, bool(read_unsigned)), "int8"
+            shift = 0
+            if self.cfg[8] & 1:                                       # INT_DESCALE_Enable
+                if self.cfg[8] >> 1 & 1:
+                    raise self.unimpl("packer INT_DESCALE_Mode=1 (per-Z shift amounts)")
+                shift = self.cfg[187] & 31
+            return F.early_int32_to_int8(v, bool(read_unsigned), shift), "int8"
+        if inter == F.INT16:
+            # the raw high half of the Dst32b storage, whose BF16 field order is Sign,Man,Exp [ttsim]
+            return F.shuffle_bf16(v >> 16), "int16"
+        raise self.unimpl(f"packer early conversion to {_fmt(inter)}")
+
+    def _pack_early16(self, h: np.ndarray, inter: int, read_raw: int, round10: int):
+        """Early conversion from Dst16b (physical field order) to the intermediate format."""
+        if inter in (F.FP16, F.BFP8A):
+            if inter == F.FP16 and round10:                           # Dst holds BF16 here (mode 0x1A)
+                return F.early_bf16_to_fp16(F.unshuffle_bf16(h)), "b16"
+            v = F.dst16_to_fp16(h)
+            return (F.early_fp16(v, bool(read_raw)) if inter == F.FP16 else F.early_fp16_to_e5m6(v)), "b16"
+        if inter in (F.BF16, F.BFP8):
+            return F.early_bf16(F.unshuffle_bf16(h), inter == F.BFP8, bool(read_raw)), "b16"
+        if inter == F.INT16:
+            return h, "int16"
+        raise self.unimpl(f"packer early conversion from a 16-bit Dst to {_fmt(inter)}")
+
+    def _pack_late(self, v: np.ndarray, inter: int, out: int, c71: int, rd32: bool) -> np.ndarray:
+        """Late conversion from the intermediate format to the L1 format (before any BFP block step)."""
+        if inter == out and inter in (F.FP32, F.BF16, F.INT32, F.INT16, F.INT8):
+            return v
+        if inter in (F.BF16, F.BFP8) and out == F.FP32:
+            return F.late_to_fp32_from16(v)
+        if inter == F.BFP8 and out == F.BF16:
+            return v
+        if inter == F.BFP8A and out == F.BFP8:
+            return F.late_fp16_to_bf16(v)
+        if inter == F.FP32 and out == F.FP16:
+            return F.fp32_to_fp16_sat_trunc(v)
+        if inter == F.FP32 and out in _BFP_BITS:
+            return F.late_fp32_to_bf16_for_bfp(v)
+        if inter in (F.BFP8, F.BF16) and out in _BFP_BITS:
+            return v
+        if inter == F.FP16 and rd32:                                  # a 32-bit Dst gave TF32: narrow to FP16
+            v = F.late_tf32_to_fp16(v)
+        if inter == F.FP16 and out == F.FP16:
+            return v
+        if inter == F.FP16 and out == F.FP32:
+            return F.late_fp16_to_fp32(v)
+        if inter == F.FP16 and out == F.BF16:
+            return F.late_fp16_to_bf16(v)
+        if inter == F.FP16 and out == F.FP8:
+            if not c71 >> 23 & 1:
+                raise self.unimpl("packer FP16 -> FP8 (E5M2) late conversion (only Pac_LF8_4b_exp=1 / E4M3)")
+            return F.late_fp16_to_fp8(v, True)
+        raise self.unimpl(f"packer late conversion {_fmt(inter)} -> {_fmt(out)}")
 
     def _pack_addr_mod(self, th, mode: int) -> None:
         """ADDR_MOD_PACK_SEC<mode> (thread cfg 37+mode) applied to the packer ADC Y/Z counters after a PACR."""
