@@ -1,20 +1,30 @@
-"""`TtsimDevice`: the Device protocol (docs/ARCHITECTURE.md) over Tenstorrent's ttsim simulator (`libttsim.so`).
+"""The Device protocol (docs/ARCHITECTURE.md) over the NoC, as a host sees a Blackhole chip, and its ttsim transport.
 
-ttsim is the bit-exactness oracle. It is driven exactly as a host drives silicon: every access goes through 2 MiB BAR0
-TLB windows (BAR0 at paddr 0x1_0000_0000, window i at BAR0 + i*2 MiB, three u32 config words at
-BAR0 + 0x1FC00000 + 12*i), tile MMIO only with single 4-byte accesses, DRAM by translated coordinates.
+Two layers, so that Tenstorrent's simulator and a real card run the SAME device code:
 
-ttsim `_Exit(1)`s its process on any error, so it runs in a child process (`runtime/ttsim_server.py`) reached over a
-socketpair. When the child dies the call in progress raises `TtsimDied` (a `TTError`) carrying ttsim's
-`[clock] ERROR: <Category>: <function>: <detail>` line and the last output lines; the user's process survives, the
-dead device refuses further use, and a new `TtsimDevice` (or `restart()`) gives a fresh simulator.
+* `NocTileDevice`: the Device protocol for one Tensix tile plus one DRAM bank, written only in terms of NoC accesses
+  (`noc_read/noc_write(xy, addr, ...)`, single 4-byte MMIO words, the soft-reset register). It owns everything a
+  host must know about the tile: range checks, the 32-bit-only MMIO rule, the write-only NCRISC reset-PC registers
+  (answered from a shadow of what was written), `core_state`, and, when asked to (`retire_before_reset=True`, real
+  cards), the rule "never assert reset on a core that has not retired": before it holds released cores in reset
+  it raises the launch block's stop flag and waits for them to report done/error, and refuses if they do not.
+* a transport: how the bytes get there. `TtsimTransport` (here) drives ttsim through 2 MiB BAR0 TLB windows in a
+  child process; `runtime.hw_device.UmdTransport` calls tt-umd's `noc_read/noc_write/noc_read32/noc_write32` and
+  `set_risc_reset_state`. A transport has: `noc_write(xy, addr, data)`, `noc_read(xy, addr, size)`,
+  `noc_write32(xy, addr, value)`, `noc_read32(xy, addr)`, `set_soft_reset(xy, value)`, `advance(budget)`, `sync()`,
+  `close()`, `name`.
 
-Writes and `advance` are pipelined (not acknowledged): an error they trigger is raised by the next call that waits for
-a reply (`read*`, `core_state`, `sync`). Call `sync()` to force it.
+ttsim facts that shape `TtsimTransport`: every access goes through BAR0 TLB windows (BAR0 at paddr 0x1_0000_0000,
+window i at BAR0 + i*2 MiB, three u32 config words at BAR0 + 0x1FC00000 + 12*i), tile MMIO only with single 4-byte
+accesses, DRAM by translated coordinates. ttsim `_Exit(1)`s its process on any error, so it runs in a child process
+(`runtime/ttsim_server.py`) reached over a socketpair. When the child dies the call in progress raises `TtsimDied`
+(a `TTError`) carrying ttsim's `[clock] ERROR: <Category>: <function>: <detail>` line and the last output lines; the
+user's process survives, the dead device refuses further use, and a new `TtsimDevice` (or `restart()`) gives a fresh
+simulator. Writes and `advance` are pipelined (not acknowledged): an error they trigger is raised by the next call that
+waits for a reply (`read*`, `core_state`, `sync`). Call `sync()` to force it.
 
 Not observable on ttsim (so absent from `core_state`): RISC-V PCs (the 0xFFB13138 PC snapshot is not modelled and
-reading it is fatal), and `NCRISC_RESET_PC(_OVERRIDE)` which are write-only there (this class answers reads of those
-two from a shadow of what was written).
+reading it is fatal), and `NCRISC_RESET_PC(_OVERRIDE)` which are write-only there.
 """
 from __future__ import annotations
 
@@ -33,7 +43,7 @@ BAR0_BASE = 0x1_0000_0000
 TLB_WINDOW = 1 << 21                 # 2 MiB
 TLB_CFG_BASE = BAR0_BASE + 0x1FC00000
 TLB_CFG_STRIDE = 12
-WIN_L1, WIN_MMIO, WIN_DRAM = 0, 1, 2   # window per kind of target, so the common paths never reprogram
+TLB_WINDOWS = 4                      # tile L1, tile MMIO and a DRAM page stay mapped: the common paths never reprogram
 BH_PCI_ID = 0xB1401E52               # config word 0: device 0xB140, vendor 0x1E52
 
 _HDR = struct.Struct("<B3xQI")
@@ -41,6 +51,7 @@ _U32 = struct.Struct("<I")
 _SERVER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ttsim_server.py")
 _U32_MAX = 0xFFFFFFFF
 _WRITE_ONLY = (layout.NCRISC_RESET_PC, layout.NCRISC_RESET_PC_OVERRIDE)
+_STATUS_BYTES = layout.STATUS_STRIDE * len(layout.CORES)
 
 
 class TtsimDied(TTError):
@@ -57,28 +68,149 @@ def default_lib_path() -> str | None:
     return os.environ.get("TT_SIMULATOR") or os.environ.get("TT_METAL_SIMULATOR")
 
 
-class TtsimDevice:
+# ====================================================================================================== NoC layer
+class NocTileDevice:
+    """Device protocol for tile `tile_xy` and DRAM bank `dram_xy` over a NoC transport (see the module doc)."""
+
+    def __init__(self, transport, *, tile_xy: tuple[int, int] = layout.TILE_XY,
+                 dram_xy: tuple[int, int] = layout.DRAM_XY, dram_size: int = layout.DRAM_BANK_SIZE,
+                 retire_before_reset: bool = False, retire_timeout_s: float = 5.0):
+        self.transport = transport
+        self.name = transport.name
+        self.tile_xy, self.dram_xy = tuple(tile_xy), tuple(dram_xy)
+        self.dram_size = dram_size
+        self.retire_before_reset = retire_before_reset
+        self.retire_timeout_s = retire_timeout_s
+        self._shadow = {a: 0 for a in _WRITE_ONLY}
+
+    # ------------------------------------------------------------------ Device protocol
+    def write_l1(self, addr: int, data: bytes) -> None:
+        data = memoryview(data).cast("B")
+        _check_range("L1", addr, len(data), layout.L1_SIZE)
+        if len(data):
+            self.transport.noc_write(self.tile_xy, addr, data)
+
+    def read_l1(self, addr: int, size: int) -> bytes:
+        _check_range("L1", addr, size, layout.L1_SIZE)
+        return self.transport.noc_read(self.tile_xy, addr, size) if size else b""
+
+    def write32(self, addr: int, value: int) -> None:
+        _check_word(addr)
+        value &= _U32_MAX
+        if addr in self._shadow:
+            self._shadow[addr] = value
+        if addr == layout.SOFT_RESET_0:
+            if self.retire_before_reset:
+                self._retire_cores_about_to_be_held(value)
+            self.transport.set_soft_reset(self.tile_xy, value)
+        else:
+            self.transport.noc_write32(self.tile_xy, addr, value)
+
+    def read32(self, addr: int) -> int:
+        _check_word(addr)
+        if addr in self._shadow:    # write-only on ttsim (reading it is fatal there): what we wrote
+            return self._shadow[addr]
+        return self.transport.noc_read32(self.tile_xy, addr)
+
+    def write_dram(self, addr: int, data: bytes) -> None:
+        data = memoryview(data).cast("B")
+        _check_range("DRAM", addr, len(data), self.dram_size)
+        if len(data):
+            self.transport.noc_write(self.dram_xy, addr, data)
+
+    def read_dram(self, addr: int, size: int) -> bytes:
+        _check_range("DRAM", addr, size, self.dram_size)
+        return self.transport.noc_read(self.dram_xy, addr, size) if size else b""
+
+    def advance(self, budget: int) -> None:
+        self.transport.advance(int(budget))
+
+    def sync(self) -> None:
+        self.transport.sync()
+
+    def close(self) -> None:
+        self.transport.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def core_state(self) -> dict[str, str]:
+        """Per core: reset state, reset PC and status words. PCs are not readable through the NoC on ttsim."""
+        try:
+            soft = self.read32(layout.SOFT_RESET_0)
+            wall = self.read32(layout.WALL_CLOCK_LO) | (self.read32(layout.WALL_CLOCK_HI) << 32)
+            override = self.read32(layout.TRISC_RESET_PC_OVERRIDE)
+            reset_pc = {"brisc": 0}
+            for i in range(3):
+                reset_pc[f"trisc{i}"] = (self.read32(layout.TRISC_RESET_PC[i]) if override >> i & 1
+                                         else layout.DEFAULT_RESET_PC[f"trisc{i}"])
+            reset_pc["ncrisc"] = (self._shadow[layout.NCRISC_RESET_PC] if self._shadow[layout.NCRISC_RESET_PC_OVERRIDE] & 1
+                                  else layout.DEFAULT_RESET_PC["ncrisc"])
+            status = self.read_l1(layout.STATUS_BASE, _STATUS_BYTES)
+        except TTError as e:
+            return {c: f"unreadable: {e}" for c in layout.CORES}
+        out = {}
+        for i, c in enumerate(layout.CORES):
+            done, err, prog, _ = struct.unpack_from("<4I", status, layout.STATUS_STRIDE * i)
+            held = soft >> layout.SOFT_RESET_BIT[c] & 1
+            out[c] = (f"pc=? (not readable on {self.name}) {'in reset' if held else 'released'} "
+                      f"reset_pc={reset_pc[c]:#x} done={done} error={err:#x} progress={prog} wall_clock={wall}")
+        return out
+
+    # ------------------------------------------------------------------ retire by asking, never by reset
+    def unretired_cores(self, soft_reset: int | None = None) -> list[str]:
+        """Cores out of reset whose status says neither done (= the launch generation) nor error: still running
+        or blocked. A finished kernel's cores are parked in `j .` and may be held in reset safely."""
+        soft = self.read32(layout.SOFT_RESET_0) if soft_reset is None else soft_reset
+        released = [c for c in layout.CORES if not soft >> layout.SOFT_RESET_BIT[c] & 1]
+        if not released:
+            return []
+        generation = self.read32(layout.LAUNCH_GENERATION)
+        status = self.read_l1(layout.STATUS_BASE, _STATUS_BYTES)
+        busy = []
+        for c in released:
+            done, err = struct.unpack_from("<2I", status, layout.STATUS_STRIDE * layout.CORES.index(c))
+            if not (err or (generation and done == generation)):
+                busy.append(c)
+        return busy
+
+    def _retire_cores_about_to_be_held(self, new_value: int) -> None:
+        """Asserting reset on a core blocked in a NoC transaction can wedge the NoC on silicon: ask first (stop flag,
+        which every blocking wait of our kernels polls), wait, and refuse rather than reset a core that did not retire."""
+        soft = self.read32(layout.SOFT_RESET_0)
+        to_hold = new_value & ~soft            # reset bits that go 0 -> 1: cores about to be held
+        busy = [c for c in self.unretired_cores(soft) if to_hold >> layout.SOFT_RESET_BIT[c] & 1]
+        if not busy:
+            return
+        self.transport.noc_write32(self.tile_xy, layout.LAUNCH_STOP, 1)
+        deadline = time.monotonic() + self.retire_timeout_s
+        while busy:
+            if time.monotonic() > deadline:
+                raise TTError(f"{self.name}: cores {', '.join(busy)} of tile {self.tile_xy} did not retire within "
+                              f"{self.retire_timeout_s:g} s of the stop request; not asserting reset on a blocked core "
+                              "(that can hang the NoC). Reset the card (tt-smi -r) if it stays stuck.\n  "
+                              + "\n  ".join(f"{c}: {s}" for c, s in self.core_state().items() if c in busy))
+            self.transport.advance(2000)
+            busy = [c for c in self.unretired_cores(soft) if c in busy]
+
+
+# ================================================================================================ ttsim transport
+class TtsimTransport:
+    """ttsim (`libttsim.so`) in a child process, reached through BAR0 TLB windows exactly as a host reaches silicon."""
+
     name = "ttsim"
 
-    def __init__(self, lib_path: str | None = None, *, tile_xy: tuple[int, int] = layout.TILE_XY,
-                 dram_xy: tuple[int, int] = layout.DRAM_XY, start_timeout: float = 30.0):
-        lib_path = lib_path or default_lib_path()
-        if not lib_path or not os.path.isfile(lib_path):
-            raise TTError(f"ttsim library not found ({lib_path!r}): build tenstorrent/ttsim "
-                          "(./make.py src/_out/release_bh/libttsim.so) and set TT_SIMULATOR to its path")
-        self.lib_path = os.path.abspath(lib_path)
-        self.tile_xy, self.dram_xy = tuple(tile_xy), tuple(dram_xy)
+    def __init__(self, lib_path: str, start_timeout: float = 30.0):
+        self.lib_path = lib_path
         self.start_timeout = start_timeout
         self.proc: subprocess.Popen | None = None
         self._sock: socket.socket | None = None
-        self._dead: TtsimDied | None = None
-        self._start()
-
-    # ------------------------------------------------------------------ process management
-    def _start(self) -> None:
-        self._dead = None
+        self.dead: TtsimDied | None = None
         self._win: dict[int, tuple[int, int, int]] = {}      # idx -> (cfg0, cfg1, cfg2) last written
-        self._shadow = {a: 0 for a in _WRITE_ONLY}
+        self._win_order: list[int] = []                       # least recently used first
         self.clocks = 0                                        # simulated clocks advanced through this object
         self.requests = 0
         self._log = tempfile.TemporaryFile(prefix="ttsim-", suffix=".log")
@@ -104,6 +236,7 @@ class TtsimDevice:
             raise TTError(f"{self.lib_path} is not a Blackhole ttsim (PCI id {ident:#010x}, want {BH_PCI_ID:#010x});"
                           " build src/_out/release_bh/libttsim.so")
 
+    # ------------------------------------------------------------------ process management
     def _died(self, doing: str) -> None:
         """The child is gone (EOF/broken pipe): collect its output and raise TtsimDied."""
         rc = None
@@ -128,7 +261,7 @@ class TtsimDevice:
         err = TtsimDied(f"ttsim simulator died while {doing}: {why}\n  last simulator output:\n{tail}\n"
                         "  (the device is unusable now: create a new TtsimDevice or call restart())",
                         sim_msg, lines, rc)
-        self._dead = err
+        self.dead = err
         self._close_fds()
         raise err
 
@@ -142,7 +275,7 @@ class TtsimDevice:
 
     def close(self) -> None:
         """Shut the simulator down (idempotent)."""
-        if self._sock is not None and self._dead is None:
+        if self._sock is not None and self.dead is None:
             try:
                 self._sock.sendall(_HDR.pack(0x51, 0, 0))
                 self._sock.settimeout(5)
@@ -162,32 +295,15 @@ class TtsimDevice:
         except (OSError, AttributeError):
             pass
 
-    def restart(self) -> None:
-        """Drop this simulator (dead or alive) and start a fresh one (all state lost)."""
-        self.close()
-        self._start()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:
-            pass
-
     @property
     def alive(self) -> bool:
-        return self._dead is None and self._sock is not None
+        return self.dead is None and self._sock is not None
 
     # ------------------------------------------------------------------ wire
     def _check(self) -> None:
-        if self._dead is not None:
-            raise TtsimDied(f"ttsim device is dead (earlier error: {self._dead.sim_message or self._dead})",
-                            self._dead.sim_message, self._dead.output, self._dead.returncode)
+        if self.dead is not None:
+            raise TtsimDied(f"ttsim device is dead (earlier error: {self.dead.sim_message or self.dead})",
+                            self.dead.sim_message, self.dead.output, self.dead.returncode)
         if self._sock is None:
             raise TTError("ttsim device is closed")
 
@@ -236,68 +352,53 @@ class TtsimDevice:
         self._recv(1, "syncing")
 
     # ------------------------------------------------------------------ TLB windows
-    def _window(self, idx: int, xy: tuple[int, int], addr: int) -> int:
-        """Point BAR0 window idx at (xy, addr's 2 MiB page); return the paddr for addr."""
+    def _window(self, xy: tuple[int, int], addr: int) -> int:
+        """A BAR0 window pointing at (xy, addr's 2 MiB page), reusing one already there; returns the paddr for addr."""
         x, y = xy
         cfg = ((addr >> 21) & _U32_MAX, ((addr >> 53) & 0x7FF) | ((x | (y << 6)) << 11), 0)
-        old = self._win.get(idx)
-        if old != cfg:
+        idx = next((i for i, c in self._win.items() if c == cfg), None)
+        if idx is None:
+            idx = len(self._win) if len(self._win) < TLB_WINDOWS else self._win_order[0]
+            old = self._win.get(idx)
             base = TLB_CFG_BASE + TLB_CFG_STRIDE * idx
             for i, word in enumerate(cfg):
                 if old is None or old[i] != word:
                     self._wr(base + 4 * i, _U32.pack(word), "programming a TLB window")
             self._win[idx] = cfg
+        if idx in self._win_order:
+            self._win_order.remove(idx)
+        self._win_order.append(idx)
         return BAR0_BASE + idx * TLB_WINDOW + (addr & (TLB_WINDOW - 1))
 
-    def _bulk(self, idx: int, xy, addr: int, size: int):
+    def _pages(self, xy, addr: int, size: int):
         """Split [addr, addr+size) on 2 MiB boundaries: yields (paddr, offset, length)."""
         off = 0
         while off < size:
             a = addr + off
             n = min(size - off, TLB_WINDOW - (a & (TLB_WINDOW - 1)))
-            yield self._window(idx, xy, a), off, n
+            yield self._window(xy, a), off, n
             off += n
 
-    # ------------------------------------------------------------------ Device protocol
-    def write_l1(self, addr: int, data: bytes) -> None:
-        data = memoryview(data).cast("B")
-        _check_range("L1", addr, len(data), layout.L1_SIZE)
-        for paddr, off, n in self._bulk(WIN_L1, self.tile_xy, addr, len(data)):
-            self._wr(paddr, data[off:off + n], f"writing L1 {addr:#x}+{len(data)}")
+    # ------------------------------------------------------------------ transport interface
+    def noc_write(self, xy, addr: int, data) -> None:
+        for paddr, off, n in self._pages(xy, addr, len(data)):
+            self._wr(paddr, data[off:off + n], f"writing {xy}:{addr:#x}+{len(data)}")
 
-    def read_l1(self, addr: int, size: int) -> bytes:
-        _check_range("L1", addr, size, layout.L1_SIZE)
-        return b"".join(self._rd(paddr, n, f"reading L1 {addr:#x}+{size}")
-                        for paddr, off, n in self._bulk(WIN_L1, self.tile_xy, addr, size))
+    def noc_read(self, xy, addr: int, size: int) -> bytes:
+        return b"".join(self._rd(paddr, n, f"reading {xy}:{addr:#x}+{size}")
+                        for paddr, off, n in self._pages(xy, addr, size))
 
-    def write32(self, addr: int, value: int) -> None:
-        _check_word(addr)
-        if addr in self._shadow:
-            self._shadow[addr] = value & _U32_MAX
-        win = WIN_L1 if addr < layout.L1_SIZE else WIN_MMIO
-        self._wr(self._window(win, self.tile_xy, addr), _U32.pack(value & _U32_MAX), f"writing {addr:#x}")
+    def noc_write32(self, xy, addr: int, value: int) -> None:
+        self._wr(self._window(xy, addr), _U32.pack(value & _U32_MAX), f"writing {addr:#x}")
 
-    def read32(self, addr: int) -> int:
-        _check_word(addr)
-        if addr in self._shadow:    # write-only on ttsim: reading it is fatal there
-            return self._shadow[addr]
-        win = WIN_L1 if addr < layout.L1_SIZE else WIN_MMIO
-        return _U32.unpack(self._rd(self._window(win, self.tile_xy, addr), 4, f"reading {addr:#x}"))[0]
+    def noc_read32(self, xy, addr: int) -> int:
+        return _U32.unpack(self._rd(self._window(xy, addr), 4, f"reading {addr:#x}"))[0]
 
-    def write_dram(self, addr: int, data: bytes) -> None:
-        data = memoryview(data).cast("B")
-        _check_range("DRAM", addr, len(data), layout.DRAM_BANK_SIZE)
-        for paddr, off, n in self._bulk(WIN_DRAM, self.dram_xy, addr, len(data)):
-            self._wr(paddr, data[off:off + n], f"writing DRAM {addr:#x}+{len(data)}")
-
-    def read_dram(self, addr: int, size: int) -> bytes:
-        _check_range("DRAM", addr, size, layout.DRAM_BANK_SIZE)
-        return b"".join(self._rd(paddr, n, f"reading DRAM {addr:#x}+{size}")
-                        for paddr, off, n in self._bulk(WIN_DRAM, self.dram_xy, addr, size))
+    def set_soft_reset(self, xy, value: int) -> None:
+        self.noc_write32(xy, layout.SOFT_RESET_0, value)
 
     def advance(self, budget: int) -> None:
         """Clock the simulator `budget` clocks (one libttsim_clock call per 2**32-1). Pipelined: see module doc."""
-        budget = int(budget)
         if budget <= 0:
             return
         reps, rest = divmod(budget, _U32_MAX)
@@ -307,30 +408,51 @@ class TtsimDevice:
             self._send(_HDR.pack(0x43, 1, rest), f"clocking {budget}")
         self.clocks += budget
 
-    def core_state(self) -> dict[str, str]:
-        """Per core: reset state and its status words. PCs are not readable on ttsim (no PC snapshot model)."""
-        if self._dead is not None:
-            return {c: f"simulator dead: {self._dead.sim_message or self._dead.returncode}" for c in layout.CORES}
+
+class TtsimDevice(NocTileDevice):
+    """The Device protocol on Tenstorrent's ttsim: `NocTileDevice` over a `TtsimTransport`."""
+
+    def __init__(self, lib_path: str | None = None, *, tile_xy: tuple[int, int] = layout.TILE_XY,
+                 dram_xy: tuple[int, int] = layout.DRAM_XY, start_timeout: float = 30.0,
+                 retire_before_reset: bool = False):
+        lib_path = lib_path or default_lib_path()
+        if not lib_path or not os.path.isfile(lib_path):
+            raise TTError(f"ttsim library not found ({lib_path!r}): build tenstorrent/ttsim "
+                          "(./make.py src/_out/release_bh/libttsim.so) and set TT_SIMULATOR to its path")
+        self.lib_path = os.path.abspath(lib_path)
+        self.start_timeout = start_timeout
+        super().__init__(TtsimTransport(self.lib_path, start_timeout), tile_xy=tile_xy, dram_xy=dram_xy,
+                         retire_before_reset=retire_before_reset)
+
+    def restart(self) -> None:
+        """Drop this simulator (dead or alive) and start a fresh one (all state lost)."""
+        self.transport.close()
+        self.transport = TtsimTransport(self.lib_path, self.start_timeout)
+        self._shadow = {a: 0 for a in _WRITE_ONLY}
+
+    def __del__(self):
         try:
-            soft = self.read32(layout.SOFT_RESET_0)
-            wall = self.read32(layout.WALL_CLOCK_LO) | (self.read32(layout.WALL_CLOCK_HI) << 32)
-            override = self.read32(layout.TRISC_RESET_PC_OVERRIDE)
-            reset_pc = {"brisc": 0}
-            for i in range(3):
-                reset_pc[f"trisc{i}"] = (self.read32(layout.TRISC_RESET_PC[i]) if override >> i & 1
-                                         else layout.DEFAULT_RESET_PC[f"trisc{i}"])
-            reset_pc["ncrisc"] = (self._shadow[layout.NCRISC_RESET_PC] if self._shadow[layout.NCRISC_RESET_PC_OVERRIDE] & 1
-                                  else layout.DEFAULT_RESET_PC["ncrisc"])
-            status = self.read_l1(layout.STATUS_BASE, layout.STATUS_STRIDE * len(layout.CORES))
-        except TTError as e:
-            return {c: f"unreadable: {e}" for c in layout.CORES}
-        out = {}
-        for i, c in enumerate(layout.CORES):
-            done, err, prog, _ = struct.unpack_from("<4I", status, layout.STATUS_STRIDE * i)
-            held = soft >> layout.SOFT_RESET_BIT[c] & 1
-            out[c] = (f"pc=? (not readable on ttsim) {'in reset' if held else 'released'} reset_pc={reset_pc[c]:#x} "
-                      f"done={done} error={err:#x} progress={prog} wall_clock={wall}")
-        return out
+            self.close()
+        except Exception:
+            pass
+
+    @property
+    def alive(self) -> bool:
+        return self.transport.alive
+
+    @property
+    def clocks(self) -> int:
+        return self.transport.clocks
+
+    @property
+    def requests(self) -> int:
+        return self.transport.requests
+
+    def core_state(self) -> dict[str, str]:
+        if self.transport.dead is not None:
+            dead = self.transport.dead
+            return {c: f"simulator dead: {dead.sim_message or dead.returncode}" for c in layout.CORES}
+        return super().core_state()
 
 
 def _check_range(what: str, addr: int, size: int, limit: int) -> None:

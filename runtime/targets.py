@@ -1,0 +1,86 @@
+"""Execution targets by name: `make_device("emu" | "ttsim" | "hw")` and what this machine offers (`probe`).
+
+| target | device | needs |
+|---|---|---|
+| `emu` | `runtime.emu.device.EmuDevice` | nothing (always available) |
+| `ttsim` | `runtime.ttsim_device.TtsimDevice` | `TT_SIMULATOR=/path/libttsim.so` (Blackhole build) |
+| `hw` | `runtime.hw_device.HwDevice` | PyPI `tt-umd` and a Blackhole card |
+
+Device modules are imported when a target is used, so asking about one never loads the others.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from templates.errors import TTError
+
+TARGET_NAMES = ("emu", "ttsim", "hw")
+
+
+def make_device(name: str, *, device_number: int | None = None, lib_path: str | None = None):
+    """A fresh Device for target `name`. Raises TTError saying what is missing when the target is unavailable."""
+    if name == "emu":
+        from runtime.emu.device import EmuDevice
+        return EmuDevice()
+    if name == "ttsim":
+        from runtime.ttsim_device import TtsimDevice, default_lib_path
+        lib = lib_path or default_lib_path()
+        if not lib:
+            raise TTError("TT_BACKEND=ttsim needs TT_SIMULATOR=/path/to/libttsim.so (Blackhole build of "
+                          "tenstorrent/ttsim: ./make.py src/_out/release_bh/libttsim.so)")
+        return TtsimDevice(lib)
+    if name == "hw":
+        from runtime.hw_device import HwDevice
+        return HwDevice(device_number)
+    raise TTError(f"unknown target {name!r}: expected one of {', '.join(TARGET_NAMES)}")
+
+
+@dataclass(frozen=True)
+class TargetStatus:
+    name: str
+    available: bool
+    detail: str            # what it is (version, path, card) or what is missing
+
+    def __str__(self) -> str:
+        return f"{self.name}: {'available' if self.available else 'unavailable'} ({self.detail})"
+
+
+def _version(dist: str) -> str:
+    try:
+        from importlib.metadata import version
+        return version(dist)
+    except Exception:
+        return "version unknown"
+
+
+def probe(name: str) -> TargetStatus:
+    """Can `name` run here? ttsim is started once (it must load and identify as Blackhole); hw asks tt-umd for cards."""
+    if name == "emu":
+        return TargetStatus("emu", True, "the project's emulator (runtime/emu)")
+    if name == "ttsim":
+        from runtime.ttsim_device import default_lib_path
+        lib = default_lib_path()
+        if not lib:
+            return TargetStatus("ttsim", False, "set TT_SIMULATOR=/path/libttsim.so")
+        try:
+            make_device("ttsim", lib_path=lib).close()
+        except TTError as e:
+            return TargetStatus("ttsim", False, f"{lib}: {str(e).splitlines()[0]}")
+        return TargetStatus("ttsim", True, f"{os.path.abspath(lib)} loads, Blackhole PCI id")
+    if name == "hw":
+        try:
+            from runtime.hw_device import blackhole_cards, import_umd
+            umd = import_umd()
+        except TTError as e:
+            return TargetStatus("hw", False, str(e))
+        cards = blackhole_cards(umd)
+        umd_v = f"tt-umd {_version('tt-umd')}"
+        if not cards:
+            return TargetStatus("hw", False, f"{umd_v}: no Blackhole card found")
+        return TargetStatus("hw", True, f"{umd_v}: Blackhole card(s) {', '.join(map(str, cards))}")
+    raise TTError(f"unknown target {name!r}: expected one of {', '.join(TARGET_NAMES)}")
+
+
+def available_targets() -> list[TargetStatus]:
+    return [probe(n) for n in TARGET_NAMES]
