@@ -11,12 +11,15 @@ DTYPES = ("float32", "bfloat16", "int32", "bool")
 ELEMENTWISE_OPS = ("ADD", "MUL", "SUB", "NEG", "MAX", "CMPLT", "CMPNE", "WHERE", "RECIPROCAL", "EXP2", "LOG2",
                    "SQRT", "SIN", "TRUNC", "CAST",
                    "MULADD", "MULSUB", "NMULADD")     # fused a*b+c, a*b-c, c-a*b (lowering/rewrite.py)
+# REDUCE: srcs = (value,), arg = (combine op "ADD" | "MUL" | "MAX", indices of the reduced ranges in kernel order).
+# Nodes below it are evaluated per (output, k) element, nodes above it per output (lowering/reduce.py splits there).
+REDUCE_OPS = ("ADD", "MUL", "MAX")
 
 
 @dataclass(frozen=True)
 class VNode:
     id: int
-    op: str                 # LOAD (arg = input stream index), CONST (arg = Python value), or one of ELEMENTWISE_OPS
+    op: str                 # LOAD (arg = input stream index), CONST (arg = Python value), REDUCE, or ELEMENTWISE_OPS
     dtype: str              # result dtype, one of DTYPES
     srcs: tuple[int, ...] = ()
     arg: Any = None

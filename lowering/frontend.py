@@ -5,6 +5,9 @@ value reads buffers with `INDEX(PARAM, idx)` (no explicit LOAD; an explicit `LOA
 in `RANGE` sizes, broadcasts/permutes/shrinks are affine index expressions and pads are `WHERE(valid, idx, Invalid)`
 inside the index plus a `WHERE(valid, load, 0)` in the value. Everything that depends only on ranges is index math
 (rendered as scalar C for the reader/writer); everything downstream of a load is the value DAG (run on the SFPU).
+A REDUCE becomes a REDUCE node of the DAG (its ranges go last in the iteration space; lowering/reduce.py plans it);
+integer/bool index math that reaches the value part (arange, argmax's reversed index, tril masks, nonzero pads) is a
+computed stream: the reader evaluates it per element in C and the SFPU loads it like any input.
 
 This module may import tinygrad's uop/dtype layer, never its device layer, and never `runtime`.
 """
@@ -170,6 +173,9 @@ class StreamIndex:
     valid_py: str | None
     contiguous: bool
     gate: frozenset = field(default_factory=frozenset)   # validity terms as UOps (to simplify value-side WHEREs)
+    ranges: frozenset = field(default_factory=frozenset)  # indices of the ranges the index or gate reads
+    value_c: str | None = None   # computed stream (plan.Stream.value_c): the value itself is this range expression
+    value_py: str | None = None
 
 
 @dataclass
@@ -186,7 +192,7 @@ class LoweredKernel:
         return next(i for i, b in enumerate(self.buffers) if b.slot == slot)
 
     def stream(self, s: StreamIndex) -> Stream:
-        return Stream(self.buf_index(s.slot), s.dtype, s.index_c, s.valid_c, s.contiguous)
+        return Stream(self.buf_index(s.slot), s.dtype, s.index_c, s.valid_c, s.contiguous, s.value_c)
 
     @property
     def ops(self) -> list[str]:
@@ -198,7 +204,7 @@ VALUE_OPS = {Ops.ADD: "ADD", Ops.MUL: "MUL", Ops.SUB: "SUB", Ops.NEG: "NEG", Ops
              Ops.CMPNE: "CMPNE", Ops.WHERE: "WHERE", Ops.RECIPROCAL: "RECIPROCAL", Ops.EXP2: "EXP2", Ops.LOG2: "LOG2",
              Ops.SQRT: "SQRT", Ops.SIN: "SIN", Ops.TRUNC: "TRUNC", Ops.CAST: "CAST"}
 # ops that never appear inside a kernel we can lower: name them precisely
-REJECT = {Ops.REDUCE: "REDUCE (reductions are not lowered yet)", Ops.SPECIAL: "SPECIAL (pre-launched kernels)",
+REJECT = {Ops.SPECIAL: "SPECIAL (pre-launched kernels)",
           Ops.BARRIER: "BARRIER", Ops.WMMA: "WMMA", Ops.IF: "IF", Ops.AFTER: "AFTER (symbolic variables / assigns)",
           Ops.BUFFER: "BUFFER (local/register buffers)", Ops.CUSTOM: "CUSTOM", Ops.CUSTOMI: "CUSTOMI",
           Ops.THREEFRY: "THREEFRY (random numbers)", Ops.BITCAST: "BITCAST"}
@@ -221,8 +227,8 @@ class _Lowerer:
             if u.op is Ops.PARAM and u.dtype != dtypes.void and u.addrspace is not None and u.addrspace.name == "ALU":
                 raise UnsupportedOp(f"{self.name}: DEFINE_VAR / symbolic variable {u.arg} (symbolic shapes are not supported)")
             if u.op is Ops.RANGE:
-                if u.arg[-1] in (AxisType.REDUCE, AxisType.GROUP_REDUCE):
-                    raise UnsupportedOp(f"{self.name}: REDUCE range (reductions are not lowered yet)")
+                if u.arg[-1] is AxisType.GROUP_REDUCE:   # only after tinygrad's opts, which never run for TT
+                    raise UnsupportedOp(f"{self.name}: GROUP_REDUCE range")
                 if u.src[0].op is not Ops.CONST: raise UnsupportedOp(f"{self.name}: symbolic RANGE size {u.src[0]}")
 
     def find_store(self) -> UOp:
@@ -231,10 +237,27 @@ class _Lowerer:
         return stores[0]
 
     def order_ranges(self, out_idx: UOp) -> list[UOp]:
-        """Outermost first. Ordered by the output index's coefficients, so a plain write is contiguous."""
-        rngs = sorted({u for u in self.sink.toposort() if u.op is Ops.RANGE}, key=lambda r: r.arg[0])
+        """Outermost first. Ordered by the output index's coefficients, so a plain write is contiguous; reduce
+        ranges come last (lowering/reduce.py: outputs x reduce index)."""
+        rngs = sorted({u for u in self.sink.toposort() if u.op is Ops.RANGE and u not in self.alias},
+                      key=lambda r: r.arg[0])
         coef = affine(out_idx) or {}
-        return sorted(rngs, key=lambda r: (-coef.get(r, 0), r.arg[0]))
+        return sorted(rngs, key=lambda r: (r.arg[-1] is AxisType.REDUCE, -coef.get(r, 0), r.arg[0]))
+
+    def sibling_reduce_ranges(self) -> dict[UOp, UOp]:
+        """tinygrad gives every REDUCE its own ranges, also two reductions over the same axis (x.sum(1) + x.max(1)).
+        When neither reduction feeds the other and their range sizes agree, the later one's ranges alias the first's,
+        so both run over one (output, k) iteration space (lowering/reduce.py: one accumulator each)."""
+        reds = [u for u in self.sink.toposort() if u.op is Ops.REDUCE]
+        alias: dict[UOp, UOp] = {}
+        if len(reds) < 2: return alias
+        canon = sorted(reds[0].src[1:], key=lambda r: r.arg[0])
+        for r in reds[1:]:
+            mine = sorted(r.src[1:], key=lambda x: x.arg[0])
+            nested = reds[0] in r.toposort() or r in reds[0].toposort()
+            if not nested and [x.src[0].arg for x in mine] == [x.src[0].arg for x in canon]:
+                alias.update(zip(mine, canon))
+        return alias
 
     # ---- index part
     def stream_index(self, idx_uop: UOp, rvar: dict[UOp, int], sizes: list[int]) -> StreamIndex:
@@ -253,8 +276,10 @@ class _Lowerer:
         contiguous = not gate and coef is not None and coef.get(None, 0) == 0 and \
             all(coef.get(r, 0) == strides[i] or sizes[i] == 1 for r, i in rvar.items()) and \
             all(k is None or k in rvar for k in coef)
+        used = frozenset(rvar[x] for t in [idx, *gate] for x in t.toposort() if x.op is Ops.RANGE)
         return StreamIndex(buf.arg.slot, buffer_dtype(buf),
-                           render_index(idx, rvar, "c"), valid_c, render_index(idx, rvar, "py"), valid_py, contiguous, gate)
+                           render_index(idx, rvar, "c"), valid_c, render_index(idx, rvar, "py"), valid_py, contiguous, gate,
+                           used)
 
     # ---- value part
     def is_range_only(self, u: UOp) -> bool:
@@ -288,9 +313,21 @@ class _Lowerer:
             self.inputs.append(s)
             self.load_ids[u] = nid
             return nid
-        if u.op is Ops.RANGE or self.is_range_only(u):
-            raise UnsupportedOp(f"{self.name}: a value that depends on the iteration index ({u.op.name} over ranges: "
-                                "arange-like kernels or pads with a nonzero value are not lowered yet)")
+        if u.op is Ops.REDUCE:
+            if u.arg[0] not in (Ops.ADD, Ops.MUL, Ops.MAX):
+                raise UnsupportedOp(f"{self.name}: REDUCE {u.arg[0]} (ADD, MUL and MAX reductions are lowered)")
+            inner, rngs = u.src[0], list(u.src[1:])
+            while inner.op is Ops.REDUCE and inner.arg[0] is u.arg[0] and inner.dtype == u.dtype:
+                inner, rngs = inner.src[0], rngs + list(inner.src[1:])   # sum of sums = one sum over both ranges
+            src = self.value(inner, u.dtype)
+            axes = tuple(sorted(self.rvar[r] for r in rngs))
+            return self.dag.add("REDUCE", dtype_name(u.dtype, "REDUCE"), (src,), (u.arg[0].name, axes))
+        if (u.op is Ops.RANGE or self.is_range_only(u)) and (u.dtype in (dtypes.bool, dtypes.int32) or
+                                                             u.dtype in dtypes.weaks and not dtypes.is_float(u.dtype)):
+            return self.computed_stream(u)
+        if u.op is Ops.RANGE or self.is_range_only(u) and u.op not in (Ops.CAST, *VALUE_OPS):
+            raise UnsupportedOp(f"{self.name}: a value that depends on the iteration index ({u.op.name} over ranges "
+                                "in {u.dtype} is not lowered yet)")
         dt = dtype_name(u.dtype, u.op.name)
         if u.op is Ops.WHERE and self.is_range_only(u.src[0]):
             return self.range_gated_where(u)
@@ -316,6 +353,20 @@ class _Lowerer:
             srcs = tuple(self.value(s, u.dtype) for s in u.src)
         return self.dag.add(VALUE_OPS[u.op], dt, srcs)
 
+    def computed_stream(self, u: UOp) -> int:
+        """Integer/bool index math in the value part (arange, argmax's reversed index): the reader computes it per
+        element in C (a stream with no buffer) and the SFPU loads it like any input."""
+        if u in self.load_ids: return self.load_ids[u]
+        dt = "bool" if u.dtype == dtypes.bool else "int32"
+        used = frozenset(self.rvar[x] for x in u.toposort() if x.op is Ops.RANGE)
+        out_slot = self.store_slot
+        s = StreamIndex(out_slot, dt, "0", None, "0", None, False, frozenset(), used,
+                        render_index(u, self.rvar, "c"), render_index(u, self.rvar, "py"))
+        nid = self.dag.add("LOAD", dt, (), len(self.inputs))
+        self.inputs.append(s)
+        self.load_ids[u] = nid
+        return nid
+
     def range_gated_where(self, u: UOp) -> int:
         """WHERE(c, x, y) with c over ranges only: that is a pad. It folds away when the zero side is exactly what
         the gated load already reads outside its valid region (invalid reads are 0)."""
@@ -331,8 +382,9 @@ class _Lowerer:
             return region <= conjuncts(conds + list(v.src[2:]))
         if is_zero(y) and zero_outside(x, terms): return self.value(x, u.dtype)
         if is_zero(x) and zero_outside(y, not_c): return self.value(y, u.dtype)
-        raise UnsupportedOp(f"{self.name}: WHERE on an iteration-index condition that is not a zero pad "
-                            "(pads with a nonzero value are not lowered yet)")
+        # anything else (a pad with a nonzero value, tril/triu masks): the condition is a computed bool stream
+        dt = u.dtype
+        return self.dag.add("WHERE", dtype_name(dt, "WHERE"), (self.computed_stream(c), self.value(x, dt), self.value(y, dt)))
 
     def lower(self) -> LoweredKernel:
         self.check_supported()
@@ -340,10 +392,13 @@ class _Lowerer:
         out_index = store.src[0]
         if out_index.op is Ops.CAST: out_index = out_index.src[0]
         if out_index.op is not Ops.INDEX: raise UnsupportedOp(f"{self.name}: STORE to {out_index.op.name}")
+        self.alias = self.sibling_reduce_ranges()
         rngs = self.order_ranges(strip_invalid(out_index.src[1])[1])
         self.rvar = {r: i for i, r in enumerate(rngs)}
+        self.rvar.update({a: self.rvar[c] for a, c in self.alias.items()})
         self.sizes = [int(r.src[0].arg) for r in rngs]
         output = self.stream_index(out_index, self.rvar, self.sizes)
+        self.store_slot = output.slot
         if output.valid_c is not None: raise UnsupportedOp(f"{self.name}: a gated STORE ({output.valid_c})")
         if len(store.src) > 2: raise UnsupportedOp(f"{self.name}: a gated STORE")
         value = store.src[1]
@@ -367,9 +422,19 @@ def lower_ast(sink: UOp, name: str) -> LoweredKernel:
     return _Lowerer(sink, name).lower()
 
 
-def lower_kernel(sink: UOp, name: str) -> KernelPlan:
-    """tinygrad kernel AST -> KernelPlan (SFPU program compiled, L1 allocated). Raises UnsupportedOp naming the op."""
+def lower_kernel(sink: UOp, name: str, placer=None) -> KernelPlan:
+    """tinygrad kernel AST -> KernelPlan (SFPU program compiled, L1 allocated). Raises UnsupportedOp naming the op.
+    `placer(lk) -> lowering.placement.Placement` (injected by tt_backend: it needs the emulator's numeric models)
+    puts elementwise nodes on the FPU; without one everything runs on the SFPU in float32."""
+    from lowering.matmul import lower_matmul   # matmuls take the FPU path (MVMUL); budget: placer.err_budget
+    if (mm := lower_matmul(sink, name, getattr(placer, "err_budget", None))) is not None: return mm
     lk = lower_ast(sink, name)
+    if any(n.op == "REDUCE" for n in lk.dag.nodes):
+        from lowering.reduce import plan_reduce
+        return allocate_l1(plan_reduce(lk))
+    if placer is not None:
+        from lowering.placement import plan_placed
+        return allocate_l1(plan_placed(lk, placer(lk)))
     from lowering.sfpu_codegen import compile_sfpu   # imported late: the frontend is testable on its own
     sfpu = compile_sfpu(lk.dag, len(lk.inputs), lk.dag.nodes[lk.dag.out].dtype)
     plan = KernelPlan(name=name, ranges=lk.ranges, buffers=lk.buffers, inputs=[lk.stream(s) for s in lk.inputs],

@@ -134,14 +134,26 @@ def _stream_ctx(plan: KernelPlan, s: Stream, j: int | None) -> dict:
         mode = "contiguous bool" if s.dtype == "bool" else "contiguous"
     else:
         mode = "gather" if j is not None else "scatter"
+    red = plan.reduce
+    if red is not None:   # reduction layout (plan.ReducePlan): the reader walks (output, reduce index) per datum
+        if j is None: mode = "red scatter"
+        elif j == red.mask_input: mode = "red mask"
+        elif s.value_c is not None: mode = "red computed"
+        elif s.contiguous: mode = "red contiguous"   # lowering/reduce.py: 32 lanes, a tile is a run of the buffer
+        else: mode = "red gather"
+    elif s.value_c is not None:
+        mode = "computed"
     name = f"in{j}" if j is not None else "out"
-    if not s.contiguous and f"stage_{name}" not in plan.l1:
+    if mode in ("gather", "scatter", "red gather", "red scatter") and f"stage_{name}" not in plan.l1:
         raise ValueError(f"{plan.name}: stream {name} is gathered but has no staging window (run allocate_l1)")
     return {
         "j": j, "buf": s.buf, "dtype": s.dtype, "fmt": fmt, "esz": esz, "mode": mode,
-        "index_c": s.index_c, "valid_c": s.valid_c or "1",
+        "index_c": s.index_c, "valid_c": s.valid_c or "1", "value_c": s.value_c,
         "load_expr": _DRAM_LOAD[s.dtype], "store_stmt": _TILE_STORE[fmt],
         "tile_load": _TILE_LOAD[fmt], "dram_store": _DRAM_STORE[s.dtype],
+        # reduction pads (k >= K) still read this stream (element k = 0): max pads, streams indexed by o only
+        "pad_read": int(red is not None and j is not None and j != red.mask_input
+                        and (red.pad_clamp or not red.k_dep[j])),
     }
 
 
@@ -164,6 +176,8 @@ def args_header(plan: KernelPlan) -> str:
     lines += [f"#define OUT_CB 0x{plan.l1['cb_out']:X}u", f"#define OUT_TILE_BYTES {TILE_BYTES[plan.output.tile_format]}u"]
     if "stage_out" in plan.l1:
         lines.append(f"#define OUT_STAGE 0x{plan.l1['stage_out']:X}u")
+    if plan.reduce is not None:
+        lines += _reduce_defines(plan)
     lines += ["", "/* iteration space, outermost first; flat index = row-major over it */",
               f"#define TT_N_RANGES {len(ranges)}",
               f"static const uint32_t tt_ranges[TT_N_RANGES] = {{{', '.join(f'{r}u' for r in ranges)}}};",
@@ -177,6 +191,27 @@ def args_header(plan: KernelPlan) -> str:
               "}",
               "#endif", ""]
     return "\n".join(lines)
+
+
+def _reduce_defines(plan: KernelPlan) -> list[str]:
+    """Reduction layout constants (plan.ReducePlan) and the (output o, reduce index k) -> ranges map."""
+    red = plan.reduce
+    n_out = len(red.out_sizes)
+    lines = ["", "/* reduction: outputs o x reduce index k; tile t = group * RED_T + tk (plan.ReducePlan) */",
+             f"#define RED_O {red.n_out}u", f"#define RED_K {red.n_red}u", f"#define RED_LANES {red.lanes}u",
+             f"#define RED_CELLS {red.cells}u", f"#define RED_T {red.tiles_per_group}u",
+             f"#define RED_STEPS {red.steps}u  /* row steps per output (32: all; fewer for short reductions) */",
+             f"#define RED_RES_LANE {min(red.lanes, 8) - 1}u  /* result lane of output 0 after the lane combine */",
+             "/* reduce index of datum i (row step, lane) of tile tk of a group: with 32 lanes any order is one output's,",
+             " * so k follows the datum order (a tile is a run of consecutive k); else (tk*steps + step)*lanes + lane */",
+             "#define RED_K_OF(tk, i, step, lane) (RED_LANES == 32u ? (tk) * TT_TILE_ELEMS + (i) : "
+             "((tk) * RED_STEPS + (step) % RED_STEPS) * RED_LANES + (lane) % RED_LANES)",
+             "static inline void tt_red_set(uint32_t *r, uint32_t o, uint32_t k)", "{"]
+    for i in range(len(plan.ranges) - 1, -1, -1):
+        v, size = ("o", plan.ranges[i]) if i < n_out else ("k", plan.ranges[i])
+        lines.append(f"    r[{i}] = {v} % {size}u; {v} /= {size}u;")
+    lines += ["    (void)o; (void)k;", "}"]
+    return lines
 
 
 def _check(plan: KernelPlan) -> None:
@@ -200,6 +235,48 @@ def _check(plan: KernelPlan) -> None:
     for word in plan.sfpu.setup + plan.sfpu.body:
         if not 0 <= word < 0xC0000000:
             raise ValueError(f"{plan.name}: 0x{word:08x} is not a Tensix word")
+
+
+# --- FPU elementwise ops (lowering/placement.py): in_a -> SrcA (unpacker 0), in_b -> SrcB (unpacker 1), per face,
+# then ELWMUL (phases inner: slot 4 = next phase, slot 3 = next 8x16 block + phase 0) / ELWADD / ELWSUB into a Dst slot
+SRC_FORMAT_CODE = {"bf16": 5, "tf32": 4}
+UNP1_CFG_STATIC = {113: 0x00040001, 121: 0x0000000F, 59: 0}     # y_dim 1, z_dim 4 faces; uncompressed; SrcB row 0
+
+
+def fpu_words() -> dict:
+    return {
+        "ab_sec3_next": _w("SETC16", setc16_reg=15, setc16_value=0x0808),     # SrcA += 8, SrcB += 8
+        "dst_sec3_next": _w("SETC16", setc16_reg=31, setc16_value=0x8008),    # Dst += 8, FidelityClear
+        "ab_sec4_phase": _w("SETC16", setc16_reg=16, setc16_value=0),
+        "dst_sec4_phase": _w("SETC16", setc16_reg=32, setc16_value=0x2000),   # FidelityIncr 1
+        "unp1_adcxy_reset": _w("SETADCXY", cnt_set_mask=2, bit_mask=0xB),
+        "unp1_adczw_reset": _w("SETADCZW", cnt_set_mask=2, bit_mask=0xF),
+        "unp1_adcxx_face": _w("SETADCXX", cnt_set_mask=2, x_end2=255, x_start=0),
+        "unp01_adczw_tile": _w("SETADCZW", cnt_set_mask=3, bit_mask=0x5),
+        "stall_cfg_unpack01": _w("STALLWAIT", stall_res=0x80, wait_res=0x7),  # B7 config; C0 ThCon | C1/C2 unpackers
+        "wrcfg_gpr10_cfg112": _w("WRCFG", gpr_address=10, cfg_reg=112),
+        "wrcfg_gpr11_cfg120": _w("WRCFG", gpr_address=11, cfg_reg=120),
+        "wrcfg_gpr12_cfg124": _w("WRCFG", gpr_address=12, cfg_reg=124),
+        "unpacr_srcb_face": _w("UNPACR", unpack_block_selection=1, addr_mode=0x01, ovrd_thread_id=1, set_dat_valid=1,
+                               last=1),
+        "elw_phase": {k: _w(k, addr_mode=4, dst=0) for k in ("ELWMUL", "ELWADD", "ELWSUB")},
+        "elw_next": {k: _w(k, addr_mode=3, dst=0) for k in ("ELWMUL", "ELWADD", "ELWSUB")},
+    }
+
+
+def fpu_ctx(plan: KernelPlan) -> list[dict]:
+    """One entry per FpuOp: the unpacker config words of both operands and the ZEROACC words of its Dst slot."""
+    out = []
+    for o in plan.fpu_ops:
+        l1 = [plan.inputs[o.a].tile_format, plan.inputs[o.b].tile_format]
+        desc = [0x01000015 if f == "bf16" else 0x01000010 for f in l1]     # in format, uncompressed, x_dim 256
+        code_a, code_b = SRC_FORMAT_CODE[o.fmt_a], SRC_FORMAT_CODE[o.fmt_b]
+        out.append({"node": o.node, "kind": o.kind, "a": o.a, "b": o.b, "fmt_a": o.fmt_a, "fmt_b": o.fmt_b,
+                    "phases": o.phases, "slot": o.slot,
+                    "cfg64": _hex(desc[0]), "cfg72": _hex(0x20 | code_a), "cfg112": _hex(desc[1]), "cfg120": _hex(code_b),
+                    "zeroacc": [_w("ZEROACC", clear_mode=1, use_32_bit_mode=1, addr_mode=0, where=4 * o.slot + f)
+                                for f in range(4)] if o.kind == "ELWMUL" else []})
+    return out
 
 
 def render(plan: KernelPlan) -> dict[str, str]:
@@ -226,7 +303,24 @@ def render(plan: KernelPlan) -> dict[str, str]:
         "pck": {i: _hex(v) for i, v in PACK_CFG[out["fmt"]].items()},
         "alu_format": _hex(alu_format_word(formats, out["fmt"])),
         "sfpu": {"setup": [_hex(x) for x in plan.sfpu.setup], "body": [_hex(x) for x in plan.sfpu.body]},
+        "red": None if plan.reduce is None else {
+            "acc_init": [_hex(x) for x in plan.reduce.acc_init], "finish": [_hex(x) for x in plan.reduce.finish],
+            "post_setup": [_hex(x) for x in plan.reduce.post.setup],
+            "post_body": [_hex(x) for x in plan.reduce.post.body], "acc_reg": plan.reduce.acc_reg,
+            "lanes": plan.reduce.lanes, "acc_slot": plan.reduce.acc_slot, "steps": plan.reduce.steps,
+            "group_store": [_hex(x) for x in plan.reduce.group_store],
+            "post_skip": [_hex(x) for x in plan.reduce.post_skip]},
     }
+    if plan.reduce is not None:
+        ctx["out_slot"] = plan.reduce.post.out_slot
+    if plan.fpu_ops:   # FPU placement: operands to SrcA/SrcB, unpacker 0 reconfigured per input (so always "mixed")
+        ctx["w"] = w | fpu_words()
+        ctx.update(fpu=fpu_ctx(plan), mixed=True, unp1_static={i: _hex(v) for i, v in UNP1_CFG_STATIC.items()})
+    else:
+        ctx["fpu"] = []
+    for s in inputs:
+        s["dst"] = plan.dst_inputs is None or s["j"] in plan.dst_inputs
+    ctx["any_fpu"] = bool(plan.fpu_ops) or any(s["fmt"] == "bf16" and s["dst"] for s in inputs)
     compute = _env.get_template("compute.c.j2").render(ctx)
     return {
         "brisc": _env.get_template("reader.c.j2").render(ctx),

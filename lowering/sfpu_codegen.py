@@ -110,8 +110,9 @@ class _Alloc:
     k addresses Imm10 + 2k, so spill i lives at Imm10 = base + 2*i (base = first Dst slot after the inputs): row step
     k's spills occupy addresses base+2k, base+2k+2, ... which later row steps overwrite only after they are dead."""
 
-    def __init__(self, base: int, em: so.Emitter):
+    def __init__(self, base: int, em: so.Emitter, regs: tuple[int, ...] = so.GP_REGS):
         self.em = em
+        self.regs = regs                         # LRegs this program may allocate (a reduction keeps its acc out)
         self.vals: dict[int, _Val] = {}
         self.owner: dict[int, int] = {}          # LReg -> value id
         self.free_slots: list[int] = []
@@ -130,7 +131,7 @@ class _Alloc:
 
     def take(self, pos: int, pinned: set[int]) -> int:
         """A free LReg, spilling the live value with the furthest next use if none is free."""
-        for r in so.GP_REGS:
+        for r in self.regs:
             if r not in self.owner and r not in pinned:
                 return r
         cands = [r for r in self.owner if r not in pinned]
@@ -241,10 +242,14 @@ def schedule(nodes: list[VNode], canon: dict[int, int], out: int) -> list[int]:
     return order
 
 
-def compile_sfpu(dag, n_inputs: int, out_dtype=None, fuse_mad: bool = True) -> SfpuProgram:
+def compile_sfpu(dag, n_inputs: int, out_dtype=None, fuse_mad: bool = True, reserve: tuple[int, ...] = (),
+                 epilogue=None) -> SfpuProgram:
     """Lower the value DAG to an SfpuProgram. `dag` is a ValueDAG (or a node list, then `out_dtype` may be the output
     node id as in docs/ARCHITECTURE.md). If `out_dtype` names a dtype other than the output node's, a CAST is added.
-    `fuse_mad=False` keeps float32 a*b+c as two roundings (tests that compare with unfused numpy use it)."""
+    `fuse_mad=False` keeps float32 a*b+c as two roundings (tests that compare with unfused numpy use it).
+    `reserve`: LRegs the program must not touch (a reduction's accumulator lives there across row steps and tiles);
+    `epilogue(em, r, free)`: emits words after the final store, with the output value in LReg r and the LRegs in
+    `free` (neither r nor reserved) dead - lowering/reduce.py folds r into its accumulator there."""
     if not isinstance(dag, ValueDAG):
         dag = ValueDAG(list(dag), out_dtype if isinstance(out_dtype, int) else len(dag) - 1)
         out_dtype = None
@@ -272,11 +277,12 @@ def compile_sfpu(dag, n_inputs: int, out_dtype=None, fuse_mad: bool = True) -> S
         raise UnsupportedOp(f"SFPU lowering: {n_inputs} inputs leave no Dst slot for the output (max {MAX_SLOTS - 1})")
     out_slot = n_inputs                 # own slot: stores never touch a block that is loaded in the next row step
     # pass 1 finds the constants worth keeping in LReg11-14; pass 2 (same allocation) reads them from there
-    em, al = _emit(nodes, canon, canon[out], out_slot, {})
+    regs = tuple(r for r in so.GP_REGS if r not in reserve)
+    em, al = _emit(nodes, canon, canon[out], out_slot, {}, regs, epilogue)
     best = sorted(em.wanted.items(), key=lambda kv: -kv[1])[:len(POOL_REGS)]
     pool = {bits: POOL_REGS[i] for i, (bits, _) in enumerate(best)}
     if pool:
-        em, al = _emit(nodes, canon, canon[out], out_slot, pool)
+        em, al = _emit(nodes, canon, canon[out], out_slot, pool, regs, epilogue)
     setup = so.Emitter()
     setup.ins.extend(SETUP)
     for bits, reg in pool.items():      # SFPCONFIG broadcasts lanes 0-7 of LReg0 into LReg11-14
@@ -289,11 +295,12 @@ def compile_sfpu(dag, n_inputs: int, out_dtype=None, fuse_mad: bool = True) -> S
                        dst_slots=al.dst_slots, out_slot=out_slot)
 
 
-def _emit(nodes: list[VNode], canon: dict[int, int], out: int, out_slot: int, pool: dict[int, int]):
+def _emit(nodes: list[VNode], canon: dict[int, int], out: int, out_slot: int, pool: dict[int, int],
+          alloc_regs: tuple[int, ...] = so.GP_REGS, epilogue=None):
     """Schedule, allocate and emit the body (without the hazard NOPs)."""
     sched = schedule(nodes, canon, out)
     em = so.Emitter(pool)
-    al = _Alloc(64 * (out_slot + 1), em)
+    al = _Alloc(64 * (out_slot + 1), em, alloc_regs)
     end = len(sched)
     for i in sched:
         al.vals[i] = _Val(nodes[i], [])
@@ -320,7 +327,7 @@ def _emit(nodes: list[VNode], canon: dict[int, int], out: int, out_slot: int, po
         d = None
         for ai in seq.alias:
             s = srcs[ai]
-            if s in dying and regs[ai] in so.GP_REGS and al.owner.get(regs[ai]) == s \
+            if s in dying and regs[ai] in al.regs and al.owner.get(regs[ai]) == s \
                     and all(srcs[j] != s for j in range(len(srcs)) if j != ai):
                 d = regs[ai]
                 break
@@ -345,6 +352,8 @@ def _emit(nodes: list[VNode], canon: dict[int, int], out: int, out_slot: int, po
 
     r = al.materialize(out, end, set())
     em.store(r, 64 * out_slot, addr_mode=1)
+    if epilogue is not None:
+        epilogue(em, r, [x for x in alloc_regs if x != r])
     return em, al
 
 

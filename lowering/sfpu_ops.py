@@ -102,7 +102,9 @@ class Emitter:
         self.i("SFPADD", lreg_src_a=ONE, lreg_src_b=a, lreg_src_c=b, lreg_dest=d, instr_mod1=MAD_NEG_C)
 
     def fmul(self, d: int, a: int, b: int) -> None:           # d = a * b + (-0): keeps the sign of a zero product
-        self.i("SFPMUL", lreg_src_a=a, lreg_src_b=b, lreg_src_c=ZERO, lreg_dest=d, instr_mod1=MAD_NEG_C)
+        # SFPMAD rather than SFPMUL: the ISA defines SFPMUL as SFPMAD with VC = LReg9, and ttsim 1.10 rejects
+        # SFPMUL with NEGATE_VC (instr_mod1 = 2) while it implements the SFPMAD form; same operation, one encoding
+        self.i("SFPMAD", lreg_src_a=a, lreg_src_b=b, lreg_src_c=ZERO, lreg_dest=d, instr_mod1=MAD_NEG_C)
 
     def addi(self, d: int, x: float) -> None:                 # d = bf16(x) + d (x must be bf16-exact)
         b = f32_bits(x)

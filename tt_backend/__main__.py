@@ -1,5 +1,6 @@
-"""`python -m tt_backend info` (what is installed and found) and `python -m tt_backend demo` (the README expression on
-the TT device against tinygrad's CPU device, with the per-kernel placement report)."""
+"""`python -m tt_backend info` (what is installed and found), `python -m tt_backend demo` (the README expression on
+the TT device against tinygrad's CPU device, with the per-kernel placement report) and `python -m tt_backend tune
+script.py [--budgets 1e-4,1e-3,1e-2]` (tt_backend/tune.py: placements, error and cycles per kernel and budget)."""
 from __future__ import annotations
 
 import argparse
@@ -32,7 +33,7 @@ def info() -> int:
             ("tt_backend", f"{tt_backend.__version__} ({Path(tt_backend.__file__).parent})"),
             ("import hook", ", ".join(_pth_files()) or "no tt_backend.pth in site-packages (source checkout?)"),
             ("finder active", str(any(type(f).__name__ == "TTFinder" for f in sys.meta_path)))]
-    for dist in ("tinygrad", "numpy", "networkx", "jinja2", "pyelftools"):
+    for dist in ("tinygrad", "numpy", "networkx", "jinja2", "pyelftools", "tt-umd"):
         rows.append((dist, _version(dist)))
     rows.append(("DEVICE / DEV", f"{os.environ.get('DEVICE', '-')} / {os.environ.get('DEV', '-')}"))
     try:
@@ -45,9 +46,9 @@ def info() -> int:
         rows.append(("RISC-V compiler", c.describe()))
     except Exception as e:
         rows.append(("RISC-V compiler", f"NOT FOUND: {e}"))
-    sim = os.environ.get("TT_SIMULATOR")
-    rows.append(("targets", "emu (available); ttsim (" + (f"TT_SIMULATOR={sim}" if sim else "set TT_SIMULATOR") +
-                 ", not wired yet); hw (not available yet)"))
+    from runtime.targets import available_targets
+    for t in available_targets():
+        rows.append((f"target {t.name}", ("available: " if t.available else "unavailable: ") + t.detail))
     rows.append(("TT_DUMP", os.environ.get("TT_DUMP", "-")))
     w = max(len(k) for k, _ in rows)
     for k, v in rows:
@@ -103,8 +104,23 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("info", help="versions, compiler, targets, import hook")
     d = sub.add_parser("demo", help="the README expression on TT vs CPU, with the placement report")
     d.add_argument("--seed", type=int, default=1)
-    args = p.parse_args(argv)
+    tu = sub.add_parser("tune", help="run a program under several TT_ERR_BUDGETs: placements, error, cycles per kernel")
+    tu.add_argument("script")
+    tu.add_argument("--budgets", default="1e-4,1e-3,1e-2", help="comma list (a run without a budget is always added)")
+    tu.add_argument("--out", default=None, help="directory for the per-budget dumps (default: a temp dir)")
+    tu.add_argument("--png", default=None, help="plot path (default: <out>/tune.png; needs matplotlib)")
+    b = sub.add_parser("bench", help="emulator speed: emulated RISC-V and Tensix instructions per second")
+    b.add_argument("target", choices=["emu"], help="what to benchmark (the emulator)")
+    args, rest = p.parse_known_args(argv)      # tune/bench: everything else goes to the script / the bench
+    if args.cmd == "bench":
+        from runtime.emu.bench import main as bench_main
+        return bench_main(rest)
+    if rest and args.cmd != "tune":
+        p.error(f"unrecognized arguments: {' '.join(rest)}")
     if args.cmd == "info": return info()
+    if args.cmd == "tune":
+        from tt_backend.tune import parse_budgets, tune
+        return tune(args.script, rest, parse_budgets(args.budgets), args.out, args.png)
     return demo(args.seed)
 
 

@@ -17,8 +17,23 @@ ROWS_PER_TILE = 32          # the SFPU body runs once per 32-lane row step, 32 s
 
 
 def placement(plan: KernelPlan) -> list[dict]:
-    """Engine and precision per op. The FPU path and the error-budget search do not exist yet: all SFPU float32."""
-    return [{"op": op, "engine": "SFPU", "precision": "fp32"} for op in plan.ops]
+    """Engine and precision per op (lowering/placement.py); plans built without a placement run all on the SFPU."""
+    pl = getattr(plan, "placement", None)
+    if pl is None:
+        return [{"op": op, "engine": "SFPU", "precision": "fp32"} for op in plan.ops]
+    return [{"op": n["op"], "engine": n["engine"],
+             "precision": "fp32" if n["engine"] == "SFPU" else f"{n['fidelity'] or '-'} "
+             f"{n['formats']['srca']}x{n['formats']['srcb']}"} for n in pl.nodes]
+
+
+def placement_report(plan: KernelPlan) -> dict:
+    """The placement's own report: kernel, budget, predicted error and cycles, per-node engine/fidelity/formats/error/
+    cycles; measured_error stays None until TT_CHECK=1 runs the kernel (tt_backend.placement_eval.check fills it)."""
+    pl = getattr(plan, "placement", None)
+    if pl is None:
+        return {"kernel": plan.name, "budget": knobs.err_budget(), "predicted_error": None, "measured_error": None,
+                "predicted_cycles": None, "nodes": []}
+    return {**pl.report(), "measured_error": None}
 
 
 def instruction_counts(plan: KernelPlan, elfs: dict[str, bytes]) -> dict:
@@ -46,16 +61,18 @@ def report(plan: KernelPlan, elfs: dict[str, bytes]) -> dict:
         "buffers": [{"slot": b.slot, "dtype": b.dtype, "nbytes": b.nbytes} for b in plan.buffers],
         "inputs": [stream(s) for s in plan.inputs], "output": stream(plan.output),
         "ops": list(plan.ops), "placement": placement(plan),
-        "err_budget": knobs.err_budget(), "cores": 1,   # the budget is recorded; placement does not use it yet
+        "target": plan.target.name, "schedule": plan.target.schedule,
+        "err_budget": knobs.err_budget(), "cores": 1,
         "dst_slots": getattr(plan.sfpu, "dst_slots", None), "out_slot": getattr(plan.sfpu, "out_slot", None),
         "l1": {k: f"0x{v:X}" for k, v in plan.l1.items()},
         "instructions": instruction_counts(plan, elfs),
+        **placement_report(plan),
     }
 
 
 def report_text(r: dict) -> str:
-    lines = [f"kernel {r['name']}: ranges {r['ranges']} = {r['n_elements']} elements, {r['n_tiles']} tile(s)", "",
-             "streams:"]
+    lines = [f"kernel {r['name']}: ranges {r['ranges']} = {r['n_elements']} elements, {r['n_tiles']} tile(s)",
+             f"target {r.get('target', 'emu')}: {r.get('schedule', '')}", "", "streams:"]
     for j, s in enumerate(r["inputs"]):
         how = "contiguous" if s["contiguous"] else f"gather [{s['index_c']}]" + (f" if ({s['valid_c']})" if s["valid_c"] else "")
         lines.append(f"  in{j}: buffer slot {s['buffer_slot']} {s['dtype']} ({s['tile_format']}) {how}")
@@ -64,7 +81,10 @@ def report_text(r: dict) -> str:
                  + ("contiguous" if o["contiguous"] else f"scatter [{o['index_c']}]"))
     budget = r["err_budget"]
     lines += ["", "placement (error budget " + (f"{budget:g}" if budget else "none: float32-faithful") + "):"]
-    lines += [f"  {p['op']:<20} {p['engine']:<5} {p['precision']}" for p in r["placement"]] or ["  (no ALU ops: copy)"]
+    if r.get("nodes"):
+        lines += [placement_table(r)]
+    else:
+        lines += [f"  {p['op']:<20} {p['engine']:<5} {p['precision']}" for p in r["placement"]] or ["  (no ALU ops: copy)"]
     i = r["instructions"]
     lines += ["", f"SFPU: {i['sfpu_setup']} setup + {i['sfpu_body']} body instructions per row step "
                   f"= {i['sfpu_per_tile']} per tile, {i['sfpu_total']} in total ({r['dst_slots']} Dst slots)"]
@@ -72,6 +92,28 @@ def report_text(r: dict) -> str:
         lines.append("RISC-V .text: " + ", ".join(f"{c} {n} B" for c, n in i["riscv_text_bytes"].items()))
     lines += ["", "L1: " + ", ".join(f"{k} {v}" for k, v in r["l1"].items()), ""]
     return "\n".join(lines)
+
+
+def _e(x) -> str:
+    return "-" if x is None else f"{x:.2e}"
+
+
+def placement_table(r: dict) -> str:
+    """The per-node placement table of report.txt (and of `python -m tt_backend tune`)."""
+    rows = [f"  {'node':<6} {'op':<11} {'engine':<6} {'fidelity':<8} {'formats':<13} {'pred.err':>9} {'bound':>9} "
+            f"{'cycles':>8}"]
+    for n in r["nodes"]:
+        f = n.get("formats") or {}
+        fmts = f"{f['srca']}x{f['srcb']}" if "srca" in f else "fp32"
+        rows.append(f"  n{n['id']:<5} {n['op']:<11} {n['engine']:<6} {n['fidelity'] or '-':<8} {fmts:<13} "
+                    f"{_e(n.get('predicted_error')):>9} {_e(n.get('bound')):>9} {n.get('cycles', 0):>8}"
+                    + ("  (pinned)" if n.get("pinned") else ""))
+    c = r.get("predicted_cycles_per_tile") or {}
+    rows.append(f"  predicted error {_e(r.get('predicted_error'))} (max elementwise {_e(r.get('predicted_max_rel'))}), "
+                f"measured {_e(r.get('measured_error'))}; predicted cycles {r.get('predicted_cycles')} "
+                f"(per tile: unpack {c.get('unpack')}, fpu {c.get('fpu')}, sfpu {c.get('sfpu')}, pack {c.get('pack')}; "
+                f"all-SFPU {r.get('all_sfpu_cycles')})" + ("; products reassociated" if r.get("reassociated") else ""))
+    return "\n".join(rows)
 
 
 def write_kernel(root: str | os.PathLike, plan: KernelPlan, sources: dict[str, str], headers: dict[str, str],

@@ -6,9 +6,13 @@ Stdlib only: `map_device_env` runs at interpreter start from the .pth hook, befo
 |---|---|
 | `DEVICE=TT` | this project's spelling; mapped to tinygrad's `DEV=TT` before tinygrad reads its context |
 | `DEV=TT[:...]` | tinygrad's own spelling, honoured as is |
-| `TT_BACKEND` | `emu` (default), `ttsim`, `hw`; `TT_SIMULATOR=path` implies `ttsim` |
+| `TT_BACKEND` | `emu` (default), `ttsim`, `hw`; `TT_SIMULATOR=path` implies `ttsim`; device `TT:<target>` overrides |
+| `TT_LOCK_DIR` | where `hw` keeps its per-card advisory lock files (default: the temp directory) |
 | `TT_DUMP=dir` | write every kernel's sources, ELFs, disassembly and placement report under dir |
-| `TT_ERR_BUDGET` | relative-error budget vs float32 (placement; everything is SFPU float32 for now) |
+| `TT_ERR_BUDGET` | relative-error budget vs float32 (lowering/placement.py; unset: the float32-faithful placement) |
+| `TT_PLACE` | pin nodes for tuning: `kernel_glob:n5=FPU:HiFi2,n3=SFPU;...` (node ids as report.json shows them) |
+| `TT_CHECK=1` | run the float32 reference of each kernel on its real inputs; measured error into report.json |
+| `TT_SAMPLE_DIST` | sample distributions placement predicts with (comma list of normal, uniform, positive; default all) |
 | `TT_CORES` | Tensix cores a kernel may use (one for now) |
 | `TT_TIMEOUT` | seconds one kernel launch may take before the driver stops the cores (default 600) |
 """
@@ -57,6 +61,20 @@ def backend(environ=os.environ) -> str:
         from templates.errors import TTError
         raise TTError(f"TT_BACKEND={name!r} is not one of {', '.join(BACKENDS)}")
     return name
+
+
+def backend_of_device(device: str) -> str | None:
+    """The target a tinygrad device string names explicitly: 'TT:ttsim' -> 'ttsim'; 'TT' or 'TT:1' -> None."""
+    suffix = device.split(":")[1].strip().lower() if ":" in device else ""
+    return suffix if suffix in BACKENDS else None
+
+
+def check(environ=os.environ) -> bool:
+    return environ.get("TT_CHECK", "").strip() not in ("", "0")
+
+
+def place_spec(environ=os.environ) -> str | None:
+    return environ.get("TT_PLACE", "").strip() or None
 
 
 def dump_dir(environ=os.environ) -> str | None:

@@ -37,7 +37,7 @@ class _Addr:
     def __init__(self, k: int): self.k = k
 
 
-def pack_bundle(plan, elfs: dict[str, bytes]) -> bytes:
+def pack_bundle(plan, elfs: dict[str, bytes], extra: dict | None = None) -> bytes:
     template = plan.arg_words([_Addr(k) for k in range(len(plan.buffers))])
     args = [{"buf": a.k} if isinstance(a, _Addr) else int(a) for a in template]
     cores, blobs, off = {}, [], 0
@@ -47,6 +47,7 @@ def pack_bundle(plan, elfs: dict[str, bytes]) -> bytes:
         off += len(elf)
     meta = {"name": plan.name, "args": args, "cores": cores, "outs": [plan.buffers[plan.output.buf].slot],
             "buffers": [{"slot": b.slot, "dtype": b.dtype, "nbytes": b.nbytes} for b in plan.buffers]}
+    meta.update(extra or {})     # "report": report.json path (TT_DUMP), "check": TT_CHECK's reference (placement_eval)
     head = json.dumps(meta, sort_keys=True).encode()
     return MAGIC + struct.pack("<I", len(head)) + head + b"".join(blobs)
 
@@ -93,6 +94,16 @@ class TTRenderer(Renderer):
     def render(self, uops) -> str:
         raise TTError("linearized UOps reached the TT renderer: the to_program hook in tt_backend.ops_tt is missing")
 
+    @property
+    def tt_target(self):
+        """The execution target code is generated for. It travels in tinygrad's Target.arch (TTDevice sets it), so it
+        reaches compile workers (renderers are pickled as their Target) and is part of tinygrad's program cache key."""
+        from lowering.plan import TARGETS
+        name = self.target.arch or knobs.backend()
+        if name not in TARGETS:
+            raise TTError(f"TT renderer arch {name!r} is not a TT target ({', '.join(TARGETS)})")
+        return TARGETS[name]
+
 
 def kernel_name(ast: UOp) -> str:
     """tinygrad-style: E_ (elementwise; r_ with a reduction) and the iteration space, e.g. E_64_128."""
@@ -127,16 +138,23 @@ def tt_to_program(ast: UOp, renderer: TTRenderer) -> UOp:
     from lowering.render import render, split
     from runtime.compile import compile_kernel
 
-    plan = lower_kernel(ast, name := kernel_name(ast))
-    sources, headers = split(render(plan))
+    from lowering.plan import for_target
+    from tt_backend.placement_eval import placer      # FPU/SFPU placement under TT_ERR_BUDGET, TT_PLACE pins
+    plan = for_target(lower_kernel(ast, name := kernel_name(ast), placer=placer(knobs.err_budget(), knobs.place_spec())),
+                      renderer.tt_target)
+    sources, headers = split(plan.render() if hasattr(plan, "render") else render(plan))   # MatmulPlan renders itself
     elfs = compile_kernel(sources, headers, name)
     source = format_source(sources, headers)
-    binary = pack_bundle(plan, elfs)
-    if DEBUG >= 4: print(source)
-    if DEBUG >= 7: renderer.compiler.disassemble(binary)
+    extra = {}
     if (d := knobs.dump_dir()) is not None:
         from tt_backend import dump
-        dump.write_kernel(d, plan, sources, headers, elfs, key=ast.key.hex()[:8])
+        extra["report"] = str(dump.write_kernel(d, plan, sources, headers, elfs, key=ast.key.hex()[:8]) / "report.json")
+    if knobs.check() and getattr(getattr(plan, "placement", None), "lowered", None) is not None:   # (not matmuls)
+        from tt_backend.placement_eval import check_meta
+        extra["check"] = check_meta(plan.placement.lowered, plan.placement)
+    binary = pack_bundle(plan, elfs, extra)
+    if DEBUG >= 4: print(source)
+    if DEBUG >= 7: renderer.compiler.disassemble(binary)
 
     params = sorted((u for u in ast.toposort() if u.op is Ops.PARAM), key=lambda u: u.arg.slot)
     out_slot = plan.buffers[plan.output.buf].slot
@@ -216,7 +234,8 @@ class DramArena:
 class TTAllocator(LRUAllocator):
     def __init__(self, dev: TTDevice):
         from templates import layout
-        self.arena = DramArena(DRAM_BASE, min(layout.DRAM_BANK_SIZE, 1 << 32))   # addresses travel as u32 args
+        bank = getattr(dev.target, "dram_size", layout.DRAM_BANK_SIZE)           # a card has less than ttsim
+        self.arena = DramArena(DRAM_BASE, min(bank, 1 << 32))   # addresses travel as u32 args
         super().__init__(dev, supports_copy_from_disk=False, supports_transfer=False)
 
     def _alloc(self, size: int, options) -> TTBuffer:
@@ -263,8 +282,16 @@ class TTProgram(Program):
                 addrs[k] = scratch
         args = [addrs[a["buf"]] if isinstance(a, dict) else a for a in self.meta["args"]]
         t = knobs.timeout_s() if timeout is None else timeout / 1000   # tinygrad's timeouts are milliseconds
+        before = [target.read_dram(addrs[k], d["nbytes"]) for k, d in enumerate(self.meta["buffers"])] \
+            if "check" in self.meta else None          # TT_CHECK: the inputs as the kernel sees them
+        stats0 = target.stats() if before is not None and hasattr(target, "stats") else None
         try:
             result = launch(target, self.elfs, args, timeout_s=t)
+            if before is not None:
+                from tt_backend.placement_eval import check
+                k = self.meta["check"]["output"]["buf"]
+                check(self.meta, before, target.read_dram(addrs[k], self.meta["buffers"][k]["nbytes"]),
+                      (stats0, target.stats()) if stats0 is not None else None)
             for k, scratch in bounce:
                 if self.meta["buffers"][k]["slot"] in self.outs:
                     target.write_dram(bufs[k].addr, target.read_dram(scratch, self.meta["buffers"][k]["nbytes"]))
@@ -278,11 +305,14 @@ class TTProgram(Program):
 class TTDevice(Compiled):
     def __init__(self, device: str):
         if (conflict := knobs.device_env_conflict()) is not None: raise TTError(conflict)
-        backend = knobs.backend()
+        # "TT:ttsim" / "TT:emu" / "TT:hw" name the target explicitly (two targets side by side in one process);
+        # plain "TT" (or "TT:<n>", card n) follows TT_BACKEND / TT_SIMULATOR
+        backend = knobs.backend_of_device(device) or knobs.backend()
         knobs.err_budget(), knobs.cores()        # validate now: a typo in a knob is an error, not a silent default
-        if backend != "emu":
-            raise TTError(f"TT_BACKEND={backend}: the {backend} target is not available yet; use TT_BACKEND=emu "
-                          "(the default) to run on the project's emulator")
-        from runtime.emu.device import EmuDevice
-        self.target = EmuDevice()
-        super().__init__(device, TTAllocator(self), [TTRenderer], TTProgram, None)
+        from runtime.targets import make_device
+        suffix = device.split(":")[1] if ":" in device else ""
+        self.backend = backend
+        self.target = make_device(backend, device_number=int(suffix) if suffix.isdigit() else None)
+        super().__init__(device, TTAllocator(self), [TTRenderer], TTProgram, None, arch=backend)
+        if (arch := self.renderer.target.arch) != backend:   # DEV=TT::<arch> would generate code for another target
+            raise TTError(f"DEV asks for TT arch {arch!r} but the device runs on {backend!r}; drop the arch from DEV")

@@ -1,0 +1,301 @@
+"""Reduction kernels (REDUCE ADD / MUL / MAX over any set of axes) on the SFPU.
+
+The frontend gives one ValueDAG with a REDUCE node. It is split there: the *pre* DAG (per (output o, reduce index k)
+element, e.g. x*x) and the *post* DAG (per output, e.g. sqrt(acc/n + eps)), in which the REDUCE becomes a LOAD of the
+Dst slot the reduced values are left in.
+
+Layout (plan.ReducePlan): a tile is 32 row steps x 32 lanes. Output j of a tile owns `lanes` consecutive lanes (1, 2,
+4, 8 or all 32) of every row step, so a tile carries 32*lanes reduce indices of 32/lanes outputs, and a group of
+`tiles_per_group` tiles carries all K of them. The reader gathers (o, k) into that layout, so any axis set and any
+index expression (permutes, broadcasts, pads) is the reader's scalar index math, never the SFPU's.
+
+SFPU work:
+  * phase 1, every row step of every tile: f = pre(x) with the elementwise code generator, then acc = acc (+|max) f
+    in LReg `ACC`, which the code generator is told never to touch (so it survives row steps and tiles);
+  * after a group's last tile (`finish`): combine the lanes of each output - rotations within the 8-lane rows
+    (SFPSHFT2 SUBVEC_SHFLROR1) for 2/4/8 lanes, plus an SFPTRANSP and three combines across the 4 rows for 32 -
+    and store row step 0 to Dst slot `acc_slot`;
+  * post: the post DAG once (row step 0) from that slot, output tile packed as usual; the writer picks the outputs.
+So a long reduction (RMSNorm: 1 output, K = 2048) is K/1024 tiles of 32 row steps, not K tiles. A short one
+(K <= 16) uses `steps` < 32 row steps per output: 32/steps step groups per tile, each lane one output per group, the
+accumulator stored after each group (row step steps*group) and post run once per group (INCRWC between runs).
+
+Several REDUCEs over the same axes (x.sum(1) + x.max(1); the frontend aliases their ranges) get one accumulator each
+(ACCS) and their phase-1 programs run back to back per row step; REDUCE(op, REDUCE(op, f, k1), k2) is merged by the
+frontend into one reduction over (k1, k2). A reduction feeding another one's pre-op (softmax fused into one kernel)
+would need two passes over the data and is refused.
+
+Padding: reduce indices past K in a group's last tile are pads. MAX reads element k = 0 of the same output there (max
+is idempotent); ADD reads 0 when pre(0...) == 0 is known structurally (x, x*y, casts, ...), otherwise the reader adds
+a validity-mask stream and the pre DAG becomes where(mask, pre, 0).
+
+Accuracy: float32 sums accumulate in fp32 (one SFPADD rounding per element into 32 lane-parallel partial sums per
+output, then a pairwise tree over the lanes): worst case |error| <= (K/lanes + log2(lanes)) * eps * sum|x|, measured
+|tt - exact|/sum|x| <= 2.4e-7 (~2 eps) for K up to 65536 (tinygrad's CPU: up to 3.8e-7). MAX is exact (SFPSWAP
+orders like the float total order: -0 < +0, and a -NaN loses where the CPU's compare may keep it).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+from lowering import sfpu_ops as so
+from lowering.dag import ValueDAG, VNode
+from lowering.plan import DTYPE_SIZE, KernelPlan, ReducePlan, SfpuProgram, Stream
+from lowering.sfpu_codegen import DST_READ_GAP, MAX_SLOTS, compile_sfpu, const_bits, insert_nops
+from templates.errors import UnsupportedOp
+from templates.isa import decode, encode
+
+ACC = 7                                   # accumulator LReg (not 0: the program setup loads constants through LReg0)
+ACCS = (7, 6, 5)                          # accumulators of sibling reductions (x.sum(1) + x.max(1)); ACCS[0] = ACC
+LANE_CHOICES = (1, 2, 4, 8, 32)
+SHORT_STEPS = (2, 4, 8, 16)               # row steps per output for short reductions (K <= steps)
+IDENTITY = {("ADD", "float32"): 0.0, ("ADD", "int32"): 0, ("ADD", "bool"): False, ("MUL", "float32"): 1.0,
+            ("MAX", "float32"): float("-inf"), ("MAX", "bfloat16"): float("-inf"), ("MAX", "int32"): -2**31,
+            ("MAX", "bool"): False}
+GROUP_COST = 0.25                         # a group's finish + post + output tile, relative to one input tile
+
+
+# ------------------------------------------------------------------------------------------------ combine ops
+# combine(em, d, s, t): d = d (+|*|max) s; s may be clobbered, t = two scratch LRegs. One table, used by phase 1 and
+# by the lane combine.
+
+def _swap_max(em: so.Emitter, d: int, s: int, t) -> None:
+    """SFPSWAP VEC_MIN_MAX: VD := min, VC := max in sign-magnitude order (= float order; -0 < +0). Two cycles: the
+    following SFPNOP keeps the next instruction off its second cycle."""
+    em.i("SFPSWAP", lreg_src_c=d, lreg_dest=s, instr_mod1=1)
+    em.i("SFPNOP")
+
+
+COMBINE = {
+    ("ADD", "float32"): lambda em, d, s, t: em.fadd(d, d, s),
+    ("MUL", "float32"): lambda em, d, s, t: em.fmul(d, d, s),
+    ("MAX", "float32"): _swap_max,
+    ("MAX", "bfloat16"): _swap_max,       # bf16 values are fp32 values: max is exact, no rounding
+    ("ADD", "int32"): lambda em, d, s, t: em.iadd(d, s),
+    ("MAX", "int32"): lambda em, d, s, t: so.i_max(em, d, [d, s], t),   # two's complement order, not SFPSWAP's
+    ("ADD", "bool"): lambda em, d, s, t: em.or3(d, d, s),
+    ("MAX", "bool"): lambda em, d, s, t: em.or3(d, d, s),
+}
+
+
+def lane_combine(em: so.Emitter, op: str, dtype: str, lanes: int, x: int, t: int) -> int:
+    """Combine the values of each group of `lanes` lanes of LReg x (t: scratch). Returns the LReg holding the result,
+    valid in lane j*lanes + min(lanes, 8) - 1 of output j (ReducePlan.out_datum). For 2/4/8: x (+)= ror^(2^i)(x) in
+    each 8-lane row, so lane 8r+c ends with the combine of lanes c-2^n+1..c. For 32: the full 8-lane rotation tree,
+    then SFPTRANSP moves row i of LReg0 into row 0 of LReg i (LReg0-3), and three combines add up the rows."""
+    comb = COMBINE[(op, dtype)]
+    levels = {1: 0, 2: 1, 4: 2, 8: 3, 32: 3}[lanes]
+    for lvl in range(levels):
+        em.mov(t, x)
+        for _ in range(1 << lvl):
+            em.i("SFPSHFT2", lreg_src_c=t, lreg_dest=t, instr_mod1=3)   # SUBVEC_SHFLROR1
+            em.i("SFPNOP")                                             # SFPSHFT2 takes two cycles
+        comb(em, x, t, [r for r in (1, 2, 3, 4, 5, 6) if r not in (x, t)][:2])
+    if lanes != 32:
+        return x
+    em.mov(0, x)
+    em.i("SFPTRANSP", lreg_dest=0)        # also permutes LReg4-7 (x is dead after the move)
+    for r in (1, 2, 3):
+        comb(em, 0, r, [4, 5])
+    return 0
+
+
+# ------------------------------------------------------------------------------------------------ DAG split
+
+def extract(dag: ValueDAG, root: int, leaf: dict[int, VNode]) -> ValueDAG:
+    """The sub-DAG reaching `root`, renumbered; nodes in `leaf` are replaced by the given (source-less) node."""
+    out, new = ValueDAG(), {}
+
+    def go(i: int) -> int:
+        if i in new: return new[i]
+        n = dag.nodes[i]
+        if i in leaf:
+            m = leaf[i]
+            new[i] = out.add(m.op, m.dtype, (), m.arg)
+        elif n.op == "REDUCE":
+            raise UnsupportedOp("a reduction of a reduction in one kernel (nested REDUCE) is not lowered yet")
+        else:
+            srcs = tuple(go(s) for s in n.srcs)
+            new[i] = out.add(n.op, n.dtype, srcs, n.arg)
+        return new[i]
+
+    stack = [(root, False)]                 # iterative post-order: DAGs can be deep
+    while stack:
+        i, ready = stack.pop()
+        if i in new: continue
+        if ready or i in leaf or not dag.nodes[i].srcs:
+            go(i)
+            continue
+        stack.append((i, True))
+        stack.extend((s, False) for s in dag.nodes[i].srcs if s not in new)
+    out.out = new[root]
+    return out
+
+
+def zero_preserving(dag: ValueDAG, padded: set[int]) -> bool:
+    """True when the DAG's value is (+-)0 whenever the loads in `padded` (input indices) read 0: then pads need no
+    mask for a sum. Structural and conservative: products with a zero factor, sums/max/where of zero operands."""
+    z: list[bool] = []
+    for n in dag.nodes:
+        s = [z[i] for i in n.srcs]
+        if n.op == "LOAD": v = n.arg in padded
+        elif n.op == "CONST": v = n.arg == 0
+        elif n.op == "MUL": v = s[0] or s[1]
+        elif n.op in ("ADD", "SUB", "MAX"): v = s[0] and s[1]
+        elif n.op in ("NEG", "CAST", "SQRT", "TRUNC"): v = s[0]
+        elif n.op == "WHERE": v = s[1] and s[2]
+        else: v = False
+        z.append(v)
+    return z[dag.out]
+
+
+def _words(ins) -> list[int]:
+    return [encode(nm, **f) for nm, f in insert_nops(ins, 1 << 20)]
+
+
+def finish_words(ops: list[tuple[str, str]], lanes: int, acc_slot: int) -> list[int]:
+    """After a group's last tile: combine each output's lanes of accumulator i (LReg ACCS[i], op/dtype ops[i]) and
+    store row step 0 of Dst slot acc_slot + i. With several accumulators they are parked in their slots first (the
+    32-lane combine's SFPTRANSP permutes LReg4-7) and reloaded one at a time."""
+    fin = so.Emitter()
+    fin.i("SFPNOP")                               # the last phase-1 combine may still be in flight
+    gap = [("SFPNOP", {})] * DST_READ_GAP         # a written Dst block is unreadable for 4 cycles
+    if len(ops) > 1:
+        for i in range(len(ops)):
+            fin.store(ACCS[i], 64 * (acc_slot + i))
+        fin.ins.extend(gap)
+    for i, (op, dtype) in enumerate(ops):
+        if len(ops) > 1:
+            fin.load(ACC, 64 * (acc_slot + i), so.LOAD_INT32)
+        res = lane_combine(fin, op, dtype, lanes, ACC, 0)
+        fin.store(res, 64 * (acc_slot + i))
+        fin.ins.extend(gap)
+    return _words(fin.ins)
+
+
+def choose_layout(n_out: int, n_red: int) -> tuple[int, int]:
+    """(lanes, steps) per output minimising the tiles streamed (plus a little per group for finish/post/pack/write).
+    steps < 32 (short reductions: 32/steps outputs per lane, one tile per group) only with lanes = 1 and K <= steps."""
+    def cost(lg: int, st: int) -> float:
+        groups = -(-n_out // ((32 // st) * (32 // lg)))
+        return groups * -(-n_red // (st * lg)) + GROUP_COST * groups
+    cands = [(lg, 32) for lg in LANE_CHOICES] + [(1, st) for st in SHORT_STEPS if n_red <= st]
+    return min(cands, key=lambda c: (cost(*c), -c[1], c[0]))
+
+
+
+# ------------------------------------------------------------------------------------------------ the plan
+
+def plan_reduce(lk) -> KernelPlan:
+    """LoweredKernel (frontend) with REDUCE nodes -> KernelPlan with a ReducePlan (L1 not yet allocated). Several
+    reductions over the same axes (x.sum(1) + x.max(1): the frontend aliases their ranges) get one accumulator
+    each and share the input streams; a reduction that feeds another one (a fused softmax) is not lowered."""
+    dag = lk.dag
+    reds = [n for n in dag.nodes if n.op == "REDUCE"]
+    if not 1 <= len(reds) <= len(ACCS):
+        raise UnsupportedOp(f"{lk.name}: {len(reds)} reductions in one kernel (at most {len(ACCS)} are lowered)")
+    axes = reds[0].arg[1]
+    if any(r.arg[1] != axes for r in reds):
+        raise UnsupportedOp(f"{lk.name}: reductions over different ranges in one kernel (one reduction feeding "
+                            "another, e.g. a fused softmax/cross-entropy, is not lowered yet)")
+    n_ranges = len(lk.ranges)
+    n_out_r = n_ranges - len(axes)
+    if tuple(axes) != tuple(range(n_out_r, n_ranges)):
+        raise UnsupportedOp(f"{lk.name}: reduce ranges {axes} are not the innermost of {n_ranges} (frontend order)")
+    for r in reds:
+        if (r.arg[0], r.dtype) not in COMBINE:
+            raise UnsupportedOp(f"{lk.name}: REDUCE {r.arg[0]} in {r.dtype} (lowered: float32 sum/prod/max, "
+                                "bfloat16 max, int32 sum/max, bool any)")
+    out_sizes, red_sizes = tuple(lk.ranges[:n_out_r]), tuple(lk.ranges[n_out_r:])
+    n_out, n_red = math.prod(out_sizes), math.prod(red_sizes)
+    lanes, steps = choose_layout(n_out, n_red)
+
+    streams = [lk.stream(s) for s in lk.inputs]
+    # the reduce layout is gathered, except with 32 lanes: a tile is then 1024 consecutive k of one output, so a stream
+    # contiguous over (output, k) is one NoC read per tile (render.py: "red contiguous")
+    # (bulk reads keep DRAM and L1 congruent mod 64, so each output's run of K elements must start 64-aligned)
+    def bulk(s: Stream) -> bool:
+        return s.contiguous and lanes == 32 and s.dtype != "bool" and (n_red * DTYPE_SIZE[s.dtype]) % 64 == 0
+    streams = [replace(s, contiguous=bulk(s)) for s in streams]
+    k_dep = [any(r >= n_out_r for r in s.ranges) for s in lk.inputs]
+
+    pres = [extract(dag, r.srcs[0], {}) for r in reds]
+    has_pads = n_red % (steps * lanes) != 0
+    pad_clamp = any(r.arg[0] == "MAX" for r in reds)     # then pads read real elements for every stream
+    padded = {j for j, d in enumerate(k_dep) if d}
+    masked = [has_pads and r.arg[0] != "MAX" and (pad_clamp or r.arg[0] != "ADD" or not zero_preserving(pre, padded))
+              for r, pre in zip(reds, pres)]
+    mask_input = None
+    if any(masked):
+        mask_input = len(streams)
+        streams.append(Stream(lk.buf_index(lk.output.slot), "bool", "0"))
+        k_dep.append(True)
+    for r, pre, m in zip(reds, pres, masked):
+        if m:
+            ld = pre.add("LOAD", "bool", (), mask_input)
+            ident = pre.add("CONST", r.dtype, (), IDENTITY[(r.arg[0], r.dtype)])
+            pre.out = pre.add("WHERE", r.dtype, (ld, pre.out, ident))
+    n, n_acc = len(streams), len(reds)
+    if n + n_acc + 1 > MAX_SLOTS:
+        raise UnsupportedOp(f"{lk.name}: {n} input streams and {n_acc} reductions do not fit the {MAX_SLOTS} Dst slots")
+
+    acc_slot = n              # phase 1's scratch output slot; after the lane combine, reduction i is in slot n + i
+    post = extract(dag, dag.out, {r.id: VNode(-1, "LOAD", r.dtype, (), acc_slot + i) for i, r in enumerate(reds)})
+    for nd in post.nodes:
+        if nd.op == "LOAD" and nd.arg < n and k_dep[nd.arg]:
+            raise UnsupportedOp(f"{lk.name}: a value after the reduction reads input {nd.arg} per reduce index")
+
+    accs = ACCS[:n_acc]
+    progs = []
+    for i, (r, pre) in enumerate(zip(reds, pres)):
+        comb = COMBINE[(r.arg[0], r.dtype)]
+        progs.append(compile_sfpu(pre, n, r.dtype, reserve=accs,
+                                  epilogue=lambda em, x, free, comb=comb, a=accs[i]: comb(em, a, x, free[:2])))
+    phase1 = progs[0] if n_acc == 1 else _chain(progs)
+    post_prog = compile_sfpu(post, n + n_acc, lk.dag.nodes[dag.out].dtype)
+    if post_prog.dst_slots > MAX_SLOTS or phase1.dst_slots > MAX_SLOTS:
+        raise UnsupportedOp(f"{lk.name}: the reduction's SFPU programs need more than {MAX_SLOTS} Dst slots")
+
+    init = so.Emitter()
+    for r, a in zip(reds, accs):
+        init.loadi(a, const_bits(IDENTITY[(r.arg[0], r.dtype)], r.dtype))
+    ops = [(r.arg[0], r.dtype) for r in reds]
+    group_store, post_skip = [], []
+    if steps < 32:
+        # step group g ends with Dst RWC = 2*steps*(g+1): its results go to row step steps*g of slot acc_slot + i;
+        # the lanes need no combine (lanes = 1), so finish is only the Dst read gap before post loads them
+        gs = so.Emitter()
+        gs.i("SFPNOP")                            # the last combine may still be in flight
+        for i, a in enumerate(accs):
+            gs.store(a, 64 * (acc_slot + i) - 2 * steps)
+        group_store = _words(gs.ins)
+        finish = [encode("SFPNOP")] * DST_READ_GAP
+        skip = 2 * steps - 2                      # post's own final store adds 2
+        while skip:
+            post_skip.append(encode("INCRWC", rwc_d=min(skip, 15)))
+            skip -= min(skip, 15)
+    else:
+        finish = finish_words(ops, lanes, acc_slot)
+    rp = ReducePlan(op="+".join(o for o, _ in ops), dtype=reds[0].dtype, out_sizes=out_sizes, red_sizes=red_sizes,
+                    lanes=lanes, acc_reg=ACC, acc_init=_words(init.ins), finish=finish,
+                    acc_slot=acc_slot, post=post_prog, k_dep=k_dep, mask_input=mask_input, pad_clamp=pad_clamp,
+                    n_acc=n_acc, steps=steps, group_store=group_store, post_skip=post_skip)
+    output = replace(lk.stream(lk.output), contiguous=False)
+    return KernelPlan(name=lk.name, ranges=lk.ranges, buffers=lk.buffers, inputs=streams, output=output,
+                      sfpu=phase1, ops=lk.ops, reduce=rp)
+
+
+def _chain(progs: list[SfpuProgram]) -> SfpuProgram:
+    """One row step running several phase-1 programs: each one's setup (its pooled constants differ) and body; only
+    the last keeps the Dst-advancing final store (ADDR_MOD_DST_SEC1), the others store with address mode 0."""
+    body: list[int] = []
+    for i, p in enumerate(progs):
+        words = list(p.body)
+        if i < len(progs) - 1:
+            for k, w in enumerate(words):
+                name, f = decode(w)
+                if name == "SFPSTORE" and f["sfpu_addr_mode"] == 1:
+                    words[k] = encode(name, **{**f, "sfpu_addr_mode": 0})
+        body += p.setup + words + [encode("SFPNOP")]       # the combine (an SFPMAD) may still be in flight
+    return SfpuProgram(setup=[], body=body, dst_slots=max(p.dst_slots for p in progs), out_slot=progs[0].out_slot)

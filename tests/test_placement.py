@@ -1,0 +1,310 @@
+"""Precision-aware placement (lowering/graph.py, lowering/placement.py, tt_backend/placement_eval.py).
+
+Unit level: tile graph, chains/branches, the product reassociation, pins, the evaluator against the documented FPU
+facts (fpu-path.md 10), the search (FPU when the budget allows, SFPU when not, bit-exact FPU moves by default).
+End to end on the emulator (tinygrad, TT_CHECK): the measured error of FPU placements matches the prediction and
+never exceeds the budget over a randomized suite; the RMSNorm second kernel x*(1/r)*w with bf16 x.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+
+import numpy as np
+import pytest
+
+from lowering import placement as P
+from lowering.dag import ValueDAG
+from lowering.graph import (branches, chains, fpu_candidates, independent, reassociate_products, tile_graph)
+from tt_backend import placement_eval as PE
+
+HAVE_CC = shutil.which("riscv64-unknown-elf-gcc") is not None or bool(os.environ.get("SFPI_ROOT"))
+needs_cc = pytest.mark.skipif(not HAVE_CC, reason="needs a RISC-V compiler")
+
+
+def rms2_dag() -> tuple[ValueDAG, list[str]]:
+    """RMSNorm's second kernel as tinygrad lowers it: (float(x) * (1/r)) * w, x bf16, r per row, w per column."""
+    d = ValueDAG()
+    x = d.add("LOAD", "bfloat16", (), 0)
+    xf = d.add("CAST", "float32", (x,))
+    r = d.add("LOAD", "float32", (), 1)
+    inv = d.add("RECIPROCAL", "float32", (r,))
+    m = d.add("MUL", "float32", (xf, inv))
+    w = d.add("LOAD", "float32", (), 2)
+    d.out = d.add("MUL", "float32", (m, w))
+    return d, ["bfloat16", "float32", "float32"]
+
+
+# ------------------------------------------------------------------------------------------------ graph
+
+def test_tile_graph_chains_and_branches():
+    d, _ = rms2_dag()
+    g = tile_graph(d)
+    assert g.nodes[0]["format"] == "bf16" and g.nodes[2]["format"] == "fp32" and g.nodes[4]["format"] == "fp32"
+    assert g.nodes[1]["fpu_operand"] and not g.nodes[3]["fpu_operand"]          # CAST(bf16 LOAD) is an L1 tile
+    assert g.edges[4, 6]["operand"] == (0,) and g.edges[5, 6]["operand"] == (1,)
+    assert fpu_candidates(g) == []                   # x*(1/r): 1/r is computed, not an L1 tile
+    assert [1, 4, 6] in chains(g) and [3] in chains(g)
+    assert independent(g, 1, 3) and not independent(g, 3, 6)
+
+    re = reassociate_products(d)                      # (x*(1/r))*w -> (x*w)*(1/r)
+    g2 = tile_graph(re)
+    (xw,) = fpu_candidates(g2)
+    assert re.nodes[xw].op == "MUL" and {re.nodes[s].op for s in re.nodes[xw].srcs} == {"CAST", "LOAD"}
+    exclusive = branches(g2, re.out)
+    assert xw in exclusive[0] and any(re.nodes[v].op == "RECIPROCAL" for v in exclusive[1])
+    assert not (exclusive[0] & exclusive[1])
+    ref = [np.float32([1.5, -2.0]), np.float32([4.0, 0.5]), np.float32([3.0, 0.25])]
+    np.testing.assert_allclose(P.reference(re, ref), P.reference(d, ref), rtol=1e-6)
+
+
+def test_split_replaces_fpu_nodes_by_dst_slots():
+    d, dts = rms2_dag()
+    re = reassociate_products(d)
+    (xw,) = fpu_candidates(tile_graph(re))
+    sp = P.split(re, {xw: P.options(re, xw)[-1]}, 3)
+    (o,) = sp.fpu_ops
+    assert (o.kind, o.a, o.b, o.fmt_a, o.fmt_b, o.phases, o.slot) == ("ELWMUL", 0, 2, "bf16", "tf32", 4, 3)
+    assert sp.dst_inputs == [1] and sp.n_slots == 4   # x and w only feed the FPU; 1/r still reads r from Dst
+
+
+def test_pins_parse():
+    pins = P.parse_pins("E_4_*:n5=FPU:HiFi2,n3=SFPU;other:MUL=FPU", "E_4_256")
+    assert pins == {"5": P.Choice("FPU", "HiFi2"), "3": P.SFPU}
+    assert P.parse_pins("MUL=FPU:HiFi4:bf16/tf32", "anything") == {"MUL": P.Choice("FPU", "HiFi4", ("bf16", "tf32"))}
+    with pytest.raises(Exception):
+        P.parse_pins("n1=GPU", "k")
+
+
+# ------------------------------------------------------------------------------------------------ evaluator facts
+
+def _bf16(rng, n):
+    return P.bf16_round(rng.standard_normal(n).astype(np.float32) * 4)
+
+
+def test_elwmul_hifi4_bf16_is_the_fp32_product_and_lofi_is_a5_b7():
+    """fpu-path.md 0/10: ELWMUL HiFi4 on bf16 x bf16 equals the IEEE fp32 product; LoFi = A5 * B7 (truncated)."""
+    rng = np.random.default_rng(0)
+    a, b = _bf16(rng, 4096), _bf16(rng, 4096)
+    d = ValueDAG()
+    x, y = d.add("LOAD", "bfloat16", (), 0), d.add("LOAD", "bfloat16", (), 1)
+    d.out = d.add("MUL", "float32", (d.add("CAST", "float32", (x,)), d.add("CAST", "float32", (y,))))
+    v = d.out
+    hifi4 = PE.evaluate(d, {v: P.Choice("FPU", "HiFi4", ("bf16", "bf16"))}, [a, b], 2)
+    np.testing.assert_array_equal(hifi4.view(np.uint32), (a * b).view(np.uint32))
+    lofi = PE.evaluate(d, {v: P.Choice("FPU", "LoFi", ("bf16", "bf16"))}, [a, b], 2)
+    a5 = (a.view(np.uint32) & np.uint32(0xFFF80000)).view(np.float32)
+    b7 = (b.view(np.uint32) & np.uint32(0xFFFE0000)).view(np.float32)
+    np.testing.assert_array_equal(lofi, a5 * b7)
+    sfpu = PE.evaluate(d, {}, [a, b], 2)
+    np.testing.assert_array_equal(sfpu, a * b)
+
+
+def test_analytic_bound_holds_per_node():
+    rng = np.random.default_rng(1)
+    d, dts = rms2_dag()
+    re = reassociate_products(d)
+    (xw,) = fpu_candidates(tile_graph(re))
+    xs = [_bf16(rng, 2048), rng.uniform(0.5, 2, 2048).astype(np.float32), rng.standard_normal(2048).astype(np.float32)]
+    # the node alone: out = x*w (drop the 1/r factor to see the node's own error)
+    one = ValueDAG(list(re.nodes[:xw + 1]), xw)
+    for c in P.options(re, xw):
+        sp = P.split(one, {xw: c}, 3)
+        got = PE.evaluate(one, {xw: c}, xs, 3, dts)
+        ref = P.reference(one, xs)
+        rel = np.abs(got - ref) / np.abs(ref)
+        assert rel.max() <= P.analytic_bound(sp.fpu_ops[0], dts) + 1e-7, c
+        assert (np.abs(got) <= np.abs(ref)).all()      # truncation only: never larger in magnitude (fpu-path 10.5)
+
+
+# ------------------------------------------------------------------------------------------------ search
+
+def test_budget_moves_the_multiply_to_the_fpu_and_tight_budget_keeps_sfpu():
+    d, dts = rms2_dag()
+    ev = PE.evaluator_for(dts)
+    loose = P.place("rms2", d, dts, "float32", 8192, ev, budget=1e-2)
+    tight = P.place("rms2", d, dts, "float32", 8192, ev, budget=1e-5)
+    faithful = P.place("rms2", d, dts, "float32", 8192, ev, budget=None)
+    assert loose.reassociated and [c.engine for c in loose.choices.values()] == ["FPU"]
+    assert loose.predicted_error <= P.SAFETY * 1e-2 and loose.cycles["kernel"] < loose.sfpu_cycles_all
+    assert tight.choices == {} and tight.cycles["kernel"] == tight.sfpu_cycles_all
+    assert faithful.choices == {} and faithful.predicted_error < 1e-6   # w is fp32: no exact FPU product
+    mid = P.place("rms2", d, dts, "float32", 8192, ev, budget=2e-3)
+    fid = [c.fidelity for c in mid.choices.values()]
+    assert fid and P.FIDELITY_PHASES[fid[0]] > P.FIDELITY_PHASES[[c.fidelity for c in loose.choices.values()][0]]
+
+
+def test_default_takes_bit_exact_fpu_products():
+    """No budget: bf16 x bf16 at HiFi4 into an fp32 Dst is exact, so the FPU takes it (cheaper, same bits)."""
+    d = ValueDAG()
+    x, y = d.add("LOAD", "bfloat16", (), 0), d.add("LOAD", "bfloat16", (), 1)
+    d.out = d.add("MUL", "bfloat16", (x, y))
+    pl = P.place("bf16mul", d, ["bfloat16"] * 2, "bfloat16", 4096, PE.evaluator_for(["bfloat16"] * 2), None)
+    assert [(c.engine, c.fidelity) for c in pl.choices.values()] == [("FPU", "HiFi4")]
+    assert pl.predicted_error == 0.0 and pl.cycles["kernel"] < pl.sfpu_cycles_all
+
+
+def test_pins_override_the_search():
+    d, dts = rms2_dag()
+    pins = P.parse_pins("rms2:MUL=FPU:LoFi", "rms2")
+    pl = P.place("rms2", d, dts, "float32", 1024, PE.evaluator_for(dts), budget=None, pins=pins)
+    assert [(c.engine, c.fidelity) for c in pl.choices.values()] == [("FPU", "LoFi")]
+    assert pl.predicted_error > 1e-2 and any(n["pinned"] for n in pl.nodes)
+
+
+# ------------------------------------------------------------------------------------------------ end to end
+
+@pytest.fixture
+def tt_env(monkeypatch, tmp_path):
+    """Set placement knobs for kernels compiled in this test (tinygrad caches programs by AST: clear it)."""
+    import tinygrad.codegen as cg
+    cg.to_program_cache.clear()
+    monkeypatch.setenv("TT_CHECK", "1")
+    monkeypatch.setenv("TT_DUMP", str(tmp_path))
+    PE.CHECKS.clear()
+
+    def set_budget(b):
+        cg.to_program_cache.clear()
+        if b is None:
+            monkeypatch.delenv("TT_ERR_BUDGET", raising=False)
+        else:
+            monkeypatch.setenv("TT_ERR_BUDGET", str(b))
+    yield set_budget
+    cg.to_program_cache.clear()
+
+
+def _tt(a, dt=None):
+    from tinygrad import Tensor, dtypes
+    t = Tensor(a, device="TT")
+    return t.cast(dtypes.bfloat16).realize() if dt == "bf16" else t.realize()   # a bf16 tile in L1, not a fused cast
+
+
+def _last(name_prefix="E_"):
+    return [c for c in PE.CHECKS if c["kernel"].startswith(name_prefix)][-1]
+
+
+RANDOM_KERNELS = [   # (fn, input kinds) - elementwise kernels with FPU candidates among SFPU work
+    (lambda a, b: a * b, ("f32", "f32")),
+    (lambda a, b: a + b, ("f32", "f32")),
+    (lambda a, b: a - b, ("f32", "f32")),
+    (lambda a, b, c: (a * b).maximum(c), ("f32", "f32", "f32")),
+    (lambda a, b, c: a.float() * b * c.reciprocal(), ("bf16", "f32", "pos")),
+    (lambda a, b, c: (a * b).exp2() + c, ("f32", "f32", "f32")),
+    (lambda a, b: a.float() * b.float() + 1.0, ("bf16", "bf16")),
+    (lambda a, b, c: (a - b) * c, ("f32", "f32", "f32")),
+]
+
+
+@needs_cc
+def test_measured_error_within_budget_randomized(tt_env):
+    """Randomized elementwise kernels under random budgets: the measured error (fresh inputs, real run on the
+    emulator) never exceeds the budget and tracks the prediction."""
+    rng = np.random.default_rng(7)
+    ratios = []
+    for k, (fn, kinds) in enumerate(RANDOM_KERNELS):
+        budget = float(10 ** rng.uniform(-3.5, -1.5))
+        tt_env(budget)
+        shape = (32 + 32 * (k % 2), 64)
+        arrays = [rng.uniform(0.5, 2, shape).astype(np.float32) if kd == "pos" else
+                  rng.standard_normal(shape).astype(np.float32) for kd in kinds]
+        fn(*[_tt(a, "bf16" if kd == "bf16" else None) for a, kd in zip(arrays, kinds)]).realize()
+        c = _last()
+        assert c["measured_error"] <= budget, (k, c)
+        if c["predicted_error"] and c["predicted_error"] > 1e-6:
+            ratios.append(c["measured_error"] / c["predicted_error"])
+    print(f"\nworst measured/predicted over {len(ratios)} FPU placements: {max(ratios):.3f}")
+    assert ratios and max(ratios) < 2.0
+
+
+@needs_cc
+@pytest.mark.parametrize("target", ["emu", "ttsim"])
+def test_predicted_equals_measured_bit_for_bit(tt_env, monkeypatch, target):
+    """Same inputs into the evaluator and into a real run (the emulator, and Tenstorrent's ttsim when TT_SIMULATOR
+    points at it): identical output bits at every fidelity (same numeric models, templates doing what they say)."""
+    from tinygrad import Tensor, dtypes
+    if target == "ttsim" and not os.path.isfile(os.environ.get("TT_SIMULATOR", "")):
+        pytest.skip("TT_SIMULATOR does not point at a libttsim.so")
+    dev = f"TT:{target}"
+    rng = np.random.default_rng(3)
+    x = P.bf16_round(rng.standard_normal((32, 64)).astype(np.float32))
+    w = rng.standard_normal((32, 64)).astype(np.float32)
+    xt, wt = Tensor(x, device=dev).cast(dtypes.bfloat16).realize(), Tensor(w, device=dev).realize()
+    d = ValueDAG()
+    a = d.add("CAST", "float32", (d.add("LOAD", "bfloat16", (), 0),))
+    d.out = d.add("MUL", "float32", (a, d.add("LOAD", "float32", (), 1)))
+    dts = ["bfloat16", "float32"]
+    for fid in P.FIDELITY_PHASES:
+        tt_env(None)
+        monkeypatch.setenv("TT_PLACE", f"MUL=FPU:{fid}")
+        out = (xt.float() * wt).numpy()
+        pl = P.place("k", d, dts, "float32", x.size, PE.evaluator_for(dts), None, P.parse_pins(f"MUL=FPU:{fid}", "k"))
+        assert [c.fidelity for c in pl.choices.values()] == [fid]
+        pred = PE.evaluate(d, pl.choices, [x.reshape(-1), w.reshape(-1)], 2, dts)
+        np.testing.assert_array_equal(out.reshape(-1).view(np.uint32), pred.view(np.uint32), err_msg=fid)
+
+
+@needs_cc
+def test_rmsnorm_second_kernel(tt_env, tmp_path):
+    import json
+    from pathlib import Path
+    rng = np.random.default_rng(11)
+    n, dim = 32, 128
+
+    def run(sub):
+        os.environ["TT_DUMP"] = str(tmp_path / sub)     # same AST under both budgets: one dump dir each
+        xs = rng.standard_normal((n, dim)).astype(np.float32)
+        r = np.sqrt((P.bf16_round(xs) ** 2).mean(-1, keepdims=True) + 1e-6).astype(np.float32)
+        w = rng.standard_normal(dim).astype(np.float32)
+        (_tt(xs, "bf16").float() * _tt(r).reciprocal() * _tt(w)).realize()
+        return _last()
+
+    tt_env(None)
+    default = run("default")
+    tt_env(1e-2)
+    budget = run("budget")
+    assert default["measured_error"] <= 1e-3 and budget["measured_error"] <= 1e-2
+    reports = [json.loads(p.read_text()) for p in Path(tmp_path).glob("*/*/report.json")]
+    rms = [r for r in reports if len(r["nodes"]) >= 3 and any(x["op"] == "RECIPROCAL" for x in r["nodes"])]
+    by_budget = {r["budget"]: r for r in rms}
+    fast, slow = by_budget[1e-2], by_budget[None]
+    assert any(x["engine"] == "FPU" and x["op"] == "MUL" for x in fast["nodes"])
+    assert all(x["engine"] == "SFPU" for x in slow["nodes"])
+    assert fast["predicted_cycles"] < slow["predicted_cycles"]
+    assert fast["measured_error"] <= 1e-2 and slow["measured_error"] <= 1e-3
+    for key in ("kernel", "budget", "predicted_error", "measured_error", "predicted_cycles", "nodes"):
+        assert key in fast
+    assert {"id", "op", "engine", "fidelity", "formats", "predicted_error", "cycles"} <= set(fast["nodes"][0])
+    print(f"\nRMSNorm x*(1/r)*w: default {slow['predicted_cycles']} cycles, error {slow['measured_error']:.2e}; "
+          f"budget 1e-2 {fast['predicted_cycles']} cycles, predicted {fast['predicted_error']:.2e}, "
+          f"measured {fast['measured_error']:.2e}")
+
+
+# ------------------------------------------------------------------------------------------------ tune CLI
+
+def test_tune_parses_budgets_and_tabulates():
+    from tt_backend import tune
+    assert tune.parse_budgets("1e-4, 1e-2") == [None, 1e-4, 1e-2]
+    with pytest.raises(ValueError):
+        tune.parse_budgets("0")
+    rep = {"dir": "E_4_256_abcd", "predicted_error": 5e-3, "measured_error": 4e-3, "predicted_cycles": 900,
+           "nodes": [{"id": 5, "op": "MUL", "engine": "FPU", "fidelity": "HiFi2",
+                      "formats": {"srca": "bf16", "srcb": "tf32"}}]}
+    text = tune.table({None: [dict(rep, nodes=[], predicted_cycles=1000)], 1e-2: [rep]})
+    assert "kernel E_4_256_abcd" in text and "n5 MUL HiFi2 bf16xtf32" in text and "all SFPU" in text
+
+
+@needs_cc
+def test_tune_cli_runs_a_script_per_budget(tmp_path):
+    import subprocess
+    import sys
+    script = tmp_path / "prog.py"
+    script.write_text("import numpy as np\nfrom tinygrad import Tensor\n"
+                      "a = Tensor(np.random.default_rng(0).standard_normal((32, 32)).astype(np.float32), device='TT')\n"
+                      "b = Tensor(np.random.default_rng(1).standard_normal((32, 32)).astype(np.float32), device='TT')\n"
+                      "(a.realize() * b.realize()).realize()\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("TT_ERR_BUDGET", "TT_PLACE", "TT_DUMP", "TT_CHECK")}
+    r = subprocess.run([sys.executable, "-m", "tt_backend", "tune", str(script), "--budgets", "1e-2",
+                        "--out", str(tmp_path / "out")], capture_output=True, text=True, env=env, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "none" in r.stdout and "0.01" in r.stdout and "MUL" in r.stdout, r.stdout
+    assert (tmp_path / "out" / "budget_0.01").is_dir()
