@@ -1,6 +1,6 @@
 """`HwDevice`: the Device protocol on a real Blackhole card through tt-umd (PyPI `tt-umd`, imported lazily).
 
-It is `runtime.ttsim_device.NocTileDevice`, the same code that drives ttsim, over `UmdTransport` (tt-umd's
+It is `runtime.noc_device.NocTileDevice`, the same code that drives ttsim, over `UmdTransport` (tt-umd's
 `noc_read/noc_write/noc_read32/noc_write32` and `set_risc_reset_state`) instead of ttsim's BAR0 windows. What only a
 card needs:
 
@@ -23,7 +23,7 @@ import time
 from templates import layout
 from templates.errors import TTError
 
-from .ttsim_device import NocTileDevice
+from .noc_device import NocTileDevice
 
 HW_DRAM_BANK_SIZE = 0xFF00_0000      # tt-metal / UMD usable size of a Blackhole DRAM bank
 AICLK_HZ = 1.35e9                    # for turning an advance budget (clocks) into a short sleep
