@@ -585,8 +585,8 @@ def cast_i_to_f(e, d, s, t):
     t1 = t[0]
     e.cast(d, x, CAST_INT_SM)
     e.cast(d, d, CAST_SM_TO_FP_RNE)
-    e.clz(t1, d, LZ_NOSGN | LZ_NE0 | LZ_COMP)   # flags: magnitude == 0
-    e.setcc(d, CC_LT0)                          # ... and negative: was -2**31
+    e.setcc(x, CC_LT0)                          # flags: x < 0
+    e.iaddi(t1, x, -1, cc=IADD_CC_GTE0)         # ... and x - 1 >= 0 (wrapping): only x == -2**31
     e.loadi(d, 0xCF000000)
     e.endif()
 
