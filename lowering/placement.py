@@ -258,15 +258,57 @@ _REF = {"ADD": np.add, "MUL": np.multiply, "SUB": np.subtract, "NEG": np.negativ
         "NMULADD": lambda a, b, c: c - a * b}
 
 
-def reference(dag: ValueDAG, inputs: list[np.ndarray]) -> np.ndarray:
-    """The graph in float32 (numpy, per-op rounding; bfloat16 results rounded to nearest even)."""
+def reduce_exact(op: str, v: np.ndarray, axes: tuple[int, ...], dtype: str) -> np.ndarray:
+    """REDUCE of the float32 reference: float sums/products accumulated in float64, rounded once (keepdims)."""
+    if op == "MAX":
+        return v.max(axis=axes, keepdims=True)
+    if dtype in ("float32", "bfloat16"):
+        f = np.sum if op == "ADD" else np.prod
+        return _cast(f(v.astype(np.float64), axis=axes, keepdims=True), dtype)
+    f = np.sum if op == "ADD" else np.prod
+    return f(v, axis=axes, keepdims=True).astype(NP[dtype]) if dtype != "bool" else v.any(axis=axes, keepdims=True)
+
+
+def reduce_in_lanes(lanes: int):
+    """REDUCE as lowering/reduce.py runs it: lane c of an output accumulates reduce indices k = c (mod lanes) in order
+    (one fp32 rounding per element), then the lanes combine pairwise. MAX and integer reductions are exact."""
+    def red(op: str, v: np.ndarray, axes: tuple[int, ...], dtype: str) -> np.ndarray:
+        if op == "MAX" or dtype not in ("float32", "bfloat16"):
+            return reduce_exact(op, v, axes, dtype)
+        keep = [a for a in range(v.ndim) if a not in axes]
+        out_shape = [v.shape[a] if a in keep else 1 for a in range(v.ndim)]
+        x = np.transpose(v, keep + list(axes)).reshape(-1, int(np.prod([v.shape[a] for a in axes])))
+        k = x.shape[1]
+        pad = -k % lanes
+        ident = np.float32(0 if op == "ADD" else 1)
+        x = np.concatenate([x.astype(np.float32), np.full((x.shape[0], pad), ident, np.float32)], 1)
+        x = x.reshape(x.shape[0], -1, lanes)
+        acc = (np.cumsum if op == "ADD" else np.cumprod)(x, axis=1, dtype=np.float32)[:, -1, :]
+        while acc.shape[1] > 1:
+            acc = acc[:, 0::2] + acc[:, 1::2] if op == "ADD" else acc[:, 0::2] * acc[:, 1::2]
+        return _cast(acc.reshape(out_shape), dtype)
+    return red
+
+
+def reference(dag: ValueDAG, inputs: list[np.ndarray], ranges: tuple[int, ...] | None = None,
+              reduce=reduce_exact) -> np.ndarray:
+    """The graph in float32 (numpy, per-op rounding; bfloat16 results rounded to nearest even). With REDUCE nodes,
+    `ranges` gives the iteration space the inputs were gathered over (flat, row-major); a REDUCE reduces its axes
+    (`reduce`: exact float64 accumulation by default) and the result is broadcast back over the whole space."""
     vals: dict[int, np.ndarray] = {}
+    shaped = ranges is not None and any(n.op == "REDUCE" for n in dag.nodes)
     with np.errstate(all="ignore"):
         for i in live_nodes(dag):
             n = dag.nodes[i]
             s = [vals[k] for k in n.srcs]
             if n.op == "LOAD":
                 v = np.asarray(inputs[n.arg])
+                if shaped:
+                    v = np.broadcast_to(v.reshape(-1), (int(np.prod(ranges)),)).reshape(ranges)
+            elif n.op == "REDUCE":
+                if not shaped:
+                    raise UnsupportedOp("reference: a REDUCE needs the kernel's ranges")
+                v = reduce(n.arg[0], np.broadcast_to(s[0], ranges), tuple(n.arg[1]), n.dtype)
             elif n.op == "CONST":
                 v = np.array(n.arg, NP[n.dtype])
             elif n.op == "CAST":
@@ -281,6 +323,8 @@ def reference(dag: ValueDAG, inputs: list[np.ndarray]) -> np.ndarray:
                     v = bf16_round(v)
                 v = np.asarray(v).astype(NP[n.dtype])
             vals[i] = v
+    if shaped:
+        return np.broadcast_to(vals[dag.out], ranges).reshape(-1)
     return vals[dag.out]
 
 
@@ -582,3 +626,69 @@ def plan_placed(lk, pl: Placement):
     return KernelPlan(name=lk.name, ranges=lk.ranges, buffers=lk.buffers, inputs=[lk.stream(s) for s in lk.inputs],
                       output=lk.stream(lk.output), sfpu=sfpu, ops=ops, fpu_ops=list(sp.fpu_ops),
                       dst_inputs=list(sp.dst_inputs), placement=pl)
+
+
+# ------------------------------------------------------------------------------------------------ reductions
+
+REDUCE_SAMPLE_MAX = 1 << 16     # sample points per distribution for a reduction's prediction (one output's K, capped)
+
+
+def reduce_cycles(plan) -> dict:
+    """Cost of a reduction kernel (lowering/reduce.py; same units and rules as `cycles`): per input tile the streams'
+    unpack (+ the SrcA/ELWADD pass of a bf16 stream) and the phase-1 SFPU program; per output group the accumulator
+    init, the lane combine (`finish`), the post program (once per step group) and the output tile's pack."""
+    rp = plan.reduce
+    fmts = [s.tile_format for s in plan.inputs]
+    unpack = sum(unpack_cycles(f) for f in fmts)
+    fpu = sum(COST["blocks_per_tile"] + COST["fpu_latency"] + COST["faces_per_tile"] * COST["fpu_setrwc"]
+              for f in fmts if f == "bf16")
+    sfpu = sfpu_program_cycles(len(plan.sfpu.setup), len(plan.sfpu.body))
+    runs = 1 if rp.steps >= 32 else 32 // rp.steps
+    group = (len(rp.acc_init) + len(rp.finish) + runs * (len(rp.post.setup) + len(rp.post.body)
+                                                          + len(rp.group_store) + len(rp.post_skip)))
+    pack = pack_cycles(plan.output.tile_format)
+    tiles, groups = plan.n_tiles, rp.groups
+    per_tile = unpack + fpu + sfpu
+    return {"unpack": unpack, "fpu": fpu, "sfpu": sfpu, "pack": pack, "total": per_tile, "tiles": tiles,
+            "groups": groups, "per_group": group + pack, "kernel": tiles * per_tile + groups * (group + pack)}
+
+
+def reduce_placement(lk, plan, budget: float | None = None, seed: int = 0, dists=SAMPLE_DISTS) -> Placement:
+    """The placement of a reduction kernel: every op on the SFPU (the reduce templates have no FPU path yet), with the
+    cost of `reduce_cycles` and a predicted error from the accumulation-order model (`reduce_in_lanes`: fp32 lane
+    partial sums, then the lane combine) against the exact reduction, on sample data: one output's full reduce range
+    (capped at REDUCE_SAMPLE_MAX points), worst over the sample distributions. Other ops are modelled in float32
+    (the SFPU sequences are within 1-2 ulp of it: a slight underestimate)."""
+    dag, rp = lk.dag, plan.reduce
+    n_out_r = len(lk.ranges) - len(rp.red_sizes)
+    ranges = (1,) * n_out_r + tuple(rp.red_sizes)
+    err = mx = None
+    if math.prod(ranges) <= REDUCE_SAMPLE_MAX:
+        dts = [s.dtype for s in lk.inputs]
+        errs = []
+        for k, dist in enumerate(dists):
+            xs = sample_inputs(dts, math.prod(ranges), seed + k, dist)
+            errs.append(rel_error(reference(dag, xs, ranges, reduce_in_lanes(rp.lanes)), reference(dag, xs, ranges)))
+        err, mx = max(e[0] for e in errs), max(e[1] for e in errs)
+    cyc = reduce_cycles(plan)
+    n = len(lk.inputs)
+    pl = Placement(lk.name, budget, dag, {}, Split([], dag, n, list(range(n))), err, mx, cyc, cyc["kernel"])
+    pl.lowered = lk
+    after: set[int] = set()        # ops after the reduction run once per output group, not per tile
+    for i in live_nodes(dag):
+        nd = dag.nodes[i]
+        if any(dag.nodes[s].op == "REDUCE" or s in after for s in nd.srcs):
+            after.add(i)
+        if nd.op in ("LOAD", "CONST"):
+            continue
+        row = {"id": i, "op": nd.op, "dtype": nd.dtype, "srcs": list(nd.srcs), "engine": "SFPU", "fidelity": None,
+               "pinned": False, "formats": {"lreg": "fp32"}, "predicted_error": 0.0}
+        if nd.op == "REDUCE":     # the accumulation order is where the kernel's error comes from
+            row.update(reduce=nd.arg[0], lanes=rp.lanes, predicted_error=err, cycles=COST["rows_per_tile"] * cyc["tiles"])
+        else:
+            per_tile = sfpu_op_cycles(nd, tuple(dag.nodes[s].dtype for s in nd.srcs))
+            runs = 1 if rp.steps >= 32 else 32 // rp.steps       # post: one row step per step group
+            row["cycles"] = (-(-per_tile // COST["rows_per_tile"]) * runs * cyc["groups"] if i in after
+                             else per_tile * cyc["tiles"])
+        pl.nodes.append(row)
+    return pl

@@ -282,8 +282,15 @@ def plan_reduce(lk) -> KernelPlan:
                     acc_slot=acc_slot, post=post_prog, k_dep=k_dep, mask_input=mask_input, pad_clamp=pad_clamp,
                     n_acc=n_acc, steps=steps, group_store=group_store, post_skip=post_skip)
     output = replace(lk.stream(lk.output), contiguous=False)
-    return KernelPlan(name=lk.name, ranges=lk.ranges, buffers=lk.buffers, inputs=streams, output=output,
+    plan = KernelPlan(name=lk.name, ranges=lk.ranges, buffers=lk.buffers, inputs=streams, output=output,
                       sfpu=phase1, ops=lk.ops, reduce=rp)
+    try:      # the report's placement (all SFPU), cost and predicted error; TT_CHECK measures it
+        from lowering.placement import reduce_placement
+        plan.placement = reduce_placement(lk, plan)
+    except Exception as e:      # a model gap must not fail the kernel: it is then reported without a placement
+        import warnings
+        warnings.warn(f"{lk.name}: no placement report for this reduction ({type(e).__name__}: {e})")
+    return plan
 
 
 def _chain(progs: list[SfpuProgram]) -> SfpuProgram:

@@ -28,12 +28,13 @@ def placement(plan: KernelPlan) -> list[dict]:
 
 def placement_report(plan: KernelPlan) -> dict:
     """The placement's own report: kernel, budget, predicted error and cycles, per-node engine/fidelity/formats/error/
-    cycles; measured_error stays None until TT_CHECK=1 runs the kernel (tt_backend.placement_eval.check fills it)."""
+    cycles; measured_error stays None until TT_CHECK=1 runs the kernel (tt_backend.placement_eval.check fills it),
+    emulated_cycles (the slowest core of the last launch, emulator cycle model) until the kernel runs on `emu`."""
     pl = getattr(plan, "placement", None)
     if pl is None:
         return {"kernel": plan.name, "budget": knobs.err_budget(), "predicted_error": None, "measured_error": None,
-                "predicted_cycles": None, "nodes": []}
-    return {**pl.report(), "measured_error": None}
+                "predicted_cycles": None, "emulated_cycles": None, "nodes": []}
+    return {**pl.report(), "measured_error": None, "emulated_cycles": None}
 
 
 def instruction_counts(plan: KernelPlan, elfs: dict[str, bytes]) -> dict:

@@ -142,6 +142,8 @@ def tt_to_program(ast: UOp, renderer: TTRenderer) -> UOp:
     from tt_backend.placement_eval import placer      # FPU/SFPU placement under TT_ERR_BUDGET, TT_PLACE pins
     plan = for_target(lower_kernel(ast, name := kernel_name(ast), placer=placer(knobs.err_budget(), knobs.place_spec())),
                       renderer.tt_target)
+    if getattr(plan, "reduce", None) is not None and getattr(plan, "placement", None) is not None:
+        plan.placement.budget = knobs.err_budget()     # reductions are placed all-SFPU whatever the budget
     sources, headers = split(plan.render() if hasattr(plan, "render") else render(plan))   # MatmulPlan renders itself
     elfs = compile_kernel(sources, headers, name)
     source = format_source(sources, headers)
@@ -284,14 +286,18 @@ class TTProgram(Program):
         t = knobs.timeout_s() if timeout is None else timeout / 1000   # tinygrad's timeouts are milliseconds
         before = [target.read_dram(addrs[k], d["nbytes"]) for k, d in enumerate(self.meta["buffers"])] \
             if "check" in self.meta else None          # TT_CHECK: the inputs as the kernel sees them
-        stats0 = target.stats() if before is not None and hasattr(target, "stats") else None
+        # the emulated cycles of this launch go into report.json (TT_DUMP) and TT_CHECK's result
+        stats0 = target.stats() if (before is not None or "report" in self.meta) and hasattr(target, "stats") else None
         try:
             result = launch(target, self.elfs, args, timeout_s=t)
+            stats = (stats0, target.stats()) if stats0 is not None else None
             if before is not None:
                 from tt_backend.placement_eval import check
                 k = self.meta["check"]["output"]["buf"]
-                check(self.meta, before, target.read_dram(addrs[k], self.meta["buffers"][k]["nbytes"]),
-                      (stats0, target.stats()) if stats0 is not None else None)
+                check(self.meta, before, target.read_dram(addrs[k], self.meta["buffers"][k]["nbytes"]), stats)
+            elif stats is not None:
+                from tt_backend.placement_eval import record_cycles
+                record_cycles(self.meta, stats)
             for k, scratch in bounce:
                 if self.meta["buffers"][k]["slot"] in self.outs:
                     target.write_dram(bufs[k].addr, target.read_dram(scratch, self.meta["buffers"][k]["nbytes"]))

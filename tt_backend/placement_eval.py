@@ -171,8 +171,8 @@ def check_meta(lk, pl) -> dict:
     """What TT_CHECK needs at launch time, JSON-able: the original graph and each stream's index expressions."""
     return {"dag": [[x.op, x.dtype, list(x.srcs), _json_arg(x.arg)] for x in lk.dag.nodes], "out": lk.dag.out,
             "ranges": list(lk.ranges),
-            "inputs": [{"buf": lk.buf_index(s.slot), "dtype": s.dtype, "index_py": s.index_py, "valid_py": s.valid_py}
-                       for s in lk.inputs],
+            "inputs": [{"buf": lk.buf_index(s.slot), "dtype": s.dtype, "index_py": s.index_py, "valid_py": s.valid_py,
+                        "value_py": getattr(s, "value_py", None)} for s in lk.inputs],
             "output": {"buf": lk.buf_index(lk.output.slot), "dtype": lk.output.dtype, "index_py": lk.output.index_py},
             "predicted_error": pl.predicted_error if pl is not None else None,
             "predicted_cycles": pl.cycles.get("kernel") if pl is not None else None,
@@ -218,12 +218,42 @@ def gather(expr: str, valid: str | None, ranges: list[int], src: np.ndarray) -> 
 
 def measured_cycles(stats: tuple | None) -> dict | None:
     """Per-core cycles of one launch from the emulator's cycle model (runtime/emu/cycles.py): stats after minus
-    before; `max` = the slowest core (the kernel's time, RISC-V reader/writer included)."""
+    before; `max` = the slowest core (the kernel's time, RISC-V reader/writer included). A core's `cycles` are its
+    retired instructions (cumulative) plus its stall cycles since its last release, so the stalls of the previous
+    launch (`stall_cycles` before) are added back."""
     if not stats or not all(isinstance(s.get("cycles"), dict) for s in stats):
         return None
     a, b = stats
-    c = {k: int(v) - int(a["cycles"].get(k, 0)) for k, v in b["cycles"].items()}
+    stall0 = a.get("stall_cycles") or {}
+    c = {k: int(v) - int(a["cycles"].get(k, 0)) + int(stall0.get(k, 0)) for k, v in b["cycles"].items()}
     return {**c, "max": max(c.values()) if c else None}
+
+
+def record_cycles(meta: dict, stats: tuple | None) -> dict | None:
+    """The emulated cycles of one launch into the kernel's report.json (TT_DUMP): `measured_cycles` per core and
+    `emulated_cycles` (the slowest core) next to `predicted_cycles`."""
+    mc = measured_cycles(stats)
+    rep = meta.get("report")
+    if mc is not None and rep and Path(rep).exists():
+        r = json.loads(Path(rep).read_text())
+        r["measured_cycles"], r["emulated_cycles"] = mc, mc["max"]
+        Path(rep).write_text(json.dumps(r, indent=1))
+        txt = Path(rep).with_suffix(".txt")
+        if txt.exists():
+            txt.write_text(txt.read_text() + _cycles_line(mc, r.get("predicted_cycles")))
+    return mc
+
+
+def _cycles_line(mc: dict, predicted) -> str:
+    cores = ", ".join(f"{k} {v}" for k, v in mc.items() if k != "max")
+    return f"emulated cycles: {mc['max']} (slowest core; {cores}); predicted compute cycles {predicted}\n"
+
+
+def _stream_values(s: dict, ranges: list[int], buffers_before: list[bytes]) -> np.ndarray:
+    if s.get("value_py"):          # a computed stream: the value is an expression of the ranges (argmax's k)
+        v = eval(s["value_py"], {"np": np, **_grid(ranges)})
+        return np.broadcast_to(np.asarray(v), tuple(ranges) or (1,)).reshape(-1).astype(NP_OF.get(s["dtype"], np.float32))
+    return gather(s["index_py"], s["valid_py"], ranges, buffer_values(buffers_before[s["buf"]], s["dtype"]))
 
 
 def check(meta: dict, buffers_before: list[bytes], out_raw: bytes, stats: tuple | None = None) -> dict:
@@ -232,9 +262,8 @@ def check(meta: dict, buffers_before: list[bytes], out_raw: bytes, stats: tuple 
     m = meta["check"]
     dag = dag_from_meta(m)
     ranges = m["ranges"]
-    xs = [gather(s["index_py"], s["valid_py"], ranges, buffer_values(buffers_before[s["buf"]], s["dtype"]))
-          for s in m["inputs"]]
-    ref = np.broadcast_to(P.reference(dag, xs), (int(np.prod(ranges or [1])),))
+    xs = [_stream_values(s, ranges, buffers_before) for s in m["inputs"]]
+    ref = np.broadcast_to(P.reference(dag, xs, tuple(ranges) or None), (int(np.prod(ranges or [1])),))
     o = m["output"]
     out_all = buffer_values(out_raw, o["dtype"])
     got = gather(o["index_py"], None, ranges, out_all)
@@ -248,9 +277,13 @@ def check(meta: dict, buffers_before: list[bytes], out_raw: bytes, stats: tuple 
         r = json.loads(Path(rep).read_text())
         r["measured_error"], r["measured_max_rel"] = err, mx
         r["measured_cycles"] = res["measured_cycles"]
+        if res["measured_cycles"] is not None:
+            r["emulated_cycles"] = res["measured_cycles"]["max"]
         r.setdefault("checks", []).append({"measured_error": err, "measured_max_rel": mx})
         Path(rep).write_text(json.dumps(r, indent=1))
         txt = Path(rep).with_suffix(".txt")
         if txt.exists():
-            txt.write_text(txt.read_text() + f"measured error (TT_CHECK): {err:.3e} (max elementwise {mx:.3e})\n")
+            txt.write_text(txt.read_text() + f"measured error (TT_CHECK): {err:.3e} (max elementwise {mx:.3e})\n"
+                           + (_cycles_line(res["measured_cycles"], r.get("predicted_cycles"))
+                              if res["measured_cycles"] else ""))
     return res

@@ -73,6 +73,16 @@ def table(results: dict) -> str:
             lines.append(f"  {'none' if budget is None else f'{budget:g}':>8}  {_e(r.get('predicted_error')):>9}  "
                          f"{_e(r.get('measured_error')):>9}  {str(r.get('predicted_cycles')):>8}  {str(emu or '-'):>9}  "
                          f"{placement_summary(r)}")
+    if len(kernels) > 1:        # the whole program: every kernel of one run, per budget
+        lines.append("program (all kernels)")
+        lines.append(f"  {'budget':>8}  {'cycles':>8}  {'emu cyc':>9}  worst measured")
+        for budget, reps in sorted(results.items(), key=lambda kv: (kv[0] is not None, kv[0] or 0)):
+            pc = [r.get("predicted_cycles") for r in reps]
+            ec = [(r.get("measured_cycles") or {}).get("max") for r in reps]
+            me = [r.get("measured_error") for r in reps if r.get("measured_error") is not None]
+            lines.append(f"  {'none' if budget is None else f'{budget:g}':>8}  "
+                         f"{sum(pc) if None not in pc else '-':>8}  {sum(ec) if None not in ec else '-':>9}  "
+                         f"{_e(max(me) if me else None)}")
     return "\n".join(lines)
 
 
