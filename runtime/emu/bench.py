@@ -6,6 +6,8 @@ Kernels (no compiler needed: RISC-V programs are assembled here, Tensix words co
 * `sfpu`   - SFPU only: an exp2-shaped row body (SFPLOAD, SFPEXEXP/SFPEXMAN, 4 Horner SFPMADs, SFPSETEXP,
              SFPSTORE = 9 instructions, the shape lowering/sfpu_ops.py's exp2 has) replayed over a 32-row tile,
              pushed straight into a Tensix thread.
+* `sfpu_mop` - the same body in the compute template's shape: recorded once in the replay buffer, one MOP
+             (32 x REPLAY) per 32-row tile, pushed straight into a Tensix thread (the emulator batches the row steps).
 * `tile`   - the same body through the whole tile: TRISC1 issues one MOP per tile (MOP -> REPLAY -> SFPU), BRISC
              and the other TRISCs spin on a shared counter like the real reader/writer/pack cores do.
 The reference bar is ttsim at ~4 M SFPU instructions/s and ~8.5 M RISC-V instructions/s (shared/reference/
@@ -98,6 +100,33 @@ def bench_sfpu(rows: int = 4096) -> dict:
             "vs_ttsim": n / dt / TTSIM_SFPU_PER_S, "cycles": tx.tm.clock[1] - (tx.tm.first[1] or 0)}
 
 
+def bench_sfpu_mop(tiles: int = 128) -> dict:
+    """The compute template's issue shape (lowering/render.py): the 9-word body recorded once in the replay
+    buffer, then per tile one MOP (template 1: 32 x REPLAY) pushed straight into a Tensix thread."""
+    from .tensix import Tensix
+    tx = Tensix(np.zeros(layout.L1_SIZE, np.uint8), strict=True)
+    tx.dst.write_rows32(0, np.random.default_rng(0).standard_normal((512, 16)).astype(np.float32).view(np.uint32))
+    body = exp2_body()
+    replay = E("REPLAY", load_mode=0, execute_while_loading=0, len=len(body), start_idx=0)
+    nop = E("NOP")
+    for i, v in enumerate([1, 32, nop, nop, nop, replay, nop, replay, replay]):
+        tx.mop_cfg_write(1, i, v)
+    for w in _tensix_setup() + [E("REPLAY", load_mode=1, execute_while_loading=0, len=len(body), start_idx=0)] + body:
+        tx.push(1, w)
+    reset = E("SETRWC", rwc_cr=0, rwc_d=0, rwc_b=0, rwc_a=0, bit_mask=4, clear_ab_vld=0)
+    mop = E("MOP", mop_type=1, loop_count=0, zmask_lo16_or_loop_count=0)
+    n0 = tx.instructions[1]
+    t0 = time.perf_counter()
+    for i in range(tiles):
+        if i % 4 == 0:
+            tx.push(1, reset)                              # stay inside the 512 Dst rows
+        tx.push(1, mop)
+    dt = time.perf_counter() - t0
+    n = tx.instructions[1] - n0
+    return {"kernel": "sfpu_mop", "sfpu_instructions": n, "seconds": dt, "per_second": n / dt,
+            "vs_ttsim": n / dt / TTSIM_SFPU_PER_S, "cycles": tx.tm.clock[1] - (tx.tm.first[1] or 0)}
+
+
 def _launch(tile, programs: dict[str, list[int]]) -> None:
     for core in layout.CORES:
         tile.write_l1(layout.IMAGE_SLOT[core], np.array(programs.get(core, [J_SELF]), np.uint32).tobytes())
@@ -174,11 +203,12 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="bench emu", description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="small sizes (a few seconds)")
     ap.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
-    ap.add_argument("kernels", nargs="*", default=["riscv", "sfpu", "tile"])
+    ap.add_argument("kernels", nargs="*", default=["riscv", "sfpu", "sfpu_mop", "tile"])
     args = ap.parse_args(argv)
     q = args.quick
     runs = {"riscv": lambda: bench_riscv(200_000 if q else 2_000_000),
             "sfpu": lambda: bench_sfpu(512 if q else 4096),
+            "sfpu_mop": lambda: bench_sfpu_mop(16 if q else 128),
             "tile": lambda: bench_tile(8 if q else 64)}
     results = [runs[k]() for k in args.kernels]
     if args.json:

@@ -114,37 +114,99 @@ def _fma_exact(v: np.ndarray) -> np.ndarray:
 
 
 # --- fast path -------------------------------------------------------------------------------------------------
-# When x*y is exactly representable as a normal FP32 value, the BH product carries no sticky bit, and the
-# documented "multiply by one / add zero == plain op" property extends to: result = IEEE float32 (p + z) with one
-# RNE rounding (only one operand can be inexact after alignment; an operand shifted out completely is below an
-# eighth of the other's ulp so cannot change an RNE decision). We therefore compute p exactly in float64, check
-# it survives float32 conversion, add in float32, and accept lanes whose inputs are not denormal, whose product is
-# comfortably inside the normal range (so the BH overflow/underflow-of-product rules cannot trigger) or exactly
-# zero, and whose result is a normal, zero or infinite value (no NaN: BH NaNs are canonical, numpy's are not).
-# A zero z also qualifies with an inexact product: then BH rounds the sticky-extended product once, which is the RNE
-# of the exact product, i.e. float32(float64 product) (the float64 product of two FP32 values is exact).
-# If any lane fails these checks the whole vector goes through the exact integer model. Tests compare both paths.
-_TINY_P = 2.0 ** -124
-_BIG = 2.0 ** 126  # |p|, |z| below this: the float32 sum cannot overflow
-_MIN_NORMAL32 = np.float32(2.0 ** -126)
+# A float64 formulation of the same datapath, exact for every lane whose inputs are finite normals or zeros, whose
+# product exponent pe = e_x + e_y - 127 is in 0..254 (or the product is zero) and whose result is a normal FP32 value
+# below 2**127 or zero; if any lane is outside that, the whole vector goes through `_fma_exact`.
+# With E = max(pe, ze) (E = ze for a zero product) both terms live on the grid g = 2**(E - 153): the product's
+# truncation to 28 bits with sticky, followed by the alignment shift with sticky, is one truncation of the exact
+# product (exact in float64) onto g with the sticky OR-ed into the LSB - "round to odd" - except that a term that
+# truncates to 0 stays 0 (semi-sticky); the same for z (exact when ze == E). For q = term / g: q if q is an
+# integer, else 0 if |q| < 1, else the odd integer 2*floor(q/2) + 1 (= trunc(q) | 1 on the magnitude, either sign).
+# Both integers are below 2**29 and add exactly; normalising with an exact sticky and RNE on 3 guard bits is then
+# plain RNE of S * g to 24 bits, i.e. the float64 -> float32 conversion, for results in the normal range. Exact
+# cancellation gives +0 (BH: z_sign & p_sign with different signs); a zero product gives z, or the IEEE sum of two
+# zeros (-0 only if both are -0 = BH's AND of the signs). tests/test_emu_speed.py proves it against `_fma_exact`.
+
+
+def _fma_fast(xyz: np.ndarray, xa: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(result bits, lane ok) for a C-contiguous (3, N) uint32 [x, y, z] without denormal inputs; `xa` = xyz with
+    the signs cleared. `ok` is False where the formulation does not apply (those results are meaningless)."""
+    f = xyz.view(np.float32)
+    e = (xa >> 23).view(np.int32)
+    n = xyz.shape[1]
+    pz = np.empty((2, n), dtype=np.float64)
+    np.multiply(f[0], f[1], out=pz[0], dtype=np.float64)      # exact: 48-bit product
+    pz[1] = f[2]
+    ze = e[2]
+    pe = np.where(pz[0] == 0, ze, e[0] + e[1] - 127)
+    sh = 153 - np.maximum(pe, ze)
+    q = np.ldexp(pz, sh)
+    t = np.trunc(q)
+    # |q| < 1 <=> t == 0: multiplying by (t != 0) zeroes those (an exact zero keeps its sign: +-0 * 0 = +-0)
+    r = np.where(q == t, t, np.floor(q * 0.5) * 2 + 1) * (t != 0)
+    s = np.ldexp(r[0] + r[1], -sh)
+    ok = _S_OK[s.view(np.uint64) >> 52]                       # by sign + float64 exponent field
+    out = s.astype(np.float32).view(np.uint32)
+    pe_bad = pe.view(np.uint32) > 254                          # pe outside 0..254
+    if _any(pe_bad) or _any(xa >= 0x7F800000):
+        out, ok = _fma_special(xyz, xa, e, pe, out, ok & ~pe_bad)
+    return out, ok
+
+
+# s == 0 or 2**-126 <= |s| < 2**127 (float64 exponent fields 0 and 897..1149), either sign
+_S_OK = np.zeros(4096, dtype=bool)
+for _sg in (0, 2048):
+    _S_OK[_sg] = True
+    _S_OK[_sg + 1023 - 126:_sg + 1023 + 127] = True
+
+
+
+def _fma_special(xyz, xa, e, pe, out, ok):
+    """The rare-case patches of `_fma_exact` (same order, same rules) for inputs without denormals: a product
+    underflowing on its own (pe < 0) reads as exactly zero; Inf/NaN inputs and a product overflowing on its own."""
+    sign = xyz & np.uint32(0x80000000)
+    p_sign, z_sign = sign[0] ^ sign[1], sign[2]
+    under = pe < 0
+    out = np.where(under, np.where(xa[2] != 0, xyz[2], z_sign & p_sign), out)
+    ok = ok | under
+    xin, yin, zin = e == 255
+    spec = xin | yin | zin | (pe >= 255)
+    if _any(spec):
+        man = xyz & np.uint32(0x7FFFFF)
+        is_nan = ((xin & ((man[0] != 0) | (xa[1] == 0)))       # x NaN, or x Inf times zero
+                  | (yin & ((man[1] != 0) | (xa[0] == 0)))     # y NaN, or y Inf times zero
+                  | (zin & (man[2] != 0))                      # z NaN
+                  | (zin & (xin | yin) & (z_sign != p_sign)))  # Inf - Inf
+        val = np.where(is_nan, np.uint32(CANONICAL_NAN), np.where(zin, xyz[2], p_sign | np.uint32(0x7F800000)))
+        out = np.where(spec, val, out)
+        ok = ok | spec
+    return out.astype(np.uint32), ok
 
 
 def fma_bh_stacked(xyz: np.ndarray) -> np.ndarray:
-    """fma_bh on a (3, N) uint32 array [x, y, z]; the SFPU calls this (one fancy-index gather of 3 LRegs)."""
+    """fma_bh on a (3, ...) uint32 array [x, y, z]; the SFPU calls this (one fancy-index gather of 3 LRegs)."""
+    if xyz.ndim != 2:
+        return fma_bh_stacked(xyz.reshape(3, -1)).reshape(xyz.shape[1:])
+    xyz = np.ascontiguousarray(xyz, dtype=np.uint32)
     xa = xyz & 0x7FFFFFFF
-    if _any((xa - 1) < 0x7FFFFF):   # denormal inputs (uint32 wrap makes exact zero fail the test)
-        return _fma_exact(xyz.astype(_I64))
-    f = xyz.view(np.float32)
-    with np.errstate(all="ignore"):   # Inf/NaN/overflowing lanes are rejected by `ok`, not worth a warning
-        p = f[0].astype(np.float64) * f[1]
-        pf = p.astype(np.float32)
-        ok = (pf == p) | (xa[2] == 0)
-        if b"\x00" in ok.tobytes():  # inexact product and non-zero z somewhere: give up early
+    den = (xa - 1) < 0x7FFFFF       # denormal inputs (uint32 wrap makes exact zero fail the test)
+    big = xyz.shape[1] > _SUBSET_MIN
+    if _any(den):
+        if not big:
             return _fma_exact(xyz.astype(_I64))
-        ap = np.abs(p)
-        ok = (((ap >= _TINY_P) & (ap < _BIG)) | (p == 0)) & (np.abs(f[2]) < _BIG)
-        r = pf + f[2]
-        ok &= (np.abs(r) >= _MIN_NORMAL32) | (r == 0)
-    if b"\x00" in ok.tobytes():  # much cheaper than ok.all() on 32 lanes
-        return _fma_exact(xyz.astype(_I64))
-    return r.view(np.uint32)
+        den = den.any(axis=0)
+    else:
+        den = None
+    with np.errstate(all="ignore"):
+        out, ok = _fma_fast(xyz, xa)
+    if den is not None:
+        ok &= ~den
+    if b"\x00" in ok.tobytes():
+        if not big:
+            return _fma_exact(xyz.astype(_I64))
+        bad = ~ok                   # batched row steps: only the lanes the formulation does not cover
+        out[bad] = _fma_exact(xyz[:, bad].astype(_I64))
+    return out
+
+
+_SUBSET_MIN = 64   # wider vectors patch just the uncovered lanes with the exact model; narrower ones redo it all

@@ -993,6 +993,55 @@ class SFPU:
     def SFPNOP(self, f: dict, dst_base: int) -> None:
         pass
 
+    # --- batched row steps (Tensix._sfpu_batch) ---------------------------------------------------------------------
+    @staticmethod
+    def batchable(name: str, f: dict) -> bool:
+        """Can this instruction run in SFPU.execute_batch: lane-wise, no lane-flag / PRNG / LaneConfig / macro state
+        read or changed, no fixed (32,)-lane indexing, VD outside the backdoor range (12..15), 32-bit Dst modes only
+        (checked by the caller once the format is known)."""
+        cond = _BATCHABLE.get(name)
+        if cond is None or not cond(f):
+            return False
+        vd = f.get("lreg_ind" if name in _VD_IN_LREG_IND else "lreg_dest", 0)
+        # a store may read the constants 8..11; writers only to 0..7 (a write to 8..11 is dropped, which the LReg
+        # dataflow analysis, using cycles.sfpu_regs, would not see)
+        return vd < 12 if name == "SFPSTORE" else vd < 8
+
+    def execute_batch(self, body: list, k: int, addrs: np.ndarray, cycle: int) -> None:
+        """Run `body` (name, fields, mem) k times as k x 32 lanes, instruction by instruction: LRegs become a
+        (17, k, 32) array for the duration (repetition r = row r of each register), so the ordinary handlers run
+        unchanged; `mem` = (is_store, vd, resolved mod0) for SFPLOAD/SFPSTORE, whose Dst addresses per repetition
+        are the columns of `addrs` (k, n_mem). The caller proved equivalence with k sequential runs."""
+        lreg = self.lreg
+        b = np.repeat(lreg[:, None, :], k, axis=1)
+        rows32, written = self.dst.rows32, self.dst.written
+        self.lreg = b
+        j = 0
+        try:
+            for name, fields, mem in body:
+                if mem is None:
+                    self._handlers[name](fields, 0)
+                    continue
+                is_store, vd, mod0 = mem
+                a = addrs[:, j]
+                j += 1
+                r0 = (a & ~3)[:, None]
+                rows = r0 + LANE_ROW
+                cols = ((a >> 1) & 1)[:, None] + LANE_COL
+                if is_store:
+                    d = b[vd]
+                    if mod0 == 3:  # FP32: flush denormals to signed zero
+                        d = np.where((d & U32(0x7F800000)) == 0, d & U32(SIGN), d)
+                    rows32[rows, cols] = d
+                    written[r0 + np.arange(4)] = True
+                elif vd < 8:
+                    b[vd] = rows32[rows, cols]
+        finally:
+            self.lreg = lreg
+        lreg[:] = b[:, -1]
+        self.instructions += k * len(body)
+        self.cycle = cycle
+
     # --- SFPLOADMACRO ----------------------------------------------------------------------------------------------
     def SFPLOADMACRO(self, f: dict, dst_base: int) -> None:
         """SFPLOADMACRO.md: an SFPLOAD into LReg[VD], then up to one instruction scheduled per sub-unit (Simple, MAD,
@@ -1223,6 +1272,23 @@ class SFPU:
         if p.name in _FLAG_WRITERS:
             self._en = None
 
+
+# SFPU.batchable: instruction -> condition on its fields under which the handler is lane-wise and leaves the lane
+# flags unchanged (flag writers only in modes that copy the flags onto themselves).
+_BATCHABLE = {
+    "SFPLOAD": lambda f: f["instr_mod0"] != 10, "SFPSTORE": lambda f: f["instr_mod0"] != 10,
+    "SFPMAD": lambda f: not f["instr_mod1"] & 12, "SFPADD": lambda f: not f["instr_mod1"] & 12,
+    "SFPMUL": lambda f: not f["instr_mod1"] & 12,
+    "SFPLOADI": lambda f: f["instr_mod0"] in (0, 1, 2, 4, 8, 10),
+    "SFPEXMAN": lambda f: True, "SFPSETEXP": lambda f: True, "SFPSETMAN": lambda f: True,
+    "SFPSETSGN": lambda f: True, "SFPAND": lambda f: True, "SFPOR": lambda f: True, "SFPXOR": lambda f: True,
+    "SFPNOT": lambda f: True, "SFPABS": lambda f: True, "SFPDIVP2": lambda f: True, "SFPSHFT": lambda f: True,
+    "SFPARECIP": lambda f: True, "SFPNOP": lambda f: True,
+    "SFPMOV": lambda f: not f["instr_mod1"] & 8 and f["instr_mod1"] != 2,
+    "SFPCAST": lambda f: f["instr_mod1"] & 3 != 1,                      # not the stochastic (PRNG) mode
+    "SFPEXEXP": lambda f: not f["instr_mod1"] & 10, "SFPLZ": lambda f: not f["instr_mod1"] & 10,
+    "SFPIADD": lambda f: f["instr_mod1"] & 12 == 4,
+}
 
 # Simple-unit instructions whose functional model reads VD as an input (`unsigned VB = VD;`): inside an
 # SFPLOADMACRO sequence that input is the macro-chosen VB.

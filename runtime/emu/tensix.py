@@ -19,6 +19,7 @@ in that case it must not have changed any state.
 from __future__ import annotations
 
 from collections import deque
+from itertools import islice
 
 import numpy as np
 
@@ -82,7 +83,7 @@ class _Latch:
 
 class _Thread:
     __slots__ = ("fifo", "mop_out", "ready", "replay_buf", "replay_load", "mask_hi", "mop_cfg", "latch", "blocked",
-                 "cfg", "gpr", "adc", "adc_cr", "rwc", "fifo_t", "tid")
+                 "cfg", "gpr", "adc", "adc_cr", "rwc", "fifo_t", "tid", "batch_skip")
 
     def __init__(self, tid: int = 0):
         self.tid = tid
@@ -103,6 +104,7 @@ class _Thread:
         self.adc_cr = [[[0, 0, 0, 0], [0, 0, 0, 0]] for _ in range(3)]
         # RWCs: SrcA, SrcA_Cr, SrcB, SrcB_Cr, Dst, Dst_Cr, FidelityPhase
         self.rwc = {"a": 0, "a_cr": 0, "b": 0, "b_cr": 0, "d": 0, "d_cr": 0, "fid": 0}
+        self.batch_skip = 0                    # no batching attempt while len(ready) <= this (_sfpu_batch)
 
 
 def _opcode(name: str) -> int:
@@ -140,6 +142,7 @@ class Tensix(UnpackPackMixin, FpuMixin):
         self._init_src()                           # SrcA/SrcB banks and their ownership (tensix_fpu.py)
         self._init_packer()                        # the packer's output stream state (unpack_pack.py)
         self._decoded: dict[int, tuple] = {}
+        self._batch_plans: dict[tuple, object] = {}   # SFPU body -> _batch_plan() result
         self.tm = TensixTiming(self)               # the cycle model (cycles.py)
         self._issue_t = 0                          # issue cycle of the instruction being executed
         self._handlers = self._build_handlers()
@@ -207,6 +210,8 @@ class Tensix(UnpackPackMixin, FpuMixin):
         """Head instruction at the Wait Gate after MOP and replay expansion, or None if nothing is queued."""
         ready = th.ready
         tm = self.tm
+        if not ready:
+            th.batch_skip = 0
         while not ready:
             from_mop = bool(th.mop_out)
             if from_mop:
@@ -251,6 +256,14 @@ class Tensix(UnpackPackMixin, FpuMixin):
                     ready.extend(th.replay_buf[(f["start_idx"] + i) % 32] for i in range(count))
                     if from_mop and count >= 2:
                         tm.long_replay_in_mop(th.tid)
+                    if from_mop:
+                        # Identical REPLAYs right behind in the MOP output expand now too (_sfpu_batch can then
+                        # see all row steps). Equivalent: nothing reads mop_out in between, and the only frontend
+                        # timing of a MOP-emitted REPLAY is the idempotent long_replay_in_mop above.
+                        mo = th.mop_out
+                        while mo and mo[0] == w:
+                            mo.popleft()
+                            ready.extend(th.replay_buf[(f["start_idx"] + i) % 32] for i in range(count))
                 continue
             ready.append(w)
         return ready[0]
@@ -331,6 +344,13 @@ class Tensix(UnpackPackMixin, FpuMixin):
             if w is None:
                 break
             name, fields, handler, block, reserved, kind, info = self._decode(w)
+            if kind == K_SFPU and len(th.ready) >= 8 and len(th.ready) > th.batch_skip and th.latch is None:
+                done = self._sfpu_batch(t, th)
+                if done:
+                    n += done
+                    th.blocked = None
+                    continue
+                th.batch_skip = len(th.ready)
             self._cur = (t, w, name)
             was_blocked = th.blocked is not None
             latch = th.latch
@@ -696,3 +716,155 @@ class Tensix(UnpackPackMixin, FpuMixin):
         """SFPMUL.md: SFPMAD computing +-(VA * VB) +- 0, i.e. VC must be LReg[9] (ttsim: NonContractualBehavior)."""
         if f["lreg_src_c"] != 9:
             raise self.err(f"SFPMUL with VC={f['lreg_src_c']}: the addend must be LReg[9] (0.0) - use SFPMAD")
+
+    # ------------------------------------------------------------------------------------------------ SFPU batches
+    def _sfpu_batch(self, t: int, th: _Thread) -> int:
+        """Execute K >= BATCH_MIN_REPS back-to-back repetitions of one SFPU body at the head of the ready queue (what a
+        MOP of identical REPLAYs emits) with one numpy pass per body instruction over K x 32 lanes. Returns the
+        number of instructions executed, or 0 (nothing changed) unless the batch is provably equivalent to running
+        them one by one:
+        * the body is SFPU only, from a whitelist of lane-wise instructions that neither read nor change lane flags,
+          PRNG, LaneConfig or macro state (SFPU.batchable), with no reserved bits and passing the strict SFPADD /
+          SFPMUL operand rules; no LReg is read before the body writes it if the body writes it anywhere (no
+          loop-carried LReg dependency: every repetition sees the same inputs as the first);
+        * all lanes enabled, no LaneConfig bits, no SFPLOADMACRO work pending, no Wait Gate latch;
+        * SFPLOAD/SFPSTORE in a 32-bit mode at even addresses below 512, where the RWC walk (the address modifiers
+          simulated on a copy) never lets one repetition store to a Dst quad/column set another repetition touches
+          (so instruction-major order equals row-major order), and (strict) every load reads written rows.
+        Timing is not batched: every instruction gets its issue cycle from the cycle model in the original order
+        (identical cycle counts, auto-stalls and hazard errors); only data errors are excluded up front."""
+        ready = th.ready
+        if self.sfpu is None:
+            return 0
+        lst = list(islice(ready, BATCH_MAX_WORDS))
+        p, k = _find_period(lst)
+        if k < BATCH_MIN_REPS:
+            return 0
+        body = tuple(lst[:p])
+        plan = self._batch_plans.get(body)
+        if plan is None:
+            plan = self._batch_plans[body] = self._batch_plan(body)
+        if not plan:
+            return 0
+        sfpu = self.sfpu
+        sfpu.enabled()
+        if sfpu._pending or sfpu._flags_after is not None or sfpu._lc_any or not sfpu._en_all:
+            return 0
+        entries, mems = plan
+        c0, c1 = self.cfg[0], self.cfg[1]
+        fp32 = bool(c1 >> 30 & 1)
+        srcb_fmt = (c0 >> 5 & 0xF) if c0 >> 9 & 1 else (c1 >> 21 & 0xF)
+        srcb16 = srcb_fmt not in _SRCB_BF16_LIKE
+        resolved = []
+        for (i, is_store, imm, amode, vd, mod0) in mems:
+            m = mod0 or (3 if fp32 else 1 if srcb16 else 2)
+            if m not in (3, 4, 12) or th.cfg[47 + amode]:
+                return 0
+            resolved.append(m)
+        # the Dst addresses of every repetition: the address modifiers applied to a copy of the RWCs
+        base_cfg = th.cfg[1] & 0xFFF
+        rwc = th.rwc
+        th.rwc = sim = dict(rwc)
+        addrs = []
+        try:
+            for _ in range(k):
+                for (i, is_store, imm, amode, vd, mod0) in mems:
+                    addrs.append((imm + base_cfg + sim["d"]) & 0x3FF)
+                    self.apply_addr_mod(t, amode, fidelity=False)
+        except (EmuError, EmuUnimplemented):
+            return 0
+        finally:
+            th.rwc = rwc
+        nm = len(mems)
+        owner = {}
+        for j, a in enumerate(addrs):
+            if a & 1 or a >= 512:
+                return 0
+            if mems[j % nm][1]:
+                if owner.setdefault(a, j // nm) != j // nm:
+                    return 0
+        written = self.dst.written.copy() if self.strict else None
+        for j, a in enumerate(addrs):
+            if owner.get(a, j // nm) != j // nm:
+                return 0
+            if written is not None:
+                r0 = a & 0x1FC
+                if mems[j % nm][1]:
+                    written[r0:r0 + 4] = True
+                elif not written[r0:r0 + 4].all():
+                    return 0
+        # commit: timing in the original order, then the data one instruction at a time over all repetitions
+        tm = self.tm
+        was_blocked = th.blocked is not None
+        c = self._issue_t
+        for _ in range(k):
+            for (w, name, fields, block, info, amode) in entries:
+                self._cur = (t, w, name)
+                c = tm.issue(t, name, K_SFPU, info, fields, block, was_blocked)
+                was_blocked = False
+                if amode is not None:
+                    self.apply_addr_mod(t, amode, fidelity=False)
+        self._issue_t = c
+        sfpu.sfpu_fp32_enabled, sfpu.srcb_is_fp16 = fp32, srcb16
+        mem_info = {i: (is_store, vd, m) for (i, is_store, imm, amode, vd, mod0), m in zip(mems, resolved)}
+        sfpu.execute_batch([(e[1], e[2], mem_info.get(i)) for i, e in enumerate(entries)], k,
+                           np.array(addrs, dtype=np.int64).reshape(k, nm), c)
+        n = k * p
+        for _ in range(n):
+            ready.popleft()
+        return n
+
+    def _batch_plan(self, body: tuple):
+        """Static part of _sfpu_batch's equivalence argument for one body (cached per body): (entries, mems) or
+        False."""
+        from runtime.emu.sfpu import SFPU
+        entries, mems = [], []
+        written = all_w = 0
+        infos = []
+        for i, w in enumerate(body):
+            try:
+                name, fields, handler, block, reserved, kind, info = self._decode(w)
+            except (EmuError, EmuUnimplemented):
+                return False                      # raised in order by the one-by-one path
+            if reserved or kind != K_SFPU or handler is None or not SFPU.batchable(name, fields):
+                return False
+            if self.strict and name in ("SFPADD", "SFPMUL"):
+                try:
+                    (self._check_sfpadd if name == "SFPADD" else self._check_sfpmul)(fields)
+                except EmuError:
+                    return False
+            amode = fields["sfpu_addr_mode"] if name in ("SFPLOAD", "SFPSTORE") else None
+            entries.append((w, name, fields, block, info, amode))
+            if amode is not None:
+                mems.append((i, name == "SFPSTORE", fields["dest_reg_addr"], amode, fields["lreg_ind"],
+                             fields["instr_mod0"]))
+            reads, writes = info[1], info[3]
+            if name == "SFPLOADI" and fields["instr_mod0"] in (8, 10):   # keeps half of VD
+                reads |= 1 << fields["lreg_ind"]
+            infos.append((reads, writes))
+            all_w |= writes
+        for reads, writes in infos:
+            if reads & all_w & ~written:
+                return False                      # loop-carried: read before this repetition writes it
+            written |= writes
+        return entries, mems
+
+
+BATCH_MIN_REPS = 4        # fewer repetitions are not worth the analysis
+BATCH_MAX_WORDS = 4096
+
+
+def _find_period(lst: list) -> tuple[int, int]:
+    """(p, k): the body length p <= 32 whose k leading back-to-back repetitions cover most of `lst`."""
+    best_p, best_k = 0, 0
+    n = len(lst)
+    for p in range(1, min(32, n // 2) + 1):
+        head = lst[:p]
+        if lst[p:2 * p] != head:
+            continue
+        k = 2
+        while lst[k * p:(k + 1) * p] == head:
+            k += 1
+        if k * p > best_k * best_p:
+            best_p, best_k = p, k
+    return best_p, best_k
