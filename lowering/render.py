@@ -28,6 +28,13 @@ _env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATE_DIR)), und
                           keep_trailing_newline=True)
 
 
+MOP_CFG_BASE = 0xFFB80000   # TENSIX_MOP_CFG_BASE: the own thread's 9 MopCfg words (write-only, isa-digest 1(a))
+# Instructions one MOP may expand to: ttsim puts a MOP's whole expansion into its thread FIFO at once and stops with
+# "pipe 1 inst fifo full" beyond 512 entries (seen with 32 x 22-word replays), so a tile's row steps are split into
+# MOPs of at most this many instructions, with a wait for the thread to drain between them.
+MOP_EXPANSION_LIMIT = 256
+
+
 def _hex(v: int) -> str:
     return f"0x{v:08X}u"
 
@@ -311,6 +318,24 @@ def render(plan: KernelPlan) -> dict[str, str]:
             "group_store": [_hex(x) for x in plan.reduce.group_store],
             "post_skip": [_hex(x) for x in plan.reduce.post_skip]},
     }
+    # SFPU body issue: a body of <= 32 words is recorded once in the replay buffer and each tile's 32 row steps are
+    # one MOP (template 1: 32 x REPLAY of the body) instead of 32 x body TTI pushes from TRISC1 (same instruction
+    # stream after the MOP/replay expanders; the emulator can then run the row steps batched)
+    body = plan.sfpu.body
+    ctx["sfpu_replay"] = len(body) <= 32 and (plan.reduce is None or plan.reduce.steps == 32)
+    if ctx["sfpu_replay"]:
+        replay = isa.encode("REPLAY", load_mode=0, execute_while_loading=0, len=len(body), start_idx=0)
+        nop = isa.encode("NOP")
+        ctx["mop_cfg_base"] = _hex(MOP_CFG_BASE)
+        # MopCfg: OuterCount 1, InnerCount rows_per_mop, StartOp/EndOp0/EndOp1 NOP, LoopOp REPLAY, LoopOp1 NOP (no
+        # alternation), Loop0Last/Loop1Last REPLAY
+        rows_per_mop = 32
+        while rows_per_mop > 1 and rows_per_mop * len(body) > MOP_EXPANSION_LIMIT:
+            rows_per_mop //= 2
+        ctx["mop_count"] = 32 // rows_per_mop
+        ctx["mop_cfg"] = [_hex(v) for v in (1, rows_per_mop, nop, nop, nop, replay, nop, replay, replay)]
+        ctx["replay_record"] = _w("REPLAY", load_mode=1, execute_while_loading=0, len=len(body), start_idx=0)
+        ctx["mop_body"] = _w("MOP", mop_type=1, loop_count=0, zmask_lo16_or_loop_count=0)
     if plan.reduce is not None:
         ctx["out_slot"] = plan.reduce.post.out_slot
     if plan.fpu_ops:   # FPU placement: operands to SrcA/SrcB, unpacker 0 reconfigured per input (so always "mixed")

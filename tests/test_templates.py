@@ -89,9 +89,10 @@ def test_sfpu_words_emitted_once_per_position():
     src = R.render(plan(setup=[isa.encode("SFPLOADI", lreg_ind=2, imm16=0x4000)]))["trisc1"]
     math = src[src.index("#elif defined(TRISC_MATH)"):]
     assert "TTI(0x71204000u);" in math
-    loop = math[math.index("for (int row = 0; row < 32; row++)"):]
-    loop = loop[:loop.index("}")]
-    assert re.findall(r"TTI\((0x[0-9A-F]+)u\)", loop) == [f"0x{w:08X}" for w in BODY]
+    # the body (<= 32 words) is recorded once in the replay buffer; each tile issues one MOP (32 x REPLAY)
+    rec = math[math.index(f"TTI(0x{isa.encode('REPLAY', load_mode=1, len=len(BODY)):08X}u);"):]
+    assert re.findall(r"TTI\((0x[0-9A-F]+)u\)", rec)[1:1 + len(BODY)] == [f"0x{w:08X}" for w in BODY]
+    assert math.count(f"TTI(0x{isa.encode('MOP', mop_type=1):08X}u);") == 1
 
 
 def test_stream_modes_and_args_header():
