@@ -44,32 +44,8 @@ PUSH = 0x10000
 
 
 def compile_pack() -> bytes:
-    """tests/ttsim_pack/pack.c for TRISC0, built like harness.compile_prog (same crt0.S, link.ld, tt.h, flags)."""
-    import hashlib
-    import subprocess
-    import tempfile
-    from templates import layout
-    progs = os.path.join(HERE, "ttsim_progs")
-    srcs = [os.path.join(progs, "crt0.S"), os.path.join(HERE, "ttsim_pack", "pack.c")]
-    core = "trisc0"
-    syms = {"IMAGE_BASE": layout.IMAGE_SLOT[core], "IMAGE_SLOT_SIZE": layout.IMAGE_SLOT_SIZE,
-            "__stack_top": layout.STACK_TOP[core], "__status": layout.status_addr(core)}
-    cmd = [harness.CC, *harness.CFLAGS, "-I", progs, "-T", os.path.join(progs, "link.ld"),
-           *[f"-Wl,--defsym={k}={v:#x}" for k, v in syms.items()], *srcs, "-lgcc"]
-    h = hashlib.sha256(repr(cmd).encode())
-    for d in srcs + [os.path.join(progs, "link.ld"), os.path.join(progs, "tt.h")]:
-        with open(d, "rb") as f:
-            h.update(f.read())
-    cache = os.path.join(tempfile.gettempdir(), f"ttsim_pack_cache_{os.getuid()}")
-    os.makedirs(cache, exist_ok=True)
-    out = os.path.join(cache, f"pack-{h.hexdigest()[:16]}.elf")
-    if not os.path.exists(out):
-        tmp = out + f".{os.getpid()}.tmp"
-        r = subprocess.run([*cmd, "-o", tmp], capture_output=True, text=True)
-        assert r.returncode == 0, f"compiling pack.c failed:\n{r.stderr}"
-        os.replace(tmp, out)
-    with open(out, "rb") as f:
-        return f.read()
+    """tests/ttsim_pack/pack.c for TRISC0, built like the other ttsim test programs (harness.compile_prog)."""
+    return harness.compile_prog("pack", "trisc0", src=os.path.join(HERE, "ttsim_pack", "pack.c"))
 
 
 # ------------------------------------------------------------------------------------------------ input data

@@ -16,12 +16,10 @@ need no ttsim. What ttsim refuses (and is therefore never generated): gen.EXCLUD
 from __future__ import annotations
 
 import collections
-import hashlib
 import os
 import random
 import subprocess
 import sys
-import tempfile
 import time
 
 import numpy as np
@@ -93,33 +91,12 @@ _ROLE = {"trisc0": "TRISC_UNPACK", "trisc1": "TRISC_MATH", "trisc2": "TRISC_PACK
 
 
 def build_elfs() -> dict[str, bytes]:
-    """Compile sfpu_diff.c for the three TRISCs (crt0.S/link.ld of tests/ttsim_progs), cached by content hash."""
-    progs = os.path.join(HERE, "ttsim_progs")
+    """sfpu_diff.c for the three TRISCs (harness.compile_prog: crt0.S/link.ld of tests/ttsim_progs, cached)."""
+    import harness
     src = os.path.join(HERE, "ttsim_sfpu", "sfpu_diff.c")
-    defs = [f"-D{k}={v:#x}u" for k, v in tensix_defines().items()]
-    cache = os.path.join(tempfile.gettempdir(), f"ttsim_sfpu_cache_{os.getuid()}")
-    os.makedirs(cache, exist_ok=True)
-    elfs = {}
-    for core, role in _ROLE.items():
-        syms = {"IMAGE_BASE": layout.IMAGE_SLOT[core], "IMAGE_SLOT_SIZE": layout.IMAGE_SLOT_SIZE,
-                "__stack_top": layout.STACK_TOP[core], "__status": layout.status_addr(core)}
-        cmd = [CC, "-march=rv32im", "-mabi=ilp32", "-nostdlib", "-ffreestanding", "-O2", "-Wall", "-Werror",
-               "--param=min-pagesize=0", f"-D{role}", *defs, "-T", os.path.join(progs, "link.ld"),
-               *[f"-Wl,--defsym={k}={v:#x}" for k, v in syms.items()], os.path.join(progs, "crt0.S"), src, "-lgcc"]
-        h = hashlib.sha256(repr(cmd).encode())
-        for f in (src, os.path.join(progs, "crt0.S"), os.path.join(progs, "link.ld")):
-            with open(f, "rb") as fh:
-                h.update(fh.read())
-        out = os.path.join(cache, f"sfpu_diff-{core}-{h.hexdigest()[:16]}.elf")
-        if not os.path.exists(out):
-            tmp = f"{out}.{os.getpid()}.tmp"
-            r = subprocess.run([*cmd, "-o", tmp], capture_output=True, text=True)
-            if r.returncode:
-                raise RuntimeError(f"compiling sfpu_diff.c for {core} failed:\n{r.stderr}")
-            os.replace(tmp, out)
-        with open(out, "rb") as fh:
-            elfs[core] = fh.read()
-    return elfs
+    defs = {k: f"{v:#x}u" for k, v in tensix_defines().items()}
+    return {core: harness.compile_prog("sfpu_diff", core, src=src, defines={role: None, **defs})
+            for core, role in _ROLE.items()}
 
 
 class Runner:

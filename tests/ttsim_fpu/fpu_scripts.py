@@ -6,12 +6,9 @@ output bytes. The same case runs on EmuDevice and TtsimDevice and the bytes must
 """
 from __future__ import annotations
 
-import hashlib
 import os
 import struct
-import subprocess
 import sys
-import tempfile
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -21,8 +18,6 @@ PROGS = os.path.join(os.path.dirname(HERE), "ttsim_progs")
 sys.path.insert(0, PROGS)
 
 import harness  # noqa: E402
-from templates import layout  # noqa: E402
-from templates.errors import TTError  # noqa: E402
 from templates.isa import encode  # noqa: E402
 
 A_BASE, B_BASE, OUT_BASE = 0x20000, 0x30000, 0x40000
@@ -34,7 +29,6 @@ BF16, TF32, FP16, INT8 = "bf16", "tf32", "fp16", "int8"
 FORMATS = {BF16: (5, 5, 0x20AA0000, 0x0AAA0000), TF32: (0, 4, 0x20880000, 0x0A880000),
            FP16: (1, 1, 0x20220000, 0x02220000), INT8: (14, 14, 0xB1DC0000, None)}
 PHASES = {"LoFi": 1, "HiFi2": 2, "HiFi3": 3, "HiFi4": 4}
-_CACHE = os.path.join(tempfile.gettempdir(), f"ttsim_fpu_cache_{os.getuid()}")
 
 
 # ---------------------------------------------------------------------------------------------------- ELFs
@@ -43,26 +37,7 @@ def player_elfs() -> dict[str, bytes]:
 
 
 def _compile_player(i: int) -> bytes:
-    core = f"trisc{i}"
-    srcs = [os.path.join(PROGS, "crt0.S"), os.path.join(HERE, "player.c")]
-    syms = {"IMAGE_BASE": layout.IMAGE_SLOT[core], "IMAGE_SLOT_SIZE": layout.IMAGE_SLOT_SIZE,
-            "__stack_top": layout.STACK_TOP[core], "__status": layout.status_addr(core)}
-    cmd = [harness.CC, *harness.CFLAGS, f"-DPLAYER_CORE={i}", "-I", PROGS, "-T", os.path.join(PROGS, "link.ld"),
-           *[f"-Wl,--defsym={k}={v:#x}" for k, v in syms.items()], *srcs, "-lgcc"]
-    h = hashlib.sha256(repr(cmd).encode())
-    for d in srcs + [os.path.join(PROGS, "link.ld"), os.path.join(PROGS, "tt.h")]:
-        with open(d, "rb") as f:
-            h.update(f.read())
-    os.makedirs(_CACHE, exist_ok=True)
-    out = os.path.join(_CACHE, f"player-{core}-{h.hexdigest()[:16]}.elf")
-    if not os.path.exists(out):
-        tmp = out + f".{os.getpid()}.tmp"
-        r = subprocess.run([*cmd, "-o", tmp], capture_output=True, text=True)
-        if r.returncode:
-            raise TTError(f"compiling player.c for {core} failed:\n{r.stderr}")
-        os.replace(tmp, out)
-    with open(out, "rb") as f:
-        return f.read()
+    return harness.compile_prog("player", f"trisc{i}", src=os.path.join(HERE, "player.c"), defines={"PLAYER_CORE": i})
 
 
 # ---------------------------------------------------------------------------------------------------- scripts

@@ -1,7 +1,8 @@
 """Build and launch helpers shared by tests/test_ttsim_device.py and tests/test_diff_emu_ttsim.py.
 
-* `compile_prog(name, core)` builds `tests/ttsim_progs/<name>.c` with this directory's crt0.S/link.ld for `core`
-  (image at layout.IMAGE_SLOT[core]) and returns the ELF bytes (cached by content hash).
+* `compile_prog(name, core, src=..., defines=...)` builds `tests/ttsim_progs/<name>.c` (or `src`) with this
+  directory's crt0.S/link.ld for `core` (image at layout.IMAGE_SLOT[core]) and returns the ELF bytes (cached by
+  content hash); the other ttsim test programs (tests/ttsim_fpu, ttsim_pack, ttsim_sfpu) are built with it too.
 * `run_on(device, elfs, args=...)` runs ELFs on any `Device` with the launch protocol of docs/ARCHITECTURE.md.
 """
 from __future__ import annotations
@@ -29,15 +30,18 @@ def have_compiler() -> bool:
     return shutil.which(CC) is not None
 
 
-def compile_prog(name: str, core: str = "brisc") -> bytes:
-    """ELF bytes of tests/ttsim_progs/<name>.c linked for `core`."""
+def compile_prog(name: str, core: str = "brisc", *, src: str | None = None,
+                 defines: dict[str, object] | None = None) -> bytes:
+    """ELF bytes of `src` (default tests/ttsim_progs/<name>.c) built with this directory's crt0.S/link.ld/tt.h for
+    `core` (image at layout.IMAGE_SLOT[core]), with `-Dk=v` for each of `defines`; cached by content hash."""
     if not have_compiler():
         raise CompilerNotFound(f"{CC} not found (apt-get install gcc-riscv64-unknown-elf)")
-    srcs = [os.path.join(HERE, f) for f in ("crt0.S", f"{name}.c")]
+    srcs = [os.path.join(HERE, "crt0.S"), src or os.path.join(HERE, f"{name}.c")]
     deps = srcs + [os.path.join(HERE, f) for f in ("link.ld", "tt.h")]
     syms = {"IMAGE_BASE": layout.IMAGE_SLOT[core], "IMAGE_SLOT_SIZE": layout.IMAGE_SLOT_SIZE,
             "__stack_top": layout.STACK_TOP[core], "__status": layout.status_addr(core)}
-    cmd = [CC, *CFLAGS, "-I", HERE, "-T", os.path.join(HERE, "link.ld"),
+    defs = [f"-D{k}" if v is None else f"-D{k}={v}" for k, v in (defines or {}).items()]
+    cmd = [CC, *CFLAGS, *defs, "-I", HERE, "-T", os.path.join(HERE, "link.ld"),
            *[f"-Wl,--defsym={k}={v:#x}" for k, v in syms.items()], *srcs, "-lgcc"]
     h = hashlib.sha256(repr(cmd).encode())
     for d in deps:
