@@ -425,11 +425,10 @@ def args_header_mm(plan: MatmulPlan) -> str:
 
 
 def render_matmul(plan: MatmulPlan) -> dict[str, str]:
-    from lowering.render import _env
+    from lowering.render import PACK_CFG, kernel_sources
     s = plan.spec
     w = matmul_words(plan)
     unp = dict(UNPACK_CFG_MM[plan.src_format]) | UNPACK_CFG_MM_COMMON
-    from lowering.render import PACK_CFG
     ctx = {
         "name": plan.name, "spec": s, "fidelity": plan.fidelity, "phases": plan.phases, "src_format": plan.src_format,
         "a": _operand_ctx(s.a), "b": _operand_ctx(s.b), "out": _operand_ctx(s.out),
@@ -437,13 +436,8 @@ def render_matmul(plan: MatmulPlan) -> dict[str, str]:
         "w": w, "unp": {i: _hex(v) for i, v in unp.items()}, "alu_format": _hex(ALU_FORMAT_MM[plan.src_format]),
         "pck": {i: _hex(v) for i, v in PACK_CFG["fp32"].items()},
     }
-    compute = _env.get_template("matmul_compute.c.j2").render(ctx)
-    return {
-        "brisc": _env.get_template("matmul_reader.c.j2").render(ctx),
-        "ncrisc": _env.get_template("matmul_writer.c.j2").render(ctx),
-        "trisc0": compute, "trisc1": compute, "trisc2": compute,
-        "tt_isa.h": isa.c_header(), "tt_layout.h": layout.c_header(), "args.h": args_header_mm(plan),
-    }
+    return kernel_sources(ctx, "matmul_reader.c.j2", "matmul_writer.c.j2", "matmul_compute.c.j2",
+                          args_header_mm(plan))
 
 
 def lower_matmul(sink, name: str, err_budget: float | None = None) -> MatmulPlan | None:

@@ -346,12 +346,17 @@ def render(plan: KernelPlan) -> dict[str, str]:
     for s in inputs:
         s["dst"] = plan.dst_inputs is None or s["j"] in plan.dst_inputs
     ctx["any_fpu"] = bool(plan.fpu_ops) or any(s["fmt"] == "bf16" and s["dst"] for s in inputs)
-    compute = _env.get_template("compute.c.j2").render(ctx)
+    return kernel_sources(ctx, "reader.c.j2", "writer.c.j2", "compute.c.j2", args_header(plan))
+
+
+def kernel_sources(ctx: dict, reader: str, writer: str, compute: str, args_h: str) -> dict[str, str]:
+    """The five core sources (one compute source, compiled once per TRISC) and the generated headers of a kernel."""
+    compute_src = _env.get_template(compute).render(ctx)
     return {
-        "brisc": _env.get_template("reader.c.j2").render(ctx),
-        "ncrisc": _env.get_template("writer.c.j2").render(ctx),
-        "trisc0": compute, "trisc1": compute, "trisc2": compute,
-        "tt_isa.h": isa.c_header(), "tt_layout.h": layout.c_header(), "args.h": args_header(plan),
+        "brisc": _env.get_template(reader).render(ctx),
+        "ncrisc": _env.get_template(writer).render(ctx),
+        "trisc0": compute_src, "trisc1": compute_src, "trisc2": compute_src,
+        "tt_isa.h": isa.c_header(), "tt_layout.h": layout.c_header(), "args.h": args_h,
     }
 
 
