@@ -430,8 +430,8 @@ def lower_kernel(sink: UOp, name: str, placer=None) -> KernelPlan:
     if (mm := lower_matmul(sink, name, getattr(placer, "err_budget", None))) is not None: return mm
     lk = lower_ast(sink, name)
     if any(n.op == "REDUCE" for n in lk.dag.nodes):
-        from lowering.reduce import plan_reduce
-        return allocate_l1(plan_reduce(lk))
+        from lowering.reduce import plan_reduce   # all SFPU whatever the budget; the report records the budget
+        return allocate_l1(plan_reduce(lk, getattr(placer, "err_budget", None)))
     if placer is not None:
         from lowering.placement import plan_placed
         return allocate_l1(plan_placed(lk, placer(lk)))

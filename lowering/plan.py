@@ -143,6 +143,11 @@ class KernelPlan:
     def n_elements(self) -> int:
         return math.prod(self.ranges) if self.ranges else 1
 
+    def render(self) -> dict[str, str]:
+        """The five C sources and headers (lowering.render; MatmulPlan has its own render)."""
+        from lowering.render import render
+        return render(self)
+
     @property
     def n_tiles(self) -> int:
         if self.reduce is not None:

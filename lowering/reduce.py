@@ -187,7 +187,7 @@ def choose_layout(n_out: int, n_red: int) -> tuple[int, int]:
 
 # ------------------------------------------------------------------------------------------------ the plan
 
-def plan_reduce(lk) -> KernelPlan:
+def plan_reduce(lk, budget: float | None = None) -> KernelPlan:
     """LoweredKernel (frontend) with REDUCE nodes -> KernelPlan with a ReducePlan (L1 not yet allocated). Several
     reductions over the same axes (x.sum(1) + x.max(1): the frontend aliases their ranges) get one accumulator
     each and share the input streams; a reduction that feeds another one (a fused softmax) is not lowered."""
@@ -286,7 +286,7 @@ def plan_reduce(lk) -> KernelPlan:
                       sfpu=phase1, ops=lk.ops, reduce=rp)
     try:      # the report's placement (all SFPU), cost and predicted error; TT_CHECK measures it
         from lowering.placement import reduce_placement
-        plan.placement = reduce_placement(lk, plan)
+        plan.placement = reduce_placement(lk, plan, budget)
     except Exception as e:      # a model gap must not fail the kernel: it is then reported without a placement
         import warnings
         warnings.warn(f"{lk.name}: no placement report for this reduction ({type(e).__name__}: {e})")

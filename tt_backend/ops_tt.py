@@ -135,16 +135,14 @@ def tt_to_program(ast: UOp, renderer: TTRenderer) -> UOp:
         ast = ast.src[0]
     if ast.op is not Ops.SINK: raise UnsupportedOp(f"cannot lower a {ast.op.name} for TT")
     from lowering.frontend import lower_kernel
-    from lowering.render import render, split
+    from lowering.render import split
     from runtime.compile import compile_kernel
 
     from lowering.plan import for_target
     from tt_backend.placement_eval import placer      # FPU/SFPU placement under TT_ERR_BUDGET, TT_PLACE pins
     plan = for_target(lower_kernel(ast, name := kernel_name(ast), placer=placer(knobs.err_budget(), knobs.place_spec())),
                       renderer.tt_target)
-    if getattr(plan, "reduce", None) is not None and getattr(plan, "placement", None) is not None:
-        plan.placement.budget = knobs.err_budget()     # reductions are placed all-SFPU whatever the budget
-    sources, headers = split(plan.render() if hasattr(plan, "render") else render(plan))   # MatmulPlan renders itself
+    sources, headers = split(plan.render())
     elfs = compile_kernel(sources, headers, name)
     source = format_source(sources, headers)
     extra = {}
