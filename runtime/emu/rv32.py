@@ -253,7 +253,7 @@ class _BlockWriter:
     def may_raise(self) -> str:
         """Mark the current instruction as one that may raise; returns the statement recording its index."""
         self.risky[self.count] = list(self.dirty)
-        return f"k = {self.count}"
+        return f"k = {self.count}; C.pos = done + {self.count}"
 
     def flush(self) -> str:
         return "; ".join(f"x[{reg}] = r{reg}" for reg in self.dirty) or "pass"
@@ -282,6 +282,7 @@ class RV32Core:
         self.x: list[int] = [0] * 32
         self.pc = reset_pc
         self.instret = 0
+        self.pos = 0            # during run(): instructions retired in this run before the access now on the bus
         self.parked = False
         self.csr: dict[int, int] = dict(_CSR_SCRATCH_RESET)
         l1 = bus.l1
@@ -332,9 +333,11 @@ class RV32Core:
             self.parked = True
         except BaseException:
             self.instret += done + ((self.pc - pc) >> 2)
+            self.pos = 0
             raise
         self.pc = pc
         self.instret += done
+        self.pos = 0
         return done
 
     # ------------------------------------------------------------------ slow paths (called from generated code)

@@ -15,7 +15,6 @@ is held in reset (so the host cannot release a helper), run() raises EmuError na
 from __future__ import annotations
 
 import bisect
-import sys
 from typing import Callable
 
 import numpy as np
@@ -429,22 +428,12 @@ class Tile:
     # ------------------------------------------------------------------ cycle model
 
     def now(self, who: str) -> int:
-        """The cycle `who` has reached: for a core, its time at the instruction being executed (the generated
-        block function's `done + k` locals give the position inside the running quantum)."""
+        """The cycle `who` has reached: for a core, its time at the instruction being executed (`core.pos` is the
+        position of the bus access inside the running quantum; 0 outside run())."""
         core = self.cores.get(who)
         if core is None:
             return self.clock
-        off = 0
-        f = sys._getframe(1)
-        for _ in range(8):
-            if f is None:
-                break
-            if f.f_code.co_name.startswith("block_"):
-                loc = f.f_locals
-                off = loc.get("done", 0) + loc.get("k", 0)
-                break
-            f = f.f_back
-        return self._tbase[who] + core.instret + self._stall[who] + off
+        return self._tbase[who] + core.instret + self._stall[who] + core.pos
 
     def _niu_store(self, i: int, who: str, addr: int, value: int) -> None:
         niu = self.nius[i]
