@@ -7,6 +7,7 @@ import pytest
 
 from templates import isa, layout
 from templates.errors import EmuError
+from runtime.emu.bench import launch_words
 from runtime.emu.tensix import Tensix
 from runtime.emu.tile import Tile
 
@@ -143,27 +144,6 @@ def rotl2(w):
 J_SELF = 0x0000006F                      # jal x0, 0
 LUI_T0_PCBUF = (0xFFE80 << 12) | (5 << 7) | 0x37               # lui x5, 0xFFE80
 LW_TTSYNC = (4 << 20) | (5 << 15) | (2 << 12) | (6 << 7) | 0x03   # lw x6, 4(x5): TTSync, waits for idle
-
-
-def launch_words(tile, programs):
-    """Put hand-assembled programs (lists of RISC-V words) at each core's image slot and release all five."""
-    for core in layout.CORES:
-        words = programs.get(core, [J_SELF])
-        base = layout.IMAGE_SLOT[core]
-        tile.write_l1(base, np.array(words, np.uint32).tobytes())
-    tile.write_l1(0, np.array([jal_to(0, layout.IMAGE_SLOT["brisc"])], np.uint32).tobytes())
-    for i in range(3):
-        tile.write32(layout.TRISC_RESET_PC[i], layout.IMAGE_SLOT[f"trisc{i}"])
-    tile.write32(layout.TRISC_RESET_PC_OVERRIDE, 7)
-    tile.write32(layout.NCRISC_RESET_PC, layout.IMAGE_SLOT["ncrisc"])
-    tile.write32(layout.NCRISC_RESET_PC_OVERRIDE, 1)
-    tile.write32(layout.SOFT_RESET_0, 0)
-
-
-def jal_to(pc, target):
-    off = target - pc
-    return (((off >> 20) & 1) << 31) | (((off >> 1) & 0x3FF) << 21) | (((off >> 11) & 1) << 20) | \
-        (((off >> 12) & 0xFF) << 12) | 0x6F
 
 
 def test_deadlock_is_detected_with_every_wait_reason():

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from runtime.driver import jal_x0
 from templates import isa, layout
 from templates.errors import EmuError, EmuUnimplemented
 from runtime.emu.device import EmuDevice
@@ -123,18 +124,12 @@ def load_elf(tile: Tile, path: Path) -> int:
         return elf.header["e_entry"]
 
 
-def jal(offset: int) -> int:
-    """jal x0, offset (the BRISC trampoline at L1 0)."""
-    return (0x6F | (((offset >> 12) & 0xFF) << 12) | (((offset >> 11) & 1) << 20) | (((offset >> 1) & 0x3FF) << 21)
-            | (((offset >> 20) & 1) << 31))
-
-
 def launch(tile: Tile, images: dict[str, Path], release: bool = True) -> None:
     """noc-and-launch.md 3.2, by hand: hold, load, trampoline, reset PCs + overrides, clear flags, release."""
     tile.write32(layout.SOFT_RESET_0, layout.ALL_CORES_RESET)
     entries = {core: load_elf(tile, path) for core, path in images.items()}
     if "brisc" in entries:
-        tile.write32(0, jal(entries["brisc"]))
+        tile.write32(0, jal_x0(entries["brisc"]))
     for i in range(3):
         if f"trisc{i}" in entries:
             tile.write32(layout.TRISC_RESET_PC[i], entries[f"trisc{i}"])
@@ -466,7 +461,7 @@ def test_brisc_releases_ncrisc_then_resets_itself():
     tile = make_tile()
     launch(tile, {"ncrisc": build("counter.c", "ncrisc")}, release=False)
     launch_brisc = build("self_reset.c", "brisc", NC_ENTRY=layout.IMAGE_SLOT["ncrisc"])
-    tile.write32(0, jal(load_elf(tile, launch_brisc)))
+    tile.write32(0, jal_x0(load_elf(tile, launch_brisc)))
     tile.write32(layout.SOFT_RESET_0, layout.ALL_CORES_RESET & ~(1 << layout.SOFT_RESET_BIT["brisc"]))
     tile.run(10_000)
     assert word(tile, FLAG) == 1 and word(tile, FLAG + 8) == 0

@@ -21,6 +21,7 @@ import time
 
 import numpy as np
 
+from runtime.driver import jal_x0
 from templates import isa, layout
 
 E = isa.encode
@@ -49,12 +50,6 @@ def _lui(rd: int, imm20: int) -> int:
 def _li(rd: int, value: int) -> list[int]:
     hi, lo = (value + 0x800) >> 12, value & 0xFFF
     return [_lui(rd, hi), _i(lo, rd, 0, rd, 0x13)]
-
-
-def _jal(off: int) -> int:
-    o = off & 0x1FFFFF
-    return (((o >> 20) & 1) << 31) | (((o >> 1) & 0x3FF) << 21) | (((o >> 11) & 1) << 20) | (((o >> 12) & 0xFF) << 12) \
-        | 0x6F
 
 
 J_SELF = 0x0000006F
@@ -127,10 +122,12 @@ def bench_sfpu_mop(tiles: int = 128) -> dict:
             "vs_ttsim": n / dt / TTSIM_SFPU_PER_S, "cycles": tx.tm.clock[1] - (tx.tm.first[1] or 0)}
 
 
-def _launch(tile, programs: dict[str, list[int]]) -> None:
+def launch_words(tile, programs: dict[str, list[int]]) -> None:
+    """Put hand-assembled programs (lists of RISC-V words) at each core's image slot and release all five
+    (the others park at once: `j .`)."""
     for core in layout.CORES:
         tile.write_l1(layout.IMAGE_SLOT[core], np.array(programs.get(core, [J_SELF]), np.uint32).tobytes())
-    tile.write_l1(0, np.array([_jal(layout.IMAGE_SLOT["brisc"])], np.uint32).tobytes())
+    tile.write_l1(0, np.array([jal_x0(layout.IMAGE_SLOT["brisc"])], np.uint32).tobytes())
     for i in range(3):
         tile.write32(layout.TRISC_RESET_PC[i], layout.IMAGE_SLOT[f"trisc{i}"])
     tile.write32(layout.TRISC_RESET_PC_OVERRIDE, 7)
@@ -153,7 +150,7 @@ def bench_riscv(iters: int = 1_000_000) -> dict:
     tile = Tile()
     # x5 = iters; loop: addi x6, x6, 1; addi x5, x5, -1; bne x5, x0, loop; j .
     prog = _li(5, iters) + [_i(1, 6, 0, 6, 0x13), _i(-1, 5, 0, 5, 0x13), _b(-8, 0, 5, 1), J_SELF]
-    _launch(tile, {"brisc": prog})
+    launch_words(tile, {"brisc": prog})
     dt = _run(tile, 50_000_000)
     n = tile.instructions["brisc"]
     return {"kernel": "riscv", "riscv_instructions": n, "seconds": dt, "per_second": n / dt,
@@ -189,7 +186,7 @@ def bench_tile(tiles: int = 64) -> dict:
     prog += [_rotl2(reset), _rotl2(mop), _i(-1, 5, 0, 5, 0x13)]
     prog += [_b(4 * (loop - len(prog)), 0, 5, 1)]
     prog += [_lui(9, 0xFFE80), _i(4, 9, 2, 10, 0x03), J_SELF]          # TTSync, then park
-    _launch(tile, {"trisc1": prog})
+    launch_words(tile, {"trisc1": prog})
     dt = _run(tile, 10_000_000)
     st = tile.stats()
     n_sfpu = st["tensix_instructions"][1]
