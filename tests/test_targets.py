@@ -184,21 +184,9 @@ def test_hw_takes_a_tile_whose_last_kernel_finished(fake_umd):
 
 def _start_blocked(d, prog: str) -> None:
     """Release BRISC on `prog` without waiting for it (generation 9, status cleared)."""
-    d.write32(layout.SOFT_RESET_0, layout.ALL_CORES_RESET)
-    elf = harness.compile_prog(prog)
-    entry, segs = harness.load_segments(elf)
-    for paddr, data, memsz in segs:
-        d.write_l1(paddr, bytes(data) + bytes(memsz - len(data)))
-    d.write32(layout.BRISC_VECTOR, harness.jal_x0(entry))
-    d.write_l1(layout.STATUS_BASE, bytes(layout.STATUS_STRIDE * len(layout.CORES)))
-    d.write32(layout.LAUNCH_STOP, 0)
-    d.write32(layout.LAUNCH_GENERATION, 9)
-    d.write32(layout.SOFT_RESET_0, layout.ALL_CORES_RESET & ~(1 << layout.SOFT_RESET_BIT["brisc"]))
-    d.advance(1000)
-    d.read32(layout.LAUNCH_GENERATION)          # the fake card runs while it is read
+    harness.release_brisc(d, harness.compile_prog(prog), 9)
 
 
-# ----------------------------------------------------------------------------------------------- lowering target
 def _plan(words: list[int]) -> KernelPlan:
     body = words + [isa.encode("SFPSTORE", lreg_ind=0, instr_mod0=3, sfpu_addr_mode=1, dest_reg_addr=64)]
     prog = SfpuProgram(setup=[], body=body, dst_slots=2, out_slot=1)

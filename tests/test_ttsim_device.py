@@ -213,18 +213,6 @@ def test_tlb_windows_stay_mapped(dev):
     assert dev.requests - before == 30
 
 
-def _release_brisc(d, elf: bytes, generation: int) -> None:
-    d.write32(layout.SOFT_RESET_0, layout.ALL_CORES_RESET)
-    entry, segs = harness.load_segments(elf)
-    for paddr, data, memsz in segs:
-        d.write_l1(paddr, bytes(data) + bytes(memsz - len(data)))
-    d.write32(layout.BRISC_VECTOR, harness.jal_x0(entry))
-    d.write_l1(layout.STATUS_BASE, bytes(layout.STATUS_STRIDE * len(layout.CORES)))
-    d.write32(layout.LAUNCH_STOP, 0)
-    d.write32(layout.LAUNCH_GENERATION, generation)
-    d.write32(layout.SOFT_RESET_0, layout.ALL_CORES_RESET & ~(1 << layout.SOFT_RESET_BIT["brisc"]))
-    d.advance(5000)
-
 
 @needs_cc
 def test_retire_before_reset_is_the_same_code_on_ttsim():
@@ -232,11 +220,11 @@ def test_retire_before_reset_is_the_same_code_on_ttsim():
     from runtime.ttsim_device import TtsimDevice
     with TtsimDevice(LIB, retire_before_reset=True) as d:
         d.retire_timeout_s = 0.3
-        _release_brisc(d, harness.compile_prog("wait_stop"), 3)
+        harness.release_brisc(d, harness.compile_prog("wait_stop"), 3)
         assert d.unretired_cores() == ["brisc"]
         d.write32(layout.SOFT_RESET_0, layout.ALL_CORES_RESET)
         assert d.read32(layout.status_addr("brisc", 1)) == 1 and d.unretired_cores() == []
-        _release_brisc(d, harness.compile_prog("spin"), 4)
+        harness.release_brisc(d, harness.compile_prog("spin"), 4)
         with pytest.raises(TTError, match="did not retire"):
             d.write32(layout.SOFT_RESET_0, layout.ALL_CORES_RESET)
         assert not d.read32(layout.SOFT_RESET_0) >> layout.SOFT_RESET_BIT["brisc"] & 1

@@ -16,6 +16,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 
+from runtime.driver import jal_x0  # noqa: F401  (re-exported for the tests)
 from templates import layout
 from templates.errors import CompilerNotFound, DeviceTimeout, TTError
 
@@ -74,13 +75,17 @@ def load_segments(elf: bytes) -> tuple[int, list[tuple[int, bytes, int]]]:
     return entry, segs
 
 
-def jal_x0(target: int, pc: int = 0) -> int:
-    off = target - pc
-    if not -(1 << 20) <= off < (1 << 20) or off & 1:
-        raise TTError(f"jal cannot reach {target:#x} from {pc:#x}")
-    imm = off & 0x1FFFFF
-    return (0x6F | ((imm >> 12) & 0xFF) << 12 | ((imm >> 11) & 1) << 20 | ((imm >> 1) & 0x3FF) << 21
-            | ((imm >> 20) & 1) << 31)
+def release_brisc(device, elf: bytes, generation: int) -> None:
+    """Load `elf` for BRISC and release BRISC alone (status cleared, stop flag 0) without waiting for it."""
+    device.write32(layout.SOFT_RESET_0, layout.ALL_CORES_RESET)
+    entry, segs = load_segments(elf)
+    for paddr, data, memsz in segs:
+        device.write_l1(paddr, bytes(data) + bytes(memsz - len(data)))
+    device.write32(layout.BRISC_VECTOR, jal_x0(entry))
+    device.write_l1(layout.STATUS_BASE, bytes(layout.STATUS_STRIDE * len(layout.CORES)))
+    device.write32(layout.LAUNCH_STOP, 0)
+    device.write32(layout.LAUNCH_GENERATION, generation)
+    device.write32(layout.SOFT_RESET_0, layout.ALL_CORES_RESET & ~(1 << layout.SOFT_RESET_BIT["brisc"]))
 
 
 @dataclass
