@@ -476,7 +476,7 @@ def test_misaligned_jump_target_is_an_error():
 
 def test_block_source_is_python():
     core, _ = make_core([i_type(1, 5, 0, 5), s_type(0, 5, 2, 2), PARK])
-    name, source, count = core.block_source(CODE)
+    name, source, count, pure = core.block_source(CODE)
     assert count == 3 and source.startswith(f"def {name}(done):") and "LCW[" in source
     compile(source, "block", "exec")
 

@@ -476,3 +476,31 @@ def test_local_ram_bounds_and_privacy():
         tile.mmio_store("trisc0", 0xFFB01FFC, 4, 0)
     with pytest.raises(EmuError, match="private"):
         tile.read32(0xFFB00000)
+
+
+@needs_cc
+def test_spinning_core_is_detected_and_keeps_time_with_the_worker():
+    """A core polling a word nobody has written stops after an iteration or two per round (rv32 spin detection)
+    instead of burning its quantum, yet its time keeps up with the core doing the work, and it sees the write."""
+    tile = make_tile()
+    launch(tile, {"brisc": build("wait_flag.c", "brisc", WORK=0), "ncrisc": build("wait_flag.c", "ncrisc",
+                                                                                   WORK=20_000)})
+    tile.run(10_000_000)
+    assert "parked" in tile.state()["brisc"] and "parked" in tile.state()["ncrisc"]
+    assert word(tile, FLAG + 8) == 2
+    worker, waiter = tile.instructions["ncrisc"], tile.instructions["brisc"]
+    assert worker > 100_000 and waiter < worker / 20, (worker, waiter)     # no quantum-long polling
+    stats = tile.stats()["cycles"]
+    assert stats["brisc"] >= stats["ncrisc"] - 2 * tile.quantum, stats      # waited as long as the worker worked
+
+
+@needs_cc
+def test_core_spinning_on_the_host_returns_early_without_a_deadlock():
+    tile = make_tile()
+    launch(tile, {"brisc": build("wait_flag.c", "brisc", WORK=0)})
+    ran = tile.run(1_000_000)
+    assert ran < 1000 and tile.state()["brisc"].startswith("waiting at pc=0x0000") and "spinning" in \
+        tile.state()["brisc"]
+    tile.write32(FLAG + 4, 5)                         # the host provides what it waits for
+    tile.run(1_000_000)
+    assert "parked" in tile.state()["brisc"] and word(tile, FLAG + 8) == 6

@@ -28,6 +28,7 @@ SIGN = 0x80000000
 L1_SIZE = 0x180000          # L1 is mapped at [0, L1_SIZE) in every core's address space
 LOCAL_BASE = 0xFFB00000     # core-private RAM
 MAX_BLOCK = 64              # cap on instructions per translated block (bounds the run() overshoot and compile cost)
+SPIN_CHAIN = 16             # pure blocks followed from one spin snapshot before taking a fresh one
 
 if sys.byteorder != "little":  # the typed memoryviews below rely on host byte order == RISC-V byte order
     raise ImportError("runtime.emu.rv32 needs a little-endian host")
@@ -234,6 +235,7 @@ class _BlockWriter:
         self.risky: dict[int, list[int]] = {}   # instruction index -> dirty registers just before it
         self.count = 0                     # instructions emitted so far
         self.ended = False
+        self.pure = True                   # no store, push, CSR write or atomic: re-running it changes only registers
 
     def r(self, reg: int) -> str:
         if reg == 0:
@@ -284,13 +286,14 @@ class RV32Core:
         self.instret = 0
         self.pos = 0            # during run(): instructions retired in this run before the access now on the bus
         self.parked = False
+        self.spinning = False   # the last run() stopped in a loop that cannot progress until memory/MMIO changes
         self.csr: dict[int, int] = dict(_CSR_SCRATCH_RESET)
         l1 = bus.l1
         local = bus.local_ram(name)
         self.local_size = len(local)
         self._l1 = l1
         self._local = local
-        self._blocks: dict[int, tuple[Callable[[int], int], int]] = {}
+        self._blocks: dict[int, tuple[Callable[[int], int], int, bool]] = {}   # pc -> (fn, count, pure)
         # namespace of the generated functions: register file, memory views, helpers
         self._ns = {
             "x": self.x, "C": self,
@@ -310,18 +313,33 @@ class RV32Core:
         self._blocks.clear()
 
     def run(self, budget: int) -> int:
-        """Execute about `budget` instructions (may overshoot by one block); returns how many retired."""
+        """Execute about `budget` instructions (may overshoot by one block); returns how many retired. Returns early
+        with `spinning` set once the core is seen in a wait loop that nothing but another agent can end."""
         if self.parked:
             return 0
         blocks = self._blocks
         pc = self.pc
         done = 0
+        x = self.x
+        self.spinning = False
+        spin_pc, spin_x, chain = -1, None, 0
         try:
             while done < budget:
                 block = blocks.get(pc)
                 if block is None:
                     block = self._translate(pc)
-                fn, n = block
+                fn, n, pure = block
+                # spin detection: a chain of pure blocks that comes back to where it started with every register
+                # unchanged will repeat forever until some other agent writes memory or MMIO state
+                if not pure:
+                    spin_pc = -1
+                elif pc == spin_pc and x == spin_x:
+                    self.spinning = True
+                    break
+                elif spin_pc < 0 or chain > SPIN_CHAIN or pc == spin_pc:
+                    spin_pc, spin_x, chain = pc, x[:], 0
+                else:
+                    chain += 1
                 pc = fn(done)          # on an exception pc still names the block's start, self.pc the culprit
                 done += n
         except Stall:
@@ -425,14 +443,15 @@ class RV32Core:
     # ------------------------------------------------------------------ translation
 
     def _translate(self, pc: int) -> tuple[Callable[[int], int], int]:
-        name, source, count = self.block_source(pc)
+        name, source, count, pure = self.block_source(pc)
         exec(compile(source, f"<{self.name} {name}>", "exec"), self._ns)
-        block = (self._ns.pop(name), count)
+        block = (self._ns.pop(name), count, pure)
         self._blocks[pc] = block
         return block
 
-    def block_source(self, pc: int) -> tuple[str, str, int]:
-        """(function name, generated Python source, instruction count) of the block starting at `pc` (debug aid)."""
+    def block_source(self, pc: int) -> tuple[str, str, int, bool]:
+        """(function name, generated Python source, instruction count, pure) of the block starting at `pc`; pure: the
+        block stores nothing, pushes nothing, writes no CSR (debug aid and spin detection)."""
         if pc & 3 or not 0 <= pc < L1_SIZE:
             self.pc = pc
             raise EmuError(f"{self.name}: instruction fetch from 0x{pc:08x} (only aligned L1 addresses are executable)")
@@ -447,7 +466,7 @@ class RV32Core:
             bw.emit(bw.flush())
             bw.emit(f"return {addr:#x}")
         name = f"block_{pc:05x}"
-        return name, bw.source(name), bw.count
+        return name, bw.source(name), bw.count, bw.pure
 
     def _emit(self, bw: _BlockWriter, pc: int, w: int) -> None:
         """Append the Python source for instruction word `w` at `pc`."""
@@ -460,6 +479,7 @@ class RV32Core:
             bw.ended = True
 
         if w & 3 != 3:                                           # .ttinsn: push a Tensix instruction
+            bw.pure = False
             emit(f"{bw.may_raise()}; PUSH(NAME, {from_ttinsn(w):#x})")
         elif op == 0x33:                                         # R-type ALU / M / Zba / Zbb
             expr = _OP_R.get((f7, f3))
@@ -502,6 +522,7 @@ class RV32Core:
             if f3 not in _STORES:
                 return fail("illegal store")
             size, view, mask = _STORES[f3]
+            bw.pure = False
             val = bw.r(rs2)
             self._emit_access(bw, bw.r(rs1), _imm_s(w), size, bw.may_raise(),
                               fast=lambda mem, idx: f"{mem}{view}[{idx}] = {val}{mask if val != '0' else ''}",
@@ -552,6 +573,7 @@ class RV32Core:
                 src = str(rs1) if f3 >= 5 else bw.r(rs1)
                 writes = f3 in (1, 5) or rs1 != 0                # csrrs/csrrc with x0 / zero immediate only read
                 reads = f3 not in (1, 5) or rd != 0              # csrrw with rd = x0 does not read
+                bw.pure = bw.pure and not writes
                 mark = bw.may_raise()
                 target = bw.w(rd) if rd else "_"
                 emit(f"{mark}; {target} = CSR({f3}, {csr:#x}, {src}, {reads}, {writes}, done + {bw.count})")
@@ -562,6 +584,7 @@ class RV32Core:
                 return fail(f"{names.get(w, 'illegal SYSTEM instruction')} is not supported")
         elif op == 0x2F and f3 == 2 and (w >> 27) in _AMO:      # Zaamo
             src, addr = bw.r(rs2), bw.r(rs1)
+            bw.pure = False
             mark = bw.may_raise()
             target = bw.w(rd) if rd else "_"
             emit(f"{mark}; {target} = AMO({w >> 27}, {addr}, {src})")

@@ -6,7 +6,10 @@ Anything not in the table is an EmuError naming the core and address (the schedu
 takes only aligned 32-bit accesses (local RAM and its slow alias window excepted).
 
 Scheduling: `run(budget)` gives each released, unparked core a quantum in turn and drains the Tensix after each
-quantum; a parked core and an idle Tensix cost nothing. Time comes from the cycle model (cycles.py): a core's cycle
+quantum; a parked core and an idle Tensix cost nothing. A polling core costs almost nothing either: rv32 stops its
+run once a store-free loop comes back to the same registers (nothing can change until another agent writes), and the
+core's time is carried along with the cores that progressed (`_catch_up`); a round in which only such spinners ran ends
+run() early without a deadlock error, since they may be waiting for the host. Time comes from the cycle model (cycles.py): a core's cycle
 count is its instret plus the cycles it stalled (Tensix FIFO full / TTSync until the thread's work is done, slow MMIO
 loads), counted from the tile clock at its release; Tensix threads carry their own issue cycles. `clock` (and
 WALL_CLOCK as the host sees it) is the latest cycle any core or thread reached. When nothing can progress and no core
@@ -395,7 +398,8 @@ class Tile:
         tensix = self.tensix
         while total < max_instructions:
             before = list(tensix.instructions)     # pushes execute inside push(), so count by difference
-            riscv = round_max = 0
+            riscv = progress = 0
+            spinners = []
             for name, core in self.cores.items():
                 if not self.running(name):
                     continue
@@ -407,7 +411,11 @@ class Tile:
                     self._fault[name] = str(e)
                     raise type(e)(f"{e} [{name} pc=0x{core.pc:08X}]") from e
                 riscv += n
-                round_max = max(round_max, n)
+                if core.spinning:
+                    spinners.append(name)
+                    self._wait[name] = "spinning (polling memory/MMIO nobody has changed yet)"
+                else:
+                    progress += n
                 if self._tensix_busy():
                     tensix.step()
                 if total + riscv >= max_instructions:
@@ -416,14 +424,28 @@ class Tile:
                 tensix.step()
             per_thread = [a - b for a, b in zip(tensix.instructions, before)]
             total += riscv + sum(per_thread)
+            self._catch_up(spinners)
             self._advance_clock()
-            if riscv == 0 and not any(per_thread):   # everyone parked, in reset or blocked
-                self._check_deadlock()
+            if progress == 0 and not any(per_thread):   # everyone parked, spinning, in reset or blocked
+                if not spinners:
+                    self._check_deadlock()           # spinning cores may be waiting for the host: not a deadlock
                 if not self._tensix_busy() and hasattr(tensix, "settle"):
                     tensix.settle()                  # nothing left to issue: scheduled SFPU work runs out
                     self._advance_clock()
                 break
         return total
+
+    def _catch_up(self, spinners: list[str]) -> None:
+        """A spinning core stopped after a loop iteration or two (rv32 spin detection) instead of polling through its
+        quantum; on silicon it would have kept polling while the others worked. So its time moves with theirs: to
+        the latest cycle a core that did progress has reached (the tile clock if none did)."""
+        if not spinners:
+            return
+        busy = [self.cycles(c) for c in self.cores if c not in spinners and not self.soft_reset & CORE_BITS[c]
+                and not self.cores[c].parked and not self._fault[c]]
+        target = max(busy) if busy else self.clock
+        for c in spinners:
+            self._wait_until(c, target)
 
     # ------------------------------------------------------------------ cycle model
 
