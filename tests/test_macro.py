@@ -183,6 +183,63 @@ def recip_bf16(rows):
     return setup + replay_body(body, rows // 2) + [E("SFPNOP"), E("SFPNOP"), finish[1]]
 
 
+ONE = 10                            # LReg10 = 1.0
+YA, EE, YB, FF = 0, 1, 2, (3, 4)    # fp32 tier registers: y0, e0, y1, (e1 -> y2) alternating between rows
+
+
+def mad(va, vb, vc, vd, neg_vb=False):
+    """SFPMAD: VD = VA * (+-VB) + VC (Mod1 bit 0 = NEGATE_VB)."""
+    return E("SFPMAD", lreg_src_a=va, lreg_src_b=vb, lreg_src_c=vc, lreg_dest=vd, instr_mod1=1 if neg_vb else 0)
+
+
+def recip_fp32(rows, e1_delay=3):
+    """FP32 (<= 1 ulp): SFPARECIP + two Newton steps, 5 issues per row, two rows per 10-word replay body.
+    Per row (x = the row's Dst value, loaded three times: a reload is cheaper than a register copy):
+        y0 = ARECIP(x);  e0 = 1 - y0*x;  y1 = y0 + y0*e0;  e1 = 1 - y1*x;  y2 = y1 + y1*e1;  store y2
+    Four MADs per row: the MAD sub-unit bounds this at 4 cycles/row, the 5 issues (3 SFPLOADMACROs + 2 SFPMADs)
+    at 5. Row r starts at p = 5r; F = FF[r % 2] (F lives p+2..p+10, so two rows need two), YA/EE/YB are shared
+    (lifetimes p..p+4, p+1..p+4, p+4..p+8 fit in the 5-cycle period):
+      p    SFPLOADMACRO m0 -> YA (x); Simple: YA = ARECIP(YA) at p+1
+      p+1  SFPLOADMACRO m1 -> EE (x); MAD: EE = 1 - YA*EE at p+2 (template 1: VA = YA, VB := VD, VC = 1.0)
+      p+2  SFPLOADMACRO m2 -> F (x), RWC += 2; MAD: F = 1 - YB*F at p+6 (template 2: VA = YB, delay 3);
+           Store: F -> the row at p+10 (delay 7)
+      p+3  SFPMAD (regular) of the previous row: F' = YB*F' + YB (y2 of row r-1, stored by its macro at p+5)
+      p+4  SFPMAD (regular): YB = YA*EE + YA
+      p+8  (= the next row's p+3) SFPMAD: F = YB*F + YB
+    Every MAD result is consumed two cycles later (scheduled MADs have no auto-stall); the sub-units never meet:
+    MAD at p+1 (scheduled, row r-1), p+2 (scheduled), p+3, p+4 (regular); Simple at p+1; Store at p (row r-2); the
+    issues at p, p+1, p+2 are loads. The first body's p+3 MAD finishes a row that does not exist (it writes F of row
+    1, which row 1 reloads before use); the drain issues the last row's y2 MAD. The next row's load of YA at p+5
+    directly follows the y1 MAD's read of YA at p+4: this assumes (as the functional models do) that a MAD reads
+    its operands in its first cycle.
+    Range: |x| in [2^-126, 2^103). Beyond 2^103 the correction products y*e fall below 2^-126 and the MAD flushes
+    them to zero (SFPMAD.md), so the last step is lost (up to ~2^-7 relative near 2^126)."""
+    tpl = {0: RECIP, 1: mad(YA, 0, ONE, 0, neg_vb=True), 2: mad(YB, 0, ONE, 0, neg_vb=True)}
+    seqs = {0: sequence(simple=seq_bits(4, 0)),
+            1: sequence(mad=seq_bits(5, 0, vb_is_vd=True)),
+            2: sequence(mad=seq_bits(6, e1_delay, vb_is_vd=True), store=seq_bits(3, 7))}
+    setup = [dst_incr(1, 2)] + macro_setup(tpl, seqs, misc=FP32)
+    body = []
+    for s in (0, 1):
+        body += [loadmacro(0, YA), loadmacro(1, EE), loadmacro(2, FF[s], addr_mode=1),
+                 mad(YB, FF[1 - s], YB, FF[1 - s]), mad(YA, EE, YA, YB)]
+    assert rows % 2 == 0
+    return setup + replay_body(body, rows // 2) + [E("SFPNOP")] * 3 + [mad(YB, FF[1], YB, FF[1])]
+
+
+def recip_fp32_plain(rows):
+    """The same computation (same operand order, bit-identical) with regular instructions only: 7 issues per row and
+    4 auto-stalls (every instruction but the SFPARECIP waits on the previous one)."""
+    X = 5
+    body = [E("SFPLOAD", lreg_ind=X, instr_mod0=FP32, sfpu_addr_mode=0, dest_reg_addr=0),
+            E("SFPARECIP", lreg_dest=YA, lreg_c=X, instr_mod1=0, imm12_math=0),
+            mad(YA, X, ONE, EE, neg_vb=True), mad(YA, EE, YA, YB),
+            mad(YB, X, ONE, FF[0], neg_vb=True), mad(YB, FF[0], YB, FF[0]),
+            E("SFPSTORE", lreg_ind=FF[0], instr_mod0=FP32, sfpu_addr_mode=1, dest_reg_addr=0)]
+    assert rows % 4 == 0
+    return [dst_incr(1, 2)] + replay_body(body * 4, rows // 4)
+
+
 def recip_check(rows, build, cycles_per_row, tolerance_bits):
     rng = np.random.default_rng(2)
     x = (rng.uniform(0.5, 2.0, rows * 32) * np.where(rng.random(rows * 32) < 0.5, -1, 1)
@@ -197,7 +254,8 @@ def recip_check(rows, build, cycles_per_row, tolerance_bits):
     return span(tx), got, x
 
 
-@pytest.mark.parametrize("tier,build,published,bits", [("7-bit", recip7, 1, 7), ("bf16", recip_bf16, 3, 8)])
+@pytest.mark.parametrize("tier,build,published,bits", [("7-bit", recip7, 1, 7), ("bf16", recip_bf16, 3, 8),
+                                                        ("fp32", recip_fp32, 5, 22)])
 def test_reciprocal_tiers_cycles_per_row(tier, build, published, bits):
     c1 = recip_check(64, build, published, bits)[0]
     c2 = recip_check(256, build, published, bits)[0]
@@ -213,6 +271,52 @@ def test_reciprocal_bf16_is_correctly_rounded_bf16():
     ref = (1.0 / x.astype(np.float64)).astype(np.float32).view(np.uint32)
     ref_bf16 = ((ref.astype(np.uint64) + 0x8000) >> 16 << 16).astype(np.uint32)   # nearest, ties away
     assert (g == ref_bf16).mean() > 0.97
+
+
+def ulp_distance(got: np.ndarray, ref: np.ndarray) -> np.ndarray:
+    """|got - ref| in units in the last place for same-signed finite float32 values (bit patterns as integers)."""
+    g, r = got.view(np.int32).astype(np.int64), ref.view(np.int32).astype(np.int64)
+    assert ((g < 0) == (r < 0)).all()
+    return np.abs(g - r)
+
+
+def run_recip(build, rows, x):
+    tx = tensix()
+    fill_dst(tx, x)
+    push_all(tx, build(rows))
+    tx.settle()
+    return span(tx), read_dst(tx, 0, rows * 2).view(np.float32).reshape(-1)
+
+
+def test_reciprocal_fp32_within_one_ulp_and_same_as_plain_instructions():
+    """Random inputs, both signs, binary exponents -126..102 (plus standard-normal values scaled by 2^-100..2^100):
+    the macro schedule is bit-identical to the same instructions issued one by one, and within 1 ulp of numpy's
+    correctly rounded float32 1/x (about 91% exact)."""
+    rows = 256
+    rng = np.random.default_rng(7)
+    n = rows * 32
+    sign = np.where(rng.random(n) < 0.5, -1.0, 1.0)
+    wide = (rng.uniform(1.0, 2.0, n) * sign * 2.0 ** rng.integers(-126, 103, n)).astype(np.float32)
+    normal = (rng.standard_normal(n) * 2.0 ** rng.integers(-100, 100, n)).astype(np.float32)
+    for x in (wide, normal):
+        c_macro, got = run_recip(recip_fp32, rows, x)
+        c_plain, plain = run_recip(recip_fp32_plain, rows, x)
+        assert np.array_equal(got.view(np.uint32), plain.view(np.uint32))
+        ulps = ulp_distance(got, np.float32(1) / x)
+        print(f"\nreciprocal fp32, {rows} rows: max {ulps.max()} ulp, {np.mean(ulps == 0):.3f} exact; "
+              f"{c_macro} cycles with SFPLOADMACRO, {c_plain} issued one by one")
+        assert ulps.max() <= 1
+        assert c_macro < c_plain / 2
+
+
+def test_reciprocal_fp32_schedule_is_tight():
+    """One cycle earlier for the scheduled e1 MAD (delay 2: p+5) reads YB one cycle after the regular y1 MAD wrote
+    it: no auto-stall protects a macro-scheduled consumer, so strict mode rejects it."""
+    tx = tensix()
+    fill_dst(tx, np.ones(4 * 32, np.float32))
+    with pytest.raises(EmuError, match="one cycle after a MAD wrote it"):
+        push_all(tx, recip_fp32(4, e1_delay=2))
+        tx.settle()
 
 
 # ------------------------------------------------------------------------------------------------ where
