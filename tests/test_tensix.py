@@ -463,7 +463,7 @@ def test_unimplemented_is_named():
     with pytest.raises(EmuUnimplemented, match=r"in format 5 \(BF16\)"):
         tx.push(0, 0x42088081)
     with pytest.raises(EmuUnimplemented, match="DOTPV"):
-        tx.push(1, encode("DOTPV"))
+        tx.push(1, encode("DOTPV", dest_accum_en=1))
 
 
 def test_whole_tile_unpack_to_srca_and_srcb():

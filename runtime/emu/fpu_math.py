@@ -278,3 +278,144 @@ def int32_to_dst(v):
 
 def saturate_add_int32(x, y):
     return np.clip(np.asarray(x, I64) + y, -0x7FFFFFFF, 0x7FFFFFFF)
+
+
+# ---------------------------------------------------------------------------------------------- GMPOOL (WH GMPOOL.md)
+# GMPOOL.md's functional model works on "Datum"s (Sign u1, Exponent u9, MagOrMan u10) read from Src in the page's
+# 19-bit layout Sign[18] Man[17:8] Exp[7:0] and from Dst in its *storage* layout (Sign, Man/MagMiddle hi 7 bits,
+# Exp/MagHi 8 bits, low 16 bits). The emulator keeps Src words in fp32 layout and Dst32b unshuffled, so the helpers
+# below convert at the boundary and otherwise transcribe the page. No ttsim oracle for ArgMax or SrcB scaling
+# (ttsim refuses them); ttsim agrees with this model on its subset (scale 1.0, BF16/TF32, no ArgMax).
+S_BF16, S_FP16, S_TF32, S_INT8, S_INT32 = "BF16", "FP16", "TF32", "INT8", "INT32"
+# SrcA format classes of the page (its BFP8/BFP4/BFP2 are the 8-bit-exponent "_b" codes, BFPxa the 5-bit ones)
+POOL_BF16_FMTS = frozenset({FP32, BF16, BFP8_B, BFP4_B, BFP2_B, INT32, INT16})
+POOL_FP16_FMTS = frozenset({FP16, FP8, BFP8, BFP4, 11, INT8})        # 11 = BFP2 (5-bit exponent)
+GMPOOL_VISIT_ORDER = tuple(i ^ 4 if i < 8 else i for i in range(16))    # rows 4..7, 0..3, 8..15
+GMPOOL_INDEX_TRANSFORM = (0, 3, 6, 1, 4, 7, 2, 5)                       # NONLINEAR_I_TRANSFORM of SrcA rows 0..7
+
+
+def gmpool_styles(srca_fmt: int, int8: bool, fp16a_force: bool, fp32_dst: bool, argmax: bool):
+    """(SrcAStyle, DstStyle, UseDst32b) as GMPOOL.md derives them; ValueError for a format code outside its lists."""
+    if fp16a_force:
+        return S_FP16, S_FP16, False
+    if int8:
+        return S_INT8, S_INT32, True
+    if srca_fmt in POOL_BF16_FMTS:
+        return S_BF16, (S_BF16 if argmax and fp32_dst else (S_TF32 if fp32_dst else S_BF16)), fp32_dst
+    if srca_fmt in POOL_FP16_FMTS:
+        return S_FP16, (S_FP16 if argmax and fp32_dst else (S_TF32 if fp32_dst else S_FP16)), fp32_dst
+    if srca_fmt == TF32:
+        return S_TF32, (S_INT32 if argmax else (S_TF32 if fp32_dst else S_BF16)), fp32_dst
+    raise ValueError(f"SrcA format {srca_fmt} is in none of GMPOOL.md's format lists")
+
+
+def src_to_doc19(src32) -> np.ndarray:
+    """Src word (fp32 layout: sign[31] exp[30:23] man[22:13]) -> the ISA pages' Sign[18] Man[17:8] Exp[7:0]."""
+    x = np.asarray(src32, I64)
+    return ((x >> 31 & 1) << 18) | (((x >> 13) & 0x3FF) << 8) | ((x >> 23) & 0xFF)
+
+
+def dst_to_storage(plain32) -> np.ndarray:
+    """Unshuffled Dst32b value -> Dst.md storage bits (high half Sign,Exp8,Man7 -> Sign,Man7,Exp8; low half as is).
+    Integer "32" uses the same permutation (MagHi = plain bits 30:23, MagMiddle = 22:16)."""
+    x = np.asarray(plain32, I64)
+    hi = x >> 16 & 0xFFFF
+    return ((hi & 0x8000) | ((hi & 0x7F) << 8) | ((hi >> 7) & 0xFF)) << 16 | (x & 0xFFFF)
+
+
+def dst_from_storage(bits32) -> np.ndarray:
+    x = np.asarray(bits32, I64)
+    hi = x >> 16 & 0xFFFF
+    return ((hi & 0x8000) | ((hi & 0xFF) << 7) | ((hi >> 8) & 0x7F)) << 16 | (x & 0xFFFF)
+
+
+def pool_read_src(a19, style: str, b19):
+    """ReadAndScaleSrc: SrcA datum scaled by the exponent of the SrcB datum (Sign, Exponent, MagOrMan)."""
+    a, b = np.asarray(a19, I64), np.asarray(b19, I64)
+    ea, eb = a & 0xFF, b & 0xFF
+    man = (a >> 8) & 0x3FF
+    if style == S_INT8:
+        exp, man = np.zeros_like(ea), man
+    elif style == S_FP16:
+        exp = (ea & 0x1F) + (eb & 0x1F)
+    elif style == S_TF32:
+        exp = ea + eb
+    else:
+        exp, man = ea + eb, man & 0x3F8
+    sign = a >> 18 & 1
+    ninf, zero = eb == 0, ea == 0                      # SrcB exponent 0: -inf (ignored); SrcA exponent 0: +0
+    sign = np.where(ninf, 1, np.where(zero, 0, sign))
+    exp = np.where(ninf, 0x1FF, np.where(zero, 0, exp)) & 0x1FF
+    man = np.where(ninf, 0x3FF, np.where(zero, 0, man)) & 0x3FF
+    return sign, exp, man
+
+
+def pool_read_dst(bits32, style: str):
+    """ReadDst: a Dst storage word as a Datum in the scaled domain (float exponents + bias)."""
+    v = np.asarray(bits32, I64)
+    sign = v >> 31 & 1
+    if style == S_INT32:
+        man = v & 0x3FF
+        exp = ((v >> 10) & 0x3F) + (((v >> 24) & 7) << 6)
+    elif style == S_FP16:
+        exp = ((v >> 16) & 0x1F) + 15
+        man = (v >> 21) & 0x3FF
+    else:
+        exp = ((v >> 16) & 0xFF) + 127
+        man = ((v >> 24) & 0x7F) << 3
+        if style == S_TF32:
+            man = man + ((v >> 13) & 7)
+    return sign, exp & 0x1FF, man & 0x3FF
+
+
+def pool_write_dst(sign, exp, man, style: str) -> np.ndarray:
+    """WriteDst: a Datum back to Dst storage bits (the exponent bias is removed with wraparound, as on the page)."""
+    sign, exp, man = (np.asarray(v, I64) for v in (sign, exp, man))
+    if style == S_INT32:
+        return (sign << 31) | ((exp & 7) << 10) | man
+    if style == S_FP16:
+        return np.where((exp & 0x3F) == 0, 0, (sign << 31) | (man << 21) | (((exp - 15) & 0x1F) << 16))
+    x = (sign << 31) | ((man & 0x3F8) << 21) | (((exp - 127) & 0xFF) << 16)
+    if style == S_TF32:
+        x = x + ((man & 7) << 13)
+    return np.where(exp == 0, 0, x)
+
+
+def pool_key(sign, exp, man) -> np.ndarray:
+    """AsComparable: sign-magnitude order of (Exponent, MagOrMan)."""
+    m = (np.asarray(exp, I64) << 10) + np.asarray(man, I64)
+    return np.where(np.asarray(sign, I64) == 1, -m, m)
+
+
+def gmpool(srca_rows, srcb_row, dst_bits, src_style: str, dst_style: str, argmax: bool) -> np.ndarray:
+    """GMPOOL.md on one Dst row: srca_rows (16, 16) and srcb_row (16,) Src words (fp32 layout), dst_bits (16,) the
+    Dst row's storage bits (undefined: all ones). Returns the new storage bits of that row (uint32 values in int64).
+    SrcA row i is scaled by SrcB column i; rows are visited 4..7, 0..3, 8..15 and a later value wins a tie (`>=`);
+    the ArgMax index follows rows 0..7 only, through GMPOOL_INDEX_TRANSFORM, plus the Dst row's index phase.
+    The page's sequential scan, vectorised: the running max ends at the *last* position holding the largest key, and
+    position p updates the index iff its key >= the max of the keys before it."""
+    order = np.asarray(GMPOOL_VISIT_ORDER)
+    a19 = src_to_doc19(np.asarray(srca_rows)[order])                      # (16, 16) in visit order
+    b19 = src_to_doc19(np.asarray(srcb_row)[order])[:, None]
+    dv = np.asarray(dst_bits, I64) & 0xFFFFFFFF
+    ds, de, dm = pool_read_dst(dv, dst_style)
+    xs, xe, xm = pool_read_src(a19, src_style, b19)
+    sign = np.vstack([ds[None], xs])                                      # (17, 16): Dst first, then the visit order
+    exp = np.vstack([de[None], xe])
+    man = np.vstack([dm[None], xm])
+    key = pool_key(sign, exp, man)
+    cols = np.arange(key.shape[1])
+    best = key.shape[0] - 1 - np.argmax(key[::-1], axis=0)               # last position of the largest key
+    ms, me, mm = sign[best, cols], exp[best, cols], man[best, cols]
+    if not argmax:
+        return pool_write_dst(ms, me, mm, dst_style) & 0xFFFFFFFF
+    phase = (dv + 0x100) & 0xF00
+    prefix = np.maximum.accumulate(key, axis=0)
+    upd = key[1:9] >= prefix[0:8]                                         # positions 1..8 = SrcA rows 4..7, 0..3
+    last = 7 - np.argmax(upd[::-1], axis=0)
+    trans = np.asarray(GMPOOL_INDEX_TRANSFORM)[order[:8]]
+    max_index = np.where(upd.any(axis=0), (phase >> 4) + trans[last], dv & 0xFF)
+    index = phase | max_index
+    if dst_style == S_INT32:
+        return index
+    return (pool_write_dst(ms, me, mm, dst_style) | index) & 0xFFFFFFFF

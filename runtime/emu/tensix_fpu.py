@@ -1,11 +1,15 @@
 """Matrix Unit (FPU) of the Tensix model: SrcA/SrcB banks and their ownership handshake, RWCs and address modifiers
-(incl. the fidelity-phase counter), SETRWC/INCRWC/CLEARDVALID, ZEROACC/ZEROSRC, MVMUL/GAPOOL, ELWMUL/ELWADD/ELWSUB,
-GMPOOL, MOVA2D/MOVB2D/MOVD2A/MOVD2B/MOVB2A, TRNSPSRCB. The numerics live in `fpu_math.py`.
+(incl. the fidelity-phase counter), SETRWC/INCRWC/CLEARDVALID, ZEROACC/ZEROSRC, MVMUL/DOTPV/GAPOOL,
+ELWMUL/ELWADD/ELWSUB, GMPOOL (incl. ArgMax and SrcB scaling), MOVA2D/MOVB2D/MOVD2A/MOVD2B/MOVB2A, TRNSPSRCB, SHIFTXB.
+The numerics live in `fpu_math.py`.
 
 Mixed into `tensix.Tensix`; every handler gets (thread, decoded fields) and returns None or a blocked reason.
 Where the ISA pages (WH) and ttsim (the BH oracle) differ, or ttsim refuses a mode, the mode raises EmuUnimplemented
-by name rather than guessing. Facts: fpu-path.md sections 6-10, isa-digest 1(b)/1(d), WH MatrixUnit/ELWMUL/MVMUL/
-GMPOOL/MOV*/ZEROACC/ZEROSRC pages, BH Dst.md.
+by name rather than guessing. DOTPV, SHIFTXB, GAPOOL's row masking and GMPOOL's ArgMax/scaling have no oracle (ttsim
+refuses them): they transcribe the WH pages' functional models (BH has no Matrix Unit pages; its README lists no FPU
+change), with the BH encodings of templates/isa/tensix_isa.json; what those pages leave open stays EmuUnimplemented.
+Facts: fpu-path.md sections 6-10, isa-digest 1(b)/1(d), WH MatrixUnit/ELWMUL/MVMUL/DOTPV/GAPOOL/GMPOOL/SHIFTXB/MOV*/
+ZEROACC/ZEROSRC pages, BH Dst.md.
 """
 from __future__ import annotations
 
@@ -176,6 +180,15 @@ class FpuMixin:
             raise self.err(f"{name} Dst32b rows {row}..{row + align - 1} beyond row 511")
         return row
 
+    def _doc_dst_row(self, t: int, dst_field: int, mask: int, n: int, use32: bool, name: str) -> int:
+        """DstRow as the WH pages' models compute it: (field + DEST_TARGET_REG_CFG_MATH_Offset + RWC.Dst +
+        DEST_REGW_BASE_Base) & mask (cfg 6; ttsim never instantiates it). Dst32b rows >= 512: refused as above."""
+        th = self.threads[t]
+        row = (dst_field + (th.cfg[1] & 0xFFF) + th.rwc["d"] + (self.cfg[6] & 0xFFFF)) & mask
+        if use32 and row + n > DST32_ROWS:
+            raise self.err(f"{name} Dst32b rows {row}..{row + n - 1} beyond row 511")
+        return row
+
     def _check_5bit_exp(self, name: str, *blocks) -> None:
         for blk in blocks:
             if np.any(np.asarray(blk) & 0x70000000):
@@ -185,18 +198,13 @@ class FpuMixin:
     def _grid(row: int, n: int):
         return np.arange(row, row + n)[:, None].repeat(16, 1), np.arange(16)[None, :].repeat(n, 0)
 
-    def _dst_read(self, row: int, n: int, use32: bool, exp8: bool, gmpool: bool = False) -> np.ndarray:
+    def _dst_read(self, row: int, n: int, use32: bool, exp8: bool) -> np.ndarray:
         """Plain fp32-layout Dst values (int64, (n, 16)). 16-bit Dst: Dst16b rows (= physical rows, remap off) decoded
-        from the BF16/FP16 storage layout. Undefined rows read as 0, or as all-ones (below -Inf) for GMPOOL."""
+        from the BF16/FP16 storage layout. Undefined rows read as 0 (GMPOOL reads them itself, as all ones)."""
         if use32:
-            v = self.dst.rows32[row:row + n].astype(np.int64)
-            if gmpool:
-                v = np.where(self.dst.undefined32(np.arange(row, row + n))[:, None], 0xFFFFFFFF, v)
-            return v
+            return self.dst.rows32[row:row + n].astype(np.int64)
         rows, cols = self._grid(row, n)
         bits = self.dst.read16(rows, cols).astype(np.int64)
-        if gmpool:
-            bits = np.where(self.dst.undefined16(rows), 0xFFFF, bits)
         if exp8:
             return dst_mod.decode_bf16(bits).astype(np.int64) << 16
         return fm.fp16_to_dst32(dst_mod.decode_fp16(bits)).astype(np.int64)
@@ -285,7 +293,11 @@ class FpuMixin:
                 self.srcb[self.srcb_matrix_bank] = 0
 
     # ------------------------------------------------------------------------------------------------ MVMUL/GAPOOL
-    def _matmul(self, t, f, name, n_rows, addr_mode):
+    def _matmul(self, t, f, name, n_rows, addr_mode, doc_rows=False):
+        """Dst[n_rows x 16] += SrcB[n_rows x 16] @ SrcA[16 x 16], MVMUL's numerics (fpu_math.mvmul19, ttsim-verified).
+        doc_rows (DOTPV, GAPOOL: no oracle): rows as MVMUL.md's model computes them, SrcARow = RWC.SrcA & 0x38,
+        SrcBRow = RWC.SrcB & 0x38, DstRow = (DstRow + MATH_Offset + RWC.Dst + DEST_REGW_BASE) & (0x400 - NumRows);
+        otherwise ttsim's stricter alignment rules (MVMUL)."""
         why = self._banks_ready(name)
         if why is not None:
             return why
@@ -293,10 +305,19 @@ class FpuMixin:
         if self.cfg[2] & 1:
             raise self.unimpl(f"{name} with ALU_ACC_CTRL_Zero_Flag_disabled_src=1")
         th = self.threads[t]
-        ra, rb = th.rwc["a"], th.rwc["b"]
-        if ra % 16 or rb % 8:
-            raise self.unimpl(f"{name} with SrcA row {ra} (needs a multiple of 16) / SrcB row {rb} (of 8)")
-        rd = self._fpu_dst_row(t, f["dst"], n_rows, use32, name)
+        if doc_rows:
+            if th.cfg[55] & 1:
+                raise self.unimpl(f"{name} with FP16A_FORCE_Enable (thread cfg 55)")
+            ra, rb = th.rwc["a"] & 0x38, th.rwc["b"] & 0x38
+            if ra + 16 > SRC_ROWS:
+                # the page reads SrcA rows SrcARow..SrcARow+15; past row 63 it does not say what happens
+                raise self.unimpl(f"{name} with SrcA row {ra}: rows {ra}..{ra + 15} run past SrcA row 63")
+            rd = self._doc_dst_row(t, f["dst"], 0x400 - n_rows, n_rows, use32, name)
+        else:
+            ra, rb = th.rwc["a"], th.rwc["b"]
+            if ra % 16 or rb % 8:
+                raise self.unimpl(f"{name} with SrcA row {ra} (needs a multiple of 16) / SrcB row {rb} (of 8)")
+            rd = self._fpu_dst_row(t, f["dst"], n_rows, use32, name)
         phase = self._phase(t)
         a = self.srca[self.srca_matrix_bank, ra:ra + 16]
         b = self.srcb[self.srcb_matrix_bank, rb:rb + n_rows]
@@ -345,11 +366,22 @@ class FpuMixin:
         self._finish(t, f["addr_mode"], f["clear_dvalid"])
 
     def GAPOOL(self, t, f):
-        """ttsim: MVMUL on 4 rows (SrcB 4x16 @ SrcA 16x16), only instr_mod19=1, no max_pool_index_en."""
-        if f["max_pool_index_en"] or f["instr_mod19"] != 1 or f["dst"] & 3:
-            raise self.unimpl(f"GAPOOL max_pool_index_en={f['max_pool_index_en']} instr_mod19={f['instr_mod19']} "
-                              f"dst={f['dst']}")
-        return self._matmul(t, f, "GAPOOL", 4, f["pool_addr_mode"])
+        """GAPOOL.md: MVMUL's model with NumRows = 4 and no broadcast: SrcB rows (RWC.SrcB & 0x38) + 0..3 @ SrcA rows
+        (RWC.SrcA & 0x38) + 0..15, added to Dst rows DstRow & 0x3FC + 0..3 (ttsim refuses the unaligned rows the
+        page's masks define). The page's syntax passes 0 for max_pool_index_en and does not decode bit 19; on BH, ttsim
+        and tt-llk use instr_mod19 = 1 and no BH page says what 0 does, so only instr_mod19 = 1 is modelled."""
+        if f["max_pool_index_en"] or f["instr_mod19"] != 1:
+            raise self.unimpl(f"GAPOOL max_pool_index_en={f['max_pool_index_en']} instr_mod19={f['instr_mod19']}")
+        return self._matmul(t, f, "GAPOOL", 4, f["pool_addr_mode"], doc_rows=True)
+
+    def DOTPV(self, t, f):
+        """DOTPV.md: MVMUL's functional model with BroadcastSrcBRow = false (8x16 SrcB @ 16x16 SrcA into an 8x16 Dst
+        block, fidelity phase = RWC.FidelityPhase + FIDELITY_BASE_Phase, clear_dvalid flips, ApplyAddrMod), rows as
+        the page's model masks them. BH encoding (tensix_isa.json): the page's syntax passes dest_accum_en = false and
+        instr_mod19 = 0; other values are not described anywhere, so they are refused."""
+        if f["dest_accum_en"] or f["instr_mod19"]:
+            raise self.unimpl(f"DOTPV dest_accum_en={f['dest_accum_en']} instr_mod19={f['instr_mod19']}")
+        return self._matmul(t, f, "DOTPV", 8, f["addr_mode"], doc_rows=True)
 
     # ------------------------------------------------------------------------------------------------ ELWMUL/ADD/SUB
     def _elw(self, t, f, name):
@@ -416,47 +448,53 @@ class FpuMixin:
 
     # ------------------------------------------------------------------------------------------------ GMPOOL
     def GMPOOL(self, t, f):
-        """Column-wise max of a 16x16 SrcA block into Dst row DstRow (rows +1..+3 := 0), in sign-magnitude order,
-        starting from Dst (undefined rows: below -Inf). The modelled subset is ttsim's: SrcB scale row all 1.0,
-        instr_mod19=1, no ArgMax."""
-        if f["max_pool_index_en"]:
-            # GMPOOL.md's ArgMax (index phase, visitation order) is refused by ttsim: no oracle for it
-            raise self.unimpl("GMPOOL ArgMax (max_pool_index_en=1)")
-        if f["instr_mod19"] != 1 or f["dst"] & 3:
-            raise self.unimpl(f"GMPOOL instr_mod19={f['instr_mod19']} dst={f['dst']}")
+        """GMPOOL.md: column-wise max of SrcA rows (RWC.SrcA & 0x30) + 0..15, row i scaled by the exponent of SrcB
+        [RWC.SrcB & 0x38][i], max-ed with Dst row DstRow & 0x3FC (undefined rows read as all ones), written back; the
+        other three rows of the 4-row block get 0 (with ArgMax and a 32-bit Dst: (old + 0x100) & 0xF00). ArgMax
+        (max_pool_index_en) returns the transformed index of the largest of SrcA rows 0..7 in the low 12 bits.
+        Numerics: fpu_math.gmpool. ttsim checks the subset scale 1.0 / BF16 / TF32 / no ArgMax; the rest has no
+        oracle. The page's syntax passes instr_mod19 = true; what 0 does is described nowhere: refused."""
+        if f["instr_mod19"] != 1:
+            raise self.unimpl(f"GMPOOL instr_mod19={f['instr_mod19']}")
         why = self._banks_ready("GMPOOL")
         if why is not None:
             return why
-        if self.cfg[1] >> 31 & 1 or self.cfg[0] >> 4 & 1:
-            raise self.unimpl("GMPOOL with INT8 math or SrcA format override")
+        if self.cfg[0] >> 4 & 1:
+            # the page's SrcA_override vs BH's implied (unpacker-recorded) format: BH docs do not say which wins
+            raise self.unimpl("GMPOOL with ALU_FORMAT_SPEC_REG_SrcA_override=1")
         self._check_dst_access("GMPOOL")
-        fa, fb = self._implied_formats(t)
-        if fa not in _MM_SRCA or fb not in _MM_SRCA:
-            raise self.unimpl(f"GMPOOL with Src formats SrcA={fa} SrcB={fb}")
-        use32 = bool(self.cfg[1] >> 29 & 1)
         th = self.threads[t]
-        ra, rb = th.rwc["a"], th.rwc["b"]
-        if ra % 16 or rb % 8:
-            raise self.unimpl(f"GMPOOL with SrcA row {ra} / SrcB row {rb}")
-        rd = self._fpu_dst_row(t, f["dst"], 4, use32, "GMPOOL")
-        if np.any(self.srcb[self.srcb_matrix_bank, rb] != 0x3F800000):
-            # ReadAndScaleSrc (scaling by SrcB's power of two) is not modelled by ttsim either
-            raise self.unimpl("GMPOOL with a SrcB scale row other than 1.0")
-        init = self._dst_read(rd, 1, use32, True, gmpool=True)[0]
-        init = init & (0xFFFFE000 if use32 else 0xFFFF0000)      # Dst read as TF32 / BF16
-        a = self.srca[self.srca_matrix_bank, ra:ra + 16].astype(np.int64)
-        if fa != fm.TF32:
-            a &= 0xFFFF0000
-        a = np.where(a & 0x7F800000, a, 0)                       # exponent 0 -> +0
-        vals = np.vstack([init[None, :], a])
-
-        def key(x):                                              # sign-magnitude total order
-            return np.where(x & 0x80000000, -1 - (x & 0x7FFFFFFF), x)
-        k = key(vals).max(axis=0)
-        best = np.where(k < 0, 0x80000000 | (-1 - k), k)
-        out = np.zeros((4, 16), np.int64)
-        out[0] = best
-        self._dst_write(rd, out, use32, True)
+        fa, _ = self._implied_formats(t)
+        argmax = bool(f["max_pool_index_en"])
+        try:
+            s_style, d_style, use32 = fm.gmpool_styles(fa, bool(self.cfg[1] >> 31 & 1), bool(th.cfg[55] & 1),
+                                                       bool(self.cfg[1] >> 29 & 1), argmax)
+        except ValueError as e:
+            raise self.unimpl(f"GMPOOL: {e}") from None
+        if s_style == fm.S_FP16 and d_style == fm.S_TF32:
+            # The page lists FP16 SrcA with a TF32 Dst row as supported, but its model then adds FP16-biased exponents
+            # (5-bit, bias 15) and removes the TF32 bias 127 on the write: the exponent wraps for every input. The page
+            # contradicts itself here, so this combination is not modelled.
+            raise self.unimpl("GMPOOL with FP16-style SrcA into a 32-bit Dst without ArgMax (GMPOOL.md inconsistent)")
+        ra, rb = th.rwc["a"] & 0x30, th.rwc["b"] & 0x38
+        rd = self._doc_dst_row(t, f["dst"], 0x3FC, 4, use32, "GMPOOL")
+        if use32:
+            old = fm.dst_to_storage(self.dst.rows32[rd:rd + 4])
+            old = np.where(self.dst.undefined32(np.arange(rd, rd + 4))[:, None], 0xFFFFFFFF, old)
+        else:
+            rows, cols = self._grid(rd, 4)
+            old = np.where(self.dst.undefined16(rows), 0xFFFF, self.dst.read16(rows, cols)).astype(np.int64) << 16
+        top = fm.gmpool(self.srca[self.srca_matrix_bank, ra:ra + 16], self.srcb[self.srcb_matrix_bank, rb],
+                        old[0], s_style, d_style, argmax)
+        new = np.zeros((4, 16), np.int64)
+        if use32:
+            new[0] = top
+            if argmax:
+                new[1:] = (old[1:] + 0x100) & 0xF00          # "zero or garbage": the rows' own index phase + 1
+            self.dst.write_rows32(rd, fm.dst_from_storage(new).astype(np.uint32))
+        else:
+            new[0] = top >> 16
+            self.dst.write16(rows, cols, new.astype(np.uint32))
         self._finish(t, f["pool_addr_mode"], f["clear_dvalid"])
 
     # ------------------------------------------------------------------------------------------------ moves
@@ -635,12 +673,19 @@ class FpuMixin:
     def GATESRCRST(self, t, f):
         pass     # clock-gating control of the Src registers: no architectural effect (ttsim: no-op)
 
-    def DOTPV(self, t, f):
-        # BH table has no fields for it; the WH page gives no functional model precise enough; ttsim: unimplemented
-        raise self.unimpl("DOTPV")
-
     def SHIFTXB(self, t, f):
-        raise self.unimpl("SHIFTXB (no BH encoding fields; ttsim: unimplemented)")
+        """SHIFTXB.md: waits for the FPU's SrcB bank, then row (shift_row + RWC.SrcB) & 0x3F of it moves left by one
+        column; column 15 gets the old column 0 (rot_shift = ShiftInZero = 0) or 0 (1); then ApplyAddrMod. No bank
+        release. BH encoding (tensix_isa.json): addr_mode [16:14] like every BH FPU instruction, ShiftInZero [10],
+        SrcRow [5:0]. The one-cycle FPU bubble after it is cycles.py's business (FPU_TIMING)."""
+        bank = self.srcb_matrix_bank
+        if not self.srcb_valid[bank]:
+            return f"SHIFTXB: SrcB bank {bank} not valid (waiting for the unpacker)"
+        row = (f["shift_row"] + self.threads[t].rwc["b"]) & SRC_RWC_MASK
+        old = self.srcb[bank, row].copy()
+        self.srcb[bank, row, :15] = old[1:]
+        self.srcb[bank, row, 15] = 0 if f["rot_shift"] else old[0]
+        self.apply_addr_mod(t, f["addr_mode"])
 
 
 # Src formats each instruction family accepts (ttsim's lists; others are refused by name)
