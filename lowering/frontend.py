@@ -160,6 +160,14 @@ def affine(u: UOp) -> dict[UOp | None, int] | None:
     return None
 
 
+def affine_coef(coef: dict[UOp | None, int] | None, rvar: dict[UOp, int], n: int) -> tuple[int, ...] | None:
+    """affine()'s result as (coefficient of range 0, ..., of range n-1, constant), for the reader's run paths."""
+    if coef is None or any(k is not None and k not in rvar for k in coef): return None
+    out = [0] * (n + 1)
+    for k, c in coef.items(): out[n if k is None else rvar[k]] += c
+    return tuple(out)
+
+
 # ---------------------------------------------------------------------------------------------------- the kernel
 
 @dataclass
@@ -176,6 +184,7 @@ class StreamIndex:
     ranges: frozenset = field(default_factory=frozenset)  # indices of the ranges the index or gate reads
     value_c: str | None = None   # computed stream (plan.Stream.value_c): the value itself is this range expression
     value_py: str | None = None
+    coef: tuple[int, ...] | None = None   # plan.Stream.coef: affine index = sum coef[k] * r_k + coef[-1], else None
 
 
 @dataclass
@@ -192,7 +201,7 @@ class LoweredKernel:
         return next(i for i, b in enumerate(self.buffers) if b.slot == slot)
 
     def stream(self, s: StreamIndex) -> Stream:
-        return Stream(self.buf_index(s.slot), s.dtype, s.index_c, s.valid_c, s.contiguous, s.value_c)
+        return Stream(self.buf_index(s.slot), s.dtype, s.index_c, s.valid_c, s.contiguous, s.value_c, s.coef)
 
     @property
     def ops(self) -> list[str]:
@@ -279,7 +288,7 @@ class _Lowerer:
         used = frozenset(rvar[x] for t in [idx, *gate] for x in t.toposort() if x.op is Ops.RANGE)
         return StreamIndex(buf.arg.slot, buffer_dtype(buf),
                            render_index(idx, rvar, "c"), valid_c, render_index(idx, rvar, "py"), valid_py, contiguous, gate,
-                           used)
+                           used, coef=affine_coef(coef, rvar, len(sizes)))
 
     # ---- value part
     def is_range_only(self, u: UOp) -> bool:
@@ -426,12 +435,13 @@ def lower_kernel(sink: UOp, name: str, placer=None) -> KernelPlan:
     """tinygrad kernel AST -> KernelPlan (SFPU program compiled, L1 allocated). Raises UnsupportedOp naming the op.
     `placer(lk) -> lowering.placement.Placement` (injected by tt_backend: it needs the emulator's numeric models)
     puts elementwise nodes on the FPU; without one everything runs on the SFPU in float32."""
-    from lowering.matmul import lower_matmul   # matmuls take the FPU path (MVMUL); budget: placer.err_budget
+    from lowering.matmul import lower_matmul   # matmuls: MVMUL if the budget allows, else the fp32 SFPU matmul
     if (mm := lower_matmul(sink, name, getattr(placer, "err_budget", None))) is not None: return mm
     lk = lower_ast(sink, name)
     if any(n.op == "REDUCE" for n in lk.dag.nodes):
-        from lowering.reduce import plan_reduce   # all SFPU whatever the budget; the report records the budget
-        return allocate_l1(plan_reduce(lk, getattr(placer, "err_budget", None)))
+        from lowering.reduce import plan_reduce   # SFPU, or a plain sum on the FPU when the placer allows it
+        plan = plan_reduce(lk, getattr(placer, "err_budget", None), placer)
+        return plan if plan.l1 else allocate_l1(plan)
     if placer is not None:
         from lowering.placement import plan_placed
         return allocate_l1(plan_placed(lk, placer(lk)))

@@ -19,7 +19,8 @@ Data flow (one Tensix core, fpu-path.md sections 5-9):
 
 Precision: bf16 x bf16 at HiFi4 is exact per product (fp32 accumulation with the FPU's group-of-8 alignment,
 fpu-path.md 10.3). fp32 inputs go through tf32 and can never be fp32-faithful, so they take the FPU only when the
-caller passes an error budget that allows it; otherwise UnsupportedOp says so.
+caller passes an error budget that allows it; otherwise lower_matmul plans the fp32 SFPU matmul (lowering/sfpu_matmul.py)
+and plan_matmul raises UnsupportedOp.
 """
 from __future__ import annotations
 
@@ -449,7 +450,12 @@ def lower_matmul(sink, name: str, err_budget: float | None = None) -> MatmulPlan
     if spec is None: return None
     src_format = "bf16" if spec.a.tile == "bf16" else "tf32"
     if choose_fidelity(src_format, err_budget, spec.out_bf16) is None:
-        # fp32 within an fp32-faithful budget (or one tighter than tf32 allows): not the FPU's job. The generic path
-        # runs it as an SFPU reduction (fp32 products and sums), or raises UnsupportedOp naming what it cannot do.
-        return None
+        # fp32 within an fp32-faithful budget (or one tighter than tf32 allows): not the FPU's job. fp32 operands take
+        # the SFPU tile matmul (lowering/sfpu_matmul.py: fp32 SFPMADs; bf16 operands widen exactly), the most precise
+        # engine there is, so no budget check; what it cannot plan goes to the generic path (an SFPU reduction).
+        from lowering.sfpu_matmul import plan_sfpu_matmul
+        try:
+            return plan_sfpu_matmul(spec, name, err_budget)
+        except UnsupportedOp:
+            return None
     return plan_matmul(spec, name, err_budget=err_budget)

@@ -654,7 +654,8 @@ def reduce_cycles(plan) -> dict:
 
 
 def reduce_placement(lk, plan, budget: float | None = None, seed: int = 0, dists=SAMPLE_DISTS) -> Placement:
-    """The placement of a reduction kernel: every op on the SFPU (the reduce templates have no FPU path yet), with the
+    """The placement of a reduction kernel on the SFPU (a plain sum may instead go to the FPU: lowering/fpu_reduce.py
+    prices it against this one and records the FPU options in the report), with the
     cost of `reduce_cycles` and a predicted error from the accumulation-order model (`reduce_in_lanes`: fp32 lane
     partial sums, then the lane combine) against the exact reduction, on sample data: one output's full reduce range
     (capped at REDUCE_SAMPLE_MAX points), worst over the sample distributions. Other ops are modelled in float32

@@ -55,6 +55,8 @@ class Stream:
     contiguous: bool = False     # index == flat iteration index, always valid: bulk NoC copy, no gather
     value_c: str | None = None   # computed stream: the datum is this C expression over the ranges (index math that
                                  # reaches the value part: arange, argmax's reversed index); no buffer is read
+    coef: tuple[int, ...] | None = None  # index_c as affine coefficients (range 0..n-1, then the constant), None when
+                                         # not affine: picks the reader's run paths (lowering/render.py reader_mode)
 
     @property
     def tile_format(self) -> str:

@@ -1,5 +1,9 @@
 """Reduction kernels (REDUCE ADD / MUL / MAX over any set of axes) on the SFPU.
 
+(A plain sum - x.sum(axes), x.float().sum(axes) of bf16, x.mean(axes) - may run on the FPU instead: MVMUL against a
+ones tile, lowering/fpu_reduce.py. `plan_reduce` builds the SFPU plan first, then, given a placer, lets
+fpu_reduce.choose take the FPU when the error budget allows it and the cost model says it is cheaper.)
+
 The frontend gives one ValueDAG with a REDUCE node. It is split there: the *pre* DAG (per (output o, reduce index k)
 element, e.g. x*x) and the *post* DAG (per output, e.g. sqrt(acc/n + eps)), in which the REDUCE becomes a LOAD of the
 Dst slot the reduced values are left in.
@@ -187,10 +191,14 @@ def choose_layout(n_out: int, n_red: int) -> tuple[int, int]:
 
 # ------------------------------------------------------------------------------------------------ the plan
 
-def plan_reduce(lk, budget: float | None = None) -> KernelPlan:
+def plan_reduce(lk, budget: float | None = None, placer=None):
     """LoweredKernel (frontend) with REDUCE nodes -> KernelPlan with a ReducePlan (L1 not yet allocated). Several
     reductions over the same axes (x.sum(1) + x.max(1): the frontend aliases their ranges) get one accumulator
-    each and share the input streams; a reduction that feeds another one (a fused softmax) is not lowered."""
+    each and share the input streams; a reduction that feeds another one (a fused softmax) is not lowered.
+    With a `placer` (tt_backend.placement_eval.placer: budget, TT_PLACE pins, the FPU sum error model) a plain sum
+    may go to the FPU instead (lowering/fpu_reduce.py): then the result is an FpuReducePlan (L1 allocated)."""
+    if placer is not None and budget is None:
+        budget = getattr(placer, "err_budget", None)
     dag = lk.dag
     reds = [n for n in dag.nodes if n.op == "REDUCE"]
     if not 1 <= len(reds) <= len(ACCS):
@@ -290,6 +298,11 @@ def plan_reduce(lk, budget: float | None = None) -> KernelPlan:
     except Exception as e:      # a model gap must not fail the kernel: it is then reported without a placement
         import warnings
         warnings.warn(f"{lk.name}: no placement report for this reduction ({type(e).__name__}: {e})")
+    if placer is not None:
+        from lowering.fpu_reduce import choose
+        fpu = choose(lk, plan, placer)
+        if fpu is not None:
+            return fpu
     return plan
 
 

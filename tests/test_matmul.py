@@ -21,6 +21,7 @@ from tinygrad import Tensor, dtypes
 from tinygrad.uop.ops import Ops
 
 from lowering.matmul import PREDICTED_ERR, lower_matmul, match_matmul, plan_matmul
+from lowering.sfpu_matmul import SfpuMatmulPlan
 from templates.errors import UnsupportedOp
 
 HAVE_CC = shutil.which("riscv64-unknown-elf-gcc") is not None or bool(os.environ.get("SFPI_ROOT"))
@@ -177,13 +178,16 @@ def test_fidelity_and_budget():
         plan_matmul(f32, "k")
     with pytest.raises(UnsupportedOp, match="no FPU fidelity meets"):
         plan_matmul(f32, "k", err_budget=1e-6)
-    # the frontend's dispatch: fp32 without a budget (or a too tight one) falls through to the generic (SFPU) path
+    # the frontend's dispatch: fp32 without a budget (or one tighter than tf32 allows) takes the SFPU matmul
     ast = matmul_ast(lambda x, y: x @ y, [(64, 64), (64, 64)], dtypes.float32)
-    assert lower_matmul(ast, "k") is None and lower_matmul(ast, "k", err_budget=1e-6) is None
+    for budget in (None, 1e-6, 1e-4):
+        plan = lower_matmul(ast, "k", err_budget=budget)
+        assert isinstance(plan, SfpuMatmulPlan) and plan.placement.nodes[0]["engine"] == "SFPU"
+        assert plan.placement.report()["budget"] == budget
     assert lower_matmul(ast, "k", err_budget=1.0).fidelity == "LoFi"
     # bf16 operands with an fp32 result: the FPU is not fp32-faithful there either
     ast = matmul_ast(lambda x, y: x.float() @ y.float(), [(64, 64), (64, 64)], dtypes.bfloat16)
-    assert lower_matmul(ast, "k") is None
+    assert isinstance(lower_matmul(ast, "k"), SfpuMatmulPlan)
     assert lower_matmul(ast, "k", err_budget=2e-3).fidelity == "HiFi3"
     ast = matmul_ast(lambda x, y: (x @ y).float(), [(64, 64), (64, 64)], dtypes.bfloat16)
     assert lower_matmul(ast, "k").spec.round_bf16
@@ -300,5 +304,130 @@ def test_ttsim_vs_emu_bits(mkn, dt, fidelity, form):
     rng.bit_generator.state = state                                    # the same inputs
     with TtsimDevice(LIB) as sim:
         _, raw_sim, *_ = case(*mkn, dt=dt, fidelity=fidelity, form=form, err_budget=budget, dev=sim)
+    e, t = np.frombuffer(raw_emu, np.uint8), np.frombuffer(raw_sim, np.uint8)
+    assert np.array_equal(e, t), f"{int((e != t).sum())} of {e.size} output bytes differ"
+
+
+# ------------------------------------------------------------------------------------ fp32 on the SFPU (sfpu_matmul)
+#
+# Bound: every SFPMAD rounds once (fp32, RNE) and k runs sequentially, so |C - C64| <= K * 2^-24 * sum_k |a b| (C64 the
+# float64 product of the fp32 inputs); tinygrad's CPU fp32 sum has the same bound, so the two differ by at most twice it.
+
+def sfpu_case(M, K, N, form="plain", batch=None, err_budget=None, dev=None, dt=dtypes.float32):
+    """Run a matmul with an fp32 result through lower_matmul (which must pick the SFPU matmul) and check it."""
+    sa, sb = ((batch,) if batch else ()) + (M, K), ((batch,) if batch else ()) + (K, N)
+    a = rng.standard_normal(sa).astype(np.float32)
+    b = rng.standard_normal(sb).astype(np.float32)
+    if dt == dtypes.bfloat16: a, b = bf16_round(a), bf16_round(b)
+    if form == "f32out":     # bf16 operands, fp32 result
+        fn, arrays = (lambda x, y: x.float() @ y.float()), [a, b]
+    elif form == "bT":
+        fn, arrays = (lambda x, y: x @ y.transpose(-1, -2)), [a, np.ascontiguousarray(np.swapaxes(b, -1, -2))]
+    elif form == "aT":
+        fn, arrays = (lambda x, y: x.transpose(-1, -2) @ y), [np.ascontiguousarray(np.swapaxes(a, -1, -2)), b]
+    else:
+        fn, arrays = (lambda x, y: x @ y), [a, b]
+    plan = lower_matmul(matmul_ast(fn, [x.shape for x in arrays], dt), f"smm_{M}_{K}_{N}", err_budget)
+    assert isinstance(plan, SfpuMatmulPlan), type(plan)
+    assert (plan.spec.M, plan.spec.N, plan.spec.K, plan.spec.n_batch) == (M, N, K, batch or 1)
+    raw, secs = run_plan(dev or emu(), plan, arrays)
+    got = from_bytes(raw, "float32").reshape(((batch,) if batch else ()) + (M, N))
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    bound = K * 2.0 ** -24
+    err = normalised_error(got, a64, b64)
+    assert err.max() <= bound, f"max normalised error {err.max():.3g} > K * 2^-24 = {bound:.3g}"
+    cpu = (Tensor(a, device="CPU") @ Tensor(b, device="CPU")).numpy()
+    assert (np.abs(got - cpu) / np.matmul(np.abs(a64), np.abs(b64))).max() <= 2 * bound
+    return plan, raw, err, secs
+
+
+@needs_cc
+@pytest.mark.parametrize("mkn", [(32, 32, 32), (64, 64, 64), (33, 47, 65)], ids=str)
+def test_fp32_sfpu(mkn):
+    sfpu_case(*mkn)
+
+
+@needs_cc
+@pytest.mark.parametrize("form", ["bT", "aT"])
+def test_fp32_sfpu_transposed(form):
+    sfpu_case(40, 72, 56, form=form)
+
+
+@needs_cc
+def test_bf16_fp32_out_sfpu():
+    """bf16 operands with an fp32 result and no budget: the FPU's alignment is not fp32-faithful, the SFPU is."""
+    sfpu_case(40, 80, 48, form="f32out", dt=dtypes.bfloat16)
+
+
+@needs_cc
+def test_fp32_sfpu_batched():
+    sfpu_case(40, 24, 36, batch=3, err_budget=1e-4)   # a budget tighter than the FPU's: still the SFPU
+
+
+def test_fp32_sfpu_column_groups():
+    """B is resident per group of column tiles; when all of B and the replicated A panel do not fit, N is split."""
+    s = match_matmul(matmul_ast(lambda x, y: x @ y, [(512, 512), (512, 512)], dtypes.float32))
+    plan = lower_matmul(matmul_ast(lambda x, y: x @ y, [(512, 512), (512, 512)], dtypes.float32), "k")
+    assert isinstance(plan, SfpuMatmulPlan) and plan.ng == 2 and plan.ntg == 8 and s.K == 512
+    assert max(plan.l1.values()) < 0x180000
+
+
+@needs_cc
+def test_fp32_sfpu_column_groups_run():
+    """Several column groups (forced by a small ng limit) give the same bits as one."""
+    import lowering.sfpu_matmul as sm
+    state = rng.bit_generator.state
+    _, raw1, *_ = sfpu_case(40, 16, 100)
+    real = sm.allocate_sfpu_matmul_l1
+
+    def two_groups(plan):
+        plan = real(plan)
+        plan.ng = 2
+        return plan
+    rng.bit_generator.state = state
+    sm.allocate_sfpu_matmul_l1 = two_groups
+    try:
+        plan, raw2, *_ = sfpu_case(40, 16, 100)
+    finally:
+        sm.allocate_sfpu_matmul_l1 = real
+    assert plan.ng == 2 and raw1 == raw2
+
+
+@needs_cc
+def test_tinygrad_device_fp32_sfpu(monkeypatch):
+    """Through tinygrad's TT device without a budget: fp32-faithful, so the SFPU matmul."""
+    monkeypatch.delenv("TT_ERR_BUDGET", raising=False)
+    import lowering.sfpu_matmul as sm
+    planned, real = [], sm.plan_sfpu_matmul
+    monkeypatch.setattr(sm, "plan_sfpu_matmul", lambda *args, **kw: planned.append(real(*args, **kw)) or planned[-1])
+    a = rng.standard_normal((44, 76)).astype(np.float32)     # a shape no other test compiles (program cache)
+    b = rng.standard_normal((76, 36)).astype(np.float32)
+    got = (Tensor(a, device="TT") @ Tensor(b, device="TT")).numpy()
+    assert len(planned) == 1
+    cpu = (Tensor(a, device="CPU") @ Tensor(b, device="CPU")).numpy()
+    assert (np.abs(got - cpu) / (np.abs(a) @ np.abs(b))).max() <= 2 * 76 * 2.0 ** -24
+
+
+@needs_cc
+@slow
+@pytest.mark.parametrize("n", [128, 256, 512])
+def test_large_fp32_sfpu(n):
+    t0 = time.perf_counter()
+    plan, raw, err, secs = sfpu_case(n, n, n)
+    print(f"{n}^3 fp32 SFPU on the emulator: launch {secs:.1f} s, total {time.perf_counter() - t0:.1f} s, "
+          f"max normalised error {err.max():.3g}")
+
+
+@needs_cc
+@needs_ttsim
+@pytest.mark.parametrize("mkn,form,batch", [((64, 64, 64), "plain", None), ((33, 47, 65), "bT", None),
+                                            ((40, 24, 36), "aT", 2)], ids=str)
+def test_ttsim_vs_emu_bits_fp32_sfpu(mkn, form, batch):
+    from runtime.ttsim_device import TtsimDevice
+    state = rng.bit_generator.state
+    _, raw_emu, *_ = sfpu_case(*mkn, form=form, batch=batch)
+    rng.bit_generator.state = state
+    with TtsimDevice(LIB) as sim:
+        _, raw_sim, *_ = sfpu_case(*mkn, form=form, batch=batch, dev=sim)
     e, t = np.frombuffer(raw_emu, np.uint8), np.frombuffer(raw_sim, np.uint8)
     assert np.array_equal(e, t), f"{int((e != t).sum())} of {e.size} output bytes differ"

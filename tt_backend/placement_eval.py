@@ -155,6 +155,8 @@ def placer(budget: float | None = None, spec: str | None = None, seed: int = 0):
         return P.place(lk.name, lk.dag, dts, lk.dag.nodes[lk.dag.out].dtype, _n_elements(lk), evaluator_for(dts),
                        budget, P.parse_pins(spec, lk.name), samples=xs)
     place.err_budget, place.spec = budget, spec     # lowering.matmul reads the budget for its fidelity choice
+    from tt_backend.fpu_reduce_eval import fpu_sums
+    place.reduce_evaluator = fpu_sums               # lowering.fpu_reduce: the error model of FPU sums
     return place
 
 

@@ -1,0 +1,294 @@
+"""fp32 matmul on the SFPU (float32-faithful): the matmul path's engine when no FPU fidelity meets the error budget.
+
+Why: the FPU multiplies tf32/bf16 (Src registers are 19 bits) and aligns products in groups, so an fp32 matmul within an
+fp32 budget (no TT_ERR_BUDGET, or one tighter than ~3e-3 of sum|ab|) cannot use MVMUL; neither can bf16 operands with an
+fp32 result under such a budget (exact products, but the group alignment loses up to ~1.5e-3). bf16 operands are
+widened to fp32 by the reader (exact; an fp32 buffer cast to bf16 in the kernel is rounded to nearest even first).
+Here every multiply-add is one SFPMAD in fp32 (one rounding per multiply-add, RNE; the product is kept wider than fp32
+before the add), the operands reach Dst through the unpacker's fp32 -> Dst32b path (exact), and C accumulates in fp32
+in Dst.
+
+Lane layout (isa-digest 1(b)/1(c)): lane = 8*row + col; an SFPLOAD at address a reads Dst rows (a & ~3) .. +3, columns
+0,2,..,14 (a bit 1 = 0) or 1,3,..,15 (bit 1 = 1). One C vector = 4 rows x 8 same-parity columns of one 16-column half h:
+    lane (r, c) <-> C[4R + r][16h + 2c + p]                  (R = 0..7 row group, p = parity)
+so a multiply-add needs an A vector constant along the 8 lanes of a lane row and a B vector constant along the 4 lane
+rows:
+* B (constant along lane rows): B rows k..k+3 sit in 4 consecutive Dst rows; SFPLOAD the same 4-row group into LReg0..3
+  and SFPTRANSP: LReg q then holds B row k+q (columns 16h+2c+p) in all four lane rows. These 4 B vectors stay in
+  registers while one MOP runs the body over the 8 row groups R. (SFPCONFIG would broadcast lanes 0-7 of LReg0 into
+  LReg11..14 and so give 4 more B registers, but ttsim only implements SFPCONFIG when those 8 lanes are equal.)
+* A (constant along the 8 lanes of a row): the reader lays A out replicated, A[i][k] in the 8 even columns and A[i][k+1]
+  in the 8 odd columns of Dst row i of the chunk's pair k/2, so a plain SFPLOAD yields it (8x replication, done once per
+  32-row panel of A and reused for every column tile of the group).
+Body (10 words, one per 4-row group R, replayed 8 times by one MOP of REPLAYs, RWC.Dst += 4 per repetition; every
+repetition reads and writes only its own rows, so the emulator runs the 8 repetitions batched):
+    LOAD c;  4 x (LOAD a_q; MAD c += a_q * B_q);  STORE c
+= 4 SFPMADs (128 multiply-adds) per 10 instructions; with the 5-word B setup per MOP (32 SFPMADs): 2.66 SFPU
+instructions per SFPMAD. One input chunk (8 k) takes 8 passes (k half x column half x parity); TRISC1 re-records the
+body in the replay buffer for each (its Dst offsets differ). Dst (32-bit rows): C tile 0..63 (row 32h + i holds
+C[i][16h..16h+15]), two input buffers (A chunk of 8 k: 128 rows, B chunk of 8 k: 16 rows) at 64 and 208, so the
+unpacker fills one while the SFPU works on the other.
+
+Error: each of the K steps rounds once (relative 2^-24), so |C - C_exact| <= K * 2^-24 * sum_k |a_ik b_kj| (to first
+order; a sequential fp32 dot product on a CPU, fma or not, has essentially the same bound gamma_K, so the two may
+differ by twice it; measured: ~3e-7 of sum|ab| at K = 512, i.e. ~5 ulp-sized units, far below the bound). Denormal inputs count as zero (SFPMAD), denormal results
+flush to zero. The accumulation order is k = 0, 1, 2, ... (sequential), as in a naive CPU loop.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from lowering.matmul import TILE, MatmulSpec, _batch_c, _hex, _line_bytes, _operand_ctx, _out_pitch, _w
+from lowering.plan import DTYPE_SIZE, Buffer, SfpuProgram, Stream
+from templates import isa, layout
+from templates.errors import UnsupportedOp
+
+KCH = 8                        # k values per unpack step (one A chunk = 8 faces, one B chunk = 1 face)
+A_CHUNK_BYTES = 32 * KCH * 8 * 4   # 32 rows x 8 k x 8 copies, fp32 = 8 KiB (128 Dst rows)
+B_CHUNK_BYTES = KCH * 32 * 4       # 8 k x 32 columns, fp32 = 1 KiB (16 Dst rows)
+C_ROW = 0                      # Dst row of the C tile (64 rows)
+IN_ROW = (64, 208)             # Dst row of input buffer 0/1: A chunk (128 rows), then the B chunk (16 rows)
+SEM_INFREE = 3                 # T1 -> T0: an input buffer may be overwritten (max 2)
+PREDICTED_ERR_SFPU = 2.0 ** -24   # per unit of K, normalised by sum|ab| (see the module docstring)
+
+
+def sfpu_err(K: int) -> float:
+    return K * PREDICTED_ERR_SFPU
+
+
+@dataclass
+class SfpuMatmulPlan:
+    """Same launch interface as MatmulPlan (name, buffers, inputs, output, arg_words, ops, l1, n_elements, render)."""
+    name: str
+    spec: MatmulSpec
+    buffers: list[Buffer]
+    inputs: list[Stream]
+    output: Stream
+    predicted_err: float
+    budget: float | None = None
+    ng: int = 1                # column-tile groups (B resident per group; the A panel is rebuilt per group)
+    a_depth: int = 1
+    l1: dict[str, int] = field(default_factory=dict)
+    kind: str = "matmul"
+    fidelity: str = "fp32"     # what tests and reports print for the MatmulPlan's FPU fidelity
+    src_format: str = "fp32"
+    sfpu: SfpuProgram = field(default_factory=lambda: SfpuProgram([], [], 0, 0))
+
+    @property
+    def ops(self) -> list[str]: return ["MATMUL[fp32,SFPU]"]
+
+    @property
+    def ranges(self) -> tuple[int, ...]: return (*self.spec.batch, self.spec.M, self.spec.N)
+
+    @property
+    def n_elements(self) -> int: return self.spec.n_batch * self.spec.M * self.spec.N * self.spec.K
+
+    @property
+    def tiles(self) -> tuple[int, int, int]:
+        s = self.spec
+        return -(-s.M // TILE), -(-s.N // TILE), -(-s.K // TILE)
+
+    @property
+    def kc(self) -> int: return -(-self.spec.K // KCH)
+
+    @property
+    def ntg(self) -> int: return -(-self.tiles[1] // self.ng)
+
+    @property
+    def n_tiles(self) -> int:
+        mt, nt, _ = self.tiles
+        return self.spec.n_batch * mt * nt
+
+    @property
+    def sfpmads(self) -> int:
+        mt, nt, _ = self.tiles
+        return self.spec.n_batch * mt * nt * self.kc * 8 * 8 * 4
+
+    def arg_words(self, dram_addrs: list[int]) -> list[int]:
+        if len(dram_addrs) != len(self.buffers):
+            raise ValueError(f"{self.name}: {len(self.buffers)} buffers, got {len(dram_addrs)} addresses")
+        return [self.n_tiles, self.n_elements, *dram_addrs]
+
+    @property
+    def placement(self) -> "SfpuMatmulPlacement":
+        return SfpuMatmulPlacement(self)
+
+    def render(self) -> dict[str, str]:
+        return render_sfpu_matmul(self)
+
+
+class SfpuMatmulPlacement:
+    """The report's view: one SFPU node (fp32 SFPMAD), its predicted error and instruction count."""
+
+    def __init__(self, plan: SfpuMatmulPlan):
+        self.budget, self.predicted_error = plan.budget, plan.predicted_err
+        instrs = plan.sfpmads * BODY_WORDS // 4 + plan.sfpmads // 32 * 5
+        self.nodes = [{"id": 0, "op": "MATMUL", "engine": "SFPU", "fidelity": None, "pinned": False,
+                       "formats": {"a": "fp32", "b": "fp32", "acc": "fp32"},
+                       "predicted_error": plan.predicted_err, "bound": plan.predicted_err, "cycles": instrs}]
+        self.kernel = plan.name
+
+    def report(self) -> dict:
+        return {"kernel": self.kernel, "budget": self.budget, "predicted_error": self.predicted_error,
+                "predicted_max_rel": None, "predicted_cycles": self.nodes[0]["cycles"], "predicted_cycles_per_tile": {},
+                "all_sfpu_cycles": self.nodes[0]["cycles"], "reassociated": False,
+                "evaluator_error": "error model: K * 2^-24 of sum|ab| (one fp32 rounding per SFPMAD, sequential k)",
+                "nodes": self.nodes}
+
+
+def plan_sfpu_matmul(spec: MatmulSpec, name: str, err_budget: float | None = None) -> SfpuMatmulPlan:
+    if spec.out.cs != 1 and spec.N > 1:
+        raise UnsupportedOp(f"{name}: matmul output with column stride {spec.out.cs} (the writer wants rows contiguous)")
+    if spec.a.tile != spec.b.tile:
+        raise UnsupportedOp(f"{name}: operands of different precision ({spec.a.tile} x {spec.b.tile})")
+    slots = sorted({spec.a.slot, spec.b.slot, spec.out.slot})
+    nbytes = {o.slot: (o.dtype, o.nbytes) for o in (spec.a, spec.b, spec.out)}
+    buffers = [Buffer(s, *nbytes[s]) for s in slots]
+    idx = {s: i for i, s in enumerate(slots)}
+    inputs = [Stream(idx[spec.a.slot], spec.a.dtype, "matmul in0"), Stream(idx[spec.b.slot], spec.b.dtype, "matmul in1")]
+    output = Stream(idx[spec.out.slot], spec.out.dtype, "matmul out")
+    plan = SfpuMatmulPlan(name, spec, buffers, inputs, output, sfpu_err(spec.K), err_budget)
+    return allocate_sfpu_matmul_l1(plan)
+
+
+def allocate_sfpu_matmul_l1(plan: SfpuMatmulPlan) -> SfpuMatmulPlan:
+    """The fewest column groups (B resident per group), preferring a double-buffered A panel, that fit in L1."""
+    s = plan.spec
+    _, nt, _ = plan.tiles
+    esz_in = max(DTYPE_SIZE[s.a.dtype], DTYPE_SIZE[s.b.dtype])
+    fixed = {"cb_out": 2 * 4096, "stage_in": _line_bytes(max(s.K, s.N, TILE) + TILE, esz_in),
+             "stage_out": TILE * _out_pitch(s.N, DTYPE_SIZE[s.out.dtype])}
+    for ng in range(1, nt + 1):
+        for depth in (2, 1):
+            plan.ng, plan.a_depth = ng, depth
+            sizes = {"cb_b": plan.kc * plan.ntg * B_CHUNK_BYTES, "cb_a": depth * plan.kc * A_CHUNK_BYTES, **fixed}
+            addr, l1 = layout.DATA_BASE, {}
+            for k, n in sizes.items():
+                l1[k] = addr
+                addr += (n + 63) & ~63
+            if addr <= layout.DATA_END:
+                plan.l1 = l1
+                return plan
+    raise UnsupportedOp(f"{plan.name}: SFPU matmul {s.M}x{s.K} @ {s.K}x{s.N}: the replicated A panel "
+                        f"({plan.kc * A_CHUNK_BYTES} bytes) and one B column tile do not fit in L1")
+
+
+# ------------------------------------------------------------------------------------------------------- rendering
+
+def _sfp(name: str, **f) -> int: return isa.encode(name, **f)
+
+
+FP32 = 3   # SFPLOAD/SFPSTORE instr_mod0: FP32 (bit copy)
+ADDR_MOD = {0: 0, 1: 2, 2: 4}   # Dst RWC increment per SFPLOAD/SFPSTORE address-modifier slot (thread cfg 28 + slot)
+
+
+def _load(vd: int, addr: int, mode: int = 0) -> int:
+    return _sfp("SFPLOAD", lreg_ind=vd, instr_mod0=FP32, sfpu_addr_mode=mode, dest_reg_addr=addr)
+
+
+def _store(vd: int, addr: int, mode: int = 0) -> int:
+    return _sfp("SFPSTORE", lreg_ind=vd, instr_mod0=FP32, sfpu_addr_mode=mode, dest_reg_addr=addr)
+
+
+def _mad(a: int, b: int, c: int, d: int) -> int:
+    return _sfp("SFPMAD", lreg_src_a=a, lreg_src_b=b, lreg_src_c=c, lreg_dest=d, instr_mod1=0)
+
+
+B_REGS = (0, 1, 2, 3)          # LRegs holding B rows k..k+3 (one column parity) after SFPTRANSP
+BODY_WORDS = 10
+
+
+def b_setup(buf: int, mh: int, h: int, p: int) -> list[int]:
+    """B rows 4*mh..4*mh+3 of the chunk, column half h, parity p -> B_REGS, each constant along the lane rows."""
+    g = IN_ROW[buf] + 128 + 8 * h + 4 * mh + 2 * p
+    return [_load(q, g) for q in B_REGS] + [_sfp("SFPTRANSP", lreg_dest=0)]
+
+
+def body(buf: int, mh: int, h: int, p: int) -> list[int]:
+    """One C vector (rows 4R..4R+3, columns 16h + p + 2c) += A rows x B rows 4*mh..4*mh+3 of the chunk in buffer
+    buf; the last word steps RWC.Dst to the next row group."""
+    c = C_ROW + 32 * h + 2 * p
+    w = [_load(4, c)]
+    for q in range(4):
+        kl = 4 * mh + q
+        a = 5 + (q & 1)
+        w += [_load(a, IN_ROW[buf] + 32 * (kl >> 1) + 2 * (kl & 1)), _mad(a, B_REGS[q], 4, 4)]
+    w += [_store(4, c, mode=2)]
+    assert len(w) == BODY_WORDS
+    return w
+
+
+def variant_words(buf: int) -> list[dict]:
+    """The eight (k half, column half, parity) passes over one input buffer: TRISC1 pushes the B setup, re-records
+    the body in replay slots 0..9 and issues the MOP (8 x REPLAY, one per row group)."""
+    out = []
+    for mh in range(2):
+        for h in range(2):
+            for p in range(2):
+                out.append({"mh": mh, "h": h, "p": p, "bsetup": [_hex(x) for x in b_setup(buf, mh, h, p)],
+                            "body": [_hex(x) for x in body(buf, mh, h, p)]})
+    return out
+
+
+def args_header_sfpu_mm(plan: SfpuMatmulPlan) -> str:
+    from lowering.render import SYNC_BASE, SYNC_CB_OFFSET, SYNC_CB_STRIDE
+    s = plan.spec
+    mt, nt, kt = plan.tiles
+    lines = [f"/* Generated by lowering/sfpu_matmul.py for kernel {plan.name}: do not edit. */",
+             "#ifndef TT_ARGS_H", "#define TT_ARGS_H", "#include <stdint.h>", "",
+             "#define ARG_N_TILES 0", "#define ARG_N_ELEMENTS 1", "#define ARG_BUF(k) (2 + (k))",
+             f"#define TT_SYNC_BASE 0x{SYNC_BASE:X}u",
+             f"#define TT_CB_CTRL(k) (TT_SYNC_BASE + 0x{SYNC_CB_OFFSET:X}u + {SYNC_CB_STRIDE}u * (k))",
+             "#define CB_A 0u", "#define CB_B 1u", "#define CB_OUT 2u",
+             f"#define MM_M {s.M}u", f"#define MM_N {s.N}u", f"#define MM_K {s.K}u", f"#define MM_BATCH {s.n_batch}u",
+             f"#define MM_MT {mt}u", f"#define MM_NT {nt}u", f"#define MM_KC {plan.kc}u  /* chunks of {KCH} k */",
+             f"#define MM_NG {plan.ng}u", f"#define MM_NTG {plan.ntg}u  /* column tiles per group */",
+             f"#define MM_A_DEPTH {plan.a_depth}u",
+             f"#define A_CHUNK_BYTES {A_CHUNK_BYTES}u", f"#define B_CHUNK_BYTES {B_CHUNK_BYTES}u",
+             f"#define MM_A_BUF {plan.inputs[0].buf}u", f"#define MM_B_BUF {plan.inputs[1].buf}u",
+             f"#define MM_OUT_BUF {plan.output.buf}u",
+             f"#define MM_A_NBYTES {s.a.nbytes}u", f"#define MM_B_NBYTES {s.b.nbytes}u",
+             f"#define MM_OUT_NBYTES {s.out.nbytes}u", f"#define SEM_INFREE {SEM_INFREE}u"]
+    for k, v in plan.l1.items():
+        lines.append(f"#define L1_{k.upper()} 0x{v:X}u")
+    esz_in = max(DTYPE_SIZE[s.a.dtype], DTYPE_SIZE[s.b.dtype])
+    lines += [f"#define STAGE_IN_BYTES {_line_bytes(max(s.K, s.N, TILE) + TILE, esz_in)}u",
+              f"#define OUT_PITCH {_out_pitch(s.N, DTYPE_SIZE[s.out.dtype])}u",
+              "", _batch_c(s), "#endif", ""]
+    return "\n".join(lines)
+
+
+def render_sfpu_matmul(plan: SfpuMatmulPlan) -> dict[str, str]:
+    from lowering.render import (MOP_CFG_BASE, PACK_CFG, SEM_FREE, SEM_MATHDONE, SEM_UNPACKED, UNPACK_CFG,
+                                 UNPACK_CFG_COMMON, alu_format_word, kernel_sources, tensix_words)
+    s = plan.spec
+    w = tensix_words()
+    nop = isa.encode("NOP")
+    replay = isa.encode("REPLAY", load_mode=0, execute_while_loading=0, len=BODY_WORDS, start_idx=0)
+    w.update({
+        "seminit_unpacked2": _w("SEMINIT", max_value=2, init_value=0, sem_sel=1 << SEM_UNPACKED),
+        "seminit_infree": _w("SEMINIT", max_value=2, init_value=2, sem_sel=1 << SEM_INFREE),
+        "seminit_mathdone": _w("SEMINIT", max_value=1, init_value=0, sem_sel=1 << SEM_MATHDONE),
+        "seminit_free": _w("SEMINIT", max_value=1, init_value=1, sem_sel=1 << SEM_FREE),
+        "sempost_infree": _w("SEMPOST", sem_sel=1 << SEM_INFREE),
+        "stall_sync_sfpu": _w("STALLWAIT", stall_res=0x2, wait_res=0x810),      # B1 sync; C4 FPU | C11 SFPU
+        "addr_mods": [(_w("SETC16", setc16_reg=12 + k, setc16_value=0), _w("SETC16", setc16_reg=28 + k, setc16_value=v))
+                      for k, v in ADDR_MOD.items()],
+        "zero_c": _hex(_store(9, C_ROW, mode=1)),
+        "replay_record": _w("REPLAY", load_mode=1, execute_while_loading=0, len=BODY_WORDS, start_idx=0),
+        "mop": _w("MOP", mop_type=1, loop_count=0, zmask_lo16_or_loop_count=0),
+    })
+    unp = dict(UNPACK_CFG["fp32"]) | UNPACK_CFG_COMMON
+    ctx = {
+        "name": plan.name, "spec": s, "a": _operand_ctx(s.a), "b": _operand_ctx(s.b), "out": _operand_ctx(s.out),
+        "out_bf16": s.out.dtype == "bfloat16", "w": w, "unp": {i: _hex(v) for i, v in unp.items()},
+        "alu_format": _hex(alu_format_word(["fp32"], "fp32")),
+        "pck": {i: _hex(v) for i, v in PACK_CFG["fp32"].items()},
+        "variants": [variant_words(0), variant_words(1)],
+        "mop_cfg_base": _hex(MOP_CFG_BASE),
+        "mop_cfg": [_hex(v) for v in (1, 8, nop, nop, nop, replay, nop, replay, replay)],
+        "a_dst": [_hex(64 + 16 * IN_ROW[b]) for b in range(2)],            # unpacker Dst address (+ the 4-row bias)
+        "b_dst": [_hex(64 + 16 * (IN_ROW[b] + 128)) for b in range(2)],
+    }
+    return kernel_sources(ctx, "sfpu_matmul_reader.c.j2", "sfpu_matmul_writer.c.j2", "sfpu_matmul_compute.c.j2",
+                          args_header_sfpu_mm(plan))

@@ -1,0 +1,307 @@
+"""Sums on the FPU (lowering/fpu_reduce.py): MVMUL against a ones tile, fp32 Dst accumulation, placed per kernel
+under TT_ERR_BUDGET by predicted error (tt_backend/fpu_reduce_eval.py: the emulator's bit models) and cycles.
+
+  * the placement (no emulator run): float32-faithful default and tight budgets keep the SFPU, looser budgets flip to
+    the FPU with the cheapest fidelity whose prediction fits; fp32 data (tf32 in Src) needs a looser budget than bf16;
+  * the error model is the kernel: the evaluator reproduces the emulator's sums bit for bit (every fidelity/side);
+  * every axis of 1-D..4-D tensors, bf16 and fp32, pinned to the FPU (TT_PLACE=REDUCE=FPU; small shapes are cheaper on
+    the SFPU), under budgets 1e-4 / 1e-3 / 1e-2: the measured relative L2 error against numpy float64 is within the
+    budget whenever the placement promised it (an option predicted <= 0.8 budget), else within 3x its prediction;
+  * unpinned kernels that flip to the FPU meet their budget; mean's and bf16's post-ops run on the SFPU after the sum;
+  * emu == ttsim bit for bit for FPU sums (with and without a post-op) when TT_SIMULATOR is set.
+The relative L2 error of a bf16 output is measured against the correctly rounded float64 result (the output's own
+rounding, 2^-9, is not the FPU's).
+"""
+import os
+
+import numpy as np
+import pytest
+
+from tinygrad import Tensor, dtypes
+from tinygrad.helpers import Context
+from tinygrad.uop.ops import Ops
+
+import lowering.fpu_reduce as fr
+from lowering.frontend import lower_ast, lower_kernel
+from lowering.plan import KernelPlan
+from lowering.placement import SAFETY
+from tt_backend.fpu_reduce_eval import fpu_sums
+from tt_backend.placement_eval import placer
+
+rng = np.random.default_rng(7)
+needs_cc = pytest.mark.skipif(
+    __import__("shutil").which("riscv64-unknown-elf-gcc") is None and not os.environ.get("SFPI_ROOT"),
+    reason="needs a RISC-V compiler (apt-get install gcc-riscv64-unknown-elf)")
+LIB = os.environ.get("TT_SIMULATOR", "")
+
+
+def bf16(x: np.ndarray) -> np.ndarray:
+    b = np.asarray(x, np.float32).view(np.uint32)
+    return ((b + 0x7FFF + ((b >> 16) & 1)) & 0xFFFF0000).astype(np.uint32).view(np.float32)
+
+
+def asts(fn, shape, dt):
+    out = fn(Tensor.empty(*shape, device="CPU", dtype=dt))
+    return [c.src[0] for c in out.schedule_linear().src if c.op is Ops.CALL]
+
+
+def plan_for(fn, shape, dt, budget, spec=None):
+    return lower_kernel(asts(fn, shape, dt)[-1], "k", placer(budget, spec))
+
+
+def rel_l2(got, ref) -> float:
+    got, ref = np.asarray(got, np.float64).reshape(-1), np.asarray(ref, np.float64).reshape(-1)
+    return float(np.linalg.norm(got - ref) / np.linalg.norm(ref))
+
+
+# ------------------------------------------------------------------------------------------------ recognition
+
+def test_match_plain_sums_only():
+    def lk(fn, dt=dtypes.float32, shape=(4, 40)):
+        return lower_ast(asts(fn, shape, dt)[-1], "k")
+    for fn, dt in [(lambda x: x.sum(1), dtypes.float32), (lambda x: x.sum(0), dtypes.bfloat16),
+                   (lambda x: x.float().sum(), dtypes.bfloat16), (lambda x: x.mean(1), dtypes.float32),
+                   (lambda x: x.sum(1).sqrt(), dtypes.float32)]:
+        spec = fr.match(lk(fn, dt))
+        assert spec is not None and spec.src_format == ("bf16" if dt == dtypes.bfloat16 else "tf32")
+    for fn, dt in [(lambda x: (x * x).sum(1), dtypes.float32), (lambda x: x.max(1), dtypes.float32),
+                   (lambda x: x.exp().sum(1), dtypes.float32), (lambda x: x.sum(1) + x.max(1), dtypes.float32),
+                   (lambda x: x.sum(1), dtypes.int32)]:
+        assert fr.match(lk(fn, dt)) is None
+
+
+# ------------------------------------------------------------------------------------------------ placement
+
+@pytest.mark.parametrize("name,fn,dt,expect", [
+    # (64 x 512).sum(1): bf16 data is exact in Src, fp32 data is truncated to tf32 (~2^-11 per element)
+    ("bf16 float().sum", lambda x: x.float().sum(1), dtypes.bfloat16,
+     {None: None, 1e-4: ("srca", "HiFi2"), 1e-3: ("srca", "HiFi2"), 1e-2: ("srcb", "LoFi")}),
+    ("fp32 sum", lambda x: x.sum(1), dtypes.float32,
+     {None: None, 1e-4: None, 1e-3: None, 1e-2: ("srcb", "LoFi")}),
+    ("bf16 mean (bf16 out)", lambda x: x.mean(1), dtypes.bfloat16,
+     {None: None, 1e-3: ("srca", "HiFi2"), 1e-2: ("srcb", "LoFi")}),
+], ids=lambda v: v if isinstance(v, str) else "")
+def test_budget_flips_the_sum_to_the_fpu(name, fn, dt, expect):
+    for budget, want in expect.items():
+        p = plan_for(fn, (64, 512), dt, budget)
+        got = (p.side, p.fidelity) if isinstance(p, fr.FpuReducePlan) else None
+        assert got == want, (name, budget, got, getattr(p.placement, "fpu_options", None))
+        pl = p.placement
+        if got is None:
+            assert isinstance(p, KernelPlan) and all(n["engine"] == "SFPU" for n in pl.nodes)
+            continue
+        assert pl.predicted_error <= SAFETY * budget and pl.cycles["kernel"] < pl.sfpu_cycles_all
+        red = [n for n in pl.nodes if n["op"] == "REDUCE"]
+        assert red and red[0]["engine"] == "FPU" and red[0]["fidelity"] == want[1] and red[0]["instruction"] == "MVMUL"
+        assert {o["fidelity"] for o in red[0]["fpu_options"]} == {"LoFi", "HiFi2", "HiFi3"}
+
+
+def test_fp32_needs_a_looser_budget_than_bf16():
+    """The same (4, 8, 16, 32).sum(3): bf16 data (x.float().sum) is exact in Src and flips at 1e-4; fp32 data is
+    truncated to tf32 (~2^-11 per element): at 1e-4 nothing fits, at 1e-3 only options that cost more than the
+    SFPU (HiFi3) or sit at the edge (HiFi2 ~8e-4), at 1e-2 LoFi."""
+    shape, fp32, fsum = (4, 8, 16, 32), (lambda x: x.sum(3)), (lambda x: x.float().sum(3))
+    assert isinstance(plan_for(fsum, shape, dtypes.bfloat16, 1e-4), fr.FpuReducePlan)
+    assert isinstance(plan_for(fp32, shape, dtypes.float32, 1e-4), KernelPlan)
+    p = plan_for(fp32, shape, dtypes.float32, 1e-3)
+    assert isinstance(p, KernelPlan) or p.placement.predicted_error <= 8e-4
+    opts = {o["fidelity"]: o for o in p.placement.fpu_options}
+    assert opts["HiFi3"]["predicted_error"] < 8e-4 < opts["LoFi"]["predicted_error"]
+    p = plan_for(fp32, shape, dtypes.float32, 1e-2)
+    assert isinstance(p, fr.FpuReducePlan) and p.fidelity == "LoFi" and p.src_format == "tf32"
+
+
+def test_few_outputs_per_tile():
+    """Fewer than 32 outputs: with the data in SrcA a tile holds `cells` (8, 4, 2, 1) outputs of 32 // cells columns
+    each, and the SFPU adds the column partials after the k tiles. (4, 2048) bf16 x.float().sum(1) flips at 1e-3
+    with 4 outputs per tile; a bf16 x.sum() of 1024 elements is still cheaper on the SFPU (its bf16 post-cast
+    costs the same on both), which TT_PLACE can override."""
+    p = plan_for(lambda x: x.float().sum(1), (4, 2048), dtypes.bfloat16, 1e-3)
+    assert isinstance(p, fr.FpuReducePlan) and (p.side, p.fidelity, p.cells, p.tiles) == ("srca", "HiFi2", 4, (1, 8))
+    assert [fr.choose_cells(n, k, "srca") for n, k in ((64, 512), (12, 100), (2, 700), (1, 3000))] == [32, 8, 2, 1]
+    assert fr.choose_cells(1, 3000, "srcb") == 32
+    fn = lambda x: x.sum()
+    assert isinstance(plan_for(fn, (1024,), dtypes.bfloat16, 1e-2), KernelPlan)
+    p = plan_for(fn, (1024,), dtypes.bfloat16, 1e-2, "REDUCE=FPU")
+    assert isinstance(p, fr.FpuReducePlan) and [n["pinned"] for n in p.placement.nodes if n["op"] == "REDUCE"] == [True]
+    p = plan_for(fn, (1024,), dtypes.bfloat16, 1e-2, "REDUCE=FPU:HiFi3")
+    assert isinstance(p, fr.FpuReducePlan) and p.fidelity == "HiFi3" and p.cells == 32
+    assert isinstance(plan_for(fn, (1024,), dtypes.bfloat16, 1e-2, "REDUCE=SFPU"), KernelPlan)
+    # columns of output j: lanes j*L..j*L+L-1 of the row steps 0, 2, 16, 18
+    assert [fr.column_of(8, 1, q) for q in range(4)] == [2, 3, 18, 19]
+    assert sorted(fr.column_of(2, j, q) for j in range(2) for q in range(16)) == list(range(32))
+
+
+def test_error_model_per_option():
+    """The bit models: bf16 data is exact in Src at srca/HiFi2 and srcb/HiFi3, so only the MVMUL group alignment
+    (products of a group of 8 aligned to the largest on the multiplier's grid) and Dst rounding remain; fp32 data adds
+    the tf32 truncation; LoFi keeps 7 significand bits of SrcB (error ~2^-9)."""
+    x = rng.standard_normal((32, 1024)).astype(np.float32)
+    ref = x.astype(np.float64).sum(1)
+    xb = bf16(x)
+    refb = xb.astype(np.float64).sum(1)
+    e = {(f, s, p): rel_l2(fpu_sums(xb if f == "bf16" else x, f, s, p).view(np.float32), refb if f == "bf16" else ref)
+         for f in ("bf16", "tf32") for s, p in (("srcb", 1), ("srca", 2), ("srcb", 3))}
+    assert 1e-3 < e[("bf16", "srcb", 1)] < 1e-2 and 1e-3 < e[("tf32", "srcb", 1)] < 1e-2
+    assert e[("bf16", "srca", 2)] < 2e-4 and e[("bf16", "srcb", 3)] < 3e-4
+    assert 1e-4 < e[("tf32", "srcb", 3)] < 1e-3 and e[("tf32", "srcb", 3)] < e[("tf32", "srca", 2)]
+
+
+# ------------------------------------------------------------------------------------------------ end to end
+
+@pytest.fixture
+def tt_env(monkeypatch):
+    """Knobs for kernels compiled in this test (tinygrad caches programs by AST: cleared); records FPU plans."""
+    import tinygrad.codegen as cg
+    plans, real = [], fr.plan_fpu_reduce
+    monkeypatch.setattr(fr, "plan_fpu_reduce", lambda *a, **k: plans.append(real(*a, **k)) or plans[-1])
+
+    def setenv(budget, pin=None):
+        cg.to_program_cache.clear()
+        plans.clear()
+        for k, v in (("TT_ERR_BUDGET", budget), ("TT_PLACE", pin)):
+            if v is None:
+                monkeypatch.delenv(k, raising=False)
+            else:
+                monkeypatch.setenv(k, str(v))
+        return plans
+    with Context(PARALLEL=0):
+        yield setenv
+    cg.to_program_cache.clear()
+
+
+def run_sum(x, axis, dt, kind="sum"):
+    """(tt values, float64 reference rounded like the output) for x.sum / x.float().sum / x.mean over axis."""
+    t = Tensor(x, device="TT")
+    xv = x.astype(np.float64)
+    if dt == "bf16":
+        t = t.cast(dtypes.bfloat16).realize()       # a bf16 tensor in DRAM (not a fused cast)
+        xv = bf16(x).astype(np.float64)
+        t = t.float() if kind == "sum" else t      # x.float().sum(axis): fp32 output
+    out = t.mean(axis) if kind == "mean" else t.sum(axis)
+    ref = xv.mean(axis) if kind == "mean" else xv.sum(axis)
+    if out.dtype == dtypes.bfloat16:
+        out, ref = out.float(), bf16(ref.astype(np.float32)).astype(np.float64)   # vs the correctly rounded result
+    return out.numpy(), ref
+
+
+# every axis of 1-D..4-D shapes (sizes not multiples of 32) and a few axis sets; each case gets one budget
+AXES = [((37,), 0), ((5, 33), 0), ((5, 33), 1), ((3, 4, 50), 0), ((3, 4, 50), 1), ((3, 4, 50), 2),
+        ((3, 4, 50), (0, 2)), ((2, 3, 5, 7), 0), ((2, 3, 5, 7), 1), ((2, 3, 5, 7), 2), ((2, 3, 5, 7), 3),
+        ((2, 3, 5, 7), (1, 3)), ((2, 3, 5, 7), None)]
+BUDGETS = (1e-4, 1e-3, 1e-2)
+CASES = [(shape, axis, dt, BUDGETS[(i + j) % 3]) for i, (shape, axis) in enumerate(AXES) for j, dt in
+         enumerate(("bf16", "fp32"))]
+
+
+@needs_cc
+@pytest.mark.parametrize("shape,axis,dt,budget", CASES, ids=str)
+def test_pinned_fpu_sum_every_axis(tt_env, shape, axis, dt, budget):
+    plans = tt_env(budget, "REDUCE=FPU")
+    got, ref = [], []
+    for _ in range(3 if len(shape) == 1 else 1):     # a 1-D sum is one output: the L2 over three draws
+        x = rng.standard_normal(shape).astype(np.float32)
+        g, r = run_sum(x, axis, dt)
+        got.append(np.asarray(g).reshape(-1))
+        ref.append(np.asarray(r).reshape(-1))
+    err = rel_l2(np.concatenate(got), np.concatenate(ref))
+    assert plans and all(isinstance(p, fr.FpuReducePlan) for p in plans)
+    p = plans[-1]
+    assert p.src_format == ("bf16" if dt == "bf16" else "tf32")
+    pred = p.placement.predicted_error
+    opt = [o for o in p.placement.fpu_options if o["fidelity"] == p.fidelity][0]
+    if opt["acceptable"]:           # the placement promised the budget
+        assert pred <= SAFETY * budget and err <= budget, (err, pred, p.side, p.fidelity)
+    else:                           # pinned against the budget: the most accurate option, as predicted
+        assert p.fidelity == "HiFi3" and err <= 3 * pred + 1e-7, (err, pred)
+
+
+@needs_cc
+@pytest.mark.parametrize("fn_name,shape,axis,dt,kind,budget", [
+    ("bf16 float().sum(1)", (64, 200), 1, "bf16", "sum", 1e-4),
+    ("fp32 sum(1)", (64, 320), 1, "fp32", "sum", 1e-2),
+    ("fp32 sum(3) 4-D", (4, 8, 16, 32), 3, "fp32", "sum", 1e-2),
+    ("bf16 float().sum(0) 3-D", (200, 3, 24), 0, "bf16", "sum", 1e-3),
+    ("bf16 float().sum(1), 4 outputs", (4, 2048), 1, "bf16", "sum", 1e-3),
+    ("fp32 sum((1, 3)), 6 outputs", (2, 64, 3, 64), (1, 3), "fp32", "sum", 1e-2),
+    ("bf16 mean(0), bf16 out", (256, 40), 0, "bf16", "mean", 1e-3),
+], ids=lambda v: v if isinstance(v, str) else "")
+def test_unpinned_flip_meets_its_budget(tt_env, fn_name, shape, axis, dt, kind, budget):
+    plans = tt_env(budget)
+    x = rng.standard_normal(shape).astype(np.float32)
+    got, ref = run_sum(x, axis, dt, kind)
+    assert len(plans) == 1, fn_name
+    err = rel_l2(got, ref)
+    assert err <= budget and plans[0].placement.predicted_error <= SAFETY * budget, (fn_name, err)
+    tt_env(None)                     # default (float32-faithful): the SFPU, tighter
+    got0, _ = run_sum(x, axis, dt, kind)
+    assert not plans and rel_l2(got0, ref) <= max(1e-6, err)
+
+
+@needs_cc
+@pytest.mark.parametrize("shape,fid,side,cells", [((45, 100), "LoFi", "srcb", 32), ((64, 100), "HiFi2", "srca", 32),
+                                                  ((45, 100), "HiFi3", "srcb", 32), ((12, 100), "HiFi2", "srca", 8),
+                                                  ((3, 1500), "HiFi2", "srca", 4), ((2, 700), "HiFi2", "srca", 2),
+                                                  ((3000,), "HiFi2", "srca", 1)], ids=str)
+def test_evaluator_reproduces_the_emulator_bit_for_bit(tt_env, shape, fid, side, cells):
+    """The prediction runs the kernel's arithmetic: fpu_sums == the emulated kernel's output, every option and
+    layout (few outputs per tile: the column partials' SFPU adds included)."""
+    for dt in ("fp32", "bf16"):
+        plans = tt_env(1e-2, f"REDUCE=FPU:{fid}")
+        x = rng.standard_normal(shape).astype(np.float32)
+        got, _ = run_sum(x, len(shape) - 1, dt)
+        assert [(p.side, p.fidelity, p.cells) for p in plans] == [(side, fid, cells)]
+        xv = bf16(x) if dt == "bf16" else x
+        model = fpu_sums(xv.reshape(-1, shape[-1]), "bf16" if dt == "bf16" else "tf32", side, {"LoFi": 1, "HiFi2": 2, "HiFi3": 3}[fid],
+                         plans[0].cells)
+        np.testing.assert_array_equal(np.asarray(got, np.float32).reshape(-1).view(np.uint32), model)
+
+
+@needs_cc
+def test_post_ops_run_on_the_sfpu_after_the_fpu_sum(tt_env):
+    """mean (sum * 1/n), sqrt, a bf16 result: the post program runs on the 32 outputs' Dst row steps."""
+    x = np.abs(rng.standard_normal((40, 96))).astype(np.float32)
+    plans = tt_env(1e-2, "REDUCE=FPU:HiFi3")
+    got = Tensor(x, device="TT").sum(1).sqrt().numpy()
+    assert rel_l2(got, np.sqrt(x.astype(np.float64).sum(1))) <= 1e-3 and plans[0].post is not None
+    for fid in ("LoFi", "HiFi2"):          # both sides' output row steps
+        tt_env(1e-2, f"REDUCE=FPU:{fid}")
+        got = Tensor(x, device="TT").mean(0).numpy()
+        assert rel_l2(got, x.astype(np.float64).mean(0)) <= 1e-2
+
+
+@needs_cc
+def test_report_shows_the_fpu(tt_env, tmp_path, monkeypatch):
+    import json
+    monkeypatch.setenv("TT_DUMP", str(tmp_path))
+    monkeypatch.setenv("TT_CHECK", "1")
+    tt_env(1e-2)
+    x = rng.standard_normal((64, 512)).astype(np.float32)
+    Tensor(x, device="TT").sum(1).numpy()
+    reps = [json.loads(p.read_text()) for p in tmp_path.glob("*/report.json")]
+    rep = [r for r in reps if any(n["op"] == "REDUCE" for n in r["nodes"])][0]
+    red = [n for n in rep["nodes"] if n["op"] == "REDUCE"][0]
+    assert red["engine"] == "FPU" and red["fidelity"] == "LoFi" and red["formats"]["srcb"] == "tf32"
+    assert rep["predicted_cycles"] < rep["all_sfpu_cycles"] and rep["budget"] == 1e-2
+    assert rep["measured_error"] <= 1e-2 and rep["predicted_error"] <= 8e-3
+    assert rep["placement"][0]["engine"] == "FPU"
+
+
+@needs_cc
+@pytest.mark.skipif(not (LIB and os.path.isfile(LIB)), reason="needs TT_SIMULATOR=/path/to/libttsim.so")
+def test_ttsim_matches_emulator_bit_for_bit(tt_env):
+    x = rng.standard_normal((40, 70)).astype(np.float32)
+    for fid in ("LoFi", "HiFi2"):
+        for fn in (lambda t: t.sum(1), lambda t: t.mean(0), lambda t: t.cast(dtypes.bfloat16).realize().sum(1).float()):
+            plans = tt_env(1e-2, f"REDUCE=FPU:{fid}")
+            sim = fn(Tensor(x, device="TT:ttsim")).numpy()
+            emu = fn(Tensor(x, device="TT:emu")).numpy()
+            assert len(plans) == 2 and all(p.fidelity == fid for p in plans)
+            np.testing.assert_array_equal(sim.view(np.uint32), emu.view(np.uint32))
+    for a, fn in ((rng.standard_normal((3, 1500)).astype(np.float32), lambda t: t.sum(1)),      # 4 outputs per tile
+                  (rng.standard_normal(3000).astype(np.float32), lambda t: t.mean())):          # 1, with a post-op
+        plans = tt_env(1e-2, "REDUCE=FPU:HiFi2")
+        sim = fn(Tensor(a, device="TT:ttsim")).numpy()
+        emu = fn(Tensor(a, device="TT:emu")).numpy()
+        assert len(plans) == 2 and all(p.cells < 32 for p in plans)
+        np.testing.assert_array_equal(np.asarray(sim).view(np.uint32), np.asarray(emu).view(np.uint32))
