@@ -156,21 +156,35 @@ def test_pins_override_the_search():
 
 @pytest.fixture
 def tt_env(monkeypatch, tmp_path):
-    """Set placement knobs for kernels compiled in this test (tinygrad caches programs by AST: clear it)."""
-    import tinygrad.codegen as cg
-    cg.to_program_cache.clear()
+    """Set placement knobs for kernels compiled in this test. The knobs are part of tinygrad's program cache key
+    (ops_tt._KnobsKey), so no cache clearing is needed between budgets."""
     monkeypatch.setenv("TT_CHECK", "1")
     monkeypatch.setenv("TT_DUMP", str(tmp_path))
     PE.CHECKS.clear()
 
     def set_budget(b):
-        cg.to_program_cache.clear()
         if b is None:
             monkeypatch.delenv("TT_ERR_BUDGET", raising=False)
         else:
             monkeypatch.setenv("TT_ERR_BUDGET", str(b))
     yield set_budget
-    cg.to_program_cache.clear()
+
+
+@needs_cc
+def test_budget_change_recompiles_the_same_kernel(tt_env):
+    """One process, one matmul AST, budgets 1e-2 then 1e-4 then none: each realize meets its own budget (a cache
+    keyed on the AST alone would reuse the FPU program placed under 1e-2)."""
+    from tinygrad import Tensor
+    rng = np.random.default_rng(7)
+    a, b = rng.standard_normal((64, 64)).astype(np.float32), rng.standard_normal((64, 64)).astype(np.float32)
+    ref = a.astype(np.float64) @ b
+    errs = {}
+    for budget in (1e-2, 1e-4, None):
+        tt_env(budget)
+        out = (Tensor(a, device="TT") @ Tensor(b, device="TT")).numpy()
+        errs[budget] = np.linalg.norm(out - ref) / np.linalg.norm(ref)
+    assert 1e-6 < errs[1e-2] <= 1e-2, errs        # the FPU at some fidelity
+    assert errs[1e-4] <= 1e-6 and errs[None] <= 1e-6, errs   # the fp32 SFPU matmul
 
 
 def _tt(a, dt=None):

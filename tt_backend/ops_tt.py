@@ -169,10 +169,22 @@ def tt_to_program(ast: UOp, renderer: TTRenderer) -> UOp:
                                  UOp(Ops.BINARY, arg=binary)), arg=info)
 
 
+class _KnobsKey:
+    """The knobs that change what a kernel compiles to (placement budget and pins, TT_CHECK's reference, TT_DUMP's
+    files). tinygrad keys its in-process program cache on the AST, the renderer's target and `to_program_config`'s
+    values; this joins that tuple, so changing TT_ERR_BUDGET between two realizes of the same kernel re-lowers it
+    instead of reusing the program placed under the old budget."""
+    @property
+    def value(self) -> tuple:
+        return (knobs.err_budget(), knobs.place_spec(), knobs.check(), knobs.dump_dir())
+
+
 def install_hook() -> None:
-    """Wrap tinygrad.codegen.do_to_program once: TT renderers take the whole-kernel path, everyone else is untouched."""
+    """Wrap tinygrad.codegen.do_to_program once: TT renderers take the whole-kernel path, everyone else is untouched.
+    Also adds the TT knobs to tinygrad's program cache key (see _KnobsKey)."""
     current = _codegen.do_to_program
     if getattr(current, "__tt_hook__", False): return
+    _codegen.to_program_config = (*_codegen.to_program_config, _KnobsKey())
 
     def do_to_program(ast: UOp, renderer: Renderer) -> UOp:
         if isinstance(renderer, TTRenderer): return tt_to_program(ast, renderer)
