@@ -3,7 +3,13 @@
 The Tile is the `Bus` of every `RV32Core`: the cores reach L1 and their own local RAM directly through memoryviews and
 call `mmio_load/mmio_store` for everything else, which is routed through a table of (address range, handler).
 Anything not in the table is an EmuError naming the core and address (the scheduler adds the pc); like ttsim, MMIO
-takes only aligned 32-bit accesses (local RAM and its slow alias window excepted).
+takes only aligned 32-bit accesses (local RAM, its slow alias window and the Dst window excepted).
+
+RISC-V views beside config, semaphores and the push windows: the TRISCs' direct Dst window 0xFFBD8000 (Dst.md "RISCV
+access to Dst", format per RISC_DEST_ACCESS_CTRL_SEC[thread] in config word 3; dst.RiscvDstAccess), the 16 B/T0/T1/T2
+mailboxes at 0xFFEC0000 (mailbox.py: blocking pop, +4 query, 4 values per writer, discarded when the writer enters
+reset), and the GPRs at REGFILE_BASE (BRISC: GPRs[3][64]; TRISC i: GPRs[i], repeated every 256 bytes). A blocked
+mailbox read or write ends the core's quantum with a wait reason, like TTSync and a full instruction FIFO.
 
 Scheduling: `run(budget)` gives each released, unparked core a quantum in turn and drains the Tensix after each
 quantum; a parked core and an idle Tensix cost nothing. A polling core costs almost nothing either: rv32 stops its
@@ -26,7 +32,10 @@ from templates import layout
 from templates.errors import EmuError, EmuUnimplemented
 
 from .dram import Dram, as_bytes
-from .cycles import noc_cycles, riscv_mmio_extra
+from .cycles import FPU_DST_READ_LATENCY, noc_cycles, riscv_mmio_extra
+from .dst import RISCV_BASE as DST_RISCV_BASE, RISCV_ELEM as DST_RISCV_ELEM, RISCV_SIZE as DST_RISCV_SIZE, \
+    RiscvDstAccess
+from . import mailbox as mb
 from .noc import WINDOW_SIZE as NIU_WINDOW, Niu
 from .rv32 import RV32Core, Stall
 
@@ -45,6 +54,10 @@ DISABLE_RESET = 0xFFB12224
 MOP_CFG_BASE = 0xFFB80000
 MOP_CFG_WORDS = 9
 GPR_COUNT = 64
+GPR_ALIAS = 4 * GPR_COUNT      # a TRISC's 64 GPRs repeat every 256 bytes of REGFILE_BASE (MemoryOrdering.md)
+CFG_RISC_DEST_ACCESS_CTRL = 3  # config word of RISC_DEST_ACCESS_CTRL_SEC0..2 (bits 14+5*t: no_swizzle,
+#                                unsigned_int, fmt[3]; ttsim-data/bh/tensix_regs.json)
+CFG_DEST_ACCESS_CFG = 220      # bit 0 swizzle_32b, bit 1 remap_addrs
 N_SEMAPHORES = 8
 HOST = "host"
 
@@ -76,6 +89,10 @@ class Tile:
         self._tbase = {c: 0 for c in layout.CORES}           # cycle model: core time = tbase + instret + stall
         self._stall = {c: 0 for c in layout.CORES}
         self._niu_busy = [0, 0]                              # cycle model: when each NIU's requests are complete
+        self.mailboxes = mb.Mailboxes()                      # the 16 B/T0/T1/T2 mailboxes (mailbox.py)
+        self._mb_full = {c: False for c in mb.ENDS}           # the core's last mailbox write found no room
+        dst = getattr(self.tensix, "dst", None)
+        self._dst_view = RiscvDstAccess(dst) if dst is not None else None
         self._build_mmio_table()
 
     # ------------------------------------------------------------------ MMIO routing
@@ -99,6 +116,9 @@ class Tile:
              self._pcbuf_store, False),
             (layout.TENSIX_CFG_BASE, layout.TENSIX_CFG_BASE + 0x10000, "Tensix config", self._cfg_load,
              self._cfg_store, False),
+            (DST_RISCV_BASE, DST_RISCV_BASE + DST_RISCV_SIZE, "Dst (RISC-V view)", self._dst_load, self._dst_store,
+             True),
+            (mb.BASE, mb.BASE + mb.SIZE, "mailboxes", self._mailbox_load, self._mailbox_store, False),
         ]
         table.sort()
         self._mmio = table
@@ -197,6 +217,10 @@ class Tile:
         new = value & layout.ALL_CORES_RESET
         old, self.soft_reset = self.soft_reset, new
         for core, bit in CORE_BITS.items():
+            if new & bit and not old & bit:               # SoftReset.md: entering reset discards its mailboxes
+                self.mailboxes.discard_writable(core)
+                if core in self._mb_full:
+                    self._mb_full[core] = False
             if old & bit and not new & bit:               # release is edge-triggered: 1 -> 0 starts at the reset PC
                 self.cores[core].reset(self.reset_pc(core))
                 self._tbase[core] = self.clock - self.cores[core].instret
@@ -250,14 +274,18 @@ class Tile:
         self.tensix.mop_cfg_write(t, (addr - MOP_CFG_BASE) >> 2, value)
 
     def _gpr_index(self, who: str, addr: int) -> tuple[int, int]:
+        off = addr - layout.REGFILE_BASE
         if who == "brisc":
-            raise EmuUnimplemented(f"{who}: BRISC's view of the GPRs of all three threads (0x{addr:08X}) is not "
-                                   f"modelled")
+            # ScalarUnit.md "RISCV access to GPRs": RISCV B sees the whole GPRs[3][64] array at REGFILE_BASE
+            t, i = divmod(off >> 2, GPR_COUNT)
+            if t >= 3:
+                raise EmuError(f"{who}: GPR address 0x{addr:08X} is beyond GPRs[3][64] (REGFILE_BASE + 0x300); "
+                               f"what BRISC sees there is not documented")
+            return t, i
         t = self._thread(who, "Tensix GPR access", TRISC_THREAD)
-        i = (addr - layout.REGFILE_BASE) >> 2
-        if i >= GPR_COUNT:
-            raise EmuError(f"{who}: GPR address 0x{addr:08X} is beyond the {GPR_COUNT} GPRs of thread {t}")
-        return t, i
+        # RISCV T_i sees GPRs[i]; MemoryOrdering.md ("Aliasing of underlying storage"): each GPR appears several
+        # times, at X and X + 256, so the 4 KiB range repeats the 64 GPRs
+        return t, (off % GPR_ALIAS) >> 2
 
     def _gpr_load(self, who: str, addr: int) -> int:
         return self.tensix.gpr_read(*self._gpr_index(who, addr))
@@ -329,6 +357,80 @@ class Tile:
         if who == "ncrisc":
             raise EmuError(f"{who}: Tensix config (0x{addr:08X}) is not mapped for ncrisc")
         self.tensix.cfg_write((addr - layout.TENSIX_CFG_BASE) >> 2, value)
+
+    # ---- Dst, RISC-V view (Dst.md "RISCV access to Dst")
+    def _dst_ctrl(self, who: str, addr: int) -> tuple[int, tuple[int, int, int]]:
+        t = self._thread(who, f"the Dst window (0x{addr:08X}; Dst.md: RISCV T0/T1/T2 only)", TRISC_THREAD)
+        if self._dst_view is None:
+            raise EmuUnimplemented(f"{who}: Dst window at 0x{addr:08X}: this Tensix model has no Dst")
+        tx = self.tensix
+        if tx.thread_cfg(t, 0) & 1:
+            raise EmuUnimplemented(f"{who}: Dst access with CFG_STATE_ID_StateID=1 (config state bank 1)")
+        if tx.cfg_read(CFG_DEST_ACCESS_CFG) & 3:
+            raise EmuUnimplemented(f"{who}: Dst access with DEST_ACCESS_CFG remap_addrs/swizzle_32b = "
+                                   f"{tx.cfg_read(CFG_DEST_ACCESS_CFG) & 3} (Adj16/Adj32 remapping)")
+        ctrl = tx.cfg_read(CFG_RISC_DEST_ACCESS_CTRL) >> (14 + 5 * t)
+        return t, ((ctrl >> 2) & 7, ctrl & 1, (ctrl >> 1) & 1)      # fmt, no_swizzle, unsigned_int
+
+    def _dst_race(self, who: str, t: int, addr: int, size: int, elem: int) -> None:
+        """Strict + cycle model: the emulator executes Tensix instructions when they are pushed, silicon later. A
+        RISC-V Dst access while, in modelled time, this TRISC's own thread has instructions not yet issued, an FPU
+        write to the same 8-row block has not landed (Dst.md: 4 cycles), or SFPU macro work is pending, would see
+        a different Dst than silicon does: an EmuError naming the rule (wait with TTSync / a semaphore first)."""
+        tx = self.tensix
+        if not self._timed or not getattr(tx, "strict", False):
+            return
+        now = self.now(who)
+        where = f"{who}: RISC-V Dst access at 0x{addr:08X}"
+        if tx.tm.first[t] is not None and tx.tm.clock[t] >= now:
+            raise EmuError(f"{where} at cycle {now} while Tensix thread {t} still issues instructions this core "
+                           f"pushed (last issue at cycle {tx.tm.clock[t]}): RISC-V and Tensix execution are "
+                           f"asynchronous (ScalarUnit.md); read TTSync (0xFFE80004) before touching Dst")
+        sfpu = getattr(tx, "sfpu", None)
+        if sfpu is not None and getattr(sfpu, "_pending", None):
+            raise EmuError(f"{where}: SFPLOADMACRO-scheduled SFPU work is still pending; the access would race it")
+        for r in self._dst_view.rows32_of(addr - DST_RISCV_BASE, size, elem):
+            w = tx.tm.dst_fpu_write.get(r >> 3)
+            if w is not None and now < w + FPU_DST_READ_LATENCY:
+                raise EmuError(f"{where} at cycle {now}: Dst32b row {r} was written by the FPU at cycle {w} "
+                               f"(Dst.md: a written 8x16 block cannot be read for 4 cycles; the RISC-V access "
+                               f"is not interlocked)")
+
+    def _dst_load(self, who: str, addr: int, size: int) -> int:
+        t, ctrl = self._dst_ctrl(who, addr)
+        if ctrl[0] in DST_RISCV_ELEM:                        # (a reserved fmt is reported by the view)
+            self._dst_race(who, t, addr, size, DST_RISCV_ELEM[ctrl[0]])
+        return self._dst_view.load(who, addr - DST_RISCV_BASE, size, ctrl, who == "trisc2",
+                                   getattr(self.tensix, "strict", True))
+
+    def _dst_store(self, who: str, addr: int, value: int, size: int) -> None:
+        t, ctrl = self._dst_ctrl(who, addr)
+        if ctrl[0] in DST_RISCV_ELEM:
+            self._dst_race(who, t, addr, size, DST_RISCV_ELEM[ctrl[0]])
+        self._dst_view.store(who, addr - DST_RISCV_BASE, size, value, ctrl, who == "trisc2")
+
+    # ---- mailboxes (mailbox.py)
+    def _mailbox_load(self, who: str, addr: int) -> int:
+        value, push_t, why, writer = self.mailboxes.read(who, addr)
+        if value is None:
+            if who in self._stall:
+                self._stall[who] -= riscv_mmio_extra(addr)     # the retried load is charged once, when it returns
+            self._wait[who] = why
+            raise Stall()
+        if addr & 4 == 0 and who in self._stall:
+            self._wait_until(who, push_t)                      # a blocked pop returns once the value is there
+            self.mailboxes.note_freed(writer, self.now(who))
+        return value
+
+    def _mailbox_store(self, who: str, addr: int, value: int) -> None:
+        why = self.mailboxes.write(who, addr, value, self.now(who))
+        if why is not None:
+            self._mb_full[who] = True
+            self._wait[who] = f"mailbox write: {why}"
+            raise Stall()
+        if self._mb_full.get(who):
+            self._mb_full[who] = False
+            self._wait_until(who, self.mailboxes.freed_at[who])
 
     # the NIU reaches own-tile registers as the host would (4-byte NoC transfers to MMIO)
     def _noc_mmio_read32(self, addr: int) -> int:
@@ -404,6 +506,7 @@ class Tile:
                 if not self.running(name):
                     continue
                 self._wait[name] = ""
+                pops = self.mailboxes.pops.get(name)
                 try:
                     n = core.run(min(self.quantum, max_instructions - total - riscv))
                 except (EmuError, EmuUnimplemented) as e:
@@ -411,6 +514,8 @@ class Tile:
                     self._fault[name] = str(e)
                     raise type(e)(f"{e} [{name} pc=0x{core.pc:08X}]") from e
                 riscv += n
+                if core.spinning and pops != self.mailboxes.pops.get(name):
+                    core.spinning = False      # a store-free loop that pops a mailbox changes state: not a spin
                 if core.spinning:
                     spinners.append(name)
                     self._wait[name] = "spinning (polling memory/MMIO nobody has changed yet)"
