@@ -256,17 +256,37 @@ class _Lowerer:
     def sibling_reduce_ranges(self) -> dict[UOp, UOp]:
         """tinygrad gives every REDUCE its own ranges, also two reductions over the same axis (x.sum(1) + x.max(1)).
         When neither reduction feeds the other and their range sizes agree, the later one's ranges alias the first's,
-        so both run over one (output, k) iteration space (lowering/reduce.py: one accumulator each)."""
+        so both run over one (output, k) iteration space (lowering/reduce.py: one accumulator each). The same for a
+        reduction whose pre-op reads the first one's value (dependent_reduce: lowering/reduce.py runs it in a second
+        pass over the same tiles)."""
         reds = [u for u in self.sink.toposort() if u.op is Ops.REDUCE]
         alias: dict[UOp, UOp] = {}
         if len(reds) < 2: return alias
         canon = sorted(reds[0].src[1:], key=lambda r: r.arg[0])
         for r in reds[1:]:
             mine = sorted(r.src[1:], key=lambda x: x.arg[0])
-            nested = reds[0] in r.toposort() or r in reds[0].toposort()
-            if not nested and [x.src[0].arg for x in mine] == [x.src[0].arg for x in canon]:
+            if [x.src[0].arg for x in mine] != [x.src[0].arg for x in canon]:
+                continue
+            inner = [s for s in reds if s is not r and s in r.src[0].toposort()]
+            if all(self.dependent_reduce(r, s) for s in inner):
                 alias.update(zip(mine, canon))
         return alias
+
+    @staticmethod
+    def dependent_reduce(outer: UOp, inner: UOp) -> bool:
+        """outer's pre-op reads inner's finished value (argmax: max, then a max over (x == max) * reversed index;
+        (x - x.max()).exp().sum()): both may run over the same (output, k) space, in two passes over the data
+        (lowering/reduce.py), when inner's value does not depend on outer's reduce ranges and inner is not merged
+        into outer (REDUCE(op, REDUCE(op, f, k1), k2) is one reduction over (k1, k2))."""
+        if inner not in outer.src[0].toposort():
+            return False
+        x = outer.src[0]
+        while x.op is Ops.REDUCE and x.arg[0] is outer.arg[0] and x.dtype == outer.dtype:
+            if x is inner: return False
+            x = x.src[0]
+        own = set(inner.src[1:])
+        used = {u for u in inner.src[0].toposort() if u.op is Ops.RANGE} - own
+        return not used & set(outer.src[1:])
 
     # ---- index part
     def stream_index(self, idx_uop: UOp, rvar: dict[UOp, int], sizes: list[int]) -> StreamIndex:
@@ -282,9 +302,10 @@ class _Lowerer:
         valid_py = " & ".join(render_index(c, rvar, "py") for c in terms) if terms else None
         coef = affine(idx)
         strides = [math.prod(sizes[i + 1:]) for i in range(len(sizes))]
-        contiguous = not gate and coef is not None and coef.get(None, 0) == 0 and \
-            all(coef.get(r, 0) == strides[i] or sizes[i] == 1 for r, i in rvar.items()) and \
-            all(k is None or k in rvar for k in coef)
+        # per kernel range (aliased reduce ranges fold into their canonical one: affine_coef adds them up)
+        ct = affine_coef(coef, rvar, len(sizes))
+        contiguous = not gate and ct is not None and ct[-1] == 0 and \
+            all(ct[i] == strides[i] or sizes[i] == 1 for i in range(len(sizes)))
         used = frozenset(rvar[x] for t in [idx, *gate] for x in t.toposort() if x.op is Ops.RANGE)
         return StreamIndex(buf.arg.slot, buffer_dtype(buf),
                            render_index(idx, rvar, "c"), valid_c, render_index(idx, rvar, "py"), valid_py, contiguous, gate,

@@ -64,6 +64,22 @@ class Stream:
 
 
 @dataclass
+class ReducePass:
+    """The first pass of a two-pass reduction (lowering/reduce.py `plan_two_pass`): reductions whose values a later
+    reduction's pre-op reads. Its program folds each row step into its accumulators like the final pass; after a
+    group's last tile `finish` combines each output's lanes, broadcasts the result to all of the output's lanes and
+    stores it to every row step of Dst slot `slot` + i (steps < 32: `group_store` does that per step group), where
+    the final pass's pre-op and the post read it."""
+    op: str                         # "MAX", "ADD+MAX", ...
+    sfpu: SfpuProgram               # the first pass's per-row-step program (setup run per tile)
+    acc_init: list[int]
+    finish: list[int]
+    slot: int                       # first Dst slot of the first pass's results
+    n_acc: int = 1
+    group_store: list[int] = field(default_factory=list)
+
+
+@dataclass
 class ReducePlan:
     """A reduction kernel (lowering/reduce.py). The iteration space is `out_sizes` (outputs o, row-major) x
     `red_sizes` (reduce index k, row-major). Tile t = group g * tiles_per_group + tk; a tile is 32 row steps x 32 lanes
@@ -71,7 +87,9 @@ class ReducePlan:
     row step, i.e. k = tk * 32 * lanes + step * lanes + lane % lanes. The phase-1 program (KernelPlan.sfpu) folds
     each row step into the accumulator LReg `acc_reg`; after a group's last tile `finish` combines the lanes of each
     output and stores the result at row step 0 of Dst slot `acc_slot`, then `post` (elementwise after the reduce, the
-    reduced value being its input `acc_slot`) writes the output tile. Output j is datum `out_datum(j)` of that tile."""
+    reduced value being its input `acc_slot`) writes the output tile. Output j is datum `out_datum(j)` of that tile.
+    Two-pass reductions (`pass1` set): each group's tiles stream twice (tile t: pass (t // tiles_per_group) % 2);
+    pass 1 runs `pass1` (its results broadcast to Dst slots pass1.slot..), pass 2 is the plan above."""
     op: str                         # "ADD" | "MAX"
     dtype: str                      # accumulator dtype
     out_sizes: tuple[int, ...]
@@ -90,6 +108,11 @@ class ReducePlan:
                                     # then 32 // steps step groups per tile, outputs j = group * 32 + lane
     group_store: list[int] = field(default_factory=list)   # steps < 32: words after each step group (store accs)
     post_skip: list[int] = field(default_factory=list)     # steps < 32: INCRWC to the next group's result row
+    pass1: ReducePass | None = None  # two-pass reductions: the first pass (each group's tiles stream twice)
+
+    @property
+    def passes(self) -> int:
+        return 1 if self.pass1 is None else 2
 
     @property
     def n_out(self) -> int:
@@ -153,7 +176,7 @@ class KernelPlan:
     @property
     def n_tiles(self) -> int:
         if self.reduce is not None:
-            return self.reduce.groups * self.reduce.tiles_per_group
+            return self.reduce.groups * self.reduce.tiles_per_group * self.reduce.passes
         return max(1, -(-self.n_elements // TILE_ELEMS))
 
     # argument block: [n_tiles, n_elements, dram address of each buffer...]
@@ -169,7 +192,13 @@ def _map_sfpu_words(plan, f) -> None:
         plan.sfpu = replace(s, setup=[f(w) for w in s.setup], body=[f(w) for w in s.body])
     if (r := getattr(plan, "reduce", None)) is not None:
         post = replace(r.post, setup=[f(w) for w in r.post.setup], body=[f(w) for w in r.post.body])
-        plan.reduce = replace(r, post=post, acc_init=[f(w) for w in r.acc_init], finish=[f(w) for w in r.finish])
+        p1 = r.pass1
+        if p1 is not None:
+            p1 = replace(p1, sfpu=replace(p1.sfpu, setup=[f(w) for w in p1.sfpu.setup], body=[f(w) for w in p1.sfpu.body]),
+                         acc_init=[f(w) for w in p1.acc_init], finish=[f(w) for w in p1.finish],
+                         group_store=[f(w) for w in p1.group_store])
+        plan.reduce = replace(r, post=post, acc_init=[f(w) for w in r.acc_init], finish=[f(w) for w in r.finish],
+                              group_store=[f(w) for w in r.group_store], pass1=p1)
 
 
 def for_target(plan, target: Target | str):

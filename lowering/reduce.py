@@ -26,8 +26,17 @@ accumulator stored after each group (row step steps*group) and post run once per
 
 Several REDUCEs over the same axes (x.sum(1) + x.max(1); the frontend aliases their ranges) get one accumulator each
 (ACCS) and their phase-1 programs run back to back per row step; REDUCE(op, REDUCE(op, f, k1), k2) is merged by the
-frontend into one reduction over (k1, k2). A reduction feeding another one's pre-op (softmax fused into one kernel)
-would need two passes over the data and is refused.
+frontend into one reduction over (k1, k2).
+
+Two passes (`plan_two_pass`): a reduction whose pre-op reads another's finished value over the same (output, k)
+space - tinygrad fuses x.argmax(), x.logsumexp(), (x - x.max()).exp().sum(), (x - x.mean()).abs().sum() with no axis
+into one kernel; the frontend aliases the dependent reduction's ranges onto its source's - runs as two passes over
+each group's tiles (the reader sends them twice, RED_PASSES = 2): pass 1 reduces the independent reductions, its
+finish leaves each output's result in every lane it owns (lane_broadcast: bit-identical copies of the result lane)
+at every row step of a Dst slot after the inputs; pass 2 reads that slot as an extra input in the dependent
+reductions' pre-ops, then finish and post as usual. Only 1, 8 or 32 lanes per output (whole 8-lane rows) and the
+short step groups are used there. Still refused: a reduction feeding one over other elements (x.max() feeding
+per-row sums), three dependent levels, more than 3 reductions per pass, programs beyond the 8 Dst slots.
 
 Padding: reduce indices past K in a group's last tile are pads. MAX reads element k = 0 of the same output there (max
 is idempotent); ADD reads 0 when pre(0...) == 0 is known structurally (x, x*y, casts, ...), otherwise the reader adds
@@ -45,7 +54,7 @@ from dataclasses import replace
 
 from lowering import sfpu_ops as so
 from lowering.dag import ValueDAG, VNode
-from lowering.plan import DTYPE_SIZE, KernelPlan, ReducePlan, SfpuProgram, Stream
+from lowering.plan import DTYPE_SIZE, KernelPlan, ReducePass, ReducePlan, SfpuProgram, Stream
 from lowering.sfpu_codegen import DST_READ_GAP, MAX_SLOTS, compile_sfpu, const_bits, insert_nops
 from templates.errors import UnsupportedOp
 from templates.isa import decode, encode
@@ -158,10 +167,43 @@ def _words(ins) -> list[int]:
     return [encode(nm, **f) for nm, f in insert_nops(ins, 1 << 20)]
 
 
-def finish_words(ops: list[tuple[str, str]], lanes: int, acc_slot: int) -> list[int]:
+def lane_broadcast(em: so.Emitter, lanes: int, r: int) -> int:
+    """After lane_combine: copy each output's result (lane j*lanes + min(lanes, 8) - 1 of LReg r) to every lane the
+    output owns, bit for bit (a rotation tree leaves float sums that differ in the last bit between lanes, so the
+    result lane is broadcast rather than the tree made symmetric). 32 lanes: LReg0 row 0 holds the result (r = 0);
+    copies in LReg0-3 and an SFPTRANSP put row 0 into every row. Then per 8-lane row: a lane-0 mask (shift right
+    with zero fill, then NOT), lane 7 rotated to lane 0 and masked, and three OR-with-rotation doublings. Bitwise, so
+    it is the same for every op and dtype. Returns the LReg holding the broadcast result."""
+    if lanes == 1:
+        return r
+    if lanes == 32:
+        assert r == 0
+        for q in (1, 2, 3):
+            em.mov(q, 0)
+        em.i("SFPTRANSP", lreg_dest=0)      # LReg i row j := old LReg j row i = row 0 of the result for i = 0
+    m, y, t = [q for q in (1, 2, 3, 4) if q != r][:3]
+    em.loadi(m, 0xFFFFFFFF)
+    em.i("SFPSHFT2", lreg_src_c=m, lreg_dest=m, instr_mod1=4)     # SUBVEC_SHFLSHR1: lane 0 of each row := 0
+    em.i("SFPNOP")
+    em.bnot(m, m)                                                 # all ones in lane 0 of each row only
+    em.i("SFPSHFT2", lreg_src_c=r, lreg_dest=y, instr_mod1=3)     # SUBVEC_SHFLROR1: lane 0 := lane 7
+    em.i("SFPNOP")
+    em.and3(y, y, m)
+    for amount in (1, 2, 4):                                      # lanes 0..2*amount-1 hold the result
+        em.mov(t, y)
+        for _ in range(amount):
+            em.i("SFPSHFT2", lreg_src_c=t, lreg_dest=t, instr_mod1=3)
+            em.i("SFPNOP")
+        em.or3(y, y, t)
+    return y
+
+
+def finish_words(ops: list[tuple[str, str]], lanes: int, acc_slot: int, broadcast: bool = False) -> list[int]:
     """After a group's last tile: combine each output's lanes of accumulator i (LReg ACCS[i], op/dtype ops[i]) and
     store row step 0 of Dst slot acc_slot + i. With several accumulators they are parked in their slots first (the
-    32-lane combine's SFPTRANSP permutes LReg4-7) and reloaded one at a time."""
+    32-lane combine's SFPTRANSP permutes LReg4-7) and reloaded one at a time. `broadcast` (the first pass of a
+    two-pass reduction): every lane of each output gets its result (lane_broadcast), stored to all 32 row steps of
+    the slot, so the second pass's pre-op reads it at any (row step, lane) of the output."""
     fin = so.Emitter()
     fin.i("SFPNOP")                               # the last phase-1 combine may still be in flight
     gap = [("SFPNOP", {})] * DST_READ_GAP         # a written Dst block is unreadable for 4 cycles
@@ -173,18 +215,23 @@ def finish_words(ops: list[tuple[str, str]], lanes: int, acc_slot: int) -> list[
         if len(ops) > 1:
             fin.load(ACC, 64 * (acc_slot + i), so.LOAD_INT32)
         res = lane_combine(fin, op, dtype, lanes, ACC, 0)
-        fin.store(res, 64 * (acc_slot + i))
+        if broadcast:
+            res = lane_broadcast(fin, lanes, res)
+            for step in range(32):
+                fin.store(res, 64 * (acc_slot + i) + 2 * step)
+        else:
+            fin.store(res, 64 * (acc_slot + i))
         fin.ins.extend(gap)
     return _words(fin.ins)
 
 
-def choose_layout(n_out: int, n_red: int) -> tuple[int, int]:
+def choose_layout(n_out: int, n_red: int, lane_choices: tuple[int, ...] = LANE_CHOICES) -> tuple[int, int]:
     """(lanes, steps) per output minimising the tiles streamed (plus a little per group for finish/post/pack/write).
     steps < 32 (short reductions: 32/steps outputs per lane, one tile per group) only with lanes = 1 and K <= steps."""
     def cost(lg: int, st: int) -> float:
         groups = -(-n_out // ((32 // st) * (32 // lg)))
         return groups * -(-n_red // (st * lg)) + GROUP_COST * groups
-    cands = [(lg, 32) for lg in LANE_CHOICES] + [(1, st) for st in SHORT_STEPS if n_red <= st]
+    cands = [(lg, 32) for lg in lane_choices] + [(1, st) for st in SHORT_STEPS if n_red <= st]
     return min(cands, key=lambda c: (cost(*c), -c[1], c[0]))
 
 
@@ -194,13 +241,16 @@ def choose_layout(n_out: int, n_red: int) -> tuple[int, int]:
 def plan_reduce(lk, budget: float | None = None, placer=None):
     """LoweredKernel (frontend) with REDUCE nodes -> KernelPlan with a ReducePlan (L1 not yet allocated). Several
     reductions over the same axes (x.sum(1) + x.max(1): the frontend aliases their ranges) get one accumulator
-    each and share the input streams; a reduction that feeds another one (a fused softmax) is not lowered.
+    each and share the input streams; a reduction that feeds another one over the same elements (x.argmax(),
+    x.logsumexp() with no axis) is planned in two passes (plan_two_pass).
     With a `placer` (tt_backend.placement_eval.placer: budget, TT_PLACE pins, the FPU sum error model) a plain sum
     may go to the FPU instead (lowering/fpu_reduce.py): then the result is an FpuReducePlan (L1 allocated)."""
     if placer is not None and budget is None:
         budget = getattr(placer, "err_budget", None)
     dag = lk.dag
     reds = [n for n in dag.nodes if n.op == "REDUCE"]
+    if any(reduce_deps(dag, r) for r in reds):
+        return plan_two_pass(lk, reds)
     if not 1 <= len(reds) <= len(ACCS):
         raise UnsupportedOp(f"{lk.name}: {len(reds)} reductions in one kernel (at most {len(ACCS)} are lowered)")
     axes = reds[0].arg[1]
@@ -319,3 +369,190 @@ def _chain(progs: list[SfpuProgram]) -> SfpuProgram:
                     words[k] = encode(name, **{**f, "sfpu_addr_mode": 0})
         body += p.setup + words + [encode("SFPNOP")]       # the combine (an SFPMAD) may still be in flight
     return SfpuProgram(setup=[], body=body, dst_slots=max(p.dst_slots for p in progs), out_slot=progs[0].out_slot)
+
+
+# ------------------------------------------------------------------------------------------------ two passes
+
+def reduce_deps(dag: ValueDAG, r: VNode) -> set[int]:
+    """Ids of the REDUCE nodes r's pre-op reads (the finished value of another reduction)."""
+    seen, todo, out = set(), list(r.srcs), set()
+    while todo:
+        i = todo.pop()
+        if i in seen: continue
+        seen.add(i)
+        if dag.nodes[i].op == "REDUCE":
+            out.add(i)
+        else:
+            todo.extend(dag.nodes[i].srcs)
+    return out
+
+
+def dedupe_streams(lk):
+    """The frontend gives each REDUCE's loads their own streams; with the ranges aliased (a dependent reduction over
+    the same elements) several are the same (buffer, index, gate, value): keep one, the DAG's LOADs renumbered and
+    merged."""
+    from dataclasses import replace as dc_replace
+    keys, first, remap = {}, [], {}
+    for j, s in enumerate(lk.inputs):
+        key = (s.slot, s.dtype, s.index_c, s.valid_c, s.value_c)
+        if key not in keys:
+            keys[key] = len(first)
+            first.append(s)
+        remap[j] = keys[key]
+    if len(first) == len(lk.inputs):
+        return lk
+    dag, ids, loads = ValueDAG(), {}, {}
+    for n in lk.dag.nodes:
+        if n.op == "LOAD":
+            a = remap[n.arg]
+            if a not in loads:
+                loads[a] = dag.add("LOAD", n.dtype, (), a)
+            ids[n.id] = loads[a]
+        else:
+            ids[n.id] = dag.add(n.op, n.dtype, tuple(ids[x] for x in n.srcs), n.arg)
+    dag.out = ids[lk.dag.out]
+    return dc_replace(lk, inputs=first, dag=dag)
+
+
+TWO_PASS_LANES = (1, 8, 32)     # lane_broadcast needs each output's lanes to be whole 8-lane rows (or one lane)
+
+
+def plan_two_pass(lk, reds: list[VNode]) -> KernelPlan:
+    """Reductions where one reads another's finished value in its pre-op (x.argmax(): max, then a max over
+    (x == max) * reversed index; (x - x.max()).exp().sum(); (x - x.mean()).abs().sum()): two passes over each
+    group's tiles in one kernel, the reader sending them twice.
+      pass 1: the reductions that read no other (P1) fold into their accumulators as usual; after the group's last
+              tile the lane combine, then lane_broadcast and 32 stores leave each output's result in every lane it
+              owns, at every row step of Dst slot n + i (n input streams; steps < 32: per step group, the `steps`
+              row steps of the group), where nothing else writes until the group is done;
+      pass 2: the reductions reading P1 values (P2) run with those slots as extra inputs (LOAD n + i), their own
+              accumulators (the P1 LRegs are free again), finish and post as a one-pass reduction; the post may
+              read P1 values (slot n + i) and P2 values (slot n + len(P1) + i).
+    Both passes reduce over the same (output, k) space (the frontend aliases their ranges). Refused with
+    UnsupportedOp: a reduction reading a P2 value (three passes), more than len(ACCS) reductions in one pass,
+    reductions over different ranges, and programs that need more Dst slots than there are."""
+    lk = dedupe_streams(lk)
+    dag = lk.dag
+    reds = [n for n in dag.nodes if n.op == "REDUCE"]
+    deps = {r.id: reduce_deps(dag, r) for r in reds}
+    p1 = [r for r in reds if not deps[r.id]]
+    p2 = [r for r in reds if deps[r.id]]
+    p1_ids = {r.id for r in p1}
+    if any(not deps[r.id] <= p1_ids for r in p2):
+        raise UnsupportedOp(f"{lk.name}: a reduction reading a reduction that reads another one (three passes over "
+                            "the data) is not lowered")
+    if len(p1) > len(ACCS) or len(p2) > len(ACCS):
+        raise UnsupportedOp(f"{lk.name}: more than {len(ACCS)} reductions in one pass of a two-pass reduction")
+    axes = reds[0].arg[1]
+    if any(r.arg[1] != axes for r in reds):
+        raise UnsupportedOp(f"{lk.name}: reductions over different ranges in one kernel (one reduction feeding "
+                            "another over other elements, e.g. a fused softmax/cross-entropy, is not lowered yet)")
+    n_ranges = len(lk.ranges)
+    n_out_r = n_ranges - len(axes)
+    if tuple(axes) != tuple(range(n_out_r, n_ranges)):
+        raise UnsupportedOp(f"{lk.name}: reduce ranges {axes} are not the innermost of {n_ranges} (frontend order)")
+    for r in reds:
+        if (r.arg[0], r.dtype) not in COMBINE:
+            raise UnsupportedOp(f"{lk.name}: REDUCE {r.arg[0]} in {r.dtype} (lowered: float32 sum/prod/max, "
+                                "bfloat16 max, int32 sum/max, bool any)")
+    out_sizes, red_sizes = tuple(lk.ranges[:n_out_r]), tuple(lk.ranges[n_out_r:])
+    n_out, n_red = math.prod(out_sizes), math.prod(red_sizes)
+    lanes, steps = choose_layout(n_out, n_red, TWO_PASS_LANES)
+
+    streams = [lk.stream(s) for s in lk.inputs]
+    def bulk(s: Stream) -> bool:          # as plan_reduce: 32 lanes, each output's run 64-byte aligned
+        return s.contiguous and lanes == 32 and s.dtype != "bool" and (n_red * DTYPE_SIZE[s.dtype]) % 64 == 0
+    streams = [replace(s, contiguous=bulk(s)) for s in streams]
+    k_dep = [any(r >= n_out_r for r in s.ranges) for s in lk.inputs]
+
+    has_pads = n_red % (steps * lanes) != 0
+    pad_clamp = any(r.arg[0] == "MAX" for r in reds)
+    padded = {j for j, d in enumerate(k_dep) if d}
+    # P2 pre-ops read P1 value i from slot `first + i`; the slot number is fixed once the mask stream is known
+    pres1 = [extract(dag, r.srcs[0], {}) for r in p1]
+    probe = {r.id: VNode(-1, "LOAD", r.dtype, (), 1 << 20) for r in p1}
+    pres2 = [extract(dag, r.srcs[0], probe) for r in p2]
+    pres = pres1 + pres2
+    masked = [has_pads and r.arg[0] != "MAX" and (pad_clamp or r.arg[0] != "ADD" or not zero_preserving(pre, padded))
+              for r, pre in zip(p1 + p2, pres)]
+    mask_input = None
+    if any(masked):
+        mask_input = len(streams)
+        streams.append(Stream(lk.buf_index(lk.output.slot), "bool", "0"))
+        k_dep.append(True)
+    n = len(streams)
+    slot1, slot2 = n, n + len(p1)          # P1 results (broadcast), then P2 results (finish, row 0)
+    # now the real slot numbers of the P1 values in the P2 pre-ops
+    leaf1 = {r.id: VNode(-1, "LOAD", r.dtype, (), slot1 + i) for i, r in enumerate(p1)}
+    pres2 = [extract(dag, r.srcs[0], leaf1) for r in p2]
+    pres = pres1 + pres2
+    for r, pre, m in zip(p1 + p2, pres, masked):
+        if m:
+            ld = pre.add("LOAD", "bool", (), mask_input)
+            ident = pre.add("CONST", r.dtype, (), IDENTITY[(r.arg[0], r.dtype)])
+            pre.out = pre.add("WHERE", r.dtype, (ld, pre.out, ident))
+    if slot2 + len(p2) + 1 > MAX_SLOTS:
+        raise UnsupportedOp(f"{lk.name}: {n} input streams and {len(reds)} reductions in two passes do not fit the "
+                            f"{MAX_SLOTS} Dst slots")
+    leaf = dict(leaf1)
+    leaf.update({r.id: VNode(-1, "LOAD", r.dtype, (), slot2 + i) for i, r in enumerate(p2)})
+    post = extract(dag, dag.out, leaf)
+    for nd in post.nodes:
+        if nd.op == "LOAD" and nd.arg < n and k_dep[nd.arg]:
+            raise UnsupportedOp(f"{lk.name}: a value after the reduction reads input {nd.arg} per reduce index")
+
+    def phase(group: list[VNode], group_pres: list[ValueDAG], n_in: int) -> SfpuProgram:
+        accs = ACCS[:len(group)]
+        progs = []
+        for i, (r, pre) in enumerate(zip(group, group_pres)):
+            comb = COMBINE[(r.arg[0], r.dtype)]
+            progs.append(compile_sfpu(pre, n_in, r.dtype, reserve=accs,
+                                      epilogue=lambda em, x, free, comb=comb, a=accs[i]: comb(em, a, x, free[:2])))
+        prog = progs[0] if len(progs) == 1 else _chain(progs)
+        if prog.dst_slots > MAX_SLOTS:
+            raise UnsupportedOp(f"{lk.name}: the reduction's SFPU programs need more than {MAX_SLOTS} Dst slots")
+        return prog
+
+    def init_words(group: list[VNode]) -> list[int]:
+        init = so.Emitter()
+        for r, a in zip(group, ACCS):
+            init.loadi(a, const_bits(IDENTITY[(r.arg[0], r.dtype)], r.dtype))
+        return _words(init.ins)
+
+    prog1 = phase(p1, pres1, n)
+    prog2 = phase(p2, pres2, slot2)
+    post_prog = compile_sfpu(post, slot2 + len(p2), lk.dag.nodes[dag.out].dtype)
+    if post_prog.dst_slots > MAX_SLOTS:
+        raise UnsupportedOp(f"{lk.name}: the reduction's SFPU programs need more than {MAX_SLOTS} Dst slots")
+    ops1 = [(r.arg[0], r.dtype) for r in p1]
+    ops2 = [(r.arg[0], r.dtype) for r in p2]
+    group_store1, group_store2, post_skip = [], [], []
+    if steps < 32:
+        # step group g ends with Dst RWC = 2*steps*(g+1); P1 results go to all `steps` row steps of the group, P2
+        # results to its first row step (as plan_reduce); lanes = 1: no combine, no broadcast
+        for group, dest, out in ((p1, slot1, group_store1), (p2, slot2, group_store2)):
+            gs = so.Emitter()
+            gs.i("SFPNOP")
+            for i, a in enumerate(ACCS[:len(group)]):
+                for row in range(steps if group is p1 else 1):
+                    gs.store(a, 64 * (dest + i) - 2 * steps + 2 * row)
+            out.extend(_words(gs.ins))
+        finish1 = [encode("SFPNOP")] * DST_READ_GAP
+        finish2 = [encode("SFPNOP")] * DST_READ_GAP
+        skip = 2 * steps - 2
+        while skip:
+            post_skip.append(encode("INCRWC", rwc_d=min(skip, 15)))
+            skip -= min(skip, 15)
+    else:
+        finish1 = finish_words(ops1, lanes, slot1, broadcast=True)
+        finish2 = finish_words(ops2, lanes, slot2)
+    pass1 = ReducePass(op="+".join(o for o, _ in ops1), sfpu=prog1, acc_init=init_words(p1), finish=finish1,
+                       slot=slot1, n_acc=len(p1), group_store=group_store1)
+    rp = ReducePlan(op="+".join(o for o, _ in ops2), dtype=p2[0].dtype, out_sizes=out_sizes, red_sizes=red_sizes,
+                    lanes=lanes, acc_reg=ACC, acc_init=init_words(p2), finish=finish2,
+                    acc_slot=slot2, post=post_prog, k_dep=k_dep, mask_input=mask_input, pad_clamp=pad_clamp,
+                    n_acc=len(p2), steps=steps, group_store=group_store2, post_skip=post_skip, pass1=pass1)
+    output = replace(lk.stream(lk.output), contiguous=False)
+    # (no placement report, no FPU option: the accumulation-order model and the FPU sum cover one pass)
+    return KernelPlan(name=lk.name, ranges=lk.ranges, buffers=lk.buffers, inputs=streams, output=output,
+                      sfpu=prog2, ops=lk.ops, reduce=rp)

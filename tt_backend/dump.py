@@ -52,15 +52,24 @@ def instruction_counts(plan: KernelPlan, elfs: dict[str, bytes]) -> dict:
     return counts
 
 
+def reader_modes(plan) -> list[str | None]:
+    """How the reader moves each input (lowering.render.reader_mode); None for kernel families with their own readers."""
+    if not isinstance(plan, KernelPlan):
+        return [None] * len(plan.inputs)
+    from lowering.render import reader_mode
+    return [reader_mode(plan, j) for j in range(len(plan.inputs))]
+
+
 def report(plan: KernelPlan, elfs: dict[str, bytes]) -> dict:
-    def stream(s):
+    def stream(s, mode=None):
         return {"buffer_slot": plan.buffers[s.buf].slot, "dtype": s.dtype, "tile_format": s.tile_format,
-                "index_c": s.index_c, "valid_c": s.valid_c, "contiguous": s.contiguous}
+                "index_c": s.index_c, "valid_c": s.valid_c, "contiguous": s.contiguous, "reader_mode": mode}
+    modes = reader_modes(plan)
     return {
         "name": plan.name, "ranges": list(plan.ranges), "n_elements": plan.n_elements, "n_tiles": plan.n_tiles,
         "tile_elements": TILE_ELEMS,
         "buffers": [{"slot": b.slot, "dtype": b.dtype, "nbytes": b.nbytes} for b in plan.buffers],
-        "inputs": [stream(s) for s in plan.inputs], "output": stream(plan.output),
+        "inputs": [stream(s, m) for s, m in zip(plan.inputs, modes)], "output": stream(plan.output),
         "ops": list(plan.ops), "placement": placement(plan),
         "target": plan.target.name, "schedule": plan.target.schedule,
         "err_budget": knobs.err_budget(), "cores": 1,
@@ -75,7 +84,8 @@ def report_text(r: dict) -> str:
     lines = [f"kernel {r['name']}: ranges {r['ranges']} = {r['n_elements']} elements, {r['n_tiles']} tile(s)",
              f"target {r.get('target', 'emu')}: {r.get('schedule', '')}", "", "streams:"]
     for j, s in enumerate(r["inputs"]):
-        how = "contiguous" if s["contiguous"] else f"gather [{s['index_c']}]" + (f" if ({s['valid_c']})" if s["valid_c"] else "")
+        mode = s.get("reader_mode") or ("contiguous" if s["contiguous"] else "gather")
+        how = mode if mode == "contiguous" else f"{mode} [{s['index_c']}]" + (f" if ({s['valid_c']})" if s["valid_c"] else "")
         lines.append(f"  in{j}: buffer slot {s['buffer_slot']} {s['dtype']} ({s['tile_format']}) {how}")
     o = r["output"]
     lines.append(f"  out: buffer slot {o['buffer_slot']} {o['dtype']} ({o['tile_format']}) "

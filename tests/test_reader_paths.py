@@ -1,0 +1,177 @@
+"""The elementwise reader's run paths (lowering/render.py RUN_MODES): broadcast, runs, strided, columns.
+
+Per case: the renderer picks the expected mode for the stream it is meant for (gated streams keep the per-datum
+gather); the program on TT is bit-identical to tinygrad's reference (PYTHON) device (only exact ops: add, mul by 2, neg, select,
+int/bool); and at the plan level the kernel with its run paths writes exactly the bytes the same kernel writes when
+every stream is gathered per datum (Stream.coef dropped), on the same random DRAM contents, in fewer reader cycles.
+Shapes are mostly not multiples of 32 (partial last tiles, runs that straddle tiles, odd bf16 offsets); buffers both
+small enough to stay resident in the staging window and larger (window reloads: dense, sparse, descending).
+"""
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from tinygrad import Tensor, dtypes
+from tinygrad.uop.ops import Ops
+
+from lowering.frontend import lower_kernel
+from lowering.plan import KernelPlan
+from lowering.render import RUN_MODES, reader_mode, render, split
+
+needs_cc = pytest.mark.skipif(shutil.which("riscv64-unknown-elf-gcc") is None and not os.environ.get("SFPI_ROOT"),
+                              reason="needs a RISC-V compiler (apt-get install gcc-riscv64-unknown-elf)")
+rng = np.random.default_rng(11)
+
+F32, BF16, I32, BOOL = dtypes.float32, dtypes.bfloat16, dtypes.int32, dtypes.bool
+REF = "PYTHON"   # tinygrad's interpreter: the reference (the CPU device's compiler may lack __bf16)
+
+
+def _data(shape, dt):
+    if dt == BOOL:
+        return rng.integers(0, 2, shape).astype(np.bool_)
+    if dt == I32:
+        return rng.integers(-1000, 1000, shape).astype(np.int32)
+    x = rng.uniform(-4, 4, shape).astype(np.float32)
+    if dt == BF16:   # bf16-exact values, so the host conversion is exact on both devices
+        x = (x.view(np.uint32) & 0xFFFF0000).view(np.float32)
+    return x
+
+
+# name, fn, inputs [(shape, dtype)], modes that must appear among the kernel's input streams
+CASES = [
+    ("col_broadcast", lambda a, b: a + b, [((37, 45), F32), ((37, 1), F32)], {"broadcast", "contiguous"}),
+    ("scalar_broadcast", lambda a, b: a * b, [((3100,), F32), ((1,), F32)], {"broadcast"}),   # 4 tiles: slot reuse
+    ("row_broadcast", lambda a, b: a - b, [((37, 45), F32), ((1, 45), F32)], {"runs"}),
+    ("mid_broadcast", lambda a, b: a + b, [((5, 7, 33), F32), ((5, 1, 33), F32)], {"runs"}),
+    ("inner_broadcast_3d", lambda a, b: a + b, [((6, 40, 9), F32), ((6, 40, 1), F32)], {"broadcast"}),
+    ("bf16_broadcast", lambda a, b: a + b, [((37, 45), BF16), ((37, 1), BF16)], {"broadcast"}),
+    ("slice_unaligned", lambda a: a[:, 3:50] * 2, [((40, 70), F32)], {"runs"}),
+    ("slice_congruent", lambda a: a[:, 16:80] * 2, [((48, 80), F32)], {"runs"}),      # straight into the CB slot
+    ("slice_1d", lambda a: a[5:2905] + 1.0, [((3000,), F32)], {"runs"}),
+    ("bf16_slice", lambda a: -a[:, 1:40], [((37, 45), BF16)], {"runs"}),                # both halfword parities
+    ("transpose", lambda a: a.T * 2, [((33, 70), F32)], {"columns"}),
+    ("transpose_long_runs", lambda a: a.T * 2, [((50, 60), F32)], {"strided"}),       # runs of 50: strided, resident
+    ("transpose_big", lambda a: a.T + 1.0, [((48, 300), F32)], {"columns"}),          # 57600 B > staging window
+    ("strided_big", lambda a: a[:, ::2].T + 1.0, [((60, 300), F32)], {"strided"}),    # runs of 60, window reloads
+    ("transpose_sparse", lambda a: a.T * 2, [((6, 3000), F32)], {"columns"}),         # 12000-byte step: exact reads
+    ("columns_big", lambda a: a.T + 1.0, [((40, 300), F32)], {"columns"}),            # 48000 B: window reloads
+    ("columns_descending", lambda a: a.T.flip(1) * 2, [((30, 70), F32)], {"columns"}),
+    ("columns_descending_big", lambda a: a.T.flip(1) * 2, [((30, 400), F32)], {"columns"}),
+    ("permute_rows", lambda a: a.permute(1, 0, 2) * 2, [((4, 40, 60), F32)], {"runs"}),  # 9600-byte step: exact
+    ("flip_big", lambda a: a.flip(0) * 2, [((10000,), F32)], {"strided"}),            # descending, window reloads
+    ("step_slice", lambda a: a[::3] * 2, [((3001,), F32)], {"strided"}),
+    ("bf16_transpose", lambda a: -a.T, [((21, 50), BF16)], {"columns"}),
+    ("int_broadcast", lambda a, b: a + b, [((37, 45), I32), ((37, 1), I32)], {"broadcast"}),
+    ("int_transpose", lambda a: a.T + 7, [((20, 41), I32)], {"columns"}),
+    ("bool_broadcast", lambda m, a: m.where(a, 0.0), [((37, 1), BOOL), ((37, 45), F32)], {"broadcast"}),
+    ("bool_slice", lambda m, a, b: m[:, 2:47].where(a, b), [((30, 50), BOOL), ((30, 45), F32), ((30, 45), F32)],
+     {"runs"}),
+    ("bool_transpose", lambda m, a: m.T.where(a, -a), [((19, 35), BOOL), ((35, 19), F32)], {"columns"}),
+    ("bool_strided", lambda m, a: m[:, ::2].T.where(a, -a), [((60, 70), BOOL), ((35, 60), F32)], {"strided"}),
+    ("sparse_broadcast", lambda a, b: a[:, :1] + b, [((20, 3000), F32), ((20, 50), F32)], {"broadcast"}),
+    ("pad_stays_gather", lambda a: a.pad(((0, 0), (1, 2))) + 1.0, [((9, 40), F32)], {"gather"}),
+    ("short_strided_stays_gather", lambda a: a[:, ::2].T * 2, [((3, 8000), F32)], {"gather"}),  # runs of 3, reloads
+    ("short_strided_resident", lambda a: a[:, ::2].T * 2, [((3, 100), F32)], {"strided"}),      # resident buffer
+    ("short_columns", lambda a: a.T * 2, [((3, 4000), F32)], {"columns"}),
+    ("slice_big_unaligned", lambda a: a[:, 3:50] * 2, [((200, 70), F32)], {"runs"}),    # 56000 B: window reloads
+    ("broadcast_big", lambda a, b: a + b, [((9000, 1), F32), ((9000, 3), F32)], {"broadcast"}),
+    ("short_broadcast", lambda a, b: a + b, [((300, 2), F32), ((300, 1), F32)], {"broadcast"}),
+]
+IDS = [c[0] for c in CASES]
+
+
+def _tensors(specs, arrays, device):
+    return [Tensor(x, device=device) if dt != BF16 else Tensor(x, device=device).cast(BF16).realize()
+            for x, (_, dt) in zip(arrays, specs)]
+
+
+def _plans(fn, specs) -> list[KernelPlan]:
+    """The elementwise KernelPlans tinygrad schedules for fn (all-SFPU lowering: the reader does not depend on it)."""
+    ins = [t.realize() for t in _tensors(specs, [_data(s, dt) for s, dt in specs], REF)]
+    out = []
+    for i, call in enumerate(c for c in fn(*ins).schedule_linear().src if c.op is Ops.CALL):
+        if call.src[0].op is Ops.SINK:
+            plan = lower_kernel(call.src[0], f"k{i}")
+            if isinstance(plan, KernelPlan) and plan.reduce is None:
+                out.append(plan)
+    return out
+
+
+@pytest.mark.parametrize("name,fn,specs,modes", CASES, ids=IDS)
+def test_mode_chosen(name, fn, specs, modes):
+    plans = _plans(fn, specs)
+    assert plans, "no elementwise kernel"
+    got = {reader_mode(p, j) for p in plans for j in range(len(p.inputs))}
+    assert modes <= got, f"{name}: modes {got}, expected {modes}"
+    for p in plans:
+        src = render(p)["brisc"]
+        for j in range(len(p.inputs)):
+            assert f"{reader_mode(p, j)} */" in src.split(f"/* input {j}:")[1].split("\n")[0]
+
+
+@pytest.fixture(params=["emu", "ttsim"])
+def target(request):
+    if request.param == "ttsim" and not os.path.isfile(os.environ.get("TT_SIMULATOR", "")):
+        pytest.skip("TT_SIMULATOR does not point at a libttsim.so")
+    return f"TT:{request.param}"
+
+
+@needs_cc
+@pytest.mark.parametrize("name,fn,specs,modes", CASES, ids=IDS)
+def test_bit_identical_to_cpu(name, fn, specs, modes, target):
+    arrays = [_data(s, dt) for s, dt in specs]
+    got = fn(*_tensors(specs, arrays, target))
+    ref = fn(*_tensors(specs, arrays, REF))
+    if got.dtype == BF16:
+        got, ref = got.cast(F32), ref.cast(F32)
+    g, r = got.numpy(), ref.numpy()
+    assert g.shape == r.shape and g.dtype == r.dtype
+    np.testing.assert_array_equal(g.view(np.uint8), r.view(np.uint8), err_msg=name)
+
+
+# --------------------------------------------------------------------------- plan level: run paths vs per-datum gather
+def _launch(plan: KernelPlan, data: dict[int, bytes]) -> tuple[bytes, int]:
+    from runtime import compile as C
+    from runtime import driver
+    from runtime.emu.device import EmuDevice
+    dev = EmuDevice()
+    addrs, addr = [], 0x40000
+    for k, b in enumerate(plan.buffers):
+        addrs.append(addr)
+        dev.write_dram(addr, data.get(k, bytes(b.nbytes)))
+        addr += (b.nbytes + 0xFFF) & ~0xFFF
+    sources, headers = split(render(plan))
+    res = driver.launch(dev, C.compile_kernel(sources, headers, plan.name), plan.arg_words(addrs), timeout_s=300)
+    assert all(c.error == 0 for c in res.cores.values())
+    out = plan.output.buf
+    return dev.read_dram(addrs[out], plan.buffers[out].nbytes), dev.stats()["cycles"]["brisc"]
+
+
+def _random_bytes(dtype: str, nbytes: int) -> bytes:
+    if dtype == "bool":
+        return rng.integers(0, 2, nbytes).astype(np.uint8).tobytes()
+    if dtype == "int32":
+        return rng.integers(-1000, 1000, nbytes // 4).astype(np.int32).tobytes()
+    x = rng.uniform(-4, 4, nbytes // 4 if dtype == "float32" else nbytes // 2).astype(np.float32)
+    return x.tobytes() if dtype == "float32" else (x.view(np.uint32) >> 16).astype(np.uint16).tobytes()
+
+
+@needs_cc
+@pytest.mark.parametrize("name,fn,specs,modes", [c for c in CASES if c[3] & set(RUN_MODES)],
+                         ids=[c[0] for c in CASES if c[3] & set(RUN_MODES)])
+def test_same_bytes_as_gather(name, fn, specs, modes):
+    for plan in _plans(fn, specs):
+        if not any(reader_mode(plan, j) in RUN_MODES for j in range(len(plan.inputs))):
+            continue
+        gather = replace(plan, inputs=[replace(s, coef=None) for s in plan.inputs])
+        assert all(reader_mode(gather, j) in ("gather", "contiguous", "contiguous bool") for j in range(len(plan.inputs)))
+        data = {k: _random_bytes(b.dtype, b.nbytes) for k, b in enumerate(plan.buffers) if k != plan.output.buf}
+        fast, fast_cycles = _launch(plan, data)
+        slow, slow_cycles = _launch(gather, data)
+        assert fast == slow, f"{name}: run paths and gather differ"
+        assert fast_cycles < slow_cycles, f"{name}: reader {fast_cycles} cycles, gather {slow_cycles}"
