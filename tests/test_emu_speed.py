@@ -197,15 +197,21 @@ def test_bench_tile_batched_identical(batch_counter):
 _E2E = """
 import json, sys
 import numpy as np
-from runtime.emu import tensix
+from runtime.emu import sfpu as sfpu_mod, tensix
 from runtime.emu.device import EmuDevice
-count = [0]
+count = [0, 0]
 orig = tensix.Tensix._sfpu_batch
 def batch(self, t, th):
     n = orig(self, t, th) if sys.argv[1] == "on" else 0
     count[0] += n
     return n
 tensix.Tensix._sfpu_batch = batch
+tensix.DEFER_SFPU = sys.argv[1] == "on"
+eb = sfpu_mod.SFPU.execute_batch
+def ebatch(self, body, k, addrs, cycle):
+    count[1] += k * len(body)
+    return eb(self, body, k, addrs, cycle)
+sfpu_mod.SFPU.execute_batch = ebatch
 devs = []
 adv = EmuDevice.advance
 def advance(self, budget):
@@ -216,16 +222,20 @@ from tinygrad import Tensor
 rng = np.random.default_rng(7)
 a, b = rng.uniform(-30, 30, 5000).astype(np.float32), rng.uniform(-3, 3, 5000).astype(np.float32)
 ta, tb = Tensor(a, device="TT:emu"), Tensor(b, device="TT:emu")
-outs = [(ta * tb + 1), ta.maximum(tb), (ta < tb).where(ta, tb * 3), (ta * ta - tb).exp2()]
+tc = Tensor(rng.uniform(0.5, 2, 5000).astype(np.float32), device="TT:emu")
+outs = [(ta * tb + 1), ta.maximum(tb), (ta < tb).where(ta, tb * 3), (ta * ta - tb).exp2(),
+        ((tb.sin() * tc.exp2() + tc.log2()).sqrt())]
 bits = [o.numpy().view(np.uint32).tolist() for o in outs]
-print(json.dumps({"bits": bits, "stats": devs[-1].stats(), "batched": count[0]}, default=str))
+print(json.dumps({"bits": bits, "stats": devs[-1].stats(), "batched": count[0], "all_batched": count[1]},
+                 default=str))
 """
 
 
 def test_e2e_kernels_batched_identical():
-    """Whole kernels through tinygrad on TT:emu (MOP + REPLAY issue of short SFPU bodies; the exp2 body is longer
-    than the replay buffer and keeps the TTI loop): the same bits and cycle-model statistics with and without
-    batching (fresh processes: the device's statistics accumulate)."""
+    """Whole kernels through tinygrad on TT:emu (MOP + REPLAY issue of short SFPU bodies; the exp2 body and the
+    predicated sqrt(sin * exp2 + log2) body are longer than the replay buffer and keep the TTI loop, batched through
+    the deferral): the same bits and cycle-model statistics with and without batching (fresh processes: the
+    device's statistics accumulate)."""
     pytest.importorskip("tinygrad")
     import json
     import subprocess
@@ -238,6 +248,7 @@ def test_e2e_kernels_batched_identical():
         assert out.returncode == 0, out.stderr[-3000:]
         res[mode] = json.loads(out.stdout.strip().splitlines()[-1])
     assert res["on"]["batched"] > 0 and res["off"]["batched"] == 0
+    assert res["on"]["all_batched"] > res["on"]["batched"] and res["off"]["all_batched"] == 0
     assert res["on"]["bits"] == res["off"]["bits"]
     assert res["on"]["stats"] == res["off"]["stats"]
 
@@ -337,3 +348,260 @@ def test_batch_random_bodies_mostly_batched():
     if len(_RANDOM_BATCHED) < 40:
         pytest.skip("run together with test_batch_random_bodies")
     assert sum(_RANDOM_BATCHED) >= 10, _RANDOM_BATCHED
+
+
+# --- deferred SFPU work (Tensix._defer / _dq_flush): bodies pushed one word at a time ---------------------------------
+# Bodies longer than the replay buffer are pushed by TRISC1 word by word (templates/compute.c.j2); the Tensix issues
+# each at once (timing, RWCs, strict checks) but executes the data later, batching repeated bodies. Everything must be
+# bit-identical to running each instruction as it arrives (tensix.DEFER_SFPU = False).
+
+
+@pytest.fixture
+def batch_spy(monkeypatch):
+    """Counts instructions run through SFPU.execute_batch (by either batching path)."""
+    from runtime.emu import sfpu as sfpu_mod
+    orig = sfpu_mod.SFPU.execute_batch
+    state = {"n": 0}
+
+    def wrapped(self, body, k, addrs, cycle):
+        state["n"] += k * len(body)
+        return orig(self, body, k, addrs, cycle)
+    monkeypatch.setattr(sfpu_mod.SFPU, "execute_batch", wrapped)
+    return state
+
+
+def _full_state(tx):
+    s = tx.sfpu           # (the property executes deferred work first)
+    return _state(tx) + (s.lane_flags.copy(), s.use_lane_flags.copy(), s.stack_depth, s.sfpu_fp32_enabled,
+                         s.srcb_is_fp16, tx._issue_t)
+
+
+def _tti_run(body, setup=(), tiles=2, rows=32, dst_rows=512, cfg1=None, seed=3, strict=True, mid=None):
+    """Push `setup` + `rows` x `body` word by word into thread 1 per tile (the long-body shape of the compute
+    template); `mid(tx)` runs between the tiles."""
+    tx = tensix.Tensix(np.zeros(layout.L1_SIZE, np.uint8), strict=strict)
+    data = np.random.default_rng(seed).standard_normal((dst_rows, 16)).astype(np.float32).view(np.uint32)
+    tx.dst.write_rows32(0, data)
+    if cfg1 is not None:
+        tx.cfg_write(1, cfg1)
+    tx.push(1, E("SETC16", setc16_reg=29, setc16_value=2))
+    reset = E("SETRWC", rwc_cr=0, rwc_d=0, rwc_b=0, rwc_a=0, bit_mask=4, clear_ab_vld=0)
+    for i in range(tiles):
+        tx.push(1, reset)
+        for w in list(setup) + list(body) * rows:
+            tx.push(1, w)
+        if mid is not None and i + 1 < tiles:
+            mid(tx)
+    return tx
+
+
+def _both(run, monkeypatch):
+    """run() with deferral on and off: (state or error text) of each."""
+    out = []
+    for on in (True, False):
+        monkeypatch.setattr(tensix, "DEFER_SFPU", on)
+        try:
+            out.append(_full_state(run()))
+        except EmuError as e:
+            out.append(str(e))
+    return out
+
+
+def _same_or_same_error(a, b):
+    if isinstance(a, str) or isinstance(b, str):
+        assert a == b
+    else:
+        _same(a, b)
+
+
+def test_defer_long_body_equals_one_by_one(monkeypatch, batch_spy):
+    """The real 171-word body (predicated: SFPSETCC/SFPGT/SFPLE/SFPENCC) with its 14 setup words: batched through
+    the deferral, identical Dst, LRegs, flags, cycle model and counters."""
+    run = lambda: _tti_run(bench.LONG_BODY, setup=bench.LONG_SETUP, cfg1=bench.LONG_CFG1, tiles=3)
+    a, b = _both(run, monkeypatch)
+    assert batch_spy["n"] == 3 * 32 * len(bench.LONG_BODY)
+    _same(a, b)
+
+
+def test_defer_bench_kernels_identical(monkeypatch, batch_spy):
+    for on in (True, False):
+        monkeypatch.setattr(tensix, "DEFER_SFPU", on)
+        r = [bench.bench_sfpu_long(2), bench.bench_tile_long(2)]
+        if on:
+            assert batch_spy["n"] >= 2 * 2 * 32 * len(bench.LONG_BODY)
+            first = r
+    for x, y in zip(first, r):
+        for k in ("sfpu_instructions", "cycles", "checksum", "tensix_cycles", "tensix_instructions",
+                  "riscv_instructions"):
+            assert x.get(k) == y.get(k), k
+
+
+def test_defer_exp2_and_spill_bodies(monkeypatch, batch_spy):
+    for name, body in sorted(BODIES.items()):
+        batch_spy["n"] = 0
+        a, b = _both(lambda: _tti_run(body), monkeypatch)
+        assert batch_spy["n"] == 2 * 32 * len(body), name
+        _same(a, b)
+
+
+def test_defer_observers_see_executed_work(monkeypatch):
+    """Reading Dst/LRegs from outside (here between tiles, and a pack-side Dst read through tx.dst) sees the
+    deferred work done; a new tile's SETRWC flushes the previous one."""
+    seen = []
+
+    def mid(tx):
+        seen.append((tx.dst.rows32[192:256].copy(), tx.sfpu.lreg[:8].copy()))
+    res = []
+    for on in (True, False):
+        monkeypatch.setattr(tensix, "DEFER_SFPU", on)
+        seen.clear()
+        tx = _tti_run(BODIES["spill"], tiles=3, mid=mid)
+        res.append([x for pair in seen for x in pair] + [tx.dst.rows32.copy()])
+    for x, y in zip(*res):
+        assert np.array_equal(x, y)
+
+
+def test_defer_keeps_strict_errors(monkeypatch):
+    """Never-written Dst rows, a stall-blind read after a MAD, an SFPADD without LReg[10], an odd Dst address: the
+    same error at the same instruction with and without deferral."""
+    cases = [
+        lambda: _tti_run(EXP2_BODY, dst_rows=40),
+        lambda: _tti_run([LOAD(0, 0), MAD(0, 0, 9, 1), E("SFPIADD", lreg_c=0, lreg_dest=1, instr_mod1=4,
+                                                              imm12_math=0), STORE(1, 64, 1)]),
+        lambda: _tti_run([LOAD(0, 0), E("SFPADD", lreg_src_a=0, lreg_src_b=0, lreg_src_c=9, lreg_dest=1,
+                                        instr_mod1=0), STORE(1, 64, 1)]),
+        lambda: _tti_run([LOAD(0, 0), MAD(0, 0, 9, 1), STORE(1, 65, 1)]),
+    ]
+    for run in cases:
+        a, b = _both(run, monkeypatch)
+        assert isinstance(a, str) and a == b, (a, b)
+
+
+def test_defer_predicated_store_then_load(monkeypatch, batch_spy):
+    """A store on some lanes only (rows partly written) followed by a load of those rows: the strict check must see
+    exactly what the one-by-one path sees (deferred work executed first)."""
+    pred = [E("SFPENCC", instr_mod1=10, imm12_math=3),                      # UseLaneFlags := 1, LaneFlags := 1
+            LOAD(0, 0), E("SFPSETCC", lreg_c=0, instr_mod1=0, imm12_math=0),   # lanes with x < 0
+            STORE(0, 256), E("SFPENCC", instr_mod1=0, imm12_math=0),
+            LOAD(1, 256), MAD(1, 10, 9, 2), STORE(2, 320, 1)]
+    for rows, dst_rows in ((32, 512), (8, 256)):
+        a, b = _both(lambda: _tti_run(pred, rows=rows, dst_rows=dst_rows), monkeypatch)
+        _same_or_same_error(a, b)
+
+
+def _random_pred_body(rng, clean: bool):
+    """_random_body plus lane-flag instructions (SFPSETCC, SFPENCC, SFPGT/SFPLE, flag-setting SFPIADD/SFPEXEXP/SFPLZ)
+    and SFPADDI/SFPMULI; with `clean` the body usually ends with an SFPENCC restoring the entry flag state."""
+    body = _random_body(rng, clean)
+    flag_ops = [
+        lambda: E("SFPSETCC", lreg_c=int(rng.integers(0, 8)), instr_mod1=int(rng.choice([0, 1, 2, 4, 6, 8])),
+                  imm12_math=int(rng.integers(0, 2))),
+        lambda: E("SFPENCC", instr_mod1=int(rng.choice([0, 1, 2, 8, 10])), imm12_math=int(rng.integers(0, 4))),
+        lambda: E("SFPGT", lreg_c=int(rng.integers(0, 12)), lreg_dest=int(rng.integers(0, 8)),
+                  instr_mod1=int(rng.choice([0, 1, 8, 9]))),
+        lambda: E("SFPLE", lreg_c=int(rng.integers(0, 12)), lreg_dest=int(rng.integers(0, 8)),
+                  instr_mod1=int(rng.choice([0, 1, 8, 9]))),
+        lambda: E("SFPIADD", lreg_c=int(rng.integers(0, 12)), lreg_dest=int(rng.integers(0, 8)),
+                  instr_mod1=int(rng.integers(0, 16)), imm12_math=int(rng.integers(0, 4096))),
+        lambda: E("SFPEXEXP", lreg_c=int(rng.integers(0, 12)), lreg_dest=int(rng.integers(0, 8)),
+                  instr_mod1=int(rng.integers(0, 16))),
+        lambda: E("SFPLZ", lreg_c=int(rng.integers(0, 12)), lreg_dest=int(rng.integers(0, 8)),
+                  instr_mod1=int(rng.integers(0, 16))),
+        lambda: E("SFPADDI", lreg_dest=int(rng.integers(0, 8)), instr_mod1=int(rng.choice([0, 2])),
+                  imm16_math=int(rng.integers(0, 65536))),
+        lambda: E("SFPMULI", lreg_dest=int(rng.integers(0, 8)), instr_mod1=int(rng.choice([0, 2])),
+                  imm16_math=int(rng.integers(0, 65536))),
+    ]
+    if not clean:
+        for _ in range(int(rng.integers(1, 6))):
+            at = int(rng.integers(1, len(body)))
+            body.insert(at, flag_ops[int(rng.integers(0, len(flag_ops)))]())
+        return body
+    # codegen-shaped conditional blocks: condition on defined LRegs, predicated writes to defined LRegs, SFPENCC
+    from runtime.emu.sfpu import SFPU
+    for _ in range(int(rng.integers(1, 3))):
+        at = int(rng.integers(2, len(body)))
+        written = 0
+        for w in body[:at]:
+            written |= SFPU.batch_regs(*isa.decode(w))[1]
+        d = [r for r in range(8) if written >> r & 1]
+        pick = lambda: int(rng.choice(d))
+        cond = [lambda: E("SFPSETCC", lreg_c=pick(), instr_mod1=int(rng.choice([0, 2, 4, 6])), imm12_math=0),
+                lambda: E("SFPGT", lreg_c=pick(), lreg_dest=pick(), instr_mod1=1),
+                lambda: E("SFPLE", lreg_c=pick(), lreg_dest=pick(), instr_mod1=int(rng.choice([1, 9]))),
+                lambda: E("SFPIADD", lreg_c=pick(), lreg_dest=pick(), instr_mod1=1,
+                          imm12_math=int(rng.integers(0, 4096))),
+                lambda: E("SFPEXEXP", lreg_c=pick(), lreg_dest=pick(), instr_mod1=2)]
+        then = [lambda: E("SFPMOV", lreg_c=pick(), lreg_dest=pick(), instr_mod1=0),
+                lambda: E("SFPLOADI", lreg_ind=pick(), instr_mod0=0, imm16=int(rng.integers(0, 65536))),
+                lambda: E("SFPMULI", lreg_dest=pick(), instr_mod1=0, imm16_math=int(rng.integers(0, 65536))),
+                lambda: MAD(pick(), pick(), pick(), pick())]
+        block = [cond[int(rng.integers(0, len(cond)))]()]
+        block += [then[int(rng.integers(0, len(then)))]() for _ in range(int(rng.integers(1, 3)))]
+        body[at:at] = block + [E("SFPENCC", instr_mod1=0, imm12_math=0)]
+    return body
+
+
+_PRED_BATCHED: list = []
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_defer_random_predicated_bodies(seed, monkeypatch, batch_spy):
+    """Random bodies with lane-flag instructions pushed word by word: deferral on and off leave identical state
+    (LRegs, flags, Dst, written rows, cycle model, counters) or raise the same error."""
+    rng = np.random.default_rng(500 + seed)
+    body = _random_pred_body(rng, clean=seed % 4 < 3)
+    body = [w for x in body for w in (x, E("SFPNOP"))] if seed % 2 else body
+    setup = [E("SFPLOADI", lreg_ind=i, instr_mod0=0, imm16=0x3F80 + 3 * i) for i in range(8)]
+    if seed % 3:
+        setup.append(E("SFPENCC", instr_mod1=10, imm12_math=3))
+    a, b = _both(lambda: _tti_run(body, setup=setup, rows=16, seed=seed), monkeypatch)
+    _same_or_same_error(a, b)
+    _PRED_BATCHED.append(batch_spy["n"] > 0)
+
+
+def test_defer_random_predicated_mostly_batched():
+    if len(_PRED_BATCHED) < 40:
+        pytest.skip("run together with test_defer_random_predicated_bodies")
+    assert sum(_PRED_BATCHED) >= 10, _PRED_BATCHED
+
+
+def test_defer_small_queue_limit(monkeypatch, batch_spy):
+    """A full queue is executed mid-body (DQ_MAX): the rest still batches, results identical."""
+    monkeypatch.setattr(tensix, "DQ_MAX", 2000)
+    run = lambda: _tti_run(bench.LONG_BODY, setup=bench.LONG_SETUP, cfg1=bench.LONG_CFG1, tiles=2)
+    a, b = _both(run, monkeypatch)
+    assert batch_spy["n"] > 0.6 * 2 * 32 * len(bench.LONG_BODY)
+    _same(a, b)
+
+
+def test_defer_mop_of_replay_predicated_body(monkeypatch, batch_spy):
+    """A predicated body issued as MOP -> REPLAY (which _sfpu_batch refuses: lane flags) is batched through the
+    deferral instead; identical to one by one."""
+    body = [LOAD(0, 0), E("SFPSETCC", lreg_c=0, instr_mod1=0, imm12_math=0), MAD(0, 0, 9, 0),
+            E("SFPENCC", instr_mod1=0, imm12_math=0), STORE(0, 64, 1)]
+    setup = [E("SFPENCC", instr_mod1=10, imm12_math=3)]
+    res = []
+    for on in (True, False):
+        monkeypatch.setattr(tensix, "DEFER_SFPU", on)
+        res.append(_full_state(_mop_run(body, setup=setup)))
+    assert batch_spy["n"] == 2 * 32 * len(body)
+    _same(*res)
+
+
+def test_defer_kept_dst_reference_sees_work(monkeypatch):
+    """A reference to tx.dst taken before the pushes (as the tile's RISC-V Dst window keeps one) reads Dst with the
+    deferred work done."""
+    res = []
+    for on in (True, False):
+        monkeypatch.setattr(tensix, "DEFER_SFPU", on)
+        tx = tensix.Tensix(np.zeros(layout.L1_SIZE, np.uint8), strict=True)
+        d = tx.dst
+        d.write_rows32(0, np.random.default_rng(1).standard_normal((512, 16)).astype(np.float32).view(np.uint32))
+        tx.push(1, E("SETC16", setc16_reg=29, setc16_value=2))
+        for w in EXP2_BODY * 32:
+            tx.push(1, w)
+        if on:
+            assert tx._dq                          # really deferred at this point
+        res.append((d.rows32.copy(), d.written.copy()))
+    assert np.array_equal(res[0][0], res[1][0]) and np.array_equal(res[0][1], res[1][1])

@@ -326,6 +326,20 @@ class TensixTiming:
         self.after_mop[t] = is_mop
         self.fe[t] = push_t if push_t > fe else fe
 
+    def accept_take(self, t: int, push_t: int) -> int:
+        """accept() then take() of a non-MOP word pushed on an empty FIFO (the Tensix's per-word fast path)."""
+        q = self.taken[t]
+        if len(q) == FIFO_EFFECTIVE_DEPTH and q[0] > push_t:
+            push_t = q[0]
+        c = self.clock[t]
+        q.append(push_t if push_t > c else c)
+        fe = self.fe[t]
+        if self.after_mop[t]:
+            fe = max(fe, c + 1) + MOP_TRANSITION_PENALTY
+            self.after_mop[t] = False
+        self.fe[t] = push_t if push_t > fe else fe
+        return push_t
+
     def frontend_cycles(self, t: int, n: int) -> None:
         """Cycles the frontend spends ingesting words that emit nothing (REPLAY load without Exec, MOP_CFG)."""
         self.fe[t] = max(self.fe[t], self.clock[t] + 1) + n
@@ -347,6 +361,31 @@ class TensixTiming:
         return None
 
     def issue(self, t: int, name: str, kind: int, info, f: dict, block: int, was_blocked: bool, pre=None) -> int:
+        if kind == K_SFPU:      # the hot case, written out (same rules as the general path below)
+            last = self.clock[t]
+            fe = self.fe[t]
+            c = last + 1
+            if fe > c:
+                c = fe
+            mask, until = self.gate[t]
+            if until > c and (block & mask if block != -1 else mask == 0x1FF):
+                c = until
+            if was_blocked and self.event_t + 1 > c:
+                c = self.event_t + 1
+            if name == "SFPLOAD" or name == "SFPLOADMACRO":
+                self._sfpload_hazard(t, c, name, f)
+            st = self.tx._sfpu.timing
+            if c == st.nop_only_cycle or c == st.mad_cycle + 1 or info[4] or info[5]:
+                c = st.regular(c, info)
+            elif c >= st.busy_until:      # what regular() does for a 1-cycle instruction meeting no auto-stall
+                st.busy_until = c + 1
+            if self.first[t] is None:
+                self.first[t] = c
+            elif c - last > 1:
+                self.stalls[t] += c - last - 1
+            self.clock[t] = c
+            self.issued[t] += 1
+            return c
         tx = self.tx
         c = self.clock[t] + 1
         if self.fe[t] > c:
@@ -359,7 +398,7 @@ class TensixTiming:
         if kind == K_SFPU:
             if name in ("SFPLOAD", "SFPLOADMACRO"):
                 self._sfpload_hazard(t, c, name, f)
-            c = tx.sfpu.timing.regular(c, info)
+            c = tx._sfpu.timing.regular(c, info)
         elif kind == K_FPU:
             lat, occ = info
             if name in FPU_DST_WRITERS and pre is not None:
@@ -371,8 +410,8 @@ class TensixTiming:
                 if name not in ("MOVA2D", "MOVDBGA2D", "MOVB2D"):
                     c = max(c, self.src_ready.get(("a", bank_a), 0), self.src_ready.get(("b", bank_b), 0))
                 self.dst_fpu_write[block_i] = c
-            if tx.sfpu is not None and tx.sfpu._pending:
-                tx.sfpu.drain_macros(c)
+            if tx._sfpu is not None and tx._sfpu._pending:
+                tx._sfpu.drain_macros(c)
             self.fpu_busy = max(self.fpu_busy, c + lat)
             self.event_t = max(self.event_t, c)   # clear_dvalid hands banks back to the unpackers
         elif kind == K_UNPACK:
@@ -385,8 +424,8 @@ class TensixTiming:
             self.src_ready[("b" if sel else "a", bank)] = done
             self.event_t = max(self.event_t, done)
         elif kind == K_PACK:
-            if tx.sfpu is not None and tx.sfpu._pending:
-                tx.sfpu.drain_macros(c)
+            if tx._sfpu is not None and tx._sfpu._pending:
+                tx._sfpu.drain_macros(c)
             c = max(c, self.pack_busy)
             self.pack_busy = c + pack_cycles(self._adc_count(t, 2))
         elif kind == K_SYNC:
@@ -415,7 +454,7 @@ class TensixTiming:
         self.gate[t] = (block, release + STALLWAIT_LAG)
 
     def sfpu_busy(self) -> int:
-        s = self.tx.sfpu
+        s = self.tx._sfpu   # the raw SFPU: timing state is eager, no deferred-data flush needed
         if s is None:
             return 0
         due = [p.due for p in s._pending if p.due is not None]

@@ -464,7 +464,16 @@ class SFPU:
     # --- MAD sub-unit ------------------------------------------------------------------------------------------
     def _mad(self, xyz: np.ndarray, vd: int, mod1: int) -> None:
         """Shared tail of the SFPMAD family: NEGATE_VB/VC already applied by the caller; fma; INDIRECT_VD write."""
-        self._write_indirect(vd, bool(mod1 & 8), fma_bh_stacked(xyz), self.enabled())
+        en = self.enabled()
+        if not mod1 & 8 and not self._en_all:
+            # only the enabled lanes are written, and the fma is lane-wise: compute just those (the same bits; whatever
+            # disabled lanes hold - often Inf/NaN/denormals under predication - cannot send it to its slow exact path)
+            if vd < 8 or vd == 16:
+                en = np.broadcast_to(en, xyz.shape[1:])
+                if en.any():
+                    self.lreg[vd][en] = fma_bh_stacked(np.ascontiguousarray(xyz[:, en]))
+            return
+        self._write_indirect(vd, bool(mod1 & 8), fma_bh_stacked(xyz), en)
 
     def SFPMAD(self, f: dict, dst_base: int) -> None:
         mod1 = f["instr_mod1"]
@@ -486,7 +495,7 @@ class SFPU:
         vd, mod1 = f["lreg_dest"], f["instr_mod1"]
         vc = f.get("_vc", vd)   # SFPLOADMACRO picks VC itself (the usual VC = VD is skipped)
         c = self.lreg[vc] ^ U32(SIGN) if mod1 & 2 else self.lreg[vc]
-        xyz = np.empty((3, 32), dtype=U32)
+        xyz = np.empty((3,) + c.shape, dtype=U32)                     # (3, 32), or (3, k, 32) in execute_batch
         xyz[0], xyz[1], xyz[2] = f["imm16_math"] << 16, ONE_F32, c      # BF16ToFP32(Imm16) * 1.0 + c
         self._mad(xyz, vd, mod1)
 
@@ -494,7 +503,7 @@ class SFPU:
         vd, mod1 = f["lreg_dest"], f["instr_mod1"]
         vc = f.get("_vc", vd)   # SFPLOADMACRO picks VC itself (the usual VC = VD is skipped)
         c = self.lreg[vc] ^ U32(SIGN) if mod1 & 2 else self.lreg[vc]
-        xyz = np.empty((3, 32), dtype=U32)
+        xyz = np.empty((3,) + c.shape, dtype=U32)
         xyz[0], xyz[1], xyz[2] = f["imm16_math"] << 16, c, 0            # BF16ToFP32(Imm16) * c + 0.0
         self._mad(xyz, vd, mod1)
 
@@ -995,12 +1004,18 @@ class SFPU:
 
     # --- batched row steps (Tensix._sfpu_batch) ---------------------------------------------------------------------
     @staticmethod
-    def batchable(name: str, f: dict) -> bool:
-        """Can this instruction run in SFPU.execute_batch: lane-wise, no lane-flag / PRNG / LaneConfig / macro state
+    def batchable(name: str, f: dict, flags: bool = False) -> bool:
+        """Can this instruction run in SFPU.execute_batch: lane-wise, no PRNG / LaneConfig / macro / flag-stack state
         read or changed, no fixed (32,)-lane indexing, VD outside the backdoor range (12..15), 32-bit Dst modes only
-        (checked by the caller once the format is known)."""
+        (checked by the caller once the format is known). Without `flags`, also no lane flag read or written; with
+        it, the lane-flag instructions of _FLAG_BATCHABLE too (the caller then tracks the flag state: flag_transfer,
+        batch_regs)."""
         cond = _BATCHABLE.get(name)
-        if cond is None or not cond(f):
+        ok = cond is not None and cond(f)
+        if not ok and flags:
+            cond = _FLAG_BATCHABLE.get(name)
+            ok = cond is not None and cond(f)
+        if not ok:
             return False
         vd = f.get("lreg_ind" if name in _VD_IN_LREG_IND else "lreg_dest", 0)
         # a store may read the constants 8..11; writers only to 0..7 (a write to 8..11 is dropped, which the LReg
@@ -1011,16 +1026,25 @@ class SFPU:
         """Run `body` (name, fields, mem) k times as k x 32 lanes, instruction by instruction: LRegs become a
         (17, k, 32) array for the duration (repetition r = row r of each register), so the ordinary handlers run
         unchanged; `mem` = (is_store, vd, resolved mod0) for SFPLOAD/SFPSTORE, whose Dst addresses per repetition
-        are the columns of `addrs` (k, n_mem). The caller proved equivalence with k sequential runs."""
-        lreg = self.lreg
+        are the columns of `addrs` (k, n_mem). If the body writes lane flags, LaneFlags / UseLaneFlagsForLaneEnable
+        become (k, 32) as well and loads/stores honour the lane enables. The caller proved equivalence with k
+        sequential runs (every repetition starts from the same LReg inputs and flag state)."""
+        lreg, lf0, use0 = self.lreg, self.lane_flags, self.use_lane_flags
         b = np.repeat(lreg[:, None, :], k, axis=1)
         rows32, written = self.dst.rows32, self.dst.written
+        flags = any(name in _FLAG_WRITERS for name, _, _ in body)
         self.lreg = b
+        if flags:
+            self.lane_flags = np.repeat(lf0[None, :], k, axis=0)
+            self.use_lane_flags = np.repeat(use0[None, :], k, axis=0)
+        self._en = None
         j = 0
         try:
             for name, fields, mem in body:
                 if mem is None:
                     self._handlers[name](fields, 0)
+                    if name in _FLAG_WRITERS:
+                        self._en = None
                     continue
                 is_store, vd, mod0 = mem
                 a = addrs[:, j]
@@ -1028,19 +1052,79 @@ class SFPU:
                 r0 = (a & ~3)[:, None]
                 rows = r0 + LANE_ROW
                 cols = ((a >> 1) & 1)[:, None] + LANE_COL
+                en = self.enabled()
+                if not self._en_all:
+                    en = np.broadcast_to(en, (k, 32))
                 if is_store:
                     d = b[vd]
                     if mod0 == 3:  # FP32: flush denormals to signed zero
                         d = np.where((d & U32(0x7F800000)) == 0, d & U32(SIGN), d)
-                    rows32[rows, cols] = d
-                    written[r0 + np.arange(4)] = True
+                    if self._en_all:
+                        rows32[rows, cols] = d
+                        written[r0 + np.arange(4)] = True
+                    else:
+                        rows32[rows, cols] = np.where(en, d, rows32[rows, cols])
+                        np.logical_or.at(written, r0 + np.arange(4), en.reshape(k, 4, 8).any(axis=2))
                 elif vd < 8:
-                    b[vd] = rows32[rows, cols]
+                    if self._en_all:
+                        b[vd] = rows32[rows, cols]
+                    else:
+                        np.copyto(b[vd], rows32[rows, cols], where=en)
         finally:
             self.lreg = lreg
+            if flags:
+                last_lf, last_use = self.lane_flags[-1], self.use_lane_flags[-1]
+                self.lane_flags, self.use_lane_flags = lf0, use0
+                lf0[:], use0[:] = last_lf, last_use
+            self._en = None
         lreg[:] = b[:, -1]
         self.instructions += k * len(body)
         self.cycle = cycle
+
+    @staticmethod
+    def batch_regs(name: str, f: dict) -> tuple[int, int]:
+        """(LRegs read, LRegs written) as bitmasks, exact enough for the loop-carried analysis of a batch: a write
+        listed here really happens on every enabled lane (no over-approximated writes), reads may be
+        over-approximated."""
+        if name == "SFPSETCC":
+            return (0 if f["instr_mod1"] & 9 else 1 << f["lreg_c"]), 0
+        if name in ("SFPGT", "SFPLE"):
+            vd = f["lreg_dest"]
+            return (1 << f["lreg_c"]) | (1 << vd), (1 << vd if f["instr_mod1"] & 8 else 0)
+        if name == "SFPENCC":
+            return 0, 0
+        reads, _, writes = sfpu_regs(name, f)
+        if name == "SFPLOADI" and f["instr_mod0"] in (8, 10):   # keeps half of VD
+            reads |= 1 << f["lreg_ind"]
+        return reads, writes
+
+    @staticmethod
+    def flag_transfer(name: str, f: dict, lf, use):
+        """Abstract effect of a batchable instruction on (LaneFlags, UseLaneFlagsForLaneEnable) when each is known
+        to be the same on all lanes (0 / 1) or unknown (None): the new (lf, use)."""
+        if name not in _FLAG_WRITERS:
+            return lf, use
+        mod1 = f.get("instr_mod1", 0)
+        if name == "SFPENCC":
+            imm2 = f["imm12_math"] & 3
+            if mod1 & 2:
+                use = imm2 & 1
+            elif mod1 & 1:
+                use = None if use is None else 1 - use
+            return (int(imm2 & 2 != 0) if mod1 & 8 else 1), use
+        if name == "SFPSETCC":
+            if use == 0 or (use == 1 and mod1 & 8):
+                return 0, use
+            if use == 1 and mod1 & 1 and lf is not None:
+                return lf & (f["imm12_math"] & 1), use
+            return None, use
+        if name == "SFPIADD":
+            return (lf if mod1 & 12 == 4 else None), use
+        if name in ("SFPLZ", "SFPEXEXP"):
+            return (lf if not mod1 & 10 else None), use
+        if name in ("SFPGT", "SFPLE"):
+            return (None if mod1 & 1 else lf), use
+        return None, None
 
     # --- SFPLOADMACRO ----------------------------------------------------------------------------------------------
     def SFPLOADMACRO(self, f: dict, dst_base: int) -> None:
@@ -1288,6 +1372,14 @@ _BATCHABLE = {
     "SFPCAST": lambda f: f["instr_mod1"] & 3 != 1,                      # not the stochastic (PRNG) mode
     "SFPEXEXP": lambda f: not f["instr_mod1"] & 10, "SFPLZ": lambda f: not f["instr_mod1"] & 10,
     "SFPIADD": lambda f: f["instr_mod1"] & 12 == 4,
+}
+
+# Lane-flag instructions execute_batch can run when the caller tracks the flag state (not the flag stack).
+_FLAG_BATCHABLE = {
+    "SFPSETCC": lambda f: True, "SFPENCC": lambda f: True,
+    "SFPGT": lambda f: not f["instr_mod1"] & 2, "SFPLE": lambda f: not f["instr_mod1"] & 2,   # no MUTATE_STACK
+    "SFPIADD": lambda f: True, "SFPEXEXP": lambda f: True, "SFPLZ": lambda f: True,
+    "SFPADDI": lambda f: not f["instr_mod1"] & 8, "SFPMULI": lambda f: not f["instr_mod1"] & 8,
 }
 
 # Simple-unit instructions whose functional model reads VD as an input (`unsigned VB = VD;`): inside an

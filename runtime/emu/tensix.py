@@ -12,6 +12,13 @@ thread, frontend rates and penalties (MOP / REPLAY), SFPU auto-stalls, FPU Dst l
 pack costs, and Wait Gate releases (unit-busy conditions hold until the unit's busy-until cycle). `push(thread, word,
 t)` takes the pushing core's cycle and returns when the FIFO accepted the word.
 
+SFPU speed (issue #3): a MOP of identical REPLAYs puts all row steps of a body in the ready queue at once and
+_sfpu_batch runs them as one numpy pass per instruction. Bodies pushed word by word (TTI loops) are *deferred*
+(_defer): each instruction issues at once (timing, RWCs, strict checks, counters), its data effect is queued and
+executed before anything can observe it (`sfpu` / `dst` accesses, any other instruction, settle()), repeated bodies
+batched (_dq_flush, SFPU.execute_batch). A thread whose deferred data is still queued counts as idle: its work is
+issued in the cycle model, and nothing outside the Tensix can see the difference.
+
 Handlers are methods named after the instruction (`def SEMPOST(self, t, f)`), found through `self._handlers`.
 A handler returns None when the instruction executed, or a string (the blocked reason) when it cannot issue yet;
 in that case it must not have changed any state.
@@ -19,6 +26,7 @@ in that case it must not have changed any state.
 from __future__ import annotations
 
 from collections import deque
+from functools import partial
 from itertools import islice
 
 import numpy as np
@@ -122,6 +130,13 @@ class Tensix(UnpackPackMixin, FpuMixin):
             raise TypeError("Tensix needs L1 as a 1-D np.uint8 array")
         self.l1 = l1
         self.strict = strict
+        self._dq: list = []                        # deferred SFPU data work (see _defer), flushed by any observer
+        self._dq_flags = None                      # abstract (LaneFlags, UseLaneFlags) after the deferred work
+        self._dq_plans: dict[tuple, object] = {}   # (body, entry flag state) -> _dq_plan() result
+        self._defer_info: dict[int, tuple | None] = {}
+        self._fast: dict[int, tuple | None] = {}   # push()'s fast path: word -> (defer info, block, timing info)
+        self._sfpu = self._dst = None
+        self._dst_view = _DstView(self)
         if dst is None:
             from runtime.emu.dst import Dst
             dst = Dst()
@@ -148,6 +163,35 @@ class Tensix(UnpackPackMixin, FpuMixin):
         self._handlers = self._build_handlers()
         self._cur = (0, 0, "")                     # (thread, word, name) of the instruction being executed
 
+    # ------------------------------------------------------------------------------------------------ state views
+    # Deferred SFPU work (_defer) changes LRegs, lane flags and Dst only when executed; every access to `sfpu` or
+    # `dst` from outside the deferral machinery (the other units' handlers, the cycle model's FPU/pack paths, tests,
+    # the tile and its RISC-V Dst window) executes it first, so nobody can observe the difference. `dst` is a view
+    # (_DstView) that does so on every attribute use, also for whoever keeps the reference.
+    @property
+    def sfpu(self):
+        if self._dq:
+            self._dq_flush()
+        return self._sfpu
+
+    @sfpu.setter
+    def sfpu(self, value) -> None:
+        if self._dq:
+            self._dq_flush()
+        self._sfpu = value
+        self._defer_info.clear()
+        self._fast.clear()
+
+    @property
+    def dst(self):
+        return self._dst_view
+
+    @dst.setter
+    def dst(self, value) -> None:
+        if self._dq:
+            self._dq_flush()
+        self._dst = value
+
     # ------------------------------------------------------------------------------------------------ errors
     def _where(self) -> str:
         t, w, n = self._cur
@@ -164,18 +208,60 @@ class Tensix(UnpackPackMixin, FpuMixin):
         """Push `word` on a thread's FIFO at cycle `t` (the pushing core's time). Returns the cycle the push is
         accepted: later than `t` when, in modelled time, the FIFO still holds its effective 28 words then."""
         th = self.threads[thread]
-        if len(th.fifo) >= FIFO_DEPTH:
-            raise Stall(f"Tensix T{thread} instruction FIFO full")
-        t = self.tm.accept(thread, t)
-        th.fifo.append(word & 0xFFFFFFFF)
+        fifo = th.fifo
+        word &= 0xFFFFFFFF
+        tm = self.tm
+        if fifo:
+            if len(fifo) >= FIFO_DEPTH:
+                raise Stall(f"Tensix T{thread} instruction FIFO full")
+        elif not th.ready and not th.mop_out and th.replay_load is None:
+            # fast path for a deferrable SFPU word reaching an empty thread: what _drain(_next(...)) would do
+            fast = self._fast.get(word, _UNSET)
+            if fast is _UNSET:
+                fast = self._fast_info(word)
+            if fast is not None and (th.latch is None or not th.latch.block & fast[3]):   # not held by the gate
+                t = tm.accept_take(thread, t)      # (th.batch_skip: reset by _next when ready is empty)
+                name, fields, is_mem, block, info, ft, d = fast
+                dq = self._dq
+                # _defer for an instruction without Dst access, inlined (the hot path of a TTI body; its only
+                # possible error, a strict stall-blind read in SfpuTiming.regular, does not use self._cur). The
+                # SFPU state _defer checks cannot change while work is queued (only non-deferred SFPU instructions
+                # change it, and they execute the queue first): checked when a queue starts.
+                if not is_mem and (dq or _sfpu_plain(self._sfpu)):
+                    if len(dq) >= DQ_MAX:
+                        self._dq_flush()
+                        dq = self._dq
+                    c = self._issue_t = tm.issue(thread, name, K_SFPU, info, fields, block, th.blocked is not None)
+                    if not dq:
+                        self._dq_flags = _uniform_flags(self._sfpu)
+                    if ft is not None:
+                        self._dq_flags = ft(*self._dq_flags)
+                    cfg = self.cfg
+                    dq.append((word, name, fields, None, 0, c, cfg[0], cfg[1], thread))
+                    th.blocked = None
+                    self.instructions[thread] += 1
+                    return t
+                self._cur = (thread, word, name)
+                if self._defer(thread, th, word, d, block, info, th.blocked is not None):
+                    th.blocked = None
+                    self.instructions[thread] += 1
+                    return t
+                th.ready.append(word)            # taken from the FIFO already: the handler path issues it
+                self._drain(thread)
+                return t
+        t = tm.accept(thread, t)
+        fifo.append(word)
         th.fifo_t.append(t)
         self._drain(thread)
         return t
 
     def settle(self) -> None:
-        """Let time pass with nothing new issued: SFPLOADMACRO-scheduled instructions counted in cycles run."""
-        if self.sfpu is not None and self.sfpu._pending:
-            self.sfpu.drain_macros()
+        """Let time pass with nothing new issued: SFPLOADMACRO-scheduled instructions counted in cycles run, and
+        deferred SFPU work is executed."""
+        if self._dq:
+            self._dq_flush()
+        if self._sfpu is not None and self._sfpu._pending:
+            self._sfpu.drain_macros()
 
     def thread_done(self, thread: int) -> int:
         """Cycle by which everything thread `thread` issued has finished (cycle model)."""
@@ -365,6 +451,17 @@ class Tensix(UnpackPackMixin, FpuMixin):
                         th.blocked = why
                         break
                     th.latch = None
+            if kind == K_SFPU:
+                d = self._defer_info.get(w, _UNSET)
+                if d is _UNSET:
+                    d = self._defer_info[w] = self._defer_static(name, fields, handler, reserved)
+                if d is not None and self._defer(t, th, w, d, block, info, was_blocked):
+                    th.ready.popleft()
+                    th.blocked = None
+                    n += 1
+                    continue
+            if self._dq:
+                self._dq_flush()                   # anything else on any thread: deferred work first
             if reserved and self.strict:
                 raise self.err(f"reserved bits 0x{reserved:08X} set (not part of any {name} field)")
             if handler is None:
@@ -734,7 +831,7 @@ class Tensix(UnpackPackMixin, FpuMixin):
         Timing is not batched: every instruction gets its issue cycle from the cycle model in the original order
         (identical cycle counts, auto-stalls and hazard errors); only data errors are excluded up front."""
         ready = th.ready
-        if self.sfpu is None:
+        if self._sfpu is None:
             return 0
         lst = list(islice(ready, BATCH_MAX_WORDS))
         p, k = _find_period(lst)
@@ -746,7 +843,7 @@ class Tensix(UnpackPackMixin, FpuMixin):
             plan = self._batch_plans[body] = self._batch_plan(body)
         if not plan:
             return 0
-        sfpu = self.sfpu
+        sfpu = self.sfpu                       # executes deferred work (_dq_flush) first
         sfpu.enabled()
         if sfpu._pending or sfpu._flags_after is not None or sfpu._lc_any or not sfpu._en_all:
             return 0
@@ -848,6 +945,307 @@ class Tensix(UnpackPackMixin, FpuMixin):
                 return False                      # loop-carried: read before this repetition writes it
             written |= writes
         return entries, mems
+
+    # ------------------------------------------------------------------------------------------------ SFPU deferral
+    # SFPU bodies pushed one word at a time (the compute template's TTI loop for bodies longer than the replay
+    # buffer) arrive one instruction per push, too late for _sfpu_batch. Such an instruction is *issued* at once as
+    # usual - Wait Gate, cycle model (issue cycle, auto-stalls, hazard errors), strict Dst-read check, RWC address
+    # modifiers, instruction counts - but its data effect (LRegs, lane flags, Dst) is queued in self._dq with
+    # everything it depends on resolved (Dst base, format, issue cycle). The queue is executed (_dq_flush) before
+    # anything can observe that state: any use of self.sfpu / self.dst (other SFPU instructions, FPU, unpack-to-Dst,
+    # pack, strict checks, tests), settle(), or a full queue. Executing it finds back-to-back repetitions of one
+    # body and runs them through SFPU.execute_batch when _dq_plan proves the batch equal to running them one by one;
+    # the rest runs one by one, exactly as the handler would have. Only instructions that cannot raise when executed
+    # are deferred (SFPU.batchable with flags, 32-bit Dst modes at even addresses below 512, no SFPLOADMACRO work,
+    # no LaneConfig), so every error still fires at the instruction that causes it.
+    def _defer_static(self, name: str, fields: dict, handler, reserved: int):
+        """The per-word part of the deferral decision: None, or the facts _defer and _dq_plan need."""
+        from runtime.emu.sfpu import SFPU, _FLAG_WRITERS
+        if not DEFER_SFPU or reserved or handler is None or not isinstance(self._sfpu, SFPU) \
+                or not SFPU.batchable(name, fields, flags=True):
+            return None
+        if self.strict and name in ("SFPADD", "SFPMUL"):
+            try:
+                (self._check_sfpadd if name == "SFPADD" else self._check_sfpmul)(fields)
+            except EmuError:
+                return None                        # the handler raises it
+        is_mem = name in ("SFPLOAD", "SFPSTORE")
+        return (name, fields, is_mem, name == "SFPSTORE", fields["dest_reg_addr"] if is_mem else 0,
+                fields["sfpu_addr_mode"] if is_mem else 0, fields["lreg_ind"] if is_mem else 0,
+                fields["instr_mod0"] if is_mem else 0,
+                partial(SFPU.flag_transfer, name, fields) if name in _FLAG_WRITERS else None)
+
+    def _fast_info(self, w: int):
+        try:
+            name, fields, handler, block, reserved, kind, info = self._decode(w)
+        except (EmuError, EmuUnimplemented):
+            fast = None                            # raised in order by _drain
+        else:
+            fast = None
+            if kind == K_SFPU:
+                d = self._defer_info.get(w, _UNSET)
+                if d is _UNSET:
+                    d = self._defer_info[w] = self._defer_static(name, fields, handler, reserved)
+                if d is not None:
+                    fast = (name, fields, d[2], block, info, d[8], d)
+        self._fast[w] = fast
+        return fast
+
+    def _defer(self, t: int, th: _Thread, w: int, d: tuple, block: int, info, was_blocked: bool) -> bool:
+        """Issue the SFPU instruction `w` at the head of thread t now and queue its data effect; False (nothing
+        changed) when it must run through its handler instead."""
+        sfpu = self._sfpu
+        if not self._dq and not _sfpu_plain(sfpu):
+            return False
+        name, fields, is_mem, is_store, imm, amode, vd, mod0, flagw = d
+        dst_base = (th.cfg[1] & 0xFFF) + th.rwc["d"]
+        cfg = self.cfg
+        c0, c1 = cfg[0], cfg[1]
+        dq = self._dq
+        if is_mem:
+            mode = mod0 or _resolve_mode(c0, c1)
+            addr = (imm + dst_base) & 0x3FF
+            if mode not in (3, 4, 12) or addr & 1 or addr >= 512:
+                return False
+            if len(dq) >= DQ_MAX:
+                self._dq_flush()
+                dq = self._dq
+            c = self._issue_t = self.tm.issue(t, name, K_SFPU, info, fields, block, was_blocked)
+            r0 = addr & 0x1FC
+            if not is_store and self.strict and not self._dst.written[r0:r0 + 4].all():
+                # maybe a deferred predicated store wrote the rows: execute the queue, then the handler's exact check
+                s = self.sfpu
+                s.sfpu_fp32_enabled, s.srcb_is_fp16 = _fmt_flags(c0, c1)
+                self._check_dst_written(name, fields, dst_base)
+                dq = self._dq
+            if not dq:
+                self._dq_flags = _uniform_flags(sfpu)
+            if is_store:
+                lf, use = self._dq_flags
+                if use == 0 or (use == 1 and lf == 1):  # every lane enabled: the store marks its rows written
+                    self._dst.written[r0:r0 + 4] = True
+            dq.append((w, name, fields, (is_store, vd, mode, addr), dst_base, c, c0, c1, t))
+            self.apply_addr_mod(t, amode, fidelity=False)
+        else:
+            if len(dq) >= DQ_MAX:
+                self._dq_flush()
+                dq = self._dq
+            c = self._issue_t = self.tm.issue(t, name, K_SFPU, info, fields, block, was_blocked)
+            if not dq:
+                self._dq_flags = _uniform_flags(sfpu)
+            if flagw is not None:
+                self._dq_flags = flagw(*self._dq_flags)
+            dq.append((w, name, fields, None, 0, c, c0, c1, t))   # (no Dst access: dst_base unused)
+        return True
+
+    def _dq_flush(self) -> None:
+        """Execute the deferred SFPU work in order: batched where a body repeats, else one by one."""
+        dq = self._dq
+        if not dq:
+            return
+        self._dq = []
+        self._dq_flags = None
+        cur = self._cur
+        sfpu = self._sfpu
+        try:
+            n = len(dq)
+            words = [e[0] for e in dq]
+            i = tries = 0
+            plain_until = -1          # entries before this index run one by one without another attempt
+            while i < n:
+                seq = 1
+                if i >= plain_until and n - i >= 4:
+                    p, k = _dq_period(words, i, n)
+                    if k >= 2:
+                        done, seq = self._dq_batch(dq, words, i, p, k)
+                        if done:
+                            i += done
+                            tries = 0
+                            continue
+                        if seq == 1:  # this rotation of the body cannot start a batch here: try the next one,
+                            tries += 1    # but after p failures no rotation can, so run the region one by one
+                            if tries >= p:
+                                plain_until, tries = i + p * k, 0
+                for e in dq[i:i + seq]:
+                    self._dq_exec(e)
+                i += seq
+            last = dq[-1]
+            sfpu.sfpu_fp32_enabled, sfpu.srcb_is_fp16 = _fmt_flags(last[6], last[7])
+        finally:
+            self._cur = cur
+
+    def _dq_exec(self, e: tuple) -> None:
+        w, name, fields, mem, dst_base, c, c0, c1, t = e
+        sfpu = self._sfpu
+        sfpu.sfpu_fp32_enabled, sfpu.srcb_is_fp16 = _fmt_flags(c0, c1)
+        self._cur = (t, w, name)
+        try:
+            sfpu.execute(name, fields, dst_base, c)
+        except EmuError as err:      # not expected (only non-raising work is deferred); name it like the handler
+            if str(err).startswith("Tensix T"):
+                raise
+            raise self.err(str(err)) from err
+
+    def _dq_batch(self, dq: list, words: list, i: int, p: int, k: int) -> tuple[int, int]:
+        """Run the k repetitions of the p-word body at dq[i] as one batch if provably equivalent: (entries done, 0);
+        else (0, how many entries to run one by one before trying again)."""
+        sfpu = self._sfpu
+        lf, use = sfpu.lane_flags, sfpu.use_lane_flags
+        s_lf = 1 if lf.all() else 0 if not lf.any() else None
+        s_use = 1 if use.all() else 0 if not use.any() else None
+        if s_lf is None or s_use is None:
+            return 0, 1               # mid-body (flags set by data): step until a point where they are uniform
+        key = (tuple(words[i:i + p]), s_lf, s_use)
+        plan = self._dq_plans.get(key)
+        if plan is None:
+            plan = self._dq_plans[key] = self._dq_plan(key[0], s_lf, s_use)
+        if not plan:
+            return 0, 1               # (a rotation of the real body, entered mid-body, may well be refused)
+        entries, mem_pos = plan
+        nm = len(mem_pos)
+        modes = [dq[i + j][3][2] for j in mem_pos]
+        stores = [dq[i + j][3][0] for j in mem_pos]
+        addrs = []
+        for r in range(k):
+            base = i + r * p
+            for j, m in zip(mem_pos, modes):
+                mem = dq[base + j][3]
+                if mem[2] != m:
+                    return 0, p
+                addrs.append(mem[3])
+        # no repetition may store to a Dst quad/column set another repetition loads or stores (then instruction-
+        # major order equals row-major order)
+        # (the leading repetitions that pass: a Dst RWC reset or wrap-around ends the batch there)
+        owner, used = {}, {}
+        good = k
+        for r in range(k):
+            ra = addrs[r * nm:(r + 1) * nm]
+            if any(owner.get(a, r) != r or (st and used.get(a, r) != r) for a, st in zip(ra, stores)):
+                good = r
+                break
+            for a, st in zip(ra, stores):
+                used.setdefault(a, r)
+                if st:
+                    owner[a] = r
+        if good < 2:
+            return 0, p
+        k = good
+        del addrs[k * nm:]
+        body = [(name, fields, None if pos < 0 else (stores[pos], dq[i + j][3][1], modes[pos]))
+                for j, (name, fields, pos) in enumerate(entries)]
+        last = dq[i + p * k - 1]
+        self._cur = (last[8], last[0], last[1])
+        sfpu.execute_batch(body, k, np.array(addrs, dtype=np.int64).reshape(k, nm) if nm else
+                           np.zeros((k, 0), dtype=np.int64), last[5])
+        return p * k, 0
+
+    def _dq_plan(self, body: tuple, lf, use):
+        """Static part of _dq_batch's equivalence argument for one body entered with uniform lane flags (lf, use):
+        (entries, mem_pos) or False. Every repetition must start from the same state: the body leaves the flag
+        state as it found it (tracked abstractly, SFPU.flag_transfer), and no LReg the body writes is read before
+        this repetition writes it, where a write on possibly partly enabled lanes also reads the old value."""
+        from runtime.emu.sfpu import SFPU
+        entries, mem_pos, infos = [], [], []
+        state = (lf, use)
+        all_w = written = 0
+        for w in body:
+            name, fields, is_mem, is_store, imm, amode, vd, mod0, flagw = self._defer_info[w]
+            reads, writes = SFPU.batch_regs(name, fields)
+            if not (use == 0 or (use == 1 and lf == 1)):
+                reads |= writes
+            infos.append((reads, writes))
+            all_w |= writes
+            if flagw is not None:
+                lf, use = flagw(lf, use)
+            entries.append((name, fields, len(mem_pos) if is_mem else -1))
+            if is_mem:
+                mem_pos.append(len(entries) - 1)
+        if (lf, use) != state:
+            return False
+        for reads, writes in infos:
+            if reads & all_w & ~written:
+                return False
+            written |= writes
+        return entries, mem_pos
+
+
+class _DstView:
+    """Tensix.dst: the Tensix's Dst, with the deferred SFPU work executed before any attribute of it is used (so a
+    reference kept by someone else, e.g. the tile's RISC-V Dst window, never sees Dst ahead of the SFPU)."""
+    __slots__ = ("_tx",)
+
+    def __init__(self, tx: "Tensix") -> None:
+        object.__setattr__(self, "_tx", tx)
+
+    def __getattr__(self, name: str):
+        tx = self._tx
+        if tx._dq:
+            tx._dq_flush()
+        return getattr(tx._dst, name)
+
+    def __setattr__(self, name: str, value) -> None:
+        tx = self._tx
+        if tx._dq:
+            tx._dq_flush()
+        setattr(tx._dst, name, value)
+
+
+DEFER_SFPU = True         # tests turn the deferral off to compare with one-by-one execution
+DQ_MAX = 16384            # deferred instructions before the queue is executed anyway
+DQ_MAX_PERIOD = 2048      # longest body _dq_period looks for
+_UNSET = object()
+
+
+def _fmt_flags(c0: int, c1: int) -> tuple[bool, bool]:
+    """(ALU_ACC_CTRL_SFPU_Fp32_enabled, SrcB format is FP16-like) from config words 0 and 1 (as the handler sets
+    them on the SFPU)."""
+    srcb_fmt = (c0 >> 5 & 0xF) if c0 >> 9 & 1 else (c1 >> 21 & 0xF)
+    return bool(c1 >> 30 & 1), srcb_fmt not in _SRCB_BF16_LIKE
+
+
+def _resolve_mode(c0: int, c1: int) -> int:
+    """SFPLOAD/SFPSTORE Mod0 0 (MOD0_FMT_SRCB) resolved as SFPU._resolve_srcb does."""
+    fp32, srcb16 = _fmt_flags(c0, c1)
+    return 3 if fp32 else 1 if srcb16 else 2
+
+
+def _sfpu_plain(sfpu) -> bool:
+    """No SFPLOADMACRO work scheduled, no same-cycle flag update pending, LaneConfig all zero: the state in which
+    deferred instructions run exactly like their handlers and execute_batch applies."""
+    return not sfpu._pending and sfpu._flags_after is None and not sfpu._lc_any
+
+
+def _uniform_flags(sfpu) -> tuple:
+    """(LaneFlags, UseLaneFlagsForLaneEnable) as 0 / 1 when equal on all lanes, else None."""
+    lf, use = sfpu.lane_flags, sfpu.use_lane_flags
+    return (1 if lf.all() else 0 if not lf.any() else None, 1 if use.all() else 0 if not use.any() else None)
+
+
+def _dq_period(words: list, i: int, n: int) -> tuple[int, int]:
+    """(p, k): the body length p whose k >= 2 back-to-back repetitions from words[i] cover most words."""
+    w0 = words[i]
+    best_p = best_k = 0
+    j = i + 1
+    lim = min(n, i + DQ_MAX_PERIOD + 1)
+    while True:
+        try:
+            j = words.index(w0, j, lim)
+        except ValueError:
+            break
+        p = j - i
+        if i + 2 * p > n:
+            break
+        head = words[i:j]
+        if words[j:j + p] == head:
+            k = 2
+            while i + (k + 1) * p <= n and words[i + k * p:i + (k + 1) * p] == head:
+                k += 1
+            if k * p > best_k * best_p:
+                best_p, best_k = p, k
+                if n - i - k * p < p:
+                    break
+        j += 1
+    return best_p, best_k
 
 
 BATCH_MIN_REPS = 4        # fewer repetitions are not worth the analysis
