@@ -297,9 +297,12 @@ def test_rmsnorm_second_kernel(tt_env, tmp_path):
 
 def test_tune_parses_budgets_and_tabulates():
     from tt_backend import tune
+    from templates.errors import TTError
     assert tune.parse_budgets("1e-4, 1e-2") == [None, 1e-4, 1e-2]
-    with pytest.raises(ValueError):
-        tune.parse_budgets("0")
+    assert tune.parse_budgets("none,1e-3") == [None, 1e-3]
+    for bad in ("0", "fast"):
+        with pytest.raises(TTError, match="positive relative error"):
+            tune.parse_budgets(bad)
     rep = {"dir": "E_4_256_abcd", "predicted_error": 5e-3, "measured_error": 4e-3, "predicted_cycles": 900,
            "nodes": [{"id": 5, "op": "MUL", "engine": "FPU", "fidelity": "HiFi2",
                       "formats": {"srca": "bf16", "srcb": "tf32"}}]}

@@ -119,8 +119,13 @@ def main(argv: list[str] | None = None) -> int:
         p.error(f"unrecognized arguments: {' '.join(rest)}")
     if args.cmd == "info": return info()
     if args.cmd == "tune":
+        from templates.errors import TTError
         from tt_backend.tune import parse_budgets, tune
-        return tune(args.script, rest, parse_budgets(args.budgets), args.out, args.png)
+        try:
+            budgets = parse_budgets(args.budgets)
+        except TTError as e:
+            p.error(str(e))
+        return tune(args.script, rest, budgets, args.out, args.png)
     return demo(args.seed)
 
 

@@ -18,14 +18,20 @@ from pathlib import Path
 
 
 def parse_budgets(text: str) -> list[float | None]:
+    """The default placement (no budget) always runs first; "none" in the list is accepted and means the same."""
     out: list[float | None] = [None]
     for part in text.split(","):
         part = part.strip()
-        if part:
+        if not part or part.lower() == "none":
+            continue
+        try:
             b = float(part)
-            if not b > 0:
-                raise ValueError(f"budget {part!r} is not a positive relative error")
-            out.append(b)
+        except ValueError:
+            b = -1.0
+        if not b > 0:
+            from templates.errors import TTError
+            raise TTError(f"--budgets: {part!r} is not a positive relative error (e.g. 1e-3) or 'none'")
+        out.append(b)
     return out
 
 
