@@ -5,7 +5,7 @@
 tinygrad schedules it as two kernels: r_2048 (sum of squares, mean, + eps, sqrt: the reduction on the SFPU) and
 E_2048 (x * (1/r) * w, where placement may move the loads-only product x*w to the FPU under TT_ERR_BUDGET).
 
-Run it with the knobs (each in its own process, tinygrad caches compiled kernels per process):
+Run it with the knobs (they are part of tinygrad's program cache key, so they may also change within a process):
     DEVICE=TT python examples/rmsnorm.py                                  # float32-faithful placement
     DEVICE=TT TT_ERR_BUDGET=1e-2 TT_CHECK=1 TT_DUMP=/tmp/rms python examples/rmsnorm.py
     python -m tt_backend tune examples/rmsnorm.py --budgets 1e-4,1e-3,1e-2
