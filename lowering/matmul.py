@@ -452,10 +452,20 @@ def lower_matmul(sink, name: str, err_budget: float | None = None) -> MatmulPlan
     if choose_fidelity(src_format, err_budget, spec.out_bf16) is None:
         # fp32 within an fp32-faithful budget (or one tighter than tf32 allows): not the FPU's job. fp32 operands take
         # the SFPU tile matmul (lowering/sfpu_matmul.py: fp32 SFPMADs; bf16 operands widen exactly), the most precise
-        # engine there is, so no budget check; what it cannot plan goes to the generic path (an SFPU reduction).
+        # engine there is, so no budget check. It splits K and N to fit L1 (any K); what it cannot plan (an output
+        # with a column stride) goes to the generic path (an SFPU reduction).
         from lowering.sfpu_matmul import plan_sfpu_matmul
         try:
             return plan_sfpu_matmul(spec, name, err_budget)
         except UnsupportedOp:
             return None
-    return plan_matmul(spec, name, err_budget=err_budget)
+    try:
+        return plan_matmul(spec, name, err_budget=err_budget)
+    except UnsupportedOp as fpu_error:
+        # the FPU plan keeps all of B in L1: when that does not fit, the SFPU matmul (K and N split, fp32 products
+        # and accumulation, so within any budget the FPU would meet) runs it rather than failing the kernel
+        from lowering.sfpu_matmul import plan_sfpu_matmul
+        try:
+            return plan_sfpu_matmul(spec, name, err_budget)
+        except UnsupportedOp:
+            raise fpu_error from None

@@ -29,6 +29,19 @@ body in the replay buffer for each (its Dst offsets differ). Dst (32-bit rows): 
 C[i][16h..16h+15]), two input buffers (A chunk of 8 k: 128 rows, B chunk of 8 k: 16 rows) at 64 and 208, so the
 unpacker fills one while the SFPU works on the other.
 
+Large K (issue #4): the replicated A panel takes 1 KiB of L1 per k, so above K ~ 1100 (less with a wide B) the whole
+panel no longer fits. allocate_sfpu_matmul_l1 then splits K into blocks of kbc chunks (balanced; A blocks double-
+buffered) and keeps B resident per column group (all of K, 128 bytes per k and column tile) while that leaves room for
+>= 128 k of A, else streams B in the same K blocks with one column tile per group (any K). Per row tile and K block
+the reader builds one replicated A block and TRISC0 unpacks it for every column tile of the group, so the C tiles of
+a group are carried across K blocks as packed partials: TRISC2 packs a pass's C tile (fp32, exact) to L1_PART
+(ntg x 4 KiB) unless it is the tile's last K block, and TRISC0, which then owns the FREE semaphore, unpacks it back to
+Dst rows 0..63 (exact) before posting the pass's first chunk (TRISC1 zeroes C only in the first K block). Every C
+tile still sees its SFPMADs in ascending k with the same operands, so the bits equal the one-block kernel's (tested).
+Matrix-vector products (M = 1 after the matcher's transpose) and other M < 32: the MOP runs only the ceil(M/4) row
+groups holding rows < M (1 instead of 8 for a vector), and with a single row tile the reader zeroes the rows past M
+once per A slot instead of at every fill.
+
 Error: each of the K steps rounds once (relative 2^-24), so |C - C_exact| <= K * 2^-24 * sum_k |a_ik b_kj| (to first
 order; a sequential fp32 dot product on a CPU, fma or not, has essentially the same bound gamma_K, so the two may
 differ by twice it; measured: ~3e-7 of sum|ab| at K = 512, i.e. ~5 ulp-sized units, far below the bound). Denormal inputs count as zero (SFPMAD), denormal results
@@ -47,6 +60,7 @@ KCH = 8                        # k values per unpack step (one A chunk = 8 faces
 A_CHUNK_BYTES = 32 * KCH * 8 * 4   # 32 rows x 8 k x 8 copies, fp32 = 8 KiB (128 Dst rows)
 B_CHUNK_BYTES = KCH * 32 * 4       # 8 k x 32 columns, fp32 = 1 KiB (16 Dst rows)
 C_ROW = 0                      # Dst row of the C tile (64 rows)
+C_TILE_BYTES = 32 * 32 * 4     # one packed fp32 C tile (a split-K partial in L1)
 IN_ROW = (64, 208)             # Dst row of input buffer 0/1: A chunk (128 rows), then the B chunk (16 rows)
 SEM_INFREE = 3                 # T1 -> T0: an input buffer may be overwritten (max 2)
 PREDICTED_ERR_SFPU = 2.0 ** -24   # per unit of K, normalised by sum|ab| (see the module docstring)
@@ -68,6 +82,8 @@ class SfpuMatmulPlan:
     budget: float | None = None
     ng: int = 1                # column-tile groups (B resident per group; the A panel is rebuilt per group)
     a_depth: int = 1
+    kbc: int = 0               # chunks of KCH k per K block (0: one block, all of K); see allocate_sfpu_matmul_l1
+    b_stream: bool = False     # split K only: B streamed per (column tile, K block) instead of resident per group
     l1: dict[str, int] = field(default_factory=dict)
     kind: str = "matmul"
     fidelity: str = "fp32"     # what tests and reports print for the MatmulPlan's FPU fidelity
@@ -95,6 +111,21 @@ class SfpuMatmulPlan:
     def ntg(self) -> int: return -(-self.tiles[1] // self.ng)
 
     @property
+    def row_groups(self) -> int:
+        """4-row groups of the C tile the MOP runs: all 8, or only those holding rows < M when M < 32 (a row vector:
+        1 group; the rows past M stay zero and the writer drops them)."""
+        return min(8, -(-self.spec.M // 4))
+
+    @property
+    def kb_chunks(self) -> int: return self.kbc or self.kc     # chunks per (full) K block
+
+    @property
+    def nkb(self) -> int: return -(-self.kc // self.kb_chunks)   # K blocks
+
+    @property
+    def split_k(self) -> bool: return self.nkb > 1
+
+    @property
     def n_tiles(self) -> int:
         mt, nt, _ = self.tiles
         return self.spec.n_batch * mt * nt
@@ -102,7 +133,7 @@ class SfpuMatmulPlan:
     @property
     def sfpmads(self) -> int:
         mt, nt, _ = self.tiles
-        return self.spec.n_batch * mt * nt * self.kc * 8 * 8 * 4
+        return self.spec.n_batch * mt * nt * self.kc * 8 * self.row_groups * 4
 
     def arg_words(self, dram_addrs: list[int]) -> list[int]:
         if len(dram_addrs) != len(self.buffers):
@@ -122,7 +153,7 @@ class SfpuMatmulPlacement:
 
     def __init__(self, plan: SfpuMatmulPlan):
         self.budget, self.predicted_error = plan.budget, plan.predicted_err
-        instrs = plan.sfpmads * BODY_WORDS // 4 + plan.sfpmads // 32 * 5
+        instrs = plan.sfpmads * BODY_WORDS // 4 + plan.sfpmads // (4 * plan.row_groups) * 5
         self.nodes = [{"id": 0, "op": "MATMUL", "engine": "SFPU", "fidelity": None, "pinned": False,
                        "formats": {"a": "fp32", "b": "fp32", "acc": "fp32"},
                        "predicted_error": plan.predicted_err, "bound": plan.predicted_err, "cycles": instrs}]
@@ -151,26 +182,106 @@ def plan_sfpu_matmul(spec: MatmulSpec, name: str, err_budget: float | None = Non
     return allocate_sfpu_matmul_l1(plan)
 
 
+def _fit(sizes: dict[str, int]) -> dict[str, int] | None:
+    addr, l1 = layout.DATA_BASE, {}
+    for k, n in sizes.items():
+        l1[k] = addr
+        addr += (n + 63) & ~63
+    return l1 if addr <= layout.DATA_END else None
+
+
+def _room(sizes: dict[str, int]) -> int:
+    """Bytes of L1 left after the (64-byte aligned) buffers in `sizes`, less 64 per further buffer's alignment."""
+    return layout.DATA_END - layout.DATA_BASE - sum((n + 63) & ~63 for n in sizes.values()) - 2 * 64
+
+
+MIN_SPLIT_CHUNKS = 16          # B stays resident in a split-K plan only when the A blocks still hold >= 128 k
+PREFER_SPLIT_DEPTH = 2         # with as many groups, split K rather than a single-buffered A panel (below this depth)
+
+
 def allocate_sfpu_matmul_l1(plan: SfpuMatmulPlan) -> SfpuMatmulPlan:
-    """The fewest column groups (B resident per group), preferring a double-buffered A panel, that fit in L1."""
+    """L1 layout. The reader's cost is dominated by the 8x replication of A, done once per column group (ng times),
+    so the fewest column groups win:
+    1. one K block (the whole replicated A panel, reused for every column tile of its group), B resident per group:
+       the fewest groups, preferring a double-buffered A panel;
+    2. split K, B resident per group (all of K), A in double-buffered K blocks of kbc chunks, C tiles carried across
+       K blocks as packed partials: the fewest groups whose A blocks hold >= MIN_SPLIT_CHUNKS chunks; taken when it
+       needs fewer groups than 1, or as many and 1 only fits a single-buffered panel (or 1 does not fit);
+    3. split K, B streamed in the same K blocks, one column tile per group (any K).
+    Splitting K does not change the SFPMADs a C tile sees nor their order (ascending k), so the result is
+    bit-identical to the one-block kernel."""
     s = plan.spec
     _, nt, _ = plan.tiles
     esz_in = max(DTYPE_SIZE[s.a.dtype], DTYPE_SIZE[s.b.dtype])
+    esz_out = DTYPE_SIZE[s.out.dtype]
+
+    def fixed() -> dict[str, int]:   # stage_out holds one 32-row panel of the column group
+        return {"cb_out": 2 * 4096, "stage_in": _line_bytes(max(s.K, s.N, TILE) + TILE, esz_in),
+                "stage_out": TILE * _out_pitch(min(s.N, TILE * plan.ntg), esz_out)}
+
+    def one_block() -> tuple[int, int, dict] | None:
+        for ng in range(1, nt + 1):
+            for depth in (2, 1):
+                plan.ng = ng
+                l1 = _fit({"cb_b": plan.kc * plan.ntg * B_CHUNK_BYTES, "cb_a": depth * plan.kc * A_CHUNK_BYTES,
+                           **fixed()})
+                if l1 is not None: return ng, depth, l1
+        return None
+
+    def split_resident(min_chunks: int) -> tuple[int, int] | None:
+        if plan.kc < 2: return None
+        for ng in range(1, nt + 1):
+            plan.ng = ng
+            kbc = _room({"cb_b": plan.kc * plan.ntg * B_CHUNK_BYTES, "part": plan.ntg * C_TILE_BYTES,
+                         **fixed()}) // (2 * A_CHUNK_BYTES)
+            if kbc >= max(1, min(min_chunks, plan.kc - 1)): return ng, min(kbc, plan.kc - 1)
+        return None
+
+    plan.kbc, plan.b_stream = 0, False
+    one, split = one_block(), split_resident(MIN_SPLIT_CHUNKS)
+    if one is None and split is None: split = split_resident(1)
+    if one is not None and (split is None or one[0] < split[0]
+                            or (one[0] == split[0] and one[1] >= PREFER_SPLIT_DEPTH)):
+        plan.ng, plan.a_depth, plan.l1 = one
+        return plan
+    plan.a_depth = 2
+    if split is not None:
+        plan.ng = split[0]
+        cb_b, part = plan.kc * plan.ntg * B_CHUNK_BYTES, plan.ntg * C_TILE_BYTES
+        return _split(plan, split[1], lambda kbc: {"cb_b": cb_b, "cb_a": 2 * kbc * A_CHUNK_BYTES, "part": part,
+                                                   **fixed()})
+    plan.ng, plan.b_stream = nt, True
+    kbc = _room({"part": C_TILE_BYTES, **fixed()}) // (2 * (A_CHUNK_BYTES + B_CHUNK_BYTES))
+    if kbc >= 1 and plan.kc >= 2:
+        return _split(plan, min(kbc, plan.kc - 1), lambda kbc: {"cb_b": 2 * kbc * B_CHUNK_BYTES,
+                                                                 "cb_a": 2 * kbc * A_CHUNK_BYTES,
+                                                                 "part": C_TILE_BYTES, **fixed()})
+    raise UnsupportedOp(f"{plan.name}: SFPU matmul {s.M}x{s.K} @ {s.K}x{s.N}: the staging lines and one K block of "
+                        f"A and B do not fit in L1")
+
+
+def force_split_k(plan: SfpuMatmulPlan, kbc: int, b_stream: bool = False, ng: int | None = None) -> SfpuMatmulPlan:
+    """Re-plan with K blocks of at most kbc chunks (tests: a split small enough to run fast; kbc < plan.kc)."""
+    s = plan.spec
+    _, nt, _ = plan.tiles
+    plan.b_stream, plan.a_depth = b_stream, 2
+    plan.ng = nt if b_stream else (ng or plan.ng)
+    esz_in = max(DTYPE_SIZE[s.a.dtype], DTYPE_SIZE[s.b.dtype])
     fixed = {"cb_out": 2 * 4096, "stage_in": _line_bytes(max(s.K, s.N, TILE) + TILE, esz_in),
-             "stage_out": TILE * _out_pitch(s.N, DTYPE_SIZE[s.out.dtype])}
-    for ng in range(1, nt + 1):
-        for depth in (2, 1):
-            plan.ng, plan.a_depth = ng, depth
-            sizes = {"cb_b": plan.kc * plan.ntg * B_CHUNK_BYTES, "cb_a": depth * plan.kc * A_CHUNK_BYTES, **fixed}
-            addr, l1 = layout.DATA_BASE, {}
-            for k, n in sizes.items():
-                l1[k] = addr
-                addr += (n + 63) & ~63
-            if addr <= layout.DATA_END:
-                plan.l1 = l1
-                return plan
-    raise UnsupportedOp(f"{plan.name}: SFPU matmul {s.M}x{s.K} @ {s.K}x{s.N}: the replicated A panel "
-                        f"({plan.kc * A_CHUNK_BYTES} bytes) and one B column tile do not fit in L1")
+             "stage_out": TILE * _out_pitch(min(s.N, TILE * plan.ntg), DTYPE_SIZE[s.out.dtype])}
+    cb_b = plan.kc * plan.ntg * B_CHUNK_BYTES
+    return _split(plan, kbc, lambda k: {"cb_b": cb_b if not b_stream else 2 * k * B_CHUNK_BYTES,
+                                        "cb_a": 2 * k * A_CHUNK_BYTES, "part": plan.ntg * C_TILE_BYTES, **fixed})
+
+
+def _split(plan: SfpuMatmulPlan, kbc: int, sizes) -> SfpuMatmulPlan:
+    """K blocks of at most kbc chunks, balanced (the last is not much shorter)."""
+    nkb = -(-plan.kc // kbc)
+    plan.kbc = -(-plan.kc // nkb)
+    l1 = _fit(sizes(plan.kbc))
+    assert l1 is not None and plan.nkb == nkb > 1
+    plan.l1 = l1
+    return plan
 
 
 # ------------------------------------------------------------------------------------------------------- rendering
@@ -244,6 +355,12 @@ def args_header_sfpu_mm(plan: SfpuMatmulPlan) -> str:
              f"#define MM_MT {mt}u", f"#define MM_NT {nt}u", f"#define MM_KC {plan.kc}u  /* chunks of {KCH} k */",
              f"#define MM_NG {plan.ng}u", f"#define MM_NTG {plan.ntg}u  /* column tiles per group */",
              f"#define MM_A_DEPTH {plan.a_depth}u",
+             f"#define MM_NKB {plan.nkb}u  /* K blocks */",
+             f"#define MM_KBC {plan.kb_chunks}u  /* chunks per K block */",
+             f"#define MM_B_STREAM {int(plan.b_stream)}u  /* B per (column tile, K block), else resident per group */",
+             f"#define MM_A_SLOT {plan.kb_chunks * A_CHUNK_BYTES}u",
+             f"#define MM_B_SLOT {(plan.kb_chunks if plan.b_stream else plan.kc * plan.ntg) * B_CHUNK_BYTES}u",
+             f"#define MM_B_DEPTH {2 if plan.b_stream else 1}u",
              f"#define A_CHUNK_BYTES {A_CHUNK_BYTES}u", f"#define B_CHUNK_BYTES {B_CHUNK_BYTES}u",
              f"#define MM_A_BUF {plan.inputs[0].buf}u", f"#define MM_B_BUF {plan.inputs[1].buf}u",
              f"#define MM_OUT_BUF {plan.output.buf}u",
@@ -253,7 +370,7 @@ def args_header_sfpu_mm(plan: SfpuMatmulPlan) -> str:
         lines.append(f"#define L1_{k.upper()} 0x{v:X}u")
     esz_in = max(DTYPE_SIZE[s.a.dtype], DTYPE_SIZE[s.b.dtype])
     lines += [f"#define STAGE_IN_BYTES {_line_bytes(max(s.K, s.N, TILE) + TILE, esz_in)}u",
-              f"#define OUT_PITCH {_out_pitch(s.N, DTYPE_SIZE[s.out.dtype])}u",
+              f"#define OUT_PITCH {_out_pitch(min(s.N, TILE * plan.ntg), DTYPE_SIZE[s.out.dtype])}u  /* one group */",
               "", _batch_c(s), "#endif", ""]
     return "\n".join(lines)
 
@@ -286,9 +403,10 @@ def render_sfpu_matmul(plan: SfpuMatmulPlan) -> dict[str, str]:
         "pck": {i: _hex(v) for i, v in PACK_CFG["fp32"].items()},
         "variants": [variant_words(0), variant_words(1)],
         "mop_cfg_base": _hex(MOP_CFG_BASE),
-        "mop_cfg": [_hex(v) for v in (1, 8, nop, nop, nop, replay, nop, replay, replay)],
+        "mop_cfg": [_hex(v) for v in (1, plan.row_groups, nop, nop, nop, replay, nop, replay, replay)],
         "a_dst": [_hex(64 + 16 * IN_ROW[b]) for b in range(2)],            # unpacker Dst address (+ the 4-row bias)
         "b_dst": [_hex(64 + 16 * (IN_ROW[b] + 128)) for b in range(2)],
+        "c_dst": _hex(64 + 16 * C_ROW), "split": plan.split_k,
     }
     return kernel_sources(ctx, "sfpu_matmul_reader.c.j2", "sfpu_matmul_writer.c.j2", "sfpu_matmul_compute.c.j2",
                           args_header_sfpu_mm(plan))

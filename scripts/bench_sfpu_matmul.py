@@ -1,9 +1,12 @@
 """Benchmark of the fp32 SFPU matmul (lowering/sfpu_matmul.py) on the emulator and/or ttsim.
 
     /work/venv/bin/python scripts/bench_sfpu_matmul.py 64 128 256 [--targets emu,ttsim] [--lib path/to/libttsim.so]
+    /work/venv/bin/python scripts/bench_sfpu_matmul.py 64x4096x64 32x8192x32 4x64x2048x64   # MxKxN, BxMxKxN
+    /work/venv/bin/python scripts/bench_sfpu_matmul.py --sweep       # the dispatch decision for a sweep of shapes
 
-Per cube size n: wall time of the launch, the slowest core's emulated cycles (emu) or the clocks advanced (ttsim, a
-coarse upper bound: the host clocks in slices), the max normalised error |C - C64| / (|A| @ |B|) against the bound
+Per shape (a cube size n, MxKxN, or BxMxKxN for a batched matmul): the plan (column groups, K blocks), wall time
+of the launch, the slowest core's emulated cycles (emu) or the clocks advanced (ttsim, a coarse upper bound: the host
+clocks in slices), the max normalised error |C - C64| / (|A| @ |B|) against the bound
 K * 2^-24, and whether emu and ttsim produced the same bits."""
 from __future__ import annotations
 
@@ -26,12 +29,40 @@ from runtime.compile import compile_kernel  # noqa: E402
 from runtime.driver import launch  # noqa: E402
 
 
-def plan_for(M, K, N):
-    out = Tensor.empty(M, K, device="CPU", dtype=dtypes.float32) @ Tensor.empty(K, N, device="CPU", dtype=dtypes.float32)
-    ast = [c for c in out.schedule_linear().src if c.op is Ops.CALL][0].src[0]
-    plan = lower_matmul(ast, f"bench_smm_{M}_{K}_{N}")
+def matmul_ast(sa, sb):
+    out = Tensor.empty(*sa, device="CPU", dtype=dtypes.float32) @ Tensor.empty(*sb, device="CPU", dtype=dtypes.float32)
+    calls = [c for c in out.schedule_linear().src if c.op is Ops.CALL]
+    return calls[-1].src[0], len(calls)
+
+
+def plan_for(M, K, N, B=0):
+    ast, _ = matmul_ast(((B,) if B else ()) + (M, K), ((B,) if B else ()) + (K, N))
+    plan = lower_matmul(ast, f"bench_smm_{B}_{M}_{K}_{N}")
     assert isinstance(plan, SfpuMatmulPlan)
     return plan
+
+
+def describe(plan) -> str:
+    if plan is None: return "generic path"
+    if not isinstance(plan, SfpuMatmulPlan): return f"FPU {plan.fidelity}"
+    split = (f", K in {plan.nkb} blocks of {8 * plan.kb_chunks} k, B {'streamed' if plan.b_stream else 'resident'}"
+             if plan.split_k else "")
+    return f"SFPU matmul, {plan.ng} column group(s) of {plan.ntg} tiles, A depth {plan.a_depth}{split}"
+
+
+def sweep():
+    """The dispatch decision (no budget: fp32-faithful) for fp32 matmuls of many shapes, incl. vectors and edges."""
+    from lowering.matmul import match_matmul
+    shapes = [((M, K), (K, N)) for M in (1, 7, 33, 64, 256) for N in (1, 5, 64, 100, 4096)
+              for K in (1, 3, 100, 1024, 1200, 4096, 8192, 20000)]
+    shapes += [((64,), (64, 32)), ((64, 32), (32,)), ((4096,), (4096, 64)), ((8, 64, 4096), (8, 4096, 64)),
+               ((4, 64, 2048), (2048, 64)), ((7,), (7,))]
+    for sa, sb in shapes:
+        ast, n = matmul_ast(sa, sb)
+        K = sa[-1]
+        why = ("" if match_matmul(ast) is not None else " (K = 1: an elementwise outer product, no reduction)" if K == 1
+               else " (a dot product: one SFPU reduction over K)")
+        print(f"{str(sa):>14} @ {str(sb):<14} {n} kernel(s): {describe(lower_matmul(ast, 'sweep'))}{why}")
 
 
 def run(dev, plan, a, b):
@@ -46,20 +77,28 @@ def run(dev, plan, a, b):
     launch(dev, elfs, plan.arg_words(addrs), timeout_s=3600)
     secs = time.perf_counter() - t0
     out = np.frombuffer(dev.read_dram(addrs[plan.output.buf], plan.buffers[plan.output.buf].nbytes), np.float32)
-    return out.reshape(plan.spec.M, plan.spec.N), secs
+    return out.reshape(*plan.spec.batch, plan.spec.M, plan.spec.N), secs
 
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("sizes", type=int, nargs="+")
+    ap.add_argument("sizes", nargs="*", help="n (a cube), MxKxN or BxMxKxN")
+    ap.add_argument("--sweep", action="store_true", help="print the dispatch decision for a sweep of shapes")
     ap.add_argument("--targets", default="emu,ttsim")
     ap.add_argument("--lib", default=os.environ.get("TT_SIMULATOR", "/work/ttsim/src/_out/release_bh/libttsim.so"))
     args = ap.parse_args()
+    if args.sweep:
+        sweep()
     rng = np.random.default_rng(0)
-    for n in args.sizes:
-        plan = plan_for(n, n, n)
-        a = rng.standard_normal((n, n)).astype(np.float32)
-        b = rng.standard_normal((n, n)).astype(np.float32)
+    for size in args.sizes:
+        dims = [int(x) for x in size.split("x")]
+        B, (M, K, N) = (dims[0], dims[1:]) if len(dims) == 4 else (0, dims * 3 if len(dims) == 1 else dims)
+        n = f"{B}x{M}x{K}x{N}" if B else f"{M}x{K}x{N}"
+        plan = plan_for(M, K, N, B)
+        print(f"{n}: {describe(plan)}", flush=True)
+        bt = (B,) if B else ()
+        a = rng.standard_normal(bt + (M, K)).astype(np.float32)
+        b = rng.standard_normal(bt + (K, N)).astype(np.float32)
         ref = a.astype(np.float64) @ b.astype(np.float64)
         scale = np.abs(a).astype(np.float64) @ np.abs(b).astype(np.float64)
         results = {}
@@ -78,11 +117,11 @@ def main():
                     what = f"clocks advanced <= {dev.clocks - c0}"
             err = (np.abs(got - ref) / scale).max()
             results[target] = got
-            print(f"{n}^3 fp32 SFPU matmul on {target}: {secs:.2f} s, {what}, max normalised error {err:.3g} "
-                  f"(bound {n * 2.0 ** -24:.3g}), column groups {plan.ng}", flush=True)
+            print(f"{n} fp32 SFPU matmul on {target}: {secs:.2f} s, {what}, max normalised error {err:.3g} "
+                  f"(bound {K * 2.0 ** -24:.3g})", flush=True)
         if len(results) == 2:
             x, y = results.values()
-            print(f"{n}^3: emu and ttsim bits {'identical' if np.array_equal(x.view(np.uint32), y.view(np.uint32)) else 'DIFFER'}")
+            print(f"{n}: emu and ttsim bits {'identical' if np.array_equal(x.view(np.uint32), y.view(np.uint32)) else 'DIFFER'}")
 
 
 if __name__ == "__main__":

@@ -431,3 +431,115 @@ def test_ttsim_vs_emu_bits_fp32_sfpu(mkn, form, batch):
         _, raw_sim, *_ = sfpu_case(*mkn, form=form, batch=batch, dev=sim)
     e, t = np.frombuffer(raw_emu, np.uint8), np.frombuffer(raw_sim, np.uint8)
     assert np.array_equal(e, t), f"{int((e != t).sum())} of {e.size} output bytes differ"
+
+
+# ------------------------------------------------------------------------- fp32 SFPU matmul with K split in blocks
+#
+# The replicated A panel takes 1 KiB of L1 per k, so K above ~1100 is split into K blocks (allocate_sfpu_matmul_l1),
+# the C tiles carried across blocks as packed fp32 partials (exact); every C tile still sees the same SFPMADs in
+# ascending k, so the result must be the bits of the one-block kernel.
+
+def _split_plans(M, K, N, form="plain", batch=None):
+    fn = {"plain": lambda x, y: x @ y, "bT": lambda x, y: x @ y.transpose(-1, -2),
+          "aT": lambda x, y: x.transpose(-1, -2) @ y}[form]
+    bt = (batch,) if batch else ()
+    shapes = {"plain": [bt + (M, K), bt + (K, N)], "bT": [bt + (M, K), bt + (N, K)], "aT": [bt + (K, M), bt + (K, N)]}
+    return lower_matmul(matmul_ast(fn, shapes[form], dtypes.float32), f"split_{M}_{K}_{N}_{form}")
+
+
+@pytest.mark.parametrize("shape", [(64, 4096, 64, None), (32, 8192, 32, None), (64, 4096, 64, 8), (1, 4096, 64, None),
+                                   (33, 1500, 40, None), (256, 8192, 100, None), (7, 20000, 4096, None)], ids=str)
+def test_fp32_sfpu_split_k_plans(shape):
+    """Large K plans the SFPU matmul with K blocks (never the generic path); B resident while a column tile of it fits
+    beside >= 128 k of A, else streamed with A; everything inside L1."""
+    from templates import layout
+    M, K, N, batch = shape
+    plan = _split_plans(M, K, N, batch=batch)
+    assert isinstance(plan, SfpuMatmulPlan) and plan.split_k, plan
+    assert plan.nkb * plan.kb_chunks >= plan.kc > (plan.nkb - 1) * plan.kb_chunks
+    assert plan.kb_chunks >= 8 and max(plan.l1.values()) < layout.DATA_END
+    assert plan.b_stream == (K * 128 > 1 << 20)   # one column tile of B takes 128 bytes per k
+    plan.render()
+
+
+@needs_cc
+@pytest.mark.parametrize("mkn,form,batch,kbc,stream", [
+    ((40, 100, 70), "plain", None, 3, False), ((40, 100, 70), "plain", None, 1, True),
+    ((33, 47, 65), "bT", None, 2, True), ((20, 60, 36), "aT", 2, 3, False)], ids=str)
+def test_fp32_sfpu_split_k_bits(mkn, form, batch, kbc, stream):
+    """Forced small K blocks (B resident or streamed; C packed to L1 between blocks and unpacked back): the bits of the
+    one-block kernel."""
+    from lowering.sfpu_matmul import force_split_k
+    state = rng.bit_generator.state
+    plan, raw1, *_ = sfpu_case(*mkn, form=form, batch=batch)
+    assert not plan.split_k
+    rng.bit_generator.state = state
+    sa, sb = ((batch,) if batch else ()) + (mkn[0], mkn[1]), ((batch,) if batch else ()) + (mkn[1], mkn[2])
+    a, b = rng.standard_normal(sa).astype(np.float32), rng.standard_normal(sb).astype(np.float32)
+    arrays = {"plain": [a, b], "bT": [a, np.ascontiguousarray(np.swapaxes(b, -1, -2))],
+              "aT": [np.ascontiguousarray(np.swapaxes(a, -1, -2)), b]}[form]
+    split = force_split_k(_split_plans(*mkn, form=form, batch=batch), kbc, stream)
+    assert split.split_k and split.b_stream == stream and split.kb_chunks == kbc
+    raw2, _ = run_plan(emu(), split, arrays)
+    assert raw2 == raw1, f"kbc={kbc} stream={stream}: bits differ from the one-block kernel"
+
+
+@needs_cc
+def test_fp32_sfpu_large_k():
+    """K = 1400 does not fit one replicated A panel: K blocks, within K * 2^-24 * sum|a||b| of float64."""
+    plan, *_ = sfpu_case(20, 1400, 24)
+    assert plan.split_k and plan.nkb >= 2
+
+
+@needs_cc
+@needs_ttsim
+def test_ttsim_vs_emu_bits_fp32_sfpu_split_k():
+    from runtime.ttsim_device import TtsimDevice
+    state = rng.bit_generator.state
+    plan, raw_emu, *_ = sfpu_case(20, 1400, 40)
+    assert plan.split_k
+    rng.bit_generator.state = state
+    with TtsimDevice(LIB) as sim:
+        _, raw_sim, *_ = sfpu_case(20, 1400, 40, dev=sim)
+    e, t = np.frombuffer(raw_emu, np.uint8), np.frombuffer(raw_sim, np.uint8)
+    assert np.array_equal(e, t), f"{int((e != t).sum())} of {e.size} output bytes differ"
+
+
+@needs_cc
+@pytest.mark.parametrize("form", ["xv", "vx"])
+def test_fp32_sfpu_matvec(form):
+    """Matrix-vector products (one output row after the matcher's transpose): the MOP runs one 4-row group of the C tile
+    instead of 8, the reader zeroes the rows past M once per panel slot; results within K * 2^-24 of float64."""
+    K, N = 300, 40
+    m = rng.standard_normal((N, K) if form == "xv" else (K, N)).astype(np.float32)
+    v = rng.standard_normal(K).astype(np.float32)
+    fn, arrays = ((lambda x, y: x @ y), [m, v]) if form == "xv" else ((lambda x, y: x @ y), [v, m])
+    plan = lower_matmul(matmul_ast(fn, [x.shape for x in arrays], dtypes.float32), f"smv_{form}")
+    assert isinstance(plan, SfpuMatmulPlan) and plan.spec.M == 1 and plan.row_groups == 1
+    raw, _ = run_plan(emu(), plan, arrays)
+    got = from_bytes(raw, "float32")
+    a64, b64 = (arrays[0].astype(np.float64), arrays[1].astype(np.float64))
+    ref, scale = a64 @ b64, np.abs(a64) @ np.abs(b64)
+    assert (np.abs(got - ref) / scale).max() <= K * 2.0 ** -24
+
+
+@needs_cc
+def test_fpu_plan_too_big_takes_sfpu():
+    """A matmul the FPU would take but whose B does not fit L1 (the FPU plan keeps all of B resident) runs on the SFPU
+    matmul instead of failing: bf16 operands widen exactly, C accumulates in fp32 and is rounded to bf16 once."""
+    from lowering.sfpu_matmul import force_split_k, plan_sfpu_matmul
+    ast = matmul_ast(lambda x, y: x @ y, [(64, 1024), (1024, 1024)], dtypes.bfloat16)
+    with pytest.raises(UnsupportedOp, match="bytes of L1"):
+        plan_matmul(match_matmul(ast), "k")
+    assert isinstance(lower_matmul(ast, "k"), SfpuMatmulPlan)
+    ast = matmul_ast(lambda x, y: x @ y, [(64, 1024), (1024, 1024)], dtypes.float32)
+    assert isinstance(lower_matmul(ast, "k", err_budget=1e-2), SfpuMatmulPlan)
+    M, K, N = 40, 200, 70     # run: a small bf16 matmul on the SFPU matmul with K in blocks
+    a = bf16_round(rng.standard_normal((M, K)).astype(np.float32))
+    b = bf16_round(rng.standard_normal((K, N)).astype(np.float32))
+    spec = match_matmul(matmul_ast(lambda x, y: x @ y, [(M, K), (K, N)], dtypes.bfloat16))
+    plan = force_split_k(plan_sfpu_matmul(spec, "bf16_sfpu"), 5)
+    raw, _ = run_plan(emu(), plan, [a, b])
+    got = from_bytes(raw, "bfloat16").reshape(M, N)
+    assert np.array_equal(got, bf16_round(got))
+    assert normalised_error(got, a.astype(np.float64), b.astype(np.float64)).max() <= K * 2.0 ** -24 + 2.0 ** -9
