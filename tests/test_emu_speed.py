@@ -605,3 +605,185 @@ def test_defer_kept_dst_reference_sees_work(monkeypatch):
             assert tx._dq                          # really deferred at this point
         res.append((d.rows32.copy(), d.written.copy()))
     assert np.array_equal(res[0][0], res[1][0]) and np.array_equal(res[0][1], res[1][1])
+
+
+# --- closed-form row-step bookkeeping and the shortened push paths (issue #3, second round) ---------------------------
+# _sfpu_batch computes the Dst addresses of a batched body in closed form when every address modifier it uses only
+# adds constants (_addr_mod_steps), and issues only until the cycle model is provably periodic (_timing_periodic),
+# then advances it by n repetitions at once (_timing_skip). tensix.BATCH_CLOSED_FORM = False walks every row step.
+# The push paths (Tensix.push, _drain_deferred, the tile's per-core pusher) inline the cycle model's SFPU issue rule.
+
+MM_BODY = [LOAD(4, 0), LOAD(5, 0x40), MAD(5, 0, 4, 4), LOAD(6, 0x42), MAD(6, 1, 4, 4), LOAD(5, 0x60),
+           MAD(5, 2, 4, 4), LOAD(6, 0x62), MAD(6, 3, 4, 4), STORE(4, 0, 2)]     # the fp32 SFPU matmul's shape
+CLOSED_BODIES = {
+    **BODIES,
+    "matmul": MM_BODY,
+    "mad_chain": [LOAD(0, 0), MAD(0, 0, 9, 1), MAD(1, 1, 0, 2), MAD(2, 10, 1, 3), E("SFPNOP"), STORE(3, 64, 1)],
+    "no_mad": [LOAD(0, 0), E("SFPABS", lreg_c=0, lreg_dest=1, instr_mod1=1), STORE(1, 64, 1)],
+}
+# ADDR_MOD_DST_SEC2 (thread cfg 30): Dst += 4, as the matmul template sets it
+MM_SETUP = [E("SETC16", setc16_reg=30, setc16_value=4)] + [E("SFPLOADI", lreg_ind=i, instr_mod0=0, imm16=0x3F80 + i)
+                                                           for i in range(4)]
+
+
+@pytest.fixture
+def skip_counter(monkeypatch):
+    """Counts repetitions advanced in closed form (_timing_skip)."""
+    orig = tensix._timing_skip
+    state = {"n": 0}
+
+    def wrapped(tm, t, st, s1, s2, n, p):
+        state["n"] += n
+        return orig(tm, t, st, s1, s2, n, p)
+    monkeypatch.setattr(tensix, "_timing_skip", wrapped)
+    return state
+
+
+def _closed_both(run, monkeypatch):
+    out = []
+    for on in (True, False):
+        monkeypatch.setattr(tensix, "BATCH_CLOSED_FORM", on)
+        try:
+            out.append(_full_state(run()))
+        except EmuError as e:
+            out.append(str(e))
+    return out
+
+
+@pytest.mark.parametrize("name", sorted(CLOSED_BODIES))
+@pytest.mark.parametrize("reps", [4, 8, 16])
+def test_closed_form_batch_identical(name, reps, monkeypatch, batch_counter, skip_counter):
+    """Dst, LRegs, flags, RWCs, cycle statistics and counters are identical with and without the closed form, and
+    the closed form really skips repetitions."""
+    body = CLOSED_BODIES[name]
+    run = lambda: _mop_run(body, reps=reps, setup=MM_SETUP, tiles=3)
+    a, b = _closed_both(run, monkeypatch)
+    _same_or_same_error(a, b)
+    assert batch_counter["n"] > 0
+    assert skip_counter["n"] > 0
+
+
+def test_closed_form_refused_for_cr_modifiers(monkeypatch, batch_counter, skip_counter):
+    """A body whose store uses an address modifier with CR set (Dst_Cr += 2, Dst := Dst_Cr): the RWC walk is not a
+    constant step, so the closed form is not used; the result is unchanged."""
+    body = [LOAD(0, 0), MAD(0, 0, 9, 1), STORE(1, 64, 3)]
+    setup = [E("SETC16", setc16_reg=31, setc16_value=2 | 1 << 10)]   # ADDR_MOD_DST_SEC3: incr 2, CR
+    run = lambda: _mop_run(body, reps=16, setup=setup)
+    a, b = _closed_both(run, monkeypatch)
+    _same_or_same_error(a, b)
+    assert skip_counter["n"] == 0
+
+
+@pytest.mark.parametrize("seed", range(24))
+def test_closed_form_random_bodies(seed, monkeypatch, batch_counter):
+    """The random whitelisted bodies of test_batch_random_bodies, with NOP padding and Dst += 2/4 modifiers:
+    identical state or identical error with and without the closed form."""
+    rng = np.random.default_rng(500 + seed)
+    body = _random_body(rng, clean=seed % 4 < 3)
+    body = [w for x in body for w in (x, E("SFPNOP"))] if seed % 3 == 1 else body
+    setup = [E("SETC16", setc16_reg=30, setc16_value=4)] + [E("SFPLOADI", lreg_ind=i, instr_mod0=0,
+                                                               imm16=0x3F80 + i) for i in range(8)]
+    data_seed = int(rng.integers(0, 1 << 30))
+    reps = int(rng.choice([4, 9, 16]))
+
+    def run():
+        np.random.seed(data_seed)
+        return _mop_run(body, reps=reps, setup=setup, tiles=2)
+    a, b = _closed_both(run, monkeypatch)
+    _same_or_same_error(a, b)
+
+
+def test_closed_form_after_fpu_write_and_gate(monkeypatch, batch_counter, skip_counter):
+    """A batch issued while an FPU write to a Dst block is recent (the SFPLOAD hazard window) and the Wait Gate
+    still holds the SFPU (release in the future): the closed form only starts once both are in the past; the same
+    state either way (cycle-model state set directly: an FPU write to an untouched block, a gate release)."""
+    def run():
+        tx = tensix.Tensix(np.zeros(layout.L1_SIZE, np.uint8), strict=True)
+        tx.dst.write_rows32(0, np.random.default_rng(5).standard_normal((512, 16)).astype(np.float32).view(np.uint32))
+        body = MM_BODY
+        replay = E("REPLAY", load_mode=0, execute_while_loading=0, len=len(body), start_idx=0)
+        nop = E("NOP")
+        for i, v in enumerate([1, 16, nop, nop, nop, replay, nop, replay, replay]):
+            tx.mop_cfg_write(1, i, v)
+        for w in MM_SETUP + [E("REPLAY", load_mode=1, execute_while_loading=0, len=len(body), start_idx=0), *body]:
+            tx.push(1, w)
+        tx.tm.dst_fpu_write[40] = tx.tm.clock[1] + 40        # rows 320..327: not read by the body
+        tx.tm.gate[1] = (1 << 8, tx.tm.clock[1] + 25)         # B8 (SFPU) blocked until then
+        tx.push(1, E("MOP", mop_type=1, loop_count=0, zmask_lo16_or_loop_count=0))
+        return tx
+    a, b = _closed_both(run, monkeypatch)
+    assert not isinstance(a, str)
+    _same(a, b)
+    assert 0 < skip_counter["n"] < 15
+
+
+def test_replay_pushed_rows_identical(monkeypatch, batch_spy):
+    """bench_sfpu's shape (a 3-row REPLAY pushed from the host: _drain_deferred) with deferral on and off."""
+    for on in (True, False):
+        monkeypatch.setattr(tensix, "DEFER_SFPU", on)
+        r = bench.bench_sfpu(256)
+        if on:
+            first = r
+    for k in ("sfpu_instructions", "cycles"):
+        assert first[k] == r[k], k
+
+
+def _spy_issue(monkeypatch):
+    """Every new Tensix gets an instance override of tm.issue (as test_cycles' spy): the general method then runs
+    where push() / _drain_deferred would inline it."""
+    orig_init = tensix.Tensix.__init__
+
+    def init(self, *a, **k):
+        orig_init(self, *a, **k)
+        issue = self.tm.issue
+        self.tm.issue = lambda *x, **y: issue(*x, **y)
+    monkeypatch.setattr(tensix.Tensix, "__init__", init)
+
+
+def test_push_inline_issue_matches_issue(monkeypatch):
+    """Tensix.push and _drain_deferred inline TensixTiming.issue for SFPU words without Dst access: identical state
+    to the general method (the long TTI body; host-pushed MOP/REPLAY shapes)."""
+    runs = [lambda: _tti_run(bench.LONG_BODY, setup=bench.LONG_SETUP, cfg1=bench.LONG_CFG1, tiles=2),
+            lambda: _mop_run(EXP2_BODY, reps=3, setup=MM_SETUP),
+            lambda: _mop_run(MM_BODY, reps=3, setup=MM_SETUP)]
+    plain = [_full_state(run()) for run in runs]
+    _spy_issue(monkeypatch)
+    for a, run in zip(plain, runs):
+        _same(a, _full_state(run()))
+
+
+def test_tile_pusher_matches_generic_push(monkeypatch):
+    """The tile's per-core `.ttinsn` pusher (PUSHP, position passed by the generated code) against the generic
+    bus.push_tensix path (PUSH with C.pos): same cycles, counts and Dst."""
+    from runtime.emu import tile as tile_mod
+    a = [bench.bench_tile_long(2), bench.bench_tile(4)]
+    init = tile_mod.Tile.__init__
+
+    def init2(self, *x, **k):
+        init(self, *x, **k)
+        for c in self.cores.values():
+            c._ns.pop("PUSHP", None)
+    monkeypatch.setattr(tile_mod.Tile, "__init__", init2)
+    b = [bench.bench_tile_long(2), bench.bench_tile(4)]
+    for x, y in zip(a, b):
+        for k in ("sfpu_instructions", "riscv_instructions", "cycles", "tensix_cycles", "checksum"):
+            assert x.get(k) == y.get(k), k
+
+
+def test_batch_timing_memo_identical(monkeypatch, batch_counter):
+    """A batch entered from the same relative cycle-model state as an earlier one replays its recorded timing
+    (_timing_replay); identical state to the row-step walk, and the memo is really used."""
+    hits = {"n": 0}
+    orig = tensix._timing_replay
+
+    def wrapped(*a):
+        hits["n"] += 1
+        return orig(*a)
+    monkeypatch.setattr(tensix, "_timing_replay", wrapped)
+    for name in ("matmul", "exp2", "mad_chain"):
+        hits["n"] = 0
+        run = lambda: _mop_run(CLOSED_BODIES[name], reps=8, setup=MM_SETUP, tiles=4)
+        a, b = _closed_both(run, monkeypatch)
+        assert not isinstance(a, str)
+        _same(a, b)
+        assert hits["n"] >= 2, name

@@ -131,8 +131,9 @@ def bench_sfpu(rows: int = 4096) -> dict:
     n0 = tx.instructions[1]
     t0 = time.perf_counter()
     done_rows = 0
+    replay = E("REPLAY", load_mode=0, execute_while_loading=0, len=len(rec), start_idx=0)   # (not timed)
     while done_rows < rows:
-        tx.push(1, E("REPLAY", load_mode=0, execute_while_loading=0, len=len(rec), start_idx=0))
+        tx.push(1, replay)
         done_rows += per
         if done_rows % 128 < per:
             tx.push(1, reset)                              # stay inside the 512 Dst rows

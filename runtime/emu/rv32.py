@@ -480,7 +480,11 @@ class RV32Core:
 
         if w & 3 != 3:                                           # .ttinsn: push a Tensix instruction
             bw.pure = False
-            emit(f"{bw.may_raise()}; PUSH(NAME, {from_ttinsn(w):#x})")
+            mark = bw.may_raise()
+            if "PUSHP" in self._ns:       # the bus's per-core pusher takes the position instead of reading C.pos
+                emit(f"k = {bw.count}; PUSHP(done + {bw.count}, {from_ttinsn(w):#x})")
+            else:
+                emit(f"{mark}; PUSH(NAME, {from_ttinsn(w):#x})")
         elif op == 0x33:                                         # R-type ALU / M / Zba / Zbb
             expr = _OP_R.get((f7, f3))
             if expr is None:

@@ -18,6 +18,10 @@ _sfpu_batch runs them as one numpy pass per instruction. Bodies pushed word by w
 executed before anything can observe it (`sfpu` / `dst` accesses, any other instruction, settle()), repeated bodies
 batched (_dq_flush, SFPU.execute_batch). A thread whose deferred data is still queued counts as idle: its work is
 issued in the cycle model, and nothing outside the Tensix can see the difference.
+A batch's row-step bookkeeping is closed-form where provably equal (BATCH_CLOSED_FORM): Dst addresses and RWCs when
+every address modifier only adds constants (_addr_mod_steps, _batch_addrs), issue cycles once the cycle model is
+periodic across repetitions (_timing_periodic / _timing_skip) or replayed from an earlier batch entered in the same
+relative state (_timing_key / _timing_memo / _timing_replay). push() and _drain_deferred inline the SFPU issue rule.
 
 Handlers are methods named after the instruction (`def SEMPOST(self, t, f)`), found through `self._handlers`.
 A handler returns None when the instruction executed, or a string (the blocked reason) when it cannot issue yet;
@@ -40,7 +44,8 @@ except ImportError:  # pragma: no cover - only while rv32.py is being written
     class Stall(Exception):
         pass
 
-from runtime.emu.cycles import K_FPU, K_SFPU, K_UNPACK, K_WAIT, TensixTiming, instr_kind
+from runtime.emu.cycles import FIFO_EFFECTIVE_DEPTH, FPU_TO_SFPLOAD_GAP, K_FPU, K_SFPU, K_UNPACK, K_WAIT, \
+    MOP_TRANSITION_PENALTY, TensixTiming, instr_kind
 from runtime.emu.tensix_fpu import FpuMixin
 from runtime.emu.unpack_pack import UnpackPackMixin
 
@@ -158,6 +163,9 @@ class Tensix(UnpackPackMixin, FpuMixin):
         self._init_packer()                        # the packer's output stream state (unpack_pack.py)
         self._decoded: dict[int, tuple] = {}
         self._batch_plans: dict[tuple, object] = {}   # SFPU body -> _batch_plan() result
+        self._batch_addr_cache: dict[tuple, object] = {}   # (body, k, start, steps) -> _batch_addrs() result
+        self._batch_bodies: dict[tuple, list] = {}     # (body, resolved modes) -> execute_batch's body list
+        self._batch_timing: dict[tuple, tuple] = {}    # (body, k, _timing_key) -> _timing_memo() result
         self.tm = TensixTiming(self)               # the cycle model (cycles.py)
         self._issue_t = 0                          # issue cycle of the instruction being executed
         self._handlers = self._build_handlers()
@@ -220,7 +228,20 @@ class Tensix(UnpackPackMixin, FpuMixin):
             if fast is _UNSET:
                 fast = self._fast_info(word)
             if fast is not None and (th.latch is None or not th.latch.block & fast[3]):   # not held by the gate
-                t = tm.accept_take(thread, t)      # (th.batch_skip: reset by _next when ready is empty)
+                # TensixTiming.accept_take, inlined (th.batch_skip: reset by _next when ready is empty)
+                q = tm.taken[thread]
+                if len(q) == FIFO_EFFECTIVE_DEPTH and q[0] > t:
+                    t = q[0]
+                clock = tm.clock
+                last = clock[thread]
+                q.append(t if t > last else last)
+                fe = tm.fe[thread]
+                if tm.after_mop[thread]:
+                    fe = max(fe, last + 1) + MOP_TRANSITION_PENALTY
+                    tm.after_mop[thread] = False
+                if t > fe:
+                    fe = t
+                tm.fe[thread] = fe
                 name, fields, is_mem, block, info, ft, d = fast
                 dq = self._dq
                 # _defer for an instruction without Dst access, inlined (the hot path of a TTI body; its only
@@ -231,7 +252,43 @@ class Tensix(UnpackPackMixin, FpuMixin):
                     if len(dq) >= DQ_MAX:
                         self._dq_flush()
                         dq = self._dq
-                    c = self._issue_t = tm.issue(thread, name, K_SFPU, info, fields, block, th.blocked is not None)
+                    # TensixTiming.issue for an SFPU word without Dst access, inlined (same rules, same order;
+                    # an instance override of tm.issue, e.g. a test's spy, is honoured)
+                    if "issue" in tm.__dict__:
+                        c = self._issue_t = tm.issue(thread, name, K_SFPU, info, fields, block, th.blocked is not None)
+                        if not dq:
+                            self._dq_flags = _uniform_flags(self._sfpu)
+                        if ft is not None:
+                            self._dq_flags = ft(*self._dq_flags)
+                        cfg = self.cfg
+                        dq.append((word, name, fields, None, 0, c, cfg[0], cfg[1], thread))
+                        th.blocked = None
+                        self.instructions[thread] += 1
+                        return t
+                    c = last + 1
+                    if fe > c:
+                        c = fe
+                    mask, until = tm.gate[thread]
+                    if until > c and (block & mask if block != -1 else mask == 0x1FF):
+                        c = until
+                    if th.blocked is not None and tm.event_t + 1 > c:
+                        c = tm.event_t + 1
+                    st = self._sfpu.timing
+                    if c == st.nop_only_cycle or c == st.mad_cycle + 1 or info[5]:
+                        c = st.regular(c, info)
+                    elif info[4]:                 # SfpuTiming.regular for a MAD meeting no auto-stall
+                        st.mad_cycle, st.mad_writes, st.mad_macro = c, info[3], False
+                        if c + 2 > st.busy_until:
+                            st.busy_until = c + 2
+                    elif c >= st.busy_until:      # ... and for a 1-cycle instruction
+                        st.busy_until = c + 1
+                    if tm.first[thread] is None:
+                        tm.first[thread] = c
+                    elif c - last > 1:
+                        tm.stalls[thread] += c - last - 1
+                    clock[thread] = c
+                    tm.issued[thread] += 1
+                    self._issue_t = c
                     if not dq:
                         self._dq_flags = _uniform_flags(self._sfpu)
                     if ft is not None:
@@ -328,7 +385,9 @@ class Tensix(UnpackPackMixin, FpuMixin):
                 continue
             if w >> 24 == _OP_REPLAY:
                 self._check_reserved_word(w, "REPLAY")
-                f = INSTRUCTIONS["REPLAY"].decode(w)
+                f = _REPLAY_FIELDS.get(w)
+                if f is None:
+                    f = _REPLAY_FIELDS[w] = INSTRUCTIONS["REPLAY"].decode(w)
                 count = f["len"]
                 if count == 0:
                     # WH doc: 0 means 64, but the BH buffer has 32 entries and ttsim refuses it: do not guess
@@ -339,7 +398,11 @@ class Tensix(UnpackPackMixin, FpuMixin):
                 elif f["execute_while_loading"]:
                     raise EmuUnimplemented(f"Tensix: REPLAY word 0x{w:08X}: execute_while_loading without load_mode")
                 else:
-                    ready.extend(th.replay_buf[(f["start_idx"] + i) % 32] for i in range(count))
+                    start = f["start_idx"]
+                    rb = th.replay_buf
+                    seq = rb[start:start + count] if start + count <= 32 else \
+                        [rb[(start + i) % 32] for i in range(count)]
+                    ready.extend(seq)
                     if from_mop and count >= 2:
                         tm.long_replay_in_mop(th.tid)
                     if from_mop:
@@ -349,7 +412,7 @@ class Tensix(UnpackPackMixin, FpuMixin):
                         mo = th.mop_out
                         while mo and mo[0] == w:
                             mo.popleft()
-                            ready.extend(th.replay_buf[(f["start_idx"] + i) % 32] for i in range(count))
+                            ready.extend(seq)
                 continue
             ready.append(w)
         return ready[0]
@@ -437,6 +500,11 @@ class Tensix(UnpackPackMixin, FpuMixin):
                     th.blocked = None
                     continue
                 th.batch_skip = len(th.ready)
+            if kind == K_SFPU and th.latch is None:
+                done = self._drain_deferred(t, th)
+                if done:
+                    n += done
+                    continue
             self._cur = (t, w, name)
             was_blocked = th.blocked is not None
             latch = th.latch
@@ -483,6 +551,79 @@ class Tensix(UnpackPackMixin, FpuMixin):
             th.blocked = None
             n += 1
         self.instructions[t] += n
+        return n
+
+    def _drain_deferred(self, t: int, th: _Thread) -> int:
+        """_drain's loop for a run of deferrable SFPU words at the head of th.ready with no Wait Gate latch: each one
+        exactly as _drain would (no batching attempt due, _defer; the non-Dst case inlined as in push()). Stops
+        (returns how many ran) at the first word that needs _drain's general path or a batching attempt."""
+        ready = th.ready
+        fastc = self._fast
+        tm = self.tm
+        issue = tm.issue
+        spied = "issue" in tm.__dict__             # an instance override of tm.issue (a test's spy) is honoured
+        clock = tm.clock
+        st = self._sfpu.timing if self._sfpu is not None else None
+        cfg = self.cfg
+        was_blocked = th.blocked is not None
+        n = 0
+        lim = th.batch_skip if th.batch_skip > 7 else 7
+        while ready:
+            if n and len(ready) > lim:
+                break                              # _drain tries _sfpu_batch here (len >= 8 and > batch_skip)
+            w = ready[0]
+            fast = fastc.get(w, _UNSET)
+            if fast is _UNSET:
+                fast = self._fast_info(w)
+            if fast is None:
+                break
+            name, fields, is_mem, block, info, ft, d = fast
+            self._cur = (t, w, name)
+            dq = self._dq
+            if is_mem or not (dq or _sfpu_plain(self._sfpu)):
+                if not self._defer(t, th, w, d, block, info, was_blocked):
+                    break
+            else:
+                if len(dq) >= DQ_MAX:
+                    self._dq_flush()
+                    dq = self._dq
+                if spied:
+                    c = self._issue_t = issue(t, name, K_SFPU, info, fields, block, was_blocked)
+                else:               # TensixTiming.issue for an SFPU word without Dst access, inlined as in push()
+                    last = clock[t]
+                    c = last + 1
+                    fe = tm.fe[t]
+                    if fe > c:
+                        c = fe
+                    mask, until = tm.gate[t]
+                    if until > c and (block & mask if block != -1 else mask == 0x1FF):
+                        c = until
+                    if was_blocked and tm.event_t + 1 > c:
+                        c = tm.event_t + 1
+                    if c == st.nop_only_cycle or c == st.mad_cycle + 1 or info[5]:
+                        c = st.regular(c, info)
+                    elif info[4]:
+                        st.mad_cycle, st.mad_writes, st.mad_macro = c, info[3], False
+                        if c + 2 > st.busy_until:
+                            st.busy_until = c + 2
+                    elif c >= st.busy_until:
+                        st.busy_until = c + 1
+                    if tm.first[t] is None:
+                        tm.first[t] = c
+                    elif c - last > 1:
+                        tm.stalls[t] += c - last - 1
+                    clock[t] = c
+                    tm.issued[t] += 1
+                    self._issue_t = c
+                if not dq:
+                    self._dq_flags = _uniform_flags(self._sfpu)
+                if ft is not None:
+                    self._dq_flags = ft(*self._dq_flags)
+                dq.append((w, name, fields, None, 0, c, cfg[0], cfg[1], t))
+            ready.popleft()
+            th.blocked = None
+            was_blocked = False
+            n += 1
         return n
 
     def _build_handlers(self) -> dict:
@@ -858,54 +999,117 @@ class Tensix(UnpackPackMixin, FpuMixin):
             if m not in (3, 4, 12) or th.cfg[47 + amode]:
                 return 0
             resolved.append(m)
-        # the Dst addresses of every repetition: the address modifiers applied to a copy of the RWCs
+        # the Dst addresses of every repetition: the address modifiers applied to a copy of the RWCs (in closed form
+        # when every modifier the body uses only adds constants: _addr_mod_steps)
         base_cfg = th.cfg[1] & 0xFFF
         rwc = th.rwc
-        th.rwc = sim = dict(rwc)
-        addrs = []
-        try:
-            for _ in range(k):
-                for (i, is_store, imm, amode, vd, mod0) in mems:
-                    addrs.append((imm + base_cfg + sim["d"]) & 0x3FF)
-                    self.apply_addr_mod(t, amode, fidelity=False)
-        except (EmuError, EmuUnimplemented):
-            return 0
-        finally:
-            th.rwc = rwc
+        steps = _addr_mod_steps(th, [m[3] for m in mems]) if BATCH_CLOSED_FORM else None
         nm = len(mems)
-        owner = {}
-        for j, a in enumerate(addrs):
-            if a & 1 or a >= 512:
+        if steps is not None:
+            # closed form: the addresses, the ownership test and the rows strict mode must find written depend
+            # only on (body, k, start address, steps): analysed once (_batch_addrs), cached
+            akey = (body, k, base_cfg + rwc["d"], tuple(steps))
+            an = self._batch_addr_cache.get(akey)
+            if an is None:
+                if len(self._batch_addr_cache) > 4096:
+                    self._batch_addr_cache.clear()
+                an = self._batch_addr_cache[akey] = _batch_addrs(mems, steps, k, base_cfg + rwc["d"])
+            if an is False:
                 return 0
-            if mems[j % nm][1]:
-                if owner.setdefault(a, j // nm) != j // nm:
-                    return 0
-        written = self.dst.written.copy() if self.strict else None
-        for j, a in enumerate(addrs):
-            if owner.get(a, j // nm) != j // nm:
+            addrs_np, need_rows, per_rep = an
+            if self.strict and need_rows is not None and not self.dst.written[need_rows].all():
                 return 0
-            if written is not None:
-                r0 = a & 0x1FC
-                if mems[j % nm][1]:
-                    written[r0:r0 + 4] = True
-                elif not written[r0:r0 + 4].all():
+        else:
+            th.rwc = sim = dict(rwc)
+            addrs = []
+            try:
+                for _ in range(k):
+                    for (i, is_store, imm, amode, vd, mod0) in mems:
+                        addrs.append((imm + base_cfg + sim["d"]) & 0x3FF)
+                        self.apply_addr_mod(t, amode, fidelity=False)
+            except (EmuError, EmuUnimplemented):
+                return 0
+            finally:
+                th.rwc = rwc
+            owner = {}
+            store_pos = [m[1] for m in mems]
+            for j, a in enumerate(addrs):
+                if a & 1 or a >= 512:
                     return 0
+                if store_pos[j % nm]:
+                    if owner.setdefault(a, j // nm) != j // nm:
+                        return 0
+            if owner:
+                for j, a in enumerate(addrs):
+                    if owner.get(a, j // nm) != j // nm:
+                        return 0
+            if self.strict:
+                # strict: every load reads written rows (per Dst quad: a 32-bit load/store covers rows a & ~3 .. +3)
+                wq = self.dst.written.reshape(128, 4).all(axis=1).tolist()
+                for j, a in enumerate(addrs):
+                    q = (a & 0x1FC) >> 2
+                    if store_pos[j % nm]:
+                        wq[q] = True
+                    elif not wq[q]:
+                        return 0
+            addrs_np = np.array(addrs, dtype=np.int64).reshape(k, nm)
         # commit: timing in the original order, then the data one instruction at a time over all repetitions
         tm = self.tm
         was_blocked = th.blocked is not None
         c = self._issue_t
-        for _ in range(k):
+        st = sfpu.timing
+        prev = None
+        r = 0
+        # a body issued before from the same relative cycle-model state issues the same way again (_timing_key)
+        tkey = _timing_key(tm, t, st) if steps is not None and not was_blocked else None
+        if tkey is not None:
+            tkey = (body, k, tkey)
+            memo = self._batch_timing.get(tkey)
+            if memo is not None:
+                c = _timing_replay(tm, t, st, memo)
+                rwc["a"] = (rwc["a"] + k * per_rep[0]) & 0x3F
+                rwc["b"] = (rwc["b"] + k * per_rep[1]) & 0x3F
+                rwc["d"] = (rwc["d"] + k * per_rep[2]) & 0x3FF
+                last = entries[-1]
+                self._cur = (t, last[0], last[1])
+                r = k
+            else:
+                entry = (_timing_base(tm, t), st.nop_only_cycle, st.mad_cycle, st.busy_until, tm.stalls[t],
+                         tm.issued[t])
+        while r < k:
             for (w, name, fields, block, info, amode) in entries:
                 self._cur = (t, w, name)
                 c = tm.issue(t, name, K_SFPU, info, fields, block, was_blocked)
                 was_blocked = False
                 if amode is not None:
                     self.apply_addr_mod(t, amode, fidelity=False)
+            r += 1
+            if steps is None or r >= k:
+                continue
+            snap = (tm.clock[t], st.nop_only_cycle, st.mad_cycle, st.mad_writes, st.mad_macro, st.busy_until,
+                    tm.stalls[t])
+            if prev is not None and _timing_periodic(tm, t, prev, snap):
+                c = _timing_skip(tm, t, st, prev, snap, k - r, len(entries))
+                rem = k - r
+                rwc["a"] = (rwc["a"] + rem * per_rep[0]) & 0x3F
+                rwc["b"] = (rwc["b"] + rem * per_rep[1]) & 0x3F
+                rwc["d"] = (rwc["d"] + rem * per_rep[2]) & 0x3FF
+                break
+            prev = snap
+        if tkey is not None and memo is None:
+            memo = _timing_memo(tm, t, st, entry)
+            if memo is not None:
+                if len(self._batch_timing) > 4096:
+                    self._batch_timing.clear()
+                self._batch_timing[tkey] = memo
         self._issue_t = c
         sfpu.sfpu_fp32_enabled, sfpu.srcb_is_fp16 = fp32, srcb16
-        mem_info = {i: (is_store, vd, m) for (i, is_store, imm, amode, vd, mod0), m in zip(mems, resolved)}
-        sfpu.execute_batch([(e[1], e[2], mem_info.get(i)) for i, e in enumerate(entries)], k,
-                           np.array(addrs, dtype=np.int64).reshape(k, nm), c)
+        bkey = (body, tuple(resolved))
+        ebody = self._batch_bodies.get(bkey)
+        if ebody is None:
+            mem_info = {i: (is_store, vd, m) for (i, is_store, imm, amode, vd, mod0), m in zip(mems, resolved)}
+            ebody = self._batch_bodies[bkey] = [(e[1], e[2], mem_info.get(i)) for i, e in enumerate(entries)]
+        sfpu.execute_batch(ebody, k, addrs_np, c)
         n = k * p
         for _ in range(n):
             ready.popleft()
@@ -1012,7 +1216,7 @@ class Tensix(UnpackPackMixin, FpuMixin):
                 dq = self._dq
             c = self._issue_t = self.tm.issue(t, name, K_SFPU, info, fields, block, was_blocked)
             r0 = addr & 0x1FC
-            if not is_store and self.strict and not self._dst.written[r0:r0 + 4].all():
+            if not is_store and self.strict and self._dst.written[r0:r0 + 4].tobytes() != _ALL4:
                 # maybe a deferred predicated store wrote the rows: execute the queue, then the handler's exact check
                 s = self.sfpu
                 s.sfpu_fp32_enabled, s.srcb_is_fp16 = _fmt_flags(c0, c1)
@@ -1194,6 +1398,8 @@ DEFER_SFPU = True         # tests turn the deferral off to compare with one-by-o
 DQ_MAX = 16384            # deferred instructions before the queue is executed anyway
 DQ_MAX_PERIOD = 2048      # longest body _dq_period looks for
 _UNSET = object()
+_REPLAY_FIELDS: dict[int, dict] = {}      # REPLAY word -> decoded fields (read only)
+_ALL4 = b"\x01" * 4      # Dst.written[r0:r0 + 4].tobytes() when all four rows are written
 
 
 def _fmt_flags(c0: int, c1: int) -> tuple[bool, bool]:
@@ -1246,6 +1452,159 @@ def _dq_period(words: list, i: int, n: int) -> tuple[int, int]:
                     break
         j += 1
     return best_p, best_k
+
+
+BATCH_CLOSED_FORM = True  # tests turn it off: _sfpu_batch then walks the RWCs and the cycle model row step by row step
+
+
+def _addr_mod_steps(th: _Thread, modes: list) -> list | None:
+    """Per address-modifier index in `modes`: its (SrcA, SrcB, Dst) RWC increments when every one of them only adds
+    a constant (no Clear, no CR, no DestCToCR, no bias: FpuMixin.apply_addr_mod then is `rwc += incr` masked), else
+    None."""
+    cfg = th.cfg
+    out = []
+    for m in modes:
+        ab, dm = cfg[12 + m], cfg[28 + m]
+        if cfg[47 + m] or ab & 0xC0C0 or dm & 0x1C00:
+            return None
+        out.append((ab & 0x3F, ab >> 8 & 0x3F, dm & 0x3FF))
+    return out
+
+
+def _batch_addrs(mems: list, steps: list, k: int, start: int):
+    """The static Dst analysis of _sfpu_batch for a body whose address modifiers only add constants, entered with
+    Dst address base + RWC.Dst = `start`: False if refused (odd or >= 512 address; a repetition storing to a quad /
+    column set another repetition touches), else ((k, n_mem) int64 addresses, the Dst32b rows strict mode must find
+    written beforehand (int64 array, None if none), per-repetition (SrcA, SrcB, Dst) RWC increments)."""
+    offs, off = [], start
+    for (i, is_store, imm, amode, vd, mod0), st in zip(mems, steps):
+        offs.append(imm + off)
+        off += st[2]
+    per_d = off - start
+    addrs = [(o + r * per_d) & 0x3FF for r in range(k) for o in offs]
+    nm = len(mems)
+    store_pos = [m[1] for m in mems]
+    owner = {}
+    for j, a in enumerate(addrs):
+        if a & 1 or a >= 512:
+            return False
+        if store_pos[j % nm]:
+            if owner.setdefault(a, j // nm) != j // nm:
+                return False
+    if owner:
+        for j, a in enumerate(addrs):
+            if owner.get(a, j // nm) != j // nm:
+                return False
+    # strict: a load must find its quad written, by an earlier store of the batch or before the batch
+    stored, need = set(), []
+    for j, a in enumerate(addrs):
+        q = (a & 0x1FC) >> 2
+        if store_pos[j % nm]:
+            stored.add(q)
+        elif q not in stored and q not in need:
+            need.append(q)
+    need_rows = np.array([4 * q + i for q in need for i in range(4)], dtype=np.int64) if need else None
+    per_rep = tuple(sum(st[j] for st in steps) for j in range(3))
+    return np.array(addrs, dtype=np.int64).reshape(k, nm), need_rows, per_rep
+
+
+def _timing_key(tm, t: int, st):
+    """The SFPU issue state of thread t relative to B = max(clock + 1, frontend time), the earliest cycle its next
+    instruction can issue, when nothing absolute can matter any more (the Wait Gate release and FPU Dst writes not
+    after B / B - 4, a first issue recorded, nop_only_cycle <= B and mad_cycle <= B - 1 so that any value the body
+    sets differs from them): the key under which a batch's timing is memoised (_timing_memo), else None. The
+    relevant state is B - clock (stall counting), nop_only_cycle if it can still equal an issue cycle and
+    (mad_cycle, mad_writes, mad_macro) if mad_cycle + 1 can (SfpuTiming.regular)."""
+    c0 = tm.clock[t]
+    b = tm.fe[t]
+    if b <= c0:
+        b = c0 + 1
+    if tm.first[t] is None or tm.gate[t][1] > b:
+        return None
+    w = tm.dst_fpu_write
+    if w and max(w.values()) > b - FPU_TO_SFPLOAD_GAP:
+        return None
+    nop, mad = st.nop_only_cycle, st.mad_cycle
+    if nop > b or mad > b - 1:
+        return None
+    return (b - c0, nop == b, (st.mad_writes, st.mad_macro) if mad == b - 1 else None)
+
+
+def _timing_base(tm, t: int) -> int:
+    """B of _timing_key."""
+    c0, fe = tm.clock[t], tm.fe[t]
+    return fe if fe > c0 else c0 + 1
+
+
+def _timing_memo(tm, t: int, st, entry: tuple):
+    """What one batch did to the cycle model, relative to its entry base B (entry = B, nop_only_cycle, mad_cycle,
+    busy_until, stalls, issued before it), or None when busy_until did not move (its new value then depends on the
+    absolute old one)."""
+    b, nop0, mad0, busy0, stalls0, issued0 = entry
+    if st.busy_until == busy0:
+        return None
+    return (tm.clock[t] - b, None if st.nop_only_cycle == nop0 else st.nop_only_cycle - b,
+            None if st.mad_cycle == mad0 else (st.mad_cycle - b, st.mad_writes, st.mad_macro),
+            st.busy_until - b, tm.stalls[t] - stalls0, tm.issued[t] - issued0)
+
+
+def _timing_replay(tm, t: int, st, memo: tuple) -> int:
+    """Apply a _timing_memo() result at the current base B (state with the same _timing_key): exactly what issuing
+    the batch one instruction at a time would do (issue cycles depend only on the state relative to B; busy_until is
+    a running maximum of values relative to B). Returns the last issue cycle."""
+    d_clock, nop, mad, busy, d_stalls, d_issued = memo
+    b = _timing_base(tm, t)
+    if nop is not None:
+        st.nop_only_cycle = b + nop
+    if mad is not None:
+        st.mad_cycle, st.mad_writes, st.mad_macro = b + mad[0], mad[1], mad[2]
+    if b + busy > st.busy_until:
+        st.busy_until = b + busy
+    tm.stalls[t] += d_stalls
+    tm.issued[t] += d_issued
+    tm.clock[t] = b + d_clock
+    return b + d_clock
+
+
+def _timing_periodic(tm, t: int, s1: tuple, s2: tuple) -> bool:
+    """Snapshots s1 / s2 of the SFPU issue state after two consecutive repetitions of a batched body (clock,
+    nop_only_cycle, mad_cycle, mad_writes, mad_macro, busy_until, stalls): True when every later repetition provably
+    issues exactly like the last one shifted by delta = s2.clock - s1.clock. TensixTiming.issue for an SFPU word
+    depends on the thread clock, the frontend and Wait Gate times (no effect once in the past), the SFPU hazard
+    state (nop_only_cycle, mad_cycle, mad_writes, mad_macro; a time matters only while it is not in the past) and
+    the FPU write times of Dst blocks (SFPLOAD hazard check, silent once in the past); busy_until and stalls only
+    accumulate. So: the state relative to the clock is the same after both repetitions, and nothing absolute can
+    still matter."""
+    c1 = s1[0]
+    delta = s2[0] - c1
+    if s1[3] != s2[3] or s1[4] != s2[4] or s2[5] != s1[5] + delta:
+        return False
+    if not (s2[1] == s1[1] + delta or (s2[1] == s1[1] and s1[1] <= c1)):
+        return False                  # nop_only_cycle: moves with the body, or can never equal a later cycle
+    if not (s2[2] == s1[2] + delta or (s2[2] == s1[2] and s1[2] < c1)):
+        return False                  # mad_cycle likewise (it matters at mad_cycle + 1)
+    if tm.fe[t] > c1 + 1 or tm.gate[t][1] > c1 + 1:
+        return False
+    w = tm.dst_fpu_write
+    if w and max(w.values()) > c1 - FPU_TO_SFPLOAD_GAP + 1:
+        return False
+    return True
+
+
+def _timing_skip(tm, t: int, st, s1: tuple, s2: tuple, n: int, p: int) -> int:
+    """Advance the cycle model by n more repetitions of a p-word body known periodic (_timing_periodic): exactly the
+    state n one-by-one repetitions would leave. Returns the last issue cycle."""
+    delta = s2[0] - s1[0]
+    shift = n * delta
+    if s2[1] != s1[1]:
+        st.nop_only_cycle += shift
+    if s2[2] != s1[2]:
+        st.mad_cycle += shift
+    st.busy_until += shift
+    tm.stalls[t] += n * (s2[6] - s1[6])
+    tm.issued[t] += n * p
+    tm.clock[t] += shift
+    return tm.clock[t]
 
 
 BATCH_MIN_REPS = 4        # fewer repetitions are not worth the analysis

@@ -94,6 +94,39 @@ class Tile:
         dst = getattr(self.tensix, "dst", None)
         self._dst_view = RiscvDstAccess(dst) if dst is not None else None
         self._build_mmio_table()
+        for c, core in self.cores.items():                   # `.ttinsn` pushes: one closure per core (_pusher)
+            if THREAD_OF.get(c) is not None and "PUSH" in getattr(core, "_ns", {}):
+                core._ns["PUSHP"] = self._pusher(c)
+
+    def _pusher(self, who: str):
+        """push(pos, word): push_tensix(who, word) specialised for one core, called by rv32's generated code with the
+        position of the push inside the running quantum (what core.pos would hold): _push with now() and
+        _wait_until inlined, same effects and errors."""
+        thread = THREAD_OF[who]
+        core = self.cores[who]
+        stall, tbase, pushes, waits = self._stall, self._tbase, self.tensix_pushes, self._wait
+        tpush = self.tensix.push
+        if not self._timed:
+            def push(_pos: int, word: int) -> None:
+                try:
+                    tpush(thread, word)
+                except Stall:
+                    waits[who] = f"Tensix thread {thread} instruction FIFO full"
+                    raise
+                pushes[thread] += 1
+            return push
+
+        def push(pos: int, word: int) -> None:
+            t = tbase[who] + core.instret + stall[who] + pos
+            try:
+                a = tpush(thread, word, t)
+            except Stall:
+                waits[who] = f"Tensix thread {thread} instruction FIFO full"
+                raise
+            if a > t:                                         # FIFO full in modelled time: the core waits
+                stall[who] += a - t
+            pushes[thread] += 1
+        return push
 
     # ------------------------------------------------------------------ MMIO routing
 
