@@ -175,28 +175,9 @@ def match_matmul(sink) -> MatmulSpec | None:
 
 # -------------------------------------------------------------------------------------------------------- the plan
 
-@dataclass
-class MatmulPlan:
-    """Same interface as KernelPlan for ops_tt (name, buffers, inputs, output, arg_words, ops, l1, n_elements)."""
-    name: str
-    spec: MatmulSpec
-    fidelity: str              # LoFi | HiFi2 | HiFi3 | HiFi4
-    src_format: str            # bf16 | tf32 (what the multiplier sees)
-    buffers: list[Buffer]
-    inputs: list[Stream]
-    output: Stream
-    predicted_err: float
-    l1: dict[str, int] = field(default_factory=dict)
-    kind: str = "matmul"
-    # no SFPU program (KernelPlan consumers such as lowering.plan.for_target and tt_backend.dump look at it)
-    sfpu: SfpuProgram = field(default_factory=lambda: SfpuProgram([], [], 0, 0))
-
-    @property
-    def phases(self) -> int: return FIDELITY_PHASES[self.fidelity]
-
-    @property
-    def ops(self) -> list[str]: return [f"MATMUL[{self.src_format},{self.fidelity}]"]
-
+class MatmulShape:
+    """The iteration space and argument block both matmul kernel families (MatmulPlan, sfpu_matmul.SfpuMatmulPlan)
+    launch with; the plan provides `name`, `spec` and `buffers`."""
     @property
     def ranges(self) -> tuple[int, ...]: return (*self.spec.batch, self.spec.M, self.spec.N)
 
@@ -217,6 +198,30 @@ class MatmulPlan:
         if len(dram_addrs) != len(self.buffers):
             raise ValueError(f"{self.name}: {len(self.buffers)} buffers, got {len(dram_addrs)} addresses")
         return [self.n_tiles, self.n_elements, *dram_addrs]
+
+
+@dataclass
+class MatmulPlan(MatmulShape):
+    """Same interface as KernelPlan for ops_tt (name, buffers, inputs, output, arg_words, ops, l1, n_elements)."""
+    name: str
+    spec: MatmulSpec
+    fidelity: str              # LoFi | HiFi2 | HiFi3 | HiFi4
+    src_format: str            # bf16 | tf32 (what the multiplier sees)
+    buffers: list[Buffer]
+    inputs: list[Stream]
+    output: Stream
+    predicted_err: float
+    l1: dict[str, int] = field(default_factory=dict)
+    kind: str = "matmul"
+    # no SFPU program (KernelPlan consumers such as lowering.plan.for_target and tt_backend.dump look at it)
+    sfpu: SfpuProgram = field(default_factory=lambda: SfpuProgram([], [], 0, 0))
+
+    @property
+    def phases(self) -> int: return FIDELITY_PHASES[self.fidelity]
+
+    @property
+    def ops(self) -> list[str]: return [f"MATMUL[{self.src_format},{self.fidelity}]"]
+
 
     @property
     def placement(self) -> MatmulPlacement:   # what tt_backend.dump reports (duck-types lowering.placement.Placement)

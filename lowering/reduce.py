@@ -238,6 +238,24 @@ def choose_layout(n_out: int, n_red: int, lane_choices: tuple[int, ...] = LANE_C
 
 # ------------------------------------------------------------------------------------------------ the plan
 
+def reduce_shape(lk, reds: list, feeding: str) -> tuple:
+    """(axes, number of output ranges, output range sizes, reduce range sizes) of reductions that run over one
+    (output, k) space; UnsupportedOp for different reduce ranges, non-innermost ones or an op without a combine."""
+    axes = reds[0].arg[1]
+    if any(r.arg[1] != axes for r in reds):
+        raise UnsupportedOp(f"{lk.name}: reductions over different ranges in one kernel (one reduction feeding "
+                            f"{feeding}, e.g. a fused softmax/cross-entropy, is not lowered yet)")
+    n_ranges = len(lk.ranges)
+    n_out_r = n_ranges - len(axes)
+    if tuple(axes) != tuple(range(n_out_r, n_ranges)):
+        raise UnsupportedOp(f"{lk.name}: reduce ranges {axes} are not the innermost of {n_ranges} (frontend order)")
+    for r in reds:
+        if (r.arg[0], r.dtype) not in COMBINE:
+            raise UnsupportedOp(f"{lk.name}: REDUCE {r.arg[0]} in {r.dtype} (lowered: float32 sum/prod/max, "
+                                "bfloat16 max, int32 sum/max, bool any)")
+    return axes, n_out_r, tuple(lk.ranges[:n_out_r]), tuple(lk.ranges[n_out_r:])
+
+
 def plan_reduce(lk, budget: float | None = None, placer=None):
     """LoweredKernel (frontend) with REDUCE nodes -> KernelPlan with a ReducePlan (L1 not yet allocated). Several
     reductions over the same axes (x.sum(1) + x.max(1): the frontend aliases their ranges) get one accumulator
@@ -253,19 +271,7 @@ def plan_reduce(lk, budget: float | None = None, placer=None):
         return plan_two_pass(lk, reds)
     if not 1 <= len(reds) <= len(ACCS):
         raise UnsupportedOp(f"{lk.name}: {len(reds)} reductions in one kernel (at most {len(ACCS)} are lowered)")
-    axes = reds[0].arg[1]
-    if any(r.arg[1] != axes for r in reds):
-        raise UnsupportedOp(f"{lk.name}: reductions over different ranges in one kernel (one reduction feeding "
-                            "another, e.g. a fused softmax/cross-entropy, is not lowered yet)")
-    n_ranges = len(lk.ranges)
-    n_out_r = n_ranges - len(axes)
-    if tuple(axes) != tuple(range(n_out_r, n_ranges)):
-        raise UnsupportedOp(f"{lk.name}: reduce ranges {axes} are not the innermost of {n_ranges} (frontend order)")
-    for r in reds:
-        if (r.arg[0], r.dtype) not in COMBINE:
-            raise UnsupportedOp(f"{lk.name}: REDUCE {r.arg[0]} in {r.dtype} (lowered: float32 sum/prod/max, "
-                                "bfloat16 max, int32 sum/max, bool any)")
-    out_sizes, red_sizes = tuple(lk.ranges[:n_out_r]), tuple(lk.ranges[n_out_r:])
+    axes, n_out_r, out_sizes, red_sizes = reduce_shape(lk, reds, "another")
     n_out, n_red = math.prod(out_sizes), math.prod(red_sizes)
     lanes, steps = choose_layout(n_out, n_red)
 
@@ -443,19 +449,7 @@ def plan_two_pass(lk, reds: list[VNode]) -> KernelPlan:
                             "the data) is not lowered")
     if len(p1) > len(ACCS) or len(p2) > len(ACCS):
         raise UnsupportedOp(f"{lk.name}: more than {len(ACCS)} reductions in one pass of a two-pass reduction")
-    axes = reds[0].arg[1]
-    if any(r.arg[1] != axes for r in reds):
-        raise UnsupportedOp(f"{lk.name}: reductions over different ranges in one kernel (one reduction feeding "
-                            "another over other elements, e.g. a fused softmax/cross-entropy, is not lowered yet)")
-    n_ranges = len(lk.ranges)
-    n_out_r = n_ranges - len(axes)
-    if tuple(axes) != tuple(range(n_out_r, n_ranges)):
-        raise UnsupportedOp(f"{lk.name}: reduce ranges {axes} are not the innermost of {n_ranges} (frontend order)")
-    for r in reds:
-        if (r.arg[0], r.dtype) not in COMBINE:
-            raise UnsupportedOp(f"{lk.name}: REDUCE {r.arg[0]} in {r.dtype} (lowered: float32 sum/prod/max, "
-                                "bfloat16 max, int32 sum/max, bool any)")
-    out_sizes, red_sizes = tuple(lk.ranges[:n_out_r]), tuple(lk.ranges[n_out_r:])
+    axes, n_out_r, out_sizes, red_sizes = reduce_shape(lk, reds, "another over other elements")
     n_out, n_red = math.prod(out_sizes), math.prod(red_sizes)
     lanes, steps = choose_layout(n_out, n_red, TWO_PASS_LANES)
 

@@ -51,7 +51,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from lowering.matmul import TILE, MatmulSpec, _batch_c, _hex, _line_bytes, _operand_ctx, _out_pitch, _w
+from lowering.matmul import TILE, MatmulShape, MatmulSpec, _batch_c, _hex, _line_bytes, _operand_ctx, _out_pitch, _w
 from lowering.plan import DTYPE_SIZE, Buffer, SfpuProgram, Stream
 from templates import isa, layout
 from templates.errors import UnsupportedOp
@@ -71,7 +71,7 @@ def sfpu_err(K: int) -> float:
 
 
 @dataclass
-class SfpuMatmulPlan:
+class SfpuMatmulPlan(MatmulShape):
     """Same launch interface as MatmulPlan (name, buffers, inputs, output, arg_words, ops, l1, n_elements, render)."""
     name: str
     spec: MatmulSpec
@@ -92,17 +92,6 @@ class SfpuMatmulPlan:
 
     @property
     def ops(self) -> list[str]: return ["MATMUL[fp32,SFPU]"]
-
-    @property
-    def ranges(self) -> tuple[int, ...]: return (*self.spec.batch, self.spec.M, self.spec.N)
-
-    @property
-    def n_elements(self) -> int: return self.spec.n_batch * self.spec.M * self.spec.N * self.spec.K
-
-    @property
-    def tiles(self) -> tuple[int, int, int]:
-        s = self.spec
-        return -(-s.M // TILE), -(-s.N // TILE), -(-s.K // TILE)
 
     @property
     def kc(self) -> int: return -(-self.spec.K // KCH)
@@ -126,19 +115,9 @@ class SfpuMatmulPlan:
     def split_k(self) -> bool: return self.nkb > 1
 
     @property
-    def n_tiles(self) -> int:
-        mt, nt, _ = self.tiles
-        return self.spec.n_batch * mt * nt
-
-    @property
     def sfpmads(self) -> int:
         mt, nt, _ = self.tiles
         return self.spec.n_batch * mt * nt * self.kc * 8 * self.row_groups * 4
-
-    def arg_words(self, dram_addrs: list[int]) -> list[int]:
-        if len(dram_addrs) != len(self.buffers):
-            raise ValueError(f"{self.name}: {len(self.buffers)} buffers, got {len(dram_addrs)} addresses")
-        return [self.n_tiles, self.n_elements, *dram_addrs]
 
     @property
     def placement(self) -> "SfpuMatmulPlacement":
