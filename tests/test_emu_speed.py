@@ -763,6 +763,7 @@ def test_tile_pusher_matches_generic_push(monkeypatch):
         init(self, *x, **k)
         for c in self.cores.values():
             c._ns.pop("PUSHP", None)
+            c._ns.pop("PUSHM", None)
     monkeypatch.setattr(tile_mod.Tile, "__init__", init2)
     b = [bench.bench_tile_long(2), bench.bench_tile(4)]
     for x, y in zip(a, b):
@@ -787,3 +788,136 @@ def test_batch_timing_memo_identical(monkeypatch, batch_counter):
         assert not isinstance(a, str)
         _same(a, b)
         assert hits["n"] >= 2, name
+
+
+# ---------------------------------------------------------------- runs of `.ttinsn` words pushed in one call (PUSHM)
+
+def _no_pushm(monkeypatch):
+    """Tiles built from now on translate `.ttinsn` words one PUSHP call each (the reference for PUSHM)."""
+    from runtime.emu import tile as tile_mod
+    init = tile_mod.Tile.__init__
+
+    def init2(self, *x, **k):
+        init(self, *x, **k)
+        for c in self.cores.values():
+            c._ns.pop("PUSHM", None)
+    monkeypatch.setattr(tile_mod.Tile, "__init__", init2)
+
+
+def test_push_many_equals_single_pushes(monkeypatch):
+    """Tensix.push_many against push() word by word with t_{j+1} = accepted_j + 1: the long body (inlined path),
+    MOP/REPLAY words and a SEMWAIT-blocked thread (push() fallback, FIFO full in modelled time, then a real Stall
+    in the middle of a run with (pm_done, pm_t) where the single pushes stopped)."""
+    from runtime.emu.rv32 import Stall
+    sem = [E("SEMINIT", sem_sel=1, init_value=0, max_value=15)]
+    wait = [E("SEMWAIT", sem_sel=1, wait_sem_cond=1, stall_res=1 << 8)]
+    words = ([E("SETC16", setc16_reg=29, setc16_value=2), *bench.LONG_SETUP]
+             + list(bench.LONG_BODY) * 3 + wait + list(bench.LONG_BODY))
+
+    def run(many: bool, spy: bool):
+        tx = tensix.Tensix(np.zeros(layout.L1_SIZE, np.uint8), strict=True)
+        if spy:
+            issue = tx.tm.issue
+            tx.tm.issue = lambda *x, **y: issue(*x, **y)
+        tx.dst.write_rows32(0, bench._long_inputs())
+        tx.cfg_write(1, bench.LONG_CFG1)
+        tx.push(0, sem[0])
+        t, out = 5, None
+        for lo in range(0, len(words), 37):              # chunks of 37 words, a gap of 3 cycles between them
+            chunk = tuple(words[lo:lo + 37])
+            try:
+                if many:
+                    t = tx.push_many(1, chunk, t)
+                else:
+                    j = 0
+                    for w in chunk:
+                        t = tx.push(1, w, t) + 1
+                        j += 1
+            except Stall:
+                out = (lo + (tx.pm_done if many else j), tx.pm_t if many else t)
+                break
+            t += 3
+        return out, _full_state(tx), (list(tx.tm.taken[1]), list(tx.tm.fe), list(tx.threads[1].fifo),
+                                      list(tx.threads[1].fifo_t))
+    for spy in (False, True):
+        a, b = run(False, spy), run(True, spy)
+        assert a[0] == b[0] and a[0] is not None and a[0][0] > len(words) - len(bench.LONG_BODY)
+        _same(a[1], b[1])
+        assert a[2] == b[2]
+
+
+def _stall_program(body_words: list[int], post_delay: int):
+    """TRISC1: SEMWAIT on semaphore 1, then `body_words` straight-line (the FIFO fills: Stall mid-run), TTSync, park.
+    TRISC0: SEMINIT, a delay loop of `post_delay` iterations, SEMPOST, park."""
+    r = bench._rotl2
+    t1 = bench._li(7, layout.TENSIX_CFG_BASE) + bench._li(8, bench.LONG_CFG1) + [bench._s(8, 7, 4)]
+    t1 += [r(E("SEMWAIT", sem_sel=1, wait_sem_cond=1, stall_res=1 << 8))] + [r(w) for w in body_words]
+    t1 += bench._li(9, layout.TENSIX_SYNC) + [bench._s(0, 9, 0), bench._i(0, 9, 2, 10, 0x03), bench.J_SELF]
+    t0 = [r(E("SEMINIT", sem_sel=1, init_value=0, max_value=15))] + bench._li(5, post_delay)
+    t0 += [bench._i(-1, 5, 0, 5, 0x13), bench._b(-4, 0, 5, 1), r(E("SEMPOST", sem_sel=1)), bench.J_SELF]
+    return {"trisc1": t1, "trisc0": t0}
+
+
+def _tile_trace(programs, dst: bool, budget: int = 700):
+    """Run a tile in small steps; per step the cores' architectural state, cycles, waits and stats; then the
+    final Dst / LRegs (or the error text)."""
+    from runtime.emu.tile import Tile
+    tile = Tile(quantum=40)                               # the cores take turns: TRISC1 runs while TRISC0 waits
+    if dst:
+        tile.tensix.dst.write_rows32(0, bench._long_inputs())
+    bench.launch_words(tile, programs)
+    trace, mid_run = [], 0
+    try:
+        for _ in range(400):
+            n = tile.run(budget)
+            c = tile.cores["trisc1"]
+            if "FIFO full" in tile._wait["trisc1"] and tile.read32(c.pc - 4) & 3 != 3:
+                mid_run += 1                              # stopped after a `.ttinsn` word: inside a run
+            trace.append((n, {k: (v.pc, v.instret, list(v.x)) for k, v in tile.cores.items()}, dict(tile._wait),
+                          dict(tile._stall), tile.stats()))
+            if n < budget or all(not tile.running(k) for k in layout.CORES):
+                break
+    except EmuError as e:
+        c = tile.cores["trisc1"]
+        return trace, mid_run, (str(e), c.pc, c.instret, tile.stats())
+    tx = tile.tensix
+    return trace, mid_run, (tx.dst.rows32.copy(), tx.sfpu.lreg.copy(), tile.stats())
+
+
+def test_tile_pushm_stall_mid_run_identical(monkeypatch):
+    """A TRISC whose straight-line `.ttinsn` runs hit a full Tensix FIFO (thread blocked in SEMWAIT) in the middle
+    of a run: with PUSHM the core stops at the same word with the same registers, pc, instret, stall cycles, waits
+    and tile.stats() at every step as with one PUSHP per word, resumes there, and ends with the same Dst/LRegs."""
+    progs = _stall_program(list(bench.LONG_SETUP) + list(bench.LONG_BODY) * 2, post_delay=1500)
+    a = _tile_trace(progs, dst=True)
+    _no_pushm(monkeypatch)
+    b = _tile_trace(progs, dst=True)
+    assert a[1] > 0 and a[1] == b[1]                      # really stalled mid-run
+    assert len(a[0]) == len(b[0])
+    for x, y in zip(a[0], b[0]):
+        assert x == y
+    _same(a[2], b[2])
+
+
+def test_tile_pushm_strict_error_identical(monkeypatch):
+    """A strict error raised by a word in the middle of a run (SFPLOAD of never-written Dst rows): same message,
+    same culprit pc and instret, same stats as with one PUSHP per word."""
+    progs = _stall_program(list(bench.LONG_SETUP) + list(bench.LONG_BODY), post_delay=5)
+    a = _tile_trace(progs, dst=False)
+    _no_pushm(monkeypatch)
+    b = _tile_trace(progs, dst=False)
+    assert isinstance(a[2][0], str) and "SFPLOAD" in a[2][0]
+    at = (a[2][1] - layout.IMAGE_SLOT["trisc1"]) >> 2
+    assert progs["trisc1"][at - 1] & 3 != 3 and progs["trisc1"][at + 1] & 3 != 3   # the culprit is inside a run
+    assert a[2] == b[2] and a[0] == b[0]
+
+
+def test_tile_pushm_bench_kernels_identical(monkeypatch):
+    """bench_tile_long / bench_tile with PUSHM and with one PUSHP per word: same cycles, counts and Dst."""
+    a = [bench.bench_tile_long(2), bench.bench_tile(4)]
+    _no_pushm(monkeypatch)
+    b = [bench.bench_tile_long(2), bench.bench_tile(4)]
+    for x, y in zip(a, b):
+        for k in ("sfpu_instructions", "riscv_instructions", "cycles", "tensix_cycles", "tensix_instructions",
+                  "checksum"):
+            assert x.get(k) == y.get(k), k

@@ -13,6 +13,8 @@ MAX_BLOCK long) once into a generated Python function, cached by start pc:
   so a `Stall` can simply be retried by the next `run()` (the instructions before it have retired).
 
 `.ttinsn`: any word with `word & 3 != 3` pushes `rotr32(word, 2)` to the Tensix coprocessor via `bus.push_tensix`.
+When the bus provides `PUSHM(pos, words)`, a run of consecutive `.ttinsn` words in a block is one call; if word j of
+the run raises, the bus sets `core.sub = j` and the handler resumes/blames that word (k += C.sub).
 `jal x0, 0` (`j .`) parks the core.
 """
 from __future__ import annotations
@@ -236,6 +238,7 @@ class _BlockWriter:
         self.count = 0                     # instructions emitted so far
         self.ended = False
         self.pure = True                   # no store, push, CSR write or atomic: re-running it changes only registers
+        self.runs: list[int] = []          # indices of PUSHM calls (a run of `.ttinsn` words: C.sub = words done)
 
     def r(self, reg: int) -> str:
         if reg == 0:
@@ -267,6 +270,8 @@ class _BlockWriter:
         lines.append("    try:")
         lines += [f"        {line}" for line in self.body]
         lines.append("    except BaseException:")
+        if self.runs:
+            lines.append(f"        if k in {tuple(self.runs) if len(self.runs) > 1 else f'({self.runs[0]},)'}: k += C.sub")
         for i, (idx, dirty) in enumerate(sorted(self.risky.items())):
             stores = "; ".join(f"x[{reg}] = r{reg}" for reg in dirty) or "pass"
             lines.append(f"        {'if' if i == 0 else 'elif'} k == {idx}: {stores}")
@@ -285,6 +290,7 @@ class RV32Core:
         self.pc = reset_pc
         self.instret = 0
         self.pos = 0            # during run(): instructions retired in this run before the access now on the bus
+        self.sub = 0            # set by the bus's PUSHM when word `sub` of a pushed run raised
         self.parked = False
         self.spinning = False   # the last run() stopped in a loop that cannot progress until memory/MMIO changes
         self.csr: dict[int, int] = dict(_CSR_SCRATCH_RESET)
@@ -458,7 +464,23 @@ class RV32Core:
         words = self._ns["L1W"]
         bw = _BlockWriter(pc)
         addr = pc
+        multi = "PUSHM" in self._ns
         while not bw.ended and bw.count < MAX_BLOCK and addr < L1_SIZE:
+            if multi:                          # a run of `.ttinsn` words: one PUSHM call pushing them in order
+                end = addr
+                while end < L1_SIZE and (end - pc) >> 2 < MAX_BLOCK and words[end >> 2] & 3 != 3:
+                    end += 4
+                n = (end - addr) >> 2
+                if n > 1:
+                    bw.pure = False
+                    for i in range(n):         # a word of the run that raises: registers as before the run
+                        bw.risky[bw.count + i] = list(bw.dirty)
+                    bw.runs.append(bw.count)
+                    run = ", ".join(f"{from_ttinsn(words[a >> 2]):#x}" for a in range(addr, end, 4))
+                    bw.emit(f"k = {bw.count}; PUSHM(done + {bw.count}, ({run}))")
+                    bw.count += n
+                    addr = end
+                    continue
             self._emit(bw, addr, words[addr >> 2])
             bw.count += 1
             addr += 4

@@ -312,6 +312,99 @@ class Tensix(UnpackPackMixin, FpuMixin):
         self._drain(thread)
         return t
 
+    def push_many(self, thread: int, words: tuple, t: int) -> int:
+        """push() of each word in turn, the next one pushed the cycle after the previous one was accepted (a core
+        pushing consecutive `.ttinsn` words): push(thread, words[j], t_j) with t_0 = t, t_{j+1} = accepted_j + 1.
+        Returns t_n. If push j raises (Stall, EmuError, ...), words 0..j-1 have been pushed exactly as by the single
+        calls and `self.pm_done, self.pm_t` hold (j, t_j) before the exception propagates. The hot case of push()
+        (a deferrable SFPU word without Dst access reaching an empty thread) is inlined with its state bound once;
+        every other word goes through push() itself."""
+        j = 0
+        push = self.push
+        tm = self.tm
+        try:
+            if "issue" in tm.__dict__ or self._sfpu is None:   # a spied cycle model / no SFPU: the plain calls
+                for word in words:
+                    t = push(thread, word, t) + 1
+                    j += 1
+                return t
+            th = self.threads[thread]
+            fifo = th.fifo
+            fast_get = self._fast.get
+            q = tm.taken[thread]
+            clock, fes, after_mop, gate = tm.clock, tm.fe, tm.after_mop, tm.gate
+            firsts, stalls, issued = tm.first, tm.stalls, tm.issued
+            instructions = self.instructions
+            cfg = self.cfg
+            sfpu = self._sfpu
+            st = sfpu.timing
+            for word in words:
+                # the conditions of push()'s inlined path; anything else: push() itself
+                if fifo or th.ready or th.mop_out or th.replay_load is not None:
+                    t = push(thread, word, t) + 1
+                    j += 1
+                    continue
+                fast = fast_get(word, _UNSET)
+                if fast is _UNSET:
+                    fast = self._fast_info(word)
+                dq = self._dq
+                if (fast is None or fast[2] or (th.latch is not None and th.latch.block & fast[3])
+                        or not (dq or _sfpu_plain(sfpu))):
+                    t = push(thread, word, t) + 1
+                    j += 1
+                    continue
+                # from here on exactly push()'s path for a non-Dst SFPU word (see the comments there)
+                a = q[0] if len(q) == FIFO_EFFECTIVE_DEPTH and q[0] > t else t
+                last = clock[thread]
+                q.append(a if a > last else last)
+                fe = fes[thread]
+                if after_mop[thread]:
+                    fe = max(fe, last + 1) + MOP_TRANSITION_PENALTY
+                    after_mop[thread] = False
+                if a > fe:
+                    fe = a
+                fes[thread] = fe
+                name, fields, is_mem, block, info, ft, d = fast
+                if len(dq) >= DQ_MAX:
+                    self._dq_flush()
+                    dq = self._dq
+                c = last + 1
+                if fe > c:
+                    c = fe
+                mask, until = gate[thread]
+                if until > c and (block & mask if block != -1 else mask == 0x1FF):
+                    c = until
+                if th.blocked is not None and tm.event_t + 1 > c:
+                    c = tm.event_t + 1
+                if c == st.nop_only_cycle or c == st.mad_cycle + 1 or info[5]:
+                    c = st.regular(c, info)
+                elif info[4]:
+                    st.mad_cycle, st.mad_writes, st.mad_macro = c, info[3], False
+                    if c + 2 > st.busy_until:
+                        st.busy_until = c + 2
+                elif c >= st.busy_until:
+                    st.busy_until = c + 1
+                if firsts[thread] is None:
+                    firsts[thread] = c
+                elif c - last > 1:
+                    stalls[thread] += c - last - 1
+                clock[thread] = c
+                issued[thread] += 1
+                self._issue_t = c
+                if not dq:
+                    self._dq_flags = _uniform_flags(sfpu)
+                if ft is not None:
+                    self._dq_flags = ft(*self._dq_flags)
+                dq.append((word, name, fields, None, 0, c, cfg[0], cfg[1], thread))
+                th.blocked = None
+                instructions[thread] += 1
+                t = a + 1
+                j += 1
+            return t
+        except BaseException:
+            self.pm_done, self.pm_t = j, t
+            raise
+
     def settle(self) -> None:
         """Let time pass with nothing new issued: SFPLOADMACRO-scheduled instructions counted in cycles run, and
         deferred SFPU work is executed."""

@@ -97,6 +97,7 @@ class Tile:
         for c, core in self.cores.items():                   # `.ttinsn` pushes: one closure per core (_pusher)
             if THREAD_OF.get(c) is not None and "PUSH" in getattr(core, "_ns", {}):
                 core._ns["PUSHP"] = self._pusher(c)
+                core._ns["PUSHM"] = self._multi_pusher(c)
 
     def _pusher(self, who: str):
         """push(pos, word): push_tensix(who, word) specialised for one core, called by rv32's generated code with the
@@ -126,6 +127,44 @@ class Tile:
             if a > t:                                         # FIFO full in modelled time: the core waits
                 stall[who] += a - t
             pushes[thread] += 1
+        return push
+
+    def _multi_pusher(self, who: str):
+        """push(pos, words): the _pusher calls for a run of consecutive `.ttinsn` words at positions pos, pos + 1, ...
+        in one call (Tensix.push_many when the model has it). If word j raises, words 0..j-1 took full effect (stall
+        included) and `core.sub = j` tells rv32's block which instruction to resume at / blame."""
+        thread = THREAD_OF[who]
+        core = self.cores[who]
+        stall, tbase, pushes, waits = self._stall, self._tbase, self.tensix_pushes, self._wait
+        tx = self.tensix
+        many = getattr(tx, "push_many", None) if self._timed else None
+        if many is None:
+            single = self._pusher(who)
+
+            def push(pos: int, words: tuple) -> None:
+                j = 0
+                try:
+                    for word in words:
+                        single(pos + j, word)
+                        j += 1
+                except BaseException:
+                    core.sub = j
+                    raise
+            return push
+
+        def push(pos: int, words: tuple) -> None:
+            t0 = tbase[who] + core.instret + stall[who] + pos     # t_j = t0 + j + stall gained since word 0
+            try:
+                t = many(thread, words, t0)
+            except BaseException as e:
+                j = core.sub = tx.pm_done
+                stall[who] += tx.pm_t - t0 - j
+                pushes[thread] += j
+                if isinstance(e, Stall):
+                    waits[who] = f"Tensix thread {thread} instruction FIFO full"
+                raise
+            stall[who] += t - t0 - len(words)
+            pushes[thread] += len(words)
         return push
 
     # ------------------------------------------------------------------ MMIO routing
