@@ -278,6 +278,13 @@ def plan_matmul(spec: MatmulSpec, name: str, err_budget: float | None = None, fi
                                 f"(best: HiFi4 ~{PREDICTED_ERR[src_format]['HiFi4']:g})")
     if fidelity not in FIDELITY_PHASES:
         raise UnsupportedOp(f"{name}: unknown fidelity {fidelity!r} (one of {', '.join(FIDELITY_PHASES)})")
+    plan = MatmulPlan(name, spec, fidelity, src_format, *matmul_io(spec, name), PREDICTED_ERR[src_format][fidelity])
+    return allocate_matmul_l1(plan)
+
+
+def matmul_io(spec: MatmulSpec, name: str) -> tuple[list[Buffer], list[Stream], Stream]:
+    """(buffers, [in0 = A, in1 = B], out) of a matmul kernel, either family; both writers want output rows
+    contiguous."""
     if spec.out.cs != 1 and spec.N > 1:
         raise UnsupportedOp(f"{name}: matmul output with column stride {spec.out.cs} (the writer wants rows contiguous)")
     slots = sorted({spec.a.slot, spec.b.slot, spec.out.slot})
@@ -285,9 +292,7 @@ def plan_matmul(spec: MatmulSpec, name: str, err_budget: float | None = None, fi
     buffers = [Buffer(s, *nbytes[s]) for s in slots]
     idx = {s: i for i, s in enumerate(slots)}
     inputs = [Stream(idx[spec.a.slot], spec.a.dtype, "matmul in0"), Stream(idx[spec.b.slot], spec.b.dtype, "matmul in1")]
-    output = Stream(idx[spec.out.slot], spec.out.dtype, "matmul out")
-    plan = MatmulPlan(name, spec, fidelity, src_format, buffers, inputs, output, PREDICTED_ERR[src_format][fidelity])
-    return allocate_matmul_l1(plan)
+    return buffers, inputs, Stream(idx[spec.out.slot], spec.out.dtype, "matmul out")
 
 
 def _line_bytes(n: int, esz: int) -> int:

@@ -52,7 +52,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from lowering.matmul import (TILE, MatmulShape, MatmulSpec, _hex, _line_bytes, _operand_ctx, _out_pitch, _w,
-                             matmul_args_header)
+                             matmul_args_header, matmul_io)
 from lowering.plan import DTYPE_SIZE, Buffer, SfpuProgram, Stream
 from templates import isa, layout
 from templates.errors import UnsupportedOp
@@ -148,16 +148,9 @@ class SfpuMatmulPlacement:
 
 
 def plan_sfpu_matmul(spec: MatmulSpec, name: str, err_budget: float | None = None) -> SfpuMatmulPlan:
-    if spec.out.cs != 1 and spec.N > 1:
-        raise UnsupportedOp(f"{name}: matmul output with column stride {spec.out.cs} (the writer wants rows contiguous)")
+    buffers, inputs, output = matmul_io(spec, name)
     if spec.a.tile != spec.b.tile:
         raise UnsupportedOp(f"{name}: operands of different precision ({spec.a.tile} x {spec.b.tile})")
-    slots = sorted({spec.a.slot, spec.b.slot, spec.out.slot})
-    nbytes = {o.slot: (o.dtype, o.nbytes) for o in (spec.a, spec.b, spec.out)}
-    buffers = [Buffer(s, *nbytes[s]) for s in slots]
-    idx = {s: i for i, s in enumerate(slots)}
-    inputs = [Stream(idx[spec.a.slot], spec.a.dtype, "matmul in0"), Stream(idx[spec.b.slot], spec.b.dtype, "matmul in1")]
-    output = Stream(idx[spec.out.slot], spec.out.dtype, "matmul out")
     plan = SfpuMatmulPlan(name, spec, buffers, inputs, output, sfpu_err(spec.K), err_budget)
     return allocate_sfpu_matmul_l1(plan)
 
