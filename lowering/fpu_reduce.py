@@ -40,13 +40,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from lowering.dag import ValueDAG, VNode
-from lowering.plan import DTYPE_SIZE, STAGING_BYTES, TARGETS, Buffer, SfpuProgram, Stream, Target
-from templates import layout
-from templates.errors import UnsupportedOp
+from tt_backend.lowering.dag import ValueDAG, VNode
+from tt_backend.lowering.plan import DTYPE_SIZE, STAGING_BYTES, TARGETS, Buffer, SfpuProgram, Stream, Target
+from tt_backend.chip import layout
+from tt_backend.chip.errors import UnsupportedOp
+from tt_backend.chip.numerics.fpu_math import FIDELITY_PHASES
 
 TILE = 32
-FIDELITY_PHASES = {"LoFi": 1, "HiFi2": 2, "HiFi3": 3, "HiFi4": 4}
 # (side, fidelity): the undominated choices (module docstring), cheapest first
 OPTIONS = (("srcb", "LoFi"), ("srca", "HiFi2"), ("srcb", "HiFi3"))
 SAFETY = 0.8                  # accept predicted <= SAFETY * budget (lowering.placement.SAFETY)
@@ -72,7 +72,7 @@ class FpuReduceSpec:
 
 def match(lk) -> FpuReduceSpec | None:
     """The spec when the kernel is a plain sum the FPU can take, else None (the reason is not needed: SFPU)."""
-    from lowering.reduce import extract
+    from tt_backend.lowering.reduce import extract
     dag = lk.dag
     reds = [n for n in dag.nodes if n.op == "REDUCE"]
     if len(reds) != 1 or len(lk.inputs) != 1: return None
@@ -194,9 +194,9 @@ def column_of(cells: int, j: int, q: int) -> int:
 
 def finish_words(cells: int) -> list[int]:
     """cells <= 8: combine each output's 4L column partials into lane j*L + L-1 of row step 0 of slot 0."""
-    from lowering import sfpu_ops as so
-    from lowering.reduce import _words, lane_combine
-    from lowering.sfpu_codegen import DST_READ_GAP
+    from tt_backend.lowering import sfpu_ops as so
+    from tt_backend.lowering.reduce import _words, lane_combine
+    from tt_backend.lowering.sfpu_codegen import DST_READ_GAP
     em = so.Emitter()
     for r, a in enumerate(FINISH_STEPS):
         em.load(r, a, so.LOAD_INT32)
@@ -218,7 +218,7 @@ def out_datum(side: str, cells: int, j: int) -> int:
 
 def post_steps(side: str, cells: int = 32) -> list[list[int]]:
     """Per post run: the INCRWC words that move Dst RWC to its row step (the body's last store adds 2)."""
-    from templates.isa import encode
+    from tt_backend.chip.isa import encode
     out, cur = [], 0
     for a in (POST_STEPS[side] if cells == 32 else (0,)):
         skip, words = a - cur, []
@@ -235,7 +235,7 @@ def fpu_cycles(n_out: int, n_red: int, src_format: str, phases: int, post: SfpuP
     """The cost model of lowering.placement (Tensix cycles): per k tile both unpacks (data + ones, 64 B/cycle) and
     16 MVMULs per phase (one issue cycle each, isa-digest 1(d)); per output tile ZEROACC, the FPU latency, the post
     program (setup + 32 row steps) and the fp32 pack (16 B/cycle)."""
-    from lowering.placement import COST, pack_cycles, unpack_cycles
+    from tt_backend.lowering.placement import COST, pack_cycles, unpack_cycles
     fmt = "bf16" if src_format == "bf16" else "fp32"
     ot, kt = tile_counts(n_out, n_red, cells)
     steps = len(POST_STEPS[side]) if cells == 32 else 1
@@ -252,7 +252,7 @@ def fpu_cycles(n_out: int, n_red: int, src_format: str, phases: int, post: SfpuP
 def compile_post(spec: FpuReduceSpec) -> SfpuProgram | None:
     if spec.post.nodes[spec.post.out].op == "LOAD":
         return None                                    # the fp32 sum is the output
-    from lowering.sfpu_codegen import MAX_SLOTS, compile_sfpu
+    from tt_backend.lowering.sfpu_codegen import MAX_SLOTS, compile_sfpu
     p = compile_sfpu(spec.post, 1, spec.out_dtype)
     if p.dst_slots > MAX_SLOTS:
         raise UnsupportedOp("post-reduce program needs too many Dst slots")
@@ -295,7 +295,7 @@ def predict(lk, spec: FpuReduceSpec, options, evaluator, lanes: int, seed: int =
     side, phases) -> fp32 sum words`), against the exact sum rounded to fp32; then the post-op in float32 (per-op
     rounding, bf16 results rounded once) for all. The pre-op is a load or an exact cast (`match`), so the sample
     values are the reduce's inputs."""
-    from lowering import placement as P
+    from tt_backend.lowering import placement as P
     dists = dists or P.SAMPLE_DISTS
     n_out_r = len(lk.ranges) - len(lk.dag.nodes[spec.red].arg[1])
     k = math.prod(lk.ranges[n_out_r:])
@@ -323,7 +323,7 @@ def group_error(out: np.ndarray, ref: np.ndarray, g: int) -> float:
     """The relative L2 error a tensor of g outputs sees, as the GROUP_QUANTILE over groups of g sample sums: with few
     outputs one cancelled sum (|sum| << sqrt(sum x^2)) dominates, so the typical L2 over many sums would promise
     too little (a 1-D sum: the 90th percentile of single-sum relative errors)."""
-    from lowering.placement import rel_error
+    from tt_backend.lowering.placement import rel_error
     m = len(out) // g
     errs = [rel_error(out[i * g:(i + 1) * g], ref[i * g:(i + 1) * g])[0] for i in range(m)]
     return float(np.quantile(errs, GROUP_QUANTILE)) if m > 1 else float(errs[0])
@@ -333,7 +333,7 @@ def _pin(placer, lk, red: int):
     spec = getattr(placer, "spec", None)
     if not spec:
         return None
-    from lowering.placement import parse_pins
+    from tt_backend.lowering.placement import parse_pins
     pins = parse_pins(spec, lk.name)
     return pins.get(str(red), pins.get("REDUCE"))
 
@@ -343,7 +343,7 @@ def choose(lk, sfpu_plan, placer):
     reduction and the FPU options whose predicted error is within SAFETY * budget; no budget: FPU only if its
     predicted error is within FAITHFUL_FACTOR x the SFPU's (fp32-faithful). TT_PLACE REDUCE=FPU[:fidelity] or
     n<id>=... pins the choice (SFPU keeps the SFPU)."""
-    from lowering.placement import reduce_cycles
+    from tt_backend.lowering.placement import reduce_cycles
     spec = match(lk)
     budget = getattr(placer, "err_budget", None)
     evaluator = getattr(placer, "reduce_evaluator", None)
@@ -408,7 +408,7 @@ def _annotate(pl, rows, pick, sfpu_err, sfpu_cyc, pinned) -> None:
 def fpu_placement(lk, spec, sfpu_pl, pick, rows, post, sfpu_cyc, budget, sfpu_err, pinned):
     """A lowering.placement.Placement for reports and TT_CHECK: the REDUCE node on the FPU (MVMUL against ones,
     fidelity, formats), the post-ops on the SFPU once per output tile."""
-    from lowering.placement import Placement, Split, sfpu_op_cycles
+    from tt_backend.lowering.placement import Placement, Split, sfpu_op_cycles
     dag = lk.dag
     cyc = dict(pick["cycles"])
     pl = Placement(lk.name, budget, dag, {}, Split([], dag, 1, [0]), pick["predicted_error"],
@@ -443,7 +443,7 @@ def _hex(v: int) -> str: return f"0x{v:08X}u"
 
 
 def args_header(plan: FpuReducePlan) -> str:
-    from lowering.render import SYNC_BASE, SYNC_CB_OFFSET, SYNC_CB_STRIDE
+    from tt_backend.lowering.render import SYNC_BASE, SYNC_CB_OFFSET, SYNC_CB_STRIDE
     ot, kt = plan.tiles
     n_out_r = len(plan.out_sizes)
     ranges = list(plan.ranges) or [1]
@@ -477,8 +477,8 @@ def args_header(plan: FpuReducePlan) -> str:
 
 
 def render_fpu_reduce(plan: FpuReducePlan) -> dict[str, str]:
-    from lowering import matmul as mm
-    from lowering.render import PACK_CFG, _DRAM_LOAD, _DRAM_STORE, _w, kernel_sources
+    from tt_backend.lowering import matmul as mm
+    from tt_backend.lowering.render import PACK_CFG, _DRAM_LOAD, _DRAM_STORE, _w, kernel_sources
     if not plan.l1:
         raise ValueError(f"{plan.name}: plan has no L1 allocation")
     w = mm.matmul_words(plan)          # the matmul's unpack/MVMUL/pack words (uses plan.phases)

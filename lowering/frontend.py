@@ -20,9 +20,9 @@ from dataclasses import dataclass, field, replace
 from tinygrad.dtype import DType, Invalid, dtypes
 from tinygrad.uop.ops import AxisType, Ops, UOp
 
-from lowering.dag import ValueDAG
-from lowering.plan import DTYPE_SIZE, Buffer, KernelPlan, Stream, allocate_l1
-from templates.errors import UnsupportedOp
+from tt_backend.lowering.dag import ValueDAG
+from tt_backend.lowering.plan import DTYPE_SIZE, Buffer, KernelPlan, Stream, allocate_l1
+from tt_backend.chip.errors import UnsupportedOp
 
 # ---------------------------------------------------------------------------------------------------------- dtypes
 
@@ -456,17 +456,17 @@ def lower_kernel(sink: UOp, name: str, placer=None) -> KernelPlan:
     """tinygrad kernel AST -> KernelPlan (SFPU program compiled, L1 allocated). Raises UnsupportedOp naming the op.
     `placer(lk) -> lowering.placement.Placement` (injected by tt_backend: it needs the emulator's numeric models)
     puts elementwise nodes on the FPU; without one everything runs on the SFPU in float32."""
-    from lowering.matmul import lower_matmul   # matmuls: MVMUL if the budget allows, else the fp32 SFPU matmul
+    from tt_backend.lowering.matmul import lower_matmul   # matmuls: MVMUL if the budget allows, else the fp32 SFPU matmul
     if (mm := lower_matmul(sink, name, getattr(placer, "err_budget", None))) is not None: return mm
     lk = lower_ast(sink, name)
     if any(n.op == "REDUCE" for n in lk.dag.nodes):
-        from lowering.reduce import plan_reduce   # SFPU, or a plain sum on the FPU when the placer allows it
+        from tt_backend.lowering.reduce import plan_reduce   # SFPU, or a plain sum on the FPU when the placer allows it
         plan = plan_reduce(lk, getattr(placer, "err_budget", None), placer)
         return plan if plan.l1 else allocate_l1(plan)
     if placer is not None:
-        from lowering.placement import plan_placed
+        from tt_backend.lowering.placement import plan_placed
         return allocate_l1(plan_placed(lk, placer(lk)))
-    from lowering.sfpu_codegen import compile_sfpu   # imported late: the frontend is testable on its own
+    from tt_backend.lowering.sfpu_codegen import compile_sfpu   # imported late: the frontend is testable on its own
     sfpu = compile_sfpu(lk.dag, len(lk.inputs), lk.dag.nodes[lk.dag.out].dtype)
     plan = KernelPlan(name=name, ranges=lk.ranges, buffers=lk.buffers, inputs=[lk.stream(s) for s in lk.inputs],
                       output=lk.stream(lk.output), sfpu=sfpu, ops=lk.ops)

@@ -23,7 +23,7 @@ from collections import Counter
 
 import networkx as nx
 
-from lowering.dag import ValueDAG, VNode
+from tt_backend.lowering.dag import ValueDAG, VNode
 
 # ops the FPU can run elementwise on two Src operands (isa-digest 1(d)): value-DAG op -> FPU instruction
 FPU_BINARY = {"MUL": "ELWMUL", "ADD": "ELWADD", "SUB": "ELWSUB"}

@@ -24,12 +24,12 @@ from typing import Callable
 
 import numpy as np
 
-from lowering.dag import ValueDAG, VNode
-from lowering.graph import (FPU_BINARY, fold_negated_add, fpu_candidates, l1_source, live_nodes,
+from tt_backend.lowering.dag import ValueDAG, VNode
+from tt_backend.lowering.graph import (FPU_BINARY, fold_negated_add, fpu_candidates, l1_source, live_nodes,
                             reassociate_products, renumber, tile_graph)
-from templates.errors import UnsupportedOp
+from tt_backend.chip.errors import UnsupportedOp
+from tt_backend.chip.numerics.fpu_math import FIDELITY_PHASES
 
-FIDELITY_PHASES = {"LoFi": 1, "HiFi2": 2, "HiFi3": 3, "HiFi4": 4}
 SAFETY = 0.8            # accept a placement when predicted <= SAFETY * budget: margin for data unlike the samples
 SAMPLE_ELEMENTS = 1024  # one tile of samples per distribution and evaluation
 # Sample distributions: the real data is unknown when tinygrad compiles a kernel, and the relative L2 error of heavy-
@@ -206,7 +206,7 @@ def cycles(sp: Split, in_formats: list[str], out_format: str, n_tiles: int, sfpu
 
 
 def compile_split(sp: Split, out_dtype: str):
-    from lowering.sfpu_codegen import compile_sfpu     # late: keeps graph/placement importable on their own
+    from tt_backend.lowering.sfpu_codegen import compile_sfpu     # late: keeps graph/placement importable on their own
     return compile_sfpu(sp.sfpu_dag, sp.n_slots, out_dtype)
 
 
@@ -217,7 +217,7 @@ def sfpu_op_cycles(n: VNode, src_dtypes: tuple[str, ...]) -> int:
     """Cycles per tile of one op on the SFPU: its instruction sequence (compiled alone, loads/store not counted)."""
     key = (n.op, n.dtype, src_dtypes)
     if key not in _OP_CYCLES:
-        from lowering.sfpu_codegen import compile_sfpu
+        from tt_backend.lowering.sfpu_codegen import compile_sfpu
         d = ValueDAG()
         srcs = tuple(d.add("LOAD", dt, (), j) for j, dt in enumerate(src_dtypes))
         d.out = d.add(n.op, n.dtype, srcs, n.arg)
@@ -616,7 +616,7 @@ def analytic_bound(o: FpuOp, in_dtypes: list[str]) -> float | None:
 def plan_placed(lk, pl: Placement):
     """LoweredKernel + Placement -> KernelPlan (L1 not yet allocated): the SFPU program of the split, the FPU ops,
     and which inputs still go to Dst."""
-    from lowering.plan import KernelPlan
+    from tt_backend.lowering.plan import KernelPlan
     out_dtype = pl.dag.nodes[pl.dag.out].dtype
     sp = split(pl.dag, pl.choices, len(lk.inputs)) if pl.split is None else pl.split
     sfpu = compile_split(sp, out_dtype)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 
-from templates import layout
+from tt_backend.chip import layout
 
 TILE_ELEMS = 1024                       # a 32x32 tile; for elementwise kernels tile t holds flat elements 1024t..
 TILE_BYTES = {"fp32": 4 * TILE_ELEMS, "bf16": 2 * TILE_ELEMS}
@@ -169,8 +169,8 @@ class KernelPlan:
         return math.prod(self.ranges) if self.ranges else 1
 
     def render(self) -> dict[str, str]:
-        """The five C sources and headers (lowering.render; MatmulPlan has its own render)."""
-        from lowering.render import render
+        """The five C sources and headers (tt_backend.lowering.render; MatmulPlan has its own render)."""
+        from tt_backend.lowering.render import render
         return render(self)
 
     @property
@@ -205,11 +205,11 @@ def for_target(plan, target: Target | str):
     """Bind a plan to `target`: a macro-free target rejects SFPU programs that contain SFPLOADMACRO."""
     target = TARGETS[target] if isinstance(target, str) else target
     if target.macro_free:
-        from templates import isa
+        from tt_backend.chip import isa
 
         def no_macro(word: int) -> int:
             if isa.decode(word)[0] == "SFPLOADMACRO":
-                from templates.errors import UnsupportedOp
+                from tt_backend.chip.errors import UnsupportedOp
                 raise UnsupportedOp(f"{plan.name}: its SFPU program uses SFPLOADMACRO, which {target.name} does not "
                                     f"implement; lower it with a {target.schedule}")
             return word
@@ -233,7 +233,7 @@ def allocate_l1(plan: KernelPlan) -> KernelPlan:
             l1[f"stage_{name}"] = addr
             addr += STAGING_BYTES
     if addr > layout.DATA_END:
-        from templates.errors import UnsupportedOp
+        from tt_backend.chip.errors import UnsupportedOp
         raise UnsupportedOp(f"{plan.name}: {len(plan.inputs)} input streams need {addr - layout.DATA_BASE} bytes of "
                             f"L1, more than the {layout.DATA_END - layout.DATA_BASE} available")
     plan.l1 = l1

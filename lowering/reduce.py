@@ -52,12 +52,12 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
-from lowering import sfpu_ops as so
-from lowering.dag import ValueDAG, VNode
-from lowering.plan import DTYPE_SIZE, KernelPlan, ReducePass, ReducePlan, SfpuProgram, Stream
-from lowering.sfpu_codegen import DST_READ_GAP, MAX_SLOTS, compile_sfpu, const_bits, insert_nops
-from templates.errors import UnsupportedOp
-from templates.isa import decode, encode
+from tt_backend.lowering import sfpu_ops as so
+from tt_backend.lowering.dag import ValueDAG, VNode
+from tt_backend.lowering.plan import DTYPE_SIZE, KernelPlan, ReducePass, ReducePlan, SfpuProgram, Stream
+from tt_backend.lowering.sfpu_codegen import DST_READ_GAP, MAX_SLOTS, compile_sfpu, const_bits, insert_nops
+from tt_backend.chip.errors import UnsupportedOp
+from tt_backend.chip.isa import decode, encode
 
 ACC = 7                                   # accumulator LReg (not 0: the program setup loads constants through LReg0)
 ACCS = (7, 6, 5)                          # accumulators of sibling reductions (x.sum(1) + x.max(1)); ACCS[0] = ACC
@@ -349,13 +349,13 @@ def plan_reduce(lk, budget: float | None = None, placer=None):
     plan = KernelPlan(name=lk.name, ranges=lk.ranges, buffers=lk.buffers, inputs=streams, output=output,
                       sfpu=phase1, ops=lk.ops, reduce=rp)
     try:      # the report's placement (all SFPU), cost and predicted error; TT_CHECK measures it
-        from lowering.placement import reduce_placement
+        from tt_backend.lowering.placement import reduce_placement
         plan.placement = reduce_placement(lk, plan, budget)
     except Exception as e:      # a model gap must not fail the kernel: it is then reported without a placement
         import warnings
         warnings.warn(f"{lk.name}: no placement report for this reduction ({type(e).__name__}: {e})")
     if placer is not None:
-        from lowering.fpu_reduce import choose
+        from tt_backend.lowering.fpu_reduce import choose
         fpu = choose(lk, plan, placer)
         if fpu is not None:
             return fpu

@@ -9,15 +9,13 @@ in unpack-sfpu-pack.md by tests/test_templates.py), so the templates contain no 
 """
 from __future__ import annotations
 
-from pathlib import Path
-
 import jinja2
 
-from lowering.plan import CB_DEPTH, DTYPE_SIZE, STAGING_BYTES, TILE_BYTES, TILE_ELEMS, KernelPlan, Stream
-from templates import isa, layout
-from templates.errors import UnsupportedOp
+from tt_backend.lowering.plan import CB_DEPTH, DTYPE_SIZE, STAGING_BYTES, TILE_BYTES, TILE_ELEMS, KernelPlan, Stream
+from tt_backend.chip import isa, layout
+from tt_backend.chip.errors import UnsupportedOp
+from tt_backend.templates import TEMPLATE_DIR
 
-TEMPLATE_DIR = Path(__file__).resolve().parent.parent / "templates"
 CORE_SOURCES = ("brisc", "ncrisc", "trisc0", "trisc1", "trisc2")
 HEADERS = ("tt_isa.h", "tt_layout.h", "args.h")
 
@@ -28,7 +26,6 @@ _env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATE_DIR)), und
                           keep_trailing_newline=True)
 
 
-MOP_CFG_BASE = 0xFFB80000   # TENSIX_MOP_CFG_BASE: the own thread's 9 MopCfg words (write-only, isa-digest 1(a))
 # Instructions one MOP may expand to: ttsim puts a MOP's whole expansion into its thread FIFO at once and stops with
 # "pipe 1 inst fifo full" beyond 512 entries (seen with 32 x 22-word replays), so a tile's row steps are split into
 # MOPs of at most this many instructions, with a wait for the thread to drain between them.
@@ -324,7 +321,7 @@ def _reduce_defines(plan: KernelPlan) -> list[str]:
 
 def _check(plan: KernelPlan) -> None:
     if not plan.l1:
-        raise ValueError(f"{plan.name}: plan has no L1 allocation (run lowering.plan.allocate_l1 first)")
+        raise ValueError(f"{plan.name}: plan has no L1 allocation (run tt_backend.lowering.plan.allocate_l1 first)")
     n = len(plan.inputs)
     if not 1 <= n <= 7:
         raise UnsupportedOp(f"{plan.name}: {n} input streams; the compute kernel handles 1..7 (one Dst slot each)")
@@ -433,7 +430,7 @@ def render(plan: KernelPlan) -> dict[str, str]:
     if ctx["sfpu_replay"]:
         replay = isa.encode("REPLAY", load_mode=0, execute_while_loading=0, len=len(body), start_idx=0)
         nop = isa.encode("NOP")
-        ctx["mop_cfg_base"] = _hex(MOP_CFG_BASE)
+        ctx["mop_cfg_base"] = _hex(layout.MOP_CFG_BASE)
         # MopCfg: OuterCount 1, InnerCount rows_per_mop, StartOp/EndOp0/EndOp1 NOP, LoopOp REPLAY, LoopOp1 NOP (no
         # alternation), Loop0Last/Loop1Last REPLAY
         rows_per_mop = 32
@@ -468,6 +465,6 @@ def kernel_sources(ctx: dict, reader: str, writer: str, compute: str, args_h: st
 
 
 def split(rendered: dict[str, str]) -> tuple[dict[str, str], dict[str, str]]:
-    """(sources per core, generated headers) as runtime.compile.compile_kernel takes them."""
+    """(sources per core, generated headers) as tt_backend.runtime.compile.compile_kernel takes them."""
     return ({c: rendered[c] for c in CORE_SOURCES if c in rendered},
             {h: rendered[h] for h in HEADERS if h in rendered})

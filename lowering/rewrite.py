@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from lowering.dag import ValueDAG, VNode
+from tt_backend.lowering.dag import ValueDAG, VNode
 
 
 def _uses(dag: ValueDAG) -> Counter:

@@ -19,12 +19,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from lowering.dag import ValueDAG, VNode
-from lowering.plan import SfpuProgram
-from lowering.rewrite import fuse_multiply_add
-from lowering import sfpu_ops as so
-from templates.errors import UnsupportedOp
-from templates.isa import disasm, encode
+from tt_backend.lowering.dag import ValueDAG, VNode
+from tt_backend.lowering.plan import SfpuProgram
+from tt_backend.lowering.rewrite import fuse_multiply_add
+from tt_backend.lowering import sfpu_ops as so
+from tt_backend.chip.errors import UnsupportedOp
+from tt_backend.chip.isa import disasm, encode
 
 MAX_SLOTS = 8
 DST_READ_GAP = 4                  # Dst.md: a written 8x16 block is unreadable for 4 cycles (SFPLOAD: not interlocked)

@@ -51,11 +51,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from lowering.matmul import (TILE, MatmulShape, MatmulSpec, _hex, _line_bytes, _operand_ctx, _out_pitch, _w,
+from tt_backend.lowering.matmul import (TILE, MatmulShape, MatmulSpec, _hex, _line_bytes, _operand_ctx, _out_pitch, _w,
                              matmul_args_header, matmul_io)
-from lowering.plan import DTYPE_SIZE, Buffer, SfpuProgram, Stream
-from templates import isa, layout
-from templates.errors import UnsupportedOp
+from tt_backend.lowering.plan import DTYPE_SIZE, Buffer, SfpuProgram, Stream
+from tt_backend.chip import isa, layout
+from tt_backend.chip.errors import UnsupportedOp
 
 KCH = 8                        # k values per unpack step (one A chunk = 8 faces, one B chunk = 1 face)
 A_CHUNK_BYTES = 32 * KCH * 8 * 4   # 32 rows x 8 k x 8 copies, fp32 = 8 KiB (128 Dst rows)
@@ -331,7 +331,7 @@ def args_header_sfpu_mm(plan: SfpuMatmulPlan) -> str:
 
 
 def render_sfpu_matmul(plan: SfpuMatmulPlan) -> dict[str, str]:
-    from lowering.render import (MOP_CFG_BASE, PACK_CFG, SEM_FREE, SEM_MATHDONE, SEM_UNPACKED, UNPACK_CFG,
+    from tt_backend.lowering.render import (PACK_CFG, SEM_FREE, SEM_MATHDONE, SEM_UNPACKED, UNPACK_CFG,
                                  UNPACK_CFG_COMMON, alu_format_word, kernel_sources, tensix_words)
     s = plan.spec
     w = tensix_words()
@@ -357,7 +357,7 @@ def render_sfpu_matmul(plan: SfpuMatmulPlan) -> dict[str, str]:
         "alu_format": _hex(alu_format_word(["fp32"], "fp32")),
         "pck": {i: _hex(v) for i, v in PACK_CFG["fp32"].items()},
         "variants": [variant_words(0), variant_words(1)],
-        "mop_cfg_base": _hex(MOP_CFG_BASE),
+        "mop_cfg_base": _hex(layout.MOP_CFG_BASE),
         "mop_cfg": [_hex(v) for v in (1, plan.row_groups, nop, nop, nop, replay, nop, replay, replay)],
         "a_dst": [_hex(64 + 16 * IN_ROW[b]) for b in range(2)],            # unpacker Dst address (+ the 4-row bias)
         "b_dst": [_hex(64 + 16 * (IN_ROW[b] + 128)) for b in range(2)],

@@ -22,11 +22,10 @@ import jinja2
 from elftools.elf.constants import SH_FLAGS
 from elftools.elf.elffile import ELFFile
 
-from templates import isa, layout
-from templates.errors import CompilerNotFound, KernelTooLarge, TTError
+from tt_backend.chip import isa, layout
+from tt_backend.chip.errors import CompilerNotFound, KernelTooLarge, TTError
+from tt_backend.templates import DEVICE_LIB_DIR, TEMPLATE_DIR
 
-TEMPLATE_DIR = Path(__file__).resolve().parent.parent / "templates"
-DEVICE_LIB_DIR = TEMPLATE_DIR / "device"
 CORE_DEFINES = {"trisc0": ["-DTRISC_UNPACK"], "trisc1": ["-DTRISC_MATH"], "trisc2": ["-DTRISC_PACK"]}
 COMMON_FLAGS = ["-march=rv32im", "-mabi=ilp32", "-nostdlib", "-ffreestanding", "-O2", "-std=c99",
                 # no calls the kernels did not ask for, no gp-relative addressing the loader does not set up

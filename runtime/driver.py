@@ -18,8 +18,8 @@ from typing import Protocol
 
 from elftools.elf.elffile import ELFFile
 
-from templates import layout
-from templates.errors import DeviceTimeout, TTError
+from tt_backend.chip import layout
+from tt_backend.chip.errors import DeviceTimeout, TTError
 
 
 class Device(Protocol):

@@ -20,8 +20,8 @@ import os
 import tempfile
 import time
 
-from templates import layout
-from templates.errors import TTError
+from tt_backend.chip import layout
+from tt_backend.chip.errors import TTError
 
 from .noc_device import NocTileDevice
 

@@ -15,8 +15,8 @@ from __future__ import annotations
 import struct
 import time
 
-from templates import layout
-from templates.errors import TTError
+from tt_backend.chip import layout
+from tt_backend.chip.errors import TTError
 
 _U32_MAX = 0xFFFFFFFF
 _WRITE_ONLY = (layout.NCRISC_RESET_PC, layout.NCRISC_RESET_PC_OVERRIDE)

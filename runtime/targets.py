@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from templates.errors import TTError
+from tt_backend.chip.errors import TTError
 
 TARGET_NAMES = ("emu", "ttsim", "hw")
 
@@ -21,17 +21,17 @@ TARGET_NAMES = ("emu", "ttsim", "hw")
 def make_device(name: str, *, device_number: int | None = None, lib_path: str | None = None):
     """A fresh Device for target `name`. Raises TTError saying what is missing when the target is unavailable."""
     if name == "emu":
-        from runtime.emu.device import EmuDevice
+        from tt_backend.runtime.emu.device import EmuDevice
         return EmuDevice()
     if name == "ttsim":
-        from runtime.ttsim_device import TtsimDevice, default_lib_path
+        from tt_backend.runtime.ttsim_device import TtsimDevice, default_lib_path
         lib = lib_path or default_lib_path()
         if not lib:
             raise TTError("TT_BACKEND=ttsim needs TT_SIMULATOR=/path/to/libttsim.so (Blackhole build of "
                           "tenstorrent/ttsim: ./make.py src/_out/release_bh/libttsim.so)")
         return TtsimDevice(lib)
     if name == "hw":
-        from runtime.hw_device import HwDevice
+        from tt_backend.runtime.hw_device import HwDevice
         return HwDevice(device_number)
     raise TTError(f"unknown target {name!r}: expected one of {', '.join(TARGET_NAMES)}")
 
@@ -59,7 +59,7 @@ def probe(name: str) -> TargetStatus:
     if name == "emu":
         return TargetStatus("emu", True, "the project's emulator (runtime/emu)")
     if name == "ttsim":
-        from runtime.ttsim_device import default_lib_path
+        from tt_backend.runtime.ttsim_device import default_lib_path
         lib = default_lib_path()
         if not lib:
             return TargetStatus("ttsim", False, "set TT_SIMULATOR=/path/libttsim.so")
@@ -70,7 +70,7 @@ def probe(name: str) -> TargetStatus:
         return TargetStatus("ttsim", True, f"{os.path.abspath(lib)} loads, Blackhole PCI id")
     if name == "hw":
         try:
-            from runtime.hw_device import blackhole_cards, import_umd
+            from tt_backend.runtime.hw_device import blackhole_cards, import_umd
             umd = import_umd()
         except TTError as e:
             return TargetStatus("hw", False, str(e))

@@ -22,8 +22,8 @@ import subprocess
 import sys
 import tempfile
 
-from templates import layout
-from templates.errors import TTError
+from tt_backend.chip import layout
+from tt_backend.chip.errors import TTError
 
 from .noc_device import _U32_MAX, _WRITE_ONLY, NocTileDevice
 

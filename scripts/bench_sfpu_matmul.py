@@ -22,11 +22,11 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from tinygrad import Tensor, dtypes  # noqa: E402
 from tinygrad.uop.ops import Ops  # noqa: E402
 
-from lowering.matmul import lower_matmul  # noqa: E402
-from lowering.render import split  # noqa: E402
-from lowering.sfpu_matmul import SfpuMatmulPlan  # noqa: E402
-from runtime.compile import compile_kernel  # noqa: E402
-from runtime.driver import launch  # noqa: E402
+from tt_backend.lowering.matmul import lower_matmul  # noqa: E402
+from tt_backend.lowering.render import split  # noqa: E402
+from tt_backend.lowering.sfpu_matmul import SfpuMatmulPlan  # noqa: E402
+from tt_backend.runtime.compile import compile_kernel  # noqa: E402
+from tt_backend.runtime.driver import launch  # noqa: E402
 
 
 def matmul_ast(sa, sb):
@@ -52,7 +52,7 @@ def describe(plan) -> str:
 
 def sweep():
     """The dispatch decision (no budget: fp32-faithful) for fp32 matmuls of many shapes, incl. vectors and edges."""
-    from lowering.matmul import match_matmul
+    from tt_backend.lowering.matmul import match_matmul
     shapes = [((M, K), (K, N)) for M in (1, 7, 33, 64, 256) for N in (1, 5, 64, 100, 4096)
               for K in (1, 3, 100, 1024, 1200, 4096, 8192, 20000)]
     shapes += [((64,), (64, 32)), ((64, 32), (32,)), ((4096,), (4096, 64)), ((8, 64, 4096), (8, 4096, 64)),
@@ -104,13 +104,13 @@ def main():
         results = {}
         for target in args.targets.split(","):
             if target == "emu":
-                from runtime.emu.device import EmuDevice
+                from tt_backend.runtime.emu.device import EmuDevice
                 dev = EmuDevice()
                 got, secs = run(dev, plan, a, b)
                 cyc = max(dev.stats()["cycles"].values())
                 what = f"emulated cycles {cyc}"
             else:
-                from runtime.ttsim_device import TtsimDevice
+                from tt_backend.runtime.ttsim_device import TtsimDevice
                 with TtsimDevice(args.lib) as dev:
                     c0 = dev.clocks
                     got, secs = run(dev, plan, a, b)

@@ -8,18 +8,18 @@ import shutil
 import numpy as np
 import pytest
 
-from lowering.plan import Buffer, KernelPlan, SfpuProgram, Stream, allocate_l1
-from lowering.render import render, split
-from runtime import compile as C
-from runtime import driver
-from templates import isa, layout
-from templates.errors import CompilerNotFound, DeviceTimeout, KernelTooLarge, TTError
+from tt_backend.lowering.plan import Buffer, KernelPlan, SfpuProgram, Stream, allocate_l1
+from tt_backend.lowering.render import render, split
+from tt_backend.runtime import compile as C
+from tt_backend.runtime import driver
+from tt_backend.chip import isa, layout
+from tt_backend.chip.errors import CompilerNotFound, DeviceTimeout, KernelTooLarge, TTError
 
 needs_cc = pytest.mark.skipif(shutil.which("riscv64-unknown-elf-gcc") is None and C._find_sfpi() is None,
                               reason="needs a RISC-V compiler (apt-get install gcc-riscv64-unknown-elf)")
 
 try:
-    from runtime.emu.device import EmuDevice
+    from tt_backend.runtime.emu.device import EmuDevice
 except ImportError:          # the emulator is developed in parallel
     EmuDevice = None
 TTSIM_LIB = os.environ.get("TT_SIMULATOR", "")
@@ -36,7 +36,7 @@ def new_device(request):
     else:
         if not os.path.isfile(TTSIM_LIB):
             pytest.skip("TT_SIMULATOR does not point at a libttsim.so")
-        from runtime.ttsim_device import TtsimDevice
+        from tt_backend.runtime.ttsim_device import TtsimDevice
 
         def factory():
             made.append(TtsimDevice(TTSIM_LIB))

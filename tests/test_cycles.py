@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from templates import isa, layout
-from runtime.emu import cycles
-from runtime.emu.tensix import Tensix
-from runtime.emu.tile import Tile
+from tt_backend.chip import isa, layout
+from tt_backend.runtime.emu import cycles
+from tt_backend.runtime.emu.tensix import Tensix
+from tt_backend.runtime.emu.tile import Tile
 
 E = isa.encode
 NOP = E("SFPNOP")

@@ -18,11 +18,11 @@ import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "ttsim_progs"))
 
-from templates import layout  # noqa: E402
+from tt_backend.chip import layout  # noqa: E402
 
 LIB = os.environ.get("TT_SIMULATOR", "")
 try:
-    from runtime.emu.device import EmuDevice  # noqa: E402
+    from tt_backend.runtime.emu.device import EmuDevice  # noqa: E402
 except ImportError:
     EmuDevice = None
 
@@ -55,7 +55,7 @@ def make_emu():
 
 
 def make_ttsim():
-    from runtime.ttsim_device import TtsimDevice
+    from tt_backend.runtime.ttsim_device import TtsimDevice
     return TtsimDevice(LIB)
 
 
@@ -152,7 +152,7 @@ from types import SimpleNamespace  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from templates.errors import UnsupportedOp  # noqa: E402
+from tt_backend.chip.errors import UnsupportedOp  # noqa: E402
 from test_e2e import BINARY, SHAPES, UNARY  # noqa: E402
 
 _prng = np.random.default_rng(7)

@@ -27,8 +27,8 @@ pytestmark = [
 
 def diff(case: Case, min_nonzero: float = 0.25) -> int:
     """Run on both; assert bit-identical output tiles; return the number of outputs compared."""
-    from runtime.emu.device import EmuDevice
-    from runtime.ttsim_device import TtsimDevice
+    from tt_backend.runtime.emu.device import EmuDevice
+    from tt_backend.runtime.ttsim_device import TtsimDevice
     sim = TtsimDevice(LIB)
     try:
         want = np.frombuffer(fs.run_case(sim, case), np.uint32)

@@ -29,7 +29,7 @@ sys.path.insert(0, os.path.join(HERE, "ttsim_progs"))
 import harness  # noqa: E402
 from harness import run_on  # noqa: E402
 
-from templates.isa import encode  # noqa: E402
+from tt_backend.chip.isa import encode  # noqa: E402
 
 LIB = os.environ.get("TT_SIMULATOR", "")
 pytestmark = [
@@ -222,7 +222,7 @@ def _bfp_tile(rng, bits):
     e = np.where(rng.random(64) < 0.2, rng.integers(248, 256, 64), e).astype(np.uint8)
     d = rng.integers(0, 1 << bits, 1024).astype(np.uint32)
     d[rng.random(1024) < 0.1] = 1 << (bits - 1)                          # sign with magnitude 0 (-Inf)
-    from runtime.emu.formats import bfp_datums_to_bytes
+    from tt_backend.chip.numerics.formats import bfp_datums_to_bytes
     return e.tobytes() + bfp_datums_to_bytes(d, bits).tobytes()
 
 
@@ -384,8 +384,8 @@ def _run_case(name, setup, words, gen, devices):
 
 @pytest.fixture(scope="module")
 def devices():
-    from runtime.emu.device import EmuDevice
-    from runtime.ttsim_device import TtsimDevice
+    from tt_backend.runtime.emu.device import EmuDevice
+    from tt_backend.runtime.ttsim_device import TtsimDevice
     sim = TtsimDevice(LIB)
     try:
         yield EmuDevice(), sim

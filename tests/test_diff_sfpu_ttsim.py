@@ -30,7 +30,7 @@ sys.path.insert(0, os.path.join(HERE, "ttsim_sfpu"))
 sys.path.insert(0, os.path.join(HERE, "ttsim_progs"))
 
 import gen  # noqa: E402
-from templates import isa, layout  # noqa: E402
+from tt_backend.chip import isa, layout  # noqa: E402
 
 LIB = os.environ.get("TT_SIMULATOR", "")
 HAVE_TTSIM = bool(LIB and os.path.isfile(LIB))
@@ -140,8 +140,8 @@ def describe(c: gen.Case, img: np.ndarray, got: np.ndarray, want: np.ndarray) ->
 
 def sweep(n_cases: int, only: str = "", seed: int = SEED, verbose: bool = False):
     """Generate >= n_cases cases per key, run them on both devices; returns (counts, mismatches, stats)."""
-    from runtime.emu.device import EmuDevice
-    from runtime.ttsim_device import TtsimDevice
+    from tt_backend.runtime.emu.device import EmuDevice
+    from tt_backend.runtime.ttsim_device import TtsimDevice
     r = random.Random(seed)
     nrng = np.random.default_rng(seed)
     gens = gen.generators()
@@ -234,8 +234,8 @@ if __name__ == "__main__":   # full sweep with a report: python tests/test_diff_
 # regressions for model bugs this suite found (no ttsim needed; the expected values are what ttsim produced)
 
 def _sfpu():
-    from runtime.emu.dst import Dst
-    from runtime.emu.sfpu import SFPU
+    from tt_backend.runtime.emu.dst import Dst
+    from tt_backend.runtime.emu.sfpu import SFPU
     return SFPU(Dst())
 
 

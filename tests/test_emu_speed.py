@@ -8,7 +8,7 @@ import os
 import numpy as np
 import pytest
 
-from runtime.emu.fma import _fma_exact, _fma_fast, fma_bh_stacked
+from tt_backend.chip.numerics.fma import _fma_exact, _fma_fast, fma_bh_stacked
 
 LANES = int(os.environ.get("TT_FMA_PROOF_LANES", "300000"))
 
@@ -86,9 +86,9 @@ def test_fma_bh_stacked_vectors():
 
 
 # --- batched row steps (Tensix._sfpu_batch): identical to one-by-one execution ----------------------------------
-from templates import isa, layout  # noqa: E402
-from templates.errors import EmuError  # noqa: E402
-from runtime.emu import bench, tensix  # noqa: E402
+from tt_backend.chip import isa, layout  # noqa: E402
+from tt_backend.chip.errors import EmuError  # noqa: E402
+from tt_backend.runtime.emu import bench, tensix  # noqa: E402
 
 E = isa.encode
 MAD = lambda a, b, c, d: E("SFPMAD", lreg_src_a=a, lreg_src_b=b, lreg_src_c=c, lreg_dest=d, instr_mod1=0)
@@ -197,8 +197,8 @@ def test_bench_tile_batched_identical(batch_counter):
 _E2E = """
 import json, sys
 import numpy as np
-from runtime.emu import sfpu as sfpu_mod, tensix
-from runtime.emu.device import EmuDevice
+from tt_backend.runtime.emu import sfpu as sfpu_mod, tensix
+from tt_backend.runtime.emu.device import EmuDevice
 count = [0, 0]
 orig = tensix.Tensix._sfpu_batch
 def batch(self, t, th):
@@ -359,7 +359,7 @@ def test_batch_random_bodies_mostly_batched():
 @pytest.fixture
 def batch_spy(monkeypatch):
     """Counts instructions run through SFPU.execute_batch (by either batching path)."""
-    from runtime.emu import sfpu as sfpu_mod
+    from tt_backend.runtime.emu import sfpu as sfpu_mod
     orig = sfpu_mod.SFPU.execute_batch
     state = {"n": 0}
 
@@ -518,7 +518,7 @@ def _random_pred_body(rng, clean: bool):
             body.insert(at, flag_ops[int(rng.integers(0, len(flag_ops)))]())
         return body
     # codegen-shaped conditional blocks: condition on defined LRegs, predicated writes to defined LRegs, SFPENCC
-    from runtime.emu.sfpu import SFPU
+    from tt_backend.runtime.emu.sfpu import SFPU
     for _ in range(int(rng.integers(1, 3))):
         at = int(rng.integers(2, len(body)))
         written = 0
@@ -755,7 +755,7 @@ def test_push_inline_issue_matches_issue(monkeypatch):
 def test_tile_pusher_matches_generic_push(monkeypatch):
     """The tile's per-core `.ttinsn` pusher (PUSHP, position passed by the generated code) against the generic
     bus.push_tensix path (PUSH with C.pos): same cycles, counts and Dst."""
-    from runtime.emu import tile as tile_mod
+    from tt_backend.runtime.emu import tile as tile_mod
     a = [bench.bench_tile_long(2), bench.bench_tile(4)]
     init = tile_mod.Tile.__init__
 
@@ -794,7 +794,7 @@ def test_batch_timing_memo_identical(monkeypatch, batch_counter):
 
 def _no_pushm(monkeypatch):
     """Tiles built from now on translate `.ttinsn` words one PUSHP call each (the reference for PUSHM)."""
-    from runtime.emu import tile as tile_mod
+    from tt_backend.runtime.emu import tile as tile_mod
     init = tile_mod.Tile.__init__
 
     def init2(self, *x, **k):
@@ -808,7 +808,7 @@ def test_push_many_equals_single_pushes(monkeypatch):
     """Tensix.push_many against push() word by word with t_{j+1} = accepted_j + 1: the long body (inlined path),
     MOP/REPLAY words and a SEMWAIT-blocked thread (push() fallback, FIFO full in modelled time, then a real Stall
     in the middle of a run with (pm_done, pm_t) where the single pushes stopped)."""
-    from runtime.emu.rv32 import Stall
+    from tt_backend.runtime.emu.rv32 import Stall
     sem = [E("SEMINIT", sem_sel=1, init_value=0, max_value=15)]
     wait = [E("SEMWAIT", sem_sel=1, wait_sem_cond=1, stall_res=1 << 8)]
     words = ([E("SETC16", setc16_reg=29, setc16_value=2), *bench.LONG_SETUP]
@@ -861,7 +861,7 @@ def _stall_program(body_words: list[int], post_delay: int):
 def _tile_trace(programs, dst: bool, budget: int = 700):
     """Run a tile in small steps; per step the cores' architectural state, cycles, waits and stats; then the
     final Dst / LRegs (or the error text)."""
-    from runtime.emu.tile import Tile
+    from tt_backend.runtime.emu.tile import Tile
     tile = Tile(quantum=40)                               # the cores take turns: TRISC1 runs while TRISC0 waits
     if dst:
         tile.tensix.dst.write_rows32(0, bench._long_inputs())

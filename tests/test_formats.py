@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from runtime.emu import formats as F
-from runtime.emu.tensix import Tensix
-from templates.errors import EmuError, EmuUnimplemented
+from tt_backend.chip.numerics import formats as F
+from tt_backend.runtime.emu.tensix import Tensix
+from tt_backend.chip.errors import EmuError, EmuUnimplemented
 
 U = lambda *v: np.array(v, dtype=np.uint32)  # noqa: E731
 

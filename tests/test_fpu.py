@@ -9,16 +9,16 @@ import sys
 import numpy as np
 import pytest
 
-from runtime.emu import dst as dst_mod
-from runtime.emu import fpu_math as fm
-from runtime.emu.tensix import Tensix
-from templates.errors import EmuError, EmuUnimplemented
-from templates.isa import encode
+from tt_backend.runtime.emu import dst as dst_mod
+from tt_backend.chip.numerics import fpu_math as fm
+from tt_backend.runtime.emu.tensix import Tensix
+from tt_backend.chip.errors import EmuError, EmuUnimplemented
+from tt_backend.chip.isa import encode
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "ttsim_fpu"))
 import fpu_scripts as fs  # noqa: E402
 
-HIFI = fm.FIDELITY_PHASES
+HIFI = fm.PHASES_OF
 
 
 def f32(x) -> np.ndarray:

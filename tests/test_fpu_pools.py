@@ -10,11 +10,11 @@ import zlib
 import numpy as np
 import pytest
 
-from runtime.emu import dst as dst_mod
-from runtime.emu import fpu_math as fm
-from runtime.emu.tensix import Tensix
-from templates.errors import EmuUnimplemented
-from templates.isa import encode
+from tt_backend.runtime.emu import dst as dst_mod
+from tt_backend.chip.numerics import fpu_math as fm
+from tt_backend.runtime.emu.tensix import Tensix
+from tt_backend.chip.errors import EmuUnimplemented
+from tt_backend.chip.isa import encode
 
 BF16_CFG1 = 0x20AA0000          # SrcA/SrcB BF16, FP32 Dst (Fp32_enabled)
 

@@ -21,10 +21,10 @@ from tinygrad import Tensor, dtypes
 from tinygrad.helpers import Context
 from tinygrad.uop.ops import Ops
 
-import lowering.fpu_reduce as fr
-from lowering.frontend import lower_ast, lower_kernel
-from lowering.plan import KernelPlan
-from lowering.placement import SAFETY
+import tt_backend.lowering.fpu_reduce as fr
+from tt_backend.lowering.frontend import lower_ast, lower_kernel
+from tt_backend.lowering.plan import KernelPlan
+from tt_backend.lowering.placement import SAFETY
 from tt_backend.fpu_reduce_eval import fpu_sums
 from tt_backend.placement_eval import placer
 

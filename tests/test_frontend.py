@@ -20,8 +20,8 @@ from tinygrad import Tensor, dtypes
 from tinygrad.helpers import Context
 from tinygrad.uop.ops import Ops, UOp
 
-from lowering.frontend import LoweredKernel, lower_ast
-from templates.errors import TTError, UnsupportedOp
+from tt_backend.lowering.frontend import LoweredKernel, lower_ast
+from tt_backend.chip.errors import TTError, UnsupportedOp
 
 DEV = "PYTHON"   # tinygrad's own interpreter: the reference, and a device whose scheduling needs no compiler
 rng = np.random.default_rng(0)

@@ -43,7 +43,7 @@ def test_device_env_mapping():
 
 
 def test_backend_knob():
-    from templates.errors import TTError
+    from tt_backend.chip.errors import TTError
     from tt_backend import knobs
     assert knobs.backend({}) == "emu"
     assert knobs.backend({"TT_SIMULATOR": "/x/libttsim.so"}) == "ttsim"
@@ -69,7 +69,7 @@ def test_dram_arena_merges_and_aligns():
 
 
 def test_bundle_roundtrip():
-    from lowering.plan import Buffer, KernelPlan, SfpuProgram, Stream
+    from tt_backend.lowering.plan import Buffer, KernelPlan, SfpuProgram, Stream
     from tt_backend.ops_tt import pack_bundle, unpack_bundle
     plan = KernelPlan("E_4", (4,), [Buffer(0, "float32", 16), Buffer(1, "float32", 16)],
                       [Stream(1, "float32", "r0", None, True)], Stream(0, "float32", "r0", None, True),
@@ -171,7 +171,7 @@ def test_pip_install_registers_device(tmp_path, editable):
     assert (name, module) == ("tt_backend.ops_tt", "tt_backend.ops_tt")
     assert Path(file).resolve().is_relative_to((src if editable else site).resolve())
     # installed package data: templates and the ISA table come along
-    r = run_py(py, "from templates import isa; import lowering.render as r; print(len(isa.INSTRUCTIONS) > 0, "
+    r = run_py(py, "from tt_backend.chip import isa; import tt_backend.lowering.render as r; print(len(isa.INSTRUCTIONS) > 0, "
                    "(r.TEMPLATE_DIR / 'reader.c.j2').exists())")
     assert r.stdout.split() == ["True", "True"], r.stderr
     # the conflict check, and a clean uninstall
@@ -188,7 +188,7 @@ def test_pip_install_registers_device(tmp_path, editable):
 
 def _have_riscv_compiler() -> bool:
     try:
-        from runtime.compile import find_compiler
+        from tt_backend.runtime.compile import find_compiler
         find_compiler()
         return True
     except Exception:

@@ -10,9 +10,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from templates import isa
-from templates.errors import EmuError
-from runtime.emu.tensix import Tensix
+from tt_backend.chip import isa
+from tt_backend.chip.errors import EmuError
+from tt_backend.runtime.emu.tensix import Tensix
 
 E = isa.encode
 FP32 = 3

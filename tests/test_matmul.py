@@ -20,9 +20,9 @@ import pytest
 from tinygrad import Tensor, dtypes
 from tinygrad.uop.ops import Ops
 
-from lowering.matmul import PREDICTED_ERR, choose_fidelity, lower_matmul, match_matmul, plan_matmul
-from lowering.sfpu_matmul import SfpuMatmulPlan
-from templates.errors import UnsupportedOp
+from tt_backend.lowering.matmul import PREDICTED_ERR, choose_fidelity, lower_matmul, match_matmul, plan_matmul
+from tt_backend.lowering.sfpu_matmul import SfpuMatmulPlan
+from tt_backend.chip.errors import UnsupportedOp
 
 HAVE_CC = shutil.which("riscv64-unknown-elf-gcc") is not None or bool(os.environ.get("SFPI_ROOT"))
 needs_cc = pytest.mark.skipif(not HAVE_CC, reason="needs a RISC-V compiler")
@@ -58,9 +58,9 @@ def matmul_ast(fn, shapes, dt):
 
 def run_plan(dev, plan, arrays):
     """Launch a MatmulPlan on a Device with numpy inputs (slot k+1 = arrays[k]); returns (raw output bytes, seconds)."""
-    from lowering.render import split
-    from runtime.compile import compile_kernel
-    from runtime.driver import launch
+    from tt_backend.lowering.render import split
+    from tt_backend.runtime.compile import compile_kernel
+    from tt_backend.runtime.driver import launch
     srcs, hdrs = split(plan.render())
     elfs = compile_kernel(srcs, hdrs, plan.name)
     out_slot = plan.buffers[plan.output.buf].slot
@@ -75,7 +75,7 @@ def run_plan(dev, plan, arrays):
 
 
 def emu():
-    from runtime.emu.device import EmuDevice
+    from tt_backend.runtime.emu.device import EmuDevice
     return EmuDevice()
 
 
@@ -93,7 +93,7 @@ rng = np.random.default_rng(1234)
 
 
 def case(M, K, N, dt=dtypes.bfloat16, form="plain", batch=None, fidelity=None, err_budget=None, dev=None):
-    """Run one matmul through lowering.matmul on `dev` (default: emulator); check it against float64 and tinygrad CPU."""
+    """Run one matmul through tt_backend.lowering.matmul on `dev` (default: emulator); check it against float64 and tinygrad CPU."""
     sa, sb = ((batch,) if batch else ()) + (M, K), ((batch,) if batch else ()) + (K, N)
     a = rng.standard_normal(sa).astype(np.float32)
     b = rng.standard_normal(sb).astype(np.float32)
@@ -250,7 +250,7 @@ def test_fp32_with_budget(fidelity):
 def test_tinygrad_device_bf16(monkeypatch):
     """Through tinygrad's TT device (ops_tt): casts on the SFPU, the matmul on the FPU (a budget that HiFi3 meets),
     C rounded to bf16."""
-    import lowering.matmul as lm
+    import tt_backend.lowering.matmul as lm
     monkeypatch.setenv("TT_ERR_BUDGET", "2e-3")
     a = rng.standard_normal((48, 64)).astype(np.float32)
     b = rng.standard_normal((64, 40)).astype(np.float32)
@@ -273,8 +273,8 @@ def test_tinygrad_device_bf16_default_is_float32_faithful(monkeypatch):
     """No budget: a bf16 matmul runs on the fp32 SFPU matmul, so the bf16 result is the exactly rounded one except
     at rounding ties of the fp32 accumulation (MVMUL at HiFi4 would be ~1e-3 off in relative L2: one bf16 ulp on
     many outputs)."""
-    from lowering.sfpu_matmul import SfpuMatmulPlan
-    import lowering.matmul as lm
+    from tt_backend.lowering.sfpu_matmul import SfpuMatmulPlan
+    import tt_backend.lowering.matmul as lm
     monkeypatch.delenv("TT_ERR_BUDGET", raising=False)
     a = rng.standard_normal((40, 256)).astype(np.float32)
     b = rng.standard_normal((256, 36)).astype(np.float32)
@@ -291,7 +291,7 @@ def test_tinygrad_device_bf16_default_is_float32_faithful(monkeypatch):
 @needs_cc
 def test_tinygrad_device_fp32_with_budget(monkeypatch):
     """TT_ERR_BUDGET reaches the fidelity choice (tt_backend.placement_eval.placer -> lower_kernel -> lower_matmul)."""
-    import lowering.matmul as lm
+    import tt_backend.lowering.matmul as lm
     monkeypatch.setenv("TT_ERR_BUDGET", "1e-2")
     a = rng.standard_normal((40, 80)).astype(np.float32)
     b = rng.standard_normal((80, 36)).astype(np.float32)
@@ -322,7 +322,7 @@ def test_large_bf16(n):
     ((40, 72, 56), dtypes.bfloat16, "LoFi", "bT"), ((48, 64, 40), dtypes.float32, "HiFi2", "aT"),
 ], ids=str)
 def test_ttsim_vs_emu_bits(mkn, dt, fidelity, form):
-    from runtime.ttsim_device import TtsimDevice
+    from tt_backend.runtime.ttsim_device import TtsimDevice
     budget = 1.0 if dt == dtypes.float32 else None
     state = rng.bit_generator.state
     _, raw_emu, *_ = case(*mkn, dt=dt, fidelity=fidelity, form=form, err_budget=budget)
@@ -400,7 +400,7 @@ def test_fp32_sfpu_column_groups():
 @needs_cc
 def test_fp32_sfpu_column_groups_run():
     """Several column groups (forced by a small ng limit) give the same bits as one."""
-    import lowering.sfpu_matmul as sm
+    import tt_backend.lowering.sfpu_matmul as sm
     state = rng.bit_generator.state
     _, raw1, *_ = sfpu_case(40, 16, 100)
     real = sm.allocate_sfpu_matmul_l1
@@ -422,7 +422,7 @@ def test_fp32_sfpu_column_groups_run():
 def test_tinygrad_device_fp32_sfpu(monkeypatch):
     """Through tinygrad's TT device without a budget: fp32-faithful, so the SFPU matmul."""
     monkeypatch.delenv("TT_ERR_BUDGET", raising=False)
-    import lowering.sfpu_matmul as sm
+    import tt_backend.lowering.sfpu_matmul as sm
     planned, real = [], sm.plan_sfpu_matmul
     monkeypatch.setattr(sm, "plan_sfpu_matmul", lambda *args, **kw: planned.append(real(*args, **kw)) or planned[-1])
     a = rng.standard_normal((44, 76)).astype(np.float32)     # a shape no other test compiles (program cache)
@@ -448,7 +448,7 @@ def test_large_fp32_sfpu(n):
 @pytest.mark.parametrize("mkn,form,batch", [((64, 64, 64), "plain", None), ((33, 47, 65), "bT", None),
                                             ((40, 24, 36), "aT", 2)], ids=str)
 def test_ttsim_vs_emu_bits_fp32_sfpu(mkn, form, batch):
-    from runtime.ttsim_device import TtsimDevice
+    from tt_backend.runtime.ttsim_device import TtsimDevice
     state = rng.bit_generator.state
     _, raw_emu, *_ = sfpu_case(*mkn, form=form, batch=batch)
     rng.bit_generator.state = state
@@ -477,7 +477,7 @@ def _split_plans(M, K, N, form="plain", batch=None):
 def test_fp32_sfpu_split_k_plans(shape):
     """Large K plans the SFPU matmul with K blocks (never the generic path); B resident while a column tile of it fits
     beside >= 128 k of A, else streamed with A; everything inside L1."""
-    from templates import layout
+    from tt_backend.chip import layout
     M, K, N, batch = shape
     plan = _split_plans(M, K, N, batch=batch)
     assert isinstance(plan, SfpuMatmulPlan) and plan.split_k, plan
@@ -494,7 +494,7 @@ def test_fp32_sfpu_split_k_plans(shape):
 def test_fp32_sfpu_split_k_bits(mkn, form, batch, kbc, stream):
     """Forced small K blocks (B resident or streamed; C packed to L1 between blocks and unpacked back): the bits of the
     one-block kernel."""
-    from lowering.sfpu_matmul import force_split_k
+    from tt_backend.lowering.sfpu_matmul import force_split_k
     state = rng.bit_generator.state
     plan, raw1, *_ = sfpu_case(*mkn, form=form, batch=batch)
     assert not plan.split_k
@@ -519,7 +519,7 @@ def test_fp32_sfpu_large_k():
 @needs_cc
 @needs_ttsim
 def test_ttsim_vs_emu_bits_fp32_sfpu_split_k():
-    from runtime.ttsim_device import TtsimDevice
+    from tt_backend.runtime.ttsim_device import TtsimDevice
     state = rng.bit_generator.state
     plan, raw_emu, *_ = sfpu_case(20, 1400, 40)
     assert plan.split_k
@@ -552,7 +552,7 @@ def test_fp32_sfpu_matvec(form):
 def test_fpu_plan_too_big_takes_sfpu():
     """A matmul the FPU would take but whose B does not fit L1 (the FPU plan keeps all of B resident) runs on the SFPU
     matmul instead of failing: bf16 operands widen exactly, C accumulates in fp32 and is rounded to bf16 once."""
-    from lowering.sfpu_matmul import force_split_k, plan_sfpu_matmul
+    from tt_backend.lowering.sfpu_matmul import force_split_k, plan_sfpu_matmul
     ast = matmul_ast(lambda x, y: x @ y, [(64, 1024), (1024, 1024)], dtypes.bfloat16)
     with pytest.raises(UnsupportedOp, match="bytes of L1"):
         plan_matmul(match_matmul(ast), "k", err_budget=2e-3)

@@ -13,9 +13,9 @@ import shutil
 import numpy as np
 import pytest
 
-from lowering import placement as P
-from lowering.dag import ValueDAG
-from lowering.graph import (branches, chains, fpu_candidates, independent, reassociate_products, tile_graph)
+from tt_backend.lowering import placement as P
+from tt_backend.lowering.dag import ValueDAG
+from tt_backend.lowering.graph import (branches, chains, fpu_candidates, independent, reassociate_products, tile_graph)
 from tt_backend import placement_eval as PE
 
 HAVE_CC = shutil.which("riscv64-unknown-elf-gcc") is not None or bool(os.environ.get("SFPI_ROOT"))
@@ -297,7 +297,7 @@ def test_rmsnorm_second_kernel(tt_env, tmp_path):
 
 def test_tune_parses_budgets_and_tabulates():
     from tt_backend import tune
-    from templates.errors import TTError
+    from tt_backend.chip.errors import TTError
     assert tune.parse_budgets("1e-4, 1e-2") == [None, 1e-4, 1e-2]
     assert tune.parse_budgets("none,1e-3") == [None, 1e-3]
     for bad in ("0", "fast"):

@@ -19,9 +19,9 @@ import pytest
 from tinygrad import Tensor, dtypes
 from tinygrad.uop.ops import Ops
 
-from lowering.frontend import lower_kernel
-from lowering.plan import KernelPlan
-from lowering.render import RUN_MODES, reader_mode, render, split
+from tt_backend.lowering.frontend import lower_kernel
+from tt_backend.lowering.plan import KernelPlan
+from tt_backend.lowering.render import RUN_MODES, reader_mode, render, split
 
 needs_cc = pytest.mark.skipif(shutil.which("riscv64-unknown-elf-gcc") is None and not os.environ.get("SFPI_ROOT"),
                               reason="needs a RISC-V compiler (apt-get install gcc-riscv64-unknown-elf)")
@@ -136,9 +136,9 @@ def test_bit_identical_to_cpu(name, fn, specs, modes, target):
 
 # --------------------------------------------------------------------------- plan level: run paths vs per-datum gather
 def _launch(plan: KernelPlan, data: dict[int, bytes]) -> tuple[bytes, int]:
-    from runtime import compile as C
-    from runtime import driver
-    from runtime.emu.device import EmuDevice
+    from tt_backend.runtime import compile as C
+    from tt_backend.runtime import driver
+    from tt_backend.runtime.emu.device import EmuDevice
     dev = EmuDevice()
     addrs, addr = [], 0x40000
     for k, b in enumerate(plan.buffers):

@@ -12,13 +12,13 @@ import os
 import numpy as np
 import pytest
 
-from lowering import sfpu_ops as so
-from lowering.dag import ValueDAG
-from lowering.plan import reduce_out_datum
-from lowering.reduce import ACC, choose_layout, finish_words, zero_preserving
-from runtime.emu.dst import Dst
-from runtime.emu.sfpu import SFPU
-from templates.isa import decode, encode
+from tt_backend.lowering import sfpu_ops as so
+from tt_backend.lowering.dag import ValueDAG
+from tt_backend.lowering.plan import reduce_out_datum
+from tt_backend.lowering.reduce import ACC, choose_layout, finish_words, zero_preserving
+from tt_backend.runtime.emu.dst import Dst
+from tt_backend.runtime.emu.sfpu import SFPU
+from tt_backend.chip.isa import decode, encode
 
 EPS32 = 2.0 ** -23
 rng = np.random.default_rng(0)

@@ -11,14 +11,14 @@ import os
 import numpy as np
 import pytest
 
-from lowering.dag import ValueDAG
-from lowering.frontend import LoweredKernel, StreamIndex
-from lowering.plan import Buffer, allocate_l1, reduce_out_datum
-from lowering.reduce import ACC, TWO_PASS_LANES, choose_layout, finish_words, plan_reduce
-from runtime.emu.dst import Dst
-from runtime.emu.sfpu import SFPU
-from templates.errors import UnsupportedOp
-from templates.isa import decode, encode
+from tt_backend.lowering.dag import ValueDAG
+from tt_backend.lowering.frontend import LoweredKernel, StreamIndex
+from tt_backend.lowering.plan import Buffer, allocate_l1, reduce_out_datum
+from tt_backend.lowering.reduce import ACC, TWO_PASS_LANES, choose_layout, finish_words, plan_reduce
+from tt_backend.runtime.emu.dst import Dst
+from tt_backend.runtime.emu.sfpu import SFPU
+from tt_backend.chip.errors import UnsupportedOp
+from tt_backend.chip.isa import decode, encode
 
 EPS32 = 2.0 ** -23
 rng = np.random.default_rng(4)
@@ -192,11 +192,11 @@ def row_kernel(kind: str, O: int, K: int) -> LoweredKernel:
 
 
 def run_plan(plan, x, device=None):
-    from lowering.render import render, split
-    from runtime import compile as C
-    from runtime import driver
+    from tt_backend.lowering.render import render, split
+    from tt_backend.runtime import compile as C
+    from tt_backend.runtime import driver
     if device is None:
-        from runtime.emu.device import EmuDevice
+        from tt_backend.runtime.emu.device import EmuDevice
         device = EmuDevice()
     addrs = [0x40000, 0x40000 + ((plan.buffers[0].nbytes + 0xFFF) & ~0xFFF)]
     device.write_dram(addrs[1], x.astype(np.float32).tobytes())
@@ -238,7 +238,7 @@ def test_hand_built_rows(kind, O, K):
 # ------------------------------------------------------------------------------------------ frontend
 
 def lowered_kernels(t):
-    from lowering.frontend import lower_ast
+    from tt_backend.lowering.frontend import lower_ast
     return [lower_ast(c.src[0], f"k{i}") for i, c in enumerate(t.schedule_linear().src)
             if c.op.name == "CALL" and c.src[0].op.name == "SINK"]
 
@@ -246,7 +246,7 @@ def lowered_kernels(t):
 def test_frontend_aliases_the_dependent_reduction():
     """x.argmax() is one kernel: the second reduction's range aliases the first's (one range of K), the two loads of x
     are one contiguous stream after dedupe, and a merged REDUCE(op, REDUCE(op, ...)) is not aliased."""
-    from lowering.reduce import dedupe_streams, reduce_deps
+    from tt_backend.lowering.reduce import dedupe_streams, reduce_deps
     x = rng.standard_normal((8, 50)).astype(np.float32)
     (lk,) = [k for k in lowered_kernels(Tensor(x, device="CPU").argmax()) if len(k.ranges) == 1]
     reds = [n for n in lk.dag.nodes if n.op == "REDUCE"]
@@ -293,7 +293,7 @@ def test_ttsim_matches_emulator_bit_for_bit():
         emu = fn(Tensor(a, device="TT:emu")).numpy()
         assert sim.tobytes() == emu.tobytes()
     # hand-built ones with several outputs: 8 lanes and a float sum in pass 1, short step groups, 32 lanes x 2 tiles
-    from runtime.ttsim_device import TtsimDevice
+    from tt_backend.runtime.ttsim_device import TtsimDevice
     for kind, O, K in (("mad", 5, 70), ("argmax", 40, 5), ("lse", 2, 1100)):
         plan = allocate_l1(plan_reduce(row_kernel(kind, O, K)))
         xs = rng.standard_normal((O, K)).astype(np.float32)

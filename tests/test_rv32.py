@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from runtime.emu.rv32 import L1_SIZE, LOCAL_BASE, RV32Core, Stall
-from templates.errors import EmuError, EmuUnimplemented
-from templates.isa import ttinsn
+from tt_backend.runtime.emu.rv32 import L1_SIZE, LOCAL_BASE, RV32Core, Stall
+from tt_backend.chip.errors import EmuError, EmuUnimplemented
+from tt_backend.chip.isa import ttinsn
 
 M32 = 0xFFFFFFFF
 CODE = 0x1000

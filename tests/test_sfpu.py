@@ -14,11 +14,11 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from runtime.emu.dst import Dst
-from runtime.emu.fma import bits_to_f32, f32_to_bits, flush_denormal, fma_bh, fma_bh_stacked
-from runtime.emu.sfpu import SFPU
-from templates import isa
-from templates.errors import EmuError, EmuUnimplemented
+from tt_backend.runtime.emu.dst import Dst
+from tt_backend.chip.numerics.fma import bits_to_f32, f32_to_bits, flush_denormal, fma_bh, fma_bh_stacked
+from tt_backend.runtime.emu.sfpu import SFPU
+from tt_backend.chip import isa
+from tt_backend.chip.errors import EmuError, EmuUnimplemented
 
 SPECIALS = [0x00000000, 0x80000000, 0x7F800000, 0xFF800000, 0x7FC00000, 0xFFC00000, 0x7F800001, 0xFFBFFFFF,
             0x00000001, 0x807FFFFF, 0x00400000, 0x00800000, 0x80800000, 0x00800001, 0x7F7FFFFF, 0xFF7FFFFF,
@@ -140,7 +140,7 @@ class TestFma:
         assert not bad, bad[:10]
 
     def test_fast_path_equals_exact_model(self, monkeypatch):
-        import runtime.emu.fma as fma_mod
+        import tt_backend.chip.numerics.fma as fma_mod
         fallbacks = []
         exact = fma_mod._fma_exact
         monkeypatch.setattr(fma_mod, "_fma_exact", lambda v: fallbacks.append(1) or exact(v))

@@ -10,12 +10,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lowering.dag import ValueDAG
-from lowering.sfpu_codegen import compile_sfpu, disassemble
-from runtime.emu.dst import Dst
-from runtime.emu.sfpu import SFPU
-from templates.errors import UnsupportedOp
-from templates.isa import decode
+from tt_backend.lowering.dag import ValueDAG
+from tt_backend.lowering.sfpu_codegen import compile_sfpu, disassemble
+from tt_backend.runtime.emu.dst import Dst
+from tt_backend.runtime.emu.sfpu import SFPU
+from tt_backend.chip.errors import UnsupportedOp
+from tt_backend.chip.isa import decode
 
 N = 1024
 F32_MIN_NORMAL = np.float32(2.0 ** -126)
@@ -599,7 +599,7 @@ def test_random_dags(dtype):
 def test_fused_multiply_add(form):
     """float32 a*b+c (and the subtract forms) become ONE SFPMAD: the result is the Blackhole FMA of the operands
     (runtime.emu.fma.fma_bh, itself checked against exact rational arithmetic in test_sfpu.py), not two roundings."""
-    from runtime.emu.fma import fma_bh
+    from tt_backend.chip.numerics.fma import fma_bh
     d = ValueDAG()
     a, b, c = (d.add("LOAD", "float32", (), j) for j in range(3))
     p = d.add("MUL", "float32", (a, b))

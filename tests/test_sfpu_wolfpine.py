@@ -28,16 +28,16 @@ import wolfpine_oracle as wo  # noqa: E402
 
 wo.require_wolfpine()
 
-from templates import isa  # noqa: E402
-from templates.errors import EmuError, EmuUnimplemented  # noqa: E402
+from tt_backend.chip import isa  # noqa: E402
+from tt_backend.chip.errors import EmuError, EmuUnimplemented  # noqa: E402
 
 try:
-    from runtime.emu.dst import Dst
-    from runtime.emu.sfpu import SFPU
+    from tt_backend.runtime.emu.dst import Dst
+    from tt_backend.runtime.emu.sfpu import SFPU
     SFPU_IMPORT_ERROR = None
 except Exception as e:  # the model is being written in parallel
     SFPU = Dst = None
-    SFPU_IMPORT_ERROR = f"runtime.emu.sfpu not importable: {type(e).__name__}: {e}"
+    SFPU_IMPORT_ERROR = f"tt_backend.runtime.emu.sfpu not importable: {type(e).__name__}: {e}"
 
 CASES = int(os.environ.get("TT_WOLFPINE_CASES", "300"))
 U32 = np.uint32

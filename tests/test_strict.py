@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from templates import isa, layout
-from templates.errors import EmuError
-from runtime.emu.bench import launch_words
-from runtime.emu.tensix import Tensix
-from runtime.emu.tile import Tile
+from tt_backend.chip import isa, layout
+from tt_backend.chip.errors import EmuError
+from tt_backend.runtime.emu.bench import launch_words
+from tt_backend.runtime.emu.tensix import Tensix
+from tt_backend.runtime.emu.tile import Tile
 
 E = isa.encode
 FP32 = 3

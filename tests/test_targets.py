@@ -16,10 +16,10 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "tts
 
 import fake_tt_umd  # noqa: E402
 import harness  # noqa: E402
-from lowering.plan import TARGETS, Buffer, KernelPlan, SfpuProgram, Stream, allocate_l1, for_target  # noqa: E402
-from runtime import driver, targets  # noqa: E402
-from templates import isa, layout  # noqa: E402
-from templates.errors import DeviceTimeout, TTError, UnsupportedOp  # noqa: E402
+from tt_backend.lowering.plan import TARGETS, Buffer, KernelPlan, SfpuProgram, Stream, allocate_l1, for_target  # noqa: E402
+from tt_backend.runtime import driver, targets  # noqa: E402
+from tt_backend.chip import isa, layout  # noqa: E402
+from tt_backend.chip.errors import DeviceTimeout, TTError, UnsupportedOp  # noqa: E402
 
 needs_cc = pytest.mark.skipif(not harness.have_compiler(), reason=f"{harness.CC} not installed")
 LIB = os.environ.get("TT_SIMULATOR", "")
@@ -46,7 +46,7 @@ def fake_umd(monkeypatch, tmp_path):
     made = []
 
     def open_card(*a, **kw):
-        from runtime.hw_device import HwDevice
+        from tt_backend.runtime.hw_device import HwDevice
         made.append(HwDevice(*a, **kw))
         return made[-1]
     yield open_card

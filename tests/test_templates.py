@@ -1,13 +1,13 @@
-"""lowering.render and the templates, without a compiler: the words, config values and structure of the sources."""
+"""tt_backend.lowering.render and the templates, without a compiler: the words, config values and structure of the sources."""
 from __future__ import annotations
 
 import re
 
 import pytest
 
-from lowering import render as R
-from lowering.plan import Buffer, KernelPlan, SfpuProgram, Stream, allocate_l1
-from templates import isa, layout
+from tt_backend.lowering import render as R
+from tt_backend.lowering.plan import Buffer, KernelPlan, SfpuProgram, Stream, allocate_l1
+from tt_backend.chip import isa, layout
 
 BODY = [isa.encode("SFPLOAD", lreg_ind=0, instr_mod0=3, dest_reg_addr=0),
         isa.encode("SFPLOAD", lreg_ind=1, instr_mod0=3, dest_reg_addr=64),

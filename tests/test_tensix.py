@@ -5,23 +5,23 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from runtime.emu.rv32 import Stall
-from runtime.emu.tensix import Tensix
-from templates.errors import EmuError, EmuUnimplemented
-from templates.isa import encode
+from tt_backend.runtime.emu.rv32 import Stall
+from tt_backend.runtime.emu.tensix import Tensix
+from tt_backend.chip.errors import EmuError, EmuUnimplemented
+from tt_backend.chip.isa import encode
 
 L1_SIZE = 1536 * 1024
 IN, OUT = 0x20000, 0x40000
 
 try:
-    import runtime.emu.sfpu  # noqa: F401
+    import tt_backend.runtime.emu.sfpu  # noqa: F401
     HAVE_SFPU = True
 except ImportError:
     HAVE_SFPU = False
 
 
 class StandInSFPU:
-    """Just SFPLOADI (bf16 immediate), SFPLOAD/SFPSTORE (FP32) and SFPMAD, for when runtime.emu.sfpu is absent."""
+    """Just SFPLOADI (bf16 immediate), SFPLOAD/SFPSTORE (FP32) and SFPMAD, for when tt_backend.runtime.emu.sfpu is absent."""
 
     def __init__(self, dst):
         self.dst = dst
@@ -579,7 +579,7 @@ def test_elwsub_and_accumulate():
     assert got == [0x40000000, 0x40000000]   # 1 + 1; 2 + 2^-24 aligned away
 
 
-@pytest.mark.skipif(not HAVE_SFPU, reason="needs runtime.emu.sfpu")
+@pytest.mark.skipif(not HAVE_SFPU, reason="needs tt_backend.runtime.emu.sfpu")
 def test_fp32_tile_sequence_specials_real_sfpu():
     """The documented exceptions to float32(2x+1) (unpack-sfpu-pack.md 5.3): denormal inputs read as zero, NaN gives
     the canonical 0x7FC00000, +-Inf stays +-Inf."""

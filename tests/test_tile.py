@@ -15,13 +15,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from runtime.driver import jal_x0
-from templates import isa, layout
-from templates.errors import EmuError, EmuUnimplemented
-from runtime.emu.device import EmuDevice
-from runtime.emu.dram import Dram
-from runtime.emu.rv32 import Stall
-from runtime.emu.tile import Tile
+from tt_backend.runtime.driver import jal_x0
+from tt_backend.chip import isa, layout
+from tt_backend.chip.errors import EmuError, EmuUnimplemented
+from tt_backend.runtime.emu.device import EmuDevice
+from tt_backend.runtime.emu.dram import Dram
+from tt_backend.runtime.emu.rv32 import Stall
+from tt_backend.runtime.emu.tile import Tile
 
 PROGS = Path(__file__).with_name("tile_progs")
 CC = shutil.which("riscv64-unknown-elf-gcc")
@@ -31,7 +31,7 @@ FLAG = 0x30000
 
 
 class StandInTensix:
-    """Used only while runtime.emu.tensix cannot be imported: SEMINIT/SEMPOST/NOP, executed at push time."""
+    """Used only while tt_backend.runtime.emu.tensix cannot be imported: SEMINIT/SEMPOST/NOP, executed at push time."""
 
     def __init__(self, l1):
         self.sem = [0] * 8
@@ -208,7 +208,7 @@ def test_trisc0_pushes_semaphore_instructions_and_reads_back():
 @needs_cc
 def test_blocked_tensix_thread_is_reported_then_released_by_another_trisc():
     if not hasattr(make_tile().tensix, "threads"):
-        pytest.skip("needs runtime.emu.tensix (SEMWAIT)")
+        pytest.skip("needs tt_backend.runtime.emu.tensix (SEMWAIT)")
     tile = make_tile()
     seminit = isa.encode("SEMINIT", sem_sel=1 << 2, init_value=0, max_value=15)
     semwait = isa.encode("SEMWAIT", sem_sel=1 << 2, wait_sem_cond=1, stall_res=0x1FF)   # wait while value == 0

@@ -16,10 +16,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from templates import isa, layout
-from templates.errors import EmuError, EmuUnimplemented
-from runtime.emu.dst import cpu_to_dst32
-from runtime.emu.rv32 import Stall
+from tt_backend.chip import isa, layout
+from tt_backend.chip.errors import EmuError, EmuUnimplemented
+from tt_backend.runtime.emu.dst import cpu_to_dst32
+from tt_backend.runtime.emu.rv32 import Stall
 from test_tile import build, launch, load_elf, make_tile, needs_cc
 
 PROGS = Path(__file__).with_name("tile_progs")
@@ -174,7 +174,7 @@ def test_mailbox_rules_without_a_compiler():
 def test_dst_view_formats_without_a_compiler():
     tile = make_tile()
     if not hasattr(tile.tensix, "dst"):
-        pytest.skip("needs runtime.emu.tensix")
+        pytest.skip("needs tt_backend.runtime.emu.tensix")
     dst = tile.tensix.dst
     st = lambda who, off, size, v: tile.mmio_store(who, DST + off, size, v)   # noqa: E731
     ld = lambda who, off, size: tile.mmio_load(who, DST + off, size)         # noqa: E731
@@ -232,7 +232,7 @@ def sfpu_words():
 def dst_view_run(core):
     tile = make_tile()
     if not hasattr(tile.tensix, "dst"):
-        pytest.skip("needs runtime.emu.tensix")
+        pytest.skip("needs tt_backend.runtime.emu.tensix")
     x = np.random.default_rng(7).uniform(-100, 100, 64).astype(np.float32)
     tile.write_l1(0x31000, x.tobytes())
     launch(tile, {core: build("dst_view.c", core, ROLE=ROLE[core], MULTI=int(core == "trisc2"), **sfpu_words())})
@@ -263,7 +263,7 @@ def test_dst_view_reads_an_fpu_result():
     tile = make_tile()
     tx = getattr(tile, "tensix", None)
     if not hasattr(tx, "srca"):
-        pytest.skip("needs runtime.emu.tensix with the FPU")
+        pytest.skip("needs tt_backend.runtime.emu.tensix with the FPU")
     a = [f32(v) for v in (1.0, 2.0, 3.5, -1.0, 0.25, 100.0, -7.5, 0.0) * 2]
     b = [f32(v) for v in (1.0, 0.5, 0.25, 4.0, 0.25, -100.0, 2.5, 3.0) * 2]
     tile.write32(layout.TENSIX_CFG_BASE + 4, 0x60AA0000)      # ALU formats as tests/test_tensix.py _elw
@@ -284,7 +284,7 @@ def test_dst_view_riscv_writes_are_packed():
     tests/test_tensix.py fp32_programs (one tile, Dst slot 0): L1 receives the values as written."""
     tile = make_tile()
     if not hasattr(tile.tensix, "dst"):
-        pytest.skip("needs runtime.emu.tensix")
+        pytest.skip("needs tt_backend.runtime.emu.tensix")
     out = 0x40000
     x = np.random.default_rng(3).uniform(-5, 5, 1024).astype(np.float32).view(np.uint32)
     tile.write32(CFG3, 0)
@@ -333,7 +333,7 @@ def gpr_images(alias=256):
 def test_brisc_sees_the_gprs_of_all_three_threads():
     tile = make_tile()
     if not hasattr(tile.tensix, "threads"):
-        pytest.skip("needs runtime.emu.tensix (SETDMAREG)")
+        pytest.skip("needs tt_backend.runtime.emu.tensix (SETDMAREG)")
     launch(tile, gpr_images())
     tile.run(100_000)
     assert all("parked" in tile.state()[c] for c in ("brisc", "trisc1", "trisc2")), tile.state()
@@ -371,8 +371,8 @@ def test_mailbox_program_agrees_with_ttsim():
     riscv_id=0), and calls a TRISC GPR alias at +0x100 UndefinedBehavior: those views have no differential test."""
     sys.path.insert(0, str(Path(__file__).with_name("ttsim_progs")))
     import harness
-    from runtime.emu.device import EmuDevice
-    from runtime.ttsim_device import TtsimDevice
+    from tt_backend.runtime.emu.device import EmuDevice
+    from tt_backend.runtime.ttsim_device import TtsimDevice
     elfs = {c: harness.compile_prog("mailbox", c, src=str(PROGS / "mailbox.c"), defines={"ROLE": r, "QUERY": 0})
             for c, r in ROLE.items()}
     out = {}

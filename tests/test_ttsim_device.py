@@ -15,8 +15,8 @@ import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "ttsim_progs"))
 
-from templates import layout  # noqa: E402
-from templates.errors import DeviceTimeout, TTError  # noqa: E402
+from tt_backend.chip import layout  # noqa: E402
+from tt_backend.chip.errors import DeviceTimeout, TTError  # noqa: E402
 
 LIB = os.environ.get("TT_SIMULATOR", "")
 pytestmark = pytest.mark.skipif(not (LIB and os.path.isfile(LIB)),
@@ -30,7 +30,7 @@ DRAM_XY = layout.DRAM_XY[0] | layout.DRAM_XY[1] << 6
 
 @pytest.fixture(scope="module")
 def dev():
-    from runtime.ttsim_device import TtsimDevice
+    from tt_backend.runtime.ttsim_device import TtsimDevice
     d = TtsimDevice(LIB)
     yield d
     d.close()
@@ -146,7 +146,7 @@ def test_timeout_and_core_state(dev, gen):
 
 @needs_cc
 def test_fatal_error_becomes_tterror_and_next_device_works():
-    from runtime.ttsim_device import TtsimDevice, TtsimDied
+    from tt_backend.runtime.ttsim_device import TtsimDevice, TtsimDied
     d = TtsimDevice(LIB)
     with pytest.raises(TTError) as ei:
         harness.run_on(d, {"brisc": harness.compile_prog("bad_dram_read")}, [DRAM_XY], step=500)
@@ -168,7 +168,7 @@ def test_fatal_error_becomes_tterror_and_next_device_works():
 
 def test_host_fatal_error_is_caught():
     """A host access ttsim rejects (8-byte MMIO read is impossible here, so: a coprocessor soft-reset bit)."""
-    from runtime.ttsim_device import TtsimDevice, TtsimDied
+    from tt_backend.runtime.ttsim_device import TtsimDevice, TtsimDied
     with TtsimDevice(LIB) as d:
         d.write32(layout.SOFT_RESET_0, 0x47FFF)
         with pytest.raises(TtsimDied, match="SOFT_RESET_0"):
@@ -217,7 +217,7 @@ def test_tlb_windows_stay_mapped(dev):
 @needs_cc
 def test_retire_before_reset_is_the_same_code_on_ttsim():
     """The hw device's rule (ask with the stop flag, never reset a core that did not retire) run on ttsim."""
-    from runtime.ttsim_device import TtsimDevice
+    from tt_backend.runtime.ttsim_device import TtsimDevice
     with TtsimDevice(LIB, retire_before_reset=True) as d:
         d.retire_timeout_s = 0.3
         harness.release_brisc(d, harness.compile_prog("wait_stop"), 3)

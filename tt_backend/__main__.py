@@ -41,12 +41,12 @@ def info() -> int:
     except Exception as e:
         rows.append(("TT_BACKEND", f"error: {e}"))
     try:
-        from runtime.compile import compiler
+        from tt_backend.runtime.compile import compiler
         c = compiler()
         rows.append(("RISC-V compiler", c.describe()))
     except Exception as e:
         rows.append(("RISC-V compiler", f"NOT FOUND: {e}"))
-    from runtime.targets import available_targets
+    from tt_backend.runtime.targets import available_targets
     for t in available_targets():
         rows.append((f"target {t.name}", ("available: " if t.available else "unavailable: ") + t.detail))
     rows.append(("TT_DUMP", os.environ.get("TT_DUMP", "-")))
@@ -113,13 +113,13 @@ def main(argv: list[str] | None = None) -> int:
     b.add_argument("target", choices=["emu"], help="what to benchmark (the emulator)")
     args, rest = p.parse_known_args(argv)      # tune/bench: everything else goes to the script / the bench
     if args.cmd == "bench":
-        from runtime.emu.bench import main as bench_main
+        from tt_backend.runtime.emu.bench import main as bench_main
         return bench_main(rest)
     if rest and args.cmd != "tune":
         p.error(f"unrecognized arguments: {' '.join(rest)}")
     if args.cmd == "info": return info()
     if args.cmd == "tune":
-        from templates.errors import TTError
+        from tt_backend.chip.errors import TTError
         from tt_backend.tune import parse_budgets, tune
         try:
             budgets = parse_budgets(args.budgets)

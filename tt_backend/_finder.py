@@ -38,7 +38,7 @@ class TTFinder:
 
     def find_spec(self, fullname: str, path=None, target=None):
         if fullname == "tinygrad" and pending_error is not None:
-            from templates.errors import TTError
+            from tt_backend.chip.errors import TTError
             raise TTError(pending_error)
         if fullname != ALIAS:
             return None

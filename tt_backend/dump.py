@@ -10,7 +10,7 @@ import json
 import os
 from pathlib import Path
 
-from lowering.plan import TILE_ELEMS, KernelPlan
+from tt_backend.lowering.plan import TILE_ELEMS, KernelPlan
 from tt_backend import knobs
 
 ROWS_PER_TILE = 32          # the SFPU body runs once per 32-lane row step, 32 steps per 32x32 tile
@@ -43,7 +43,7 @@ def instruction_counts(plan: KernelPlan, elfs: dict[str, bytes]) -> dict:
     counts = {"sfpu_setup": setup, "sfpu_body": body, "sfpu_per_tile": per_tile, "tiles": plan.n_tiles,
               "sfpu_total": per_tile * plan.n_tiles, "riscv_text_bytes": {}}
     try:
-        from runtime.compile import section_sizes
+        from tt_backend.runtime.compile import section_sizes
         for core, elf in elfs.items():
             sizes = section_sizes(elf)
             counts["riscv_text_bytes"][core] = sizes.get("text", sum(sizes.values()))
@@ -53,10 +53,10 @@ def instruction_counts(plan: KernelPlan, elfs: dict[str, bytes]) -> dict:
 
 
 def reader_modes(plan) -> list[str | None]:
-    """How the reader moves each input (lowering.render.reader_mode); None for kernel families with their own readers."""
+    """How the reader moves each input (tt_backend.lowering.render.reader_mode); None for kernel families with their own readers."""
     if not isinstance(plan, KernelPlan):
         return [None] * len(plan.inputs)
-    from lowering.render import reader_mode
+    from tt_backend.lowering.render import reader_mode
     return [reader_mode(plan, j) for j in range(len(plan.inputs))]
 
 
@@ -135,7 +135,7 @@ def write_kernel(root: str | os.PathLike, plan: KernelPlan, sources: dict[str, s
         (d / f"{core}.c").write_text(src)
     for name, text in headers.items():
         (d / name).write_text(text)
-    from runtime.compile import disassemble
+    from tt_backend.runtime.compile import disassemble
     for core, elf in elfs.items():
         (d / f"{core}.elf").write_bytes(elf)
         try:

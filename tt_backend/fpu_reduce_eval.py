@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from runtime.emu import formats as F
-from runtime.emu import fpu_math as fm
+from tt_backend.chip.numerics import formats as F
+from tt_backend.chip.numerics import fpu_math as fm
 
 ONE = 0x3F800000
 

@@ -58,7 +58,7 @@ def backend(environ=os.environ) -> str:
     if not name:
         name = "ttsim" if environ.get("TT_SIMULATOR") else "emu"
     if name not in BACKENDS:
-        from templates.errors import TTError
+        from tt_backend.chip.errors import TTError
         raise TTError(f"TT_BACKEND={name!r} is not one of {', '.join(BACKENDS)}")
     return name
 
@@ -90,7 +90,7 @@ def err_budget(environ=os.environ) -> float | None:
     except ValueError:
         b = -1.0
     if not b > 0:
-        from templates.errors import TTError
+        from tt_backend.chip.errors import TTError
         raise TTError(f"TT_ERR_BUDGET={v!r}: expected a positive relative error such as 1e-3")
     return b
 
@@ -100,7 +100,7 @@ def cores(environ=os.environ) -> int | None:
     if not v:
         return None
     if not v.isdigit() or int(v) < 1:
-        from templates.errors import TTError
+        from tt_backend.chip.errors import TTError
         raise TTError(f"TT_CORES={v!r}: expected a positive integer")
     return int(v)
 

@@ -22,7 +22,7 @@ from tinygrad.helpers import DEBUG
 from tinygrad.renderer import Estimates, Renderer
 from tinygrad.uop.ops import Ops, ProgramInfo, UOp
 
-from templates.errors import TTError, UnsupportedOp
+from tt_backend.chip.errors import TTError, UnsupportedOp
 from tt_backend import knobs
 
 
@@ -74,7 +74,7 @@ class TTCompiler(Compiler):
                       "reached TTCompiler.compile, which means the hook in tt_backend.ops_tt is not installed")
 
     def disassemble(self, lib: bytes):
-        from runtime.compile import disassemble
+        from tt_backend.runtime.compile import disassemble
         for core, elf in unpack_bundle(lib)[1].items():
             print(f"// ===== {core} =====")
             print(disassemble(elf))
@@ -98,7 +98,7 @@ class TTRenderer(Renderer):
     def tt_target(self):
         """The execution target code is generated for. It travels in tinygrad's Target.arch (TTDevice sets it), so it
         reaches compile workers (renderers are pickled as their Target) and is part of tinygrad's program cache key."""
-        from lowering.plan import TARGETS
+        from tt_backend.lowering.plan import TARGETS
         name = self.target.arch or knobs.backend()
         if name not in TARGETS:
             raise TTError(f"TT renderer arch {name!r} is not a TT target ({', '.join(TARGETS)})")
@@ -134,11 +134,11 @@ def tt_to_program(ast: UOp, renderer: TTRenderer) -> UOp:
         if isinstance(ast.arg, ProgramInfo) and ast.src[-1].op is Ops.BINARY: return ast
         ast = ast.src[0]
     if ast.op is not Ops.SINK: raise UnsupportedOp(f"cannot lower a {ast.op.name} for TT")
-    from lowering.frontend import lower_kernel
-    from lowering.render import split
-    from runtime.compile import compile_kernel
+    from tt_backend.lowering.frontend import lower_kernel
+    from tt_backend.lowering.render import split
+    from tt_backend.runtime.compile import compile_kernel
 
-    from lowering.plan import for_target
+    from tt_backend.lowering.plan import for_target
     from tt_backend.placement_eval import placer      # FPU/SFPU placement under TT_ERR_BUDGET, TT_PLACE pins
     plan = for_target(lower_kernel(ast, name := kernel_name(ast), placer=placer(knobs.err_budget(), knobs.place_spec())),
                       renderer.tt_target)
@@ -245,7 +245,7 @@ class DramArena:
 
 class TTAllocator(LRUAllocator):
     def __init__(self, dev: TTDevice):
-        from templates import layout
+        from tt_backend.chip import layout
         bank = getattr(dev.target, "dram_size", layout.DRAM_BANK_SIZE)           # a card has less than ttsim
         self.arena = DramArena(DRAM_BASE, min(bank, 1 << 32))   # addresses travel as u32 args
         super().__init__(dev, supports_copy_from_disk=False, supports_transfer=False)
@@ -277,7 +277,7 @@ class TTProgram(Program):
         self.outs = set(self.meta["outs"])
 
     def __call__(self, *bufs, global_size=(1, 1, 1), local_size=(1, 1, 1), vals=(), wait=False, timeout=None, **kw):
-        from runtime.driver import launch
+        from tt_backend.runtime.driver import launch
         if len(bufs) != len(self.slots):
             raise TTError(f"{self.name}: expects {len(self.slots)} buffers (slots {self.slots}), got {len(bufs)}")
         if vals: raise UnsupportedOp(f"{self.name}: symbolic variables {vals}")
@@ -325,7 +325,7 @@ class TTDevice(Compiled):
         # plain "TT" (or "TT:<n>", card n) follows TT_BACKEND / TT_SIMULATOR
         backend = knobs.backend_of_device(device) or knobs.backend()
         knobs.err_budget(), knobs.cores()        # validate now: a typo in a knob is an error, not a silent default
-        from runtime.targets import make_device
+        from tt_backend.runtime.targets import make_device
         suffix = device.split(":")[1] if ":" in device else ""
         self.backend = backend
         self.target = make_device(backend, device_number=int(suffix) if suffix.isdigit() else None)

@@ -19,13 +19,13 @@ from pathlib import Path
 
 import numpy as np
 
-from lowering import placement as P
-from lowering.dag import ValueDAG, VNode
-from runtime.emu import formats as F
-from runtime.emu import fpu_math as fm
-from runtime.emu.dst import Dst
-from runtime.emu.sfpu import SFPU
-from templates.isa import decode
+from tt_backend.lowering import placement as P
+from tt_backend.lowering.dag import ValueDAG, VNode
+from tt_backend.chip.numerics import formats as F
+from tt_backend.chip.numerics import fpu_math as fm
+from tt_backend.runtime.emu.dst import Dst
+from tt_backend.runtime.emu.sfpu import SFPU
+from tt_backend.chip.isa import decode
 
 TILE = 1024
 SRC_CODE = {"bf16": fm.BF16, "tf32": fm.TF32}
@@ -137,7 +137,7 @@ def _input_dtypes(dag: ValueDAG, n_in: int) -> list[str]:
 
 
 def evaluator_for(in_dtypes: list[str]):
-    """The callable lowering.placement.place expects: (dag, choices, inputs, n_in) -> output values."""
+    """The callable tt_backend.lowering.placement.place expects: (dag, choices, inputs, n_in) -> output values."""
     return lambda dag, choices, inputs, n_in: evaluate(dag, choices, inputs, n_in, in_dtypes)
 
 

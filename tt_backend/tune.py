@@ -29,7 +29,7 @@ def parse_budgets(text: str) -> list[float | None]:
         except ValueError:
             b = -1.0
         if not b > 0:
-            from templates.errors import TTError
+            from tt_backend.chip.errors import TTError
             raise TTError(f"--budgets: {part!r} is not a positive relative error (e.g. 1e-3) or 'none'")
         out.append(b)
     return out

@@ -27,8 +27,8 @@ import time
 
 import numpy as np
 
-from runtime.driver import jal_x0
-from templates import isa, layout
+from tt_backend.runtime.driver import jal_x0
+from tt_backend.chip import isa, layout
 
 E = isa.encode
 TTSIM_SFPU_PER_S = 4.3e6

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections import deque
 
-from templates.errors import EmuError
+from tt_backend.chip.errors import EmuError
 
 # ---------------------------------------------------------------------------------------------------- SFPU tables
 # VectorUnit.md: these have IPC 1 and a latency of 2 cycles; BH hardware stalls the next instruction 1 cycle when it

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from templates import layout
-from templates.errors import EmuError
+from tt_backend.chip import layout
+from tt_backend.chip.errors import EmuError
 
 PAGE_BITS = 20
 PAGE_SIZE = 1 << PAGE_BITS

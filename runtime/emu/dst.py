@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from templates.errors import EmuError
+from tt_backend.chip.errors import EmuError
 
 ROWS32 = 512
 ROWS16 = 1024

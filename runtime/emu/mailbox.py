@@ -25,8 +25,8 @@ from __future__ import annotations
 
 from collections import deque
 
-from templates import layout
-from templates.errors import EmuError, EmuUnimplemented
+from tt_backend.chip import layout
+from tt_backend.chip.errors import EmuError, EmuUnimplemented
 
 BASE = layout.MAILBOX_BASE   # TENSIX_MAILBOX0_BASE
 SIZE = 0x4000

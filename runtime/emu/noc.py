@@ -12,8 +12,8 @@ from typing import Callable
 
 import numpy as np
 
-from templates import layout
-from templates.errors import EmuError, EmuUnimplemented
+from tt_backend.chip import layout
+from tt_backend.chip.errors import EmuError, EmuUnimplemented
 
 from .dram import Dram
 

@@ -22,8 +22,8 @@ from __future__ import annotations
 import sys
 from typing import Callable, Protocol
 
-from templates.errors import EmuError, EmuUnimplemented
-from templates.isa import from_ttinsn
+from tt_backend.chip.errors import EmuError, EmuUnimplemented
+from tt_backend.chip.isa import from_ttinsn
 
 M32 = 0xFFFFFFFF
 SIGN = 0x80000000
@@ -33,7 +33,7 @@ MAX_BLOCK = 64              # cap on instructions per translated block (bounds t
 SPIN_CHAIN = 16             # pure blocks followed from one spin snapshot before taking a fresh one
 
 if sys.byteorder != "little":  # the typed memoryviews below rely on host byte order == RISC-V byte order
-    raise ImportError("runtime.emu.rv32 needs a little-endian host")
+    raise ImportError("tt_backend.runtime.emu.rv32 needs a little-endian host")
 
 
 class Stall(Exception):

@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from templates import isa
-from templates.errors import EmuError, EmuUnimplemented
+from tt_backend.chip import isa
+from tt_backend.chip.errors import EmuError, EmuUnimplemented
 
 from .dst import Dst
 from .cycles import SUB_LOAD, SUB_MAD, SUB_ROUND, SUB_SIMPLE, SUB_STORE, SUB_UNIT_NAMES, SUB_UNIT_OPS, SfpuTiming, \
     sfpu_regs, sfpu_sub_unit
-from .fma import fma_bh_stacked
+from tt_backend.chip.numerics.fma import fma_bh_stacked
 
 U32 = np.uint32
 I64 = np.int64

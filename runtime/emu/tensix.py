@@ -35,19 +35,19 @@ from itertools import islice
 
 import numpy as np
 
-from templates.errors import EmuError, EmuUnimplemented
-from templates.isa import INSTRUCTIONS, OPCODES
+from tt_backend.chip.errors import EmuError, EmuUnimplemented
+from tt_backend.chip.isa import INSTRUCTIONS, OPCODES
 
 try:  # the RISC-V side retries a store that raised Stall; use its class so the tile catches one type
-    from runtime.emu.rv32 import Stall
+    from tt_backend.runtime.emu.rv32 import Stall
 except ImportError:  # pragma: no cover - only while rv32.py is being written
     class Stall(Exception):
         pass
 
-from runtime.emu.cycles import FIFO_EFFECTIVE_DEPTH, FPU_TO_SFPLOAD_GAP, K_FPU, K_SFPU, K_UNPACK, K_WAIT, \
+from tt_backend.runtime.emu.cycles import FIFO_EFFECTIVE_DEPTH, FPU_TO_SFPLOAD_GAP, K_FPU, K_SFPU, K_UNPACK, K_WAIT, \
     MOP_TRANSITION_PENALTY, TensixTiming, instr_kind
-from runtime.emu.tensix_fpu import FpuMixin
-from runtime.emu.unpack_pack import UnpackPackMixin
+from tt_backend.runtime.emu.tensix_fpu import FpuMixin
+from tt_backend.runtime.emu.unpack_pack import UnpackPackMixin
 
 CFG_WORDS = 224          # backend config words per state bank (indices 0..222 named in tensix_regs.json)
 THREAD_CFG_WORDS = 68    # ThreadConfig registers per thread (SETC16 indices 0..67)
@@ -143,12 +143,12 @@ class Tensix(UnpackPackMixin, FpuMixin):
         self._sfpu = self._dst = None
         self._dst_view = _DstView(self)
         if dst is None:
-            from runtime.emu.dst import Dst
+            from tt_backend.runtime.emu.dst import Dst
             dst = Dst()
         self.dst = dst
         if sfpu is None:
             try:
-                from runtime.emu.sfpu import SFPU
+                from tt_backend.runtime.emu.sfpu import SFPU
             except ImportError:  # SFPU instructions then raise EmuUnimplemented when they arrive
                 SFPU = None
             sfpu = SFPU(dst, strict=strict) if SFPU is not None else None
@@ -996,7 +996,7 @@ class Tensix(UnpackPackMixin, FpuMixin):
 
         def handler(t, f):
             if self.sfpu is None:
-                raise self.unimpl(f"SFPU instruction {name} (runtime.emu.sfpu not available)")
+                raise self.unimpl(f"SFPU instruction {name} (tt_backend.runtime.emu.sfpu not available)")
             th = self.threads[t]
             dst_base = (th.cfg[1] & 0xFFF) + th.rwc["d"]
             c0, c1 = self.cfg[0], self.cfg[1]
@@ -1211,7 +1211,7 @@ class Tensix(UnpackPackMixin, FpuMixin):
     def _batch_plan(self, body: tuple):
         """Static part of _sfpu_batch's equivalence argument for one body (cached per body): (entries, mems) or
         False."""
-        from runtime.emu.sfpu import SFPU
+        from tt_backend.runtime.emu.sfpu import SFPU
         entries, mems = [], []
         written = all_w = 0
         infos = []
@@ -1257,7 +1257,7 @@ class Tensix(UnpackPackMixin, FpuMixin):
     # no LaneConfig), so every error still fires at the instruction that causes it.
     def _defer_static(self, name: str, fields: dict, handler, reserved: int):
         """The per-word part of the deferral decision: None, or the facts _defer and _dq_plan need."""
-        from runtime.emu.sfpu import SFPU, _FLAG_WRITERS
+        from tt_backend.runtime.emu.sfpu import SFPU, _FLAG_WRITERS
         if not DEFER_SFPU or reserved or handler is None or not isinstance(self._sfpu, SFPU) \
                 or not SFPU.batchable(name, fields, flags=True):
             return None
@@ -1441,7 +1441,7 @@ class Tensix(UnpackPackMixin, FpuMixin):
         (entries, mem_pos) or False. Every repetition must start from the same state: the body leaves the flag
         state as it found it (tracked abstractly, SFPU.flag_transfer), and no LReg the body writes is read before
         this repetition writes it, where a write on possibly partly enabled lanes also reads the old value."""
-        from runtime.emu.sfpu import SFPU
+        from tt_backend.runtime.emu.sfpu import SFPU
         entries, mem_pos, infos = [], [], []
         state = (lf, use)
         all_w = written = 0

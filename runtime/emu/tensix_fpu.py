@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from runtime.emu import dst as dst_mod
-from runtime.emu import fpu_math as fm
+from tt_backend.runtime.emu import dst as dst_mod
+from tt_backend.chip.numerics import fpu_math as fm
 
 SRC_ROWS = 64
 DST32_ROWS = 512

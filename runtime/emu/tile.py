@@ -28,8 +28,8 @@ from typing import Callable
 
 import numpy as np
 
-from templates import layout
-from templates.errors import EmuError, EmuUnimplemented
+from tt_backend.chip import layout
+from tt_backend.chip.errors import EmuError, EmuUnimplemented
 
 from .dram import Dram, as_bytes
 from .cycles import FPU_DST_READ_LATENCY, noc_cycles, riscv_mmio_extra
@@ -51,8 +51,6 @@ ALIAS_SLOTS = ("brisc", "ncrisc", "trisc0", "trisc1", "trisc2")
 ALIAS_END = ALIAS_BASE + 0x2000 * len(ALIAS_SLOTS)
 CTRL_BASE = 0xFFB12000
 DISABLE_RESET = 0xFFB12224
-MOP_CFG_BASE = 0xFFB80000
-MOP_CFG_WORDS = 9
 GPR_COUNT = 64
 GPR_ALIAS = 4 * GPR_COUNT      # a TRISC's 64 GPRs repeat every 256 bytes of REGFILE_BASE (MemoryOrdering.md)
 CFG_RISC_DEST_ACCESS_CTRL = 3  # config word of RISC_DEST_ACCESS_CTRL_SEC0..2 (bits 14+5*t: no_swizzle,
@@ -173,7 +171,7 @@ class Tile:
              lambda who, a: self._niu_load(0, who, a), lambda who, a, v: self._niu_store(0, who, a, v), False),
             (layout.NOC_BASE[1], layout.NOC_BASE[1] + NIU_WINDOW, "NoC1 NIU",
              lambda who, a: self._niu_load(1, who, a), lambda who, a, v: self._niu_store(1, who, a, v), False),
-            (MOP_CFG_BASE, MOP_CFG_BASE + 4 * MOP_CFG_WORDS, "MOP config", None, self._mop_store, False),
+            (layout.MOP_CFG_BASE, layout.MOP_CFG_BASE + 4 * layout.MOP_CFG_WORDS, "MOP config", None, self._mop_store, False),
             (layout.REGFILE_BASE, layout.REGFILE_BASE + 0x1000, "Tensix GPRs", self._gpr_load, self._gpr_store, False),
             (layout.INSTRN_BUF_BASE, layout.INSTRN_BUF_BASE + 0x30000, "instruction push", None, self._push_store,
              False),
@@ -336,7 +334,7 @@ class Tile:
 
     def _mop_store(self, who: str, addr: int, value: int) -> None:
         t = self._thread(who, "MOP config (0xFFB80000)", TRISC_THREAD)
-        self.tensix.mop_cfg_write(t, (addr - MOP_CFG_BASE) >> 2, value)
+        self.tensix.mop_cfg_write(t, (addr - layout.MOP_CFG_BASE) >> 2, value)
 
     def _gpr_index(self, who: str, addr: int) -> tuple[int, int]:
         off = addr - layout.REGFILE_BASE
@@ -539,7 +537,7 @@ class Tile:
 
     def _check_host_mmio(self, addr: int) -> None:
         # registers that belong to "the core doing the access" have no meaning for the host
-        own = (MOP_CFG_BASE, layout.REGFILE_BASE, layout.INSTRN_BUF_BASE, layout.PC_BUF_BASE)
+        own = (layout.MOP_CFG_BASE, layout.REGFILE_BASE, layout.INSTRN_BUF_BASE, layout.PC_BUF_BASE)
         for start, end, name, *_ in self._mmio:
             if start <= addr < end and start in own:
                 raise EmuError(f"host: {name} at 0x{addr:08X} is only reachable from a RISC-V core")

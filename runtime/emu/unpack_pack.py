@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from runtime.emu import formats as F
-from runtime.emu.tensix_fpu import DST32_ROWS, SRC_ROWS
+from tt_backend.chip.numerics import formats as F
+from tt_backend.runtime.emu.tensix_fpu import DST32_ROWS, SRC_ROWS
 
 _FMT_NAMES = F.NAMES
 _BFP_BITS = {F.BFP8: 8, F.BFP4: 4, F.BFP2: 2}

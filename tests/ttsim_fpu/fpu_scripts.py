@@ -18,7 +18,7 @@ PROGS = os.path.join(os.path.dirname(HERE), "ttsim_progs")
 sys.path.insert(0, PROGS)
 
 import harness  # noqa: E402
-from templates.isa import encode  # noqa: E402
+from tt_backend.chip.isa import encode  # noqa: E402
 
 A_BASE, B_BASE, OUT_BASE = 0x20000, 0x30000, 0x40000
 LISTS = (0x60000, 0x68000, 0x70000)

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import enum
 
-from runtime.emu.tile import Tile
-from templates import layout
+from tt_backend.runtime.emu.tile import Tile
+from tt_backend.chip import layout
 
 RUN_PER_READ = 20_000
 

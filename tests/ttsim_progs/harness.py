@@ -16,9 +16,9 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 
-from runtime.driver import jal_x0  # noqa: F401  (re-exported for the tests)
-from templates import layout
-from templates.errors import CompilerNotFound, DeviceTimeout, TTError
+from tt_backend.runtime.driver import jal_x0  # noqa: F401  (re-exported for the tests)
+from tt_backend.chip import layout
+from tt_backend.chip.errors import CompilerNotFound, DeviceTimeout, TTError
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CC = os.environ.get("TT_RISCV_CC", "riscv64-unknown-elf-gcc")

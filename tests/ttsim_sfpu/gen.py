@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from templates import isa
+from tt_backend.chip import isa
 
 N_SLOTS = 8
 N_UNITS = 32 * N_SLOTS

@@ -25,7 +25,8 @@ INT32, INT16, FP8, INT8, BFP2_B = 8, 9, 10, 14, 15
 # read with BF16 precision (fpu-path.md 3, "Src format the multiplier sees").
 FMT_5BIT_EXP = frozenset({FP16, FP8})
 # Phase sets of tt-metal's MathFidelity (number of phases = LoFi 1, HiFi2 2, HiFi3 3, HiFi4 4)
-FIDELITY_PHASES = {"LoFi": (0,), "HiFi2": (0, 1), "HiFi3": (0, 1, 2), "HiFi4": (0, 1, 2, 3)}
+FIDELITY_PHASES = {"LoFi": 1, "HiFi2": 2, "HiFi3": 3, "HiFi4": 4}     # fidelity -> number of multiplier phases
+PHASES_OF = {fid: tuple(range(n)) for fid, n in FIDELITY_PHASES.items()}   # fidelity -> the phases it runs, in order
 
 # Per phase: (SrcA slice of the 11-bit significand, SrcB slice, exponent offset) -- isa-digest 1(d), fpu-path 10.1.
 # Phase bit 0 selects SrcA's low half (mantissa bits 5..1), bit 1 SrcB's low half (mantissa bits 3..0, scaled to 7 bits).
@@ -224,7 +225,7 @@ def elwadd(a, b, dst, src_fmt=BF16, dst_fp32: bool = True, accumulate_dst: bool 
 
 
 def fidelity_product(a, b, dst, phases, kind: str = "elwmul", src_fmt=BF16, dst_fp32: bool = True):
-    """Run the phases in order (e.g. FIDELITY_PHASES['HiFi4']), each accumulating into Dst: the full FPU result."""
+    """Run the phases in order (e.g. PHASES_OF['HiFi4']), each accumulating into Dst: the full FPU result."""
     fn = elwmul if kind == "elwmul" else mvmul
     for p in phases:
         dst = fn(a, b, dst, p, src_fmt, dst_fp32)
