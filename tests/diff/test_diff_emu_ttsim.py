@@ -1,38 +1,34 @@
 """Differential tests: the same ELFs on EmuDevice (our emulator) and TtsimDevice (ttsim, the oracle); raw L1/DRAM bytes
 of the results must match bit for bit.
 
-Skipped unless TT_SIMULATOR points at libttsim.so AND runtime/emu/device.py provides EmuDevice.
+Skipped unless TT_SIMULATOR points at libttsim.so.
 To add a kernel: append a `DiffCase` to CASES (ELFs per core, argument block, inputs, regions to compare), or call
 `diff_run(case)` from another test with ELFs built elsewhere (e.g. runtime/compile.py output).
 """
 from __future__ import annotations
 
-import os
+import copy
 import random
 import struct
-import sys
+import time
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import Callable
 
+import numpy as np
 import pytest
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "ttsim_progs"))
+from tt_backend.chip import layout
+from tt_backend.chip.errors import UnsupportedOp
+from tt_backend.runtime.emu.device import EmuDevice
+from tt_backend.runtime.ttsim_device import TtsimDevice
 
-from tt_backend.chip import layout  # noqa: E402
+from tests.support import programs, ttsim_path
+from tests.support.elementwise import BINARY, SHAPES, UNARY
+from tests.support.harness import run_on
 
-LIB = os.environ.get("TT_SIMULATOR", "")
-try:
-    from tt_backend.runtime.emu.device import EmuDevice  # noqa: E402
-except ImportError:
-    EmuDevice = None
-
-pytestmark = [
-    pytest.mark.skipif(not (LIB and os.path.isfile(LIB)), reason="TT_SIMULATOR does not point at a libttsim.so"),
-    pytest.mark.skipif(EmuDevice is None, reason="runtime/emu/device.py EmuDevice not available yet"),
-]
-
-import harness  # noqa: E402
-from harness import run_on  # noqa: E402,F401  (re-exported: run_on(device, elfs: dict[core, bytes], args, ...))
+LIB = ttsim_path()
+pytestmark = pytest.mark.ttsim
 
 DRAM_XY = layout.DRAM_XY[0] | layout.DRAM_XY[1] << 6
 
@@ -55,7 +51,6 @@ def make_emu():
 
 
 def make_ttsim():
-    from tt_backend.runtime.ttsim_device import TtsimDevice
     return TtsimDevice(LIB)
 
 
@@ -112,7 +107,7 @@ _COPY_BLOB = _rng.randbytes(20 * 1024)
 
 
 def _prog(name: str, core: str = "brisc"):
-    return lambda: {core: harness.compile_prog(name, core)}
+    return lambda: {core: programs.compile_prog(f"device/{name}.c", core)}
 
 
 CASES = [
@@ -130,7 +125,7 @@ CASES = [
 ]
 
 
-@pytest.mark.skipif(not harness.have_compiler(), reason=f"{harness.CC} not installed")
+@pytest.mark.needs_program_cc
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_diff(case):
     diff_run(case)
@@ -141,20 +136,11 @@ def test_words_helper():
 
 
 # ======================================================== every kernel of the end-to-end programs, on both targets
-# The tinygrad programs of tests/test_e2e.py and of the frontend tests run on device "TT:ttsim"; every kernel launch
+# The tinygrad programs of tests/e2e/test_e2e.py and of the frontend tests run on device "TT:ttsim"; every kernel launch
 # is recorded (ELFs, argument block, the bytes of all its DRAM buffers before and after) and replayed on an EmuDevice
 # with the same DRAM contents; all buffer bytes must be identical. The kernels are the ttsim-lowered ones (macro-free),
 # so both targets run the very same ELFs. A kernel ttsim cannot run (a simulator gap:
 # UnimplementedFunctionality / UnsupportedFunctionality) is counted and reported, not compared.
-import copy  # noqa: E402
-import time  # noqa: E402
-from types import SimpleNamespace  # noqa: E402
-
-import numpy as np  # noqa: E402
-
-from tt_backend.chip.errors import UnsupportedOp  # noqa: E402
-from test_e2e import BINARY, SHAPES, UNARY  # noqa: E402
-
 _prng = np.random.default_rng(7)
 
 
@@ -232,7 +218,7 @@ def recorded(monkeypatch):
     yield launches, orig
 
 
-@pytest.mark.skipif(not harness.have_compiler(), reason=f"{harness.CC} not installed")
+@pytest.mark.needs_cc
 @pytest.mark.parametrize("name,fn,arrays", PROGRAMS, ids=[p[0] for p in PROGRAMS])
 def test_e2e_kernels_bit_identical(name, fn, arrays, recorded):
     from tinygrad import Device, Tensor

@@ -1,4 +1,4 @@
-"""Differential tests of the Matrix Unit (FPU): the same unpack -> FPU -> pack programs (tests/ttsim_fpu, modelled on
+"""Differential tests of the Matrix Unit (FPU): the same unpack -> FPU -> pack programs (tests/programs/fpu, modelled on
 fpu-path.md 8/9) run on EmuDevice and on ttsim (the oracle); the packed FP32 output tiles must match bit for bit.
 
 Inputs are random and biased to specials (+-0, denormals, Inf, NaN, extreme exponents, powers of two). Each case
@@ -6,29 +6,25 @@ compares 1024 outputs per tile. Skipped unless TT_SIMULATOR points at libttsim.s
 """
 from __future__ import annotations
 
-import os
-import sys
 import zlib
 
 import numpy as np
 import pytest
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "ttsim_fpu"))
+from tt_backend.chip.isa import encode
+from tt_backend.runtime.emu.device import EmuDevice
+from tt_backend.runtime.ttsim_device import TtsimDevice
 
-import fpu_scripts as fs  # noqa: E402
-from fpu_scripts import BF16, FP16, INT8, PHASES, TF32, Case, encode, setc16  # noqa: E402
+from tests.support import fpu_scripts as fs, ttsim_path
+from tests.support.fpu_scripts import BF16, FP16, INT8, PHASES, TF32, Case
+from tests.support.words import setc16
 
-LIB = os.environ.get("TT_SIMULATOR", "")
-pytestmark = [
-    pytest.mark.skipif(not (LIB and os.path.isfile(LIB)), reason="TT_SIMULATOR does not point at a libttsim.so"),
-    pytest.mark.skipif(not fs.harness.have_compiler(), reason=f"{fs.harness.CC} not installed"),
-]
+LIB = ttsim_path()
+pytestmark = [pytest.mark.ttsim, pytest.mark.needs_program_cc]
 
 
 def diff(case: Case, min_nonzero: float = 0.25) -> int:
     """Run on both; assert bit-identical output tiles; return the number of outputs compared."""
-    from tt_backend.runtime.emu.device import EmuDevice
-    from tt_backend.runtime.ttsim_device import TtsimDevice
     sim = TtsimDevice(LIB)
     try:
         want = np.frombuffer(fs.run_case(sim, case), np.uint32)

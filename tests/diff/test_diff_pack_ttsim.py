@@ -1,6 +1,6 @@
 """Differential format tests: the unpackers and the packer of the emulator against ttsim, bit for bit.
 
-One TRISC0 kernel (tests/ttsim_pack/pack.c) runs a host-chosen list of Tensix words per tile; the host picks the
+One TRISC0 kernel (tests/programs/pack/pack.c) runs a host-chosen list of Tensix words per tile; the host picks the
 formats through the argument block. Three groups, each comparing the whole L1 output region (data, BFP exponent
 section, padding, and for L1 accumulation the prior contents):
 * CASES: L1 FP32/INT32 -> Dst32b (bit exact) -> PACR with every Read_32b_data=1 conversion ttsim implements, plus
@@ -18,24 +18,20 @@ Skipped unless TT_SIMULATOR points at libttsim.so. TT_PACK_TILES (default 32) ti
 from __future__ import annotations
 
 import os
-import sys
 
 import numpy as np
 import pytest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "ttsim_progs"))
+from tt_backend.chip.isa import encode
+from tt_backend.chip.numerics.formats import bfp_datums_to_bytes
+from tt_backend.runtime.emu.device import EmuDevice
+from tt_backend.runtime.ttsim_device import TtsimDevice
 
-import harness  # noqa: E402
-from harness import run_on  # noqa: E402
+from tests.support import programs, ttsim_path
+from tests.support.harness import run_on
 
-from tt_backend.chip.isa import encode  # noqa: E402
-
-LIB = os.environ.get("TT_SIMULATOR", "")
-pytestmark = [
-    pytest.mark.skipif(not (LIB and os.path.isfile(LIB)), reason="TT_SIMULATOR does not point at a libttsim.so"),
-    pytest.mark.skipif(not harness.have_compiler(), reason=f"{harness.CC} not installed"),
-]
+LIB = ttsim_path()
+pytestmark = [pytest.mark.ttsim, pytest.mark.needs_program_cc]
 
 N_TILES = int(os.environ.get("TT_PACK_TILES", "32"))
 TILES_PER_LAUNCH = 128
@@ -44,8 +40,8 @@ PUSH = 0x10000
 
 
 def compile_pack() -> bytes:
-    """tests/ttsim_pack/pack.c for TRISC0, built like the other ttsim test programs (harness.compile_prog)."""
-    return harness.compile_prog("pack", "trisc0", src=os.path.join(HERE, "ttsim_pack", "pack.c"))
+    """tests/programs/pack/pack.c for TRISC0 (tests/support/programs.py)."""
+    return programs.compile_prog("pack/pack.c", "trisc0")
 
 
 # ------------------------------------------------------------------------------------------------ input data
@@ -222,7 +218,6 @@ def _bfp_tile(rng, bits):
     e = np.where(rng.random(64) < 0.2, rng.integers(248, 256, 64), e).astype(np.uint8)
     d = rng.integers(0, 1 << bits, 1024).astype(np.uint32)
     d[rng.random(1024) < 0.1] = 1 << (bits - 1)                          # sign with magnitude 0 (-Inf)
-    from tt_backend.chip.numerics.formats import bfp_datums_to_bytes
     return e.tobytes() + bfp_datums_to_bytes(d, bits).tobytes()
 
 
@@ -384,8 +379,6 @@ def _run_case(name, setup, words, gen, devices):
 
 @pytest.fixture(scope="module")
 def devices():
-    from tt_backend.runtime.emu.device import EmuDevice
-    from tt_backend.runtime.ttsim_device import TtsimDevice
     sim = TtsimDevice(LIB)
     try:
         yield EmuDevice(), sim

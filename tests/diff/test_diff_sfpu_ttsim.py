@@ -1,7 +1,7 @@
-"""SFPU differential suite: the same three TRISC ELFs (tests/ttsim_sfpu/sfpu_diff.c) on EmuDevice (our emulator) and
+"""SFPU differential suite: the same three TRISC ELFs (tests/programs/sfpu/sfpu_diff.c) on EmuDevice (our emulator) and
 on ttsim (the oracle); the packed Dst image must match bit for bit.
 
-How it works (tests/ttsim_sfpu/gen.py has the details): the host writes 8 fp32 tiles of raw operand patterns (= the
+How it works (tests/support/sfpu_gen.py has the details): the host writes 8 fp32 tiles of raw operand patterns (= the
 whole Dst32b, 256 "units" of 32 lanes) and a table of Tensix words into L1. TRISC0 unpacks the tiles into Dst,
 TRISC1 pushes the table word by word (each case: SFPLOAD L0-L7 raw, predication prologue, the instruction under
 test, a predicated store of 1.0 that records the lane enables, SFPSTORE L0-L7 raw), TRISC2 packs Dst back to L1.
@@ -10,34 +10,33 @@ Every case owns 9-10 units, ~25 cases per launch.
 Skipped unless TT_SIMULATOR points at libttsim.so (CI cannot build ttsim). Case count per (instruction, mode):
 TT_DIFF_CASES (default 100: ~30 s with ttsim, a few minutes on a loaded machine); TT_DIFF_CASES=1000 is the full
 sweep (~170k cases, ~4 min CPU). TT_DIFF_ONLY=<substring> restricts the keys; TT_DIFF_SEED changes the random
-stream. `python tests/test_diff_sfpu_ttsim.py [n] [only]` prints the per-key counts. The regression tests at the end
-need no ttsim. What ttsim refuses (and is therefore never generated): gen.EXCLUDED.
+stream. `python -m tests.diff.test_diff_sfpu_ttsim [n] [only]` prints the per-key counts. The regression tests at
+the end need no ttsim. What ttsim refuses (and is therefore never generated): gen.EXCLUDED.
 """
 from __future__ import annotations
 
 import collections
 import os
 import random
-import subprocess
 import sys
 import time
 
 import numpy as np
 import pytest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "ttsim_sfpu"))
-sys.path.insert(0, os.path.join(HERE, "ttsim_progs"))
+from tt_backend.chip import isa, layout
+from tt_backend.runtime.emu.device import EmuDevice
+from tt_backend.runtime.emu.dst import Dst
+from tt_backend.runtime.emu.sfpu import SFPU
+from tt_backend.runtime.ttsim_device import TtsimDevice
 
-import gen  # noqa: E402
-from tt_backend.chip import isa, layout  # noqa: E402
+from tests.support import programs, sfpu_gen as gen, ttsim_path
+from tests.support.harness import run_on
 
-LIB = os.environ.get("TT_SIMULATOR", "")
-HAVE_TTSIM = bool(LIB and os.path.isfile(LIB))
+LIB = ttsim_path()
 N_CASES = int(os.environ.get("TT_DIFF_CASES", "100"))
 ONLY = os.environ.get("TT_DIFF_ONLY", "")
 SEED = int(os.environ.get("TT_DIFF_SEED", "20261130"))
-CC = os.environ.get("TT_RISCV_CC", "riscv64-unknown-elf-gcc")
 IN_BASE, OUT_BASE, PROG_BASE = 0x20000, 0x40000, 0x60000
 SYNC_WORD = layout.SYNC_BASE + 0x80        # TRISC0's "semaphores initialised" word
 
@@ -91,11 +90,9 @@ _ROLE = {"trisc0": "TRISC_UNPACK", "trisc1": "TRISC_MATH", "trisc2": "TRISC_PACK
 
 
 def build_elfs() -> dict[str, bytes]:
-    """sfpu_diff.c for the three TRISCs (harness.compile_prog: crt0.S/link.ld of tests/ttsim_progs, cached)."""
-    import harness
-    src = os.path.join(HERE, "ttsim_sfpu", "sfpu_diff.c")
+    """tests/programs/sfpu/sfpu_diff.c for the three TRISCs (tests/support/programs.py, cached)."""
     defs = {k: f"{v:#x}u" for k, v in tensix_defines().items()}
-    return {core: harness.compile_prog("sfpu_diff", core, src=src, defines={role: None, **defs})
+    return {core: programs.compile_prog("sfpu/sfpu_diff.c", core, defines={role: None, **defs})
             for core, role in _ROLE.items()}
 
 
@@ -107,7 +104,6 @@ class Runner:
         self.seconds = 0.0
 
     def run(self, img: np.ndarray, words: list[int], alu_cfg: int) -> np.ndarray:
-        from harness import run_on
         self.gen += 1
         d = self.dev
         d.write_l1(IN_BASE, img.astype("<u4").tobytes())
@@ -140,8 +136,6 @@ def describe(c: gen.Case, img: np.ndarray, got: np.ndarray, want: np.ndarray) ->
 
 def sweep(n_cases: int, only: str = "", seed: int = SEED, verbose: bool = False):
     """Generate >= n_cases cases per key, run them on both devices; returns (counts, mismatches, stats)."""
-    from tt_backend.runtime.emu.device import EmuDevice
-    from tt_backend.runtime.ttsim_device import TtsimDevice
     r = random.Random(seed)
     nrng = np.random.default_rng(seed)
     gens = gen.generators()
@@ -181,13 +175,8 @@ def sweep(n_cases: int, only: str = "", seed: int = SEED, verbose: bool = False)
     return counts, mism, stats
 
 
-needs_ttsim = pytest.mark.skipif(not HAVE_TTSIM, reason="TT_SIMULATOR does not point at a libttsim.so")
-needs_cc = pytest.mark.skipif(subprocess.run(["which", CC], capture_output=True).returncode != 0,
-                              reason=f"{CC} not installed")
-
-
-@needs_ttsim
-@needs_cc
+@pytest.mark.ttsim
+@pytest.mark.needs_program_cc
 def test_sfpu_diff_sweep():
     counts, mism, stats = sweep(N_CASES, ONLY)
     assert counts, "no cases generated"
@@ -220,7 +209,7 @@ def test_addr16_maps_to_unit_halves():
             assert all(bool(r & 8) == lo for r in rows16) and (a >> 1) & 1 == unit & 1
 
 
-if __name__ == "__main__":   # full sweep with a report: python tests/test_diff_sfpu_ttsim.py [n] [only]
+if __name__ == "__main__":   # full sweep with a report: python -m tests.diff.test_diff_sfpu_ttsim [n] [only]
     n = int(sys.argv[1]) if len(sys.argv) > 1 else N_CASES
     only = sys.argv[2] if len(sys.argv) > 2 else ONLY
     t0 = time.time()
@@ -234,8 +223,6 @@ if __name__ == "__main__":   # full sweep with a report: python tests/test_diff_
 # regressions for model bugs this suite found (no ttsim needed; the expected values are what ttsim produced)
 
 def _sfpu():
-    from tt_backend.runtime.emu.dst import Dst
-    from tt_backend.runtime.emu.sfpu import SFPU
     return SFPU(Dst())
 
 

@@ -5,26 +5,24 @@ One "case" = one instruction word with random fields, executed on random LRegs (
 bits; cancellation / tie / sign-boundary pairs for MAD, SWAP, IADD) with random LaneFlags and, in a quarter of the
 cases, random UseLaneFlagsForLaneEnable (lane predication). After the instruction all 17 LRegs and the LaneFlags must
 be identical. CASES (default 300, env TT_WOLFPINE_CASES) cases per (instruction, Mod1), seeded per test id.
-The oracle is driven through tests/wolfpine_oracle.py (no device, no RISC-V program).
+The oracle is driven through tests/support/wolfpine_oracle.py (no device, no RISC-V program).
 
 SPECS: the 18 instructions simulators.md vouches for (wolfpine matched ttsim): MAD ADD MUL EXEXP EXMAN ABS DIVP2
 SETSGN SHFT IADD AND OR XOR CAST SWAP MUL24 ARECIP STOCH_RND. SPECS_EXTRA: further instructions wolfpine models.
 Only modes in which wolfpine 2.2 follows the Blackhole ISA pages (tt-isa-documentation/BlackholeA0/TensixTile/
-TensixCoprocessor/<NAME>.md) are compared; the others are listed in wolfpine_oracle.py and pinned to hand-computed ISA
-values by test_wolfpine_deviation_pinned_to_isa (our model must give the ISA value; wolfpine is known to differ).
-Instructions/modes our model raises EmuUnimplemented for are xfailed (non-strict) with that reason.
+TensixCoprocessor/<NAME>.md) are compared; the others are listed in tests/support/wolfpine_oracle.py and pinned to
+hand-computed ISA values by test_wolfpine_deviation_pinned_to_isa (our model must give the ISA value; wolfpine is
+known to differ). Instructions/modes our model raises EmuUnimplemented for are xfailed (non-strict) with that reason.
 """
 from __future__ import annotations
 
 import os
-import sys
 import zlib
 
 import numpy as np
 import pytest
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import wolfpine_oracle as wo  # noqa: E402
+from tests.support import wolfpine_oracle as wo
 
 wo.require_wolfpine()
 

@@ -10,11 +10,11 @@ import sys
 import numpy as np
 import pytest
 
-from tinygrad import Tensor, dtypes
+from tinygrad import Device, Tensor, dtypes
 
-pytestmark = pytest.mark.skipif(
-    __import__("shutil").which("riscv64-unknown-elf-gcc") is None and not os.environ.get("SFPI_ROOT"),
-    reason="needs a RISC-V compiler (apt-get install gcc-riscv64-unknown-elf)")
+from tests.support.elementwise import BINARY, SHAPES, UNARY
+
+pytestmark = pytest.mark.needs_cc
 
 # ulp bounds per op, measured on the SFPU sequences (see lowering/sfpu_ops.py); 0 = bit-exact
 ULP = {"add": 0, "mul": 0, "sub": 0, "neg": 0, "max": 0, "recip": 1, "sqrt": 1, "exp2": 2, "log2": 2, "trunc": 0}
@@ -30,22 +30,18 @@ def ulp_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.where(np.isnan(a) & np.isnan(b), 0, d)
 
 
-TARGETS = ["emu", "ttsim"]
 TT = "TT:emu"          # the device the current test runs on (set per target by tt_target)
 
 
-@pytest.fixture(autouse=True, params=TARGETS)
-def tt_target(request):
-    """Every test runs on each target: the emulator always, Tenstorrent's ttsim when TT_SIMULATOR points at it."""
+@pytest.fixture(autouse=True)
+def tt_target(target):
+    """Every test runs on each target (tests/conftest.py `target`): the emulator, and ttsim when TT_SIMULATOR is set."""
     global TT
-    if request.param == "ttsim" and not os.path.isfile(os.environ.get("TT_SIMULATOR", "")):
-        pytest.skip("TT_SIMULATOR does not point at a libttsim.so")
-    TT = f"TT:{request.param}"
-    if request.param == "ttsim":
-        from tinygrad import Device
+    TT = f"TT:{target}"
+    if target == "ttsim":
         if not (sim := Device[TT].target).alive:
             sim.restart()                      # an earlier test's fatal simulator error must not fail this one
-    return request.param
+    return target
 
 
 def on_tt(compute):
@@ -76,16 +72,11 @@ def assert_ulp(tt, cpu, bound, what):
         np.testing.assert_array_equal(tt, cpu, err_msg=what)
 
 
-SHAPES = [(37,), (5, 33), (3, 4, 50), (2, 3, 5, 7), (64, 128)]
 rng = np.random.default_rng(0)
 
 
 def rand(shape, lo=-4.0, hi=4.0):
     return rng.uniform(lo, hi, size=shape).astype(np.float32)
-
-
-BINARY = {"add": lambda a, b: a + b, "mul": lambda a, b: a * b, "sub": lambda a, b: a - b,
-          "max": lambda a, b: a.maximum(b)}
 
 
 @pytest.mark.parametrize("shape", SHAPES, ids=str)
@@ -94,16 +85,6 @@ def test_binary(op, shape):
     a, b = rand(shape), rand(shape)
     tt, cpu = run_both(BINARY[op], a, b)
     assert_ulp(tt, cpu, ULP[op], f"{op} {shape}")
-
-
-UNARY = {  # name: (fn, input range)
-    "neg": (lambda a: -a, (-4, 4)),
-    "recip": (lambda a: a.reciprocal(), (0.01, 100)),
-    "sqrt": (lambda a: a.sqrt(), (0.0, 1000)),
-    "exp2": (lambda a: a.exp2(), (-100, 100)),
-    "log2": (lambda a: a.log2(), (1e-30, 1e30)),
-    "trunc": (lambda a: a.trunc(), (-1000, 1000)),
-}
 
 
 @pytest.mark.parametrize("shape", SHAPES[:4], ids=str)

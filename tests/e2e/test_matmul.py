@@ -11,7 +11,6 @@ Shapes up to 128 run by default (the suite's share stays well under a minute); T
 from __future__ import annotations
 
 import os
-import shutil
 import time
 
 import numpy as np
@@ -24,10 +23,9 @@ from tt_backend.lowering.matmul import PREDICTED_ERR, choose_fidelity, lower_mat
 from tt_backend.lowering.sfpu_matmul import SfpuMatmulPlan
 from tt_backend.chip.errors import UnsupportedOp
 
-HAVE_CC = shutil.which("riscv64-unknown-elf-gcc") is not None or bool(os.environ.get("SFPI_ROOT"))
-needs_cc = pytest.mark.skipif(not HAVE_CC, reason="needs a RISC-V compiler")
-LIB = os.environ.get("TT_SIMULATOR", "")
-needs_ttsim = pytest.mark.skipif(not (LIB and os.path.isfile(LIB)), reason="TT_SIMULATOR does not point at libttsim.so")
+from tests.support import ttsim_path
+
+LIB = ttsim_path()
 slow = pytest.mark.skipif(not os.environ.get("TT_SLOW"), reason="large matmul: set TT_SLOW=1")
 
 
@@ -204,49 +202,49 @@ def test_l1_limit():
 
 # -------------------------------------------------------------------------------------------------- on the emulator
 
-@needs_cc
+@pytest.mark.needs_cc
 @pytest.mark.parametrize("mkn", [(32, 32, 32), (64, 64, 64), (33, 47, 65), (96, 160, 64)], ids=str)
 def test_bf16_hifi4(mkn):
     case(*mkn)
 
 
-@needs_cc
+@pytest.mark.needs_cc
 @pytest.mark.parametrize("fidelity", ["LoFi", "HiFi2", "HiFi3", "HiFi4"])
 def test_bf16_fidelities(fidelity):
     case(64, 96, 48, fidelity=fidelity)
 
 
-@needs_cc
+@pytest.mark.needs_cc
 @pytest.mark.parametrize("form", ["bT", "aT"])
 def test_transposed(form):
     case(40, 72, 56, form=form)
 
 
-@needs_cc
+@pytest.mark.needs_cc
 def test_bf16_fp32_out():
     plan, *_ = case(40, 80, 48, form="f32out", err_budget=2e-3)
     assert plan.spec.out.dtype == "float32" and plan.src_format == "bf16"
 
 
-@needs_cc
+@pytest.mark.needs_cc
 def test_fused_cast():
     plan, *_ = case(36, 64, 50, dt=dtypes.float32, form="cast")
     assert plan.spec.a.dtype == "float32" and plan.src_format == "bf16"
 
 
-@needs_cc
+@pytest.mark.needs_cc
 def test_batched():
     case(40, 48, 36, batch=3)
 
 
-@needs_cc
+@pytest.mark.needs_cc
 @pytest.mark.parametrize("fidelity", ["LoFi", "HiFi4"])
 def test_fp32_with_budget(fidelity):
     plan, *_ = case(48, 64, 40, dt=dtypes.float32, err_budget=1.0, fidelity=fidelity)
     assert plan.src_format == "tf32"
 
 
-@needs_cc
+@pytest.mark.needs_cc
 def test_tinygrad_device_bf16(monkeypatch):
     """Through tinygrad's TT device (ops_tt): casts on the SFPU, the matmul on the FPU (a budget that HiFi3 meets),
     C rounded to bf16."""
@@ -268,7 +266,7 @@ def test_tinygrad_device_bf16(monkeypatch):
     assert normalised_error(got, a64, b64).max() <= PREDICTED_ERR["bf16"]["HiFi3"] + 2.0 ** -9
 
 
-@needs_cc
+@pytest.mark.needs_cc
 def test_tinygrad_device_bf16_default_is_float32_faithful(monkeypatch):
     """No budget: a bf16 matmul runs on the fp32 SFPU matmul, so the bf16 result is the exactly rounded one except
     at rounding ties of the fp32 accumulation (MVMUL at HiFi4 would be ~1e-3 off in relative L2: one bf16 ulp on
@@ -288,7 +286,7 @@ def test_tinygrad_device_bf16_default_is_float32_faithful(monkeypatch):
     assert np.linalg.norm(got - exact) / np.linalg.norm(exact) <= 1e-4
 
 
-@needs_cc
+@pytest.mark.needs_cc
 def test_tinygrad_device_fp32_with_budget(monkeypatch):
     """TT_ERR_BUDGET reaches the fidelity choice (tt_backend.placement_eval.placer -> lower_kernel -> lower_matmul)."""
     import tt_backend.lowering.matmul as lm
@@ -303,7 +301,7 @@ def test_tinygrad_device_fp32_with_budget(monkeypatch):
     assert (np.abs(got - cpu) / (np.abs(a) @ np.abs(b))).max() <= PREDICTED_ERR["tf32"]["HiFi3"]
 
 
-@needs_cc
+@pytest.mark.needs_cc
 @slow
 @pytest.mark.parametrize("n", [128, 256, 512])
 def test_large_bf16(n):
@@ -315,8 +313,8 @@ def test_large_bf16(n):
 
 # --------------------------------------------------------------------------------------------- ttsim vs emulator
 
-@needs_cc
-@needs_ttsim
+@pytest.mark.needs_cc
+@pytest.mark.ttsim
 @pytest.mark.parametrize("mkn,dt,fidelity,form", [
     ((64, 96, 80), dtypes.bfloat16, "HiFi4", "plain"), ((33, 47, 65), dtypes.bfloat16, "HiFi3", "plain"),
     ((40, 72, 56), dtypes.bfloat16, "LoFi", "bT"), ((48, 64, 40), dtypes.float32, "HiFi2", "aT"),
@@ -366,25 +364,25 @@ def sfpu_case(M, K, N, form="plain", batch=None, err_budget=None, dev=None, dt=d
     return plan, raw, err, secs
 
 
-@needs_cc
+@pytest.mark.needs_cc
 @pytest.mark.parametrize("mkn", [(32, 32, 32), (64, 64, 64), (33, 47, 65)], ids=str)
 def test_fp32_sfpu(mkn):
     sfpu_case(*mkn)
 
 
-@needs_cc
+@pytest.mark.needs_cc
 @pytest.mark.parametrize("form", ["bT", "aT"])
 def test_fp32_sfpu_transposed(form):
     sfpu_case(40, 72, 56, form=form)
 
 
-@needs_cc
+@pytest.mark.needs_cc
 def test_bf16_fp32_out_sfpu():
     """bf16 operands with an fp32 result and no budget: the FPU's alignment is not fp32-faithful, the SFPU is."""
     sfpu_case(40, 80, 48, form="f32out", dt=dtypes.bfloat16)
 
 
-@needs_cc
+@pytest.mark.needs_cc
 def test_fp32_sfpu_batched():
     sfpu_case(40, 24, 36, batch=3, err_budget=1e-4)   # a budget tighter than the FPU's: still the SFPU
 
@@ -397,7 +395,7 @@ def test_fp32_sfpu_column_groups():
     assert max(plan.l1.values()) < 0x180000
 
 
-@needs_cc
+@pytest.mark.needs_cc
 def test_fp32_sfpu_column_groups_run():
     """Several column groups (forced by a small ng limit) give the same bits as one."""
     import tt_backend.lowering.sfpu_matmul as sm
@@ -418,7 +416,7 @@ def test_fp32_sfpu_column_groups_run():
     assert plan.ng == 2 and raw1 == raw2
 
 
-@needs_cc
+@pytest.mark.needs_cc
 def test_tinygrad_device_fp32_sfpu(monkeypatch):
     """Through tinygrad's TT device without a budget: fp32-faithful, so the SFPU matmul."""
     monkeypatch.delenv("TT_ERR_BUDGET", raising=False)
@@ -433,7 +431,7 @@ def test_tinygrad_device_fp32_sfpu(monkeypatch):
     assert (np.abs(got - cpu) / (np.abs(a) @ np.abs(b))).max() <= 2 * 76 * 2.0 ** -24
 
 
-@needs_cc
+@pytest.mark.needs_cc
 @slow
 @pytest.mark.parametrize("n", [128, 256, 512])
 def test_large_fp32_sfpu(n):
@@ -443,8 +441,8 @@ def test_large_fp32_sfpu(n):
           f"max normalised error {err.max():.3g}")
 
 
-@needs_cc
-@needs_ttsim
+@pytest.mark.needs_cc
+@pytest.mark.ttsim
 @pytest.mark.parametrize("mkn,form,batch", [((64, 64, 64), "plain", None), ((33, 47, 65), "bT", None),
                                             ((40, 24, 36), "aT", 2)], ids=str)
 def test_ttsim_vs_emu_bits_fp32_sfpu(mkn, form, batch):
@@ -487,7 +485,7 @@ def test_fp32_sfpu_split_k_plans(shape):
     plan.render()
 
 
-@needs_cc
+@pytest.mark.needs_cc
 @pytest.mark.parametrize("mkn,form,batch,kbc,stream", [
     ((40, 100, 70), "plain", None, 3, False), ((40, 100, 70), "plain", None, 1, True),
     ((33, 47, 65), "bT", None, 2, True), ((20, 60, 36), "aT", 2, 3, False)], ids=str)
@@ -509,15 +507,15 @@ def test_fp32_sfpu_split_k_bits(mkn, form, batch, kbc, stream):
     assert raw2 == raw1, f"kbc={kbc} stream={stream}: bits differ from the one-block kernel"
 
 
-@needs_cc
+@pytest.mark.needs_cc
 def test_fp32_sfpu_large_k():
     """K = 1400 does not fit one replicated A panel: K blocks, within K * 2^-24 * sum|a||b| of float64."""
     plan, *_ = sfpu_case(20, 1400, 24)
     assert plan.split_k and plan.nkb >= 2
 
 
-@needs_cc
-@needs_ttsim
+@pytest.mark.needs_cc
+@pytest.mark.ttsim
 def test_ttsim_vs_emu_bits_fp32_sfpu_split_k():
     from tt_backend.runtime.ttsim_device import TtsimDevice
     state = rng.bit_generator.state
@@ -530,7 +528,7 @@ def test_ttsim_vs_emu_bits_fp32_sfpu_split_k():
     assert np.array_equal(e, t), f"{int((e != t).sum())} of {e.size} output bytes differ"
 
 
-@needs_cc
+@pytest.mark.needs_cc
 @pytest.mark.parametrize("form", ["xv", "vx"])
 def test_fp32_sfpu_matvec(form):
     """Matrix-vector products (one output row after the matcher's transpose): the MOP runs one 4-row group of the C tile
@@ -548,7 +546,7 @@ def test_fp32_sfpu_matvec(form):
     assert (np.abs(got - ref) / scale).max() <= K * 2.0 ** -24
 
 
-@needs_cc
+@pytest.mark.needs_cc
 def test_fpu_plan_too_big_takes_sfpu():
     """A matmul the FPU would take but whose B does not fit L1 (the FPU plan keeps all of B resident) runs on the SFPU
     matmul instead of failing: bf16 operands widen exactly, C accumulates in fp32 and is rounded to bf16 once."""

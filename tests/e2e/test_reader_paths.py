@@ -9,8 +9,6 @@ small enough to stay resident in the staging window and larger (window reloads: 
 """
 from __future__ import annotations
 
-import os
-import shutil
 from dataclasses import replace
 
 import numpy as np
@@ -23,8 +21,6 @@ from tt_backend.lowering.frontend import lower_kernel
 from tt_backend.lowering.plan import KernelPlan
 from tt_backend.lowering.render import RUN_MODES, reader_mode, render, split
 
-needs_cc = pytest.mark.skipif(shutil.which("riscv64-unknown-elf-gcc") is None and not os.environ.get("SFPI_ROOT"),
-                              reason="needs a RISC-V compiler (apt-get install gcc-riscv64-unknown-elf)")
 rng = np.random.default_rng(11)
 
 F32, BF16, I32, BOOL = dtypes.float32, dtypes.bfloat16, dtypes.int32, dtypes.bool
@@ -114,18 +110,11 @@ def test_mode_chosen(name, fn, specs, modes):
             assert f"{reader_mode(p, j)} */" in src.split(f"/* input {j}:")[1].split("\n")[0]
 
 
-@pytest.fixture(params=["emu", "ttsim"])
-def target(request):
-    if request.param == "ttsim" and not os.path.isfile(os.environ.get("TT_SIMULATOR", "")):
-        pytest.skip("TT_SIMULATOR does not point at a libttsim.so")
-    return f"TT:{request.param}"
-
-
-@needs_cc
+@pytest.mark.needs_cc
 @pytest.mark.parametrize("name,fn,specs,modes", CASES, ids=IDS)
 def test_bit_identical_to_cpu(name, fn, specs, modes, target):
     arrays = [_data(s, dt) for s, dt in specs]
-    got = fn(*_tensors(specs, arrays, target))
+    got = fn(*_tensors(specs, arrays, f"TT:{target}"))
     ref = fn(*_tensors(specs, arrays, REF))
     if got.dtype == BF16:
         got, ref = got.cast(F32), ref.cast(F32)
@@ -161,7 +150,7 @@ def _random_bytes(dtype: str, nbytes: int) -> bytes:
     return x.tobytes() if dtype == "float32" else (x.view(np.uint32) >> 16).astype(np.uint16).tobytes()
 
 
-@needs_cc
+@pytest.mark.needs_cc
 @pytest.mark.parametrize("name,fn,specs,modes", [c for c in CASES if c[3] & set(RUN_MODES)],
                          ids=[c[0] for c in CASES if c[3] & set(RUN_MODES)])
 def test_same_bytes_as_gather(name, fn, specs, modes):

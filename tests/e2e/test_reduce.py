@@ -7,7 +7,6 @@ Tolerances, stated per case:
   * max / min / int sums / bool any: exact;
   * post-ops (mean, sqrt, RMSNorm, softmax): relative error vs CPU as noted (each SFPU op is within 1-2 ulp).
 """
-import os
 
 import numpy as np
 import pytest
@@ -94,20 +93,9 @@ def test_zero_preserving():
 
 # ------------------------------------------------------------------------------------------ end to end
 
-pytestmark_e2e = pytest.mark.skipif(
-    __import__("shutil").which("riscv64-unknown-elf-gcc") is None and not os.environ.get("SFPI_ROOT"),
-    reason="needs a RISC-V compiler (apt-get install gcc-riscv64-unknown-elf)")
-
 from tinygrad import Tensor, dtypes  # noqa: E402
-from tinygrad.helpers import Context  # noqa: E402
 
-
-@pytest.fixture(autouse=True)
-def _serial_compile():
-    """Compile kernels in-process: these programs have 1-3 small kernels each, and spawning tinygrad's compile
-    workers costs more than compiling them."""
-    with Context(PARALLEL=0):
-        yield
+pytestmark = pytest.mark.usefixtures("serial_compile")     # tests/e2e/conftest.py
 
 
 def run_both(fn, *arrays, dtype=None):
@@ -138,7 +126,7 @@ AXES = [((37,), 0), ((5, 33), 0), ((5, 33), 1), ((3, 4, 50), 0), ((3, 4, 50), 1)
         ((2, 3, 5, 7), (1, 3)), ((2, 3, 5, 7), None), ((8, 100), 1), ((4, 200), 1)]   # the last two: 4 and 8 lanes
 
 
-@pytestmark_e2e
+@pytest.mark.needs_cc
 @pytest.mark.parametrize("shape,axis", AXES, ids=str)
 def test_sum_every_axis(shape, axis):
     x = rng.uniform(-4, 4, shape).astype(np.float32)
@@ -147,7 +135,7 @@ def test_sum_every_axis(shape, axis):
     assert_sum_close(tt, cpu, x, axis, keep)
 
 
-@pytestmark_e2e
+@pytest.mark.needs_cc
 @pytest.mark.parametrize("shape,axis", AXES[::2] + AXES[-1:], ids=str)
 def test_max_every_axis(shape, axis):
     x = rng.uniform(-4, 4, shape).astype(np.float32)
@@ -155,7 +143,7 @@ def test_max_every_axis(shape, axis):
     np.testing.assert_array_equal(tt, cpu)
 
 
-@pytestmark_e2e
+@pytest.mark.needs_cc
 @pytest.mark.parametrize("shape,axis", [((5, 33), 1), ((3, 4, 50), (0, 2)), ((64, 128), 0)], ids=str)
 def test_mean(shape, axis):
     x = rng.uniform(-4, 4, shape).astype(np.float32)
@@ -166,7 +154,7 @@ def test_mean(shape, axis):
     assert (np.abs(tt - cpu) <= (2 * np.sqrt(k) + 1) * EPS32 * scale).all()
 
 
-@pytestmark_e2e
+@pytest.mark.needs_cc
 def test_long_sum_and_min():
     x = rng.standard_normal((3, 3000)).astype(np.float32) + 0.25
     tt, cpu = run_both(lambda a: a.sum(1), x)
@@ -181,7 +169,7 @@ def test_long_sum_and_min():
     np.testing.assert_array_equal(tt, cpu)
 
 
-@pytestmark_e2e
+@pytest.mark.needs_cc
 def test_pre_and_post_ops():
     x = rng.uniform(-2, 2, (6, 45)).astype(np.float32)
     tt, cpu = run_both(lambda a: (a * a).sum(1), x)                         # zero-preserving pre-op
@@ -194,7 +182,7 @@ def test_pre_and_post_ops():
     np.testing.assert_allclose(tt, cpu, rtol=1e-6, atol=1e-5)
 
 
-@pytestmark_e2e
+@pytest.mark.needs_cc
 def test_softmax_and_std():
     x = rng.standard_normal((4, 37)).astype(np.float32)
     tt, cpu = run_both(lambda a: a.softmax(-1), x)                          # max, exp-sum with a k-free input, div
@@ -208,7 +196,7 @@ def test_softmax_and_std():
     np.testing.assert_allclose(tt, cpu, rtol=1e-5)
 
 
-@pytestmark_e2e
+@pytest.mark.needs_cc
 def test_short_reductions_step_groups():
     """K <= 16: several outputs per lane (step groups), results at row step steps*group; with a masked pre-op, an
     input read after the reduce, sibling reductions, int32 and argmax."""
@@ -219,7 +207,7 @@ def test_short_reductions_step_groups():
     np.testing.assert_array_equal(tt, cpu)
 
 
-@pytestmark_e2e
+@pytest.mark.needs_cc
 def test_sibling_reductions_share_one_pass():
     """x.sum(1) + x.max(1) is one kernel with two REDUCEs over the same axis: one accumulator each."""
     x = rng.standard_normal((5, 70)).astype(np.float32)
@@ -227,7 +215,7 @@ def test_sibling_reductions_share_one_pass():
     np.testing.assert_allclose(tt, cpu, rtol=2e-6, atol=1e-5)
 
 
-@pytestmark_e2e
+@pytest.mark.needs_cc
 def test_int_and_bool_reductions():
     x = rng.integers(-1000, 1000, (7, 40)).astype(np.int32)
     tt, cpu = run_both(lambda a: a.sum(1), x)
@@ -238,7 +226,7 @@ def test_int_and_bool_reductions():
     np.testing.assert_array_equal(tt, cpu)
 
 
-@pytestmark_e2e
+@pytest.mark.needs_cc
 def test_bf16_input():
     x = rng.uniform(-4, 4, (7, 45)).astype(np.float32)
     xb = x.astype(np.float32).view(np.uint32)
@@ -258,7 +246,7 @@ def rms_norm(x, w):
     return xf * (xf.square().mean(-1, keepdim=True) + 1e-5).rsqrt() * w.float()
 
 
-@pytestmark_e2e
+@pytest.mark.needs_cc
 @pytest.mark.parametrize("weight", ["ones", "random"])
 def test_rmsnorm_2048_bf16(weight):
     x = rng.standard_normal(2048).astype(np.float32)
@@ -268,7 +256,7 @@ def test_rmsnorm_2048_bf16(weight):
     assert np.abs(tt - cpu).max() <= 1e-5 * np.abs(cpu).max()
 
 
-@pytestmark_e2e
+@pytest.mark.needs_cc
 def test_argmax_prod_and_computed_streams():
     """argmax = max, then a max over (x == max) * (K - k): the reversed index is index math in the value part, which
     the reader computes per element (a computed stream); prod is a REDUCE MUL with masked pads (identity 1)."""
@@ -284,8 +272,8 @@ def test_argmax_prod_and_computed_streams():
     np.testing.assert_array_equal(tt, cpu)
 
 
-@pytestmark_e2e
-@pytest.mark.skipif(not os.environ.get("TT_SIMULATOR"), reason="needs TT_SIMULATOR=/path/to/libttsim.so")
+@pytest.mark.needs_cc
+@pytest.mark.ttsim
 def test_ttsim_matches_emulator_bit_for_bit():
     """The same ELFs on Tenstorrent's simulator: every reduction layout (1 and 32 lanes with SFPSHFT2 + SFPTRANSP,
     short step groups with INCRWC, SFPSWAP max, int32 max, computed streams) gives identical bits."""

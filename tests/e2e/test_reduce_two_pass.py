@@ -4,9 +4,8 @@ one kernel. tinygrad fuses these for reductions with no axis (x.argmax(), x.logs
 all of its lanes and row steps of a Dst slot; pass 2 streams the same tiles again with that slot as an input.
 
 Tolerances: argmax/argmin and max-based results exact; float sums |tt - cpu| <= 2 * eps32 * sqrt(K) * sum|terms|
-(as tests/test_reduce.py), logs/exps relative 1e-6 (a few ulp of the SFPU sequences on top of the sum).
+(as tests/e2e/test_reduce.py), logs/exps relative 1e-6 (a few ulp of the SFPU sequences on top of the sum).
 """
-import os
 
 import numpy as np
 import pytest
@@ -19,6 +18,8 @@ from tt_backend.runtime.emu.dst import Dst
 from tt_backend.runtime.emu.sfpu import SFPU
 from tt_backend.chip.errors import UnsupportedOp
 from tt_backend.chip.isa import decode, encode
+
+from tests.support import ttsim_path
 
 EPS32 = 2.0 ** -23
 rng = np.random.default_rng(4)
@@ -66,18 +67,9 @@ def test_two_pass_layouts():
 
 # ------------------------------------------------------------------------------------------ tinygrad programs on TT
 
-pytestmark_e2e = pytest.mark.skipif(
-    __import__("shutil").which("riscv64-unknown-elf-gcc") is None and not os.environ.get("SFPI_ROOT"),
-    reason="needs a RISC-V compiler (apt-get install gcc-riscv64-unknown-elf)")
-
 from tinygrad import Tensor  # noqa: E402
-from tinygrad.helpers import Context  # noqa: E402
 
-
-@pytest.fixture(autouse=True)
-def _serial_compile():
-    with Context(PARALLEL=0):
-        yield
+pytestmark = pytest.mark.usefixtures("serial_compile")     # tests/e2e/conftest.py
 
 
 def run_both(fn, a, dtype=None):
@@ -93,7 +85,7 @@ def run_both(fn, a, dtype=None):
 SHAPES = [(7,), (50,), (300,), (1000,), (1100,), (8, 50), (3, 5, 7), (4, 9, 37)]
 
 
-@pytestmark_e2e
+@pytest.mark.needs_cc
 @pytest.mark.parametrize("shape", SHAPES, ids=str)
 def test_argmax_argmin_no_axis(shape):
     x = rng.standard_normal(shape).astype(np.float32)
@@ -115,7 +107,7 @@ def test_argmax_argmin_no_axis(shape):
         assert tt == cpu == min(pos)
 
 
-@pytestmark_e2e
+@pytest.mark.needs_cc
 def test_argmax_special_inputs():
     c = np.full((3, 41), 2.5, np.float32)                    # all equal: index 0
     assert run_both(lambda t: t.argmax(), c)[0] == 0
@@ -129,7 +121,7 @@ def test_argmax_special_inputs():
     assert tt == cpu == 17
 
 
-@pytestmark_e2e
+@pytest.mark.needs_cc
 @pytest.mark.parametrize("shape", [(7,), (50,), (8, 50), (3, 5, 7), (2100,)], ids=str)
 def test_max_then_sum(shape):
     x = (rng.standard_normal(shape) * 3).astype(np.float32)
@@ -140,7 +132,7 @@ def test_max_then_sum(shape):
     np.testing.assert_allclose(tt, cpu, rtol=1e-6, atol=1e-6)
 
 
-@pytestmark_e2e
+@pytest.mark.needs_cc
 @pytest.mark.parametrize("shape", [(7,), (50,), (8, 50), (2100,)], ids=str)
 def test_sum_then_sum_and_max(shape):
     """A float sum in pass 1 (the mean): every lane of pass 2 must see the same bits of it."""
@@ -211,7 +203,7 @@ def run_plan(plan, x, device=None):
 ROWS = [(40, 5), (300, 3), (33, 12), (5, 70), (70, 33), (3, 250), (2, 1100)]
 
 
-@pytestmark_e2e
+@pytest.mark.needs_cc
 @pytest.mark.parametrize("kind", ["argmax", "lse", "mad"])
 @pytest.mark.parametrize("O,K", ROWS, ids=str)
 def test_hand_built_rows(kind, O, K):
@@ -272,7 +264,7 @@ def test_three_passes_refused():
         plan_reduce(lk)
 
 
-@pytestmark_e2e
+@pytest.mark.needs_cc
 def test_other_elements_refused():
     """A reduction feeding one over other elements (a max over everything feeding per-row sums: tinygrad fuses
     (x - x.max()).exp().sum(1) into one kernel) keeps the clear refusal."""
@@ -283,8 +275,8 @@ def test_other_elements_refused():
 
 # ------------------------------------------------------------------------------------------ ttsim oracle
 
-@pytestmark_e2e
-@pytest.mark.skipif(not os.environ.get("TT_SIMULATOR"), reason="needs TT_SIMULATOR=/path/to/libttsim.so")
+@pytest.mark.needs_cc
+@pytest.mark.ttsim
 def test_ttsim_matches_emulator_bit_for_bit():
     x = rng.standard_normal((8, 50)).astype(np.float32)
     v = rng.standard_normal(2100).astype(np.float32)
@@ -297,7 +289,7 @@ def test_ttsim_matches_emulator_bit_for_bit():
     for kind, O, K in (("mad", 5, 70), ("argmax", 40, 5), ("lse", 2, 1100)):
         plan = allocate_l1(plan_reduce(row_kernel(kind, O, K)))
         xs = rng.standard_normal((O, K)).astype(np.float32)
-        sim = TtsimDevice(os.environ["TT_SIMULATOR"])
+        sim = TtsimDevice(ttsim_path())
         try:
             assert run_plan(plan, xs, sim).tobytes() == run_plan(plan, xs).tobytes(), (kind, O, K)
         finally:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -21,10 +20,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-EXAMPLE = ROOT / "examples" / "rmsnorm.py"
-HAVE_CC = shutil.which("riscv64-unknown-elf-gcc") is not None or bool(os.environ.get("SFPI_ROOT"))
-pytestmark = pytest.mark.skipif(not HAVE_CC, reason="needs a RISC-V compiler")
+from tests.support import REPO_ROOT
+
+EXAMPLE = REPO_ROOT / "examples" / "rmsnorm.py"
+pytestmark = pytest.mark.needs_cc
 KNOBS = ("TT_ERR_BUDGET", "TT_PLACE", "TT_DUMP", "TT_CHECK", "TT_SAMPLE_DIST", "DEV", "DEVICE", "TT_BACKEND",
          "TT_SIMULATOR")      # the emulator (cycle model) unless a test asks for ttsim
 # fresh inputs: not the placement's samples (seeded 0..2 in lowering/placement.py); printed on failure
@@ -38,7 +37,7 @@ def run_example(tmp: Path, tag: str, budget: float | None, weight: str, seed: in
         env["TT_ERR_BUDGET"] = repr(budget)
     out = tmp / f"{tag}.json"
     r = subprocess.run([sys.executable, str(EXAMPLE), "--weight", weight, "--seed", str(seed), "--json", str(out)],
-                       env=env, capture_output=True, text=True, timeout=600, cwd=ROOT)
+                       env=env, capture_output=True, text=True, timeout=600, cwd=REPO_ROOT)
     assert r.returncode == 0, f"{tag} (seed {seed}):\n{r.stdout}\n{r.stderr[-3000:]}"
     res = json.loads(out.read_text())
     res["stdout"] = r.stdout
@@ -121,7 +120,7 @@ def test_tune_table_and_plot(tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in KNOBS}
     out = tmp_path / "tune"
     r = subprocess.run([sys.executable, "-m", "tt_backend", "tune", str(EXAMPLE), "--budgets", "1e-4,1e-3,1e-2",
-                        "--out", str(out)], env=env, capture_output=True, text=True, timeout=600, cwd=ROOT)
+                        "--out", str(out)], env=env, capture_output=True, text=True, timeout=600, cwd=REPO_ROOT)
     assert r.returncode == 0, r.stderr[-3000:]
     text = r.stdout
     assert "kernel r_2048" in text and "kernel E_2048" in text, text
@@ -147,14 +146,12 @@ def test_tune_table_and_plot(tmp_path):
         assert len(list((out / b).glob("*/report.json"))) == 2, b
 
 
-@pytest.mark.skipif(not os.path.isfile(os.environ.get("TT_SIMULATOR", "")),
-                    reason="needs TT_SIMULATOR=/path/to/libttsim.so")
-def test_budget_1e2_on_ttsim(default_run, tmp_path):
+def test_budget_1e2_on_ttsim(default_run, tmp_path, ttsim_lib):
     """The same ELFs on Tenstorrent's simulator: same placement, error within the budget, the same measured error as
     the emulator's on the same inputs (bit-exact models); no cycle model there, so no emulated cycles."""
     seed = SEEDS[1]
     emu = run_example(tmp_path, "emu", 1e-2, "random", seed)
-    sim = run_example(tmp_path, "ttsim", 1e-2, "random", seed, TT_SIMULATOR=os.environ["TT_SIMULATOR"])
+    sim = run_example(tmp_path, "ttsim", 1e-2, "random", seed, TT_SIMULATOR=ttsim_lib)
     assert sim["error"] <= 1e-2 and sim["error"] == emu["error"], (sim["stdout"], emu["stdout"])
     for (name, r), e in zip(zip(("r_2048", "E_2048"), kernels(sim)), kernels(emu)):
         assert r["target"] == "ttsim" and r["measured_error"] == e["measured_error"], name

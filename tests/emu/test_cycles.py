@@ -7,8 +7,10 @@ import numpy as np
 
 from tt_backend.chip import isa, layout
 from tt_backend.runtime.emu import cycles
+from tt_backend.runtime.emu.bench import J_SELF, launch_words
 from tt_backend.runtime.emu.tensix import Tensix
-from tt_backend.runtime.emu.tile import Tile
+
+from tests.support.words import LUI_T0_PCBUF, LW_TTSYNC
 
 E = isa.encode
 NOP = E("SFPNOP")
@@ -110,14 +112,12 @@ def test_semwait_resumes_after_the_post_on_another_thread():
     assert tx.tm.clock[1] == post + 1
 
 
-def test_tile_reports_cycles_per_core_and_thread_and_ttsync_waits_for_tensix():
+def test_tile_reports_cycles_per_core_and_thread_and_ttsync_waits_for_tensix(tile):
     """TRISC1 pushes 1 MOP expanding to 200 SFPNOPs, then reads TTSync: its cycles include waiting for the thread."""
-    from test_strict import J_SELF, LUI_T0_PCBUF, LW_TTSYNC, launch_words, rotl2
-    tile = Tile()
     for i, v in enumerate([4, 50, E("NOP"), E("NOP"), E("NOP"), NOP, E("NOP"), NOP, NOP]):
         tile.tensix.mop_cfg_write(1, i, v)
     mop = E("MOP", mop_type=1, loop_count=0, zmask_lo16_or_loop_count=0)
-    launch_words(tile, {"trisc1": [rotl2(mop), LUI_T0_PCBUF, LW_TTSYNC, J_SELF]})
+    launch_words(tile, {"trisc1": [isa.ttinsn(mop), LUI_T0_PCBUF, LW_TTSYNC, J_SELF]})
     tile.run(100_000)
     st = tile.stats()
     assert st["tensix_instructions"][1] == 200
@@ -140,15 +140,13 @@ def test_data_movement_costs_follow_the_published_rates():
     assert cycles.noc_cycles(4096) == 2 * 5 + 9 + 64
 
 
-def test_pushing_core_stalls_while_the_fifo_is_full_in_modelled_time():
+def test_pushing_core_stalls_while_the_fifo_is_full_in_modelled_time(tile):
     """TRISC1 pushes a MOP of 200 SFPNOPs then 40 NOPs and parks: the FIFO (effectively 28 deep) fills behind the MOP,
     so the core's pushes wait for the thread (no TTSync involved)."""
-    from test_strict import J_SELF, launch_words, rotl2
-    tile = Tile()
     for i, v in enumerate([4, 50, E("NOP"), E("NOP"), E("NOP"), NOP, E("NOP"), NOP, NOP]):
         tile.tensix.mop_cfg_write(1, i, v)
     mop = E("MOP", mop_type=1, loop_count=0, zmask_lo16_or_loop_count=0)
-    launch_words(tile, {"trisc1": [rotl2(mop)] + [rotl2(E("NOP"))] * 40 + [J_SELF]})
+    launch_words(tile, {"trisc1": [isa.ttinsn(mop)] + [isa.ttinsn(E("NOP"))] * 40 + [J_SELF]})
     tile.run(100_000)
     st = tile.stats()
     assert st["tensix_instructions"][1] == 240

@@ -10,6 +10,8 @@ import pytest
 
 from tt_backend.chip.numerics.fma import _fma_exact, _fma_fast, fma_bh_stacked
 
+from tests.support import REPO_ROOT
+
 LANES = int(os.environ.get("TT_FMA_PROOF_LANES", "300000"))
 
 
@@ -240,11 +242,10 @@ def test_e2e_kernels_batched_identical():
     import json
     import subprocess
     import sys
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     res = {}
     for mode in ("on", "off"):
-        out = subprocess.run([sys.executable, "-c", _E2E, mode], cwd=root, capture_output=True, text=True,
-                             env={**os.environ, "PYTHONPATH": root}, timeout=300)
+        out = subprocess.run([sys.executable, "-c", _E2E, mode], cwd=REPO_ROOT, capture_output=True, text=True,
+                             env={**os.environ, "PYTHONPATH": str(REPO_ROOT)}, timeout=300)
         assert out.returncode == 0, out.stderr[-3000:]
         res[mode] = json.loads(out.stdout.strip().splitlines()[-1])
     assert res["on"]["batched"] > 0 and res["off"]["batched"] == 0

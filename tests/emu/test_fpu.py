@@ -3,9 +3,6 @@ closed forms per fidelity, Dst accumulate rounding, MVMUL group-of-8 alignment, 
 bounds, instruction words) and the Tensix handlers of runtime/emu/tensix_fpu.py driven directly (no RISC-V)."""
 from __future__ import annotations
 
-import os
-import sys
-
 import numpy as np
 import pytest
 
@@ -15,8 +12,7 @@ from tt_backend.runtime.emu.tensix import Tensix
 from tt_backend.chip.errors import EmuError, EmuUnimplemented
 from tt_backend.chip.isa import encode
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "ttsim_fpu"))
-import fpu_scripts as fs  # noqa: E402
+from tests.support import fpu_scripts as fs
 
 HIFI = fm.PHASES_OF
 
@@ -392,7 +388,7 @@ def test_trnspsrcb_and_zerosrc():
     (encode("GMPOOL", instr_mod19=0), "GMPOOL instr_mod19=0"),
     (encode("DOTPV", dest_accum_en=1), "DOTPV dest_accum_en=1")])
 def test_unmodelled_modes_are_named(word, what):
-    """DOTPV, SHIFTXB and GMPOOL ArgMax are modelled (tests/test_fpu_pools.py); bits the pages leave open are not."""
+    """DOTPV, SHIFTXB and GMPOOL ArgMax are modelled (test_fpu_pools.py); bits the pages leave open are not."""
     tx = make()
     load_banks(tx, np.zeros((64, 16), np.uint32), np.zeros((64, 16), np.uint32))
     with pytest.raises(EmuUnimplemented, match=what):

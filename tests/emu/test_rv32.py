@@ -3,9 +3,7 @@ small C programs compiled with riscv64-unknown-elf-gcc, Tensix pushes, Stall/ret
 from __future__ import annotations
 
 import math
-import shutil
 import struct
-import subprocess
 import time
 import zlib
 from fractions import Fraction
@@ -14,14 +12,17 @@ from pathlib import Path
 import pytest
 
 from tt_backend.runtime.emu.rv32 import L1_SIZE, LOCAL_BASE, RV32Core, Stall
+from tt_backend.chip import layout
 from tt_backend.chip.errors import EmuError, EmuUnimplemented
 from tt_backend.chip.isa import ttinsn
 
+from tests.support import programs
+from tests.support.harness import load_segments
+
 M32 = 0xFFFFFFFF
 CODE = 0x1000
-RESULT_ADDR = 0x100
-PROGS = Path(__file__).parent / "rv32_progs"
-GCC = shutil.which("riscv64-unknown-elf-gcc")
+CORE = "trisc0"                                 # the C programs run as TRISC0 (its image slot, stack and status block)
+RESULT_ADDR = layout.status_addr(CORE, 1)       # crt0.S stores main's return value in the status error word
 
 
 # ---------------------------------------------------------------- a test bus
@@ -522,34 +523,21 @@ def test_stall_mid_block_retries_without_side_effects():
 
 # ---------------------------------------------------------------- compiled C programs
 
-@pytest.fixture(scope="session")
-def build(tmp_path_factory):
-    if GCC is None:
-        pytest.skip("riscv64-unknown-elf-gcc not installed")
-    out = tmp_path_factory.mktemp("rv32")
-
+@pytest.fixture
+def build():
+    """tests/programs/rv32/<name>.c built for CORE with `march`."""
     def compile_prog(name: str, march: str = "rv32im_zba_zbb") -> Path:
-        elf = out / f"{name}.{march}.elf"
-        if not elf.exists():
-            subprocess.run([GCC, f"-march={march}", "-mabi=ilp32", "-O2", "-nostdlib", "-ffreestanding",
-                            "-mno-relax", "-T", str(PROGS / "link.ld"), str(PROGS / "crt0.S"),
-                            str(PROGS / f"{name}.c"), "-lgcc", "-o", str(elf)], check=True)
-        return elf
+        return programs.build(f"rv32/{name}.c", CORE, march=march)
     return compile_prog
 
 
 def load_elf(path: Path, bus) -> int:
-    from elftools.elf.elffile import ELFFile
-    with open(path, "rb") as f:
-        elf = ELFFile(f)
-        for seg in elf.iter_segments():
-            if seg["p_type"] != "PT_LOAD" or seg["p_memsz"] == 0:
-                continue
-            addr, data = seg["p_paddr"], seg.data()
-            assert addr + seg["p_memsz"] <= L1_SIZE
-            bus.l1[addr:addr + len(data)] = data
-            bus.l1[addr + len(data):addr + seg["p_memsz"]] = bytes(seg["p_memsz"] - len(data))
-        return elf.header["e_entry"]
+    entry, segs = load_segments(path.read_bytes())
+    for addr, data, memsz in segs:
+        assert addr + memsz <= L1_SIZE
+        bus.l1[addr:addr + len(data)] = data
+        bus.l1[addr + len(data):addr + memsz] = bytes(memsz - len(data))
+    return entry
 
 
 def run_program(elf: Path, bus=None, quantum=100_000):
@@ -559,6 +547,7 @@ def run_program(elf: Path, bus=None, quantum=100_000):
     return struct.unpack_from("<I", bus.l1, RESULT_ADDR)[0], core, bus
 
 
+@pytest.mark.needs_program_cc
 @pytest.mark.parametrize("march", ["rv32im", "rv32im_zba_zbb"])
 def test_c_sort(build, march):
     result, core, bus = run_program(build("sort", march))
@@ -570,12 +559,14 @@ def test_c_sort(build, march):
     assert list(struct.unpack_from("<200i", bus.l1, 0x400)) == sorted(data)
 
 
+@pytest.mark.needs_program_cc
 @pytest.mark.parametrize("march", ["rv32im", "rv32im_zba_zbb"])
 def test_c_crc32(build, march):
     result, _, _ = run_program(build("crc32", march))
     assert result == zlib.crc32(bytes((i * 7 + 3) & 0xFF for i in range(1000)))
 
 
+@pytest.mark.needs_program_cc
 def test_c_muldiv(build):
     result, _, _ = run_program(build("muldiv"))
     sb, sh = [-128, -1, 5, 127], [-32768, -2, 300, 32767]
@@ -607,12 +598,14 @@ def _expected_pushes():
     return words, acc
 
 
+@pytest.mark.needs_program_cc
 def test_c_tensix_pushes(build):
     result, _, bus = run_program(build("ttpush"))
     words, acc = _expected_pushes()
     assert bus.tensix == words and result == acc
 
 
+@pytest.mark.needs_program_cc
 @pytest.mark.parametrize("stalls", [1, 4, 9])
 def test_c_tensix_pushes_with_stalls(build, stalls):
     bus = RecordingBus(stall_pushes=stalls)
@@ -623,6 +616,7 @@ def test_c_tensix_pushes_with_stalls(build, stalls):
     assert core.instret == clean.instret
 
 
+@pytest.mark.needs_program_cc
 def test_speed(build):
     """Prints instructions/second on a compiled loop (run with -s); asserts only a loose floor."""
     elf = build("bench")

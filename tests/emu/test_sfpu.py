@@ -268,7 +268,7 @@ class TestState:
         assert (s.lreg[9] == 0).all() and (s.lreg[10] == 0x3F800000).all()
         assert list(s.lreg[15]) == [2 * i for i in range(32)]
         # 11, 13, 14: SFPCONFIG.md's documented defaults. 12: the pages give no reset value (1/65536 is SFPCONFIG's
-        # IMM16_IS_VALUE default); ttsim resets it to 1/512, which tests/test_diff_sfpu_ttsim.py observes.
+        # IMM16_IS_VALUE default); ttsim resets it to 1/512, which tests/diff/test_diff_sfpu_ttsim.py observes.
         assert [b2f(int(s.lreg[i][0])) for i in (11, 12, 13, 14)] == pytest.approx(
             [-1.0, 1 / 512, -0.67487759, -0.34484843])
         assert s.enabled().all() and s.stack_depth == 0
@@ -286,7 +286,7 @@ class TestState:
         run(s, "SFPNOP")
         run(s, "SFPNOP")
         assert s.instructions == 2
-        run(s, "SFPLOADMACRO")          # modelled now (tests/test_macro.py); with no Sequence it is an SFPLOAD
+        run(s, "SFPLOADMACRO")          # modelled now (tests/emu/test_macro.py); with no Sequence it is an SFPLOAD
         assert s.instructions == 3
 
 

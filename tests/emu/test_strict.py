@@ -7,12 +7,12 @@ import pytest
 
 from tt_backend.chip import isa, layout
 from tt_backend.chip.errors import EmuError
-from tt_backend.runtime.emu.bench import launch_words
+from tt_backend.runtime.emu.bench import J_SELF, launch_words
 from tt_backend.runtime.emu.tensix import Tensix
-from tt_backend.runtime.emu.tile import Tile
+
+from tests.support.words import FP32, LUI_T0_PCBUF, LW_TTSYNC, loadmacro, macro_setup, seq_bits, sequence
 
 E = isa.encode
-FP32 = 3
 
 
 def tensix():
@@ -86,7 +86,6 @@ def test_stall_blind_read_of_a_mad_result():
 
 
 def test_macro_slot_collision():
-    from test_macro import loadmacro, macro_setup, seq_bits, sequence
     tx = tensix()
     written(tx)
     seq = sequence(simple=seq_bits(4, 0))
@@ -97,7 +96,6 @@ def test_macro_slot_collision():
 
 
 def test_macro_sfpswap_needs_a_nop_on_the_mad_sub_unit():
-    from test_macro import loadmacro, macro_setup, seq_bits, sequence
     tx = tensix()
     written(tx)
     tpl = {0: E("SFPSWAP", lreg_dest=0, lreg_src_c=1, instr_mod1=1)}
@@ -111,7 +109,6 @@ def test_macro_sfpswap_needs_a_nop_on_the_mad_sub_unit():
 
 
 def test_macro_after_sfpswap_simple_must_idle():
-    from test_macro import loadmacro, macro_setup, seq_bits, sequence
     tx = tensix()
     written(tx)
     tpl = {0: E("SFPSWAP", lreg_dest=0, lreg_src_c=1, instr_mod1=1), 1: E("SFPABS", lreg_dest=0, lreg_c=0,
@@ -137,28 +134,17 @@ def test_sfpswap_auto_stalls_the_next_instruction():
 
 
 # ------------------------------------------------------------------------------------------------ deadlock
-def rotl2(w):
-    return ((w << 2) | (w >> 30)) & 0xFFFFFFFF
-
-
-J_SELF = 0x0000006F                      # jal x0, 0
-LUI_T0_PCBUF = (0xFFE80 << 12) | (5 << 7) | 0x37               # lui x5, 0xFFE80
-LW_TTSYNC = (4 << 20) | (5 << 15) | (2 << 12) | (6 << 7) | 0x03   # lw x6, 4(x5): TTSync, waits for idle
-
-
-def test_deadlock_is_detected_with_every_wait_reason():
-    tile = Tile()
+def test_deadlock_is_detected_with_every_wait_reason(tile):
     semwait = E("SEMWAIT", sem_sel=1, wait_sem_cond=1, stall_res=0x1FF)    # waits while sem0 == 0: nobody posts
-    trisc0 = [rotl2(semwait), rotl2(E("NOP")), LUI_T0_PCBUF, LW_TTSYNC, J_SELF]
+    trisc0 = [isa.ttinsn(semwait), isa.ttinsn(E("NOP")), LUI_T0_PCBUF, LW_TTSYNC, J_SELF]
     launch_words(tile, {"trisc0": trisc0})
     with pytest.raises(EmuError, match=r"(?s)deadlock.*trisc0: waiting at pc=0x0000900C: TTSync.*"
                                        r"tensix0: blocked: SEMWAIT sem0"):
         tile.run(100_000)
 
 
-def test_blocked_thread_with_a_core_in_reset_is_not_a_deadlock():
-    tile = Tile()
+def test_blocked_thread_with_a_core_in_reset_is_not_a_deadlock(tile):
     semwait = E("SEMWAIT", sem_sel=1, wait_sem_cond=1, stall_res=0x1FF)
-    launch_words(tile, {"trisc0": [rotl2(semwait), rotl2(E("NOP")), LUI_T0_PCBUF, LW_TTSYNC, J_SELF]})
+    launch_words(tile, {"trisc0": [isa.ttinsn(semwait), isa.ttinsn(E("NOP")), LUI_T0_PCBUF, LW_TTSYNC, J_SELF]})
     tile.write32(layout.SOFT_RESET_0, 1 << layout.SOFT_RESET_BIT["trisc1"])      # trisc1 could still post
     assert tile.run(100_000) < 1000

@@ -1,16 +1,11 @@
 """The emulated tile: launch sequence (noc-and-launch.md 3.2) done by hand, NoC transfers, MMIO routing, scheduler.
 
-C programs in tests/tile_progs/ are compiled with the stock RISC-V GCC (skipped cleanly when none is installed); the
+C programs in tests/programs/tile/ are compiled with the stock RISC-V GCC (skipped cleanly when none is installed); the
 NIU rules are also checked directly by programming the NIU from the host, which needs no compiler.
 """
 from __future__ import annotations
 
-import hashlib
-import shutil
-import subprocess
-import tempfile
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -23,15 +18,11 @@ from tt_backend.runtime.emu.dram import Dram
 from tt_backend.runtime.emu.rv32 import Stall
 from tt_backend.runtime.emu.tile import Tile
 
-PROGS = Path(__file__).with_name("tile_progs")
-CC = shutil.which("riscv64-unknown-elf-gcc")
-needs_cc = pytest.mark.skipif(CC is None, reason="needs riscv64-unknown-elf-gcc (apt-get install "
-                                                 "gcc-riscv64-unknown-elf)")
-FLAG = 0x30000
+from tests.support.tile import FLAG, build, launch, load_elf
 
 
 class StandInTensix:
-    """Used only while tt_backend.runtime.emu.tensix cannot be imported: SEMINIT/SEMPOST/NOP, executed at push time."""
+    """A minimal Tensix for a tile in a chosen state (see Busy below): SEMINIT/SEMPOST/NOP, executed at push time."""
 
     def __init__(self, l1):
         self.sem = [0] * 8
@@ -83,67 +74,7 @@ class StandInTensix:
         pass
 
 
-def make_tile() -> Tile:
-    try:
-        return Tile()
-    except ImportError:
-        return Tile(tensix_factory=StandInTensix)
-
-
-# ---------------------------------------------------------------------------------------------- building programs
-
-_BUILD = Path(tempfile.gettempdir()) / "tt_tile_test_build"
-
-
-def build(src: str, core: str, **defines: int) -> Path:
-    """Compile tile_progs/<src> for `core` (linked at its IMAGE_SLOT); cached by content + flags."""
-    flags = ["-march=rv32im", "-mabi=ilp32", "-nostdlib", "-ffreestanding", "-O2", "-mno-relax", "-fno-pic",
-             f"-DSTACK_TOP=0x{layout.STACK_TOP[core]:X}", f"-Wl,--defsym=IMAGE_BASE=0x{layout.IMAGE_SLOT[core]:X}",
-             "-T", str(PROGS / "link.ld"), "-I", str(PROGS)] + [f"-D{k}={v}" for k, v in defines.items()]
-    inputs = [PROGS / "crt0.S", PROGS / src]
-    key = hashlib.sha256(repr(flags).encode() + b"".join(p.read_bytes() for p in
-                                                         inputs + [PROGS / "tile_test.h", PROGS / "link.ld"]))
-    out = _BUILD / f"{Path(src).stem}-{core}-{key.hexdigest()[:12]}.elf"
-    if not out.exists():
-        _BUILD.mkdir(exist_ok=True)
-        tmp = out.with_suffix(".tmp")
-        subprocess.run([CC, *flags, *map(str, inputs), "-o", str(tmp), "-lgcc"], check=True)
-        tmp.replace(out)
-    return out
-
-
-def load_elf(tile: Tile, path: Path) -> int:
-    """Write every PT_LOAD segment at p_paddr (zero-filled to p_memsz); returns the entry point."""
-    from elftools.elf.elffile import ELFFile
-    with open(path, "rb") as f:
-        elf = ELFFile(f)
-        for seg in elf.iter_segments():
-            if seg["p_type"] == "PT_LOAD" and seg["p_memsz"]:
-                data = seg.data() + bytes(seg["p_memsz"] - seg["p_filesz"])
-                tile.write_l1(seg["p_paddr"], data)
-        return elf.header["e_entry"]
-
-
-def launch(tile: Tile, images: dict[str, Path], release: bool = True) -> None:
-    """noc-and-launch.md 3.2, by hand: hold, load, trampoline, reset PCs + overrides, clear flags, release."""
-    tile.write32(layout.SOFT_RESET_0, layout.ALL_CORES_RESET)
-    entries = {core: load_elf(tile, path) for core, path in images.items()}
-    if "brisc" in entries:
-        tile.write32(0, jal_x0(entries["brisc"]))
-    for i in range(3):
-        if f"trisc{i}" in entries:
-            tile.write32(layout.TRISC_RESET_PC[i], entries[f"trisc{i}"])
-    tile.write32(layout.TRISC_RESET_PC_OVERRIDE, 7)
-    if "ncrisc" in entries:
-        tile.write32(layout.NCRISC_RESET_PC, entries["ncrisc"])
-        tile.write32(layout.NCRISC_RESET_PC_OVERRIDE, 1)
-    tile.write_l1(FLAG, bytes(64))
-    if release:
-        held = layout.ALL_CORES_RESET
-        for core in images:
-            held &= ~(1 << layout.SOFT_RESET_BIT[core])
-        tile.write32(layout.SOFT_RESET_0, held)
-
+# ---------------------------------------------------------------------------------------------- helpers
 
 def word(tile: Tile, addr: int) -> int:
     return tile.read32(addr)
@@ -151,9 +82,8 @@ def word(tile: Tile, addr: int) -> int:
 
 # ---------------------------------------------------------------------------------------------- (a)..(f)
 
-@needs_cc
-def test_five_cores_write_distinct_words_and_park():
-    tile = make_tile()
+@pytest.mark.needs_program_cc
+def test_five_cores_write_distinct_words_and_park(tile):
     launch(tile, {c: build("store_word.c", c, CORE_ID=i) for i, c in enumerate(layout.CORES)})
     tile.run(100_000)
     for i, _ in enumerate(layout.CORES):
@@ -163,9 +93,8 @@ def test_five_cores_write_distinct_words_and_park():
     assert all(tile.instructions[c] > 0 for c in layout.CORES)
 
 
-@needs_cc
-def test_reader_writer_dram_roundtrip_over_both_nocs():
-    tile = make_tile()
+@pytest.mark.needs_program_cc
+def test_reader_writer_dram_roundtrip_over_both_nocs(tile):
     data = np.random.default_rng(1).integers(0, 256, 4096, dtype=np.uint8)
     tile.dram.write(0, data)
     launch(tile, {"brisc": build("reader.c", "brisc"), "ncrisc": build("writer.c", "ncrisc")})
@@ -180,9 +109,8 @@ def test_reader_writer_dram_roundtrip_over_both_nocs():
     assert n1["counters"]["NONPOSTED_WR_REQ_SENT"] == 1
 
 
-@needs_cc
-def test_misaligned_dram_read_is_an_error_with_reason():
-    tile = make_tile()
+@pytest.mark.needs_program_cc
+def test_misaligned_dram_read_is_an_error_with_reason(tile):
     launch(tile, {"brisc": build("misaligned.c", "brisc")})
     with pytest.raises(EmuError, match=r"alignment of src_addr=0x20 .*mod 64.*\[brisc pc=0x"):
         tile.run(10_000)
@@ -192,9 +120,8 @@ def test_misaligned_dram_read_is_an_error_with_reason():
     assert word(tile, FLAG) == 1
 
 
-@needs_cc
-def test_trisc0_pushes_semaphore_instructions_and_reads_back():
-    tile = make_tile()
+@pytest.mark.needs_program_cc
+def test_trisc0_pushes_semaphore_instructions_and_reads_back(tile):
     seminit = isa.encode("SEMINIT", sem_sel=1 << 2, init_value=3, max_value=15)
     sempost = isa.encode("SEMPOST", sem_sel=1 << 2)
     nop = isa.encode("NOP")
@@ -205,11 +132,11 @@ def test_trisc0_pushes_semaphore_instructions_and_reads_back():
     assert tile.tensix_pushes[0] == 3 and tile.tensix.instructions[0] == 3
 
 
-@needs_cc
+@pytest.mark.needs_program_cc
 def test_blocked_tensix_thread_is_reported_then_released_by_another_trisc():
-    if not hasattr(make_tile().tensix, "threads"):
+    if not hasattr(Tile().tensix, "threads"):
         pytest.skip("needs tt_backend.runtime.emu.tensix (SEMWAIT)")
-    tile = make_tile()
+    tile = Tile()
     seminit = isa.encode("SEMINIT", sem_sel=1 << 2, init_value=0, max_value=15)
     semwait = isa.encode("SEMWAIT", sem_sel=1 << 2, wait_sem_cond=1, stall_res=0x1FF)   # wait while value == 0
     nop = isa.encode("NOP")
@@ -228,9 +155,8 @@ def test_blocked_tensix_thread_is_reported_then_released_by_another_trisc():
     assert word(tile, FLAG) == 1
 
 
-@needs_cc
-def test_relaunch_without_reload_restarts_at_reset_pc():
-    tile = make_tile()
+@pytest.mark.needs_program_cc
+def test_relaunch_without_reload_restarts_at_reset_pc(tile):
     launch(tile, {"ncrisc": build("counter.c", "ncrisc")})
     tile.run(10_000)
     assert word(tile, FLAG) == 1
@@ -246,9 +172,8 @@ def test_relaunch_without_reload_restarts_at_reset_pc():
     assert "parked" in tile.state()["ncrisc"]
 
 
-@needs_cc
-def test_spinning_core_returns_at_budget_and_shows_pc():
-    tile = make_tile()
+@pytest.mark.needs_program_cc
+def test_spinning_core_returns_at_budget_and_shows_pc(tile):
     launch(tile, {"brisc": build("spin.c", "brisc")})
     ran = tile.run(50_000)
     assert 50_000 <= ran < 50_000 + 100
@@ -264,9 +189,8 @@ def test_spinning_core_returns_at_budget_and_shows_pc():
     assert tile.clock > 0 and tile.read32(layout.WALL_CLOCK_LO) == tile.clock
 
 
-@needs_cc
-def test_emulated_instructions_per_second(capsys):
-    tile = make_tile()
+@pytest.mark.needs_program_cc
+def test_emulated_instructions_per_second(tile, capsys):
     launch(tile, {"brisc": build("loop.c", "brisc", ITERS=200_000)})
     t0 = time.perf_counter()
     ran = tile.run(50_000_000)
@@ -283,9 +207,8 @@ def test_emulated_instructions_per_second(capsys):
         print(f"\n[tile] {ran} RISC-V instructions in {dt:.2f} s = {ran / dt / 1e6:.2f} M instr/s through the tile")
 
 
-@needs_cc
-def test_noc_request_rate_and_monotonic_counters(capsys):
-    tile = make_tile()
+@pytest.mark.needs_program_cc
+def test_noc_request_rate_and_monotonic_counters(tile, capsys):
     image = build("noc_loop.c", "brisc", COUNT=500, CHUNK=4096)
     for launch_no in (1, 2):                       # counters keep counting across launches
         launch(tile, {"brisc": image})
@@ -299,9 +222,9 @@ def test_noc_request_rate_and_monotonic_counters(capsys):
         print(f"\n[tile] NoC0 4 KiB reads: {500 / dt:.0f} requests/s ({500 * 4096 / dt / 2**20:.0f} MiB/s)")
 
 
-@needs_cc
+@pytest.mark.needs_program_cc
 def test_device_protocol_runs_a_launch():
-    dev = EmuDevice(make_tile())
+    dev = EmuDevice(Tile())
     launch(dev.tile, {"brisc": build("counter.c", "brisc")})
     dev.advance(10_000)
     assert dev.read32(FLAG) == 1
@@ -322,7 +245,7 @@ def test_dram_is_sparse_and_bounded():
 
 
 def test_device_dram_and_l1_host_access():
-    dev = EmuDevice(make_tile())
+    dev = EmuDevice(Tile())
     assert dev.name == "emu"
     dev.write_dram(0x1234, b"hello")
     assert dev.read_dram(0x1234, 5) == b"hello"
@@ -345,8 +268,7 @@ ME = 1 | (2 << 6)
 DRAM = 18 | (12 << 6)
 
 
-def test_niu_identity_registers():
-    tile = make_tile()
+def test_niu_identity_registers(tile):
     assert tile.read32(0xFFB20044) == 0x10611081 and tile.read32(0xFFB30044) == 0x0061124F
     assert tile.read32(0xFFB20148) == tile.read32(0xFFB31948) == 0x081
     assert tile.read32(0xFFB20108) == 0x301 and tile.read32(0xFFB20110) == 0x3
@@ -354,8 +276,7 @@ def test_niu_identity_registers():
         tile.read32(0xFFB20210)                                 # CMD_ACCEPTED: not modelled (fatal in ttsim)
 
 
-def test_niu_transfers_and_counters():
-    tile = make_tile()
+def test_niu_transfers_and_counters(tile):
     tile.dram.write(0x40, bytes(range(64)))
     niu_request(tile, 0, 0x10, 0x40, 17 | (20 << 6), 0x1040, ME, 64)      # any translated DRAM xy: same bank
     assert tile.read_l1(0x1040, 64) == bytes(range(64))
@@ -393,18 +314,17 @@ def test_niu_transfers_and_counters():
 ])
 def test_niu_rules(args, reason):
     with pytest.raises(EmuError, match=reason):
-        niu_request(make_tile(), *args)
+        niu_request(Tile(), *args)
 
 
 def test_niu_other_tile_and_multicast_are_unimplemented():
     with pytest.raises(EmuUnimplemented, match="only tile"):
-        niu_request(make_tile(), 0, 0x10, 0x0, 2 | (2 << 6), 0x1000, ME, 64)
+        niu_request(Tile(), 0, 0x10, 0x0, 2 | (2 << 6), 0x1000, ME, 64)
     with pytest.raises(EmuUnimplemented, match="multicast"):
-        niu_request(make_tile(), 0, 0x132, 0x1000, ME, 0x1000, 0x0C1104, 64)
+        niu_request(Tile(), 0, 0x132, 0x1000, ME, 0x1000, 0x0C1104, 64)
 
 
-def test_soft_reset_and_reset_pc_registers():
-    tile = make_tile()
+def test_soft_reset_and_reset_pc_registers(tile):
     assert tile.read32(layout.SOFT_RESET_0) == layout.ALL_CORES_RESET
     with pytest.raises(EmuError, match="SOFT_RESET_0=0x47fff"):
         tile.write32(layout.SOFT_RESET_0, 0x47FFF)
@@ -419,8 +339,7 @@ def test_soft_reset_and_reset_pc_registers():
     assert tile.reset_pc("trisc1") == 0xD000 and tile.reset_pc("brisc") == 0
 
 
-def test_core_mmio_rules():
-    tile = make_tile()
+def test_core_mmio_rules(tile):
     with pytest.raises(EmuError, match="brisc: 8-bit MMIO read at 0xFFB121B0"):
         tile.mmio_load("brisc", layout.SOFT_RESET_0, 1)
     with pytest.raises(EmuError, match="trisc0: 4-byte read at 0xFFB40000: address not mapped"):
@@ -456,9 +375,8 @@ def test_ttsync_stalls_while_thread_busy():
     assert tile.mmio_load("trisc2", layout.TENSIX_SYNC, 4) == 0
 
 
-@needs_cc
-def test_brisc_releases_ncrisc_then_resets_itself():
-    tile = make_tile()
+@pytest.mark.needs_program_cc
+def test_brisc_releases_ncrisc_then_resets_itself(tile):
     launch(tile, {"ncrisc": build("counter.c", "ncrisc")}, release=False)
     launch_brisc = build("self_reset.c", "brisc", NC_ENTRY=layout.IMAGE_SLOT["ncrisc"])
     tile.write32(0, jal_x0(load_elf(tile, launch_brisc)))
@@ -470,19 +388,17 @@ def test_brisc_releases_ncrisc_then_resets_itself():
     assert tile.read32(layout.SOFT_RESET_0) == 0x7800
 
 
-def test_local_ram_bounds_and_privacy():
-    tile = make_tile()
+def test_local_ram_bounds_and_privacy(tile):
     with pytest.raises(EmuError, match="beyond its 4 KiB local RAM"):
         tile.mmio_store("trisc0", 0xFFB01FFC, 4, 0)
     with pytest.raises(EmuError, match="private"):
         tile.read32(0xFFB00000)
 
 
-@needs_cc
-def test_spinning_core_is_detected_and_keeps_time_with_the_worker():
+@pytest.mark.needs_program_cc
+def test_spinning_core_is_detected_and_keeps_time_with_the_worker(tile):
     """A core polling a word nobody has written stops after an iteration or two per round (rv32 spin detection)
     instead of burning its quantum, yet its time keeps up with the core doing the work, and it sees the write."""
-    tile = make_tile()
     launch(tile, {"brisc": build("wait_flag.c", "brisc", WORK=0), "ncrisc": build("wait_flag.c", "ncrisc",
                                                                                    WORK=20_000)})
     tile.run(10_000_000)
@@ -494,9 +410,8 @@ def test_spinning_core_is_detected_and_keeps_time_with_the_worker():
     assert stats["brisc"] >= stats["ncrisc"] - 2 * tile.quantum, stats      # waited as long as the worker worked
 
 
-@needs_cc
-def test_core_spinning_on_the_host_returns_early_without_a_deadlock():
-    tile = make_tile()
+@pytest.mark.needs_program_cc
+def test_core_spinning_on_the_host_returns_early_without_a_deadlock(tile):
     launch(tile, {"brisc": build("wait_flag.c", "brisc", WORK=0)})
     ran = tile.run(1_000_000)
     assert ran < 1000 and tile.state()["brisc"].startswith("waiting at pc=0x0000") and "spinning" in \

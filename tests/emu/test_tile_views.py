@@ -2,16 +2,13 @@
 (Dst.md "RISCV access to Dst"), the 16 B/T0/T1/T2 mailboxes (BabyRISCV/Mailboxes.md), and BRISC's view of the
 GPRs of all three threads (ScalarUnit.md "RISCV access to GPRs").
 
-C programs from tests/tile_progs (built with test_tile.build; skipped cleanly without a RISC-V GCC) exercise each
+C programs from tests/programs/tile (tests/support/tile.py; skipped cleanly without a RISC-V GCC) exercise each
 view; the rules are also checked directly through Tile.mmio_load/mmio_store. With TT_SIMULATOR set, the mailbox and
 GPR programs also run on ttsim and the L1 results are compared.
 """
 from __future__ import annotations
 
-import os
 import struct
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,10 +16,14 @@ import pytest
 from tt_backend.chip import isa, layout
 from tt_backend.chip.errors import EmuError, EmuUnimplemented
 from tt_backend.runtime.emu.dst import cpu_to_dst32
+from tt_backend.runtime.emu.device import EmuDevice
 from tt_backend.runtime.emu.rv32 import Stall
-from test_tile import build, launch, load_elf, make_tile, needs_cc
+from tt_backend.runtime.emu.tile import Tile
+from tt_backend.runtime.ttsim_device import TtsimDevice
 
-PROGS = Path(__file__).with_name("tile_progs")
+from tests.support import harness, programs
+from tests.support.tile import build, launch, load_elf
+
 ROLE = {"brisc": 0, "trisc0": 1, "trisc1": 2, "trisc2": 3}
 MB = 0xFFEC0000
 DST = 0xFFBD8000
@@ -55,10 +56,9 @@ def check_mailbox_results(res):
     assert res[10:13] == [0xA0, 0xA1, 0xA2] and res[8] == 0xA3
 
 
-@needs_cc
+@pytest.mark.needs_program_cc
 @pytest.mark.parametrize("query", [0, 1])
-def test_mailbox_exchange_and_ring(query):
-    tile = make_tile()
+def test_mailbox_exchange_and_ring(tile, query):
     launch(tile, mailbox_images(QUERY=query))
     tile.run(100_000)
     state = tile.state()
@@ -70,9 +70,8 @@ def test_mailbox_exchange_and_ring(query):
     assert not tile.mailboxes.state()
 
 
-@needs_cc
-def test_mailbox_depth_four_then_writer_stalls():
-    tile = make_tile()
+@pytest.mark.needs_program_cc
+def test_mailbox_depth_four_then_writer_stalls(tile):
     launch(tile, {"brisc": build("mailbox_depth.c", "brisc", ROLE=0, N0=6, N1=0)})
     tile.run(100_000)                                     # T0 held in reset: not a deadlock
     assert words(tile, RESULTS, 1) == [4]                 # four pushes accepted, the fifth waits
@@ -87,9 +86,8 @@ def test_mailbox_depth_four_then_writer_stalls():
     assert words(tile, RESULTS, 1) == [6] and "parked" in tile.state()["brisc"]
 
 
-@needs_cc
-def test_mailbox_aggregate_limit_over_a_writers_four_mailboxes():
-    tile = make_tile()
+@pytest.mark.needs_program_cc
+def test_mailbox_aggregate_limit_over_a_writers_four_mailboxes(tile):
     launch(tile, {"brisc": build("mailbox_depth.c", "brisc", ROLE=0, N0=3, N1=2)})
     tile.run(100_000)
     assert words(tile, RESULTS, 1) == [4]                 # 3 to T0 + 1 to T1: four in aggregate
@@ -106,9 +104,8 @@ def test_mailbox_aggregate_limit_over_a_writers_four_mailboxes():
     assert words(tile, RESULTS + 0x200, 2) == [0x200, 0x201]
 
 
-@needs_cc
-def test_blocked_mailbox_read_shows_in_state_then_completes():
-    tile = make_tile()
+@pytest.mark.needs_program_cc
+def test_blocked_mailbox_read_shows_in_state_then_completes(tile):
     launch(tile, {"trisc1": build("mailbox_wait.c", "trisc1", ROLE=2, FROM=0)})
     ran = tile.run(1_000_000)
     assert ran < 100
@@ -121,9 +118,8 @@ def test_blocked_mailbox_read_shows_in_state_then_completes():
     assert "parked" in tile.state()["trisc1"] and words(tile, RESULTS + 8, 1) == [42]
 
 
-@needs_cc
-def test_blocked_mailbox_read_is_named_in_the_deadlock_error():
-    tile = make_tile()
+@pytest.mark.needs_program_cc
+def test_blocked_mailbox_read_is_named_in_the_deadlock_error(tile):
     images = {c: build("store_word.c", c, CORE_ID=i) for i, c in enumerate(layout.CORES)}
     images["trisc0"] = build("mailbox_wait.c", "trisc0", ROLE=1, FROM=3)     # waits for T2 -> T0
     launch(tile, images)
@@ -133,9 +129,8 @@ def test_blocked_mailbox_read_is_named_in_the_deadlock_error():
     assert "mailbox read: T2 to T0" in tile.state()["trisc0"]
 
 
-@needs_cc
-def test_entering_reset_discards_the_mailboxes_a_core_writes():
-    tile = make_tile()
+@pytest.mark.needs_program_cc
+def test_entering_reset_discards_the_mailboxes_a_core_writes(tile):
     launch(tile, {"brisc": build("mailbox_depth.c", "brisc", ROLE=0, N0=2, N1=1)})
     tile.run(100_000)
     assert "parked" in tile.state()["brisc"] and tile.mailboxes.held_by("brisc") == 3
@@ -144,8 +139,7 @@ def test_entering_reset_discards_the_mailboxes_a_core_writes():
     assert tile.mailboxes.state() == {"T0 to T1": [7]}
 
 
-def test_mailbox_rules_without_a_compiler():
-    tile = make_tile()
+def test_mailbox_rules_without_a_compiler(tile):
     with pytest.raises(EmuError, match="ncrisc has no mailboxes"):
         tile.mmio_store("ncrisc", MB + 0x1000, 4, 1)
     with pytest.raises(EmuError, match="NoC .* cannot reach mailboxes"):
@@ -171,8 +165,7 @@ def test_mailbox_rules_without_a_compiler():
 
 # ---------------------------------------------------------------------------------------------- Dst
 
-def test_dst_view_formats_without_a_compiler():
-    tile = make_tile()
+def test_dst_view_formats_without_a_compiler(tile):
     if not hasattr(tile.tensix, "dst"):
         pytest.skip("needs tt_backend.runtime.emu.tensix")
     dst = tile.tensix.dst
@@ -230,7 +223,7 @@ def sfpu_words():
 
 
 def dst_view_run(core):
-    tile = make_tile()
+    tile = Tile()
     if not hasattr(tile.tensix, "dst"):
         pytest.skip("needs tt_backend.runtime.emu.tensix")
     x = np.random.default_rng(7).uniform(-100, 100, 64).astype(np.float32)
@@ -241,7 +234,7 @@ def dst_view_run(core):
     return tile, x, words(tile, 0x32000, 142)
 
 
-@needs_cc
+@pytest.mark.needs_program_cc
 @pytest.mark.parametrize("core", ["trisc0", "trisc1", "trisc2"])
 def test_dst_view_riscv_write_sfpu_roundtrip_and_formats(core):
     tile, x, out = dst_view_run(core)
@@ -258,15 +251,14 @@ def test_dst_view_riscv_write_sfpu_roundtrip_and_formats(core):
     assert tile.tensix.dst.rows32[4:8].reshape(-1).tolist() == y.tolist()
 
 
-@needs_cc
-def test_dst_view_reads_an_fpu_result():
-    tile = make_tile()
+@pytest.mark.needs_program_cc
+def test_dst_view_reads_an_fpu_result(tile):
     tx = getattr(tile, "tensix", None)
     if not hasattr(tx, "srca"):
         pytest.skip("needs tt_backend.runtime.emu.tensix with the FPU")
     a = [f32(v) for v in (1.0, 2.0, 3.5, -1.0, 0.25, 100.0, -7.5, 0.0) * 2]
     b = [f32(v) for v in (1.0, 0.5, 0.25, 4.0, 0.25, -100.0, 2.5, 3.0) * 2]
-    tile.write32(layout.TENSIX_CFG_BASE + 4, 0x60AA0000)      # ALU formats as tests/test_tensix.py _elw
+    tile.write32(layout.TENSIX_CFG_BASE + 4, 0x60AA0000)      # ALU formats as tests/emu/test_tensix.py _elw
     tx.srca[0, 0, :16] = a
     tx.srcb[0, 0, :16] = b
     tx.srca_valid[0] = tx.srcb_valid[0] = True
@@ -279,10 +271,9 @@ def test_dst_view_reads_an_fpu_result():
     assert out[:16] == want.tolist() and out[16:] == (want >> 16).tolist()
 
 
-def test_dst_view_riscv_writes_are_packed():
+def test_dst_view_riscv_writes_are_packed(tile):
     """TRISC2 fills a fp32 Dst tile through its window (fmt 0), then pushes the fp32 packer program of
-    tests/test_tensix.py fp32_programs (one tile, Dst slot 0): L1 receives the values as written."""
-    tile = make_tile()
+    tests/emu/test_tensix.py fp32_programs (one tile, Dst slot 0): L1 receives the values as written."""
     if not hasattr(tile.tensix, "dst"):
         pytest.skip("needs tt_backend.runtime.emu.tensix")
     out = 0x40000
@@ -304,8 +295,7 @@ def test_dst_view_riscv_writes_are_packed():
     assert np.array_equal(np.frombuffer(tile.read_l1(out, 4096), np.uint32), x)
 
 
-def test_dst_view_race_with_unfinished_fpu_write_is_an_error():
-    tile = make_tile()
+def test_dst_view_race_with_unfinished_fpu_write_is_an_error(tile):
     tx = tile.tensix
     if not hasattr(tx, "tm"):
         pytest.skip("needs the timed Tensix model")
@@ -329,9 +319,8 @@ def gpr_images(alias=256):
             for c in ("brisc", "trisc1", "trisc2")}
 
 
-@needs_cc
-def test_brisc_sees_the_gprs_of_all_three_threads():
-    tile = make_tile()
+@pytest.mark.needs_program_cc
+def test_brisc_sees_the_gprs_of_all_three_threads(tile):
     if not hasattr(tile.tensix, "threads"):
         pytest.skip("needs tt_backend.runtime.emu.tensix (SETDMAREG)")
     launch(tile, gpr_images())
@@ -341,8 +330,7 @@ def test_brisc_sees_the_gprs_of_all_three_threads():
     assert tile.tensix.gpr_read(2, 9) == 0x5A5A0009 and tile.tensix.gpr_read(1, 7) == 0x77
 
 
-def test_gpr_views_without_a_compiler():
-    tile = make_tile()
+def test_gpr_views_without_a_compiler(tile):
     tile.mmio_store("brisc", layout.REGFILE_BASE + 4 * (64 * 2 + 63), 4, 0xAB)   # GPRs[2][63]
     assert tile.mmio_load("trisc2", layout.REGFILE_BASE + 4 * 63, 4) == 0xAB
     assert tile.mmio_load("trisc2", layout.REGFILE_BASE + 0xF00 + 4 * 63, 4) == 0xAB   # aliases every 256 bytes
@@ -356,27 +344,17 @@ def test_gpr_views_without_a_compiler():
 
 # ---------------------------------------------------------------------------------------------- ttsim differential
 
-TTSIM = os.environ.get("TT_SIMULATOR", "")
-needs_ttsim = pytest.mark.skipif(not (TTSIM and os.path.isfile(TTSIM)),
-                                 reason="TT_SIMULATOR does not point at a libttsim.so")
-
-
-@needs_cc
-@needs_ttsim
-def test_mailbox_program_agrees_with_ttsim():
-    """The same ELFs (tests/ttsim_progs crt0: status words, launch protocol) on ttsim and on the emulator: B -> Ti,
+@pytest.mark.needs_program_cc
+def test_mailbox_program_agrees_with_ttsim(ttsim_lib):
+    """The same ELFs (tests/programs crt0: status words, launch protocol) on ttsim and on the emulator: B -> Ti,
     Ti -> B, then the ring B -> T0 -> T1 -> T2 -> B, with blocking pops on every core. ttsim has one slot per
     mailbox and no query reads, so the program keeps one value per mailbox and does not query (QUERY=0). ttsim does
     not implement the Dst window (UnimplementedFunctionality tensix_dst) nor BRISC's GPR view (trisc_pipe
     riscv_id=0), and calls a TRISC GPR alias at +0x100 UndefinedBehavior: those views have no differential test."""
-    sys.path.insert(0, str(Path(__file__).with_name("ttsim_progs")))
-    import harness
-    from tt_backend.runtime.emu.device import EmuDevice
-    from tt_backend.runtime.ttsim_device import TtsimDevice
-    elfs = {c: harness.compile_prog("mailbox", c, src=str(PROGS / "mailbox.c"), defines={"ROLE": r, "QUERY": 0})
+    elfs = {c: programs.compile_prog("tile/mailbox.c", c, defines={"ROLE": r, "QUERY": 0})
             for c, r in ROLE.items()}
     out = {}
-    for name, make in (("emu", EmuDevice), ("ttsim", lambda: TtsimDevice(TTSIM))):
+    for name, make in (("emu", EmuDevice), ("ttsim", lambda: TtsimDevice(ttsim_lib))):
         dev = make()
         dev.write_l1(RESULTS, bytes(64))
         harness.run_on(dev, elfs, max_clocks=1_000_000)

@@ -12,8 +12,6 @@ under TT_ERR_BUDGET by predicted error (tt_backend/fpu_reduce_eval.py: the emula
 The relative L2 error of a bf16 output is measured against the correctly rounded float64 result (the output's own
 rounding, 2^-9, is not the FPU's).
 """
-import os
-
 import numpy as np
 import pytest
 
@@ -29,10 +27,6 @@ from tt_backend.fpu_reduce_eval import fpu_sums
 from tt_backend.placement_eval import placer
 
 rng = np.random.default_rng(7)
-needs_cc = pytest.mark.skipif(
-    __import__("shutil").which("riscv64-unknown-elf-gcc") is None and not os.environ.get("SFPI_ROOT"),
-    reason="needs a RISC-V compiler (apt-get install gcc-riscv64-unknown-elf)")
-LIB = os.environ.get("TT_SIMULATOR", "")
 
 
 def bf16(x: np.ndarray) -> np.ndarray:
@@ -194,7 +188,7 @@ CASES = [(shape, axis, dt, BUDGETS[(i + j) % 3]) for i, (shape, axis) in enumera
          enumerate(("bf16", "fp32"))]
 
 
-@needs_cc
+@pytest.mark.needs_cc
 @pytest.mark.parametrize("shape,axis,dt,budget", CASES, ids=str)
 def test_pinned_fpu_sum_every_axis(tt_env, shape, axis, dt, budget):
     plans = tt_env(budget, "REDUCE=FPU")
@@ -216,7 +210,7 @@ def test_pinned_fpu_sum_every_axis(tt_env, shape, axis, dt, budget):
         assert p.fidelity == "HiFi3" and err <= 3 * pred + 1e-7, (err, pred)
 
 
-@needs_cc
+@pytest.mark.needs_cc
 @pytest.mark.parametrize("fn_name,shape,axis,dt,kind,budget", [
     ("bf16 float().sum(1)", (64, 200), 1, "bf16", "sum", 1e-4),
     ("fp32 sum(1)", (64, 320), 1, "fp32", "sum", 1e-2),
@@ -238,7 +232,7 @@ def test_unpinned_flip_meets_its_budget(tt_env, fn_name, shape, axis, dt, kind, 
     assert not plans and rel_l2(got0, ref) <= max(1e-6, err)
 
 
-@needs_cc
+@pytest.mark.needs_cc
 @pytest.mark.parametrize("shape,fid,side,cells", [((45, 100), "LoFi", "srcb", 32), ((64, 100), "HiFi2", "srca", 32),
                                                   ((45, 100), "HiFi3", "srcb", 32), ((12, 100), "HiFi2", "srca", 8),
                                                   ((3, 1500), "HiFi2", "srca", 4), ((2, 700), "HiFi2", "srca", 2),
@@ -257,7 +251,7 @@ def test_evaluator_reproduces_the_emulator_bit_for_bit(tt_env, shape, fid, side,
         np.testing.assert_array_equal(np.asarray(got, np.float32).reshape(-1).view(np.uint32), model)
 
 
-@needs_cc
+@pytest.mark.needs_cc
 def test_post_ops_run_on_the_sfpu_after_the_fpu_sum(tt_env):
     """mean (sum * 1/n), sqrt, a bf16 result: the post program runs on the 32 outputs' Dst row steps."""
     x = np.abs(rng.standard_normal((40, 96))).astype(np.float32)
@@ -270,7 +264,7 @@ def test_post_ops_run_on_the_sfpu_after_the_fpu_sum(tt_env):
         assert rel_l2(got, x.astype(np.float64).mean(0)) <= 1e-2
 
 
-@needs_cc
+@pytest.mark.needs_cc
 def test_report_shows_the_fpu(tt_env, tmp_path, monkeypatch):
     import json
     monkeypatch.setenv("TT_DUMP", str(tmp_path))
@@ -287,8 +281,8 @@ def test_report_shows_the_fpu(tt_env, tmp_path, monkeypatch):
     assert rep["placement"][0]["engine"] == "FPU"
 
 
-@needs_cc
-@pytest.mark.skipif(not (LIB and os.path.isfile(LIB)), reason="needs TT_SIMULATOR=/path/to/libttsim.so")
+@pytest.mark.needs_cc
+@pytest.mark.ttsim
 def test_ttsim_matches_emulator_bit_for_bit(tt_env):
     x = rng.standard_normal((40, 70)).astype(np.float32)
     for fid in ("LoFi", "HiFi2"):

@@ -257,7 +257,7 @@ def lower_first(t: Tensor) -> LoweredKernel:
 
 
 @pytest.mark.parametrize("fn,word", [
-    # (reductions and nonzero pads are lowered since: tests/test_reduce.py)
+    # (reductions and nonzero pads are lowered since: tests/e2e/test_reduce.py)
     (lambda: Tensor.empty(10, dtype=dtypes.int32, device=DEV) // 3, "FLOORDIV"),
     (lambda: Tensor.empty(10, dtype=dtypes.half, device=DEV) + 1, "half"),
     (lambda: Tensor.empty(10, dtype=dtypes.int32, device=DEV) ^ 3, "XOR"),

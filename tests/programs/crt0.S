@@ -1,6 +1,8 @@
-/* Minimal start-up for the ttsim/emu test programs (any core; symbols come from the linker command line:
-   __stack_top, __status = this core's status block, see harness.py).
-   sp -> local RAM, zero .bss, a0 = main(), status.error = a0, status.done = generation, park. */
+/* Start-up of every bare-metal test program (tests/support/programs.py links it first; symbols come from the linker
+   command line: __stack_top = the core's local RAM top, __status = this core's status block, see chip/layout.py).
+   sp -> local RAM, zero .bss, a0 = main(), status.error = a0, status.done = generation, park.
+   The launch protocol (tests/support/harness.py) reads the two status words; the rv32 tests read main's result from
+   the error word; programs launched by hand (tests/emu/test_tile.py) keep their results in L1 words of their own. */
     .section .init, "ax"
     .globl _start
 _start:

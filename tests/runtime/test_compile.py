@@ -2,7 +2,6 @@
 rendered from hand-made KernelPlans, compiled for real and run on the emulator against numpy."""
 from __future__ import annotations
 
-import os
 import shutil
 
 import numpy as np
@@ -14,36 +13,6 @@ from tt_backend.runtime import compile as C
 from tt_backend.runtime import driver
 from tt_backend.chip import isa, layout
 from tt_backend.chip.errors import CompilerNotFound, DeviceTimeout, KernelTooLarge, TTError
-
-needs_cc = pytest.mark.skipif(shutil.which("riscv64-unknown-elf-gcc") is None and C._find_sfpi() is None,
-                              reason="needs a RISC-V compiler (apt-get install gcc-riscv64-unknown-elf)")
-
-try:
-    from tt_backend.runtime.emu.device import EmuDevice
-except ImportError:          # the emulator is developed in parallel
-    EmuDevice = None
-TTSIM_LIB = os.environ.get("TT_SIMULATOR", "")
-
-
-@pytest.fixture(params=["emu", "ttsim"])
-def new_device(request):
-    """Factory of fresh devices: the emulator, and Tenstorrent's ttsim when TT_SIMULATOR points at libttsim.so."""
-    made = []
-    if request.param == "emu":
-        if EmuDevice is None:
-            pytest.skip("runtime/emu/device.py (EmuDevice) not available")
-        factory = EmuDevice
-    else:
-        if not os.path.isfile(TTSIM_LIB):
-            pytest.skip("TT_SIMULATOR does not point at a libttsim.so")
-        from tt_backend.runtime.ttsim_device import TtsimDevice
-
-        def factory():
-            made.append(TtsimDevice(TTSIM_LIB))
-            return made[-1]
-    yield factory
-    for d in made:
-        d.close()
 
 
 @pytest.fixture(autouse=True)
@@ -113,14 +82,15 @@ def test_compiler_not_found_says_what_to_install(monkeypatch):
     assert "gcc-riscv64-unknown-elf" in str(e.value) and "pip install ziglang" in str(e.value)
 
 
-@needs_cc
+@pytest.mark.skipif(shutil.which("riscv64-unknown-elf-gcc") is None and C._find_sfpi() is None,
+                    reason="needs riscv64-unknown-elf-gcc or SFPI (the compilers preferred over clang)")
 def test_find_compiler_prefers_gcc_over_clang():
     c = C.find_compiler()
     assert c.kind in ("sfpi", "gcc") and c.version
 
 
 # --- compile, size gate, cache ---------------------------------------------------------------------------------------
-@needs_cc
+@pytest.mark.needs_cc
 @pytest.mark.parametrize("kw", [dict(), dict(gather=False, out_dtype="float32"), dict(b_dtype="bfloat16")])
 def test_all_five_compile_and_fit_their_slots(kw):
     elfs = compile_plan(plan_add(**kw))
@@ -135,7 +105,7 @@ def test_all_five_compile_and_fit_their_slots(kw):
             assert lo <= seg.paddr and seg.paddr + len(seg.data) <= lo + layout.IMAGE_SLOT_SIZE
 
 
-@needs_cc
+@pytest.mark.needs_cc
 def test_tensix_words_of_the_reference_sequence_are_in_the_elfs():
     elfs = compile_plan(plan_add(out_dtype="float32", b_dtype="bfloat16"))
     words = {core: {w for _, w in C._ttinsn_words(elfs[core])} for core in ("trisc0", "trisc1", "trisc2")}
@@ -150,7 +120,7 @@ def test_tensix_words_of_the_reference_sequence_are_in_the_elfs():
     assert "UNPACR" in text and "SEMINIT" in text
 
 
-@needs_cc
+@pytest.mark.needs_cc
 def test_cache_hit_on_unchanged_kernel():
     plan = plan_add()
     before = dict(C.STATS)
@@ -166,7 +136,7 @@ def test_cache_hit_on_unchanged_kernel():
     assert C.STATS["compiled"] - mid["compiled"] == 5
 
 
-@needs_cc
+@pytest.mark.needs_cc
 def test_size_gate_refuses_an_oversized_image():
     sources, headers = split(render(plan_add()))
     sources = {"ncrisc": sources["ncrisc"].replace(
@@ -178,7 +148,7 @@ def test_size_gate_refuses_an_oversized_image():
     assert "ncrisc" in msg and "bss 2000" in msg and str(layout.IMAGE_SLOT_SIZE) in msg and "text" in msg
 
 
-@needs_cc
+@pytest.mark.needs_cc
 def test_compile_error_names_the_core():
     sources, headers = split(render(plan_add()))
     with pytest.raises(TTError, match="trisc1"):
@@ -237,7 +207,7 @@ def run_plan(dev, plan, data: dict[int, np.ndarray], out_init=None):
 rng = np.random.default_rng(1)
 
 
-@needs_cc
+@pytest.mark.needs_cc
 @pytest.mark.parametrize("gather,out_dtype,b_dtype", [(False, "float32", "float32"), (True, "float32", "float32"),
                                                       (True, "bfloat16", "float32"), (False, "float32", "bfloat16"),
                                                       (True, "bfloat16", "bfloat16")])
@@ -256,7 +226,7 @@ def test_add_end_to_end(new_device, gather, out_dtype, b_dtype):
     np.testing.assert_array_equal(got, ref)
 
 
-@needs_cc
+@pytest.mark.needs_cc
 def test_window_reloads_and_scattered_output(new_device):
     """A transposed read of a buffer larger than the staging window (reloads) and a transposed (scattered) write."""
     R0, R1 = 48, 300                            # 14400 elements, 57600-byte buffers > STAGING_BYTES
@@ -272,7 +242,7 @@ def test_window_reloads_and_scattered_output(new_device):
     np.testing.assert_array_equal(got, ref)
 
 
-@needs_cc
+@pytest.mark.needs_cc
 def test_padded_gather_reads_zero_outside_valid(new_device):
     """out[r0, r1] = 2 * (r1 < 32 ? x[r0, r1] : 0) + 1 over (10, 40): a pad, and an SFPU setup block."""
     plan = make_plan("pad", (10, 40), [("float32", 400), ("float32", 320)],
@@ -285,7 +255,7 @@ def test_padded_gather_reads_zero_outside_valid(new_device):
     np.testing.assert_array_equal(got, (padded * 2 + 1).reshape(-1))
 
 
-@needs_cc
+@pytest.mark.needs_cc
 @pytest.mark.parametrize("in_dtype,in_contig,out_dtype,out_contig", [
     ("bool", True, "bool", True), ("bool", False, "int32", True), ("int32", True, "bool", False),
     ("int32", False, "int32", False)])
@@ -314,7 +284,7 @@ def test_integer_and_bool_streams(new_device, in_dtype, in_contig, out_dtype, ou
     np.testing.assert_array_equal(got.astype(np.int64), v)
 
 
-@needs_cc
+@pytest.mark.needs_cc
 def test_relaunch_on_the_same_device_and_single_element(new_device):
     """Stale L1 state (CB counters, ready words, semaphores, NIU counters) from a previous launch must not leak."""
     dev = new_device()
@@ -330,7 +300,7 @@ def test_relaunch_on_the_same_device_and_single_element(new_device):
     assert got.tolist() == [7.0]
 
 
-@needs_cc
+@pytest.mark.needs_cc
 def test_timeout_sets_stop_and_reports_every_core(new_device):
     """Only the writer is launched: it waits for a tile nobody produces, retires on the stop flag, and the
     DeviceTimeout names its status and the emulator's core states."""

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.support import REPO_ROOT
+
 SHOW_DEFAULT = "from tinygrad import Device; print(Device.DEFAULT)"
 
 
@@ -85,13 +86,14 @@ def test_bundle_roundtrip():
 def test_source_checkout_device_selection():
     code = "import tt_backend\n" + SHOW_DEFAULT + "\nprint(Device.get_class('TT').__module__)"
     for var in ("DEVICE", "DEV"):
-        r = run_py(sys.executable, code, {var: "TT"}, pythonpath=ROOT)
+        r = run_py(sys.executable, code, {var: "TT"}, pythonpath=REPO_ROOT)
         assert r.returncode == 0, r.stderr
         assert r.stdout.split() == ["TT", "tt_backend.ops_tt"]
 
 
 def test_conflicting_device_vars_raise_on_import():
-    r = run_py(sys.executable, "import tt_backend\nimport tinygrad", {"DEVICE": "TT", "DEV": "CPU"}, pythonpath=ROOT)
+    r = run_py(sys.executable, "import tt_backend\nimport tinygrad", {"DEVICE": "TT", "DEV": "CPU"},
+               pythonpath=REPO_ROOT)
     assert r.returncode != 0 and "TTError" in r.stderr and "disagree" in r.stderr
 
 
@@ -103,7 +105,7 @@ def test_spawned_worker_gets_the_hook():
     code = ("import pickle, sys\nr = pickle.loads(sys.stdin.buffer.read())\nimport tinygrad.codegen as c\n"
             "print(type(r).__name__, getattr(c.do_to_program, '__tt_hook__', False))")
     env = {k: v for k, v in os.environ.items() if k not in ("DEV", "DEVICE")}
-    env["PYTHONPATH"] = str(ROOT)
+    env["PYTHONPATH"] = str(REPO_ROOT)
     r = subprocess.run([sys.executable, "-c", code], input=blob, env=env, capture_output=True, timeout=120, cwd="/")
     assert r.returncode == 0, r.stderr.decode()
     assert r.stdout.decode().split() == ["TTRenderer", "True"]
@@ -117,7 +119,7 @@ def test_hook_leaves_other_renderers_alone():
 
 def test_unavailable_backends_are_clear_errors():
     code = "from tinygrad import Device\nDevice['TT']"
-    r = run_py(sys.executable, "import tt_backend\n" + code, {"DEV": "TT", "TT_BACKEND": "hw"}, pythonpath=ROOT)
+    r = run_py(sys.executable, "import tt_backend\n" + code, {"DEV": "TT", "TT_BACKEND": "hw"}, pythonpath=REPO_ROOT)
     # no tt-umd here (or no card): the error says what to install / what is missing
     assert r.returncode != 0 and "TTError" in r.stderr
     assert "pip install tt-umd" in r.stderr or "no Blackhole card found" in r.stderr
@@ -145,8 +147,8 @@ def _fresh_venv(tmp: Path) -> Path:
 
 def _project_copy(tmp: Path) -> Path:
     src = tmp / "src"
-    shutil.copytree(ROOT, src, ignore=shutil.ignore_patterns(".git", "build", "*.egg-info", "__pycache__", "tt_dump",
-                                                             ".pytest_cache", "tests"))
+    shutil.copytree(REPO_ROOT, src, ignore=shutil.ignore_patterns(".git", "build", "*.egg-info", "__pycache__",
+                                                                  "tt_dump", ".pytest_cache", "tests"))
     return src
 
 
@@ -186,23 +188,14 @@ def test_pip_install_registers_device(tmp_path, editable):
 
 # ------------------------------------------------------------------------------ the device itself (needs a compiler)
 
-def _have_riscv_compiler() -> bool:
-    try:
-        from tt_backend.runtime.compile import find_compiler
-        find_compiler()
-        return True
-    except Exception:
-        return False
-
-
-@pytest.mark.skipif(not _have_riscv_compiler(), reason="needs a RISC-V compiler")
+@pytest.mark.needs_cc
 def test_device_debug_output_dump_and_errors(tmp_path):
     code = ("import tt_backend, numpy as np\nfrom tinygrad import Tensor\n"
             "x = np.linspace(-2, 2, 300, dtype=np.float32).reshape(3, 100)\n"
             "y = ((Tensor(x) * 3 + 1).maximum(0.5)).numpy()\n"
             "assert np.array_equal(y, np.maximum((x.astype(np.float64) * 3 + 1).astype(np.float32), np.float32(0.5))), 'wrong result (x*3+1 is one fused multiply-add)'\n"
             "try:\n  (Tensor(x).int() // 3).numpy()\nexcept Exception as e:\n  print('RAISED', type(e).__name__, e)\n")
-    r = run_py(sys.executable, code, {"DEV": "TT", "DEBUG": "4", "TT_DUMP": str(tmp_path)}, pythonpath=ROOT)
+    r = run_py(sys.executable, code, {"DEV": "TT", "DEBUG": "4", "TT_DUMP": str(tmp_path)}, pythonpath=REPO_ROOT)
     assert r.returncode == 0, r.stderr[-3000:]
     assert "// ===== brisc =====" in r.stdout                      # DEBUG=4: the rendered C
     assert any("*** TT" in l and "E_3_100" in l and " tm " in l for l in r.stdout.splitlines())  # DEBUG=2: timing
@@ -218,15 +211,15 @@ def test_device_debug_output_dump_and_errors(tmp_path):
 
 def test_cli_info():
     r = subprocess.run([sys.executable, "-m", "tt_backend", "info"], capture_output=True, text=True, timeout=120,
-                       env={**os.environ, "PYTHONPATH": str(ROOT)}, cwd="/")
+                       env={**os.environ, "PYTHONPATH": str(REPO_ROOT)}, cwd="/")
     assert r.returncode == 0, r.stderr
     assert "tinygrad" in r.stdout and "0.14.0" in r.stdout and "RISC-V compiler" in r.stdout
 
 
-@pytest.mark.skipif(not _have_riscv_compiler(), reason="needs a RISC-V compiler")
+@pytest.mark.needs_cc
 def test_cli_demo(tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in ("DEV", "DEVICE")}
-    env.update(PYTHONPATH=str(ROOT), DEVICE="TT", TT_DUMP=str(tmp_path))
+    env.update(PYTHONPATH=str(REPO_ROOT), DEVICE="TT", TT_DUMP=str(tmp_path))
     r = subprocess.run([sys.executable, "-m", "tt_backend", "demo"], capture_output=True, text=True, timeout=900,
                        env=env, cwd="/")
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]

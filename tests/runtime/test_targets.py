@@ -1,4 +1,4 @@
-"""Targets by name (runtime/targets.py), the hw device on a fake tt_umd (tests/ttsim_progs/fake_tt_umd.py: an emulated
+"""Targets by name (runtime/targets.py), the hw device on a fake tt_umd (tests/support/fake_tt_umd.py: an emulated
 tile behind tt-umd's method names), the target plumbing into the lowering (macro-free schedules for ttsim), the dump
 report line and `python -m tt_backend info`."""
 from __future__ import annotations
@@ -12,17 +12,12 @@ import sys
 import numpy as np
 import pytest
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "ttsim_progs"))
+from tt_backend.lowering.plan import TARGETS, Buffer, KernelPlan, SfpuProgram, Stream, allocate_l1, for_target
+from tt_backend.runtime import driver, targets
+from tt_backend.chip import isa, layout
+from tt_backend.chip.errors import DeviceTimeout, TTError, UnsupportedOp
 
-import fake_tt_umd  # noqa: E402
-import harness  # noqa: E402
-from tt_backend.lowering.plan import TARGETS, Buffer, KernelPlan, SfpuProgram, Stream, allocate_l1, for_target  # noqa: E402
-from tt_backend.runtime import driver, targets  # noqa: E402
-from tt_backend.chip import isa, layout  # noqa: E402
-from tt_backend.chip.errors import DeviceTimeout, TTError, UnsupportedOp  # noqa: E402
-
-needs_cc = pytest.mark.skipif(not harness.have_compiler(), reason=f"{harness.CC} not installed")
-LIB = os.environ.get("TT_SIMULATOR", "")
+from tests.support import REPO_ROOT, fake_tt_umd, harness, programs
 DRAM_XY = layout.DRAM_XY[0] | layout.DRAM_XY[1] << 6
 
 
@@ -84,7 +79,7 @@ def test_probe_hw_with_fake_umd(fake_umd):
     assert not st.available and "no Blackhole card" in st.detail
 
 
-@pytest.mark.skipif(not (LIB and os.path.isfile(LIB)), reason="TT_SIMULATOR does not point at a libttsim.so")
+@pytest.mark.ttsim
 def test_probe_and_make_ttsim():
     assert targets.probe("ttsim").available
     with targets.make_device("ttsim") as d:
@@ -129,20 +124,21 @@ def test_second_process_is_refused_by_the_lock(fake_umd):
     fake_umd().close()                                    # free again once closed
 
 
-@needs_cc
+@pytest.mark.needs_program_cc
 def test_hw_runs_kernels_through_the_driver(fake_umd):
     d = fake_umd()
     d.write_l1(0x20000, bytes(16))
-    res = driver.launch(d, {"brisc": harness.compile_prog("store_word")}, [0x20000, 41], timeout_s=30)
+    res = driver.launch(d, {"brisc": programs.compile_prog("device/store_word.c")}, [0x20000, 41], timeout_s=30)
     assert res.cores["brisc"].error == 0
     assert d.read_l1(0x20000, 16) == struct.pack("<IIBxxxHxx", 0xC0FFEE42, 124, 0xA5, 0xBEEF)
     data = bytes(range(256)) * 160
     d.write_dram(0x40_0040, data)
-    driver.launch(d, {"ncrisc": harness.compile_prog("dram_read", "ncrisc")}, [0x40_0040, 0x80040, len(data), DRAM_XY])
+    driver.launch(d, {"ncrisc": programs.compile_prog("device/dram_read.c", "ncrisc")},
+                  [0x40_0040, 0x80040, len(data), DRAM_XY])
     assert d.read_l1(0x80040, len(data)) == data
 
 
-@needs_cc
+@pytest.mark.needs_program_cc
 def test_hw_retires_a_blocked_kernel_by_asking_before_reset(fake_umd):
     d = fake_umd()
     _start_blocked(d, "wait_stop")                               # blocks until the stop flag
@@ -155,13 +151,13 @@ def test_hw_retires_a_blocked_kernel_by_asking_before_reset(fake_umd):
     assert d.read32(layout.status_addr("brisc", 1)) == 1        # it retired itself: "stopped by the host"
     assert d.unretired_cores() == []
     with pytest.raises(DeviceTimeout):                           # the driver's timeout path asks the same way
-        driver.launch(d, {"trisc1": harness.compile_prog("wait_stop", "trisc1")}, [], timeout_s=0.05)
+        driver.launch(d, {"trisc1": programs.compile_prog("device/wait_stop.c", "trisc1")}, [], timeout_s=0.05)
     assert d.unretired_cores() == []
-    res = driver.launch(d, {"brisc": harness.compile_prog("store_word")}, [0x20000, 2])
+    res = driver.launch(d, {"brisc": programs.compile_prog("device/store_word.c")}, [0x20000, 2])
     assert res.cores["brisc"].error == 0
 
 
-@needs_cc
+@pytest.mark.needs_program_cc
 def test_hw_never_resets_a_core_that_does_not_retire(fake_umd):
     d = fake_umd(retire_timeout_s=0.2)
     _start_blocked(d, "spin")                                     # ignores the stop flag
@@ -173,10 +169,10 @@ def test_hw_never_resets_a_core_that_does_not_retire(fake_umd):
         fake_umd()
 
 
-@needs_cc
+@pytest.mark.needs_program_cc
 def test_hw_takes_a_tile_whose_last_kernel_finished(fake_umd):
     d = fake_umd()
-    driver.launch(d, {"brisc": harness.compile_prog("store_word")}, [0x20000, 1])
+    driver.launch(d, {"brisc": programs.compile_prog("device/store_word.c")}, [0x20000, 1])
     assert d.unretired_cores() == []            # BRISC is out of reset, parked after done
     d.close()
     fake_umd().close()
@@ -184,7 +180,7 @@ def test_hw_takes_a_tile_whose_last_kernel_finished(fake_umd):
 
 def _start_blocked(d, prog: str) -> None:
     """Release BRISC on `prog` without waiting for it (generation 9, status cleared)."""
-    harness.release_brisc(d, harness.compile_prog(prog), 9)
+    harness.release_brisc(d, programs.compile_prog(f"device/{prog}.c"), 9)
 
 
 def _plan(words: list[int]) -> KernelPlan:
@@ -228,7 +224,7 @@ def test_dump_report_names_the_schedule():
     assert "target emu: SFPLOADMACRO allowed" in dump.report_text(dump.report(_plan([]), {}))
 
 
-@needs_cc
+@pytest.mark.needs_cc
 def test_tinygrad_on_the_hw_target_with_a_fake_card(fake_umd):
     from tinygrad import Tensor
     a = np.arange(100, dtype=np.float32)
@@ -239,7 +235,7 @@ def test_tinygrad_on_the_hw_target_with_a_fake_card(fake_umd):
 def test_info_lists_targets(no_sim):
     env = {k: v for k, v in os.environ.items() if k not in ("TT_SIMULATOR", "TT_METAL_SIMULATOR")}
     out = subprocess.run([sys.executable, "-m", "tt_backend", "info"], capture_output=True, text=True, env=env,
-                         cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))), timeout=120)
+                         cwd=REPO_ROOT, timeout=120)
     assert out.returncode == 0, out.stderr
     lines = {ln.split("  ")[0].strip(): ln for ln in out.stdout.splitlines()}
     assert "available: the project's emulator" in lines["target emu"]

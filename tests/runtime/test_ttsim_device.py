@@ -1,30 +1,23 @@
 """TtsimDevice against the real ttsim (Tenstorrent's simulator). Skipped unless TT_SIMULATOR points at libttsim.so.
 
 Build: git clone tenstorrent/ttsim /work/ttsim && cd /work/ttsim && ./make.py src/_out/release_bh/libttsim.so
-Run:   TT_SIMULATOR=/work/ttsim/src/_out/release_bh/libttsim.so python -m pytest tests/test_ttsim_device.py -s
+Run:   TT_SIMULATOR=/path/to/libttsim.so python -m pytest tests/runtime/test_ttsim_device.py -s
 """
 from __future__ import annotations
 
-import os
 import random
 import struct
-import sys
 import time
 
 import pytest
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "ttsim_progs"))
+from tt_backend.chip import layout
+from tt_backend.chip.errors import DeviceTimeout, TTError
 
-from tt_backend.chip import layout  # noqa: E402
-from tt_backend.chip.errors import DeviceTimeout, TTError  # noqa: E402
+from tests.support import harness, programs, ttsim_path
 
-LIB = os.environ.get("TT_SIMULATOR", "")
-pytestmark = pytest.mark.skipif(not (LIB and os.path.isfile(LIB)),
-                                reason="TT_SIMULATOR does not point at a libttsim.so (build tenstorrent/ttsim)")
-
-import harness  # noqa: E402
-
-needs_cc = pytest.mark.skipif(not harness.have_compiler(), reason=f"{harness.CC} not installed")
+LIB = ttsim_path()
+pytestmark = pytest.mark.ttsim
 DRAM_XY = layout.DRAM_XY[0] | layout.DRAM_XY[1] << 6
 
 
@@ -91,50 +84,53 @@ def test_host_side_checks_do_not_kill(dev):
     assert dev.alive
 
 
-@needs_cc
+@pytest.mark.needs_program_cc
 def test_brisc_writes_l1(dev, gen):
     dev.write_l1(0x20000, bytes(16))
-    r = harness.run_on(dev, {"brisc": harness.compile_prog("store_word")}, [0x20000, 41], generation=gen(), step=200)
+    r = harness.run_on(dev, {"brisc": programs.compile_prog("device/store_word.c")}, [0x20000, 41], generation=gen(),
+                       step=200)
     assert r.status["brisc"][1] == 0
     assert dev.read_l1(0x20000, 16) == struct.pack("<IIBxxxHxx", 0xC0FFEE42, 124, 0xA5, 0xBEEF)
     assert dev.read32(layout.SOFT_RESET_0) == layout.ALL_CORES_RESET & ~(1 << layout.SOFT_RESET_BIT["brisc"])
 
 
-@needs_cc
+@pytest.mark.needs_program_cc
 @pytest.mark.parametrize("core", layout.CORES)
 def test_each_core_runs_from_its_image_slot(dev, gen, core):
     """Reset PCs / override registers (TRISC, NCRISC) and the BRISC jal, per core."""
     dev.write_l1(0x20000, bytes(16))
-    harness.run_on(dev, {core: harness.compile_prog("store_word", core)}, [0x20000, 7], generation=gen(), step=200)
+    harness.run_on(dev, {core: programs.compile_prog("device/store_word.c", core)}, [0x20000, 7], generation=gen(),
+                   step=200)
     assert dev.read_l1(0x20000, 16) == struct.pack("<IIBxxxHxx", 0xC0FFEE42, 22, 0xA5, 0xBEEF)
 
 
-@needs_cc
+@pytest.mark.needs_program_cc
 def test_brisc_noc_dram_read(dev, gen):
     data = random.Random(3).randbytes(40 * 1024 + 64)      # > 16 KiB: the kernel splits requests
     dev.write_dram(0x40_0040, data)
     dev.write_l1(0x80040, bytes(len(data)))
-    harness.run_on(dev, {"brisc": harness.compile_prog("dram_read")},
+    harness.run_on(dev, {"brisc": programs.compile_prog("device/dram_read.c")},
                    [0x40_0040, 0x80040, len(data), DRAM_XY], generation=gen(), step=5000)
     assert dev.read_l1(0x80040, len(data)) == data
     assert dev.read32(layout.ARGS_BASE + 16) == sum(struct.unpack(f"<{len(data) // 4}I", data)) & 0xFFFFFFFF
 
 
-@needs_cc
+@pytest.mark.needs_program_cc
 def test_brisc_dram_copy_both_nocs(dev, gen):
     data = random.Random(4).randbytes(20 * 1024)
     dev.write_dram(0x100_0000, data)
-    harness.run_on(dev, {"brisc": harness.compile_prog("dram_copy")},
+    harness.run_on(dev, {"brisc": programs.compile_prog("device/dram_copy.c")},
                    [0x100_0000, 0x90000, len(data), 0x200_0000, DRAM_XY], generation=gen(), step=5000)
     words = struct.unpack(f"<{len(data) // 4}I", data)
     want = struct.pack(f"<{len(words)}I", *[((w * 2654435761) & 0xFFFFFFFF) ^ (w >> 7) for w in words])
     assert dev.read_dram(0x200_0000, len(data)) == want
 
 
-@needs_cc
+@pytest.mark.needs_program_cc
 def test_timeout_and_core_state(dev, gen):
     with pytest.raises(DeviceTimeout) as ei:
-        harness.run_on(dev, {"brisc": harness.compile_prog("spin")}, generation=gen(), step=1000, max_clocks=5000)
+        harness.run_on(dev, {"brisc": programs.compile_prog("device/spin.c")}, generation=gen(), step=1000,
+                       max_clocks=5000)
     assert "not readable on ttsim" in str(ei.value)
     st = dev.core_state()
     assert set(st) == set(layout.CORES) and "released" in st["brisc"] and "in reset" in st["ncrisc"]
@@ -144,12 +140,12 @@ def test_timeout_and_core_state(dev, gen):
     assert dev.read32(layout.status_addr("brisc", 2)) == p
 
 
-@needs_cc
+@pytest.mark.needs_program_cc
 def test_fatal_error_becomes_tterror_and_next_device_works():
     from tt_backend.runtime.ttsim_device import TtsimDevice, TtsimDied
     d = TtsimDevice(LIB)
     with pytest.raises(TTError) as ei:
-        harness.run_on(d, {"brisc": harness.compile_prog("bad_dram_read")}, [DRAM_XY], step=500)
+        harness.run_on(d, {"brisc": programs.compile_prog("device/bad_dram_read.c")}, [DRAM_XY], step=500)
     e = ei.value
     assert isinstance(e, TtsimDied)
     assert "ERROR: UndefinedBehavior" in e.sim_message and "alignment of src_addr=0x20" in e.sim_message
@@ -162,7 +158,7 @@ def test_fatal_error_becomes_tterror_and_next_device_works():
     assert d.read32(layout.SOFT_RESET_0) == layout.ALL_CORES_RESET
     d.close()
     with TtsimDevice(LIB) as d2:                             # and a new device works
-        r = harness.run_on(d2, {"brisc": harness.compile_prog("store_word")}, [0x20000, 1], step=200)
+        r = harness.run_on(d2, {"brisc": programs.compile_prog("device/store_word.c")}, [0x20000, 1], step=200)
         assert r.status["brisc"][1] == 0 and d2.read32(0x20000) == 0xC0FFEE42
 
 
@@ -175,10 +171,10 @@ def test_host_fatal_error_is_caught():
             d.sync()
 
 
-@needs_cc
+@pytest.mark.needs_program_cc
 def test_speed_report(dev, gen):
     """Measures (prints with -s) launch overhead and simulated clocks/s through the child-process path."""
-    elf = harness.compile_prog("store_word")
+    elf = programs.compile_prog("device/store_word.c")
     harness.run_on(dev, {"brisc": elf}, [0x20000, 1], generation=gen(), step=100)
     n, t0 = 50, time.perf_counter()
     for _ in range(n):
@@ -194,7 +190,7 @@ def test_speed_report(dev, gen):
     dev.sync()
     idle = 20e6 / (time.perf_counter() - t0)
     with pytest.raises(DeviceTimeout):
-        harness.run_on(dev, {"brisc": harness.compile_prog("spin")}, generation=gen(), step=1, max_clocks=1)
+        harness.run_on(dev, {"brisc": programs.compile_prog("device/spin.c")}, generation=gen(), step=1, max_clocks=1)
     t0 = time.perf_counter()
     dev.advance(20_000_000)
     dev.sync()
@@ -214,17 +210,17 @@ def test_tlb_windows_stay_mapped(dev):
 
 
 
-@needs_cc
+@pytest.mark.needs_program_cc
 def test_retire_before_reset_is_the_same_code_on_ttsim():
     """The hw device's rule (ask with the stop flag, never reset a core that did not retire) run on ttsim."""
     from tt_backend.runtime.ttsim_device import TtsimDevice
     with TtsimDevice(LIB, retire_before_reset=True) as d:
         d.retire_timeout_s = 0.3
-        harness.release_brisc(d, harness.compile_prog("wait_stop"), 3)
+        harness.release_brisc(d, programs.compile_prog("device/wait_stop.c"), 3)
         assert d.unretired_cores() == ["brisc"]
         d.write32(layout.SOFT_RESET_0, layout.ALL_CORES_RESET)
         assert d.read32(layout.status_addr("brisc", 1)) == 1 and d.unretired_cores() == []
-        harness.release_brisc(d, harness.compile_prog("spin"), 4)
+        harness.release_brisc(d, programs.compile_prog("device/spin.c"), 4)
         with pytest.raises(TTError, match="did not retire"):
             d.write32(layout.SOFT_RESET_0, layout.ALL_CORES_RESET)
         assert not d.read32(layout.SOFT_RESET_0) >> layout.SOFT_RESET_BIT["brisc"] & 1

@@ -6,19 +6,15 @@ output bytes. The same case runs on EmuDevice and TtsimDevice and the bytes must
 """
 from __future__ import annotations
 
-import os
 import struct
-import sys
 from dataclasses import dataclass, field
 
 import numpy as np
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-PROGS = os.path.join(os.path.dirname(HERE), "ttsim_progs")
-sys.path.insert(0, PROGS)
+from tt_backend.chip.isa import encode
 
-import harness  # noqa: E402
-from tt_backend.chip.isa import encode  # noqa: E402
+from tests.support import harness, programs
+from tests.support.words import setc16
 
 A_BASE, B_BASE, OUT_BASE = 0x20000, 0x30000, 0x40000
 LISTS = (0x60000, 0x68000, 0x70000)
@@ -37,7 +33,7 @@ def player_elfs() -> dict[str, bytes]:
 
 
 def _compile_player(i: int) -> bytes:
-    return harness.compile_prog("player", f"trisc{i}", src=os.path.join(HERE, "player.c"), defines={"PLAYER_CORE": i})
+    return programs.compile_prog("fpu/player.c", f"trisc{i}", defines={"PLAYER_CORE": i})
 
 
 # ---------------------------------------------------------------------------------------------------- scripts
@@ -71,10 +67,6 @@ class Script:
         if n_push > 480:
             raise ValueError(f"{n_push} pushes: ttsim's pipe FIFO (512) could overflow")
         return struct.pack(f"<{len(self.w) + 1}I", *self.w, 0)
-
-
-def setc16(reg, value):
-    return encode("SETC16", setc16_reg=reg, setc16_value=value)
 
 
 @dataclass

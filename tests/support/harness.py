@@ -1,63 +1,18 @@
-"""Build and launch helpers shared by tests/test_ttsim_device.py and tests/test_diff_emu_ttsim.py.
+"""Launch helpers for the bare-metal test programs (built by tests/support/programs.py) on any `Device`.
 
-* `compile_prog(name, core, src=..., defines=...)` builds `tests/ttsim_progs/<name>.c` (or `src`) with this
-  directory's crt0.S/link.ld for `core` (image at layout.IMAGE_SLOT[core]) and returns the ELF bytes (cached by
-  content hash); the other ttsim test programs (tests/ttsim_fpu, ttsim_pack, ttsim_sfpu) are built with it too.
-* `run_on(device, elfs, args=...)` runs ELFs on any `Device` with the launch protocol of docs/ARCHITECTURE.md.
+* `run_on(device, elfs, args=...)` runs ELFs with the launch protocol of docs/ARCHITECTURE.md and waits for them.
+* `release_brisc(device, elf, generation)` loads and releases BRISC alone, without waiting.
+* `load_segments(elf)` reads the PT_LOAD segments of an ELF.
 """
 from __future__ import annotations
 
-import hashlib
-import os
-import shutil
 import struct
-import subprocess
-import tempfile
 import time
 from dataclasses import dataclass, field
 
-from tt_backend.runtime.driver import jal_x0  # noqa: F401  (re-exported for the tests)
+from tt_backend.runtime.driver import jal_x0
 from tt_backend.chip import layout
-from tt_backend.chip.errors import CompilerNotFound, DeviceTimeout, TTError
-
-HERE = os.path.dirname(os.path.abspath(__file__))
-CC = os.environ.get("TT_RISCV_CC", "riscv64-unknown-elf-gcc")
-CFLAGS = ["-march=rv32im", "-mabi=ilp32", "-nostdlib", "-ffreestanding", "-O2", "-Wall",
-          "--param=min-pagesize=0"]  # GCC 12: low L1 addresses are not NULL-page accesses
-_CACHE = os.path.join(tempfile.gettempdir(), f"ttsim_progs_cache_{os.getuid()}")
-
-
-def have_compiler() -> bool:
-    return shutil.which(CC) is not None
-
-
-def compile_prog(name: str, core: str = "brisc", *, src: str | None = None,
-                 defines: dict[str, object] | None = None) -> bytes:
-    """ELF bytes of `src` (default tests/ttsim_progs/<name>.c) built with this directory's crt0.S/link.ld/tt.h for
-    `core` (image at layout.IMAGE_SLOT[core]), with `-Dk=v` for each of `defines`; cached by content hash."""
-    if not have_compiler():
-        raise CompilerNotFound(f"{CC} not found (apt-get install gcc-riscv64-unknown-elf)")
-    srcs = [os.path.join(HERE, "crt0.S"), src or os.path.join(HERE, f"{name}.c")]
-    deps = srcs + [os.path.join(HERE, f) for f in ("link.ld", "tt.h")]
-    syms = {"IMAGE_BASE": layout.IMAGE_SLOT[core], "IMAGE_SLOT_SIZE": layout.IMAGE_SLOT_SIZE,
-            "__stack_top": layout.STACK_TOP[core], "__status": layout.status_addr(core)}
-    defs = [f"-D{k}" if v is None else f"-D{k}={v}" for k, v in (defines or {}).items()]
-    cmd = [CC, *CFLAGS, *defs, "-I", HERE, "-T", os.path.join(HERE, "link.ld"),
-           *[f"-Wl,--defsym={k}={v:#x}" for k, v in syms.items()], *srcs, "-lgcc"]
-    h = hashlib.sha256(repr(cmd).encode())
-    for d in deps:
-        with open(d, "rb") as f:
-            h.update(f.read())
-    os.makedirs(_CACHE, exist_ok=True)
-    out = os.path.join(_CACHE, f"{name}-{core}-{h.hexdigest()[:16]}.elf")
-    if not os.path.exists(out):
-        tmp = out + f".{os.getpid()}.tmp"
-        r = subprocess.run([*cmd, "-o", tmp], capture_output=True, text=True)
-        if r.returncode:
-            raise TTError(f"compiling {name} for {core} failed:\n{r.stderr}")
-        os.replace(tmp, out)
-    with open(out, "rb") as f:
-        return f.read()
+from tt_backend.chip.errors import DeviceTimeout, TTError
 
 
 def load_segments(elf: bytes) -> tuple[int, list[tuple[int, bytes, int]]]:

@@ -1,6 +1,6 @@
-"""Case generators and launch packing for the SFPU differential suite (tests/test_diff_sfpu_ttsim.py).
+"""Case generators and launch packing for the SFPU differential suite (tests/diff/test_diff_sfpu_ttsim.py).
 
-A *case* is a short SFPU program run by TRISC1 of tests/ttsim_sfpu/sfpu_diff.c (every word comes from L1):
+A *case* is a short SFPU program run by TRISC1 of tests/programs/sfpu/sfpu_diff.c (every word comes from L1):
 
     SFPLOAD  L0..L7 <- its 8 operand units (INT32 mode 4: raw bits, any pattern reaches the LRegs untouched)
     prologue            lane-predication scenario (SFPENCC / SFPSETCC / SFPPUSHC / SFPCOMPC ...), optional

@@ -14,7 +14,7 @@ per-lane "use lane flags as lane enable" bits are `unit.useLaneFlagsForLaneEnabl
 then the handler's own per-lane Python loop (~10-100 us per instruction).
 
 Known wolfpine 2.2 deviations from the Blackhole ISA pages that matter for single-instruction use (see
-tests/test_sfpu_wolfpine.py, which restricts itself to the cases where wolfpine follows the ISA):
+tests/diff/test_sfpu_wolfpine.py, which restricts itself to the cases where wolfpine follows the ISA):
   * SFPADD forces VA = LReg[10] and SFPMUL forces VC = LReg[9] (ISA: both are plain SFPMAD).
   * SFPAND/SFPOR take VB from the imm12 field whenever it is non-zero, ignoring Mod1 USE_VB (bit 0).
   * SFPSHFT Mod1 bit 2 (ARG_IMM_USE_VC) also takes the shifted value from VC when ARG_IMM is clear.

@@ -1,4 +1,4 @@
-/* SFPU differential kernel (tests/test_diff_sfpu_ttsim.py): the same three TRISC ELFs run on EmuDevice and on
+/* SFPU differential kernel (tests/diff/test_diff_sfpu_ttsim.py): the same three TRISC ELFs run on EmuDevice and on
  * ttsim. Compiled three times: -DTRISC_UNPACK (TRISC0), -DTRISC_MATH (TRISC1), -DTRISC_PACK (TRISC2).
  *
  *   TRISC0  unpacks N_SLOTS fp32 tiles from L1 (IN, 4 KiB each) into Dst32b slots 0..N_SLOTS-1 (raw bits kept),

@@ -1,7 +1,7 @@
 /* RISC-V T<ROLE-1> access to Dst (Dst.md "RISCV access to Dst"): fp32 values written through the window are read by
    SFPLOAD (WORD_LOAD0/2), doubled by SFPMAD (WORD_MAD) and stored back by SFPSTORE (WORD_STORE4/6), then read through
    the fp32, bf16, raw (no_swizzle) views; int32 / fp16 / int16 / int8 conversions; on TRISC2 (MULTI) a 32-bit access
-   to two bf16 elements. Inputs at IN, results at OUT (see tests/test_tile.py). */
+   to two bf16 elements. Inputs at IN, results at OUT (see tests/emu/test_tile.py). */
 #include "mailbox.h"
 #define T (ROLE - 1)
 #define IN 0x31000u
