@@ -1,6 +1,7 @@
 """`python -m tt_backend info` (what is installed and found), `python -m tt_backend demo` (the README expression on
-the TT device against tinygrad's CPU device, with the per-kernel placement report) and `python -m tt_backend tune
-script.py [--budgets 1e-4,1e-3,1e-2]` (tt_backend/tune.py: placements, error and cycles per kernel and budget)."""
+the TT device against tinygrad's CPU device, with the per-kernel placement report), `python -m tt_backend tune
+script.py [--budgets 1e-4,1e-3,1e-2]` (tt_backend/tune.py: placements, error and cycles per kernel and budget) and
+`python -m tt_backend bench <name>` (tt_backend/bench: every benchmark, by name)."""
 from __future__ import annotations
 
 import argparse
@@ -8,6 +9,8 @@ import os
 import sys
 import tempfile
 from pathlib import Path
+
+from tt_backend import bench
 
 DEMO = "((a*b+1).maximum(0.5) - (a<0).where(a.exp2(), b.reciprocal()))"
 
@@ -109,12 +112,14 @@ def main(argv: list[str] | None = None) -> int:
     tu.add_argument("--budgets", default="1e-4,1e-3,1e-2", help="comma list (a run without a budget is always added)")
     tu.add_argument("--out", default=None, help="directory for the per-budget dumps (default: a temp dir)")
     tu.add_argument("--png", default=None, help="plot path (default: <out>/tune.png; needs matplotlib)")
-    b = sub.add_parser("bench", help="emulator speed: emulated RISC-V and Tensix instructions per second")
-    b.add_argument("target", choices=["emu"], help="what to benchmark (the emulator)")
-    args, rest = p.parse_known_args(argv)      # tune/bench: everything else goes to the script / the bench
+    b = sub.add_parser("bench", help="benchmarks by name (bench <name> -h for a benchmark's options)",
+                       description="\n".join(f"{name}: {what}" for name, (_, what) in bench.BENCHES.items()),
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    b.add_argument("name", choices=list(bench.BENCHES), help="which benchmark")
+    b.add_argument("args", nargs=argparse.REMAINDER, help="the benchmark's own options (-h included)")
+    args, rest = p.parse_known_args(argv)      # tune: everything else goes to the script
     if args.cmd == "bench":
-        from tt_backend.runtime.emu.bench import main as bench_main
-        return bench_main(rest)
+        return bench.run(args.name, args.args)
     if rest and args.cmd != "tune":
         p.error(f"unrecognized arguments: {' '.join(rest)}")
     if args.cmd == "info": return info()

@@ -1,5 +1,5 @@
-"""`python -m tt_backend bench emu` (wired by the lead) / `python -m runtime.emu.bench`: emulator speed on fixed
-kernels, in emulated instructions per second of host time, with the cycle model's view of the same runs.
+"""`python -m tt_backend bench emu` (tt_backend/bench lists every benchmark): emulator speed on fixed kernels, in
+emulated instructions per second of host time, with the cycle model's view of the same runs.
 
 Kernels (no compiler needed: RISC-V programs are assembled here, Tensix words come from templates.isa):
 * `riscv`  - BRISC counting loop (RV32I add/branch), through Tile.run.
@@ -294,7 +294,7 @@ def bench_tile(tiles: int = 64) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="bench emu", description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m tt_backend bench emu", description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="small sizes (a few seconds)")
     ap.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     ap.add_argument("kernels", nargs="*", default=["riscv", "sfpu", "sfpu_mop", "tile", "sfpu_long", "tile_long"])

@@ -1,8 +1,8 @@
-"""Benchmark of the fp32 SFPU matmul (lowering/sfpu_matmul.py) on the emulator and/or ttsim.
+"""The fp32 SFPU matmul (lowering/sfpu_matmul.py) on the emulator and/or ttsim: plan, time, cycles, error.
 
-    /work/venv/bin/python scripts/bench_sfpu_matmul.py 64 128 256 [--targets emu,ttsim] [--lib path/to/libttsim.so]
-    /work/venv/bin/python scripts/bench_sfpu_matmul.py 64x4096x64 32x8192x32 4x64x2048x64   # MxKxN, BxMxKxN
-    /work/venv/bin/python scripts/bench_sfpu_matmul.py --sweep       # the dispatch decision for a sweep of shapes
+    python -m tt_backend bench sfpu-matmul 64 128 256 [--targets emu,ttsim] [--lib path/to/libttsim.so]
+    python -m tt_backend bench sfpu-matmul 64x4096x64 32x8192x32 4x64x2048x64   # MxKxN, BxMxKxN
+    python -m tt_backend bench sfpu-matmul --sweep       # the dispatch decision for a sweep of shapes
 
 Per shape (a cube size n, MxKxN, or BxMxKxN for a batched matmul): the plan (column groups, K blocks), wall time
 of the launch, the slowest core's emulated cycles (emu) or the clocks advanced (ttsim, a coarse upper bound: the host
@@ -12,21 +12,19 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import time
 
 import numpy as np
+from tinygrad import Tensor, dtypes
+from tinygrad.uop.ops import Ops
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-
-from tinygrad import Tensor, dtypes  # noqa: E402
-from tinygrad.uop.ops import Ops  # noqa: E402
-
-from tt_backend.lowering.matmul import lower_matmul  # noqa: E402
-from tt_backend.lowering.render import split  # noqa: E402
-from tt_backend.lowering.sfpu_matmul import SfpuMatmulPlan  # noqa: E402
-from tt_backend.runtime.compile import compile_kernel  # noqa: E402
-from tt_backend.runtime.driver import launch  # noqa: E402
+from tt_backend.lowering.matmul import lower_matmul, match_matmul
+from tt_backend.lowering.render import split
+from tt_backend.lowering.sfpu_matmul import SfpuMatmulPlan
+from tt_backend.runtime.compile import compile_kernel
+from tt_backend.runtime.driver import launch
+from tt_backend.runtime.emu.device import EmuDevice
+from tt_backend.runtime.ttsim_device import TtsimDevice
 
 
 def matmul_ast(sa, sb):
@@ -52,7 +50,6 @@ def describe(plan) -> str:
 
 def sweep():
     """The dispatch decision (no budget: fp32-faithful) for fp32 matmuls of many shapes, incl. vectors and edges."""
-    from tt_backend.lowering.matmul import match_matmul
     shapes = [((M, K), (K, N)) for M in (1, 7, 33, 64, 256) for N in (1, 5, 64, 100, 4096)
               for K in (1, 3, 100, 1024, 1200, 4096, 8192, 20000)]
     shapes += [((64,), (64, 32)), ((64, 32), (32,)), ((4096,), (4096, 64)), ((8, 64, 4096), (8, 4096, 64)),
@@ -80,13 +77,16 @@ def run(dev, plan, a, b):
     return out.reshape(*plan.spec.batch, plan.spec.M, plan.spec.N), secs
 
 
-def main():
-    ap = argparse.ArgumentParser()
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m tt_backend bench sfpu-matmul", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("sizes", nargs="*", help="n (a cube), MxKxN or BxMxKxN")
     ap.add_argument("--sweep", action="store_true", help="print the dispatch decision for a sweep of shapes")
     ap.add_argument("--targets", default="emu,ttsim")
-    ap.add_argument("--lib", default=os.environ.get("TT_SIMULATOR", "/work/ttsim/src/_out/release_bh/libttsim.so"))
-    args = ap.parse_args()
+    ap.add_argument("--lib", default=os.environ.get("TT_SIMULATOR"), help="libttsim.so (default: $TT_SIMULATOR)")
+    args = ap.parse_args(argv)
+    if args.sizes and "ttsim" in args.targets.split(",") and not args.lib:
+        ap.error("the ttsim target needs libttsim.so: set TT_SIMULATOR or pass --lib (or use --targets emu)")
     if args.sweep:
         sweep()
     rng = np.random.default_rng(0)
@@ -104,13 +104,11 @@ def main():
         results = {}
         for target in args.targets.split(","):
             if target == "emu":
-                from tt_backend.runtime.emu.device import EmuDevice
                 dev = EmuDevice()
                 got, secs = run(dev, plan, a, b)
                 cyc = max(dev.stats()["cycles"].values())
                 what = f"emulated cycles {cyc}"
             else:
-                from tt_backend.runtime.ttsim_device import TtsimDevice
                 with TtsimDevice(args.lib) as dev:
                     c0 = dev.clocks
                     got, secs = run(dev, plan, a, b)
@@ -121,8 +119,6 @@ def main():
                   f"(bound {K * 2.0 ** -24:.3g})", flush=True)
         if len(results) == 2:
             x, y = results.values()
-            print(f"{n}: emu and ttsim bits {'identical' if np.array_equal(x.view(np.uint32), y.view(np.uint32)) else 'DIFFER'}")
-
-
-if __name__ == "__main__":
-    main()
+            same = np.array_equal(x.view(np.uint32), y.view(np.uint32))
+            print(f"{n}: emu and ttsim bits {'identical' if same else 'DIFFER'}")
+    return 0

@@ -1,0 +1,26 @@
+"""`python -m tt_backend bench <name> [args]`: every benchmark of the project, by name (`<name> -h` for its options).
+
+The emulator's own speed benchmark lives with the emulator (runtime/emu/bench.py: no tinygrad, no compiler); the
+others run whole kernels through the lowering and tinygrad. Each module has `main(argv) -> int`.
+"""
+from __future__ import annotations
+
+import importlib
+
+# name -> (module, what it measures). Modules are imported by name when chosen: the tinygrad-based ones import
+# tinygrad and the lowering (~0.5 s measured on an idle core), which `bench emu` does not need.
+BENCHES = {
+    "emu": ("tt_backend.runtime.emu.bench",
+            "emulator speed: emulated RISC-V and SFPU instructions per second on fixed kernels, with their cycles"),
+    "sfpu-matmul": ("tt_backend.bench.sfpu_matmul",
+                    "fp32 SFPU matmul per shape on emu/ttsim: plan, wall time, cycles, error vs bound, emu == ttsim"),
+    "same-elf": ("tt_backend.bench.same_elf",
+                 "emulator against ttsim on the same ELFs: a long-SFPU-body kernel, best of 3 warm launches"),
+    "matmul-budget": ("tt_backend.bench.matmul_budget",
+                      "matmul error against TT_ERR_BUDGET: fp32 and bf16 operands, relative L2 vs float64"),
+}
+
+
+def run(name: str, argv: list[str]) -> int:
+    module, _ = BENCHES[name]
+    return importlib.import_module(module).main(argv)
