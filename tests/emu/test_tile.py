@@ -133,10 +133,9 @@ def test_trisc0_pushes_semaphore_instructions_and_reads_back(tile):
 
 
 @pytest.mark.needs_program_cc
-def test_blocked_tensix_thread_is_reported_then_released_by_another_trisc():
-    if not hasattr(Tile().tensix, "threads"):
+def test_blocked_tensix_thread_is_reported_then_released_by_another_trisc(tile):
+    if not hasattr(tile.tensix, "threads"):
         pytest.skip("needs tt_backend.runtime.emu.tensix (SEMWAIT)")
-    tile = Tile()
     seminit = isa.encode("SEMINIT", sem_sel=1 << 2, init_value=0, max_value=15)
     semwait = isa.encode("SEMWAIT", sem_sel=1 << 2, wait_sem_cond=1, stall_res=0x1FF)   # wait while value == 0
     nop = isa.encode("NOP")
