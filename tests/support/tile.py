@@ -1,5 +1,5 @@
-"""The emulated tile launched by hand (noc-and-launch.md 3.2 step by step, for the tests of the launch sequence itself):
-the programs of tests/programs/tile, loading an ELF into a Tile, and the hold / load / trampoline / release sequence.
+"""The emulated tile launched by hand, step by step (for the tests of the launch sequence itself): the programs of
+tests/programs/tile, loading an ELF into a Tile, and the hold / load / trampoline / release sequence.
 Launches through the launch protocol (status words, generation) use tests/support/harness.py instead."""
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ def load_elf(tile: Tile, path: Path) -> int:
 
 
 def launch(tile: Tile, images: dict[str, Path], release: bool = True) -> None:
-    """noc-and-launch.md 3.2, by hand: hold, load, trampoline, reset PCs + overrides, clear flags, release."""
+    """The launch sequence by hand: hold, load, trampoline, reset PCs + overrides, clear flags, release."""
     tile.write32(layout.SOFT_RESET_0, layout.ALL_CORES_RESET)
     entries = {core: load_elf(tile, path) for core, path in images.items()}
     if "brisc" in entries:
