@@ -170,10 +170,11 @@ def test_pip_install_registers_device(tmp_path, editable):
     name, module, file = where.stdout.split()
     assert (name, module) == ("tt_backend.ops_tt", "tt_backend.ops_tt")
     assert Path(file).resolve().is_relative_to((src if editable else site).resolve())
-    # installed package data: templates and the ISA table come along
+    # installed package data: the ISA table and every template (kernel templates and the blocks they import) come along
     r = run_py(py, "from tt_backend.chip import isa; import tt_backend.lowering.render as r; print(len(isa.INSTRUCTIONS) > 0, "
-                   "(r.TEMPLATE_DIR / 'reader.c.j2').exists())")
-    assert r.stdout.split() == ["True", "True"], r.stderr
+                   "*sorted(p.relative_to(r.TEMPLATE_DIR).as_posix() for p in r.TEMPLATE_DIR.rglob('*.j2')))")
+    assert r.stdout.split() == ["True", *sorted(p.relative_to(ROOT / "templates").as_posix()
+                                                for p in (ROOT / "templates").rglob("*.j2"))], r.stderr
     # the conflict check, and a clean uninstall
     r = run_py(py, "import tinygrad", {"DEVICE": "TT", "DEV": "CPU"})
     assert r.returncode != 0 and "disagree" in r.stderr
