@@ -86,7 +86,7 @@ def match(lk) -> FpuReduceSpec | None:
         x = dag.nodes[x.srcs[0]]
     if x.op != "LOAD" or x.dtype not in ("float32", "bfloat16") or x.arg != 0: return None
     s = lk.stream(lk.inputs[0])
-    if s.value_c is not None or s.dtype != x.dtype: return None
+    if s.value is not None or s.dtype != x.dtype: return None
     out_dtype = dag.nodes[dag.out].dtype
     if out_dtype not in ("float32", "bfloat16"): return None
     post = extract(dag, dag.out, {r.id: VNode(-1, "LOAD", "float32", (), 0)})
@@ -262,9 +262,9 @@ def compile_post(spec: FpuReduceSpec) -> SfpuProgram | None:
 def plan_fpu_reduce(lk, spec: FpuReduceSpec, side: str, fidelity: str, placement=None, cells: int = 32) -> FpuReducePlan:
     n_out_r = len(lk.ranges) - len(lk.dag.nodes[spec.red].arg[1])
     s = lk.stream(lk.inputs[0])      # contiguous: element (o, k) at o * K + k (the reader copies runs of 32 k)
-    s = Stream(s.buf, s.dtype, s.index_c, s.valid_c, s.contiguous, None)
+    s = Stream(s.buf, s.dtype, s.index, s.valid, s.contiguous, None)
     out = lk.stream(lk.output)
-    out = Stream(out.buf, out.dtype, out.index_c, out.valid_c, False, None)
+    out = Stream(out.buf, out.dtype, out.index, out.valid, False, None)
     plan = FpuReducePlan(lk.name, tuple(lk.ranges), lk.buffers, [s], out, tuple(lk.ranges[:n_out_r]),
                          tuple(lk.ranges[n_out_r:]), side, fidelity, spec.src_format, compile_post(spec),
                          ops=[f"REDUCE_ADD[FPU MVMUL {spec.src_format} {fidelity} data->{side}]"] +

@@ -291,8 +291,8 @@ def matmul_io(spec: MatmulSpec, name: str) -> tuple[list[Buffer], list[Stream], 
     nbytes = {o.slot: (o.dtype, o.nbytes) for o in (spec.a, spec.b, spec.out)}
     buffers = [Buffer(s, *nbytes[s]) for s in slots]
     idx = {s: i for i, s in enumerate(slots)}
-    inputs = [Stream(idx[spec.a.slot], spec.a.dtype, "matmul in0"), Stream(idx[spec.b.slot], spec.b.dtype, "matmul in1")]
-    return buffers, inputs, Stream(idx[spec.out.slot], spec.out.dtype, "matmul out")
+    inputs = [Stream(idx[spec.a.slot], spec.a.dtype, None), Stream(idx[spec.b.slot], spec.b.dtype, None)]
+    return buffers, inputs, Stream(idx[spec.out.slot], spec.out.dtype, None)   # the matmul reader/writer address them
 
 
 def _line_bytes(n: int, esz: int) -> int:

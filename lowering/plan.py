@@ -9,6 +9,7 @@ import math
 from dataclasses import dataclass, field, replace
 
 from tt_backend.chip import layout
+from tt_backend.lowering.index import IndexExpr, IndexTexts
 
 TILE_ELEMS = 1024                       # a 32x32 tile; for elementwise kernels tile t holds flat elements 1024t..
 TILE_BYTES = {"fp32": 4 * TILE_ELEMS, "bf16": 2 * TILE_ELEMS}
@@ -47,16 +48,19 @@ class Buffer:
 
 
 @dataclass
-class Stream:
+class Stream(IndexTexts):
+    """One buffer access of a kernel; index_c, valid_c, value_c: the C text of its expressions (the templates')."""
     buf: int                # index into KernelPlan.buffers
     dtype: str              # element dtype in DRAM
-    index_c: str            # C expression over uint32 r0..r{n-1}: element index into the buffer
-    valid_c: str | None = None   # C expression, false -> element reads as 0 (pads); never read out of bounds
+    index: IndexExpr | None      # element index into the buffer over ranges r0..r{n-1}; None: the kernel family's
+                                 # own reader/writer addresses the buffer (matmul)
+    valid: IndexExpr | None = None   # false -> element reads as 0 (pads); never read out of bounds
     contiguous: bool = False     # index == flat iteration index, always valid: bulk NoC copy, no gather
-    value_c: str | None = None   # computed stream: the datum is this C expression over the ranges (index math that
-                                 # reaches the value part: arange, argmax's reversed index); no buffer is read
-    coef: tuple[int, ...] | None = None  # index_c as affine coefficients (range 0..n-1, then the constant), None when
-                                         # not affine: picks the reader's run paths (lowering/render.py reader_mode)
+    value: IndexExpr | None = None   # computed stream: the datum is this expression of the ranges (index math that
+                                     # reaches the value part: arange, argmax's reversed index); no buffer is read
+    coef: tuple[int, ...] | None = None  # index.coefficients(): affine coefficients (range 0..n-1, then the constant),
+                                         # None when not affine or to force the per-datum gather: picks the reader's
+                                         # run paths (lowering/render.py reader_mode)
 
     @property
     def tile_format(self) -> str:

@@ -54,6 +54,7 @@ from dataclasses import replace
 
 from tt_backend.lowering import sfpu_ops as so
 from tt_backend.lowering.dag import ValueDAG, VNode
+from tt_backend.lowering.index import IndexExpr
 from tt_backend.lowering.plan import DTYPE_SIZE, KernelPlan, ReducePass, ReducePlan, SfpuProgram, Stream
 from tt_backend.lowering.sfpu_codegen import DST_READ_GAP, MAX_SLOTS, compile_sfpu, const_bits, insert_nops
 from tt_backend.chip.errors import UnsupportedOp
@@ -293,7 +294,7 @@ def plan_reduce(lk, budget: float | None = None, placer=None):
     mask_input = None
     if any(masked):
         mask_input = len(streams)
-        streams.append(Stream(lk.buf_index(lk.output.slot), "bool", "0"))
+        streams.append(Stream(lk.buf_index(lk.output.slot), "bool", IndexExpr.const(0)))
         k_dep.append(True)
     for r, pre, m in zip(reds, pres, masked):
         if m:
@@ -472,7 +473,7 @@ def plan_two_pass(lk, reds: list[VNode]) -> KernelPlan:
     mask_input = None
     if any(masked):
         mask_input = len(streams)
-        streams.append(Stream(lk.buf_index(lk.output.slot), "bool", "0"))
+        streams.append(Stream(lk.buf_index(lk.output.slot), "bool", IndexExpr.const(0)))
         k_dep.append(True)
     n = len(streams)
     slot1, slot2 = n, n + len(p1)          # P1 results (broadcast), then P2 results (finish, row 0)

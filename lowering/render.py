@@ -142,10 +142,10 @@ def _stream_ctx(plan: KernelPlan, s: Stream, j: int | None) -> dict:
     if red is not None:   # reduction layout (plan.ReducePlan): the reader walks (output, reduce index) per datum
         if j is None: mode = "red scatter"
         elif j == red.mask_input: mode = "red mask"
-        elif s.value_c is not None: mode = "red computed"
+        elif s.value is not None: mode = "red computed"
         elif s.contiguous: mode = "red contiguous"   # lowering/reduce.py: 32 lanes, a tile is a run of the buffer
         else: mode = "red gather"
-    elif s.value_c is not None:
+    elif s.value is not None:
         mode = "computed"
     runs = _affine_runs(plan, s) if mode == "gather" else None
     if runs is not None:
@@ -166,7 +166,7 @@ def _stream_ctx(plan: KernelPlan, s: Stream, j: int | None) -> dict:
 
 
 # --- the elementwise reader's run paths -------------------------------------------------------------------------
-# An input stream whose index is affine in the ranges and ungated (Stream.coef, no valid_c) is read in runs instead of
+# An input stream whose index is affine in the ranges and ungated (Stream.coef, no valid) is read in runs instead of
 # per datum: the innermost ranges whose coefficients chain like one flattened range (coef[k] == stride * size of the
 # ranges inside it; size-1 ranges always merge) form a run of `run` elements with index base + stride * q, where base
 # is affine in the remaining outer ranges. Per run the reader does one of
@@ -199,7 +199,7 @@ def _u32(v: int) -> str:
 def _affine_runs(plan: KernelPlan, s: Stream) -> dict | None:
     """The run structure of an ungated affine elementwise input stream (see RUN_MODES), or None (per-datum gather)."""
     ranges = list(plan.ranges) or [1]
-    if (plan.reduce is not None or s.coef is None or s.valid_c is not None or s.value_c is not None
+    if (plan.reduce is not None or s.coef is None or s.valid is not None or s.value is not None
             or len(s.coef) != len(ranges) + 1):
         return None
     a, const = list(s.coef[:-1]), s.coef[-1]

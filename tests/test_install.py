@@ -69,10 +69,12 @@ def test_dram_arena_merges_and_aligns():
 
 
 def test_bundle_roundtrip():
+    from tt_backend.lowering.index import IndexExpr
     from tt_backend.lowering.plan import Buffer, KernelPlan, SfpuProgram, Stream
     from tt_backend.ops_tt import pack_bundle, unpack_bundle
     plan = KernelPlan("E_4", (4,), [Buffer(0, "float32", 16), Buffer(1, "float32", 16)],
-                      [Stream(1, "float32", "r0", None, True)], Stream(0, "float32", "r0", None, True),
+                      [Stream(1, "float32", IndexExpr.range_var(0), None, True)],
+                      Stream(0, "float32", IndexExpr.range_var(0), None, True),
                       SfpuProgram([], [1], 2, 1))
     meta, elfs = unpack_bundle(pack_bundle(plan, {"brisc": b"\x7fELF-a", "ncrisc": b"\x7fELF-bb"}))
     assert elfs == {"brisc": b"\x7fELF-a", "ncrisc": b"\x7fELF-bb"}

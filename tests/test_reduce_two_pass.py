@@ -13,6 +13,7 @@ import pytest
 
 from tt_backend.lowering.dag import ValueDAG
 from tt_backend.lowering.frontend import LoweredKernel, StreamIndex
+from tt_backend.lowering.index import IndexExpr
 from tt_backend.lowering.plan import Buffer, allocate_l1, reduce_out_datum
 from tt_backend.lowering.reduce import ACC, TWO_PASS_LANES, choose_layout, finish_words, plan_reduce
 from tt_backend.runtime.emu.dst import Dst
@@ -162,10 +163,10 @@ LOG2E, LN2 = 1.4426950408889634, 0.6931471805599453
 def row_kernel(kind: str, O: int, K: int) -> LoweredKernel:
     """ranges (O, K), x[o*K + k]; lse: max, then sum exp(x - max), log + max; argmax: max, then max of
     (x == max) * (K - k) (a computed stream), K - that; mad: sum, then sum |x - sum/K|."""
-    x = StreamIndex(1, "float32", f"((r0 * {K}) + r1)", None, f"((r0 * {K}) + r1)", None, True,
-                    ranges=frozenset({0, 1}), coef=(K, 1, 0))
-    out = StreamIndex(0, "int32" if kind == "argmax" else "float32", "r0", None, "r0", None, False,
-                      ranges=frozenset({0}), coef=(1, 0, 0))
+    r0, r1 = IndexExpr.range_var(0), IndexExpr.range_var(1)
+    x = StreamIndex(1, "float32", r0 * K + r1, None, True, ranges=frozenset({0, 1}), coef=(K, 1, 0))
+    out = StreamIndex(0, "int32" if kind == "argmax" else "float32", r0, None, False, ranges=frozenset({0}),
+                      coef=(1, 0, 0))
     d, inputs = ValueDAG(), [x]
     ld = d.add("LOAD", "float32", (), 0)
     c = lambda dt, v: d.add("CONST", dt, (), v)   # noqa: E731
@@ -175,8 +176,8 @@ def row_kernel(kind: str, O: int, K: int) -> LoweredKernel:
         s = d.add("REDUCE", "float32", (e,), ("ADD", (1,)))
         d.out = d.add("ADD", "float32", (d.add("MUL", "float32", (d.add("LOG2", "float32", (s,)), c("float32", LN2))), m))
     elif kind == "argmax":
-        inputs.append(StreamIndex(0, "int32", "0", None, "0", None, False, ranges=frozenset({1}),
-                                  value_c=f"((r1 * (-1)) + {K})", value_py=f"((r1 * (-1)) + {K})"))
+        inputs.append(StreamIndex(0, "int32", IndexExpr.const(0), None, False, ranges=frozenset({1}),
+                                  value=r1 * -1 + K))
         m = d.add("REDUCE", "float32", (ld,), ("MAX", (1,)))
         eq = d.add("CMPNE", "bool", (d.add("CMPNE", "bool", (ld, m)), c("bool", True)))
         v = d.add("MUL", "int32", (d.add("CAST", "int32", (eq,)), d.add("LOAD", "int32", (), 1)))

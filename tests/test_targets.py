@@ -16,6 +16,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "tts
 
 import fake_tt_umd  # noqa: E402
 import harness  # noqa: E402
+from tt_backend.lowering.index import IndexExpr  # noqa: E402
 from tt_backend.lowering.plan import TARGETS, Buffer, KernelPlan, SfpuProgram, Stream, allocate_l1, for_target  # noqa: E402
 from tt_backend.runtime import driver, targets  # noqa: E402
 from tt_backend.chip import isa, layout  # noqa: E402
@@ -191,8 +192,8 @@ def _plan(words: list[int]) -> KernelPlan:
     body = words + [isa.encode("SFPSTORE", lreg_ind=0, instr_mod0=3, sfpu_addr_mode=1, dest_reg_addr=64)]
     prog = SfpuProgram(setup=[], body=body, dst_slots=2, out_slot=1)
     return allocate_l1(KernelPlan("k", (64,), [Buffer(0, "float32", 256), Buffer(1, "float32", 256)],
-                                  [Stream(1, "float32", "r0", contiguous=True)],
-                                  Stream(0, "float32", "r0", contiguous=True), prog))
+                                  [Stream(1, "float32", IndexExpr.range_var(0), contiguous=True)],
+                                  Stream(0, "float32", IndexExpr.range_var(0), contiguous=True), prog))
 
 
 def test_macro_free_target_rejects_sfploadmacro():

@@ -6,6 +6,7 @@ import re
 import pytest
 
 from tt_backend.lowering import render as R
+from tt_backend.lowering.index import IndexExpr
 from tt_backend.lowering.plan import Buffer, KernelPlan, SfpuProgram, Stream, allocate_l1
 from tt_backend.chip import isa, layout
 
@@ -19,11 +20,12 @@ def plan(b_dtype="float32", out_dtype="bfloat16", gather=True, out_contig=True, 
     n = 3000
     esz = {"float32": 4, "bfloat16": 2, "int32": 4, "bool": 1}
     bufs = [Buffer(0, out_dtype, n * esz[out_dtype]), Buffer(1, "float32", 4 * n), Buffer(2, b_dtype, n * esz[b_dtype])]
+    r0, r1 = IndexExpr.range_var(0), IndexExpr.range_var(1)
     p = KernelPlan("add_t", (30, 100), bufs,
-                   [Stream(1, "float32", "r0 * 100u + r1", contiguous=True),
-                    Stream(2, b_dtype, "r1 * 30u + r0" if gather else "r0 * 100u + r1", valid_c="r1 < 99u" if gather
+                   [Stream(1, "float32", r0 * 100 + r1, contiguous=True),
+                    Stream(2, b_dtype, r1 * 30 + r0 if gather else r0 * 100 + r1, valid=r1.lt(99) if gather
                            else None, contiguous=not gather)],
-                   Stream(0, out_dtype, "r0 * 100u + r1" if out_contig else "r1 * 30u + r0", contiguous=out_contig),
+                   Stream(0, out_dtype, r0 * 100 + r1 if out_contig else r1 * 30 + r0, contiguous=out_contig),
                    SfpuProgram(list(setup), BODY, 3, 2))
     return allocate_l1(p)
 
@@ -100,7 +102,7 @@ def test_stream_modes_and_args_header():
     out = R.render(p)
     reader, writer, args = out["brisc"], out["ncrisc"], out["args.h"]
     assert "read_in0(" in reader and "gather_in1(" in reader
-    assert "(r1 < 99u)" in reader and "r1 * 30u + r0" in reader and "TT_L1_U8(p) != 0u" in reader
+    assert "((r1 < 99))" in reader and "((r1 * 30) + r0)" in reader and "TT_L1_U8(p) != 0u" in reader
     assert "scatter_out(" in writer and "TT_L1_U8(p) = v != 0u" in writer
     assert f"#define IN1_STAGE 0x{p.l1['stage_in1']:X}u" in args and f"#define OUT_STAGE 0x{p.l1['stage_out']:X}u" in args
     assert "tt_ranges[TT_N_RANGES] = {30u, 100u}" in args and "#define BUF2_NBYTES 3000u" in args

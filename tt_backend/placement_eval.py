@@ -21,6 +21,7 @@ import numpy as np
 
 from tt_backend.lowering import placement as P
 from tt_backend.lowering.dag import ValueDAG, VNode
+from tt_backend.lowering.index import IndexExpr
 from tt_backend.chip.numerics import formats as F
 from tt_backend.chip.numerics import fpu_math as fm
 from tt_backend.runtime.emu.dst import Dst
@@ -170,15 +171,25 @@ def _n_elements(lk) -> int:
 # ------------------------------------------------------------------------------------------------ TT_CHECK
 
 def check_meta(lk, pl) -> dict:
-    """What TT_CHECK needs at launch time, JSON-able: the original graph and each stream's index expressions."""
+    """What TT_CHECK needs at launch time, JSON-able: the original graph and each stream's index expressions
+    (IndexExpr.to_json; None where a stream has no validity or computed value)."""
     return {"dag": [[x.op, x.dtype, list(x.srcs), _json_arg(x.arg)] for x in lk.dag.nodes], "out": lk.dag.out,
             "ranges": list(lk.ranges),
-            "inputs": [{"buf": lk.buf_index(s.slot), "dtype": s.dtype, "index_py": s.index_py, "valid_py": s.valid_py,
-                        "value_py": getattr(s, "value_py", None)} for s in lk.inputs],
-            "output": {"buf": lk.buf_index(lk.output.slot), "dtype": lk.output.dtype, "index_py": lk.output.index_py},
+            "inputs": [{"buf": lk.buf_index(s.slot), "dtype": s.dtype, "index": s.index.to_json(),
+                        "valid": _expr_json(s.valid), "value": _expr_json(s.value)} for s in lk.inputs],
+            "output": {"buf": lk.buf_index(lk.output.slot), "dtype": lk.output.dtype,
+                       "index": lk.output.index.to_json()},
             "predicted_error": pl.predicted_error if pl is not None else None,
             "predicted_cycles": pl.cycles.get("kernel") if pl is not None else None,
             "budget": pl.budget if pl is not None else None}
+
+
+def _expr_json(e: IndexExpr | None) -> list | None:
+    return None if e is None else e.to_json()
+
+
+def _expr(j: list | None) -> IndexExpr | None:
+    return None if j is None else IndexExpr.from_json(j)
 
 
 def _json_arg(a):
@@ -205,16 +216,10 @@ def buffer_values(raw: bytes, dtype: str) -> np.ndarray:
     return np.frombuffer(raw, NP_OF[dtype]).copy()
 
 
-def _grid(ranges):
-    return {f"r{i}": np.arange(n, dtype=np.int64).reshape([n if j == i else 1 for j in range(len(ranges))])
-            for i, n in enumerate(ranges)}
-
-
-def gather(expr: str, valid: str | None, ranges: list[int], src: np.ndarray) -> np.ndarray:
-    env = {"np": np, **_grid(ranges)}
-    full = tuple(ranges) or (1,)
-    idx = np.broadcast_to(np.asarray(eval(expr, env), np.int64), full).reshape(-1)
-    ok = np.broadcast_to(np.asarray(eval(valid, env), bool), full).reshape(-1) if valid else np.ones(idx.size, bool)
+def gather(index: IndexExpr, valid: IndexExpr | None, ranges: list[int], src: np.ndarray) -> np.ndarray:
+    """src read at every point of the iteration space (row-major), 0 where `valid` is false."""
+    idx = index.flat(ranges).astype(np.int64)
+    ok = valid.flat(ranges).astype(bool) if valid is not None else np.ones(idx.size, bool)
     return np.where(ok, src[np.where(ok, idx, 0)], np.zeros((), src.dtype))
 
 
@@ -252,10 +257,9 @@ def _cycles_line(mc: dict, predicted) -> str:
 
 
 def _stream_values(s: dict, ranges: list[int], buffers_before: list[bytes]) -> np.ndarray:
-    if s.get("value_py"):          # a computed stream: the value is an expression of the ranges (argmax's k)
-        v = eval(s["value_py"], {"np": np, **_grid(ranges)})
-        return np.broadcast_to(np.asarray(v), tuple(ranges) or (1,)).reshape(-1).astype(NP_OF.get(s["dtype"], np.float32))
-    return gather(s["index_py"], s["valid_py"], ranges, buffer_values(buffers_before[s["buf"]], s["dtype"]))
+    if s["value"] is not None:     # a computed stream: the value is an expression of the ranges (argmax's k)
+        return _expr(s["value"]).flat(ranges).astype(NP_OF.get(s["dtype"], np.float32))
+    return gather(_expr(s["index"]), _expr(s["valid"]), ranges, buffer_values(buffers_before[s["buf"]], s["dtype"]))
 
 
 def check(meta: dict, buffers_before: list[bytes], out_raw: bytes, stats: tuple | None = None) -> dict:
@@ -268,7 +272,7 @@ def check(meta: dict, buffers_before: list[bytes], out_raw: bytes, stats: tuple 
     ref = np.broadcast_to(P.reference(dag, xs, tuple(ranges) or None), (int(np.prod(ranges or [1])),))
     o = m["output"]
     out_all = buffer_values(out_raw, o["dtype"])
-    got = gather(o["index_py"], None, ranges, out_all)
+    got = gather(_expr(o["index"]), None, ranges, out_all)
     err, mx = P.rel_error(got, ref)
     res = {"kernel": meta["name"], "budget": m["budget"], "predicted_error": m["predicted_error"],
            "measured_error": err, "measured_max_rel": mx, "measured_cycles": measured_cycles(stats),
