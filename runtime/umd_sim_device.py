@@ -7,9 +7,10 @@ card, under the same `UmdDevice` (SoC descriptor survey, power state, tile claim
 TTError). Only two things differ from a card: the chip runs when clocked (`advance` asks the child to clock ttsim, as
 the card's own clock would run it), and there is no card lock (the simulated chip is private to this device).
 
-When ttsim stops on an error it ends the child; the tt-umd call in progress fails, and its `UmdError` carries ttsim's
-ERROR line (`sim_message`) and the child's last output, as the `ttsim` target's `TtsimDied` does. The dead device
-refuses further use; `restart()` (or a new device) gives a fresh simulator.
+When ttsim stops on an error it ends the child, and the request in progress fails carrying ttsim's ERROR line
+(`sim_message`) and the child's last output: a tt-umd call as `UmdError` ("because the simulator died"), a clock
+request as `TtsimDied`, as on the `ttsim` target. The dead device refuses further use; `restart()` (or a new device)
+gives a fresh simulator.
 """
 from __future__ import annotations
 

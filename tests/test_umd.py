@@ -312,3 +312,12 @@ def test_a_tile_running_someone_elses_code_is_refused_and_left_idle(card):
     power = [c for c in fake_tt_umd.calls if c.startswith("set_power_state")]
     assert power == ["set_power_state:BUSY", "set_power_state:IDLE"] and fake_tt_umd.calls[-1] == power[-1]
     assert not any(c.startswith("set_risc_reset_state") for c in fake_tt_umd.calls)    # its cores were not touched
+
+
+def test_umd_sim_is_a_target_of_its_own_and_hw_stays_a_card():
+    from tt_backend import knobs
+    lib = {"TT_SIMULATOR": "/x/libttsim.so"}
+    assert knobs.backend(lib) == "ttsim" and knobs.backend({**lib, "TT_BACKEND": "umd-sim"}) == "umd-sim"
+    assert knobs.backend({**lib, "TT_BACKEND": "hw"}) == "hw" and knobs.backend_of_device("TT:umd-sim") == "umd-sim"
+    with pytest.raises(TTError, match="one chip"):
+        targets.make_device("umd-sim", device_number=1, lib_path="/x/libttsim.so")

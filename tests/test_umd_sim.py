@@ -56,6 +56,21 @@ def test_open_found_the_simulated_chip(dev):
     assert dev.read_l1(0x30001, len(data)) == data and dev.read_dram(0xFE00_0003, len(data)) == data
 
 
+def test_a_simulator_directory_of_its_own_is_used_as_tt_umd_expects():
+    """A soc_descriptor.yaml beside the library (tt-umd's convention) is used as it is; else one is made."""
+    import shutil
+    import tt_umd
+    from tt_backend.runtime.umd_sim_device import UmdSimDevice, simulator_directory
+    made, tmp = simulator_directory(tt_umd, os.path.abspath(LIB))
+    try:
+        assert tmp and os.path.isfile(os.path.join(tmp, "soc_descriptor.yaml"))
+        assert simulator_directory(tt_umd, made) == (made, None)
+        with UmdSimDevice(made) as d:
+            assert d.read32(layout.SOFT_RESET_0) == layout.ALL_CORES_RESET
+    finally:
+        shutil.rmtree(tmp)
+
+
 def test_info_shows_what_the_open_found():
     env = dict(os.environ, TT_SIMULATOR=LIB)
     out = subprocess.run([sys.executable, "-m", "tt_backend", "info"], capture_output=True, text=True, env=env,
