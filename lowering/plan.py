@@ -20,8 +20,9 @@ TILE_FORMAT_OF = {"float32": "fp32", "int32": "fp32", "bool": "fp32", "bfloat16"
 @dataclass(frozen=True)
 class Target:
     """Where a kernel will run, as far as code generation cares. ttsim does not implement SFPLOADMACRO (its SFPU
-    stops on it), so schedules for it must be macro-free; the emulator and the card take the macro schedules."""
-    name: str               # emu | ttsim | hw
+    stops on it), so schedules for it (directly, or under tt-umd's simulation device: umd-sim) must be macro-free;
+    the emulator and the card take the macro schedules."""
+    name: str               # emu | ttsim | umd-sim | hw
     macro_free: bool        # no SFPLOADMACRO in the SFPU program
 
     @property
@@ -29,7 +30,8 @@ class Target:
         return f"macro-free schedule ({self.name})" if self.macro_free else "SFPLOADMACRO allowed"
 
 
-TARGETS = {"emu": Target("emu", False), "ttsim": Target("ttsim", True), "hw": Target("hw", False)}
+TARGETS = {"emu": Target("emu", False), "ttsim": Target("ttsim", True), "umd-sim": Target("umd-sim", True),
+           "hw": Target("hw", False)}
 
 
 @dataclass

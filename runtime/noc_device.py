@@ -3,12 +3,12 @@ terms of NoC accesses, so that Tenstorrent's simulator and a real card run the s
 
 It owns everything a host must know about the tile: range checks, the 32-bit-only MMIO rule, the write-only NCRISC
 reset-PC registers (answered from a shadow of what was written), `core_state`, and, when asked to
-(`retire_before_reset=True`, real cards), the rule "never assert reset on a core that has not retired": before it
+(`retire_before_reset=True`, the card path), the rule "never assert reset on a core that has not retired": before it
 holds released cores in reset it raises the launch block's stop flag and waits for them to report done/error, and
 refuses if they do not. The bytes travel through a transport: `runtime.ttsim_device.TtsimTransport` (ttsim) or
-`runtime.hw_device.UmdTransport` (tt-umd). A transport has: `noc_write(xy, addr, data)`, `noc_read(xy, addr, size)`,
-`noc_write32(xy, addr, value)`, `noc_read32(xy, addr)`, `set_soft_reset(xy, value)`, `advance(budget)`, `sync()`,
-`close()`, `name`.
+`runtime.umd_device.UmdTransport` (tt-umd: a card, or its simulation device). A transport has:
+`noc_write(xy, addr, data)`, `noc_read(xy, addr, size)`, `noc_write32(xy, addr, value)`, `noc_read32(xy, addr)`,
+`set_soft_reset(xy, value)`, `advance(budget)`, `sync()`, `close()`, `name`.
 """
 from __future__ import annotations
 

@@ -141,10 +141,11 @@ def test_words_helper():
 
 
 # ======================================================== every kernel of the end-to-end programs, on both targets
-# The tinygrad programs of tests/test_e2e.py and of the frontend tests run on device "TT:ttsim"; every kernel launch
-# is recorded (ELFs, argument block, the bytes of all its DRAM buffers before and after) and replayed on an EmuDevice
-# with the same DRAM contents; all buffer bytes must be identical. The kernels are the ttsim-lowered ones (macro-free),
-# so both targets run the very same ELFs. A kernel ttsim cannot run (a simulator gap:
+# The tinygrad programs of tests/test_e2e.py and of the frontend tests run on device "TT:ttsim" (and "TT:umd-sim":
+# the card path, through the real tt-umd's simulation device on the same ttsim, when tt-umd is installed); every
+# kernel launch is recorded (ELFs, argument block, the bytes of all its DRAM buffers before and after) and replayed on
+# an EmuDevice with the same DRAM contents; all buffer bytes must be identical. The kernels are the ttsim-lowered ones
+# (macro-free), so both targets run the very same ELFs. A kernel ttsim cannot run (a simulator gap:
 # UnimplementedFunctionality / UnsupportedFunctionality) is counted and reported, not compared.
 import copy  # noqa: E402
 import time  # noqa: E402
@@ -192,7 +193,9 @@ def _programs():
 
 
 PROGRAMS = _programs()
-SUMMARY = {"programs": 0, "kernels": 0, "outputs_written": 0, "emu_s": 0.0, "ttsim_s": 0.0, "gaps": [], "divergences": []}
+SUMMARY = {"programs": 0, "kernels": 0, "outputs_written": 0, "emu_s": 0.0, "ttsim_s": 0.0, "gaps": [],
+           "divergences": [], "kernels_on": {}}      # kernels_on: kernels compared per simulator target
+SIM_TARGETS = ["ttsim", "umd-sim"]
 
 
 @dataclass
@@ -211,13 +214,13 @@ def _regions(prog, bufs):
 
 @pytest.fixture
 def recorded(monkeypatch):
-    """Launches on TT:ttsim, recorded by wrapping TTProgram.__call__."""
+    """Launches on TT:ttsim / TT:umd-sim, recorded by wrapping TTProgram.__call__."""
     from tt_backend.ops_tt import TTBuffer, TTProgram
     launches: list[Launch] = []
     orig = TTProgram.__call__
 
     def call(self, *bufs, **kw):
-        if getattr(self.dev, "backend", "") != "ttsim":
+        if getattr(self.dev, "backend", "") not in SIM_TARGETS:
             return orig(self, *bufs, **kw)
         dev = self.dev.target
         rec = Launch(self, [TTBuffer(b.addr, b.size) for b in bufs], copy.deepcopy(self.dev.allocator.arena),
@@ -234,15 +237,18 @@ def recorded(monkeypatch):
 
 @pytest.mark.skipif(not harness.have_compiler(), reason=f"{harness.CC} not installed")
 @pytest.mark.parametrize("name,fn,arrays", PROGRAMS, ids=[p[0] for p in PROGRAMS])
-def test_e2e_kernels_bit_identical(name, fn, arrays, recorded):
+@pytest.mark.parametrize("sim_target", SIM_TARGETS)
+def test_e2e_kernels_bit_identical(sim_target, name, fn, arrays, recorded):
     from tinygrad import Device, Tensor
+    if sim_target == "umd-sim":
+        pytest.importorskip("tt_umd", reason="tt-umd is not installed (pip install tt-umd)")
     launches, call = recorded
-    sim = Device["TT:ttsim"].target
+    sim = Device[f"TT:{sim_target}"].target
     if not sim.alive:
         sim.restart()
     SUMMARY["programs"] += 1
     try:
-        fn(*[Tensor(a, device="TT:ttsim") for a in arrays]).numpy()
+        fn(*[Tensor(a, device=f"TT:{sim_target}") for a in arrays]).numpy()
     except UnsupportedOp as e:
         pytest.skip(f"not lowered for TT yet: {e}")
     except Exception as e:
@@ -263,6 +269,7 @@ def test_e2e_kernels_bit_identical(name, fn, arrays, recorded):
         SUMMARY["emu_s"] += time.perf_counter() - t0
         SUMMARY["ttsim_s"] += rec.ttsim_s
         SUMMARY["kernels"] += 1
+        SUMMARY["kernels_on"][sim_target] = SUMMARY["kernels_on"].get(sim_target, 0) + 1
         out = rec.prog.slots.index(rec.prog.meta["outs"][0])
         SUMMARY["outputs_written"] += rec.after[out] != rec.before[out]     # the comparison is not of untouched bytes
         got = [emu.read_dram(a, n) for a, n in _regions(rec.prog, rec.bufs)]
@@ -280,8 +287,8 @@ def test_e2e_summary():
     s = SUMMARY
     if not s["programs"]:
         pytest.skip("no e2e program ran (select the whole module)")
-    print(f"\nemu vs ttsim: {s['kernels']} kernels from {s['programs']} programs, bit-identical except "
-          f"{len(s['divergences'])} divergence(s); launch time emu {s['emu_s']:.2f} s, ttsim {s['ttsim_s']:.2f} s; "
+    print(f"\nemu vs ttsim: {s['kernels']} kernels ({s['kernels_on']}) from {s['programs']} programs, "
+          f"bit-identical except {len(s['divergences'])} divergence(s); launch time emu {s['emu_s']:.2f} s, ttsim {s['ttsim_s']:.2f} s; "
           f"{len(s['gaps'])} kernel(s) ttsim cannot run; {s['outputs_written']} outputs changed by the kernel")
     for line in s["gaps"] + s["divergences"]:
         print("  " + line)

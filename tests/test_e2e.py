@@ -30,18 +30,21 @@ def ulp_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.where(np.isnan(a) & np.isnan(b), 0, d)
 
 
-TARGETS = ["emu", "ttsim"]
+TARGETS = ["emu", "ttsim", "umd-sim"]
 TT = "TT:emu"          # the device the current test runs on (set per target by tt_target)
 
 
 @pytest.fixture(autouse=True, params=TARGETS)
 def tt_target(request):
-    """Every test runs on each target: the emulator always, Tenstorrent's ttsim when TT_SIMULATOR points at it."""
+    """Every test runs on each target: the emulator always, Tenstorrent's ttsim when TT_SIMULATOR points at it, and
+    the card path (the real tt-umd's simulation device) on that ttsim when tt-umd is installed too."""
     global TT
-    if request.param == "ttsim" and not os.path.isfile(os.environ.get("TT_SIMULATOR", "")):
+    if request.param != "emu" and not os.path.isfile(os.environ.get("TT_SIMULATOR", "")):
         pytest.skip("TT_SIMULATOR does not point at a libttsim.so")
+    if request.param == "umd-sim":
+        pytest.importorskip("tt_umd", reason="tt-umd is not installed (pip install tt-umd)")
     TT = f"TT:{request.param}"
-    if request.param == "ttsim":
+    if request.param != "emu":
         from tinygrad import Device
         if not (sim := Device[TT].target).alive:
             sim.restart()                      # an earlier test's fatal simulator error must not fail this one

@@ -6,8 +6,7 @@ Stdlib only: `map_device_env` runs at interpreter start from the .pth hook, befo
 |---|---|
 | `DEVICE=TT` | this project's spelling; mapped to tinygrad's `DEV=TT` before tinygrad reads its context |
 | `DEV=TT[:...]` | tinygrad's own spelling, honoured as is |
-| `TT_BACKEND` | `emu` (default), `ttsim`, `hw`; `TT_SIMULATOR=path` implies `ttsim`; device `TT:<target>` overrides |
-| `TT_LOCK_DIR` | where `hw` keeps its per-card advisory lock files (default: the temp directory) |
+| `TT_BACKEND` | `emu` (default), `ttsim`, `umd-sim`, `hw`; `TT_SIMULATOR` alone means `ttsim`; `TT:<target>` overrides |
 | `TT_DUMP=dir` | write every kernel's sources, ELFs, disassembly and placement report under dir |
 | `TT_ERR_BUDGET` | relative-error budget vs float32 (lowering/placement.py; unset: the float32-faithful placement) |
 | `TT_PLACE` | pin nodes for tuning: `kernel_glob:n5=FPU:HiFi2,n3=SFPU;...` (node ids as report.json shows them) |
@@ -20,7 +19,7 @@ from __future__ import annotations
 
 import os
 
-BACKENDS = ("emu", "ttsim", "hw")
+BACKENDS = ("emu", "ttsim", "umd-sim", "hw")
 
 
 def _device_of(target: str) -> str:
