@@ -12,7 +12,7 @@ ELEMENTWISE_OPS = ("ADD", "MUL", "SUB", "NEG", "MAX", "CMPLT", "CMPNE", "WHERE",
                    "SQRT", "SIN", "TRUNC", "CAST",
                    "MULADD", "MULSUB", "NMULADD")     # fused a*b+c, a*b-c, c-a*b (lowering/rewrite.py)
 # REDUCE: srcs = (value,), arg = (combine op "ADD" | "MUL" | "MAX", indices of the reduced ranges in kernel order).
-# Nodes below it are evaluated per (output, k) element, nodes above it per output (lowering/reduce.py splits there).
+# Nodes below it are evaluated per (output, k) element, nodes above it per output (lowering/families/sfpu_reduce.py splits there).
 REDUCE_OPS = ("ADD", "MUL", "MAX")
 
 

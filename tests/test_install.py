@@ -69,9 +69,10 @@ def test_dram_arena_merges_and_aligns():
 
 
 def test_bundle_roundtrip():
-    from tt_backend.lowering.plan import Buffer, KernelPlan, SfpuProgram, Stream
+    from tt_backend.lowering.families.elementwise import ElementwisePlan
+    from tt_backend.lowering.plan import Buffer, SfpuProgram, Stream
     from tt_backend.ops_tt import pack_bundle, unpack_bundle
-    plan = KernelPlan("E_4", (4,), [Buffer(0, "float32", 16), Buffer(1, "float32", 16)],
+    plan = ElementwisePlan("E_4", (4,), [Buffer(0, "float32", 16), Buffer(1, "float32", 16)],
                       [Stream(1, "float32", "r0", None, True)], Stream(0, "float32", "r0", None, True),
                       SfpuProgram([], [1], 2, 1))
     meta, elfs = unpack_bundle(pack_bundle(plan, {"brisc": b"\x7fELF-a", "ncrisc": b"\x7fELF-bb"}))
@@ -171,7 +172,7 @@ def test_pip_install_registers_device(tmp_path, editable):
     assert (name, module) == ("tt_backend.ops_tt", "tt_backend.ops_tt")
     assert Path(file).resolve().is_relative_to((src if editable else site).resolve())
     # installed package data: templates and the ISA table come along
-    r = run_py(py, "from tt_backend.chip import isa; import tt_backend.lowering.render as r; print(len(isa.INSTRUCTIONS) > 0, "
+    r = run_py(py, "from tt_backend.chip import isa; import tt_backend.lowering.codegen.sources as r; print(len(isa.INSTRUCTIONS) > 0, "
                    "(r.TEMPLATE_DIR / 'reader.c.j2').exists())")
     assert r.stdout.split() == ["True", "True"], r.stderr
     # the conflict check, and a clean uninstall

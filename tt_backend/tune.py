@@ -2,7 +2,7 @@
 
 Runs `script.py` once per budget (plus once without one: the float32-faithful placement), each in its own subprocess
 with TT_ERR_BUDGET, TT_CHECK=1 and a fresh TT_DUMP, then reads every kernel's report.json and prints, per kernel and
-budget: the FPU placements, predicted vs measured relative error, predicted compute cycles (lowering/placement.py's
+budget: the FPU placements, predicted vs measured relative error, predicted compute cycles (lowering/placement/'s
 model: unpack + FPU + SFPU + pack per tile) and the emulator's measured cycles of the whole launch (RISC-V reader and
 writer included, when the target has a cycle model). With matplotlib installed it
 also writes a PNG of predicted cycles against measured error (one line per kernel through its budgets).
