@@ -1,5 +1,5 @@
-"""Sums on the FPU (lowering/families/fpu_reduce.py): MVMUL against a ones tile, fp32 Dst accumulation, placed per kernel
-under TT_ERR_BUDGET by predicted error (tt_backend/fpu_reduce_eval.py: the emulator's bit models) and cycles.
+"""Sums on the FPU (lowering/families/fpu_reduce.py): MVMUL against a ones tile, fp32 Dst accumulation, placed per
+kernel under TT_ERR_BUDGET by predicted error (tt_backend/fpu_reduce_eval.py: the emulator's bit models) and cycles.
 
   * the placement (no emulator run): float32-faithful default and tight budgets keep the SFPU, looser budgets flip to
     the FPU with the cheapest fidelity whose prediction fits; fp32 data (tf32 in Src) needs a looser budget than bf16;

@@ -1,10 +1,10 @@
-"""Matmul on the FPU (lowering/families/fpu_matmul.py + templates/matmul_*.c.j2): pattern matching, plans, and runs on the emulator
-(and on ttsim when TT_SIMULATOR is set) against tinygrad's CPU device and float64.
+"""Matmul on the FPU (lowering/families/fpu_matmul.py + templates/matmul_*.c.j2): pattern matching, plans, and runs on
+the emulator (and on ttsim when TT_SIMULATOR is set) against tinygrad's CPU device and float64.
 
 Error measure: |C - C64| / (|A| @ |B|) per element (the "normalised" error of fpu-path.md 10.5: plain relative error is
 unbounded under cancellation), with C64 the float64 product of the operands as the kernel sees them (bf16-rounded for
-bf16 tensors, exact fp32 for fp32). Tolerance per fidelity = lowering.families.fpu_matmul.PREDICTED_ERR (the MVMUL errors measured on
-ttsim, with headroom) + the output rounding (2^-9 for a bf16 output, 2^-23 for fp32).
+bf16 tensors, exact fp32 for fp32). Tolerance per fidelity = lowering.families.fpu_matmul.PREDICTED_ERR (the MVMUL
+errors measured on ttsim, with headroom) + the output rounding (2^-9 for a bf16 output, 2^-23 for fp32).
 
 Shapes up to 128 run by default (the suite's share stays well under a minute); TT_SLOW=1 adds 256 and 512 cubes.
 """
@@ -101,7 +101,8 @@ rng = np.random.default_rng(1234)
 
 
 def case(M, K, N, dt=dtypes.bfloat16, form="plain", batch=None, fidelity=None, err_budget=None, dev=None):
-    """Run one matmul through tt_backend.lowering.families.fpu_matmul on `dev` (default: emulator); check it against float64 and tinygrad CPU."""
+    """Run one matmul through tt_backend.lowering.families.fpu_matmul on `dev` (default: emulator); check it against
+    float64 and tinygrad CPU."""
     sa, sb = ((batch,) if batch else ()) + (M, K), ((batch,) if batch else ()) + (K, N)
     a = rng.standard_normal(sa).astype(np.float32)
     b = rng.standard_normal(sb).astype(np.float32)

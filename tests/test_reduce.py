@@ -1,5 +1,5 @@
-"""Reductions (lowering/families/sfpu_reduce.py): the SFPU lane combine on the SFPU model, the layout/padding rules, and tinygrad
-programs with REDUCE on Device TT (emulator) against tinygrad's CPU device.
+"""Reductions (lowering/families/sfpu_reduce.py): the SFPU lane combine on the SFPU model, the layout/padding rules, and
+tinygrad programs with REDUCE on Device TT (emulator) against tinygrad's CPU device.
 
 Tolerances, stated per case:
   * float32 sums: |tt - cpu| <= 2 * eps32 * sqrt(K) * sum|x| (both accumulate in fp32 in different orders; measured

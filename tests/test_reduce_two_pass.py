@@ -1,7 +1,8 @@
-"""Two-pass reductions (lowering/families/sfpu_reduce.py plan_two_pass): one reduction's pre-op reads another's finished value, in
-one kernel. tinygrad fuses these for reductions with no axis (x.argmax(), x.logsumexp(), (x - x.max()).exp().sum(),
-(x - x.mean()).abs().sum()); with an axis it makes two kernels. Pass 1 reduces, broadcasts each output's result to
-all of its lanes and row steps of a Dst slot; pass 2 streams the same tiles again with that slot as an input.
+"""Two-pass reductions (lowering/families/sfpu_reduce.py plan_two_pass): one reduction's pre-op reads another's finished
+value, in one kernel. tinygrad fuses these for reductions with no axis (x.argmax(), x.logsumexp(),
+(x - x.max()).exp().sum(), (x - x.mean()).abs().sum()); with an axis it makes two kernels. Pass 1 reduces, broadcasts each
+output's result to all of its lanes and row steps of a Dst slot; pass 2 streams the same tiles again with that slot as
+an input.
 
 Tolerances: argmax/argmin and max-based results exact; float sums |tt - cpu| <= 2 * eps32 * sqrt(K) * sum|terms|
 (as tests/test_reduce.py), logs/exps relative 1e-6 (a few ulp of the SFPU sequences on top of the sum).

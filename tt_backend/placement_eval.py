@@ -5,11 +5,13 @@ a placement with the emulator's bit-exact numeric models, exactly along the path
     with a zeroed SrcB (runtime.emu.fpu_math.elwadd);
   * FPU nodes: operands converted by the unpacker (runtime.emu.formats: bf16 exact, fp32 -> tf32/bf16 truncation),
     then ELWMUL phase by phase into a zeroed fp32 Dst (fpu_math.elwmul) or ELWADD/ELWSUB (fpu_math.elwadd);
-  * the rest: the SFPU program lowering.placement.choice.split/compile_split produces, run on runtime.emu.sfpu.SFPU over Dst;
+  * the rest: the SFPU program lowering.placement.choice.split/compile_split produces, run on runtime.emu.sfpu.SFPU
+    over Dst;
   * the output through the packer (fp32 copy, or the early fp32 -> bf16 rounding).
 
-Also here: `placer(...)` (the lowering.placement.placer.Placer ops_tt hands to lowering.select.lower) and `check(...)` (TT_CHECK=1: the
-float32 reference of a launched kernel from its real buffers, and the measured error, written into report.json).
+Also here: `placer(...)` (the lowering.placement.placer.Placer ops_tt hands to lowering.select.lower) and `check(...)`
+(TT_CHECK=1: the float32 reference of a launched kernel from its real buffers, and the measured error, written into
+report.json).
 """
 from __future__ import annotations
 

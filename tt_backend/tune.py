@@ -16,6 +16,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from tt_backend.chip.errors import TTError
+
 
 def parse_budgets(text: str) -> list[float | None]:
     """The default placement (no budget) always runs first; "none" in the list is accepted and means the same."""
@@ -29,7 +31,6 @@ def parse_budgets(text: str) -> list[float | None]:
         except ValueError:
             b = -1.0
         if not b > 0:
-            from tt_backend.chip.errors import TTError
             raise TTError(f"--budgets: {part!r} is not a positive relative error (e.g. 1e-3) or 'none'")
         out.append(b)
     return out
@@ -93,7 +94,7 @@ def table(results: dict) -> str:
 
 
 def plot(results: dict, path: Path) -> Path | None:
-    try:
+    try:        # optional: matplotlib is not a dependency, so it is looked for only when a plot is asked for
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt

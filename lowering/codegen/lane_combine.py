@@ -30,8 +30,8 @@ COMBINE = {
 
 def lane_combine(em: so.Emitter, op: str, dtype: str, lanes: int, x: int, t: int) -> int:
     """Combine the values of each group of `lanes` lanes of LReg x (t: scratch). Returns the LReg holding the result,
-    valid in lane j*lanes + min(lanes, 8) - 1 of output j (tile_kernel.reduce_out_datum). For 2/4/8: x (+)= ror^(2^i)(x) in
-    each 8-lane row, so lane 8r+c ends with the combine of lanes c-2^n+1..c. For 32: the full 8-lane rotation tree,
+    valid in lane j*lanes + min(lanes, 8) - 1 of output j (tile_plan.reduce_out_datum). For 2/4/8: x (+)= ror^(2^i)(x)
+    in each 8-lane row, so lane 8r+c ends with the combine of lanes c-2^n+1..c. For 32: the full 8-lane rotation tree,
     then SFPTRANSP moves row i of LReg0 into row 0 of LReg i (LReg0-3), and three combines add up the rows."""
     comb = COMBINE[(op, dtype)]
     levels = {1: 0, 2: 1, 4: 2, 8: 3, 32: 3}[lanes]

@@ -45,18 +45,22 @@ def matmul_words(phases: int) -> dict:
         "unp_adcxy_reset": word_u32("SETADCXY", cnt_set_mask=3, bit_mask=0xA),
         "unp_adczw_reset": word_u32("SETADCZW", cnt_set_mask=3, bit_mask=0xF),
         "unp_adcxx_tile": word_u32("SETADCXX", cnt_set_mask=3, x_end2=1023, x_start=0),
-        "stall_cfg_unpack": word_u32("STALLWAIT", stall_res=0x80, wait_res=0x7),    # B7 config; C0 ThCon | C1/C2 unpackers
+        # B7 config; C0 ThCon | C1/C2 unpackers
+        "stall_cfg_unpack": word_u32("STALLWAIT", stall_res=0x80, wait_res=0x7),
         "wrcfg_unp0_base": word_u32("WRCFG", gpr_address=4, cfg_reg=76),
         "wrcfg_unp1_base": word_u32("WRCFG", gpr_address=5, cfg_reg=124),
-        "unpacr_srca": word_u32("UNPACR", unpack_block_selection=0, addr_mode=1, ovrd_thread_id=1, set_dat_valid=1, last=1),
-        "unpacr_srcb": word_u32("UNPACR", unpack_block_selection=1, addr_mode=1, ovrd_thread_id=1, set_dat_valid=1, last=1),
+        "unpacr_srca": word_u32("UNPACR", unpack_block_selection=0, addr_mode=1, ovrd_thread_id=1, set_dat_valid=1,
+                                last=1),
+        "unpacr_srcb": word_u32("UNPACR", unpack_block_selection=1, addr_mode=1, ovrd_thread_id=1, set_dat_valid=1,
+                                last=1),
         "clr_dvalid_enable": word_u32("SETC16", setc16_reg=7, setc16_value=0),
         "math_offset0": word_u32("SETC16", setc16_reg=1, setc16_value=0),
         "setrwc_all": word_u32("SETRWC", bit_mask=0xF),
         "zeroacc": [word_u32("ZEROACC", clear_mode=1, use_32_bit_mode=1, addr_mode=7, where=f) for f in range(4)],
         "stall_sync_math_fpu": word_u32("STALLWAIT", stall_res=0x2, wait_res=0x10),   # B1 sync; C4 FPU
         "sempost_mathdone": word_u32("SEMPOST", sem_sel=1 << SEM_MATHDONE),
-        "slots": [(word_u32("SETC16", setc16_reg=12 + k, setc16_value=ab), word_u32("SETC16", setc16_reg=28 + k, setc16_value=d))
+        "slots": [(word_u32("SETC16", setc16_reg=12 + k, setc16_value=ab),
+                   word_u32("SETC16", setc16_reg=28 + k, setc16_value=d))
                   for k, (ab, d) in MVMUL_SLOTS.items()],
         "mvmul": mvmul_words(phases),
     })

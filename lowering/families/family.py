@@ -60,7 +60,7 @@ class Kernel:
 class Candidate:
     family: str
     label: str                      # which option ("FPU HiFi3", "SFPU fp32", ...)
-    cycles: float                   # predicted cycles, the family's cost model; math.inf: not priced (the family says why)
+    cycles: float                   # predicted cycles (the family's cost model); math.inf: not priced, family says why
     predicted_error: float | None   # predicted relative error (None: not predicted)
     acceptable: bool                # within the error budget, by the family's rule
     build: Callable[[], Plan]       # the plan, L1 allocated; UnsupportedOp when it cannot be built (e.g. L1 overflow)

@@ -468,8 +468,10 @@ def render_fpu_reduce(plan: FpuReducePlan) -> dict[str, str]:
     w["setrwc_dst"] = word_u32("SETRWC", bit_mask=0x4)
     # ADDR_MOD slot 1: the MVMULs' (SrcA += 16 ...), the SFPU body's last SFPSTORE needs Dst += 2: swapped around post
     ab1, d1 = MVMUL_SLOTS[1]
-    w["slot1_sfpu"] = [word_u32("SETC16", setc16_reg=13, setc16_value=0), word_u32("SETC16", setc16_reg=29, setc16_value=2)]
-    w["slot1_mvmul"] = [word_u32("SETC16", setc16_reg=13, setc16_value=ab1), word_u32("SETC16", setc16_reg=29, setc16_value=d1)]
+    w["slot1_sfpu"] = [word_u32("SETC16", setc16_reg=13, setc16_value=0),
+                       word_u32("SETC16", setc16_reg=29, setc16_value=2)]
+    w["slot1_mvmul"] = [word_u32("SETC16", setc16_reg=13, setc16_value=ab1),
+                        word_u32("SETC16", setc16_reg=29, setc16_value=d1)]
     unp = dict(UNPACK_CFG_MM[plan.src_format]) | UNPACK_CFG_MM_COMMON
     alu = ALU_FORMAT_MM[plan.src_format] | (1 << 30)     # + SFPU_Fp32_enabled for the post program
     s, o = plan.inputs[0], plan.output
@@ -489,7 +491,8 @@ def render_fpu_reduce(plan: FpuReducePlan) -> dict[str, str]:
                "setup": [hex_u32(x) for x in plan.post.setup], "body": [hex_u32(x) for x in plan.post.body],
                "steps": [[hex_u32(x) for x in ws] for ws in post_steps(plan.side, plan.cells)],
                "rows": POST_STEPS[plan.side] if plan.cells == 32 else (0,),
-               "zero_out": [word_u32("ZEROACC", clear_mode=1, use_32_bit_mode=1, addr_mode=7, where=4 * plan.out_slot + f)
+               "zero_out": [word_u32("ZEROACC", clear_mode=1, use_32_bit_mode=1, addr_mode=7,
+                                     where=4 * plan.out_slot + f)
                             for f in range(4)]}}
     ctx["cells"] = plan.cells
     ctx["finish"] = [hex_u32(x) for x in finish_words(plan.cells)] if plan.cells < 32 else []

@@ -336,7 +336,8 @@ def render_sfpu_matmul(plan: SfpuMatmulPlan) -> dict[str, str]:
         "seminit_free": word_u32("SEMINIT", max_value=1, init_value=1, sem_sel=1 << SEM_FREE),
         "sempost_infree": word_u32("SEMPOST", sem_sel=1 << SEM_INFREE),
         "stall_sync_sfpu": word_u32("STALLWAIT", stall_res=0x2, wait_res=0x810),      # B1 sync; C4 FPU | C11 SFPU
-        "addr_mods": [(word_u32("SETC16", setc16_reg=12 + k, setc16_value=0), word_u32("SETC16", setc16_reg=28 + k, setc16_value=v))
+        "addr_mods": [(word_u32("SETC16", setc16_reg=12 + k, setc16_value=0),
+                       word_u32("SETC16", setc16_reg=28 + k, setc16_value=v))
                       for k, v in ADDR_MOD.items()],
         "zero_c": hex_u32(_store(9, C_ROW, mode=1)),
         "replay_record": word_u32("REPLAY", load_mode=1, execute_while_loading=0, len=BODY_WORDS, start_idx=0),

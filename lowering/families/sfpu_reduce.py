@@ -7,8 +7,8 @@ The frontend gives one ValueDAG with a REDUCE node. It is split there: the *pre*
 element, e.g. x*x) and the *post* DAG (per output, e.g. sqrt(acc/n + eps)), in which the REDUCE becomes a LOAD of the
 Dst slot the reduced values are left in.
 
-Layout (tile_plan.ReducePlan): a tile is 32 row steps x 32 lanes. Output j of a tile owns `lanes` consecutive lanes (1, 2,
-4, 8 or all 32) of every row step, so a tile carries 32*lanes reduce indices of 32/lanes outputs, and a group of
+Layout (tile_plan.ReducePlan): a tile is 32 row steps x 32 lanes. Output j of a tile owns `lanes` consecutive lanes (1,
+2, 4, 8 or all 32) of every row step, so a tile carries 32*lanes reduce indices of 32/lanes outputs, and a group of
 `tiles_per_group` tiles carries all K of them. The reader gathers (o, k) into that layout, so any axis set and any
 index expression (permutes, broadcasts, pads) is the reader's scalar index math, never the SFPU's.
 
@@ -561,7 +561,8 @@ def reduce_placement(lk: LoweredKernel, plan: SfpuReducePlan, budget: float | No
         row = {"id": i, "op": nd.op, "dtype": nd.dtype, "srcs": list(nd.srcs), "engine": "SFPU", "fidelity": None,
                "pinned": False, "formats": {"lreg": "fp32"}, "predicted_error": 0.0}
         if nd.op == "REDUCE":     # the accumulation order is where the kernel's error comes from
-            row.update(reduce=nd.arg[0], lanes=rp.lanes, predicted_error=err, cycles=COST["rows_per_tile"] * cyc["tiles"])
+            row.update(reduce=nd.arg[0], lanes=rp.lanes, predicted_error=err,
+                       cycles=COST["rows_per_tile"] * cyc["tiles"])
         else:
             per_tile = sfpu_op_cycles(nd, tuple(dag.nodes[s].dtype for s in nd.srcs))
             runs = 1 if rp.steps >= 32 else 32 // rp.steps       # post: one row step per step group

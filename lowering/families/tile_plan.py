@@ -29,9 +29,9 @@ class TilePlan(Plan):
 @dataclass
 class ReducePass:
     """The first pass of a two-pass reduction (lowering/families/sfpu_reduce.py `plan_two_pass`): reductions whose
-    values a later reduction's pre-op reads. Its program folds each row step into its accumulators like the final pass; after a
-    group's last tile `finish` combines each output's lanes, broadcasts the result to all of the output's lanes and
-    stores it to every row step of Dst slot `slot` + i (steps < 32: `group_store` does that per step group), where
+    values a later reduction's pre-op reads. Its program folds each row step into its accumulators like the final pass;
+    after a group's last tile `finish` combines each output's lanes, broadcasts the result to all of the output's lanes
+    and stores it to every row step of Dst slot `slot` + i (steps < 32: `group_store` does that per step group), where
     the final pass's pre-op and the post read it."""
     op: str                         # "MAX", "ADD+MAX", ...
     sfpu: SfpuProgram               # the first pass's per-row-step program (setup run per tile)
@@ -45,14 +45,15 @@ class ReducePass:
 @dataclass
 class ReducePlan:
     """The reduction of an SFPU reduction kernel (lowering/families/sfpu_reduce.py). The iteration space is
-    `out_sizes` (outputs o, row-major) x `red_sizes` (reduce index k, row-major). Tile t = group g * tiles_per_group + tk; a tile is 32 row steps x 32 lanes
-    and holds `cells` = 32 // lanes outputs (o = g * cells + j): output j owns lanes [j*lanes, (j+1)*lanes) of every
-    row step, i.e. k = tk * 32 * lanes + step * lanes + lane % lanes. The phase-1 program (the plan's `sfpu`) folds
-    each row step into the accumulator LReg `acc_reg`; after a group's last tile `finish` combines the lanes of each
-    output and stores the result at row step 0 of Dst slot `acc_slot`, then `post` (elementwise after the reduce, the
-    reduced value being its input `acc_slot`) writes the output tile. Output j is datum `out_datum(j)` of that tile.
-    Two-pass reductions (`pass1` set): each group's tiles stream twice (tile t: pass (t // tiles_per_group) % 2);
-    pass 1 runs `pass1` (its results broadcast to Dst slots pass1.slot..), pass 2 is the rest of this."""
+    `out_sizes` (outputs o, row-major) x `red_sizes` (reduce index k, row-major). Tile t = group g * tiles_per_group +
+    tk; a tile is 32 row steps x 32 lanes and holds `cells` = 32 // lanes outputs (o = g * cells + j): output j owns
+    lanes [j*lanes, (j+1)*lanes) of every row step, i.e. k = tk * 32 * lanes + step * lanes + lane % lanes. The phase-1
+    program (the plan's `sfpu`) folds each row step into the accumulator LReg `acc_reg`; after a group's last tile
+    `finish` combines the lanes of each output and stores the result at row step 0 of Dst slot `acc_slot`, then `post`
+    (elementwise after the reduce, the reduced value being its input `acc_slot`) writes the output tile. Output j is
+    datum `out_datum(j)` of that tile. Two-pass reductions (`pass1` set): each group's tiles stream twice (tile t: pass
+    (t // tiles_per_group) % 2); pass 1 runs `pass1` (its results broadcast to Dst slots pass1.slot..), pass 2 is the
+    rest of this."""
     op: str                         # "ADD" | "MAX"
     dtype: str                      # accumulator dtype
     out_sizes: tuple[int, ...]

@@ -95,8 +95,8 @@ def _check(plan: TilePlan) -> None:
             raise ValueError(f"{plan.name}: 0x{word:08x} is not a Tensix word")
 
 
-# --- FPU elementwise ops (lowering/placement/choice.py): in_a -> SrcA (unpacker 0), in_b -> SrcB (unpacker 1), per face,
-# then ELWMUL (phases inner: slot 4 = next phase, slot 3 = next 8x16 block + phase 0) / ELWADD / ELWSUB into a Dst slot
+# --- FPU elementwise ops (lowering/placement/choice.py): in_a -> SrcA (unpacker 0), in_b -> SrcB (unpacker 1), per
+# face, then ELWMUL (phases inner: slot 4 = next phase, slot 3 = next 8x16 block + phase 0) / ELWADD / ELWSUB into a Dst slot
 SRC_FORMAT_CODE = {"bf16": 5, "tf32": 4}
 UNP1_CFG_STATIC = {113: 0x00040001, 121: 0x0000000F, 59: 0}     # y_dim 1, z_dim 4 faces; uncompressed; SrcB row 0
 
@@ -111,12 +111,13 @@ def fpu_words() -> dict:
         "unp1_adczw_reset": word_u32("SETADCZW", cnt_set_mask=2, bit_mask=0xF),
         "unp1_adcxx_face": word_u32("SETADCXX", cnt_set_mask=2, x_end2=255, x_start=0),
         "unp01_adczw_tile": word_u32("SETADCZW", cnt_set_mask=3, bit_mask=0x5),
-        "stall_cfg_unpack01": word_u32("STALLWAIT", stall_res=0x80, wait_res=0x7),  # B7 config; C0 ThCon | C1/C2 unpackers
+        # B7 config; C0 ThCon | C1/C2 unpackers
+        "stall_cfg_unpack01": word_u32("STALLWAIT", stall_res=0x80, wait_res=0x7),
         "wrcfg_gpr10_cfg112": word_u32("WRCFG", gpr_address=10, cfg_reg=112),
         "wrcfg_gpr11_cfg120": word_u32("WRCFG", gpr_address=11, cfg_reg=120),
         "wrcfg_gpr12_cfg124": word_u32("WRCFG", gpr_address=12, cfg_reg=124),
-        "unpacr_srcb_face": word_u32("UNPACR", unpack_block_selection=1, addr_mode=0x01, ovrd_thread_id=1, set_dat_valid=1,
-                               last=1),
+        "unpacr_srcb_face": word_u32("UNPACR", unpack_block_selection=1, addr_mode=0x01, ovrd_thread_id=1,
+                                     set_dat_valid=1, last=1),
         "elw_phase": {k: word_u32(k, addr_mode=4, dst=0) for k in ("ELWMUL", "ELWADD", "ELWSUB")},
         "elw_next": {k: word_u32(k, addr_mode=3, dst=0) for k in ("ELWMUL", "ELWADD", "ELWSUB")},
     }
@@ -131,7 +132,8 @@ def fpu_ctx(plan: TilePlan, fpu_ops: list[FpuOp]) -> list[dict]:
         code_a, code_b = SRC_FORMAT_CODE[o.fmt_a], SRC_FORMAT_CODE[o.fmt_b]
         out.append({"node": o.node, "kind": o.kind, "a": o.a, "b": o.b, "fmt_a": o.fmt_a, "fmt_b": o.fmt_b,
                     "phases": o.phases, "slot": o.slot,
-                    "cfg64": hex_u32(desc[0]), "cfg72": hex_u32(0x20 | code_a), "cfg112": hex_u32(desc[1]), "cfg120": hex_u32(code_b),
+                    "cfg64": hex_u32(desc[0]), "cfg72": hex_u32(0x20 | code_a), "cfg112": hex_u32(desc[1]),
+                    "cfg120": hex_u32(code_b),
                     "zeroacc": [word_u32("ZEROACC", clear_mode=1, use_32_bit_mode=1, addr_mode=0, where=4 * o.slot + f)
                                 for f in range(4)] if o.kind == "ELWMUL" else []})
     return out
@@ -206,7 +208,8 @@ def render_tile_kernel(plan: TilePlan, generator: str, red: ReducePlan | None = 
         ctx["out_slot"] = red.post.out_slot
     if fpu_ops:   # FPU placement: operands to SrcA/SrcB, unpacker 0 reconfigured per input (so always "mixed")
         ctx["w"] = w | fpu_words()
-        ctx.update(fpu=fpu_ctx(plan, fpu_ops), mixed=True, unp1_static={i: hex_u32(v) for i, v in UNP1_CFG_STATIC.items()})
+        ctx.update(fpu=fpu_ctx(plan, fpu_ops), mixed=True,
+                   unp1_static={i: hex_u32(v) for i, v in UNP1_CFG_STATIC.items()})
     else:
         ctx["fpu"] = []
     for s in inputs:
