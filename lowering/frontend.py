@@ -1,4 +1,5 @@
-"""tinygrad kernel AST -> index part (per stream: IndexExprs over the ranges) + value part (ValueDAG) -> KernelPlan.
+"""tinygrad kernel AST -> index part (per stream: IndexExprs over the ranges) + value part (ValueDAG): the
+LoweredKernel the kernel families (lowering/families, chosen by lowering/select.py) plan.
 
 The AST tinygrad 0.14 hands a backend is "rangeified": `SINK(END(STORE(INDEX(PARAM, idx), value), *ranges))` where the
 value reads buffers with `INDEX(PARAM, idx)` (no explicit LOAD; an explicit `LOAD(INDEX)` is accepted too), shapes live
@@ -6,7 +7,7 @@ in `RANGE` sizes, broadcasts/permutes/shrinks are affine index expressions and p
 inside the index plus a `WHERE(valid, load, 0)` in the value. Everything that depends only on ranges is index math
 (lowering/index.py, rendered as scalar C for the reader/writer); everything downstream of a load is the value DAG
 (run on the SFPU).
-A REDUCE becomes a REDUCE node of the DAG (its ranges go last in the iteration space; lowering/reduce.py plans it);
+A REDUCE becomes a REDUCE node of the DAG (its ranges go last in the iteration space; the reduction families plan it);
 integer/bool index math that reaches the value part (arange, argmax's reversed index, tril masks, nonzero pads) is a
 computed stream: the reader evaluates it per element in C and the SFPU loads it like any input.
 
@@ -23,7 +24,7 @@ from tinygrad.uop.ops import AxisType, Ops, UOp
 
 from tt_backend.lowering.dag import ValueDAG
 from tt_backend.lowering.index import OPS, IndexExpr, IndexTexts
-from tt_backend.lowering.plan import DTYPE_SIZE, Buffer, KernelPlan, Stream, allocate_l1
+from tt_backend.lowering.plan import DTYPE_SIZE, Buffer, Stream
 from tt_backend.chip.errors import UnsupportedOp
 
 # ---------------------------------------------------------------------------------------------------------- dtypes
@@ -186,7 +187,7 @@ class _Lowerer:
 
     def order_ranges(self, out_idx: UOp) -> list[UOp]:
         """Outermost first. Ordered by the output index's coefficients, so a plain write is contiguous; reduce
-        ranges come last (lowering/reduce.py: outputs x reduce index)."""
+        ranges come last (lowering/families/sfpu_reduce.py: outputs x reduce index)."""
         rngs = sorted({u for u in self.sink.toposort() if u.op is Ops.RANGE and u not in self.alias},
                       key=lambda r: r.arg[0])
         coef = affine(out_idx) or {}
@@ -195,8 +196,8 @@ class _Lowerer:
     def sibling_reduce_ranges(self) -> dict[UOp, UOp]:
         """tinygrad gives every REDUCE its own ranges, also two reductions over the same axis (x.sum(1) + x.max(1)).
         When neither reduction feeds the other and their range sizes agree, the later one's ranges alias the first's,
-        so both run over one (output, k) iteration space (lowering/reduce.py: one accumulator each). The same for a
-        reduction whose pre-op reads the first one's value (dependent_reduce: lowering/reduce.py runs it in a second
+        so both run over one (output, k) iteration space (lowering/families/sfpu_reduce.py: one accumulator each). The same for a
+        reduction whose pre-op reads the first one's value (dependent_reduce: lowering/families/sfpu_reduce.py runs it in a second
         pass over the same tiles)."""
         reds = [u for u in self.sink.toposort() if u.op is Ops.REDUCE]
         alias: dict[UOp, UOp] = {}
@@ -215,7 +216,7 @@ class _Lowerer:
     def dependent_reduce(outer: UOp, inner: UOp) -> bool:
         """outer's pre-op reads inner's finished value (argmax: max, then a max over (x == max) * reversed index;
         (x - x.max()).exp().sum()): both may run over the same (output, k) space, in two passes over the data
-        (lowering/reduce.py), when inner's value does not depend on outer's reduce ranges and inner is not merged
+        (lowering/families/sfpu_reduce.py), when inner's value does not depend on outer's reduce ranges and inner is not merged
         into outer (REDUCE(op, REDUCE(op, f, k1), k2) is one reduction over (k1, k2))."""
         if inner not in outer.src[0].toposort():
             return False
@@ -391,23 +392,3 @@ def lower_ast(sink: UOp, name: str) -> LoweredKernel:
     if sink.op is not Ops.SINK: raise UnsupportedOp(f"{name}: expected a SINK, got {sink.op.name}")
     return _Lowerer(sink, name).lower()
 
-
-def lower_kernel(sink: UOp, name: str, placer=None) -> KernelPlan:
-    """tinygrad kernel AST -> KernelPlan (SFPU program compiled, L1 allocated). Raises UnsupportedOp naming the op.
-    `placer(lk) -> lowering.placement.Placement` (injected by tt_backend: it needs the emulator's numeric models)
-    puts elementwise nodes on the FPU; without one everything runs on the SFPU in float32."""
-    from tt_backend.lowering.matmul import lower_matmul   # matmuls: MVMUL if the budget allows, else the fp32 SFPU matmul
-    if (mm := lower_matmul(sink, name, getattr(placer, "err_budget", None))) is not None: return mm
-    lk = lower_ast(sink, name)
-    if any(n.op == "REDUCE" for n in lk.dag.nodes):
-        from tt_backend.lowering.reduce import plan_reduce   # SFPU, or a plain sum on the FPU when the placer allows it
-        plan = plan_reduce(lk, getattr(placer, "err_budget", None), placer)
-        return plan if plan.l1 else allocate_l1(plan)
-    if placer is not None:
-        from tt_backend.lowering.placement import plan_placed
-        return allocate_l1(plan_placed(lk, placer(lk)))
-    from tt_backend.lowering.sfpu_codegen import compile_sfpu   # imported late: the frontend is testable on its own
-    sfpu = compile_sfpu(lk.dag, len(lk.inputs), lk.dag.nodes[lk.dag.out].dtype)
-    plan = KernelPlan(name=name, ranges=lk.ranges, buffers=lk.buffers, inputs=[lk.stream(s) for s in lk.inputs],
-                      output=lk.stream(lk.output), sfpu=sfpu, ops=lk.ops)
-    return allocate_l1(plan)

@@ -1,4 +1,4 @@
-"""Benchmark of the fp32 SFPU matmul (lowering/sfpu_matmul.py) on the emulator and/or ttsim.
+"""Benchmark of the fp32 SFPU matmul (lowering/families/sfpu_matmul.py) on the emulator and/or ttsim.
 
     /work/venv/bin/python scripts/bench_sfpu_matmul.py 64 128 256 [--targets emu,ttsim] [--lib path/to/libttsim.so]
     /work/venv/bin/python scripts/bench_sfpu_matmul.py 64x4096x64 32x8192x32 4x64x2048x64   # MxKxN, BxMxKxN
@@ -22,9 +22,11 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from tinygrad import Tensor, dtypes  # noqa: E402
 from tinygrad.uop.ops import Ops  # noqa: E402
 
-from tt_backend.lowering.matmul import lower_matmul  # noqa: E402
-from tt_backend.lowering.render import split  # noqa: E402
-from tt_backend.lowering.sfpu_matmul import SfpuMatmulPlan  # noqa: E402
+from tt_backend.lowering.codegen.sources import split  # noqa: E402
+from tt_backend.lowering.families.fpu_matmul import FpuMatmulPlan  # noqa: E402
+from tt_backend.lowering.families.matmul_spec import match_matmul  # noqa: E402
+from tt_backend.lowering.families.sfpu_matmul import SfpuMatmulPlan  # noqa: E402
+from tt_backend.lowering.select import lower  # noqa: E402
 from tt_backend.runtime.compile import compile_kernel  # noqa: E402
 from tt_backend.runtime.driver import launch  # noqa: E402
 
@@ -37,14 +39,14 @@ def matmul_ast(sa, sb):
 
 def plan_for(M, K, N, B=0):
     ast, _ = matmul_ast(((B,) if B else ()) + (M, K), ((B,) if B else ()) + (K, N))
-    plan = lower_matmul(ast, f"bench_smm_{B}_{M}_{K}_{N}")
+    plan = lower(ast, f"bench_smm_{B}_{M}_{K}_{N}")
     assert isinstance(plan, SfpuMatmulPlan)
     return plan
 
 
 def describe(plan) -> str:
-    if plan is None: return "generic path"
-    if not isinstance(plan, SfpuMatmulPlan): return f"FPU {plan.fidelity}"
+    if isinstance(plan, FpuMatmulPlan): return f"FPU {plan.fidelity}"
+    if not isinstance(plan, SfpuMatmulPlan): return "generic path"
     split = (f", K in {plan.nkb} blocks of {8 * plan.kb_chunks} k, B {'streamed' if plan.b_stream else 'resident'}"
              if plan.split_k else "")
     return f"SFPU matmul, {plan.ng} column group(s) of {plan.ntg} tiles, A depth {plan.a_depth}{split}"
@@ -52,7 +54,6 @@ def describe(plan) -> str:
 
 def sweep():
     """The dispatch decision (no budget: fp32-faithful) for fp32 matmuls of many shapes, incl. vectors and edges."""
-    from tt_backend.lowering.matmul import match_matmul
     shapes = [((M, K), (K, N)) for M in (1, 7, 33, 64, 256) for N in (1, 5, 64, 100, 4096)
               for K in (1, 3, 100, 1024, 1200, 4096, 8192, 20000)]
     shapes += [((64,), (64, 32)), ((64, 32), (32,)), ((4096,), (4096, 64)), ((8, 64, 4096), (8, 4096, 64)),
@@ -62,7 +63,7 @@ def sweep():
         K = sa[-1]
         why = ("" if match_matmul(ast) is not None else " (K = 1: an elementwise outer product, no reduction)" if K == 1
                else " (a dot product: one SFPU reduction over K)")
-        print(f"{str(sa):>14} @ {str(sb):<14} {n} kernel(s): {describe(lower_matmul(ast, 'sweep'))}{why}")
+        print(f"{str(sa):>14} @ {str(sb):<14} {n} kernel(s): {describe(lower(ast, 'sweep'))}{why}")
 
 
 def run(dev, plan, a, b):

@@ -1,5 +1,5 @@
 """runtime.compile (compiler discovery, size gate, cache, disassembly) and runtime.driver, ending with whole kernels
-rendered from hand-made KernelPlans, compiled for real and run on the emulator against numpy."""
+rendered from hand-made ElementwisePlans, compiled for real and run on the emulator against numpy."""
 from __future__ import annotations
 
 import os
@@ -8,9 +8,11 @@ import shutil
 import numpy as np
 import pytest
 
+from tt_backend.lowering.codegen.sources import split
+from tt_backend.lowering.families.elementwise import ElementwisePlan
+from tt_backend.lowering.families.tile_plan import allocate_l1
 from tt_backend.lowering.index import IndexExpr
-from tt_backend.lowering.plan import Buffer, KernelPlan, SfpuProgram, Stream, allocate_l1
-from tt_backend.lowering.render import render, split
+from tt_backend.lowering.plan import Buffer, SfpuProgram, Stream
 from tt_backend.runtime import compile as C
 from tt_backend.runtime import driver
 from tt_backend.chip import isa, layout
@@ -83,10 +85,10 @@ def sfpu_axpb(out_slot=1) -> SfpuProgram:
 ESZ = {"float32": 4, "bfloat16": 2, "int32": 4, "bool": 1}
 
 
-def make_plan(name, ranges, buffers, inputs, output, prog) -> KernelPlan:
+def make_plan(name, ranges, buffers, inputs, output, prog) -> ElementwisePlan:
     """buffers: [(dtype, n_elements)], inputs/output: Stream. Buffer k is tinygrad slot k."""
     bufs = [Buffer(k, dt, n * ESZ[dt]) for k, (dt, n) in enumerate(buffers)]
-    return allocate_l1(KernelPlan(name, tuple(ranges), bufs, inputs, output, prog))
+    return allocate_l1(ElementwisePlan(name, tuple(ranges), bufs, inputs, output, prog))
 
 
 def plan_add(n=3000, gather=True, out_dtype="bfloat16", b_dtype="float32"):
@@ -100,7 +102,7 @@ def plan_add(n=3000, gather=True, out_dtype="bfloat16", b_dtype="float32"):
 
 
 def compile_plan(plan):
-    sources, headers = split(render(plan))
+    sources, headers = split(plan.render())
     return C.compile_kernel(sources, headers, plan.name)
 
 
@@ -170,7 +172,7 @@ def test_cache_hit_on_unchanged_kernel():
 
 @needs_cc
 def test_size_gate_refuses_an_oversized_image():
-    sources, headers = split(render(plan_add()))
+    sources, headers = split(plan_add().render())
     sources = {"ncrisc": sources["ncrisc"].replace(
         "int kmain(void)", "static volatile uint32_t big[5000];\nint kmain(void)").replace(
         "tt_noc_init(&noc, TT_NOC1_BASE);", "tt_noc_init(&noc, TT_NOC1_BASE); big[4999] = 1;")}
@@ -182,7 +184,7 @@ def test_size_gate_refuses_an_oversized_image():
 
 @needs_cc
 def test_compile_error_names_the_core():
-    sources, headers = split(render(plan_add()))
+    sources, headers = split(plan_add().render())
     with pytest.raises(TTError, match="trisc1"):
         C.compile_kernel({"trisc1": sources["trisc1"] + "\nthis is not C;\n"}, headers, "broken")
 

@@ -16,7 +16,7 @@ pytestmark = pytest.mark.skipif(
     __import__("shutil").which("riscv64-unknown-elf-gcc") is None and not os.environ.get("SFPI_ROOT"),
     reason="needs a RISC-V compiler (apt-get install gcc-riscv64-unknown-elf)")
 
-# ulp bounds per op, measured on the SFPU sequences (see lowering/sfpu_ops.py); 0 = bit-exact
+# ulp bounds per op, measured on the SFPU sequences (see lowering/codegen/sfpu_ops.py); 0 = bit-exact
 ULP = {"add": 0, "mul": 0, "sub": 0, "neg": 0, "max": 0, "recip": 1, "sqrt": 1, "exp2": 2, "log2": 2, "trunc": 0}
 
 

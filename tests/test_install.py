@@ -70,9 +70,10 @@ def test_dram_arena_merges_and_aligns():
 
 def test_bundle_roundtrip():
     from tt_backend.lowering.index import IndexExpr
-    from tt_backend.lowering.plan import Buffer, KernelPlan, SfpuProgram, Stream
+    from tt_backend.lowering.families.elementwise import ElementwisePlan
+    from tt_backend.lowering.plan import Buffer, SfpuProgram, Stream
     from tt_backend.ops_tt import pack_bundle, unpack_bundle
-    plan = KernelPlan("E_4", (4,), [Buffer(0, "float32", 16), Buffer(1, "float32", 16)],
+    plan = ElementwisePlan("E_4", (4,), [Buffer(0, "float32", 16), Buffer(1, "float32", 16)],
                       [Stream(1, "float32", IndexExpr.range_var(0), None, True)],
                       Stream(0, "float32", IndexExpr.range_var(0), None, True),
                       SfpuProgram([], [1], 2, 1))
@@ -173,7 +174,7 @@ def test_pip_install_registers_device(tmp_path, editable):
     assert (name, module) == ("tt_backend.ops_tt", "tt_backend.ops_tt")
     assert Path(file).resolve().is_relative_to((src if editable else site).resolve())
     # installed package data: the ISA table and every template (kernel templates and the blocks they import) come along
-    r = run_py(py, "from tt_backend.chip import isa; import tt_backend.lowering.render as r; print(len(isa.INSTRUCTIONS) > 0, "
+    r = run_py(py, "from tt_backend.chip import isa; import tt_backend.lowering.codegen.sources as r; print(len(isa.INSTRUCTIONS) > 0, "
                    "*sorted(p.relative_to(r.TEMPLATE_DIR).as_posix() for p in r.TEMPLATE_DIR.rglob('*.j2')))")
     assert r.stdout.split() == ["True", *sorted(p.relative_to(ROOT / "templates").as_posix()
                                                 for p in (ROOT / "templates").rglob("*.j2"))], r.stderr

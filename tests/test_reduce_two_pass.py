@@ -1,7 +1,8 @@
-"""Two-pass reductions (lowering/reduce.py plan_two_pass): one reduction's pre-op reads another's finished value, in
-one kernel. tinygrad fuses these for reductions with no axis (x.argmax(), x.logsumexp(), (x - x.max()).exp().sum(),
-(x - x.mean()).abs().sum()); with an axis it makes two kernels. Pass 1 reduces, broadcasts each output's result to
-all of its lanes and row steps of a Dst slot; pass 2 streams the same tiles again with that slot as an input.
+"""Two-pass reductions (lowering/families/sfpu_reduce.py plan_two_pass): one reduction's pre-op reads another's finished
+value, in one kernel. tinygrad fuses these for reductions with no axis (x.argmax(), x.logsumexp(),
+(x - x.max()).exp().sum(), (x - x.mean()).abs().sum()); with an axis it makes two kernels. Pass 1 reduces, broadcasts each
+output's result to all of its lanes and row steps of a Dst slot; pass 2 streams the same tiles again with that slot as
+an input.
 
 Tolerances: argmax/argmin and max-based results exact; float sums |tt - cpu| <= 2 * eps32 * sqrt(K) * sum|terms|
 (as tests/test_reduce.py), logs/exps relative 1e-6 (a few ulp of the SFPU sequences on top of the sum).
@@ -13,9 +14,10 @@ import pytest
 
 from tt_backend.lowering.dag import ValueDAG
 from tt_backend.lowering.frontend import LoweredKernel, StreamIndex
+from tt_backend.lowering.families.sfpu_reduce import ACC, TWO_PASS_LANES, choose_layout, finish_words, plan_reduce
+from tt_backend.lowering.families.tile_plan import allocate_l1, reduce_out_datum
 from tt_backend.lowering.index import IndexExpr
-from tt_backend.lowering.plan import Buffer, allocate_l1, reduce_out_datum
-from tt_backend.lowering.reduce import ACC, TWO_PASS_LANES, choose_layout, finish_words, plan_reduce
+from tt_backend.lowering.plan import Buffer
 from tt_backend.runtime.emu.dst import Dst
 from tt_backend.runtime.emu.sfpu import SFPU
 from tt_backend.chip.errors import UnsupportedOp
@@ -193,7 +195,7 @@ def row_kernel(kind: str, O: int, K: int) -> LoweredKernel:
 
 
 def run_plan(plan, x, device=None):
-    from tt_backend.lowering.render import render, split
+    from tt_backend.lowering.codegen.sources import split
     from tt_backend.runtime import compile as C
     from tt_backend.runtime import driver
     if device is None:
@@ -201,7 +203,7 @@ def run_plan(plan, x, device=None):
         device = EmuDevice()
     addrs = [0x40000, 0x40000 + ((plan.buffers[0].nbytes + 0xFFF) & ~0xFFF)]
     device.write_dram(addrs[1], x.astype(np.float32).tobytes())
-    sources, headers = split(render(plan))
+    sources, headers = split(plan.render())
     res = driver.launch(device, C.compile_kernel(sources, headers, plan.name), plan.arg_words(addrs), timeout_s=300)
     assert all(c.done == res.generation and c.error == 0 for c in res.cores.values())
     assert {c.progress for c in res.cores.values()} >= {plan.n_tiles}
@@ -247,7 +249,7 @@ def lowered_kernels(t):
 def test_frontend_aliases_the_dependent_reduction():
     """x.argmax() is one kernel: the second reduction's range aliases the first's (one range of K), the two loads of x
     are one contiguous stream after dedupe, and a merged REDUCE(op, REDUCE(op, ...)) is not aliased."""
-    from tt_backend.lowering.reduce import dedupe_streams, reduce_deps
+    from tt_backend.lowering.families.sfpu_reduce import dedupe_streams, reduce_deps
     x = rng.standard_normal((8, 50)).astype(np.float32)
     (lk,) = [k for k in lowered_kernels(Tensor(x, device="CPU").argmax()) if len(k.ranges) == 1]
     reds = [n for n in lk.dag.nodes if n.op == "REDUCE"]

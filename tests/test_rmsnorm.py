@@ -27,7 +27,7 @@ HAVE_CC = shutil.which("riscv64-unknown-elf-gcc") is not None or bool(os.environ
 pytestmark = pytest.mark.skipif(not HAVE_CC, reason="needs a RISC-V compiler")
 KNOBS = ("TT_ERR_BUDGET", "TT_PLACE", "TT_DUMP", "TT_CHECK", "TT_SAMPLE_DIST", "DEV", "DEVICE", "TT_BACKEND",
          "TT_SIMULATOR")      # the emulator (cycle model) unless a test asks for ttsim
-# fresh inputs: not the placement's samples (seeded 0..2 in lowering/placement.py); printed on failure
+# fresh inputs: not the placement's samples (seeded 0..2 in lowering/placement/); printed on failure
 SEEDS = [int(s) for s in np.random.SeedSequence().generate_state(2)]
 
 

@@ -16,8 +16,10 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "tts
 
 import fake_tt_umd  # noqa: E402
 import harness  # noqa: E402
+from tt_backend.lowering.families.elementwise import ElementwisePlan  # noqa: E402
+from tt_backend.lowering.families.tile_plan import allocate_l1  # noqa: E402
 from tt_backend.lowering.index import IndexExpr  # noqa: E402
-from tt_backend.lowering.plan import TARGETS, Buffer, KernelPlan, SfpuProgram, Stream, allocate_l1, for_target  # noqa: E402
+from tt_backend.lowering.plan import TARGETS, Buffer, SfpuProgram, Stream, for_target  # noqa: E402
 from tt_backend.runtime import driver, targets  # noqa: E402
 from tt_backend.chip import isa, layout  # noqa: E402
 from tt_backend.chip.errors import DeviceTimeout, TTError, UnsupportedOp  # noqa: E402
@@ -189,10 +191,10 @@ def _start_blocked(d, prog: str) -> None:
     harness.release_brisc(d, harness.compile_prog(prog), 9)
 
 
-def _plan(words: list[int]) -> KernelPlan:
+def _plan(words: list[int]) -> ElementwisePlan:
     body = words + [isa.encode("SFPSTORE", lreg_ind=0, instr_mod0=3, sfpu_addr_mode=1, dest_reg_addr=64)]
     prog = SfpuProgram(setup=[], body=body, dst_slots=2, out_slot=1)
-    return allocate_l1(KernelPlan("k", (64,), [Buffer(0, "float32", 256), Buffer(1, "float32", 256)],
+    return allocate_l1(ElementwisePlan("k", (64,), [Buffer(0, "float32", 256), Buffer(1, "float32", 256)],
                                   [Stream(1, "float32", IndexExpr.range_var(0), contiguous=True)],
                                   Stream(0, "float32", IndexExpr.range_var(0), contiguous=True), prog))
 

@@ -10,15 +10,16 @@ import json
 import os
 from pathlib import Path
 
-from tt_backend.lowering.plan import TILE_ELEMS, KernelPlan
 from tt_backend import knobs
+from tt_backend.lowering.plan import TILE_ELEMS, Plan
+from tt_backend.runtime.compile import disassemble, section_sizes
 
 ROWS_PER_TILE = 32          # the SFPU body runs once per 32-lane row step, 32 steps per 32x32 tile
 
 
-def placement(plan: KernelPlan) -> list[dict]:
-    """Engine and precision per op (lowering/placement.py); plans built without a placement run all on the SFPU."""
-    pl = getattr(plan, "placement", None)
+def placement(plan: Plan) -> list[dict]:
+    """Engine and precision per op (plan.placement); plans built without a placement run all on the SFPU."""
+    pl = plan.placement
     if pl is None:
         return [{"op": op, "engine": "SFPU", "precision": "fp32"} for op in plan.ops]
     return [{"op": n["op"], "engine": n["engine"],
@@ -26,24 +27,24 @@ def placement(plan: KernelPlan) -> list[dict]:
              f"{n['formats']['srca']}x{n['formats']['srcb']}"} for n in pl.nodes]
 
 
-def placement_report(plan: KernelPlan) -> dict:
+def placement_report(plan: Plan) -> dict:
     """The placement's own report: kernel, budget, predicted error and cycles, per-node engine/fidelity/formats/error/
     cycles; measured_error stays None until TT_CHECK=1 runs the kernel (tt_backend.placement_eval.check fills it),
     emulated_cycles (the slowest core of the last launch, emulator cycle model) until the kernel runs on `emu`."""
-    pl = getattr(plan, "placement", None)
+    pl = plan.placement
     if pl is None:
         return {"kernel": plan.name, "budget": knobs.err_budget(), "predicted_error": None, "measured_error": None,
                 "predicted_cycles": None, "emulated_cycles": None, "nodes": []}
     return {**pl.report(), "measured_error": None, "emulated_cycles": None}
 
 
-def instruction_counts(plan: KernelPlan, elfs: dict[str, bytes]) -> dict:
-    setup, body = len(plan.sfpu.setup), len(plan.sfpu.body)
+def instruction_counts(plan: Plan, elfs: dict[str, bytes]) -> dict:
+    prog = plan.sfpu_program()
+    setup, body = (len(prog.setup), len(prog.body)) if prog is not None else (0, 0)
     per_tile = setup + ROWS_PER_TILE * body
     counts = {"sfpu_setup": setup, "sfpu_body": body, "sfpu_per_tile": per_tile, "tiles": plan.n_tiles,
               "sfpu_total": per_tile * plan.n_tiles, "riscv_text_bytes": {}}
     try:
-        from tt_backend.runtime.compile import section_sizes
         for core, elf in elfs.items():
             sizes = section_sizes(elf)
             counts["riscv_text_bytes"][core] = sizes.get("text", sum(sizes.values()))
@@ -52,19 +53,12 @@ def instruction_counts(plan: KernelPlan, elfs: dict[str, bytes]) -> dict:
     return counts
 
 
-def reader_modes(plan) -> list[str | None]:
-    """How the reader moves each input (tt_backend.lowering.render.reader_mode); None for kernel families with their own readers."""
-    if not isinstance(plan, KernelPlan):
-        return [None] * len(plan.inputs)
-    from tt_backend.lowering.render import reader_mode
-    return [reader_mode(plan, j) for j in range(len(plan.inputs))]
-
-
-def report(plan: KernelPlan, elfs: dict[str, bytes]) -> dict:
+def report(plan: Plan, elfs: dict[str, bytes]) -> dict:
     def stream(s, mode=None):
         return {"buffer_slot": plan.buffers[s.buf].slot, "dtype": s.dtype, "tile_format": s.tile_format,
                 "index_c": s.index_c, "valid_c": s.valid_c, "contiguous": s.contiguous, "reader_mode": mode}
-    modes = reader_modes(plan)
+    modes = plan.reader_modes()
+    prog = plan.sfpu_program()
     return {
         "name": plan.name, "ranges": list(plan.ranges), "n_elements": plan.n_elements, "n_tiles": plan.n_tiles,
         "tile_elements": TILE_ELEMS,
@@ -73,7 +67,7 @@ def report(plan: KernelPlan, elfs: dict[str, bytes]) -> dict:
         "ops": list(plan.ops), "placement": placement(plan),
         "target": plan.target.name, "schedule": plan.target.schedule,
         "err_budget": knobs.err_budget(), "cores": 1,
-        "dst_slots": getattr(plan.sfpu, "dst_slots", None), "out_slot": getattr(plan.sfpu, "out_slot", None),
+        "dst_slots": prog.dst_slots if prog is not None else 0, "out_slot": prog.out_slot if prog is not None else 0,
         "l1": {k: f"0x{v:X}" for k, v in plan.l1.items()},
         "instructions": instruction_counts(plan, elfs),
         **placement_report(plan),
@@ -127,7 +121,7 @@ def placement_table(r: dict) -> str:
     return "\n".join(rows)
 
 
-def write_kernel(root: str | os.PathLike, plan: KernelPlan, sources: dict[str, str], headers: dict[str, str],
+def write_kernel(root: str | os.PathLike, plan: Plan, sources: dict[str, str], headers: dict[str, str],
                  elfs: dict[str, bytes], key: str = "") -> Path:
     d = Path(root) / (f"{plan.name}_{key}" if key else plan.name)
     d.mkdir(parents=True, exist_ok=True)
@@ -135,7 +129,6 @@ def write_kernel(root: str | os.PathLike, plan: KernelPlan, sources: dict[str, s
         (d / f"{core}.c").write_text(src)
     for name, text in headers.items():
         (d / name).write_text(text)
-    from tt_backend.runtime.compile import disassemble
     for core, elf in elfs.items():
         (d / f"{core}.elf").write_bytes(elf)
         try:

@@ -8,7 +8,7 @@ Stdlib only: `map_device_env` runs at interpreter start from the .pth hook, befo
 | `DEV=TT[:...]` | tinygrad's own spelling, honoured as is |
 | `TT_BACKEND` | `emu` (default), `ttsim`, `umd-sim`, `hw`; `TT_SIMULATOR` alone means `ttsim`; `TT:<target>` overrides |
 | `TT_DUMP=dir` | write every kernel's sources, ELFs, disassembly and placement report under dir |
-| `TT_ERR_BUDGET` | relative-error budget vs float32 (lowering/placement.py; unset: the float32-faithful placement) |
+| `TT_ERR_BUDGET` | relative-error budget vs float32 (lowering/placement/; unset: the float32-faithful placement) |
 | `TT_PLACE` | pin nodes for tuning: `kernel_glob:n5=FPU:HiFi2,n3=SFPU;...` (node ids as report.json shows them) |
 | `TT_CHECK=1` | run the float32 reference of each kernel on its real inputs; measured error into report.json |
 | `TT_SAMPLE_DIST` | sample distributions placement predicts with (comma list of normal, uniform, positive; default all) |

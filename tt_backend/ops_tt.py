@@ -2,7 +2,7 @@
 
 tinygrad's own codegen linearizes a kernel into scalar loops before a renderer sees it; the TT backend wants whole
 kernels (tile ops over an iteration space). So this module wraps `tinygrad.codegen.do_to_program`: for a TT renderer
-it lowers the kernel's SINK AST itself (lowering.frontend -> render -> runtime.compile) and returns a finished
+it lowers the kernel's SINK AST itself (lowering.select -> plan.render -> runtime.compile) and returns a finished
 PROGRAM whose SOURCE is the rendered C (DEBUG=4 shows it) and whose BINARY is a bundle of one ELF per core plus the
 launch metadata. Every other renderer goes through tinygrad unchanged.
 
@@ -134,13 +134,13 @@ def tt_to_program(ast: UOp, renderer: TTRenderer) -> UOp:
         if isinstance(ast.arg, ProgramInfo) and ast.src[-1].op is Ops.BINARY: return ast
         ast = ast.src[0]
     if ast.op is not Ops.SINK: raise UnsupportedOp(f"cannot lower a {ast.op.name} for TT")
-    from tt_backend.lowering.frontend import lower_kernel
-    from tt_backend.lowering.render import split
-    from tt_backend.runtime.compile import compile_kernel
-
+    # imported here, not at the top: tinygrad's spawned compile workers import this module and must stay cheap
+    from tt_backend.lowering.codegen.sources import split
     from tt_backend.lowering.plan import for_target
+    from tt_backend.lowering.select import lower
     from tt_backend.placement_eval import placer      # FPU/SFPU placement under TT_ERR_BUDGET, TT_PLACE pins
-    plan = for_target(lower_kernel(ast, name := kernel_name(ast), placer=placer(knobs.err_budget(), knobs.place_spec())),
+    from tt_backend.runtime.compile import compile_kernel
+    plan = for_target(lower(ast, name := kernel_name(ast), placer(knobs.err_budget(), knobs.place_spec())),
                       renderer.tt_target)
     sources, headers = split(plan.render())
     elfs = compile_kernel(sources, headers, name)
@@ -149,7 +149,7 @@ def tt_to_program(ast: UOp, renderer: TTRenderer) -> UOp:
     if (d := knobs.dump_dir()) is not None:
         from tt_backend import dump
         extra["report"] = str(dump.write_kernel(d, plan, sources, headers, elfs, key=ast.key.hex()[:8]) / "report.json")
-    if knobs.check() and getattr(getattr(plan, "placement", None), "lowered", None) is not None:   # (not matmuls)
+    if knobs.check() and plan.placement is not None and plan.placement.lowered is not None:   # (not matmuls)
         from tt_backend.placement_eval import check_meta
         extra["check"] = check_meta(plan.placement.lowered, plan.placement)
     binary = pack_bundle(plan, elfs, extra)

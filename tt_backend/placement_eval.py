@@ -5,11 +5,13 @@ a placement with the emulator's bit-exact numeric models, exactly along the path
     with a zeroed SrcB (runtime.emu.fpu_math.elwadd);
   * FPU nodes: operands converted by the unpacker (runtime.emu.formats: bf16 exact, fp32 -> tf32/bf16 truncation),
     then ELWMUL phase by phase into a zeroed fp32 Dst (fpu_math.elwmul) or ELWADD/ELWSUB (fpu_math.elwadd);
-  * the rest: the SFPU program lowering.placement.split/compile produces, run on runtime.emu.sfpu.SFPU over Dst;
+  * the rest: the SFPU program lowering.placement.choice.split/compile_split produces, run on runtime.emu.sfpu.SFPU
+    over Dst;
   * the output through the packer (fp32 copy, or the early fp32 -> bf16 rounding).
 
-Also here: `placer(...)` (what ops_tt hands to lowering.frontend.lower_kernel) and `check(...)` (TT_CHECK=1: the
-float32 reference of a launched kernel from its real buffers, and the measured error, written into report.json).
+Also here: `placer(...)` (the lowering.placement.placer.Placer ops_tt hands to lowering.select.lower) and `check(...)`
+(TT_CHECK=1: the float32 reference of a launched kernel from its real buffers, and the measured error, written into
+report.json).
 """
 from __future__ import annotations
 
@@ -19,9 +21,12 @@ from pathlib import Path
 
 import numpy as np
 
-from tt_backend.lowering import placement as P
+from tt_backend.fpu_reduce_eval import fpu_sums
 from tt_backend.lowering.dag import ValueDAG, VNode
 from tt_backend.lowering.index import IndexExpr
+from tt_backend.lowering.placement.choice import FpuOp, compile_split, split
+from tt_backend.lowering.placement.placer import Placer
+from tt_backend.lowering.placement.reference import SAMPLE_DISTS, reference, rel_error
 from tt_backend.chip.numerics import formats as F
 from tt_backend.chip.numerics import fpu_math as fm
 from tt_backend.runtime.emu.dst import Dst
@@ -73,7 +78,7 @@ def src_operand(bits: np.ndarray, dtype: str, fmt: str) -> np.ndarray:
     return F.unp_fp32_to_tf32(bits) if fmt == "tf32" else F.unp_fp32_to_bf16(bits)
 
 
-def fpu_op(o: P.FpuOp, a_bits: np.ndarray, b_bits: np.ndarray, in_dtypes: list[str]) -> np.ndarray:
+def fpu_op(o: FpuOp, a_bits: np.ndarray, b_bits: np.ndarray, in_dtypes: list[str]) -> np.ndarray:
     a = src_operand(a_bits, in_dtypes[o.a], o.fmt_a)
     b = src_operand(b_bits, in_dtypes[o.b], o.fmt_b)
     fmts = (SRC_CODE[o.fmt_a], SRC_CODE[o.fmt_b])
@@ -119,13 +124,13 @@ def evaluate(dag: ValueDAG, choices: dict, inputs: list[np.ndarray], n_in: int,
     out_dtype = dag.nodes[dag.out].dtype
     n = max(np.asarray(x).size for x in inputs)
     bits = [to_bits(np.broadcast_to(np.asarray(x), (n,)), dt) for x, dt in zip(inputs, in_dtypes)]
-    sp = P.split(dag, choices, n_in)
+    sp = split(dag, choices, n_in)
     slots = {j: dst_input(bits[j], in_dtypes[j]) for j in sp.dst_inputs}
     for o in sp.fpu_ops:
         slots[o.slot] = fpu_op(o, bits[o.a], bits[o.b], in_dtypes)
     key = (tuple((x.op, x.dtype, x.srcs, repr(x.arg)) for x in sp.sfpu_dag.nodes), sp.sfpu_dag.out, sp.n_slots)
     if key not in _PROGRAMS:
-        _PROGRAMS[key] = P.compile_split(sp, out_dtype)
+        _PROGRAMS[key] = compile_split(sp, out_dtype)
     return from_bits(run_sfpu(_PROGRAMS[key], slots, n), out_dtype)
 
 
@@ -138,34 +143,18 @@ def _input_dtypes(dag: ValueDAG, n_in: int) -> list[str]:
 
 
 def evaluator_for(in_dtypes: list[str]):
-    """The callable tt_backend.lowering.placement.place expects: (dag, choices, inputs, n_in) -> output values."""
+    """The evaluator tt_backend.lowering.placement.search.place expects: (dag, choices, inputs, n_in) -> outputs."""
     return lambda dag, choices, inputs, n_in: evaluate(dag, choices, inputs, n_in, in_dtypes)
 
 
 # ------------------------------------------------------------------------------------------------ placer (ops_tt)
 
-def placer(budget: float | None = None, spec: str | None = None, seed: int = 0):
-    """lk -> Placement for lowering.frontend.lower_kernel: samples drawn like the user's data (TT_SAMPLE_DIST),
-    the worst over TT_SAMPLE_DIST (default normal, uniform, positive), the cheapest placement within `budget`,
-    TT_PLACE pins (`spec`) honoured."""
-    dists = tuple(d for d in os.environ.get("TT_SAMPLE_DIST", "").split(",") if d) or P.SAMPLE_DISTS
-
-    def place(lk):
-        dts = [s.dtype for s in lk.inputs]
-        xs = P.sample_sets(dts, P.SAMPLE_ELEMENTS, seed, dists)
-        return P.place(lk.name, lk.dag, dts, lk.dag.nodes[lk.dag.out].dtype, _n_elements(lk), evaluator_for(dts),
-                       budget, P.parse_pins(spec, lk.name), samples=xs)
-    place.err_budget, place.spec = budget, spec     # lowering.matmul reads the budget for its fidelity choice
-    from tt_backend.fpu_reduce_eval import fpu_sums
-    place.reduce_evaluator = fpu_sums               # lowering.fpu_reduce: the error model of FPU sums
-    return place
-
-
-def _n_elements(lk) -> int:
-    n = 1
-    for r in lk.ranges:
-        n *= r
-    return n
+def placer(budget: float | None = None, spec: str | None = None, seed: int = 0) -> Placer:
+    """The placer ops_tt hands to lowering.select.lower: the budget, the TT_PLACE pins (`spec`), this module's
+    evaluator and the FPU sums' error model, samples drawn like the user's data (TT_SAMPLE_DIST, default normal,
+    uniform, positive; the worst counts)."""
+    dists = tuple(d for d in os.environ.get("TT_SAMPLE_DIST", "").split(",") if d) or SAMPLE_DISTS
+    return Placer(budget, spec, evaluator_for, fpu_sums, dists, seed)
 
 
 # ------------------------------------------------------------------------------------------------ TT_CHECK
@@ -269,11 +258,11 @@ def check(meta: dict, buffers_before: list[bytes], out_raw: bytes, stats: tuple 
     dag = dag_from_meta(m)
     ranges = m["ranges"]
     xs = [_stream_values(s, ranges, buffers_before) for s in m["inputs"]]
-    ref = np.broadcast_to(P.reference(dag, xs, tuple(ranges) or None), (int(np.prod(ranges or [1])),))
+    ref = np.broadcast_to(reference(dag, xs, tuple(ranges) or None), (int(np.prod(ranges or [1])),))
     o = m["output"]
     out_all = buffer_values(out_raw, o["dtype"])
     got = gather(_expr(o["index"]), None, ranges, out_all)
-    err, mx = P.rel_error(got, ref)
+    err, mx = rel_error(got, ref)
     res = {"kernel": meta["name"], "budget": m["budget"], "predicted_error": m["predicted_error"],
            "measured_error": err, "measured_max_rel": mx, "measured_cycles": measured_cycles(stats),
            "predicted_cycles": m.get("predicted_cycles")}

@@ -2,7 +2,7 @@
 
 Runs `script.py` once per budget (plus once without one: the float32-faithful placement), each in its own subprocess
 with TT_ERR_BUDGET, TT_CHECK=1 and a fresh TT_DUMP, then reads every kernel's report.json and prints, per kernel and
-budget: the FPU placements, predicted vs measured relative error, predicted compute cycles (lowering/placement.py's
+budget: the FPU placements, predicted vs measured relative error, predicted compute cycles (lowering/placement/'s
 model: unpack + FPU + SFPU + pack per tile) and the emulator's measured cycles of the whole launch (RISC-V reader and
 writer included, when the target has a cycle model). With matplotlib installed it
 also writes a PNG of predicted cycles against measured error (one line per kernel through its budgets).
@@ -15,6 +15,8 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from tt_backend.chip.errors import TTError
 
 
 def parse_budgets(text: str) -> list[float | None]:
@@ -29,7 +31,6 @@ def parse_budgets(text: str) -> list[float | None]:
         except ValueError:
             b = -1.0
         if not b > 0:
-            from tt_backend.chip.errors import TTError
             raise TTError(f"--budgets: {part!r} is not a positive relative error (e.g. 1e-3) or 'none'")
         out.append(b)
     return out
@@ -93,7 +94,7 @@ def table(results: dict) -> str:
 
 
 def plot(results: dict, path: Path) -> Path | None:
-    try:
+    try:        # optional: matplotlib is not a dependency, so it is looked for only when a plot is asked for
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
