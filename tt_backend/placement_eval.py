@@ -21,11 +21,14 @@ import numpy as np
 
 from tt_backend.lowering import placement as P
 from tt_backend.lowering.dag import ValueDAG, VNode
+from tt_backend.lowering.graph import live_nodes
 from tt_backend.chip.numerics import formats as F
 from tt_backend.chip.numerics import fpu_math as fm
 from tt_backend.runtime.emu.dst import Dst
 from tt_backend.runtime.emu.sfpu import SFPU
+from tt_backend.chip.errors import TTError
 from tt_backend.chip.isa import decode
+from tt_backend import dump
 
 TILE = 1024
 SRC_CODE = {"bf16": fm.BF16, "tf32": fm.TF32}
@@ -147,13 +150,23 @@ def placer(budget: float | None = None, spec: str | None = None, seed: int = 0):
     """lk -> Placement for lowering.frontend.lower_kernel: samples drawn like the user's data (TT_SAMPLE_DIST),
     the worst over TT_SAMPLE_DIST (default normal, uniform, positive), the cheapest placement within `budget`,
     TT_PLACE pins (`spec`) honoured."""
-    dists = tuple(d for d in os.environ.get("TT_SAMPLE_DIST", "").split(",") if d) or P.SAMPLE_DISTS
+    dists = tuple(d.strip() for d in os.environ.get("TT_SAMPLE_DIST", "").split(",") if d.strip()) or P.SAMPLE_DISTS
+    if unknown := [d for d in dists if d not in P.SAMPLE_DISTS]:
+        raise TTError(f"TT_SAMPLE_DIST: {', '.join(map(repr, unknown))} unknown; expected a comma list of "
+                      f"{', '.join(P.SAMPLE_DISTS)}")
 
     def place(lk):
         dts = [s.dtype for s in lk.inputs]
         xs = P.sample_sets(dts, P.SAMPLE_ELEMENTS, seed, dists)
-        return P.place(lk.name, lk.dag, dts, lk.dag.nodes[lk.dag.out].dtype, _n_elements(lk), evaluator_for(dts),
-                       budget, P.parse_pins(spec, lk.name), samples=xs)
+        pins = P.parse_pins(spec, lk.name)
+        pl = P.place(lk.name, lk.dag, dts, lk.dag.nodes[lk.dag.out].dtype, _n_elements(lk), evaluator_for(dts),
+                     budget, pins, samples=xs)
+        # node ids name nodes of the graph that runs (report.json's): a pin on any other id would be silently void
+        ops = [v for v in live_nodes(pl.dag) if pl.dag.nodes[v].op not in ("LOAD", "CONST")]
+        if missing := sorted(int(k) for k in pins if k.isdigit() and int(k) not in ops):
+            raise TTError(f"TT_PLACE pins {', '.join(f'n{k}' for k in missing)} but kernel {lk.name} has no such op "
+                          f"node (its op nodes: {', '.join(f'n{v}' for v in ops)}; TT_DUMP's report.json lists them)")
+        return pl
     place.err_budget, place.spec = budget, spec     # lowering.matmul reads the budget for its fidelity choice
     from tt_backend.fpu_reduce_eval import fpu_sums
     place.reduce_evaluator = fpu_sums               # lowering.fpu_reduce: the error model of FPU sums
@@ -239,10 +252,10 @@ def record_cycles(meta: dict, stats: tuple | None) -> dict | None:
     if mc is not None and rep and Path(rep).exists():
         r = json.loads(Path(rep).read_text())
         r["measured_cycles"], r["emulated_cycles"] = mc, mc["max"]
-        Path(rep).write_text(json.dumps(r, indent=1))
+        dump.replace_text(Path(rep), json.dumps(r, indent=1))
         txt = Path(rep).with_suffix(".txt")
         if txt.exists():
-            txt.write_text(txt.read_text() + _cycles_line(mc, r.get("predicted_cycles")))
+            dump.replace_text(txt, txt.read_text() + _cycles_line(mc, r.get("predicted_cycles")))
     return mc
 
 
@@ -282,10 +295,10 @@ def check(meta: dict, buffers_before: list[bytes], out_raw: bytes, stats: tuple 
         if res["measured_cycles"] is not None:
             r["emulated_cycles"] = res["measured_cycles"]["max"]
         r.setdefault("checks", []).append({"measured_error": err, "measured_max_rel": mx})
-        Path(rep).write_text(json.dumps(r, indent=1))
+        dump.replace_text(Path(rep), json.dumps(r, indent=1))
         txt = Path(rep).with_suffix(".txt")
         if txt.exists():
-            txt.write_text(txt.read_text() + f"measured error (TT_CHECK): {err:.3e} (max elementwise {mx:.3e})\n"
+            dump.replace_text(txt, txt.read_text() + f"measured error (TT_CHECK): {err:.3e} (max elementwise {mx:.3e})\n"
                            + (_cycles_line(res["measured_cycles"], r.get("predicted_cycles"))
                               if res["measured_cycles"] else ""))
     return res
