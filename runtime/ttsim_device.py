@@ -85,7 +85,12 @@ class TtsimTransport:
             ready = b""
         parent.settimeout(None)
         if ready != b"I":
-            self._died("starting ttsim")
+            try:
+                self._died("starting ttsim")
+            except TtsimDied as e:     # nothing ran yet: what matters is which library failed to start, and why
+                raise TTError(f"cannot start ttsim from {self.lib_path}: {e.sim_message or 'it exited at once'}. "
+                              "TT_SIMULATOR must name a Blackhole build of tenstorrent/ttsim "
+                              "(./make.py src/_out/release_bh/libttsim.so)") from None
         ident = self._config_rd32(0, 0)
         if ident != BH_PCI_ID:
             self.close()
@@ -163,6 +168,15 @@ class TtsimTransport:
         if self._sock is None:
             raise TTError("ttsim device is closed")
 
+    def _abandon(self, doing: str) -> None:
+        """An exception (Ctrl-C) in the middle of a message leaves the stream between two messages: no later reply
+        could be trusted to belong to its request, so the simulator is stopped and counts as dead."""
+        self.dead = TtsimDied(f"ttsim connection abandoned: interrupted while {doing}", "interrupted")
+        self._close_fds()
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.wait()
+
     def _send(self, data, doing: str) -> None:
         self._check()
         self.requests += 1
@@ -170,6 +184,9 @@ class TtsimTransport:
             self._sock.sendall(data)
         except OSError:
             self._died(doing)
+        except BaseException:
+            self._abandon(doing)
+            raise
 
     def _recv(self, n: int, doing: str) -> bytes:
         buf = bytearray(n)
@@ -183,6 +200,9 @@ class TtsimTransport:
                 got += k
         except OSError:
             got = -1
+        except BaseException:
+            self._abandon(doing)
+            raise
         if got != n:
             self._died(doing)
         return bytes(buf)
@@ -193,6 +213,9 @@ class TtsimTransport:
             self._sock.sendall(data)
         except OSError:
             self._died(doing)
+        except BaseException:
+            self._abandon(doing)
+            raise
 
     def _rd(self, paddr: int, n: int, doing: str) -> bytes:
         self._send(_HDR.pack(0x52, paddr, n), doing)
@@ -273,7 +296,8 @@ class TtsimDevice(NocTileDevice):
                  retire_before_reset: bool = False):
         lib_path = lib_path or default_lib_path()
         if not lib_path or not os.path.isfile(lib_path):
-            raise TTError(f"ttsim library not found ({lib_path!r}): build tenstorrent/ttsim "
+            what = "is a directory" if lib_path and os.path.isdir(lib_path) else "does not exist"
+            raise TTError(f"ttsim library {lib_path!r} {what}: build tenstorrent/ttsim "
                           "(./make.py src/_out/release_bh/libttsim.so) and set TT_SIMULATOR to its path")
         self.lib_path = os.path.abspath(lib_path)
         self.start_timeout = start_timeout
