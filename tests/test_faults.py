@@ -143,11 +143,11 @@ def test_a_hanging_kernel_times_out_with_each_cores_state(inject, monkeypatch, t
 
 def test_a_wedged_tensix_does_not_outlive_the_kernel(inject):
     """A word the Tensix cannot decode wedges the emulated coprocessor; the next kernel runs on a fresh target."""
-    before = (Tensor(np.arange(16, dtype=np.float32), device="TT") + 4).realize()
+    before = (Tensor(np.arange(16, dtype=np.float32), device="TT:emu") + 4).realize()
     inject("brisc", 'int kmain(void) { __asm__ volatile(".word 0"); return 0; }')
     with pytest.raises(EmuError, match="Tensix: unknown opcode 0x00"):
-        fresh_expr(Tensor(np.ones(16, np.float32), device="TT")).realize()
-    check_device_still_works("TT", before, np.arange(16) + 4)
+        fresh_expr(Tensor(np.ones(16, np.float32), device="TT:emu")).realize()
+    check_device_still_works("TT:emu", before, np.arange(16) + 4)
 
 
 # ---------------------------------------------------------------------------------------------------- compiler
