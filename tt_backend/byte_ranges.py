@@ -1,7 +1,6 @@
-"""Disjoint half-open byte ranges, each carrying a tag: the bookkeeping behind buffers a failed schedule did not fill
-(tt_backend.schedule_guard, ranges of a tinygrad base Buffer) and DRAM whose contents a restarted target lost
-(tt_backend.ops_tt, DRAM addresses). Both need the same three questions: mark [lo, hi), what overlaps [lo, hi), and
-forget [lo, hi) (a write or a free), which may cut an older range in two."""
+"""Disjoint half-open byte ranges, each carrying a tag: the bookkeeping of tt_backend.schedule_guard, which marks byte
+ranges of a tinygrad base Buffer (not filled, to be uploaded again). Three questions: mark [lo, hi), what overlaps
+[lo, hi), and forget [lo, hi) (a write), which may cut an older range in two."""
 from __future__ import annotations
 
 
