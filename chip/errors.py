@@ -27,3 +27,20 @@ class EmuError(TTError):
 
 class EmuUnimplemented(TTError, NotImplementedError):
     """An instruction or mode the emulator does not model yet. Raised by name, never guessed."""
+
+
+class NotComputed(TTError):
+    """A read of a buffer whose contents were never computed: the kernel that was to fill it failed (or did not run
+    because another kernel of its schedule failed), or the device lost its memory. `failure` says which and why."""
+
+    def __init__(self, msg: str, failure=None):
+        super().__init__(msg)
+        self.failure = failure
+
+
+class DeviceOutOfMemory(TTError, MemoryError):
+    """The device's DRAM has no free block large enough for a buffer."""
+
+
+class TTWarning(UserWarning):
+    """Something the TT backend worked around (a damaged cache entry rebuilt, a cache it cannot write)."""

@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass
 from typing import Protocol
 
+from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
 
 from tt_backend.chip import layout
@@ -54,16 +55,22 @@ class LoadedElf:
 
 @functools.lru_cache(maxsize=256)
 def _parse(digest: str, elf: bytes) -> LoadedElf:
-    f = ELFFile(io.BytesIO(elf))
-    if f["e_machine"] != "EM_RISCV" or f.elfclass != 32:
-        raise TTError(f"not a 32-bit RISC-V ELF (machine {f['e_machine']}, class {f.elfclass})")
-    segs = []
-    for seg in f.iter_segments():
-        if seg["p_type"] != "PT_LOAD" or seg["p_memsz"] == 0:
-            continue
-        data = seg.data() + bytes(seg["p_memsz"] - seg["p_filesz"])
-        segs.append(Segment(seg["p_paddr"], data))
-    return LoadedElf(f["e_entry"], tuple(segs))
+    try:
+        f = ELFFile(io.BytesIO(elf))
+        machine, elfclass = f["e_machine"], f.elfclass
+        segs = []
+        for seg in f.iter_segments():
+            if seg["p_type"] != "PT_LOAD" or seg["p_memsz"] == 0:
+                continue
+            if len(data := seg.data()) != seg["p_filesz"]:
+                raise ValueError(f"segment at 0x{seg['p_paddr']:X} is cut short")
+            segs.append(Segment(seg["p_paddr"], data + bytes(seg["p_memsz"] - seg["p_filesz"])))
+        entry = f["e_entry"]
+    except (ELFError, struct.error, ValueError) as e:   # truncated or overwritten: pyelftools' errors and ours
+        raise TTError(f"not a loadable ELF image ({e}): the kernel bundle is damaged; recompile the kernel") from None
+    if machine != "EM_RISCV" or elfclass != 32:
+        raise TTError(f"not a 32-bit RISC-V ELF (machine {machine}, class {elfclass})")
+    return LoadedElf(entry, tuple(segs))
 
 
 def load_elf_segments(elf: bytes) -> LoadedElf:

@@ -81,6 +81,9 @@ class SimChild:
             self.sock.sendall(data)
         except OSError:
             raise self.died(doing) from None
+        except BaseException:
+            self.abandon(doing)
+            raise
 
     def recv(self, n: int, doing: str) -> bytes:
         """Exactly n bytes from the child, or TtsimDied."""
@@ -95,9 +98,21 @@ class SimChild:
                 got += k
         except OSError:
             got = -1
+        except BaseException:
+            self.abandon(doing)
+            raise
         if got != n:
             raise self.died(doing)
         return bytes(buf)
+
+    def abandon(self, doing: str) -> None:
+        """An exception (Ctrl-C) in the middle of a message leaves the stream between two messages: no later reply
+        could be trusted to belong to its request, so the child is stopped and counts as dead."""
+        self.dead = TtsimDied(f"{self.what} connection abandoned: interrupted while {doing}", "interrupted")
+        self._close_sock()
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.wait()
 
     def died(self, doing: str) -> TtsimDied:
         """The child is gone (EOF, broken pipe, or a peer of it saw it go): collect its output; the caller raises."""

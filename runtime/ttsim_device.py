@@ -52,7 +52,12 @@ class TtsimTransport:
         self._win_order: list[int] = []                       # least recently used first
         self.clocks = 0                                        # simulated clocks advanced through this object
         self.requests = 0
-        self.child = SimChild(_SERVER, [self.lib_path], "ttsim simulator", start_timeout)
+        try:
+            self.child = SimChild(_SERVER, [self.lib_path], "ttsim simulator", start_timeout)
+        except TtsimDied as e:     # nothing ran yet: what matters is which library failed to start, and why
+            raise TTError(f"cannot start ttsim from {self.lib_path}: {e.sim_message or 'it exited at once'}. "
+                          "TT_SIMULATOR must name a Blackhole build of tenstorrent/ttsim "
+                          "(./make.py src/_out/release_bh/libttsim.so)") from None
         ident = self._config_rd32(0, 0)
         if ident != BH_PCI_ID:
             self.close()
@@ -154,7 +159,8 @@ class TtsimDevice(NocTileDevice):
                  retire_before_reset: bool = False):
         lib_path = lib_path or default_lib_path()
         if not lib_path or not os.path.isfile(lib_path):
-            raise TTError(f"ttsim library not found ({lib_path!r}): build tenstorrent/ttsim "
+            what = "is a directory" if lib_path and os.path.isdir(lib_path) else "does not exist"
+            raise TTError(f"ttsim library {lib_path!r} {what}: build tenstorrent/ttsim "
                           "(./make.py src/_out/release_bh/libttsim.so) and set TT_SIMULATOR to its path")
         self.lib_path = os.path.abspath(lib_path)
         self.start_timeout = start_timeout

@@ -147,6 +147,7 @@ def test_words_helper():
 # an EmuDevice with the same DRAM contents; all buffer bytes must be identical. The kernels are the ttsim-lowered ones
 # (macro-free), so both targets run the very same ELFs. A kernel ttsim cannot run (a simulator gap:
 # UnimplementedFunctionality / UnsupportedFunctionality) is counted and reported, not compared.
+import contextlib  # noqa: E402
 import copy  # noqa: E402
 import time  # noqa: E402
 from types import SimpleNamespace  # noqa: E402
@@ -261,7 +262,9 @@ def test_e2e_kernels_bit_identical(sim_target, name, fn, arrays, recorded):
     emu = EmuDevice()
     for k, rec in enumerate(launches):
         clone = copy.copy(rec.prog)
-        clone.dev = SimpleNamespace(target=emu, allocator=SimpleNamespace(arena=rec.arena))
+        # the replay's stand-in device: this emulator, the recorded arena, no target replacement on failure
+        clone.dev = SimpleNamespace(target=emu, allocator=SimpleNamespace(arena=rec.arena),
+                                    recovering=lambda what: contextlib.nullcontext())
         for (a, _), data in zip(_regions(rec.prog, rec.bufs), rec.before):
             emu.write_dram(a, data)
         t0 = time.perf_counter()

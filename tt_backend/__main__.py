@@ -1,6 +1,9 @@
 """`python -m tt_backend info` (what is installed and found), `python -m tt_backend demo` (the README expression on
-the TT device against tinygrad's CPU device, with the per-kernel placement report) and `python -m tt_backend tune
-script.py [--budgets 1e-4,1e-3,1e-2]` (tt_backend/tune.py: placements, error and cycles per kernel and budget)."""
+the TT device against tinygrad's CPU device, with the per-kernel placement report), `python -m tt_backend tune
+script.py [--budgets 1e-4,1e-3,1e-2]` (tt_backend/tune.py: placements, error and cycles per kernel and budget) and
+`python -m tt_backend cache --info | --clear` (the compile cache: where, how many entries, how big; or empty it).
+
+Errors a user can act on (TTError) end the command with their message and exit status 2, never a traceback."""
 from __future__ import annotations
 
 import argparse
@@ -98,7 +101,46 @@ def demo(seed: int = 1) -> int:
     return 0 if ok else 1
 
 
+def cache(clear: bool) -> int:
+    from tinygrad.helpers import size_to_str
+    from tt_backend.runtime.compile import cache_info, clear_cache
+    if clear:
+        n = clear_cache()
+        print(f"removed {n} files from {cache_info()['dir']}")
+        return 0
+    i = cache_info()
+    if not i["exists"]:
+        print(f"location   {i['dir']} (not created yet)")
+        return 0
+    print(f"location   {i['dir']}")
+    print(f"entries    {i['entries']}")
+    print(f"size       {size_to_str(i['bytes'])} ({i['bytes']} bytes)")
+    for k, what in (("unusable", "entries damaged or of an older version (rebuilt when needed)"),
+                    ("temporary", "files of interrupted writes")):
+        if i[k]: print(f"{k:<10} {i[k]} {what}; cache --clear removes them")
+    return 0
+
+
+def _check_tune_paths(p: argparse.ArgumentParser, args) -> None:
+    """Refuse what would only fail later, after minutes of runs: a missing script, an output path that cannot be."""
+    if not Path(args.script).is_file():
+        p.error(f"tune: script {args.script!r} not found")
+    if args.out is not None and Path(args.out).exists() and not Path(args.out).is_dir():
+        p.error(f"tune: --out {args.out!r} is a file; give a directory (created if missing)")
+    if args.png is not None and not Path(args.png).resolve().parent.is_dir():
+        p.error(f"tune: --png {args.png!r}: directory {str(Path(args.png).resolve().parent)!r} does not exist")
+
+
 def main(argv: list[str] | None = None) -> int:
+    from tt_backend.chip.errors import TTError
+    try:
+        return _main(argv)
+    except TTError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+
+
+def _main(argv: list[str] | None) -> int:
     p = argparse.ArgumentParser(prog="python -m tt_backend", description=__doc__)
     sub = p.add_subparsers(dest="cmd", required=True)
     sub.add_parser("info", help="versions, compiler, targets, import hook")
@@ -111,6 +153,10 @@ def main(argv: list[str] | None = None) -> int:
     tu.add_argument("--png", default=None, help="plot path (default: <out>/tune.png; needs matplotlib)")
     b = sub.add_parser("bench", help="emulator speed: emulated RISC-V and Tensix instructions per second")
     b.add_argument("target", choices=["emu"], help="what to benchmark (the emulator)")
+    c = sub.add_parser("cache", help="the compile cache: --info (location, entries, size) or --clear")
+    what = c.add_mutually_exclusive_group(required=True)
+    what.add_argument("--info", action="store_true", help="where the cache is, its entries and size")
+    what.add_argument("--clear", action="store_true", help="remove every cache entry (nothing else in the directory)")
     args, rest = p.parse_known_args(argv)      # tune/bench: everything else goes to the script / the bench
     if args.cmd == "bench":
         from tt_backend.runtime.emu.bench import main as bench_main
@@ -118,6 +164,7 @@ def main(argv: list[str] | None = None) -> int:
     if rest and args.cmd != "tune":
         p.error(f"unrecognized arguments: {' '.join(rest)}")
     if args.cmd == "info": return info()
+    if args.cmd == "cache": return cache(args.clear)
     if args.cmd == "tune":
         from tt_backend.chip.errors import TTError
         from tt_backend.tune import parse_budgets, tune
@@ -125,6 +172,7 @@ def main(argv: list[str] | None = None) -> int:
             budgets = parse_budgets(args.budgets)
         except TTError as e:
             p.error(str(e))
+        _check_tune_paths(p, args)
         return tune(args.script, rest, budgets, args.out, args.png)
     return demo(args.seed)
 

@@ -3,13 +3,22 @@
 Per kernel, in `dir/<name>_<ast hash>/`: the rendered C sources and generated headers, one ELF and its disassembly per
 core, `report.json` (machine-readable) and `report.txt` (the same for people): ops, placement, streams, L1 map,
 instruction counts.
+
+A dump is never half-written: a kernel's directory is filled under a temporary name and renamed into place, and the
+reports updated after a launch (measured cycles, TT_CHECK's error) are replaced whole. A dump that cannot be written
+(full disk, no permission) costs one warning; the kernels run without it.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import shutil
+import tempfile
+import warnings
 from pathlib import Path
 
+from tt_backend.chip.errors import TTWarning
 from tt_backend import knobs
 from tt_backend.lowering.plan import TILE_ELEMS, Plan
 from tt_backend.runtime.compile import disassemble, section_sizes
@@ -121,10 +130,39 @@ def placement_table(r: dict) -> str:
     return "\n".join(rows)
 
 
+_unwritable_warned = False      # one warning per process for a dump directory that cannot be written
+
+
+def _unwritable(root: Path, e: OSError) -> None:
+    global _unwritable_warned
+    if not _unwritable_warned:
+        _unwritable_warned = True
+        warnings.warn(f"TT_DUMP={str(root)!r} cannot be written ({e.strerror or e}): kernels run without their dumps. "
+                      "Free space there or point TT_DUMP elsewhere", TTWarning)
+
+
 def write_kernel(root: str | os.PathLike, plan: Plan, sources: dict[str, str], headers: dict[str, str],
                  elfs: dict[str, bytes], key: str = "") -> Path:
-    d = Path(root) / (f"{plan.name}_{key}" if key else plan.name)
-    d.mkdir(parents=True, exist_ok=True)
+    """The kernel's dump directory (absent when it could not be written)."""
+    root = Path(root)
+    d = root / (f"{plan.name}_{key}" if key else plan.name)
+    tmp = None
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{d.name}.", dir=root))
+        _write_files(tmp, plan, sources, headers, elfs)
+        if d.exists():                      # the same kernel dumped by an earlier run: this one replaces it
+            shutil.rmtree(d)
+        os.replace(tmp, d)
+    except OSError as e:
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
+        _unwritable(root, e)
+    return d
+
+
+def _write_files(d: Path, plan: KernelPlan, sources: dict[str, str], headers: dict[str, str],
+                 elfs: dict[str, bytes]) -> None:
     for core, src in sources.items():
         (d / f"{core}.c").write_text(src)
     for name, text in headers.items():
@@ -138,4 +176,18 @@ def write_kernel(root: str | os.PathLike, plan: Plan, sources: dict[str, str], h
     r = report(plan, elfs)
     (d / "report.json").write_text(json.dumps(r, indent=1))
     (d / "report.txt").write_text(report_text(r))
-    return d
+
+
+def replace_text(path: Path, text: str) -> None:
+    """Replace a report file whole (a temporary file renamed over it); on a full disk the old one stays, one warning."""
+    tmp = None
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except OSError as e:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+        _unwritable(path.parent.parent, e)

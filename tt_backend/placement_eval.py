@@ -31,7 +31,9 @@ from tt_backend.chip.numerics import formats as F
 from tt_backend.chip.numerics import fpu_math as fm
 from tt_backend.runtime.emu.dst import Dst
 from tt_backend.runtime.emu.sfpu import SFPU
+from tt_backend.chip.errors import TTError
 from tt_backend.chip.isa import decode
+from tt_backend import dump
 
 TILE = 1024
 SRC_CODE = {"bf16": fm.BF16, "tf32": fm.TF32}
@@ -153,7 +155,10 @@ def placer(budget: float | None = None, spec: str | None = None, seed: int = 0) 
     """The placer ops_tt hands to lowering.select.lower: the budget, the TT_PLACE pins (`spec`), this module's
     evaluator and the FPU sums' error model, samples drawn like the user's data (TT_SAMPLE_DIST, default normal,
     uniform, positive; the worst counts)."""
-    dists = tuple(d for d in os.environ.get("TT_SAMPLE_DIST", "").split(",") if d) or SAMPLE_DISTS
+    dists = tuple(d.strip() for d in os.environ.get("TT_SAMPLE_DIST", "").split(",") if d.strip()) or SAMPLE_DISTS
+    if unknown := [d for d in dists if d not in SAMPLE_DISTS]:
+        raise TTError(f"TT_SAMPLE_DIST: {', '.join(map(repr, unknown))} unknown; expected a comma list of "
+                      f"{', '.join(SAMPLE_DISTS)}")
     return Placer(budget, spec, evaluator_for, fpu_sums, dists, seed)
 
 
@@ -233,10 +238,10 @@ def record_cycles(meta: dict, stats: tuple | None) -> dict | None:
     if mc is not None and rep and Path(rep).exists():
         r = json.loads(Path(rep).read_text())
         r["measured_cycles"], r["emulated_cycles"] = mc, mc["max"]
-        Path(rep).write_text(json.dumps(r, indent=1))
+        dump.replace_text(Path(rep), json.dumps(r, indent=1))
         txt = Path(rep).with_suffix(".txt")
         if txt.exists():
-            txt.write_text(txt.read_text() + _cycles_line(mc, r.get("predicted_cycles")))
+            dump.replace_text(txt, txt.read_text() + _cycles_line(mc, r.get("predicted_cycles")))
     return mc
 
 
@@ -275,10 +280,10 @@ def check(meta: dict, buffers_before: list[bytes], out_raw: bytes, stats: tuple 
         if res["measured_cycles"] is not None:
             r["emulated_cycles"] = res["measured_cycles"]["max"]
         r.setdefault("checks", []).append({"measured_error": err, "measured_max_rel": mx})
-        Path(rep).write_text(json.dumps(r, indent=1))
+        dump.replace_text(Path(rep), json.dumps(r, indent=1))
         txt = Path(rep).with_suffix(".txt")
         if txt.exists():
-            txt.write_text(txt.read_text() + f"measured error (TT_CHECK): {err:.3e} (max elementwise {mx:.3e})\n"
+            dump.replace_text(txt, txt.read_text() + f"measured error (TT_CHECK): {err:.3e} (max elementwise {mx:.3e})\n"
                            + (_cycles_line(res["measured_cycles"], r.get("predicted_cycles"))
                               if res["measured_cycles"] else ""))
     return res

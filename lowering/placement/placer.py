@@ -10,7 +10,9 @@ from typing import Callable
 
 import numpy as np
 
+from tt_backend.chip.errors import TTError
 from tt_backend.lowering.frontend import LoweredKernel
+from tt_backend.lowering.graph import live_nodes
 from tt_backend.lowering.placement.choice import Choice
 from tt_backend.lowering.placement.pins import parse_pins
 from tt_backend.lowering.placement.reference import SAMPLE_DISTS, SAMPLE_ELEMENTS, sample_sets
@@ -39,5 +41,12 @@ class Placer:
         dts = [s.dtype for s in lk.inputs]
         xs = sample_sets(dts, SAMPLE_ELEMENTS, self.seed, self.sample_dists)
         evaluator = self.evaluator_for(dts) if self.evaluator_for is not None else None
-        return place(lk.name, lk.dag, dts, lk.dag.nodes[lk.dag.out].dtype, math.prod(lk.ranges), evaluator,
-                     self.budget, self.pins_for(lk.name), samples=xs)
+        pins = self.pins_for(lk.name)
+        pl = place(lk.name, lk.dag, dts, lk.dag.nodes[lk.dag.out].dtype, math.prod(lk.ranges), evaluator,
+                   self.budget, pins, samples=xs)
+        # node ids name nodes of the graph that runs (report.json's): a pin on any other id would be silently void
+        ops = [v for v in live_nodes(pl.dag) if pl.dag.nodes[v].op not in ("LOAD", "CONST")]
+        if missing := sorted(int(k) for k in pins if k.isdigit() and int(k) not in ops):
+            raise TTError(f"TT_PLACE pins {', '.join(f'n{k}' for k in missing)} but kernel {lk.name} has no such op "
+                          f"node (its op nodes: {', '.join(f'n{v}' for v in ops)}; TT_DUMP's report.json lists them)")
+        return pl

@@ -293,11 +293,14 @@ def bench_tile(tiles: int = 64) -> dict:
             "cycles": st["cycles"]["trisc1"], "tensix_cycles": st["tensix_cycles"]["issue_cycle"][1]}
 
 
+KERNELS = ("riscv", "sfpu", "sfpu_mop", "tile", "sfpu_long", "tile_long")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="bench emu", description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="small sizes (a few seconds)")
     ap.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
-    ap.add_argument("kernels", nargs="*", default=["riscv", "sfpu", "sfpu_mop", "tile", "sfpu_long", "tile_long"])
+    ap.add_argument("kernels", nargs="*", default=list(KERNELS), choices=KERNELS)
     args = ap.parse_args(argv)
     q = args.quick
     runs = {"riscv": lambda: bench_riscv(200_000 if q else 2_000_000),
