@@ -21,6 +21,7 @@ from elftools.elf.elffile import ELFFile
 
 from tt_backend.chip import layout
 from tt_backend.chip.errors import DeviceTimeout, TTError
+from tt_backend.runtime.progress import LaunchProgress, NoProgress, for_terminal
 
 
 class Device(Protocol):
@@ -124,7 +125,18 @@ def _release_mask(cores) -> int:
 
 
 def launch(device: Device, elfs: dict[str, bytes], args: list[int], timeout_s: float = 30.0,
-           budget: int = 20000, grace_budget: int = 20000) -> LaunchResult:
+           budget: int = 20000, grace_budget: int = 20000, label: str = "") -> LaunchResult:
+    """Run one kernel (the module docstring). A launch longer than a few seconds shows a status line on a terminal
+    (runtime/progress.py; `label` names the kernel there), cleared however the launch ends."""
+    progress = for_terminal(device, label)
+    try:
+        return _launch(device, elfs, args, timeout_s, budget, grace_budget, progress)
+    finally:
+        progress.close()
+
+
+def _launch(device: Device, elfs: dict[str, bytes], args: list[int], timeout_s: float, budget: int,
+            grace_budget: int, progress: LaunchProgress | NoProgress) -> LaunchResult:
     unknown = set(elfs) - set(layout.CORES)
     if unknown:
         raise ValueError(f"unknown cores {sorted(unknown)}; expected a subset of {layout.CORES}")
@@ -167,6 +179,7 @@ def launch(device: Device, elfs: dict[str, bytes], args: list[int], timeout_s: f
     while True:
         device.advance(budget)
         status = read_status(device)
+        progress.poll(status)
         failed = {c: s for c, s in status.items() if c in loaded and s.error}
         if failed:
             _stop(device, grace_budget)

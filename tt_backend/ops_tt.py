@@ -16,6 +16,7 @@ import contextlib
 import json
 import struct
 from dataclasses import replace
+from pathlib import Path
 
 import tinygrad.codegen as _codegen
 from tinygrad.device import Compiled, Compiler, LRUAllocator, Program, TinyELF
@@ -25,7 +26,7 @@ from tinygrad.uop.ops import Ops, ProgramInfo, UOp
 
 from tt_backend.chip import layout
 from tt_backend.chip.errors import DeviceOutOfMemory, TTError, UnsupportedOp
-from tt_backend import knobs, schedule_guard
+from tt_backend import knobs, schedule_guard, tinygrad_knobs
 from tt_backend.runtime.targets import make_device
 
 
@@ -138,11 +139,14 @@ def tt_to_program(ast: UOp, renderer: TTRenderer) -> UOp:
         ast = ast.src[0]
     if ast.op is not Ops.SINK: raise UnsupportedOp(f"cannot lower a {ast.op.name} for TT")
     # imported here, not at the top: tinygrad's spawned compile workers import this module and must stay cheap
+    from tt_backend import debug
     from tt_backend.lowering.codegen.sources import split
     from tt_backend.lowering.plan import for_target
     from tt_backend.lowering.select import lower
     from tt_backend.placement_eval import placer      # FPU/SFPU placement under TT_ERR_BUDGET, TT_PLACE pins
     from tt_backend.runtime.compile import compile_kernel
+    tinygrad_knobs.beam_notice(ast.arg.beam)
+    debug.before_lowering(ast)
     plan = for_target(lower(ast, name := kernel_name(ast), placer(knobs.err_budget(), knobs.place_spec())),
                       renderer.tt_target)
     sources, headers = split(plan.render())
@@ -156,6 +160,7 @@ def tt_to_program(ast: UOp, renderer: TTRenderer) -> UOp:
         from tt_backend.placement_eval import check_meta
         extra["check"] = check_meta(plan.placement.lowered, plan.placement)
     binary = pack_bundle(plan, elfs, extra)
+    debug.after_lowering(plan, elfs)
     if DEBUG >= 4: print(source)
     if DEBUG >= 7: renderer.compiler.disassemble(binary)
 
@@ -335,11 +340,12 @@ class TTProgram(Program):
         t = knobs.timeout_s() if timeout is None else timeout / 1000   # tinygrad's timeouts are milliseconds
         before = [target.read_dram(addrs[k], d["nbytes"]) for k, d in enumerate(self.meta["buffers"])] \
             if "check" in self.meta else None          # TT_CHECK: the inputs as the kernel sees them
-        # the emulated cycles of this launch go into report.json (TT_DUMP) and TT_CHECK's result
-        stats0 = target.stats() if (before is not None or "report" in self.meta) and hasattr(target, "stats") else None
+        # the emulated cycles of this launch go into report.json and trace.json (TT_DUMP), TT_CHECK's result, DEBUG>=2
+        stats0 = target.stats() if (before is not None or "report" in self.meta or DEBUG >= 2) \
+            and hasattr(target, "stats") else None
         try:
             with self.dev.recovering(f"kernel {self.name}"):
-                result = launch(target, self.elfs, args, timeout_s=t)
+                result = launch(target, self.elfs, args, timeout_s=t, label=self.name)
             stats = (stats0, target.stats()) if stats0 is not None else None
             if before is not None:
                 from tt_backend.placement_eval import check
@@ -348,6 +354,13 @@ class TTProgram(Program):
             elif stats is not None:
                 from tt_backend.placement_eval import record_cycles
                 record_cycles(self.meta, stats)
+            if "report" in self.meta:
+                from tt_backend import trace
+                trace.write(trace.from_launch(self.name, target.name, stats, result.seconds),
+                            Path(self.meta["report"]).parent)
+            if DEBUG >= 2:
+                from tt_backend import debug
+                debug.after_launch(self.name, stats)
             for k, scratch in bounce:
                 if self.meta["buffers"][k]["slot"] in self.outs:
                     target.write_dram(bufs[k].addr, target.read_dram(scratch, self.meta["buffers"][k]["nbytes"]))
@@ -365,6 +378,7 @@ class TTDevice(Compiled):
         # plain "TT" (or "TT:<n>", card n) follows TT_BACKEND / TT_SIMULATOR
         backend = knobs.backend_of_device(device) or knobs.backend()
         knobs.validate()                         # a typo in a knob is an error now, not a silent default later
+        tinygrad_knobs.validate_notice()
         suffix = device.split(":")[1] if ":" in device else ""
         self.backend, self.device_number = backend, int(suffix) if suffix.isdigit() else None
         self.target = make_device(backend, device_number=self.device_number)

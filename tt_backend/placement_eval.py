@@ -241,13 +241,15 @@ def record_cycles(meta: dict, stats: tuple | None) -> dict | None:
         dump.replace_text(Path(rep), json.dumps(r, indent=1))
         txt = Path(rep).with_suffix(".txt")
         if txt.exists():
-            dump.replace_text(txt, txt.read_text() + _cycles_line(mc, r.get("predicted_cycles")))
+            dump.replace_text(txt, txt.read_text() + cycles_line(mc, r.get("predicted_cycles")))
     return mc
 
 
-def _cycles_line(mc: dict, predicted) -> str:
+def cycles_line(mc: dict, predicted=None) -> str:
+    """report.txt's line (and DEBUG=2's, tt_backend/debug.py) for one launch's emulated cycles."""
     cores = ", ".join(f"{k} {v}" for k, v in mc.items() if k != "max")
-    return f"emulated cycles: {mc['max']} (slowest core; {cores}); predicted compute cycles {predicted}\n"
+    return (f"emulated cycles: {mc['max']} (slowest core; {cores})"
+            + ("" if predicted is None else f"; predicted compute cycles {predicted}") + "\n")
 
 
 def _stream_values(s: dict, ranges: list[int], buffers_before: list[bytes]) -> np.ndarray:
@@ -284,6 +286,6 @@ def check(meta: dict, buffers_before: list[bytes], out_raw: bytes, stats: tuple 
         txt = Path(rep).with_suffix(".txt")
         if txt.exists():
             dump.replace_text(txt, txt.read_text() + f"measured error (TT_CHECK): {err:.3e} (max elementwise {mx:.3e})\n"
-                           + (_cycles_line(res["measured_cycles"], r.get("predicted_cycles"))
+                           + (cycles_line(res["measured_cycles"], r.get("predicted_cycles"))
                               if res["measured_cycles"] else ""))
     return res
