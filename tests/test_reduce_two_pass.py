@@ -15,8 +15,8 @@ from tt_backend.lowering.dag import ValueDAG
 from tt_backend.lowering.frontend import LoweredKernel, StreamIndex
 from tt_backend.lowering.plan import Buffer, allocate_l1, reduce_out_datum
 from tt_backend.lowering.reduce import ACC, TWO_PASS_LANES, choose_layout, finish_words, plan_reduce
-from tt_backend.runtime.emu.dst import Dst
-from tt_backend.runtime.emu.sfpu import SFPU
+from tt_backend.chip.numerics.dst import Dst
+from tt_backend.chip.numerics.sfpu.functional import FunctionalSFPU as SFPU
 from tt_backend.chip.errors import UnsupportedOp
 from tt_backend.chip.isa import decode, encode
 

@@ -29,6 +29,8 @@ import numpy as np
 
 from tt_backend.runtime.driver import jal_x0
 from tt_backend.chip import isa, layout
+from tt_backend.runtime.emu.tensix import Tensix
+from tt_backend.runtime.emu.tile import Tile
 
 E = isa.encode
 TTSIM_SFPU_PER_S = 4.3e6
@@ -118,7 +120,6 @@ def _tensix_setup() -> list[int]:
 
 
 def bench_sfpu(rows: int = 4096) -> dict:
-    from .tensix import Tensix
     tx = Tensix(np.zeros(layout.L1_SIZE, np.uint8), strict=True)
     tx.dst.write_rows32(0, np.random.default_rng(0).standard_normal((512, 16)).astype(np.float32).view(np.uint32))
     body = exp2_body()
@@ -137,7 +138,7 @@ def bench_sfpu(rows: int = 4096) -> dict:
         done_rows += per
         if done_rows % 128 < per:
             tx.push(1, reset)                              # stay inside the 512 Dst rows
-    tx.settle()                                            # deferred SFPU work (tensix._defer) included
+    tx.settle()                                            # deferred SFPU work (accel/deferral.py) included
     dt = time.perf_counter() - t0
     n = tx.instructions[1] - n0
     return {"kernel": "sfpu", "sfpu_instructions": n, "seconds": dt, "per_second": n / dt,
@@ -147,7 +148,6 @@ def bench_sfpu(rows: int = 4096) -> dict:
 def bench_sfpu_mop(tiles: int = 128) -> dict:
     """The compute template's issue shape (lowering/render.py): the 9-word body recorded once in the replay
     buffer, then per tile one MOP (template 1: 32 x REPLAY) pushed straight into a Tensix thread."""
-    from .tensix import Tensix
     tx = Tensix(np.zeros(layout.L1_SIZE, np.uint8), strict=True)
     tx.dst.write_rows32(0, np.random.default_rng(0).standard_normal((512, 16)).astype(np.float32).view(np.uint32))
     body = exp2_body()
@@ -174,7 +174,6 @@ def bench_sfpu_mop(tiles: int = 128) -> dict:
 
 def bench_sfpu_long(tiles: int = 8) -> dict:
     """The long-body issue shape: every SFPU word pushed on its own (32 row steps of the 171-word body per tile)."""
-    from .tensix import Tensix
     tx = Tensix(np.zeros(layout.L1_SIZE, np.uint8), strict=True)
     tx.dst.write_rows32(0, _long_inputs())
     tx.cfg_write(1, LONG_CFG1)
@@ -194,7 +193,6 @@ def bench_sfpu_long(tiles: int = 8) -> dict:
 
 def bench_tile_long(tiles: int = 8) -> dict:
     """TRISC1 runs the compute template's long-body loop; the other cores park."""
-    from .tile import Tile
     tile = Tile()
     tile.tensix.dst.write_rows32(0, _long_inputs())
     prog = _li(7, layout.TENSIX_CFG_BASE) + _li(8, LONG_CFG1) + [_s(8, 7, 4)]
@@ -243,7 +241,6 @@ def _run(tile, budget: int) -> float:
 
 
 def bench_riscv(iters: int = 1_000_000) -> dict:
-    from .tile import Tile
     tile = Tile()
     # x5 = iters; loop: addi x6, x6, 1; addi x5, x5, -1; bne x5, x0, loop; j .
     prog = _li(5, iters) + [_i(1, 6, 0, 6, 0x13), _i(-1, 5, 0, 5, 0x13), _b(-8, 0, 5, 1), J_SELF]
@@ -256,7 +253,6 @@ def bench_riscv(iters: int = 1_000_000) -> dict:
 
 def bench_tile(tiles: int = 64) -> dict:
     """TRISC1: per tile, one MOP (outer 4 x inner 1: REPLAY of 3 rows, 8 times per tile = 24 rows... see below)."""
-    from .tile import Tile
     tile = Tile()
     tile.tensix.dst.write_rows32(0, np.random.default_rng(0).standard_normal((512, 16)).astype(np.float32)
                                  .view(np.uint32))

@@ -33,11 +33,12 @@ from tt_backend.chip.errors import EmuError, EmuUnimplemented
 
 from .dram import Dram, as_bytes
 from .cycles import FPU_DST_READ_LATENCY, noc_cycles, riscv_mmio_extra
-from .dst import RISCV_BASE as DST_RISCV_BASE, RISCV_ELEM as DST_RISCV_ELEM, RISCV_SIZE as DST_RISCV_SIZE, \
+from .riscv_dst import RISCV_BASE as DST_RISCV_BASE, RISCV_ELEM as DST_RISCV_ELEM, RISCV_SIZE as DST_RISCV_SIZE, \
     RiscvDstAccess
 from . import mailbox as mb
 from .noc import WINDOW_SIZE as NIU_WINDOW, Niu
 from .rv32 import RV32Core, Stall
+from .tensix import Tensix
 
 QUANTUM = 2000
 CORE_BITS = {c: 1 << b for c, b in layout.SOFT_RESET_BIT.items()}
@@ -74,10 +75,7 @@ class Tile:
         self.ncrisc_reset_pc = 0
         self.ncrisc_override = 0
         self.clock = 0
-        if tensix_factory is None:
-            from .tensix import Tensix                        # imported late: the coprocessor model is optional
-            tensix_factory = Tensix
-        self.tensix = tensix_factory(self.l1_array)
+        self.tensix = (tensix_factory or Tensix)(self.l1_array)
         self._timed = hasattr(self.tensix, "tm")             # the real Tensix model carries the cycle model
         self.nius = [Niu(i, self.l1_array, self.dram, self._noc_mmio_read32, self._noc_mmio_write32) for i in (0, 1)]
         self.cores = {c: RV32Core(c, self, layout.DEFAULT_RESET_PC[c]) for c in layout.CORES}
@@ -449,8 +447,8 @@ class Tile:
             raise EmuError(f"{where} at cycle {now} while Tensix thread {t} still issues instructions this core "
                            f"pushed (last issue at cycle {tx.tm.clock[t]}): RISC-V and Tensix execution are "
                            f"asynchronous (ScalarUnit.md); read TTSync (0xFFE80004) before touching Dst")
-        sfpu = getattr(tx, "sfpu", None)
-        if sfpu is not None and getattr(sfpu, "_pending", None):
+        sfpu = getattr(tx, "raw_sfpu", None)
+        if sfpu is not None and sfpu.scheduled:
             raise EmuError(f"{where}: SFPLOADMACRO-scheduled SFPU work is still pending; the access would race it")
         for r in self._dst_view.rows32_of(addr - DST_RISCV_BASE, size, elem):
             w = tx.tm.dst_fpu_write.get(r >> 3)
@@ -572,7 +570,7 @@ class Tile:
                 pops = self.mailboxes.pops.get(name)
                 try:
                     n = core.run(min(self.quantum, max_instructions - total - riscv))
-                except (EmuError, EmuUnimplemented) as e:
+                except EmuError as e:
                     # the core stays stopped at the culprit until its next release; the tile stays usable
                     self._fault[name] = str(e)
                     raise type(e)(f"{e} [{name} pc=0x{core.pc:08X}]") from e
