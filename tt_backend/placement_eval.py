@@ -2,10 +2,10 @@
 a placement with the emulator's bit-exact numeric models, exactly along the path the templates run:
 
   * input tiles reach Dst as the unpackers put them there: fp32/int32/bool bit for bit, bf16 through SrcA + ELWADD
-    with a zeroed SrcB (runtime.emu.fpu_math.elwadd);
-  * FPU nodes: operands converted by the unpacker (runtime.emu.formats: bf16 exact, fp32 -> tf32/bf16 truncation),
+    with a zeroed SrcB (chip.numerics.fpu_math.elwadd);
+  * FPU nodes: operands converted by the unpacker (chip.numerics.formats: bf16 exact, fp32 -> tf32/bf16 truncation),
     then ELWMUL phase by phase into a zeroed fp32 Dst (fpu_math.elwmul) or ELWADD/ELWSUB (fpu_math.elwadd);
-  * the rest: the SFPU program lowering.placement.split/compile produces, run on runtime.emu.sfpu.SFPU over Dst;
+  * the rest: the SFPU program lowering.placement.split/compile produces, run on the functional SFPU over Dst;
   * the output through the packer (fp32 copy, or the early fp32 -> bf16 rounding).
 
 Also here: `placer(...)` (what ops_tt hands to lowering.frontend.lower_kernel) and `check(...)` (TT_CHECK=1: the
@@ -23,8 +23,8 @@ from tt_backend.lowering import placement as P
 from tt_backend.lowering.dag import ValueDAG, VNode
 from tt_backend.chip.numerics import formats as F
 from tt_backend.chip.numerics import fpu_math as fm
-from tt_backend.runtime.emu.dst import Dst
-from tt_backend.runtime.emu.sfpu import SFPU
+from tt_backend.chip.numerics.dst import Dst
+from tt_backend.chip.numerics.sfpu.functional import FunctionalSFPU
 from tt_backend.chip.isa import decode
 
 TILE = 1024
@@ -94,7 +94,7 @@ def run_sfpu(program, slots: dict[int, np.ndarray], n: int) -> np.ndarray:
     out = np.zeros(-(-n // TILE) * TILE, np.uint32)
     for t in range(-(-n // TILE)):
         dst = Dst()
-        sfpu = SFPU(dst)
+        sfpu = FunctionalSFPU(dst)
         for j, v in slots.items():
             tile = np.zeros(TILE, np.uint32)
             chunk = v[t * TILE:(t + 1) * TILE]
