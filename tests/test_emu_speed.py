@@ -763,8 +763,8 @@ def test_tile_pusher_matches_generic_push(monkeypatch):
     def init2(self, *x, **k):
         init(self, *x, **k)
         for c in self.cores.values():
-            c._ns.pop("PUSHP", None)
-            c._ns.pop("PUSHM", None)
+            c.set_pusher("PUSHP", None)
+            c.set_pusher("PUSHM", None)
     monkeypatch.setattr(tile_mod.Tile, "__init__", init2)
     b = [bench.bench_tile_long(2), bench.bench_tile(4)]
     for x, y in zip(a, b):
@@ -801,7 +801,7 @@ def _no_pushm(monkeypatch):
     def init2(self, *x, **k):
         init(self, *x, **k)
         for c in self.cores.values():
-            c._ns.pop("PUSHM", None)
+            c.set_pusher("PUSHM", None)
     monkeypatch.setattr(tile_mod.Tile, "__init__", init2)
 
 

@@ -313,6 +313,15 @@ class RV32Core:
 
     # ------------------------------------------------------------------ public API
 
+    def set_pusher(self, kind: str, fn) -> None:
+        """Give the generated code a bus pusher specialised for this core: "PUSHP" (one `.ttinsn` word, its position
+        passed) or "PUSHM" (a run of words); None takes it away (the generic bus.push_tensix path again). Blocks
+        already translated keep what they were translated with."""
+        if fn is None:
+            self._ns.pop(kind, None)
+        else:
+            self._ns[kind] = fn
+
     def reset(self, pc: int) -> None:
         self.pc = pc
         self.parked = False

@@ -92,9 +92,9 @@ class Tile:
         self._dst_view = RiscvDstAccess(dst) if dst is not None else None
         self._build_mmio_table()
         for c, core in self.cores.items():                   # `.ttinsn` pushes: one closure per core (_pusher)
-            if THREAD_OF.get(c) is not None and "PUSH" in getattr(core, "_ns", {}):
-                core._ns["PUSHP"] = self._pusher(c)
-                core._ns["PUSHM"] = self._multi_pusher(c)
+            if THREAD_OF.get(c) is not None:
+                core.set_pusher("PUSHP", self._pusher(c))
+                core.set_pusher("PUSHM", self._multi_pusher(c))
 
     def _pusher(self, who: str):
         """push(pos, word): push_tensix(who, word) specialised for one core, called by rv32's generated code with the
