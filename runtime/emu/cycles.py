@@ -410,7 +410,7 @@ class TensixTiming:
         if was_blocked and self.event_t + 1 > c:
             c = self.event_t + 1                  # woken by the event that unblocked the thread
         if info[7]:
-            self._sfpload_hazard(t, c, info[0], f)
+            self.sfpload_hazard(t, c, info[0], f)
         st = self.sfpu
         if c == st.nop_only_cycle or c == st.mad_cycle + 1 or info[5]:
             c = st.regular(c, info)               # an auto-stall may apply
@@ -464,7 +464,8 @@ class TensixTiming:
         except (IndexError, AttributeError):
             return 256
 
-    def _sfpload_hazard(self, t: int, c: int, name: str, f: dict) -> None:
+    def sfpload_hazard(self, t: int, c: int, name: str, f: dict) -> None:
+        """Strict: an SFPLOAD / SFPLOADMACRO issued at cycle c reads Dst rows the FPU wrote too recently (Dst.md)."""
         tx = self.tx
         th = tx.threads[t]
         addr = (f["dest_reg_addr"] + (th.cfg[1] & 0xFFF) + th.rwc["d"]) & 0x3FC

@@ -27,7 +27,8 @@ import numpy as np
 from tt_backend.chip.errors import EmuError, EmuUnspecified
 from tt_backend.chip.numerics.sfpu.state import FLAG_WRITERS
 from tt_backend.runtime.emu.accel import sfpu_batch
-from tt_backend.runtime.emu.cycles import FIFO_EFFECTIVE_DEPTH, K_SFPU, MOP_TRANSITION_PENALTY
+from tt_backend.runtime.emu.accel.inline import inline_calls
+from tt_backend.runtime.emu.cycles import K_SFPU, TensixTiming
 from tt_backend.runtime.emu.sfpu import SFPU
 from tt_backend.runtime.emu.tensix_sfpu import resolve_sfpu_mode, sfpu_format_flags
 from tt_backend.runtime.emu.thread_state import ThreadState
@@ -83,13 +84,13 @@ class DeferralMixin:
         queued at once (what drain() -> defer would do)."""
         th = self.threads[thread]
         if th.fifo or th.ready or th.mop_out or th.replay_load is not None:
-            return super().push(thread, word, t)
+            return super(DeferralMixin, self).push(thread, word, t)     # (inline_calls recompiles: explicit super)
         word &= 0xFFFFFFFF
         fast = self._fast.get(word, _UNSET)
         if fast is _UNSET:
             fast = self._fast_info(word)
         if fast is None or (th.latch is not None and th.latch.block & fast[3]):   # not deferrable / held by the gate
-            return super().push(thread, word, t)
+            return super(DeferralMixin, self).push(thread, word, t)
         tm = self.tm
         t = tm.accept_take(thread, t)
         name, fields, is_mem, block, info, ft, d = fast
@@ -130,16 +131,13 @@ class DeferralMixin:
         empty thread) inlined, its state bound once; every other word goes through push() itself."""
         tm = self.tm
         if "issue" in tm.__dict__:                # a spied cycle model: the plain calls
-            return super().push_many(thread, words, t)
+            return super(DeferralMixin, self).push_many(thread, words, t)
         j = 0
         push = self.push
         try:
             th = self.threads[thread]
             fifo = th.fifo
             fast_get = self._fast.get
-            q = tm.taken[thread]
-            clock, fes, after_mop = tm.clock, tm.fe, tm.after_mop
-            issue_sfpu = tm.issue_sfpu
             instructions = self.instructions
             cfg = self.cfg
             sfpu = self.raw_sfpu
@@ -158,22 +156,13 @@ class DeferralMixin:
                     t = push(thread, word, t) + 1
                     j += 1
                     continue
-                # from here on exactly push()'s path for a non-Dst SFPU word: TensixTiming.accept_take, inlined
-                a = q[0] if len(q) == FIFO_EFFECTIVE_DEPTH and q[0] > t else t
-                last = clock[thread]
-                q.append(a if a > last else last)
-                fe = fes[thread]
-                if after_mop[thread]:
-                    fe = max(fe, last + 1) + MOP_TRANSITION_PENALTY
-                    after_mop[thread] = False
-                if a > fe:
-                    fe = a
-                fes[thread] = fe
+                # from here on exactly push()'s path for a non-Dst SFPU word
+                a = tm.accept_take(thread, t)
                 name, fields, is_mem, block, info, ft, d = fast
                 if len(dq) >= DQ_MAX:
                     self.flush_deferred()
                     dq = self.deferred
-                c = self.issue_t = issue_sfpu(thread, info, fields, block, th.blocked is not None)
+                c = self.issue_t = tm.issue_sfpu(thread, info, fields, block, th.blocked is not None)
                 if not dq:
                     self._dq_flags = uniform_flags(sfpu)
                 if ft is not None:
@@ -498,3 +487,11 @@ def _dq_period(words: list, i: int, n: int) -> tuple[int, int]:
                     break
         j += 1
     return best_p, best_k
+
+
+# push / push_many run once per SFPU word a core pushes: there the calls of the cycle model's rules cost 6-11 % of
+# `bench emu` sfpu_long / tile_long (measured), so they run with the rules expanded in place, generated from the
+# rules' one definition (cycles.TensixTiming; inline.py).
+_RULES = {"accept_take": TensixTiming.accept_take, "issue_sfpu": TensixTiming.issue_sfpu}
+DeferralMixin.push = inline_calls(DeferralMixin.push, _RULES)
+DeferralMixin.push_many = inline_calls(DeferralMixin.push_many, _RULES)
