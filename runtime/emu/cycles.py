@@ -275,6 +275,9 @@ def instr_kind(name: str, unit: str, f: dict):
 class TensixTiming:
     """Issue cycles of the three Tensix threads and the busy-until times of the backend units they share."""
 
+    # attributes bound once in __init__ and afterwards only mutated in place: a hot caller may load them once
+    FIXED = frozenset({"clock", "fe", "gate", "issued", "stalls", "first", "after_mop", "taken", "sfpu"})
+
     def __init__(self, tensix):
         self.tx = tensix
         self.sfpu = SfpuTiming(tensix.strict)   # the Vector Unit's hazard state (handed to the SFPU it times)

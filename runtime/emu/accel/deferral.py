@@ -185,7 +185,6 @@ class DeferralMixin:
         fastc = self._fast
         tm = self.tm
         spied = "issue" in tm.__dict__             # an instance override of tm.issue (a test's spy) is honoured
-        issue = tm.issue if spied else tm.issue_sfpu
         cfg = self.cfg
         was_blocked = th.blocked is not None
         n = 0
@@ -210,9 +209,9 @@ class DeferralMixin:
                     self.flush_deferred()
                     dq = self.deferred
                 if spied:
-                    c = self.issue_t = issue(t, name, K_SFPU, info, fields, block, was_blocked)
+                    c = self.issue_t = tm.issue(t, name, K_SFPU, info, fields, block, was_blocked)
                 else:
-                    c = self.issue_t = issue(t, info, fields, block, was_blocked)
+                    c = self.issue_t = tm.issue_sfpu(t, info, fields, block, was_blocked)
                 if not dq:
                     self._dq_flags = uniform_flags(self.raw_sfpu)
                 if ft is not None:
@@ -489,9 +488,11 @@ def _dq_period(words: list, i: int, n: int) -> tuple[int, int]:
     return best_p, best_k
 
 
-# push / push_many run once per SFPU word a core pushes: there the calls of the cycle model's rules cost 6-11 % of
-# `bench emu` sfpu_long / tile_long (measured), so they run with the rules expanded in place, generated from the
-# rules' one definition (cycles.TensixTiming; inline.py).
+# push / push_many / drain_deferrable run once per SFPU word: there the calls of the cycle model's rules cost 6-11 %
+# of `bench emu` sfpu, sfpu_long and tile_long (measured), so they run with the rules expanded in place, generated
+# from the rules' one definition (cycles.TensixTiming; inline.py).
 _RULES = {"accept_take": TensixTiming.accept_take, "issue_sfpu": TensixTiming.issue_sfpu}
-DeferralMixin.push = inline_calls(DeferralMixin.push, _RULES)
-DeferralMixin.push_many = inline_calls(DeferralMixin.push_many, _RULES)
+DeferralMixin.push = inline_calls(DeferralMixin.push, _RULES, ("tm", TensixTiming.FIXED))
+DeferralMixin.push_many = inline_calls(DeferralMixin.push_many, _RULES, ("tm", TensixTiming.FIXED))
+DeferralMixin.drain_deferrable = inline_calls(DeferralMixin.drain_deferrable, {"issue_sfpu": TensixTiming.issue_sfpu},
+                                              ("tm", TensixTiming.FIXED))

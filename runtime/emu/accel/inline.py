@@ -130,14 +130,50 @@ class _Inliner(ast.NodeTransformer):
         return node
 
 
-def inline_calls(fn: Callable, callees: dict[str, Callable]) -> Callable:
+class _Hoist(ast.NodeTransformer):
+    """`recv.attr` loads (attr in `fixed`) -> a local bound once after `recv`'s one assignment."""
+
+    def __init__(self, recv: str, fixed: frozenset[str]):
+        self.recv, self.fixed, self.used = recv, fixed, set()
+
+    def visit_Attribute(self, node: ast.Attribute) -> ast.expr:
+        self.generic_visit(node)
+        if isinstance(node.value, ast.Name) and node.value.id == self.recv and node.attr in self.fixed \
+                and isinstance(node.ctx, ast.Load):
+            self.used.add(node.attr)
+            return ast.copy_location(ast.Name(f"_{self.recv}_{node.attr}", ast.Load()), node)
+        return node
+
+
+def _hoist(fdef: ast.FunctionDef, recv: str, fixed: frozenset[str]) -> None:
+    """Load the `fixed` attributes of `recv` once, right after the function's one top-level `recv = ...`."""
+    sets = [n for n in ast.walk(fdef) if isinstance(n, ast.Name) and n.id == recv and isinstance(n.ctx, ast.Store)]
+    at = [i for i, s in enumerate(fdef.body) if isinstance(s, ast.Assign) and len(s.targets) == 1
+          and isinstance(s.targets[0], ast.Name) and s.targets[0].id == recv]
+    _require(len(sets) == 1 and len(at) == 1, f"{fdef.name}: `{recv}` must be assigned once, at the top level")
+    h = _Hoist(recv, fixed)
+    fdef.body = [h.visit(s) for s in fdef.body]
+    binds = [ast.Assign([ast.Name(f"_{recv}_{a}", ast.Store())], ast.Attribute(ast.Name(recv, ast.Load()), a,
+                                                                                ast.Load()))
+             for a in sorted(h.used)]
+    for b in binds:
+        ast.copy_location(b, fdef.body[at[0]])
+    fdef.body[at[0] + 1:at[0] + 1] = binds
+
+
+def inline_calls(fn: Callable, callees: dict[str, Callable], hoist: tuple[str, frozenset[str]] | None = None) \
+        -> Callable:
     """`fn` recompiled with the calls of `callees` (method name -> function) expanded in place (see the module
-    docstring). ValueError when a callee does not qualify or is never called."""
+    docstring). `hoist` = (receiver name, attribute names): attributes of that receiver bound once and never rebound
+    (containers mutated in place), loaded once into locals after the receiver's one assignment instead of at every
+    use - what a hand-written hot loop would do. ValueError when a callee does not qualify or is never called."""
     prepared = {name: _Callee(c) for name, c in callees.items()}
     fdef = _parse(fn)
     fdef.decorator_list = []
     inliner = _Inliner(prepared)
     fdef = inliner.visit(fdef)
+    if hoist is not None:
+        _hoist(fdef, *hoist)
     found = {n.func.attr for n in ast.walk(_parse(fn)) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)}
     _require(set(callees) <= found, f"{fn.__qualname__}: no call of {set(callees) - found} to inline")
     namespace = fn.__globals__       # the caller module's own globals: what tests patch there stays in force
