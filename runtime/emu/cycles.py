@@ -315,18 +315,18 @@ class TensixTiming:
         self.fe[t] = push_t if push_t > fe else fe
 
     def accept_take(self, t: int, push_t: int) -> int:
-        """accept() then take() of a non-MOP word pushed on an empty FIFO (the Tensix's per-word fast path)."""
+        """accept() then take() of a non-MOP word pushed on an empty FIFO (the Tensix's per-word fast path): the
+        cycle the push is accepted."""
         q = self.taken[t]
-        if len(q) == FIFO_EFFECTIVE_DEPTH and q[0] > push_t:
-            push_t = q[0]
+        a = q[0] if len(q) == FIFO_EFFECTIVE_DEPTH and q[0] > push_t else push_t
         c = self.clock[t]
-        q.append(push_t if push_t > c else c)
+        q.append(a if a > c else c)
         fe = self.fe[t]
         if self.after_mop[t]:
             fe = max(fe, c + 1) + MOP_TRANSITION_PENALTY
             self.after_mop[t] = False
-        self.fe[t] = push_t if push_t > fe else fe
-        return push_t
+        self.fe[t] = a if a > fe else fe
+        return a
 
     def frontend_cycles(self, t: int, n: int) -> None:
         """Cycles the frontend spends ingesting words that emit nothing (REPLAY load without Exec, MOP_CFG)."""
