@@ -820,7 +820,7 @@ def test_push_many_equals_single_pushes(monkeypatch):
         if spy:
             issue = tx.tm.issue
             tx.tm.issue = lambda *x, **y: issue(*x, **y)
-        tx.dst.write_rows32(0, bench._long_inputs())
+        tx.dst.write_rows32(0, bench.long_inputs())
         tx.cfg_write(1, bench.LONG_CFG1)
         tx.push(0, sem[0])
         t, out = 5, None
@@ -850,12 +850,12 @@ def test_push_many_equals_single_pushes(monkeypatch):
 def _stall_program(body_words: list[int], post_delay: int):
     """TRISC1: SEMWAIT on semaphore 1, then `body_words` straight-line (the FIFO fills: Stall mid-run), TTSync, park.
     TRISC0: SEMINIT, a delay loop of `post_delay` iterations, SEMPOST, park."""
-    r = bench._rotl2
-    t1 = bench._li(7, layout.TENSIX_CFG_BASE) + bench._li(8, bench.LONG_CFG1) + [bench._s(8, 7, 4)]
+    r = bench.ttinsn
+    t1 = bench.li(7, layout.TENSIX_CFG_BASE) + bench.li(8, bench.LONG_CFG1) + [bench.sw(8, 7, 4)]
     t1 += [r(E("SEMWAIT", sem_sel=1, wait_sem_cond=1, stall_res=1 << 8))] + [r(w) for w in body_words]
-    t1 += bench._li(9, layout.TENSIX_SYNC) + [bench._s(0, 9, 0), bench._i(0, 9, 2, 10, 0x03), bench.J_SELF]
-    t0 = [r(E("SEMINIT", sem_sel=1, init_value=0, max_value=15))] + bench._li(5, post_delay)
-    t0 += [bench._i(-1, 5, 0, 5, 0x13), bench._b(-4, 0, 5, 1), r(E("SEMPOST", sem_sel=1)), bench.J_SELF]
+    t1 += bench.li(9, layout.TENSIX_SYNC) + [bench.sw(0, 9, 0), bench.i_type(0, 9, 2, 10, 0x03), bench.J_SELF]
+    t0 = [r(E("SEMINIT", sem_sel=1, init_value=0, max_value=15))] + bench.li(5, post_delay)
+    t0 += [bench.i_type(-1, 5, 0, 5, 0x13), bench.b_type(-4, 0, 5, 1), r(E("SEMPOST", sem_sel=1)), bench.J_SELF]
     return {"trisc1": t1, "trisc0": t0}
 
 
@@ -865,7 +865,7 @@ def _tile_trace(programs, dst: bool, budget: int = 700):
     from tt_backend.runtime.emu.tile import Tile
     tile = Tile(quantum=40)                               # the cores take turns: TRISC1 runs while TRISC0 waits
     if dst:
-        tile.tensix.dst.write_rows32(0, bench._long_inputs())
+        tile.tensix.dst.write_rows32(0, bench.long_inputs())
     bench.launch_words(tile, programs)
     trace, mid_run = [], 0
     try:
