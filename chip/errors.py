@@ -1,8 +1,8 @@
 """The exceptions users and tests see. One base type, `TTError`, whose message says what to do.
 
-The emulator's errors (`EmuError` and its categories) follow ttsim's error taxonomy (tt-isa-documentation's Glossary
-and ttsim's docs/sim_error_handling.md): each says whether the program or the emulator is at fault. Raise the precise
-category; catch `EmuError` for all of them."""
+The emulator's errors (`EmuError` and its categories) follow ttsim's error taxonomy (with tt-isa-documentation's
+Glossary): each says whether the program or the emulator is at fault. Raise the precise category; catch `EmuError`
+for all of them."""
 
 
 class TTError(RuntimeError):
@@ -31,15 +31,15 @@ class EmuError(TTError):
 
 class EmuUndefined(EmuError):
     """Undefined behaviour (ttsim: UndefinedBehavior, UnpredictableValueUsed): the program did something the ISA
-    documentation leaves undefined - a reserved encoding or value, an out-of-range index or address, a read of state
-    nobody wrote, a hazard the hardware does not interlock. Silicon may do anything; the program must change.
-    Raised in strict mode where a non-strict emulator could carry on."""
+    documentation leaves undefined - an undefined mode or encoding, an out-of-range index or address, a read of state
+    nobody wrote, a hazard the hardware does not interlock. Silicon may do anything; the program must change."""
 
 
 class EmuUnspecified(EmuError):
     """Unspecified behaviour (ttsim: NonContractualBehavior, MissingSpecification): the program relies on behaviour
-    the documentation declares non-contractual or does not pin down, so no model (ttsim included) can say what
-    silicon does. Use the documented form instead."""
+    the documentation declares non-contractual or does not pin down - reserved bits set, a misaligned access, an
+    operand or ownership rule ttsim enforces - so no model (ttsim included) can say what silicon does. Use the
+    documented form instead."""
 
 
 class EmuDeadlock(EmuError):
