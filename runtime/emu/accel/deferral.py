@@ -492,7 +492,7 @@ def _dq_period(words: list, i: int, n: int) -> tuple[int, int]:
 # of `bench emu` sfpu, sfpu_long and tile_long (measured), so they run with the rules expanded in place, generated
 # from the rules' one definition (cycles.TensixTiming; inline.py).
 _RULES = {"accept_take": TensixTiming.accept_take, "issue_sfpu": TensixTiming.issue_sfpu}
-DeferralMixin.push = inline_calls(DeferralMixin.push, _RULES, ("tm", TensixTiming.FIXED))
+DeferralMixin.push = inline_calls(DeferralMixin.push, _RULES)
 DeferralMixin.push_many = inline_calls(DeferralMixin.push_many, _RULES, ("tm", TensixTiming.FIXED))
 DeferralMixin.drain_deferrable = inline_calls(DeferralMixin.drain_deferrable, {"issue_sfpu": TensixTiming.issue_sfpu},
                                               ("tm", TensixTiming.FIXED))
