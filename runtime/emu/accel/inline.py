@@ -13,7 +13,7 @@ a test patching a module constant reaches it as before. A caller that uses `supe
 from __future__ import annotations
 
 import ast
-import inspect
+import functools
 import textwrap
 from typing import Callable
 
@@ -25,23 +25,27 @@ def _require(ok: bool, why: str) -> None:
         raise ValueError(why)
 
 
+@functools.cache
+def _lines(path: str) -> list[str]:
+    with open(path) as f:
+        return f.readlines()
+
+
 def _parse(fn: Callable) -> ast.FunctionDef:
-    """The function's definition, with line numbers of its source file."""
-    lines, first = inspect.getsourcelines(fn)
-    tree = ast.parse(textwrap.dedent("".join(lines)))
-    ast.increment_lineno(tree, first - 1)
-    node = tree.body[0]
-    _require(isinstance(node, ast.FunctionDef), f"{fn!r} is not a plain function")
+    """A fresh syntax tree of the function's definition, with the line numbers of its source file: its own lines
+    (the def line and what is indented deeper), parsed by the C parser. (inspect.getsource tokenizes in Python, and
+    walking or copying whole trees in Python is slow: either made importing the emulator ~0.1 s slower.)"""
+    code = fn.__code__
+    lines = _lines(code.co_filename)
+    first = code.co_firstlineno - 1
+    indent = len(lines[first]) - len(lines[first].lstrip())
+    end = first + 1
+    while end < len(lines) and (not lines[end].strip() or len(lines[end]) - len(lines[end].lstrip()) > indent):
+        end += 1
+    src = "\n" * first + textwrap.dedent("".join(lines[first:end]))    # line numbers as in the file
+    node = ast.parse(src, code.co_filename).body[0]
+    _require(isinstance(node, ast.FunctionDef) and node.name == code.co_name, f"{fn!r} is not a plain function")
     return node
-
-
-def _locals(fdef: ast.FunctionDef) -> set[str]:
-    """Parameter names and every name the function assigns."""
-    names = {a.arg for a in fdef.args.args}
-    for node in ast.walk(fdef):
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-            names.add(node.id)
-    return names
 
 
 class _Rename(ast.NodeTransformer):
@@ -58,24 +62,32 @@ class _Rename(ast.NodeTransformer):
         return ast.copy_location(new, node)
 
 
+def _split(fn: Callable) -> tuple[ast.FunctionDef, list[ast.stmt], ast.expr]:
+    """(definition, body without docstring and final return, returned expression) of a fresh tree of `fn`."""
+    fdef = _parse(fn)
+    *body, last = fdef.body
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        body = body[1:]                              # the docstring
+    _require(isinstance(last, ast.Return) and last.value is not None, f"{fn.__qualname__}: must end in `return x`")
+    return fdef, body, last.value
+
+
 class _Callee:
-    """A callee prepared for expansion: its body (without the final return), the returned expression, its locals."""
+    """A callee prepared for expansion: parameters, locals (parameters and assigned names), module-level names used."""
 
     def __init__(self, fn: Callable) -> None:
-        fdef = _parse(fn)
-        *body, last = fdef.body
-        if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
-            body = body[1:]                              # the docstring
-        _require(isinstance(last, ast.Return) and last.value is not None, f"{fn.__qualname__}: must end in `return x`")
-        for stmt in body:
-            for node in ast.walk(stmt):
-                _require(not isinstance(node, (ast.Return, ast.FunctionDef, ast.Lambda, ast.Yield)),
-                         f"{fn.__qualname__}: only a final return can be inlined")
-        self.name = fn.__name__
+        fdef, body, value = _split(fn)
+        stored, loaded = set(), set()
+        for node in ast.walk(ast.Module(body + [ast.Expr(value)], [])):
+            _require(not isinstance(node, (ast.Return, ast.FunctionDef, ast.Lambda, ast.Yield)),
+                     f"{fn.__qualname__}: only a final return can be inlined")
+            if isinstance(node, ast.Name):
+                (stored if isinstance(node.ctx, ast.Store) else loaded).add(node.id)
+        self.fn, self.name = fn, fn.__name__
         self.params = [a.arg for a in fdef.args.args]
-        self.body, self.value = body, last.value
-        self.locals = _locals(fdef)
-        self.globals = fn.__globals__
+        self.stored = stored
+        self.locals = stored | set(self.params)
+        self.globals = {n: fn.__globals__[n] for n in loaded - self.locals if n in fn.__globals__}
 
     def expand(self, call: ast.Call, n: int) -> tuple[list[ast.stmt], ast.expr]:
         """Statements binding the arguments plus the renamed body, and the renamed return value, for call site n."""
@@ -84,24 +96,25 @@ class _Callee:
         mapping: dict[str, ast.expr] = {v: ast.Name(f"_{self.name}{n}_{v}", ast.Load()) for v in self.locals}
         bind = []
         for p, a in zip(self.params, args):
-            if isinstance(a, (ast.Name, ast.Constant)) and not self._assigned(p):
+            if isinstance(a, (ast.Name, ast.Constant)) and p not in self.stored:
                 mapping[p] = a                           # no side effect to preserve: substitute directly
             else:
                 bind.append(ast.Assign([ast.Name(mapping[p].id, ast.Store())], a))
+        _, body, value = _split(self.fn)                 # a tree of its own for this call site
         ren = _Rename(mapping)
-        body = [ren.visit(ast.parse(ast.unparse(s)).body[0]) for s in self.body]
-        value = ren.visit(ast.parse(ast.unparse(self.value), mode="eval").body)
-        return bind + body, value
+        return bind + [ren.visit(st) for st in body], ren.visit(value)
 
-    def _assigned(self, name: str) -> bool:
-        return any(isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Store)
-                   for stmt in self.body for node in ast.walk(stmt))
+
+@functools.cache
+def _callee(fn: Callable) -> _Callee:
+    return _Callee(fn)
 
 
 class _Inliner(ast.NodeTransformer):
     def __init__(self, callees: dict[str, _Callee]):
         self.callees = callees
         self.count = 0
+        self.expanded: set[str] = set()
 
     def _callee(self, value) -> _Callee | None:
         if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute):
@@ -110,6 +123,7 @@ class _Inliner(ast.NodeTransformer):
 
     def _expand(self, stmt: ast.stmt, call: ast.Call, targets: list | None) -> list[ast.stmt]:
         self.count += 1
+        self.expanded.add(call.func.attr)
         body, value = self.callees[call.func.attr].expand(call, self.count)
         out = body + [ast.Assign(targets, value) if targets is not None else ast.Expr(value)]
         for s in out:                                    # every expanded line reports the call site's line
@@ -167,24 +181,23 @@ def inline_calls(fn: Callable, callees: dict[str, Callable], hoist: tuple[str, f
     docstring). `hoist` = (receiver name, attribute names): attributes of that receiver bound once and never rebound
     (containers mutated in place), loaded once into locals after the receiver's one assignment instead of at every
     use - what a hand-written hot loop would do. ValueError when a callee does not qualify or is never called."""
-    prepared = {name: _Callee(c) for name, c in callees.items()}
+    prepared = {name: _callee(c) for name, c in callees.items()}
     fdef = _parse(fn)
     fdef.decorator_list = []
     inliner = _Inliner(prepared)
     fdef = inliner.visit(fdef)
     if hoist is not None:
         _hoist(fdef, *hoist)
-    found = {n.func.attr for n in ast.walk(_parse(fn)) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)}
-    _require(set(callees) <= found, f"{fn.__qualname__}: no call of {set(callees) - found} to inline")
+    missing = set(callees) - inliner.expanded
+    _require(not missing, f"{fn.__qualname__}: no call of {missing} to inline")
     namespace = fn.__globals__       # the caller module's own globals: what tests patch there stays in force
     for c in prepared.values():       # the module-level names the callees' bodies use must mean the same there
-        for node in ast.walk(ast.Module(c.body + [ast.Expr(c.value)], [])):
-            if isinstance(node, ast.Name) and node.id in c.globals and node.id not in c.locals:
-                _require(namespace.setdefault(node.id, c.globals[node.id]) is c.globals[node.id],
-                         f"{fn.__qualname__}: {node.id} means something else in {fn.__module__}")
+        for name, value in c.globals.items():
+            _require(namespace.setdefault(name, value) is value,
+                     f"{fn.__qualname__}: {name} means something else in {fn.__module__}")
     module = ast.fix_missing_locations(ast.Module([fdef], []))
     before = namespace.get(fn.__name__, _MISSING)
-    exec(compile(module, inspect.getsourcefile(fn), "exec"), namespace)
+    exec(compile(module, fn.__code__.co_filename, "exec"), namespace)
     new = namespace.pop(fn.__name__)
     if before is not _MISSING:
         namespace[fn.__name__] = before
