@@ -234,9 +234,9 @@ if __name__ == "__main__":   # full sweep with a report: python tests/test_diff_
 # regressions for model bugs this suite found (no ttsim needed; the expected values are what ttsim produced)
 
 def _sfpu():
-    from tt_backend.runtime.emu.dst import Dst
-    from tt_backend.runtime.emu.sfpu import SFPU
-    return SFPU(Dst())
+    from tt_backend.chip.numerics.dst import Dst
+    from tt_backend.chip.numerics.sfpu.functional import FunctionalSFPU
+    return FunctionalSFPU(Dst())
 
 
 def _run(s, name, **fields):

@@ -16,8 +16,8 @@ from tt_backend.lowering.codegen import sfpu_ops as so
 from tt_backend.lowering.dag import ValueDAG
 from tt_backend.lowering.families.sfpu_reduce import ACC, choose_layout, finish_words, zero_preserving
 from tt_backend.lowering.families.tile_plan import reduce_out_datum
-from tt_backend.runtime.emu.dst import Dst
-from tt_backend.runtime.emu.sfpu import SFPU
+from tt_backend.chip.numerics.dst import Dst
+from tt_backend.chip.numerics.sfpu.functional import FunctionalSFPU as SFPU
 from tt_backend.chip.isa import decode, encode
 
 EPS32 = 2.0 ** -23

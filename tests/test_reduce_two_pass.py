@@ -18,8 +18,8 @@ from tt_backend.lowering.families.sfpu_reduce import ACC, TWO_PASS_LANES, choose
 from tt_backend.lowering.families.tile_plan import allocate_l1, reduce_out_datum
 from tt_backend.lowering.index import IndexExpr
 from tt_backend.lowering.plan import Buffer
-from tt_backend.runtime.emu.dst import Dst
-from tt_backend.runtime.emu.sfpu import SFPU
+from tt_backend.chip.numerics.dst import Dst
+from tt_backend.chip.numerics.sfpu.functional import FunctionalSFPU as SFPU
 from tt_backend.chip.errors import UnsupportedOp
 from tt_backend.chip.isa import decode, encode
 

@@ -12,8 +12,8 @@ import pytest
 
 from tt_backend.lowering.dag import ValueDAG
 from tt_backend.lowering.codegen.sfpu_codegen import compile_sfpu, disassemble
-from tt_backend.runtime.emu.dst import Dst
-from tt_backend.runtime.emu.sfpu import SFPU
+from tt_backend.chip.numerics.dst import Dst
+from tt_backend.chip.numerics.sfpu.functional import FunctionalSFPU as SFPU
 from tt_backend.chip.errors import UnsupportedOp
 from tt_backend.chip.isa import decode
 

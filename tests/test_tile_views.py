@@ -18,7 +18,7 @@ import pytest
 
 from tt_backend.chip import isa, layout
 from tt_backend.chip.errors import EmuError, EmuUnimplemented
-from tt_backend.runtime.emu.dst import cpu_to_dst32
+from tt_backend.runtime.emu.riscv_dst import cpu_to_dst32
 from tt_backend.runtime.emu.rv32 import Stall
 from test_tile import build, launch, load_elf, make_tile, needs_cc
 

@@ -1,5 +1,5 @@
 """The error model of FPU sums (lowering/families/fpu_reduce.py), injected into the lowering like placement_eval's
-evaluator: the kernel's arithmetic with the emulator's bit-exact numerics (runtime.emu.fpu_math, runtime.emu.formats).
+evaluator: the kernel's arithmetic with the emulator's bit-exact numerics (chip.numerics.fpu_math, chip.numerics.formats).
 
 Per output: the unpacker's view of the data (bf16 exact; fp32 truncated to tf32), then per k tile of 32, per fidelity
 phase, per half of 16 k (the order of lowering.codegen.mvmul.mvmul_words: a phase's first 8 MVMULs take k 0-15, the next

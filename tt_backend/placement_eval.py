@@ -2,10 +2,10 @@
 a placement with the emulator's bit-exact numeric models, exactly along the path the templates run:
 
   * input tiles reach Dst as the unpackers put them there: fp32/int32/bool bit for bit, bf16 through SrcA + ELWADD
-    with a zeroed SrcB (runtime.emu.fpu_math.elwadd);
-  * FPU nodes: operands converted by the unpacker (runtime.emu.formats: bf16 exact, fp32 -> tf32/bf16 truncation),
+    with a zeroed SrcB (chip.numerics.fpu_math.elwadd);
+  * FPU nodes: operands converted by the unpacker (chip.numerics.formats: bf16 exact, fp32 -> tf32/bf16 truncation),
     then ELWMUL phase by phase into a zeroed fp32 Dst (fpu_math.elwmul) or ELWADD/ELWSUB (fpu_math.elwadd);
-  * the rest: the SFPU program lowering.placement.choice.split/compile_split produces, run on runtime.emu.sfpu.SFPU
+  * the rest: the SFPU program lowering.placement.choice.split/compile_split produces, run on the functional SFPU
     over Dst;
   * the output through the packer (fp32 copy, or the early fp32 -> bf16 rounding).
 
@@ -29,8 +29,8 @@ from tt_backend.lowering.placement.placer import Placer
 from tt_backend.lowering.placement.reference import SAMPLE_DISTS, reference, rel_error
 from tt_backend.chip.numerics import formats as F
 from tt_backend.chip.numerics import fpu_math as fm
-from tt_backend.runtime.emu.dst import Dst
-from tt_backend.runtime.emu.sfpu import SFPU
+from tt_backend.chip.numerics.dst import Dst
+from tt_backend.chip.numerics.sfpu.functional import FunctionalSFPU
 from tt_backend.chip.errors import TTError
 from tt_backend.chip.isa import decode
 from tt_backend import dump
@@ -102,7 +102,7 @@ def run_sfpu(program, slots: dict[int, np.ndarray], n: int) -> np.ndarray:
     out = np.zeros(-(-n // TILE) * TILE, np.uint32)
     for t in range(-(-n // TILE)):
         dst = Dst()
-        sfpu = SFPU(dst)
+        sfpu = FunctionalSFPU(dst)
         for j, v in slots.items():
             tile = np.zeros(TILE, np.uint32)
             chunk = v[t * TILE:(t + 1) * TILE]

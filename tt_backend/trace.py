@@ -26,6 +26,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tt_backend import dump
 from tt_backend.chip import layout
 from tt_backend.placement_eval import measured_cycles
 
@@ -119,9 +120,13 @@ def chrome_trace(tl: Timeline) -> dict:
                           "note": tl.note, "host_wall_s": tl.wall_s}}
 
 
-def write(tl: Timeline, directory: str | Path) -> Path:
+def write(tl: Timeline, directory: str | Path) -> Path | None:
+    """trace.json in the kernel's dump directory, replaced whole; None when that directory was never written (an
+    unwritable TT_DUMP has already been reported once by tt_backend.dump)."""
+    if not Path(directory).is_dir():
+        return None
     path = Path(directory) / TRACE_NAME
-    path.write_text(json.dumps(chrome_trace(tl), indent=1))
+    dump.replace_text(path, json.dumps(chrome_trace(tl), indent=1))
     return path
 
 
