@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import importlib.util
 import io
 import os
 import re
@@ -90,12 +91,9 @@ def find_compiler() -> Compiler:
     if clang and lld:
         return Compiler("clang", [clang, "--target=riscv32-unknown-elf", "-fuse-ld=lld"],
                         shutil.which("llvm-objdump"), _version([clang]))
-    try:
-        import ziglang  # noqa: F401  (only to learn whether the wheel is installed)
+    if importlib.util.find_spec("ziglang") is not None:     # the ziglang wheel (run as a program, never imported)
         zig = [sys.executable, "-m", "ziglang", "cc", "-target", "riscv32-freestanding-none", "-mcpu=generic_rv32+m"]
         return Compiler("zig", zig, shutil.which("llvm-objdump"), _version(zig))
-    except ImportError:
-        pass
     raise CompilerNotFound(
         "no RISC-V compiler for the Tensix cores found. Install one of: SFPI (set $SFPI_ROOT), "
         "`apt-get install gcc-riscv64-unknown-elf`, `apt-get install clang lld`, or `pip install ziglang`")

@@ -21,7 +21,7 @@ import struct
 from tt_backend.chip import layout
 from tt_backend.chip.errors import TTError
 
-from .noc_device import _U32_MAX, _WRITE_ONLY, NocTileDevice
+from .noc_device import U32_MAX, WRITE_ONLY, NocTileDevice
 from .sim_child import SimChild, TtsimDied, clock_calls
 
 BAR0_BASE = 0x1_0000_0000
@@ -102,7 +102,7 @@ class TtsimTransport:
     def _window(self, xy: tuple[int, int], addr: int) -> int:
         """A BAR0 window pointing at (xy, addr's 2 MiB page), reusing one already there; returns the paddr for addr."""
         x, y = xy
-        cfg = ((addr >> 21) & _U32_MAX, ((addr >> 53) & 0x7FF) | ((x | (y << 6)) << 11), 0)
+        cfg = ((addr >> 21) & U32_MAX, ((addr >> 53) & 0x7FF) | ((x | (y << 6)) << 11), 0)
         idx = next((i for i, c in self._win.items() if c == cfg), None)
         if idx is None:
             idx = len(self._win) if len(self._win) < TLB_WINDOWS else self._win_order[0]
@@ -136,7 +136,7 @@ class TtsimTransport:
                         for paddr, off, n in self._pages(xy, addr, size))
 
     def noc_write32(self, xy, addr: int, value: int) -> None:
-        self._wr(self._window(xy, addr), _U32.pack(value & _U32_MAX), f"writing {addr:#x}")
+        self._wr(self._window(xy, addr), _U32.pack(value & U32_MAX), f"writing {addr:#x}")
 
     def noc_read32(self, xy, addr: int) -> int:
         return _U32.unpack(self._rd(self._window(xy, addr), 4, f"reading {addr:#x}"))[0]
@@ -171,7 +171,7 @@ class TtsimDevice(NocTileDevice):
         """Drop this simulator (dead or alive) and start a fresh one (all state lost)."""
         self.transport.close()
         self.transport = TtsimTransport(self.lib_path, self.start_timeout)
-        self._shadow = {a: 0 for a in _WRITE_ONLY}
+        self._shadow = {a: 0 for a in WRITE_ONLY}
 
     def __del__(self):
         try:

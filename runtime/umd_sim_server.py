@@ -31,12 +31,13 @@ import socket
 import struct
 import sys
 
+import tt_umd
+
 HDR = struct.Struct("<B3xQI")
 
 
 def serve(sim_path: str, fd: int) -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's business; EOF on the socket ends us
-    import tt_umd
     sock = socket.socket(fileno=fd)
     options = tt_umd.SimulationConnectorOptions()
     options.simulator_directory = sim_path

@@ -16,7 +16,13 @@ deferred to the moment the program imports tinygrad.
 """
 from __future__ import annotations
 
+import importlib
+import os
 import sys
+from importlib.machinery import ModuleSpec
+
+from tt_backend import knobs
+from tt_backend.chip.errors import TTError
 
 ALIAS = "tinygrad.runtime.ops_tt"
 REAL = "tt_backend.ops_tt"
@@ -29,7 +35,6 @@ class _AliasLoader:
     """Loads the alias by importing the real module and handing back that very object."""
 
     def create_module(self, spec):
-        import importlib
         module = importlib.import_module(REAL)
         self.real_spec = module.__spec__
         return module
@@ -53,6 +58,7 @@ class _GuardAfterExec:
 
     def exec_module(self, module) -> None:
         self.loader.exec_module(module)
+        # lazy: schedule_guard imports tinygrad, which this start-up hook must never do
         from tt_backend import schedule_guard
         schedule_guard.install()
 
@@ -62,13 +68,11 @@ class TTFinder:
 
     def find_spec(self, fullname: str, path=None, target=None):
         if fullname == "tinygrad" and pending_error is not None:
-            from tt_backend.chip.errors import TTError
             raise TTError(pending_error)
         if fullname == GUARDED:
             return self._guarded_spec(fullname, path, target)
         if fullname != ALIAS:
             return None
-        from importlib.machinery import ModuleSpec
         return ModuleSpec(ALIAS, _AliasLoader())
 
     def _guarded_spec(self, fullname: str, path, target):
@@ -98,12 +102,12 @@ def startup() -> None:
     global pending_error
     try:
         install()
-        from tt_backend import knobs
         pending_error = knobs.map_device_env()
         helpers = sys.modules.get("tinygrad.helpers")
         if helpers is not None and pending_error is None:
             _late_map(helpers)
         if GUARDED in sys.modules:            # tinygrad was imported before us: guard its schedules now
+            # lazy: schedule_guard imports tinygrad (here tinygrad is already imported)
             from tt_backend import schedule_guard
             schedule_guard.install()
     except Exception as e:  # a broken install must not break every interpreter of the environment
@@ -113,7 +117,6 @@ def startup() -> None:
 def _late_map(helpers) -> None:
     """tinygrad was imported before us (a source checkout imported late): its DEV context was already read from the
     environment, so carry a DEVICE=TT mapping into it directly."""
-    import os
     dev = getattr(helpers, "DEV", None)
     if dev is not None and os.environ.get("DEV") and not repr(dev):
         dev.value = os.environ["DEV"]

@@ -23,15 +23,12 @@ from __future__ import annotations
 
 import os
 
+# runs at interpreter start (the .pth hook): nothing but the stdlib and the leaf's error types (stdlib only too)
+from tt_backend.chip.errors import TTError
+
 BACKENDS = ("emu", "ttsim", "umd-sim", "hw")
 _BOOLS = {"": False, "0": False, "false": False, "no": False, "off": False,
           "1": True, "true": True, "yes": True, "on": True}
-
-
-def _error(msg: str) -> Exception:
-    # imported here, not at the top: this module runs at interpreter start (the .pth hook) and stays stdlib only
-    from tt_backend.chip.errors import TTError
-    return TTError(msg)
 
 
 def _device_of(target: str) -> str:
@@ -69,7 +66,7 @@ def backend(environ=os.environ) -> str:
     if not name:
         name = "ttsim" if environ.get("TT_SIMULATOR") else "emu"
     if name not in BACKENDS:
-        raise _error(f"TT_BACKEND={name!r} is not one of {', '.join(BACKENDS)}")
+        raise TTError(f"TT_BACKEND={name!r} is not one of {', '.join(BACKENDS)}")
     return name
 
 
@@ -79,14 +76,14 @@ def backend_of_device(device: str) -> str | None:
     suffix = device.split(":")[1].strip().lower() if ":" in device else ""
     if suffix in BACKENDS: return suffix
     if suffix and not suffix.isdigit():
-        raise _error(f"device {device!r}: {suffix!r} is neither a TT target ({', '.join(BACKENDS)}) nor a card number")
+        raise TTError(f"device {device!r}: {suffix!r} is neither a TT target ({', '.join(BACKENDS)}) nor a card number")
     return None
 
 
 def check(environ=os.environ) -> bool:
     v = environ.get("TT_CHECK", "").strip().lower()
     if v not in _BOOLS:
-        raise _error(f"TT_CHECK={v!r}: expected 1 (measure each kernel's error against float32) or 0")
+        raise TTError(f"TT_CHECK={v!r}: expected 1 (measure each kernel's error against float32) or 0")
     return _BOOLS[v]
 
 
@@ -97,7 +94,7 @@ def place_spec(environ=os.environ) -> str | None:
 def dump_dir(environ=os.environ) -> str | None:
     d = environ.get("TT_DUMP") or None
     if d is not None and os.path.exists(d) and not os.path.isdir(d):
-        raise _error(f"TT_DUMP={d!r} is a file; it must name a directory (created if missing)")
+        raise TTError(f"TT_DUMP={d!r} is a file; it must name a directory (created if missing)")
     return d
 
 
@@ -110,7 +107,7 @@ def err_budget(environ=os.environ) -> float | None:
     except ValueError:
         b = -1.0
     if not 0 < b < float("inf"):
-        raise _error(f"TT_ERR_BUDGET={v!r}: expected a positive relative error such as 1e-3")
+        raise TTError(f"TT_ERR_BUDGET={v!r}: expected a positive relative error such as 1e-3")
     return b
 
 
@@ -119,7 +116,7 @@ def cores(environ=os.environ) -> int | None:
     if not v:
         return None
     if not v.isdigit() or int(v) < 1:
-        raise _error(f"TT_CORES={v!r}: expected a positive integer")
+        raise TTError(f"TT_CORES={v!r}: expected a positive integer")
     return int(v)
 
 
@@ -133,7 +130,7 @@ def timeout_s(environ=os.environ) -> float:
     except ValueError:
         t = -1.0
     if not 0 < t < float("inf"):
-        raise _error(f"TT_TIMEOUT={v!r}: expected a positive number of seconds such as 600")
+        raise TTError(f"TT_TIMEOUT={v!r}: expected a positive number of seconds such as 600")
     return t
 
 

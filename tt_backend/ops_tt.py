@@ -8,7 +8,8 @@ launch metadata. Every other renderer goes through tinygrad unchanged.
 
 Importing this module installs the wrapper. That matters: tinygrad compiles kernels in spawned worker processes that
 import the renderer class by its module, with device access disabled, so the module must install the hook itself,
-be cheap to import (lowering/runtime are imported when first needed) and never open the device.
+be cheap to import and never open the device: the lowering, the compiler driver and the precision evaluators
+(about 1.4 s of imports, `python -X importtime`) are imported where a kernel is first lowered (`lazy:` comments).
 """
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ from tinygrad.uop.ops import Ops, ProgramInfo, UOp
 from tt_backend.chip import layout
 from tt_backend.chip.errors import DeviceOutOfMemory, TTError, UnsupportedOp
 from tt_backend import knobs, schedule_guard, tinygrad_knobs
+from tt_backend.runtime.driver import launch
 from tt_backend.runtime.targets import make_device
 
 
@@ -78,6 +80,7 @@ class TTCompiler(Compiler):
                       "reached TTCompiler.compile, which means the hook in tt_backend.ops_tt is not installed")
 
     def disassemble(self, lib: bytes):
+        # lazy: see the module doc (compile workers import this module)
         from tt_backend.runtime.compile import disassemble
         for core, elf in unpack_bundle(lib)[1].items():
             print(f"// ===== {core} =====")
@@ -102,6 +105,7 @@ class TTRenderer(Renderer):
     def tt_target(self):
         """The execution target code is generated for. It travels in tinygrad's Target.arch (TTDevice sets it), so it
         reaches compile workers (renderers are pickled as their Target) and is part of tinygrad's program cache key."""
+        # lazy: see the module doc (compile workers import this module)
         from tt_backend.lowering.plan import TARGETS
         name = self.target.arch or knobs.backend()
         if name not in TARGETS:
@@ -138,12 +142,12 @@ def tt_to_program(ast: UOp, renderer: TTRenderer) -> UOp:
         if isinstance(ast.arg, ProgramInfo) and ast.src[-1].op is Ops.BINARY: return ast
         ast = ast.src[0]
     if ast.op is not Ops.SINK: raise UnsupportedOp(f"cannot lower a {ast.op.name} for TT")
-    # imported here, not at the top: tinygrad's spawned compile workers import this module and must stay cheap
-    from tt_backend import debug
+    # lazy: see the module doc (tinygrad's spawned compile workers import this module and must stay cheap)
+    from tt_backend import debug, dump
     from tt_backend.lowering.codegen.sources import split
     from tt_backend.lowering.plan import for_target
     from tt_backend.lowering.select import lower
-    from tt_backend.placement_eval import placer      # FPU/SFPU placement under TT_ERR_BUDGET, TT_PLACE pins
+    from tt_backend.placement_eval import check_meta, placer   # placement under TT_ERR_BUDGET, TT_PLACE; TT_CHECK
     from tt_backend.runtime.compile import compile_kernel
     tinygrad_knobs.beam_notice(ast.arg.beam)
     debug.before_lowering(ast)
@@ -154,10 +158,8 @@ def tt_to_program(ast: UOp, renderer: TTRenderer) -> UOp:
     source = format_source(sources, headers)
     extra = {}
     if (d := knobs.dump_dir()) is not None:
-        from tt_backend import dump
         extra["report"] = str(dump.write_kernel(d, plan, sources, headers, elfs, key=ast.key.hex()[:8]) / "report.json")
     if knobs.check() and plan.placement is not None and plan.placement.lowered is not None:   # (not matmuls)
-        from tt_backend.placement_eval import check_meta
         extra["check"] = check_meta(plan.placement.lowered, plan.placement)
     binary = pack_bundle(plan, elfs, extra)
     debug.after_lowering(plan, elfs)
@@ -321,7 +323,6 @@ class TTProgram(Program):
         self.outs = set(self.meta["outs"])
 
     def __call__(self, *bufs, global_size=(1, 1, 1), local_size=(1, 1, 1), vals=(), wait=False, timeout=None, **kw):
-        from tt_backend.runtime.driver import launch
         if len(bufs) != len(self.slots):
             raise TTError(f"{self.name}: expects {len(self.slots)} buffers (slots {self.slots}), got {len(bufs)}")
         if vals: raise UnsupportedOp(f"{self.name}: symbolic variables {vals}")
@@ -341,25 +342,24 @@ class TTProgram(Program):
         before = [target.read_dram(addrs[k], d["nbytes"]) for k, d in enumerate(self.meta["buffers"])] \
             if "check" in self.meta else None          # TT_CHECK: the inputs as the kernel sees them
         # the emulated cycles of this launch go into report.json and trace.json (TT_DUMP), TT_CHECK's result, DEBUG>=2
-        stats0 = target.stats() if (before is not None or "report" in self.meta or DEBUG >= 2) \
-            and hasattr(target, "stats") else None
+        if reports := (before is not None or "report" in self.meta or DEBUG >= 2):
+            # lazy: see the module doc; only launches that report (TT_CHECK, TT_DUMP, DEBUG>=2) need these
+            from tt_backend import debug, trace
+            from tt_backend.placement_eval import check, record_cycles
+        stats0 = target.stats() if reports and hasattr(target, "stats") else None
         try:
             with self.dev.recovering(f"kernel {self.name}"):
                 result = launch(target, self.elfs, args, timeout_s=t, label=self.name)
             stats = (stats0, target.stats()) if stats0 is not None else None
             if before is not None:
-                from tt_backend.placement_eval import check
                 k = self.meta["check"]["output"]["buf"]
                 check(self.meta, before, target.read_dram(addrs[k], self.meta["buffers"][k]["nbytes"]), stats)
             elif stats is not None:
-                from tt_backend.placement_eval import record_cycles
                 record_cycles(self.meta, stats)
             if "report" in self.meta:
-                from tt_backend import trace
                 trace.write(trace.from_launch(self.name, target.name, stats, result.seconds),
                             Path(self.meta["report"]).parent)
             if DEBUG >= 2:
-                from tt_backend import debug
                 debug.after_launch(self.name, stats)
             for k, scratch in bounce:
                 if self.meta["buffers"][k]["slot"] in self.outs:
