@@ -66,7 +66,7 @@ def test_the_detector_knows_the_forms():
                "shared/reference/\nsimulators.md", "(noc-and-launch.md 3.5)", "`../shared/DESIGN.md`",
                "DESIGN data flow step 3", "tt-isa-documentation/BlackholeA0/TensixTile", "ttsim-data/bh/x.json",
                "/work/venv/bin/python", '"/work/ttsim/src/_out/release_bh/libttsim.so"', "see encodings.md"]
-    allowed = ["docs/fpu_path.md §10.5", "docs/simulators.md §3", "tt-isa-documentation, BlackholeA0/Dst.md",
+    allowed = ["docs/fpu_path.md §10.5", "docs/tools.md §3", "tt-isa-documentation, BlackholeA0/Dst.md",
                "https://github.com/tenstorrent/tt-isa-documentation/blob/main/README.md", "ttsim, data/bh/x.json",
                "docs/design.md §4 step 3", "lowering/fpu_reduce.py", "TT_SIMULATOR=/path/to/ttsim"]
     assert [s for s in flagged if not outside_references(s)] == []
