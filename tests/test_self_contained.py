@@ -8,6 +8,7 @@ path on one machine (/work/...) leaves a clone with dangling references. Citing 
 """
 from __future__ import annotations
 
+import functools
 import re
 import subprocess
 from pathlib import Path
@@ -36,6 +37,7 @@ LOCAL_CITATION = re.compile(rf"(?:`?(?<![\w/])(?P<page>[\w-]+\.md)`?[ \t]+(?:\([
 HEADING = re.compile(rf"^#{{2,4}} (?P<num>{TOKEN})\.? ", re.M)
 
 
+@functools.cache
 def tracked_text_files() -> dict[str, str]:
     try:
         out = subprocess.run(["git", "-C", str(ROOT), "ls-files", "-z"], check=True, capture_output=True).stdout
