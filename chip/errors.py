@@ -1,4 +1,8 @@
-"""The exceptions users and tests see. One base type, `TTError`, whose message says what to do."""
+"""The exceptions users and tests see. One base type, `TTError`, whose message says what to do.
+
+The emulator's errors (`EmuError` and its categories) follow ttsim's error taxonomy (with tt-isa-documentation's
+Glossary): each says whether the program or the emulator is at fault. Raise the precise category; catch `EmuError`
+for all of them."""
 
 
 class TTError(RuntimeError):
@@ -22,8 +26,44 @@ class UnsupportedOp(TTError, NotImplementedError):
 
 
 class EmuError(TTError):
-    """The emulated hardware hit behaviour the ISA documents as undefined (strict mode), or a fatal condition."""
+    """The emulator stopped the program. The common base of the categories below; raise one of them."""
 
 
-class EmuUnimplemented(TTError, NotImplementedError):
-    """An instruction or mode the emulator does not model yet. Raised by name, never guessed."""
+class EmuUndefined(EmuError):
+    """Undefined behaviour (ttsim: UndefinedBehavior, UnpredictableValueUsed): the program did something the ISA
+    documentation leaves undefined - an undefined mode or encoding, an out-of-range index or address, a read of state
+    nobody wrote, a hazard the hardware does not interlock. Silicon may do anything; the program must change."""
+
+
+class EmuUnspecified(EmuError):
+    """Unspecified behaviour (ttsim: NonContractualBehavior, MissingSpecification): the program relies on behaviour
+    the documentation declares non-contractual or does not pin down - reserved bits set, a misaligned access, an
+    operand or ownership rule ttsim enforces - so no model (ttsim included) can say what silicon does. Use the
+    documented form instead."""
+
+
+class EmuDeadlock(EmuError):
+    """The program waits forever: every core and thread is blocked on something nobody can provide (silicon would
+    hang); reported instead of spinning."""
+
+
+class EmuUnimplemented(EmuError, NotImplementedError):
+    """Defined behaviour the emulator does not model (yet) (ttsim: UnimplementedFunctionality). Raised by name, never
+    guessed."""
+
+
+class NotComputed(TTError):
+    """A read of a buffer whose contents were never computed: the kernel that was to fill it failed (or did not run
+    because another kernel of its schedule failed), or the device lost its memory. `failure` says which and why."""
+
+    def __init__(self, msg: str, failure=None):
+        super().__init__(msg)
+        self.failure = failure
+
+
+class DeviceOutOfMemory(TTError, MemoryError):
+    """The device's DRAM has no free block large enough for a buffer."""
+
+
+class TTWarning(UserWarning):
+    """Something the TT backend worked around (a damaged cache entry rebuilt, a cache it cannot write)."""

@@ -4,6 +4,7 @@ Produced by the frontend from tinygrad's AST, consumed by the SFPU code generato
 """
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -12,7 +13,8 @@ ELEMENTWISE_OPS = ("ADD", "MUL", "SUB", "NEG", "MAX", "CMPLT", "CMPNE", "WHERE",
                    "SQRT", "SIN", "TRUNC", "CAST",
                    "MULADD", "MULSUB", "NMULADD")     # fused a*b+c, a*b-c, c-a*b (lowering/rewrite.py)
 # REDUCE: srcs = (value,), arg = (combine op "ADD" | "MUL" | "MAX", indices of the reduced ranges in kernel order).
-# Nodes below it are evaluated per (output, k) element, nodes above it per output (lowering/reduce.py splits there).
+# Nodes below it are evaluated per (output, k) element, nodes above it per output (lowering/families/sfpu_reduce.py
+# splits there).
 REDUCE_OPS = ("ADD", "MUL", "MAX")
 
 
@@ -39,3 +41,9 @@ class ValueDAG:
         n = VNode(len(self.nodes), op, dtype, tuple(srcs), arg)
         self.nodes.append(n)
         return n.id
+
+    def uses(self) -> Counter:
+        """Node id -> how many times it is read (as a source, or as the stored output)."""
+        uses = Counter(s for n in self.nodes for s in n.srcs)
+        uses[self.out] += 1
+        return uses

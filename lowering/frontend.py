@@ -1,11 +1,13 @@
-"""tinygrad kernel AST -> index part (per stream: C expressions over the ranges) + value part (ValueDAG) -> KernelPlan.
+"""tinygrad kernel AST -> index part (per stream: IndexExprs over the ranges) + value part (ValueDAG): the
+LoweredKernel the kernel families (lowering/families, chosen by lowering/select.py) plan.
 
 The AST tinygrad 0.14 hands a backend is "rangeified": `SINK(END(STORE(INDEX(PARAM, idx), value), *ranges))` where the
 value reads buffers with `INDEX(PARAM, idx)` (no explicit LOAD; an explicit `LOAD(INDEX)` is accepted too), shapes live
 in `RANGE` sizes, broadcasts/permutes/shrinks are affine index expressions and pads are `WHERE(valid, idx, Invalid)`
 inside the index plus a `WHERE(valid, load, 0)` in the value. Everything that depends only on ranges is index math
-(rendered as scalar C for the reader/writer); everything downstream of a load is the value DAG (run on the SFPU).
-A REDUCE becomes a REDUCE node of the DAG (its ranges go last in the iteration space; lowering/reduce.py plans it);
+(lowering/index.py, rendered as scalar C for the reader/writer); everything downstream of a load is the value DAG
+(run on the SFPU).
+A REDUCE becomes a REDUCE node of the DAG (its ranges go last in the iteration space; the reduction families plan it);
 integer/bool index math that reaches the value part (arange, argmax's reversed index, tril masks, nonzero pads) is a
 computed stream: the reader evaluates it per element in C and the SFPU loads it like any input.
 
@@ -21,7 +23,8 @@ from tinygrad.dtype import DType, Invalid, dtypes
 from tinygrad.uop.ops import AxisType, Ops, UOp
 
 from tt_backend.lowering.dag import ValueDAG
-from tt_backend.lowering.plan import DTYPE_SIZE, Buffer, KernelPlan, Stream, allocate_l1
+from tt_backend.lowering.index import OPS, IndexExpr, IndexTexts
+from tt_backend.lowering.plan import DTYPE_SIZE, Buffer, Stream
 from tt_backend.chip.errors import UnsupportedOp
 
 # ---------------------------------------------------------------------------------------------------------- dtypes
@@ -40,50 +43,9 @@ def buffer_dtype(param: UOp) -> str:
     return dtype_name(dt, f"buffer {param.arg.slot}")
 
 
-# ------------------------------------------------------------------------------------------------- index rendering
-# One table, two languages: C99 (for the reader/writer kernels) and Python/numpy (for tests and host-side checks).
-# Ranges are uint32 in C; +,-,* are the same modulo 2^32 whatever the signedness, so only comparisons and division
-# need signed casts, and only when an operand can be negative (vmin < 0).
-
-def _c_signed(s: str) -> str: return f"(int32_t)({s})"
-
-
-def _c_floordiv(a: str, b: str) -> str:  # floor division for a possibly negative numerator, positive divisor
-    return f"(({_c_signed(a)} >= 0) ? ({_c_signed(a)} / {b}) : (({_c_signed(a)} - ({b}) + 1) / {b}))"
-
-
-INDEX_C = {
-    Ops.ADD: lambda u, a, b: f"({a} + {b})", Ops.SUB: lambda u, a, b: f"({a} - {b})", Ops.MUL: lambda u, a, b: f"({a} * {b})",
-    Ops.NEG: lambda u, a: f"(-{a})",
-    Ops.CDIV: lambda u, a, b: f"({a} / {b})" if _nonneg(u) else f"({_c_signed(a)} / {_c_signed(b)})",
-    Ops.CMOD: lambda u, a, b: f"({a} % {b})" if _nonneg(u) else f"({_c_signed(a)} % {_c_signed(b)})",
-    Ops.FLOORDIV: lambda u, a, b: f"({a} / {b})" if _nonneg(u) else _c_floordiv(a, b),
-    Ops.FLOORMOD: lambda u, a, b: f"({a} % {b})" if _nonneg(u) else f"({_c_signed(a)} - {_c_floordiv(a, b)} * ({b}))",
-    Ops.SHL: lambda u, a, b: f"({a} << {b})", Ops.SHR: lambda u, a, b: f"({a} >> {b})" if _nonneg(u) else f"({_c_signed(a)} >> {b})",
-    Ops.MAX: lambda u, a, b: f"(({a}) > ({b}) ? ({a}) : ({b}))" if _nonneg(u) else
-             f"({_c_signed(a)} > {_c_signed(b)} ? ({a}) : ({b}))",
-    Ops.CMPLT: lambda u, a, b: f"({a} < {b})" if _nonneg(u) else f"({_c_signed(a)} < {_c_signed(b)})",
-    Ops.CMPNE: lambda u, a, b: f"({a} != {b})", Ops.CMPEQ: lambda u, a, b: f"({a} == {b})",
-    Ops.AND: lambda u, a, b: f"({a} && {b})" if u.dtype == dtypes.bool else f"({a} & {b})",
-    Ops.OR: lambda u, a, b: f"({a} || {b})" if u.dtype == dtypes.bool else f"({a} | {b})",
-    Ops.XOR: lambda u, a, b: f"({a} ^ {b})",
-    Ops.WHERE: lambda u, c, a, b: f"({c} ? {a} : {b})",
-    Ops.CAST: lambda u, a: f"({a} != 0)" if u.dtype == dtypes.bool else a,
-}
-INDEX_PY = {
-    Ops.ADD: lambda u, a, b: f"({a} + {b})", Ops.SUB: lambda u, a, b: f"({a} - {b})", Ops.MUL: lambda u, a, b: f"({a} * {b})",
-    Ops.NEG: lambda u, a: f"(-{a})",
-    Ops.CDIV: lambda u, a, b: f"np.fix(np.true_divide({a}, {b})).astype(np.int64)",
-    Ops.CMOD: lambda u, a, b: f"np.fmod({a}, {b})",
-    Ops.FLOORDIV: lambda u, a, b: f"np.floor_divide({a}, {b})", Ops.FLOORMOD: lambda u, a, b: f"np.mod({a}, {b})",
-    Ops.SHL: lambda u, a, b: f"np.left_shift({a}, {b})", Ops.SHR: lambda u, a, b: f"np.right_shift({a}, {b})",
-    Ops.MAX: lambda u, a, b: f"np.maximum({a}, {b})",
-    Ops.CMPLT: lambda u, a, b: f"({a} < {b})", Ops.CMPNE: lambda u, a, b: f"({a} != {b})", Ops.CMPEQ: lambda u, a, b: f"({a} == {b})",
-    Ops.AND: lambda u, a, b: f"({a} & {b})", Ops.OR: lambda u, a, b: f"({a} | {b})", Ops.XOR: lambda u, a, b: f"({a} ^ {b})",
-    Ops.WHERE: lambda u, c, a, b: f"np.where({c}, {a}, {b})",
-    Ops.CAST: lambda u, a: f"({a} != 0)" if u.dtype == dtypes.bool else a,
-}
-
+# ------------------------------------------------------------------------------------------------- index expressions
+# Index-part UOps become IndexExprs (lowering/index.py: C text, numpy values, structure). What C needs from tinygrad
+# is each node's operand bounds: unsigned arithmetic is exact when every operand is known >= 0.
 
 def _nonneg(u: UOp) -> bool:
     """True when every operand of u is known >= 0, so unsigned C arithmetic gives the same answer as signed."""
@@ -93,25 +55,23 @@ def _nonneg(u: UOp) -> bool:
         return False
 
 
-def _const_str(v, lang: str) -> str:
-    if isinstance(v, bool): return ("1" if v else "0") if lang == "c" else ("True" if v else "False")
-    if not isinstance(v, int): raise UnsupportedOp(f"non-integer constant {v!r} in an index expression")
-    return f"({v})" if v < 0 else str(v)
+def _index_dtype(dt: DType) -> str:
+    return "bool" if dt == dtypes.bool else "float" if dtypes.is_float(dt) else "int"
 
 
-def render_index(u: UOp, rvar: dict[UOp, int], lang: str = "c") -> str:
-    """Render an index-part expression (ranges, integer/bool consts, integer ALU) as C99 or Python."""
-    table, memo = (INDEX_C if lang == "c" else INDEX_PY), {}
+def index_expr(u: UOp, rvar: dict[UOp, int]) -> IndexExpr:
+    """An index-part expression (ranges, integer/bool consts, integer ALU) as an IndexExpr, range x numbered rvar[x]."""
+    memo: dict[UOp, IndexExpr] = {}
 
-    def go(x: UOp) -> str:
+    def go(x: UOp) -> IndexExpr:
         if (r := memo.get(x)) is not None: return r
         if x.op is Ops.RANGE:
-            r = f"r{rvar[x]}"
+            r = IndexExpr.range_var(rvar[x])
         elif x.op is Ops.CONST:
             if x.arg is Invalid: raise UnsupportedOp("Invalid index outside a WHERE(valid, idx, Invalid)")
-            r = _const_str(x.arg, lang)
-        elif x.op in table:
-            r = table[x.op](x, *[go(s) for s in x.src])
+            r = IndexExpr.const(x.arg)
+        elif x.op.name in OPS:
+            r = IndexExpr(x.op.name, _index_dtype(x.dtype), tuple(go(s) for s in x.src), nonneg=_nonneg(x))
         else:
             raise UnsupportedOp(f"{x.op.name} in an index expression")
         memo[x] = r
@@ -142,48 +102,28 @@ def conjuncts(conds: list[UOp]) -> frozenset[UOp]:
 
 
 def affine(u: UOp) -> dict[UOp | None, int] | None:
-    """u as {range: coefficient, None: constant} when it is affine in the ranges, else None."""
-    if u.op is Ops.RANGE: return {u: 1}
-    if u.op is Ops.CONST and isinstance(u.arg, int) and not isinstance(u.arg, bool): return {None: u.arg}
-    if u.op in (Ops.ADD, Ops.SUB):
-        a, b = affine(u.src[0]), affine(u.src[1])
-        if a is None or b is None: return None
-        sign = 1 if u.op is Ops.ADD else -1
-        return {k: a.get(k, 0) + sign * b.get(k, 0) for k in a.keys() | b.keys()}
-    if u.op is Ops.MUL:
-        a, b = affine(u.src[0]), affine(u.src[1])
-        if a is None or b is None: return None
-        if set(b) <= {None}: a, b = b, a
-        if not set(a) <= {None}: return None      # product of two range expressions
-        k = a.get(None, 0)
-        return {r: k * c for r, c in b.items()}
-    return None
-
-
-def affine_coef(coef: dict[UOp | None, int] | None, rvar: dict[UOp, int], n: int) -> tuple[int, ...] | None:
-    """affine()'s result as (coefficient of range 0, ..., of range n-1, constant), for the reader's run paths."""
-    if coef is None or any(k is not None and k not in rvar for k in coef): return None
-    out = [0] * (n + 1)
-    for k, c in coef.items(): out[n if k is None else rvar[k]] += c
-    return tuple(out)
+    """u as {range: coefficient, None: constant} when it is affine in the ranges, else None (IndexExpr.affine)."""
+    rngs = [x for x in u.toposort() if x.op is Ops.RANGE]
+    try:
+        co = index_expr(u, {r: k for k, r in enumerate(rngs)}).affine()
+    except UnsupportedOp:   # not an index expression at all
+        return None
+    return None if co is None else {None if k is None else rngs[k]: c for k, c in co.items()}
 
 
 # ---------------------------------------------------------------------------------------------------- the kernel
 
 @dataclass
-class StreamIndex:
-    """One buffer access: what the reader/writer computes per iteration point, in C and in Python."""
+class StreamIndex(IndexTexts):
+    """One buffer access: what the reader/writer computes per iteration point (index_c etc.: their C text)."""
     slot: int                    # tinygrad parameter slot of the buffer
     dtype: str
-    index_c: str
-    valid_c: str | None
-    index_py: str
-    valid_py: str | None
+    index: IndexExpr
+    valid: IndexExpr | None
     contiguous: bool
     gate: frozenset = field(default_factory=frozenset)   # validity terms as UOps (to simplify value-side WHEREs)
     ranges: frozenset = field(default_factory=frozenset)  # indices of the ranges the index or gate reads
-    value_c: str | None = None   # computed stream (plan.Stream.value_c): the value itself is this range expression
-    value_py: str | None = None
+    value: IndexExpr | None = None   # computed stream (plan.Stream.value): the value itself is this range expression
     coef: tuple[int, ...] | None = None   # plan.Stream.coef: affine index = sum coef[k] * r_k + coef[-1], else None
 
 
@@ -201,7 +141,7 @@ class LoweredKernel:
         return next(i for i, b in enumerate(self.buffers) if b.slot == slot)
 
     def stream(self, s: StreamIndex) -> Stream:
-        return Stream(self.buf_index(s.slot), s.dtype, s.index_c, s.valid_c, s.contiguous, s.value_c, s.coef)
+        return Stream(self.buf_index(s.slot), s.dtype, s.index, s.valid, s.contiguous, s.value, s.coef)
 
     @property
     def ops(self) -> list[str]:
@@ -247,7 +187,7 @@ class _Lowerer:
 
     def order_ranges(self, out_idx: UOp) -> list[UOp]:
         """Outermost first. Ordered by the output index's coefficients, so a plain write is contiguous; reduce
-        ranges come last (lowering/reduce.py: outputs x reduce index)."""
+        ranges come last (lowering/families/sfpu_reduce.py: outputs x reduce index)."""
         rngs = sorted({u for u in self.sink.toposort() if u.op is Ops.RANGE and u not in self.alias},
                       key=lambda r: r.arg[0])
         coef = affine(out_idx) or {}
@@ -256,8 +196,8 @@ class _Lowerer:
     def sibling_reduce_ranges(self) -> dict[UOp, UOp]:
         """tinygrad gives every REDUCE its own ranges, also two reductions over the same axis (x.sum(1) + x.max(1)).
         When neither reduction feeds the other and their range sizes agree, the later one's ranges alias the first's,
-        so both run over one (output, k) iteration space (lowering/reduce.py: one accumulator each). The same for a
-        reduction whose pre-op reads the first one's value (dependent_reduce: lowering/reduce.py runs it in a second
+        so both run over one (output, k) iteration space (lowering/families/sfpu_reduce.py: one accumulator each). The same for a
+        reduction whose pre-op reads the first one's value (dependent_reduce: lowering/families/sfpu_reduce.py runs it in a second
         pass over the same tiles)."""
         reds = [u for u in self.sink.toposort() if u.op is Ops.REDUCE]
         alias: dict[UOp, UOp] = {}
@@ -276,7 +216,7 @@ class _Lowerer:
     def dependent_reduce(outer: UOp, inner: UOp) -> bool:
         """outer's pre-op reads inner's finished value (argmax: max, then a max over (x == max) * reversed index;
         (x - x.max()).exp().sum()): both may run over the same (output, k) space, in two passes over the data
-        (lowering/reduce.py), when inner's value does not depend on outer's reduce ranges and inner is not merged
+        (lowering/families/sfpu_reduce.py), when inner's value does not depend on outer's reduce ranges and inner is not merged
         into outer (REDUCE(op, REDUCE(op, f, k1), k2) is one reduction over (k1, k2))."""
         if inner not in outer.src[0].toposort():
             return False
@@ -289,7 +229,12 @@ class _Lowerer:
         return not used & set(outer.src[1:])
 
     # ---- index part
-    def stream_index(self, idx_uop: UOp, rvar: dict[UOp, int], sizes: list[int]) -> StreamIndex:
+    def expr(self, u: UOp) -> IndexExpr:
+        e = index_expr(u, self.rvar)
+        e.render_c()   # refused now, not when the templates render it (a float constant: C has no form for it yet)
+        return e
+
+    def stream_index(self, idx_uop: UOp) -> StreamIndex:
         buf = idx_uop.src[0]
         while buf.op is not Ops.PARAM:
             if not buf.src: raise UnsupportedOp(f"{self.name}: INDEX into {buf.op.name}")
@@ -297,19 +242,17 @@ class _Lowerer:
         conds, idx = strip_invalid(idx_uop.src[1])
         if len(idx_uop.src) > 2: conds.append(idx_uop.src[2])   # an explicit INDEX gate
         gate = conjuncts(conds)
-        terms = sorted(gate, key=lambda c: render_index(c, rvar, "c"))   # deterministic order: same C for same AST
-        valid_c = " && ".join(render_index(c, rvar, "c") for c in terms) if terms else None
-        valid_py = " & ".join(render_index(c, rvar, "py") for c in terms) if terms else None
-        coef = affine(idx)
+        terms = sorted((self.expr(c) for c in gate), key=IndexExpr.render_c)   # same C for the same AST
+        valid = IndexExpr.all_of(terms) if terms else None
+        index = self.expr(idx)
+        sizes = self.sizes
         strides = [math.prod(sizes[i + 1:]) for i in range(len(sizes))]
-        # per kernel range (aliased reduce ranges fold into their canonical one: affine_coef adds them up)
-        ct = affine_coef(coef, rvar, len(sizes))
-        contiguous = not gate and ct is not None and ct[-1] == 0 and \
-            all(ct[i] == strides[i] or sizes[i] == 1 for i in range(len(sizes)))
-        used = frozenset(rvar[x] for t in [idx, *gate] for x in t.toposort() if x.op is Ops.RANGE)
-        return StreamIndex(buf.arg.slot, buffer_dtype(buf),
-                           render_index(idx, rvar, "c"), valid_c, render_index(idx, rvar, "py"), valid_py, contiguous, gate,
-                           used, coef=affine_coef(coef, rvar, len(sizes)))
+        # per kernel range (aliased reduce ranges share their canonical one's number: their coefficients add up)
+        coef = index.coefficients(len(sizes))
+        contiguous = not gate and coef is not None and coef[-1] == 0 and \
+            all(coef[i] == strides[i] or sizes[i] == 1 for i in range(len(sizes)))
+        used = index.ranges() | (valid.ranges() if valid is not None else frozenset())
+        return StreamIndex(buf.arg.slot, buffer_dtype(buf), index, valid, contiguous, gate, used, coef=coef)
 
     # ---- value part
     def is_range_only(self, u: UOp) -> bool:
@@ -338,7 +281,7 @@ class _Lowerer:
         if u.op is Ops.LOAD: u = u.src[0]
         if u.op is Ops.INDEX:
             if u in self.load_ids: return self.load_ids[u]
-            s = self.stream_index(u, self.rvar, self.sizes)
+            s = self.stream_index(u)
             nid = self.dag.add("LOAD", s.dtype, (), len(self.inputs))
             self.inputs.append(s)
             self.load_ids[u] = nid
@@ -388,10 +331,8 @@ class _Lowerer:
         element in C (a stream with no buffer) and the SFPU loads it like any input."""
         if u in self.load_ids: return self.load_ids[u]
         dt = "bool" if u.dtype == dtypes.bool else "int32"
-        used = frozenset(self.rvar[x] for x in u.toposort() if x.op is Ops.RANGE)
-        out_slot = self.store_slot
-        s = StreamIndex(out_slot, dt, "0", None, "0", None, False, frozenset(), used,
-                        render_index(u, self.rvar, "c"), render_index(u, self.rvar, "py"))
+        value = self.expr(u)
+        s = StreamIndex(self.store_slot, dt, IndexExpr.const(0), None, False, frozenset(), value.ranges(), value)
         nid = self.dag.add("LOAD", dt, (), len(self.inputs))
         self.inputs.append(s)
         self.load_ids[u] = nid
@@ -427,9 +368,9 @@ class _Lowerer:
         self.rvar = {r: i for i, r in enumerate(rngs)}
         self.rvar.update({a: self.rvar[c] for a, c in self.alias.items()})
         self.sizes = [int(r.src[0].arg) for r in rngs]
-        output = self.stream_index(out_index, self.rvar, self.sizes)
+        output = self.stream_index(out_index)
         self.store_slot = output.slot
-        if output.valid_c is not None: raise UnsupportedOp(f"{self.name}: a gated STORE ({output.valid_c})")
+        if output.valid is not None: raise UnsupportedOp(f"{self.name}: a gated STORE ({output.valid_c})")
         if len(store.src) > 2: raise UnsupportedOp(f"{self.name}: a gated STORE")
         value = store.src[1]
         self.dag.out = self.value(value, out_index.dtype)
@@ -451,23 +392,3 @@ def lower_ast(sink: UOp, name: str) -> LoweredKernel:
     if sink.op is not Ops.SINK: raise UnsupportedOp(f"{name}: expected a SINK, got {sink.op.name}")
     return _Lowerer(sink, name).lower()
 
-
-def lower_kernel(sink: UOp, name: str, placer=None) -> KernelPlan:
-    """tinygrad kernel AST -> KernelPlan (SFPU program compiled, L1 allocated). Raises UnsupportedOp naming the op.
-    `placer(lk) -> lowering.placement.Placement` (injected by tt_backend: it needs the emulator's numeric models)
-    puts elementwise nodes on the FPU; without one everything runs on the SFPU in float32."""
-    from tt_backend.lowering.matmul import lower_matmul   # matmuls: MVMUL if the budget allows, else the fp32 SFPU matmul
-    if (mm := lower_matmul(sink, name, getattr(placer, "err_budget", None))) is not None: return mm
-    lk = lower_ast(sink, name)
-    if any(n.op == "REDUCE" for n in lk.dag.nodes):
-        from tt_backend.lowering.reduce import plan_reduce   # SFPU, or a plain sum on the FPU when the placer allows it
-        plan = plan_reduce(lk, getattr(placer, "err_budget", None), placer)
-        return plan if plan.l1 else allocate_l1(plan)
-    if placer is not None:
-        from tt_backend.lowering.placement import plan_placed
-        return allocate_l1(plan_placed(lk, placer(lk)))
-    from tt_backend.lowering.sfpu_codegen import compile_sfpu   # imported late: the frontend is testable on its own
-    sfpu = compile_sfpu(lk.dag, len(lk.inputs), lk.dag.nodes[lk.dag.out].dtype)
-    plan = KernelPlan(name=name, ranges=lk.ranges, buffers=lk.buffers, inputs=[lk.stream(s) for s in lk.inputs],
-                      output=lk.stream(lk.output), sfpu=sfpu, ops=lk.ops)
-    return allocate_l1(plan)

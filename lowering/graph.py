@@ -19,8 +19,6 @@ Passes are functions graph -> graph; rules are data (`FPU_BINARY`).
 """
 from __future__ import annotations
 
-from collections import Counter
-
 import networkx as nx
 
 from tt_backend.lowering.dag import ValueDAG, VNode
@@ -139,12 +137,6 @@ def branches(g: nx.DiGraph, v: int) -> list[set[int]]:
 
 # ------------------------------------------------------------------------------------------------ rewrites
 
-def _uses(dag: ValueDAG) -> Counter:
-    uses = Counter(s for n in dag.nodes for s in n.srcs)
-    uses[dag.out] += 1
-    return uses
-
-
 def reassociate_products(dag: ValueDAG) -> ValueDAG:
     """(a*b)*c -> (a*c)*b and c*(a*b) -> (a*c)*b for float32 MULs when a and c come straight from L1 and b does
     not, and the inner product has no other use. Applied to a fixed point; returns a new DAG (ids = positions)."""
@@ -153,7 +145,7 @@ def reassociate_products(dag: ValueDAG) -> ValueDAG:
     while changed:
         changed = False
         cur = ValueDAG(nodes, dag.out)
-        uses = _uses(cur)
+        uses = cur.uses()
         for k, n in enumerate(nodes):
             if n.op != "MUL" or n.dtype != "float32":
                 continue

@@ -8,19 +8,11 @@ alone: tinygrad rounds the bf16 product before the add.
 """
 from __future__ import annotations
 
-from collections import Counter
-
 from tt_backend.lowering.dag import ValueDAG, VNode
 
 
-def _uses(dag: ValueDAG) -> Counter:
-    uses = Counter(s for n in dag.nodes for s in n.srcs)
-    uses[dag.out] += 1
-    return uses
-
-
 def fuse_multiply_add(dag: ValueDAG) -> ValueDAG:
-    uses = _uses(dag)
+    uses = dag.uses()
     nodes = list(dag.nodes)
 
     def fusable(i: int) -> bool:

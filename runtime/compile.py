@@ -5,16 +5,27 @@ layout.IMAGE_SLOT with crt0.S and the device library (templates/device/*.h); the
 -DTRISC_UNPACK/-DTRISC_MATH/-DTRISC_PACK. Results are cached by a content hash of everything that goes into the
 build (compiler identity, flags, sources, headers, library, crt0, linker script), under $TT_CACHE_DIR or
 ~/.cache/tt_backend.
+
+The cache heals and never blocks a build: an entry is `<key>.elf`, the ELF followed by a trailer (magic, length,
+SHA-256 of the ELF; tools that read ELF files ignore trailing bytes). An entry whose trailer does not match (truncated,
+overwritten, half-copied) is discarded with one warning and rebuilt. Entries are written to a unique temporary file
+and renamed into place, so processes building the same kernel at once never see a partial file. A cache that cannot
+be written (full disk, read-only, TT_CACHE_DIR naming a file) costs one warning; kernels still compile.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import importlib.util
 import io
 import os
+import re
 import shutil
+import struct
 import subprocess
 import sys
 import tempfile
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,7 +34,7 @@ from elftools.elf.constants import SH_FLAGS
 from elftools.elf.elffile import ELFFile
 
 from tt_backend.chip import isa, layout
-from tt_backend.chip.errors import CompilerNotFound, KernelTooLarge, TTError
+from tt_backend.chip.errors import CompilerNotFound, KernelTooLarge, TTError, TTWarning
 from tt_backend.templates import DEVICE_LIB_DIR, TEMPLATE_DIR
 
 CORE_DEFINES = {"trisc0": ["-DTRISC_UNPACK"], "trisc1": ["-DTRISC_MATH"], "trisc2": ["-DTRISC_PACK"]}
@@ -80,12 +91,9 @@ def find_compiler() -> Compiler:
     if clang and lld:
         return Compiler("clang", [clang, "--target=riscv32-unknown-elf", "-fuse-ld=lld"],
                         shutil.which("llvm-objdump"), _version([clang]))
-    try:
-        import ziglang  # noqa: F401  (only to learn whether the wheel is installed)
+    if importlib.util.find_spec("ziglang") is not None:     # the ziglang wheel (run as a program, never imported)
         zig = [sys.executable, "-m", "ziglang", "cc", "-target", "riscv32-freestanding-none", "-mcpu=generic_rv32+m"]
         return Compiler("zig", zig, shutil.which("llvm-objdump"), _version(zig))
-    except ImportError:
-        pass
     raise CompilerNotFound(
         "no RISC-V compiler for the Tensix cores found. Install one of: SFPI (set $SFPI_ROOT), "
         "`apt-get install gcc-riscv64-unknown-elf`, `apt-get install clang lld`, or `pip install ziglang`")
@@ -103,6 +111,100 @@ def compiler() -> Compiler:
 
 def cache_dir() -> Path:
     return Path(os.environ.get("TT_CACHE_DIR") or Path.home() / ".cache" / "tt_backend")
+
+
+# --- cache entries ---------------------------------------------------------------------------------------------------
+ENTRY_FORMAT = "elf+trailer v1"            # part of every key: entries of an older layout are never looked up
+TRAILER = struct.Struct("<8sQ32s")         # magic, ELF length, SHA-256 of the ELF
+TRAILER_MAGIC = b"TTCACHE1"
+ENTRY_NAME = re.compile(r"[0-9a-f]{64}\.elf")
+# leftovers of interrupted writes: ours, and those of the layout before entries had a trailer
+TEMP_NAME = re.compile(r"(\.[0-9a-f]{64}\..*\.tmp|[0-9a-f]{64}\.elf\.tmp\d+)")
+_unusable_warned = False                   # a cache that cannot be read or written: one warning per process
+
+
+def entry_bytes(elf: bytes) -> bytes:
+    return elf + TRAILER.pack(TRAILER_MAGIC, len(elf), hashlib.sha256(elf).digest())
+
+
+def entry_elf(data: bytes) -> bytes | None:
+    """The ELF of an entry, or None when the entry is damaged."""
+    if len(data) < TRAILER.size: return None
+    magic, n, digest = TRAILER.unpack_from(data, len(data) - TRAILER.size)
+    elf = data[:-TRAILER.size]
+    return elf if magic == TRAILER_MAGIC and n == len(elf) and hashlib.sha256(elf).digest() == digest else None
+
+
+def read_entry(path: Path) -> bytes | None:
+    """A cached ELF, or None (a miss). A damaged entry is removed with a warning, so the build that follows heals it."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        _unusable(path.parent, e)
+        return None
+    if (elf := entry_elf(data)) is not None: return elf
+    warnings.warn(f"TT compile cache: {path} is damaged (its length or checksum does not match); discarded and "
+                  f"rebuilt", TTWarning)
+    with contextlib.suppress(OSError):
+        path.unlink()
+    return None
+
+
+def write_entry(cdir: Path, key: str, elf: bytes) -> None:
+    """Atomically publish an entry: a unique temporary file in the cache directory, renamed over `<key>.elf`. On any
+    OSError nothing is left behind and the build goes on uncached."""
+    tmp = None
+    try:
+        cdir.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=cdir, prefix=f".{key}.", suffix=".tmp")
+        with os.fdopen(fd, "wb") as f:
+            f.write(entry_bytes(elf))
+        os.replace(tmp, cdir / f"{key}.elf")
+    except OSError as e:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+        _unusable(cdir, e)
+
+
+def _unusable(cdir: Path, e: OSError) -> None:
+    global _unusable_warned
+    if not _unusable_warned:
+        _unusable_warned = True
+        warnings.warn(f"TT compile cache {cdir} cannot be used ({e.strerror or e}): kernels are compiled but not "
+                      f"cached. Free space there, or point TT_CACHE_DIR at a writable directory", TTWarning)
+
+
+def cache_info(cdir: Path | None = None) -> dict:
+    """What `python -m tt_backend cache --info` prints: location, valid entries, unusable ones (damaged, or of the
+    layout before entries had a trailer: never used, rebuilt when needed), bytes, leftovers of interrupted writes."""
+    cdir = cdir or cache_dir()
+    info = {"dir": str(cdir), "exists": cdir.is_dir(), "entries": 0, "unusable": 0, "bytes": 0, "temporary": 0}
+    if not info["exists"]: return info
+    for p in cdir.iterdir():
+        if ENTRY_NAME.fullmatch(p.name):
+            data = p.read_bytes()
+            info["bytes"] += len(data)
+            info["entries" if entry_elf(data) is not None else "unusable"] += 1
+        elif TEMP_NAME.fullmatch(p.name):
+            info["temporary"] += 1
+    return info
+
+
+def clear_cache(cdir: Path | None = None) -> int:
+    """Remove the cache's entries and leftover temporary files (nothing else: TT_CACHE_DIR may name a directory that
+    holds other files). Returns how many files went."""
+    cdir = cdir or cache_dir()
+    if not cdir.is_dir(): return 0
+    n = 0
+    for p in cdir.iterdir():
+        if ENTRY_NAME.fullmatch(p.name) or TEMP_NAME.fullmatch(p.name):
+            with contextlib.suppress(FileNotFoundError):
+                p.unlink()
+                n += 1
+    return n
 
 
 def _flags(c: Compiler, core: str) -> list[str]:
@@ -169,11 +271,12 @@ def check_size(core: str, elf: bytes, name: str = "") -> None:
 
 # --- compile ---------------------------------------------------------------------------------------------------------
 STATS = {"compiled": 0, "cache_hits": 0}
+COMPILE_TIMEOUT_S = 300          # one core's compile: a hung compiler fails the kernel instead of the whole program
 
 
 def _key(c: Compiler, core: str, source: str, headers: dict[str, str], lib: dict[str, str], ld: str) -> str:
     h = hashlib.sha256()
-    for part in [c.describe(), " ".join(_flags(c, core) + c.extra), core, source, ld,
+    for part in [ENTRY_FORMAT, c.describe(), " ".join(_flags(c, core) + c.extra), core, source, ld,
                  *(f"{k}\0{v}" for k, v in sorted(headers.items())), *(f"{k}\0{v}" for k, v in sorted(lib.items()))]:
         h.update(part.encode())
         h.update(b"\0\1")
@@ -192,10 +295,9 @@ def compile_kernel(sources: dict[str, str], headers: dict[str, str], name: str =
             raise ValueError(f"unknown core {core!r}; expected one of {layout.CORES}")
         ld = _linker_script(core)
         key = _key(c, core, src, headers, lib, ld)
-        cached = cdir / f"{key}.elf"
-        if cached.exists():
+        if (elf := read_entry(cdir / f"{key}.elf")) is not None:
             STATS["cache_hits"] += 1
-            out[core] = cached.read_bytes()
+            out[core] = elf
         else:
             todo[core] = (key, ld)
     if todo:
@@ -213,18 +315,20 @@ def compile_kernel(sources: dict[str, str], headers: dict[str, str], name: str =
                                                       text=True))
             errors = []
             for core, (argv, p) in procs.items():
-                log, _ = p.communicate()
+                try:
+                    log, _ = p.communicate(timeout=COMPILE_TIMEOUT_S)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    log = p.communicate()[0] + f"\n(killed: no result within {COMPILE_TIMEOUT_S} s)"
                 if p.returncode != 0:
-                    errors.append(f"--- {core}: {' '.join(argv)}\n{log}")
+                    how = f"killed by signal {-p.returncode}" if p.returncode < 0 else f"exit status {p.returncode}"
+                    errors.append(f"--- {core} ({how}): {' '.join(argv)}\n{log}")
             if errors:
                 raise TTError(f"compiling kernel {name} failed ({c.describe()}):\n" + "\n".join(errors))
-            cdir.mkdir(parents=True, exist_ok=True)
             for core, (key, _) in todo.items():
                 elf = (d / f"{core}.elf").read_bytes()
                 STATS["compiled"] += 1
-                tmpf = cdir / f"{key}.elf.tmp{os.getpid()}"
-                tmpf.write_bytes(elf)
-                os.replace(tmpf, cdir / f"{key}.elf")   # atomic: concurrent builders never see half a file
+                write_entry(cdir, key, elf)
                 out[core] = elf
     for core in sources:
         check_size(core, out[core], name)

@@ -16,10 +16,12 @@ import time
 from dataclasses import dataclass
 from typing import Protocol
 
+from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
 
 from tt_backend.chip import layout
 from tt_backend.chip.errors import DeviceTimeout, TTError
+from tt_backend.runtime.progress import LaunchProgress, NoProgress, for_terminal
 
 
 class Device(Protocol):
@@ -54,16 +56,22 @@ class LoadedElf:
 
 @functools.lru_cache(maxsize=256)
 def _parse(digest: str, elf: bytes) -> LoadedElf:
-    f = ELFFile(io.BytesIO(elf))
-    if f["e_machine"] != "EM_RISCV" or f.elfclass != 32:
-        raise TTError(f"not a 32-bit RISC-V ELF (machine {f['e_machine']}, class {f.elfclass})")
-    segs = []
-    for seg in f.iter_segments():
-        if seg["p_type"] != "PT_LOAD" or seg["p_memsz"] == 0:
-            continue
-        data = seg.data() + bytes(seg["p_memsz"] - seg["p_filesz"])
-        segs.append(Segment(seg["p_paddr"], data))
-    return LoadedElf(f["e_entry"], tuple(segs))
+    try:
+        f = ELFFile(io.BytesIO(elf))
+        machine, elfclass = f["e_machine"], f.elfclass
+        segs = []
+        for seg in f.iter_segments():
+            if seg["p_type"] != "PT_LOAD" or seg["p_memsz"] == 0:
+                continue
+            if len(data := seg.data()) != seg["p_filesz"]:
+                raise ValueError(f"segment at 0x{seg['p_paddr']:X} is cut short")
+            segs.append(Segment(seg["p_paddr"], data + bytes(seg["p_memsz"] - seg["p_filesz"])))
+        entry = f["e_entry"]
+    except (ELFError, struct.error, ValueError) as e:   # truncated or overwritten: pyelftools' errors and ours
+        raise TTError(f"not a loadable ELF image ({e}): the kernel bundle is damaged; recompile the kernel") from None
+    if machine != "EM_RISCV" or elfclass != 32:
+        raise TTError(f"not a 32-bit RISC-V ELF (machine {machine}, class {elfclass})")
+    return LoadedElf(entry, tuple(segs))
 
 
 def load_elf_segments(elf: bytes) -> LoadedElf:
@@ -117,7 +125,18 @@ def _release_mask(cores) -> int:
 
 
 def launch(device: Device, elfs: dict[str, bytes], args: list[int], timeout_s: float = 30.0,
-           budget: int = 20000, grace_budget: int = 20000) -> LaunchResult:
+           budget: int = 20000, grace_budget: int = 20000, label: str = "") -> LaunchResult:
+    """Run one kernel (the module docstring). A launch longer than a few seconds shows a status line on a terminal
+    (runtime/progress.py; `label` names the kernel there), cleared however the launch ends."""
+    progress = for_terminal(device, label)
+    try:
+        return _launch(device, elfs, args, timeout_s, budget, grace_budget, progress)
+    finally:
+        progress.close()
+
+
+def _launch(device: Device, elfs: dict[str, bytes], args: list[int], timeout_s: float, budget: int,
+            grace_budget: int, progress: LaunchProgress | NoProgress) -> LaunchResult:
     unknown = set(elfs) - set(layout.CORES)
     if unknown:
         raise ValueError(f"unknown cores {sorted(unknown)}; expected a subset of {layout.CORES}")
@@ -160,6 +179,7 @@ def launch(device: Device, elfs: dict[str, bytes], args: list[int], timeout_s: f
     while True:
         device.advance(budget)
         status = read_status(device)
+        progress.poll(status)
         failed = {c: s for c, s in status.items() if c in loaded and s.error}
         if failed:
             _stop(device, grace_budget)

@@ -3,12 +3,12 @@ terms of NoC accesses, so that Tenstorrent's simulator and a real card run the s
 
 It owns everything a host must know about the tile: range checks, the 32-bit-only MMIO rule, the write-only NCRISC
 reset-PC registers (answered from a shadow of what was written), `core_state`, and, when asked to
-(`retire_before_reset=True`, real cards), the rule "never assert reset on a core that has not retired": before it
+(`retire_before_reset=True`, the card path), the rule "never assert reset on a core that has not retired": before it
 holds released cores in reset it raises the launch block's stop flag and waits for them to report done/error, and
 refuses if they do not. The bytes travel through a transport: `runtime.ttsim_device.TtsimTransport` (ttsim) or
-`runtime.hw_device.UmdTransport` (tt-umd). A transport has: `noc_write(xy, addr, data)`, `noc_read(xy, addr, size)`,
-`noc_write32(xy, addr, value)`, `noc_read32(xy, addr)`, `set_soft_reset(xy, value)`, `advance(budget)`, `sync()`,
-`close()`, `name`.
+`runtime.umd_device.UmdTransport` (tt-umd: a card, or its simulation device). A transport has:
+`noc_write(xy, addr, data)`, `noc_read(xy, addr, size)`, `noc_write32(xy, addr, value)`, `noc_read32(xy, addr)`,
+`set_soft_reset(xy, value)`, `advance(budget)`, `sync()`, `close()`, `name`.
 """
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ import time
 from tt_backend.chip import layout
 from tt_backend.chip.errors import TTError
 
-_U32_MAX = 0xFFFFFFFF
-_WRITE_ONLY = (layout.NCRISC_RESET_PC, layout.NCRISC_RESET_PC_OVERRIDE)
+U32_MAX = 0xFFFFFFFF
+WRITE_ONLY = (layout.NCRISC_RESET_PC, layout.NCRISC_RESET_PC_OVERRIDE)
 _STATUS_BYTES = layout.STATUS_STRIDE * len(layout.CORES)
 
 
@@ -35,7 +35,7 @@ class NocTileDevice:
         self.dram_size = dram_size
         self.retire_before_reset = retire_before_reset
         self.retire_timeout_s = retire_timeout_s
-        self._shadow = {a: 0 for a in _WRITE_ONLY}
+        self._shadow = {a: 0 for a in WRITE_ONLY}
 
     # ------------------------------------------------------------------ Device protocol
     def write_l1(self, addr: int, data: bytes) -> None:
@@ -50,7 +50,7 @@ class NocTileDevice:
 
     def write32(self, addr: int, value: int) -> None:
         _check_word(addr)
-        value &= _U32_MAX
+        value &= U32_MAX
         if addr in self._shadow:
             self._shadow[addr] = value
         if addr == layout.SOFT_RESET_0:
@@ -157,5 +157,5 @@ def _check_range(what: str, addr: int, size: int, limit: int) -> None:
 
 
 def _check_word(addr: int) -> None:
-    if addr & 3 or not (0 <= addr <= _U32_MAX):
+    if addr & 3 or not (0 <= addr <= U32_MAX):
         raise TTError(f"32-bit access to {addr:#x}: must be a 4-byte aligned 32-bit address")

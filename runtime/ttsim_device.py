@@ -16,16 +16,13 @@ reading it is fatal), and `NCRISC_RESET_PC(_OVERRIDE)` which are write-only ther
 from __future__ import annotations
 
 import os
-import socket
 import struct
-import subprocess
-import sys
-import tempfile
 
 from tt_backend.chip import layout
 from tt_backend.chip.errors import TTError
 
-from .noc_device import _U32_MAX, _WRITE_ONLY, NocTileDevice
+from .noc_device import U32_MAX, WRITE_ONLY, NocTileDevice
+from .sim_child import SimChild, TtsimDied, clock_calls
 
 BAR0_BASE = 0x1_0000_0000
 TLB_WINDOW = 1 << 21                 # 2 MiB
@@ -37,16 +34,6 @@ BH_PCI_ID = 0xB1401E52               # config word 0: device 0xB140, vendor 0x1E
 _HDR = struct.Struct("<B3xQI")
 _U32 = struct.Struct("<I")
 _SERVER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ttsim_server.py")
-
-
-class TtsimDied(TTError):
-    """The ttsim child process exited (ttsim reports any error by `_Exit(1)`). `sim_message` is its ERROR line."""
-
-    def __init__(self, msg: str, sim_message: str = "", output: list[str] | None = None, returncode: int | None = None):
-        super().__init__(msg)
-        self.sim_message = sim_message
-        self.output = output or []
-        self.returncode = returncode
 
 
 def default_lib_path() -> str | None:
@@ -61,157 +48,61 @@ class TtsimTransport:
 
     def __init__(self, lib_path: str, start_timeout: float = 30.0):
         self.lib_path = lib_path
-        self.start_timeout = start_timeout
-        self.proc: subprocess.Popen | None = None
-        self._sock: socket.socket | None = None
-        self.dead: TtsimDied | None = None
         self._win: dict[int, tuple[int, int, int]] = {}      # idx -> (cfg0, cfg1, cfg2) last written
         self._win_order: list[int] = []                       # least recently used first
         self.clocks = 0                                        # simulated clocks advanced through this object
         self.requests = 0
-        self._log = tempfile.TemporaryFile(prefix="ttsim-", suffix=".log")
-        parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
-            self.proc = subprocess.Popen([sys.executable, _SERVER, self.lib_path, str(child.fileno())],
-                                         pass_fds=(child.fileno(),), stdin=subprocess.DEVNULL,
-                                         stdout=self._log, stderr=subprocess.STDOUT, close_fds=True)
-        finally:
-            child.close()
-        self._sock = parent
-        parent.settimeout(self.start_timeout)
-        try:
-            ready = parent.recv(1)
-        except OSError:
-            ready = b""
-        parent.settimeout(None)
-        if ready != b"I":
-            self._died("starting ttsim")
+            self.child = SimChild(_SERVER, [self.lib_path], "ttsim simulator", start_timeout)
+        except TtsimDied as e:     # nothing ran yet: what matters is which library failed to start, and why
+            raise TTError(f"cannot start ttsim from {self.lib_path}: {e.sim_message or 'it exited at once'}. "
+                          "TT_SIMULATOR must name a Blackhole build of tenstorrent/ttsim "
+                          "(./make.py src/_out/release_bh/libttsim.so)") from None
         ident = self._config_rd32(0, 0)
         if ident != BH_PCI_ID:
             self.close()
             raise TTError(f"{self.lib_path} is not a Blackhole ttsim (PCI id {ident:#010x}, want {BH_PCI_ID:#010x});"
                           " build src/_out/release_bh/libttsim.so")
 
-    # ------------------------------------------------------------------ process management
-    def _died(self, doing: str) -> None:
-        """The child is gone (EOF/broken pipe): collect its output and raise TtsimDied."""
-        rc = None
-        if self.proc is not None:
-            try:
-                rc = self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                rc = self.proc.wait()
-        lines: list[str] = []
-        try:
-            self._log.seek(0, os.SEEK_END)
-            size = self._log.tell()
-            self._log.seek(max(0, size - 65536))
-            lines = self._log.read().decode(errors="replace").splitlines()[-20:]
-        except (OSError, ValueError):
-            pass
-        errs = [ln for ln in lines if "ERROR" in ln]
-        sim_msg = errs[-1].strip() if errs else ""
-        why = sim_msg or (f"killed by signal {-rc}" if rc is not None and rc < 0 else f"exit code {rc}")
-        tail = "\n".join("  | " + ln for ln in lines[-8:])
-        err = TtsimDied(f"ttsim simulator died while {doing}: {why}\n  last simulator output:\n{tail}\n"
-                        "  (the device is unusable now: create a new TtsimDevice or call restart())",
-                        sim_msg, lines, rc)
-        self.dead = err
-        self._close_fds()
-        raise err
-
-    def _close_fds(self) -> None:
-        if self._sock is not None:
-            try:
-                self._sock.close()
-            except OSError:
-                pass
-            self._sock = None
-
-    def close(self) -> None:
-        """Shut the simulator down (idempotent)."""
-        if self._sock is not None and self.dead is None:
-            try:
-                self._sock.sendall(_HDR.pack(0x51, 0, 0))
-                self._sock.settimeout(5)
-                self._sock.recv(1)
-            except OSError:
-                pass
-        self._close_fds()
-        if self.proc is not None:
-            try:
-                self.proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-            self.proc = None
-        try:
-            self._log.close()
-        except (OSError, AttributeError):
-            pass
+    @property
+    def dead(self) -> TtsimDied | None:
+        return self.child.dead
 
     @property
     def alive(self) -> bool:
-        return self.dead is None and self._sock is not None
+        return self.child.alive
+
+    def close(self) -> None:
+        """Shut the simulator down (idempotent)."""
+        self.child.close(_HDR.pack(0x51, 0, 0))
 
     # ------------------------------------------------------------------ wire
-    def _check(self) -> None:
-        if self.dead is not None:
-            raise TtsimDied(f"ttsim device is dead (earlier error: {self.dead.sim_message or self.dead})",
-                            self.dead.sim_message, self.dead.output, self.dead.returncode)
-        if self._sock is None:
-            raise TTError("ttsim device is closed")
-
     def _send(self, data, doing: str) -> None:
-        self._check()
         self.requests += 1
-        try:
-            self._sock.sendall(data)
-        except OSError:
-            self._died(doing)
-
-    def _recv(self, n: int, doing: str) -> bytes:
-        buf = bytearray(n)
-        view = memoryview(buf)
-        got = 0
-        try:
-            while got < n:
-                k = self._sock.recv_into(view[got:], n - got)
-                if k == 0:
-                    break
-                got += k
-        except OSError:
-            got = -1
-        if got != n:
-            self._died(doing)
-        return bytes(buf)
+        self.child.send(data, doing)
 
     def _wr(self, paddr: int, data, doing: str) -> None:
         self._send(_HDR.pack(0x57, paddr, len(data)), doing)
-        try:
-            self._sock.sendall(data)
-        except OSError:
-            self._died(doing)
+        self.child.send(data, doing)
 
     def _rd(self, paddr: int, n: int, doing: str) -> bytes:
         self._send(_HDR.pack(0x52, paddr, n), doing)
-        return self._recv(n, doing)
+        return self.child.recv(n, doing)
 
     def _config_rd32(self, bdf: int, offset: int) -> int:
         self._send(_HDR.pack(0x47, bdf, offset), "reading PCI config space")
-        return _U32.unpack(self._recv(4, "reading PCI config space"))[0]
+        return _U32.unpack(self.child.recv(4, "reading PCI config space"))[0]
 
     def sync(self) -> None:
         """Round trip to the simulator: raises TtsimDied if an earlier pipelined write/advance killed it."""
         self._send(_HDR.pack(0x50, 0, 0), "syncing")
-        self._recv(1, "syncing")
+        self.child.recv(1, "syncing")
 
     # ------------------------------------------------------------------ TLB windows
     def _window(self, xy: tuple[int, int], addr: int) -> int:
         """A BAR0 window pointing at (xy, addr's 2 MiB page), reusing one already there; returns the paddr for addr."""
         x, y = xy
-        cfg = ((addr >> 21) & _U32_MAX, ((addr >> 53) & 0x7FF) | ((x | (y << 6)) << 11), 0)
+        cfg = ((addr >> 21) & U32_MAX, ((addr >> 53) & 0x7FF) | ((x | (y << 6)) << 11), 0)
         idx = next((i for i, c in self._win.items() if c == cfg), None)
         if idx is None:
             idx = len(self._win) if len(self._win) < TLB_WINDOWS else self._win_order[0]
@@ -245,7 +136,7 @@ class TtsimTransport:
                         for paddr, off, n in self._pages(xy, addr, size))
 
     def noc_write32(self, xy, addr: int, value: int) -> None:
-        self._wr(self._window(xy, addr), _U32.pack(value & _U32_MAX), f"writing {addr:#x}")
+        self._wr(self._window(xy, addr), _U32.pack(value & U32_MAX), f"writing {addr:#x}")
 
     def noc_read32(self, xy, addr: int) -> int:
         return _U32.unpack(self._rd(self._window(xy, addr), 4, f"reading {addr:#x}"))[0]
@@ -254,15 +145,10 @@ class TtsimTransport:
         self.noc_write32(xy, layout.SOFT_RESET_0, value)
 
     def advance(self, budget: int) -> None:
-        """Clock the simulator `budget` clocks (one libttsim_clock call per 2**32-1). Pipelined: see module doc."""
-        if budget <= 0:
-            return
-        reps, rest = divmod(budget, _U32_MAX)
-        if reps:
-            self._send(_HDR.pack(0x43, reps, _U32_MAX), f"clocking {budget}")
-        if rest:
-            self._send(_HDR.pack(0x43, 1, rest), f"clocking {budget}")
-        self.clocks += budget
+        """Clock the simulator `budget` clocks. Pipelined: see module doc."""
+        for reps, n in clock_calls(budget):
+            self._send(_HDR.pack(0x43, reps, n), f"clocking {budget}")
+        self.clocks += max(budget, 0)
 
 
 class TtsimDevice(NocTileDevice):
@@ -273,7 +159,8 @@ class TtsimDevice(NocTileDevice):
                  retire_before_reset: bool = False):
         lib_path = lib_path or default_lib_path()
         if not lib_path or not os.path.isfile(lib_path):
-            raise TTError(f"ttsim library not found ({lib_path!r}): build tenstorrent/ttsim "
+            what = "is a directory" if lib_path and os.path.isdir(lib_path) else "does not exist"
+            raise TTError(f"ttsim library {lib_path!r} {what}: build tenstorrent/ttsim "
                           "(./make.py src/_out/release_bh/libttsim.so) and set TT_SIMULATOR to its path")
         self.lib_path = os.path.abspath(lib_path)
         self.start_timeout = start_timeout
@@ -284,7 +171,7 @@ class TtsimDevice(NocTileDevice):
         """Drop this simulator (dead or alive) and start a fresh one (all state lost)."""
         self.transport.close()
         self.transport = TtsimTransport(self.lib_path, self.start_timeout)
-        self._shadow = {a: 0 for a in _WRITE_ONLY}
+        self._shadow = {a: 0 for a in WRITE_ONLY}
 
     def __del__(self):
         try:

@@ -42,7 +42,12 @@ def _recv_exact(sock: socket.socket, view: memoryview) -> bool:
 
 def serve(lib_path: str, fd: int) -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's business; EOF on the socket ends us
-    lib = ctypes.CDLL(lib_path)
+    try:
+        lib = ctypes.CDLL(lib_path)
+        lib.libttsim_init     # the parent reports this line: the file is no ttsim library
+    except (OSError, AttributeError) as e:
+        print(f"ttsim_server: ERROR: not a ttsim library: {e}", flush=True)
+        return 3
     u32, u64, vp = ctypes.c_uint32, ctypes.c_uint64, ctypes.c_void_p
     lib.libttsim_init.argtypes, lib.libttsim_init.restype = [], None
     lib.libttsim_exit.argtypes, lib.libttsim_exit.restype = [], None

@@ -5,26 +5,30 @@ check for compilers or simulators itself:
   needs_cc          the RISC-V compiler the backend compiles kernels with (runtime/compile.py's discovery)
   needs_program_cc  the GCC that builds the bare-metal programs of tests/programs (riscv64-unknown-elf-gcc, or
                     $TT_RISCV_CC; tests/support/programs.py)
+  needs_host_cc     a host C compiler (cc, gcc or clang)
+  needs_tt_umd      the tt-umd package (pip install tt-umd): the umd-sim target
   ttsim             Tenstorrent's simulator: TT_SIMULATOR=/path/to/libttsim.so (added to every test that uses the
-                    `ttsim_lib` fixture or the ttsim side of `target`)
+                    `ttsim_lib` fixture or the ttsim / umd-sim side of `target`)
 """
 from __future__ import annotations
 
 import functools
+import importlib.util
 
 import pytest
 
 from tt_backend.chip.errors import CompilerNotFound
 from tt_backend.runtime.compile import find_compiler
-from tt_backend.runtime.emu.device import EmuDevice
 from tt_backend.runtime.emu.tile import Tile
-from tt_backend.runtime.ttsim_device import TtsimDevice
+from tt_backend.runtime.targets import make_device
 
-from tests.support import programs, ttsim_path
+from tests.support import HOST_CC, programs, target_params, ttsim_path
 
 MARKERS = {
     "needs_cc": "needs a RISC-V compiler for the kernels; skipped when runtime/compile.py finds none",
     "needs_program_cc": "builds tests/programs (riscv64-unknown-elf-gcc or $TT_RISCV_CC); skipped without it",
+    "needs_host_cc": "needs a host C compiler (cc, gcc or clang); skipped without one",
+    "needs_tt_umd": "needs tt-umd (pip install tt-umd) for the umd-sim target; skipped when not installed",
     "ttsim": "needs TT_SIMULATOR=/path/to/libttsim.so (Tenstorrent's simulator); skipped when unset",
 }
 
@@ -45,6 +49,9 @@ def missing() -> dict[str, str | None]:
     return {"needs_cc": cc,
             "needs_program_cc": None if programs.have_compiler() else
             f"{programs.CC} not found (apt-get install gcc-riscv64-unknown-elf)",
+            "needs_host_cc": None if HOST_CC else "no host C compiler (cc, gcc or clang)",
+            "needs_tt_umd": None if importlib.util.find_spec("tt_umd") else
+            "tt-umd is not installed (pip install tt-umd)",
             "ttsim": None if ttsim_path() else "TT_SIMULATOR does not point at a libttsim.so"}
 
 
@@ -66,9 +73,10 @@ def ttsim_lib() -> str:
     return lib
 
 
-@pytest.fixture(params=["emu", pytest.param("ttsim", marks=pytest.mark.ttsim)])
+@pytest.fixture(params=target_params("emu", "ttsim", "umd-sim"))
 def target(request) -> str:
-    """Run the test on each target: the project's emulator, and ttsim (marked `ttsim`)."""
+    """Run the test on each target: the project's emulator, ttsim (marked `ttsim`) and the card path through tt-umd's
+    simulation device on ttsim (marked `ttsim` and `needs_tt_umd`)."""
     return request.param
 
 
@@ -78,7 +86,7 @@ def new_device(target):
     made = []
 
     def make():
-        made.append(EmuDevice() if target == "emu" else TtsimDevice(ttsim_path()))
+        made.append(make_device(target, lib_path=ttsim_path()))
         return made[-1]
     yield make
     for d in made:

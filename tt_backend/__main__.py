@@ -1,7 +1,11 @@
 """`python -m tt_backend info` (what is installed and found), `python -m tt_backend demo` (the README expression on
 the TT device against tinygrad's CPU device, with the per-kernel placement report), `python -m tt_backend tune
-script.py [--budgets 1e-4,1e-3,1e-2]` (tt_backend/tune.py: placements, error and cycles per kernel and budget) and
-`python -m tt_backend bench <name>` (tt_backend/bench: every benchmark, by name)."""
+(script.py | -m module | -c code) [--budgets 1e-4,1e-3,1e-2]` (tt_backend/tune.py: placements, error and cycles per
+kernel and budget, as a table, a plot and a summary), `python -m tt_backend bench <name>` (tt_backend/bench: every
+benchmark, by name) and `python -m tt_backend cache --info | --clear` (the compile cache: where, how many entries,
+how big; or empty it).
+
+Errors a user can act on (TTError) end the command with their message and exit status 2, never a traceback."""
 from __future__ import annotations
 
 import argparse
@@ -29,6 +33,30 @@ def _pth_files() -> list[str]:
     return [str(Path(d) / "tt_backend.pth") for d in dirs if (Path(d) / "tt_backend.pth").exists()]
 
 
+def _kib(n: int) -> str:
+    return f"{n // 1024} KiB" if n < 1 << 30 else f"{n / (1 << 30):g} GiB"
+
+
+def chip_model_rows() -> list[tuple[str, str]]:
+    """The chip the emulator models, from the layout the kernels are built against and the emulator's own memories."""
+    from tt_backend.chip import layout
+    from tt_backend.runtime.emu.dram import Dram
+    local = ", ".join(f"{c} {_kib(layout.LOCAL_RAM_SIZE[c])}" for c in layout.CORES)
+    return [("chip model", f"Blackhole; kernels run on one Tensix tile (a 1x1 grid) at NoC ({layout.TILE_XY[0]}, "
+                           f"{layout.TILE_XY[1]}); cycle model: emu only (ttsim and cards have none)"),
+            ("tile cores", f"{len(layout.CORES)} RISC-V ({local} local RAM) + the Tensix coprocessor"),
+            ("L1", f"{_kib(layout.L1_SIZE)} per tile (kernel data 0x{layout.DATA_BASE:X}..0x{layout.DATA_END:X})"),
+            ("DRAM", f"1 bank of {_kib(Dram().size)} at NoC ({layout.DRAM_XY[0]}, {layout.DRAM_XY[1]}) "
+                     "(the one bank kernels address)")]
+
+
+def compile_cache_row() -> tuple[str, str]:
+    from tt_backend.runtime.compile import cache_dir
+    d = cache_dir()
+    n = sum(1 for _ in d.glob("*.elf")) if d.is_dir() else 0
+    return ("compile cache", f"{d} ({n} ELFs)" if d.is_dir() else f"{d} (not created yet)")
+
+
 def info() -> int:
     import tt_backend
     from tt_backend import _finder, knobs
@@ -36,7 +64,7 @@ def info() -> int:
             ("tt_backend", f"{tt_backend.__version__} ({Path(tt_backend.__file__).parent})"),
             ("import hook", ", ".join(_pth_files()) or "no tt_backend.pth in site-packages (source checkout?)"),
             ("finder active", str(any(type(f).__name__ == "TTFinder" for f in sys.meta_path)))]
-    for dist in ("tinygrad", "numpy", "networkx", "jinja2", "pyelftools", "tt-umd"):
+    for dist in ("tinygrad", "numpy", "networkx", "jinja2", "pyelftools", "matplotlib", "tt-umd"):
         rows.append((dist, _version(dist)))
     rows.append(("DEVICE / DEV", f"{os.environ.get('DEVICE', '-')} / {os.environ.get('DEV', '-')}"))
     try:
@@ -53,6 +81,7 @@ def info() -> int:
     for t in available_targets():
         rows.append((f"target {t.name}", ("available: " if t.available else "unavailable: ") + t.detail))
     rows.append(("TT_DUMP", os.environ.get("TT_DUMP", "-")))
+    rows += chip_model_rows() + [compile_cache_row()]
     w = max(len(k) for k, _ in rows)
     for k, v in rows:
         print(f"{k:<{w}}  {v}")
@@ -101,36 +130,90 @@ def demo(seed: int = 1) -> int:
     return 0 if ok else 1
 
 
+def cache(clear: bool) -> int:
+    from tinygrad.helpers import size_to_str
+    from tt_backend.runtime.compile import cache_info, clear_cache
+    if clear:
+        n = clear_cache()
+        print(f"removed {n} files from {cache_info()['dir']}")
+        return 0
+    i = cache_info()
+    if not i["exists"]:
+        print(f"location   {i['dir']} (not created yet)")
+        return 0
+    print(f"location   {i['dir']}")
+    print(f"entries    {i['entries']}")
+    print(f"size       {size_to_str(i['bytes'])} ({i['bytes']} bytes)")
+    for k, what in (("unusable", "entries damaged or of an older version (rebuilt when needed)"),
+                    ("temporary", "files of interrupted writes")):
+        if i[k]: print(f"{k:<10} {i[k]} {what}; cache --clear removes them")
+    return 0
+
+
+def _check_tune_paths(p: argparse.ArgumentParser, args, program) -> None:
+    """Refuse what would only fail later, after minutes of runs: a missing script, an output path that cannot be."""
+    if program.script is not None and not Path(program.script).is_file():
+        p.error(f"tune: script {program.script!r} not found")
+    if args.out is not None and Path(args.out).exists() and not Path(args.out).is_dir():
+        p.error(f"tune: --out {args.out!r} is a file; give a directory (created if missing)")
+    if args.png is not None and not Path(args.png).resolve().parent.is_dir():
+        p.error(f"tune: --png {args.png!r}: directory {str(Path(args.png).resolve().parent)!r} does not exist")
+
+
 def main(argv: list[str] | None = None) -> int:
+    from tt_backend.chip.errors import TTError
+    try:
+        return _main(argv)
+    except TTError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+
+
+def _main(argv: list[str] | None) -> int:
     p = argparse.ArgumentParser(prog="python -m tt_backend", description=__doc__)
     sub = p.add_subparsers(dest="cmd", required=True)
     sub.add_parser("info", help="versions, compiler, targets, import hook")
     d = sub.add_parser("demo", help="the README expression on TT vs CPU, with the placement report")
     d.add_argument("--seed", type=int, default=1)
-    tu = sub.add_parser("tune", help="run a program under several TT_ERR_BUDGETs: placements, error, cycles per kernel")
-    tu.add_argument("script")
+    tu = sub.add_parser("tune", help="run a program under several TT_ERR_BUDGETs: placements, error, cycles per "
+                        "kernel (table, tune.png, tune.md)")
+    tu.add_argument("script", nargs="?", help="the program's script (or -m / -c); arguments after it go to the program")
+    what = tu.add_mutually_exclusive_group()
+    what.add_argument("-m", dest="module", metavar="MODULE", help="run a module as `python -m MODULE` does")
+    what.add_argument("-c", dest="code", metavar="CODE", help="run a code string as `python -c CODE` does")
     tu.add_argument("--budgets", default="1e-4,1e-3,1e-2", help="comma list (a run without a budget is always added)")
     tu.add_argument("--out", default=None, help="directory for the per-budget dumps (default: a temp dir)")
-    tu.add_argument("--png", default=None, help="plot path (default: <out>/tune.png; needs matplotlib)")
+    tu.add_argument("--png", default=None, help="plot path (default: <out>/tune.png); the summary goes next to it "
+                    "as .md")
     b = sub.add_parser("bench", help="benchmarks by name (bench <name> -h for a benchmark's options)",
                        description="\n".join(f"{name}: {what}" for name, (_, what) in bench.BENCHES.items()),
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     b.add_argument("name", choices=list(bench.BENCHES), help="which benchmark")
     b.add_argument("args", nargs=argparse.REMAINDER, help="the benchmark's own options (-h included)")
+    c = sub.add_parser("cache", help="the compile cache: --info (location, entries, size) or --clear")
+    what = c.add_mutually_exclusive_group(required=True)
+    what.add_argument("--info", action="store_true", help="where the cache is, its entries and size")
+    what.add_argument("--clear", action="store_true", help="remove every cache entry (nothing else in the directory)")
     args, rest = p.parse_known_args(argv)      # tune: everything else goes to the script
     if args.cmd == "bench":
         return bench.run(args.name, args.args)
     if rest and args.cmd != "tune":
         p.error(f"unrecognized arguments: {' '.join(rest)}")
     if args.cmd == "info": return info()
+    if args.cmd == "cache": return cache(args.clear)
     if args.cmd == "tune":
         from tt_backend.chip.errors import TTError
-        from tt_backend.tune import parse_budgets, tune
+        from tt_backend.tune import Program, parse_budgets, tune
+        # with -m / -c, a positional argument is the program's first argument (as for python itself)
+        prog_args = ([args.script] if args.script is not None and (args.module or args.code) else []) + rest
         try:
             budgets = parse_budgets(args.budgets)
+            program = Program(None if args.module or args.code else args.script, args.module, args.code,
+                              tuple(prog_args))
         except TTError as e:
             p.error(str(e))
-        return tune(args.script, rest, budgets, args.out, args.png)
+        _check_tune_paths(p, args, program)
+        return tune(program, budgets, args.out, args.png)
     return demo(args.seed)
 
 

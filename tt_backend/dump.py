@@ -3,22 +3,32 @@
 Per kernel, in `dir/<name>_<ast hash>/`: the rendered C sources and generated headers, one ELF and its disassembly per
 core, `report.json` (machine-readable) and `report.txt` (the same for people): ops, placement, streams, L1 map,
 instruction counts.
+
+A dump is never half-written: a kernel's directory is filled under a temporary name and renamed into place, and the
+reports updated after a launch (measured cycles, TT_CHECK's error) are replaced whole. A dump that cannot be written
+(full disk, no permission) costs one warning; the kernels run without it.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import shutil
+import tempfile
+import warnings
 from pathlib import Path
 
-from tt_backend.lowering.plan import TILE_ELEMS, KernelPlan
+from tt_backend.chip.errors import TTWarning
 from tt_backend import knobs
+from tt_backend.lowering.plan import TILE_ELEMS, Plan
+from tt_backend.runtime.compile import disassemble, section_sizes
 
 ROWS_PER_TILE = 32          # the SFPU body runs once per 32-lane row step, 32 steps per 32x32 tile
 
 
-def placement(plan: KernelPlan) -> list[dict]:
-    """Engine and precision per op (lowering/placement.py); plans built without a placement run all on the SFPU."""
-    pl = getattr(plan, "placement", None)
+def placement(plan: Plan) -> list[dict]:
+    """Engine and precision per op (plan.placement); plans built without a placement run all on the SFPU."""
+    pl = plan.placement
     if pl is None:
         return [{"op": op, "engine": "SFPU", "precision": "fp32"} for op in plan.ops]
     return [{"op": n["op"], "engine": n["engine"],
@@ -26,24 +36,24 @@ def placement(plan: KernelPlan) -> list[dict]:
              f"{n['formats']['srca']}x{n['formats']['srcb']}"} for n in pl.nodes]
 
 
-def placement_report(plan: KernelPlan) -> dict:
+def placement_report(plan: Plan) -> dict:
     """The placement's own report: kernel, budget, predicted error and cycles, per-node engine/fidelity/formats/error/
     cycles; measured_error stays None until TT_CHECK=1 runs the kernel (tt_backend.placement_eval.check fills it),
     emulated_cycles (the slowest core of the last launch, emulator cycle model) until the kernel runs on `emu`."""
-    pl = getattr(plan, "placement", None)
+    pl = plan.placement
     if pl is None:
         return {"kernel": plan.name, "budget": knobs.err_budget(), "predicted_error": None, "measured_error": None,
                 "predicted_cycles": None, "emulated_cycles": None, "nodes": []}
     return {**pl.report(), "measured_error": None, "emulated_cycles": None}
 
 
-def instruction_counts(plan: KernelPlan, elfs: dict[str, bytes]) -> dict:
-    setup, body = len(plan.sfpu.setup), len(plan.sfpu.body)
+def instruction_counts(plan: Plan, elfs: dict[str, bytes]) -> dict:
+    prog = plan.sfpu_program()
+    setup, body = (len(prog.setup), len(prog.body)) if prog is not None else (0, 0)
     per_tile = setup + ROWS_PER_TILE * body
     counts = {"sfpu_setup": setup, "sfpu_body": body, "sfpu_per_tile": per_tile, "tiles": plan.n_tiles,
               "sfpu_total": per_tile * plan.n_tiles, "riscv_text_bytes": {}}
     try:
-        from tt_backend.runtime.compile import section_sizes
         for core, elf in elfs.items():
             sizes = section_sizes(elf)
             counts["riscv_text_bytes"][core] = sizes.get("text", sum(sizes.values()))
@@ -52,19 +62,12 @@ def instruction_counts(plan: KernelPlan, elfs: dict[str, bytes]) -> dict:
     return counts
 
 
-def reader_modes(plan) -> list[str | None]:
-    """How the reader moves each input (tt_backend.lowering.render.reader_mode); None for kernel families with their own readers."""
-    if not isinstance(plan, KernelPlan):
-        return [None] * len(plan.inputs)
-    from tt_backend.lowering.render import reader_mode
-    return [reader_mode(plan, j) for j in range(len(plan.inputs))]
-
-
-def report(plan: KernelPlan, elfs: dict[str, bytes]) -> dict:
+def report(plan: Plan, elfs: dict[str, bytes]) -> dict:
     def stream(s, mode=None):
         return {"buffer_slot": plan.buffers[s.buf].slot, "dtype": s.dtype, "tile_format": s.tile_format,
                 "index_c": s.index_c, "valid_c": s.valid_c, "contiguous": s.contiguous, "reader_mode": mode}
-    modes = reader_modes(plan)
+    modes = plan.reader_modes()
+    prog = plan.sfpu_program()
     return {
         "name": plan.name, "ranges": list(plan.ranges), "n_elements": plan.n_elements, "n_tiles": plan.n_tiles,
         "tile_elements": TILE_ELEMS,
@@ -73,7 +76,7 @@ def report(plan: KernelPlan, elfs: dict[str, bytes]) -> dict:
         "ops": list(plan.ops), "placement": placement(plan),
         "target": plan.target.name, "schedule": plan.target.schedule,
         "err_budget": knobs.err_budget(), "cores": 1,
-        "dst_slots": getattr(plan.sfpu, "dst_slots", None), "out_slot": getattr(plan.sfpu, "out_slot", None),
+        "dst_slots": prog.dst_slots if prog is not None else 0, "out_slot": prog.out_slot if prog is not None else 0,
         "l1": {k: f"0x{v:X}" for k, v in plan.l1.items()},
         "instructions": instruction_counts(plan, elfs),
         **placement_report(plan),
@@ -127,15 +130,43 @@ def placement_table(r: dict) -> str:
     return "\n".join(rows)
 
 
-def write_kernel(root: str | os.PathLike, plan: KernelPlan, sources: dict[str, str], headers: dict[str, str],
+_unwritable_warned = False      # one warning per process for a dump directory that cannot be written
+
+
+def _unwritable(root: Path, e: OSError) -> None:
+    global _unwritable_warned
+    if not _unwritable_warned:
+        _unwritable_warned = True
+        warnings.warn(f"TT_DUMP={str(root)!r} cannot be written ({e.strerror or e}): kernels run without their dumps. "
+                      "Free space there or point TT_DUMP elsewhere", TTWarning)
+
+
+def write_kernel(root: str | os.PathLike, plan: Plan, sources: dict[str, str], headers: dict[str, str],
                  elfs: dict[str, bytes], key: str = "") -> Path:
-    d = Path(root) / (f"{plan.name}_{key}" if key else plan.name)
-    d.mkdir(parents=True, exist_ok=True)
+    """The kernel's dump directory (absent when it could not be written)."""
+    root = Path(root)
+    d = root / (f"{plan.name}_{key}" if key else plan.name)
+    tmp = None
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{d.name}.", dir=root))
+        _write_files(tmp, plan, sources, headers, elfs)
+        if d.exists():                      # the same kernel dumped by an earlier run: this one replaces it
+            shutil.rmtree(d)
+        os.replace(tmp, d)
+    except OSError as e:
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
+        _unwritable(root, e)
+    return d
+
+
+def _write_files(d: Path, plan: KernelPlan, sources: dict[str, str], headers: dict[str, str],
+                 elfs: dict[str, bytes]) -> None:
     for core, src in sources.items():
         (d / f"{core}.c").write_text(src)
     for name, text in headers.items():
         (d / name).write_text(text)
-    from tt_backend.runtime.compile import disassemble
     for core, elf in elfs.items():
         (d / f"{core}.elf").write_bytes(elf)
         try:
@@ -145,4 +176,18 @@ def write_kernel(root: str | os.PathLike, plan: KernelPlan, sources: dict[str, s
     r = report(plan, elfs)
     (d / "report.json").write_text(json.dumps(r, indent=1))
     (d / "report.txt").write_text(report_text(r))
-    return d
+
+
+def replace_text(path: Path, text: str) -> None:
+    """Replace a report file whole (a temporary file renamed over it); on a full disk the old one stays, one warning."""
+    tmp = None
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except OSError as e:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+        _unwritable(path.parent.parent, e)

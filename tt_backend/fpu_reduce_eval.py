@@ -1,9 +1,9 @@
-"""The error model of FPU sums (lowering/fpu_reduce.py), injected into the lowering like placement_eval's evaluator:
-the kernel's arithmetic with the emulator's bit-exact numerics (runtime.emu.fpu_math, runtime.emu.formats).
+"""The error model of FPU sums (lowering/families/fpu_reduce.py), injected into the lowering like placement_eval's
+evaluator: the kernel's arithmetic with the emulator's bit-exact numerics (chip.numerics.fpu_math, chip.numerics.formats).
 
 Per output: the unpacker's view of the data (bf16 exact; fp32 truncated to tf32), then per k tile of 32, per fidelity
-phase, per half of 16 k (the order of lowering.matmul.mvmul_words: a phase's first 8 MVMULs take k 0-15, the next 8
-k 16-31) one MVMUL step: 16 products with the ones tile in two groups of 8, each aligned to its largest term, added to
+phase, per half of 16 k (the order of lowering.codegen.mvmul.mvmul_words: a phase's first 8 MVMULs take k 0-15, the next
+8 k 16-31) one MVMUL step: 16 products with the ones tile in two groups of 8, each aligned to its largest term, added to
 the fp32 Dst value with one rounding (fpu_math.mvmul19)."""
 from __future__ import annotations
 
@@ -17,9 +17,9 @@ ONE = 0x3F800000
 
 def fpu_sums(x: np.ndarray, src_format: str, side: str, phases: int, cells: int = 32) -> np.ndarray:
     """x: (n, K) float32 values (the reduce's input as loaded); returns the n fp32 sums as uint32 words.
-    cells < 32 ("srca" with few outputs per tile, lowering.fpu_reduce): each output's 32 // cells columns accumulate
-    their own k (column q: k = kt * 32 * C + 32 q + r) through the MVMULs, then the SFPU adds the four row steps'
-    partials per lane ((q0 + q1) + q2) + q3 and the lanes pairwise, in fp32."""
+    cells < 32 ("srca" with few outputs per tile, lowering.families.fpu_reduce): each output's 32 // cells columns
+    accumulate their own k (column q: k = kt * 32 * C + 32 q + r) through the MVMULs, then the SFPU adds the four row
+    steps' partials per lane ((q0 + q1) + q2) + q3 and the lanes pairwise, in fp32."""
     x = np.asarray(x, np.float32)
     if cells < 32:
         n, k = x.shape

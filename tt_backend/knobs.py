@@ -6,21 +6,29 @@ Stdlib only: `map_device_env` runs at interpreter start from the .pth hook, befo
 |---|---|
 | `DEVICE=TT` | this project's spelling; mapped to tinygrad's `DEV=TT` before tinygrad reads its context |
 | `DEV=TT[:...]` | tinygrad's own spelling, honoured as is |
-| `TT_BACKEND` | `emu` (default), `ttsim`, `hw`; `TT_SIMULATOR=path` implies `ttsim`; device `TT:<target>` overrides |
-| `TT_LOCK_DIR` | where `hw` keeps its per-card advisory lock files (default: the temp directory) |
+| `TT_BACKEND` | `emu` (default), `ttsim`, `umd-sim`, `hw`; `TT_SIMULATOR` alone means `ttsim`; `TT:<target>` overrides |
 | `TT_DUMP=dir` | write every kernel's sources, ELFs, disassembly and placement report under dir |
-| `TT_ERR_BUDGET` | relative-error budget vs float32 (lowering/placement.py; unset: the float32-faithful placement) |
+| `TT_ERR_BUDGET` | relative-error budget vs float32 (lowering/placement/; unset: the float32-faithful placement) |
 | `TT_PLACE` | pin nodes for tuning: `kernel_glob:n5=FPU:HiFi2,n3=SFPU;...` (node ids as report.json shows them) |
 | `TT_CHECK=1` | run the float32 reference of each kernel on its real inputs; measured error into report.json |
 | `TT_SAMPLE_DIST` | sample distributions placement predicts with (comma list of normal, uniform, positive; default all) |
 | `TT_CORES` | Tensix cores a kernel may use (one for now) |
 | `TT_TIMEOUT` | seconds one kernel launch may take before the driver stops the cores (default 600) |
+| `TT_CACHE_DIR` | the compile cache (default ~/.cache/tt_backend; `python -m tt_backend cache --info/--clear`) |
+
+Every knob is checked when the TT device opens (`validate`): a typo is an error naming the knob and what it accepts,
+never a silent default.
 """
 from __future__ import annotations
 
 import os
 
-BACKENDS = ("emu", "ttsim", "hw")
+# runs at interpreter start (the .pth hook): nothing but the stdlib and the leaf's error types (stdlib only too)
+from tt_backend.chip.errors import TTError
+
+BACKENDS = ("emu", "ttsim", "umd-sim", "hw")
+_BOOLS = {"": False, "0": False, "false": False, "no": False, "off": False,
+          "1": True, "true": True, "yes": True, "on": True}
 
 
 def _device_of(target: str) -> str:
@@ -58,19 +66,25 @@ def backend(environ=os.environ) -> str:
     if not name:
         name = "ttsim" if environ.get("TT_SIMULATOR") else "emu"
     if name not in BACKENDS:
-        from tt_backend.chip.errors import TTError
         raise TTError(f"TT_BACKEND={name!r} is not one of {', '.join(BACKENDS)}")
     return name
 
 
 def backend_of_device(device: str) -> str | None:
-    """The target a tinygrad device string names explicitly: 'TT:ttsim' -> 'ttsim'; 'TT' or 'TT:1' -> None."""
+    """The target a tinygrad device string names explicitly: 'TT:ttsim' -> 'ttsim'; 'TT' or 'TT:1' (card 1) -> None;
+    anything else after the colon is an error."""
     suffix = device.split(":")[1].strip().lower() if ":" in device else ""
-    return suffix if suffix in BACKENDS else None
+    if suffix in BACKENDS: return suffix
+    if suffix and not suffix.isdigit():
+        raise TTError(f"device {device!r}: {suffix!r} is neither a TT target ({', '.join(BACKENDS)}) nor a card number")
+    return None
 
 
 def check(environ=os.environ) -> bool:
-    return environ.get("TT_CHECK", "").strip() not in ("", "0")
+    v = environ.get("TT_CHECK", "").strip().lower()
+    if v not in _BOOLS:
+        raise TTError(f"TT_CHECK={v!r}: expected 1 (measure each kernel's error against float32) or 0")
+    return _BOOLS[v]
 
 
 def place_spec(environ=os.environ) -> str | None:
@@ -78,7 +92,10 @@ def place_spec(environ=os.environ) -> str | None:
 
 
 def dump_dir(environ=os.environ) -> str | None:
-    return environ.get("TT_DUMP") or None
+    d = environ.get("TT_DUMP") or None
+    if d is not None and os.path.exists(d) and not os.path.isdir(d):
+        raise TTError(f"TT_DUMP={d!r} is a file; it must name a directory (created if missing)")
+    return d
 
 
 def err_budget(environ=os.environ) -> float | None:
@@ -89,8 +106,7 @@ def err_budget(environ=os.environ) -> float | None:
         b = float(v)
     except ValueError:
         b = -1.0
-    if not b > 0:
-        from tt_backend.chip.errors import TTError
+    if not 0 < b < float("inf"):
         raise TTError(f"TT_ERR_BUDGET={v!r}: expected a positive relative error such as 1e-3")
     return b
 
@@ -100,11 +116,25 @@ def cores(environ=os.environ) -> int | None:
     if not v:
         return None
     if not v.isdigit() or int(v) < 1:
-        from tt_backend.chip.errors import TTError
         raise TTError(f"TT_CORES={v!r}: expected a positive integer")
     return int(v)
 
 
 def timeout_s(environ=os.environ) -> float:
     """Seconds a kernel may run before the driver stops it (the emulator is slow: generous default)."""
-    return float(environ.get("TT_TIMEOUT", "600"))
+    v = environ.get("TT_TIMEOUT", "").strip()
+    if not v:
+        return 600.0
+    try:
+        t = float(v)
+    except ValueError:
+        t = -1.0
+    if not 0 < t < float("inf"):
+        raise TTError(f"TT_TIMEOUT={v!r}: expected a positive number of seconds such as 600")
+    return t
+
+
+def validate(environ=os.environ) -> None:
+    """Parse every knob once (the TT device calls this when it opens)."""
+    for knob in (backend, err_budget, cores, timeout_s, check, dump_dir):
+        knob(environ)

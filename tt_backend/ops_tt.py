@@ -2,28 +2,34 @@
 
 tinygrad's own codegen linearizes a kernel into scalar loops before a renderer sees it; the TT backend wants whole
 kernels (tile ops over an iteration space). So this module wraps `tinygrad.codegen.do_to_program`: for a TT renderer
-it lowers the kernel's SINK AST itself (lowering.frontend -> render -> runtime.compile) and returns a finished
+it lowers the kernel's SINK AST itself (lowering.select -> plan.render -> runtime.compile) and returns a finished
 PROGRAM whose SOURCE is the rendered C (DEBUG=4 shows it) and whose BINARY is a bundle of one ELF per core plus the
 launch metadata. Every other renderer goes through tinygrad unchanged.
 
 Importing this module installs the wrapper. That matters: tinygrad compiles kernels in spawned worker processes that
 import the renderer class by its module, with device access disabled, so the module must install the hook itself,
-be cheap to import (lowering/runtime are imported when first needed) and never open the device.
+be cheap to import and never open the device: the lowering, the compiler driver and the precision evaluators
+(about 1.4 s of imports, `python -X importtime`) are imported where a kernel is first lowered (`lazy:` comments).
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import struct
 from dataclasses import replace
+from pathlib import Path
 
 import tinygrad.codegen as _codegen
 from tinygrad.device import Compiled, Compiler, LRUAllocator, Program, TinyELF
-from tinygrad.helpers import DEBUG
+from tinygrad.helpers import DEBUG, size_to_str
 from tinygrad.renderer import Estimates, Renderer
 from tinygrad.uop.ops import Ops, ProgramInfo, UOp
 
-from tt_backend.chip.errors import TTError, UnsupportedOp
-from tt_backend import knobs
+from tt_backend.chip import layout
+from tt_backend.chip.errors import DeviceOutOfMemory, TTError, UnsupportedOp
+from tt_backend import knobs, schedule_guard, tinygrad_knobs
+from tt_backend.runtime.driver import launch
+from tt_backend.runtime.targets import make_device
 
 
 # --------------------------------------------------------------------------------------------------------- bundle
@@ -74,6 +80,7 @@ class TTCompiler(Compiler):
                       "reached TTCompiler.compile, which means the hook in tt_backend.ops_tt is not installed")
 
     def disassemble(self, lib: bytes):
+        # lazy: see the module doc (compile workers import this module)
         from tt_backend.runtime.compile import disassemble
         for core, elf in unpack_bundle(lib)[1].items():
             print(f"// ===== {core} =====")
@@ -98,6 +105,7 @@ class TTRenderer(Renderer):
     def tt_target(self):
         """The execution target code is generated for. It travels in tinygrad's Target.arch (TTDevice sets it), so it
         reaches compile workers (renderers are pickled as their Target) and is part of tinygrad's program cache key."""
+        # lazy: see the module doc (compile workers import this module)
         from tt_backend.lowering.plan import TARGETS
         name = self.target.arch or knobs.backend()
         if name not in TARGETS:
@@ -134,25 +142,27 @@ def tt_to_program(ast: UOp, renderer: TTRenderer) -> UOp:
         if isinstance(ast.arg, ProgramInfo) and ast.src[-1].op is Ops.BINARY: return ast
         ast = ast.src[0]
     if ast.op is not Ops.SINK: raise UnsupportedOp(f"cannot lower a {ast.op.name} for TT")
-    from tt_backend.lowering.frontend import lower_kernel
-    from tt_backend.lowering.render import split
-    from tt_backend.runtime.compile import compile_kernel
-
+    # lazy: see the module doc (tinygrad's spawned compile workers import this module and must stay cheap)
+    from tt_backend import debug, dump
+    from tt_backend.lowering.codegen.sources import split
     from tt_backend.lowering.plan import for_target
-    from tt_backend.placement_eval import placer      # FPU/SFPU placement under TT_ERR_BUDGET, TT_PLACE pins
-    plan = for_target(lower_kernel(ast, name := kernel_name(ast), placer=placer(knobs.err_budget(), knobs.place_spec())),
+    from tt_backend.lowering.select import lower
+    from tt_backend.placement_eval import check_meta, placer   # placement under TT_ERR_BUDGET, TT_PLACE; TT_CHECK
+    from tt_backend.runtime.compile import compile_kernel
+    tinygrad_knobs.beam_notice(ast.arg.beam)
+    debug.before_lowering(ast)
+    plan = for_target(lower(ast, name := kernel_name(ast), placer(knobs.err_budget(), knobs.place_spec())),
                       renderer.tt_target)
     sources, headers = split(plan.render())
     elfs = compile_kernel(sources, headers, name)
     source = format_source(sources, headers)
     extra = {}
     if (d := knobs.dump_dir()) is not None:
-        from tt_backend import dump
         extra["report"] = str(dump.write_kernel(d, plan, sources, headers, elfs, key=ast.key.hex()[:8]) / "report.json")
-    if knobs.check() and getattr(getattr(plan, "placement", None), "lowered", None) is not None:   # (not matmuls)
-        from tt_backend.placement_eval import check_meta
+    if knobs.check() and plan.placement is not None and plan.placement.lowered is not None:   # (not matmuls)
         extra["check"] = check_meta(plan.placement.lowered, plan.placement)
     binary = pack_bundle(plan, elfs, extra)
+    debug.after_lowering(plan, elfs)
     if DEBUG >= 4: print(source)
     if DEBUG >= 7: renderer.compiler.disassemble(binary)
 
@@ -218,6 +228,7 @@ class DramArena:
     def __init__(self, base: int, end: int):
         self.free_list: list[list[int]] = [[base, end - base]]   # sorted [addr, size]
         self.used: dict[int, int] = {}
+        self.capacity = end - base
 
     def alloc(self, size: int) -> int:
         size = max(DRAM_ALIGN, -(-size // DRAM_ALIGN) * DRAM_ALIGN)
@@ -227,7 +238,11 @@ class DramArena:
                 else: self.free_list[i] = [addr + size, n - size]
                 self.used[addr] = size
                 return addr
-        raise MemoryError(f"TT DRAM exhausted: no free block of {size} bytes")
+        largest = max((n for _, n in self.free_list), default=0)
+        raise DeviceOutOfMemory(
+            f"TT DRAM exhausted: a buffer of {size_to_str(size)} does not fit (in use: {size_to_str(self.bytes_used)} of "
+            f"{size_to_str(self.capacity)} in {len(self.used)} buffers; largest free block {size_to_str(largest)}). "
+            f"Drop tensors you no longer need (del t), or work on smaller pieces")
 
     def free(self, addr: int) -> None:
         size = self.used.pop(addr)
@@ -245,10 +260,18 @@ class DramArena:
 
 class TTAllocator(LRUAllocator):
     def __init__(self, dev: TTDevice):
-        from tt_backend.chip import layout
         bank = getattr(dev.target, "dram_size", layout.DRAM_BANK_SIZE)           # a card has less than ttsim
         self.arena = DramArena(DRAM_BASE, min(bank, 1 << 32))   # addresses travel as u32 args
         super().__init__(dev, supports_copy_from_disk=False, supports_transfer=False)
+
+    def alloc(self, size: int, options=None):
+        # tinygrad's Allocator.alloc re-raises any MemoryError as its own "Allocation of X failed" with ours as the
+        # cause; the user gets ours, which says how full the DRAM is and what to do
+        try:
+            return super().alloc(size, options)
+        except MemoryError as e:
+            if isinstance(e.__cause__, DeviceOutOfMemory): raise e.__cause__ from None
+            raise
 
     def _alloc(self, size: int, options) -> TTBuffer:
         return TTBuffer(self.arena.alloc(size), size)
@@ -257,11 +280,13 @@ class TTAllocator(LRUAllocator):
         if opaque.base is None: self.arena.free(opaque.addr)
 
     def _copyin(self, dest: TTBuffer, src: memoryview) -> None:
-        self.dev.target.write_dram(dest.addr, bytes(src))
+        with self.dev.recovering(f"the copy of {src.nbytes} bytes to TT"):
+            self.dev.target.write_dram(dest.addr, bytes(src))
 
     def _copyout(self, dest: memoryview, src: TTBuffer) -> None:
         dest = dest.cast("B") if dest.format != "B" or dest.ndim != 1 else dest
-        dest[:] = self.dev.target.read_dram(src.addr, dest.nbytes)
+        with self.dev.recovering(f"the copy of {dest.nbytes} bytes from TT"):
+            dest[:] = self.dev.target.read_dram(src.addr, dest.nbytes)
 
     def _offset(self, buf: TTBuffer, size: int, offset: int) -> TTBuffer:
         return TTBuffer(buf.addr + offset, size, base=buf.base or buf)
@@ -269,15 +294,35 @@ class TTAllocator(LRUAllocator):
 
 # -------------------------------------------------------------------------------------------------------- program
 
+def _bundle_problem(meta: dict, elfs: dict[str, bytes]) -> str | None:
+    """What is wrong with an unpacked bundle's launch metadata (its header and core table parsed), or None."""
+    for key, kind in (("args", list), ("outs", list), ("buffers", list)):
+        if not isinstance(meta.get(key), kind): return f"{key!r} missing or not a {kind.__name__}"
+    if not meta["cores"] or set(meta["cores"]) - set(layout.CORES):
+        return f"cores {sorted(meta['cores'])} are not a subset of {layout.CORES}"
+    if any(len(elfs[c]) != size for c, (_, size) in meta["cores"].items()): return "an ELF is cut short"
+    if not all(isinstance(b, dict) and isinstance(b.get("slot"), int) and isinstance(b.get("nbytes"), int)
+               for b in meta["buffers"]): return "a buffer lacks its slot or size"
+    if not all(isinstance(a, int) or (isinstance(a, dict) and a.get("buf") in range(len(meta["buffers"])))
+               for a in meta["args"]): return "an argument is neither a word nor a buffer index"
+    return None
+
+
 class TTProgram(Program):
     def __init__(self, dev: TTDevice, obj: TinyELF):
         self.dev, self.name = dev, obj.name
-        self.meta, self.elfs = unpack_bundle(obj.lib)
+        try:
+            self.meta, self.elfs = unpack_bundle(obj.lib)
+            problem = _bundle_problem(self.meta, self.elfs)
+        except (struct.error, ValueError, TypeError, KeyError, AttributeError) as e:  # short, not JSON, wrong shapes
+            problem = f"{type(e).__name__}: {e}"
+        if problem is not None:
+            raise TTError(f"kernel {obj.name}: damaged TT kernel bundle ({problem}); it was not made by this "
+                          f"tt_backend. Compile the kernel again (drop saved TinyJit or program caches that hold it)")
         self.slots = [b["slot"] for b in self.meta["buffers"]]
         self.outs = set(self.meta["outs"])
 
     def __call__(self, *bufs, global_size=(1, 1, 1), local_size=(1, 1, 1), vals=(), wait=False, timeout=None, **kw):
-        from tt_backend.runtime.driver import launch
         if len(bufs) != len(self.slots):
             raise TTError(f"{self.name}: expects {len(self.slots)} buffers (slots {self.slots}), got {len(bufs)}")
         if vals: raise UnsupportedOp(f"{self.name}: symbolic variables {vals}")
@@ -296,18 +341,26 @@ class TTProgram(Program):
         t = knobs.timeout_s() if timeout is None else timeout / 1000   # tinygrad's timeouts are milliseconds
         before = [target.read_dram(addrs[k], d["nbytes"]) for k, d in enumerate(self.meta["buffers"])] \
             if "check" in self.meta else None          # TT_CHECK: the inputs as the kernel sees them
-        # the emulated cycles of this launch go into report.json (TT_DUMP) and TT_CHECK's result
-        stats0 = target.stats() if (before is not None or "report" in self.meta) and hasattr(target, "stats") else None
+        # the emulated cycles of this launch go into report.json and trace.json (TT_DUMP), TT_CHECK's result, DEBUG>=2
+        if reports := (before is not None or "report" in self.meta or DEBUG >= 2):
+            # lazy: see the module doc; only launches that report (TT_CHECK, TT_DUMP, DEBUG>=2) need these
+            from tt_backend import debug, trace
+            from tt_backend.placement_eval import check, record_cycles
+        stats0 = target.stats() if reports and hasattr(target, "stats") else None
         try:
-            result = launch(target, self.elfs, args, timeout_s=t)
+            with self.dev.recovering(f"kernel {self.name}"):
+                result = launch(target, self.elfs, args, timeout_s=t, label=self.name)
             stats = (stats0, target.stats()) if stats0 is not None else None
             if before is not None:
-                from tt_backend.placement_eval import check
                 k = self.meta["check"]["output"]["buf"]
                 check(self.meta, before, target.read_dram(addrs[k], self.meta["buffers"][k]["nbytes"]), stats)
             elif stats is not None:
-                from tt_backend.placement_eval import record_cycles
                 record_cycles(self.meta, stats)
+            if "report" in self.meta:
+                trace.write(trace.from_launch(self.name, target.name, stats, result.seconds),
+                            Path(self.meta["report"]).parent)
+            if DEBUG >= 2:
+                debug.after_launch(self.name, stats)
             for k, scratch in bounce:
                 if self.meta["buffers"][k]["slot"] in self.outs:
                     target.write_dram(bufs[k].addr, target.read_dram(scratch, self.meta["buffers"][k]["nbytes"]))
@@ -324,11 +377,39 @@ class TTDevice(Compiled):
         # "TT:ttsim" / "TT:emu" / "TT:hw" name the target explicitly (two targets side by side in one process);
         # plain "TT" (or "TT:<n>", card n) follows TT_BACKEND / TT_SIMULATOR
         backend = knobs.backend_of_device(device) or knobs.backend()
-        knobs.err_budget(), knobs.cores()        # validate now: a typo in a knob is an error, not a silent default
-        from tt_backend.runtime.targets import make_device
+        knobs.validate()                         # a typo in a knob is an error now, not a silent default later
+        tinygrad_knobs.validate_notice()
         suffix = device.split(":")[1] if ":" in device else ""
-        self.backend = backend
-        self.target = make_device(backend, device_number=int(suffix) if suffix.isdigit() else None)
+        self.backend, self.device_number = backend, int(suffix) if suffix.isdigit() else None
+        self.target = make_device(backend, device_number=self.device_number)
         super().__init__(device, TTAllocator(self), [TTRenderer], TTProgram, None, arch=backend)
         if (arch := self.renderer.target.arch) != backend:   # DEV=TT::<arch> would generate code for another target
             raise TTError(f"DEV asks for TT arch {arch!r} but the device runs on {backend!r}; drop the arch from DEV")
+
+    @contextlib.contextmanager
+    def recovering(self, what: str):
+        """Run one access to the target; if it fails (an error, a timeout, the simulator dying, Ctrl-C), the device
+        continues on a fresh target before the error propagates: a failed launch leaves cores, Tensix queues and
+        semaphores in a state the next kernel must not inherit."""
+        try:
+            yield
+        except BaseException as e:
+            self.replace_target(what, e)
+            raise
+
+    def replace_target(self, what: str, cause: BaseException) -> None:
+        """A fresh target with the live DRAM contents carried over; when the old target cannot give them back (ttsim
+        died), every buffer on this device is marked lost with the cause. A card is not replaced (hw_device retires
+        its cores itself and a card has no fresh copy)."""
+        if self.backend == "hw": return
+        old, arena = self.target, self.allocator.arena
+        self.allocator.free_cache()             # cached free blocks hold nothing worth carrying
+        self.target = make_device(self.backend, device_number=self.device_number)
+        try:
+            for addr, size in sorted(arena.used.items()):
+                self.target.write_dram(addr, old.read_dram(addr, size))
+        except BaseException as e:       # the old target died with its memory (or Ctrl-C cut the copy short)
+            schedule_guard.mark_lost(self.device, schedule_guard.Failure.of(what, cause))
+            if not isinstance(e, TTError): raise
+        finally:
+            if hasattr(old, "close"): old.close()

@@ -2,14 +2,16 @@
 a placement with the emulator's bit-exact numeric models, exactly along the path the templates run:
 
   * input tiles reach Dst as the unpackers put them there: fp32/int32/bool bit for bit, bf16 through SrcA + ELWADD
-    with a zeroed SrcB (runtime.emu.fpu_math.elwadd);
-  * FPU nodes: operands converted by the unpacker (runtime.emu.formats: bf16 exact, fp32 -> tf32/bf16 truncation),
+    with a zeroed SrcB (chip.numerics.fpu_math.elwadd);
+  * FPU nodes: operands converted by the unpacker (chip.numerics.formats: bf16 exact, fp32 -> tf32/bf16 truncation),
     then ELWMUL phase by phase into a zeroed fp32 Dst (fpu_math.elwmul) or ELWADD/ELWSUB (fpu_math.elwadd);
-  * the rest: the SFPU program lowering.placement.split/compile produces, run on runtime.emu.sfpu.SFPU over Dst;
+  * the rest: the SFPU program lowering.placement.choice.split/compile_split produces, run on the functional SFPU
+    over Dst;
   * the output through the packer (fp32 copy, or the early fp32 -> bf16 rounding).
 
-Also here: `placer(...)` (what ops_tt hands to lowering.frontend.lower_kernel) and `check(...)` (TT_CHECK=1: the
-float32 reference of a launched kernel from its real buffers, and the measured error, written into report.json).
+Also here: `placer(...)` (the lowering.placement.placer.Placer ops_tt hands to lowering.select.lower) and `check(...)`
+(TT_CHECK=1: the float32 reference of a launched kernel from its real buffers, and the measured error, written into
+report.json).
 """
 from __future__ import annotations
 
@@ -19,13 +21,19 @@ from pathlib import Path
 
 import numpy as np
 
-from tt_backend.lowering import placement as P
+from tt_backend.fpu_reduce_eval import fpu_sums
 from tt_backend.lowering.dag import ValueDAG, VNode
+from tt_backend.lowering.index import IndexExpr
+from tt_backend.lowering.placement.choice import FpuOp, compile_split, split
+from tt_backend.lowering.placement.placer import Placer
+from tt_backend.lowering.placement.reference import SAMPLE_DISTS, reference, rel_error
 from tt_backend.chip.numerics import formats as F
 from tt_backend.chip.numerics import fpu_math as fm
-from tt_backend.runtime.emu.dst import Dst
-from tt_backend.runtime.emu.sfpu import SFPU
+from tt_backend.chip.numerics.dst import Dst
+from tt_backend.chip.numerics.sfpu.functional import FunctionalSFPU
+from tt_backend.chip.errors import TTError
 from tt_backend.chip.isa import decode
+from tt_backend import dump
 
 TILE = 1024
 SRC_CODE = {"bf16": fm.BF16, "tf32": fm.TF32}
@@ -72,7 +80,7 @@ def src_operand(bits: np.ndarray, dtype: str, fmt: str) -> np.ndarray:
     return F.unp_fp32_to_tf32(bits) if fmt == "tf32" else F.unp_fp32_to_bf16(bits)
 
 
-def fpu_op(o: P.FpuOp, a_bits: np.ndarray, b_bits: np.ndarray, in_dtypes: list[str]) -> np.ndarray:
+def fpu_op(o: FpuOp, a_bits: np.ndarray, b_bits: np.ndarray, in_dtypes: list[str]) -> np.ndarray:
     a = src_operand(a_bits, in_dtypes[o.a], o.fmt_a)
     b = src_operand(b_bits, in_dtypes[o.b], o.fmt_b)
     fmts = (SRC_CODE[o.fmt_a], SRC_CODE[o.fmt_b])
@@ -94,7 +102,7 @@ def run_sfpu(program, slots: dict[int, np.ndarray], n: int) -> np.ndarray:
     out = np.zeros(-(-n // TILE) * TILE, np.uint32)
     for t in range(-(-n // TILE)):
         dst = Dst()
-        sfpu = SFPU(dst)
+        sfpu = FunctionalSFPU(dst)
         for j, v in slots.items():
             tile = np.zeros(TILE, np.uint32)
             chunk = v[t * TILE:(t + 1) * TILE]
@@ -118,13 +126,13 @@ def evaluate(dag: ValueDAG, choices: dict, inputs: list[np.ndarray], n_in: int,
     out_dtype = dag.nodes[dag.out].dtype
     n = max(np.asarray(x).size for x in inputs)
     bits = [to_bits(np.broadcast_to(np.asarray(x), (n,)), dt) for x, dt in zip(inputs, in_dtypes)]
-    sp = P.split(dag, choices, n_in)
+    sp = split(dag, choices, n_in)
     slots = {j: dst_input(bits[j], in_dtypes[j]) for j in sp.dst_inputs}
     for o in sp.fpu_ops:
         slots[o.slot] = fpu_op(o, bits[o.a], bits[o.b], in_dtypes)
     key = (tuple((x.op, x.dtype, x.srcs, repr(x.arg)) for x in sp.sfpu_dag.nodes), sp.sfpu_dag.out, sp.n_slots)
     if key not in _PROGRAMS:
-        _PROGRAMS[key] = P.compile_split(sp, out_dtype)
+        _PROGRAMS[key] = compile_split(sp, out_dtype)
     return from_bits(run_sfpu(_PROGRAMS[key], slots, n), out_dtype)
 
 
@@ -137,48 +145,45 @@ def _input_dtypes(dag: ValueDAG, n_in: int) -> list[str]:
 
 
 def evaluator_for(in_dtypes: list[str]):
-    """The callable tt_backend.lowering.placement.place expects: (dag, choices, inputs, n_in) -> output values."""
+    """The evaluator tt_backend.lowering.placement.search.place expects: (dag, choices, inputs, n_in) -> outputs."""
     return lambda dag, choices, inputs, n_in: evaluate(dag, choices, inputs, n_in, in_dtypes)
 
 
 # ------------------------------------------------------------------------------------------------ placer (ops_tt)
 
-def placer(budget: float | None = None, spec: str | None = None, seed: int = 0):
-    """lk -> Placement for lowering.frontend.lower_kernel: samples drawn like the user's data (TT_SAMPLE_DIST),
-    the worst over TT_SAMPLE_DIST (default normal, uniform, positive), the cheapest placement within `budget`,
-    TT_PLACE pins (`spec`) honoured."""
-    dists = tuple(d for d in os.environ.get("TT_SAMPLE_DIST", "").split(",") if d) or P.SAMPLE_DISTS
-
-    def place(lk):
-        dts = [s.dtype for s in lk.inputs]
-        xs = P.sample_sets(dts, P.SAMPLE_ELEMENTS, seed, dists)
-        return P.place(lk.name, lk.dag, dts, lk.dag.nodes[lk.dag.out].dtype, _n_elements(lk), evaluator_for(dts),
-                       budget, P.parse_pins(spec, lk.name), samples=xs)
-    place.err_budget, place.spec = budget, spec     # lowering.matmul reads the budget for its fidelity choice
-    from tt_backend.fpu_reduce_eval import fpu_sums
-    place.reduce_evaluator = fpu_sums               # lowering.fpu_reduce: the error model of FPU sums
-    return place
-
-
-def _n_elements(lk) -> int:
-    n = 1
-    for r in lk.ranges:
-        n *= r
-    return n
+def placer(budget: float | None = None, spec: str | None = None, seed: int = 0) -> Placer:
+    """The placer ops_tt hands to lowering.select.lower: the budget, the TT_PLACE pins (`spec`), this module's
+    evaluator and the FPU sums' error model, samples drawn like the user's data (TT_SAMPLE_DIST, default normal,
+    uniform, positive; the worst counts)."""
+    dists = tuple(d.strip() for d in os.environ.get("TT_SAMPLE_DIST", "").split(",") if d.strip()) or SAMPLE_DISTS
+    if unknown := [d for d in dists if d not in SAMPLE_DISTS]:
+        raise TTError(f"TT_SAMPLE_DIST: {', '.join(map(repr, unknown))} unknown; expected a comma list of "
+                      f"{', '.join(SAMPLE_DISTS)}")
+    return Placer(budget, spec, evaluator_for, fpu_sums, dists, seed)
 
 
 # ------------------------------------------------------------------------------------------------ TT_CHECK
 
 def check_meta(lk, pl) -> dict:
-    """What TT_CHECK needs at launch time, JSON-able: the original graph and each stream's index expressions."""
+    """What TT_CHECK needs at launch time, JSON-able: the original graph and each stream's index expressions
+    (IndexExpr.to_json; None where a stream has no validity or computed value)."""
     return {"dag": [[x.op, x.dtype, list(x.srcs), _json_arg(x.arg)] for x in lk.dag.nodes], "out": lk.dag.out,
             "ranges": list(lk.ranges),
-            "inputs": [{"buf": lk.buf_index(s.slot), "dtype": s.dtype, "index_py": s.index_py, "valid_py": s.valid_py,
-                        "value_py": getattr(s, "value_py", None)} for s in lk.inputs],
-            "output": {"buf": lk.buf_index(lk.output.slot), "dtype": lk.output.dtype, "index_py": lk.output.index_py},
+            "inputs": [{"buf": lk.buf_index(s.slot), "dtype": s.dtype, "index": s.index.to_json(),
+                        "valid": _expr_json(s.valid), "value": _expr_json(s.value)} for s in lk.inputs],
+            "output": {"buf": lk.buf_index(lk.output.slot), "dtype": lk.output.dtype,
+                       "index": lk.output.index.to_json()},
             "predicted_error": pl.predicted_error if pl is not None else None,
             "predicted_cycles": pl.cycles.get("kernel") if pl is not None else None,
             "budget": pl.budget if pl is not None else None}
+
+
+def _expr_json(e: IndexExpr | None) -> list | None:
+    return None if e is None else e.to_json()
+
+
+def _expr(j: list | None) -> IndexExpr | None:
+    return None if j is None else IndexExpr.from_json(j)
 
 
 def _json_arg(a):
@@ -205,16 +210,10 @@ def buffer_values(raw: bytes, dtype: str) -> np.ndarray:
     return np.frombuffer(raw, NP_OF[dtype]).copy()
 
 
-def _grid(ranges):
-    return {f"r{i}": np.arange(n, dtype=np.int64).reshape([n if j == i else 1 for j in range(len(ranges))])
-            for i, n in enumerate(ranges)}
-
-
-def gather(expr: str, valid: str | None, ranges: list[int], src: np.ndarray) -> np.ndarray:
-    env = {"np": np, **_grid(ranges)}
-    full = tuple(ranges) or (1,)
-    idx = np.broadcast_to(np.asarray(eval(expr, env), np.int64), full).reshape(-1)
-    ok = np.broadcast_to(np.asarray(eval(valid, env), bool), full).reshape(-1) if valid else np.ones(idx.size, bool)
+def gather(index: IndexExpr, valid: IndexExpr | None, ranges: list[int], src: np.ndarray) -> np.ndarray:
+    """src read at every point of the iteration space (row-major), 0 where `valid` is false."""
+    idx = index.flat(ranges).astype(np.int64)
+    ok = valid.flat(ranges).astype(bool) if valid is not None else np.ones(idx.size, bool)
     return np.where(ok, src[np.where(ok, idx, 0)], np.zeros((), src.dtype))
 
 
@@ -239,23 +238,24 @@ def record_cycles(meta: dict, stats: tuple | None) -> dict | None:
     if mc is not None and rep and Path(rep).exists():
         r = json.loads(Path(rep).read_text())
         r["measured_cycles"], r["emulated_cycles"] = mc, mc["max"]
-        Path(rep).write_text(json.dumps(r, indent=1))
+        dump.replace_text(Path(rep), json.dumps(r, indent=1))
         txt = Path(rep).with_suffix(".txt")
         if txt.exists():
-            txt.write_text(txt.read_text() + _cycles_line(mc, r.get("predicted_cycles")))
+            dump.replace_text(txt, txt.read_text() + cycles_line(mc, r.get("predicted_cycles")))
     return mc
 
 
-def _cycles_line(mc: dict, predicted) -> str:
+def cycles_line(mc: dict, predicted=None) -> str:
+    """report.txt's line (and DEBUG=2's, tt_backend/debug.py) for one launch's emulated cycles."""
     cores = ", ".join(f"{k} {v}" for k, v in mc.items() if k != "max")
-    return f"emulated cycles: {mc['max']} (slowest core; {cores}); predicted compute cycles {predicted}\n"
+    return (f"emulated cycles: {mc['max']} (slowest core; {cores})"
+            + ("" if predicted is None else f"; predicted compute cycles {predicted}") + "\n")
 
 
 def _stream_values(s: dict, ranges: list[int], buffers_before: list[bytes]) -> np.ndarray:
-    if s.get("value_py"):          # a computed stream: the value is an expression of the ranges (argmax's k)
-        v = eval(s["value_py"], {"np": np, **_grid(ranges)})
-        return np.broadcast_to(np.asarray(v), tuple(ranges) or (1,)).reshape(-1).astype(NP_OF.get(s["dtype"], np.float32))
-    return gather(s["index_py"], s["valid_py"], ranges, buffer_values(buffers_before[s["buf"]], s["dtype"]))
+    if s["value"] is not None:     # a computed stream: the value is an expression of the ranges (argmax's k)
+        return _expr(s["value"]).flat(ranges).astype(NP_OF.get(s["dtype"], np.float32))
+    return gather(_expr(s["index"]), _expr(s["valid"]), ranges, buffer_values(buffers_before[s["buf"]], s["dtype"]))
 
 
 def check(meta: dict, buffers_before: list[bytes], out_raw: bytes, stats: tuple | None = None) -> dict:
@@ -265,11 +265,11 @@ def check(meta: dict, buffers_before: list[bytes], out_raw: bytes, stats: tuple 
     dag = dag_from_meta(m)
     ranges = m["ranges"]
     xs = [_stream_values(s, ranges, buffers_before) for s in m["inputs"]]
-    ref = np.broadcast_to(P.reference(dag, xs, tuple(ranges) or None), (int(np.prod(ranges or [1])),))
+    ref = np.broadcast_to(reference(dag, xs, tuple(ranges) or None), (int(np.prod(ranges or [1])),))
     o = m["output"]
     out_all = buffer_values(out_raw, o["dtype"])
-    got = gather(o["index_py"], None, ranges, out_all)
-    err, mx = P.rel_error(got, ref)
+    got = gather(_expr(o["index"]), None, ranges, out_all)
+    err, mx = rel_error(got, ref)
     res = {"kernel": meta["name"], "budget": m["budget"], "predicted_error": m["predicted_error"],
            "measured_error": err, "measured_max_rel": mx, "measured_cycles": measured_cycles(stats),
            "predicted_cycles": m.get("predicted_cycles")}
@@ -282,10 +282,10 @@ def check(meta: dict, buffers_before: list[bytes], out_raw: bytes, stats: tuple 
         if res["measured_cycles"] is not None:
             r["emulated_cycles"] = res["measured_cycles"]["max"]
         r.setdefault("checks", []).append({"measured_error": err, "measured_max_rel": mx})
-        Path(rep).write_text(json.dumps(r, indent=1))
+        dump.replace_text(Path(rep), json.dumps(r, indent=1))
         txt = Path(rep).with_suffix(".txt")
         if txt.exists():
-            txt.write_text(txt.read_text() + f"measured error (TT_CHECK): {err:.3e} (max elementwise {mx:.3e})\n"
-                           + (_cycles_line(res["measured_cycles"], r.get("predicted_cycles"))
+            dump.replace_text(txt, txt.read_text() + f"measured error (TT_CHECK): {err:.3e} (max elementwise {mx:.3e})\n"
+                           + (cycles_line(res["measured_cycles"], r.get("predicted_cycles"))
                               if res["measured_cycles"] else ""))
     return res

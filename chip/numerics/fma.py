@@ -125,7 +125,7 @@ def _fma_exact(v: np.ndarray) -> np.ndarray:
 # Both integers are below 2**29 and add exactly; normalising with an exact sticky and RNE on 3 guard bits is then
 # plain RNE of S * g to 24 bits, i.e. the float64 -> float32 conversion, for results in the normal range. Exact
 # cancellation gives +0 (BH: z_sign & p_sign with different signs); a zero product gives z, or the IEEE sum of two
-# zeros (-0 only if both are -0 = BH's AND of the signs). tests/test_emu_speed.py proves it against `_fma_exact`.
+# zeros (-0 only if both are -0 = BH's AND of the signs). tests/emu/test_emu_speed.py proves it against `_fma_exact`.
 
 
 def _fma_fast(xyz: np.ndarray, xa: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -29,38 +29,46 @@ import numpy as np
 
 from tt_backend.runtime.driver import jal_x0
 from tt_backend.chip import isa, layout
+from tt_backend.runtime.emu.tensix import Tensix
+from tt_backend.runtime.emu.tile import Tile
 
 E = isa.encode
 TTSIM_SFPU_PER_S = 4.3e6
 TTSIM_RISCV_PER_S = 8.5e6
 
 
-def _rotl2(w: int) -> int:
+# A few RISC-V encoders for the hand-assembled bench programs (also used by tests/emu/test_emu_speed.py).
+def ttinsn(w: int) -> int:
+    """The RISC-V word that pushes Tensix word w (`.ttinsn`: w rotated left by 2)."""
     return ((w << 2) | (w >> 30)) & 0xFFFFFFFF
 
 
-def _i(imm: int, rs1: int, f3: int, rd: int, op: int) -> int:
+def i_type(imm: int, rs1: int, f3: int, rd: int, op: int) -> int:
+    """An I-type instruction (addi, lw, ...)."""
     return ((imm & 0xFFF) << 20) | (rs1 << 15) | (f3 << 12) | (rd << 7) | op
 
 
-def _b(off: int, rs2: int, rs1: int, f3: int) -> int:
+def b_type(off: int, rs2: int, rs1: int, f3: int) -> int:
+    """A branch to pc + off."""
     o = off & 0x1FFF
     return (((o >> 12) & 1) << 31) | (((o >> 5) & 0x3F) << 25) | (rs2 << 20) | (rs1 << 15) | (f3 << 12) | \
         (((o >> 1) & 0xF) << 8) | (((o >> 11) & 1) << 7) | 0x63
 
 
-def _s(rs2: int, rs1: int, imm: int) -> int:
+def sw(rs2: int, rs1: int, imm: int) -> int:
     """sw rs2, imm(rs1)"""
     return (((imm >> 5) & 0x7F) << 25) | (rs2 << 20) | (rs1 << 15) | (2 << 12) | ((imm & 31) << 7) | 0x23
 
 
-def _lui(rd: int, imm20: int) -> int:
+def lui(rd: int, imm20: int) -> int:
+    """lui rd, imm20"""
     return ((imm20 & 0xFFFFF) << 12) | (rd << 7) | 0x37
 
 
-def _li(rd: int, value: int) -> list[int]:
+def li(rd: int, value: int) -> list[int]:
+    """lui + addi: rd = value"""
     hi, lo = (value + 0x800) >> 12, value & 0xFFF
-    return [_lui(rd, hi), _i(lo, rd, 0, rd, 0x13)]
+    return [lui(rd, hi), i_type(lo, rd, 0, rd, 0x13)]
 
 
 J_SELF = 0x0000006F
@@ -107,24 +115,23 @@ LONG_PROLOGUE = [0xB2010000, 0x37000004]       # MATH_Offset := 0, SETRWC Dst :=
 LONG_EPILOGUE = [0xA2010810]                   # STALLWAIT until SFPU and FPU idle
 
 
-def _long_inputs() -> np.ndarray:
+def long_inputs() -> np.ndarray:
     """Dst slots 0..2 (rows 0..191) hold the three inputs, positive (log2, sqrt); slot 3 receives the output."""
     rows = np.random.default_rng(0).uniform(0.5, 1.5, (512, 16)).astype(np.float32).view(np.uint32)
     return rows
 
 
-def _tensix_setup() -> list[int]:
+def tensix_setup() -> list[int]:
     return [E("SETC16", setc16_reg=28 + 1, setc16_value=2)]      # ADDR_MOD_DST_SEC1: Dst += 2
 
 
 def bench_sfpu(rows: int = 4096) -> dict:
-    from .tensix import Tensix
     tx = Tensix(np.zeros(layout.L1_SIZE, np.uint8), strict=True)
     tx.dst.write_rows32(0, np.random.default_rng(0).standard_normal((512, 16)).astype(np.float32).view(np.uint32))
     body = exp2_body()
     per = 32 // len(body)                                  # rows per replay buffer load
     rec = body * per
-    words = _tensix_setup() + [E("REPLAY", load_mode=1, execute_while_loading=0, len=len(rec), start_idx=0)] + rec
+    words = tensix_setup() + [E("REPLAY", load_mode=1, execute_while_loading=0, len=len(rec), start_idx=0)] + rec
     reset = E("SETRWC", rwc_cr=0, rwc_d=0, rwc_b=0, rwc_a=0, bit_mask=4, clear_ab_vld=0)
     for w in words:
         tx.push(1, w)
@@ -137,7 +144,7 @@ def bench_sfpu(rows: int = 4096) -> dict:
         done_rows += per
         if done_rows % 128 < per:
             tx.push(1, reset)                              # stay inside the 512 Dst rows
-    tx.settle()                                            # deferred SFPU work (tensix._defer) included
+    tx.settle()                                            # deferred SFPU work (accel/deferral.py) included
     dt = time.perf_counter() - t0
     n = tx.instructions[1] - n0
     return {"kernel": "sfpu", "sfpu_instructions": n, "seconds": dt, "per_second": n / dt,
@@ -147,7 +154,6 @@ def bench_sfpu(rows: int = 4096) -> dict:
 def bench_sfpu_mop(tiles: int = 128) -> dict:
     """The compute template's issue shape (lowering/render.py): the 9-word body recorded once in the replay
     buffer, then per tile one MOP (template 1: 32 x REPLAY) pushed straight into a Tensix thread."""
-    from .tensix import Tensix
     tx = Tensix(np.zeros(layout.L1_SIZE, np.uint8), strict=True)
     tx.dst.write_rows32(0, np.random.default_rng(0).standard_normal((512, 16)).astype(np.float32).view(np.uint32))
     body = exp2_body()
@@ -155,7 +161,7 @@ def bench_sfpu_mop(tiles: int = 128) -> dict:
     nop = E("NOP")
     for i, v in enumerate([1, 32, nop, nop, nop, replay, nop, replay, replay]):
         tx.mop_cfg_write(1, i, v)
-    for w in _tensix_setup() + [E("REPLAY", load_mode=1, execute_while_loading=0, len=len(body), start_idx=0)] + body:
+    for w in tensix_setup() + [E("REPLAY", load_mode=1, execute_while_loading=0, len=len(body), start_idx=0)] + body:
         tx.push(1, w)
     reset = E("SETRWC", rwc_cr=0, rwc_d=0, rwc_b=0, rwc_a=0, bit_mask=4, clear_ab_vld=0)
     mop = E("MOP", mop_type=1, loop_count=0, zmask_lo16_or_loop_count=0)
@@ -174,9 +180,8 @@ def bench_sfpu_mop(tiles: int = 128) -> dict:
 
 def bench_sfpu_long(tiles: int = 8) -> dict:
     """The long-body issue shape: every SFPU word pushed on its own (32 row steps of the 171-word body per tile)."""
-    from .tensix import Tensix
     tx = Tensix(np.zeros(layout.L1_SIZE, np.uint8), strict=True)
-    tx.dst.write_rows32(0, _long_inputs())
+    tx.dst.write_rows32(0, long_inputs())
     tx.cfg_write(1, LONG_CFG1)
     tx.push(1, 0xB21D0002)                                 # ADDR_MOD_DST_SEC1: Dst RWC += 2
     n0 = tx.instructions[1]
@@ -194,21 +199,20 @@ def bench_sfpu_long(tiles: int = 8) -> dict:
 
 def bench_tile_long(tiles: int = 8) -> dict:
     """TRISC1 runs the compute template's long-body loop; the other cores park."""
-    from .tile import Tile
     tile = Tile()
-    tile.tensix.dst.write_rows32(0, _long_inputs())
-    prog = _li(7, layout.TENSIX_CFG_BASE) + _li(8, LONG_CFG1) + [_s(8, 7, 4)]
-    prog += [_rotl2(0xB21D0002)] + _li(5, tiles) + _li(9, layout.TENSIX_SYNC)
+    tile.tensix.dst.write_rows32(0, long_inputs())
+    prog = li(7, layout.TENSIX_CFG_BASE) + li(8, LONG_CFG1) + [sw(8, 7, 4)]
+    prog += [ttinsn(0xB21D0002)] + li(5, tiles) + li(9, layout.TENSIX_SYNC)
     tile_loop = len(prog)
-    prog += [_rotl2(w) for w in LONG_PROLOGUE + LONG_SETUP] + [_i(32, 0, 0, 6, 0x13)]     # x6 = 32 row steps
+    prog += [ttinsn(w) for w in LONG_PROLOGUE + LONG_SETUP] + [i_type(32, 0, 0, 6, 0x13)]     # x6 = 32 row steps
     row_loop = len(prog)
-    prog += [_rotl2(w) for w in LONG_BODY] + [_i(-1, 6, 0, 6, 0x13)]
-    prog += [_b(4 * (row_loop - len(prog)), 0, 6, 1)]
-    prog += [_rotl2(w) for w in LONG_EPILOGUE] + [_s(0, 9, 0), _i(0, 9, 2, 10, 0x03)]  # TTSync: sw, then lw
-    prog += [_i(-1, 5, 0, 5, 0x13)]
-    prog += [_b(4 * (tile_loop - len(prog)), 0, 5, 1), J_SELF]
+    prog += [ttinsn(w) for w in LONG_BODY] + [i_type(-1, 6, 0, 6, 0x13)]
+    prog += [b_type(4 * (row_loop - len(prog)), 0, 6, 1)]
+    prog += [ttinsn(w) for w in LONG_EPILOGUE] + [sw(0, 9, 0), i_type(0, 9, 2, 10, 0x03)]  # TTSync: sw, then lw
+    prog += [i_type(-1, 5, 0, 5, 0x13)]
+    prog += [b_type(4 * (tile_loop - len(prog)), 0, 5, 1), J_SELF]
     launch_words(tile, {"trisc1": prog})
-    dt = _run(tile, 10_000_000)
+    dt = run_tile(tile, 10_000_000)
     st = tile.stats()
     n_sfpu = tiles * (len(LONG_SETUP) + 32 * len(LONG_BODY))
     n_rv = sum(st["instructions"].values())
@@ -233,7 +237,7 @@ def launch_words(tile, programs: dict[str, list[int]]) -> None:
     tile.write32(layout.SOFT_RESET_0, 0)
 
 
-def _run(tile, budget: int) -> float:
+def run_tile(tile, budget: int) -> float:
     t0 = time.perf_counter()
     while True:
         ran = tile.run(budget)
@@ -243,12 +247,11 @@ def _run(tile, budget: int) -> float:
 
 
 def bench_riscv(iters: int = 1_000_000) -> dict:
-    from .tile import Tile
     tile = Tile()
     # x5 = iters; loop: addi x6, x6, 1; addi x5, x5, -1; bne x5, x0, loop; j .
-    prog = _li(5, iters) + [_i(1, 6, 0, 6, 0x13), _i(-1, 5, 0, 5, 0x13), _b(-8, 0, 5, 1), J_SELF]
+    prog = li(5, iters) + [i_type(1, 6, 0, 6, 0x13), i_type(-1, 5, 0, 5, 0x13), b_type(-8, 0, 5, 1), J_SELF]
     launch_words(tile, {"brisc": prog})
-    dt = _run(tile, 50_000_000)
+    dt = run_tile(tile, 50_000_000)
     n = tile.instructions["brisc"]
     return {"kernel": "riscv", "riscv_instructions": n, "seconds": dt, "per_second": n / dt,
             "vs_ttsim": n / dt / TTSIM_RISCV_PER_S, "cycles": tile.stats()["cycles"]["brisc"]}
@@ -256,7 +259,6 @@ def bench_riscv(iters: int = 1_000_000) -> dict:
 
 def bench_tile(tiles: int = 64) -> dict:
     """TRISC1: per tile, one MOP (outer 4 x inner 1: REPLAY of 3 rows, 8 times per tile = 24 rows... see below)."""
-    from .tile import Tile
     tile = Tile()
     tile.tensix.dst.write_rows32(0, np.random.default_rng(0).standard_normal((512, 16)).astype(np.float32)
                                  .view(np.uint32))
@@ -272,19 +274,19 @@ def bench_tile(tiles: int = 64) -> dict:
     mop = E("MOP", mop_type=1, loop_count=0, zmask_lo16_or_loop_count=0)
     prog = []
     # MOP config through MMIO: x7 = 0xFFB80000; sw each word
-    prog += _li(7, 0xFFB80000)
+    prog += li(7, 0xFFB80000)
     for i, v in enumerate(mopcfg):
-        prog += _li(8, v) + [((4 * i >> 5) << 25) | (8 << 20) | (7 << 15) | (2 << 12) | ((4 * i & 31) << 7) | 0x23]
-    prog += [_rotl2(w) for w in _tensix_setup()]
-    prog += [_rotl2(E("REPLAY", load_mode=1, execute_while_loading=0, len=len(rec), start_idx=0))]
-    prog += [_rotl2(w) for w in rec]
-    prog += _li(5, tiles)
+        prog += li(8, v) + [((4 * i >> 5) << 25) | (8 << 20) | (7 << 15) | (2 << 12) | ((4 * i & 31) << 7) | 0x23]
+    prog += [ttinsn(w) for w in tensix_setup()]
+    prog += [ttinsn(E("REPLAY", load_mode=1, execute_while_loading=0, len=len(rec), start_idx=0))]
+    prog += [ttinsn(w) for w in rec]
+    prog += li(5, tiles)
     loop = len(prog)
-    prog += [_rotl2(reset), _rotl2(mop), _i(-1, 5, 0, 5, 0x13)]
-    prog += [_b(4 * (loop - len(prog)), 0, 5, 1)]
-    prog += [_lui(9, 0xFFE80), _i(4, 9, 2, 10, 0x03), J_SELF]          # TTSync, then park
+    prog += [ttinsn(reset), ttinsn(mop), i_type(-1, 5, 0, 5, 0x13)]
+    prog += [b_type(4 * (loop - len(prog)), 0, 5, 1)]
+    prog += [lui(9, 0xFFE80), i_type(4, 9, 2, 10, 0x03), J_SELF]          # TTSync, then park
     launch_words(tile, {"trisc1": prog})
-    dt = _run(tile, 10_000_000)
+    dt = run_tile(tile, 10_000_000)
     st = tile.stats()
     n_sfpu = st["tensix_instructions"][1]
     n_rv = sum(st["instructions"].values())
@@ -293,11 +295,14 @@ def bench_tile(tiles: int = 64) -> dict:
             "cycles": st["cycles"]["trisc1"], "tensix_cycles": st["tensix_cycles"]["issue_cycle"][1]}
 
 
+KERNELS = ("riscv", "sfpu", "sfpu_mop", "tile", "sfpu_long", "tile_long")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m tt_backend bench emu", description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="small sizes (a few seconds)")
     ap.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
-    ap.add_argument("kernels", nargs="*", default=["riscv", "sfpu", "sfpu_mop", "tile", "sfpu_long", "tile_long"])
+    ap.add_argument("kernels", nargs="*", default=list(KERNELS), choices=KERNELS)
     args = ap.parse_args(argv)
     q = args.quick
     runs = {"riscv": lambda: bench_riscv(200_000 if q else 2_000_000),

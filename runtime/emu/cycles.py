@@ -17,7 +17,8 @@ from __future__ import annotations
 
 from collections import deque
 
-from tt_backend.chip.errors import EmuError
+from tt_backend.chip.errors import EmuUndefined
+from tt_backend.runtime.emu.sfpu_macro import SUB_MAD, SUB_UNIT_NAMES
 
 # ---------------------------------------------------------------------------------------------------- SFPU tables
 # VectorUnit.md: these have IPC 1 and a latency of 2 cycles; BH hardware stalls the next instruction 1 cycle when it
@@ -26,31 +27,9 @@ SFPU_MAD_CLASS = frozenset({"SFPMAD", "SFPADD", "SFPMUL", "SFPADDI", "SFPMULI", 
 # SFPSWAP (all modes) and SFPSHFT2 in these Mod1 modes: "on the next cycle the only instruction the Vector Unit can
 # accept is SFPNOP" (auto stall of one cycle for anything else).
 SFPSHFT2_TWO_CYCLE_MODES = frozenset({2, 3, 4})
+# Dst.md / SFPLOAD.md: Dst reads the FPU's writes do not interlock with (FPU_TO_SFPLOAD_GAP).
+SFPU_DST_READERS = frozenset({"SFPLOAD", "SFPLOADMACRO"})
 # SFPCONFIG latency is "<= 2 cycles" (VectorUnit.md); the doc names no interlock beyond the DISABLE_BACKDOOR_LOAD note.
-
-# SFPLOADMACRO.md: which sub-unit executes which instruction (the columns of the table at the top of the page).
-SUB_SIMPLE, SUB_MAD, SUB_ROUND, SUB_STORE, SUB_LOAD = 0, 1, 2, 3, 4
-SUB_UNIT_NAMES = ("Simple", "MAD", "Round", "Store", "Load")
-SIMPLE_OPS = frozenset({"SFPABS", "SFPAND", "SFPARECIP", "SFPCAST", "SFPCOMPC", "SFPCONFIG", "SFPDIVP2", "SFPENCC",
-                        "SFPEXEXP", "SFPEXMAN", "SFPGT", "SFPIADD", "SFPLE", "SFPLZ", "SFPMOV", "SFPNOP", "SFPNOT",
-                        "SFPOR", "SFPPOPC", "SFPPUSHC", "SFPSETCC", "SFPSETEXP", "SFPSETMAN", "SFPSETSGN", "SFPSHFT",
-                        "SFPSWAP", "SFPTRANSP", "SFPXOR"})
-MAD_OPS = frozenset({"SFPADD", "SFPADDI", "SFPLUT", "SFPLUTFP32", "SFPMAD", "SFPMUL", "SFPMULI", "SFPMUL24", "SFPNOP"})
-ROUND_OPS = frozenset({"SFPNOP", "SFPSHFT2", "SFP_STOCH_RND"})
-STORE_OPS = frozenset({"SFPSTORE"})
-SUB_UNIT_OPS = (SIMPLE_OPS, MAD_OPS, ROUND_OPS, STORE_OPS)
-LOAD_OPS = frozenset({"SFPLOAD", "SFPLOADI", "SFPLOADMACRO", "SFPNOP"})
-
-
-def sfpu_sub_unit(name: str) -> int:
-    """The sub-unit a regular SFPU instruction occupies (for SFPLOADMACRO slot collisions)."""
-    if name in LOAD_OPS:
-        return SUB_LOAD
-    for i, ops in enumerate(SUB_UNIT_OPS):
-        if name in ops:
-            return i
-    return SUB_LOAD
-
 
 ALL_LREGS = (1 << 17) - 1
 
@@ -210,13 +189,14 @@ class SfpuTiming:
         self.busy_until = 0         # the cycle after which the SFPU has no work left (STALLWAIT C11)
         self.where = lambda: "SFPU"
 
-    def err(self, rule: str) -> EmuError:
-        return EmuError(f"{self.where()}: {rule}")
+    def err(self, rule: str) -> EmuUndefined:
+        """A hazard the hardware does not interlock: the result read is not defined."""
+        return EmuUndefined(f"{self.where()}: {rule}")
 
     def regular(self, t: int, info) -> int:
         """Issue cycle of a regular SFPU instruction presented at cycle `t` (auto-stalls applied); records its
-        effects. `info` = (name, reads, stall_reads, writes, mad, two_cycle, indirect)."""
-        name, reads, seen, writes, mad, two_cycle, indirect = info
+        effects. `info` = sfpu_info()."""
+        name, reads, seen, writes, mad, two_cycle, indirect, _ = info
         if t == self.nop_only_cycle and name != "SFPNOP":
             t += 1                                               # SFPSWAP/SFPSHFT2: auto stall
         if t == self.mad_cycle + 1:
@@ -241,8 +221,10 @@ class SfpuTiming:
             self.busy_until = done
         return t
 
-    def scheduled(self, t: int, name: str, reads: int, writes: int, sub: int) -> None:
-        """A SFPLOADMACRO-scheduled instruction executing at cycle `t` (no auto-stalls: only strict checks)."""
+    def scheduled(self, t: int, name: str, f: dict, sub: int) -> None:
+        """A SFPLOADMACRO-scheduled instruction executing at cycle `t` on sub-unit `sub` (no auto-stalls: only strict
+        checks)."""
+        reads, _, writes = sfpu_regs(name, f)
         if t == self.mad_cycle + 1 and reads & self.mad_writes and self.strict:
             raise self.err(f"macro-scheduled {name} ({SUB_UNIT_NAMES[sub]} sub-unit) at cycle {t} reads LReg "
                            f"{_regs(reads & self.mad_writes)} one cycle after a MAD wrote it (no auto-stall inside "
@@ -259,10 +241,12 @@ def _regs(mask: int) -> str:
 
 
 def sfpu_info(name: str, f: dict) -> tuple:
-    """Static per-word timing facts of an SFPU instruction (computed once per distinct word)."""
+    """Static per-word timing facts of an SFPU instruction (computed once per distinct word): (name, LRegs read, LRegs
+    the stall logic sees read, LRegs written, MAD class, two-cycle, INDIRECT mode, reads Dst)."""
     reads, seen, writes = sfpu_regs(name, f)
     two_cycle = name == "SFPSWAP" or (name == "SFPSHFT2" and f.get("instr_mod1", 0) in SFPSHFT2_TWO_CYCLE_MODES)
-    return (name, reads, seen, writes, name in SFPU_MAD_CLASS, two_cycle, sfpu_indirect(name, f))
+    return (name, reads, seen, writes, name in SFPU_MAD_CLASS, two_cycle, sfpu_indirect(name, f),
+            name in SFPU_DST_READERS)
 
 
 # ---------------------------------------------------------------------------------------------------- Tensix timing
@@ -291,8 +275,12 @@ def instr_kind(name: str, unit: str, f: dict):
 class TensixTiming:
     """Issue cycles of the three Tensix threads and the busy-until times of the backend units they share."""
 
+    # attributes bound once in __init__ and afterwards only mutated in place: a hot caller may load them once
+    FIXED = frozenset({"clock", "fe", "gate", "issued", "stalls", "first", "after_mop", "taken", "sfpu"})
+
     def __init__(self, tensix):
         self.tx = tensix
+        self.sfpu = SfpuTiming(tensix.strict)   # the Vector Unit's hazard state (handed to the SFPU it times)
         self.clock = [0, 0, 0]           # issue cycle of each thread's latest instruction
         self.fe = [0, 0, 0]              # earliest cycle the frontend can deliver the next instruction
         self.gate = [(0, 0), (0, 0), (0, 0)]   # (block mask, first cycle it no longer blocks) of the Wait Gate
@@ -327,18 +315,18 @@ class TensixTiming:
         self.fe[t] = push_t if push_t > fe else fe
 
     def accept_take(self, t: int, push_t: int) -> int:
-        """accept() then take() of a non-MOP word pushed on an empty FIFO (the Tensix's per-word fast path)."""
+        """accept() then take() of a non-MOP word pushed on an empty FIFO (the Tensix's per-word fast path): the
+        cycle the push is accepted."""
         q = self.taken[t]
-        if len(q) == FIFO_EFFECTIVE_DEPTH and q[0] > push_t:
-            push_t = q[0]
+        a = q[0] if len(q) == FIFO_EFFECTIVE_DEPTH and q[0] > push_t else push_t
         c = self.clock[t]
-        q.append(push_t if push_t > c else c)
+        q.append(a if a > c else c)
         fe = self.fe[t]
         if self.after_mop[t]:
             fe = max(fe, c + 1) + MOP_TRANSITION_PENALTY
             self.after_mop[t] = False
-        self.fe[t] = push_t if push_t > fe else fe
-        return push_t
+        self.fe[t] = a if a > fe else fe
+        return a
 
     def frontend_cycles(self, t: int, n: int) -> None:
         """Cycles the frontend spends ingesting words that emit nothing (REPLAY load without Exec, MOP_CFG)."""
@@ -361,32 +349,10 @@ class TensixTiming:
         return None
 
     def issue(self, t: int, name: str, kind: int, info, f: dict, block: int, was_blocked: bool, pre=None) -> int:
-        if kind == K_SFPU:      # the hot case, written out (same rules as the general path below)
-            last = self.clock[t]
-            fe = self.fe[t]
-            c = last + 1
-            if fe > c:
-                c = fe
-            mask, until = self.gate[t]
-            if until > c and (block & mask if block != -1 else mask == 0x1FF):
-                c = until
-            if was_blocked and self.event_t + 1 > c:
-                c = self.event_t + 1
-            if name == "SFPLOAD" or name == "SFPLOADMACRO":
-                self._sfpload_hazard(t, c, name, f)
-            st = self.tx._sfpu.timing
-            if c == st.nop_only_cycle or c == st.mad_cycle + 1 or info[4] or info[5]:
-                c = st.regular(c, info)
-            elif c >= st.busy_until:      # what regular() does for a 1-cycle instruction meeting no auto-stall
-                st.busy_until = c + 1
-            if self.first[t] is None:
-                self.first[t] = c
-            elif c - last > 1:
-                self.stalls[t] += c - last - 1
-            self.clock[t] = c
-            self.issued[t] += 1
-            return c
-        tx = self.tx
+        """Issue cycle of the instruction at the head of thread t (`info`: instr_kind's static facts, `pre`: the
+        state pre() took before its handler ran); records its effects on the thread and the units."""
+        if kind == K_SFPU:
+            return self.issue_sfpu(t, info, f, block, was_blocked)
         c = self.clock[t] + 1
         if self.fe[t] > c:
             c = self.fe[t]
@@ -395,11 +361,7 @@ class TensixTiming:
             c = until
         if was_blocked and self.event_t + 1 > c:
             c = self.event_t + 1
-        if kind == K_SFPU:
-            if name in ("SFPLOAD", "SFPLOADMACRO"):
-                self._sfpload_hazard(t, c, name, f)
-            c = tx._sfpu.timing.regular(c, info)
-        elif kind == K_FPU:
+        if kind == K_FPU:
             lat, occ = info
             if name in FPU_DST_WRITERS and pre is not None:
                 row, bank_a, bank_b = pre
@@ -410,8 +372,7 @@ class TensixTiming:
                 if name not in ("MOVA2D", "MOVDBGA2D", "MOVB2D"):
                     c = max(c, self.src_ready.get(("a", bank_a), 0), self.src_ready.get(("b", bank_b), 0))
                 self.dst_fpu_write[block_i] = c
-            if tx._sfpu is not None and tx._sfpu._pending:
-                tx._sfpu.drain_macros(c)
+            self._run_scheduled_sfpu(c)
             self.fpu_busy = max(self.fpu_busy, c + lat)
             self.event_t = max(self.event_t, c)   # clear_dvalid hands banks back to the unpackers
         elif kind == K_UNPACK:
@@ -424,8 +385,7 @@ class TensixTiming:
             self.src_ready[("b" if sel else "a", bank)] = done
             self.event_t = max(self.event_t, done)
         elif kind == K_PACK:
-            if tx._sfpu is not None and tx._sfpu._pending:
-                tx._sfpu.drain_macros(c)
+            self._run_scheduled_sfpu(c)
             c = max(c, self.pack_busy)
             self.pack_busy = c + pack_cycles(self._adc_count(t, 2))
         elif kind == K_SYNC:
@@ -438,6 +398,44 @@ class TensixTiming:
         self.clock[t] = c
         self.issued[t] += 1
         return c
+
+    def issue_sfpu(self, t: int, info: tuple, f: dict, block: int, was_blocked: bool) -> int:
+        """The SFPU issue rule: issue cycle of SFPU instruction `info` (sfpu_info) at the head of thread t; records
+        its effects. The one definition every path uses (issue(), the Tensix's push and deferral paths)."""
+        last = self.clock[t]
+        c = last + 1
+        fe = self.fe[t]
+        if fe > c:
+            c = fe
+        mask, until = self.gate[t]
+        if until > c and (block & mask if block != -1 else mask == 0x1FF):
+            c = until                             # the Wait Gate holds it until the release
+        if was_blocked and self.event_t + 1 > c:
+            c = self.event_t + 1                  # woken by the event that unblocked the thread
+        if info[7]:
+            self.sfpload_hazard(t, c, info[0], f)
+        st = self.sfpu
+        if c == st.nop_only_cycle or c == st.mad_cycle + 1 or info[5]:
+            c = st.regular(c, info)               # an auto-stall may apply
+        elif info[4]:                             # SfpuTiming.regular for a MAD meeting no auto-stall ...
+            st.mad_cycle, st.mad_writes, st.mad_macro = c, info[3], False
+            if c + 2 > st.busy_until:
+                st.busy_until = c + 2
+        elif c >= st.busy_until:                  # ... and for a 1-cycle instruction
+            st.busy_until = c + 1
+        if self.first[t] is None:
+            self.first[t] = c
+        elif c - last > 1:
+            self.stalls[t] += c - last - 1
+        self.clock[t] = c
+        self.issued[t] += 1
+        return c
+
+    def _run_scheduled_sfpu(self, c: int) -> None:
+        """SFPLOADMACRO-scheduled SFPU work due by cycle c runs before an FPU / packer instruction issued at c."""
+        s = self.tx.raw_sfpu
+        if s is not None and s.scheduled:
+            s.drain_macros(c)
 
     def waited(self, t: int, c: int, cond: int, block: int) -> None:
         """STALLWAIT / SEMWAIT issued at cycle c: the unit-busy conditions it selects hold until their units are
@@ -454,11 +452,8 @@ class TensixTiming:
         self.gate[t] = (block, release + STALLWAIT_LAG)
 
     def sfpu_busy(self) -> int:
-        s = self.tx._sfpu   # the raw SFPU: timing state is eager, no deferred-data flush needed
-        if s is None:
-            return 0
-        due = [p.due for p in s._pending if p.due is not None]
-        return max([s.timing.busy_until] + [d + 1 for d in due])
+        s = self.tx.raw_sfpu   # timing state is eager: no deferred-data flush needed
+        return 0 if s is None else s.busy_until()
 
     def done(self, t: int) -> int:
         """Cycle by which thread t's issued work has finished (what a TTSync read waits for)."""
@@ -472,15 +467,16 @@ class TensixTiming:
         except (IndexError, AttributeError):
             return 256
 
-    def _sfpload_hazard(self, t: int, c: int, name: str, f: dict) -> None:
+    def sfpload_hazard(self, t: int, c: int, name: str, f: dict) -> None:
+        """Strict: an SFPLOAD / SFPLOADMACRO issued at cycle c reads Dst rows the FPU wrote too recently (Dst.md)."""
         tx = self.tx
         th = tx.threads[t]
         addr = (f["dest_reg_addr"] + (th.cfg[1] & 0xFFF) + th.rwc["d"]) & 0x3FC
         w = self.dst_fpu_write.get((addr & 0x1FF) >> 3)
         if w is not None and c - w < FPU_TO_SFPLOAD_GAP and tx.strict:
-            raise tx.err(f"reads Dst rows {addr & 0x1FF}..{(addr & 0x1FF) + 3} at cycle {c}, only {c - w - 1} "
-                         f"instruction(s) after the FPU wrote them at cycle {w} (Dst.md / {name}.md: at least three "
-                         f"unrelated instructions are needed; not interlocked)")
+            raise tx.undefined(f"reads Dst rows {addr & 0x1FF}..{(addr & 0x1FF) + 3} at cycle {c}, only {c - w - 1} "
+                               f"instruction(s) after the FPU wrote them at cycle {w} (Dst.md / {name}.md: at least "
+                               f"three unrelated instructions are needed; not interlocked)")
 
     # --- reporting -------------------------------------------------------------------------------------------
     def stats(self) -> dict:

@@ -1,14 +1,14 @@
 """One DRAM bank (4 GiB address space), stored sparsely.
 
 Like ttsim's anonymous mmap, untouched memory costs nothing and reads as zero: the bank is a dict of 1 MiB numpy pages
-allocated on first write. Addresses at or beyond the bank size are an EmuError (ttsim: "DRAM read/write overrun").
+allocated on first write. Addresses at or beyond the bank size are EmuUndefined (ttsim: "DRAM read/write overrun").
 """
 from __future__ import annotations
 
 import numpy as np
 
 from tt_backend.chip import layout
-from tt_backend.chip.errors import EmuError
+from tt_backend.chip.errors import EmuUndefined
 
 PAGE_BITS = 20
 PAGE_SIZE = 1 << PAGE_BITS
@@ -28,7 +28,7 @@ class Dram:
 
     def _check(self, addr: int, n: int, what: str) -> None:
         if addr < 0 or n < 0 or addr + n > self.size:
-            raise EmuError(f"DRAM {what} overrun: addr=0x{addr:X} len={n} (bank size 0x{self.size:X})")
+            raise EmuUndefined(f"DRAM {what} overrun: addr=0x{addr:X} len={n} (bank size 0x{self.size:X})")
 
     def _spans(self, addr: int, n: int):
         """(page index, offset in page, offset in the request, length) for each page the range touches."""

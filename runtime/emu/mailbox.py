@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections import deque
 
 from tt_backend.chip import layout
-from tt_backend.chip.errors import EmuError, EmuUnimplemented
+from tt_backend.chip.errors import EmuUndefined, EmuUnimplemented
 
 BASE = layout.MAILBOX_BASE   # TENSIX_MAILBOX0_BASE
 SIZE = 0x4000
@@ -51,7 +51,7 @@ class Mailboxes:
         if who not in SHORT:
             how = ("the NoC (and so the host) cannot reach mailboxes" if who in ("host", "noc")
                    else f"{who} has no mailboxes (unmapped)")
-            raise EmuError(f"{who}: mailbox {kind} at 0x{addr:08X}: {how} (BabyRISCV/Mailboxes.md)")
+            raise EmuUndefined(f"{who}: mailbox {kind} at 0x{addr:08X}: {how} (BabyRISCV/Mailboxes.md)")
         return ENDS[(addr - BASE) >> 12]
 
     def held_by(self, writer: str) -> int:

@@ -1,10 +1,10 @@
 """The NoC interface unit (NIU) of one NoC, as seen from tile (1,2): registers, counters and synchronous transfers.
 
 Spec: shared/reference/noc-and-launch.md section 5. Like ttsim, a request completes inside the `NOC_CMD_CTRL = 1`
-store (data copied, counters bumped), so `NOC_CMD_CTRL` always reads 0. ttsim's fatal cases are EmuError with the
-reason. Only one tile exists: requests naming another Tensix tile are EmuUnimplemented. All 24 translated DRAM
-coordinates (x 17/18, y 12..23) reach the SAME single bank here (real chips have 8 banks behind them): kernels are
-meant to use only `layout.DRAM_XY`.
+store (data copied, counters bumped), so `NOC_CMD_CTRL` always reads 0. ttsim's fatal cases raise the matching
+EmuError category with the reason. Only one tile exists: requests naming another Tensix tile are EmuUnimplemented.
+All 24 translated DRAM coordinates (x 17/18, y 12..23) reach the SAME single bank here (real chips have 8 banks
+behind them): kernels are meant to use only `layout.DRAM_XY`.
 """
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from typing import Callable
 import numpy as np
 
 from tt_backend.chip import layout
-from tt_backend.chip.errors import EmuError, EmuUnimplemented
+from tt_backend.chip.errors import EmuUndefined, EmuUnimplemented, EmuUnspecified
 
 from .dram import Dram
 
@@ -94,7 +94,7 @@ class Niu:
     def load(self, offset: int) -> int:
         buf, off = divmod(offset, INITIATOR_STRIDE)
         if buf >= N_INITIATORS:
-            raise EmuError(f"NoC{self.index}: no register at offset 0x{offset:X}")
+            raise EmuUndefined(f"NoC{self.index}: no register at offset 0x{offset:X}")
         if off < 0x30 and off != AT_LEN_BE_1:
             return self.regs[buf][off >> 2]
         if off == CMD_CTRL:
@@ -117,33 +117,33 @@ class Niu:
                 return self.counters.get(i, 0) & 0xFF
             if WRITE_REQS_OUTGOING_ID <= i < WRITE_REQS_OUTGOING_ID + 16:
                 return 0
-        raise EmuError(f"NoC{self.index}: reading offset 0x{off:X} of initiator {buf} is not modelled "
-                       f"(ttsim: noc_regs_rd32 fatal)")
+        raise EmuUnimplemented(f"NoC{self.index}: reading offset 0x{off:X} of initiator {buf} is not modelled "
+                               f"(ttsim: noc_regs_rd32 fatal)")
 
     def store(self, offset: int, value: int) -> None:
         buf, off = divmod(offset, INITIATOR_STRIDE)
         if buf >= N_INITIATORS:
-            raise EmuError(f"NoC{self.index}: no register at offset 0x{offset:X}")
+            raise EmuUndefined(f"NoC{self.index}: no register at offset 0x{offset:X}")
         if off == AT_LEN_BE_1:
-            raise EmuError(f"NoC{self.index}: NOC_AT_LEN_BE_1 write is fatal in ttsim")
+            raise EmuUnspecified(f"NoC{self.index}: NOC_AT_LEN_BE_1 write is fatal in ttsim")
         if off == PACKET_TAG and value & ~0x3C00:
-            raise EmuError(f"NoC{self.index}: NOC_PACKET_TAG=0x{value:X}: only the trid bits 13:10 are accepted")
+            raise EmuUnspecified(f"NoC{self.index}: NOC_PACKET_TAG=0x{value:X}: only the trid bits 13:10 are accepted")
         if off == BRCST_EXCLUDE and value != 0:
-            raise EmuError(f"NoC{self.index}: NOC_BRCST_EXCLUDE=0x{value:X}: only 0 is accepted")
+            raise EmuUnspecified(f"NoC{self.index}: NOC_BRCST_EXCLUDE=0x{value:X}: only 0 is accepted")
         if off < 0x30:
             self.regs[buf][off >> 2] = value
         elif off == CMD_CTRL:
             if value != 1:
-                raise EmuError(f"NoC{self.index}: NOC_CMD_CTRL=0x{value:X}: only 1 (send) may be written")
+                raise EmuUnspecified(f"NoC{self.index}: NOC_CMD_CTRL=0x{value:X}: only 1 (send) may be written")
             self._send(buf)
         elif off == CLEAR_OUTSTANDING:
             if value != 0xFFFF:
-                raise EmuError(f"NoC{self.index}: noc_clear_outstanding_req_cnt=0x{value:X} (ttsim accepts only "
-                               f"0xFFFF)")
+                raise EmuUnspecified(f"NoC{self.index}: noc_clear_outstanding_req_cnt=0x{value:X} (ttsim accepts only "
+                                     f"0xFFFF)")
             for t in range(16):
                 self.counters.pop(REQS_OUTSTANDING_ID + t, None)
         else:
-            raise EmuError(f"NoC{self.index}: writing offset 0x{off:X} of initiator {buf} is not modelled")
+            raise EmuUnimplemented(f"NoC{self.index}: writing offset 0x{off:X} of initiator {buf} is not modelled")
 
     # ---- transfers ----
     def _bump(self, counter: int) -> None:
@@ -152,27 +152,27 @@ class Niu:
     def _endpoint(self, hi: int, role: str) -> str:
         """'tile' or 'dram' for the unicast coordinate word `hi`."""
         if hi >> 12:
-            raise EmuError(f"NoC{self.index}: {role} coordinate word 0x{hi:X} has bits above 11 set on a unicast")
+            raise EmuUndefined(f"NoC{self.index}: {role} coordinate word 0x{hi:X} has bits above 11 set on a unicast")
         x, y = hi & 0x3F, (hi >> 6) & 0x3F
         if hi == self.own:
             return "tile"
         if is_dram_xy(x, y):
             return "dram"
         if x in (0, 9):
-            raise EmuError(f"NoC{self.index}: {role} ({x},{y}) is a physical DRAM coordinate; use the translated "
-                           f"ones (17/18, 12..23)")
+            raise EmuUnimplemented(f"NoC{self.index}: {role} ({x},{y}) is a physical DRAM coordinate; use the "
+                                   f"translated ones (17/18, 12..23)")
         if 1 <= x <= 16 and x != 8 and 2 <= y <= 11:
             raise EmuUnimplemented(f"NoC{self.index}: {role} is Tensix tile ({x},{y}); only tile "
                                    f"{layout.TILE_XY} is emulated")
-        raise EmuError(f"NoC{self.index}: {role} coordinate ({x},{y}) is not a DRAM or Tensix endpoint")
+        raise EmuUnimplemented(f"NoC{self.index}: {role} coordinate ({x},{y}) is not a DRAM or Tensix endpoint")
 
     def _check_tile_range(self, addr: int, n: int, role: str) -> None:
         if addr >= MMIO_START and addr >> 32 == 0:
             if n != 4 or addr % 4:
-                raise EmuError(f"NoC{self.index}: {role} 0x{addr:X} is MMIO: transfers there must be exactly 4 "
-                               f"aligned bytes (len={n})")
+                raise EmuUndefined(f"NoC{self.index}: {role} 0x{addr:X} is MMIO: transfers there must be exactly 4 "
+                                   f"aligned bytes (len={n})")
         elif addr + n > layout.L1_SIZE:
-            raise EmuError(f"NoC{self.index}: {role} L1 range 0x{addr:X}+{n} is beyond L1 (0x{layout.L1_SIZE:X})")
+            raise EmuUndefined(f"NoC{self.index}: {role} L1 range 0x{addr:X}+{n} is beyond L1 (0x{layout.L1_SIZE:X})")
 
     def _get(self, ep: str, addr: int, n: int, role: str) -> np.ndarray:
         if ep == "dram":
@@ -198,11 +198,12 @@ class Niu:
         ctrl = r[CTRL >> 2]
         name = f"NoC{self.index} initiator {buf} (NOC_CTRL=0x{ctrl:X})"
         if ctrl & CTRL_FATAL:
-            raise EmuError(f"{name}: fatal NOC_CTRL bits 0x{ctrl & CTRL_FATAL:X} (WR_BE/ARB_PRIORITY/L1_ACC_AT_EN/...)")
+            raise EmuUnimplemented(f"{name}: fatal NOC_CTRL bits 0x{ctrl & CTRL_FATAL:X} "
+                                   f"(WR_BE/ARB_PRIORITY/L1_ACC_AT_EN/...)")
         if ctrl & CTRL_BRCST:
             raise EmuUnimplemented(f"{name}: multicast: only one tile is emulated")
         if ctrl & CTRL_PATH_RESERVE:
-            raise EmuError(f"{name}: unicast must not use path reserve")
+            raise EmuUndefined(f"{name}: unicast must not use path reserve")
         kind = ctrl & CTRL_TYPE
         targ = (r[TARG_MID >> 2] << 32) | r[TARG_LO >> 2]
         ret = (r[RET_MID >> 2] << 32) | r[RET_LO >> 2]
@@ -214,27 +215,27 @@ class Niu:
             self._inline(name, ctrl, targ, targ_hi, ret_hi, length, r[AT_DATA >> 2])
             return
         if kind == 3:
-            raise EmuError(f"{name}: request type 3 does not exist")
+            raise EmuUndefined(f"{name}: request type 3 does not exist")
         if ctrl & CTRL_WR_INLINE:
-            raise EmuError(f"{name}: WR_INLINE on a read")
+            raise EmuUndefined(f"{name}: WR_INLINE on a read")
         if not 1 <= length <= MAX_LEN:
-            raise EmuError(f"{name}: noc_at_len_be={length}: length must be 1..{MAX_LEN} (split in software)")
+            raise EmuUndefined(f"{name}: noc_at_len_be={length}: length must be 1..{MAX_LEN} (split in software)")
         if kind == 0:
             if not ctrl & CTRL_RESP_MARKED:
-                raise EmuError(f"{name}: read should not be posted (set RESP_MARKED, NOC_CTRL=0x10)")
+                raise EmuUnspecified(f"{name}: read should not be posted (set RESP_MARKED, NOC_CTRL=0x10)")
             if ret_hi != self.own:
-                raise EmuError(f"{name}: read: dst_tile_id=0x{ret_hi:X}: RET_HI must be this tile (0x{self.own:X}, "
-                               f"from NOC_ID_LOGICAL)")
+                raise EmuUndefined(f"{name}: read: dst_tile_id=0x{ret_hi:X}: RET_HI must be this tile (0x{self.own:X}, "
+                                   f"from NOC_ID_LOGICAL)")
             src_ep, src, dst_ep, dst = self._endpoint(targ_hi, "read source"), targ, "tile", ret
         else:
             if targ_hi != self.own:
-                raise EmuError(f"{name}: write: TARG_HI=0x{targ_hi:X} must be this tile (0x{self.own:X}); the "
-                               f"source is the initiator's own L1")
+                raise EmuUndefined(f"{name}: write: TARG_HI=0x{targ_hi:X} must be this tile (0x{self.own:X}); the "
+                                   f"source is the initiator's own L1")
             src_ep, src, dst_ep, dst = "tile", targ, self._endpoint(ret_hi, "write destination"), ret
         modulus = 64 if (kind == 0 and src_ep == "dram") else 16
         if (src - dst) % modulus:
-            raise EmuError(f"{name}: alignment of src_addr=0x{src:X} does not match dst_addr=0x{dst:X} "
-                           f"(must be congruent mod {modulus})")
+            raise EmuUndefined(f"{name}: alignment of src_addr=0x{src:X} does not match dst_addr=0x{dst:X} "
+                               f"(must be congruent mod {modulus})")
         data = self._get(src_ep, src, length, "source")
         self._put(dst_ep, dst, data, "destination")
         if kind == 0:
@@ -252,15 +253,16 @@ class Niu:
 
     def _atomic(self, name, ctrl, targ, targ_hi, ret, ret_hi, len_be, incr) -> None:
         if len_be != ATOMIC_INCR_LEN_BE:
-            raise EmuError(f"{name}: atomic: noc_at_len_be=0x{len_be:X} (only 0x107C, 32-bit increment, is modelled)")
+            raise EmuUnimplemented(f"{name}: atomic: noc_at_len_be=0x{len_be:X} (only 0x107C, 32-bit increment, is "
+                                   f"modelled)")
         if self._endpoint(targ_hi, "atomic target") != "tile":
-            raise EmuError(f"{name}: atomic: src_tile_type=D: atomics on DRAM are not allowed")
+            raise EmuUndefined(f"{name}: atomic: src_tile_type=D: atomics on DRAM are not allowed")
         if ret_hi != self.own:
-            raise EmuError(f"{name}: atomic: RET_HI=0x{ret_hi:X} must be this tile (0x{self.own:X})")
+            raise EmuUndefined(f"{name}: atomic: RET_HI=0x{ret_hi:X} must be this tile (0x{self.own:X})")
         if targ % 16 or targ + 4 > layout.L1_SIZE:
-            raise EmuError(f"{name}: atomic target 0x{targ:X} must be a 16-byte aligned L1 word")
+            raise EmuUndefined(f"{name}: atomic target 0x{targ:X} must be a 16-byte aligned L1 word")
         if ret % 4 or ret + 4 > layout.L1_SIZE:
-            raise EmuError(f"{name}: atomic return address 0x{ret:X} must be an aligned L1 word")
+            raise EmuUndefined(f"{name}: atomic return address 0x{ret:X} must be an aligned L1 word")
         words = self.l1.view(np.uint32)
         old = int(words[targ >> 2])
         words[targ >> 2] = (old + incr) & 0xFFFFFFFF
@@ -270,14 +272,14 @@ class Niu:
 
     def _inline(self, name, ctrl, targ, targ_hi, ret_hi, len_be, value) -> None:
         if ret_hi != self.own:
-            raise EmuError(f"{name}: inline write: dst_tile_type=D: RET_HI=0x{ret_hi:X} must be this tile")
+            raise EmuUndefined(f"{name}: inline write: dst_tile_type=D: RET_HI=0x{ret_hi:X} must be this tile")
         if self._endpoint(targ_hi, "inline write destination") != "tile":
-            raise EmuError(f"{name}: inline write to DRAM is not modelled")
+            raise EmuUnimplemented(f"{name}: inline write to DRAM is not modelled")
         if targ < MMIO_START or targ >> 32:
-            raise EmuError(f"{name}: inline write to an L1 address (0x{targ:X}) is unsafe on Blackhole")
+            raise EmuUnspecified(f"{name}: inline write to an L1 address (0x{targ:X}) is unsafe on Blackhole")
         if len_be != 0xF or targ % 4:
-            raise EmuError(f"{name}: inline write needs NOC_AT_LEN_BE=0xF and an aligned word (got 0x{len_be:X}, "
-                           f"0x{targ:X})")
+            raise EmuUndefined(f"{name}: inline write needs NOC_AT_LEN_BE=0xF and an aligned word (got 0x{len_be:X}, "
+                               f"0x{targ:X})")
         self._mmio_write32(targ, value)
         self.requests["inline"] += 1
         self._bump(NONPOSTED_WR_REQ_SENT if ctrl & CTRL_RESP_MARKED else POSTED_WR_REQ_SENT)

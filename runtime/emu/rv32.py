@@ -22,7 +22,7 @@ from __future__ import annotations
 import sys
 from typing import Callable, Protocol
 
-from tt_backend.chip.errors import EmuError, EmuUnimplemented
+from tt_backend.chip.errors import EmuUndefined, EmuUnimplemented, EmuUnspecified
 from tt_backend.chip.isa import from_ttinsn
 
 M32 = 0xFFFFFFFF
@@ -313,6 +313,15 @@ class RV32Core:
 
     # ------------------------------------------------------------------ public API
 
+    def set_pusher(self, kind: str, fn) -> None:
+        """Give the generated code a bus pusher specialised for this core: "PUSHP" (one `.ttinsn` word, its position
+        passed) or "PUSHM" (a run of words); None takes it away (the generic bus.push_tensix path again). Blocks
+        already translated keep what they were translated with."""
+        if fn is None:
+            self._ns.pop(kind, None)
+        else:
+            self._ns[kind] = fn
+
     def reset(self, pc: int) -> None:
         self.pc = pc
         self.parked = False
@@ -367,7 +376,7 @@ class RV32Core:
     # ------------------------------------------------------------------ slow paths (called from generated code)
 
     def _region(self, addr: int, size: int) -> tuple[memoryview, int] | None:
-        """(memory, offset) if [addr, addr+size) lies in L1 or local RAM; None for MMIO; EmuError if it straddles."""
+        """(memory, offset) if [addr, addr+size) lies in L1 or local RAM; None for MMIO; EmuUndefined if it straddles."""
         if addr < L1_SIZE:
             if addr + size <= L1_SIZE:
                 return self._l1, addr
@@ -376,7 +385,7 @@ class RV32Core:
                 return self._local, addr - LOCAL_BASE
         else:
             return None
-        raise EmuError(f"{self.name}: {size}-byte access at 0x{addr:08x} crosses the end of its memory region")
+        raise EmuUndefined(f"{self.name}: {size}-byte access at 0x{addr:08x} crosses the end of its memory region")
 
     def _slow_load(self, addr: int, size: int, signed: bool) -> int:
         region = self._region(addr, size)
@@ -399,7 +408,7 @@ class RV32Core:
     def _amo(self, funct5: int, addr: int, src: int) -> int:
         name = _AMO[funct5]
         if addr & 3 or addr >= L1_SIZE:
-            raise EmuError(f"{self.name}: {name}.w at 0x{addr:08x}: atomics need an aligned L1 address")
+            raise EmuUnspecified(f"{self.name}: {name}.w at 0x{addr:08x}: atomics need an aligned L1 address")
         words = self._ns["L1W"]
         old = words[addr >> 2]
         if name == "amoadd":
@@ -443,7 +452,7 @@ class RV32Core:
         return old
 
     def _fail(self, pc: int, word: int, what: str, unimplemented: bool = False) -> None:
-        kind = EmuUnimplemented if unimplemented else EmuError
+        kind = EmuUnimplemented if unimplemented else EmuUndefined
         raise kind(f"{self.name}: {what} (word 0x{word:08x}) at pc 0x{pc:08x}")
 
     # ------------------------------------------------------------------ translation
@@ -460,7 +469,8 @@ class RV32Core:
         block stores nothing, pushes nothing, writes no CSR (debug aid and spin detection)."""
         if pc & 3 or not 0 <= pc < L1_SIZE:
             self.pc = pc
-            raise EmuError(f"{self.name}: instruction fetch from 0x{pc:08x} (only aligned L1 addresses are executable)")
+            raise EmuUndefined(f"{self.name}: instruction fetch from 0x{pc:08x} (only aligned L1 addresses are "
+                               f"executable)")
         words = self._ns["L1W"]
         bw = _BlockWriter(pc)
         addr = pc
@@ -607,7 +617,7 @@ class RV32Core:
                 if w == 0x30200073:
                     return fail("mret (interrupts are not modelled)", unimplemented=True)
                 names = {0x00000073: "ecall", 0x00100073: "ebreak"}
-                return fail(f"{names.get(w, 'illegal SYSTEM instruction')} is not supported")
+                return fail(f"{names.get(w, 'illegal SYSTEM instruction')} is not supported", unimplemented=w in names)
         elif op == 0x2F and f3 == 2 and (w >> 27) in _AMO:      # Zaamo
             src, addr = bw.r(rs2), bw.r(rs1)
             bw.pure = False

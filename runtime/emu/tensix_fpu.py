@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tt_backend.runtime.emu import dst as dst_mod
+from tt_backend.chip.numerics import dst as dst_mod
 from tt_backend.chip.numerics import fpu_math as fm
 
 SRC_ROWS = 64
@@ -71,14 +71,14 @@ class FpuMixin:
             b = self.srca_matrix_bank
             if not cfg7 & 1:
                 if not self.srca_valid[b]:
-                    raise self.err(f"releasing SrcA bank {b} which is not valid (ttsim: math_clear_src_valid)")
+                    raise self.unspecified(f"releasing SrcA bank {b} which is not valid (ttsim: math_clear_src_valid)")
                 self.srca_valid[b] = False
             self.srca_matrix_bank ^= 1
         if which & 2:
             b = self.srcb_matrix_bank
             if not cfg7 & 2:
                 if not self.srcb_valid[b]:
-                    raise self.err(f"releasing SrcB bank {b} which is not valid (ttsim: math_clear_src_valid)")
+                    raise self.unspecified(f"releasing SrcB bank {b} which is not valid (ttsim: math_clear_src_valid)")
                 self.srcb_valid[b] = False
             self.srcb_matrix_bank ^= 1
 
@@ -177,7 +177,7 @@ class FpuMixin:
         if row % align:
             raise self.unimpl(f"{name} with Dst row {row} not a multiple of {align}")
         if use32 and row + align > DST32_ROWS:
-            raise self.err(f"{name} Dst32b rows {row}..{row + align - 1} beyond row 511")
+            raise self.undefined(f"{name} Dst32b rows {row}..{row + align - 1} beyond row 511")
         return row
 
     def _doc_dst_row(self, t: int, dst_field: int, mask: int, n: int, use32: bool, name: str) -> int:
@@ -186,13 +186,14 @@ class FpuMixin:
         th = self.threads[t]
         row = (dst_field + (th.cfg[1] & 0xFFF) + th.rwc["d"] + (self.cfg[6] & 0xFFFF)) & mask
         if use32 and row + n > DST32_ROWS:
-            raise self.err(f"{name} Dst32b rows {row}..{row + n - 1} beyond row 511")
+            raise self.undefined(f"{name} Dst32b rows {row}..{row + n - 1} beyond row 511")
         return row
 
     def _check_5bit_exp(self, name: str, *blocks) -> None:
         for blk in blocks:
             if np.any(np.asarray(blk) & 0x70000000):
-                raise self.err(f"{name}: FP16-style Src datum with non-zero high exponent bits (ttsim: unsupported)")
+                raise self.unspecified(f"{name}: FP16-style Src datum with non-zero high exponent bits "
+                                       f"(ttsim: unsupported)")
 
     @staticmethod
     def _grid(row: int, n: int):
@@ -247,27 +248,27 @@ class FpuMixin:
                 raise self.unimpl("ZEROACC one row with ALU_ACC_CTRL_INT8_math_enabled")
             if self.cfg[1] >> 29 & 1:
                 if row >= DST32_ROWS:
-                    raise self.err(f"ZEROACC Dst32b row {row} beyond row 511")
+                    raise self.undefined(f"ZEROACC Dst32b row {row} beyond row 511")
                 self.dst.undefine32([row])
             else:
                 self.dst.undefine16([row])
         elif mode == 1:                               # 16 Dst16b rows; Imm relative to the Dst half of the offset
             face = imm + (32 if not absolute and offset & 512 else 0)
             if face >= 64:
-                raise self.err(f"ZEROACC 16-row face {face} >= 64 (ttsim: NonContractual)")
+                raise self.unspecified(f"ZEROACC 16-row face {face} >= 64 (ttsim: NonContractual)")
             self.dst.undefine16(np.arange(16 * face, 16 * face + 16))
         elif mode == 5:                               # 16 Dst32b rows (fpu-path 8.3)
             face = imm + (16 if not absolute and offset & 0x300 else 0)
             if face >= 32:
-                raise self.err(f"ZEROACC 32-bit face {face} >= 32 (ttsim: NonContractual)")
+                raise self.unspecified(f"ZEROACC 32-bit face {face} >= 32 (ttsim: NonContractual)")
             self.dst.undefine32(np.arange(16 * face, 16 * face + 16))
         elif mode in (2, 6):                          # half of Dst
             if imm > 1:
-                raise self.err(f"ZEROACC clear-half with where={imm} > 1 (ttsim: NonContractual)")
+                raise self.unspecified(f"ZEROACC clear-half with where={imm} > 1 (ttsim: NonContractual)")
             self.dst.undefine16(np.arange(512 * imm, 512 * imm + 512))
         elif mode in (3, 7):                          # all of Dst
             if imm:
-                raise self.err(f"ZEROACC clear-all with where={imm} != 0 (ttsim: NonContractual)")
+                raise self.unspecified(f"ZEROACC clear-all with where={imm} != 0 (ttsim: NonContractual)")
             self.dst.undefine16(np.arange(1024))
         if mode & 3 <= 1:                             # only the 1-row and 16-row modes move the counters
             self.apply_addr_mod(t, f["addr_mode"])
@@ -357,12 +358,12 @@ class FpuMixin:
         rd = ((th.cfg[1] & 0xFFF) + th.rwc["d"] + f["dst"]) & 0x3F9
         rows = rd + np.arange(0, 8, 2)
         if rows[-1] >= DST32_ROWS:
-            raise self.err(f"MVMUL broadcast-row Dst32b row {rows[-1]} beyond row 511")
+            raise self.undefined(f"MVMUL broadcast-row Dst32b row {rows[-1]} beyond row 511")
         a = fm.src19(self.srca[self.srca_matrix_bank, ra:ra + 16], fa)
         b = fm.src19(np.repeat(self.srcb[self.srcb_matrix_bank, rb:rb + 1], 4, axis=0), fb)
         new = fm.mvmul19(a, b, self.dst.rows32[rows].astype(np.int64), self._phase(t), True, exp8)
         self.dst.rows32[rows] = new
-        self.dst._defined(rows)
+        self.dst.mark_defined(rows)
         self._finish(t, f["addr_mode"], f["clear_dvalid"])
 
     def GAPOOL(self, t, f):
@@ -389,7 +390,7 @@ class FpuMixin:
         if f["dst"] & 7:
             raise self.unimpl(f"{name} dst field {f['dst']} not a multiple of 8")
         if mul and f["dest_accum_en"]:
-            raise self.err("ELWMUL with dest_accum_en=1 (ELWMUL always accumulates; ttsim: NonContractual)")
+            raise self.unspecified("ELWMUL with dest_accum_en=1 (ELWMUL always accumulates; ttsim: NonContractual)")
         why = self._banks_ready(name)
         if why is not None:
             return why
@@ -402,7 +403,7 @@ class FpuMixin:
         rd = self._fpu_dst_row(t, f["dst"], 8, use32, name)
         phase = self._phase(t)
         if not mul and phase:
-            raise self.err(f"{name} with fidelity phase {phase} != 0 (ttsim: NonContractual)")
+            raise self.unspecified(f"{name} with fidelity phase {phase} != 0 (ttsim: NonContractual)")
         mod = f["instr_mod19"]
         a = self.srca[self.srca_matrix_bank, ra:ra + 8].astype(np.int64)
         b = self.srcb[self.srcb_matrix_bank, rb:rb + 8].astype(np.int64)
@@ -513,11 +514,11 @@ class FpuMixin:
         n = len(vals)
         if fmt == fm.TF32:
             if lo:
-                raise self.err(f"{name} TF32 with dest_32b_lo=1 (HW erratum TEN-4245; ttsim: UndefinedBehavior)")
+                raise self.undefined(f"{name} TF32 with dest_32b_lo=1 (HW erratum TEN-4245; ttsim: UndefinedBehavior)")
             if not use8:
                 raise self.unimpl(f"{name} TF32 with a 5-bit exponent style")
             if row + n > DST32_ROWS:
-                raise self.err(f"{name} Dst32b rows {row}..{row + n - 1} beyond row 511")
+                raise self.undefined(f"{name} Dst32b rows {row}..{row + n - 1} beyond row 511")
             self.dst.write_rows32(row, vals.astype(np.uint32))
             return
         rows, cols = self._grid(row, n)
@@ -529,7 +530,7 @@ class FpuMixin:
         enc = dst_mod.encode_bf16(vals >> 16).astype(np.int64)
         if lo:
             if row + n > DST32_ROWS:
-                raise self.err(f"{name} Dst32b rows {row}..{row + n - 1} beyond row 511")
+                raise self.undefined(f"{name} Dst32b rows {row}..{row + n - 1} beyond row 511")
             old = self.dst.rows32[row:row + n].astype(np.int64)
             self.dst.write_rows32(row, ((old & 0xFFFF0000) | enc).astype(np.uint32))
         else:
@@ -611,7 +612,8 @@ class FpuMixin:
                 v = v & 0xFFFF0000
             return v
         if lo or fmt == fm.TF32:
-            raise self.err(f"{name} with dest_32b_lo={int(lo)} / TF32 from a 16-bit Dst (ttsim: UndefinedBehavior)")
+            raise self.undefined(f"{name} with dest_32b_lo={int(lo)} / TF32 from a 16-bit Dst "
+                                 f"(ttsim: UndefinedBehavior)")
         rows, cols = self._grid(rd, n)
         bits = self.dst.read16(rows, cols)
         if fmt == fm.FP16:

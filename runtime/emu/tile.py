@@ -6,7 +6,7 @@ Anything not in the table is an EmuError naming the core and address (the schedu
 takes only aligned 32-bit accesses (local RAM, its slow alias window and the Dst window excepted).
 
 RISC-V views beside config, semaphores and the push windows: the TRISCs' direct Dst window 0xFFBD8000 (Dst.md "RISCV
-access to Dst", format per RISC_DEST_ACCESS_CTRL_SEC[thread] in config word 3; dst.RiscvDstAccess), the 16 B/T0/T1/T2
+access to Dst", format per RISC_DEST_ACCESS_CTRL_SEC[thread] in config word 3; riscv_dst.RiscvDstAccess), the 16 B/T0/T1/T2
 mailboxes at 0xFFEC0000 (mailbox.py: blocking pop, +4 query, 4 values per writer, discarded when the writer enters
 reset), and the GPRs at REGFILE_BASE (BRISC: GPRs[3][64]; TRISC i: GPRs[i], repeated every 256 bytes). A blocked
 mailbox read or write ends the core's quantum with a wait reason, like TTSync and a full instruction FIFO.
@@ -19,7 +19,8 @@ run() early without a deadlock error, since they may be waiting for the host. Ti
 count is its instret plus the cycles it stalled (Tensix FIFO full / TTSync until the thread's work is done, slow MMIO
 loads), counted from the tile clock at its release; Tensix threads carry their own issue cycles. `clock` (and
 WALL_CLOCK as the host sees it) is the latest cycle any core or thread reached. When nothing can progress and no core
-is held in reset (so the host cannot release a helper), run() raises EmuError naming every core's and thread's wait.
+is held in reset (so the host cannot release a helper), run() raises EmuDeadlock naming every core's and thread's
+wait.
 """
 from __future__ import annotations
 
@@ -29,15 +30,16 @@ from typing import Callable
 import numpy as np
 
 from tt_backend.chip import layout
-from tt_backend.chip.errors import EmuError, EmuUnimplemented
+from tt_backend.chip.errors import EmuDeadlock, EmuError, EmuUndefined, EmuUnimplemented, EmuUnspecified
 
 from .dram import Dram, as_bytes
 from .cycles import FPU_DST_READ_LATENCY, noc_cycles, riscv_mmio_extra
-from .dst import RISCV_BASE as DST_RISCV_BASE, RISCV_ELEM as DST_RISCV_ELEM, RISCV_SIZE as DST_RISCV_SIZE, \
+from .riscv_dst import RISCV_BASE as DST_RISCV_BASE, RISCV_ELEM as DST_RISCV_ELEM, RISCV_SIZE as DST_RISCV_SIZE, \
     RiscvDstAccess
 from . import mailbox as mb
 from .noc import WINDOW_SIZE as NIU_WINDOW, Niu
 from .rv32 import RV32Core, Stall
+from .tensix import Tensix
 
 QUANTUM = 2000
 CORE_BITS = {c: 1 << b for c, b in layout.SOFT_RESET_BIT.items()}
@@ -74,10 +76,7 @@ class Tile:
         self.ncrisc_reset_pc = 0
         self.ncrisc_override = 0
         self.clock = 0
-        if tensix_factory is None:
-            from .tensix import Tensix                        # imported late: the coprocessor model is optional
-            tensix_factory = Tensix
-        self.tensix = tensix_factory(self.l1_array)
+        self.tensix = (tensix_factory or Tensix)(self.l1_array)
         self._timed = hasattr(self.tensix, "tm")             # the real Tensix model carries the cycle model
         self.nius = [Niu(i, self.l1_array, self.dram, self._noc_mmio_read32, self._noc_mmio_write32) for i in (0, 1)]
         self.cores = {c: RV32Core(c, self, layout.DEFAULT_RESET_PC[c]) for c in layout.CORES}
@@ -93,9 +92,9 @@ class Tile:
         self._dst_view = RiscvDstAccess(dst) if dst is not None else None
         self._build_mmio_table()
         for c, core in self.cores.items():                   # `.ttinsn` pushes: one closure per core (_pusher)
-            if THREAD_OF.get(c) is not None and "PUSH" in getattr(core, "_ns", {}):
-                core._ns["PUSHP"] = self._pusher(c)
-                core._ns["PUSHM"] = self._multi_pusher(c)
+            if THREAD_OF.get(c) is not None:
+                core.set_pusher("PUSHP", self._pusher(c))
+                core.set_pusher("PUSHM", self._multi_pusher(c))
 
     def _pusher(self, who: str):
         """push(pos, word): push_tensix(who, word) specialised for one core, called by rv32's generated code with the
@@ -195,18 +194,18 @@ class Tile:
             if addr < end:
                 handler = st if store else load
                 if handler is None:
-                    raise EmuError(f"{who}: {name} at 0x{addr:08X} is {'read' if store else 'write'}-only")
+                    raise EmuUndefined(f"{who}: {name} at 0x{addr:08X} is {'read' if store else 'write'}-only")
                 if not any_size and size != 4:
-                    raise EmuError(f"{who}: {8 * size}-bit MMIO {'write' if store else 'read'} at 0x{addr:08X} "
-                                   f"({name}): only 32-bit accesses are allowed")
+                    raise EmuUndefined(f"{who}: {8 * size}-bit MMIO {'write' if store else 'read'} at 0x{addr:08X} "
+                                       f"({name}): only 32-bit accesses are allowed")
                 if addr % size:
-                    raise EmuError(f"{who}: unaligned {size}-byte access at 0x{addr:08X} ({name})")
+                    raise EmuUnspecified(f"{who}: unaligned {size}-byte access at 0x{addr:08X} ({name})")
                 # RAM-like handlers take the access size as a last argument
                 return (lambda *a: handler(*a, size)) if any_size else handler
         kind = "write" if store else "read"
         if layout.L1_SIZE <= addr < layout.MEM_LOCAL_BASE:
-            raise EmuError(f"{who}: {kind} at 0x{addr:08X} is beyond L1 (0x{layout.L1_SIZE:X})")
-        raise EmuError(f"{who}: {size}-byte {kind} at 0x{addr:08X}: address not mapped in the emulator")
+            raise EmuUndefined(f"{who}: {kind} at 0x{addr:08X} is beyond L1 (0x{layout.L1_SIZE:X})")
+        raise EmuUnimplemented(f"{who}: {size}-byte {kind} at 0x{addr:08X}: address not mapped in the emulator")
 
     # Bus contract (called by RV32Core)
     def local_ram(self, core: str) -> memoryview:
@@ -246,8 +245,8 @@ class Tile:
         if addr == layout.WALL_CLOCK_HI:
             return (self.now(who) >> 32) & 0xFFFFFFFF
         if addr in (layout.NCRISC_RESET_PC, layout.NCRISC_RESET_PC_OVERRIDE):
-            raise EmuError(f"{who}: NCRISC_RESET_PC(_OVERRIDE) at 0x{addr:08X} is write-only (ttsim: fatal read)")
-        raise EmuError(f"{who}: read of tile control register 0x{addr:08X} is not modelled")
+            raise EmuUndefined(f"{who}: NCRISC_RESET_PC(_OVERRIDE) at 0x{addr:08X} is write-only (ttsim: fatal read)")
+        raise EmuUnimplemented(f"{who}: read of tile control register 0x{addr:08X} is not modelled")
 
     def _ctrl_store(self, who: str, addr: int, value: int) -> None:
         if addr == layout.SOFT_RESET_0:
@@ -261,9 +260,10 @@ class Tile:
         elif addr == layout.NCRISC_RESET_PC_OVERRIDE:
             self.ncrisc_override = value & 1
         elif addr == DISABLE_RESET:
-            raise EmuError(f"{who}: writing DISABLE_RESET is not supported (ttsim: UnsupportedFunctionality)")
+            raise EmuUnimplemented(f"{who}: writing DISABLE_RESET is not supported (ttsim: UnsupportedFunctionality)")
         else:
-            raise EmuError(f"{who}: write of tile control register 0x{addr:08X} (value 0x{value:X}) is not modelled")
+            raise EmuUnimplemented(f"{who}: write of tile control register 0x{addr:08X} (value 0x{value:X}) is not "
+                                   f"modelled")
 
     def reset_pc(self, core: str) -> int:
         if core in TRISC_THREAD:
@@ -275,8 +275,9 @@ class Tile:
 
     def _write_soft_reset(self, who: str, value: int) -> None:
         if value & ~WRITABLE_RESET_BITS:
-            raise EmuError(f"{who}: SOFT_RESET_0=0x{value:x}: only the RISC-V bits 0x{layout.ALL_CORES_RESET:X} may "
-                           f"be written (coprocessor reset bits are fatal in ttsim)")
+            raise EmuUnimplemented(f"{who}: SOFT_RESET_0=0x{value:x}: only the RISC-V bits "
+                                   f"0x{layout.ALL_CORES_RESET:X} may be written (coprocessor reset bits are fatal in "
+                                   f"ttsim)")
         new = value & layout.ALL_CORES_RESET
         old, self.soft_reset = self.soft_reset, new
         for core, bit in CORE_BITS.items():
@@ -297,10 +298,10 @@ class Tile:
     def _local_slot(self, who: str, addr: int, size: int) -> tuple[np.ndarray, int]:
         # the cores reach their own RAM directly; this path only sees the host and out-of-range accesses
         if who not in self.local:
-            raise EmuError(f"{who}: local RAM at 0x{addr:08X} is private to each core (use the 0xFFB14000 alias)")
+            raise EmuUndefined(f"{who}: local RAM at 0x{addr:08X} is private to each core (use the 0xFFB14000 alias)")
         ram, off = self.local[who], addr - layout.MEM_LOCAL_BASE
         if off + size > ram.size:
-            raise EmuError(f"{who}: 0x{addr:08X} is beyond its {ram.size // 1024} KiB local RAM")
+            raise EmuUndefined(f"{who}: 0x{addr:08X} is beyond its {ram.size // 1024} KiB local RAM")
         return ram, off
 
     def _local_load(self, who: str, addr: int, size: int) -> int:
@@ -316,7 +317,7 @@ class Tile:
         ram = self.local[ALIAS_SLOTS[slot]]
         off %= ram.size                                   # a TRISC's 4 KiB repeats in the upper half of its slot
         if addr % size:
-            raise EmuError(f"{who}: unaligned {size}-byte access at 0x{addr:08X} (local RAM alias)")
+            raise EmuUnspecified(f"{who}: unaligned {size}-byte access at 0x{addr:08X} (local RAM alias)")
         return ram, off
 
     def _alias_load(self, who: str, addr: int, size: int) -> int:
@@ -329,7 +330,7 @@ class Tile:
 
     def _thread(self, who: str, what: str, cores=THREAD_OF) -> int:
         if who not in cores:
-            raise EmuError(f"{who}: {what} is not mapped for {who}")
+            raise EmuUndefined(f"{who}: {what} is not mapped for {who}")
         return cores[who]
 
     def _mop_store(self, who: str, addr: int, value: int) -> None:
@@ -342,8 +343,8 @@ class Tile:
             # ScalarUnit.md "RISCV access to GPRs": RISCV B sees the whole GPRs[3][64] array at REGFILE_BASE
             t, i = divmod(off >> 2, GPR_COUNT)
             if t >= 3:
-                raise EmuError(f"{who}: GPR address 0x{addr:08X} is beyond GPRs[3][64] (REGFILE_BASE + 0x300); "
-                               f"what BRISC sees there is not documented")
+                raise EmuUndefined(f"{who}: GPR address 0x{addr:08X} is beyond GPRs[3][64] (REGFILE_BASE + 0x300); "
+                                   f"what BRISC sees there is not documented")
             return t, i
         t = self._thread(who, "Tensix GPR access", TRISC_THREAD)
         # RISCV T_i sees GPRs[i]; MemoryOrdering.md ("Aliasing of underlying storage"): each GPR appears several
@@ -364,12 +365,12 @@ class Tile:
         elif who == "brisc":
             self._push(who, window, value)
         else:
-            raise EmuError(f"{who}: store to INSTRN{window}_BUF (0x{addr:08X}): only BRISC may push there (a TRISC "
-                           f"hangs on hardware)")
+            raise EmuDeadlock(f"{who}: store to INSTRN{window}_BUF (0x{addr:08X}): only BRISC may push there (a TRISC "
+                              f"hangs on hardware)")
 
     def _push(self, who: str, thread: int | None, word: int) -> None:
         if thread is None:
-            raise EmuError(f"{who}: cannot push Tensix instructions (no instruction buffer); word 0x{word:08X}")
+            raise EmuUndefined(f"{who}: cannot push Tensix instructions (no instruction buffer); word 0x{word:08X}")
         try:
             if self._timed:
                 t = self.now(who)
@@ -413,12 +414,12 @@ class Tile:
 
     def _cfg_load(self, who: str, addr: int) -> int:
         if who == "ncrisc":
-            raise EmuError(f"{who}: Tensix config (0x{addr:08X}) is not mapped for ncrisc")
+            raise EmuUndefined(f"{who}: Tensix config (0x{addr:08X}) is not mapped for ncrisc")
         return self.tensix.cfg_read((addr - layout.TENSIX_CFG_BASE) >> 2)
 
     def _cfg_store(self, who: str, addr: int, value: int) -> None:
         if who == "ncrisc":
-            raise EmuError(f"{who}: Tensix config (0x{addr:08X}) is not mapped for ncrisc")
+            raise EmuUndefined(f"{who}: Tensix config (0x{addr:08X}) is not mapped for ncrisc")
         self.tensix.cfg_write((addr - layout.TENSIX_CFG_BASE) >> 2, value)
 
     # ---- Dst, RISC-V view (Dst.md "RISCV access to Dst")
@@ -446,18 +447,18 @@ class Tile:
         now = self.now(who)
         where = f"{who}: RISC-V Dst access at 0x{addr:08X}"
         if tx.tm.first[t] is not None and tx.tm.clock[t] >= now:
-            raise EmuError(f"{where} at cycle {now} while Tensix thread {t} still issues instructions this core "
-                           f"pushed (last issue at cycle {tx.tm.clock[t]}): RISC-V and Tensix execution are "
-                           f"asynchronous (ScalarUnit.md); read TTSync (0xFFE80004) before touching Dst")
-        sfpu = getattr(tx, "sfpu", None)
-        if sfpu is not None and getattr(sfpu, "_pending", None):
-            raise EmuError(f"{where}: SFPLOADMACRO-scheduled SFPU work is still pending; the access would race it")
+            raise EmuUndefined(f"{where} at cycle {now} while Tensix thread {t} still issues instructions this core "
+                               f"pushed (last issue at cycle {tx.tm.clock[t]}): RISC-V and Tensix execution are "
+                               f"asynchronous (ScalarUnit.md); read TTSync (0xFFE80004) before touching Dst")
+        sfpu = getattr(tx, "raw_sfpu", None)
+        if sfpu is not None and sfpu.scheduled:
+            raise EmuUndefined(f"{where}: SFPLOADMACRO-scheduled SFPU work is still pending; the access would race it")
         for r in self._dst_view.rows32_of(addr - DST_RISCV_BASE, size, elem):
             w = tx.tm.dst_fpu_write.get(r >> 3)
             if w is not None and now < w + FPU_DST_READ_LATENCY:
-                raise EmuError(f"{where} at cycle {now}: Dst32b row {r} was written by the FPU at cycle {w} "
-                               f"(Dst.md: a written 8x16 block cannot be read for 4 cycles; the RISC-V access "
-                               f"is not interlocked)")
+                raise EmuUndefined(f"{where} at cycle {now}: Dst32b row {r} was written by the FPU at cycle {w} "
+                                   f"(Dst.md: a written 8x16 block cannot be read for 4 cycles; the RISC-V access "
+                                   f"is not interlocked)")
 
     def _dst_load(self, who: str, addr: int, size: int) -> int:
         t, ctrl = self._dst_ctrl(who, addr)
@@ -506,7 +507,7 @@ class Tile:
 
     def _l1_range(self, addr: int, n: int) -> None:
         if addr < 0 or addr + n > layout.L1_SIZE:
-            raise EmuError(f"host: L1 access 0x{addr:X}+{n} is beyond L1 (0x{layout.L1_SIZE:X})")
+            raise EmuUndefined(f"host: L1 access 0x{addr:X}+{n} is beyond L1 (0x{layout.L1_SIZE:X})")
 
     def write_l1(self, addr: int, data) -> None:
         src = as_bytes(data)
@@ -519,7 +520,7 @@ class Tile:
 
     def write32(self, addr: int, value: int) -> None:
         if addr % 4:
-            raise EmuError(f"host: unaligned 32-bit write at 0x{addr:08X}")
+            raise EmuUnspecified(f"host: unaligned 32-bit write at 0x{addr:08X}")
         value &= 0xFFFFFFFF
         if addr < layout.L1_SIZE:
             self.l1_array[addr:addr + 4] = np.frombuffer(value.to_bytes(4, "little"), np.uint8)
@@ -529,7 +530,7 @@ class Tile:
 
     def read32(self, addr: int) -> int:
         if addr % 4:
-            raise EmuError(f"host: unaligned 32-bit read at 0x{addr:08X}")
+            raise EmuUnspecified(f"host: unaligned 32-bit read at 0x{addr:08X}")
         if addr < layout.L1_SIZE:
             return int.from_bytes(self.l1_array[addr:addr + 4].tobytes(), "little")
         self._check_host_mmio(addr)
@@ -540,7 +541,7 @@ class Tile:
         own = (layout.MOP_CFG_BASE, layout.REGFILE_BASE, layout.INSTRN_BUF_BASE, layout.PC_BUF_BASE)
         for start, end, name, *_ in self._mmio:
             if start <= addr < end and start in own:
-                raise EmuError(f"host: {name} at 0x{addr:08X} is only reachable from a RISC-V core")
+                raise EmuUndefined(f"host: {name} at 0x{addr:08X} is only reachable from a RISC-V core")
 
     # ------------------------------------------------------------------ scheduler
 
@@ -572,7 +573,7 @@ class Tile:
                 pops = self.mailboxes.pops.get(name)
                 try:
                     n = core.run(min(self.quantum, max_instructions - total - riscv))
-                except (EmuError, EmuUnimplemented) as e:
+                except EmuError as e:
                     # the core stays stopped at the culprit until its next release; the tile stays usable
                     self._fault[name] = str(e)
                     raise type(e)(f"{e} [{name} pc=0x{core.pc:08X}]") from e
@@ -669,8 +670,8 @@ class Tile:
         if not waiting and not blocked:
             return
         lines = [f"{k}: {v}" for k, v in self.state().items()]
-        raise EmuError("deadlock: every released core and Tensix thread is waiting on something no core or thread "
-                       "can provide:\n  " + "\n  ".join(lines))
+        raise EmuDeadlock("deadlock: every released core and Tensix thread is waiting on something no core or thread "
+                          "can provide:\n  " + "\n  ".join(lines))
 
     def state(self) -> dict[str, str]:
         out = {}

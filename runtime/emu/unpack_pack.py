@@ -45,13 +45,13 @@ class UnpackPackMixin:
     # ------------------------------------------------------------------------------------------------ helpers
     def _l1_read(self, addr: int, nbytes: int) -> np.ndarray:
         if addr < 0 or addr + nbytes > self.l1.size:
-            raise self.err(f"L1 read 0x{addr:X}..0x{addr + nbytes:X} out of bounds")
+            raise self.undefined(f"L1 read 0x{addr:X}..0x{addr + nbytes:X} out of bounds")
         return self.l1[addr:addr + nbytes]
 
     def _l1_write(self, addr: int, data: bytes | np.ndarray) -> None:
         data = np.frombuffer(data, np.uint8) if isinstance(data, bytes) else data.view(np.uint8).reshape(-1)
         if addr < 0 or addr + data.size > self.l1.size:
-            raise self.err(f"L1 write 0x{addr:X}..0x{addr + data.size:X} out of bounds")
+            raise self.undefined(f"L1 write 0x{addr:X}..0x{addr + data.size:X} out of bounds")
         self.l1[addr:addr + data.size] = data
 
     # ------------------------------------------------------------------------------------------------ UNPACR
@@ -66,13 +66,13 @@ class UnpackPackMixin:
         for name in ("ovrd_thread_id", "last"):
             if not f[name]:
                 if self.strict:
-                    raise self.err(f"UNPACR with {name}=0 (ttsim requires 1)")
+                    raise self.unspecified(f"UNPACR with {name}=0 (ttsim requires 1)")
                 raise self.unimpl(f"UNPACR {name}=0")
         for name in ("search_cache_flush", "row_search", "auto_inc_context_id", "srcb_bcast", "zero_write2",
                      "addr_cnt_context_id", "cfg_context_id", "cfg_context_cnt_inc"):
             if f[name]:
                 raise self.unimpl(f"UNPACR {name}={f[name]}")
-        self._check_state_bank(t)
+        self.check_state_bank(t)
         th = self.threads[t]
         cfg = self.cfg
         context = (th.cfg[41] >> (8 if sel else 0)) & 0xF
@@ -93,17 +93,17 @@ class UnpackPackMixin:
             raise self.unimpl("UNPACR with THCON_SEC0_REG2_Shift_amount_cntx0 != 0 (column shift)")
         in_fmt, out_fmt = desc0 & 0xF, reg2 & 0xF
         if in_fmt not in _FMT_NAMES or out_fmt not in _FMT_NAMES:
-            raise self.err(f"UNPACR with undefined format code in={in_fmt} out={out_fmt}")
+            raise self.undefined(f"UNPACR with undefined format code in={in_fmt} out={out_fmt}")
         to_dst = not sel and bool(zc >> 4 & 1)           # Unpack_if_sel_cntx0
         if to_dst:                                       # names the unmodelled 16-bit Dst targets first
             self._unpack_conversion(in_fmt, out_fmt, to_dst, src, sel)
         if in_fmt == F.FP32:
             if out_fmt not in (F.FP32, F.FP16, F.TF32, F.BF16):
-                raise self.err(f"UNPACR FP32 input with Out_data_format {_fmt(out_fmt)} (undefined: FP32 converts "
-                               "only to FP32/TF32/BF16/FP16)")
+                raise self.undefined(f"UNPACR FP32 input with Out_data_format {_fmt(out_fmt)} (undefined: FP32 "
+                                     "converts only to FP32/TF32/BF16/FP16)")
         elif in_fmt != out_fmt:
-            raise self.err(f"UNPACR in format {_fmt(in_fmt)} mismatches out format {_fmt(out_fmt)} "
-                           "(only FP32 input may change format)")
+            raise self.undefined(f"UNPACR in format {_fmt(in_fmt)} mismatches out format {_fmt(out_fmt)} "
+                                 "(only FP32 input may change format)")
         conv = self._unpack_conversion(in_fmt, out_fmt, to_dst, src, sel)
         in_bits, out_bits = F.element_bits(in_fmt), F.element_bits(out_fmt)
         out_align = 4 if to_dst else (out_bits + 7) // 8
@@ -123,7 +123,7 @@ class UnpackPackMixin:
                                   "output datum")
         (x0, y0, z0, w0), (x1, y1, z1, w1) = th.adc[sel]
         if x0 > x1:
-            raise self.err(f"UNPACR with ADC ch0.X={x0} > ch1.X={x1} (datum count would be negative)")
+            raise self.undefined(f"UNPACR with ADC ch0.X={x0} > ch1.X={x1} (datum count would be negative)")
         if w1:
             raise self.unimpl(f"UNPACR with ADC ch1.W={w1}")
         count = x1 - x0 + 1
@@ -145,9 +145,9 @@ class UnpackPackMixin:
             if sel:
                 raise self.unimpl("UNPACR Tileize_mode on unpacker 1")
             if in_bits < 8:
-                raise self.err(f"UNPACR Tileize_mode with {in_bits}-bit datums (undefined)")
+                raise self.undefined(f"UNPACR Tileize_mode with {in_bits}-bit datums (undefined)")
             if start_bits % 128:
-                raise self.err(f"UNPACR Tileize_mode with L1 start 0x{start_bits // 8:X} not 16-byte aligned")
+                raise self.undefined(f"UNPACR Tileize_mode with L1 start 0x{start_bits // 8:X} not 16-byte aligned")
             row_stride = ((reg2 >> 16 & 0xF) << 4) | ((reg2 >> 20 & 0xF) << 8) | ((reg2 >> 24 & 0xF) << 12)
         else:
             row_stride = in_bits * row_width // 8
@@ -163,8 +163,8 @@ class UnpackPackMixin:
             if dst_addr < 64:
                 # hardware drops the first 4 rows of the computed address; ttsim refuses (pf03)
                 if self.strict:
-                    raise self.err(f"UNPACR unpacker 0 to address {dst_addr} < 64: missing the +64 "
-                                   "(4-row) bias in THCON_SEC0_REG5_Dest_cntx0_address")
+                    raise self.undefined(f"UNPACR unpacker 0 to address {dst_addr} < 64: missing the +64 "
+                                         "(4-row) bias in THCON_SEC0_REG5_Dest_cntx0_address")
                 skip = 64 - dst_addr
                 dst_addr = 64
             dst_addr -= 64
@@ -172,7 +172,7 @@ class UnpackPackMixin:
             raise self.unimpl(f"UNPACR to a {'Dst' if to_dst else src} address {dst_addr} not on a row boundary")
         set_ovrd = th.cfg[5] >> 2 & 1                       # SRCA_SET_SetOvrdWithAddr
         if to_dst and set_ovrd:
-            raise self.err("UNPACR to Dst with SRCA_SET_SetOvrdWithAddr=1 (Dst row would wrap; ttsim pf05)")
+            raise self.undefined("UNPACR to Dst with SRCA_SET_SetOvrdWithAddr=1 (Dst row would wrap; ttsim pf05)")
         if not to_dst and not set_ovrd:
             raise self.unimpl(f"UNPACR to {src} with SRCA_SET_SetOvrdWithAddr=0 (set it with SETC16 5, 4)")
         if not to_dst and th.cfg[5] & 3:
@@ -196,7 +196,7 @@ class UnpackPackMixin:
         if to_dst:
             r0, r1 = dst_addr // 16, (dst_addr + n + 15) // 16
             if r1 > DST32_ROWS:
-                raise self.err(f"UNPACR writes Dst32b rows {r0}..{r1 - 1} beyond row 511")
+                raise self.undefined(f"UNPACR writes Dst32b rows {r0}..{r1 - 1} beyond row 511")
             self.dst.rows32.reshape(-1)[dst_addr:dst_addr + n] = vals
             self.dst.written[r0:r1] = True
         else:
@@ -204,7 +204,7 @@ class UnpackPackMixin:
             rows, cols = idx // 16, idx % 16
             if sel:
                 if rows.size and rows[-1] >= SRC_ROWS:
-                    raise self.err(f"UNPACR writes SrcB row {int(rows[-1])} beyond row 63")
+                    raise self.undefined(f"UNPACR writes SrcB row {int(rows[-1])} beyond row 63")
                 self.srcb[bank, rows, cols] = vals
             else:
                 self.srca[bank, rows & (SRC_ROWS - 1), cols] = vals    # BH wraps SrcA rows (ttsim)
@@ -231,8 +231,8 @@ class UnpackPackMixin:
         nbytes = 128 if throttle == 2 and in_bits >= 16 else 16 << throttle
         burst = max(1, min(8, nbytes // (2 * in_bits)))
         if start_row % burst:
-            raise self.err(f"UNPACR to SrcA starting at row {start_row}, not a multiple of the {burst}-row burst "
-                           "(writes would be dropped)")
+            raise self.undefined(f"UNPACR to SrcA starting at row {start_row}, not a multiple of the {burst}-row burst "
+                                 "(writes would be dropped)")
 
     def _l1_gather(self, bit_addr: np.ndarray, bits: int) -> np.ndarray:
         """Datums of `bits` bits at L1 bit addresses (little endian; sub-byte datums from the low bits up)."""
@@ -240,7 +240,7 @@ class UnpackPackMixin:
             return np.zeros(0, np.uint32)
         lo, hi = int(bit_addr.min()), int(bit_addr.max()) + bits
         if lo < 0 or hi > self.l1.size * 8:
-            raise self.err(f"L1 read 0x{lo // 8:X}..0x{(hi + 7) // 8:X} out of bounds")
+            raise self.undefined(f"L1 read 0x{lo // 8:X}..0x{(hi + 7) // 8:X} out of bounds")
         byte = bit_addr >> 3
         if bits < 8:
             return ((self.l1[byte].astype(np.uint32) >> (bit_addr & 7).astype(np.uint32)) & ((1 << bits) - 1))
@@ -259,7 +259,7 @@ class UnpackPackMixin:
                               "(only FP32/TF32/INT32 -> Dst32b; 16-bit Dst targets are not modelled)")
         if in_fmt == F.FP32:
             if out_fmt == F.FP32:
-                raise self.err(f"UNPACR FP32 into {src} with Out_data_format FP32 (undefined; ttsim fatal)")
+                raise self.undefined(f"UNPACR FP32 into {src} with Out_data_format FP32 (undefined; ttsim fatal)")
             fn = {F.TF32: F.unp_fp32_to_tf32, F.BF16: F.unp_fp32_to_bf16, F.FP16: F.unp_fp32_to_fp16}[out_fmt]
             return lambda raw, e: fn(raw)
         if in_fmt == F.BF16:
@@ -278,7 +278,7 @@ class UnpackPackMixin:
         if in_fmt == F.INT16:
             return lambda raw, e: F.int16_to_src(raw)
         if in_fmt in (F.INT32, F.TF32):
-            raise self.err(f"UNPACR in format {_fmt(in_fmt)} into {src} (not possible; only into Dst)")
+            raise self.undefined(f"UNPACR in format {_fmt(in_fmt)} into {src} (not possible; only into Dst)")
         raise self.unimpl(f"UNPACR to {src} with in format {_fmt(in_fmt)}, out format {_fmt(out_fmt)} "
                           "(BFPxa formats)")
 
@@ -327,7 +327,7 @@ class UnpackPackMixin:
         sel = f["read_intf_sel"]
         if sel not in (0, 1, 3, 5, 10):
             raise self.unimpl(f"PACR read_intf_sel={sel}")
-        self._check_state_bank(t)
+        self.check_state_bank(t)
         cfg = self.cfg
         th = self.threads[t]
         c68, c70, c71 = cfg[68], cfg[70], cfg[71]
@@ -359,8 +359,8 @@ class UnpackPackMixin:
         rd = cfg[18]
         rd32, read_unsigned, read_raw, round10 = rd & 1, rd >> 1 & 1, rd >> 2 & 1, rd >> 3 & 1
         if dstacc != in_fmt:
-            raise self.err(f"packer In_data_format {_fmt(in_fmt)} != ALU_FORMAT_SPEC_REG2_Dstacc {_fmt(dstacc)} "
-                           "(undefined; ttsim pf21)")
+            raise self.undefined(f"packer In_data_format {_fmt(in_fmt)} != ALU_FORMAT_SPEC_REG2_Dstacc {_fmt(dstacc)} "
+                                 "(undefined; ttsim pf21)")
         mode = rd32 << 8 | in_fmt << 4 | out_fmt
         if mode not in (_PACK_MODES_32 if rd32 else _PACK_MODES_16):
             raise self.unimpl(f"packer conversion Read_32b_data={rd32} In={_fmt(in_fmt)} Out={_fmt(out_fmt)} "
@@ -393,13 +393,13 @@ class UnpackPackMixin:
         per = x1 - x0 + 1
         if per != 16 and not (per == 8 and sel == 1):
             if self.strict and per > 16:
-                raise self.err(f"PACR X range {x0}..{x1}: the packer reads at most 16 datums per interface "
-                               "(ttsim pf22: use SETADCXX x_end=15)")
+                raise self.undefined(f"PACR X range {x0}..{x1}: the packer reads at most 16 datums per interface "
+                                     "(ttsim pf22: use SETADCXX x_end=15)")
             raise self.unimpl(f"PACR with {per} datums per read interface (16, or 8 with read_intf_sel=1)")
         ys, zs, ws = cfg[12] >> 16, cfg[13] & 0xFFFF, cfg[13] >> 16
         for what, v in (("Ystride", ys), ("Zstride", zs), ("Wstride", ws)):
             if v % esz:
-                raise self.err(f"PACR PCK0_ADDR_CTRL {what}={v} not a multiple of the {esz}-byte In_data_format")
+                raise self.undefined(f"PACR PCK0_ADDR_CTRL {what}={v} not a multiple of the {esz}-byte In_data_format")
         src_addr = (y0 * ys + z0 * zs + w0 * ws) // esz
         if src_addr % 16:
             raise self.unimpl(f"PACR from Dst datum address {src_addr} not on a row boundary")
@@ -410,7 +410,7 @@ class UnpackPackMixin:
         offsets = {0: (0, 1, 2, 3), 1: (0,), 3: (0, 1), 5: (0, 2), 10: (1, 3)}[sel]
         rows = [row0 + o for o in offsets]
         if rows[-1] >= n_dst_rows:
-            raise self.err(f"PACR reads Dst{32 if rd32 else 16}b row {rows[-1]} beyond row {n_dst_rows - 1}")
+            raise self.undefined(f"PACR reads Dst{32 if rd32 else 16}b row {rows[-1]} beyond row {n_dst_rows - 1}")
         count = per * len(rows)
         if out_bits <= 8 and count % 16:
             raise self.unimpl(f"PACR of {count} datums to {_fmt(out_fmt)} (8-bit and BFP outputs need multiples "
@@ -438,7 +438,7 @@ class UnpackPackMixin:
             if kind not in ("fp32", "b16", "tf32", "int32") or (kind == "int32" and relu_mode != 1):
                 raise self.unimpl(f"packer ReLU mode {relu_mode} with intermediate format {_fmt(in_fmt)}")
             if relu_mode >= 2 and relu_thr & 0x8000:
-                raise self.err(f"packer ReLU threshold 0x{relu_thr:04X} is negative (undefined)")
+                raise self.undefined(f"packer ReLU threshold 0x{relu_thr:04X} is negative (undefined)")
             inter = F.relu(inter, kind, relu_mode, relu_thr)
         inter = np.where(keep, inter, np.uint32(0))       # masked datums enter the late conversion as 0
         out = self._pack_late(inter, in_fmt, out_fmt, c71, bool(rd32))

@@ -1,128 +1,27 @@
 """Differential tests: the same ELFs on EmuDevice (our emulator) and TtsimDevice (ttsim, the oracle); raw L1/DRAM bytes
-of the results must match bit for bit.
-
-Skipped unless TT_SIMULATOR points at libttsim.so.
-To add a kernel: append a `DiffCase` to CASES (ELFs per core, argument block, inputs, regions to compare), or call
-`diff_run(case)` from another test with ELFs built elsewhere (e.g. runtime/compile.py output).
+of the results must match bit for bit: the hand-written device programs (tests/support/device_diff.py) and every
+kernel of the end-to-end programs. Skipped unless TT_SIMULATOR points at libttsim.so.
 """
 from __future__ import annotations
 
+import contextlib
 import copy
-import random
 import struct
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import SimpleNamespace
-from typing import Callable
 
 import numpy as np
 import pytest
 
-from tt_backend.chip import layout
 from tt_backend.chip.errors import UnsupportedOp
 from tt_backend.runtime.emu.device import EmuDevice
-from tt_backend.runtime.ttsim_device import TtsimDevice
 
-from tests.support import programs, ttsim_path
+from tests.support import target_params
+from tests.support.device_diff import CASES, diff_run, first_diffs
 from tests.support.elementwise import BINARY, SHAPES, UNARY
-from tests.support.harness import run_on
 
-LIB = ttsim_path()
 pytestmark = pytest.mark.ttsim
-
-DRAM_XY = layout.DRAM_XY[0] | layout.DRAM_XY[1] << 6
-
-
-@dataclass
-class DiffCase:
-    name: str
-    elfs: Callable[[], dict[str, bytes]]                  # built lazily (the compiler may be missing)
-    args: list[int] | bytes | None = None
-    l1_in: dict[int, bytes] = field(default_factory=dict)     # written before the launch
-    dram_in: dict[int, bytes] = field(default_factory=dict)
-    l1_out: list[tuple[int, int]] = field(default_factory=list)    # (addr, size) compared after the launch
-    dram_out: list[tuple[int, int]] = field(default_factory=list)
-    max_clocks: int = 50_000_000
-    step: int = 2000
-
-
-def make_emu():
-    return EmuDevice()
-
-
-def make_ttsim():
-    return TtsimDevice(LIB)
-
-
-def execute(device, case: DiffCase) -> dict[str, bytes]:
-    """Run `case` on `device`; return the raw result regions (and the status words of the launched cores)."""
-    for addr, size in case.l1_out:        # results must not depend on what a region held before
-        device.write_l1(addr, bytes(size))
-    for addr, size in case.dram_out:
-        device.write_dram(addr, bytes(size))
-    for addr, data in case.l1_in.items():
-        device.write_l1(addr, data)
-    for addr, data in case.dram_in.items():
-        device.write_dram(addr, data)
-    elfs = case.elfs()
-    run_on(device, elfs, case.args, step=case.step, max_clocks=case.max_clocks)
-    out = {f"L1[{a:#x}+{n:#x}]": device.read_l1(a, n) for a, n in case.l1_out}
-    out |= {f"DRAM[{a:#x}+{n:#x}]": device.read_dram(a, n) for a, n in case.dram_out}
-    out |= {f"status[{c}]": device.read_l1(layout.status_addr(c), 8) for c in elfs}   # done, error
-    return out
-
-
-def first_diffs(a: bytes, b: bytes, limit: int = 8) -> str:
-    rows = []
-    for off in range(0, max(len(a), len(b)), 4):
-        wa, wb = a[off:off + 4], b[off:off + 4]
-        if wa != wb:
-            rows.append(f"+{off:#x}: emu {wa.hex()} ttsim {wb.hex()}")
-            if len(rows) == limit:
-                break
-    return "; ".join(rows)
-
-
-def diff_run(case: DiffCase, emu=None, sim=None) -> None:
-    """Run `case` on both devices (fresh ones unless given) and assert the result bytes are identical."""
-    own = []
-    if emu is None:
-        emu = make_emu()
-    if sim is None:
-        sim = make_ttsim()
-        own.append(sim)
-    try:
-        want = execute(sim, case)
-        got = execute(emu, case)
-    finally:
-        for d in own:
-            d.close()
-    bad = {k: first_diffs(got[k], want[k]) for k in want if got[k] != want[k]}
-    assert not bad, f"{case.name}: emulator differs from ttsim: {bad}"
-
-
-_rng = random.Random(1234)
-_DRAM_BLOB = _rng.randbytes(40 * 1024 + 64)
-_COPY_BLOB = _rng.randbytes(20 * 1024)
-
-
-def _prog(name: str, core: str = "brisc"):
-    return lambda: {core: programs.compile_prog(f"device/{name}.c", core)}
-
-
-CASES = [
-    DiffCase("store_word", _prog("store_word"), [0x20000, 41], l1_out=[(0x20000, 64)], step=200),
-    DiffCase("compute", _prog("compute"), [0x40000], l1_out=[(0x40000, 0x800), (layout.ARGS_BASE, 8)]),
-    DiffCase("dram_read", _prog("dram_read"), [0x40_0040, 0x80040, len(_DRAM_BLOB), DRAM_XY],
-             dram_in={0x40_0040: _DRAM_BLOB}, l1_out=[(0x80040, len(_DRAM_BLOB)), (layout.ARGS_BASE, 0x20)]),
-    DiffCase("dram_copy", _prog("dram_copy"), [0x100_0000, 0x90000, len(_COPY_BLOB), 0x200_0000, DRAM_XY],
-             dram_in={0x100_0000: _COPY_BLOB}, dram_out=[(0x200_0000, len(_COPY_BLOB))],
-             l1_out=[(0x90000, len(_COPY_BLOB))]),
-    DiffCase("compute@ncrisc", _prog("compute", "ncrisc"), [0x40000], l1_out=[(0x40000, 0x800), (layout.ARGS_BASE, 8)]),
-    DiffCase("store_word@trisc1", _prog("store_word", "trisc1"), [0x20000, 5], l1_out=[(0x20000, 64)], step=200),
-    DiffCase("dram_read@ncrisc", _prog("dram_read", "ncrisc"), [0x40_0040, 0x80040, len(_DRAM_BLOB), DRAM_XY],
-             dram_in={0x40_0040: _DRAM_BLOB}, l1_out=[(0x80040, len(_DRAM_BLOB)), (layout.ARGS_BASE, 0x20)]),
-]
 
 
 @pytest.mark.needs_program_cc
@@ -136,10 +35,11 @@ def test_words_helper():
 
 
 # ======================================================== every kernel of the end-to-end programs, on both targets
-# The tinygrad programs of tests/e2e/test_e2e.py and of the frontend tests run on device "TT:ttsim"; every kernel launch
-# is recorded (ELFs, argument block, the bytes of all its DRAM buffers before and after) and replayed on an EmuDevice
-# with the same DRAM contents; all buffer bytes must be identical. The kernels are the ttsim-lowered ones (macro-free),
-# so both targets run the very same ELFs. A kernel ttsim cannot run (a simulator gap:
+# The tinygrad programs of tests/e2e/test_e2e.py and of the frontend tests run on device "TT:ttsim" (and "TT:umd-sim":
+# the card path, through the real tt-umd's simulation device on the same ttsim, when tt-umd is installed); every
+# kernel launch is recorded (ELFs, argument block, the bytes of all its DRAM buffers before and after) and replayed on
+# an EmuDevice with the same DRAM contents; all buffer bytes must be identical. The kernels are the ttsim-lowered ones
+# (macro-free), so both targets run the very same ELFs. A kernel ttsim cannot run (a simulator gap:
 # UnimplementedFunctionality / UnsupportedFunctionality) is counted and reported, not compared.
 _prng = np.random.default_rng(7)
 
@@ -178,7 +78,9 @@ def _programs():
 
 
 PROGRAMS = _programs()
-SUMMARY = {"programs": 0, "kernels": 0, "outputs_written": 0, "emu_s": 0.0, "ttsim_s": 0.0, "gaps": [], "divergences": []}
+SUMMARY = {"programs": 0, "kernels": 0, "outputs_written": 0, "emu_s": 0.0, "ttsim_s": 0.0, "gaps": [],
+           "divergences": [], "kernels_on": {}}      # kernels_on: kernels compared per simulator target
+SIM_TARGETS = ("ttsim", "umd-sim")      # the targets whose launches are recorded and replayed on the emulator
 
 
 @dataclass
@@ -197,13 +99,13 @@ def _regions(prog, bufs):
 
 @pytest.fixture
 def recorded(monkeypatch):
-    """Launches on TT:ttsim, recorded by wrapping TTProgram.__call__."""
+    """Launches on TT:ttsim / TT:umd-sim, recorded by wrapping TTProgram.__call__."""
     from tt_backend.ops_tt import TTBuffer, TTProgram
     launches: list[Launch] = []
     orig = TTProgram.__call__
 
     def call(self, *bufs, **kw):
-        if getattr(self.dev, "backend", "") != "ttsim":
+        if getattr(self.dev, "backend", "") not in SIM_TARGETS:
             return orig(self, *bufs, **kw)
         dev = self.dev.target
         rec = Launch(self, [TTBuffer(b.addr, b.size) for b in bufs], copy.deepcopy(self.dev.allocator.arena),
@@ -220,15 +122,16 @@ def recorded(monkeypatch):
 
 @pytest.mark.needs_cc
 @pytest.mark.parametrize("name,fn,arrays", PROGRAMS, ids=[p[0] for p in PROGRAMS])
-def test_e2e_kernels_bit_identical(name, fn, arrays, recorded):
+@pytest.mark.parametrize("sim_target", target_params(*SIM_TARGETS))
+def test_e2e_kernels_bit_identical(sim_target, name, fn, arrays, recorded):
     from tinygrad import Device, Tensor
     launches, call = recorded
-    sim = Device["TT:ttsim"].target
+    sim = Device[f"TT:{sim_target}"].target
     if not sim.alive:
         sim.restart()
     SUMMARY["programs"] += 1
     try:
-        fn(*[Tensor(a, device="TT:ttsim") for a in arrays]).numpy()
+        fn(*[Tensor(a, device=f"TT:{sim_target}") for a in arrays]).numpy()
     except UnsupportedOp as e:
         pytest.skip(f"not lowered for TT yet: {e}")
     except Exception as e:
@@ -241,7 +144,9 @@ def test_e2e_kernels_bit_identical(name, fn, arrays, recorded):
     emu = EmuDevice()
     for k, rec in enumerate(launches):
         clone = copy.copy(rec.prog)
-        clone.dev = SimpleNamespace(target=emu, allocator=SimpleNamespace(arena=rec.arena))
+        # the replay's stand-in device: this emulator, the recorded arena, no target replacement on failure
+        clone.dev = SimpleNamespace(target=emu, allocator=SimpleNamespace(arena=rec.arena),
+                                    recovering=lambda what: contextlib.nullcontext())
         for (a, _), data in zip(_regions(rec.prog, rec.bufs), rec.before):
             emu.write_dram(a, data)
         t0 = time.perf_counter()
@@ -249,6 +154,7 @@ def test_e2e_kernels_bit_identical(name, fn, arrays, recorded):
         SUMMARY["emu_s"] += time.perf_counter() - t0
         SUMMARY["ttsim_s"] += rec.ttsim_s
         SUMMARY["kernels"] += 1
+        SUMMARY["kernels_on"][sim_target] = SUMMARY["kernels_on"].get(sim_target, 0) + 1
         out = rec.prog.slots.index(rec.prog.meta["outs"][0])
         SUMMARY["outputs_written"] += rec.after[out] != rec.before[out]     # the comparison is not of untouched bytes
         got = [emu.read_dram(a, n) for a, n in _regions(rec.prog, rec.bufs)]
@@ -266,8 +172,8 @@ def test_e2e_summary():
     s = SUMMARY
     if not s["programs"]:
         pytest.skip("no e2e program ran (select the whole module)")
-    print(f"\nemu vs ttsim: {s['kernels']} kernels from {s['programs']} programs, bit-identical except "
-          f"{len(s['divergences'])} divergence(s); launch time emu {s['emu_s']:.2f} s, ttsim {s['ttsim_s']:.2f} s; "
+    print(f"\nemu vs ttsim: {s['kernels']} kernels ({s['kernels_on']}) from {s['programs']} programs, "
+          f"bit-identical except {len(s['divergences'])} divergence(s); launch time emu {s['emu_s']:.2f} s, ttsim {s['ttsim_s']:.2f} s; "
           f"{len(s['gaps'])} kernel(s) ttsim cannot run; {s['outputs_written']} outputs changed by the kernel")
     for line in s["gaps"] + s["divergences"]:
         print("  " + line)

@@ -25,9 +25,9 @@ import numpy as np
 import pytest
 
 from tt_backend.chip import isa, layout
+from tt_backend.chip.numerics.dst import Dst
+from tt_backend.chip.numerics.sfpu.functional import FunctionalSFPU
 from tt_backend.runtime.emu.device import EmuDevice
-from tt_backend.runtime.emu.dst import Dst
-from tt_backend.runtime.emu.sfpu import SFPU
 from tt_backend.runtime.ttsim_device import TtsimDevice
 
 from tests.support import programs, sfpu_gen as gen, ttsim_path
@@ -223,7 +223,7 @@ if __name__ == "__main__":   # full sweep with a report: python -m tests.diff.te
 # regressions for model bugs this suite found (no ttsim needed; the expected values are what ttsim produced)
 
 def _sfpu():
-    return SFPU(Dst())
+    return FunctionalSFPU(Dst())
 
 
 def _run(s, name, **fields):

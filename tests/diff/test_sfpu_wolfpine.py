@@ -30,7 +30,8 @@ from tt_backend.chip import isa  # noqa: E402
 from tt_backend.chip.errors import EmuError, EmuUnimplemented  # noqa: E402
 
 try:
-    from tt_backend.runtime.emu.dst import Dst
+    from tt_backend.chip.numerics.dst import Dst
+    from tt_backend.runtime.emu.cycles import SfpuTiming
     from tt_backend.runtime.emu.sfpu import SFPU
     SFPU_IMPORT_ERROR = None
 except Exception as e:  # the model is being written in parallel
@@ -352,7 +353,7 @@ def test_sfpu_matches_wolfpine(name, mode, build):
     if SFPU is None:
         pytest.xfail(SFPU_IMPORT_ERROR)
     rng = np.random.default_rng(zlib.crc32(f"{name}-{mode}".encode()))
-    sfpu = SFPU(Dst(), strict=True)
+    sfpu = SFPU(Dst(), SfpuTiming(strict=True), strict=True)
     failures = []
     n_bad = 0
     for _ in range(CASES):
@@ -450,7 +451,7 @@ def test_wolfpine_deviation_pinned_to_isa(name, fields, inputs, where, isa_value
     for r, v in inputs.items():
         L[r] = v
     word = isa.encode(name, **fields)
-    sfpu = SFPU(Dst(), strict=True)
+    sfpu = SFPU(Dst(), SfpuTiming(strict=True), strict=True)
     sfpu.lreg[:] = L
     sfpu.lane_flags[:] = True
     sfpu.invalidate()

@@ -16,7 +16,7 @@ from tests.support.elementwise import BINARY, SHAPES, UNARY
 
 pytestmark = pytest.mark.needs_cc
 
-# ulp bounds per op, measured on the SFPU sequences (see lowering/sfpu_ops.py); 0 = bit-exact
+# ulp bounds per op, measured on the SFPU sequences (see lowering/codegen/sfpu_ops.py); 0 = bit-exact
 ULP = {"add": 0, "mul": 0, "sub": 0, "neg": 0, "max": 0, "recip": 1, "sqrt": 1, "exp2": 2, "log2": 2, "trunc": 0}
 
 
@@ -35,10 +35,11 @@ TT = "TT:emu"          # the device the current test runs on (set per target by 
 
 @pytest.fixture(autouse=True)
 def tt_target(target):
-    """Every test runs on each target (tests/conftest.py `target`): the emulator, and ttsim when TT_SIMULATOR is set."""
+    """Every test runs on each target (tests/conftest.py `target`): the emulator, ttsim when TT_SIMULATOR is set, and
+    the card path (the real tt-umd's simulation device) on that ttsim when tt-umd is installed too."""
     global TT
     TT = f"TT:{target}"
-    if target == "ttsim":
+    if target != "emu":
         if not (sim := Device[TT].target).alive:
             sim.restart()                      # an earlier test's fatal simulator error must not fail this one
     return target

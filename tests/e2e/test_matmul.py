@@ -1,10 +1,10 @@
-"""Matmul on the FPU (lowering/matmul.py + templates/matmul_*.c.j2): pattern matching, plans, and runs on the emulator
-(and on ttsim when TT_SIMULATOR is set) against tinygrad's CPU device and float64.
+"""Matmul on the FPU (lowering/families/fpu_matmul.py + templates/matmul_*.c.j2): pattern matching, plans, and runs on
+the emulator (and on ttsim when TT_SIMULATOR is set) against tinygrad's CPU device and float64.
 
 Error measure: |C - C64| / (|A| @ |B|) per element (the "normalised" error of fpu-path.md 10.5: plain relative error is
 unbounded under cancellation), with C64 the float64 product of the operands as the kernel sees them (bf16-rounded for
-bf16 tensors, exact fp32 for fp32). Tolerance per fidelity = lowering.matmul.PREDICTED_ERR (the MVMUL errors measured on
-ttsim, with headroom) + the output rounding (2^-9 for a bf16 output, 2^-23 for fp32).
+bf16 tensors, exact fp32 for fp32). Tolerance per fidelity = lowering.families.fpu_matmul.PREDICTED_ERR (the MVMUL
+errors measured on ttsim, with headroom) + the output rounding (2^-9 for a bf16 output, 2^-23 for fp32).
 
 Shapes up to 128 run by default (the suite's share stays well under a minute); TT_SLOW=1 adds 256 and 512 cubes.
 """
@@ -19,8 +19,11 @@ import pytest
 from tinygrad import Tensor, dtypes
 from tinygrad.uop.ops import Ops
 
-from tt_backend.lowering.matmul import PREDICTED_ERR, choose_fidelity, lower_matmul, match_matmul, plan_matmul
-from tt_backend.lowering.sfpu_matmul import SfpuMatmulPlan
+from tt_backend.lowering.families.fpu_matmul import PREDICTED_ERR, choose_fidelity, plan_matmul
+from tt_backend.lowering.families.matmul_spec import match_matmul
+from tt_backend.lowering.families.sfpu_matmul import SfpuMatmulPlan
+from tt_backend.lowering.placement.placer import Placer
+from tt_backend.lowering.select import lower
 from tt_backend.chip.errors import UnsupportedOp
 
 from tests.support import ttsim_path
@@ -46,6 +49,11 @@ def from_bytes(raw: bytes, dt: str) -> np.ndarray:
     return np.frombuffer(raw, np.float32).copy()
 
 
+def lower_matmul(ast, name: str, err_budget: float | None = None):
+    """The plan the selector (lowering.select) picks for a matmul kernel under `err_budget`."""
+    return lower(ast, name, Placer(budget=err_budget))
+
+
 def matmul_ast(fn, shapes, dt):
     """The single kernel tinygrad schedules for fn(*inputs) (inputs are slots 1.. in order)."""
     out = fn(*[Tensor.empty(*s, device="CPU", dtype=dt) for s in shapes])
@@ -56,7 +64,7 @@ def matmul_ast(fn, shapes, dt):
 
 def run_plan(dev, plan, arrays):
     """Launch a MatmulPlan on a Device with numpy inputs (slot k+1 = arrays[k]); returns (raw output bytes, seconds)."""
-    from tt_backend.lowering.render import split
+    from tt_backend.lowering.codegen.sources import split
     from tt_backend.runtime.compile import compile_kernel
     from tt_backend.runtime.driver import launch
     srcs, hdrs = split(plan.render())
@@ -91,7 +99,8 @@ rng = np.random.default_rng(1234)
 
 
 def case(M, K, N, dt=dtypes.bfloat16, form="plain", batch=None, fidelity=None, err_budget=None, dev=None):
-    """Run one matmul through tt_backend.lowering.matmul on `dev` (default: emulator); check it against float64 and tinygrad CPU."""
+    """Run one matmul through tt_backend.lowering.families.fpu_matmul on `dev` (default: emulator); check it against
+    float64 and tinygrad CPU."""
     sa, sb = ((batch,) if batch else ()) + (M, K), ((batch,) if batch else ()) + (K, N)
     a = rng.standard_normal(sa).astype(np.float32)
     b = rng.standard_normal(sb).astype(np.float32)
@@ -248,7 +257,7 @@ def test_fp32_with_budget(fidelity):
 def test_tinygrad_device_bf16(monkeypatch):
     """Through tinygrad's TT device (ops_tt): casts on the SFPU, the matmul on the FPU (a budget that HiFi3 meets),
     C rounded to bf16."""
-    import tt_backend.lowering.matmul as lm
+    import tt_backend.lowering.families.fpu_matmul as lm
     monkeypatch.setenv("TT_ERR_BUDGET", "2e-3")
     a = rng.standard_normal((48, 64)).astype(np.float32)
     b = rng.standard_normal((64, 40)).astype(np.float32)
@@ -271,13 +280,12 @@ def test_tinygrad_device_bf16_default_is_float32_faithful(monkeypatch):
     """No budget: a bf16 matmul runs on the fp32 SFPU matmul, so the bf16 result is the exactly rounded one except
     at rounding ties of the fp32 accumulation (MVMUL at HiFi4 would be ~1e-3 off in relative L2: one bf16 ulp on
     many outputs)."""
-    from tt_backend.lowering.sfpu_matmul import SfpuMatmulPlan
-    import tt_backend.lowering.matmul as lm
+    import tt_backend.lowering.select as sel
     monkeypatch.delenv("TT_ERR_BUDGET", raising=False)
     a = rng.standard_normal((40, 256)).astype(np.float32)
     b = rng.standard_normal((256, 36)).astype(np.float32)
-    planned, real = [], lm.lower_matmul
-    monkeypatch.setattr(lm, "lower_matmul", lambda *args, **kw: planned.append(real(*args, **kw)) or planned[-1])
+    planned, real = [], sel.lower
+    monkeypatch.setattr(sel, "lower", lambda *args, **kw: planned.append(real(*args, **kw)) or planned[-1])
     ta = Tensor(a, device="TT").cast(dtypes.bfloat16).realize()
     tb = Tensor(b, device="TT").cast(dtypes.bfloat16).realize()
     got = (ta @ tb).float().numpy()
@@ -288,8 +296,8 @@ def test_tinygrad_device_bf16_default_is_float32_faithful(monkeypatch):
 
 @pytest.mark.needs_cc
 def test_tinygrad_device_fp32_with_budget(monkeypatch):
-    """TT_ERR_BUDGET reaches the fidelity choice (tt_backend.placement_eval.placer -> lower_kernel -> lower_matmul)."""
-    import tt_backend.lowering.matmul as lm
+    """TT_ERR_BUDGET reaches the fidelity choice (tt_backend.placement_eval.placer -> lowering.select -> fpu_matmul)."""
+    import tt_backend.lowering.families.fpu_matmul as lm
     monkeypatch.setenv("TT_ERR_BUDGET", "1e-2")
     a = rng.standard_normal((40, 80)).astype(np.float32)
     b = rng.standard_normal((80, 36)).astype(np.float32)
@@ -398,7 +406,7 @@ def test_fp32_sfpu_column_groups():
 @pytest.mark.needs_cc
 def test_fp32_sfpu_column_groups_run():
     """Several column groups (forced by a small ng limit) give the same bits as one."""
-    import tt_backend.lowering.sfpu_matmul as sm
+    import tt_backend.lowering.families.sfpu_matmul as sm
     state = rng.bit_generator.state
     _, raw1, *_ = sfpu_case(40, 16, 100)
     real = sm.allocate_sfpu_matmul_l1
@@ -420,7 +428,7 @@ def test_fp32_sfpu_column_groups_run():
 def test_tinygrad_device_fp32_sfpu(monkeypatch):
     """Through tinygrad's TT device without a budget: fp32-faithful, so the SFPU matmul."""
     monkeypatch.delenv("TT_ERR_BUDGET", raising=False)
-    import tt_backend.lowering.sfpu_matmul as sm
+    import tt_backend.lowering.families.sfpu_matmul as sm
     planned, real = [], sm.plan_sfpu_matmul
     monkeypatch.setattr(sm, "plan_sfpu_matmul", lambda *args, **kw: planned.append(real(*args, **kw)) or planned[-1])
     a = rng.standard_normal((44, 76)).astype(np.float32)     # a shape no other test compiles (program cache)
@@ -492,7 +500,7 @@ def test_fp32_sfpu_split_k_plans(shape):
 def test_fp32_sfpu_split_k_bits(mkn, form, batch, kbc, stream):
     """Forced small K blocks (B resident or streamed; C packed to L1 between blocks and unpacked back): the bits of the
     one-block kernel."""
-    from tt_backend.lowering.sfpu_matmul import force_split_k
+    from tt_backend.lowering.families.sfpu_matmul import force_split_k
     state = rng.bit_generator.state
     plan, raw1, *_ = sfpu_case(*mkn, form=form, batch=batch)
     assert not plan.split_k
@@ -550,7 +558,7 @@ def test_fp32_sfpu_matvec(form):
 def test_fpu_plan_too_big_takes_sfpu():
     """A matmul the FPU would take but whose B does not fit L1 (the FPU plan keeps all of B resident) runs on the SFPU
     matmul instead of failing: bf16 operands widen exactly, C accumulates in fp32 and is rounded to bf16 once."""
-    from tt_backend.lowering.sfpu_matmul import force_split_k, plan_sfpu_matmul
+    from tt_backend.lowering.families.sfpu_matmul import force_split_k, plan_sfpu_matmul
     ast = matmul_ast(lambda x, y: x @ y, [(64, 1024), (1024, 1024)], dtypes.bfloat16)
     with pytest.raises(UnsupportedOp, match="bytes of L1"):
         plan_matmul(match_matmul(ast), "k", err_budget=2e-3)

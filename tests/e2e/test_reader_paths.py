@@ -1,4 +1,4 @@
-"""The elementwise reader's run paths (lowering/render.py RUN_MODES): broadcast, runs, strided, columns.
+"""The elementwise reader's run paths (lowering/families/tile_streams.py RUN_MODES): broadcast, runs, strided, columns.
 
 Per case: the renderer picks the expected mode for the stream it is meant for (gated streams keep the per-datum
 gather); the program on TT is bit-identical to tinygrad's reference (PYTHON) device (only exact ops: add, mul by 2, neg, select,
@@ -17,9 +17,10 @@ import pytest
 from tinygrad import Tensor, dtypes
 from tinygrad.uop.ops import Ops
 
-from tt_backend.lowering.frontend import lower_kernel
-from tt_backend.lowering.plan import KernelPlan
-from tt_backend.lowering.render import RUN_MODES, reader_mode, render, split
+from tt_backend.lowering.codegen.sources import split
+from tt_backend.lowering.families.elementwise import ElementwisePlan
+from tt_backend.lowering.families.tile_streams import RUN_MODES, reader_mode
+from tt_backend.lowering.select import lower
 
 rng = np.random.default_rng(11)
 
@@ -86,14 +87,14 @@ def _tensors(specs, arrays, device):
             for x, (_, dt) in zip(arrays, specs)]
 
 
-def _plans(fn, specs) -> list[KernelPlan]:
-    """The elementwise KernelPlans tinygrad schedules for fn (all-SFPU lowering: the reader does not depend on it)."""
+def _plans(fn, specs) -> list[ElementwisePlan]:
+    """The elementwise plans tinygrad schedules for fn (all-SFPU lowering: the reader does not depend on it)."""
     ins = [t.realize() for t in _tensors(specs, [_data(s, dt) for s, dt in specs], REF)]
     out = []
     for i, call in enumerate(c for c in fn(*ins).schedule_linear().src if c.op is Ops.CALL):
         if call.src[0].op is Ops.SINK:
-            plan = lower_kernel(call.src[0], f"k{i}")
-            if isinstance(plan, KernelPlan) and plan.reduce is None:
+            plan = lower(call.src[0], f"k{i}")
+            if isinstance(plan, ElementwisePlan):
                 out.append(plan)
     return out
 
@@ -105,7 +106,7 @@ def test_mode_chosen(name, fn, specs, modes):
     got = {reader_mode(p, j) for p in plans for j in range(len(p.inputs))}
     assert modes <= got, f"{name}: modes {got}, expected {modes}"
     for p in plans:
-        src = render(p)["brisc"]
+        src = p.render()["brisc"]
         for j in range(len(p.inputs)):
             assert f"{reader_mode(p, j)} */" in src.split(f"/* input {j}:")[1].split("\n")[0]
 
@@ -124,7 +125,7 @@ def test_bit_identical_to_cpu(name, fn, specs, modes, target):
 
 
 # --------------------------------------------------------------------------- plan level: run paths vs per-datum gather
-def _launch(plan: KernelPlan, data: dict[int, bytes]) -> tuple[bytes, int]:
+def _launch(plan: ElementwisePlan, data: dict[int, bytes]) -> tuple[bytes, int]:
     from tt_backend.runtime import compile as C
     from tt_backend.runtime import driver
     from tt_backend.runtime.emu.device import EmuDevice
@@ -134,7 +135,7 @@ def _launch(plan: KernelPlan, data: dict[int, bytes]) -> tuple[bytes, int]:
         addrs.append(addr)
         dev.write_dram(addr, data.get(k, bytes(b.nbytes)))
         addr += (b.nbytes + 0xFFF) & ~0xFFF
-    sources, headers = split(render(plan))
+    sources, headers = split(plan.render())
     res = driver.launch(dev, C.compile_kernel(sources, headers, plan.name), plan.arg_words(addrs), timeout_s=300)
     assert all(c.error == 0 for c in res.cores.values())
     out = plan.output.buf

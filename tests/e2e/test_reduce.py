@@ -1,5 +1,5 @@
-"""Reductions (lowering/reduce.py): the SFPU lane combine on the SFPU model, the layout/padding rules, and tinygrad
-programs with REDUCE on Device TT (emulator) against tinygrad's CPU device.
+"""Reductions (lowering/families/sfpu_reduce.py): the SFPU lane combine on the SFPU model, the layout/padding rules, and
+tinygrad programs with REDUCE on Device TT (emulator) against tinygrad's CPU device.
 
 Tolerances, stated per case:
   * float32 sums: |tt - cpu| <= 2 * eps32 * sqrt(K) * sum|x| (both accumulate in fp32 in different orders; measured
@@ -11,12 +11,12 @@ Tolerances, stated per case:
 import numpy as np
 import pytest
 
-from tt_backend.lowering import sfpu_ops as so
+from tt_backend.lowering.codegen import sfpu_ops as so
 from tt_backend.lowering.dag import ValueDAG
-from tt_backend.lowering.plan import reduce_out_datum
-from tt_backend.lowering.reduce import ACC, choose_layout, finish_words, zero_preserving
-from tt_backend.runtime.emu.dst import Dst
-from tt_backend.runtime.emu.sfpu import SFPU
+from tt_backend.lowering.families.sfpu_reduce import ACC, choose_layout, finish_words, zero_preserving
+from tt_backend.lowering.families.tile_plan import reduce_out_datum
+from tt_backend.chip.numerics.dst import Dst
+from tt_backend.chip.numerics.sfpu.functional import FunctionalSFPU as SFPU
 from tt_backend.chip.isa import decode, encode
 
 EPS32 = 2.0 ** -23

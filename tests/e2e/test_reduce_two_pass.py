@@ -1,7 +1,8 @@
-"""Two-pass reductions (lowering/reduce.py plan_two_pass): one reduction's pre-op reads another's finished value, in
-one kernel. tinygrad fuses these for reductions with no axis (x.argmax(), x.logsumexp(), (x - x.max()).exp().sum(),
-(x - x.mean()).abs().sum()); with an axis it makes two kernels. Pass 1 reduces, broadcasts each output's result to
-all of its lanes and row steps of a Dst slot; pass 2 streams the same tiles again with that slot as an input.
+"""Two-pass reductions (lowering/families/sfpu_reduce.py plan_two_pass): one reduction's pre-op reads another's finished
+value, in one kernel. tinygrad fuses these for reductions with no axis (x.argmax(), x.logsumexp(),
+(x - x.max()).exp().sum(), (x - x.mean()).abs().sum()); with an axis it makes two kernels. Pass 1 reduces, broadcasts each
+output's result to all of its lanes and row steps of a Dst slot; pass 2 streams the same tiles again with that slot as
+an input.
 
 Tolerances: argmax/argmin and max-based results exact; float sums |tt - cpu| <= 2 * eps32 * sqrt(K) * sum|terms|
 (as tests/e2e/test_reduce.py), logs/exps relative 1e-6 (a few ulp of the SFPU sequences on top of the sum).
@@ -12,10 +13,12 @@ import pytest
 
 from tt_backend.lowering.dag import ValueDAG
 from tt_backend.lowering.frontend import LoweredKernel, StreamIndex
-from tt_backend.lowering.plan import Buffer, allocate_l1, reduce_out_datum
-from tt_backend.lowering.reduce import ACC, TWO_PASS_LANES, choose_layout, finish_words, plan_reduce
-from tt_backend.runtime.emu.dst import Dst
-from tt_backend.runtime.emu.sfpu import SFPU
+from tt_backend.lowering.families.sfpu_reduce import ACC, TWO_PASS_LANES, choose_layout, finish_words, plan_reduce
+from tt_backend.lowering.families.tile_plan import allocate_l1, reduce_out_datum
+from tt_backend.lowering.index import IndexExpr
+from tt_backend.lowering.plan import Buffer
+from tt_backend.chip.numerics.dst import Dst
+from tt_backend.chip.numerics.sfpu.functional import FunctionalSFPU as SFPU
 from tt_backend.chip.errors import UnsupportedOp
 from tt_backend.chip.isa import decode, encode
 
@@ -154,10 +157,10 @@ LOG2E, LN2 = 1.4426950408889634, 0.6931471805599453
 def row_kernel(kind: str, O: int, K: int) -> LoweredKernel:
     """ranges (O, K), x[o*K + k]; lse: max, then sum exp(x - max), log + max; argmax: max, then max of
     (x == max) * (K - k) (a computed stream), K - that; mad: sum, then sum |x - sum/K|."""
-    x = StreamIndex(1, "float32", f"((r0 * {K}) + r1)", None, f"((r0 * {K}) + r1)", None, True,
-                    ranges=frozenset({0, 1}), coef=(K, 1, 0))
-    out = StreamIndex(0, "int32" if kind == "argmax" else "float32", "r0", None, "r0", None, False,
-                      ranges=frozenset({0}), coef=(1, 0, 0))
+    r0, r1 = IndexExpr.range_var(0), IndexExpr.range_var(1)
+    x = StreamIndex(1, "float32", r0 * K + r1, None, True, ranges=frozenset({0, 1}), coef=(K, 1, 0))
+    out = StreamIndex(0, "int32" if kind == "argmax" else "float32", r0, None, False, ranges=frozenset({0}),
+                      coef=(1, 0, 0))
     d, inputs = ValueDAG(), [x]
     ld = d.add("LOAD", "float32", (), 0)
     c = lambda dt, v: d.add("CONST", dt, (), v)   # noqa: E731
@@ -167,8 +170,8 @@ def row_kernel(kind: str, O: int, K: int) -> LoweredKernel:
         s = d.add("REDUCE", "float32", (e,), ("ADD", (1,)))
         d.out = d.add("ADD", "float32", (d.add("MUL", "float32", (d.add("LOG2", "float32", (s,)), c("float32", LN2))), m))
     elif kind == "argmax":
-        inputs.append(StreamIndex(0, "int32", "0", None, "0", None, False, ranges=frozenset({1}),
-                                  value_c=f"((r1 * (-1)) + {K})", value_py=f"((r1 * (-1)) + {K})"))
+        inputs.append(StreamIndex(0, "int32", IndexExpr.const(0), None, False, ranges=frozenset({1}),
+                                  value=r1 * -1 + K))
         m = d.add("REDUCE", "float32", (ld,), ("MAX", (1,)))
         eq = d.add("CMPNE", "bool", (d.add("CMPNE", "bool", (ld, m)), c("bool", True)))
         v = d.add("MUL", "int32", (d.add("CAST", "int32", (eq,)), d.add("LOAD", "int32", (), 1)))
@@ -184,7 +187,7 @@ def row_kernel(kind: str, O: int, K: int) -> LoweredKernel:
 
 
 def run_plan(plan, x, device=None):
-    from tt_backend.lowering.render import render, split
+    from tt_backend.lowering.codegen.sources import split
     from tt_backend.runtime import compile as C
     from tt_backend.runtime import driver
     if device is None:
@@ -192,7 +195,7 @@ def run_plan(plan, x, device=None):
         device = EmuDevice()
     addrs = [0x40000, 0x40000 + ((plan.buffers[0].nbytes + 0xFFF) & ~0xFFF)]
     device.write_dram(addrs[1], x.astype(np.float32).tobytes())
-    sources, headers = split(render(plan))
+    sources, headers = split(plan.render())
     res = driver.launch(device, C.compile_kernel(sources, headers, plan.name), plan.arg_words(addrs), timeout_s=300)
     assert all(c.done == res.generation and c.error == 0 for c in res.cores.values())
     assert {c.progress for c in res.cores.values()} >= {plan.n_tiles}
@@ -238,7 +241,7 @@ def lowered_kernels(t):
 def test_frontend_aliases_the_dependent_reduction():
     """x.argmax() is one kernel: the second reduction's range aliases the first's (one range of K), the two loads of x
     are one contiguous stream after dedupe, and a merged REDUCE(op, REDUCE(op, ...)) is not aliased."""
-    from tt_backend.lowering.reduce import dedupe_streams, reduce_deps
+    from tt_backend.lowering.families.sfpu_reduce import dedupe_streams, reduce_deps
     x = rng.standard_normal((8, 50)).astype(np.float32)
     (lk,) = [k for k in lowered_kernels(Tensor(x, device="CPU").argmax()) if len(k.ranges) == 1]
     reds = [n for n in lk.dag.nodes if n.op == "REDUCE"]

@@ -87,10 +87,11 @@ def test_fma_bh_stacked_vectors():
     assert np.array_equal(fma_bh_stacked(den), _fma_exact(den.astype(np.int64)))
 
 
-# --- batched row steps (Tensix._sfpu_batch): identical to one-by-one execution ----------------------------------
+# --- batched row steps (Tensix.batch_sfpu, accel/mop_batch.py): identical to one-by-one execution ----------------------------------
 from tt_backend.chip import isa, layout  # noqa: E402
 from tt_backend.chip.errors import EmuError  # noqa: E402
 from tt_backend.runtime.emu import bench, tensix  # noqa: E402
+from tt_backend.runtime.emu.accel import batch_timing, deferral, mop_batch, sfpu_batch  # noqa: E402
 
 E = isa.encode
 MAD = lambda a, b, c, d: E("SFPMAD", lreg_src_a=a, lreg_src_b=b, lreg_src_c=c, lreg_dest=d, instr_mod1=0)
@@ -100,8 +101,8 @@ STORE = lambda vd, addr, am=0: E("SFPSTORE", lreg_ind=vd, instr_mod0=3, sfpu_add
 
 @pytest.fixture
 def batch_counter(monkeypatch):
-    """Counts instructions run by _sfpu_batch; `off()` disables batching."""
-    orig = tensix.Tensix._sfpu_batch
+    """Counts instructions run by batch_sfpu; `off()` disables batching."""
+    orig = tensix.Tensix.batch_sfpu
     state = {"n": 0, "on": True}
 
     def wrapped(self, t, th):
@@ -110,7 +111,7 @@ def batch_counter(monkeypatch):
         n = orig(self, t, th)
         state["n"] += n
         return n
-    monkeypatch.setattr(tensix.Tensix, "_sfpu_batch", wrapped)
+    monkeypatch.setattr(tensix.Tensix, "batch_sfpu", wrapped)
     return state
 
 
@@ -199,21 +200,22 @@ def test_bench_tile_batched_identical(batch_counter):
 _E2E = """
 import json, sys
 import numpy as np
-from tt_backend.runtime.emu import sfpu as sfpu_mod, tensix
+from tt_backend.runtime.emu import tensix
+from tt_backend.runtime.emu.accel import deferral, sfpu_batch
 from tt_backend.runtime.emu.device import EmuDevice
 count = [0, 0]
-orig = tensix.Tensix._sfpu_batch
+orig = tensix.Tensix.batch_sfpu
 def batch(self, t, th):
     n = orig(self, t, th) if sys.argv[1] == "on" else 0
     count[0] += n
     return n
-tensix.Tensix._sfpu_batch = batch
-tensix.DEFER_SFPU = sys.argv[1] == "on"
-eb = sfpu_mod.SFPU.execute_batch
-def ebatch(self, body, k, addrs, cycle):
+tensix.Tensix.batch_sfpu = batch
+deferral.DEFER_SFPU = sys.argv[1] == "on"
+eb = sfpu_batch.execute_batch
+def ebatch(sfpu, body, k, addrs, cycle):
     count[1] += k * len(body)
-    return eb(self, body, k, addrs, cycle)
-sfpu_mod.SFPU.execute_batch = ebatch
+    return eb(sfpu, body, k, addrs, cycle)
+sfpu_batch.execute_batch = ebatch
 devs = []
 adv = EmuDevice.advance
 def advance(self, budget):
@@ -351,30 +353,29 @@ def test_batch_random_bodies_mostly_batched():
     assert sum(_RANDOM_BATCHED) >= 10, _RANDOM_BATCHED
 
 
-# --- deferred SFPU work (Tensix._defer / _dq_flush): bodies pushed one word at a time ---------------------------------
+# --- deferred SFPU work (Tensix.defer / flush_deferred): bodies pushed one word at a time ---------------------------------
 # Bodies longer than the replay buffer are pushed by TRISC1 word by word (templates/compute.c.j2); the Tensix issues
 # each at once (timing, RWCs, strict checks) but executes the data later, batching repeated bodies. Everything must be
-# bit-identical to running each instruction as it arrives (tensix.DEFER_SFPU = False).
+# bit-identical to running each instruction as it arrives (deferral.DEFER_SFPU = False).
 
 
 @pytest.fixture
 def batch_spy(monkeypatch):
-    """Counts instructions run through SFPU.execute_batch (by either batching path)."""
-    from tt_backend.runtime.emu import sfpu as sfpu_mod
-    orig = sfpu_mod.SFPU.execute_batch
+    """Counts instructions run through sfpu_batch.execute_batch (by either batching path)."""
+    orig = sfpu_batch.execute_batch
     state = {"n": 0}
 
-    def wrapped(self, body, k, addrs, cycle):
+    def wrapped(sfpu, body, k, addrs, cycle):
         state["n"] += k * len(body)
-        return orig(self, body, k, addrs, cycle)
-    monkeypatch.setattr(sfpu_mod.SFPU, "execute_batch", wrapped)
+        return orig(sfpu, body, k, addrs, cycle)
+    monkeypatch.setattr(sfpu_batch, "execute_batch", wrapped)
     return state
 
 
 def _full_state(tx):
     s = tx.sfpu           # (the property executes deferred work first)
     return _state(tx) + (s.lane_flags.copy(), s.use_lane_flags.copy(), s.stack_depth, s.sfpu_fp32_enabled,
-                         s.srcb_is_fp16, tx._issue_t)
+                         s.srcb_is_fp16, tx.issue_t)
 
 
 def _tti_run(body, setup=(), tiles=2, rows=32, dst_rows=512, cfg1=None, seed=3, strict=True, mid=None):
@@ -400,7 +401,7 @@ def _both(run, monkeypatch):
     """run() with deferral on and off: (state or error text) of each."""
     out = []
     for on in (True, False):
-        monkeypatch.setattr(tensix, "DEFER_SFPU", on)
+        monkeypatch.setattr(deferral, "DEFER_SFPU", on)
         try:
             out.append(_full_state(run()))
         except EmuError as e:
@@ -426,7 +427,7 @@ def test_defer_long_body_equals_one_by_one(monkeypatch, batch_spy):
 
 def test_defer_bench_kernels_identical(monkeypatch, batch_spy):
     for on in (True, False):
-        monkeypatch.setattr(tensix, "DEFER_SFPU", on)
+        monkeypatch.setattr(deferral, "DEFER_SFPU", on)
         r = [bench.bench_sfpu_long(2), bench.bench_tile_long(2)]
         if on:
             assert batch_spy["n"] >= 2 * 2 * 32 * len(bench.LONG_BODY)
@@ -454,7 +455,7 @@ def test_defer_observers_see_executed_work(monkeypatch):
         seen.append((tx.dst.rows32[192:256].copy(), tx.sfpu.lreg[:8].copy()))
     res = []
     for on in (True, False):
-        monkeypatch.setattr(tensix, "DEFER_SFPU", on)
+        monkeypatch.setattr(deferral, "DEFER_SFPU", on)
         seen.clear()
         tx = _tti_run(BODIES["spill"], tiles=3, mid=mid)
         res.append([x for pair in seen for x in pair] + [tx.dst.rows32.copy()])
@@ -519,12 +520,11 @@ def _random_pred_body(rng, clean: bool):
             body.insert(at, flag_ops[int(rng.integers(0, len(flag_ops)))]())
         return body
     # codegen-shaped conditional blocks: condition on defined LRegs, predicated writes to defined LRegs, SFPENCC
-    from tt_backend.runtime.emu.sfpu import SFPU
     for _ in range(int(rng.integers(1, 3))):
         at = int(rng.integers(2, len(body)))
         written = 0
         for w in body[:at]:
-            written |= SFPU.batch_regs(*isa.decode(w))[1]
+            written |= sfpu_batch.batch_regs(*isa.decode(w))[1]
         d = [r for r in range(8) if written >> r & 1]
         pick = lambda: int(rng.choice(d))
         cond = [lambda: E("SFPSETCC", lreg_c=pick(), instr_mod1=int(rng.choice([0, 2, 4, 6])), imm12_math=0),
@@ -569,7 +569,7 @@ def test_defer_random_predicated_mostly_batched():
 
 def test_defer_small_queue_limit(monkeypatch, batch_spy):
     """A full queue is executed mid-body (DQ_MAX): the rest still batches, results identical."""
-    monkeypatch.setattr(tensix, "DQ_MAX", 2000)
+    monkeypatch.setattr(deferral, "DQ_MAX", 2000)
     run = lambda: _tti_run(bench.LONG_BODY, setup=bench.LONG_SETUP, cfg1=bench.LONG_CFG1, tiles=2)
     a, b = _both(run, monkeypatch)
     assert batch_spy["n"] > 0.6 * 2 * 32 * len(bench.LONG_BODY)
@@ -577,14 +577,14 @@ def test_defer_small_queue_limit(monkeypatch, batch_spy):
 
 
 def test_defer_mop_of_replay_predicated_body(monkeypatch, batch_spy):
-    """A predicated body issued as MOP -> REPLAY (which _sfpu_batch refuses: lane flags) is batched through the
+    """A predicated body issued as MOP -> REPLAY (which batch_sfpu refuses: lane flags) is batched through the
     deferral instead; identical to one by one."""
     body = [LOAD(0, 0), E("SFPSETCC", lreg_c=0, instr_mod1=0, imm12_math=0), MAD(0, 0, 9, 0),
             E("SFPENCC", instr_mod1=0, imm12_math=0), STORE(0, 64, 1)]
     setup = [E("SFPENCC", instr_mod1=10, imm12_math=3)]
     res = []
     for on in (True, False):
-        monkeypatch.setattr(tensix, "DEFER_SFPU", on)
+        monkeypatch.setattr(deferral, "DEFER_SFPU", on)
         res.append(_full_state(_mop_run(body, setup=setup)))
     assert batch_spy["n"] == 2 * 32 * len(body)
     _same(*res)
@@ -595,7 +595,7 @@ def test_defer_kept_dst_reference_sees_work(monkeypatch):
     deferred work done."""
     res = []
     for on in (True, False):
-        monkeypatch.setattr(tensix, "DEFER_SFPU", on)
+        monkeypatch.setattr(deferral, "DEFER_SFPU", on)
         tx = tensix.Tensix(np.zeros(layout.L1_SIZE, np.uint8), strict=True)
         d = tx.dst
         d.write_rows32(0, np.random.default_rng(1).standard_normal((512, 16)).astype(np.float32).view(np.uint32))
@@ -603,16 +603,17 @@ def test_defer_kept_dst_reference_sees_work(monkeypatch):
         for w in EXP2_BODY * 32:
             tx.push(1, w)
         if on:
-            assert tx._dq                          # really deferred at this point
+            assert tx.deferred                     # really deferred at this point
         res.append((d.rows32.copy(), d.written.copy()))
     assert np.array_equal(res[0][0], res[1][0]) and np.array_equal(res[0][1], res[1][1])
 
 
 # --- closed-form row-step bookkeeping and the shortened push paths (issue #3, second round) ---------------------------
-# _sfpu_batch computes the Dst addresses of a batched body in closed form when every address modifier it uses only
-# adds constants (_addr_mod_steps), and issues only until the cycle model is provably periodic (_timing_periodic),
-# then advances it by n repetitions at once (_timing_skip). tensix.BATCH_CLOSED_FORM = False walks every row step.
-# The push paths (Tensix.push, _drain_deferred, the tile's per-core pusher) inline the cycle model's SFPU issue rule.
+# batch_sfpu computes the Dst addresses of a batched body in closed form when every address modifier it uses only
+# adds constants (addr_mod_steps), and issues only until the cycle model is provably periodic (batch_timing.periodic),
+# then advances it by n repetitions at once (batch_timing.skip). mop_batch.BATCH_CLOSED_FORM = False walks every row
+# step.
+# The push paths (Tensix.push, drain_deferrable, the tile's per-core pusher) use the cycle model's SFPU issue rule.
 
 MM_BODY = [LOAD(4, 0), LOAD(5, 0x40), MAD(5, 0, 4, 4), LOAD(6, 0x42), MAD(6, 1, 4, 4), LOAD(5, 0x60),
            MAD(5, 2, 4, 4), LOAD(6, 0x62), MAD(6, 3, 4, 4), STORE(4, 0, 2)]     # the fp32 SFPU matmul's shape
@@ -629,21 +630,21 @@ MM_SETUP = [E("SETC16", setc16_reg=30, setc16_value=4)] + [E("SFPLOADI", lreg_in
 
 @pytest.fixture
 def skip_counter(monkeypatch):
-    """Counts repetitions advanced in closed form (_timing_skip)."""
-    orig = tensix._timing_skip
+    """Counts repetitions advanced in closed form (batch_timing.skip)."""
+    orig = batch_timing.skip
     state = {"n": 0}
 
     def wrapped(tm, t, st, s1, s2, n, p):
         state["n"] += n
         return orig(tm, t, st, s1, s2, n, p)
-    monkeypatch.setattr(tensix, "_timing_skip", wrapped)
+    monkeypatch.setattr(batch_timing, "skip", wrapped)
     return state
 
 
 def _closed_both(run, monkeypatch):
     out = []
     for on in (True, False):
-        monkeypatch.setattr(tensix, "BATCH_CLOSED_FORM", on)
+        monkeypatch.setattr(mop_batch, "BATCH_CLOSED_FORM", on)
         try:
             out.append(_full_state(run()))
         except EmuError as e:
@@ -719,9 +720,9 @@ def test_closed_form_after_fpu_write_and_gate(monkeypatch, batch_counter, skip_c
 
 
 def test_replay_pushed_rows_identical(monkeypatch, batch_spy):
-    """bench_sfpu's shape (a 3-row REPLAY pushed from the host: _drain_deferred) with deferral on and off."""
+    """bench_sfpu's shape (a 3-row REPLAY pushed from the host: drain_deferrable) with deferral on and off."""
     for on in (True, False):
-        monkeypatch.setattr(tensix, "DEFER_SFPU", on)
+        monkeypatch.setattr(deferral, "DEFER_SFPU", on)
         r = bench.bench_sfpu(256)
         if on:
             first = r
@@ -731,7 +732,7 @@ def test_replay_pushed_rows_identical(monkeypatch, batch_spy):
 
 def _spy_issue(monkeypatch):
     """Every new Tensix gets an instance override of tm.issue (as test_cycles' spy): the general method then runs
-    where push() / _drain_deferred would inline it."""
+    where push() / drain_deferrable would call TensixTiming.issue_sfpu."""
     orig_init = tensix.Tensix.__init__
 
     def init(self, *a, **k):
@@ -742,8 +743,8 @@ def _spy_issue(monkeypatch):
 
 
 def test_push_inline_issue_matches_issue(monkeypatch):
-    """Tensix.push and _drain_deferred inline TensixTiming.issue for SFPU words without Dst access: identical state
-    to the general method (the long TTI body; host-pushed MOP/REPLAY shapes)."""
+    """Tensix.push and drain_deferrable issue SFPU words without Dst access through TensixTiming.issue_sfpu:
+    identical state to the general method (the long TTI body; host-pushed MOP/REPLAY shapes)."""
     runs = [lambda: _tti_run(bench.LONG_BODY, setup=bench.LONG_SETUP, cfg1=bench.LONG_CFG1, tiles=2),
             lambda: _mop_run(EXP2_BODY, reps=3, setup=MM_SETUP),
             lambda: _mop_run(MM_BODY, reps=3, setup=MM_SETUP)]
@@ -763,8 +764,8 @@ def test_tile_pusher_matches_generic_push(monkeypatch):
     def init2(self, *x, **k):
         init(self, *x, **k)
         for c in self.cores.values():
-            c._ns.pop("PUSHP", None)
-            c._ns.pop("PUSHM", None)
+            c.set_pusher("PUSHP", None)
+            c.set_pusher("PUSHM", None)
     monkeypatch.setattr(tile_mod.Tile, "__init__", init2)
     b = [bench.bench_tile_long(2), bench.bench_tile(4)]
     for x, y in zip(a, b):
@@ -774,14 +775,14 @@ def test_tile_pusher_matches_generic_push(monkeypatch):
 
 def test_batch_timing_memo_identical(monkeypatch, batch_counter):
     """A batch entered from the same relative cycle-model state as an earlier one replays its recorded timing
-    (_timing_replay); identical state to the row-step walk, and the memo is really used."""
+    (batch_timing.replay); identical state to the row-step walk, and the memo is really used."""
     hits = {"n": 0}
-    orig = tensix._timing_replay
+    orig = batch_timing.replay
 
     def wrapped(*a):
         hits["n"] += 1
         return orig(*a)
-    monkeypatch.setattr(tensix, "_timing_replay", wrapped)
+    monkeypatch.setattr(batch_timing, "replay", wrapped)
     for name in ("matmul", "exp2", "mad_chain"):
         hits["n"] = 0
         run = lambda: _mop_run(CLOSED_BODIES[name], reps=8, setup=MM_SETUP, tiles=4)
@@ -801,7 +802,7 @@ def _no_pushm(monkeypatch):
     def init2(self, *x, **k):
         init(self, *x, **k)
         for c in self.cores.values():
-            c._ns.pop("PUSHM", None)
+            c.set_pusher("PUSHM", None)
     monkeypatch.setattr(tile_mod.Tile, "__init__", init2)
 
 
@@ -820,7 +821,7 @@ def test_push_many_equals_single_pushes(monkeypatch):
         if spy:
             issue = tx.tm.issue
             tx.tm.issue = lambda *x, **y: issue(*x, **y)
-        tx.dst.write_rows32(0, bench._long_inputs())
+        tx.dst.write_rows32(0, bench.long_inputs())
         tx.cfg_write(1, bench.LONG_CFG1)
         tx.push(0, sem[0])
         t, out = 5, None
@@ -850,12 +851,12 @@ def test_push_many_equals_single_pushes(monkeypatch):
 def _stall_program(body_words: list[int], post_delay: int):
     """TRISC1: SEMWAIT on semaphore 1, then `body_words` straight-line (the FIFO fills: Stall mid-run), TTSync, park.
     TRISC0: SEMINIT, a delay loop of `post_delay` iterations, SEMPOST, park."""
-    r = bench._rotl2
-    t1 = bench._li(7, layout.TENSIX_CFG_BASE) + bench._li(8, bench.LONG_CFG1) + [bench._s(8, 7, 4)]
+    r = bench.ttinsn
+    t1 = bench.li(7, layout.TENSIX_CFG_BASE) + bench.li(8, bench.LONG_CFG1) + [bench.sw(8, 7, 4)]
     t1 += [r(E("SEMWAIT", sem_sel=1, wait_sem_cond=1, stall_res=1 << 8))] + [r(w) for w in body_words]
-    t1 += bench._li(9, layout.TENSIX_SYNC) + [bench._s(0, 9, 0), bench._i(0, 9, 2, 10, 0x03), bench.J_SELF]
-    t0 = [r(E("SEMINIT", sem_sel=1, init_value=0, max_value=15))] + bench._li(5, post_delay)
-    t0 += [bench._i(-1, 5, 0, 5, 0x13), bench._b(-4, 0, 5, 1), r(E("SEMPOST", sem_sel=1)), bench.J_SELF]
+    t1 += bench.li(9, layout.TENSIX_SYNC) + [bench.sw(0, 9, 0), bench.i_type(0, 9, 2, 10, 0x03), bench.J_SELF]
+    t0 = [r(E("SEMINIT", sem_sel=1, init_value=0, max_value=15))] + bench.li(5, post_delay)
+    t0 += [bench.i_type(-1, 5, 0, 5, 0x13), bench.b_type(-4, 0, 5, 1), r(E("SEMPOST", sem_sel=1)), bench.J_SELF]
     return {"trisc1": t1, "trisc0": t0}
 
 
@@ -865,7 +866,7 @@ def _tile_trace(programs, dst: bool, budget: int = 700):
     from tt_backend.runtime.emu.tile import Tile
     tile = Tile(quantum=40)                               # the cores take turns: TRISC1 runs while TRISC0 waits
     if dst:
-        tile.tensix.dst.write_rows32(0, bench._long_inputs())
+        tile.tensix.dst.write_rows32(0, bench.long_inputs())
     bench.launch_words(tile, programs)
     trace, mid_run = [], 0
     try:

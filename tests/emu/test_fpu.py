@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tt_backend.runtime.emu import dst as dst_mod
+from tt_backend.chip.numerics import dst as dst_mod
 from tt_backend.chip.numerics import fpu_math as fm
 from tt_backend.runtime.emu.tensix import Tensix
 from tt_backend.chip.errors import EmuError, EmuUnimplemented

@@ -10,7 +10,7 @@ import zlib
 import numpy as np
 import pytest
 
-from tt_backend.runtime.emu import dst as dst_mod
+from tt_backend.chip.numerics import dst as dst_mod
 from tt_backend.chip.numerics import fpu_math as fm
 from tt_backend.runtime.emu.tensix import Tensix
 from tt_backend.chip.errors import EmuUnimplemented

@@ -14,8 +14,9 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from tt_backend.runtime.emu.dst import Dst
+from tt_backend.chip.numerics.dst import Dst
 from tt_backend.chip.numerics.fma import bits_to_f32, f32_to_bits, flush_denormal, fma_bh, fma_bh_stacked
+from tt_backend.runtime.emu.cycles import SfpuTiming
 from tt_backend.runtime.emu.sfpu import SFPU
 from tt_backend.chip import isa
 from tt_backend.chip.errors import EmuError, EmuUnimplemented
@@ -230,7 +231,7 @@ class TestFma:
 # SFPU harness
 # ----------------------------------------------------------------------------------------------------------------
 def new_sfpu() -> SFPU:
-    return SFPU(Dst(), strict=True)
+    return SFPU(Dst(), SfpuTiming(strict=True), strict=True)
 
 
 def run(s: SFPU, name: str, dst_base: int = 0, **fields) -> None:
@@ -638,7 +639,7 @@ class TestPredication:
             run(s, "SFPPOPC")
         with pytest.raises(EmuError):
             run(s, "SFPPUSHC", instr_mod1=3)
-        s2 = SFPU(Dst(), strict=False)
+        s2 = SFPU(Dst(), SfpuTiming(strict=False), strict=False)
         run(s2, "SFPPOPC")                              # empty: top = {false, false}
         assert not s2.lane_flags.any() and not s2.use_lane_flags.any()
 

@@ -15,8 +15,8 @@ import pytest
 
 from tt_backend.chip import isa, layout
 from tt_backend.chip.errors import EmuError, EmuUnimplemented
-from tt_backend.runtime.emu.dst import cpu_to_dst32
 from tt_backend.runtime.emu.device import EmuDevice
+from tt_backend.runtime.emu.riscv_dst import cpu_to_dst32
 from tt_backend.runtime.emu.rv32 import Stall
 from tt_backend.runtime.emu.tile import Tile
 from tt_backend.runtime.ttsim_device import TtsimDevice

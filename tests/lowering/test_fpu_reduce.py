@@ -1,5 +1,5 @@
-"""Sums on the FPU (lowering/fpu_reduce.py): MVMUL against a ones tile, fp32 Dst accumulation, placed per kernel
-under TT_ERR_BUDGET by predicted error (tt_backend/fpu_reduce_eval.py: the emulator's bit models) and cycles.
+"""Sums on the FPU (lowering/families/fpu_reduce.py): MVMUL against a ones tile, fp32 Dst accumulation, placed per
+kernel under TT_ERR_BUDGET by predicted error (tt_backend/fpu_reduce_eval.py: the emulator's bit models) and cycles.
 
   * the placement (no emulator run): float32-faithful default and tight budgets keep the SFPU, looser budgets flip to
     the FPU with the cheapest fidelity whose prediction fits; fp32 data (tf32 in Src) needs a looser budget than bf16;
@@ -19,10 +19,11 @@ from tinygrad import Tensor, dtypes
 from tinygrad.helpers import Context
 from tinygrad.uop.ops import Ops
 
-import tt_backend.lowering.fpu_reduce as fr
-from tt_backend.lowering.frontend import lower_ast, lower_kernel
-from tt_backend.lowering.plan import KernelPlan
-from tt_backend.lowering.placement import SAFETY
+import tt_backend.lowering.families.fpu_reduce as fr
+from tt_backend.lowering.families.sfpu_reduce import SfpuReducePlan
+from tt_backend.lowering.frontend import lower_ast
+from tt_backend.lowering.placement.search import SAFETY
+from tt_backend.lowering.select import lower
 from tt_backend.fpu_reduce_eval import fpu_sums
 from tt_backend.placement_eval import placer
 
@@ -40,7 +41,7 @@ def asts(fn, shape, dt):
 
 
 def plan_for(fn, shape, dt, budget, spec=None):
-    return lower_kernel(asts(fn, shape, dt)[-1], "k", placer(budget, spec))
+    return lower(asts(fn, shape, dt)[-1], "k", placer(budget, spec))
 
 
 def rel_l2(got, ref) -> float:
@@ -56,12 +57,12 @@ def test_match_plain_sums_only():
     for fn, dt in [(lambda x: x.sum(1), dtypes.float32), (lambda x: x.sum(0), dtypes.bfloat16),
                    (lambda x: x.float().sum(), dtypes.bfloat16), (lambda x: x.mean(1), dtypes.float32),
                    (lambda x: x.sum(1).sqrt(), dtypes.float32)]:
-        spec = fr.match(lk(fn, dt))
+        spec = fr.match_sum(lk(fn, dt))
         assert spec is not None and spec.src_format == ("bf16" if dt == dtypes.bfloat16 else "tf32")
     for fn, dt in [(lambda x: (x * x).sum(1), dtypes.float32), (lambda x: x.max(1), dtypes.float32),
                    (lambda x: x.exp().sum(1), dtypes.float32), (lambda x: x.sum(1) + x.max(1), dtypes.float32),
                    (lambda x: x.sum(1), dtypes.int32)]:
-        assert fr.match(lk(fn, dt)) is None
+        assert fr.match_sum(lk(fn, dt)) is None
 
 
 # ------------------------------------------------------------------------------------------------ placement
@@ -82,7 +83,7 @@ def test_budget_flips_the_sum_to_the_fpu(name, fn, dt, expect):
         assert got == want, (name, budget, got, getattr(p.placement, "fpu_options", None))
         pl = p.placement
         if got is None:
-            assert isinstance(p, KernelPlan) and all(n["engine"] == "SFPU" for n in pl.nodes)
+            assert isinstance(p, SfpuReducePlan) and all(n["engine"] == "SFPU" for n in pl.nodes)
             continue
         assert pl.predicted_error <= SAFETY * budget and pl.cycles["kernel"] < pl.sfpu_cycles_all
         red = [n for n in pl.nodes if n["op"] == "REDUCE"]
@@ -96,9 +97,9 @@ def test_fp32_needs_a_looser_budget_than_bf16():
     SFPU (HiFi3) or sit at the edge (HiFi2 ~8e-4), at 1e-2 LoFi."""
     shape, fp32, fsum = (4, 8, 16, 32), (lambda x: x.sum(3)), (lambda x: x.float().sum(3))
     assert isinstance(plan_for(fsum, shape, dtypes.bfloat16, 1e-4), fr.FpuReducePlan)
-    assert isinstance(plan_for(fp32, shape, dtypes.float32, 1e-4), KernelPlan)
+    assert isinstance(plan_for(fp32, shape, dtypes.float32, 1e-4), SfpuReducePlan)
     p = plan_for(fp32, shape, dtypes.float32, 1e-3)
-    assert isinstance(p, KernelPlan) or p.placement.predicted_error <= 8e-4
+    assert isinstance(p, SfpuReducePlan) or p.placement.predicted_error <= 8e-4
     opts = {o["fidelity"]: o for o in p.placement.fpu_options}
     assert opts["HiFi3"]["predicted_error"] < 8e-4 < opts["LoFi"]["predicted_error"]
     p = plan_for(fp32, shape, dtypes.float32, 1e-2)
@@ -115,12 +116,12 @@ def test_few_outputs_per_tile():
     assert [fr.choose_cells(n, k, "srca") for n, k in ((64, 512), (12, 100), (2, 700), (1, 3000))] == [32, 8, 2, 1]
     assert fr.choose_cells(1, 3000, "srcb") == 32
     fn = lambda x: x.sum()
-    assert isinstance(plan_for(fn, (1024,), dtypes.bfloat16, 1e-2), KernelPlan)
+    assert isinstance(plan_for(fn, (1024,), dtypes.bfloat16, 1e-2), SfpuReducePlan)
     p = plan_for(fn, (1024,), dtypes.bfloat16, 1e-2, "REDUCE=FPU")
     assert isinstance(p, fr.FpuReducePlan) and [n["pinned"] for n in p.placement.nodes if n["op"] == "REDUCE"] == [True]
     p = plan_for(fn, (1024,), dtypes.bfloat16, 1e-2, "REDUCE=FPU:HiFi3")
     assert isinstance(p, fr.FpuReducePlan) and p.fidelity == "HiFi3" and p.cells == 32
-    assert isinstance(plan_for(fn, (1024,), dtypes.bfloat16, 1e-2, "REDUCE=SFPU"), KernelPlan)
+    assert isinstance(plan_for(fn, (1024,), dtypes.bfloat16, 1e-2, "REDUCE=SFPU"), SfpuReducePlan)
     # columns of output j: lanes j*L..j*L+L-1 of the row steps 0, 2, 16, 18
     assert [fr.column_of(8, 1, q) for q in range(4)] == [2, 3, 18, 19]
     assert sorted(fr.column_of(2, j, q) for j in range(2) for q in range(16)) == list(range(32))

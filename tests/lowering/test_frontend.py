@@ -2,13 +2,12 @@
 
 Each case captures the kernels tinygrad schedules for a program (on tinygrad's PYTHON device, which needs no compiler),
 lowers them with `lower_ast`, and runs the result with a numpy interpreter of the frontend's output: per stream the
-Python form of the index/valid expressions gathers the inputs, the value DAG computes, the output index scatters. The
-result must equal what tinygrad itself computes. A second check compiles the C forms with the host C compiler and
-compares them with the Python forms point by point.
+numpy evaluation of the index/valid expressions gathers the inputs, the value DAG computes, the output index scatters.
+The result must equal what tinygrad itself computes. A second check compiles the C forms with the host C compiler and
+compares them with the numpy evaluation point by point.
 """
 import itertools
 import os
-import shutil
 import subprocess
 import tempfile
 from collections import Counter
@@ -21,7 +20,10 @@ from tinygrad.helpers import Context
 from tinygrad.uop.ops import Ops, UOp
 
 from tt_backend.lowering.frontend import LoweredKernel, lower_ast
+from tt_backend.lowering.index import grid
 from tt_backend.chip.errors import TTError, UnsupportedOp
+
+from tests.support import HOST_CC
 
 DEV = "PYTHON"   # tinygrad's own interpreter: the reference, and a device whose scheduling needs no compiler
 rng = np.random.default_rng(0)
@@ -75,16 +77,11 @@ def eval_dag(lk: LoweredKernel, loads: list[np.ndarray]) -> np.ndarray:
     return vals[lk.dag.out]
 
 
-def grid(ranges):
-    return {f"r{i}": np.arange(n, dtype=np.int64).reshape([n if j == i else 1 for j in range(len(ranges))])
-            for i, n in enumerate(ranges)}
-
-
-def eval_index(expr_py, valid_py, ranges):
-    env = {"np": np, **grid(ranges)}
-    full = tuple(ranges)
-    idx = np.broadcast_to(np.asarray(eval(expr_py, env), np.int64), full)
-    valid = np.broadcast_to(np.asarray(eval(valid_py, env), bool), full) if valid_py else np.ones(full, bool)
+def eval_index(s, ranges):
+    """A stream's element index and validity over the iteration space (IndexExpr.evaluate)."""
+    g, full = grid(ranges), tuple(ranges)
+    idx = np.broadcast_to(np.asarray(s.index.evaluate(g), np.int64), full)
+    valid = np.broadcast_to(np.asarray(s.valid.evaluate(g), bool), full) if s.valid is not None else np.ones(full, bool)
     return idx, valid
 
 
@@ -92,12 +89,12 @@ def run_kernel(lk: LoweredKernel, bufs: dict[int, np.ndarray]) -> None:
     """Execute one lowered kernel on numpy buffers (slot -> flat array), in place."""
     loads = []
     for s in lk.inputs:
-        idx, valid = eval_index(s.index_py, s.valid_py, lk.ranges)
+        idx, valid = eval_index(s, lk.ranges)
         src = bufs[s.slot]
         assert idx[valid].min(initial=0) >= 0 and idx[valid].max(initial=0) < src.size, f"{lk.name}: read out of bounds"
         loads.append(np.where(valid, src[np.where(valid, idx, 0)], np.zeros((), src.dtype)))
     out = np.broadcast_to(eval_dag(lk, loads), tuple(lk.ranges))
-    idx, valid = eval_index(lk.output.index_py, lk.output.valid_py, lk.ranges)
+    idx, valid = eval_index(lk.output, lk.ranges)
     assert valid.all()
     dst = bufs[lk.output.slot]
     assert idx.min(initial=0) >= 0 and idx.max(initial=0) < dst.size, f"{lk.name}: write out of bounds"
@@ -261,6 +258,9 @@ def lower_first(t: Tensor) -> LoweredKernel:
     (lambda: Tensor.empty(10, dtype=dtypes.int32, device=DEV) // 3, "FLOORDIV"),
     (lambda: Tensor.empty(10, dtype=dtypes.half, device=DEV) + 1, "half"),
     (lambda: Tensor.empty(10, dtype=dtypes.int32, device=DEV) ^ 3, "XOR"),
+    # a float constant in index math (the C renderer has no float form yet): refused at lowering
+    (lambda: Tensor.empty(6, dtype=dtypes.int32, device=DEV) + (Tensor.arange(6) * 0.5).int(),
+     "non-integer constant 0.5 in an index expression"),
 ])
 def test_unsupported_raises_with_the_op_name(fn, word):
     with pytest.raises(UnsupportedOp, match=word) as e:
@@ -270,10 +270,7 @@ def test_unsupported_raises_with_the_op_name(fn, word):
 
 # ------------------------------------------------------------------------------------- the C forms, compiled
 
-CC = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
-
-
-@pytest.mark.skipif(CC is None, reason="no host C compiler")
+@pytest.mark.needs_host_cc
 def test_c_index_expressions_match_python():
     programs = [
         (lambda x: x.pad(((1, 2), (0, 3))) + 1.0, [(5, 33)]),
@@ -295,11 +292,11 @@ def test_c_index_expressions_match_python():
     with tempfile.TemporaryDirectory() as d:
         src, exe = os.path.join(d, "idx.c"), os.path.join(d, "idx")
         open(src, "w").write("\n".join(lines))
-        subprocess.run([CC, "-std=c99", "-O0", "-Wall", "-Werror", "-Wno-unused-variable", "-o", exe, src], check=True)
+        subprocess.run([HOST_CC, "-std=c99", "-O0", "-Wall", "-Werror", "-Wno-unused-variable", "-o", exe, src], check=True)
         got = subprocess.run([exe], capture_output=True, text=True, check=True).stdout.split("\n")
     rows = iter(got)
     for k, (ranges, s) in enumerate(exprs):
-        idx, valid = eval_index(s.index_py, s.valid_py, ranges)
+        idx, valid = eval_index(s, ranges)
         for pos in itertools.product(*[range(n) for n in ranges]):
             kk, v, i = map(int, next(rows).split())
             assert (kk, bool(v)) == (k, bool(valid[pos])), (s.index_c, s.valid_c, pos)

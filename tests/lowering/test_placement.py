@@ -1,4 +1,4 @@
-"""Precision-aware placement (lowering/graph.py, lowering/placement.py, tt_backend/placement_eval.py).
+"""Precision-aware placement (lowering/graph.py, lowering/placement/, tt_backend/placement_eval.py).
 
 Unit level: tile graph, chains/branches, the product reassociation, pins, the evaluator against the documented FPU
 facts (fpu-path.md 10), the search (FPU when the budget allows, SFPU when not, bit-exact FPU moves by default).
@@ -12,9 +12,13 @@ import os
 import numpy as np
 import pytest
 
-from tt_backend.lowering import placement as P
 from tt_backend.lowering.dag import ValueDAG
 from tt_backend.lowering.graph import (branches, chains, fpu_candidates, independent, reassociate_products, tile_graph)
+from tt_backend.lowering.placement.choice import SFPU, Choice, options, split
+from tt_backend.lowering.placement.pins import parse_pins
+from tt_backend.lowering.placement.reference import bf16_round, reference
+from tt_backend.lowering.placement.search import SAFETY, analytic_bound, place
+from tt_backend.chip.numerics.fpu_math import FIDELITY_PHASES
 from tt_backend import placement_eval as PE
 
 
@@ -51,31 +55,31 @@ def test_tile_graph_chains_and_branches():
     assert xw in exclusive[0] and any(re.nodes[v].op == "RECIPROCAL" for v in exclusive[1])
     assert not (exclusive[0] & exclusive[1])
     ref = [np.float32([1.5, -2.0]), np.float32([4.0, 0.5]), np.float32([3.0, 0.25])]
-    np.testing.assert_allclose(P.reference(re, ref), P.reference(d, ref), rtol=1e-6)
+    np.testing.assert_allclose(reference(re, ref), reference(d, ref), rtol=1e-6)
 
 
 def test_split_replaces_fpu_nodes_by_dst_slots():
     d, dts = rms2_dag()
     re = reassociate_products(d)
     (xw,) = fpu_candidates(tile_graph(re))
-    sp = P.split(re, {xw: P.options(re, xw)[-1]}, 3)
+    sp = split(re, {xw: options(re, xw)[-1]}, 3)
     (o,) = sp.fpu_ops
     assert (o.kind, o.a, o.b, o.fmt_a, o.fmt_b, o.phases, o.slot) == ("ELWMUL", 0, 2, "bf16", "tf32", 4, 3)
     assert sp.dst_inputs == [1] and sp.n_slots == 4   # x and w only feed the FPU; 1/r still reads r from Dst
 
 
 def test_pins_parse():
-    pins = P.parse_pins("E_4_*:n5=FPU:HiFi2,n3=SFPU;other:MUL=FPU", "E_4_256")
-    assert pins == {"5": P.Choice("FPU", "HiFi2"), "3": P.SFPU}
-    assert P.parse_pins("MUL=FPU:HiFi4:bf16/tf32", "anything") == {"MUL": P.Choice("FPU", "HiFi4", ("bf16", "tf32"))}
+    pins = parse_pins("E_4_*:n5=FPU:HiFi2,n3=SFPU;other:MUL=FPU", "E_4_256")
+    assert pins == {"5": Choice("FPU", "HiFi2"), "3": SFPU}
+    assert parse_pins("MUL=FPU:HiFi4:bf16/tf32", "anything") == {"MUL": Choice("FPU", "HiFi4", ("bf16", "tf32"))}
     with pytest.raises(Exception):
-        P.parse_pins("n1=GPU", "k")
+        parse_pins("n1=GPU", "k")
 
 
 # ------------------------------------------------------------------------------------------------ evaluator facts
 
 def _bf16(rng, n):
-    return P.bf16_round(rng.standard_normal(n).astype(np.float32) * 4)
+    return bf16_round(rng.standard_normal(n).astype(np.float32) * 4)
 
 
 def test_elwmul_hifi4_bf16_is_the_fp32_product_and_lofi_is_a5_b7():
@@ -86,9 +90,9 @@ def test_elwmul_hifi4_bf16_is_the_fp32_product_and_lofi_is_a5_b7():
     x, y = d.add("LOAD", "bfloat16", (), 0), d.add("LOAD", "bfloat16", (), 1)
     d.out = d.add("MUL", "float32", (d.add("CAST", "float32", (x,)), d.add("CAST", "float32", (y,))))
     v = d.out
-    hifi4 = PE.evaluate(d, {v: P.Choice("FPU", "HiFi4", ("bf16", "bf16"))}, [a, b], 2)
+    hifi4 = PE.evaluate(d, {v: Choice("FPU", "HiFi4", ("bf16", "bf16"))}, [a, b], 2)
     np.testing.assert_array_equal(hifi4.view(np.uint32), (a * b).view(np.uint32))
-    lofi = PE.evaluate(d, {v: P.Choice("FPU", "LoFi", ("bf16", "bf16"))}, [a, b], 2)
+    lofi = PE.evaluate(d, {v: Choice("FPU", "LoFi", ("bf16", "bf16"))}, [a, b], 2)
     a5 = (a.view(np.uint32) & np.uint32(0xFFF80000)).view(np.float32)
     b7 = (b.view(np.uint32) & np.uint32(0xFFFE0000)).view(np.float32)
     np.testing.assert_array_equal(lofi, a5 * b7)
@@ -104,12 +108,12 @@ def test_analytic_bound_holds_per_node():
     xs = [_bf16(rng, 2048), rng.uniform(0.5, 2, 2048).astype(np.float32), rng.standard_normal(2048).astype(np.float32)]
     # the node alone: out = x*w (drop the 1/r factor to see the node's own error)
     one = ValueDAG(list(re.nodes[:xw + 1]), xw)
-    for c in P.options(re, xw):
-        sp = P.split(one, {xw: c}, 3)
+    for c in options(re, xw):
+        sp = split(one, {xw: c}, 3)
         got = PE.evaluate(one, {xw: c}, xs, 3, dts)
-        ref = P.reference(one, xs)
+        ref = reference(one, xs)
         rel = np.abs(got - ref) / np.abs(ref)
-        assert rel.max() <= P.analytic_bound(sp.fpu_ops[0], dts) + 1e-7, c
+        assert rel.max() <= analytic_bound(sp.fpu_ops[0], dts) + 1e-7, c
         assert (np.abs(got) <= np.abs(ref)).all()      # truncation only: never larger in magnitude (fpu-path 10.5)
 
 
@@ -118,16 +122,16 @@ def test_analytic_bound_holds_per_node():
 def test_budget_moves_the_multiply_to_the_fpu_and_tight_budget_keeps_sfpu():
     d, dts = rms2_dag()
     ev = PE.evaluator_for(dts)
-    loose = P.place("rms2", d, dts, "float32", 8192, ev, budget=1e-2)
-    tight = P.place("rms2", d, dts, "float32", 8192, ev, budget=1e-5)
-    faithful = P.place("rms2", d, dts, "float32", 8192, ev, budget=None)
+    loose = place("rms2", d, dts, "float32", 8192, ev, budget=1e-2)
+    tight = place("rms2", d, dts, "float32", 8192, ev, budget=1e-5)
+    faithful = place("rms2", d, dts, "float32", 8192, ev, budget=None)
     assert loose.reassociated and [c.engine for c in loose.choices.values()] == ["FPU"]
-    assert loose.predicted_error <= P.SAFETY * 1e-2 and loose.cycles["kernel"] < loose.sfpu_cycles_all
+    assert loose.predicted_error <= SAFETY * 1e-2 and loose.cycles["kernel"] < loose.sfpu_cycles_all
     assert tight.choices == {} and tight.cycles["kernel"] == tight.sfpu_cycles_all
     assert faithful.choices == {} and faithful.predicted_error < 1e-6   # w is fp32: no exact FPU product
-    mid = P.place("rms2", d, dts, "float32", 8192, ev, budget=2e-3)
+    mid = place("rms2", d, dts, "float32", 8192, ev, budget=2e-3)
     fid = [c.fidelity for c in mid.choices.values()]
-    assert fid and P.FIDELITY_PHASES[fid[0]] > P.FIDELITY_PHASES[[c.fidelity for c in loose.choices.values()][0]]
+    assert fid and FIDELITY_PHASES[fid[0]] > FIDELITY_PHASES[[c.fidelity for c in loose.choices.values()][0]]
 
 
 def test_default_takes_bit_exact_fpu_products():
@@ -135,15 +139,15 @@ def test_default_takes_bit_exact_fpu_products():
     d = ValueDAG()
     x, y = d.add("LOAD", "bfloat16", (), 0), d.add("LOAD", "bfloat16", (), 1)
     d.out = d.add("MUL", "bfloat16", (x, y))
-    pl = P.place("bf16mul", d, ["bfloat16"] * 2, "bfloat16", 4096, PE.evaluator_for(["bfloat16"] * 2), None)
+    pl = place("bf16mul", d, ["bfloat16"] * 2, "bfloat16", 4096, PE.evaluator_for(["bfloat16"] * 2), None)
     assert [(c.engine, c.fidelity) for c in pl.choices.values()] == [("FPU", "HiFi4")]
     assert pl.predicted_error == 0.0 and pl.cycles["kernel"] < pl.sfpu_cycles_all
 
 
 def test_pins_override_the_search():
     d, dts = rms2_dag()
-    pins = P.parse_pins("rms2:MUL=FPU:LoFi", "rms2")
-    pl = P.place("rms2", d, dts, "float32", 1024, PE.evaluator_for(dts), budget=None, pins=pins)
+    pins = parse_pins("rms2:MUL=FPU:LoFi", "rms2")
+    pl = place("rms2", d, dts, "float32", 1024, PE.evaluator_for(dts), budget=None, pins=pins)
     assert [(c.engine, c.fidelity) for c in pl.choices.values()] == [("FPU", "LoFi")]
     assert pl.predicted_error > 1e-2 and any(n["pinned"] for n in pl.nodes)
 
@@ -228,23 +232,24 @@ def test_measured_error_within_budget_randomized(tt_env):
 
 @pytest.mark.needs_cc
 def test_predicted_equals_measured_bit_for_bit(tt_env, monkeypatch, target):
-    """Same inputs into the evaluator and into a real run (the emulator, and Tenstorrent's ttsim when TT_SIMULATOR
-    points at it): identical output bits at every fidelity (same numeric models, templates doing what they say)."""
+    """Same inputs into the evaluator and into a real run (each `target`: the emulator, and Tenstorrent's ttsim, also
+    through tt-umd, when TT_SIMULATOR points at it): identical output bits at every fidelity (same numeric models,
+    templates doing what they say)."""
     from tinygrad import Tensor, dtypes
     dev = f"TT:{target}"
     rng = np.random.default_rng(3)
-    x = P.bf16_round(rng.standard_normal((32, 64)).astype(np.float32))
+    x = bf16_round(rng.standard_normal((32, 64)).astype(np.float32))
     w = rng.standard_normal((32, 64)).astype(np.float32)
     xt, wt = Tensor(x, device=dev).cast(dtypes.bfloat16).realize(), Tensor(w, device=dev).realize()
     d = ValueDAG()
     a = d.add("CAST", "float32", (d.add("LOAD", "bfloat16", (), 0),))
     d.out = d.add("MUL", "float32", (a, d.add("LOAD", "float32", (), 1)))
     dts = ["bfloat16", "float32"]
-    for fid in P.FIDELITY_PHASES:
+    for fid in FIDELITY_PHASES:
         tt_env(None)
         monkeypatch.setenv("TT_PLACE", f"MUL=FPU:{fid}")
         out = (xt.float() * wt).numpy()
-        pl = P.place("k", d, dts, "float32", x.size, PE.evaluator_for(dts), None, P.parse_pins(f"MUL=FPU:{fid}", "k"))
+        pl = place("k", d, dts, "float32", x.size, PE.evaluator_for(dts), None, parse_pins(f"MUL=FPU:{fid}", "k"))
         assert [c.fidelity for c in pl.choices.values()] == [fid]
         pred = PE.evaluate(d, pl.choices, [x.reshape(-1), w.reshape(-1)], 2, dts)
         np.testing.assert_array_equal(out.reshape(-1).view(np.uint32), pred.view(np.uint32), err_msg=fid)
@@ -260,7 +265,7 @@ def test_rmsnorm_second_kernel(tt_env, tmp_path):
     def run(sub):
         os.environ["TT_DUMP"] = str(tmp_path / sub)     # same AST under both budgets: one dump dir each
         xs = rng.standard_normal((n, dim)).astype(np.float32)
-        r = np.sqrt((P.bf16_round(xs) ** 2).mean(-1, keepdims=True) + 1e-6).astype(np.float32)
+        r = np.sqrt((bf16_round(xs) ** 2).mean(-1, keepdims=True) + 1e-6).astype(np.float32)
         w = rng.standard_normal(dim).astype(np.float32)
         (_tt(xs, "bf16").float() * _tt(r).reciprocal() * _tt(w)).realize()
         return _last()

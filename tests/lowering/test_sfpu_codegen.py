@@ -1,4 +1,4 @@
-"""SFPU code generator (lowering/sfpu_codegen.py) run on the bit-exact SFPU model (runtime/emu/sfpu.py).
+"""SFPU code generator (lowering/codegen/sfpu_codegen.py) run on the bit-exact SFPU model (runtime/emu/sfpu.py).
 
 Harness: inputs go to Dst32b slots (slot j = rows 64j..64j+63, 1024 values), setup runs once, the body 32 times with
 the Dst RWC starting at 0 and +2 after the final SFPSTORE (sfpu_addr_mode=1), then the output slot is read back.
@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 from tt_backend.lowering.dag import ValueDAG
-from tt_backend.lowering.sfpu_codegen import compile_sfpu, disassemble
-from tt_backend.runtime.emu.dst import Dst
-from tt_backend.runtime.emu.sfpu import SFPU
+from tt_backend.lowering.codegen.sfpu_codegen import compile_sfpu, disassemble
+from tt_backend.chip.numerics.dst import Dst
+from tt_backend.chip.numerics.sfpu.functional import FunctionalSFPU as SFPU
 from tt_backend.chip.errors import UnsupportedOp
 from tt_backend.chip.isa import decode
 

@@ -1,12 +1,17 @@
-"""tt_backend.lowering.render and the templates, without a compiler: the words, config values and structure of the sources."""
+"""The tile-pipeline renderer (tt_backend.lowering.families.tile_render) and the templates, without a compiler: the
+words, config values and structure of the sources."""
 from __future__ import annotations
 
 import re
 
 import pytest
 
-from tt_backend.lowering import render as R
-from tt_backend.lowering.plan import Buffer, KernelPlan, SfpuProgram, Stream, allocate_l1
+from tt_backend.lowering.codegen import tensix
+from tt_backend.lowering.codegen.sources import CORE_SOURCES, HEADERS, split
+from tt_backend.lowering.families.elementwise import ElementwisePlan
+from tt_backend.lowering.families.tile_plan import allocate_l1
+from tt_backend.lowering.index import IndexExpr
+from tt_backend.lowering.plan import Buffer, SfpuProgram, Stream
 from tt_backend.chip import isa, layout
 
 BODY = [isa.encode("SFPLOAD", lreg_ind=0, instr_mod0=3, dest_reg_addr=0),
@@ -19,20 +24,21 @@ def plan(b_dtype="float32", out_dtype="bfloat16", gather=True, out_contig=True, 
     n = 3000
     esz = {"float32": 4, "bfloat16": 2, "int32": 4, "bool": 1}
     bufs = [Buffer(0, out_dtype, n * esz[out_dtype]), Buffer(1, "float32", 4 * n), Buffer(2, b_dtype, n * esz[b_dtype])]
-    p = KernelPlan("add_t", (30, 100), bufs,
-                   [Stream(1, "float32", "r0 * 100u + r1", contiguous=True),
-                    Stream(2, b_dtype, "r1 * 30u + r0" if gather else "r0 * 100u + r1", valid_c="r1 < 99u" if gather
+    r0, r1 = IndexExpr.range_var(0), IndexExpr.range_var(1)
+    p = ElementwisePlan("add_t", (30, 100), bufs,
+                   [Stream(1, "float32", r0 * 100 + r1, contiguous=True),
+                    Stream(2, b_dtype, r1 * 30 + r0 if gather else r0 * 100 + r1, valid=r1.lt(99) if gather
                            else None, contiguous=not gather)],
-                   Stream(0, out_dtype, "r0 * 100u + r1" if out_contig else "r1 * 30u + r0", contiguous=out_contig),
+                   Stream(0, out_dtype, r0 * 100 + r1 if out_contig else r1 * 30 + r0, contiguous=out_contig),
                    SfpuProgram(list(setup), BODY, 3, 2))
     return allocate_l1(p)
 
 
 def test_render_returns_five_sources_and_three_headers():
-    out = R.render(plan())
-    assert set(out) == set(R.CORE_SOURCES) | set(R.HEADERS)
+    out = plan().render()
+    assert set(out) == set(CORE_SOURCES) | set(HEADERS)
     assert out["trisc0"] == out["trisc1"] == out["trisc2"]          # one source, three -D builds
-    sources, headers = R.split(out)
+    sources, headers = split(out)
     assert set(sources) == set(layout.CORES) and set(headers) == {"tt_isa.h", "tt_layout.h", "args.h"}
     assert headers["tt_isa.h"] == isa.c_header() and headers["tt_layout.h"] == layout.c_header()
 
@@ -54,7 +60,7 @@ DOC_WORDS = {
 
 
 def test_tensix_words_match_the_reference():
-    w = R.tensix_words()
+    w = tensix.tensix_words()
     for name, word in DOC_WORDS.items():
         assert int(w[name].rstrip("u"), 16) == word, name
     assert int(w["math_offset"][0].rstrip("u"), 16) == 0xB2010000
@@ -66,27 +72,27 @@ def test_tensix_words_match_the_reference():
 @pytest.mark.parametrize("ins,out,word", [(["fp32"], "fp32", 0x60000000), (["fp32"], "bf16", 0x6A000000),
                                           (["bf16"], "fp32", 0x60AA0000), (["bf16", "fp32"], "bf16", 0x6AAA0000)])
 def test_alu_format_word(ins, out, word):
-    assert R.alu_format_word(ins, out) == word
+    assert tensix.alu_format_word(ins, out) == word
 
 
 def test_config_values_per_path():
-    fp32 = R.render(plan(out_dtype="float32"))["trisc0"]
+    fp32 = plan(out_dtype="float32").render()["trisc0"]
     assert "tt_cfg_write(64, 0x01000010u)" in fp32 and "tt_cfg_write(57, 0x00000400u)" in fp32
     assert "unpack_select" not in fp32 and "tt_cfg_write(120" not in fp32
     assert "tt_cfg_write(70, 0x00000001u)" in fp32                       # packer fp32 -> fp32
-    bf = R.render(plan(out_dtype="bfloat16"))["trisc2"]
+    bf = plan(out_dtype="bfloat16").render()["trisc2"]
     assert "tt_cfg_write(70, 0x00000551u)" in bf and "tt_cfg_write(12, 0x00200002u)" in bf
-    mixed = R.render(plan(b_dtype="bfloat16"))["trisc0"]
+    mixed = plan(b_dtype="bfloat16").render()["trisc0"]
     assert "unpack_select(0)" in mixed and "unpack_select(1)" in mixed and "tt_cfg_write(120, 0x00000005u)" in mixed
     # input 0 (fp32) goes to Dst slot 0, input 1 (bf16) through SrcA; TRISC1 ELWADDs only input 1 into slot 1
     assert "tt_set_gpr(5, 64u);  /* Dest_cntx0_address: slot 0" in mixed
-    compute = R.render(plan(b_dtype="bfloat16"))["trisc1"]
+    compute = plan(b_dtype="bfloat16").render()["trisc1"]
     math = compute[compute.index("#elif defined(TRISC_MATH)"):compute.index("#elif defined(TRISC_PACK)")]
     assert "slot 1" in math and math.count("0x28008000u") == 2 and "0xB2010040u" in math
 
 
 def test_sfpu_words_emitted_once_per_position():
-    src = R.render(plan(setup=[isa.encode("SFPLOADI", lreg_ind=2, imm16=0x4000)]))["trisc1"]
+    src = plan(setup=[isa.encode("SFPLOADI", lreg_ind=2, imm16=0x4000)]).render()["trisc1"]
     math = src[src.index("#elif defined(TRISC_MATH)"):]
     assert "TTI(0x71204000u);" in math
     # the body (<= 32 words) is recorded once in the replay buffer; each tile issues one MOP (32 x REPLAY)
@@ -97,14 +103,14 @@ def test_sfpu_words_emitted_once_per_position():
 
 def test_stream_modes_and_args_header():
     p = plan(b_dtype="bool", out_dtype="bool", gather=True, out_contig=False)
-    out = R.render(p)
+    out = p.render()
     reader, writer, args = out["brisc"], out["ncrisc"], out["args.h"]
     assert "read_in0(" in reader and "gather_in1(" in reader
-    assert "(r1 < 99u)" in reader and "r1 * 30u + r0" in reader and "TT_L1_U8(p) != 0u" in reader
+    assert "((r1 < 99))" in reader and "((r1 * 30) + r0)" in reader and "TT_L1_U8(p) != 0u" in reader
     assert "scatter_out(" in writer and "TT_L1_U8(p) = v != 0u" in writer
     assert f"#define IN1_STAGE 0x{p.l1['stage_in1']:X}u" in args and f"#define OUT_STAGE 0x{p.l1['stage_out']:X}u" in args
     assert "tt_ranges[TT_N_RANGES] = {30u, 100u}" in args and "#define BUF2_NBYTES 3000u" in args
-    contig_bool = R.render(plan(b_dtype="bool", out_dtype="bool", gather=False))
+    contig_bool = plan(b_dtype="bool", out_dtype="bool", gather=False).render()
     assert "widened to u32 0/1 in place" in contig_bool["brisc"]
     assert "narrow u32 words to bool bytes in place" in contig_bool["ncrisc"]
 
@@ -113,17 +119,17 @@ def test_render_rejects_bad_plans():
     p = plan()
     p.l1 = {}
     with pytest.raises(ValueError, match="allocate_l1"):
-        R.render(p)
+        p.render()
     p = plan(gather=False)
     p.buffers[2].nbytes = 100
     with pytest.raises(ValueError, match="contiguous over 3000 elements"):
-        R.render(p)
+        p.render()
     p = plan()
     p.sfpu = SfpuProgram([], [0xC0000001], 3, 2)
     with pytest.raises(ValueError, match="not a Tensix word"):
-        R.render(p)
+        p.render()
 
 
 def test_sync_area_is_outside_images_and_data():
-    assert R.SYNC_BASE >= layout.IMAGE_SLOT["trisc2"] + layout.IMAGE_SLOT_SIZE
-    assert R.SYNC_BASE + R.SYNC_CB_OFFSET + 8 * R.SYNC_CB_STRIDE + 32 <= layout.DATA_BASE
+    assert layout.SYNC_BASE >= layout.IMAGE_SLOT["trisc2"] + layout.IMAGE_SLOT_SIZE
+    assert layout.SYNC_BASE + layout.SYNC_CB_OFFSET + 8 * layout.SYNC_CB_STRIDE + 32 <= layout.DATA_BASE

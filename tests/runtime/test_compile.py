@@ -1,5 +1,5 @@
 """runtime.compile (compiler discovery, size gate, cache, disassembly) and runtime.driver, ending with whole kernels
-rendered from hand-made KernelPlans, compiled for real and run on the emulator against numpy."""
+rendered from hand-made ElementwisePlans, compiled for real and run on the emulator against numpy."""
 from __future__ import annotations
 
 import shutil
@@ -7,12 +7,17 @@ import shutil
 import numpy as np
 import pytest
 
-from tt_backend.lowering.plan import Buffer, KernelPlan, SfpuProgram, Stream, allocate_l1
-from tt_backend.lowering.render import render, split
+from tt_backend.lowering.codegen.sources import split
+from tt_backend.lowering.families.elementwise import ElementwisePlan
+from tt_backend.lowering.families.tile_plan import allocate_l1
+from tt_backend.lowering.index import IndexExpr
+from tt_backend.lowering.plan import Buffer, SfpuProgram, Stream
 from tt_backend.runtime import compile as C
 from tt_backend.runtime import driver
 from tt_backend.chip import isa, layout
 from tt_backend.chip.errors import CompilerNotFound, DeviceTimeout, KernelTooLarge, TTError
+
+r0, r1 = IndexExpr.range_var(0), IndexExpr.range_var(1)   # the iteration ranges of the hand-made plans
 
 
 @pytest.fixture(autouse=True)
@@ -50,24 +55,24 @@ def sfpu_axpb(out_slot=1) -> SfpuProgram:
 ESZ = {"float32": 4, "bfloat16": 2, "int32": 4, "bool": 1}
 
 
-def make_plan(name, ranges, buffers, inputs, output, prog) -> KernelPlan:
+def make_plan(name, ranges, buffers, inputs, output, prog) -> ElementwisePlan:
     """buffers: [(dtype, n_elements)], inputs/output: Stream. Buffer k is tinygrad slot k."""
     bufs = [Buffer(k, dt, n * ESZ[dt]) for k, (dt, n) in enumerate(buffers)]
-    return allocate_l1(KernelPlan(name, tuple(ranges), bufs, inputs, output, prog))
+    return allocate_l1(ElementwisePlan(name, tuple(ranges), bufs, inputs, output, prog))
 
 
 def plan_add(n=3000, gather=True, out_dtype="bfloat16", b_dtype="float32"):
     """out[r0,r1] = a[r0,r1] + b[r1,r0] (b stored transposed) over (n/100, 100)."""
     rows = n // 100
-    b_idx = f"r1 * {rows}u + r0" if gather else "r0 * 100u + r1"
+    b_idx = r1 * rows + r0 if gather else r0 * 100 + r1
     return make_plan("add_t", (rows, 100), [(out_dtype, n), ("float32", n), (b_dtype, n)],
-                     [Stream(1, "float32", "r0 * 100u + r1", contiguous=True),
+                     [Stream(1, "float32", r0 * 100 + r1, contiguous=True),
                       Stream(2, b_dtype, b_idx, contiguous=not gather)],
-                     Stream(0, out_dtype, "r0 * 100u + r1", contiguous=True), sfpu_add())
+                     Stream(0, out_dtype, r0 * 100 + r1, contiguous=True), sfpu_add())
 
 
 def compile_plan(plan):
-    sources, headers = split(render(plan))
+    sources, headers = split(plan.render())
     return C.compile_kernel(sources, headers, plan.name)
 
 
@@ -138,7 +143,7 @@ def test_cache_hit_on_unchanged_kernel():
 
 @pytest.mark.needs_cc
 def test_size_gate_refuses_an_oversized_image():
-    sources, headers = split(render(plan_add()))
+    sources, headers = split(plan_add().render())
     sources = {"ncrisc": sources["ncrisc"].replace(
         "int kmain(void)", "static volatile uint32_t big[5000];\nint kmain(void)").replace(
         "tt_noc_init(&noc, TT_NOC1_BASE);", "tt_noc_init(&noc, TT_NOC1_BASE); big[4999] = 1;")}
@@ -150,7 +155,7 @@ def test_size_gate_refuses_an_oversized_image():
 
 @pytest.mark.needs_cc
 def test_compile_error_names_the_core():
-    sources, headers = split(render(plan_add()))
+    sources, headers = split(plan_add().render())
     with pytest.raises(TTError, match="trisc1"):
         C.compile_kernel({"trisc1": sources["trisc1"] + "\nthis is not C;\n"}, headers, "broken")
 
@@ -232,9 +237,9 @@ def test_window_reloads_and_scattered_output(new_device):
     R0, R1 = 48, 300                            # 14400 elements, 57600-byte buffers > STAGING_BYTES
     n = R0 * R1
     plan = make_plan("transpose_add", (R0, R1), [("float32", n), ("float32", n), ("float32", n)],
-                     [Stream(1, "float32", f"r0 * {R1}u + r1", contiguous=True),
-                      Stream(2, "float32", f"r1 * {R0}u + r0")],
-                     Stream(0, "float32", f"r1 * {R0}u + r0"), sfpu_add())
+                     [Stream(1, "float32", r0 * R1 + r1, contiguous=True),
+                      Stream(2, "float32", r1 * R0 + r0)],
+                     Stream(0, "float32", r1 * R0 + r0), sfpu_add())
     a = rng.standard_normal(n).astype(np.float32)
     b = rng.standard_normal(n).astype(np.float32)
     got = run_plan(new_device(), plan, {1: a, 2: b})
@@ -246,8 +251,8 @@ def test_window_reloads_and_scattered_output(new_device):
 def test_padded_gather_reads_zero_outside_valid(new_device):
     """out[r0, r1] = 2 * (r1 < 32 ? x[r0, r1] : 0) + 1 over (10, 40): a pad, and an SFPU setup block."""
     plan = make_plan("pad", (10, 40), [("float32", 400), ("float32", 320)],
-                     [Stream(1, "float32", "r0 * 32u + r1", valid_c="r1 < 32u")],
-                     Stream(0, "float32", "r0 * 40u + r1", contiguous=True), sfpu_axpb())
+                     [Stream(1, "float32", r0 * 32 + r1, valid=r1.lt(32))],
+                     Stream(0, "float32", r0 * 40 + r1, contiguous=True), sfpu_axpb())
     x = rng.standard_normal(320).astype(np.float32)
     got = run_plan(new_device(), plan, {1: x})
     padded = np.zeros((10, 40), np.float32)
@@ -262,10 +267,10 @@ def test_padded_gather_reads_zero_outside_valid(new_device):
 def test_integer_and_bool_streams(new_device, in_dtype, in_contig, out_dtype, out_contig):
     """Raw 32-bit copy through the SFPU (INT32 mode): bool bytes widen to u32 0/1 and narrow back to bytes."""
     n = 2500
-    idx = "r0" if in_contig else f"{n - 1}u - r0"
-    out_idx = "r0" if out_contig else f"{n - 1}u - r0"
+    idx = r0 if in_contig else (n - 1) - r0
+    out_idx = r0 if out_contig else (n - 1) - r0
     plan = make_plan("copy", (n,), [(out_dtype, n), (in_dtype, n), ("float32", n)],
-                     [Stream(2, "float32", "r0", contiguous=True), Stream(1, in_dtype, idx, contiguous=in_contig)],
+                     [Stream(2, "float32", r0, contiguous=True), Stream(1, in_dtype, idx, contiguous=in_contig)],
                      Stream(0, out_dtype, out_idx, contiguous=out_contig), sfpu_copy(src_slot=1, out_slot=2))
     if in_dtype == "bool":
         x = rng.integers(0, 2, n).astype(np.uint8) * rng.integers(1, 255, n).astype(np.uint8)  # any nonzero = True
@@ -294,8 +299,9 @@ def test_relaunch_on_the_same_device_and_single_element(new_device):
         b = rng.standard_normal(3000).astype(np.float32)
         got = run_plan(dev, plan, {1: a, 2: b})
         np.testing.assert_array_equal(got, a + b.reshape(100, 30).T.reshape(-1))
-    one = make_plan("one", (), [("float32", 1), ("float32", 1)], [Stream(1, "float32", "0u", contiguous=True)],
-                    Stream(0, "float32", "0u", contiguous=True), sfpu_axpb())
+    zero = IndexExpr.const(0)
+    one = make_plan("one", (), [("float32", 1), ("float32", 1)], [Stream(1, "float32", zero, contiguous=True)],
+                    Stream(0, "float32", zero, contiguous=True), sfpu_axpb())
     got = run_plan(dev, one, {1: np.array([3.0], np.float32)})
     assert got.tolist() == [7.0]
 

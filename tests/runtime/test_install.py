@@ -7,6 +7,7 @@ device and that the finder serves `tinygrad.runtime.ops_tt`.
 """
 import os
 import pickle
+import re
 import shutil
 import subprocess
 import sys
@@ -70,10 +71,13 @@ def test_dram_arena_merges_and_aligns():
 
 
 def test_bundle_roundtrip():
-    from tt_backend.lowering.plan import Buffer, KernelPlan, SfpuProgram, Stream
+    from tt_backend.lowering.index import IndexExpr
+    from tt_backend.lowering.families.elementwise import ElementwisePlan
+    from tt_backend.lowering.plan import Buffer, SfpuProgram, Stream
     from tt_backend.ops_tt import pack_bundle, unpack_bundle
-    plan = KernelPlan("E_4", (4,), [Buffer(0, "float32", 16), Buffer(1, "float32", 16)],
-                      [Stream(1, "float32", "r0", None, True)], Stream(0, "float32", "r0", None, True),
+    plan = ElementwisePlan("E_4", (4,), [Buffer(0, "float32", 16), Buffer(1, "float32", 16)],
+                      [Stream(1, "float32", IndexExpr.range_var(0), None, True)],
+                      Stream(0, "float32", IndexExpr.range_var(0), None, True),
                       SfpuProgram([], [1], 2, 1))
     meta, elfs = unpack_bundle(pack_bundle(plan, {"brisc": b"\x7fELF-a", "ncrisc": b"\x7fELF-bb"}))
     assert elfs == {"brisc": b"\x7fELF-a", "ncrisc": b"\x7fELF-bb"}
@@ -127,21 +131,49 @@ def test_unavailable_backends_are_clear_errors():
 
 # ------------------------------------------------------------------------------------- real installs (slow)
 
-def _dep_dirs() -> list[str]:
-    """The site directories this interpreter imports the dependencies from."""
-    import jinja2, networkx, numpy, tinygrad, elftools  # noqa: E401
-    return sorted({str(Path(m.__file__).resolve().parent.parent) for m in (tinygrad, numpy, jinja2, networkx, elftools)})
+def _install_requires() -> list[str]:
+    """setup.cfg's install_requires (the source of truth, whatever this interpreter has installed)."""
+    import configparser
+    cfg = configparser.ConfigParser()
+    cfg.read(REPO_ROOT / "setup.cfg")
+    return [line for line in cfg["options"]["install_requires"].splitlines() if line.strip()]
+
+
+def _deps_dir(tmp: Path) -> Path:
+    """A directory of symlinks to the installed files of every distribution the project requires (transitively, from
+    this interpreter's installs): exactly the dependencies, and not this project's own (editable) install or the pip
+    and setuptools that share their site directory."""
+    import importlib.metadata as md
+    from packaging.requirements import Requirement
+    todo, dists = [Requirement(r).name for r in _install_requires()], {}
+    while todo:
+        name = todo.pop()
+        if name.lower() in dists:
+            continue
+        dist = dists[name.lower()] = md.distribution(name)
+        for r in map(Requirement, dist.requires or []):
+            if r.marker is None or r.marker.evaluate({"extra": ""}):
+                todo.append(r.name)
+    out = tmp / "deps"
+    out.mkdir()
+    for dist in dists.values():
+        tops = {f.parts[0] for f in dist.files or [] if f.parts[0] != ".."}
+        for top in tops:
+            src = Path(dist.locate_file(top))
+            if src.exists() and not (out / top).exists():
+                (out / top).symlink_to(src)
+    return out
 
 
 def _fresh_venv(tmp: Path) -> Path:
     # An isolated venv (no --system-site-packages: a tt_backend.pth installed system-wide would be processed there and
-    # hide what this install does). The dependencies come in as plain path entries: a .pth listing directories adds
-    # them to sys.path without processing the .pth files inside them.
+    # hide what this install does). The dependencies come in as a plain path entry: a .pth listing a directory adds it
+    # to sys.path without processing the .pth files inside it.
     subprocess.run([sys.executable, "-m", "venv", str(tmp / "venv")], check=True, timeout=300)
     py = tmp / "venv" / "bin" / "python"
     site = run_py(py, "import sysconfig; print(sysconfig.get_paths()['purelib'])").stdout.strip()
-    (Path(site) / "_tt_test_deps.pth").write_text("\n".join(_dep_dirs()) + "\n")
-    assert run_py(py, "import tinygrad, numpy").returncode == 0, "dependencies not visible in the fresh venv"
+    (Path(site) / "_tt_test_deps.pth").write_text(f"{_deps_dir(tmp)}\n")
+    assert run_py(py, "import tinygrad, numpy, matplotlib").returncode == 0, "dependencies not visible in the fresh venv"
     return py
 
 
@@ -172,10 +204,11 @@ def test_pip_install_registers_device(tmp_path, editable):
     name, module, file = where.stdout.split()
     assert (name, module) == ("tt_backend.ops_tt", "tt_backend.ops_tt")
     assert Path(file).resolve().is_relative_to((src if editable else site).resolve())
-    # installed package data: templates and the ISA table come along
-    r = run_py(py, "from tt_backend.chip import isa; import tt_backend.lowering.render as r; print(len(isa.INSTRUCTIONS) > 0, "
-                   "(r.TEMPLATE_DIR / 'reader.c.j2').exists())")
-    assert r.stdout.split() == ["True", "True"], r.stderr
+    # installed package data: the ISA table and every template (kernel templates and the blocks they import) come along
+    r = run_py(py, "from tt_backend.chip import isa; import tt_backend.lowering.codegen.sources as r; print(len(isa.INSTRUCTIONS) > 0, "
+                   "*sorted(p.relative_to(r.TEMPLATE_DIR).as_posix() for p in r.TEMPLATE_DIR.rglob('*.j2')))")
+    assert r.stdout.split() == ["True", *sorted(p.relative_to(REPO_ROOT / "templates").as_posix()
+                                                for p in (REPO_ROOT / "templates").rglob("*.j2"))], r.stderr
     # the conflict check, and a clean uninstall
     r = run_py(py, "import tinygrad", {"DEVICE": "TT", "DEV": "CPU"})
     assert r.returncode != 0 and "disagree" in r.stderr
@@ -224,3 +257,54 @@ def test_cli_demo(tmp_path):
                        env=env, cwd="/")
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     assert "max abs error" in r.stdout and "placement (" in r.stdout and r.stdout.rstrip().endswith("OK")
+
+
+TUNE_SNIPPET = ("import numpy as np\nfrom tinygrad import Tensor\n"
+                "a = Tensor(np.linspace(-1, 1, 2048, dtype=np.float32), device='TT').realize()\n"
+                "(a * a + 1).realize()\n")
+
+
+@pytest.mark.slow
+@pytest.mark.needs_cc
+def test_wheel_runs_outside_the_source_tree(tmp_path):
+    """A wheel (what `pip install tt-backend` would get) installed into a fresh venv: info, the demo and tune's plot
+    work from another directory with no PYTHONPATH and a fresh compile cache, i.e. from the installed files alone."""
+    import zipfile
+    py, src = _fresh_venv(tmp_path), _project_copy(tmp_path)
+    wheels = tmp_path / "wheels"
+    r = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(wheels), str(src)],
+                       capture_output=True, text=True, timeout=900, cwd=tmp_path)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    (whl,) = wheels.glob("tt_backend-*.whl")
+    with zipfile.ZipFile(whl) as z:
+        names = set(z.namelist())
+        meta = z.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
+    assert "tt_backend.pth" in names and "tt_backend/templates/blocks/cb.c.j2" in names
+    assert "Requires-Dist: matplotlib" in meta           # tune's plot comes with the default install
+    r = subprocess.run([str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check", str(whl)],
+                       capture_output=True, text=True, timeout=900, cwd=tmp_path)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+
+    away = tmp_path / "elsewhere"
+    away.mkdir()
+
+    def cli(*args):
+        env = {k: v for k, v in os.environ.items() if k not in ("DEV", "DEVICE", "PYTHONPATH", "TT_DUMP")}
+        env.update(DEVICE="TT", TT_CACHE_DIR=str(tmp_path / "cache"))
+        r = subprocess.run([str(py), "-m", "tt_backend", *args], capture_output=True, text=True, timeout=900,
+                           cwd=away, env=env)
+        assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+        return r.stdout
+
+    info = dict(re.split(r"\s{2,}", line, maxsplit=1) for line in cli("info").splitlines() if line.strip())
+    site = run_py(py, "import sysconfig; print(sysconfig.get_paths()['purelib'])").stdout.strip()
+    assert info["tt_backend"].endswith(f"({Path(site) / 'tt_backend'})"), info["tt_backend"]
+    assert info["compile cache"].startswith(str(tmp_path / "cache"))
+    from tt_backend.chip import layout
+    assert info["L1"].startswith(f"{layout.L1_SIZE // 1024} KiB per tile") and "1x1 grid" in info["chip model"]
+    assert info["DRAM"].startswith(f"1 bank of {layout.DRAM_BANK_SIZE / 2**30:g} GiB")
+    demo = cli("demo")
+    assert "max abs error" in demo and demo.rstrip().endswith("OK")
+    assert any((tmp_path / "cache").glob("*.elf"))      # compiled here, from the installed templates
+    cli("tune", "-c", TUNE_SNIPPET, "--budgets", "none", "--out", str(away / "tune"))
+    assert (away / "tune" / "tune.png").stat().st_size > 10_000 and (away / "tune" / "tune.md").exists()

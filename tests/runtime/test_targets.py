@@ -12,13 +12,16 @@ import sys
 import numpy as np
 import pytest
 
-from tt_backend.lowering.plan import TARGETS, Buffer, KernelPlan, SfpuProgram, Stream, allocate_l1, for_target
+from tt_backend.lowering.families.elementwise import ElementwisePlan
+from tt_backend.lowering.families.tile_plan import allocate_l1
+from tt_backend.lowering.index import IndexExpr
+from tt_backend.lowering.plan import TARGETS, Buffer, SfpuProgram, Stream, for_target
 from tt_backend.runtime import driver, targets
 from tt_backend.chip import isa, layout
 from tt_backend.chip.errors import DeviceTimeout, TTError, UnsupportedOp
 
 from tests.support import REPO_ROOT, fake_tt_umd, harness, programs
-DRAM_XY = layout.DRAM_XY[0] | layout.DRAM_XY[1] << 6
+from tests.support.harness import DRAM_XY
 
 
 @pytest.fixture
@@ -34,10 +37,10 @@ def no_umd(monkeypatch):
 
 @pytest.fixture
 def fake_umd(monkeypatch, tmp_path):
-    """A fake tt_umd with one Blackhole card; lock files under tmp_path."""
+    """A fake tt_umd with one Blackhole card; its lock files under tmp_path."""
     fake_tt_umd.reset()
     monkeypatch.setitem(sys.modules, "tt_umd", fake_tt_umd)
-    monkeypatch.setenv("TT_LOCK_DIR", str(tmp_path))
+    monkeypatch.setattr(fake_tt_umd, "LOCK_DIR", str(tmp_path))
     made = []
 
     def open_card(*a, **kw):
@@ -63,17 +66,18 @@ def test_make_device_by_name(no_sim, no_umd):
 
 def test_probe_without_simulator_or_card(no_sim, no_umd, monkeypatch):
     st = {t.name: t for t in targets.available_targets()}
-    assert list(st) == ["emu", "ttsim", "hw"]
+    assert list(st) == ["emu", "ttsim", "umd-sim", "hw"]
     assert st["emu"].available
     assert not st["ttsim"].available and "TT_SIMULATOR" in st["ttsim"].detail
+    assert not st["umd-sim"].available and "TT_SIMULATOR" in st["umd-sim"].detail
     assert not st["hw"].available and "pip install tt-umd" in st["hw"].detail
     monkeypatch.setenv("TT_SIMULATOR", "/nonexistent/libttsim.so")
     assert not targets.probe("ttsim").available
 
 
 def test_probe_hw_with_fake_umd(fake_umd):
-    st = targets.probe("hw")
-    assert st.available and "card(s) 0" in st.detail
+    st = targets.probe("hw")           # opens card 0: what the open found is part of the answer
+    assert st.available and "card(s) 0; card 0: NoC translation on; tile (1, 2) = NOC0 (1, 2)" in st.detail
     fake_tt_umd.reset(arches=(fake_tt_umd.ARCH.WORMHOLE_B0,))
     st = targets.probe("hw")
     assert not st.available and "no Blackhole card" in st.detail
@@ -118,7 +122,7 @@ def test_hw_roundtrips_and_checks(fake_umd):
 
 def test_second_process_is_refused_by_the_lock(fake_umd):
     d = fake_umd()
-    with pytest.raises(TTError, match=f"in use by another tt_backend process \\(pid {os.getpid()}"):
+    with pytest.raises(TTError, match=f"device 0 is in use: pid {os.getpid()} .* holds its lock CHIP_IN_USE_0_PCIe"):
         fake_umd()
     d.close()
     fake_umd().close()                                    # free again once closed
@@ -183,12 +187,12 @@ def _start_blocked(d, prog: str) -> None:
     harness.release_brisc(d, programs.compile_prog(f"device/{prog}.c"), 9)
 
 
-def _plan(words: list[int]) -> KernelPlan:
+def _plan(words: list[int]) -> ElementwisePlan:
     body = words + [isa.encode("SFPSTORE", lreg_ind=0, instr_mod0=3, sfpu_addr_mode=1, dest_reg_addr=64)]
     prog = SfpuProgram(setup=[], body=body, dst_slots=2, out_slot=1)
-    return allocate_l1(KernelPlan("k", (64,), [Buffer(0, "float32", 256), Buffer(1, "float32", 256)],
-                                  [Stream(1, "float32", "r0", contiguous=True)],
-                                  Stream(0, "float32", "r0", contiguous=True), prog))
+    return allocate_l1(ElementwisePlan("k", (64,), [Buffer(0, "float32", 256), Buffer(1, "float32", 256)],
+                                  [Stream(1, "float32", IndexExpr.range_var(0), contiguous=True)],
+                                  Stream(0, "float32", IndexExpr.range_var(0), contiguous=True), prog))
 
 
 def test_macro_free_target_rejects_sfploadmacro():

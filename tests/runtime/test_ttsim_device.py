@@ -15,10 +15,10 @@ from tt_backend.chip import layout
 from tt_backend.chip.errors import DeviceTimeout, TTError
 
 from tests.support import harness, programs, ttsim_path
+from tests.support.harness import DRAM_XY
 
 LIB = ttsim_path()
 pytestmark = pytest.mark.ttsim
-DRAM_XY = layout.DRAM_XY[0] | layout.DRAM_XY[1] << 6
 
 
 @pytest.fixture(scope="module")

@@ -14,6 +14,8 @@ from tt_backend.runtime.driver import jal_x0
 from tt_backend.chip import layout
 from tt_backend.chip.errors import DeviceTimeout, TTError
 
+DRAM_XY = layout.DRAM_XY[0] | layout.DRAM_XY[1] << 6     # the DRAM bank's NoC (x, y) as the device programs take it
+
 
 def load_segments(elf: bytes) -> tuple[int, list[tuple[int, bytes, int]]]:
     """(entry, [(paddr, file bytes, memsz)]) of the PT_LOAD segments of a little-endian ELF32."""

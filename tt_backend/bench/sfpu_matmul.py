@@ -1,4 +1,4 @@
-"""The fp32 SFPU matmul (lowering/sfpu_matmul.py) on the emulator and/or ttsim: plan, time, cycles, error.
+"""The fp32 SFPU matmul (lowering/families/sfpu_matmul.py) on the emulator and/or ttsim: plan, time, cycles, error.
 
     python -m tt_backend bench sfpu-matmul 64 128 256 [--targets emu,ttsim] [--lib path/to/libttsim.so]
     python -m tt_backend bench sfpu-matmul 64x4096x64 32x8192x32 4x64x2048x64   # MxKxN, BxMxKxN
@@ -18,9 +18,11 @@ import numpy as np
 from tinygrad import Tensor, dtypes
 from tinygrad.uop.ops import Ops
 
-from tt_backend.lowering.matmul import lower_matmul, match_matmul
-from tt_backend.lowering.render import split
-from tt_backend.lowering.sfpu_matmul import SfpuMatmulPlan
+from tt_backend.lowering.codegen.sources import split
+from tt_backend.lowering.families.fpu_matmul import FpuMatmulPlan
+from tt_backend.lowering.families.matmul_spec import match_matmul
+from tt_backend.lowering.families.sfpu_matmul import SfpuMatmulPlan
+from tt_backend.lowering.select import lower
 from tt_backend.runtime.compile import compile_kernel
 from tt_backend.runtime.driver import launch
 from tt_backend.runtime.emu.device import EmuDevice
@@ -35,14 +37,14 @@ def matmul_ast(sa, sb):
 
 def plan_for(M, K, N, B=0):
     ast, _ = matmul_ast(((B,) if B else ()) + (M, K), ((B,) if B else ()) + (K, N))
-    plan = lower_matmul(ast, f"bench_smm_{B}_{M}_{K}_{N}")
+    plan = lower(ast, f"bench_smm_{B}_{M}_{K}_{N}")
     assert isinstance(plan, SfpuMatmulPlan)
     return plan
 
 
 def describe(plan) -> str:
-    if plan is None: return "generic path"
-    if not isinstance(plan, SfpuMatmulPlan): return f"FPU {plan.fidelity}"
+    if isinstance(plan, FpuMatmulPlan): return f"FPU {plan.fidelity}"
+    if not isinstance(plan, SfpuMatmulPlan): return "generic path"
     split = (f", K in {plan.nkb} blocks of {8 * plan.kb_chunks} k, B {'streamed' if plan.b_stream else 'resident'}"
              if plan.split_k else "")
     return f"SFPU matmul, {plan.ng} column group(s) of {plan.ntg} tiles, A depth {plan.a_depth}{split}"
@@ -59,7 +61,7 @@ def sweep():
         K = sa[-1]
         why = ("" if match_matmul(ast) is not None else " (K = 1: an elementwise outer product, no reduction)" if K == 1
                else " (a dot product: one SFPU reduction over K)")
-        print(f"{str(sa):>14} @ {str(sb):<14} {n} kernel(s): {describe(lower_matmul(ast, 'sweep'))}{why}")
+        print(f"{str(sa):>14} @ {str(sb):<14} {n} kernel(s): {describe(lower(ast, 'sweep'))}{why}")
 
 
 def run(dev, plan, a, b):

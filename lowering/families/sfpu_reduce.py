@@ -1,15 +1,14 @@
-"""Reduction kernels (REDUCE ADD / MUL / MAX over any set of axes) on the SFPU.
+"""The SFPU reduction family: reduction kernels (REDUCE ADD / MUL / MAX over any set of axes) on the SFPU.
 
 (A plain sum - x.sum(axes), x.float().sum(axes) of bf16, x.mean(axes) - may run on the FPU instead: MVMUL against a
-ones tile, lowering/fpu_reduce.py. `plan_reduce` builds the SFPU plan first, then, given a placer, lets
-fpu_reduce.choose take the FPU when the error budget allows it and the cost model says it is cheaper.)
+ones tile, lowering/families/fpu_reduce.py, which prices its options against this family's plan.)
 
 The frontend gives one ValueDAG with a REDUCE node. It is split there: the *pre* DAG (per (output o, reduce index k)
 element, e.g. x*x) and the *post* DAG (per output, e.g. sqrt(acc/n + eps)), in which the REDUCE becomes a LOAD of the
 Dst slot the reduced values are left in.
 
-Layout (plan.ReducePlan): a tile is 32 row steps x 32 lanes. Output j of a tile owns `lanes` consecutive lanes (1, 2,
-4, 8 or all 32) of every row step, so a tile carries 32*lanes reduce indices of 32/lanes outputs, and a group of
+Layout (tile_plan.ReducePlan): a tile is 32 row steps x 32 lanes. Output j of a tile owns `lanes` consecutive lanes (1,
+2, 4, 8 or all 32) of every row step, so a tile carries 32*lanes reduce indices of 32/lanes outputs, and a group of
 `tiles_per_group` tiles carries all K of them. The reader gathers (o, k) into that layout, so any axis set and any
 index expression (permutes, broadcasts, pads) is the reader's scalar index math, never the SFPU's.
 
@@ -46,18 +45,41 @@ Accuracy: float32 sums accumulate in fp32 (one SFPADD rounding per element into 
 output, then a pairwise tree over the lanes): worst case |error| <= (K/lanes + log2(lanes)) * eps * sum|x|, measured
 |tt - exact|/sum|x| <= 2.4e-7 (~2 eps) for K up to 65536 (tinygrad's CPU: up to 3.8e-7). MAX is exact (SFPSWAP
 orders like the float total order: -0 < +0, and a -NaN loses where the CPU's compare may keep it).
+
+Candidate: one, priced by `reduce_cycles`, acceptable under any budget (the float32 reduction: fp32 accumulation in
+lane-parallel partial sums, the error above). A kernel that is a plain matmul (matmul_spec.match_matmul) is offered
+unpriced (math.inf), so it runs here only when neither matmul family can plan it: the cost model leaves out the
+reader, and this family's reader gathers every (m, n, k) product operand per datum, which the matmul readers do not.
 """
 from __future__ import annotations
 
 import math
-from dataclasses import replace
+import warnings
+from dataclasses import dataclass, replace
 
-from tt_backend.lowering import sfpu_ops as so
+from tt_backend.lowering.codegen import sfpu_ops as so
+from tt_backend.lowering.codegen.lane_combine import COMBINE, lane_broadcast, lane_combine
+from tt_backend.lowering.codegen.sfpu_codegen import DST_READ_GAP, MAX_SLOTS, assemble, compile_sfpu, const_bits
 from tt_backend.lowering.dag import ValueDAG, VNode
-from tt_backend.lowering.plan import DTYPE_SIZE, KernelPlan, ReducePass, ReducePlan, SfpuProgram, Stream
-from tt_backend.lowering.sfpu_codegen import DST_READ_GAP, MAX_SLOTS, compile_sfpu, const_bits, insert_nops
+from tt_backend.lowering.families.family import Candidate, Family, Kernel
+from tt_backend.lowering.families.matmul_spec import kernel_matmul
+from tt_backend.lowering.families.tile_plan import ReducePass, ReducePlan, TilePlan, allocate_l1
+from tt_backend.lowering.families.tile_render import render_tile_kernel
+from tt_backend.lowering.families.tile_streams import reader_mode
+from tt_backend.lowering.frontend import LoweredKernel
+from tt_backend.lowering.graph import live_nodes
+from tt_backend.lowering.index import IndexExpr
+from tt_backend.lowering.placement.choice import Split
+from tt_backend.lowering.placement.cost import COST, pack_cycles, sfpu_op_cycles, sfpu_program_cycles, unpack_cycles
+from tt_backend.lowering.placement.reference import (SAMPLE_DISTS, reduce_in_lanes, reference, rel_error,
+                                                     sample_inputs)
+from tt_backend.lowering.placement.report import Placement
+from tt_backend.lowering.plan import DTYPE_SIZE, SfpuProgram, Stream
 from tt_backend.chip.errors import UnsupportedOp
 from tt_backend.chip.isa import decode, encode
+
+NAME = "sfpu_reduce"
+GENERATOR = "lowering/families/sfpu_reduce.py"
 
 ACC = 7                                   # accumulator LReg (not 0: the program setup loads constants through LReg0)
 ACCS = (7, 6, 5)                          # accumulators of sibling reductions (x.sum(1) + x.max(1)); ACCS[0] = ACC
@@ -69,49 +91,26 @@ IDENTITY = {("ADD", "float32"): 0.0, ("ADD", "int32"): 0, ("ADD", "bool"): False
 GROUP_COST = 0.25                         # a group's finish + post + output tile, relative to one input tile
 
 
-# ------------------------------------------------------------------------------------------------ combine ops
-# combine(em, d, s, t): d = d (+|*|max) s; s may be clobbered, t = two scratch LRegs. One table, used by phase 1 and
-# by the lane combine.
+@dataclass
+class SfpuReducePlan(TilePlan):
+    reduce: ReducePlan                  # layout and the accumulator programs (`sfpu` is the per-row-step phase 1)
 
-def _swap_max(em: so.Emitter, d: int, s: int, t) -> None:
-    """SFPSWAP VEC_MIN_MAX: VD := min, VC := max in sign-magnitude order (= float order; -0 < +0). Two cycles: the
-    following SFPNOP keeps the next instruction off its second cycle."""
-    em.i("SFPSWAP", lreg_src_c=d, lreg_dest=s, instr_mod1=1)
-    em.i("SFPNOP")
+    @property
+    def n_tiles(self) -> int:
+        return self.reduce.groups * self.reduce.tiles_per_group * self.reduce.passes
 
+    def sfpu_words(self) -> list[int]:
+        r, p1 = self.reduce, self.reduce.pass1
+        words = super().sfpu_words() + r.post.setup + r.post.body + r.acc_init + r.finish + r.group_store
+        if p1 is not None:
+            words += p1.sfpu.setup + p1.sfpu.body + p1.acc_init + p1.finish + p1.group_store
+        return words
 
-COMBINE = {
-    ("ADD", "float32"): lambda em, d, s, t: em.fadd(d, d, s),
-    ("MUL", "float32"): lambda em, d, s, t: em.fmul(d, d, s),
-    ("MAX", "float32"): _swap_max,
-    ("MAX", "bfloat16"): _swap_max,       # bf16 values are fp32 values: max is exact, no rounding
-    ("ADD", "int32"): lambda em, d, s, t: em.iadd(d, s),
-    ("MAX", "int32"): lambda em, d, s, t: so.i_max(em, d, [d, s], t),   # two's complement order, not SFPSWAP's
-    ("ADD", "bool"): lambda em, d, s, t: em.or3(d, d, s),
-    ("MAX", "bool"): lambda em, d, s, t: em.or3(d, d, s),
-}
+    def reader_modes(self) -> list[str | None]:
+        return [reader_mode(self, j, self.reduce) for j in range(len(self.inputs))]
 
-
-def lane_combine(em: so.Emitter, op: str, dtype: str, lanes: int, x: int, t: int) -> int:
-    """Combine the values of each group of `lanes` lanes of LReg x (t: scratch). Returns the LReg holding the result,
-    valid in lane j*lanes + min(lanes, 8) - 1 of output j (ReducePlan.out_datum). For 2/4/8: x (+)= ror^(2^i)(x) in
-    each 8-lane row, so lane 8r+c ends with the combine of lanes c-2^n+1..c. For 32: the full 8-lane rotation tree,
-    then SFPTRANSP moves row i of LReg0 into row 0 of LReg i (LReg0-3), and three combines add up the rows."""
-    comb = COMBINE[(op, dtype)]
-    levels = {1: 0, 2: 1, 4: 2, 8: 3, 32: 3}[lanes]
-    for lvl in range(levels):
-        em.mov(t, x)
-        for _ in range(1 << lvl):
-            em.i("SFPSHFT2", lreg_src_c=t, lreg_dest=t, instr_mod1=3)   # SUBVEC_SHFLROR1
-            em.i("SFPNOP")                                             # SFPSHFT2 takes two cycles
-        comb(em, x, t, [r for r in (1, 2, 3, 4, 5, 6) if r not in (x, t)][:2])
-    if lanes != 32:
-        return x
-    em.mov(0, x)
-    em.i("SFPTRANSP", lreg_dest=0)        # also permutes LReg4-7 (x is dead after the move)
-    for r in (1, 2, 3):
-        comb(em, 0, r, [4, 5])
-    return 0
+    def render(self) -> dict[str, str]:
+        return render_tile_kernel(self, GENERATOR, red=self.reduce)
 
 
 # ------------------------------------------------------------------------------------------------ DAG split
@@ -163,41 +162,6 @@ def zero_preserving(dag: ValueDAG, padded: set[int]) -> bool:
     return z[dag.out]
 
 
-def _words(ins) -> list[int]:
-    return [encode(nm, **f) for nm, f in insert_nops(ins, 1 << 20)]
-
-
-def lane_broadcast(em: so.Emitter, lanes: int, r: int) -> int:
-    """After lane_combine: copy each output's result (lane j*lanes + min(lanes, 8) - 1 of LReg r) to every lane the
-    output owns, bit for bit (a rotation tree leaves float sums that differ in the last bit between lanes, so the
-    result lane is broadcast rather than the tree made symmetric). 32 lanes: LReg0 row 0 holds the result (r = 0);
-    copies in LReg0-3 and an SFPTRANSP put row 0 into every row. Then per 8-lane row: a lane-0 mask (shift right
-    with zero fill, then NOT), lane 7 rotated to lane 0 and masked, and three OR-with-rotation doublings. Bitwise, so
-    it is the same for every op and dtype. Returns the LReg holding the broadcast result."""
-    if lanes == 1:
-        return r
-    if lanes == 32:
-        assert r == 0
-        for q in (1, 2, 3):
-            em.mov(q, 0)
-        em.i("SFPTRANSP", lreg_dest=0)      # LReg i row j := old LReg j row i = row 0 of the result for i = 0
-    m, y, t = [q for q in (1, 2, 3, 4) if q != r][:3]
-    em.loadi(m, 0xFFFFFFFF)
-    em.i("SFPSHFT2", lreg_src_c=m, lreg_dest=m, instr_mod1=4)     # SUBVEC_SHFLSHR1: lane 0 of each row := 0
-    em.i("SFPNOP")
-    em.bnot(m, m)                                                 # all ones in lane 0 of each row only
-    em.i("SFPSHFT2", lreg_src_c=r, lreg_dest=y, instr_mod1=3)     # SUBVEC_SHFLROR1: lane 0 := lane 7
-    em.i("SFPNOP")
-    em.and3(y, y, m)
-    for amount in (1, 2, 4):                                      # lanes 0..2*amount-1 hold the result
-        em.mov(t, y)
-        for _ in range(amount):
-            em.i("SFPSHFT2", lreg_src_c=t, lreg_dest=t, instr_mod1=3)
-            em.i("SFPNOP")
-        em.or3(y, y, t)
-    return y
-
-
 def finish_words(ops: list[tuple[str, str]], lanes: int, acc_slot: int, broadcast: bool = False) -> list[int]:
     """After a group's last tile: combine each output's lanes of accumulator i (LReg ACCS[i], op/dtype ops[i]) and
     store row step 0 of Dst slot acc_slot + i. With several accumulators they are parked in their slots first (the
@@ -222,7 +186,7 @@ def finish_words(ops: list[tuple[str, str]], lanes: int, acc_slot: int, broadcas
         else:
             fin.store(res, 64 * (acc_slot + i))
         fin.ins.extend(gap)
-    return _words(fin.ins)
+    return assemble(fin.ins)
 
 
 def choose_layout(n_out: int, n_red: int, lane_choices: tuple[int, ...] = LANE_CHOICES) -> tuple[int, int]:
@@ -238,7 +202,7 @@ def choose_layout(n_out: int, n_red: int, lane_choices: tuple[int, ...] = LANE_C
 
 # ------------------------------------------------------------------------------------------------ the plan
 
-def reduce_shape(lk, reds: list, feeding: str) -> tuple:
+def reduce_shape(lk: LoweredKernel, reds: list[VNode], feeding: str) -> tuple:
     """(axes, number of output ranges, output range sizes, reduce range sizes) of reductions that run over one
     (output, k) space; UnsupportedOp for different reduce ranges, non-innermost ones or an op without a combine."""
     axes = reds[0].arg[1]
@@ -256,15 +220,11 @@ def reduce_shape(lk, reds: list, feeding: str) -> tuple:
     return axes, n_out_r, tuple(lk.ranges[:n_out_r]), tuple(lk.ranges[n_out_r:])
 
 
-def plan_reduce(lk, budget: float | None = None, placer=None):
-    """LoweredKernel (frontend) with REDUCE nodes -> KernelPlan with a ReducePlan (L1 not yet allocated). Several
-    reductions over the same axes (x.sum(1) + x.max(1): the frontend aliases their ranges) get one accumulator
-    each and share the input streams; a reduction that feeds another one over the same elements (x.argmax(),
-    x.logsumexp() with no axis) is planned in two passes (plan_two_pass).
-    With a `placer` (tt_backend.placement_eval.placer: budget, TT_PLACE pins, the FPU sum error model) a plain sum
-    may go to the FPU instead (lowering/fpu_reduce.py): then the result is an FpuReducePlan (L1 allocated)."""
-    if placer is not None and budget is None:
-        budget = getattr(placer, "err_budget", None)
+def plan_reduce(lk: LoweredKernel, budget: float | None = None) -> SfpuReducePlan:
+    """LoweredKernel (frontend) with REDUCE nodes -> SfpuReducePlan (L1 not yet allocated), its placement report
+    predicted for `budget`. Several reductions over the same axes (x.sum(1) + x.max(1): the frontend aliases their
+    ranges) get one accumulator each and share the input streams; a reduction that feeds another one over the same
+    elements (x.argmax(), x.logsumexp() with no axis) is planned in two passes (plan_two_pass)."""
     dag = lk.dag
     reds = [n for n in dag.nodes if n.op == "REDUCE"]
     if any(reduce_deps(dag, r) for r in reds):
@@ -293,7 +253,7 @@ def plan_reduce(lk, budget: float | None = None, placer=None):
     mask_input = None
     if any(masked):
         mask_input = len(streams)
-        streams.append(Stream(lk.buf_index(lk.output.slot), "bool", "0"))
+        streams.append(Stream(lk.buf_index(lk.output.slot), "bool", IndexExpr.const(0)))
         k_dep.append(True)
     for r, pre, m in zip(reds, pres, masked):
         if m:
@@ -333,7 +293,7 @@ def plan_reduce(lk, budget: float | None = None, placer=None):
         gs.i("SFPNOP")                            # the last combine may still be in flight
         for i, a in enumerate(accs):
             gs.store(a, 64 * (acc_slot + i) - 2 * steps)
-        group_store = _words(gs.ins)
+        group_store = assemble(gs.ins)
         finish = [encode("SFPNOP")] * DST_READ_GAP
         skip = 2 * steps - 2                      # post's own final store adds 2
         while skip:
@@ -342,23 +302,16 @@ def plan_reduce(lk, budget: float | None = None, placer=None):
     else:
         finish = finish_words(ops, lanes, acc_slot)
     rp = ReducePlan(op="+".join(o for o, _ in ops), dtype=reds[0].dtype, out_sizes=out_sizes, red_sizes=red_sizes,
-                    lanes=lanes, acc_reg=ACC, acc_init=_words(init.ins), finish=finish,
+                    lanes=lanes, acc_reg=ACC, acc_init=assemble(init.ins), finish=finish,
                     acc_slot=acc_slot, post=post_prog, k_dep=k_dep, mask_input=mask_input, pad_clamp=pad_clamp,
                     n_acc=n_acc, steps=steps, group_store=group_store, post_skip=post_skip)
     output = replace(lk.stream(lk.output), contiguous=False)
-    plan = KernelPlan(name=lk.name, ranges=lk.ranges, buffers=lk.buffers, inputs=streams, output=output,
-                      sfpu=phase1, ops=lk.ops, reduce=rp)
+    plan = SfpuReducePlan(name=lk.name, ranges=lk.ranges, buffers=lk.buffers, inputs=streams, output=output,
+                          sfpu=phase1, ops=lk.ops, reduce=rp)
     try:      # the report's placement (all SFPU), cost and predicted error; TT_CHECK measures it
-        from tt_backend.lowering.placement import reduce_placement
         plan.placement = reduce_placement(lk, plan, budget)
     except Exception as e:      # a model gap must not fail the kernel: it is then reported without a placement
-        import warnings
         warnings.warn(f"{lk.name}: no placement report for this reduction ({type(e).__name__}: {e})")
-    if placer is not None:
-        from tt_backend.lowering.fpu_reduce import choose
-        fpu = choose(lk, plan, placer)
-        if fpu is not None:
-            return fpu
     return plan
 
 
@@ -393,11 +346,10 @@ def reduce_deps(dag: ValueDAG, r: VNode) -> set[int]:
     return out
 
 
-def dedupe_streams(lk):
+def dedupe_streams(lk: LoweredKernel) -> LoweredKernel:
     """The frontend gives each REDUCE's loads their own streams; with the ranges aliased (a dependent reduction over
     the same elements) several are the same (buffer, index, gate, value): keep one, the DAG's LOADs renumbered and
     merged."""
-    from dataclasses import replace as dc_replace
     keys, first, remap = {}, [], {}
     for j, s in enumerate(lk.inputs):
         key = (s.slot, s.dtype, s.index_c, s.valid_c, s.value_c)
@@ -417,13 +369,13 @@ def dedupe_streams(lk):
         else:
             ids[n.id] = dag.add(n.op, n.dtype, tuple(ids[x] for x in n.srcs), n.arg)
     dag.out = ids[lk.dag.out]
-    return dc_replace(lk, inputs=first, dag=dag)
+    return replace(lk, inputs=first, dag=dag)
 
 
 TWO_PASS_LANES = (1, 8, 32)     # lane_broadcast needs each output's lanes to be whole 8-lane rows (or one lane)
 
 
-def plan_two_pass(lk, reds: list[VNode]) -> KernelPlan:
+def plan_two_pass(lk: LoweredKernel, reds: list[VNode]) -> SfpuReducePlan:
     """Reductions where one reads another's finished value in its pre-op (x.argmax(): max, then a max over
     (x == max) * reversed index; (x - x.max()).exp().sum(); (x - x.mean()).abs().sum()): two passes over each
     group's tiles in one kernel, the reader sending them twice.
@@ -472,7 +424,7 @@ def plan_two_pass(lk, reds: list[VNode]) -> KernelPlan:
     mask_input = None
     if any(masked):
         mask_input = len(streams)
-        streams.append(Stream(lk.buf_index(lk.output.slot), "bool", "0"))
+        streams.append(Stream(lk.buf_index(lk.output.slot), "bool", IndexExpr.const(0)))
         k_dep.append(True)
     n = len(streams)
     slot1, slot2 = n, n + len(p1)          # P1 results (broadcast), then P2 results (finish, row 0)
@@ -511,7 +463,7 @@ def plan_two_pass(lk, reds: list[VNode]) -> KernelPlan:
         init = so.Emitter()
         for r, a in zip(group, ACCS):
             init.loadi(a, const_bits(IDENTITY[(r.arg[0], r.dtype)], r.dtype))
-        return _words(init.ins)
+        return assemble(init.ins)
 
     prog1 = phase(p1, pres1, n)
     prog2 = phase(p2, pres2, slot2)
@@ -530,7 +482,7 @@ def plan_two_pass(lk, reds: list[VNode]) -> KernelPlan:
             for i, a in enumerate(ACCS[:len(group)]):
                 for row in range(steps if group is p1 else 1):
                     gs.store(a, 64 * (dest + i) - 2 * steps + 2 * row)
-            out.extend(_words(gs.ins))
+            out.extend(assemble(gs.ins))
         finish1 = [encode("SFPNOP")] * DST_READ_GAP
         finish2 = [encode("SFPNOP")] * DST_READ_GAP
         skip = 2 * steps - 2
@@ -548,5 +500,103 @@ def plan_two_pass(lk, reds: list[VNode]) -> KernelPlan:
                     n_acc=len(p2), steps=steps, group_store=group_store2, post_skip=post_skip, pass1=pass1)
     output = replace(lk.stream(lk.output), contiguous=False)
     # (no placement report, no FPU option: the accumulation-order model and the FPU sum cover one pass)
-    return KernelPlan(name=lk.name, ranges=lk.ranges, buffers=lk.buffers, inputs=streams, output=output,
-                      sfpu=prog2, ops=lk.ops, reduce=rp)
+    return SfpuReducePlan(name=lk.name, ranges=lk.ranges, buffers=lk.buffers, inputs=streams, output=output,
+                          sfpu=prog2, ops=lk.ops, reduce=rp)
+
+
+# ------------------------------------------------------------------------------------------------ cost and report
+
+REDUCE_SAMPLE_MAX = 1 << 16     # sample points per distribution for a reduction's prediction (one output's K, capped)
+
+
+def reduce_cycles(plan: SfpuReducePlan) -> dict:
+    """Cost of a reduction kernel (same units and rules as lowering.placement.cost.cycles): per input tile the streams'
+    unpack (+ the SrcA/ELWADD pass of a bf16 stream) and the phase-1 SFPU program; per output group the accumulator
+    init, the lane combine (`finish`), the post program (once per step group) and the output tile's pack."""
+    rp = plan.reduce
+    fmts = [s.tile_format for s in plan.inputs]
+    unpack = sum(unpack_cycles(f) for f in fmts)
+    fpu = sum(COST["blocks_per_tile"] + COST["fpu_latency"] + COST["faces_per_tile"] * COST["fpu_setrwc"]
+              for f in fmts if f == "bf16")
+    sfpu = sfpu_program_cycles(len(plan.sfpu.setup), len(plan.sfpu.body))
+    runs = 1 if rp.steps >= 32 else 32 // rp.steps
+    group = (len(rp.acc_init) + len(rp.finish) + runs * (len(rp.post.setup) + len(rp.post.body)
+                                                          + len(rp.group_store) + len(rp.post_skip)))
+    pack = pack_cycles(plan.output.tile_format)
+    tiles, groups = plan.n_tiles, rp.groups
+    per_tile = unpack + fpu + sfpu
+    return {"unpack": unpack, "fpu": fpu, "sfpu": sfpu, "pack": pack, "total": per_tile, "tiles": tiles,
+            "groups": groups, "per_group": group + pack, "kernel": tiles * per_tile + groups * (group + pack)}
+
+
+def reduce_placement(lk: LoweredKernel, plan: SfpuReducePlan, budget: float | None = None, seed: int = 0,
+                     dists=SAMPLE_DISTS) -> Placement:
+    """The placement of a reduction kernel on the SFPU (a plain sum may instead go to the FPU:
+    lowering/families/fpu_reduce.py prices it against this one and records the FPU options in the report), with the
+    cost of `reduce_cycles` and a predicted error from the accumulation-order model (`reduce_in_lanes`: fp32 lane
+    partial sums, then the lane combine) against the exact reduction, on sample data: one output's full reduce range
+    (capped at REDUCE_SAMPLE_MAX points), worst over the sample distributions. Other ops are modelled in float32
+    (the SFPU sequences are within 1-2 ulp of it: a slight underestimate)."""
+    dag, rp = lk.dag, plan.reduce
+    n_out_r = len(lk.ranges) - len(rp.red_sizes)
+    ranges = (1,) * n_out_r + tuple(rp.red_sizes)
+    err = mx = None
+    if math.prod(ranges) <= REDUCE_SAMPLE_MAX:
+        dts = [s.dtype for s in lk.inputs]
+        errs = []
+        for k, dist in enumerate(dists):
+            xs = sample_inputs(dts, math.prod(ranges), seed + k, dist)
+            errs.append(rel_error(reference(dag, xs, ranges, reduce_in_lanes(rp.lanes)), reference(dag, xs, ranges)))
+        err, mx = max(e[0] for e in errs), max(e[1] for e in errs)
+    cyc = reduce_cycles(plan)
+    n = len(lk.inputs)
+    pl = Placement(lk.name, budget, dag, {}, Split([], dag, n, list(range(n))), err, mx, cyc, cyc["kernel"])
+    pl.lowered = lk
+    after: set[int] = set()        # ops after the reduction run once per output group, not per tile
+    for i in live_nodes(dag):
+        nd = dag.nodes[i]
+        if any(dag.nodes[s].op == "REDUCE" or s in after for s in nd.srcs):
+            after.add(i)
+        if nd.op in ("LOAD", "CONST"):
+            continue
+        row = {"id": i, "op": nd.op, "dtype": nd.dtype, "srcs": list(nd.srcs), "engine": "SFPU", "fidelity": None,
+               "pinned": False, "formats": {"lreg": "fp32"}, "predicted_error": 0.0}
+        if nd.op == "REDUCE":     # the accumulation order is where the kernel's error comes from
+            row.update(reduce=nd.arg[0], lanes=rp.lanes, predicted_error=err,
+                       cycles=COST["rows_per_tile"] * cyc["tiles"])
+        else:
+            per_tile = sfpu_op_cycles(nd, tuple(dag.nodes[s].dtype for s in nd.srcs))
+            runs = 1 if rp.steps >= 32 else 32 // rp.steps       # post: one row step per step group
+            row["cycles"] = (-(-per_tile // COST["rows_per_tile"]) * runs * cyc["groups"] if i in after
+                             else per_tile * cyc["tiles"])
+        pl.nodes.append(row)
+    return pl
+
+
+# ------------------------------------------------------------------------------------------------ the family
+
+def baseline(kernel: Kernel) -> SfpuReducePlan:
+    """The kernel's SFPU reduction plan (L1 not allocated), planned once per kernel: the FPU sum prices itself
+    against it and records its options in its report."""
+    return kernel.shared(_plan_kernel)
+
+
+def _plan_kernel(kernel: Kernel) -> SfpuReducePlan:
+    return plan_reduce(kernel.lowered, kernel.budget)
+
+
+def match(kernel: Kernel) -> LoweredKernel | None:
+    lk = kernel.lowered
+    return lk if any(n.op == "REDUCE" for n in lk.dag.nodes) else None
+
+
+def candidates(kernel: Kernel, lk: LoweredKernel) -> list[Candidate]:
+    """The SFPU reduction, acceptable under any budget; unpriced for a plain matmul (module docstring)."""
+    if kernel.shared(kernel_matmul) is not None:
+        return [Candidate(NAME, "SFPU fp32", math.inf, None, True, lambda: allocate_l1(baseline(kernel)))]
+    plan = baseline(kernel)
+    err = plan.placement.predicted_error if plan.placement is not None else None
+    return [Candidate(NAME, "SFPU fp32", reduce_cycles(plan)["kernel"], err, True, lambda: allocate_l1(plan))]
+
+
+FAMILY = Family(NAME, match, candidates)

@@ -1,10 +1,10 @@
-"""Sums on the FPU: REDUCE(ADD) as a matrix product against a tile of ones (MVMUL), accumulated in an fp32 Dst tile.
+"""The FPU sum family: REDUCE(ADD) as a matrix product against a tile of ones (MVMUL), accumulated in an fp32 Dst tile.
 
-Which reductions (`match`): one REDUCE(ADD) in float32 whose pre-op is a plain load of a float32 stream or an exact
+Which reductions (`match_sum`): one REDUCE(ADD) in float32 whose pre-op is a plain load of a float32 stream or an exact
 bf16 -> fp32 cast of a bf16 one (x.sum(axes), x.float().sum(axes), x.mean(axes)), any axis set. The post-op (mean's
 multiply, a bf16 cast, RMSNorm's rsqrt, ...) runs on the SFPU over the accumulated Dst tile, once per output tile;
 it may read nothing but the reduced value and constants (a post-op reading another input per output stays on the
-SFPU path, lowering/reduce.py).
+SFPU path, lowering/families/sfpu_reduce.py).
 
 Layout (FpuReducePlan): the outputs o x reduce index k are cut into 32 x 32 blocks; block (ot, kt) is one L1 tile in
 face layout (4 faces of 16x16, row-major inside a face), zero padded past O and K. `side` says which source register
@@ -18,7 +18,7 @@ the data goes to:
     0 holds per-column partial sums, which the SFPU adds up (`finish_words`: four row steps, then the lanes) into
     row step 0 before the post program. A full reduction (x.sum()) is then 1024 elements per tile, not 32.
 Per output tile: ZEROACC, then per k tile the unpackers bring both tiles (whole 1024-datum unpacks, the matmul's
-unpacker configuration) and `phases` x 16 MVMULs (lowering.matmul.mvmul_words) add them into Dst; then the SFPU
+unpacker configuration) and `phases` x 16 MVMULs (lowering.codegen.mvmul.mvmul_words) add them into Dst; then the SFPU
 post program (Dst slot 0 -> its output slot) and the packer (fp32); the writer picks the 32 outputs.
 
 Precision (fpu-path.md 10.1-10.3, the bit models of runtime.emu.fpu_math): a fidelity phase multiplies a slice of the
@@ -29,27 +29,56 @@ SrcA significand by a slice of SrcB's. The ones tile has an empty low slice, so 
 So the options are (srcb, LoFi), (srca, HiFi2), (srcb, HiFi3); the others are dominated. fp32 data is truncated to
 tf32 by the unpacker (up to 2^-10 relative per element, one-sided), bf16 data is exact in Src; the accumulation adds
 each group of 8 products aligned to its largest (one rounding near 2^-24 of the group's largest term) and rounds the
-Dst sum to fp32 once per MVMUL. The placement (`choose`) predicts the kernel's relative L2 error on sample data with
-those bit models (an evaluator injected by tt_backend, `lowering` never imports `runtime`) and takes the cheapest of
-SFPU / the FPU options within the budget.
+Dst sum to fp32 once per MVMUL. The candidates (`candidates`) carry the kernel's relative L2 error predicted on sample
+data with those bit models (an evaluator injected by tt_backend, `lowering` never imports `runtime`) and the cost
+model's cycles; the selector takes the cheapest of the SFPU reduction and the acceptable FPU options.
+
+Acceptable: predicted error <= SAFETY x budget; with no budget (float32-faithful) <= FAITHFUL_FACTOR x the SFPU
+reduction's predicted error on the same samples. Not offered: without a placer (no error model), when the post-op
+does not compile, or when TT_PLACE pins the REDUCE to the SFPU. Pinned to the FPU (TT_PLACE REDUCE=FPU[:fidelity]):
+one pinned candidate, the cheapest acceptable option of that fidelity, else the most accurate one - the user's pin
+is taken over the SFPU reduction whatever the cost model says.
 """
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+import warnings
+from dataclasses import dataclass
 
 import numpy as np
 
+from tt_backend.lowering.codegen import sfpu_ops as so
+from tt_backend.lowering.codegen.args_header import ArgsHeader
+from tt_backend.lowering.codegen.c_exprs import DRAM_LOAD, DRAM_STORE
+from tt_backend.lowering.codegen.l1 import STAGING_BYTES, l1_bytes, place
+from tt_backend.lowering.codegen.lane_combine import lane_combine
+from tt_backend.lowering.codegen.mvmul import (ALU_FORMAT_MM, MVMUL_SLOTS, UNPACK_CFG_MM, UNPACK_CFG_MM_COMMON,
+                                               matmul_words)
+from tt_backend.lowering.codegen.sfpu_codegen import DST_READ_GAP, MAX_SLOTS, assemble, compile_sfpu
+from tt_backend.lowering.codegen.sources import kernel_sources
+from tt_backend.lowering.codegen.tensix import PACK_CFG
+from tt_backend.lowering.codegen.words import hex_u32, word_u32
 from tt_backend.lowering.dag import ValueDAG, VNode
-from tt_backend.lowering.plan import DTYPE_SIZE, STAGING_BYTES, TARGETS, Buffer, SfpuProgram, Stream, Target
-from tt_backend.chip import layout
+from tt_backend.lowering.families.family import Candidate, Family, Kernel
+from tt_backend.lowering.families.sfpu_reduce import baseline, extract, reduce_cycles
+from tt_backend.lowering.frontend import LoweredKernel
+from tt_backend.lowering.placement.choice import Choice, Split
+from tt_backend.lowering.placement.cost import COST, pack_cycles, sfpu_op_cycles, unpack_cycles
+from tt_backend.lowering.placement.placer import Placer, ReduceEvaluator
+from tt_backend.lowering.placement.reference import (SAMPLE_DISTS, reduce_exact, reduce_in_lanes, reference,
+                                                     rel_error, sample_inputs)
+from tt_backend.lowering.placement.report import Placement
+from tt_backend.lowering.placement.search import SAFETY
+from tt_backend.lowering.plan import DTYPE_SIZE, Plan, SfpuProgram, Stream
 from tt_backend.chip.errors import UnsupportedOp
+from tt_backend.chip.isa import encode
 from tt_backend.chip.numerics.fpu_math import FIDELITY_PHASES
 
+NAME = "fpu_reduce"
+GENERATOR = "lowering/families/fpu_reduce.py"
 TILE = 32
 # (side, fidelity): the undominated choices (module docstring), cheapest first
 OPTIONS = (("srcb", "LoFi"), ("srca", "HiFi2"), ("srcb", "HiFi3"))
-SAFETY = 0.8                  # accept predicted <= SAFETY * budget (lowering.placement.SAFETY)
 FAITHFUL_FACTOR = 2.0         # no budget: the FPU only if its predicted error <= this x the SFPU's (fp32-faithful)
 SAMPLE_MAX = 1 << 16          # sample points per distribution (outputs x K)
 SAMPLE_OUTPUTS = 64           # sums per sample set (grouped like the kernel's outputs: group_error)
@@ -70,9 +99,8 @@ class FpuReduceSpec:
         return "bf16" if self.src_dtype == "bfloat16" else "tf32"
 
 
-def match(lk) -> FpuReduceSpec | None:
+def match_sum(lk: LoweredKernel) -> FpuReduceSpec | None:
     """The spec when the kernel is a plain sum the FPU can take, else None (the reason is not needed: SFPU)."""
-    from tt_backend.lowering.reduce import extract
     dag = lk.dag
     reds = [n for n in dag.nodes if n.op == "REDUCE"]
     if len(reds) != 1 or len(lk.inputs) != 1: return None
@@ -86,7 +114,7 @@ def match(lk) -> FpuReduceSpec | None:
         x = dag.nodes[x.srcs[0]]
     if x.op != "LOAD" or x.dtype not in ("float32", "bfloat16") or x.arg != 0: return None
     s = lk.stream(lk.inputs[0])
-    if s.value_c is not None or s.dtype != x.dtype: return None
+    if s.value is not None or s.dtype != x.dtype: return None
     out_dtype = dag.nodes[dag.out].dtype
     if out_dtype not in ("float32", "bfloat16"): return None
     post = extract(dag, dag.out, {r.id: VNode(-1, "LOAD", "float32", (), 0)})
@@ -98,35 +126,20 @@ def match(lk) -> FpuReduceSpec | None:
 # ------------------------------------------------------------------------------------------------ the plan
 
 @dataclass
-class FpuReducePlan:
-    """Same launch interface as KernelPlan (name, buffers, inputs, output, arg_words, ops, l1, n_elements, sfpu)."""
-    name: str
-    ranges: tuple[int, ...]
-    buffers: list[Buffer]
-    inputs: list[Stream]
-    output: Stream
+class FpuReducePlan(Plan):
     out_sizes: tuple[int, ...]
     red_sizes: tuple[int, ...]
     side: str                          # "srcb" | "srca"
     fidelity: str
     src_format: str                    # "bf16" | "tf32"
     post: SfpuProgram | None           # None: the sum is the output (packed from slot 0)
-    ops: list[str] = field(default_factory=list)
-    l1: dict[str, int] = field(default_factory=dict)
-    target: Target = field(default_factory=lambda: TARGETS["emu"])
-    placement: object | None = None
     cells: int = 32                    # outputs per tile (< 32: "srca" only, each output owns 32 // cells columns)
-    kind: str = "fpu_reduce"
-    reduce: object = None              # (KernelPlan consumers look for a ReducePlan; this is not one)
 
-    @property
-    def sfpu(self) -> SfpuProgram:     # tt_backend.dump and lowering.plan.for_target read the SFPU program
-        return self.post if self.post is not None else SfpuProgram([], [], 0, 0)
+    def sfpu_program(self) -> SfpuProgram | None:
+        return self.post
 
-    @sfpu.setter
-    def sfpu(self, p: SfpuProgram) -> None:
-        if self.post is not None:
-            self.post = p
+    def sfpu_words(self) -> list[int]:
+        return [] if self.post is None else self.post.setup + self.post.body
 
     @property
     def phases(self) -> int: return FIDELITY_PHASES[self.fidelity]
@@ -147,15 +160,7 @@ class FpuReducePlan:
         return ot * kt
 
     @property
-    def n_elements(self) -> int: return math.prod(self.ranges) if self.ranges else 1
-
-    @property
     def out_slot(self) -> int: return self.post.out_slot if self.post is not None else 0
-
-    def arg_words(self, dram_addrs: list[int]) -> list[int]:
-        if len(dram_addrs) != len(self.buffers):
-            raise ValueError(f"{self.name}: {len(self.buffers)} buffers, got {len(dram_addrs)} addresses")
-        return [self.n_tiles, self.n_elements, *dram_addrs]
 
     def render(self) -> dict[str, str]:
         return render_fpu_reduce(self)
@@ -194,9 +199,6 @@ def column_of(cells: int, j: int, q: int) -> int:
 
 def finish_words(cells: int) -> list[int]:
     """cells <= 8: combine each output's 4L column partials into lane j*L + L-1 of row step 0 of slot 0."""
-    from tt_backend.lowering import sfpu_ops as so
-    from tt_backend.lowering.reduce import _words, lane_combine
-    from tt_backend.lowering.sfpu_codegen import DST_READ_GAP
     em = so.Emitter()
     for r, a in enumerate(FINISH_STEPS):
         em.load(r, a, so.LOAD_INT32)
@@ -206,7 +208,7 @@ def finish_words(cells: int) -> list[int]:
     em.i("SFPNOP")
     em.store(res, 0)
     em.ins.extend([("SFPNOP", {})] * DST_READ_GAP)
-    return _words(em.ins)
+    return assemble(em.ins)
 
 
 def out_datum(side: str, cells: int, j: int) -> int:
@@ -218,7 +220,6 @@ def out_datum(side: str, cells: int, j: int) -> int:
 
 def post_steps(side: str, cells: int = 32) -> list[list[int]]:
     """Per post run: the INCRWC words that move Dst RWC to its row step (the body's last store adds 2)."""
-    from tt_backend.chip.isa import encode
     out, cur = [], 0
     for a in (POST_STEPS[side] if cells == 32 else (0,)):
         skip, words = a - cur, []
@@ -232,10 +233,9 @@ def post_steps(side: str, cells: int = 32) -> list[list[int]]:
 
 def fpu_cycles(n_out: int, n_red: int, src_format: str, phases: int, post: SfpuProgram | None,
                side: str = "srcb", cells: int = 32) -> dict:
-    """The cost model of lowering.placement (Tensix cycles): per k tile both unpacks (data + ones, 64 B/cycle) and
-    16 MVMULs per phase (one issue cycle each, isa-digest 1(d)); per output tile ZEROACC, the FPU latency, the post
-    program (setup + 32 row steps) and the fp32 pack (16 B/cycle)."""
-    from tt_backend.lowering.placement import COST, pack_cycles, unpack_cycles
+    """The cost model of lowering.placement.cost (Tensix cycles): per k tile both unpacks (data + ones, 64 B/cycle)
+    and 16 MVMULs per phase (one issue cycle each, isa-digest 1(d)); per output tile ZEROACC, the FPU latency, the
+    post program (setup + 32 row steps) and the fp32 pack (16 B/cycle)."""
     fmt = "bf16" if src_format == "bf16" else "fp32"
     ot, kt = tile_counts(n_out, n_red, cells)
     steps = len(POST_STEPS[side]) if cells == 32 else 1
@@ -252,51 +252,48 @@ def fpu_cycles(n_out: int, n_red: int, src_format: str, phases: int, post: SfpuP
 def compile_post(spec: FpuReduceSpec) -> SfpuProgram | None:
     if spec.post.nodes[spec.post.out].op == "LOAD":
         return None                                    # the fp32 sum is the output
-    from tt_backend.lowering.sfpu_codegen import MAX_SLOTS, compile_sfpu
     p = compile_sfpu(spec.post, 1, spec.out_dtype)
     if p.dst_slots > MAX_SLOTS:
         raise UnsupportedOp("post-reduce program needs too many Dst slots")
     return p
 
 
-def plan_fpu_reduce(lk, spec: FpuReduceSpec, side: str, fidelity: str, placement=None, cells: int = 32) -> FpuReducePlan:
+def plan_fpu_reduce(lk: LoweredKernel, spec: FpuReduceSpec, side: str, fidelity: str,
+                    placement: Placement | None = None, cells: int = 32) -> FpuReducePlan:
     n_out_r = len(lk.ranges) - len(lk.dag.nodes[spec.red].arg[1])
     s = lk.stream(lk.inputs[0])      # contiguous: element (o, k) at o * K + k (the reader copies runs of 32 k)
-    s = Stream(s.buf, s.dtype, s.index_c, s.valid_c, s.contiguous, None)
+    s = Stream(s.buf, s.dtype, s.index, s.valid, s.contiguous, None)
     out = lk.stream(lk.output)
-    out = Stream(out.buf, out.dtype, out.index_c, out.valid_c, False, None)
+    out = Stream(out.buf, out.dtype, out.index, out.valid, False, None)
     plan = FpuReducePlan(lk.name, tuple(lk.ranges), lk.buffers, [s], out, tuple(lk.ranges[:n_out_r]),
                          tuple(lk.ranges[n_out_r:]), side, fidelity, spec.src_format, compile_post(spec),
                          ops=[f"REDUCE_ADD[FPU MVMUL {spec.src_format} {fidelity} data->{side}]"] +
                              [n.op for n in spec.post.nodes if n.op not in ("LOAD", "CONST")],
                          placement=placement, cells=cells)
-    return allocate_l1(plan)
+    return allocate_fpu_reduce_l1(plan)
 
 
-def allocate_l1(plan: FpuReducePlan) -> FpuReducePlan:
+def allocate_fpu_reduce_l1(plan: FpuReducePlan) -> FpuReducePlan:
     tb = 2048 if plan.src_format == "bf16" else 4096
     sizes = {"cb_in": 2 * tb, "ones": tb, "cb_out": 2 * 4096, "stage_in": STAGING_BYTES, "stage_out": STAGING_BYTES}
-    addr, l1 = layout.DATA_BASE, {}
-    for k, n in sizes.items():
-        l1[k] = addr
-        addr += (n + 63) & ~63
-    if addr > layout.DATA_END:
-        raise UnsupportedOp(f"{plan.name}: FPU reduction needs {addr - layout.DATA_BASE} bytes of L1")
+    l1 = place(sizes)
+    if l1 is None:
+        raise UnsupportedOp(f"{plan.name}: FPU reduction needs {l1_bytes(sizes)} bytes of L1")
     plan.l1 = l1
     return plan
 
 
 # ------------------------------------------------------------------------------------------------ placement
 
-def predict(lk, spec: FpuReduceSpec, options, evaluator, lanes: int, seed: int = 0, dists=None) -> dict:
+def predict(lk: LoweredKernel, spec: FpuReduceSpec, options, evaluator: ReduceEvaluator, lanes: int, seed: int = 0,
+            dists=None) -> dict:
     """Predicted relative L2 error (worst over the sample distributions) of the kernel's output over up to
     SAMPLE_OUTPUTS sums of K sample values each: the SFPU reduction (lowering.placement.reduce_in_lanes: lane
     partial sums in fp32, then the lane combine) and each FPU option (`evaluator(x (n, K) float32, src_format,
-    side, phases) -> fp32 sum words`), against the exact sum rounded to fp32; then the post-op in float32 (per-op
+    side, phases, cells) -> fp32 sum words`), against the exact sum rounded to fp32; then the post-op in float32 (per-op
     rounding, bf16 results rounded once) for all. The pre-op is a load or an exact cast (`match`), so the sample
     values are the reduce's inputs."""
-    from tt_backend.lowering import placement as P
-    dists = dists or P.SAMPLE_DISTS
+    dists = dists or SAMPLE_DISTS
     n_out_r = len(lk.ranges) - len(lk.dag.nodes[spec.red].arg[1])
     k = math.prod(lk.ranges[n_out_r:])
     if k > SAMPLE_MAX:
@@ -306,16 +303,16 @@ def predict(lk, spec: FpuReduceSpec, options, evaluator, lanes: int, seed: int =
     keys = ["SFPU", *options]
     errs: dict = {key: [] for key in keys}
     for i, dist in enumerate(dists):
-        x = P.sample_inputs([spec.src_dtype], n * k, seed + i, dist)[0].astype(np.float32).reshape(n, k)
-        sums = {"exact": P.reduce_exact("ADD", x, (1,), "float32").reshape(-1),
-                "SFPU": P.reduce_in_lanes(lanes)("ADD", x, (1,), "float32").reshape(-1)}
+        x = sample_inputs([spec.src_dtype], n * k, seed + i, dist)[0].astype(np.float32).reshape(n, k)
+        sums = {"exact": reduce_exact("ADD", x, (1,), "float32").reshape(-1),
+                "SFPU": reduce_in_lanes(lanes)("ADD", x, (1,), "float32").reshape(-1)}
         for o in options:
             sums[o] = np.asarray(evaluator(x, spec.src_format, o[0], FIDELITY_PHASES[o[1]],
                                            choose_cells(n_out, k, o[0])), np.uint32).view(np.float32).reshape(-1)
-        ref = np.broadcast_to(np.asarray(P.reference(spec.post, [sums["exact"]]), np.float64), (n,))
+        ref = np.broadcast_to(np.asarray(reference(spec.post, [sums["exact"]]), np.float64), (n,))
         for key in keys:
-            out = np.broadcast_to(np.asarray(P.reference(spec.post, [sums[key]]), np.float64), (n,))
-            errs[key].append((group_error(out, ref, min(n_out, n)), P.rel_error(out, ref)[1]))
+            out = np.broadcast_to(np.asarray(reference(spec.post, [sums[key]]), np.float64), (n,))
+            errs[key].append((group_error(out, ref, min(n_out, n)), rel_error(out, ref)[1]))
     return {key: (max(e[0] for e in v), max(e[1] for e in v)) for key, v in errs.items()}
 
 
@@ -323,48 +320,44 @@ def group_error(out: np.ndarray, ref: np.ndarray, g: int) -> float:
     """The relative L2 error a tensor of g outputs sees, as the GROUP_QUANTILE over groups of g sample sums: with few
     outputs one cancelled sum (|sum| << sqrt(sum x^2)) dominates, so the typical L2 over many sums would promise
     too little (a 1-D sum: the 90th percentile of single-sum relative errors)."""
-    from tt_backend.lowering.placement import rel_error
     m = len(out) // g
     errs = [rel_error(out[i * g:(i + 1) * g], ref[i * g:(i + 1) * g])[0] for i in range(m)]
     return float(np.quantile(errs, GROUP_QUANTILE)) if m > 1 else float(errs[0])
 
 
-def _pin(placer, lk, red: int):
-    spec = getattr(placer, "spec", None)
-    if not spec:
-        return None
-    from tt_backend.lowering.placement import parse_pins
-    pins = parse_pins(spec, lk.name)
+def _pin(placer: Placer, lk: LoweredKernel, red: int) -> Choice | None:
+    pins = placer.pins_for(lk.name)
     return pins.get(str(red), pins.get("REDUCE"))
 
 
-def choose(lk, sfpu_plan, placer):
-    """(FpuReducePlan or None, the SFPU plan's Placement updated with the decision). The cheapest of the SFPU
-    reduction and the FPU options whose predicted error is within SAFETY * budget; no budget: FPU only if its
-    predicted error is within FAITHFUL_FACTOR x the SFPU's (fp32-faithful). TT_PLACE REDUCE=FPU[:fidelity] or
-    n<id>=... pins the choice (SFPU keeps the SFPU)."""
-    from tt_backend.lowering.placement import reduce_cycles
-    spec = match(lk)
-    budget = getattr(placer, "err_budget", None)
-    evaluator = getattr(placer, "reduce_evaluator", None)
-    if spec is None or placer is None:
-        return None
+def match(kernel: Kernel) -> FpuReduceSpec | None:
+    """A plain sum, when there is a placer (the FPU's error needs its model)."""
+    return None if kernel.placer is None else match_sum(kernel.lowered)
+
+
+def candidates(kernel: Kernel, spec: FpuReduceSpec) -> list[Candidate]:
+    """The FPU options priced against the kernel's SFPU reduction (sfpu_reduce.baseline), whose report records them
+    (`fpu_options`). Each is acceptable when its predicted error is within SAFETY x budget; no budget: FPU only if
+    its predicted error is within FAITHFUL_FACTOR x the SFPU's (fp32-faithful). TT_PLACE REDUCE=FPU[:fidelity] or
+    n<id>=... pins the choice: one pinned candidate, the cheapest acceptable option, else the most accurate one
+    (SFPU keeps the SFPU: no candidate)."""
+    lk, placer, budget = kernel.lowered, kernel.placer, kernel.budget
     pin = _pin(placer, lk, spec.red)
     if pin is not None and pin.engine == "SFPU":
-        return None
+        return []
     try:
         post = compile_post(spec)
     except UnsupportedOp:
-        return None
+        return []
+    sfpu_plan = baseline(kernel)
     n_out_r = len(lk.ranges) - len(lk.dag.nodes[spec.red].arg[1])
     n_out, n_red = math.prod(lk.ranges[:n_out_r]), math.prod(lk.ranges[n_out_r:])
     opts = [o for o in OPTIONS if pin is None or pin.fidelity is None or o[1] == pin.fidelity] or list(OPTIONS)
     pred = {}
-    if evaluator is not None:
+    if placer.reduce_evaluator is not None:
         try:
-            pred = predict(lk, spec, opts, evaluator, sfpu_plan.reduce.lanes)
+            pred = predict(lk, spec, opts, placer.reduce_evaluator, sfpu_plan.reduce.lanes)
         except Exception as e:       # a model gap must not fail the kernel: no prediction, no FPU move
-            import warnings
             warnings.warn(f"{lk.name}: FPU reduction error model failed ({type(e).__name__}: {e})")
             pred = {}
     sfpu_cyc = reduce_cycles(sfpu_plan)["kernel"]
@@ -380,20 +373,21 @@ def choose(lk, sfpu_plan, placer):
             ok = err[0] is not None and err[0] <= SAFETY * budget
         rows.append({"side": o[0], "fidelity": o[1], "cells": cells, "cycles": cyc, "predicted_error": err[0],
                      "predicted_max_rel": err[1], "acceptable": ok})
-    if pin is not None:           # pinned: the cheapest acceptable option, else the most accurate one
-        pick = min([r for r in rows if r["acceptable"]] or rows[-1:], key=lambda r: r["cycles"]["kernel"])
-    else:
-        fits = [r for r in rows if r["acceptable"] and r["cycles"]["kernel"] < sfpu_cyc]
-        pick = min(fits, key=lambda r: r["cycles"]["kernel"]) if fits else None
-    _annotate(sfpu_plan.placement, rows, pick, sfpu_err, sfpu_cyc, pin is not None)
-    if pick is None:
-        return None
-    return plan_fpu_reduce(lk, spec, pick["side"], pick["fidelity"],
-                           placement=fpu_placement(lk, spec, sfpu_plan.placement, pick, rows, post, sfpu_cyc, budget,
-                                                   sfpu_err, pin is not None), cells=pick["cells"])
+    _annotate(sfpu_plan.placement, rows, sfpu_err)
+
+    def candidate(r: dict, pinned: bool) -> Candidate:
+        def build() -> FpuReducePlan:
+            pl = fpu_placement(lk, spec, sfpu_plan.placement, r, rows, post, sfpu_cyc, budget, sfpu_err, pinned)
+            return plan_fpu_reduce(lk, spec, r["side"], r["fidelity"], placement=pl, cells=r["cells"])
+        return Candidate(NAME, f"FPU {r['side']} {r['fidelity']}", r["cycles"]["kernel"], r["predicted_error"],
+                         r["acceptable"], build, pinned)
+    if pin is not None:
+        return [candidate(min([r for r in rows if r["acceptable"]] or rows[-1:], key=lambda r: r["cycles"]["kernel"]),
+                          True)]
+    return [candidate(r, False) for r in rows]
 
 
-def _annotate(pl, rows, pick, sfpu_err, sfpu_cyc, pinned) -> None:
+def _annotate(pl: Placement | None, rows: list[dict], sfpu_err: float | None) -> None:
     """The SFPU plan's report records the FPU options that were priced (and why they lost)."""
     if pl is None:
         return
@@ -405,10 +399,11 @@ def _annotate(pl, rows, pick, sfpu_err, sfpu_cyc, pinned) -> None:
                 n["predicted_error"] = sfpu_err
 
 
-def fpu_placement(lk, spec, sfpu_pl, pick, rows, post, sfpu_cyc, budget, sfpu_err, pinned):
-    """A lowering.placement.Placement for reports and TT_CHECK: the REDUCE node on the FPU (MVMUL against ones,
-    fidelity, formats), the post-ops on the SFPU once per output tile."""
-    from tt_backend.lowering.placement import Placement, Split, sfpu_op_cycles
+def fpu_placement(lk: LoweredKernel, spec: FpuReduceSpec, sfpu_pl: Placement | None, pick: dict, rows: list[dict],
+                  post: SfpuProgram | None, sfpu_cyc: int, budget: float | None, sfpu_err: float | None,
+                  pinned: bool) -> Placement:
+    """A lowering.placement.report.Placement for reports and TT_CHECK: the REDUCE node on the FPU (MVMUL against
+    ones, fidelity, formats), the post-ops on the SFPU once per output tile."""
     dag = lk.dag
     cyc = dict(pick["cycles"])
     pl = Placement(lk.name, budget, dag, {}, Split([], dag, 1, [0]), pick["predicted_error"],
@@ -439,20 +434,12 @@ def fpu_placement(lk, spec, sfpu_pl, pick, rows, post, sfpu_cyc, budget, sfpu_er
 
 # ------------------------------------------------------------------------------------------------ rendering
 
-def _hex(v: int) -> str: return f"0x{v:08X}u"
-
-
 def args_header(plan: FpuReducePlan) -> str:
-    from tt_backend.lowering.render import SYNC_BASE, SYNC_CB_OFFSET, SYNC_CB_STRIDE
     ot, kt = plan.tiles
     n_out_r = len(plan.out_sizes)
     ranges = list(plan.ranges) or [1]
-    lines = [f"/* Generated by lowering/fpu_reduce.py for kernel {plan.name}: do not edit. */",
-             "#ifndef TT_ARGS_H", "#define TT_ARGS_H", "#include <stdint.h>", "",
-             "#define ARG_N_TILES 0", "#define ARG_N_ELEMENTS 1", "#define ARG_BUF(k) (2 + (k))",
-             f"#define TT_SYNC_BASE 0x{SYNC_BASE:X}u",
-             f"#define TT_CB_CTRL(k) (TT_SYNC_BASE + 0x{SYNC_CB_OFFSET:X}u + {SYNC_CB_STRIDE}u * (k))",
-             "#define CB_IN 0u", "#define CB_OUT 1u",
+    h = ArgsHeader(GENERATOR, plan.name)
+    lines = ["#define CB_IN 0u", "#define CB_OUT 1u",
              f"#define RED_O {plan.n_out}u", f"#define RED_K {plan.n_red}u",
              f"#define RED_OT {ot}u", f"#define RED_KT {kt}u",
              f"#define DATA_SRCB {1 if plan.side == 'srcb' else 0}u",
@@ -463,55 +450,52 @@ def args_header(plan: FpuReducePlan) -> str:
              f"#define IN_NBYTES {plan.buffers[plan.inputs[0].buf].nbytes}u",
              f"#define OUT_NBYTES {plan.buffers[plan.output.buf].nbytes}u",
              f"#define STAGE_BYTES {STAGING_BYTES}u"]
-    for k, b in enumerate(plan.buffers):
-        lines.append(f"#define BUF{k}_NBYTES {b.nbytes}u  /* {b.dtype}, tinygrad slot {b.slot} */")
-    for k, v in plan.l1.items():
-        lines.append(f"#define L1_{k.upper()} 0x{v:X}u")
-    lines += [f"#define TT_N_RANGES {len(ranges)}",
-              "static inline void tt_red_set(uint32_t *r, uint32_t o, uint32_t k)", "{"]
+    h.add(*lines).buffers(plan.buffers).l1(plan.l1)
+    h.add(f"#define TT_N_RANGES {len(ranges)}", "static inline void tt_red_set(uint32_t *r, uint32_t o, uint32_t k)",
+          "{")
     for i in range(len(plan.ranges) - 1, -1, -1):
         v = "o" if i < n_out_r else "k"
-        lines.append(f"    r[{i}] = {v} % {plan.ranges[i]}u; {v} /= {plan.ranges[i]}u;")
-    lines += ["    (void)o; (void)k;", "}", "#endif", ""]
-    return "\n".join(lines)
+        h.add(f"    r[{i}] = {v} % {plan.ranges[i]}u; {v} /= {plan.ranges[i]}u;")
+    return h.add("    (void)o; (void)k;", "}").text()
 
 
 def render_fpu_reduce(plan: FpuReducePlan) -> dict[str, str]:
-    from tt_backend.lowering import matmul as mm
-    from tt_backend.lowering.render import PACK_CFG, _DRAM_LOAD, _DRAM_STORE, _w, kernel_sources
     if not plan.l1:
         raise ValueError(f"{plan.name}: plan has no L1 allocation")
-    w = mm.matmul_words(plan)          # the matmul's unpack/MVMUL/pack words (uses plan.phases)
-    w["stall_sfpu_after_fpu"] = _w("STALLWAIT", stall_res=0x100, wait_res=0x10)    # B8 SFPU; C4 FPU
-    w["stall_sync_math"] = _w("STALLWAIT", stall_res=0x2, wait_res=0x810)           # B1 sync; C4 FPU | C11 SFPU
-    w["setrwc_dst"] = _w("SETRWC", bit_mask=0x4)
+    w = matmul_words(plan.phases)          # the matmul's unpack/MVMUL/pack words
+    w["stall_sfpu_after_fpu"] = word_u32("STALLWAIT", stall_res=0x100, wait_res=0x10)    # B8 SFPU; C4 FPU
+    w["stall_sync_math"] = word_u32("STALLWAIT", stall_res=0x2, wait_res=0x810)           # B1 sync; C4 FPU | C11 SFPU
+    w["setrwc_dst"] = word_u32("SETRWC", bit_mask=0x4)
     # ADDR_MOD slot 1: the MVMULs' (SrcA += 16 ...), the SFPU body's last SFPSTORE needs Dst += 2: swapped around post
-    ab1, d1 = mm.MVMUL_SLOTS[1]
-    w["slot1_sfpu"] = [_w("SETC16", setc16_reg=13, setc16_value=0), _w("SETC16", setc16_reg=29, setc16_value=2)]
-    w["slot1_mvmul"] = [_w("SETC16", setc16_reg=13, setc16_value=ab1), _w("SETC16", setc16_reg=29, setc16_value=d1)]
-    unp = dict(mm.UNPACK_CFG_MM[plan.src_format]) | mm.UNPACK_CFG_MM_COMMON
-    alu = mm.ALU_FORMAT_MM[plan.src_format] | (1 << 30)     # + SFPU_Fp32_enabled for the post program
+    ab1, d1 = MVMUL_SLOTS[1]
+    w["slot1_sfpu"] = [word_u32("SETC16", setc16_reg=13, setc16_value=0),
+                       word_u32("SETC16", setc16_reg=29, setc16_value=2)]
+    w["slot1_mvmul"] = [word_u32("SETC16", setc16_reg=13, setc16_value=ab1),
+                        word_u32("SETC16", setc16_reg=29, setc16_value=d1)]
+    unp = dict(UNPACK_CFG_MM[plan.src_format]) | UNPACK_CFG_MM_COMMON
+    alu = ALU_FORMAT_MM[plan.src_format] | (1 << 30)     # + SFPU_Fp32_enabled for the post program
     s, o = plan.inputs[0], plan.output
     ctx = {"name": plan.name, "side": plan.side, "fidelity": plan.fidelity, "phases": plan.phases,
            "src_format": plan.src_format, "in_bf16": plan.src_format == "bf16",
            "in": {"dtype": s.dtype, "esz": DTYPE_SIZE[s.dtype], "index_c": s.index_c, "valid_c": s.valid_c or "1",
                   "contiguous": bool(s.contiguous),
-                  "load_expr": _DRAM_LOAD[s.dtype]},
+                  "load_expr": DRAM_LOAD[s.dtype]},
            "out": {"dtype": o.dtype, "esz": DTYPE_SIZE[o.dtype], "index_c": o.index_c, "valid_c": o.valid_c or "1",
-                   "dram_store": _DRAM_STORE[o.dtype], "bf16": o.dtype == "bfloat16"},
+                   "dram_store": DRAM_STORE[o.dtype], "bf16": o.dtype == "bfloat16"},
            "r_params": ", ".join(f"uint32_t r{k}" for k in range(len(plan.ranges) or 1)),
            "r_unused": "".join(f"(void)r{k}; " for k in range(len(plan.ranges) or 1)),
            "r_args": ", ".join(f"r[{k}]" for k in range(len(plan.ranges) or 1)),
-           "w": w, "unp": {i: _hex(v) for i, v in unp.items()}, "alu_format": _hex(alu),
-           "pck": {i: _hex(v) for i, v in PACK_CFG["fp32"].items()}, "out_slot": plan.out_slot,
+           "w": w, "unp": {i: hex_u32(v) for i, v in unp.items()}, "alu_format": hex_u32(alu),
+           "pck": {i: hex_u32(v) for i, v in PACK_CFG["fp32"].items()}, "out_slot": plan.out_slot,
            "post": None if plan.post is None else {
-               "setup": [_hex(x) for x in plan.post.setup], "body": [_hex(x) for x in plan.post.body],
-               "steps": [[_hex(x) for x in ws] for ws in post_steps(plan.side, plan.cells)],
+               "setup": [hex_u32(x) for x in plan.post.setup], "body": [hex_u32(x) for x in plan.post.body],
+               "steps": [[hex_u32(x) for x in ws] for ws in post_steps(plan.side, plan.cells)],
                "rows": POST_STEPS[plan.side] if plan.cells == 32 else (0,),
-               "zero_out": [_w("ZEROACC", clear_mode=1, use_32_bit_mode=1, addr_mode=7, where=4 * plan.out_slot + f)
+               "zero_out": [word_u32("ZEROACC", clear_mode=1, use_32_bit_mode=1, addr_mode=7,
+                                     where=4 * plan.out_slot + f)
                             for f in range(4)]}}
     ctx["cells"] = plan.cells
-    ctx["finish"] = [_hex(x) for x in finish_words(plan.cells)] if plan.cells < 32 else []
+    ctx["finish"] = [hex_u32(x) for x in finish_words(plan.cells)] if plan.cells < 32 else []
     ctx["datums"] = [out_datum(plan.side, plan.cells, j) for j in range(plan.cells)]
     # cells <= 8: tile column -> (output j, column q of its list)
     cmap = {column_of(plan.cells, j, q): (j, q) for j in range(plan.cells) for q in range(TILE // plan.cells)}
@@ -519,3 +503,6 @@ def render_fpu_reduce(plan: FpuReducePlan) -> dict[str, str]:
     ctx["col_q"] = [cmap[c][1] for c in range(TILE)] if plan.cells < 32 else []
     return kernel_sources(ctx, "fpu_reduce_reader.c.j2", "fpu_reduce_writer.c.j2", "fpu_reduce_compute.c.j2",
                           args_header(plan))
+
+
+FAMILY = Family(NAME, match, candidates)

@@ -1,4 +1,5 @@
-"""fp32 matmul on the SFPU (float32-faithful): the matmul path's engine when no FPU fidelity meets the error budget.
+"""The SFPU matmul family: fp32 matmul on the SFPU (float32-faithful), the matmul's engine when no FPU fidelity meets
+the error budget or the FPU plan does not fit L1.
 
 Why: the FPU multiplies tf32/bf16 (Src registers are 19 bits) and aligns products in groups, so an fp32 matmul within an
 fp32 budget (no TT_ERR_BUDGET, or one tighter than ~3e-3 of sum|ab|) cannot use MVMUL; neither can bf16 operands with an
@@ -46,16 +47,28 @@ Error: each of the K steps rounds once (relative 2^-24), so |C - C_exact| <= K *
 order; a sequential fp32 dot product on a CPU, fma or not, has essentially the same bound gamma_K, so the two may
 differ by twice it; measured: ~3e-7 of sum|ab| at K = 512, i.e. ~5 ulp-sized units, far below the bound). Denormal inputs count as zero (SFPMAD), denormal results
 flush to zero. The accumulation order is k = 0, 1, 2, ... (sequential), as in a naive CPU loop.
+
+Candidate: one, priced in SFPU instructions, acceptable under any budget - it is the float32 reference's own
+precision (the budget bounds the error against float32, and a CPU's fp32 dot product has the same bound).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from tt_backend.lowering.matmul import (TILE, MatmulShape, MatmulSpec, _hex, _line_bytes, _operand_ctx, _out_pitch, _w,
-                             matmul_args_header, matmul_io)
-from tt_backend.lowering.plan import DTYPE_SIZE, Buffer, SfpuProgram, Stream
+from tt_backend.lowering.codegen.l1 import place, room
+from tt_backend.lowering.codegen.sources import kernel_sources
+from tt_backend.lowering.codegen.tensix import (PACK_CFG, SEM_FREE, SEM_MATHDONE, SEM_UNPACKED, UNPACK_CFG,
+                                                UNPACK_CFG_COMMON, alu_format_word, tensix_words)
+from tt_backend.lowering.codegen.words import hex_u32, word_u32
+from tt_backend.lowering.families.family import Candidate, Family, Kernel
+from tt_backend.lowering.families.matmul_spec import (TILE, MatmulKernelPlan, MatmulSpec, kernel_matmul, line_bytes,
+                                                      matmul_args_header, matmul_io, operand_ctx, out_pitch)
+from tt_backend.lowering.plan import DTYPE_SIZE, Report
 from tt_backend.chip import isa, layout
 from tt_backend.chip.errors import UnsupportedOp
+
+NAME = "sfpu_matmul"
+GENERATOR = "lowering/families/sfpu_matmul.py"
 
 KCH = 8                        # k values per unpack step (one A chunk = 8 faces, one B chunk = 1 face)
 A_CHUNK_BYTES = 32 * KCH * 8 * 4   # 32 rows x 8 k x 8 copies, fp32 = 8 KiB (128 Dst rows)
@@ -71,40 +84,40 @@ def sfpu_err(K: int) -> float:
     return K * PREDICTED_ERR_SFPU
 
 
+def chunks(spec: MatmulSpec) -> int:
+    """Input chunks of KCH k."""
+    return -(-spec.K // KCH)
+
+
+def row_groups(spec: MatmulSpec) -> int:
+    """4-row groups of the C tile the MOP runs: all 8, or only those holding rows < M when M < 32 (a row vector:
+    1 group; the rows past M stay zero and the writer drops them)."""
+    return min(8, -(-spec.M // 4))
+
+
+def instructions(spec: MatmulSpec) -> int:
+    """SFPU instructions of the kernel: BODY_WORDS per 4 SFPMADs, plus the 5-word B setup per MOP."""
+    mt, nt, _ = spec.tiles
+    sfpmads = spec.n_batch * mt * nt * chunks(spec) * 8 * row_groups(spec) * 4
+    return sfpmads * BODY_WORDS // 4 + sfpmads // (4 * row_groups(spec)) * 5
+
+
 @dataclass
-class SfpuMatmulPlan(MatmulShape):
-    """Same launch interface as MatmulPlan (name, buffers, inputs, output, arg_words, ops, l1, n_elements, render)."""
-    name: str
-    spec: MatmulSpec
-    buffers: list[Buffer]
-    inputs: list[Stream]
-    output: Stream
+class SfpuMatmulPlan(MatmulKernelPlan):
     predicted_err: float
-    budget: float | None = None
     ng: int = 1                # column-tile groups (B resident per group; the A panel is rebuilt per group)
     a_depth: int = 1
     kbc: int = 0               # chunks of KCH k per K block (0: one block, all of K); see allocate_sfpu_matmul_l1
     b_stream: bool = False     # split K only: B streamed per (column tile, K block) instead of resident per group
-    l1: dict[str, int] = field(default_factory=dict)
-    kind: str = "matmul"
-    fidelity: str = "fp32"     # what tests and reports print for the MatmulPlan's FPU fidelity
-    src_format: str = "fp32"
-    sfpu: SfpuProgram = field(default_factory=lambda: SfpuProgram([], [], 0, 0))
 
     @property
-    def ops(self) -> list[str]: return ["MATMUL[fp32,SFPU]"]
-
-    @property
-    def kc(self) -> int: return -(-self.spec.K // KCH)
+    def kc(self) -> int: return chunks(self.spec)
 
     @property
     def ntg(self) -> int: return -(-self.tiles[1] // self.ng)
 
     @property
-    def row_groups(self) -> int:
-        """4-row groups of the C tile the MOP runs: all 8, or only those holding rows < M when M < 32 (a row vector:
-        1 group; the rows past M stay zero and the writer drops them)."""
-        return min(8, -(-self.spec.M // 4))
+    def row_groups(self) -> int: return row_groups(self.spec)
 
     @property
     def kb_chunks(self) -> int: return self.kbc or self.kc     # chunks per (full) K block
@@ -115,28 +128,19 @@ class SfpuMatmulPlan(MatmulShape):
     @property
     def split_k(self) -> bool: return self.nkb > 1
 
-    @property
-    def sfpmads(self) -> int:
-        mt, nt, _ = self.tiles
-        return self.spec.n_batch * mt * nt * self.kc * 8 * self.row_groups * 4
-
-    @property
-    def placement(self) -> "SfpuMatmulPlacement":
-        return SfpuMatmulPlacement(self)
-
     def render(self) -> dict[str, str]:
         return render_sfpu_matmul(self)
 
 
-class SfpuMatmulPlacement:
+class SfpuMatmulReport(Report):
     """The report's view: one SFPU node (fp32 SFPMAD), its predicted error and instruction count."""
 
-    def __init__(self, plan: SfpuMatmulPlan):
-        self.budget, self.predicted_error = plan.budget, plan.predicted_err
-        instrs = plan.sfpmads * BODY_WORDS // 4 + plan.sfpmads // (4 * plan.row_groups) * 5
+    def __init__(self, plan: SfpuMatmulPlan, budget: float | None):
+        self.budget, self.predicted_error = budget, plan.predicted_err
         self.nodes = [{"id": 0, "op": "MATMUL", "engine": "SFPU", "fidelity": None, "pinned": False,
                        "formats": {"a": "fp32", "b": "fp32", "acc": "fp32"},
-                       "predicted_error": plan.predicted_err, "bound": plan.predicted_err, "cycles": instrs}]
+                       "predicted_error": plan.predicted_err, "bound": plan.predicted_err,
+                       "cycles": instructions(plan.spec)}]
         self.kernel = plan.name
 
     def report(self) -> dict:
@@ -148,24 +152,14 @@ class SfpuMatmulPlacement:
 
 
 def plan_sfpu_matmul(spec: MatmulSpec, name: str, err_budget: float | None = None) -> SfpuMatmulPlan:
+    """The plan, L1 allocated; `err_budget` only goes into the report (the SFPU matmul is fp32-faithful)."""
     buffers, inputs, output = matmul_io(spec, name)
     if spec.a.tile != spec.b.tile:
         raise UnsupportedOp(f"{name}: operands of different precision ({spec.a.tile} x {spec.b.tile})")
-    plan = SfpuMatmulPlan(name, spec, buffers, inputs, output, sfpu_err(spec.K), err_budget)
-    return allocate_sfpu_matmul_l1(plan)
-
-
-def _fit(sizes: dict[str, int]) -> dict[str, int] | None:
-    addr, l1 = layout.DATA_BASE, {}
-    for k, n in sizes.items():
-        l1[k] = addr
-        addr += (n + 63) & ~63
-    return l1 if addr <= layout.DATA_END else None
-
-
-def _room(sizes: dict[str, int]) -> int:
-    """Bytes of L1 left after the (64-byte aligned) buffers in `sizes`, less 64 per further buffer's alignment."""
-    return layout.DATA_END - layout.DATA_BASE - sum((n + 63) & ~63 for n in sizes.values()) - 2 * 64
+    plan = SfpuMatmulPlan(name, spec.ranges, buffers, inputs, output, spec, sfpu_err(spec.K), ops=["MATMUL[fp32,SFPU]"])
+    allocate_sfpu_matmul_l1(plan)
+    plan.placement = SfpuMatmulReport(plan, err_budget)
+    return plan
 
 
 MIN_SPLIT_CHUNKS = 16          # B stays resident in a split-K plan only when the A blocks still hold >= 128 k
@@ -189,14 +183,14 @@ def allocate_sfpu_matmul_l1(plan: SfpuMatmulPlan) -> SfpuMatmulPlan:
     esz_out = DTYPE_SIZE[s.out.dtype]
 
     def fixed() -> dict[str, int]:   # stage_out holds one 32-row panel of the column group
-        return {"cb_out": 2 * 4096, "stage_in": _line_bytes(max(s.K, s.N, TILE) + TILE, esz_in),
-                "stage_out": TILE * _out_pitch(min(s.N, TILE * plan.ntg), esz_out)}
+        return {"cb_out": 2 * 4096, "stage_in": line_bytes(max(s.K, s.N, TILE) + TILE, esz_in),
+                "stage_out": TILE * out_pitch(min(s.N, TILE * plan.ntg), esz_out)}
 
     def one_block() -> tuple[int, int, dict] | None:
         for ng in range(1, nt + 1):
             for depth in (2, 1):
                 plan.ng = ng
-                l1 = _fit({"cb_b": plan.kc * plan.ntg * B_CHUNK_BYTES, "cb_a": depth * plan.kc * A_CHUNK_BYTES,
+                l1 = place({"cb_b": plan.kc * plan.ntg * B_CHUNK_BYTES, "cb_a": depth * plan.kc * A_CHUNK_BYTES,
                            **fixed()})
                 if l1 is not None: return ng, depth, l1
         return None
@@ -205,8 +199,8 @@ def allocate_sfpu_matmul_l1(plan: SfpuMatmulPlan) -> SfpuMatmulPlan:
         if plan.kc < 2: return None
         for ng in range(1, nt + 1):
             plan.ng = ng
-            kbc = _room({"cb_b": plan.kc * plan.ntg * B_CHUNK_BYTES, "part": plan.ntg * C_TILE_BYTES,
-                         **fixed()}) // (2 * A_CHUNK_BYTES)
+            kbc = room({"cb_b": plan.kc * plan.ntg * B_CHUNK_BYTES, "part": plan.ntg * C_TILE_BYTES,
+                        **fixed()}, 2) // (2 * A_CHUNK_BYTES)
             if kbc >= max(1, min(min_chunks, plan.kc - 1)): return ng, min(kbc, plan.kc - 1)
         return None
 
@@ -224,7 +218,7 @@ def allocate_sfpu_matmul_l1(plan: SfpuMatmulPlan) -> SfpuMatmulPlan:
         return _split(plan, split[1], lambda kbc: {"cb_b": cb_b, "cb_a": 2 * kbc * A_CHUNK_BYTES, "part": part,
                                                    **fixed()})
     plan.ng, plan.b_stream = nt, True
-    kbc = _room({"part": C_TILE_BYTES, **fixed()}) // (2 * (A_CHUNK_BYTES + B_CHUNK_BYTES))
+    kbc = room({"part": C_TILE_BYTES, **fixed()}, 2) // (2 * (A_CHUNK_BYTES + B_CHUNK_BYTES))
     if kbc >= 1 and plan.kc >= 2:
         return _split(plan, min(kbc, plan.kc - 1), lambda kbc: {"cb_b": 2 * kbc * B_CHUNK_BYTES,
                                                                  "cb_a": 2 * kbc * A_CHUNK_BYTES,
@@ -240,8 +234,8 @@ def force_split_k(plan: SfpuMatmulPlan, kbc: int, b_stream: bool = False, ng: in
     plan.b_stream, plan.a_depth = b_stream, 2
     plan.ng = nt if b_stream else (ng or plan.ng)
     esz_in = max(DTYPE_SIZE[s.a.dtype], DTYPE_SIZE[s.b.dtype])
-    fixed = {"cb_out": 2 * 4096, "stage_in": _line_bytes(max(s.K, s.N, TILE) + TILE, esz_in),
-             "stage_out": TILE * _out_pitch(min(s.N, TILE * plan.ntg), DTYPE_SIZE[s.out.dtype])}
+    fixed = {"cb_out": 2 * 4096, "stage_in": line_bytes(max(s.K, s.N, TILE) + TILE, esz_in),
+             "stage_out": TILE * out_pitch(min(s.N, TILE * plan.ntg), DTYPE_SIZE[s.out.dtype])}
     cb_b = plan.kc * plan.ntg * B_CHUNK_BYTES
     return _split(plan, kbc, lambda k: {"cb_b": cb_b if not b_stream else 2 * k * B_CHUNK_BYTES,
                                         "cb_a": 2 * k * A_CHUNK_BYTES, "part": plan.ntg * C_TILE_BYTES, **fixed})
@@ -251,7 +245,7 @@ def _split(plan: SfpuMatmulPlan, kbc: int, sizes) -> SfpuMatmulPlan:
     """K blocks of at most kbc chunks, balanced (the last is not much shorter)."""
     nkb = -(-plan.kc // kbc)
     plan.kbc = -(-plan.kc // nkb)
-    l1 = _fit(sizes(plan.kbc))
+    l1 = place(sizes(plan.kbc))
     assert l1 is not None and plan.nkb == nkb > 1
     plan.l1 = l1
     return plan
@@ -309,13 +303,13 @@ def variant_words(buf: int) -> list[dict]:
     for mh in range(2):
         for h in range(2):
             for p in range(2):
-                out.append({"mh": mh, "h": h, "p": p, "bsetup": [_hex(x) for x in b_setup(buf, mh, h, p)],
-                            "body": [_hex(x) for x in body(buf, mh, h, p)]})
+                out.append({"mh": mh, "h": h, "p": p, "bsetup": [hex_u32(x) for x in b_setup(buf, mh, h, p)],
+                            "body": [hex_u32(x) for x in body(buf, mh, h, p)]})
     return out
 
 
 def args_header_sfpu_mm(plan: SfpuMatmulPlan) -> str:
-    return matmul_args_header(plan, "lowering/sfpu_matmul.py", [
+    return matmul_args_header(plan, GENERATOR, [
         f"#define MM_KC {plan.kc}u  /* chunks of {KCH} k */",
         f"#define MM_NG {plan.ng}u", f"#define MM_NTG {plan.ntg}u  /* column tiles per group */",
         f"#define MM_A_DEPTH {plan.a_depth}u",
@@ -331,37 +325,50 @@ def args_header_sfpu_mm(plan: SfpuMatmulPlan) -> str:
 
 
 def render_sfpu_matmul(plan: SfpuMatmulPlan) -> dict[str, str]:
-    from tt_backend.lowering.render import (PACK_CFG, SEM_FREE, SEM_MATHDONE, SEM_UNPACKED, UNPACK_CFG,
-                                 UNPACK_CFG_COMMON, alu_format_word, kernel_sources, tensix_words)
     s = plan.spec
     w = tensix_words()
     nop = isa.encode("NOP")
     replay = isa.encode("REPLAY", load_mode=0, execute_while_loading=0, len=BODY_WORDS, start_idx=0)
     w.update({
-        "seminit_unpacked2": _w("SEMINIT", max_value=2, init_value=0, sem_sel=1 << SEM_UNPACKED),
-        "seminit_infree": _w("SEMINIT", max_value=2, init_value=2, sem_sel=1 << SEM_INFREE),
-        "seminit_mathdone": _w("SEMINIT", max_value=1, init_value=0, sem_sel=1 << SEM_MATHDONE),
-        "seminit_free": _w("SEMINIT", max_value=1, init_value=1, sem_sel=1 << SEM_FREE),
-        "sempost_infree": _w("SEMPOST", sem_sel=1 << SEM_INFREE),
-        "stall_sync_sfpu": _w("STALLWAIT", stall_res=0x2, wait_res=0x810),      # B1 sync; C4 FPU | C11 SFPU
-        "addr_mods": [(_w("SETC16", setc16_reg=12 + k, setc16_value=0), _w("SETC16", setc16_reg=28 + k, setc16_value=v))
+        "seminit_unpacked2": word_u32("SEMINIT", max_value=2, init_value=0, sem_sel=1 << SEM_UNPACKED),
+        "seminit_infree": word_u32("SEMINIT", max_value=2, init_value=2, sem_sel=1 << SEM_INFREE),
+        "seminit_mathdone": word_u32("SEMINIT", max_value=1, init_value=0, sem_sel=1 << SEM_MATHDONE),
+        "seminit_free": word_u32("SEMINIT", max_value=1, init_value=1, sem_sel=1 << SEM_FREE),
+        "sempost_infree": word_u32("SEMPOST", sem_sel=1 << SEM_INFREE),
+        "stall_sync_sfpu": word_u32("STALLWAIT", stall_res=0x2, wait_res=0x810),      # B1 sync; C4 FPU | C11 SFPU
+        "addr_mods": [(word_u32("SETC16", setc16_reg=12 + k, setc16_value=0),
+                       word_u32("SETC16", setc16_reg=28 + k, setc16_value=v))
                       for k, v in ADDR_MOD.items()],
-        "zero_c": _hex(_store(9, C_ROW, mode=1)),
-        "replay_record": _w("REPLAY", load_mode=1, execute_while_loading=0, len=BODY_WORDS, start_idx=0),
-        "mop": _w("MOP", mop_type=1, loop_count=0, zmask_lo16_or_loop_count=0),
+        "zero_c": hex_u32(_store(9, C_ROW, mode=1)),
+        "replay_record": word_u32("REPLAY", load_mode=1, execute_while_loading=0, len=BODY_WORDS, start_idx=0),
+        "mop": word_u32("MOP", mop_type=1, loop_count=0, zmask_lo16_or_loop_count=0),
     })
     unp = dict(UNPACK_CFG["fp32"]) | UNPACK_CFG_COMMON
     ctx = {
-        "name": plan.name, "spec": s, "a": _operand_ctx(s.a), "b": _operand_ctx(s.b), "out": _operand_ctx(s.out),
-        "out_bf16": s.out.dtype == "bfloat16", "w": w, "unp": {i: _hex(v) for i, v in unp.items()},
-        "alu_format": _hex(alu_format_word(["fp32"], "fp32")),
-        "pck": {i: _hex(v) for i, v in PACK_CFG["fp32"].items()},
+        "name": plan.name, "spec": s, "a": operand_ctx(s.a), "b": operand_ctx(s.b), "out": operand_ctx(s.out),
+        "out_bf16": s.out.dtype == "bfloat16", "w": w, "unp": {i: hex_u32(v) for i, v in unp.items()},
+        "alu_format": hex_u32(alu_format_word(["fp32"], "fp32")),
+        "pck": {i: hex_u32(v) for i, v in PACK_CFG["fp32"].items()},
         "variants": [variant_words(0), variant_words(1)],
-        "mop_cfg_base": _hex(layout.MOP_CFG_BASE),
-        "mop_cfg": [_hex(v) for v in (1, plan.row_groups, nop, nop, nop, replay, nop, replay, replay)],
-        "a_dst": [_hex(64 + 16 * IN_ROW[b]) for b in range(2)],            # unpacker Dst address (+ the 4-row bias)
-        "b_dst": [_hex(64 + 16 * (IN_ROW[b] + 128)) for b in range(2)],
-        "c_dst": _hex(64 + 16 * C_ROW), "split": plan.split_k,
+        "mop_cfg_base": hex_u32(layout.MOP_CFG_BASE),
+        "mop_cfg": [hex_u32(v) for v in (1, plan.row_groups, nop, nop, nop, replay, nop, replay, replay)],
+        "a_dst": [hex_u32(64 + 16 * IN_ROW[b]) for b in range(2)],            # unpacker Dst address (+ the 4-row bias)
+        "b_dst": [hex_u32(64 + 16 * (IN_ROW[b] + 128)) for b in range(2)],
+        "c_dst": hex_u32(64 + 16 * C_ROW), "split": plan.split_k,
     }
     return kernel_sources(ctx, "sfpu_matmul_reader.c.j2", "sfpu_matmul_writer.c.j2", "sfpu_matmul_compute.c.j2",
                           args_header_sfpu_mm(plan))
+
+
+def match(kernel: Kernel) -> MatmulSpec | None:
+    return kernel.shared(kernel_matmul)
+
+
+def candidates(kernel: Kernel, spec: MatmulSpec) -> list[Candidate]:
+    """The one SFPU matmul: acceptable under any budget (fp32-faithful); the build fails for operands of different
+    precision, an output with a column stride, or when not even one K block fits L1."""
+    return [Candidate(NAME, "SFPU fp32", instructions(spec), sfpu_err(spec.K), True,
+                      lambda: plan_sfpu_matmul(spec, kernel.name, kernel.budget))]
+
+
+FAMILY = Family(NAME, match, candidates)

@@ -19,10 +19,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
+from tt_backend.lowering.codegen import sfpu_ops as so
 from tt_backend.lowering.dag import ValueDAG, VNode
 from tt_backend.lowering.plan import SfpuProgram
 from tt_backend.lowering.rewrite import fuse_multiply_add
-from tt_backend.lowering import sfpu_ops as so
 from tt_backend.chip.errors import UnsupportedOp
 from tt_backend.chip.isa import disasm, encode
 
@@ -68,6 +70,12 @@ def insert_nops(ins: list[tuple[str, dict[str, int]]], spill_base: int) -> list[
     return out
 
 
+def assemble(ins: list[tuple[str, dict[str, int]]]) -> list[int]:
+    """The words of an instruction list emitted outside compile_sfpu (a reduction's accumulator init, lane combine,
+    finish): the hazard NOPs inserted (`insert_nops`; these lists use no spill space)."""
+    return [encode(nm, **f) for nm, f in insert_nops(ins, 1 << 20)]
+
+
 # ------------------------------------------------------------------------------------------------ constants
 
 def _bf16_round_bits(b: int) -> int:
@@ -80,7 +88,6 @@ def _bf16_round_bits(b: int) -> int:
 
 
 def const_bits(value, dtype: str) -> int:
-    import numpy as np
     if dtype in ("float32", "bfloat16"):
         with np.errstate(over="ignore"):
             b = int(np.array(float(value), dtype=np.float32).view(np.uint32))
@@ -249,7 +256,7 @@ def compile_sfpu(dag, n_inputs: int, out_dtype=None, fuse_mad: bool = True, rese
     `fuse_mad=False` keeps float32 a*b+c as two roundings (tests that compare with unfused numpy use it).
     `reserve`: LRegs the program must not touch (a reduction's accumulator lives there across row steps and tiles);
     `epilogue(em, r, free)`: emits words after the final store, with the output value in LReg r and the LRegs in
-    `free` (neither r nor reserved) dead - lowering/reduce.py folds r into its accumulator there."""
+    `free` (neither r nor reserved) dead - lowering/families/sfpu_reduce.py folds r into its accumulator there."""
     if not isinstance(dag, ValueDAG):
         dag = ValueDAG(list(dag), out_dtype if isinstance(out_dtype, int) else len(dag) - 1)
         out_dtype = None

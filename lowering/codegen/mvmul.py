@@ -1,0 +1,67 @@
+"""The matrix engine's pipeline, shared by the FPU matmul and the FPU sum (a matmul against a tile of ones): whole-tile
+unpacks of both operands (SrcA, SrcB), MVMUL address-modifier slots and one K block's MVMULs per fidelity phase, and
+the thread words around them (fpu-path.md sections 3, 7, 8).
+"""
+from __future__ import annotations
+
+from tt_backend.lowering.codegen.tensix import SEM_FREE, SEM_MATHDONE, tensix_words
+from tt_backend.lowering.codegen.words import word_u32
+
+UNPACK_CFG_MM = {   # fpu-path.md section 3 (whole-tile unpacks, both unpackers)
+    "bf16": {64: 0x04000015, 72: 5, 112: 0x04000015, 120: 5},
+    "tf32": {64: 0x04000010, 72: 4, 112: 0x04000010, 120: 4},
+}
+UNPACK_CFG_MM_COMMON = {65: 0x00010001, 73: 0xF, 84: 0x00400040, 86: 0x04000400, 92: 0, 50: 0,
+                        113: 0x00010001, 121: 0xF, 59: 0}
+ALU_FORMAT_MM = {"bf16": 0x20AA0000, "tf32": 0x20880000}   # SrcA/SrcB format, Dstacc fp32, Fp32_enabled
+# MVMUL address-modifier slots (fpu-path.md section 7): (AB value, DST value)
+MVMUL_SLOTS = {0: (0x0800, 0), 1: (0x1800, 0), 2: (0x1810, 0), 3: (0x2810, 0), 4: (0x8080, 0x2000),
+               5: (0x8080, 0x8000), 7: (0, 0)}
+# one phase of a 32x32x32 MVMUL (section 8.5): (slot, dst row)
+MVMUL_PHASE = [(0, 0), (1, 8), (0, 32), (2, 40), (0, 16), (1, 24), (0, 48), (3, 56),
+               (0, 0), (1, 8), (0, 32), (2, 40), (0, 16), (1, 24), (0, 48), (4, 56)]
+
+
+def mvmul_words(phases: int) -> list[str]:
+    """All MVMULs of one K block: `phases` x 16; the very last uses slot 5 (Src RWCs and the phase to 0) and
+    releases both Src banks."""
+    words = []
+    for p in range(phases):
+        for i, (slot, dst) in enumerate(MVMUL_PHASE):
+            last = p == phases - 1 and i == 15
+            words.append(word_u32("MVMUL", addr_mode=5 if last else slot, dst=dst, clear_dvalid=3 if last else 0))
+    return words
+
+
+def matmul_words(phases: int) -> dict:
+    """The words of the matrix-engine pipeline (both unpackers take whole tiles, MVMUL into an fp32 Dst tile) on top
+    of `tensix_words`, whose packer words it keeps; `phases` fidelity phases per K block."""
+    w = tensix_words()   # the packer words are the elementwise kernels' (fp32 Dst tile at row 0)
+    w.update({
+        "seminit_mathdone": word_u32("SEMINIT", max_value=1, init_value=0, sem_sel=1 << SEM_MATHDONE),
+        "seminit_free": word_u32("SEMINIT", max_value=1, init_value=1, sem_sel=1 << SEM_FREE),
+        "srca_ovrd_on": word_u32("SETC16", setc16_reg=5, setc16_value=4),
+        "unpack_misc": word_u32("SETC16", setc16_reg=41, setc16_value=0),
+        "unp_adcxy_reset": word_u32("SETADCXY", cnt_set_mask=3, bit_mask=0xA),
+        "unp_adczw_reset": word_u32("SETADCZW", cnt_set_mask=3, bit_mask=0xF),
+        "unp_adcxx_tile": word_u32("SETADCXX", cnt_set_mask=3, x_end2=1023, x_start=0),
+        # B7 config; C0 ThCon | C1/C2 unpackers
+        "stall_cfg_unpack": word_u32("STALLWAIT", stall_res=0x80, wait_res=0x7),
+        "wrcfg_unp0_base": word_u32("WRCFG", gpr_address=4, cfg_reg=76),
+        "wrcfg_unp1_base": word_u32("WRCFG", gpr_address=5, cfg_reg=124),
+        "unpacr_srca": word_u32("UNPACR", unpack_block_selection=0, addr_mode=1, ovrd_thread_id=1, set_dat_valid=1,
+                                last=1),
+        "unpacr_srcb": word_u32("UNPACR", unpack_block_selection=1, addr_mode=1, ovrd_thread_id=1, set_dat_valid=1,
+                                last=1),
+        "clr_dvalid_enable": word_u32("SETC16", setc16_reg=7, setc16_value=0),
+        "math_offset0": word_u32("SETC16", setc16_reg=1, setc16_value=0),
+        "setrwc_all": word_u32("SETRWC", bit_mask=0xF),
+        "zeroacc": [word_u32("ZEROACC", clear_mode=1, use_32_bit_mode=1, addr_mode=7, where=f) for f in range(4)],
+        "stall_sync_math_fpu": word_u32("STALLWAIT", stall_res=0x2, wait_res=0x10),   # B1 sync; C4 FPU
+        "sempost_mathdone": word_u32("SEMPOST", sem_sel=1 << SEM_MATHDONE),
+        "slots": [(word_u32("SETC16", setc16_reg=12 + k, setc16_value=ab),
+                   word_u32("SETC16", setc16_reg=28 + k, setc16_value=d))
+                  for k, (ab, d) in MVMUL_SLOTS.items()],
+        "mvmul": mvmul_words(phases),
+    })
+    return w

@@ -1,0 +1,85 @@
+"""The elementwise family: kernels without a reduction, one output element per iteration point, run on the tile
+pipeline (tile_plan): the reader streams each input's tiles into Dst, the value DAG runs per 32-lane row step on the
+SFPU, or partly on the FPU (ELWMUL/ELWADD/ELWSUB straight from the unpackers) where the placement search
+(lowering/placement) finds that cheaper within the error budget, and the writer takes the output tile.
+
+Its one candidate is the placement search's answer (without a placer: all on the SFPU in float32, no report).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from tt_backend.lowering.codegen.sfpu_codegen import compile_sfpu
+from tt_backend.lowering.families.family import Candidate, Family, Kernel
+from tt_backend.lowering.families.tile_plan import TilePlan, allocate_l1
+from tt_backend.lowering.families.tile_render import render_tile_kernel
+from tt_backend.lowering.families.tile_streams import reader_mode
+from tt_backend.lowering.frontend import LoweredKernel
+from tt_backend.lowering.graph import live_nodes
+from tt_backend.lowering.placement.choice import FpuOp, compile_split, split
+from tt_backend.lowering.placement.report import Placement
+from tt_backend.lowering.plan import TILE_ELEMS
+
+NAME = "elementwise"
+GENERATOR = "lowering/families/elementwise.py"
+
+
+@dataclass
+class ElementwisePlan(TilePlan):
+    # FPU placement: FpuOps run before the SFPU program, each writing Dst slot op.slot; dst_inputs = the input
+    # streams unpacked to Dst (None: all)
+    fpu_ops: list[FpuOp] = field(default_factory=list)
+    dst_inputs: list[int] | None = None
+
+    @property
+    def n_tiles(self) -> int:
+        return max(1, -(-self.n_elements // TILE_ELEMS))
+
+    def reader_modes(self) -> list[str | None]:
+        return [reader_mode(self, j) for j in range(len(self.inputs))]
+
+    def render(self) -> dict[str, str]:
+        return render_tile_kernel(self, GENERATOR, fpu_ops=self.fpu_ops, dst_inputs=self.dst_inputs)
+
+
+def plan_sfpu(lk: LoweredKernel) -> ElementwisePlan:
+    """Everything on the SFPU in float32 (L1 not yet allocated)."""
+    sfpu = compile_sfpu(lk.dag, len(lk.inputs), lk.dag.nodes[lk.dag.out].dtype)
+    return ElementwisePlan(name=lk.name, ranges=lk.ranges, buffers=lk.buffers,
+                           inputs=[lk.stream(s) for s in lk.inputs], output=lk.stream(lk.output), sfpu=sfpu,
+                           ops=lk.ops)
+
+
+def plan_placed(lk: LoweredKernel, pl: Placement) -> ElementwisePlan:
+    """LoweredKernel + Placement -> plan (L1 not yet allocated): the SFPU program of the split, the FPU ops, and which
+    inputs still go to Dst."""
+    out_dtype = pl.dag.nodes[pl.dag.out].dtype
+    sp = split(pl.dag, pl.choices, len(lk.inputs)) if pl.split is None else pl.split
+    sfpu = compile_split(sp, out_dtype)
+    pl.lowered = lk          # TT_CHECK evaluates the original graph on the kernel's real streams
+    ops = lk.ops if not pl.reassociated else [n.op if n.op != "CAST" else f"CAST->{n.dtype}" for n in
+                                              (pl.dag.nodes[i] for i in live_nodes(pl.dag)) if n.op not in ("LOAD", "CONST")]
+    return ElementwisePlan(name=lk.name, ranges=lk.ranges, buffers=lk.buffers,
+                           inputs=[lk.stream(s) for s in lk.inputs], output=lk.stream(lk.output), sfpu=sfpu,
+                           ops=ops, fpu_ops=list(sp.fpu_ops), dst_inputs=list(sp.dst_inputs), placement=pl)
+
+
+def match(kernel: Kernel) -> LoweredKernel | None:
+    lk = kernel.lowered
+    return None if any(n.op == "REDUCE" for n in lk.dag.nodes) else lk
+
+
+def candidates(kernel: Kernel, lk: LoweredKernel) -> list[Candidate]:
+    """The placement search's answer: the cheapest placement within the budget (the search's own rule: predicted
+    error <= SAFETY x budget, or bit-identical to all-SFPU without one), so acceptable by construction. Without a
+    placer the all-SFPU plan, unpriced (it is the only candidate there is)."""
+    if kernel.placer is None:
+        return [Candidate(NAME, "SFPU fp32", math.inf, None, True, lambda: allocate_l1(plan_sfpu(lk)))]
+    pl = kernel.placer.place(lk)
+    label = "SFPU fp32" if not pl.choices else "FPU+SFPU"
+    return [Candidate(NAME, label, pl.cycles["kernel"], pl.predicted_error, True,
+                      lambda: allocate_l1(plan_placed(lk, pl)))]
+
+
+FAMILY = Family(NAME, match, candidates)

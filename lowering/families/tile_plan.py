@@ -1,0 +1,125 @@
+"""The tile pipeline's plans: kernels whose reader streams tiles into Dst (one input stream per Dst slot), whose SFPU
+program runs per 32-lane row step, and whose writer takes the output tile (templates reader.c.j2, compute.c.j2,
+writer.c.j2). Two families run on it: elementwise kernels, and SFPU reductions, whose `ReducePlan` (layout, the
+accumulator's programs) the templates' `red` branch reads. `allocate_l1` lays out its circular buffers.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from tt_backend.lowering.codegen.l1 import CAPACITY, STAGING_BYTES, l1_bytes, place
+from tt_backend.lowering.plan import TILE_BYTES, Plan, SfpuProgram
+from tt_backend.chip.errors import UnsupportedOp
+
+CB_DEPTH = 2                    # tiles per circular buffer (double buffering)
+
+
+@dataclass
+class TilePlan(Plan):
+    sfpu: SfpuProgram                   # per row step; input stream j is unpacked into Dst32b slot j
+
+    def sfpu_program(self) -> SfpuProgram:
+        return self.sfpu
+
+    def sfpu_words(self) -> list[int]:
+        return self.sfpu.setup + self.sfpu.body
+
+
+@dataclass
+class ReducePass:
+    """The first pass of a two-pass reduction (lowering/families/sfpu_reduce.py `plan_two_pass`): reductions whose
+    values a later reduction's pre-op reads. Its program folds each row step into its accumulators like the final pass;
+    after a group's last tile `finish` combines each output's lanes, broadcasts the result to all of the output's lanes
+    and stores it to every row step of Dst slot `slot` + i (steps < 32: `group_store` does that per step group), where
+    the final pass's pre-op and the post read it."""
+    op: str                         # "MAX", "ADD+MAX", ...
+    sfpu: SfpuProgram               # the first pass's per-row-step program (setup run per tile)
+    acc_init: list[int]
+    finish: list[int]
+    slot: int                       # first Dst slot of the first pass's results
+    n_acc: int = 1
+    group_store: list[int] = field(default_factory=list)
+
+
+@dataclass
+class ReducePlan:
+    """The reduction of an SFPU reduction kernel (lowering/families/sfpu_reduce.py). The iteration space is
+    `out_sizes` (outputs o, row-major) x `red_sizes` (reduce index k, row-major). Tile t = group g * tiles_per_group +
+    tk; a tile is 32 row steps x 32 lanes and holds `cells` = 32 // lanes outputs (o = g * cells + j): output j owns
+    lanes [j*lanes, (j+1)*lanes) of every row step, i.e. k = tk * 32 * lanes + step * lanes + lane % lanes. The phase-1
+    program (the plan's `sfpu`) folds each row step into the accumulator LReg `acc_reg`; after a group's last tile
+    `finish` combines the lanes of each output and stores the result at row step 0 of Dst slot `acc_slot`, then `post`
+    (elementwise after the reduce, the reduced value being its input `acc_slot`) writes the output tile. Output j is
+    datum `out_datum(j)` of that tile. Two-pass reductions (`pass1` set): each group's tiles stream twice (tile t: pass
+    (t // tiles_per_group) % 2); pass 1 runs `pass1` (its results broadcast to Dst slots pass1.slot..), pass 2 is the
+    rest of this."""
+    op: str                         # "ADD" | "MAX"
+    dtype: str                      # accumulator dtype
+    out_sizes: tuple[int, ...]
+    red_sizes: tuple[int, ...]
+    lanes: int                      # lanes per output: 1, 2, 4, 8 or 32
+    acc_reg: int
+    acc_init: list[int]             # Tensix words: acc := identity (first tile of a group)
+    finish: list[int]               # Tensix words: lane combine + store to acc_slot
+    acc_slot: int
+    post: SfpuProgram
+    k_dep: list[bool]               # per input stream: its index depends on the reduce ranges
+    mask_input: int | None = None   # input stream that is the reader's validity mask (1.0 real element, 0 pad)
+    pad_clamp: bool = False         # pads read element k = 0 of the same output (max is idempotent)
+    n_acc: int = 1                  # sibling reductions over the same axes: reduction i ends in slot acc_slot + i
+    steps: int = 32                 # row steps per output: < 32 (lanes 1, one tile per group) for short reductions,
+                                    # then 32 // steps step groups per tile, outputs j = group * 32 + lane
+    group_store: list[int] = field(default_factory=list)   # steps < 32: words after each step group (store accs)
+    post_skip: list[int] = field(default_factory=list)     # steps < 32: INCRWC to the next group's result row
+    pass1: ReducePass | None = None  # two-pass reductions: the first pass (each group's tiles stream twice)
+
+    @property
+    def passes(self) -> int:
+        return 1 if self.pass1 is None else 2
+
+    @property
+    def n_out(self) -> int:
+        return math.prod(self.out_sizes)
+
+    @property
+    def n_red(self) -> int:
+        return math.prod(self.red_sizes)
+
+    @property
+    def cells(self) -> int:
+        return (32 // self.steps) * (32 // self.lanes)
+
+    @property
+    def tiles_per_group(self) -> int:
+        return -(-self.n_red // (self.steps * self.lanes))
+
+    @property
+    def groups(self) -> int:
+        return -(-self.n_out // self.cells)
+
+    def out_datum(self, j: int) -> int:
+        return reduce_out_datum(self.lanes, j, self.steps)
+
+
+def reduce_out_datum(lanes: int, j: int, steps: int = 32) -> int:
+    """Datum of output j in a reduction's output tile: row step `steps` * (step group), the lane the lane combine
+    leaves it in (SFPLOAD lane mapping: row step s, lane l <-> datum 64(s>>1) + 16(l>>3) + 2(l&7) + (s&1))."""
+    per_group = 32 // lanes
+    step, lane = steps * (j // per_group), (j % per_group) * lanes + min(lanes, 8) - 1
+    return 64 * (step >> 1) + 16 * (lane >> 3) + 2 * (lane & 7) + (step & 1)
+
+
+def allocate_l1(plan: TilePlan) -> TilePlan:
+    """Place each stream's circular buffer (CB_DEPTH tiles) and, for gathered streams, a staging window."""
+    sizes = {}
+    for name, s in [(f"in{j}", s) for j, s in enumerate(plan.inputs)] + [("out", plan.output)]:
+        sizes[f"cb_{name}"] = CB_DEPTH * TILE_BYTES[s.tile_format]
+        if not s.contiguous:
+            sizes[f"stage_{name}"] = STAGING_BYTES
+    l1 = place(sizes)
+    if l1 is None:
+        raise UnsupportedOp(f"{plan.name}: {len(plan.inputs)} input streams need {l1_bytes(sizes)} bytes of L1, more "
+                            f"than the {CAPACITY} available")
+    plan.l1 = l1
+    return plan

@@ -1,0 +1,218 @@
+"""Render a tile-pipeline plan (tile_plan.TilePlan: elementwise kernels and SFPU reductions) into the C99 sources of
+one kernel (five cores, templates reader.c.j2 / compute.c.j2 / writer.c.j2) plus its generated args.h.
+"""
+from __future__ import annotations
+
+from tt_backend.lowering.codegen.args_header import ArgsHeader
+from tt_backend.lowering.codegen.sources import kernel_sources
+from tt_backend.lowering.codegen.tensix import (FORMAT_CODE, PACK_CFG, UNPACK_CFG, UNPACK_CFG_COMMON, alu_format_word,
+                                                tensix_words)
+from tt_backend.lowering.codegen.words import hex_u32, word_u32
+from tt_backend.lowering.codegen.l1 import STAGING_BYTES
+from tt_backend.lowering.families.tile_plan import CB_DEPTH, ReducePlan, TilePlan
+from tt_backend.lowering.families.tile_streams import stream_ctx
+from tt_backend.lowering.placement.choice import FpuOp
+from tt_backend.lowering.plan import DTYPE_SIZE, TILE_BYTES, TILE_ELEMS
+from tt_backend.chip import isa, layout
+from tt_backend.chip.errors import UnsupportedOp
+
+# Instructions one MOP may expand to: ttsim puts a MOP's whole expansion into its thread FIFO at once and stops with
+# "pipe 1 inst fifo full" beyond 512 entries (seen with 32 x 22-word replays), so a tile's row steps are split into
+# MOPs of at most this many instructions, with a wait for the thread to drain between them.
+MOP_EXPANSION_LIMIT = 256
+
+
+def args_header(plan: TilePlan, generator: str, red: ReducePlan | None) -> str:
+    ranges = list(plan.ranges) or [1]
+    h = ArgsHeader(generator, plan.name,
+                   "argument block (plan.arg_words): n_tiles, n_elements, DRAM address of each buffer")
+    h.add(f"#define TT_N_INPUTS {len(plan.inputs)}u", f"#define TT_CB_DEPTH {CB_DEPTH}u",
+          f"#define TT_TILE_ELEMS {TILE_ELEMS}u", f"#define TT_STAGING_BYTES {STAGING_BYTES}u").buffers(plan.buffers)
+    for j, s in enumerate(plan.inputs):
+        h.add(f"#define IN{j}_CB 0x{plan.l1[f'cb_in{j}']:X}u", f"#define IN{j}_TILE_BYTES {TILE_BYTES[s.tile_format]}u")
+        if f"stage_in{j}" in plan.l1:
+            h.add(f"#define IN{j}_STAGE 0x{plan.l1[f'stage_in{j}']:X}u")
+    h.add(f"#define OUT_CB 0x{plan.l1['cb_out']:X}u", f"#define OUT_TILE_BYTES {TILE_BYTES[plan.output.tile_format]}u")
+    if "stage_out" in plan.l1:
+        h.add(f"#define OUT_STAGE 0x{plan.l1['stage_out']:X}u")
+    if red is not None:
+        h.add(*_reduce_defines(plan, red))
+    return h.add("", "/* iteration space, outermost first; flat index = row-major over it */",
+                 f"#define TT_N_RANGES {len(ranges)}",
+                 f"static const uint32_t tt_ranges[TT_N_RANGES] = {{{', '.join(f'{r}u' for r in ranges)}}};",
+                 "static inline void tt_iter_set(uint32_t *r, uint32_t e)",
+                 "{",
+                 "    for (int k = TT_N_RANGES - 1; k >= 0; k--) { r[k] = e % tt_ranges[k]; e /= tt_ranges[k]; }",
+                 "}",
+                 "static inline void tt_iter_next(uint32_t *r)",
+                 "{",
+                 "    for (int k = TT_N_RANGES - 1; k >= 0; k--) { if (++r[k] < tt_ranges[k]) return; r[k] = 0; }",
+                 "}").text()
+
+
+def _reduce_defines(plan: TilePlan, red: ReducePlan) -> list[str]:
+    """Reduction layout constants (tile_plan.ReducePlan) and the (output o, reduce index k) -> ranges map."""
+    n_out = len(red.out_sizes)
+    lines = ["", "/* reduction: outputs o x reduce index k; tile t = group * RED_T + tk (plan.ReducePlan) */",
+             f"#define RED_O {red.n_out}u", f"#define RED_K {red.n_red}u", f"#define RED_LANES {red.lanes}u",
+             f"#define RED_CELLS {red.cells}u", f"#define RED_T {red.tiles_per_group}u",
+             f"#define RED_STEPS {red.steps}u  /* row steps per output (32: all; fewer for short reductions) */",
+             f"#define RED_PASSES {red.passes}u  /* a two-pass reduction streams each group's tiles twice */",
+             f"#define RED_RES_LANE {min(red.lanes, 8) - 1}u  /* result lane of output 0 after the lane combine */",
+             "/* reduce index of datum i (row step, lane) of tile tk of a group: with 32 lanes any order is one output's,",
+             " * so k follows the datum order (a tile is a run of consecutive k); else (tk*steps + step)*lanes + lane */",
+             "#define RED_K_OF(tk, i, step, lane) (RED_LANES == 32u ? (tk) * TT_TILE_ELEMS + (i) : "
+             "((tk) * RED_STEPS + (step) % RED_STEPS) * RED_LANES + (lane) % RED_LANES)",
+             "static inline void tt_red_set(uint32_t *r, uint32_t o, uint32_t k)", "{"]
+    for i in range(len(plan.ranges) - 1, -1, -1):
+        v, size = ("o", plan.ranges[i]) if i < n_out else ("k", plan.ranges[i])
+        lines.append(f"    r[{i}] = {v} % {size}u; {v} /= {size}u;")
+    lines += ["    (void)o; (void)k;", "}"]
+    return lines
+
+
+def _check(plan: TilePlan) -> None:
+    if not plan.l1:
+        raise ValueError(f"{plan.name}: plan has no L1 allocation "
+                         "(run tt_backend.lowering.families.tile_plan.allocate_l1 first)")
+    n = len(plan.inputs)
+    if not 1 <= n <= 7:
+        raise UnsupportedOp(f"{plan.name}: {n} input streams; the compute kernel handles 1..7 (one Dst slot each)")
+    if not 0 <= plan.sfpu.out_slot < 8 or plan.sfpu.dst_slots > 8:
+        raise UnsupportedOp(f"{plan.name}: SFPU program uses Dst slots beyond the 8 of 32-bit mode")
+    if not plan.sfpu.body:
+        raise ValueError(f"{plan.name}: empty SFPU body")
+    for name, st in [(f"input {j}", st) for j, st in enumerate(plan.inputs)] + [("output", plan.output)]:
+        if not 0 <= st.buf < len(plan.buffers):
+            raise ValueError(f"{plan.name}: {name} names buffer {st.buf}, the plan has {len(plan.buffers)}")
+        need = plan.n_elements * DTYPE_SIZE[st.dtype]
+        if st.contiguous and plan.buffers[st.buf].nbytes < need:
+            # a bulk copy moves n_elements elements: it must never run past the end of the buffer
+            raise ValueError(f"{plan.name}: {name} is contiguous over {plan.n_elements} elements ({need} bytes) but "
+                             f"buffer {st.buf} has {plan.buffers[st.buf].nbytes} bytes")
+    for word in plan.sfpu.setup + plan.sfpu.body:
+        if not 0 <= word < 0xC0000000:
+            raise ValueError(f"{plan.name}: 0x{word:08x} is not a Tensix word")
+
+
+# --- FPU elementwise ops (lowering/placement/choice.py): in_a -> SrcA (unpacker 0), in_b -> SrcB (unpacker 1), per
+# face, then ELWMUL (phases inner: slot 4 = next phase, slot 3 = next 8x16 block + phase 0) / ELWADD / ELWSUB into a Dst slot
+SRC_FORMAT_CODE = {"bf16": 5, "tf32": 4}
+UNP1_CFG_STATIC = {113: 0x00040001, 121: 0x0000000F, 59: 0}     # y_dim 1, z_dim 4 faces; uncompressed; SrcB row 0
+
+
+def fpu_words() -> dict:
+    return {
+        "ab_sec3_next": word_u32("SETC16", setc16_reg=15, setc16_value=0x0808),     # SrcA += 8, SrcB += 8
+        "dst_sec3_next": word_u32("SETC16", setc16_reg=31, setc16_value=0x8008),    # Dst += 8, FidelityClear
+        "ab_sec4_phase": word_u32("SETC16", setc16_reg=16, setc16_value=0),
+        "dst_sec4_phase": word_u32("SETC16", setc16_reg=32, setc16_value=0x2000),   # FidelityIncr 1
+        "unp1_adcxy_reset": word_u32("SETADCXY", cnt_set_mask=2, bit_mask=0xB),
+        "unp1_adczw_reset": word_u32("SETADCZW", cnt_set_mask=2, bit_mask=0xF),
+        "unp1_adcxx_face": word_u32("SETADCXX", cnt_set_mask=2, x_end2=255, x_start=0),
+        "unp01_adczw_tile": word_u32("SETADCZW", cnt_set_mask=3, bit_mask=0x5),
+        # B7 config; C0 ThCon | C1/C2 unpackers
+        "stall_cfg_unpack01": word_u32("STALLWAIT", stall_res=0x80, wait_res=0x7),
+        "wrcfg_gpr10_cfg112": word_u32("WRCFG", gpr_address=10, cfg_reg=112),
+        "wrcfg_gpr11_cfg120": word_u32("WRCFG", gpr_address=11, cfg_reg=120),
+        "wrcfg_gpr12_cfg124": word_u32("WRCFG", gpr_address=12, cfg_reg=124),
+        "unpacr_srcb_face": word_u32("UNPACR", unpack_block_selection=1, addr_mode=0x01, ovrd_thread_id=1,
+                                     set_dat_valid=1, last=1),
+        "elw_phase": {k: word_u32(k, addr_mode=4, dst=0) for k in ("ELWMUL", "ELWADD", "ELWSUB")},
+        "elw_next": {k: word_u32(k, addr_mode=3, dst=0) for k in ("ELWMUL", "ELWADD", "ELWSUB")},
+    }
+
+
+def fpu_ctx(plan: TilePlan, fpu_ops: list[FpuOp]) -> list[dict]:
+    """One entry per FpuOp: the unpacker config words of both operands and the ZEROACC words of its Dst slot."""
+    out = []
+    for o in fpu_ops:
+        l1 = [plan.inputs[o.a].tile_format, plan.inputs[o.b].tile_format]
+        desc = [0x01000015 if f == "bf16" else 0x01000010 for f in l1]     # in format, uncompressed, x_dim 256
+        code_a, code_b = SRC_FORMAT_CODE[o.fmt_a], SRC_FORMAT_CODE[o.fmt_b]
+        out.append({"node": o.node, "kind": o.kind, "a": o.a, "b": o.b, "fmt_a": o.fmt_a, "fmt_b": o.fmt_b,
+                    "phases": o.phases, "slot": o.slot,
+                    "cfg64": hex_u32(desc[0]), "cfg72": hex_u32(0x20 | code_a), "cfg112": hex_u32(desc[1]),
+                    "cfg120": hex_u32(code_b),
+                    "zeroacc": [word_u32("ZEROACC", clear_mode=1, use_32_bit_mode=1, addr_mode=0, where=4 * o.slot + f)
+                                for f in range(4)] if o.kind == "ELWMUL" else []})
+    return out
+
+
+def _red_ctx(red: ReducePlan) -> dict:
+    """The templates' `red` context: the reduction's programs as C literals and its layout."""
+    return {
+        "acc_init": [hex_u32(x) for x in red.acc_init], "finish": [hex_u32(x) for x in red.finish],
+        "post_setup": [hex_u32(x) for x in red.post.setup],
+        "post_body": [hex_u32(x) for x in red.post.body], "acc_reg": red.acc_reg,
+        "lanes": red.lanes, "acc_slot": red.acc_slot, "steps": red.steps,
+        "group_store": [hex_u32(x) for x in red.group_store],
+        "post_skip": [hex_u32(x) for x in red.post_skip],
+        "pass1": None if red.pass1 is None else {   # two-pass reductions: the first pass
+            "setup": [hex_u32(x) for x in red.pass1.sfpu.setup],
+            "body": [hex_u32(x) for x in red.pass1.sfpu.body],
+            "acc_init": [hex_u32(x) for x in red.pass1.acc_init],
+            "finish": [hex_u32(x) for x in red.pass1.finish],
+            "group_store": [hex_u32(x) for x in red.pass1.group_store], "slot": red.pass1.slot}}
+
+
+def render_tile_kernel(plan: TilePlan, generator: str, red: ReducePlan | None = None, fpu_ops: list[FpuOp] = (),
+                       dst_inputs: list[int] | None = None) -> dict[str, str]:
+    """The sources of a tile-pipeline kernel: `red` the reduction of an SFPU reduction kernel (the templates' red
+    branch), `fpu_ops` the FPU ops of an elementwise placement and `dst_inputs` the inputs unpacked to Dst (None: all);
+    `generator` is the family module args.h names."""
+    _check(plan)
+    r = list(plan.ranges) or [1]
+    inputs = [stream_ctx(plan, s, j, red) for j, s in enumerate(plan.inputs)]
+    out = stream_ctx(plan, plan.output, None, red)
+    formats = [s["fmt"] for s in inputs]
+    mixed = len(set(formats)) > 1
+    w = tensix_words()
+    w["srca_ovrd_initial"] = w["srca_ovrd_on"] if formats[0] == "bf16" else w["srca_ovrd_off"]
+    unp_init = dict(UNPACK_CFG[formats[0]]) | UNPACK_CFG_COMMON
+    if "bf16" in formats:
+        unp_init[120] = FORMAT_CODE["bf16"]   # unpacker 1 tags its zeroed SrcB bank as bf16
+    ctx = {
+        "name": plan.name, "inputs": inputs, "out": out, "mixed": mixed, "any_bf16": "bf16" in formats,
+        "r_params": ", ".join(f"uint32_t r{k}" for k in range(len(r))),
+        "r_unused": "".join(f"(void)r{k}; " for k in range(len(r))),
+        "r_args": ", ".join(f"r[{k}]" for k in range(len(r))),
+        "w": w, "out_slot": plan.sfpu.out_slot,
+        "unp": {"init": {i: hex_u32(v) for i, v in unp_init.items()},
+                "fp32": {i: hex_u32(v) for i, v in UNPACK_CFG["fp32"].items()},
+                "bf16": {i: hex_u32(v) for i, v in UNPACK_CFG["bf16"].items()}},
+        "pck": {i: hex_u32(v) for i, v in PACK_CFG[out["fmt"]].items()},
+        "alu_format": hex_u32(alu_format_word(formats, out["fmt"])),
+        "sfpu": {"setup": [hex_u32(x) for x in plan.sfpu.setup], "body": [hex_u32(x) for x in plan.sfpu.body]},
+        "red": None if red is None else _red_ctx(red),
+    }
+    # SFPU body issue: a body of <= 32 words is recorded once in the replay buffer and each tile's 32 row steps are
+    # one MOP (template 1: 32 x REPLAY of the body) instead of 32 x body TTI pushes from TRISC1 (same instruction
+    # stream after the MOP/replay expanders; the emulator can then run the row steps batched)
+    body = plan.sfpu.body
+    ctx["sfpu_replay"] = len(body) <= 32 and (red is None or red.steps == 32)
+    if ctx["sfpu_replay"]:
+        replay = isa.encode("REPLAY", load_mode=0, execute_while_loading=0, len=len(body), start_idx=0)
+        nop = isa.encode("NOP")
+        ctx["mop_cfg_base"] = hex_u32(layout.MOP_CFG_BASE)
+        # MopCfg: OuterCount 1, InnerCount rows_per_mop, StartOp/EndOp0/EndOp1 NOP, LoopOp REPLAY, LoopOp1 NOP (no
+        # alternation), Loop0Last/Loop1Last REPLAY
+        rows_per_mop = 32
+        while rows_per_mop > 1 and rows_per_mop * len(body) > MOP_EXPANSION_LIMIT:
+            rows_per_mop //= 2
+        ctx["mop_count"] = 32 // rows_per_mop
+        ctx["mop_cfg"] = [hex_u32(v) for v in (1, rows_per_mop, nop, nop, nop, replay, nop, replay, replay)]
+        ctx["replay_record"] = word_u32("REPLAY", load_mode=1, execute_while_loading=0, len=len(body), start_idx=0)
+        ctx["mop_body"] = word_u32("MOP", mop_type=1, loop_count=0, zmask_lo16_or_loop_count=0)
+    if red is not None:
+        ctx["out_slot"] = red.post.out_slot
+    if fpu_ops:   # FPU placement: operands to SrcA/SrcB, unpacker 0 reconfigured per input (so always "mixed")
+        ctx["w"] = w | fpu_words()
+        ctx.update(fpu=fpu_ctx(plan, fpu_ops), mixed=True,
+                   unp1_static={i: hex_u32(v) for i, v in UNP1_CFG_STATIC.items()})
+    else:
+        ctx["fpu"] = []
+    for s in inputs:
+        s["dst"] = dst_inputs is None or s["j"] in dst_inputs
+    ctx["any_fpu"] = bool(fpu_ops) or any(s["fmt"] == "bf16" and s["dst"] for s in inputs)
+    return kernel_sources(ctx, "reader.c.j2", "writer.c.j2", "compute.c.j2", args_header(plan, generator, red))

@@ -1,0 +1,143 @@
+"""How the tile pipeline's reader and writer move each stream (templates reader.c.j2 / writer.c.j2): a bulk NoC copy
+(contiguous), per-datum gather/scatter with the stream's index expression, runs of an affine index (`RUN_MODES`), a
+computed value, or the reduction layout's walk over (output, reduce index) per datum.
+"""
+from __future__ import annotations
+
+from tt_backend.lowering.codegen.c_exprs import DRAM_LOAD, DRAM_STORE, TILE_LOAD, TILE_STORE
+from tt_backend.lowering.codegen.l1 import STAGING_BYTES
+from tt_backend.lowering.families.tile_plan import ReducePlan, TilePlan
+from tt_backend.lowering.plan import DTYPE_SIZE, TILE_BYTES, TILE_ELEMS, Stream
+from tt_backend.chip.errors import UnsupportedOp
+
+
+def stream_ctx(plan: TilePlan, s: Stream, j: int | None, red: ReducePlan | None = None) -> dict:
+    """The reader's (input j) or writer's (j None) context of stream s: how it moves, the C it uses per element."""
+    if s.dtype not in DTYPE_SIZE:
+        raise UnsupportedOp(f"{plan.name}: dtype {s.dtype} has no DRAM/tile conversion")
+    esz, fmt = DTYPE_SIZE[s.dtype], s.tile_format
+    if s.contiguous:
+        # a bulk copy needs DRAM element size == tile element size; bool is widened/narrowed in place
+        mode = "contiguous bool" if s.dtype == "bool" else "contiguous"
+    else:
+        mode = "gather" if j is not None else "scatter"
+    if red is not None:   # reduction layout (tile_plan.ReducePlan): the reader walks (output, reduce index) per datum
+        if j is None: mode = "red scatter"
+        elif j == red.mask_input: mode = "red mask"
+        elif s.value is not None: mode = "red computed"
+        elif s.contiguous: mode = "red contiguous"   # lowering/reduce.py: 32 lanes, a tile is a run of the buffer
+        else: mode = "red gather"
+    elif s.value is not None:
+        mode = "computed"
+    runs = _affine_runs(plan, s) if mode == "gather" else None
+    if runs is not None:
+        mode = runs["mode"]
+    name = f"in{j}" if j is not None else "out"
+    if mode in ("gather", "scatter", "red gather", "red scatter", *RUN_MODES) and f"stage_{name}" not in plan.l1:
+        raise ValueError(f"{plan.name}: stream {name} is gathered but has no staging window (run allocate_l1)")
+    return {
+        "j": j, "buf": s.buf, "dtype": s.dtype, "fmt": fmt, "esz": esz, "mode": mode,
+        "index_c": s.index_c, "valid_c": s.valid_c or "1", "value_c": s.value_c,
+        "load_expr": DRAM_LOAD[s.dtype], "store_stmt": TILE_STORE[fmt],
+        "tile_load": TILE_LOAD[fmt], "dram_store": DRAM_STORE[s.dtype],
+        # reduction pads (k >= K) still read this stream (element k = 0): max pads, streams indexed by o only
+        "pad_read": int(red is not None and j is not None and j != red.mask_input
+                        and (red.pad_clamp or not red.k_dep[j])),
+        "runs": runs,
+    }
+
+
+# --- the elementwise reader's run paths -------------------------------------------------------------------------
+# An input stream whose index is affine in the ranges and ungated (Stream.coef, no valid) is read in runs instead of
+# per datum: the innermost ranges whose coefficients chain like one flattened range (coef[k] == stride * size of the
+# ranges inside it; size-1 ranges always merge) form a run of `run` elements with index base + stride * q, where base
+# is affine in the remaining outer ranges. Per run the reader does one of
+#   broadcast (stride 0): fetch the one value, replicate it with plain stores (a CB slot that already holds the same
+#                         value across the whole tile is not rewritten);
+#   runs (stride 1):      one NoC read straight into the CB slot when DRAM and slot addresses are congruent mod 64 and
+#                         the element sizes agree, else the run is brought into the staging window with one NoC read
+#                         and copied/converted from there;
+#   strided (any other):  walk the window with a constant byte step, no per-datum index evaluation;
+#   columns (strided, short runs, next outer range contiguous: transposes): the whole runs of a tile form a block
+#                         whose columns are contiguous in the buffer: one source segment per column, stored with a
+#                         constant step of `run` datums; partial runs at the tile's edges go datum by datum.
+# A buffer that fits the staging window is read into it once ("resident") and runs are then plain L1 reads; a larger
+# one is reloaded per miss, a full window ahead when consecutive accesses are near, just the bytes needed when they are
+# far apart (sparse), ending at the datum for descending walks.
+# Gated (pad) and non-affine indices, and strided runs shorter than STRIDED_MIN_RUN, keep the per-datum gather.
+RUN_MODES = ("broadcast", "runs", "strided", "columns")
+DIRECT_MIN_BYTES = 64        # a run at least this long goes straight into the CB slot when congruent
+STRIDED_MIN_RUN = 4          # shorter strided runs cost more per run (window check, chunking) than per-datum gather
+STRIDED_MIN_RUN_RESIDENT = 2  # the same when the buffer is resident in the window (no window check per run)
+COLUMNS_MAX_RUN = 48         # strided runs whose next outer range has coefficient 1 are walked by columns (a block of
+                             # whole runs copied one contiguous source segment at a time) when shorter than this or
+                             # when the buffer is not resident (a long strided run reloads the window many times)
+
+
+def _u32(v: int) -> str:
+    return f"{v & 0xFFFFFFFF}u"
+
+
+def _affine_runs(plan: TilePlan, s: Stream) -> dict | None:
+    """The run structure of an ungated affine elementwise input stream (see RUN_MODES), or None (per-datum gather)."""
+    ranges = list(plan.ranges) or [1]
+    if (s.coef is None or s.valid is not None or s.value is not None
+            or len(s.coef) != len(ranges) + 1):
+        return None
+    a, const = list(s.coef[:-1]), s.coef[-1]
+    k = len(ranges) - 1
+    while k >= 0 and ranges[k] == 1:
+        k -= 1
+    stride, run, m = (a[k], ranges[k], k) if k >= 0 else (0, 1, 0)
+    while m > 0 and (ranges[m - 1] == 1 or a[m - 1] == stride * run):
+        m -= 1
+        run *= ranges[m]
+    esz = DTYPE_SIZE[s.dtype]
+    # a buffer that fits the staging window is read into it once: no per-run reloads (one that fills it exactly needs a
+    # 64-aligned DRAM address, as the bulk paths do: the reader checks)
+    resident = plan.buffers[s.buf].nbytes <= STAGING_BYTES
+    tight = plan.buffers[s.buf].nbytes > STAGING_BYTES - 64
+    outer = [(ranges[i], a[i]) for i in range(m) if ranges[i] > 1]
+    mode = "broadcast" if stride == 0 else "runs" if stride == 1 else "strided"
+    if mode == "strided" and outer and outer[-1][1] == 1 and (run < COLUMNS_MAX_RUN or not resident):
+        mode = "columns"   # a transpose-like walk: the next outer range is contiguous in the buffer
+    elif mode == "strided" and run < (STRIDED_MIN_RUN_RESIDENT if resident else STRIDED_MIN_RUN):
+        return None
+    # staging-window reloads: a full window when the next access is near (dense), else only the bytes needed
+    step = abs(stride) * esz if mode in ("strided", "columns") else abs(outer[-1][1]) * esz if outer else 0
+    dense = step <= STAGING_BYTES // 4
+    if mode in ("strided", "columns") and stride < 0 and dense:
+        # walking down: the window ends just past the request (a column is at most a tile's bytes)
+        back, span = STAGING_BYTES - (4 * TILE_ELEMS + 128 if mode == "columns" else 128), STAGING_BYTES
+    else:
+        back, span = 0, STAGING_BYTES if dense else 0
+    # outer range o_i: decomposed from the run number once per tile, then advanced with a carry chain per run
+    init = [f"uint32_t o{i} = o % {size}u; o /= {size}u;" for i, (size, _) in reversed(list(enumerate(outer)))]
+    init.append("(void)o;")
+    base = " + ".join([_u32(const)] + [f"{_u32(c)} * o{i}" for i, (_, c) in enumerate(outer)])
+
+    def advance(i: int) -> str:
+        if i < 0:
+            return ""
+        size, c = outer[i]
+        inner = advance(i - 1)
+        return (f"if (++o{i} < {size}u) base += {_u32(c)}; "
+                f"else {{ o{i} = 0; base -= {_u32(c * (size - 1))};{' ' + inner if inner else ''} }}")
+    block = ""
+    if mode == "columns":   # advance the innermost outer range by nb runs (nb <= what is left of it)
+        i, (size, _) = len(outer) - 1, outer[-1]
+        inner = advance(i - 1)
+        block = (f"o{i} += nb; base += nb; if (o{i} == {size}u) {{ o{i} = 0; base -= {size}u;"
+                 f"{' ' + inner if inner else ''} }}")
+    doc = " + ".join([f"{c} * o{i}" for i, (_, c) in enumerate(outer)] + [f"{stride} * q", str(const)])
+    return {"mode": mode, "run": run, "stride": stride, "stride_u": _u32(stride), "step": _u32(stride * esz),
+            "neg": stride < 0, "direct_min": max(1, DIRECT_MIN_BYTES // esz),
+            "init": init, "base": base, "advance": advance(len(outer) - 1) or "(void)0;", "doc": doc,
+            "back": back, "span": span, "outer": outer, "resident": resident, "tight": tight, "block": block,
+            "last_outer": f"o{len(outer) - 1}", "last_size": outer[-1][0] if outer else 1,
+            "direct": mode == "runs" and esz == TILE_BYTES[s.tile_format] // TILE_ELEMS}
+
+
+def reader_mode(plan: TilePlan, j: int, red: ReducePlan | None = None) -> str:
+    """How the reader moves input stream j: contiguous | gather | broadcast | runs | strided | computed | red ..."""
+    return stream_ctx(plan, plan.inputs[j], j, red)["mode"]

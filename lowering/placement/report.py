@@ -1,0 +1,35 @@
+"""A placement as reported: which engine each op of a kernel runs on, with its predicted error and cycles
+(`Placement`, the `Report` of the elementwise and reduction families' plans)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from tt_backend.lowering.dag import ValueDAG
+from tt_backend.lowering.placement.choice import Choice, Split
+from tt_backend.lowering.plan import Report
+
+
+@dataclass
+class Placement(Report):
+    kernel: str
+    budget: float | None
+    dag: ValueDAG                              # the graph that is run (possibly reassociated)
+    choices: dict[int, Choice]                 # FPU nodes only; every other op node runs on the SFPU
+    split: Split
+    predicted_error: float = 0.0               # ||out - ref||_2 / ||ref||_2 on the samples
+    predicted_max_rel: float = 0.0
+    cycles: dict = field(default_factory=dict)  # per tile: unpack, fpu, sfpu, pack, total; "kernel": total * tiles
+    sfpu_cycles_all: int = 0                   # the all-SFPU placement's cycles per kernel (for comparison)
+    nodes: list[dict] = field(default_factory=list)
+    reassociated: bool = False
+    pinned: dict[int, Choice] = field(default_factory=dict)
+    lowered: object = None                     # the LoweredKernel TT_CHECK evaluates (set by the family)
+    evaluator_error: str | None = None         # why the error could not be predicted (then: no FPU moves)
+    fpu_options: list[dict] | None = None      # reductions: the FPU sums priced against this plan (lowering.families.
+                                               # fpu_reduce), each with its cycles, predicted error, acceptable
+
+    def report(self) -> dict:
+        return {"kernel": self.kernel, "budget": self.budget, "predicted_error": self.predicted_error,
+                "predicted_max_rel": self.predicted_max_rel, "predicted_cycles": self.cycles.get("kernel"),
+                "predicted_cycles_per_tile": self.cycles, "all_sfpu_cycles": self.sfpu_cycles_all,
+                "reassociated": self.reassociated, "evaluator_error": self.evaluator_error, "nodes": self.nodes}

@@ -1,0 +1,180 @@
+"""The placement search: the cheapest placement of an elementwise kernel's ops on the SFPU and the FPU (ELWMUL with
+1-4 fidelity phases, ELWADD/ELWSUB; bf16 or tf32 operands straight from the unpackers) whose predicted relative error
+stays within SAFETY x the budget (`place`), and its per-node report (`node_reports`, `analytic_bound`).
+
+The predicted error comes from an injected `evaluator(dag, choices, inputs, n_inputs) -> output`
+(tt_backend.placement_eval: the bit-exact FPU/SFPU models; `lowering` never imports `runtime`). No budget -> the
+float32-faithful placement: an FPU choice is taken only if it reproduces the all-SFPU result bit for bit on the
+samples (bf16 x bf16 at HiFi4 into an fp32 Dst is exact) and is cheaper.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from tt_backend.lowering.dag import ValueDAG
+from tt_backend.lowering.graph import fold_negated_add, fpu_candidates, live_nodes, reassociate_products, tile_graph
+from tt_backend.lowering.placement.choice import SFPU, Choice, FpuOp, Split, compile_split, options, split
+from tt_backend.lowering.placement.cost import cycles, fpu_op_cycles, sfpu_op_cycles
+from tt_backend.lowering.placement.pins import resolve_pins
+from tt_backend.lowering.placement.reference import SAMPLE_ELEMENTS, concat_sets, reference, sample_sets, worst_error
+from tt_backend.lowering.placement.report import Placement
+from tt_backend.chip.errors import UnsupportedOp
+
+SAFETY = 0.8            # accept a placement when predicted <= SAFETY * budget: margin for data unlike the samples
+
+
+Evaluator = Callable[[ValueDAG, dict, list, int], np.ndarray]
+
+
+@dataclass
+class _Scored:
+    choices: dict[int, Choice]
+    sp: Split
+    err: float
+    maxrel: float
+    cyc: dict
+    out: np.ndarray
+
+
+def place(kernel: str, dag: ValueDAG, in_dtypes: list[str], out_dtype: str, n_elements: int,
+          evaluator: Evaluator | None, budget: float | None = None, pins: dict[str, Choice] | None = None,
+          samples: list | None = None, seed: int = 0) -> Placement:
+    """The cheapest placement whose predicted error <= SAFETY * budget (no budget: the float32-faithful one).
+    Without an evaluator only the all-SFPU placement (and pins) can be priced, not checked: pins are then trusted."""
+    n_in = len(in_dtypes)
+    in_formats = ["bf16" if d == "bfloat16" else "fp32" for d in in_dtypes]
+    out_format = "bf16" if out_dtype == "bfloat16" else "fp32"
+    n_tiles = max(1, -(-n_elements // 1024))
+    # samples: a list of sample sets (each one array per input), or one set
+    sets = samples if samples is not None else sample_sets(in_dtypes, SAMPLE_ELEMENTS, seed)
+    if sets and not isinstance(sets[0], (list, tuple)):
+        sets = [sets]
+    xs, sizes = concat_sets(sets)
+    ref = reference(dag, xs)
+    pins = pins or {}
+    cache: dict[tuple, _Scored] = {}
+    failed: list[str] = []           # the evaluator's error, if it could not run this kernel
+
+    def score(d: ValueDAG, tag: int, choices: dict[int, Choice]) -> _Scored:
+        key = (tag, tuple(sorted(choices.items(), key=lambda kv: kv[0])))
+        if key not in cache:
+            sp = split(d, choices, n_in)
+            prog = compile_split(sp, out_dtype)
+            cyc = cycles(sp, in_formats, out_format, n_tiles, (len(prog.setup), len(prog.body)))
+            out, err, mx = None, math.nan, math.nan
+            if evaluator is not None and not failed:
+                try:
+                    out = evaluator(d, choices, xs, n_in)
+                    err, mx = worst_error(out, ref, sizes)
+                except Exception as e:      # a model gap must not fail the kernel: price it, trust no FPU move
+                    failed.append(f"{type(e).__name__}: {e}")
+                    out = None
+            cache[key] = _Scored(dict(choices), sp, err, mx, cyc, out)
+        return cache[key]
+
+    # graph variants the FPU may prefer: exact rewrites (x + y*-1 -> x - y) and the product reassociation
+    def shape(v: ValueDAG) -> tuple:
+        return tuple((n.op, n.srcs, repr(n.arg)) for n in v.nodes), v.out
+    variants, seen = [], set()
+    for v in (dag, fold_negated_add(dag), reassociate_products(dag), reassociate_products(fold_negated_add(dag))):
+        if shape(v) not in seen:
+            seen.add(shape(v))
+            variants.append((v, shape(v) != shape(dag)))     # (graph, rewritten)
+
+    base = score(dag, 0, {})
+    best: tuple[_Scored, ValueDAG, bool, dict] | None = None
+    for tag, (d, reassoc) in enumerate(variants):
+        cands = fpu_candidates(tile_graph(d))
+        pinned = resolve_pins(pins, d, cands)
+        if pinned is None:
+            continue
+        cur = {v: c for v, c in pinned.items() if c.engine == "FPU"}
+        free = [v for v in cands if v not in pinned]
+        s_cur = score(d, tag, cur)
+        sfpu_ref = score(d, tag, {}).out if evaluator is not None else None
+
+        def acceptable(s: _Scored) -> bool:
+            if evaluator is None or failed or s.out is None:
+                return False
+            if budget is None:   # faithful: bit-identical to the all-SFPU result on every sample
+                return s.out is not None and np.array_equal(np.asarray(s.out).view(np.uint8),
+                                                            np.asarray(sfpu_ref).view(np.uint8))
+            return s.err <= SAFETY * budget
+
+        while free:   # greedy: take the single move that saves the most cycles and stays acceptable
+            moves = []
+            for v in free:
+                for o in options(d, v):
+                    try:
+                        s = score(d, tag, {**cur, v: o})
+                    except UnsupportedOp:    # e.g. the FPU result slots leave no Dst room for the SFPU program
+                        continue
+                    if s.cyc["kernel"] < s_cur.cyc["kernel"] and acceptable(s):
+                        moves.append((s.cyc["kernel"], s.err, v, o, s))
+            if not moves:
+                break
+            _, _, v, o, s_cur = min(moves, key=lambda m: (m[0], m[1]))
+            cur[v] = o
+            free.remove(v)
+        if best is None or s_cur.cyc["kernel"] < best[0].cyc["kernel"]:
+            best = (s_cur, d, reassoc, pinned)
+    if best is None:
+        raise UnsupportedOp(f"{kernel}: TT_PLACE pins an FPU placement on a node that cannot run on the FPU "
+                            f"(FPU candidates are float MUL/ADD/SUB of two L1 tiles)")
+    s, d, reassoc, pinned = best
+    pl = Placement(kernel, budget, d, s.choices, s.sp, s.err, s.maxrel, s.cyc, base.cyc["kernel"],
+                   reassociated=reassoc, pinned={v: c for v, c in pinned.items()})
+    pl.evaluator_error = failed[0] if failed else None
+    pl.nodes = node_reports(pl, d, xs, sizes, None if failed else evaluator, n_in, in_dtypes)
+    return pl
+
+
+def node_reports(pl: Placement, d: ValueDAG, xs, sizes, evaluator, n_in: int, in_dtypes: list[str]) -> list[dict]:
+    """Per op node: engine, fidelity, formats, its own predicted error (the graph with only this node's choice vs the
+    float32 reference) and cycles per kernel."""
+    ref = reference(d, xs)
+    fpu_by_node = {o.node: o for o in pl.split.fpu_ops}
+    rows = []
+    for i in live_nodes(d):
+        n = d.nodes[i]
+        if n.op in ("LOAD", "CONST"):
+            continue
+        c = pl.choices.get(i, SFPU)
+        row = {"id": i, "op": n.op, "dtype": n.dtype, "srcs": list(n.srcs), "engine": c.engine,
+               "fidelity": c.fidelity, "pinned": i in pl.pinned}
+        if c.engine == "FPU":
+            o = fpu_by_node[i]
+            row["formats"] = {"srca": o.fmt_a, "srcb": o.fmt_b, "dst": "fp32",
+                              "l1": [in_dtypes[o.a], in_dtypes[o.b]]}
+            row["instruction"] = o.kind
+            row["cycles"] = fpu_op_cycles(o) * pl.cycles.get("tiles", 1)
+            row["bound"] = analytic_bound(o, in_dtypes)
+            if evaluator is not None:
+                row["predicted_error"] = worst_error(evaluator(d, {i: c}, xs, n_in), ref, sizes)[0]
+        else:
+            row["formats"] = {"lreg": "fp32"}
+            row["cycles"] = sfpu_op_cycles(n, tuple(d.nodes[s].dtype for s in n.srcs)) * pl.cycles.get("tiles", 1)
+            row["predicted_error"] = 0.0 if evaluator is not None else None
+        rows.append(row)
+    return rows
+
+
+# worst relative error of one ELWMUL product per fidelity phase count, over all significand pairs (fpu-path.md 10.5,
+# "worst case (the bit model)"): bf16 x bf16, and tf32 operands (an upper bound for mixed bf16 x tf32)
+ELWMUL_WORST = {"bf16": {1: 5.920e-2, 2: 7.752e-3, 3: 4.020e-4, 4: 0.0},
+                "tf32": {1: 7.156e-2, 2: 1.540e-2, 3: 1.743e-3, 4: 9.756e-4}}
+UNPACK_TRUNC = {("float32", "tf32"): 2.0 ** -10, ("float32", "bf16"): 2.0 ** -7, ("bfloat16", "bf16"): 0.0}
+
+
+def analytic_bound(o: FpuOp, in_dtypes: list[str]) -> float | None:
+    """Max relative error of the node's own result for normal inputs: operand truncation by the unpacker plus the
+    bits the chosen phases drop. Every step truncates toward zero, so the errors add up one-sidedly (bound = sum).
+    None for ELWADD/ELWSUB: cancelling operands have no relative bound."""
+    if o.kind != "ELWMUL":
+        return None
+    fid = ELWMUL_WORST["tf32" if "tf32" in (o.fmt_a, o.fmt_b) else "bf16"][o.phases]
+    return UNPACK_TRUNC[(in_dtypes[o.a], o.fmt_a)] + UNPACK_TRUNC[(in_dtypes[o.b], o.fmt_b)] + fid

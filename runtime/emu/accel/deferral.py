@@ -1,0 +1,498 @@
+"""Deferred SFPU work (the speed layer's path for bodies pushed one word at a time).
+
+SFPU bodies pushed word by word (the compute template's TTI loop for bodies longer than the replay buffer) arrive one
+instruction per push, too late for mop_batch. Such an instruction is *issued* at once as usual - Wait Gate, cycle model
+(issue cycle, auto-stalls, hazard errors), strict Dst-read check, RWC address modifiers, instruction counts - but its
+data effect (LRegs, lane flags, Dst) is queued in `deferred` with everything it depends on resolved (Dst base, format,
+issue cycle). The queue is executed (flush_deferred) before anything can observe that state: any use of the Tensix's
+`sfpu` / `dst` (other SFPU instructions, FPU, unpack-to-Dst, pack, strict checks, tests, the tile's RISC-V Dst window),
+settle(), or a full queue. Executing it finds back-to-back repetitions of one body and runs them through
+sfpu_batch.execute_batch when _dq_plan proves the batch equal to running them one by one; the rest runs one by one,
+exactly as the handler would have. Only instructions that cannot raise when executed are deferred
+(sfpu_batch.batchable with flags, 32-bit Dst modes at even addresses below 512, no SFPLOADMACRO work, no LaneConfig),
+so every error still fires at the instruction that causes it. A thread whose deferred data is still queued counts as
+idle: its work is issued in the cycle model, and nothing outside the Tensix can see the difference.
+
+The entry points: `push` / `push_many` (a deferrable word reaching an empty thread is issued and queued without the
+FIFO round trip) and `drain_deferrable` (a run of them at the head of a thread's ready queue); each does exactly what
+the reference path (frontend push -> Tensix.drain -> the SFPU handler) would, issuing through the cycle model's one
+SFPU issue rule (TensixTiming.issue_sfpu). Mixed into tensix.Tensix.
+"""
+from __future__ import annotations
+
+from functools import partial
+
+import numpy as np
+
+from tt_backend.chip.errors import EmuError, EmuUnspecified
+from tt_backend.chip.numerics.sfpu.state import FLAG_WRITERS
+from tt_backend.runtime.emu.accel import sfpu_batch
+from tt_backend.runtime.emu.accel.inline import inline_calls
+from tt_backend.runtime.emu.cycles import K_SFPU, TensixTiming
+from tt_backend.runtime.emu.sfpu import SFPU
+from tt_backend.runtime.emu.tensix_sfpu import resolve_sfpu_mode, sfpu_format_flags
+from tt_backend.runtime.emu.thread_state import ThreadState
+
+DEFER_SFPU = True         # tests turn the deferral off to compare with one-by-one execution
+DQ_MAX = 16384            # deferred instructions before the queue is executed anyway
+DQ_MAX_PERIOD = 2048      # longest body _dq_period looks for
+_UNSET = object()
+_ALL4 = b"\x01" * 4      # Dst.written[r0:r0 + 4].tobytes() when all four rows are written
+
+
+class DeferralMixin:
+    def _init_deferral(self, dst) -> None:
+        self.deferred: list = []                   # queued data effects of issued SFPU instructions, in order
+        self._dq_flags = None                      # abstract (LaneFlags, UseLaneFlags) after the deferred work
+        self._dq_plans: dict[tuple, object] = {}   # (body, entry flag state) -> _dq_plan() result
+        self._defer_info: dict[int, tuple | None] = {}
+        self._fast: dict[int, tuple | None] = {}   # the entry points' per-word facts: word -> _fast_info()
+        self._dst_view = DstView(self)
+        self.dst = dst
+
+    # ------------------------------------------------------------------------------------------------ state views
+    # Deferred work changes LRegs, lane flags and Dst only when executed; every access to `sfpu` or `dst` from outside
+    # the deferral machinery executes it first, so nobody can observe the difference. `dst` is a view (DstView) that
+    # does so on every attribute use, also for whoever keeps the reference. `raw_sfpu` is the SFPU as it is.
+    @property
+    def sfpu(self):
+        if self.deferred:
+            self.flush_deferred()
+        return self.raw_sfpu
+
+    @sfpu.setter
+    def sfpu(self, value) -> None:
+        if self.deferred:
+            self.flush_deferred()
+        self.raw_sfpu = value
+        self._defer_info.clear()
+        self._fast.clear()
+
+    @property
+    def dst(self):
+        return self._dst_view
+
+    @dst.setter
+    def dst(self, value) -> None:
+        if self.deferred:
+            self.flush_deferred()
+        self._dst = value
+
+    # ------------------------------------------------------------------------------------------------ entry points
+    def push(self, thread: int, word: int, t: int = 0) -> int:
+        """FrontendMixin.push; a deferrable SFPU word reaching an empty thread is taken from the FIFO, issued and
+        queued at once (what drain() -> defer would do)."""
+        th = self.threads[thread]
+        if th.fifo or th.ready or th.mop_out or th.replay_load is not None:
+            return super(DeferralMixin, self).push(thread, word, t)     # (inline_calls recompiles: explicit super)
+        word &= 0xFFFFFFFF
+        fast = self._fast.get(word, _UNSET)
+        if fast is _UNSET:
+            fast = self._fast_info(word)
+        if fast is None or (th.latch is not None and th.latch.block & fast[3]):   # not deferrable / held by the gate
+            return super(DeferralMixin, self).push(thread, word, t)
+        tm = self.tm
+        t = tm.accept_take(thread, t)
+        name, fields, is_mem, block, info, ft, d = fast
+        dq = self.deferred
+        # defer() for an instruction without Dst access, inlined (the hot path of a TTI body; its only possible
+        # error, a strict stall-blind read in SfpuTiming.regular, does not use self.current). The SFPU state defer
+        # checks cannot change while work is queued (only non-deferred SFPU instructions change it, and they execute
+        # the queue first): checked when a queue starts.
+        if not is_mem and (dq or self.raw_sfpu.is_plain()):
+            if len(dq) >= DQ_MAX:
+                self.flush_deferred()
+                dq = self.deferred
+            if "issue" in tm.__dict__:            # an instance override of tm.issue (a test's spy) is honoured
+                c = tm.issue(thread, name, K_SFPU, info, fields, block, th.blocked is not None)
+            else:
+                c = tm.issue_sfpu(thread, info, fields, block, th.blocked is not None)
+            self.issue_t = c
+            if not dq:
+                self._dq_flags = uniform_flags(self.raw_sfpu)
+            if ft is not None:
+                self._dq_flags = ft(*self._dq_flags)
+            cfg = self.cfg
+            dq.append((word, name, fields, None, 0, c, cfg[0], cfg[1], thread))
+            th.blocked = None
+            self.instructions[thread] += 1
+            return t
+        self.current = (thread, word, name)
+        if self.defer(thread, th, word, d, block, info, th.blocked is not None):
+            th.blocked = None
+            self.instructions[thread] += 1
+            return t
+        th.ready.append(word)                # taken from the FIFO already: the handler path issues it
+        self.drain(thread)
+        return t
+
+    def push_many(self, thread: int, words: tuple, t: int) -> int:
+        """FrontendMixin.push_many with push()'s hot case (a deferrable SFPU word without Dst access reaching an
+        empty thread) inlined, its state bound once; every other word goes through push() itself."""
+        tm = self.tm
+        if "issue" in tm.__dict__:                # a spied cycle model: the plain calls
+            return super(DeferralMixin, self).push_many(thread, words, t)
+        j = 0
+        push = self.push
+        try:
+            th = self.threads[thread]
+            fifo = th.fifo
+            fast_get = self._fast.get
+            instructions = self.instructions
+            cfg = self.cfg
+            sfpu = self.raw_sfpu
+            for word in words:
+                # the conditions of push()'s inlined path; anything else: push() itself
+                if fifo or th.ready or th.mop_out or th.replay_load is not None:
+                    t = push(thread, word, t) + 1
+                    j += 1
+                    continue
+                fast = fast_get(word, _UNSET)
+                if fast is _UNSET:
+                    fast = self._fast_info(word)
+                dq = self.deferred
+                if (fast is None or fast[2] or (th.latch is not None and th.latch.block & fast[3])
+                        or not (dq or sfpu.is_plain())):
+                    t = push(thread, word, t) + 1
+                    j += 1
+                    continue
+                # from here on exactly push()'s path for a non-Dst SFPU word
+                a = tm.accept_take(thread, t)
+                name, fields, is_mem, block, info, ft, d = fast
+                if len(dq) >= DQ_MAX:
+                    self.flush_deferred()
+                    dq = self.deferred
+                c = self.issue_t = tm.issue_sfpu(thread, info, fields, block, th.blocked is not None)
+                if not dq:
+                    self._dq_flags = uniform_flags(sfpu)
+                if ft is not None:
+                    self._dq_flags = ft(*self._dq_flags)
+                dq.append((word, name, fields, None, 0, c, cfg[0], cfg[1], thread))
+                th.blocked = None
+                instructions[thread] += 1
+                t = a + 1
+                j += 1
+            return t
+        except BaseException:
+            self.pm_done, self.pm_t = j, t
+            raise
+
+    def drain_deferrable(self, t: int, th: ThreadState) -> int:
+        """drain()'s loop for a run of deferrable SFPU words at the head of th.ready with no Wait Gate latch: each one
+        exactly as drain() would (no batching attempt due, defer; the non-Dst case inlined as in push()). Stops
+        (returns how many ran) at the first word that needs drain()'s general path or a batching attempt."""
+        ready = th.ready
+        fastc = self._fast
+        tm = self.tm
+        spied = "issue" in tm.__dict__             # an instance override of tm.issue (a test's spy) is honoured
+        cfg = self.cfg
+        was_blocked = th.blocked is not None
+        n = 0
+        lim = th.batch_skip if th.batch_skip > 7 else 7
+        while ready:
+            if n and len(ready) > lim:
+                break                              # drain() tries batch_sfpu here (len >= 8 and > batch_skip)
+            w = ready[0]
+            fast = fastc.get(w, _UNSET)
+            if fast is _UNSET:
+                fast = self._fast_info(w)
+            if fast is None:
+                break
+            name, fields, is_mem, block, info, ft, d = fast
+            self.current = (t, w, name)
+            dq = self.deferred
+            if is_mem or not (dq or self.raw_sfpu.is_plain()):
+                if not self.defer(t, th, w, d, block, info, was_blocked):
+                    break
+            else:
+                if len(dq) >= DQ_MAX:
+                    self.flush_deferred()
+                    dq = self.deferred
+                if spied:
+                    c = self.issue_t = tm.issue(t, name, K_SFPU, info, fields, block, was_blocked)
+                else:
+                    c = self.issue_t = tm.issue_sfpu(t, info, fields, block, was_blocked)
+                if not dq:
+                    self._dq_flags = uniform_flags(self.raw_sfpu)
+                if ft is not None:
+                    self._dq_flags = ft(*self._dq_flags)
+                dq.append((w, name, fields, None, 0, c, cfg[0], cfg[1], t))
+            ready.popleft()
+            th.blocked = None
+            was_blocked = False
+            n += 1
+        return n
+
+    # ------------------------------------------------------------------------------------------------ the decision
+    def deferral_of(self, w: int, name: str, fields: dict, handler, reserved: int):
+        """Whether word `w` (decoded) can ever be deferred: None, or the facts defer() and _dq_plan need (cached)."""
+        d = self._defer_info.get(w, _UNSET)
+        if d is _UNSET:
+            d = self._defer_info[w] = self._defer_static(name, fields, handler, reserved)
+        return d
+
+    def _defer_static(self, name: str, fields: dict, handler, reserved: int):
+        """The per-word part of the deferral decision: None, or the facts defer and _dq_plan need."""
+        if not DEFER_SFPU or reserved or handler is None or not isinstance(self.raw_sfpu, SFPU) \
+                or not sfpu_batch.batchable(name, fields, flags=True):
+            return None
+        if self.strict and name in ("SFPADD", "SFPMUL"):
+            try:
+                self.check_sfpu_operands(name, fields)
+            except EmuUnspecified:
+                return None                        # the handler raises it
+        is_mem = name in ("SFPLOAD", "SFPSTORE")
+        return (name, fields, is_mem, name == "SFPSTORE", fields["dest_reg_addr"] if is_mem else 0,
+                fields["sfpu_addr_mode"] if is_mem else 0, fields["lreg_ind"] if is_mem else 0,
+                fields["instr_mod0"] if is_mem else 0,
+                partial(sfpu_batch.flag_transfer, name, fields) if name in FLAG_WRITERS else None)
+
+    def _fast_info(self, w: int):
+        try:
+            name, fields, handler, block, reserved, kind, info = self.decode(w)
+        except EmuError:
+            fast = None                            # raised in order by drain()
+        else:
+            fast = None
+            if kind == K_SFPU:
+                d = self.deferral_of(w, name, fields, handler, reserved)
+                if d is not None:
+                    fast = (name, fields, d[2], block, info, d[8], d)
+        self._fast[w] = fast
+        return fast
+
+    def defer(self, t: int, th: ThreadState, w: int, d: tuple, block: int, info, was_blocked: bool) -> bool:
+        """Issue the SFPU instruction `w` at the head of thread t now and queue its data effect; False (nothing
+        changed) when it must run through its handler instead."""
+        sfpu = self.raw_sfpu
+        if not self.deferred and not sfpu.is_plain():
+            return False
+        name, fields, is_mem, is_store, imm, amode, vd, mod0, flagw = d
+        dst_base = (th.cfg[1] & 0xFFF) + th.rwc["d"]
+        cfg = self.cfg
+        c0, c1 = cfg[0], cfg[1]
+        dq = self.deferred
+        if is_mem:
+            mode = mod0 or resolve_sfpu_mode(c0, c1)
+            addr = (imm + dst_base) & 0x3FF
+            if mode not in (3, 4, 12) or addr & 1 or addr >= 512:
+                return False
+            if len(dq) >= DQ_MAX:
+                self.flush_deferred()
+                dq = self.deferred
+            c = self.issue_t = self.tm.issue(t, name, K_SFPU, info, fields, block, was_blocked)
+            r0 = addr & 0x1FC
+            if not is_store and self.strict and self._dst.written[r0:r0 + 4].tobytes() != _ALL4:
+                # maybe a deferred predicated store wrote the rows: execute the queue, then the handler's exact check
+                s = self.sfpu
+                s.sfpu_fp32_enabled, s.srcb_is_fp16 = sfpu_format_flags(c0, c1)
+                self.check_dst_written(name, fields, dst_base)
+                dq = self.deferred
+            if not dq:
+                self._dq_flags = uniform_flags(sfpu)
+            if is_store:
+                lf, use = self._dq_flags
+                if use == 0 or (use == 1 and lf == 1):  # every lane enabled: the store marks its rows written
+                    self._dst.written[r0:r0 + 4] = True
+            dq.append((w, name, fields, (is_store, vd, mode, addr), dst_base, c, c0, c1, t))
+            self.apply_addr_mod(t, amode, fidelity=False)
+        else:
+            if len(dq) >= DQ_MAX:
+                self.flush_deferred()
+                dq = self.deferred
+            c = self.issue_t = self.tm.issue(t, name, K_SFPU, info, fields, block, was_blocked)
+            if not dq:
+                self._dq_flags = uniform_flags(sfpu)
+            if flagw is not None:
+                self._dq_flags = flagw(*self._dq_flags)
+            dq.append((w, name, fields, None, 0, c, c0, c1, t))   # (no Dst access: dst_base unused)
+        return True
+
+    # ------------------------------------------------------------------------------------------------ the queue
+    def flush_deferred(self) -> None:
+        """Execute the deferred SFPU work in order: batched where a body repeats, else one by one."""
+        dq = self.deferred
+        if not dq:
+            return
+        self.deferred = []
+        self._dq_flags = None
+        cur = self.current
+        sfpu = self.raw_sfpu
+        try:
+            n = len(dq)
+            words = [e[0] for e in dq]
+            i = tries = 0
+            plain_until = -1          # entries before this index run one by one without another attempt
+            while i < n:
+                seq = 1
+                if i >= plain_until and n - i >= 4:
+                    p, k = _dq_period(words, i, n)
+                    if k >= 2:
+                        done, seq = self._dq_batch(dq, words, i, p, k)
+                        if done:
+                            i += done
+                            tries = 0
+                            continue
+                        if seq == 1:  # this rotation of the body cannot start a batch here: try the next one,
+                            tries += 1    # but after p failures no rotation can, so run the region one by one
+                            if tries >= p:
+                                plain_until, tries = i + p * k, 0
+                for e in dq[i:i + seq]:
+                    self._dq_exec(e)
+                i += seq
+            last = dq[-1]
+            sfpu.sfpu_fp32_enabled, sfpu.srcb_is_fp16 = sfpu_format_flags(last[6], last[7])
+        finally:
+            self.current = cur
+
+    def _dq_exec(self, e: tuple) -> None:
+        w, name, fields, mem, dst_base, c, c0, c1, t = e
+        sfpu = self.raw_sfpu
+        sfpu.sfpu_fp32_enabled, sfpu.srcb_is_fp16 = sfpu_format_flags(c0, c1)
+        self.current = (t, w, name)
+        self.execute_sfpu(name, fields, dst_base, c)   # (only work that cannot raise is deferred)
+
+    def _dq_batch(self, dq: list, words: list, i: int, p: int, k: int) -> tuple[int, int]:
+        """Run the k repetitions of the p-word body at dq[i] as one batch if provably equivalent: (entries done, 0);
+        else (0, how many entries to run one by one before trying again)."""
+        sfpu = self.raw_sfpu
+        lf, use = sfpu.lane_flags, sfpu.use_lane_flags
+        s_lf = 1 if lf.all() else 0 if not lf.any() else None
+        s_use = 1 if use.all() else 0 if not use.any() else None
+        if s_lf is None or s_use is None:
+            return 0, 1               # mid-body (flags set by data): step until a point where they are uniform
+        key = (tuple(words[i:i + p]), s_lf, s_use)
+        plan = self._dq_plans.get(key)
+        if plan is None:
+            plan = self._dq_plans[key] = self._dq_plan(key[0], s_lf, s_use)
+        if not plan:
+            return 0, 1               # (a rotation of the real body, entered mid-body, may well be refused)
+        entries, mem_pos = plan
+        nm = len(mem_pos)
+        modes = [dq[i + j][3][2] for j in mem_pos]
+        stores = [dq[i + j][3][0] for j in mem_pos]
+        addrs = []
+        for r in range(k):
+            base = i + r * p
+            for j, m in zip(mem_pos, modes):
+                mem = dq[base + j][3]
+                if mem[2] != m:
+                    return 0, p
+                addrs.append(mem[3])
+        # no repetition may store to a Dst quad/column set another repetition loads or stores (then instruction-
+        # major order equals row-major order)
+        # (the leading repetitions that pass: a Dst RWC reset or wrap-around ends the batch there)
+        owner, used = {}, {}
+        good = k
+        for r in range(k):
+            ra = addrs[r * nm:(r + 1) * nm]
+            if any(owner.get(a, r) != r or (st and used.get(a, r) != r) for a, st in zip(ra, stores)):
+                good = r
+                break
+            for a, st in zip(ra, stores):
+                used.setdefault(a, r)
+                if st:
+                    owner[a] = r
+        if good < 2:
+            return 0, p
+        k = good
+        del addrs[k * nm:]
+        body = [(name, fields, None if pos < 0 else (stores[pos], dq[i + j][3][1], modes[pos]))
+                for j, (name, fields, pos) in enumerate(entries)]
+        last = dq[i + p * k - 1]
+        self.current = (last[8], last[0], last[1])
+        sfpu_batch.execute_batch(sfpu, body, k, np.array(addrs, dtype=np.int64).reshape(k, nm) if nm else
+                                 np.zeros((k, 0), dtype=np.int64), last[5])
+        return p * k, 0
+
+    def _dq_plan(self, body: tuple, lf, use):
+        """Static part of _dq_batch's equivalence argument for one body entered with uniform lane flags (lf, use):
+        (entries, mem_pos) or False. Every repetition must start from the same state: the body leaves the flag
+        state as it found it (tracked abstractly, sfpu_batch.flag_transfer), and no LReg the body writes is read before
+        this repetition writes it, where a write on possibly partly enabled lanes also reads the old value."""
+        entries, mem_pos, infos = [], [], []
+        state = (lf, use)
+        all_w = written = 0
+        for w in body:
+            name, fields, is_mem, is_store, imm, amode, vd, mod0, flagw = self._defer_info[w]
+            reads, writes = sfpu_batch.batch_regs(name, fields)
+            if not (use == 0 or (use == 1 and lf == 1)):
+                reads |= writes
+            infos.append((reads, writes))
+            all_w |= writes
+            if flagw is not None:
+                lf, use = flagw(lf, use)
+            entries.append((name, fields, len(mem_pos) if is_mem else -1))
+            if is_mem:
+                mem_pos.append(len(entries) - 1)
+        if (lf, use) != state:
+            return False
+        for reads, writes in infos:
+            if reads & all_w & ~written:
+                return False
+            written |= writes
+        return entries, mem_pos
+
+
+class DstView:
+    """Tensix.dst: the Tensix's Dst, with the deferred SFPU work executed before any attribute of it is used (so a
+    reference kept by someone else, e.g. the tile's RISC-V Dst window, never sees Dst ahead of the SFPU)."""
+    __slots__ = ("_tx",)
+
+    def __init__(self, tx: DeferralMixin) -> None:
+        object.__setattr__(self, "_tx", tx)
+
+    def __getattr__(self, name: str):
+        tx = self._tx
+        if tx.deferred:
+            tx.flush_deferred()
+        return getattr(tx._dst, name)
+
+    def __setattr__(self, name: str, value) -> None:
+        tx = self._tx
+        if tx.deferred:
+            tx.flush_deferred()
+        setattr(tx._dst, name, value)
+
+
+def uniform_flags(sfpu) -> tuple:
+    """(LaneFlags, UseLaneFlagsForLaneEnable) as 0 / 1 when equal on all lanes, else None."""
+    lf, use = sfpu.lane_flags, sfpu.use_lane_flags
+    return (1 if lf.all() else 0 if not lf.any() else None, 1 if use.all() else 0 if not use.any() else None)
+
+
+def _dq_period(words: list, i: int, n: int) -> tuple[int, int]:
+    """(p, k): the body length p whose k >= 2 back-to-back repetitions from words[i] cover most words."""
+    w0 = words[i]
+    best_p = best_k = 0
+    j = i + 1
+    lim = min(n, i + DQ_MAX_PERIOD + 1)
+    while True:
+        try:
+            j = words.index(w0, j, lim)
+        except ValueError:
+            break
+        p = j - i
+        if i + 2 * p > n:
+            break
+        head = words[i:j]
+        if words[j:j + p] == head:
+            k = 2
+            while i + (k + 1) * p <= n and words[i + k * p:i + (k + 1) * p] == head:
+                k += 1
+            if k * p > best_k * best_p:
+                best_p, best_k = p, k
+                if n - i - k * p < p:
+                    break
+        j += 1
+    return best_p, best_k
+
+
+# push / push_many / drain_deferrable run once per SFPU word: there the calls of the cycle model's rules cost 6-11 %
+# of `bench emu` sfpu, sfpu_long and tile_long (measured), so they run with the rules expanded in place, generated
+# from the rules' one definition (cycles.TensixTiming; inline.py).
+_RULES = {"accept_take": TensixTiming.accept_take, "issue_sfpu": TensixTiming.issue_sfpu}
+DeferralMixin.push = inline_calls(DeferralMixin.push, _RULES)
+DeferralMixin.push_many = inline_calls(DeferralMixin.push_many, _RULES, ("tm", TensixTiming.FIXED))
+DeferralMixin.drain_deferrable = inline_calls(DeferralMixin.drain_deferrable, {"issue_sfpu": TensixTiming.issue_sfpu},
+                                              ("tm", TensixTiming.FIXED))

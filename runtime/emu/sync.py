@@ -1,0 +1,118 @@
+"""The sync unit of the Tensix (SEMINIT.md, SEMPOST.md, SEMGET.md, SEMWAIT.md, STALLWAIT.md, ATGETM.md, ATRELM.md):
+the eight semaphores (also reachable from RISC-V through MMIO), the mutexes, and the Wait Gate latches STALLWAIT /
+SEMWAIT leave on a thread until their conditions are met. Mixed into tensix.Tensix."""
+from __future__ import annotations
+
+from tt_backend.chip.errors import EmuDeadlock, EmuUnspecified
+from tt_backend.runtime.emu.frontend import B6
+from tt_backend.runtime.emu.thread_state import Latch
+
+
+class SyncMixin:
+    def _init_sync(self) -> None:
+        self.sem_value = [0] * 8                   # ttsim reset state: Value 0, Max 0
+        self.sem_max = [0] * 8
+        self.mutex_holder: dict[int, int | None] = {0: None, 2: None, 3: None, 4: None}   # BH: 4 mutexes
+
+    def sem_read(self, i: int) -> int:
+        return self.sem_value[i]
+
+    def sem_mmio_write(self, i: int, value: int, t: int = 0) -> None:
+        self.tm.event_t = max(self.tm.event_t, t)
+        if value & 1:
+            self._sem_get(i, "RISC-V store to semaphore (SEMGET)")
+        else:
+            self._sem_post(i, "RISC-V store to semaphore (SEMPOST)")
+
+    def _sem_post(self, i: int, who: str) -> None:
+        v = self.sem_value[i]
+        if self.strict and v >= self.sem_max[i]:
+            # ttsim: NonContractualBehavior sem_max (pf08); hardware ignores Max here and saturates at 15
+            raise EmuUnspecified(f"{who}: SEMPOST on semaphore {i} at Value {v} >= Max {self.sem_max[i]}")
+        if v < 15:
+            self.sem_value[i] = v + 1
+
+    def _sem_get(self, i: int, who: str) -> None:
+        v = self.sem_value[i]
+        if v == 0:
+            if self.strict:
+                raise EmuUnspecified(f"{who}: SEMGET on semaphore {i} at Value 0")
+            return
+        self.sem_value[i] = v - 1
+
+    @staticmethod
+    def _sem_list(mask: int) -> list[int]:
+        return [i for i in range(8) if mask >> i & 1]
+
+    def SEMINIT(self, t, f):
+        for i in self._sem_list(f["sem_sel"]):
+            self.sem_value[i] = f["init_value"]
+            self.sem_max[i] = f["max_value"]
+
+    def SEMPOST(self, t, f):
+        for i in self._sem_list(f["sem_sel"]):
+            self._sem_post(i, self.where())
+
+    def SEMGET(self, t, f):
+        for i in self._sem_list(f["sem_sel"]):
+            self._sem_get(i, self.where())
+
+    def SEMWAIT(self, t, f):
+        w = self.current[1]
+        if f["wait_sem_cond"]:
+            latch = Latch("SEMWAIT", f["wait_sem_cond"], f["sem_sel"], f["stall_res"] or B6, w)
+        else:  # SEMWAIT.md: no condition = STALLWAIT with the default condition mask
+            latch = Latch("STALLWAIT", 0x0F, 0, f["stall_res"] or B6, w)
+        self.threads[t].latch = latch
+
+    def STALLWAIT(self, t, f):
+        self.threads[t].latch = Latch("STALLWAIT", f["wait_res"] or 0x0F, 0, f["stall_res"] or B6, self.current[1])
+
+    def poll_latches(self) -> None:
+        # The Wait Gate re-evaluates its latch every cycle and forgets it once met, even with no instruction waiting.
+        for t, th in enumerate(self.threads):
+            if th.latch is not None and self.latch_unmet(t, th.latch) is None:
+                th.latch = None
+
+    def latch_unmet(self, t: int, latch: Latch) -> str | None:
+        """None if every condition of the latch is met, else why the thread keeps waiting."""
+        if latch.kind == "SEMWAIT":
+            for i in self._sem_list(latch.sems):
+                v, m = self.sem_value[i], self.sem_max[i]
+                if latch.cond & 1 and v == 0:
+                    return f"SEMWAIT sem{i} (value 0) [word 0x{latch.word:08X}]"
+                if latch.cond & 2 and v >= m:
+                    return f"SEMWAIT sem{i} (value {v} >= max {m}) [word 0x{latch.word:08X}]"
+            return None
+        c = latch.cond
+        # C0-C4, C9-C12: units and requests finish at issue in this model, so those conditions always hold.
+        tail = f"[word 0x{latch.word:08X}]"
+        if c & (1 << 5) and self.srca_valid[self.srca_unpack_bank]:
+            return f"STALLWAIT C5: SrcA bank {self.srca_unpack_bank} not owned by the unpacker {tail}"
+        if c & (1 << 6) and self.srcb_valid[self.srcb_unpack_bank]:
+            return f"STALLWAIT C6: SrcB bank {self.srcb_unpack_bank} not owned by the unpacker {tail}"
+        if c & (1 << 7) and not self.srca_valid[self.srca_matrix_bank]:
+            return f"STALLWAIT C7: SrcA bank {self.srca_matrix_bank} not owned by the FPU {tail}"
+        if c & (1 << 8) and not self.srcb_valid[self.srcb_matrix_bank]:
+            return f"STALLWAIT C8: SrcB bank {self.srcb_matrix_bank} not owned by the FPU {tail}"
+        return None
+
+    def _mutex(self, f) -> int:
+        i = f["mutex_index"]
+        if i not in self.mutex_holder:
+            # ATGETM.md: an invalid index waits forever; report it instead of hanging the tile
+            raise EmuDeadlock(f"{self.where()}: mutex index {i} does not exist (BH has 0, 2, 3, 4): the thread "
+                              f"would wait forever")
+        return i
+
+    def ATGETM(self, t, f):
+        i = self._mutex(f)
+        holder = self.mutex_holder[i]
+        if holder is not None and holder != t:
+            return f"ATGETM mutex {i} held by T{holder}"
+        self.mutex_holder[i] = t
+
+    def ATRELM(self, t, f):
+        i = self._mutex(f)
+        if self.mutex_holder[i] == t:      # releasing a mutex held by another thread changes nothing
+            self.mutex_holder[i] = None

@@ -1,0 +1,47 @@
+"""tinygrad's own knobs that mean something else on the TT device, each answered with one line on stderr (once per
+process) rather than silently. (tinygrad's DEBUG levels: tt_backend/debug.py.)
+
+* `BEAM=n` (and `JITBEAM`): tinygrad's search times variants of a kernel that its own optimizer made (tilings,
+  unrolls, upcasts). The TT device lowers each kernel whole in its own to_program hook, so there are no such variants
+  and BEAM has nothing to search; the kernel is the same with or without it. It is a no-op with a notice rather than an
+  error because BEAM is often set for a whole program, whose kernels on other devices (the CPU reference, say) still
+  use it. The TT knob for the speed/precision trade-off is TT_ERR_BUDGET, explored by `python -m tt_backend tune`.
+* `VALIDATE_WITH_CPU=1`: works as on any device (tinygrad runs each kernel on its CPU device too and compares,
+  elementwise, at rtol = atol = 1e-3). Under a TT_ERR_BUDGET the placement may use reduced-precision FPU paths whose
+  elementwise error exceeds that tolerance by design; the notice says so, so that a mismatch is read as the budget at
+  work and not as a bug.
+"""
+from __future__ import annotations
+
+import sys
+
+from tinygrad.helpers import VALIDATE_WITH_CPU
+
+from tt_backend import knobs
+
+VALIDATE_TOLERANCE = 1e-3       # tinygrad 0.14 engine/realize.py exec_validate: assert_allclose(rtol=1e-3, atol=1e-3)
+_said: set[str] = set()
+
+
+def _notice(key: str, text: str) -> None:
+    if key not in _said:
+        _said.add(key)
+        print(f"TT: {text}", file=sys.stderr)
+
+
+def beam_notice(beam: int) -> None:
+    """Called by the to_program hook with the kernel's BEAM width (tinygrad puts it in the kernel's KernelInfo)."""
+    if beam:
+        _notice("beam", f"BEAM={beam} is ignored for TT kernels: the TT backend lowers each kernel whole, so tinygrad's "
+                        "search has no variants to time (kernels on other devices still use it). For speed vs "
+                        "precision on TT use TT_ERR_BUDGET, e.g. `python -m tt_backend tune script.py`.")
+
+
+def validate_notice() -> None:
+    """Called when the TT device opens."""
+    budget = knobs.err_budget()
+    if VALIDATE_WITH_CPU and budget is not None:
+        _notice("validate", f"VALIDATE_WITH_CPU compares each TT kernel with tinygrad's CPU device elementwise at "
+                            f"rtol=atol={VALIDATE_TOLERANCE:g}; TT_ERR_BUDGET={budget:g} allows reduced-precision FPU "
+                            "placements whose error can exceed that by design. Unset TT_ERR_BUDGET to validate the "
+                            "float32-faithful kernels.")
