@@ -10,25 +10,35 @@ from __future__ import annotations
 
 import argparse
 import os
+import site
 import sys
 import tempfile
+from importlib.metadata import version
 from pathlib import Path
 
-from tt_backend import bench
+import numpy as np
+from tinygrad import Device, Tensor
+from tinygrad.helpers import size_to_str
+
+import tt_backend
+from tt_backend import _finder, bench, knobs
+from tt_backend.chip import layout
+from tt_backend.chip.errors import TTError
+from tt_backend.runtime.compile import cache_dir, cache_info, clear_cache, compiler
+from tt_backend.runtime.emu.dram import Dram
+from tt_backend.runtime.targets import available_targets
 
 DEMO = "((a*b+1).maximum(0.5) - (a<0).where(a.exp2(), b.reciprocal()))"
 
 
 def _version(mod: str) -> str:
     try:
-        from importlib.metadata import version
         return version(mod)
     except Exception:
         return "not installed"
 
 
 def _pth_files() -> list[str]:
-    import site
     dirs = [*site.getsitepackages(), site.getusersitepackages()]
     return [str(Path(d) / "tt_backend.pth") for d in dirs if (Path(d) / "tt_backend.pth").exists()]
 
@@ -39,8 +49,6 @@ def _kib(n: int) -> str:
 
 def chip_model_rows() -> list[tuple[str, str]]:
     """The chip the emulator models, from the layout the kernels are built against and the emulator's own memories."""
-    from tt_backend.chip import layout
-    from tt_backend.runtime.emu.dram import Dram
     local = ", ".join(f"{c} {_kib(layout.LOCAL_RAM_SIZE[c])}" for c in layout.CORES)
     return [("chip model", f"Blackhole; kernels run on one Tensix tile (a 1x1 grid) at NoC ({layout.TILE_XY[0]}, "
                            f"{layout.TILE_XY[1]}); cycle model: emu only (ttsim and cards have none)"),
@@ -51,15 +59,12 @@ def chip_model_rows() -> list[tuple[str, str]]:
 
 
 def compile_cache_row() -> tuple[str, str]:
-    from tt_backend.runtime.compile import cache_dir
     d = cache_dir()
     n = sum(1 for _ in d.glob("*.elf")) if d.is_dir() else 0
     return ("compile cache", f"{d} ({n} ELFs)" if d.is_dir() else f"{d} (not created yet)")
 
 
 def info() -> int:
-    import tt_backend
-    from tt_backend import _finder, knobs
     rows = [("python", f"{sys.version.split()[0]} ({sys.executable})"),
             ("tt_backend", f"{tt_backend.__version__} ({Path(tt_backend.__file__).parent})"),
             ("import hook", ", ".join(_pth_files()) or "no tt_backend.pth in site-packages (source checkout?)"),
@@ -72,12 +77,10 @@ def info() -> int:
     except Exception as e:
         rows.append(("TT_BACKEND", f"error: {e}"))
     try:
-        from tt_backend.runtime.compile import compiler
         c = compiler()
         rows.append(("RISC-V compiler", c.describe()))
     except Exception as e:
         rows.append(("RISC-V compiler", f"NOT FOUND: {e}"))
-    from tt_backend.runtime.targets import available_targets
     for t in available_targets():
         rows.append((f"target {t.name}", ("available: " if t.available else "unavailable: ") + t.detail))
     rows.append(("TT_DUMP", os.environ.get("TT_DUMP", "-")))
@@ -90,7 +93,6 @@ def info() -> int:
 
 def _reference_device() -> str:
     """tinygrad's CPU device when it works here (it needs clang), else its pure-Python interpreter."""
-    from tinygrad import Tensor
     for dev in ("CPU", "PYTHON"):
         try:
             (Tensor([1.0], device=dev) + 1).numpy()
@@ -101,10 +103,8 @@ def _reference_device() -> str:
 
 
 def demo(seed: int = 1) -> int:
-    import numpy as np
     dump = os.environ.get("TT_DUMP") or tempfile.mkdtemp(prefix="tt_demo_")
     os.environ["TT_DUMP"] = dump          # read when the kernels compile: gives us the placement reports
-    from tinygrad import Device, Tensor
     if Device.DEFAULT != "TT":
         print(f"note: the default device is {Device.DEFAULT} (set DEVICE=TT to make TT the default); "
               "the demo runs on TT explicitly")
@@ -131,8 +131,6 @@ def demo(seed: int = 1) -> int:
 
 
 def cache(clear: bool) -> int:
-    from tinygrad.helpers import size_to_str
-    from tt_backend.runtime.compile import cache_info, clear_cache
     if clear:
         n = clear_cache()
         print(f"removed {n} files from {cache_info()['dir']}")
@@ -161,7 +159,6 @@ def _check_tune_paths(p: argparse.ArgumentParser, args, program) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from tt_backend.chip.errors import TTError
     try:
         return _main(argv)
     except TTError as e:
@@ -202,7 +199,7 @@ def _main(argv: list[str] | None) -> int:
     if args.cmd == "info": return info()
     if args.cmd == "cache": return cache(args.clear)
     if args.cmd == "tune":
-        from tt_backend.chip.errors import TTError
+        # lazy: tune's plotting (matplotlib) costs ~0.4 s of imports (python -X importtime) the other commands skip
         from tt_backend.tune import Program, parse_budgets, tune
         # with -m / -c, a positional argument is the program's first argument (as for python itself)
         prog_args = ([args.script] if args.script is not None and (args.module or args.code) else []) + rest

@@ -28,7 +28,7 @@ from tinygrad.uop.ops import Ops, ProgramInfo, UOp
 from tt_backend.chip import layout
 from tt_backend.chip.errors import DeviceOutOfMemory, TTError, UnsupportedOp
 from tt_backend import knobs, schedule_guard, tinygrad_knobs
-from tt_backend.runtime.driver import launch
+from tt_backend.runtime import driver
 from tt_backend.runtime.targets import make_device
 
 
@@ -349,7 +349,7 @@ class TTProgram(Program):
         stats0 = target.stats() if reports and hasattr(target, "stats") else None
         try:
             with self.dev.recovering(f"kernel {self.name}"):
-                result = launch(target, self.elfs, args, timeout_s=t, label=self.name)
+                result = driver.launch(target, self.elfs, args, timeout_s=t, label=self.name)
             stats = (stats0, target.stats()) if stats0 is not None else None
             if before is not None:
                 k = self.meta["check"]["output"]["buf"]
