@@ -108,7 +108,7 @@ def from_ttinsn(insn: int) -> int:
 def c_header() -> str:
     """C99 encoder macros, one per instruction: TT_OP_<NAME>(field, ...) in the table's field order (by lsb)."""
     lines = [
-        "/* Generated from templates/isa/tensix_isa.json by templates/isa.py: do not edit. */",
+        "/* Generated from chip/isa/tensix_isa.json by chip/isa.py: do not edit. */",
         "#ifndef TT_ISA_H", "#define TT_ISA_H", "",
         "#define TT_ROTL2(w) ((((w) << 2) | ((w) >> 30)) & 0xFFFFFFFFu)",
         "/* .ttinsn: push a compile-time constant Tensix word through the instruction stream */",

@@ -75,7 +75,7 @@ def c_header() -> str:
         "NOC1_BASE": NOC_BASE[1], "WALL_CLOCK_LO": WALL_CLOCK_LO, "TILE_X": TILE_XY[0], "TILE_Y": TILE_XY[1],
         "DRAM_X": DRAM_XY[0], "DRAM_Y": DRAM_XY[1],
     }
-    lines = ["/* Generated from templates/layout.py: do not edit. */", "#ifndef TT_LAYOUT_H", "#define TT_LAYOUT_H"]
+    lines = ["/* Generated from chip/layout.py: do not edit. */", "#ifndef TT_LAYOUT_H", "#define TT_LAYOUT_H"]
     lines += [f"#define TT_{k} 0x{v:X}u" for k, v in names.items()]
     for i, c in enumerate(CORES):
         lines.append(f"#define TT_CORE_{c.upper()} {i}")

@@ -1,4 +1,4 @@
-"""The tile graph of one kernel (DESIGN data flow step 3): the value DAG as a networkx DiGraph of tile operations.
+"""The tile graph of one kernel (docs/design.md §4 step 3): the value DAG as a networkx DiGraph of tile operations.
 
 Node = one tile op (a VNode id), attributes `op`, `dtype`, `arg`, `format` (how the value exists as a tile: `fp32` or
 `bf16` for loads from L1, `fp32` for everything computed, since Dst holds every intermediate as fp32) and
@@ -23,7 +23,7 @@ import networkx as nx
 
 from tt_backend.lowering.dag import ValueDAG, VNode
 
-# ops the FPU can run elementwise on two Src operands (isa-digest 1(d)): value-DAG op -> FPU instruction
+# ops the FPU can run elementwise on two Src operands (docs/isa.md §4): value-DAG op -> FPU instruction
 FPU_BINARY = {"MUL": "ELWMUL", "ADD": "ELWADD", "SUB": "ELWSUB"}
 FLOAT = ("float32", "bfloat16")
 TILE_FORMAT = {"float32": "fp32", "int32": "fp32", "bool": "fp32", "bfloat16": "bf16"}

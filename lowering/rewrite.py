@@ -2,7 +2,7 @@
 
 `fuse_multiply_add`: float32 `a*b + c`, `a*b - c` and `c - a*b` become one SFPMAD (MULADD / MULSUB / NMULADD) when
 the product has no other use. One rounding instead of two: that is both half the instructions and what tinygrad's CPU
-device computes (clang contracts these expressions into fma). SFPMAD is "partially fused" (isa-digest 1(c)), so in
+device computes (clang contracts these expressions into fma). SFPMAD is "partially fused" (docs/isa.md §3), so in
 rare cancellation cases it differs from an exact fma by the product's dropped low bits. bfloat16 expressions are left
 alone: tinygrad rounds the bf16 product before the add.
 """

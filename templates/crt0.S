@@ -3,6 +3,7 @@
  *   TT_STATUS_ADDR  this core's status block (+0 done, +4 error)
  *   TT_GEN_ADDR     the launch generation word
  * L1 and local RAM survive soft reset, so .bss is zeroed here on every launch. */
+    .file "crt0.S"   /* else GCC names the symbol table's file entry after its temporary object: ELFs differ per build */
     .section .text.start, "ax"
     .globl _start
 _start:

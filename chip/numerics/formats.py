@@ -3,7 +3,7 @@
 Every function takes and returns unsigned integer arrays holding *bit patterns* (np.uint32 unless stated), never
 floats, so NaN payloads, signed zeros and denormals survive. `value_*` helpers turn bit patterns into float64 /
 int64 for tests. Sources: WH `FloatBitPatterns.md`, `Unpackers/FormatConversion.md`, `Packers/FormatConversion.md`,
-`Packers/ReLU.md`, `UNPACR_Regular.md` (functional model) and unpack-sfpu-pack.md section 8; where the docs leave a
+`Packers/ReLU.md`, `UNPACR_Regular.md` (functional model) and docs/sfpu_path.md §8; where the docs leave a
 Blackhole detail open, the behaviour observed in ttsim (the project's oracle) is used and marked "[ttsim]".
 
 Representation conventions (shared with `unpack_pack.py`):
@@ -306,7 +306,7 @@ def _round_away(x: np.ndarray, drop: int, rand: np.ndarray | None) -> np.ndarray
 def early_fp32_to_bf16(x, rand=None) -> np.ndarray:
     """Packer early conversion FP32 -> BF16 by rounding (Read_raw=0): NaN -> Inf of the same sign, round to 7
     mantissa bits (ties away from zero), then any exponent-0 result (denormal, either zero) -> +0. Returns 16 bits.
-    Facts: unpack-sfpu-pack.md 8 (0x3F808000 -> 0x3F81, 0x7F7FFFFF -> 0x7F80, 0x007FFFFF -> 0x0080, 0x80000000
+    Facts: docs/sfpu_path.md §8 (0x3F808000 -> 0x3F81, 0x7F7FFFFF -> 0x7F80, 0x007FFFFF -> 0x0080, 0x80000000
     -> 0)."""
     r = _round_away(_nan_to_inf(_u32(x)), 16, rand)
     return np.where((r & 0x7FFF) < 0x80, np.uint32(0), r).astype(np.uint32)

@@ -2,7 +2,7 @@
 and the accumulate-normalise-encode step into Dst. Pure numpy, no emulator state, so the lowering's error model can use
 the same numbers as the emulator.
 
-Facts: fpu-path.md sections 10.1-10.3 (verified on ttsim), isa-digest 1(d), WH ELWMUL.md / MVMUL.md / ELWADD.md.
+Facts: docs/fpu_path.md §10.1-10.3 (verified on ttsim), docs/isa.md §4, WH ELWMUL.md / MVMUL.md / ELWADD.md.
 
 Value conventions (all arrays of unsigned integers, any shape that broadcasts):
 * Src datum ("src32"): the 32-bit fp32-layout word a Src register holds (low 13 bits zero for float data).
@@ -22,13 +22,13 @@ I64 = np.int64
 FP32, FP16, BFP8, BFP4, TF32, BF16, BFP8_B, BFP4_B = 0, 1, 2, 3, 4, 5, 6, 7
 INT32, INT16, FP8, INT8, BFP2_B = 8, 9, 10, 14, 15
 # Formats the FPU reads with a 5-bit exponent (FP16 style); TF32 keeps 10 mantissa bits; every other float format is
-# read with BF16 precision (fpu-path.md 3, "Src format the multiplier sees").
+# read with BF16 precision (docs/fpu_path.md §3, "Src format the multiplier sees").
 FMT_5BIT_EXP = frozenset({FP16, FP8})
 # Phase sets of tt-metal's MathFidelity (number of phases = LoFi 1, HiFi2 2, HiFi3 3, HiFi4 4)
 FIDELITY_PHASES = {"LoFi": 1, "HiFi2": 2, "HiFi3": 3, "HiFi4": 4}     # fidelity -> number of multiplier phases
 PHASES_OF = {fid: tuple(range(n)) for fid, n in FIDELITY_PHASES.items()}   # fidelity -> the phases it runs, in order
 
-# Per phase: (SrcA slice of the 11-bit significand, SrcB slice, exponent offset) -- isa-digest 1(d), fpu-path 10.1.
+# Per phase: (SrcA slice of the 11-bit significand, SrcB slice, exponent offset) -- docs/isa.md §4, docs/fpu_path.md §10.1.
 # Phase bit 0 selects SrcA's low half (mantissa bits 5..1), bit 1 SrcB's low half (mantissa bits 3..0, scaled to 7 bits).
 PHASE_EXP_OFFSET = {0: 0, 1: -5, 2: -7, 3: -12}
 
@@ -81,7 +81,7 @@ def _align(man, exp, target, bias):
 
 
 def accumulate(terms, dst32, fp32_acc: bool = True, exp8: bool = True) -> np.ndarray:
-    """Add up to two terms [(sign, exp, man), ...] to a Dst value and renormalise (fpu-path 10.2): align everything to
+    """Add up to two terms [(sign, exp, man), ...] to a Dst value and renormalise (docs/fpu_path.md §10.2): align everything to
     the largest exponent (E <= 0 -> +0), with a 16-bit Dst round away the 13 low bits of every operand, integer sum
     (0 -> +0), renormalise to 24 bits (16-bit Dst: to 8 or 11 bits) rounding half up, exponent <= 0 -> +0, overflow ->
     Inf (8-bit exponent) or the FP16 maximum. Returns plain fp32-layout words (uint32)."""
@@ -154,7 +154,7 @@ def mvmul19(a19, b19, dst32, phase, fp32_acc: bool = True, exp8: bool = True) ->
     """MVMUL of 19-bit operands: a19 is SrcA (16 k x 16 n), b19 SrcB (R m x 16 k), dst32 (R, 16).
     Per output and phase the 16 products form two groups (k 0..7, 8..15); each group is aligned to its largest product
     exponent Eg (magnitude m shifted by d: floor((2m + 2^d) / 2^(d+1)), d <= 30), summed as signed integers into one
-    term (Eg <= 0: the group is 0), then both terms and Dst are accumulated with one rounding (fpu-path 10.3)."""
+    term (Eg <= 0: the group is 0), then both terms and Dst are accumulated with one rounding (docs/fpu_path.md §10.3)."""
     a = np.asarray(a19, I64)[None, :, :]            # (1, k, n)
     b = np.asarray(b19, I64)[:, :, None]            # (m, k, 1)
     s, e, m = product_terms(a, b, phase, fp32_acc, exp8)   # (m, k, n)

@@ -1,20 +1,20 @@
 """The matrix engine's pipeline, shared by the FPU matmul and the FPU sum (a matmul against a tile of ones): whole-tile
 unpacks of both operands (SrcA, SrcB), MVMUL address-modifier slots and one K block's MVMULs per fidelity phase, and
-the thread words around them (fpu-path.md sections 3, 7, 8).
+the thread words around them (docs/fpu_path.md §3, 7, 8).
 """
 from __future__ import annotations
 
 from tt_backend.lowering.codegen.tensix import SEM_FREE, SEM_MATHDONE, tensix_words
 from tt_backend.lowering.codegen.words import word_u32
 
-UNPACK_CFG_MM = {   # fpu-path.md section 3 (whole-tile unpacks, both unpackers)
+UNPACK_CFG_MM = {   # docs/fpu_path.md §3 (whole-tile unpacks, both unpackers)
     "bf16": {64: 0x04000015, 72: 5, 112: 0x04000015, 120: 5},
     "tf32": {64: 0x04000010, 72: 4, 112: 0x04000010, 120: 4},
 }
 UNPACK_CFG_MM_COMMON = {65: 0x00010001, 73: 0xF, 84: 0x00400040, 86: 0x04000400, 92: 0, 50: 0,
                         113: 0x00010001, 121: 0xF, 59: 0}
 ALU_FORMAT_MM = {"bf16": 0x20AA0000, "tf32": 0x20880000}   # SrcA/SrcB format, Dstacc fp32, Fp32_enabled
-# MVMUL address-modifier slots (fpu-path.md section 7): (AB value, DST value)
+# MVMUL address-modifier slots (docs/fpu_path.md §7): (AB value, DST value)
 MVMUL_SLOTS = {0: (0x0800, 0), 1: (0x1800, 0), 2: (0x1810, 0), 3: (0x2810, 0), 4: (0x8080, 0x2000),
                5: (0x8080, 0x8000), 7: (0, 0)}
 # one phase of a 32x32x32 MVMUL (section 8.5): (slot, dst row)

@@ -1,7 +1,7 @@
 """The FPU matmul family: a matched matmul (matmul_spec.MatmulSpec) with MVMUL. `plan_matmul` turns the spec into an
 `FpuMatmulPlan` (fidelity, source format, L1 allocation) and `render_matmul` into the reader / compute / writer sources.
 
-Data flow (one Tensix core, fpu-path.md sections 5-9):
+Data flow (one Tensix core, docs/fpu_path.md §5-9):
 * reader (BRISC): per batch, all of B tilized into L1 (face layout, zero padded, K/32 x N/32 tiles); per row block of
   A, one panel of K/32 tiles (double buffered). DRAM lines are fetched with NoC reads into a staging line and
   scattered into faces by the RISC-V (word copies for row-contiguous operands, element copies for transposed ones).
@@ -14,7 +14,7 @@ Data flow (one Tensix core, fpu-path.md sections 5-9):
   edges and writes each output row with one NoC write.
 
 Precision: bf16 x bf16 at HiFi4 is exact per product, but the fp32 accumulation aligns each group of 8 products to
-its largest (fpu-path.md 10.3), and fp32 inputs go through tf32: neither is fp32-faithful, so the FPU runs a matmul
+its largest (docs/fpu_path.md §10.3), and fp32 inputs go through tf32: neither is fp32-faithful, so the FPU runs a matmul
 only when the caller passes an error budget that allows it; otherwise the fp32 SFPU matmul
 (lowering/families/sfpu_matmul.py) is the one acceptable candidate and plan_matmul raises UnsupportedOp.
 
@@ -41,7 +41,7 @@ NAME = "fpu_matmul"
 GENERATOR = "lowering/families/fpu_matmul.py"
 
 # Predicted worst-case error of one output, normalised by sum_k |a_mk b_kn|, per source format and fidelity
-# (fpu-path.md 10.5, MVMUL max err/sum|ab| with some headroom; fp32 inputs add the unpacker's tf32 truncation).
+# (docs/fpu_path.md §10.5, MVMUL max err/sum|ab| with some headroom; fp32 inputs add the unpacker's tf32 truncation).
 PREDICTED_ERR = {
     "bf16": {"LoFi": 6e-2, "HiFi2": 1e-2, "HiFi3": 1.5e-3, "HiFi4": 1.5e-3},
     "tf32": {"LoFi": 8e-2, "HiFi2": 2e-2, "HiFi3": 4e-3, "HiFi4": 3e-3},
@@ -86,7 +86,7 @@ class FpuMatmulReport(Report):
     def report(self) -> dict:
         return {"kernel": self.kernel, "budget": self.budget, "predicted_error": self.predicted_error,
                 "predicted_max_rel": None, "predicted_cycles": self.nodes[0]["cycles"], "predicted_cycles_per_tile": {},
-                "all_sfpu_cycles": None, "reassociated": False, "evaluator_error": "error model: fpu-path.md 10.5 "
+                "all_sfpu_cycles": None, "reassociated": False, "evaluator_error": "error model: docs/fpu_path.md §10.5 "
                 "(max error / sum|ab| of MVMUL per fidelity, with headroom)", "nodes": self.nodes}
 
 

@@ -21,7 +21,7 @@ Per output tile: ZEROACC, then per k tile the unpackers bring both tiles (whole 
 unpacker configuration) and `phases` x 16 MVMULs (lowering.codegen.mvmul.mvmul_words) add them into Dst; then the SFPU
 post program (Dst slot 0 -> its output slot) and the packer (fp32); the writer picks the 32 outputs.
 
-Precision (fpu-path.md 10.1-10.3, the bit models of runtime.emu.fpu_math): a fidelity phase multiplies a slice of the
+Precision (docs/fpu_path.md §10.1-10.3, the bit models of chip.numerics.fpu_math): a fidelity phase multiplies a slice of the
 SrcA significand by a slice of SrcB's. The ones tile has an empty low slice, so only the data's slices count:
   * data in SrcB: phase 0 takes its top 7 significand bits, phase 2 the low 4 (phase 1 adds 0): LoFi keeps 7 bits,
     HiFi3 all 11 (tf32) - bf16 (8 bits) is exact at HiFi3;
@@ -175,7 +175,7 @@ CELL_CHOICES = (32, 8, 4, 2, 1)
 # four row steps 0, 2, 16, 18, i.e. Dst row 0 columns {2l, 2l+1, 16+2l, 17+2l} for its lanes l: 4L = 32 // cells
 # columns, column q of its list holds k = kt * 32 * (32 // cells) + 32 q + r (r = SrcA row). After the k tiles the
 # SFPU adds the four row steps lane by lane ((a0 + a2) + a16) + a18, combines each output's L lanes pairwise
-# (lowering.reduce.lane_combine) and stores row step 0 of slot 0, where the post program (one row step) reads it.
+# (lowering.codegen.lane_combine) and stores row step 0 of slot 0, where the post program (one row step) reads it.
 FINISH_STEPS = (0, 2, 16, 18)
 
 
@@ -234,7 +234,7 @@ def post_steps(side: str, cells: int = 32) -> list[list[int]]:
 def fpu_cycles(n_out: int, n_red: int, src_format: str, phases: int, post: SfpuProgram | None,
                side: str = "srcb", cells: int = 32) -> dict:
     """The cost model of lowering.placement.cost (Tensix cycles): per k tile both unpacks (data + ones, 64 B/cycle)
-    and 16 MVMULs per phase (one issue cycle each, isa-digest 1(d)); per output tile ZEROACC, the FPU latency, the
+    and 16 MVMULs per phase (one issue cycle each, docs/isa.md §4); per output tile ZEROACC, the FPU latency, the
     post program (setup + 32 row steps) and the fp32 pack (16 B/cycle)."""
     fmt = "bf16" if src_format == "bf16" else "fp32"
     ot, kt = tile_counts(n_out, n_red, cells)

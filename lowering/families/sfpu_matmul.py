@@ -9,7 +9,7 @@ Here every multiply-add is one SFPMAD in fp32 (one rounding per multiply-add, RN
 before the add), the operands reach Dst through the unpacker's fp32 -> Dst32b path (exact), and C accumulates in fp32
 in Dst.
 
-Lane layout (isa-digest 1(b)/1(c)): lane = 8*row + col; an SFPLOAD at address a reads Dst rows (a & ~3) .. +3, columns
+Lane layout (docs/isa.md §2/3): lane = 8*row + col; an SFPLOAD at address a reads Dst rows (a & ~3) .. +3, columns
 0,2,..,14 (a bit 1 = 0) or 1,3,..,15 (bit 1 = 1). One C vector = 4 rows x 8 same-parity columns of one 16-column half h:
     lane (r, c) <-> C[4R + r][16h + 2c + p]                  (R = 0..7 row group, p = parity)
 so a multiply-add needs an A vector constant along the 8 lanes of a lane row and a B vector constant along the 4 lane

@@ -25,7 +25,7 @@ def stream_ctx(plan: TilePlan, s: Stream, j: int | None, red: ReducePlan | None 
         if j is None: mode = "red scatter"
         elif j == red.mask_input: mode = "red mask"
         elif s.value is not None: mode = "red computed"
-        elif s.contiguous: mode = "red contiguous"   # lowering/reduce.py: 32 lanes, a tile is a run of the buffer
+        elif s.contiguous: mode = "red contiguous"   # lowering/families/sfpu_reduce.py: 32 lanes, a tile is a run of the buffer
         else: mode = "red gather"
     elif s.value is not None:
         mode = "computed"

@@ -7,7 +7,7 @@ from tt_backend.lowering.dag import ValueDAG, VNode
 from tt_backend.lowering.placement.choice import FpuOp, Split
 from tt_backend.lowering.plan import TILE_BYTES
 
-# Per 32x32 tile, in Tensix cycles. Documented (isa-digest 1(d), simulators.md): SFPU issues 1 instruction/cycle
+# Per 32x32 tile, in Tensix cycles. Documented (docs/performance.md §6): SFPU issues 1 instruction/cycle
 # (SFPMAD latency 2, auto-stalled or NOP-padded by the code generator, so instruction count = cycles); FPU
 # ELWMUL/MVMUL 1 cycle per 8x16 block per fidelity phase, ELWADD/ELWSUB 1 per block, latency 5; ZEROACC/SETRWC 1.
 # L1 bandwidth (WH L1.md, the numbers runtime/emu/cycles.py uses): an unpacker reads 64 B per cycle, the packer writes
@@ -42,7 +42,7 @@ def cycles(sp: Split, in_formats: list[str], out_format: str, n_tiles: int, sfpu
     """Per-tile cost of a split; `sfpu_counts` = (setup, body) instruction counts of its compiled SFPU program."""
     unpack = sum(unpack_cycles(in_formats[j]) for j in sp.dst_inputs)
     unpack += sum(unpack_cycles(in_formats[o.a]) + unpack_cycles(in_formats[o.b]) for o in sp.fpu_ops)
-    # a bf16 input reaches Dst through SrcA + ELWADD (unpack-sfpu-pack.md 5.2)
+    # a bf16 input reaches Dst through SrcA + ELWADD (docs/sfpu_path.md §5.2)
     fpu = sum(COST["blocks_per_tile"] + COST["fpu_latency"] + COST["faces_per_tile"] * COST["fpu_setrwc"]
               for j in sp.dst_inputs if in_formats[j] == "bf16")
     fpu += sum(fpu_op_cycles(o) for o in sp.fpu_ops)

@@ -56,7 +56,7 @@ def reduce_exact(op: str, v: np.ndarray, axes: tuple[int, ...], dtype: str) -> n
 
 
 def reduce_in_lanes(lanes: int):
-    """REDUCE as lowering/reduce.py runs it: lane c of an output accumulates reduce indices k = c (mod lanes) in order
+    """REDUCE as lowering/families/sfpu_reduce.py runs it: lane c of an output accumulates reduce indices k = c (mod lanes) in order
     (one fp32 rounding per element), then the lanes combine pairwise. MAX and integer reductions are exact."""
     def red(op: str, v: np.ndarray, axes: tuple[int, ...], dtype: str) -> np.ndarray:
         if op == "MAX" or dtype not in ("float32", "bfloat16"):

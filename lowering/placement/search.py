@@ -163,7 +163,7 @@ def node_reports(pl: Placement, d: ValueDAG, xs, sizes, evaluator, n_in: int, in
     return rows
 
 
-# worst relative error of one ELWMUL product per fidelity phase count, over all significand pairs (fpu-path.md 10.5,
+# worst relative error of one ELWMUL product per fidelity phase count, over all significand pairs (docs/fpu_path.md §10.5,
 # "worst case (the bit model)"): bf16 x bf16, and tf32 operands (an upper bound for mixed bf16 x tf32)
 ELWMUL_WORST = {"bf16": {1: 5.920e-2, 2: 7.752e-3, 3: 4.020e-4, 4: 0.0},
                 "tf32": {1: 7.156e-2, 2: 1.540e-2, 3: 1.743e-3, 4: 9.756e-4}}

@@ -1,10 +1,10 @@
 """`python -m tt_backend bench emu` (tt_backend/bench lists every benchmark): emulator speed on fixed kernels, in
 emulated instructions per second of host time, with the cycle model's view of the same runs.
 
-Kernels (no compiler needed: RISC-V programs are assembled here, Tensix words come from templates.isa):
+Kernels (no compiler needed: RISC-V programs are assembled here, Tensix words come from chip.isa):
 * `riscv`  - BRISC counting loop (RV32I add/branch), through Tile.run.
 * `sfpu`   - SFPU only: an exp2-shaped row body (SFPLOAD, SFPEXEXP/SFPEXMAN, 4 Horner SFPMADs, SFPSETEXP,
-             SFPSTORE = 9 instructions, the shape lowering/sfpu_ops.py's exp2 has) replayed over a 32-row tile,
+             SFPSTORE = 9 instructions, the shape lowering/codegen/sfpu_ops.py's exp2 has) replayed over a 32-row tile,
              pushed straight into a Tensix thread.
 * `sfpu_mop` - the same body in the compute template's shape: recorded once in the replay buffer, one MOP
              (32 x REPLAY) per 32-row tile, pushed straight into a Tensix thread (the emulator batches the row steps).
@@ -16,8 +16,8 @@ Kernels (no compiler needed: RISC-V programs are assembled here, Tensix words co
              tile, straight into a Tensix thread.
 * `tile_long` - the same through the whole tile: TRISC1 runs the template's loop (MATH_Offset, SETRWC, setup words,
              32 x the 171 body words as .ttinsn, STALLWAIT, TTSync per tile).
-The reference bar is ttsim at ~4 M SFPU instructions/s and ~8.5 M RISC-V instructions/s (shared/reference/
-simulators.md); the target for the emulator is >= 10 % of the SFPU figure.
+The reference bar is ttsim at ~4 M SFPU instructions/s and ~8.5 M RISC-V instructions/s (docs/tools.md
+§2); the target for the emulator is >= 10 % of the SFPU figure.
 """
 from __future__ import annotations
 
@@ -152,7 +152,7 @@ def bench_sfpu(rows: int = 4096) -> dict:
 
 
 def bench_sfpu_mop(tiles: int = 128) -> dict:
-    """The compute template's issue shape (lowering/render.py): the 9-word body recorded once in the replay
+    """The compute template's issue shape (lowering/families/tile_render.py): the 9-word body recorded once in the replay
     buffer, then per tile one MOP (template 1: 32 x REPLAY) pushed straight into a Tensix thread."""
     tx = Tensix(np.zeros(layout.L1_SIZE, np.uint8), strict=True)
     tx.dst.write_rows32(0, np.random.default_rng(0).standard_normal((512, 16)).astype(np.float32).view(np.uint32))

@@ -10,7 +10,7 @@ Capacity (Mailboxes.md functional model): a push waits while the target mailbox 
 mailboxes the writer can write hold 4 values in aggregate. On silicon the waiting write then sits in shared buffers
 of undocumented depth while the RISC-V may run on; the emulator stalls the writer right there (the conservative
 choice: a program that completes here relies on no buffering beyond the documented 4 values). ttsim models a
-single slot per mailbox (noc-and-launch.md 3.5); the emulator follows the documented hardware.
+single slot per mailbox (docs/launch_noc.md §3.5); the emulator follows the documented hardware.
 
 Reset (SoftReset.md): entering soft reset discards the contents of every mailbox the core can *write*.
 

@@ -1,6 +1,6 @@
 """The NoC interface unit (NIU) of one NoC, as seen from tile (1,2): registers, counters and synchronous transfers.
 
-Spec: shared/reference/noc-and-launch.md section 5. Like ttsim, a request completes inside the `NOC_CMD_CTRL = 1`
+Spec: docs/launch_noc.md §5. Like ttsim, a request completes inside the `NOC_CMD_CTRL = 1`
 store (data copied, counters bumped), so `NOC_CMD_CTRL` always reads 0. ttsim's fatal cases raise the matching
 EmuError category with the reason. Only one tile exists: requests naming another Tensix tile are EmuUnimplemented.
 All 24 translated DRAM coordinates (x 17/18, y 12..23) reach the SAME single bank here (real chips have 8 banks

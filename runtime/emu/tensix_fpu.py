@@ -8,7 +8,7 @@ Where the ISA pages (WH) and ttsim (the BH oracle) differ, or ttsim refuses a mo
 by name rather than guessing. DOTPV, SHIFTXB, GAPOOL's row masking and GMPOOL's ArgMax/scaling have no oracle (ttsim
 refuses them): they transcribe the WH pages' functional models (BH has no Matrix Unit pages; its README lists no FPU
 change), with the BH encodings of templates/isa/tensix_isa.json; what those pages leave open stays EmuUnimplemented.
-Facts: fpu-path.md sections 6-10, isa-digest 1(b)/1(d), WH MatrixUnit/ELWMUL/MVMUL/DOTPV/GAPOOL/GMPOOL/SHIFTXB/MOV*/
+Facts: docs/fpu_path.md §6-10, docs/isa.md §2/4, WH MatrixUnit/ELWMUL/MVMUL/DOTPV/GAPOOL/GMPOOL/SHIFTXB/MOV*/
 ZEROACC/ZEROSRC pages, BH Dst.md.
 """
 from __future__ import annotations
@@ -138,7 +138,7 @@ class FpuMixin:
     # ------------------------------------------------------------------------------------------------ formats/rows
     def _implied_formats(self, t: int) -> tuple[int, int]:
         """(SrcA, SrcB) formats the FPU sees: on BH the format the unpacker recorded for the FPU's bank, unless
-        DISABLE_IMPLIED_SRCA/B_FMT_Base (thread cfg 2/3) selects ALU_FORMAT_SPEC_REG0_SrcA / REG1_SrcB (fpu-path 3)."""
+        DISABLE_IMPLIED_SRCA/B_FMT_Base (thread cfg 2/3) selects ALU_FORMAT_SPEC_REG0_SrcA / REG1_SrcB (docs/fpu_path.md §3)."""
         th = self.threads[t]
         fa = self.srca_format[self.srca_matrix_bank] if not th.cfg[2] & 1 else self.cfg[1] >> 17 & 0xF
         fb = self.srcb_format[self.srcb_matrix_bank] if not th.cfg[3] & 1 else self.cfg[1] >> 21 & 0xF
@@ -224,7 +224,7 @@ class FpuMixin:
         return (th.rwc["fid"] + th.cfg[11]) & 3      # RWC.FidelityPhase + FIDELITY_BASE_Phase
 
     def _finish(self, t: int, addr_mode: int, clear_dvalid: int) -> None:
-        # counters first, then the bank release (fpu-path 6)
+        # counters first, then the bank release (docs/fpu_path.md §6)
         self.apply_addr_mod(t, addr_mode)
         if clear_dvalid:
             self._release_banks(t, clear_dvalid)
@@ -257,7 +257,7 @@ class FpuMixin:
             if face >= 64:
                 raise self.unspecified(f"ZEROACC 16-row face {face} >= 64 (ttsim: NonContractual)")
             self.dst.undefine16(np.arange(16 * face, 16 * face + 16))
-        elif mode == 5:                               # 16 Dst32b rows (fpu-path 8.3)
+        elif mode == 5:                               # 16 Dst32b rows (docs/fpu_path.md §8.3)
             face = imm + (16 if not absolute and offset & 0x300 else 0)
             if face >= 32:
                 raise self.unspecified(f"ZEROACC 32-bit face {face} >= 32 (ttsim: NonContractual)")

@@ -56,7 +56,7 @@ DISABLE_RESET = 0xFFB12224
 GPR_COUNT = 64
 GPR_ALIAS = 4 * GPR_COUNT      # a TRISC's 64 GPRs repeat every 256 bytes of REGFILE_BASE (MemoryOrdering.md)
 CFG_RISC_DEST_ACCESS_CTRL = 3  # config word of RISC_DEST_ACCESS_CTRL_SEC0..2 (bits 14+5*t: no_swizzle,
-#                                unsigned_int, fmt[3]; ttsim-data/bh/tensix_regs.json)
+#                                unsigned_int, fmt[3]; ttsim, data/bh/tensix_regs.json)
 CFG_DEST_ACCESS_CFG = 220      # bit 0 swizzle_32b, bit 1 remap_addrs
 N_SEMAPHORES = 8
 HOST = "host"

@@ -1,7 +1,7 @@
 """Unpackers (UNPACR, UNPACR_NOP) and the packer (PACR) of the Tensix model. Mixed into `tensix.Tensix`.
 
 Format conversions are the pure functions of `formats.py`; this module does addressing, configuration decoding and
-the per-datum pipeline. Facts: unpack-sfpu-pack.md 3, 6, 8; WH `UNPACR_Regular.md`, `Unpackers/*`, `PACR.md`,
+the per-datum pipeline. Facts: docs/sfpu_path.md §3, 6, 8; WH `UNPACR_Regular.md`, `Unpackers/*`, `PACR.md`,
 `Packers/*` (FormatConversion, ReLU, EdgeMasking); Blackhole specifics the docs leave open follow ttsim, the oracle.
 
 Unpackers: every documented L1 format into SrcA/SrcB (FP32 -> TF32/BF16/FP16, BF16, FP16, BFP8/4/2 with a separate
@@ -59,7 +59,7 @@ class UnpackPackMixin:
         sel = f["unpack_block_selection"]
         src = "SrcB" if sel else "SrcA"
         # An unpacker stalls while the Src bank it owns next is still valid (handed to the FPU); unpacker 0 checks
-        # this even when it writes Dst (unpack-sfpu-pack.md 3.2).
+        # this even when it writes Dst (docs/sfpu_path.md §3.2).
         bank = self.srcb_unpack_bank if sel else self.srca_unpack_bank
         if (self.srcb_valid if sel else self.srca_valid)[bank]:
             return f"UNPACR: {src} bank {bank} still valid (owned by the FPU)"

@@ -1,5 +1,5 @@
 """Differential tests of the Matrix Unit (FPU): the same unpack -> FPU -> pack programs (tests/programs/fpu, modelled on
-fpu-path.md 8/9) run on EmuDevice and on ttsim (the oracle); the packed FP32 output tiles must match bit for bit.
+docs/fpu_path.md §8/9) run on EmuDevice and on ttsim (the oracle); the packed FP32 output tiles must match bit for bit.
 
 Inputs are random and biased to specials (+-0, denormals, Inf, NaN, extreme exponents, powers of two). Each case
 compares 1024 outputs per tile. Skipped unless TT_SIMULATOR points at libttsim.so and the RISC-V compiler exists.

@@ -44,7 +44,7 @@ E = isa.encode
 
 
 def tensix_defines() -> dict[str, int]:
-    """The fixed Tensix words of sfpu_diff.c (unpack-sfpu-pack.md sections 3-7, 10)."""
+    """The fixed Tensix words of sfpu_diff.c (docs/sfpu_path.md §3-7, 10)."""
     return {
         "W_SETDMAREG_BASE": E("SETDMAREG"),
         "W_SEMINIT_UNPACKED": E("SEMINIT", max_value=1, init_value=0, sem_sel=1),

@@ -7,9 +7,9 @@ cases, random UseLaneFlagsForLaneEnable (lane predication). After the instructio
 be identical. CASES (default 300, env TT_WOLFPINE_CASES) cases per (instruction, Mod1), seeded per test id.
 The oracle is driven through tests/support/wolfpine_oracle.py (no device, no RISC-V program).
 
-SPECS: the 18 instructions simulators.md vouches for (wolfpine matched ttsim): MAD ADD MUL EXEXP EXMAN ABS DIVP2
+SPECS: the 18 instructions docs/tools.md §3 vouches for (wolfpine matched ttsim): MAD ADD MUL EXEXP EXMAN ABS DIVP2
 SETSGN SHFT IADD AND OR XOR CAST SWAP MUL24 ARECIP STOCH_RND. SPECS_EXTRA: further instructions wolfpine models.
-Only modes in which wolfpine 2.2 follows the Blackhole ISA pages (tt-isa-documentation/BlackholeA0/TensixTile/
+Only modes in which wolfpine 2.2 follows the Blackhole ISA pages (tt-isa-documentation, BlackholeA0/TensixTile/
 TensixCoprocessor/<NAME>.md) are compared; the others are listed in tests/support/wolfpine_oracle.py and pinned to
 hand-computed ISA values by test_wolfpine_deviation_pinned_to_isa (our model must give the ISA value; wolfpine is
 known to differ). Instructions/modes our model raises EmuUnimplemented for are xfailed (non-strict) with that reason.
@@ -264,7 +264,7 @@ SPECS = [
 ]
 
 
-# Beyond the 18 that simulators.md vouches for (wolfpine matched ttsim on them): further instructions/modes where
+# Beyond the 18 that docs/tools.md §3 vouches for (wolfpine matched ttsim on them): further instructions/modes where
 # wolfpine 2.2 is modelled and, read against the ISA pages, follows them. Excluded: SFPADDI/SFPMULI Mod1 bits 1/3
 # (wolfpine ignores NEGATE_VC and leaks INDIRECT_VD across lanes), SFPLOADI VD >= 8 (wolfpine asserts on the read-only
 # LRegs; ISA drops the write), SFPMOV Mod1 8, SFPGT/SFPLE Mod1 0/9, SFPSHFT2 Mod1 0-2/6 (wolfpine: not modelled),

@@ -116,7 +116,7 @@ def test_broadcast_permute_pad_shrink():
     a, b, c = rand((64, 1)), rand((1, 50)), rand((50, 64))
     tt, cpu = run_both(lambda x, y, z: x * y + z.T, a, b, c)                  # broadcast + transposed view
     # x*y + z is one SFPMAD (as the CPU's fma): within one rounding of the operands' magnitude (cancellation aside,
-    # SFPMAD keeps only 3 extra product bits: isa-digest 1(c)); everything else in this kernel is exact
+    # SFPMAD keeps only 3 extra product bits: docs/isa.md §3); everything else in this kernel is exact
     scale = np.abs(a * b) + np.abs(c.T)
     assert (np.abs(tt - cpu) <= 2.0 ** -23 * scale).all(), "broadcast+permute"
     tt, cpu = run_both(lambda x: x.pad(((1, 2), (0, 3))) + 1.0, rand((5, 33)))  # pads read as 0

@@ -1,7 +1,7 @@
 """Matmul on the FPU (lowering/families/fpu_matmul.py + templates/matmul_*.c.j2): pattern matching, plans, and runs on
 the emulator (and on ttsim when TT_SIMULATOR is set) against tinygrad's CPU device and float64.
 
-Error measure: |C - C64| / (|A| @ |B|) per element (the "normalised" error of fpu-path.md 10.5: plain relative error is
+Error measure: |C - C64| / (|A| @ |B|) per element (the "normalised" error of docs/fpu_path.md §10.5: plain relative error is
 unbounded under cancellation), with C64 the float64 product of the operands as the kernel sees them (bf16-rounded for
 bf16 tensors, exact fp32 for fp32). Tolerance per fidelity = lowering.families.fpu_matmul.PREDICTED_ERR (the MVMUL
 errors measured on ttsim, with headroom) + the output rounding (2^-9 for a bf16 output, 2^-23 for fp32).

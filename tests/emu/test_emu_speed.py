@@ -1,4 +1,4 @@
-"""Emulator speed work must not change results: the float64 FMA formulation (runtime/emu/fma.py `_fma_fast`) against
+"""Emulator speed work must not change results: the float64 FMA formulation (chip/numerics/fma.py `_fma_fast`) against
 the integer model `_fma_exact`, lane by lane, on random, exponent-gap, near-cancellation, tie-shaped, zero and
 special operands. CI runs a few hundred thousand lanes; `TT_FMA_PROOF_LANES=10000000` runs the full proof."""
 from __future__ import annotations

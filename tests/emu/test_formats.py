@@ -1,4 +1,4 @@
-"""Unit tests of runtime/emu/formats.py (hand-computed bit patterns from the docs and unpack-sfpu-pack.md 8) and of
+"""Unit tests of chip/numerics/formats.py (hand-computed bit patterns from the docs and docs/sfpu_path.md §8) and of
 the unpacker/packer format paths of the Tensix model without ttsim."""
 from __future__ import annotations
 
@@ -148,7 +148,7 @@ def test_int16_to_src_inverts_dst_shuffle():
 
 # ------------------------------------------------------------------------------------------------ packer early
 def test_packer_bf16_rounding_facts():
-    """unpack-sfpu-pack.md 8 (ttsim round_probe)."""
+    """docs/sfpu_path.md §8 (ttsim round_probe)."""
     x = U(0x3F808000, 0xBF808000, 0x3F818000, 0x7FC00001, 0xFFC00000, 0x7F7FFFFF, 0x80000000, 0x00400000,
           0x007FFFFF, 0x807FFFFF, 0x3F807FFF)
     assert hexes(F.early_fp32_to_bf16(x)) == ["0x3f81", "0xbf81", "0x3f82", "0x7f80", "0xff80", "0x7f80", "0x0",

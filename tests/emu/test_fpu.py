@@ -1,4 +1,4 @@
-"""Matrix Unit (FPU): the bit model in runtime/emu/fpu_math.py against the facts of fpu-path.md (sections 9, 10:
+"""Matrix Unit (FPU): the bit model in chip/numerics/fpu_math.py against the facts of docs/fpu_path.md (§9, 10:
 closed forms per fidelity, Dst accumulate rounding, MVMUL group-of-8 alignment, ELWMUL special values, measured error
 bounds, instruction words) and the Tensix handlers of runtime/emu/tensix_fpu.py driven directly (no RISC-V)."""
 from __future__ import annotations
@@ -44,7 +44,7 @@ def normals(rng, n, lo=-8, hi=8, tf32=False):
 
 # ------------------------------------------------------------------------------------------- fpu_math: ELWMUL
 def test_phase_slices_of_one_times_one():
-    """fpu-path 10.1: 1.0 x 1.0 in phase 0 is the integer 16 * 64 = 1024; later phases see 0-slices of 1.0."""
+    """docs/fpu_path.md §10.1: 1.0 x 1.0 in phase 0 is the integer 16 * 64 = 1024; later phases see 0-slices of 1.0."""
     one = bf(1.0) >> 13
     s, e, m = fm.product_terms(one, one, 0)
     assert (int(s), int(e), int(m)) == (0, 127, 1024)
@@ -53,7 +53,7 @@ def test_phase_slices_of_one_times_one():
 
 @pytest.mark.parametrize("fmt", [fm.BF16, fm.TF32])
 def test_elwmul_closed_forms(fmt):
-    """fpu-path 10: LoFi = A5*B7, HiFi2 = A10*B7, HiFi3 = A10*B7 + A5*Blo, HiFi4 = A10*B (exact, zeroed FP32 Dst)."""
+    """docs/fpu_path.md §10: LoFi = A5*B7, HiFi2 = A10*B7, HiFi3 = A10*B7 + A5*Blo, HiFi4 = A10*B (exact, zeroed FP32 Dst)."""
     rng = np.random.default_rng(1)
     a = normals(rng, 4096, tf32=fmt == fm.TF32)
     b = normals(rng, 4096, tf32=fmt == fm.TF32)
@@ -66,7 +66,7 @@ def test_elwmul_closed_forms(fmt):
 
 
 def test_elwmul_hifi4_bf16_is_ieee():
-    """fpu-path 10.5: ELWMUL HiFi4 on bf16 x bf16 equals the IEEE fp32 product for normal-range data."""
+    """docs/fpu_path.md §10.5: ELWMUL HiFi4 on bf16 x bf16 equals the IEEE fp32 product for normal-range data."""
     rng = np.random.default_rng(2)
     a, b = normals(rng, 16384), normals(rng, 16384)
     assert np.array_equal(elw(a, b, "HiFi4"), f32(val(a) * val(b)))
@@ -77,7 +77,7 @@ def test_elwmul_hifi4_bf16_is_ieee():
     (fm.TF32, "LoFi", 7.156e-2), (fm.TF32, "HiFi2", 1.540e-2), (fm.TF32, "HiFi3", 1.743e-3),
     (fm.TF32, "HiFi4", 9.756e-4)])
 def test_elwmul_error_per_fidelity(fmt, fid, max_rel):
-    """fpu-path 10.5 ELWMUL table: the measured worst case bounds every result, errors are one-sided toward zero."""
+    """docs/fpu_path.md §10.5 ELWMUL table: the measured worst case bounds every result, errors are one-sided toward zero."""
     rng = np.random.default_rng(3)
     a, b = normals(rng, 16384, tf32=fmt == fm.TF32), normals(rng, 16384, tf32=fmt == fm.TF32)
     exact = val(a).astype(np.float64) * val(b).astype(np.float64)
@@ -101,7 +101,7 @@ def test_elwmul_error_per_fidelity(fmt, fid, max_rel):
     (0x7F80, 0x7F80, 0x7F800000, 0),                                 # Inf x Inf: +Inf at LoFi, +0 at HiFi4
     (0x3FFF, 0x3FFF, 0x40761000, 0x407E0100)])
 def test_elwmul_special_values(a, b, lofi, hifi4):
-    """fpu-path 10.4 table (bf16 x bf16 into a zeroed FP32 Dst)."""
+    """docs/fpu_path.md §10.4 table (bf16 x bf16 into a zeroed FP32 Dst)."""
     a, b = np.uint32(a << 16), np.uint32(b << 16)
     assert int(elw(a, b, "LoFi")) == lofi
     assert int(elw(a, b, "HiFi4")) == hifi4
@@ -121,7 +121,7 @@ def _term(x):
     (-1.0, -(2.0 ** -24), -1.0),                # a negative term's tie goes toward +inf (magnitude down)
     (1.0, -1.0, 0.0)])                          # exact cancellation -> +0
 def test_accumulate_rounding(d, t, want):
-    """fpu-path 10.2 consequences."""
+    """docs/fpu_path.md §10.2 consequences."""
     got = fm.accumulate([_term(t)], f32(d))
     assert val(got) == np.float32(want) and (want != 0 or int(got) == 0)
 
@@ -164,12 +164,12 @@ Z = 0.0
     ([1, 2 ** -12] + [Z] * 6 + [-1], 0.0), ([2 ** -12] + [Z] * 6 + [1], 1.0), ([1] * 16, 16.0)])
 @pytest.mark.parametrize("fid", ["LoFi", "HiFi4"])
 def test_mvmul_group_alignment_table(values, want, fid):
-    """fpu-path 10.3 table (in1 = ones; LoFi and HiFi4 identical for these values)."""
+    """docs/fpu_path.md §10.3 table (in1 = ones; LoFi and HiFi4 identical for these values)."""
     assert mv_row(values, HIFI[fid]) == np.float32(want)
 
 
 def test_mvmul_k_faces_via_dst():
-    """fpu-path 10.3: 1 (k-face 0) + 2^-24 (k-face 1, accumulated through Dst) gives 1 + 2^-23; 3 * 2^-25 too."""
+    """docs/fpu_path.md §10.3: 1 (k-face 0) + 2^-24 (k-face 1, accumulated through Dst) gives 1 + 2^-23; 3 * 2^-25 too."""
     assert mv_row([2 ** -24], dst=mv_row([1.0])) == np.float32(1 + 2 ** -23)
     assert mv_row([1.5 * 2 ** -24], dst=mv_row([1.0])) == np.float32(1 + 2 ** -23)
 
@@ -189,7 +189,7 @@ def matmul32(a, b, fid, fmt=fm.BF16):
 
 
 def test_mvmul_hifi4_exact_for_equal_exponents():
-    """fpu-path 10.5: uniform [1, 2) bf16 inputs: HiFi4 MVMUL is exact."""
+    """docs/fpu_path.md §10.5: uniform [1, 2) bf16 inputs: HiFi4 MVMUL is exact."""
     rng = np.random.default_rng(5)
     a = bf(rng.uniform(1, 2, (32, 32)))
     b = bf(rng.uniform(1, 2, (32, 32)))
@@ -201,7 +201,7 @@ def test_mvmul_hifi4_exact_for_equal_exponents():
     (fm.BF16, "LoFi", 5.57e-2), (fm.BF16, "HiFi2", 7.87e-3), (fm.BF16, "HiFi3", 1.08e-3), (fm.BF16, "HiFi4", 1.28e-3),
     (fm.TF32, "LoFi", 6.19e-2), (fm.TF32, "HiFi2", 1.32e-2), (fm.TF32, "HiFi3", 2.00e-3), (fm.TF32, "HiFi4", 1.32e-3)])
 def test_mvmul_error_per_fidelity(fmt, fid, max_err):
-    """fpu-path 10.5 MVMUL table (err / sum|ab|, mixed signs, exponents in [-8, 8]): same order of magnitude."""
+    """docs/fpu_path.md §10.5 MVMUL table (err / sum|ab|, mixed signs, exponents in [-8, 8]): same order of magnitude."""
     rng = np.random.default_rng(6)
     tf = fmt == fm.TF32
     errs = []
@@ -252,7 +252,7 @@ def int8_phase(a, b, p):
 
 # ------------------------------------------------------------------------------------------- instruction words
 def test_instruction_words_of_fpu_path_9():
-    """The words of fpu-path.md 9.2/9.3 come out of the sequence builders."""
+    """The words of docs/fpu_path.md §9.2/9.3 come out of the sequence builders."""
     _, w = fs.mvmul_words(4)
     assert w[:8] == [0x26000000, 0x26004008, 0x26000020, 0x26008028, 0x26000010, 0x26004018, 0x26000030, 0x2600C038]
     assert w[15] == w[31] == w[47] == 0x26010038 and w[63] == 0x26C10038 and len(w) == 64

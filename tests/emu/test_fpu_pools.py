@@ -128,7 +128,7 @@ def test_dotpv_is_mvmul_without_broadcast(kind):
 
 
 def _closed_forms(a, b):
-    """fpu-path 10 per-fidelity closed forms of SrcB @ SrcA for bf16 data with one exponent (exact in float64)."""
+    """docs/fpu_path.md §10 per-fidelity closed forms of SrcB @ SrcA for bf16 data with one exponent (exact in float64)."""
     av, bv = val(a), val(b)
     a5, b7 = val(a & 0xFFF80000), val(b & 0xFFFE0000)
     return {1: b7 @ a5, 2: b7 @ av, 3: b7 @ av + (bv - b7) @ a5, 4: bv @ av}

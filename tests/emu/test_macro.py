@@ -1,5 +1,5 @@
 """SFPLOADMACRO (functional: a macro schedule computes what the same instructions issued one by one compute) and the
-cycle-model validations against the published Blackhole measurements (shared/reference/simulators.md, last section):
+cycle-model validations against the published Blackhole measurements (docs/performance.md §4):
 `where` 3 / 4 cycles per row, x2 scale 306 vs 1054 cycles for 8192 FP32 values, reciprocal 1 / 3 / 5 cycles per row.
 
 Kernels are Tensix words pushed straight into thread 1 (no RISC-V): SFPCONFIG/backdoor set-up, then REPLAY-expanded

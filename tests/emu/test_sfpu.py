@@ -1135,7 +1135,7 @@ class TestLanes:
 
 
 # ----------------------------------------------------------------------------------------------------------------
-# End to end: the y = 2x + 1 tile loop of unpack-sfpu-pack.md section 5.3, and speed
+# End to end: the y = 2x + 1 tile loop of docs/sfpu_path.md §5.3, and speed
 # ----------------------------------------------------------------------------------------------------------------
 SETUP = (0x71204000, 0x71303F80)                 # SFPLOADI L2 := 2.0, L3 := 1.0
 BODY = (0x70030000, 0x84002310, 0x72132000)      # SFPLOAD L0 (FP32); SFPMAD L1 = L0*L2 + L3; SFPSTORE L1 (+2)

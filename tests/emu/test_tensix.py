@@ -1,5 +1,5 @@
 """Tensix coprocessor model driven directly by pushing instruction words (no RISC-V): the fp32 and bf16 tile paths
-of unpack-sfpu-pack.md section 10, packer rounding, semaphore ordering, strict-mode errors."""
+of docs/sfpu_path.md §10, packer rounding, semaphore ordering, strict-mode errors."""
 from __future__ import annotations
 
 import numpy as np
@@ -111,7 +111,7 @@ def setdmareg(gpr, value):
 
 
 def fp32_programs(n_tiles):
-    """unpack-sfpu-pack.md section 10: y = 2x + 1 on fp32 tiles, Dst slots alternating 0/1."""
+    """docs/sfpu_path.md §10: y = 2x + 1 on fp32 tiles, Dst slots alternating 0/1."""
     t0 = [cfg(64, 0x01000010), cfg(65, 0x00040001), cfg(72, 0x20), cfg(73, 0x1F), cfg(57, 0x400),
           cfg(86, 0x01000100), cfg(92, 0),
           0xA3200004, 0xA3200008, 0xA3220010, 0x5120000B, 0x5420000F, 0x5E23FC00]
@@ -238,7 +238,7 @@ def bf16_identity_programs(x_fp32_words=None):
 
 
 def test_bf16_elwadd_specials():
-    """unpack-sfpu-pack.md 8: normals exact, +-0 and denormals -> +0, NaN -> Inf of the same sign, Inf kept."""
+    """docs/sfpu_path.md §8: normals exact, +-0 and denormals -> +0, NaN -> Inf of the same sign, Inf kept."""
     tx, l1 = make_tensix()
     b = np.full(1024, 0x3F80, np.uint16)
     specials = {0x0000: 0, 0x8000: 0, 0x0001: 0, 0x807F: 0, 0x7FC0: 0x7F800000, 0xFFC1: 0xFF800000,
@@ -467,7 +467,7 @@ def test_unimplemented_is_named():
 
 
 def test_whole_tile_unpack_to_srca_and_srcb():
-    """fpu-path.md 5: one UNPACR per operand moves 1024 bf16 datums; element i -> Src row i//16, col i%16."""
+    """docs/fpu_path.md §5: one UNPACR per operand moves 1024 bf16 datums; element i -> Src row i//16, col i%16."""
     tx, l1 = make_tensix()
     a = (random_fp32(np.random.default_rng(5), 1024) >> 16).astype(np.uint16)
     b = (random_fp32(np.random.default_rng(6), 1024) >> 16).astype(np.uint16)
@@ -581,7 +581,7 @@ def test_elwsub_and_accumulate():
 
 @pytest.mark.skipif(not HAVE_SFPU, reason="needs tt_backend.runtime.emu.sfpu")
 def test_fp32_tile_sequence_specials_real_sfpu():
-    """The documented exceptions to float32(2x+1) (unpack-sfpu-pack.md 5.3): denormal inputs read as zero, NaN gives
+    """The documented exceptions to float32(2x+1) (docs/sfpu_path.md §5.3): denormal inputs read as zero, NaN gives
     the canonical 0x7FC00000, +-Inf stays +-Inf."""
     tx, l1 = make_tensix()
     x = random_fp32(np.random.default_rng(9), 1024)

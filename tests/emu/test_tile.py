@@ -1,4 +1,4 @@
-"""The emulated tile: launch sequence (noc-and-launch.md 3.2) done by hand, NoC transfers, MMIO routing, scheduler.
+"""The emulated tile: launch sequence (docs/launch_noc.md §3.2) done by hand, NoC transfers, MMIO routing, scheduler.
 
 C programs in tests/programs/tile/ are compiled with the stock RISC-V GCC (skipped cleanly when none is installed); the
 NIU rules are also checked directly by programming the NIU from the host, which needs no compiler.

@@ -1,7 +1,7 @@
 """Precision-aware placement (lowering/graph.py, lowering/placement/, tt_backend/placement_eval.py).
 
 Unit level: tile graph, chains/branches, the product reassociation, pins, the evaluator against the documented FPU
-facts (fpu-path.md 10), the search (FPU when the budget allows, SFPU when not, bit-exact FPU moves by default).
+facts (docs/fpu_path.md §10), the search (FPU when the budget allows, SFPU when not, bit-exact FPU moves by default).
 End to end on the emulator (tinygrad, TT_CHECK): the measured error of FPU placements matches the prediction and
 never exceeds the budget over a randomized suite; the RMSNorm second kernel x*(1/r)*w with bf16 x.
 """
@@ -83,7 +83,7 @@ def _bf16(rng, n):
 
 
 def test_elwmul_hifi4_bf16_is_the_fp32_product_and_lofi_is_a5_b7():
-    """fpu-path.md 0/10: ELWMUL HiFi4 on bf16 x bf16 equals the IEEE fp32 product; LoFi = A5 * B7 (truncated)."""
+    """docs/fpu_path.md §0/10: ELWMUL HiFi4 on bf16 x bf16 equals the IEEE fp32 product; LoFi = A5 * B7 (truncated)."""
     rng = np.random.default_rng(0)
     a, b = _bf16(rng, 4096), _bf16(rng, 4096)
     d = ValueDAG()
@@ -114,7 +114,7 @@ def test_analytic_bound_holds_per_node():
         ref = reference(one, xs)
         rel = np.abs(got - ref) / np.abs(ref)
         assert rel.max() <= analytic_bound(sp.fpu_ops[0], dts) + 1e-7, c
-        assert (np.abs(got) <= np.abs(ref)).all()      # truncation only: never larger in magnitude (fpu-path 10.5)
+        assert (np.abs(got) <= np.abs(ref)).all()      # truncation only: never larger in magnitude (docs/fpu_path.md §10.5)
 
 
 # ------------------------------------------------------------------------------------------------ search

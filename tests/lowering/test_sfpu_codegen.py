@@ -598,7 +598,7 @@ def test_random_dags(dtype):
 @pytest.mark.parametrize("form", ["a*b+c", "a*b-c", "c-a*b", "c+a*b"])
 def test_fused_multiply_add(form):
     """float32 a*b+c (and the subtract forms) become ONE SFPMAD: the result is the Blackhole FMA of the operands
-    (runtime.emu.fma.fma_bh, itself checked against exact rational arithmetic in test_sfpu.py), not two roundings."""
+    (chip.numerics.fma.fma_bh, itself checked against exact rational arithmetic in test_sfpu.py), not two roundings."""
     from tt_backend.chip.numerics.fma import fma_bh
     d = ValueDAG()
     a, b, c = (d.add("LOAD", "float32", (), j) for j in range(3))

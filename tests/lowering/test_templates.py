@@ -43,7 +43,7 @@ def test_render_returns_five_sources_and_three_headers():
     assert headers["tt_isa.h"] == isa.c_header() and headers["tt_layout.h"] == layout.c_header()
 
 
-# the words unpack-sfpu-pack.md section 10 lists, by the names the templates use
+# the words docs/sfpu_path.md §10 lists, by the names the templates use
 DOC_WORDS = {
     "unp_adcxy_reset": 0x5120000B, "unp_adczw_reset": 0x5420000F, "unp_adcxx_face": 0x5E23FC00,
     "stall_cfg_unpack": 0xA2400003, "wrcfg_unp_base": 0xB004004C, "wrcfg_unp_dest": 0xB0050054,

@@ -3,6 +3,7 @@
    sp -> local RAM, zero .bss, a0 = main(), status.error = a0, status.done = generation, park.
    The launch protocol (tests/support/harness.py) reads the two status words; the rv32 tests read main's result from
    the error word; programs launched by hand (tests/emu/test_tile.py) keep their results in L1 words of their own. */
+    .file "crt0.S"   /* else GCC names the symbol table's file entry after its temporary object: ELFs differ per build */
     .section .init, "ax"
     .globl _start
 _start:

@@ -43,7 +43,7 @@ def sfpu_copy(src_slot: int, out_slot: int, mod0: int = 4) -> SfpuProgram:
 
 
 def sfpu_axpb(out_slot=1) -> SfpuProgram:
-    """y = 2x + 1 on input 0 (the reference sequence of unpack-sfpu-pack.md section 10), with setup words."""
+    """y = 2x + 1 on input 0 (the reference sequence of docs/sfpu_path.md §10), with setup words."""
     setup = [isa.encode("SFPLOADI", lreg_ind=2, instr_mod0=0, imm16=0x4000),
              isa.encode("SFPLOADI", lreg_ind=3, instr_mod0=0, imm16=0x3F80)]
     body = [isa.encode("SFPLOAD", lreg_ind=0, instr_mod0=3, dest_reg_addr=0),
@@ -114,7 +114,7 @@ def test_all_five_compile_and_fit_their_slots(kw):
 def test_tensix_words_of_the_reference_sequence_are_in_the_elfs():
     elfs = compile_plan(plan_add(out_dtype="float32", b_dtype="bfloat16"))
     words = {core: {w for _, w in C._ttinsn_words(elfs[core])} for core in ("trisc0", "trisc1", "trisc2")}
-    # unpack-sfpu-pack.md section 10 (semaphore max differs: one Dst group in flight)
+    # docs/sfpu_path.md §10 (semaphore max differs: one Dst group in flight)
     assert {0x5120000B, 0x5420000F, 0x5E23FC00, 0xA2400003, 0xB004004C, 0xB0050054, 0x54200005, 0x42088081,
             0xA2010002, 0xA4000004, 0x420080C1, 0x43800101, 0xB2050004} <= words["trisc0"]
     assert {0xB21D0002, 0xB2010000, 0xA2010810, 0xA4000008, 0xB20E0008, 0xB21E0008, 0x28008000, 0x37C00003,
@@ -162,7 +162,7 @@ def test_compile_error_names_the_core():
 
 # --- driver pieces -----------------------------------------------------------------------------------------------------
 def test_jal_encoding():
-    assert driver.jal_x0(0x4000) == 0x0000406F          # noc-and-launch.md 3.1
+    assert driver.jal_x0(0x4000) == 0x0000406F          # docs/launch_noc.md §3.1
     assert driver.jal_x0(0x1000) == 0x0000106F
     assert driver.jal_x0(-4) == 0xFFDFF06F
 

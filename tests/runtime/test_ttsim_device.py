@@ -1,6 +1,6 @@
 """TtsimDevice against the real ttsim (Tenstorrent's simulator). Skipped unless TT_SIMULATOR points at libttsim.so.
 
-Build: git clone tenstorrent/ttsim /work/ttsim && cd /work/ttsim && ./make.py src/_out/release_bh/libttsim.so
+Build: git clone https://github.com/tenstorrent/ttsim && cd ttsim && ./make.py src/_out/release_bh/libttsim.so
 Run:   TT_SIMULATOR=/path/to/libttsim.so python -m pytest tests/runtime/test_ttsim_device.py -s
 """
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Builders for the FPU differential tests: the script player's ELFs and the unpack -> FPU -> pack instruction lists of
-fpu-path.md sections 3, 8 and 9 (our own sequences, re-encoded with templates.isa), plus inputs biased to specials.
+docs/fpu_path.md §3, 8 and 9 (our own sequences, re-encoded with chip.isa), plus inputs biased to specials.
 
 A case = three per-thread command lists (see player.c) + input tiles; `run_case(device, case)` returns the packed FP32
 output bytes. The same case runs on EmuDevice and TtsimDevice and the bytes must be identical.
@@ -142,7 +142,7 @@ def run_case(device, case: Case, run_id: int = 1) -> bytes:
 
 # ---------------------------------------------------------------------------------------------------- math words
 def elwmul_words(n_phases: int, mod: int = 0) -> tuple[list[int], list[int]]:
-    """fpu-path 8.2 phases inner: per 8-row block (n-1) x ELWMUL slot 0 (phase += 1), 1 x slot 1 (next block,
+    """docs/fpu_path.md §8.2 phases inner: per 8-row block (n-1) x ELWMUL slot 0 (phase += 1), 1 x slot 1 (next block,
     phase := 0); the last ELWMUL releases both banks."""
     setup = [setc16(12, 0x0000), setc16(28, 0x2000), setc16(13, 0x0808), setc16(29, 0x8008)]
     words = []
@@ -153,7 +153,7 @@ def elwmul_words(n_phases: int, mod: int = 0) -> tuple[list[int], list[int]]:
 
 
 def elwmul_phases_outer_words(n_phases: int) -> tuple[list[int], list[int]]:
-    """fpu-path 8.2 phases outer: per phase 7 x slot 2 (next block) + slot 3 (back to the tile start, phase += 1);
+    """docs/fpu_path.md §8.2 phases outer: per phase 7 x slot 2 (next block) + slot 3 (back to the tile start, phase += 1);
     the very last uses slot 4 (all to 0) and releases the banks."""
     setup = [setc16(14, 0x0808), setc16(30, 0x0008), setc16(15, 0x8080), setc16(31, 0x2400),
              setc16(16, 0x8080), setc16(32, 0x8800)]
@@ -172,7 +172,7 @@ _MV_DST = (0, 8, 32, 40, 16, 24, 48, 56) * 2
 
 
 def mvmul_words(n_phases: int) -> tuple[list[int], list[int]]:
-    """fpu-path 8.5 / 9.3: 16 MVMULs per phase (k-face 0 then 1); slot 4 ends a phase (Src RWCs := 0, phase += 1)."""
+    """docs/fpu_path.md §8.5 / 9.3: 16 MVMULs per phase (k-face 0 then 1); slot 4 ends a phase (Src RWCs := 0, phase += 1)."""
     words = []
     for p in range(n_phases):
         for i in range(16):

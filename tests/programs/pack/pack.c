@@ -1,4 +1,4 @@
-/* Format differential kernel (TRISC0 only; modelled on unpack-sfpu-pack.md section 10): for each tile, one UNPACR
+/* Format differential kernel (TRISC0 only; modelled on docs/sfpu_path.md §10): for each tile, one UNPACR
    stream moves L1 input into Dst (or, face by face, SrcA/SrcB followed by ELWADD into Dst) and one PACR stream
    moves it back to L1, with every format/config choice
    made by the host through the argument block:

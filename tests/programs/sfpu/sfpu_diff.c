@@ -10,8 +10,8 @@
  *
  * Cross-thread waits are RISC-V polls of the semaphores (never an in-stream SEMWAIT, so no Tensix thread blocks
  * while its RISC-V keeps pushing: ttsim does not throttle MMIO pushes). The Tensix words used by the fixed part
- * come from -D macros computed by the test with templates.isa.encode (W_* below).
- * Sequences and config values: /work/shared/reference/unpack-sfpu-pack.md sections 3, 5, 6, 7, 10. */
+ * come from -D macros computed by the test with chip.isa.encode (W_* below).
+ * Sequences and config values: docs/sfpu_path.md §3, 5, 6, 7, 10. */
 #include <stdint.h>
 
 #define REG32(a) (*(volatile uint32_t *)(uintptr_t)(a))

@@ -1,4 +1,4 @@
-/* B <-> T0/T1/T2 over the mailboxes (noc-and-launch.md 3.5: B -> Ti written at 0xFFEC_1000/2000/3000, read by Ti at
+/* B <-> T0/T1/T2 over the mailboxes (docs/launch_noc.md §3.5: B -> Ti written at 0xFFEC_1000/2000/3000, read by Ti at
    0xFFEC_0000), replies Ti -> B, then a ring B -> T0 -> T1 -> T2 -> B. At most one value per mailbox at any time,
    so it runs the same on ttsim (one slot) and on hardware (four). QUERY=1 adds non-blocking queries (+4), which
    the hardware defines and ttsim treats as fatal. Results: RESULTS + 4*k. */

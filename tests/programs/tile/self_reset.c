@@ -1,4 +1,4 @@
-/* BRISC starts NCRISC itself (noc-and-launch.md 3.5), then asserts its own reset: it must stop at once. */
+/* BRISC starts NCRISC itself (docs/launch_noc.md §3.5), then asserts its own reset: it must stop at once. */
 #include "tile_test.h"
 int main(void) {
     REG(0xFFB12238) = NC_ENTRY;            /* NCRISC_RESET_PC */

@@ -1,4 +1,4 @@
-/* Shared helpers for the tile test programs: MMIO access and a blocking NoC request (noc-and-launch.md 5.4). */
+/* Shared helpers for the tile test programs: MMIO access and a blocking NoC request (docs/launch_noc.md §5.4). */
 #ifndef TILE_TEST_H
 #define TILE_TEST_H
 #include <stdint.h>
