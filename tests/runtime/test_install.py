@@ -280,6 +280,10 @@ def test_wheel_runs_outside_the_source_tree(tmp_path):
         names = set(z.namelist())
         meta = z.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
     assert "tt_backend.pth" in names and "tt_backend/templates/blocks/cb.c.j2" in names
+    # one import namespace: nothing but tt_backend (and the hook) at the top of site-packages
+    assert {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")} == {"tt_backend", "tt_backend.pth"}
+    assert {"tt_backend/lowering/select.py", "tt_backend/runtime/emu/tile.py", "tt_backend/chip/isa/tensix_isa.json",
+            "tt_backend/templates/device/tt_kernel.h", "tt_backend/templates/crt0.S"} <= names
     assert "Requires-Dist: matplotlib" in meta           # tune's plot comes with the default install
     r = subprocess.run([str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check", str(whl)],
                        capture_output=True, text=True, timeout=900, cwd=tmp_path)
