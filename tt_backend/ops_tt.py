@@ -21,13 +21,13 @@ from pathlib import Path
 
 import tinygrad.codegen as _codegen
 from tinygrad.device import Compiled, Compiler, LRUAllocator, Program, TinyELF
-from tinygrad.helpers import DEBUG, size_to_str
+from tinygrad.helpers import DEBUG, perf_counter_us, size_to_str
 from tinygrad.renderer import Estimates, Renderer
 from tinygrad.uop.ops import Ops, ProgramInfo, UOp
 
 from tt_backend.chip import layout
 from tt_backend.chip.errors import DeviceOutOfMemory, TTError, UnsupportedOp
-from tt_backend import knobs, schedule_guard, tinygrad_knobs
+from tt_backend import knobs, profiler, schedule_guard, tinygrad_knobs
 from tt_backend.runtime import driver
 from tt_backend.runtime.targets import make_device
 
@@ -310,7 +310,7 @@ def _bundle_problem(meta: dict, elfs: dict[str, bytes]) -> str | None:
 
 class TTProgram(Program):
     def __init__(self, dev: TTDevice, obj: TinyELF):
-        self.dev, self.name = dev, obj.name
+        self.dev, self.name, self.profile_key = dev, obj.name, obj.profile_key
         try:
             self.meta, self.elfs = unpack_bundle(obj.lib)
             problem = _bundle_problem(self.meta, self.elfs)
@@ -342,23 +342,33 @@ class TTProgram(Program):
         before = [target.read_dram(addrs[k], d["nbytes"]) for k, d in enumerate(self.meta["buffers"])] \
             if "check" in self.meta else None          # TT_CHECK: the inputs as the kernel sees them
         # the emulated cycles of this launch go into report.json and trace.json (TT_DUMP), TT_CHECK's result, DEBUG>=2
-        if reports := (before is not None or "report" in self.meta or DEBUG >= 2):
-            # lazy: see the module doc; only launches that report (TT_CHECK, TT_DUMP, DEBUG>=2) need these
+        if reports := (before is not None or "report" in self.meta or DEBUG >= 2 or profiler.enabled()):
+            # lazy: see the module doc; only launches that report (TT_CHECK, TT_DUMP, DEBUG>=2, PROFILE) need these
             from tt_backend import debug, trace
             from tt_backend.placement_eval import check, record_cycles
         stats0 = target.stats() if reports and hasattr(target, "stats") else None
+        # per-lane timelines: for trace.json (TT_DUMP) and tinygrad's profiler (PROFILE=1 / VIZ=1)
+        if timeline := ("report" in self.meta or profiler.enabled()):
+            recording = hasattr(target, "timeline_begin")
+            if recording: target.timeline_begin()
+            host_st = perf_counter_us()
         try:
-            with self.dev.recovering(f"kernel {self.name}"):
-                result = driver.launch(target, self.elfs, args, timeout_s=t, label=self.name)
+            try:
+                with self.dev.recovering(f"kernel {self.name}"):
+                    result = driver.launch(target, self.elfs, args, timeout_s=t, label=self.name)
+            finally:
+                recorded = target.timeline_end() if timeline and recording else None
             stats = (stats0, target.stats()) if stats0 is not None else None
             if before is not None:
                 k = self.meta["check"]["output"]["buf"]
                 check(self.meta, before, target.read_dram(addrs[k], self.meta["buffers"][k]["nbytes"]), stats)
             elif stats is not None:
                 record_cycles(self.meta, stats)
-            if "report" in self.meta:
-                trace.write(trace.from_launch(self.name, target.name, stats, result.seconds),
-                            Path(self.meta["report"]).parent)
+            if timeline:
+                tl = trace.from_launch(self.name, target.name, stats, result.seconds, recorded)
+                if "report" in self.meta: trace.write(tl, Path(self.meta["report"]).parent)
+                if profiler.enabled():
+                    profiler.add_launch(self.dev.device, tl, host_st, perf_counter_us(), self.profile_key)
             if DEBUG >= 2:
                 debug.after_launch(self.name, stats)
             for k, scratch in bounce:

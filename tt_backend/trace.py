@@ -1,20 +1,18 @@
 """Per-core timelines of one kernel launch, written as a Chrome/Perfetto trace (`trace.json` next to report.json under
 TT_DUMP; open it in ui.perfetto.dev or chrome://tracing).
 
-`Timeline` is the interface: per lane (a core such as `trisc1`, or later a Tensix unit such as `unpack0`, `fpu`,
-`sfpu`, `pack`, `noc0`) a list of `Interval`s in emulated cycles since the launch released the cores, each busy or
-stalled (with the reason). Whoever knows what happened when fills one in; `chrome_trace` and `write` turn it into the
-file. Today's sources:
+`Timeline` is the interface: per lane (a RISC-V core such as `trisc1`, a Tensix thread `thread0-2`, a unit `unpack0`,
+`unpack1`, `fpu`, `sfpu`, `pack`, `noc0`, `noc1`) a list of `Interval`s in emulated cycles since the launch began,
+each busy, stalled (with the reason) or idle. `chrome_trace` and `write` turn it into the file; tt_backend/profiler.py
+turns the same Timeline into tinygrad's profiler events (PROFILE=1, VIZ=1). The sources, best first:
 
-* `from_emulator_totals`: the emulator's `stats()` before and after the launch give each core's total cycles (retired
-  instructions plus stall cycles, runtime/emu/cycles.py) but not when within the launch they were spent. So each core
-  gets one interval from its release to the cycle it finished, labelled as a total, with its instruction and stall
-  counts as arguments; the trace says that the per-interval timeline is not recorded yet.
+* `from_recording`: the emulator's timeline recorder (runtime/emu/timeline.py) ran during the launch: every lane's
+  intervals as the cycle model decided them. A core's busy cycles are its retired instructions and busy + stalled its
+  cycles in report.json (`measured_cycles`); a thread's busy cycles are its issued instructions.
+* `from_emulator_totals`: only the emulator's `stats()` before and after the launch (a device without the recorder):
+  each core gets one interval from its release to the cycle it finished, labelled as a total.
 * `without_cycle_model`: ttsim and cards have no cycle model. The trace says so and shows only the host's wall time of
   the launch (in real microseconds), rather than inventing cycles.
-
-A recorder in the emulator that produces real per-unit intervals plugs in as another constructor of `Timeline` (with
-`totals_only=False`); the same Timeline is what tinygrad's profiler events (PROFILE=1, VIZ=1) will be made from.
 
 Time axis: Chrome's trace format counts in microseconds. With a cycle model one trace microsecond is one emulated
 cycle (no clock frequency is assumed); without one, the axis is the host's real time. `time_unit` in the file says
@@ -35,12 +33,20 @@ CYCLES_UNIT = "1 trace microsecond = 1 emulated cycle (no clock frequency assume
 HOST_UNIT = "microseconds of host wall time"
 
 
+# lanes in the order a reader scans them: the RISC-V cores, the Tensix threads they feed, the units
+LANES = (*layout.CORES, "thread0", "thread1", "thread2", "unpack0", "unpack1", "fpu", "sfpu", "pack", "noc0", "noc1")
+
+
+def lane_order(lane: str) -> tuple:
+    return (LANES.index(lane) if lane in LANES else len(LANES), lane)
+
+
 @dataclass(frozen=True)
 class Interval:
-    lane: str               # a core (layout.CORES) or a Tensix unit
-    start: int              # emulated cycles since the launch released the cores
+    lane: str               # a core (layout.CORES), a Tensix thread or unit (LANES)
+    start: int              # emulated cycles since the launch began
     end: int
-    state: str = "busy"     # "busy" or "stall"
+    state: str = "busy"     # "busy", "stall" or "idle"
     reason: str = ""        # what a stall waited for
     args: dict = field(default_factory=dict)
 
@@ -54,14 +60,47 @@ class Timeline:
     note: str                           # what the trace does and does not show, in words
     totals_only: bool = True            # one interval per lane = its total, not when the work happened
     wall_s: float | None = None         # the host's wall time of the launch
+    counts: dict = field(default_factory=dict)   # what the emulator counted in the launch, to check the lanes against
 
     def busy_cycles(self) -> dict[str, int]:
         """Per lane: the cycles of its busy intervals."""
+        return self.cycles_in("busy")
+
+    def cycles_in(self, state: str) -> dict[str, int]:
         out: dict[str, int] = {}
         for iv in self.intervals:
-            if iv.state == "busy":
+            if iv.state == state:
                 out[iv.lane] = out.get(iv.lane, 0) + iv.end - iv.start
         return out
+
+    def lanes(self) -> list[str]:
+        return sorted({iv.lane for iv in self.intervals}, key=lane_order)
+
+
+def launch_counts(stats: tuple | None) -> dict:
+    """From the emulator's stats() before/after a launch: RISC-V instructions retired per core, Tensix instructions
+    issued per thread, and each core's cycles (report.json's measured_cycles)."""
+    if not stats or measured_cycles(stats) is None:
+        return {}
+    a, b = stats
+    issued = [y - x for x, y in zip(a["tensix_cycles"]["issued"], b["tensix_cycles"]["issued"])] \
+        if a.get("tensix_cycles") and b.get("tensix_cycles") else None
+    return {"instructions retired": {c: int(b["instructions"][c]) - int(a["instructions"].get(c, 0))
+                                     for c in b["instructions"]},
+            "tensix instructions issued": issued,
+            "cycles": {c: v for c, v in measured_cycles(stats).items() if c != "max"}}
+
+
+def from_recording(kernel: str, target: str, recording: dict, wall_s: float | None = None,
+                   stats: tuple | None = None) -> Timeline:
+    """recording = the emulator's timeline_end() for the launch (runtime/emu/timeline.py); stats (optional) = its
+    stats() before/after, whose counts go into the trace beside the lanes."""
+    intervals = [Interval(sp.lane, sp.start, sp.end, sp.state, sp.reason) for sp in recording["spans"]]
+    note = ("the emulator's cycle model, recorded per lane: RISC-V cores (busy = retiring instructions; stalls with "
+            "their cause), Tensix threads (busy = issuing; gaps with the constraint that delayed the next issue), and "
+            "the unpackers, FPU, SFPU, packer and NIUs (busy while they hold work)")
+    return Timeline(kernel, target, True, intervals, note, totals_only=False, wall_s=wall_s,
+                    counts={"window cycles": recording["cycles"], **launch_counts(stats)})
 
 
 def from_emulator_totals(kernel: str, target: str, stats: tuple[dict, dict], wall_s: float | None = None) -> Timeline:
@@ -77,8 +116,8 @@ def from_emulator_totals(kernel: str, target: str, stats: tuple[dict, dict], wal
             "total cycles": cycles[core], "instructions retired": instret,
             "stall cycles": int(after["stall_cycles"].get(core, 0))}))
     note = ("per-core totals from the emulator's cycle model: each core's bar spans its release to the cycle it "
-            "finished (instructions retired + stall cycles); when within the launch each unit was busy or stalled is "
-            "not recorded yet")
+            "finished (instructions retired + stall cycles); this device recorded no timeline, so when within the "
+            "launch each unit was busy or stalled is not known")
     return Timeline(kernel, target, True, intervals, note, totals_only=True, wall_s=wall_s)
 
 
@@ -98,8 +137,7 @@ def _meta(pid: int, tid: int | None, what: str, name: str) -> dict:
 def chrome_trace(tl: Timeline) -> dict:
     """The Chrome trace-event JSON object (process = the kernel, one thread per lane, cores first in layout order)."""
     pid = 1
-    lanes = sorted({iv.lane for iv in tl.intervals},
-                   key=lambda n: (layout.CORES.index(n) if n in layout.CORES else len(layout.CORES), n))
+    lanes = tl.lanes()
     tid = {lane: k + 1 for k, lane in enumerate(lanes)}
     what = "per-core totals" if tl.totals_only else "timeline"
     title = f"{tl.kernel} on {tl.target}: " + (what if tl.cycle_model else "no cycle model")
@@ -117,7 +155,7 @@ def chrome_trace(tl: Timeline) -> dict:
     return {"traceEvents": events, "displayTimeUnit": "ns",
             "otherData": {"kernel": tl.kernel, "target": tl.target, "cycle_model": tl.cycle_model,
                           "totals_only": tl.totals_only, "time_unit": CYCLES_UNIT if tl.cycle_model else HOST_UNIT,
-                          "note": tl.note, "host_wall_s": tl.wall_s}}
+                          "note": tl.note, "host_wall_s": tl.wall_s, "counts": tl.counts}}
 
 
 def write(tl: Timeline, directory: str | Path) -> Path | None:
@@ -126,13 +164,24 @@ def write(tl: Timeline, directory: str | Path) -> Path | None:
     if not Path(directory).is_dir():
         return None
     path = Path(directory) / TRACE_NAME
-    dump.replace_text(path, json.dumps(chrome_trace(tl), indent=1))
+    dump.replace_text(path, to_json(chrome_trace(tl)))
     return path
 
 
-def from_launch(kernel: str, target: str, stats: tuple | None, wall_s: float) -> Timeline:
-    """The best timeline today's sources give for one launch (stats: before/after stats(), None without a cycle
-    model)."""
+def to_json(trace: dict) -> str:
+    """One event per line (readable, diffable) without json's indent= (which turns its C encoder off: 5x slower on
+    the ~10^4-10^5 events of a recorded launch)."""
+    events = ",\n".join(json.dumps(e) for e in trace["traceEvents"])
+    rest = ",\n".join(f"{json.dumps(k)}: {json.dumps(v)}" for k, v in trace.items() if k != "traceEvents")
+    return f'{{"traceEvents": [\n{events}\n],\n{rest}\n}}\n'
+
+
+def from_launch(kernel: str, target: str, stats: tuple | None, wall_s: float,
+                recording: dict | None = None) -> Timeline:
+    """The best timeline the sources give for one launch (stats: before/after stats(), None without a cycle model;
+    recording: the emulator's timeline_end(), None when the device has no recorder)."""
+    if recording is not None:
+        return from_recording(kernel, target, recording, wall_s, stats)
     if stats is not None and measured_cycles(stats) is not None:
         return from_emulator_totals(kernel, target, stats, wall_s)
     return without_cycle_model(kernel, target, wall_s)

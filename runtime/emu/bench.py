@@ -31,6 +31,7 @@ from tt_backend.runtime.driver import jal_x0
 from tt_backend.chip import isa, layout
 from tt_backend.runtime.emu.tensix import Tensix
 from tt_backend.runtime.emu.tile import Tile
+from tt_backend.runtime.emu.timeline import TimelineRecorder
 
 E = isa.encode
 TTSIM_SFPU_PER_S = 4.3e6
@@ -125,8 +126,21 @@ def tensix_setup() -> list[int]:
     return [E("SETC16", setc16_reg=28 + 1, setc16_value=2)]      # ADDR_MOD_DST_SEC1: Dst += 2
 
 
+RECORD_TIMELINE = False    # --timeline: every kernel runs with the timeline recorder attached (its cost, measured)
+
+
+def _recording(emu):
+    """A fresh Tensix or Tile, with a timeline recorder attached when --timeline asked for one."""
+    if RECORD_TIMELINE:
+        if isinstance(emu, Tile):
+            emu.timeline_begin()
+        else:
+            emu.tm.rec = emu.tm.sfpu.rec = TimelineRecorder(0, emu.tm)
+    return emu
+
+
 def bench_sfpu(rows: int = 4096) -> dict:
-    tx = Tensix(np.zeros(layout.L1_SIZE, np.uint8), strict=True)
+    tx = _recording(Tensix(np.zeros(layout.L1_SIZE, np.uint8), strict=True))
     tx.dst.write_rows32(0, np.random.default_rng(0).standard_normal((512, 16)).astype(np.float32).view(np.uint32))
     body = exp2_body()
     per = 32 // len(body)                                  # rows per replay buffer load
@@ -154,7 +168,7 @@ def bench_sfpu(rows: int = 4096) -> dict:
 def bench_sfpu_mop(tiles: int = 128) -> dict:
     """The compute template's issue shape (lowering/families/tile_render.py): the 9-word body recorded once in the replay
     buffer, then per tile one MOP (template 1: 32 x REPLAY) pushed straight into a Tensix thread."""
-    tx = Tensix(np.zeros(layout.L1_SIZE, np.uint8), strict=True)
+    tx = _recording(Tensix(np.zeros(layout.L1_SIZE, np.uint8), strict=True))
     tx.dst.write_rows32(0, np.random.default_rng(0).standard_normal((512, 16)).astype(np.float32).view(np.uint32))
     body = exp2_body()
     replay = E("REPLAY", load_mode=0, execute_while_loading=0, len=len(body), start_idx=0)
@@ -180,7 +194,7 @@ def bench_sfpu_mop(tiles: int = 128) -> dict:
 
 def bench_sfpu_long(tiles: int = 8) -> dict:
     """The long-body issue shape: every SFPU word pushed on its own (32 row steps of the 171-word body per tile)."""
-    tx = Tensix(np.zeros(layout.L1_SIZE, np.uint8), strict=True)
+    tx = _recording(Tensix(np.zeros(layout.L1_SIZE, np.uint8), strict=True))
     tx.dst.write_rows32(0, long_inputs())
     tx.cfg_write(1, LONG_CFG1)
     tx.push(1, 0xB21D0002)                                 # ADDR_MOD_DST_SEC1: Dst RWC += 2
@@ -199,7 +213,7 @@ def bench_sfpu_long(tiles: int = 8) -> dict:
 
 def bench_tile_long(tiles: int = 8) -> dict:
     """TRISC1 runs the compute template's long-body loop; the other cores park."""
-    tile = Tile()
+    tile = _recording(Tile())
     tile.tensix.dst.write_rows32(0, long_inputs())
     prog = li(7, layout.TENSIX_CFG_BASE) + li(8, LONG_CFG1) + [sw(8, 7, 4)]
     prog += [ttinsn(0xB21D0002)] + li(5, tiles) + li(9, layout.TENSIX_SYNC)
@@ -247,7 +261,7 @@ def run_tile(tile, budget: int) -> float:
 
 
 def bench_riscv(iters: int = 1_000_000) -> dict:
-    tile = Tile()
+    tile = _recording(Tile())
     # x5 = iters; loop: addi x6, x6, 1; addi x5, x5, -1; bne x5, x0, loop; j .
     prog = li(5, iters) + [i_type(1, 6, 0, 6, 0x13), i_type(-1, 5, 0, 5, 0x13), b_type(-8, 0, 5, 1), J_SELF]
     launch_words(tile, {"brisc": prog})
@@ -259,7 +273,7 @@ def bench_riscv(iters: int = 1_000_000) -> dict:
 
 def bench_tile(tiles: int = 64) -> dict:
     """TRISC1: per tile, one MOP (outer 4 x inner 1: REPLAY of 3 rows, 8 times per tile = 24 rows... see below)."""
-    tile = Tile()
+    tile = _recording(Tile())
     tile.tensix.dst.write_rows32(0, np.random.default_rng(0).standard_normal((512, 16)).astype(np.float32)
                                  .view(np.uint32))
     body = exp2_body()
@@ -302,8 +316,15 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m tt_backend bench emu", description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="small sizes (a few seconds)")
     ap.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
-    ap.add_argument("kernels", nargs="*", default=list(KERNELS), choices=KERNELS)
+    ap.add_argument("--timeline", action="store_true",
+                    help="record per-lane timelines while running (what TT_DUMP and PROFILE=1 turn on)")
+    # (no `choices=`: Python 3.11's argparse rejects an empty nargs="*" list against choices)
+    ap.add_argument("kernels", nargs="*", help=f"any of {', '.join(KERNELS)} (default: all)")
     args = ap.parse_args(argv)
+    global RECORD_TIMELINE
+    RECORD_TIMELINE = args.timeline
+    if unknown := [k for k in args.kernels if k not in KERNELS]:
+        ap.error(f"unknown kernel(s) {', '.join(unknown)}: choose from {', '.join(KERNELS)}")
     q = args.quick
     runs = {"riscv": lambda: bench_riscv(200_000 if q else 2_000_000),
             "sfpu": lambda: bench_sfpu(512 if q else 4096),
@@ -311,7 +332,7 @@ def main(argv: list[str] | None = None) -> int:
             "tile": lambda: bench_tile(8 if q else 64),
             "sfpu_long": lambda: bench_sfpu_long(2 if q else 8),
             "tile_long": lambda: bench_tile_long(2 if q else 8)}
-    results = [runs[k]() for k in args.kernels]
+    results = [runs[k]() for k in args.kernels or KERNELS]
     if args.json:
         print(json.dumps(results))
         return 0

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections import deque
 
 from tt_backend.chip.errors import EmuUndefined
+from tt_backend.runtime.emu import timeline as tl
 from tt_backend.runtime.emu.sfpu_macro import SUB_MAD, SUB_UNIT_NAMES
 
 # ---------------------------------------------------------------------------------------------------- SFPU tables
@@ -178,7 +179,7 @@ class SfpuTiming:
     """Auto-stall and strict hazard rules of the Vector Unit, shared by regular instructions (via the Tensix) and
     SFPLOADMACRO-scheduled ones (via the SFPU). `where()` names the instruction for error messages."""
 
-    __slots__ = ("strict", "mad_cycle", "mad_writes", "mad_macro", "nop_only_cycle", "busy_until", "where")
+    __slots__ = ("strict", "mad_cycle", "mad_writes", "mad_macro", "nop_only_cycle", "busy_until", "where", "rec")
 
     def __init__(self, strict: bool = True):
         self.strict = strict
@@ -188,6 +189,7 @@ class SfpuTiming:
         self.nop_only_cycle = -10   # the cycle on which only SFPNOP may be accepted (after SFPSWAP / SFPSHFT2)
         self.busy_until = 0         # the cycle after which the SFPU has no work left (STALLWAIT C11)
         self.where = lambda: "SFPU"
+        self.rec = None             # a timeline.TimelineRecorder while one is attached (Tile.timeline_begin)
 
     def err(self, rule: str) -> EmuUndefined:
         """A hazard the hardware does not interlock: the result read is not defined."""
@@ -218,6 +220,8 @@ class SfpuTiming:
             self.nop_only_cycle = t + 1
         done = t + (2 if mad or two_cycle else 1)
         if done > self.busy_until:
+            if t > self.busy_until and self.rec is not None:
+                self.rec.sfpu_idle.append((self.busy_until, t))
             self.busy_until = done
         return t
 
@@ -233,6 +237,8 @@ class SfpuTiming:
             self.mad_cycle, self.mad_writes, self.mad_macro = t, writes, True
         done = t + (2 if sub == SUB_MAD else 1)
         if done > self.busy_until:
+            if t > self.busy_until and self.rec is not None:
+                self.rec.sfpu_idle.append((self.busy_until, t))
             self.busy_until = done
 
 
@@ -277,6 +283,9 @@ class TensixTiming:
 
     # attributes bound once in __init__ and afterwards only mutated in place: a hot caller may load them once
     FIXED = frozenset({"clock", "fe", "gate", "issued", "stalls", "first", "after_mop", "taken", "sfpu"})
+    GAP_REASON = {K_PLAIN: tl.UNIT_WAIT["plain"], K_SFPU: tl.SFPU_AUTO_STALL, K_FPU: tl.UNIT_WAIT["fpu"],
+                  K_UNPACK: tl.UNIT_WAIT["unpack"], K_PACK: tl.UNIT_WAIT["pack"], K_WAIT: tl.WAIT_GATE,
+                  K_SYNC: tl.UNIT_WAIT["sync"]}
 
     def __init__(self, tensix):
         self.tx = tensix
@@ -295,6 +304,7 @@ class TensixTiming:
         self.dst_fpu_write = {}          # Dst32b 8-row block -> issue cycle of the last FPU write
         self.after_mop = [False, False, False]
         self.taken = [deque(maxlen=FIFO_EFFECTIVE_DEPTH) for _ in range(3)]   # when recent words left each FIFO
+        self.rec = None                  # a timeline.TimelineRecorder while one is attached (Tile.timeline_begin)
 
     # --- frontend ------------------------------------------------------------------------------------------
     def accept(self, t: int, push_t: int) -> int:
@@ -302,6 +312,8 @@ class TensixTiming:
         FIFO all left after `push_t`, the FIFO was full then and the pushing core waits for the oldest to leave."""
         q = self.taken[t]
         if len(q) == FIFO_EFFECTIVE_DEPTH and q[0] > push_t:
+            if self.rec is not None:
+                self.rec.fifo_full(t, push_t, q[0])
             return q[0]
         return push_t
 
@@ -318,7 +330,12 @@ class TensixTiming:
         """accept() then take() of a non-MOP word pushed on an empty FIFO (the Tensix's per-word fast path): the
         cycle the push is accepted."""
         q = self.taken[t]
-        a = q[0] if len(q) == FIFO_EFFECTIVE_DEPTH and q[0] > push_t else push_t
+        if len(q) == FIFO_EFFECTIVE_DEPTH and q[0] > push_t:
+            a = q[0]
+            if self.rec is not None:
+                self.rec.fifo_full(t, push_t, a)
+        else:
+            a = push_t
         c = self.clock[t]
         q.append(a if a > c else c)
         fe = self.fe[t]
@@ -375,6 +392,8 @@ class TensixTiming:
             self._run_scheduled_sfpu(c)
             self.fpu_busy = max(self.fpu_busy, c + lat)
             self.event_t = max(self.event_t, c)   # clear_dvalid hands banks back to the unpackers
+            if self.rec is not None:
+                self.rec.busy("fpu", c, c + occ)
         elif kind == K_UNPACK:
             sel = info
             c = max(c, self.unpack_busy[sel])
@@ -382,17 +401,23 @@ class TensixTiming:
             n = self._adc_count(t, sel)
             done = c + unpack_cycles(n)
             self.unpack_busy[sel] = done
+            if self.rec is not None:
+                self.rec.busy("unpack1" if sel else "unpack0", c, done)
             self.src_ready[("b" if sel else "a", bank)] = done
             self.event_t = max(self.event_t, done)
         elif kind == K_PACK:
             self._run_scheduled_sfpu(c)
             c = max(c, self.pack_busy)
             self.pack_busy = c + pack_cycles(self._adc_count(t, 2))
+            if self.rec is not None:
+                self.rec.busy("pack", c, self.pack_busy)
         elif kind == K_SYNC:
             self.event_t = max(self.event_t, c)
         gap = c - self.clock[t] - 1
         if gap > 0 and self.first[t] is not None:
             self.stalls[t] += gap
+            if self.rec is not None:
+                self.rec.thread_gaps[t].append((c - gap, c, self.gap_reason(t, c, kind, block, was_blocked)))
         if self.first[t] is None:
             self.first[t] = c
         self.clock[t] = c
@@ -420,16 +445,33 @@ class TensixTiming:
         elif info[4]:                             # SfpuTiming.regular for a MAD meeting no auto-stall ...
             st.mad_cycle, st.mad_writes, st.mad_macro = c, info[3], False
             if c + 2 > st.busy_until:
+                if c > st.busy_until and st.rec is not None:
+                    st.rec.sfpu_idle.append((st.busy_until, c))
                 st.busy_until = c + 2
         elif c >= st.busy_until:                  # ... and for a 1-cycle instruction
+            if c > st.busy_until and st.rec is not None:
+                st.rec.sfpu_idle.append((st.busy_until, c))
             st.busy_until = c + 1
         if self.first[t] is None:
             self.first[t] = c
         elif c - last > 1:
             self.stalls[t] += c - last - 1
+            if self.rec is not None:
+                self.rec.thread_gaps[t].append((last + 1, c, self.gap_reason(t, c, K_SFPU, block, was_blocked)))
         self.clock[t] = c
         self.issued[t] += 1
         return c
+
+    def gap_reason(self, t: int, c: int, kind: int, block: int, was_blocked: bool) -> str:
+        """Timelines: which constraint of the issue rule set issue cycle c after a gap (the first that binds)."""
+        if self.fe[t] == c:
+            return tl.IDLE_FRONTEND
+        mask, until = self.gate[t]
+        if until == c and (block & mask if block != -1 else mask == 0x1FF):
+            return tl.WAIT_GATE
+        if was_blocked:
+            return tl.BLOCKED
+        return self.GAP_REASON[kind]
 
     def _run_scheduled_sfpu(self, c: int) -> None:
         """SFPLOADMACRO-scheduled SFPU work due by cycle c runs before an FPU / packer instruction issued at c."""

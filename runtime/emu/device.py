@@ -35,6 +35,14 @@ class EmuDevice:
     def core_state(self) -> dict[str, str]:
         return self.tile.state()
 
+    def timeline_begin(self) -> None:
+        """Record per-core and per-unit timelines of what runs next (runtime/emu/timeline.py)."""
+        self.tile.timeline_begin()
+
+    def timeline_end(self) -> dict | None:
+        """{"cycles": window, "spans": [timeline.Span]} since timeline_begin(), in emulated cycles."""
+        return self.tile.timeline_end()
+
     def stats(self) -> dict:
         """Instructions per core and per Tensix thread (pushes), Tensix instructions, NoC requests/bytes, clock, and
         the cycle model's view: `cycles` per core (since its release), `stall_cycles` per core, `tensix_cycles`

@@ -37,6 +37,7 @@ from .cycles import FPU_DST_READ_LATENCY, noc_cycles, riscv_mmio_extra
 from .riscv_dst import RISCV_BASE as DST_RISCV_BASE, RISCV_ELEM as DST_RISCV_ELEM, RISCV_SIZE as DST_RISCV_SIZE, \
     RiscvDstAccess
 from . import mailbox as mb
+from . import timeline as tl
 from .noc import WINDOW_SIZE as NIU_WINDOW, Niu
 from .rv32 import RV32Core, Stall
 from .tensix import Tensix
@@ -86,6 +87,7 @@ class Tile:
         self._tbase = {c: 0 for c in layout.CORES}           # cycle model: core time = tbase + instret + stall
         self._stall = {c: 0 for c in layout.CORES}
         self._niu_busy = [0, 0]                              # cycle model: when each NIU's requests are complete
+        self.rec = None                                      # a timeline.TimelineRecorder (timeline_begin/_end)
         self.mailboxes = mb.Mailboxes()                      # the 16 B/T0/T1/T2 mailboxes (mailbox.py)
         self._mb_full = {c: False for c in mb.ENDS}           # the core's last mailbox write found no room
         dst = getattr(self.tensix, "dst", None)
@@ -213,12 +215,26 @@ class Tile:
 
     def mmio_load(self, core: str, addr: int, size: int) -> int:
         if core in self._stall:
-            self._stall[core] += riscv_mmio_extra(addr)       # BabyRISCV/README.md load latencies
+            extra = riscv_mmio_extra(addr)                     # BabyRISCV/README.md load latencies
+            if extra and self.rec is not None:
+                return self._recorded_mmio_load(core, addr, size, extra)
+            self._stall[core] += extra
         key = (core, addr, size, False)
         handler = self._routes.get(key)
         if handler is None:
             handler = self._routes[key] = self._route(core, addr, size, False)
         return handler(core, addr)
+
+    def _recorded_mmio_load(self, core: str, addr: int, size: int, extra: int) -> int:
+        """mmio_load while a timeline is recorded: the latency is a stall once the load returns (a blocked mailbox
+        read takes it back and is retried)."""
+        t0 = self.now(core)
+        self._stall[core] += extra
+        key = (core, addr, size, False)
+        handler = self._routes.get(key) or self._routes.setdefault(key, self._route(core, addr, size, False))
+        value = handler(core, addr)
+        self.rec.core_stall(core, t0, t0 + extra, tl.MMIO_LATENCY)
+        return value
 
     def mmio_store(self, core: str, addr: int, size: int, value: int) -> None:
         key = (core, addr, size, True)
@@ -289,6 +305,8 @@ class Tile:
                 self.cores[core].reset(self.reset_pc(core))
                 self._tbase[core] = self.clock - self.cores[core].instret
                 self._stall[core] = 0
+                if self.rec is not None:
+                    self.rec.released[core] = self.clock
                 self._wait[core] = self._fault[core] = ""
         if who in CORE_BITS and new & CORE_BITS[who]:
             # a core that asserts its own reset stops at once: end its quantum; the retried store is dropped because
@@ -374,7 +392,11 @@ class Tile:
         try:
             if self._timed:
                 t = self.now(who)
+                if self.rec is not None:                  # a FIFO-full wait is recorded by the cycle model's accept
+                    self.rec.pusher[thread] = who
                 self._wait_until(who, self.tensix.push(thread, word, t))   # FIFO full in modelled time
+                if self.rec is not None:
+                    self.rec.pusher[thread] = f"trisc{thread}"
             else:
                 self.tensix.push(thread, word)
         except Stall:
@@ -390,7 +412,7 @@ class Tile:
                 self._wait[who] = f"TTSync: waiting for Tensix thread {t} to go idle"
                 raise Stall()
             if self._timed:
-                self._wait_until(who, self.tensix.thread_done(t))
+                self._wait_until(who, self.tensix.thread_done(t), tl.TTSYNC)
             return 0
         return self.tensix.sem_read(self._sem_index(who, addr))
 
@@ -482,7 +504,7 @@ class Tile:
             self._wait[who] = why
             raise Stall()
         if addr & 4 == 0 and who in self._stall:
-            self._wait_until(who, push_t)                      # a blocked pop returns once the value is there
+            self._wait_until(who, push_t, tl.MAILBOX_WAIT)     # a blocked pop returns once the value is there
             self.mailboxes.note_freed(writer, self.now(who))
         return value
 
@@ -494,7 +516,7 @@ class Tile:
             raise Stall()
         if self._mb_full.get(who):
             self._mb_full[who] = False
-            self._wait_until(who, self.mailboxes.freed_at[who])
+            self._wait_until(who, self.mailboxes.freed_at[who], tl.MAILBOX_WAIT)
 
     # the NIU reaches own-tile registers as the host would (4-byte NoC transfers to MMIO)
     def _noc_mmio_read32(self, addr: int) -> int:
@@ -614,7 +636,7 @@ class Tile:
                 and not self.cores[c].parked and not self._fault[c]]
         target = max(busy) if busy else self.clock
         for c in spinners:
-            self._wait_until(c, target)
+            self._wait_until(c, target, tl.SPIN)
 
     # ------------------------------------------------------------------ cycle model
 
@@ -634,18 +656,24 @@ class Tile:
         if moved and who in self._stall:
             # transfers complete inside the store (noc.py); their time (NoC/README.md rates) is charged to whoever
             # later polls this NIU's registers for completion
-            self._niu_busy[i] = max(self._niu_busy[i], self.now(who)) + noc_cycles(moved)
+            start = max(self._niu_busy[i], self.now(who))
+            self._niu_busy[i] = start + noc_cycles(moved)
+            if self.rec is not None:
+                self.rec.busy(f"noc{i}", start, self._niu_busy[i])
 
     def _niu_load(self, i: int, who: str, addr: int) -> int:
         if who in self._stall:
-            self._wait_until(who, self._niu_busy[i])
+            self._wait_until(who, self._niu_busy[i], tl.NOC_WAIT)
         return self.nius[i].load(addr - layout.NOC_BASE[i])
 
-    def _wait_until(self, who: str, cycle: int) -> None:
-        """A core that waited for something finishing at `cycle` resumes then."""
+    def _wait_until(self, who: str, cycle: int, why: str | None = None) -> None:
+        """A core that waited for something finishing at `cycle` resumes then (`why`: the timeline's stall reason;
+        None when the cycle model recorded the wait itself)."""
         t = self.now(who)
         if cycle > t:
             self._stall[who] += cycle - t
+            if why is not None and self.rec is not None:
+                self.rec.core_stall(who, t, cycle, why)
 
     def cycles(self, core: str) -> int:
         return self._tbase[core] + self.cores[core].instret + self._stall[core]
@@ -694,6 +722,28 @@ class Tile:
                 out[f"tensix{t}"] = f"blocked: {self.tensix.blocked_reason(t)}" if self.tensix.blocked_reason(t) \
                     else "busy"
         return out
+
+    # ------------------------------------------------------------------ timelines (timeline.py)
+
+    def timeline_begin(self) -> None:
+        """Record per-lane timelines from now on (cores, Tensix threads, units) until timeline_end()."""
+        tm = getattr(self.tensix, "tm", None)
+        self.rec = tl.TimelineRecorder(self.clock, tm)
+        if tm is not None:
+            tm.rec = tm.sfpu.rec = self.rec
+
+    def timeline_end(self) -> dict | None:
+        """Stop recording: {"cycles": window length, "spans": [timeline.Span]} with cycles relative to
+        timeline_begin's tile clock, or None when nothing was recording."""
+        rec, self.rec = self.rec, None
+        tm = getattr(self.tensix, "tm", None)
+        if tm is not None:
+            tm.rec = tm.sfpu.rec = None
+        if rec is None:
+            return None
+        self._advance_clock()
+        return {"cycles": self.clock - rec.start,
+                "spans": rec.spans(self.clock, {c: self.cycles(c) for c in self.cores})}
 
     def stats(self) -> dict:
         tm = getattr(self.tensix, "tm", None)

@@ -17,6 +17,7 @@ import pytest
 from tt_backend.chip import layout
 
 from tests.support import REPO_ROOT
+from tests.support.timelines import check_lanes
 
 KNOBS = ("TT_ERR_BUDGET", "TT_PLACE", "TT_DUMP", "TT_CHECK", "TT_SAMPLE_DIST", "DEV", "DEVICE", "TT_BACKEND",
          "TT_SIMULATOR", "DEBUG", "BEAM", "VALIDATE_WITH_CPU")
@@ -222,7 +223,8 @@ def test_progress_on_a_terminal_and_not_in_a_pipe():
 # ----------------------------------------------------------------------------------------------------------- trace
 
 def test_chrome_trace_of_a_timeline():
-    """The interface the emulator's interval recorder will fill: lanes become threads, stalls keep their reason."""
+    """The trace file format: lanes become threads (cores, then Tensix threads, then units), stalls keep their
+    reason."""
     from tt_backend import trace as T
     tl = T.Timeline("E_1", "emu", True, [T.Interval("trisc1", 0, 40), T.Interval("fpu", 10, 30),
                                          T.Interval("trisc1", 40, 55, "stall", "SrcA not valid"),
@@ -241,6 +243,8 @@ def test_chrome_trace_of_a_timeline():
 
 @pytest.mark.needs_cc
 def test_trace_under_tt_dump_matches_the_report(tmp_path):
+    """trace.json of each launch: lanes never overlap and stay inside the launch; per core, busy cycles = retired
+    instructions and busy + stalled = report.json's measured cycles; per Tensix thread, busy = issued instructions."""
     r = _python(TWO_KERNELS, DEVICE="TT", TT_DUMP=str(tmp_path))
     assert r.returncode == 0, r.stderr[-3000:]
     dirs = sorted(p.parent for p in tmp_path.glob("*/report.json"))
@@ -248,14 +252,22 @@ def test_trace_under_tt_dump_matches_the_report(tmp_path):
     for d in dirs:
         rep = json.loads((d / "report.json").read_text())
         tr = json.loads((d / "trace.json").read_text())
-        assert tr["otherData"]["kernel"] == rep["name"] and tr["otherData"]["cycle_model"] is True
-        assert tr["otherData"]["totals_only"] is True and "not recorded yet" in tr["otherData"]["note"]
+        meta = tr["otherData"]
+        assert meta["kernel"] == rep["name"] and meta["cycle_model"] is True and meta["totals_only"] is False
         lanes = {e["tid"]: e["args"]["name"] for e in tr["traceEvents"] if e["name"] == "thread_name"}
-        spans = {lanes[e["tid"]]: e for e in tr["traceEvents"] if e["ph"] == "X"}
-        assert set(spans) == set(layout.CORES)
-        for core, e in spans.items():       # per-core busy totals = the report's emulated cycles of the same launch
-            assert e["ts"] == 0 and e["dur"] == rep["measured_cycles"][core], core
-            assert e["args"]["instructions retired"] + e["args"]["stall cycles"] == e["dur"]
+        spans = [(lanes[e["tid"]], e["ts"], e["ts"] + e["dur"], e["cat"]) for e in tr["traceEvents"] if e["ph"] == "X"]
+        counts = meta["counts"]
+        totals = check_lanes(spans, counts["window cycles"])
+        assert list(lanes.values())[:5] == list(layout.CORES)          # cores first, in layout order
+        assert {"thread0", "thread1", "thread2", "unpack0", "sfpu", "pack", "noc0"} <= set(lanes.values())
+        for core in layout.CORES:
+            t = totals[core]
+            assert t["busy"] == counts["instructions retired"][core], core
+            assert t["busy"] + t["stall"] + t["idle"] == rep["measured_cycles"][core], core
+        for i, issued in enumerate(counts["tensix instructions issued"]):
+            assert totals[f"thread{i}"]["busy"] == issued, i
+        stalls = {e["name"] for e in tr["traceEvents"] if e["ph"] == "X" and e["cat"] == "stall"}
+        assert stalls and all(n.startswith("stall: ") and len(n) > 10 for n in stalls)   # each names its cause
 
 
 # ----------------------------------------------------------------------------------------------- tinygrad's knobs
@@ -305,3 +317,36 @@ def test_validate_with_cpu_checks_tt_kernels():
     loose = _python(MATMUL, DEVICE="TT", VALIDATE_WITH_CPU="1", TT_ERR_BUDGET="1e-1")
     assert loose.returncode != 0 and "AssertionError" in loose.stderr and "Mismatched elements" in loose.stderr
     assert "VALIDATE_WITH_CPU compares each TT kernel" in loose.stderr and "TT_ERR_BUDGET=0.1" in loose.stderr
+
+
+@pytest.mark.needs_cc
+def test_profile_events_for_tinygrads_viewer(tmp_path):
+    """PROFILE=1: each TT launch is a range on the TT row (host time, named with its emulated cycles) and its lanes
+    are rows of their own whose busy cycles match trace.json's; tinygrad's VIZ lays the profile out."""
+    import pickle
+    from decimal import Decimal
+    r = _python(TWO_KERNELS, DEVICE="TT", PROFILE="1", TMPDIR=str(tmp_path), TT_DUMP=str(tmp_path / "dump"))
+    assert r.returncode == 0, r.stderr[-3000:]
+    from tinygrad.helpers import ProfileRangeEvent
+    from tinygrad.viz.serve import VizData, get_profile
+    events = pickle.loads(next(tmp_path.glob("profile.pkl*")).read_bytes())
+    launches = [e for e in events if isinstance(e, ProfileRangeEvent) and e.device == "TT"]
+    assert len(launches) == 2 and all(re.search(r" \(\d+ emulated cycles\)$", e.name) for e in launches)
+    lanes = [e for e in events if isinstance(e, ProfileRangeEvent) and e.device.startswith("TT ")]
+    rows = {e.device for e in lanes}
+    assert {f"TT core {c}" for c in layout.CORES} | {"TT thread1", "TT unit sfpu"} <= rows
+    busy = {}
+    for e in lanes:
+        assert e.en > e.st
+        if e.name == "busy":
+            busy[e.device] = busy.get(e.device, Decimal(0)) + e.en - e.st
+    traces = [json.loads(p.read_text()) for p in (tmp_path / "dump").glob("*/trace.json")]
+    want = {}
+    for tr in traces:
+        names = {e["tid"]: e["args"]["name"] for e in tr["traceEvents"] if e["name"] == "thread_name"}
+        for e in tr["traceEvents"]:
+            if e["ph"] == "X" and e["cat"] == "busy" and names[e["tid"]] == "trisc1":
+                want["TT core trisc1"] = want.get("TT core trisc1", 0) + e["dur"]
+    assert busy["TT core trisc1"] == want["TT core trisc1"]          # 1 display microsecond = 1 emulated cycle
+    layout_bytes = get_profile(VizData(), events)
+    assert layout_bytes and b"TT core trisc1" in layout_bytes

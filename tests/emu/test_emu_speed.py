@@ -90,7 +90,7 @@ def test_fma_bh_stacked_vectors():
 # --- batched row steps (Tensix.batch_sfpu, accel/mop_batch.py): identical to one-by-one execution ----------------------------------
 from tt_backend.chip import isa, layout  # noqa: E402
 from tt_backend.chip.errors import EmuError  # noqa: E402
-from tt_backend.runtime.emu import bench, tensix  # noqa: E402
+from tt_backend.runtime.emu import bench, tensix, timeline  # noqa: E402
 from tt_backend.runtime.emu.accel import batch_timing, deferral, mop_batch, sfpu_batch  # noqa: E402
 
 E = isa.encode
@@ -115,9 +115,13 @@ def batch_counter(monkeypatch):
     return state
 
 
-def _mop_run(body, reps=32, strict=True, dst_rows=512, tiles=2, setup=()):
-    """Push `body` as MOP(template 1: reps x REPLAY) straight into thread 1, `tiles` times; returns the Tensix."""
+def _mop_run(body, reps=32, strict=True, dst_rows=512, tiles=2, setup=(), record=False):
+    """Push `body` as MOP(template 1: reps x REPLAY) straight into thread 1, `tiles` times; returns the Tensix (with a
+    timeline recorder attached as `tx.rec` when `record`: the timeline is then part of `_state`)."""
     tx = tensix.Tensix(np.zeros(layout.L1_SIZE, np.uint8), strict=strict)
+    tx.rec = None
+    if record:
+        tx.rec = tx.tm.rec = tx.tm.sfpu.rec = timeline.TimelineRecorder(0, tx.tm)
     data = np.random.default_rng(3).standard_normal((dst_rows, 16)).astype(np.float32).view(np.uint32)
     tx.dst.write_rows32(0, data)
     replay = E("REPLAY", load_mode=0, execute_while_loading=0, len=len(body), start_idx=0)
@@ -136,8 +140,10 @@ def _mop_run(body, reps=32, strict=True, dst_rows=512, tiles=2, setup=()):
 
 
 def _state(tx):
+    rec = getattr(tx, "rec", None)
+    spans = rec.spans(max(tx.tm.clock[1] + 1, tx.tm.sfpu.busy_until), {}) if rec is not None else None
     return (tx.dst.rows32.copy(), tx.dst.written.copy(), tx.sfpu.lreg.copy(), tx.tm.stats(), list(tx.instructions),
-            tx.sfpu.instructions, tx.sfpu.cycle, dict(tx.threads[1].rwc))
+            tx.sfpu.instructions, tx.sfpu.cycle, dict(tx.threads[1].rwc), spans)
 
 
 def _same(a, b):
@@ -235,11 +241,11 @@ print(json.dumps({"bits": bits, "stats": devs[-1].stats(), "batched": count[0], 
 """
 
 
-def test_e2e_kernels_batched_identical():
+def test_e2e_kernels_batched_identical(tmp_path):
     """Whole kernels through tinygrad on TT:emu (MOP + REPLAY issue of short SFPU bodies; the exp2 body and the
     predicated sqrt(sin * exp2 + log2) body are longer than the replay buffer and keep the TTI loop, batched through
-    the deferral): the same bits and cycle-model statistics with and without batching (fresh processes: the
-    device's statistics accumulate)."""
+    the deferral): the same bits, cycle-model statistics and recorded timelines (TT_DUMP's trace.json) with and
+    without batching (fresh processes: the device's statistics accumulate)."""
     pytest.importorskip("tinygrad")
     import json
     import subprocess
@@ -247,13 +253,21 @@ def test_e2e_kernels_batched_identical():
     res = {}
     for mode in ("on", "off"):
         out = subprocess.run([sys.executable, "-c", _E2E, mode], cwd=REPO_ROOT, capture_output=True, text=True,
-                             env={**os.environ, "PYTHONPATH": str(REPO_ROOT)}, timeout=300)
+                             env={**os.environ, "PYTHONPATH": str(REPO_ROOT), "TT_DUMP": str(tmp_path / mode)},
+                             timeout=300)
         assert out.returncode == 0, out.stderr[-3000:]
         res[mode] = json.loads(out.stdout.strip().splitlines()[-1])
     assert res["on"]["batched"] > 0 and res["off"]["batched"] == 0
     assert res["on"]["all_batched"] > res["on"]["batched"] and res["off"]["all_batched"] == 0
     assert res["on"]["bits"] == res["off"]["bits"]
     assert res["on"]["stats"] == res["off"]["stats"]
+    traces = {mode: {p.parent.name: json.loads(p.read_text()) for p in (tmp_path / mode).glob("*/trace.json")}
+              for mode in ("on", "off")}
+    assert len(traces["on"]) == 5 and traces["on"].keys() == traces["off"].keys()
+    for name, tr in traces["on"].items():
+        other = traces["off"][name]
+        assert tr["otherData"]["totals_only"] is False
+        assert tr["traceEvents"] == other["traceEvents"] and tr["otherData"]["counts"] == other["otherData"]["counts"]
 
 
 def test_batch_refuses_dropped_write_to_constant(batch_counter):
@@ -325,10 +339,10 @@ def test_batch_random_bodies(seed, batch_counter):
     body = [w for x in body for w in (x, E("SFPNOP"))] if seed % 2 else body
     data_seed = int(rng.integers(0, 1 << 30))
 
-    def go():
+    def go():      # every third seed records timelines (they must be equal too)
         try:
             return _state(_mop_run(body, reps=16, setup=[E("SFPLOADI", lreg_ind=i, instr_mod0=0, imm16=0x3F80 + i)
-                                                          for i in range(8)]))
+                                                          for i in range(8)], record=seed % 3 == 0))
         except EmuError as e:
             return str(e)
     np.random.seed(data_seed)

@@ -110,3 +110,20 @@ def test_the_facts_pages_are_indexed():
     unlisted = [n for n in files if n.startswith("docs/") and n.endswith(".md") and n != "docs/README.md"
                 and f"`{Path(n).name}`" not in index]
     assert unlisted == [], f"add these pages to docs/README.md: {unlisted}"
+
+
+def test_docs_media_trace_is_a_chrome_trace():
+    """docs/media's example trace (scripts/make_docs_media.py) is Chrome's JSON trace-event format as TT_DUMP writes it:
+    complete events with name/ts/dur/pid/tid, thread names, and lanes that add up (tests/support/timelines.py)."""
+    import json
+    from tests.support.timelines import check_lanes
+    traces = sorted((ROOT / "docs" / "media").glob("trace_*.json"))
+    assert traces
+    for path in traces:
+        tr = json.loads(path.read_text())
+        names = {e["tid"]: e["args"]["name"] for e in tr["traceEvents"]
+                 if e["ph"] == "M" and e["name"] == "thread_name"}
+        spans = [e for e in tr["traceEvents"] if e["ph"] == "X"]
+        assert spans and all({"name", "ts", "dur", "pid", "tid", "cat"} <= e.keys() for e in spans)
+        check_lanes([(names[e["tid"]], e["ts"], e["ts"] + e["dur"], e["cat"]) for e in spans],
+                    tr["otherData"]["counts"]["window cycles"])

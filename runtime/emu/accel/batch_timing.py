@@ -38,22 +38,25 @@ def base(tm, t: int) -> int:
 
 def memo(tm, t: int, st, entry: tuple):
     """What one batch did to the cycle model, relative to its entry base B (entry = B, nop_only_cycle, mad_cycle,
-    busy_until, stalls, issued before it), or None when busy_until did not move (its new value then depends on the
-    absolute old one)."""
-    b, nop0, mad0, busy0, stalls0, issued0 = entry
+    busy_until, stalls, issued before it, the timeline recorder's marks), or None when busy_until did not move (its
+    new value then depends on the absolute old one)."""
+    b, nop0, mad0, busy0, stalls0, issued0, marks = entry
     if st.busy_until == busy0:
         return None
     return (tm.clock[t] - b, None if st.nop_only_cycle == nop0 else st.nop_only_cycle - b,
             None if st.mad_cycle == mad0 else (st.mad_cycle - b, st.mad_writes, st.mad_macro),
-            st.busy_until - b, tm.stalls[t] - stalls0, tm.issued[t] - issued0)
+            st.busy_until - b, tm.stalls[t] - stalls0, tm.issued[t] - issued0,
+            tm.rec.since(t, marks[0], b, marks[1], busy0) if marks is not None else None)
 
 
 def replay(tm, t: int, st, recorded: tuple) -> int:
     """Apply a memo() result at the current base B (state with the same key): exactly what issuing
     the batch one instruction at a time would do (issue cycles depend only on the state relative to B; busy_until is
     a running maximum of values relative to B). Returns the last issue cycle."""
-    d_clock, nop, mad, busy, d_stalls, d_issued = recorded
+    d_clock, nop, mad, busy, d_stalls, d_issued, gaps = recorded
     b = base(tm, t)
+    if gaps is not None:
+        tm.rec.replay(t, gaps, b, st.busy_until)   # the memo's key says whether it was made while recording
     if nop is not None:
         st.nop_only_cycle = b + nop
     if mad is not None:
@@ -68,8 +71,8 @@ def replay(tm, t: int, st, recorded: tuple) -> int:
 
 def periodic(tm, t: int, s1: tuple, s2: tuple) -> bool:
     """Snapshots s1 / s2 of the SFPU issue state after two consecutive repetitions of a batched body (clock,
-    nop_only_cycle, mad_cycle, mad_writes, mad_macro, busy_until, stalls): True when every later repetition provably
-    issues exactly like the last one shifted by delta = s2.clock - s1.clock. TensixTiming.issue for an SFPU word
+    nop_only_cycle, mad_cycle, mad_writes, mad_macro, busy_until, stalls, timeline marks): True when every later
+    repetition provably issues exactly like the last one shifted by delta = s2.clock - s1.clock. TensixTiming.issue for an SFPU word
     depends on the thread clock, the frontend and Wait Gate times (no effect once in the past), the SFPU hazard
     state (nop_only_cycle, mad_cycle, mad_writes, mad_macro; a time matters only while it is not in the past) and
     the FPU write times of Dst blocks (SFPLOAD hazard check, silent once in the past); busy_until and stalls only
@@ -103,5 +106,7 @@ def skip(tm, t: int, st, s1: tuple, s2: tuple, n: int, p: int) -> int:
     st.busy_until += shift
     tm.stalls[t] += n * (s2[6] - s1[6])
     tm.issued[t] += n * p
+    if s1[7] is not None:                    # the timeline's gaps of one repetition, n more times
+        tm.rec.repeat(t, s1[7], s2[7], n, delta)
     tm.clock[t] += shift
     return tm.clock[t]

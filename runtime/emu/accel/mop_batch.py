@@ -130,7 +130,7 @@ class MopBatchMixin:
         # a body issued before from the same relative cycle-model state issues the same way again (batch_timing.key)
         tkey = batch_timing.key(tm, t, st) if steps is not None and not was_blocked else None
         if tkey is not None:
-            tkey = (body, k, tkey)
+            tkey = (body, k, tkey, tm.rec is not None)     # a memo made while recording carries the timeline's gaps
             memo = self._batch_timing.get(tkey)
             if memo is not None:
                 c = batch_timing.replay(tm, t, st, memo)
@@ -142,7 +142,7 @@ class MopBatchMixin:
                 r = k
             else:
                 entry = (batch_timing.base(tm, t), st.nop_only_cycle, st.mad_cycle, st.busy_until, tm.stalls[t],
-                         tm.issued[t])
+                         tm.issued[t], (tm.rec.marks(t), tm.clock[t]) if tm.rec is not None else None)
         while r < k:
             for (w, name, fields, block, info, amode) in entries:
                 self.current = (t, w, name)
@@ -154,7 +154,7 @@ class MopBatchMixin:
             if steps is None or r >= k:
                 continue
             snap = (tm.clock[t], st.nop_only_cycle, st.mad_cycle, st.mad_writes, st.mad_macro, st.busy_until,
-                    tm.stalls[t])
+                    tm.stalls[t], tm.rec.marks(t) if tm.rec is not None else None)
             if prev is not None and batch_timing.periodic(tm, t, prev, snap):
                 c = batch_timing.skip(tm, t, st, prev, snap, k - r, len(entries))
                 rem = k - r

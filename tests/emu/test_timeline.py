@@ -1,0 +1,149 @@
+"""Per-lane timelines recorded by the cycle model (runtime/emu/timeline.py): the lanes never overlap and stay inside
+the launch, a core's busy cycles are its retired instructions and busy + stalled its cycle count, a Tensix thread's
+busy cycles are its issued instructions, recording changes no cycle, and the speed layer's closed forms (periodic
+skip, memoised replay) record exactly the intervals one-by-one issue records."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tt_backend.chip import isa, layout
+from tt_backend.runtime.emu import bench, timeline
+from tt_backend.runtime.emu import tensix as tensix_mod
+from tt_backend.runtime.emu.accel import batch_timing, deferral
+from tt_backend.runtime.emu.tile import Tile
+
+from tests.support.timelines import check_lanes
+
+E = isa.encode
+MAD = lambda a, b, c, d: E("SFPMAD", lreg_src_a=a, lreg_src_b=b, lreg_src_c=c, lreg_dest=d, instr_mod1=0)
+LOAD = lambda vd, addr, am=0: E("SFPLOAD", lreg_ind=vd, instr_mod0=3, sfpu_addr_mode=am, dest_reg_addr=addr)
+STORE = lambda vd, addr, am=0: E("SFPSTORE", lreg_ind=vd, instr_mod0=3, sfpu_addr_mode=am, dest_reg_addr=addr)
+
+BODIES = {
+    "exp2": bench.exp2_body(),
+    # MAD -> dependent MAD -> dependent STORE: two SFPU auto-stalls per row step (gaps in thread1 and the SFPU lane)
+    "chain": [LOAD(0, 0), MAD(0, 0, 9, 1), MAD(1, 1, 9, 2), STORE(2, 64, 1)],
+}
+
+
+def _recorded_mop_run(body, reps=32, tiles=4):
+    """`body` as MOP(template 1: reps x REPLAY) pushed straight into thread 1, `tiles` times, with a recorder
+    attached from the start; returns (Tensix, recorder)."""
+    tx = tensix_mod.Tensix(np.zeros(layout.L1_SIZE, np.uint8), strict=True)
+    rec = timeline.TimelineRecorder(0, tx.tm)
+    tx.tm.rec = tx.tm.sfpu.rec = rec
+    tx.dst.write_rows32(0, np.random.default_rng(3).standard_normal((512, 16)).astype(np.float32).view(np.uint32))
+    replay = E("REPLAY", load_mode=0, execute_while_loading=0, len=len(body), start_idx=0)
+    nop = E("NOP")
+    for i, v in enumerate([1, reps, nop, nop, nop, replay, nop, replay, replay]):
+        tx.mop_cfg_write(1, i, v)
+    words = [E("SETC16", setc16_reg=29, setc16_value=2),
+             E("REPLAY", load_mode=1, execute_while_loading=0, len=len(body), start_idx=0), *body]
+    reset = E("SETRWC", rwc_cr=0, rwc_d=0, rwc_b=0, rwc_a=0, bit_mask=4, clear_ab_vld=0)
+    for w in words:
+        tx.push(1, w)
+    for _ in range(tiles):
+        tx.push(1, reset)
+        tx.push(1, E("MOP", mop_type=1, loop_count=0, zmask_lo16_or_loop_count=0))
+    tx.settle()
+    return tx, rec
+
+
+def _spans(tx, rec):
+    end = max(tx.tm.clock[1] + 1, tx.tm.sfpu.busy_until)
+    return [(s.lane, s.start, s.end, s.state, s.reason) for s in rec.spans(end, {})], end
+
+
+@pytest.mark.parametrize("name", sorted(BODIES))
+def test_batched_closed_forms_record_what_one_by_one_issue_records(name, monkeypatch):
+    used = {"skip": 0, "replay": 0}
+    for fn in used:
+        orig = getattr(batch_timing, fn)
+
+        def spy(*a, _orig=orig, _fn=fn, **k):
+            used[_fn] += 1
+            return _orig(*a, **k)
+        monkeypatch.setattr(batch_timing, fn, spy)
+    tx, rec = _recorded_mop_run(BODIES[name])
+    batched, end = _spans(tx, rec)
+    assert used["skip"] > 0 and used["replay"] > 0          # both closed forms ran while recording
+    stats = tx.tm.stats()
+
+    monkeypatch.setattr(tensix_mod.Tensix, "batch_sfpu", lambda self, t, th: 0)
+    monkeypatch.setattr(deferral, "DEFER_SFPU", False)
+    tx1, rec1 = _recorded_mop_run(BODIES[name])
+    one_by_one, end1 = _spans(tx1, rec1)
+    assert tx1.tm.stats() == stats and end1 == end
+    assert batched == one_by_one
+
+    totals = check_lanes([s[:4] for s in batched], end)
+    assert totals["thread1"]["busy"] == tx.tm.issued[1]      # one issue per busy cycle
+    assert totals["thread1"]["stall"] + totals["thread1"]["idle"] == stats["stall_cycles"][1]
+    if name == "chain":
+        reasons = {s[4] for s in batched if s[0] == "thread1" and s[3] == "stall"}
+        assert timeline.SFPU_AUTO_STALL in reasons
+        assert totals["sfpu"]["idle"] > 0
+
+
+def _tile_long(record: bool, tiles: int = 2):
+    """bench's tile_long kernel (TRISC1 pushes a long SFPU body word by word, TTSync per tile; the other cores park),
+    optionally recorded."""
+    tile = Tile()
+    if record:
+        tile.timeline_begin()
+    tile.tensix.dst.write_rows32(0, bench.long_inputs())
+    prog = bench.li(7, layout.TENSIX_CFG_BASE) + bench.li(8, bench.LONG_CFG1) + [bench.sw(8, 7, 4)]
+    prog += [bench.ttinsn(0xB21D0002)] + bench.li(5, tiles) + bench.li(9, layout.TENSIX_SYNC)
+    tile_loop = len(prog)
+    prog += [bench.ttinsn(w) for w in bench.LONG_PROLOGUE + bench.LONG_SETUP] + [bench.i_type(32, 0, 0, 6, 0x13)]
+    row_loop = len(prog)
+    prog += [bench.ttinsn(w) for w in bench.LONG_BODY] + [bench.i_type(-1, 6, 0, 6, 0x13)]
+    prog += [bench.b_type(4 * (row_loop - len(prog)), 0, 6, 1)]
+    prog += [bench.ttinsn(w) for w in bench.LONG_EPILOGUE] + [bench.sw(0, 9, 0), bench.i_type(0, 9, 2, 10, 0x03)]
+    prog += [bench.i_type(-1, 5, 0, 5, 0x13)]
+    prog += [bench.b_type(4 * (tile_loop - len(prog)), 0, 5, 1), bench.J_SELF]
+    bench.launch_words(tile, {"trisc1": prog})
+    bench.run_tile(tile, 10_000_000)
+    return tile
+
+
+def test_tile_lanes_add_up_to_the_cycle_model():
+    plain = _tile_long(False).stats()
+    tile = _tile_long(True)
+    st = tile.stats()
+    rec = tile.timeline_end()
+    assert st == plain                                      # recording changes no cycle and no count
+    spans = rec["spans"]
+    totals = check_lanes([(s.lane, s.start, s.end, s.state) for s in spans], rec["cycles"])
+    for core in layout.CORES:                               # every core was released (the others park at once)
+        t = totals[core]
+        assert t["busy"] == st["instructions"][core], core
+        assert t["busy"] + t["stall"] + t["idle"] == st["cycles"][core], core
+    assert totals["thread1"]["busy"] == st["tensix_cycles"]["issued"][1]
+    reasons = {(s.lane, s.reason) for s in spans if s.state != "busy"}
+    assert ("trisc1", timeline.TTSYNC) in reasons and ("thread1", timeline.SFPU_AUTO_STALL) in reasons
+    assert totals["sfpu"]["busy"] > 0
+    assert tile.timeline_end() is None                      # nothing records any more
+
+
+def test_detached_recorder_is_gone_from_every_hook():
+    tile = Tile()
+    tile.timeline_begin()
+    tile.timeline_end()
+    tm = tile.tensix.tm
+    assert tile.rec is None and tm.rec is None and tm.sfpu.rec is None
+
+
+def test_deferred_long_body_records_what_one_by_one_issue_records(monkeypatch):
+    """tile_long pushes a body longer than the replay buffer word by word: the deferral issues it at once with the
+    issue rule expanded in place (accel/inline.py) and batches its data; recorded timelines equal the reference
+    path's."""
+    fast = _tile_long(True)
+    a = fast.timeline_end()
+    monkeypatch.setattr(tensix_mod.Tensix, "batch_sfpu", lambda self, t, th: 0)
+    monkeypatch.setattr(deferral, "DEFER_SFPU", False)
+    ref = _tile_long(True)
+    b = ref.timeline_end()
+    assert fast.stats() == ref.stats()
+    assert a == b and len(a["spans"]) > 100
