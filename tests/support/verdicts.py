@@ -7,7 +7,8 @@ A *session* is the trace of one fresh device, as a list of events in order:
     ["read_l1" | "read_dram", addr, blob, base]  host reads and the bytes ttsim returned (`base`: see `Corpus`)
     ["read32", addr, value]
     ["advance", clocks]                          an advance outside a launch
-    ["run", cores, generation]                   the released cores ran until each reported done for generation
+    ["run", cores, generation, clocks]           the released cores ran until each reported done for generation
+                                                 (ttsim needed at most `clocks`: the replay's limit scales with it)
 
 `Recorder` wraps a device and writes the trace while a test helper (harness.run_on, driver.launch, a tinygrad
 program) drives it. The wait of a launch (advance + status polls after the release write) is timing, which differs
@@ -33,6 +34,7 @@ from tests.support.device_diff import first_diffs
 
 _STATUS_BYTES = layout.STATUS_STRIDE * len(layout.CORES)
 _DELTA_CANDIDATES = 8            # how many recent equally long writes a read's bytes are compared with
+RUN_CLOCKS_FACTOR, RUN_CLOCKS_MARGIN = 10, 2_000_000
 
 
 def _in_status(addr: int, size: int) -> bool:
@@ -137,7 +139,7 @@ class Recorder:
         if addr == layout.LAUNCH_GENERATION:
             self._generation = value & 0xFFFFFFFF
         if addr == layout.SOFT_RESET_0 and (cores := released_cores(value)):
-            self._running = ["run", cores, self._generation]
+            self._running = ["run", cores, self._generation, 0]
 
     def read_l1(self, addr: int, size: int) -> bytes:
         data = self.inner.read_l1(addr, size)
@@ -159,9 +161,11 @@ class Recorder:
         self.inner.advance(budget)
         if self._running is None:
             self.events.append(["advance", budget])
+        else:
+            self._running[3] += budget
 
 
-def wait_done(device, cores: list[str], generation: int, step: int = 20000, max_clocks: int = 400_000_000) -> str:
+def wait_done(device, cores: list[str], generation: int, max_clocks: int, step: int = 20000) -> str:
     """Advance until every core in `cores` reports done for `generation`; '' or what went wrong."""
     clocks = 0
     while clocks < max_clocks:
@@ -190,7 +194,8 @@ def replay(session: dict, device, corpus: Corpus) -> list[str]:
         elif kind == "advance":
             device.advance(ev[1])
         elif kind == "run":
-            if err := wait_done(device, ev[1], ev[2]):
+            # the emulator's timing is not ttsim's: a generous multiple of ttsim's clocks, so a hang fails quickly
+            if err := wait_done(device, ev[1], ev[2], max_clocks=RUN_CLOCKS_FACTOR * ev[3] + RUN_CLOCKS_MARGIN):
                 return diffs + [f"event {i} (run {ev[1]} generation {ev[2]}): {err}"]
         elif kind == "read32":
             if (got := device.read32(ev[1])) != ev[2]:

@@ -112,6 +112,7 @@ def test_recorder_folds_the_launch_wait_into_one_run():
     execute(rec, case)
     events = rec.finish()
     assert [e[0] for e in events].count("run") == 1
-    assert [e for e in events if e[0] == "run"][0][1:] == [["brisc"], 1]
+    run = next(e for e in events if e[0] == "run")
+    assert run[1:3] == [["brisc"], 1] and run[3] > 0
     assert any(e[0] == "read_l1" and e[1] == case.l1_out[0][0] for e in events)
     assert replay({"events": events}, EmuDevice(), corpus) == []
