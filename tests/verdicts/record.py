@@ -12,8 +12,8 @@ of ttsim itself is stored. Categories (the session name says which case; `keys` 
   FP32 and 16-bit Dst (tests/support/fpu_scripts.py)
 * pack: every pack / unpack / Dst16 format case (tests/support/pack_cases.py), one tile each
 * device: the hand-written device programs (RISC-V cores, NoC, DRAM; tests/support/device_diff.py)
-* family:<name>: small tinygrad programs on TT:ttsim, every kernel of each (keys: the kernel family and plan of each
-  kernel, e.g. fpu_matmul:HiFi3)
+* family: small tinygrad programs on TT:ttsim, every kernel of each (keys: the family of each kernel, with the
+  fidelity where it runs on the FPU: e.g. sfpu_reduce, fpu_matmul:HiFi3, elementwise/FPU ELWMUL HiFi2)
 
 Prints the corpus size, the sessions per category and the keys covered. `--verify` replays the stored corpus on ttsim
 instead (what tests/verdicts/test_verdicts.py does when TT_SIMULATOR is set).
