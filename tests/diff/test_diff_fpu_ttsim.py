@@ -16,7 +16,7 @@ from tt_backend.runtime.emu.device import EmuDevice
 from tt_backend.runtime.ttsim_device import TtsimDevice
 
 from tests.support import fpu_scripts as fs, ttsim_path
-from tests.support.fpu_scripts import BF16, FP16, INT8, PHASES, TF32, Case
+from tests.support.fpu_scripts import BF16, FP16, INT8, PHASES, TF32, Case, inputs, mild_inputs
 from tests.support.words import setc16
 
 LIB = ttsim_path()
@@ -41,26 +41,6 @@ def diff(case: Case, min_nonzero: float = 0.25) -> int:
 def seed(*parts) -> int:
     """Stable across processes (str hashes are salted)."""
     return zlib.crc32(repr(parts).encode())
-
-
-def inputs(sd, fmt, n_tiles=4, wide=True):
-    rng = np.random.default_rng(sd)
-    return fs.tile_inputs(rng, fmt, n_tiles, wide), fs.tile_inputs(rng, fmt, n_tiles, wide)
-
-
-def mild_inputs(sd, fmt, n_tiles=4):
-    """Mostly normal data (1 in 64 special), so MVMUL dot products are finite and exercise the group alignment."""
-    rng = np.random.default_rng(sd)
-    out = []
-    for _ in range(2):
-        x = fs.special_f32(rng, 1024 * n_tiles, wide=False)
-        clean = rng.random(x.shape) < 63 / 64
-        normal = ((rng.integers(0, 2, x.shape, dtype=np.uint32) << 31) |
-                  (rng.integers(127 - 6, 127 + 7, x.shape).astype(np.uint32) << 23) |
-                  rng.integers(0, 1 << 23, x.shape, dtype=np.uint32))
-        x = np.where(clean, normal, x).reshape(n_tiles, 1024)
-        out.append((x >> 16).astype(np.uint16) if fmt == BF16 else (x & 0xFFFFE000).astype(np.uint32))
-    return out
 
 
 FIDS = list(PHASES)

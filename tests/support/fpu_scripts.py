@@ -234,3 +234,24 @@ def fp16_specials(rng, shape) -> np.ndarray:
     exp = np.where((kind >= 0.05) & (kind < 0.08), 31, exp)
     exp = np.where((kind >= 0.08) & (kind < 0.15), rng.choice([1, 2, 29, 30], shape), exp)
     return (sign | (exp.astype(np.uint16) << 10) | man).astype(np.uint16)
+
+
+def inputs(sd, fmt, n_tiles=4, wide=True):
+    """Two operands of n_tiles tiles each, biased to specials, from seed sd."""
+    rng = np.random.default_rng(sd)
+    return tile_inputs(rng, fmt, n_tiles, wide), tile_inputs(rng, fmt, n_tiles, wide)
+
+
+def mild_inputs(sd, fmt, n_tiles=4):
+    """Mostly normal data (1 in 64 special), so MVMUL dot products are finite and exercise the group alignment."""
+    rng = np.random.default_rng(sd)
+    out = []
+    for _ in range(2):
+        x = special_f32(rng, 1024 * n_tiles, wide=False)
+        clean = rng.random(x.shape) < 63 / 64
+        normal = ((rng.integers(0, 2, x.shape, dtype=np.uint32) << 31) |
+                  (rng.integers(127 - 6, 127 + 7, x.shape).astype(np.uint32) << 23) |
+                  rng.integers(0, 1 << 23, x.shape, dtype=np.uint32))
+        x = np.where(clean, normal, x).reshape(n_tiles, 1024)
+        out.append((x >> 16).astype(np.uint16) if fmt == BF16 else (x & 0xFFFFE000).astype(np.uint32))
+    return out
