@@ -6,7 +6,8 @@ classes are identical however they are reached). It is installed at interpreter 
 `tt_backend.pth` in site-packages, which also maps `DEVICE=TT` to tinygrad's `DEV=TT`.
 
 It also watches one tinygrad module, `tinygrad.engine.realize`: the moment that module has executed,
-`tt_backend.schedule_guard` wraps its `run_linear` (a failed schedule never leaves buffers that read as computed).
+`tt_backend.schedule_guard` wraps its `run_linear` (a failed schedule never leaves buffers that read as computed) and
+`tt_backend.tinygrad_knobs` declares the TT kernel's buffer limit to tinygrad's scheduler.
 That has to happen before the first schedule runs and before tinygrad.tensor copies the name, which is long before
 tinygrad opens the TT device (the first schedule already runs when tinygrad first imports ops_tt).
 
@@ -58,9 +59,10 @@ class _GuardAfterExec:
 
     def exec_module(self, module) -> None:
         self.loader.exec_module(module)
-        # lazy: schedule_guard imports tinygrad, which this start-up hook must never do
-        from tt_backend import schedule_guard
+        # lazy: these import tinygrad, which this start-up hook must never do
+        from tt_backend import schedule_guard, tinygrad_knobs
         schedule_guard.install()
+        tinygrad_knobs.declare_kernel_limits()
 
 
 class TTFinder:

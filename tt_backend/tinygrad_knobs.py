@@ -6,6 +6,11 @@ process) rather than silently. (tinygrad's DEBUG levels: tt_backend/debug.py.)
   and BEAM has nothing to search; the kernel is the same with or without it. It is a no-op with a notice rather than an
   error because BEAM is often set for a whole program, whose kernels on other devices (the CPU reference, say) still
   use it. The TT knob for the speed/precision trade-off is TT_ERR_BUDGET, explored by `python -m tt_backend tune`.
+* tinygrad's per-device kernel buffer limit (`DEVICE_MAX_BUFS` in tinygrad/schedule/rangeify.py, the table its
+  scheduler consults for METAL, WEBGPU and CPU): declared for TT as `KERNEL_BUFFERS`, so tinygrad itself splits a
+  fusion that reads more input buffers than one SFPU program holds in Dst (it stores an intermediate and starts a new
+  kernel), instead of handing the TT device a kernel it must refuse. `MAX_KERNEL_BUFFERS=n` still overrides it, as for
+  every device.
 * `VALIDATE_WITH_CPU=1`: works as on any device (tinygrad runs each kernel on its CPU device too and compares,
   elementwise, at rtol = atol = 1e-3). Under a TT_ERR_BUDGET the placement may use reduced-precision FPU paths whose
   elementwise error exceeds that tolerance by design; the notice says so, so that a mismatch is read as the budget at
@@ -20,6 +25,10 @@ from tinygrad.helpers import VALIDATE_WITH_CPU
 from tt_backend import knobs
 
 VALIDATE_TOLERANCE = 1e-3       # tinygrad 0.14 engine/realize.py exec_validate: assert_allclose(rtol=1e-3, atol=1e-3)
+# = lowering.codegen.sfpu_codegen.MAX_SLOTS (not imported: this runs while tinygrad itself is being imported): an SFPU
+# program holds at most MAX_SLOTS - 1 input tiles plus its output in Dst; tinygrad keeps a kernel's input buffers to
+# KERNEL_BUFFERS - 1 (one slot is the output). tests/e2e/test_e2e.py checks that the two agree.
+KERNEL_BUFFERS = 8
 _said: set[str] = set()
 
 
@@ -45,3 +54,24 @@ def validate_notice() -> None:
                             f"rtol=atol={VALIDATE_TOLERANCE:g}; TT_ERR_BUDGET={budget:g} allows reduced-precision FPU "
                             "placements whose error can exceed that by design. Unset TT_ERR_BUDGET to validate the "
                             "float32-faithful kernels.")
+
+
+def declare_kernel_limits() -> None:
+    """Tell tinygrad's scheduler how many buffers one TT kernel may read (see the module doc). Called by the import hook
+    as soon as tinygrad.engine.realize has executed, before the first schedule."""
+    # lazy: tinygrad's scheduler module, loaded by tinygrad itself by now; importing it at this module's top would
+    # pull the scheduler into the compile workers that only need the notices
+    from tinygrad.schedule import rangeify
+    if not isinstance(rangeify.DEVICE_MAX_BUFS, _WithTTDevices):
+        rangeify.DEVICE_MAX_BUFS = _WithTTDevices(rangeify.DEVICE_MAX_BUFS)
+    rangeify.DEVICE_MAX_BUFS.setdefault("TT", KERNEL_BUFFERS)
+
+
+class _WithTTDevices(dict):
+    """tinygrad's table, whose lookup also answers "TT:emu", "TT:1", ... with the "TT" entry (tinygrad looks a kernel's
+    device up by its full name when it is one string; other devices' lookups are unchanged)."""
+
+    def get(self, device, default=None):
+        if isinstance(device, str) and device.startswith("TT:") and device not in self:
+            device = "TT"
+        return super().get(device, default)

@@ -125,6 +125,22 @@ def test_broadcast_permute_pad_shrink():
     assert_ulp(tt, cpu, 0, "shrink")
 
 
+def test_fusions_reading_more_buffers_than_dst_holds_are_split_by_tinygrad():
+    """13 input buffers in one expression: tinygrad's scheduler, told the TT limit (tt_backend/tinygrad_knobs.py),
+    stores an intermediate and starts a new kernel instead of handing the device a kernel it cannot hold in Dst.
+    Additions in tinygrad's order, float32 intermediates: bit-identical to the CPU device."""
+    from tinygrad.helpers import GlobalCounters
+    from tinygrad.schedule.rangeify import DEVICE_MAX_BUFS
+    from tt_backend.lowering.codegen.sfpu_codegen import MAX_SLOTS
+    from tt_backend.tinygrad_knobs import KERNEL_BUFFERS
+    assert KERNEL_BUFFERS == MAX_SLOTS and DEVICE_MAX_BUFS["TT"] == KERNEL_BUFFERS
+    arrays = [rand((33, 40)) for _ in range(13)]
+    kernels = GlobalCounters.kernel_count
+    tt, cpu = run_both(lambda *xs: sum(xs[1:], xs[0]) * xs[3], *arrays)
+    assert GlobalCounters.kernel_count - kernels >= 3        # at least two TT kernels (+ the CPU device's)
+    assert_ulp(tt, cpu, 0, "13 inputs")
+
+
 @pytest.mark.parametrize("src,dst", [(dtypes.float32, dtypes.int32), (dtypes.int32, dtypes.float32),
                                      (dtypes.float32, dtypes.bfloat16), (dtypes.bfloat16, dtypes.float32),
                                      (dtypes.float32, dtypes.bool), (dtypes.bool, dtypes.float32)])
