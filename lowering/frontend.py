@@ -19,7 +19,8 @@ import math
 import struct
 from dataclasses import dataclass, field, replace
 
-from tinygrad.dtype import DType, Invalid, dtypes
+from tinygrad.codegen.decomp.transcendental import xpow
+from tinygrad.dtype import DType, Invalid, dtypes, truncate
 from tinygrad.uop.ops import AxisType, Ops, UOp
 
 from tt_backend.lowering.dag import ValueDAG
@@ -33,6 +34,7 @@ DTYPE_NAME = {dtypes.float32: "float32", dtypes.bfloat16: "bfloat16", dtypes.int
 
 
 def dtype_name(dt: DType, what: str) -> str:
+    if dt == dtypes.weakfloat: dt = dtypes.default_float   # a weak float value lives at the default float (tinygrad)
     if (n := DTYPE_NAME.get(dt)) is None:   # vectors never reach us: the AST is pre-upcast
         raise UnsupportedOp(f"dtype {dt} ({what}): the TT backend supports float32, bfloat16, int32 and bool")
     return n
@@ -148,7 +150,8 @@ class LoweredKernel:
         return [n.op if n.op != "CAST" else f"CAST->{n.dtype}" for n in self.dag.nodes if n.op not in ("LOAD", "CONST")]
 
 
-# ops of the value part, mapped to ValueDAG op names; bool AND/OR/XOR are rewritten into WHERE/CMPNE below
+# ops of the value part, mapped to ValueDAG op names; bool AND/OR/XOR are rewritten into WHERE/CMPNE, integer
+# AND/OR/XOR/SHL/SHR keep their names, POW and FLOORMOD by 2**k are decomposed (_Lowerer._value)
 VALUE_OPS = {Ops.ADD: "ADD", Ops.MUL: "MUL", Ops.SUB: "SUB", Ops.NEG: "NEG", Ops.MAX: "MAX", Ops.CMPLT: "CMPLT",
              Ops.CMPNE: "CMPNE", Ops.WHERE: "WHERE", Ops.RECIPROCAL: "RECIPROCAL", Ops.EXP2: "EXP2", Ops.LOG2: "LOG2",
              Ops.SQRT: "SQRT", Ops.SIN: "SIN", Ops.TRUNC: "TRUNC", Ops.CAST: "CAST"}
@@ -268,7 +271,8 @@ class _Lowerer:
             dt = want if (want is not None and (u.dtype in dtypes.weaks or u.dtype == dtypes.void)) else u.dtype
             if dt in dtypes.weaks: dt = dtypes.float32 if dt == dtypes.weakfloat else dtypes.int32
             v = u.arg
-            v = bool(v) if dt == dtypes.bool else float(v) if dtypes.is_float(dt) else int(v)
+            # integers wrap to int32 as tinygrad's own constants do (dtype.truncate): 0xFFFFFFFF is -1
+            v = bool(v) if dt == dtypes.bool else float(v) if dtypes.is_float(dt) else truncate[dtypes.int32](int(v))
             key = (dtype_name(dt, "constant"), struct.pack("<d", v) if isinstance(v, float) else v)  # -0.0 != 0.0
             if key not in self.consts: self.consts[key] = self.dag.add("CONST", key[0], (), v)
             return self.consts[key]
@@ -304,8 +308,15 @@ class _Lowerer:
         dt = dtype_name(u.dtype, u.op.name)
         if u.op is Ops.WHERE and self.is_range_only(u.src[0]):
             return self.range_gated_where(u)
+        if u.op is Ops.POW:   # tinygrad's own decomposition, the one its codegen applies for every device (CPU too)
+            return self.value(xpow(*(self.commit_weak(s, u.dtype) for s in u.src)), u.dtype)
+        if u.op is Ops.FLOORMOD and (m := self.power_of_two(u.src[1])) is not None:
+            # floor modulo by 2**k is the low k bits in two's complement, negative dividends included
+            mask = self.value(UOp(Ops.CONST, u.dtype, arg=m - 1))
+            return self.dag.add("AND", dt, (self.value(u.src[0], u.dtype), mask))
+        if u.op in (Ops.AND, Ops.OR, Ops.XOR, Ops.SHL, Ops.SHR) and u.dtype != dtypes.bool:
+            return self.dag.add(u.op.name, dt, tuple(self.value(s, u.dtype) for s in u.src))
         if u.op in (Ops.AND, Ops.OR, Ops.XOR):
-            if u.dtype != dtypes.bool: raise UnsupportedOp(f"{self.name}: integer {u.op.name} (bitwise ops on int32)")
             a, b = self.value(u.src[0], dtypes.bool), self.value(u.src[1], dtypes.bool)
             if u.op is Ops.XOR: return self.dag.add("CMPNE", "bool", (a, b))
             k = self.dag.add("CONST", "bool", (), u.op is Ops.OR)
@@ -325,6 +336,17 @@ class _Lowerer:
         else:
             srcs = tuple(self.value(s, u.dtype) for s in u.src)
         return self.dag.add(VALUE_OPS[u.op], dt, srcs)
+
+    @staticmethod
+    def commit_weak(u: UOp, dt: DType) -> UOp:
+        """A weakly typed constant operand as a constant of the op's dtype (what tinygrad's codegen commits it to)."""
+        return UOp(Ops.CONST, dt, arg=u.arg) if u.op is Ops.CONST and u.dtype in dtypes.weaks else u
+
+    @staticmethod
+    def power_of_two(u: UOp) -> int | None:
+        """The value of an integer constant 2**k (k >= 0), else None."""
+        ok = u.op is Ops.CONST and isinstance(u.arg, int) and u.arg > 0 and u.arg & (u.arg - 1) == 0
+        return u.arg if ok else None
 
     def computed_stream(self, u: UOp) -> int:
         """Integer/bool index math in the value part (arange, argmax's reversed index): the reader computes it per

@@ -521,6 +521,23 @@ def i_ne(e, d, s, t):                       # clz(a ^ b) - 32 < 0  <=>  a != b
     e.shr(d, t1, 31)
 
 
+def i_shl(e, d, s, t):
+    """a << b (C on int32: b in 0..31). SFPSHFT with the amount in VC shifts VD left for amounts >= 0."""
+    a, b = s
+    e.mov(d, a)
+    e.shift_by(d, b)
+
+
+def i_shr(e, d, s, t):
+    """a >> b, arithmetic (C on int32: b in 0..31): SFPSHFT shifts right by -amount for negative amounts; the
+    amount 0 - b is 0 for b = 0, which SFPSHFT takes as a left shift by 0 (the same value)."""
+    a, b = s
+    e.mov(t[0], b)
+    e.isub_from(t[0], ZERO)
+    e.mov(d, a)
+    e.i("SFPSHFT", lreg_c=t[0], lreg_dest=d, instr_mod1=SHFT_ARITH)
+
+
 def b_lt(e, d, s, t):                       # bool a < b  <=>  !a & b
     e.bnot(t[0], s[0])
     e.and3(d, t[0], s[1])
@@ -638,6 +655,8 @@ SEQS: dict[tuple[str, str], Seq] = {
     ("AND", I): Seq(bit_op("SFPAND"), 0, (0, 1)),
     ("OR", I): Seq(bit_op("SFPOR"), 0, (0, 1)),
     ("XOR", I): Seq(bit_op("SFPXOR"), 0, (0, 1)),
+    ("SHL", I): Seq(i_shl, 0, (0,)),
+    ("SHR", I): Seq(i_shr, 1, (0,)),
     ("CMPLT", B): Seq(b_lt, 1, (0, 1)),
     ("CMPNE", B): Seq(bit_op("SFPXOR"), 0, (0, 1)),
     ("AND", B): Seq(bit_op("SFPAND"), 0, (0, 1)),

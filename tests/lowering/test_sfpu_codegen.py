@@ -10,7 +10,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tt_backend.lowering.dag import ValueDAG
+from tt_backend.lowering.dag import ValueDAG, VNode
+from tt_backend.lowering.placement.cost import sfpu_op_cycles
 from tt_backend.lowering.codegen.sfpu_codegen import compile_sfpu, disassemble
 from tt_backend.chip.numerics.dst import Dst
 from tt_backend.chip.numerics.sfpu.functional import FunctionalSFPU as SFPU
@@ -283,6 +284,29 @@ def test_int32_binary(op):
     with np.errstate(over="ignore"):
         ref = INT_OPS[op](a, b).astype(np.int32)
     assert (run_op(op, ["int32"] * 2, out, a, b).view(np.int32) == ref).all()
+
+
+@pytest.mark.parametrize("op", ["SHL", "SHR"])
+def test_int32_shifts(op):
+    """C's << and >> on int32 (>> arithmetic) for every amount 0..31, bit-exact; a constant amount too."""
+    rng = np.random.default_rng(14)
+    a = rand_i32(rng)
+    n = (np.arange(N) % 32).astype(np.int32)
+    ref = {"SHL": np.left_shift, "SHR": np.right_shift}[op]
+    assert (run_op(op, ["int32"] * 2, "int32", a, n).view(np.int32) == ref(a, n)).all()
+    d = ValueDAG()
+    x = d.add("LOAD", "int32", (), 0)
+    d.out = d.add(op, "int32", (x, d.add("CONST", "int32", (), 7)))
+    assert (run(compile_sfpu(d, 1, "int32"), [a]).view(np.int32) == ref(a, 7)).all()
+
+
+def test_bit_op_costs():
+    """The placement's cost table prices the new sequences from their instruction counts (32 row steps a tile): one
+    instruction each, the destination taking the dying first source's register; SHR negates the amount first (3)."""
+    from_counts = {("AND", "int32"): 1, ("OR", "int32"): 1, ("XOR", "int32"): 1, ("SHL", "int32"): 1,
+                   ("SHR", "int32"): 3}
+    for (op, dt), n in from_counts.items():
+        assert sfpu_op_cycles(VNode(0, op, dt), (dt, dt)) == 32 * n, op
 
 
 def test_int32_neg():
