@@ -19,9 +19,9 @@ import math
 import struct
 from dataclasses import dataclass, field, replace
 
-from tinygrad.codegen.decomp.transcendental import xpow
 from tinygrad.dtype import DType, Invalid, dtypes, truncate
-from tinygrad.uop.ops import AxisType, Ops, UOp
+from tinygrad.uop.ops import AxisType, Ops, UOp, graph_rewrite
+from tinygrad.uop.symbolic import sym
 
 from tt_backend.lowering.dag import ValueDAG
 from tt_backend.lowering.index import OPS, IndexExpr, IndexTexts
@@ -151,7 +151,7 @@ class LoweredKernel:
 
 
 # ops of the value part, mapped to ValueDAG op names; bool AND/OR/XOR are rewritten into WHERE/CMPNE, integer
-# AND/OR/XOR/SHL/SHR keep their names, POW and FLOORMOD by 2**k are decomposed (_Lowerer._value)
+# AND/OR/XOR/SHL/SHR keep their names, FLOORMOD by 2**k is an AND (_Lowerer._value); POW arrives decomposed (lower_ast)
 VALUE_OPS = {Ops.ADD: "ADD", Ops.MUL: "MUL", Ops.SUB: "SUB", Ops.NEG: "NEG", Ops.MAX: "MAX", Ops.CMPLT: "CMPLT",
              Ops.CMPNE: "CMPNE", Ops.WHERE: "WHERE", Ops.RECIPROCAL: "RECIPROCAL", Ops.EXP2: "EXP2", Ops.LOG2: "LOG2",
              Ops.SQRT: "SQRT", Ops.SIN: "SIN", Ops.TRUNC: "TRUNC", Ops.CAST: "CAST"}
@@ -163,8 +163,8 @@ REJECT = {Ops.SPECIAL: "SPECIAL (pre-launched kernels)",
 
 
 class _Lowerer:
-    def __init__(self, sink: UOp, name: str):
-        self.sink, self.name = sink, name
+    def __init__(self, sink: UOp, name: str, params: dict[int, UOp]):
+        self.sink, self.name, self.params = sink, name, params
         self.dag = ValueDAG()
         self.memo: dict[UOp, int] = {}
         self.consts: dict[tuple, int] = {}            # (dtype, value bits) -> dag node id: one node per constant
@@ -308,8 +308,6 @@ class _Lowerer:
         dt = dtype_name(u.dtype, u.op.name)
         if u.op is Ops.WHERE and self.is_range_only(u.src[0]):
             return self.range_gated_where(u)
-        if u.op is Ops.POW:   # tinygrad's own decomposition, the one its codegen applies for every device (CPU too)
-            return self.value(xpow(*(self.commit_weak(s, u.dtype) for s in u.src)), u.dtype)
         if u.op is Ops.FLOORMOD and (m := self.power_of_two(u.src[1])) is not None:
             # floor modulo by 2**k is the low k bits in two's complement, negative dividends included
             mask = self.value(UOp(Ops.CONST, u.dtype, arg=m - 1))
@@ -336,11 +334,6 @@ class _Lowerer:
         else:
             srcs = tuple(self.value(s, u.dtype) for s in u.src)
         return self.dag.add(VALUE_OPS[u.op], dt, srcs)
-
-    @staticmethod
-    def commit_weak(u: UOp, dt: DType) -> UOp:
-        """A weakly typed constant operand as a constant of the op's dtype (what tinygrad's codegen commits it to)."""
-        return UOp(Ops.CONST, dt, arg=u.arg) if u.op is Ops.CONST and u.dtype in dtypes.weaks else u
 
     @staticmethod
     def power_of_two(u: UOp) -> int | None:
@@ -404,13 +397,18 @@ class _Lowerer:
             # tiles, so stream the output buffer itself in as a never-used input (its value is dead in the DAG)
             self.dag.add("LOAD", output.dtype, (), 0)
             self.inputs.append(replace(output, gate=frozenset()))
-        params = {u.arg.slot: u for u in self.sink.toposort() if u.op is Ops.PARAM}
-        buffers = [Buffer(s, buffer_dtype(p), int(p.src[0].arg) * DTYPE_SIZE[buffer_dtype(p)]) for s, p in sorted(params.items())]
+        buffers = [Buffer(s, buffer_dtype(p), int(p.src[0].arg) * DTYPE_SIZE[buffer_dtype(p)])
+                   for s, p in sorted(self.params.items())]
         return LoweredKernel(self.name, tuple(self.sizes), buffers, self.inputs, output, self.dag)
 
 
 def lower_ast(sink: UOp, name: str) -> LoweredKernel:
     """The pure frontend: index expressions + value DAG (no SFPU code generation, no L1 allocation)."""
     if sink.op is not Ops.SINK: raise UnsupportedOp(f"{name}: expected a SINK, got {sink.op.name}")
-    return _Lowerer(sink, name).lower()
+    # tinygrad's codegen runs its symbolic rewrites (`sym`) on every kernel before any device renders it, so the CPU
+    # device computes POW by its decomposition and x * (1/(1+x)) as 1 - 1/(1+x) (sigmoid's gradient at -1000 is 0
+    # there, not 0 * inf). The same rewrites here give the same algebra. The buffers stay the AST's: a rewrite may drop
+    # a load (x - x), but tinygrad still passes every buffer.
+    params = {u.arg.slot: u for u in sink.toposort() if u.op is Ops.PARAM}
+    return _Lowerer(graph_rewrite(sink, sym), name, params).lower()
 

@@ -1,0 +1,57 @@
+"""IEEE special values and extreme arguments on Device TT give what tinygrad's CPU device gives, bit for bit.
+
+The one allowed difference is the SFPU's documented denormal flush (docs/isa.md §3.4): a denormal input is read as
+a signed zero and a denormal result is written as one. The cases are the issue's list (sigmoid of +-1000, exp of
++-100, log2 of 0 and of negatives, reciprocal of 0 and inf, sqrt of -1) plus the other specials of each op, and the
+gradient of sigmoid at extreme arguments, which is 0 on the CPU device because tinygrad's codegen rewrites
+x * (1/(1+x)) to 1 - 1/(1+x) before any device runs it (the backend runs the same rewrites: lowering/frontend.py).
+"""
+import numpy as np
+import pytest
+
+from tinygrad import Tensor
+
+pytestmark = pytest.mark.needs_cc
+
+F32_MIN_NORMAL = 2.0 ** -126
+INF, NAN = np.inf, np.nan
+CASES = {
+    "sigmoid": (Tensor.sigmoid, [1000.0, -1000.0, 400.0, -400.0, INF, -INF, NAN, 0.0]),
+    "exp": (Tensor.exp, [100.0, -100.0, 88.8, -87.0, -104.0, INF, -INF, NAN]),
+    "log2": (Tensor.log2, [0.0, -0.0, -1.0, -INF, INF, NAN, 1e-45, 1.0]),
+    "reciprocal": (Tensor.reciprocal, [0.0, -0.0, INF, -INF, NAN, 1e-45, 3e38]),
+    "sqrt": (Tensor.sqrt, [-1.0, -0.0, 0.0, INF, -INF, NAN, 1e-45, -1e-45]),
+    "sin": (Tensor.sin, [INF, -INF, NAN, 0.0, -0.0]),
+    "pow": (lambda x: x ** 0.5, [-1.0, 0.0, -0.0, INF, -INF, NAN]),
+}
+
+
+def flushed(x: np.ndarray) -> np.ndarray:
+    """x with denormals replaced by zeros of the same sign (what the SFPU reads and writes)."""
+    return np.where((x != 0) & (np.abs(x) < F32_MIN_NORMAL), np.copysign(np.float32(0), x), x).astype(np.float32)
+
+
+def same(got: np.ndarray, want: np.ndarray) -> np.ndarray:
+    """Per element: equal bits, or both NaN (the SFPU's NaN is the canonical quiet NaN, the CPU's keeps a payload)."""
+    return (got.view(np.uint32) == want.view(np.uint32)) | (np.isnan(got) & np.isnan(want))
+
+
+@pytest.mark.parametrize("op", list(CASES))
+def test_specials_match_cpu(target, serial_compile, op):
+    fn, vals = CASES[op]
+    x = np.array(vals, np.float32)
+    got = fn(Tensor(x, device=f"TT:{target}")).numpy()
+    want = fn(Tensor(x, device="CPU")).numpy()
+    want_flushed = fn(Tensor(flushed(x), device="CPU")).numpy()      # the CPU's answer for the flushed input
+    ok = same(got, want) | same(got, flushed(want)) | same(got, flushed(want_flushed))
+    assert ok.all(), f"{op}: inputs {x[~ok]} TT {got[~ok]} CPU {want[~ok]}"
+
+
+@pytest.mark.parametrize("alt", [False, True], ids=["sigmoid", "exp_over_1_plus_exp"])
+def test_sigmoid_gradient_at_extremes_is_zero(serial_compile, alt):
+    def grad(dev, v):
+        x = Tensor([v], device=dev)
+        y = x.exp() / (1 + x.exp()) if alt else x.sigmoid()
+        return y[0].gradient(x)[0].item()
+    for v in (300.0, -300.0, 1000.0, -1000.0):
+        assert grad("TT", v) == grad("CPU", v) == 0.0, v
