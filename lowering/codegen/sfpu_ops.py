@@ -430,28 +430,44 @@ def f_log2(e, d, s, t):
     e.endif()
 
 
-SIN_P1 = 3.1416015625                       # pi to 12 significant bits: k * P1 is exact for |k| < 2**12
-SIN_P2 = -8.90890987648163e-06              # fp32(pi - P1)
+# pi = P1 + P2 + P3: P1 and P2 of 13 significant bits each (so k*P1, k*P2 are exact for k of 11 bits), P3 = fp32 rest
+SIN_P = [3.1416015625, -8.909031748771667e-06, 1.2154188766544394e-10]
+SIN_KH_RND = 1.5 * 2.0 ** 34                # k + this - this rounds k to a multiple of 2**11 (|k| < 2**22)
 SIN_Q = [-0.1666666716337204, 0.008333333767950535, -0.00019841265748254955, 2.7556900477065938e-06,
          -2.5028459305076467e-08, 1.5387395524424363e-10]   # sin r = r + r^3 q(r^2), |r| <= pi/2
 
 
 def f_sin(e, d, s, t):
-    """k = rint(x/pi) (fused x*(1/pi) + magic), r = (x - k*P1) - k*P2 (Cody-Waite, both on SFPMAD),
-    sin x = (-1)^k (r + r^3 q(r^2)); |x| < 2**-13 -> x. Inf/NaN -> NaN."""
+    """k = rint(x/pi) (fused x*(1/pi) + magic, an integer for |x| < 2**22 * pi = 1.3e7), split k = kh + kl (kh a
+    multiple of 2**11, |kl| <= 2**10), then Cody-Waite r = x - kh*P1 - kl*P1 - kh*P2 - kl*P2 - kh*P3 - kl*P3 on
+    SFPMAD: every product with P1/P2 is exact (11 + 13 bits) and so are the first differences, so r is within about
+    2**-24 of x - k*pi; sin x = (-1)^k (r + r^3 q(r^2)). |x| < 2**-13 -> x; Inf/NaN -> NaN. Beyond 2**22 * pi the
+    reduction is not exact (that needs pi to ~150 bits, Payne-Hanek): the result is only kept in [-1, 1]."""
     x = s[0]
-    tk, t2, t3, t4 = t
-    m = e.creg(t3, MAGIC_RND)
-    e.mad(tk, x, e.creg(t2, 1 / 3.141592653589793), m)     # tk = k + magic
-    e.fsub(t2, tk, m)                       # k as float
-    e.mad(d, t2, e.creg(t3, SIN_P1), x, MAD_NEG_B)         # r1 = x - k*P1 (exact)
-    e.mad(d, t2, e.creg(t3, SIN_P2), d, MAD_NEG_B)         # r = r1 - k*P2
+    tk, kl, kh, tc = t
+    m = e.creg(tc, MAGIC_RND)
+    e.mad(tk, x, e.creg(kl, 1 / 3.141592653589793), m)     # tk = k + magic
+    e.fsub(kl, tk, m)                       # k as float
     e.shl(tk, tk, 31)                       # parity of k -> sign bit
-    e.fmul(t2, d, d)                        # z = r*r
-    horner(e, t3, t2, SIN_Q, t4)            # q(z)
-    e.fmul(t2, d, t2)                       # r^3
-    e.mad(d, t2, t3, d)                     # r + r^3 q
+    c = e.creg(tc, SIN_KH_RND)
+    e.fadd(kh, kl, c)
+    e.fsub(kh, kh, c)                       # kh
+    e.fsub(kl, kl, kh)                      # kl = k - kh (exact)
+    e.mov(d, x)
+    for p in SIN_P:
+        pc = e.creg(tc, p)
+        e.mad(d, kh, pc, d, MAD_NEG_B)
+        e.mad(d, kl, pc, d, MAD_NEG_B)
+    e.fmul(kl, d, d)                        # z = r*r
+    horner(e, kh, kl, SIN_Q, tc)            # q(z)
+    e.fmul(kl, d, kl)                       # r^3
+    e.mad(d, kl, kh, d)                     # r + r^3 q
     e.xor(d, tk)
+    e.setsgn_imm(kl, d, 0)
+    e.le(kl, e.creg(tc, F32_INF))           # not NaN ...
+    e.gt(kl, ONE)                           # ... and |result| > 1 (only where the reduction was not exact)
+    e.setsgn_from_d(d, ONE)                 # +-1
+    e.endif()
     e.exexp(tk, x)
     e.iaddi(tk, tk, 13, cc=0)               # |x| < 2**-13: sin x = x in fp32 (keeps -0, denormals)
     e.mov(d, x)

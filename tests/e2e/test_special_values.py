@@ -47,6 +47,17 @@ def test_specials_match_cpu(target, serial_compile, op):
     assert ok.all(), f"{op}: inputs {x[~ok]} TT {got[~ok]} CPU {want[~ok]}"
 
 
+def test_sin_of_large_arguments(target, serial_compile):
+    """Up to 2**22 * pi (1.3e7) the SFPU reduces exactly (a few 2**-24 from the CPU device); beyond, the result only
+    stays in [-1, 1] (the CPU device's exact reduction needs pi to ~150 bits)."""
+    x = np.array([1e5, -1e6, 4e6, 1.3e7, -1.2e7, 3e7, 1e20, 1e30, -3e38], np.float32)
+    got = Tensor(x, device=f"TT:{target}").sin().numpy()
+    want = Tensor(x, device="CPU").sin().numpy()
+    exact = np.abs(x) < 2 ** 22 * np.pi
+    assert np.abs(got[exact] - want[exact]).max() <= 4 * 2.0 ** -24
+    assert (np.abs(got) <= 1).all()
+
+
 @pytest.mark.parametrize("alt", [False, True], ids=["sigmoid", "exp_over_1_plus_exp"])
 def test_sigmoid_gradient_at_extremes_is_zero(serial_compile, alt):
     def grad(dev, v):

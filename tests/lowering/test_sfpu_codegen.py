@@ -407,6 +407,18 @@ def test_sin():
     assert np.isnan(f32(inf)).all()
 
 
+def test_sin_large_arguments():
+    """The two-part k and three-part pi keep the reduction exact up to |x| < 2**22 * pi (1.3e7); beyond it the result
+    is only bounded: it stays in [-1, 1] (tinygrad's CPU device reduces exactly there, the SFPU does not)."""
+    rng = np.random.default_rng(26)
+    x = (np.exp(rng.uniform(np.log(100), np.log(1.3e7), N)) * rng.choice([-1, 1], N)).astype(np.float32)
+    err = sin_abs_error_ulps(x, run_op("SIN", ["float32"], "float32", x))
+    assert err.max() <= 4.0, f"SIN: {err.max():.3f} x 2**-24 at x={x[np.argmax(err)]!r}"
+    huge = (np.exp(rng.uniform(np.log(1.4e7), np.log(3e38), N)) * rng.choice([-1, 1], N)).astype(np.float32)
+    got = f32(run_op("SIN", ["float32"], "float32", huge))
+    assert (np.abs(got) <= 1).all()
+
+
 # ------------------------------------------------------------------------------------------------ bfloat16
 
 @pytest.mark.parametrize("op", list(BINARY_F))
