@@ -5,6 +5,10 @@ the product has no other use. One rounding instead of two: that is both half the
 device computes (clang contracts these expressions into fma). SFPMAD is "partially fused" (docs/isa.md §3), so in
 rare cancellation cases it differs from an exact fma by the product's dropped low bits. bfloat16 expressions are left
 alone: tinygrad rounds the bf16 product before the add.
+
+`fuse_divide`: float32 `a * (1/b)` (tinygrad's division) becomes DIV(a, b) when the reciprocal has no other use and
+the product was not fused into an SFPMAD above: the same bits, except that a quotient whose divisor is beyond 2**126
+(where 1/b alone is denormal and flushed) stays right (lowering/codegen/sfpu_ops.py `f_div`).
 """
 from __future__ import annotations
 
@@ -30,4 +34,23 @@ def fuse_multiply_add(dag: ValueDAG) -> ValueDAG:
             a, b = nodes[y].srcs
             nodes[k] = VNode(k, "MULADD" if n.op == "ADD" else "NMULADD", n.dtype, (a, b, x))
     # the fused MULs are now dead; compile_sfpu schedules only what the output reaches
+    return ValueDAG(nodes, dag.out)
+
+
+def fuse_divide(dag: ValueDAG) -> ValueDAG:
+    uses = dag.uses()
+    nodes = list(dag.nodes)
+
+    def reciprocal_only_here(i: int) -> bool:
+        n = nodes[i]
+        return n.op == "RECIPROCAL" and n.dtype == "float32" and uses[i] == 1
+
+    for k, n in enumerate(nodes):
+        if n.op != "MUL" or n.dtype != "float32":
+            continue
+        x, y = n.srcs
+        if reciprocal_only_here(y):
+            nodes[k] = VNode(k, "DIV", n.dtype, (x, nodes[y].srcs[0]))
+        elif reciprocal_only_here(x):
+            nodes[k] = VNode(k, "DIV", n.dtype, (y, nodes[x].srcs[0]))
     return ValueDAG(nodes, dag.out)

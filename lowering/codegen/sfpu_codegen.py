@@ -24,7 +24,7 @@ import numpy as np
 from tt_backend.lowering.codegen import sfpu_ops as so
 from tt_backend.lowering.dag import ValueDAG, VNode
 from tt_backend.lowering.plan import SfpuProgram
-from tt_backend.lowering.rewrite import fuse_multiply_add
+from tt_backend.lowering.rewrite import fuse_divide, fuse_multiply_add
 from tt_backend.chip.errors import UnsupportedOp
 from tt_backend.chip.isa import disasm, encode
 
@@ -262,6 +262,7 @@ def compile_sfpu(dag, n_inputs: int, out_dtype=None, fuse_mad: bool = True, rese
         out_dtype = None
     if fuse_mad:
         dag = fuse_multiply_add(dag)
+    dag = fuse_divide(dag)
     nodes = list(dag.nodes)
     out = dag.out if dag.out >= 0 else len(nodes) - 1
     if out_dtype is not None and out_dtype != nodes[out].dtype:

@@ -295,15 +295,12 @@ def f_trunc(e, d, s, t):
     e.endif()
 
 
-def f_recip(e, d, s, t):
-    """xs = x, scaled by 2**-64 when |x| >= 2**64 (so y*(1-x*y) cannot underflow); y0 = SFPARECIP(xs) (|rel err| <
-    2**-7.5), then 2 Newton steps y += y*(1 - xs*y) on SFPMAD on lanes where x is normal or NaN, then y *= 2**-64
-    where scaled. x = +-0/denormal -> +-Inf and x = +-Inf -> +-0 come from SFPARECIP directly."""
-    x = s[0]
-    t1, t2, xs = t
+def scaled_recip(e, d: int, x: int, t1: int, t2: int, xs: int) -> None:
+    """d = 1/xs with xs = x, scaled by 2**-64 when |x| >= 2**64 (so y*(1-x*y) cannot underflow); y0 = SFPARECIP(xs)
+    (|rel err| < 2**-7.5), then 2 Newton steps y += y*(1 - xs*y) on SFPMAD on lanes where x is normal or NaN.
+    x = +-0/denormal -> +-Inf and x = +-Inf -> +-0 come from SFPARECIP directly. The caller undoes the scaling."""
     e.mov(xs, x)
-    e.exexp(t1, x)
-    e.iaddi(t1, t1, -64, cc=IADD_CC_GTE0)   # |x| >= 2**64 (and Inf/NaN)
+    if_scaled(e, t1, x)
     e.muli(xs, 2.0 ** -64)
     e.endif()
     e.arecip(d, xs)
@@ -316,10 +313,37 @@ def f_recip(e, d, s, t):
         e.mad(t1, xs, d, ONE, MAD_NEG_B)    # e = 1 - x*y
         e.mad(d, d, t1, d)                  # y = y*e + y
     e.endif()
-    e.exexp(t1, x)
-    e.iaddi(t1, t1, -64, cc=IADD_CC_GTE0)
+
+
+def if_scaled(e, t: int, x: int) -> None:
+    """LaneFlags &= |x| >= 2**64 (and Inf/NaN): the lanes `scaled_recip` scales."""
+    e.exexp(t, x)
+    e.iaddi(t, t, -64, cc=IADD_CC_GTE0)
+
+
+def f_recip(e, d, s, t):
+    """`scaled_recip`, then y *= 2**-64 where scaled."""
+    x = s[0]
+    t1, t2, xs = t
+    scaled_recip(e, d, x, t1, t2, xs)
+    if_scaled(e, t1, x)
     e.fmul(d, d, e.creg(t2, 2.0 ** -64))    # exact unless the result is denormal (then flushed, as SFPMAD does)
     e.endif()
+
+
+def f_div(e, d, s, t):
+    """a / b as a * (1/b) (lowering/rewrite.py fuses MUL(a, RECIPROCAL(b)) into it), with the scaling moved to a:
+    where |b| >= 2**64, (a * 2**-64) * scaled_recip(b) instead of a * (scaled_recip(b) * 2**-64). The bits equal
+    the unfused pair except where 1/b alone is denormal (|b| > 2**126): there the pair flushes 1/b to 0 (3e38/3e38
+    gave 0, inf/3e38 NaN) and this gives the quotient, as the CPU device's division does."""
+    a, b = s
+    t1, t2, xs, sa = t
+    scaled_recip(e, d, b, t1, t2, xs)
+    e.mov(sa, a)
+    if_scaled(e, t1, b)
+    e.fmul(sa, sa, e.creg(t2, 2.0 ** -64))  # exact unless a * 2**-64 is denormal (then so is the quotient)
+    e.endif()
+    e.fmul(d, sa, d)
 
 
 def f_sqrt(e, d, s, t):
@@ -657,6 +681,7 @@ SEQS: dict[tuple[str, str], Seq] = {
     ("CMPNE", F): Seq(f_ne, 3, (0, 1)),
     ("TRUNC", F): Seq(f_trunc, 2),
     ("RECIPROCAL", F): Seq(f_recip, 3, (), True),
+    ("DIV", F): Seq(f_div, 4, (), True),
     ("SQRT", F): Seq(f_sqrt, 3, (), True),
     ("EXP2", F): Seq(f_exp2, 3, (), True),
     ("LOG2", F): Seq(f_log2, 3, (), True),

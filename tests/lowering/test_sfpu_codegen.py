@@ -300,13 +300,15 @@ def test_int32_shifts(op):
     assert (run(compile_sfpu(d, 1, "int32"), [a]).view(np.int32) == ref(a, 7)).all()
 
 
-def test_bit_op_costs():
+def test_new_op_costs():
     """The placement's cost table prices the new sequences from their instruction counts (32 row steps a tile): one
-    instruction each, the destination taking the dying first source's register; SHR negates the amount first (3)."""
+    instruction each, the destination taking the dying first source's register; SHR negates the amount first (3);
+    DIV is RECIPROCAL (20) + MUL (1) + the copy of the dividend it scales (22)."""
     from_counts = {("AND", "int32"): 1, ("OR", "int32"): 1, ("XOR", "int32"): 1, ("SHL", "int32"): 1,
-                   ("SHR", "int32"): 3}
+                   ("SHR", "int32"): 3, ("DIV", "float32"): 22, ("RECIPROCAL", "float32"): 20}
     for (op, dt), n in from_counts.items():
-        assert sfpu_op_cycles(VNode(0, op, dt), (dt, dt)) == 32 * n, op
+        srcs = (dt,) if op == "RECIPROCAL" else (dt, dt)
+        assert sfpu_op_cycles(VNode(0, op, dt), srcs) == 32 * n, op
 
 
 def test_int32_neg():
@@ -349,6 +351,33 @@ def test_reciprocal():
         elif float(v) in sp and (v != 0 or True):
             want = sp[float(v)] if v != 0 else (np.inf if not np.signbit(v) else -np.inf)
             assert bits(want) == got[i], (v, f32(got[i]))
+
+
+def test_division_keeps_the_reciprocal_bits_and_fixes_huge_divisors():
+    """MUL(a, RECIPROCAL(b)) compiles to DIV (lowering/rewrite.py fuse_divide): bit-identical to the reciprocal and
+    the product run separately while |b| <= 2**126; beyond, where 1/b alone is denormal (flushed to 0, so inf/3e38
+    was NaN), the quotient is within 2 ulp of the exact one (two roundings: the reciprocal's and the product's)."""
+    rng = np.random.default_rng(28)
+    a, b = rand_mixed_f32(rng), rand_normal_f32(rng)
+    b[:len(SPECIALS)] = np.roll(SPECIALS, 5)
+    huge = slice(600, 700)
+    b[huge] = f32(rng.integers(0x7E800000, 0x7F7FFFFF, 100).astype(np.uint32)) * rng.choice([-1, 1], 100)
+    a[huge][:10] = [np.inf, -np.inf, 3e38, -3e38, 1.0, 0.0, -0.0, np.nan, 2.0 ** -100, 1e30]
+    d = ValueDAG()
+    x, y = d.add("LOAD", "float32", (), 0), d.add("LOAD", "float32", (), 1)
+    d.out = d.add("MUL", "float32", (x, d.add("RECIPROCAL", "float32", (y,))))
+    prog = compile_sfpu(d, 2, "float32")
+    assert "SFPMAD" in disassemble(prog) and len(prog.body) > 20
+    got = run(prog, [a, b])
+    pair = run_op("MUL", ["float32"] * 2, "float32", a, f32(run_op("RECIPROCAL", ["float32"], "float32", b)))
+    small = ~(np.abs(b) > 2.0 ** 126)
+    assert (got[small] == pair[small]).all()
+    with np.errstate(all="ignore"):
+        ref = a[huge].astype(np.float64) / b[huge].astype(np.float64)
+    g = f32(got[huge])
+    special = ~np.isfinite(ref) | (np.abs(ref) < 2.0 ** -126)
+    assert_bits_equal(got[huge][special], ref[special].astype(np.float32), "DIV specials")
+    assert ulp_error(g[~special], ref[~special]).max() <= 2.0
 
 
 def test_sqrt():
