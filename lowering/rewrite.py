@@ -42,11 +42,11 @@ def fuse_divide(dag: ValueDAG) -> ValueDAG:
     nodes = list(dag.nodes)
 
     def reciprocal_only_here(i: int) -> bool:
-        n = nodes[i]
-        return n.op == "RECIPROCAL" and n.dtype == "float32" and uses[i] == 1
+        n = nodes[i]   # (tinygrad's AST may take the reciprocal of an int32 value: that one stays as it is)
+        return n.op == "RECIPROCAL" and uses[i] == 1 and nodes[n.srcs[0]].dtype == n.dtype == "float32"
 
     for k, n in enumerate(nodes):
-        if n.op != "MUL" or n.dtype != "float32":
+        if n.op != "MUL" or n.dtype != "float32" or any(nodes[s].dtype != "float32" for s in n.srcs):
             continue
         x, y = n.srcs
         if reciprocal_only_here(y):

@@ -603,6 +603,12 @@ def test_unsupported():
         compile_op("SQRT", ["int32"], "int32")
     with pytest.raises(UnsupportedOp, match="RECIPROCAL"):
         compile_op("RECIPROCAL", ["bool"], "bool")
+    # tinygrad's int / int: a float32 RECIPROCAL of an int32 value; the division fusion must not take it as a float
+    d = ValueDAG()
+    x, y = d.add("LOAD", "int32", (), 0), d.add("LOAD", "int32", (), 1)
+    d.out = d.add("MUL", "float32", (d.add("CAST", "float32", (x,)), d.add("RECIPROCAL", "float32", (y,))))
+    with pytest.raises(UnsupportedOp, match="RECIPROCAL on dtype int32"):
+        compile_sfpu(d, 2, "float32")
 
 
 def _random_dag(rng, n_inputs, n_ops, dtype):
