@@ -24,6 +24,7 @@ CASES = {
     "sqrt": (Tensor.sqrt, [-1.0, -0.0, 0.0, INF, -INF, NAN, 1e-45, -1e-45]),
     "sin": (Tensor.sin, [INF, -INF, NAN, 0.0, -0.0]),
     "pow": (lambda x: x ** 0.5, [-1.0, 0.0, -0.0, INF, -INF, NAN]),
+    "div_by_3e38": (lambda x: x / 3e38, [3e38, -3e38, INF, -INF, NAN, 1e30, 0.0]),   # x * (a denormal constant)
 }
 
 

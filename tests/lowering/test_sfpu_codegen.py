@@ -380,6 +380,19 @@ def test_division_keeps_the_reciprocal_bits_and_fixes_huge_divisors():
     assert ulp_error(g[~special], ref[~special]).max() <= 2.0
 
 
+@pytest.mark.parametrize("c", [1 / 3e38, -2.0 ** -149, 1e-40])
+def test_product_with_a_denormal_constant(c):
+    """x * c with c denormal (tinygrad's x / 3e38): bit-exact against numpy's float32 product (the SFPU would read c
+    as 0; lowering/rewrite.py scales it), a denormal product flushed to a signed zero."""
+    rng = np.random.default_rng(29)
+    x = rand_normal_f32(rng, emin=60, emax=127)
+    x[:len(SPECIALS)] = SPECIALS
+    d = ValueDAG()
+    d.out = d.add("MUL", "float32", (d.add("LOAD", "float32", (), 0), d.add("CONST", "float32", (), c)))
+    with np.errstate(all="ignore"):
+        assert_bits_equal(run(compile_sfpu(d, 1, "float32"), [x]), x * np.float32(c), f"x * {c!r}")
+
+
 def test_sqrt():
     x = np.abs(rand_normal_f32(np.random.default_rng(21)))
     x[:6] = [0.0, -0.0, np.inf, np.nan, -1.0, -np.inf]
