@@ -68,7 +68,8 @@ def fuse_divide(dag: ValueDAG) -> ValueDAG:
 def scale_denormal_constants(dag: ValueDAG) -> ValueDAG:
     def denormal(i: int) -> bool:
         n = dag.nodes[i]
-        return n.op == "CONST" and n.dtype == "float32" and 0 < abs(float(np.float32(n.arg))) < F32_MIN_NORMAL
+        # (a value below half the smallest denormal rounds to a zero constant: nothing to scale)
+        return n.op == "CONST" and n.dtype == "float32" and 0 < abs(n.arg) < F32_MIN_NORMAL and np.float32(n.arg) != 0
 
     def scaled_product(n: VNode) -> bool:
         return n.op == "MUL" and n.dtype == "float32" and any(denormal(s) for s in n.srcs)
