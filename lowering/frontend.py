@@ -19,8 +19,9 @@ import math
 import struct
 from dataclasses import dataclass, field, replace
 
-from tinygrad.dtype import DType, Invalid, dtypes
-from tinygrad.uop.ops import AxisType, Ops, UOp
+from tinygrad.dtype import DType, Invalid, dtypes, truncate
+from tinygrad.uop.ops import AxisType, Ops, UOp, graph_rewrite
+from tinygrad.uop.symbolic import sym
 
 from tt_backend.lowering.dag import ValueDAG
 from tt_backend.lowering.index import OPS, IndexExpr, IndexTexts
@@ -33,6 +34,7 @@ DTYPE_NAME = {dtypes.float32: "float32", dtypes.bfloat16: "bfloat16", dtypes.int
 
 
 def dtype_name(dt: DType, what: str) -> str:
+    if dt == dtypes.weakfloat: dt = dtypes.default_float   # a weak float value lives at the default float (tinygrad)
     if (n := DTYPE_NAME.get(dt)) is None:   # vectors never reach us: the AST is pre-upcast
         raise UnsupportedOp(f"dtype {dt} ({what}): the TT backend supports float32, bfloat16, int32 and bool")
     return n
@@ -148,7 +150,8 @@ class LoweredKernel:
         return [n.op if n.op != "CAST" else f"CAST->{n.dtype}" for n in self.dag.nodes if n.op not in ("LOAD", "CONST")]
 
 
-# ops of the value part, mapped to ValueDAG op names; bool AND/OR/XOR are rewritten into WHERE/CMPNE below
+# ops of the value part, mapped to ValueDAG op names; bool AND/OR/XOR are rewritten into WHERE/CMPNE, integer
+# AND/OR/XOR/SHL/SHR keep their names, FLOORMOD by 2**k is an AND (_Lowerer._value); POW arrives decomposed (lower_ast)
 VALUE_OPS = {Ops.ADD: "ADD", Ops.MUL: "MUL", Ops.SUB: "SUB", Ops.NEG: "NEG", Ops.MAX: "MAX", Ops.CMPLT: "CMPLT",
              Ops.CMPNE: "CMPNE", Ops.WHERE: "WHERE", Ops.RECIPROCAL: "RECIPROCAL", Ops.EXP2: "EXP2", Ops.LOG2: "LOG2",
              Ops.SQRT: "SQRT", Ops.SIN: "SIN", Ops.TRUNC: "TRUNC", Ops.CAST: "CAST"}
@@ -160,8 +163,8 @@ REJECT = {Ops.SPECIAL: "SPECIAL (pre-launched kernels)",
 
 
 class _Lowerer:
-    def __init__(self, sink: UOp, name: str):
-        self.sink, self.name = sink, name
+    def __init__(self, sink: UOp, name: str, params: dict[int, UOp]):
+        self.sink, self.name, self.params = sink, name, params
         self.dag = ValueDAG()
         self.memo: dict[UOp, int] = {}
         self.consts: dict[tuple, int] = {}            # (dtype, value bits) -> dag node id: one node per constant
@@ -268,7 +271,8 @@ class _Lowerer:
             dt = want if (want is not None and (u.dtype in dtypes.weaks or u.dtype == dtypes.void)) else u.dtype
             if dt in dtypes.weaks: dt = dtypes.float32 if dt == dtypes.weakfloat else dtypes.int32
             v = u.arg
-            v = bool(v) if dt == dtypes.bool else float(v) if dtypes.is_float(dt) else int(v)
+            # integers wrap to int32 as tinygrad's own constants do (dtype.truncate): 0xFFFFFFFF is -1
+            v = bool(v) if dt == dtypes.bool else float(v) if dtypes.is_float(dt) else truncate[dtypes.int32](int(v))
             key = (dtype_name(dt, "constant"), struct.pack("<d", v) if isinstance(v, float) else v)  # -0.0 != 0.0
             if key not in self.consts: self.consts[key] = self.dag.add("CONST", key[0], (), v)
             return self.consts[key]
@@ -304,8 +308,13 @@ class _Lowerer:
         dt = dtype_name(u.dtype, u.op.name)
         if u.op is Ops.WHERE and self.is_range_only(u.src[0]):
             return self.range_gated_where(u)
+        if u.op is Ops.FLOORMOD and (m := self.power_of_two(u.src[1])) is not None:
+            # floor modulo by 2**k is the low k bits in two's complement, negative dividends included
+            mask = self.value(UOp(Ops.CONST, u.dtype, arg=m - 1))
+            return self.dag.add("AND", dt, (self.value(u.src[0], u.dtype), mask))
+        if u.op in (Ops.AND, Ops.OR, Ops.XOR, Ops.SHL, Ops.SHR) and u.dtype != dtypes.bool:
+            return self.dag.add(u.op.name, dt, tuple(self.value(s, u.dtype) for s in u.src))
         if u.op in (Ops.AND, Ops.OR, Ops.XOR):
-            if u.dtype != dtypes.bool: raise UnsupportedOp(f"{self.name}: integer {u.op.name} (bitwise ops on int32)")
             a, b = self.value(u.src[0], dtypes.bool), self.value(u.src[1], dtypes.bool)
             if u.op is Ops.XOR: return self.dag.add("CMPNE", "bool", (a, b))
             k = self.dag.add("CONST", "bool", (), u.op is Ops.OR)
@@ -325,6 +334,12 @@ class _Lowerer:
         else:
             srcs = tuple(self.value(s, u.dtype) for s in u.src)
         return self.dag.add(VALUE_OPS[u.op], dt, srcs)
+
+    @staticmethod
+    def power_of_two(u: UOp) -> int | None:
+        """The value of an integer constant 2**k (k >= 0), else None."""
+        ok = u.op is Ops.CONST and isinstance(u.arg, int) and u.arg > 0 and u.arg & (u.arg - 1) == 0
+        return u.arg if ok else None
 
     def computed_stream(self, u: UOp) -> int:
         """Integer/bool index math in the value part (arange, argmax's reversed index): the reader computes it per
@@ -382,13 +397,18 @@ class _Lowerer:
             # tiles, so stream the output buffer itself in as a never-used input (its value is dead in the DAG)
             self.dag.add("LOAD", output.dtype, (), 0)
             self.inputs.append(replace(output, gate=frozenset()))
-        params = {u.arg.slot: u for u in self.sink.toposort() if u.op is Ops.PARAM}
-        buffers = [Buffer(s, buffer_dtype(p), int(p.src[0].arg) * DTYPE_SIZE[buffer_dtype(p)]) for s, p in sorted(params.items())]
+        buffers = [Buffer(s, buffer_dtype(p), int(p.src[0].arg) * DTYPE_SIZE[buffer_dtype(p)])
+                   for s, p in sorted(self.params.items())]
         return LoweredKernel(self.name, tuple(self.sizes), buffers, self.inputs, output, self.dag)
 
 
 def lower_ast(sink: UOp, name: str) -> LoweredKernel:
     """The pure frontend: index expressions + value DAG (no SFPU code generation, no L1 allocation)."""
     if sink.op is not Ops.SINK: raise UnsupportedOp(f"{name}: expected a SINK, got {sink.op.name}")
-    return _Lowerer(sink, name).lower()
+    # tinygrad's codegen runs its symbolic rewrites (`sym`) on every kernel before any device renders it, so the CPU
+    # device computes POW by its decomposition and x * (1/(1+x)) as 1 - 1/(1+x) (sigmoid's gradient at -1000 is 0
+    # there, not 0 * inf). The same rewrites here give the same algebra. The buffers stay the AST's: a rewrite may drop
+    # a load (x - x), but tinygrad still passes every buffer.
+    params = {u.arg.slot: u for u in sink.toposort() if u.op is Ops.PARAM}
+    return _Lowerer(graph_rewrite(sink, sym), name, params).lower()
 

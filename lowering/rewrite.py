@@ -5,10 +5,23 @@ the product has no other use. One rounding instead of two: that is both half the
 device computes (clang contracts these expressions into fma). SFPMAD is "partially fused" (docs/isa.md §3), so in
 rare cancellation cases it differs from an exact fma by the product's dropped low bits. bfloat16 expressions are left
 alone: tinygrad rounds the bf16 product before the add.
+
+`fuse_divide`: float32 `a * (1/b)` (tinygrad's division) becomes DIV(a, b) when the reciprocal has no other use and
+the product was not fused into an SFPMAD above: the same bits, except that a quotient whose divisor is beyond 2**126
+(where 1/b alone is denormal and flushed) stays right (lowering/codegen/sfpu_ops.py `f_div`).
+
+`scale_denormal_constants`: float32 `a * c` with a denormal constant c (tinygrad folds `x / 3e38` into `x * 3.3e-39`)
+becomes `(a * (c * 2**64)) * 2**-64`: the SFPU reads a denormal operand as zero, the scaled one it reads right, and
+multiplying by 2**-64 is exact unless the product is itself denormal (then it is flushed, as every SFPU result is).
 """
 from __future__ import annotations
 
+import numpy as np
+
 from tt_backend.lowering.dag import ValueDAG, VNode
+
+F32_MIN_NORMAL = 2.0 ** -126
+DENORMAL_SCALE = 2.0 ** 64
 
 
 def fuse_multiply_add(dag: ValueDAG) -> ValueDAG:
@@ -31,3 +44,47 @@ def fuse_multiply_add(dag: ValueDAG) -> ValueDAG:
             nodes[k] = VNode(k, "MULADD" if n.op == "ADD" else "NMULADD", n.dtype, (a, b, x))
     # the fused MULs are now dead; compile_sfpu schedules only what the output reaches
     return ValueDAG(nodes, dag.out)
+
+
+def fuse_divide(dag: ValueDAG) -> ValueDAG:
+    uses = dag.uses()
+    nodes = list(dag.nodes)
+
+    def reciprocal_only_here(i: int) -> bool:
+        n = nodes[i]   # (tinygrad's AST may take the reciprocal of an int32 value: that one stays as it is)
+        return n.op == "RECIPROCAL" and uses[i] == 1 and nodes[n.srcs[0]].dtype == n.dtype == "float32"
+
+    for k, n in enumerate(nodes):
+        if n.op != "MUL" or n.dtype != "float32" or any(nodes[s].dtype != "float32" for s in n.srcs):
+            continue
+        x, y = n.srcs
+        if reciprocal_only_here(y):
+            nodes[k] = VNode(k, "DIV", n.dtype, (x, nodes[y].srcs[0]))
+        elif reciprocal_only_here(x):
+            nodes[k] = VNode(k, "DIV", n.dtype, (y, nodes[x].srcs[0]))
+    return ValueDAG(nodes, dag.out)
+
+
+def scale_denormal_constants(dag: ValueDAG) -> ValueDAG:
+    def denormal(i: int) -> bool:
+        n = dag.nodes[i]
+        # (a value below half the smallest denormal rounds to a zero constant: nothing to scale)
+        return n.op == "CONST" and n.dtype == "float32" and 0 < abs(n.arg) < F32_MIN_NORMAL and np.float32(n.arg) != 0
+
+    def scaled_product(n: VNode) -> bool:
+        return n.op == "MUL" and n.dtype == "float32" and any(denormal(s) for s in n.srcs)
+
+    if not any(scaled_product(n) for n in dag.nodes):
+        return dag
+    out, new = ValueDAG(), {}
+    for n in dag.nodes:                     # rebuilt in order: the inserted nodes keep the DAG topological
+        if scaled_product(n):
+            # the constant as the float32 the CPU device holds (rounded to a denormal), then scaled exactly
+            srcs = tuple(out.add("CONST", "float32", (), float(np.float32(dag.nodes[s].arg)) * DENORMAL_SCALE)
+                         if denormal(s) else new[s] for s in n.srcs)
+            unscale = out.add("CONST", "float32", (), 1 / DENORMAL_SCALE)
+            new[n.id] = out.add("MUL", "float32", (out.add("MUL", "float32", srcs), unscale))
+        else:
+            new[n.id] = out.add(n.op, n.dtype, tuple(new[s] for s in n.srcs), n.arg)
+    out.out = new[dag.out if dag.out >= 0 else len(dag.nodes) - 1]
+    return out

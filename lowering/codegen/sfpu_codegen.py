@@ -24,7 +24,7 @@ import numpy as np
 from tt_backend.lowering.codegen import sfpu_ops as so
 from tt_backend.lowering.dag import ValueDAG, VNode
 from tt_backend.lowering.plan import SfpuProgram
-from tt_backend.lowering.rewrite import fuse_multiply_add
+from tt_backend.lowering.rewrite import fuse_divide, fuse_multiply_add, scale_denormal_constants
 from tt_backend.chip.errors import UnsupportedOp
 from tt_backend.chip.isa import disasm, encode
 
@@ -260,8 +260,10 @@ def compile_sfpu(dag, n_inputs: int, out_dtype=None, fuse_mad: bool = True, rese
     if not isinstance(dag, ValueDAG):
         dag = ValueDAG(list(dag), out_dtype if isinstance(out_dtype, int) else len(dag) - 1)
         out_dtype = None
+    dag = scale_denormal_constants(dag)
     if fuse_mad:
         dag = fuse_multiply_add(dag)
+    dag = fuse_divide(dag)
     nodes = list(dag.nodes)
     out = dag.out if dag.out >= 0 else len(nodes) - 1
     if out_dtype is not None and out_dtype != nodes[out].dtype:

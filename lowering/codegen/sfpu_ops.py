@@ -295,15 +295,12 @@ def f_trunc(e, d, s, t):
     e.endif()
 
 
-def f_recip(e, d, s, t):
-    """xs = x, scaled by 2**-64 when |x| >= 2**64 (so y*(1-x*y) cannot underflow); y0 = SFPARECIP(xs) (|rel err| <
-    2**-7.5), then 2 Newton steps y += y*(1 - xs*y) on SFPMAD on lanes where x is normal or NaN, then y *= 2**-64
-    where scaled. x = +-0/denormal -> +-Inf and x = +-Inf -> +-0 come from SFPARECIP directly."""
-    x = s[0]
-    t1, t2, xs = t
+def scaled_recip(e, d: int, x: int, t1: int, t2: int, xs: int) -> None:
+    """d = 1/xs with xs = x, scaled by 2**-64 when |x| >= 2**64 (so y*(1-x*y) cannot underflow); y0 = SFPARECIP(xs)
+    (|rel err| < 2**-7.5), then 2 Newton steps y += y*(1 - xs*y) on SFPMAD on lanes where x is normal or NaN.
+    x = +-0/denormal -> +-Inf and x = +-Inf -> +-0 come from SFPARECIP directly. The caller undoes the scaling."""
     e.mov(xs, x)
-    e.exexp(t1, x)
-    e.iaddi(t1, t1, -64, cc=IADD_CC_GTE0)   # |x| >= 2**64 (and Inf/NaN)
+    if_scaled(e, t1, x)
     e.muli(xs, 2.0 ** -64)
     e.endif()
     e.arecip(d, xs)
@@ -316,10 +313,37 @@ def f_recip(e, d, s, t):
         e.mad(t1, xs, d, ONE, MAD_NEG_B)    # e = 1 - x*y
         e.mad(d, d, t1, d)                  # y = y*e + y
     e.endif()
-    e.exexp(t1, x)
-    e.iaddi(t1, t1, -64, cc=IADD_CC_GTE0)
+
+
+def if_scaled(e, t: int, x: int) -> None:
+    """LaneFlags &= |x| >= 2**64 (and Inf/NaN): the lanes `scaled_recip` scales."""
+    e.exexp(t, x)
+    e.iaddi(t, t, -64, cc=IADD_CC_GTE0)
+
+
+def f_recip(e, d, s, t):
+    """`scaled_recip`, then y *= 2**-64 where scaled."""
+    x = s[0]
+    t1, t2, xs = t
+    scaled_recip(e, d, x, t1, t2, xs)
+    if_scaled(e, t1, x)
     e.fmul(d, d, e.creg(t2, 2.0 ** -64))    # exact unless the result is denormal (then flushed, as SFPMAD does)
     e.endif()
+
+
+def f_div(e, d, s, t):
+    """a / b as a * (1/b) (lowering/rewrite.py fuses MUL(a, RECIPROCAL(b)) into it), with the scaling moved to a:
+    where |b| >= 2**64, (a * 2**-64) * scaled_recip(b) instead of a * (scaled_recip(b) * 2**-64). The bits equal
+    the unfused pair except where 1/b alone is denormal (|b| > 2**126): there the pair flushes 1/b to 0 (3e38/3e38
+    gave 0, inf/3e38 NaN) and this gives the quotient, as the CPU device's division does."""
+    a, b = s
+    t1, t2, xs, sa = t
+    scaled_recip(e, d, b, t1, t2, xs)
+    e.mov(sa, a)
+    if_scaled(e, t1, b)
+    e.fmul(sa, sa, e.creg(t2, 2.0 ** -64))  # exact unless a * 2**-64 is denormal (then so is the quotient)
+    e.endif()
+    e.fmul(d, sa, d)
 
 
 def f_sqrt(e, d, s, t):
@@ -430,28 +454,44 @@ def f_log2(e, d, s, t):
     e.endif()
 
 
-SIN_P1 = 3.1416015625                       # pi to 12 significant bits: k * P1 is exact for |k| < 2**12
-SIN_P2 = -8.90890987648163e-06              # fp32(pi - P1)
+# pi = P1 + P2 + P3: P1 and P2 of 13 significant bits each (so k*P1, k*P2 are exact for k of 11 bits), P3 = fp32 rest
+SIN_P = [3.1416015625, -8.909031748771667e-06, 1.2154188766544394e-10]
+SIN_KH_RND = 1.5 * 2.0 ** 34                # k + this - this rounds k to a multiple of 2**11 (|k| < 2**22)
 SIN_Q = [-0.1666666716337204, 0.008333333767950535, -0.00019841265748254955, 2.7556900477065938e-06,
          -2.5028459305076467e-08, 1.5387395524424363e-10]   # sin r = r + r^3 q(r^2), |r| <= pi/2
 
 
 def f_sin(e, d, s, t):
-    """k = rint(x/pi) (fused x*(1/pi) + magic), r = (x - k*P1) - k*P2 (Cody-Waite, both on SFPMAD),
-    sin x = (-1)^k (r + r^3 q(r^2)); |x| < 2**-13 -> x. Inf/NaN -> NaN."""
+    """k = rint(x/pi) (fused x*(1/pi) + magic, an integer for |x| < 2**22 * pi = 1.3e7), split k = kh + kl (kh a
+    multiple of 2**11, |kl| <= 2**10), then Cody-Waite r = x - kh*P1 - kl*P1 - kh*P2 - kl*P2 - kh*P3 - kl*P3 on
+    SFPMAD: every product with P1/P2 is exact (11 + 13 bits) and so are the first differences, so r is within about
+    2**-24 of x - k*pi; sin x = (-1)^k (r + r^3 q(r^2)). |x| < 2**-13 -> x; Inf/NaN -> NaN. Beyond 2**22 * pi the
+    reduction is not exact (that needs pi to ~150 bits, Payne-Hanek): the result is only kept in [-1, 1]."""
     x = s[0]
-    tk, t2, t3, t4 = t
-    m = e.creg(t3, MAGIC_RND)
-    e.mad(tk, x, e.creg(t2, 1 / 3.141592653589793), m)     # tk = k + magic
-    e.fsub(t2, tk, m)                       # k as float
-    e.mad(d, t2, e.creg(t3, SIN_P1), x, MAD_NEG_B)         # r1 = x - k*P1 (exact)
-    e.mad(d, t2, e.creg(t3, SIN_P2), d, MAD_NEG_B)         # r = r1 - k*P2
+    tk, kl, kh, tc = t
+    m = e.creg(tc, MAGIC_RND)
+    e.mad(tk, x, e.creg(kl, 1 / 3.141592653589793), m)     # tk = k + magic
+    e.fsub(kl, tk, m)                       # k as float
     e.shl(tk, tk, 31)                       # parity of k -> sign bit
-    e.fmul(t2, d, d)                        # z = r*r
-    horner(e, t3, t2, SIN_Q, t4)            # q(z)
-    e.fmul(t2, d, t2)                       # r^3
-    e.mad(d, t2, t3, d)                     # r + r^3 q
+    c = e.creg(tc, SIN_KH_RND)
+    e.fadd(kh, kl, c)
+    e.fsub(kh, kh, c)                       # kh
+    e.fsub(kl, kl, kh)                      # kl = k - kh (exact)
+    e.mov(d, x)
+    for p in SIN_P:
+        pc = e.creg(tc, p)
+        e.mad(d, kh, pc, d, MAD_NEG_B)
+        e.mad(d, kl, pc, d, MAD_NEG_B)
+    e.fmul(kl, d, d)                        # z = r*r
+    horner(e, kh, kl, SIN_Q, tc)            # q(z)
+    e.fmul(kl, d, kl)                       # r^3
+    e.mad(d, kl, kh, d)                     # r + r^3 q
     e.xor(d, tk)
+    e.setsgn_imm(kl, d, 0)
+    e.le(kl, e.creg(tc, F32_INF))           # not NaN ...
+    e.gt(kl, ONE)                           # ... and |result| > 1 (only where the reduction was not exact)
+    e.setsgn_from_d(d, ONE)                 # +-1
+    e.endif()
     e.exexp(tk, x)
     e.iaddi(tk, tk, 13, cc=0)               # |x| < 2**-13: sin x = x in fp32 (keeps -0, denormals)
     e.mov(d, x)
@@ -519,6 +559,23 @@ def i_ne(e, d, s, t):                       # clz(a ^ b) - 32 < 0  <=>  a != b
     e.clz(t1, t1)
     e.iaddi(t1, t1, -32)
     e.shr(d, t1, 31)
+
+
+def i_shl(e, d, s, t):
+    """a << b (C on int32: b in 0..31). SFPSHFT with the amount in VC shifts VD left for amounts >= 0."""
+    a, b = s
+    e.mov(d, a)
+    e.shift_by(d, b)
+
+
+def i_shr(e, d, s, t):
+    """a >> b, arithmetic (C on int32: b in 0..31): SFPSHFT shifts right by -amount for negative amounts; the
+    amount 0 - b is 0 for b = 0, which SFPSHFT takes as a left shift by 0 (the same value)."""
+    a, b = s
+    e.mov(t[0], b)
+    e.isub_from(t[0], ZERO)
+    e.mov(d, a)
+    e.i("SFPSHFT", lreg_c=t[0], lreg_dest=d, instr_mod1=SHFT_ARITH)
 
 
 def b_lt(e, d, s, t):                       # bool a < b  <=>  !a & b
@@ -624,6 +681,7 @@ SEQS: dict[tuple[str, str], Seq] = {
     ("CMPNE", F): Seq(f_ne, 3, (0, 1)),
     ("TRUNC", F): Seq(f_trunc, 2),
     ("RECIPROCAL", F): Seq(f_recip, 3, (), True),
+    ("DIV", F): Seq(f_div, 4, (), True),
     ("SQRT", F): Seq(f_sqrt, 3, (), True),
     ("EXP2", F): Seq(f_exp2, 3, (), True),
     ("LOG2", F): Seq(f_log2, 3, (), True),
@@ -638,6 +696,8 @@ SEQS: dict[tuple[str, str], Seq] = {
     ("AND", I): Seq(bit_op("SFPAND"), 0, (0, 1)),
     ("OR", I): Seq(bit_op("SFPOR"), 0, (0, 1)),
     ("XOR", I): Seq(bit_op("SFPXOR"), 0, (0, 1)),
+    ("SHL", I): Seq(i_shl, 0, (0,)),
+    ("SHR", I): Seq(i_shr, 1, (0,)),
     ("CMPLT", B): Seq(b_lt, 1, (0, 1)),
     ("CMPNE", B): Seq(bit_op("SFPXOR"), 0, (0, 1)),
     ("AND", B): Seq(bit_op("SFPAND"), 0, (0, 1)),

@@ -41,7 +41,8 @@ def _cast(x: np.ndarray, dt: str) -> np.ndarray:
 _REF = {"ADD": np.add, "MUL": np.multiply, "SUB": np.subtract, "NEG": np.negative, "MAX": np.maximum,
         "RECIPROCAL": lambda a: np.float32(1) / a, "EXP2": np.exp2, "LOG2": np.log2, "SQRT": np.sqrt, "SIN": np.sin,
         "TRUNC": np.trunc, "MULADD": lambda a, b, c: a * b + c, "MULSUB": lambda a, b, c: a * b - c,
-        "NMULADD": lambda a, b, c: c - a * b}
+        "NMULADD": lambda a, b, c: c - a * b, "DIV": np.divide, "AND": np.bitwise_and, "OR": np.bitwise_or, "XOR": np.bitwise_xor,
+        "SHL": np.left_shift, "SHR": np.right_shift}   # int32: right_shift is arithmetic, as C's >> on int
 
 
 def reduce_exact(op: str, v: np.ndarray, axes: tuple[int, ...], dtype: str) -> np.ndarray:

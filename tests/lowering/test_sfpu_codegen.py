@@ -10,7 +10,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tt_backend.lowering.dag import ValueDAG
+from tt_backend.lowering.dag import ValueDAG, VNode
+from tt_backend.lowering.placement.cost import sfpu_op_cycles
 from tt_backend.lowering.codegen.sfpu_codegen import compile_sfpu, disassemble
 from tt_backend.chip.numerics.dst import Dst
 from tt_backend.chip.numerics.sfpu.functional import FunctionalSFPU as SFPU
@@ -285,6 +286,31 @@ def test_int32_binary(op):
     assert (run_op(op, ["int32"] * 2, out, a, b).view(np.int32) == ref).all()
 
 
+@pytest.mark.parametrize("op", ["SHL", "SHR"])
+def test_int32_shifts(op):
+    """C's << and >> on int32 (>> arithmetic) for every amount 0..31, bit-exact; a constant amount too."""
+    rng = np.random.default_rng(14)
+    a = rand_i32(rng)
+    n = (np.arange(N) % 32).astype(np.int32)
+    ref = {"SHL": np.left_shift, "SHR": np.right_shift}[op]
+    assert (run_op(op, ["int32"] * 2, "int32", a, n).view(np.int32) == ref(a, n)).all()
+    d = ValueDAG()
+    x = d.add("LOAD", "int32", (), 0)
+    d.out = d.add(op, "int32", (x, d.add("CONST", "int32", (), 7)))
+    assert (run(compile_sfpu(d, 1, "int32"), [a]).view(np.int32) == ref(a, 7)).all()
+
+
+def test_new_op_costs():
+    """The placement's cost table prices the new sequences from their instruction counts (32 row steps a tile): one
+    instruction each, the destination taking the dying first source's register; SHR negates the amount first (3);
+    DIV is RECIPROCAL (20) + MUL (1) + the copy of the dividend it scales (22)."""
+    from_counts = {("AND", "int32"): 1, ("OR", "int32"): 1, ("XOR", "int32"): 1, ("SHL", "int32"): 1,
+                   ("SHR", "int32"): 3, ("DIV", "float32"): 22, ("RECIPROCAL", "float32"): 20}
+    for (op, dt), n in from_counts.items():
+        srcs = (dt,) if op == "RECIPROCAL" else (dt, dt)
+        assert sfpu_op_cycles(VNode(0, op, dt), srcs) == 32 * n, op
+
+
 def test_int32_neg():
     a = rand_i32(np.random.default_rng(13))
     with np.errstate(over="ignore"):
@@ -325,6 +351,46 @@ def test_reciprocal():
         elif float(v) in sp and (v != 0 or True):
             want = sp[float(v)] if v != 0 else (np.inf if not np.signbit(v) else -np.inf)
             assert bits(want) == got[i], (v, f32(got[i]))
+
+
+def test_division_keeps_the_reciprocal_bits_and_fixes_huge_divisors():
+    """MUL(a, RECIPROCAL(b)) compiles to DIV (lowering/rewrite.py fuse_divide): bit-identical to the reciprocal and
+    the product run separately while |b| <= 2**126; beyond, where 1/b alone is denormal (flushed to 0, so inf/3e38
+    was NaN), the quotient is within 2 ulp of the exact one (two roundings: the reciprocal's and the product's)."""
+    rng = np.random.default_rng(28)
+    a, b = rand_mixed_f32(rng), rand_normal_f32(rng)
+    b[:len(SPECIALS)] = np.roll(SPECIALS, 5)
+    huge = slice(600, 700)
+    b[huge] = f32(rng.integers(0x7E800000, 0x7F7FFFFF, 100).astype(np.uint32)) * rng.choice([-1, 1], 100)
+    a[huge][:10] = [np.inf, -np.inf, 3e38, -3e38, 1.0, 0.0, -0.0, np.nan, 2.0 ** -100, 1e30]
+    d = ValueDAG()
+    x, y = d.add("LOAD", "float32", (), 0), d.add("LOAD", "float32", (), 1)
+    d.out = d.add("MUL", "float32", (x, d.add("RECIPROCAL", "float32", (y,))))
+    prog = compile_sfpu(d, 2, "float32")
+    assert "SFPMAD" in disassemble(prog) and len(prog.body) > 20
+    got = run(prog, [a, b])
+    pair = run_op("MUL", ["float32"] * 2, "float32", a, f32(run_op("RECIPROCAL", ["float32"], "float32", b)))
+    small = ~(np.abs(b) > 2.0 ** 126)
+    assert (got[small] == pair[small]).all()
+    with np.errstate(all="ignore"):
+        ref = a[huge].astype(np.float64) / b[huge].astype(np.float64)
+    g = f32(got[huge])
+    special = ~np.isfinite(ref) | (np.abs(ref) < 2.0 ** -126)
+    assert_bits_equal(got[huge][special], ref[special].astype(np.float32), "DIV specials")
+    assert ulp_error(g[~special], ref[~special]).max() <= 2.0
+
+
+@pytest.mark.parametrize("c", [1 / 3e38, -2.0 ** -149, 1e-40])
+def test_product_with_a_denormal_constant(c):
+    """x * c with c denormal (tinygrad's x / 3e38): bit-exact against numpy's float32 product (the SFPU would read c
+    as 0; lowering/rewrite.py scales it), a denormal product flushed to a signed zero."""
+    rng = np.random.default_rng(29)
+    x = rand_normal_f32(rng, emin=60, emax=127)
+    x[:len(SPECIALS)] = SPECIALS
+    d = ValueDAG()
+    d.out = d.add("MUL", "float32", (d.add("LOAD", "float32", (), 0), d.add("CONST", "float32", (), c)))
+    with np.errstate(all="ignore"):
+        assert_bits_equal(run(compile_sfpu(d, 1, "float32"), [x]), x * np.float32(c), f"x * {c!r}")
 
 
 def test_sqrt():
@@ -381,6 +447,18 @@ def test_sin():
     assert bits(f32(got[:2])).tolist() == [0, 0x80000000]
     inf = run_op("SIN", ["float32"], "float32", np.array([np.inf, -np.inf, np.nan] * 342, np.float32)[:N])
     assert np.isnan(f32(inf)).all()
+
+
+def test_sin_large_arguments():
+    """The two-part k and three-part pi keep the reduction exact up to |x| < 2**22 * pi (1.3e7); beyond it the result
+    is only bounded: it stays in [-1, 1] (tinygrad's CPU device reduces exactly there, the SFPU does not)."""
+    rng = np.random.default_rng(26)
+    x = (np.exp(rng.uniform(np.log(100), np.log(1.3e7), N)) * rng.choice([-1, 1], N)).astype(np.float32)
+    err = sin_abs_error_ulps(x, run_op("SIN", ["float32"], "float32", x))
+    assert err.max() <= 4.0, f"SIN: {err.max():.3f} x 2**-24 at x={x[np.argmax(err)]!r}"
+    huge = (np.exp(rng.uniform(np.log(1.4e7), np.log(3e38), N)) * rng.choice([-1, 1], N)).astype(np.float32)
+    got = f32(run_op("SIN", ["float32"], "float32", huge))
+    assert (np.abs(got) <= 1).all()
 
 
 # ------------------------------------------------------------------------------------------------ bfloat16
@@ -538,6 +616,12 @@ def test_unsupported():
         compile_op("SQRT", ["int32"], "int32")
     with pytest.raises(UnsupportedOp, match="RECIPROCAL"):
         compile_op("RECIPROCAL", ["bool"], "bool")
+    # tinygrad's int / int: a float32 RECIPROCAL of an int32 value; the division fusion must not take it as a float
+    d = ValueDAG()
+    x, y = d.add("LOAD", "int32", (), 0), d.add("LOAD", "int32", (), 1)
+    d.out = d.add("MUL", "float32", (d.add("CAST", "float32", (x,)), d.add("RECIPROCAL", "float32", (y,))))
+    with pytest.raises(UnsupportedOp, match="RECIPROCAL on dtype int32"):
+        compile_sfpu(d, 2, "float32")
 
 
 def _random_dag(rng, n_inputs, n_ops, dtype):
