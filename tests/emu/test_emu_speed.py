@@ -11,6 +11,8 @@ import pytest
 from tt_backend.chip.numerics.fma import _fma_exact, _fma_fast, fma_bh_stacked
 
 from tests.support import REPO_ROOT
+from tests.support.tensix_runs import mop_run
+from tests.support.timelines import recorded_spans
 
 LANES = int(os.environ.get("TT_FMA_PROOF_LANES", "300000"))
 
@@ -90,7 +92,7 @@ def test_fma_bh_stacked_vectors():
 # --- batched row steps (Tensix.batch_sfpu, accel/mop_batch.py): identical to one-by-one execution ----------------------------------
 from tt_backend.chip import isa, layout  # noqa: E402
 from tt_backend.chip.errors import EmuError  # noqa: E402
-from tt_backend.runtime.emu import bench, tensix, timeline  # noqa: E402
+from tt_backend.runtime.emu import bench, tensix  # noqa: E402
 from tt_backend.runtime.emu.accel import batch_timing, deferral, mop_batch, sfpu_batch  # noqa: E402
 
 E = isa.encode
@@ -115,33 +117,8 @@ def batch_counter(monkeypatch):
     return state
 
 
-def _mop_run(body, reps=32, strict=True, dst_rows=512, tiles=2, setup=(), record=False):
-    """Push `body` as MOP(template 1: reps x REPLAY) straight into thread 1, `tiles` times; returns the Tensix (with a
-    timeline recorder attached as `tx.rec` when `record`: the timeline is then part of `_state`)."""
-    tx = tensix.Tensix(np.zeros(layout.L1_SIZE, np.uint8), strict=strict)
-    tx.rec = None
-    if record:
-        tx.rec = tx.tm.rec = tx.tm.sfpu.rec = timeline.TimelineRecorder(0, tx.tm)
-    data = np.random.default_rng(3).standard_normal((dst_rows, 16)).astype(np.float32).view(np.uint32)
-    tx.dst.write_rows32(0, data)
-    replay = E("REPLAY", load_mode=0, execute_while_loading=0, len=len(body), start_idx=0)
-    nop = E("NOP")
-    for i, v in enumerate([1, reps, nop, nop, nop, replay, nop, replay, replay]):
-        tx.mop_cfg_write(1, i, v)
-    words = [E("SETC16", setc16_reg=29, setc16_value=2), *setup,
-             E("REPLAY", load_mode=1, execute_while_loading=0, len=len(body), start_idx=0), *body]
-    reset = E("SETRWC", rwc_cr=0, rwc_d=0, rwc_b=0, rwc_a=0, bit_mask=4, clear_ab_vld=0)
-    for w in words:
-        tx.push(1, w)
-    for _ in range(tiles):
-        tx.push(1, reset)
-        tx.push(1, E("MOP", mop_type=1, loop_count=0, zmask_lo16_or_loop_count=0))
-    return tx
-
-
 def _state(tx):
-    rec = getattr(tx, "rec", None)
-    spans = rec.spans(max(tx.tm.clock[1] + 1, tx.tm.sfpu.busy_until), {}) if rec is not None else None
+    spans = recorded_spans(tx)[0] if getattr(tx, "rec", None) is not None else None
     return (tx.dst.rows32.copy(), tx.dst.written.copy(), tx.sfpu.lreg.copy(), tx.tm.stats(), list(tx.instructions),
             tx.sfpu.instructions, tx.sfpu.cycle, dict(tx.threads[1].rwc), spans)
 
@@ -167,10 +144,10 @@ BODIES = {
 
 @pytest.mark.parametrize("name", sorted(BODIES))
 def test_batch_equals_one_by_one(name, batch_counter):
-    a = _state(_mop_run(BODIES[name]))
+    a = _state(mop_run(BODIES[name]))
     assert batch_counter["n"] == 2 * 32 * len(BODIES[name])
     batch_counter["on"] = False
-    _same(a, _state(_mop_run(BODIES[name])))
+    _same(a, _state(mop_run(BODIES[name])))
 
 
 def test_batch_refuses_loop_carried_and_flags(batch_counter):
@@ -181,16 +158,16 @@ def test_batch_refuses_loop_carried_and_flags(batch_counter):
     for body in (acc, flags, overlap):
         batch_counter["on"] = True
         batch_counter["n"] = 0
-        a = _state(_mop_run(body, setup=[E("SFPLOADI", lreg_ind=3, instr_mod0=0, imm16=0x3F80)]))
+        a = _state(mop_run(body, setup=[E("SFPLOADI", lreg_ind=3, instr_mod0=0, imm16=0x3F80)]))
         assert batch_counter["n"] == 0
         batch_counter["on"] = False
-        _same(a, _state(_mop_run(body, setup=[E("SFPLOADI", lreg_ind=3, instr_mod0=0, imm16=0x3F80)])))
+        _same(a, _state(mop_run(body, setup=[E("SFPLOADI", lreg_ind=3, instr_mod0=0, imm16=0x3F80)])))
 
 
 def test_batch_keeps_strict_errors(batch_counter):
     """Reading never-written Dst rows: the batch refuses, the one-by-one path raises the usual error."""
     with pytest.raises(EmuError, match="never written"):
-        _mop_run(EXP2_BODY, dst_rows=40)
+        mop_run(EXP2_BODY, dst_rows=40)
     assert batch_counter["n"] == 0
 
 
@@ -273,10 +250,10 @@ def test_e2e_kernels_batched_identical(tmp_path):
 def test_batch_refuses_dropped_write_to_constant(batch_counter):
     """SFPLOAD to LReg 8 writes nothing: LReg0 is still read before the body writes it (loop-carried)."""
     body = [LOAD(8, 0), MAD(0, 10, 9, 1), E("SFPMOV", lreg_c=1, lreg_dest=0, instr_mod1=0), STORE(1, 64, 1)]
-    a = _state(_mop_run(body))
+    a = _state(mop_run(body))
     assert batch_counter["n"] == 0
     batch_counter["on"] = False
-    _same(a, _state(_mop_run(body)))
+    _same(a, _state(mop_run(body)))
 
 
 def _random_body(rng, clean: bool):
@@ -341,7 +318,7 @@ def test_batch_random_bodies(seed, batch_counter):
 
     def go():      # every third seed records timelines (they must be equal too)
         try:
-            return _state(_mop_run(body, reps=16, setup=[E("SFPLOADI", lreg_ind=i, instr_mod0=0, imm16=0x3F80 + i)
+            return _state(mop_run(body, reps=16, setup=[E("SFPLOADI", lreg_ind=i, instr_mod0=0, imm16=0x3F80 + i)
                                                           for i in range(8)], record=seed % 3 == 0))
         except EmuError as e:
             return str(e)
@@ -599,7 +576,7 @@ def test_defer_mop_of_replay_predicated_body(monkeypatch, batch_spy):
     res = []
     for on in (True, False):
         monkeypatch.setattr(deferral, "DEFER_SFPU", on)
-        res.append(_full_state(_mop_run(body, setup=setup)))
+        res.append(_full_state(mop_run(body, setup=setup)))
     assert batch_spy["n"] == 2 * 32 * len(body)
     _same(*res)
 
@@ -672,7 +649,7 @@ def test_closed_form_batch_identical(name, reps, monkeypatch, batch_counter, ski
     """Dst, LRegs, flags, RWCs, cycle statistics and counters are identical with and without the closed form, and
     the closed form really skips repetitions."""
     body = CLOSED_BODIES[name]
-    run = lambda: _mop_run(body, reps=reps, setup=MM_SETUP, tiles=3)
+    run = lambda: mop_run(body, reps=reps, setup=MM_SETUP, tiles=3)
     a, b = _closed_both(run, monkeypatch)
     _same_or_same_error(a, b)
     assert batch_counter["n"] > 0
@@ -684,7 +661,7 @@ def test_closed_form_refused_for_cr_modifiers(monkeypatch, batch_counter, skip_c
     constant step, so the closed form is not used; the result is unchanged."""
     body = [LOAD(0, 0), MAD(0, 0, 9, 1), STORE(1, 64, 3)]
     setup = [E("SETC16", setc16_reg=31, setc16_value=2 | 1 << 10)]   # ADDR_MOD_DST_SEC3: incr 2, CR
-    run = lambda: _mop_run(body, reps=16, setup=setup)
+    run = lambda: mop_run(body, reps=16, setup=setup)
     a, b = _closed_both(run, monkeypatch)
     _same_or_same_error(a, b)
     assert skip_counter["n"] == 0
@@ -704,7 +681,7 @@ def test_closed_form_random_bodies(seed, monkeypatch, batch_counter):
 
     def run():
         np.random.seed(data_seed)
-        return _mop_run(body, reps=reps, setup=setup, tiles=2)
+        return mop_run(body, reps=reps, setup=setup, tiles=2)
     a, b = _closed_both(run, monkeypatch)
     _same_or_same_error(a, b)
 
@@ -760,8 +737,8 @@ def test_push_inline_issue_matches_issue(monkeypatch):
     """Tensix.push and drain_deferrable issue SFPU words without Dst access through TensixTiming.issue_sfpu:
     identical state to the general method (the long TTI body; host-pushed MOP/REPLAY shapes)."""
     runs = [lambda: _tti_run(bench.LONG_BODY, setup=bench.LONG_SETUP, cfg1=bench.LONG_CFG1, tiles=2),
-            lambda: _mop_run(EXP2_BODY, reps=3, setup=MM_SETUP),
-            lambda: _mop_run(MM_BODY, reps=3, setup=MM_SETUP)]
+            lambda: mop_run(EXP2_BODY, reps=3, setup=MM_SETUP),
+            lambda: mop_run(MM_BODY, reps=3, setup=MM_SETUP)]
     plain = [_full_state(run()) for run in runs]
     _spy_issue(monkeypatch)
     for a, run in zip(plain, runs):
@@ -799,7 +776,7 @@ def test_batch_timing_memo_identical(monkeypatch, batch_counter):
     monkeypatch.setattr(batch_timing, "replay", wrapped)
     for name in ("matmul", "exp2", "mad_chain"):
         hits["n"] = 0
-        run = lambda: _mop_run(CLOSED_BODIES[name], reps=8, setup=MM_SETUP, tiles=4)
+        run = lambda: mop_run(CLOSED_BODIES[name], reps=8, setup=MM_SETUP, tiles=4)
         a, b = _closed_both(run, monkeypatch)
         assert not isinstance(a, str)
         _same(a, b)

@@ -4,7 +4,6 @@ busy cycles are its issued instructions, recording changes no cycle, and the spe
 skip, memoised replay) record exactly the intervals one-by-one issue records."""
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 from tt_backend.chip import isa, layout
@@ -13,7 +12,8 @@ from tt_backend.runtime.emu import tensix as tensix_mod
 from tt_backend.runtime.emu.accel import batch_timing, deferral
 from tt_backend.runtime.emu.tile import Tile
 
-from tests.support.timelines import check_lanes
+from tests.support.tensix_runs import mop_run
+from tests.support.timelines import check_lanes, recorded_spans
 
 E = isa.encode
 MAD = lambda a, b, c, d: E("SFPMAD", lreg_src_a=a, lreg_src_b=b, lreg_src_c=c, lreg_dest=d, instr_mod1=0)
@@ -27,34 +27,6 @@ BODIES = {
 }
 
 
-def _recorded_mop_run(body, reps=32, tiles=4):
-    """`body` as MOP(template 1: reps x REPLAY) pushed straight into thread 1, `tiles` times, with a recorder
-    attached from the start; returns (Tensix, recorder)."""
-    tx = tensix_mod.Tensix(np.zeros(layout.L1_SIZE, np.uint8), strict=True)
-    rec = timeline.TimelineRecorder(0, tx.tm)
-    tx.tm.rec = tx.tm.sfpu.rec = rec
-    tx.dst.write_rows32(0, np.random.default_rng(3).standard_normal((512, 16)).astype(np.float32).view(np.uint32))
-    replay = E("REPLAY", load_mode=0, execute_while_loading=0, len=len(body), start_idx=0)
-    nop = E("NOP")
-    for i, v in enumerate([1, reps, nop, nop, nop, replay, nop, replay, replay]):
-        tx.mop_cfg_write(1, i, v)
-    words = [E("SETC16", setc16_reg=29, setc16_value=2),
-             E("REPLAY", load_mode=1, execute_while_loading=0, len=len(body), start_idx=0), *body]
-    reset = E("SETRWC", rwc_cr=0, rwc_d=0, rwc_b=0, rwc_a=0, bit_mask=4, clear_ab_vld=0)
-    for w in words:
-        tx.push(1, w)
-    for _ in range(tiles):
-        tx.push(1, reset)
-        tx.push(1, E("MOP", mop_type=1, loop_count=0, zmask_lo16_or_loop_count=0))
-    tx.settle()
-    return tx, rec
-
-
-def _spans(tx, rec):
-    end = max(tx.tm.clock[1] + 1, tx.tm.sfpu.busy_until)
-    return [(s.lane, s.start, s.end, s.state, s.reason) for s in rec.spans(end, {})], end
-
-
 @pytest.mark.parametrize("name", sorted(BODIES))
 def test_batched_closed_forms_record_what_one_by_one_issue_records(name, monkeypatch):
     used = {"skip": 0, "replay": 0}
@@ -65,15 +37,15 @@ def test_batched_closed_forms_record_what_one_by_one_issue_records(name, monkeyp
             used[_fn] += 1
             return _orig(*a, **k)
         monkeypatch.setattr(batch_timing, fn, spy)
-    tx, rec = _recorded_mop_run(BODIES[name])
-    batched, end = _spans(tx, rec)
+    tx = mop_run(BODIES[name], tiles=4, record=True)
+    batched, end = recorded_spans(tx)
     assert used["skip"] > 0 and used["replay"] > 0          # both closed forms ran while recording
     stats = tx.tm.stats()
 
     monkeypatch.setattr(tensix_mod.Tensix, "batch_sfpu", lambda self, t, th: 0)
     monkeypatch.setattr(deferral, "DEFER_SFPU", False)
-    tx1, rec1 = _recorded_mop_run(BODIES[name])
-    one_by_one, end1 = _spans(tx1, rec1)
+    tx1 = mop_run(BODIES[name], tiles=4, record=True)
+    one_by_one, end1 = recorded_spans(tx1)
     assert tx1.tm.stats() == stats and end1 == end
     assert batched == one_by_one
 

@@ -22,3 +22,10 @@ def check_lanes(intervals, window: int) -> dict[str, dict[str, int]]:
         for s, e, state in ivs:
             t[state] += e - s
     return totals
+
+
+def recorded_spans(tx) -> tuple[list[tuple], int]:
+    """A bare Tensix's recorded timeline (tensix_runs.mop_run(record=True)): its spans as (lane, start, end, state,
+    reason) up to the end of thread 1's and the SFPU's work, and that end."""
+    end = max(tx.tm.clock[1] + 1, tx.tm.sfpu.busy_until)
+    return [(s.lane, s.start, s.end, s.state, s.reason) for s in tx.rec.spans(end, {})], end
