@@ -211,9 +211,9 @@ def bench_sfpu_long(tiles: int = 8) -> dict:
             "checksum": int(tx.dst.rows32[192:256].astype(np.uint64).sum())}
 
 
-def bench_tile_long(tiles: int = 8) -> dict:
-    """TRISC1 runs the compute template's long-body loop; the other cores park."""
-    tile = _recording(Tile())
+def launch_tile_long(tile, tiles: int) -> None:
+    """Release `tile` with TRISC1 running the compute template's long-body loop (each SFPU word pushed on its own,
+    32 row steps per tile, TTSync after each tile) over `tiles` tiles; the other cores park."""
     tile.tensix.dst.write_rows32(0, long_inputs())
     prog = li(7, layout.TENSIX_CFG_BASE) + li(8, LONG_CFG1) + [sw(8, 7, 4)]
     prog += [ttinsn(0xB21D0002)] + li(5, tiles) + li(9, layout.TENSIX_SYNC)
@@ -226,6 +226,12 @@ def bench_tile_long(tiles: int = 8) -> dict:
     prog += [i_type(-1, 5, 0, 5, 0x13)]
     prog += [b_type(4 * (tile_loop - len(prog)), 0, 5, 1), J_SELF]
     launch_words(tile, {"trisc1": prog})
+
+
+def bench_tile_long(tiles: int = 8) -> dict:
+    """TRISC1 runs the compute template's long-body loop; the other cores park."""
+    tile = _recording(Tile())
+    launch_tile_long(tile, tiles)
     dt = run_tile(tile, 10_000_000)
     st = tile.stats()
     n_sfpu = tiles * (len(LONG_SETUP) + 32 * len(LONG_BODY))

@@ -64,18 +64,7 @@ def _tile_long(record: bool, tiles: int = 2):
     tile = Tile()
     if record:
         tile.timeline_begin()
-    tile.tensix.dst.write_rows32(0, bench.long_inputs())
-    prog = bench.li(7, layout.TENSIX_CFG_BASE) + bench.li(8, bench.LONG_CFG1) + [bench.sw(8, 7, 4)]
-    prog += [bench.ttinsn(0xB21D0002)] + bench.li(5, tiles) + bench.li(9, layout.TENSIX_SYNC)
-    tile_loop = len(prog)
-    prog += [bench.ttinsn(w) for w in bench.LONG_PROLOGUE + bench.LONG_SETUP] + [bench.i_type(32, 0, 0, 6, 0x13)]
-    row_loop = len(prog)
-    prog += [bench.ttinsn(w) for w in bench.LONG_BODY] + [bench.i_type(-1, 6, 0, 6, 0x13)]
-    prog += [bench.b_type(4 * (row_loop - len(prog)), 0, 6, 1)]
-    prog += [bench.ttinsn(w) for w in bench.LONG_EPILOGUE] + [bench.sw(0, 9, 0), bench.i_type(0, 9, 2, 10, 0x03)]
-    prog += [bench.i_type(-1, 5, 0, 5, 0x13)]
-    prog += [bench.b_type(4 * (tile_loop - len(prog)), 0, 5, 1), bench.J_SELF]
-    bench.launch_words(tile, {"trisc1": prog})
+    bench.launch_tile_long(tile, tiles)
     bench.run_tile(tile, 10_000_000)
     return tile
 
