@@ -80,7 +80,8 @@ class Timeline:
 def launch_counts(stats: tuple | None) -> dict:
     """From the emulator's stats() before/after a launch: RISC-V instructions retired per core, Tensix instructions
     issued per thread, and each core's cycles (report.json's measured_cycles)."""
-    if not stats or measured_cycles(stats) is None:
+    cycles = measured_cycles(stats)
+    if cycles is None:
         return {}
     a, b = stats
     issued = [y - x for x, y in zip(a["tensix_cycles"]["issued"], b["tensix_cycles"]["issued"])] \
@@ -88,7 +89,7 @@ def launch_counts(stats: tuple | None) -> dict:
     return {"instructions retired": {c: int(b["instructions"][c]) - int(a["instructions"].get(c, 0))
                                      for c in b["instructions"]},
             "tensix instructions issued": issued,
-            "cycles": {c: v for c, v in measured_cycles(stats).items() if c != "max"}}
+            "cycles": {c: v for c, v in cycles.items() if c != "max"}}
 
 
 def from_recording(kernel: str, target: str, recording: dict, wall_s: float | None = None,

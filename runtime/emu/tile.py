@@ -214,25 +214,19 @@ class Tile:
         return self._local_mv[core]
 
     def mmio_load(self, core: str, addr: int, size: int) -> int:
+        t0 = None
         if core in self._stall:
             extra = riscv_mmio_extra(addr)                     # BabyRISCV/README.md load latencies
-            if extra and self.rec is not None:
-                return self._recorded_mmio_load(core, addr, size, extra)
             self._stall[core] += extra
+            if extra and self.rec is not None:
+                t0 = self.now(core) - extra                    # the timeline's stall starts before the latency
         key = (core, addr, size, False)
         handler = self._routes.get(key)
         if handler is None:
             handler = self._routes[key] = self._route(core, addr, size, False)
-        return handler(core, addr)
-
-    def _recorded_mmio_load(self, core: str, addr: int, size: int, extra: int) -> int:
-        """mmio_load while a timeline is recorded: the latency is a stall once the load returns (a blocked mailbox
-        read takes it back and is retried)."""
-        t0 = self.now(core)
-        self._stall[core] += extra
-        key = (core, addr, size, False)
-        handler = self._routes.get(key) or self._routes.setdefault(key, self._route(core, addr, size, False))
-        value = handler(core, addr)
+        if t0 is None:
+            return handler(core, addr)
+        value = handler(core, addr)      # recorded once the load returns: a blocked mailbox read takes it back
         self.rec.core_stall(core, t0, t0 + extra, tl.MMIO_LATENCY)
         return value
 
