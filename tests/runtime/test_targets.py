@@ -35,23 +35,6 @@ def no_umd(monkeypatch):
     monkeypatch.setitem(sys.modules, "tt_umd", None)      # `import tt_umd` raises ImportError
 
 
-@pytest.fixture
-def fake_umd(monkeypatch, tmp_path):
-    """A fake tt_umd with one Blackhole card; its lock files under tmp_path."""
-    fake_tt_umd.reset()
-    monkeypatch.setitem(sys.modules, "tt_umd", fake_tt_umd)
-    monkeypatch.setattr(fake_tt_umd, "LOCK_DIR", str(tmp_path))
-    made = []
-
-    def open_card(*a, **kw):
-        from tt_backend.runtime.hw_device import HwDevice
-        made.append(HwDevice(*a, **kw))
-        return made[-1]
-    yield open_card
-    for d in made:
-        d.close()
-
-
 # ----------------------------------------------------------------------------------------------- factory + probe
 def test_make_device_by_name(no_sim, no_umd):
     emu = targets.make_device("emu")
@@ -75,7 +58,7 @@ def test_probe_without_simulator_or_card(no_sim, no_umd, monkeypatch):
     assert not targets.probe("ttsim").available
 
 
-def test_probe_hw_with_fake_umd(fake_umd):
+def test_probe_hw_with_fake_umd(card):
     st = targets.probe("hw")           # opens card 0: what the open found is part of the answer
     assert st.available and "card(s) 0; card 0: NoC translation on; tile (1, 2) = NOC0 (1, 2)" in st.detail
     fake_tt_umd.reset(arches=(fake_tt_umd.ARCH.WORMHOLE_B0,))
@@ -91,23 +74,23 @@ def test_probe_and_make_ttsim():
 
 
 # ----------------------------------------------------------------------------------------------- hw device
-def test_hw_device_opens_the_first_blackhole_card(fake_umd):
+def test_hw_device_opens_the_first_blackhole_card(card):
     fake_tt_umd.reset(arches=(fake_tt_umd.ARCH.WORMHOLE_B0, fake_tt_umd.ARCH.BLACKHOLE))
-    d = fake_umd()
+    d = card()
     assert d.name == "hw" and d.device_number == 1
     assert d.read32(layout.SOFT_RESET_0) == layout.ALL_CORES_RESET
     with pytest.raises(TTError, match="not a Blackhole card"):
-        fake_umd(0)
+        card(0)
 
 
-def test_hw_device_without_card(fake_umd):
+def test_hw_device_without_card(card):
     fake_tt_umd.reset(arches=())
     with pytest.raises(TTError, match="no Blackhole card found"):
-        fake_umd()
+        card()
 
 
-def test_hw_roundtrips_and_checks(fake_umd):
-    d = fake_umd()
+def test_hw_roundtrips_and_checks(card):
+    d = card()
     d.write_l1(0x20001, b"abcdefg")
     assert d.read_l1(0x20001, 7) == b"abcdefg"
     d.write_dram(0x1234_5600, b"\x01" * 100)
@@ -120,17 +103,17 @@ def test_hw_roundtrips_and_checks(fake_umd):
     assert "set_risc_reset_state:0x47800" in fake_tt_umd.calls     # reset goes through tt-umd's reset call
 
 
-def test_second_process_is_refused_by_the_lock(fake_umd):
-    d = fake_umd()
+def test_second_process_is_refused_by_the_lock(card):
+    d = card()
     with pytest.raises(TTError, match=f"device 0 is in use: pid {os.getpid()} .* holds its lock CHIP_IN_USE_0_PCIe"):
-        fake_umd()
+        card()
     d.close()
-    fake_umd().close()                                    # free again once closed
+    card().close()                                    # free again once closed
 
 
 @pytest.mark.needs_program_cc
-def test_hw_runs_kernels_through_the_driver(fake_umd):
-    d = fake_umd()
+def test_hw_runs_kernels_through_the_driver(card):
+    d = card()
     d.write_l1(0x20000, bytes(16))
     res = driver.launch(d, {"brisc": programs.compile_prog("device/store_word.c")}, [0x20000, 41], timeout_s=30)
     assert res.cores["brisc"].error == 0
@@ -143,8 +126,8 @@ def test_hw_runs_kernels_through_the_driver(fake_umd):
 
 
 @pytest.mark.needs_program_cc
-def test_hw_retires_a_blocked_kernel_by_asking_before_reset(fake_umd):
-    d = fake_umd()
+def test_hw_retires_a_blocked_kernel_by_asking_before_reset(card):
+    d = card()
     _start_blocked(d, "wait_stop")                               # blocks until the stop flag
     assert d.unretired_cores() == ["brisc"]
     fake_tt_umd.calls.clear()
@@ -162,24 +145,24 @@ def test_hw_retires_a_blocked_kernel_by_asking_before_reset(fake_umd):
 
 
 @pytest.mark.needs_program_cc
-def test_hw_never_resets_a_core_that_does_not_retire(fake_umd):
-    d = fake_umd(retire_timeout_s=0.2)
+def test_hw_never_resets_a_core_that_does_not_retire(card):
+    d = card(retire_timeout_s=0.2)
     _start_blocked(d, "spin")                                     # ignores the stop flag
     with pytest.raises(TTError, match="did not retire"):
         d.write32(layout.SOFT_RESET_0, layout.ALL_CORES_RESET)
     assert not d.read32(layout.SOFT_RESET_0) >> layout.SOFT_RESET_BIT["brisc"] & 1    # still released
     d.close()
     with pytest.raises(TTError, match="not a finished tt_backend kernel"):           # the next opener keeps off
-        fake_umd()
+        card()
 
 
 @pytest.mark.needs_program_cc
-def test_hw_takes_a_tile_whose_last_kernel_finished(fake_umd):
-    d = fake_umd()
+def test_hw_takes_a_tile_whose_last_kernel_finished(card):
+    d = card()
     driver.launch(d, {"brisc": programs.compile_prog("device/store_word.c")}, [0x20000, 1])
     assert d.unretired_cores() == []            # BRISC is out of reset, parked after done
     d.close()
-    fake_umd().close()
+    card().close()
 
 
 def _start_blocked(d, prog: str) -> None:
@@ -229,7 +212,7 @@ def test_dump_report_names_the_schedule():
 
 
 @pytest.mark.needs_cc
-def test_tinygrad_on_the_hw_target_with_a_fake_card(fake_umd):
+def test_tinygrad_on_the_hw_target_with_a_fake_card(card):
     from tinygrad import Tensor
     a = np.arange(100, dtype=np.float32)
     out = (Tensor(a, device="TT:hw") * 2 + 1).numpy()

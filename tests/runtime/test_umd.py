@@ -41,22 +41,6 @@ def child_env() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
 
 
-@pytest.fixture
-def card(monkeypatch, tmp_path):
-    """The fake tt_umd with one Blackhole card; `card()` opens it (closed again after the test)."""
-    fake_tt_umd.reset()
-    monkeypatch.setitem(sys.modules, "tt_umd", fake_tt_umd)
-    monkeypatch.setattr(fake_tt_umd, "LOCK_DIR", str(tmp_path))
-    made = []
-
-    def open_card(*a, **kw):
-        made.append(HwDevice(*a, **kw))
-        return made[-1]
-    yield open_card
-    for d in made:
-        d.close()
-
-
 # ------------------------------------------------------------------------------------------- the fake stays in sync
 # fake class -> the real class it stands for; constructors the real package does not offer from Python are exempt
 FAKE_OF = {"TTDevice": "TTDevice", "SocDescriptor": "SocDescriptor", "PCIDevice": "PCIDevice",
