@@ -4,12 +4,13 @@
     python -m tt_backend bench kernels --rows matmul-hifi2,demo --scale 4    # sizes divided by 4 (quick look)
     python -m tt_backend bench kernels --ttsim              # each row also on ttsim: outputs bit-identical?
 
+Columns: the placement's compute cycles (what the selector prices), the whole launch predicted by
+lowering/families/mover_cost.py (reader, compute and writer as a pipeline), the emulated cycles and their ratio.
 Rows: bf16 matmul (M = K = N = 512) on the FPU at HiFi2 and HiFi4 (planned directly with that fidelity: the selector
 would pick HiFi3 for HiFi4's error), RMSNorm-2048 (bf16 x, fp32 gamma, TT_ERR_BUDGET=1e-2: x*gamma on the FPU), the
-README demo expression at 512x512 and an fp32 elementwise a*b+a at 2048x2048. Per kernel: the plan's predicted cycles
-(the family's cost model, lowering/placement/cost.py + lowering/families/mover_cost.py), the emulator's cycles (the
-slowest core of the launch) and predicted/emulated. The program rows run through tinygrad (DEVICE=TT) in a
-subprocess with TT_DUMP and read each kernel's report.json; the matmul rows launch the plan on the emulator directly.
+README demo expression at 512x512 and an fp32 elementwise a*b+a at 2048x2048. Emulated cycles: the slowest core of
+the launch. The program rows run through tinygrad (DEVICE=TT) in a subprocess with TT_DUMP and read each kernel's
+report.json; the matmul rows launch the plan on the emulator directly.
 """
 from __future__ import annotations
 
@@ -78,7 +79,8 @@ ROWS = {
 class Measured:
     row: str
     kernel: str
-    predicted: int | None
+    compute: int | None       # the placement's compute cycles (the selector's price)
+    predicted: int | None     # the whole launch (Plan.launch_cycles: movers included)
     emulated: int | None
     seconds: float
     same_on_ttsim: bool | None = None     # None: not run on ttsim
@@ -114,8 +116,8 @@ def run_matmul(name: str, row: MatmulRow, ttsim_lib: str | None) -> list[Measure
     elfs = compile_kernel(*split(plan.render()), plan.name)
     dev = EmuDevice()
     got, secs = launch_plan(dev, plan, arrays, elfs)
-    m = Measured(name, plan.name, plan.placement.report()["predicted_cycles"], max(dev.stats()["cycles"].values()),
-                 secs)
+    m = Measured(name, plan.name, plan.placement.report()["predicted_cycles"], plan.launch_cycles()["total"],
+                 max(dev.stats()["cycles"].values()), secs)
     if ttsim_lib:
         with TtsimDevice(ttsim_lib) as sim:
             m.same_on_ttsim = launch_plan(sim, plan, arrays, elfs)[0] == got
@@ -139,7 +141,9 @@ def run_program(name: str, row: ProgramRow, ttsim_lib: str | None) -> list[Measu
         out = []
         for rep in sorted(dump.glob("*/report.json")):
             r = json.loads(rep.read_text())
-            out.append(Measured(name, r["kernel"], r.get("predicted_cycles"), r.get("emulated_cycles"), secs))
+            launch = r.get("predicted_launch_cycles") or {}
+            out.append(Measured(name, r["kernel"], r.get("predicted_cycles"), launch.get("total"),
+                                r.get("emulated_cycles"), secs))
         if ttsim_lib:
             _run_program(code, {**base, "TT_BACKEND": "ttsim", "TT_SIMULATOR": ttsim_lib}, Path(tmp) / "sim.npy")
             same = np.load(Path(tmp) / "emu.npy").tobytes() == np.load(Path(tmp) / "sim.npy").tobytes()
@@ -153,12 +157,13 @@ def scaled(row, scale: int):
 
 
 def table(results: list[Measured]) -> str:
-    lines = [f"{'row':<14} {'kernel':<24} {'predicted':>10} {'emulated':>10} {'pred/emu':>8} {'ttsim':>9}"]
+    lines = [f"{'row':<14} {'kernel':<24} {'compute':>9} {'predicted':>10} {'emulated':>10} {'pred/emu':>8} "
+             f"{'ttsim':>9}"]
     for m in results:
         ratio = f"{m.predicted / m.emulated:.2f}" if m.predicted and m.emulated else "-"
         same = {None: "-", True: "identical", False: "DIFFER"}[m.same_on_ttsim]
-        lines.append(f"{m.row:<14} {m.kernel:<24} {m.predicted or '-':>10} {m.emulated or '-':>10} {ratio:>8} "
-                     f"{same:>9}")
+        lines.append(f"{m.row:<14} {m.kernel:<24} {m.compute or '-':>9} {m.predicted or '-':>10} {m.emulated or '-':>10} "
+                     f"{ratio:>8} {same:>9}")
     return "\n".join(lines)
 
 

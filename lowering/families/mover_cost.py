@@ -1,0 +1,91 @@
+"""What a whole launch is predicted to take, in emulated cycles: the data movers (the reader on BRISC, the writer on
+NCRISC) next to the compute threads the placement prices (lowering/placement/cost.py, per tile).
+
+Reader, compute threads and writer run at the same time, coupled by circular buffers, so a launch takes the
+pipeline's fill (the first tile through every stage; the FPU matmul's reader tilizes all of B before the first A
+panel) and then the slowest stage per tile. The movers' costs are those of the generated RISC-V loops (templates
+reader.c.j2 / writer.c.j2 and blocks/read_*, matmul_reader.c.j2 / blocks/tilize.c.j2, matmul_writer.c.j2 /
+blocks/untilize.c.j2), measured on the emulator's cycle model (one cycle per RISC-V instruction, MMIO load latency,
+NoC latency 2 x 5 NIU + 9 per hop + one 64-byte flit per cycle + 100 for DRAM: docs/performance.md) with
+`python -m tt_backend bench kernels` and single-kernel runs under TT_DUMP (trace.json: each core's busy time). A
+template change that makes a loop faster or slower changes its number here; the bench shows the drift.
+"""
+from __future__ import annotations
+
+from tt_backend.lowering.plan import DTYPE_SIZE, TILE_BYTES, TILE_ELEMS
+
+NOC_BYTES_PER_CYCLE = 64
+
+# --- tile pipeline (elementwise, SFPU reductions): per tile of a stream, by the reader's / writer's mode ----------
+# a bulk tile read the reader waits for: issue, request and response latency, DRAM (fp32 tile: 178 measured), plus
+# one cycle per 64-byte flit
+TILE_READ_FIXED = 115
+# a bulk tile write from the output CB slot, acked (fp32 tile: 161 measured)
+TILE_WRITE_FIXED = 97
+# per datum, the modes that touch every datum on the RISC-V (256x256 fp32 views, brisc busy per datum): strided
+# (a.flip(1)) 5.5, columns (a.T) 15.7, gated gather (a pad) 14.1, a row broadcast through `runs` 0.44 on top of the
+# bulk read. Not measured yet: bool widened / narrowed in place (given 1 per datum), and computed streams and scatter
+# writes (given the gather's figure, which modes missing from the table take).
+READ_PER_DATUM = {"contiguous": 0.0, "contiguous bool": 1.0, "runs": 0.44, "broadcast": 0.44, "strided": 5.5,
+                  "columns": 15.7, "gather": 14.1}
+WRITE_PER_DATUM = {"contiguous": 0.0, "contiguous bool": 1.0, "scatter": 14.1}
+BULK_READS = ("contiguous", "contiguous bool", "runs", "broadcast")     # modes that also pay a tile's NoC read
+
+# --- FPU matmul: per operand element tilized / output element untilized ------------------------------------------
+# reader (blocks/tilize.c.j2), per (mode, DRAM element size): rows = one NoC read per row then word copies into
+# face rows; fitted on bf16 256^3, 64x512x64, 256x64x256 (3.87 per element + 108 per row) and fp32 128^3
+MM_READ_PER_ELEM = {("rows", 2): 3.9, ("rows", 4): 6.3, ("cols", 2): 15.7, ("cols", 4): 15.7,
+                    ("gather", 2): 14.1, ("gather", 4): 14.1}
+MM_READ_PER_LINE = 108     # one staged NoC read per row (rows) or column (cols) and its wait
+# writer (blocks/untilize.c.j2 untilize_run + one NoC write per output row): bf16 output (nearest-even rounding on
+# the RISC-V) 11.3 per element, fp32 5.0 (bf16 256^3 / 256x64x256, fp32 128^3)
+MM_WRITE_PER_ELEM = {"bf16": 11.3, "round_bf16": 8.0, "fp32": 5.0}
+# the compute threads per tile product: both unpackers move a whole tile (the emulator charges 64 cycles) while the
+# FPU runs 16 MVMULs per fidelity phase; per output tile one pack (64 emulated, fp32 C)
+MM_UNPACK_PER_PRODUCT = 64
+MM_PACK_PER_TILE = 64
+
+
+def tile_read_cycles(mode: str, tile_format: str) -> float:
+    """Reader cycles per tile of one input stream in `mode` (tile_streams.stream_ctx)."""
+    bulk = TILE_READ_FIXED + TILE_BYTES[tile_format] / NOC_BYTES_PER_CYCLE if mode in BULK_READS else 0
+    return bulk + READ_PER_DATUM.get(mode, READ_PER_DATUM["gather"]) * TILE_ELEMS
+
+
+def tile_write_cycles(mode: str, tile_format: str) -> float:
+    bulk = TILE_WRITE_FIXED + TILE_BYTES[tile_format] / NOC_BYTES_PER_CYCLE if mode.startswith("contiguous") else 0
+    return bulk + WRITE_PER_DATUM.get(mode, WRITE_PER_DATUM["scatter"]) * TILE_ELEMS
+
+
+def pipeline(n_tiles: int, reader: float, compute: float, writer: float, fill: float = 0.0) -> dict:
+    """A launch of n_tiles through reader -> compute -> writer (per-tile cycles of each): the first tile passes every
+    stage, the others leave at the slowest stage's rate. `fill`: work before the first tile can start."""
+    total = fill + reader + compute + writer + max(0, n_tiles - 1) * max(reader, compute, writer)
+    return {"reader": round(reader * n_tiles + fill), "compute": round(compute * n_tiles),
+            "writer": round(writer * n_tiles), "total": round(total)}
+
+
+def tile_pipeline_cycles(n_tiles: int, read_modes: list[tuple[str, str]], write_mode: tuple[str, str],
+                         compute_per_tile: float) -> dict:
+    """The tile pipeline's launch: read_modes / write_mode = (mode, tile format) per input / of the output."""
+    reader = sum(tile_read_cycles(m, f) for m, f in read_modes)
+    return pipeline(n_tiles, reader, compute_per_tile, tile_write_cycles(*write_mode))
+
+
+def matmul_cycles(spec, phases: int, read_modes: tuple[str, str]) -> dict:
+    """The FPU matmul's launch (lowering/families/fpu_matmul.py): read_modes = the A and B operands' reader modes
+    (matmul_spec.operand_ctx). The reader tilizes all of B per batch before A's first panel (the pipeline's fill);
+    then per output row block one A panel, the block's tile products and its untilized rows."""
+    mt, nt, kt = spec.tiles
+    a_mode, b_mode = read_modes
+
+    def read(mode: str, o, rows: int, cols: int) -> float:
+        lines = rows if mode == "rows" else cols if mode == "cols" else 0
+        return MM_READ_PER_ELEM[(mode, DTYPE_SIZE[o.dtype])] * rows * cols + MM_READ_PER_LINE * lines
+    out = "bf16" if spec.out.dtype == "bfloat16" else "round_bf16" if spec.round_bf16 else "fp32"
+    blocks = spec.n_batch * mt
+    reader_a = read(a_mode, spec.a, 32, spec.K)                       # per row block (one A panel)
+    compute = nt * (kt * max(MM_UNPACK_PER_PRODUCT, 16 * phases) + MM_PACK_PER_TILE)
+    writer = MM_WRITE_PER_ELEM[out] * 32 * spec.N
+    fill = spec.n_batch * read(b_mode, spec.b, spec.K, spec.N)
+    return pipeline(blocks, reader_a, compute, writer, fill)
