@@ -47,7 +47,8 @@ class ElementwisePlan(TilePlan):
         """The placement's compute per tile next to the reader's and writer's (lowering/families/mover_cost.py)."""
         if self.placement is None or "total" not in self.placement.cycles:
             return None
-        reads = [(mode, s.tile_format) for mode, s in zip(self.reader_modes(), self.inputs)]
+        reads = [(c["mode"], s.tile_format, c["runs"]) for s, c in
+                 ((s, stream_ctx(self, s, j)) for j, s in enumerate(self.inputs))]
         write = (stream_ctx(self, self.output, None)["mode"], self.output.tile_format)
         return tile_pipeline_cycles(self.n_tiles, reads, write, self.placement.cycles["total"])
 

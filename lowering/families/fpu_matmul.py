@@ -62,7 +62,8 @@ class FpuMatmulPlan(MatmulKernelPlan):
         return render_matmul(self)
 
     def launch_cycles(self) -> dict:
-        return matmul_cycles(self.spec, self.phases, (operand_ctx(self.spec.a)["mode"], operand_ctx(self.spec.b)["mode"]))
+        modes = operand_ctx(self.spec.a)["mode"], operand_ctx(self.spec.b)["mode"]
+        return matmul_cycles(self.spec, self.phases, modes)
 
 
 def src_format_of(spec: MatmulSpec) -> str:

@@ -12,44 +12,38 @@ template change that makes a loop faster or slower changes its number here; the 
 """
 from __future__ import annotations
 
+from tt_backend.lowering.placement.cost import pack_cycles, unpack_cycles
 from tt_backend.lowering.plan import DTYPE_SIZE, TILE_BYTES, TILE_ELEMS
 
 NOC_BYTES_PER_CYCLE = 64
 
-# --- tile pipeline (elementwise, SFPU reductions): per tile of a stream, by the reader's / writer's mode ----------
+# --- tile pipeline (elementwise): per tile of a stream, by the reader's / writer's mode -------------------------
 # a bulk tile read the reader waits for: issue, request and response latency, DRAM (fp32 tile: 178 measured), plus
 # one cycle per 64-byte flit
 TILE_READ_FIXED = 115
 # a bulk tile write from the output CB slot, acked (fp32 tile: 161 measured)
 TILE_WRITE_FIXED = 97
-# per datum, the modes that touch every datum on the RISC-V (256x256 fp32 views, brisc busy per datum): strided
-# (a.flip(1)) 5.5, columns (a.T) 15.7, gated gather (a pad) 14.1, a row broadcast through `runs` 0.44 on top of the
-# bulk read. Not measured yet: bool widened / narrowed in place (given 1 per datum), and computed streams and scatter
-# writes (given the gather's figure, which modes missing from the table take).
-READ_PER_DATUM = {"contiguous": 0.0, "contiguous bool": 1.0, "runs": 0.44, "broadcast": 0.44, "strided": 5.5,
-                  "columns": 15.7, "gather": 14.1}
+# per datum, the modes that touch every datum on the RISC-V, measured as brisc busy time per datum on fp32 views: a
+# buffer that fits the staging window is read once ("resident", 64x64: a.T 3.7, a.flip(1) 3.6), a larger one through
+# window reloads (256x256: strided a.flip(1) 5.5, columns a.T 15.7); a gated gather (a pad) 14.1 either way. Not
+# measured yet: bool widened / narrowed in place (given 1 per datum), computed streams and scatter writes (given the
+# gather's figure, which modes missing from the table take).
+READ_PER_DATUM = {"contiguous": 0.0, "contiguous bool": 1.0, "strided": 5.5, "columns": 15.7, "gather": 14.1}
+READ_PER_DATUM_RESIDENT = {"strided": 3.6, "columns": 3.7}
 WRITE_PER_DATUM = {"contiguous": 0.0, "contiguous bool": 1.0, "scatter": 14.1}
-BULK_READS = ("contiguous", "contiguous bool", "runs", "broadcast")     # modes that also pay a tile's NoC read
-
-# --- FPU matmul: per operand element tilized / output element untilized ------------------------------------------
-# reader (blocks/tilize.c.j2), per (mode, DRAM element size): rows = one NoC read per row then word copies into
-# face rows; fitted on bf16 256^3, 64x512x64, 256x64x256 (3.87 per element + 108 per row) and fp32 128^3
-MM_READ_PER_ELEM = {("rows", 2): 3.9, ("rows", 4): 6.3, ("cols", 2): 15.7, ("cols", 4): 15.7,
-                    ("gather", 2): 14.1, ("gather", 4): 14.1}
-MM_READ_PER_LINE = 108     # one staged NoC read per row (rows) or column (cols) and its wait
-# writer (blocks/untilize.c.j2 untilize_run + one NoC write per output row): bf16 output (nearest-even rounding on
-# the RISC-V) 11.3 per element, fp32 5.0 (bf16 256^3 / 256x64x256, fp32 128^3)
-MM_WRITE_PER_ELEM = {"bf16": 11.3, "round_bf16": 8.0, "fp32": 5.0}
-# the compute threads per tile product: both unpackers move a whole tile (the emulator charges 64 cycles) while the
-# FPU runs 16 MVMULs per fidelity phase; per output tile one pack (64 emulated, fp32 C)
-MM_UNPACK_PER_PRODUCT = 64
-MM_PACK_PER_TILE = 64
+# runs and broadcasts copy or replicate run by run out of the staging window: b[0] broadcast over a 64x64 (16 runs of
+# 64 per tile, 84 cycles each) and over a 256x256 (4 runs of 256, 113 each) give 74 per run + 0.15 per datum
+READ_PER_RUN, READ_PER_RUN_DATUM = 74, 0.15
+BULK_READS = ("contiguous", "contiguous bool")     # modes that read a tile with one NoC transaction
 
 
-def tile_read_cycles(mode: str, tile_format: str) -> float:
-    """Reader cycles per tile of one input stream in `mode` (tile_streams.stream_ctx)."""
+def tile_read_cycles(mode: str, tile_format: str, runs: dict | None = None) -> float:
+    """Reader cycles per tile of one input stream: mode and run structure as tile_streams.stream_ctx gives them."""
     bulk = TILE_READ_FIXED + TILE_BYTES[tile_format] / NOC_BYTES_PER_CYCLE if mode in BULK_READS else 0
-    return bulk + READ_PER_DATUM.get(mode, READ_PER_DATUM["gather"]) * TILE_ELEMS
+    if mode in ("runs", "broadcast"):
+        return READ_PER_RUN * max(1, TILE_ELEMS // max(1, runs["run"] if runs else 1)) + READ_PER_RUN_DATUM * TILE_ELEMS
+    per_datum = READ_PER_DATUM_RESIDENT if runs is not None and runs["resident"] else READ_PER_DATUM
+    return bulk + per_datum.get(mode, READ_PER_DATUM.get(mode, READ_PER_DATUM["gather"])) * TILE_ELEMS
 
 
 def tile_write_cycles(mode: str, tile_format: str) -> float:
@@ -65,11 +59,22 @@ def pipeline(n_tiles: int, reader: float, compute: float, writer: float, fill: f
             "writer": round(writer * n_tiles), "total": round(total)}
 
 
-def tile_pipeline_cycles(n_tiles: int, read_modes: list[tuple[str, str]], write_mode: tuple[str, str],
+def tile_pipeline_cycles(n_tiles: int, reads: list[tuple[str, str, dict | None]], write: tuple[str, str],
                          compute_per_tile: float) -> dict:
-    """The tile pipeline's launch: read_modes / write_mode = (mode, tile format) per input / of the output."""
-    reader = sum(tile_read_cycles(m, f) for m, f in read_modes)
-    return pipeline(n_tiles, reader, compute_per_tile, tile_write_cycles(*write_mode))
+    """The tile pipeline's launch: reads = (mode, tile format, run structure) per input, write = (mode, tile format)
+    of the output."""
+    return pipeline(n_tiles, sum(tile_read_cycles(*r) for r in reads), compute_per_tile, tile_write_cycles(*write))
+
+
+# --- FPU matmul: per operand element tilized / output element untilized ------------------------------------------
+# reader (blocks/tilize.c.j2), per (mode, DRAM element size): rows = one NoC read per row then word copies into
+# face rows; fitted on bf16 256^3, 64x512x64, 256x64x256 (3.87 per element + 108 per row) and fp32 128^3
+MM_READ_PER_ELEM = {("rows", 2): 3.9, ("rows", 4): 6.3, ("cols", 2): 15.7, ("cols", 4): 15.7,
+                    ("gather", 2): 14.1, ("gather", 4): 14.1}   # cols, gather: the tile pipeline's columns / gather
+MM_READ_PER_LINE = 108     # one staged NoC read per row (rows) or column (cols) and its wait
+# writer (blocks/untilize.c.j2 untilize_run + one NoC write per output row): bf16 output (nearest-even rounding on
+# the RISC-V) 11.3 per element, fp32 5.0 (bf16 256^3 / 256x64x256, fp32 128^3); round_bf16 not measured
+MM_WRITE_PER_ELEM = {"bf16": 11.3, "round_bf16": 8.0, "fp32": 5.0}
 
 
 def matmul_cycles(spec, phases: int, read_modes: tuple[str, str]) -> dict:
@@ -84,8 +89,11 @@ def matmul_cycles(spec, phases: int, read_modes: tuple[str, str]) -> dict:
         return MM_READ_PER_ELEM[(mode, DTYPE_SIZE[o.dtype])] * rows * cols + MM_READ_PER_LINE * lines
     out = "bf16" if spec.out.dtype == "bfloat16" else "round_bf16" if spec.round_bf16 else "fp32"
     blocks = spec.n_batch * mt
-    reader_a = read(a_mode, spec.a, 32, spec.K)                       # per row block (one A panel)
-    compute = nt * (kt * max(MM_UNPACK_PER_PRODUCT, 16 * phases) + MM_PACK_PER_TILE)
-    writer = MM_WRITE_PER_ELEM[out] * 32 * spec.N
+    rows = min(32, spec.M)                                            # per row block: one A panel
+    reader_a = read(a_mode, spec.a, rows, spec.K)
+    # per tile product both unpackers move a tile while the FPU runs 16 MVMULs per fidelity phase; one fp32 pack
+    unpack = unpack_cycles("bf16" if spec.a.tile == "bf16" else "fp32")
+    compute = nt * (kt * max(unpack, 16 * phases) + pack_cycles("fp32"))
+    writer = MM_WRITE_PER_ELEM[out] * rows * spec.N
     fill = spec.n_batch * read(b_mode, spec.b, spec.K, spec.N)
     return pipeline(blocks, reader_a, compute, writer, fill)

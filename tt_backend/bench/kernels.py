@@ -162,8 +162,8 @@ def table(results: list[Measured]) -> str:
     for m in results:
         ratio = f"{m.predicted / m.emulated:.2f}" if m.predicted and m.emulated else "-"
         same = {None: "-", True: "identical", False: "DIFFER"}[m.same_on_ttsim]
-        lines.append(f"{m.row:<14} {m.kernel:<24} {m.compute or '-':>9} {m.predicted or '-':>10} {m.emulated or '-':>10} "
-                     f"{ratio:>8} {same:>9}")
+        lines.append(f"{m.row:<14} {m.kernel:<24} {m.compute or '-':>9} {m.predicted or '-':>10} "
+                     f"{m.emulated or '-':>10} {ratio:>8} {same:>9}")
     return "\n".join(lines)
 
 
