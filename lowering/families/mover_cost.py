@@ -68,10 +68,11 @@ def tile_pipeline_cycles(n_tiles: int, reads: list[tuple[str, str, dict | None]]
 
 # --- FPU matmul: per operand element tilized / output element untilized ------------------------------------------
 # reader (blocks/tilize.c.j2), per (mode, DRAM element size): rows = one NoC read per row then word copies into
-# face rows; fitted on bf16 256^3, 64x512x64, 256x64x256 (3.87 per element + 108 per row) and fp32 128^3
-MM_READ_PER_ELEM = {("rows", 2): 3.9, ("rows", 4): 6.3, ("cols", 2): 15.7, ("cols", 4): 15.7,
+# face rows (straight-line); fitted on bf16 256^3, 64x512x64, 256x64x256 (2.2 per element + 98 per row) and fp32
+# 128^3 (3.2 per element)
+MM_READ_PER_ELEM = {("rows", 2): 2.2, ("rows", 4): 3.2, ("cols", 2): 15.7, ("cols", 4): 15.7,
                     ("gather", 2): 14.1, ("gather", 4): 14.1}   # cols, gather: the tile pipeline's columns / gather
-MM_READ_PER_LINE = 108     # one staged NoC read per row (rows) or column (cols) and its wait
+MM_READ_PER_LINE = 100     # one staged NoC read per row (rows) or column (cols) and its wait
 # writer (blocks/untilize.c.j2 untilize_run + one NoC write per output row): bf16 output (nearest-even rounding on
 # the RISC-V) 11.3 per element, fp32 5.0 (bf16 256^3 / 256x64x256, fp32 128^3); round_bf16 not measured
 MM_WRITE_PER_ELEM = {"bf16": 11.3, "round_bf16": 8.0, "fp32": 5.0}
