@@ -132,6 +132,11 @@ class Plan(ABC):
         """How the reader moves each input (None: the family's reader has one way)."""
         return [None] * len(self.inputs)
 
+    def launch_cycles(self) -> dict | None:
+        """The whole launch's predicted emulated cycles, reader / compute / writer / total (lowering/families/
+        mover_cost.py), or None when the family has no model of its movers yet."""
+        return None
+
 
 def for_target(plan: Plan, target: Target | str) -> Plan:
     """Bind a plan to `target`: a macro-free target rejects SFPU programs that contain SFPLOADMACRO."""

@@ -44,7 +44,8 @@ def placement_report(plan: Plan) -> dict:
     if pl is None:
         return {"kernel": plan.name, "budget": knobs.err_budget(), "predicted_error": None, "measured_error": None,
                 "predicted_cycles": None, "emulated_cycles": None, "nodes": []}
-    return {**pl.report(), "measured_error": None, "emulated_cycles": None}
+    return {**pl.report(), "predicted_launch_cycles": plan.launch_cycles(), "measured_error": None,
+            "emulated_cycles": None}
 
 
 def instruction_counts(plan: Plan, elfs: dict[str, bytes]) -> dict:
@@ -127,6 +128,9 @@ def placement_table(r: dict) -> str:
                 f"measured {_e(r.get('measured_error'))}; predicted cycles {r.get('predicted_cycles')} "
                 f"(per tile: unpack {c.get('unpack')}, fpu {c.get('fpu')}, sfpu {c.get('sfpu')}, pack {c.get('pack')}; "
                 f"all-SFPU {r.get('all_sfpu_cycles')})" + ("; products reassociated" if r.get("reassociated") else ""))
+    if (lc := r.get("predicted_launch_cycles")) is not None:
+        rows.append(f"  predicted launch cycles {lc['total']} (reader {lc['reader']}, compute {lc['compute']}, "
+                    f"writer {lc['writer']}: lowering/families/mover_cost.py)")
     return "\n".join(rows)
 
 

@@ -14,7 +14,8 @@ from tt_backend.lowering.codegen.sfpu_codegen import compile_sfpu
 from tt_backend.lowering.families.family import Candidate, Family, Kernel
 from tt_backend.lowering.families.tile_plan import TilePlan, allocate_l1
 from tt_backend.lowering.families.tile_render import render_tile_kernel
-from tt_backend.lowering.families.tile_streams import reader_mode
+from tt_backend.lowering.families.mover_cost import tile_pipeline_cycles
+from tt_backend.lowering.families.tile_streams import reader_mode, stream_ctx
 from tt_backend.lowering.frontend import LoweredKernel
 from tt_backend.lowering.graph import live_nodes
 from tt_backend.lowering.placement.choice import FpuOp, compile_split, split
@@ -41,6 +42,15 @@ class ElementwisePlan(TilePlan):
 
     def render(self) -> dict[str, str]:
         return render_tile_kernel(self, GENERATOR, fpu_ops=self.fpu_ops, dst_inputs=self.dst_inputs)
+
+    def launch_cycles(self) -> dict | None:
+        """The placement's compute per tile next to the reader's and writer's (lowering/families/mover_cost.py)."""
+        if self.placement is None or "total" not in self.placement.cycles:
+            return None
+        reads = [(c["mode"], s.tile_format, c["runs"]) for s, c in
+                 ((s, stream_ctx(self, s, j)) for j, s in enumerate(self.inputs))]
+        write = (stream_ctx(self, self.output, None)["mode"], self.output.tile_format)
+        return tile_pipeline_cycles(self.n_tiles, reads, write, self.placement.cycles["total"])
 
 
 def plan_sfpu(lk: LoweredKernel) -> ElementwisePlan:

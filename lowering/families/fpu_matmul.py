@@ -33,6 +33,7 @@ from tt_backend.lowering.codegen.words import hex_u32
 from tt_backend.lowering.families.family import Candidate, Family, Kernel
 from tt_backend.lowering.families.matmul_spec import (TILE, MatmulKernelPlan, MatmulSpec, kernel_matmul, line_bytes,
                                                       matmul_args_header, matmul_io, operand_ctx, out_pitch)
+from tt_backend.lowering.families.mover_cost import matmul_cycles
 from tt_backend.lowering.plan import DTYPE_SIZE, Report
 from tt_backend.chip.errors import UnsupportedOp
 from tt_backend.chip.numerics.fpu_math import FIDELITY_PHASES
@@ -59,6 +60,10 @@ class FpuMatmulPlan(MatmulKernelPlan):
 
     def render(self) -> dict[str, str]:
         return render_matmul(self)
+
+    def launch_cycles(self) -> dict:
+        modes = operand_ctx(self.spec.a)["mode"], operand_ctx(self.spec.b)["mode"]
+        return matmul_cycles(self.spec, self.phases, modes)
 
 
 def src_format_of(spec: MatmulSpec) -> str:

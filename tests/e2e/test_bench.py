@@ -1,11 +1,13 @@
-"""`python -m tt_backend bench`: every registered benchmark imports and has its entry point, and the SFPU matmul
-benchmark runs one small shape on the emulator with its error within the bound it prints (K * 2^-24)."""
+"""`python -m tt_backend bench`: every registered benchmark imports and has its entry point, the SFPU matmul
+benchmark runs one small shape on the emulator with its error within the bound it prints (K * 2^-24), and `bench
+kernels`' launch model predicts small kernels' emulated cycles (matmul, reader modes) within 25 %."""
 import importlib
 import re
 
 import pytest
 
 from tt_backend import bench
+from tt_backend.bench import kernels
 
 
 @pytest.mark.parametrize("name", list(bench.BENCHES))
@@ -21,3 +23,39 @@ def test_sfpu_matmul_benchmark_on_the_emulator(capsys):
     assert "32x40x32: SFPU matmul" in out
     err, bound = map(float, re.search(r"max normalised error (\S+) \(bound (\S+)\)", out).groups())
     assert 0 < err <= bound and bound == pytest.approx(40 * 2.0 ** -24, rel=1e-2)    # printed with 3 digits
+
+
+def _row(out: str, name: str) -> list[str]:
+    return [line for line in out.splitlines() if line.startswith(name)][-1].split()
+
+
+@pytest.mark.needs_cc
+def test_kernels_benchmark_predicts_the_matmul_launch(capsys):
+    """bf16 64^3 at HiFi2: the launch model (lowering/families/mover_cost.py) within 25 % of the emulated cycles, where
+    the compute-only price is under a tenth of them (the reader and the writer's rounding dominate)."""
+    assert bench.run("kernels", ["--rows", "matmul-hifi2", "--scale", "8"]) == 0
+    compute, predicted, emulated = map(int, _row(capsys.readouterr().out, "matmul-hifi2")[2:5])
+    assert 0.75 <= predicted / emulated <= 1.25
+    assert compute < emulated / 10
+
+
+def test_kernels_benchmark_matmul_bits_on_ttsim(ttsim_lib, capsys):
+    """The same matmul on the emulator and on ttsim: the writer's untilize (bf16 rounding, two per word) gives the
+    same bytes."""
+    assert bench.run("kernels", ["--rows", "matmul-hifi4", "--scale", "16", "--ttsim", "--lib", ttsim_lib]) == 0
+    assert _row(capsys.readouterr().out, "matmul-hifi4")[-1] == "identical"
+
+
+@pytest.mark.needs_cc
+def test_launch_model_of_the_reader_modes():
+    """Reader-bound elementwise kernels at 64x64 fp32 (the buffers fit the staging window): a transpose (columns), a
+    reversed row (strided), a row broadcast (runs) next to a contiguous stream, and an SFPU-bound exp2; predicted launch
+    within 25 % of the emulated cycles. (Kernels bound by the pack are left out: the emulator charges 64 cycles per
+    fp32 tile, the placement's model 256 after docs/performance.md, so their prediction is about 1.4x.)"""
+    code = (kernels._RAND + "a = Tensor(rng.standard_normal((64, 64)).astype(np.float32)).realize()\n"
+            "b = Tensor(rng.standard_normal((64, 64)).astype(np.float32)).realize()\n"
+            "(a.T + b).realize(); (a.flip(1) + 1).realize(); (a + b[0]).realize()\nout = (a * b).exp2().realize()")
+    got = kernels.run_program("modes", kernels.ProgramRow(64, code), None)
+    assert len(got) == 4
+    for m in got:
+        assert 0.75 <= m.predicted / m.emulated <= 1.25, m

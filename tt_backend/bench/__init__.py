@@ -18,6 +18,8 @@ BENCHES = {
                  "emulator against ttsim on the same ELFs: a long-SFPU-body kernel, best of 3 warm launches"),
     "matmul-budget": ("tt_backend.bench.matmul_budget",
                       "matmul error against TT_ERR_BUDGET: fp32 and bf16 operands, relative L2 vs float64"),
+    "kernels": ("tt_backend.bench.kernels",
+                "predicted vs emulated cycles per kernel: bf16 matmul HiFi2/HiFi4, RMSNorm, the demo, elementwise"),
 }
 
 

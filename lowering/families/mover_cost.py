@@ -1,0 +1,100 @@
+"""What a whole launch is predicted to take, in emulated cycles: the data movers (the reader on BRISC, the writer on
+NCRISC) next to the compute threads the placement prices (lowering/placement/cost.py, per tile).
+
+Reader, compute threads and writer run at the same time, coupled by circular buffers, so a launch takes the
+pipeline's fill (the first tile through every stage; the FPU matmul's reader tilizes all of B before the first A
+panel) and then the slowest stage per tile. The movers' costs are those of the generated RISC-V loops (templates
+reader.c.j2 / writer.c.j2 and blocks/read_*, matmul_reader.c.j2 / blocks/tilize.c.j2, matmul_writer.c.j2 /
+blocks/untilize.c.j2), measured on the emulator's cycle model (one cycle per RISC-V instruction, MMIO load latency,
+NoC latency 2 x 5 NIU + 9 per hop + one 64-byte flit per cycle + 100 for DRAM: docs/performance.md) with
+`python -m tt_backend bench kernels` and single-kernel runs under TT_DUMP (trace.json: each core's busy time). A
+template change that makes a loop faster or slower changes its number here; the bench shows the drift.
+"""
+from __future__ import annotations
+
+from tt_backend.lowering.placement.cost import pack_cycles, unpack_cycles
+from tt_backend.lowering.plan import DTYPE_SIZE, TILE_BYTES, TILE_ELEMS
+
+NOC_BYTES_PER_CYCLE = 64
+
+# --- tile pipeline (elementwise): per tile of a stream, by the reader's / writer's mode -------------------------
+# a bulk tile read the reader waits for: issue, request and response latency, DRAM (fp32 tile: 178 measured), plus
+# one cycle per 64-byte flit
+TILE_READ_FIXED = 115
+# a bulk tile write from the output CB slot, acked (fp32 tile: 161 measured)
+TILE_WRITE_FIXED = 97
+# per datum, the modes that touch every datum on the RISC-V, measured as brisc busy time per datum on fp32 views: a
+# buffer that fits the staging window is read once ("resident", 64x64: a.T 3.7, a.flip(1) 3.6), a larger one through
+# window reloads (256x256: strided a.flip(1) 5.5, columns a.T 15.7); a gated gather (a pad) 14.1 either way. Not
+# measured yet: bool widened / narrowed in place (given 1 per datum), computed streams and scatter writes (given the
+# gather's figure, which modes missing from the table take).
+READ_PER_DATUM = {"contiguous": 0.0, "contiguous bool": 1.0, "strided": 5.5, "columns": 15.7, "gather": 14.1}
+READ_PER_DATUM_RESIDENT = {"strided": 3.6, "columns": 3.7}
+WRITE_PER_DATUM = {"contiguous": 0.0, "contiguous bool": 1.0, "scatter": 14.1}
+# runs and broadcasts copy or replicate run by run out of the staging window: b[0] broadcast over a 64x64 (16 runs of
+# 64 per tile, 84 cycles each) and over a 256x256 (4 runs of 256, 113 each) give 74 per run + 0.15 per datum
+READ_PER_RUN, READ_PER_RUN_DATUM = 74, 0.15
+BULK_READS = ("contiguous", "contiguous bool")     # modes that read a tile with one NoC transaction
+
+
+def tile_read_cycles(mode: str, tile_format: str, runs: dict | None = None) -> float:
+    """Reader cycles per tile of one input stream: mode and run structure as tile_streams.stream_ctx gives them."""
+    bulk = TILE_READ_FIXED + TILE_BYTES[tile_format] / NOC_BYTES_PER_CYCLE if mode in BULK_READS else 0
+    if mode in ("runs", "broadcast"):
+        return READ_PER_RUN * max(1, TILE_ELEMS // max(1, runs["run"] if runs else 1)) + READ_PER_RUN_DATUM * TILE_ELEMS
+    per_datum = READ_PER_DATUM_RESIDENT if runs is not None and runs["resident"] else READ_PER_DATUM
+    return bulk + per_datum.get(mode, READ_PER_DATUM.get(mode, READ_PER_DATUM["gather"])) * TILE_ELEMS
+
+
+def tile_write_cycles(mode: str, tile_format: str) -> float:
+    bulk = TILE_WRITE_FIXED + TILE_BYTES[tile_format] / NOC_BYTES_PER_CYCLE if mode.startswith("contiguous") else 0
+    return bulk + WRITE_PER_DATUM.get(mode, WRITE_PER_DATUM["scatter"]) * TILE_ELEMS
+
+
+def pipeline(n_tiles: int, reader: float, compute: float, writer: float, fill: float = 0.0) -> dict:
+    """A launch of n_tiles through reader -> compute -> writer (per-tile cycles of each): the first tile passes every
+    stage, the others leave at the slowest stage's rate. `fill`: work before the first tile can start."""
+    total = fill + reader + compute + writer + max(0, n_tiles - 1) * max(reader, compute, writer)
+    return {"reader": round(reader * n_tiles + fill), "compute": round(compute * n_tiles),
+            "writer": round(writer * n_tiles), "total": round(total)}
+
+
+def tile_pipeline_cycles(n_tiles: int, reads: list[tuple[str, str, dict | None]], write: tuple[str, str],
+                         compute_per_tile: float) -> dict:
+    """The tile pipeline's launch: reads = (mode, tile format, run structure) per input, write = (mode, tile format)
+    of the output."""
+    return pipeline(n_tiles, sum(tile_read_cycles(*r) for r in reads), compute_per_tile, tile_write_cycles(*write))
+
+
+# --- FPU matmul: per operand element tilized / output element untilized ------------------------------------------
+# reader (blocks/tilize.c.j2), per (mode, DRAM element size): rows = one NoC read per row then word copies into
+# face rows (straight-line); fitted on bf16 256^3, 64x512x64, 256x64x256 (2.2 per element + 98 per row) and fp32
+# 128^3 (3.2 per element)
+MM_READ_PER_ELEM = {("rows", 2): 2.2, ("rows", 4): 3.2, ("cols", 2): 15.7, ("cols", 4): 15.7,
+                    ("gather", 2): 14.1, ("gather", 4): 14.1}   # cols, gather: the tile pipeline's columns / gather
+MM_READ_PER_LINE = 100     # one staged NoC read per row (rows) or column (cols) and its wait
+# writer (blocks/untilize.c.j2 untilize_run + one NoC write per output row): bf16 output (nearest-even rounding on
+# the RISC-V) 10.5 per element, fp32 3.1 (bf16 256x64x256, fp32 128^3); round_bf16 not measured (given 8)
+MM_WRITE_PER_ELEM = {"bf16": 10.5, "round_bf16": 8.0, "fp32": 3.1}
+
+
+def matmul_cycles(spec, phases: int, read_modes: tuple[str, str]) -> dict:
+    """The FPU matmul's launch (lowering/families/fpu_matmul.py): read_modes = the A and B operands' reader modes
+    (matmul_spec.operand_ctx). The reader tilizes all of B per batch before A's first panel (the pipeline's fill);
+    then per output row block one A panel, the block's tile products and its untilized rows."""
+    mt, nt, kt = spec.tiles
+    a_mode, b_mode = read_modes
+
+    def read(mode: str, o, rows: int, cols: int) -> float:
+        lines = rows if mode == "rows" else cols if mode == "cols" else 0
+        return MM_READ_PER_ELEM[(mode, DTYPE_SIZE[o.dtype])] * rows * cols + MM_READ_PER_LINE * lines
+    out = "bf16" if spec.out.dtype == "bfloat16" else "round_bf16" if spec.round_bf16 else "fp32"
+    blocks = spec.n_batch * mt
+    rows = min(32, spec.M)                                            # per row block: one A panel
+    reader_a = read(a_mode, spec.a, rows, spec.K)
+    # per tile product both unpackers move a tile while the FPU runs 16 MVMULs per fidelity phase; one fp32 pack
+    unpack = unpack_cycles("bf16" if spec.a.tile == "bf16" else "fp32")
+    compute = nt * (kt * max(unpack, 16 * phases) + pack_cycles("fp32"))
+    writer = MM_WRITE_PER_ELEM[out] * rows * spec.N
+    fill = spec.n_batch * read(b_mode, spec.b, spec.K, spec.N)
+    return pipeline(blocks, reader_a, compute, writer, fill)

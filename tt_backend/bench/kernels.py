@@ -1,0 +1,192 @@
+"""Emulated against predicted cycles for the kernels issue 10 measures, one core, DRAM to DRAM.
+
+    python -m tt_backend bench kernels                      # every row at its full size, emu only
+    python -m tt_backend bench kernels --rows matmul-hifi2,demo --scale 4    # sizes divided by 4 (quick look)
+    python -m tt_backend bench kernels --ttsim              # each row also on ttsim: outputs bit-identical?
+
+Columns: the placement's compute cycles (what the selector prices), the whole launch predicted by
+lowering/families/mover_cost.py (reader, compute and writer as a pipeline), the emulated cycles and their ratio.
+Rows: bf16 matmul (M = K = N = 512) on the FPU at HiFi2 and HiFi4 (planned directly with that fidelity: the selector
+would pick HiFi3 for HiFi4's error), RMSNorm-2048 (bf16 x, fp32 gamma, TT_ERR_BUDGET=1e-2: x*gamma on the FPU), the
+README demo expression at 512x512 and an fp32 elementwise a*b+a at 2048x2048. Emulated cycles: the slowest core of
+the launch. The program rows run through tinygrad (DEVICE=TT) in a subprocess with TT_DUMP and read each kernel's
+report.json; the matmul rows launch the plan on the emulator directly.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+from tinygrad import Tensor, dtypes
+from tinygrad.uop.ops import Ops
+
+from tt_backend.__main__ import DEMO
+from tt_backend.lowering.codegen.sources import split
+from tt_backend.lowering.families.fpu_matmul import FpuMatmulPlan, plan_matmul
+from tt_backend.lowering.families.matmul_spec import match_matmul
+from tt_backend.runtime.compile import compile_kernel
+from tt_backend.runtime.driver import launch
+from tt_backend.runtime.emu.device import EmuDevice
+from tt_backend.runtime.ttsim_device import TtsimDevice
+
+
+@dataclass(frozen=True)
+class MatmulRow:
+    """bf16 (n x n) @ (n x n) -> bf16 on the FPU at a fixed fidelity."""
+    n: int
+    fidelity: str
+
+
+@dataclass(frozen=True)
+class ProgramRow:
+    """A tinygrad program (code run with `python -c`; it leaves its result in `out`), sizes given by `n`."""
+    n: int
+    code: str
+    env: dict = field(default_factory=dict)
+
+
+_SAVE = "\nimport numpy as _np, os as _os; _np.save(_os.environ['BENCH_OUT'], out.numpy())\n"
+_RAND = "import numpy as np\nfrom tinygrad import Tensor, dtypes\nrng = np.random.default_rng(0)\n"
+ROWS = {
+    "matmul-hifi2": MatmulRow(512, "HiFi2"),
+    "matmul-hifi4": MatmulRow(512, "HiFi4"),
+    "rmsnorm": ProgramRow(2048, _RAND + (
+        "xb = (rng.standard_normal({n}).astype(np.float32).view(np.uint32) & 0xFFFF0000).view(np.float32)\n"
+        "x = Tensor(xb.tolist(), dtype=dtypes.bfloat16).realize()\n"
+        "w = Tensor(rng.standard_normal({n}).astype(np.float32)).realize()\n"
+        "xf = x.float()\nout = (xf * (xf.square().mean(-1, keepdim=True) + 1e-5).rsqrt() * w).realize()"),
+        {"TT_ERR_BUDGET": "1e-2"}),
+    "demo": ProgramRow(512, _RAND + (
+        "a = Tensor(rng.standard_normal(({n}, {n})).astype(np.float32)).realize()\n"
+        "b = Tensor(rng.uniform(0.5, 2, ({n}, {n})).astype(np.float32)).realize()\n"
+        f"out = {DEMO}.realize()")),
+    "elementwise": ProgramRow(2048, _RAND + (
+        "a = Tensor(rng.standard_normal(({n}, {n})).astype(np.float32)).realize()\n"
+        "b = Tensor(rng.standard_normal(({n}, {n})).astype(np.float32)).realize()\n"
+        "out = (a * b + a).realize()")),
+}
+
+
+@dataclass
+class Measured:
+    row: str
+    kernel: str
+    compute: int | None       # the placement's compute cycles (the selector's price)
+    predicted: int | None     # the whole launch (Plan.launch_cycles: movers included)
+    emulated: int | None
+    seconds: float
+    same_on_ttsim: bool | None = None     # None: not run on ttsim
+
+
+def matmul_plan(n: int, fidelity: str) -> FpuMatmulPlan:
+    a = Tensor.empty(n, n, device="CPU", dtype=dtypes.bfloat16)
+    b = Tensor.empty(n, n, device="CPU", dtype=dtypes.bfloat16)
+    call = [c for c in (a @ b).schedule_linear().src if c.op is Ops.CALL][-1]
+    spec = match_matmul(call.src[0])
+    assert spec is not None, "bf16 a @ b is a plain matmul"
+    return plan_matmul(spec, f"bench_mm_{n}_{fidelity}", err_budget=1.0, fidelity=fidelity)
+
+
+def launch_plan(dev, plan, arrays: dict[int, np.ndarray], elfs) -> tuple[bytes, float]:
+    """Inputs (buffer slot -> array) into DRAM, other buffers poisoned, one launch; (the output's bytes, seconds)."""
+    addrs, addr = [], 0x100000
+    for buf in plan.buffers:
+        addrs.append(addr)
+        dev.write_dram(addr, arrays[buf.slot].tobytes() if buf.slot in arrays else b"\xAB" * buf.nbytes)
+        addr += -(-buf.nbytes // 64) * 64 + 4096
+    t0 = time.perf_counter()
+    launch(dev, elfs, plan.arg_words(addrs), timeout_s=3600)
+    secs = time.perf_counter() - t0
+    return dev.read_dram(addrs[plan.output.buf], plan.buffers[plan.output.buf].nbytes), secs
+
+
+def run_matmul(name: str, row: MatmulRow, ttsim_lib: str | None) -> list[Measured]:
+    plan = matmul_plan(row.n, row.fidelity)
+    rng = np.random.default_rng(0)
+    bf16 = lambda: (rng.standard_normal((row.n, row.n)).astype(np.float32).view(np.uint32) >> 16).astype(np.uint16)
+    arrays = {plan.spec.a.slot: bf16(), plan.spec.b.slot: bf16()}
+    elfs = compile_kernel(*split(plan.render()), plan.name)
+    dev = EmuDevice()
+    got, secs = launch_plan(dev, plan, arrays, elfs)
+    m = Measured(name, plan.name, plan.placement.report()["predicted_cycles"], plan.launch_cycles()["total"],
+                 max(dev.stats()["cycles"].values()), secs)
+    if ttsim_lib:
+        with TtsimDevice(ttsim_lib) as sim:
+            m.same_on_ttsim = launch_plan(sim, plan, arrays, elfs)[0] == got
+    return [m]
+
+
+def _run_program(code: str, env: dict, out: Path) -> float:
+    t0 = time.perf_counter()
+    r = subprocess.run([sys.executable, "-c", code + _SAVE], env={**os.environ, **env, "BENCH_OUT": str(out)},
+                       capture_output=True, text=True)
+    if r.returncode:
+        raise SystemExit(f"bench kernels: the program failed:\n{r.stderr[-3000:]}")
+    return time.perf_counter() - t0
+
+
+def run_program(name: str, row: ProgramRow, ttsim_lib: str | None) -> list[Measured]:
+    code = row.code.format(n=row.n)
+    with tempfile.TemporaryDirectory(prefix="tt_bench_kernels_") as tmp:
+        dump, base = Path(tmp) / "dump", {"DEVICE": "TT", **row.env}
+        secs = _run_program(code, {**base, "TT_BACKEND": "emu", "TT_DUMP": str(dump)}, Path(tmp) / "emu.npy")
+        out = []
+        for rep in sorted(dump.glob("*/report.json")):
+            r = json.loads(rep.read_text())
+            launch = r.get("predicted_launch_cycles") or {}
+            out.append(Measured(name, r["kernel"], r.get("predicted_cycles"), launch.get("total"),
+                                r.get("emulated_cycles"), secs))
+        if ttsim_lib:
+            _run_program(code, {**base, "TT_BACKEND": "ttsim", "TT_SIMULATOR": ttsim_lib}, Path(tmp) / "sim.npy")
+            same = np.load(Path(tmp) / "emu.npy").tobytes() == np.load(Path(tmp) / "sim.npy").tobytes()
+            for m in out: m.same_on_ttsim = same
+    return out
+
+
+def scaled(row, scale: int):
+    n = max(32, row.n // scale)
+    return MatmulRow(n, row.fidelity) if isinstance(row, MatmulRow) else ProgramRow(n, row.code, row.env)
+
+
+def table(results: list[Measured]) -> str:
+    lines = [f"{'row':<14} {'kernel':<24} {'compute':>9} {'predicted':>10} {'emulated':>10} {'pred/emu':>8} "
+             f"{'ttsim':>9}"]
+    for m in results:
+        ratio = f"{m.predicted / m.emulated:.2f}" if m.predicted and m.emulated else "-"
+        same = {None: "-", True: "identical", False: "DIFFER"}[m.same_on_ttsim]
+        lines.append(f"{m.row:<14} {m.kernel:<24} {m.compute or '-':>9} {m.predicted or '-':>10} "
+                     f"{m.emulated or '-':>10} {ratio:>8} {same:>9}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m tt_backend bench kernels", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rows", default=",".join(ROWS), help=f"comma-separated subset of {', '.join(ROWS)}")
+    ap.add_argument("--scale", type=int, default=1, help="divide every row's size by this (at least 32)")
+    ap.add_argument("--ttsim", action="store_true", help="also run each row on ttsim and compare the output bits")
+    ap.add_argument("--lib", default=os.environ.get("TT_SIMULATOR"), help="libttsim.so (default: $TT_SIMULATOR)")
+    args = ap.parse_args(argv)
+    names = [r.strip() for r in args.rows.split(",") if r.strip()]
+    if unknown := [r for r in names if r not in ROWS]:
+        ap.error(f"unknown row(s) {', '.join(unknown)}: choose from {', '.join(ROWS)}")
+    if args.ttsim and not args.lib:
+        ap.error("--ttsim needs libttsim.so: set TT_SIMULATOR or pass --lib")
+    results = []
+    print(table([]), flush=True)
+    for name in names:
+        n0 = len(results)
+        row = scaled(ROWS[name], args.scale)
+        run = run_matmul if isinstance(row, MatmulRow) else run_program
+        results += run(name, row, args.lib if args.ttsim else None)
+        print("\n".join(table(results[-k:]).splitlines()[1:]) if (k := len(results) - n0) else "", flush=True)
+    print("\n" + table(results))
+    return 0
