@@ -296,6 +296,9 @@ def test_c_index_expressions_match_python():
         (lambda x: x.reshape(2, 3, 10).permute(2, 0, 1).reshape(6, 10).T.reshape(4, 15) + 0.0, [(6, 10)]),
         (lambda x, y: x * y + 1, [(64, 1), (1, 50)]),
         (lambda x: x.pad(((2, 1), (3, 4))).permute(1, 0) * 2, [(6, 7)]),
+        # float32 index math (a scale that is not a power of two): C float against numpy float32
+        (lambda x: x.interpolate(size=(9, 11), mode="nearest") + 0.0, [(1, 2, 13, 10)]),
+        (lambda x: x.interpolate(size=(11, 10), mode="nearest-exact") + 0.0, [(1, 2, 13, 9)]),
     ]
     exprs = []
     for fn, shapes in programs:
