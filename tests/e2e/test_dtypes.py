@@ -12,6 +12,7 @@ import pytest
 
 from tinygrad import Device, Tensor, dtypes
 
+from tt_backend import placement_eval
 from tt_backend.chip.errors import UnsupportedOp
 from tests.support import target_params
 
@@ -145,3 +146,14 @@ def test_64_bit_dtypes_are_declared_unsupported_and_refused():
     assert not {dtypes.int64, dtypes.uint64, dtypes.float64} & supported
     with pytest.raises(UnsupportedOp, match="double"):
         (Tensor.ones(4, dtype=dtypes.float64, device="TT") + 1).realize()
+
+
+def test_measured_error_check_reads_narrow_buffers(serial_compile, monkeypatch):
+    """TT_CHECK's float32 reference reads narrow buffers widened to their lane values (tt_backend/placement_eval.py):
+    wrapping int8 and float16 kernels measure zero error."""
+    monkeypatch.setenv("TT_CHECK", "1")
+    placement_eval.CHECKS.clear()
+    x = np.arange(-128, 128, dtype=np.int8)
+    (Tensor(x, device="TT") * 5 + 3).numpy()
+    (Tensor(x.astype(np.float16), device="TT") * 0.5).numpy()
+    assert len(placement_eval.CHECKS) == 2 and all(c["measured_error"] == 0 for c in placement_eval.CHECKS)
