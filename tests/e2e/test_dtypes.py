@@ -157,3 +157,14 @@ def test_measured_error_check_reads_narrow_buffers(serial_compile, monkeypatch):
     (Tensor(x, device="TT") * 5 + 3).numpy()
     (Tensor(x.astype(np.float16), device="TT") * 0.5).numpy()
     assert len(placement_eval.CHECKS) == 2 and all(c["measured_error"] == 0 for c in placement_eval.CHECKS)
+
+
+@pytest.mark.parametrize("target", target_params("emu", "ttsim"))
+@pytest.mark.parametrize("dt", [dtypes.int8, dtypes.uint16], ids=str)
+def test_narrow_buffers_on_each_target(serial_compile, target, dt):
+    """The widening reader and narrowing writer (bulk and gathered: a flip) and the wrap, on the emulator and on
+    ttsim: both give tinygrad's CPU device's bits."""
+    x = all_values(NARROW_INTS[dt])
+    x = x[::32] if x.itemsize == 2 else x     # 2048 of the 16-bit values, every 8-bit one
+    for fn in (lambda a: a * 3 + 1, lambda a: a.flip(0) - 7):
+        assert same_bits(run(f"TT:{target}", fn, x, dtype=dt), run("CPU", fn, x, dtype=dt))
