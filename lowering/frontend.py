@@ -9,7 +9,10 @@ inside the index plus a `WHERE(valid, load, 0)` in the value. Everything that de
 (run on the SFPU).
 A REDUCE becomes a REDUCE node of the DAG (its ranges go last in the iteration space; the reduction families plan it);
 integer/bool index math that reaches the value part (arange, argmax's reversed index, tril masks, nonzero pads) is a
-computed stream: the reader evaluates it per element in C and the SFPU loads it like any input.
+computed stream: the reader evaluates it per element in C and the SFPU loads it like any input. float32 index math
+(interpolate's scaled indices) is C float, evaluated as tinygrad's CPU device evaluates it.
+Dtypes (DTYPE_NAME): buffers keep their own dtype; the value DAG computes the narrow integers in int32 lanes, wrapped
+after every op that can leave their range (`wrap`), and float16 as a float32 value rounded where it is cast.
 
 This module may import tinygrad's uop/dtype layer, never its device layer, and never `runtime`.
 """
@@ -25,7 +28,7 @@ from tinygrad.uop.symbolic import sym
 
 from tt_backend.lowering.dag import ValueDAG
 from tt_backend.lowering.index import OPS, IndexExpr, IndexTexts
-from tt_backend.lowering.plan import DTYPE_SIZE, LANE_DTYPE, Buffer, Stream
+from tt_backend.lowering.plan import DTYPE_SIZE, Buffer, Stream, lane_dtype
 from tt_backend.chip.errors import UnsupportedOp
 
 # ---------------------------------------------------------------------------------------------------------- dtypes
@@ -34,8 +37,8 @@ DTYPE_NAME = {dtypes.float32: "float32", dtypes.bfloat16: "bfloat16", dtypes.int
 # the narrow dtypes (lowering/plan.py LANE_DTYPE): stored at their width, computed in 32-bit lanes
 DTYPE_NAME.update({dtypes.int8: "int8", dtypes.uint8: "uint8", dtypes.int16: "int16", dtypes.uint16: "uint16",
                    dtypes.float16: "float16"})
-# a narrow integer's lane value is brought back into its range after the ops that can leave it: (op, dtype) -> the
-# wrap, as tinygrad's CPU device wraps (two's complement truncation): unsigned by a mask, signed by a shift pair
+# a narrow integer's lane value is brought back into its range after the ops that can leave it (WRAPPING_OPS), as
+# tinygrad's CPU device wraps (two's complement truncation): dtype -> unsigned by a mask, signed by a shift pair
 WRAPPING_OPS = ("ADD", "SUB", "MUL", "NEG", "SHL", "CAST", "REDUCE")
 WRAP = {"uint8": ("AND", 0xFF), "uint16": ("AND", 0xFFFF), "int8": ("SHIFT", 24), "int16": ("SHIFT", 16)}
 
@@ -51,8 +54,7 @@ def dtype_name(dt: DType, what: str) -> str:
 
 def lane_name(dt: DType, what: str) -> str:
     """The dtype of dt's values in the SFPU's 32-bit lanes (the value DAG's dtypes)."""
-    n = dtype_name(dt, what)
-    return LANE_DTYPE.get(n, n)
+    return lane_dtype(dtype_name(dt, what))
 
 
 def buffer_dtype(param: UOp) -> str:
@@ -290,7 +292,7 @@ class _Lowerer:
             # -1 is 255 in uint8; a float16 constant is the float16 value (its float32 lane value is exact)
             v = bool(v) if dt == dtypes.bool else float(truncate[dt](float(v))) if dt == dtypes.float16 \
                 else float(v) if dtypes.is_float(dt) else truncate[dt](int(v))
-            key = (LANE_DTYPE.get(name, name), struct.pack("<d", v) if isinstance(v, float) else v)  # -0.0 != 0.0
+            key = (lane_dtype(name), struct.pack("<d", v) if isinstance(v, float) else v)  # -0.0 != 0.0
             if key not in self.consts: self.consts[key] = self.dag.add("CONST", key[0], (), v)
             return self.consts[key]
         if u in self.memo: return self.memo[u]
@@ -303,7 +305,7 @@ class _Lowerer:
         if u.op is Ops.INDEX:
             if u in self.load_ids: return self.load_ids[u]
             s = self.stream_index(u)
-            nid = self.dag.add("LOAD", LANE_DTYPE.get(s.dtype, s.dtype), (), len(self.inputs))
+            nid = self.dag.add("LOAD", lane_dtype(s.dtype), (), len(self.inputs))
             self.inputs.append(s)
             self.load_ids[u] = nid
             return nid
@@ -428,12 +430,12 @@ class _Lowerer:
         value = store.src[1]
         self.dag.out = self.value(value, out_index.dtype)
         out_dt = self.dag.nodes[self.dag.out].dtype
-        if out_dt != LANE_DTYPE.get(output.dtype, output.dtype):   # tinygrad always stores the buffer's dtype; anything else is a frontend bug
+        if out_dt != lane_dtype(output.dtype):   # tinygrad always stores the buffer's dtype; anything else is a frontend bug
             raise UnsupportedOp(f"{self.name}: stored value is {out_dt}, the buffer is {output.dtype}")
         if not self.inputs:
             # a constant kernel (Tensor.zeros(...).contiguous(), folded math): the tile pipeline is driven by input
             # tiles, so stream the output buffer itself in as a never-used input (its value is dead in the DAG)
-            self.dag.add("LOAD", LANE_DTYPE.get(output.dtype, output.dtype), (), 0)
+            self.dag.add("LOAD", lane_dtype(output.dtype), (), 0)
             self.inputs.append(replace(output, gate=frozenset()))
         buffers = [Buffer(s, buffer_dtype(p), int(p.src[0].arg) * DTYPE_SIZE[buffer_dtype(p)])
                    for s, p in sorted(self.params.items())]

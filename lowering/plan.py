@@ -28,6 +28,13 @@ NARROW_DTYPE_SIZE = {"int8": 1, "uint8": 1, "int16": 2, "uint16": 2, "float16": 
 LANE_DTYPE = {"int8": "int32", "uint8": "int32", "int16": "int32", "uint16": "int32"}
 DTYPE_SIZE.update(NARROW_DTYPE_SIZE)
 TILE_FORMAT_OF.update({dt: "fp32" for dt in NARROW_DTYPE_SIZE})
+
+
+def lane_dtype(name: str) -> str:
+    """The value-DAG dtype of a buffer dtype's values (the narrow integers compute as int32)."""
+    return LANE_DTYPE.get(name, name)
+
+
 # dtypes whose DRAM element is the tile datum as is (a bulk copy moves them without conversion)
 TILE_NATIVE = ("float32", "int32", "bfloat16")
 
