@@ -230,7 +230,8 @@ def round_f16(e: Emitter, r: int, t: list[int]) -> None:
     """r = float32 r rounded to the nearest float16 value (ties to even), as tinygrad's CPU device casts: |r| >= 65520
     -> +-inf, below 2^-14 a multiple of 2^-24 (float16 denormals, the sign of zero kept), NaN stays NaN. In range: the
     integer form r + 0xfff + ((r >> 13) & 1), low 13 bits cleared; below 2^-14: (r + 0.75) - 0.75 (the float32 add
-    rounds to the 2^-24 grid there). 3 scratch registers."""
+    rounds to the 2^-24 grid there). 3 scratch registers. Not SFP_STOCH_RND's fp16 mode: it rounds ties away from zero,
+    keeps float32's exponent range and turns NaN into inf (docs/isa.md §3)."""
     t1, t2, t3 = t[:3]
     e.shl(t1, r, 18)
     e.shr(t1, t1, 31)                       # t1 = (r >> 13) & 1
