@@ -8,9 +8,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-DTYPES = ("float32", "bfloat16", "int32", "bool")
+DTYPES = ("float32", "bfloat16", "int32", "bool", "float16")
 ELEMENTWISE_OPS = ("ADD", "MUL", "SUB", "NEG", "MAX", "CMPLT", "CMPNE", "WHERE", "RECIPROCAL", "EXP2", "LOG2",
                    "SQRT", "SIN", "TRUNC", "CAST",
+                   "BITCAST",                         # the same 32 lane bits read as another dtype (float32 <-> int32)
                    "AND", "OR", "XOR", "SHL", "SHR",  # int32 and bool bit ops (shifts: int32 only)
                    "MULADD", "MULSUB", "NMULADD",     # fused a*b+c, a*b-c, c-a*b (lowering/rewrite.py)
                    "DIV")                             # fused a*(1/b) (lowering/rewrite.py)

@@ -9,7 +9,10 @@ inside the index plus a `WHERE(valid, load, 0)` in the value. Everything that de
 (run on the SFPU).
 A REDUCE becomes a REDUCE node of the DAG (its ranges go last in the iteration space; the reduction families plan it);
 integer/bool index math that reaches the value part (arange, argmax's reversed index, tril masks, nonzero pads) is a
-computed stream: the reader evaluates it per element in C and the SFPU loads it like any input.
+computed stream: the reader evaluates it per element in C and the SFPU loads it like any input. float32 index math
+(interpolate's scaled indices) is C float, evaluated as tinygrad's CPU device evaluates it.
+Dtypes (DTYPE_NAME): buffers keep their own dtype; the value DAG computes the narrow integers in int32 lanes, wrapped
+after every op that can leave their range (`wrap`), and float16 as a float32 value rounded where it is cast.
 
 This module may import tinygrad's uop/dtype layer, never its device layer, and never `runtime`.
 """
@@ -25,19 +28,33 @@ from tinygrad.uop.symbolic import sym
 
 from tt_backend.lowering.dag import ValueDAG
 from tt_backend.lowering.index import OPS, IndexExpr, IndexTexts
-from tt_backend.lowering.plan import DTYPE_SIZE, Buffer, Stream
+from tt_backend.lowering.plan import DTYPE_SIZE, Buffer, Stream, lane_dtype
 from tt_backend.chip.errors import UnsupportedOp
 
 # ---------------------------------------------------------------------------------------------------------- dtypes
 
 DTYPE_NAME = {dtypes.float32: "float32", dtypes.bfloat16: "bfloat16", dtypes.int32: "int32", dtypes.bool: "bool"}
+# the narrow dtypes (lowering/plan.py LANE_DTYPE): stored at their width, computed in 32-bit lanes
+DTYPE_NAME.update({dtypes.int8: "int8", dtypes.uint8: "uint8", dtypes.int16: "int16", dtypes.uint16: "uint16",
+                   dtypes.float16: "float16"})
+# a narrow integer's lane value is brought back into its range after the ops that can leave it (WRAPPING_OPS), as
+# tinygrad's CPU device wraps (two's complement truncation): dtype -> unsigned by a mask, signed by a shift pair
+WRAPPING_OPS = ("ADD", "SUB", "MUL", "NEG", "SHL", "CAST", "REDUCE")
+WRAP = {"uint8": ("AND", 0xFF), "uint16": ("AND", 0xFFFF), "int8": ("SHIFT", 24), "int16": ("SHIFT", 16)}
 
 
 def dtype_name(dt: DType, what: str) -> str:
     if dt == dtypes.weakfloat: dt = dtypes.default_float   # a weak float value lives at the default float (tinygrad)
+    if dt == dtypes.weakint: dt = dtypes.int32             # a weak int (an untyped index constant) is an int32 value
     if (n := DTYPE_NAME.get(dt)) is None:   # vectors never reach us: the AST is pre-upcast
-        raise UnsupportedOp(f"dtype {dt} ({what}): the TT backend supports float32, bfloat16, int32 and bool")
+        raise UnsupportedOp(f"dtype {dt} ({what}): the TT backend supports {', '.join(DTYPE_NAME.values())} "
+                            "(int64, uint64 and float64 are not lowered: compute in int32/float32)")
     return n
+
+
+def lane_name(dt: DType, what: str) -> str:
+    """The dtype of dt's values in the SFPU's 32-bit lanes (the value DAG's dtypes)."""
+    return lane_dtype(dtype_name(dt, what))
 
 
 def buffer_dtype(param: UOp) -> str:
@@ -159,7 +176,7 @@ VALUE_OPS = {Ops.ADD: "ADD", Ops.MUL: "MUL", Ops.SUB: "SUB", Ops.NEG: "NEG", Ops
 REJECT = {Ops.SPECIAL: "SPECIAL (pre-launched kernels)",
           Ops.BARRIER: "BARRIER", Ops.WMMA: "WMMA", Ops.IF: "IF", Ops.AFTER: "AFTER (symbolic variables / assigns)",
           Ops.BUFFER: "BUFFER (local/register buffers)", Ops.CUSTOM: "CUSTOM", Ops.CUSTOMI: "CUSTOMI",
-          Ops.THREEFRY: "THREEFRY (random numbers)", Ops.BITCAST: "BITCAST"}
+          Ops.THREEFRY: "THREEFRY (random numbers)"}
 
 
 class _Lowerer:
@@ -270,10 +287,12 @@ class _Lowerer:
         if u.op is Ops.CONST:
             dt = want if (want is not None and (u.dtype in dtypes.weaks or u.dtype == dtypes.void)) else u.dtype
             if dt in dtypes.weaks: dt = dtypes.float32 if dt == dtypes.weakfloat else dtypes.int32
-            v = u.arg
-            # integers wrap to int32 as tinygrad's own constants do (dtype.truncate): 0xFFFFFFFF is -1
-            v = bool(v) if dt == dtypes.bool else float(v) if dtypes.is_float(dt) else truncate[dtypes.int32](int(v))
-            key = (dtype_name(dt, "constant"), struct.pack("<d", v) if isinstance(v, float) else v)  # -0.0 != 0.0
+            v, name = u.arg, dtype_name(dt, "constant")
+            # integers wrap to their dtype as tinygrad's own constants do (dtype.truncate): 0xFFFFFFFF is -1 in int32,
+            # -1 is 255 in uint8; a float16 constant is the float16 value (its float32 lane value is exact)
+            v = bool(v) if dt == dtypes.bool else float(truncate[dt](float(v))) if dt == dtypes.float16 \
+                else float(v) if dtypes.is_float(dt) else truncate[dt](int(v))
+            key = (lane_dtype(name), struct.pack("<d", v) if isinstance(v, float) else v)  # -0.0 != 0.0
             if key not in self.consts: self.consts[key] = self.dag.add("CONST", key[0], (), v)
             return self.consts[key]
         if u in self.memo: return self.memo[u]
@@ -286,7 +305,7 @@ class _Lowerer:
         if u.op is Ops.INDEX:
             if u in self.load_ids: return self.load_ids[u]
             s = self.stream_index(u)
-            nid = self.dag.add("LOAD", s.dtype, (), len(self.inputs))
+            nid = self.dag.add("LOAD", lane_dtype(s.dtype), (), len(self.inputs))
             self.inputs.append(s)
             self.load_ids[u] = nid
             return nid
@@ -298,14 +317,14 @@ class _Lowerer:
                 inner, rngs = inner.src[0], rngs + list(inner.src[1:])   # sum of sums = one sum over both ranges
             src = self.value(inner, u.dtype)
             axes = tuple(sorted(self.rvar[r] for r in rngs))
-            return self.dag.add("REDUCE", dtype_name(u.dtype, "REDUCE"), (src,), (u.arg[0].name, axes))
+            return self.wrap(self.dag.add("REDUCE", lane_name(u.dtype, "REDUCE"), (src,), (u.arg[0].name, axes)), u.dtype)
         if (u.op is Ops.RANGE or self.is_range_only(u)) and (u.dtype in (dtypes.bool, dtypes.int32) or
                                                              u.dtype in dtypes.weaks and not dtypes.is_float(u.dtype)):
             return self.computed_stream(u)
         if u.op is Ops.RANGE or self.is_range_only(u) and u.op not in (Ops.CAST, *VALUE_OPS):
             raise UnsupportedOp(f"{self.name}: a value that depends on the iteration index ({u.op.name} over ranges "
                                 "in {u.dtype} is not lowered yet)")
-        dt = dtype_name(u.dtype, u.op.name)
+        dt = lane_name(u.dtype, u.op.name)
         if u.op is Ops.WHERE and self.is_range_only(u.src[0]):
             return self.range_gated_where(u)
         if u.op is Ops.FLOORMOD and (m := self.power_of_two(u.src[1])) is not None:
@@ -313,7 +332,9 @@ class _Lowerer:
             mask = self.value(UOp(Ops.CONST, u.dtype, arg=m - 1))
             return self.dag.add("AND", dt, (self.value(u.src[0], u.dtype), mask))
         if u.op in (Ops.AND, Ops.OR, Ops.XOR, Ops.SHL, Ops.SHR) and u.dtype != dtypes.bool:
-            return self.dag.add(u.op.name, dt, tuple(self.value(s, u.dtype) for s in u.src))
+            return self.wrap(self.dag.add(u.op.name, dt, tuple(self.value(s, u.dtype) for s in u.src)), u.dtype)
+        if u.op is Ops.BITCAST:
+            return self.bitcast(u)
         if u.op in (Ops.AND, Ops.OR, Ops.XOR):
             a, b = self.value(u.src[0], dtypes.bool), self.value(u.src[1], dtypes.bool)
             if u.op is Ops.XOR: return self.dag.add("CMPNE", "bool", (a, b))
@@ -333,7 +354,26 @@ class _Lowerer:
             srcs = (self.value(u.src[0], None),)
         else:
             srcs = tuple(self.value(s, u.dtype) for s in u.src)
-        return self.dag.add(VALUE_OPS[u.op], dt, srcs)
+        return self.wrap(self.dag.add(VALUE_OPS[u.op], dt, srcs), u.dtype)
+
+    def wrap(self, nid: int, dt: DType) -> int:
+        """Node nid computed dt's value in an int32 lane: for a narrow integer dtype, after an op that can leave its
+        range (WRAPPING_OPS), the value wrapped into the range as tinygrad's CPU device computes it."""
+        if (w := WRAP.get(DTYPE_NAME.get(dt))) is None or self.dag.nodes[nid].op not in WRAPPING_OPS: return nid
+        kind, k = w
+        def const(c: int) -> int: return self.value(UOp(Ops.CONST, dtypes.int32, arg=c))
+        if kind == "AND": return self.dag.add("AND", "int32", (nid, const(k)))
+        return self.dag.add("SHR", "int32", (self.dag.add("SHL", "int32", (nid, const(k))), const(k)))   # arithmetic
+
+    def bitcast(self, u: UOp) -> int:
+        """BITCAST between dtypes of one size whose lane values are the same bits (float32 <-> int32): the value
+        itself. Other pairs (float16 <-> int16: a float16 lane holds its float32 value) are not lowered."""
+        src, to = lane_name(u.src[0].dtype, "BITCAST"), lane_name(u.dtype, "BITCAST")
+        same_bits = u.src[0].dtype.itemsize == u.dtype.itemsize == 4
+        if not same_bits:
+            raise UnsupportedOp(f"{self.name}: BITCAST {u.src[0].dtype} -> {u.dtype} (float32 <-> int32 is lowered)")
+        return self.dag.add("BITCAST", to, (self.value(u.src[0], u.src[0].dtype),)) if src != to else \
+            self.value(u.src[0], u.src[0].dtype)
 
     @staticmethod
     def power_of_two(u: UOp) -> int | None:
@@ -370,7 +410,7 @@ class _Lowerer:
         if is_zero(x) and zero_outside(y, not_c): return self.value(y, u.dtype)
         # anything else (a pad with a nonzero value, tril/triu masks): the condition is a computed bool stream
         dt = u.dtype
-        return self.dag.add("WHERE", dtype_name(dt, "WHERE"), (self.computed_stream(c), self.value(x, dt), self.value(y, dt)))
+        return self.dag.add("WHERE", lane_name(dt, "WHERE"), (self.computed_stream(c), self.value(x, dt), self.value(y, dt)))
 
     def lower(self) -> LoweredKernel:
         self.check_supported()
@@ -390,12 +430,12 @@ class _Lowerer:
         value = store.src[1]
         self.dag.out = self.value(value, out_index.dtype)
         out_dt = self.dag.nodes[self.dag.out].dtype
-        if out_dt != output.dtype:   # tinygrad always stores the buffer's dtype; anything else is a frontend bug
+        if out_dt != lane_dtype(output.dtype):   # tinygrad always stores the buffer's dtype; anything else is a frontend bug
             raise UnsupportedOp(f"{self.name}: stored value is {out_dt}, the buffer is {output.dtype}")
         if not self.inputs:
             # a constant kernel (Tensor.zeros(...).contiguous(), folded math): the tile pipeline is driven by input
             # tiles, so stream the output buffer itself in as a never-used input (its value is dead in the DAG)
-            self.dag.add("LOAD", output.dtype, (), 0)
+            self.dag.add("LOAD", lane_dtype(output.dtype), (), 0)
             self.inputs.append(replace(output, gate=frozenset()))
         buffers = [Buffer(s, buffer_dtype(p), int(p.src[0].arg) * DTYPE_SIZE[buffer_dtype(p)])
                    for s, p in sorted(self.params.items())]

@@ -21,7 +21,7 @@ import numpy as np
 
 from tt_backend.chip.errors import UnsupportedOp
 
-DTYPES = ("int", "bool", "float")   # float: carried (constants, casts) but not rendered to C yet
+DTYPES = ("int", "bool", "float")   # float: tinygrad's float32 index math (interpolate's scaled indices), C float
 
 
 @dataclass(frozen=True)
@@ -32,6 +32,18 @@ class IndexOp:
 
 def _signed(s: str) -> str:
     return f"(int32_t)({s})"
+
+
+def _float_operands(n) -> bool:
+    """A float32 operand (C float arithmetic: the baby cores' soft float, IEEE round-to-nearest-even like tinygrad's
+    CPU device): comparisons and max need no signed casts."""
+    return any(s.dtype == "float" for s in n.src)
+
+
+# C casts between the index dtypes (source dtype, result dtype): float -> int truncates toward zero as C and tinygrad do
+C_CAST = {("int", "float"): "(float)(int32_t)({})", ("bool", "float"): "(float)({})",
+          ("float", "int"): "(uint32_t)(int32_t)({})", ("float", "bool"): "({} != 0.0f)",
+          ("int", "bool"): "({} != 0)", ("bool", "bool"): "({} != 0)", ("float", "float"): "{}"}
 
 
 def _c_floordiv(a: str, b: str) -> str:   # floor division for a possibly negative numerator, positive divisor
@@ -46,9 +58,9 @@ def _cdiv(a, b):   # C division: truncates toward zero (a - fmod(a, b) is an exa
     return np.floor_divide(np.subtract(a, np.fmod(a, b)), b)
 
 
-CAST_NP = {"bool": lambda v: np.not_equal(v, 0), "int": lambda v: np.asarray(v, np.int64),
-           "float": lambda v: np.asarray(v, np.float64)}
-CONST_NP = {"bool": np.bool_, "int": np.int64, "float": np.float64}
+CAST_NP = {"bool": lambda v: np.not_equal(v, 0), "int": lambda v: np.asarray(np.trunc(v) if np.asarray(v).dtype.kind == "f" else v).astype(np.int64),
+           "float": lambda v: np.asarray(v, np.float32)}
+CONST_NP = {"bool": np.bool_, "int": np.int64, "float": np.float32}   # float index math is float32 (tinygrad's)
 
 OPS: dict[str, IndexOp] = {   # names as tinygrad's Ops, plus ALL (the conjunction of a stream's validity terms)
     "ADD": IndexOp(lambda n, a, b: f"({a} + {b})", _values(np.add)),
@@ -64,9 +76,10 @@ OPS: dict[str, IndexOp] = {   # names as tinygrad's Ops, plus ALL (the conjuncti
     "SHL": IndexOp(lambda n, a, b: f"({a} << {b})", _values(np.left_shift)),
     "SHR": IndexOp(lambda n, a, b: f"({a} >> {b})" if n.nonneg else f"({_signed(a)} >> {b})",   # arithmetic shift
                    _values(np.right_shift)),
-    "MAX": IndexOp(lambda n, a, b: f"(({a}) > ({b}) ? ({a}) : ({b}))" if n.nonneg else
+    "MAX": IndexOp(lambda n, a, b: f"(({a}) > ({b}) ? ({a}) : ({b}))" if n.nonneg or _float_operands(n) else
                    f"({_signed(a)} > {_signed(b)} ? ({a}) : ({b}))", _values(np.maximum)),
-    "CMPLT": IndexOp(lambda n, a, b: f"({a} < {b})" if n.nonneg else f"({_signed(a)} < {_signed(b)})",
+    "CMPLT": IndexOp(lambda n, a, b: f"({a} < {b})" if n.nonneg or _float_operands(n) else
+                     f"({_signed(a)} < {_signed(b)})",
                      _values(np.less)),
     "CMPNE": IndexOp(lambda n, a, b: f"({a} != {b})", _values(np.not_equal)),
     "CMPEQ": IndexOp(lambda n, a, b: f"({a} == {b})", _values(np.equal)),
@@ -76,7 +89,8 @@ OPS: dict[str, IndexOp] = {   # names as tinygrad's Ops, plus ALL (the conjuncti
     "XOR": IndexOp(lambda n, a, b: f"({a} ^ {b})", _values(np.bitwise_xor)),
     "WHERE": IndexOp(lambda n, c, a, b: f"({c} ? {a} : {b})", _values(np.where)),
     # C integer casts keep the value (a bool is 0/1 already); to bool is a test against zero
-    "CAST": IndexOp(lambda n, a: f"({a} != 0)" if n.dtype == "bool" else a, lambda n, v: CAST_NP[n.dtype](v)),
+    "CAST": IndexOp(lambda n, a: C_CAST.get((n.src[0].dtype, n.dtype), "{}").format(a),
+                    lambda n, v: CAST_NP[n.dtype](v)),
     # the one unparenthesised form: a validity is rendered as the bare chain of its terms and is never an operand
     "ALL": IndexOp(lambda n, *terms: " && ".join(terms), _values(lambda *t: functools.reduce(np.logical_and, t))),
 }
@@ -84,7 +98,10 @@ OPS: dict[str, IndexOp] = {   # names as tinygrad's Ops, plus ALL (the conjuncti
 
 def _c_const(v) -> str:
     if isinstance(v, bool): return "1" if v else "0"
-    if not isinstance(v, int): raise UnsupportedOp(f"non-integer constant {v!r} in an index expression")
+    if isinstance(v, float):   # the float32 value, exactly (a hexadecimal literal)
+        f = float(np.float32(v))
+        if not np.isfinite(f): raise UnsupportedOp(f"non-finite constant {v!r} in an index expression")
+        return f"({f.hex()}f)"
     return f"({v})" if v < 0 else str(v)
 
 

@@ -19,6 +19,24 @@ TILE_ELEMS = 1024                       # a 32x32 tile; for elementwise kernels 
 TILE_BYTES = {"fp32": 4 * TILE_ELEMS, "bf16": 2 * TILE_ELEMS}
 DTYPE_SIZE = {"float32": 4, "bfloat16": 2, "int32": 4, "bool": 1}
 TILE_FORMAT_OF = {"float32": "fp32", "int32": "fp32", "bool": "fp32", "bfloat16": "bf16"}
+# The narrow dtypes: stored at their own width in DRAM, widened by the reader to the 32-bit lane value the SFPU computes
+# with (LANE_DTYPE: integers as int32; float16 is a value-DAG dtype of its own, a float32 lane value rounded to float16
+# after every op as bfloat16 is, lowering/codegen/sfpu_ops.py round_f16) and narrowed back by the writer
+# (lowering/codegen/c_exprs.py). The frontend keeps integer values in their dtype's range after every op that can leave
+# it (two's complement wrap).
+NARROW_DTYPE_SIZE = {"int8": 1, "uint8": 1, "int16": 2, "uint16": 2, "float16": 2}
+LANE_DTYPE = {"int8": "int32", "uint8": "int32", "int16": "int32", "uint16": "int32"}
+DTYPE_SIZE.update(NARROW_DTYPE_SIZE)
+TILE_FORMAT_OF.update({dt: "fp32" for dt in NARROW_DTYPE_SIZE})
+
+
+def lane_dtype(name: str) -> str:
+    """The value-DAG dtype of a buffer dtype's values (the narrow integers compute as int32)."""
+    return LANE_DTYPE.get(name, name)
+
+
+# dtypes whose DRAM element is the tile datum as is (a bulk copy moves them without conversion)
+TILE_NATIVE = ("float32", "int32", "bfloat16")
 
 
 @dataclass(frozen=True)

@@ -112,6 +112,14 @@ class TTRenderer(Renderer):
             raise TTError(f"TT renderer arch {name!r} is not a TT target ({', '.join(TARGETS)})")
         return TARGETS[name]
 
+    def supported_dtypes(self):
+        """tinygrad's dtype-support declaration (tests and tinygrad's own dtype choices consult it): the dtypes the
+        lowering takes (lowering/frontend.py DTYPE_NAME). int64, uint64, float64 and the fp8s are left out: the SFPU
+        has 32-bit lanes and they are not emulated, so a kernel using them is refused with UnsupportedOp."""
+        # lazy: see the module doc (compile workers import this module)
+        from tt_backend.lowering.frontend import DTYPE_NAME
+        return set(DTYPE_NAME)
+
 
 def kernel_name(ast: UOp) -> str:
     """tinygrad-style: E_ (elementwise; r_ with a reduction) and the iteration space, e.g. E_64_128."""

@@ -202,11 +202,16 @@ def dag_from_meta(m: dict) -> ValueDAG:
 
 
 NP_OF = {"float32": np.float32, "int32": np.int32, "bool": np.bool_}
+# the narrow dtypes: read at their width, widened to the 32-bit lane values the graph computes with
+NARROW_NP = {"int8": np.int8, "uint8": np.uint8, "int16": np.int16, "uint16": np.uint16, "float16": np.float16}
 
 
 def buffer_values(raw: bytes, dtype: str) -> np.ndarray:
     if dtype == "bfloat16":
         return (np.frombuffer(raw, np.uint16).astype(np.uint32) << 16).view(np.float32)
+    if dtype in NARROW_NP:
+        v = np.frombuffer(raw, NARROW_NP[dtype])
+        return v.astype(np.float32 if v.dtype.kind == "f" else np.int32)
     return np.frombuffer(raw, NP_OF[dtype]).copy()
 
 

@@ -8,5 +8,14 @@ DRAM_LOAD = {"bool": "(TT_L1_U8(p) != 0u ? 1u : 0u)", "bfloat16": "(uint32_t)TT_
              "float32": "TT_REG32(p)", "int32": "TT_REG32(p)"}
 DRAM_STORE = {"bool": "TT_L1_U8(p) = v != 0u ? 1u : 0u;", "bfloat16": "TT_L1_U16(p) = (uint16_t)v;",
               "float32": "TT_REG32(p) = v;", "int32": "TT_REG32(p) = v;"}
+# the narrow dtypes (lowering/plan.py LANE_DTYPE): integers are sign- or zero-extended to the int32 lane value and
+# truncated back (the lane value is already in range); float16 goes through tt_convert.h (exact widening; narrowing
+# rounds to nearest even with overflow to inf, denormals and NaN as IEEE binary16 defines them)
+DRAM_LOAD.update({"int8": "(uint32_t)(int32_t)(int8_t)TT_L1_U8(p)", "uint8": "(uint32_t)TT_L1_U8(p)",
+                  "int16": "(uint32_t)(int32_t)(int16_t)TT_L1_U16(p)", "uint16": "(uint32_t)TT_L1_U16(p)",
+                  "float16": "tt_f16_to_f32(TT_L1_U16(p))"})
+DRAM_STORE.update({"int8": "TT_L1_U8(p) = (uint8_t)v;", "uint8": "TT_L1_U8(p) = (uint8_t)v;",
+                   "int16": "TT_L1_U16(p) = (uint16_t)v;", "uint16": "TT_L1_U16(p) = (uint16_t)v;",
+                   "float16": "TT_L1_U16(p) = tt_f32_to_f16(v);"})
 TILE_LOAD = {"fp32": "TT_REG32(src + 4u * i)", "bf16": "(uint32_t)TT_L1_U16(src + 2u * i)"}
 TILE_STORE = {"fp32": "TT_REG32(dst + 4u * i) = v;", "bf16": "TT_L1_U16(dst + 2u * i) = (uint16_t)v;"}

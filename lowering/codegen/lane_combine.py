@@ -21,6 +21,7 @@ COMBINE = {
     ("MUL", "float32"): lambda em, d, s, t: em.fmul(d, d, s),
     ("MAX", "float32"): _swap_max,
     ("MAX", "bfloat16"): _swap_max,       # bf16 values are fp32 values: max is exact, no rounding
+    ("MAX", "float16"): _swap_max,        # float16 values as well
     ("ADD", "int32"): lambda em, d, s, t: em.iadd(d, s),
     ("MAX", "int32"): lambda em, d, s, t: so.i_max(em, d, [d, s], t),   # two's complement order, not SFPSWAP's
     ("ADD", "bool"): lambda em, d, s, t: em.or3(d, d, s),

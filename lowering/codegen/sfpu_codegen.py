@@ -92,6 +92,9 @@ def const_bits(value, dtype: str) -> int:
         with np.errstate(over="ignore"):
             b = int(np.array(float(value), dtype=np.float32).view(np.uint32))
         return _bf16_round_bits(b) if dtype == "bfloat16" else b
+    if dtype == "float16":   # the float16 value's float32 bits (the frontend gives float16 values already)
+        with np.errstate(over="ignore"):
+            return int(np.array(float(value), np.float16).astype(np.float32).view(np.uint32))
     if dtype == "int32":
         v = int(value)
         if not -2**31 <= v < 2**32:
@@ -276,11 +279,11 @@ def compile_sfpu(dag, n_inputs: int, out_dtype=None, fuse_mad: bool = True, rese
         if n.dtype not in so.CLASS:
             raise UnsupportedOp(f"SFPU lowering: dtype {n.dtype}")
 
-    # value numbering: identity CASTs share their source's value
+    # value numbering: identity CASTs and BITCASTs (stores are raw 32 bits) share their source's value
     canon: dict[int, int] = {}
     for n in nodes:
         canon[n.id] = n.id
-        if n.op == "CAST" and so.CASTS.get((nodes[n.srcs[0]].dtype, n.dtype), 0) is None:
+        if n.op == "CAST" and so.CASTS.get((nodes[n.srcs[0]].dtype, n.dtype), 0) is None or n.op == "BITCAST":
             canon[n.id] = canon[n.srcs[0]]
     if n_inputs >= MAX_SLOTS:
         raise UnsupportedOp(f"SFPU lowering: {n_inputs} inputs leave no Dst slot for the output (max {MAX_SLOTS - 1})")
@@ -343,15 +346,16 @@ def _emit(nodes: list[VNode], canon: dict[int, int], out: int, out_slot: int, po
         if d is None:
             d = al.take(k, pinned)
         pinned.add(d)
-        ntmp = max(seq.tmps, so.ROUND_TMPS if (seq.rounds and n.dtype == "bfloat16") else 0)
+        rnd = so.rounder(n.op, n.dtype, seq)
+        ntmp = max(seq.tmps, so.ROUND_TMPS if rnd else 0)
         tmps = []
         for _ in range(ntmp):
             t = al.take(k, pinned)
             tmps.append(t)
             pinned.add(t)
         seq.fn(em, d, regs, tmps)
-        if seq.rounds and n.dtype == "bfloat16":
-            so.round_bf16(em, d, tmps)
+        if rnd:
+            rnd(em, d, tmps)
         for s in set(srcs):
             al.release_if_dead(s, k)
         if d in al.owner:                       # d took over a dying source's register

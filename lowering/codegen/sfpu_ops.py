@@ -226,6 +226,48 @@ def round_bf16(e: Emitter, r: int, t: list[int]) -> None:
     e.and3(r, t1, e.creg(t2, 0xFFFF0000))
 
 
+def round_f16(e: Emitter, r: int, t: list[int]) -> None:
+    """r = float32 r rounded to the nearest float16 value (ties to even), as tinygrad's CPU device casts: |r| >= 65520
+    -> +-inf, below 2^-14 a multiple of 2^-24 (float16 denormals, the sign of zero kept), NaN stays NaN. In range: the
+    integer form r + 0xfff + ((r >> 13) & 1), low 13 bits cleared; below 2^-14: (r + 0.75) - 0.75 (the float32 add
+    rounds to the 2^-24 grid there). 3 scratch registers. Not SFP_STOCH_RND's fp16 mode: it rounds ties away from zero,
+    keeps float32's exponent range and turns NaN into inf (docs/isa.md §3)."""
+    t1, t2, t3 = t[:3]
+    e.shl(t1, r, 18)
+    e.shr(t1, t1, 31)                       # t1 = (r >> 13) & 1
+    e.iadd(t1, e.creg(t2, 0xFFF))
+    e.iadd(t1, r)
+    e.and3(t1, t1, e.creg(t2, 0xFFFFE000))  # in-range result
+    e.setsgn_imm(t3, r, 0)                  # |r|
+    e.gt(t3, e.creg(t2, 0x477FEFFF))        # |r| >= 65520 ...
+    e.le(t3, e.creg(t2, F32_INF))           # ... and not NaN: +-inf
+    e.mov(t1, r)
+    e.setsgn_from_d(t1, e.creg(t2, F32_INF))
+    e.endif()
+    e.gt(t3, e.creg(t2, F32_INF))           # NaN lanes keep r
+    e.mov(t1, r)
+    e.endif()
+    e.gt(e.creg(t2, 0x38800000), t3)        # |r| < 2^-14: the denormal grid
+    e.fadd(t1, r, e.creg(t2, 0.75))
+    e.fsub(t1, t1, e.creg(t2, 0.75))
+    e.mov(t3, r)
+    e.setsgn_from_d(t3, t1)                 # r's sign (-tiny rounds to -0)
+    e.mov(t1, t3)
+    e.endif()
+    e.mov(r, t1)
+
+
+# dtype -> (its rounding, whether every op's result is rounded or only a CAST's). float16 as tinygrad's CPU device
+# computes it: arithmetic in float32, rounded where the program casts or stores (the writer's conversion)
+ROUNDERS = {"bfloat16": (round_bf16, True), "float16": (round_f16, False)}
+
+
+def rounder(op: str, dtype: str, seq: Seq) -> Callable | None:
+    """The rounding appended to node (op, dtype) computed by seq, or None."""
+    fn, every_op = ROUNDERS.get(dtype, (None, False))
+    return fn if seq.rounds and (every_op or op == "CAST") else None
+
+
 def horner(e: Emitter, p: int, x: int, coeffs: list[float], t: int) -> None:
     """p = sum(coeffs[k] * x**k) by Horner on SFPMAD (one rounding per step)."""
     e.loadf(p, coeffs[-1])
@@ -665,7 +707,7 @@ class Seq:
 
 
 F, I, B = "f", "i", "b"                     # operand classes: float32/bfloat16, int32, bool
-CLASS = {"float32": F, "bfloat16": F, "int32": I, "bool": B}
+CLASS = {"float32": F, "bfloat16": F, "int32": I, "bool": B, "float16": F}
 
 # (op, operand class) -> sequence. Comparisons are keyed by the operand class; their result is bool.
 SEQS: dict[tuple[str, str], Seq] = {
@@ -721,4 +763,12 @@ CASTS: dict[tuple[str, str], Seq | None] = {
     ("int32", "bool"): Seq(cast_i_to_b, 0, (0,)),
     ("bool", "float32"): Seq(cast_b_to_f, 0, (0,)), ("bool", "bfloat16"): Seq(cast_b_to_f, 0, (0,)),
 }
+# float16 values are float32 values on the float16 grid: widening is free, narrowing rounds (ROUNDERS)
+CASTS.update({
+    ("float16", "float16"): None, ("float16", "float32"): None,
+    ("float32", "float16"): Seq(f_round_only, 0, (0,), True), ("bfloat16", "float16"): Seq(f_round_only, 0, (0,), True),
+    ("float16", "bfloat16"): Seq(f_round_only, 0, (0,), True),
+    ("float16", "int32"): Seq(cast_f_to_i, 1), ("float16", "bool"): Seq(cast_f_to_b, 0, (0,)),
+    ("int32", "float16"): Seq(cast_i_to_f, 1, (), True), ("bool", "float16"): Seq(cast_b_to_f, 0, (0,)),
+})
 ROUND_TMPS = 3

@@ -74,7 +74,7 @@ from tt_backend.lowering.placement.cost import COST, pack_cycles, sfpu_op_cycles
 from tt_backend.lowering.placement.reference import (SAMPLE_DISTS, reduce_in_lanes, reference, rel_error,
                                                      sample_inputs)
 from tt_backend.lowering.placement.report import Placement
-from tt_backend.lowering.plan import DTYPE_SIZE, SfpuProgram, Stream
+from tt_backend.lowering.plan import DTYPE_SIZE, TILE_NATIVE, SfpuProgram, Stream
 from tt_backend.chip.errors import UnsupportedOp
 from tt_backend.chip.isa import decode, encode
 
@@ -87,7 +87,7 @@ LANE_CHOICES = (1, 2, 4, 8, 32)
 SHORT_STEPS = (2, 4, 8, 16)               # row steps per output for short reductions (K <= steps)
 IDENTITY = {("ADD", "float32"): 0.0, ("ADD", "int32"): 0, ("ADD", "bool"): False, ("MUL", "float32"): 1.0,
             ("MAX", "float32"): float("-inf"), ("MAX", "bfloat16"): float("-inf"), ("MAX", "int32"): -2**31,
-            ("MAX", "bool"): False}
+            ("MAX", "bool"): False, ("MAX", "float16"): float("-inf")}
 GROUP_COST = 0.25                         # a group's finish + post + output tile, relative to one input tile
 
 
@@ -240,7 +240,7 @@ def plan_reduce(lk: LoweredKernel, budget: float | None = None) -> SfpuReducePla
     # contiguous over (output, k) is one NoC read per tile (render.py: "red contiguous")
     # (bulk reads keep DRAM and L1 congruent mod 64, so each output's run of K elements must start 64-aligned)
     def bulk(s: Stream) -> bool:
-        return s.contiguous and lanes == 32 and s.dtype != "bool" and (n_red * DTYPE_SIZE[s.dtype]) % 64 == 0
+        return s.contiguous and lanes == 32 and s.dtype in TILE_NATIVE and (n_red * DTYPE_SIZE[s.dtype]) % 64 == 0
     streams = [replace(s, contiguous=bulk(s)) for s in streams]
     k_dep = [any(r >= n_out_r for r in s.ranges) for s in lk.inputs]
 
@@ -407,7 +407,7 @@ def plan_two_pass(lk: LoweredKernel, reds: list[VNode]) -> SfpuReducePlan:
 
     streams = [lk.stream(s) for s in lk.inputs]
     def bulk(s: Stream) -> bool:          # as plan_reduce: 32 lanes, each output's run 64-byte aligned
-        return s.contiguous and lanes == 32 and s.dtype != "bool" and (n_red * DTYPE_SIZE[s.dtype]) % 64 == 0
+        return s.contiguous and lanes == 32 and s.dtype in TILE_NATIVE and (n_red * DTYPE_SIZE[s.dtype]) % 64 == 0
     streams = [replace(s, contiguous=bulk(s)) for s in streams]
     k_dep = [any(r >= n_out_r for r in s.ranges) for s in lk.inputs]
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from tt_backend.lowering.codegen.c_exprs import DRAM_LOAD, DRAM_STORE, TILE_LOAD, TILE_STORE
 from tt_backend.lowering.codegen.l1 import STAGING_BYTES
 from tt_backend.lowering.families.tile_plan import ReducePlan, TilePlan
-from tt_backend.lowering.plan import DTYPE_SIZE, TILE_BYTES, TILE_ELEMS, Stream
+from tt_backend.lowering.plan import DTYPE_SIZE, TILE_BYTES, TILE_ELEMS, TILE_NATIVE, Stream
 from tt_backend.chip.errors import UnsupportedOp
 
 
@@ -18,7 +18,7 @@ def stream_ctx(plan: TilePlan, s: Stream, j: int | None, red: ReducePlan | None 
     esz, fmt = DTYPE_SIZE[s.dtype], s.tile_format
     if s.contiguous:
         # a bulk copy needs DRAM element size == tile element size; bool is widened/narrowed in place
-        mode = "contiguous bool" if s.dtype == "bool" else "contiguous"
+        mode = "contiguous bool" if s.dtype == "bool" else "contiguous" if s.dtype in TILE_NATIVE else "contiguous convert"
     else:
         mode = "gather" if j is not None else "scatter"
     if red is not None:   # reduction layout (tile_plan.ReducePlan): the reader walks (output, reduce index) per datum

@@ -25,12 +25,21 @@ def bf16_round(x: np.ndarray) -> np.ndarray:
     return (r & 0xFFFF0000).astype(np.uint32).view(np.float32)
 
 
-NP = {"float32": np.float32, "bfloat16": np.float32, "int32": np.int32, "bool": np.bool_}
+NP = {"float32": np.float32, "bfloat16": np.float32, "int32": np.int32, "bool": np.bool_, "float16": np.float32}
+
+
+def f16_round(x: np.ndarray) -> np.ndarray:
+    """float32 -> nearest-even float16 as float32."""
+    with np.errstate(over="ignore"):
+        return np.asarray(x, np.float32).astype(np.float16).astype(np.float32)
+
+
+ROUND = {"bfloat16": bf16_round, "float16": f16_round}
 
 
 def _cast(x: np.ndarray, dt: str) -> np.ndarray:
-    if dt == "bfloat16":
-        return bf16_round(x.astype(np.float32))
+    if dt in ROUND:
+        return ROUND[dt](x.astype(np.float32))
     if dt == "bool":
         return x != 0
     if dt == "int32" and x.dtype.kind == "f":
@@ -100,6 +109,8 @@ def reference(dag: ValueDAG, inputs: list[np.ndarray], ranges: tuple[int, ...] |
                 v = np.array(n.arg, NP[n.dtype])
             elif n.op == "CAST":
                 v = _cast(s[0], n.dtype)
+            elif n.op == "BITCAST":
+                v = np.asarray(s[0], NP[dag.nodes[n.srcs[0]].dtype]).view(NP[n.dtype])
             elif n.op == "WHERE":
                 v = np.where(s[0], s[1], s[2])
             elif n.op in ("CMPLT", "CMPNE"):
@@ -163,10 +174,10 @@ def sample_inputs(dtypes: list[str], n: int, seed: int = 0, dist: str = "normal"
     rng = np.random.default_rng(seed)
     out = []
     for dt in dtypes:
-        if dt in ("float32", "bfloat16"):
+        if dt in ("float32", "bfloat16", "float16"):
             x = {"normal": lambda: rng.standard_normal(n), "uniform": lambda: rng.uniform(-1, 1, n),
                  "positive": lambda: rng.uniform(0.5, 2, n)}[dist]().astype(np.float32)
-            out.append(bf16_round(x) if dt == "bfloat16" else x)
+            out.append(ROUND[dt](x) if dt in ROUND else x)
         elif dt == "int32":
             out.append(rng.integers(-100, 100, n).astype(np.int32))
         else:

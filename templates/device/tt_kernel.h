@@ -20,6 +20,8 @@
 #define TT_L1_U8(addr) (*(volatile uint8_t *)(uintptr_t)(addr))
 #define TT_L1_U16(addr) (*(volatile uint16_t *)(uintptr_t)(addr))
 
+#include "tt_convert.h"   /* float16 buffers' conversions (static inline: no code unless a mover uses them) */
+
 /* Error codes in the status word (+4). Mirrored in runtime/driver.py ERROR_NAMES for messages. */
 #define TT_ERR_STOPPED 1u          /* the host set LAUNCH_STOP while this core was waiting */
 #define TT_ERR_NOC_ALIGN 2u        /* a NoC request broke the src/dst congruence rule (plan or allocator bug) */

@@ -274,11 +274,10 @@ def lower_first(t: Tensor) -> LoweredKernel:
 @pytest.mark.parametrize("fn,word", [
     # (reductions and nonzero pads are lowered since: tests/e2e/test_reduce.py)
     (lambda: Tensor.empty(10, dtype=dtypes.int32, device=DEV) // 3, "FLOORDIV"),
-    (lambda: Tensor.empty(10, dtype=dtypes.half, device=DEV) + 1, "half"),
+    (lambda: Tensor.empty(10, dtype=dtypes.float64, device=DEV) + 1, "double"),
     (lambda: Tensor.empty(10, dtype=dtypes.int32, device=DEV) % 3, "FLOORMOD"),   # 2**k divisors are lowered
-    # a float constant in index math (the C renderer has no float form yet): refused at lowering
-    (lambda: Tensor.empty(6, dtype=dtypes.int32, device=DEV) + (Tensor.arange(6) * 0.5).int(),
-     "non-integer constant 0.5 in an index expression"),
+    # a 16-bit BITCAST (a float16 lane holds its float32 value, not its bits)
+    (lambda: (Tensor.empty(6, dtype=dtypes.float16, device=DEV) + 1).bitcast(dtypes.int16), "BITCAST"),
 ])
 def test_unsupported_raises_with_the_op_name(fn, word):
     with pytest.raises(UnsupportedOp, match=word) as e:
@@ -296,6 +295,9 @@ def test_c_index_expressions_match_python():
         (lambda x: x.reshape(2, 3, 10).permute(2, 0, 1).reshape(6, 10).T.reshape(4, 15) + 0.0, [(6, 10)]),
         (lambda x, y: x * y + 1, [(64, 1), (1, 50)]),
         (lambda x: x.pad(((2, 1), (3, 4))).permute(1, 0) * 2, [(6, 7)]),
+        # float32 index math (a scale that is not a power of two): C float against numpy float32
+        (lambda x: x.interpolate(size=(9, 11), mode="nearest") + 0.0, [(1, 2, 13, 10)]),
+        (lambda x: x.interpolate(size=(11, 10), mode="nearest-exact") + 0.0, [(1, 2, 13, 9)]),
     ]
     exprs = []
     for fn, shapes in programs:

@@ -182,15 +182,21 @@ def test_builders_and_validity():
         IndexExpr("FDIV", "int", (r0, r1))
 
 
-def test_float_constant_is_carried_not_rendered():
-    """C has no form for float constants yet: rendering refuses (the frontend renders at lowering, so the kernel is
-    refused there, as before); the structure carries them, evaluates them and ships them through JSON."""
-    u = alu(Ops.CAST, alu(Ops.MUL, alu(Ops.CAST, R0, dt=dtypes.float32), c(0.5, dtypes.float32), dt=dtypes.float32),
+def test_float_index_math_renders_as_c_float():
+    """float32 index math (interpolate's scaled index): the constant as an exact float32 literal, casts truncating
+    toward zero as C and tinygrad do; numpy evaluates it in float32 (compiled against it: test_frontend's C check);
+    the structure ships through JSON. A non-finite constant has no index meaning and is refused."""
+    scale = 13 / 9   # not a float32 value: the literal is its float32 rounding
+    u = alu(Ops.CAST, alu(Ops.MUL, alu(Ops.CAST, R0, dt=dtypes.float32), c(scale, dtypes.float32), dt=dtypes.float32),
             dt=dtypes.int32)
     e = index_expr(u, RVAR)
-    with pytest.raises(UnsupportedOp, match="non-integer constant 0.5 in an index expression"):
-        e.render_c()
-    np.testing.assert_array_equal(full(e)[:, 0, 0], np.arange(6) // 2)
+    assert e.render_c() == f"(uint32_t)(int32_t)(((float)(int32_t)(r0) * ({float(np.float32(scale)).hex()}f)))"
+    np.testing.assert_array_equal(full(e)[:, 0, 0], (np.arange(6, dtype=np.float32) * np.float32(scale)).astype(int))
+    assert IndexExpr.from_json(json.loads(json.dumps(e.to_json()))) == e
+    assert [n.dtype for n in e.toposort()] == ["int", "float", "float", "float", "int"]
+    inf = alu(Ops.MUL, alu(Ops.CAST, R0, dt=dtypes.float32), c(float("inf"), dtypes.float32), dt=dtypes.float32)
+    with pytest.raises(UnsupportedOp, match="non-finite constant"):
+        index_expr(inf, RVAR).render_c()
     assert IndexExpr.from_json(json.loads(json.dumps(e.to_json()))) == e
     assert [n.dtype for n in e.toposort()] == ["int", "float", "float", "float", "int"]
 
