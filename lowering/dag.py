@@ -8,12 +8,13 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-DTYPES = ("float32", "bfloat16", "int32", "bool")
+DTYPES = ("float32", "bfloat16", "int32", "bool", "uint32")
 ELEMENTWISE_OPS = ("ADD", "MUL", "SUB", "NEG", "MAX", "CMPLT", "CMPNE", "WHERE", "RECIPROCAL", "EXP2", "LOG2",
                    "SQRT", "SIN", "TRUNC", "CAST",
                    "AND", "OR", "XOR", "SHL", "SHR",  # int32 and bool bit ops (shifts: int32 only)
                    "MULADD", "MULSUB", "NMULADD",     # fused a*b+c, a*b-c, c-a*b (lowering/rewrite.py)
-                   "DIV")                             # fused a*(1/b) (lowering/rewrite.py)
+                   "DIV",                             # fused a*(1/b) (lowering/rewrite.py)
+                   "BITCAST")                         # same 32 bits read as another dtype (float32/int32/uint32)
 # REDUCE: srcs = (value,), arg = (combine op "ADD" | "MUL" | "MAX", indices of the reduced ranges in kernel order).
 # Nodes below it are evaluated per (output, k) element, nodes above it per output (lowering/families/sfpu_reduce.py
 # splits there).

@@ -26,17 +26,19 @@ from tinygrad.uop.symbolic import sym
 from tt_backend.lowering.dag import ValueDAG
 from tt_backend.lowering.index import OPS, IndexExpr, IndexTexts
 from tt_backend.lowering.plan import DTYPE_SIZE, Buffer, Stream
+from tt_backend.lowering.threefry import threefry2x32
 from tt_backend.chip.errors import UnsupportedOp
 
 # ---------------------------------------------------------------------------------------------------------- dtypes
 
 DTYPE_NAME = {dtypes.float32: "float32", dtypes.bfloat16: "bfloat16", dtypes.int32: "int32", dtypes.bool: "bool"}
+DTYPE_NAME[dtypes.uint32] = "uint32"
 
 
 def dtype_name(dt: DType, what: str) -> str:
     if dt == dtypes.weakfloat: dt = dtypes.default_float   # a weak float value lives at the default float (tinygrad)
     if (n := DTYPE_NAME.get(dt)) is None:   # vectors never reach us: the AST is pre-upcast
-        raise UnsupportedOp(f"dtype {dt} ({what}): the TT backend supports float32, bfloat16, int32 and bool")
+        raise UnsupportedOp(f"dtype {dt} ({what}): the TT backend supports float32, bfloat16, int32, uint32 and bool")
     return n
 
 
@@ -158,8 +160,9 @@ VALUE_OPS = {Ops.ADD: "ADD", Ops.MUL: "MUL", Ops.SUB: "SUB", Ops.NEG: "NEG", Ops
 # ops that never appear inside a kernel we can lower: name them precisely
 REJECT = {Ops.SPECIAL: "SPECIAL (pre-launched kernels)",
           Ops.BARRIER: "BARRIER", Ops.WMMA: "WMMA", Ops.IF: "IF", Ops.AFTER: "AFTER (symbolic variables / assigns)",
-          Ops.BUFFER: "BUFFER (local/register buffers)", Ops.CUSTOM: "CUSTOM", Ops.CUSTOMI: "CUSTOMI",
-          Ops.THREEFRY: "THREEFRY (random numbers)", Ops.BITCAST: "BITCAST"}
+          Ops.BUFFER: "BUFFER (local/register buffers)", Ops.CUSTOM: "CUSTOM", Ops.CUSTOMI: "CUSTOMI"}
+# BITCAST between these dtypes keeps the 32-bit value as it is (bfloat16 values are fp32-shaped: not among them)
+BITCAST_SAME_BITS = ("float32", "int32", "uint32")
 
 
 class _Lowerer:
@@ -167,6 +170,7 @@ class _Lowerer:
         self.sink, self.name, self.params = sink, name, params
         self.dag = ValueDAG()
         self.memo: dict[UOp, int] = {}
+        self.memo64: dict[UOp, tuple[int, int]] = {}     # uint64 uop -> (low, high) uint32 value ids (value64)
         self.consts: dict[tuple, int] = {}            # (dtype, value bits) -> dag node id: one node per constant
         self.range_only: dict[UOp, bool] = {}
         self.load_ids: dict[UOp, int] = {}           # INDEX uop -> dag node id (identical loads share one stream)
@@ -271,8 +275,9 @@ class _Lowerer:
             dt = want if (want is not None and (u.dtype in dtypes.weaks or u.dtype == dtypes.void)) else u.dtype
             if dt in dtypes.weaks: dt = dtypes.float32 if dt == dtypes.weakfloat else dtypes.int32
             v = u.arg
-            # integers wrap to int32 as tinygrad's own constants do (dtype.truncate): 0xFFFFFFFF is -1
-            v = bool(v) if dt == dtypes.bool else float(v) if dtypes.is_float(dt) else truncate[dtypes.int32](int(v))
+            # integers wrap to int32 (uint32) as tinygrad's own constants do (dtype.truncate): int32 0xFFFFFFFF is -1
+            v = bool(v) if dt == dtypes.bool else float(v) if dtypes.is_float(dt) else \
+                truncate[dtypes.uint32 if dt == dtypes.uint32 else dtypes.int32](int(v))
             key = (dtype_name(dt, "constant"), struct.pack("<d", v) if isinstance(v, float) else v)  # -0.0 != 0.0
             if key not in self.consts: self.consts[key] = self.dag.add("CONST", key[0], (), v)
             return self.consts[key]
@@ -299,7 +304,7 @@ class _Lowerer:
             src = self.value(inner, u.dtype)
             axes = tuple(sorted(self.rvar[r] for r in rngs))
             return self.dag.add("REDUCE", dtype_name(u.dtype, "REDUCE"), (src,), (u.arg[0].name, axes))
-        if (u.op is Ops.RANGE or self.is_range_only(u)) and (u.dtype in (dtypes.bool, dtypes.int32) or
+        if (u.op is Ops.RANGE or self.is_range_only(u)) and (u.dtype in (dtypes.bool, dtypes.int32, dtypes.uint32) or
                                                              u.dtype in dtypes.weaks and not dtypes.is_float(u.dtype)):
             return self.computed_stream(u)
         if u.op is Ops.RANGE or self.is_range_only(u) and u.op not in (Ops.CAST, *VALUE_OPS):
@@ -319,6 +324,14 @@ class _Lowerer:
             if u.op is Ops.XOR: return self.dag.add("CMPNE", "bool", (a, b))
             k = self.dag.add("CONST", "bool", (), u.op is Ops.OR)
             return self.dag.add("WHERE", "bool", (a, b, k) if u.op is Ops.AND else (a, k, b))
+        if u.op is Ops.CAST and u.src[0].dtype == dtypes.uint64 and u.dtype == dtypes.uint32:
+            return self.value64(u.src[0])[0]
+        if u.op is Ops.BITCAST:
+            src = self.value(u.src[0], None)
+            if dt not in BITCAST_SAME_BITS or self.dag.nodes[src].dtype not in BITCAST_SAME_BITS:
+                raise UnsupportedOp(f"{self.name}: BITCAST {self.dag.nodes[src].dtype} -> {dt} (lowered between "
+                                    f"{', '.join(BITCAST_SAME_BITS)})")
+            return self.dag.add("BITCAST", dt, (src,))
         if u.op is Ops.CMPEQ:   # a == b  ->  (a != b) != True
             ne = self._value(UOp(Ops.CMPNE, dtypes.bool, u.src))
             return self.dag.add("CMPNE", "bool", (ne, self.value(UOp(Ops.CONST, dtypes.bool, arg=True))))
@@ -335,6 +348,37 @@ class _Lowerer:
             srcs = tuple(self.value(s, u.dtype) for s in u.src)
         return self.dag.add(VALUE_OPS[u.op], dt, srcs)
 
+    def value64(self, u: UOp) -> tuple[int, int]:
+        """A uint64 value as (low, high) uint32 value ids. tinygrad's RNG packs two uint32 words into a uint64 for
+        THREEFRY and unpacks the result ((w1 << 32) | w0, then .cast(uint32) and (x >> 32).cast(uint32)); only those
+        word moves are lowered, no 64-bit arithmetic."""
+        if (r := self.memo64.get(u)) is not None: return r
+        def u32(v: int) -> int: return self.value(UOp(Ops.CONST, dtypes.uint32, arg=v))
+        if u.op is Ops.CONST: r = (u32(u.arg & 0xFFFFFFFF), u32((u.arg >> 32) & 0xFFFFFFFF))
+        elif u.op is Ops.CAST and u.src[0].dtype in (dtypes.uint32, dtypes.int32, dtypes.bool):
+            if u.src[0].dtype == dtypes.int32: raise UnsupportedOp(f"{self.name}: CAST int32 -> uint64 (sign extension)")
+            r = (self.value(u.src[0], dtypes.uint32), u32(0))
+        elif u.op in (Ops.SHL, Ops.SHR) and u.src[1].op is Ops.CONST and u.src[1].arg == 32:
+            lo, hi = self.value64(u.src[0])
+            r = (u32(0), lo) if u.op is Ops.SHL else (hi, u32(0))
+        elif u.op is Ops.OR:
+            (a0, a1), (b0, b1) = self.value64(u.src[0]), self.value64(u.src[1])
+            r = (self.or32(a0, b0), self.or32(a1, b1))
+        elif u.op is Ops.THREEFRY:
+            r = threefry2x32(lambda op, a, b: self.dag.add(op, "uint32", (a, b)), u32,
+                             self.value64(u.src[0]), self.value64(u.src[1]))
+        else:
+            raise UnsupportedOp(f"{self.name}: {u.op.name} on uint64 (lowered: the word packing tinygrad's THREEFRY uses)")
+        self.memo64[u] = r
+        return r
+
+    def or32(self, a: int, b: int) -> int:
+        """a | b on uint32 values, a constant 0 side folded away (the packed words never overlap)."""
+        zero = self.consts.get(("uint32", 0))
+        if a == zero: return b
+        if b == zero: return a
+        return self.dag.add("OR", "uint32", (a, b))
+
     @staticmethod
     def power_of_two(u: UOp) -> int | None:
         """The value of an integer constant 2**k (k >= 0), else None."""
@@ -345,7 +389,7 @@ class _Lowerer:
         """Integer/bool index math in the value part (arange, argmax's reversed index): the reader computes it per
         element in C (a stream with no buffer) and the SFPU loads it like any input."""
         if u in self.load_ids: return self.load_ids[u]
-        dt = "bool" if u.dtype == dtypes.bool else "int32"
+        dt = "bool" if u.dtype == dtypes.bool else "uint32" if u.dtype == dtypes.uint32 else "int32"
         value = self.expr(u)
         s = StreamIndex(self.store_slot, dt, IndexExpr.const(0), None, False, frozenset(), value.ranges(), value)
         nid = self.dag.add("LOAD", dt, (), len(self.inputs))

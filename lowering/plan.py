@@ -18,7 +18,9 @@ from tt_backend.lowering.index import IndexExpr, IndexTexts
 TILE_ELEMS = 1024                       # a 32x32 tile; for elementwise kernels tile t holds flat elements 1024t..
 TILE_BYTES = {"fp32": 4 * TILE_ELEMS, "bf16": 2 * TILE_ELEMS}
 DTYPE_SIZE = {"float32": 4, "bfloat16": 2, "int32": 4, "bool": 1}
+DTYPE_SIZE["uint32"] = 4
 TILE_FORMAT_OF = {"float32": "fp32", "int32": "fp32", "bool": "fp32", "bfloat16": "bf16"}
+TILE_FORMAT_OF["uint32"] = "fp32"
 
 
 @dataclass(frozen=True)

@@ -5,8 +5,9 @@ bool is one byte in DRAM and 0/1 in a tile; bf16 tiles hold 16-bit datums, fp32 
 from __future__ import annotations
 
 DRAM_LOAD = {"bool": "(TT_L1_U8(p) != 0u ? 1u : 0u)", "bfloat16": "(uint32_t)TT_L1_U16(p)",
-             "float32": "TT_REG32(p)", "int32": "TT_REG32(p)"}
+             "float32": "TT_REG32(p)", "int32": "TT_REG32(p)", "uint32": "TT_REG32(p)"}
 DRAM_STORE = {"bool": "TT_L1_U8(p) = v != 0u ? 1u : 0u;", "bfloat16": "TT_L1_U16(p) = (uint16_t)v;",
-              "float32": "TT_REG32(p) = v;", "int32": "TT_REG32(p) = v;"}
+              "float32": "TT_REG32(p) = v;", "int32": "TT_REG32(p) = v;",
+              "uint32": "TT_REG32(p) = v;"}
 TILE_LOAD = {"fp32": "TT_REG32(src + 4u * i)", "bf16": "(uint32_t)TT_L1_U16(src + 2u * i)"}
 TILE_STORE = {"fp32": "TT_REG32(dst + 4u * i) = v;", "bf16": "TT_L1_U16(dst + 2u * i) = (uint16_t)v;"}

@@ -92,7 +92,7 @@ def const_bits(value, dtype: str) -> int:
         with np.errstate(over="ignore"):
             b = int(np.array(float(value), dtype=np.float32).view(np.uint32))
         return _bf16_round_bits(b) if dtype == "bfloat16" else b
-    if dtype == "int32":
+    if dtype in ("int32", "uint32"):
         v = int(value)
         if not -2**31 <= v < 2**32:
             raise UnsupportedOp(f"CONST {value!r} does not fit int32")
@@ -179,7 +179,7 @@ class _Alloc:
         r = self.take(pos, pinned)
         n = v.node
         if n.op == "LOAD":
-            self.em.load(r, 64 * n.arg, so.LOAD_INT32 if n.dtype in ("int32", "bool") else so.LOAD_FP32)
+            self.em.load(r, 64 * n.arg, so.LOAD_INT32 if n.dtype in ("int32", "uint32", "bool") else so.LOAD_FP32)
         elif n.op == "CONST":
             self.em.loadi(r, const_bits(n.arg, n.dtype))
         else:
@@ -218,6 +218,15 @@ def _seq_for(n: VNode, src_dtypes: list[str]) -> so.Seq | None:
     if seq is None:
         raise UnsupportedOp(f"SFPU lowering: op {n.op} on dtype {src_dtypes[0] if src_dtypes else n.dtype}")
     return seq
+
+
+def _immediate(n: VNode, nodes: list[VNode], srcs: list[int]) -> int | None:
+    """The constant second operand of n as an immediate (so.IMM_SEQS), or None when n takes it from a register."""
+    if len(srcs) != 2 or nodes[srcs[1]].op != "CONST" or (n.op, so.CLASS.get(n.dtype)) not in so.IMM_SEQS:
+        return None
+    fits, _ = so.IMM_SEQS[(n.op, so.CLASS[n.dtype])]
+    v = const_bits(nodes[srcs[1]].arg, nodes[srcs[1]].dtype)
+    return v if fits(v) else None
 
 
 def schedule(nodes: list[VNode], canon: dict[int, int], out: int) -> list[int]:
@@ -276,11 +285,11 @@ def compile_sfpu(dag, n_inputs: int, out_dtype=None, fuse_mad: bool = True, rese
         if n.dtype not in so.CLASS:
             raise UnsupportedOp(f"SFPU lowering: dtype {n.dtype}")
 
-    # value numbering: identity CASTs share their source's value
+    # value numbering: identity CASTs and BITCASTs share their source's value
     canon: dict[int, int] = {}
     for n in nodes:
         canon[n.id] = n.id
-        if n.op == "CAST" and so.CASTS.get((nodes[n.srcs[0]].dtype, n.dtype), 0) is None:
+        if n.op == "BITCAST" or n.op == "CAST" and so.CASTS.get((nodes[n.srcs[0]].dtype, n.dtype), 0) is None:
             canon[n.id] = canon[n.srcs[0]]
     if n_inputs >= MAX_SLOTS:
         raise UnsupportedOp(f"SFPU lowering: {n_inputs} inputs leave no Dst slot for the output (max {MAX_SLOTS - 1})")
@@ -315,8 +324,9 @@ def _emit(nodes: list[VNode], canon: dict[int, int], out: int, out_slot: int, po
         al.vals[i] = _Val(nodes[i], [])
     for k, i in enumerate(sched):
         if nodes[i].op not in ("LOAD", "CONST"):
-            for s in nodes[i].srcs:
-                al.vals[canon[s]].uses.append(k)
+            srcs = [canon[s] for s in nodes[i].srcs]
+            for s in srcs[:1] if _immediate(nodes[i], nodes, srcs) is not None else srcs:
+                al.vals[s].uses.append(k)
     al.vals[out].uses.append(end)
 
     for k, i in enumerate(sched):
@@ -325,6 +335,9 @@ def _emit(nodes: list[VNode], canon: dict[int, int], out: int, out_slot: int, po
             continue
         seq = _seq_for(n, [nodes[s].dtype for s in n.srcs])
         srcs = [canon[s] for s in n.srcs]
+        imm = _immediate(n, nodes, srcs)
+        if imm is not None:
+            seq, srcs = so.IMM_SEQS[(n.op, so.CLASS[n.dtype])][1], srcs[:1]
         pinned: set[int] = set()
         regs = []
         for s in srcs:
@@ -349,7 +362,7 @@ def _emit(nodes: list[VNode], canon: dict[int, int], out: int, out_slot: int, po
             t = al.take(k, pinned)
             tmps.append(t)
             pinned.add(t)
-        seq.fn(em, d, regs, tmps)
+        seq.fn(em, d, regs, tmps, *(() if imm is None else (imm,)))
         if seq.rounds and n.dtype == "bfloat16":
             so.round_bf16(em, d, tmps)
         for s in set(srcs):

@@ -578,6 +578,43 @@ def i_shr(e, d, s, t):
     e.i("SFPSHFT", lreg_c=t[0], lreg_dest=d, instr_mod1=SHFT_ARITH)
 
 
+def u_shr(e, d, s, t):
+    """a >> b, logical (C on uint32: b in 0..31): SFPSHFT by the negated amount shifts right without sign fill."""
+    a, b = s
+    e.mov(t[0], b)
+    e.isub_from(t[0], ZERO)
+    e.mov(d, a)
+    e.shift_by(d, t[0])
+
+
+def u_lt_value(e, d, s, t):                 # unsigned a < b: flip both sign bits, then the int32 comparison
+    a, b = s
+    t1, t2, t3 = t
+    e.loadi(t3, 0x80000000)
+    e.mov(t1, a)
+    e.xor(t1, t3)
+    int_order(e, t2, t1)
+    e.mov(t1, b)
+    e.xor(t1, t3)
+    int_order(e, t3, t1)
+    e.i("SFPGT", lreg_c=t2, lreg_dest=t3, instr_mod1=GT_SET_VD)
+    e.shr(d, t3, 31)
+
+
+def u_max(e, d, s, t):                      # (a < b).where(b, a), unsigned
+    a, b = s
+    t1, t2, t3 = t
+    e.loadi(t3, 0x80000000)
+    e.mov(t1, a)
+    e.xor(t1, t3)
+    e.mov(t2, b)
+    e.xor(t2, t3)
+    e.mov(d, a)
+    int_lt_flags(e, t1, t2, t3, t1)
+    e.mov(d, b)
+    e.endif()
+
+
 def b_lt(e, d, s, t):                       # bool a < b  <=>  !a & b
     e.bnot(t[0], s[0])
     e.and3(d, t[0], s[1])
@@ -648,6 +685,42 @@ def cast_i_to_f(e, d, s, t):
     e.endif()
 
 
+def cast_f_to_u(e, d, s, t):
+    """(uint32)x as the CPU device computes it (through int64: the low 32 bits of the truncated value): the mantissa
+    shifted by e-23, negated for x < 0; |x| < 1 -> 0; |x| >= 2**32, Inf, NaN -> 0 (every kept bit shifted out)."""
+    x = s[0]
+    t1 = t[0]
+    e.exman(d, x)
+    e.exexp(t1, x)
+    e.iaddi(t1, t1, -23)
+    e.shift_by(d, t1)                       # left by e-23 or right by 23-e
+    e.iaddi(t1, t1, 23, cc=0)               # flags: e < 0
+    e.mov(d, ZERO)
+    e.endif()
+    e.setcc(x, CC_LT0)
+    e.isub_from(d, ZERO)                    # negate for x < 0 (wraps)
+    e.endif()
+    e.iaddi(t1, t1, -32, cc=IADD_CC_GTE0)   # flags: e >= 32
+    e.mov(d, ZERO)
+    e.endif()
+
+
+def cast_u_to_f(e, d, s, t):
+    """uint32 -> fp32 (RNE): below 2**31 the int32 conversion; from 2**31 on, (x >> 1) | (x & 1) (the dropped bit kept
+    as a sticky bit, so one rounding of the halved value rounds like x) converted, then doubled (exact)."""
+    x = s[0]
+    t1 = t[0]
+    e.cast(d, x, CAST_SM_TO_FP_RNE)         # x >= 0 as int32: its sign-magnitude form is itself
+    e.setcc(x, CC_LT0)                      # bit 31 set
+    e.shl(t1, x, 31)
+    e.shr(t1, t1, 31)                       # x & 1
+    e.shr(d, x, 1)
+    e.or3(d, d, t1)
+    e.cast(d, d, CAST_SM_TO_FP_RNE)
+    e.fadd(d, d, d)
+    e.endif()
+
+
 def cast_b_to_f(e, d, s, t):                # 0/1 -> 0.0/1.0
     e.cast(d, s[0], CAST_SM_TO_FP_RNE)
 
@@ -665,7 +738,8 @@ class Seq:
 
 
 F, I, B = "f", "i", "b"                     # operand classes: float32/bfloat16, int32, bool
-CLASS = {"float32": F, "bfloat16": F, "int32": I, "bool": B}
+U = "u"                                     # uint32
+CLASS = {"float32": F, "bfloat16": F, "int32": I, "bool": B, "uint32": U}
 
 # (op, operand class) -> sequence. Comparisons are keyed by the operand class; their result is bool.
 SEQS: dict[tuple[str, str], Seq] = {
@@ -698,6 +772,18 @@ SEQS: dict[tuple[str, str], Seq] = {
     ("XOR", I): Seq(bit_op("SFPXOR"), 0, (0, 1)),
     ("SHL", I): Seq(i_shl, 0, (0,)),
     ("SHR", I): Seq(i_shr, 1, (0,)),
+    ("ADD", U): Seq(i_add, 0, (0, 1)),                     # two's complement add/sub/mul wrap like uint32
+    ("SUB", U): Seq(i_sub, 0, (1,)),
+    ("NEG", U): Seq(i_neg, 0, (0,)),
+    ("MUL", U): Seq(i_mul, 2),
+    ("MAX", U): Seq(u_max, 3, (0,)),
+    ("CMPLT", U): Seq(u_lt_value, 3, (0, 1)),
+    ("CMPNE", U): Seq(i_ne, 1, (0, 1)),
+    ("AND", U): Seq(bit_op("SFPAND"), 0, (0, 1)),
+    ("OR", U): Seq(bit_op("SFPOR"), 0, (0, 1)),
+    ("XOR", U): Seq(bit_op("SFPXOR"), 0, (0, 1)),
+    ("SHL", U): Seq(i_shl, 0, (0,)),
+    ("SHR", U): Seq(u_shr, 1, (0,)),
     ("CMPLT", B): Seq(b_lt, 1, (0, 1)),
     ("CMPNE", B): Seq(bit_op("SFPXOR"), 0, (0, 1)),
     ("AND", B): Seq(bit_op("SFPAND"), 0, (0, 1)),
@@ -708,6 +794,26 @@ SEQS: dict[tuple[str, str], Seq] = {
     ("MUL", B): Seq(bit_op("SFPAND"), 0, (0, 1)),
 }
 WHERE_SEQ = Seq(where, 0, (2,))
+
+
+def shl_imm(e, d, s, t, n): e.shl(d, s[0], n & 31)          # C shifts of 32-bit values take amounts 0..31
+def shr_imm(e, d, s, t, n): e.shr(d, s[0], n & 31)
+def sar_imm(e, d, s, t, n): e.sar(d, s[0], n & 31)
+
+
+def iadd_imm(e, d, s, t, n):
+    e.iaddi(d, s[0], ((n + 2**31) & 0xFFFFFFFF) - 2**31)
+
+
+# (op, operand class) -> (fits(v), sequence of "a op constant v", v given to the sequence as its last argument): the
+# constant never takes a register (the code generator uses these when the second source is a CONST that fits)
+IMM_SEQS: dict[tuple[str, str], tuple[Callable[[int], bool], Seq]] = {
+    **{("SHL", c): (lambda v: True, Seq(shl_imm, 0, (0,))) for c in (I, U)},
+    ("SHR", I): (lambda v: True, Seq(sar_imm, 0, (0,))),
+    ("SHR", U): (lambda v: True, Seq(shr_imm, 0, (0,))),
+    **{("ADD", c): (lambda v: -2048 <= ((v + 2**31) & 0xFFFFFFFF) - 2**31 < 2048, Seq(iadd_imm, 0, (0,)))
+       for c in (I, U)},
+}
 
 # CAST (source dtype, result dtype) -> sequence; None = same bits (the value is shared, no code).
 CASTS: dict[tuple[str, str], Seq | None] = {
@@ -720,5 +826,9 @@ CASTS: dict[tuple[str, str], Seq | None] = {
     ("int32", "float32"): Seq(cast_i_to_f, 1), ("int32", "bfloat16"): Seq(cast_i_to_f, 1, (), True),
     ("int32", "bool"): Seq(cast_i_to_b, 0, (0,)),
     ("bool", "float32"): Seq(cast_b_to_f, 0, (0,)), ("bool", "bfloat16"): Seq(cast_b_to_f, 0, (0,)),
+    ("uint32", "uint32"): None, ("uint32", "int32"): None, ("int32", "uint32"): None,   # same bits (wrapping)
+    ("bool", "uint32"): None, ("uint32", "bool"): Seq(cast_i_to_b, 0, (0,)),
+    ("float32", "uint32"): Seq(cast_f_to_u, 1), ("bfloat16", "uint32"): Seq(cast_f_to_u, 1),
+    ("uint32", "float32"): Seq(cast_u_to_f, 1), ("uint32", "bfloat16"): Seq(cast_u_to_f, 1, (), True),
 }
 ROUND_TMPS = 3

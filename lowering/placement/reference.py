@@ -25,7 +25,7 @@ def bf16_round(x: np.ndarray) -> np.ndarray:
     return (r & 0xFFFF0000).astype(np.uint32).view(np.float32)
 
 
-NP = {"float32": np.float32, "bfloat16": np.float32, "int32": np.int32, "bool": np.bool_}
+NP = {"float32": np.float32, "bfloat16": np.float32, "int32": np.int32, "bool": np.bool_, "uint32": np.uint32}
 
 
 def _cast(x: np.ndarray, dt: str) -> np.ndarray:
@@ -100,6 +100,8 @@ def reference(dag: ValueDAG, inputs: list[np.ndarray], ranges: tuple[int, ...] |
                 v = np.array(n.arg, NP[n.dtype])
             elif n.op == "CAST":
                 v = _cast(s[0], n.dtype)
+            elif n.op == "BITCAST":
+                v = np.asarray(s[0]).astype(NP[dag.nodes[n.srcs[0]].dtype]).view(NP[n.dtype])
             elif n.op == "WHERE":
                 v = np.where(s[0], s[1], s[2])
             elif n.op in ("CMPLT", "CMPNE"):
@@ -169,6 +171,8 @@ def sample_inputs(dtypes: list[str], n: int, seed: int = 0, dist: str = "normal"
             out.append(bf16_round(x) if dt == "bfloat16" else x)
         elif dt == "int32":
             out.append(rng.integers(-100, 100, n).astype(np.int32))
+        elif dt == "uint32":
+            out.append(rng.integers(0, 2**32, n, dtype=np.uint32))
         else:
             out.append(rng.integers(0, 2, n).astype(bool))
     return out
