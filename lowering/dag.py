@@ -12,6 +12,7 @@ DTYPES = ("float32", "bfloat16", "int32", "bool", "uint32")
 ELEMENTWISE_OPS = ("ADD", "MUL", "SUB", "NEG", "MAX", "CMPLT", "CMPNE", "WHERE", "RECIPROCAL", "EXP2", "LOG2",
                    "SQRT", "SIN", "TRUNC", "CAST",
                    "AND", "OR", "XOR", "SHL", "SHR",  # int32 and bool bit ops (shifts: int32 only)
+                   "CDIV", "CMOD", "FLOORDIV", "FLOORMOD",   # int32 division (truncating / flooring)
                    "MULADD", "MULSUB", "NMULADD",     # fused a*b+c, a*b-c, c-a*b (lowering/rewrite.py)
                    "DIV",                             # fused a*(1/b) (lowering/rewrite.py)
                    "BITCAST")                         # same 32 bits read as another dtype (float32/int32/uint32)

@@ -156,7 +156,8 @@ class LoweredKernel:
 # AND/OR/XOR/SHL/SHR keep their names, FLOORMOD by 2**k is an AND (_Lowerer._value); POW arrives decomposed (lower_ast)
 VALUE_OPS = {Ops.ADD: "ADD", Ops.MUL: "MUL", Ops.SUB: "SUB", Ops.NEG: "NEG", Ops.MAX: "MAX", Ops.CMPLT: "CMPLT",
              Ops.CMPNE: "CMPNE", Ops.WHERE: "WHERE", Ops.RECIPROCAL: "RECIPROCAL", Ops.EXP2: "EXP2", Ops.LOG2: "LOG2",
-             Ops.SQRT: "SQRT", Ops.SIN: "SIN", Ops.TRUNC: "TRUNC", Ops.CAST: "CAST"}
+             Ops.SQRT: "SQRT", Ops.SIN: "SIN", Ops.TRUNC: "TRUNC", Ops.CAST: "CAST",
+             Ops.CDIV: "CDIV", Ops.CMOD: "CMOD", Ops.FLOORDIV: "FLOORDIV", Ops.FLOORMOD: "FLOORMOD"}
 # ops that never appear inside a kernel we can lower: name them precisely
 REJECT = {Ops.SPECIAL: "SPECIAL (pre-launched kernels)",
           Ops.BARRIER: "BARRIER", Ops.WMMA: "WMMA", Ops.IF: "IF", Ops.AFTER: "AFTER (symbolic variables / assigns)",
@@ -317,6 +318,10 @@ class _Lowerer:
             # floor modulo by 2**k is the low k bits in two's complement, negative dividends included
             mask = self.value(UOp(Ops.CONST, u.dtype, arg=m - 1))
             return self.dag.add("AND", dt, (self.value(u.src[0], u.dtype), mask))
+        if u.op is Ops.FLOORDIV and (m := self.power_of_two(u.src[1])) is not None and u.dtype != dtypes.bool:
+            # floor division by 2**k is the arithmetic (uint32: logical) shift right by k
+            k = self.value(UOp(Ops.CONST, u.dtype, arg=m.bit_length() - 1))
+            return self.dag.add("SHR", dt, (self.value(u.src[0], u.dtype), k))
         if u.op in (Ops.AND, Ops.OR, Ops.XOR, Ops.SHL, Ops.SHR) and u.dtype != dtypes.bool:
             return self.dag.add(u.op.name, dt, tuple(self.value(s, u.dtype) for s in u.src))
         if u.op in (Ops.AND, Ops.OR, Ops.XOR):

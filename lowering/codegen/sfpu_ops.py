@@ -578,6 +578,84 @@ def i_shr(e, d, s, t):
     e.i("SFPSHFT", lreg_c=t[0], lreg_dest=d, instr_mod1=SHFT_ARITH)
 
 
+def abs_into(e: Emitter, d: int, x: int) -> None:
+    """d = |x| for int32 x; |INT_MIN| stays 0x80000000, i.e. 2**31 read as uint32."""
+    e.mov(d, x)
+    e.setcc(x, CC_LT0)
+    e.isub_from(d, ZERO)
+    e.endif()
+
+
+def sub_flags_gte0(e: Emitter, d: int, c: int) -> None:
+    """d = c - d; LaneFlags &= (d >= 0 as int32)."""
+    e.i("SFPIADD", lreg_c=c, lreg_dest=d, instr_mod1=IADD_SUB | IADD_CC_GTE0)
+
+
+BIG_DIVISOR = 0x40000001                    # |b| >= this: the restoring loop's signed compare could overflow
+
+
+def int_divmod(want_rem: bool, floor: bool):
+    """int32 division as tinygrad defines it (uop/ops.py python_alu: CDIV/CMOD truncate, FLOORDIV/FLOORMOD floor,
+    the remainder taking the sign of the dividend resp. the divisor). Quotients wrap (INT_MIN / -1 = INT_MIN,
+    remainder 0). Division by zero traps on the CPU device; here it gives tinygrad's constant-folding values
+    (helpers.cdiv/floordiv): quotient 0, remainder = the dividend.
+    Restoring division of |a| by |b| (32 steps of shift, trial subtract, keep): the quotient bits shift into the
+    dividend's register from below. For |b| <= 2**30 the partial remainder stays below 2**31, so the trial
+    subtraction's sign is an exact compare; larger divisors have quotient 0 or 1, set apart after the loop.
+    ~320 instructions, 3 scratch registers."""
+    def fn(e, d, s, t):
+        x, y = s
+        w = t[2]
+        q, b, r = (t[0], t[1], d) if want_rem else (d, t[0], t[1])
+        abs_into(e, q, x)
+        abs_into(e, b, y)
+        e.mov(r, ZERO)
+        for _ in range(32):
+            e.shl(r, r, 1)
+            e.shr(w, q, 31)
+            e.or3(r, r, w)                  # r = 2r + next dividend bit
+            e.shl(q, q, 1)
+            e.mov(w, b)
+            sub_flags_gte0(e, w, r)         # w = r - |b|, lanes where it is >= 0:
+            e.mov(r, w)
+            e.iaddi(q, q, 1)                # quotient bit 1
+            e.endif()
+        e.loadi(w, BIG_DIVISOR)
+        sub_flags_gte0(e, w, b)             # |b| > 2**30 (2**31 included: the difference stays below 2**31)
+        e.sar(w, x, 31)
+        e.mov(r, x)
+        e.xor(r, w)
+        e.isub_from(w, r)                   # w = |x| without a nested branch: (x ^ s) - s
+        e.mov(r, w)
+        e.mov(q, ZERO)
+        e.mov(w, b)
+        sub_flags_gte0(e, w, r)             # |x| - |b| >= 0 (no overflow: |b| > 2**30, |x| <= 2**31)
+        e.mov(r, w)
+        e.iaddi(q, q, 1)
+        e.endif()
+        e.setcc(x, CC_LT0)                  # the truncated remainder has the dividend's sign
+        e.isub_from(r, ZERO)
+        e.endif()
+        e.mov(w, x)
+        e.xor(w, y)
+        e.setcc(w, CC_LT0)                  # operand signs differ: negative quotient
+        e.isub_from(q, ZERO)
+        e.endif()
+        if floor:                           # r != 0 with the sign opposite to b: one step down
+            e.mov(w, r)
+            e.xor(w, y)
+            e.setcc(w, CC_LT0)
+            e.setcc(r, CC_NE0)
+            e.iaddi(q, q, -1)
+            e.iadd(r, y)
+            e.endif()
+        e.setcc(y, CC_EQ0)
+        e.mov(q, ZERO)
+        e.mov(r, x)
+        e.endif()
+    return fn
+
+
 def u_shr(e, d, s, t):
     """a >> b, logical (C on uint32: b in 0..31): SFPSHFT by the negated amount shifts right without sign fill."""
     a, b = s
@@ -772,6 +850,10 @@ SEQS: dict[tuple[str, str], Seq] = {
     ("XOR", I): Seq(bit_op("SFPXOR"), 0, (0, 1)),
     ("SHL", I): Seq(i_shl, 0, (0,)),
     ("SHR", I): Seq(i_shr, 1, (0,)),
+    ("CDIV", I): Seq(int_divmod(False, False), 3),
+    ("CMOD", I): Seq(int_divmod(True, False), 3),
+    ("FLOORDIV", I): Seq(int_divmod(False, True), 3),
+    ("FLOORMOD", I): Seq(int_divmod(True, True), 3),
     ("ADD", U): Seq(i_add, 0, (0, 1)),                     # two's complement add/sub/mul wrap like uint32
     ("SUB", U): Seq(i_sub, 0, (1,)),
     ("NEG", U): Seq(i_neg, 0, (0,)),
