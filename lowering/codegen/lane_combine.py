@@ -25,6 +25,10 @@ COMBINE = {
     ("MAX", "int32"): lambda em, d, s, t: so.i_max(em, d, [d, s], t),   # two's complement order, not SFPSWAP's
     ("ADD", "bool"): lambda em, d, s, t: em.or3(d, d, s),
     ("MAX", "bool"): lambda em, d, s, t: em.or3(d, d, s),
+    ("MUL", "bool"): lambda em, d, s, t: em.and3(d, d, s),            # all()
+    ("MUL", "int32"): lambda em, d, s, t: so.i_mul(em, d, [d, s], t),  # low 32 bits: wraps like the CPU device
+    ("ADD", "uint32"): lambda em, d, s, t: em.iadd(d, s),
+    ("MUL", "uint32"): lambda em, d, s, t: so.i_mul(em, d, [d, s], t),
 }
 
 
