@@ -349,6 +349,9 @@ class _Lowerer:
             srcs = (self.value(u.src[0], dtypes.bool), self.value(u.src[1], u.dtype), self.value(u.src[2], u.dtype))
         elif u.op is Ops.CAST:
             srcs = (self.value(u.src[0], None),)
+        elif u.op is Ops.RECIPROCAL and u.src[0].dtype != u.dtype:
+            # int / int: tinygrad sends a float RECIPROCAL of the integer divisor, meaning 1.0 / float(b)
+            srcs = (self.dag.add("CAST", dt, (self.value(u.src[0], None),)),)
         else:
             srcs = tuple(self.value(s, u.dtype) for s in u.src)
         return self.dag.add(VALUE_OPS[u.op], dt, srcs)
