@@ -764,8 +764,8 @@ def cast_i_to_f(e, d, s, t):
 
 
 def cast_f_to_u(e, d, s, t):
-    """(uint32)x as the CPU device computes it (through int64: the low 32 bits of the truncated value): the mantissa
-    shifted by e-23, negated for x < 0; |x| < 1 -> 0; |x| >= 2**32, Inf, NaN -> 0 (every kept bit shifted out)."""
+    """(uint32)x as the CPU device computes it (x86 vcvttss2usi, what its compiler emits here; C leaves out-of-range
+    values undefined): the mantissa shifted by e-23 (|x| < 1 -> 0); x <= -1, x >= 2**32, Inf and NaN -> 0xFFFFFFFF."""
     x = s[0]
     t1 = t[0]
     e.exman(d, x)
@@ -776,10 +776,11 @@ def cast_f_to_u(e, d, s, t):
     e.mov(d, ZERO)
     e.endif()
     e.setcc(x, CC_LT0)
-    e.isub_from(d, ZERO)                    # negate for x < 0 (wraps)
+    e.iaddi(t1, t1, 0, cc=IADD_CC_GTE0)     # flags: x < 0 and e >= 0, i.e. x <= -1
+    e.loadi(d, 0xFFFFFFFF)
     e.endif()
-    e.iaddi(t1, t1, -32, cc=IADD_CC_GTE0)   # flags: e >= 32
-    e.mov(d, ZERO)
+    e.iaddi(t1, t1, -32, cc=IADD_CC_GTE0)   # flags: e >= 32 (Inf, NaN included)
+    e.loadi(d, 0xFFFFFFFF)
     e.endif()
 
 
