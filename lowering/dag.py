@@ -11,7 +11,7 @@ from typing import Any
 DTYPES = ("float32", "bfloat16", "int32", "bool", "uint32")
 ELEMENTWISE_OPS = ("ADD", "MUL", "SUB", "NEG", "MAX", "CMPLT", "CMPNE", "WHERE", "RECIPROCAL", "EXP2", "LOG2",
                    "SQRT", "SIN", "TRUNC", "CAST",
-                   "AND", "OR", "XOR", "SHL", "SHR",  # int32 and bool bit ops (shifts: int32 only)
+                   "AND", "OR", "XOR", "SHL", "SHR",  # integer and bool bit ops (shifts: int32/uint32 only)
                    "CDIV", "CMOD", "FLOORDIV", "FLOORMOD",   # int32 division (truncating / flooring)
                    "MULADD", "MULSUB", "NMULADD",     # fused a*b+c, a*b-c, c-a*b (lowering/rewrite.py)
                    "DIV",                             # fused a*(1/b) (lowering/rewrite.py)

@@ -6,7 +6,7 @@ that dies here, see `Seq.alias`) and always leaves the lane predication at the b
 LaneFlags = true in every lane), so spill/reload code between sequences runs on all lanes.
 
 Value representation (docs/ARCHITECTURE.md): float32 = fp32 bits, bfloat16 = fp32 with the low 16 bits zero, int32 =
-two's complement, bool = int32 0/1. Float arithmetic uses SFPMAD (one RNE rounding, denormal inputs/results flushed to
+two's complement, uint32 = its 32 bits (add/sub/mul/bit ops shared with int32), bool = int32 0/1. Float arithmetic uses SFPMAD (one RNE rounding, denormal inputs/results flushed to
 signed zero, NaN results canonical 0x7fc00000); everything else here is bit-exact integer work.
 """
 from __future__ import annotations
