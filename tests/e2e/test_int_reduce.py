@@ -1,5 +1,5 @@
 """Reductions over bool, int32 and uint32 on Device TT against numpy: all/any (bool MUL/ADD), int32 sum/prod/max/min
-(sums and products wrap modulo 2**32 like the CPU device's int32 arithmetic), uint32 sum. All bit-exact."""
+(sums and products wrap modulo 2**32 like the CPU device's int32 arithmetic), uint32 sum/max/min. All bit-exact."""
 import numpy as np
 import pytest
 
@@ -51,6 +51,12 @@ def test_int32_max_min_edges(tt):
     assert Tensor(np.array([0, -2**31], np.int32), device=tt).min().item() == -2**31
 
 
-def test_uint32_sum_wraps(tt):
+def test_uint32_sum_max_min(tt):
     u = rng.integers(0, 2**32, (9, 70), dtype=np.uint32)
-    np.testing.assert_array_equal(Tensor(u, device=tt).sum(axis=1).numpy(), u.sum(axis=1, dtype=np.uint32))
+    u[0, :] = [0, 2**32 - 1] * 35
+    u[1, :] = 2**31 - 1
+    u[1, 3] = 2**31
+    x = Tensor(u, device=tt)
+    np.testing.assert_array_equal(x.sum(axis=1).numpy(), u.sum(axis=1, dtype=np.uint32))   # wraps
+    np.testing.assert_array_equal(x.max(axis=1).numpy(), u.max(axis=1))
+    np.testing.assert_array_equal(x.min(axis=1).numpy(), u.min(axis=1))
