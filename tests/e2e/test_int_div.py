@@ -6,8 +6,10 @@ from the helpers: x / 0 = 0, x % 0 = x, INT_MIN / -1 = INT_MIN."""
 import numpy as np
 import pytest
 
-from tinygrad import Tensor, dtypes
+from tinygrad import Tensor
 from tinygrad.helpers import cdiv, cmod, floordiv, floormod
+
+from tt_backend.chip.errors import UnsupportedOp
 
 pytestmark = pytest.mark.needs_cc
 
@@ -56,7 +58,6 @@ def test_int32_divmod_by_constant(tt, k):
 
 
 def test_uint32_division_is_refused_by_name(tt):
-    from tt_backend.chip.errors import UnsupportedOp
     x = Tensor(np.array([7, 9], np.uint32), device=tt)
     with pytest.raises(Exception) as e:
         (x // Tensor(np.array([2, 3], np.uint32), device=tt)).numpy()

@@ -8,6 +8,8 @@ import pytest
 from tinygrad import Tensor, dtypes
 from tinygrad.helpers import Context
 
+from tt_backend.chip.errors import UnsupportedOp
+
 pytestmark = pytest.mark.needs_cc
 
 
@@ -58,7 +60,6 @@ def test_rand_successive_calls_advance_the_counter(tt):
 
 
 def test_uint64_arithmetic_is_refused_by_name(tt):
-    from tt_backend.chip.errors import UnsupportedOp
     with pytest.raises(Exception) as e:
         (Tensor([1, 2], dtype=dtypes.uint64, device=tt) + 3).numpy()
     assert isinstance(e.value, UnsupportedOp) or isinstance(e.value.__cause__, UnsupportedOp)
