@@ -158,6 +158,7 @@ VALUE_OPS = {Ops.ADD: "ADD", Ops.MUL: "MUL", Ops.SUB: "SUB", Ops.NEG: "NEG", Ops
              Ops.CMPNE: "CMPNE", Ops.WHERE: "WHERE", Ops.RECIPROCAL: "RECIPROCAL", Ops.EXP2: "EXP2", Ops.LOG2: "LOG2",
              Ops.SQRT: "SQRT", Ops.SIN: "SIN", Ops.TRUNC: "TRUNC", Ops.CAST: "CAST",
              Ops.CDIV: "CDIV", Ops.CMOD: "CMOD", Ops.FLOORDIV: "FLOORDIV", Ops.FLOORMOD: "FLOORMOD"}
+INT_DIVISION = (Ops.CDIV, Ops.CMOD, Ops.FLOORDIV, Ops.FLOORMOD)
 # ops that never appear inside a kernel we can lower: name them precisely
 REJECT = {Ops.SPECIAL: "SPECIAL (pre-launched kernels)",
           Ops.BARRIER: "BARRIER", Ops.WMMA: "WMMA", Ops.IF: "IF", Ops.AFTER: "AFTER (symbolic variables / assigns)",
@@ -341,6 +342,9 @@ class _Lowerer:
             ne = self._value(UOp(Ops.CMPNE, dtypes.bool, u.src))
             return self.dag.add("CMPNE", "bool", (ne, self.value(UOp(Ops.CONST, dtypes.bool, arg=True))))
         if u.op not in VALUE_OPS: raise UnsupportedOp(f"{self.name}: {u.op.name} ({u.dtype}) has no TT lowering yet")
+        if u.op in INT_DIVISION and dt != "int32":
+            raise UnsupportedOp(f"{self.name}: {u.op.name} in {dt} (integer division is lowered for int32; "
+                                "floor division and modulo by a power of two also for uint32)")
         if u.op in (Ops.CMPLT, Ops.CMPNE):
             typed = [s.dtype for s in u.src if s.op is not Ops.CONST or s.dtype not in dtypes.weaks]
             opnd = typed[0] if typed else (dtypes.float32 if any(s.dtype == dtypes.weakfloat for s in u.src) else dtypes.int32)
