@@ -8,11 +8,12 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-DTYPES = ("float32", "bfloat16", "int32", "bool", "float16")
+DTYPES = ("float32", "bfloat16", "int32", "bool", "uint32", "float16")
 ELEMENTWISE_OPS = ("ADD", "MUL", "SUB", "NEG", "MAX", "CMPLT", "CMPNE", "WHERE", "RECIPROCAL", "EXP2", "LOG2",
                    "SQRT", "SIN", "TRUNC", "CAST",
-                   "BITCAST",                         # the same 32 lane bits read as another dtype (float32 <-> int32)
-                   "AND", "OR", "XOR", "SHL", "SHR",  # int32 and bool bit ops (shifts: int32 only)
+                   "BITCAST",                         # the same 32 lane bits read as another dtype (float32/int32/uint32)
+                   "AND", "OR", "XOR", "SHL", "SHR",  # integer and bool bit ops (shifts: int32/uint32 only)
+                   "CDIV", "CMOD", "FLOORDIV", "FLOORMOD",   # int32 division (truncating / flooring)
                    "MULADD", "MULSUB", "NMULADD",     # fused a*b+c, a*b-c, c-a*b (lowering/rewrite.py)
                    "DIV")                             # fused a*(1/b) (lowering/rewrite.py)
 # REDUCE: srcs = (value,), arg = (combine op "ADD" | "MUL" | "MAX", indices of the reduced ranges in kernel order).

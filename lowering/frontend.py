@@ -29,17 +29,19 @@ from tinygrad.uop.symbolic import sym
 from tt_backend.lowering.dag import ValueDAG
 from tt_backend.lowering.index import OPS, IndexExpr, IndexTexts
 from tt_backend.lowering.plan import DTYPE_SIZE, Buffer, Stream, lane_dtype
+from tt_backend.lowering.threefry import threefry2x32
 from tt_backend.chip.errors import UnsupportedOp
 
 # ---------------------------------------------------------------------------------------------------------- dtypes
 
-DTYPE_NAME = {dtypes.float32: "float32", dtypes.bfloat16: "bfloat16", dtypes.int32: "int32", dtypes.bool: "bool"}
+DTYPE_NAME = {dtypes.float32: "float32", dtypes.bfloat16: "bfloat16", dtypes.int32: "int32", dtypes.uint32: "uint32",
+              dtypes.bool: "bool"}
 # the narrow dtypes (lowering/plan.py LANE_DTYPE): stored at their width, computed in 32-bit lanes
 DTYPE_NAME.update({dtypes.int8: "int8", dtypes.uint8: "uint8", dtypes.int16: "int16", dtypes.uint16: "uint16",
                    dtypes.float16: "float16"})
 # a narrow integer's lane value is brought back into its range after the ops that can leave it (WRAPPING_OPS), as
 # tinygrad's CPU device wraps (two's complement truncation): dtype -> unsigned by a mask, signed by a shift pair
-WRAPPING_OPS = ("ADD", "SUB", "MUL", "NEG", "SHL", "CAST", "REDUCE")
+WRAPPING_OPS = ("ADD", "SUB", "MUL", "NEG", "SHL", "CAST", "REDUCE", "CDIV", "FLOORDIV")
 WRAP = {"uint8": ("AND", 0xFF), "uint16": ("AND", 0xFFFF), "int8": ("SHIFT", 24), "int16": ("SHIFT", 16)}
 
 
@@ -171,12 +173,13 @@ class LoweredKernel:
 # AND/OR/XOR/SHL/SHR keep their names, FLOORMOD by 2**k is an AND (_Lowerer._value); POW arrives decomposed (lower_ast)
 VALUE_OPS = {Ops.ADD: "ADD", Ops.MUL: "MUL", Ops.SUB: "SUB", Ops.NEG: "NEG", Ops.MAX: "MAX", Ops.CMPLT: "CMPLT",
              Ops.CMPNE: "CMPNE", Ops.WHERE: "WHERE", Ops.RECIPROCAL: "RECIPROCAL", Ops.EXP2: "EXP2", Ops.LOG2: "LOG2",
-             Ops.SQRT: "SQRT", Ops.SIN: "SIN", Ops.TRUNC: "TRUNC", Ops.CAST: "CAST"}
+             Ops.SQRT: "SQRT", Ops.SIN: "SIN", Ops.TRUNC: "TRUNC", Ops.CAST: "CAST",
+             Ops.CDIV: "CDIV", Ops.CMOD: "CMOD", Ops.FLOORDIV: "FLOORDIV", Ops.FLOORMOD: "FLOORMOD"}
+INT_DIVISION = (Ops.CDIV, Ops.CMOD, Ops.FLOORDIV, Ops.FLOORMOD)
 # ops that never appear inside a kernel we can lower: name them precisely
 REJECT = {Ops.SPECIAL: "SPECIAL (pre-launched kernels)",
           Ops.BARRIER: "BARRIER", Ops.WMMA: "WMMA", Ops.IF: "IF", Ops.AFTER: "AFTER (symbolic variables / assigns)",
-          Ops.BUFFER: "BUFFER (local/register buffers)", Ops.CUSTOM: "CUSTOM", Ops.CUSTOMI: "CUSTOMI",
-          Ops.THREEFRY: "THREEFRY (random numbers)"}
+          Ops.BUFFER: "BUFFER (local/register buffers)", Ops.CUSTOM: "CUSTOM", Ops.CUSTOMI: "CUSTOMI"}
 
 
 class _Lowerer:
@@ -184,6 +187,7 @@ class _Lowerer:
         self.sink, self.name, self.params = sink, name, params
         self.dag = ValueDAG()
         self.memo: dict[UOp, int] = {}
+        self.memo64: dict[UOp, tuple[int, int]] = {}     # uint64 uop -> (low, high) uint32 value ids (value64)
         self.consts: dict[tuple, int] = {}            # (dtype, value bits) -> dag node id: one node per constant
         self.range_only: dict[UOp, bool] = {}
         self.load_ids: dict[UOp, int] = {}           # INDEX uop -> dag node id (identical loads share one stream)
@@ -318,7 +322,7 @@ class _Lowerer:
             src = self.value(inner, u.dtype)
             axes = tuple(sorted(self.rvar[r] for r in rngs))
             return self.wrap(self.dag.add("REDUCE", lane_name(u.dtype, "REDUCE"), (src,), (u.arg[0].name, axes)), u.dtype)
-        if (u.op is Ops.RANGE or self.is_range_only(u)) and (u.dtype in (dtypes.bool, dtypes.int32) or
+        if (u.op is Ops.RANGE or self.is_range_only(u)) and (u.dtype in (dtypes.bool, dtypes.int32, dtypes.uint32) or
                                                              u.dtype in dtypes.weaks and not dtypes.is_float(u.dtype)):
             return self.computed_stream(u)
         if u.op is Ops.RANGE or self.is_range_only(u) and u.op not in (Ops.CAST, *VALUE_OPS):
@@ -331,6 +335,10 @@ class _Lowerer:
             # floor modulo by 2**k is the low k bits in two's complement, negative dividends included
             mask = self.value(UOp(Ops.CONST, u.dtype, arg=m - 1))
             return self.dag.add("AND", dt, (self.value(u.src[0], u.dtype), mask))
+        if u.op is Ops.FLOORDIV and (m := self.power_of_two(u.src[1])) is not None and u.dtype != dtypes.bool:
+            # floor division by 2**k is the arithmetic (uint32: logical) shift right by k
+            k = self.value(UOp(Ops.CONST, u.dtype, arg=m.bit_length() - 1))
+            return self.dag.add("SHR", dt, (self.value(u.src[0], u.dtype), k))
         if u.op in (Ops.AND, Ops.OR, Ops.XOR, Ops.SHL, Ops.SHR) and u.dtype != dtypes.bool:
             return self.wrap(self.dag.add(u.op.name, dt, tuple(self.value(s, u.dtype) for s in u.src)), u.dtype)
         if u.op is Ops.BITCAST:
@@ -340,10 +348,15 @@ class _Lowerer:
             if u.op is Ops.XOR: return self.dag.add("CMPNE", "bool", (a, b))
             k = self.dag.add("CONST", "bool", (), u.op is Ops.OR)
             return self.dag.add("WHERE", "bool", (a, b, k) if u.op is Ops.AND else (a, k, b))
+        if u.op is Ops.CAST and u.src[0].dtype == dtypes.uint64 and u.dtype == dtypes.uint32:
+            return self.value64(u.src[0])[0]
         if u.op is Ops.CMPEQ:   # a == b  ->  (a != b) != True
             ne = self._value(UOp(Ops.CMPNE, dtypes.bool, u.src))
             return self.dag.add("CMPNE", "bool", (ne, self.value(UOp(Ops.CONST, dtypes.bool, arg=True))))
         if u.op not in VALUE_OPS: raise UnsupportedOp(f"{self.name}: {u.op.name} ({u.dtype}) has no TT lowering yet")
+        if u.op in INT_DIVISION and dt != "int32":
+            raise UnsupportedOp(f"{self.name}: {u.op.name} in {dt} (integer division is lowered for int32; "
+                                "floor division and modulo by a power of two also for uint32)")
         if u.op in (Ops.CMPLT, Ops.CMPNE):
             typed = [s.dtype for s in u.src if s.op is not Ops.CONST or s.dtype not in dtypes.weaks]
             opnd = typed[0] if typed else (dtypes.float32 if any(s.dtype == dtypes.weakfloat for s in u.src) else dtypes.int32)
@@ -352,6 +365,9 @@ class _Lowerer:
             srcs = (self.value(u.src[0], dtypes.bool), self.value(u.src[1], u.dtype), self.value(u.src[2], u.dtype))
         elif u.op is Ops.CAST:
             srcs = (self.value(u.src[0], None),)
+        elif u.op is Ops.RECIPROCAL and u.src[0].dtype != u.dtype:
+            # int / int: tinygrad sends a float RECIPROCAL of the integer divisor, meaning 1.0 / float(b)
+            srcs = (self.dag.add("CAST", dt, (self.value(u.src[0], None),)),)
         else:
             srcs = tuple(self.value(s, u.dtype) for s in u.src)
         return self.wrap(self.dag.add(VALUE_OPS[u.op], dt, srcs), u.dtype)
@@ -366,14 +382,45 @@ class _Lowerer:
         return self.dag.add("SHR", "int32", (self.dag.add("SHL", "int32", (nid, const(k))), const(k)))   # arithmetic
 
     def bitcast(self, u: UOp) -> int:
-        """BITCAST between dtypes of one size whose lane values are the same bits (float32 <-> int32): the value
+        """BITCAST between 32-bit dtypes, whose lane values are the same bits (float32, int32, uint32): the value
         itself. Other pairs (float16 <-> int16: a float16 lane holds its float32 value) are not lowered."""
         src, to = lane_name(u.src[0].dtype, "BITCAST"), lane_name(u.dtype, "BITCAST")
         same_bits = u.src[0].dtype.itemsize == u.dtype.itemsize == 4
         if not same_bits:
-            raise UnsupportedOp(f"{self.name}: BITCAST {u.src[0].dtype} -> {u.dtype} (float32 <-> int32 is lowered)")
+            raise UnsupportedOp(f"{self.name}: BITCAST {u.src[0].dtype} -> {u.dtype} (lowered between float32, int32 and uint32)")
         return self.dag.add("BITCAST", to, (self.value(u.src[0], u.src[0].dtype),)) if src != to else \
             self.value(u.src[0], u.src[0].dtype)
+
+    def value64(self, u: UOp) -> tuple[int, int]:
+        """A uint64 value as (low, high) uint32 value ids. tinygrad's RNG packs two uint32 words into a uint64 for
+        THREEFRY and unpacks the result ((w1 << 32) | w0, then .cast(uint32) and (x >> 32).cast(uint32)); only those
+        word moves are lowered, no 64-bit arithmetic."""
+        if (r := self.memo64.get(u)) is not None: return r
+        def u32(v: int) -> int: return self.value(UOp(Ops.CONST, dtypes.uint32, arg=v))
+        if u.op is Ops.CONST: r = (u32(u.arg & 0xFFFFFFFF), u32((u.arg >> 32) & 0xFFFFFFFF))
+        elif u.op is Ops.CAST and u.src[0].dtype in (dtypes.uint32, dtypes.int32, dtypes.bool):
+            if u.src[0].dtype == dtypes.int32: raise UnsupportedOp(f"{self.name}: CAST int32 -> uint64 (sign extension)")
+            r = (self.value(u.src[0], dtypes.uint32), u32(0))
+        elif u.op in (Ops.SHL, Ops.SHR) and u.src[1].op is Ops.CONST and u.src[1].arg == 32:
+            lo, hi = self.value64(u.src[0])
+            r = (u32(0), lo) if u.op is Ops.SHL else (hi, u32(0))
+        elif u.op is Ops.OR:
+            (a0, a1), (b0, b1) = self.value64(u.src[0]), self.value64(u.src[1])
+            r = (self.or32(a0, b0), self.or32(a1, b1))
+        elif u.op is Ops.THREEFRY:
+            r = threefry2x32(lambda op, a, b: self.dag.add(op, "uint32", (a, b)), u32,
+                             self.value64(u.src[0]), self.value64(u.src[1]))
+        else:
+            raise UnsupportedOp(f"{self.name}: {u.op.name} on uint64 (lowered: the word packing tinygrad's THREEFRY uses)")
+        self.memo64[u] = r
+        return r
+
+    def or32(self, a: int, b: int) -> int:
+        """a | b on uint32 values, a constant 0 side folded away (the packed words never overlap)."""
+        zero = self.consts.get(("uint32", 0))
+        if a == zero: return b
+        if b == zero: return a
+        return self.dag.add("OR", "uint32", (a, b))
 
     @staticmethod
     def power_of_two(u: UOp) -> int | None:
@@ -385,7 +432,7 @@ class _Lowerer:
         """Integer/bool index math in the value part (arange, argmax's reversed index): the reader computes it per
         element in C (a stream with no buffer) and the SFPU loads it like any input."""
         if u in self.load_ids: return self.load_ids[u]
-        dt = "bool" if u.dtype == dtypes.bool else "int32"
+        dt = "bool" if u.dtype == dtypes.bool else "uint32" if u.dtype == dtypes.uint32 else "int32"
         value = self.expr(u)
         s = StreamIndex(self.store_slot, dt, IndexExpr.const(0), None, False, frozenset(), value.ranges(), value)
         nid = self.dag.add("LOAD", dt, (), len(self.inputs))

@@ -26,7 +26,7 @@ from tt_backend.lowering.dag import ValueDAG, VNode
 # ops the FPU can run elementwise on two Src operands (docs/isa.md §4): value-DAG op -> FPU instruction
 FPU_BINARY = {"MUL": "ELWMUL", "ADD": "ELWADD", "SUB": "ELWSUB"}
 FLOAT = ("float32", "bfloat16")
-TILE_FORMAT = {"float32": "fp32", "int32": "fp32", "bool": "fp32", "bfloat16": "bf16", "float16": "fp32"}
+TILE_FORMAT = {"float32": "fp32", "int32": "fp32", "bool": "fp32", "bfloat16": "bf16", "uint32": "fp32", "float16": "fp32"}
 
 
 def live_nodes(dag: ValueDAG) -> list[int]:

@@ -17,8 +17,8 @@ from tt_backend.lowering.index import IndexExpr, IndexTexts
 
 TILE_ELEMS = 1024                       # a 32x32 tile; for elementwise kernels tile t holds flat elements 1024t..
 TILE_BYTES = {"fp32": 4 * TILE_ELEMS, "bf16": 2 * TILE_ELEMS}
-DTYPE_SIZE = {"float32": 4, "bfloat16": 2, "int32": 4, "bool": 1}
-TILE_FORMAT_OF = {"float32": "fp32", "int32": "fp32", "bool": "fp32", "bfloat16": "bf16"}
+DTYPE_SIZE = {"float32": 4, "bfloat16": 2, "int32": 4, "uint32": 4, "bool": 1}
+TILE_FORMAT_OF = {"float32": "fp32", "int32": "fp32", "uint32": "fp32", "bool": "fp32", "bfloat16": "bf16"}
 # The narrow dtypes: stored at their own width in DRAM, widened by the reader to the 32-bit lane value the SFPU computes
 # with (LANE_DTYPE: integers as int32; float16 is a value-DAG dtype of its own, a float32 lane value rounded to float16
 # after every op as bfloat16 is, lowering/codegen/sfpu_ops.py round_f16) and narrowed back by the writer
@@ -36,7 +36,7 @@ def lane_dtype(name: str) -> str:
 
 
 # dtypes whose DRAM element is the tile datum as is (a bulk copy moves them without conversion)
-TILE_NATIVE = ("float32", "int32", "bfloat16")
+TILE_NATIVE = ("float32", "int32", "uint32", "bfloat16")
 
 
 @dataclass(frozen=True)

@@ -5,9 +5,10 @@ bool is one byte in DRAM and 0/1 in a tile; bf16 tiles hold 16-bit datums, fp32 
 from __future__ import annotations
 
 DRAM_LOAD = {"bool": "(TT_L1_U8(p) != 0u ? 1u : 0u)", "bfloat16": "(uint32_t)TT_L1_U16(p)",
-             "float32": "TT_REG32(p)", "int32": "TT_REG32(p)"}
+             "float32": "TT_REG32(p)", "int32": "TT_REG32(p)", "uint32": "TT_REG32(p)"}
 DRAM_STORE = {"bool": "TT_L1_U8(p) = v != 0u ? 1u : 0u;", "bfloat16": "TT_L1_U16(p) = (uint16_t)v;",
-              "float32": "TT_REG32(p) = v;", "int32": "TT_REG32(p) = v;"}
+              "float32": "TT_REG32(p) = v;", "int32": "TT_REG32(p) = v;",
+              "uint32": "TT_REG32(p) = v;"}
 # the narrow dtypes (lowering/plan.py LANE_DTYPE): integers are sign- or zero-extended to the int32 lane value and
 # truncated back (the lane value is already in range); float16 goes through tt_convert.h (exact widening; narrowing
 # rounds to nearest even with overflow to inf, denormals and NaN as IEEE binary16 defines them)

@@ -14,6 +14,16 @@ def _swap_max(em: so.Emitter, d: int, s: int, t) -> None:
     em.i("SFPNOP")
 
 
+def _unsigned_max(em: so.Emitter, d: int, s: int, t) -> None:
+    """uint32 max: both sign bits flipped, the int32 max, the sign bit flipped back."""
+    for r in (d, s):
+        em.loadi(t[0], 0x80000000)
+        em.xor(r, t[0])
+    so.i_max(em, d, [d, s], t)
+    em.loadi(t[0], 0x80000000)
+    em.xor(d, t[0])
+
+
 # combine(em, d, s, t): d = d (+|*|max) s; s may be clobbered, t = two scratch LRegs. One table, used by a reduction's
 # per-row-step accumulation and by the lane combine.
 COMBINE = {
@@ -26,6 +36,11 @@ COMBINE = {
     ("MAX", "int32"): lambda em, d, s, t: so.i_max(em, d, [d, s], t),   # two's complement order, not SFPSWAP's
     ("ADD", "bool"): lambda em, d, s, t: em.or3(d, d, s),
     ("MAX", "bool"): lambda em, d, s, t: em.or3(d, d, s),
+    ("MUL", "bool"): lambda em, d, s, t: em.and3(d, d, s),            # all()
+    ("MUL", "int32"): lambda em, d, s, t: so.i_mul(em, d, [d, s], t),  # low 32 bits: wraps like the CPU device
+    ("ADD", "uint32"): lambda em, d, s, t: em.iadd(d, s),
+    ("MUL", "uint32"): lambda em, d, s, t: so.i_mul(em, d, [d, s], t),
+    ("MAX", "uint32"): _unsigned_max,
 }
 
 

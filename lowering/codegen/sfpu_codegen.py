@@ -95,7 +95,7 @@ def const_bits(value, dtype: str) -> int:
     if dtype == "float16":   # the float16 value's float32 bits (the frontend gives float16 values already)
         with np.errstate(over="ignore"):
             return int(np.array(float(value), np.float16).astype(np.float32).view(np.uint32))
-    if dtype == "int32":
+    if dtype in ("int32", "uint32"):
         v = int(value)
         if not -2**31 <= v < 2**32:
             raise UnsupportedOp(f"CONST {value!r} does not fit int32")
@@ -182,7 +182,7 @@ class _Alloc:
         r = self.take(pos, pinned)
         n = v.node
         if n.op == "LOAD":
-            self.em.load(r, 64 * n.arg, so.LOAD_INT32 if n.dtype in ("int32", "bool") else so.LOAD_FP32)
+            self.em.load(r, 64 * n.arg, so.LOAD_INT32 if n.dtype in ("int32", "uint32", "bool") else so.LOAD_FP32)
         elif n.op == "CONST":
             self.em.loadi(r, const_bits(n.arg, n.dtype))
         else:
@@ -221,6 +221,15 @@ def _seq_for(n: VNode, src_dtypes: list[str]) -> so.Seq | None:
     if seq is None:
         raise UnsupportedOp(f"SFPU lowering: op {n.op} on dtype {src_dtypes[0] if src_dtypes else n.dtype}")
     return seq
+
+
+def _immediate(n: VNode, nodes: list[VNode], srcs: list[int]) -> int | None:
+    """The constant second operand of n as an immediate (so.IMM_SEQS), or None when n takes it from a register."""
+    if len(srcs) != 2 or nodes[srcs[1]].op != "CONST" or (n.op, so.CLASS.get(n.dtype)) not in so.IMM_SEQS:
+        return None
+    fits, _ = so.IMM_SEQS[(n.op, so.CLASS[n.dtype])]
+    v = const_bits(nodes[srcs[1]].arg, nodes[srcs[1]].dtype)
+    return v if fits(v) else None
 
 
 def schedule(nodes: list[VNode], canon: dict[int, int], out: int) -> list[int]:
@@ -318,8 +327,9 @@ def _emit(nodes: list[VNode], canon: dict[int, int], out: int, out_slot: int, po
         al.vals[i] = _Val(nodes[i], [])
     for k, i in enumerate(sched):
         if nodes[i].op not in ("LOAD", "CONST"):
-            for s in nodes[i].srcs:
-                al.vals[canon[s]].uses.append(k)
+            srcs = [canon[s] for s in nodes[i].srcs]
+            for s in srcs[:1] if _immediate(nodes[i], nodes, srcs) is not None else srcs:
+                al.vals[s].uses.append(k)
     al.vals[out].uses.append(end)
 
     for k, i in enumerate(sched):
@@ -328,6 +338,9 @@ def _emit(nodes: list[VNode], canon: dict[int, int], out: int, out_slot: int, po
             continue
         seq = _seq_for(n, [nodes[s].dtype for s in n.srcs])
         srcs = [canon[s] for s in n.srcs]
+        imm = _immediate(n, nodes, srcs)
+        if imm is not None:
+            seq, srcs = so.IMM_SEQS[(n.op, so.CLASS[n.dtype])][1], srcs[:1]
         pinned: set[int] = set()
         regs = []
         for s in srcs:
@@ -353,7 +366,7 @@ def _emit(nodes: list[VNode], canon: dict[int, int], out: int, out_slot: int, po
             t = al.take(k, pinned)
             tmps.append(t)
             pinned.add(t)
-        seq.fn(em, d, regs, tmps)
+        seq.fn(em, d, regs, tmps, *(() if imm is None else (imm,)))
         if rnd:
             rnd(em, d, tmps)
         for s in set(srcs):

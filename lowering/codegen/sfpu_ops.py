@@ -6,7 +6,7 @@ that dies here, see `Seq.alias`) and always leaves the lane predication at the b
 LaneFlags = true in every lane), so spill/reload code between sequences runs on all lanes.
 
 Value representation (docs/ARCHITECTURE.md): float32 = fp32 bits, bfloat16 = fp32 with the low 16 bits zero, int32 =
-two's complement, bool = int32 0/1. Float arithmetic uses SFPMAD (one RNE rounding, denormal inputs/results flushed to
+two's complement, uint32 = its 32 bits (add/sub/mul/bit ops shared with int32), bool = int32 0/1. Float arithmetic uses SFPMAD (one RNE rounding, denormal inputs/results flushed to
 signed zero, NaN results canonical 0x7fc00000); everything else here is bit-exact integer work.
 """
 from __future__ import annotations
@@ -620,6 +620,121 @@ def i_shr(e, d, s, t):
     e.i("SFPSHFT", lreg_c=t[0], lreg_dest=d, instr_mod1=SHFT_ARITH)
 
 
+def abs_into(e: Emitter, d: int, x: int) -> None:
+    """d = |x| for int32 x; |INT_MIN| stays 0x80000000, i.e. 2**31 read as uint32."""
+    e.mov(d, x)
+    e.setcc(x, CC_LT0)
+    e.isub_from(d, ZERO)
+    e.endif()
+
+
+def sub_flags_gte0(e: Emitter, d: int, c: int) -> None:
+    """d = c - d; LaneFlags &= (d >= 0 as int32)."""
+    e.i("SFPIADD", lreg_c=c, lreg_dest=d, instr_mod1=IADD_SUB | IADD_CC_GTE0)
+
+
+BIG_DIVISOR = 0x40000001                    # |b| >= this: the restoring loop's signed compare could overflow
+
+
+def int_divmod(want_rem: bool, floor: bool):
+    """int32 division as tinygrad defines it (uop/ops.py python_alu: CDIV/CMOD truncate, FLOORDIV/FLOORMOD floor,
+    the remainder taking the sign of the dividend resp. the divisor). Quotients wrap (INT_MIN / -1 = INT_MIN,
+    remainder 0). Division by zero traps on the CPU device; here it gives tinygrad's constant-folding values
+    (helpers.cdiv/floordiv): quotient 0, remainder = the dividend.
+    Restoring division of |a| by |b| (32 steps of shift, trial subtract, keep): the quotient bits shift into the
+    dividend's register from below. For |b| <= 2**30 the partial remainder stays below 2**31, so the trial
+    subtraction's sign is an exact compare; larger divisors have quotient 0 or 1, set apart after the loop.
+    ~320 instructions, 3 scratch registers."""
+    def fn(e, d, s, t):
+        x, y = s
+        w = t[2]
+        q, b, r = (t[0], t[1], d) if want_rem else (d, t[0], t[1])
+        abs_into(e, q, x)
+        abs_into(e, b, y)
+        e.mov(r, ZERO)
+        for _ in range(32):
+            e.shl(r, r, 1)
+            e.shr(w, q, 31)
+            e.or3(r, r, w)                  # r = 2r + next dividend bit
+            e.shl(q, q, 1)
+            e.mov(w, b)
+            sub_flags_gte0(e, w, r)         # w = r - |b|, lanes where it is >= 0:
+            e.mov(r, w)
+            e.iaddi(q, q, 1)                # quotient bit 1
+            e.endif()
+        e.loadi(w, BIG_DIVISOR)
+        sub_flags_gte0(e, w, b)             # |b| > 2**30 (2**31 included: the difference stays below 2**31)
+        e.sar(w, x, 31)
+        e.mov(r, x)
+        e.xor(r, w)
+        e.isub_from(w, r)                   # w = |x| without a nested branch: (x ^ s) - s
+        e.mov(r, w)
+        e.mov(q, ZERO)
+        e.mov(w, b)
+        sub_flags_gte0(e, w, r)             # |x| - |b| >= 0 (no overflow: |b| > 2**30, |x| <= 2**31)
+        e.mov(r, w)
+        e.iaddi(q, q, 1)
+        e.endif()
+        e.setcc(x, CC_LT0)                  # the truncated remainder has the dividend's sign
+        e.isub_from(r, ZERO)
+        e.endif()
+        e.mov(w, x)
+        e.xor(w, y)
+        e.setcc(w, CC_LT0)                  # operand signs differ: negative quotient
+        e.isub_from(q, ZERO)
+        e.endif()
+        if floor:                           # r != 0 with the sign opposite to b: one step down
+            e.mov(w, r)
+            e.xor(w, y)
+            e.setcc(w, CC_LT0)
+            e.setcc(r, CC_NE0)
+            e.iaddi(q, q, -1)
+            e.iadd(r, y)
+            e.endif()
+        e.setcc(y, CC_EQ0)
+        e.mov(q, ZERO)
+        e.mov(r, x)
+        e.endif()
+    return fn
+
+
+def u_shr(e, d, s, t):
+    """a >> b, logical (C on uint32: b in 0..31): SFPSHFT by the negated amount shifts right without sign fill."""
+    a, b = s
+    e.mov(t[0], b)
+    e.isub_from(t[0], ZERO)
+    e.mov(d, a)
+    e.shift_by(d, t[0])
+
+
+def u_lt_value(e, d, s, t):                 # unsigned a < b: flip both sign bits, then the int32 comparison
+    a, b = s
+    t1, t2, t3 = t
+    e.loadi(t3, 0x80000000)
+    e.mov(t1, a)
+    e.xor(t1, t3)
+    int_order(e, t2, t1)
+    e.mov(t1, b)
+    e.xor(t1, t3)
+    int_order(e, t3, t1)
+    e.i("SFPGT", lreg_c=t2, lreg_dest=t3, instr_mod1=GT_SET_VD)
+    e.shr(d, t3, 31)
+
+
+def u_max(e, d, s, t):                      # (a < b).where(b, a), unsigned
+    a, b = s
+    t1, t2, t3 = t
+    e.loadi(t3, 0x80000000)
+    e.mov(t1, a)
+    e.xor(t1, t3)
+    e.mov(t2, b)
+    e.xor(t2, t3)
+    e.mov(d, a)
+    int_lt_flags(e, t1, t2, t3, t1)
+    e.mov(d, b)
+    e.endif()
+
+
 def b_lt(e, d, s, t):                       # bool a < b  <=>  !a & b
     e.bnot(t[0], s[0])
     e.and3(d, t[0], s[1])
@@ -690,6 +805,43 @@ def cast_i_to_f(e, d, s, t):
     e.endif()
 
 
+def cast_f_to_u(e, d, s, t):
+    """(uint32)x as the CPU device computes it (x86 vcvttss2usi, what its compiler emits here; C leaves out-of-range
+    values undefined): the mantissa shifted by e-23 (|x| < 1 -> 0); x <= -1, x >= 2**32, Inf and NaN -> 0xFFFFFFFF."""
+    x = s[0]
+    t1 = t[0]
+    e.exman(d, x)
+    e.exexp(t1, x)
+    e.iaddi(t1, t1, -23)
+    e.shift_by(d, t1)                       # left by e-23 or right by 23-e
+    e.iaddi(t1, t1, 23, cc=0)               # flags: e < 0
+    e.mov(d, ZERO)
+    e.endif()
+    e.setcc(x, CC_LT0)
+    e.iaddi(t1, t1, 0, cc=IADD_CC_GTE0)     # flags: x < 0 and e >= 0, i.e. x <= -1
+    e.loadi(d, 0xFFFFFFFF)
+    e.endif()
+    e.iaddi(t1, t1, -32, cc=IADD_CC_GTE0)   # flags: e >= 32 (Inf, NaN included)
+    e.loadi(d, 0xFFFFFFFF)
+    e.endif()
+
+
+def cast_u_to_f(e, d, s, t):
+    """uint32 -> fp32 (RNE): below 2**31 the int32 conversion; from 2**31 on, (x >> 1) | (x & 1) (the dropped bit kept
+    as a sticky bit, so one rounding of the halved value rounds like x) converted, then doubled (exact)."""
+    x = s[0]
+    t1 = t[0]
+    e.cast(d, x, CAST_SM_TO_FP_RNE)         # x >= 0 as int32: its sign-magnitude form is itself
+    e.setcc(x, CC_LT0)                      # bit 31 set
+    e.shl(t1, x, 31)
+    e.shr(t1, t1, 31)                       # x & 1
+    e.shr(d, x, 1)
+    e.or3(d, d, t1)
+    e.cast(d, d, CAST_SM_TO_FP_RNE)
+    e.fadd(d, d, d)
+    e.endif()
+
+
 def cast_b_to_f(e, d, s, t):                # 0/1 -> 0.0/1.0
     e.cast(d, s[0], CAST_SM_TO_FP_RNE)
 
@@ -707,7 +859,8 @@ class Seq:
 
 
 F, I, B = "f", "i", "b"                     # operand classes: float32/bfloat16, int32, bool
-CLASS = {"float32": F, "bfloat16": F, "int32": I, "bool": B, "float16": F}
+U = "u"                                     # uint32
+CLASS = {"float32": F, "bfloat16": F, "int32": I, "bool": B, "uint32": U, "float16": F}
 
 # (op, operand class) -> sequence. Comparisons are keyed by the operand class; their result is bool.
 SEQS: dict[tuple[str, str], Seq] = {
@@ -740,6 +893,22 @@ SEQS: dict[tuple[str, str], Seq] = {
     ("XOR", I): Seq(bit_op("SFPXOR"), 0, (0, 1)),
     ("SHL", I): Seq(i_shl, 0, (0,)),
     ("SHR", I): Seq(i_shr, 1, (0,)),
+    ("CDIV", I): Seq(int_divmod(False, False), 3),
+    ("CMOD", I): Seq(int_divmod(True, False), 3),
+    ("FLOORDIV", I): Seq(int_divmod(False, True), 3),
+    ("FLOORMOD", I): Seq(int_divmod(True, True), 3),
+    ("ADD", U): Seq(i_add, 0, (0, 1)),                     # two's complement add/sub/mul wrap like uint32
+    ("SUB", U): Seq(i_sub, 0, (1,)),
+    ("NEG", U): Seq(i_neg, 0, (0,)),
+    ("MUL", U): Seq(i_mul, 2),
+    ("MAX", U): Seq(u_max, 3, (0,)),
+    ("CMPLT", U): Seq(u_lt_value, 3, (0, 1)),
+    ("CMPNE", U): Seq(i_ne, 1, (0, 1)),
+    ("AND", U): Seq(bit_op("SFPAND"), 0, (0, 1)),
+    ("OR", U): Seq(bit_op("SFPOR"), 0, (0, 1)),
+    ("XOR", U): Seq(bit_op("SFPXOR"), 0, (0, 1)),
+    ("SHL", U): Seq(i_shl, 0, (0,)),
+    ("SHR", U): Seq(u_shr, 1, (0,)),
     ("CMPLT", B): Seq(b_lt, 1, (0, 1)),
     ("CMPNE", B): Seq(bit_op("SFPXOR"), 0, (0, 1)),
     ("AND", B): Seq(bit_op("SFPAND"), 0, (0, 1)),
@@ -750,6 +919,26 @@ SEQS: dict[tuple[str, str], Seq] = {
     ("MUL", B): Seq(bit_op("SFPAND"), 0, (0, 1)),
 }
 WHERE_SEQ = Seq(where, 0, (2,))
+
+
+def shl_imm(e, d, s, t, n): e.shl(d, s[0], n & 31)          # C shifts of 32-bit values take amounts 0..31
+def shr_imm(e, d, s, t, n): e.shr(d, s[0], n & 31)
+def sar_imm(e, d, s, t, n): e.sar(d, s[0], n & 31)
+
+
+def iadd_imm(e, d, s, t, n):
+    e.iaddi(d, s[0], ((n + 2**31) & 0xFFFFFFFF) - 2**31)
+
+
+# (op, operand class) -> (fits(v), sequence of "a op constant v", v given to the sequence as its last argument): the
+# constant never takes a register (the code generator uses these when the second source is a CONST that fits)
+IMM_SEQS: dict[tuple[str, str], tuple[Callable[[int], bool], Seq]] = {
+    **{("SHL", c): (lambda v: True, Seq(shl_imm, 0, (0,))) for c in (I, U)},
+    ("SHR", I): (lambda v: True, Seq(sar_imm, 0, (0,))),
+    ("SHR", U): (lambda v: True, Seq(shr_imm, 0, (0,))),
+    **{("ADD", c): (lambda v: -2048 <= ((v + 2**31) & 0xFFFFFFFF) - 2**31 < 2048, Seq(iadd_imm, 0, (0,)))
+       for c in (I, U)},
+}
 
 # CAST (source dtype, result dtype) -> sequence; None = same bits (the value is shared, no code).
 CASTS: dict[tuple[str, str], Seq | None] = {
@@ -762,6 +951,10 @@ CASTS: dict[tuple[str, str], Seq | None] = {
     ("int32", "float32"): Seq(cast_i_to_f, 1), ("int32", "bfloat16"): Seq(cast_i_to_f, 1, (), True),
     ("int32", "bool"): Seq(cast_i_to_b, 0, (0,)),
     ("bool", "float32"): Seq(cast_b_to_f, 0, (0,)), ("bool", "bfloat16"): Seq(cast_b_to_f, 0, (0,)),
+    ("uint32", "uint32"): None, ("uint32", "int32"): None, ("int32", "uint32"): None,   # same bits (wrapping)
+    ("bool", "uint32"): None, ("uint32", "bool"): Seq(cast_i_to_b, 0, (0,)),
+    ("float32", "uint32"): Seq(cast_f_to_u, 1), ("bfloat16", "uint32"): Seq(cast_f_to_u, 1),
+    ("uint32", "float32"): Seq(cast_u_to_f, 1), ("uint32", "bfloat16"): Seq(cast_u_to_f, 1, (), True),
 }
 # float16 values are float32 values on the float16 grid: widening is free, narrowing rounds (ROUNDERS)
 CASTS.update({

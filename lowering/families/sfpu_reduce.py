@@ -87,7 +87,8 @@ LANE_CHOICES = (1, 2, 4, 8, 32)
 SHORT_STEPS = (2, 4, 8, 16)               # row steps per output for short reductions (K <= steps)
 IDENTITY = {("ADD", "float32"): 0.0, ("ADD", "int32"): 0, ("ADD", "bool"): False, ("MUL", "float32"): 1.0,
             ("MAX", "float32"): float("-inf"), ("MAX", "bfloat16"): float("-inf"), ("MAX", "int32"): -2**31,
-            ("MAX", "bool"): False, ("MAX", "float16"): float("-inf")}
+            ("MAX", "bool"): False, ("MUL", "bool"): True, ("MUL", "int32"): 1, ("ADD", "uint32"): 0,
+            ("MUL", "uint32"): 1, ("MAX", "uint32"): 0, ("MAX", "float16"): float("-inf")}
 GROUP_COST = 0.25                         # a group's finish + post + output tile, relative to one input tile
 
 
@@ -216,7 +217,7 @@ def reduce_shape(lk: LoweredKernel, reds: list[VNode], feeding: str) -> tuple:
     for r in reds:
         if (r.arg[0], r.dtype) not in COMBINE:
             raise UnsupportedOp(f"{lk.name}: REDUCE {r.arg[0]} in {r.dtype} (lowered: float32 sum/prod/max, "
-                                "bfloat16 max, int32 sum/max, bool any)")
+                                "bfloat16 max, int32 and uint32 sum/prod/max, bool any/all)")
     return axes, n_out_r, tuple(lk.ranges[:n_out_r]), tuple(lk.ranges[n_out_r:])
 
 

@@ -25,7 +25,8 @@ def bf16_round(x: np.ndarray) -> np.ndarray:
     return (r & 0xFFFF0000).astype(np.uint32).view(np.float32)
 
 
-NP = {"float32": np.float32, "bfloat16": np.float32, "int32": np.int32, "bool": np.bool_, "float16": np.float32}
+NP = {"float32": np.float32, "bfloat16": np.float32, "int32": np.int32, "bool": np.bool_, "uint32": np.uint32,
+      "float16": np.float32}
 
 
 def f16_round(x: np.ndarray) -> np.ndarray:
@@ -47,11 +48,24 @@ def _cast(x: np.ndarray, dt: str) -> np.ndarray:
     return x.astype(NP[dt])
 
 
+def _int_div(floor: bool, rem: bool):
+    """tinygrad's CDIV/CMOD/FLOORDIV/FLOORMOD on int32 arrays (helpers.cdiv/floordiv: x / 0 is 0, x % 0 is x),
+    computed in int64 and wrapped back to the operands' dtype."""
+    def f(a, b):
+        a64, b64 = np.asarray(a).astype(np.int64), np.asarray(b).astype(np.int64)
+        nz = np.where(b64 == 0, 1, b64)
+        q = a64 // nz if floor else np.sign(a64) * np.sign(nz) * (np.abs(a64) // np.abs(nz))
+        q = np.where(b64 == 0, 0, q)
+        return (a64 - q * b64 if rem else q).astype(np.asarray(a).dtype)
+    return f
+
+
 _REF = {"ADD": np.add, "MUL": np.multiply, "SUB": np.subtract, "NEG": np.negative, "MAX": np.maximum,
         "RECIPROCAL": lambda a: np.float32(1) / a, "EXP2": np.exp2, "LOG2": np.log2, "SQRT": np.sqrt, "SIN": np.sin,
         "TRUNC": np.trunc, "MULADD": lambda a, b, c: a * b + c, "MULSUB": lambda a, b, c: a * b - c,
         "NMULADD": lambda a, b, c: c - a * b, "DIV": np.divide, "AND": np.bitwise_and, "OR": np.bitwise_or, "XOR": np.bitwise_xor,
-        "SHL": np.left_shift, "SHR": np.right_shift}   # int32: right_shift is arithmetic, as C's >> on int
+        "SHL": np.left_shift, "SHR": np.right_shift, "CDIV": _int_div(False, False), "CMOD": _int_div(False, True),
+        "FLOORDIV": _int_div(True, False), "FLOORMOD": _int_div(True, True)}   # int32: right_shift is arithmetic, as C's >> on int
 
 
 def reduce_exact(op: str, v: np.ndarray, axes: tuple[int, ...], dtype: str) -> np.ndarray:
@@ -62,7 +76,9 @@ def reduce_exact(op: str, v: np.ndarray, axes: tuple[int, ...], dtype: str) -> n
         f = np.sum if op == "ADD" else np.prod
         return _cast(f(v.astype(np.float64), axis=axes, keepdims=True), dtype)
     f = np.sum if op == "ADD" else np.prod
-    return f(v, axis=axes, keepdims=True).astype(NP[dtype]) if dtype != "bool" else v.any(axis=axes, keepdims=True)
+    if dtype == "bool":
+        return (v.any if op == "ADD" else v.all)(axis=axes, keepdims=True)
+    return f(v.astype(np.int64), axis=axes, keepdims=True).astype(NP[dtype])   # int sums/products wrap
 
 
 def reduce_in_lanes(lanes: int):
@@ -110,7 +126,7 @@ def reference(dag: ValueDAG, inputs: list[np.ndarray], ranges: tuple[int, ...] |
             elif n.op == "CAST":
                 v = _cast(s[0], n.dtype)
             elif n.op == "BITCAST":
-                v = np.asarray(s[0], NP[dag.nodes[n.srcs[0]].dtype]).view(NP[n.dtype])
+                v = np.asarray(s[0]).astype(NP[dag.nodes[n.srcs[0]].dtype]).view(NP[n.dtype])
             elif n.op == "WHERE":
                 v = np.where(s[0], s[1], s[2])
             elif n.op in ("CMPLT", "CMPNE"):
@@ -180,6 +196,8 @@ def sample_inputs(dtypes: list[str], n: int, seed: int = 0, dist: str = "normal"
             out.append(ROUND[dt](x) if dt in ROUND else x)
         elif dt == "int32":
             out.append(rng.integers(-100, 100, n).astype(np.int32))
+        elif dt == "uint32":
+            out.append(rng.integers(0, 2**32, n, dtype=np.uint32))
         else:
             out.append(rng.integers(0, 2, n).astype(bool))
     return out

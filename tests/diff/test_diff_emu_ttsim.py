@@ -74,6 +74,16 @@ def _programs():
              (dtypes.bfloat16, dtypes.float32), (dtypes.float32, dtypes.bool), (dtypes.bool, dtypes.float32)]
     x = _r((3, 77), -1000, 1000)
     progs += [(f"cast_{s.name}_{d.name}", (lambda s, d: lambda t: t.cast(s).cast(d))(s, d), (x,)) for s, d in casts]
+    # integer division, integer/bool reductions, uint32 and THREEFRY (sfpu_ops int_divmod, u_*, lowering/threefry.py)
+    i32 = _prng.integers(-2**31, 2**31, (2, 6, 40)).astype(np.int32)
+    i32[1, 0, :8] = [0, 1, -1, 2**31 - 1, -2**31, 2**30 + 1, -7, 3]
+    u32 = _prng.integers(0, 2**32, (2, 5, 33), dtype=np.uint32)
+    progs += [("int_divmod", lambda x, y: (x // y) ^ x.fmod(y) ^ (x % 7), tuple(i32)),
+              ("int_prod_sum", lambda x: x.prod(1) + x.sum(1), (i32[0],)),
+              ("all_any", lambda x: x.all(1) ^ x.any(1), ((i32[0] % 5 != 0) | (i32[0] % 3 == 0),)),
+              ("uint32_ops", lambda x, y: ((x ^ y) >> 3) * y + (x < y).cast(dtypes.uint32) + (x // 4), tuple(u32)),
+              ("uint32_casts", lambda x: (x.cast(dtypes.float32) * 0.5).cast(dtypes.uint32), (u32[0],)),
+              ("rand", lambda x: x + x.rand_like(), (_r((7, 30)),))]
     return progs
 
 

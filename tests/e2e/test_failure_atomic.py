@@ -23,8 +23,8 @@ TT = "TT"
 
 
 def refused(t: Tensor) -> Tensor:
-    """A kernel the backend refuses at compile time (integer modulo by 3): the stand-in for any failing kernel."""
-    return t.cast(dtypes.int32) % 3
+    """A kernel the backend refuses at compile time (uint32 modulo by 3): the stand-in for any failing kernel."""
+    return t.cast(dtypes.uint32) % 3
 
 
 # ------------------------------------------------------------------------------------------- the issue's sequences

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from tinygrad.helpers import cdiv, cmod, floordiv, floormod
 
 from tt_backend.lowering.dag import ValueDAG, VNode
 from tt_backend.lowering.placement.cost import sfpu_op_cycles
@@ -705,3 +706,32 @@ def test_fused_multiply_add(form):
     exact = sign[0] * x.astype(np.float64) * y + sign[1] * z.astype(np.float64)
     scale = np.abs(x.astype(np.float64) * y) + np.abs(z)
     assert (np.abs(f32(run(prog, [x, y, z])) - exact) <= 2.0 ** -23 * scale).all()
+
+
+@pytest.mark.parametrize("dtype", ["int32", "uint32"])
+def test_constant_shift_and_add_are_immediates(dtype):
+    """x << 5, x >> 3 (arithmetic for int32, logical for uint32) and x + (-7): SFPSHFT/SFPIADD immediates, no constant
+    register (sfpu_ops.IMM_SEQS), same bits as numpy."""
+    rng = np.random.default_rng(3)
+    npt = np.int32 if dtype == "int32" else np.uint32
+    x = rng.integers(-2**31, 2**31, N).astype(np.int64).astype(npt)
+    for op, k, ref in [("SHL", 5, x << npt(5)), ("SHR", 3, x >> npt(3)), ("ADD", -7, (x.astype(np.int64) - 7).astype(npt))]:
+        d = ValueDAG()
+        d.out = d.add(op, dtype, (d.add("LOAD", dtype, (), 0), d.add("CONST", dtype, (), k)))
+        prog = compile_sfpu(d, 1, dtype)
+        assert not any(decode(w)[0] == "SFPLOADI" for w in prog.setup + prog.body), (op, disassemble(prog))
+        np.testing.assert_array_equal(run(prog, [x]).view(npt), ref, err_msg=op)
+
+
+def test_int32_divmod_on_the_model():
+    """CDIV/CMOD/FLOORDIV/FLOORMOD against tinygrad's definitions on every pair of edge values and random ones
+    (x / 0 = 0, x % 0 = x, INT_MIN / -1 = INT_MIN: tinygrad.helpers, wrapped to int32)."""
+    rng = np.random.default_rng(4)
+    edge = np.array([0, 1, -1, 2, -2, 5, -5, 2**31 - 1, -2**31, 2**30, -2**30, 2**30 + 1, -2**30 - 1, 2**31 - 2,
+                     -2**31 + 1, 77, -12345], np.int64)
+    a = np.concatenate([np.repeat(edge, len(edge)), rng.integers(-2**31, 2**31, N)])[:N].astype(np.int32)
+    b = np.concatenate([np.tile(edge, len(edge)), rng.integers(-2**31, 2**31, N // 2),
+                        rng.integers(-9, 10, N)])[:N].astype(np.int32)
+    for op, f in (("CDIV", cdiv), ("CMOD", cmod), ("FLOORDIV", floordiv), ("FLOORMOD", floormod)):
+        want = np.array([(f(int(p), int(q)) + 2**31) % 2**32 - 2**31 for p, q in zip(a, b)], np.int64).astype(np.int32)
+        np.testing.assert_array_equal(run_op(op, ["int32", "int32"], "int32", a, b).view(np.int32), want, err_msg=op)

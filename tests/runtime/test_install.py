@@ -223,11 +223,11 @@ def test_pip_install_registers_device(tmp_path, editable):
 
 @pytest.mark.needs_cc
 def test_device_debug_output_dump_and_errors(tmp_path):
-    code = ("import tt_backend, numpy as np\nfrom tinygrad import Tensor\n"
+    code = ("import tt_backend, numpy as np\nfrom tinygrad import Tensor, dtypes\n"
             "x = np.linspace(-2, 2, 300, dtype=np.float32).reshape(3, 100)\n"
             "y = ((Tensor(x) * 3 + 1).maximum(0.5)).numpy()\n"
             "assert np.array_equal(y, np.maximum((x.astype(np.float64) * 3 + 1).astype(np.float32), np.float32(0.5))), 'wrong result (x*3+1 is one fused multiply-add)'\n"
-            "try:\n  (Tensor(x).int() // 3).numpy()\nexcept Exception as e:\n  print('RAISED', type(e).__name__, e)\n")
+            "try:\n  (Tensor(x).int().cast(dtypes.uint32) // 3).numpy()\nexcept Exception as e:\n  print('RAISED', type(e).__name__, e)\n")
     r = run_py(sys.executable, code, {"DEV": "TT", "DEBUG": "4", "TT_DUMP": str(tmp_path)}, pythonpath=REPO_ROOT)
     assert r.returncode == 0, r.stderr[-3000:]
     assert "// ===== brisc =====" in r.stdout                      # DEBUG=4: the rendered C
