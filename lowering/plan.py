@@ -132,8 +132,8 @@ class Plan(ABC):
 
     @property
     def in_slots(self) -> list[int]:
-        """tinygrad slots of the buffers the kernel reads."""
-        return sorted({self.buffers[s.buf].slot for s in self.inputs})
+        """tinygrad slots of the buffers the kernel reads (a computed stream reads none)."""
+        return sorted({self.buffers[s.buf].slot for s in self.inputs if s.value is None})
 
     def sfpu_program(self) -> SfpuProgram | None:
         """The per-row-step SFPU program the report counts (None: the kernel has none of its own)."""
