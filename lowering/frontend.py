@@ -206,7 +206,8 @@ class _Lowerer:
 
     def find_store(self) -> UOp:
         stores = [u for u in self.sink.toposort() if u.op is Ops.STORE]
-        if len(stores) != 1: raise UnsupportedOp(f"{self.name}: {len(stores)} STOREs in one kernel (exactly one is supported)")
+        if len(stores) != 1:   # the staged family gives each STORE a stage of its own
+            raise UnsupportedOp(f"{self.name}: {len(stores)} STOREs in one kernel (one pass writes one output)")
         return stores[0]
 
     def order_ranges(self, out_idx: UOp) -> list[UOp]:

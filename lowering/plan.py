@@ -138,6 +138,21 @@ class Plan(ABC):
     def render(self) -> dict[str, str]:
         """The five core sources and the generated headers (lowering.codegen.sources.kernel_sources)."""
 
+    @property
+    def launches(self) -> list[Plan]:
+        """The plans launched, in order, for one call of the kernel: the plan itself (the staged family: its stages)."""
+        return [self]
+
+    @property
+    def out_slots(self) -> list[int]:
+        """tinygrad slots of the buffers the kernel writes."""
+        return [self.buffers[self.output.buf].slot]
+
+    @property
+    def in_slots(self) -> list[int]:
+        """tinygrad slots of the buffers the kernel reads (a computed stream reads none)."""
+        return sorted({self.buffers[s.buf].slot for s in self.inputs if s.value is None})
+
     def sfpu_program(self) -> SfpuProgram | None:
         """The per-row-step SFPU program the report counts (None: the kernel has none of its own)."""
         return None

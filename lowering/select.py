@@ -8,38 +8,14 @@ from __future__ import annotations
 
 from tinygrad.uop.ops import UOp
 
-from tt_backend.lowering.families.family import Candidate, Kernel
+from tt_backend.lowering.families.family import Kernel, choose
 from tt_backend.lowering.families.registry import REGISTRY
 from tt_backend.lowering.placement.placer import Placer
 from tt_backend.lowering.plan import Plan
-from tt_backend.chip.errors import UnsupportedOp
-
-
-def offers(kernel: Kernel) -> tuple[list[Candidate], list[UnsupportedOp]]:
-    """All families' candidates for the kernel, in registry order, and the refusals of families that match it but
-    cannot lower it."""
-    out, refusals = [], []
-    for family in REGISTRY:
-        try:
-            m = family.match(kernel)
-            if m is not None:
-                out += family.candidates(kernel, m)
-        except UnsupportedOp as e:
-            refusals.append(e)
-    return out, refusals
 
 
 def select(kernel: Kernel) -> Plan:
-    candidates, refusals = offers(kernel)
-    pinned = [c for c in candidates if c.pinned]
-    for c in sorted(pinned or [c for c in candidates if c.acceptable], key=lambda c: c.cycles):   # stable: ties
-        try:                                                                                      # keep registry order
-            return c.build()
-        except UnsupportedOp as e:
-            refusals.append(e)
-    if refusals:
-        raise refusals[0]
-    raise UnsupportedOp(f"{kernel.name}: no kernel family lowers this kernel")
+    return choose(kernel, REGISTRY)
 
 
 def lower(sink: UOp, name: str, placer: Placer | None = None) -> Plan:

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from tt_backend.chip.errors import TTWarning
 from tt_backend import knobs
+from tt_backend.lowering.families.staged import StagedPlan
 from tt_backend.lowering.plan import TILE_ELEMS, Plan
 from tt_backend.runtime.compile import disassemble, section_sizes
 
@@ -161,6 +162,28 @@ def write_kernel(root: str | os.PathLike, plan: Plan, sources: dict[str, str], h
     except OSError as e:
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
+        _unwritable(root, e)
+    return d
+
+
+def write_staged(root: str | os.PathLike, plan: StagedPlan, key: str = "") -> Path:
+    """A staged kernel's directory (lowering/families/staged.py): report.json/.txt list its stages (each dumped as a
+    kernel of its own, `<stage name>_<key>`) and where each intermediate lives."""
+    root = Path(root)
+    d = root / (f"{plan.name}_{key}" if key else plan.name)
+    r = {"name": plan.name, "staged": True, "stages": plan.where(),
+         "scratch": [{"buffer": f"scratch {j}", "dtype": b.dtype, "nbytes": b.nbytes, "lives_in": "DRAM"}
+                     for j, b in enumerate(plan.scratch)], **placement_report(plan)}
+    lines = [f"kernel {plan.name}: {len(plan.stages)} stages, launched in order in one call", ""]
+    lines += [f"  {s['kernel']:<24} {s['family']:<18} ranges {s['ranges']}: reads {', '.join(s['reads']) or '-'}; "
+              f"writes {s['writes']}" for s in r["stages"]]
+    lines += ["", "intermediates:"] + [f"  {x['buffer']}: {x['dtype']}, {x['nbytes']} bytes in {x['lives_in']}"
+                                        for x in r["scratch"]] + [""]
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+        (d / "report.json").write_text(json.dumps(r, indent=1))
+        (d / "report.txt").write_text("\n".join(lines))
+    except OSError as e:
         _unwritable(root, e)
     return d
 

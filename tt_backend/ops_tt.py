@@ -34,8 +34,10 @@ from tt_backend.runtime.targets import make_device
 
 # --------------------------------------------------------------------------------------------------------- bundle
 # BINARY = MAGIC, u32 length of the JSON header, JSON header, then the ELFs back to back. JSON (not pickle) so a
-# bundle is inspectable and does not depend on Python class layout.
-MAGIC = b"TTBNDL1\0"
+# bundle is inspectable and does not depend on Python class layout. A kernel is one launch or, staged
+# (lowering/families/staged.py), several in order: "launches" holds each one's name, argument words and ELF table;
+# "scratch" the sizes of the DRAM buffers its stages pass intermediates through (allocated per call).
+MAGIC = b"TTBNDL2\0"
 
 
 class _Addr:
@@ -43,29 +45,39 @@ class _Addr:
     def __init__(self, k: int): self.k = k
 
 
-def pack_bundle(plan, elfs: dict[str, bytes], extra: dict | None = None) -> bytes:
-    template = plan.arg_words([_Addr(k) for k in range(len(plan.buffers))])
-    args = [{"buf": a.k} if isinstance(a, _Addr) else int(a) for a in template]
-    cores, blobs, off = {}, [], 0
-    for core, elf in elfs.items():
-        cores[core] = [off, len(elf)]
-        blobs.append(elf)
-        off += len(elf)
-    meta = {"name": plan.name, "args": args, "cores": cores, "outs": [plan.buffers[plan.output.buf].slot],
+def pack_bundle(plan, elfs: list[dict[str, bytes]], extra: dict | None = None) -> bytes:
+    """plan.launches with their ELFs (one dict per launch). A launch's buffer of slot s is the kernel's buffer s or,
+    past the kernel's, scratch buffer s - len(plan.buffers)."""
+    n = len(plan.buffers)
+    launches, blobs, off = [], [], 0
+    for stage, stage_elfs in zip(plan.launches, elfs, strict=True):
+        template = stage.arg_words([_Addr(k) for k in range(len(stage.buffers))])
+        slot = [b.slot for b in stage.buffers]
+        args = [int(a) if not isinstance(a, _Addr) else {"buf": slot[a.k]} if slot[a.k] < n else
+                {"scratch": slot[a.k] - n} for a in template]
+        cores = {}
+        for core, elf in stage_elfs.items():
+            cores[core] = [off, len(elf)]
+            blobs.append(elf)
+            off += len(elf)
+        launches.append({"name": stage.name, "args": args, "cores": cores})
+    meta = {"name": plan.name, "launches": launches, "outs": plan.out_slots,
+            "scratch": [b.nbytes for b in getattr(plan, "scratch", [])],
             "buffers": [{"slot": b.slot, "dtype": b.dtype, "nbytes": b.nbytes} for b in plan.buffers]}
     meta.update(extra or {})     # "report": report.json path (TT_DUMP), "check": TT_CHECK's reference (placement_eval)
     head = json.dumps(meta, sort_keys=True).encode()
     return MAGIC + struct.pack("<I", len(head)) + head + b"".join(blobs)
 
 
-def unpack_bundle(lib: bytes) -> tuple[dict, dict[str, bytes]]:
+def unpack_bundle(lib: bytes) -> tuple[dict, list[dict[str, bytes]]]:
+    """(the header, per launch its ELF per core)."""
     if not lib.startswith(MAGIC):
         raise TTError("not a TT kernel bundle (was this PROGRAM compiled by the TT backend?)")
     (n,) = struct.unpack_from("<I", lib, len(MAGIC))
     start = len(MAGIC) + 4
     meta = json.loads(lib[start:start + n])
     body = lib[start + n:]
-    return meta, {core: body[o:o + size] for core, (o, size) in meta["cores"].items()}
+    return meta, [{core: body[o:o + size] for core, (o, size) in launch["cores"].items()} for launch in meta["launches"]]
 
 
 # ------------------------------------------------------------------------------------------- renderer + compiler
@@ -82,9 +94,11 @@ class TTCompiler(Compiler):
     def disassemble(self, lib: bytes):
         # lazy: see the module doc (compile workers import this module)
         from tt_backend.runtime.compile import disassemble
-        for core, elf in unpack_bundle(lib)[1].items():
-            print(f"// ===== {core} =====")
-            print(disassemble(elf))
+        meta, launches = unpack_bundle(lib)
+        for launch, elfs in zip(meta["launches"], launches):
+            for core, elf in elfs.items():
+                print(f"// ===== {launch['name']} {core} =====")
+                print(disassemble(elf))
 
 
 class TTRenderer(Renderer):
@@ -159,29 +173,33 @@ def tt_to_program(ast: UOp, renderer: TTRenderer) -> UOp:
     from tt_backend.runtime.compile import compile_kernel
     tinygrad_knobs.beam_notice(ast.arg.beam)
     debug.before_lowering(ast)
-    plan = for_target(lower(ast, name := kernel_name(ast), placer(knobs.err_budget(), knobs.place_spec())),
-                      renderer.tt_target)
-    sources, headers = split(plan.render())
-    elfs = compile_kernel(sources, headers, name)
-    source = format_source(sources, headers)
+    plan = lower(ast, name := kernel_name(ast), placer(knobs.err_budget(), knobs.place_spec()))
+    d, key, texts, elf_sets = knobs.dump_dir(), ast.key.hex()[:8], [], []
+    for stage in plan.launches:     # a staged plan (lowering/families/staged.py): each stage is a kernel of its own
+        for_target(stage, renderer.tt_target)
+        sources, headers = split(stage.render())
+        elf_sets.append(elfs := compile_kernel(sources, headers, stage.name))
+        texts.append(format_source(sources, headers))
+        if d is not None:
+            stage_dir = dump.write_kernel(d, stage, sources, headers, elfs, key=key)
+        debug.after_lowering(stage, elfs)
+    source = "\n".join(texts)
     extra = {}
-    if (d := knobs.dump_dir()) is not None:
-        extra["report"] = str(dump.write_kernel(d, plan, sources, headers, elfs, key=ast.key.hex()[:8]) / "report.json")
+    if d is not None:
+        extra["report"] = str((stage_dir if len(plan.launches) == 1 else dump.write_staged(d, plan, key))
+                              / "report.json")
     if knobs.check() and plan.placement is not None and plan.placement.lowered is not None:   # (not matmuls)
         extra["check"] = check_meta(plan.placement.lowered, plan.placement)
-    binary = pack_bundle(plan, elfs, extra)
-    debug.after_lowering(plan, elfs)
+    binary = pack_bundle(plan, elf_sets, extra)
     if DEBUG >= 4: print(source)
     if DEBUG >= 7: renderer.compiler.disassemble(binary)
 
     params = sorted((u for u in ast.toposort() if u.op is Ops.PARAM), key=lambda u: u.arg.slot)
-    out_slot = plan.buffers[plan.output.buf].slot
-    ins = sorted({plan.buffers[s.buf].slot for s in plan.inputs})
     nbytes = sum(b.nbytes for b in plan.buffers)
     est = Estimates(ops=plan.n_elements * max(1, len(plan.ops)), lds=nbytes, mem=nbytes)
     sink = ast.replace(arg=replace(ast.arg, name=name, estimates=est))   # not `ast` itself: that would be a cycle
     info = ProgramInfo(name=name, global_size=(1, 1, 1), local_size=(1, 1, 1), vars=(),
-                       globals=tuple(p.arg.slot for p in params), outs=(out_slot,), ins=tuple(ins),
+                       globals=tuple(p.arg.slot for p in params), outs=tuple(plan.out_slots), ins=tuple(plan.in_slots),
                        target=renderer.target)
     return UOp(Ops.PROGRAM, src=(sink, UOp(Ops.LINEAR, src=tuple(params)), UOp(Ops.SOURCE, arg=source),
                                  UOp(Ops.BINARY, arg=binary)), arg=info)
@@ -302,18 +320,31 @@ class TTAllocator(LRUAllocator):
 
 # -------------------------------------------------------------------------------------------------------- program
 
-def _bundle_problem(meta: dict, elfs: dict[str, bytes]) -> str | None:
-    """What is wrong with an unpacked bundle's launch metadata (its header and core table parsed), or None."""
-    for key, kind in (("args", list), ("outs", list), ("buffers", list)):
+def _bundle_problem(meta: dict, launches: list[dict[str, bytes]]) -> str | None:
+    """What is wrong with an unpacked bundle's launch metadata (its header and core tables parsed), or None."""
+    for key, kind in (("launches", list), ("outs", list), ("buffers", list), ("scratch", list)):
         if not isinstance(meta.get(key), kind): return f"{key!r} missing or not a {kind.__name__}"
-    if not meta["cores"] or set(meta["cores"]) - set(layout.CORES):
-        return f"cores {sorted(meta['cores'])} are not a subset of {layout.CORES}"
-    if any(len(elfs[c]) != size for c, (_, size) in meta["cores"].items()): return "an ELF is cut short"
+    if not meta["launches"]: return "no launch"
     if not all(isinstance(b, dict) and isinstance(b.get("slot"), int) and isinstance(b.get("nbytes"), int)
                for b in meta["buffers"]): return "a buffer lacks its slot or size"
-    if not all(isinstance(a, int) or (isinstance(a, dict) and a.get("buf") in range(len(meta["buffers"])))
-               for a in meta["args"]): return "an argument is neither a word nor a buffer index"
+    if not all(isinstance(n, int) and n > 0 for n in meta["scratch"]): return "a scratch size is not a positive int"
+    ref = {"buf": range(len(meta["buffers"])), "scratch": range(len(meta["scratch"]))}
+    for launch, elfs in zip(meta["launches"], launches):
+        if not isinstance(launch.get("args"), list): return "a launch's 'args' missing or not a list"
+        if not launch["cores"] or set(launch["cores"]) - set(layout.CORES):
+            return f"cores {sorted(launch['cores'])} are not a subset of {layout.CORES}"
+        if any(len(elfs[c]) != size for c, (_, size) in launch["cores"].items()): return "an ELF is cut short"
+        if not all(isinstance(a, int) or (isinstance(a, dict) and len(a) == 1 and
+                                          all(v in ref.get(k, ()) for k, v in a.items())) for a in launch["args"]):
+            return "an argument is neither a word nor a buffer or scratch index"
     return None
+
+
+def _arg_word(a: int | dict, where: dict[str, list[int]]) -> int:
+    """A launch's argument word: a constant, or {"buf"|"scratch": k} -> that buffer's DRAM address."""
+    if isinstance(a, int): return a
+    ((kind, k),) = a.items()
+    return where[kind][k]
 
 
 class TTProgram(Program):
@@ -336,16 +367,15 @@ class TTProgram(Program):
         if vals: raise UnsupportedOp(f"{self.name}: symbolic variables {vals}")
         # bufs arrive in ProgramInfo.globals order = ascending slot = the plan's buffer order
         target, arena = self.dev.target, self.dev.allocator.arena
-        addrs, bounce = [b.addr for b in bufs], []
+        addrs, bounce, scratch = [b.addr for b in bufs], [], []
         for k, (b, desc) in enumerate(zip(bufs, self.meta["buffers"])):
             if b.addr % DRAM_ALIGN:
                 # a sub-buffer view at an unaligned offset: the NoC needs aligned DRAM addresses and the kernels take
                 # no base offset yet, so stage it through an aligned scratch copy (DRAM -> DRAM, no host compute)
-                scratch = arena.alloc(desc["nbytes"])
-                target.write_dram(scratch, target.read_dram(b.addr, desc["nbytes"]))
-                bounce.append((k, scratch))
-                addrs[k] = scratch
-        args = [addrs[a["buf"]] if isinstance(a, dict) else a for a in self.meta["args"]]
+                copy = arena.alloc(desc["nbytes"])
+                target.write_dram(copy, target.read_dram(b.addr, desc["nbytes"]))
+                bounce.append((k, copy))
+                addrs[k] = copy
         t = knobs.timeout_s() if timeout is None else timeout / 1000   # tinygrad's timeouts are milliseconds
         before = [target.read_dram(addrs[k], d["nbytes"]) for k, d in enumerate(self.meta["buffers"])] \
             if "check" in self.meta else None          # TT_CHECK: the inputs as the kernel sees them
@@ -361,9 +391,15 @@ class TTProgram(Program):
             if recording: target.timeline_begin()
             host_st = perf_counter_us()
         try:
+            # a staged kernel's intermediates: DRAM for this call only (sizes in the bundle, lowering/families/staged.py)
+            for n in self.meta["scratch"]: scratch.append(arena.alloc(n))
+            where = {"buf": addrs, "scratch": scratch}
+            seconds = 0.0
             try:
-                with self.dev.recovering(f"kernel {self.name}"):
-                    result = driver.launch(target, self.elfs, args, timeout_s=t, label=self.name)
+                for launch, elfs in zip(self.meta["launches"], self.elfs):
+                    args = [_arg_word(a, where) for a in launch["args"]]
+                    with self.dev.recovering(f"kernel {launch['name']}"):
+                        seconds += driver.launch(target, elfs, args, timeout_s=t, label=launch["name"]).seconds
             finally:
                 recorded = target.timeline_end() if timeline and recording else None
             stats = (stats0, target.stats()) if stats0 is not None else None
@@ -373,18 +409,18 @@ class TTProgram(Program):
             elif stats is not None:
                 record_cycles(self.meta, stats)
             if timeline:
-                tl = trace.from_launch(self.name, target.name, stats, result.seconds, recorded)
+                tl = trace.from_launch(self.name, target.name, stats, seconds, recorded)
                 if "report" in self.meta: trace.write(tl, Path(self.meta["report"]).parent)
                 if profiler.enabled():
                     profiler.add_launch(self.dev.device, tl, host_st, perf_counter_us(), self.profile_key)
             if DEBUG >= 2:
                 debug.after_launch(self.name, stats)
-            for k, scratch in bounce:
+            for k, copy in bounce:
                 if self.meta["buffers"][k]["slot"] in self.outs:
-                    target.write_dram(bufs[k].addr, target.read_dram(scratch, self.meta["buffers"][k]["nbytes"]))
+                    target.write_dram(bufs[k].addr, target.read_dram(copy, self.meta["buffers"][k]["nbytes"]))
         finally:
-            for _, scratch in bounce: arena.free(scratch)
-        return result.seconds if wait else None
+            for addr in [a for _, a in bounce] + scratch: arena.free(addr)
+        return seconds if wait else None
 
 
 # --------------------------------------------------------------------------------------------------------- device

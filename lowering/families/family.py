@@ -72,3 +72,33 @@ class Family:
     name: str
     match: Callable[[Kernel], Any]                         # the family's match object, or None
     candidates: Callable[[Kernel, Any], list[Candidate]]   # (kernel, match object) -> the options
+
+
+def offers(kernel: Kernel, families: tuple[Family, ...]) -> tuple[list[Candidate], list[UnsupportedOp]]:
+    """All families' candidates for the kernel, in the given order, and the refusals of families that match it but
+    cannot lower it."""
+    out, refusals = [], []
+    for family in families:
+        try:
+            m = family.match(kernel)
+            if m is not None:
+                out += family.candidates(kernel, m)
+        except UnsupportedOp as e:
+            refusals.append(e)
+    return out, refusals
+
+
+def choose(kernel: Kernel, families: tuple[Family, ...]) -> Plan:
+    """The selector's rule (lowering/select.py) over `families`: the pinned candidates if any, else the acceptable
+    ones, cheapest first (ties: the families' order); a failed build gives way to the next; when none is left, the
+    first refusal is raised. The staged family uses it over the one-pass families for each of its stages."""
+    candidates, refusals = offers(kernel, families)
+    pinned = [c for c in candidates if c.pinned]
+    for c in sorted(pinned or [c for c in candidates if c.acceptable], key=lambda c: c.cycles):   # stable: ties
+        try:                                                                                      # keep the order
+            return c.build()
+        except UnsupportedOp as e:
+            refusals.append(e)
+    if refusals:
+        raise refusals[0]
+    raise UnsupportedOp(f"{kernel.name}: no kernel family lowers this kernel")

@@ -127,7 +127,8 @@ def extract(dag: ValueDAG, root: int, leaf: dict[int, VNode]) -> ValueDAG:
             m = leaf[i]
             new[i] = out.add(m.op, m.dtype, (), m.arg)
         elif n.op == "REDUCE":
-            raise UnsupportedOp("a reduction of a reduction in one kernel (nested REDUCE) is not lowered yet")
+            raise UnsupportedOp("a reduction of a reduction in one kernel (nested REDUCE) is not one SFPU pass "
+                                "(the staged family splits it)")
         else:
             srcs = tuple(go(s) for s in n.srcs)
             new[i] = out.add(n.op, n.dtype, srcs, n.arg)
@@ -209,7 +210,8 @@ def reduce_shape(lk: LoweredKernel, reds: list[VNode], feeding: str) -> tuple:
     axes = reds[0].arg[1]
     if any(r.arg[1] != axes for r in reds):
         raise UnsupportedOp(f"{lk.name}: reductions over different ranges in one kernel (one reduction feeding "
-                            f"{feeding}, e.g. a fused softmax/cross-entropy, is not lowered yet)")
+                            f"{feeding}, e.g. a fused softmax/cross-entropy) are not one SFPU pass (the staged "
+                            "family splits the kernel)")
     n_ranges = len(lk.ranges)
     n_out_r = n_ranges - len(axes)
     if tuple(axes) != tuple(range(n_out_r, n_ranges)):
@@ -399,7 +401,7 @@ def plan_two_pass(lk: LoweredKernel, reds: list[VNode]) -> SfpuReducePlan:
     p1_ids = {r.id for r in p1}
     if any(not deps[r.id] <= p1_ids for r in p2):
         raise UnsupportedOp(f"{lk.name}: a reduction reading a reduction that reads another one (three passes over "
-                            "the data) is not lowered")
+                            "the data) is not a two-pass reduction (the staged family splits the kernel)")
     if len(p1) > len(ACCS) or len(p2) > len(ACCS):
         raise UnsupportedOp(f"{lk.name}: more than {len(ACCS)} reductions in one pass of a two-pass reduction")
     axes, n_out_r, out_sizes, red_sizes = reduce_shape(lk, reds, "another over other elements")

@@ -179,19 +179,31 @@ def _bundle(meta, body: bytes = b"") -> bytes:
     return MAGIC + struct.pack("<I", len(head)) + head + body
 
 
-GOOD = {"name": "k", "args": [{"buf": 0}, 7], "cores": {"brisc": [0, 4]}, "outs": [0],
+LAUNCH = {"name": "k", "args": [{"buf": 0}, 7], "cores": {"brisc": [0, 4]}}
+GOOD = {"name": "k", "launches": [LAUNCH], "outs": [0], "scratch": [],
         "buffers": [{"slot": 0, "dtype": "float32", "nbytes": 64}]}
+
+
+def _launch(**kw) -> dict:
+    """GOOD with its one launch changed (None: the key dropped)."""
+    launch = {k: v for k, v in {**LAUNCH, **kw}.items() if v is not None}
+    return {**GOOD, "launches": [launch]}
+
+
 BUNDLE_ROWS = [
     (b"\x7fELF....", r"not a TT kernel bundle \(was this PROGRAM compiled by the TT backend\?\)"),
     (MAGIC + b"\x01", r"damaged TT kernel bundle \(error: unpack_from requires a buffer"),
     (_bundle(b"{not json"), r"damaged TT kernel bundle \(JSONDecodeError"),
     (_bundle([1, 2]), r"damaged TT kernel bundle \(TypeError: list indices must be integers"),
-    (_bundle({k: v for k, v in GOOD.items() if k != "cores"}), r"damaged TT kernel bundle \(KeyError: 'cores'\)"),
-    (_bundle({**GOOD, "cores": [[0, 4]]}, b"\0" * 4), r"damaged TT kernel bundle \(AttributeError: 'list' object"),
+    (_bundle(_launch(cores=None)), r"damaged TT kernel bundle \(KeyError: 'cores'\)"),
+    (_bundle(_launch(cores=[[0, 4]]), b"\0" * 4), r"damaged TT kernel bundle \(AttributeError: 'list' object"),
     (_bundle({**GOOD, "outs": 0}, b"\0" * 4), r"damaged TT kernel bundle \('outs' missing or not a list\)"),
-    (_bundle({**GOOD, "cores": {"gpu": [0, 4]}}, b"\0" * 4), r"cores \['gpu'\] are not a subset of"),
+    (_bundle({**GOOD, "launches": []}), r"damaged TT kernel bundle \(no launch\)"),
+    (_bundle(_launch(cores={"gpu": [0, 4]}), b"\0" * 4), r"cores \['gpu'\] are not a subset of"),
     (_bundle(GOOD, b"\0\0"), r"damaged TT kernel bundle \(an ELF is cut short\)"),
-    (_bundle({**GOOD, "args": [{"buf": 3}]}, b"\0" * 4), r"an argument is neither a word nor a buffer index"),
+    (_bundle(_launch(args=[{"buf": 3}]), b"\0" * 4), r"an argument is neither a word nor a buffer or scratch index"),
+    (_bundle(_launch(args=[{"scratch": 0}]), b"\0" * 4), r"an argument is neither a word nor a buffer or scratch index"),
+    (_bundle({**GOOD, "scratch": [0]}, b"\0" * 4), r"a scratch size is not a positive int"),
     (_bundle({**GOOD, "buffers": [{"dtype": "float32"}]}, b"\0" * 4), r"a buffer lacks its slot or size"),
 ]
 

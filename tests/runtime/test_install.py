@@ -79,9 +79,10 @@ def test_bundle_roundtrip():
                       [Stream(1, "float32", IndexExpr.range_var(0), None, True)],
                       Stream(0, "float32", IndexExpr.range_var(0), None, True),
                       SfpuProgram([], [1], 2, 1))
-    meta, elfs = unpack_bundle(pack_bundle(plan, {"brisc": b"\x7fELF-a", "ncrisc": b"\x7fELF-bb"}))
-    assert elfs == {"brisc": b"\x7fELF-a", "ncrisc": b"\x7fELF-bb"}
-    assert meta["args"] == [plan.n_tiles, plan.n_elements, {"buf": 0}, {"buf": 1}]
+    meta, elfs = unpack_bundle(pack_bundle(plan, [{"brisc": b"\x7fELF-a", "ncrisc": b"\x7fELF-bb"}]))
+    assert elfs == [{"brisc": b"\x7fELF-a", "ncrisc": b"\x7fELF-bb"}]
+    assert meta["launches"][0]["args"] == [plan.n_tiles, plan.n_elements, {"buf": 0}, {"buf": 1}]
+    assert meta["scratch"] == [] and meta["outs"] == [0]
     assert [b["slot"] for b in meta["buffers"]] == [0, 1]
 
 

@@ -147,6 +147,7 @@ def tinygrad_programs():
         ("max_cols", {}, lambda x: (x * 2).max(0), (_r(9, 40),)),
         ("long_sum", {}, lambda x: x.sum(), (_r(4, 3000),)),
         ("argmax", {}, lambda x: x.argmax(), (_r(40, 50),)),
+        ("staged_reduction_of_reduction", {}, lambda x: (x - x.mean()).square().sum(0), (_r(8, 40),)),
         ("sum_budget_1e-2", {"TT_ERR_BUDGET": "1e-2"}, lambda x: x.sum(1), (_r(64, 512),)),
         ("sum_budget_3e-3", {"TT_ERR_BUDGET": "3e-3"}, lambda x: x.sum(1), (_r(64, 512),)),
         ("sum_cols_budget", {"TT_ERR_BUDGET": "1e-2"}, lambda x: x.sum(0), (_r(256, 64),)),

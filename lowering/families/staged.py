@@ -1,0 +1,211 @@
+"""The staged family: a kernel no one-pass family lowers, for its size or the shape of its fusion, runs in stages.
+
+A stage is a kernel of its own (a tinygrad SINK AST) lowered by the one-pass families (elementwise, SFPU/FPU
+reductions incl. the two-pass form, matmuls) through the selector's rule: their plans, not a copy of them. The
+stages partition the kernel's value graph by *cuts*, tried in this order until every stage lowers:
+
+1. several STOREs: one stage per STORE, in the kernel's order;
+2. a reduction inside the stored value (one feeding another over other ranges, a reduction of a reduction, several
+   chained ones): the first innermost REDUCE is materialized;
+3. too many input streams for one pass (Dst slots, L1): the largest sub-expression holding at most half of the
+   kernel's loads is materialized.
+
+Materializing a value v: a new stage stores v into a DRAM scratch buffer indexed row-major by the ranges v depends on
+(a reduce range of an enclosing reduction becomes a loop range of that stage), and v's consumers load the scratch
+buffer through the same index over their own ranges. Each cut lowers the number of stores, reductions or loads of
+what is left, so the staging ends; a kernel that no cut helps keeps the one-pass families' refusal (its semantics).
+
+The plugin runs the stages as launches of one program call, in order, with the scratch buffers allocated for the call
+and freed after (tt_backend/ops_tt.py). The family's one candidate is priced at infinity, so the selector takes it
+only when no one-pass plan exists.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from itertools import count
+
+from tinygrad.dtype import dtypes
+from tinygrad.uop.ops import AxisType, Ops, ParamArg, UOp
+
+from tt_backend.chip.errors import UnsupportedOp
+from tt_backend.lowering.families.family import Candidate, Family, Kernel, choose
+from tt_backend.lowering.frontend import buffer_dtype, dtype_name
+from tt_backend.lowering.plan import DTYPE_SIZE, Buffer, Plan
+
+
+@dataclass
+class StagedPlan(Plan):
+    """The stages' plans, launched in order; buffers are the kernel's (tinygrad's slots), `scratch` the intermediates
+    (slots after the kernel's: a stage's buffer with slot len(buffers) + j is scratch[j])."""
+    stages: list[Plan] = field(default_factory=list)
+    scratch: list[Buffer] = field(default_factory=list)
+
+    @property
+    def launches(self) -> list[Plan]:
+        return self.stages
+
+    @property
+    def n_tiles(self) -> int:
+        return sum(s.n_tiles for s in self.stages)
+
+    @property
+    def out_slots(self) -> list[int]:
+        kernel = {b.slot for b in self.buffers}
+        return sorted({s.buffers[s.output.buf].slot for s in self.stages} & kernel)
+
+    @property
+    def in_slots(self) -> list[int]:
+        kernel = {b.slot for b in self.buffers}
+        return sorted({slot for s in self.stages for slot in s.in_slots} & kernel)
+
+    def render(self) -> dict[str, str]:
+        raise TypeError(f"{self.name}: a staged plan is rendered stage by stage (StagedPlan.launches)")
+
+    def sfpu_words(self) -> list[int]:
+        return [w for s in self.stages for w in s.sfpu_words()]
+
+    def where(self) -> list[dict]:
+        """Per stage: its kernel, what it reads and writes, each buffer named as the kernel's slot or a scratch
+        buffer in DRAM (report.json's `stages`)."""
+        n = len(self.buffers)
+        def name(slot: int) -> str: return f"slot {slot}" if slot < n else f"scratch {slot - n} (DRAM)"
+        return [{"kernel": s.name, "family": type(s).__name__, "ranges": list(s.ranges),
+                 "reads": [name(slot) for slot in s.in_slots], "writes": name(s.buffers[s.output.buf].slot)}
+                for s in self.stages]
+
+
+# --------------------------------------------------------------------------------------------------- the cuts
+
+def free_ranges(u: UOp, memo: dict[UOp, frozenset]) -> frozenset:
+    """The RANGEs u's value depends on, minus those a REDUCE inside u reduces over."""
+    if (r := memo.get(u)) is None:
+        r = frozenset([u]) if u.op is Ops.RANGE else frozenset().union(*(free_ranges(s, memo) for s in u.src))
+        if u.op is Ops.REDUCE: r -= set(u.src[1:])
+        memo[u] = r
+    return r
+
+
+def stored_values(sink: UOp) -> list[UOp]:
+    return [u.src[1] for u in sink.toposort() if u.op is Ops.STORE]
+
+
+def value_nodes(sink: UOp) -> list[UOp]:
+    """The value part of the kernel, inputs first: everything the stored values compute, loads (INDEX) as leaves."""
+    seen: dict[UOp, None] = {}
+    def walk(u: UOp):
+        if u in seen: return
+        if u.op is not Ops.INDEX:
+            for s in u.src: walk(s)
+        seen[u] = None
+    for v in stored_values(sink): walk(v)
+    return list(seen)
+
+
+def loads(u: UOp, memo: dict[UOp, frozenset]) -> frozenset:
+    """The buffer reads (INDEX nodes) under u's value."""
+    if (r := memo.get(u)) is None:
+        r = memo[u] = frozenset([u]) if u.op is Ops.INDEX else frozenset().union(*(loads(s, memo) for s in u.src))
+    return r
+
+
+def is_value(u: UOp) -> bool:
+    """A value the kernel computes from its loads (not index math, not a constant)."""
+    return u.dtype != dtypes.void and u.dtype not in dtypes.weaks and u.op not in (Ops.CONST, Ops.RANGE, Ops.PARAM)
+
+
+def reduction_cut(sink: UOp) -> UOp | None:
+    """The first innermost REDUCE that is not the whole stored value."""
+    stored = set()
+    for v in stored_values(sink):
+        stored.add(v)
+        while v.op is Ops.CAST: v = v.src[0]; stored.add(v)
+    return next((u for u in value_nodes(sink) if u.op is Ops.REDUCE and u not in stored
+                 and not any(x.op is Ops.REDUCE for x in u.src[0].toposort())), None)
+
+
+def load_cut(sink: UOp) -> UOp | None:
+    """The sub-expression (no reduction inside) holding the most loads, at least two and at most half of them."""
+    memo: dict[UOp, frozenset] = {}
+    nodes = value_nodes(sink)
+    total = len(frozenset().union(*(loads(v, memo) for v in stored_values(sink))))
+    best = None
+    for u in nodes:
+        n = len(loads(u, memo))
+        if is_value(u) and u.op is not Ops.INDEX and 2 <= n <= max(2, total // 2) and n < total \
+                and not any(x.op is Ops.REDUCE for x in u.toposort()) and (best is None or n > best[0]):
+            best = (n, u)
+    return None if best is None else best[1]
+
+
+def row_major(rngs: list[UOp]) -> UOp:
+    """The flat index of a row-major buffer over `rngs` (outermost first)."""
+    idx, stride = UOp(Ops.CONST, dtypes.weakint, arg=0), 1
+    for r in reversed(rngs):
+        idx = r * stride + idx if stride != 1 else r + idx
+        stride *= int(r.src[0].arg)
+    return idx
+
+
+def materialize(sink: UOp, v: UOp, slot: int) -> tuple[UOp, UOp, Buffer]:
+    """(the stage storing v into scratch buffer `slot`, the kernel reading it from there instead, the buffer)."""
+    rngs = sorted(free_ranges(v, {}), key=lambda r: r.arg[0])
+    n = math.prod(int(r.src[0].arg) for r in rngs)
+    dt = v.dtype
+    param = UOp(Ops.PARAM, dt, src=(UOp(Ops.CONST, dtypes.weakint, arg=n),), arg=ParamArg(slot, dt))
+    # in its own stage v's ranges are all output ranges: the reduce range of an enclosing reduction becomes a loop
+    loops = {r: r.replace(arg=(*r.arg[:-1], AxisType.LOOP)) for r in rngs if r.arg[-1] is AxisType.REDUCE}
+    own = [loops.get(r, r) for r in rngs]
+    store = UOp(Ops.STORE, dtypes.void, src=(UOp(Ops.INDEX, dt, src=(param, row_major(own))), v.substitute(loops)))
+    producer = UOp(Ops.SINK, dtypes.void, src=(UOp(Ops.END, dtypes.void, src=(store, *own)) if own else store,),
+                   arg=sink.arg)
+    consumer = sink.substitute({v: UOp(Ops.INDEX, dt, src=(param, row_major(rngs)))})
+    return producer, consumer, Buffer(slot, dtype_name(dt, "scratch buffer"), n * DTYPE_SIZE[dtype_name(dt, "scratch")])
+
+
+@dataclass
+class _Stager:
+    families: tuple[Family, ...]     # the one-pass families
+    kernel: Kernel
+    next_slot: count
+    scratch: list[Buffer] = field(default_factory=list)
+
+    def stages(self, sink: UOp) -> list[Plan]:
+        try:
+            return [choose(Kernel(sink, self.kernel.name, self.kernel.placer), self.families)]
+        except UnsupportedOp:
+            parts = self.cut(sink)
+            if parts is None: raise
+            return [p for part in parts for p in self.stages(part)]
+
+    def cut(self, sink: UOp) -> list[UOp] | None:
+        ends = [u for u in sink.src]
+        if len(ends) > 1:
+            return [sink.replace(src=(e,)) for e in ends]
+        if (v := reduction_cut(sink)) is None and (v := load_cut(sink)) is None: return None
+        producer, consumer, buf = materialize(sink, v, next(self.next_slot))
+        self.scratch.append(buf)
+        return [producer, consumer]
+
+
+def build(kernel: Kernel, families: tuple[Family, ...]) -> StagedPlan:
+    params = sorted((u for u in kernel.sink.toposort() if u.op is Ops.PARAM), key=lambda u: u.arg.slot)
+    if [p.arg.slot for p in params] != list(range(len(params))):
+        raise UnsupportedOp(f"{kernel.name}: buffer slots {[p.arg.slot for p in params]} are not 0..n-1")
+    buffers = [Buffer(p.arg.slot, buffer_dtype(p), int(p.src[0].arg) * DTYPE_SIZE[buffer_dtype(p)]) for p in params]
+    stager = _Stager(families, kernel, count(len(params)))
+    stages = stager.stages(kernel.sink)
+    if len(stages) == 1:
+        raise UnsupportedOp(f"{kernel.name}: one stage, the one-pass families' own refusal stands")
+    for i, s in enumerate(stages): s.name = f"{kernel.name}_s{i}"
+    last = stages[-1]
+    out = replace(last.output, buf=last.buffers[last.output.buf].slot)
+    return StagedPlan(kernel.name, last.ranges, buffers, [], out, ops=[op for s in stages for op in s.ops],
+                      stages=stages, scratch=stager.scratch)
+
+
+def family(one_pass: tuple[Family, ...]) -> Family:
+    """The staged family over the given one-pass families (the registry's others)."""
+    def candidates(kernel: Kernel, _) -> list[Candidate]:
+        return [Candidate("staged", "stages", math.inf, None, True, lambda: build(kernel, one_pass))]
+    return Family("staged", lambda kernel: kernel, candidates)
