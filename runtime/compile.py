@@ -270,8 +270,19 @@ def check_size(core: str, elf: bytes, name: str = "") -> None:
 
 
 # --- compile ---------------------------------------------------------------------------------------------------------
-STATS = {"compiled": 0, "cache_hits": 0}
+STATS = {"compiled": 0, "cache_hits": 0, "crt0_reused": 0}
 COMPILE_TIMEOUT_S = 300          # one core's compile: a hung compiler fails the kernel instead of the whole program
+
+# crt0.S assembled once per compiler, core and start-up code in this process, then linked as an object: two of the
+# seven processes a core's build starts (preprocess + assemble), about a fifth of a kernel's compile CPU time. The
+# ELFs are byte-identical either way (crt0.S names its own symbol-table file entry). The first build of a core
+# assembles the object alongside its compile, so it waits for nothing. REUSE_CRT0 = False links crt0.S every time.
+REUSE_CRT0 = True
+_crt0_objects: dict[tuple, bytes] = {}
+
+
+def _crt0_key(c: Compiler, core: str, crt0: str) -> tuple:
+    return c.describe(), tuple(_flags(c, core)), crt0
 
 
 def _key(c: Compiler, core: str, source: str, headers: dict[str, str], lib: dict[str, str], ld: str) -> str:
@@ -305,11 +316,21 @@ def compile_kernel(sources: dict[str, str], headers: dict[str, str], name: str =
             d = Path(tmp)
             for fname, text in {**lib, **headers}.items():
                 (d / fname).write_text(text)
-            procs = {}
+            procs, crt0_builds = {}, {}
             for core, (key, ld) in todo.items():
                 (d / f"{core}.c").write_text(sources[core])
                 (d / f"{core}.ld").write_text(ld)
-                argv = [*c.cc, *_flags(c, core), "-I", str(d), "-T", str(d / f"{core}.ld"), str(d / "crt0.S"),
+                start = d / "crt0.S"
+                okey = _crt0_key(c, core, lib["crt0.S"])
+                if REUSE_CRT0 and (obj := _crt0_objects.get(okey)) is not None:
+                    start = d / f"crt0_{core}.o"
+                    start.write_bytes(obj)
+                    STATS["crt0_reused"] += 1
+                elif REUSE_CRT0:       # its own failure is the core's compile failure, reported below
+                    crt0_builds[core] = (okey, subprocess.Popen(
+                        [*c.cc, *_flags(c, core), "-c", str(d / "crt0.S"), "-o", str(d / f"crt0_{core}.o")],
+                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+                argv = [*c.cc, *_flags(c, core), "-I", str(d), "-T", str(d / f"{core}.ld"), str(start),
                         str(d / f"{core}.c"), "-o", str(d / f"{core}.elf"), *c.extra]
                 procs[core] = (argv, subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                                       text=True))
@@ -323,6 +344,15 @@ def compile_kernel(sources: dict[str, str], headers: dict[str, str], name: str =
                 if p.returncode != 0:
                     how = f"killed by signal {-p.returncode}" if p.returncode < 0 else f"exit status {p.returncode}"
                     errors.append(f"--- {core} ({how}): {' '.join(argv)}\n{log}")
+            for core, (okey, p) in crt0_builds.items():
+                try:
+                    ok = p.wait(timeout=COMPILE_TIMEOUT_S) == 0
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait()
+                    ok = False
+                if ok:
+                    _crt0_objects[okey] = (d / f"crt0_{core}.o").read_bytes()
             if errors:
                 raise TTError(f"compiling kernel {name} failed ({c.describe()}):\n" + "\n".join(errors))
             for core, (key, _) in todo.items():

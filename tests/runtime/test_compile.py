@@ -142,6 +142,23 @@ def test_cache_hit_on_unchanged_kernel():
 
 
 @pytest.mark.needs_cc
+def test_reused_crt0_object_gives_the_same_images(tmp_path, monkeypatch):
+    """Kernels built with crt0.S assembled once per core and reused as an object load the same bytes as kernels
+    built from crt0.S each time (the reference), and a later build in the process does reuse the object."""
+    monkeypatch.setattr(C, "_crt0_objects", {})
+    built = {}
+    for reuse in (True, False):
+        monkeypatch.setattr(C, "REUSE_CRT0", reuse)
+        monkeypatch.setenv("TT_CACHE_DIR", str(tmp_path / str(reuse)))
+        reused = C.STATS["crt0_reused"]
+        built[reuse] = [compile_plan(plan_add(n)) for n in (3000, 2000)]
+        assert C.STATS["crt0_reused"] - reused == (5 if reuse else 0)     # the second kernel's five cores
+    for with_obj, reference in zip(built[True], built[False]):
+        assert {k: driver.load_elf_segments(v) for k, v in with_obj.items()} == \
+            {k: driver.load_elf_segments(v) for k, v in reference.items()}
+
+
+@pytest.mark.needs_cc
 def test_size_gate_refuses_an_oversized_image():
     sources, headers = split(plan_add().render())
     sources = {"ncrisc": sources["ncrisc"].replace(
