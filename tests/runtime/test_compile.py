@@ -106,6 +106,10 @@ def test_all_five_compile_and_fit_their_slots(kw):
         assert img.entry == lo, core           # crt0 first in the slot
         size = C.image_size(elf)
         assert 0 < size <= layout.IMAGE_SLOT_SIZE, (core, size)
+        # the size gate's program-header reader against pyelftools' (the driver's loader)
+        assert [(p, m) for p, m in C.load_segments(elf) if m] == [(seg.paddr, len(seg.data)) for seg in img.segments]
+        with pytest.raises(TTError, match="not a loadable ELF"):
+            C.load_segments(elf[:40])
         for seg in img.segments:
             assert lo <= seg.paddr and seg.paddr + len(seg.data) <= lo + layout.IMAGE_SLOT_SIZE
 
