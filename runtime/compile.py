@@ -35,6 +35,7 @@ from elftools.elf.elffile import ELFFile
 
 from tt_backend.chip import isa, layout
 from tt_backend.chip.errors import CompilerNotFound, KernelTooLarge, TTError, TTWarning
+from tt_backend.runtime.driver import load_elf_segments
 from tt_backend.templates import DEVICE_LIB_DIR, TEMPLATE_DIR
 
 CORE_DEFINES = {"trisc0": ["-DTRISC_UNPACK"], "trisc1": ["-DTRISC_MATH"], "trisc2": ["-DTRISC_PACK"]}
@@ -250,33 +251,16 @@ def section_sizes(elf: bytes) -> dict[str, int]:
     return sizes
 
 
-_PHDR = struct.Struct("<8I")     # ELF32 program header: type, offset, vaddr, paddr, filesz, memsz, flags, align
-PT_LOAD = 1
-
-
-def load_segments(elf: bytes) -> list[tuple[int, int]]:
-    """(p_paddr, p_memsz) of every PT_LOAD of a 32-bit little-endian ELF, read straight from its program headers
-    (pyelftools builds its parsers for every file it opens: that was most of a cached kernel build's time)."""
-    try:
-        if elf[:4] != b"\x7fELF" or elf[4:6] != b"\x01\x01":
-            raise ValueError("not a 32-bit little-endian ELF")
-        (phoff,), (phentsize, phnum) = struct.unpack_from("<I", elf, 28), struct.unpack_from("<HH", elf, 42)
-        headers = [_PHDR.unpack_from(elf, phoff + i * phentsize) for i in range(phnum)]
-    except (ValueError, struct.error) as e:
-        raise TTError(f"not a loadable ELF image ({e}): the kernel bundle is damaged; recompile the kernel") from None
-    return [(h[3], h[5]) for h in headers if h[0] == PT_LOAD]
-
-
 def image_size(elf: bytes) -> int:
-    return sum(memsz for _, memsz in load_segments(elf))
+    return sum(len(seg.data) for seg in load_elf_segments(elf).segments)
 
 
 def check_size(core: str, elf: bytes, name: str = "") -> None:
     """Refuse an image larger than its slot or with any loadable byte outside it (KernelTooLarge)."""
     lo, limit = layout.IMAGE_SLOT[core], layout.IMAGE_SLOT_SIZE
-    segments = load_segments(elf)
-    total = sum(memsz for _, memsz in segments)
-    outside = [(paddr, memsz) for paddr, memsz in segments if memsz and not (lo <= paddr and paddr + memsz <= lo + limit)]
+    segments = load_elf_segments(elf).segments
+    total = sum(len(seg.data) for seg in segments)
+    outside = [seg for seg in segments if not (lo <= seg.paddr and seg.paddr + len(seg.data) <= lo + limit)]
     if total > limit or outside:
         s = section_sizes(elf)
         raise KernelTooLarge(
