@@ -35,6 +35,7 @@ from elftools.elf.elffile import ELFFile
 
 from tt_backend.chip import isa, layout
 from tt_backend.chip.errors import CompilerNotFound, KernelTooLarge, TTError, TTWarning
+from tt_backend.runtime.driver import load_elf_segments
 from tt_backend.templates import DEVICE_LIB_DIR, TEMPLATE_DIR
 
 CORE_DEFINES = {"trisc0": ["-DTRISC_UNPACK"], "trisc1": ["-DTRISC_MATH"], "trisc2": ["-DTRISC_PACK"]}
@@ -251,16 +252,15 @@ def section_sizes(elf: bytes) -> dict[str, int]:
 
 
 def image_size(elf: bytes) -> int:
-    return sum(seg["p_memsz"] for seg in ELFFile(io.BytesIO(elf)).iter_segments() if seg["p_type"] == "PT_LOAD")
+    return sum(len(seg.data) for seg in load_elf_segments(elf).segments)
 
 
 def check_size(core: str, elf: bytes, name: str = "") -> None:
     """Refuse an image larger than its slot or with any loadable byte outside it (KernelTooLarge)."""
     lo, limit = layout.IMAGE_SLOT[core], layout.IMAGE_SLOT_SIZE
-    total = image_size(elf)
-    outside = [seg for seg in ELFFile(io.BytesIO(elf)).iter_segments()
-               if seg["p_type"] == "PT_LOAD" and seg["p_memsz"]
-               and not (lo <= seg["p_paddr"] and seg["p_paddr"] + seg["p_memsz"] <= lo + limit)]
+    segments = load_elf_segments(elf).segments
+    total = sum(len(seg.data) for seg in segments)
+    outside = [seg for seg in segments if not (lo <= seg.paddr and seg.paddr + len(seg.data) <= lo + limit)]
     if total > limit or outside:
         s = section_sizes(elf)
         raise KernelTooLarge(
@@ -270,8 +270,19 @@ def check_size(core: str, elf: bytes, name: str = "") -> None:
 
 
 # --- compile ---------------------------------------------------------------------------------------------------------
-STATS = {"compiled": 0, "cache_hits": 0}
+STATS = {"compiled": 0, "cache_hits": 0, "crt0_reused": 0}
 COMPILE_TIMEOUT_S = 300          # one core's compile: a hung compiler fails the kernel instead of the whole program
+
+# crt0.S assembled once per compiler, core and start-up code in this process, then linked as an object: two of the
+# seven processes a core's build starts (preprocess + assemble), about a fifth of a kernel's compile CPU time. The
+# ELFs are byte-identical either way (crt0.S names its own symbol-table file entry). The first build of a core
+# assembles the object alongside its compile, so it waits for nothing. REUSE_CRT0 = False links crt0.S every time.
+REUSE_CRT0 = True
+_crt0_objects: dict[tuple, bytes] = {}
+
+
+def _crt0_key(c: Compiler, core: str, crt0: str) -> tuple:
+    return c.describe(), tuple(_flags(c, core)), crt0
 
 
 def _key(c: Compiler, core: str, source: str, headers: dict[str, str], lib: dict[str, str], ld: str) -> str:
@@ -305,11 +316,21 @@ def compile_kernel(sources: dict[str, str], headers: dict[str, str], name: str =
             d = Path(tmp)
             for fname, text in {**lib, **headers}.items():
                 (d / fname).write_text(text)
-            procs = {}
+            procs, crt0_builds = {}, {}
             for core, (key, ld) in todo.items():
                 (d / f"{core}.c").write_text(sources[core])
                 (d / f"{core}.ld").write_text(ld)
-                argv = [*c.cc, *_flags(c, core), "-I", str(d), "-T", str(d / f"{core}.ld"), str(d / "crt0.S"),
+                start = d / "crt0.S"
+                okey = _crt0_key(c, core, lib["crt0.S"])
+                if REUSE_CRT0 and (obj := _crt0_objects.get(okey)) is not None:
+                    start = d / f"crt0_{core}.o"
+                    start.write_bytes(obj)
+                    STATS["crt0_reused"] += 1
+                elif REUSE_CRT0:       # its own failure is the core's compile failure, reported below
+                    crt0_builds[core] = (okey, subprocess.Popen(
+                        [*c.cc, *_flags(c, core), "-c", str(d / "crt0.S"), "-o", str(d / f"crt0_{core}.o")],
+                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+                argv = [*c.cc, *_flags(c, core), "-I", str(d), "-T", str(d / f"{core}.ld"), str(start),
                         str(d / f"{core}.c"), "-o", str(d / f"{core}.elf"), *c.extra]
                 procs[core] = (argv, subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                                       text=True))
@@ -323,6 +344,15 @@ def compile_kernel(sources: dict[str, str], headers: dict[str, str], name: str =
                 if p.returncode != 0:
                     how = f"killed by signal {-p.returncode}" if p.returncode < 0 else f"exit status {p.returncode}"
                     errors.append(f"--- {core} ({how}): {' '.join(argv)}\n{log}")
+            for core, (okey, p) in crt0_builds.items():
+                try:
+                    ok = p.wait(timeout=COMPILE_TIMEOUT_S) == 0
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait()
+                    ok = False
+                if ok:
+                    _crt0_objects[okey] = (d / f"crt0_{core}.o").read_bytes()
             if errors:
                 raise TTError(f"compiling kernel {name} failed ({c.describe()}):\n" + "\n".join(errors))
             for core, (key, _) in todo.items():

@@ -10,14 +10,11 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import io
 import struct
 import time
 from dataclasses import dataclass
 from typing import Protocol
 
-from elftools.common.exceptions import ELFError
-from elftools.elf.elffile import ELFFile
 
 from tt_backend.chip import layout
 from tt_backend.chip.errors import DeviceTimeout, TTError
@@ -54,23 +51,31 @@ class LoadedElf:
     segments: tuple[Segment, ...]
 
 
+ELF32_PHDR = struct.Struct("<8I")    # type, offset, vaddr, paddr, filesz, memsz, flags, align
+EM_RISCV, PT_LOAD = 243, 1
+
+
 @functools.lru_cache(maxsize=256)
 def _parse(digest: str, elf: bytes) -> LoadedElf:
+    # the ELF header and program headers read with struct: pyelftools builds its parser objects for every file it
+    # opens, which cost more than a cached kernel build's everything else
     try:
-        f = ELFFile(io.BytesIO(elf))
-        machine, elfclass = f["e_machine"], f.elfclass
+        if elf[:4] != b"\x7fELF":
+            raise ValueError("no ELF magic")
+        elfclass, machine = {1: 32, 2: 64}.get(elf[4], elf[4]), struct.unpack_from("<H", elf, 18)[0]
+        if elfclass != 32 or elf[5] != 1 or machine != EM_RISCV:
+            raise TTError(f"not a 32-bit RISC-V ELF (machine {machine}, class {elfclass})")
+        (entry, phoff), (phentsize, phnum) = struct.unpack_from("<II", elf, 24), struct.unpack_from("<HH", elf, 42)
         segs = []
-        for seg in f.iter_segments():
-            if seg["p_type"] != "PT_LOAD" or seg["p_memsz"] == 0:
+        for i in range(phnum):
+            p_type, offset, _, paddr, filesz, memsz, _, _ = ELF32_PHDR.unpack_from(elf, phoff + i * phentsize)
+            if p_type != PT_LOAD or memsz == 0:
                 continue
-            if len(data := seg.data()) != seg["p_filesz"]:
-                raise ValueError(f"segment at 0x{seg['p_paddr']:X} is cut short")
-            segs.append(Segment(seg["p_paddr"], data + bytes(seg["p_memsz"] - seg["p_filesz"])))
-        entry = f["e_entry"]
-    except (ELFError, struct.error, ValueError) as e:   # truncated or overwritten: pyelftools' errors and ours
+            if len(data := elf[offset:offset + filesz]) != filesz:
+                raise ValueError(f"segment at 0x{paddr:X} is cut short")
+            segs.append(Segment(paddr, data + bytes(memsz - filesz)))
+    except (struct.error, ValueError) as e:      # truncated or overwritten
         raise TTError(f"not a loadable ELF image ({e}): the kernel bundle is damaged; recompile the kernel") from None
-    if machine != "EM_RISCV" or elfclass != 32:
-        raise TTError(f"not a 32-bit RISC-V ELF (machine {machine}, class {elfclass})")
     return LoadedElf(entry, tuple(segs))
 
 

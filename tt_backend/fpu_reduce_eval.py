@@ -49,12 +49,12 @@ def fpu_sums(x: np.ndarray, src_format: str, side: str, phases: int, cells: int 
     else:                       # SrcA = data (16 k x n), SrcB = ones (1 x 16 k): Dst (1 x n)
         ones = np.full((1, 16), one19, np.int64)
         dst = np.zeros((1, n), np.uint32)
-    for kt in range(kp // 32):
-        for p in range(phases):
-            for h in range(2):
-                chunk = d19[:, 32 * kt + 16 * h: 32 * kt + 16 * h + 16]
-                if side == "srcb":
-                    dst = fm.mvmul19(ones, chunk, dst, p)
-                else:
-                    dst = fm.mvmul19(chunk.T, ones, dst, p)
+    # the MVMULs in order: per k tile, per phase, per half of 16 k
+    order = [(kt, p, h) for kt in range(kp // 32) for p in range(phases) for h in range(2)]
+    chunks = np.stack([d19[:, 32 * kt + 16 * h: 32 * kt + 16 * h + 16] for kt, _, h in order])    # (S, n, 16)
+    steps = [p for _, p, _ in order]
+    if side == "srcb":
+        dst = fm.mvmul19_steps(np.broadcast_to(ones, (len(order), 16, 1)), chunks, steps, dst)
+    else:
+        dst = fm.mvmul19_steps(chunks.transpose(0, 2, 1), np.broadcast_to(ones, (len(order), 1, 16)), steps, dst)
     return dst.reshape(-1).astype(np.uint32)

@@ -155,19 +155,46 @@ def mvmul19(a19, b19, dst32, phase, fp32_acc: bool = True, exp8: bool = True) ->
     Per output and phase the 16 products form two groups (k 0..7, 8..15); each group is aligned to its largest product
     exponent Eg (magnitude m shifted by d: floor((2m + 2^d) / 2^(d+1)), d <= 30), summed as signed integers into one
     term (Eg <= 0: the group is 0), then both terms and Dst are accumulated with one rounding (docs/fpu_path.md §10.3)."""
-    a = np.asarray(a19, I64)[None, :, :]            # (1, k, n)
-    b = np.asarray(b19, I64)[:, :, None]            # (m, k, 1)
-    s, e, m = product_terms(a, b, phase, fp32_acc, exp8)   # (m, k, n)
+    return accumulate(_group_terms(np.asarray(a19, I64), np.asarray(b19, I64), phase, fp32_acc, exp8), dst32,
+                      fp32_acc, exp8)
+
+
+def _group_terms(a, b, phase, fp32_acc: bool, exp8: bool) -> list:
+    """MVMUL's two group terms for a (..., k, n) and b (..., m, k): (sign, exp, man) arrays of shape (..., m, n); the
+    leading dimensions (and `phase`'s) broadcast, so independent MVMULs are computed at once."""
+    s, e, m = product_terms(a[..., None, :, :], b[..., :, :, None], phase, fp32_acc, exp8)   # (..., m, k, n)
     terms = []
     for g in (slice(0, 8), slice(8, 16)):
-        sg, eg, mg = s[:, g], e[:, g], m[:, g]
-        emax = eg.max(axis=1)                       # (m, n)
-        d = np.minimum(emax[:, None, :] - eg, 30)
+        sg, eg, mg = s[..., g, :], e[..., g, :], m[..., g, :]
+        emax = eg.max(axis=-2)                      # (..., m, n)
+        d = np.minimum(emax[..., None, :] - eg, 30)
         al = ((mg << 1) + (np.int64(1) << d)) >> (d + 1)
-        tot = np.where(sg == 1, -al, al).sum(axis=1)
+        tot = np.where(sg == 1, -al, al).sum(axis=-2)
         live = emax > 0
         terms.append((np.where(live & (tot < 0), 1, 0), np.where(live, emax, 0), np.where(live, np.abs(tot), 0) << 13))
-    return accumulate(terms, dst32, fp32_acc, exp8)
+    return terms
+
+
+BATCH_PRODUCTS = 1 << 20    # products per batch of mvmul19_steps (bounds its int64 temporaries to some 100 MB)
+
+
+def mvmul19_steps(a19, b19, phases, dst32, fp32_acc: bool = True, exp8: bool = True) -> np.ndarray:
+    """S MVMULs in a row into one Dst: step s is mvmul19(a19[s], b19[s], dst, phases[s]) on the previous step's dst
+    (a19 (S, 16 k, n), b19 (S, m, 16 k), dst32 (m, n)). The same bits as the loop over mvmul19 (the reference): the
+    products and group sums do not depend on Dst, so they are computed for a batch of steps at once and only the
+    accumulation runs step by step."""
+    a, b = np.asarray(a19, I64), np.asarray(b19, I64)
+    phases = np.asarray(phases, I64)
+    steps = phases.shape[0]
+    per = max(1, BATCH_PRODUCTS // max(1, b.shape[-2] * 16 * a.shape[-1]))
+    dst = dst32
+    for lo in range(0, steps, per):
+        hi = min(lo + per, steps)
+        (s0, e0, m0), (s1, e1, m1) = _group_terms(a[lo:hi], b[lo:hi], phases[lo:hi, None, None, None], fp32_acc,
+                                                  exp8)
+        for i in range(hi - lo):
+            dst = accumulate([(s0[i], e0[i], m0[i]), (s1[i], e1[i], m1[i])], dst, fp32_acc, exp8)
+    return dst
 
 
 def elwadd19(a19, b19, dst32, fp32_acc: bool = True, exp8: bool = True, accumulate_dst: bool = False,

@@ -20,6 +20,7 @@ the run raises, the bus sets `core.sub = j` and the handler resumes/blames that 
 from __future__ import annotations
 
 import sys
+from types import CodeType
 from typing import Callable, Protocol
 
 from tt_backend.chip.errors import EmuUndefined, EmuUnimplemented, EmuUnspecified
@@ -31,6 +32,15 @@ L1_SIZE = 0x180000          # L1 is mapped at [0, L1_SIZE) in every core's addre
 LOCAL_BASE = 0xFFB00000     # core-private RAM
 MAX_BLOCK = 64              # cap on instructions per translated block (bounds the run() overshoot and compile cost)
 SPIN_CHAIN = 16             # pure blocks followed from one spin snapshot before taking a fresh one
+
+# Translations shared by every core and launch: a block's generated source depends only on its start pc, the words
+# from there (at most MAX_BLOCK of them), the core's local RAM size and which pushers the bus gave, so the compiled
+# code object for that key is reused instead of compiling the same source again (each launch resets its cores, and
+# compile() was most of a small kernel's host time). SHARE_TRANSLATIONS = False translates every block afresh (the
+# reference the equality tests compare with).
+SHARE_TRANSLATIONS = True
+TRANSLATIONS_KEPT = 8192    # bound on the shared table (a few KB per entry); it starts afresh when full
+SHARED_BLOCKS: dict[tuple, tuple[str, CodeType, int, bool]] = {}
 
 if sys.byteorder != "little":  # the typed memoryviews below rely on host byte order == RISC-V byte order
     raise ImportError("tt_backend.runtime.emu.rv32 needs a little-endian host")
@@ -457,9 +467,21 @@ class RV32Core:
 
     # ------------------------------------------------------------------ translation
 
-    def _translate(self, pc: int) -> tuple[Callable[[int], int], int]:
-        name, source, count, pure = self.block_source(pc)
-        exec(compile(source, f"<{self.name} {name}>", "exec"), self._ns)
+    def _translate(self, pc: int) -> tuple[Callable[[int], int], int, bool]:
+        key = None
+        if SHARE_TRANSLATIONS and 0 <= pc < L1_SIZE:
+            key = (pc, self.local_size, "PUSHM" in self._ns, "PUSHP" in self._ns,
+                   self._l1[pc:min(pc + 4 * MAX_BLOCK, L1_SIZE)].tobytes())
+        shared = SHARED_BLOCKS.get(key) if key is not None else None
+        if shared is None:
+            name, source, count, pure = self.block_source(pc)
+            shared = (name, compile(source, f"<{name}>", "exec"), count, pure)
+            if key is not None:
+                if len(SHARED_BLOCKS) >= TRANSLATIONS_KEPT:
+                    SHARED_BLOCKS.clear()
+                SHARED_BLOCKS[key] = shared
+        name, code, count, pure = shared
+        exec(code, self._ns)
         block = (self._ns.pop(name), count, pure)
         self._blocks[pc] = block
         return block

@@ -914,3 +914,30 @@ def test_tile_pushm_bench_kernels_identical(monkeypatch):
         for k in ("sfpu_instructions", "riscv_instructions", "cycles", "tensix_cycles", "tensix_instructions",
                   "checksum"):
             assert x.get(k) == y.get(k), k
+
+
+# ---------------------------------------------------------------- translations shared across cores and launches
+
+_BENCH_KEYS = ("sfpu_instructions", "riscv_instructions", "cycles", "tensix_cycles", "tensix_instructions", "checksum")
+
+
+def test_sharedSHARED_BLOCKS_identical(monkeypatch):
+    """bench_tile_long / bench_tile / bench_riscv with each block's code object shared (second launch: every block
+    from the table, none compiled) and with every block translated afresh: same cycles, counts and Dst."""
+    from tt_backend.runtime.emu import rv32
+    compiled = []
+    real_compile = compile
+    monkeypatch.setattr(rv32, "compile", lambda *a: compiled.append(1) or real_compile(*a), raising=False)
+    rv32.SHARED_BLOCKS.clear()
+    kernels = lambda: [bench.bench_tile_long(2), bench.bench_tile(4), bench.bench_riscv(20_000)]
+    first = kernels()
+    n_first = len(compiled)
+    shared = kernels()
+    assert n_first > 0 and len(compiled) == n_first, "the second launch compiled blocks again"
+    monkeypatch.setattr(rv32, "SHARE_TRANSLATIONS", False)
+    fresh = kernels()
+    assert len(compiled) > n_first
+    for x, y, z in zip(first, shared, fresh):
+        for k in _BENCH_KEYS:
+            assert x.get(k) == y.get(k) == z.get(k), k
+

@@ -188,6 +188,30 @@ def matmul32(a, b, fid, fmt=fm.BF16):
     return c
 
 
+@pytest.mark.parametrize("m,n,batch", [(5, 16, 1 << 20), (32, 1, 1 << 20), (1, 7, 100)])
+def test_mvmul19_steps_equals_the_loop(m, n, batch, monkeypatch):
+    """The batched chain (products of many steps at once, accumulation step by step; small BATCH_PRODUCTS: several
+    batches) gives the bits of mvmul19 applied step after step, on random operands with wide exponents, zeros and
+    mixed signs, mixed phases, 32- and 16-bit Dst."""
+    monkeypatch.setattr(fm, "BATCH_PRODUCTS", batch)
+    rng = np.random.default_rng(m * 100 + n)
+    steps = 12
+
+    def operands(shape):
+        w = rng.integers(0, 1 << 32, shape, dtype=np.uint64).astype(np.uint32)
+        w[rng.random(shape) < 0.1] = 0
+        return fm.src19(w, fm.TF32)
+
+    a, b = operands((steps, 16, n)), operands((steps, m, 16))
+    phases = rng.integers(0, 4, steps)
+    for fp32_acc, exp8 in ((True, True), (False, True), (True, False)):
+        ref = dst0 = rng.integers(0, 1 << 32, (m, n), dtype=np.uint64).astype(np.uint32)
+        for s in range(steps):
+            ref = fm.mvmul19(a[s], b[s], ref, phases[s], fp32_acc, exp8)
+        got = fm.mvmul19_steps(a, b, phases, dst0, fp32_acc, exp8)
+        np.testing.assert_array_equal(got, ref)
+
+
 def test_mvmul_hifi4_exact_for_equal_exponents():
     """docs/fpu_path.md §10.5: uniform [1, 2) bf16 inputs: HiFi4 MVMUL is exact."""
     rng = np.random.default_rng(5)

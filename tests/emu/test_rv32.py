@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tt_backend.runtime.emu.rv32 import L1_SIZE, LOCAL_BASE, RV32Core, Stall
+from tt_backend.runtime.emu.rv32 import L1_SIZE, LOCAL_BASE, RV32Core, Stall, SHARED_BLOCKS
 from tt_backend.chip import layout
 from tt_backend.chip.errors import EmuError, EmuUnimplemented
 from tt_backend.chip.isa import ttinsn
@@ -635,3 +635,22 @@ def test_speed(build):
             a[i] = h >> 3
     assert struct.unpack_from("<I", bus.l1, RESULT_ADDR)[0] == h
     assert rate > 300_000
+
+
+def test_shared_translation_keyed_by_content():
+    """A different program at the same address (and the same program in a core with another local RAM size) gets its
+    own translation: the results are the new program's (independent reference: the sums computed here)."""
+    for imm in (5, 7, 5):
+        core, _ = make_core([i_type(imm, 0, 0, 6), i_type(imm * 3, 6, 0, 7), PARK])
+        run_to_park(core)
+        assert (core.x[6], core.x[7]) == (imm, imm * 4)
+    # a store just past a 4 KiB local RAM: MMIO there, local RAM in a core with 8 KiB (the generated bounds differ)
+    for local_size in (8192, 4096, 8192):
+        bus = RecordingBus(local_size=local_size)
+        core, _ = make_core([u_type((LOCAL_BASE + 0x1000) >> 12, 5, 0x37), i_type(42, 0, 0, 6), s_type(0, 6, 5, 2),
+                             PARK], bus=bus)
+        run_to_park(core)
+        in_local = struct.unpack_from("<I", bus.local_ram("trisc0"), 0x1000)[0] if local_size > 0x1000 else None
+        assert (in_local, bus.mmio.get(LOCAL_BASE + 0x1000)) == ((42, None) if local_size == 8192 else (None, 42))
+    keys = [k for k in SHARED_BLOCKS if k[0] == CODE]
+    assert len({k[4] for k in keys}) >= 3 and {k[1] for k in keys} >= {4096, 8192}

@@ -2,10 +2,12 @@
 rendered from hand-made ElementwisePlans, compiled for real and run on the emulator against numpy."""
 from __future__ import annotations
 
+import io
 import shutil
 
 import numpy as np
 import pytest
+from elftools.elf.elffile import ELFFile
 
 from tt_backend.lowering.codegen.sources import split
 from tt_backend.lowering.families.elementwise import ElementwisePlan
@@ -106,6 +108,14 @@ def test_all_five_compile_and_fit_their_slots(kw):
         assert img.entry == lo, core           # crt0 first in the slot
         size = C.image_size(elf)
         assert 0 < size <= layout.IMAGE_SLOT_SIZE, (core, size)
+        # the loader's struct reading of the headers against pyelftools' (an independent ELF reader)
+        ref = ELFFile(io.BytesIO(elf))
+        assert img.entry == ref["e_entry"]
+        assert [(seg.paddr, seg.data) for seg in img.segments] == [
+            (p["p_paddr"], p.data() + bytes(p["p_memsz"] - p["p_filesz"])) for p in ref.iter_segments()
+            if p["p_type"] == "PT_LOAD" and p["p_memsz"]]
+        with pytest.raises(TTError, match="not a loadable ELF"):
+            driver.load_elf_segments(elf[:40])
         for seg in img.segments:
             assert lo <= seg.paddr and seg.paddr + len(seg.data) <= lo + layout.IMAGE_SLOT_SIZE
 
@@ -139,6 +149,23 @@ def test_cache_hit_on_unchanged_kernel():
     plan2 = plan_add(n=2000)
     compile_plan(plan2)
     assert C.STATS["compiled"] - mid["compiled"] == 5
+
+
+@pytest.mark.needs_cc
+def test_reused_crt0_object_gives_the_same_images(tmp_path, monkeypatch):
+    """Kernels built with crt0.S assembled once per core and reused as an object load the same bytes as kernels
+    built from crt0.S each time (the reference), and a later build in the process does reuse the object."""
+    monkeypatch.setattr(C, "_crt0_objects", {})
+    built = {}
+    for reuse in (True, False):
+        monkeypatch.setattr(C, "REUSE_CRT0", reuse)
+        monkeypatch.setenv("TT_CACHE_DIR", str(tmp_path / str(reuse)))
+        reused = C.STATS["crt0_reused"]
+        built[reuse] = [compile_plan(plan_add(n)) for n in (3000, 2000)]
+        assert C.STATS["crt0_reused"] - reused == (5 if reuse else 0)     # the second kernel's five cores
+    for with_obj, reference in zip(built[True], built[False]):
+        assert {k: driver.load_elf_segments(v) for k, v in with_obj.items()} == \
+            {k: driver.load_elf_segments(v) for k, v in reference.items()}
 
 
 @pytest.mark.needs_cc
