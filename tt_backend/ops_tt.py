@@ -159,8 +159,8 @@ def tt_to_program(ast: UOp, renderer: TTRenderer) -> UOp:
     extra = {}
     if (d := knobs.dump_dir()) is not None:
         extra["report"] = str(dump.write_kernel(d, plan, sources, headers, elfs, key=ast.key.hex()[:8]) / "report.json")
-    if knobs.check() and plan.placement is not None and plan.placement.lowered is not None:   # (not matmuls)
-        extra["check"] = check_meta(plan.placement.lowered, plan.placement)
+    if knobs.check():
+        extra["check"] = check_meta(ast, plan.placement, knobs.err_budget())
     binary = pack_bundle(plan, elfs, extra)
     debug.after_lowering(plan, elfs)
     if DEBUG >= 4: print(source)
@@ -360,8 +360,8 @@ class TTProgram(Program):
                 recorded = target.timeline_end() if timeline and recording else None
             stats = (stats0, target.stats()) if stats0 is not None else None
             if before is not None:
-                k = self.meta["check"]["output"]["buf"]
-                check(self.meta, before, target.read_dram(addrs[k], self.meta["buffers"][k]["nbytes"]), stats)
+                check(self.meta, before, [target.read_dram(a, d["nbytes"]) for a, d in zip(addrs, self.meta["buffers"])],
+                      stats)
             elif stats is not None:
                 record_cycles(self.meta, stats)
             if timeline:
