@@ -40,7 +40,7 @@ from tt_backend.lowering.families.family import Candidate, Family, Kernel
 from tt_backend.lowering.families.matmul_spec import (TILE, MatmulKernelPlan, MatmulSpec, kernel_matmul, line_bytes,
                                                       matmul_args_header, matmul_io, operand_ctx, out_pitch)
 from tt_backend.lowering.placement.reference import bf16_round, rel_error, sample_inputs
-from tt_backend.lowering.placement.search import SAFETY
+from tt_backend.lowering.placement.search import BF16_ULP, ELWMUL_WORST, SAFETY, UNPACK_TRUNC
 from tt_backend.lowering.plan import DTYPE_SIZE, Report
 from tt_backend.chip.errors import UnsupportedOp
 from tt_backend.chip.numerics.fpu_math import FIDELITY_PHASES
@@ -107,7 +107,8 @@ def sample_errors(evaluator, src_format: str, K: int, out_bf16: bool, dists: tup
                   seed: int) -> dict[str, float]:
     """Per fidelity, the worst over `dists` of the relative L2 error of SAMPLE_OUTPUTS^2 outputs: `evaluator` (a, b,
     src_format, phases) -> fp32 Dst words, rounded to bf16 (nearest even, as the writer does) for bf16 outputs, against
-    the float32 product (accumulated in float64, rounded once; bf16-rounded for bf16 outputs)."""
+    the float32 product (accumulated in float64, rounded once; bf16-rounded for bf16 outputs); at least
+    `dominant_product_bound` (the heavy-tailed limit). Data whose sums cancel more than the samples' can exceed it."""
     n = SAMPLE_OUTPUTS
     dt = "bfloat16" if src_format == "bf16" else "float32"
     errs = dict.fromkeys(FIDELITY_PHASES, 0.0)
@@ -118,7 +119,16 @@ def sample_errors(evaluator, src_format: str, K: int, out_bf16: bool, dists: tup
             out = evaluator(a, b, src_format, phases).view(np.float32)
             err = rel_error(bf16_round(out), bf16_round(ref))[0] if out_bf16 else rel_error(out, ref)[0]
             errs[fid] = max(errs[fid], err)
-    return errs
+    return {fid: max(e, dominant_product_bound(src_format, FIDELITY_PHASES[fid], out_bf16)) for fid, e in errs.items()}
+
+
+def dominant_product_bound(src_format: str, phases: int, out_bf16: bool) -> float:
+    """The relative error of an output that one product dominates (heavy-tailed data, unlike the samples): that
+    product's worst relative error (operand truncation by the unpacker plus the bits the phases drop, the elementwise
+    multiplier's bound: search.ELWMUL_WORST, UNPACK_TRUNC), and a possible flip of the bf16 output rounding."""
+    dt = "bfloat16" if src_format == "bf16" else "float32"
+    e = ELWMUL_WORST[src_format][phases] + 2 * UNPACK_TRUNC[(dt, src_format)]
+    return (1 + e) * (1 + BF16_ULP) - 1 if out_bf16 and e > 0 else e
 
 
 def plan_matmul(spec: MatmulSpec, name: str, fidelity: str, predicted_err: float | None = None) -> FpuMatmulPlan:

@@ -6,7 +6,7 @@ a common offset 1000 + N(0, 1), rows of +-v pairs), tiny magnitudes and bf16 ope
 independently (TT_CHECK=1: tinygrad's CPU device runs the same AST on the same input bytes, tt_backend.cpu_reference);
 every kernel of the program must stay within the budget.
 
-CI runs a fixed sample of CASES_CI cases. The long run outside CI prints the distribution of measured/budget and every
+CI runs a fixed sample (CI_CASES). The long run outside CI prints the distribution of measured/budget and every
 exceedance (one JSON line per case with --jsonl):
 
     python -m tests.e2e.test_budget_adversarial 2000 [--seed S] [--jsonl out.jsonl]
@@ -22,8 +22,6 @@ import numpy as np
 import pytest
 
 from tt_backend import placement_eval as PE
-
-CASES_CI = 12
 
 DISTS = ("cauchy", "lognormal", "mixed", "cancel", "offset", "pairs", "tiny")
 
@@ -75,6 +73,9 @@ def _kernels():
 
 
 KERNELS = _kernels()
+# kernels whose FPU options have no error bound for all data (a sum can cancel: lowering.placement.report.Placement.bound
+# is None for them); their exceedances on cancelling data are the documented data-dependence, the others must be 0
+DATA_DEPENDENT = {name for name, *_ in KERNELS if "sum" in name or "mean" in name or "matmul" in name}
 
 
 # 13 budgets, log-spaced over 1e-4 .. 1e-1: a kernel placed under one is compiled once per process (tinygrad's program
@@ -126,17 +127,28 @@ def checking(monkeypatch):
     return monkeypatch
 
 
+# the CI sample: the data each kernel is most exposed to (cancellation for differences and dot products, a wide range of
+# scales for products), under budgets that let the FPU in on the placer's own samples
+CI_CASES = [("sub", "cancel", 1e-2), ("sub", "offset", 1e-3), ("dot2", "cancel", 1e-2), ("sub_mul", "offset", 1e-2),
+            ("mul_max", "mixed", 1e-2), ("bf16_mul_recip", "lognormal", 1e-3), ("mul", "cauchy", 3e-2),
+            ("exp2_add", "tiny", 1e-2), ("sum_rows", "mixed", 1e-2), ("bf16_sum_rows", "pairs", 3e-2),
+            ("matmul_f32", "lognormal", 1e-2), ("matmul_bf16_f32out", "offset", 1e-2)]
+
+
 @pytest.mark.needs_cc
-@pytest.mark.parametrize("i", range(CASES_CI))
-def test_measured_error_within_budget_adversarial(checking, serial_compile, i):
-    """A fixed sample of the long run: every dist appears, each case's kernels stay within its budget."""
-    case = make_case(np.random.default_rng(1000 + i))
-    case["dist"] = DISTS[i % len(DISTS)]
-    checking.setenv("TT_ERR_BUDGET", repr(case["budget"]))
+@pytest.mark.parametrize("name,dist,budget", CI_CASES, ids=str)
+def test_measured_error_within_budget_adversarial(checking, serial_compile, name, dist, budget):
+    """Each kernel stays within its budget; a sum or matmul on +-pairs (a cancelling sum, where no bound exists:
+    DATA_DEPENDENT) is measured and printed, not promised."""
+    case = {"kernel": [k[0] for k in KERNELS].index(name), "dist": dist, "budget": budget, "seed": 7}
+    checking.setenv("TT_ERR_BUDGET", repr(budget))
     rows = verdicts(case, run_case(case))
     assert rows, case
     for r in rows:
-        assert r["measured_error"] <= r["budget"], r
+        if r["name"] in DATA_DEPENDENT and r["dist"] == "pairs":
+            print(f"\n{r['name']} on cancelling data: measured/budget {r['ratio']:.3g} (data-dependent)")
+        else:
+            assert r["measured_error"] <= r["budget"], r
 
 
 def main(argv=None) -> int:
@@ -145,7 +157,12 @@ def main(argv=None) -> int:
     ap.add_argument("n", type=int, nargs="?", default=2000)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--jsonl")
+    ap.add_argument("--summarize", nargs="+", metavar="JSONL", help="only summarize the rows of earlier runs")
     a = ap.parse_args(argv)
+    if a.summarize:
+        rows = [json.loads(ln) for f in a.summarize for ln in open(f) if ln.strip()]
+        summarize(rows, [], len({(r["seed"], r["kernel"]) for r in rows}))
+        return 0
     os.environ["TT_CHECK"] = "1"
     rng = np.random.default_rng(a.seed)
     rows, errors, t0 = [], [], time.time()
@@ -182,11 +199,20 @@ def summarize(rows: list[dict], errors: list[dict], n: int) -> None:
         edges = [0, 1e-6, 1e-4, 1e-2, 0.1, 0.5, 1, np.inf]
         hist, _ = np.histogram(ratios, edges)
         print("histogram: " + ", ".join(f"[{lo:g}, {hi:g}): {h}" for lo, hi, h in zip(edges, edges[1:], hist)))
+    for dep in (False, True):
+        sub = np.array([r["ratio"] for r in rows if (r["name"] in DATA_DEPENDENT) == dep and r["ratio"] is not None])
+        kind = "sums and matmuls (data-dependent)" if dep else "elementwise (bound for all data)"
+        if sub.size:
+            print(f"{kind}: {sub.size} kernels, {(sub > 1).sum()} exceedances, measured/budget q0.5 "
+                  f"{np.quantile(sub, 0.5):.3g} q0.99 {np.quantile(sub, 0.99):.3g} max {sub.max():.3g}")
     by = {}
     for r in bad:
-        by.setdefault((r["name"], r["dist"]), []).append(r["ratio"])
+        by.setdefault((r["name"], r["dist"]), []).append(r)
     for (name, dist), rs in sorted(by.items()):
-        print(f"  exceeds: {name} on {dist}: {len(rs)} cases, worst ratio {max(x or np.inf for x in rs):.3g}")
+        worst = max(rs, key=lambda r: r["ratio"] or np.inf)
+        print(f"  exceeds: {name} on {dist}: {len(rs)} cases, worst ratio {worst['ratio'] or np.inf:.3g} "
+              f"(budget {worst['budget']:.2g}, predicted {worst['predicted_error']:.2g}, float32's own error "
+              f"{worst['float32_error_f64'] if worst['float32_error_f64'] is not None else float('nan'):.2g})")
     for e in errors:
         print(f"  error: {e['name']} on {e['dist']}: {e['error']}")
 

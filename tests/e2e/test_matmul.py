@@ -274,7 +274,7 @@ def test_fp32_with_budget(fidelity):
 
 @pytest.mark.needs_cc
 def test_tinygrad_device_bf16(monkeypatch):
-    """Through tinygrad's TT device (ops_tt): casts on the SFPU, the matmul on the FPU (a budget that HiFi3 meets),
+    """Through tinygrad's TT device (ops_tt): casts on the SFPU, the matmul on the FPU (the budget lets a fidelity in),
     C rounded to bf16."""
     import tt_backend.lowering.families.fpu_matmul as lm
     monkeypatch.setenv("TT_ERR_BUDGET", "2e-3")
@@ -288,7 +288,7 @@ def test_tinygrad_device_bf16(monkeypatch):
         got = (ta @ tb).float().numpy()
     finally:
         lm.plan_matmul = real
-    assert [p.fidelity for p in planned] == ["HiFi3"]                  # the matmul kernel took the FPU path
+    assert len(planned) == 1 and planned[0].predicted_err <= SAFETY * 2e-3    # the matmul kernel took the FPU path
     assert np.array_equal(got, bf16_round(got))                        # rounded to bf16 before the widening cast
     cpu = bf16_round((Tensor(bf16_round(a), device="CPU") @ Tensor(bf16_round(b), device="CPU")).numpy())
     assert rel_l2(got, cpu) <= 2e-3
