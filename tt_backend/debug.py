@@ -32,9 +32,9 @@ def before_lowering(ast: UOp) -> None:
 def after_lowering(plan, elfs: dict[str, bytes]) -> None:
     if DEBUG >= 3:
         print(dump.report_text(dump.report(plan, elfs)).rstrip())
-    lowered = getattr(getattr(plan, "placement", None), "lowered", None)
-    if DEBUG >= 5 and lowered is not None:      # matmuls are lowered from the AST directly: no value DAG
-        print(f"tile graph of {plan.name}:\n{describe(tile_graph(lowered.dag))}")
+    dag = getattr(getattr(plan, "placement", None), "dag", None)    # the value DAG that runs (matmuls have none)
+    if DEBUG >= 5 and dag is not None:
+        print(f"tile graph of {plan.name}:\n{describe(tile_graph(dag))}")
 
 
 def after_launch(name: str, stats: tuple | None) -> None:

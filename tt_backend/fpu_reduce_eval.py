@@ -1,5 +1,6 @@
-"""The error model of FPU sums (lowering/families/fpu_reduce.py), injected into the lowering like placement_eval's
-evaluator: the kernel's arithmetic with the emulator's bit-exact numerics (chip.numerics.fpu_math, chip.numerics.formats).
+"""The error models of FPU sums (lowering/families/fpu_reduce.py: `fpu_sums`) and FPU matmuls
+(lowering/families/fpu_matmul.py: `fpu_matmul`), injected into the lowering like placement_eval's evaluator: the
+kernel's arithmetic with the emulator's bit-exact numerics (chip.numerics.fpu_math, chip.numerics.formats).
 
 Per output: the unpacker's view of the data (bf16 exact; fp32 truncated to tf32), then per k tile of 32, per fidelity
 phase, per half of 16 k (the order of lowering.codegen.mvmul.mvmul_words: a phase's first 8 MVMULs take k 0-15, the next
@@ -58,3 +59,28 @@ def fpu_sums(x: np.ndarray, src_format: str, side: str, phases: int, cells: int 
     else:
         dst = fm.mvmul19_steps(chunks.transpose(0, 2, 1), np.broadcast_to(ones, (len(order), 1, 16)), steps, dst)
     return dst.reshape(-1).astype(np.uint32)
+
+
+def fpu_matmul(a: np.ndarray, b: np.ndarray, src_format: str, phases: int) -> np.ndarray:
+    """a (M, K) @ b (K, N) float32 as the FPU matmul runs it (lowering.codegen.mvmul.mvmul_words): both operands
+    through the unpacker (bf16 exact, fp32 -> tf32), then per K block of 32, per fidelity phase, per half of 16 k one
+    MVMUL (Dst += SrcB @ SrcA, SrcB = rows of a, SrcA = columns of b) into a zeroed fp32 Dst; returns the (M, N) fp32
+    words before the packer."""
+    code = fm.BF16 if src_format == "bf16" else fm.TF32
+    (m, k), n = a.shape, b.shape[1]
+    kp = -(-k // 32) * 32
+    ops = []
+    for x in (np.asarray(a, np.float32), np.asarray(b, np.float32).T):
+        bits = x.view(np.uint32)
+        src = bits & np.uint32(0xFFFF0000) if src_format == "bf16" else F.unp_fp32_to_tf32(bits)
+        d = np.zeros((x.shape[0], kp), np.uint32)
+        d[:, :k] = src
+        ops.append(fm.src19(d, code))
+    a19, bt19 = ops
+    dst = np.zeros((m, n), np.uint32)
+    for kt in range(kp // 32):
+        for p in range(phases):
+            for h in range(2):
+                ks = slice(32 * kt + 16 * h, 32 * kt + 16 * h + 16)
+                dst = fm.mvmul19(bt19[:, ks].T, a19[:, ks], dst, p)
+    return dst.astype(np.uint32)

@@ -188,8 +188,8 @@ def tt_to_program(ast: UOp, renderer: TTRenderer) -> UOp:
     if d is not None:
         extra["report"] = str((stage_dir if len(plan.launches) == 1 else dump.write_staged(d, plan, key))
                               / "report.json")
-    if knobs.check() and plan.placement is not None and plan.placement.lowered is not None:   # (not matmuls)
-        extra["check"] = check_meta(plan.placement.lowered, plan.placement)
+    if knobs.check():
+        extra["check"] = check_meta(ast, plan.placement, knobs.err_budget())
     binary = pack_bundle(plan, elf_sets, extra)
     if DEBUG >= 4: print(source)
     if DEBUG >= 7: renderer.compiler.disassemble(binary)
@@ -404,8 +404,8 @@ class TTProgram(Program):
                 recorded = target.timeline_end() if timeline and recording else None
             stats = (stats0, target.stats()) if stats0 is not None else None
             if before is not None:
-                k = self.meta["check"]["output"]["buf"]
-                check(self.meta, before, target.read_dram(addrs[k], self.meta["buffers"][k]["nbytes"]), stats)
+                check(self.meta, before, [target.read_dram(a, d["nbytes"]) for a, d in zip(addrs, self.meta["buffers"])],
+                      stats)
             elif stats is not None:
                 record_cycles(self.meta, stats)
             if timeline:

@@ -10,8 +10,9 @@ a placement with the emulator's bit-exact numeric models, exactly along the path
   * the output through the packer (fp32 copy, or the early fp32 -> bf16 rounding).
 
 Also here: `placer(...)` (the lowering.placement.placer.Placer ops_tt hands to lowering.select.lower) and `check(...)`
-(TT_CHECK=1: the float32 reference of a launched kernel from its real buffers, and the measured error, written into
-report.json).
+(TT_CHECK=1: the measured error of a launched kernel against tinygrad's CPU device running the same AST on the same
+input bytes (tt_backend.cpu_reference), written into report.json). The evaluator above is the placer's predictor
+only; it never serves as the reference a prediction is checked against.
 """
 from __future__ import annotations
 
@@ -21,19 +22,18 @@ from pathlib import Path
 
 import numpy as np
 
-from tt_backend.fpu_reduce_eval import fpu_sums
-from tt_backend.lowering.dag import ValueDAG, VNode
-from tt_backend.lowering.index import IndexExpr
+from tt_backend.fpu_reduce_eval import fpu_matmul, fpu_sums
+from tt_backend.lowering.dag import ValueDAG
 from tt_backend.lowering.placement.choice import FpuOp, compile_split, split
 from tt_backend.lowering.placement.placer import Placer
-from tt_backend.lowering.placement.reference import SAMPLE_DISTS, reference, rel_error
+from tt_backend.lowering.placement.reference import SAMPLE_DISTS, rel_error
 from tt_backend.chip.numerics import formats as F
 from tt_backend.chip.numerics import fpu_math as fm
 from tt_backend.chip.numerics.dst import Dst
 from tt_backend.chip.numerics.sfpu.functional import FunctionalSFPU
 from tt_backend.chip.errors import TTError
 from tt_backend.chip.isa import decode
-from tt_backend import dump
+from tt_backend import cpu_reference, dump
 
 TILE = 1024
 SRC_CODE = {"bf16": fm.BF16, "tf32": fm.TF32}
@@ -153,73 +153,23 @@ def evaluator_for(in_dtypes: list[str]):
 
 def placer(budget: float | None = None, spec: str | None = None, seed: int = 0) -> Placer:
     """The placer ops_tt hands to lowering.select.lower: the budget, the TT_PLACE pins (`spec`), this module's
-    evaluator and the FPU sums' error model, samples drawn like the user's data (TT_SAMPLE_DIST, default normal,
+    evaluator and the FPU sums' and matmuls' error models, samples drawn like the user's data (TT_SAMPLE_DIST, default normal,
     uniform, positive; the worst counts)."""
     dists = tuple(d.strip() for d in os.environ.get("TT_SAMPLE_DIST", "").split(",") if d.strip()) or SAMPLE_DISTS
     if unknown := [d for d in dists if d not in SAMPLE_DISTS]:
         raise TTError(f"TT_SAMPLE_DIST: {', '.join(map(repr, unknown))} unknown; expected a comma list of "
                       f"{', '.join(SAMPLE_DISTS)}")
-    return Placer(budget, spec, evaluator_for, fpu_sums, dists, seed)
+    return Placer(budget, spec, evaluator_for, fpu_sums, dists, seed, fpu_matmul)
 
 
 # ------------------------------------------------------------------------------------------------ TT_CHECK
 
-def check_meta(lk, pl) -> dict:
-    """What TT_CHECK needs at launch time, JSON-able: the original graph and each stream's index expressions
-    (IndexExpr.to_json; None where a stream has no validity or computed value)."""
-    return {"dag": [[x.op, x.dtype, list(x.srcs), _json_arg(x.arg)] for x in lk.dag.nodes], "out": lk.dag.out,
-            "ranges": list(lk.ranges),
-            "inputs": [{"buf": lk.buf_index(s.slot), "dtype": s.dtype, "index": s.index.to_json(),
-                        "valid": _expr_json(s.valid), "value": _expr_json(s.value)} for s in lk.inputs],
-            "output": {"buf": lk.buf_index(lk.output.slot), "dtype": lk.output.dtype,
-                       "index": lk.output.index.to_json()},
-            "predicted_error": pl.predicted_error if pl is not None else None,
-            "predicted_cycles": pl.cycles.get("kernel") if pl is not None else None,
-            "budget": pl.budget if pl is not None else None}
-
-
-def _expr_json(e: IndexExpr | None) -> list | None:
-    return None if e is None else e.to_json()
-
-
-def _expr(j: list | None) -> IndexExpr | None:
-    return None if j is None else IndexExpr.from_json(j)
-
-
-def _json_arg(a):
-    if isinstance(a, float) and not np.isfinite(a):
-        return {"float": repr(a)}
-    return a
-
-
-def _arg(a):
-    return float(a["float"]) if isinstance(a, dict) and "float" in a else a
-
-
-def dag_from_meta(m: dict) -> ValueDAG:
-    return ValueDAG([VNode(i, op, dt, tuple(srcs), _arg(arg)) for i, (op, dt, srcs, arg) in enumerate(m["dag"])],
-                    m["out"])
-
-
-NP_OF = {"float32": np.float32, "int32": np.int32, "bool": np.bool_}
-# the narrow dtypes: read at their width, widened to the 32-bit lane values the graph computes with
-NARROW_NP = {"int8": np.int8, "uint8": np.uint8, "int16": np.int16, "uint16": np.uint16, "float16": np.float16}
-
-
-def buffer_values(raw: bytes, dtype: str) -> np.ndarray:
-    if dtype == "bfloat16":
-        return (np.frombuffer(raw, np.uint16).astype(np.uint32) << 16).view(np.float32)
-    if dtype in NARROW_NP:
-        v = np.frombuffer(raw, NARROW_NP[dtype])
-        return v.astype(np.float32 if v.dtype.kind == "f" else np.int32)
-    return np.frombuffer(raw, NP_OF[dtype]).copy()
-
-
-def gather(index: IndexExpr, valid: IndexExpr | None, ranges: list[int], src: np.ndarray) -> np.ndarray:
-    """src read at every point of the iteration space (row-major), 0 where `valid` is false."""
-    idx = index.flat(ranges).astype(np.int64)
-    ok = valid.flat(ranges).astype(bool) if valid is not None else np.ones(idx.size, bool)
-    return np.where(ok, src[np.where(ok, idx, 0)], np.zeros((), src.dtype))
+def check_meta(ast, pl, budget: float | None) -> dict:
+    """What TT_CHECK needs at launch time, JSON-able: the kernel's tinygrad AST (run again on tinygrad's CPU device,
+    tt_backend.cpu_reference) and the placement's predictions."""
+    r = pl.report() if pl is not None else {}
+    return {"ast": cpu_reference.pack_ast(ast), "predicted_error": r.get("predicted_error"),
+            "predicted_cycles": r.get("predicted_cycles"), "budget": budget}
 
 
 def measured_cycles(stats: tuple | None) -> dict | None:
@@ -257,40 +207,50 @@ def cycles_line(mc: dict, predicted=None) -> str:
             + ("" if predicted is None else f"; predicted compute cycles {predicted}") + "\n")
 
 
-def _stream_values(s: dict, ranges: list[int], buffers_before: list[bytes]) -> np.ndarray:
-    if s["value"] is not None:     # a computed stream: the value is an expression of the ranges (argmax's k)
-        return _expr(s["value"]).flat(ranges).astype(NP_OF.get(s["dtype"], np.float32))
-    return gather(_expr(s["index"]), _expr(s["valid"]), ranges, buffer_values(buffers_before[s["buf"]], s["dtype"]))
-
-
-def check(meta: dict, buffers_before: list[bytes], out_raw: bytes, stats: tuple | None = None) -> dict:
-    """Measured error of one launch: the float32 reference of the original graph on the kernel's real inputs (read
-    before the launch) vs the output the device wrote."""
+def check(meta: dict, buffers_before: list[bytes], buffers_after: list[bytes], stats: tuple | None = None) -> dict:
+    """Measured error of one launch: the kernel's AST run by tinygrad's CPU device on the bytes the TT kernel read
+    (`buffers_before`, plan buffer order = ascending slot), in float32 (`measured_error`, the precision TT_ERR_BUDGET
+    is defined against) and with its floats widened to float64 (`measured_error_f64`, None when tinygrad cannot widen
+    it), vs what the device wrote (`buffers_after`); relative L2 over every output buffer. `float32_error_f64`: the
+    float32 reference's own error against float64."""
     m = meta["check"]
-    dag = dag_from_meta(m)
-    ranges = m["ranges"]
-    xs = [_stream_values(s, ranges, buffers_before) for s in m["inputs"]]
-    ref = np.broadcast_to(reference(dag, xs, tuple(ranges) or None), (int(np.prod(ranges or [1])),))
-    o = m["output"]
-    out_all = buffer_values(out_raw, o["dtype"])
-    got = gather(_expr(o["index"]), None, ranges, out_all)
-    err, mx = rel_error(got, ref)
+    ast = cpu_reference.unpack_ast(m["ast"])
+    dts = cpu_reference.params(ast)
+    k_of = {b["slot"]: k for k, b in enumerate(meta["buffers"])}
+    raw = {slot: buffers_before[k_of[slot]] for slot in dts}
+    outs = sorted(meta["outs"])
+    got = np.concatenate([cpu_reference.values(buffers_after[k_of[s]], dts[s]).astype(np.float64) for s in outs])
+
+    def reference(a) -> np.ndarray | None:
+        if a is None:
+            return None
+        ref = cpu_reference.run(a, raw, dts)
+        return np.concatenate([ref[s].astype(np.float64) for s in outs])
+
+    ref32, ref64 = reference(cpu_reference.round_bf16_casts(ast)), reference(cpu_reference.widen(ast))
+    err, mx = rel_error(got, ref32)
+    err64 = rel_error(got, ref64)[0] if ref64 is not None else None
+    # how far float32 itself is from the float64 result on these data: large under cancellation, where no engine's
+    # float32 arithmetic can meet a budget below it
+    ref_err = rel_error(ref32, ref64)[0] if ref64 is not None else None
     res = {"kernel": meta["name"], "budget": m["budget"], "predicted_error": m["predicted_error"],
-           "measured_error": err, "measured_max_rel": mx, "measured_cycles": measured_cycles(stats),
-           "predicted_cycles": m.get("predicted_cycles")}
+           "measured_error": err, "measured_max_rel": mx, "measured_error_f64": err64, "float32_error_f64": ref_err,
+           "measured_cycles": measured_cycles(stats), "predicted_cycles": m.get("predicted_cycles")}
     CHECKS.append(res)
     rep = meta.get("report")
     if rep and Path(rep).exists():
         r = json.loads(Path(rep).read_text())
-        r["measured_error"], r["measured_max_rel"] = err, mx
+        r["measured_error"], r["measured_max_rel"], r["measured_error_f64"] = err, mx, err64
         r["measured_cycles"] = res["measured_cycles"]
         if res["measured_cycles"] is not None:
             r["emulated_cycles"] = res["measured_cycles"]["max"]
-        r.setdefault("checks", []).append({"measured_error": err, "measured_max_rel": mx})
+        r.setdefault("checks", []).append({"measured_error": err, "measured_max_rel": mx, "measured_error_f64": err64})
         dump.replace_text(Path(rep), json.dumps(r, indent=1))
         txt = Path(rep).with_suffix(".txt")
         if txt.exists():
-            dump.replace_text(txt, txt.read_text() + f"measured error (TT_CHECK): {err:.3e} (max elementwise {mx:.3e})\n"
-                           + (cycles_line(res["measured_cycles"], r.get("predicted_cycles"))
-                              if res["measured_cycles"] else ""))
+            f64 = "" if err64 is None else f", {err64:.3e} against float64"
+            dump.replace_text(txt, txt.read_text() + f"measured error (TT_CHECK, tinygrad CPU reference): {err:.3e} "
+                              f"(max elementwise {mx:.3e}){f64}\n"
+                              + (cycles_line(res["measured_cycles"], r.get("predicted_cycles"))
+                                 if res["measured_cycles"] else ""))
     return res

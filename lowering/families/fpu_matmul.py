@@ -16,14 +16,20 @@ Data flow (one Tensix core, docs/fpu_path.md §5-9):
 Precision: bf16 x bf16 at HiFi4 is exact per product, but the fp32 accumulation aligns each group of 8 products to
 its largest (docs/fpu_path.md §10.3), and fp32 inputs go through tf32: neither is fp32-faithful, so the FPU runs a matmul
 only when the caller passes an error budget that allows it; otherwise the fp32 SFPU matmul
-(lowering/families/sfpu_matmul.py) is the one acceptable candidate and plan_matmul raises UnsupportedOp.
+(lowering/families/sfpu_matmul.py) is the one acceptable candidate.
 
-Candidates: one per fidelity, priced in MVMULs (16 per K block and phase per output tile), predicted error
-PREDICTED_ERR, acceptable when that is <= the budget (no budget: none is).
+Candidates: one per fidelity, priced in MVMULs (16 per K block and phase per output tile). Their error is the metric
+TT_ERR_BUDGET is defined in: the relative L2 error against float32 (`predicted_errors`), predicted by running the
+kernel's arithmetic (the injected bit-exact MVMUL model, Placer.matmul_evaluator) on sample operands of the kernel's K
+drawn from every sample distribution (the worst counts). Acceptable when that is <= SAFETY x the budget, like every
+other placement; without a budget or without the model, none is.
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
+
+import numpy as np
 
 from tt_backend.lowering.codegen.l1 import CAPACITY, l1_bytes, place
 from tt_backend.lowering.codegen.mvmul import ALU_FORMAT_MM, UNPACK_CFG_MM, UNPACK_CFG_MM_COMMON, matmul_words
@@ -34,6 +40,8 @@ from tt_backend.lowering.families.family import Candidate, Family, Kernel
 from tt_backend.lowering.families.matmul_spec import (TILE, MatmulKernelPlan, MatmulSpec, kernel_matmul, line_bytes,
                                                       matmul_args_header, matmul_io, operand_ctx, out_pitch)
 from tt_backend.lowering.families.mover_cost import matmul_cycles
+from tt_backend.lowering.placement.reference import bf16_round, rel_error, sample_inputs
+from tt_backend.lowering.placement.search import BF16_ULP, ELWMUL_WORST, SAFETY, UNPACK_TRUNC
 from tt_backend.lowering.plan import DTYPE_SIZE, Report
 from tt_backend.chip.errors import UnsupportedOp
 from tt_backend.chip.numerics.fpu_math import FIDELITY_PHASES
@@ -41,19 +49,14 @@ from tt_backend.chip.numerics.fpu_math import FIDELITY_PHASES
 NAME = "fpu_matmul"
 GENERATOR = "lowering/families/fpu_matmul.py"
 
-# Predicted worst-case error of one output, normalised by sum_k |a_mk b_kn|, per source format and fidelity
-# (docs/fpu_path.md §10.5, MVMUL max err/sum|ab| with some headroom; fp32 inputs add the unpacker's tf32 truncation).
-PREDICTED_ERR = {
-    "bf16": {"LoFi": 6e-2, "HiFi2": 1e-2, "HiFi3": 1.5e-3, "HiFi4": 1.5e-3},
-    "tf32": {"LoFi": 8e-2, "HiFi2": 2e-2, "HiFi3": 4e-3, "HiFi4": 3e-3},
-}
+SAMPLE_OUTPUTS = 16   # sample rows and columns per distribution: 16 x 16 outputs, each a dot product of the kernel's K
 
 
 @dataclass
 class FpuMatmulPlan(MatmulKernelPlan):
     fidelity: str              # LoFi | HiFi2 | HiFi3 | HiFi4
     src_format: str            # bf16 | tf32 (what the multiplier sees)
-    predicted_err: float
+    predicted_err: float | None   # relative L2 against float32 on the samples (None: no error model was given)
 
     @property
     def phases(self) -> int: return FIDELITY_PHASES[self.fidelity]
@@ -91,40 +94,54 @@ class FpuMatmulReport(Report):
     def report(self) -> dict:
         return {"kernel": self.kernel, "budget": self.budget, "predicted_error": self.predicted_error,
                 "predicted_max_rel": None, "predicted_cycles": self.nodes[0]["cycles"], "predicted_cycles_per_tile": {},
-                "all_sfpu_cycles": None, "reassociated": False, "evaluator_error": "error model: docs/fpu_path.md §10.5 "
-                "(max error / sum|ab| of MVMUL per fidelity, with headroom)", "nodes": self.nodes}
+                "all_sfpu_cycles": None, "reassociated": False, "evaluator_error": "relative L2 against float32 of the "
+                "bit-exact MVMUL model on sample operands of the kernel's K (worst sample distribution)",
+                "bound_all_data": None, "nodes": self.nodes}
 
 
-def choose_fidelity(src_format: str, err_budget: float | None, out_bf16: bool = True) -> str | None:
-    """The cheapest fidelity whose predicted error fits the budget. No budget (float32-faithful) -> None, the fp32 SFPU
-    matmul, also for bf16 x bf16 -> bf16: HiFi4's products are exact, but MVMUL aligns each group of products to its
-    largest, an error of up to ~1.5e-3 of sum|ab|, which on zero-mean data is about one bf16 ulp of the result, not
-    below it. Measured (bit-exact model = ttsim) on N(0,1) data, K 256..2048: relative L2 error 1.0e-3..1.2e-3 against
-    the exactly rounded bf16 result, ~1e-5 for the SFPU matmul. `out_bf16` is kept for callers that report it."""
-    if err_budget is None:
+def predicted_errors(kernel: Kernel, spec: MatmulSpec) -> dict[str, float] | None:
+    """fidelity -> predicted relative L2 error of the kernel's output against float32 (None without an error model)."""
+    pl = kernel.placer
+    if pl is None or pl.matmul_evaluator is None:
         return None
-    for fid in ("LoFi", "HiFi2", "HiFi3", "HiFi4"):
-        if PREDICTED_ERR[src_format][fid] <= err_budget: return fid
-    return None
+    return sample_errors(pl.matmul_evaluator, src_format_of(spec), spec.K, spec.out_bf16, pl.sample_dists, pl.seed)
 
 
-def plan_matmul(spec: MatmulSpec, name: str, err_budget: float | None = None,
-                fidelity: str | None = None) -> FpuMatmulPlan:
+@functools.lru_cache(maxsize=64)
+def sample_errors(evaluator, src_format: str, K: int, out_bf16: bool, dists: tuple[str, ...],
+                  seed: int) -> dict[str, float]:
+    """Per fidelity, the worst over `dists` of the relative L2 error of SAMPLE_OUTPUTS^2 outputs: `evaluator` (a, b,
+    src_format, phases) -> fp32 Dst words, rounded to bf16 (nearest even, as the writer does) for bf16 outputs, against
+    the float32 product (accumulated in float64, rounded once; bf16-rounded for bf16 outputs); at least
+    `dominant_product_bound` (the heavy-tailed limit). Data whose sums cancel more than the samples' can exceed it."""
+    n = SAMPLE_OUTPUTS
+    dt = "bfloat16" if src_format == "bf16" else "float32"
+    errs = dict.fromkeys(FIDELITY_PHASES, 0.0)
+    for i, dist in enumerate(dists):
+        a, b = (x.reshape(shape) for x, shape in zip(sample_inputs([dt, dt], n * K, seed + i, dist), ((n, K), (K, n))))
+        ref = (a.astype(np.float64) @ b).astype(np.float32)
+        for fid, phases in FIDELITY_PHASES.items():
+            out = evaluator(a, b, src_format, phases).view(np.float32)
+            err = rel_error(bf16_round(out), bf16_round(ref))[0] if out_bf16 else rel_error(out, ref)[0]
+            errs[fid] = max(errs[fid], err)
+    return {fid: max(e, dominant_product_bound(src_format, FIDELITY_PHASES[fid], out_bf16)) for fid, e in errs.items()}
+
+
+def dominant_product_bound(src_format: str, phases: int, out_bf16: bool) -> float:
+    """The relative error of an output that one product dominates (heavy-tailed data, unlike the samples): that
+    product's worst relative error (operand truncation by the unpacker plus the bits the phases drop, the elementwise
+    multiplier's bound: search.ELWMUL_WORST, UNPACK_TRUNC), and a possible flip of the bf16 output rounding."""
+    dt = "bfloat16" if src_format == "bf16" else "float32"
+    e = ELWMUL_WORST[src_format][phases] + 2 * UNPACK_TRUNC[(dt, src_format)]
+    return (1 + e) * (1 + BF16_ULP) - 1 if out_bf16 and e > 0 else e
+
+
+def plan_matmul(spec: MatmulSpec, name: str, fidelity: str, predicted_err: float | None = None) -> FpuMatmulPlan:
     src_format = src_format_of(spec)
-    if fidelity is None:
-        fidelity = choose_fidelity(src_format, err_budget, spec.out_bf16)
-        if fidelity is None:
-            if err_budget is None:
-                raise UnsupportedOp(f"{name}: matmul within the default (fp32-faithful) budget: the FPU multiplies "
-                                    f"{src_format} and aligns products in groups of 8 (error up to "
-                                    f"{PREDICTED_ERR[src_format]['HiFi4']:g} of sum|ab|); set an error budget >= that "
-                                    "(TT_ERR_BUDGET) to run it on the FPU")
-            raise UnsupportedOp(f"{name}: no FPU fidelity meets the error budget {err_budget:g} for a {src_format} matmul "
-                                f"(best: HiFi4 ~{PREDICTED_ERR[src_format]['HiFi4']:g})")
     if fidelity not in FIDELITY_PHASES:
         raise UnsupportedOp(f"{name}: unknown fidelity {fidelity!r} (one of {', '.join(FIDELITY_PHASES)})")
-    plan = FpuMatmulPlan(name, spec.ranges, *matmul_io(spec, name), spec, fidelity, src_format,
-                         PREDICTED_ERR[src_format][fidelity], ops=[f"MATMUL[{src_format},{fidelity}]"])
+    plan = FpuMatmulPlan(name, spec.ranges, *matmul_io(spec, name), spec, fidelity, src_format, predicted_err,
+                         ops=[f"MATMUL[{src_format},{fidelity}]"])
     allocate_matmul_l1(plan)
     plan.placement = FpuMatmulReport(plan)
     return plan
@@ -178,16 +195,19 @@ def match(kernel: Kernel) -> MatmulSpec | None:
 
 
 def candidates(kernel: Kernel, spec: MatmulSpec) -> list[Candidate]:
-    """One per fidelity (cheapest first): acceptable when its predicted error is within the budget, never without
-    one (not float32-faithful). Built only if chosen; the build fails when all of B does not fit L1."""
-    fmt, budget = src_format_of(spec), kernel.budget
+    """One per fidelity (cheapest first): acceptable when its predicted relative L2 error is within SAFETY x the
+    budget; never without a budget (float32-faithful: bf16 x bf16 at HiFi4 has exact products, but MVMUL aligns each
+    group of products to its largest, about one bf16 ulp of the result on zero-mean data, not below it) nor without an
+    error model. Built only if chosen; the build fails when all of B does not fit L1."""
+    budget = kernel.budget
+    errors = predicted_errors(kernel, spec) if budget is not None else None
 
     def option(fid: str) -> Candidate:
-        err = PREDICTED_ERR[fmt][fid]
+        err = errors[fid] if errors is not None else None
         return Candidate(NAME, f"FPU {fid}", mvmul_count(spec, FIDELITY_PHASES[fid]), err,
-                         budget is not None and err <= budget,
-                         lambda: plan_matmul(spec, kernel.name, err_budget=budget, fidelity=fid))
-    return [option(fid) for fid in PREDICTED_ERR[fmt]]
+                         err is not None and err <= SAFETY * budget,
+                         lambda: plan_matmul(spec, kernel.name, fid, err))
+    return [option(fid) for fid in FIDELITY_PHASES]
 
 
 FAMILY = Family(NAME, match, candidates)

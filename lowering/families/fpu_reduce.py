@@ -408,7 +408,6 @@ def fpu_placement(lk: LoweredKernel, spec: FpuReduceSpec, sfpu_pl: Placement | N
     cyc = dict(pick["cycles"])
     pl = Placement(lk.name, budget, dag, {}, Split([], dag, 1, [0]), pick["predicted_error"],
                    pick["predicted_max_rel"], cyc, sfpu_cyc)
-    pl.lowered = lk
     pl.fpu_options = [{k: (v["kernel"] if k == "cycles" else v) for k, v in r.items()} for r in rows]
     groups = cyc["groups"]
     for n in (sfpu_pl.nodes if sfpu_pl is not None else []):

@@ -554,7 +554,6 @@ def reduce_placement(lk: LoweredKernel, plan: SfpuReducePlan, budget: float | No
     cyc = reduce_cycles(plan)
     n = len(lk.inputs)
     pl = Placement(lk.name, budget, dag, {}, Split([], dag, n, list(range(n))), err, mx, cyc, cyc["kernel"])
-    pl.lowered = lk
     after: set[int] = set()        # ops after the reduction run once per output group, not per tile
     for i in live_nodes(dag):
         nd = dag.nodes[i]

@@ -1,6 +1,6 @@
 """The placer: what tt_backend injects into the lowering so that engines are chosen by precision and cost - the error
 budget, the user's TT_PLACE pins and the numeric models that predict an FPU choice's error. The models use the
-emulator's bit-exact arithmetic (tt_backend.placement_eval, tt_backend.fpu_reduce_eval), which `lowering` may not
+emulator's bit-exact arithmetic (tt_backend.placement_eval, tt_backend.fpu_reduce_eval: sums and matmuls), which `lowering` may not
 import; without them only the all-SFPU choices can be priced."""
 from __future__ import annotations
 
@@ -21,6 +21,8 @@ from tt_backend.lowering.placement.search import Evaluator, place
 
 # the FPU sums' error model: (x (n, K) float32, src_format, data side, phases, outputs per tile) -> n fp32 sum words
 ReduceEvaluator = Callable[[np.ndarray, str, str, int, int], np.ndarray]
+# the FPU matmul's error model: (a (M, K), b (K, N) float32, src_format, phases) -> (M, N) fp32 Dst words
+MatmulEvaluator = Callable[[np.ndarray, np.ndarray, str, int], np.ndarray]
 
 
 @dataclass(frozen=True)
@@ -31,6 +33,7 @@ class Placer:
     reduce_evaluator: ReduceEvaluator | None = None
     sample_dists: tuple[str, ...] = SAMPLE_DISTS   # the sample data is drawn like these (TT_SAMPLE_DIST)
     seed: int = 0
+    matmul_evaluator: MatmulEvaluator | None = None
 
     def pins_for(self, kernel: str) -> dict[str, Choice]:
         return parse_pins(self.pins, kernel)

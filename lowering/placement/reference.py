@@ -153,7 +153,7 @@ def rel_error(out: np.ndarray, ref: np.ndarray) -> tuple[float, float]:
         return math.inf, math.inf
     d = np.abs(o - r)
     nr = float(np.linalg.norm(r))
-    l2 = float(np.linalg.norm(d)) / nr if nr > 0 else float(np.linalg.norm(d) > 0) * math.inf
+    l2 = float(np.linalg.norm(d)) / nr if nr > 0 else (math.inf if (d > 0).any() else 0.0)
     nz = r != 0
     mx = float((d[nz] / np.abs(r[nz])).max()) if nz.any() else 0.0
     if (~nz).any() and (d[~nz] > 0).any():

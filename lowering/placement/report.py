@@ -23,7 +23,9 @@ class Placement(Report):
     nodes: list[dict] = field(default_factory=list)
     reassociated: bool = False
     pinned: dict[int, Choice] = field(default_factory=dict)
-    lowered: object = None                     # the LoweredKernel TT_CHECK evaluates (set by the family)
+    bound: float | None = None                 # per-element relative error bound for all finite data (elementwise:
+                                               # search.data_independent_bound); None: the prediction is for data
+                                               # like the samples (a sum can cancel: no engine bounds it)
     evaluator_error: str | None = None         # why the error could not be predicted (then: no FPU moves)
     fpu_options: list[dict] | None = None      # reductions: the FPU sums priced against this plan (lowering.families.
                                                # fpu_reduce), each with its cycles, predicted error, acceptable
@@ -32,4 +34,5 @@ class Placement(Report):
         return {"kernel": self.kernel, "budget": self.budget, "predicted_error": self.predicted_error,
                 "predicted_max_rel": self.predicted_max_rel, "predicted_cycles": self.cycles.get("kernel"),
                 "predicted_cycles_per_tile": self.cycles, "all_sfpu_cycles": self.sfpu_cycles_all,
-                "reassociated": self.reassociated, "evaluator_error": self.evaluator_error, "nodes": self.nodes}
+                "reassociated": self.reassociated, "evaluator_error": self.evaluator_error,
+                "bound_all_data": self.bound, "nodes": self.nodes}

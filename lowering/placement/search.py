@@ -100,10 +100,11 @@ def place(kernel: str, dag: ValueDAG, in_dtypes: list[str], out_dtype: str, n_el
         def acceptable(s: _Scored) -> bool:
             if evaluator is None or failed or s.out is None:
                 return False
-            if budget is None:   # faithful: bit-identical to the all-SFPU result on every sample
-                return s.out is not None and np.array_equal(np.asarray(s.out).view(np.uint8),
-                                                            np.asarray(sfpu_ref).view(np.uint8))
-            return s.err <= SAFETY * budget
+            bound = data_independent_bound(d, s.sp, in_dtypes)
+            if budget is None:   # faithful: exact for all data, and bit-identical to the all-SFPU result on the samples
+                return bound == 0.0 and np.array_equal(np.asarray(s.out).view(np.uint8),
+                                                       np.asarray(sfpu_ref).view(np.uint8))
+            return s.err <= SAFETY * budget and bound is not None and bound <= budget
 
         while free:   # greedy: take the single move that saves the most cycles and stays acceptable
             moves = []
@@ -129,6 +130,7 @@ def place(kernel: str, dag: ValueDAG, in_dtypes: list[str], out_dtype: str, n_el
     pl = Placement(kernel, budget, d, s.choices, s.sp, s.err, s.maxrel, s.cyc, base.cyc["kernel"],
                    reassociated=reassoc, pinned={v: c for v, c in pinned.items()})
     pl.evaluator_error = failed[0] if failed else None
+    pl.bound = data_independent_bound(d, s.sp, in_dtypes)
     pl.nodes = node_reports(pl, d, xs, sizes, None if failed else evaluator, n_in, in_dtypes)
     return pl
 
@@ -178,3 +180,41 @@ def analytic_bound(o: FpuOp, in_dtypes: list[str]) -> float | None:
         return None
     fid = ELWMUL_WORST["tf32" if "tf32" in (o.fmt_a, o.fmt_b) else "bf16"][o.phases]
     return UNPACK_TRUNC[(in_dtypes[o.a], o.fmt_a)] + UNPACK_TRUNC[(in_dtypes[o.b], o.fmt_b)] + fid
+
+
+BF16_ULP = 2.0 ** -8     # relative spacing of bfloat16 values: one rounding flip of a perturbed value costs at most this
+
+
+def data_independent_bound(d: ValueDAG, sp: Split, in_dtypes: list[str]) -> float | None:
+    """A bound on every output element's relative error that holds for all finite data (no denormals), or None where
+    none exists: each FPU product's analytic bound, carried to the output through ops that do not amplify a relative
+    error (products, quotients, reciprocals, square roots, negation, max, float casts, WHERE's value operands; a cast
+    to bfloat16 may flip one rounding). An FPU sum or difference (cancellation) or a perturbed value reaching an add,
+    a transcendental, a comparison or an integer cast has no such bound: the placement is then data-dependent and the
+    search refuses it, so the promise "measured error <= budget" does not rest on the samples alone."""
+    own = {o.node: analytic_bound(o, in_dtypes) for o in sp.fpu_ops}
+    if any(b is None for b in own.values()):
+        return None
+    err: dict[int, float] = {}
+    for i in sorted(live_nodes(d)):
+        n = d.nodes[i]
+        e = [err.get(k, 0.0) for k in n.srcs]
+        if i in own:
+            err[i] = own[i]
+        elif not any(e):
+            continue
+        elif n.op == "MUL":
+            err[i] = (1 + e[0]) * (1 + e[1]) - 1
+        elif n.op == "DIV" and e[1] < 1:
+            err[i] = (1 + e[0]) / (1 - e[1]) - 1
+        elif n.op == "RECIPROCAL" and e[0] < 1:
+            err[i] = e[0] / (1 - e[0])
+        elif n.op in ("SQRT", "NEG", "MAX") or (n.op == "CAST" and n.dtype == "float32"):
+            err[i] = max(e)
+        elif n.op == "CAST" and n.dtype == "bfloat16":
+            err[i] = (1 + e[0]) * (1 + BF16_ULP) - 1
+        elif n.op == "WHERE" and e[0] == 0:
+            err[i] = max(e[1:])
+        else:
+            return None
+    return err.get(d.out, 0.0)

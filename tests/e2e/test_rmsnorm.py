@@ -3,8 +3,9 @@ reduction, eps 1e-5) written in tinygrad (examples/rmsnorm.py) on DEVICE=TT, bot
 (r_2048: sum of squares + mean + eps + sqrt; E_2048: x * (1/r) * w), each run in a fresh subprocess with the knobs:
 
   * no TT_ERR_BUDGET: error vs the float32 reference (tinygrad CPU on x.float()) <= 1e-3, every node on the SFPU
-    (or on the FPU only where bit-identical), both kernels' reports with predicted and emulated cycles;
-  * TT_ERR_BUDGET=1e-2: E_2048's x*w moves to the FPU with a fidelity, its predicted cycles drop below the default
+    (or on the FPU only where bit-identical), each kernel's measured error (TT_CHECK: tinygrad's CPU device on the
+    same AST and inputs) within the bound its family meets, both kernels' reports with predicted and emulated cycles;
+  * TT_ERR_BUDGET=1e-2: E_2048's x*w moves to the FPU with a fidelity, its emulated cycles drop below the default
     run's, the measured error (TT_CHECK=1, fresh random inputs, weight ones and random) stays within the budget, and
     r_2048's report is there with its placement and measured error;
   * `python -m tt_backend tune examples/rmsnorm.py --budgets 1e-4,1e-3,1e-2` prints the table and writes the plot.
@@ -26,6 +27,8 @@ EXAMPLE = REPO_ROOT / "examples" / "rmsnorm.py"
 pytestmark = pytest.mark.needs_cc
 KNOBS = ("TT_ERR_BUDGET", "TT_PLACE", "TT_DUMP", "TT_CHECK", "TT_SAMPLE_DIST", "DEV", "DEVICE", "TT_BACKEND",
          "TT_SIMULATOR")      # the emulator (cycle model) unless a test asks for ttsim
+FAITHFUL_SUM = 2048 * 2.0 ** -24      # r_2048: K fp32 roundings of a sum of squares, relative to the sum
+FAITHFUL_EW = 4 * 2.0 ** -24          # E_2048: 1/r and two products in fp32
 # fresh inputs: not the placement's samples (seeded 0..2 in lowering/placement/); printed on failure
 SEEDS = [int(s) for s in np.random.SeedSequence().generate_state(2)]
 
@@ -83,7 +86,9 @@ def test_default_budget_is_float32_faithful(default_run, weight):
         # all SFPU, or FPU only where bit-identical (the default takes an FPU move only when it reproduces the
         # all-SFPU result bit for bit on every sample)
         assert all(n["engine"] == "SFPU" or n.get("predicted_error") == 0.0 for n in r["nodes"]), r["nodes"]
-        assert r["measured_error"] <= 1e-3
+    # float32-faithful at the bound each family meets: the sum of squares accumulates K = 2048 fp32 roundings
+    # (relative to a sum of positive terms: K x 2^-24), the elementwise x * (1/r) * w a few roundings per element
+    assert red["measured_error"] <= FAITHFUL_SUM and ew["measured_error"] <= FAITHFUL_EW, (red, ew)
     assert any(n["op"] == "REDUCE" and n["engine"] == "SFPU" for n in red["nodes"])
     assert all(n["engine"] == "SFPU" for n in ew["nodes"])       # w is float32: no exact FPU product
     assert "r_2048" in res["stdout"] and "E_2048" in res["stdout"] and "dump:" in res["stdout"]
@@ -104,11 +109,12 @@ def test_budget_1e2_moves_the_multiply_to_the_fpu(default_run, tmp_path, weight)
     fpu = [n for n in ew["nodes"] if n["engine"] == "FPU"]
     assert fpu and all(n["op"] == "MUL" and n["fidelity"] in ("LoFi", "HiFi2", "HiFi3", "HiFi4") for n in fpu), fpu
     assert all(n["formats"]["srca"] in ("bf16", "tf32") for n in fpu)
-    assert ew["predicted_cycles"] < ew0["predicted_cycles"]
-    assert ew["predicted_cycles"] + red["predicted_cycles"] < ew0["predicted_cycles"] + red0["predicted_cycles"]
+    # faster where it runs: the emulated cycles (the cycle model executing the kernels), not the placement's prediction
+    assert ew["emulated_cycles"] < ew0["emulated_cycles"]
+    assert ew["emulated_cycles"] + red["emulated_cycles"] < ew0["emulated_cycles"] + red0["emulated_cycles"]
     # the reduction kernel: present, placed (all SFPU: the reduce templates have no FPU path), checked
     assert [n["engine"] for n in red["nodes"]] and all(n["engine"] == "SFPU" for n in red["nodes"])
-    assert red["measured_error"] <= 1e-3
+    assert red["measured_error"] <= FAITHFUL_SUM
     print(f"\nRMSNorm weight={weight} seed={seed} budget 1e-2: program error {res['error']:.2e}; "
           f"E_2048 {fpu[0]['op']} {fpu[0]['fidelity']} predicted {ew['predicted_error']:.2e} measured "
           f"{ew['measured_error']:.2e}, cycles predicted {ew0['predicted_cycles']} -> {ew['predicted_cycles']}, "

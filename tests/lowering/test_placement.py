@@ -274,20 +274,21 @@ def test_rmsnorm_second_kernel(tt_env, tmp_path):
     default = run("default")
     tt_env(1e-2)
     budget = run("budget")
-    assert default["measured_error"] <= 1e-3 and budget["measured_error"] <= 1e-2
+    # float32-faithful: a few fp32 roundings per element (bf16 x widened exactly, 1/r and two products on the SFPU)
+    assert default["measured_error"] <= 4 * 2.0 ** -24 and budget["measured_error"] <= 1e-2
     reports = [json.loads(p.read_text()) for p in Path(tmp_path).glob("*/*/report.json")]
     rms = [r for r in reports if len(r["nodes"]) >= 3 and any(x["op"] == "RECIPROCAL" for x in r["nodes"])]
     by_budget = {r["budget"]: r for r in rms}
     fast, slow = by_budget[1e-2], by_budget[None]
     assert any(x["engine"] == "FPU" and x["op"] == "MUL" for x in fast["nodes"])
     assert all(x["engine"] == "SFPU" for x in slow["nodes"])
-    assert fast["predicted_cycles"] < slow["predicted_cycles"]
-    assert fast["measured_error"] <= 1e-2 and slow["measured_error"] <= 1e-3
+    assert fast["emulated_cycles"] < slow["emulated_cycles"]      # faster on the emulator, not only in the model
+    assert fast["measured_error"] <= 1e-2 and slow["measured_error"] <= 4 * 2.0 ** -24
     for key in ("kernel", "budget", "predicted_error", "measured_error", "predicted_cycles", "nodes"):
         assert key in fast
     assert {"id", "op", "engine", "fidelity", "formats", "predicted_error", "cycles"} <= set(fast["nodes"][0])
-    print(f"\nRMSNorm x*(1/r)*w: default {slow['predicted_cycles']} cycles, error {slow['measured_error']:.2e}; "
-          f"budget 1e-2 {fast['predicted_cycles']} cycles, predicted {fast['predicted_error']:.2e}, "
+    print(f"\nRMSNorm x*(1/r)*w: default {slow['emulated_cycles']} emulated cycles, error {slow['measured_error']:.2e}; "
+          f"budget 1e-2 {fast['emulated_cycles']} emulated cycles, predicted {fast['predicted_error']:.2e}, "
           f"measured {fast['measured_error']:.2e}")
 
 
