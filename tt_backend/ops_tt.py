@@ -385,12 +385,14 @@ class TTDevice(Compiled):
     def __init__(self, device: str):
         if (conflict := knobs.device_env_conflict()) is not None: raise TTError(conflict)
         # "TT:ttsim" / "TT:emu" / "TT:hw" name the target explicitly (two targets side by side in one process);
-        # plain "TT" (or "TT:<n>", card n) follows TT_BACKEND / TT_SIMULATOR
-        backend = knobs.backend_of_device(device) or knobs.backend()
+        # plain "TT" follows TT_BACKEND / TT_SIMULATOR. "TT:<n>" / "TT:<target>:<n>" is chip n: every device is its own
+        # chip (its own emulator or ttsim instance, or card n), which is what tinygrad's multi-device path
+        # (Tensor.shard, its allreduce, copies between devices) runs on
+        named, self.device_number = knobs.parse_device(device)
+        backend = named or knobs.backend()
         knobs.validate()                         # a typo in a knob is an error now, not a silent default later
         tinygrad_knobs.validate_notice()
-        suffix = device.split(":")[1] if ":" in device else ""
-        self.backend, self.device_number = backend, int(suffix) if suffix.isdigit() else None
+        self.backend = backend
         self.target = make_device(backend, device_number=self.device_number)
         super().__init__(device, TTAllocator(self), [TTRenderer], TTProgram, None, arch=backend)
         if (arch := self.renderer.target.arch) != backend:   # DEV=TT::<arch> would generate code for another target
