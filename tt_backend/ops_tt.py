@@ -262,7 +262,7 @@ class TTAllocator(LRUAllocator):
     def __init__(self, dev: TTDevice):
         bank = getattr(dev.target, "dram_size", layout.DRAM_BANK_SIZE)           # a card has less than ttsim
         self.arena = DramArena(DRAM_BASE, min(bank, 1 << 32))   # addresses travel as u32 args
-        super().__init__(dev, supports_copy_from_disk=False, supports_transfer=False)
+        super().__init__(dev, supports_copy_from_disk=False, supports_transfer=True)
 
     def alloc(self, size: int, options=None):
         # tinygrad's Allocator.alloc re-raises any MemoryError as its own "Allocation of X failed" with ours as the
@@ -287,6 +287,15 @@ class TTAllocator(LRUAllocator):
         dest = dest.cast("B") if dest.format != "B" or dest.ndim != 1 else dest
         with self.dev.recovering(f"the copy of {dest.nbytes} bytes from TT"):
             dest[:] = self.dev.target.read_dram(src.addr, dest.nbytes)
+
+    def _transfer(self, dest: TTBuffer, src: TTBuffer, sz: int, src_dev: TTDevice, dest_dev: TTDevice) -> None:
+        """A copy between two TT devices (tinygrad calls it for TT:a -> TT:b; each is its own chip). There is no
+        chip-to-chip link on any target here, so the bytes go through the host: one DRAM read on the source chip,
+        one DRAM write on the destination (without this, tinygrad would stage them in an extra host buffer)."""
+        with src_dev.recovering(f"the copy of {sz} bytes from {src_dev.device} to {dest_dev.device}"):
+            data = src_dev.target.read_dram(src.addr, sz)
+        with dest_dev.recovering(f"the copy of {sz} bytes from {src_dev.device} to {dest_dev.device}"):
+            dest_dev.target.write_dram(dest.addr, data)
 
     def _offset(self, buf: TTBuffer, size: int, offset: int) -> TTBuffer:
         return TTBuffer(buf.addr + offset, size, base=buf.base or buf)
