@@ -183,6 +183,8 @@ class _Lowerer:
             if u.op is Ops.RANGE:
                 if u.arg[-1] is AxisType.GROUP_REDUCE:   # only after tinygrad's opts, which never run for TT
                     raise UnsupportedOp(f"{self.name}: GROUP_REDUCE range")
+                if u.arg[-1] is AxisType.DEVICE:         # the chip's position: ops_tt.device_variants binds it
+                    raise UnsupportedOp(f"{self.name}: a DEVICE axis (bind the chip position before lowering)")
                 if u.src[0].op is not Ops.CONST: raise UnsupportedOp(f"{self.name}: symbolic RANGE size {u.src[0]}")
 
     def find_store(self) -> UOp:

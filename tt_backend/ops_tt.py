@@ -23,7 +23,7 @@ import tinygrad.codegen as _codegen
 from tinygrad.device import Compiled, Compiler, LRUAllocator, Program, TinyELF
 from tinygrad.helpers import DEBUG, perf_counter_us, size_to_str
 from tinygrad.renderer import Estimates, Renderer
-from tinygrad.uop.ops import Ops, ProgramInfo, UOp
+from tinygrad.uop.ops import AxisType, Ops, ProgramInfo, UOp
 
 from tt_backend.chip import layout
 from tt_backend.chip.errors import DeviceOutOfMemory, TTError, UnsupportedOp
@@ -68,6 +68,24 @@ def unpack_bundle(lib: bytes) -> tuple[dict, dict[str, bytes]]:
     return meta, {core: body[o:o + size] for core, (o, size) in meta["cores"].items()}
 
 
+# A kernel indexed by tinygrad's DEVICE axis is one bundle per chip position: VARIANTS_MAGIC, u32 count, u32 length of
+# each bundle, then the bundles (see device_variants).
+VARIANTS_MAGIC = b"TTVRNT1\0"
+
+
+def pack_variants(bundles: list[bytes]) -> bytes:
+    return VARIANTS_MAGIC + struct.pack(f"<{1 + len(bundles)}I", len(bundles), *map(len, bundles)) + b"".join(bundles)
+
+
+def unpack_variants(lib: bytes) -> list[bytes]:
+    """The bundles of a BINARY: one per chip position for a DEVICE-axis kernel, else the BINARY itself."""
+    if not lib.startswith(VARIANTS_MAGIC): return [lib]
+    (n,) = struct.unpack_from("<I", lib, len(VARIANTS_MAGIC))
+    sizes = struct.unpack_from(f"<{n}I", lib, len(VARIANTS_MAGIC) + 4)
+    starts = [len(VARIANTS_MAGIC) + 4 * (n + 1) + sum(sizes[:j]) for j in range(n)]
+    return [lib[s:s + size] for s, size in zip(starts, sizes)]
+
+
 # ------------------------------------------------------------------------------------------- renderer + compiler
 
 class TTCompiler(Compiler):
@@ -82,9 +100,10 @@ class TTCompiler(Compiler):
     def disassemble(self, lib: bytes):
         # lazy: see the module doc (compile workers import this module)
         from tt_backend.runtime.compile import disassemble
-        for core, elf in unpack_bundle(lib)[1].items():
-            print(f"// ===== {core} =====")
-            print(disassemble(elf))
+        for bundle in unpack_variants(lib):
+            for core, elf in unpack_bundle(bundle)[1].items():
+                print(f"// ===== {core} =====")
+                print(disassemble(elf))
 
 
 class TTRenderer(Renderer):
@@ -151,19 +170,28 @@ def tt_to_program(ast: UOp, renderer: TTRenderer) -> UOp:
     from tt_backend.runtime.compile import compile_kernel
     tinygrad_knobs.beam_notice(ast.arg.beam)
     debug.before_lowering(ast)
-    plan = for_target(lower(ast, name := kernel_name(ast), placer(knobs.err_budget(), knobs.place_spec())),
-                      renderer.tt_target)
-    sources, headers = split(plan.render())
-    elfs = compile_kernel(sources, headers, name)
-    source = format_source(sources, headers)
-    extra = {}
-    if (d := knobs.dump_dir()) is not None:
-        extra["report"] = str(dump.write_kernel(d, plan, sources, headers, elfs, key=ast.key.hex()[:8]) / "report.json")
-    if knobs.check() and plan.placement is not None and plan.placement.lowered is not None:   # (not matmuls)
-        extra["check"] = check_meta(plan.placement.lowered, plan.placement)
-    binary = pack_bundle(plan, elfs, extra)
-    debug.after_lowering(plan, elfs)
-    if DEBUG >= 4: print(source)
+
+    def build(variant: UOp, name: str):
+        plan = for_target(lower(variant, name, placer(knobs.err_budget(), knobs.place_spec())), renderer.tt_target)
+        sources, headers = split(plan.render())
+        elfs = compile_kernel(sources, headers, name)
+        source = format_source(sources, headers)
+        extra = {}
+        if (d := knobs.dump_dir()) is not None:
+            extra["report"] = str(dump.write_kernel(d, plan, sources, headers, elfs, key=variant.key.hex()[:8])
+                                  / "report.json")
+        if knobs.check() and plan.placement is not None and plan.placement.lowered is not None:   # (not matmuls)
+            extra["check"] = check_meta(plan.placement.lowered, plan.placement)
+        debug.after_lowering(plan, elfs)
+        if DEBUG >= 4: print(source)
+        return plan, source, pack_bundle(plan, elfs, extra)
+
+    variants = device_variants(ast)
+    built = [build(v, name := kernel_name(variants[0])) for v in variants]
+    plan, source, binary = built[0]
+    if len(built) > 1:
+        source = "\n".join(f"// ===== chip position {j} =====\n{src}" for j, (_, src, _) in enumerate(built))
+        binary = pack_variants([b for *_, b in built])
     if DEBUG >= 7: renderer.compiler.disassemble(binary)
 
     params = sorted((u for u in ast.toposort() if u.op is Ops.PARAM), key=lambda u: u.arg.slot)
@@ -172,11 +200,23 @@ def tt_to_program(ast: UOp, renderer: TTRenderer) -> UOp:
     nbytes = sum(b.nbytes for b in plan.buffers)
     est = Estimates(ops=plan.n_elements * max(1, len(plan.ops)), lds=nbytes, mem=nbytes)
     sink = ast.replace(arg=replace(ast.arg, name=name, estimates=est))   # not `ast` itself: that would be a cycle
-    info = ProgramInfo(name=name, global_size=(1, 1, 1), local_size=(1, 1, 1), vars=(),
+    info = ProgramInfo(name=name, global_size=(1, 1, 1), local_size=(1, 1, 1), vars=tuple(ast.variables()),
                        globals=tuple(p.arg.slot for p in params), outs=(out_slot,), ins=tuple(ins),
                        target=renderer.target)
     return UOp(Ops.PROGRAM, src=(sink, UOp(Ops.LINEAR, src=tuple(params)), UOp(Ops.SOURCE, arg=source),
                                  UOp(Ops.BINARY, arg=binary)), arg=info)
+
+
+def device_variants(ast: UOp) -> list[UOp]:
+    """A kernel of a multi-device tensor may index by its chip's position in the tensor's device tuple (a RANGE of
+    AxisType.DEVICE, which tinygrad binds per chip at launch as the `_device_num` variable: 2D sharding, sharded
+    embeddings). TT kernels take no runtime index variables, so such a kernel is lowered once per position with the
+    range replaced by that constant (DeviceAxisProgram picks the variant at launch); [ast] without a DEVICE axis."""
+    axes = {u for u in ast.toposort() if u.op is Ops.RANGE and u.arg[-1] is AxisType.DEVICE}
+    if not axes: return [ast]
+    if any(r.src[0].op is not Ops.CONST for r in axes):
+        raise UnsupportedOp(f"kernel {kernel_name(ast)}: a DEVICE axis of symbolic size")
+    return [ast.substitute({r: r.const_like(j) for r in axes}) for j in range(max(r.src[0].arg for r in axes))]
 
 
 class _KnobsKey:
@@ -388,6 +428,17 @@ class TTProgram(Program):
         return result.seconds if wait else None
 
 
+class DeviceAxisProgram:
+    """A DEVICE-axis kernel (device_variants): one TTProgram per chip position; tinygrad passes the position of the
+    chip it launches on as the kernel's one variable (`_device_num`)."""
+    def __init__(self, dev: TTDevice, obj: TinyELF):
+        self.variants = [TTProgram(dev, replace(obj, lib=b)) for b in unpack_variants(obj.lib)]
+
+    def __call__(self, *bufs, vals=(), **kw):
+        (position,) = vals
+        return self.variants[position](*bufs, **kw)
+
+
 # --------------------------------------------------------------------------------------------------------- device
 
 class TTDevice(Compiled):
@@ -406,6 +457,9 @@ class TTDevice(Compiled):
         super().__init__(device, TTAllocator(self), [TTRenderer], TTProgram, None, arch=backend)
         if (arch := self.renderer.target.arch) != backend:   # DEV=TT::<arch> would generate code for another target
             raise TTError(f"DEV asks for TT arch {arch!r} but the device runs on {backend!r}; drop the arch from DEV")
+
+    def runtime(self, obj: TinyELF) -> Program:
+        return (DeviceAxisProgram if obj.lib.startswith(VARIANTS_MAGIC) else TTProgram)(self, obj)
 
     @contextlib.contextmanager
     def recovering(self, what: str):
