@@ -17,7 +17,8 @@ import pytest
 
 from tinygrad import Device, Tensor
 from tinygrad.helpers import Context
-from tinygrad.uop.ops import Ops, UOp
+from tinygrad.dtype import dtypes
+from tinygrad.uop.ops import AxisType, Ops, UOp
 
 from tests.support import target_params
 
@@ -133,3 +134,44 @@ def test_two_ttsim_chips_match_two_emulated_chips(target):
     for s, e in zip(sim, emu):
         np.testing.assert_array_equal(s.view(np.uint32), e.view(np.uint32))
     assert_sum_close(sim[0], (2 * x.astype(np.float64) + 1).sum(), 2 * x + 1, x.size)
+
+
+# ------------------------------------------------------------------------------------------- the DEVICE axis
+# A kernel of a multi-device tensor may index by its chip's position (tinygrad's RANGE of AxisType.DEVICE, bound per
+# chip at launch): ops_tt lowers one variant per position. 2D sharding (rows over position // 2, columns over
+# position % 2 of four chips) is the smallest program that produces such kernels. tinygrad 0.14 builds it only on a
+# device tuple that starts with chip 0 (on its CPU device too: "sharded on multiple axes" otherwise).
+CHIPS_0_TO_3 = tuple(f"TT:emu:{i}" for i in range(4))
+
+def shard_2d(x: np.ndarray, devs: tuple[str, ...]) -> Tensor:
+    pos = UOp.range(4, -1, AxisType.DEVICE)
+    rows, cols = pos // 2, pos % 2
+    u = Tensor(x).uop.copy_to_device(devs)._shard(0, rows)._shard(1, cols).unshard((0, 1), (rows, cols))
+    return Tensor(u)
+
+
+def test_2d_shard_elementwise_sum_matmul():
+    devs = CHIPS_0_TO_3
+    a = rng.standard_normal((8, 8)).astype(np.float32)
+    b = rng.standard_normal((8, 8)).astype(np.float32)
+    np.testing.assert_array_equal((shard_2d(a, devs) * 2 + 1).contiguous().realize().numpy(), (cpu(a) * 2 + 1).numpy())
+    assert_sum_close(shard_2d(a, devs).sum().numpy(), a.astype(np.float64).sum(), a, a.size)
+    got = (shard_2d(a, devs) @ shard_2d(b, devs)).contiguous().realize().numpy()
+    want = (cpu(a) @ cpu(b)).numpy()
+    assert (np.abs(got - want) / (np.abs(a) @ np.abs(b))).max() <= 2 * 8 * 2.0 ** -24 + 2 * EPS32
+
+
+def test_device_axis_kernels_are_one_variant_per_position(monkeypatch):
+    from tt_backend.ops_tt import DeviceAxisProgram, device_variants, pack_variants, unpack_variants
+    assert unpack_variants(pack_variants([b"a", b"bcd", b""])) == [b"a", b"bcd", b""]
+    assert unpack_variants(b"TTBNDL1\0...") == [b"TTBNDL1\0..."]
+    pos = UOp.range(4, -1, AxisType.DEVICE)
+    assert [v.simplify().src[0].arg for v in device_variants((pos * 3).sink())] == [0, 3, 6, 9]
+    plain = UOp.const(1, dtypes.int).sink()
+    assert device_variants(plain) == [plain]
+    launched, real = [], DeviceAxisProgram.__call__
+    monkeypatch.setattr(DeviceAxisProgram, "__call__",
+                        lambda self, *bufs, vals=(), **kw: launched.append(vals) or real(self, *bufs, vals=vals, **kw))
+    x = rng.standard_normal((4, 4)).astype(np.float32)
+    np.testing.assert_array_equal((shard_2d(x, CHIPS_0_TO_3) - 3).contiguous().realize().numpy(), (cpu(x) - 3).numpy())
+    assert sorted(launched) == [(0,), (1,), (2,), (3,)]
