@@ -25,6 +25,8 @@ from dataclasses import dataclass, field, replace
 from tinygrad.dtype import DType, Invalid, dtypes, truncate
 from tinygrad.uop.ops import AxisType, Ops, UOp, graph_rewrite
 from tinygrad.uop.symbolic import sym
+from tinygrad.schedule.multi import multi_pm
+from tinygrad.schedule.rangeify import pm_mops
 
 from tt_backend.lowering.dag import ValueDAG
 from tt_backend.lowering.index import OPS, IndexExpr, IndexTexts
@@ -202,6 +204,8 @@ class _Lowerer:
             if u.op is Ops.RANGE:
                 if u.arg[-1] is AxisType.GROUP_REDUCE:   # only after tinygrad's opts, which never run for TT
                     raise UnsupportedOp(f"{self.name}: GROUP_REDUCE range")
+                if u.arg[-1] is AxisType.DEVICE:         # the chip's position: ops_tt.device_variants binds it
+                    raise UnsupportedOp(f"{self.name}: a DEVICE axis (bind the chip position before lowering)")
                 if u.src[0].op is not Ops.CONST: raise UnsupportedOp(f"{self.name}: symbolic RANGE size {u.src[0]}")
 
     def find_store(self) -> UOp:
@@ -497,6 +501,10 @@ def lower_ast(sink: UOp, name: str) -> LoweredKernel:
     # device computes POW by its decomposition and x * (1/(1+x)) as 1 - 1/(1+x) (sigmoid's gradient at -1000 is 0
     # there, not 0 * inf). The same rewrites here give the same algebra. The buffers stay the AST's: a rewrite may drop
     # a load (x - x), but tinygrad still passes every buffer.
+    # Before that, tinygrad's codegen resolves in-kernel shards (`multi_pm`) and folds movement ops on buffers into
+    # their indices (`pm_mops`): kernels the scheduler lowers itself never carry any, but the kernels of a precompiled
+    # function (the cross-device allreduce: `RESHAPE(PARAM, ())` of its scalar chunks) do.
     params = {u.arg.slot: u for u in sink.toposort() if u.op is Ops.PARAM}
+    sink = graph_rewrite(graph_rewrite(sink, multi_pm), pm_mops, bottom_up=True)
     return _Lowerer(graph_rewrite(sink, sym), name, params).lower()
 

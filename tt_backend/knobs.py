@@ -70,14 +70,16 @@ def backend(environ=os.environ) -> str:
     return name
 
 
-def backend_of_device(device: str) -> str | None:
-    """The target a tinygrad device string names explicitly: 'TT:ttsim' -> 'ttsim'; 'TT' or 'TT:1' (card 1) -> None;
-    anything else after the colon is an error."""
-    suffix = device.split(":")[1].strip().lower() if ":" in device else ""
-    if suffix in BACKENDS: return suffix
-    if suffix and not suffix.isdigit():
-        raise TTError(f"device {device!r}: {suffix!r} is neither a TT target ({', '.join(BACKENDS)}) nor a card number")
-    return None
+def parse_device(device: str) -> tuple[str | None, int | None]:
+    """A tinygrad device string's target and chip number: 'TT' -> (None, None) (the target follows TT_BACKEND),
+    'TT:2' -> (None, 2), 'TT:ttsim' -> ('ttsim', None), 'TT:ttsim:2' -> ('ttsim', 2). Each chip number is its own chip
+    (a card's number on hw; a separate emulator or ttsim instance otherwise). Anything else is an error."""
+    parts = [p.strip().lower() for p in device.split(":")[1:]]
+    target = parts.pop(0) if parts and parts[0] in BACKENDS else None
+    if len(parts) > 1 or (parts and not parts[0].isdigit()):
+        raise TTError(f"device {device!r}: expected TT, TT:<n>, TT:<target> or TT:<target>:<n> with a target of "
+                      f"{', '.join(BACKENDS)} and a chip number n")
+    return target, int(parts[0]) if parts else None
 
 
 def check(environ=os.environ) -> bool:

@@ -23,7 +23,7 @@ import tinygrad.codegen as _codegen
 from tinygrad.device import Compiled, Compiler, LRUAllocator, Program, TinyELF
 from tinygrad.helpers import DEBUG, perf_counter_us, size_to_str
 from tinygrad.renderer import Estimates, Renderer
-from tinygrad.uop.ops import Ops, ProgramInfo, UOp
+from tinygrad.uop.ops import AxisType, Ops, ProgramInfo, UOp
 
 from tt_backend.chip import layout
 from tt_backend.chip.errors import DeviceOutOfMemory, TTError, UnsupportedOp
@@ -80,6 +80,24 @@ def unpack_bundle(lib: bytes) -> tuple[dict, list[dict[str, bytes]]]:
     return meta, [{core: body[o:o + size] for core, (o, size) in launch["cores"].items()} for launch in meta["launches"]]
 
 
+# A kernel indexed by tinygrad's DEVICE axis is one bundle per chip position: VARIANTS_MAGIC, u32 count, u32 length of
+# each bundle, then the bundles (see device_variants).
+VARIANTS_MAGIC = b"TTVRNT1\0"
+
+
+def pack_variants(bundles: list[bytes]) -> bytes:
+    return VARIANTS_MAGIC + struct.pack(f"<{1 + len(bundles)}I", len(bundles), *map(len, bundles)) + b"".join(bundles)
+
+
+def unpack_variants(lib: bytes) -> list[bytes]:
+    """The bundles of a BINARY: one per chip position for a DEVICE-axis kernel, else the BINARY itself."""
+    if not lib.startswith(VARIANTS_MAGIC): return [lib]
+    (n,) = struct.unpack_from("<I", lib, len(VARIANTS_MAGIC))
+    sizes = struct.unpack_from(f"<{n}I", lib, len(VARIANTS_MAGIC) + 4)
+    starts = [len(VARIANTS_MAGIC) + 4 * (n + 1) + sum(sizes[:j]) for j in range(n)]
+    return [lib[s:s + size] for s, size in zip(starts, sizes)]
+
+
 # ------------------------------------------------------------------------------------------- renderer + compiler
 
 class TTCompiler(Compiler):
@@ -94,10 +112,11 @@ class TTCompiler(Compiler):
     def disassemble(self, lib: bytes):
         # lazy: see the module doc (compile workers import this module)
         from tt_backend.runtime.compile import disassemble
-        meta, launches = unpack_bundle(lib)
-        for launch, elfs in zip(meta["launches"], launches):
-            for core, elf in elfs.items():
-                print(f"// ===== {launch['name']} {core} =====")
+        for bundle in unpack_variants(lib):
+            meta, launches = unpack_bundle(bundle)
+            for launch, elfs in zip(meta["launches"], launches):
+                for core, elf in elfs.items():
+                    print(f"// ===== {launch['name']} {core} =====")
                 print(disassemble(elf))
 
 
@@ -173,36 +192,57 @@ def tt_to_program(ast: UOp, renderer: TTRenderer) -> UOp:
     from tt_backend.runtime.compile import compile_kernel
     tinygrad_knobs.beam_notice(ast.arg.beam)
     debug.before_lowering(ast)
-    plan = lower(ast, name := kernel_name(ast), placer(knobs.err_budget(), knobs.place_spec()))
-    d, key, texts, elf_sets = knobs.dump_dir(), ast.key.hex()[:8], [], []
-    for stage in plan.launches:     # a staged plan (lowering/families/staged.py): each stage is a kernel of its own
-        for_target(stage, renderer.tt_target)
-        sources, headers = split(stage.render())
-        elf_sets.append(elfs := compile_kernel(sources, headers, stage.name))
-        texts.append(format_source(sources, headers))
+
+    def build(variant: UOp, name: str):
+        plan = lower(variant, name, placer(knobs.err_budget(), knobs.place_spec()))
+        d, key, texts, elf_sets = knobs.dump_dir(), variant.key.hex()[:8], [], []
+        for stage in plan.launches:     # a staged plan (lowering/families/staged.py): each stage is a kernel of its own
+            for_target(stage, renderer.tt_target)
+            sources, headers = split(stage.render())
+            elf_sets.append(elfs := compile_kernel(sources, headers, stage.name))
+            texts.append(format_source(sources, headers))
+            if d is not None:
+                stage_dir = dump.write_kernel(d, stage, sources, headers, elfs, key=key)
+            debug.after_lowering(stage, elfs)
+        source = "\n".join(texts)
+        extra = {}
         if d is not None:
-            stage_dir = dump.write_kernel(d, stage, sources, headers, elfs, key=key)
-        debug.after_lowering(stage, elfs)
-    source = "\n".join(texts)
-    extra = {}
-    if d is not None:
-        extra["report"] = str((stage_dir if len(plan.launches) == 1 else dump.write_staged(d, plan, key))
-                              / "report.json")
-    if knobs.check():
-        extra["check"] = check_meta(ast, plan.placement, knobs.err_budget())
-    binary = pack_bundle(plan, elf_sets, extra)
-    if DEBUG >= 4: print(source)
+            extra["report"] = str((stage_dir if len(plan.launches) == 1 else dump.write_staged(d, plan, key))
+                                  / "report.json")
+        if knobs.check():
+            extra["check"] = check_meta(variant, plan.placement, knobs.err_budget())
+        if DEBUG >= 4: print(source)
+        return plan, source, pack_bundle(plan, elf_sets, extra)
+
+    variants = device_variants(ast)
+    built = [build(v, name := kernel_name(variants[0])) for v in variants]
+    plan, source, binary = built[0]
+    if len(built) > 1:
+        source = "\n".join(f"// ===== chip position {j} =====\n{src}" for j, (_, src, _) in enumerate(built))
+        binary = pack_variants([b for *_, b in built])
     if DEBUG >= 7: renderer.compiler.disassemble(binary)
 
     params = sorted((u for u in ast.toposort() if u.op is Ops.PARAM), key=lambda u: u.arg.slot)
     nbytes = sum(b.nbytes for b in plan.buffers)
     est = Estimates(ops=plan.n_elements * max(1, len(plan.ops)), lds=nbytes, mem=nbytes)
     sink = ast.replace(arg=replace(ast.arg, name=name, estimates=est))   # not `ast` itself: that would be a cycle
-    info = ProgramInfo(name=name, global_size=(1, 1, 1), local_size=(1, 1, 1), vars=(),
+    info = ProgramInfo(name=name, global_size=(1, 1, 1), local_size=(1, 1, 1), vars=tuple(ast.variables()),
                        globals=tuple(p.arg.slot for p in params), outs=tuple(plan.out_slots), ins=tuple(plan.in_slots),
                        target=renderer.target)
     return UOp(Ops.PROGRAM, src=(sink, UOp(Ops.LINEAR, src=tuple(params)), UOp(Ops.SOURCE, arg=source),
                                  UOp(Ops.BINARY, arg=binary)), arg=info)
+
+
+def device_variants(ast: UOp) -> list[UOp]:
+    """A kernel of a multi-device tensor may index by its chip's position in the tensor's device tuple (a RANGE of
+    AxisType.DEVICE, which tinygrad binds per chip at launch as the `_device_num` variable: 2D sharding, sharded
+    embeddings). TT kernels take no runtime index variables, so such a kernel is lowered once per position with the
+    range replaced by that constant (DeviceAxisProgram picks the variant at launch); [ast] without a DEVICE axis."""
+    axes = {u for u in ast.toposort() if u.op is Ops.RANGE and u.arg[-1] is AxisType.DEVICE}
+    if not axes: return [ast]
+    if any(r.src[0].op is not Ops.CONST for r in axes):
+        raise UnsupportedOp(f"kernel {kernel_name(ast)}: a DEVICE axis of symbolic size")
+    return [ast.substitute({r: r.const_like(j) for r in axes}) for j in range(max(r.src[0].arg for r in axes))]
 
 
 class _KnobsKey:
@@ -288,7 +328,7 @@ class TTAllocator(LRUAllocator):
     def __init__(self, dev: TTDevice):
         bank = getattr(dev.target, "dram_size", layout.DRAM_BANK_SIZE)           # a card has less than ttsim
         self.arena = DramArena(DRAM_BASE, min(bank, 1 << 32))   # addresses travel as u32 args
-        super().__init__(dev, supports_copy_from_disk=False, supports_transfer=False)
+        super().__init__(dev, supports_copy_from_disk=False, supports_transfer=True)
 
     def alloc(self, size: int, options=None):
         # tinygrad's Allocator.alloc re-raises any MemoryError as its own "Allocation of X failed" with ours as the
@@ -313,6 +353,15 @@ class TTAllocator(LRUAllocator):
         dest = dest.cast("B") if dest.format != "B" or dest.ndim != 1 else dest
         with self.dev.recovering(f"the copy of {dest.nbytes} bytes from TT"):
             dest[:] = self.dev.target.read_dram(src.addr, dest.nbytes)
+
+    def _transfer(self, dest: TTBuffer, src: TTBuffer, sz: int, src_dev: TTDevice, dest_dev: TTDevice) -> None:
+        """A copy between two TT devices (tinygrad calls it for TT:a -> TT:b; each is its own chip). There is no
+        chip-to-chip link on any target here, so the bytes go through the host: one DRAM read on the source chip,
+        one DRAM write on the destination (without this, tinygrad would stage them in an extra host buffer)."""
+        with src_dev.recovering(f"the copy of {sz} bytes from {src_dev.device} to {dest_dev.device}"):
+            data = src_dev.target.read_dram(src.addr, sz)
+        with dest_dev.recovering(f"the copy of {sz} bytes from {src_dev.device} to {dest_dev.device}"):
+            dest_dev.target.write_dram(dest.addr, data)
 
     def _offset(self, buf: TTBuffer, size: int, offset: int) -> TTBuffer:
         return TTBuffer(buf.addr + offset, size, base=buf.base or buf)
@@ -423,22 +472,38 @@ class TTProgram(Program):
         return seconds if wait else None
 
 
+class DeviceAxisProgram:
+    """A DEVICE-axis kernel (device_variants): one TTProgram per chip position; tinygrad passes the position of the
+    chip it launches on as the kernel's one variable (`_device_num`)."""
+    def __init__(self, dev: TTDevice, obj: TinyELF):
+        self.variants = [TTProgram(dev, replace(obj, lib=b)) for b in unpack_variants(obj.lib)]
+
+    def __call__(self, *bufs, vals=(), **kw):
+        (position,) = vals
+        return self.variants[position](*bufs, **kw)
+
+
 # --------------------------------------------------------------------------------------------------------- device
 
 class TTDevice(Compiled):
     def __init__(self, device: str):
         if (conflict := knobs.device_env_conflict()) is not None: raise TTError(conflict)
         # "TT:ttsim" / "TT:emu" / "TT:hw" name the target explicitly (two targets side by side in one process);
-        # plain "TT" (or "TT:<n>", card n) follows TT_BACKEND / TT_SIMULATOR
-        backend = knobs.backend_of_device(device) or knobs.backend()
+        # plain "TT" follows TT_BACKEND / TT_SIMULATOR. "TT:<n>" / "TT:<target>:<n>" is chip n: every device is its own
+        # chip (its own emulator or ttsim instance, or card n), which is what tinygrad's multi-device path
+        # (Tensor.shard, its allreduce, copies between devices) runs on
+        named, self.device_number = knobs.parse_device(device)
+        backend = named or knobs.backend()
         knobs.validate()                         # a typo in a knob is an error now, not a silent default later
         tinygrad_knobs.validate_notice()
-        suffix = device.split(":")[1] if ":" in device else ""
-        self.backend, self.device_number = backend, int(suffix) if suffix.isdigit() else None
+        self.backend = backend
         self.target = make_device(backend, device_number=self.device_number)
         super().__init__(device, TTAllocator(self), [TTRenderer], TTProgram, None, arch=backend)
         if (arch := self.renderer.target.arch) != backend:   # DEV=TT::<arch> would generate code for another target
             raise TTError(f"DEV asks for TT arch {arch!r} but the device runs on {backend!r}; drop the arch from DEV")
+
+    def runtime(self, obj: TinyELF) -> Program:
+        return (DeviceAxisProgram if obj.lib.startswith(VARIANTS_MAGIC) else TTProgram)(self, obj)
 
     @contextlib.contextmanager
     def recovering(self, what: str):

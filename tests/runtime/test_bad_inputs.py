@@ -67,7 +67,7 @@ OPEN_ROWS = [
     ({"TT_CHECK": "maybe"}, "TT", r"TT_CHECK='maybe': expected 1 \(measure each kernel's error against float32\) or 0"),
     ({"TT_DUMP": "{file}"}, "TT", r"TT_DUMP='.*/file' is a file; it must name a directory"),
     ({"DEVICE": "TT", "DEV": "CPU"}, "TT", r"DEVICE=TT and DEV=CPU disagree.*Unset one of them"),
-    ({}, "TT:nope", r"device 'TT:nope': 'nope' is neither a TT target \(emu, ttsim, umd-sim, hw\) nor a card number"),
+    ({}, "TT:nope", r"device 'TT:nope': expected TT, TT:<n>, TT:<target> or TT:<target>:<n> with a target of emu, ttsim, umd-sim, hw"),
     ({"TT_BACKEND": "ttsim"}, "TT", r"TT_BACKEND=ttsim needs TT_SIMULATOR=/path/to/libttsim.so"),
     ({"TT_SIMULATOR": "/nonexistent/libttsim.so"}, "TT",
      r"ttsim library '/nonexistent/libttsim.so' does not exist: build tenstorrent/ttsim"),

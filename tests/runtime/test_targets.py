@@ -200,8 +200,12 @@ def test_renderer_carries_the_target_to_workers():
 
 def test_device_string_names_the_target():
     from tt_backend import knobs
-    assert knobs.backend_of_device("TT:ttsim") == "ttsim" and knobs.backend_of_device("TT:HW") == "hw"
-    assert knobs.backend_of_device("TT") is None and knobs.backend_of_device("TT:1") is None
+    assert knobs.parse_device("TT:ttsim") == ("ttsim", None) and knobs.parse_device("TT:HW") == ("hw", None)
+    assert knobs.parse_device("TT") == (None, None) and knobs.parse_device("TT:1") == (None, 1)
+    assert knobs.parse_device("TT:ttsim:3") == ("ttsim", 3) and knobs.parse_device("TT:emu:12") == ("emu", 12)
+    for bad in ("TT:sim", "TT:1:2", "TT:emu:x", "TT:emu:1:2"):
+        with pytest.raises(TTError, match="TT:<target>:<n>"):
+            knobs.parse_device(bad)
 
 
 def test_dump_report_names_the_schedule():

@@ -302,6 +302,6 @@ def test_umd_sim_is_a_target_of_its_own_and_hw_stays_a_card():
     from tt_backend import knobs
     lib = {"TT_SIMULATOR": "/x/libttsim.so"}
     assert knobs.backend(lib) == "ttsim" and knobs.backend({**lib, "TT_BACKEND": "umd-sim"}) == "umd-sim"
-    assert knobs.backend({**lib, "TT_BACKEND": "hw"}) == "hw" and knobs.backend_of_device("TT:umd-sim") == "umd-sim"
+    assert knobs.backend({**lib, "TT_BACKEND": "hw"}) == "hw" and knobs.parse_device("TT:umd-sim") == ("umd-sim", None)
     with pytest.raises(TTError, match="one chip"):
         targets.make_device("umd-sim", device_number=1, lib_path="/x/libttsim.so")
