@@ -92,7 +92,7 @@ def matmul_plan(n: int, fidelity: str) -> FpuMatmulPlan:
     call = [c for c in (a @ b).schedule_linear().src if c.op is Ops.CALL][-1]
     spec = match_matmul(call.src[0])
     assert spec is not None, "bf16 a @ b is a plain matmul"
-    return plan_matmul(spec, f"bench_mm_{n}_{fidelity}", err_budget=1.0, fidelity=fidelity)
+    return plan_matmul(spec, f"bench_mm_{n}_{fidelity}", fidelity)
 
 
 def launch_plan(dev, plan, arrays: dict[int, np.ndarray], elfs) -> tuple[bytes, float]:
