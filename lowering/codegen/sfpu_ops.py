@@ -897,17 +897,9 @@ SEQS: dict[tuple[str, str], Seq] = {
     ("CMOD", I): Seq(int_divmod(True, False), 3),
     ("FLOORDIV", I): Seq(int_divmod(False, True), 3),
     ("FLOORMOD", I): Seq(int_divmod(True, True), 3),
-    ("ADD", U): Seq(i_add, 0, (0, 1)),                     # two's complement add/sub/mul wrap like uint32
-    ("SUB", U): Seq(i_sub, 0, (1,)),
-    ("NEG", U): Seq(i_neg, 0, (0,)),
-    ("MUL", U): Seq(i_mul, 2),
+    # uint32: the ops whose bits depend on the sign interpretation; the rest are int32's (below)
     ("MAX", U): Seq(u_max, 3, (0,)),
     ("CMPLT", U): Seq(u_lt_value, 3, (0, 1)),
-    ("CMPNE", U): Seq(i_ne, 1, (0, 1)),
-    ("AND", U): Seq(bit_op("SFPAND"), 0, (0, 1)),
-    ("OR", U): Seq(bit_op("SFPOR"), 0, (0, 1)),
-    ("XOR", U): Seq(bit_op("SFPXOR"), 0, (0, 1)),
-    ("SHL", U): Seq(i_shl, 0, (0,)),
     ("SHR", U): Seq(u_shr, 1, (0,)),
     ("CMPLT", B): Seq(b_lt, 1, (0, 1)),
     ("CMPNE", B): Seq(bit_op("SFPXOR"), 0, (0, 1)),
@@ -918,6 +910,8 @@ SEQS: dict[tuple[str, str], Seq] = {
     ("ADD", B): Seq(bit_op("SFPOR"), 0, (0, 1)),          # bool add = or, bool mul = and (tinygrad)
     ("MUL", B): Seq(bit_op("SFPAND"), 0, (0, 1)),
 }
+# two's complement add/sub/neg/mul, equality, bit ops and left shifts give uint32's bits too: the int32 sequences
+SEQS.update({(op, U): SEQS[(op, I)] for op in ("ADD", "SUB", "NEG", "MUL", "CMPNE", "AND", "OR", "XOR", "SHL")})
 WHERE_SEQ = Seq(where, 0, (2,))
 
 
