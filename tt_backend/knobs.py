@@ -11,6 +11,7 @@ Stdlib only: `map_device_env` runs at interpreter start from the .pth hook, befo
 | `TT_ERR_BUDGET` | relative-error budget vs float32 (lowering/placement/; unset: the float32-faithful placement) |
 | `TT_PLACE` | pin nodes for tuning: `kernel_glob:n5=FPU:HiFi2,n3=SFPU;...` (node ids as report.json shows them) |
 | `TT_CHECK=1` | run the float32 reference of each kernel on its real inputs; measured error into report.json |
+| `TT_BUDGET_SAMPLED=1` | under TT_ERR_BUDGET, let FPU sums and matmuls in on their error predicted on sample data alone: faster, but the budget then holds for data like the samples, not for all data (a sum can cancel; default 0: they stay on the SFPU, lowering/placement/guarantee.py) |
 | `TT_SAMPLE_DIST` | sample distributions placement predicts with (comma list of normal, uniform, positive; default all) |
 | `TT_CORES` | Tensix cores a kernel may use (one for now) |
 | `TT_TIMEOUT` | seconds one kernel launch may take before the driver stops the cores (default 600) |
@@ -89,6 +90,14 @@ def check(environ=os.environ) -> bool:
     return _BOOLS[v]
 
 
+def budget_sampled(environ=os.environ) -> bool:
+    v = environ.get("TT_BUDGET_SAMPLED", "").strip().lower()
+    if v not in _BOOLS:
+        raise TTError(f"TT_BUDGET_SAMPLED={v!r}: expected 1 (FPU sums and matmuls may be placed on their error "
+                      f"predicted on sample data, no bound for all data) or 0")
+    return _BOOLS[v]
+
+
 def place_spec(environ=os.environ) -> str | None:
     return environ.get("TT_PLACE", "").strip() or None
 
@@ -138,5 +147,5 @@ def timeout_s(environ=os.environ) -> float:
 
 def validate(environ=os.environ) -> None:
     """Parse every knob once (the TT device calls this when it opens)."""
-    for knob in (backend, err_budget, cores, timeout_s, check, dump_dir):
+    for knob in (backend, err_budget, budget_sampled, cores, timeout_s, check, dump_dir):
         knob(environ)

@@ -188,13 +188,13 @@ def tt_to_program(ast: UOp, renderer: TTRenderer) -> UOp:
     from tt_backend.lowering.codegen.sources import split
     from tt_backend.lowering.plan import for_target
     from tt_backend.lowering.select import lower
-    from tt_backend.placement_eval import check_meta, placer   # placement under TT_ERR_BUDGET, TT_PLACE; TT_CHECK
+    from tt_backend.placement_eval import check_meta, placer   # placement under TT_ERR_BUDGET(_SAMPLED), TT_PLACE; TT_CHECK
     from tt_backend.runtime.compile import compile_kernel
     tinygrad_knobs.beam_notice(ast.arg.beam)
     debug.before_lowering(ast)
 
     def build(variant: UOp, name: str):
-        plan = lower(variant, name, placer(knobs.err_budget(), knobs.place_spec()))
+        plan = lower(variant, name, placer(knobs.err_budget(), knobs.place_spec(), sampled=knobs.budget_sampled()))
         d, key, texts, elf_sets = knobs.dump_dir(), variant.key.hex()[:8], [], []
         for stage in plan.launches:     # a staged plan (lowering/families/staged.py): each stage is a kernel of its own
             for_target(stage, renderer.tt_target)
@@ -252,7 +252,7 @@ class _KnobsKey:
     instead of reusing the program placed under the old budget."""
     @property
     def value(self) -> tuple:
-        return (knobs.err_budget(), knobs.place_spec(), knobs.check(), knobs.dump_dir())
+        return (knobs.err_budget(), knobs.budget_sampled(), knobs.place_spec(), knobs.check(), knobs.dump_dir())
 
 
 def install_hook() -> None:

@@ -151,25 +151,27 @@ def evaluator_for(in_dtypes: list[str]):
 
 # ------------------------------------------------------------------------------------------------ placer (ops_tt)
 
-def placer(budget: float | None = None, spec: str | None = None, seed: int = 0) -> Placer:
+def placer(budget: float | None = None, spec: str | None = None, seed: int = 0, sampled: bool = False) -> Placer:
     """The placer ops_tt hands to lowering.select.lower: the budget, the TT_PLACE pins (`spec`), this module's
     evaluator and the FPU sums' and matmuls' error models, samples drawn like the user's data (TT_SAMPLE_DIST, default normal,
-    uniform, positive; the worst counts)."""
+    uniform, positive; the worst counts); `sampled` (TT_BUDGET_SAMPLED) lets FPU sums and matmuls in on those samples
+    alone."""
     dists = tuple(d.strip() for d in os.environ.get("TT_SAMPLE_DIST", "").split(",") if d.strip()) or SAMPLE_DISTS
     if unknown := [d for d in dists if d not in SAMPLE_DISTS]:
         raise TTError(f"TT_SAMPLE_DIST: {', '.join(map(repr, unknown))} unknown; expected a comma list of "
                       f"{', '.join(SAMPLE_DISTS)}")
-    return Placer(budget, spec, evaluator_for, fpu_sums, dists, seed, fpu_matmul)
+    return Placer(budget, spec, evaluator_for, fpu_sums, dists, seed, fpu_matmul, sampled)
 
 
 # ------------------------------------------------------------------------------------------------ TT_CHECK
 
 def check_meta(ast, pl, budget: float | None) -> dict:
     """What TT_CHECK needs at launch time, JSON-able: the kernel's tinygrad AST (run again on tinygrad's CPU device,
-    tt_backend.cpu_reference) and the placement's predictions."""
+    tt_backend.cpu_reference), the placement's predictions and the engines its ops run on."""
     r = pl.report() if pl is not None else {}
     return {"ast": cpu_reference.pack_ast(ast), "predicted_error": r.get("predicted_error"),
-            "predicted_cycles": r.get("predicted_cycles"), "budget": budget}
+            "predicted_cycles": r.get("predicted_cycles"), "budget": budget,
+            "engines": sorted({n["engine"] for n in r.get("nodes", []) if n.get("engine")})}
 
 
 def measured_cycles(stats: tuple | None) -> dict | None:
@@ -235,7 +237,8 @@ def check(meta: dict, buffers_before: list[bytes], buffers_after: list[bytes], s
     ref_err = rel_error(ref32, ref64)[0] if ref64 is not None else None
     res = {"kernel": meta["name"], "budget": m["budget"], "predicted_error": m["predicted_error"],
            "measured_error": err, "measured_max_rel": mx, "measured_error_f64": err64, "float32_error_f64": ref_err,
-           "measured_cycles": measured_cycles(stats), "predicted_cycles": m.get("predicted_cycles")}
+           "measured_cycles": measured_cycles(stats), "predicted_cycles": m.get("predicted_cycles"),
+           "engines": m.get("engines")}
     CHECKS.append(res)
     rep = meta.get("report")
     if rep and Path(rep).exists():

@@ -21,8 +21,10 @@ only when the caller passes an error budget that allows it; otherwise the fp32 S
 Candidates: one per fidelity, priced in MVMULs (16 per K block and phase per output tile). Their error is the metric
 TT_ERR_BUDGET is defined in: the relative L2 error against float32 (`predicted_errors`), predicted by running the
 kernel's arithmetic (the injected bit-exact MVMUL model, Placer.matmul_evaluator) on sample operands of the kernel's K
-drawn from every sample distribution (the worst counts). Acceptable when that is <= SAFETY x the budget, like every
-other placement; without a budget or without the model, none is.
+drawn from every sample distribution (the worst counts). Acceptable when that is <= SAFETY x the budget and the
+error has a bound for all data within the budget (lowering.placement.guarantee: a matmul of loaded operands has none,
+its dot products can cancel), or the user opted into sample-data placements (TT_BUDGET_SAMPLED=1); without a budget
+or without the model, none is. Callers of `plan_matmul` (tests, `bench kernels`) choose a fidelity explicitly.
 """
 from __future__ import annotations
 
@@ -40,6 +42,7 @@ from tt_backend.lowering.families.family import Candidate, Family, Kernel
 from tt_backend.lowering.families.matmul_spec import (TILE, MatmulKernelPlan, MatmulSpec, kernel_matmul, line_bytes,
                                                       matmul_args_header, matmul_io, operand_ctx, out_pitch)
 from tt_backend.lowering.families.mover_cost import matmul_cycles
+from tt_backend.lowering.placement.guarantee import acceptable, fpu_reduction_guarantee
 from tt_backend.lowering.placement.reference import bf16_round, rel_error, sample_inputs
 from tt_backend.lowering.placement.search import BF16_ULP, ELWMUL_WORST, SAFETY, UNPACK_TRUNC
 from tt_backend.lowering.plan import DTYPE_SIZE, Report
@@ -89,14 +92,16 @@ class FpuMatmulReport(Report):
         self.nodes = [{"id": 0, "op": "MATMUL", "engine": "FPU", "fidelity": plan.fidelity, "pinned": False,
                        "formats": {"srca": plan.src_format, "srcb": plan.src_format},
                        "predicted_error": plan.predicted_err, "bound": plan.predicted_err, "cycles": mvmuls}]
-        self.kernel = plan.name
+        self.kernel, self.src_format = plan.name, plan.src_format
 
     def report(self) -> dict:
         return {"kernel": self.kernel, "budget": self.budget, "predicted_error": self.predicted_error,
                 "predicted_max_rel": None, "predicted_cycles": self.nodes[0]["cycles"], "predicted_cycles_per_tile": {},
                 "all_sfpu_cycles": None, "reassociated": False, "evaluator_error": "relative L2 against float32 of the "
                 "bit-exact MVMUL model on sample operands of the kernel's K (worst sample distribution)",
-                "bound_all_data": None, "nodes": self.nodes}
+                "bound_all_data": None, "bound_reason": fpu_reduction_guarantee("matmul", self.src_format,
+                                                                                self.nodes[0]["fidelity"]).reason,
+                "nodes": self.nodes}
 
 
 def predicted_errors(kernel: Kernel, spec: MatmulSpec) -> dict[str, float] | None:
@@ -195,17 +200,21 @@ def match(kernel: Kernel) -> MatmulSpec | None:
 
 
 def candidates(kernel: Kernel, spec: MatmulSpec) -> list[Candidate]:
-    """One per fidelity (cheapest first): acceptable when its predicted relative L2 error is within SAFETY x the
-    budget; never without a budget (float32-faithful: bf16 x bf16 at HiFi4 has exact products, but MVMUL aligns each
+    """One per fidelity (cheapest first): acceptable (lowering.placement.guarantee.acceptable) when an all-data error
+    bound meets the budget - none exists for a matmul of loaded operands (a dot product can cancel), so only with
+    TT_BUDGET_SAMPLED=1 (Placer.sampled) - and its predicted relative L2 error is within SAFETY x the budget; never
+    without a budget (float32-faithful: bf16 x bf16 at HiFi4 has exact products, but MVMUL aligns each
     group of products to its largest, about one bf16 ulp of the result on zero-mean data, not below it) nor without an
     error model. Built only if chosen; the build fails when all of B does not fit L1."""
     budget = kernel.budget
     errors = predicted_errors(kernel, spec) if budget is not None else None
+    sampled = kernel.placer is not None and kernel.placer.sampled
 
     def option(fid: str) -> Candidate:
         err = errors[fid] if errors is not None else None
-        return Candidate(NAME, f"FPU {fid}", mvmul_count(spec, FIDELITY_PHASES[fid]), err,
-                         err is not None and err <= SAFETY * budget,
+        g = fpu_reduction_guarantee("matmul", src_format_of(spec), fid)
+        ok = budget is not None and acceptable(g, err, SAFETY * budget, budget, sampled)
+        return Candidate(NAME, f"FPU {fid}", mvmul_count(spec, FIDELITY_PHASES[fid]), err, ok,
                          lambda: plan_matmul(spec, kernel.name, fid, err))
     return [option(fid) for fid in FIDELITY_PHASES]
 

@@ -33,8 +33,11 @@ Dst sum to fp32 once per MVMUL. The candidates (`candidates`) carry the kernel's
 data with those bit models (an evaluator injected by tt_backend, `lowering` never imports `runtime`) and the cost
 model's cycles; the selector takes the cheapest of the SFPU reduction and the acceptable FPU options.
 
-Acceptable: predicted error <= SAFETY x budget; with no budget (float32-faithful) <= FAITHFUL_FACTOR x the SFPU
-reduction's predicted error on the same samples. Not offered: without a placer (no error model), when the post-op
+Acceptable (lowering.placement.guarantee.acceptable): an error bound relative to float32 that holds for every input
+and meets the budget - which no FPU sum of loaded values has (the data can cancel; guarantee.py says why per option,
+the report's `bound_reason`), so by default an unpinned sum stays on the SFPU - and the predicted error <= SAFETY x
+budget (no budget: <= FAITHFUL_FACTOR x the SFPU reduction's on the same samples). With TT_BUDGET_SAMPLED=1 the
+prediction alone decides (a promise for data like the samples). Not offered: without a placer (no error model), when the post-op
 does not compile, or when TT_PLACE pins the REDUCE to the SFPU. Pinned to the FPU (TT_PLACE REDUCE=FPU[:fidelity]):
 one pinned candidate, the cheapest acceptable option of that fidelity, else the most accurate one - the user's pin
 is taken over the SFPU reduction whatever the cost model says.
@@ -63,6 +66,7 @@ from tt_backend.lowering.families.family import Candidate, Family, Kernel
 from tt_backend.lowering.families.sfpu_reduce import baseline, extract, reduce_cycles
 from tt_backend.lowering.frontend import LoweredKernel
 from tt_backend.lowering.placement.choice import Choice, Split
+from tt_backend.lowering.placement.guarantee import acceptable, fpu_reduction_guarantee
 from tt_backend.lowering.placement.cost import COST, pack_cycles, sfpu_op_cycles, unpack_cycles
 from tt_backend.lowering.placement.placer import Placer, ReduceEvaluator
 from tt_backend.lowering.placement.reference import (SAMPLE_DISTS, reduce_exact, reduce_in_lanes, reference,
@@ -337,8 +341,9 @@ def match(kernel: Kernel) -> FpuReduceSpec | None:
 
 def candidates(kernel: Kernel, spec: FpuReduceSpec) -> list[Candidate]:
     """The FPU options priced against the kernel's SFPU reduction (sfpu_reduce.baseline), whose report records them
-    (`fpu_options`). Each is acceptable when its predicted error is within SAFETY x budget; no budget: FPU only if
-    its predicted error is within FAITHFUL_FACTOR x the SFPU's (fp32-faithful). TT_PLACE REDUCE=FPU[:fidelity] or
+    (`fpu_options`). Each is acceptable by guarantee.acceptable: an all-data bound within the budget (none exists:
+    see guarantee.py) unless the placer allows sample-data placements, and its predicted error within SAFETY x budget
+    (no budget: within FAITHFUL_FACTOR x the SFPU's). TT_PLACE REDUCE=FPU[:fidelity] or
     n<id>=... pins the choice: one pinned candidate, the cheapest acceptable option, else the most accurate one
     (SFPU keeps the SFPU: no candidate)."""
     lk, placer, budget = kernel.lowered, kernel.placer, kernel.budget
@@ -367,12 +372,11 @@ def candidates(kernel: Kernel, spec: FpuReduceSpec) -> list[Candidate]:
         cells = choose_cells(n_out, n_red, o[0])
         cyc = fpu_cycles(n_out, n_red, spec.src_format, FIDELITY_PHASES[o[1]], post, o[0], cells)
         err = pred.get(o, (None, None))
-        if budget is None:
-            ok = err[0] is not None and sfpu_err is not None and err[0] <= FAITHFUL_FACTOR * sfpu_err
-        else:
-            ok = err[0] is not None and err[0] <= SAFETY * budget
+        g = fpu_reduction_guarantee("sum", spec.src_format, o[1], o[0])
+        limit = SAFETY * budget if budget is not None else (None if sfpu_err is None else FAITHFUL_FACTOR * sfpu_err)
         rows.append({"side": o[0], "fidelity": o[1], "cells": cells, "cycles": cyc, "predicted_error": err[0],
-                     "predicted_max_rel": err[1], "acceptable": ok})
+                     "predicted_max_rel": err[1], "bound_all_data": g.bound, "bound_reason": g.reason,
+                     "acceptable": acceptable(g, err[0], limit, budget, placer.sampled)})
     _annotate(sfpu_plan.placement, rows, sfpu_err)
 
     def candidate(r: dict, pinned: bool) -> Candidate:
@@ -407,7 +411,8 @@ def fpu_placement(lk: LoweredKernel, spec: FpuReduceSpec, sfpu_pl: Placement | N
     dag = lk.dag
     cyc = dict(pick["cycles"])
     pl = Placement(lk.name, budget, dag, {}, Split([], dag, 1, [0]), pick["predicted_error"],
-                   pick["predicted_max_rel"], cyc, sfpu_cyc)
+                   pick["predicted_max_rel"], cyc, sfpu_cyc, bound=pick["bound_all_data"],
+                   bound_reason=pick["bound_reason"])
     pl.fpu_options = [{k: (v["kernel"] if k == "cycles" else v) for k, v in r.items()} for r in rows]
     groups = cyc["groups"]
     for n in (sfpu_pl.nodes if sfpu_pl is not None else []):

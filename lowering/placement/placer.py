@@ -34,6 +34,8 @@ class Placer:
     sample_dists: tuple[str, ...] = SAMPLE_DISTS   # the sample data is drawn like these (TT_SAMPLE_DIST)
     seed: int = 0
     matmul_evaluator: MatmulEvaluator | None = None
+    sampled: bool = False                       # TT_BUDGET_SAMPLED: FPU sums and matmuls may be placed on the samples'
+                                                # prediction alone (lowering.placement.guarantee: no all-data bound)
 
     def pins_for(self, kernel: str) -> dict[str, Choice]:
         return parse_pins(self.pins, kernel)

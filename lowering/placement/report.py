@@ -26,6 +26,8 @@ class Placement(Report):
     bound: float | None = None                 # per-element relative error bound for all finite data (elementwise:
                                                # search.data_independent_bound); None: the prediction is for data
                                                # like the samples (a sum can cancel: no engine bounds it)
+    bound_reason: str | None = None            # why `bound` is None when an FPU reduction was placed anyway (the
+                                               # user's TT_BUDGET_SAMPLED: lowering.placement.guarantee)
     evaluator_error: str | None = None         # why the error could not be predicted (then: no FPU moves)
     fpu_options: list[dict] | None = None      # reductions: the FPU sums priced against this plan (lowering.families.
                                                # fpu_reduce), each with its cycles, predicted error, acceptable
@@ -35,4 +37,4 @@ class Placement(Report):
                 "predicted_max_rel": self.predicted_max_rel, "predicted_cycles": self.cycles.get("kernel"),
                 "predicted_cycles_per_tile": self.cycles, "all_sfpu_cycles": self.sfpu_cycles_all,
                 "reassociated": self.reassociated, "evaluator_error": self.evaluator_error,
-                "bound_all_data": self.bound, "nodes": self.nodes}
+                "bound_all_data": self.bound, "bound_reason": self.bound_reason, "nodes": self.nodes}
