@@ -101,22 +101,23 @@ def inputs(case: dict) -> list[np.ndarray]:
     return arrays
 
 
-def realize(case: dict, arrays: list[np.ndarray], device: str):
+def upload(case: dict, arrays: list[np.ndarray], device: str) -> list:
+    """The inputs as realized tensors on `device` (bf16 kinds cast there)."""
     from tinygrad import Tensor, dtypes
-    _, fn, kinds, _ = KERNELS[case["kernel"]]
+    kinds = KERNELS[case["kernel"]][2]
     ts = []
     for x, kind in zip(arrays, kinds):
         t = Tensor(x, device=device)
         ts.append(t.cast(dtypes.bfloat16).realize() if kind == "bf16" else t.realize())
-    return fn(*ts).realize()
+    return ts
 
 
 def run_case(case: dict, device: str = "TT") -> list[dict]:
     """Realize the case's program with its budget (TT_ERR_BUDGET must be set by the caller) and return the TT_CHECK
     results of its kernels that compute (not the uploads' casts to bf16)."""
-    arrays = inputs(case)
+    ts = upload(case, inputs(case), device)
     PE.CHECKS.clear()
-    realize(case, arrays, device)
+    KERNELS[case["kernel"]][1](*ts).realize()
     return list(PE.CHECKS)
 
 
@@ -139,8 +140,9 @@ def float32_reorder_bound(case: dict) -> float | None:
     from tinygrad.helpers import Context
     arrays = inputs(case)
     with Context(EMULATED_DTYPES="bfloat16"):    # as tt_backend.cpu_reference runs bf16 on the CPU device
-        ref = realize(case, arrays, "CPU")
-        mag = realize(case, [np.abs(x) for x in arrays], "CPU")
+        fn = KERNELS[case["kernel"]][1]
+        ref = fn(*upload(case, arrays, "CPU")).realize()
+        mag = fn(*upload(case, [np.abs(x) for x in arrays], "CPU")).realize()
         bf16_out = ref.dtype == dtypes.bfloat16
         ref, mag = ref.float().numpy().astype(np.float64), mag.float().numpy().astype(np.float64)
     n = shapes[0][-1] + 1

@@ -55,8 +55,9 @@ def from_bytes(raw: bytes, dt: str) -> np.ndarray:
 
 def lower_matmul(ast, name: str, err_budget: float | None = None):
     """The plan the selector (lowering.select) picks for a matmul kernel under `err_budget` (with the FPU matmul's
-    error model, as tt_backend.placement_eval.placer injects it)."""
-    return lower(ast, name, Placer(budget=err_budget, matmul_evaluator=fpu_matmul))
+    error model, as tt_backend.placement_eval.placer injects it, and TT_BUDGET_SAMPLED's opt-in: a fidelity on its
+    sample-data prediction; by default no FPU matmul has an all-data bound, tests/lowering/test_guarantee.py)."""
+    return lower(ast, name, Placer(budget=err_budget, matmul_evaluator=fpu_matmul, sampled=True))
 
 
 def matmul_ast(fn, shapes, dt):
@@ -298,6 +299,7 @@ def test_tinygrad_device_bf16(monkeypatch):
     C rounded to bf16."""
     import tt_backend.lowering.families.fpu_matmul as lm
     monkeypatch.setenv("TT_ERR_BUDGET", "2e-3")
+    monkeypatch.setenv("TT_BUDGET_SAMPLED", "1")
     a = rng.standard_normal((48, 64)).astype(np.float32)
     b = rng.standard_normal((64, 40)).astype(np.float32)
     ta = Tensor(a, device="TT").cast(dtypes.bfloat16).realize()
@@ -338,6 +340,7 @@ def test_tinygrad_device_fp32_with_budget(monkeypatch):
     """TT_ERR_BUDGET reaches the fidelity choice (tt_backend.placement_eval.placer -> lowering.select -> fpu_matmul)."""
     import tt_backend.lowering.families.fpu_matmul as lm
     monkeypatch.setenv("TT_ERR_BUDGET", "1e-2")
+    monkeypatch.setenv("TT_BUDGET_SAMPLED", "1")
     a = rng.standard_normal((40, 80)).astype(np.float32)
     b = rng.standard_normal((80, 36)).astype(np.float32)
     planned, real = [], lm.plan_matmul

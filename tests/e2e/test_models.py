@@ -18,7 +18,7 @@ import pytest
 from tests.support import REPO_ROOT
 
 pytestmark = pytest.mark.needs_cc
-KNOBS = ("TT_ERR_BUDGET", "TT_PLACE", "TT_DUMP", "TT_CHECK", "DEV", "DEVICE", "TT_BACKEND", "TT_SIMULATOR")
+KNOBS = ("TT_ERR_BUDGET", "TT_BUDGET_SAMPLED", "TT_PLACE", "TT_DUMP", "TT_CHECK", "DEV", "DEVICE", "TT_BACKEND", "TT_SIMULATOR")
 
 
 def run_example(tmp_path, script: str, *args: str) -> dict:

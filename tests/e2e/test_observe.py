@@ -19,7 +19,7 @@ from tt_backend.chip import layout
 from tests.support import REPO_ROOT
 from tests.support.timelines import check_lanes
 
-KNOBS = ("TT_ERR_BUDGET", "TT_PLACE", "TT_DUMP", "TT_CHECK", "TT_SAMPLE_DIST", "DEV", "DEVICE", "TT_BACKEND",
+KNOBS = ("TT_ERR_BUDGET", "TT_BUDGET_SAMPLED", "TT_PLACE", "TT_DUMP", "TT_CHECK", "TT_SAMPLE_DIST", "DEV", "DEVICE", "TT_BACKEND",
          "TT_SIMULATOR", "DEBUG", "BEAM", "VALIDATE_WITH_CPU")
 
 
@@ -314,7 +314,7 @@ def test_validate_with_cpu_checks_tt_kernels():
     ok = _python(MATMUL, DEVICE="TT", VALIDATE_WITH_CPU="1")
     assert ok.returncode == 0, ok.stderr[-3000:]
     assert "VALIDATE_WITH_CPU compares" not in ok.stderr
-    loose = _python(MATMUL, DEVICE="TT", VALIDATE_WITH_CPU="1", TT_ERR_BUDGET="1e-1")
+    loose = _python(MATMUL, DEVICE="TT", VALIDATE_WITH_CPU="1", TT_ERR_BUDGET="1e-1", TT_BUDGET_SAMPLED="1")
     assert loose.returncode != 0 and "AssertionError" in loose.stderr and "Mismatched elements" in loose.stderr
     assert "VALIDATE_WITH_CPU compares each TT kernel" in loose.stderr and "TT_ERR_BUDGET=0.1" in loose.stderr
 

@@ -25,7 +25,7 @@ from tests.support import REPO_ROOT
 
 EXAMPLE = REPO_ROOT / "examples" / "rmsnorm.py"
 pytestmark = pytest.mark.needs_cc
-KNOBS = ("TT_ERR_BUDGET", "TT_PLACE", "TT_DUMP", "TT_CHECK", "TT_SAMPLE_DIST", "DEV", "DEVICE", "TT_BACKEND",
+KNOBS = ("TT_ERR_BUDGET", "TT_BUDGET_SAMPLED", "TT_PLACE", "TT_DUMP", "TT_CHECK", "TT_SAMPLE_DIST", "DEV", "DEVICE", "TT_BACKEND",
          "TT_SIMULATOR")      # the emulator (cycle model) unless a test asks for ttsim
 FAITHFUL_SUM = 2048 * 2.0 ** -24      # r_2048: K fp32 roundings of a sum of squares, relative to the sum
 FAITHFUL_EW = 4 * 2.0 ** -24          # E_2048: 1/r and two products in fp32

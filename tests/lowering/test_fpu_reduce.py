@@ -1,13 +1,16 @@
 """Sums on the FPU (lowering/families/fpu_reduce.py): MVMUL against a ones tile, fp32 Dst accumulation, placed per
 kernel under TT_ERR_BUDGET by predicted error (tt_backend/fpu_reduce_eval.py: the emulator's bit models) and cycles.
 
-  * the placement (no emulator run): float32-faithful default and tight budgets keep the SFPU, looser budgets flip to
-    the FPU with the cheapest fidelity whose prediction fits; fp32 data (tf32 in Src) needs a looser budget than bf16;
+  * the placement (no emulator run): by default every sum stays on the SFPU under any budget (no FPU sum of loaded
+    values has an error bound for all data: lowering/placement/guarantee.py), the report says why; with the opt-in
+    TT_BUDGET_SAMPLED=1 (placements on sample data) tight budgets keep the SFPU, looser budgets flip to the FPU with the
+    cheapest fidelity whose prediction fits; fp32 data (tf32 in Src) needs a looser budget than bf16;
   * the error model is the kernel: the evaluator reproduces the emulator's sums bit for bit (every fidelity/side);
   * every axis of 1-D..4-D tensors, bf16 and fp32, pinned to the FPU (TT_PLACE=REDUCE=FPU; small shapes are cheaper on
     the SFPU), under budgets 1e-4 / 1e-3 / 1e-2: the measured relative L2 error against numpy float64 is within the
     budget whenever the placement promised it (an option predicted <= 0.8 budget), else within 3x its prediction;
-  * unpinned kernels that flip to the FPU meet their budget; mean's and bf16's post-ops run on the SFPU after the sum;
+  * unpinned kernels that flip to the FPU (TT_BUDGET_SAMPLED=1) meet their budget on normal data; mean's and bf16's
+    post-ops run on the SFPU after the sum;
   * emu == ttsim bit for bit for FPU sums (with and without a post-op) when TT_SIMULATOR is set.
 The relative L2 error of a bf16 output is measured against the correctly rounded float64 result (the output's own
 rounding, 2^-9, is not the FPU's).
@@ -40,8 +43,9 @@ def asts(fn, shape, dt):
     return [c.src[0] for c in out.schedule_linear().src if c.op is Ops.CALL]
 
 
-def plan_for(fn, shape, dt, budget, spec=None):
-    return lower(asts(fn, shape, dt)[-1], "k", placer(budget, spec))
+def plan_for(fn, shape, dt, budget, spec=None, sampled=True):
+    """The plan under `budget`; `sampled`: the TT_BUDGET_SAMPLED placer (FPU sums on sample-data predictions)."""
+    return lower(asts(fn, shape, dt)[-1], "k", placer(budget, spec, sampled=sampled))
 
 
 def rel_l2(got, ref) -> float:
@@ -77,6 +81,7 @@ def test_match_plain_sums_only():
      {None: None, 1e-3: ("srca", "HiFi2"), 1e-2: ("srcb", "LoFi")}),
 ], ids=lambda v: v if isinstance(v, str) else "")
 def test_budget_flips_the_sum_to_the_fpu(name, fn, dt, expect):
+    """TT_BUDGET_SAMPLED=1: the cheapest option whose error predicted on the samples fits the budget."""
     for budget, want in expect.items():
         p = plan_for(fn, (64, 512), dt, budget)
         got = (p.side, p.fidelity) if isinstance(p, fr.FpuReducePlan) else None
@@ -89,6 +94,26 @@ def test_budget_flips_the_sum_to_the_fpu(name, fn, dt, expect):
         red = [n for n in pl.nodes if n["op"] == "REDUCE"]
         assert red and red[0]["engine"] == "FPU" and red[0]["fidelity"] == want[1] and red[0]["instruction"] == "MVMUL"
         assert {o["fidelity"] for o in red[0]["fpu_options"]} == {"LoFi", "HiFi2", "HiFi3"}
+
+
+@pytest.mark.parametrize("fn,dt", [(lambda x: x.float().sum(1), dtypes.bfloat16), (lambda x: x.sum(1), dtypes.float32),
+                                   (lambda x: x.mean(1), dtypes.bfloat16)], ids=("bf16 sum", "fp32 sum", "bf16 mean"))
+def test_no_fpu_sum_without_a_bound_for_all_data(fn, dt):
+    """By default (no TT_BUDGET_SAMPLED) a sum stays on the SFPU under every budget, even where the FPU would be
+    cheaper and its prediction on the samples fits (the same kernels flip in test_budget_flips_the_sum_to_the_fpu):
+    the terms can cancel, so no FPU option has a bound for all data; each option's report row says why."""
+    for budget in (1e-4, 1e-2, 1e-1):
+        p = plan_for(fn, (64, 512), dt, budget, sampled=False)
+        assert isinstance(p, SfpuReducePlan) and all(n["engine"] == "SFPU" for n in p.placement.nodes)
+        opts = p.placement.fpu_options
+        assert {o["fidelity"] for o in opts} == {"LoFi", "HiFi2", "HiFi3"}
+        assert all(not o["acceptable"] and o["bound_all_data"] is None and "cancel" in o["bound_reason"]
+                   for o in opts)
+    # bf16 data is exact in SrcA at HiFi2: the reason names the group alignment that still has no bound
+    reasons = {o["fidelity"]: o["bound_reason"] for o in plan_for(fn, (64, 512), dt, 1e-2, sampled=False)
+               .placement.fpu_options}
+    assert ("aligns each group of 8" in reasons["HiFi2"]) == (dt == dtypes.bfloat16)
+    assert "truncation" in reasons["LoFi"]
 
 
 def test_fp32_needs_a_looser_budget_than_bf16():
@@ -146,15 +171,16 @@ def test_error_model_per_option():
 
 @pytest.fixture
 def tt_env(monkeypatch):
-    """Knobs for kernels compiled in this test (tinygrad caches programs by AST: cleared); records FPU plans."""
+    """Knobs for kernels compiled in this test (tinygrad caches programs by AST: cleared); records FPU plans. The
+    budget's FPU sums need TT_BUDGET_SAMPLED=1 (`sampled`, on unless a test says otherwise)."""
     import tinygrad.codegen as cg
     plans, real = [], fr.plan_fpu_reduce
     monkeypatch.setattr(fr, "plan_fpu_reduce", lambda *a, **k: plans.append(real(*a, **k)) or plans[-1])
 
-    def setenv(budget, pin=None):
+    def setenv(budget, pin=None, sampled=True):
         cg.to_program_cache.clear()
         plans.clear()
-        for k, v in (("TT_ERR_BUDGET", budget), ("TT_PLACE", pin)):
+        for k, v in (("TT_ERR_BUDGET", budget), ("TT_PLACE", pin), ("TT_BUDGET_SAMPLED", "1" if sampled else None)):
             if v is None:
                 monkeypatch.delenv(k, raising=False)
             else:

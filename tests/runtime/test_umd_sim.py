@@ -171,7 +171,7 @@ FAMILIES = _families()
 def test_kernel_families_bit_identical_to_the_emulator(name, fn, inputs, budget, pin, monkeypatch):
     import tinygrad.codegen as cg
     from tinygrad import Device, Tensor
-    for k, val in (("TT_ERR_BUDGET", budget), ("TT_PLACE", pin)):
+    for k, val in (("TT_ERR_BUDGET", budget), ("TT_PLACE", pin), ("TT_BUDGET_SAMPLED", budget and "1")):
         if val is None:
             monkeypatch.delenv(k, raising=False)
         else:

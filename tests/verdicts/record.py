@@ -130,6 +130,10 @@ def _r(*shape, lo=-4.0, hi=4.0):
     return _prng.uniform(lo, hi, size=shape).astype(np.float32)
 
 
+# FPU sums and matmuls under a budget need the opt-in to sample-data placements (lowering/placement/guarantee.py)
+SAMPLED = {"TT_BUDGET_SAMPLED": "1"}
+
+
 def tinygrad_programs():
     """(name, environment, fn, input arrays): small programs whose kernels span every kernel family, the FPU at
     each fidelity the selector picks under a budget (TT_ERR_BUDGET) or a pin (TT_PLACE)."""
@@ -148,15 +152,15 @@ def tinygrad_programs():
         ("long_sum", {}, lambda x: x.sum(), (_r(4, 3000),)),
         ("argmax", {}, lambda x: x.argmax(), (_r(40, 50),)),
         ("staged_reduction_of_reduction", {}, lambda x: (x - x.mean()).square().sum(0), (_r(8, 40),)),
-        ("sum_budget_1e-2", {"TT_ERR_BUDGET": "1e-2"}, lambda x: x.sum(1), (_r(64, 512),)),
-        ("sum_budget_3e-3", {"TT_ERR_BUDGET": "3e-3"}, lambda x: x.sum(1), (_r(64, 512),)),
-        ("sum_cols_budget", {"TT_ERR_BUDGET": "1e-2"}, lambda x: x.sum(0), (_r(256, 64),)),
+        ("sum_budget_1e-2", {"TT_ERR_BUDGET": "1e-2", **SAMPLED}, lambda x: x.sum(1), (_r(64, 512),)),
+        ("sum_budget_3e-3", {"TT_ERR_BUDGET": "3e-3", **SAMPLED}, lambda x: x.sum(1), (_r(64, 512),)),
+        ("sum_cols_budget", {"TT_ERR_BUDGET": "1e-2", **SAMPLED}, lambda x: x.sum(0), (_r(256, 64),)),
         ("matmul_fp32", {}, lambda a, b: a @ b, (_r(16, 32), _r(32, 24))),
         ("matmul_bf16", {}, lambda a, b: (bf16(a) @ bf16(b)).float(), (_r(8, 64), _r(64, 16))),
-        ("matmul_bf16_budget", {"TT_ERR_BUDGET": "2e-3"}, lambda a, b: (bf16(a) @ bf16(b)).float(),
+        ("matmul_bf16_budget", {"TT_ERR_BUDGET": "2e-3", **SAMPLED}, lambda a, b: (bf16(a) @ bf16(b)).float(),
          (_r(32, 64), _r(64, 32))),
     ]
-    progs += [(f"matmul_budget_{b}", {"TT_ERR_BUDGET": b}, lambda a, b: a @ b, (_r(48, 64), _r(64, 40)))
+    progs += [(f"matmul_budget_{b}", {"TT_ERR_BUDGET": b, **SAMPLED}, lambda a, b: a @ b, (_r(48, 64), _r(64, 40)))
               for b in ("3e-1", "2e-2", "5e-3", "1e-4")]
     progs += [(f"mul_add_pinned_{fid}", {"TT_PLACE": f"*:MUL=FPU:{fid},ADD=FPU:{fid}"}, lambda x, y: x * y + y,
                (_r(64, 64), _r(64, 64))) for fid in ("LoFi", "HiFi2", "HiFi3", "HiFi4")]
@@ -204,7 +208,7 @@ def record_families(corpus: Corpus) -> None:
 @contextlib.contextmanager
 def _env(env: dict[str, str]):
     """Exactly these of the knobs a program's lowering reads are set (a caller's TT_ERR_BUDGET does not leak in)."""
-    old = {k: os.environ.pop(k, None) for k in ("TT_ERR_BUDGET", "TT_PLACE")}
+    old = {k: os.environ.pop(k, None) for k in ("TT_ERR_BUDGET", "TT_BUDGET_SAMPLED", "TT_PLACE")}
     os.environ.update(env)
     try:
         yield
