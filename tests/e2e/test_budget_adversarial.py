@@ -205,7 +205,12 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--jsonl")
     ap.add_argument("--summarize", nargs="+", metavar="JSONL", help="only summarize the rows of earlier runs")
+    ap.add_argument("--moved", action="store_true", help="only compare each sum's and matmul's placement with and "
+                    "without TT_BUDGET_SAMPLED (predicted and emulated cycles)")
     a = ap.parse_args(argv)
+    if a.moved:
+        moved(a.seed)
+        return 0
     if a.summarize:
         rows = [json.loads(ln) for f in a.summarize for ln in open(f) if ln.strip()]
         summarize(rows, [], len({(r["seed"], r["kernel"]) for r in rows}))
@@ -237,6 +242,44 @@ def main(argv=None) -> int:
             print(f"{i + 1} cases, {len(rows)} kernels, {time.time() - t0:.0f} s", flush=True)
     summarize(rows, errors, a.n)
     return 0
+
+
+def moved(seed: int = 0) -> None:
+    """What the all-data rule costs: each sum and matmul kernel under each budget, placed by default and with
+    TT_BUDGET_SAMPLED=1 (the selector's predicted compute cycles, lowering only), then, once per distinct plan, run on
+    the emulator for its emulated cycles (the slowest core of the launch, TT_CHECK's measured_cycles)."""
+    import os
+    from tinygrad import Tensor, dtypes
+    from tinygrad.uop.ops import Ops
+    from tt_backend.lowering.select import lower
+    from tt_backend.placement_eval import placer
+
+    def label(plan) -> str:
+        fpu = [n for n in plan.placement.nodes if n.get("engine") == "FPU" and n["op"] in ("REDUCE", "MATMUL")]
+        return f"FPU {fpu[0]['fidelity']}" if fpu else "SFPU"
+    n_moved, plans = 0, {}
+    for k, (name, fn, kinds, shapes) in enumerate(KERNELS):
+        if name not in DATA_DEPENDENT:
+            continue
+        out = fn(*[Tensor.empty(*sh, device="CPU", dtype=dtypes.bfloat16 if kd == "bf16" else dtypes.float32)
+                   for kd, sh in zip(kinds, shapes)])
+        ast = [c.src[0] for c in out.schedule_linear().src if c.op is Ops.CALL][-1]
+        for b in BUDGETS:
+            p0, p1 = lower(ast, name, placer(b)), lower(ast, name, placer(b, sampled=True))
+            c0, c1 = (p.placement.report()["predicted_cycles"] for p in (p0, p1))
+            n_moved += label(p0) != label(p1)
+            plans.setdefault((k, label(p0), "0"), (b, c0))
+            plans.setdefault((k, label(p1), "1"), (b, c1))
+            print(f"{name:20s} budget {b:.2g}: default {label(p0)} {c0} cycles, sampled {label(p1)} {c1} cycles")
+    print(f"\n{n_moved} of {len(DATA_DEPENDENT) * len(BUDGETS)} (kernel, budget) placements moved from the FPU to the SFPU")
+    os.environ["TT_CHECK"] = "1"
+    for (k, lab, sampled), (b, pred) in sorted(plans.items()):
+        if sampled == "1" and lab == "SFPU":
+            continue                  # the same plan as the default's
+        os.environ.update(TT_ERR_BUDGET=repr(b), TT_BUDGET_SAMPLED=sampled)
+        checks = run_case({"kernel": k, "dist": "offset", "budget": b, "seed": seed})
+        print(f"{KERNELS[k][0]:20s} {lab:10s} predicted {pred} compute cycles, emulated "
+              f"{checks[-1]['measured_cycles']['max']} cycles (budget {b:.2g})")
 
 
 def quantiles(x: np.ndarray) -> str:

@@ -171,20 +171,22 @@ def tt_env(monkeypatch, tmp_path):
 
 
 @pytest.mark.needs_cc
-def test_budget_change_recompiles_the_same_kernel(tt_env):
-    """One process, one matmul AST, budgets 1e-2 then 1e-4 then none: each realize meets its own budget (a cache
-    keyed on the AST alone would reuse the FPU program placed under 1e-2)."""
+def test_budget_change_recompiles_the_same_kernel(tt_env, monkeypatch):
+    """One process, one matmul AST, budget 1e-2 with TT_BUDGET_SAMPLED=1 (the FPU may take the matmul), then 1e-2
+    without it, 1e-4, none: each realize meets its own placement (a cache keyed on the AST alone would reuse the FPU
+    program placed first)."""
     from tinygrad import Tensor
     rng = np.random.default_rng(7)
     a, b = rng.standard_normal((64, 64)).astype(np.float32), rng.standard_normal((64, 64)).astype(np.float32)
     ref = a.astype(np.float64) @ b
     errs = {}
-    for budget in (1e-2, 1e-4, None):
+    for budget, sampled in ((1e-2, "1"), (1e-2, "0"), (1e-4, "1"), (None, "1")):
         tt_env(budget)
+        monkeypatch.setenv("TT_BUDGET_SAMPLED", sampled)
         out = (Tensor(a, device="TT") @ Tensor(b, device="TT")).numpy()
-        errs[budget] = np.linalg.norm(out - ref) / np.linalg.norm(ref)
-    assert 1e-6 < errs[1e-2] <= 1e-2, errs        # the FPU at some fidelity
-    assert errs[1e-4] <= 1e-6 and errs[None] <= 1e-6, errs   # the fp32 SFPU matmul
+        errs[budget, sampled] = np.linalg.norm(out - ref) / np.linalg.norm(ref)
+    assert 1e-6 < errs[1e-2, "1"] <= 1e-2, errs        # the FPU at some fidelity
+    assert all(e <= 1e-6 for k, e in errs.items() if k != (1e-2, "1")), errs   # the fp32 SFPU matmul
 
 
 def _tt(a, dt=None):
