@@ -4,12 +4,13 @@ one kernel (five cores, templates reader.c.j2 / compute.c.j2 / writer.c.j2) plus
 from __future__ import annotations
 
 from tt_backend.lowering.codegen.args_header import ArgsHeader
+from tt_backend.lowering.codegen.c_exprs import DRAM_LOAD
 from tt_backend.lowering.codegen.sources import kernel_sources
 from tt_backend.lowering.codegen.tensix import (FORMAT_CODE, PACK_CFG, UNPACK_CFG, UNPACK_CFG_COMMON, alu_format_word,
                                                 tensix_words)
 from tt_backend.lowering.codegen.words import hex_u32, word_u32
 from tt_backend.lowering.codegen.l1 import STAGING_BYTES
-from tt_backend.lowering.families.tile_plan import CB_DEPTH, ReducePlan, TilePlan
+from tt_backend.lowering.families.tile_plan import CB_DEPTH, ReducePlan, TilePlan, index_load_buffers
 from tt_backend.lowering.families.tile_streams import stream_ctx
 from tt_backend.lowering.placement.choice import FpuOp
 from tt_backend.lowering.plan import DTYPE_SIZE, TILE_BYTES, TILE_ELEMS
@@ -32,6 +33,8 @@ def args_header(plan: TilePlan, generator: str, red: ReducePlan | None) -> str:
         h.add(f"#define IN{j}_CB 0x{plan.l1[f'cb_in{j}']:X}u", f"#define IN{j}_TILE_BYTES {TILE_BYTES[s.tile_format]}u")
         if f"stage_in{j}" in plan.l1:
             h.add(f"#define IN{j}_STAGE 0x{plan.l1[f'stage_in{j}']:X}u")
+    for k in index_load_buffers(plan):
+        h.add(f"#define LD{k}_STAGE 0x{plan.l1[f'stage_ld{k}']:X}u")
     h.add(f"#define OUT_CB 0x{plan.l1['cb_out']:X}u", f"#define OUT_TILE_BYTES {TILE_BYTES[plan.output.tile_format]}u")
     if "stage_out" in plan.l1:
         h.add(f"#define OUT_STAGE 0x{plan.l1['stage_out']:X}u")
@@ -185,6 +188,8 @@ def render_tile_kernel(plan: TilePlan, generator: str, red: ReducePlan | None = 
         "alu_format": hex_u32(alu_format_word(formats, out["fmt"])),
         "sfpu": {"setup": [hex_u32(x) for x in plan.sfpu.setup], "body": [hex_u32(x) for x in plan.sfpu.body]},
         "red": None if red is None else _red_ctx(red),
+        "index_loads": [{"k": k, "slot": plan.buffers[k].slot, "esz": DTYPE_SIZE[plan.buffers[k].dtype],
+                         "load_expr": DRAM_LOAD[plan.buffers[k].dtype]} for k in index_load_buffers(plan)],
     }
     # SFPU body issue: a body of <= 32 words is recorded once in the replay buffer and each tile's 32 row steps are
     # one MOP (template 1: 32 x REPLAY of the body) instead of 32 x body TTI pushes from TRISC1 (same instruction
