@@ -11,7 +11,7 @@ from tt_backend.lowering.codegen.tensix import (FORMAT_CODE, PACK_CFG, UNPACK_CF
 from tt_backend.lowering.codegen.words import hex_u32, word_u32
 from tt_backend.lowering.codegen.l1 import STAGING_BYTES
 from tt_backend.lowering.families.tile_plan import CB_DEPTH, ReducePlan, TilePlan, index_load_buffers
-from tt_backend.lowering.families.tile_streams import stream_ctx
+from tt_backend.lowering.families.tile_streams import reduce_datums, reduce_next_k, stream_ctx
 from tt_backend.lowering.placement.choice import FpuOp
 from tt_backend.lowering.plan import DTYPE_SIZE, TILE_BYTES, TILE_ELEMS
 from tt_backend.chip import isa, layout
@@ -23,7 +23,8 @@ from tt_backend.chip.errors import UnsupportedOp
 MOP_EXPANSION_LIMIT = 256
 
 
-def args_header(plan: TilePlan, generator: str, red: ReducePlan | None) -> str:
+def args_header(plan: TilePlan, generator: str, red: ReducePlan | None, datums: bool = False) -> str:
+    """args.h of a tile-pipeline kernel; `datums`: with the reduction layout's datum table (a red affine reader)."""
     ranges = list(plan.ranges) or [1]
     h = ArgsHeader(generator, plan.name,
                    "argument block (plan.arg_words): n_tiles, n_elements, DRAM address of each buffer")
@@ -40,6 +41,10 @@ def args_header(plan: TilePlan, generator: str, red: ReducePlan | None) -> str:
         h.add(f"#define OUT_STAGE 0x{plan.l1['stage_out']:X}u")
     if red is not None:
         h.add(*_reduce_defines(plan, red))
+    if datums:
+        table = reduce_datums(red)
+        h.add("/* datum of each (output cell, kk) of a reduction tile, cell-major (tile_streams.reduce_datums) */",
+              f"static const uint16_t tt_red_datums[{len(table)}] = {{{', '.join(map(str, table))}}};")
     return h.add("", "/* iteration space, outermost first; flat index = row-major over it */",
                  f"#define TT_N_RANGES {len(ranges)}",
                  f"static const uint32_t tt_ranges[TT_N_RANGES] = {{{', '.join(f'{r}u' for r in ranges)}}};",
@@ -66,6 +71,7 @@ def _reduce_defines(plan: TilePlan, red: ReducePlan) -> list[str]:
              " * so k follows the datum order (a tile is a run of consecutive k); else (tk*steps + step)*lanes + lane */",
              "#define RED_K_OF(tk, i, step, lane) (RED_LANES == 32u ? (tk) * TT_TILE_ELEMS + (i) : "
              "((tk) * RED_STEPS + (step) % RED_STEPS) * RED_LANES + (lane) % RED_LANES)",
+             "#define RED_KT (RED_STEPS * RED_LANES)  /* reduce indices of one output in one tile */",
              "static inline void tt_red_set(uint32_t *r, uint32_t o, uint32_t k)", "{"]
     for i in range(len(plan.ranges) - 1, -1, -1):
         v, size = ("o", plan.ranges[i]) if i < n_out else ("k", plan.ranges[i])
@@ -187,7 +193,7 @@ def render_tile_kernel(plan: TilePlan, generator: str, red: ReducePlan | None = 
         "pck": {i: hex_u32(v) for i, v in PACK_CFG[out["fmt"]].items()},
         "alu_format": hex_u32(alu_format_word(formats, out["fmt"])),
         "sfpu": {"setup": [hex_u32(x) for x in plan.sfpu.setup], "body": [hex_u32(x) for x in plan.sfpu.body]},
-        "red": None if red is None else _red_ctx(red),
+        "red": None if red is None else _red_ctx(red) | {"next_k": reduce_next_k(plan, red)},
         "index_loads": [{"k": k, "slot": plan.buffers[k].slot, "esz": DTYPE_SIZE[plan.buffers[k].dtype],
                          "load_expr": DRAM_LOAD[plan.buffers[k].dtype]} for k in index_load_buffers(plan)],
     }
@@ -220,4 +226,5 @@ def render_tile_kernel(plan: TilePlan, generator: str, red: ReducePlan | None = 
     for s in inputs:
         s["dst"] = dst_inputs is None or s["j"] in dst_inputs
     ctx["any_fpu"] = bool(fpu_ops) or any(s["fmt"] == "bf16" and s["dst"] for s in inputs)
-    return kernel_sources(ctx, "reader.c.j2", "writer.c.j2", "compute.c.j2", args_header(plan, generator, red))
+    datums = red is not None
+    return kernel_sources(ctx, "reader.c.j2", "writer.c.j2", "compute.c.j2", args_header(plan, generator, red, datums))
