@@ -67,11 +67,8 @@ def _reduce_defines(plan: TilePlan, red: ReducePlan) -> list[str]:
              f"#define RED_STEPS {red.steps}u  /* row steps per output (32: all; fewer for short reductions) */",
              f"#define RED_PASSES {red.passes}u  /* a two-pass reduction streams each group's tiles twice */",
              f"#define RED_RES_LANE {min(red.lanes, 8) - 1}u  /* result lane of output 0 after the lane combine */",
-             "/* reduce index of datum i (row step, lane) of tile tk of a group: with 32 lanes any order is one output's,",
-             " * so k follows the datum order (a tile is a run of consecutive k); else (tk*steps + step)*lanes + lane */",
-             "#define RED_K_OF(tk, i, step, lane) (RED_LANES == 32u ? (tk) * TT_TILE_ELEMS + (i) : "
-             "((tk) * RED_STEPS + (step) % RED_STEPS) * RED_LANES + (lane) % RED_LANES)",
-             "#define RED_KT (RED_STEPS * RED_LANES)  /* reduce indices of one output in one tile */",
+             "/* an output's reduce indices in one tile: k = tk * RED_KT + kk (tt_red_datums: the datum of each kk) */",
+             "#define RED_KT (RED_STEPS * RED_LANES)",
              "static inline void tt_red_set(uint32_t *r, uint32_t o, uint32_t k)", "{"]
     for i in range(len(plan.ranges) - 1, -1, -1):
         v, size = ("o", plan.ranges[i]) if i < n_out else ("k", plan.ranges[i])

@@ -47,6 +47,8 @@ def stream_ctx(plan: TilePlan, s: Stream, j: int | None, red: ReducePlan | None 
         "pad_read": int(red is not None and j is not None and j != red.mask_input
                         and (red.pad_clamp or not red.k_dep[j])),
         "runs": runs, "walk": walk,
+        # a reduction-layout input that does not depend on the reduce ranges: one value per output cell
+        "k_const": bool(red is not None and j is not None and j != red.mask_input and not red.k_dep[j]),
     }
 
 
