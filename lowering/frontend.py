@@ -6,7 +6,8 @@ value reads buffers with `INDEX(PARAM, idx)` (no explicit LOAD; an explicit `LOA
 in `RANGE` sizes, broadcasts/permutes/shrinks are affine index expressions and pads are `WHERE(valid, idx, Invalid)`
 inside the index plus a `WHERE(valid, load, 0)` in the value. Everything that depends only on ranges is index math
 (lowering/index.py, rendered as scalar C for the reader/writer); everything downstream of a load is the value DAG
-(run on the SFPU).
+(run on the SFPU). An integer or bool buffer read inside index math (x[idx] after tinygrad's load collapse, `lower_ast`)
+is a LOAD node of the index expression: the reader fetches it (`loaded_index`).
 A REDUCE becomes a REDUCE node of the DAG (its ranges go last in the iteration space; the reduction families plan it);
 integer/bool index math that reaches the value part (arange, argmax's reversed index, tril masks, nonzero pads) is a
 computed stream: the reader evaluates it per element in C and the SFPU loads it like any input. float32 index math
