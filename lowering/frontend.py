@@ -6,7 +6,8 @@ value reads buffers with `INDEX(PARAM, idx)` (no explicit LOAD; an explicit `LOA
 in `RANGE` sizes, broadcasts/permutes/shrinks are affine index expressions and pads are `WHERE(valid, idx, Invalid)`
 inside the index plus a `WHERE(valid, load, 0)` in the value. Everything that depends only on ranges is index math
 (lowering/index.py, rendered as scalar C for the reader/writer); everything downstream of a load is the value DAG
-(run on the SFPU).
+(run on the SFPU). An integer or bool buffer read inside index math (x[idx] after tinygrad's load collapse, `lower_ast`)
+is a LOAD node of the index expression: the reader fetches it (`loaded_index`).
 A REDUCE becomes a REDUCE node of the DAG (its ranges go last in the iteration space; the reduction families plan it);
 integer/bool index math that reaches the value part (arange, argmax's reversed index, tril masks, nonzero pads) is a
 computed stream: the reader evaluates it per element in C and the SFPU loads it like any input. float32 index math
@@ -18,6 +19,7 @@ This module may import tinygrad's uop/dtype layer, never its device layer, and n
 """
 from __future__ import annotations
 
+import functools
 import math
 import struct
 from dataclasses import dataclass, field, replace
@@ -27,6 +29,7 @@ from tinygrad.uop.ops import AxisType, Ops, UOp, graph_rewrite
 from tinygrad.uop.symbolic import sym
 from tinygrad.schedule.multi import multi_pm
 from tinygrad.schedule.rangeify import pm_mops
+from tinygrad.codegen.simplify import pm_load_collapse
 
 from tt_backend.lowering.dag import ValueDAG
 from tt_backend.lowering.index import OPS, IndexExpr, IndexTexts
@@ -41,6 +44,8 @@ DTYPE_NAME = {dtypes.float32: "float32", dtypes.bfloat16: "bfloat16", dtypes.int
 # the narrow dtypes (lowering/plan.py LANE_DTYPE): stored at their width, computed in 32-bit lanes
 DTYPE_NAME.update({dtypes.int8: "int8", dtypes.uint8: "uint8", dtypes.int16: "int16", dtypes.uint16: "uint16",
                    dtypes.float16: "float16"})
+# buffers an index expression may load from (lowering/index.py LOAD: the reader's C reads them as uint32 index math)
+DRAM_INDEX_DTYPES = ("int32", "uint32", "int16", "uint16", "int8", "uint8", "bool")
 # a narrow integer's lane value is brought back into its range after the ops that can leave it (WRAPPING_OPS), as
 # tinygrad's CPU device wraps (two's complement truncation): dtype -> unsigned by a mask, signed by a shift pair
 WRAPPING_OPS = ("ADD", "SUB", "MUL", "NEG", "SHL", "CAST", "REDUCE", "CDIV", "FLOORDIV")
@@ -93,6 +98,8 @@ def index_expr(u: UOp, rvar: dict[UOp, int]) -> IndexExpr:
         elif x.op is Ops.CONST:
             if x.arg is Invalid: raise UnsupportedOp("Invalid index outside a WHERE(valid, idx, Invalid)")
             r = IndexExpr.const(x.arg)
+        elif x.op in (Ops.INDEX, Ops.LOAD):
+            r = loaded_index(x.src[0] if x.op is Ops.LOAD else x, go)
         elif x.op.name in OPS:
             r = IndexExpr(x.op.name, _index_dtype(x.dtype), tuple(go(s) for s in x.src), nonneg=_nonneg(x))
         else:
@@ -100,6 +107,24 @@ def index_expr(u: UOp, rvar: dict[UOp, int]) -> IndexExpr:
         memo[x] = r
         return r
     return go(u)
+
+
+def loaded_index(load: UOp, go) -> IndexExpr:
+    """An element of an integer or bool buffer used as index math (x[idx] after tinygrad's load collapse): a LOAD
+    IndexExpr, 0 where its own index is gated off (`go`: index_expr's builder of the operands)."""
+    buf = load.src[0]
+    while buf.op is not Ops.PARAM:
+        if not buf.src: raise UnsupportedOp(f"INDEX into {buf.op.name} in an index expression")
+        buf = buf.src[0]
+    dt = _index_dtype(load.dtype)
+    if dt == "float" or buffer_dtype(buf) not in DRAM_INDEX_DTYPES:
+        raise UnsupportedOp(f"an index loaded from a {buffer_dtype(buf)} buffer (integer and bool indices are lowered)")
+    conds, idx = strip_invalid(load.src[1])
+    if len(load.src) > 2: conds.append(load.src[2])
+    ld = IndexExpr("LOAD", dt, (go(idx),), arg=buf.arg.slot)
+    if not conds: return ld
+    gate = functools.reduce(lambda a, b: a._bin("AND", b, dtype="bool"), [go(c) for c in conds])
+    return IndexExpr("WHERE", dt, (gate, ld, IndexExpr.const(False if dt == "bool" else 0)))
 
 
 def strip_invalid(idx: UOp) -> tuple[list[UOp], UOp]:
@@ -478,6 +503,7 @@ class _Lowerer:
         output = self.stream_index(out_index)
         self.store_slot = output.slot
         if output.valid is not None: raise UnsupportedOp(f"{self.name}: a gated STORE ({output.valid_c})")
+        if output.index_loads: raise UnsupportedOp(f"{self.name}: a STORE whose index depends on loaded data")
         if len(store.src) > 2: raise UnsupportedOp(f"{self.name}: a gated STORE")
         value = store.src[1]
         self.dag.out = self.value(value, out_index.dtype)
@@ -506,5 +532,15 @@ def lower_ast(sink: UOp, name: str) -> LoweredKernel:
     # function (the cross-device allreduce: `RESHAPE(PARAM, ())` of its scalar chunks) do.
     params = {u.arg.slot: u for u in sink.toposort() if u.op is Ops.PARAM}
     sink = graph_rewrite(graph_rewrite(sink, multi_pm), pm_mops, bottom_up=True)
+    # tinygrad's codegen also collapses a sum over an indexed axis of (loaded index == arange) into one load at the
+    # loaded index (`pm_load_collapse`: the one-hot reductions of __getitem__ by tensors, gather): the reader then
+    # gathers each element once (lowering/index.py LOAD) instead of reducing over the whole axis. When that form does
+    # not lower here (a loaded index in a STORE, a float index buffer), the reduction form still does.
+    collapsed = graph_rewrite(sink, pm_load_collapse)
+    if collapsed is not sink:
+        try:
+            return _Lowerer(graph_rewrite(collapsed, sym), name, params).lower()
+        except UnsupportedOp:
+            pass
     return _Lowerer(graph_rewrite(sink, sym), name, params).lower()
 

@@ -58,6 +58,10 @@ def _cdiv(a, b):   # C division: truncates toward zero (a - fmod(a, b) is an exa
     return np.floor_divide(np.subtract(a, np.fmod(a, b)), b)
 
 
+def _no_data(n, *v):
+    raise UnsupportedOp(f"an index loaded from buffer slot {n.arg} has no value without the buffer's data")
+
+
 CAST_NP = {"bool": lambda v: np.not_equal(v, 0), "int": lambda v: np.asarray(np.trunc(v) if np.asarray(v).dtype.kind == "f" else v).astype(np.int64),
            "float": lambda v: np.asarray(v, np.float32)}
 CONST_NP = {"bool": np.bool_, "int": np.int64, "float": np.float32}   # float index math is float32 (tinygrad's)
@@ -93,6 +97,9 @@ OPS: dict[str, IndexOp] = {   # names as tinygrad's Ops, plus ALL (the conjuncti
                     lambda n, v: CAST_NP[n.dtype](v)),
     # the one unparenthesised form: a validity is rendered as the bare chain of its terms and is never an operand
     "ALL": IndexOp(lambda n, *terms: " && ".join(terms), _values(lambda *t: functools.reduce(np.logical_and, t))),
+    # element `a` of the buffer in tinygrad slot n.arg (an index that depends on loaded data: x[idx] after tinygrad's
+    # load collapse): the reader defines tt_ld<slot>() (templates/blocks/index_loads.c.j2); numpy has no buffer data
+    "LOAD": IndexOp(lambda n, a: f"tt_ld{n.arg}({a})", _no_data),
 }
 
 
@@ -119,6 +126,7 @@ def grid(ranges: Sequence[int]) -> tuple[np.ndarray, ...]:
 class IndexExpr:
     """One node of an index expression and, as the root, the whole expression (sub-expressions may be shared)."""
     op: str                              # RANGE (arg: range number, outermost first), CONST (arg: value) or an OPS key
+                                         # (LOAD: arg the buffer's tinygrad slot)
     dtype: str                           # one of DTYPES
     src: tuple[IndexExpr, ...] = ()
     arg: int | float | bool | None = None
@@ -205,6 +213,10 @@ class IndexExpr:
         """The ranges the expression reads."""
         return frozenset(n.arg for n in self.toposort() if n.op == "RANGE")
 
+    def loads(self) -> frozenset[int]:
+        """The tinygrad slots of the buffers the expression loads from (its LOAD nodes)."""
+        return frozenset(n.arg for n in self.toposort() if n.op == "LOAD")
+
     def affine(self) -> dict[int | None, int] | None:
         """{range: coefficient, None: constant} when the expression is affine in the ranges, else None."""
         return self._fold(lambda n: {n.arg: 1} if n.op == "RANGE" else {None: n.arg} if n.dtype == "int" else None,
@@ -262,3 +274,8 @@ class IndexTexts:
     @property
     def value_c(self) -> str | None:
         return None if self.value is None else self.value.render_c()
+
+    @property
+    def index_loads(self) -> frozenset[int]:
+        """tinygrad slots of the buffers the index or validity loads from (a gather by loaded indices)."""
+        return frozenset().union(*(e.loads() for e in (self.index, self.valid) if e is not None))

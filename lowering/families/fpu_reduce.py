@@ -118,7 +118,7 @@ def match_sum(lk: LoweredKernel) -> FpuReduceSpec | None:
         x = dag.nodes[x.srcs[0]]
     if x.op != "LOAD" or x.dtype not in ("float32", "bfloat16") or x.arg != 0: return None
     s = lk.stream(lk.inputs[0])
-    if s.value is not None or s.dtype != x.dtype: return None
+    if s.value is not None or s.dtype != x.dtype or s.index_loads: return None   # loaded indices: tile pipeline only
     out_dtype = dag.nodes[dag.out].dtype
     if out_dtype not in ("float32", "bfloat16"): return None
     post = extract(dag, dag.out, {r.id: VNode(-1, "LOAD", "float32", (), 0)})

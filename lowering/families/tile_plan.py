@@ -110,13 +110,23 @@ def reduce_out_datum(lanes: int, j: int, steps: int = 32) -> int:
     return 64 * (step >> 1) + 16 * (lane >> 3) + 2 * (lane & 7) + (step & 1)
 
 
+def index_load_buffers(plan: Plan) -> list[int]:
+    """Positions in plan.buffers of the buffers the input streams' indices load from (lowering/index.py LOAD): the
+    reader reads each through a staging window of its own (templates/blocks/index_loads.c.j2)."""
+    slots = frozenset().union(*(s.index_loads for s in plan.inputs))
+    return [k for k, b in enumerate(plan.buffers) if b.slot in slots]
+
+
 def allocate_l1(plan: TilePlan) -> TilePlan:
-    """Place each stream's circular buffer (CB_DEPTH tiles) and, for gathered streams, a staging window."""
+    """Place each stream's circular buffer (CB_DEPTH tiles) and, for gathered streams, a staging window; one more
+    window per buffer the gathers' indices load from."""
     sizes = {}
     for name, s in [(f"in{j}", s) for j, s in enumerate(plan.inputs)] + [("out", plan.output)]:
         sizes[f"cb_{name}"] = CB_DEPTH * TILE_BYTES[s.tile_format]
         if not s.contiguous:
             sizes[f"stage_{name}"] = STAGING_BYTES
+    for k in index_load_buffers(plan):
+        sizes[f"stage_ld{k}"] = STAGING_BYTES
     l1 = place(sizes)
     if l1 is None:
         raise UnsupportedOp(f"{plan.name}: {len(plan.inputs)} input streams need {l1_bytes(sizes)} bytes of L1, more "

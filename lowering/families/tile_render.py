@@ -4,13 +4,14 @@ one kernel (five cores, templates reader.c.j2 / compute.c.j2 / writer.c.j2) plus
 from __future__ import annotations
 
 from tt_backend.lowering.codegen.args_header import ArgsHeader
+from tt_backend.lowering.codegen.c_exprs import DRAM_LOAD
 from tt_backend.lowering.codegen.sources import kernel_sources
 from tt_backend.lowering.codegen.tensix import (FORMAT_CODE, PACK_CFG, UNPACK_CFG, UNPACK_CFG_COMMON, alu_format_word,
                                                 tensix_words)
 from tt_backend.lowering.codegen.words import hex_u32, word_u32
 from tt_backend.lowering.codegen.l1 import STAGING_BYTES
-from tt_backend.lowering.families.tile_plan import CB_DEPTH, ReducePlan, TilePlan
-from tt_backend.lowering.families.tile_streams import stream_ctx
+from tt_backend.lowering.families.tile_plan import CB_DEPTH, ReducePlan, TilePlan, index_load_buffers
+from tt_backend.lowering.families.tile_streams import reduce_datums, reduce_next_k, stream_ctx
 from tt_backend.lowering.placement.choice import FpuOp
 from tt_backend.lowering.plan import DTYPE_SIZE, TILE_BYTES, TILE_ELEMS
 from tt_backend.chip import isa, layout
@@ -22,7 +23,8 @@ from tt_backend.chip.errors import UnsupportedOp
 MOP_EXPANSION_LIMIT = 256
 
 
-def args_header(plan: TilePlan, generator: str, red: ReducePlan | None) -> str:
+def args_header(plan: TilePlan, generator: str, red: ReducePlan | None, datums: bool = False) -> str:
+    """args.h of a tile-pipeline kernel; `datums`: with the reduction layout's datum table (a red affine reader)."""
     ranges = list(plan.ranges) or [1]
     h = ArgsHeader(generator, plan.name,
                    "argument block (plan.arg_words): n_tiles, n_elements, DRAM address of each buffer")
@@ -32,11 +34,17 @@ def args_header(plan: TilePlan, generator: str, red: ReducePlan | None) -> str:
         h.add(f"#define IN{j}_CB 0x{plan.l1[f'cb_in{j}']:X}u", f"#define IN{j}_TILE_BYTES {TILE_BYTES[s.tile_format]}u")
         if f"stage_in{j}" in plan.l1:
             h.add(f"#define IN{j}_STAGE 0x{plan.l1[f'stage_in{j}']:X}u")
+    for k in index_load_buffers(plan):
+        h.add(f"#define LD{k}_STAGE 0x{plan.l1[f'stage_ld{k}']:X}u")
     h.add(f"#define OUT_CB 0x{plan.l1['cb_out']:X}u", f"#define OUT_TILE_BYTES {TILE_BYTES[plan.output.tile_format]}u")
     if "stage_out" in plan.l1:
         h.add(f"#define OUT_STAGE 0x{plan.l1['stage_out']:X}u")
     if red is not None:
         h.add(*_reduce_defines(plan, red))
+    if datums:
+        table = reduce_datums(red)
+        h.add("/* datum of each (output cell, kk) of a reduction tile, cell-major (tile_streams.reduce_datums) */",
+              f"static const uint16_t tt_red_datums[{len(table)}] = {{{', '.join(map(str, table))}}};")
     return h.add("", "/* iteration space, outermost first; flat index = row-major over it */",
                  f"#define TT_N_RANGES {len(ranges)}",
                  f"static const uint32_t tt_ranges[TT_N_RANGES] = {{{', '.join(f'{r}u' for r in ranges)}}};",
@@ -59,10 +67,8 @@ def _reduce_defines(plan: TilePlan, red: ReducePlan) -> list[str]:
              f"#define RED_STEPS {red.steps}u  /* row steps per output (32: all; fewer for short reductions) */",
              f"#define RED_PASSES {red.passes}u  /* a two-pass reduction streams each group's tiles twice */",
              f"#define RED_RES_LANE {min(red.lanes, 8) - 1}u  /* result lane of output 0 after the lane combine */",
-             "/* reduce index of datum i (row step, lane) of tile tk of a group: with 32 lanes any order is one output's,",
-             " * so k follows the datum order (a tile is a run of consecutive k); else (tk*steps + step)*lanes + lane */",
-             "#define RED_K_OF(tk, i, step, lane) (RED_LANES == 32u ? (tk) * TT_TILE_ELEMS + (i) : "
-             "((tk) * RED_STEPS + (step) % RED_STEPS) * RED_LANES + (lane) % RED_LANES)",
+             "/* an output's reduce indices in one tile: k = tk * RED_KT + kk (tt_red_datums: the datum of each kk) */",
+             "#define RED_KT (RED_STEPS * RED_LANES)",
              "static inline void tt_red_set(uint32_t *r, uint32_t o, uint32_t k)", "{"]
     for i in range(len(plan.ranges) - 1, -1, -1):
         v, size = ("o", plan.ranges[i]) if i < n_out else ("k", plan.ranges[i])
@@ -184,7 +190,9 @@ def render_tile_kernel(plan: TilePlan, generator: str, red: ReducePlan | None = 
         "pck": {i: hex_u32(v) for i, v in PACK_CFG[out["fmt"]].items()},
         "alu_format": hex_u32(alu_format_word(formats, out["fmt"])),
         "sfpu": {"setup": [hex_u32(x) for x in plan.sfpu.setup], "body": [hex_u32(x) for x in plan.sfpu.body]},
-        "red": None if red is None else _red_ctx(red),
+        "red": None if red is None else _red_ctx(red) | {"next_k": reduce_next_k(plan, red)},
+        "index_loads": [{"k": k, "slot": plan.buffers[k].slot, "esz": DTYPE_SIZE[plan.buffers[k].dtype],
+                         "load_expr": DRAM_LOAD[plan.buffers[k].dtype]} for k in index_load_buffers(plan)],
     }
     # SFPU body issue: a body of <= 32 words is recorded once in the replay buffer and each tile's 32 row steps are
     # one MOP (template 1: 32 x REPLAY of the body) instead of 32 x body TTI pushes from TRISC1 (same instruction
@@ -215,4 +223,5 @@ def render_tile_kernel(plan: TilePlan, generator: str, red: ReducePlan | None = 
     for s in inputs:
         s["dst"] = dst_inputs is None or s["j"] in dst_inputs
     ctx["any_fpu"] = bool(fpu_ops) or any(s["fmt"] == "bf16" and s["dst"] for s in inputs)
-    return kernel_sources(ctx, "reader.c.j2", "writer.c.j2", "compute.c.j2", args_header(plan, generator, red))
+    datums = red is not None
+    return kernel_sources(ctx, "reader.c.j2", "writer.c.j2", "compute.c.j2", args_header(plan, generator, red, datums))

@@ -32,8 +32,11 @@ def stream_ctx(plan: TilePlan, s: Stream, j: int | None, red: ReducePlan | None 
     runs = _affine_runs(plan, s) if mode == "gather" else None
     if runs is not None:
         mode = runs["mode"]
+    walk = _reduce_walk(plan, s, red) if mode == "red gather" else None
+    if walk is not None:
+        mode = "red affine"
     name = f"in{j}" if j is not None else "out"
-    if mode in ("gather", "scatter", "red gather", "red scatter", *RUN_MODES) and f"stage_{name}" not in plan.l1:
+    if mode in ("gather", "scatter", "red gather", "red affine", "red scatter", *RUN_MODES) and f"stage_{name}" not in plan.l1:
         raise ValueError(f"{plan.name}: stream {name} is gathered but has no staging window (run allocate_l1)")
     return {
         "j": j, "buf": s.buf, "dtype": s.dtype, "fmt": fmt, "esz": esz, "mode": mode,
@@ -43,7 +46,9 @@ def stream_ctx(plan: TilePlan, s: Stream, j: int | None, red: ReducePlan | None 
         # reduction pads (k >= K) still read this stream (element k = 0): max pads, streams indexed by o only
         "pad_read": int(red is not None and j is not None and j != red.mask_input
                         and (red.pad_clamp or not red.k_dep[j])),
-        "runs": runs,
+        "runs": runs, "walk": walk,
+        # a reduction-layout input that does not depend on the reduce ranges: one value per output cell
+        "k_const": bool(red is not None and j is not None and j != red.mask_input and not red.k_dep[j]),
     }
 
 
@@ -116,13 +121,8 @@ def _affine_runs(plan: TilePlan, s: Stream) -> dict | None:
     init.append("(void)o;")
     base = " + ".join([_u32(const)] + [f"{_u32(c)} * o{i}" for i, (_, c) in enumerate(outer)])
 
-    def advance(i: int) -> str:
-        if i < 0:
-            return ""
-        size, c = outer[i]
-        inner = advance(i - 1)
-        return (f"if (++o{i} < {size}u) base += {_u32(c)}; "
-                f"else {{ o{i} = 0; base -= {_u32(c * (size - 1))};{' ' + inner if inner else ''} }}")
+    def advance(i: int) -> str:   # outer ranges i, i-1, .., 0 (innermost first)
+        return carry_chain([(f"o{m}", *outer[m]) for m in range(i, -1, -1)], "base")
     block = ""
     if mode == "columns":   # advance the innermost outer range by nb runs (nb <= what is left of it)
         i, (size, _) = len(outer) - 1, outer[-1]
@@ -136,6 +136,60 @@ def _affine_runs(plan: TilePlan, s: Stream) -> dict | None:
             "back": back, "span": span, "outer": outer, "resident": resident, "tight": tight, "block": block,
             "last_outer": f"o{len(outer) - 1}", "last_size": outer[-1][0] if outer else 1,
             "direct": mode == "runs" and esz == TILE_BYTES[s.tile_format] // TILE_ELEMS}
+
+
+# --- the reduction reader's affine walk ------------------------------------------------------------------------
+# An ungated red gather whose index is affine (Stream.coef) is walked output cell by output cell: the cell's reduce
+# indices k = tk * RED_KT + kk are consecutive, so its element index starts at the full index of (o, k) and then
+# advances by the reduce ranges' coefficients with a carry chain; the datum each kk lands in comes from a table of the
+# layout (args.h tt_red_datums). A buffer that fits the staging window is read into it once and addressed directly.
+
+def _reduce_walk(plan: TilePlan, s: Stream, red: ReducePlan) -> dict | None:
+    """The affine walk of a reduction-layout input stream, or None (per-datum gather: gated or not affine)."""
+    ranges = list(plan.ranges)
+    if s.coef is None or s.valid is not None or s.value is not None or len(s.coef) != len(ranges) + 1:
+        return None
+    n_out = len(red.out_sizes)
+    # the reduce ranges, innermost first: (counter, size, coefficient)
+    inner = [(f"q{i}", ranges[i], s.coef[i]) for i in reversed(range(n_out, len(ranges)))]
+    return {"counters": [f"uint32_t q{i} = r[{i}];" for i in range(n_out, len(ranges))],
+            "advance": carry_chain(inner, "e") or "(void)0;",
+            "resident": plan.buffers[s.buf].nbytes <= STAGING_BYTES - 64}   # whole after aligning down
+
+
+def carry_chain(counters: list[tuple[str, int, int]], acc: str | None) -> str:
+    """C that advances mixed-radix counters (innermost first: name, size, coefficient) by one and keeps
+    acc = sum coefficient * counter in step (acc None: the counters alone)."""
+    if not counters:
+        return ""
+    (q, size, c), rest = counters[0], counters[1:]
+    inner = carry_chain(rest, acc)
+    if acc is None:
+        return f"if (++{q} == {size}u) {{ {q} = 0;{' ' + inner if inner else ''} }}"
+    return (f"if (++{q} < {size}u) {acc} += {_u32(c)}; "
+            f"else {{ {q} = 0; {acc} -= {_u32(c * (size - 1))};{' ' + inner if inner else ''} }}")
+
+
+def reduce_next_k(plan: TilePlan, red: ReducePlan) -> str:
+    """C that advances the reduce ranges r[n_out..] of the reduction layout's walk to the next k (carry chain)."""
+    n_out = len(red.out_sizes)
+    return carry_chain([(f"r[{i}]", plan.ranges[i], 0) for i in reversed(range(n_out, len(plan.ranges)))], None)
+
+
+def reduce_datums(red: ReducePlan) -> list[int]:
+    """The datum of each (output cell c, kk) of a reduction tile, cell-major (read_gather.c.j2 reduce_affine): with 32
+    lanes k follows the datum order; else row step (c // (32/lanes)) * steps + kk // lanes, lane (c % (32/lanes)) *
+    lanes + kk % lanes, at SFPLOAD's datum 64(step>>1) + 16(lane>>3) + 2(lane&7) + (step&1)."""
+    per = 32 // red.lanes
+    out = []
+    for c in range(red.cells):
+        for kk in range(red.steps * red.lanes):
+            if red.lanes == 32:
+                out.append(kk)
+                continue
+            step, lane = (c // per) * red.steps + kk // red.lanes, (c % per) * red.lanes + kk % red.lanes
+            out.append(64 * (step >> 1) + 16 * (lane >> 3) + 2 * (lane & 7) + (step & 1))
+    return out
 
 
 def reader_mode(plan: TilePlan, j: int, red: ReducePlan | None = None) -> str:

@@ -84,6 +84,11 @@ def _programs():
               ("uint32_ops", lambda x, y: ((x ^ y) >> 3) * y + (x < y).cast(dtypes.uint32) + (x // 4), tuple(u32)),
               ("uint32_casts", lambda x: (x.cast(dtypes.float32) * 0.5).cast(dtypes.uint32), (u32[0],)),
               ("rand", lambda x: x + x.rand_like(), (_r((7, 30)),))]
+    # gathers by loaded indices (lowering/index.py LOAD) and the reduction readers' cell walk (red affine/computed)
+    idx = _prng.integers(-20, 20, (9, 3)).astype(np.int32)
+    progs += [("gather_loaded_index", lambda x, i: x[i] * 2.0, (_r((20, 7)), idx)),
+              ("sum_transposed", lambda x: x.T.sum(1), (_r((40, 37)),)),
+              ("argmax_transposed", lambda x: x.T.argmax(1), (_r((33, 21)),))]
     return progs
 
 
