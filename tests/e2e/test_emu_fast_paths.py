@@ -3,10 +3,12 @@ and the same emulated cycles of every core and Tensix thread (EmuDevice.stats())
 import numpy as np
 import pytest
 
+from tt_backend.bench.emu import elementwise_inputs, elementwise_plan
 from tt_backend.bench.kernels import launch_plan, matmul_plan
 from tt_backend.chip.numerics import fpu_math as fm
 from tt_backend.lowering.codegen.sources import split
 from tt_backend.runtime.compile import compile_kernel
+from tt_backend.runtime.emu import unpack_pack
 from tt_backend.runtime.emu.accel import fpu_batch
 from tt_backend.runtime.emu.device import EmuDevice
 
@@ -37,3 +39,20 @@ def test_mvmul_runs_identical(fidelity, monkeypatch):
     ref = _launch(plan, arrays, elfs)
     assert not steps
     assert fast == ref
+
+
+@pytest.mark.needs_cc
+@pytest.mark.parametrize("n", [64, 40])
+def test_pack_setup_cache_identical(n, monkeypatch):
+    """fp32 a * b + a (40x40: partial tiles, the packer's edge masks): PACR's cached checks and edge masks
+    (unpack_pack.PACK_SETUP_CACHE) against the uncached handler."""
+    plan = elementwise_plan(n)
+    arrays = elementwise_inputs(plan, np.random.default_rng(n))
+    elfs = compile_kernel(*split(plan.render()), plan.name)
+    fast = _launch(plan, arrays, elfs)
+    monkeypatch.setattr(unpack_pack, "PACK_SETUP_CACHE", False)
+    assert _launch(plan, arrays, elfs) == fast
+    x, y = (arrays[s].astype(np.float64) for s in sorted(arrays))
+    got = np.frombuffer(fast[0][0], np.float32)
+    # (which buffer slot is `a` is the scheduler's business; fp32 with a possibly fused multiply-add: 1e-6)
+    assert min(np.abs(got - (u * v + u)).max() for u, v in ((x, y), (y, x))) <= 1e-6 * np.abs(x * y + x).max()
