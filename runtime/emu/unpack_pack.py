@@ -25,6 +25,10 @@ _BFP_BITS = {F.BFP8: 8, F.BFP4: 4, F.BFP2: 2}
 # PACR's checks and derived values are cached per (word, the config words they read): a third of PACR's time in an
 # elementwise kernel, every PACR of a tile re-checking the same configuration. Tests turn it off (the reference path).
 PACK_SETUP_CACHE = True
+# An unpack without Tileize_mode reads its rows back to back: whole-byte datums come from one slice of L1 instead of a
+# gather by bit address. Tests turn it off (the reference path).
+UNPACK_CONTIGUOUS = True
+_WHOLE_BYTE = {8: np.uint8, 16: np.dtype("<u2"), 32: np.dtype("<u4")}
 
 UNP0, UNP1, PACK = 0, 1, 2
 
@@ -185,9 +189,12 @@ class UnpackPackMixin:
 
         if not to_dst and not sel and count > 16:
             self._check_srca_burst(dst_addr // 16, in_bits, tileize, reg2 >> 4 & 3)
-        i = np.arange(count, dtype=np.int64)
-        bit_addr = start_bits + in_bits * (i % row_width) + row_stride * 8 * (i // row_width)
-        raw = self._l1_gather(bit_addr, in_bits)
+        if UNPACK_CONTIGUOUS and not tileize and not bfp_bits and in_bits in _WHOLE_BYTE and not start_bits & 7:
+            raw = self._l1_datums(start_bits, count, in_bits)     # rows back to back: one slice of L1
+        else:
+            i = np.arange(count, dtype=np.int64)
+            bit_addr = start_bits + in_bits * (i % row_width) + row_stride * 8 * (i // row_width)
+            raw = self._l1_gather(bit_addr, in_bits)
         exps = None
         if bfp_bits:
             if force_exp:
@@ -238,6 +245,15 @@ class UnpackPackMixin:
         if start_row % burst:
             raise self.undefined(f"UNPACR to SrcA starting at row {start_row}, not a multiple of the {burst}-row burst "
                                  "(writes would be dropped)")
+
+    def _l1_datums(self, start_bits: int, count: int, bits: int) -> np.ndarray:
+        """_l1_gather of `count` consecutive datums of 8, 16 or 32 bits from a byte-aligned bit address."""
+        if count == 0:
+            return np.zeros(0, np.uint32)
+        lo, hi = start_bits, start_bits + count * bits
+        if lo < 0 or hi > self.l1.size * 8:
+            raise self.undefined(f"L1 read 0x{lo // 8:X}..0x{(hi + 7) // 8:X} out of bounds")
+        return self.l1[lo >> 3:hi >> 3].view(_WHOLE_BYTE[bits]).astype(np.uint32)
 
     def _l1_gather(self, bit_addr: np.ndarray, bits: int) -> np.ndarray:
         """Datums of `bits` bits at L1 bit addresses (little endian; sub-byte datums from the low bits up)."""

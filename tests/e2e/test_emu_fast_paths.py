@@ -43,14 +43,22 @@ def test_mvmul_runs_identical(fidelity, monkeypatch):
 
 @pytest.mark.needs_cc
 @pytest.mark.parametrize("n", [64, 40])
-def test_pack_setup_cache_identical(n, monkeypatch):
+@pytest.mark.parametrize("switch", ["PACK_SETUP_CACHE", "UNPACK_CONTIGUOUS"])
+def test_unpack_pack_fast_paths_identical(n, switch, monkeypatch):
     """fp32 a * b + a (40x40: partial tiles, the packer's edge masks): PACR's cached checks and edge masks
-    (unpack_pack.PACK_SETUP_CACHE) against the uncached handler."""
+    (unpack_pack.PACK_SETUP_CACHE), contiguous unpacks read as one L1 slice (UNPACK_CONTIGUOUS), each against the
+    reference handler."""
     plan = elementwise_plan(n)
     arrays = elementwise_inputs(plan, np.random.default_rng(n))
     elfs = compile_kernel(*split(plan.render()), plan.name)
+    calls = {"PACR": 0, "_pack_setup": 0, "_l1_datums": 0}
+    for name in calls:
+        orig = getattr(unpack_pack.UnpackPackMixin, name)
+        monkeypatch.setattr(unpack_pack.UnpackPackMixin, name,
+                            lambda self, *a, _o=orig, _n=name: calls.__setitem__(_n, calls[_n] + 1) or _o(self, *a))
     fast = _launch(plan, arrays, elfs)
-    monkeypatch.setattr(unpack_pack, "PACK_SETUP_CACHE", False)
+    assert calls["_l1_datums"] > 0 and 0 < calls["_pack_setup"] < calls["PACR"] / 4     # the fast paths ran
+    monkeypatch.setattr(unpack_pack, switch, False)
     assert _launch(plan, arrays, elfs) == fast
     x, y = (arrays[s].astype(np.float64) for s in sorted(arrays))
     got = np.frombuffer(fast[0][0], np.float32)
