@@ -356,11 +356,15 @@ def main(argv: list[str] | None = None, extra_rows: dict | None = None) -> int:
               f"{r['cycles']:>10}")
     launched = [r for r in results if r["kernel"] not in KERNELS]
     if launched:
-        print(f"\n{'kernel':15} {'plan':24} {'emu s':>8} {'ttsim s':>8} {'vs ttsim':>9} {'cycles':>10} {'output':>9}")
+        print(f"\n{'kernel':15} {'plan':20} {'emu s':>8} {'ttsim s':>8} {'vs ttsim':>9} {'emu cpu':>8} {'ttsim cpu':>9} "
+              f"{'vs (cpu)':>9} {'cycles':>10} {'output':>9}")
     for r in launched:
-        sim = f"{r['ttsim_seconds']:>8.3f} {r['vs_ttsim']:>8.2f}x" if "ttsim_seconds" in r else f"{'-':>8} {'-':>9}"
+        sim = (f"{r['ttsim_seconds']:>8.3f} {r['vs_ttsim']:>8.2f}x" if "ttsim_seconds" in r else f"{'-':>8} {'-':>9}")
+        sim_cpu = (f"{r['ttsim_cpu_seconds']:>9.3f} {r['vs_ttsim_cpu']:>8.2f}x" if "ttsim_seconds" in r
+                   else f"{'-':>9} {'-':>9}")
         same = {None: "-", True: "identical", False: "DIFFER"}[r.get("identical")]
-        print(f"{r['kernel']:15} {r['plan']:24} {r['seconds']:>8.3f} {sim} {r['cycles']:>10} {same:>9}")
+        print(f"{r['kernel']:15} {r['plan']:20} {r['seconds']:>8.3f} {sim} {r['cpu_seconds']:>8.3f} {sim_cpu} "
+              f"{r['cycles']:>10} {same:>9}")
     return 0
 
 
