@@ -318,35 +318,53 @@ def bench_tile(tiles: int = 64) -> dict:
 KERNELS = ("riscv", "sfpu", "sfpu_mop", "tile", "sfpu_long", "tile_long")
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, extra_rows: dict | None = None) -> int:
+    """`extra_rows`: name -> (quick) -> result dict of a row measured side by side on the emulator and ttsim (the
+    kernel rows tt_backend/bench/emu.py adds: they need the lowering, which the runtime does not import)."""
+    extra_rows = extra_rows or {}
+    names = KERNELS + tuple(extra_rows)
     ap = argparse.ArgumentParser(prog="python -m tt_backend bench emu", description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="small sizes (a few seconds)")
     ap.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     ap.add_argument("--timeline", action="store_true",
                     help="record per-lane timelines while running (what TT_DUMP and PROFILE=1 turn on)")
     # (no `choices=`: Python 3.11's argparse rejects an empty nargs="*" list against choices)
-    ap.add_argument("kernels", nargs="*", help=f"any of {', '.join(KERNELS)} (default: all)")
+    ap.add_argument("kernels", nargs="*", help=f"any of {', '.join(names)} (default: all)")
     args = ap.parse_args(argv)
     global RECORD_TIMELINE
     RECORD_TIMELINE = args.timeline
-    if unknown := [k for k in args.kernels if k not in KERNELS]:
-        ap.error(f"unknown kernel(s) {', '.join(unknown)}: choose from {', '.join(KERNELS)}")
+    if unknown := [k for k in args.kernels if k not in names]:
+        ap.error(f"unknown kernel(s) {', '.join(unknown)}: choose from {', '.join(names)}")
     q = args.quick
     runs = {"riscv": lambda: bench_riscv(200_000 if q else 2_000_000),
             "sfpu": lambda: bench_sfpu(512 if q else 4096),
             "sfpu_mop": lambda: bench_sfpu_mop(16 if q else 128),
             "tile": lambda: bench_tile(8 if q else 64),
             "sfpu_long": lambda: bench_sfpu_long(2 if q else 8),
-            "tile_long": lambda: bench_tile_long(2 if q else 8)}
-    results = [runs[k]() for k in args.kernels or KERNELS]
+            "tile_long": lambda: bench_tile_long(2 if q else 8),
+            **{k: (lambda f=f: f(q)) for k, f in extra_rows.items()}}
+    results = [runs[k]() for k in args.kernels or names]
     if args.json:
         print(json.dumps(results))
         return 0
-    print(f"{'kernel':9} {'instructions':>14} {'seconds':>8} {'M instr/s':>10} {'vs ttsim':>9} {'cycles':>10}")
-    for r in results:
+    fixed = [r for r in results if r["kernel"] in KERNELS]
+    if fixed:
+        print(f"{'kernel':9} {'instructions':>14} {'seconds':>8} {'M instr/s':>10} {'vs ttsim':>9} {'cycles':>10}")
+    for r in fixed:
         n = r.get("sfpu_instructions", r.get("riscv_instructions"))
         print(f"{r['kernel']:9} {n:>14} {r['seconds']:>8.2f} {r['per_second'] / 1e6:>10.3f} {r['vs_ttsim']:>8.1%} "
               f"{r['cycles']:>10}")
+    launched = [r for r in results if r["kernel"] not in KERNELS]
+    if launched:
+        print(f"\n{'kernel':15} {'plan':20} {'emu s':>8} {'ttsim s':>8} {'vs ttsim':>9} {'emu cpu':>8} {'ttsim cpu':>9} "
+              f"{'vs (cpu)':>9} {'cycles':>10} {'output':>9}")
+    for r in launched:
+        sim = (f"{r['ttsim_seconds']:>8.3f} {r['vs_ttsim']:>8.2f}x" if "ttsim_seconds" in r else f"{'-':>8} {'-':>9}")
+        sim_cpu = (f"{r['ttsim_cpu_seconds']:>9.3f} {r['vs_ttsim_cpu']:>8.2f}x" if "ttsim_seconds" in r
+                   else f"{'-':>9} {'-':>9}")
+        same = {None: "-", True: "identical", False: "DIFFER"}[r.get("identical")]
+        print(f"{r['kernel']:15} {r['plan']:20} {r['seconds']:>8.3f} {sim} {r['cpu_seconds']:>8.3f} {sim_cpu} "
+              f"{r['cycles']:>10} {same:>9}")
     return 0
 
 

@@ -28,6 +28,8 @@ from tt_backend.chip.errors import EmuUndefined, EmuUnimplemented, EmuUnspecifie
 from tt_backend.chip.isa import INSTRUCTIONS, OPCODES
 from tt_backend.chip.numerics.dst import Dst
 from tt_backend.runtime.emu.accel.deferral import DeferralMixin
+from tt_backend.runtime.emu.accel import fpu_batch
+from tt_backend.runtime.emu.accel.fpu_batch import FpuBatchMixin
 from tt_backend.runtime.emu.accel.mop_batch import MopBatchMixin
 from tt_backend.runtime.emu.config import ConfigMixin
 from tt_backend.runtime.emu.cycles import K_FPU, K_SFPU, K_UNPACK, K_WAIT, TensixTiming, instr_kind
@@ -40,7 +42,7 @@ from tt_backend.runtime.emu.thread_state import ThreadState
 from tt_backend.runtime.emu.unpack_pack import UnpackPackMixin
 
 
-class Tensix(DeferralMixin, MopBatchMixin, FrontendMixin, SyncMixin, ConfigMixin, SfpuIssueMixin, UnpackPackMixin,
+class Tensix(FpuBatchMixin, DeferralMixin, MopBatchMixin, FrontendMixin, SyncMixin, ConfigMixin, SfpuIssueMixin, UnpackPackMixin,
              FpuMixin):
     def __init__(self, l1: np.ndarray, strict: bool = True, dst: Dst | None = None, sfpu=None):
         """`l1`: the tile's L1 (np.uint8, shared, not copied). `dst`/`sfpu` may be injected (tests); by default a
@@ -62,6 +64,7 @@ class Tensix(DeferralMixin, MopBatchMixin, FrontendMixin, SyncMixin, ConfigMixin
         self._init_src()                           # SrcA/SrcB banks and their ownership (tensix_fpu.py)
         self._init_packer()                        # the packer's output stream state (unpack_pack.py)
         self._init_mop_batch()                     # the MOP batching caches (accel/mop_batch.py)
+        self._init_fpu_batch()                     # MVMUL runs (accel/fpu_batch.py)
         self._decoded: dict[int, tuple] = {}
         self._handlers = self._build_handlers()
 
@@ -118,6 +121,17 @@ class Tensix(DeferralMixin, MopBatchMixin, FrontendMixin, SyncMixin, ConfigMixin
         return d
 
     def drain(self, t: int) -> int:
+        """_drain, recording the data effect of back-to-back MVMULs and executing them at once (accel/fpu_batch.py)
+        before any other instruction and when it returns, unless a pushed MVMUL run records already."""
+        if self.mm_record is not None or not fpu_batch.BATCH_MVMUL:
+            return self._drain(t)
+        self.mm_record = []
+        try:
+            return self._drain(t)
+        finally:
+            self.flush_mvmul()
+
+    def _drain(self, t: int) -> int:
         """Issue and execute what thread t can: instructions leave the frontend (next_instruction) in order, wait at
         the Wait Gate while a latch blocks them, and go to their unit's handler. A handler returning a reason
         blocks the thread (the instruction stays at the head, retried by step()). SFPU words go to the speed layer
@@ -130,6 +144,8 @@ class Tensix(DeferralMixin, MopBatchMixin, FrontendMixin, SyncMixin, ConfigMixin
             if w is None:
                 break
             name, fields, handler, block, reserved, kind, info = self.decode(w)
+            if self.mm_record and name != "MVMUL":
+                self.flush_mvmul(keep=True)             # anything else sees the recorded MVMULs' Dst
             if kind == K_SFPU and len(th.ready) >= 8 and len(th.ready) > th.batch_skip and th.latch is None:
                 done = self.batch_sfpu(t, th)
                 if done:

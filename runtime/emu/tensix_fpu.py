@@ -324,6 +324,12 @@ class FpuMixin:
         b = self.srcb[self.srcb_matrix_bank, rb:rb + n_rows]
         if not exp8 and not int8:
             self._check_5bit_exp(name, a, b)
+        if self.mm_record is not None:       # inside a pushed MVMUL run (accel/fpu_batch.py)
+            if use32 and exp8 and not int8 and not doc_rows and n_rows == 8 and not self.raw_sfpu.scheduled:
+                self.record_mvmul(a, b, fa, fb, rd, phase)
+                self._finish(t, addr_mode, f["clear_dvalid"])
+                return None
+            self.flush_mvmul(keep=True)         # this one runs here: the recorded steps before it first
         if int8:
             ai, bi = fm.int8_operands(a, b, phase)
             old = fm.int32_from_dst(self.dst.rows32[rd:rd + n_rows])

@@ -644,9 +644,9 @@ class Tile:
 
     def _niu_store(self, i: int, who: str, addr: int, value: int) -> None:
         niu = self.nius[i]
-        before = sum(niu.stats()["bytes"].values())
+        before = sum(niu.bytes.values())       # (the counters stats() reports, without building its dicts per store)
         niu.store(addr - layout.NOC_BASE[i], value)
-        moved = sum(niu.stats()["bytes"].values()) - before
+        moved = sum(niu.bytes.values()) - before
         if moved and who in self._stall:
             # transfers complete inside the store (noc.py); their time (NoC/README.md rates) is charged to whoever
             # later polls this NIU's registers for completion

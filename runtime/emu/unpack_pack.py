@@ -22,6 +22,13 @@ from tt_backend.runtime.emu.tensix_fpu import DST32_ROWS, SRC_ROWS
 
 _FMT_NAMES = F.NAMES
 _BFP_BITS = {F.BFP8: 8, F.BFP4: 4, F.BFP2: 2}
+# PACR's checks and derived values are cached per (word, the config words they read): a third of PACR's time in an
+# elementwise kernel, every PACR of a tile re-checking the same configuration. Tests turn it off (the reference path).
+PACK_SETUP_CACHE = True
+# An unpack without Tileize_mode reads its rows back to back: whole-byte datums come from one slice of L1 instead of a
+# gather by bit address. Tests turn it off (the reference path).
+UNPACK_CONTIGUOUS = True
+_WHOLE_BYTE = {8: np.uint8, 16: np.dtype("<u2"), 32: np.dtype("<u4")}
 
 UNP0, UNP1, PACK = 0, 1, 2
 
@@ -41,6 +48,8 @@ class UnpackPackMixin:
         self.packer_addr = 0
         self.packer_exp_addr = 0     # BFP output: where the next shared exponent byte goes
         self.packer_tpg = (0, 0, 0)  # edge-mask tile position generator (X, Y, Z), reset at each stream start
+        self._pack_setups: dict[tuple, tuple] = {}    # PACR's cache key -> _pack_setup()
+        self._edge_keeps: dict[tuple, tuple] = {}     # _edge_keep's key -> (datums kept, tile position after)
 
     # ------------------------------------------------------------------------------------------------ helpers
     def _l1_read(self, addr: int, nbytes: int) -> np.ndarray:
@@ -180,9 +189,12 @@ class UnpackPackMixin:
 
         if not to_dst and not sel and count > 16:
             self._check_srca_burst(dst_addr // 16, in_bits, tileize, reg2 >> 4 & 3)
-        i = np.arange(count, dtype=np.int64)
-        bit_addr = start_bits + in_bits * (i % row_width) + row_stride * 8 * (i // row_width)
-        raw = self._l1_gather(bit_addr, in_bits)
+        if UNPACK_CONTIGUOUS and not tileize and not bfp_bits and in_bits in _WHOLE_BYTE and not start_bits & 7:
+            raw = self._l1_datums(start_bits, count, in_bits)     # rows back to back: one slice of L1
+        else:
+            i = np.arange(count, dtype=np.int64)
+            bit_addr = start_bits + in_bits * (i % row_width) + row_stride * 8 * (i // row_width)
+            raw = self._l1_gather(bit_addr, in_bits)
         exps = None
         if bfp_bits:
             if force_exp:
@@ -233,6 +245,15 @@ class UnpackPackMixin:
         if start_row % burst:
             raise self.undefined(f"UNPACR to SrcA starting at row {start_row}, not a multiple of the {burst}-row burst "
                                  "(writes would be dropped)")
+
+    def _l1_datums(self, start_bits: int, count: int, bits: int) -> np.ndarray:
+        """_l1_gather of `count` consecutive datums of 8, 16 or 32 bits from a byte-aligned bit address."""
+        if count == 0:
+            return np.zeros(0, np.uint32)
+        lo, hi = start_bits, start_bits + count * bits
+        if lo < 0 or hi > self.l1.size * 8:
+            raise self.undefined(f"L1 read 0x{lo // 8:X}..0x{(hi + 7) // 8:X} out of bounds")
+        return self.l1[lo >> 3:hi >> 3].view(_WHOLE_BYTE[bits]).astype(np.uint32)
 
     def _l1_gather(self, bit_addr: np.ndarray, bits: int) -> np.ndarray:
         """Datums of `bits` bits at L1 bit addresses (little endian; sub-byte datums from the low bits up)."""
@@ -320,73 +341,20 @@ class UnpackPackMixin:
 
     # ------------------------------------------------------------------------------------------------ PACR
     def PACR(self, t, f):
-        for name in ("flush", "ctxt_ctrl", "ovrd_thread_id", "zero_write", "addr_cnt_context", "row_pad_zero",
-                     "cfg_context", "concat", "dst_access_mode"):
-            if f[name]:
-                raise self.unimpl(f"PACR {name}={f[name]}")
-        sel = f["read_intf_sel"]
-        if sel not in (0, 1, 3, 5, 10):
-            raise self.unimpl(f"PACR read_intf_sel={sel}")
-        self.check_state_bank(t)
         cfg = self.cfg
-        th = self.threads[t]
-        c68, c70, c71 = cfg[68], cfg[70], cfg[71]
-        if c68 & 0xFFFF:
-            raise self.unimpl("packer THCON_SEC0_REG1_Row_start_section_size != 0")
-        for bit, what in ((1, "Add_l1_dest_addr_offset"), (12, "Dis_shared_exp_assembler"),
-                          (13, "Auto_set_last_pacr_intf_sel"), (14, "Enable_out_fifo"), (15, "Sub_l1_tile_header_size"),
-                          (16, "Source_interface_selection"), (22, "Add_tile_header_size")):
-            if c70 >> bit & 1:
-                raise self.unimpl(f"packer THCON_SEC0_REG1_{what}=1")
-        if c70 >> 17 & 0xF:
-            raise self.unimpl("packer THCON_SEC0_REG1_pack_start_intf_pos != 0")
-        if c71 & 0x7FFFF:
-            raise self.unimpl("packer downsampling (THCON_SEC0_REG1_Downsample_mask/rate)")
-        if c71 >> 20 & 1:
-            raise self.unimpl("packer exponent thresholding (THCON_SEC0_REG1_Exp_threshold_en=1)")
-        if cfg[28] >> 23 & 1:
-            raise self.unimpl("PACK_COUNTERS_SEC0_pack_yz_transposed=1")
-        if cfg[180] >> 12 & 0x3F:
-            raise self.unimpl("DEST_TARGET_REG_CFG_PACK_SEC0_ZOffset != 0")
-        if cfg[19] >> 8 & 1:
-            raise self.unimpl("PCK_EDGE_TILE_FACE_SET_SELECT_enable=1")
-        if cfg[24] >> 16 & 1:
-            raise self.unimpl("packer edge mode -Inf (PCK_EDGE_MODE_mode=1)")
-        if cfg[1] >> 2 & 1:
-            raise self.unimpl("packer stochastic rounding (ALU_ROUNDING_MODE_Packer_srnd_en=1; PRNG not modelled)")
-        dstacc = cfg[0] >> 10 & 0xF if cfg[0] >> 14 & 1 else cfg[1] >> 25 & 0xF     # Dstacc_override / _val
-        in_fmt, out_fmt = c70 >> 8 & 0xF, c70 >> 4 & 0xF
-        rd = cfg[18]
-        rd32, read_unsigned, read_raw, round10 = rd & 1, rd >> 1 & 1, rd >> 2 & 1, rd >> 3 & 1
-        if dstacc != in_fmt:
-            raise self.undefined(f"packer In_data_format {_fmt(in_fmt)} != ALU_FORMAT_SPEC_REG2_Dstacc {_fmt(dstacc)} "
-                                 "(undefined; ttsim pf21)")
-        mode = rd32 << 8 | in_fmt << 4 | out_fmt
-        if mode not in (_PACK_MODES_32 if rd32 else _PACK_MODES_16):
-            raise self.unimpl(f"packer conversion Read_32b_data={rd32} In={_fmt(in_fmt)} Out={_fmt(out_fmt)} "
-                              f"(pack_fmt_conv_mode=0x{mode:X})")
-        if rd32:
-            # TF32 rounding for an FP16 intermediate needs Round_10b_mant=1; every other mode needs it 0 [ttsim]
-            if round10 != (in_fmt == F.FP16):
-                raise self.unimpl(f"packer PCK_DEST_RD_CTRL_Round_10b_mant={round10} with pack_fmt_conv_mode="
-                                  f"0x{mode:X}")
-            if read_raw and in_fmt not in (F.BF16, F.BFP8, F.INT8):
-                raise self.unimpl(f"packer Read_raw (PCK_DEST_RD_CTRL_Read_int8=1) with intermediate {_fmt(in_fmt)}")
+        key = (id(f), cfg[0], cfg[1], cfg[2], cfg[12], cfg[13], cfg[18], cfg[19], cfg[24], cfg[28], cfg[68], cfg[70],
+               cfg[71], cfg[180])
+        setup = self._pack_setups.get(key) if PACK_SETUP_CACHE else None
+        if setup is None:
+            setup = self._pack_setup(t, f)
+            if len(self._pack_setups) >= 256:
+                self._pack_setups.clear()
+            self._pack_setups[key] = setup
         else:
-            # from a 16-bit Dst Round_10b_mant only selects BF16 -> FP16 ahead of FP8 (0x1A) [ttsim]
-            if round10 and mode != 0x1A:
-                raise self.unimpl(f"packer PCK_DEST_RD_CTRL_Round_10b_mant=1 with pack_fmt_conv_mode=0x{mode:X}")
-            if read_raw and in_fmt == F.BFP8A:
-                raise self.unimpl("packer FP16 -> E5M7 truncation (Read_raw with intermediate BFP8a)")
-        relu_mode, relu_thr = cfg[2] >> 2 & 0xF, cfg[2] >> 6 & 0xFFFF
-        if relu_mode > 3:
-            raise self.unimpl(f"packer STACC_RELU_ApplyRelu={relu_mode}")
-        acc = bool(c71 >> 19 & 1)                                     # THCON_SEC0_REG1_Pack_L1_Acc
-        if acc and out_fmt not in (F.FP32, F.FP16, F.BF16):
-            raise self.unimpl(f"Pack_L1_Acc with Out_data_format {_fmt(out_fmt)} (only FP32/FP16/BF16)")
-        esz = max(1, F.element_bits(in_fmt) // 8)             # stride unit: the In_data_format datum size
-        out_bits = F.element_bits(out_fmt)
-
+            self.check_state_bank(t)              # (the one check of _pack_setup that is not about f or cfg)
+        (sel, c68, c71, in_fmt, out_fmt, rd32, read_unsigned, read_raw, round10, relu_mode, relu_thr, acc, esz,
+         out_bits, ys, zs, ws) = setup
+        th = self.threads[t]
         (x0, y0, z0, w0), (x1, y1, z1, w1) = th.adc[PACK]
         if x0:
             raise self.unimpl(f"PACR with packer ADC ch0.X={x0} (must be 0)")
@@ -396,7 +364,6 @@ class UnpackPackMixin:
                 raise self.undefined(f"PACR X range {x0}..{x1}: the packer reads at most 16 datums per interface "
                                      "(ttsim pf22: use SETADCXX x_end=15)")
             raise self.unimpl(f"PACR with {per} datums per read interface (16, or 8 with read_intf_sel=1)")
-        ys, zs, ws = cfg[12] >> 16, cfg[13] & 0xFFFF, cfg[13] >> 16
         for what, v in (("Ystride", ys), ("Zstride", zs), ("Wstride", ws)):
             if v % esz:
                 raise self.undefined(f"PACR PCK0_ADDR_CTRL {what}={v} not a multiple of the {esz}-byte In_data_format")
@@ -470,7 +437,94 @@ class UnpackPackMixin:
         self.packer_addr = addr
         self._pack_addr_mod(th, f["addr_mode"])
 
+    def _pack_setup(self, t, f) -> tuple:
+        """PACR's checks and derived values that depend only on the word's fields and the config words PACR's cache
+        key holds (in the reference order; check_state_bank among them): the same errors, the same values."""
+        for name in ("flush", "ctxt_ctrl", "ovrd_thread_id", "zero_write", "addr_cnt_context", "row_pad_zero",
+                     "cfg_context", "concat", "dst_access_mode"):
+            if f[name]:
+                raise self.unimpl(f"PACR {name}={f[name]}")
+        sel = f["read_intf_sel"]
+        if sel not in (0, 1, 3, 5, 10):
+            raise self.unimpl(f"PACR read_intf_sel={sel}")
+        self.check_state_bank(t)
+        cfg = self.cfg
+        c68, c70, c71 = cfg[68], cfg[70], cfg[71]
+        if c68 & 0xFFFF:
+            raise self.unimpl("packer THCON_SEC0_REG1_Row_start_section_size != 0")
+        for bit, what in ((1, "Add_l1_dest_addr_offset"), (12, "Dis_shared_exp_assembler"),
+                          (13, "Auto_set_last_pacr_intf_sel"), (14, "Enable_out_fifo"), (15, "Sub_l1_tile_header_size"),
+                          (16, "Source_interface_selection"), (22, "Add_tile_header_size")):
+            if c70 >> bit & 1:
+                raise self.unimpl(f"packer THCON_SEC0_REG1_{what}=1")
+        if c70 >> 17 & 0xF:
+            raise self.unimpl("packer THCON_SEC0_REG1_pack_start_intf_pos != 0")
+        if c71 & 0x7FFFF:
+            raise self.unimpl("packer downsampling (THCON_SEC0_REG1_Downsample_mask/rate)")
+        if c71 >> 20 & 1:
+            raise self.unimpl("packer exponent thresholding (THCON_SEC0_REG1_Exp_threshold_en=1)")
+        if cfg[28] >> 23 & 1:
+            raise self.unimpl("PACK_COUNTERS_SEC0_pack_yz_transposed=1")
+        if cfg[180] >> 12 & 0x3F:
+            raise self.unimpl("DEST_TARGET_REG_CFG_PACK_SEC0_ZOffset != 0")
+        if cfg[19] >> 8 & 1:
+            raise self.unimpl("PCK_EDGE_TILE_FACE_SET_SELECT_enable=1")
+        if cfg[24] >> 16 & 1:
+            raise self.unimpl("packer edge mode -Inf (PCK_EDGE_MODE_mode=1)")
+        if cfg[1] >> 2 & 1:
+            raise self.unimpl("packer stochastic rounding (ALU_ROUNDING_MODE_Packer_srnd_en=1; PRNG not modelled)")
+        dstacc = cfg[0] >> 10 & 0xF if cfg[0] >> 14 & 1 else cfg[1] >> 25 & 0xF     # Dstacc_override / _val
+        in_fmt, out_fmt = c70 >> 8 & 0xF, c70 >> 4 & 0xF
+        rd = cfg[18]
+        rd32, read_unsigned, read_raw, round10 = rd & 1, rd >> 1 & 1, rd >> 2 & 1, rd >> 3 & 1
+        if dstacc != in_fmt:
+            raise self.undefined(f"packer In_data_format {_fmt(in_fmt)} != ALU_FORMAT_SPEC_REG2_Dstacc {_fmt(dstacc)} "
+                                 "(undefined; ttsim pf21)")
+        mode = rd32 << 8 | in_fmt << 4 | out_fmt
+        if mode not in (_PACK_MODES_32 if rd32 else _PACK_MODES_16):
+            raise self.unimpl(f"packer conversion Read_32b_data={rd32} In={_fmt(in_fmt)} Out={_fmt(out_fmt)} "
+                              f"(pack_fmt_conv_mode=0x{mode:X})")
+        if rd32:
+            # TF32 rounding for an FP16 intermediate needs Round_10b_mant=1; every other mode needs it 0 [ttsim]
+            if round10 != (in_fmt == F.FP16):
+                raise self.unimpl(f"packer PCK_DEST_RD_CTRL_Round_10b_mant={round10} with pack_fmt_conv_mode="
+                                  f"0x{mode:X}")
+            if read_raw and in_fmt not in (F.BF16, F.BFP8, F.INT8):
+                raise self.unimpl(f"packer Read_raw (PCK_DEST_RD_CTRL_Read_int8=1) with intermediate {_fmt(in_fmt)}")
+        else:
+            # from a 16-bit Dst Round_10b_mant only selects BF16 -> FP16 ahead of FP8 (0x1A) [ttsim]
+            if round10 and mode != 0x1A:
+                raise self.unimpl(f"packer PCK_DEST_RD_CTRL_Round_10b_mant=1 with pack_fmt_conv_mode=0x{mode:X}")
+            if read_raw and in_fmt == F.BFP8A:
+                raise self.unimpl("packer FP16 -> E5M7 truncation (Read_raw with intermediate BFP8a)")
+        relu_mode, relu_thr = cfg[2] >> 2 & 0xF, cfg[2] >> 6 & 0xFFFF
+        if relu_mode > 3:
+            raise self.unimpl(f"packer STACC_RELU_ApplyRelu={relu_mode}")
+        acc = bool(c71 >> 19 & 1)                                     # THCON_SEC0_REG1_Pack_L1_Acc
+        if acc and out_fmt not in (F.FP32, F.FP16, F.BF16):
+            raise self.unimpl(f"Pack_L1_Acc with Out_data_format {_fmt(out_fmt)} (only FP32/FP16/BF16)")
+        esz = max(1, F.element_bits(in_fmt) // 8)             # stride unit: the In_data_format datum size
+        out_bits = F.element_bits(out_fmt)
+
+        ys, zs, ws = cfg[12] >> 16, cfg[13] & 0xFFFF, cfg[13] >> 16
+        return (sel, c68, c71, in_fmt, out_fmt, rd32, read_unsigned, read_raw, round10, relu_mode, relu_thr, acc, esz,
+                out_bits, ys, zs, ws)
+
     def _edge_keep(self, count: int) -> np.ndarray:
+        """_edge_masks, cached per (count, tile position, the config words it reads) with the position it leaves."""
+        cfg = self.cfg
+        key = (count, self.packer_tpg, cfg[20], cfg[21], cfg[22], cfg[23], cfg[24], cfg[25], cfg[26], cfg[27], cfg[28])
+        hit = self._edge_keeps.get(key) if PACK_SETUP_CACHE else None
+        if hit is None:
+            keep = self._edge_masks(count)
+            keep.flags.writeable = False
+            if len(self._edge_keeps) >= 1024:
+                self._edge_keeps.clear()
+            hit = self._edge_keeps[key] = (keep, self.packer_tpg)
+        self.packer_tpg = hit[1]
+        return hit[0]
+
+    def _edge_masks(self, count: int) -> np.ndarray:
         """EdgeMasking.md: per datum, c = TILE_ROW_SET_MAPPING[select].row_set_mapping[TPG.Y & 15], keep the datum
         if PCK_EDGE_OFFSET_SEC[c].mask has its column bit; the tile position generator advances X per datum, Y per
         16 datums, wrapping Y at pack_reads_per_xy_plane."""

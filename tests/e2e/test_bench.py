@@ -1,12 +1,14 @@
 """`python -m tt_backend bench`: every registered benchmark imports and has its entry point, the SFPU matmul
 benchmark runs one small shape on the emulator with its error within the bound it prints (K * 2^-24), and `bench
-kernels`' launch model predicts small kernels' emulated cycles (matmul, reader modes) within 25 %."""
+kernels`' launch model predicts small kernels' emulated cycles (matmul, reader modes) within 25 %, and `bench emu`'s
+whole-kernel rows give ttsim's bits."""
 import importlib
 import re
 
 import pytest
 
 from tt_backend import bench
+from tt_backend.bench import emu as emu_bench
 from tt_backend.bench import kernels
 
 
@@ -59,3 +61,15 @@ def test_launch_model_of_the_reader_modes():
     assert len(got) == 4
     for m in got:
         assert 0.75 <= m.predicted / m.emulated <= 1.25, m
+
+
+def test_emu_bench_kernel_rows_same_bits_as_ttsim(ttsim_lib, monkeypatch, capsys):
+    """`bench emu`'s whole-kernel rows at their quick sizes: launched on the same ELFs on both targets, the output
+    bytes agree and both times are measured."""
+    monkeypatch.setenv("TT_SIMULATOR", ttsim_lib)
+    monkeypatch.setattr(emu_bench, "REPEAT", 1)
+    assert bench.run("emu", ["--quick", "elementwise512", "matmul256"]) == 0
+    out = capsys.readouterr().out
+    for name in ("elementwise512", "matmul256"):
+        emu_s, sim_s = map(float, _row(out, name)[2:4])
+        assert emu_s > 0 and sim_s > 0 and _row(out, name)[-1] == "identical"

@@ -212,6 +212,28 @@ def test_mvmul19_steps_equals_the_loop(m, n, batch, monkeypatch):
         np.testing.assert_array_equal(got, ref)
 
 
+@pytest.mark.parametrize("batch", [1 << 20, 700])
+def test_mvmul19_batch_equals_the_loop(batch, monkeypatch):
+    """MVMUL runs onto several Dst blocks (fpu_math.mvmul19_batch: products of all steps at once, accumulation in
+    waves of distinct blocks; small BATCH_PRODUCTS: several batches) give the bits of mvmul19 applied step after
+    step, on random operands with wide exponents, zeros and mixed signs, mixed phases, blocks hit repeatedly and out
+    of order, 32- and 16-bit Dst."""
+    monkeypatch.setattr(fm, "BATCH_PRODUCTS", batch)
+    rng = np.random.default_rng(7)
+    steps, blocks = 40, 5
+    w = rng.integers(0, 1 << 32, (steps, 24, 16), dtype=np.uint64).astype(np.uint32)
+    w[rng.random(w.shape) < 0.1] = 0
+    a, b = fm.src19(w[:, :16], fm.TF32), fm.src19(w[:, 16:], fm.TF32)
+    phases = rng.integers(0, 4, steps)
+    slots = [int(s) for s in rng.integers(0, blocks, steps)]
+    for fp32_acc, exp8 in ((True, True), (False, True), (True, False)):
+        dst0 = rng.integers(0, 1 << 32, (blocks, 8, 16), dtype=np.uint64).astype(np.uint32)
+        ref = dst0.astype(np.int64)
+        for s in range(steps):
+            ref[slots[s]] = fm.mvmul19(a[s], b[s], ref[slots[s]], phases[s], fp32_acc, exp8)
+        np.testing.assert_array_equal(fm.mvmul19_batch(a, b, phases, slots, dst0, fp32_acc, exp8), ref)
+
+
 def test_mvmul_hifi4_exact_for_equal_exponents():
     """docs/fpu_path.md §10.5: uniform [1, 2) bf16 inputs: HiFi4 MVMUL is exact."""
     rng = np.random.default_rng(5)

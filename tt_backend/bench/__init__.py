@@ -1,17 +1,18 @@
 """`python -m tt_backend bench <name> [args]`: every benchmark of the project, by name (`<name> -h` for its options).
 
-The emulator's own speed benchmark lives with the emulator (runtime/emu/bench.py: no tinygrad, no compiler); the
-others run whole kernels through the lowering and tinygrad. Each module has `main(argv) -> int`.
+The emulator's own speed benchmark keeps its fixed rows with the emulator (runtime/emu/bench.py: no tinygrad, no
+compiler); `emu` adds whole-kernel rows from here (tt_backend/bench/emu.py), and the others run whole kernels through
+the lowering and tinygrad. Each module has `main(argv) -> int`.
 """
 from __future__ import annotations
 
 import importlib
 
 # name -> (module, what it measures). Modules are imported by name when chosen: the tinygrad-based ones import
-# tinygrad and the lowering (~0.5 s measured on an idle core), which `bench emu` does not need.
+# tinygrad and the lowering (~0.5 s measured on an idle core).
 BENCHES = {
-    "emu": ("tt_backend.runtime.emu.bench",
-            "emulator speed: emulated RISC-V and SFPU instructions per second on fixed kernels, with their cycles"),
+    "emu": ("tt_backend.bench.emu",
+            "emulator speed: instructions per second on fixed kernels; whole kernels against ttsim on the same ELFs"),
     "sfpu-matmul": ("tt_backend.bench.sfpu_matmul",
                     "fp32 SFPU matmul per shape on emu/ttsim: plan, wall time, cycles, error vs bound, emu == ttsim"),
     "same-elf": ("tt_backend.bench.same_elf",

@@ -125,8 +125,11 @@ def run_matmul(name: str, row: MatmulRow, ttsim_lib: str | None) -> list[Measure
 
 
 def _run_program(code: str, env: dict, out: Path) -> float:
+    # the program's device is DEVICE=TT: without the DEV tinygrad writes into this process's environment once it has
+    # picked a default device (which the backend would refuse as a disagreement)
+    parent = {k: v for k, v in os.environ.items() if k != "DEV"}
     t0 = time.perf_counter()
-    r = subprocess.run([sys.executable, "-c", code + _SAVE], env={**os.environ, **env, "BENCH_OUT": str(out)},
+    r = subprocess.run([sys.executable, "-c", code + _SAVE], env={**parent, **env, "BENCH_OUT": str(out)},
                        capture_output=True, text=True)
     if r.returncode:
         raise SystemExit(f"bench kernels: the program failed:\n{r.stderr[-3000:]}")

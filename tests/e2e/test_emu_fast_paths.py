@@ -1,0 +1,66 @@
+"""The emulator's speed layer on whole compiled kernels: each fast path on and off (its switch), the same output bytes
+and the same emulated cycles of every core and Tensix thread (EmuDevice.stats()), and the fast path really taken."""
+import numpy as np
+import pytest
+
+from tt_backend.bench.emu import elementwise_inputs, elementwise_plan
+from tt_backend.bench.kernels import launch_plan, matmul_plan
+from tt_backend.chip.numerics import fpu_math as fm
+from tt_backend.lowering.codegen.sources import split
+from tt_backend.runtime.compile import compile_kernel
+from tt_backend.runtime.emu import unpack_pack
+from tt_backend.runtime.emu.accel import fpu_batch
+from tt_backend.runtime.emu.device import EmuDevice
+
+
+def _launch(plan, arrays, elfs):
+    dev = EmuDevice()
+    out = [launch_plan(dev, plan, arrays, elfs)[0] for _ in range(2)]    # a second launch on the warm device too
+    return out, dev.stats()
+
+
+@pytest.mark.needs_cc
+@pytest.mark.parametrize("fidelity", ["LoFi", "HiFi4"])
+def test_mvmul_runs_identical(fidelity, monkeypatch):
+    """bf16 64^3 FPU matmul: MVMUL runs executed at once (accel/fpu_batch.py) against the per-instruction handler."""
+    plan = matmul_plan(64, fidelity)
+    rng = np.random.default_rng(3)
+    bf16 = lambda: (rng.standard_normal((64, 64)).astype(np.float32).view(np.uint32) >> 16).astype(np.uint16)
+    arrays = {plan.spec.a.slot: bf16(), plan.spec.b.slot: bf16()}
+    elfs = compile_kernel(*split(plan.render()), plan.name)
+    steps = []
+    batch = fm.mvmul19_batch
+    monkeypatch.setattr(fm, "mvmul19_batch", lambda *a, **k: steps.append(len(a[3])) or batch(*a, **k))
+    fast = _launch(plan, arrays, elfs)
+    assert sum(steps) == 2 * 2 * 2 * 2 * 16 * fm.FIDELITY_PHASES[fidelity]    # launches x tiles x K x 16/phase
+    assert max(steps) >= 16
+    monkeypatch.setattr(fpu_batch, "BATCH_MVMUL", False)
+    steps.clear()
+    ref = _launch(plan, arrays, elfs)
+    assert not steps
+    assert fast == ref
+
+
+@pytest.mark.needs_cc
+@pytest.mark.parametrize("n", [64, 40])
+@pytest.mark.parametrize("switch", ["PACK_SETUP_CACHE", "UNPACK_CONTIGUOUS"])
+def test_unpack_pack_fast_paths_identical(n, switch, monkeypatch):
+    """fp32 a * b + a (40x40: partial tiles, the packer's edge masks): PACR's cached checks and edge masks
+    (unpack_pack.PACK_SETUP_CACHE), contiguous unpacks read as one L1 slice (UNPACK_CONTIGUOUS), each against the
+    reference handler."""
+    plan = elementwise_plan(n)
+    arrays = elementwise_inputs(plan, np.random.default_rng(n))
+    elfs = compile_kernel(*split(plan.render()), plan.name)
+    calls = {"PACR": 0, "_pack_setup": 0, "_l1_datums": 0}
+    for name in calls:
+        orig = getattr(unpack_pack.UnpackPackMixin, name)
+        monkeypatch.setattr(unpack_pack.UnpackPackMixin, name,
+                            lambda self, *a, _o=orig, _n=name: calls.__setitem__(_n, calls[_n] + 1) or _o(self, *a))
+    fast = _launch(plan, arrays, elfs)
+    assert calls["_l1_datums"] > 0 and 0 < calls["_pack_setup"] < calls["PACR"] / 4     # the fast paths ran
+    monkeypatch.setattr(unpack_pack, switch, False)
+    assert _launch(plan, arrays, elfs) == fast
+    x, y = (arrays[s].astype(np.float64) for s in sorted(arrays))
+    got = np.frombuffer(fast[0][0], np.float32)
+    # (which buffer slot is `a` is the scheduler's business; fp32 with a possibly fused multiply-add: 1e-6)
+    assert min(np.abs(got - (u * v + u)).max() for u, v in ((x, y), (y, x))) <= 1e-6 * np.abs(x * y + x).max()
