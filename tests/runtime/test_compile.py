@@ -155,7 +155,7 @@ def test_cache_hit_on_unchanged_kernel():
 def test_reused_crt0_object_gives_the_same_images(tmp_path, monkeypatch):
     """Kernels built with crt0.S assembled once per core and reused as an object load the same bytes as kernels
     built from crt0.S each time (the reference), and a later build in the process does reuse the object."""
-    monkeypatch.setattr(C, "_crt0_objects", {})
+    monkeypatch.setattr(C, "_objects", {})
     built = {}
     for reuse in (True, False):
         monkeypatch.setattr(C, "REUSE_CRT0", reuse)
@@ -166,6 +166,26 @@ def test_reused_crt0_object_gives_the_same_images(tmp_path, monkeypatch):
     for with_obj, reference in zip(built[True], built[False]):
         assert {k: driver.load_elf_segments(v) for k, v in with_obj.items()} == \
             {k: driver.load_elf_segments(v) for k, v in reference.items()}
+
+
+@pytest.mark.needs_cc
+def test_device_library_is_compiled_once_and_linked_from_its_object(monkeypatch):
+    """templates/device/tt_libc.c is compiled by the first build of the process only; every image carries its
+    memset/memcpy once, byte for byte the object's code, right after crt0."""
+    monkeypatch.setattr(C, "_objects", {})
+    first, second = {}, {}
+    C.compile_kernel(*split(plan_add(3000).render()), "first", timings=first)
+    elfs = C.compile_kernel(*split(plan_add(2000).render()), "second", timings=second)
+    assert "tt_libc.o" in first and "tt_libc.o" not in second and set(second) == set(layout.CORES)
+    (obj,) = [v for k, v in C._objects.items() if k[2] == "tt_libc.c"]
+    code = ELFFile(io.BytesIO(obj)).get_section_by_name(".text").data()
+    for core, elf in elfs.items():
+        f = ELFFile(io.BytesIO(elf))
+        syms = {s.name: s["st_value"] for s in f.get_section_by_name(".symtab").iter_symbols()}
+        text = f.get_section_by_name(".text")
+        at = syms["memset"] - text["sh_addr"]
+        assert text.data()[at:at + len(code)] == code and min(syms["memset"], syms["memcpy"]) == syms["memset"], core
+        assert syms["_start"] < syms["memset"] < syms["kmain"], core
 
 
 @pytest.mark.needs_cc
