@@ -3,8 +3,11 @@
 `compile_kernel(sources, headers, name) -> {core: elf bytes}`. Every core is linked into its own
 layout.IMAGE_SLOT with crt0.S and the device library (templates/device/*.h); the TRISC sources get
 -DTRISC_UNPACK/-DTRISC_MATH/-DTRISC_PACK. Results are cached by a content hash of everything that goes into the
-build (compiler identity, flags, sources, headers, library, crt0, linker script), under $TT_CACHE_DIR or
-~/.cache/tt_backend.
+build (compiler identity, flags, sources, headers, library, crt0, linker script) as the compiler sees it: comments
+and the args.h definitions a core cannot reach are left out, so kernels differing only there (other names, other
+sizes that travel as runtime arguments) share images. The cache lives under $TT_CACHE_DIR or ~/.cache/tt_backend.
+crt0 and the device library's functions (templates/device/*.c) are compiled once per process and linked as objects;
+the cores are built in parallel, at most one compiler process per CPU.
 
 The cache heals and never blocks a build: an entry is `<key>.elf`, the ELF followed by a trailer (magic, length,
 SHA-256 of the ELF; tools that read ELF files ignore trailing bytes). An entry whose trailer does not match (truncated,
@@ -15,6 +18,7 @@ be written (full disk, read-only, TT_CACHE_DIR naming a file) costs one warning;
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import importlib.util
 import io
@@ -277,6 +281,85 @@ def check_size(core: str, elf: bytes, name: str = "") -> None:
             f"streams) or split it")
 
 
+# --- what an image depends on ----------------------------------------------------------------------------------------
+# A core's cache key covers its source and args.h as the compiler sees them, not as they are spelled: comments go
+# (they name the kernel: `E_64_64`), and of args.h only the definitions the core can reach by name are kept (a reader
+# that never calls tt_iter_set does not depend on tt_ranges, nor on a buffer size it never names). A macro never
+# expanded, a static function never called and a static object never read leave no trace in the object (at -O2, as
+# every compile here), so kernels that differ only there get the same image: the reader, writer and compute kernel of
+# kernels of other shapes and names, whose sizes travel in the runtime arguments (n_tiles, n_elements, addresses), are
+# cache hits. Anything in args.h not of the
+# forms below (#define, static [inline|const] definitions) is kept whatever it says, and so are reserved names (_X),
+# which system headers may test.
+_COMMENT_OR_LITERAL = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', re.S)
+_IDENT = re.compile(r"[A-Za-z_]\w*")
+_DEFINE = re.compile(r"#define\s+([A-Za-z_]\w*)")
+_STATIC = re.compile(r"static\s+(?:inline\s+|const\s+)*[A-Za-z_]\w*\s*\**\s*([A-Za-z_]\w*)\s*[\[(]")
+
+
+@functools.lru_cache(maxsize=256)
+def without_comments(text: str) -> str:
+    """C text with every comment replaced by a space or its newlines (line numbers kept); literals untouched."""
+    def repl(m: re.Match) -> str:
+        s = m.group(0)
+        return s if s[0] in "\"'" else ("\n" * s.count("\n") or " ")
+    return _COMMENT_OR_LITERAL.sub(repl, text)
+
+
+def _items(header: str) -> list[tuple[str | None, str]]:
+    """args.h (comments removed) as top-level items: (the name it defines, or None: always kept; its text). A
+    #define with its continuation lines, a static definition up to its closing brace or semicolon, any other line."""
+    items, lines, k = [], header.split("\n"), 0
+    while k < len(lines):
+        line = lines[k]
+        start = k
+        if line.lstrip().startswith("#"):
+            while lines[k].rstrip().endswith("\\") and k + 1 < len(lines):
+                k += 1
+            m = _DEFINE.match(line.lstrip())
+            items.append((m.group(1) if m else None, "\n".join(lines[start:k + 1])))
+        elif m := _STATIC.match(line.lstrip()):
+            depth, seen_brace = 0, False
+            while True:
+                depth += lines[k].count("{") - lines[k].count("}")
+                seen_brace |= "{" in lines[k]
+                if depth == 0 and (seen_brace or lines[k].rstrip().endswith(";")) or k + 1 == len(lines):
+                    break
+                k += 1
+            items.append((m.group(1), "\n".join(lines[start:k + 1])))
+        elif line.strip():
+            items.append((None, line))
+        k += 1
+    return items
+
+
+@functools.lru_cache(maxsize=256)
+def _names(text: str) -> frozenset[str]:
+    """The identifiers of a text (kept: the library's and the fixed headers' texts come back with every build)."""
+    return frozenset(_IDENT.findall(text))
+
+
+@functools.lru_cache(maxsize=64)
+def _parsed_args(args_h: str) -> tuple[tuple[str | None, str, frozenset[str]], ...]:
+    return tuple((name, text, frozenset(_IDENT.findall(text))) for name, text in _items(without_comments(args_h)))
+
+
+def reachable_args(args_h: str, roots: list[frozenset[str]]) -> str:
+    """The args.h items reachable by name from the identifier sets `roots` (the core's source, the library, the other
+    headers), transitively, in their order."""
+    items = _parsed_args(args_h)
+    names: set[str] = set()
+    kept = [False] * len(items)
+    changed = True
+    while changed:
+        changed = False
+        for k, (name, _, ids) in enumerate(items):
+            if not kept[k] and (name is None or name[0] == "_" or name in names or any(name in r for r in roots)):
+                kept[k] = changed = True
+                names |= ids
+    return "\n".join(text for (_, text, _), keep in zip(items, kept) if keep)
+
+
 # --- compile ---------------------------------------------------------------------------------------------------------
 STATS = {"compiled": 0, "cache_hits": 0, "crt0_reused": 0}
 COMPILE_TIMEOUT_S = 300          # one core's compile: a hung compiler fails the kernel instead of the whole program
@@ -346,9 +429,15 @@ def _link_objects(c: Compiler, cores: list[str], lib: dict[str, str], d: Path,
 
 
 def _key(c: Compiler, core: str, source: str, headers: dict[str, str], lib: dict[str, str], ld: str) -> str:
+    """The image's content key: everything the compiler sees of it (see `reachable_args`)."""
+    source = without_comments(source)
+    fixed = {k: v for k, v in headers.items() if k != "args.h"}
+    if "args.h" in headers:
+        roots = [_names(source), *(_names(t) for t in [*fixed.values(), *lib.values()])]
+        fixed["args.h"] = reachable_args(headers["args.h"], roots)
     h = hashlib.sha256()
     for part in [ENTRY_FORMAT, c.describe(), " ".join(_flags(c, core) + c.extra), core, source, ld,
-                 *(f"{k}\0{v}" for k, v in sorted(headers.items())), *(f"{k}\0{v}" for k, v in sorted(lib.items()))]:
+                 *(f"{k}\0{v}" for k, v in sorted(fixed.items())), *(f"{k}\0{v}" for k, v in sorted(lib.items()))]:
         h.update(part.encode())
         h.update(b"\0\1")
     return h.hexdigest()
