@@ -3,6 +3,7 @@
     python -m tt_backend bench build                 # 20 distinct small elementwise kernels, a fresh compile cache
     python -m tt_backend bench build --repeat 3      # three passes (each with its own fresh cache): per-kernel median
     python -m tt_backend bench build --per-kernel    # also one line per kernel
+    python -m tt_backend bench build --isolated      # every kernel on an empty cache of its own: five ELFs each
 
 Each kernel goes the plugin's way (tt_backend.ops_tt.tt_to_program, without tinygrad around it): tinygrad's name for
 it, `lowering.select.lower` with the plugin's placer, `for_target` + `render` (Jinja), `runtime.compile.compile_kernel`.
@@ -21,8 +22,9 @@ Stages, each timed alone (wall milliseconds, and CPU milliseconds of this proces
 
 The first kernel of a process also loads the Jinja templates and builds the per-process objects (crt0, the device
 library); it is built once before the measured kernels and reported on its own line. Kernels are distinct by their
-compute; kernels that share a shape, input count and dtypes share the reader and writer (their sources are equal, so
-the second one is a cache hit), as kernels of one program do: the `from cache` column counts them.
+compute. By default a pass builds them into one compile cache, as a program does: a kernel whose reader or writer
+another kernel already built (same input count and dtypes, any size) finds it there, which the `from cache` column
+counts; `--isolated` gives each kernel an empty cache, so all five ELFs are built.
 """
 from __future__ import annotations
 
@@ -140,6 +142,8 @@ def main(argv: list[str] | None = None) -> int:
                                                           "a kernel's figure is its median over the passes")
     ap.add_argument("--kernels", type=int, default=len(KERNELS), help=f"the first N of the {len(KERNELS)} kernels")
     ap.add_argument("--per-kernel", action="store_true", help="one line per kernel as well")
+    ap.add_argument("--isolated", action="store_true", help="each kernel on an empty compile cache of its own (five "
+                                                             "ELFs each), instead of one cache per pass")
     args = ap.parse_args(argv)
     kernels = KERNELS[:max(1, args.kernels)]
     old = os.environ.get("TT_CACHE_DIR")
@@ -149,14 +153,16 @@ def main(argv: list[str] | None = None) -> int:
             first = build_one(*WARMUP[1:])
             passes = []
             for p in range(args.repeat):
-                os.environ["TT_CACHE_DIR"] = os.path.join(tmp, f"pass{p}")
                 clear_evaluations()
-                passes.append([build_one(*k[1:]) for k in kernels])
+                passes.append([])
+                for k, kernel in enumerate(kernels):
+                    os.environ["TT_CACHE_DIR"] = os.path.join(tmp, f"pass{p}" + (f"-{k}" if args.isolated else ""))
+                    passes[-1].append(build_one(*kernel[1:]))
     finally:
         if old is None: os.environ.pop("TT_CACHE_DIR", None)
         else: os.environ["TT_CACHE_DIR"] = old
     print(f"compiler: {C.compiler().describe()}; CPUs: {os.cpu_count()}; {len(kernels)} kernels x {args.repeat} "
-          f"pass(es), fresh compile cache per pass")
+          f"pass(es), an empty compile cache per {'kernel' if args.isolated else 'pass'}")
     print(f"first kernel of the process (templates loaded, per-process objects built): build "
           f"{first.wall['build']:.1f} ms wall / {first.cpu['build']:.1f} ms CPU")
 
