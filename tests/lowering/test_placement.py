@@ -132,7 +132,7 @@ def test_evaluations_kept_by_content_change_no_placement():
     mid = dict(PE.EVAL_STATS)
     again = place("rms2", d, dts, "float32", 8192 * 4, ev, budget=1e-2).report()
     assert PE.EVAL_STATS["evaluated"] == mid["evaluated"] and PE.EVAL_STATS["reused"] > mid["reused"]
-    cyc = ("predicted_cycles", "all_sfpu_cycles", "nodes")
+    cyc = ("predicted_cycles", "predicted_cycles_per_tile", "all_sfpu_cycles", "nodes")   # cycles scale with the size
     assert {k: v for k, v in again.items() if k not in cyc} == {k: v for k, v in fresh.items() if k not in cyc}
     assert [{k: v for k, v in n.items() if k != "cycles"} for n in again["nodes"]] == \
         [{k: v for k, v in n.items() if k != "cycles"} for n in fresh["nodes"]]
