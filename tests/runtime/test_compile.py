@@ -198,7 +198,8 @@ def test_key_ignores_comments_and_unreached_args():
     c, lib = C.compiler(), C._library_files()
 
     def args(n: int) -> str:
-        return (f"/* kernel E_{n} */\n#ifndef TT_ARGS_H\n#define TT_ARGS_H\n#include <stdint.h>\n#define ARG_N_TILES 0\n"
+        return (f"/* kernel E_{n} */\n#ifndef TT_ARGS_H\n#define TT_ARGS_H\n#include <stdint.h>\n"
+                "#define ARG_N_TILES 0\n"
                 f"#define BUF0_NBYTES {4 * n}u  /* float32 */\nstatic const uint32_t tt_ranges[1] = {{{n}u}};\n"
                 "static inline uint32_t tt_first_range(void)\n{\n    return tt_ranges[0];\n}\n#endif\n")
     src = '#include "args.h"\n/* kernel E_64 */\nint kmain(void) { return ARG_N_TILES; }\n'

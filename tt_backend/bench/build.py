@@ -180,7 +180,8 @@ def main(argv: list[str] | None = None) -> int:
         c = [med(k, "cpu", s) for k in range(len(kernels))]
         print(f"{s:12s} {statistics.median(w):12.1f} {percentile(w, 0.9):9.1f} {statistics.median(c):11.1f} "
               f"{percentile(c, 0.9):8.1f}")
-    print(f"placer evaluations in this process: {EVAL_STATS['evaluated']} run, {EVAL_STATS['reused']} reused by content")
+    print(f"placer evaluations in this process: {EVAL_STATS['evaluated']} run, {EVAL_STATS['reused']} reused by "
+          f"content")
     hits = [p[k].from_cache for p in passes for k in range(len(kernels))]
     print(f"ELFs per kernel found in the cache on the uncached build (shared reader/writer): "
           f"{sum(hits)} of {5 * len(hits)}")
