@@ -3,8 +3,11 @@
 `compile_kernel(sources, headers, name) -> {core: elf bytes}`. Every core is linked into its own
 layout.IMAGE_SLOT with crt0.S and the device library (templates/device/*.h); the TRISC sources get
 -DTRISC_UNPACK/-DTRISC_MATH/-DTRISC_PACK. Results are cached by a content hash of everything that goes into the
-build (compiler identity, flags, sources, headers, library, crt0, linker script), under $TT_CACHE_DIR or
-~/.cache/tt_backend.
+build (compiler identity, flags, sources, headers, library, crt0, linker script) as the compiler sees it: comments
+and the args.h definitions a core cannot reach are left out, so kernels differing only there (other names, other
+sizes that travel as runtime arguments) share images. The cache lives under $TT_CACHE_DIR or ~/.cache/tt_backend.
+crt0 and the device library's functions (templates/device/*.c) are compiled once per process and linked as objects;
+the cores are built in parallel, at most one compiler process per CPU.
 
 The cache heals and never blocks a build: an entry is `<key>.elf`, the ELF followed by a trailer (magic, length,
 SHA-256 of the ELF; tools that read ELF files ignore trailing bytes). An entry whose trailer does not match (truncated,
@@ -15,6 +18,7 @@ be written (full disk, read-only, TT_CACHE_DIR naming a file) costs one warning;
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import importlib.util
 import io
@@ -25,7 +29,9 @@ import struct
 import subprocess
 import sys
 import tempfile
+import time
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -208,15 +214,20 @@ def clear_cache(cdir: Path | None = None) -> int:
     return n
 
 
-def _flags(c: Compiler, core: str) -> list[str]:
+def _common_flags(c: Compiler) -> list[str]:
+    """The flags of every compile, whatever the core (the device library's objects are built with these alone)."""
     flags = list(COMMON_FLAGS)
     if c.kind in ("clang", "zig"):
         flags = [f for f in flags if f not in ("-march=rv32im", "-mabi=ilp32", "-fno-tree-loop-distribute-patterns")]
         flags += ["-march=rv32im", "-mabi=ilp32", "-fno-builtin"] if c.kind == "clang" else ["-fno-builtin"]
+    return flags
+
+
+def _flags(c: Compiler, core: str) -> list[str]:
     status = layout.status_addr(core)
-    return flags + [f"-DTT_CORE_INDEX={layout.CORES.index(core)}", f"-DTT_STACK_TOP=0x{layout.STACK_TOP[core]:X}",
-                    f"-DTT_STATUS_ADDR=0x{status:X}", f"-DTT_GEN_ADDR=0x{layout.LAUNCH_GENERATION:X}",
-                    *CORE_DEFINES.get(core, [])]
+    return _common_flags(c) + [
+        f"-DTT_CORE_INDEX={layout.CORES.index(core)}", f"-DTT_STACK_TOP=0x{layout.STACK_TOP[core]:X}",
+        f"-DTT_STATUS_ADDR=0x{status:X}", f"-DTT_GEN_ADDR=0x{layout.LAUNCH_GENERATION:X}", *CORE_DEFINES.get(core, [])]
 
 
 _ld_env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATE_DIR)), undefined=jinja2.StrictUndefined)
@@ -229,7 +240,8 @@ def _linker_script(core: str) -> str:
 
 
 def _library_files() -> dict[str, str]:
-    files = {p.name: p.read_text() for p in sorted(DEVICE_LIB_DIR.glob("*.h"))}
+    """The device library (headers and the sources of its linked functions) and crt0.S, by file name."""
+    files = {p.name: p.read_text() for p in sorted([*DEVICE_LIB_DIR.glob("*.h"), *DEVICE_LIB_DIR.glob("*.c")])}
     files["crt0.S"] = (TEMPLATE_DIR / "crt0.S").read_text()
     return files
 
@@ -269,33 +281,182 @@ def check_size(core: str, elf: bytes, name: str = "") -> None:
             f"streams) or split it")
 
 
+# --- what an image depends on ----------------------------------------------------------------------------------------
+# A core's cache key covers its source and args.h as the compiler sees them, not as they are spelled: comments go
+# (they name the kernel: `E_64_64`), and of args.h only the definitions the core can reach by name are kept (a reader
+# that never calls tt_iter_set does not depend on tt_ranges, nor on a buffer size it never names). A macro never
+# expanded, a static function never called and a static object never read leave no trace in the object (at -O2, as
+# every compile here), so kernels that differ only there get the same image: the reader, writer and compute kernel of
+# kernels of other shapes and names, whose sizes travel in the runtime arguments (n_tiles, n_elements, addresses), are
+# cache hits. Anything in args.h not of the
+# forms below (#define, static [inline|const] definitions) is kept whatever it says, and so are reserved names (_X),
+# which system headers may test.
+_COMMENT_OR_LITERAL = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', re.S)
+_IDENT = re.compile(r"[A-Za-z_]\w*")
+_DEFINE = re.compile(r"#define\s+([A-Za-z_]\w*)")
+_STATIC = re.compile(r"static\s+(?:inline\s+|const\s+)*[A-Za-z_]\w*\s*\**\s*([A-Za-z_]\w*)\s*[\[(]")
+
+
+@functools.lru_cache(maxsize=256)
+def without_comments(text: str) -> str:
+    """C text with every comment replaced by a space or its newlines (line numbers kept); literals untouched."""
+    def repl(m: re.Match) -> str:
+        s = m.group(0)
+        return s if s[0] in "\"'" else ("\n" * s.count("\n") or " ")
+    return _COMMENT_OR_LITERAL.sub(repl, text)
+
+
+def _items(header: str) -> list[tuple[str | None, str]]:
+    """args.h (comments removed) as top-level items: (the name it defines, or None: always kept; its text). A
+    #define with its continuation lines, a static definition up to its closing brace or semicolon, any other line."""
+    items, lines, k = [], header.split("\n"), 0
+    while k < len(lines):
+        line = lines[k]
+        start = k
+        if line.lstrip().startswith("#"):
+            while lines[k].rstrip().endswith("\\") and k + 1 < len(lines):
+                k += 1
+            m = _DEFINE.match(line.lstrip())
+            items.append((m.group(1) if m else None, "\n".join(lines[start:k + 1])))
+        elif m := _STATIC.match(line.lstrip()):
+            depth, seen_brace = 0, False
+            while True:
+                depth += lines[k].count("{") - lines[k].count("}")
+                seen_brace |= "{" in lines[k]
+                if depth == 0 and (seen_brace or lines[k].rstrip().endswith(";")) or k + 1 == len(lines):
+                    break
+                k += 1
+            items.append((m.group(1), "\n".join(lines[start:k + 1])))
+        elif line.strip():
+            items.append((None, line))
+        k += 1
+    return items
+
+
+@functools.lru_cache(maxsize=256)
+def _names(text: str) -> frozenset[str]:
+    """The identifiers of a text (kept: the library's and the fixed headers' texts come back with every build)."""
+    return frozenset(_IDENT.findall(text))
+
+
+@functools.lru_cache(maxsize=64)
+def _parsed_args(args_h: str) -> tuple[tuple[str | None, str, frozenset[str]], ...]:
+    return tuple((name, text, frozenset(_IDENT.findall(text))) for name, text in _items(without_comments(args_h)))
+
+
+def reachable_args(args_h: str, roots: list[frozenset[str]]) -> str:
+    """The args.h items reachable by name from the identifier sets `roots` (the core's source, the library, the other
+    headers), transitively, in their order."""
+    items = _parsed_args(args_h)
+    names: set[str] = set()
+    kept = [False] * len(items)
+    changed = True
+    while changed:
+        changed = False
+        for k, (name, _, ids) in enumerate(items):
+            if not kept[k] and (name is None or name[0] == "_" or name in names or any(name in r for r in roots)):
+                kept[k] = changed = True
+                names |= ids
+    return "\n".join(text for (_, text, _), keep in zip(items, kept) if keep)
+
+
 # --- compile ---------------------------------------------------------------------------------------------------------
 STATS = {"compiled": 0, "cache_hits": 0, "crt0_reused": 0}
 COMPILE_TIMEOUT_S = 300          # one core's compile: a hung compiler fails the kernel instead of the whole program
 
-# crt0.S assembled once per compiler, core and start-up code in this process, then linked as an object: two of the
-# seven processes a core's build starts (preprocess + assemble), about a fifth of a kernel's compile CPU time. The
-# ELFs are byte-identical either way (crt0.S names its own symbol-table file entry). The first build of a core
-# assembles the object alongside its compile, so it waits for nothing. REUSE_CRT0 = False links crt0.S every time.
+# Objects every image links, built once per compiler, flags and source in this process, then linked instead of
+# compiled again:
+#   * crt0.S per core (its defines are the core's): the preprocess + assemble of every core's build.
+#   * the device library's functions (templates/device/*.c), with the flags common to all cores: each core's compile
+#     used to carry them as part of its translation unit (measured: 5-10 ms of a 25-40 ms cc1 per core).
+# Linked in the order crt0, library, kernel (the linker script puts crt0's .text.start first, then each input's .text
+# in command-line order). The kernel's translation unit used to emit memset/memcpy among its own functions, mostly
+# first: most images are unchanged, the others hold the same functions in another order (helpers GCC emitted out of
+# line ahead of memset, e.g. tt_fail, now follow it), with the same emulated cycles. REUSE_CRT0 = False links
+# crt0.S every time (the reference the tests compare the object path with).
 REUSE_CRT0 = True
-_crt0_objects: dict[tuple, bytes] = {}
+_objects: dict[tuple, bytes] = {}
 
 
-def _crt0_key(c: Compiler, core: str, crt0: str) -> tuple:
-    return c.describe(), tuple(_flags(c, core)), crt0
+@dataclass
+class _Job:
+    label: str                 # what the error message and `timings` call it: a core, or the object's source
+    argv: list[str]
+    output: Path
+
+
+def _run_jobs(jobs: list[_Job], timings: dict[str, float] | None) -> list[str]:
+    """Run the compiler processes, at most one per CPU at a time; the failures' logs (argv and output)."""
+    def run(job: _Job) -> str | None:
+        start = time.perf_counter()
+        try:
+            r = subprocess.run(job.argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                               timeout=COMPILE_TIMEOUT_S)
+            log, code = r.stdout, r.returncode
+        except subprocess.TimeoutExpired as e:
+            out = e.output.decode(errors="replace") if isinstance(e.output, bytes) else e.output or ""
+            log, code = out + f"\n(killed: no result within {COMPILE_TIMEOUT_S} s)", -9
+        if timings is not None:
+            timings[job.label] = 1e3 * (time.perf_counter() - start)
+        if code == 0: return None
+        how = f"killed by signal {-code}" if code < 0 else f"exit status {code}"
+        return f"--- {job.label} ({how}): {' '.join(job.argv)}\n{log}"
+    if not jobs: return []
+    with ThreadPoolExecutor(max_workers=min(len(jobs), os.cpu_count() or 1)) as pool:
+        return [e for e in pool.map(run, jobs) if e is not None]
+
+
+def _link_objects(c: Compiler, cores: list[str], lib: dict[str, str], d: Path,
+                  timings: dict[str, float] | None) -> tuple[dict[str, list[Path]], list[str]]:
+    """({core: the objects its image links before the kernel, in `d`}, failed builds' logs): crt0 (the core's) and
+    the device library's, built by this process before (kept by compiler, flags and source) or now, in parallel."""
+    per_core = {core: ([(f"crt0_{core}.o", "crt0.S", tuple(_flags(c, core)))] if REUSE_CRT0 else [])
+                + [(f"{Path(f).stem}.o", f, tuple(_common_flags(c))) for f in sorted(lib) if f.endswith(".c")]
+                for core in cores}
+    jobs, keys = [], {}
+    for oname, src, flags in dict.fromkeys(o for objs in per_core.values() for o in objs):
+        keys[oname] = key = (c.describe(), flags, src, lib[src])
+        if (obj := _objects.get(key)) is not None:
+            (d / oname).write_bytes(obj)
+            STATS["crt0_reused"] += src == "crt0.S"
+        else:
+            jobs.append(_Job(oname, [*c.cc, *flags, "-I", str(d), "-c", str(d / src), "-o", str(d / oname)], d / oname))
+    if errors := _run_jobs(jobs, timings):
+        return {}, errors
+    for job in jobs:
+        _objects[keys[job.label]] = job.output.read_bytes()
+    return {core: [d / oname for oname, _, _ in objs] for core, objs in per_core.items()}, []
 
 
 def _key(c: Compiler, core: str, source: str, headers: dict[str, str], lib: dict[str, str], ld: str) -> str:
+    """The image's content key: everything the compiler sees of it (see `reachable_args`)."""
+    source = without_comments(source)
+    fixed = {k: v for k, v in headers.items() if k != "args.h"}
+    if "args.h" in headers:
+        roots = [_names(source), *(_names(t) for t in [*fixed.values(), *lib.values()])]
+        fixed["args.h"] = reachable_args(headers["args.h"], roots)
     h = hashlib.sha256()
     for part in [ENTRY_FORMAT, c.describe(), " ".join(_flags(c, core) + c.extra), core, source, ld,
-                 *(f"{k}\0{v}" for k, v in sorted(headers.items())), *(f"{k}\0{v}" for k, v in sorted(lib.items()))]:
+                 *(f"{k}\0{v}" for k, v in sorted(fixed.items())), *(f"{k}\0{v}" for k, v in sorted(lib.items()))]:
         h.update(part.encode())
         h.update(b"\0\1")
     return h.hexdigest()
 
 
-def compile_kernel(sources: dict[str, str], headers: dict[str, str], name: str = "kernel") -> dict[str, bytes]:
-    """{core: C source} + {header name: text} -> {core: ELF bytes}. Cached; raises KernelTooLarge, TTError."""
+def _core_job(c: Compiler, core: str, d: Path, source: str, ld: str, objects: list[Path]) -> _Job:
+    """One core's compile + link in `d`: crt0 (object, or crt0.S without REUSE_CRT0), the library objects, the
+    kernel."""
+    (d / f"{core}.c").write_text(source)
+    (d / f"{core}.ld").write_text(ld)
+    start = [] if REUSE_CRT0 else [str(d / "crt0.S")]
+    return _Job(core, [*c.cc, *_flags(c, core), "-I", str(d), "-T", str(d / f"{core}.ld"), *start, *map(str, objects),
+                       str(d / f"{core}.c"), "-o", str(d / f"{core}.elf"), *c.extra], d / f"{core}.elf")
+
+
+def compile_kernel(sources: dict[str, str], headers: dict[str, str], name: str = "kernel",
+                   timings: dict[str, float] | None = None) -> dict[str, bytes]:
+    """{core: C source} + {header name: text} -> {core: ELF bytes}. Cached; raises KernelTooLarge, TTError.
+    `timings`, when given, receives each compiler process's wall milliseconds by core or object (`bench build`)."""
     c = compiler()
     lib = _library_files()
     out: dict[str, bytes] = {}
@@ -316,50 +477,16 @@ def compile_kernel(sources: dict[str, str], headers: dict[str, str], name: str =
             d = Path(tmp)
             for fname, text in {**lib, **headers}.items():
                 (d / fname).write_text(text)
-            procs, crt0_builds = {}, {}
-            for core, (key, ld) in todo.items():
-                (d / f"{core}.c").write_text(sources[core])
-                (d / f"{core}.ld").write_text(ld)
-                start = d / "crt0.S"
-                okey = _crt0_key(c, core, lib["crt0.S"])
-                if REUSE_CRT0 and (obj := _crt0_objects.get(okey)) is not None:
-                    start = d / f"crt0_{core}.o"
-                    start.write_bytes(obj)
-                    STATS["crt0_reused"] += 1
-                elif REUSE_CRT0:       # its own failure is the core's compile failure, reported below
-                    crt0_builds[core] = (okey, subprocess.Popen(
-                        [*c.cc, *_flags(c, core), "-c", str(d / "crt0.S"), "-o", str(d / f"crt0_{core}.o")],
-                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-                argv = [*c.cc, *_flags(c, core), "-I", str(d), "-T", str(d / f"{core}.ld"), str(start),
-                        str(d / f"{core}.c"), "-o", str(d / f"{core}.elf"), *c.extra]
-                procs[core] = (argv, subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                                      text=True))
-            errors = []
-            for core, (argv, p) in procs.items():
-                try:
-                    log, _ = p.communicate(timeout=COMPILE_TIMEOUT_S)
-                except subprocess.TimeoutExpired:
-                    p.kill()
-                    log = p.communicate()[0] + f"\n(killed: no result within {COMPILE_TIMEOUT_S} s)"
-                if p.returncode != 0:
-                    how = f"killed by signal {-p.returncode}" if p.returncode < 0 else f"exit status {p.returncode}"
-                    errors.append(f"--- {core} ({how}): {' '.join(argv)}\n{log}")
-            for core, (okey, p) in crt0_builds.items():
-                try:
-                    ok = p.wait(timeout=COMPILE_TIMEOUT_S) == 0
-                except subprocess.TimeoutExpired:
-                    p.kill()
-                    p.wait()
-                    ok = False
-                if ok:
-                    _crt0_objects[okey] = (d / f"crt0_{core}.o").read_bytes()
-            if errors:
+            objects, errors = _link_objects(c, list(todo), lib, d, timings)
+            jobs = [] if errors else [_core_job(c, core, d, sources[core], ld, objects[core])
+                                      for core, (_, ld) in todo.items()]
+            if errors := errors or _run_jobs(jobs, timings):
                 raise TTError(f"compiling kernel {name} failed ({c.describe()}):\n" + "\n".join(errors))
-            for core, (key, _) in todo.items():
-                elf = (d / f"{core}.elf").read_bytes()
+            for job in jobs:
+                elf = job.output.read_bytes()
                 STATS["compiled"] += 1
-                write_entry(cdir, key, elf)
-                out[core] = elf
+                write_entry(cdir, todo[job.label][0], elf)
+                out[job.label] = elf
     for core in sources:
         check_size(core, out[core], name)
     return {core: out[core] for core in sources}

@@ -1,5 +1,5 @@
 /* Kernel runtime basics shared by all five cores: MMIO access, status/progress words, the host's stop flag,
- * the start-up handshake between cores, and the memset/memcpy the compiler may call.
+ * the start-up handshake between cores. (memset/memcpy, which the compiler may call: tt_libc.c.)
  *
  * Needs (before inclusion): tt_layout.h, and args.h for TT_SYNC_BASE. TT_CORE_INDEX comes from the compiler
  * command line (runtime/compile.py), so one header serves every core. */
@@ -82,23 +82,6 @@ static inline void tt_wait_ready(uint32_t core)
 {
     uint32_t gen = tt_generation();
     TT_WAIT_UNTIL(TT_READY_WORD(core) == gen);
-}
-
-/* GCC may turn loops or struct copies into calls of these even when freestanding. */
-void *memset(void *dst, int c, size_t n);
-void *memcpy(void *dst, const void *src, size_t n);
-__attribute__((weak, used)) void *memset(void *dst, int c, size_t n)
-{
-    volatile uint8_t *d = (volatile uint8_t *)dst;
-    while (n--) *d++ = (uint8_t)c;
-    return dst;
-}
-__attribute__((weak, used)) void *memcpy(void *dst, const void *src, size_t n)
-{
-    volatile uint8_t *d = (volatile uint8_t *)dst;
-    const volatile uint8_t *s = (const volatile uint8_t *)src;
-    while (n--) *d++ = *s++;
-    return dst;
 }
 
 #endif

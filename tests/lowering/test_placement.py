@@ -119,6 +119,29 @@ def test_analytic_bound_holds_per_node():
 
 # ------------------------------------------------------------------------------------------------ search
 
+def test_evaluations_kept_by_content_change_no_placement():
+    """The evaluator keeps its outputs by content (graph, choices, dtypes, sample bytes): placing a kernel again, or
+    the same graph for another size, reuses them and gives the same placement and report as a fresh evaluation; other
+    samples are evaluated anew."""
+    d, dts = rms2_dag()
+    ev = PE.evaluator_for(dts)
+    PE.clear_evaluations()
+    runs = dict(PE.EVAL_STATS)
+    fresh = place("rms2", d, dts, "float32", 8192, ev, budget=1e-2).report()
+    assert PE.EVAL_STATS["evaluated"] > runs["evaluated"]
+    mid = dict(PE.EVAL_STATS)
+    again = place("rms2", d, dts, "float32", 8192 * 4, ev, budget=1e-2).report()
+    assert PE.EVAL_STATS["evaluated"] == mid["evaluated"] and PE.EVAL_STATS["reused"] > mid["reused"]
+    cyc = ("predicted_cycles", "predicted_cycles_per_tile", "all_sfpu_cycles", "nodes")   # cycles scale with the size
+    assert {k: v for k, v in again.items() if k not in cyc} == {k: v for k, v in fresh.items() if k not in cyc}
+    assert [{k: v for k, v in n.items() if k != "cycles"} for n in again["nodes"]] == \
+        [{k: v for k, v in n.items() if k != "cycles"} for n in fresh["nodes"]]
+    PE.clear_evaluations()
+    assert place("rms2", d, dts, "float32", 8192 * 4, ev, budget=1e-2).report() == again
+    place("rms2", d, dts, "float32", 8192, ev, budget=1e-2, seed=5)
+    assert PE.EVAL_STATS["evaluated"] > mid["evaluated"]
+
+
 def test_budget_moves_the_multiply_to_the_fpu_and_tight_budget_keeps_sfpu():
     d, dts = rms2_dag()
     ev = PE.evaluator_for(dts)

@@ -145,27 +145,90 @@ def test_cache_hit_on_unchanged_kernel():
     assert mid["compiled"] - before["compiled"] == 5
     assert C.STATS["compiled"] == mid["compiled"] and C.STATS["cache_hits"] - mid["cache_hits"] == 5
     assert first == second
-    # a changed kernel is rebuilt (only the cores whose inputs changed: all share args.h here)
+    # another size: only the reader is rebuilt (its gather walks the iteration ranges, compile-time constants of
+    # args.h); the writer and the compute kernel read none of what changed
     plan2 = plan_add(n=2000)
     compile_plan(plan2)
-    assert C.STATS["compiled"] - mid["compiled"] == 5
+    assert C.STATS["compiled"] - mid["compiled"] == 1
 
 
 @pytest.mark.needs_cc
 def test_reused_crt0_object_gives_the_same_images(tmp_path, monkeypatch):
     """Kernels built with crt0.S assembled once per core and reused as an object load the same bytes as kernels
     built from crt0.S each time (the reference), and a later build in the process does reuse the object."""
-    monkeypatch.setattr(C, "_crt0_objects", {})
+    monkeypatch.setattr(C, "_objects", {})
     built = {}
     for reuse in (True, False):
         monkeypatch.setattr(C, "REUSE_CRT0", reuse)
-        monkeypatch.setenv("TT_CACHE_DIR", str(tmp_path / str(reuse)))
         reused = C.STATS["crt0_reused"]
-        built[reuse] = [compile_plan(plan_add(n)) for n in (3000, 2000)]
+        built[reuse] = []
+        for n in (3000, 2000):      # each on an empty cache: the second kernel's images would be hits (reader aside)
+            monkeypatch.setenv("TT_CACHE_DIR", str(tmp_path / f"{reuse}{n}"))
+            built[reuse].append(compile_plan(plan_add(n)))
         assert C.STATS["crt0_reused"] - reused == (5 if reuse else 0)     # the second kernel's five cores
     for with_obj, reference in zip(built[True], built[False]):
         assert {k: driver.load_elf_segments(v) for k, v in with_obj.items()} == \
             {k: driver.load_elf_segments(v) for k, v in reference.items()}
+
+
+@pytest.mark.needs_cc
+def test_device_library_is_compiled_once_and_linked_from_its_object(tmp_path, monkeypatch):
+    """templates/device/tt_libc.c is compiled by the first build of the process only; every image carries its
+    memset/memcpy once, byte for byte the object's code, right after crt0."""
+    monkeypatch.setattr(C, "_objects", {})
+    first, second = {}, {}
+    C.compile_kernel(*split(plan_add(3000).render()), "first", timings=first)
+    monkeypatch.setenv("TT_CACHE_DIR", str(tmp_path / "second"))      # an empty cache: all five cores are built
+    elfs = C.compile_kernel(*split(plan_add(2000).render()), "second", timings=second)
+    assert "tt_libc.o" in first and "tt_libc.o" not in second and set(second) == set(layout.CORES)
+    (obj,) = [v for k, v in C._objects.items() if k[2] == "tt_libc.c"]
+    code = ELFFile(io.BytesIO(obj)).get_section_by_name(".text").data()
+    for core, elf in elfs.items():
+        f = ELFFile(io.BytesIO(elf))
+        syms = {s.name: s["st_value"] for s in f.get_section_by_name(".symtab").iter_symbols()}
+        text = f.get_section_by_name(".text")
+        at = syms["memset"] - text["sh_addr"]
+        assert text.data()[at:at + len(code)] == code and min(syms["memset"], syms["memcpy"]) == syms["memset"], core
+        assert syms["_start"] < syms["memset"] < syms["kmain"], core
+
+
+def test_key_ignores_comments_and_unreached_args():
+    """Two args.h that differ in comments, a buffer size no one names and the ranges of an iteration helper no one
+    calls give one key; naming the size, or calling the helper, makes the difference count again."""
+    c, lib = C.compiler(), C._library_files()
+
+    def args(n: int) -> str:
+        return (f"/* kernel E_{n} */\n#ifndef TT_ARGS_H\n#define TT_ARGS_H\n#include <stdint.h>\n"
+                "#define ARG_N_TILES 0\n"
+                f"#define BUF0_NBYTES {4 * n}u  /* float32 */\nstatic const uint32_t tt_ranges[1] = {{{n}u}};\n"
+                "static inline uint32_t tt_first_range(void)\n{\n    return tt_ranges[0];\n}\n#endif\n")
+    src = '#include "args.h"\n/* kernel E_64 */\nint kmain(void) { return ARG_N_TILES; }\n'
+
+    def key(source: str, n: int) -> str:
+        return C._key(c, "brisc", source, {"args.h": args(n)}, lib, "ld")
+    assert key(src, 64) == key(src.replace("E_64", "E_32"), 32)
+    assert key(src.replace("ARG_N_TILES;", "BUF0_NBYTES;"), 64) != key(src.replace("ARG_N_TILES;", "BUF0_NBYTES;"), 32)
+    assert key(src.replace("ARG_N_TILES;", "tt_first_range();"), 64) != \
+        key(src.replace("ARG_N_TILES;", "tt_first_range();"), 32)
+    assert key('#include "args.h"\nint kmain(void) { return 0; } /* "E_64" */\n', 64) != \
+        key('#include "args.h"\nconst char *s = "/* E_64 */"; int kmain(void) { return 0; }\n', 64)
+
+
+@pytest.mark.needs_cc
+def test_kernels_of_other_shapes_share_images(tmp_path, monkeypatch):
+    """The same contiguous kernel at another size: its sources and args.h differ only in comments and in sizes no
+    core reads at compile time (they are runtime arguments), so all five images come from the cache, and they load
+    what a build of that kernel on an empty cache loads."""
+    compile_plan(plan_add(3000, gather=False, out_dtype="float32"))
+    hits = C.STATS["cache_hits"]
+    other = plan_add(2000, gather=False, out_dtype="float32")
+    other.name = "add_2000"
+    shared = compile_plan(other)
+    assert C.STATS["cache_hits"] - hits == 5
+    monkeypatch.setenv("TT_CACHE_DIR", str(tmp_path / "empty"))
+    alone = compile_plan(other)
+    assert {k: driver.load_elf_segments(v) for k, v in shared.items()} == \
+        {k: driver.load_elf_segments(v) for k, v in alone.items()}
 
 
 @pytest.mark.needs_cc
