@@ -30,7 +30,7 @@ from tinygrad.uop.ops import AxisType, Ops, ParamArg, UOp
 
 from tt_backend.chip.errors import UnsupportedOp
 from tt_backend.lowering.families.family import Candidate, Family, Kernel, choose
-from tt_backend.lowering.frontend import buffer_dtype, dtype_name
+from tt_backend.lowering.frontend import buffer_dtype, dtype_name, free_ranges
 from tt_backend.lowering.plan import DTYPE_SIZE, Buffer, Plan
 
 
@@ -76,15 +76,6 @@ class StagedPlan(Plan):
 
 
 # --------------------------------------------------------------------------------------------------- the cuts
-
-def free_ranges(u: UOp, memo: dict[UOp, frozenset]) -> frozenset:
-    """The RANGEs u's value depends on, minus those a REDUCE inside u reduces over."""
-    if (r := memo.get(u)) is None:
-        r = frozenset([u]) if u.op is Ops.RANGE else frozenset().union(*(free_ranges(s, memo) for s in u.src))
-        if u.op is Ops.REDUCE: r -= set(u.src[1:])
-        memo[u] = r
-    return r
-
 
 def stored_values(sink: UOp) -> list[UOp]:
     return [u.src[1] for u in sink.toposort() if u.op is Ops.STORE]
