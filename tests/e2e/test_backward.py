@@ -46,3 +46,11 @@ def test_gradients_match_cpu(name, serial_compile):
     assert any(isinstance(p, StagedPlan) for p in plans(fn, arrays)) == staged
     for got, ref in zip(gradients(fn, arrays, "TT"), gradients(fn, arrays, "CPU")):
         np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-5 * float(np.abs(ref).max()))
+
+
+@pytest.mark.ttsim
+def test_ttsim_matches_emulator_bit_for_bit(serial_compile):
+    fn, shapes, _ = PROGRAMS["conv2d_batch1"]
+    arrays = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+    for sim, emu in zip(gradients(fn, arrays, "TT:ttsim"), gradients(fn, arrays, "TT:emu")):
+        assert sim.tobytes() == emu.tobytes()
