@@ -30,7 +30,7 @@ from tinygrad.uop.ops import AxisType, Ops, ParamArg, UOp
 
 from tt_backend.chip.errors import UnsupportedOp
 from tt_backend.lowering.families.family import Candidate, Family, Kernel, choose
-from tt_backend.lowering.frontend import buffer_dtype, dtype_name, free_ranges
+from tt_backend.lowering.frontend import buffer_dtype, dtype_name, free_ranges, output_ranges
 from tt_backend.lowering.plan import DTYPE_SIZE, Buffer, Plan
 
 
@@ -174,18 +174,65 @@ class _Stager:
         if len(ends) > 1:
             return [sink.replace(src=(e,)) for e in ends]
         if (v := reduction_cut(sink)) is None and (v := load_cut(sink)) is None: return None
+        return self.split(sink, v)
+
+    def split(self, sink: UOp, v: UOp) -> list[UOp]:
         producer, consumer, buf = materialize(sink, v, next(self.next_slot))
         self.scratch.append(buf)
         return [producer, consumer]
 
 
-def build(kernel: Kernel, families: tuple[Family, ...]) -> StagedPlan:
+# A reduction whose value does not depend on some of the kernel's output ranges (every backward pass of test_ops sums
+# against a broadcast ones: the gradient of x @ y is a row sum of y, the same for every row of x) is recomputed for
+# each of those output elements by a one-pass plan. When that is HOIST_MIN_FACTOR times or more, the reduction is
+# computed once per distinct value into scratch and the rest of the kernel reads it back broadcast (two launches,
+# a factor fewer reduced elements).
+HOIST_MIN_FACTOR = 4
+
+
+def top_reductions(v: UOp) -> list[UOp]:
+    """The REDUCEs under v that are not inside another REDUCE."""
+    out, seen, todo = [], set(), [v]
+    while todo:
+        u = todo.pop()
+        if u in seen: continue
+        seen.add(u)
+        if u.op is Ops.REDUCE: out.append(u)
+        elif u.op is not Ops.INDEX: todo.extend(u.src)
+    return out
+
+
+def broadcast_reduction(sink: UOp) -> UOp | None:
+    """The reduction of the kernel's one stored value that the most output elements share (at least
+    HOIST_MIN_FACTOR of them per distinct value), else None."""
+    if len(stored_values(sink)) != 1: return None
+    out = output_ranges(sink)
+    def size(rngs) -> int: return math.prod(int(r.src[0].arg) for r in rngs)
+    memo: dict[UOp, frozenset] = {}
+    shared = [(size(out) // size(free_ranges(r, memo) & out), r) for r in top_reductions(stored_values(sink)[0])]
+    factor, r = max(shared, key=lambda fr: fr[0], default=(0, None))
+    return r if factor >= HOIST_MIN_FACTOR else None
+
+
+def hoisted(kernel: Kernel, families: tuple[Family, ...]) -> StagedPlan | None:
+    """The kernel with its broadcast reduction (above) computed once in a stage of its own, or None (no such
+    reduction, or a stage the families do not lower)."""
+    if (v := broadcast_reduction(kernel.sink)) is None: return None
+    try:
+        return build(kernel, families, first=v)
+    except UnsupportedOp:
+        return None
+
+
+def build(kernel: Kernel, families: tuple[Family, ...], first: UOp | None = None) -> StagedPlan:
+    """The staged plan; `first`: a value materialized before any other cut (hoisted)."""
     params = sorted((u for u in kernel.sink.toposort() if u.op is Ops.PARAM), key=lambda u: u.arg.slot)
     if [p.arg.slot for p in params] != list(range(len(params))):
         raise UnsupportedOp(f"{kernel.name}: buffer slots {[p.arg.slot for p in params]} are not 0..n-1")
     buffers = [Buffer(p.arg.slot, buffer_dtype(p), int(p.src[0].arg) * DTYPE_SIZE[buffer_dtype(p)]) for p in params]
     stager = _Stager(families, kernel, count(len(params)))
-    stages = stager.stages(kernel.sink)
+    parts = [kernel.sink] if first is None else stager.split(kernel.sink, first)
+    stages = [p for part in parts for p in stager.stages(part)]
     if len(stages) == 1:
         raise UnsupportedOp(f"{kernel.name}: one stage, the one-pass families' own refusal stands")
     for i, s in enumerate(stages): s.name = f"{kernel.name}_s{i}"

@@ -97,6 +97,20 @@ def test_nested_sums_stay_apart_when_merging_recomputes():
     assert len(reduces(ast)) == 2
 
 
+@pytest.mark.parametrize("rows,hoisted", [(6, True), (staged.HOIST_MIN_FACTOR - 1, False)])
+def test_broadcast_reduction_is_computed_once(rows, hoisted):
+    """The gradient of x @ y with respect to x under .sum() is y's row sums, the same for every row of x: with at least
+    HOIST_MIN_FACTOR rows the sums are computed once (stage 0: 8 sums into scratch) and broadcast (stage 1,
+    elementwise); with fewer the one-pass reduction recomputes them."""
+    x, y = E(rows, 8), E(8, 10)
+    (ast,) = asts((x @ y).sum().gradient(x)[0])
+    plan = lower(ast, "k")
+    assert isinstance(plan, staged.StagedPlan) == hoisted
+    if hoisted:
+        assert [type(s).__name__ for s in plan.stages] == ["SfpuReducePlan", "ElementwisePlan"]
+        assert [b.nbytes for b in plan.scratch] == [4 * 8] and plan.stages[1].ranges == (rows, 8)
+
+
 @pytest.mark.parametrize("n", [9, 16, 40])
 def test_many_inputs_are_split_by_loads(n):
     """n distinct inputs (tinygrad's split at DEVICE_MAX_BUFS lifted): every stage reads at most 8 of them, each cut
