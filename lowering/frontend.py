@@ -502,7 +502,7 @@ class _Lowerer:
 # and runs two launches. When the outer value is linear in the inner sum (multiplied by, negated, gated with a zero
 # on the other side, by factors that do not depend on the inner ranges) it is one sum over both sets of ranges:
 # sum_k a_k * sum_o f_ko = sum_(k,o) a_k * f_ko. Merging is done only when it computes no more elements than the two
-# stages would (no inner sum recomputed per outer element): the one-pass reduction then does the same work in one launch.
+# stages would (no inner sum recomputed per outer element): the one-pass reduction then does that work in one launch.
 
 def free_ranges(u: UOp, memo: dict[UOp, frozenset]) -> frozenset:
     """The RANGEs u's value depends on, minus those a REDUCE inside u reduces over."""

@@ -8,11 +8,12 @@ stages partition the kernel's value graph by *cuts*, tried in this order until e
 2. a reduction inside the stored value (one feeding another over other ranges, a reduction of a reduction, several
    chained ones): the first innermost REDUCE is materialized;
 3. too many input streams for one pass (Dst slots, L1): the largest sub-expression holding at most half of the
-   kernel's loads is materialized.
+   kernel's input streams (buffer reads and the masks/aranges the frontend computes from the ranges) is
+   materialized.
 
 Materializing a value v: a new stage stores v into a DRAM scratch buffer indexed row-major by the ranges v depends on
 (a reduce range of an enclosing reduction becomes a loop range of that stage), and v's consumers load the scratch
-buffer through the same index over their own ranges. Each cut lowers the number of stores, reductions or loads of
+buffer through the same index over their own ranges. Each cut lowers the number of stores, reductions or streams of
 what is left, so the staging ends; a kernel that no cut helps keeps the one-pass families' refusal (its semantics).
 
 The plugin runs the stages as launches of one program call, in order, with the scratch buffers allocated for the call
@@ -93,10 +94,15 @@ def value_nodes(sink: UOp) -> list[UOp]:
     return list(seen)
 
 
-def loads(u: UOp, memo: dict[UOp, frozenset]) -> frozenset:
-    """The buffer reads (INDEX nodes) under u's value."""
+def streams(u: UOp, memo: dict[UOp, frozenset]) -> frozenset:
+    """The input streams under u's value: the buffer reads (INDEX nodes) and the index math over ranges only that the
+    frontend computes into a stream of its own (arange, a mask's or pad's condition: lowering/frontend.py)."""
     if (r := memo.get(u)) is None:
-        r = memo[u] = frozenset([u]) if u.op is Ops.INDEX else frozenset().union(*(loads(s, memo) for s in u.src))
+        if u.op is Ops.INDEX or u.op is Ops.RANGE: r = frozenset([u])
+        elif u.op is Ops.REDUCE: r = streams(u.src[0], memo)
+        else: r = frozenset().union(*(streams(s, memo) for s in u.src))
+        if u.op is not Ops.INDEX and r and not any(x.op is Ops.INDEX for x in r): r = frozenset([u])   # ranges only
+        memo[u] = r
     return r
 
 
@@ -116,13 +122,14 @@ def reduction_cut(sink: UOp) -> UOp | None:
 
 
 def load_cut(sink: UOp) -> UOp | None:
-    """The sub-expression (no reduction inside) holding the most loads, at least two and at most half of them."""
+    """The sub-expression (no reduction inside) holding the most input streams, at least two and at most half of
+    them."""
     memo: dict[UOp, frozenset] = {}
     nodes = value_nodes(sink)
-    total = len(frozenset().union(*(loads(v, memo) for v in stored_values(sink))))
+    total = len(frozenset().union(*(streams(v, memo) for v in stored_values(sink))))
     best = None
     for u in nodes:
-        n = len(loads(u, memo))
+        n = len(streams(u, memo))
         if is_value(u) and u.op is not Ops.INDEX and 2 <= n <= max(2, total // 2) and n < total \
                 and not any(x.op is Ops.REDUCE for x in u.toposort()) and (best is None or n > best[0]):
             best = (n, u)

@@ -111,6 +111,15 @@ def test_broadcast_reduction_is_computed_once(rows, hoisted):
         assert [b.nbytes for b in plan.scratch] == [4 * 8] and plan.stages[1].ranges == (rows, 8)
 
 
+def test_computed_streams_count_as_inputs():
+    """cumprod's gradient: few buffers but many masks over the ranges, each a computed input stream of its own (11 in
+    one reduction); the load cut counts them with the buffer reads, so the kernel is staged instead of refused."""
+    x = E(20)
+    (ast,) = [a for a in asts(x.cumprod(0).sum().gradient(x)[0]) if isinstance(lower(a, "k"), staged.StagedPlan)]
+    plan = lower(ast, "k")
+    assert all(len(s.inputs) <= 7 for s in plan.stages) and len(plan.stages) > 2
+
+
 @pytest.mark.parametrize("n", [9, 16, 40])
 def test_many_inputs_are_split_by_loads(n):
     """n distinct inputs (tinygrad's split at DEVICE_MAX_BUFS lifted): every stage reads at most 8 of them, each cut
