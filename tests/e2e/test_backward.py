@@ -35,7 +35,6 @@ def plans(fn, arrays) -> list:
 PROGRAMS = {
     # the input gradient's two sums (output channels, window) are merged into one (frontend.merge_nested_sum)
     "conv2d_batch1": (lambda x, w: x.conv2d(w), [(1, 2, 6, 6), (3, 2, 3, 3)], False),
-    "conv2d_relu_batch2": (lambda x, w: x.conv2d(w).relu(), [(2, 2, 6, 6), (3, 2, 3, 3)], False),
     # both gradients are sums every row (column) of the other shares: computed once, then broadcast (staged.hoisted)
     "matmul": (lambda x, y: x @ y, [(12, 20), (20, 9)], True),
     # a reduction with 11 input streams, most of them masks computed from the ranges (staged by streams)
