@@ -52,8 +52,9 @@ def test_gradients_match_cpu(name, serial_compile):
 
 
 @pytest.mark.ttsim
-def test_ttsim_matches_emulator_bit_for_bit(serial_compile):
-    fn, shapes, _ = PROGRAMS["conv2d_batch1"]
+@pytest.mark.parametrize("name", ["conv2d_batch1", "matmul"])
+def test_ttsim_matches_emulator_bit_for_bit(name, serial_compile):
+    fn, shapes, _ = PROGRAMS[name]
     arrays = [rng.standard_normal(s).astype(np.float32) for s in shapes]
     for sim, emu in zip(gradients(fn, arrays, "TT:ttsim"), gradients(fn, arrays, "TT:emu")):
         assert sim.tobytes() == emu.tobytes()
