@@ -7,6 +7,7 @@ order than the CPU's: rtol = 1e-5 with atol = 1e-5 * the largest |value| of the 
 import numpy as np
 import pytest
 from tinygrad import Tensor
+from tinygrad.helpers import Context
 from tinygrad.uop.ops import Ops
 
 from tt_backend.lowering.families.staged import StagedPlan
@@ -16,19 +17,24 @@ rng = np.random.default_rng(23)
 pytestmark = pytest.mark.needs_cc
 
 
+# The default device is named for every program (Context(DEV=...)): left to tinygrad, its first use picks one and
+# writes it into os.environ["DEV"], which later tests' subprocesses inherit.
+
 def gradients(fn, arrays, device: str) -> list[np.ndarray]:
-    ts = [Tensor(a, device=device) for a in arrays]
-    grads = fn(*ts).sum().gradient(*ts)
-    Tensor.realize(*grads)
-    return [g.numpy() for g in grads]
+    with Context(DEV=device):
+        ts = [Tensor(a, device=device) for a in arrays]
+        grads = fn(*ts).sum().gradient(*ts)
+        Tensor.realize(*grads)
+        return [g.numpy() for g in grads]
 
 
 def plans(fn, arrays) -> list:
     """The plans of the gradient kernels, lowered from the CPU device's schedule (no device needed)."""
-    ts = [Tensor(a, device="CPU").realize() for a in arrays]
-    grads = fn(*ts).sum().gradient(*ts)
-    return [lower(c.src[0], "k") for c in Tensor.schedule_linear(*grads).src
-            if c.op is Ops.CALL and c.src[0].op is Ops.SINK]
+    with Context(DEV="CPU"):
+        ts = [Tensor(a, device="CPU").realize() for a in arrays]
+        grads = fn(*ts).sum().gradient(*ts)
+        return [lower(c.src[0], "k") for c in Tensor.schedule_linear(*grads).src
+                if c.op is Ops.CALL and c.src[0].op is Ops.SINK]
 
 
 # name: (fn, input shapes, staged launches expected in the gradient kernels)
