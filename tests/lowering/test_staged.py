@@ -16,6 +16,14 @@ from tt_backend.lowering.frontend import lower_ast
 from tt_backend.lowering.select import lower
 
 
+@pytest.fixture(autouse=True)
+def cpu_default_device():
+    """Name the default device: left to tinygrad, its first use picks one and writes it into os.environ["DEV"], which
+    later tests' subprocesses inherit (DEVICE=TT there would then disagree with DEV=CPU)."""
+    with Context(DEV="CPU"):
+        yield
+
+
 def asts(t: Tensor) -> list:
     return [c.src[0] for c in t.schedule_linear().src if c.op is Ops.CALL and c.src[0].op is Ops.SINK]
 
