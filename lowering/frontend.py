@@ -25,7 +25,7 @@ import struct
 from dataclasses import dataclass, field, replace
 
 from tinygrad.dtype import DType, Invalid, dtypes, truncate
-from tinygrad.uop.ops import AxisType, Ops, UOp, graph_rewrite
+from tinygrad.uop.ops import AxisType, Ops, PatternMatcher, UOp, UPat, graph_rewrite
 from tinygrad.uop.symbolic import sym
 from tinygrad.schedule.multi import multi_pm
 from tinygrad.schedule.rangeify import pm_mops
@@ -520,6 +520,72 @@ class _Lowerer:
         return LoweredKernel(self.name, tuple(self.sizes), buffers, self.inputs, output, self.dag)
 
 
+# ------------------------------------------------------------------------------------------------ nested sums
+# tinygrad's backward of a pooling or a convolution (the input gradient: a sum over the kernel window of shifted sums
+# over the output channels) reaches us as REDUCE(ADD, WHERE(window valid, REDUCE(ADD, f, inner), 0), window), the inner
+# sum depending on the outer one's window ranges. Run as written, that is a reduction feeding a reduction over other
+# ranges: the staged family materializes the inner sums (a scratch buffer as large as every (window, element) pair)
+# and runs two launches. When the outer value is linear in the inner sum (multiplied by, negated, gated with a zero
+# on the other side, by factors that do not depend on the inner ranges) it is one sum over both sets of ranges:
+# sum_k a_k * sum_o f_ko = sum_(k,o) a_k * f_ko. Merging is done only when it computes no more elements than the two
+# stages would (no inner sum recomputed per outer element): the one-pass reduction then does that work in one launch.
+
+def free_ranges(u: UOp, memo: dict[UOp, frozenset]) -> frozenset:
+    """The RANGEs u's value depends on, minus those a REDUCE inside u reduces over."""
+    if (r := memo.get(u)) is None:
+        r = frozenset([u]) if u.op is Ops.RANGE else frozenset().union(*(free_ranges(s, memo) for s in u.src))
+        if u.op is Ops.REDUCE: r -= set(u.src[1:])
+        memo[u] = r
+    return r
+
+
+def _is_zero(u: UOp) -> bool:
+    return u.op is Ops.CONST and not isinstance(u.arg, bool) and u.arg == 0
+
+
+def linear_sum(e: UOp) -> UOp | None:
+    """The REDUCE(ADD) e is a homogeneous linear function of (e = R, -e', a * e', WHERE(c, e', 0), WHERE(c, 0, e')
+    with R in e' only), else None."""
+    if e.op is Ops.REDUCE and e.arg[0] is Ops.ADD: return e
+    if e.op is Ops.NEG: return linear_sum(e.src[0])
+    if e.op is Ops.MUL: sides = [(e.src[0], e.src[1:]), (e.src[1], e.src[:1])]
+    elif e.op is Ops.WHERE and _is_zero(e.src[2]): sides = [(e.src[1], e.src[:1])]
+    elif e.op is Ops.WHERE and _is_zero(e.src[1]): sides = [(e.src[2], e.src[:1])]
+    else: return None
+    for x, others in sides:
+        if (r := linear_sum(x)) is not None and not any(r in o.toposort() for o in others): return r
+    return None
+
+
+def merge_nested_sum(out_ranges: frozenset, outer: UOp) -> UOp | None:
+    """REDUCE(ADD, L(REDUCE(ADD, f, inner)), ranges) -> REDUCE(ADD, L(f), ranges + inner) for a linear L (above),
+    when the merged sum's elements (outer elements x inner range) are no more than the two stages' (the inner sum over
+    its own free ranges, then the outer sum). The outer sum is evaluated per element of the kernel's output ranges
+    (`out_ranges`: a value that does not depend on one is still computed for each) and of the ranges its value uses."""
+    if outer.arg[0] is not Ops.ADD or (inner := linear_sum(outer.src[0])) is None or inner is outer.src[0] \
+            or inner.dtype != outer.dtype:
+        return None
+    memo: dict[UOp, frozenset] = {}
+    def size(rngs) -> int: return math.prod(int(r.src[0].arg) for r in rngs)
+    own = set(inner.src[1:])
+    if own & set(outer.src[0].toposort(gate=lambda u: u is not inner)):
+        return None   # an inner range is used outside the inner sum: not separable
+    outer_elems = size(out_ranges | free_ranges(outer.src[0], memo) | set(outer.src[1:]))
+    inner_elems = size(own)
+    if outer_elems * inner_elems > size(free_ranges(inner, memo)) * inner_elems + outer_elems:
+        return None
+    body = outer.src[0].substitute({inner: inner.src[0]})
+    return outer.replace(src=(body, *outer.src[1:], *inner.src[1:]))
+
+
+nested_sums = PatternMatcher([(UPat(Ops.REDUCE, name="outer"), lambda ctx, outer: merge_nested_sum(ctx, outer))])
+
+
+def output_ranges(sink: UOp) -> frozenset:
+    """The ranges the kernel's STOREs run over (END's ranges)."""
+    return frozenset(r for u in sink.toposort() if u.op is Ops.END for r in u.src[1:] if r.op is Ops.RANGE)
+
+
 def lower_ast(sink: UOp, name: str) -> LoweredKernel:
     """The pure frontend: index expressions + value DAG (no SFPU code generation, no L1 allocation)."""
     if sink.op is not Ops.SINK: raise UnsupportedOp(f"{name}: expected a SINK, got {sink.op.name}")
@@ -539,8 +605,14 @@ def lower_ast(sink: UOp, name: str) -> LoweredKernel:
     collapsed = graph_rewrite(sink, pm_load_collapse)
     if collapsed is not sink:
         try:
-            return _Lowerer(graph_rewrite(collapsed, sym), name, params).lower()
+            return _lower_symbolic(collapsed, name, params)
         except UnsupportedOp:
             pass
-    return _Lowerer(graph_rewrite(sink, sym), name, params).lower()
+    return _lower_symbolic(sink, name, params)
+
+
+def _lower_symbolic(sink: UOp, name: str, params: dict) -> LoweredKernel:
+    """`sym`, then nested sums merged where that recomputes nothing (`nested_sums`), then the lowering proper."""
+    sink = graph_rewrite(sink, sym)
+    return _Lowerer(graph_rewrite(sink, nested_sums, ctx=output_ranges(sink)), name, params).lower()
 

@@ -9,13 +9,15 @@ from __future__ import annotations
 from tinygrad.uop.ops import UOp
 
 from tt_backend.lowering.families.family import Kernel, choose
-from tt_backend.lowering.families.registry import REGISTRY
+from tt_backend.lowering.families.registry import ONE_PASS, REGISTRY
+from tt_backend.lowering.families.staged import hoisted
 from tt_backend.lowering.placement.placer import Placer
 from tt_backend.lowering.plan import Plan
 
 
 def select(kernel: Kernel) -> Plan:
-    return choose(kernel, REGISTRY)
+    """A reduction many output elements share is computed once first (staged.hoisted); else the selector's rule."""
+    return hoisted(kernel, ONE_PASS) or choose(kernel, REGISTRY)
 
 
 def lower(sink: UOp, name: str, placer: Placer | None = None) -> Plan:

@@ -8,11 +8,12 @@ stages partition the kernel's value graph by *cuts*, tried in this order until e
 2. a reduction inside the stored value (one feeding another over other ranges, a reduction of a reduction, several
    chained ones): the first innermost REDUCE is materialized;
 3. too many input streams for one pass (Dst slots, L1): the largest sub-expression holding at most half of the
-   kernel's loads is materialized.
+   kernel's input streams (buffer reads and the masks/aranges the frontend computes from the ranges) is
+   materialized.
 
 Materializing a value v: a new stage stores v into a DRAM scratch buffer indexed row-major by the ranges v depends on
 (a reduce range of an enclosing reduction becomes a loop range of that stage), and v's consumers load the scratch
-buffer through the same index over their own ranges. Each cut lowers the number of stores, reductions or loads of
+buffer through the same index over their own ranges. Each cut lowers the number of stores, reductions or streams of
 what is left, so the staging ends; a kernel that no cut helps keeps the one-pass families' refusal (its semantics).
 
 The plugin runs the stages as launches of one program call, in order, with the scratch buffers allocated for the call
@@ -30,7 +31,7 @@ from tinygrad.uop.ops import AxisType, Ops, ParamArg, UOp
 
 from tt_backend.chip.errors import UnsupportedOp
 from tt_backend.lowering.families.family import Candidate, Family, Kernel, choose
-from tt_backend.lowering.frontend import buffer_dtype, dtype_name
+from tt_backend.lowering.frontend import buffer_dtype, dtype_name, free_ranges, output_ranges
 from tt_backend.lowering.plan import DTYPE_SIZE, Buffer, Plan
 
 
@@ -77,15 +78,6 @@ class StagedPlan(Plan):
 
 # --------------------------------------------------------------------------------------------------- the cuts
 
-def free_ranges(u: UOp, memo: dict[UOp, frozenset]) -> frozenset:
-    """The RANGEs u's value depends on, minus those a REDUCE inside u reduces over."""
-    if (r := memo.get(u)) is None:
-        r = frozenset([u]) if u.op is Ops.RANGE else frozenset().union(*(free_ranges(s, memo) for s in u.src))
-        if u.op is Ops.REDUCE: r -= set(u.src[1:])
-        memo[u] = r
-    return r
-
-
 def stored_values(sink: UOp) -> list[UOp]:
     return [u.src[1] for u in sink.toposort() if u.op is Ops.STORE]
 
@@ -102,10 +94,15 @@ def value_nodes(sink: UOp) -> list[UOp]:
     return list(seen)
 
 
-def loads(u: UOp, memo: dict[UOp, frozenset]) -> frozenset:
-    """The buffer reads (INDEX nodes) under u's value."""
+def streams(u: UOp, memo: dict[UOp, frozenset]) -> frozenset:
+    """The input streams under u's value: the buffer reads (INDEX nodes) and the index math over ranges only that the
+    frontend computes into a stream of its own (arange, a mask's or pad's condition: lowering/frontend.py)."""
     if (r := memo.get(u)) is None:
-        r = memo[u] = frozenset([u]) if u.op is Ops.INDEX else frozenset().union(*(loads(s, memo) for s in u.src))
+        if u.op is Ops.INDEX or u.op is Ops.RANGE: r = frozenset([u])
+        elif u.op is Ops.REDUCE: r = streams(u.src[0], memo)
+        else: r = frozenset().union(*(streams(s, memo) for s in u.src))
+        if u.op is not Ops.INDEX and r and not any(x.op is Ops.INDEX for x in r): r = frozenset([u])   # ranges only
+        memo[u] = r
     return r
 
 
@@ -125,13 +122,14 @@ def reduction_cut(sink: UOp) -> UOp | None:
 
 
 def load_cut(sink: UOp) -> UOp | None:
-    """The sub-expression (no reduction inside) holding the most loads, at least two and at most half of them."""
+    """The sub-expression (no reduction inside) holding the most input streams, at least two and at most half of
+    them."""
     memo: dict[UOp, frozenset] = {}
     nodes = value_nodes(sink)
-    total = len(frozenset().union(*(loads(v, memo) for v in stored_values(sink))))
+    total = len(frozenset().union(*(streams(v, memo) for v in stored_values(sink))))
     best = None
     for u in nodes:
-        n = len(loads(u, memo))
+        n = len(streams(u, memo))
         if is_value(u) and u.op is not Ops.INDEX and 2 <= n <= max(2, total // 2) and n < total \
                 and not any(x.op is Ops.REDUCE for x in u.toposort()) and (best is None or n > best[0]):
             best = (n, u)
@@ -183,18 +181,65 @@ class _Stager:
         if len(ends) > 1:
             return [sink.replace(src=(e,)) for e in ends]
         if (v := reduction_cut(sink)) is None and (v := load_cut(sink)) is None: return None
+        return self.split(sink, v)
+
+    def split(self, sink: UOp, v: UOp) -> list[UOp]:
         producer, consumer, buf = materialize(sink, v, next(self.next_slot))
         self.scratch.append(buf)
         return [producer, consumer]
 
 
-def build(kernel: Kernel, families: tuple[Family, ...]) -> StagedPlan:
+# A reduction whose value does not depend on some of the kernel's output ranges (every backward pass of test_ops sums
+# against a broadcast ones: the gradient of x @ y is a row sum of y, the same for every row of x) is recomputed for
+# each of those output elements by a one-pass plan. When that is HOIST_MIN_FACTOR times or more, the reduction is
+# computed once per distinct value into scratch and the rest of the kernel reads it back broadcast (two launches,
+# a factor fewer reduced elements).
+HOIST_MIN_FACTOR = 4
+
+
+def top_reductions(v: UOp) -> list[UOp]:
+    """The REDUCEs under v that are not inside another REDUCE."""
+    out, seen, todo = [], set(), [v]
+    while todo:
+        u = todo.pop()
+        if u in seen: continue
+        seen.add(u)
+        if u.op is Ops.REDUCE: out.append(u)
+        elif u.op is not Ops.INDEX: todo.extend(u.src)
+    return out
+
+
+def broadcast_reduction(sink: UOp) -> UOp | None:
+    """The reduction of the kernel's one stored value that the most output elements share (at least
+    HOIST_MIN_FACTOR of them per distinct value), else None."""
+    if len(stored_values(sink)) != 1: return None
+    out = output_ranges(sink)
+    def size(rngs) -> int: return math.prod(int(r.src[0].arg) for r in rngs)
+    memo: dict[UOp, frozenset] = {}
+    shared = [(size(out) // size(free_ranges(r, memo) & out), r) for r in top_reductions(stored_values(sink)[0])]
+    factor, r = max(shared, key=lambda fr: fr[0], default=(0, None))
+    return r if factor >= HOIST_MIN_FACTOR else None
+
+
+def hoisted(kernel: Kernel, families: tuple[Family, ...]) -> StagedPlan | None:
+    """The kernel with its broadcast reduction (above) computed once in a stage of its own, or None (no such
+    reduction, or a stage the families do not lower)."""
+    if (v := broadcast_reduction(kernel.sink)) is None: return None
+    try:
+        return build(kernel, families, first=v)
+    except UnsupportedOp:
+        return None
+
+
+def build(kernel: Kernel, families: tuple[Family, ...], first: UOp | None = None) -> StagedPlan:
+    """The staged plan; `first`: a value materialized before any other cut (hoisted)."""
     params = sorted((u for u in kernel.sink.toposort() if u.op is Ops.PARAM), key=lambda u: u.arg.slot)
     if [p.arg.slot for p in params] != list(range(len(params))):
         raise UnsupportedOp(f"{kernel.name}: buffer slots {[p.arg.slot for p in params]} are not 0..n-1")
     buffers = [Buffer(p.arg.slot, buffer_dtype(p), int(p.src[0].arg) * DTYPE_SIZE[buffer_dtype(p)]) for p in params]
     stager = _Stager(families, kernel, count(len(params)))
-    stages = stager.stages(kernel.sink)
+    parts = [kernel.sink] if first is None else stager.split(kernel.sink, first)
+    stages = [p for part in parts for p in stager.stages(part)]
     if len(stages) == 1:
         raise UnsupportedOp(f"{kernel.name}: one stage, the one-pass families' own refusal stands")
     for i, s in enumerate(stages): s.name = f"{kernel.name}_s{i}"

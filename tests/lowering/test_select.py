@@ -27,7 +27,9 @@ def family(name: str, *offers: tuple, matches: bool = True, refuse: str | None =
 
 
 def pick(monkeypatch, *families: Family):
+    """The selector's rule over fake families (no AST: no broadcast reduction to hoist, tests/lowering/test_staged.py)."""
     monkeypatch.setattr(select, "REGISTRY", families)
+    monkeypatch.setattr(select, "hoisted", lambda kernel, one_pass: None)
     return select.select(Kernel(None, "k"))
 
 

@@ -12,7 +12,16 @@ from tinygrad.uop.ops import Ops
 from tt_backend.chip.errors import UnsupportedOp
 from tt_backend.lowering.families import staged
 from tt_backend.lowering.families.registry import ONE_PASS, REGISTRY
+from tt_backend.lowering.frontend import lower_ast
 from tt_backend.lowering.select import lower
+
+
+@pytest.fixture(autouse=True)
+def cpu_default_device():
+    """Name the default device: left to tinygrad, its first use picks one and writes it into os.environ["DEV"], which
+    later tests' subprocesses inherit (DEVICE=TT there would then disagree with DEV=CPU)."""
+    with Context(DEV="CPU"):
+        yield
 
 
 def asts(t: Tensor) -> list:
@@ -58,13 +67,65 @@ def test_three_chained_reductions():
 
 def test_inner_reduce_range_becomes_a_loop_of_its_stage():
     """A reduction under another reduction's range (conv2d's input gradient): the inner one's scratch is indexed by the
-    outer reduce range too, so its stage iterates it as an output range."""
-    w, x = E(3, 2, 3, 3), E(1, 2, 6, 6)
+    outer reduce range too, so its stage iterates it as an output range. (Batch 2: the inner sums do not depend on the
+    batch, so merging the two sums would recompute them per batch and the frontend keeps them apart:
+    tests/lowering/test_frontend.py, nested sums.)"""
+    w, x = E(3, 2, 3, 3), E(2, 2, 6, 6)
     (ast,) = [a for a in asts(x.conv2d(w).sum().gradient(x)[0]) if len(lower(a, "k").launches) > 1]
     plan = lower(ast, "k")
     inner, outer = plan.stages
     assert plan.scratch[0].nbytes == 4 * math.prod(inner.ranges[:-1])        # all of stage 0's output ranges
     assert math.prod(inner.ranges[:-1]) > math.prod(outer.ranges[:2 + 1])   # more than the gradient's elements
+
+
+def reduces(ast) -> list:
+    return [n for n in lower_ast(ast, "k").dag.nodes if n.op == "REDUCE"]
+
+
+@pytest.mark.parametrize("fn,batch", [(lambda x, w: x.conv2d(w), 1), (lambda x, w: x.conv2d(w).relu(), 2)])
+def test_nested_sums_merge_when_no_inner_sum_is_recomputed(fn, batch):
+    """conv2d's input gradient at batch 1 (or behind a relu, whose gradient depends on the batch): the inner sums over
+    the output channels depend on every range the outer sum over the window runs over, so the frontend makes them one
+    sum over (channels, window) (frontend.merge_nested_sum) and a one-pass reduction lowers it: one launch, no scratch.
+    """
+    w, x = E(3, 2, 3, 3), E(batch, 2, 6, 6)
+    (ast,) = [a for a in asts(fn(x, w).sum().gradient(x)[0]) if any(u.op is Ops.REDUCE and
+              any(v.op is Ops.REDUCE for v in u.src[0].toposort()) for u in a.toposort())]
+    assert not isinstance(lower(ast, "k"), staged.StagedPlan)
+    (red,) = reduces(ast)
+    assert red.arg[0] == "ADD" and len(red.arg[1]) == 3     # output channel, window row, window column
+
+
+def test_nested_sums_stay_apart_when_merging_recomputes():
+    """conv2d's input gradient at batch 2 with a constant output gradient: the inner sums do not depend on the batch, so
+    one merged sum would compute each of them twice; the frontend keeps both sums and the kernel stays staged (the inner
+    sums computed once, into scratch)."""
+    w, x = E(3, 2, 3, 3), E(2, 2, 6, 6)
+    (ast,) = [a for a in asts(x.conv2d(w).sum().gradient(x)[0]) if len(lower(a, "k").launches) > 1]
+    assert len(reduces(ast)) == 2
+
+
+@pytest.mark.parametrize("rows,hoisted", [(6, True), (staged.HOIST_MIN_FACTOR - 1, False)])
+def test_broadcast_reduction_is_computed_once(rows, hoisted):
+    """The gradient of x @ y with respect to x under .sum() is y's row sums, the same for every row of x: with at least
+    HOIST_MIN_FACTOR rows the sums are computed once (stage 0: 8 sums into scratch) and broadcast (stage 1,
+    elementwise); with fewer the one-pass reduction recomputes them."""
+    x, y = E(rows, 8), E(8, 10)
+    (ast,) = asts((x @ y).sum().gradient(x)[0])
+    plan = lower(ast, "k")
+    assert isinstance(plan, staged.StagedPlan) == hoisted
+    if hoisted:
+        assert [type(s).__name__ for s in plan.stages] == ["SfpuReducePlan", "ElementwisePlan"]
+        assert [b.nbytes for b in plan.scratch] == [4 * 8] and plan.stages[1].ranges == (rows, 8)
+
+
+def test_computed_streams_count_as_inputs():
+    """cumprod's gradient: few buffers but many masks over the ranges, each a computed input stream of its own (11 in
+    one reduction); the load cut counts them with the buffer reads, so the kernel is staged instead of refused."""
+    x = E(20)
+    (ast,) = [a for a in asts(x.cumprod(0).sum().gradient(x)[0]) if isinstance(lower(a, "k"), staged.StagedPlan)]
+    plan = lower(ast, "k")
+    assert all(len(s.inputs) <= 7 for s in plan.stages) and len(plan.stages) > 2
 
 
 @pytest.mark.parametrize("n", [9, 16, 40])
