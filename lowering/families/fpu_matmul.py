@@ -9,9 +9,11 @@ Data flow (one Tensix core, docs/fpu_path.md §5-9):
   (in0, M x K) to SrcB, whole tiles (1024 datums): bf16 stays bf16, fp32 is truncated to tf32 by the unpacker.
 * TRISC1: ZEROACC the fp32 Dst tile, then per K block `fidelity` phases of 16 MVMULs (`Dst += SrcB @ SrcA`), the
   last one releasing both banks. The C tile accumulates in fp32 Dst over all K blocks.
-* TRISC2: packs the fp32 tile (64 Dst rows) to the output CB.
-* writer (NCRISC): untilizes 32-row panels of C (rounding fp32 -> bf16 to nearest even for bf16 outputs), masks the
-  edges and writes each output row with one NoC write.
+* TRISC1, after the last K block, for a bf16-rounded result: the SFPU epilogue (matmul_epilogue.py) rounds the tile
+  to bf16 (nearest even) into Dst slot 1, a bf16 output's columns paired two to a 32-bit word.
+* TRISC2: packs the fp32 tile (64 Dst rows; slot 1 after an epilogue) to the output CB.
+* writer (NCRISC): untilizes 32-row panels of C (word copies: the rounding is done), masks the edges and writes each
+  output row with one NoC write.
 
 Precision: bf16 x bf16 at HiFi4 is exact per product, but the fp32 accumulation aligns each group of 8 products to
 its largest (docs/fpu_path.md §10.3), and fp32 inputs go through tf32: neither is fp32-faithful, so the FPU runs a matmul
@@ -37,6 +39,7 @@ from tt_backend.lowering.codegen.sources import kernel_sources
 from tt_backend.lowering.codegen.tensix import PACK_CFG
 from tt_backend.lowering.codegen.words import hex_u32
 from tt_backend.lowering.families.family import Candidate, Family, Kernel
+from tt_backend.lowering.families.matmul_epilogue import epilogue_ctx, epilogue_tile_cycles
 from tt_backend.lowering.families.matmul_spec import (TILE, MatmulKernelPlan, MatmulSpec, kernel_matmul, line_bytes,
                                                       matmul_args_header, matmul_io, operand_ctx, out_pitch)
 from tt_backend.lowering.families.mover_cost import matmul_cycles
@@ -66,7 +69,7 @@ class FpuMatmulPlan(MatmulKernelPlan):
 
     def launch_cycles(self) -> dict:
         modes = operand_ctx(self.spec.a)["mode"], operand_ctx(self.spec.b)["mode"]
-        return matmul_cycles(self.spec, self.phases, modes)
+        return matmul_cycles(self.spec, self.phases, modes, epilogue_tile_cycles(self.spec))
 
 
 def src_format_of(spec: MatmulSpec) -> str:
@@ -184,7 +187,7 @@ def render_matmul(plan: FpuMatmulPlan) -> dict[str, str]:
         "a": operand_ctx(s.a), "b": operand_ctx(s.b), "out": operand_ctx(s.out),
         "in_bf16": plan.src_format == "bf16", "out_bf16": s.out.dtype == "bfloat16",
         "w": w, "unp": {i: hex_u32(v) for i, v in unp.items()}, "alu_format": hex_u32(ALU_FORMAT_MM[plan.src_format]),
-        "pck": {i: hex_u32(v) for i, v in PACK_CFG["fp32"].items()},
+        "pck": {i: hex_u32(v) for i, v in PACK_CFG["fp32"].items()}, "epi": epilogue_ctx(s),
     }
     return kernel_sources(ctx, "matmul_reader.c.j2", "matmul_writer.c.j2", "matmul_compute.c.j2",
                           args_header_mm(plan))

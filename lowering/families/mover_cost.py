@@ -73,15 +73,25 @@ def tile_pipeline_cycles(n_tiles: int, reads: list[tuple[str, str, dict | None]]
 MM_READ_PER_ELEM = {("rows", 2): 2.2, ("rows", 4): 3.2, ("cols", 2): 15.7, ("cols", 4): 15.7,
                     ("gather", 2): 14.1, ("gather", 4): 14.1}   # cols, gather: the tile pipeline's columns / gather
 MM_READ_PER_LINE = 100     # one staged NoC read per row (rows) or column (cols) and its wait
-# writer (blocks/untilize.c.j2 untilize_run + one NoC write per output row): bf16 output (nearest-even rounding on
-# the RISC-V) 10.5 per element, fp32 3.1 (bf16 256x64x256, fp32 128^3); round_bf16 not measured (given 8)
-MM_WRITE_PER_ELEM = {"bf16": 10.5, "round_bf16": 8.0, "fp32": 3.1}
+# writer (blocks/untilize.c.j2 untilize_run + one NoC write per output row), busy time per element: bf16 output
+# (rounded and paired by the SFPU epilogue, 8 word copies per face row) 1.9 (bf16 256^3, 64x64x512: 1.94, 1.86);
+# fp32 word copies 3.1 (fp32 128^3 and 256x64x256: 2.9, 2.7), also for round_bf16 (rounded by the epilogue)
+MM_WRITE_PER_ELEM = {"bf16": 1.9, "round_bf16": 3.1, "fp32": 3.1}
+# the SFPU epilogue (lowering/families/matmul_epilogue.py) per output tile, on top of its SFPU instructions: the
+# STALLWAITs around it and the wait between its MOPs
+MM_EPILOGUE_FIXED = 40
 
 
-def matmul_cycles(spec, phases: int, read_modes: tuple[str, str]) -> dict:
+def epilogue_cycles(words: int, steps: int) -> int:
+    """One tile's SFPU epilogue: `words` instructions per row step (one cycle each), `steps` row steps."""
+    return words * steps + MM_EPILOGUE_FIXED if words else 0
+
+
+def matmul_cycles(spec, phases: int, read_modes: tuple[str, str], epilogue: int = 0) -> dict:
     """The FPU matmul's launch (lowering/families/fpu_matmul.py): read_modes = the A and B operands' reader modes
-    (matmul_spec.operand_ctx). The reader tilizes all of B per batch before A's first panel (the pipeline's fill);
-    then per output row block one A panel, the block's tile products and its untilized rows."""
+    (matmul_spec.operand_ctx), epilogue = the SFPU epilogue's cycles per output tile (epilogue_cycles). The reader
+    tilizes all of B per batch before A's first panel (the pipeline's fill); then per output row block one A panel,
+    the block's tile products and its untilized rows."""
     mt, nt, kt = spec.tiles
     a_mode, b_mode = read_modes
 
@@ -94,7 +104,7 @@ def matmul_cycles(spec, phases: int, read_modes: tuple[str, str]) -> dict:
     reader_a = read(a_mode, spec.a, rows, spec.K)
     # per tile product both unpackers move a tile while the FPU runs 16 MVMULs per fidelity phase; one fp32 pack
     unpack = unpack_cycles("bf16" if spec.a.tile == "bf16" else "fp32")
-    compute = nt * (kt * max(unpack, 16 * phases) + pack_cycles("fp32"))
+    compute = nt * (kt * max(unpack, 16 * phases) + epilogue + pack_cycles("fp32"))
     writer = MM_WRITE_PER_ELEM[out] * rows * spec.N
     fill = spec.n_batch * read(b_mode, spec.b, spec.K, spec.N)
     return pipeline(blocks, reader_a, compute, writer, fill)
