@@ -69,7 +69,8 @@ class FpuMatmulPlan(MatmulKernelPlan):
 
     def launch_cycles(self) -> dict:
         modes = operand_ctx(self.spec.a)["mode"], operand_ctx(self.spec.b)["mode"]
-        return matmul_cycles(self.spec, self.phases, modes, epilogue_tile_cycles(self.spec))
+        return matmul_cycles(self.spec, self.phases, modes, epilogue_tile_cycles(self.spec),
+                             min(self.spec.K, TILE * kt_upper(self.spec)))
 
 
 def src_format_of(spec: MatmulSpec) -> str:
@@ -163,6 +164,8 @@ def allocate_matmul_l1(plan: FpuMatmulPlan) -> FpuMatmulPlan:
         "stage_in": line_bytes(max(s.K, s.N, TILE) + TILE, esz_in),
         "stage_out": TILE * out_pitch(s.N, esz_out),
     }
+    if b_split(s):
+        sizes["stage_in_w"] = sizes["stage_in"]                 # the writer's staging line for B's lower rows
     l1 = place(sizes)
     if l1 is None:
         raise UnsupportedOp(f"{plan.name}: matmul {s.M}x{s.K} @ {s.K}x{s.N} needs {l1_bytes(sizes)} bytes of L1 "
@@ -171,10 +174,24 @@ def allocate_matmul_l1(plan: FpuMatmulPlan) -> FpuMatmulPlan:
     return plan
 
 
+def b_split(spec: MatmulSpec) -> bool:
+    """Whether the reader and the writer tilize B together (the reader its upper tile rows, the writer the lower ones,
+    at the same time: B is the launch's fill, when the writer has nothing to write yet). Only for the line-by-line
+    modes: an element gather reads through the reader's own staging window."""
+    return operand_ctx(spec.b)["mode"] in ("rows", "cols")
+
+
+def kt_upper(spec: MatmulSpec) -> int:
+    """B's tile rows the reader tilizes (all without the split)."""
+    kt = spec.tiles[2]
+    return -(-kt // 2) if b_split(spec) else kt
+
+
 def args_header_mm(plan: FpuMatmulPlan) -> str:
     tb = 2048 if plan.src_format == "bf16" else 4096
+    split = [f"#define MM_KT_UPPER {kt_upper(plan.spec)}u", "#define CB_B_LOWER 3u"] if b_split(plan.spec) else []
     return matmul_args_header(plan, GENERATOR, [
-        f"#define MM_KT {plan.tiles[2]}u", f"#define MM_TILE_BYTES {tb}u  /* {plan.src_format} tile in L1 */"],
+        f"#define MM_KT {plan.tiles[2]}u", f"#define MM_TILE_BYTES {tb}u  /* {plan.src_format} tile in L1 */", *split],
         plan.spec.N)
 
 
@@ -187,7 +204,7 @@ def render_matmul(plan: FpuMatmulPlan) -> dict[str, str]:
         "a": operand_ctx(s.a), "b": operand_ctx(s.b), "out": operand_ctx(s.out),
         "in_bf16": plan.src_format == "bf16", "out_bf16": s.out.dtype == "bfloat16",
         "w": w, "unp": {i: hex_u32(v) for i, v in unp.items()}, "alu_format": hex_u32(ALU_FORMAT_MM[plan.src_format]),
-        "pck": {i: hex_u32(v) for i, v in PACK_CFG["fp32"].items()}, "epi": epilogue_ctx(s),
+        "pck": {i: hex_u32(v) for i, v in PACK_CFG["fp32"].items()}, "epi": epilogue_ctx(s), "b_split": b_split(s),
     }
     return kernel_sources(ctx, "matmul_reader.c.j2", "matmul_writer.c.j2", "matmul_compute.c.j2",
                           args_header_mm(plan))

@@ -68,10 +68,12 @@ def tile_pipeline_cycles(n_tiles: int, reads: list[tuple[str, str, dict | None]]
 
 # --- FPU matmul: per operand element tilized / output element untilized ------------------------------------------
 # reader (blocks/tilize.c.j2), per (mode, DRAM element size): rows = one NoC read per row then word copies into
-# face rows (straight-line); fitted on bf16 256^3, 64x512x64, 256x64x256 (2.2 per element + 98 per row) and fp32
-# 128^3 (3.2 per element)
-MM_READ_PER_ELEM = {("rows", 2): 2.2, ("rows", 4): 3.2, ("cols", 2): 15.7, ("cols", 4): 15.7,
+# face rows, 32 elements per straight-line step; brisc busy time fitted on bf16 256^3 and 64x512x64 (1.04 per element
+# + 93 per row) and fp32 64x256x64, 128^3 (1.95 per element at 100 per row). An fp32 operand rounded to bf16 tiles
+# goes element by element through fp32_to_bf16: not measured, given the rounding writer's old figure (10.5)
+MM_READ_PER_ELEM = {("rows", 2): 1.0, ("rows", 4): 1.95, ("cols", 2): 15.7, ("cols", 4): 15.7,
                     ("gather", 2): 14.1, ("gather", 4): 14.1}   # cols, gather: the tile pipeline's columns / gather
+MM_READ_ROUND_PER_ELEM = 10.5
 MM_READ_PER_LINE = 100     # one staged NoC read per row (rows) or column (cols) and its wait
 # writer (blocks/untilize.c.j2 untilize_run + one NoC write per output row), busy time per element: bf16 output
 # (rounded and paired by the SFPU epilogue, 8 word copies per face row) 1.9 (bf16 256^3, 64x64x512: 1.94, 1.86);
@@ -87,17 +89,19 @@ def epilogue_cycles(words: int, steps: int) -> int:
     return words * steps + MM_EPILOGUE_FIXED if words else 0
 
 
-def matmul_cycles(spec, phases: int, read_modes: tuple[str, str], epilogue: int = 0) -> dict:
+def matmul_cycles(spec, phases: int, read_modes: tuple[str, str], epilogue: int, b_rows: int) -> dict:
     """The FPU matmul's launch (lowering/families/fpu_matmul.py): read_modes = the A and B operands' reader modes
-    (matmul_spec.operand_ctx), epilogue = the SFPU epilogue's cycles per output tile (epilogue_cycles). The reader
-    tilizes all of B per batch before A's first panel (the pipeline's fill); then per output row block one A panel,
-    the block's tile products and its untilized rows."""
+    (matmul_spec.operand_ctx), epilogue = the SFPU epilogue's cycles per output tile (epilogue_cycles). Per batch the
+    reader tilizes b_rows of B's rows before A's first panel (the pipeline's fill; the writer tilizes the others at the
+    same time); then per output row block one A panel, the block's tile products and its untilized rows."""
     mt, nt, kt = spec.tiles
     a_mode, b_mode = read_modes
 
     def read(mode: str, o, rows: int, cols: int) -> float:
         lines = rows if mode == "rows" else cols if mode == "cols" else 0
-        return MM_READ_PER_ELEM[(mode, DTYPE_SIZE[o.dtype])] * rows * cols + MM_READ_PER_LINE * lines
+        rounds = o.dtype == "float32" and o.tile == "bf16"          # matmul_spec.operand_ctx's "round"
+        per = MM_READ_ROUND_PER_ELEM if mode == "rows" and rounds else MM_READ_PER_ELEM[(mode, DTYPE_SIZE[o.dtype])]
+        return per * rows * cols + MM_READ_PER_LINE * lines
     out = "bf16" if spec.out.dtype == "bfloat16" else "round_bf16" if spec.round_bf16 else "fp32"
     blocks = spec.n_batch * mt
     rows = min(32, spec.M)                                            # per row block: one A panel
@@ -106,5 +110,5 @@ def matmul_cycles(spec, phases: int, read_modes: tuple[str, str], epilogue: int 
     unpack = unpack_cycles("bf16" if spec.a.tile == "bf16" else "fp32")
     compute = nt * (kt * max(unpack, 16 * phases) + epilogue + pack_cycles("fp32"))
     writer = MM_WRITE_PER_ELEM[out] * rows * spec.N
-    fill = spec.n_batch * read(b_mode, spec.b, spec.K, spec.N)
+    fill = spec.n_batch * read(b_mode, spec.b, b_rows, spec.N)
     return pipeline(blocks, reader_a, compute, writer, fill)
