@@ -12,7 +12,7 @@ template change that makes a loop faster or slower changes its number here; the 
 """
 from __future__ import annotations
 
-from tt_backend.lowering.placement.cost import pack_cycles, unpack_cycles
+from tt_backend.lowering.placement.cost import pack_cycles
 from tt_backend.lowering.plan import DTYPE_SIZE, TILE_BYTES, TILE_ELEMS
 
 NOC_BYTES_PER_CYCLE = 64
@@ -76,9 +76,13 @@ MM_READ_PER_ELEM = {("rows", 2): 1.0, ("rows", 4): 1.95, ("cols", 2): 15.7, ("co
 MM_READ_ROUND_PER_ELEM = 10.5
 MM_READ_PER_LINE = 100     # one staged NoC read per row (rows) or column (cols) and its wait
 # writer (blocks/untilize.c.j2 untilize_row: a tile row of word copies, + one NoC write per output row), ncrisc busy
-# time per element after its half of B: bf16 output (rounded and paired by the SFPU epilogue) 1.4 (bf16 256^3,
-# 64x64x512: 1.43, 1.37); fp32 2.4 (fp32 out 256x64x256), also for round_bf16 (rounded by the epilogue)
+# time per element after its half of B: 1.4 per bf16 element (256^3, 64x64x512: 1.43, 1.37) and 2.4 per fp32 one
+# (fp32 out 256x64x256); round_bf16 as fp32 (rounded by the epilogue)
 MM_WRITE_PER_ELEM = {"bf16": 1.4, "round_bf16": 2.4, "fp32": 2.4}
+# per K block of an output tile: the unpackers take a whole tile each (the emulator charges 64 cycles per whole-tile
+# UNPACR: 32768 unpack-busy cycles for 512 of them, bf16 256^3 trace) while the FPU runs 16 MVMULs per fidelity phase;
+# TRISC0's STALLWAIT before each block's base-address WRCFG adds about 8 (29730 Wait Gate cycles / 512 blocks / 7)
+MM_UNPACK_TILE, MM_K_BLOCK_FIXED = 64, 8
 # the SFPU epilogue (lowering/families/matmul_epilogue.py) per output tile, on top of its SFPU instructions: the
 # STALLWAITs around it and the wait between its MOPs
 MM_EPILOGUE_FIXED = 40
@@ -106,9 +110,14 @@ def matmul_cycles(spec, phases: int, read_modes: tuple[str, str], epilogue: int,
     blocks = spec.n_batch * mt
     rows = min(32, spec.M)                                            # per row block: one A panel
     reader_a = read(a_mode, spec.a, rows, spec.K)
-    # per tile product both unpackers move a tile while the FPU runs 16 MVMULs per fidelity phase; one fp32 pack
-    unpack = unpack_cycles("bf16" if spec.a.tile == "bf16" else "fp32")
-    compute = nt * (kt * max(unpack, 16 * phases) + epilogue + pack_cycles("fp32"))
+    # per tile product both unpackers move a tile while the FPU runs 16 MVMULs per fidelity phase; with an epilogue
+    # the packer drains Dst slot 1 while the next tile's MVMULs run, without one it holds the Dst tile
+    mvmul = kt * (max(MM_UNPACK_TILE, 16 * phases) + MM_K_BLOCK_FIXED)
+    compute = nt * (max(mvmul, pack_cycles("fp32")) + epilogue if epilogue else mvmul + pack_cycles("fp32"))
     writer = MM_WRITE_PER_ELEM[out] * rows * spec.N
     fill = spec.n_batch * read(b_mode, spec.b, b_rows, spec.N)
-    return pipeline(blocks, reader_a, compute, writer, fill)
+    # measured, not explained yet: per row block the tile products and the writer's untilize add up instead of
+    # overlapping (bf16 128x512x512: 46K cycles per block after the first for 25K compute + 23K writer; 256^3: 18K
+    # for 7.9K + 11.5K), so they are one stage here
+    launch = pipeline(blocks, reader_a, compute + writer, 0, fill)
+    return launch | {"compute": round(compute * blocks), "writer": round(writer * blocks)}
