@@ -70,6 +70,19 @@ def insert_nops(ins: list[tuple[str, dict[str, int]]], spill_base: int) -> list[
     return out
 
 
+def pool_setup(pool: dict[int, int]) -> list[int]:
+    """The words run once before a body: SETUP, then each pooled constant (bits -> LReg 11..14) placed with SFPLOADI
+    into LReg0 and SFPCONFIG."""
+    setup = so.Emitter()
+    setup.ins.extend(SETUP)
+    for bits, reg in pool.items():      # SFPCONFIG broadcasts lanes 0-7 of LReg0 into LReg11-14
+        setup.loadi(0, bits)
+        setup.i("SFPCONFIG", imm16_math=0, config_dest=reg, instr_mod1=0)
+    if pool:
+        setup.i("SFPNOP")
+    return [encode(nm, **f) for nm, f in setup.ins]
+
+
 def assemble(ins: list[tuple[str, dict[str, int]]]) -> list[int]:
     """The words of an instruction list emitted outside compile_sfpu (a reduction's accumulator init, lane combine,
     finish): the hazard NOPs inserted (`insert_nops`; these lists use no spill space)."""
@@ -304,15 +317,8 @@ def compile_sfpu(dag, n_inputs: int, out_dtype=None, fuse_mad: bool = True, rese
     pool = {bits: POOL_REGS[i] for i, (bits, _) in enumerate(best)}
     if pool:
         em, al = _emit(nodes, canon, canon[out], out_slot, pool, regs, epilogue)
-    setup = so.Emitter()
-    setup.ins.extend(SETUP)
-    for bits, reg in pool.items():      # SFPCONFIG broadcasts lanes 0-7 of LReg0 into LReg11-14
-        setup.loadi(0, bits)
-        setup.i("SFPCONFIG", imm16_math=0, config_dest=reg, instr_mod1=0)
-    if pool:
-        setup.i("SFPNOP")
     body = insert_nops(em.ins, al.base)
-    return SfpuProgram(setup=[encode(nm, **f) for nm, f in setup.ins], body=[encode(nm, **f) for nm, f in body],
+    return SfpuProgram(setup=pool_setup(pool), body=[encode(nm, **f) for nm, f in body],
                        dst_slots=al.dst_slots, out_slot=out_slot)
 
 

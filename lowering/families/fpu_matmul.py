@@ -9,9 +9,11 @@ Data flow (one Tensix core, docs/fpu_path.md §5-9):
   (in0, M x K) to SrcB, whole tiles (1024 datums): bf16 stays bf16, fp32 is truncated to tf32 by the unpacker.
 * TRISC1: ZEROACC the fp32 Dst tile, then per K block `fidelity` phases of 16 MVMULs (`Dst += SrcB @ SrcA`), the
   last one releasing both banks. The C tile accumulates in fp32 Dst over all K blocks.
-* TRISC2: packs the fp32 tile (64 Dst rows) to the output CB.
-* writer (NCRISC): untilizes 32-row panels of C (rounding fp32 -> bf16 to nearest even for bf16 outputs), masks the
-  edges and writes each output row with one NoC write.
+* TRISC1, after the last K block, for a bf16-rounded result: the SFPU epilogue (matmul_epilogue.py) rounds the tile
+  to bf16 (nearest even) into Dst slot 1, a bf16 output's columns paired two to a 32-bit word.
+* TRISC2: packs the fp32 tile (64 Dst rows; slot 1 after an epilogue) to the output CB.
+* writer (NCRISC): untilizes 32-row panels of C (word copies: the rounding is done), masks the edges and writes each
+  output row with one NoC write.
 
 Precision: bf16 x bf16 at HiFi4 is exact per product, but the fp32 accumulation aligns each group of 8 products to
 its largest (docs/fpu_path.md §10.3), and fp32 inputs go through tf32: neither is fp32-faithful, so the FPU runs a matmul
@@ -39,6 +41,7 @@ from tt_backend.lowering.codegen.sources import kernel_sources
 from tt_backend.lowering.codegen.tensix import PACK_CFG
 from tt_backend.lowering.codegen.words import hex_u32
 from tt_backend.lowering.families.family import Candidate, Family, Kernel
+from tt_backend.lowering.families.matmul_epilogue import epilogue_ctx, epilogue_tile_cycles
 from tt_backend.lowering.families.matmul_spec import (TILE, MatmulKernelPlan, MatmulSpec, kernel_matmul, line_bytes,
                                                       matmul_args_header, matmul_io, operand_ctx, out_pitch)
 from tt_backend.lowering.families.mover_cost import matmul_cycles
@@ -69,7 +72,8 @@ class FpuMatmulPlan(MatmulKernelPlan):
 
     def launch_cycles(self) -> dict:
         modes = operand_ctx(self.spec.a)["mode"], operand_ctx(self.spec.b)["mode"]
-        return matmul_cycles(self.spec, self.phases, modes)
+        return matmul_cycles(self.spec, self.phases, modes, epilogue_tile_cycles(self.spec),
+                             min(self.spec.K, TILE * kt_upper(self.spec)))
 
 
 def src_format_of(spec: MatmulSpec) -> str:
@@ -165,6 +169,8 @@ def allocate_matmul_l1(plan: FpuMatmulPlan) -> FpuMatmulPlan:
         "stage_in": line_bytes(max(s.K, s.N, TILE) + TILE, esz_in),
         "stage_out": TILE * out_pitch(s.N, esz_out),
     }
+    if b_split(s):
+        sizes["stage_in_w"] = sizes["stage_in"]                 # the writer's staging line for B's lower rows
     l1 = place(sizes)
     if l1 is None:
         raise UnsupportedOp(f"{plan.name}: matmul {s.M}x{s.K} @ {s.K}x{s.N} needs {l1_bytes(sizes)} bytes of L1 "
@@ -173,10 +179,24 @@ def allocate_matmul_l1(plan: FpuMatmulPlan) -> FpuMatmulPlan:
     return plan
 
 
+def b_split(spec: MatmulSpec) -> bool:
+    """Whether the reader and the writer tilize B together (the reader its upper tile rows, the writer the lower ones,
+    at the same time: B is the launch's fill, when the writer has nothing to write yet). Only for the line-by-line
+    modes: an element gather reads through the reader's own staging window."""
+    return operand_ctx(spec.b)["mode"] in ("rows", "cols")
+
+
+def kt_upper(spec: MatmulSpec) -> int:
+    """B's tile rows the reader tilizes (all without the split)."""
+    kt = spec.tiles[2]
+    return -(-kt // 2) if b_split(spec) else kt
+
+
 def args_header_mm(plan: FpuMatmulPlan) -> str:
     tb = 2048 if plan.src_format == "bf16" else 4096
+    split = [f"#define MM_KT_UPPER {kt_upper(plan.spec)}u", "#define CB_B_LOWER 3u"] if b_split(plan.spec) else []
     return matmul_args_header(plan, GENERATOR, [
-        f"#define MM_KT {plan.tiles[2]}u", f"#define MM_TILE_BYTES {tb}u  /* {plan.src_format} tile in L1 */"],
+        f"#define MM_KT {plan.tiles[2]}u", f"#define MM_TILE_BYTES {tb}u  /* {plan.src_format} tile in L1 */", *split],
         plan.spec.N)
 
 
@@ -189,7 +209,7 @@ def render_matmul(plan: FpuMatmulPlan) -> dict[str, str]:
         "a": operand_ctx(s.a), "b": operand_ctx(s.b), "out": operand_ctx(s.out),
         "in_bf16": plan.src_format == "bf16", "out_bf16": s.out.dtype == "bfloat16",
         "w": w, "unp": {i: hex_u32(v) for i, v in unp.items()}, "alu_format": hex_u32(ALU_FORMAT_MM[plan.src_format]),
-        "pck": {i: hex_u32(v) for i, v in PACK_CFG["fp32"].items()},
+        "pck": {i: hex_u32(v) for i, v in PACK_CFG["fp32"].items()}, "epi": epilogue_ctx(s), "b_split": b_split(s),
     }
     return kernel_sources(ctx, "matmul_reader.c.j2", "matmul_writer.c.j2", "matmul_compute.c.j2",
                           args_header_mm(plan))

@@ -12,7 +12,7 @@ template change that makes a loop faster or slower changes its number here; the 
 """
 from __future__ import annotations
 
-from tt_backend.lowering.placement.cost import pack_cycles, unpack_cycles
+from tt_backend.lowering.placement.cost import pack_cycles
 from tt_backend.lowering.plan import DTYPE_SIZE, TILE_BYTES, TILE_ELEMS
 
 NOC_BYTES_PER_CYCLE = 64
@@ -68,33 +68,56 @@ def tile_pipeline_cycles(n_tiles: int, reads: list[tuple[str, str, dict | None]]
 
 # --- FPU matmul: per operand element tilized / output element untilized ------------------------------------------
 # reader (blocks/tilize.c.j2), per (mode, DRAM element size): rows = one NoC read per row then word copies into
-# face rows (straight-line); fitted on bf16 256^3, 64x512x64, 256x64x256 (2.2 per element + 98 per row) and fp32
-# 128^3 (3.2 per element)
-MM_READ_PER_ELEM = {("rows", 2): 2.2, ("rows", 4): 3.2, ("cols", 2): 15.7, ("cols", 4): 15.7,
+# face rows, 32 elements per straight-line step; brisc busy time fitted on bf16 256^3 and 64x512x64 (1.04 per element
+# + 93 per row) and fp32 64x256x64, 128^3 (1.95 per element at 100 per row). An fp32 operand rounded to bf16 tiles
+# goes element by element through fp32_to_bf16: not measured, given the rounding writer's old figure (10.5)
+MM_READ_PER_ELEM = {("rows", 2): 1.0, ("rows", 4): 1.95, ("cols", 2): 15.7, ("cols", 4): 15.7,
                     ("gather", 2): 14.1, ("gather", 4): 14.1}   # cols, gather: the tile pipeline's columns / gather
+MM_READ_ROUND_PER_ELEM = 10.5
 MM_READ_PER_LINE = 100     # one staged NoC read per row (rows) or column (cols) and its wait
-# writer (blocks/untilize.c.j2 untilize_run + one NoC write per output row): bf16 output (nearest-even rounding on
-# the RISC-V) 10.5 per element, fp32 3.1 (bf16 256x64x256, fp32 128^3); round_bf16 not measured (given 8)
-MM_WRITE_PER_ELEM = {"bf16": 10.5, "round_bf16": 8.0, "fp32": 3.1}
+# writer (blocks/untilize.c.j2 untilize_row: a tile row of word copies, + one NoC write per output row), ncrisc busy
+# time per element after its half of B: 1.4 per bf16 element (256^3, 64x64x512: 1.43, 1.37) and 2.4 per fp32 one
+# (fp32 out 256x64x256); round_bf16 as fp32 (rounded by the epilogue)
+MM_WRITE_PER_ELEM = {"bf16": 1.4, "round_bf16": 2.4, "fp32": 2.4}
+# per K block of an output tile: the unpackers take a whole tile each (the emulator charges 64 cycles per whole-tile
+# UNPACR: 32768 unpack-busy cycles for 512 of them, bf16 256^3 trace) while the FPU runs 16 MVMULs per fidelity phase;
+# TRISC0's STALLWAIT before each block's base-address WRCFG adds about 8 (29730 Wait Gate cycles / 512 blocks / 7)
+MM_UNPACK_TILE, MM_K_BLOCK_FIXED = 64, 8
+# the SFPU epilogue (lowering/families/matmul_epilogue.py) per output tile, on top of its SFPU instructions: the
+# STALLWAITs around it and the wait between its MOPs
+MM_EPILOGUE_FIXED = 40
 
 
-def matmul_cycles(spec, phases: int, read_modes: tuple[str, str]) -> dict:
+def epilogue_cycles(words: int, steps: int) -> int:
+    """One tile's SFPU epilogue: `words` instructions per row step (one cycle each), `steps` row steps."""
+    return words * steps + MM_EPILOGUE_FIXED if words else 0
+
+
+def matmul_cycles(spec, phases: int, read_modes: tuple[str, str], epilogue: int, b_rows: int) -> dict:
     """The FPU matmul's launch (lowering/families/fpu_matmul.py): read_modes = the A and B operands' reader modes
-    (matmul_spec.operand_ctx). The reader tilizes all of B per batch before A's first panel (the pipeline's fill);
-    then per output row block one A panel, the block's tile products and its untilized rows."""
+    (matmul_spec.operand_ctx), epilogue = the SFPU epilogue's cycles per output tile (epilogue_cycles). Per batch the
+    reader tilizes b_rows of B's rows before A's first panel (the pipeline's fill; the writer tilizes the others at the
+    same time); then per output row block one A panel, the block's tile products and its untilized rows."""
     mt, nt, kt = spec.tiles
     a_mode, b_mode = read_modes
 
     def read(mode: str, o, rows: int, cols: int) -> float:
         lines = rows if mode == "rows" else cols if mode == "cols" else 0
-        return MM_READ_PER_ELEM[(mode, DTYPE_SIZE[o.dtype])] * rows * cols + MM_READ_PER_LINE * lines
+        rounds = o.dtype == "float32" and o.tile == "bf16"          # matmul_spec.operand_ctx's "round"
+        per = MM_READ_ROUND_PER_ELEM if mode == "rows" and rounds else MM_READ_PER_ELEM[(mode, DTYPE_SIZE[o.dtype])]
+        return per * rows * cols + MM_READ_PER_LINE * lines
     out = "bf16" if spec.out.dtype == "bfloat16" else "round_bf16" if spec.round_bf16 else "fp32"
     blocks = spec.n_batch * mt
     rows = min(32, spec.M)                                            # per row block: one A panel
     reader_a = read(a_mode, spec.a, rows, spec.K)
-    # per tile product both unpackers move a tile while the FPU runs 16 MVMULs per fidelity phase; one fp32 pack
-    unpack = unpack_cycles("bf16" if spec.a.tile == "bf16" else "fp32")
-    compute = nt * (kt * max(unpack, 16 * phases) + pack_cycles("fp32"))
+    # per tile product both unpackers move a tile while the FPU runs 16 MVMULs per fidelity phase; with an epilogue
+    # the packer drains Dst slot 1 while the next tile's MVMULs run, without one it holds the Dst tile
+    mvmul = kt * (max(MM_UNPACK_TILE, 16 * phases) + MM_K_BLOCK_FIXED)
+    compute = nt * (max(mvmul, pack_cycles("fp32")) + epilogue if epilogue else mvmul + pack_cycles("fp32"))
     writer = MM_WRITE_PER_ELEM[out] * rows * spec.N
-    fill = spec.n_batch * read(b_mode, spec.b, spec.K, spec.N)
-    return pipeline(blocks, reader_a, compute, writer, fill)
+    fill = spec.n_batch * read(b_mode, spec.b, b_rows, spec.N)
+    # measured, not explained yet: per row block the tile products and the writer's untilize add up instead of
+    # overlapping (bf16 128x512x512: 46K cycles per block after the first for 25K compute + 23K writer; 256^3: 18K
+    # for 7.9K + 11.5K), so they are one stage here
+    launch = pipeline(blocks, reader_a, compute + writer, 0, fill)
+    return launch | {"compute": round(compute * blocks), "writer": round(writer * blocks)}

@@ -10,17 +10,12 @@ from tt_backend.lowering.codegen.tensix import (FORMAT_CODE, PACK_CFG, UNPACK_CF
                                                 tensix_words)
 from tt_backend.lowering.codegen.words import hex_u32, word_u32
 from tt_backend.lowering.codegen.l1 import STAGING_BYTES
+from tt_backend.lowering.codegen.replay import replay_issue
 from tt_backend.lowering.families.tile_plan import CB_DEPTH, ReducePlan, TilePlan, index_load_buffers
 from tt_backend.lowering.families.tile_streams import reduce_datums, reduce_next_k, stream_ctx
 from tt_backend.lowering.placement.choice import FpuOp
 from tt_backend.lowering.plan import DTYPE_SIZE, TILE_BYTES, TILE_ELEMS
-from tt_backend.chip import isa, layout
 from tt_backend.chip.errors import UnsupportedOp
-
-# Instructions one MOP may expand to: ttsim puts a MOP's whole expansion into its thread FIFO at once and stops with
-# "pipe 1 inst fifo full" beyond 512 entries (seen with 32 x 22-word replays), so a tile's row steps are split into
-# MOPs of at most this many instructions, with a wait for the thread to drain between them.
-MOP_EXPANSION_LIMIT = 256
 
 
 def args_header(plan: TilePlan, generator: str, red: ReducePlan | None, datums: bool = False) -> str:
@@ -197,21 +192,10 @@ def render_tile_kernel(plan: TilePlan, generator: str, red: ReducePlan | None = 
     # SFPU body issue: a body of <= 32 words is recorded once in the replay buffer and each tile's 32 row steps are
     # one MOP (template 1: 32 x REPLAY of the body) instead of 32 x body TTI pushes from TRISC1 (same instruction
     # stream after the MOP/replay expanders; the emulator can then run the row steps batched)
-    body = plan.sfpu.body
-    ctx["sfpu_replay"] = len(body) <= 32 and (red is None or red.steps == 32)
-    if ctx["sfpu_replay"]:
-        replay = isa.encode("REPLAY", load_mode=0, execute_while_loading=0, len=len(body), start_idx=0)
-        nop = isa.encode("NOP")
-        ctx["mop_cfg_base"] = hex_u32(layout.MOP_CFG_BASE)
-        # MopCfg: OuterCount 1, InnerCount rows_per_mop, StartOp/EndOp0/EndOp1 NOP, LoopOp REPLAY, LoopOp1 NOP (no
-        # alternation), Loop0Last/Loop1Last REPLAY
-        rows_per_mop = 32
-        while rows_per_mop > 1 and rows_per_mop * len(body) > MOP_EXPANSION_LIMIT:
-            rows_per_mop //= 2
-        ctx["mop_count"] = 32 // rows_per_mop
-        ctx["mop_cfg"] = [hex_u32(v) for v in (1, rows_per_mop, nop, nop, nop, replay, nop, replay, replay)]
-        ctx["replay_record"] = word_u32("REPLAY", load_mode=1, execute_while_loading=0, len=len(body), start_idx=0)
-        ctx["mop_body"] = word_u32("MOP", mop_type=1, loop_count=0, zmask_lo16_or_loop_count=0)
+    issue = replay_issue(len(plan.sfpu.body)) if red is None or red.steps == 32 else None
+    ctx["sfpu_replay"] = issue is not None
+    if issue is not None:
+        ctx.update(issue)
     if red is not None:
         ctx["out_slot"] = red.post.out_slot
     if fpu_ops:   # FPU placement: operands to SrcA/SrcB, unpacker 0 reconfigured per input (so always "mixed")

@@ -30,7 +30,7 @@ from tt_backend.lowering.placement.search import SAFETY
 from tt_backend.lowering.select import lower
 from tt_backend.chip.errors import UnsupportedOp
 
-from tests.support import ttsim_path
+from tests.support import target_params, ttsim_path
 
 LIB = ttsim_path()
 slow = pytest.mark.skipif(not os.environ.get("TT_SLOW"), reason="large matmul: set TT_SLOW=1")
@@ -634,3 +634,42 @@ def test_error_model_is_the_kernels_arithmetic(fmt, fidelity):
     raw, _ = run_plan(emu(), plan, [a, b])
     model = fpu_matmul(a, b, fmt, {"LoFi": 1, "HiFi2": 2, "HiFi3": 3, "HiFi4": 4}[fidelity])
     np.testing.assert_array_equal(np.frombuffer(raw, np.uint32).reshape(M, N), model)
+
+
+# ------------------------------------------------------------------------- the SFPU epilogue (matmul_epilogue.py)
+
+def rne_bf16_bits(words: np.ndarray) -> np.ndarray:
+    """fp32 words -> bf16 bits as the epilogue (and before it the writer) rounds: nearest even, NaN quiet."""
+    u = words.astype(np.uint64)
+    nan = (u & 0x7FFFFFFF) > 0x7F800000
+    return np.where(nan, (u | 0x400000) >> 16, (u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
+
+
+@pytest.mark.needs_cc
+@pytest.mark.parametrize("target", target_params("emu", "ttsim"))
+@pytest.mark.parametrize("mkn,form,batch", [((33, 47, 65), "bf16", None), ((40, 64, 36), "round", 2)], ids=str)
+def test_epilogue_rounding_is_bit_exact(new_device, target, mkn, form, batch):
+    """The SFPU epilogue's bf16 rounding on Dst (pair: a bf16 output, N odd so rows start mid-word; round: an fp32
+    output of a bf16-rounded result, batched) gives exactly the nearest-even rounding of the MVMUL model's fp32 words,
+    on the emulator and on ttsim (hence the same bits on both); exact ties and values near overflow included."""
+    M, K, N = mkn
+    shp = ((batch,) if batch else ())
+    a = rng.standard_normal(shp + (M, K)).astype(np.float32)
+    b = rng.standard_normal(shp + (K, N)).astype(np.float32)
+    a[..., 0, :2] = [1.0, 2.0 ** -8]; a[..., 0, 2:] = 0          # row 0: 1 + 2^-8 (+ 2^-16): exact ties, a round-up
+    b[..., :2, :4] = [[1.0, -1.0, 1.0, 1.0], [1.0, -1.0, 0.0, 1.5]]
+    a[..., 1, :] = 0; a[..., 1, 0] = 2.0 ** 127                  # row 1: near and past overflow, a denormal
+    b[..., 0, 4:8] = [1.9921875, -2.0, 1.0, 2.0 ** -130]
+    a, b = bf16_round(a), bf16_round(b)
+    fn = (lambda x, y: x @ y) if form == "bf16" else (lambda x, y: (x.float() @ y.float()).cast(dtypes.bfloat16).float())
+    spec = match_matmul(matmul_ast(fn, [a.shape, b.shape], dtypes.bfloat16))
+    assert spec.out_bf16 and (spec.out.dtype == "bfloat16") == (form == "bf16") and spec.n_batch == (batch or 1)
+    plan = plan_matmul(spec, "epi", "HiFi4")
+    raw, _ = run_plan(new_device(), plan, [a, b])
+    model = np.stack([fpu_matmul(x, y, "bf16", 4) for x, y in zip(a.reshape((-1, M, K)), b.reshape((-1, K, N)))])
+    want = rne_bf16_bits(model).reshape(shp + (M, N))
+    got = (np.frombuffer(raw, np.uint16) if form == "bf16" else np.frombuffer(raw, np.uint32) >> 16).reshape(want.shape)
+    if form == "round":
+        assert not (np.frombuffer(raw, np.uint32) & 0xFFFF).any()
+    np.testing.assert_array_equal(got, want)
+

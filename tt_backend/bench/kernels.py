@@ -7,7 +7,8 @@
 Columns: the placement's compute cycles (what the selector prices), the whole launch predicted by
 lowering/families/mover_cost.py (reader, compute and writer as a pipeline), the emulated cycles and their ratio.
 Rows: bf16 matmul (M = K = N = 512) on the FPU at HiFi2 and HiFi4 (planned directly with that fidelity: the selector
-would pick HiFi3 for HiFi4's error), RMSNorm-2048 (bf16 x, fp32 gamma, TT_ERR_BUDGET=1e-2: x*gamma on the FPU), the
+would pick HiFi3 for HiFi4's error), a bf16 256^3 matmul through tinygrad at TT_ERR_BUDGET=1e-2 (the selector's
+fidelity), RMSNorm-2048 (bf16 x, fp32 gamma, TT_ERR_BUDGET=1e-2: x*gamma on the FPU), the
 README demo expression at 512x512 and an fp32 elementwise a*b+a at 2048x2048. Emulated cycles: the slowest core of
 the launch. The program rows run through tinygrad (DEVICE=TT) in a subprocess with TT_DUMP and read each kernel's
 report.json; the matmul rows launch the plan on the emulator directly.
@@ -58,6 +59,10 @@ _RAND = "import numpy as np\nfrom tinygrad import Tensor, dtypes\nrng = np.rando
 ROWS = {
     "matmul-hifi2": MatmulRow(512, "HiFi2"),
     "matmul-hifi4": MatmulRow(512, "HiFi4"),
+    "matmul-tinygrad": ProgramRow(256, _RAND + (
+        "a = Tensor(rng.standard_normal(({n}, {n})).astype(np.float32), dtype=dtypes.bfloat16).realize()\n"
+        "b = Tensor(rng.standard_normal(({n}, {n})).astype(np.float32), dtype=dtypes.bfloat16).realize()\n"
+        "out = (a @ b).realize()"), {"TT_ERR_BUDGET": "1e-2"}),
     "rmsnorm": ProgramRow(2048, _RAND + (
         "xb = (rng.standard_normal({n}).astype(np.float32).view(np.uint32) & 0xFFFF0000).view(np.float32)\n"
         "x = Tensor(xb.tolist(), dtype=dtypes.bfloat16).realize()\n"

@@ -1,0 +1,104 @@
+"""The FPU matmul's epilogue: an SFPU pass over each finished fp32 C tile in Dst, between the last MVMUL and the
+packer, that does the output's bf16 rounding the writer (a RISC-V) used to do per element.
+
+Modes (by the matmul's output, `epilogue_mode`):
+* "pair" (bf16 output): per row step (4 Dst rows x 8 column pairs) the even and the odd columns are loaded as raw
+  32-bit words, each is rounded to bf16, and one word gets the even column's bf16 in its low half and the odd column's
+  in its high half. It is stored in the even column of Dst slot 1 (the odd column gets the rounded odd value, so the
+  whole slot is defined). The packer writes slot 1 as fp32 and the writer copies every even word of a face row: 16
+  bf16 outputs, row-major, with no arithmetic per element (blocks/untilize.c.j2, paired). 16 row steps per tile.
+* "round" (fp32 output of a bf16-rounded result): every datum rounded in place, into slot 1; the writer copies.
+  32 row steps per tile.
+* None (fp32 output): no epilogue; the packer takes slot 0.
+
+The rounding is the writer's (blocks/l1.c.j2 fp32_to_bf16, what tinygrad's cast gives on every non-NaN value): round
+to nearest even as integer arithmetic on the fp32 bits, r + 0x7fff + ((r >> 16) & 1), high half kept; a NaN keeps its
+sign and high payload with the quiet bit set, (r | 0x400000) >> 16. Raw loads and stores (INT32 mode) neither flush
+denormals nor touch NaN, so the bits equal the RISC-V's. The packer's own fp32 -> bf16 conversion is not used: it
+rounds ties away from zero, flushes denormals and turns NaN into Inf (docs/sfpu_path.md §8).
+
+Slot 1 instead of writing back in place: an SFPSTORE's block of Dst is not readable for a few cycles and the SFPLOAD
+that follows it (the next row step) reads the next rows of slot 0 (sfpu_codegen.DST_READ_GAP); slot 1 is never loaded.
+"""
+from __future__ import annotations
+
+import functools
+
+from tt_backend.lowering.codegen import sfpu_ops as so
+from tt_backend.lowering.codegen.replay import replay_issue
+from tt_backend.lowering.codegen.sfpu_codegen import assemble, pool_setup
+from tt_backend.lowering.codegen.words import hex_u32, word_u32
+from tt_backend.lowering.families.matmul_spec import MatmulSpec
+from tt_backend.lowering.families.mover_cost import epilogue_cycles
+
+ROUND_ADD, QUIET, HIGH = 0x7FFF, 0x00400000, 0xFFFF0000
+POOL = {ROUND_ADD: 11, so.F32_INF: 12, QUIET: 13, HIGH: 14}   # the constants, in LReg11-14 (set once)
+EVEN, ODD = 0, 2                      # Imm10 of the even / odd columns of a row step (docs/sfpu_path.md §5.3)
+OUT_SLOT = 1                          # the Dst slot the epilogue writes and the packer reads
+SLOT_STEP = 6                         # the address-modifier slot of the row step's last store (MVMUL leaves 6 free)
+STEPS = {"pair": 16, "round": 32}     # row steps per tile
+DST_INCR = {"pair": 4, "round": 2}    # Dst RWC per row step
+
+
+def epilogue_mode(spec: MatmulSpec) -> str | None:
+    if spec.out.dtype == "bfloat16":
+        return "pair"
+    return "round" if spec.round_bf16 else None
+
+
+def round_bf16(e: so.Emitter, r: int, t: tuple[int, int], out: int, high: bool) -> None:
+    """out = the bf16 of fp32 bits r (the writer's rounding, see the module doc) in out's high half (high: low half
+    zero) or its low half (high half zero). r is kept unless out == r; t: two scratch LRegs. 9 instructions."""
+    t1, t3 = t
+    e.shl(t1, r, 15)
+    e.shr(t1, t1, 31)                               # (r >> 16) & 1
+    e.iadd(t1, e.creg(t3, ROUND_ADD))
+    e.iadd(t1, r)                                   # r + 0x7fff + lsb
+    e.setsgn_imm(t3, r, 0)
+    e.gt(t3, e.creg(t3, so.F32_INF))                # NaN lanes: |r| > Inf
+    e.or3(t1, r, e.creg(t3, QUIET))
+    e.endif()
+    if high:
+        e.and3(out, t1, e.creg(t3, HIGH))
+    else:
+        e.shr(out, t1, 16)
+
+
+@functools.lru_cache(maxsize=None)
+def body(mode: str) -> tuple[int, ...]:
+    """One row step's words (the last store advances the Dst RWC by DST_INCR[mode] through slot SLOT_STEP)."""
+    e = so.Emitter(POOL)
+    out = 64 * OUT_SLOT
+    e.load(0, EVEN, so.LOAD_INT32)
+    if mode == "pair":
+        e.load(1, ODD, so.LOAD_INT32)
+        round_bf16(e, 0, (2, 3), 0, high=False)
+        round_bf16(e, 1, (2, 3), 1, high=True)
+        e.or3(0, 0, 1)                              # even column's bf16 low, odd column's high
+        e.store(1, out + ODD)
+    else:
+        round_bf16(e, 0, (2, 3), 0, high=True)
+    e.store(0, out + EVEN, addr_mode=SLOT_STEP)
+    assert not e.wanted, "every constant is pooled"
+    return tuple(assemble(e.ins))
+
+
+def epilogue_tile_cycles(spec: MatmulSpec) -> int:
+    """The epilogue's predicted cycles per output tile (mover_cost.epilogue_cycles; 0 without one)."""
+    mode = epilogue_mode(spec)
+    return 0 if mode is None else epilogue_cycles(len(body(mode)), STEPS[mode])
+
+
+def epilogue_ctx(spec: MatmulSpec) -> dict | None:
+    """The compute template's `epi`: mode, SFPU setup and body words, the address-modifier slot's (AB, Dst) SETC16
+    words, the MOP-of-REPLAY issue (codegen/replay.py), the slot the packer takes. None: no epilogue."""
+    mode = epilogue_mode(spec)
+    if mode is None:
+        return None
+    words = body(mode)
+    issue = replay_issue(len(words), STEPS[mode])
+    assert issue is not None, f"the {mode} epilogue fits the replay buffer"
+    return {"mode": mode, "setup": [hex_u32(w) for w in pool_setup(POOL)], "body": [hex_u32(w) for w in words],
+            "slot": (word_u32("SETC16", setc16_reg=12 + SLOT_STEP, setc16_value=0),
+                     word_u32("SETC16", setc16_reg=28 + SLOT_STEP, setc16_value=DST_INCR[mode])),
+            "out_slot": OUT_SLOT, **issue}
