@@ -1,0 +1,88 @@
+"""One emulated Blackhole chip: the Tensix grid (chip/grid.py, harvested columns as a parameter), the eight DRAM banks
+behind their translated NoC coordinates, the NoC time model (noc.Fabric) and the scheduler that runs every tile.
+
+Tiles are created when first addressed (by the host or by another tile's NoC request), so a one-tile program costs
+what it did before the chip existed; a tile whose cores are all held in reset is not visited, and one whose cores are
+parked or waiting costs a few host instructions per round (tile.py: parked, blocked and spinning cores cost no host
+time). All tiles share one time base: after every round each tile's clock is raised to the chip's latest cycle, so
+cores released together start at the same cycle and the NoC's busy intervals (absolute cycles) mean the same on every
+tile. The tile class is injected (`tile_factory(chip, xy)`), so this module does not import tile.py.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from tt_backend.chip import layout
+from tt_backend.chip.errors import EmuDeadlock, EmuUnimplemented
+from tt_backend.chip.grid import N_BANKS, Grid, dram_bank, is_dram_xy
+
+from .dram import Dram
+from .noc import Fabric
+
+
+class Chip:
+    def __init__(self, tile_factory: Callable[[Chip, tuple[int, int]], object] | None = None,
+                 harvested: tuple[int, ...] = ()):
+        self.grid = Grid(tuple(harvested))
+        self.banks = [Dram() for _ in range(N_BANKS)]
+        self.fabric = Fabric(self.grid)
+        self.tiles: dict[tuple[int, int], object] = {}
+        self._factory = tile_factory
+
+    def tile(self, xy: tuple[int, int]):
+        """The tile at translated `xy`, created on first use."""
+        xy = tuple(xy)
+        t = self.tiles.get(xy)
+        if t is None:
+            if not self.grid.is_tensix(*xy):
+                raise EmuUnimplemented(f"({xy[0]}, {xy[1]}) is not a usable Tensix tile of this chip (Tensix columns "
+                                       f"{self.grid.tensix[0][0]}..{self.grid.tensix[-1][0]} translated, rows 2..11)")
+            if self._factory is None:
+                raise EmuUnimplemented(f"this chip was built around one tile and cannot create tile {xy}")
+            t = self._factory(self, xy)
+        return t
+
+    def adopt(self, xy: tuple[int, int], tile) -> None:
+        """Register a tile built by its own constructor (tile.py builds itself into a chip)."""
+        self.tiles[tuple(xy)] = tile
+        tile.clock = max([tile.clock] + [t.clock for t in self.tiles.values()])
+
+    def bank(self, x: int, y: int) -> Dram:
+        return self.banks[dram_bank(x, y)]
+
+    def peer(self, x: int, y: int):
+        """What a NoC request to translated (x, y) reaches: a DRAM bank, a Tensix tile, or None."""
+        if is_dram_xy(x, y):
+            return self.bank(x, y)
+        if self.grid.is_tensix(x, y) and (self._factory is not None or (x, y) in self.tiles):
+            return self.tile((x, y))
+        return None
+
+    @property
+    def clock(self) -> int:
+        return max(t.clock for t in self.tiles.values())
+
+    def run(self, budget: int) -> int:
+        """One round: every tile with a released core runs up to `budget` instructions (Tile.run). Tiles that
+        deadlock (EmuDeadlock: nothing on the tile can progress and none of its cores is in reset) are collected over
+        the round and raised together, with what every other tile's cores are waiting for."""
+        total, stuck = 0, {}
+        for xy, t in list(self.tiles.items()):
+            if t.soft_reset & layout.ALL_CORES_RESET == layout.ALL_CORES_RESET:
+                continue
+            try:
+                total += t.run(budget)
+            except EmuDeadlock as e:
+                stuck[xy] = str(e)
+        now = self.clock
+        for t in self.tiles.values():
+            t.clock = now
+        if stuck:
+            others = [f"tile {xy}: " + "; ".join(f"{k} {v}" for k, v in t.state().items())
+                      for xy, t in self.tiles.items() if xy not in stuck]
+            raise EmuDeadlock("\n".join(f"tile {xy}: {msg}" for xy, msg in stuck.items())
+                              + "".join(f"\n  {line}" for line in others))
+        return total
+
+    def stats(self) -> dict:
+        return {"tiles": {f"{x},{y}": t.stats() for (x, y), t in self.tiles.items()}, "noc": self.fabric.stats()}
