@@ -6,8 +6,8 @@ advances the device until every launched core reports done (= generation) or any
 raises the stop flag so blocked cores retire by themselves, then raises DeviceTimeout naming every core's status and
 the device's own view of the cores.
 
-A kernel split over several Tensix tiles (`per_tile`: one list of extra argument words per tile, appended to `args`)
-runs the same ELFs on the first len(per_tile) tiles of `device.tile_xys()`, each reached through `device.on_tile(xy)`
+A kernel split over several Tensix tiles (`per_tile`: the argument block of each tile, instead of `args`) runs the same
+ELFs on the first len(per_tile) tiles of `device.tile_xys()`, each reached through `device.on_tile(xy)`
 (a `GridDevice`): every tile is loaded and given its arguments first, then all are released, then all are awaited;
 a failure or time-out stops and reports every tile.
 """
@@ -150,7 +150,7 @@ def launch(device: Device, elfs: dict[str, bytes], args: list[int], timeout_s: f
     progress = for_terminal(device, label)
     try:
         tiles = on_tiles(device, len(per_tile) if per_tile else 1, label)
-        tile_args = [list(args) + list(extra) for extra in per_tile] if per_tile else [list(args)]
+        tile_args = [list(block) for block in per_tile] if per_tile else [list(args)]
         return _launch(device, tiles, elfs, tile_args, timeout_s, budget, grace_budget, progress)
     finally:
         progress.close()

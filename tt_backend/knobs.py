@@ -12,7 +12,7 @@ Stdlib only: `map_device_env` runs at interpreter start from the .pth hook, befo
 | `TT_PLACE` | pin nodes for tuning: `kernel_glob:n5=FPU:HiFi2,n3=SFPU;...` (node ids as report.json shows them) |
 | `TT_CHECK=1` | run the float32 reference of each kernel on its real inputs; measured error into report.json |
 | `TT_SAMPLE_DIST` | sample distributions placement predicts with (comma list of normal, uniform, positive; default all) |
-| `TT_CORES` | Tensix cores a kernel may use (one for now) |
+| `TT_CORES` | at most this many Tensix cores per kernel (default: the count the cost model predicts fastest, up to the target's grid) |
 | `TT_TIMEOUT` | seconds one kernel launch may take before the driver stops the cores (default 600) |
 | `TT_CACHE_DIR` | the compile cache (default ~/.cache/tt_backend; `python -m tt_backend cache --info/--clear`) |
 

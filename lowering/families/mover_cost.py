@@ -18,11 +18,15 @@ from tt_backend.lowering.plan import DTYPE_SIZE, TILE_BYTES, TILE_ELEMS
 NOC_BYTES_PER_CYCLE = 64
 
 # --- tile pipeline (elementwise): per tile of a stream, by the reader's / writer's mode -------------------------
-# a bulk tile read the reader waits for: issue, request and response latency, DRAM (fp32 tile: 178 measured), plus
-# one cycle per 64-byte flit
-TILE_READ_FIXED = 115
-# a bulk tile write from the output CB slot, acked (fp32 tile: 161 measured)
-TILE_WRITE_FIXED = 97
+# The NoC round trip of one request between a tile and the DRAM bank: two NIU passes of 5 cycles, 9 cycles per hop
+# over the request's and the answer's routes (on the 17 x 12 torus a round trip is 17 + 12 = 29 hops unless the two
+# share a row or column: chip/grid.py), and the DRAM's 100 cycles (docs/performance.md §6, §8)
+NOC_ROUND_TRIP = 2 * 5 + 29 * 9 + 100
+# a bulk tile read the reader waits for: the loop's own instructions and MMIO accesses (96 cycles, measured on the
+# emulator when its NoC charged one hop and no DRAM latency) plus the round trip, plus one cycle per 64-byte flit
+TILE_READ_FIXED = 96 + NOC_ROUND_TRIP
+# a bulk tile write from the output CB slot, acked (78 cycles of the writer's own, measured alike)
+TILE_WRITE_FIXED = 78 + NOC_ROUND_TRIP
 # per datum, the modes that touch every datum on the RISC-V, measured as brisc busy time per datum on fp32 views: a
 # buffer that fits the staging window is read once ("resident", 64x64: a.T 3.7, a.flip(1) 3.6), a larger one through
 # window reloads (256x256: strided a.flip(1) 5.5, columns a.T 15.7); a gated gather (a pad) 14.1 either way. Not
@@ -98,3 +102,36 @@ def matmul_cycles(spec, phases: int, read_modes: tuple[str, str]) -> dict:
     writer = MM_WRITE_PER_ELEM[out] * rows * spec.N
     fill = spec.n_batch * read(b_mode, spec.b, spec.K, spec.N)
     return pipeline(blocks, reader_a, compute, writer, fill)
+
+
+# --- the tile pipeline split over a grid of cores (lowering/families/elementwise.py `use_cores`) -------------------
+# Each core runs the pipeline above over its own range of tiles, all released together, so the launch takes the
+# pipeline of the largest range. Every stream goes through the one DRAM bank the kernels address (chip/layout.py
+# DRAM_XY): the cores together move at most one bank's bytes per cycle (the emulator's runtime/emu/noc.py Fabric
+# models the same bank and the NoC links on the way), so past a few cores the bank, not the cores, sets the time.
+DRAM_BANK_BYTES_PER_CYCLE = 47      # docs/performance.md §3: 512 GB/s over 8 banks at 1.35 GHz [derived]
+# A core's own launch (its images, arguments and release, written by the host) is not emulated time; it is priced so
+# that a kernel is split only where an extra core saves more than that: an assumption, not a measurement.
+CORE_LAUNCH_CYCLES = 1000
+
+
+def split_ranges(n_tiles: int, cores: int) -> list[tuple[int, int]]:
+    """[begin, end) tile ranges of `cores` cores, sizes differing by at most one tile (the larger ones first)."""
+    base, extra = divmod(n_tiles, cores)
+    out, b = [], 0
+    for i in range(cores):
+        e = b + base + (i < extra)
+        out.append((b, e))
+        b = e
+    return out
+
+
+def grid_pipeline_cycles(n_tiles: int, reads: list[tuple[str, str, dict | None]], write: tuple[str, str],
+                         compute_per_tile: float, cores: int, dram_bytes_per_tile: int) -> dict:
+    """tile_pipeline_cycles for a launch split over `cores` cores: the largest range's pipeline, at least the DRAM
+    bank's time for every core's bytes, plus CORE_LAUNCH_CYCLES per extra core."""
+    per_core = -(-n_tiles // cores)
+    one = tile_pipeline_cycles(per_core, reads, write, compute_per_tile)
+    bank = n_tiles * dram_bytes_per_tile / DRAM_BANK_BYTES_PER_CYCLE
+    return {**one, "total": round(max(one["total"], bank) + CORE_LAUNCH_CYCLES * (cores - 1)), "cores": cores,
+            "tiles_per_core": per_core, "bank": round(bank)}

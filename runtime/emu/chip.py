@@ -19,6 +19,8 @@ from tt_backend.chip.grid import N_BANKS, Grid, dram_bank, is_dram_xy
 from .dram import Dram
 from .noc import Fabric
 
+SLICE = 2000        # instructions a tile runs before the least advanced tile gets its turn
+
 
 class Chip:
     def __init__(self, tile_factory: Callable[[Chip, tuple[int, int]], object] | None = None,
@@ -63,17 +65,25 @@ class Chip:
         return max(t.clock for t in self.tiles.values())
 
     def run(self, budget: int) -> int:
-        """One round: every tile with a released core runs up to `budget` instructions (Tile.run). Tiles that
-        deadlock (EmuDeadlock: nothing on the tile can progress and none of its cores is in reset) are collected over
-        the round and raised together, with what every other tile's cores are waiting for."""
+        """Up to `budget` instructions per tile with a released core, in slices of `SLICE` handed to the least
+        advanced tile first, so that the tiles stay within about a slice of each other in emulated time and reserve
+        the NoC's links and banks nearly in time order (noc.Fabric). A tile leaves the round when it stops retiring
+        instructions (parked, blocked or spinning: Tile.run returns early). Tiles that deadlock (EmuDeadlock: nothing
+        on the tile can progress and none of its cores is in reset) are collected and raised together, with what every
+        other tile's cores are waiting for."""
+        left = {xy: budget for xy, t in self.tiles.items()
+                if t.soft_reset & layout.ALL_CORES_RESET != layout.ALL_CORES_RESET}
         total, stuck = 0, {}
-        for xy, t in list(self.tiles.items()):
-            if t.soft_reset & layout.ALL_CORES_RESET == layout.ALL_CORES_RESET:
-                continue
+        while left:
+            xy = min(left, key=lambda k: (self.tiles[k].clock, k))
             try:
-                total += t.run(budget)
+                n = self.tiles[xy].run(min(SLICE, left[xy]))
             except EmuDeadlock as e:
-                stuck[xy] = str(e)
+                stuck[xy], n = str(e), 0
+            total += n
+            left[xy] -= n
+            if n == 0 or left[xy] <= 0:
+                del left[xy]
         now = self.clock
         for t in self.tiles.values():
             t.clock = now
