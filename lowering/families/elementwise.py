@@ -77,7 +77,7 @@ class ElementwisePlan(TilePlan):
         if self.placement is None or "total" not in self.placement.cycles:
             self.cores = 1
             return
-        self.cores = min(options, key=lambda n: (self.launch_cycles(n)["total"], n))
+        self.cores = min(options, key=lambda n: (self.launch_cycles(n)["price"], n))
 
 
 def plan_sfpu(lk: LoweredKernel) -> ElementwisePlan:

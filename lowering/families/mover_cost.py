@@ -22,6 +22,9 @@ NOC_BYTES_PER_CYCLE = 64
 # over the request's and the answer's routes (on the 17 x 12 torus a round trip is 17 + 12 = 29 hops unless the two
 # share a row or column: chip/grid.py), and the DRAM's 100 cycles (docs/performance.md §6, §8)
 NOC_ROUND_TRIP = 2 * 5 + 29 * 9 + 100
+# what the round trip adds to the movers' figures below that were measured when the emulator's NoC charged one hop
+# and no DRAM latency (2 x 5 + 9)
+NOC_ROUND_TRIP_EXTRA = NOC_ROUND_TRIP - (2 * 5 + 9)
 # a bulk tile read the reader waits for: the loop's own instructions and MMIO accesses (96 cycles, measured on the
 # emulator when its NoC charged one hop and no DRAM latency) plus the round trip, plus one cycle per 64-byte flit
 TILE_READ_FIXED = 96 + NOC_ROUND_TRIP
@@ -36,8 +39,9 @@ READ_PER_DATUM = {"contiguous": 0.0, "contiguous bool": 1.0, "strided": 5.5, "co
 READ_PER_DATUM_RESIDENT = {"strided": 3.6, "columns": 3.7}
 WRITE_PER_DATUM = {"contiguous": 0.0, "contiguous bool": 1.0, "scatter": 14.1}
 # runs and broadcasts copy or replicate run by run out of the staging window: b[0] broadcast over a 64x64 (16 runs of
-# 64 per tile, 84 cycles each) and over a 256x256 (4 runs of 256, 113 each) give 74 per run + 0.15 per datum
-READ_PER_RUN, READ_PER_RUN_DATUM = 74, 0.15
+# 64 per tile, 84 cycles each) and over a 256x256 (4 runs of 256, 113 each) gave 74 per run + 0.15 per datum when
+# the NoC charged one hop and no DRAM latency; each run waits for one NoC read
+READ_PER_RUN, READ_PER_RUN_DATUM = 74 + NOC_ROUND_TRIP_EXTRA, 0.15     # a NoC read per run
 BULK_READS = ("contiguous", "contiguous bool")     # modes that read a tile with one NoC transaction
 
 
@@ -76,7 +80,7 @@ def tile_pipeline_cycles(n_tiles: int, reads: list[tuple[str, str, dict | None]]
 # 128^3 (3.2 per element)
 MM_READ_PER_ELEM = {("rows", 2): 2.2, ("rows", 4): 3.2, ("cols", 2): 15.7, ("cols", 4): 15.7,
                     ("gather", 2): 14.1, ("gather", 4): 14.1}   # cols, gather: the tile pipeline's columns / gather
-MM_READ_PER_LINE = 100     # one staged NoC read per row (rows) or column (cols) and its wait
+MM_READ_PER_LINE = 100 + NOC_ROUND_TRIP_EXTRA     # one staged NoC read per row (rows) or column (cols) and its wait
 # writer (blocks/untilize.c.j2 untilize_run + one NoC write per output row): bf16 output (nearest-even rounding on
 # the RISC-V) 10.5 per element, fp32 3.1 (bf16 256x64x256, fp32 128^3); round_bf16 not measured (given 8)
 MM_WRITE_PER_ELEM = {"bf16": 10.5, "round_bf16": 8.0, "fp32": 3.1}
@@ -129,9 +133,11 @@ def split_ranges(n_tiles: int, cores: int) -> list[tuple[int, int]]:
 def grid_pipeline_cycles(n_tiles: int, reads: list[tuple[str, str, dict | None]], write: tuple[str, str],
                          compute_per_tile: float, cores: int, dram_bytes_per_tile: int) -> dict:
     """tile_pipeline_cycles for a launch split over `cores` cores: the largest range's pipeline, at least the DRAM
-    bank's time for every core's bytes, plus CORE_LAUNCH_CYCLES per extra core."""
+    bank's time for every core's bytes (`total`, emulated cycles); `price` adds CORE_LAUNCH_CYCLES per extra core (what
+    the choice of the count minimises)."""
     per_core = -(-n_tiles // cores)
     one = tile_pipeline_cycles(per_core, reads, write, compute_per_tile)
     bank = n_tiles * dram_bytes_per_tile / DRAM_BANK_BYTES_PER_CYCLE
-    return {**one, "total": round(max(one["total"], bank) + CORE_LAUNCH_CYCLES * (cores - 1)), "cores": cores,
+    total = round(max(one["total"], bank))
+    return {**one, "total": total, "price": total + CORE_LAUNCH_CYCLES * (cores - 1), "cores": cores,
             "tiles_per_core": per_core, "bank": round(bank)}

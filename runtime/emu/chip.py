@@ -4,9 +4,9 @@ behind their translated NoC coordinates, the NoC time model (noc.Fabric) and the
 Tiles are created when first addressed (by the host or by another tile's NoC request), so a one-tile program costs
 what it did before the chip existed; a tile whose cores are all held in reset is not visited, and one whose cores are
 parked or waiting costs a few host instructions per round (tile.py: parked, blocked and spinning cores cost no host
-time). All tiles share one time base: after every round each tile's clock is raised to the chip's latest cycle, so
-cores released together start at the same cycle and the NoC's busy intervals (absolute cycles) mean the same on every
-tile. The tile class is injected (`tile_factory(chip, xy)`), so this module does not import tile.py.
+time). All tiles share one time base: a core released on a tile starts at the chip's latest cycle (`clock`, Tile's
+release), so cores released together start at the same cycle and the NoC's busy intervals (absolute cycles) mean the
+same on every tile. The tile class is injected (`tile_factory(chip, xy)`), so this module does not import tile.py.
 """
 from __future__ import annotations
 
@@ -84,9 +84,6 @@ class Chip:
             left[xy] -= n
             if n == 0 or left[xy] <= 0:
                 del left[xy]
-        now = self.clock
-        for t in self.tiles.values():
-            t.clock = now
         if stuck:
             others = [f"tile {xy}: " + "; ".join(f"{k} {v}" for k, v in t.state().items())
                       for xy, t in self.tiles.items() if xy not in stuck]

@@ -305,6 +305,7 @@ class Tile:
                 if core in self._mb_full:
                     self._mb_full[core] = False
             if old & bit and not new & bit:               # release is edge-triggered: 1 -> 0 starts at the reset PC
+                self.clock = max(self.clock, self.chip.clock)   # at the chip's time (its tiles share one time base)
                 self.cores[core].reset(self.reset_pc(core))
                 self._tbase[core] = self.clock - self.cores[core].instret
                 self._stall[core] = 0
