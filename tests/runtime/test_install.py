@@ -306,8 +306,9 @@ def test_wheel_runs_outside_the_source_tree(tmp_path):
     assert info["tt_backend"].endswith(f"({Path(site) / 'tt_backend'})"), info["tt_backend"]
     assert info["compile cache"].startswith(str(tmp_path / "cache"))
     from tt_backend.chip import layout
-    assert info["L1"].startswith(f"{layout.L1_SIZE // 1024} KiB per tile") and "1x1 grid" in info["chip model"]
-    assert info["DRAM"].startswith(f"1 bank of {layout.DRAM_BANK_SIZE / 2**30:g} GiB")
+    assert info["L1"].startswith(f"{layout.L1_SIZE // 1024} KiB per tile") and "140 Tensix tiles (14 x 10" in \
+        info["chip model"]
+    assert info["DRAM"].startswith(f"8 banks of {layout.DRAM_BANK_SIZE / 2**30:g} GiB")
     demo = cli("demo")
     assert "max abs error" in demo and demo.rstrip().endswith("OK")
     assert any((tmp_path / "cache").glob("*.elf"))      # compiled here, from the installed templates
