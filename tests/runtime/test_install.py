@@ -81,8 +81,12 @@ def test_bundle_roundtrip():
                       SfpuProgram([], [1], 2, 1))
     meta, elfs = unpack_bundle(pack_bundle(plan, [{"brisc": b"\x7fELF-a", "ncrisc": b"\x7fELF-bb"}]))
     assert elfs == [{"brisc": b"\x7fELF-a", "ncrisc": b"\x7fELF-bb"}]
-    assert meta["launches"][0]["args"] == [plan.n_tiles, plan.n_elements, {"buf": 0}, {"buf": 1}]
+    head = [plan.n_tiles, plan.n_elements, {"buf": 0}, {"buf": 1}]
+    assert meta["launches"][0]["args"] == head + [0, 1] and "tile_args" not in meta["launches"][0]   # all tiles
     assert meta["scratch"] == [] and meta["outs"] == [0]
+    plan.cores = 2                                       # split: one argument block per tile
+    meta, _ = unpack_bundle(pack_bundle(plan, [{"brisc": b"\x7fELF-a"}]))
+    assert meta["launches"][0]["tile_args"] == [head + [0, 1], head + [1, 1]]
     assert [b["slot"] for b in meta["buffers"]] == [0, 1]
 
 
