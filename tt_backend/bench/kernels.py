@@ -185,7 +185,7 @@ def run_program(name: str, row: ProgramRow, ttsim_lib: str | None) -> list[Measu
             r = json.loads(rep.read_text())
             launch = r.get("predicted_launch_cycles") or {}
             out.append(Measured(name, r["kernel"], r.get("predicted_cycles"), launch.get("total"),
-                                r.get("emulated_cycles"), secs))
+                                r.get("emulated_cycles"), secs, cores=launch.get("cores")))
         if ttsim_lib:
             _run_program(code, {**base, "TT_BACKEND": "ttsim", "TT_SIMULATOR": ttsim_lib}, Path(tmp) / "sim.npy")
             same = np.load(Path(tmp) / "emu.npy").tobytes() == np.load(Path(tmp) / "sim.npy").tobytes()
