@@ -370,10 +370,6 @@ class Fabric:
             b = self.busy[key] = Busy()
         return b
 
-    def hops(self, noc: int, src: tuple[int, int], dst: tuple[int, int]) -> int:
-        """Router-to-router hops from translated `src` to translated `dst` on NoC `noc`."""
-        return len(route(noc, self.grid.physical(*src), self.grid.physical(*dst)))
-
     def transfer(self, noc: int, kind: str, initiator: tuple[int, int], peer: tuple[int, int], nbytes: int, t: int,
                  bank: int | None) -> int:
         """The cycle a transfer issued at cycle `t` by the tile at `initiator` completes (a read's data has landed,
