@@ -65,14 +65,13 @@ class Chip:
         return max(t.clock for t in self.tiles.values())
 
     def run(self, budget: int) -> int:
-        """Up to `budget` instructions per tile with a released core, in slices of `SLICE` handed to the least
+        """Up to `budget` instructions per tile that can still run (Tile.active), in slices of `SLICE` handed to the least
         advanced tile first, so that the tiles stay within about a slice of each other in emulated time and reserve
         the NoC's links and banks nearly in time order (noc.Fabric). A tile leaves the round when it stops retiring
         instructions (parked, blocked or spinning: Tile.run returns early). Tiles that deadlock (EmuDeadlock: nothing
         on the tile can progress and none of its cores is in reset) are collected and raised together, with what every
         other tile's cores are waiting for."""
-        left = {xy: budget for xy, t in self.tiles.items()
-                if t.soft_reset & layout.ALL_CORES_RESET != layout.ALL_CORES_RESET}
+        left = {xy: budget for xy, t in self.tiles.items() if t.active()}
         total, stuck = 0, {}
         while left:
             xy = min(left, key=lambda k: (self.tiles[k].clock, k))

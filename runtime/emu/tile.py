@@ -579,6 +579,10 @@ class Tile:
     def running(self, core: str) -> bool:
         return not self.soft_reset & CORE_BITS[core] and not self.cores[core].parked and not self._fault[core]
 
+    def active(self) -> bool:
+        """Something here can still run: a released core that is neither parked nor faulted, or Tensix work."""
+        return any(self.running(c) for c in self.cores) or self._tensix_busy()
+
     def _tensix_busy(self) -> bool:
         return not all(self.tensix.thread_idle(t) for t in range(3))
 
