@@ -12,6 +12,7 @@ from abc import ABC, abstractmethod
 from dataclasses import KW_ONLY, dataclass, field
 
 from tt_backend.chip import isa
+from tt_backend.chip.grid import Grid
 from tt_backend.chip.errors import UnsupportedOp
 from tt_backend.lowering.index import IndexExpr, IndexTexts
 
@@ -46,14 +47,16 @@ class Target:
     the emulator and the card take the macro schedules."""
     name: str               # emu | ttsim | umd-sim | hw
     macro_free: bool        # no SFPLOADMACRO in the SFPU program
+    tiles: int = 1          # Tensix tiles one kernel may be split over (the whole unharvested grid on emu and ttsim;
+                            # the card path launches on its one surveyed tile)
 
     @property
     def schedule(self) -> str:
         return f"macro-free schedule ({self.name})" if self.macro_free else "SFPLOADMACRO allowed"
 
 
-TARGETS = {"emu": Target("emu", False), "ttsim": Target("ttsim", True), "umd-sim": Target("umd-sim", True),
-           "hw": Target("hw", False)}
+TARGETS = {"emu": Target("emu", False, len(Grid().tensix)), "ttsim": Target("ttsim", True, len(Grid().tensix)),
+           "umd-sim": Target("umd-sim", True), "hw": Target("hw", False)}
 
 
 @dataclass
@@ -118,6 +121,7 @@ class Plan(ABC):
     l1: dict[str, int] = field(default_factory=dict)  # L1 region -> address (lowering.codegen.l1)
     target: Target = field(default_factory=lambda: TARGETS["emu"])   # set by for_target
     placement: Report | None = None     # where the ops run and what that is predicted to cost
+    cores: int = 1                      # Tensix tiles the kernel is split over (core_arg_words: one block each)
 
     @property
     def n_elements(self) -> int:
@@ -133,6 +137,16 @@ class Plan(ABC):
         if len(dram_addrs) != len(self.buffers):
             raise ValueError(f"{self.name}: {len(self.buffers)} buffers, got {len(dram_addrs)} addresses")
         return [self.n_tiles, self.n_elements, *dram_addrs]
+
+    def use_cores(self, max_cores: int) -> None:
+        """Choose how many of up to `max_cores` Tensix tiles the launch is split over (sets `cores`): a family
+        that splits its work prices the options; the others stay on one core."""
+        self.cores = 1
+
+    def core_arg_words(self, dram_addrs: list[int]) -> list[list[int]]:
+        """The argument block of each of the `cores` tiles the kernel runs on (the same ELFs on every tile): a family
+        that splits its work over several tiles says here which part each one takes."""
+        return [self.arg_words(dram_addrs)]
 
     @abstractmethod
     def render(self) -> dict[str, str]:

@@ -5,6 +5,11 @@ vectors at the images, writes the argument block, clears the status words, bumps
 advances the device until every launched core reports done (= generation) or any reports an error. On a timeout it
 raises the stop flag so blocked cores retire by themselves, then raises DeviceTimeout naming every core's status and
 the device's own view of the cores.
+
+A kernel split over several Tensix tiles (`per_tile`: the argument block of each tile, instead of `args`) runs the same
+ELFs on the first len(per_tile) tiles of `device.tile_xys()`, each reached through `device.on_tile(xy)`
+(a `GridDevice`): every tile is loaded and given its arguments first, then all are released, then all are awaited;
+a failure or time-out stops and reports every tile.
 """
 from __future__ import annotations
 
@@ -32,6 +37,13 @@ class Device(Protocol):
     def read_dram(self, addr: int, size: int) -> bytes: ...
     def advance(self, budget: int) -> None: ...                # let the target run
     def core_state(self) -> dict[str, str]: ...                # per core: PC and run/wait state
+
+
+class GridDevice(Device, Protocol):
+    """A device that reaches several Tensix tiles of its chip (emu, ttsim)."""
+
+    def tile_xys(self) -> list[tuple[int, int]]: ...      # usable tiles, translated, launch order (own tile first)
+    def on_tile(self, xy: tuple[int, int]) -> Device: ...  # the same chip, L1/MMIO of the tile at xy
 
 
 # status error codes written by the kernels (templates/device/tt_kernel.h TT_ERR_*)
@@ -113,7 +125,8 @@ class CoreInfo:
 class LaunchResult:
     seconds: float
     generation: int
-    cores: dict[str, CoreInfo]
+    cores: dict[str, CoreInfo]          # the first tile's cores
+    tiles: int = 1
 
 
 def read_status(device: Device) -> dict[str, CoreInfo]:
@@ -130,25 +143,63 @@ def _release_mask(cores) -> int:
 
 
 def launch(device: Device, elfs: dict[str, bytes], args: list[int], timeout_s: float = 30.0,
-           budget: int = 20000, grace_budget: int = 20000, label: str = "") -> LaunchResult:
+           budget: int = 20000, grace_budget: int = 20000, label: str = "",
+           per_tile: list[list[int]] | None = None) -> LaunchResult:
     """Run one kernel (the module docstring). A launch longer than a few seconds shows a status line on a terminal
     (runtime/progress.py; `label` names the kernel there), cleared however the launch ends."""
     progress = for_terminal(device, label)
     try:
-        return _launch(device, elfs, args, timeout_s, budget, grace_budget, progress)
+        tiles = on_tiles(device, len(per_tile) if per_tile else 1, label)
+        tile_args = [list(block) for block in per_tile] if per_tile else [list(args)]
+        return _launch(device, tiles, elfs, tile_args, timeout_s, budget, grace_budget, progress)
     finally:
         progress.close()
 
 
-def _launch(device: Device, elfs: dict[str, bytes], args: list[int], timeout_s: float, budget: int,
+def on_tiles(device: Device, n: int, label: str = "") -> list[tuple[tuple[int, int] | None, Device]]:
+    """(coordinates, device view) of the first n tiles of the device (n = 1: the device itself)."""
+    if n == 1:
+        return [(None, device)]
+    xys = device.tile_xys() if hasattr(device, "tile_xys") else []
+    if n > len(xys):
+        raise TTError(f"kernel {label or '?'} is split over {n} Tensix tiles, but {device.name} launches on "
+                      f"{max(1, len(xys))}: compile it for this target (TT_CORES={max(1, len(xys))} caps the split)")
+    return [(xy, device.on_tile(xy)) for xy in xys[:n]]
+
+
+def _launch(device: Device, tiles, elfs: dict[str, bytes], tile_args: list[list[int]], timeout_s: float, budget: int,
             grace_budget: int, progress: LaunchProgress | NoProgress) -> LaunchResult:
     unknown = set(elfs) - set(layout.CORES)
     if unknown:
         raise ValueError(f"unknown cores {sorted(unknown)}; expected a subset of {layout.CORES}")
-    if len(args) * 4 > layout.ARGS_SIZE:
-        raise TTError(f"{len(args)} argument words do not fit the {layout.ARGS_SIZE}-byte argument block")
+    if max(len(a) for a in tile_args) * 4 > layout.ARGS_SIZE:
+        raise TTError(f"{max(len(a) for a in tile_args)} argument words do not fit the {layout.ARGS_SIZE}-byte "
+                      f"argument block")
     loaded = {core: load_elf_segments(elf) for core, elf in elfs.items()}
+    generations = [_load(dev, loaded, args) for (_, dev), args in zip(tiles, tile_args)]
+    # 5. release the launched cores of every tile (edge-triggered: they were all held above)
+    t0 = time.perf_counter()
+    for _, dev in tiles:
+        dev.write32(layout.SOFT_RESET_0, _release_mask(loaded))
 
+    # 6. wait
+    deadline = t0 + timeout_s
+    while True:
+        device.advance(budget)
+        statuses = [read_status(dev) for _, dev in tiles]
+        progress.poll(statuses[0])
+        if any(s.error for status in statuses for c, s in status.items() if c in loaded):
+            raise TTError("kernel failed: " + _stop_and_report(tiles, grace_budget, loaded, generations))
+        if all(status[c].done == g for status, g in zip(statuses, generations) for c in loaded):
+            return LaunchResult(time.perf_counter() - t0, generations[0], {c: statuses[0][c] for c in loaded},
+                                len(tiles))
+        if time.perf_counter() > deadline:
+            raise DeviceTimeout(f"kernel did not finish within {timeout_s:.1f} s: "
+                                + _stop_and_report(tiles, grace_budget, loaded, generations))
+
+
+def _load(device: Device, loaded: dict[str, LoadedElf], args: list[int]) -> int:
+    """Steps 1-4 of the launch on one tile: hold, load, vectors, arguments, status, stop flag, generation (returned)."""
     # 1. hold every core in reset (also stops whatever ran before), 2. load the images
     device.write32(layout.SOFT_RESET_0, layout.ALL_CORES_RESET)
     for core, img in loaded.items():
@@ -175,35 +226,21 @@ def _launch(device: Device, elfs: dict[str, bytes], args: list[int], timeout_s: 
     device.write32(layout.LAUNCH_STOP, 0)
     generation = (device.read32(layout.LAUNCH_GENERATION) + 1) & 0xFFFFFFFF or 1
     device.write32(layout.LAUNCH_GENERATION, generation)
-    # 5. release the launched cores (edge-triggered: they were all held above)
-    t0 = time.perf_counter()
-    device.write32(layout.SOFT_RESET_0, _release_mask(loaded))
-
-    # 6. wait
-    deadline = t0 + timeout_s
-    while True:
-        device.advance(budget)
-        status = read_status(device)
-        progress.poll(status)
-        failed = {c: s for c, s in status.items() if c in loaded and s.error}
-        if failed:
-            _stop(device, grace_budget)
-            status = read_status(device)
-            raise TTError("kernel failed: " + _report(device, status, loaded, generation))
-        if all(status[c].done == generation for c in loaded):
-            return LaunchResult(time.perf_counter() - t0, generation, {c: status[c] for c in loaded})
-        if time.perf_counter() > deadline:
-            _stop(device, grace_budget)
-            status = read_status(device)
-            raise DeviceTimeout(f"kernel did not finish within {timeout_s:.1f} s: "
-                                + _report(device, status, loaded, generation))
+    return generation
 
 
-def _stop(device: Device, grace_budget: int) -> None:
-    """Ask every core to retire (each blocking wait polls the stop flag) and give them a little time to do so."""
-    device.write32(layout.LAUNCH_STOP, 1)
+def _stop_and_report(tiles, grace_budget: int, loaded, generations: list[int]) -> str:
+    """Ask every core of every tile to retire (each blocking wait polls the stop flag), give them a little time to do
+    so, and describe every tile's cores."""
+    for _, dev in tiles:
+        dev.write32(layout.LAUNCH_STOP, 1)
     for _ in range(4):
-        device.advance(grace_budget)
+        tiles[0][1].advance(grace_budget)
+    parts = []
+    for (xy, dev), generation in zip(tiles, generations):
+        text = _report(dev, read_status(dev), loaded, generation)
+        parts.append(text if xy is None else f"\n  tile {xy}:" + text.replace("\n  ", "\n    "))
+    return "".join(parts)
 
 
 def _report(device: Device, status: dict[str, CoreInfo], loaded, generation: int) -> str:

@@ -12,6 +12,7 @@ refuses if they do not. The bytes travel through a transport: `runtime.ttsim_dev
 """
 from __future__ import annotations
 
+import copy
 import struct
 import time
 
@@ -36,6 +37,26 @@ class NocTileDevice:
         self.retire_before_reset = retire_before_reset
         self.retire_timeout_s = retire_timeout_s
         self._shadow = {a: 0 for a in WRITE_ONLY}
+        self._owns_transport = True        # False on the views of other tiles (on_tile): closing them closes nothing
+
+    # ------------------------------------------------------------------ several tiles (driver.GridDevice)
+    def tile_xys(self) -> list[tuple[int, int]]:
+        """The tiles a kernel may be launched on: this device's own one (a transport that reaches the whole grid
+        says more: TtsimDevice)."""
+        return [self.tile_xy]
+
+    def on_tile(self, xy: tuple[int, int]) -> NocTileDevice:
+        """The same chip and transport, L1 and MMIO accesses going to the tile at `xy` (its own write-only register
+        shadow; the retire-before-reset rule applies to it alike). Not to be closed: the transport is this device's."""
+        if tuple(xy) == self.tile_xy:
+            return self
+        if tuple(xy) not in self.tile_xys():
+            raise TTError(f"{self.name}: tile {tuple(xy)} is not one of the tiles this device launches on")
+        view = copy.copy(self)
+        view.tile_xy = tuple(xy)
+        view._shadow = {a: 0 for a in WRITE_ONLY}
+        view._owns_transport = False
+        return view
 
     # ------------------------------------------------------------------ Device protocol
     def write_l1(self, addr: int, data: bytes) -> None:
@@ -83,7 +104,8 @@ class NocTileDevice:
         self.transport.sync()
 
     def close(self) -> None:
-        self.transport.close()
+        if self._owns_transport:
+            self.transport.close()
 
     def __enter__(self):
         return self

@@ -20,6 +20,7 @@ import struct
 
 from tt_backend.chip import layout
 from tt_backend.chip.errors import TTError
+from tt_backend.chip.grid import Grid
 
 from .noc_device import U32_MAX, WRITE_ONLY, NocTileDevice
 from .sim_child import SimChild, TtsimDied, clock_calls
@@ -166,6 +167,11 @@ class TtsimDevice(NocTileDevice):
         self.start_timeout = start_timeout
         super().__init__(TtsimTransport(self.lib_path, start_timeout), tile_xy=tile_xy, dram_xy=dram_xy,
                          retire_before_reset=retire_before_reset)
+
+    def tile_xys(self) -> list[tuple[int, int]]:
+        """ttsim models the whole unharvested chip (docs/launch_noc.md §3.6): every Tensix tile, own tile first."""
+        rest = [xy for xy in Grid().tensix if xy != self.tile_xy]
+        return [self.tile_xy, *rest]
 
     def restart(self) -> None:
         """Drop this simulator (dead or alive) and start a fresh one (all state lost)."""

@@ -23,6 +23,7 @@ from tinygrad.helpers import size_to_str
 import tt_backend
 from tt_backend import _finder, bench, knobs
 from tt_backend.chip import layout
+from tt_backend.chip.grid import N_BANKS, TENSIX_ROWS, Grid
 from tt_backend.chip.errors import TTError
 from tt_backend.runtime.compile import cache_dir, cache_info, clear_cache, compiler
 from tt_backend.runtime.emu.dram import Dram
@@ -50,12 +51,15 @@ def _kib(n: int) -> str:
 def chip_model_rows() -> list[tuple[str, str]]:
     """The chip the emulator models, from the layout the kernels are built against and the emulator's own memories."""
     local = ", ".join(f"{c} {_kib(layout.LOCAL_RAM_SIZE[c])}" for c in layout.CORES)
-    return [("chip model", f"Blackhole; kernels run on one Tensix tile (a 1x1 grid) at NoC ({layout.TILE_XY[0]}, "
-                           f"{layout.TILE_XY[1]}); cycle model: emu only (ttsim and cards have none)"),
+    grid = Grid()
+    return [("chip model", f"Blackhole, {len(grid.tensix)} Tensix tiles ({grid.columns} x {len(TENSIX_ROWS)}; "
+                           f"emu and ttsim split elementwise kernels over them, TT_CORES caps the count; the card "
+                           f"path uses the tile at NoC ({layout.TILE_XY[0]}, {layout.TILE_XY[1]})); cycle model: emu "
+                           f"only (ttsim and cards have none)"),
             ("tile cores", f"{len(layout.CORES)} RISC-V ({local} local RAM) + the Tensix coprocessor"),
             ("L1", f"{_kib(layout.L1_SIZE)} per tile (kernel data 0x{layout.DATA_BASE:X}..0x{layout.DATA_END:X})"),
-            ("DRAM", f"1 bank of {_kib(Dram().size)} at NoC ({layout.DRAM_XY[0]}, {layout.DRAM_XY[1]}) "
-                     "(the one bank kernels address)")]
+            ("DRAM", f"{N_BANKS} banks of {_kib(Dram().size)}; kernels address the one at NoC ({layout.DRAM_XY[0]}, "
+                     f"{layout.DRAM_XY[1]})")]
 
 
 def compile_cache_row() -> tuple[str, str]:

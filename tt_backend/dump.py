@@ -131,7 +131,9 @@ def placement_table(r: dict) -> str:
                 f"all-SFPU {r.get('all_sfpu_cycles')})" + ("; products reassociated" if r.get("reassociated") else ""))
     if (lc := r.get("predicted_launch_cycles")) is not None:
         rows.append(f"  predicted launch cycles {lc['total']} (reader {lc['reader']}, compute {lc['compute']}, "
-                    f"writer {lc['writer']}: lowering/families/mover_cost.py)")
+                    f"writer {lc['writer']}: lowering/families/mover_cost.py)"
+                    + (f"; {lc['cores']} cores (grid {lc['grid']}, {lc['tiles_per_core']} tiles per core)"
+                       if "cores" in lc else ""))
     return "\n".join(rows)
 
 

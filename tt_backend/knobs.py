@@ -13,7 +13,7 @@ Stdlib only: `map_device_env` runs at interpreter start from the .pth hook, befo
 | `TT_CHECK=1` | run the float32 reference of each kernel on its real inputs; measured error into report.json |
 | `TT_BUDGET_SAMPLED=1` | under TT_ERR_BUDGET, let FPU sums and matmuls in on their error predicted on sample data alone: faster, but the budget then holds for data like the samples, not for all data (a sum can cancel; default 0: they stay on the SFPU, lowering/placement/guarantee.py) |
 | `TT_SAMPLE_DIST` | sample distributions placement predicts with (comma list of normal, uniform, positive; default all) |
-| `TT_CORES` | Tensix cores a kernel may use (one for now) |
+| `TT_CORES` | at most this many Tensix cores per kernel (default: the count the cost model predicts fastest, up to the target's grid) |
 | `TT_TIMEOUT` | seconds one kernel launch may take before the driver stops the cores (default 600) |
 | `TT_CACHE_DIR` | the compile cache (default ~/.cache/tt_backend; `python -m tt_backend cache --info/--clear`) |
 

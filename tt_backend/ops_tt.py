@@ -35,7 +35,8 @@ from tt_backend.runtime.targets import make_device
 # --------------------------------------------------------------------------------------------------------- bundle
 # BINARY = MAGIC, u32 length of the JSON header, JSON header, then the ELFs back to back. JSON (not pickle) so a
 # bundle is inspectable and does not depend on Python class layout. A kernel is one launch or, staged
-# (lowering/families/staged.py), several in order: "launches" holds each one's name, argument words and ELF table;
+# (lowering/families/staged.py), several in order: "launches" holds each one's name, argument words and ELF table
+# (a launch split over several Tensix tiles: "tile_args", one argument block per tile, Plan.core_arg_words);
 # "scratch" the sizes of the DRAM buffers its stages pass intermediates through (allocated per call).
 MAGIC = b"TTBNDL2\0"
 
@@ -51,16 +52,17 @@ def pack_bundle(plan, elfs: list[dict[str, bytes]], extra: dict | None = None) -
     n = len(plan.buffers)
     launches, blobs, off = [], [], 0
     for stage, stage_elfs in zip(plan.launches, elfs, strict=True):
-        template = stage.arg_words([_Addr(k) for k in range(len(stage.buffers))])
         slot = [b.slot for b in stage.buffers]
-        args = [int(a) if not isinstance(a, _Addr) else {"buf": slot[a.k]} if slot[a.k] < n else
-                {"scratch": slot[a.k] - n} for a in template]
+        blocks = [[int(a) if not isinstance(a, _Addr) else {"buf": slot[a.k]} if slot[a.k] < n else
+                   {"scratch": slot[a.k] - n} for a in template]
+                  for template in stage.core_arg_words([_Addr(k) for k in range(len(stage.buffers))])]
         cores = {}
         for core, elf in stage_elfs.items():
             cores[core] = [off, len(elf)]
             blobs.append(elf)
             off += len(elf)
-        launches.append({"name": stage.name, "args": args, "cores": cores})
+        launches.append({"name": stage.name, "args": blocks[0], "cores": cores}
+                        | ({"tile_args": blocks} if len(blocks) > 1 else {}))
     meta = {"name": plan.name, "launches": launches, "outs": plan.out_slots,
             "scratch": [b.nbytes for b in getattr(plan, "scratch", [])],
             "buffers": [{"slot": b.slot, "dtype": b.dtype, "nbytes": b.nbytes} for b in plan.buffers]}
@@ -198,6 +200,7 @@ def tt_to_program(ast: UOp, renderer: TTRenderer) -> UOp:
         d, key, texts, elf_sets = knobs.dump_dir(), variant.key.hex()[:8], [], []
         for stage in plan.launches:     # a staged plan (lowering/families/staged.py): each stage is a kernel of its own
             for_target(stage, renderer.tt_target)
+            stage.use_cores(min(knobs.cores() or renderer.tt_target.tiles, renderer.tt_target.tiles))
             sources, headers = split(stage.render())
             elf_sets.append(elfs := compile_kernel(sources, headers, stage.name))
             texts.append(format_source(sources, headers))
@@ -383,8 +386,10 @@ def _bundle_problem(meta: dict, launches: list[dict[str, bytes]]) -> str | None:
         if not launch["cores"] or set(launch["cores"]) - set(layout.CORES):
             return f"cores {sorted(launch['cores'])} are not a subset of {layout.CORES}"
         if any(len(elfs[c]) != size for c, (_, size) in launch["cores"].items()): return "an ELF is cut short"
+        blocks = launch.get("tile_args", [launch["args"]])
+        if not isinstance(blocks, list) or not all(isinstance(b, list) for b in blocks): return "bad 'tile_args'"
         if not all(isinstance(a, int) or (isinstance(a, dict) and len(a) == 1 and
-                                          all(v in ref.get(k, ()) for k, v in a.items())) for a in launch["args"]):
+                                          all(v in ref.get(k, ()) for k, v in a.items())) for b in blocks for a in b):
             return "an argument is neither a word nor a buffer or scratch index"
     return None
 
@@ -447,8 +452,11 @@ class TTProgram(Program):
             try:
                 for launch, elfs in zip(self.meta["launches"], self.elfs):
                     args = [_arg_word(a, where) for a in launch["args"]]
+                    per_tile = [[_arg_word(a, where) for a in b] for b in launch["tile_args"]] \
+                        if "tile_args" in launch else None
                     with self.dev.recovering(f"kernel {launch['name']}"):
-                        seconds += driver.launch(target, elfs, args, timeout_s=t, label=launch["name"]).seconds
+                        seconds += driver.launch(target, elfs, args, timeout_s=t, label=launch["name"],
+                                                 per_tile=per_tile).seconds
             finally:
                 recorded = target.timeline_end() if timeline and recording else None
             stats = (stats0, target.stats()) if stats0 is not None else None

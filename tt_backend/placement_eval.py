@@ -219,8 +219,15 @@ def measured_cycles(stats: tuple | None) -> dict | None:
     if not stats or not all(isinstance(s.get("cycles"), dict) for s in stats):
         return None
     a, b = stats
-    stall0 = a.get("stall_cycles") or {}
-    c = {k: int(v) - int(a["cycles"].get(k, 0)) + int(stall0.get(k, 0)) for k, v in b["cycles"].items()}
+    # a launch over several tiles (the emulated chip's `tiles`): per core, the slowest tile among those that ran
+    pairs = [(a.get("tiles", {}).get(k, {}), t) for k, t in b["tiles"].items()] if "tiles" in b else [(a, b)]
+    c: dict[str, int] = {}
+    for ta, tb in pairs:
+        if ta and ta.get("instructions") == tb.get("instructions"):
+            continue                                     # a tile this launch did not use
+        stall0 = ta.get("stall_cycles") or {}
+        for k, v in tb["cycles"].items():
+            c[k] = max(c.get(k, 0), int(v) - int(ta.get("cycles", {}).get(k, 0)) + int(stall0.get(k, 0)))
     return {**c, "max": max(c.values()) if c else None}
 
 

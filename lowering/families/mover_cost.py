@@ -18,11 +18,18 @@ from tt_backend.lowering.plan import DTYPE_SIZE, TILE_BYTES, TILE_ELEMS
 NOC_BYTES_PER_CYCLE = 64
 
 # --- tile pipeline (elementwise): per tile of a stream, by the reader's / writer's mode -------------------------
-# a bulk tile read the reader waits for: issue, request and response latency, DRAM (fp32 tile: 178 measured), plus
-# one cycle per 64-byte flit
-TILE_READ_FIXED = 115
-# a bulk tile write from the output CB slot, acked (fp32 tile: 161 measured)
-TILE_WRITE_FIXED = 97
+# The NoC round trip of one request between a tile and the DRAM bank: two NIU passes of 5 cycles, 9 cycles per hop
+# over the request's and the answer's routes (on the 17 x 12 torus a round trip is 17 + 12 = 29 hops unless the two
+# share a row or column: chip/grid.py), and the DRAM's 100 cycles (docs/performance.md §6, §8)
+NOC_ROUND_TRIP = 2 * 5 + 29 * 9 + 100
+# what the round trip adds to the movers' figures below that were measured when the emulator's NoC charged one hop
+# and no DRAM latency (2 x 5 + 9)
+NOC_ROUND_TRIP_EXTRA = NOC_ROUND_TRIP - (2 * 5 + 9)
+# a bulk tile read the reader waits for: the loop's own instructions and MMIO accesses (96 cycles, measured on the
+# emulator when its NoC charged one hop and no DRAM latency) plus the round trip, plus one cycle per 64-byte flit
+TILE_READ_FIXED = 96 + NOC_ROUND_TRIP
+# a bulk tile write from the output CB slot, acked (78 cycles of the writer's own, measured alike)
+TILE_WRITE_FIXED = 78 + NOC_ROUND_TRIP
 # per datum, the modes that touch every datum on the RISC-V, measured as brisc busy time per datum on fp32 views: a
 # buffer that fits the staging window is read once ("resident", 64x64: a.T 3.7, a.flip(1) 3.6), a larger one through
 # window reloads (256x256: strided a.flip(1) 5.5, columns a.T 15.7); a gated gather (a pad) 14.1 either way. Not
@@ -32,8 +39,9 @@ READ_PER_DATUM = {"contiguous": 0.0, "contiguous bool": 1.0, "strided": 5.5, "co
 READ_PER_DATUM_RESIDENT = {"strided": 3.6, "columns": 3.7}
 WRITE_PER_DATUM = {"contiguous": 0.0, "contiguous bool": 1.0, "scatter": 14.1}
 # runs and broadcasts copy or replicate run by run out of the staging window: b[0] broadcast over a 64x64 (16 runs of
-# 64 per tile, 84 cycles each) and over a 256x256 (4 runs of 256, 113 each) give 74 per run + 0.15 per datum
-READ_PER_RUN, READ_PER_RUN_DATUM = 74, 0.15
+# 64 per tile, 84 cycles each) and over a 256x256 (4 runs of 256, 113 each) gave 74 per run + 0.15 per datum when
+# the NoC charged one hop and no DRAM latency; each run waits for one NoC read
+READ_PER_RUN, READ_PER_RUN_DATUM = 74 + NOC_ROUND_TRIP_EXTRA, 0.15     # a NoC read per run
 BULK_READS = ("contiguous", "contiguous bool")     # modes that read a tile with one NoC transaction
 
 
@@ -74,7 +82,7 @@ def tile_pipeline_cycles(n_tiles: int, reads: list[tuple[str, str, dict | None]]
 MM_READ_PER_ELEM = {("rows", 2): 1.0, ("rows", 4): 1.95, ("cols", 2): 15.7, ("cols", 4): 15.7,
                     ("gather", 2): 14.1, ("gather", 4): 14.1}   # cols, gather: the tile pipeline's columns / gather
 MM_READ_ROUND_PER_ELEM = 10.5
-MM_READ_PER_LINE = 100     # one staged NoC read per row (rows) or column (cols) and its wait
+MM_READ_PER_LINE = 100 + NOC_ROUND_TRIP_EXTRA     # one staged NoC read per row (rows) or column (cols) and its wait
 # writer (blocks/untilize.c.j2 untilize_row: a tile row of word copies, + one NoC write per output row), ncrisc busy
 # time per element after its half of B: 1.4 per bf16 element (256^3, 64x64x512: 1.43, 1.37) and 2.4 per fp32 one
 # (fp32 out 256x64x256); round_bf16 as fp32 (rounded by the epilogue)
@@ -121,3 +129,38 @@ def matmul_cycles(spec, phases: int, read_modes: tuple[str, str], epilogue: int,
     # for 7.9K + 11.5K), so they are one stage here
     launch = pipeline(blocks, reader_a, compute + writer, 0, fill)
     return launch | {"compute": round(compute * blocks), "writer": round(writer * blocks)}
+
+
+# --- the tile pipeline split over a grid of cores (lowering/families/elementwise.py `use_cores`) -------------------
+# Each core runs the pipeline above over its own range of tiles, all released together, so the launch takes the
+# pipeline of the largest range. Every stream goes through the one DRAM bank the kernels address (chip/layout.py
+# DRAM_XY): the cores together move at most one bank's bytes per cycle (the emulator's runtime/emu/noc.py Fabric
+# models the same bank and the NoC links on the way), so past a few cores the bank, not the cores, sets the time.
+DRAM_BANK_BYTES_PER_CYCLE = 47      # docs/performance.md §3: 512 GB/s over 8 banks at 1.35 GHz [derived]
+# A core's own launch (its images, arguments and release, written by the host) is not emulated time; it is priced so
+# that a kernel is split only where an extra core saves more than that: an assumption, not a measurement.
+CORE_LAUNCH_CYCLES = 1000
+
+
+def split_ranges(n_tiles: int, cores: int) -> list[tuple[int, int]]:
+    """[begin, end) tile ranges of `cores` cores, sizes differing by at most one tile (the larger ones first)."""
+    base, extra = divmod(n_tiles, cores)
+    out, b = [], 0
+    for i in range(cores):
+        e = b + base + (i < extra)
+        out.append((b, e))
+        b = e
+    return out
+
+
+def grid_pipeline_cycles(n_tiles: int, reads: list[tuple[str, str, dict | None]], write: tuple[str, str],
+                         compute_per_tile: float, cores: int, dram_bytes_per_tile: int) -> dict:
+    """tile_pipeline_cycles for a launch split over `cores` cores: the largest range's pipeline, at least the DRAM
+    bank's time for every core's bytes (`total`, emulated cycles); `price` adds CORE_LAUNCH_CYCLES per extra core (what
+    the choice of the count minimises)."""
+    per_core = -(-n_tiles // cores)
+    one = tile_pipeline_cycles(per_core, reads, write, compute_per_tile)
+    bank = n_tiles * dram_bytes_per_tile / DRAM_BANK_BYTES_PER_CYCLE
+    total = round(max(one["total"], bank))
+    return {**one, "total": total, "price": total + CORE_LAUNCH_CYCLES * (cores - 1), "cores": cores,
+            "tiles_per_core": per_core, "bank": round(bank)}

@@ -1,14 +1,34 @@
-"""`EmuDevice`: the Device protocol of docs/ARCHITECTURE.md over one emulated `Tile`."""
+"""`EmuDevice`: the Device protocol of docs/ARCHITECTURE.md over one emulated chip (runtime/emu/chip.py).
+
+L1 and MMIO accesses address the device's tile (the chip's tile at `layout.TILE_XY` unless `on_tile` chose another);
+DRAM, `advance` and `stats` are the whole chip's, so a launch over several tiles (runtime/driver.py) takes one view
+per tile and advances the chip through any of them.
+"""
 from __future__ import annotations
 
+from tt_backend.chip import layout
+
+from .chip import Chip
 from .tile import Tile
 
 
 class EmuDevice:
     name = "emu"
 
-    def __init__(self, tile: Tile | None = None):
-        self.tile = tile if tile is not None else Tile()
+    def __init__(self, tile: Tile | None = None, *, harvested: tuple[int, ...] = ()):
+        """`tile`: an existing tile (and its chip); otherwise a fresh chip with `harvested` Tensix columns removed."""
+        if tile is None:
+            tile = Chip(lambda c, at: Tile(chip=c, xy=at), harvested).tile(layout.TILE_XY)
+        self.tile = tile
+        self.chip = tile.chip
+
+    def tile_xys(self) -> list[tuple[int, int]]:
+        """Translated coordinates of the chip's usable Tensix tiles, in launch order (this device's tile first)."""
+        return self.chip.grid.tensix
+
+    def on_tile(self, xy: tuple[int, int]) -> EmuDevice:
+        """The same chip, with L1 and MMIO accesses going to the tile at `xy`."""
+        return EmuDevice(self.chip.tile(xy))
 
     def write_l1(self, addr: int, data: bytes) -> None:
         self.tile.write_l1(addr, data)
@@ -29,14 +49,15 @@ class EmuDevice:
         return self.tile.dram.read(addr, size).tobytes()
 
     def advance(self, budget: int) -> None:
-        """Run up to `budget` instructions; returns early once every released core is parked or all are blocked."""
-        self.tile.run(budget)
+        """Run every tile with released cores up to `budget` instructions each; a tile returns early once its
+        released cores are parked or all blocked."""
+        self.chip.run(budget)
 
     def core_state(self) -> dict[str, str]:
         return self.tile.state()
 
     def timeline_begin(self) -> None:
-        """Record per-core and per-unit timelines of what runs next (runtime/emu/timeline.py)."""
+        """Record per-core and per-unit timelines of what runs next on this tile (runtime/emu/timeline.py)."""
         self.tile.timeline_begin()
 
     def timeline_end(self) -> dict | None:
@@ -44,7 +65,13 @@ class EmuDevice:
         return self.tile.timeline_end()
 
     def stats(self) -> dict:
-        """Instructions per core and per Tensix thread (pushes), Tensix instructions, NoC requests/bytes, clock, and
-        the cycle model's view: `cycles` per core (since its release), `stall_cycles` per core, `tensix_cycles`
-        (per-thread issue cycles, stall cycles, unit busy-until cycles; runtime/emu/cycles.py)."""
-        return self.tile.stats()
+        """This tile's counters (instructions per core and per Tensix thread, Tensix instructions, NoC requests and
+        bytes, clock, and the cycle model's view: `cycles` per core since its release, `stall_cycles` per core,
+        `tensix_cycles`; runtime/emu/cycles.py) and, when the chip has more than one tile, `tiles` (the same per tile,
+        keyed "x,y") and `fabric` (NoC transfers and their waiting cycles)."""
+        out = self.tile.stats()
+        if len(self.chip.tiles) > 1:
+            chip = self.chip.stats()
+            out["tiles"], out["fabric"] = chip["tiles"], chip["noc"]
+        return out
+

@@ -1,20 +1,35 @@
-"""The NoC interface unit (NIU) of one NoC, as seen from tile (1,2): registers, counters and synchronous transfers.
+"""The NoC of one emulated chip: each tile's NoC interface units (NIU: registers, counters, synchronous transfers) and
+`Fabric`, the time model of both NoCs' links and of the DRAM banks.
 
-Spec: docs/launch_noc.md §5. Like ttsim, a request completes inside the `NOC_CMD_CTRL = 1`
-store (data copied, counters bumped), so `NOC_CMD_CTRL` always reads 0. ttsim's fatal cases raise the matching
-EmuError category with the reason. Only one tile exists: requests naming another Tensix tile are EmuUnimplemented.
-All 24 translated DRAM coordinates (x 17/18, y 12..23) reach the SAME single bank here (real chips have 8 banks
-behind them): kernels are meant to use only `layout.DRAM_XY`.
+Spec: docs/launch_noc.md §5. Like ttsim, a request completes inside the `NOC_CMD_CTRL = 1` store (data copied,
+counters bumped), so `NOC_CMD_CTRL` always reads 0; the time it would have taken is `Fabric.transfer`'s answer, which
+the tile charges to whoever polls the NIU afterwards. ttsim's fatal cases raise the matching EmuError category with
+the reason. An NIU reaches its own tile, every other Tensix tile of the chip (L1 and MMIO, unicast reads, writes and
+atomics) and the eight DRAM banks behind the 24 translated DRAM coordinates (`chip/grid.py`); multicast is not
+modelled yet (EmuUnimplemented).
+
+The time model (docs/performance.md §8): a transfer moves its data as one packet of ceil(bytes / 64) flits along the
+route (chip/grid.py `route`: NoC0 X first, NoC1 Y first, torus) from the source NIU to the destination NIU; every
+link it crosses, the two NIU ports and, for DRAM, the bank (47 bytes per cycle) are busy for the packet's length,
+staggered by the hop latency. The packet starts at the earliest cycle at which all of them are free (a gap search
+over each resource's busy intervals, so the order in which the host emulates the tiles does not decide who goes
+first, only who reserved first among overlapping requests). Uncontended, a transfer takes `cycles.noc_cycles` over
+the request's and the data's hops. Not modelled: virtual channels and flit-level arbitration (a packet holds each
+link for its whole length), the request and acknowledgement packets' own occupancy (latency only), NIU outstanding-
+request limits, DRAM page effects.
 """
 from __future__ import annotations
 
-from typing import Callable
+import bisect
+from typing import Callable, Protocol
 
 import numpy as np
 
 from tt_backend.chip import layout
 from tt_backend.chip.errors import EmuUndefined, EmuUnimplemented, EmuUnspecified
+from tt_backend.chip.grid import Grid, dram_bank, is_dram_xy, route
 
+from .cycles import DRAM_LATENCY, NOC_BYTES_PER_CYCLE, NOC_HOP_LATENCY, NOC_NIU_LATENCY, noc_cycles
 from .dram import Dram
 
 MAX_LEN = 16384
@@ -65,23 +80,31 @@ def xy_word(x: int, y: int) -> int:
     return x | (y << 6)
 
 
-def is_dram_xy(x: int, y: int) -> bool:
-    return x in (17, 18) and 12 <= y <= 23
+class NocTarget(Protocol):
+    """What an NIU reaches at a Tensix tile: its L1 and its registers (4-byte NoC transfers to MMIO)."""
+    l1_array: np.ndarray
+
+    def noc_mmio_read32(self, addr: int) -> int: ...
+    def noc_mmio_write32(self, addr: int, value: int) -> None: ...
 
 
 class Niu:
-    """NIU of NoC `index` (0 or 1). `mmio_read32/mmio_write32(addr[, value])` reach the own tile's registers."""
+    """NIU of NoC `index` (0 or 1) of the tile `own_tile` at translated `tile_xy`. `peer(x, y)` is the chip's
+    answer for another coordinate: the Dram bank or NocTarget there, or None when nothing the chip emulates is there.
+    Every completed transfer is appended to `sent` as (kind, peer (x, y), bytes, DRAM bank or None) for the tile's
+    time model."""
 
-    def __init__(self, index: int, l1: np.ndarray, dram: Dram, mmio_read32: Callable[[int], int],
-                 mmio_write32: Callable[[int, int], None], tile_xy: tuple[int, int] = layout.TILE_XY):
+    def __init__(self, index: int, own_tile: NocTarget, peer: Callable[[int, int], Dram | NocTarget | None],
+                 tile_xy: tuple[int, int] = layout.TILE_XY):
         self.index = index
         self.base = layout.NOC_BASE[index]
-        self.l1 = l1
-        self.dram = dram
-        self._mmio_read32 = mmio_read32
-        self._mmio_write32 = mmio_write32
+        self.tile = own_tile
+        self.l1 = own_tile.l1_array
+        self.peer = peer
+        self.tile_xy = tuple(tile_xy)
         x, y = tile_xy
         self.own = xy_word(x, y)
+        self.sent: list[tuple[str, tuple[int, int], int, int | None]] = []
         # NOC_NODE_ID holds this NoC's raw coordinates (NoC1 runs mirrored), grid size 17x12, bit 28 on NoC0
         rx, ry = (x, y) if index == 0 else (16 - x, 11 - y)
         self.node_id = rx | (ry << 6) | (17 << 12) | (12 << 19) | ((1 << 28) if index == 0 else 0)
@@ -149,22 +172,22 @@ class Niu:
     def _bump(self, counter: int) -> None:
         self.counters[counter] = (self.counters.get(counter, 0) + 1) & 0xFFFFFFFF
 
-    def _endpoint(self, hi: int, role: str) -> str:
-        """'tile' or 'dram' for the unicast coordinate word `hi`."""
+    def _endpoint(self, hi: int, role: str) -> tuple[tuple[int, int], Dram | NocTarget]:
+        """The translated coordinates and the endpoint (a DRAM bank or a Tensix tile) of unicast coordinate word
+        `hi`."""
         if hi >> 12:
             raise EmuUndefined(f"NoC{self.index}: {role} coordinate word 0x{hi:X} has bits above 11 set on a unicast")
         x, y = hi & 0x3F, (hi >> 6) & 0x3F
         if hi == self.own:
-            return "tile"
-        if is_dram_xy(x, y):
-            return "dram"
+            return (x, y), self.tile
+        ep = self.peer(x, y)
+        if ep is not None:
+            return (x, y), ep
         if x in (0, 9):
             raise EmuUnimplemented(f"NoC{self.index}: {role} ({x},{y}) is a physical DRAM coordinate; use the "
                                    f"translated ones (17/18, 12..23)")
-        if 1 <= x <= 16 and x != 8 and 2 <= y <= 11:
-            raise EmuUnimplemented(f"NoC{self.index}: {role} is Tensix tile ({x},{y}); only tile "
-                                   f"{layout.TILE_XY} is emulated")
-        raise EmuUnimplemented(f"NoC{self.index}: {role} coordinate ({x},{y}) is not a DRAM or Tensix endpoint")
+        raise EmuUnimplemented(f"NoC{self.index}: {role} coordinate ({x},{y}) is not a DRAM endpoint or a usable "
+                               f"Tensix tile of this chip")
 
     def _check_tile_range(self, addr: int, n: int, role: str) -> None:
         if addr >= MMIO_START and addr >> 32 == 0:
@@ -174,24 +197,27 @@ class Niu:
         elif addr + n > layout.L1_SIZE:
             raise EmuUndefined(f"NoC{self.index}: {role} L1 range 0x{addr:X}+{n} is beyond L1 (0x{layout.L1_SIZE:X})")
 
-    def _get(self, ep: str, addr: int, n: int, role: str) -> np.ndarray:
-        if ep == "dram":
-            return self.dram.read(addr, n)
+    def _get(self, ep: Dram | NocTarget, addr: int, n: int, role: str) -> np.ndarray:
+        if isinstance(ep, Dram):
+            return ep.read(addr, n)
         self._check_tile_range(addr, n, role)
         if addr >= MMIO_START:
-            return np.array([self._mmio_read32(addr)], np.uint32).view(np.uint8)
-        return self.l1[addr:addr + n].copy()
+            return np.array([ep.noc_mmio_read32(addr)], np.uint32).view(np.uint8)
+        return ep.l1_array[addr:addr + n].copy()
 
-    def _put(self, ep: str, addr: int, data: np.ndarray, role: str) -> None:
-        if ep == "dram":
-            self.dram.write(addr, data)
+    def _put(self, ep: Dram | NocTarget, addr: int, data: np.ndarray, role: str) -> None:
+        if isinstance(ep, Dram):
+            ep.write(addr, data)
             return
         n = data.size
         self._check_tile_range(addr, n, role)
         if addr >= MMIO_START:
-            self._mmio_write32(addr, int(data.view(np.uint32)[0]))
+            ep.noc_mmio_write32(addr, int(data.view(np.uint32)[0]))
         else:
-            self.l1[addr:addr + n] = data
+            ep.l1_array[addr:addr + n] = data
+
+    def _record(self, kind: str, xy: tuple[int, int], ep, n: int) -> None:
+        self.sent.append((kind, xy, n, dram_bank(*xy) if isinstance(ep, Dram) else None))
 
     def _send(self, buf: int) -> None:
         r = self.regs[buf]
@@ -201,7 +227,7 @@ class Niu:
             raise EmuUnimplemented(f"{name}: fatal NOC_CTRL bits 0x{ctrl & CTRL_FATAL:X} "
                                    f"(WR_BE/ARB_PRIORITY/L1_ACC_AT_EN/...)")
         if ctrl & CTRL_BRCST:
-            raise EmuUnimplemented(f"{name}: multicast: only one tile is emulated")
+            raise EmuUnimplemented(f"{name}: multicast is not modelled yet (unicast to each tile instead)")
         if ctrl & CTRL_PATH_RESERVE:
             raise EmuUndefined(f"{name}: unicast must not use path reserve")
         kind = ctrl & CTRL_TYPE
@@ -226,18 +252,19 @@ class Niu:
             if ret_hi != self.own:
                 raise EmuUndefined(f"{name}: read: dst_tile_id=0x{ret_hi:X}: RET_HI must be this tile (0x{self.own:X}, "
                                    f"from NOC_ID_LOGICAL)")
-            src_ep, src, dst_ep, dst = self._endpoint(targ_hi, "read source"), targ, "tile", ret
+            (peer, src_ep), src, dst_ep, dst = self._endpoint(targ_hi, "read source"), targ, self.tile, ret
         else:
             if targ_hi != self.own:
                 raise EmuUndefined(f"{name}: write: TARG_HI=0x{targ_hi:X} must be this tile (0x{self.own:X}); the "
                                    f"source is the initiator's own L1")
-            src_ep, src, dst_ep, dst = "tile", targ, self._endpoint(ret_hi, "write destination"), ret
-        modulus = 64 if (kind == 0 and src_ep == "dram") else 16
+            src_ep, src, (peer, dst_ep), dst = self.tile, targ, self._endpoint(ret_hi, "write destination"), ret
+        modulus = 64 if (kind == 0 and isinstance(src_ep, Dram)) else 16
         if (src - dst) % modulus:
             raise EmuUndefined(f"{name}: alignment of src_addr=0x{src:X} does not match dst_addr=0x{dst:X} "
                                f"(must be congruent mod {modulus})")
         data = self._get(src_ep, src, length, "source")
         self._put(dst_ep, dst, data, "destination")
+        self._record("read" if kind == 0 else "write", peer, src_ep if kind == 0 else dst_ep, length)
         if kind == 0:
             self.requests["read"] += 1
             self.bytes["read"] += length
@@ -255,7 +282,8 @@ class Niu:
         if len_be != ATOMIC_INCR_LEN_BE:
             raise EmuUnimplemented(f"{name}: atomic: noc_at_len_be=0x{len_be:X} (only 0x107C, 32-bit increment, is "
                                    f"modelled)")
-        if self._endpoint(targ_hi, "atomic target") != "tile":
+        peer, ep = self._endpoint(targ_hi, "atomic target")
+        if isinstance(ep, Dram):
             raise EmuUndefined(f"{name}: atomic: src_tile_type=D: atomics on DRAM are not allowed")
         if ret_hi != self.own:
             raise EmuUndefined(f"{name}: atomic: RET_HI=0x{ret_hi:X} must be this tile (0x{self.own:X})")
@@ -263,24 +291,27 @@ class Niu:
             raise EmuUndefined(f"{name}: atomic target 0x{targ:X} must be a 16-byte aligned L1 word")
         if ret % 4 or ret + 4 > layout.L1_SIZE:
             raise EmuUndefined(f"{name}: atomic return address 0x{ret:X} must be an aligned L1 word")
-        words = self.l1.view(np.uint32)
-        old = int(words[targ >> 2])
-        words[targ >> 2] = (old + incr) & 0xFFFFFFFF
-        words[ret >> 2] = old
+        target = ep.l1_array.view(np.uint32)
+        old = int(target[targ >> 2])
+        target[targ >> 2] = (old + incr) & 0xFFFFFFFF
+        self.l1.view(np.uint32)[ret >> 2] = old
+        self._record("atomic", peer, ep, 4)
         self.requests["atomic"] += 1
         self._bump(ATOMIC_RESP_RECEIVED if ctrl & CTRL_RESP_MARKED else POSTED_ATOMIC_SENT)
 
     def _inline(self, name, ctrl, targ, targ_hi, ret_hi, len_be, value) -> None:
         if ret_hi != self.own:
             raise EmuUndefined(f"{name}: inline write: dst_tile_type=D: RET_HI=0x{ret_hi:X} must be this tile")
-        if self._endpoint(targ_hi, "inline write destination") != "tile":
+        peer, ep = self._endpoint(targ_hi, "inline write destination")
+        if isinstance(ep, Dram):
             raise EmuUnimplemented(f"{name}: inline write to DRAM is not modelled")
         if targ < MMIO_START or targ >> 32:
             raise EmuUnspecified(f"{name}: inline write to an L1 address (0x{targ:X}) is unsafe on Blackhole")
         if len_be != 0xF or targ % 4:
             raise EmuUndefined(f"{name}: inline write needs NOC_AT_LEN_BE=0xF and an aligned word (got 0x{len_be:X}, "
                                f"0x{targ:X})")
-        self._mmio_write32(targ, value)
+        ep.noc_mmio_write32(targ, value)
+        self._record("write", peer, ep, 4)
         self.requests["inline"] += 1
         self._bump(NONPOSTED_WR_REQ_SENT if ctrl & CTRL_RESP_MARKED else POSTED_WR_REQ_SENT)
         if ctrl & CTRL_RESP_MARKED:
@@ -289,3 +320,91 @@ class Niu:
     def stats(self) -> dict:
         return {"requests": dict(self.requests), "bytes": dict(self.bytes),
                 "counters": {COUNTER_NAMES.get(k, f"REQS_OUTSTANDING_ID{k - 16}"): v for k, v in self.counters.items()}}
+
+
+# ================================================================================================== time model
+# docs/performance.md §3: 512 GB/s over 8 banks at 1.35 GHz is about 47 bytes per cycle per bank [derived]
+DRAM_BANK_BYTES_PER_CYCLE = 47
+
+
+class Busy:
+    """The busy intervals of one resource (a link, an NIU port, a DRAM bank): sorted, disjoint, merged when they
+    touch."""
+    __slots__ = ("starts", "ends")
+
+    def __init__(self):
+        self.starts: list[int] = []
+        self.ends: list[int] = []
+
+    def free_from(self, t: int, d: int) -> int:
+        """The earliest s >= t such that [s, s + d) is free."""
+        starts, ends = self.starts, self.ends
+        i = bisect.bisect_right(ends, t)
+        while i < len(starts) and starts[i] < t + d:
+            t = ends[i]
+            i += 1
+        return t
+
+    def take(self, s: int, d: int) -> None:
+        e = s + d
+        i = j = bisect.bisect_left(self.ends, s)
+        while j < len(self.starts) and self.starts[j] <= e:
+            s, e = min(s, self.starts[j]), max(e, self.ends[j])
+            j += 1
+        self.starts[i:j] = [s]
+        self.ends[i:j] = [e]
+
+
+class Fabric:
+    """Occupancy of one chip's NoC links, NIU ports and DRAM banks (the module doc)."""
+
+    def __init__(self, grid: Grid):
+        self.grid = grid
+        self.busy: dict[tuple, Busy] = {}
+        self.transfers = 0
+        self.wait_cycles = 0        # cycles transfers started later than they could have, uncontended
+
+    def _res(self, key: tuple) -> Busy:
+        b = self.busy.get(key)
+        if b is None:
+            b = self.busy[key] = Busy()
+        return b
+
+    def transfer(self, noc: int, kind: str, initiator: tuple[int, int], peer: tuple[int, int], nbytes: int, t: int,
+                 bank: int | None) -> int:
+        """The cycle a transfer issued at cycle `t` by the tile at `initiator` completes (a read's data has landed,
+        a write's acknowledgement is back). kind: read (data peer -> initiator), write or atomic (initiator -> peer);
+        bank: the DRAM bank at `peer`, if it is one."""
+        grid = self.grid
+        a, b = grid.physical(*initiator), grid.physical(*peer)
+        src, dst = (b, a) if kind == "read" else (a, b)
+        data = route(noc, src, dst)
+        back = len(route(noc, dst, src))                 # the request (read) or the acknowledgement (write)
+        flits = -(-nbytes // NOC_BYTES_PER_CYCLE)
+        d = max(flits, -(-nbytes // DRAM_BANK_BYTES_PER_CYCLE)) if bank is not None else flits
+        # read: the request travels to the peer (and DRAM answers) before the data leaves; write: the data leaves at
+        # once and the acknowledgement follows it back
+        dram = DRAM_LATENCY if bank is not None else 0
+        lead = NOC_HOP_LATENCY * back + dram if kind == "read" else 0
+        res = [(self._res(("port", noc) + src), 0)]
+        res += [(self._res(link), NOC_NIU_LATENCY + k * NOC_HOP_LATENCY) for k, link in enumerate(data)]
+        res.append((self._res(("port", noc) + dst), NOC_NIU_LATENCY + len(data) * NOC_HOP_LATENCY))
+        if bank is not None:
+            res.append((self._res(("bank", bank)), 0 if kind == "read" else NOC_NIU_LATENCY
+                        + len(data) * NOC_HOP_LATENCY))
+        s0 = s = t + lead
+        moved = True
+        while moved:
+            moved = False
+            for busy, off in res:
+                f = busy.free_from(s + off, d) - off
+                if f > s:
+                    s, moved = f, True
+        for busy, off in res:
+            busy.take(s + off, d)
+        self.transfers += 1
+        self.wait_cycles += s - s0
+        return s + noc_cycles(nbytes, len(data) + back, bank is not None) - lead + (d - flits)
+
+    def stats(self) -> dict:
+        return {"transfers": self.transfers, "wait_cycles": self.wait_cycles}

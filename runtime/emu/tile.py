@@ -32,8 +32,9 @@ import numpy as np
 from tt_backend.chip import layout
 from tt_backend.chip.errors import EmuDeadlock, EmuError, EmuUndefined, EmuUnimplemented, EmuUnspecified
 
-from .dram import Dram, as_bytes
-from .cycles import FPU_DST_READ_LATENCY, noc_cycles, riscv_mmio_extra
+from .chip import Chip
+from .dram import as_bytes
+from .cycles import FPU_DST_READ_LATENCY, riscv_mmio_extra
 from .riscv_dst import RISCV_BASE as DST_RISCV_BASE, RISCV_ELEM as DST_RISCV_ELEM, RISCV_SIZE as DST_RISCV_SIZE, \
     RiscvDstAccess
 from . import mailbox as mb
@@ -64,13 +65,20 @@ HOST = "host"
 
 
 class Tile:
-    def __init__(self, tensix_factory: Callable[[np.ndarray], object] | None = None, quantum: int = QUANTUM):
+    def __init__(self, tensix_factory: Callable[[np.ndarray], object] | None = None, quantum: int = QUANTUM,
+                 chip: Chip | None = None, xy: tuple[int, int] = layout.TILE_XY):
+        """A tile at translated `xy` of `chip` (runtime/emu/chip.py); without one, the tile builds an unharvested
+        chip around itself whose other tiles it creates alike when they are addressed."""
         self.quantum = quantum
+        self.xy = tuple(xy)
+        if chip is None:
+            chip = Chip(lambda c, at: Tile(tensix_factory, quantum, chip=c, xy=at))
+        self.chip = chip
         self.l1_array = np.zeros(layout.L1_SIZE, np.uint8)
         self.l1 = memoryview(self.l1_array)                  # the cores' fast path (Bus contract)
         self.local = {c: np.zeros(layout.LOCAL_RAM_SIZE[c], np.uint8) for c in layout.CORES}
         self._local_mv = {c: memoryview(a) for c, a in self.local.items()}
-        self.dram = Dram()
+        self.dram = chip.bank(*layout.DRAM_XY)               # the bank the kernels and the host use
         self.soft_reset = layout.ALL_CORES_RESET             # power-on: all five held
         self.trisc_reset_pc = [0, 0, 0]
         self.trisc_override = 0
@@ -79,7 +87,7 @@ class Tile:
         self.clock = 0
         self.tensix = (tensix_factory or Tensix)(self.l1_array)
         self._timed = hasattr(self.tensix, "tm")             # the real Tensix model carries the cycle model
-        self.nius = [Niu(i, self.l1_array, self.dram, self._noc_mmio_read32, self._noc_mmio_write32) for i in (0, 1)]
+        self.nius = [Niu(i, self, chip.peer, self.xy) for i in (0, 1)]
         self.cores = {c: RV32Core(c, self, layout.DEFAULT_RESET_PC[c]) for c in layout.CORES}
         self.tensix_pushes = [0, 0, 0]
         self._wait = {c: "" for c in layout.CORES}           # why the core's last quantum ended in a Stall
@@ -93,6 +101,7 @@ class Tile:
         dst = getattr(self.tensix, "dst", None)
         self._dst_view = RiscvDstAccess(dst) if dst is not None else None
         self._build_mmio_table()
+        chip.adopt(self.xy, self)
         for c, core in self.cores.items():                   # `.ttinsn` pushes: one closure per core (_pusher)
             if THREAD_OF.get(c) is not None:
                 core.set_pusher("PUSHP", self._pusher(c))
@@ -296,6 +305,7 @@ class Tile:
                 if core in self._mb_full:
                     self._mb_full[core] = False
             if old & bit and not new & bit:               # release is edge-triggered: 1 -> 0 starts at the reset PC
+                self.clock = max(self.clock, self.chip.clock)   # at the chip's time (its tiles share one time base)
                 self.cores[core].reset(self.reset_pc(core))
                 self._tbase[core] = self.clock - self.cores[core].instret
                 self._stall[core] = 0
@@ -512,11 +522,11 @@ class Tile:
             self._mb_full[who] = False
             self._wait_until(who, self.mailboxes.freed_at[who], tl.MAILBOX_WAIT)
 
-    # the NIU reaches own-tile registers as the host would (4-byte NoC transfers to MMIO)
-    def _noc_mmio_read32(self, addr: int) -> int:
+    # an NIU (this tile's or another tile's) reaches the registers as the host would (4-byte NoC transfers to MMIO)
+    def noc_mmio_read32(self, addr: int) -> int:
         return self._route("noc", addr, 4, False)("noc", addr)
 
-    def _noc_mmio_write32(self, addr: int, value: int) -> None:
+    def noc_mmio_write32(self, addr: int, value: int) -> None:
         self._route("noc", addr, 4, True)("noc", addr, value)
 
     # ------------------------------------------------------------------ host access (as through a TLB window)
@@ -568,6 +578,10 @@ class Tile:
 
     def running(self, core: str) -> bool:
         return not self.soft_reset & CORE_BITS[core] and not self.cores[core].parked and not self._fault[core]
+
+    def active(self) -> bool:
+        """Something here can still run: a released core that is neither parked nor faulted, or Tensix work."""
+        return any(self.running(c) for c in self.cores) or self._tensix_busy()
 
     def _tensix_busy(self) -> bool:
         return not all(self.tensix.thread_idle(t) for t in range(3))
@@ -644,16 +658,20 @@ class Tile:
 
     def _niu_store(self, i: int, who: str, addr: int, value: int) -> None:
         niu = self.nius[i]
-        before = sum(niu.bytes.values())       # (the counters stats() reports, without building its dicts per store)
         niu.store(addr - layout.NOC_BASE[i], value)
-        moved = sum(niu.bytes.values()) - before
-        if moved and who in self._stall:
-            # transfers complete inside the store (noc.py); their time (NoC/README.md rates) is charged to whoever
-            # later polls this NIU's registers for completion
-            start = max(self._niu_busy[i], self.now(who))
-            self._niu_busy[i] = start + noc_cycles(moved)
-            if self.rec is not None:
-                self.rec.busy(f"noc{i}", start, self._niu_busy[i])
+        if niu.sent:
+            if who in self._stall:
+                # transfers complete inside the store (noc.py); their time (the chip's NoC model, noc.Fabric) is
+                # charged to whoever later polls this NIU's registers for completion
+                start = self.now(who)
+                for kind, peer, n, bank in niu.sent:
+                    done = self.chip.fabric.transfer(i, kind, self.xy, peer, n, start, bank)
+                    busy_from = max(start, self._niu_busy[i])       # the timeline's NoC lane: busy until the last
+                    if done > busy_from:                              # outstanding transfer completes
+                        self._niu_busy[i] = done
+                        if self.rec is not None:
+                            self.rec.busy(f"noc{i}", busy_from, done)
+            niu.sent.clear()
 
     def _niu_load(self, i: int, who: str, addr: int) -> int:
         if who in self._stall:

@@ -13,21 +13,12 @@ import pytest
 from tinygrad import Device, Tensor, dtypes
 
 from tests.support.elementwise import BINARY, SHAPES, UNARY
+from tests.support.ulp import ulp_distance
 
 pytestmark = pytest.mark.needs_cc
 
 # ulp bounds per op, measured on the SFPU sequences (see lowering/codegen/sfpu_ops.py); 0 = bit-exact
 ULP = {"add": 0, "mul": 0, "sub": 0, "neg": 0, "max": 0, "recip": 1, "sqrt": 1, "exp2": 2, "log2": 2, "trunc": 0}
-
-
-def ulp_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Distance in float32 ulps (monotonic integer mapping of the bit patterns); NaN vs NaN counts as 0."""
-    a, b = np.asarray(a, np.float32), np.asarray(b, np.float32)
-    ia, ib = a.view(np.int32).astype(np.int64), b.view(np.int32).astype(np.int64)
-    ia = np.where(ia < 0, -(ia & 0x7FFFFFFF), ia)
-    ib = np.where(ib < 0, -(ib & 0x7FFFFFFF), ib)
-    d = np.abs(ia - ib)
-    return np.where(np.isnan(a) & np.isnan(b), 0, d)
 
 
 TT = "TT:emu"          # the device the current test runs on (set per target by tt_target)

@@ -277,8 +277,10 @@ def test_niu_identity_registers(tile):
 
 def test_niu_transfers_and_counters(tile):
     tile.dram.write(0x40, bytes(range(64)))
-    niu_request(tile, 0, 0x10, 0x40, 17 | (20 << 6), 0x1040, ME, 64)      # any translated DRAM xy: same bank
+    niu_request(tile, 0, 0x10, 0x40, 18 | (14 << 6), 0x1040, ME, 64)      # another endpoint of the same bank
     assert tile.read_l1(0x1040, 64) == bytes(range(64))
+    niu_request(tile, 0, 0x10, 0x40, 17 | (20 << 6), 0x1080, ME, 64)      # another bank: never written, zeros
+    assert tile.read_l1(0x1080, 64) == bytes(64)
     niu_request(tile, 1, 0x02, 0x1040, ME, 0x9000, DRAM, 32, buf=3)       # posted write, initiator 3
     assert tile.dram.read(0x9000, 32).tobytes() == bytes(range(32))
     niu_request(tile, 0, 0x10, 0x1040, ME, 0x2050, ME, 16)                # own L1 -> L1
@@ -286,7 +288,7 @@ def test_niu_transfers_and_counters(tile):
     tile.write32(0x3000, 41)
     niu_request(tile, 0, 0x11, 0x3000, ME, 0x3010, ME, 0x107C, data=5)    # atomic increment
     assert tile.read32(0x3000) == 46 and tile.read32(0x3010) == 41
-    assert tile.read32(0xFFB20208) == 2 and tile.read32(0xFFB3022C) == 1 and tile.read32(0xFFB20200) == 1
+    assert tile.read32(0xFFB20208) == 3 and tile.read32(0xFFB3022C) == 1 and tile.read32(0xFFB20200) == 1
     assert tile.read32(0xFFB20040) == 0 and tile.read32(0xFFB20000) == 0x3000   # registers are kept
     # inline write to own MMIO (TRISC0_RESET_PC)
     niu_request(tile, 0, 0x1A, layout.TRISC_RESET_PC[0], ME, 0, ME, 0xF, data=0x12340)
@@ -300,7 +302,7 @@ def test_niu_transfers_and_counters(tile):
     ((0, 0x10, 0x0, DRAM, 0x1000, ME, 0), r"length must be 1\.\.16384"),
     ((0, 0x10, 0x0, DRAM, 0x1000, ME, 16448), r"length must be 1\.\.16384"),
     ((0, 0x00, 0x0, DRAM, 0x1000, ME, 64), "read should not be posted"),
-    ((0, 0x10, 0x0, 5 | (30 << 6), 0x1000, ME, 64), "not a DRAM or Tensix endpoint"),
+    ((0, 0x10, 0x0, 5 | (30 << 6), 0x1000, ME, 64), "not a DRAM endpoint or a usable Tensix tile"),
     ((0, 0x10, 0x0, 0 | (5 << 6), 0x1000, ME, 64), "physical DRAM coordinate"),
     ((0, 0x10, 0x0, DRAM, 0x1000, 15 | (9 << 6), 64), "RET_HI must be this tile"),
     ((0, 0x10, 0x0, DRAM, 0x17FFC0, ME, 128), "beyond L1"),
@@ -316,9 +318,20 @@ def test_niu_rules(args, reason):
         niu_request(Tile(), *args)
 
 
-def test_niu_other_tile_and_multicast_are_unimplemented():
-    with pytest.raises(EmuUnimplemented, match="only tile"):
-        niu_request(Tile(), 0, 0x10, 0x0, 2 | (2 << 6), 0x1000, ME, 64)
+def test_niu_reaches_other_tiles_of_the_chip():
+    tile = Tile()
+    other = tile.chip.tile((16, 11))                       # created when first addressed
+    other.write_l1(0x4000, bytes(range(64)))
+    far = 16 | (11 << 6)
+    niu_request(tile, 0, 0x10, 0x4000, far, 0x1000, ME, 64)                  # read another tile's L1
+    assert tile.read_l1(0x1000, 64) == bytes(range(64))
+    niu_request(tile, 1, 0x12, 0x1000, ME, 0x8010, far, 32)                  # acked write into it
+    assert other.read_l1(0x8010, 32) == bytes(range(32))
+    other.write32(0x3000, 7)
+    niu_request(tile, 0, 0x11, 0x3000, far, 0x3010, ME, 0x107C, data=2)      # atomic increment over there
+    assert other.read32(0x3000) == 9 and tile.read32(0x3010) == 7
+    with pytest.raises(EmuUnimplemented, match="not a DRAM endpoint or a usable Tensix tile"):
+        niu_request(tile, 0, 0x10, 0x0, 8 | (2 << 6), 0x1000, ME, 64)       # column 8 has no Tensix
     with pytest.raises(EmuUnimplemented, match="multicast"):
         niu_request(Tile(), 0, 0x132, 0x1000, ME, 0x1000, 0x0C1104, 64)
 

@@ -205,6 +205,8 @@ BUNDLE_ROWS = [
     (_bundle(_launch(args=[{"buf": 3}]), b"\0" * 4), r"an argument is neither a word nor a buffer or scratch index"),
     (_bundle(_launch(args=[{"scratch": 0}]), b"\0" * 4), r"an argument is neither a word nor a buffer or scratch index"),
     (_bundle({**GOOD, "scratch": [0]}, b"\0" * 4), r"a scratch size is not a positive int"),
+    (_bundle(_launch(tile_args=[7, 8]), b"\0" * 4), r"damaged TT kernel bundle \(bad 'tile_args'\)"),
+    (_bundle(_launch(tile_args=[[7], [{"buf": 2}]]), b"\0" * 4), r"an argument is neither a word nor a buffer"),
     (_bundle({**GOOD, "buffers": [{"dtype": "float32"}]}, b"\0" * 4), r"a buffer lacks its slot or size"),
 ]
 

@@ -81,8 +81,12 @@ def test_bundle_roundtrip():
                       SfpuProgram([], [1], 2, 1))
     meta, elfs = unpack_bundle(pack_bundle(plan, [{"brisc": b"\x7fELF-a", "ncrisc": b"\x7fELF-bb"}]))
     assert elfs == [{"brisc": b"\x7fELF-a", "ncrisc": b"\x7fELF-bb"}]
-    assert meta["launches"][0]["args"] == [plan.n_tiles, plan.n_elements, {"buf": 0}, {"buf": 1}]
+    head = [plan.n_tiles, plan.n_elements, {"buf": 0}, {"buf": 1}]
+    assert meta["launches"][0]["args"] == head + [0, 1] and "tile_args" not in meta["launches"][0]   # all tiles
     assert meta["scratch"] == [] and meta["outs"] == [0]
+    plan.cores = 2                                       # split: one argument block per tile
+    meta, _ = unpack_bundle(pack_bundle(plan, [{"brisc": b"\x7fELF-a"}]))
+    assert meta["launches"][0]["tile_args"] == [head + [0, 1], head + [1, 1]]
     assert [b["slot"] for b in meta["buffers"]] == [0, 1]
 
 
@@ -306,8 +310,9 @@ def test_wheel_runs_outside_the_source_tree(tmp_path):
     assert info["tt_backend"].endswith(f"({Path(site) / 'tt_backend'})"), info["tt_backend"]
     assert info["compile cache"].startswith(str(tmp_path / "cache"))
     from tt_backend.chip import layout
-    assert info["L1"].startswith(f"{layout.L1_SIZE // 1024} KiB per tile") and "1x1 grid" in info["chip model"]
-    assert info["DRAM"].startswith(f"1 bank of {layout.DRAM_BANK_SIZE / 2**30:g} GiB")
+    assert info["L1"].startswith(f"{layout.L1_SIZE // 1024} KiB per tile") and "140 Tensix tiles (14 x 10" in \
+        info["chip model"]
+    assert info["DRAM"].startswith(f"8 banks of {layout.DRAM_BANK_SIZE / 2**30:g} GiB")
     demo = cli("demo")
     assert "max abs error" in demo and demo.rstrip().endswith("OK")
     assert any((tmp_path / "cache").glob("*.elf"))      # compiled here, from the installed templates

@@ -207,9 +207,10 @@ def record_families(corpus: Corpus) -> None:
 
 @contextlib.contextmanager
 def _env(env: dict[str, str]):
-    """Exactly these of the knobs a program's lowering reads are set (a caller's TT_ERR_BUDGET does not leak in)."""
-    old = {k: os.environ.pop(k, None) for k in ("TT_ERR_BUDGET", "TT_BUDGET_SAMPLED", "TT_PLACE")}
-    os.environ.update(env)
+    """Exactly these of the knobs a program's lowering reads are set (a caller's TT_ERR_BUDGET does not leak in);
+    kernels stay on one tile (TT_CORES=1): the Recorder traces the device protocol of one tile."""
+    old = {k: os.environ.pop(k, None) for k in ("TT_ERR_BUDGET", "TT_BUDGET_SAMPLED", "TT_PLACE", "TT_CORES")}
+    os.environ.update({"TT_CORES": "1", **env})
     try:
         yield
     finally:

@@ -3,14 +3,17 @@
     python -m tt_backend bench kernels                      # every row at its full size, emu only
     python -m tt_backend bench kernels --rows matmul-hifi2,demo --scale 4    # sizes divided by 4 (quick look)
     python -m tt_backend bench kernels --ttsim              # each row also on ttsim: outputs bit-identical?
+    python -m tt_backend bench kernels --rows grid          # a*b+a at 2048x2048 on 1, 8 and 64 cores
 
 Columns: the placement's compute cycles (what the selector prices), the whole launch predicted by
 lowering/families/mover_cost.py (reader, compute and writer as a pipeline), the emulated cycles and their ratio.
 Rows: bf16 matmul (M = K = N = 512) on the FPU at HiFi2 and HiFi4 (planned directly with that fidelity: the selector
 would pick HiFi3 for HiFi4's error), a bf16 256^3 matmul through tinygrad at TT_ERR_BUDGET=1e-2 (the selector's
-fidelity), RMSNorm-2048 (bf16 x, fp32 gamma, TT_ERR_BUDGET=1e-2: x*gamma on the FPU), the
-README demo expression at 512x512 and an fp32 elementwise a*b+a at 2048x2048. Emulated cycles: the slowest core of
-the launch. The program rows run through tinygrad (DEVICE=TT) in a subprocess with TT_DUMP and read each kernel's
+fidelity), RMSNorm-2048 (bf16 x, fp32 gamma, TT_ERR_BUDGET=1e-2: x*gamma on the FPU), the README demo expression
+at 512x512 and an fp32 elementwise a*b+a at 2048x2048; `grid`: the same a*b+a planned directly (macro-free, so that the
+same ELFs run on ttsim) and launched split over 1, 8 and 64 cores (the split forced, not the launch model's choice), with
+each run's speed-up over one core and host wall time. Emulated cycles: the slowest core of the launch (the slowest
+tile's). The program rows run through tinygrad (DEVICE=TT) in a subprocess with TT_DUMP and read each kernel's
 report.json; the matmul rows launch the plan on the emulator directly.
 """
 from __future__ import annotations
@@ -33,6 +36,9 @@ from tt_backend.__main__ import DEMO
 from tt_backend.lowering.codegen.sources import split
 from tt_backend.lowering.families.fpu_matmul import FpuMatmulPlan, plan_matmul
 from tt_backend.lowering.families.matmul_spec import match_matmul
+from tt_backend.lowering.plan import for_target
+from tt_backend.lowering.select import lower
+from tt_backend.placement_eval import measured_cycles, placer
 from tt_backend.runtime.compile import compile_kernel
 from tt_backend.runtime.driver import launch
 from tt_backend.runtime.emu.device import EmuDevice
@@ -44,6 +50,13 @@ class MatmulRow:
     """bf16 (n x n) @ (n x n) -> bf16 on the FPU at a fixed fidelity."""
     n: int
     fidelity: str
+
+
+@dataclass(frozen=True)
+class GridRow:
+    """fp32 a * b + a (n x n) launched split over each core count of `cores`."""
+    n: int
+    cores: tuple[int, ...]
 
 
 @dataclass(frozen=True)
@@ -77,6 +90,7 @@ ROWS = {
         "a = Tensor(rng.standard_normal(({n}, {n})).astype(np.float32)).realize()\n"
         "b = Tensor(rng.standard_normal(({n}, {n})).astype(np.float32)).realize()\n"
         "out = (a * b + a).realize()")),
+    "grid": GridRow(2048, (1, 8, 64)),
 }
 
 
@@ -89,6 +103,8 @@ class Measured:
     emulated: int | None
     seconds: float
     same_on_ttsim: bool | None = None     # None: not run on ttsim
+    cores: int | None = None              # grid rows: the cores the launch was split over, and the speed-up over one
+    speedup: float | None = None
 
 
 def matmul_plan(n: int, fidelity: str) -> FpuMatmulPlan:
@@ -108,7 +124,8 @@ def launch_plan(dev, plan, arrays: dict[int, np.ndarray], elfs) -> tuple[bytes, 
         dev.write_dram(addr, arrays[buf.slot].tobytes() if buf.slot in arrays else b"\xAB" * buf.nbytes)
         addr += -(-buf.nbytes // 64) * 64 + 4096
     t0 = time.perf_counter()
-    launch(dev, elfs, plan.arg_words(addrs), timeout_s=3600)
+    launch(dev, elfs, plan.arg_words(addrs), timeout_s=3600,
+           per_tile=plan.core_arg_words(addrs) if plan.cores > 1 else None)
     secs = time.perf_counter() - t0
     return dev.read_dram(addrs[plan.output.buf], plan.buffers[plan.output.buf].nbytes), secs
 
@@ -127,6 +144,31 @@ def run_matmul(name: str, row: MatmulRow, ttsim_lib: str | None) -> list[Measure
         with TtsimDevice(ttsim_lib) as sim:
             m.same_on_ttsim = launch_plan(sim, plan, arrays, elfs)[0] == got
     return [m]
+
+
+def run_grid(name: str, row: GridRow, ttsim_lib: str | None) -> list[Measured]:
+    a = Tensor.empty(row.n, row.n, device="CPU")
+    b = Tensor.empty(row.n, row.n, device="CPU")
+    call = [c for c in (a * b + a).schedule_linear().src if c.op is Ops.CALL][-1]
+    plan = for_target(lower(call.src[0], f"bench_grid_{row.n}", placer()), "ttsim")
+    rng = np.random.default_rng(0)
+    arrays = {buf.slot: rng.standard_normal(buf.nbytes // 4).astype(np.float32) for k, buf in enumerate(plan.buffers)
+              if k != plan.output.buf}
+    elfs = compile_kernel(*split(plan.render()), plan.name)
+    out = []
+    for cores in row.cores:
+        plan.cores = cores
+        dev = EmuDevice()
+        before = dev.stats()
+        got, secs = launch_plan(dev, plan, arrays, elfs)
+        m = Measured(f"{name}-{cores}", plan.name, plan.placement.report()["predicted_cycles"],
+                     plan.launch_cycles()["total"], measured_cycles((before, dev.stats()))["max"], secs, cores=cores)
+        m.speedup = out[0].emulated / m.emulated if out else 1.0
+        if ttsim_lib:
+            with TtsimDevice(ttsim_lib) as sim:
+                m.same_on_ttsim = launch_plan(sim, plan, arrays, elfs)[0] == got
+        out.append(m)
+    return out
 
 
 def _run_program(code: str, env: dict, out: Path) -> float:
@@ -151,7 +193,7 @@ def run_program(name: str, row: ProgramRow, ttsim_lib: str | None) -> list[Measu
             r = json.loads(rep.read_text())
             launch = r.get("predicted_launch_cycles") or {}
             out.append(Measured(name, r["kernel"], r.get("predicted_cycles"), launch.get("total"),
-                                r.get("emulated_cycles"), secs))
+                                r.get("emulated_cycles"), secs, cores=launch.get("cores")))
         if ttsim_lib:
             _run_program(code, {**base, "TT_BACKEND": "ttsim", "TT_SIMULATOR": ttsim_lib}, Path(tmp) / "sim.npy")
             same = np.load(Path(tmp) / "emu.npy").tobytes() == np.load(Path(tmp) / "sim.npy").tobytes()
@@ -161,17 +203,20 @@ def run_program(name: str, row: ProgramRow, ttsim_lib: str | None) -> list[Measu
 
 def scaled(row, scale: int):
     n = max(32, row.n // scale)
+    if isinstance(row, GridRow):
+        return GridRow(n, row.cores)
     return MatmulRow(n, row.fidelity) if isinstance(row, MatmulRow) else ProgramRow(n, row.code, row.env)
 
 
 def table(results: list[Measured]) -> str:
-    lines = [f"{'row':<14} {'kernel':<24} {'compute':>9} {'predicted':>10} {'emulated':>10} {'pred/emu':>8} "
-             f"{'ttsim':>9}"]
+    lines = [f"{'row':<16} {'kernel':<24} {'compute':>9} {'predicted':>10} {'emulated':>10} {'pred/emu':>8} "
+             f"{'cores':>5} {'speed-up':>8} {'host s':>7} {'ttsim':>9}"]
     for m in results:
         ratio = f"{m.predicted / m.emulated:.2f}" if m.predicted and m.emulated else "-"
         same = {None: "-", True: "identical", False: "DIFFER"}[m.same_on_ttsim]
-        lines.append(f"{m.row:<14} {m.kernel:<24} {m.compute or '-':>9} {m.predicted or '-':>10} "
-                     f"{m.emulated or '-':>10} {ratio:>8} {same:>9}")
+        speed = f"{m.speedup:.2f}" if m.speedup else "-"
+        lines.append(f"{m.row:<16} {m.kernel:<24} {m.compute or '-':>9} {m.predicted or '-':>10} "
+                     f"{m.emulated or '-':>10} {ratio:>8} {m.cores or '-':>5} {speed:>8} {m.seconds:>7.1f} {same:>9}")
     return "\n".join(lines)
 
 
@@ -193,7 +238,7 @@ def main(argv: list[str] | None = None) -> int:
     for name in names:
         n0 = len(results)
         row = scaled(ROWS[name], args.scale)
-        run = run_matmul if isinstance(row, MatmulRow) else run_program
+        run = run_matmul if isinstance(row, MatmulRow) else run_grid if isinstance(row, GridRow) else run_program
         results += run(name, row, args.lib if args.ttsim else None)
         print("\n".join(table(results[-k:]).splitlines()[1:]) if (k := len(results) - n0) else "", flush=True)
     print("\n" + table(results))

@@ -1,0 +1,73 @@
+"""Elementwise kernels split over several Tensix cores (lowering/families/elementwise.py `use_cores`): tinygrad programs
+on TT against tinygrad's CPU device, on 1, 2, 4 and 5 cores (TT_CORES caps the count; the kernel's report says how
+many it used), with shapes that are not multiples of 32 and tile counts the cores do not divide evenly; on ttsim the
+same many-core kernels give the same bits as on the emulator."""
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from tinygrad import Device, Tensor
+
+from tests.support import target_params
+from tests.support.ulp import ulp_distance
+
+pytestmark = [pytest.mark.needs_cc, pytest.mark.usefixtures("serial_compile")]
+
+# (TT_CORES, shape): 4, 5, 10 and 19 fp32 tiles, so 2, 4 and 5 cores get unequal ranges, and one core fewer would
+# need one more tile per core (so the launch model's fastest count is the cap)
+CASES = [(1, (45, 77)), (2, (33, 150)), (4, (50, 200)), (5, (48, 400))]
+
+
+def _reports(dump: Path) -> list[dict]:
+    return [json.loads(p.read_text()) for p in sorted(dump.glob("*/report.json"))]
+
+
+def _run(device: str, fn, arrays, monkeypatch, tmp_path: Path, cores: int, tag: str):
+    dump = tmp_path / f"dump_{tag}"
+    monkeypatch.setenv("TT_CORES", str(cores))
+    monkeypatch.setenv("TT_DUMP", str(dump))
+    out = fn(*(Tensor(a, device=device) for a in arrays)).numpy()
+    monkeypatch.delenv("TT_DUMP")
+    return out, _reports(dump)
+
+
+@pytest.mark.parametrize("target", target_params("emu", "ttsim"))
+@pytest.mark.parametrize("cores, shape", CASES, ids=[f"{c}cores" for c, _ in CASES])
+def test_split_elementwise_matches_cpu(target, cores, shape, monkeypatch, tmp_path):
+    rng = np.random.default_rng(cores)
+    a, b = (rng.standard_normal(shape).astype(np.float32) for _ in range(2))
+    # SFPU-bound (exp2), so that the launch model's fastest count is the cap
+    fn = lambda x, y: (x * y).exp2()
+    got, reports = _run(f"TT:{target}", fn, (a, b), monkeypatch, tmp_path, cores, target)
+    ref = fn(Tensor(a, device="CPU"), Tensor(b, device="CPU")).numpy()
+    assert ulp_distance(got, ref).max() <= 2            # mul exact, exp2 within 2 ulps (tests/e2e/test_e2e.py ULP)
+    (lc,) = [r["predicted_launch_cycles"] for r in reports]
+    n_tiles = -(-a.size // 1024)
+    assert lc["cores"] == cores and lc["tiles_per_core"] == -(-n_tiles // cores), lc
+
+
+@pytest.mark.parametrize("target", target_params("emu"))
+def test_transposed_reads_and_the_default_split(target, monkeypatch, tmp_path):
+    """Without TT_CORES the launch model picks the count (more than one for 32 tiles); strided (a.T) and broadcast
+    (b[0]) reads take each core's range of output tiles like the bulk reads do."""
+    rng = np.random.default_rng(5)
+    a, b = rng.standard_normal((256, 128)).astype(np.float32), rng.standard_normal((128, 256)).astype(np.float32)
+    dump = tmp_path / "dump"
+    monkeypatch.setenv("TT_DUMP", str(dump))
+    got = (Tensor(a, device=f"TT:{target}").T + Tensor(b, device=f"TT:{target}")[0]).numpy()
+    np.testing.assert_array_equal(got, a.T + b[0])      # fp32 adds: exact on the SFPU
+    (r,) = _reports(dump)
+    assert r["predicted_launch_cycles"]["cores"] > 1 and r["emulated_cycles"] > 0
+
+
+@pytest.mark.ttsim
+def test_many_core_kernel_is_bit_identical_on_emu_and_ttsim(monkeypatch, tmp_path):
+    rng = np.random.default_rng(9)
+    a = rng.standard_normal((64, 200)).astype(np.float32)
+    fn = lambda x: (x * 1.5).exp2() + x
+    emu, r_emu = _run("TT:emu", fn, (a,), monkeypatch, tmp_path, 5, "emu")
+    sim, r_sim = _run("TT:ttsim", fn, (a,), monkeypatch, tmp_path, 5, "ttsim")
+    assert r_emu[0]["predicted_launch_cycles"]["cores"] == r_sim[0]["predicted_launch_cycles"]["cores"] == 5
+    assert emu.tobytes() == sim.tobytes()
+    assert Device["TT:ttsim"].target.alive

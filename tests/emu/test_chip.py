@@ -1,0 +1,141 @@
+"""The emulated chip (runtime/emu/chip.py, noc.Fabric, chip/grid.py): the grid and its harvesting, DRAM banks behind
+their coordinates, the NoC time model, one kernel launched on several tiles by the driver, deadlocks named across
+tiles, and (with TT_SIMULATOR) the same many-tile launch on ttsim, bit for bit."""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+from tt_backend.chip import layout
+from tt_backend.chip.errors import EmuDeadlock, TTError
+from tt_backend.chip.grid import Grid, dram_bank, route
+from tt_backend.runtime import driver
+from tt_backend.runtime.emu import cycles
+from tt_backend.runtime.emu.device import EmuDevice
+from tt_backend.runtime.emu.noc import DRAM_BANK_BYTES_PER_CYCLE, Fabric
+from tt_backend.runtime.ttsim_device import TtsimDevice
+
+from tests.support import programs
+from tests.support.harness import DRAM_XY
+from tests.support.tile import build
+
+
+def test_grid_facts_and_harvesting():
+    g = Grid()
+    assert len(g.tensix) == 140 and g.tensix[0] == layout.TILE_XY and g.physical(16, 11) == (16, 11)
+    h = Grid((3, 12))                                   # two harvested columns: 12 x 10, translated columns 1..14
+    assert len(h.tensix) == 120 and {x for x, _ in h.tensix} == {1, 2, 3, 4, 5, 6, 7, 10, 11, 12, 13, 14}
+    assert h.physical(3, 2) == (4, 2) and h.physical(14, 5) == (16, 5) and not h.is_tensix(15, 5)
+    assert h.shape(8) == (8, 1) and h.shape(64) == (12, 6)
+    assert {dram_bank(17, y) for y in range(12, 24)} == {0, 1, 2, 3} and dram_bank(18, 12) == dram_bank(18, 14) == 4
+    with pytest.raises(ValueError, match="Tensix columns"):
+        Grid((8,))
+    # NoC0: +x then +y; NoC1: -y then -x; both wrap around
+    assert route(0, (15, 2), (1, 3)) == [(0, 15, 2, "x"), (0, 16, 2, "x"), (0, 0, 2, "x"), (0, 1, 2, "y")]
+    assert route(1, (1, 3), (15, 2)) == [(1, 1, 3, "y"), (1, 1, 2, "x"), (1, 0, 2, "x"), (1, 16, 2, "x")]
+
+
+def test_fabric_latency_hops_and_occupancy():
+    f = Fabric(Grid())
+    n = 4096
+    near = f.transfer(0, "read", (1, 2), (2, 2), n, 0, None)
+    hops = len(route(0, (2, 2), (1, 2))) + len(route(0, (1, 2), (2, 2)))
+    assert near == cycles.noc_cycles(n, hops)                       # uncontended: the documented latency
+    f2 = Fabric(Grid())
+    far = f2.transfer(0, "read", (1, 2), (16, 11), n, 0, None)
+    assert far > near                                               # more hops, more cycles
+    # two tiles reading the same DRAM bank at the same cycle: the second waits for the bank (47 B/cycle)
+    f3 = Fabric(Grid())
+    a = f3.transfer(0, "read", (1, 2), layout.DRAM_XY, n, 0, 4)
+    b = f3.transfer(0, "read", (2, 2), layout.DRAM_XY, n, 0, 4)
+    assert b - a >= -(-n // DRAM_BANK_BYTES_PER_CYCLE) - 2 * cycles.NOC_HOP_LATENCY and f3.stats()["wait_cycles"] > 0
+    # a request issued earlier in emulated time but reserved later still uses the gap before the other's packet
+    f4 = Fabric(Grid())
+    late = f4.transfer(0, "write", (1, 2), (5, 2), n, 10_000, None)
+    early = f4.transfer(0, "write", (1, 2), (5, 2), n, 0, None)
+    assert early == cycles.noc_cycles(n, len(route(0, (1, 2), (5, 2))) + len(route(0, (5, 2), (1, 2)))) < late
+
+
+def _copy_on_tiles(dev, n_tiles: int, data: np.ndarray, chunk: int):
+    """dram_copy.c on BRISC of n tiles, tile i copying chunk i of `data` (transformed) to the output buffer."""
+    src, dst = 0x100_0000, 0x200_0000
+    dev.write_dram(src, data.tobytes())
+    per_tile = [[src + i * chunk, 0x80040 - 0x40, chunk, dst + i * chunk, DRAM_XY] for i in range(n_tiles)]
+    res = driver.launch(dev, {"brisc": programs.compile_prog("device/dram_copy.c")}, [], timeout_s=120,
+                        per_tile=per_tile)
+    return res, np.frombuffer(dev.read_dram(dst, n_tiles * chunk), np.uint32)
+
+
+def _transform(w: np.ndarray) -> np.ndarray:
+    return (w * np.uint32(2654435761)) ^ (w >> np.uint32(7))
+
+
+@pytest.mark.needs_program_cc
+def test_driver_launches_one_kernel_on_several_tiles():
+    dev = EmuDevice()
+    data = np.random.default_rng(1).integers(0, 2 ** 32, 6 * 1024, dtype=np.uint32)
+    res, out = _copy_on_tiles(dev, 6, data, 4096)
+    assert res.tiles == 6 and np.array_equal(out, _transform(data))
+    assert len(dev.chip.tiles) == 6 and set(dev.chip.tiles) == set(dev.tile_xys()[:6])
+    per_tile = dev.stats()["tiles"]
+    assert all(t["instructions"]["brisc"] > 0 for t in per_tile.values())
+    assert dev.stats()["fabric"]["transfers"] >= 12
+    # tiles released together start at the same cycle: their brisc cycle counts are close (same work, other routes)
+    cyc = [t["cycles"]["brisc"] for t in per_tile.values()]
+    assert max(cyc) < 1.5 * min(cyc)
+    with pytest.raises(TTError, match="split over 141 Tensix tiles, but emu launches on 140"):
+        driver.launch(dev, {"brisc": programs.compile_prog("device/dram_copy.c")}, [], per_tile=[[0]] * 141)
+
+
+@pytest.mark.needs_program_cc
+def test_contention_on_one_dram_bank_shows_in_the_cycles():
+    """Eight tiles copying through the one DRAM bank at once wait longer for their NoC requests than one tile alone:
+    the slowest waits about for the other seven's packets through the bank (47 bytes per cycle)."""
+    data = np.arange(8 * 8192, dtype=np.uint32)
+    one, eight = EmuDevice(), EmuDevice()
+    _copy_on_tiles(one, 1, data[:8192], 32768)
+    _copy_on_tiles(eight, 8, data, 32768)
+    s1 = one.stats()["stall_cycles"]["brisc"]
+    s8 = max(t["stall_cycles"]["brisc"] for t in eight.stats()["tiles"].values())
+    assert s8 - s1 > 6 * 32768 // DRAM_BANK_BYTES_PER_CYCLE, (s1, s8)
+
+
+@pytest.mark.needs_program_cc
+def test_idle_tiles_cost_no_host_time():
+    """Tiles created by an earlier launch and parked since are not emulated again: a one-tile launch after a
+    64-tile one costs about what it costs on a fresh chip."""
+    elf = programs.compile_prog("device/dram_copy.c")
+    args = [0x100_0000, 0x80000, 4096, 0x200_0000, DRAM_XY]
+
+    def one_tile(dev) -> float:
+        t0 = time.perf_counter()
+        for _ in range(5):
+            driver.launch(dev, {"brisc": elf}, args)
+        return time.perf_counter() - t0
+    fresh = one_tile(EmuDevice())
+    busy = EmuDevice()
+    driver.launch(busy, {"brisc": elf}, [], per_tile=[args] * 64)
+    assert one_tile(busy) < 3 * fresh + 0.05
+
+
+@pytest.mark.needs_program_cc
+def test_deadlock_names_the_waiting_cores_of_every_tile():
+    dev = EmuDevice()
+    elfs = {c: build("store_word.c", c, CORE_ID=i).read_bytes() for i, c in enumerate(layout.CORES)}
+    elfs["trisc0"] = build("mailbox_wait.c", "trisc0", ROLE=1, FROM=3).read_bytes()   # waits for T2 -> T0: never sent
+    with pytest.raises(EmuDeadlock) as e:
+        driver.launch(dev, elfs, [], per_tile=[[]] * 2)
+    msg = str(e.value)
+    assert "tile (1, 2)" in msg and "tile (2, 2)" in msg and msg.count("mailbox read: T2 to T0") == 2, msg
+
+
+@pytest.mark.ttsim
+@pytest.mark.needs_program_cc
+def test_many_tile_launch_is_bit_identical_on_ttsim(ttsim_lib):
+    data = np.random.default_rng(2).integers(0, 2 ** 32, 4 * 1024, dtype=np.uint32)
+    _, emu = _copy_on_tiles(EmuDevice(), 4, data, 4096)
+    with TtsimDevice(ttsim_lib) as sim:
+        _, ref = _copy_on_tiles(sim, 4, data, 4096)
+    assert np.array_equal(emu, ref) and np.array_equal(ref, _transform(data))

@@ -1,0 +1,74 @@
+"""The elementwise family's split over a grid of cores, without a device: tile ranges, the launch model's choice of
+the count (lowering/families/mover_cost.py grid_pipeline_cycles, elementwise.use_cores), each core's argument block
+and the sources that read it."""
+from __future__ import annotations
+
+import pytest
+from tinygrad import Tensor
+from tinygrad.uop.ops import Ops
+
+from tt_backend.lowering.families import mover_cost
+from tt_backend.lowering.families.mover_cost import grid_pipeline_cycles, split_ranges
+from tt_backend.lowering.select import lower
+from tt_backend.placement_eval import placer
+
+
+def _plan(t: Tensor, name: str):
+    call = [c for c in t.schedule_linear().src if c.op is Ops.CALL][-1]
+    return lower(call.src[0], name, placer())
+
+
+@pytest.mark.parametrize("n, cores", [(10, 3), (7, 7), (64, 5), (1, 1)])
+def test_split_ranges_cover_every_tile_once_and_differ_by_at_most_one(n, cores):
+    r = split_ranges(n, cores)
+    assert len(r) == cores and r[0][0] == 0 and r[-1][1] == n
+    assert all(a[1] == b[0] for a, b in zip(r, r[1:]))
+    sizes = [e - b for b, e in r]
+    assert max(sizes) - min(sizes) <= 1 and sorted(sizes, reverse=True) == sizes
+
+
+def test_grid_model_is_bounded_by_the_dram_bank():
+    reads, write = [("contiguous", "fp32", None)] * 2, ("contiguous", "fp32")
+    one = grid_pipeline_cycles(4096, reads, write, 300.0, 1, 12 * 1024)
+    many = [grid_pipeline_cycles(4096, reads, write, 300.0, n, 12 * 1024) for n in (8, 64)]
+    bank = 4096 * 12 * 1024 / mover_cost.DRAM_BANK_BYTES_PER_CYCLE
+    assert one["total"] > many[0]["total"] >= round(bank) and many[1]["total"] == round(bank)
+    assert many[1]["price"] == many[1]["total"] + 63 * mover_cost.CORE_LAUNCH_CYCLES
+    assert many[1]["tiles_per_core"] == 64 and one["cores"] == 1
+
+
+def test_use_cores_picks_the_cheapest_count_within_the_cap():
+    a = Tensor.empty(64, 400)
+    plan = _plan((a * 3).exp2(), "E_grid")             # 25 tiles, SFPU-bound
+    plan.use_cores(1)
+    assert plan.cores == 1
+    plan.use_cores(140)
+    best = plan.cores
+    prices = {n: plan.launch_cycles(n)["price"] for n in range(1, 26)}
+    assert best > 1 and prices[best] == min(prices.values())
+    plan.use_cores(3)
+    assert plan.cores == 3                              # capped (TT_CORES): the cap is the cheapest allowed here
+    lc = plan.launch_cycles()
+    assert (lc["cores"], lc["tiles_per_core"], lc["grid"]) == (3, 9, "3x1")
+
+
+def test_each_core_gets_its_argument_block_and_the_sources_read_it():
+    a, b = Tensor.empty(70, 333), Tensor.empty(70, 333)
+    plan = _plan(a * b + a, "E_grid_args")               # 23 tiles
+    plan.cores = 4
+    addrs = [0x1000 * (k + 1) for k in range(len(plan.buffers))]
+    blocks = plan.core_arg_words(addrs)
+    assert [blk[-2:] for blk in blocks] == [[0, 6], [6, 12], [12, 18], [18, 23]]
+    assert all(blk[:-2] == [23, 70 * 333, *addrs] for blk in blocks)
+    assert plan.arg_words(addrs) == [23, 70 * 333, *addrs, 0, 23]      # one core: all tiles
+    src = plan.render()
+    assert f"#define ARG_TILE_BEGIN ARG_BUF({len(plan.buffers)})" in src["args.h"]
+    for core in ("brisc", "ncrisc", "trisc0"):           # reader, writer, the compute threads' one source
+        text = src[core]
+        assert "tile_begin = tt_arg(ARG_TILE_BEGIN)" in text and "t < tile_end" in text
+
+
+def test_reductions_stay_on_one_core():
+    plan = _plan(Tensor.empty(64, 512).sum(1), "r_grid")
+    plan.use_cores(64)
+    assert plan.cores == 1 and len(plan.core_arg_words([0] * len(plan.buffers))) == 1
