@@ -269,6 +269,9 @@ class Gen:
                 v.grid = None          # no longer exactly representable: an arithmetic op rounds
                 if op in ROUNDING_OPS:
                     v.unit = max([UNIT[v.dtype], *(a.unit for a in args)])
+            if op != "cast" and any(a.dtype != v.dtype and not fits(a, v.dtype) for a in args):
+                # tinygrad's promotion casts an operand that rounds (the CPU device's bfloat16 emulation truncates)
+                v.unit, v.grid = max([UNIT[v.dtype], *(a.unit for a in args)]), None
         elif v.dtype == "bool":
             v.lo, v.hi, v.grid = 0, 1, None
         else:
@@ -740,6 +743,14 @@ def wraps(dtype: str) -> bool:
     return dtype != "int32"
 
 
+def fits(a: Val, dtype: str) -> bool:
+    """Whether every value of a is exactly a `dtype` value (a cast to it rounds nothing)."""
+    if a.dtype == "bool" or a.isfloat and MANTISSA[a.dtype] <= MANTISSA[dtype] and (a.dtype, dtype) != ("float16", "bfloat16"):
+        return True
+    g = 0 if a.isint else a.grid
+    return g is not None and a.bound * 2.0 ** g < 2.0 ** MANTISSA[dtype] and a.bound < 6e4
+
+
 def grid_of(x: Val, g: int | None) -> int | None:
     return None if x.grid is None or g is None else g
 
@@ -830,13 +841,25 @@ def run(program: Program, device: str, every_step: bool = False) -> dict[str, np
 
 def _run(program: Program, device: str, every_step: bool) -> dict[str, np.ndarray]:
     env = {i.name: make_input_tensor(i, input_array(i, program.seed), device) for i in program.inputs}
+    cpu = device.startswith("CPU")
     for s in program.steps:
-        env[s.out] = OPS[s.op](*[env[a] for a in s.args], **s.params)
+        fn = cast_bf16_rne if cpu and s.op == "cast" and s.params["dtype"] == "bfloat16" else OPS[s.op]
+        env[s.out] = fn(*[env[a] for a in s.args], **s.params)
         if every_step:
             env[s.out] = env[s.out].realize()
     names = [s.out for s in program.steps] if every_step else program.outputs
     Tensor.realize(*[env[n] for n in names])
     return {n: env[n].numpy() for n in names}
+
+
+def cast_bf16_rne(x: Tensor, dtype: str) -> Tensor:
+    """The CPU device's cast to bfloat16 rounded to nearest even, as tinygrad defines it (dtypes' truncate, a native
+    __bf16): its bfloat16 emulation, which the reference runs under, truncates instead. On float32 bits: add 0x7fff
+    plus the lowest kept bit, clear the low half (NaN kept); the final cast is then exact."""
+    f = x.cast(dtypes.float32)
+    bits = f.bitcast(dtypes.uint32)
+    rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000).bitcast(dtypes.float32)
+    return (f != f).where(f, rounded).cast(dtypes.bfloat16)
 
 
 def compare(tt: np.ndarray, ref: np.ndarray, unit: float) -> str | None:
