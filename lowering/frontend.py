@@ -45,6 +45,7 @@ DTYPE_NAME.update({dtypes.int8: "int8", dtypes.uint8: "uint8", dtypes.int16: "in
 # tinygrad's CPU device wraps (two's complement truncation): dtype -> unsigned by a mask, signed by a shift pair
 WRAPPING_OPS = ("ADD", "SUB", "MUL", "NEG", "SHL", "CAST", "REDUCE", "CDIV", "FLOORDIV")
 WRAP = {"uint8": ("AND", 0xFF), "uint16": ("AND", 0xFFFF), "int8": ("SHIFT", 24), "int16": ("SHIFT", 16)}
+NARROW_FLOATS = (dtypes.bfloat16, dtypes.float16)
 
 
 def dtype_name(dt: DType, what: str) -> str:
@@ -326,6 +327,11 @@ class _Lowerer:
                 inner, rngs = inner.src[0], rngs + list(inner.src[1:])   # sum of sums = one sum over both ranges
             src = self.value(inner, u.dtype)
             axes = tuple(sorted(self.rvar[r] for r in rngs))
+            if u.arg[0] is not Ops.MAX and u.dtype in NARROW_FLOATS:
+                # a sum/product typed bfloat16/float16 (tinygrad's one-hot indexing sums in the operand's dtype):
+                # accumulated in float32 (its lane values are float32 values) and rounded once, as a CAST rounds
+                red = self.dag.add("REDUCE", "float32", (src,), (u.arg[0].name, axes))
+                return self.dag.add("CAST", lane_name(u.dtype, "REDUCE"), (red,))
             return self.wrap(self.dag.add("REDUCE", lane_name(u.dtype, "REDUCE"), (src,), (u.arg[0].name, axes)), u.dtype)
         if (u.op is Ops.RANGE or self.is_range_only(u)) and (u.dtype in (dtypes.bool, dtypes.int32, dtypes.uint32) or
                                                              u.dtype in dtypes.weaks and not dtypes.is_float(u.dtype)):
