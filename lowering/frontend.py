@@ -365,9 +365,8 @@ class _Lowerer:
             ne = self._value(UOp(Ops.CMPNE, dtypes.bool, u.src))
             return self.dag.add("CMPNE", "bool", (ne, self.value(UOp(Ops.CONST, dtypes.bool, arg=True))))
         if u.op not in VALUE_OPS: raise UnsupportedOp(f"{self.name}: {u.op.name} ({u.dtype}) has no TT lowering yet")
-        if u.op in INT_DIVISION and dt != "int32":
-            raise UnsupportedOp(f"{self.name}: {u.op.name} in {dt} (integer division is lowered for int32; "
-                                "floor division and modulo by a power of two also for uint32)")
+        if u.op in INT_DIVISION and dt not in ("int32", "uint32"):
+            raise UnsupportedOp(f"{self.name}: {u.op.name} in {dt} (integer division is lowered for int32 and uint32)")
         if u.op in (Ops.CMPLT, Ops.CMPNE):
             typed = [s.dtype for s in u.src if s.op is not Ops.CONST or s.dtype not in dtypes.weaks]
             opnd = typed[0] if typed else (dtypes.float32 if any(s.dtype == dtypes.weakfloat for s in u.src) else dtypes.int32)
