@@ -25,7 +25,7 @@ from tinygrad.helpers import Context
 from tests.e2e.random_programs import OP_CLASS, SUPPORTED, Program, compare, dname, generate, run
 
 CI_SEEDS = range(50)
-CI_NUMEL, CI_STEPS = 512, 6          # small programs: the 50 compile ~150 kernels
+CI_NUMEL, CI_STEPS = 256, 4          # small programs: the 50 compile ~100 kernels
 TT = "TT:emu"
 
 
