@@ -23,8 +23,9 @@ power of two (`grid`), and whether both devices must agree bit for bit (`unit ==
   * integers: divisors are made nonzero (`where(b == 0, 1, b)`); int32 arithmetic never leaves int32 (C's signed
     overflow is undefined on the CPU device) and never reaches INT_MIN; uint16 products stay below 2**31 (C promotes
     them to int); left shifts take non-negative operands, counts below the width and never overflow (also not in C's
-    int promotion); right shift counts are below the width. Unsigned arithmetic and the narrow signed types may wrap
-    (the CPU device defines both: modular unsigned arithmetic, conversions to int8/int16 truncate);
+    int promotion); right shift counts are below the width. Only uint32 arithmetic wraps (modular in C); the narrow
+    types stay in range (the CPU device drops their truncation where a fused consumer is wider: `wraps`), except in
+    explicit casts, which convert modulo 2**width;
   * float -> int casts take values clipped into the target's range (C leaves others undefined);
   * ops that are discontinuous in their input (comparisons, floor/ceil/trunc/round, float // and %, casts to integers
     or bool, argmax/argmin) take only values both devices compute bit for bit: inputs and what bit-exact ops make of
@@ -742,9 +743,10 @@ ROUNDING_OPS = {"add", "sub", "mul", "square", "mul_c", "add_c", "pos", "sum", "
 
 
 def wraps(dtype: str) -> bool:
-    """Whether the CPU device defines leaving the dtype's range: modular unsigned arithmetic, truncating conversions
-    to int8/int16 (computed in int). int32 overflow is undefined in C."""
-    return dtype != "int32"
+    """Whether the CPU device defines arithmetic leaving the dtype's range: uint32's is modular in C. int32 overflow
+    is undefined in C, and a narrow type's result is computed in int and only truncated where tinygrad keeps the cast:
+    fused into a wider consumer (uint8 * uint8 into a uint32 cumsum) the CPU device keeps the untruncated product."""
+    return dtype == "uint32"
 
 
 def fits(a: Val, dtype: str) -> bool:
