@@ -46,6 +46,7 @@ DTYPE_NAME.update({dtypes.int8: "int8", dtypes.uint8: "uint8", dtypes.int16: "in
 WRAPPING_OPS = ("ADD", "SUB", "MUL", "NEG", "SHL", "CAST", "REDUCE", "CDIV", "FLOORDIV")
 WRAP = {"uint8": ("AND", 0xFF), "uint16": ("AND", 0xFFFF), "int8": ("SHIFT", 24), "int16": ("SHIFT", 16)}
 NARROW_FLOATS = (dtypes.bfloat16, dtypes.float16)
+TAUTOLOGY_CHECK_MAX = 1 << 22          # iteration points a STORE gate is evaluated over to find it always true
 
 
 def dtype_name(dt: DType, what: str) -> str:
@@ -481,6 +482,11 @@ class _Lowerer:
         self.rvar.update({a: self.rvar[c] for a, c in self.alias.items()})
         self.sizes = [int(r.src[0].arg) for r in rngs]
         output = self.stream_index(out_index)
+        if output.valid is not None and math.prod(self.sizes) <= TAUTOLOGY_CHECK_MAX and \
+                output.valid.flat(self.sizes).all():
+            # a gate true at every point (tinygrad's simplifier leaves tautologies such as !(a && b) || a after a
+            # pad of a strided slice): the store is ungated
+            output = self.stream_index(UOp(Ops.INDEX, out_index.dtype, (out_index.src[0], strip_invalid(out_index.src[1])[1])))
         self.store_slot = output.slot
         if output.valid is not None: raise UnsupportedOp(f"{self.name}: a gated STORE ({output.valid_c})")
         if len(store.src) > 2: raise UnsupportedOp(f"{self.name}: a gated STORE")
