@@ -995,5 +995,7 @@ CASTS.update({
     ("float16", "bfloat16"): Seq(f_round_only, 0, (0,), True),
     ("float16", "int32"): Seq(cast_f_to_i, 1), ("float16", "bool"): Seq(cast_f_to_b, 0, (0,)),
     ("int32", "float16"): Seq(cast_i_to_f, 1, (), True), ("bool", "float16"): Seq(cast_b_to_f, 0, (0,)),
+    # uint32 -> float32 is exact below 2**24 and anything from 65520 on is inf in float16: one rounding either way
+    ("float16", "uint32"): Seq(cast_f_to_u, 1), ("uint32", "float16"): Seq(cast_u_to_f, 1, (), True),
 })
 ROUND_TMPS = 3
