@@ -403,7 +403,9 @@ class Gen:
             corners = [a ** b for a in (x.lo, x.hi) for b in (y.lo, y.hi)]
             self.emit(op, [x, y], {}, min(corners), max(corners), None, max(x.unit, y.unit, UNIT[x.dtype]))
         elif op in ("floordiv", "mod"):
-            if x.unit or y.unit:
+            if x.unit or y.unit or x.grid is None or y.grid is None:
+                # continuous operands put floor(x / y) at its discontinuity only by rounding; grid operands reach it
+                # exactly (integer quotients), which the devices must agree on
                 raise Reject("discontinuous op on a rounded value")
             y = self.positive(y)
             q = x.bound / y.lo
@@ -849,13 +851,29 @@ def _run(program: Program, device: str, every_step: bool) -> dict[str, np.ndarra
     env = {i.name: make_input_tensor(i, input_array(i, program.seed), device) for i in program.inputs}
     cpu = device.startswith("CPU")
     for s in program.steps:
-        fn = cast_bf16_rne if cpu and s.op == "cast" and s.params["dtype"] == "bfloat16" else OPS[s.op]
-        env[s.out] = fn(*[env[a] for a in s.args], **s.params)
+        args = [env[a] for a in s.args]
+        if cpu and s.op == "cast" and s.params["dtype"] == "bfloat16":
+            env[s.out] = cast_bf16_rne(*args, **s.params)
+        elif cpu and s.op in MAX_REDUCING and any(a.dtype == dtypes.bfloat16 for a in args):
+            env[s.out] = cpu_max_reducing(s.op, args, s.params)
+        else:
+            env[s.out] = OPS[s.op](*args, **s.params)
         if every_step:
             env[s.out] = env[s.out].realize()
     names = [s.out for s in program.steps] if every_step else program.outputs
     Tensor.realize(*[env[n] for n in names])
     return {n: env[n].numpy() for n in names}
+
+
+# ops with a MAX reduction inside: tinygrad's bfloat16 emulation fails to build them on the CPU device (UOp verification
+# of the accumulator), so the reference computes them from the bf16 values widened to float32 (max is exact)
+MAX_REDUCING = {"max", "min", "argmax", "argmin", "softmax", "log_softmax", "logsumexp", "cross_entropy", "sparse_ce"}
+
+
+def cpu_max_reducing(op: str, args: list[Tensor], params: dict) -> Tensor:
+    want = OPS[op](*args, **params).dtype          # the dtype the program computes in (lazy: nothing runs)
+    out = OPS[op](*[a.float() if a.dtype == dtypes.bfloat16 else a for a in args], **params)
+    return cast_bf16_rne(out, "bfloat16") if want == dtypes.bfloat16 and out.dtype != want else out.cast(want)
 
 
 def cast_bf16_rne(x: Tensor, dtype: str) -> Tensor:
