@@ -491,12 +491,13 @@ class _Lowerer:
         if output.valid is not None: raise UnsupportedOp(f"{self.name}: a gated STORE ({output.valid_c})")
         if len(store.src) > 2: raise UnsupportedOp(f"{self.name}: a gated STORE")
         value = store.src[1]
-        if value.dtype in dtypes.weaks and out_index.dtype not in dtypes.weaks:
-            # tinygrad's symbolic rewrites can leave a weak-typed value at a STORE (x.expand(8, n).all(): the bool
-            # product folded into a power in weakint); the store converts it to the buffer's dtype
-            value = value.cast(out_index.dtype)
         self.dag.out = self.value(value, out_index.dtype)
         out_dt = self.dag.nodes[self.dag.out].dtype
+        if out_dt != lane_dtype(output.dtype) and value.dtype in dtypes.weaks:
+            # tinygrad's symbolic rewrites can leave a weak-typed value at a STORE (x.expand(8, n).all(): the bool
+            # product folded into a power in weakint); the store converts it to the buffer's dtype
+            self.dag.out = self.value(value.cast(out_index.dtype), out_index.dtype)
+            out_dt = self.dag.nodes[self.dag.out].dtype
         if out_dt != lane_dtype(output.dtype):   # tinygrad always stores the buffer's dtype; anything else is a frontend bug
             raise UnsupportedOp(f"{self.name}: stored value is {out_dt}, the buffer is {output.dtype}")
         if not self.inputs:
