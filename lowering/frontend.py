@@ -50,6 +50,8 @@ DRAM_INDEX_DTYPES = ("int32", "uint32", "int16", "uint16", "int8", "uint8", "boo
 # tinygrad's CPU device wraps (two's complement truncation): dtype -> unsigned by a mask, signed by a shift pair
 WRAPPING_OPS = ("ADD", "SUB", "MUL", "NEG", "SHL", "CAST", "REDUCE", "CDIV", "FLOORDIV")
 WRAP = {"uint8": ("AND", 0xFF), "uint16": ("AND", 0xFFFF), "int8": ("SHIFT", 24), "int16": ("SHIFT", 16)}
+NARROW_FLOATS = (dtypes.bfloat16, dtypes.float16)
+TAUTOLOGY_CHECK_MAX = 1 << 22          # iteration points a STORE gate is evaluated over to find it always true
 
 
 def dtype_name(dt: DType, what: str) -> str:
@@ -351,6 +353,11 @@ class _Lowerer:
                 inner, rngs = inner.src[0], rngs + list(inner.src[1:])   # sum of sums = one sum over both ranges
             src = self.value(inner, u.dtype)
             axes = tuple(sorted(self.rvar[r] for r in rngs))
+            if u.arg[0] is not Ops.MAX and u.dtype in NARROW_FLOATS:
+                # a sum/product typed bfloat16/float16 (tinygrad's one-hot indexing sums in the operand's dtype):
+                # accumulated in float32 (its lane values are float32 values) and rounded once, as a CAST rounds
+                red = self.dag.add("REDUCE", "float32", (src,), (u.arg[0].name, axes))
+                return self.dag.add("CAST", lane_name(u.dtype, "REDUCE"), (red,))
             return self.wrap(self.dag.add("REDUCE", lane_name(u.dtype, "REDUCE"), (src,), (u.arg[0].name, axes)), u.dtype)
         if (u.op is Ops.RANGE or self.is_range_only(u)) and (u.dtype in (dtypes.bool, dtypes.int32, dtypes.uint32) or
                                                              u.dtype in dtypes.weaks and not dtypes.is_float(u.dtype)):
@@ -384,9 +391,8 @@ class _Lowerer:
             ne = self._value(UOp(Ops.CMPNE, dtypes.bool, u.src))
             return self.dag.add("CMPNE", "bool", (ne, self.value(UOp(Ops.CONST, dtypes.bool, arg=True))))
         if u.op not in VALUE_OPS: raise UnsupportedOp(f"{self.name}: {u.op.name} ({u.dtype}) has no TT lowering yet")
-        if u.op in INT_DIVISION and dt != "int32":
-            raise UnsupportedOp(f"{self.name}: {u.op.name} in {dt} (integer division is lowered for int32; "
-                                "floor division and modulo by a power of two also for uint32)")
+        if u.op in INT_DIVISION and dt not in ("int32", "uint32"):
+            raise UnsupportedOp(f"{self.name}: {u.op.name} in {dt} (integer division is lowered for int32 and uint32)")
         if u.op in (Ops.CMPLT, Ops.CMPNE):
             typed = [s.dtype for s in u.src if s.op is not Ops.CONST or s.dtype not in dtypes.weaks]
             opnd = typed[0] if typed else (dtypes.float32 if any(s.dtype == dtypes.weakfloat for s in u.src) else dtypes.int32)
@@ -501,6 +507,11 @@ class _Lowerer:
         self.rvar.update({a: self.rvar[c] for a, c in self.alias.items()})
         self.sizes = [int(r.src[0].arg) for r in rngs]
         output = self.stream_index(out_index)
+        if output.valid is not None and math.prod(self.sizes) <= TAUTOLOGY_CHECK_MAX and \
+                output.valid.flat(self.sizes).all():
+            # a gate true at every point (tinygrad's simplifier leaves tautologies such as !(a && b) || a after a
+            # pad of a strided slice): the store is ungated
+            output = self.stream_index(UOp(Ops.INDEX, out_index.dtype, (out_index.src[0], strip_invalid(out_index.src[1])[1])))
         self.store_slot = output.slot
         if output.valid is not None: raise UnsupportedOp(f"{self.name}: a gated STORE ({output.valid_c})")
         if output.index_loads: raise UnsupportedOp(f"{self.name}: a STORE whose index depends on loaded data")
@@ -508,6 +519,11 @@ class _Lowerer:
         value = store.src[1]
         self.dag.out = self.value(value, out_index.dtype)
         out_dt = self.dag.nodes[self.dag.out].dtype
+        if out_dt != lane_dtype(output.dtype) and value.dtype in dtypes.weaks:
+            # tinygrad's symbolic rewrites can leave a weak-typed value at a STORE (x.expand(8, n).all(): the bool
+            # product folded into a power in weakint); the store converts it to the buffer's dtype
+            self.dag.out = self.value(value.cast(out_index.dtype), out_index.dtype)
+            out_dt = self.dag.nodes[self.dag.out].dtype
         if out_dt != lane_dtype(output.dtype):   # tinygrad always stores the buffer's dtype; anything else is a frontend bug
             raise UnsupportedOp(f"{self.name}: stored value is {out_dt}, the buffer is {output.dtype}")
         if not self.inputs:

@@ -652,16 +652,7 @@ def int_divmod(want_rem: bool, floor: bool):
         abs_into(e, q, x)
         abs_into(e, b, y)
         e.mov(r, ZERO)
-        for _ in range(32):
-            e.shl(r, r, 1)
-            e.shr(w, q, 31)
-            e.or3(r, r, w)                  # r = 2r + next dividend bit
-            e.shl(q, q, 1)
-            e.mov(w, b)
-            sub_flags_gte0(e, w, r)         # w = r - |b|, lanes where it is >= 0:
-            e.mov(r, w)
-            e.iaddi(q, q, 1)                # quotient bit 1
-            e.endif()
+        restoring_loop(e, q, b, r, w)
         e.loadi(w, BIG_DIVISOR)
         sub_flags_gte0(e, w, b)             # |b| > 2**30 (2**31 included: the difference stays below 2**31)
         e.sar(w, x, 31)
@@ -691,6 +682,51 @@ def int_divmod(want_rem: bool, floor: bool):
             e.iaddi(q, q, -1)
             e.iadd(r, y)
             e.endif()
+        e.setcc(y, CC_EQ0)
+        e.mov(q, ZERO)
+        e.mov(r, x)
+        e.endif()
+    return fn
+
+
+def restoring_loop(e: Emitter, q: int, b: int, r: int, w: int) -> None:
+    """32 steps of restoring division of q by b (r = 0 on entry): shift, trial subtract, keep; the quotient bits shift
+    into q from below, r ends as the remainder. The trial's sign is an exact compare while r < b <= 2**31 (as
+    unsigned): 2r + 1 < 2**32 and 2r + 1 - b lies in [-2**31, 2**31)."""
+    for _ in range(32):
+        e.shl(r, r, 1)
+        e.shr(w, q, 31)
+        e.or3(r, r, w)                  # r = 2r + next dividend bit
+        e.shl(q, q, 1)
+        e.mov(w, b)
+        sub_flags_gte0(e, w, r)         # w = r - b, lanes where it is >= 0:
+        e.mov(r, w)
+        e.iaddi(q, q, 1)                # quotient bit 1
+        e.endif()
+
+
+def uint_divmod(want_rem: bool):
+    """uint32 division (truncating and flooring agree) as tinygrad defines it; x / 0 = 0 and x % 0 = x (helpers.cdiv,
+    as int_divmod). The restoring loop on the operands as they are covers divisors up to 2**31; larger ones have
+    quotient 0 or 1, decided on lanes where both operands are >= 2**31 (their difference is then an exact int32).
+    ~300 instructions, 3 scratch registers."""
+    def fn(e, d, s, t):
+        x, y = s
+        w = t[2]
+        q, b, r = (t[0], t[1], d) if want_rem else (d, t[0], t[1])
+        e.mov(q, x)
+        e.mov(b, y)
+        e.mov(r, ZERO)
+        restoring_loop(e, q, b, r, w)
+        e.setcc(y, CC_LT0)                  # y > 2**31 (2**31 itself gives the same answer here)
+        e.mov(q, ZERO)
+        e.mov(r, x)
+        e.setcc(x, CC_LT0)                  # ... and x >= 2**31
+        e.mov(w, y)
+        sub_flags_gte0(e, w, x)             # ... and x - y >= 0: quotient 1
+        e.mov(r, w)
+        e.iaddi(q, q, 1)
+        e.endif()
         e.setcc(y, CC_EQ0)
         e.mov(q, ZERO)
         e.mov(r, x)
@@ -901,6 +937,8 @@ SEQS: dict[tuple[str, str], Seq] = {
     ("MAX", U): Seq(u_max, 3, (0,)),
     ("CMPLT", U): Seq(u_lt_value, 3, (0, 1)),
     ("SHR", U): Seq(u_shr, 1, (0,)),
+    **{(op, U): Seq(uint_divmod(rem), 3) for op, rem in (("CDIV", False), ("FLOORDIV", False), ("CMOD", True),
+                                                          ("FLOORMOD", True))},
     ("CMPLT", B): Seq(b_lt, 1, (0, 1)),
     ("CMPNE", B): Seq(bit_op("SFPXOR"), 0, (0, 1)),
     ("AND", B): Seq(bit_op("SFPAND"), 0, (0, 1)),
@@ -957,5 +995,7 @@ CASTS.update({
     ("float16", "bfloat16"): Seq(f_round_only, 0, (0,), True),
     ("float16", "int32"): Seq(cast_f_to_i, 1), ("float16", "bool"): Seq(cast_f_to_b, 0, (0,)),
     ("int32", "float16"): Seq(cast_i_to_f, 1, (), True), ("bool", "float16"): Seq(cast_b_to_f, 0, (0,)),
+    # uint32 -> float32 is exact below 2**24 and anything from 65520 on is inf in float16: one rounding either way
+    ("float16", "uint32"): Seq(cast_f_to_u, 1), ("uint32", "float16"): Seq(cast_u_to_f, 1, (), True),
 })
 ROUND_TMPS = 3

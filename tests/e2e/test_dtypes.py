@@ -109,6 +109,17 @@ def test_float16_rounding(serial_compile, target):
     assert same_bits(run(dev, fn, want), run("CPU", fn, want))
 
 
+def test_float16_uint32_casts(serial_compile):
+    """uint32 <-> float16 (found missing by the random programs): one rounding to nearest even (inf from 65520 on),
+    and float16 to uint32 truncating, as numpy converts."""
+    u = np.array([0, 1, 2047, 2049, 4097, 65504, 65519, 65520, 70000, 2**24 + 3, 2**32 - 1, 12345], np.uint32)
+    with np.errstate(over="ignore"):
+        want = u.astype(np.float16)
+    assert same_bits(run("TT", lambda a: a.cast(dtypes.float16), u), want)
+    h = np.array([0, 0.5, 1.5, 2.5, 65504, 3.75, 1000.5, 7.0], np.float16)
+    np.testing.assert_array_equal(run("TT", lambda a: a.cast(dtypes.uint32), h), h.astype(np.uint32))
+
+
 def test_float16_matmul_matches_cpu(serial_compile):
     rng = np.random.default_rng(4)
     a, b = rng.standard_normal((16, 40)).astype(np.float32), rng.standard_normal((40, 8)).astype(np.float32)

@@ -116,6 +116,14 @@ def test_broadcast_permute_pad_shrink():
     assert_ulp(tt, cpu, 0, "shrink")
 
 
+def test_pad_of_a_strided_slice():
+    """tinygrad leaves this STORE gated by a tautology (!(a && b) || a); the frontend finds it true everywhere (found
+    by the random programs)."""
+    x = rng.integers(-1000, 1000, (28, 5, 1)).astype(np.int32)
+    tt, cpu = run_both(lambda t: t[6:28:3, 0:5:3, 0:1:2].pad(((0, 2), (0, 2), (2, 1))), x)
+    assert_ulp(tt, cpu, 0, "pad of a strided slice")
+
+
 def test_fusions_reading_more_buffers_than_dst_holds_are_split_by_tinygrad():
     """13 input buffers in one expression: tinygrad's scheduler, told the TT limit (tt_backend/tinygrad_knobs.py),
     stores an intermediate and starts a new kernel instead of handing the device a kernel it cannot hold in Dst.

@@ -1,4 +1,4 @@
-"""int32 division and modulo on Device TT (lowering/codegen/sfpu_ops.py int_divmod), bit-exact against tinygrad's own
+"""int32 and uint32 division and modulo on Device TT (lowering/codegen/sfpu_ops.py int_divmod), bit-exact against tinygrad's own
 definitions (tinygrad.helpers cdiv/cmod/floordiv/floormod, wrapped to int32 like tinygrad's truncate): every pair of
 edge values (0, +-1, +-2, INT_MIN, INT_MAX, +-2**30, +-(2**30 + 1): the restoring loop's signed-compare limit) and
 random ones, tensor and constant divisors. The CPU device traps on x / 0 and INT_MIN / -1 (SIGFPE), so numbers come
@@ -9,7 +9,6 @@ import pytest
 from tinygrad import Tensor
 from tinygrad.helpers import cdiv, cmod, floordiv, floormod
 
-from tt_backend.chip.errors import UnsupportedOp
 
 pytestmark = pytest.mark.needs_cc
 
@@ -57,9 +56,20 @@ def test_int32_divmod_by_constant(tt, k):
     np.testing.assert_array_equal(got, want)
 
 
-def test_uint32_division_is_refused_by_name(tt):
-    x = Tensor(np.array([7, 9], np.uint32), device=tt)
-    with pytest.raises(Exception) as e:
-        (x // Tensor(np.array([2, 3], np.uint32), device=tt)).numpy()
-    err = e.value if isinstance(e.value, UnsupportedOp) else e.value.__cause__
-    assert isinstance(err, UnsupportedOp) and "FLOORDIV" in str(err), err
+U_EDGE = [0, 1, 2, 3, 7, 2**30, 2**30 + 1, 2**31 - 1, 2**31, 2**31 + 1, 3 * 2**30, 2**32 - 2, 2**32 - 1, 12345]
+
+
+@pytest.mark.parametrize("op", ["floordiv", "floormod", "cdiv"])
+def test_uint32_divmod_bit_exact(tt, op):
+    """uint32 (lowering/codegen/sfpu_ops.py uint_divmod): the loop's limit 2**31 on both sides, divisors above it
+    (quotient 0 or 1), x / 0 = 0 and x % 0 = x as tinygrad's helpers define them."""
+    rng = np.random.default_rng(7)
+    e = np.array(U_EDGE, np.uint32)
+    a = np.concatenate([np.repeat(e, len(e)), rng.integers(0, 2**32, 200), rng.integers(0, 5000, 100)]).astype(np.uint32)
+    b = np.concatenate([np.tile(e, len(e)), rng.integers(0, 2**32, 200), rng.integers(0, 40, 100)]).astype(np.uint32)
+    ref_fn, fn = OPS[op]
+    got = fn(Tensor(a, device=tt), Tensor(b, device=tt)).numpy()
+    want = np.array([ref_fn(int(x), int(y)) for x, y in zip(a, b)], np.int64)
+    bad = np.nonzero(got.astype(np.int64) != want)[0]
+    assert got.dtype == np.uint32 and not len(bad), [(int(a[i]), int(b[i]), int(got[i]), int(want[i])) for i in bad[:8]]
+

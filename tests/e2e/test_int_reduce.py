@@ -32,6 +32,16 @@ def test_all_over_many_elements(tt):
     assert Tensor(z, device=tt).all().item() is False
 
 
+@pytest.mark.parametrize("dtype", [np.uint8, np.int32, np.bool_])
+def test_all_any_of_an_expanded_tensor(tt, dtype):
+    """x.expand(8, n).all(): tinygrad folds the product over the repeated axis into a power typed weakint, stored into
+    the bool buffer (the frontend converts it; found by the random programs)."""
+    v = rng.integers(0, 3, (1, 16)).astype(dtype)
+    for vals in (v, np.ones_like(v)):
+        x = Tensor(vals, device=tt).expand(8, 16)
+        assert x.all().item() == vals.astype(bool).all() and x.any().item() == vals.astype(bool).any()
+
+
 def test_int32_sum_prod_wrap(tt):
     i = rng.integers(-2**31, 2**31, (37, 45)).astype(np.int32)
     x = Tensor(i, device=tt)

@@ -273,9 +273,7 @@ def lower_first(t: Tensor) -> LoweredKernel:
 
 @pytest.mark.parametrize("fn,word", [
     # (reductions and nonzero pads are lowered since: tests/e2e/test_reduce.py)
-    (lambda: Tensor.empty(10, dtype=dtypes.uint32, device=DEV) // 3, "FLOORDIV"),
     (lambda: Tensor.empty(10, dtype=dtypes.float64, device=DEV) + 1, "double"),
-    (lambda: Tensor.empty(10, dtype=dtypes.uint32, device=DEV) % 3, "FLOORMOD"),   # int32 and 2**k divisors are lowered
     # a 16-bit BITCAST (a float16 lane holds its float32 value, not its bits)
     (lambda: (Tensor.empty(6, dtype=dtypes.float16, device=DEV) + 1).bitcast(dtypes.int16), "BITCAST"),
 ])

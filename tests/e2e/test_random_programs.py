@@ -1,0 +1,166 @@
+"""Random tinygrad programs (tests/e2e/random_programs.py: the grammar, the domains, the tolerances) on Device TT against
+tinygrad's CPU device from the same numpy inputs, in this process. A program TT refuses (UnsupportedOp or any other
+exception) is a crash, never a skip; a value outside its tolerance is a wrong result.
+
+CI runs a fixed 50 (seeds CI_SEEDS at CI_SIZE: at most CI_STEPS steps over at most CI_NUMEL elements). Outside CI:
+
+    python -m tests.e2e.test_random_programs 1000 --seed 0 [--jsonl out.jsonl]
+
+prints one line per program, then a summary by cause (crash type and message; for a wrong result the op class of the
+first step that differs when every step is realized on its own, or "fusion" when none does) and the replay line of
+each failure (`python -m tests.e2e.test_random_programs --replay SEED` prints the program and checks it again).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import time
+from collections import Counter
+
+import pytest
+from tinygrad.helpers import Context
+
+from tests.e2e.random_programs import OP_CLASS, SUPPORTED, Program, compare, dname, generate, run
+
+CI_SEEDS = range(50)
+CI_NUMEL, CI_STEPS = 256, 4          # small programs: the 50 compile ~100 kernels
+TT = "TT:emu"
+
+
+def first_line(e: BaseException) -> str:
+    lines = [ln for ln in str(e).splitlines() if ln.strip()]
+    return f"{type(e).__name__}: {lines[0] if lines else ''}"[:240]
+
+
+def cause_key(msg: str) -> str:
+    """A crash message with its numbers, names of values and kernel names blurred, so one cause counts once."""
+    return re.sub(r"\b[Erv]_[\w]+|\d+", "#", msg)
+
+
+def check(program: Program, device: str = TT, localize: bool = True) -> dict:
+    """Run the program on the CPU device and on `device`; the verdict: ok, crash, wrong (or generator: the CPU
+    device itself failed, a bug of the generator)."""
+    row = {"seed": program.seed, "steps": len(program.steps), "status": "ok", "cause": ""}
+    with Context(PARALLEL=0):     # a few small kernels per program: in-process compiles are faster than workers
+        try:
+            ref = run(program, "CPU")
+        except Exception as e:
+            return {**row, "status": "generator", "cause": first_line(e)}
+        try:
+            got = run(program, device)
+        except Exception as e:
+            return {**row, "status": "crash", "cause": first_line(e)}
+        bad = {o: m for o in program.outputs if (m := compare(got[o], ref[o], program.units[o]))}
+        if not bad:
+            return row
+        row.update(status="wrong", cause="; ".join(f"{o}: {m}" for o, m in bad.items()))
+        if localize:
+            row["first_wrong"] = first_wrong_step(program, device)
+    return row
+
+
+def first_wrong_step(program: Program, device: str) -> str:
+    """The first step whose value differs when every step is realized on its own (its op class and text), "fusion"
+    when none does: the wrong result needs the steps fused."""
+    try:
+        ref, got = run(program, "CPU", every_step=True), run(program, device, every_step=True)
+    except Exception as e:
+        return f"crash when realized step by step: {first_line(e)}"
+    for s in program.steps:
+        if compare(got[s.out], ref[s.out], program.units[s.out]):
+            return f"{OP_CLASS[s.op]}: {s.text()}"
+    return "fusion"
+
+
+def test_generator_covers_the_backend_dtypes():
+    """The generator draws exactly the dtypes the backend declares to tinygrad."""
+    from tt_backend.ops_tt import TTRenderer
+    from tinygrad import Tensor
+    declared = {dname(Tensor.empty(1, dtype=d, device="CPU")) for d in TTRenderer.supported_dtypes(None)}
+    assert declared == set(SUPPORTED)
+
+
+def test_generator_is_deterministic():
+    assert generate(12345, CI_NUMEL, CI_STEPS).text() == generate(12345, CI_NUMEL, CI_STEPS).text()
+
+
+def test_compare_catches_wrong_values():
+    """The oracle itself: a wrong element fails every class; float rounding noise passes only where allowed."""
+    import numpy as np
+    ref = np.linspace(-1, 1, 64, dtype=np.float32)
+    off = ref.copy()
+    off[5] += 0.01
+    assert compare(off, ref, 2.0 ** -24) and compare(off, ref, 0.0)
+    noisy = ref * np.float32(1 + 2 ** -22)
+    assert compare(noisy, ref, 2.0 ** -24) is None and compare(noisy, ref, 0.0)
+    assert compare(np.array([1, 2], np.int32), np.array([1, 3], np.int32), 0.0)
+    assert compare(np.array([np.nan], np.float32), np.array([1.0], np.float32), 2.0 ** -24)
+
+
+@pytest.mark.needs_cc
+@pytest.mark.parametrize("seed", CI_SEEDS)
+def test_random_program(seed):
+    program = generate(seed, CI_NUMEL, CI_STEPS)
+    row = check(program, localize=False)
+    assert row["status"] == "ok", f"{row['status']}: {row['cause']}\n{program.text()}"
+
+
+def summarize(rows: list[dict]) -> None:
+    counts = Counter(r["status"] for r in rows)
+    print(f"\n{len(rows)} programs: {counts['ok']} ok, {counts['crash']} crashes, {counts['wrong']} wrong results, "
+          f"{counts['generator']} generator errors (the CPU device failed)")
+    for status in ("crash", "wrong", "generator"):
+        by = {}
+        for r in rows:
+            if r["status"] == status:
+                key = cause_key(r["cause"]) if status != "wrong" else r.get("first_wrong", "?").split(":")[0]
+                by.setdefault(key, []).append(r)
+        for key, rs in sorted(by.items(), key=lambda kv: -len(kv[1])):
+            print(f"  {status}: {len(rs)} x {key}")
+            for r in rs[:5]:
+                print(f"      seed {r['seed']}: {r['cause'][:200]}"
+                      + (f" | first wrong: {r['first_wrong']}" if "first_wrong" in r else ""))
+            print("      replay: " + " ".join(f"python -m tests.e2e.test_random_programs --replay {r['seed']}"
+                                            for r in rs[:3]))
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("n", type=int, nargs="?", default=1000, help="programs to run (seeds S .. S+n-1)")
+    ap.add_argument("--seed", type=int, default=0, help="first seed")
+    ap.add_argument("--jsonl", help="one JSON line per program")
+    ap.add_argument("--numel", type=int, default=2048, help="largest value, in elements")
+    ap.add_argument("--steps", type=int, default=None, help="steps per program (default: 3-12, drawn per seed)")
+    ap.add_argument("--device", default=TT)
+    ap.add_argument("--replay", type=int, metavar="SEED", help="print the program of SEED and check it")
+    ap.add_argument("--summarize", nargs="+", metavar="JSONL", help="only summarize the rows of earlier runs")
+    a = ap.parse_args(argv)
+    if a.summarize:
+        summarize([json.loads(ln) for f in a.summarize for ln in open(f) if ln.strip()])
+        return 0
+    if a.replay is not None:
+        program = generate(a.replay, a.numel, a.steps)
+        print(program.text())
+        row = check(program, a.device)
+        print(json.dumps(row, indent=1))
+        return 0 if row["status"] == "ok" else 1
+    rows, t0 = [], time.time()
+    sink = open(a.jsonl, "w") if a.jsonl else None
+    for seed in range(a.seed, a.seed + a.n):
+        t = time.time()
+        program = generate(seed, a.numel, a.steps)
+        row = {**check(program, a.device), "seconds": round(time.time() - t, 2)}
+        rows.append(row)
+        if sink:
+            sink.write(json.dumps({**row, "text": program.text()}) + "\n")
+            sink.flush()
+        print(f"[{len(rows)}/{a.n} {time.time() - t0:.0f}s] seed {seed}: {row['status']} ({row['seconds']} s, "
+              f"{row['steps']} steps){' ' + row['cause'][:160] if row['cause'] else ''}", flush=True)
+    summarize(rows)
+    return 0 if all(r["status"] == "ok" for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
