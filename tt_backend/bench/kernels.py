@@ -8,12 +8,14 @@
 Columns: the placement's compute cycles (what the selector prices), the whole launch predicted by
 lowering/families/mover_cost.py (reader, compute and writer as a pipeline), the emulated cycles and their ratio.
 Rows: bf16 matmul (M = K = N = 512) on the FPU at HiFi2 and HiFi4 (planned directly with that fidelity: the selector
-would pick HiFi3 for HiFi4's error), a bf16 256^3 matmul through tinygrad at TT_ERR_BUDGET=1e-2 (the selector's
-fidelity), RMSNorm-2048 (bf16 x, fp32 gamma, TT_ERR_BUDGET=1e-2: x*gamma on the FPU), the README demo expression
-at 512x512 and an fp32 elementwise a*b+a at 2048x2048; `grid`: the same a*b+a planned directly (macro-free, so that the
-same ELFs run on ttsim) and launched split over 1, 8 and 64 cores (the split forced, not the launch model's choice), with
-each run's speed-up over one core and host wall time. Emulated cycles: the slowest core of the launch (the slowest
-tile's). The program rows run through tinygrad (DEVICE=TT) in a subprocess with TT_DUMP and read each kernel's
+would pick HiFi3 for HiFi4's error), a bf16 256^3 matmul through tinygrad at TT_ERR_BUDGET=1e-2 and
+TT_BUDGET_SAMPLED=1 (the selector's fidelity; without the opt-in a matmul stays on the SFPU, docs/placement.md §3),
+RMSNorm-2048 (bf16 x, fp32 gamma, TT_ERR_BUDGET=1e-2: x*gamma on the FPU), the README demo expression at 512x512 and
+an fp32 elementwise a*b+a at 2048x2048; `grid`: the same a*b+a planned directly (macro-free, so that the same ELFs
+run on ttsim) and launched split over 1, 8 and 64 cores (the split forced, not the launch model's choice), with each
+run's speed-up over one core and host wall time. Emulated cycles: the slowest core of the launch (the slowest
+tile's).
+The program rows run through tinygrad (DEVICE=TT) in a subprocess with TT_DUMP and read each kernel's
 report.json; the matmul rows launch the plan on the emulator directly.
 """
 from __future__ import annotations
@@ -75,7 +77,7 @@ ROWS = {
     "matmul-tinygrad": ProgramRow(256, _RAND + (
         "a = Tensor(rng.standard_normal(({n}, {n})).astype(np.float32), dtype=dtypes.bfloat16).realize()\n"
         "b = Tensor(rng.standard_normal(({n}, {n})).astype(np.float32), dtype=dtypes.bfloat16).realize()\n"
-        "out = (a @ b).realize()"), {"TT_ERR_BUDGET": "1e-2"}),
+        "out = (a @ b).realize()"), {"TT_ERR_BUDGET": "1e-2", "TT_BUDGET_SAMPLED": "1"}),
     "rmsnorm": ProgramRow(2048, _RAND + (
         "xb = (rng.standard_normal({n}).astype(np.float32).view(np.uint32) & 0xFFFF0000).view(np.float32)\n"
         "x = Tensor(xb.tolist(), dtype=dtypes.bfloat16).realize()\n"
