@@ -18,10 +18,11 @@ pytestmark = pytest.mark.needs_cc
 
 
 # The default device is named for every program (Context(DEV=...)): left to tinygrad, its first use picks one and
-# writes it into os.environ["DEV"], which later tests' subprocesses inherit.
+# writes it into os.environ["DEV"], which later tests' subprocesses inherit. DEV takes the device alone ("TT"): what
+# follows a colon there names a renderer, so "TT:ttsim" goes to the tensors only.
 
 def gradients(fn, arrays, device: str) -> list[np.ndarray]:
-    with Context(DEV=device):
+    with Context(DEV=device.split(":")[0]):
         ts = [Tensor(a, device=device) for a in arrays]
         grads = fn(*ts).sum().gradient(*ts)
         Tensor.realize(*grads)
