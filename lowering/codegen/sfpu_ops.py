@@ -798,10 +798,9 @@ def where(e, d, s, t):                      # c ? x : y (c is 0/1)
 
 
 # ---- casts
-def cast_f_to_i(e, d, s, t):
-    """C truncation: mantissa shifted by e-23; |x| < 1 -> 0; |x| >= 2**31, Inf, NaN -> INT32_MIN (x86 cvttss2si)."""
-    x = s[0]
-    t1 = t[0]
+def truncated_magnitude(e, d: int, x: int, t1: int) -> None:
+    """d = trunc(|x|) for exponents e < 32 (the mantissa shifted by e-23; |x| < 1 -> 0), t1 = the unbiased exponent e:
+    the part the float -> int32 and float -> uint32 casts share before their sign and range rules."""
     e.exman(d, x)
     e.exexp(t1, x)
     e.iaddi(t1, t1, -23)
@@ -809,6 +808,13 @@ def cast_f_to_i(e, d, s, t):
     e.iaddi(t1, t1, 23, cc=0)               # flags: e < 0
     e.mov(d, ZERO)
     e.endif()
+
+
+def cast_f_to_i(e, d, s, t):
+    """C truncation: mantissa shifted by e-23; |x| < 1 -> 0; |x| >= 2**31, Inf, NaN -> INT32_MIN (x86 cvttss2si)."""
+    x = s[0]
+    t1 = t[0]
+    truncated_magnitude(e, d, x, t1)
     e.setcc(x, CC_LT0)
     e.isub_from(d, ZERO)                    # negate for x < 0
     e.endif()
@@ -846,13 +852,7 @@ def cast_f_to_u(e, d, s, t):
     values undefined): the mantissa shifted by e-23 (|x| < 1 -> 0); x <= -1, x >= 2**32, Inf and NaN -> 0xFFFFFFFF."""
     x = s[0]
     t1 = t[0]
-    e.exman(d, x)
-    e.exexp(t1, x)
-    e.iaddi(t1, t1, -23)
-    e.shift_by(d, t1)                       # left by e-23 or right by 23-e
-    e.iaddi(t1, t1, 23, cc=0)               # flags: e < 0
-    e.mov(d, ZERO)
-    e.endif()
+    truncated_magnitude(e, d, x, t1)
     e.setcc(x, CC_LT0)
     e.iaddi(t1, t1, 0, cc=IADD_CC_GTE0)     # flags: x < 0 and e >= 0, i.e. x <= -1
     e.loadi(d, 0xFFFFFFFF)
