@@ -2,10 +2,14 @@
 bytes the TT kernel read (nothing of the lowering: not its value DAG, not its index expressions, so a lowering bug
 shows as an error instead of being reproduced by the reference).
 
-Two references per launch: `run(round_bf16_casts(ast), ...)`, the program in float32 (the precision TT_ERR_BUDGET is
-defined against: bfloat16 through tinygrad's emulation, the program's explicit casts to bfloat16 rounded), and
-`run(widen(ast), ...)`, every float of the same program in float64 (inputs converted exactly), where tinygrad's CPU
-device renders it (`widen` returns None for ASTs with a BITCAST, whose meaning depends on the width).
+References per launch: `run(exact_sums(round_bf16_casts(ast)), ...)`, the program in float32 with every float sum
+correctly rounded (the reference TT_ERR_BUDGET is defined against, docs/placement.md §1: bfloat16 through tinygrad's
+emulation, the program's explicit casts to bfloat16 rounded, sums accumulated in float64 and rounded once, as the
+placer's own reference lowering.placement.reference.reduce_exact does); `run(round_bf16_casts(ast), ...)`, the same
+with tinygrad's own float32 summation order (one order among many: under cancellation it is itself far from the
+correctly rounded sum); and `run(widen(ast), ...)`, every float of the program in float64 (inputs converted exactly),
+where tinygrad's CPU device renders it (`widen` returns None for ASTs with a BITCAST, whose meaning depends on the
+width).
 """
 from __future__ import annotations
 
@@ -54,6 +58,19 @@ def widen(ast: UOp) -> UOp | None:
                       src=tuple(new[s] for s in u.src))
         if u.op is Ops.CAST and u.dtype == dtypes.bfloat16:
             v = bf16_rne(v.src[0]).cast(dtypes.float64)
+        new[u] = v
+    return new[ast]
+
+
+def exact_sums(ast: UOp) -> UOp:
+    """The AST with every float sum (REDUCE ADD of a float32/bfloat16/float16 value) accumulated in float64 and cast
+    back to its dtype: the correctly rounded sum (up to float64's own rounding, 2^-29 of a float32 ulp per term of
+    the sum's magnitude), whatever the order; other ops keep their dtype."""
+    new: dict[UOp, UOp] = {}
+    for u in ast.toposort():
+        v = u.replace(src=tuple(new[s] for s in u.src))
+        if u.op is Ops.REDUCE and u.arg[0] is Ops.ADD and u.dtype in WIDENED:
+            v = v.replace(dtype=dtypes.float64, src=(v.src[0].cast(dtypes.float64), *v.src[1:])).cast(u.dtype)
         new[u] = v
     return new[ast]
 

@@ -41,13 +41,18 @@ Padding: reduce indices past K in a group's last tile are pads. MAX reads elemen
 is idempotent); ADD reads 0 when pre(0...) == 0 is known structurally (x, x*y, casts, ...), otherwise the reader adds
 a validity-mask stream and the pre DAG becomes where(mask, pre, 0).
 
-Accuracy: float32 sums accumulate in fp32 (one SFPADD rounding per element into 32 lane-parallel partial sums per
-output, then a pairwise tree over the lanes): worst case |error| <= (K/lanes + log2(lanes)) * eps * sum|x|, measured
-|tt - exact|/sum|x| <= 2.4e-7 (~2 eps) for K up to 65536 (tinygrad's CPU: up to 3.8e-7). MAX is exact (SFPSWAP
-orders like the float total order: -0 < +0, and a -NaN loses where the CPU's compare may keep it).
+Accuracy: a float32 sum whose terms can have either sign is compensated (`compensated`; lane_combine.two_sum): each
+lane keeps its partial sum s in ACC and the exact rounding errors of its additions summed in COMP, the lane combine
+adds pairs the same way, and s + COMP is rounded once; its error is about one rounding of the result plus
+(K/lanes + log2(lanes))^2 eps^2 sum|x| (docs/placement.md §5), so a sum that cancels keeps its relative accuracy
+against the correctly rounded sum. Sums of provably non-negative terms (x*x, exp2, sqrt, bool casts: `non_negative`)
+and sibling reductions (no LReg left for COMP) accumulate plainly in fp32: |error| <= (K/lanes + log2(lanes)) * eps
+* sum|x|, which for non-negative terms is relative to the result; measured |tt - exact|/sum|x| <= 2.4e-7 (~2 eps)
+for K up to 65536 (tinygrad's CPU: up to 3.8e-7). MAX is exact (SFPSWAP orders like the float total order: -0 < +0,
+and a -NaN loses where the CPU's compare may keep it).
 
-Candidate: one, priced by `reduce_cycles`, acceptable under any budget (the float32 reduction: fp32 accumulation in
-lane-parallel partial sums, the error above). A kernel that is a plain matmul (matmul_spec.match_matmul) is offered
+Candidate: one, priced by `reduce_cycles` (the compensated sum's longer phase 1 included), acceptable under any budget
+(the float32 reduction, the error above). A kernel that is a plain matmul (matmul_spec.match_matmul) is offered
 unpriced (math.inf), so it runs here only when neither matmul family can plan it: the cost model leaves out the
 reader, and this family's reader gathers every (m, n, k) product operand per datum, which the matmul readers do not.
 """
@@ -58,7 +63,7 @@ import warnings
 from dataclasses import dataclass, replace
 
 from tt_backend.lowering.codegen import sfpu_ops as so
-from tt_backend.lowering.codegen.lane_combine import COMBINE, lane_broadcast, lane_combine
+from tt_backend.lowering.codegen.lane_combine import COMBINE, lane_broadcast, lane_combine, two_sum
 from tt_backend.lowering.codegen.sfpu_codegen import DST_READ_GAP, MAX_SLOTS, assemble, compile_sfpu, const_bits
 from tt_backend.lowering.dag import ValueDAG, VNode
 from tt_backend.lowering.families.family import Candidate, Family, Kernel
@@ -83,6 +88,7 @@ GENERATOR = "lowering/families/sfpu_reduce.py"
 
 ACC = 7                                   # accumulator LReg (not 0: the program setup loads constants through LReg0)
 ACCS = (7, 6, 5)                          # accumulators of sibling reductions (x.sum(1) + x.max(1)); ACCS[0] = ACC
+COMP = 6                                  # a compensated sum's error part (one reduction per pass: ACCS[1] is free)
 LANE_CHOICES = (1, 2, 4, 8, 32)
 SHORT_STEPS = (2, 4, 8, 16)               # row steps per output for short reductions (K <= steps)
 IDENTITY = {("ADD", "float32"): 0.0, ("ADD", "int32"): 0, ("ADD", "bool"): False, ("MUL", "float32"): 1.0,
@@ -164,12 +170,57 @@ def zero_preserving(dag: ValueDAG, padded: set[int]) -> bool:
     return z[dag.out]
 
 
-def finish_words(ops: list[tuple[str, str]], lanes: int, acc_slot: int, broadcast: bool = False) -> list[int]:
+def non_negative(dag: ValueDAG) -> bool:
+    """True when the DAG's value is >= 0 (or NaN) for every input: then a sum of it cannot cancel and plain fp32
+    accumulation is accurate relative to the result. Structural and conservative: squares (x*x), exp2, square roots,
+    bool and unsigned loads and casts from them, non-negative constants, and sums/products/max/min/where of such."""
+    nn: list[bool] = []
+    for n in dag.nodes:
+        s = [nn[i] for i in n.srcs]
+        if n.op == "LOAD": v = n.dtype in ("bool", "uint32")
+        elif n.op == "CONST": v = isinstance(n.arg, (bool, int, float)) and n.arg >= 0
+        elif n.op == "MUL": v = (s[0] and s[1]) or n.srcs[0] == n.srcs[1]
+        elif n.op in ("ADD", "RECIPROCAL", "SQRT", "EXP2"): v = n.op in ("SQRT", "EXP2") or all(s)
+        elif n.op == "MAX": v = s[0] or s[1]
+        elif n.op == "CAST": v = s[0] or dag.nodes[n.srcs[0]].dtype in ("bool", "uint32")
+        elif n.op == "WHERE": v = s[1] and s[2]
+        else: v = False
+        nn.append(v)
+    return nn[dag.out]
+
+
+def compensated(op: str, dtype: str, pre: ValueDAG, n_acc: int) -> bool:
+    """Whether a reduction accumulates as a compensated sum (module docstring, Accuracy): a float32 sum of terms of
+    either sign, alone in its pass (COMP is a sibling's accumulator otherwise)."""
+    return (op, dtype) == ("ADD", "float32") and n_acc == 1 and not non_negative(pre)
+
+
+def fold_into(op: str, dtype: str, acc: int, comp: bool):
+    """The phase-1 epilogue folding the row step's value x into accumulator `acc` (compensated: into (acc, COMP))."""
+    if comp:
+        return lambda em, x, free: two_sum(em, acc, COMP, x, tuple(free[:2]))
+    comb = COMBINE[(op, dtype)]
+    return lambda em, x, free: comb(em, acc, x, free[:2])
+
+
+def init_words(ops: list[tuple[str, str]], comp: bool) -> list[int]:
+    """Accumulators := the ops' identities (and a compensated sum's COMP := 0), at the start of each group."""
+    init = so.Emitter()
+    for (op, dtype), a in zip(ops, ACCS):
+        init.loadi(a, const_bits(IDENTITY[(op, dtype)], dtype))
+    if comp:
+        init.loadi(COMP, 0)
+    return assemble(init.ins)
+
+
+def finish_words(ops: list[tuple[str, str]], lanes: int, acc_slot: int, broadcast: bool = False,
+                 comp: bool = False) -> list[int]:
     """After a group's last tile: combine each output's lanes of accumulator i (LReg ACCS[i], op/dtype ops[i]) and
     store row step 0 of Dst slot acc_slot + i. With several accumulators they are parked in their slots first (the
     32-lane combine's SFPTRANSP permutes LReg4-7) and reloaded one at a time. `broadcast` (the first pass of a
     two-pass reduction): every lane of each output gets its result (lane_broadcast), stored to all 32 row steps of
-    the slot, so the second pass's pre-op reads it at any (row step, lane) of the output."""
+    the slot, so the second pass's pre-op reads it at any (row step, lane) of the output. `comp`: the one accumulator
+    is a compensated sum (ACC, COMP)."""
     fin = so.Emitter()
     fin.i("SFPNOP")                               # the last phase-1 combine may still be in flight
     gap = [("SFPNOP", {})] * DST_READ_GAP         # a written Dst block is unreadable for 4 cycles
@@ -180,7 +231,7 @@ def finish_words(ops: list[tuple[str, str]], lanes: int, acc_slot: int, broadcas
     for i, (op, dtype) in enumerate(ops):
         if len(ops) > 1:
             fin.load(ACC, 64 * (acc_slot + i), so.LOAD_INT32)
-        res = lane_combine(fin, op, dtype, lanes, ACC, 0)
+        res = lane_combine(fin, op, dtype, lanes, ACC, 0, COMP if comp else None)
         if broadcast:
             res = lane_broadcast(fin, lanes, res)
             for step in range(32):
@@ -274,26 +325,24 @@ def plan_reduce(lk: LoweredKernel, budget: float | None = None) -> SfpuReducePla
             raise UnsupportedOp(f"{lk.name}: a value after the reduction reads input {nd.arg} per reduce index")
 
     accs = ACCS[:n_acc]
-    progs = []
-    for i, (r, pre) in enumerate(zip(reds, pres)):
-        comb = COMBINE[(r.arg[0], r.dtype)]
-        progs.append(compile_sfpu(pre, n, r.dtype, reserve=accs,
-                                  epilogue=lambda em, x, free, comb=comb, a=accs[i]: comb(em, a, x, free[:2])))
+    ops = [(r.arg[0], r.dtype) for r in reds]
+    comp = compensated(*ops[0], pres[0], n_acc)
+    progs = [compile_sfpu(pre, n, r.dtype, reserve=accs + ((COMP,) if comp else ()),
+                          epilogue=fold_into(*ops[i], accs[i], comp))
+             for i, (r, pre) in enumerate(zip(reds, pres))]
     phase1 = progs[0] if n_acc == 1 else _chain(progs)
     post_prog = compile_sfpu(post, n + n_acc, lk.dag.nodes[dag.out].dtype)
     if post_prog.dst_slots > MAX_SLOTS or phase1.dst_slots > MAX_SLOTS:
         raise UnsupportedOp(f"{lk.name}: the reduction's SFPU programs need more than {MAX_SLOTS} Dst slots")
 
-    init = so.Emitter()
-    for r, a in zip(reds, accs):
-        init.loadi(a, const_bits(IDENTITY[(r.arg[0], r.dtype)], r.dtype))
-    ops = [(r.arg[0], r.dtype) for r in reds]
     group_store, post_skip = [], []
     if steps < 32:
         # step group g ends with Dst RWC = 2*steps*(g+1): its results go to row step steps*g of slot acc_slot + i;
         # the lanes need no combine (lanes = 1), so finish is only the Dst read gap before post loads them
         gs = so.Emitter()
         gs.i("SFPNOP")                            # the last combine may still be in flight
+        if comp:
+            gs.fadd(ACC, ACC, COMP)
         for i, a in enumerate(accs):
             gs.store(a, 64 * (acc_slot + i) - 2 * steps)
         group_store = assemble(gs.ins)
@@ -303,11 +352,11 @@ def plan_reduce(lk: LoweredKernel, budget: float | None = None) -> SfpuReducePla
             post_skip.append(encode("INCRWC", rwc_d=min(skip, 15)))
             skip -= min(skip, 15)
     else:
-        finish = finish_words(ops, lanes, acc_slot)
+        finish = finish_words(ops, lanes, acc_slot, comp=comp)
     rp = ReducePlan(op="+".join(o for o, _ in ops), dtype=reds[0].dtype, out_sizes=out_sizes, red_sizes=red_sizes,
-                    lanes=lanes, acc_reg=ACC, acc_init=assemble(init.ins), finish=finish,
+                    lanes=lanes, acc_reg=ACC, acc_init=init_words(ops, comp), finish=finish,
                     acc_slot=acc_slot, post=post_prog, k_dep=k_dep, mask_input=mask_input, pad_clamp=pad_clamp,
-                    n_acc=n_acc, steps=steps, group_store=group_store, post_skip=post_skip)
+                    n_acc=n_acc, steps=steps, group_store=group_store, post_skip=post_skip, compensated=comp)
     output = replace(lk.stream(lk.output), contiguous=False)
     plan = SfpuReducePlan(name=lk.name, ranges=lk.ranges, buffers=lk.buffers, inputs=streams, output=output,
                           sfpu=phase1, ops=lk.ops, reduce=rp)
@@ -450,38 +499,34 @@ def plan_two_pass(lk: LoweredKernel, reds: list[VNode]) -> SfpuReducePlan:
         if nd.op == "LOAD" and nd.arg < n and k_dep[nd.arg]:
             raise UnsupportedOp(f"{lk.name}: a value after the reduction reads input {nd.arg} per reduce index")
 
-    def phase(group: list[VNode], group_pres: list[ValueDAG], n_in: int) -> SfpuProgram:
+    ops1 = [(r.arg[0], r.dtype) for r in p1]
+    ops2 = [(r.arg[0], r.dtype) for r in p2]
+    comp1, comp2 = compensated(*ops1[0], pres1[0], len(p1)), compensated(*ops2[0], pres2[0], len(p2))
+
+    def phase(group: list[VNode], group_pres: list[ValueDAG], n_in: int, comp: bool) -> SfpuProgram:
         accs = ACCS[:len(group)]
-        progs = []
-        for i, (r, pre) in enumerate(zip(group, group_pres)):
-            comb = COMBINE[(r.arg[0], r.dtype)]
-            progs.append(compile_sfpu(pre, n_in, r.dtype, reserve=accs,
-                                      epilogue=lambda em, x, free, comb=comb, a=accs[i]: comb(em, a, x, free[:2])))
+        progs = [compile_sfpu(pre, n_in, r.dtype, reserve=accs + ((COMP,) if comp else ()),
+                              epilogue=fold_into(r.arg[0], r.dtype, accs[i], comp))
+                 for i, (r, pre) in enumerate(zip(group, group_pres))]
         prog = progs[0] if len(progs) == 1 else _chain(progs)
         if prog.dst_slots > MAX_SLOTS:
             raise UnsupportedOp(f"{lk.name}: the reduction's SFPU programs need more than {MAX_SLOTS} Dst slots")
         return prog
 
-    def init_words(group: list[VNode]) -> list[int]:
-        init = so.Emitter()
-        for r, a in zip(group, ACCS):
-            init.loadi(a, const_bits(IDENTITY[(r.arg[0], r.dtype)], r.dtype))
-        return assemble(init.ins)
-
-    prog1 = phase(p1, pres1, n)
-    prog2 = phase(p2, pres2, slot2)
+    prog1 = phase(p1, pres1, n, comp1)
+    prog2 = phase(p2, pres2, slot2, comp2)
     post_prog = compile_sfpu(post, slot2 + len(p2), lk.dag.nodes[dag.out].dtype)
     if post_prog.dst_slots > MAX_SLOTS:
         raise UnsupportedOp(f"{lk.name}: the reduction's SFPU programs need more than {MAX_SLOTS} Dst slots")
-    ops1 = [(r.arg[0], r.dtype) for r in p1]
-    ops2 = [(r.arg[0], r.dtype) for r in p2]
     group_store1, group_store2, post_skip = [], [], []
     if steps < 32:
         # step group g ends with Dst RWC = 2*steps*(g+1); P1 results go to all `steps` row steps of the group, P2
         # results to its first row step (as plan_reduce); lanes = 1: no combine, no broadcast
-        for group, dest, out in ((p1, slot1, group_store1), (p2, slot2, group_store2)):
+        for group, dest, out, comp in ((p1, slot1, group_store1, comp1), (p2, slot2, group_store2, comp2)):
             gs = so.Emitter()
             gs.i("SFPNOP")
+            if comp:
+                gs.fadd(ACC, ACC, COMP)
             for i, a in enumerate(ACCS[:len(group)]):
                 for row in range(steps if group is p1 else 1):
                     gs.store(a, 64 * (dest + i) - 2 * steps + 2 * row)
@@ -493,14 +538,15 @@ def plan_two_pass(lk: LoweredKernel, reds: list[VNode]) -> SfpuReducePlan:
             post_skip.append(encode("INCRWC", rwc_d=min(skip, 15)))
             skip -= min(skip, 15)
     else:
-        finish1 = finish_words(ops1, lanes, slot1, broadcast=True)
-        finish2 = finish_words(ops2, lanes, slot2)
-    pass1 = ReducePass(op="+".join(o for o, _ in ops1), sfpu=prog1, acc_init=init_words(p1), finish=finish1,
+        finish1 = finish_words(ops1, lanes, slot1, broadcast=True, comp=comp1)
+        finish2 = finish_words(ops2, lanes, slot2, comp=comp2)
+    pass1 = ReducePass(op="+".join(o for o, _ in ops1), sfpu=prog1, acc_init=init_words(ops1, comp1), finish=finish1,
                        slot=slot1, n_acc=len(p1), group_store=group_store1)
     rp = ReducePlan(op="+".join(o for o, _ in ops2), dtype=p2[0].dtype, out_sizes=out_sizes, red_sizes=red_sizes,
-                    lanes=lanes, acc_reg=ACC, acc_init=init_words(p2), finish=finish2,
+                    lanes=lanes, acc_reg=ACC, acc_init=init_words(ops2, comp2), finish=finish2,
                     acc_slot=slot2, post=post_prog, k_dep=k_dep, mask_input=mask_input, pad_clamp=pad_clamp,
-                    n_acc=len(p2), steps=steps, group_store=group_store2, post_skip=post_skip, pass1=pass1)
+                    n_acc=len(p2), steps=steps, group_store=group_store2, post_skip=post_skip, pass1=pass1,
+                    compensated=comp2)
     output = replace(lk.stream(lk.output), contiguous=False)
     # (no placement report, no FPU option: the accumulation-order model and the FPU sum cover one pass)
     return SfpuReducePlan(name=lk.name, ranges=lk.ranges, buffers=lk.buffers, inputs=streams, output=output,
@@ -537,7 +583,7 @@ def reduce_placement(lk: LoweredKernel, plan: SfpuReducePlan, budget: float | No
     """The placement of a reduction kernel on the SFPU (a plain sum may instead go to the FPU:
     lowering/families/fpu_reduce.py prices it against this one and records the FPU options in the report), with the
     cost of `reduce_cycles` and a predicted error from the accumulation-order model (`reduce_in_lanes`: fp32 lane
-    partial sums, then the lane combine) against the exact reduction, on sample data: one output's full reduce range
+    partial sums, plain or compensated, then the lane combine) against the exact reduction, on sample data: one output's full reduce range
     (capped at REDUCE_SAMPLE_MAX points), worst over the sample distributions. Other ops are modelled in float32
     (the SFPU sequences are within 1-2 ulp of it: a slight underestimate)."""
     dag, rp = lk.dag, plan.reduce
@@ -549,7 +595,8 @@ def reduce_placement(lk: LoweredKernel, plan: SfpuReducePlan, budget: float | No
         errs = []
         for k, dist in enumerate(dists):
             xs = sample_inputs(dts, math.prod(ranges), seed + k, dist)
-            errs.append(rel_error(reference(dag, xs, ranges, reduce_in_lanes(rp.lanes)), reference(dag, xs, ranges)))
+            model = reduce_in_lanes(rp.lanes, rp.compensated)
+            errs.append(rel_error(reference(dag, xs, ranges, model), reference(dag, xs, ranges)))
         err, mx = max(e[0] for e in errs), max(e[1] for e in errs)
     cyc = reduce_cycles(plan)
     n = len(lk.inputs)
@@ -564,7 +611,7 @@ def reduce_placement(lk: LoweredKernel, plan: SfpuReducePlan, budget: float | No
         row = {"id": i, "op": nd.op, "dtype": nd.dtype, "srcs": list(nd.srcs), "engine": "SFPU", "fidelity": None,
                "pinned": False, "formats": {"lreg": "fp32"}, "predicted_error": 0.0}
         if nd.op == "REDUCE":     # the accumulation order is where the kernel's error comes from
-            row.update(reduce=nd.arg[0], lanes=rp.lanes, predicted_error=err,
+            row.update(reduce=nd.arg[0], lanes=rp.lanes, compensated=rp.compensated, predicted_error=err,
                        cycles=COST["rows_per_tile"] * cyc["tiles"])
         else:
             per_tile = sfpu_op_cycles(nd, tuple(dag.nodes[s].dtype for s in nd.srcs))

@@ -73,6 +73,7 @@ class ReducePlan:
     group_store: list[int] = field(default_factory=list)   # steps < 32: words after each step group (store accs)
     post_skip: list[int] = field(default_factory=list)     # steps < 32: INCRWC to the next group's result row
     pass1: ReducePass | None = None  # two-pass reductions: the first pass (each group's tiles stream twice)
+    compensated: bool = False       # a float32 sum kept as (sum, rounding errors) (sfpu_reduce.compensated)
 
     @property
     def passes(self) -> int:

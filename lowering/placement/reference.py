@@ -81,9 +81,29 @@ def reduce_exact(op: str, v: np.ndarray, axes: tuple[int, ...], dtype: str) -> n
     return f(v.astype(np.int64), axis=axes, keepdims=True).astype(NP[dtype])   # int sums/products wrap
 
 
-def reduce_in_lanes(lanes: int):
+def two_sum(s: np.ndarray, c: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(s, c) + x as lowering/codegen/lane_combine.two_sum computes it in float32: s' = s + x, its exact rounding
+    error added to c."""
+    n = s + x
+    b = n - s
+    return n, c + ((s - (n - b)) + (x - b))
+
+
+def compensated_lanes(x: np.ndarray) -> np.ndarray:
+    """float32 rows x (outputs, steps, lanes) summed as the compensated SFPU sum: per lane (s, c) over the steps in
+    order, the lanes combined pairwise (s by two_sum, c plainly), s + c rounded once."""
+    s, c = np.zeros_like(x[:, 0, :]), np.zeros_like(x[:, 0, :])
+    for k in range(x.shape[1]):
+        s, c = two_sum(s, c, x[:, k, :])
+    while s.shape[1] > 1:
+        s, c = two_sum(s[:, 0::2], c[:, 0::2] + c[:, 1::2], s[:, 1::2])
+    return s + c
+
+
+def reduce_in_lanes(lanes: int, compensated: bool = False):
     """REDUCE as lowering/families/sfpu_reduce.py runs it: lane c of an output accumulates reduce indices k = c (mod lanes) in order
-    (one fp32 rounding per element), then the lanes combine pairwise. MAX and integer reductions are exact."""
+    (one fp32 rounding per element), then the lanes combine pairwise; `compensated`: a float32 sum accumulated and
+    combined as (sum, rounding errors) (`compensated_lanes`). MAX and integer reductions are exact."""
     def red(op: str, v: np.ndarray, axes: tuple[int, ...], dtype: str) -> np.ndarray:
         if op == "MAX" or dtype not in ("float32", "bfloat16"):
             return reduce_exact(op, v, axes, dtype)
@@ -95,6 +115,8 @@ def reduce_in_lanes(lanes: int):
         ident = np.float32(0 if op == "ADD" else 1)
         x = np.concatenate([x.astype(np.float32), np.full((x.shape[0], pad), ident, np.float32)], 1)
         x = x.reshape(x.shape[0], -1, lanes)
+        if compensated and op == "ADD":
+            return _cast(compensated_lanes(x).reshape(out_shape), dtype)
         acc = (np.cumsum if op == "ADD" else np.cumprod)(x, axis=1, dtype=np.float32)[:, -1, :]
         while acc.shape[1] > 1:
             acc = acc[:, 0::2] + acc[:, 1::2] if op == "ADD" else acc[:, 0::2] * acc[:, 1::2]

@@ -156,7 +156,8 @@ def verdicts(case: dict, checks: list[dict]) -> list[dict]:
     for c in checks:
         ratio = c["measured_error"] / case["budget"] if c["measured_error"] is not None else None
         out.append({**case, "name": KERNELS[case["kernel"]][0], "tt_kernel": c["kernel"],
-                    "measured_error": c["measured_error"], "measured_error_f64": c["measured_error_f64"],
+                    "measured_error": c["measured_error"], "measured_error_cpu32": c["measured_error_cpu32"],
+                    "measured_error_f64": c["measured_error_f64"],
                     "float32_error_f64": c["float32_error_f64"], "predicted_error": c["predicted_error"], "ratio": ratio,
                     "engines": c["engines"]})
     return out
