@@ -3,7 +3,9 @@ tinygrad programs with REDUCE on Device TT (emulator) against tinygrad's CPU dev
 
 Tolerances, stated per case:
   * float32 sums: |tt - cpu| <= 2 * eps32 * sqrt(K) * sum|x| (both accumulate in fp32 in different orders; measured
-    max |tt - ref64| / sum|x| is 2.4e-7 for K <= 65536, so this is loose by design but scales right);
+    max |tt - ref64| / sum|x| is 2.4e-7 for K <= 65536, so this is loose by design but scales right); a sum of terms
+    of either sign is compensated on the SFPU: within one rounding of the exact (float64) sum plus
+    (K/lanes + log2(lanes))^2 eps^2 sum|x| (test_cancelling_sums_are_correctly_rounded);
   * max / min / int sums / bool any: exact;
   * post-ops (mean, sqrt, RMSNorm, softmax): relative error vs CPU as noted (each SFPU op is within 1-2 ulp).
 """
@@ -13,7 +15,8 @@ import pytest
 
 from tt_backend.lowering.codegen import sfpu_ops as so
 from tt_backend.lowering.dag import ValueDAG
-from tt_backend.lowering.families.sfpu_reduce import ACC, choose_layout, finish_words, zero_preserving
+from tt_backend.lowering.families.sfpu_reduce import (ACC, COMP, choose_layout, finish_words, non_negative,
+                                                      zero_preserving)
 from tt_backend.lowering.families.tile_plan import reduce_out_datum
 from tt_backend.chip.numerics.dst import Dst
 from tt_backend.chip.numerics.sfpu.functional import FunctionalSFPU as SFPU
@@ -25,13 +28,15 @@ rng = np.random.default_rng(0)
 
 # ------------------------------------------------------------------------------------------ the SFPU lane combine
 
-def run_finish(op, dtype, lanes, acc_bits, acc_slot=1):
+def run_finish(op, dtype, lanes, acc_bits, acc_slot=1, comp_bits=None):
     """LReg ACC := acc_bits, run the finish words (lane combine + store at row step 0 of acc_slot) on the SFPU
     model, return the 32 // lanes results from their output datums."""
     sfpu = SFPU(Dst())
     sfpu.execute(*decode(encode("SFPENCC", imm12_math=3, lreg_dest=0, instr_mod1=10)), 0)   # base predication
     sfpu.lreg[ACC] = acc_bits
-    for w in finish_words([(op, dtype)], lanes, acc_slot):
+    if comp_bits is not None:
+        sfpu.lreg[COMP] = comp_bits
+    for w in finish_words([(op, dtype)], lanes, acc_slot, comp=comp_bits is not None):
         sfpu.execute(*decode(w), 0)
     assert sfpu.lane_flags.all() and sfpu.stack_depth == 0
     tile = sfpu.dst.rows32[64 * acc_slot: 64 * acc_slot + 64].reshape(1024)
@@ -62,6 +67,23 @@ def test_lane_combine_on_sfpu_model(lanes, op, dtype):
         assert (np.abs(got.view(np.float32) - ref) <= (np.log2(lanes) + 1) * EPS32 * scale).all()
 
 
+@pytest.mark.parametrize("lanes", [1, 2, 4, 8, 32])
+def test_compensated_lane_combine_on_sfpu_model(lanes):
+    """Lane partial sums (s, c) that cancel (+-v pairs in neighbouring lanes plus 1e-4 residuals; c of the size of
+    s's rounding errors) combine to the exact sum of all s and c within one rounding of it, plus the plain sum of the
+    c (log2(lanes) + 1 roundings of sum|c|): what a plain tree (two roundings of |v| ~ 1 per level) cannot do."""
+    for seed in range(5):
+        r = np.random.default_rng(seed)
+        v = r.standard_normal(16)
+        s = (np.stack([v, -v], 1).reshape(32) + 1e-4 * r.standard_normal(32)).astype(np.float32)
+        c = (s * 2.0 ** -25 * r.standard_normal(32)).astype(np.float32)
+        got = run_finish("ADD", "float32", lanes, s.view(np.uint32), comp_bits=c.view(np.uint32)).view(np.float32)
+        exact = (s.astype(np.float64) + c).reshape(32 // lanes, lanes).sum(1)
+        sum_c = np.abs(c.astype(np.float64)).reshape(32 // lanes, lanes).sum(1)
+        levels = {1: 0, 2: 1, 4: 2, 8: 3, 32: 5}[lanes]
+        assert (np.abs(got - exact) <= EPS32 / 2 * np.abs(exact) + (levels + 1) * EPS32 * sum_c).all(), (got, exact)
+
+
 def test_lane_combine_uses_rotations_and_transpose():
     names = [decode(w)[0] for w in finish_words([("ADD", "float32")], 32, 1)]
     assert names.count("SFPSHFT2") == 7 and names.count("SFPTRANSP") == 1 and names.count("SFPADD") == 6
@@ -89,6 +111,23 @@ def test_zero_preserving():
     assert not zero_preserving(d, set())
     d.out = d.add("EXP2", "float32", (x,))
     assert not zero_preserving(d, {0})            # exp2(0) = 1: pads need the validity mask
+
+
+def test_non_negative():
+    """Which sums accumulate plainly (their terms cannot cancel) and which compensated."""
+    d = ValueDAG()
+    x = d.add("LOAD", "float32", (), 0)
+    w = d.add("LOAD", "float32", (), 1)
+    sq = d.add("MUL", "float32", (x, x))
+    ex = d.add("EXP2", "float32", (x,))
+    for out, nn in ((x, False), (sq, True), (ex, True), (d.add("MUL", "float32", (sq, ex)), True),
+                    (d.add("MUL", "float32", (x, w)), False), (d.add("MUL", "float32", (sq, w)), False),
+                    (d.add("ADD", "float32", (sq, d.add("CONST", "float32", (), 1e-6))), True),
+                    (d.add("ADD", "float32", (sq, d.add("CONST", "float32", (), -1.0))), False),
+                    (d.add("CAST", "float32", (d.add("CMPLT", "bool", (x, w)),)), True),
+                    (d.add("MAX", "float32", (x, ex)), True), (d.add("NEG", "float32", (sq,)), False)):
+        d.out = out
+        assert non_negative(d) is nn, d.nodes[out]
 
 
 # ------------------------------------------------------------------------------------------ end to end
@@ -208,6 +247,37 @@ def test_short_reductions_step_groups():
 
 
 @pytest.mark.needs_cc
+def pairs(rng_, shape) -> np.ndarray:
+    """+-v in neighbouring elements of the last axis plus 1e-4 residuals: row sums cancel to ~1e-4 of their terms."""
+    v = rng_.standard_normal(shape[:-1] + (shape[-1] // 2,))
+    return (np.stack([v, -v], -1).reshape(shape) + 1e-4 * rng_.standard_normal(shape)).astype(np.float32)
+
+
+@pytest.mark.needs_cc
+def test_cancelling_sums_are_correctly_rounded():
+    """Compensated float32 sums (32 lanes of one output, 8 lanes of 4, short step groups, the two passes of
+    (x - mean).sum) against the exact float64 sum: within one rounding of it plus (K/lanes + log2(lanes))^2 eps^2
+    sum|x| (at most 2^-40 sum|x| here); tinygrad's CPU float32 sum of the same data is printed for contrast (about
+    1e-4 of the result off)."""
+    r = np.random.default_rng(3)
+    for fn, x, axis in ((lambda a: a.sum(), pairs(r, (2048,)), None), (lambda a: a.sum(1), pairs(r, (8, 512)), 1),
+                        (lambda a: a.sum(1), pairs(r, (40, 12)), 1)):
+        tt, cpu = run_both(fn, x)
+        exact = x.astype(np.float64).sum(axis)
+        bound = EPS32 / 2 * np.abs(exact) + 2.0 ** -40 * np.abs(x.astype(np.float64)).sum(axis)
+        assert (np.abs(tt - exact) <= bound).all(), (x.shape, tt, exact)
+        print(f"sum of {x.shape}: TT max rel err {np.max(np.abs(tt - exact) / np.abs(exact)):.1e}, "
+              f"CPU float32 {np.max(np.abs(cpu - exact) / np.abs(exact)):.1e}")
+    x = pairs(r, (4, 300)) + np.float32(3.0)
+    tt, _ = run_both(lambda a: (a - a.mean(1, keepdim=True)).sum(1), x)
+    # the kernel's float32 mean (the correctly rounded sum times float32(1/300)) and differences; the sum of those is
+    # what pass 2 computes (the result moves by 300 ulp of the mean with a one-ulp change of the mean)
+    mean32 = x.astype(np.float64).sum(1, keepdims=True).astype(np.float32) * np.float32(1 / 300)
+    d = (x - mean32).astype(np.float64)
+    exact = d.sum(1)
+    assert (np.abs(tt - exact) <= EPS32 / 2 * np.abs(exact) + 2.0 ** -40 * np.abs(d).sum(1)).all(), (tt, exact)
+
+
 def test_sibling_reductions_share_one_pass():
     """x.sum(1) + x.max(1) is one kernel with two REDUCEs over the same axis: one accumulator each."""
     x = rng.standard_normal((5, 70)).astype(np.float32)
@@ -276,13 +346,18 @@ def test_argmax_prod_and_computed_streams():
 @pytest.mark.ttsim
 def test_ttsim_matches_emulator_bit_for_bit():
     """The same ELFs on Tenstorrent's simulator: every reduction layout (1 and 32 lanes with SFPSHFT2 + SFPTRANSP,
-    short step groups with INCRWC, SFPSWAP max, int32 max, computed streams) gives identical bits."""
+    short step groups with INCRWC, SFPSWAP max, int32 max, computed streams, compensated sums) gives identical
+    bits."""
     x = rng.standard_normal((5, 70)).astype(np.float32)
     xs = rng.standard_normal((70, 5)).astype(np.float32)
     v = rng.standard_normal(2048).astype(np.float32)
     cases = [(lambda a: a.sum(1), x), (lambda a: (a * a).sum().sqrt(), v), (lambda a: a.exp().sum(1) + a.max(1), xs),
              (lambda a: a.argmax(1), x), (lambda a: (a * 100).int().max(1), x),
-             (lambda a: (a - 10).max(1) + a.sum(1), rng.standard_normal((2, 1552)).astype(np.float32))]
+             (lambda a: (a - 10).max(1) + a.sum(1), rng.standard_normal((2, 1552)).astype(np.float32)),
+             # compensated sums: 32 lanes, 8 lanes, short step groups, both passes of a two-pass reduction
+             (lambda a: a.sum(), pairs(rng, (2048,))), (lambda a: a.sum(1), pairs(rng, (8, 512))),
+             (lambda a: a.sum(1), pairs(rng, (40, 12))),
+             (lambda a: (a - a.mean(1, keepdim=True)).sum(1), pairs(rng, (4, 300)))]
     for fn, a in cases:
         sim = fn(Tensor(a, device="TT:ttsim")).numpy()
         emu = fn(Tensor(a, device="TT:emu")).numpy()
