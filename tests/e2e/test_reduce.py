@@ -255,7 +255,7 @@ def pairs(rng_, shape) -> np.ndarray:
 
 @pytest.mark.needs_cc
 def test_cancelling_sums_are_correctly_rounded():
-    """Compensated float32 sums (32 lanes of one output, 8 lanes of 4, short step groups, the two passes of
+    """Compensated float32 sums (32 lanes of one output, 4 lanes of 8 outputs, short step groups, the two passes of
     (x - mean).sum) against the exact float64 sum: within one rounding of it plus (K/lanes + log2(lanes))^2 eps^2
     sum|x| (at most 2^-40 sum|x| here); tinygrad's CPU float32 sum of the same data is printed for contrast (about
     1e-4 of the result off)."""
@@ -354,7 +354,7 @@ def test_ttsim_matches_emulator_bit_for_bit():
     cases = [(lambda a: a.sum(1), x), (lambda a: (a * a).sum().sqrt(), v), (lambda a: a.exp().sum(1) + a.max(1), xs),
              (lambda a: a.argmax(1), x), (lambda a: (a * 100).int().max(1), x),
              (lambda a: (a - 10).max(1) + a.sum(1), rng.standard_normal((2, 1552)).astype(np.float32)),
-             # compensated sums: 32 lanes, 8 lanes, short step groups, both passes of a two-pass reduction
+             # compensated sums: 32 lanes, 4 lanes, short step groups, both passes of a two-pass reduction
              (lambda a: a.sum(), pairs(rng, (2048,))), (lambda a: a.sum(1), pairs(rng, (8, 512))),
              (lambda a: a.sum(1), pairs(rng, (40, 12))),
              (lambda a: (a - a.mean(1, keepdim=True)).sum(1), pairs(rng, (4, 300)))]
