@@ -289,11 +289,11 @@ def allocate_fpu_reduce_l1(plan: FpuReducePlan) -> FpuReducePlan:
 
 # ------------------------------------------------------------------------------------------------ placement
 
-def predict(lk: LoweredKernel, spec: FpuReduceSpec, options, evaluator: ReduceEvaluator, lanes: int, seed: int = 0,
-            dists=None) -> dict:
+def predict(lk: LoweredKernel, spec: FpuReduceSpec, options, evaluator: ReduceEvaluator, lanes: int,
+            compensated: bool = False, seed: int = 0, dists=None) -> dict:
     """Predicted relative L2 error (worst over the sample distributions) of the kernel's output over up to
     SAMPLE_OUTPUTS sums of K sample values each: the SFPU reduction (lowering.placement.reduce_in_lanes: lane
-    partial sums in fp32, then the lane combine) and each FPU option (`evaluator(x (n, K) float32, src_format,
+    partial sums in fp32, compensated as the SFPU plan says, then the lane combine) and each FPU option (`evaluator(x (n, K) float32, src_format,
     side, phases, cells) -> fp32 sum words`), against the exact sum rounded to fp32; then the post-op in float32 (per-op
     rounding, bf16 results rounded once) for all. The pre-op is a load or an exact cast (`match`), so the sample
     values are the reduce's inputs."""
@@ -309,7 +309,7 @@ def predict(lk: LoweredKernel, spec: FpuReduceSpec, options, evaluator: ReduceEv
     for i, dist in enumerate(dists):
         x = sample_inputs([spec.src_dtype], n * k, seed + i, dist)[0].astype(np.float32).reshape(n, k)
         sums = {"exact": reduce_exact("ADD", x, (1,), "float32").reshape(-1),
-                "SFPU": reduce_in_lanes(lanes)("ADD", x, (1,), "float32").reshape(-1)}
+                "SFPU": reduce_in_lanes(lanes, compensated)("ADD", x, (1,), "float32").reshape(-1)}
         for o in options:
             sums[o] = np.asarray(evaluator(x, spec.src_format, o[0], FIDELITY_PHASES[o[1]],
                                            choose_cells(n_out, k, o[0])), np.uint32).view(np.float32).reshape(-1)
@@ -361,7 +361,8 @@ def candidates(kernel: Kernel, spec: FpuReduceSpec) -> list[Candidate]:
     pred = {}
     if placer.reduce_evaluator is not None:
         try:
-            pred = predict(lk, spec, opts, placer.reduce_evaluator, sfpu_plan.reduce.lanes)
+            pred = predict(lk, spec, opts, placer.reduce_evaluator, sfpu_plan.reduce.lanes,
+                           sfpu_plan.reduce.compensated)
         except Exception as e:       # a model gap must not fail the kernel: no prediction, no FPU move
             warnings.warn(f"{lk.name}: FPU reduction error model failed ({type(e).__name__}: {e})")
             pred = {}
