@@ -87,6 +87,7 @@ FAITHFUL_FACTOR = 2.0         # no budget: the FPU only if its predicted error <
 SAMPLE_MAX = 1 << 16          # sample points per distribution (outputs x K)
 SAMPLE_OUTPUTS = 64           # sums per sample set (grouped like the kernel's outputs: group_error)
 GROUP_QUANTILE = 0.9
+GROUPS_MIN = 10               # sample sets of the kernel's output count, so the quantile is over at least this many
 
 
 # ------------------------------------------------------------------------------------------------ recognise
@@ -302,8 +303,10 @@ def predict(lk: LoweredKernel, spec: FpuReduceSpec, options, evaluator: ReduceEv
     k = math.prod(lk.ranges[n_out_r:])
     if k > SAMPLE_MAX:
         return {}
-    n = max(1, min(SAMPLE_OUTPUTS, SAMPLE_MAX // k))
     n_out = math.prod(lk.ranges[:n_out_r])
+    # enough sums for GROUPS_MIN groups of the kernel's output count where K allows: with one group, a kernel of a
+    # few dozen short sums was promised on one draw, and its measured error varied past the budget between draws
+    n = max(1, min(max(SAMPLE_OUTPUTS, GROUPS_MIN * n_out), SAMPLE_MAX // k))
     keys = ["SFPU", *options]
     errs: dict = {key: [] for key in keys}
     for i, dist in enumerate(dists):

@@ -252,7 +252,7 @@ def test_pinned_fpu_sum_every_axis(tt_env, shape, axis, dt, budget):
     ("bf16 float().sum(0) 3-D", (200, 3, 24), 0, "bf16", "sum", 1e-3),
     ("bf16 float().sum(1), 4 outputs", (4, 2048), 1, "bf16", "sum", 1e-3),
     ("fp32 sum((1, 3)), 6 outputs", (2, 64, 3, 64), (1, 3), "fp32", "sum", 1e-2),
-    ("bf16 mean(0), bf16 out", (256, 40), 0, "bf16", "mean", 1e-3),
+    ("bf16 mean(0), bf16 out", (256, 40), 0, "bf16", "mean", 2e-3),
 ], ids=lambda v: v if isinstance(v, str) else "")
 def test_unpinned_flip_meets_its_budget(tt_env, fn_name, shape, axis, dt, kind, budget):
     plans = tt_env(budget)
