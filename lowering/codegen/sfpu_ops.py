@@ -453,7 +453,7 @@ def f_div(e, d, s, t):
     e.exexp(y, b, EXEXP_NODEBIAS)
     e.arecip(v, b)                          # b zero, denormal or Inf: a * SFPARECIP(b) is the quotient
     normal_exponent(e, rb, y)
-    e.mov(v, b)                             # b normal (so a is not): a * b has the quotient's zero, Inf or NaN
+    e.mov(v, b)                             # b normal: a * b is the quotient's zero, Inf or NaN where a is one
     e.endif()
     e.fmul(d, a, v)
     e.setsgn_imm(v, b, 0)
