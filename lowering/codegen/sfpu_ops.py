@@ -388,13 +388,13 @@ def high_half(e, d: int, x: int) -> None:
     e.shl(d, d, 12)
 
 
-def exact_residual(e, r: int, q: int, bh: int, bl: int, qh: int, ql: int) -> None:
-    """r = r - q*B exactly (Dekker's product split), B = bh + bl and q split here into qh + ql, all halves of 12
-    significant bits: every partial product is exact and, with r a dividend in [1, 2) and q a faithful quotient, so is
-    every partial difference (docs/isa.md §3.5). One SFPMAD alone would not do: it keeps only 3 bits of the product
-    below fp32 precision."""
-    high_half(e, qh, q)
-    e.fsub(ql, q, qh)
+def exact_residual(e, r: int, ql: int, qh: int, bh: int, bl: int) -> None:
+    """r = r - q*B exactly (Dekker's product split), q = ql on entry, split here into qh + ql (ql overwritten with the
+    low half), B = bh + bl: all halves of 12 significant bits, so every partial product is exact and, with r a dividend
+    in [1, 2) and q a faithful quotient, so is every partial difference (docs/isa.md §3.5). One SFPMAD alone would not
+    do: it keeps only 3 bits of the product below fp32 precision."""
+    high_half(e, qh, ql)
+    e.fsub(ql, ql, qh)
     for x, y in ((qh, bh), (qh, bl), (ql, bh), (ql, bl)):
         e.mad(r, x, y, r, MAD_NEG_B)
 
@@ -402,36 +402,38 @@ def exact_residual(e, r: int, q: int, bh: int, bl: int, qh: int, ql: int) -> Non
 def f_div(e, d, s, t):
     """a / b correctly rounded (IEEE round to nearest even, as the CPU device's division), for normal a and b: on the
     mantissas A, B in [1, 2) the quotient q = A * recip(B) is made faithful by one step q += (A - q*B) * recip(B), the
-    residual R = A - q*B is then computed exactly, and the sign of R -/+ B*ulp/2 says whether A/B lies beyond the
+    residual R = A - q*B is then computed exactly, and the sign of 2R -/+ B*ulp says whether A/B lies beyond the
     midpoint to a neighbour of q (ties cannot occur); the exponent difference is added at the end (beyond the fp32
     range: Inf, or a signed zero where the quotient is denormal, as every SFPU result). Zero, denormal (read as
-    zero), Inf or NaN operands: a * SFPARECIP(b), whose IEEE specials are the quotient's."""
+    zero), Inf or NaN operands: a * SFPARECIP(b), whose IEEE specials are the quotient's. 4 scratch registers (d is
+    one until the end): a reduction's accumulator leaves 7 LRegs."""
     a, b = s
-    ra, rb, y, u, v = t
+    ra, rb, y, u = t
     unit_magnitude(e, rb, b)
     e.arecip(y, rb)
     unit_magnitude(e, ra, a)
     for _ in range(2):                      # y = recip(B): 2 Newton steps from the 7-bit estimate
-        e.mad(u, rb, y, ONE, MAD_NEG_B)
-        e.mad(y, y, u, y)
+        e.mad(d, rb, y, ONE, MAD_NEG_B)
+        e.mad(y, y, d, y)
     e.fmul(d, ra, y)                        # q within ~2 ulp of A/B
     e.mad(u, d, rb, ra, MAD_NEG_B)          # A - q*B, good to 2**-26 (enough for a faithful step)
-    high_half(e, v, rb)                     # Bh
     e.mad(d, u, y, d)                       # q faithful: |A/B - q| < ulp(q)
-    e.fsub(rb, rb, v)                       # Bl
-    exact_residual(e, ra, d, v, rb, y, u)   # ra = R = A - q*B, exact
-    e.fadd(rb, v, rb)                       # B
+    high_half(e, u, rb)                     # Bh
+    e.fsub(rb, rb, u)                       # Bl
+    exact_residual(e, ra, d, y, u, rb)      # ra = R = A - q*B, exact; d, y = the halves of q
+    e.fadd(d, y, d)                         # q
+    e.fadd(rb, u, rb)                       # B
     e.fadd(ra, ra, ra)                      # 2R: the tests below are 2R -/+ B*ulp, sums of two exact terms
     e.iaddi(u, d, 1)
     e.fsub(u, u, d)                         # ulp above q
     e.mad(u, rb, u, ra, MAD_NEG_B)          # > 0: A/B is past the upper midpoint
-    e.iaddi(v, d, -1)
-    e.fsub(v, d, v)                         # ulp below q (half the one above when q is a power of 2)
-    e.mad(v, rb, v, ra)                     # < 0: A/B is below the lower midpoint
+    e.iaddi(y, d, -1)
+    e.fsub(y, d, y)                         # ulp below q (half the one above when q is a power of 2)
+    e.mad(y, rb, y, ra)                     # < 0: A/B is below the lower midpoint
     e.setcc(u, CC_GTE0)
     e.iaddi(d, d, 1)
     e.endif()
-    e.setcc(v, CC_LT0)
+    e.setcc(y, CC_LT0)
     e.iaddi(d, d, -1)
     e.endif()
     e.exexp(ra, a, EXEXP_NODEBIAS)
@@ -441,27 +443,28 @@ def f_div(e, d, s, t):
     e.iadd(u, rb)                           # the quotient's biased exponent
     e.shl(rb, rb, 23)
     e.iadd(d, rb)
-    e.iaddi(v, u, -255, cc=IADD_CC_GTE0)    # overflow: Inf
+    e.iaddi(y, u, -255, cc=IADD_CC_GTE0)    # overflow: Inf
     e.loadi(d, F32_INF)
     e.endif()
-    e.iaddi(v, u, -1, cc=CC_LT0)            # below the normal range: +0 (the sign follows)
+    e.iaddi(y, u, -1, cc=CC_LT0)            # below the normal range: +0 (the sign follows)
     e.mov(d, ZERO)
     e.endif()
     e.mov(u, a)
     e.xor(u, b)
     e.setsgn_from_d(u, d)                   # u = the quotient of normal operands, signed
     e.exexp(y, b, EXEXP_NODEBIAS)
-    e.arecip(v, b)                          # b zero, denormal or Inf: a * SFPARECIP(b) is the quotient
-    normal_exponent(e, rb, y)
-    e.mov(v, b)                             # b normal: a * b is the quotient's zero, Inf or NaN where a is one
+    e.arecip(rb, b)                         # b zero, denormal or Inf: a * SFPARECIP(b) is the quotient
+    normal_exponent(e, d, y)
+    e.mov(rb, b)                            # b normal: a * b is the quotient's zero, Inf or NaN where a is one
     e.endif()
-    e.fmul(d, a, v)
-    e.setsgn_imm(v, b, 0)
-    e.gt(v, e.creg(rb, F32_INF))
+    e.fmul(d, a, rb)
+    e.setsgn_imm(rb, b, 0)
+    e.gt(rb, e.creg(y, F32_INF))
     e.fadd(d, b, ZERO)                      # b NaN (SFPARECIP(NaN) is 0): NaN
     e.endif()
-    normal_exponent(e, rb, ra)
-    normal_exponent(e, rb, y)
+    normal_exponent(e, y, ra)
+    e.exexp(rb, b, EXEXP_NODEBIAS)
+    normal_exponent(e, y, rb)
     e.mov(d, u)
     e.endif()
 
@@ -996,7 +999,7 @@ SEQS: dict[tuple[str, str], Seq] = {
     ("CMPNE", F): Seq(f_ne, 3, (0, 1)),
     ("TRUNC", F): Seq(f_trunc, 2),
     ("RECIPROCAL", F): Seq(f_recip, 3, (), True),
-    ("DIV", F): Seq(f_div, 5, (), True),
+    ("DIV", F): Seq(f_div, 4, (), True),
     ("SQRT", F): Seq(f_sqrt, 3, (), True),
     ("EXP2", F): Seq(f_exp2, 3, (), True),
     ("LOG2", F): Seq(f_log2, 3, (), True),

@@ -304,9 +304,9 @@ def test_int32_shifts(op):
 def test_new_op_costs():
     """The placement's cost table prices the new sequences from their instruction counts (32 row steps a tile): one
     instruction each, the destination taking the dying first source's register; SHR negates the amount first (3);
-    RECIPROCAL 20; DIV, correctly rounded (sfpu_ops.f_div), 69."""
+    RECIPROCAL 20; DIV, correctly rounded (sfpu_ops.f_div), 71."""
     from_counts = {("AND", "int32"): 1, ("OR", "int32"): 1, ("XOR", "int32"): 1, ("SHL", "int32"): 1,
-                   ("SHR", "int32"): 3, ("DIV", "float32"): 69, ("RECIPROCAL", "float32"): 20}
+                   ("SHR", "int32"): 3, ("DIV", "float32"): 71, ("RECIPROCAL", "float32"): 20}
     for (op, dt), n in from_counts.items():
         srcs = (dt,) if op == "RECIPROCAL" else (dt, dt)
         assert sfpu_op_cycles(VNode(0, op, dt), srcs) == 32 * n, op
@@ -387,6 +387,18 @@ def test_division_is_correctly_rounded():
         want = fa / fb
     for k in range(0, len(a), N):
         assert_bits_equal(run(prog, [a[k:k + N], b[k:k + N]]), want[k:k + N], f"DIV cases {k // N}")
+
+
+def test_division_fits_beside_a_reduction_accumulator():
+    """A reduction keeps its accumulator in an LReg across the program (compile_sfpu `reserve`): DIV's destination, two
+    sources and scratch registers fit in the 7 left (random program 5091: "an op needs more than 8 registers")."""
+    a, b = (rand_normal_f32(np.random.default_rng(30 + k), specials=False) for k in range(2))
+    d = ValueDAG()
+    d.out = d.add("DIV", "float32", (d.add("LOAD", "float32", (), 0), d.add("LOAD", "float32", (), 1)))
+    prog = compile_sfpu(d, 2, "float32", reserve=(7,))
+    assert all(f.get(k, -1) != 7 for _, f in map(decode, prog.body) for k in ("lreg_dest", "lreg_ind"))
+    with np.errstate(all="ignore"):
+        assert_bits_equal(run(prog, [a, b]), a / b, "DIV beside an accumulator")
 
 
 @pytest.mark.parametrize("c", [1 / 3e38, -2.0 ** -149, 1e-40])
