@@ -122,6 +122,10 @@ class Plan(ABC):
     target: Target = field(default_factory=lambda: TARGETS["emu"])   # set by for_target
     placement: Report | None = None     # where the ops run and what that is predicted to cost
     cores: int = 1                      # Tensix tiles the kernel is split over (core_arg_words: one block each)
+    # why the reader runs without its specialised paths (affine runs, the reduction walk and its datum table: every
+    # gathered stream per datum; loaded-index helpers called, not inlined: a smaller image), "" while it has them: set when the specialised image did not fit
+    # its L1 slot (tt_backend/ops_tt.py compile_stage)
+    compact_reader: str = ""
 
     @property
     def n_elements(self) -> int:

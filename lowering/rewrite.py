@@ -6,9 +6,11 @@ device computes (clang contracts these expressions into fma). SFPMAD is "partial
 rare cancellation cases it differs from an exact fma by the product's dropped low bits. bfloat16 expressions are left
 alone: tinygrad rounds the bf16 product before the add.
 
-`fuse_divide`: float32 `a * (1/b)` (tinygrad's division) becomes DIV(a, b) when the reciprocal has no other use and
-the product was not fused into an SFPMAD above: the same bits, except that a quotient whose divisor is beyond 2**126
-(where 1/b alone is denormal and flushed) stays right (lowering/codegen/sfpu_ops.py `f_div`).
+`fuse_divide`: float32 `a * (1/b)` (tinygrad's division) becomes DIV(a, b), the correctly rounded quotient
+(lowering/codegen/sfpu_ops.py `f_div`). tinygrad's CPU device does the same rewrite (codegen/decomp `a*(1/b) -> a/b`
+for renderers with FDIV) whatever else uses 1/b, before anything could contract the product into an fma: so does
+this one (it runs before `fuse_multiply_add`), the reciprocal staying for its other uses. Two roundings instead
+would put floor(a/b) and a % b an integer off wherever a/b is an integer.
 
 `scale_denormal_constants`: float32 `a * c` with a denormal constant c (tinygrad folds `x / 3e38` into `x * 3.3e-39`)
 becomes `(a * (c * 2**64)) * 2**-64`: the SFPU reads a denormal operand as zero, the scaled one it reads right, and
@@ -47,20 +49,19 @@ def fuse_multiply_add(dag: ValueDAG) -> ValueDAG:
 
 
 def fuse_divide(dag: ValueDAG) -> ValueDAG:
-    uses = dag.uses()
     nodes = list(dag.nodes)
 
-    def reciprocal_only_here(i: int) -> bool:
+    def float_reciprocal(i: int) -> bool:
         n = nodes[i]   # (tinygrad's AST may take the reciprocal of an int32 value: that one stays as it is)
-        return n.op == "RECIPROCAL" and uses[i] == 1 and nodes[n.srcs[0]].dtype == n.dtype == "float32"
+        return n.op == "RECIPROCAL" and nodes[n.srcs[0]].dtype == n.dtype == "float32"
 
     for k, n in enumerate(nodes):
         if n.op != "MUL" or n.dtype != "float32" or any(nodes[s].dtype != "float32" for s in n.srcs):
             continue
         x, y = n.srcs
-        if reciprocal_only_here(y):
+        if float_reciprocal(y):
             nodes[k] = VNode(k, "DIV", n.dtype, (x, nodes[y].srcs[0]))
-        elif reciprocal_only_here(x):
+        elif float_reciprocal(x):
             nodes[k] = VNode(k, "DIV", n.dtype, (y, nodes[x].srcs[0]))
     return ValueDAG(nodes, dag.out)
 

@@ -81,6 +81,7 @@ def report(plan: Plan, elfs: dict[str, bytes]) -> dict:
         "dst_slots": prog.dst_slots if prog is not None else 0, "out_slot": prog.out_slot if prog is not None else 0,
         "l1": {k: f"0x{v:X}" for k, v in plan.l1.items()},
         "instructions": instruction_counts(plan, elfs),
+        "compact_reader": plan.compact_reader or None,
         **placement_report(plan),
     }
 
@@ -92,6 +93,8 @@ def report_text(r: dict) -> str:
         mode = s.get("reader_mode") or ("contiguous" if s["contiguous"] else "gather")
         how = mode if mode == "contiguous" else f"{mode} [{s['index_c']}]" + (f" if ({s['valid_c']})" if s["valid_c"] else "")
         lines.append(f"  in{j}: buffer slot {s['buffer_slot']} {s['dtype']} ({s['tile_format']}) {how}")
+    if r.get("compact_reader"):
+        lines.append(f"  (compact reader: {r['compact_reader']})")
     o = r["output"]
     lines.append(f"  out: buffer slot {o['buffer_slot']} {o['dtype']} ({o['tile_format']}) "
                  + ("contiguous" if o["contiguous"] else f"scatter [{o['index_c']}]"))

@@ -187,11 +187,9 @@ def tt_to_program(ast: UOp, renderer: TTRenderer) -> UOp:
     if ast.op is not Ops.SINK: raise UnsupportedOp(f"cannot lower a {ast.op.name} for TT")
     # lazy: see the module doc (tinygrad's spawned compile workers import this module and must stay cheap)
     from tt_backend import debug, dump
-    from tt_backend.lowering.codegen.sources import split
     from tt_backend.lowering.plan import for_target
     from tt_backend.lowering.select import lower
     from tt_backend.placement_eval import check_meta, placer   # placement under TT_ERR_BUDGET(_SAMPLED), TT_PLACE; TT_CHECK
-    from tt_backend.runtime.compile import compile_kernel
     tinygrad_knobs.beam_notice(ast.arg.beam)
     debug.before_lowering(ast)
 
@@ -201,8 +199,8 @@ def tt_to_program(ast: UOp, renderer: TTRenderer) -> UOp:
         for stage in plan.launches:     # a staged plan (lowering/families/staged.py): each stage is a kernel of its own
             for_target(stage, renderer.tt_target)
             stage.use_cores(min(knobs.cores() or renderer.tt_target.tiles, renderer.tt_target.tiles))
-            sources, headers = split(stage.render())
-            elf_sets.append(elfs := compile_kernel(sources, headers, stage.name))
+            sources, headers, elfs = compile_stage(stage)
+            elf_sets.append(elfs)
             texts.append(format_source(sources, headers))
             if d is not None:
                 stage_dir = dump.write_kernel(d, stage, sources, headers, elfs, key=key)
@@ -234,6 +232,32 @@ def tt_to_program(ast: UOp, renderer: TTRenderer) -> UOp:
                        target=renderer.target)
     return UOp(Ops.PROGRAM, src=(sink, UOp(Ops.LINEAR, src=tuple(params)), UOp(Ops.SOURCE, arg=source),
                                  UOp(Ops.BINARY, arg=binary)), arg=info)
+
+
+def compile_stage(stage) -> tuple[dict[str, str], dict[str, str], dict[str, bytes]]:
+    """(sources, headers, ELF images) of one launch. A reader image too large for its slot is rebuilt once with the
+    compact reader (lowering/plan.py `Plan.compact_reader`: per-datum gathers, no specialised runs or walks), which the
+    kernel's report names with the first image's size; a family whose sources the compact reader leaves as they were, or a compact image
+    still too large, is refused with both sizes."""
+    # lazy: see the module doc
+    from tt_backend.chip.errors import KernelTooLarge
+    from tt_backend.lowering.codegen.sources import split
+    from tt_backend.runtime.compile import compile_kernel
+    sources, headers = split(stage.render())
+    try:
+        return sources, headers, compile_kernel(sources, headers, stage.name)
+    except KernelTooLarge as e:
+        if stage.compact_reader:
+            raise
+        stage.compact_reader = f"the specialised reader did not fit: {e}"
+        compact, compact_headers = split(stage.render())
+        if compact == sources:
+            stage.compact_reader = ""
+            raise
+        try:
+            return compact, compact_headers, compile_kernel(compact, compact_headers, stage.name)
+        except KernelTooLarge as e2:
+            raise KernelTooLarge(f"{e2} (with the compact reader; the specialised one: {e})") from e
 
 
 def device_variants(ast: UOp) -> list[UOp]:

@@ -286,9 +286,9 @@ def compile_sfpu(dag, n_inputs: int, out_dtype=None, fuse_mad: bool = True, rese
         dag = ValueDAG(list(dag), out_dtype if isinstance(out_dtype, int) else len(dag) - 1)
         out_dtype = None
     dag = scale_denormal_constants(dag)
+    dag = fuse_divide(dag)              # first: a quotient is never taken into an SFPMAD (lowering/rewrite.py)
     if fuse_mad:
         dag = fuse_multiply_add(dag)
-    dag = fuse_divide(dag)
     nodes = list(dag.nodes)
     out = dag.out if dag.out >= 0 else len(nodes) - 1
     if out_dtype is not None and out_dtype != nodes[out].dtype:

@@ -166,6 +166,9 @@ class Emitter:
     def setsgn_imm(self, d: int, c: int, s: int) -> None:     # d = c with sign bit s
         self.i("SFPSETSGN", imm12_math=s, lreg_c=c, lreg_dest=d, instr_mod1=1)
 
+    def setexp_imm(self, d: int, c: int, exp: int) -> None:  # d = c with biased exponent field exp
+        self.i("SFPSETEXP", imm12_math=exp, lreg_c=c, lreg_dest=d, instr_mod1=1)
+
     def setsgn_from_d(self, d: int, c: int) -> None:          # d = {sign of d, exponent+mantissa of c}
         self.i("SFPSETSGN", lreg_c=c, lreg_dest=d, instr_mod1=0)
 
@@ -373,19 +376,103 @@ def f_recip(e, d, s, t):
     e.endif()
 
 
+def unit_magnitude(e, d: int, x: int) -> None:
+    """d = |x| with the exponent of 1.0: x's mantissa as a value in [1, 2)."""
+    e.setsgn_imm(d, x, 0)
+    e.setexp_imm(d, d, 127)
+
+
+def high_half(e, d: int, x: int) -> None:
+    """d = x with its 12 low mantissa bits cleared: 12 significant bits, so x - d is exact and holds the other 12."""
+    e.shr(d, x, 12)
+    e.shl(d, d, 12)
+
+
+def exact_residual(e, r: int, ql: int, qh: int, bh: int, bl: int) -> None:
+    """r = r - q*B exactly (Dekker's product split), q = ql on entry, split here into qh + ql (ql overwritten with the
+    low half), B = bh + bl: all halves of 12 significant bits, so every partial product is exact and, with r a dividend
+    in [1, 2) and q a faithful quotient, so is every partial difference (docs/isa.md §3.5). One SFPMAD alone would not
+    do: it keeps only 3 bits of the product below fp32 precision."""
+    high_half(e, qh, ql)
+    e.fsub(ql, ql, qh)
+    for x, y in ((qh, bh), (qh, bl), (ql, bh), (ql, bl)):
+        e.mad(r, x, y, r, MAD_NEG_B)
+
+
 def f_div(e, d, s, t):
-    """a / b as a * (1/b) (lowering/rewrite.py fuses MUL(a, RECIPROCAL(b)) into it), with the scaling moved to a:
-    where |b| >= 2**64, (a * 2**-64) * scaled_recip(b) instead of a * (scaled_recip(b) * 2**-64). The bits equal
-    the unfused pair except where 1/b alone is denormal (|b| > 2**126): there the pair flushes 1/b to 0 (3e38/3e38
-    gave 0, inf/3e38 NaN) and this gives the quotient, as the CPU device's division does."""
+    """a / b correctly rounded (IEEE round to nearest even, as the CPU device's division), for normal a and b: on the
+    mantissas A, B in [1, 2) the quotient q = A * recip(B) is made faithful by one step q += (A - q*B) * recip(B), the
+    residual R = A - q*B is then computed exactly, and the sign of 2R -/+ B*ulp says whether A/B lies beyond the
+    midpoint to a neighbour of q (ties cannot occur); the exponent difference is added at the end (beyond the fp32
+    range: Inf, or a signed zero where the quotient is denormal, as every SFPU result). Zero, denormal (read as
+    zero), Inf or NaN operands: a * SFPARECIP(b), whose IEEE specials are the quotient's. 4 scratch registers (d is
+    one until the end): a reduction's accumulator leaves 7 LRegs."""
     a, b = s
-    t1, t2, xs, sa = t
-    scaled_recip(e, d, b, t1, t2, xs)
-    e.mov(sa, a)
-    if_scaled(e, t1, b)
-    e.fmul(sa, sa, e.creg(t2, 2.0 ** -64))  # exact unless a * 2**-64 is denormal (then so is the quotient)
+    ra, rb, y, u = t
+    unit_magnitude(e, rb, b)
+    e.arecip(y, rb)
+    unit_magnitude(e, ra, a)
+    for _ in range(2):                      # y = recip(B): 2 Newton steps from the 7-bit estimate
+        e.mad(d, rb, y, ONE, MAD_NEG_B)
+        e.mad(y, y, d, y)
+    e.fmul(d, ra, y)                        # q within ~2 ulp of A/B
+    e.mad(u, d, rb, ra, MAD_NEG_B)          # A - q*B, good to 2**-26 (enough for a faithful step)
+    e.mad(d, u, y, d)                       # q faithful: |A/B - q| < ulp(q)
+    high_half(e, u, rb)                     # Bh
+    e.fsub(rb, rb, u)                       # Bl
+    exact_residual(e, ra, d, y, u, rb)      # ra = R = A - q*B, exact; d, y = the halves of q
+    e.fadd(d, y, d)                         # q
+    e.fadd(rb, u, rb)                       # B
+    e.fadd(ra, ra, ra)                      # 2R: the tests below are 2R -/+ B*ulp, sums of two exact terms
+    e.iaddi(u, d, 1)
+    e.fsub(u, u, d)                         # ulp above q
+    e.mad(u, rb, u, ra, MAD_NEG_B)          # > 0: A/B is past the upper midpoint
+    e.iaddi(y, d, -1)
+    e.fsub(y, d, y)                         # ulp below q (half the one above when q is a power of 2)
+    e.mad(y, rb, y, ra)                     # < 0: A/B is below the lower midpoint
+    e.setcc(u, CC_GTE0)
+    e.iaddi(d, d, 1)
     e.endif()
-    e.fmul(d, sa, d)
+    e.setcc(y, CC_LT0)
+    e.iaddi(d, d, -1)
+    e.endif()
+    e.exexp(ra, a, EXEXP_NODEBIAS)
+    e.exexp(rb, b, EXEXP_NODEBIAS)
+    e.isub_from(rb, ra)                     # ea - eb
+    e.exexp(u, d, EXEXP_NODEBIAS)
+    e.iadd(u, rb)                           # the quotient's biased exponent
+    e.shl(rb, rb, 23)
+    e.iadd(d, rb)
+    e.iaddi(y, u, -255, cc=IADD_CC_GTE0)    # overflow: Inf
+    e.loadi(d, F32_INF)
+    e.endif()
+    e.iaddi(y, u, -1, cc=CC_LT0)            # below the normal range: +0 (the sign follows)
+    e.mov(d, ZERO)
+    e.endif()
+    e.mov(u, a)
+    e.xor(u, b)
+    e.setsgn_from_d(u, d)                   # u = the quotient of normal operands, signed
+    e.exexp(y, b, EXEXP_NODEBIAS)
+    e.arecip(rb, b)                         # b zero, denormal or Inf: a * SFPARECIP(b) is the quotient
+    normal_exponent(e, d, y)
+    e.mov(rb, b)                            # b normal: a * b is the quotient's zero, Inf or NaN where a is one
+    e.endif()
+    e.fmul(d, a, rb)
+    e.setsgn_imm(rb, b, 0)
+    e.gt(rb, e.creg(y, F32_INF))
+    e.fadd(d, b, ZERO)                      # b NaN (SFPARECIP(NaN) is 0): NaN
+    e.endif()
+    normal_exponent(e, y, ra)
+    e.exexp(rb, b, EXEXP_NODEBIAS)
+    normal_exponent(e, y, rb)
+    e.mov(d, u)
+    e.endif()
+
+
+def normal_exponent(e, t: int, ex: int) -> None:
+    """LaneFlags &= 1 <= ex <= 254: the biased exponent field ex is a normal number's."""
+    e.iaddi(t, ex, -1, cc=IADD_CC_GTE0)
+    e.iaddi(t, ex, -255, cc=CC_LT0)
 
 
 def f_sqrt(e, d, s, t):

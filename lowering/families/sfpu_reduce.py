@@ -153,20 +153,30 @@ def extract(dag: ValueDAG, root: int, leaf: dict[int, VNode]) -> ValueDAG:
     return out
 
 
+# ops that give a finite value on finite operands (overflow aside): a product with a zero factor is then zero
+FINITE_OPS = frozenset({"ADD", "SUB", "MUL", "NEG", "MAX", "WHERE", "CAST", "TRUNC", "CMPLT", "CMPNE"})
+
+
 def zero_preserving(dag: ValueDAG, padded: set[int]) -> bool:
     """True when the DAG's value is (+-)0 whenever the loads in `padded` (input indices) read 0: then pads need no
-    mask for a sum. Structural and conservative: products with a zero factor, sums/max/where of zero operands."""
+    mask for a sum. Structural and conservative: products with a zero factor whose other factor stays finite at pads
+    (0 * inf is NaN: a pad reading 0 into a reciprocal, as in a layer norm's scale, must not reach the sum), sums/max/
+    where of zero operands."""
     z: list[bool] = []
+    finite: list[bool] = []       # finite at pads: built of loads and finite constants by FINITE_OPS only
     for n in dag.nodes:
         s = [z[i] for i in n.srcs]
+        f = [finite[i] for i in n.srcs]
         if n.op == "LOAD": v = n.arg in padded
         elif n.op == "CONST": v = n.arg == 0
-        elif n.op == "MUL": v = s[0] or s[1]
+        elif n.op == "MUL": v = (s[0] and f[1]) or (s[1] and f[0])
         elif n.op in ("ADD", "SUB", "MAX"): v = s[0] and s[1]
         elif n.op in ("NEG", "CAST", "SQRT", "TRUNC"): v = s[0]
         elif n.op == "WHERE": v = s[1] and s[2]
         else: v = False
         z.append(v)
+        finite.append(math.isfinite(n.arg) if n.op == "CONST" and isinstance(n.arg, float)
+                      else n.op in ("LOAD", "CONST") or (n.op in FINITE_OPS and all(f)))
     return z[dag.out]
 
 

@@ -189,6 +189,7 @@ def render_tile_kernel(plan: TilePlan, generator: str, red: ReducePlan | None = 
         "alu_format": hex_u32(alu_format_word(formats, out["fmt"])),
         "sfpu": {"setup": [hex_u32(x) for x in plan.sfpu.setup], "body": [hex_u32(x) for x in plan.sfpu.body]},
         "red": None if red is None else _red_ctx(red) | {"next_k": reduce_next_k(plan, red)},
+        "compact_reader": bool(plan.compact_reader),
         "index_loads": [{"k": k, "slot": plan.buffers[k].slot, "esz": DTYPE_SIZE[plan.buffers[k].dtype],
                          "load_expr": DRAM_LOAD[plan.buffers[k].dtype]} for k in index_load_buffers(plan)],
         # an elementwise kernel's cores each take a range of tiles from their argument block (the grid split,

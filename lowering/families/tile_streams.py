@@ -1,6 +1,8 @@
 """How the tile pipeline's reader and writer move each stream (templates reader.c.j2 / writer.c.j2): a bulk NoC copy
 (contiguous), per-datum gather/scatter with the stream's index expression, runs of an affine index (`RUN_MODES`), a
-computed value, or the reduction layout's walk over (output, reduce index) per datum.
+computed value, or the reduction layout's walk over (output, reduce index) per datum. A plan whose reader image did
+not fit its slot (`Plan.compact_reader`) gathers per datum instead of runs and walks, and calls its loaded-index
+helpers instead of inlining them (templates/blocks/index_loads.c.j2): less code, no datum table.
 """
 from __future__ import annotations
 
@@ -29,10 +31,10 @@ def stream_ctx(plan: TilePlan, s: Stream, j: int | None, red: ReducePlan | None 
         else: mode = "red gather"
     elif s.value is not None:
         mode = "computed"
-    runs = _affine_runs(plan, s) if mode == "gather" else None
+    runs = _affine_runs(plan, s) if mode == "gather" and not plan.compact_reader else None
     if runs is not None:
         mode = runs["mode"]
-    walk = _reduce_walk(plan, s, red) if mode == "red gather" else None
+    walk = _reduce_walk(plan, s, red) if mode == "red gather" and not plan.compact_reader else None
     if walk is not None:
         mode = "red affine"
     name = f"in{j}" if j is not None else "out"

@@ -68,6 +68,7 @@ def _programs():
               ("bf16_arith", lambda x, y: (x.cast(dtypes.bfloat16) * y.cast(dtypes.bfloat16) + 1).cast(dtypes.float32),
                (_r((9, 70)), _r((9, 70)))),
               ("sum", lambda x: (x * 3).sum(1), (_r((8, 100)),)), ("max", lambda x: (x * 2).max(0), (_r((9, 40)),)),
+              ("float_div_floor", lambda x, y: x / y - x // y, (_r((5, 33)), _r((5, 33)))),   # sfpu_ops.f_div
               ("readme", lambda a, b: ((a * b + 1).maximum(0.5) - (a < 0).where(a.exp2(), b.reciprocal())),
                (_r((64, 128)), _r((128,))))]
     casts = [(dtypes.float32, dtypes.int32), (dtypes.int32, dtypes.float32), (dtypes.float32, dtypes.bfloat16),

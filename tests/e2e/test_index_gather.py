@@ -9,6 +9,8 @@ rounding), on random data and random indices (negative ones wrap, as __getitem__
 """
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -60,3 +62,22 @@ def test_matches_cpu(name, fn, shape, indices, serial_compile):
     ref = fn(Tensor(data, device=REF), *[Tensor(i, device=REF) for i in indices]).numpy()
     assert got.shape == ref.shape
     np.testing.assert_array_equal(got.view(np.uint32), ref.view(np.uint32), err_msg=name)
+
+
+@pytest.mark.needs_cc
+def test_reader_too_large_for_its_slot_is_rebuilt_compact(serial_compile, monkeypatch, tmp_path):
+    """tinygrad's test_slice_fancy_indexing_dim_inject_and_collapse case x[None, j, 2, o, None]: its reduction reader
+    (the reduction walk's datum table, every loaded-index helper inlined at each of its ~100 calls in the index math)
+    is ~18.4 kB, over the 16 kB brisc slot; tt_backend/ops_tt.py compile_stage rebuilds it with the compact reader,
+    the kernel's report says so, and the result is still tinygrad's CPU device's, bit for bit."""
+    data = rng.standard_normal((2, 5, 6, 5, 3, 4)).astype(np.float32)
+    j, o = _idx(0, 1, (1, 3, 1, 1, 1, 1)), _idx(0, 4, (2, 1, 1, 5, 1, 1))
+    fn = lambda x, j, o: x[None, j, 2, o, None]
+    monkeypatch.setenv("TT_DUMP", str(tmp_path))
+    got = fn(*(Tensor(a, device="TT") for a in (data, j, o))).numpy()
+    monkeypatch.delenv("TT_DUMP")
+    ref = fn(*(Tensor(a, device=REF) for a in (data, j, o))).numpy()
+    np.testing.assert_array_equal(got.view(np.uint32), ref.view(np.uint32))
+    reports = [json.loads(p.read_text()) for p in tmp_path.glob("*/report.json")]
+    compact = [r for r in reports if r.get("compact_reader")]
+    assert len(compact) == 1 and "brisc image needs" in compact[0]["compact_reader"]

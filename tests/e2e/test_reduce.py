@@ -111,6 +111,8 @@ def test_zero_preserving():
     assert not zero_preserving(d, set())
     d.out = d.add("EXP2", "float32", (x,))
     assert not zero_preserving(d, {0})            # exp2(0) = 1: pads need the validity mask
+    d.out = d.add("MUL", "float32", (x, d.add("RECIPROCAL", "float32", (w,))))
+    assert not zero_preserving(d, {0, 1})         # 0 * (1/0) is NaN: a layer norm's scale gathered at pads
 
 
 def test_non_negative():
@@ -363,3 +365,14 @@ def test_ttsim_matches_emulator_bit_for_bit():
         emu = fn(Tensor(a, device="TT:emu")).numpy()
         np.testing.assert_array_equal(sim.view(np.uint32) if sim.dtype == np.float32 else sim,
                                       emu.view(np.uint32) if emu.dtype == np.float32 else emu)
+
+
+def test_sum_over_gathered_layernorm_has_no_nan_from_pads():
+    """Random program 5251: a layer norm gathered by loaded indices, then summed over 5 (pads in the reduction tile).
+    The pads read 0 into the norm's reciprocal scale, 0 * inf is NaN, so the sum needs the validity mask
+    (sfpu_reduce.zero_preserving); every output was NaN."""
+    rng = np.random.default_rng(1)
+    x = rng.uniform(-3, 3, (7, 1, 5)).astype(np.float32)
+    idx = rng.integers(0, 6, (31, 1, 5)).astype(np.int32)
+    fn = lambda dev: Tensor(x, device=dev).layernorm(axis=-1).gather(0, Tensor(idx, device=dev)).sum(-1).numpy()
+    np.testing.assert_allclose(fn("TT"), fn("CPU"), rtol=1e-5, atol=1e-5)

@@ -304,9 +304,9 @@ def test_int32_shifts(op):
 def test_new_op_costs():
     """The placement's cost table prices the new sequences from their instruction counts (32 row steps a tile): one
     instruction each, the destination taking the dying first source's register; SHR negates the amount first (3);
-    DIV is RECIPROCAL (20) + MUL (1) + the copy of the dividend it scales (22)."""
+    RECIPROCAL 20; DIV, correctly rounded (sfpu_ops.f_div), 71."""
     from_counts = {("AND", "int32"): 1, ("OR", "int32"): 1, ("XOR", "int32"): 1, ("SHL", "int32"): 1,
-                   ("SHR", "int32"): 3, ("DIV", "float32"): 22, ("RECIPROCAL", "float32"): 20}
+                   ("SHR", "int32"): 3, ("DIV", "float32"): 71, ("RECIPROCAL", "float32"): 20}
     for (op, dt), n in from_counts.items():
         srcs = (dt,) if op == "RECIPROCAL" else (dt, dt)
         assert sfpu_op_cycles(VNode(0, op, dt), srcs) == 32 * n, op
@@ -354,31 +354,51 @@ def test_reciprocal():
             assert bits(want) == got[i], (v, f32(got[i]))
 
 
-def test_division_keeps_the_reciprocal_bits_and_fixes_huge_divisors():
-    """MUL(a, RECIPROCAL(b)) compiles to DIV (lowering/rewrite.py fuse_divide): bit-identical to the reciprocal and
-    the product run separately while |b| <= 2**126; beyond, where 1/b alone is denormal (flushed to 0, so inf/3e38
-    was NaN), the quotient is within 2 ulp of the exact one (two roundings: the reciprocal's and the product's)."""
-    rng = np.random.default_rng(28)
-    a, b = rand_mixed_f32(rng), rand_normal_f32(rng)
-    b[:len(SPECIALS)] = np.roll(SPECIALS, 5)
-    huge = slice(600, 700)
-    b[huge] = f32(rng.integers(0x7E800000, 0x7F7FFFFF, 100).astype(np.uint32)) * rng.choice([-1, 1], 100)
-    a[huge][:10] = [np.inf, -np.inf, 3e38, -3e38, 1.0, 0.0, -0.0, np.nan, 2.0 ** -100, 1e30]
+def division_cases(rng) -> tuple[np.ndarray, np.ndarray]:
+    """Pairs for a / b, 1024 of each kind: random normals over the whole range (huge and tiny ratios, overflow and
+    underflow), exact quotients (integers times 12-bit divisors), quotients within a hair of the midpoint between two
+    floats (the hard cases of rounding), and zeros, Infs, NaNs, denormals and extremes against everything."""
+    a, b = [rand_normal_f32(rng, specials=False)], [rand_normal_f32(rng, specials=False)]
+    q = rng.integers(-2 ** 12, 2 ** 12, N).astype(np.float32)
+    b.append(f32(bits(rand_normal_f32(rng, emin=-10, emax=10, specials=False)) & 0xFFFFF000))
+    a.append(q * b[-1])
+    mid = (rng.integers(1 << 24, 1 << 25, N) | 1) * 2.0 ** -24
+    b.append(rand_normal_f32(rng, emin=-30, emax=30, specials=False))
+    a.append((mid * b[-1]).astype(np.float32) * np.float32(2.0) ** rng.integers(-40, 40, N).astype(np.float32))
+    edge = np.concatenate([SPECIALS, np.array([1e-40, -1e-45, 2.0 ** 127, 3e38, 1e-38, 0.1, 7.0], np.float32)])
+    a.append(edge[rng.integers(0, len(edge), N)])
+    b.append(edge[rng.integers(0, len(edge), N)])
+    a[-1][:N // 2] = rand_normal_f32(rng, specials=False)[:N // 2]
+    return np.concatenate(a), np.concatenate(b)
+
+
+def test_division_is_correctly_rounded():
+    """MUL(a, RECIPROCAL(b)) compiles to DIV (lowering/rewrite.py fuse_divide), which gives the IEEE quotient bit for
+    bit, as the CPU device's division: numpy float32 a / b of the flushed operands (the SFPU reads a denormal as zero),
+    a denormal quotient written as a signed zero."""
+    a, b = division_cases(np.random.default_rng(28))
     d = ValueDAG()
     x, y = d.add("LOAD", "float32", (), 0), d.add("LOAD", "float32", (), 1)
     d.out = d.add("MUL", "float32", (x, d.add("RECIPROCAL", "float32", (y,))))
     prog = compile_sfpu(d, 2, "float32")
-    assert "SFPMAD" in disassemble(prog) and len(prog.body) > 20
-    got = run(prog, [a, b])
-    pair = run_op("MUL", ["float32"] * 2, "float32", a, f32(run_op("RECIPROCAL", ["float32"], "float32", b)))
-    small = ~(np.abs(b) > 2.0 ** 126)
-    assert (got[small] == pair[small]).all()
+    assert prog.body == compile_op("DIV", ["float32"] * 2, "float32").body
+    fa, fb = (np.where(is_denormal(v), np.copysign(np.float32(0), v), v).astype(np.float32) for v in (a, b))
     with np.errstate(all="ignore"):
-        ref = a[huge].astype(np.float64) / b[huge].astype(np.float64)
-    g = f32(got[huge])
-    special = ~np.isfinite(ref) | (np.abs(ref) < 2.0 ** -126)
-    assert_bits_equal(got[huge][special], ref[special].astype(np.float32), "DIV specials")
-    assert ulp_error(g[~special], ref[~special]).max() <= 2.0
+        want = fa / fb
+    for k in range(0, len(a), N):
+        assert_bits_equal(run(prog, [a[k:k + N], b[k:k + N]]), want[k:k + N], f"DIV cases {k // N}")
+
+
+def test_division_fits_beside_a_reduction_accumulator():
+    """A reduction keeps its accumulator in an LReg across the program (compile_sfpu `reserve`): DIV's destination, two
+    sources and scratch registers fit in the 7 left (random program 5091: "an op needs more than 8 registers")."""
+    a, b = (rand_normal_f32(np.random.default_rng(30 + k), specials=False) for k in range(2))
+    d = ValueDAG()
+    d.out = d.add("DIV", "float32", (d.add("LOAD", "float32", (), 0), d.add("LOAD", "float32", (), 1)))
+    prog = compile_sfpu(d, 2, "float32", reserve=(7,))
+    assert all(f.get(k, -1) != 7 for _, f in map(decode, prog.body) for k in ("lreg_dest", "lreg_ind"))
+    with np.errstate(all="ignore"):
+        assert_bits_equal(run(prog, [a, b]), a / b, "DIV beside an accumulator")
 
 
 @pytest.mark.parametrize("c", [1 / 3e38, -2.0 ** -149, 1e-40])
