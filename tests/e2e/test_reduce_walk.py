@@ -1,7 +1,7 @@
 """The SFPU reduction reader's walk output cell by output cell (templates/blocks/read_gather.c.j2: reduce_affine,
-reduce_by_index, reduce_computed, reduce_mask; lowering/families/tile_streams.py _reduce_walk, reduce_datums): each
-cell's reduce indices are consecutive, the datum they land in comes from the layout's table, the ranges (or an affine
-index) advance by a carry chain.
+reduce_by_index, reduce_nested, reduce_computed, reduce_mask; lowering/families/tile_streams.py _reduce_walk,
+_reduce_nest, reduce_datums): each cell's reduce indices are consecutive, the datum they land in comes from the
+layout's table, the ranges (or an affine index) advance by a carry chain or by nested loops.
 
 Per case, a reduction whose input is not contiguous in the (output, reduce index) order, over layouts of every kind
 (lanes per output 1, 2, 4, 8, 32; short reductions with fewer row steps; pads; two reduce ranges; outputs that do
@@ -28,7 +28,12 @@ CASES = [
     ("sum_T_long", lambda x: x.T.sum(1), (3000, 3), {"red affine"}, False),            # K = 3000: 32 lanes, pads
     ("sum_two_axes", lambda x: x.permute(2, 0, 1).sum((1, 2)), (9, 11, 6), {"red affine"}, False),
     ("max_mid", lambda x: x.max(1), (6, 50, 7), {"red affine"}, True),
-    ("sum_pad", lambda x: x.pad(((0, 0), (2, 3))).T.sum(1), (30, 20), {"red gather"}, False),   # gated: per datum
+    # gated, one tile per output: nested loops over the reduce ranges (pads: 0; max: element k = 0 of the output)
+    ("sum_pad", lambda x: x.pad(((0, 0), (2, 3))).T.sum(1), (30, 20), {"red nested"}, False),
+    ("max_pad", lambda x: x.pad(((0, 0), (2, 3))).T.max(1), (30, 20), {"red nested"}, True),
+    ("sum_pad_two_axes", lambda x: x.pad(((1, 0), (0, 0), (2, 1))).permute(2, 0, 1).sum((1, 2)), (5, 7, 9),
+     {"red nested"}, False),
+    ("sum_pad_long", lambda x: x.pad(((0, 0), (2, 3))).T.sum(1), (1500, 4), {"red gather"}, False),   # K > 1024
     ("argmax_T", lambda x: x.T.argmax(1), (33, 21), {"red affine", "red computed"}, True),
 ]
 IDS = [c[0] for c in CASES]
