@@ -36,11 +36,11 @@ def stream_ctx(plan: TilePlan, s: Stream, j: int | None, red: ReducePlan | None 
     walk = _reduce_walk(plan, s, red) if mode == "red gather" else None
     if walk is not None:
         mode = "red affine"
-    nest = _reduce_nest(plan, s, red) if mode == "red gather" and red.k_dep[j] else None
+    nest = _reduce_nest(plan, s, red) if mode in ("red gather", "red computed") and red.k_dep[j] else None
     if nest is not None:
-        mode = "red nested"
+        mode = f"{mode} nested"
     name = f"in{j}" if j is not None else "out"
-    if mode in ("gather", "scatter", "red gather", "red affine", "red nested", "red scatter", *RUN_MODES) and f"stage_{name}" not in plan.l1:
+    if mode in ("gather", "scatter", "red gather", "red affine", "red gather nested", "red scatter", *RUN_MODES) and f"stage_{name}" not in plan.l1:
         raise ValueError(f"{plan.name}: stream {name} is gathered but has no staging window (run allocate_l1)")
     return {
         "j": j, "buf": s.buf, "dtype": s.dtype, "fmt": fmt, "esz": esz, "mode": mode,
@@ -163,24 +163,26 @@ def _reduce_walk(plan: TilePlan, s: Stream, red: ReducePlan) -> dict | None:
 
 # --- the reduction reader's nested walk ------------------------------------------------------------------------
 # A red gather that is not affine (pads, floor division and modulo of the ranges: the gradients of pooling and strided
-# or padded convolutions) evaluates its index and validity per datum. When each output cell's reduce indices all lie
+# or padded convolutions) evaluates its index and validity per datum, a red computed stream its value. When each output cell's reduce indices all lie
 # in one tile (one tile per group), the cell is walked by nested loops over the reduce ranges instead of a carry
 # chain, and every sub-expression of the index and validity is computed once in the outermost loop it depends on
 # (index.render_c_nested): a term of the output ranges once per cell, a term of the outer reduce ranges once per
-# inner loop. A buffer that fits the staging window is read once and addressed directly, its index checked against
+# inner loop (modes "red gather nested", "red computed nested"). A buffer that fits the staging window is read once and addressed directly, its index checked against
 # its size. Indices read from a buffer keep the per-datum walk.
 
 def _reduce_nest(plan: TilePlan, s: Stream, red: ReducePlan) -> dict | None:
-    """The nested walk of a reduction-layout input stream (above), or None (the per-datum carry-chain walk)."""
-    if red.tiles_per_group != 1 or s.index is None or s.index_loads or s.value is not None:
+    """The nested walk of a reduction-layout input stream (above), or None (the per-datum carry-chain walk): a
+    gathered stream's index and validity, or a computed stream's value (index math over the ranges: masks, aranges)."""
+    if red.tiles_per_group != 1 or s.index_loads or (s.value is None and s.index is None):
         return None
     n_out, ranges = len(red.out_sizes), list(plan.ranges)
     level = {k: 0 if k < n_out else 1 + k - n_out for k in range(len(ranges))}
-    exprs = [s.index] if s.valid is None else [s.index, s.valid]
+    exprs = [s.value] if s.value is not None else [s.index] if s.valid is None else [s.index, s.valid]
     decls, texts = render_c_nested(exprs, level, 1 + len(ranges) - n_out, "h")
     return {"out_ranges": [f"r{k}" for k in range(n_out)],
-            "loops": [(f"r{k}", ranges[k]) for k in range(n_out, len(ranges))],
-            "decls": decls, "index": texts[0], "valid": texts[1] if s.valid is not None else "1",
+            "loops": [(f"r{k}", ranges[k]) for k in range(n_out, len(ranges))], "decls": decls,
+            "value": texts[0] if s.value is not None else None,
+            "index": texts[0], "valid": texts[1] if len(texts) > 1 else "1",
             # a buffer that fits the staging window is read once and addressed directly (index checked < n_elems)
             "resident": plan.buffers[s.buf].nbytes <= STAGING_BYTES - 64,
             "n_elems": plan.buffers[s.buf].nbytes // DTYPE_SIZE[s.dtype]}

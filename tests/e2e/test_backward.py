@@ -43,7 +43,7 @@ def plans(fn, arrays) -> list:
 # name: (fn, input shapes, staged launches expected in the gradient kernels)
 PROGRAMS = {
     # pooling and padded strided convolution gradients gather through pads and floor division/modulo of the ranges:
-    # the reduction reader walks each output by nested loops with the invariant index terms hoisted ("red nested")
+    # the reduction reader walks each output by nested loops with the invariant index terms hoisted ("red gather nested")
     "max_pool2d": (lambda x: x.max_pool2d(kernel_size=(3, 3)), [(2, 2, 7, 9)], False),
     "conv2d_stride2_pad1": (lambda x, w: x.conv2d(w, stride=2, padding=1), [(1, 2, 7, 7), (3, 2, 3, 3)], True),
     # the input gradient's two sums (output channels, window) are merged into one (frontend.merge_nested_sum)
@@ -66,7 +66,7 @@ def test_gradients_match_cpu(name, serial_compile):
     assert any(isinstance(p, StagedPlan) for p in lowered) == staged
     modes = {reader_mode(s, j, s.reduce) for p in lowered for s in p.launches if isinstance(s, SfpuReducePlan)
              for j in range(len(s.inputs))}
-    assert "red nested" in modes or name not in NESTED, modes
+    assert "red gather nested" in modes or name not in NESTED, modes
     with Context(DEV="TT"):
         got = fn(*[Tensor(a, device="TT") for a in arrays]).numpy()
     with Context(DEV="CPU"):

@@ -29,12 +29,13 @@ CASES = [
     ("sum_two_axes", lambda x: x.permute(2, 0, 1).sum((1, 2)), (9, 11, 6), {"red affine"}, False),
     ("max_mid", lambda x: x.max(1), (6, 50, 7), {"red affine"}, True),
     # gated, one tile per output: nested loops over the reduce ranges (pads: 0; max: element k = 0 of the output)
-    ("sum_pad", lambda x: x.pad(((0, 0), (2, 3))).T.sum(1), (30, 20), {"red nested"}, False),
-    ("max_pad", lambda x: x.pad(((0, 0), (2, 3))).T.max(1), (30, 20), {"red nested"}, True),
+    ("sum_pad", lambda x: x.pad(((0, 0), (2, 3))).T.sum(1), (30, 20), {"red gather nested"}, False),
+    ("max_pad", lambda x: x.pad(((0, 0), (2, 3))).T.max(1), (30, 20), {"red gather nested"}, True),
     ("sum_pad_two_axes", lambda x: x.pad(((1, 0), (0, 0), (2, 1))).permute(2, 0, 1).sum((1, 2)), (5, 7, 9),
-     {"red nested"}, False),
+     {"red gather nested"}, False),
     ("sum_pad_long", lambda x: x.pad(((0, 0), (2, 3))).T.sum(1), (1500, 4), {"red gather"}, False),   # K > 1024
-    ("argmax_T", lambda x: x.T.argmax(1), (33, 21), {"red affine", "red computed"}, True),
+    ("argmax_T", lambda x: x.T.argmax(1), (33, 21), {"red affine", "red computed"}, True),   # K = 33: two tiles
+    ("argmax_T_short", lambda x: x.T.argmax(1), (20, 21), {"red affine", "red computed nested"}, True),
 ]
 IDS = [c[0] for c in CASES]
 
