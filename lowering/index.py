@@ -244,6 +244,52 @@ class IndexExpr:
         return nodes[-1]
 
 
+C_TYPE = {"int": "uint32_t", "bool": "uint32_t", "float": "float"}
+
+
+def render_c_nested(exprs: Sequence[IndexExpr], level: dict[int, int], n_levels: int,
+                    prefix: str) -> tuple[list[list[str]], list[str]]:
+    """The C text of `exprs` for a walk by nested loops, each loop-invariant sub-expression computed once in the loop
+    level it belongs to: range k is the loop variable r<k> of level level[k] (0 outermost; every range of the exprs
+    has one), level n_levels - 1 the innermost. A sub-expression whose ranges all belong to levels outside the one
+    its user is evaluated in becomes a C local <prefix><i> declared in its own level. Returns (declarations per
+    level, the C text of each expr over those locals and the ranges). Loads (an index read from a buffer) are never
+    hoisted: their reads may be gated by the expression's validity."""
+    order: list[IndexExpr] = []
+    seen: set[int] = set()
+    for e in exprs:
+        for n in e.toposort():
+            if id(n) not in seen:
+                seen.add(id(n))
+                order.append(n)
+    lvl: dict[int, int] = {}          # the innermost level a node reads (-1: constants only)
+    pinned: set[int] = set()          # LOAD inside: evaluated where its user is
+    for n in order:
+        if n.op == "RANGE": lvl[id(n)] = level[n.arg]
+        elif n.op == "CONST": lvl[id(n)] = -1
+        else: lvl[id(n)] = max(lvl[id(s)] for s in n.src)
+        if n.op == "LOAD" or any(id(s) in pinned for s in n.src): pinned.add(id(n))
+    inner = n_levels - 1
+    user_lvl = {id(n): -1 for n in order}   # the innermost level a node is used in (roots: the innermost)
+    for n in order:
+        for s in n.src: user_lvl[id(s)] = max(user_lvl[id(s)], lvl[id(n)])
+    for e in exprs: user_lvl[id(e)] = inner
+    hoist = {id(n) for n in order if n.op not in ("RANGE", "CONST") and id(n) not in pinned
+             and 0 <= lvl[id(n)] < user_lvl[id(n)]}
+    decls: list[list[str]] = [[] for _ in range(n_levels)]
+    text: dict[int, str] = {}
+    for n in order:
+        if n.op == "RANGE": c = f"r{n.arg}"
+        elif n.op == "CONST": c = _c_const(n.arg)
+        else: c = OPS[n.op].c(n, *(text[id(s)] for s in n.src))
+        if id(n) in hoist:
+            name = f"{prefix}{len([d for ds in decls for d in ds])}"
+            decls[lvl[id(n)]].append(f"const {C_TYPE[n.dtype]} {name} = {c};")
+            c = name
+        text[id(n)] = c
+    return decls, [text[id(e)] for e in exprs]
+
+
 def _affine_node(n: IndexExpr, ops: list) -> dict | None:
     if any(o is None for o in ops): return None
     if n.op in ("ADD", "SUB"):

@@ -1,7 +1,7 @@
 """Backward passes on Device TT against tinygrad's CPU device: the gradients tinygrad's test_ops checks, at small sizes.
 
-Each case computes fn(*inputs).sum().gradient(*inputs) (what tinygrad's test_ops does after the forward check) on TT
-and on CPU from the same random inputs. Tolerance: every kernel computes in float32 on the SFPU, its sums in another
+Each case computes fn(*inputs) and fn(*inputs).sum().gradient(*inputs) (tinygrad's test_ops checks both) on TT and
+on CPU from the same random inputs. Tolerance: every kernel computes in float32 on the SFPU, its sums in another
 order than the CPU's: rtol = 1e-5 with atol = 1e-5 * the largest |value| of the reference gradient.
 """
 import numpy as np
@@ -10,7 +10,9 @@ from tinygrad import Tensor
 from tinygrad.helpers import Context
 from tinygrad.uop.ops import Ops
 
+from tt_backend.lowering.families.sfpu_reduce import SfpuReducePlan
 from tt_backend.lowering.families.staged import StagedPlan
+from tt_backend.lowering.families.tile_streams import reader_mode
 from tt_backend.lowering.select import lower
 
 rng = np.random.default_rng(23)
@@ -40,6 +42,10 @@ def plans(fn, arrays) -> list:
 
 # name: (fn, input shapes, staged launches expected in the gradient kernels)
 PROGRAMS = {
+    # pooling and padded strided convolution gradients gather through pads and floor division/modulo of the ranges:
+    # the reduction reader walks each output by nested loops with the invariant index terms hoisted ("red gather nested")
+    "max_pool2d": (lambda x: x.max_pool2d(kernel_size=(3, 3)), [(2, 2, 7, 9)], False),
+    "conv2d_stride2_pad1": (lambda x, w: x.conv2d(w, stride=2, padding=1), [(1, 2, 7, 7), (3, 2, 3, 3)], True),
     # the input gradient's two sums (output channels, window) are merged into one (frontend.merge_nested_sum)
     "conv2d_batch1": (lambda x, w: x.conv2d(w), [(1, 2, 6, 6), (3, 2, 3, 3)], False),
     # both gradients are sums every row (column) of the other shares: computed once, then broadcast (staged.hoisted)
@@ -49,11 +55,23 @@ PROGRAMS = {
 }
 
 
+NESTED = {"max_pool2d", "conv2d_stride2_pad1", "conv2d_batch1", "cumprod"}   # gradients read by the nested walk
+
+
 @pytest.mark.parametrize("name", list(PROGRAMS))
 def test_gradients_match_cpu(name, serial_compile):
     fn, shapes, staged = PROGRAMS[name]
     arrays = [rng.standard_normal(s).astype(np.float32) for s in shapes]
-    assert any(isinstance(p, StagedPlan) for p in plans(fn, arrays)) == staged
+    lowered = plans(fn, arrays)
+    assert any(isinstance(p, StagedPlan) for p in lowered) == staged
+    modes = {reader_mode(s, j, s.reduce) for p in lowered for s in p.launches if isinstance(s, SfpuReducePlan)
+             for j in range(len(s.inputs))}
+    assert "red gather nested" in modes or name not in NESTED, modes
+    with Context(DEV="TT"):
+        got = fn(*[Tensor(a, device="TT") for a in arrays]).numpy()
+    with Context(DEV="CPU"):
+        ref = fn(*[Tensor(a, device="CPU") for a in arrays]).numpy()
+    np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-5 * float(np.abs(ref).max()))
     for got, ref in zip(gradients(fn, arrays, "TT"), gradients(fn, arrays, "CPU")):
         np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-5 * float(np.abs(ref).max()))
 

@@ -19,7 +19,7 @@ from tinygrad.uop.ops import Ops, UOp, exec_alu
 from tt_backend import placement_eval as PE
 from tt_backend.chip.errors import UnsupportedOp
 from tt_backend.lowering.frontend import affine, index_expr
-from tt_backend.lowering.index import IndexExpr, grid
+from tt_backend.lowering.index import IndexExpr, grid, render_c_nested
 
 from tests.support import HOST_CC
 
@@ -132,6 +132,29 @@ def test_compiled_c_equals_numpy():
         want = full(e).reshape(-1).astype(np.int64)
         got = np.array([int(next(out)) for _ in range(want.size)])
         np.testing.assert_array_equal(got, want, err_msg=name)
+
+
+@pytest.mark.needs_host_cc
+def test_nested_c_equals_numpy():
+    """render_c_nested (the reduction reader's nested walk): each case over nested loops r0 { r1 { r2 } } with its
+    loop-invariant terms hoisted into their loops, compiled and run, gives numpy's values; and terms are hoisted."""
+    exprs = [index_expr(u, RVAR) for _, u, _ in CASES]
+    decls, texts = render_c_nested(exprs, {0: 0, 1: 1, 2: 2}, 3, "h")
+    assert decls[0] and decls[1], "terms of the outer ranges are computed in their loops"
+    lines = ["#include <stdint.h>", "#include <stdio.h>", "int main(void) {"]
+    for k, n in enumerate(SIZES):
+        lines.append(f"for (uint32_t r{k} = 0; r{k} < {n}u; r{k}++) {{")
+        lines += decls[k]
+    lines += [f'  printf("%d\\n", (int)(int32_t)({t}));' for t in texts]
+    lines.append("}" * len(SIZES) + " return 0; }")
+    with tempfile.TemporaryDirectory() as d:
+        src, exe = os.path.join(d, "idx.c"), os.path.join(d, "idx")
+        open(src, "w").write("\n".join(lines))
+        subprocess.run([HOST_CC, "-std=c99", "-O0", "-Wall", "-Werror", "-o", exe, src], check=True)
+        out = subprocess.run([exe], capture_output=True, text=True, check=True).stdout.split()
+    got = np.array([int(v) for v in out]).reshape(*SIZES, len(exprs))
+    for j, (name, e) in enumerate(zip(IDS, exprs)):
+        np.testing.assert_array_equal(got[..., j], full(e).astype(np.int64), err_msg=name)
 
 
 @pytest.mark.parametrize("name,u,want", CASES, ids=IDS)
