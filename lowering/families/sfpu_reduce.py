@@ -652,10 +652,10 @@ def match(kernel: Kernel) -> LoweredKernel | None:
 def candidates(kernel: Kernel, lk: LoweredKernel) -> list[Candidate]:
     """The SFPU reduction, acceptable under any budget; unpriced for a plain matmul (module docstring)."""
     if kernel.shared(kernel_matmul) is not None:
-        return [Candidate(NAME, "SFPU fp32", math.inf, None, True, lambda: allocate_l1(baseline(kernel), resident_windows=True))]
+        return [Candidate(NAME, "SFPU fp32", math.inf, None, True, lambda: allocate_l1(baseline(kernel)))]
     plan = baseline(kernel)
     err = plan.placement.predicted_error if plan.placement is not None else None
-    return [Candidate(NAME, "SFPU fp32", reduce_cycles(plan)["kernel"], err, True, lambda: allocate_l1(plan, resident_windows=True))]
+    return [Candidate(NAME, "SFPU fp32", reduce_cycles(plan)["kernel"], err, True, lambda: allocate_l1(plan))]
 
 
 FAMILY = Family(NAME, match, candidates)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from tt_backend.lowering.codegen.l1 import CAPACITY, STAGING_BYTES, aligned, l1_bytes, place
+from tt_backend.lowering.codegen.l1 import CAPACITY, STAGING_BYTES, l1_bytes, place
 from tt_backend.lowering.plan import TILE_BYTES, Plan, SfpuProgram
 from tt_backend.chip.errors import UnsupportedOp
 
@@ -118,22 +118,9 @@ def index_load_buffers(plan: Plan) -> list[int]:
     return [k for k, b in enumerate(plan.buffers) if b.slot in slots]
 
 
-# A reduction reader walks each output's reduce indices one output after the other (tile_streams), so a gathered
-# buffer larger than its staging window is reloaded about once per output whenever the reduce ranges' strides span
-# more than the window (a convolution gradient's second stage over its DRAM scratch: ~2 window reloads per output).
-# Its window grows to hold the whole buffer (read once, then addressed directly) while L1 has room, up to this size.
-MAX_RESIDENT_WINDOW = 512 * 1024
-
-
-def window_bytes(plan: Plan, name: str) -> int:
-    """The size of stream `name`'s (in<j>, out) staging window."""
-    return plan.windows.get(f"stage_{name}", STAGING_BYTES)
-
-
-def allocate_l1(plan: TilePlan, resident_windows: bool = False) -> TilePlan:
+def allocate_l1(plan: TilePlan) -> TilePlan:
     """Place each stream's circular buffer (CB_DEPTH tiles) and, for gathered streams, a staging window; one more
-    window per buffer the gathers' indices load from. `resident_windows` (the reduction layout's readers): a gathered
-    input buffer larger than its window gets a window that holds it whole while L1 has room (MAX_RESIDENT_WINDOW)."""
+    window per buffer the gathers' indices load from."""
     sizes = {}
     for name, s in [(f"in{j}", s) for j, s in enumerate(plan.inputs)] + [("out", plan.output)]:
         sizes[f"cb_{name}"] = CB_DEPTH * TILE_BYTES[s.tile_format]
@@ -141,13 +128,6 @@ def allocate_l1(plan: TilePlan, resident_windows: bool = False) -> TilePlan:
             sizes[f"stage_{name}"] = STAGING_BYTES
     for k in index_load_buffers(plan):
         sizes[f"stage_ld{k}"] = STAGING_BYTES
-    plan.windows = {}
-    for j, s in enumerate(plan.inputs) if resident_windows else ():
-        want = aligned(plan.buffers[s.buf].nbytes + 64)   # whole after the window aligns its start down to 64
-        name = f"stage_in{j}"
-        if name in sizes and s.value is None and STAGING_BYTES < want <= MAX_RESIDENT_WINDOW \
-                and l1_bytes(sizes) + want - STAGING_BYTES <= CAPACITY:
-            sizes[name] = plan.windows[name] = want
     l1 = place(sizes)
     if l1 is None:
         raise UnsupportedOp(f"{plan.name}: {len(plan.inputs)} input streams need {l1_bytes(sizes)} bytes of L1, more "
