@@ -558,6 +558,70 @@ def test_defer_random_predicated_mostly_batched():
     assert sum(_PRED_BATCHED) >= 10, _PRED_BATCHED
 
 
+# A body that also adds each row's value into a running sum (tinygrad's einsum / sum kernels on the SFPU: the product is
+# stored and accumulated into L7): everything but the accumulation runs batched, the accumulation row after row.
+RUNNING_SUM = [LOAD(0, 0), LOAD(1, 64), E("SFPMAD", lreg_src_a=0, lreg_src_b=1, lreg_src_c=9, lreg_dest=0, instr_mod1=2),
+               STORE(0, 128, 1), E("SFPADD", lreg_src_a=10, lreg_src_b=7, lreg_src_c=0, lreg_dest=7, instr_mod1=0)]
+
+
+def test_defer_running_sum_splits_off_the_chain(monkeypatch, batch_spy):
+    """The running-sum body: deferral on and off leave identical state, with the four per-row instructions batched
+    and only the accumulation (reading the previous row's sum) run one repetition at a time."""
+    setup = [E("SFPLOADI", lreg_ind=7, instr_mod0=0, imm16=0)]
+    a, b = _both(lambda: _tti_run(RUNNING_SUM, setup=setup, tiles=3, rows=32), monkeypatch)
+    assert batch_spy["n"] == 3 * 32 * 4
+    _same(a, b)
+
+
+def test_dq_chain_rules():
+    """_dq_chain's decisions on (reads, writes, is_mem) bodies: the running sum splits off its accumulation, and an
+    instruction using the sum joins it; a chain that stores, and a value of the rest the chain reads before the rest
+    writes it (or that the rest rewrites after the chain read it) refuse."""
+    L = lambda *r: sum(1 << x for x in r)
+    load0, load1, mad, store0 = (0, L(0), True), (0, L(1), True), (L(0, 1), L(0), False), (L(0), 0, True)
+    acc = (L(0, 7), L(7), False)
+    assert deferral._dq_chain([load0, load1, mad, store0, acc]) == (4,)
+    assert deferral._dq_chain([load0, load1, mad, store0]) == ()
+    assert deferral._dq_chain([load0, load1, mad, acc, (L(7), 0, True)]) is None           # the sum is stored
+    assert deferral._dq_chain([load0, acc, (L(7), L(2), False), store0]) == (1, 2)
+    assert deferral._dq_chain([acc, load0, load1, mad, store0]) is None                    # L0 of the previous row
+    assert deferral._dq_chain([load0, acc, (0, L(0), False), store0]) is None              # L0 rewritten after
+
+
+_CARRIED_SPLIT: list = []
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_defer_random_carried_bodies(seed, monkeypatch):
+    """Random bodies whose reads are often loop-carried, pushed word by word: deferral on and off leave identical
+    state or raise the same error (the chain split where it applies, refusal elsewhere)."""
+    rng = np.random.default_rng(900 + seed)
+    body = _random_body(rng, clean=seed % 3 != 0)
+    used = 0
+    for w in body:
+        ins = isa.OPCODES[w >> 24]
+        reads, writes = sfpu_batch.batch_regs(ins.name, ins.decode(w))
+        used |= reads | writes
+    free = [r for r in range(8) if not used >> r & 1] or [7]
+    loaded = [isa.OPCODES[w >> 24].decode(w)["lreg_ind"] for w in body[:2]]
+    for _ in range(int(rng.integers(1, 3))):        # accumulations into an LReg the body leaves alone, if any
+        acc, x = int(rng.choice(free)), int(rng.choice(loaded + list(range(8))[:2 + seed % 7]))
+        body.insert(int(rng.integers(2, len(body))), E("SFPADD", lreg_src_a=10, lreg_src_b=acc, lreg_src_c=x,
+                                                         lreg_dest=acc, instr_mod1=0))
+    setup = [E("SFPLOADI", lreg_ind=i, instr_mod0=0, imm16=0x3F80 + 3 * i) for i in range(8)]
+    orig, split = deferral._dq_chain, []
+    monkeypatch.setattr(deferral, "_dq_chain", lambda infos: split.append(orig(infos)) or split[-1])
+    a, b = _both(lambda: _tti_run(body, setup=setup, rows=16, seed=seed), monkeypatch)
+    _same_or_same_error(a, b)
+    _CARRIED_SPLIT.append(any(split))
+
+
+def test_defer_random_carried_bodies_split_some():
+    if len(_CARRIED_SPLIT) < 30:
+        pytest.skip("run together with test_defer_random_carried_bodies")
+    assert sum(_CARRIED_SPLIT) >= 5, _CARRIED_SPLIT
+
+
 def test_defer_small_queue_limit(monkeypatch, batch_spy):
     """A full queue is executed mid-body (DQ_MAX): the rest still batches, results identical."""
     monkeypatch.setattr(deferral, "DQ_MAX", 2000)

@@ -56,13 +56,14 @@ def batchable(name: str, f: dict, flags: bool = False) -> bool:
     return vd < 12 if name == "SFPSTORE" else vd < 8
 
 
-def execute_batch(sfpu: SFPU, body: list, k: int, addrs: np.ndarray, cycle: int) -> None:
+def execute_batch(sfpu: SFPU, body: list, k: int, addrs: np.ndarray, cycle: int) -> np.ndarray:
     """Run `body` (name, fields, mem) k times as k x 32 lanes, instruction by instruction: LRegs become a
     (17, k, 32) array for the duration (repetition r = row r of each register), so the ordinary handlers run
     unchanged; `mem` = (is_store, vd, resolved mod0) for SFPLOAD/SFPSTORE, whose Dst addresses per repetition
     are the columns of `addrs` (k, n_mem). If the body writes lane flags, LaneFlags / UseLaneFlagsForLaneEnable
     become (k, 32) as well and loads/stores honour the lane enables. The caller proved equivalence with k
-    sequential runs (every repetition starts from the same LReg inputs and flag state)."""
+    sequential runs (every repetition starts from the same LReg inputs and flag state). Returns the (17, k, 32)
+    LRegs as each repetition left them."""
     lreg, lf0, use0 = sfpu.lreg, sfpu.lane_flags, sfpu.use_lane_flags
     handlers = sfpu.handlers
     b = np.repeat(lreg[:, None, :], k, axis=1)
@@ -115,6 +116,7 @@ def execute_batch(sfpu: SFPU, body: list, k: int, addrs: np.ndarray, cycle: int)
     lreg[:] = b[:, -1]
     sfpu.instructions += k * len(body)
     sfpu.cycle = cycle
+    return b
 
 
 def batch_regs(name: str, f: dict) -> tuple[int, int]:
