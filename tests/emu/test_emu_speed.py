@@ -573,6 +573,46 @@ def test_defer_running_sum_splits_off_the_chain(monkeypatch, batch_spy):
     _same(a, b)
 
 
+@pytest.mark.parametrize("acc0,mod1,fast", [(0x0000, 0, True), (0x4000, 2, True), (0x0001, 0, False),
+                                             (0x7F80, 0, False)])
+def test_defer_running_sum_as_float32_accumulate(acc0, mod1, fast, monkeypatch):
+    """The accumulation chain as one float32 np.add.accumulate (sfpu_batch.running_sum): deferral on and off leave
+    identical state; it is taken for ordinary sums (also acc - x), refused (the chain then runs repetition by
+    repetition) when the start value is a denormal or infinite."""
+    body = RUNNING_SUM[:-1] + [E("SFPADD", lreg_src_a=10, lreg_src_b=7, lreg_src_c=0, lreg_dest=7, instr_mod1=mod1)]
+    setup = [E("SFPLOADI", lreg_ind=7, instr_mod0=0, imm16=acc0)]
+    orig, used = sfpu_batch.running_sum, []
+    monkeypatch.setattr(sfpu_batch, "running_sum", lambda *a: used.append(orig(*a)) or used[-1])
+    a, b = _both(lambda: _tti_run(body, setup=setup, tiles=2, rows=32), monkeypatch)
+    _same(a, b)
+    assert used and all(used) == fast
+
+
+def test_fma_add_is_the_float32_sum():
+    """What running_sum relies on: the Blackhole FMA of 1.0 * a + c equals the IEEE float32 sum when a, c and the sum
+    are finite normals or zeros (close and distant exponents, the 24..27-bit shift-out boundary, near-cancellation,
+    random bits)."""
+    rng = np.random.default_rng(5)
+    n = 1 << 15
+    a = rng.integers(0, 1 << 32, n, dtype=np.uint64).astype(np.uint32)
+    near = a.astype(np.int64)
+    c = np.concatenate([
+        (near + rng.integers(-(1 << 26), 1 << 26, n)).astype(np.uint32) ^ (rng.integers(0, 2, n).astype(np.uint32) << 31),
+        (a ^ np.uint32(1 << 31)) + rng.integers(-40, 40, n).astype(np.uint32),
+        (near - (rng.integers(20, 32, n) << 23) + rng.integers(0, 1 << 23, n)).astype(np.uint32),
+        rng.integers(0, 1 << 32, n, dtype=np.uint64).astype(np.uint32)])
+    a = np.tile(a, 4)
+    with np.errstate(all="ignore"):
+        ieee = (a.view(np.float32) + c.view(np.float32)).view(np.uint32)
+    keep = np.ones(a.shape, bool)
+    for v in (a, c, ieee):
+        e = v & 0x7F800000
+        keep &= ((e != 0) & (e != 0x7F800000)) | ((v & 0x7FFFFFFF) == 0)
+    assert keep.sum() > 3 * n
+    bh = fma_bh_stacked(np.stack([np.full(keep.sum(), 0x3F800000, np.uint32), a[keep], c[keep]]))
+    np.testing.assert_array_equal(bh, ieee[keep])
+
+
 def test_dq_chain_rules():
     """_dq_chain's decisions on (reads, writes, is_mem) bodies: the running sum splits off its accumulation, and an
     instruction using the sum joins it; a chain that stores, and a value of the rest the chain reads before the rest

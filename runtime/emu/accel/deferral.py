@@ -406,13 +406,16 @@ class DeferralMixin:
         regs = sfpu_batch.execute_batch(sfpu, body, k, np.array(addrs, dtype=np.int64).reshape(k, nm) if nm else
                                         np.zeros((k, 0), dtype=np.int64), last[5])
         if chain:
-            # the chain, repetition by repetition, each seeing the batch's values of the LRegs it reads from the rest
             lreg = sfpu.lreg
-            for r in range(k):
-                lreg[chain_in] = regs[chain_in, r]
-                base = i + r * p
-                for j in chain:
-                    self._dq_exec(dq[base + j])
+            if len(chain) == 1 and sfpu_batch.running_sum(sfpu, *entries_sum(dq[i + chain[0]]), regs):
+                lreg[chain_in] = regs[chain_in, -1]
+            else:
+                # the chain, repetition by repetition, each seeing the batch's values of the LRegs it reads from the rest
+                for r in range(k):
+                    lreg[chain_in] = regs[chain_in, r]
+                    base = i + r * p
+                    for j in chain:
+                        self._dq_exec(dq[base + j])
             sfpu.sfpu_fp32_enabled, sfpu.srcb_is_fp16 = sfpu_format_flags(last[6], last[7])
             self.current = (last[8], last[0], last[1])
             sfpu.cycle = last[5]
@@ -531,6 +534,11 @@ class DstView:
         if tx.deferred:
             tx.flush_deferred()
         setattr(tx._dst, name, value)
+
+
+def entries_sum(e: tuple) -> tuple:
+    """(name, fields) of a queued entry, as sfpu_batch.running_sum takes them."""
+    return e[1], e[2]
 
 
 def uniform_flags(sfpu) -> tuple:
