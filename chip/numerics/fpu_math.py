@@ -163,35 +163,57 @@ def mvmul19(a19, b19, dst32, phase, fp32_acc: bool = True, exp8: bool = True) ->
 
 def _group_terms(a, b, phase, fp32_acc: bool, exp8: bool) -> list:
     """MVMUL's two group terms for a (..., k, n) and b (..., m, k): (sign, exp, man) arrays of shape (..., m, n); the
-    leading dimensions (and `phase`'s) broadcast, so independent MVMULs are computed at once."""
-    s, e, m = _group_products(a[..., None, :, :], b[..., :, :, None], phase, fp32_acc, exp8)  # (..., m, k, n)
+    leading dimensions (and `phase`'s: a scalar or (..., 1, 1, 1)) broadcast, so independent MVMULs are computed at once.
+    This is the bulk of an MVMUL's time, so each of the m * 16 * n products is touched as few times as numpy allows,
+    in int32 (exponents stay within +-2^13, doubled products below 2^13):
+    * operand facts (exponent plus the phase's bias, mantissa slice, sign) are prepared on the small SrcA/SrcB arrays;
+      a zero operand gets exponent _ZERO_EXP and slice 0, so its products align to 0 and never raise a group maximum
+      above the zero term's exponent max(adj, 0) (clamped in only where that is positive);
+    * a product of non-zero operands with exponent <= 0 is zeroed, a pass made only when the operands' smallest
+      exponents allow one;
+    * the round-half-up shift floor(m / 2^d + 1/2) is ((2m >> d) + 1) >> 1 (numpy's shift gives 0 for d >= 32);
+    * the signs and the group sum are one einsum."""
+    phase = np.asarray(phase, I64)
+    p_small = phase[..., 0] if phase.ndim else phase            # aligned with a (..., k, n) and b (..., m, k)
+    adj = exp_prod_adj(fp32_acc, p_small, exp8)
+    ea, eb = a >> 10 & 0xFF, b >> 10 & 0xFF
+    a_zero, b_zero = ea == 0, eb == 0                           # is_zero19
+    a_exp = np.where(a_zero, _ZERO_EXP, ea).astype(np.int32)
+    b_exp = (np.where(b_zero, _ZERO_EXP, eb) + adj).astype(np.int32)
+    a_man = np.where(a_zero, 0, _a_slice((a & 0x3FF) | 0x400, p_small)).astype(np.int32)
+    b_man = np.where(b_zero, 0, _b_slice((b & 0x3FF) | 0x400, p_small)).astype(np.int32)
+    a_sgn = (1 - 2 * (a >> 18 & 1)).astype(np.int32)
+    b_sgn = (1 - 2 * (b >> 18 & 1)).astype(np.int32)
+    k8 = lambda x: x.reshape(x.shape[:-2] + (2, 8) + x.shape[-1:])[..., None, :, :, :]    # (..., 1, g, 8, n)
+    g8 = lambda x: x.reshape(x.shape[:-1] + (2, 8))[..., None]                           # (..., m, g, 8, 1)
+    exp = k8(a_exp) + g8(b_exp)                                                          # (..., m, g, 8, n)
+    # a non-zero a * b underflows (exponent <= 0) only if the smallest exponents can: then such products are zeroed
+    live_a, live_b = ea[~a_zero], eb[~b_zero]
+    underflow = None
+    if live_a.size and live_b.size and live_a.min() + live_b.min() + np.min(adj) <= 0:
+        underflow = exp <= 0
+    zexp = np.maximum(adj, 0)
+    if np.any(zexp > 0):
+        np.maximum(exp, (zexp[..., None, None] if zexp.ndim else zexp), out=exp)
+    emax = exp.max(axis=-2)                                                              # (..., m, g, n)
+    d = np.subtract(emax[..., None, :], exp, out=exp)
+    man = k8(a_man << 1) * g8(b_man)                                                    # 2 * product
+    if underflow is not None:
+        man[underflow] = 0
+    man >>= d                     # ((2m >> d) + 1) >> 1 = floor(m / 2^d + 1/2), also for d = 0
+    man += 1
+    man >>= 1
+    tot = np.einsum("...mgkn,...gkn,...mgk->...mgn", man, k8(a_sgn)[..., 0, :, :, :], g8(b_sgn)[..., 0])
+    live = emax > 0
     terms = []
-    for g in (slice(0, 8), slice(8, 16)):
-        sg, eg, mg = s[..., g, :], e[..., g, :], m[..., g, :]
-        emax = eg.max(axis=-2)                      # (..., m, n)
-        d = np.minimum(emax[..., None, :] - eg, 30)
-        al = ((mg << 1) + (np.int64(1) << d)) >> (d + 1)
-        tot = np.where(sg == 1, -al, al).sum(axis=-2)
-        live = emax > 0
-        terms.append((np.where(live & (tot < 0), 1, 0), np.where(live, emax, 0), np.where(live, np.abs(tot), 0) << 13))
+    for g in (0, 1):
+        lv, t = live[..., g, :], tot[..., g, :].astype(I64)
+        terms.append((np.where(lv & (t < 0), 1, 0), np.where(lv, emax[..., g, :], 0).astype(I64),
+                      np.where(lv, np.abs(t), 0) << 13))
     return terms
 
 
-_ZERO_EXP = -(1 << 12)      # _group_products: a zero operand's exponent (any product with it has exponent <= 0)
-
-
-def _group_products(a, b, phase, fp32_acc: bool, exp8: bool):
-    """product_terms(a, b, phase, fp32_acc, exp8) as _group_terms needs it, with fewer passes over the products (the
-    bulk of an MVMUL's time): a zero operand gets exponent _ZERO_EXP, so the one test `exp <= 0` finds every zero
-    product, and the signs of zero products are left unmasked (their magnitude 0 aligns to 0 whatever the sign)."""
-    phase = np.asarray(phase, I64)
-    adj = exp_prod_adj(fp32_acc, phase, exp8)
-    ea = np.where(is_zero19(a), _ZERO_EXP, a >> 10 & 0xFF)
-    eb = np.where(is_zero19(b), _ZERO_EXP, b >> 10 & 0xFF)
-    exp = ea + eb + adj
-    zero = exp <= 0
-    man = _a_slice((a & 0x3FF) | 0x400, phase) * _b_slice((b & 0x3FF) | 0x400, phase)
-    return (a >> 18 ^ b >> 18) & 1, np.where(zero, np.maximum(adj, 0), exp), np.where(zero, 0, man)
+_ZERO_EXP = -(1 << 12)      # _group_terms: a zero operand's exponent (any product with it has exponent <= 0)
 
 
 BATCH_PRODUCTS = 1 << 20    # products per batch of mvmul19_steps (bounds its int64 temporaries to some 100 MB)

@@ -558,6 +558,110 @@ def test_defer_random_predicated_mostly_batched():
     assert sum(_PRED_BATCHED) >= 10, _PRED_BATCHED
 
 
+# A body that also adds each row's value into a running sum (tinygrad's einsum / sum kernels on the SFPU: the product is
+# stored and accumulated into L7): everything but the accumulation runs batched, the accumulation row after row.
+RUNNING_SUM = [LOAD(0, 0), LOAD(1, 64), E("SFPMAD", lreg_src_a=0, lreg_src_b=1, lreg_src_c=9, lreg_dest=0, instr_mod1=2),
+               STORE(0, 128, 1), E("SFPADD", lreg_src_a=10, lreg_src_b=7, lreg_src_c=0, lreg_dest=7, instr_mod1=0)]
+
+
+def test_defer_running_sum_splits_off_the_chain(monkeypatch, batch_spy):
+    """The running-sum body: deferral on and off leave identical state, with the four per-row instructions batched
+    and only the accumulation (reading the previous row's sum) run one repetition at a time."""
+    setup = [E("SFPLOADI", lreg_ind=7, instr_mod0=0, imm16=0)]
+    a, b = _both(lambda: _tti_run(RUNNING_SUM, setup=setup, tiles=3, rows=32), monkeypatch)
+    assert batch_spy["n"] == 3 * 32 * 4
+    _same(a, b)
+
+
+@pytest.mark.parametrize("acc0,mod1,fast", [(0x0000, 0, True), (0x4000, 2, True), (0x0001, 0, False),
+                                             (0x7F80, 0, False)])
+def test_defer_running_sum_as_float32_accumulate(acc0, mod1, fast, monkeypatch):
+    """The accumulation chain as one float32 np.add.accumulate (sfpu_batch.running_sum): deferral on and off leave
+    identical state; it is taken for ordinary sums (also acc - x), refused (the chain then runs repetition by
+    repetition) when the start value is a denormal or infinite."""
+    body = RUNNING_SUM[:-1] + [E("SFPADD", lreg_src_a=10, lreg_src_b=7, lreg_src_c=0, lreg_dest=7, instr_mod1=mod1)]
+    setup = [E("SFPLOADI", lreg_ind=7, instr_mod0=0, imm16=acc0)]
+    orig, used = sfpu_batch.running_sum, []
+    monkeypatch.setattr(sfpu_batch, "running_sum", lambda *a: used.append(orig(*a)) or used[-1])
+    a, b = _both(lambda: _tti_run(body, setup=setup, tiles=2, rows=32), monkeypatch)
+    _same(a, b)
+    assert used and all(used) == fast
+
+
+def test_fma_add_is_the_float32_sum():
+    """What running_sum relies on: the Blackhole FMA of 1.0 * a + c equals the IEEE float32 sum when a, c and the sum
+    are finite normals or zeros (close and distant exponents, the 24..27-bit shift-out boundary, near-cancellation,
+    random bits)."""
+    rng = np.random.default_rng(5)
+    n = 1 << 15
+    a = rng.integers(0, 1 << 32, n, dtype=np.uint64).astype(np.uint32)
+    near = a.astype(np.int64)
+    c = np.concatenate([
+        (near + rng.integers(-(1 << 26), 1 << 26, n)).astype(np.uint32) ^ (rng.integers(0, 2, n).astype(np.uint32) << 31),
+        (a ^ np.uint32(1 << 31)) + rng.integers(-40, 40, n).astype(np.uint32),
+        (near - (rng.integers(20, 32, n) << 23) + rng.integers(0, 1 << 23, n)).astype(np.uint32),
+        rng.integers(0, 1 << 32, n, dtype=np.uint64).astype(np.uint32)])
+    a = np.tile(a, 4)
+    with np.errstate(all="ignore"):
+        ieee = (a.view(np.float32) + c.view(np.float32)).view(np.uint32)
+    keep = np.ones(a.shape, bool)
+    for v in (a, c, ieee):
+        e = v & 0x7F800000
+        keep &= ((e != 0) & (e != 0x7F800000)) | ((v & 0x7FFFFFFF) == 0)
+    assert keep.sum() > 3 * n
+    bh = fma_bh_stacked(np.stack([np.full(keep.sum(), 0x3F800000, np.uint32), a[keep], c[keep]]))
+    np.testing.assert_array_equal(bh, ieee[keep])
+
+
+def test_dq_chain_rules():
+    """_dq_chain's decisions on (reads, writes, is_mem) bodies: the running sum splits off its accumulation, and an
+    instruction using the sum joins it; a chain that stores, and a value of the rest the chain reads before the rest
+    writes it (or that the rest rewrites after the chain read it) refuse."""
+    L = lambda *r: sum(1 << x for x in r)
+    load0, load1, mad, store0 = (0, L(0), True), (0, L(1), True), (L(0, 1), L(0), False), (L(0), 0, True)
+    acc = (L(0, 7), L(7), False)
+    assert deferral._dq_chain([load0, load1, mad, store0, acc]) == (4,)
+    assert deferral._dq_chain([load0, load1, mad, store0]) == ()
+    assert deferral._dq_chain([load0, load1, mad, acc, (L(7), 0, True)]) is None           # the sum is stored
+    assert deferral._dq_chain([load0, acc, (L(7), L(2), False), store0]) == (1, 2)
+    assert deferral._dq_chain([acc, load0, load1, mad, store0]) is None                    # L0 of the previous row
+    assert deferral._dq_chain([load0, acc, (0, L(0), False), store0]) is None              # L0 rewritten after
+
+
+_CARRIED_SPLIT: list = []
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_defer_random_carried_bodies(seed, monkeypatch):
+    """Random bodies whose reads are often loop-carried, pushed word by word: deferral on and off leave identical
+    state or raise the same error (the chain split where it applies, refusal elsewhere)."""
+    rng = np.random.default_rng(900 + seed)
+    body = _random_body(rng, clean=seed % 3 != 0)
+    used = 0
+    for w in body:
+        ins = isa.OPCODES[w >> 24]
+        reads, writes = sfpu_batch.batch_regs(ins.name, ins.decode(w))
+        used |= reads | writes
+    free = [r for r in range(8) if not used >> r & 1] or [7]
+    loaded = [isa.OPCODES[w >> 24].decode(w)["lreg_ind"] for w in body[:2]]
+    for _ in range(int(rng.integers(1, 3))):        # accumulations into an LReg the body leaves alone, if any
+        acc, x = int(rng.choice(free)), int(rng.choice(loaded + list(range(8))[:2 + seed % 7]))
+        body.insert(int(rng.integers(2, len(body))), E("SFPADD", lreg_src_a=10, lreg_src_b=acc, lreg_src_c=x,
+                                                         lreg_dest=acc, instr_mod1=0))
+    setup = [E("SFPLOADI", lreg_ind=i, instr_mod0=0, imm16=0x3F80 + 3 * i) for i in range(8)]
+    orig, split = deferral._dq_chain, []
+    monkeypatch.setattr(deferral, "_dq_chain", lambda infos: split.append(orig(infos)) or split[-1])
+    a, b = _both(lambda: _tti_run(body, setup=setup, rows=16, seed=seed), monkeypatch)
+    _same_or_same_error(a, b)
+    _CARRIED_SPLIT.append(any(split))
+
+
+def test_defer_random_carried_bodies_split_some():
+    if len(_CARRIED_SPLIT) < 30:
+        pytest.skip("run together with test_defer_random_carried_bodies")
+    assert sum(_CARRIED_SPLIT) >= 5, _CARRIED_SPLIT
+
+
 def test_defer_small_queue_limit(monkeypatch, batch_spy):
     """A full queue is executed mid-body (DQ_MAX): the rest still batches, results identical."""
     monkeypatch.setattr(deferral, "DQ_MAX", 2000)

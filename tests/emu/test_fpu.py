@@ -188,6 +188,50 @@ def matmul32(a, b, fid, fmt=fm.BF16):
     return c
 
 
+def group_terms_by_the_rule(a, b, phase, fp32_acc, exp8):
+    """mvmul19's docstring rule, product by product (the reference for the vectorised _group_terms): per output and
+    group of 8 k, the product terms (product_terms) aligned to the group's largest exponent Eg with
+    floor((2m + 2^d) / 2^(d+1)), d = min(Eg - e, 30), summed with their signs; Eg <= 0: the group is 0."""
+    m, n = b.shape[0], a.shape[1]
+    out = [tuple(np.zeros((m, n), np.int64) for _ in range(3)) for _ in range(2)]
+    for i in range(m):
+        for j in range(n):
+            s, e, man = fm.product_terms(a[:, j], b[i, :], phase, fp32_acc, exp8)
+            for g in range(2):
+                sg, eg, mg = (int(v) for v in s[8 * g:8 * g + 8]), e[8 * g:8 * g + 8], man[8 * g:8 * g + 8]
+                top = int(eg.max())
+                tot = 0
+                for sk, ek, mk in zip(sg, (int(v) for v in eg), (int(v) for v in mg)):
+                    d = min(top - ek, 30)
+                    tot += (-1 if sk else 1) * ((2 * mk + (1 << d)) >> (d + 1))
+                if top > 0:
+                    out[g][0][i, j], out[g][1][i, j], out[g][2][i, j] = int(tot < 0), top, abs(tot) << 13
+    return out
+
+
+@pytest.mark.parametrize("kind", ["wide", "normal", "tiny", "sparse"])
+def test_group_terms_follow_the_rule(kind):
+    """fpu_math._group_terms (int32, operand facts prepared on the small arrays, one einsum for signs and sums) gives
+    the group terms of the rule computed product by product, for every phase, 32- and 16-bit Dst, FP16-style exponents
+    (a positive zero-term exponent), on operands with wide exponents, zeros, tiny values whose products underflow, and
+    mostly zeros (whole groups of zero products)."""
+    rng = np.random.default_rng(["wide", "normal", "tiny", "sparse"].index(kind))
+    shape = (24, 16)
+    if kind == "wide":
+        w = rng.integers(0, 1 << 32, shape, dtype=np.uint64).astype(np.uint32)
+    else:
+        w = f32(rng.standard_normal(shape) * (1e-19 if kind == "tiny" else 1.0))
+    w[rng.random(shape) < (0.7 if kind == "sparse" else 0.15)] = 0
+    a, b = fm.src19(w[:16], fm.TF32), fm.src19(w[16:], fm.TF32)
+    for fp32_acc, exp8 in ((True, True), (False, True), (True, False)):
+        for phase in range(4):
+            got = fm._group_terms(a, b, phase, fp32_acc, exp8)
+            want = group_terms_by_the_rule(a, b, phase, fp32_acc, exp8)
+            for g in range(2):
+                for x, y in zip(got[g], want[g]):
+                    np.testing.assert_array_equal(x, y)
+
+
 @pytest.mark.parametrize("m,n,batch", [(5, 16, 1 << 20), (32, 1, 1 << 20), (1, 7, 100)])
 def test_mvmul19_steps_equals_the_loop(m, n, batch, monkeypatch):
     """The batched chain (products of many steps at once, accumulation step by step; small BATCH_PRODUCTS: several

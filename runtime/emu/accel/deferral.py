@@ -7,8 +7,10 @@ data effect (LRegs, lane flags, Dst) is queued in `deferred` with everything it 
 issue cycle). The queue is executed (flush_deferred) before anything can observe that state: any use of the Tensix's
 `sfpu` / `dst` (other SFPU instructions, FPU, unpack-to-Dst, pack, strict checks, tests, the tile's RISC-V Dst window),
 settle(), or a full queue. Executing it finds back-to-back repetitions of one body and runs them through
-sfpu_batch.execute_batch when _dq_plan proves the batch equal to running them one by one; the rest runs one by one,
-exactly as the handler would have. Only instructions that cannot raise when executed are deferred
+sfpu_batch.execute_batch when _dq_plan proves the batch equal to running them one by one; a body that also carries a
+value from one repetition to the next (a running sum over rows: reduction and einsum kernels) runs batched except for
+that chain, which then runs repetition by repetition on the batch's per-repetition values (_dq_chain); the rest runs
+one by one, exactly as the handler would have. Only instructions that cannot raise when executed are deferred
 (sfpu_batch.batchable with flags, 32-bit Dst modes at even addresses below 512, no SFPLOADMACRO work, no LaneConfig),
 so every error still fires at the instruction that causes it. A thread whose deferred data is still queued counts as
 idle: its work is issued in the cycle model, and nothing outside the Tensix can see the difference.
@@ -367,7 +369,7 @@ class DeferralMixin:
             plan = self._dq_plans[key] = self._dq_plan(key[0], s_lf, s_use)
         if not plan:
             return 0, 1               # (a rotation of the real body, entered mid-body, may well be refused)
-        entries, mem_pos = plan
+        entries, mem_pos, chain, chain_in = plan
         nm = len(mem_pos)
         modes = [dq[i + j][3][2] for j in mem_pos]
         stores = [dq[i + j][3][0] for j in mem_pos]
@@ -398,40 +400,119 @@ class DeferralMixin:
         k = good
         del addrs[k * nm:]
         body = [(name, fields, None if pos < 0 else (stores[pos], dq[i + j][3][1], modes[pos]))
-                for j, (name, fields, pos) in enumerate(entries)]
+                for j, name, fields, pos in entries]
         last = dq[i + p * k - 1]
         self.current = (last[8], last[0], last[1])
-        sfpu_batch.execute_batch(sfpu, body, k, np.array(addrs, dtype=np.int64).reshape(k, nm) if nm else
-                                 np.zeros((k, 0), dtype=np.int64), last[5])
+        regs = sfpu_batch.execute_batch(sfpu, body, k, np.array(addrs, dtype=np.int64).reshape(k, nm) if nm else
+                                        np.zeros((k, 0), dtype=np.int64), last[5])
+        if chain:
+            lreg = sfpu.lreg
+            if len(chain) == 1 and sfpu_batch.running_sum(sfpu, *entries_sum(dq[i + chain[0]]), regs):
+                lreg[chain_in] = regs[chain_in, -1]
+            else:
+                # the chain, repetition by repetition, each seeing the batch's values of the LRegs it reads from the rest
+                for r in range(k):
+                    lreg[chain_in] = regs[chain_in, r]
+                    base = i + r * p
+                    for j in chain:
+                        self._dq_exec(dq[base + j])
+            sfpu.sfpu_fp32_enabled, sfpu.srcb_is_fp16 = sfpu_format_flags(last[6], last[7])
+            self.current = (last[8], last[0], last[1])
+            sfpu.cycle = last[5]
         return p * k, 0
 
     def _dq_plan(self, body: tuple, lf, use):
         """Static part of _dq_batch's equivalence argument for one body entered with uniform lane flags (lf, use):
-        (entries, mem_pos) or False. Every repetition must start from the same state: the body leaves the flag
-        state as it found it (tracked abstractly, sfpu_batch.flag_transfer), and no LReg the body writes is read before
-        this repetition writes it, where a write on possibly partly enabled lanes also reads the old value."""
-        entries, mem_pos, infos = [], [], []
+        (entries, mem_pos, chain, chain_in) or False. `entries` (body position, name, fields, index into mem_pos or
+        -1) run batched, the body positions in `chain` after them one repetition at a time, reading the LRegs listed
+        in `chain_in` (an index array) as the batch left them in that repetition.
+        Every batched repetition must start from the same state: the body leaves the flag state as it found it
+        (tracked abstractly, sfpu_batch.flag_transfer), and no LReg the batched part writes is read before this
+        repetition writes it, where a write on possibly partly enabled lanes also reads the old value.
+        The chain (_dq_chain) is what reads a value the previous repetition computed - a running sum - and what
+        depends on it; it is split off only where every lane is enabled throughout and it writes no lane flags, so
+        that running it after the rest cannot change the result."""
+        infos, flag_writers = [], set()
         state = (lf, use)
-        all_w = written = 0
-        for w in body:
+        all_enabled = True            # every lane enabled at every instruction
+        for j, w in enumerate(body):
             name, fields, is_mem, is_store, imm, amode, vd, mod0, flagw = self._defer_info[w]
             reads, writes = sfpu_batch.batch_regs(name, fields)
             if not (use == 0 or (use == 1 and lf == 1)):
                 reads |= writes
-            infos.append((reads, writes))
-            all_w |= writes
+                all_enabled = False
+            infos.append((reads, writes, is_mem))
             if flagw is not None:
+                flag_writers.add(j)
                 lf, use = flagw(lf, use)
-            entries.append((name, fields, len(mem_pos) if is_mem else -1))
-            if is_mem:
-                mem_pos.append(len(entries) - 1)
         if (lf, use) != state:
             return False
-        for reads, writes in infos:
+        chain = _dq_chain(infos) if all_enabled else ()
+        if chain is None or flag_writers.intersection(chain):
+            return False
+        batched = [j for j in range(len(body)) if j not in chain]
+        all_w = written = 0
+        for j in batched:
+            all_w |= infos[j][1]
+        for j in batched:
+            reads, writes, _ = infos[j]
             if reads & all_w & ~written:
                 return False
             written |= writes
-        return entries, mem_pos
+        entries, mem_pos = [], []
+        for j in batched:
+            name, fields = self._defer_info[body[j]][:2]
+            entries.append((j, name, fields, len(mem_pos) if infos[j][2] else -1))
+            if infos[j][2]:
+                mem_pos.append(j)
+        chain_in = 0
+        for j in chain:
+            chain_in |= infos[j][0] & all_w
+        return entries, mem_pos, chain, np.array([r for r in range(17) if chain_in >> r & 1], dtype=np.int64)
+
+
+def _dq_chain(infos: list) -> tuple | None:
+    """The body positions to run one repetition at a time after the rest of the body ran batched, for a body without
+    lane-flag writers on all-enabled lanes (`infos`: (LRegs read, LRegs written, is_mem) per position): () when
+    nothing reads a value of the previous repetition, None when the split is not provably equal to running the
+    repetitions in order. The chain starts with every instruction that reads an LReg the body writes before the body
+    (re)writes it, and takes in every instruction reading or writing an LReg the chain writes; it is sound when it
+    has no Dst access, the rest neither reads nor writes the chain's LRegs, and every LReg the chain reads from the
+    rest was written by the rest earlier in the repetition and not after (so the batch's final value per repetition
+    is the one the chain would have read)."""
+    all_w = written = 0
+    for reads, writes, _ in infos:
+        all_w |= writes
+    chain = set()
+    for j, (reads, writes, _) in enumerate(infos):
+        if reads & all_w & ~written:
+            chain.add(j)
+        written |= writes
+    if not chain:
+        return ()
+    chain_w = 0
+    grew = True
+    while grew:
+        grew = False
+        for j in chain:
+            chain_w |= infos[j][1]
+        for j, (reads, writes, _) in enumerate(infos):
+            if j not in chain and (reads | writes) & chain_w:
+                chain.add(j)
+                grew = True
+    if len(chain) == len(infos) or any(infos[j][2] for j in chain):
+        return None
+    rest_w = chain_r = 0       # so far in the repetition: LRegs the rest wrote, LRegs the chain read
+    for j, (reads, writes, _) in enumerate(infos):
+        if j in chain:
+            if reads & ~chain_w & all_w & ~rest_w:
+                return None
+            chain_r |= reads
+        elif writes & chain_r:
+            return None
+        else:
+            rest_w |= writes
+    return tuple(sorted(chain))
 
 
 class DstView:
@@ -453,6 +534,11 @@ class DstView:
         if tx.deferred:
             tx.flush_deferred()
         setattr(tx._dst, name, value)
+
+
+def entries_sum(e: tuple) -> tuple:
+    """(name, fields) of a queued entry, as sfpu_batch.running_sum takes them."""
+    return e[1], e[2]
 
 
 def uniform_flags(sfpu) -> tuple:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tt_backend.chip.numerics.sfpu.lane_math import SIGN, U32
+from tt_backend.chip.numerics.sfpu.lane_math import ONE_F32, SIGN, U32
 from tt_backend.chip.numerics.sfpu.state import FLAG_WRITERS, LANE_COL, LANE_ROW, VD_IN_LREG_IND
 from tt_backend.runtime.emu.cycles import sfpu_regs
 from tt_backend.runtime.emu.sfpu import SFPU
@@ -56,13 +56,14 @@ def batchable(name: str, f: dict, flags: bool = False) -> bool:
     return vd < 12 if name == "SFPSTORE" else vd < 8
 
 
-def execute_batch(sfpu: SFPU, body: list, k: int, addrs: np.ndarray, cycle: int) -> None:
+def execute_batch(sfpu: SFPU, body: list, k: int, addrs: np.ndarray, cycle: int) -> np.ndarray:
     """Run `body` (name, fields, mem) k times as k x 32 lanes, instruction by instruction: LRegs become a
     (17, k, 32) array for the duration (repetition r = row r of each register), so the ordinary handlers run
     unchanged; `mem` = (is_store, vd, resolved mod0) for SFPLOAD/SFPSTORE, whose Dst addresses per repetition
     are the columns of `addrs` (k, n_mem). If the body writes lane flags, LaneFlags / UseLaneFlagsForLaneEnable
     become (k, 32) as well and loads/stores honour the lane enables. The caller proved equivalence with k
-    sequential runs (every repetition starts from the same LReg inputs and flag state)."""
+    sequential runs (every repetition starts from the same LReg inputs and flag state). Returns the (17, k, 32)
+    LRegs as each repetition left them."""
     lreg, lf0, use0 = sfpu.lreg, sfpu.lane_flags, sfpu.use_lane_flags
     handlers = sfpu.handlers
     b = np.repeat(lreg[:, None, :], k, axis=1)
@@ -115,6 +116,56 @@ def execute_batch(sfpu: SFPU, body: list, k: int, addrs: np.ndarray, cycle: int)
     lreg[:] = b[:, -1]
     sfpu.instructions += k * len(body)
     sfpu.cycle = cycle
+    return b
+
+
+_ADDS = ("SFPMAD", "SFPADD", "SFPMUL")
+
+
+def running_sum(sfpu: SFPU, name: str, f: dict, regs: np.ndarray) -> bool:
+    """A chain that is one add into its own destination, acc = acc + y_r over k repetitions (an SFPMAD-family
+    instruction acc = 1.0 * acc + y or 1.0 * y + acc, signs per mod1; `regs` the (17, k, 32) LRegs of the batch, which
+    hold y_r and the 1.0), done as one sequential float32 np.add.accumulate: True when done (LReg acc, instruction
+    count set), False (nothing changed) when the instruction is not of that form or a value leaves the range where
+    the Blackhole FMA with an exact product (x * 1.0) is the IEEE float32 sum: every input and partial sum finite and
+    normal or zero (tests/emu/test_emu_speed.py checks that identity against chip.numerics.fma on hard cases).
+    For all-enabled lanes only (the caller's condition for a chain)."""
+    if name not in _ADDS:
+        return False
+    a, b, c, acc, mod1 = f["lreg_src_a"], f["lreg_src_b"], f["lreg_src_c"], f["lreg_dest"], f["instr_mod1"]
+    neg_b, neg_c = mod1 & 1, mod1 & 2
+    if c == acc and not neg_c and acc not in (a, b):            # (1.0 * y) + acc, the product's sign from NEGATE_VB
+        if (regs[a] == ONE_F32).all():
+            y = b
+        elif (regs[b] == ONE_F32).all():
+            y = a
+        else:
+            return False
+        neg_y = neg_b
+    elif c != acc and not neg_b and acc in (a, b) and a != b:   # (1.0 * acc) + y, y's sign from NEGATE_VC
+        if not (regs[b if a == acc else a] == ONE_F32).all():
+            return False
+        y, neg_y = c, neg_c
+    else:
+        return False
+    terms = np.empty((regs.shape[1] + 1, regs.shape[2]), U32)
+    terms[0] = sfpu.lreg[acc]
+    terms[1:] = regs[y] ^ U32(SIGN) if neg_y else regs[y]
+    if not _normal_or_zero(terms):
+        return False
+    with np.errstate(all="ignore"):
+        sums = np.add.accumulate(terms.view(np.float32), axis=0).view(U32)
+    if not _normal_or_zero(sums):
+        return False
+    sfpu.lreg[acc] = sums[-1]
+    sfpu.instructions += regs.shape[1]
+    return True
+
+
+def _normal_or_zero(bits: np.ndarray) -> bool:
+    """Every value a finite normal float32 or a zero (exponent field 1..254, or no bits but the sign)."""
+    e = bits & U32(0x7F800000)
+    return bool((((e != 0) & (e != U32(0x7F800000))) | ((bits & U32(0x7FFFFFFF)) == 0)).all())
 
 
 def batch_regs(name: str, f: dict) -> tuple[int, int]:
