@@ -101,13 +101,18 @@ def epilogue_cycles(words: int, steps: int) -> int:
     return words * steps + MM_EPILOGUE_FIXED if words else 0
 
 
-def matmul_cycles(spec, phases: int, read_modes: tuple[str, str], epilogue: int, b_rows: int) -> dict:
-    """The FPU matmul's launch (lowering/families/fpu_matmul.py): read_modes = the A and B operands' reader modes
-    (matmul_spec.operand_ctx), epilogue = the SFPU epilogue's cycles per output tile (epilogue_cycles). Per batch the
-    reader tilizes b_rows of B's rows before A's first panel (the pipeline's fill; the writer tilizes the others at the
-    same time); then per output row block one A panel, the block's tile products and its untilized rows."""
+def matmul_cycles(spec, phases: int, read_modes: tuple[str, str], epilogue: int, b_rows: int, block_cols: int,
+                  grid: tuple[int, int] = (1, 1)) -> dict:
+    """The FPU matmul's launch (lowering/families/fpu_matmul.py) on a `grid` of (rows, columns) cores, each with its
+    block of the output (the largest block sets the time): read_modes = the A and B operands' reader modes
+    (matmul_spec.operand_ctx), epilogue = the SFPU epilogue's cycles per output tile (epilogue_cycles). Per batch and
+    per block of up to `block_cols` of the core's column tiles the reader tilizes b_rows of B's rows before A's first
+    panel (the pipeline's fill; the writer tilizes the others at the same time); then per output row block one A
+    panel, the block's tile products and its untilized rows. At least the DRAM bank's time for every core's bytes."""
     mt, nt, kt = spec.tiles
     a_mode, b_mode = read_modes
+    gr, gc = grid
+    mtc, ntc = -(-mt // gr), -(-nt // gc)                            # the largest core's row blocks, column tiles
 
     def read(mode: str, o, rows: int, cols: int) -> float:
         lines = rows if mode == "rows" else cols if mode == "cols" else 0
@@ -115,20 +120,35 @@ def matmul_cycles(spec, phases: int, read_modes: tuple[str, str], epilogue: int,
         per = MM_READ_ROUND_PER_ELEM if mode == "rows" and rounds else MM_READ_PER_ELEM[(mode, DTYPE_SIZE[o.dtype])]
         return per * rows * cols + MM_READ_PER_LINE * lines
     out = "bf16" if spec.out.dtype == "bfloat16" else "round_bf16" if spec.round_bf16 else "fp32"
-    blocks = spec.n_batch * mt
     rows = min(32, spec.M)                                            # per row block: one A panel
     reader_a = read(a_mode, spec.a, rows, spec.K)
-    # per tile product both unpackers move a tile while the FPU runs 16 MVMULs per fidelity phase; with an epilogue
-    # the packer drains Dst slot 1 while the next tile's MVMULs run, without one it holds the Dst tile
-    mvmul = kt * (max(MM_UNPACK_TILE, 16 * phases) + MM_K_BLOCK_FIXED)
-    compute = nt * (max(mvmul, pack_cycles("fp32")) + epilogue if epilogue else mvmul + pack_cycles("fp32"))
-    writer = MM_WRITE_PER_ELEM[out] * rows * spec.N
-    fill = spec.n_batch * read(b_mode, spec.b, b_rows, spec.N)
-    # measured, not explained yet: per row block the tile products and the writer's untilize add up instead of
-    # overlapping (bf16 128x512x512: 46K cycles per block after the first for 25K compute + 23K writer; 256^3: 18K
-    # for 7.9K + 11.5K), so they are one stage here
-    launch = pipeline(blocks, reader_a, compute + writer, 0, fill)
-    return launch | {"compute": round(compute * blocks), "writer": round(writer * blocks)}
+    launch, reader_all, compute_all, writer_all = 0, 0, 0, 0
+    for c0 in range(0, ntc, block_cols):                             # the core's blocks of B's columns
+        ct = min(block_cols, ntc - c0)
+        cols = min(spec.N, 32 * ct)
+        # per tile product both unpackers move a tile while the FPU runs 16 MVMULs per fidelity phase; with an
+        # epilogue the packer drains Dst slot 1 while the next tile's MVMULs run, without one it holds the Dst tile
+        mvmul = kt * (max(MM_UNPACK_TILE, 16 * phases) + MM_K_BLOCK_FIXED)
+        compute = ct * (max(mvmul, pack_cycles("fp32")) + epilogue if epilogue else mvmul + pack_cycles("fp32"))
+        writer = MM_WRITE_PER_ELEM[out] * rows * cols
+        fill = read(b_mode, spec.b, b_rows, cols)
+        # measured, not explained yet: per row block the tile products and the writer's untilize add up instead of
+        # overlapping (bf16 128x512x512: 46K cycles per block after the first for 25K compute + 23K writer; 256^3:
+        # 18K for 7.9K + 11.5K), so they are one stage here
+        launch += spec.n_batch * pipeline(mtc, reader_a, compute + writer, 0, fill)["total"]
+        reader_all += spec.n_batch * (fill + mtc * reader_a)
+        compute_all += spec.n_batch * mtc * compute
+        writer_all += spec.n_batch * mtc * writer
+    chunks = -(-ntc // block_cols)
+    # every core reads its A rows once per block of B's columns and its B columns once, and writes its outputs
+    dram = spec.n_batch * (DTYPE_SIZE[spec.a.dtype] * spec.M * spec.K * gc * chunks
+                           + DTYPE_SIZE[spec.b.dtype] * spec.K * spec.N * gr + DTYPE_SIZE[spec.out.dtype] * spec.M * spec.N)
+    bank = dram / DRAM_BANK_BYTES_PER_CYCLE
+    total = round(max(launch, bank))
+    cores = gr * gc
+    return {"reader": round(reader_all), "compute": round(compute_all), "writer": round(writer_all), "total": total, "bank": round(bank),
+            "price": total + CORE_LAUNCH_CYCLES * (cores - 1), "cores": cores, "grid": f"{gr}x{gc}",
+            "tiles_per_core": spec.n_batch * mtc * ntc}
 
 
 # --- the tile pipeline split over a grid of cores (lowering/families/elementwise.py `use_cores`) -------------------
