@@ -50,7 +50,7 @@ from tt_backend.lowering.families.family import Candidate, Family, Kernel
 from tt_backend.lowering.families.matmul_epilogue import epilogue_ctx, epilogue_tile_cycles
 from tt_backend.lowering.families.matmul_spec import (TILE, MatmulKernelPlan, MatmulSpec, kernel_matmul, line_bytes,
                                                       matmul_args_header, matmul_io, operand_ctx, out_pitch)
-from tt_backend.lowering.families.mover_cost import matmul_cycles, split_ranges
+from tt_backend.lowering.families.mover_cost import MM_STAGE_ROWS_BYTES, matmul_cycles, split_ranges
 from tt_backend.lowering.placement.guarantee import acceptable, fpu_reduction_guarantee
 from tt_backend.lowering.placement.reference import bf16_round, rel_error, sample_inputs
 from tt_backend.lowering.placement.search import BF16_ULP, ELWMUL_WORST, SAFETY, UNPACK_TRUNC
@@ -205,7 +205,7 @@ def allocate_matmul_l1(plan: FpuMatmulPlan) -> FpuMatmulPlan:
                         f"(one column tile of B resident: {sizes['cb_b']}), more than the {CAPACITY} available")
 
 
-STAGE_ROWS_BYTES = 16 * 1024   # the tilizers' staging area: several rows per NoC wait
+STAGE_ROWS_BYTES = MM_STAGE_ROWS_BYTES   # the tilizers' staging area: several rows per NoC wait
 
 
 def stage_bytes(spec: MatmulSpec) -> int:

@@ -75,14 +75,18 @@ def tile_pipeline_cycles(n_tiles: int, reads: list[tuple[str, str, dict | None]]
 
 
 # --- FPU matmul: per operand element tilized / output element untilized ------------------------------------------
-# reader (blocks/tilize.c.j2), per (mode, DRAM element size): rows = one NoC read per row then word copies into
-# face rows, 32 elements per straight-line step; brisc busy time fitted on bf16 256^3 and 64x512x64 (1.04 per element
-# + 93 per row) and fp32 64x256x64, 128^3 (1.95 per element at 100 per row). An fp32 operand rounded to bf16 tiles
-# goes element by element through fp32_to_bf16: not measured, given the rounding writer's old figure (10.5)
-MM_READ_PER_ELEM = {("rows", 2): 1.0, ("rows", 4): 1.95, ("cols", 2): 15.7, ("cols", 4): 15.7,
+# reader (blocks/tilize.c.j2), per (mode, DRAM element size): rows = one NoC read per row, as many rows as the
+# 16 KB staging area holds issued before one wait (MM_STAGE_ROWS_BYTES; one round trip per such batch), then word
+# copies into face rows, 32 elements per straight-line step; brisc instructions fitted on bf16 128^3 and 256^3 (1.2
+# per element + 87 per row) and fp32 64x256x64, 128^3 (1.95 per element, when a row waited for its own round trip).
+# cols: one NoC read per column and its wait. An fp32 operand rounded to bf16 tiles goes element by element through
+# fp32_to_bf16: not measured, given the rounding writer's old figure (10.5)
+MM_READ_PER_ELEM = {("rows", 2): 1.2, ("rows", 4): 1.95, ("cols", 2): 15.7, ("cols", 4): 15.7,
                     ("gather", 2): 14.1, ("gather", 4): 14.1}   # cols, gather: the tile pipeline's columns / gather
 MM_READ_ROUND_PER_ELEM = 10.5
-MM_READ_PER_LINE = 100 + NOC_ROUND_TRIP_EXTRA     # one staged NoC read per row (rows) or column (cols) and its wait
+MM_READ_PER_ROW = 87                               # rows: issuing the row's NoC read and walking its face rows
+MM_READ_PER_COL = 100 + NOC_ROUND_TRIP_EXTRA       # cols: one staged NoC read per column and its wait
+MM_STAGE_ROWS_BYTES = 16 * 1024                    # fpu_matmul.STAGE_ROWS_BYTES
 # writer (blocks/untilize.c.j2 untilize_row: a tile row of word copies, + one NoC write per output row), ncrisc busy
 # time per element after its half of B: 1.4 per bf16 element (256^3, 64x64x512: 1.43, 1.37) and 2.4 per fp32 one
 # (fp32 out 256x64x256); round_bf16 as fp32 (rounded by the epilogue)
@@ -115,10 +119,14 @@ def matmul_cycles(spec, phases: int, read_modes: tuple[str, str], epilogue: int,
     mtc, ntc = -(-mt // gr), -(-nt // gc)                            # the largest core's row blocks, column tiles
 
     def read(mode: str, o, rows: int, cols: int) -> float:
-        lines = rows if mode == "rows" else cols if mode == "cols" else 0
         rounds = o.dtype == "float32" and o.tile == "bf16"          # matmul_spec.operand_ctx's "round"
         per = MM_READ_ROUND_PER_ELEM if mode == "rows" and rounds else MM_READ_PER_ELEM[(mode, DTYPE_SIZE[o.dtype])]
-        return per * rows * cols + MM_READ_PER_LINE * lines
+        if mode == "rows":                     # batches of rows per NoC wait (blocks/tilize.c.j2 `pitch`)
+            pitch = (DTYPE_SIZE[o.dtype] * cols + 127) & ~63
+            lines = MM_READ_PER_ROW * rows + NOC_ROUND_TRIP * -(-rows // max(1, MM_STAGE_ROWS_BYTES // pitch))
+        else:
+            lines = MM_READ_PER_COL * cols if mode == "cols" else 0
+        return per * rows * cols + lines
     out = "bf16" if spec.out.dtype == "bfloat16" else "round_bf16" if spec.round_bf16 else "fp32"
     rows = min(32, spec.M)                                            # per row block: one A panel
     reader_a = read(a_mode, spec.a, rows, spec.K)
@@ -132,10 +140,9 @@ def matmul_cycles(spec, phases: int, read_modes: tuple[str, str], epilogue: int,
         compute = ct * (max(mvmul, pack_cycles("fp32")) + epilogue if epilogue else mvmul + pack_cycles("fp32"))
         writer = MM_WRITE_PER_ELEM[out] * rows * cols
         fill = read(b_mode, spec.b, b_rows, cols)
-        # measured, not explained yet: per row block the tile products and the writer's untilize add up instead of
-        # overlapping (bf16 128x512x512: 46K cycles per block after the first for 25K compute + 23K writer; 256^3:
-        # 18K for 7.9K + 11.5K), so they are one stage here
-        launch += spec.n_batch * pipeline(mtc, reader_a, compute + writer, 0, fill)["total"]
+        # the tile products and the writer's untilize overlap since the writer's row writes are in flight together
+        # (they added up while each NoC request waited for the previous one: runtime/emu/tile.py _niu_load)
+        launch += spec.n_batch * pipeline(mtc, reader_a, compute, writer, fill)["total"]
         reader_all += spec.n_batch * (fill + mtc * reader_a)
         compute_all += spec.n_batch * mtc * compute
         writer_all += spec.n_batch * mtc * writer
