@@ -55,6 +55,7 @@ from tt_backend.lowering.placement.guarantee import acceptable, fpu_reduction_gu
 from tt_backend.lowering.placement.reference import bf16_round, rel_error, sample_inputs
 from tt_backend.lowering.placement.search import BF16_ULP, ELWMUL_WORST, SAFETY, UNPACK_TRUNC
 from tt_backend.lowering.plan import DTYPE_SIZE, Report
+from tt_backend.chip.grid import TENSIX_ROWS, Grid
 from tt_backend.chip.errors import UnsupportedOp
 from tt_backend.chip.numerics.fpu_math import FIDELITY_PHASES
 
@@ -82,8 +83,8 @@ class FpuMatmulPlan(MatmulKernelPlan):
         """The launch on `grid` (rows, columns; default: the plan's), with its shape and tiles per core."""
         grid = self.grid if grid is None else grid
         modes = operand_ctx(self.spec.a)["mode"], operand_ctx(self.spec.b)["mode"]
-        return matmul_cycles(self.spec, self.phases, modes, epilogue_tile_cycles(self.spec),
-                             min(self.spec.K, TILE * kt_upper(self.spec)), self.block_cols, grid)
+        return matmul_cycles(self.spec, self.phases, modes, epilogue_tile_cycles(self.spec), b_split(self.spec),
+                             self.block_cols, grid)
 
     def blocks(self, grid: tuple[int, int] | None = None) -> list[tuple[int, int, int, int]]:
         """Each core's (MT0, MT1, NT0, NT1): row blocks and column tiles, row-major over the grid."""
@@ -93,24 +94,42 @@ class FpuMatmulPlan(MatmulKernelPlan):
 
     def arg_words(self, dram_addrs: list[int]) -> list[int]:
         """One core's argument block: all the output tiles."""
-        return [*super().arg_words(dram_addrs), *self.blocks((1, 1))[0]]
+        return self.core_arg_words(dram_addrs, (1, 1))[0]
 
-    def core_arg_words(self, dram_addrs: list[int]) -> list[list[int]]:
+    def core_arg_words(self, dram_addrs: list[int], grid: tuple[int, int] | None = None) -> list[list[int]]:
+        """Per core of the grid (row-major; the launch puts core k on the k-th tile of the unharvested chip, emu's and
+        ttsim's launch order): its block, its grid row and column (size, own index, the peers' NoC coordinates) and
+        the zeroed semaphores of the operand sharing (args_header_mm)."""
+        gr, gc = self.grid if grid is None else grid
         base = super().arg_words(dram_addrs)
-        return [[*base, *block] for block in self.blocks()]
+        xys = [x | (y << 6) for x, y in Grid().tensix[:gr * gc]]
+        out = []
+        for k, block in enumerate(self.blocks((gr, gc))):
+            i, j = divmod(k, gc)
+            words = [*base, *block, gc, j, gr, i]
+            words += [0] * (sem_word(self) - len(words) + 4 * len(SEMAPHORES))
+            out.append(words + xys[i * gc:(i + 1) * gc] + xys[j::gc])
+        return out
 
     def use_cores(self, max_cores: int) -> None:
         """The grid of at most `max_cores` cores the launch model predicts fastest, each extra core priced at
         CORE_LAUNCH_CYCLES (the smaller of equally fast grids)."""
-        self.grid = min(grid_options(self.tiles, max_cores),
+        self.grid = min(grid_options(self.tiles, max_cores, self.block_cols),
                         key=lambda g: (self.launch_cycles(g)["price"], g[0] * g[1], g))
         self.cores = self.grid[0] * self.grid[1]
 
 
-def grid_options(tiles: tuple[int, int, int], max_cores: int) -> list[tuple[int, int]]:
-    """Every (rows, columns) grid of at most `max_cores` cores with at least one row block and one column tile each."""
+def grid_options(tiles: tuple[int, int, int], max_cores: int, block_cols: int) -> list[tuple[int, int]]:
+    """Every (rows, columns) grid of at most `max_cores` cores with at least one row block and one column tile each,
+    at most the chip's columns wide and rows high (a grid row shares A's panels, so its cores must walk as many blocks
+    of `block_cols` column tiles: equal block counts)."""
     mt, nt, _ = tiles
-    return [(r, c) for r in range(1, min(mt, max_cores) + 1) for c in range(1, min(nt, max_cores // r) + 1)]
+    rows, cols = len(TENSIX_ROWS), Grid().columns
+
+    def same_blocks(c: int) -> bool:
+        return len({-(-(e - b) // block_cols) for b, e in split_ranges(nt, c)}) == 1
+    return [(r, c) for r in range(1, min(mt, max_cores, rows) + 1)
+            for c in range(1, min(nt, max_cores // r, cols) + 1) if same_blocks(c)]
 
 
 def src_format_of(spec: MatmulSpec) -> str:
@@ -238,19 +257,34 @@ def b_split(spec: MatmulSpec) -> bool:
     return operand_ctx(spec.b)["mode"] in ("rows", "cols")
 
 
-def kt_upper(spec: MatmulSpec) -> int:
-    """B's tile rows the reader tilizes (all without the split)."""
-    kt = spec.tiles[2]
-    return -(-kt // 2) if b_split(spec) else kt
+SEMAPHORES = ("A_FREE", "A_FREE1", "A_FILLED", "A_FILLED1", "B_FREE", "B_FILLED", "RET")   # 16 bytes each
+
+
+def block_words(plan: FpuMatmulPlan) -> int:
+    """Argument words before the semaphores: n_tiles, n_elements, the buffers, the block (4), the grid position (4)."""
+    return 2 + len(plan.buffers) + 8
+
+
+def sem_word(plan: FpuMatmulPlan) -> int:
+    """The first semaphore's argument word (16-byte aligned: NoC atomics want it)."""
+    return -(-block_words(plan) // 4) * 4
 
 
 def args_header_mm(plan: FpuMatmulPlan) -> str:
     tb = 2048 if plan.src_format == "bf16" else 4096
-    split = [f"#define MM_KT_UPPER {kt_upper(plan.spec)}u", "#define CB_B_LOWER 3u"] if b_split(plan.spec) else []
-    n = len(plan.buffers)
-    block = ["/* this core's row blocks [MT0, MT1) and column tiles [NT0, NT1): the argument words after the buffers "
-             "(plan.core_arg_words) */", *(f"#define ARG_MM_{w} ARG_BUF({n + i})" for i, w in
-                                           enumerate(("MT0", "MT1", "NT0", "NT1"))),
+    split = ["#define CB_B_LOWER 3u"] if b_split(plan.spec) else []
+    n, sem = len(plan.buffers), sem_word(plan)
+    block = ["/* this core's row blocks [MT0, MT1) and column tiles [NT0, NT1), its grid row's size and its index there,",
+             " * its grid column's alike, the semaphores (zeroed words), the row's then the column's NoC coordinates",
+             " * (x | y << 6): the argument words after the buffers (plan.core_arg_words) */",
+             *(f"#define ARG_MM_{w} ARG_BUF({n + i})" for i, w in
+               enumerate(("MT0", "MT1", "NT0", "NT1", "ROW_N", "ROW_IDX", "COL_N", "COL_IDX"))),
+             f"#define MM_SEM_WORD {sem}u",
+             *(f"#define MM_SEM_{name} {i}u" for i, name in enumerate(SEMAPHORES) if not name.endswith("1")),
+             "#define MM_SEM(i) (TT_ARGS_BASE + 4u * MM_SEM_WORD + 16u * (i))",
+             f"#define ARG_MM_PEERS {sem + 4 * len(SEMAPHORES)}u",
+             "/* the first of the K tiles the i-th of n cores tilizes (the first KT % n cores one more) */",
+             "#define MM_K_BEGIN(i, n) ((i) * (MM_KT / (n)) + ((i) < MM_KT % (n) ? (i) : MM_KT % (n)))",
              "#define MM_CORE_TILES (MM_BATCH * (tt_arg(ARG_MM_MT1) - tt_arg(ARG_MM_MT0)) "
              "* (tt_arg(ARG_MM_NT1) - tt_arg(ARG_MM_NT0)))"]
     return matmul_args_header(plan, GENERATOR, [

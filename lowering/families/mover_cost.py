@@ -87,6 +87,7 @@ MM_READ_ROUND_PER_ELEM = 10.5
 MM_READ_PER_ROW = 87                               # rows: issuing the row's NoC read and walking its face rows
 MM_READ_PER_COL = 100 + NOC_ROUND_TRIP_EXTRA       # cols: one staged NoC read per column and its wait
 MM_STAGE_ROWS_BYTES = 16 * 1024                    # fpu_matmul.STAGE_ROWS_BYTES
+MM_NOC_REQUEST = 30                                # issuing one NoC request (tt_noc.h: ten MMIO stores and a read)
 # writer (blocks/untilize.c.j2 untilize_row: a tile row of word copies, + one NoC write per output row), ncrisc busy
 # time per element after its half of B: 1.4 per bf16 element (256^3, 64x64x512: 1.43, 1.37) and 2.4 per fp32 one
 # (fp32 out 256x64x256); round_bf16 as fp32 (rounded by the epilogue)
@@ -105,7 +106,16 @@ def epilogue_cycles(words: int, steps: int) -> int:
     return words * steps + MM_EPILOGUE_FIXED if words else 0
 
 
-def matmul_cycles(spec, phases: int, read_modes: tuple[str, str], epilogue: int, b_rows: int, block_cols: int,
+def share_cycles(cores: int, nbytes: int) -> float:
+    """One core's part in sharing a tilized block with the other cores of its grid row or column
+    (templates/matmul_reader.c.j2 share): a write of `nbytes` and a semaphore increment per peer, the wait for the
+    acks, and the semaphore waits (a round trip)."""
+    if cores == 1:
+        return 0
+    return (cores - 1) * (2 * MM_NOC_REQUEST + nbytes / NOC_BYTES_PER_CYCLE) + MM_NOC_REQUEST + NOC_ROUND_TRIP
+
+
+def matmul_cycles(spec, phases: int, read_modes: tuple[str, str], epilogue: int, b_split: bool, block_cols: int,
                   grid: tuple[int, int] = (1, 1)) -> dict:
     """The FPU matmul's launch (lowering/families/fpu_matmul.py) on a `grid` of (rows, columns) cores, each with its
     block of the output (the largest block sets the time): read_modes = the A and B operands' reader modes
@@ -129,7 +139,10 @@ def matmul_cycles(spec, phases: int, read_modes: tuple[str, str], epilogue: int,
         return per * rows * cols + lines
     out = "bf16" if spec.out.dtype == "bfloat16" else "round_bf16" if spec.round_bf16 else "fp32"
     rows = min(32, spec.M)                                            # per row block: one A panel
-    reader_a = read(a_mode, spec.a, rows, spec.K)
+    tb = 2048 if spec.a.tile == "bf16" else 4096                  # a tile in L1
+    a_kt, b_kt = -(-kt // gc), -(-kt // gr)                           # the largest share of the K tiles
+    reader_a = read(a_mode, spec.a, rows, min(spec.K, 32 * a_kt)) + share_cycles(gc, a_kt * tb)
+    b_rows = min(spec.K, 32 * (-(-b_kt // 2) if b_split else b_kt))
     launch, reader_all, compute_all, writer_all = 0, 0, 0, 0
     for c0 in range(0, ntc, block_cols):                             # the core's blocks of B's columns
         ct = min(block_cols, ntc - c0)
@@ -139,7 +152,7 @@ def matmul_cycles(spec, phases: int, read_modes: tuple[str, str], epilogue: int,
         mvmul = kt * (max(MM_UNPACK_TILE, 16 * phases) + MM_K_BLOCK_FIXED)
         compute = ct * (max(mvmul, pack_cycles("fp32")) + epilogue if epilogue else mvmul + pack_cycles("fp32"))
         writer = MM_WRITE_PER_ELEM[out] * rows * cols
-        fill = read(b_mode, spec.b, b_rows, cols)
+        fill = read(b_mode, spec.b, b_rows, cols) + share_cycles(gr, b_kt * ct * tb)
         # the tile products and the writer's untilize overlap since the writer's row writes are in flight together
         # (they added up while each NoC request waited for the previous one: runtime/emu/tile.py _niu_load)
         launch += spec.n_batch * pipeline(mtc, reader_a, compute, writer, fill)["total"]
@@ -147,9 +160,9 @@ def matmul_cycles(spec, phases: int, read_modes: tuple[str, str], epilogue: int,
         compute_all += spec.n_batch * mtc * compute
         writer_all += spec.n_batch * mtc * writer
     chunks = -(-ntc // block_cols)
-    # every core reads its A rows once per block of B's columns and its B columns once, and writes its outputs
-    dram = spec.n_batch * (DTYPE_SIZE[spec.a.dtype] * spec.M * spec.K * gc * chunks
-                           + DTYPE_SIZE[spec.b.dtype] * spec.K * spec.N * gr + DTYPE_SIZE[spec.out.dtype] * spec.M * spec.N)
+    # shared, A is read once per block of B's columns, B once, and the outputs written once
+    dram = spec.n_batch * (DTYPE_SIZE[spec.a.dtype] * spec.M * spec.K * chunks + DTYPE_SIZE[spec.b.dtype] * spec.K
+                           * spec.N + DTYPE_SIZE[spec.out.dtype] * spec.M * spec.N)
     bank = dram / DRAM_BANK_BYTES_PER_CYCLE
     total = round(max(launch, bank))
     cores = gr * gc
