@@ -665,7 +665,8 @@ class Tile:
                 # charged to whoever later polls this NIU's registers for completion
                 start = self.now(who)
                 for kind, peer, n, bank in niu.sent:
-                    done = self.chip.fabric.transfer(i, kind, self.xy, peer, n, start, bank)
+                    done = (self.chip.fabric.multicast(i, self.xy, peer, n, start) if kind == "multicast" else
+                            self.chip.fabric.transfer(i, kind, self.xy, peer, n, start, bank))
                     busy_from = max(start, self._niu_busy[i])       # the timeline's NoC lane: busy until the last
                     if done > busy_from:                              # outstanding transfer completes
                         self._niu_busy[i] = done
