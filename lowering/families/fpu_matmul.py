@@ -55,7 +55,7 @@ from tt_backend.lowering.placement.guarantee import acceptable, fpu_reduction_gu
 from tt_backend.lowering.placement.reference import bf16_round, rel_error, sample_inputs
 from tt_backend.lowering.placement.search import BF16_ULP, ELWMUL_WORST, SAFETY, UNPACK_TRUNC
 from tt_backend.lowering.plan import DTYPE_SIZE, Report
-from tt_backend.chip.grid import TENSIX_ROWS, Grid
+from tt_backend.chip.grid import TENSIX_COLUMNS, TENSIX_ROWS, Grid
 from tt_backend.chip.errors import UnsupportedOp
 from tt_backend.chip.numerics.fpu_math import FIDELITY_PHASES
 
@@ -96,19 +96,27 @@ class FpuMatmulPlan(MatmulKernelPlan):
         """One core's argument block: all the output tiles."""
         return self.core_arg_words(dram_addrs, (1, 1))[0]
 
+    def core_xys(self, grid: tuple[int, int] | None = None) -> list[tuple[int, int]]:
+        """Core (i, j) of the grid on the Tensix tile of the chip's i-th row and j-th column (translated
+        coordinates), so that every grid row and column is a rectangle of the NoC: one multicast reaches it."""
+        gr, gc = self.grid if grid is None else grid
+        return [(TENSIX_COLUMNS[j], TENSIX_ROWS[i]) for i in range(gr) for j in range(gc)]
+
     def core_arg_words(self, dram_addrs: list[int], grid: tuple[int, int] | None = None) -> list[list[int]]:
-        """Per core of the grid (row-major; the launch puts core k on the k-th tile of the unharvested chip, emu's and
-        ttsim's launch order): its block, its grid row and column (size, own index, the peers' NoC coordinates) and
-        the zeroed semaphores of the operand sharing (args_header_mm)."""
+        """Per core of the grid (row-major, on the tiles of core_xys): its block, its grid row and column (size, own
+        index, multicast rectangle, the peers' NoC coordinates) and the zeroed semaphores of the operand sharing
+        (args_header_mm)."""
         gr, gc = self.grid if grid is None else grid
         base = super().arg_words(dram_addrs)
-        xys = [x | (y << 6) for x, y in Grid().tensix[:gr * gc]]
+        xys = self.core_xys((gr, gc))
+        words = [x | (y << 6) for x, y in xys]
         out = []
         for k, block in enumerate(self.blocks((gr, gc))):
             i, j = divmod(k, gc)
-            words = [*base, *block, gc, j, gr, i]
-            words += [0] * (sem_word(self) - len(words) + 4 * len(SEMAPHORES))
-            out.append(words + xys[i * gc:(i + 1) * gc] + xys[j::gc])
+            row, col = xys[i * gc:(i + 1) * gc], xys[j::gc]
+            args = [*base, *block, gc, j, gr, i, mcast_rect(row), mcast_rect(col)]
+            args += [0] * (sem_word(self) - len(args) + 4 * len(SEMAPHORES))
+            out.append(args + words[i * gc:(i + 1) * gc] + words[j::gc])
         return out
 
     def use_cores(self, max_cores: int) -> None:
@@ -117,6 +125,13 @@ class FpuMatmulPlan(MatmulKernelPlan):
         self.grid = min(grid_options(self.tiles, max_cores, self.block_cols),
                         key=lambda g: (self.launch_cycles(g)["price"], g[0] * g[1], g))
         self.cores = self.grid[0] * self.grid[1]
+
+
+def mcast_rect(xys: list[tuple[int, int]]) -> int:
+    """The NoC0 multicast coordinate word (end_x | end_y << 6 | start_x << 12 | start_y << 18) of the rectangle from
+    the first to the last of `xys` (a grid row or column on core_xys' tiles), 0 for a single tile."""
+    (sx, sy), (ex, ey) = xys[0], xys[-1]
+    return 0 if len(xys) == 1 else ex | ey << 6 | sx << 12 | sy << 18
 
 
 def grid_options(tiles: tuple[int, int, int], max_cores: int, block_cols: int) -> list[tuple[int, int]]:
@@ -257,12 +272,14 @@ def b_split(spec: MatmulSpec) -> bool:
     return operand_ctx(spec.b)["mode"] in ("rows", "cols")
 
 
+BLOCK_WORDS = ("MT0", "MT1", "NT0", "NT1", "ROW_N", "ROW_IDX", "COL_N", "COL_IDX", "ROW_RECT", "COL_RECT")
 SEMAPHORES = ("A_FREE", "A_FREE1", "A_FILLED", "A_FILLED1", "B_FREE", "B_FILLED", "RET")   # 16 bytes each
 
 
 def block_words(plan: FpuMatmulPlan) -> int:
-    """Argument words before the semaphores: n_tiles, n_elements, the buffers, the block (4), the grid position (4)."""
-    return 2 + len(plan.buffers) + 8
+    """Argument words before the semaphores: n_tiles, n_elements, the buffers, the block (4), the grid position (4),
+    the multicast rectangles (2)."""
+    return 2 + len(plan.buffers) + len(BLOCK_WORDS)
 
 
 def sem_word(plan: FpuMatmulPlan) -> int:
@@ -275,10 +292,10 @@ def args_header_mm(plan: FpuMatmulPlan) -> str:
     split = ["#define CB_B_LOWER 3u"] if b_split(plan.spec) else []
     n, sem = len(plan.buffers), sem_word(plan)
     block = ["/* this core's row blocks [MT0, MT1) and column tiles [NT0, NT1), its grid row's size and its index there,",
-             " * its grid column's alike, the semaphores (zeroed words), the row's then the column's NoC coordinates",
-             " * (x | y << 6): the argument words after the buffers (plan.core_arg_words) */",
-             *(f"#define ARG_MM_{w} ARG_BUF({n + i})" for i, w in
-               enumerate(("MT0", "MT1", "NT0", "NT1", "ROW_N", "ROW_IDX", "COL_N", "COL_IDX"))),
+             " * its grid column's alike, the row's and the column's multicast rectangles (0: none), the semaphores",
+             " * (zeroed words), the row's then the column's NoC coordinates (x | y << 6): the argument words after",
+             " * the buffers (plan.core_arg_words) */",
+             *(f"#define ARG_MM_{w} ARG_BUF({n + i})" for i, w in enumerate(BLOCK_WORDS)),
              f"#define MM_SEM_WORD {sem}u",
              *(f"#define MM_SEM_{name} {i}u" for i, name in enumerate(SEMAPHORES) if not name.endswith("1")),
              "#define MM_SEM(i) (TT_ARGS_BASE + 4u * MM_SEM_WORD + 16u * (i))",

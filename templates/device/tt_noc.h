@@ -32,6 +32,7 @@
 #define TT_NOC_CTRL_READ 0x10u          /* read | RESP_MARKED (required for reads) */
 #define TT_NOC_CTRL_WRITE_ACKED 0x12u   /* write | RESP_MARKED: non-posted, one ack when the data landed */
 #define TT_NOC_CTRL_ATOMIC 0x11u        /* atomic | RESP_MARKED */
+#define TT_NOC_CTRL_MCAST_ACKED 0x132u  /* write | RESP_MARKED | BRCST | PATH_RESERVE: one ack per receiver */
 #define TT_NOC_AT_INCR 0x107Cu          /* increment-and-get, 32-bit, of a 16-byte aligned word */
 #define TT_NOC_MAX_REQUEST 16384u
 #define TT_NOC_DRAM_XY (TT_DRAM_X | (TT_DRAM_Y << 6))
@@ -176,6 +177,24 @@ static inline void tt_noc_write_tile(tt_noc_t *noc, uint32_t l1, uint32_t xy, ui
         uint32_t n = len < TT_NOC_MAX_REQUEST ? len : TT_NOC_MAX_REQUEST;
         tt_noc_issue(noc, TT_NOC_CTRL_WRITE_ACKED, l1, noc->own_xy, dst, xy, n);
         noc->wr_issued++;
+        dst += n;
+        l1 += n;
+        len -= n;
+    }
+}
+
+/* L1 [l1, l1+len) -> L1 [dst, dst+len) of the `receivers` Tensix tiles of rectangle `rect` (end_x | end_y << 6 |
+ * start_x << 12 | start_y << 18, start <= end: NoC0 only; the sender excluded), non-posted: complete after
+ * tt_noc_write_wait */
+static inline void tt_noc_mcast_write(tt_noc_t *noc, uint32_t l1, uint32_t rect, uint32_t dst, uint32_t len,
+                                      uint32_t receivers)
+{
+    if ((dst ^ l1) & 15u) tt_fail(TT_ERR_NOC_ALIGN);
+    tt_fence();
+    while (len) {
+        uint32_t n = len < TT_NOC_MAX_REQUEST ? len : TT_NOC_MAX_REQUEST;
+        tt_noc_issue(noc, TT_NOC_CTRL_MCAST_ACKED, l1, noc->own_xy, dst, rect, n);
+        noc->wr_issued += receivers;
         dst += n;
         l1 += n;
         len -= n;

@@ -139,7 +139,8 @@ def launch_plan(dev, plan, arrays: dict[int, np.ndarray], elfs) -> tuple[bytes, 
         addr += -(-buf.nbytes // 64) * 64 + 4096
     t0 = time.perf_counter()
     launch(dev, elfs, plan.arg_words(addrs), timeout_s=3600,
-           per_tile=plan.core_arg_words(addrs) if plan.cores > 1 else None)
+           per_tile=plan.core_arg_words(addrs) if plan.cores > 1 else None,
+           tile_xys=plan.core_xys() if plan.cores > 1 else None)
     secs = time.perf_counter() - t0
     return dev.read_dram(addrs[plan.output.buf], plan.buffers[plan.output.buf].nbytes), secs
 
