@@ -108,11 +108,11 @@ def epilogue_cycles(words: int, steps: int) -> int:
 
 def share_cycles(cores: int, nbytes: int) -> float:
     """One core's part in sharing a tilized block with the other cores of its grid row or column
-    (templates/matmul_reader.c.j2 share): a write of `nbytes` and a semaphore increment per peer, the wait for the
-    acks, and the semaphore waits (a round trip)."""
+    (templates/matmul_reader.c.j2 share): one multicast write of `nbytes` (one packet: the grid's rows and columns
+    are NoC rectangles), a semaphore increment per peer and per direction, the semaphore waits (a round trip)."""
     if cores == 1:
         return 0
-    return (cores - 1) * (2 * MM_NOC_REQUEST + nbytes / NOC_BYTES_PER_CYCLE) + MM_NOC_REQUEST + NOC_ROUND_TRIP
+    return MM_NOC_REQUEST + nbytes / NOC_BYTES_PER_CYCLE + 2 * (cores - 1) * MM_NOC_REQUEST + NOC_ROUND_TRIP
 
 
 def matmul_cycles(spec, phases: int, read_modes: tuple[str, str], epilogue: int, b_split: bool, block_cols: int,
