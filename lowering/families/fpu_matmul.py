@@ -22,9 +22,11 @@ only when the caller passes an error budget that allows it; otherwise the fp32 S
 (lowering/families/sfpu_matmul.py) is the one acceptable candidate.
 
 On a grid (`use_cores`): the output tiles are 2D-blocked, the core grid's rows splitting the row blocks and its
-columns splitting the column tiles (argument words ARG_MM_MT0/MT1/NT0/NT1 after the buffers: this core's row blocks
-[MT0, MT1) and column tiles [NT0, NT1)); every core runs the same ELFs on its block and reads its own A rows and B
-columns from DRAM. The grid shape is the one the launch model (mover_cost.matmul_cycles) predicts fastest.
+columns splitting the column tiles (argument words after the buffers: this core's row blocks [MT0, MT1) and column
+tiles [NT0, NT1), its grid position, core_arg_words); core (i, j) runs on the chip's Tensix tile of row i and column
+j (core_xys). Every core runs the same ELFs: it tilizes its share of the K tiles of each A panel and multicasts it
+along its grid row, and its share of each B block down its grid column, with semaphores per CB slot
+(docs/performance.md §8.1). The grid shape is the one the launch model (mover_cost.matmul_cycles) predicts fastest.
 
 Candidates: one per fidelity, priced in MVMULs (16 per K block and phase per output tile). Their error is the metric
 TT_ERR_BUDGET is defined in: the relative L2 error against float32 (`predicted_errors`), predicted by running the
