@@ -40,8 +40,10 @@ READ_PER_DATUM_RESIDENT = {"strided": 3.6, "columns": 3.7}
 WRITE_PER_DATUM = {"contiguous": 0.0, "contiguous bool": 1.0, "scatter": 14.1}
 # runs and broadcasts copy or replicate run by run out of the staging window: b[0] broadcast over a 64x64 (16 runs of
 # 64 per tile, 84 cycles each) and over a 256x256 (4 runs of 256, 113 each) gave 74 per run + 0.15 per datum when
-# the NoC charged one hop and no DRAM latency; each run waits for one NoC read
-READ_PER_RUN, READ_PER_RUN_DATUM = 74 + NOC_ROUND_TRIP_EXTRA, 0.15     # a NoC read per run
+# the NoC charged one hop and no DRAM latency; since only the NIU counters wait (runtime/emu/tile.py _niu_load) the
+# window's reads no longer add a round trip per run: b[0] over a 64x64 takes about 100 per run (emulated 8969 cycles
+# for the launch's 4 tiles)
+READ_PER_RUN, READ_PER_RUN_DATUM = 100, 0.15
 BULK_READS = ("contiguous", "contiguous bool")     # modes that read a tile with one NoC transaction
 
 
