@@ -147,6 +147,11 @@ class Plan(ABC):
         that splits its work prices the options; the others stay on one core."""
         self.cores = 1
 
+    def core_xys(self) -> list[tuple[int, int]] | None:
+        """The Tensix tiles (translated coordinates) the `cores` argument blocks go to, in order; None: the first
+        `cores` tiles of the target's launch order."""
+        return None
+
     def core_arg_words(self, dram_addrs: list[int]) -> list[list[int]]:
         """The argument block of each of the `cores` tiles the kernel runs on (the same ELFs on every tile): a family
         that splits its work over several tiles says here which part each one takes."""

@@ -7,7 +7,8 @@ raises the stop flag so blocked cores retire by themselves, then raises DeviceTi
 the device's own view of the cores.
 
 A kernel split over several Tensix tiles (`per_tile`: the argument block of each tile, instead of `args`) runs the same
-ELFs on the first len(per_tile) tiles of `device.tile_xys()`, each reached through `device.on_tile(xy)`
+ELFs on the first len(per_tile) tiles of `device.tile_xys()`, or on the tiles `tile_xys` names (a kernel whose cores
+multicast to rectangles of the grid places them), each reached through `device.on_tile(xy)`
 (a `GridDevice`): every tile is loaded and given its arguments first, then all are released, then all are awaited;
 a failure or time-out stops and reports every tile.
 """
@@ -144,27 +145,36 @@ def _release_mask(cores) -> int:
 
 def launch(device: Device, elfs: dict[str, bytes], args: list[int], timeout_s: float = 30.0,
            budget: int = 20000, grace_budget: int = 20000, label: str = "",
-           per_tile: list[list[int]] | None = None) -> LaunchResult:
+           per_tile: list[list[int]] | None = None,
+           tile_xys: list[tuple[int, int]] | None = None) -> LaunchResult:
     """Run one kernel (the module docstring). A launch longer than a few seconds shows a status line on a terminal
     (runtime/progress.py; `label` names the kernel there), cleared however the launch ends."""
     progress = for_terminal(device, label)
     try:
-        tiles = on_tiles(device, len(per_tile) if per_tile else 1, label)
+        tiles = on_tiles(device, len(per_tile) if per_tile else 1, label, tile_xys)
         tile_args = [list(block) for block in per_tile] if per_tile else [list(args)]
         return _launch(device, tiles, elfs, tile_args, timeout_s, budget, grace_budget, progress)
     finally:
         progress.close()
 
 
-def on_tiles(device: Device, n: int, label: str = "") -> list[tuple[tuple[int, int] | None, Device]]:
-    """(coordinates, device view) of the first n tiles of the device (n = 1: the device itself)."""
+def on_tiles(device: Device, n: int, label: str = "",
+             chosen: list[tuple[int, int]] | None = None) -> list[tuple[tuple[int, int] | None, Device]]:
+    """(coordinates, device view) of the first n tiles of the device, or of the `chosen` ones (n = 1: the device
+    itself)."""
     if n == 1:
         return [(None, device)]
     xys = device.tile_xys() if hasattr(device, "tile_xys") else []
     if n > len(xys):
         raise TTError(f"kernel {label or '?'} is split over {n} Tensix tiles, but {device.name} launches on "
                       f"{max(1, len(xys))}: compile it for this target (TT_CORES={max(1, len(xys))} caps the split)")
-    return [(xy, device.on_tile(xy)) for xy in xys[:n]]
+    if chosen is None:
+        return [(xy, device.on_tile(xy)) for xy in xys[:n]]
+    chosen = [tuple(xy) for xy in chosen]
+    if len(chosen) != n or len(set(chosen)) != n or not set(chosen) <= set(xys):
+        raise TTError(f"kernel {label or '?'} asks for tiles {chosen[:8]}{'...' if n > 8 else ''}: {n} distinct "
+                      f"usable Tensix tiles of {device.name} expected")
+    return [(xy, device.on_tile(xy)) for xy in chosen]
 
 
 def _launch(device: Device, tiles, elfs: dict[str, bytes], tile_args: list[list[int]], timeout_s: float, budget: int,

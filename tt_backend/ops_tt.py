@@ -36,7 +36,8 @@ from tt_backend.runtime.targets import make_device
 # BINARY = MAGIC, u32 length of the JSON header, JSON header, then the ELFs back to back. JSON (not pickle) so a
 # bundle is inspectable and does not depend on Python class layout. A kernel is one launch or, staged
 # (lowering/families/staged.py), several in order: "launches" holds each one's name, argument words and ELF table
-# (a launch split over several Tensix tiles: "tile_args", one argument block per tile, Plan.core_arg_words);
+# (a launch split over several Tensix tiles: "tile_args", one argument block per tile, Plan.core_arg_words, and
+# "tile_xys" when the plan places them, Plan.core_xys);
 # "scratch" the sizes of the DRAM buffers its stages pass intermediates through (allocated per call).
 MAGIC = b"TTBNDL2\0"
 
@@ -61,8 +62,10 @@ def pack_bundle(plan, elfs: list[dict[str, bytes]], extra: dict | None = None) -
             cores[core] = [off, len(elf)]
             blobs.append(elf)
             off += len(elf)
+        xys = stage.core_xys() if len(blocks) > 1 else None
         launches.append({"name": stage.name, "args": blocks[0], "cores": cores}
-                        | ({"tile_args": blocks} if len(blocks) > 1 else {}))
+                        | ({"tile_args": blocks} if len(blocks) > 1 else {})
+                        | ({"tile_xys": [list(xy) for xy in xys]} if xys else {}))
     meta = {"name": plan.name, "launches": launches, "outs": plan.out_slots,
             "scratch": [b.nbytes for b in getattr(plan, "scratch", [])],
             "buffers": [{"slot": b.slot, "dtype": b.dtype, "nbytes": b.nbytes} for b in plan.buffers]}
@@ -412,6 +415,10 @@ def _bundle_problem(meta: dict, launches: list[dict[str, bytes]]) -> str | None:
         if any(len(elfs[c]) != size for c, (_, size) in launch["cores"].items()): return "an ELF is cut short"
         blocks = launch.get("tile_args", [launch["args"]])
         if not isinstance(blocks, list) or not all(isinstance(b, list) for b in blocks): return "bad 'tile_args'"
+        xys = launch.get("tile_xys", [[0, 0]] * len(blocks))
+        if not isinstance(xys, list) or len(xys) != len(blocks) or not all(
+                isinstance(xy, list) and len(xy) == 2 and all(isinstance(c, int) for c in xy) for xy in xys):
+            return "bad 'tile_xys'"
         if not all(isinstance(a, int) or (isinstance(a, dict) and len(a) == 1 and
                                           all(v in ref.get(k, ()) for k, v in a.items())) for b in blocks for a in b):
             return "an argument is neither a word nor a buffer or scratch index"
@@ -480,7 +487,7 @@ class TTProgram(Program):
                         if "tile_args" in launch else None
                     with self.dev.recovering(f"kernel {launch['name']}"):
                         seconds += driver.launch(target, elfs, args, timeout_s=t, label=launch["name"],
-                                                 per_tile=per_tile).seconds
+                                                 per_tile=per_tile, tile_xys=launch.get("tile_xys")).seconds
             finally:
                 recorded = target.timeline_end() if timeline and recording else None
             stats = (stats0, target.stats()) if stats0 is not None else None

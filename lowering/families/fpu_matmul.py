@@ -2,8 +2,9 @@
 `FpuMatmulPlan` (fidelity, source format, L1 allocation) and `render_matmul` into the reader / compute / writer sources.
 
 Data flow (one Tensix core, docs/fpu_path.md §5-9):
-* reader (BRISC): per batch, all of B tilized into L1 (face layout, zero padded, K/32 x N/32 tiles); per row block of
-  A, one panel of K/32 tiles (double buffered). DRAM lines are fetched with NoC reads into a staging line and
+* reader (BRISC): per batch and per block of B's columns (MM_NB column tiles: as many as L1 holds), that block of B
+  tilized into L1 (face layout, zero padded, K/32 x MM_NB tiles); per row block of A, one panel of K/32 tiles (double
+  buffered). DRAM lines are fetched with NoC reads into a staging line and
   scattered into faces by the RISC-V (word copies for row-contiguous operands, element copies for transposed ones).
 * TRISC0: per output tile and K block, unpacker 0 takes B's tile (in1, K x N) to SrcA and unpacker 1 A's tile
   (in0, M x K) to SrcB, whole tiles (1024 datums): bf16 stays bf16, fp32 is truncated to tf32 by the unpacker.
@@ -19,6 +20,13 @@ Precision: bf16 x bf16 at HiFi4 is exact per product, but the fp32 accumulation 
 its largest (docs/fpu_path.md §10.3), and fp32 inputs go through tf32: neither is fp32-faithful, so the FPU runs a matmul
 only when the caller passes an error budget that allows it; otherwise the fp32 SFPU matmul
 (lowering/families/sfpu_matmul.py) is the one acceptable candidate.
+
+On a grid (`use_cores`): the output tiles are 2D-blocked, the core grid's rows splitting the row blocks and its
+columns splitting the column tiles (argument words after the buffers: this core's row blocks [MT0, MT1) and column
+tiles [NT0, NT1), its grid position, core_arg_words); core (i, j) runs on the chip's Tensix tile of row i and column
+j (core_xys). Every core runs the same ELFs: it tilizes its share of the K tiles of each A panel and multicasts it
+along its grid row, and its share of each B block down its grid column, with semaphores per CB slot
+(docs/performance.md §8.1). The grid shape is the one the launch model (mover_cost.matmul_cycles) predicts fastest.
 
 Candidates: one per fidelity, priced in MVMULs (16 per K block and phase per output tile). Their error is the metric
 TT_ERR_BUDGET is defined in: the relative L2 error against float32 (`predicted_errors`), predicted by running the
@@ -44,11 +52,12 @@ from tt_backend.lowering.families.family import Candidate, Family, Kernel
 from tt_backend.lowering.families.matmul_epilogue import epilogue_ctx, epilogue_tile_cycles
 from tt_backend.lowering.families.matmul_spec import (TILE, MatmulKernelPlan, MatmulSpec, kernel_matmul, line_bytes,
                                                       matmul_args_header, matmul_io, operand_ctx, out_pitch)
-from tt_backend.lowering.families.mover_cost import matmul_cycles
+from tt_backend.lowering.families.mover_cost import MM_STAGE_ROWS_BYTES, matmul_cycles, split_ranges
 from tt_backend.lowering.placement.guarantee import acceptable, fpu_reduction_guarantee
 from tt_backend.lowering.placement.reference import bf16_round, rel_error, sample_inputs
 from tt_backend.lowering.placement.search import BF16_ULP, ELWMUL_WORST, SAFETY, UNPACK_TRUNC
 from tt_backend.lowering.plan import DTYPE_SIZE, Report
+from tt_backend.chip.grid import TENSIX_COLUMNS, TENSIX_ROWS, Grid
 from tt_backend.chip.errors import UnsupportedOp
 from tt_backend.chip.numerics.fpu_math import FIDELITY_PHASES
 
@@ -63,6 +72,8 @@ class FpuMatmulPlan(MatmulKernelPlan):
     fidelity: str              # LoFi | HiFi2 | HiFi3 | HiFi4
     src_format: str            # bf16 | tf32 (what the multiplier sees)
     predicted_err: float | None   # relative L2 against float32 on the samples (None: no error model was given)
+    block_cols: int = 0        # MM_NB: B's column tiles resident in L1 at once (allocate_matmul_l1)
+    grid: tuple[int, int] = (1, 1)   # (rows, columns) of the core grid the output tiles are blocked over
 
     @property
     def phases(self) -> int: return FIDELITY_PHASES[self.fidelity]
@@ -70,10 +81,72 @@ class FpuMatmulPlan(MatmulKernelPlan):
     def render(self) -> dict[str, str]:
         return render_matmul(self)
 
-    def launch_cycles(self) -> dict:
+    def launch_cycles(self, grid: tuple[int, int] | None = None) -> dict:
+        """The launch on `grid` (rows, columns; default: the plan's), with its shape and tiles per core."""
+        grid = self.grid if grid is None else grid
         modes = operand_ctx(self.spec.a)["mode"], operand_ctx(self.spec.b)["mode"]
-        return matmul_cycles(self.spec, self.phases, modes, epilogue_tile_cycles(self.spec),
-                             min(self.spec.K, TILE * kt_upper(self.spec)))
+        return matmul_cycles(self.spec, self.phases, modes, epilogue_tile_cycles(self.spec), b_split(self.spec),
+                             self.block_cols, grid)
+
+    def blocks(self, grid: tuple[int, int] | None = None) -> list[tuple[int, int, int, int]]:
+        """Each core's (MT0, MT1, NT0, NT1): row blocks and column tiles, row-major over the grid."""
+        gr, gc = self.grid if grid is None else grid
+        mt, nt, _ = self.tiles
+        return [(*r, *c) for r in split_ranges(mt, gr) for c in split_ranges(nt, gc)]
+
+    def arg_words(self, dram_addrs: list[int]) -> list[int]:
+        """One core's argument block: all the output tiles."""
+        return self.core_arg_words(dram_addrs, (1, 1))[0]
+
+    def core_xys(self, grid: tuple[int, int] | None = None) -> list[tuple[int, int]]:
+        """Core (i, j) of the grid on the Tensix tile of the chip's i-th row and j-th column (translated
+        coordinates), so that every grid row and column is a rectangle of the NoC: one multicast reaches it."""
+        gr, gc = self.grid if grid is None else grid
+        return [(TENSIX_COLUMNS[j], TENSIX_ROWS[i]) for i in range(gr) for j in range(gc)]
+
+    def core_arg_words(self, dram_addrs: list[int], grid: tuple[int, int] | None = None) -> list[list[int]]:
+        """Per core of the grid (row-major, on the tiles of core_xys): its block, its grid row and column (size, own
+        index, multicast rectangle, the peers' NoC coordinates) and the zeroed semaphores of the operand sharing
+        (args_header_mm)."""
+        gr, gc = self.grid if grid is None else grid
+        base = super().arg_words(dram_addrs)
+        xys = self.core_xys((gr, gc))
+        words = [x | (y << 6) for x, y in xys]
+        out = []
+        for k, block in enumerate(self.blocks((gr, gc))):
+            i, j = divmod(k, gc)
+            row, col = xys[i * gc:(i + 1) * gc], xys[j::gc]
+            args = [*base, *block, gc, j, gr, i, mcast_rect(row), mcast_rect(col)]
+            args += [0] * (sem_word(self) - len(args) + 4 * len(SEMAPHORES))
+            out.append(args + words[i * gc:(i + 1) * gc] + words[j::gc])
+        return out
+
+    def use_cores(self, max_cores: int) -> None:
+        """The grid of at most `max_cores` cores the launch model predicts fastest, each extra core priced at
+        CORE_LAUNCH_CYCLES (the smaller of equally fast grids)."""
+        self.grid = min(grid_options(self.tiles, max_cores, self.block_cols),
+                        key=lambda g: (self.launch_cycles(g)["price"], g[0] * g[1], g))
+        self.cores = self.grid[0] * self.grid[1]
+
+
+def mcast_rect(xys: list[tuple[int, int]]) -> int:
+    """The NoC0 multicast coordinate word (end_x | end_y << 6 | start_x << 12 | start_y << 18) of the rectangle from
+    the first to the last of `xys` (a grid row or column on core_xys' tiles), 0 for a single tile."""
+    (sx, sy), (ex, ey) = xys[0], xys[-1]
+    return 0 if len(xys) == 1 else ex | ey << 6 | sx << 12 | sy << 18
+
+
+def grid_options(tiles: tuple[int, int, int], max_cores: int, block_cols: int) -> list[tuple[int, int]]:
+    """Every (rows, columns) grid of at most `max_cores` cores with at least one row block and one column tile each,
+    at most the chip's columns wide and rows high (a grid row shares A's panels, so its cores must walk as many blocks
+    of `block_cols` column tiles: equal block counts)."""
+    mt, nt, _ = tiles
+    rows, cols = len(TENSIX_ROWS), Grid().columns
+
+    def same_blocks(c: int) -> bool:
+        return len({-(-(e - b) // block_cols) for b, e in split_ranges(nt, c)}) == 1
+    return [(r, c) for r in range(1, min(mt, max_cores, rows) + 1)
+            for c in range(1, min(nt, max_cores // r, cols) + 1) if same_blocks(c)]
 
 
 def src_format_of(spec: MatmulSpec) -> str:
@@ -157,26 +230,41 @@ def plan_matmul(spec: MatmulSpec, name: str, fidelity: str, predicted_err: float
 
 
 def allocate_matmul_l1(plan: FpuMatmulPlan) -> FpuMatmulPlan:
+    """L1 for the widest block of B's columns that fits (all of them when B fits: `block_cols`)."""
+    for nb in range(plan.tiles[1], 0, -1):
+        sizes = matmul_l1_sizes(plan, nb)
+        if (l1 := place(sizes)) is not None:
+            plan.l1, plan.block_cols = l1, nb
+            return plan
     s = plan.spec
-    mt, nt, kt = plan.tiles
+    raise UnsupportedOp(f"{plan.name}: matmul {s.M}x{s.K} @ {s.K}x{s.N} needs {l1_bytes(sizes)} bytes of L1 "
+                        f"(one column tile of B resident: {sizes['cb_b']}), more than the {CAPACITY} available")
+
+
+STAGE_ROWS_BYTES = MM_STAGE_ROWS_BYTES   # the tilizers' staging area: several rows per NoC wait
+
+
+def stage_bytes(spec: MatmulSpec) -> int:
+    """The reader's (and the splitting writer's) staging area: at least one line of the longest operand row."""
+    esz_in = max(DTYPE_SIZE[spec.a.dtype], DTYPE_SIZE[spec.b.dtype])
+    return max(STAGE_ROWS_BYTES, line_bytes(max(spec.K, spec.N, TILE) + TILE, esz_in))
+
+
+def matmul_l1_sizes(plan: FpuMatmulPlan, nb: int) -> dict[str, int]:
+    """The L1 regions with `nb` of B's column tiles resident."""
+    s = plan.spec
+    kt = plan.tiles[2]
     tb = 2 * 1024 if plan.src_format == "bf16" else 4 * 1024
-    esz_in = max(DTYPE_SIZE[s.a.dtype], DTYPE_SIZE[s.b.dtype])
-    esz_out = DTYPE_SIZE[s.out.dtype]
     sizes = {
-        "cb_b": kt * nt * tb,                                    # all of B (one batch), depth 1
+        "cb_b": kt * nb * tb,                                    # a block of B's columns (one batch), depth 1
         "cb_a": 2 * kt * tb,                                     # A panels, depth 2
         "cb_out": 2 * 4096,                                      # fp32 C tiles, depth 2
-        "stage_in": line_bytes(max(s.K, s.N, TILE) + TILE, esz_in),
-        "stage_out": TILE * out_pitch(s.N, esz_out),
+        "stage_in": stage_bytes(s),
+        "stage_out": TILE * out_pitch(min(s.N, TILE * nb), DTYPE_SIZE[s.out.dtype]),
     }
     if b_split(s):
         sizes["stage_in_w"] = sizes["stage_in"]                 # the writer's staging line for B's lower rows
-    l1 = place(sizes)
-    if l1 is None:
-        raise UnsupportedOp(f"{plan.name}: matmul {s.M}x{s.K} @ {s.K}x{s.N} needs {l1_bytes(sizes)} bytes of L1 "
-                            f"(B resident: {sizes['cb_b']}), more than the {CAPACITY} available")
-    plan.l1 = l1
-    return plan
+    return sizes
 
 
 def b_split(spec: MatmulSpec) -> bool:
@@ -186,18 +274,43 @@ def b_split(spec: MatmulSpec) -> bool:
     return operand_ctx(spec.b)["mode"] in ("rows", "cols")
 
 
-def kt_upper(spec: MatmulSpec) -> int:
-    """B's tile rows the reader tilizes (all without the split)."""
-    kt = spec.tiles[2]
-    return -(-kt // 2) if b_split(spec) else kt
+BLOCK_WORDS = ("MT0", "MT1", "NT0", "NT1", "ROW_N", "ROW_IDX", "COL_N", "COL_IDX", "ROW_RECT", "COL_RECT")
+SEMAPHORES = ("A_FREE", "A_FREE1", "A_FILLED", "A_FILLED1", "B_FREE", "B_FILLED", "RET")   # 16 bytes each
+
+
+def block_words(plan: FpuMatmulPlan) -> int:
+    """Argument words before the semaphores: n_tiles, n_elements, the buffers, the block (4), the grid position (4),
+    the multicast rectangles (2)."""
+    return 2 + len(plan.buffers) + len(BLOCK_WORDS)
+
+
+def sem_word(plan: FpuMatmulPlan) -> int:
+    """The first semaphore's argument word (16-byte aligned: NoC atomics want it)."""
+    return -(-block_words(plan) // 4) * 4
 
 
 def args_header_mm(plan: FpuMatmulPlan) -> str:
     tb = 2048 if plan.src_format == "bf16" else 4096
-    split = [f"#define MM_KT_UPPER {kt_upper(plan.spec)}u", "#define CB_B_LOWER 3u"] if b_split(plan.spec) else []
+    split = ["#define CB_B_LOWER 3u"] if b_split(plan.spec) else []
+    n, sem = len(plan.buffers), sem_word(plan)
+    block = ["/* this core's row blocks [MT0, MT1) and column tiles [NT0, NT1), its grid row's size and its index there,",
+             " * its grid column's alike, the row's and the column's multicast rectangles (0: none), the semaphores",
+             " * (zeroed words), the row's then the column's NoC coordinates (x | y << 6): the argument words after",
+             " * the buffers (plan.core_arg_words) */",
+             *(f"#define ARG_MM_{w} ARG_BUF({n + i})" for i, w in enumerate(BLOCK_WORDS)),
+             f"#define MM_SEM_WORD {sem}u",
+             *(f"#define MM_SEM_{name} {i}u" for i, name in enumerate(SEMAPHORES) if not name.endswith("1")),
+             "#define MM_SEM(i) (TT_ARGS_BASE + 4u * MM_SEM_WORD + 16u * (i))",
+             f"#define ARG_MM_PEERS {sem + 4 * len(SEMAPHORES)}u",
+             "/* the first of the K tiles the i-th of n cores tilizes (the first KT % n cores one more) */",
+             "#define MM_K_BEGIN(i, n) ((i) * (MM_KT / (n)) + ((i) < MM_KT % (n) ? (i) : MM_KT % (n)))",
+             "#define MM_CORE_TILES (MM_BATCH * (tt_arg(ARG_MM_MT1) - tt_arg(ARG_MM_MT0)) "
+             "* (tt_arg(ARG_MM_NT1) - tt_arg(ARG_MM_NT0)))"]
     return matmul_args_header(plan, GENERATOR, [
-        f"#define MM_KT {plan.tiles[2]}u", f"#define MM_TILE_BYTES {tb}u  /* {plan.src_format} tile in L1 */", *split],
-        plan.spec.N)
+        f"#define MM_KT {plan.tiles[2]}u", f"#define MM_TILE_BYTES {tb}u  /* {plan.src_format} tile in L1 */",
+        f"#define MM_NB {plan.block_cols}u  /* B's column tiles resident at once */",
+        f"#define MM_STAGE_BYTES {stage_bytes(plan.spec)}u", *split, *block],
+        min(plan.spec.N, TILE * plan.block_cols))
 
 
 def render_matmul(plan: FpuMatmulPlan) -> dict[str, str]:

@@ -40,8 +40,10 @@ READ_PER_DATUM_RESIDENT = {"strided": 3.6, "columns": 3.7}
 WRITE_PER_DATUM = {"contiguous": 0.0, "contiguous bool": 1.0, "scatter": 14.1}
 # runs and broadcasts copy or replicate run by run out of the staging window: b[0] broadcast over a 64x64 (16 runs of
 # 64 per tile, 84 cycles each) and over a 256x256 (4 runs of 256, 113 each) gave 74 per run + 0.15 per datum when
-# the NoC charged one hop and no DRAM latency; each run waits for one NoC read
-READ_PER_RUN, READ_PER_RUN_DATUM = 74 + NOC_ROUND_TRIP_EXTRA, 0.15     # a NoC read per run
+# the NoC charged one hop and no DRAM latency; since only the NIU counters wait (runtime/emu/tile.py _niu_load) the
+# window's reads no longer add a round trip per run: b[0] over a 64x64 takes about 100 per run (emulated 8969 cycles
+# for the launch's 4 tiles)
+READ_PER_RUN, READ_PER_RUN_DATUM = 100, 0.15
 BULK_READS = ("contiguous", "contiguous bool")     # modes that read a tile with one NoC transaction
 
 
@@ -75,14 +77,19 @@ def tile_pipeline_cycles(n_tiles: int, reads: list[tuple[str, str, dict | None]]
 
 
 # --- FPU matmul: per operand element tilized / output element untilized ------------------------------------------
-# reader (blocks/tilize.c.j2), per (mode, DRAM element size): rows = one NoC read per row then word copies into
-# face rows, 32 elements per straight-line step; brisc busy time fitted on bf16 256^3 and 64x512x64 (1.04 per element
-# + 93 per row) and fp32 64x256x64, 128^3 (1.95 per element at 100 per row). An fp32 operand rounded to bf16 tiles
-# goes element by element through fp32_to_bf16: not measured, given the rounding writer's old figure (10.5)
-MM_READ_PER_ELEM = {("rows", 2): 1.0, ("rows", 4): 1.95, ("cols", 2): 15.7, ("cols", 4): 15.7,
+# reader (blocks/tilize.c.j2), per (mode, DRAM element size): rows = one NoC read per row, as many rows as the
+# 16 KB staging area holds issued before one wait (MM_STAGE_ROWS_BYTES; one round trip per such batch), then word
+# copies into face rows, 32 elements per straight-line step; brisc instructions fitted on bf16 128^3 and 256^3 (1.2
+# per element + 87 per row) and fp32 64x256x64, 128^3 (1.95 per element, when a row waited for its own round trip).
+# cols: one NoC read per column and its wait. An fp32 operand rounded to bf16 tiles goes element by element through
+# fp32_to_bf16: not measured, given the rounding writer's old figure (10.5)
+MM_READ_PER_ELEM = {("rows", 2): 1.2, ("rows", 4): 1.95, ("cols", 2): 15.7, ("cols", 4): 15.7,
                     ("gather", 2): 14.1, ("gather", 4): 14.1}   # cols, gather: the tile pipeline's columns / gather
 MM_READ_ROUND_PER_ELEM = 10.5
-MM_READ_PER_LINE = 100 + NOC_ROUND_TRIP_EXTRA     # one staged NoC read per row (rows) or column (cols) and its wait
+MM_READ_PER_ROW = 87                               # rows: issuing the row's NoC read and walking its face rows
+MM_READ_PER_COL = 100 + NOC_ROUND_TRIP_EXTRA       # cols: one staged NoC read per column and its wait
+MM_STAGE_ROWS_BYTES = 16 * 1024                    # fpu_matmul.STAGE_ROWS_BYTES
+MM_NOC_REQUEST = 30                                # issuing one NoC request (tt_noc.h: ten MMIO stores and a read)
 # writer (blocks/untilize.c.j2 untilize_row: a tile row of word copies, + one NoC write per output row), ncrisc busy
 # time per element after its half of B: 1.4 per bf16 element (256^3, 64x64x512: 1.43, 1.37) and 2.4 per fp32 one
 # (fp32 out 256x64x256); round_bf16 as fp32 (rounded by the epilogue)
@@ -101,34 +108,69 @@ def epilogue_cycles(words: int, steps: int) -> int:
     return words * steps + MM_EPILOGUE_FIXED if words else 0
 
 
-def matmul_cycles(spec, phases: int, read_modes: tuple[str, str], epilogue: int, b_rows: int) -> dict:
-    """The FPU matmul's launch (lowering/families/fpu_matmul.py): read_modes = the A and B operands' reader modes
-    (matmul_spec.operand_ctx), epilogue = the SFPU epilogue's cycles per output tile (epilogue_cycles). Per batch the
-    reader tilizes b_rows of B's rows before A's first panel (the pipeline's fill; the writer tilizes the others at the
-    same time); then per output row block one A panel, the block's tile products and its untilized rows."""
+def share_cycles(cores: int, nbytes: int) -> float:
+    """One core's part in sharing a tilized block with the other cores of its grid row or column
+    (templates/matmul_reader.c.j2 share): one multicast write of `nbytes` (one packet: the grid's rows and columns
+    are NoC rectangles), a semaphore increment per peer and per direction, the semaphore waits (a round trip)."""
+    if cores == 1:
+        return 0
+    return MM_NOC_REQUEST + nbytes / NOC_BYTES_PER_CYCLE + 2 * (cores - 1) * MM_NOC_REQUEST + NOC_ROUND_TRIP
+
+
+def matmul_cycles(spec, phases: int, read_modes: tuple[str, str], epilogue: int, b_split: bool, block_cols: int,
+                  grid: tuple[int, int] = (1, 1)) -> dict:
+    """The FPU matmul's launch (lowering/families/fpu_matmul.py) on a `grid` of (rows, columns) cores, each with its
+    block of the output (the largest block sets the time): read_modes = the A and B operands' reader modes
+    (matmul_spec.operand_ctx), epilogue = the SFPU epilogue's cycles per output tile (epilogue_cycles). Per batch and
+    per block of up to `block_cols` of the core's column tiles the reader tilizes b_rows of B's rows before A's first
+    panel (the pipeline's fill; the writer tilizes the others at the same time); then per output row block one A
+    panel, the block's tile products and its untilized rows. At least the DRAM bank's time for every core's bytes."""
     mt, nt, kt = spec.tiles
     a_mode, b_mode = read_modes
+    gr, gc = grid
+    mtc, ntc = -(-mt // gr), -(-nt // gc)                            # the largest core's row blocks, column tiles
 
     def read(mode: str, o, rows: int, cols: int) -> float:
-        lines = rows if mode == "rows" else cols if mode == "cols" else 0
         rounds = o.dtype == "float32" and o.tile == "bf16"          # matmul_spec.operand_ctx's "round"
         per = MM_READ_ROUND_PER_ELEM if mode == "rows" and rounds else MM_READ_PER_ELEM[(mode, DTYPE_SIZE[o.dtype])]
-        return per * rows * cols + MM_READ_PER_LINE * lines
+        if mode == "rows":                     # batches of rows per NoC wait (blocks/tilize.c.j2 `pitch`)
+            pitch = (DTYPE_SIZE[o.dtype] * cols + 127) & ~63
+            lines = MM_READ_PER_ROW * rows + NOC_ROUND_TRIP * -(-rows // max(1, MM_STAGE_ROWS_BYTES // pitch))
+        else:
+            lines = MM_READ_PER_COL * cols if mode == "cols" else 0
+        return per * rows * cols + lines
     out = "bf16" if spec.out.dtype == "bfloat16" else "round_bf16" if spec.round_bf16 else "fp32"
-    blocks = spec.n_batch * mt
     rows = min(32, spec.M)                                            # per row block: one A panel
-    reader_a = read(a_mode, spec.a, rows, spec.K)
-    # per tile product both unpackers move a tile while the FPU runs 16 MVMULs per fidelity phase; with an epilogue
-    # the packer drains Dst slot 1 while the next tile's MVMULs run, without one it holds the Dst tile
-    mvmul = kt * (max(MM_UNPACK_TILE, 16 * phases) + MM_K_BLOCK_FIXED)
-    compute = nt * (max(mvmul, pack_cycles("fp32")) + epilogue if epilogue else mvmul + pack_cycles("fp32"))
-    writer = MM_WRITE_PER_ELEM[out] * rows * spec.N
-    fill = spec.n_batch * read(b_mode, spec.b, b_rows, spec.N)
-    # measured, not explained yet: per row block the tile products and the writer's untilize add up instead of
-    # overlapping (bf16 128x512x512: 46K cycles per block after the first for 25K compute + 23K writer; 256^3: 18K
-    # for 7.9K + 11.5K), so they are one stage here
-    launch = pipeline(blocks, reader_a, compute + writer, 0, fill)
-    return launch | {"compute": round(compute * blocks), "writer": round(writer * blocks)}
+    tb = 2048 if spec.a.tile == "bf16" else 4096                  # a tile in L1
+    a_kt, b_kt = -(-kt // gc), -(-kt // gr)                           # the largest share of the K tiles
+    reader_a = read(a_mode, spec.a, rows, min(spec.K, 32 * a_kt)) + share_cycles(gc, a_kt * tb)
+    b_rows = min(spec.K, 32 * (-(-b_kt // 2) if b_split else b_kt))
+    launch, reader_all, compute_all, writer_all = 0, 0, 0, 0
+    for c0 in range(0, ntc, block_cols):                             # the core's blocks of B's columns
+        ct = min(block_cols, ntc - c0)
+        cols = min(spec.N, 32 * ct)
+        # per tile product both unpackers move a tile while the FPU runs 16 MVMULs per fidelity phase; with an
+        # epilogue the packer drains Dst slot 1 while the next tile's MVMULs run, without one it holds the Dst tile
+        mvmul = kt * (max(MM_UNPACK_TILE, 16 * phases) + MM_K_BLOCK_FIXED)
+        compute = ct * (max(mvmul, pack_cycles("fp32")) + epilogue if epilogue else mvmul + pack_cycles("fp32"))
+        writer = MM_WRITE_PER_ELEM[out] * rows * cols
+        fill = read(b_mode, spec.b, b_rows, cols) + share_cycles(gr, b_kt * ct * tb)
+        # the tile products and the writer's untilize overlap since the writer's row writes are in flight together
+        # (they added up while each NoC request waited for the previous one: runtime/emu/tile.py _niu_load)
+        launch += spec.n_batch * pipeline(mtc, reader_a, compute, writer, fill)["total"]
+        reader_all += spec.n_batch * (fill + mtc * reader_a)
+        compute_all += spec.n_batch * mtc * compute
+        writer_all += spec.n_batch * mtc * writer
+    chunks = -(-ntc // block_cols)
+    # shared, A is read once per block of B's columns, B once, and the outputs written once
+    dram = spec.n_batch * (DTYPE_SIZE[spec.a.dtype] * spec.M * spec.K * chunks + DTYPE_SIZE[spec.b.dtype] * spec.K
+                           * spec.N + DTYPE_SIZE[spec.out.dtype] * spec.M * spec.N)
+    bank = dram / DRAM_BANK_BYTES_PER_CYCLE
+    total = round(max(launch, bank))
+    cores = gr * gc
+    return {"reader": round(reader_all), "compute": round(compute_all), "writer": round(writer_all), "total": total, "bank": round(bank),
+            "price": total + CORE_LAUNCH_CYCLES * (cores - 1), "cores": cores, "grid": f"{gr}x{gc}",
+            "tiles_per_core": spec.n_batch * mtc * ntc}
 
 
 # --- the tile pipeline split over a grid of cores (lowering/families/elementwise.py `use_cores`) -------------------

@@ -5,8 +5,10 @@ Spec: docs/launch_noc.md §5. Like ttsim, a request completes inside the `NOC_CM
 counters bumped), so `NOC_CMD_CTRL` always reads 0; the time it would have taken is `Fabric.transfer`'s answer, which
 the tile charges to whoever polls the NIU afterwards. ttsim's fatal cases raise the matching EmuError category with
 the reason. An NIU reaches its own tile, every other Tensix tile of the chip (L1 and MMIO, unicast reads, writes and
-atomics) and the eight DRAM banks behind the 24 translated DRAM coordinates (`chip/grid.py`); multicast is not
-modelled yet (EmuUnimplemented).
+atomics) and the eight DRAM banks behind the 24 translated DRAM coordinates (`chip/grid.py`); multicast writes reach
+the Tensix tiles of a rectangle (docs/launch_noc.md §5.6: RET_HI = end_x | end_y << 6 | start_x << 12 | start_y << 18,
+start <= end on NoC0 and swapped on NoC1, non-Tensix columns and rows inside skipped, the sender excluded unless
+BRCST_SRC_INCLUDE, one ack per receiver).
 
 The time model (docs/performance.md §8): a transfer moves its data as one packet of ceil(bytes / 64) flits along the
 route (chip/grid.py `route`: NoC0 X first, NoC1 Y first, torus) from the source NIU to the destination NIU; every
@@ -68,6 +70,7 @@ CTRL_TYPE = 0x3                 # 0 read, 1 atomic, 2 write
 CTRL_WR_INLINE = 1 << 3
 CTRL_RESP_MARKED = 1 << 4
 CTRL_BRCST = 1 << 5
+CTRL_BRCST_SRC_INCLUDE = 1 << 17
 CTRL_PATH_RESERVE = 1 << 8
 # WR_BE, MEM_RD_DROP_ACK, bits 10-12, BRCST_XY, bits 18-26, ARB_PRIORITY, L1_ACC_AT_EN: fatal in ttsim
 CTRL_FATAL = (1 << 2) | (1 << 9) | (0x7 << 10) | (1 << 16) | (0x1FF << 18) | (0xF << 27) | (1 << 31)
@@ -91,7 +94,7 @@ class NocTarget(Protocol):
 class Niu:
     """NIU of NoC `index` (0 or 1) of the tile `own_tile` at translated `tile_xy`. `peer(x, y)` is the chip's
     answer for another coordinate: the Dram bank or NocTarget there, or None when nothing the chip emulates is there.
-    Every completed transfer is appended to `sent` as (kind, peer (x, y), bytes, DRAM bank or None) for the tile's
+    Every completed transfer is appended to `sent` as (kind, peer (x, y), bytes, DRAM bank or None) (a multicast: ("multicast", the receivers, bytes, None)) for the tile's
     time model."""
 
     def __init__(self, index: int, own_tile: NocTarget, peer: Callable[[int, int], Dram | NocTarget | None],
@@ -227,7 +230,8 @@ class Niu:
             raise EmuUnimplemented(f"{name}: fatal NOC_CTRL bits 0x{ctrl & CTRL_FATAL:X} "
                                    f"(WR_BE/ARB_PRIORITY/L1_ACC_AT_EN/...)")
         if ctrl & CTRL_BRCST:
-            raise EmuUnimplemented(f"{name}: multicast is not modelled yet (unicast to each tile instead)")
+            self._multicast(name, ctrl, r)
+            return
         if ctrl & CTRL_PATH_RESERVE:
             raise EmuUndefined(f"{name}: unicast must not use path reserve")
         kind = ctrl & CTRL_TYPE
@@ -277,6 +281,50 @@ class Niu:
                 self._bump(WR_ACK_RECEIVED)
             else:
                 self._bump(POSTED_WR_REQ_SENT)
+
+    def _multicast(self, name: str, ctrl: int, r: list[int]) -> None:
+        """A multicast write of this tile's L1 [TARG_LO, + len) to RET_LO of every receiver of the rectangle."""
+        if ctrl & CTRL_TYPE != 2 or ctrl & CTRL_WR_INLINE:
+            raise EmuUnimplemented(f"{name}: only multicast writes are modelled")
+        if not ctrl & CTRL_PATH_RESERVE:
+            raise EmuUndefined(f"{name}: multicast must use path reserve")
+        src, dst, length, hi = r[TARG_LO >> 2], r[RET_LO >> 2], r[AT_LEN_BE >> 2], r[RET_HI >> 2]
+        if r[TARG_MID >> 2] or r[RET_MID >> 2] or r[TARG_HI >> 2] != self.own:
+            raise EmuUndefined(f"{name}: multicast: the source must be this tile's L1 (TARG_HI=0x{r[TARG_HI >> 2]:X}), "
+                               f"the destination an L1 address")
+        if not 1 <= length <= MAX_LEN:
+            raise EmuUndefined(f"{name}: noc_at_len_be={length}: length must be 1..{MAX_LEN} (split in software)")
+        if (src - dst) % 16:
+            raise EmuUndefined(f"{name}: alignment of src_addr=0x{src:X} does not match dst_addr=0x{dst:X} "
+                               f"(must be congruent mod 16)")
+        if hi >> 24:
+            raise EmuUndefined(f"{name}: multicast coordinate word 0x{hi:X} has bits above 23 set")
+        ex, ey, sx, sy = hi & 0x3F, (hi >> 6) & 0x3F, (hi >> 12) & 0x3F, (hi >> 18) & 0x3F
+        (x0, x1), (y0, y1) = ((sx, ex), (sy, ey)) if self.index == 0 else ((ex, sx), (ey, sy))
+        if x0 > x1 or y0 > y1:
+            raise EmuUnspecified(f"{name}: dst_start_x={sx} dst_end_x={ex} dst_start_y={sy} dst_end_y={ey}: NoC"
+                                 f"{self.index} wants start {'<=' if self.index == 0 else '>='} end (no wrap-around)")
+        ends = [self.peer(x, y) for x, y in ((x0, y0), (x1, y1))]
+        if any(ep is None or isinstance(ep, Dram) for ep in ends):
+            raise EmuUndefined(f"{name}: multicast rectangle ({x0},{y0})..({x1},{y1}): a corner is not a usable "
+                               f"Tensix tile")
+        self._check_tile_range(src, length, "source")
+        include = bool(ctrl & CTRL_BRCST_SRC_INCLUDE)
+        receivers = [(x, y) for y in range(y0, y1 + 1) for x in range(x0, x1 + 1)
+                     if (include or (x, y) != self.tile_xy) and self.peer(x, y) is not None
+                     and not isinstance(self.peer(x, y), Dram)]
+        data = self.tile.l1_array[src:src + length].copy()
+        for xy in receivers:
+            self._put(self.peer(*xy), dst, data, "destination")
+        self.sent.append(("multicast", tuple(receivers), length, None))
+        self.requests["write"] += 1
+        self.bytes["write"] += length
+        if ctrl & CTRL_RESP_MARKED:
+            self._bump(NONPOSTED_WR_REQ_SENT)
+            for _ in receivers:
+                self._bump(WR_ACK_RECEIVED)
+        else:
+            self._bump(POSTED_WR_REQ_SENT)
 
     def _atomic(self, name, ctrl, targ, targ_hi, ret, ret_hi, len_be, incr) -> None:
         if len_be != ATOMIC_INCR_LEN_BE:
@@ -405,6 +453,39 @@ class Fabric:
         self.transfers += 1
         self.wait_cycles += s - s0
         return s + noc_cycles(nbytes, len(data) + back, bank is not None) - lead + (d - flits)
+
+    def multicast(self, noc: int, initiator: tuple[int, int], receivers: tuple[tuple[int, int], ...], nbytes: int,
+                  t: int) -> int:
+        """The cycle a multicast write issued at cycle `t` is acknowledged by every receiver: one packet along the
+        tree of the routes to the receivers (each link once, at its first hop count), every receiver's NIU port,
+        all free at once; the farthest receiver's data and acknowledgement set the latency."""
+        grid = self.grid
+        a = grid.physical(*initiator)
+        flits = -(-nbytes // NOC_BYTES_PER_CYCLE)
+        links: dict[tuple, int] = {}
+        far = 0
+        res = [(self._res(("port", noc) + a), 0)]
+        for xy in receivers:
+            b = grid.physical(*xy)
+            data = route(noc, a, b)
+            for k, link in enumerate(data):
+                links[link] = min(links.get(link, k), k)
+            res.append((self._res(("port", noc) + b), NOC_NIU_LATENCY + len(data) * NOC_HOP_LATENCY))
+            far = max(far, len(data) + len(route(noc, b, a)))
+        res += [(self._res(link), NOC_NIU_LATENCY + k * NOC_HOP_LATENCY) for link, k in links.items()]
+        s0 = s = t
+        moved = True
+        while moved:
+            moved = False
+            for busy, off in res:
+                f = busy.free_from(s + off, flits) - off
+                if f > s:
+                    s, moved = f, True
+        for busy, off in res:
+            busy.take(s + off, flits)
+        self.transfers += 1
+        self.wait_cycles += s - s0
+        return s + noc_cycles(nbytes, far, False)
 
     def stats(self) -> dict:
         return {"transfers": self.transfers, "wait_cycles": self.wait_cycles}

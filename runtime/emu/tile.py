@@ -39,7 +39,7 @@ from .riscv_dst import RISCV_BASE as DST_RISCV_BASE, RISCV_ELEM as DST_RISCV_ELE
     RiscvDstAccess
 from . import mailbox as mb
 from . import timeline as tl
-from .noc import WINDOW_SIZE as NIU_WINDOW, Niu
+from .noc import COUNTER_BASE as NIU_COUNTERS, INITIATOR_STRIDE as NIU_STRIDE, WINDOW_SIZE as NIU_WINDOW, Niu
 from .rv32 import RV32Core, Stall
 from .tensix import Tensix
 
@@ -665,7 +665,8 @@ class Tile:
                 # charged to whoever later polls this NIU's registers for completion
                 start = self.now(who)
                 for kind, peer, n, bank in niu.sent:
-                    done = self.chip.fabric.transfer(i, kind, self.xy, peer, n, start, bank)
+                    done = (self.chip.fabric.multicast(i, self.xy, peer, n, start) if kind == "multicast" else
+                            self.chip.fabric.transfer(i, kind, self.xy, peer, n, start, bank))
                     busy_from = max(start, self._niu_busy[i])       # the timeline's NoC lane: busy until the last
                     if done > busy_from:                              # outstanding transfer completes
                         self._niu_busy[i] = done
@@ -674,7 +675,10 @@ class Tile:
             niu.sent.clear()
 
     def _niu_load(self, i: int, who: str, addr: int) -> int:
-        if who in self._stall:
+        # only the counters tell completion: a core polling them waits for its outstanding transfers; the command
+        # register (NOC_CMD_CTRL, free again once the request is sent) and the others answer at once, so that requests
+        # issued back to back are in flight together
+        if who in self._stall and (addr - layout.NOC_BASE[i]) % NIU_STRIDE >= NIU_COUNTERS:
             self._wait_until(who, self._niu_busy[i], tl.NOC_WAIT)
         return self.nius[i].load(addr - layout.NOC_BASE[i])
 

@@ -22,6 +22,7 @@
 #define TT_NOC_PACKET_TAG 0x18u
 #define TT_NOC_CTRL 0x1Cu
 #define TT_NOC_AT_LEN_BE 0x20u
+#define TT_NOC_AT_DATA 0x28u
 #define TT_NOC_CMD_CTRL 0x40u
 /* per-NIU registers */
 #define TT_NOC_ID_LOGICAL 0x148u
@@ -30,6 +31,9 @@
 
 #define TT_NOC_CTRL_READ 0x10u          /* read | RESP_MARKED (required for reads) */
 #define TT_NOC_CTRL_WRITE_ACKED 0x12u   /* write | RESP_MARKED: non-posted, one ack when the data landed */
+#define TT_NOC_CTRL_ATOMIC 0x11u        /* atomic | RESP_MARKED */
+#define TT_NOC_CTRL_MCAST_ACKED 0x132u  /* write | RESP_MARKED | BRCST | PATH_RESERVE: one ack per receiver */
+#define TT_NOC_AT_INCR 0x107Cu          /* increment-and-get, 32-bit, of a 16-byte aligned word */
 #define TT_NOC_MAX_REQUEST 16384u
 #define TT_NOC_DRAM_XY (TT_DRAM_X | (TT_DRAM_Y << 6))
 
@@ -161,6 +165,66 @@ static inline uint32_t tt_window_span(tt_noc_t *noc, tt_window_t *w, uint32_t bu
         w->hi = lo + n;
     }
     return w->l1 + (addr - w->lo);
+}
+
+/* L1 [l1, l1+len) -> L1 [dst, dst+len) of the Tensix tile at xy (translated, x | y << 6), non-posted: complete after
+ * tt_noc_write_wait (one ack per request) */
+static inline void tt_noc_write_tile(tt_noc_t *noc, uint32_t l1, uint32_t xy, uint32_t dst, uint32_t len)
+{
+    if ((dst ^ l1) & 15u) tt_fail(TT_ERR_NOC_ALIGN);
+    tt_fence();   /* the core's own stores to the source land before the NIU reads it */
+    while (len) {
+        uint32_t n = len < TT_NOC_MAX_REQUEST ? len : TT_NOC_MAX_REQUEST;
+        tt_noc_issue(noc, TT_NOC_CTRL_WRITE_ACKED, l1, noc->own_xy, dst, xy, n);
+        noc->wr_issued++;
+        dst += n;
+        l1 += n;
+        len -= n;
+    }
+}
+
+/* L1 [l1, l1+len) -> L1 [dst, dst+len) of the `receivers` Tensix tiles of rectangle `rect` (end_x | end_y << 6 |
+ * start_x << 12 | start_y << 18, start <= end: NoC0 only; the sender excluded), non-posted: complete after
+ * tt_noc_write_wait */
+static inline void tt_noc_mcast_write(tt_noc_t *noc, uint32_t l1, uint32_t rect, uint32_t dst, uint32_t len,
+                                      uint32_t receivers)
+{
+    if ((dst ^ l1) & 15u) tt_fail(TT_ERR_NOC_ALIGN);
+    tt_fence();
+    while (len) {
+        uint32_t n = len < TT_NOC_MAX_REQUEST ? len : TT_NOC_MAX_REQUEST;
+        tt_noc_issue(noc, TT_NOC_CTRL_MCAST_ACKED, l1, noc->own_xy, dst, rect, n);
+        noc->wr_issued += receivers;
+        dst += n;
+        l1 += n;
+        len -= n;
+    }
+}
+
+/* the 16-byte aligned L1 word `addr` of the tile at xy += 1 (a semaphore another core polls); the old value lands in
+ * this tile's word `ret`. Ordered after this NIU's earlier writes to that tile only once they are acked
+ * (tt_noc_write_wait first). */
+static inline void tt_noc_atomic_inc(tt_noc_t *noc, uint32_t xy, uint32_t addr, uint32_t ret)
+{
+    TT_WAIT_UNTIL(TT_NIU(noc, TT_NOC_CMD_CTRL) == 0u);
+    TT_NIU(noc, TT_NOC_CTRL) = TT_NOC_CTRL_ATOMIC;
+    TT_NIU(noc, TT_NOC_PACKET_TAG) = 0u;
+    TT_NIU(noc, TT_NOC_TARG_ADDR_LO) = addr;
+    TT_NIU(noc, TT_NOC_TARG_ADDR_MID) = 0u;
+    TT_NIU(noc, TT_NOC_TARG_ADDR_HI) = xy;
+    TT_NIU(noc, TT_NOC_RET_ADDR_LO) = ret;
+    TT_NIU(noc, TT_NOC_RET_ADDR_MID) = 0u;
+    TT_NIU(noc, TT_NOC_RET_ADDR_HI) = noc->own_xy;
+    TT_NIU(noc, TT_NOC_AT_LEN_BE) = TT_NOC_AT_INCR;
+    TT_NIU(noc, TT_NOC_AT_DATA) = 1u;
+    TT_NIU(noc, TT_NOC_CMD_CTRL) = 1u;
+    (void)TT_NIU(noc, TT_NOC_CMD_CTRL);
+}
+
+/* wait until the L1 word at addr (a semaphore other cores increment over the NoC) has reached `target` (wrap-safe) */
+static inline void tt_sem_wait_at_least(uint32_t addr, uint32_t target)
+{
+    TT_WAIT_UNTIL((int32_t)(TT_REG32(addr) - target) >= 0);
 }
 
 #endif

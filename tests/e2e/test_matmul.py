@@ -224,7 +224,10 @@ def test_fidelity_and_budget():
 
 
 def test_l1_limit():
+    """B stays resident in blocks of its columns: the limit is one column tile of B and two A panels (K tiles each)."""
     s = match_matmul(matmul_ast(lambda x, y: x @ y, [(64, 1024), (1024, 1024)], dtypes.float32))
+    assert plan_matmul(s, "fits", "LoFi").block_cols < s.tiles[1]
+    s = match_matmul(matmul_ast(lambda x, y: x @ y, [(64, 4096), (4096, 64)], dtypes.float32))
     with pytest.raises(UnsupportedOp, match="bytes of L1"):
         plan_matmul(s, "big", "LoFi")
 
@@ -597,14 +600,15 @@ def test_fp32_sfpu_matvec(form):
 
 @pytest.mark.needs_cc
 def test_fpu_plan_too_big_takes_sfpu():
-    """A matmul the FPU would take but whose B does not fit L1 (the FPU plan keeps all of B resident) runs on the SFPU
-    matmul instead of failing: bf16 operands widen exactly, C accumulates in fp32 and is rounded to bf16 once."""
+    """A matmul the FPU would take but whose K is too long for L1 (the FPU plan keeps a column tile of B and two A
+    panels resident) runs on the SFPU matmul instead of failing: bf16 operands widen exactly, C accumulates in fp32 and
+    is rounded to bf16 once."""
     from tt_backend.lowering.families.sfpu_matmul import force_split_k, plan_sfpu_matmul
-    ast = matmul_ast(lambda x, y: x @ y, [(64, 1024), (1024, 1024)], dtypes.bfloat16)
+    ast = matmul_ast(lambda x, y: x @ y, [(64, 8192), (8192, 64)], dtypes.bfloat16)
     with pytest.raises(UnsupportedOp, match="bytes of L1"):
         plan_matmul(match_matmul(ast), "k", "HiFi3")
     assert isinstance(lower_matmul(ast, "k", err_budget=2e-3), SfpuMatmulPlan)
-    ast = matmul_ast(lambda x, y: x @ y, [(64, 1024), (1024, 1024)], dtypes.float32)
+    ast = matmul_ast(lambda x, y: x @ y, [(64, 4096), (4096, 64)], dtypes.float32)
     assert isinstance(lower_matmul(ast, "k", err_budget=1e-2), SfpuMatmulPlan)
     M, K, N = 40, 200, 70     # run: a small bf16 matmul on the SFPU matmul with K in blocks
     a = bf16_round(rng.standard_normal((M, K)).astype(np.float32))

@@ -139,3 +139,56 @@ def test_many_tile_launch_is_bit_identical_on_ttsim(ttsim_lib):
     with TtsimDevice(ttsim_lib) as sim:
         _, ref = _copy_on_tiles(sim, 4, data, 4096)
     assert np.array_equal(emu, ref) and np.array_equal(ref, _transform(data))
+
+
+def _multicast(niu, src: int, dst: int, n: int, rect: tuple[int, int, int, int], ctrl: int = 0x132) -> None:
+    """Drive NIU command buffer 0 as a kernel does: a multicast write of L1 [src, src + n) to dst of rectangle
+    (start_x, start_y, end_x, end_y) (docs/launch_noc.md §5.6)."""
+    sx, sy, ex, ey = rect
+    x, y = niu.tile_xy
+    for off, v in ((0x1C, ctrl), (0x00, src), (0x04, 0), (0x08, x | y << 6), (0x0C, dst), (0x10, 0),
+                   (0x14, ex | ey << 6 | sx << 12 | sy << 18), (0x20, n), (0x40, 1)):
+        niu.store(off, v)
+
+
+def test_multicast_write_reaches_the_rectangles_tensix_tiles():
+    chip = EmuDevice().chip
+    sender = chip.tile((2, 3))
+    data = np.arange(64, dtype=np.uint8)
+    sender.l1_array[0x20000:0x20040] = data
+    niu = sender.nius[0]
+    acks = niu.load(0x204)
+    # NoC0, x 1..10 on row 3: columns 8 and 9 are DRAM/non-Tensix, skipped; the sender is excluded
+    _multicast(niu, 0x20000, 0x30000, 64, (1, 3, 10, 3))
+    reached = [(x, 3) for x in (1, 3, 4, 5, 6, 7, 10)]
+    for xy in reached:
+        assert bytes(chip.tile(xy).l1_array[0x30000:0x30040]) == data.tobytes(), xy
+    assert not sender.l1_array[0x30000:0x30040].any()
+    assert niu.load(0x204) - acks == len(reached)                        # one ack per receiver
+    assert niu.sent[-1][0] == "multicast" and set(niu.sent[-1][1]) == set(reached)
+    # BRCST_SRC_INCLUDE writes the sender too; a 2-row rectangle reaches both rows
+    _multicast(niu, 0x20000, 0x31000, 16, (2, 3, 3, 4), ctrl=0x20132)
+    assert all(chip.tile(xy).l1_array[0x31000:0x31010].tobytes() == data[:16].tobytes()
+               for xy in ((2, 3), (3, 3), (2, 4), (3, 4)))
+    # NoC1 takes the rectangle swapped (start > end)
+    _multicast(sender.nius[1], 0x20000, 0x32000, 16, (4, 4, 3, 3))
+    assert all(chip.tile(xy).l1_array[0x32000:0x32010].tobytes() == data[:16].tobytes()
+               for xy in ((3, 3), (4, 3), (3, 4), (4, 4)))
+
+
+@pytest.mark.parametrize("ctrl, rect, why", [(0x32, (1, 3, 4, 3), "path reserve"), (0x132, (4, 3, 1, 3), "start"),
+                                             (0x132, (0, 3, 4, 3), "corner")])
+def test_multicast_misuse_is_refused_like_ttsim(ctrl, rect, why):
+    sender = EmuDevice().chip.tile((2, 3))
+    with pytest.raises(TTError, match=why):
+        _multicast(sender.nius[0], 0x20000, 0x30000, 64, rect, ctrl)
+
+
+def test_fabric_multicast_costs_one_packet_to_the_farthest_receiver():
+    f = Fabric(Grid())
+    row = tuple((x, 2) for x in range(2, 8))
+    t = f.multicast(0, (1, 2), row, 2048, 0)
+    far = len(route(0, (1, 2), (7, 2))) + len(route(0, (7, 2), (1, 2)))
+    assert t == cycles.noc_cycles(2048, far)
+    unicast = Fabric(Grid())
+    assert max(unicast.transfer(0, "write", (1, 2), xy, 2048, 0, None) for xy in row) > t   # six packets queue

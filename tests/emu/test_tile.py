@@ -332,8 +332,10 @@ def test_niu_reaches_other_tiles_of_the_chip():
     assert other.read32(0x3000) == 9 and tile.read32(0x3010) == 7
     with pytest.raises(EmuUnimplemented, match="not a DRAM endpoint or a usable Tensix tile"):
         niu_request(tile, 0, 0x10, 0x0, 8 | (2 << 6), 0x1000, ME, 64)       # column 8 has no Tensix
-    with pytest.raises(EmuUnimplemented, match="multicast"):
-        niu_request(Tile(), 0, 0x132, 0x1000, ME, 0x1000, 0x0C1104, 64)
+    # a multicast write to x 1..4, y 3..4 (docs/launch_noc.md §5.6) lands on those 8 tiles
+    tile.write_l1(0x4000, bytes(range(64)))
+    niu_request(tile, 0, 0x132, 0x4000, ME, 0x5000, 0x0C1104, 64)
+    assert all(tile.chip.tile((x, y)).read_l1(0x5000, 64) == bytes(range(64)) for x in range(1, 5) for y in (3, 4))
 
 
 def test_soft_reset_and_reset_pc_registers(tile):

@@ -72,3 +72,61 @@ def test_reductions_stay_on_one_core():
     plan = _plan(Tensor.empty(64, 512).sum(1), "r_grid")
     plan.use_cores(64)
     assert plan.cores == 1 and len(plan.core_arg_words([0] * len(plan.buffers))) == 1
+
+
+# ---------------------------------------------------------------------------------------- the FPU matmul's grid
+
+def _matmul_plan(m: int, k: int, n: int):
+    from tinygrad import dtypes
+    from tt_backend.lowering.families.fpu_matmul import plan_matmul
+    from tt_backend.lowering.families.matmul_spec import match_matmul
+    a = Tensor.empty(m, k, device="CPU", dtype=dtypes.bfloat16)
+    b = Tensor.empty(k, n, device="CPU", dtype=dtypes.bfloat16)
+    call = [c for c in (a @ b).schedule_linear().src if c.op is Ops.CALL][-1]
+    return plan_matmul(match_matmul(call.src[0]), "mm", "HiFi2")
+
+
+def test_matmul_blocks_cover_every_output_tile_once():
+    plan = _matmul_plan(150, 90, 200)                     # 5 x 7 output tiles
+    blocks = plan.blocks((2, 3))
+    cells = [(mt, nt) for m0, m1, n0, n1 in blocks for mt in range(m0, m1) for nt in range(n0, n1)]
+    assert sorted(cells) == [(mt, nt) for mt in range(5) for nt in range(7)]
+
+
+def test_matmul_core_arguments_rectangles_and_semaphores():
+    from tt_backend.lowering.families.fpu_matmul import SEMAPHORES, block_words, sem_word
+    from tt_backend.chip import layout
+    plan = _matmul_plan(150, 90, 200)
+    plan.grid, plan.cores = (2, 3), 6
+    xys = plan.core_xys()
+    assert xys == [(1, 2), (2, 2), (3, 2), (1, 3), (2, 3), (3, 3)]
+    words = plan.core_arg_words(list(range(len(plan.buffers))))
+    base = 2 + len(plan.buffers)
+    sem = sem_word(plan)
+    assert (layout.ARGS_BASE + 4 * sem) % 16 == 0 and sem >= block_words(plan)
+    for k, w in enumerate(words):
+        i, j = divmod(k, 3)
+        assert w[base:base + 4] == list(plan.blocks()[k]) and w[base + 4:base + 8] == [3, j, 2, i]
+        # the grid row (x 1..3 on row 2 + i) and column (x = 1 + j, rows 2..3) as NoC0 rectangles, start <= end
+        assert w[base + 8] == 3 | (2 + i) << 6 | 1 << 12 | (2 + i) << 18
+        assert w[base + 9] == (1 + j) | 3 << 6 | (1 + j) << 12 | 2 << 18
+        assert not any(w[base + 10:sem + 4 * len(SEMAPHORES)])          # semaphores start at zero
+        peers = w[sem + 4 * len(SEMAPHORES):]
+        assert peers == [x | y << 6 for x, y in xys[3 * i:3 * i + 3] + xys[j::3]]
+    assert plan.arg_words(list(range(len(plan.buffers))))[base:base + 10] == [0, 5, 0, 7, 1, 0, 1, 0, 0, 0]
+
+
+def test_matmul_grid_choice_within_the_cap_and_the_chip():
+    plan = _matmul_plan(1024, 1024, 1024)
+    plan.use_cores(1)
+    assert plan.grid == (1, 1) and plan.cores == 1
+    for cap in (8, 64):
+        plan.use_cores(cap)
+        lc = plan.launch_cycles()
+        assert 1 < plan.cores <= cap and lc["grid"] == "x".join(map(str, plan.grid))
+        assert plan.launch_cycles((1, 1))["total"] > 5 * lc["total"]
+    # at most the chip's 10 rows and 14 columns; a grid row walks as many blocks of B's columns on every core
+    from tt_backend.lowering.families.fpu_matmul import grid_options
+    opts = grid_options((64, 64, 4), 200, 5)
+    assert max(r for r, _ in opts) == 10 and max(c for _, c in opts) == 14
+    assert all(len({-(-(e - b) // 5) for b, e in split_ranges(64, c)}) == 1 for _, c in opts)

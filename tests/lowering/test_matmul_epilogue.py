@@ -60,6 +60,6 @@ def test_b_split_between_reader_and_writer(form, split):
     plan = plan_matmul(spec, "k", "HiFi2")
     srcs = plan.render()
     assert ("stage_in_w" in plan.l1) == split
-    assert ("#define MM_KT_UPPER 2u" in srcs["args.h"]) == split
+    assert ("#define CB_B_LOWER" in srcs["args.h"]) == split
     assert ("tilize_b(" in srcs["ncrisc"]) == split
     assert ("tt_cb_wait(&cbl)" in srcs["brisc"]) == split

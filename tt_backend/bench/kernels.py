@@ -4,6 +4,7 @@
     python -m tt_backend bench kernels --rows matmul-hifi2,demo --scale 4    # sizes divided by 4 (quick look)
     python -m tt_backend bench kernels --ttsim              # each row also on ttsim: outputs bit-identical?
     python -m tt_backend bench kernels --rows grid          # a*b+a at 2048x2048 on 1, 8 and 64 cores
+    python -m tt_backend bench kernels --rows matmul-grid   # bf16 1024^3 HiFi2 matmul on 1, 8 and 64 cores
 
 Columns: the placement's compute cycles (what the selector prices), the whole launch predicted by
 lowering/families/mover_cost.py (reader, compute and writer as a pipeline), the emulated cycles and their ratio.
@@ -13,7 +14,9 @@ TT_BUDGET_SAMPLED=1 (the selector's fidelity; without the opt-in a matmul stays 
 RMSNorm-2048 (bf16 x, fp32 gamma, TT_ERR_BUDGET=1e-2: x*gamma on the FPU), the README demo expression at 512x512 and
 an fp32 elementwise a*b+a at 2048x2048; `grid`: the same a*b+a planned directly (macro-free, so that the same ELFs
 run on ttsim) and launched split over 1, 8 and 64 cores (the split forced, not the launch model's choice), with each
-run's speed-up over one core and host wall time. Emulated cycles: the slowest core of the launch (the slowest
+run's speed-up over one core and host wall time; `matmul-grid`: the bf16 1024^3 HiFi2 matmul (the same ELFs) on at
+most 1, 8 and 64 cores, the grid shape the launch model's choice (FpuMatmulPlan.use_cores; kernel column: grid and
+tiles per core). Emulated cycles: the slowest core of the launch (the slowest
 tile's).
 The program rows run through tinygrad (DEVICE=TT) in a subprocess with TT_DUMP and read each kernel's
 report.json; the matmul rows launch the plan on the emulator directly.
@@ -55,6 +58,14 @@ class MatmulRow:
 
 
 @dataclass(frozen=True)
+class MatmulGridRow:
+    """bf16 (n x n) @ (n x n) -> bf16 on the FPU at `fidelity`, on at most each core count of `cores`."""
+    n: int
+    fidelity: str
+    cores: tuple[int, ...]
+
+
+@dataclass(frozen=True)
 class GridRow:
     """fp32 a * b + a (n x n) launched split over each core count of `cores`."""
     n: int
@@ -93,6 +104,7 @@ ROWS = {
         "b = Tensor(rng.standard_normal(({n}, {n})).astype(np.float32)).realize()\n"
         "out = (a * b + a).realize()")),
     "grid": GridRow(2048, (1, 8, 64)),
+    "matmul-grid": MatmulGridRow(1024, "HiFi2", (1, 8, 64)),
 }
 
 
@@ -127,16 +139,21 @@ def launch_plan(dev, plan, arrays: dict[int, np.ndarray], elfs) -> tuple[bytes, 
         addr += -(-buf.nbytes // 64) * 64 + 4096
     t0 = time.perf_counter()
     launch(dev, elfs, plan.arg_words(addrs), timeout_s=3600,
-           per_tile=plan.core_arg_words(addrs) if plan.cores > 1 else None)
+           per_tile=plan.core_arg_words(addrs) if plan.cores > 1 else None,
+           tile_xys=plan.core_xys() if plan.cores > 1 else None)
     secs = time.perf_counter() - t0
     return dev.read_dram(addrs[plan.output.buf], plan.buffers[plan.output.buf].nbytes), secs
 
 
+def matmul_arrays(plan: FpuMatmulPlan) -> dict[int, np.ndarray]:
+    rng = np.random.default_rng(0)
+    bf16 = lambda o: (rng.standard_normal(o.nbytes // 2).astype(np.float32).view(np.uint32) >> 16).astype(np.uint16)
+    return {plan.spec.a.slot: bf16(plan.spec.a), plan.spec.b.slot: bf16(plan.spec.b)}
+
+
 def run_matmul(name: str, row: MatmulRow, ttsim_lib: str | None) -> list[Measured]:
     plan = matmul_plan(row.n, row.fidelity)
-    rng = np.random.default_rng(0)
-    bf16 = lambda: (rng.standard_normal((row.n, row.n)).astype(np.float32).view(np.uint32) >> 16).astype(np.uint16)
-    arrays = {plan.spec.a.slot: bf16(), plan.spec.b.slot: bf16()}
+    arrays = matmul_arrays(plan)
     elfs = compile_kernel(*split(plan.render()), plan.name)
     dev = EmuDevice()
     got, secs = launch_plan(dev, plan, arrays, elfs)
@@ -146,6 +163,33 @@ def run_matmul(name: str, row: MatmulRow, ttsim_lib: str | None) -> list[Measure
         with TtsimDevice(ttsim_lib) as sim:
             m.same_on_ttsim = launch_plan(sim, plan, arrays, elfs)[0] == got
     return [m]
+
+
+def run_matmul_grid(name: str, row: MatmulGridRow, ttsim_lib: str | None) -> list[Measured]:
+    """The same ELFs on the grid use_cores picks for at most each core count; outputs compared bit for bit with the
+    one-core run's (and with ttsim's)."""
+    plan = matmul_plan(row.n, row.fidelity)
+    arrays = matmul_arrays(plan)
+    elfs = compile_kernel(*split(plan.render()), plan.name)
+    out, first = [], None
+    for cores in row.cores:
+        plan.use_cores(cores)
+        dev = EmuDevice()
+        before = dev.stats()
+        got, secs = launch_plan(dev, plan, arrays, elfs)
+        lc = plan.launch_cycles()
+        if first is not None and got != first:
+            raise SystemExit(f"bench kernels: {name} on grid {lc['grid']} differs from the one-core output")
+        first = got if first is None else first
+        m = Measured(f"{name}-{cores}", f"{plan.name} {lc['grid']}x{lc['tiles_per_core']}t",
+                     plan.placement.report()["predicted_cycles"], lc["total"],
+                     measured_cycles((before, dev.stats()))["max"], secs, cores=plan.cores)
+        m.speedup = out[0].emulated / m.emulated if out else 1.0
+        if ttsim_lib:
+            with TtsimDevice(ttsim_lib) as sim:
+                m.same_on_ttsim = launch_plan(sim, plan, arrays, elfs)[0] == got
+        out.append(m)
+    return out
 
 
 def run_grid(name: str, row: GridRow, ttsim_lib: str | None) -> list[Measured]:
@@ -207,6 +251,8 @@ def scaled(row, scale: int):
     n = max(32, row.n // scale)
     if isinstance(row, GridRow):
         return GridRow(n, row.cores)
+    if isinstance(row, MatmulGridRow):
+        return MatmulGridRow(n, row.fidelity, row.cores)
     return MatmulRow(n, row.fidelity) if isinstance(row, MatmulRow) else ProgramRow(n, row.code, row.env)
 
 
@@ -240,7 +286,7 @@ def main(argv: list[str] | None = None) -> int:
     for name in names:
         n0 = len(results)
         row = scaled(ROWS[name], args.scale)
-        run = run_matmul if isinstance(row, MatmulRow) else run_grid if isinstance(row, GridRow) else run_program
+        run = {MatmulRow: run_matmul, GridRow: run_grid, MatmulGridRow: run_matmul_grid}.get(type(row), run_program)
         results += run(name, row, args.lib if args.ttsim else None)
         print("\n".join(table(results[-k:]).splitlines()[1:]) if (k := len(results) - n0) else "", flush=True)
     print("\n" + table(results))
