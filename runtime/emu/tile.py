@@ -78,7 +78,7 @@ class Tile:
         self.l1 = memoryview(self.l1_array)                  # the cores' fast path (Bus contract)
         self.local = {c: np.zeros(layout.LOCAL_RAM_SIZE[c], np.uint8) for c in layout.CORES}
         self._local_mv = {c: memoryview(a) for c, a in self.local.items()}
-        self.dram = chip.bank(*layout.DRAM_XY)               # the bank the kernels and the host use
+        self.dram = chip.bank(*layout.DRAM_XY)               # the bank device programs that address one bank use
         self.soft_reset = layout.ALL_CORES_RESET             # power-on: all five held
         self.trisc_reset_pc = [0, 0, 0]
         self.trisc_override = 0

@@ -35,6 +35,7 @@ from tinygrad import Tensor, dtypes
 from tinygrad.uop.ops import Ops
 
 from tt_backend.__main__ import DEMO
+from tt_backend.chip.interleave import BUFFER_ALIGN
 from tt_backend.lowering.codegen.sources import split
 from tt_backend.lowering.families.fpu_matmul import FpuMatmulPlan, plan_matmul
 from tt_backend.lowering.families.matmul_spec import match_matmul
@@ -120,11 +121,11 @@ def matmul_plan(n: int, fidelity: str) -> FpuMatmulPlan:
 
 def launch_plan(dev, plan, arrays: dict[int, np.ndarray], elfs) -> tuple[bytes, float]:
     """Inputs (buffer slot -> array) into DRAM, other buffers poisoned, one launch; (the output's bytes, seconds)."""
-    addrs, addr = [], 0x100000
-    for buf in plan.buffers:
+    addrs, addr = [], BUFFER_ALIGN
+    for buf in plan.buffers:            # laid out as the allocator would: each buffer's page i in bank i mod 8
         addrs.append(addr)
         dev.write_dram(addr, arrays[buf.slot].tobytes() if buf.slot in arrays else b"\xAB" * buf.nbytes)
-        addr += -(-buf.nbytes // 64) * 64 + 4096
+        addr += -(-buf.nbytes // BUFFER_ALIGN) * BUFFER_ALIGN
     t0 = time.perf_counter()
     launch(dev, elfs, plan.arg_words(addrs), timeout_s=3600,
            per_tile=plan.core_arg_words(addrs) if plan.cores > 1 else None)
