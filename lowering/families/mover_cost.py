@@ -12,6 +12,7 @@ template change that makes a loop faster or slower changes its number here; the 
 """
 from __future__ import annotations
 
+from tt_backend.chip.interleave import N_BANKS
 from tt_backend.lowering.placement.cost import pack_cycles
 from tt_backend.lowering.plan import DTYPE_SIZE, TILE_BYTES, TILE_ELEMS
 
@@ -70,7 +71,11 @@ def pipeline(n_tiles: int, reader: float, compute: float, writer: float, fill: f
 def tile_pipeline_cycles(n_tiles: int, reads: list[tuple[str, str, dict | None]], write: tuple[str, str],
                          compute_per_tile: float) -> dict:
     """The tile pipeline's launch: reads = (mode, tile format, run structure) per input, write = (mode, tile format)
-    of the output."""
+    of the output. Where every input is plain contiguous the reader keeps several tiles' reads in flight
+    (templates/reader.c.j2 `in_flight`): the round trip is paid once, in the fill, not per tile."""
+    if reads and all(mode == "contiguous" for mode, _, _ in reads):
+        reader = sum(tile_read_cycles(*r) - NOC_ROUND_TRIP for r in reads)
+        return pipeline(n_tiles, reader, compute_per_tile, tile_write_cycles(*write), fill=NOC_ROUND_TRIP)
     return pipeline(n_tiles, sum(tile_read_cycles(*r) for r in reads), compute_per_tile, tile_write_cycles(*write))
 
 
@@ -133,10 +138,12 @@ def matmul_cycles(spec, phases: int, read_modes: tuple[str, str], epilogue: int,
 
 # --- the tile pipeline split over a grid of cores (lowering/families/elementwise.py `use_cores`) -------------------
 # Each core runs the pipeline above over its own range of tiles, all released together, so the launch takes the
-# pipeline of the largest range. Every stream goes through the one DRAM bank the kernels address (chip/layout.py
-# DRAM_XY): the cores together move at most one bank's bytes per cycle (the emulator's runtime/emu/noc.py Fabric
-# models the same bank and the NoC links on the way), so past a few cores the bank, not the cores, sets the time.
+# pipeline of the largest range. Every buffer is interleaved page by page over the eight DRAM banks
+# (chip/interleave.py): the cores together move at most eight banks' bytes per cycle (the emulator's
+# runtime/emu/noc.py Fabric models the banks and the NoC links on the way), so past some cores the banks, not the
+# cores, set the time.
 DRAM_BANK_BYTES_PER_CYCLE = 47      # docs/performance.md §3: 512 GB/s over 8 banks at 1.35 GHz [derived]
+DRAM_BYTES_PER_CYCLE = N_BANKS * DRAM_BANK_BYTES_PER_CYCLE
 # A core's own launch (its images, arguments and release, written by the host) is not emulated time; it is priced so
 # that a kernel is split only where an extra core saves more than that: an assumption, not a measurement.
 CORE_LAUNCH_CYCLES = 1000
@@ -156,11 +163,11 @@ def split_ranges(n_tiles: int, cores: int) -> list[tuple[int, int]]:
 def grid_pipeline_cycles(n_tiles: int, reads: list[tuple[str, str, dict | None]], write: tuple[str, str],
                          compute_per_tile: float, cores: int, dram_bytes_per_tile: int) -> dict:
     """tile_pipeline_cycles for a launch split over `cores` cores: the largest range's pipeline, at least the DRAM
-    bank's time for every core's bytes (`total`, emulated cycles); `price` adds CORE_LAUNCH_CYCLES per extra core (what
+    banks' time for every core's bytes (`total`, emulated cycles); `price` adds CORE_LAUNCH_CYCLES per extra core (what
     the choice of the count minimises)."""
     per_core = -(-n_tiles // cores)
     one = tile_pipeline_cycles(per_core, reads, write, compute_per_tile)
-    bank = n_tiles * dram_bytes_per_tile / DRAM_BANK_BYTES_PER_CYCLE
+    bank = n_tiles * dram_bytes_per_tile / DRAM_BYTES_PER_CYCLE
     total = round(max(one["total"], bank))
     return {**one, "total": total, "price": total + CORE_LAUNCH_CYCLES * (cores - 1), "cores": cores,
             "tiles_per_core": per_core, "bank": round(bank)}

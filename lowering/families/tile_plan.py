@@ -12,7 +12,10 @@ from tt_backend.lowering.codegen.l1 import CAPACITY, STAGING_BYTES, l1_bytes, pl
 from tt_backend.lowering.plan import TILE_BYTES, Plan, SfpuProgram
 from tt_backend.chip.errors import UnsupportedOp
 
-CB_DEPTH = 2                    # tiles per circular buffer (double buffering)
+CB_DEPTH = 4                    # tiles per circular buffer
+# tiles whose reads a reader keeps in flight beyond the one it waits for (templates/reader.c.j2): the CB's other
+# slots hold a tile the unpacker works on and one pushed, so that neither side waits on the other
+READ_AHEAD = CB_DEPTH - 2
 
 
 @dataclass

@@ -114,6 +114,13 @@ static inline void tt_noc_read_wait(tt_noc_t *noc)
     TT_WAIT_UNTIL((int32_t)(TT_NIU(noc, TT_NIU_MST_RD_RESP_RECEIVED) - noc->rd_issued) >= 0);
 }
 
+/* wait for the reads issued before `mark` (an earlier noc->rd_issued), not the later ones: readers keep several
+ * tiles' reads in flight and take them in order (responses count in issue order per NIU) */
+static inline void tt_noc_read_wait_mark(tt_noc_t *noc, uint32_t mark)
+{
+    TT_WAIT_UNTIL((int32_t)(TT_NIU(noc, TT_NIU_MST_RD_RESP_RECEIVED) - mark) >= 0);
+}
+
 /* L1 [l1, l1+len) -> DRAM [dram, dram+len), non-posted; the source may be reused after tt_noc_write_wait */
 static inline void tt_noc_write_dram(tt_noc_t *noc, uint32_t l1, uint32_t dram, uint32_t len)
 {
