@@ -36,14 +36,17 @@ TILE_WRITE_FIXED = 78 + NOC_ROUND_TRIP
 # window reloads (256x256: strided a.flip(1) 5.5, columns a.T 15.7); a gated gather (a pad) 14.1 either way. Not
 # measured yet: bool widened / narrowed in place (given 1 per datum), computed streams and scatter writes (given the
 # gather's figure, which modes missing from the table take).
-READ_PER_DATUM = {"contiguous": 0.0, "contiguous bool": 1.0, "strided": 5.5, "columns": 15.7, "gather": 14.1}
+# A reduction's affine gather (lanes 1: 32 outputs' runs of k per tile, reader.c.j2 "red affine") measured 23 per
+# datum (brisc busy time of the 256 x 256 softmax's two row reductions, 1 and 2 streams: 22.5 and 25 per datum).
+READ_PER_DATUM = {"contiguous": 0.0, "contiguous bool": 1.0, "red contiguous": 0.0, "strided": 5.5, "columns": 15.7,
+                  "gather": 14.1, "red affine": 23.0}
 READ_PER_DATUM_RESIDENT = {"strided": 3.6, "columns": 3.7}
 WRITE_PER_DATUM = {"contiguous": 0.0, "contiguous bool": 1.0, "scatter": 14.1}
 # runs and broadcasts copy or replicate run by run out of the staging window: b[0] broadcast over a 64x64 (16 runs of
 # 64 per tile, 84 cycles each) and over a 256x256 (4 runs of 256, 113 each) gave 74 per run + 0.15 per datum when
 # the NoC charged one hop and no DRAM latency; each run waits for one NoC read
 READ_PER_RUN, READ_PER_RUN_DATUM = 74 + NOC_ROUND_TRIP_EXTRA, 0.15     # a NoC read per run
-BULK_READS = ("contiguous", "contiguous bool")     # modes that read a tile with one NoC transaction
+BULK_READS = ("contiguous", "contiguous bool", "red contiguous")     # modes that read a tile with one NoC transaction
 
 
 def tile_read_cycles(mode: str, tile_format: str, runs: dict | None = None) -> float:
@@ -58,6 +61,12 @@ def tile_read_cycles(mode: str, tile_format: str, runs: dict | None = None) -> f
 def tile_write_cycles(mode: str, tile_format: str) -> float:
     bulk = TILE_WRITE_FIXED + TILE_BYTES[tile_format] / NOC_BYTES_PER_CYCLE if mode.startswith("contiguous") else 0
     return bulk + WRITE_PER_DATUM.get(mode, WRITE_PER_DATUM["scatter"]) * TILE_ELEMS
+
+
+def group_write_cycles(outputs: int) -> float:
+    """A reduction's writer per output group: its `outputs` values scattered (runs.c.j2 red_scatter_out), one acked
+    NoC write."""
+    return TILE_WRITE_FIXED + WRITE_PER_DATUM["scatter"] * outputs
 
 
 def pipeline(n_tiles: int, reader: float, compute: float, writer: float, fill: float = 0.0) -> dict:
@@ -167,7 +176,14 @@ def grid_pipeline_cycles(n_tiles: int, reads: list[tuple[str, str, dict | None]]
     the choice of the count minimises)."""
     per_core = -(-n_tiles // cores)
     one = tile_pipeline_cycles(per_core, reads, write, compute_per_tile)
-    bank = n_tiles * dram_bytes_per_tile / DRAM_BYTES_PER_CYCLE
+    return on_grid(one, cores, per_core, n_tiles * dram_bytes_per_tile)
+
+
+def on_grid(one: dict, cores: int, tiles_per_core: int, dram_bytes: int) -> dict:
+    """A launch split over `cores` cores from `one`, the pipeline of the largest core's `tiles_per_core` tiles:
+    at least the DRAM banks' time for all cores' `dram_bytes` (`total`); `price` adds CORE_LAUNCH_CYCLES per extra
+    core (what the choice of the count minimises)."""
+    bank = dram_bytes / DRAM_BYTES_PER_CYCLE
     total = round(max(one["total"], bank))
     return {**one, "total": total, "price": total + CORE_LAUNCH_CYCLES * (cores - 1), "cores": cores,
-            "tiles_per_core": per_core, "bank": round(bank)}
+            "tiles_per_core": tiles_per_core, "bank": round(bank)}
