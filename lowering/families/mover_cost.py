@@ -44,8 +44,9 @@ READ_PER_DATUM_RESIDENT = {"strided": 3.6, "columns": 3.7}
 WRITE_PER_DATUM = {"contiguous": 0.0, "contiguous bool": 1.0, "scatter": 14.1}
 # runs and broadcasts copy or replicate run by run out of the staging window: b[0] broadcast over a 64x64 (16 runs of
 # 64 per tile, 84 cycles each) and over a 256x256 (4 runs of 256, 113 each) gave 74 per run + 0.15 per datum when
-# the NoC charged one hop and no DRAM latency; each run waits for one NoC read
-READ_PER_RUN, READ_PER_RUN_DATUM = 74 + NOC_ROUND_TRIP_EXTRA, 0.15     # a NoC read per run
+# the NoC charged one hop and no DRAM latency; the runs' NoC reads are issued back to back and waited for once, after
+# the tile's last run (read_runs.c.j2), so the round trip is paid once per tile
+READ_PER_RUN, READ_PER_RUN_DATUM = 74, 0.15     # a NoC read per run
 BULK_READS = ("contiguous", "contiguous bool", "red contiguous")     # modes that read a tile with one NoC transaction
 
 
@@ -53,7 +54,8 @@ def tile_read_cycles(mode: str, tile_format: str, runs: dict | None = None) -> f
     """Reader cycles per tile of one input stream: mode and run structure as tile_streams.stream_ctx gives them."""
     bulk = TILE_READ_FIXED + TILE_BYTES[tile_format] / NOC_BYTES_PER_CYCLE if mode in BULK_READS else 0
     if mode in ("runs", "broadcast"):
-        return READ_PER_RUN * max(1, TILE_ELEMS // max(1, runs["run"] if runs else 1)) + READ_PER_RUN_DATUM * TILE_ELEMS
+        return (READ_PER_RUN * max(1, TILE_ELEMS // max(1, runs["run"] if runs else 1)) + NOC_ROUND_TRIP
+                + READ_PER_RUN_DATUM * TILE_ELEMS)
     per_datum = READ_PER_DATUM_RESIDENT if runs is not None and runs["resident"] else READ_PER_DATUM
     return bulk + per_datum.get(mode, READ_PER_DATUM.get(mode, READ_PER_DATUM["gather"])) * TILE_ELEMS
 

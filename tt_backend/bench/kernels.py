@@ -4,6 +4,7 @@
     python -m tt_backend bench kernels --rows matmul-hifi2,demo --scale 4    # sizes divided by 4 (quick look)
     python -m tt_backend bench kernels --ttsim              # each row also on ttsim: outputs bit-identical?
     python -m tt_backend bench kernels --rows grid          # a*b+a at 2048x2048 on 1, 8 and 64 cores
+    python -m tt_backend bench kernels --rows softmax-grid  # a row softmax at 2048x2048, TT_CORES 1, 8 and 64
 
 Columns: the placement's compute cycles (what the selector prices), the whole launch predicted by
 lowering/families/mover_cost.py (reader, compute and writer as a pipeline), the emulated cycles and their ratio.
@@ -13,7 +14,9 @@ TT_BUDGET_SAMPLED=1 (the selector's fidelity; without the opt-in a matmul stays 
 RMSNorm-2048 (bf16 x, fp32 gamma, TT_ERR_BUDGET=1e-2: x*gamma on the FPU), the README demo expression at 512x512 and
 an fp32 elementwise a*b+a at 2048x2048; `grid`: the same a*b+a planned directly (macro-free, so that the same ELFs
 run on ttsim) and launched split over 1, 8 and 64 cores (the split forced, not the launch model's choice), with each
-run's speed-up over one core and host wall time. Emulated cycles: the slowest core of the launch (the slowest
+run's speed-up over one core and host wall time; `softmax-grid`: x.softmax(-1) at 2048x2048 through tinygrad with
+TT_CORES = 1, 8 and 64 (the launch model picks each kernel's count up to the cap; the kernel column lists them), its
+three kernels' cycles summed. Emulated cycles: the slowest core of the launch (the slowest
 tile's).
 The program rows run through tinygrad (DEVICE=TT) in a subprocess with TT_DUMP and read each kernel's
 report.json; the matmul rows launch the plan on the emulator directly.
@@ -63,6 +66,15 @@ class GridRow:
 
 
 @dataclass(frozen=True)
+class GridProgramRow:
+    """A tinygrad program (as ProgramRow) run with TT_CORES at each count of `cores` (a cap: the launch model picks
+    each kernel's count up to it): its kernels' cycles summed, and the speed-up over the first count."""
+    n: int
+    code: str
+    cores: tuple[int, ...]
+
+
+@dataclass(frozen=True)
 class ProgramRow:
     """A tinygrad program (code run with `python -c`; it leaves its result in `out`), sizes given by `n`."""
     n: int
@@ -94,6 +106,9 @@ ROWS = {
         "b = Tensor(rng.standard_normal(({n}, {n})).astype(np.float32)).realize()\n"
         "out = (a * b + a).realize()")),
     "grid": GridRow(2048, (1, 8, 64)),
+    "softmax-grid": GridProgramRow(2048, _RAND + (
+        "x = Tensor(rng.standard_normal(({n}, {n})).astype(np.float32)).realize()\n"
+        "out = x.softmax(-1).realize()"), (1, 8, 64)),
 }
 
 
@@ -204,10 +219,32 @@ def run_program(name: str, row: ProgramRow, ttsim_lib: str | None) -> list[Measu
     return out
 
 
+def run_grid_program(name: str, row: GridProgramRow, ttsim_lib: str | None) -> list[Measured]:
+    code, out = row.code.format(n=row.n), []
+    for cores in row.cores:
+        with tempfile.TemporaryDirectory(prefix="tt_bench_kernels_") as tmp:
+            dump, base = Path(tmp) / "dump", {"DEVICE": "TT", "TT_CORES": str(cores)}
+            secs = _run_program(code, {**base, "TT_BACKEND": "emu", "TT_DUMP": str(dump)}, Path(tmp) / "emu.npy")
+            reps = [json.loads(p.read_text()) for p in sorted(dump.glob("*/report.json"))]
+            launches = [r.get("predicted_launch_cycles") or {} for r in reps]
+            total = lambda vals: sum(vals) if vals and None not in vals else None
+            m = Measured(f"{name}-{cores}", f"{len(reps)} kernels, cores {'/'.join(str(l.get('cores', 1)) for l in launches)}",
+                         total([r.get("predicted_cycles") for r in reps]), total([l.get("total") for l in launches]),
+                         total([r.get("emulated_cycles") for r in reps]), secs, cores=cores)
+            m.speedup = out[0].emulated / m.emulated if out and m.emulated and out[0].emulated else 1.0
+            if ttsim_lib:
+                _run_program(code, {**base, "TT_BACKEND": "ttsim", "TT_SIMULATOR": ttsim_lib}, Path(tmp) / "sim.npy")
+                m.same_on_ttsim = np.load(Path(tmp) / "emu.npy").tobytes() == np.load(Path(tmp) / "sim.npy").tobytes()
+        out.append(m)
+    return out
+
+
 def scaled(row, scale: int):
     n = max(32, row.n // scale)
     if isinstance(row, GridRow):
         return GridRow(n, row.cores)
+    if isinstance(row, GridProgramRow):
+        return GridProgramRow(n, row.code, row.cores)
     return MatmulRow(n, row.fidelity) if isinstance(row, MatmulRow) else ProgramRow(n, row.code, row.env)
 
 
@@ -241,7 +278,7 @@ def main(argv: list[str] | None = None) -> int:
     for name in names:
         n0 = len(results)
         row = scaled(ROWS[name], args.scale)
-        run = run_matmul if isinstance(row, MatmulRow) else run_grid if isinstance(row, GridRow) else run_program
+        run = {MatmulRow: run_matmul, GridRow: run_grid, GridProgramRow: run_grid_program}.get(type(row), run_program)
         results += run(name, row, args.lib if args.ttsim else None)
         print("\n".join(table(results[-k:]).splitlines()[1:]) if (k := len(results) - n0) else "", flush=True)
     print("\n" + table(results))
