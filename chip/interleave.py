@@ -6,7 +6,9 @@ The layout (docs/memory_map.md §DRAM; tt-metal's interleaved buffers, where pag
 a DRAM address `a` is in page p = a // PAGE_BYTES; page p lives in bank p mod 8 at bank offset
 (p // 8) * PAGE_BYTES + a mod PAGE_BYTES. The allocator starts every buffer at a multiple of BUFFER_ALIGN (eight
 pages), so a buffer's page i is in bank i mod 8. Bank b is addressed at translated NoC coordinate
-(17 + b // 4, 12 + 3 * (b mod 4)), the first of its three endpoints (docs/launch_noc.md §1.2: the bank behind a
+(17 + b // 4, 12 + 3 * (b mod 4) + b // 4): the first of its three endpoints in column 17, the second in column 18, so
+that no two banks sit in one NoC row (a row's links would carry two banks' traffic, more than a link moves: 2 x 47
+bytes per cycle against 64) (docs/launch_noc.md §1.2: the bank behind a
 translated coordinate differs between ttsim and the card, which is invisible as long as the host and the kernels use
 the same translated coordinates). A page offset keeps the address's low 12 bits, so the NoC's 64-byte congruence
 between a DRAM and an L1 address holds per page as it does per buffer. The C side (templates/device/tt_noc.h) does the
@@ -30,7 +32,8 @@ BANKS_PER_COLUMN = NOC_ROWS // ENDPOINTS_PER_BANK
 
 def bank_xy(bank: int) -> tuple[int, int]:
     """Translated NoC coordinates the host and the kernels address bank `bank` (0..7) at."""
-    return BANK_X0 + bank // BANKS_PER_COLUMN, BANK_Y0 + BANK_Y_STEP * (bank % BANKS_PER_COLUMN)
+    column = bank // BANKS_PER_COLUMN
+    return BANK_X0 + column, BANK_Y0 + BANK_Y_STEP * (bank % BANKS_PER_COLUMN) + column
 
 
 BANK_XYS = tuple(bank_xy(b) for b in range(N_BANKS))

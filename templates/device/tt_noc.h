@@ -80,12 +80,13 @@ static inline uint32_t tt_dram_piece(uint32_t dram, uint32_t len)
     return len < room ? len : room;
 }
 
-/* the translated NoC coordinate word of the bank holding DRAM address `dram` */
+/* the translated NoC coordinate word of the bank holding DRAM address `dram`: endpoint `col` of the bank's three, so
+ * that no two banks share a NoC row (chip/interleave.py bank_xy) */
 static inline uint32_t tt_dram_bank_xy(uint32_t dram)
 {
     uint32_t bank = (dram >> TT_DRAM_PAGE_SHIFT) & (TT_DRAM_BANKS - 1u);
     uint32_t col = bank / TT_DRAM_BANKS_PER_COLUMN, row = bank - col * TT_DRAM_BANKS_PER_COLUMN;
-    return (TT_DRAM_BANK_X0 + col) | ((TT_DRAM_BANK_Y0 + TT_DRAM_BANK_Y_STEP * row) << 6);
+    return (TT_DRAM_BANK_X0 + col) | ((TT_DRAM_BANK_Y0 + TT_DRAM_BANK_Y_STEP * row + col) << 6);
 }
 
 /* the offset of DRAM address `dram` inside its bank */
@@ -93,6 +94,24 @@ static inline uint32_t tt_dram_bank_offset(uint32_t dram)
 {
     uint32_t page = dram >> TT_DRAM_PAGE_SHIFT;
     return ((page / TT_DRAM_BANKS) << TT_DRAM_PAGE_SHIFT) | (dram & (TT_DRAM_PAGE_BYTES - 1u));
+}
+
+/* A core's tiles [begin, end) of a split launch walked from a rotated start (tile k -> tt_range_at(k, ...)): the
+ * cores' ranges start at multiples of their length, often all in bank 0, and walked in order they would ask the same
+ * bank at the same time; rotated, core i = begin / (end - begin) starts in bank i mod 8, so the cores spread their
+ * requests over the eight banks. The reader and the writer walk alike; the compute threads only count tiles. */
+static inline uint32_t tt_range_rotation(uint32_t begin, uint32_t end)
+{
+    uint32_t n = end - begin;
+    if (n == 0u) return 0u;
+    uint32_t rot = ((begin / n) - begin) & (TT_DRAM_BANKS - 1u);
+    return rot < n ? rot : rot % n;
+}
+
+static inline uint32_t tt_range_at(uint32_t k, uint32_t begin, uint32_t end, uint32_t rot)
+{
+    uint32_t t = k + rot;
+    return t < end ? t : t - (end - begin);
 }
 
 /* DRAM [dram, dram+len) -> L1 [l1, l1+len); returns at once, complete after tt_noc_read_wait */

@@ -10,7 +10,7 @@ The chip's geometry is Blackhole's as tt-umd describes it: Tensix columns at NOC
 `harvested_columns` (NOC0 x) leaves columns out of the logical grid; with NoC `translation` on, translated Tensix
 coordinates number the healthy columns from x=1 (harvested ones go last), so logical (0, 0) is always translated
 (1, 2), and the translated DRAM banks (chip/interleave.py) are NOC0 column 9 (x 18) or 0 (x 17), row y - 12: (18, 12)
-is NOC0 (9, 0). `failing[method] = exception` makes every call of that TTDevice
+is NOC0 (9, 0), bank 4's (18, 13) is NOC0 (9, 1). `failing[method] = exception` makes every call of that TTDevice
 method raise it (as tt-umd raises from C++), until removed; `failing["create"]` makes opening fail.
 """
 from __future__ import annotations
@@ -27,7 +27,7 @@ from tt_backend.chip import interleave, layout
 RUN_PER_READ = 20_000
 COLUMNS = (1, 2, 3, 4, 5, 6, 7, 10, 11, 12, 13, 14, 15, 16)
 ROWS = tuple(range(2, 12))
-DRAM_NOC0 = (9, 0)
+DRAM_NOC0 = (9, 1)          # bank 4's endpoint, the one `harvested_dram` fuses off
 
 
 class ARCH(enum.Enum):
