@@ -23,6 +23,7 @@ import types
 
 from tt_backend.runtime.emu.tile import Tile
 from tt_backend.chip import interleave, layout
+from tt_backend.chip.grid import is_dram_xy
 
 RUN_PER_READ = 20_000
 COLUMNS = (1, 2, 3, 4, 5, 6, 7, 10, 11, 12, 13, 14, 15, 16)
@@ -181,7 +182,7 @@ class TTDevice:
     def _where(self, x: int, y: int) -> str:
         if (x, y) == tile_xy():
             return "tile"
-        if (x, y) in interleave.BANK_XYS:
+        if is_dram_xy(x, y):            # any of a bank's three endpoints
             return "dram"
         raise RuntimeError(f"fake card: nothing at ({x}, {y})")
 
