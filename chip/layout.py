@@ -1,8 +1,10 @@
 """The tile's L1 map, core identities and MMIO addresses: one source for the driver, the emulator and the C headers.
 
-Leaf module (stdlib only). `c_header()` renders these constants into `tt_layout.h` for the kernels.
+Leaf module (stdlib and the leaf chip/interleave.py only). `c_header()` renders these constants into `tt_layout.h` for the kernels.
 """
 from __future__ import annotations
+
+from tt_backend.chip import interleave
 
 L1_SIZE = 1536 * 1024
 
@@ -55,7 +57,8 @@ TENSIX_CFG_BASE = 0xFFEF0000    # + 4*i config word i
 REGFILE_BASE = 0xFFE00000       # Tensix GPRs (per thread, 64 x u32)
 MAILBOX_BASE = 0xFFEC0000
 
-# NoC coordinates (translated): this tile and the one DRAM bank the kernels use
+# NoC coordinates (translated): this tile, and the DRAM bank that device programs addressing one bank themselves (the
+# runtime's tests) use; kernels and buffers address every bank (chip/interleave.py)
 TILE_XY = (1, 2)
 DRAM_XY = (18, 12)
 DRAM_BANK_SIZE = 1 << 32
@@ -73,7 +76,7 @@ def c_header() -> str:
         "INSTRN_BUF_BASE": INSTRN_BUF_BASE, "TENSIX_SYNC": TENSIX_SYNC, "SEMAPHORE_BASE": SEMAPHORE_BASE,
         "TENSIX_CFG_BASE": TENSIX_CFG_BASE, "REGFILE_BASE": REGFILE_BASE, "NOC0_BASE": NOC_BASE[0],
         "NOC1_BASE": NOC_BASE[1], "WALL_CLOCK_LO": WALL_CLOCK_LO, "TILE_X": TILE_XY[0], "TILE_Y": TILE_XY[1],
-        "DRAM_X": DRAM_XY[0], "DRAM_Y": DRAM_XY[1],
+        **interleave.c_defines(),
     }
     lines = ["/* Generated from chip/layout.py: do not edit. */", "#ifndef TT_LAYOUT_H", "#define TT_LAYOUT_H"]
     lines += [f"#define TT_{k} 0x{v:X}u" for k, v in names.items()]

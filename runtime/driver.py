@@ -34,8 +34,10 @@ class Device(Protocol):
     def read_l1(self, addr: int, size: int) -> bytes: ...
     def write32(self, addr: int, value: int) -> None: ...      # L1 or tile MMIO (soft reset, reset PCs)
     def read32(self, addr: int) -> int: ...
-    def write_dram(self, addr: int, data: bytes) -> None: ...  # one DRAM bank, byte address
+    def write_dram(self, addr: int, data: bytes) -> None: ...  # buffers: interleaved over the banks (chip/interleave.py)
     def read_dram(self, addr: int, size: int) -> bytes: ...
+    def write_bank(self, xy: tuple[int, int], addr: int, data: bytes) -> None: ...   # one bank (translated xy), its
+    def read_bank(self, xy: tuple[int, int], addr: int, size: int) -> bytes: ...     # own byte offset
     def advance(self, budget: int) -> None: ...                # let the target run
     def core_state(self) -> dict[str, str]: ...                # per core: PC and run/wait state
 

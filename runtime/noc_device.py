@@ -1,4 +1,4 @@
-"""`NocTileDevice`: the Device protocol (docs/ARCHITECTURE.md) for one Tensix tile and one DRAM bank, written only in
+"""`NocTileDevice`: the Device protocol (docs/ARCHITECTURE.md) for one Tensix tile and the DRAM banks, written only in
 terms of NoC accesses, so that Tenstorrent's simulator and a real card run the same device code.
 
 It owns everything a host must know about the tile: range checks, the 32-bit-only MMIO rule, the write-only NCRISC
@@ -16,7 +16,7 @@ import copy
 import struct
 import time
 
-from tt_backend.chip import layout
+from tt_backend.chip import interleave, layout
 from tt_backend.chip.errors import TTError
 
 U32_MAX = 0xFFFFFFFF
@@ -25,14 +25,14 @@ _STATUS_BYTES = layout.STATUS_STRIDE * len(layout.CORES)
 
 
 class NocTileDevice:
-    """Device protocol for tile `tile_xy` and DRAM bank `dram_xy` over a NoC transport (see the module doc)."""
+    """Device protocol for tile `tile_xy` and the DRAM banks (`dram_size` bytes each) over a NoC transport (see the
+    module doc)."""
 
-    def __init__(self, transport, *, tile_xy: tuple[int, int] = layout.TILE_XY,
-                 dram_xy: tuple[int, int] = layout.DRAM_XY, dram_size: int = layout.DRAM_BANK_SIZE,
+    def __init__(self, transport, *, tile_xy: tuple[int, int] = layout.TILE_XY, dram_size: int = layout.DRAM_BANK_SIZE,
                  retire_before_reset: bool = False, retire_timeout_s: float = 5.0):
         self.transport = transport
         self.name = transport.name
-        self.tile_xy, self.dram_xy = tuple(tile_xy), tuple(dram_xy)
+        self.tile_xy = tuple(tile_xy)
         self.dram_size = dram_size
         self.retire_before_reset = retire_before_reset
         self.retire_timeout_s = retire_timeout_s
@@ -89,13 +89,22 @@ class NocTileDevice:
 
     def write_dram(self, addr: int, data: bytes) -> None:
         data = memoryview(data).cast("B")
-        _check_range("DRAM", addr, len(data), self.dram_size)
-        if len(data):
-            self.transport.noc_write(self.dram_xy, addr, data)
+        _check_range("DRAM", addr, len(data), interleave.size_limit(self.dram_size))
+        interleave.write(addr, data, self.write_bank)
 
     def read_dram(self, addr: int, size: int) -> bytes:
-        _check_range("DRAM", addr, size, self.dram_size)
-        return self.transport.noc_read(self.dram_xy, addr, size) if size else b""
+        _check_range("DRAM", addr, size, interleave.size_limit(self.dram_size))
+        return interleave.read(addr, size, self.read_bank)
+
+    def write_bank(self, xy: tuple[int, int], addr: int, data: bytes) -> None:
+        data = memoryview(data).cast("B")
+        _check_range("DRAM bank", addr, len(data), self.dram_size)
+        if len(data):
+            self.transport.noc_write(tuple(xy), addr, data)
+
+    def read_bank(self, xy: tuple[int, int], addr: int, size: int) -> bytes:
+        _check_range("DRAM bank", addr, size, self.dram_size)
+        return self.transport.noc_read(tuple(xy), addr, size) if size else b""
 
     def advance(self, budget: int) -> None:
         self.transport.advance(int(budget))

@@ -156,8 +156,7 @@ class TtsimDevice(NocTileDevice):
     """The Device protocol on Tenstorrent's ttsim: `NocTileDevice` over a `TtsimTransport`."""
 
     def __init__(self, lib_path: str | None = None, *, tile_xy: tuple[int, int] = layout.TILE_XY,
-                 dram_xy: tuple[int, int] = layout.DRAM_XY, start_timeout: float = 30.0,
-                 retire_before_reset: bool = False):
+                 start_timeout: float = 30.0, retire_before_reset: bool = False):
         lib_path = lib_path or default_lib_path()
         if not lib_path or not os.path.isfile(lib_path):
             what = "is a directory" if lib_path and os.path.isdir(lib_path) else "does not exist"
@@ -165,7 +164,7 @@ class TtsimDevice(NocTileDevice):
                           "(./make.py src/_out/release_bh/libttsim.so) and set TT_SIMULATOR to its path")
         self.lib_path = os.path.abspath(lib_path)
         self.start_timeout = start_timeout
-        super().__init__(TtsimTransport(self.lib_path, start_timeout), tile_xy=tile_xy, dram_xy=dram_xy,
+        super().__init__(TtsimTransport(self.lib_path, start_timeout), tile_xy=tile_xy,
                          retire_before_reset=retire_before_reset)
 
     def tile_xys(self) -> list[tuple[int, int]]:

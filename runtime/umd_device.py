@@ -9,10 +9,11 @@ Opening (`UmdDevice.__init__`), the same for both:
 * the chip must be a Blackhole; `survey()` reads tt-umd's SoC descriptor of the chip: the tile we drive is the first
   Tensix core in logical coordinates, whose grid leaves the harvested columns out, addressed by its translated NoC
   coordinate (never a hard-coded one); the tile's NOC0 coordinate must not be a harvested core. NoC translation must
-  be on for a card (`get_noc_translation_enabled()`): the DRAM coordinate the kernels are built with
-  (`layout.DRAM_XY`) is a translated one, and it must be a DRAM core of the descriptor, not a harvested bank.
+  be on for a card (`get_noc_translation_enabled()`): the DRAM coordinates the kernels are built with (the eight
+  banks of `chip/interleave.py`, buffers interleaved over them) are translated ones, and each must be a DRAM core of
+  the descriptor, not a harvested bank.
   tt-umd's simulation devices do not model translation (they report it off and their descriptor's translated
-  coordinates are NOC0 ones); ttsim remaps translated coordinates itself, so on umd-sim the DRAM coordinate is not
+  coordinates are NOC0 ones); ttsim remaps translated coordinates itself, so on umd-sim the DRAM coordinates are not
   checked against tt-umd. `ChipSurvey.describe()` is what `python -m tt_backend info` shows;
 * power: `set_power_state(BUSY)` (as tt-umd's own tests do before using a chip), `IDLE` again on close;
 * a tile whose cores are out of reset and are not a finished kernel of ours belongs to someone else: refused.
@@ -30,7 +31,7 @@ import re
 from dataclasses import dataclass
 from typing import Callable
 
-from tt_backend.chip import layout
+from tt_backend.chip import interleave
 from tt_backend.chip.errors import DeviceTimeout, TTError
 
 from .noc_device import NocTileDevice
@@ -147,19 +148,39 @@ class ChipSurvey:
     tile_xy: tuple[int, int]                # the tile's NoC address (translated coordinates): logical Tensix (0, 0)
     tile_noc0: tuple[int, int]
     harvested_tensix: tuple[tuple[int, int], ...]     # NOC0 coordinates tt-umd lists as harvested
-    dram_xy: tuple[int, int]                # the DRAM bank the kernels address (translated coordinates)
-    dram_noc0: tuple[int, int] | None       # None: not in tt-umd's map (its simulation devices do not translate)
+    dram_noc0: tuple[tuple[int, int], ...] | None   # per bank of interleave.BANK_XYS (the translated coordinates the
+                                                    # kernels address); None: not in tt-umd's map (its simulation
+                                                    # devices do not translate)
 
     def describe(self) -> str:
         cols = sorted({x for x, _ in self.harvested_tensix})
-        dram = (f"DRAM {self.dram_xy} = NOC0 {self.dram_noc0}" if self.dram_noc0 is not None else
-                f"DRAM {self.dram_xy} (not in tt-umd's map: its simulation devices do not translate, ttsim does)")
+        banks = ", ".join(f"{xy} = NOC0 {n}" for xy, n in zip(interleave.BANK_XYS, self.dram_noc0 or ()))
+        dram = (f"DRAM banks {banks}" if self.dram_noc0 is not None else
+                f"DRAM banks {', '.join(map(str, interleave.BANK_XYS))} (not in tt-umd's map: its simulation devices "
+                "do not translate, ttsim does)")
         return (f"NoC translation {'on' if self.translation else 'off'}; tile {self.tile_xy} = NOC0 {self.tile_noc0}; "
                 f"harvested Tensix columns: {', '.join(map(str, cols)) or 'none'}; {dram}")
 
 
 def _xy(core) -> tuple[int, int]:
     return (int(core.x), int(core.y))
+
+
+def _dram_bank_noc0(name: str, umd, sd, soc, xy: tuple[int, int], harvested: set) -> tuple[int, int]:
+    """NOC0 coordinates of the DRAM bank the kernels address at translated `xy`; it must exist and not be harvested."""
+    T, C = umd.CoreType, umd.CoordSystem
+    try:
+        dram = sd.get_coord_at(umd.tt_xy_pair(*xy), C.TRANSLATED)
+    except Exception:        # tt-umd raises when nothing is at a coordinate
+        dram = None
+    if dram is None or dram.core_type != T.DRAM:
+        raise TTError(f"{name}: the kernels address DRAM at translated {xy} (buffers are interleaved over the eight "
+                      "banks), but tt-umd's SoC descriptor of this chip has no DRAM core there")
+    noc0 = _xy(soc("translating the DRAM core", sd.translate_coord_to, dram, C.NOC0))
+    if noc0 in harvested:
+        raise TTError(f"{name}: DRAM {xy} is NOC0 {noc0}, a harvested bank; buffers are interleaved over all eight "
+                      "banks, so a chip with a harvested DRAM bank (p100) is not supported yet")
+    return noc0
 
 
 def survey(umd, transport: UmdTransport, simulated: bool) -> ChipSurvey:
@@ -171,7 +192,7 @@ def survey(umd, transport: UmdTransport, simulated: bool) -> ChipSurvey:
     translation = bool(transport.call("reading the NoC translation state", None, "get_noc_translation_enabled"))
     if not translation and not simulated:
         raise TTError(f"{transport.name}: NoC translation is off on this card (tt-umd get_noc_translation_enabled()), "
-                      f"but the kernels address DRAM by its translated coordinate {layout.DRAM_XY}. The card's "
+                      f"but the kernels address the DRAM banks by their translated coordinates. The card's "
                       "firmware turns translation on at boot: update the firmware or reset the card (tt-smi -r).")
     T, C = umd.CoreType, umd.CoordSystem
 
@@ -193,18 +214,9 @@ def survey(umd, transport: UmdTransport, simulated: bool) -> ChipSurvey:
                       f"{tile_noc0}, which it also lists as harvested; not driving a harvested core")
     dram_noc0 = None
     if translation:
-        try:
-            dram = sd.get_coord_at(umd.tt_xy_pair(*layout.DRAM_XY), C.TRANSLATED)
-        except Exception:        # tt-umd raises when nothing is at a coordinate
-            dram = None
-        if dram is None or dram.core_type != T.DRAM:
-            raise TTError(f"{transport.name}: the kernels address DRAM at translated {layout.DRAM_XY}, but tt-umd's "
-                          "SoC descriptor of this chip has no DRAM core there")
-        dram_noc0 = _xy(soc("translating the DRAM core", sd.translate_coord_to, dram, C.NOC0))
         bad = {_xy(c) for c in soc("listing harvested DRAM", sd.get_harvested_cores, T.DRAM, C.NOC0)}
-        if dram_noc0 in bad:
-            raise TTError(f"{transport.name}: DRAM {layout.DRAM_XY} is NOC0 {dram_noc0}, a harvested bank")
-    return ChipSurvey(translation, tile, tile_noc0, harvested, tuple(layout.DRAM_XY), dram_noc0)
+        dram_noc0 = tuple(_dram_bank_noc0(transport.name, umd, sd, soc, xy, bad) for xy in interleave.BANK_XYS)
+    return ChipSurvey(translation, tile, tile_noc0, harvested, dram_noc0)
 
 
 class UmdDevice(NocTileDevice):
@@ -217,8 +229,8 @@ class UmdDevice(NocTileDevice):
         self.survey = survey(umd, transport, simulated)
         transport.call("setting the power state to BUSY", None, "set_power_state", umd.TTDevice.PowerState.BUSY)
         self.power_state = "BUSY"
-        super().__init__(transport, tile_xy=self.survey.tile_xy, dram_xy=self.survey.dram_xy,
-                         dram_size=HW_DRAM_BANK_SIZE, retire_before_reset=True, retire_timeout_s=retire_timeout_s)
+        super().__init__(transport, tile_xy=self.survey.tile_xy, dram_size=HW_DRAM_BANK_SIZE,
+                         retire_before_reset=True, retire_timeout_s=retire_timeout_s)
         try:
             self._claim_tile()
         except BaseException:

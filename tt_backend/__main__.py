@@ -22,7 +22,7 @@ from tinygrad.helpers import size_to_str
 
 import tt_backend
 from tt_backend import _finder, bench, knobs
-from tt_backend.chip import layout
+from tt_backend.chip import interleave, layout
 from tt_backend.chip.grid import N_BANKS, TENSIX_ROWS, Grid
 from tt_backend.chip.errors import TTError
 from tt_backend.runtime.compile import cache_dir, cache_info, clear_cache, compiler
@@ -58,8 +58,8 @@ def chip_model_rows() -> list[tuple[str, str]]:
                            f"only (ttsim and cards have none)"),
             ("tile cores", f"{len(layout.CORES)} RISC-V ({local} local RAM) + the Tensix coprocessor"),
             ("L1", f"{_kib(layout.L1_SIZE)} per tile (kernel data 0x{layout.DATA_BASE:X}..0x{layout.DATA_END:X})"),
-            ("DRAM", f"{N_BANKS} banks of {_kib(Dram().size)}; kernels address the one at NoC ({layout.DRAM_XY[0]}, "
-                     f"{layout.DRAM_XY[1]})")]
+            ("DRAM", f"{N_BANKS} banks of {_kib(Dram().size)}; buffers interleaved over them in "
+                     f"{_kib(interleave.PAGE_BYTES)} pages (page i of a buffer in bank i mod {N_BANKS})")]
 
 
 def compile_cache_row() -> tuple[str, str]:

@@ -25,7 +25,7 @@ from tinygrad.helpers import DEBUG, perf_counter_us, size_to_str
 from tinygrad.renderer import Estimates, Renderer
 from tinygrad.uop.ops import AxisType, Ops, ProgramInfo, UOp
 
-from tt_backend.chip import layout
+from tt_backend.chip import interleave, layout
 from tt_backend.chip.errors import DeviceOutOfMemory, TTError, UnsupportedOp
 from tt_backend import knobs, profiler, schedule_guard, tinygrad_knobs
 from tt_backend.runtime import driver
@@ -305,8 +305,9 @@ install_hook()
 
 # ------------------------------------------------------------------------------------------------------ allocator
 
-DRAM_BASE = 0x10000          # keep address 0 free: a zero address in an argument block is always a bug
-DRAM_ALIGN = 64              # NoC transfers want 64-byte aligned DRAM addresses
+DRAM_BASE = interleave.BUFFER_ALIGN    # keep address 0 free: a zero address in an argument block is always a bug
+DRAM_ALIGN = 64              # NoC transfers want 64-byte aligned DRAM addresses (a sub-buffer view's offset too)
+BUFFER_ALIGN = interleave.BUFFER_ALIGN   # every buffer starts in bank 0: its page i is in bank i mod 8
 
 
 class TTBuffer:
@@ -319,7 +320,8 @@ class TTBuffer:
 
 
 class DramArena:
-    """First-fit free list over one DRAM bank, 64-byte aligned, neighbours merged on free."""
+    """First-fit free list over the interleaved DRAM space (chip/interleave.py), buffers aligned to BUFFER_ALIGN (eight
+    pages), neighbours merged on free."""
 
     def __init__(self, base: int, end: int):
         self.free_list: list[list[int]] = [[base, end - base]]   # sorted [addr, size]
@@ -327,7 +329,7 @@ class DramArena:
         self.capacity = end - base
 
     def alloc(self, size: int) -> int:
-        size = max(DRAM_ALIGN, -(-size // DRAM_ALIGN) * DRAM_ALIGN)
+        size = max(BUFFER_ALIGN, -(-size // BUFFER_ALIGN) * BUFFER_ALIGN)
         for i, (addr, n) in enumerate(self.free_list):
             if n >= size:
                 if n == size: self.free_list.pop(i)
@@ -357,7 +359,7 @@ class DramArena:
 class TTAllocator(LRUAllocator):
     def __init__(self, dev: TTDevice):
         bank = getattr(dev.target, "dram_size", layout.DRAM_BANK_SIZE)           # a card has less than ttsim
-        self.arena = DramArena(DRAM_BASE, min(bank, 1 << 32))   # addresses travel as u32 args
+        self.arena = DramArena(DRAM_BASE, interleave.size_limit(bank))   # addresses travel as u32 args
         super().__init__(dev, supports_copy_from_disk=False, supports_transfer=True)
 
     def alloc(self, size: int, options=None):

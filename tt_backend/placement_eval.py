@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from tt_backend.chip import layout
 from tt_backend.fpu_reduce_eval import fpu_matmul, fpu_sums
 from tt_backend.lowering.dag import ValueDAG
 from tt_backend.lowering.placement.choice import FpuOp, compile_split, split
@@ -219,8 +220,10 @@ def measured_cycles(stats: tuple | None) -> dict | None:
     if not stats or not all(isinstance(s.get("cycles"), dict) for s in stats):
         return None
     a, b = stats
-    # a launch over several tiles (the emulated chip's `tiles`): per core, the slowest tile among those that ran
-    pairs = [(a.get("tiles", {}).get(k, {}), t) for k, t in b["tiles"].items()] if "tiles" in b else [(a, b)]
+    # a launch over several tiles (the emulated chip's `tiles`): per core, the slowest tile among those that ran; the
+    # stats before the chip's first many-tile launch are the device's own tile's alone
+    before = a.get("tiles") or {f"{layout.TILE_XY[0]},{layout.TILE_XY[1]}": a}
+    pairs = [(before.get(k, {}), t) for k, t in b["tiles"].items()] if "tiles" in b else [(a, b)]
     c: dict[str, int] = {}
     for ta, tb in pairs:
         if ta and ta.get("instructions") == tb.get("instructions"):

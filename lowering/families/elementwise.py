@@ -5,9 +5,8 @@ SFPU, or partly on the FPU (ELWMUL/ELWADD/ELWSUB straight from the unpackers) wh
 
 Its one candidate is the placement search's answer (without a placer: all on the SFPU in float32, no report).
 
-On a grid: the output tiles are split into contiguous ranges, one per core, each core running the same ELFs on its
-range (argument words ARG_TILE_BEGIN/END after the buffers). `use_cores(max_cores)` picks the count the launch model
-(mover_cost.grid_pipeline_cycles) predicts fastest, at most `max_cores` (the target's tiles, capped by TT_CORES).
+On a grid: the output tiles are split into contiguous ranges, one per core (tile_plan.TilePlan), priced by
+mover_cost.grid_pipeline_cycles.
 """
 from __future__ import annotations
 
@@ -19,7 +18,7 @@ from tt_backend.chip.grid import Grid
 from tt_backend.lowering.families.family import Candidate, Family, Kernel
 from tt_backend.lowering.families.tile_plan import TilePlan, allocate_l1
 from tt_backend.lowering.families.tile_render import render_tile_kernel
-from tt_backend.lowering.families.mover_cost import grid_pipeline_cycles, split_ranges
+from tt_backend.lowering.families.mover_cost import grid_pipeline_cycles
 from tt_backend.lowering.families.tile_streams import reader_mode, stream_ctx
 from tt_backend.lowering.frontend import LoweredKernel
 from tt_backend.lowering.graph import live_nodes
@@ -48,14 +47,6 @@ class ElementwisePlan(TilePlan):
     def render(self) -> dict[str, str]:
         return render_tile_kernel(self, GENERATOR, fpu_ops=self.fpu_ops, dst_inputs=self.dst_inputs)
 
-    def arg_words(self, dram_addrs: list[int]) -> list[int]:
-        """One core's argument block: all tiles."""
-        return [*super().arg_words(dram_addrs), 0, self.n_tiles]
-
-    def core_arg_words(self, dram_addrs: list[int]) -> list[list[int]]:
-        base = super().arg_words(dram_addrs)
-        return [[*base, b, e] for b, e in split_ranges(self.n_tiles, self.cores)]
-
     def launch_cycles(self, cores: int | None = None) -> dict | None:
         """The placement's compute per tile next to the reader's and writer's (lowering/families/mover_cost.py), on
         `cores` cores (default: the plan's), with the grid shape they occupy."""
@@ -69,15 +60,6 @@ class ElementwisePlan(TilePlan):
         out = grid_pipeline_cycles(self.n_tiles, reads, write, self.placement.cycles["total"], cores,
                                    dram * TILE_ELEMS)
         return {**out, "grid": "x".join(map(str, Grid().shape(cores)))}
-
-    def use_cores(self, max_cores: int) -> None:
-        """Split over the count of at most `max_cores` cores that the launch model predicts fastest (the fewest of
-        equally fast ones); without a placement (no per-tile price) one core."""
-        options = range(1, min(max_cores, self.n_tiles) + 1)
-        if self.placement is None or "total" not in self.placement.cycles:
-            self.cores = 1
-            return
-        self.cores = min(options, key=lambda n: (self.launch_cycles(n)["price"], n))
 
 
 def plan_sfpu(lk: LoweredKernel) -> ElementwisePlan:

@@ -12,6 +12,7 @@ template change that makes a loop faster or slower changes its number here; the 
 """
 from __future__ import annotations
 
+from tt_backend.chip.interleave import N_BANKS
 from tt_backend.lowering.placement.cost import pack_cycles
 from tt_backend.lowering.plan import DTYPE_SIZE, TILE_BYTES, TILE_ELEMS
 
@@ -35,23 +36,26 @@ TILE_WRITE_FIXED = 78 + NOC_ROUND_TRIP
 # window reloads (256x256: strided a.flip(1) 5.5, columns a.T 15.7); a gated gather (a pad) 14.1 either way. Not
 # measured yet: bool widened / narrowed in place (given 1 per datum), computed streams and scatter writes (given the
 # gather's figure, which modes missing from the table take).
-READ_PER_DATUM = {"contiguous": 0.0, "contiguous bool": 1.0, "strided": 5.5, "columns": 15.7, "gather": 14.1}
+# A reduction's affine gather (lanes 1: 32 outputs' runs of k per tile, reader.c.j2 "red affine") measured 23 per
+# datum (brisc busy time of the 256 x 256 softmax's two row reductions, 1 and 2 streams: 22.5 and 25 per datum).
+READ_PER_DATUM = {"contiguous": 0.0, "contiguous bool": 1.0, "red contiguous": 0.0, "strided": 5.5, "columns": 15.7,
+                  "gather": 14.1, "red affine": 23.0}
 READ_PER_DATUM_RESIDENT = {"strided": 3.6, "columns": 3.7}
 WRITE_PER_DATUM = {"contiguous": 0.0, "contiguous bool": 1.0, "scatter": 14.1}
 # runs and broadcasts copy or replicate run by run out of the staging window: b[0] broadcast over a 64x64 (16 runs of
 # 64 per tile, 84 cycles each) and over a 256x256 (4 runs of 256, 113 each) gave 74 per run + 0.15 per datum when
-# the NoC charged one hop and no DRAM latency; since only the NIU counters wait (runtime/emu/tile.py _niu_load) the
-# window's reads no longer add a round trip per run: b[0] over a 64x64 takes about 100 per run (emulated 8969 cycles
-# for the launch's 4 tiles)
-READ_PER_RUN, READ_PER_RUN_DATUM = 100, 0.15
-BULK_READS = ("contiguous", "contiguous bool")     # modes that read a tile with one NoC transaction
+# the NoC charged one hop and no DRAM latency; the runs' NoC reads are issued back to back and waited for once, after
+# the tile's last run (read_runs.c.j2), so the round trip is paid once per tile
+READ_PER_RUN, READ_PER_RUN_DATUM = 74, 0.15     # a NoC read per run
+BULK_READS = ("contiguous", "contiguous bool", "red contiguous")     # modes that read a tile with one NoC transaction
 
 
 def tile_read_cycles(mode: str, tile_format: str, runs: dict | None = None) -> float:
     """Reader cycles per tile of one input stream: mode and run structure as tile_streams.stream_ctx gives them."""
     bulk = TILE_READ_FIXED + TILE_BYTES[tile_format] / NOC_BYTES_PER_CYCLE if mode in BULK_READS else 0
     if mode in ("runs", "broadcast"):
-        return READ_PER_RUN * max(1, TILE_ELEMS // max(1, runs["run"] if runs else 1)) + READ_PER_RUN_DATUM * TILE_ELEMS
+        return (READ_PER_RUN * max(1, TILE_ELEMS // max(1, runs["run"] if runs else 1)) + NOC_ROUND_TRIP
+                + READ_PER_RUN_DATUM * TILE_ELEMS)
     per_datum = READ_PER_DATUM_RESIDENT if runs is not None and runs["resident"] else READ_PER_DATUM
     return bulk + per_datum.get(mode, READ_PER_DATUM.get(mode, READ_PER_DATUM["gather"])) * TILE_ELEMS
 
@@ -59,6 +63,12 @@ def tile_read_cycles(mode: str, tile_format: str, runs: dict | None = None) -> f
 def tile_write_cycles(mode: str, tile_format: str) -> float:
     bulk = TILE_WRITE_FIXED + TILE_BYTES[tile_format] / NOC_BYTES_PER_CYCLE if mode.startswith("contiguous") else 0
     return bulk + WRITE_PER_DATUM.get(mode, WRITE_PER_DATUM["scatter"]) * TILE_ELEMS
+
+
+def group_write_cycles(outputs: int) -> float:
+    """A reduction's writer per output group: its `outputs` values scattered (runs.c.j2 red_scatter_out), one acked
+    NoC write."""
+    return TILE_WRITE_FIXED + WRITE_PER_DATUM["scatter"] * outputs
 
 
 def pipeline(n_tiles: int, reader: float, compute: float, writer: float, fill: float = 0.0) -> dict:
@@ -72,7 +82,11 @@ def pipeline(n_tiles: int, reader: float, compute: float, writer: float, fill: f
 def tile_pipeline_cycles(n_tiles: int, reads: list[tuple[str, str, dict | None]], write: tuple[str, str],
                          compute_per_tile: float) -> dict:
     """The tile pipeline's launch: reads = (mode, tile format, run structure) per input, write = (mode, tile format)
-    of the output."""
+    of the output. Where every input is plain contiguous the reader keeps several tiles' reads in flight
+    (templates/reader.c.j2 `in_flight`): the round trip is paid once, in the fill, not per tile."""
+    if reads and all(mode == "contiguous" for mode, _, _ in reads):
+        reader = sum(tile_read_cycles(*r) - NOC_ROUND_TRIP for r in reads)
+        return pipeline(n_tiles, reader, compute_per_tile, tile_write_cycles(*write), fill=NOC_ROUND_TRIP)
     return pipeline(n_tiles, sum(tile_read_cycles(*r) for r in reads), compute_per_tile, tile_write_cycles(*write))
 
 
@@ -124,7 +138,7 @@ def matmul_cycles(spec, phases: int, read_modes: tuple[str, str], epilogue: int,
     (matmul_spec.operand_ctx), epilogue = the SFPU epilogue's cycles per output tile (epilogue_cycles). Per batch and
     per block of up to `block_cols` of the core's column tiles the reader tilizes b_rows of B's rows before A's first
     panel (the pipeline's fill; the writer tilizes the others at the same time); then per output row block one A
-    panel, the block's tile products and its untilized rows. At least the DRAM bank's time for every core's bytes."""
+    panel, the block's tile products and its untilized rows. At least the DRAM banks' time for every core's bytes."""
     mt, nt, kt = spec.tiles
     a_mode, b_mode = read_modes
     gr, gc = grid
@@ -165,7 +179,7 @@ def matmul_cycles(spec, phases: int, read_modes: tuple[str, str], epilogue: int,
     # shared, A is read once per block of B's columns, B once, and the outputs written once
     dram = spec.n_batch * (DTYPE_SIZE[spec.a.dtype] * spec.M * spec.K * chunks + DTYPE_SIZE[spec.b.dtype] * spec.K
                            * spec.N + DTYPE_SIZE[spec.out.dtype] * spec.M * spec.N)
-    bank = dram / DRAM_BANK_BYTES_PER_CYCLE
+    bank = dram / DRAM_BYTES_PER_CYCLE             # buffers interleaved over the banks (chip/interleave.py)
     total = round(max(launch, bank))
     cores = gr * gc
     return {"reader": round(reader_all), "compute": round(compute_all), "writer": round(writer_all), "total": total, "bank": round(bank),
@@ -175,10 +189,12 @@ def matmul_cycles(spec, phases: int, read_modes: tuple[str, str], epilogue: int,
 
 # --- the tile pipeline split over a grid of cores (lowering/families/elementwise.py `use_cores`) -------------------
 # Each core runs the pipeline above over its own range of tiles, all released together, so the launch takes the
-# pipeline of the largest range. Every stream goes through the one DRAM bank the kernels address (chip/layout.py
-# DRAM_XY): the cores together move at most one bank's bytes per cycle (the emulator's runtime/emu/noc.py Fabric
-# models the same bank and the NoC links on the way), so past a few cores the bank, not the cores, sets the time.
+# pipeline of the largest range. Every buffer is interleaved page by page over the eight DRAM banks
+# (chip/interleave.py): the cores together move at most eight banks' bytes per cycle (the emulator's
+# runtime/emu/noc.py Fabric models the banks and the NoC links on the way), so past some cores the banks, not the
+# cores, set the time.
 DRAM_BANK_BYTES_PER_CYCLE = 47      # docs/performance.md §3: 512 GB/s over 8 banks at 1.35 GHz [derived]
+DRAM_BYTES_PER_CYCLE = N_BANKS * DRAM_BANK_BYTES_PER_CYCLE
 # A core's own launch (its images, arguments and release, written by the host) is not emulated time; it is priced so
 # that a kernel is split only where an extra core saves more than that: an assumption, not a measurement.
 CORE_LAUNCH_CYCLES = 1000
@@ -198,11 +214,18 @@ def split_ranges(n_tiles: int, cores: int) -> list[tuple[int, int]]:
 def grid_pipeline_cycles(n_tiles: int, reads: list[tuple[str, str, dict | None]], write: tuple[str, str],
                          compute_per_tile: float, cores: int, dram_bytes_per_tile: int) -> dict:
     """tile_pipeline_cycles for a launch split over `cores` cores: the largest range's pipeline, at least the DRAM
-    bank's time for every core's bytes (`total`, emulated cycles); `price` adds CORE_LAUNCH_CYCLES per extra core (what
+    banks' time for every core's bytes (`total`, emulated cycles); `price` adds CORE_LAUNCH_CYCLES per extra core (what
     the choice of the count minimises)."""
     per_core = -(-n_tiles // cores)
     one = tile_pipeline_cycles(per_core, reads, write, compute_per_tile)
-    bank = n_tiles * dram_bytes_per_tile / DRAM_BANK_BYTES_PER_CYCLE
+    return on_grid(one, cores, per_core, n_tiles * dram_bytes_per_tile)
+
+
+def on_grid(one: dict, cores: int, tiles_per_core: int, dram_bytes: int) -> dict:
+    """A launch split over `cores` cores from `one`, the pipeline of the largest core's `tiles_per_core` tiles:
+    at least the DRAM banks' time for all cores' `dram_bytes` (`total`); `price` adds CORE_LAUNCH_CYCLES per extra
+    core (what the choice of the count minimises)."""
+    bank = dram_bytes / DRAM_BYTES_PER_CYCLE
     total = round(max(one["total"], bank))
     return {**one, "total": total, "price": total + CORE_LAUNCH_CYCLES * (cores - 1), "cores": cores,
-            "tiles_per_core": per_core, "bank": round(bank)}
+            "tiles_per_core": tiles_per_core, "bank": round(bank)}

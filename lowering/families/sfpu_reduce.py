@@ -70,7 +70,8 @@ from tt_backend.lowering.families.family import Candidate, Family, Kernel
 from tt_backend.lowering.families.matmul_spec import kernel_matmul
 from tt_backend.lowering.families.tile_plan import ReducePass, ReducePlan, TilePlan, allocate_l1
 from tt_backend.lowering.families.tile_render import render_tile_kernel
-from tt_backend.lowering.families.tile_streams import reader_mode
+from tt_backend.lowering.families.mover_cost import group_write_cycles, on_grid, pipeline, tile_read_cycles
+from tt_backend.lowering.families.tile_streams import reader_mode, stream_ctx
 from tt_backend.lowering.frontend import LoweredKernel
 from tt_backend.lowering.graph import live_nodes
 from tt_backend.lowering.index import IndexExpr
@@ -79,8 +80,9 @@ from tt_backend.lowering.placement.cost import COST, pack_cycles, sfpu_op_cycles
 from tt_backend.lowering.placement.reference import (SAMPLE_DISTS, reduce_in_lanes, reference, rel_error,
                                                      sample_inputs)
 from tt_backend.lowering.placement.report import Placement
-from tt_backend.lowering.plan import DTYPE_SIZE, TILE_NATIVE, SfpuProgram, Stream
+from tt_backend.lowering.plan import DTYPE_SIZE, TILE_ELEMS, TILE_NATIVE, SfpuProgram, Stream
 from tt_backend.chip.errors import UnsupportedOp
+from tt_backend.chip.grid import Grid
 from tt_backend.chip.isa import decode, encode
 
 NAME = "sfpu_reduce"
@@ -115,6 +117,30 @@ class SfpuReducePlan(TilePlan):
 
     def reader_modes(self) -> list[str | None]:
         return [reader_mode(self, j, self.reduce) for j in range(len(self.inputs))]
+
+    @property
+    def split_unit(self) -> int:
+        """One output group's input tiles (streamed `passes` times): each core owns whole groups, so whole outputs,
+        and no combine step is needed."""
+        return self.reduce.tiles_per_group * self.reduce.passes
+
+    def launch_cycles(self, cores: int | None = None) -> dict | None:
+        """The reduction's launch on `cores` cores (default: the plan's): per input tile the readers (mover_cost by
+        mode) next to the placement's compute (its per-group work spread over the group's tiles) and the writer's
+        per-group scatter, as a pipeline over the largest core's groups; DRAM bytes: the k-dependent inputs' tiles
+        and the outputs."""
+        if self.placement is None or "total" not in self.placement.cycles:
+            return None
+        cores, rp, unit = self.cores if cores is None else cores, self.reduce, self.split_unit
+        per_core = -(-rp.groups // cores) * unit
+        reads = [(c["mode"], s.tile_format, c["runs"]) for s, c in
+                 ((s, stream_ctx(self, s, j, rp)) for j, s in enumerate(self.inputs))]
+        cyc = self.placement.cycles
+        one = pipeline(per_core, sum(tile_read_cycles(*r) for r in reads), cyc["total"] + cyc["per_group"] / unit,
+                       group_write_cycles(rp.cells) / unit)
+        dram = sum(DTYPE_SIZE[s.dtype] for s, dep in zip(self.inputs, rp.k_dep) if s.value is None and dep)
+        out = on_grid(one, cores, per_core, self.n_tiles * TILE_ELEMS * dram + rp.n_out * DTYPE_SIZE[self.output.dtype])
+        return {**out, "grid": "x".join(map(str, Grid().shape(cores)))}
 
     def render(self) -> dict[str, str]:
         return render_tile_kernel(self, GENERATOR, red=self.reduce)

@@ -9,15 +9,51 @@ import math
 from dataclasses import dataclass, field
 
 from tt_backend.lowering.codegen.l1 import CAPACITY, STAGING_BYTES, l1_bytes, place
+from tt_backend.lowering.families.mover_cost import split_ranges
 from tt_backend.lowering.plan import TILE_BYTES, Plan, SfpuProgram
 from tt_backend.chip.errors import UnsupportedOp
 
-CB_DEPTH = 2                    # tiles per circular buffer (double buffering)
+CB_DEPTH = 4                    # tiles per circular buffer
+# tiles whose reads a reader keeps in flight beyond the one it waits for (templates/reader.c.j2): the CB's other
+# slots hold a tile the unpacker works on and one pushed, so that neither side waits on the other
+READ_AHEAD = CB_DEPTH - 2
 
 
 @dataclass
 class TilePlan(Plan):
+    """A kernel on the tile pipeline (reader -> unpack / math / pack -> writer). On a grid its tiles are split into
+    contiguous ranges of whole `split_unit`s, one range per core, every core running the same ELFs on its range
+    (argument words ARG_TILE_BEGIN/END after the buffers); `use_cores(max_cores)` picks the count the family's launch
+    model (`launch_cycles(cores)`, mover_cost) prices lowest, at most `max_cores` (the target's tiles, capped by
+    TT_CORES)."""
     sfpu: SfpuProgram                   # per row step; input stream j is unpacked into Dst32b slot j
+
+    @property
+    def split_unit(self) -> int:
+        """Tiles that go to one core together (a reduction's output group: no combine step across cores)."""
+        return 1
+
+    def arg_words(self, dram_addrs: list[int]) -> list[int]:
+        """One core's argument block: all tiles."""
+        return [*super().arg_words(dram_addrs), 0, self.n_tiles]
+
+    def core_arg_words(self, dram_addrs: list[int]) -> list[list[int]]:
+        base, unit = super().arg_words(dram_addrs), self.split_unit
+        return [[*base, b * unit, e * unit] for b, e in split_ranges(self.n_tiles // unit, self.cores)]
+
+    def launch_cycles(self, cores: int | None = None) -> dict | None:
+        """The launch on `cores` cores (default: the plan's): mover_cost's pipeline of the largest range, `price` for
+        the choice of the count; None without a per-tile price."""
+        return None
+
+    def use_cores(self, max_cores: int) -> None:
+        """Split over the count of at most `max_cores` cores that the launch model predicts fastest (the fewest of
+        equally fast ones); without a model (no per-tile price) one core."""
+        if self.launch_cycles(1) is None:
+            self.cores = 1
+            return
+        options = range(1, min(max_cores, self.n_tiles // self.split_unit) + 1)
+        self.cores = min(options, key=lambda n: (self.launch_cycles(n)["price"], n))
 
     def sfpu_program(self) -> SfpuProgram:
         return self.sfpu

@@ -11,7 +11,7 @@ from tt_backend.lowering.codegen.tensix import (FORMAT_CODE, PACK_CFG, UNPACK_CF
 from tt_backend.lowering.codegen.words import hex_u32, word_u32
 from tt_backend.lowering.codegen.l1 import STAGING_BYTES
 from tt_backend.lowering.codegen.replay import replay_issue
-from tt_backend.lowering.families.tile_plan import CB_DEPTH, ReducePlan, TilePlan, index_load_buffers
+from tt_backend.lowering.families.tile_plan import CB_DEPTH, READ_AHEAD, ReducePlan, TilePlan, index_load_buffers
 from tt_backend.lowering.families.tile_streams import reduce_datums, reduce_next_k, stream_ctx
 from tt_backend.lowering.placement.choice import FpuOp
 from tt_backend.lowering.plan import DTYPE_SIZE, TILE_BYTES, TILE_ELEMS
@@ -24,6 +24,7 @@ def args_header(plan: TilePlan, generator: str, red: ReducePlan | None, datums: 
     h = ArgsHeader(generator, plan.name,
                    "argument block (plan.arg_words): n_tiles, n_elements, DRAM address of each buffer")
     h.add(f"#define TT_N_INPUTS {len(plan.inputs)}u", f"#define TT_CB_DEPTH {CB_DEPTH}u",
+          f"#define READ_AHEAD {READ_AHEAD}u",
           f"#define TT_TILE_ELEMS {TILE_ELEMS}u", f"#define TT_STAGING_BYTES {STAGING_BYTES}u").buffers(plan.buffers)
     for j, s in enumerate(plan.inputs):
         h.add(f"#define IN{j}_CB 0x{plan.l1[f'cb_in{j}']:X}u", f"#define IN{j}_TILE_BYTES {TILE_BYTES[s.tile_format]}u")
@@ -34,10 +35,9 @@ def args_header(plan: TilePlan, generator: str, red: ReducePlan | None, datums: 
     h.add(f"#define OUT_CB 0x{plan.l1['cb_out']:X}u", f"#define OUT_TILE_BYTES {TILE_BYTES[plan.output.tile_format]}u")
     if "stage_out" in plan.l1:
         h.add(f"#define OUT_STAGE 0x{plan.l1['stage_out']:X}u")
-    if red is None:
-        h.add("/* this core's tiles [begin, end): the argument words after the buffers (plan.core_arg_words) */",
-              f"#define ARG_TILE_BEGIN ARG_BUF({len(plan.buffers)})", f"#define ARG_TILE_END ARG_BUF({len(plan.buffers) + 1})")
-    else:
+    h.add("/* this core's tiles [begin, end): the argument words after the buffers (plan.core_arg_words) */",
+          f"#define ARG_TILE_BEGIN ARG_BUF({len(plan.buffers)})", f"#define ARG_TILE_END ARG_BUF({len(plan.buffers) + 1})")
+    if red is not None:
         h.add(*_reduce_defines(plan, red))
     if datums:
         table = reduce_datums(red)
@@ -192,11 +192,11 @@ def render_tile_kernel(plan: TilePlan, generator: str, red: ReducePlan | None = 
         "compact_reader": bool(plan.compact_reader),
         "index_loads": [{"k": k, "slot": plan.buffers[k].slot, "esz": DTYPE_SIZE[plan.buffers[k].dtype],
                          "load_expr": DRAM_LOAD[plan.buffers[k].dtype]} for k in index_load_buffers(plan)],
-        # an elementwise kernel's cores each take a range of tiles from their argument block (the grid split,
-        # lowering/families/elementwise.py); a reduction's one core takes all of them
-        "tiles": ("tile_begin", "tile_end") if red is None else ("0", "n_tiles"),
-        "tile_decl": ("tile_begin = tt_arg(ARG_TILE_BEGIN), tile_end = tt_arg(ARG_TILE_END)" if red is None
-                      else "n_tiles = tt_arg(ARG_N_TILES)"),
+        # each core takes a range of tiles from its argument block (the grid split, tile_plan.TilePlan.core_arg_words)
+        "tiles": ("tile_begin", "tile_end"),
+        # the reader keeps several tiles' reads in flight where every input is one NoC read per tile
+        "in_flight": red is None and bool(plan.inputs) and all(s["mode"] == "contiguous" for s in inputs),
+        "tile_decl": "tile_begin = tt_arg(ARG_TILE_BEGIN), tile_end = tt_arg(ARG_TILE_END)",
     }
     # SFPU body issue: a body of <= 32 words is recorded once in the replay buffer and each tile's 32 row steps are
     # one MOP (template 1: 32 x REPLAY of the body) instead of 32 x body TTI pushes from TRISC1 (same instruction

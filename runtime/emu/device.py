@@ -1,12 +1,13 @@
 """`EmuDevice`: the Device protocol of docs/ARCHITECTURE.md over one emulated chip (runtime/emu/chip.py).
 
 L1 and MMIO accesses address the device's tile (the chip's tile at `layout.TILE_XY` unless `on_tile` chose another);
-DRAM, `advance` and `stats` are the whole chip's, so a launch over several tiles (runtime/driver.py) takes one view
+DRAM (interleaved over the banks: chip/interleave.py; one bank by its coordinates: write_bank/read_bank), `advance`
+and `stats` are the whole chip's, so a launch over several tiles (runtime/driver.py) takes one view
 per tile and advances the chip through any of them.
 """
 from __future__ import annotations
 
-from tt_backend.chip import layout
+from tt_backend.chip import interleave, layout
 
 from .chip import Chip
 from .tile import Tile
@@ -43,10 +44,16 @@ class EmuDevice:
         return self.tile.read32(addr)
 
     def write_dram(self, addr: int, data: bytes) -> None:
-        self.tile.dram.write(addr, data)
+        interleave.write(addr, data, self.write_bank)
 
     def read_dram(self, addr: int, size: int) -> bytes:
-        return self.tile.dram.read(addr, size).tobytes()
+        return interleave.read(addr, size, self.read_bank)
+
+    def write_bank(self, xy: tuple[int, int], addr: int, data: bytes) -> None:
+        self.chip.bank(*xy).write(addr, data)
+
+    def read_bank(self, xy: tuple[int, int], addr: int, size: int) -> bytes:
+        return self.chip.bank(*xy).read(addr, size).tobytes()
 
     def advance(self, budget: int) -> None:
         """Run every tile with released cores up to `budget` instructions each; a tile returns early once its

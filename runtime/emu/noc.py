@@ -2,8 +2,9 @@
 `Fabric`, the time model of both NoCs' links and of the DRAM banks.
 
 Spec: docs/launch_noc.md §5. Like ttsim, a request completes inside the `NOC_CMD_CTRL = 1` store (data copied,
-counters bumped), so `NOC_CMD_CTRL` always reads 0; the time it would have taken is `Fabric.transfer`'s answer, which
-the tile charges to whoever polls the NIU afterwards. ttsim's fatal cases raise the matching EmuError category with
+counters bumped), so `NOC_CMD_CTRL` always reads 0; the time it would have taken is `Fabric.transfer`'s answer: the
+tile's response counters show the request from that cycle on (tile.py `_niu_load`), so a core that polls them waits
+for it, and several requests can be in flight. ttsim's fatal cases raise the matching EmuError category with
 the reason. An NIU reaches its own tile, every other Tensix tile of the chip (L1 and MMIO, unicast reads, writes and
 atomics) and the eight DRAM banks behind the 24 translated DRAM coordinates (`chip/grid.py`); multicast writes reach
 the Tensix tiles of a rectangle (docs/launch_noc.md §5.6: RET_HI = end_x | end_y << 6 | start_x << 12 | start_y << 18,

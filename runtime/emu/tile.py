@@ -39,11 +39,13 @@ from .riscv_dst import RISCV_BASE as DST_RISCV_BASE, RISCV_ELEM as DST_RISCV_ELE
     RiscvDstAccess
 from . import mailbox as mb
 from . import timeline as tl
-from .noc import COUNTER_BASE as NIU_COUNTERS, INITIATOR_STRIDE as NIU_STRIDE, WINDOW_SIZE as NIU_WINDOW, Niu
+from .noc import (ATOMIC_RESP_RECEIVED, COUNTER_BASE as NIU_COUNTER_BASE, INITIATOR_STRIDE as NIU_INITIATOR_STRIDE,
+                  RD_RESP_RECEIVED, WINDOW_SIZE as NIU_WINDOW, WR_ACK_RECEIVED, Niu)
 from .rv32 import RV32Core, Stall
 from .tensix import Tensix
 
 QUANTUM = 2000
+RESPONSE_COUNTERS = (RD_RESP_RECEIVED, WR_ACK_RECEIVED, ATOMIC_RESP_RECEIVED)   # counted when a request completes
 CORE_BITS = {c: 1 << b for c, b in layout.SOFT_RESET_BIT.items()}
 WRITABLE_RESET_BITS = layout.ALL_CORES_RESET | (1 << 31)   # bit 31 (set by UMD) is accepted and ignored
 # Which Tensix thread a core's own push window / sync / GPR / semaphores talk to; NCRISC has none.
@@ -78,7 +80,7 @@ class Tile:
         self.l1 = memoryview(self.l1_array)                  # the cores' fast path (Bus contract)
         self.local = {c: np.zeros(layout.LOCAL_RAM_SIZE[c], np.uint8) for c in layout.CORES}
         self._local_mv = {c: memoryview(a) for c, a in self.local.items()}
-        self.dram = chip.bank(*layout.DRAM_XY)               # the bank the kernels and the host use
+        self.dram = chip.bank(*layout.DRAM_XY)               # the bank device programs that address one bank use
         self.soft_reset = layout.ALL_CORES_RESET             # power-on: all five held
         self.trisc_reset_pc = [0, 0, 0]
         self.trisc_override = 0
@@ -95,6 +97,10 @@ class Tile:
         self._tbase = {c: 0 for c in layout.CORES}           # cycle model: core time = tbase + instret + stall
         self._stall = {c: 0 for c in layout.CORES}
         self._niu_busy = [0, 0]                              # cycle model: when each NIU's requests are complete
+        # cycle model: per NIU, per response counter, the completion cycles of the requests it counted that a core
+        # polling it has not seen yet (sorted); the counter reads lower by their number until their cycle
+        self._niu_due: list[dict[int, list[int]]] = [{}, {}]
+        self._niu_seen: list[dict[int, int]] = [{}, {}]     # the count each counter last showed
         self.rec = None                                      # a timeline.TimelineRecorder (timeline_begin/_end)
         self.mailboxes = mb.Mailboxes()                      # the 16 B/T0/T1/T2 mailboxes (mailbox.py)
         self._mb_full = {c: False for c in mb.ENDS}           # the core's last mailbox write found no room
@@ -658,15 +664,21 @@ class Tile:
 
     def _niu_store(self, i: int, who: str, addr: int, value: int) -> None:
         niu = self.nius[i]
+        before = {c: niu.counters.get(c, 0) for c in RESPONSE_COUNTERS}
         niu.store(addr - layout.NOC_BASE[i], value)
         if niu.sent:
             if who in self._stall:
                 # transfers complete inside the store (noc.py); their time (the chip's NoC model, noc.Fabric) is
-                # charged to whoever later polls this NIU's registers for completion
+                # charged to whoever later polls this NIU's response counters for their completion
                 start = self.now(who)
                 for kind, peer, n, bank in niu.sent:
                     done = (self.chip.fabric.multicast(i, self.xy, peer, n, start) if kind == "multicast" else
                             self.chip.fabric.transfer(i, kind, self.xy, peer, n, start, bank))
+                    for c in RESPONSE_COUNTERS:
+                        # one completion per request; a multicast's write acks, one per receiver, all at `done`
+                        count = (niu.counters.get(c, 0) - before[c]) & 0xFFFFFFFF
+                        for _ in range(count if kind == "multicast" else min(count, 1)):
+                            bisect.insort(self._niu_due[i].setdefault(c, []), done)
                     busy_from = max(start, self._niu_busy[i])       # the timeline's NoC lane: busy until the last
                     if done > busy_from:                              # outstanding transfer completes
                         self._niu_busy[i] = done
@@ -675,12 +687,24 @@ class Tile:
             niu.sent.clear()
 
     def _niu_load(self, i: int, who: str, addr: int) -> int:
-        # only the counters tell completion: a core polling them waits for its outstanding transfers; the command
-        # register (NOC_CMD_CTRL, free again once the request is sent) and the others answer at once, so that requests
-        # issued back to back are in flight together
-        if who in self._stall and (addr - layout.NOC_BASE[i]) % NIU_STRIDE >= NIU_COUNTERS:
-            self._wait_until(who, self._niu_busy[i], tl.NOC_WAIT)
-        return self.nius[i].load(addr - layout.NOC_BASE[i])
+        """An NIU register read. A response counter (reads, write acks, atomics) shows only the requests complete at
+        the reading core's cycle; a read that would show the same count as the previous one while requests are still
+        due waits for the next completion instead (a core polling for its k-th response resumes when that one is in,
+        not when the last one issued is: several requests in flight, and no poll that cannot progress). The other
+        registers answer at once (a request leaves the initiator inside its send: NOC_CMD_CTRL reads 0)."""
+        offset = addr - layout.NOC_BASE[i]
+        value = self.nius[i].load(offset)
+        counter = (offset % NIU_INITIATOR_STRIDE - NIU_COUNTER_BASE) >> 2
+        due = self._niu_due[i].get(counter) if who in self._stall else None
+        if due:
+            del due[:bisect.bisect_right(due, self.now(who))]
+            seen = self._niu_seen[i]
+            if due and (value - len(due)) & 0xFFFFFFFF == seen.get(counter):
+                self._wait_until(who, due[0], tl.NOC_WAIT)
+                del due[:bisect.bisect_right(due, self.now(who))]
+            value = (value - len(due)) & 0xFFFFFFFF
+            seen[counter] = value
+        return value
 
     def _wait_until(self, who: str, cycle: int, why: str | None = None) -> None:
         """A core that waited for something finishing at `cycle` resumes then (`why`: the timeline's stall reason;

@@ -54,6 +54,15 @@ static inline uint32_t tt_cb_reserve(tt_cb_t *cb)
     return tt_cb_slot_addr(cb);
 }
 
+/* producer: the slot `ahead` slots past the current one (tiles reserved and filling but not pushed yet: a reader with
+ * several tiles' reads in flight), once it is free */
+static inline uint32_t tt_cb_reserve_ahead(tt_cb_t *cb, uint32_t ahead)
+{
+    TT_WAIT_UNTIL(cb->count + ahead - TT_CB_POPPED(cb) < cb->depth);
+    uint32_t slot = cb->slot + ahead;
+    return cb->base + (slot < cb->depth ? slot : slot - cb->depth) * cb->slot_bytes;
+}
+
 /* producer: the slot's data is complete in L1 (NoC read waited for / packer idle) */
 static inline void tt_cb_push(tt_cb_t *cb)
 {

@@ -1,9 +1,14 @@
-/* NoC interface unit (NIU) requests between this tile's L1 and the DRAM bank at (TT_DRAM_X, TT_DRAM_Y).
+/* NoC interface unit (NIU) requests between this tile's L1 and DRAM.
+ *
+ * DRAM addresses are interleaved page by page over the eight banks (chip/interleave.py, docs/memory_map.md): page
+ * p = addr >> TT_DRAM_PAGE_SHIFT lives in bank p % 8 at bank offset (p / 8) pages + the address's offset in its page,
+ * so a request is split at page boundaries, one NoC request per page piece, each to its bank's translated coordinate.
  *
  * Completion protocol: the NIU counters (RD_RESP_RECEIVED, WR_ACK_RECEIVED) are never reset between launches, so
  * the kernel snapshots them at start and keeps its own "issued" counts; a wait polls until the counter has caught up
  * (wrap-safe signed difference). Requests longer than 16 KiB are split in software (ttsim refuses them; hardware
- * splits only when both addresses are 64-byte aligned), one response/ack is expected per request.
+ * splits only when both addresses are 64-byte aligned); a page is smaller, so the page split covers it. One
+ * response/ack is expected per request.
  * Alignment rules: DRAM->L1 reads need src == dst (mod 64), writes need src == dst (mod 16); violations retire
  * the core with TT_ERR_NOC_ALIGN instead of corrupting memory.
  * Each NIU must have a single user core: BRISC uses NoC0, NCRISC NoC1. */
@@ -36,6 +41,7 @@
 #define TT_NOC_AT_INCR 0x107Cu          /* increment-and-get, 32-bit, of a 16-byte aligned word */
 #define TT_NOC_MAX_REQUEST 16384u
 #define TT_NOC_DRAM_XY (TT_DRAM_X | (TT_DRAM_Y << 6))
+#define TT_DRAM_PAGE_BYTES (1u << TT_DRAM_PAGE_SHIFT)
 
 typedef struct {
     uint32_t base;        /* TT_NOC0_BASE or TT_NOC1_BASE */
@@ -73,13 +79,54 @@ static inline void tt_noc_issue(tt_noc_t *noc, uint32_t ctrl, uint32_t targ_lo, 
     (void)TT_NIU(noc, TT_NOC_CMD_CTRL);   /* read back: orders the send before later counter reads */
 }
 
+/* the bytes of DRAM address `dram` that stay in one bank (up to the end of its page), at most `len` */
+static inline uint32_t tt_dram_piece(uint32_t dram, uint32_t len)
+{
+    uint32_t room = TT_DRAM_PAGE_BYTES - (dram & (TT_DRAM_PAGE_BYTES - 1u));
+    return len < room ? len : room;
+}
+
+/* the translated NoC coordinate word of the bank holding DRAM address `dram`: endpoint `col` of the bank's three, so
+ * that no two banks share a NoC row (chip/interleave.py bank_xy) */
+static inline uint32_t tt_dram_bank_xy(uint32_t dram)
+{
+    uint32_t bank = (dram >> TT_DRAM_PAGE_SHIFT) & (TT_DRAM_BANKS - 1u);
+    uint32_t col = bank / TT_DRAM_BANKS_PER_COLUMN, row = bank - col * TT_DRAM_BANKS_PER_COLUMN;
+    return (TT_DRAM_BANK_X0 + col) | ((TT_DRAM_BANK_Y0 + TT_DRAM_BANK_Y_STEP * row + col) << 6);
+}
+
+/* the offset of DRAM address `dram` inside its bank */
+static inline uint32_t tt_dram_bank_offset(uint32_t dram)
+{
+    uint32_t page = dram >> TT_DRAM_PAGE_SHIFT;
+    return ((page / TT_DRAM_BANKS) << TT_DRAM_PAGE_SHIFT) | (dram & (TT_DRAM_PAGE_BYTES - 1u));
+}
+
+/* A core's tiles [begin, end) of a split launch walked from a rotated start (tile k -> tt_range_at(k, ...)): the
+ * cores' ranges start at multiples of their length, often all in bank 0, and walked in order they would ask the same
+ * bank at the same time; rotated, core i = begin / (end - begin) starts in bank i mod 8, so the cores spread their
+ * requests over the eight banks. The reader and the writer walk alike; the compute threads only count tiles. */
+static inline uint32_t tt_range_rotation(uint32_t begin, uint32_t end)
+{
+    uint32_t n = end - begin;
+    if (n == 0u) return 0u;
+    uint32_t rot = ((begin / n) - begin) & (TT_DRAM_BANKS - 1u);
+    return rot < n ? rot : rot % n;
+}
+
+static inline uint32_t tt_range_at(uint32_t k, uint32_t begin, uint32_t end, uint32_t rot)
+{
+    uint32_t t = k + rot;
+    return t < end ? t : t - (end - begin);
+}
+
 /* DRAM [dram, dram+len) -> L1 [l1, l1+len); returns at once, complete after tt_noc_read_wait */
 static inline void tt_noc_read_dram(tt_noc_t *noc, uint32_t dram, uint32_t l1, uint32_t len)
 {
     if ((dram ^ l1) & 63u) tt_fail(TT_ERR_NOC_ALIGN);
     while (len) {
-        uint32_t n = len < TT_NOC_MAX_REQUEST ? len : TT_NOC_MAX_REQUEST;
-        tt_noc_issue(noc, TT_NOC_CTRL_READ, dram, TT_NOC_DRAM_XY, l1, noc->own_xy, n);
+        uint32_t n = tt_dram_piece(dram, len);
+        tt_noc_issue(noc, TT_NOC_CTRL_READ, tt_dram_bank_offset(dram), tt_dram_bank_xy(dram), l1, noc->own_xy, n);
         noc->rd_issued++;
         dram += n;
         l1 += n;
@@ -92,14 +139,21 @@ static inline void tt_noc_read_wait(tt_noc_t *noc)
     TT_WAIT_UNTIL((int32_t)(TT_NIU(noc, TT_NIU_MST_RD_RESP_RECEIVED) - noc->rd_issued) >= 0);
 }
 
+/* wait for the reads issued before `mark` (an earlier noc->rd_issued), not the later ones: readers keep several
+ * tiles' reads in flight and take them in order (responses count in issue order per NIU) */
+static inline void tt_noc_read_wait_mark(tt_noc_t *noc, uint32_t mark)
+{
+    TT_WAIT_UNTIL((int32_t)(TT_NIU(noc, TT_NIU_MST_RD_RESP_RECEIVED) - mark) >= 0);
+}
+
 /* L1 [l1, l1+len) -> DRAM [dram, dram+len), non-posted; the source may be reused after tt_noc_write_wait */
 static inline void tt_noc_write_dram(tt_noc_t *noc, uint32_t l1, uint32_t dram, uint32_t len)
 {
     if ((dram ^ l1) & 15u) tt_fail(TT_ERR_NOC_ALIGN);
     tt_fence();   /* the core's own stores to the source (bool narrowing, scatter runs) land before the NIU reads it */
     while (len) {
-        uint32_t n = len < TT_NOC_MAX_REQUEST ? len : TT_NOC_MAX_REQUEST;
-        tt_noc_issue(noc, TT_NOC_CTRL_WRITE_ACKED, l1, noc->own_xy, dram, TT_NOC_DRAM_XY, n);
+        uint32_t n = tt_dram_piece(dram, len);
+        tt_noc_issue(noc, TT_NOC_CTRL_WRITE_ACKED, l1, noc->own_xy, tt_dram_bank_offset(dram), tt_dram_bank_xy(dram), n);
         noc->wr_issued++;
         dram += n;
         l1 += n;

@@ -71,3 +71,28 @@ def test_many_core_kernel_is_bit_identical_on_emu_and_ttsim(monkeypatch, tmp_pat
     assert r_emu[0]["predicted_launch_cycles"]["cores"] == r_sim[0]["predicted_launch_cycles"]["cores"] == 5
     assert emu.tobytes() == sim.tobytes()
     assert Device["TT:ttsim"].target.alive
+
+
+def _softmax_reduce_cores(reports: list[dict]) -> list[int]:
+    return [r["predicted_launch_cycles"]["cores"] for r in reports if r["kernel"].startswith("r_")]
+
+
+@pytest.mark.parametrize("target", target_params("emu"))
+def test_row_softmax_splits_its_rows_over_cores(target, monkeypatch, tmp_path):
+    """The row reductions of a softmax (max, then the sum of exp) give each core whole output groups (32 rows), so no
+    combine step: 224 rows are 7 groups over 4 cores (ranges of 2, 2, 2, 1 groups; 3 cores would take 3 each)."""
+    rng = np.random.default_rng(11)
+    a = rng.standard_normal((224, 96)).astype(np.float32)
+    got, reports = _run(f"TT:{target}", lambda x: x.softmax(-1), (a,), monkeypatch, tmp_path, 4, target)
+    ref = Tensor(a, device="CPU").softmax(-1).numpy()
+    np.testing.assert_allclose(got, ref, rtol=2e-6, atol=1e-7)
+    assert _softmax_reduce_cores(reports) == [4, 4], [r["predicted_launch_cycles"] for r in reports]
+
+
+@pytest.mark.ttsim
+def test_many_core_softmax_is_bit_identical_on_emu_and_ttsim(monkeypatch, tmp_path):
+    a = np.random.default_rng(12).standard_normal((256, 256)).astype(np.float32)
+    emu, r_emu = _run("TT:emu", lambda x: x.softmax(-1), (a,), monkeypatch, tmp_path, 4, "emu")
+    sim, r_sim = _run("TT:ttsim", lambda x: x.softmax(-1), (a,), monkeypatch, tmp_path, 4, "ttsim")
+    assert _softmax_reduce_cores(r_emu) == _softmax_reduce_cores(r_sim) == [4, 4]
+    assert emu.tobytes() == sim.tobytes()

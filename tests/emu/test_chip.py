@@ -61,11 +61,11 @@ def test_fabric_latency_hops_and_occupancy():
 def _copy_on_tiles(dev, n_tiles: int, data: np.ndarray, chunk: int):
     """dram_copy.c on BRISC of n tiles, tile i copying chunk i of `data` (transformed) to the output buffer."""
     src, dst = 0x100_0000, 0x200_0000
-    dev.write_dram(src, data.tobytes())
+    dev.write_bank(layout.DRAM_XY, src, data.tobytes())
     per_tile = [[src + i * chunk, 0x80040 - 0x40, chunk, dst + i * chunk, DRAM_XY] for i in range(n_tiles)]
     res = driver.launch(dev, {"brisc": programs.compile_prog("device/dram_copy.c")}, [], timeout_s=120,
                         per_tile=per_tile)
-    return res, np.frombuffer(dev.read_dram(dst, n_tiles * chunk), np.uint32)
+    return res, np.frombuffer(dev.read_bank(layout.DRAM_XY, dst, n_tiles * chunk), np.uint32)
 
 
 def _transform(w: np.ndarray) -> np.ndarray:

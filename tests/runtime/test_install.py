@@ -58,16 +58,17 @@ def test_backend_knob():
 
 
 def test_dram_arena_merges_and_aligns():
-    from tt_backend.ops_tt import DramArena
-    a = DramArena(0x1000, 0x1000 + 4096)
-    x, y, z = a.alloc(1), a.alloc(100), a.alloc(64)
-    assert (x, y, z) == (0x1000, 0x1040, 0x10C0) and all(v % 64 == 0 for v in (x, y, z))
+    from tt_backend.ops_tt import BUFFER_ALIGN, DramArena
+    assert BUFFER_ALIGN == 8 * 4096                       # a buffer starts on a page of bank 0 (chip/interleave.py)
+    a = DramArena(0x8000, 0x8000 + 4 * 0x8000)
+    x, y, z = a.alloc(1), a.alloc(0x8001), a.alloc(64)
+    assert (x, y, z) == (0x8000, 0x10000, 0x20000) and all(v % BUFFER_ALIGN == 0 for v in (x, y, z))
     a.free(y)
-    assert a.alloc(128) == 0x1040                         # first fit reuses the hole
-    a.free(x); a.free(0x1040); a.free(z)
-    assert a.free_list == [[0x1000, 4096]] and a.bytes_used == 0
+    assert a.alloc(0x10000) == 0x10000                    # first fit reuses the hole
+    a.free(x); a.free(0x10000); a.free(z)
+    assert a.free_list == [[0x8000, 0x20000]] and a.bytes_used == 0
     with pytest.raises(MemoryError):
-        a.alloc(8192)
+        a.alloc(0x20001)
 
 
 def test_bundle_roundtrip():

@@ -96,7 +96,7 @@ def test_hw_roundtrips_and_checks(card):
     d.write_dram(0x1234_5600, b"\x01" * 100)
     assert d.read_dram(0x1234_5600, 100) == b"\x01" * 100
     with pytest.raises(TTError, match="outside"):       # a card's bank is 0xFF00_0000 bytes, not 4 GiB
-        d.write_dram(0xFF00_0000 - 4, bytes(8))
+        d.write_bank(layout.DRAM_XY, 0xFF00_0000 - 4, bytes(8))
     with pytest.raises(TTError, match="aligned"):
         d.read32(0x102)
     d.write32(layout.SOFT_RESET_0, layout.ALL_CORES_RESET)
@@ -119,7 +119,7 @@ def test_hw_runs_kernels_through_the_driver(card):
     assert res.cores["brisc"].error == 0
     assert d.read_l1(0x20000, 16) == struct.pack("<IIBxxxHxx", 0xC0FFEE42, 124, 0xA5, 0xBEEF)
     data = bytes(range(256)) * 160
-    d.write_dram(0x40_0040, data)
+    d.write_bank(layout.DRAM_XY, 0x40_0040, data)
     driver.launch(d, {"ncrisc": programs.compile_prog("device/dram_read.c", "ncrisc")},
                   [0x40_0040, 0x80040, len(data), DRAM_XY])
     assert d.read_l1(0x80040, len(data)) == data

@@ -107,7 +107,7 @@ def test_each_core_runs_from_its_image_slot(dev, gen, core):
 @pytest.mark.needs_program_cc
 def test_brisc_noc_dram_read(dev, gen):
     data = random.Random(3).randbytes(40 * 1024 + 64)      # > 16 KiB: the kernel splits requests
-    dev.write_dram(0x40_0040, data)
+    dev.write_bank(layout.DRAM_XY, 0x40_0040, data)
     dev.write_l1(0x80040, bytes(len(data)))
     harness.run_on(dev, {"brisc": programs.compile_prog("device/dram_read.c")},
                    [0x40_0040, 0x80040, len(data), DRAM_XY], generation=gen(), step=5000)
@@ -118,12 +118,12 @@ def test_brisc_noc_dram_read(dev, gen):
 @pytest.mark.needs_program_cc
 def test_brisc_dram_copy_both_nocs(dev, gen):
     data = random.Random(4).randbytes(20 * 1024)
-    dev.write_dram(0x100_0000, data)
+    dev.write_bank(layout.DRAM_XY, 0x100_0000, data)
     harness.run_on(dev, {"brisc": programs.compile_prog("device/dram_copy.c")},
                    [0x100_0000, 0x90000, len(data), 0x200_0000, DRAM_XY], generation=gen(), step=5000)
     words = struct.unpack(f"<{len(data) // 4}I", data)
     want = struct.pack(f"<{len(words)}I", *[((w * 2654435761) & 0xFFFFFFFF) ^ (w >> 7) for w in words])
-    assert dev.read_dram(0x200_0000, len(data)) == want
+    assert dev.read_bank(layout.DRAM_XY, 0x200_0000, len(data)) == want
 
 
 @pytest.mark.needs_program_cc

@@ -22,7 +22,7 @@ import textwrap
 
 import pytest
 
-from tt_backend.chip import layout
+from tt_backend.chip import interleave, layout
 from tt_backend.chip.errors import DeviceTimeout, TTError
 from tt_backend.runtime import driver, targets
 from tt_backend.runtime.hw_device import CardLock, HwDevice, lock_name
@@ -254,7 +254,8 @@ def test_open_sets_power_and_reports_the_survey(card):
     assert fake_tt_umd.calls.index("set_power_state:BUSY") < fake_tt_umd.calls.index("noc_read32")
     s = d.survey
     assert s.translation and d.tile_xy == s.tile_xy == (1, 2) and s.tile_noc0 == (1, 2) and s.harvested_tensix == ()
-    assert s.dram_xy == layout.DRAM_XY and s.dram_noc0 == fake_tt_umd.DRAM_NOC0
+    assert s.dram_noc0 == tuple((9 if x == 18 else 0, y - 12) for x, y in interleave.BANK_XYS)
+    assert s.dram_noc0[4] == fake_tt_umd.DRAM_NOC0
     d.close()
     assert fake_tt_umd.calls[-1] == "set_power_state:IDLE"
 
@@ -273,7 +274,7 @@ def test_harvested_columns_are_skipped(card):
 
 def test_translation_off_is_refused(card):
     fake_tt_umd.translation = False
-    with pytest.raises(TTError, match=r"NoC translation is off on this card .* translated coordinate \(18, 12\)"):
+    with pytest.raises(TTError, match=r"NoC translation is off on this card .* DRAM banks by their translated"):
         card()
     status = targets.probe("hw")                     # info says why the card cannot be used
     assert not status.available and "NoC translation is off" in status.detail
@@ -281,7 +282,7 @@ def test_translation_off_is_refused(card):
 
 def test_a_harvested_dram_bank_is_refused(card):
     fake_tt_umd.harvested_dram = True
-    with pytest.raises(TTError, match=r"DRAM \(18, 12\) is NOC0 \(9, 0\), a harvested bank"):
+    with pytest.raises(TTError, match=r"DRAM \(18, 13\) is NOC0 \(9, 1\), a harvested bank"):
         card()
 
 

@@ -43,7 +43,7 @@ def test_open_found_the_simulated_chip(dev):
     s = dev.survey
     # tt-umd's simulation devices report translation off; logical Tensix (0, 0) is (1, 2), nothing is harvested
     assert not s.translation and dev.tile_xy == s.tile_xy == s.tile_noc0 == (1, 2) and s.harvested_tensix == ()
-    assert dev.dram_xy == layout.DRAM_XY and s.dram_noc0 is None
+    assert s.dram_noc0 is None
     assert dev.read32(layout.SOFT_RESET_0) == layout.ALL_CORES_RESET
     data = rng.bytes(70_000)
     dev.write_l1(0x30001, data)
@@ -73,7 +73,7 @@ def test_info_shows_what_the_open_found():
     assert out.returncode == 0, out.stderr
     line = next(ln for ln in out.stdout.splitlines() if ln.startswith("target umd-sim"))
     assert f"available: tt-umd {version('tt-umd')} simulation device on {os.path.abspath(LIB)}: " in line
-    assert "NoC translation off; tile (1, 2) = NOC0 (1, 2); harvested Tensix columns: none; DRAM (18, 12)" in line
+    assert "NoC translation off; tile (1, 2) = NOC0 (1, 2); harvested Tensix columns: none; DRAM banks (17, 12), (17, 15)" in line
 
 
 @pytest.mark.needs_program_cc

@@ -37,15 +37,15 @@ def execute(device, case: DiffCase) -> dict[str, bytes]:
     for addr, size in case.l1_out:        # results must not depend on what a region held before
         device.write_l1(addr, bytes(size))
     for addr, size in case.dram_out:
-        device.write_dram(addr, bytes(size))
+        device.write_bank(layout.DRAM_XY, addr, bytes(size))
     for addr, data in case.l1_in.items():
         device.write_l1(addr, data)
     for addr, data in case.dram_in.items():
-        device.write_dram(addr, data)
+        device.write_bank(layout.DRAM_XY, addr, data)
     elfs = case.elfs()
     run_on(device, elfs, case.args, step=case.step, max_clocks=case.max_clocks)
     out = {f"L1[{a:#x}+{n:#x}]": device.read_l1(a, n) for a, n in case.l1_out}
-    out |= {f"DRAM[{a:#x}+{n:#x}]": device.read_dram(a, n) for a, n in case.dram_out}
+    out |= {f"DRAM[{a:#x}+{n:#x}]": device.read_bank(layout.DRAM_XY, a, n) for a, n in case.dram_out}
     out |= {f"status[{c}]": device.read_l1(layout.status_addr(c), 8) for c in elfs}   # done, error
     return out
 

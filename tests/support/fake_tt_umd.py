@@ -9,7 +9,8 @@ slice of instructions (a card does not need the host to clock it). `calls` recor
 The chip's geometry is Blackhole's as tt-umd describes it: Tensix columns at NOC0 x 1-7 and 10-16, rows y 2-11;
 `harvested_columns` (NOC0 x) leaves columns out of the logical grid; with NoC `translation` on, translated Tensix
 coordinates number the healthy columns from x=1 (harvested ones go last), so logical (0, 0) is always translated
-(1, 2), and translated DRAM (18, 12) is NOC0 (9, 0). `failing[method] = exception` makes every call of that TTDevice
+(1, 2), and the translated DRAM banks (chip/interleave.py) are NOC0 column 9 (x 18) or 0 (x 17), row y - 12: (18, 12)
+is NOC0 (9, 0), bank 4's (18, 13) is NOC0 (9, 1). `failing[method] = exception` makes every call of that TTDevice
 method raise it (as tt-umd raises from C++), until removed; `failing["create"]` makes opening fail.
 """
 from __future__ import annotations
@@ -21,12 +22,13 @@ import tempfile
 import types
 
 from tt_backend.runtime.emu.tile import Tile
-from tt_backend.chip import layout
+from tt_backend.chip import interleave, layout
+from tt_backend.chip.grid import is_dram_xy
 
 RUN_PER_READ = 20_000
 COLUMNS = (1, 2, 3, 4, 5, 6, 7, 10, 11, 12, 13, 14, 15, 16)
 ROWS = tuple(range(2, 12))
-DRAM_NOC0 = (9, 0)
+DRAM_NOC0 = (9, 1)          # bank 4's endpoint, the one `harvested_dram` fuses off
 
 
 class ARCH(enum.Enum):
@@ -125,14 +127,14 @@ class SocDescriptor:
 
     def translate_coord_to(self, core_coord, coord_system):
         if core_coord.core_type == CoreType.DRAM:
-            return CoreCoord(*DRAM_NOC0, CoreType.DRAM, coord_system)
+            return CoreCoord(9 if core_coord.x == 18 else 0, core_coord.y - 12, CoreType.DRAM, coord_system)
         noc0 = (_healthy()[core_coord.x], ROWS[core_coord.y])
         translated = coord_system == CoordSystem.TRANSLATED and translation
         xy = (COLUMNS[core_coord.x], ROWS[core_coord.y]) if translated else noc0
         return CoreCoord(*xy, CoreType.TENSIX, coord_system)
 
     def get_coord_at(self, core, coord_system):
-        if translation and coord_system == CoordSystem.TRANSLATED and (core.x, core.y) == layout.DRAM_XY:
+        if translation and coord_system == CoordSystem.TRANSLATED and (core.x, core.y) in interleave.BANK_XYS:
             return CoreCoord(core.x, core.y, CoreType.DRAM, coord_system)
         raise RuntimeError(f"No core type found for system {coord_system.name} at location: ({core.x}, {core.y})")
 
@@ -176,18 +178,18 @@ class TTDevice:
     def set_power_state(self, state) -> None:
         calls.append(f"set_power_state:{state.name}")
 
-    # NoC access in translated coordinates: the one tile and the one DRAM bank
+    # NoC access in translated coordinates: the one tile and the DRAM banks
     def _where(self, x: int, y: int) -> str:
         if (x, y) == tile_xy():
             return "tile"
-        if (x, y) == layout.DRAM_XY:
+        if is_dram_xy(x, y):            # any of a bank's three endpoints
             return "dram"
         raise RuntimeError(f"fake card: nothing at ({x}, {y})")
 
     def noc_write(self, core_x: int, core_y: int, addr: int, data) -> None:
         calls.append("noc_write")
         if self._where(core_x, core_y) == "dram":
-            self.tile.dram.write(addr, bytes(data))
+            self.tile.chip.bank(core_x, core_y).write(addr, bytes(data))
         elif addr + len(data) <= layout.L1_SIZE:
             self.tile.write_l1(addr, bytes(data))
         else:
@@ -197,7 +199,7 @@ class TTDevice:
         calls.append("noc_read")
         self.tile.run(RUN_PER_READ)
         if self._where(core_x, core_y) == "dram":
-            return self.tile.dram.read(addr, size).tobytes()
+            return self.tile.chip.bank(core_x, core_y).read(addr, size).tobytes()
         if addr + size > layout.L1_SIZE:
             raise RuntimeError(f"fake card: bulk read of MMIO {addr:#x}")
         return self.tile.read_l1(addr, size)

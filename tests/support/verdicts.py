@@ -3,8 +3,10 @@
 A *session* is the trace of one fresh device, as a list of events in order:
 
     ["write_l1" | "write_dram", addr, blob]      host writes (ELF segments included: a trace needs no compiler)
+    ["write_bank", addr, blob, [x, y]]           a host write to one DRAM bank (translated x, y), its own offset
     ["write32", addr, value]                     MMIO / L1 words (reset vectors, soft reset, launch generation)
     ["read_l1" | "read_dram", addr, blob, base]  host reads and the bytes ttsim returned (`base`: see `Corpus`)
+    ["read_bank", addr, blob, base, [x, y]]
     ["read32", addr, value]
     ["advance", clocks]                          an advance outside a launch
     ["run", cores, generation, clocks]           the released cores ran until each reported done for generation
@@ -105,13 +107,13 @@ class Recorder:
             self.events.append(self._running)
             self._running = None
 
-    def _write(self, kind: str, addr: int, data: bytes) -> None:
+    def _write(self, kind: str, addr: int, data: bytes, *where) -> None:
         self._settle()
         blob = self.corpus.blob(bytes(data))
-        self.events.append([kind, addr, blob])
+        self.events.append([kind, addr, blob, *where])
         self._writes = [*self._writes[-_DELTA_CANDIDATES + 1:], (len(data), blob)]
 
-    def _read(self, kind: str, addr: int, data: bytes) -> bytes:
+    def _read(self, kind: str, addr: int, data: bytes, *where) -> bytes:
         self._settle()
         got = np.frombuffer(data, np.uint8)
         best, base = np.count_nonzero(got), -1
@@ -121,7 +123,7 @@ class Recorder:
                 if (n := np.count_nonzero(delta)) < best:
                     best, base = n, blob
         stored = data if base < 0 else (got ^ np.frombuffer(self.corpus.blobs[base], np.uint8)).tobytes()
-        self.events.append([kind, addr, self.corpus.blob(stored), base])
+        self.events.append([kind, addr, self.corpus.blob(stored), base, *where])
         return data
 
     def write_l1(self, addr: int, data: bytes) -> None:
@@ -131,6 +133,10 @@ class Recorder:
     def write_dram(self, addr: int, data: bytes) -> None:
         self.inner.write_dram(addr, data)
         self._write("write_dram", addr, data)
+
+    def write_bank(self, xy: tuple[int, int], addr: int, data: bytes) -> None:
+        self.inner.write_bank(xy, addr, data)
+        self._write("write_bank", addr, data, list(xy))
 
     def write32(self, addr: int, value: int) -> None:
         self.inner.write32(addr, value)
@@ -149,6 +155,9 @@ class Recorder:
 
     def read_dram(self, addr: int, size: int) -> bytes:
         return self._read("read_dram", addr, self.inner.read_dram(addr, size))
+
+    def read_bank(self, xy: tuple[int, int], addr: int, size: int) -> bytes:
+        return self._read("read_bank", addr, self.inner.read_bank(xy, addr, size), list(xy))
 
     def read32(self, addr: int) -> int:
         value = self.inner.read32(addr)
@@ -189,6 +198,8 @@ def replay(session: dict, device, corpus: Corpus) -> list[str]:
             device.write_l1(ev[1], corpus.blobs[ev[2]])
         elif kind == "write_dram":
             device.write_dram(ev[1], corpus.blobs[ev[2]])
+        elif kind == "write_bank":
+            device.write_bank(tuple(ev[3]), ev[1], corpus.blobs[ev[2]])
         elif kind == "write32":
             device.write32(ev[1], ev[2])
         elif kind == "advance":
@@ -202,7 +213,9 @@ def replay(session: dict, device, corpus: Corpus) -> list[str]:
                 diffs.append(f"event {i} read32 {ev[1]:#x}: got {got:#010x} recorded {ev[2]:#010x}")
         else:
             want = corpus.expected(ev)
-            got = (device.read_l1 if kind == "read_l1" else device.read_dram)(ev[1], len(want))
+            got = (device.read_l1(ev[1], len(want)) if kind == "read_l1" else
+                   device.read_bank(tuple(ev[4]), ev[1], len(want)) if kind == "read_bank" else
+                   device.read_dram(ev[1], len(want)))
             if got != want:
                 diffs.append(f"event {i} {kind} {ev[1]:#x}+{len(want):#x}: {first_diffs(got, want)}"
                              " (emu: this device, ttsim: the recording)")

@@ -5,6 +5,7 @@
     python -m tt_backend bench kernels --ttsim              # each row also on ttsim: outputs bit-identical?
     python -m tt_backend bench kernels --rows grid          # a*b+a at 2048x2048 on 1, 8 and 64 cores
     python -m tt_backend bench kernels --rows matmul-grid   # bf16 1024^3 HiFi2 matmul on 1, 8 and 64 cores
+    python -m tt_backend bench kernels --rows softmax-grid  # a row softmax at 2048x2048, TT_CORES 1, 8 and 64
 
 Columns: the placement's compute cycles (what the selector prices), the whole launch predicted by
 lowering/families/mover_cost.py (reader, compute and writer as a pipeline), the emulated cycles and their ratio.
@@ -16,7 +17,9 @@ an fp32 elementwise a*b+a at 2048x2048; `grid`: the same a*b+a planned directly 
 run on ttsim) and launched split over 1, 8 and 64 cores (the split forced, not the launch model's choice), with each
 run's speed-up over one core and host wall time; `matmul-grid`: the bf16 1024^3 HiFi2 matmul (the same ELFs) on at
 most 1, 8 and 64 cores, the grid shape the launch model's choice (FpuMatmulPlan.use_cores; kernel column: grid and
-tiles per core). Emulated cycles: the slowest core of the launch (the slowest
+tiles per core); `softmax-grid`: x.softmax(-1) at 2048x2048 through tinygrad with
+TT_CORES = 1, 8 and 64 (the launch model picks each kernel's count up to the cap; the kernel column lists them), its
+three kernels' cycles summed. Emulated cycles: the slowest core of the launch (the slowest
 tile's).
 The program rows run through tinygrad (DEVICE=TT) in a subprocess with TT_DUMP and read each kernel's
 report.json; the matmul rows launch the plan on the emulator directly.
@@ -38,6 +41,7 @@ from tinygrad import Tensor, dtypes
 from tinygrad.uop.ops import Ops
 
 from tt_backend.__main__ import DEMO
+from tt_backend.chip.interleave import BUFFER_ALIGN
 from tt_backend.lowering.codegen.sources import split
 from tt_backend.lowering.families.fpu_matmul import FpuMatmulPlan, plan_matmul
 from tt_backend.lowering.families.matmul_spec import match_matmul
@@ -69,6 +73,15 @@ class MatmulGridRow:
 class GridRow:
     """fp32 a * b + a (n x n) launched split over each core count of `cores`."""
     n: int
+    cores: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class GridProgramRow:
+    """A tinygrad program (as ProgramRow) run with TT_CORES at each count of `cores` (a cap: the launch model picks
+    each kernel's count up to it): its kernels' cycles summed, and the speed-up over the first count."""
+    n: int
+    code: str
     cores: tuple[int, ...]
 
 
@@ -105,6 +118,9 @@ ROWS = {
         "out = (a * b + a).realize()")),
     "grid": GridRow(2048, (1, 8, 64)),
     "matmul-grid": MatmulGridRow(1024, "HiFi2", (1, 8, 64)),
+    "softmax-grid": GridProgramRow(2048, _RAND + (
+        "x = Tensor(rng.standard_normal(({n}, {n})).astype(np.float32)).realize()\n"
+        "out = x.softmax(-1).realize()"), (1, 8, 64)),
 }
 
 
@@ -132,11 +148,11 @@ def matmul_plan(n: int, fidelity: str) -> FpuMatmulPlan:
 
 def launch_plan(dev, plan, arrays: dict[int, np.ndarray], elfs) -> tuple[bytes, float]:
     """Inputs (buffer slot -> array) into DRAM, other buffers poisoned, one launch; (the output's bytes, seconds)."""
-    addrs, addr = [], 0x100000
-    for buf in plan.buffers:
+    addrs, addr = [], BUFFER_ALIGN
+    for buf in plan.buffers:            # laid out as the allocator would: each buffer's page i in bank i mod 8
         addrs.append(addr)
         dev.write_dram(addr, arrays[buf.slot].tobytes() if buf.slot in arrays else b"\xAB" * buf.nbytes)
-        addr += -(-buf.nbytes // 64) * 64 + 4096
+        addr += -(-buf.nbytes // BUFFER_ALIGN) * BUFFER_ALIGN
     t0 = time.perf_counter()
     launch(dev, elfs, plan.arg_words(addrs), timeout_s=3600,
            per_tile=plan.core_arg_words(addrs) if plan.cores > 1 else None,
@@ -247,12 +263,34 @@ def run_program(name: str, row: ProgramRow, ttsim_lib: str | None) -> list[Measu
     return out
 
 
+def run_grid_program(name: str, row: GridProgramRow, ttsim_lib: str | None) -> list[Measured]:
+    code, out = row.code.format(n=row.n), []
+    for cores in row.cores:
+        with tempfile.TemporaryDirectory(prefix="tt_bench_kernels_") as tmp:
+            dump, base = Path(tmp) / "dump", {"DEVICE": "TT", "TT_CORES": str(cores)}
+            secs = _run_program(code, {**base, "TT_BACKEND": "emu", "TT_DUMP": str(dump)}, Path(tmp) / "emu.npy")
+            reps = [json.loads(p.read_text()) for p in sorted(dump.glob("*/report.json"))]
+            launches = [r.get("predicted_launch_cycles") or {} for r in reps]
+            total = lambda vals: sum(vals) if vals and None not in vals else None
+            m = Measured(f"{name}-{cores}", f"{len(reps)} kernels, cores {'/'.join(str(l.get('cores', 1)) for l in launches)}",
+                         total([r.get("predicted_cycles") for r in reps]), total([l.get("total") for l in launches]),
+                         total([r.get("emulated_cycles") for r in reps]), secs, cores=cores)
+            m.speedup = out[0].emulated / m.emulated if out and m.emulated and out[0].emulated else 1.0
+            if ttsim_lib:
+                _run_program(code, {**base, "TT_BACKEND": "ttsim", "TT_SIMULATOR": ttsim_lib}, Path(tmp) / "sim.npy")
+                m.same_on_ttsim = np.load(Path(tmp) / "emu.npy").tobytes() == np.load(Path(tmp) / "sim.npy").tobytes()
+        out.append(m)
+    return out
+
+
 def scaled(row, scale: int):
     n = max(32, row.n // scale)
     if isinstance(row, GridRow):
         return GridRow(n, row.cores)
     if isinstance(row, MatmulGridRow):
         return MatmulGridRow(n, row.fidelity, row.cores)
+    if isinstance(row, GridProgramRow):
+        return GridProgramRow(n, row.code, row.cores)
     return MatmulRow(n, row.fidelity) if isinstance(row, MatmulRow) else ProgramRow(n, row.code, row.env)
 
 
@@ -287,6 +325,7 @@ def main(argv: list[str] | None = None) -> int:
         n0 = len(results)
         row = scaled(ROWS[name], args.scale)
         run = {MatmulRow: run_matmul, GridRow: run_grid, MatmulGridRow: run_matmul_grid}.get(type(row), run_program)
+        run = {MatmulRow: run_matmul, GridRow: run_grid, GridProgramRow: run_grid_program}.get(type(row), run_program)
         results += run(name, row, args.lib if args.ttsim else None)
         print("\n".join(table(results[-k:]).splitlines()[1:]) if (k := len(results) - n0) else "", flush=True)
     print("\n" + table(results))
