@@ -18,7 +18,7 @@ from tt_backend.chip.grid import Grid
 from tt_backend.lowering.families.family import Candidate, Family, Kernel
 from tt_backend.lowering.families.tile_plan import TilePlan, allocate_l1
 from tt_backend.lowering.families.tile_render import render_tile_kernel
-from tt_backend.lowering.families.mover_cost import grid_pipeline_cycles
+from tt_backend.lowering.families.mover_cost import compute_stage, grid_pipeline_cycles
 from tt_backend.lowering.families.tile_streams import reader_mode, stream_ctx
 from tt_backend.lowering.frontend import LoweredKernel
 from tt_backend.lowering.graph import live_nodes
@@ -57,8 +57,8 @@ class ElementwisePlan(TilePlan):
                  ((s, stream_ctx(self, s, j)) for j, s in enumerate(self.inputs))]
         write = (stream_ctx(self, self.output, None)["mode"], self.output.tile_format)
         dram = sum(DTYPE_SIZE[s.dtype] for s in self.inputs if s.value is None) + DTYPE_SIZE[self.output.dtype]
-        out = grid_pipeline_cycles(self.n_tiles, reads, write, self.placement.cycles["total"], cores,
-                                   dram * TILE_ELEMS)
+        steady, fill = compute_stage(self.placement.cycles)
+        out = grid_pipeline_cycles(self.n_tiles, reads, write, steady, cores, dram * TILE_ELEMS, fill)
         return {**out, "grid": "x".join(map(str, Grid().shape(cores)))}
 
 

@@ -80,14 +80,24 @@ def pipeline(n_tiles: int, reader: float, compute: float, writer: float, fill: f
 
 
 def tile_pipeline_cycles(n_tiles: int, reads: list[tuple[str, str, dict | None]], write: tuple[str, str],
-                         compute_per_tile: float) -> dict:
+                         compute_per_tile: float, compute_fill: float = 0.0) -> dict:
     """The tile pipeline's launch: reads = (mode, tile format, run structure) per input, write = (mode, tile format)
-    of the output. Where every input is plain contiguous the reader keeps several tiles' reads in flight
-    (templates/reader.c.j2 `in_flight`): the round trip is paid once, in the fill, not per tile."""
+    of the output; compute_per_tile the compute's steady rate, compute_fill what its first tile adds (compute_stage).
+    Where every input is plain contiguous the reader keeps several tiles' reads in flight (templates/reader.c.j2
+    `in_flight`): the round trip is paid once, in the fill, not per tile."""
     if reads and all(mode == "contiguous" for mode, _, _ in reads):
         reader = sum(tile_read_cycles(*r) - NOC_ROUND_TRIP for r in reads)
-        return pipeline(n_tiles, reader, compute_per_tile, tile_write_cycles(*write), fill=NOC_ROUND_TRIP)
-    return pipeline(n_tiles, sum(tile_read_cycles(*r) for r in reads), compute_per_tile, tile_write_cycles(*write))
+        return pipeline(n_tiles, reader, compute_per_tile, tile_write_cycles(*write), NOC_ROUND_TRIP + compute_fill)
+    return pipeline(n_tiles, sum(tile_read_cycles(*r) for r in reads), compute_per_tile, tile_write_cycles(*write),
+                    compute_fill)
+
+
+def compute_stage(cycles: dict) -> tuple[float, float]:
+    """(steady cycles per tile, first tile's extra) of a compute placement's per-tile cycles (unpack, fpu, sfpu, pack):
+    the unpacker, math and packer threads (TRISC0/1/2) work on different tiles at once, so past the first tile the
+    slowest of them sets the rate (a 64x64 exp2: 128 + 1198 + 256 per tile summed, about 1,430 per tile emulated)."""
+    steady = max(cycles["unpack"], cycles["fpu"] + cycles["sfpu"], cycles["pack"])
+    return steady, cycles["total"] - steady
 
 
 # --- FPU matmul: per operand element tilized / output element untilized ------------------------------------------
@@ -212,12 +222,12 @@ def split_ranges(n_tiles: int, cores: int) -> list[tuple[int, int]]:
 
 
 def grid_pipeline_cycles(n_tiles: int, reads: list[tuple[str, str, dict | None]], write: tuple[str, str],
-                         compute_per_tile: float, cores: int, dram_bytes_per_tile: int) -> dict:
+                         compute_per_tile: float, cores: int, dram_bytes_per_tile: int, compute_fill: float = 0.0) -> dict:
     """tile_pipeline_cycles for a launch split over `cores` cores: the largest range's pipeline, at least the DRAM
     banks' time for every core's bytes (`total`, emulated cycles); `price` adds CORE_LAUNCH_CYCLES per extra core (what
     the choice of the count minimises)."""
     per_core = -(-n_tiles // cores)
-    one = tile_pipeline_cycles(per_core, reads, write, compute_per_tile)
+    one = tile_pipeline_cycles(per_core, reads, write, compute_per_tile, compute_fill)
     return on_grid(one, cores, per_core, n_tiles * dram_bytes_per_tile)
 
 
