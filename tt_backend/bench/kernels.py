@@ -324,8 +324,8 @@ def main(argv: list[str] | None = None) -> int:
     for name in names:
         n0 = len(results)
         row = scaled(ROWS[name], args.scale)
-        run = {MatmulRow: run_matmul, GridRow: run_grid, MatmulGridRow: run_matmul_grid}.get(type(row), run_program)
-        run = {MatmulRow: run_matmul, GridRow: run_grid, GridProgramRow: run_grid_program}.get(type(row), run_program)
+        run = {MatmulRow: run_matmul, GridRow: run_grid, MatmulGridRow: run_matmul_grid,
+               GridProgramRow: run_grid_program}.get(type(row), run_program)
         results += run(name, row, args.lib if args.ttsim else None)
         print("\n".join(table(results[-k:]).splitlines()[1:]) if (k := len(results) - n0) else "", flush=True)
     print("\n" + table(results))
