@@ -441,8 +441,13 @@ class Fabric:
         if bank is not None:
             res.append((self._res(("bank", bank)), 0 if kind == "read" else NOC_NIU_LATENCY
                         + len(data) * NOC_HOP_LATENCY))
-        s0 = s = t + lead
-        moved = True
+        s = self._reserve(res, t + lead, d)
+        return s + noc_cycles(nbytes, len(data) + back, bank is not None) - lead + (d - flits)
+
+    def _reserve(self, res: list, s0: int, d: int) -> int:
+        """The first cycle from s0 at which every resource of `res` (busy, offset) is free for `d` cycles from its
+        offset on; takes them there and counts the transfer and its wait."""
+        s, moved = s0, True
         while moved:
             moved = False
             for busy, off in res:
@@ -453,7 +458,7 @@ class Fabric:
             busy.take(s + off, d)
         self.transfers += 1
         self.wait_cycles += s - s0
-        return s + noc_cycles(nbytes, len(data) + back, bank is not None) - lead + (d - flits)
+        return s
 
     def multicast(self, noc: int, initiator: tuple[int, int], receivers: tuple[tuple[int, int], ...], nbytes: int,
                   t: int) -> int:
@@ -474,18 +479,7 @@ class Fabric:
             res.append((self._res(("port", noc) + b), NOC_NIU_LATENCY + len(data) * NOC_HOP_LATENCY))
             far = max(far, len(data) + len(route(noc, b, a)))
         res += [(self._res(link), NOC_NIU_LATENCY + k * NOC_HOP_LATENCY) for link, k in links.items()]
-        s0 = s = t
-        moved = True
-        while moved:
-            moved = False
-            for busy, off in res:
-                f = busy.free_from(s + off, flits) - off
-                if f > s:
-                    s, moved = f, True
-        for busy, off in res:
-            busy.take(s + off, flits)
-        self.transfers += 1
-        self.wait_cycles += s - s0
+        s = self._reserve(res, t, flits)
         return s + noc_cycles(nbytes, far, False)
 
     def stats(self) -> dict:

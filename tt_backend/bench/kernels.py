@@ -201,11 +201,17 @@ def run_matmul_grid(name: str, row: MatmulGridRow, ttsim_lib: str | None) -> lis
                      plan.placement.report()["predicted_cycles"], lc["total"],
                      measured_cycles((before, dev.stats()))["max"], secs, cores=plan.cores)
         m.speedup = out[0].emulated / m.emulated if out else 1.0
-        if ttsim_lib:
-            with TtsimDevice(ttsim_lib) as sim:
-                m.same_on_ttsim = launch_plan(sim, plan, arrays, elfs)[0] == got
+        m.same_on_ttsim = same_on_ttsim(ttsim_lib, plan, arrays, elfs, got)
         out.append(m)
     return out
+
+
+def same_on_ttsim(ttsim_lib: str | None, plan, arrays: dict[int, np.ndarray], elfs, got: bytes) -> bool | None:
+    """The same launch on ttsim gives the emulator's output bytes `got` (None without ttsim)."""
+    if not ttsim_lib:
+        return None
+    with TtsimDevice(ttsim_lib) as sim:
+        return launch_plan(sim, plan, arrays, elfs)[0] == got
 
 
 def run_grid(name: str, row: GridRow, ttsim_lib: str | None) -> list[Measured]:
@@ -226,9 +232,7 @@ def run_grid(name: str, row: GridRow, ttsim_lib: str | None) -> list[Measured]:
         m = Measured(f"{name}-{cores}", plan.name, plan.placement.report()["predicted_cycles"],
                      plan.launch_cycles()["total"], measured_cycles((before, dev.stats()))["max"], secs, cores=cores)
         m.speedup = out[0].emulated / m.emulated if out else 1.0
-        if ttsim_lib:
-            with TtsimDevice(ttsim_lib) as sim:
-                m.same_on_ttsim = launch_plan(sim, plan, arrays, elfs)[0] == got
+        m.same_on_ttsim = same_on_ttsim(ttsim_lib, plan, arrays, elfs, got)
         out.append(m)
     return out
 
