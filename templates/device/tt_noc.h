@@ -40,7 +40,6 @@
 #define TT_NOC_CTRL_MCAST_ACKED 0x132u  /* write | RESP_MARKED | BRCST | PATH_RESERVE: one ack per receiver */
 #define TT_NOC_AT_INCR 0x107Cu          /* increment-and-get, 32-bit, of a 16-byte aligned word */
 #define TT_NOC_MAX_REQUEST 16384u
-#define TT_NOC_DRAM_XY (TT_DRAM_X | (TT_DRAM_Y << 6))
 #define TT_DRAM_PAGE_BYTES (1u << TT_DRAM_PAGE_SHIFT)
 
 typedef struct {
