@@ -198,7 +198,7 @@ def test_pip_install_registers_device(tmp_path, editable):
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=900, cwd=tmp_path)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     site = Path(run_py(py, "import sysconfig; print(sysconfig.get_paths()['purelib'])").stdout.strip())
-    assert (site / "tt_backend.pth").read_text() == "import tt_backend\n"
+    assert (site / "tt_backend.pth").read_text() == (REPO_ROOT / "tt_backend" / "tt_backend.pth").read_text()
 
     for var in ("DEVICE", "DEV"):
         r = run_py(py, SHOW_DEFAULT, {var: "TT"})
@@ -215,6 +215,11 @@ def test_pip_install_registers_device(tmp_path, editable):
                    "*sorted(p.relative_to(r.TEMPLATE_DIR).as_posix() for p in r.TEMPLATE_DIR.rglob('*.j2')))")
     assert r.stdout.split() == ["True", *sorted(p.relative_to(REPO_ROOT / "templates").as_posix()
                                                 for p in (REPO_ROOT / "templates").rglob("*.j2"))], r.stderr
+    if editable:   # a source tree removed without uninstalling: other programs start without a traceback from our hook
+        src.rename(tmp_path / "moved")
+        r = run_py(py, "print('started')")
+        assert (r.returncode, r.stdout.strip(), r.stderr) == (0, "started", ""), r.stderr
+        (tmp_path / "moved").rename(src)
     # the conflict check, and a clean uninstall
     r = run_py(py, "import tinygrad", {"DEVICE": "TT", "DEV": "CPU"})
     assert r.returncode != 0 and "disagree" in r.stderr
