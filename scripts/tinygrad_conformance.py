@@ -9,7 +9,8 @@ time limit, TEST_TIMEOUT, by aborting the worker), and point this script at the 
 
 It runs pytest the way the project's closing notes count (pytest-xdist `-n 2`, the per-test limit, DEV=TT), reads
 the JUnit report pytest writes, and prints passed / failed / skipped, the failures grouped by their first error line,
-and the slowest tests. A test that exceeded the limit shows up as a failure whose worker crashed.
+and the slowest tests. A test that exceeded the limit shows up as a failure whose worker crashed; tests collected but
+never run (a run that ended early) are counted and named.
 torch (tinygrad's reference in these tests) and pytest-xdist must be installed.
 """
 from __future__ import annotations
@@ -24,12 +25,35 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 
-def run_pytest(test_file: Path, args: argparse.Namespace, junit: Path) -> int:
+# Every test over the time limit aborts its worker; pytest-xdist's default (4 restarts per worker) would end the whole
+# run after the 8th such test on two workers, and the tests not yet run would not be counted at all.
+MAX_WORKER_RESTARTS = 100_000
+
+
+def pytest_env(args: argparse.Namespace) -> dict[str, str]:
     env = dict(os.environ, DEV=args.device, TEST_TIMEOUT=str(args.timeout))
     if args.forward_only: env["FORWARD_ONLY"] = "1"
+    return env
+
+
+def collect(test_file: Path, args: argparse.Namespace) -> list[str]:
+    """The test ids pytest selects, named as the JUnit report names them (module.Class::test)."""
+    cmd = [sys.executable, "-m", "pytest", test_file.name, "--collect-only", "-q", "-p", "no:cacheprovider"]
+    if args.k: cmd += ["-k", args.k]
+    out = subprocess.run(cmd, cwd=test_file.parent, env=pytest_env(args), capture_output=True, text=True).stdout
+    return [junit_name(line) for line in out.splitlines() if "::" in line and not line.startswith(" ")]
+
+
+def junit_name(node_id: str) -> str:
+    *owners, test = node_id.split("::")
+    return ".".join([owners[0].removesuffix(".py").replace("/", "."), *owners[1:]]) + "::" + test
+
+
+def run_pytest(test_file: Path, args: argparse.Namespace, junit: Path) -> int:
+    env = pytest_env(args)
     cmd = [sys.executable, "-m", "pytest", test_file.name, "-q", "--tb=short", "-p", "no:cacheprovider", f"--junitxml={junit}",
            "-o", "junit_family=xunit2"]
-    if args.workers > 0: cmd += ["-n", str(args.workers)]
+    if args.workers > 0: cmd += ["-n", str(args.workers), f"--max-worker-restart={MAX_WORKER_RESTARTS}"]
     if args.k: cmd += ["-k", args.k]
     print("running:", " ".join(cmd), f"(in {test_file.parent}; DEV={args.device} TEST_TIMEOUT={args.timeout}"
           f"{' FORWARD_ONLY=1' if args.forward_only else ''})", flush=True)
@@ -53,11 +77,16 @@ def read_junit(junit: Path) -> list[tuple[str, str, float, str]]:
     return rows
 
 
-def report(rows: list[tuple[str, str, float, str]], slowest: int) -> str:
+def report(rows: list[tuple[str, str, float, str]], slowest: int, collected: list[str] | None = None) -> str:
     counts = collections.Counter(outcome for _, outcome, _, _ in rows)
     ran = counts["passed"] + counts["failed"]
     lines = [f"{counts['passed']} passed, {counts['failed']} failed, {counts['skipped']} skipped"
              + (f" ({100 * counts['passed'] / ran:.1f} % of the {ran} tests that ran)" if ran else "")]
+    reported = {name for name, _, _, _ in rows}
+    never_ran = [name for name in collected or () if name not in reported]
+    if never_ran:
+        lines.append(f"{len(never_ran)} of the {len(collected)} collected tests never ran (the run ended early): "
+                     + ", ".join(name.rsplit("::", 1)[-1] for name in never_ran))
     by_cause: dict[str, list[str]] = collections.defaultdict(list)
     for name, outcome, _, msg in rows:
         if outcome == "failed": by_cause[msg[:160]].append(name.rsplit("::", 1)[-1])
@@ -89,11 +118,12 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
     with tempfile.TemporaryDirectory() as tmp:
         junit = Path(tmp) / "junit.xml"
+        collected = collect(test_file, args)
         rc = run_pytest(test_file, args, junit)
         if not junit.exists():
             print(f"pytest wrote no report (exit status {rc})", file=sys.stderr)
             return rc or 1
-        print(report(read_junit(junit), args.slowest))
+        print(report(read_junit(junit), args.slowest, collected))
     return rc
 
 

@@ -29,3 +29,14 @@ def test_counts_groups_and_slowest_come_from_the_junit_report(tmp_path):
     assert "   1  worker 'gw0' crashed while running" in text
     slow = text.split("slowest 2:")[1]
     assert "test_crash" in slow and "test_mod" in slow and "test_add" not in slow
+
+
+def test_tests_that_never_ran_are_counted_and_named(tmp_path):
+    junit = tmp_path / "junit.xml"
+    junit.write_text(JUNIT)
+    collected = [conformance.junit_name(i) for i in ("test_ops.py::TestOps::test_add", "test_ops.py::TestOps::test_mod",
+                                                     "test_ops.py::TestOps::test_topk[2-3]")]
+    assert collected[2] == "test_ops.TestOps::test_topk[2-3]"
+    text = conformance.report(conformance.read_junit(junit), slowest=0, collected=collected)
+    assert "\n1 of the 3 collected tests never ran (the run ended early): test_topk[2-3]" in text
+    assert "never ran" not in conformance.report(conformance.read_junit(junit), slowest=0, collected=collected[:2])
