@@ -416,21 +416,27 @@ def adversarial_operands(src: str, K: int, seed: int):
     return rd(a.astype(np.float32)), rd(b.astype(np.float32))
 
 
-@pytest.mark.needs_cc
-@pytest.mark.parametrize("src,fidelity,K", [(s, f, 256) for s in ("bf16", "tf32")
-                                            for f in ("LoFi", "HiFi2", "HiFi3", "HiFi4")] + [("bf16", "HiFi4", 2048)],
-                         ids=str)
-def test_bound_holds_on_adversarial_data(src, fidelity, K):
-    """The emulated FPU matmul (fp32 output: the Dst value itself) never exceeds the a-priori bound against float64 on
-    any output of any family pair, and the worst-case block comes within BOUND_TIGHTNESS of it (the bound is not
-    vacuous: a kernel losing a little more than the documented arithmetic allows fails here)."""
+def adversarial_run(src: str, fidelity: str, K: int, dev=None):
+    """The adversarial operands through the FPU matmul at `fidelity` with an fp32 output (the Dst value itself) on
+    `dev` (default: the emulator); returns (a, b, raw output bytes)."""
     a, b = adversarial_operands(src, K, seed=K + len(fidelity))
     fn, dt = ((lambda x, y: x.float() @ y.float()), dtypes.bfloat16) if src == "bf16" else ((lambda x, y: x @ y),
                                                                                             dtypes.float32)
     spec = match_matmul(matmul_ast(fn, [a.shape, b.shape], dt))
     plan = plan_matmul(spec, f"mm_bound_{K}", fidelity)
     assert plan.src_format == src and not spec.out_bf16
-    raw, _ = run_plan(emu(), plan, [a, b])
+    return a, b, run_plan(dev or emu(), plan, [a, b])[0]
+
+
+@pytest.mark.needs_cc
+@pytest.mark.parametrize("src,fidelity,K", [(s, f, 256) for s in ("bf16", "tf32")
+                                            for f in ("LoFi", "HiFi2", "HiFi3", "HiFi4")] + [("bf16", "HiFi4", 2048)],
+                         ids=str)
+def test_bound_holds_on_adversarial_data(src, fidelity, K):
+    """The emulated FPU matmul never exceeds the a-priori bound against float64 on any output of any family pair,
+    and the worst-case block comes within BOUND_TIGHTNESS of it (the bound is not vacuous: a kernel losing a little
+    more than the documented arithmetic allows fails here)."""
+    a, b, raw = adversarial_run(src, fidelity, K)
     ratio = error_ratio(from_bytes(raw, "float32").reshape(a.shape[0], b.shape[1]), a, b, src, fidelity, False)
     per_family = {name: float(ratio[8 * i:8 * i + 8, 8 * i:8 * i + 8].max()) for i, name in
                   enumerate(ADVERSARIAL_FAMILIES)}
@@ -438,6 +444,19 @@ def test_bound_holds_on_adversarial_data(src, fidelity, K):
           + ", ".join(f"{n} {r:.3f}" for n, r in per_family.items()))
     assert ratio.max() <= 1, np.unravel_index(ratio.argmax(), ratio.shape)
     assert per_family["worst"] >= BOUND_TIGHTNESS, per_family
+
+
+@pytest.mark.needs_cc
+@pytest.mark.ttsim
+@pytest.mark.parametrize("src,fidelity", [("bf16", "LoFi"), ("tf32", "HiFi3")], ids=str)
+def test_adversarial_bits_on_ttsim(src, fidelity):
+    """The adversarial operands give ttsim's output bits on the emulator, so the bound checked there holds on ttsim."""
+    from tt_backend.runtime.ttsim_device import TtsimDevice
+    *_, raw_emu = adversarial_run(src, fidelity, 256)
+    with TtsimDevice(LIB) as sim:
+        *_, raw_sim = adversarial_run(src, fidelity, 256, sim)
+    e, t = np.frombuffer(raw_emu, np.uint8), np.frombuffer(raw_sim, np.uint8)
+    assert np.array_equal(e, t), f"{int((e != t).sum())} of {e.size} output bytes differ"
 
 
 # --------------------------------------------------------------------------------------------- ttsim vs emulator
