@@ -340,42 +340,6 @@ def f_trunc(e, d, s, t):
     e.endif()
 
 
-def scaled_recip(e, d: int, x: int, t1: int, t2: int, xs: int) -> None:
-    """d = 1/xs with xs = x, scaled by 2**-64 when |x| >= 2**64 (so y*(1-x*y) cannot underflow); y0 = SFPARECIP(xs)
-    (|rel err| < 2**-7.5), then 2 Newton steps y += y*(1 - xs*y) on SFPMAD on lanes where x is normal or NaN.
-    x = +-0/denormal -> +-Inf and x = +-Inf -> +-0 come from SFPARECIP directly. The caller undoes the scaling."""
-    e.mov(xs, x)
-    if_scaled(e, t1, x)
-    e.muli(xs, 2.0 ** -64)
-    e.endif()
-    e.arecip(d, xs)
-    e.exexp(t1, x, EXEXP_NODEBIAS)
-    e.setcc(t1, CC_NE0)                     # not zero/denormal
-    e.setsgn_imm(t1, x, 0)
-    e.isub_from(t1, e.creg(t2, F32_INF))
-    e.setcc(t1, CC_NE0)                     # not +-Inf
-    for _ in range(2):
-        e.mad(t1, xs, d, ONE, MAD_NEG_B)    # e = 1 - x*y
-        e.mad(d, d, t1, d)                  # y = y*e + y
-    e.endif()
-
-
-def if_scaled(e, t: int, x: int) -> None:
-    """LaneFlags &= |x| >= 2**64 (and Inf/NaN): the lanes `scaled_recip` scales."""
-    e.exexp(t, x)
-    e.iaddi(t, t, -64, cc=IADD_CC_GTE0)
-
-
-def f_recip(e, d, s, t):
-    """`scaled_recip`, then y *= 2**-64 where scaled."""
-    x = s[0]
-    t1, t2, xs = t
-    scaled_recip(e, d, x, t1, t2, xs)
-    if_scaled(e, t1, x)
-    e.fmul(d, d, e.creg(t2, 2.0 ** -64))    # exact unless the result is denormal (then flushed, as SFPMAD does)
-    e.endif()
-
-
 def unit_magnitude(e, d: int, x: int) -> None:
     """d = |x| with the exponent of 1.0: x's mantissa as a value in [1, 2)."""
     e.setsgn_imm(d, x, 0)
@@ -467,6 +431,12 @@ def f_div(e, d, s, t):
     normal_exponent(e, y, rb)
     e.mov(d, u)
     e.endif()
+
+
+def f_recip(e, d, s, t):
+    """1/x correctly rounded, as the CPU device's: `f_div` with the read-only 1.0 as the dividend (its specials give
+    1/+-0 and 1/denormal = +-Inf, 1/+-Inf = +-0, NaN; a denormal reciprocal, |x| > 2**126, a signed zero)."""
+    f_div(e, d, (ONE, s[0]), t)
 
 
 def normal_exponent(e, t: int, ex: int) -> None:
@@ -998,7 +968,7 @@ SEQS: dict[tuple[str, str], Seq] = {
     ("CMPLT", F): Seq(f_lt_value, 0, (0,)),
     ("CMPNE", F): Seq(f_ne, 3, (0, 1)),
     ("TRUNC", F): Seq(f_trunc, 2),
-    ("RECIPROCAL", F): Seq(f_recip, 3, (), True),
+    ("RECIPROCAL", F): Seq(f_recip, 4, (), True),
     ("DIV", F): Seq(f_div, 4, (), True),
     ("SQRT", F): Seq(f_sqrt, 3, (), True),
     ("EXP2", F): Seq(f_exp2, 3, (), True),

@@ -8,7 +8,8 @@ kernel under TT_ERR_BUDGET by predicted error (tt_backend/fpu_reduce_eval.py: th
   * the error model is the kernel: the evaluator reproduces the emulator's sums bit for bit (every fidelity/side);
   * every axis of 1-D..4-D tensors, bf16 and fp32, pinned to the FPU (TT_PLACE=REDUCE=FPU; small shapes are cheaper on
     the SFPU), under budgets 1e-4 / 1e-3 / 1e-2: the measured relative L2 error against numpy float64 is within the
-    budget whenever the placement promised it (an option predicted <= 0.8 budget), else within 3x its prediction;
+    budget whenever the placement promised it (an option predicted <= 0.8 budget), else within the FPU sum's
+    a-priori bound 2^-7 sum|x| per output (docs/placement.md §3.1);
   * unpinned kernels that flip to the FPU (TT_BUDGET_SAMPLED=1) meet their budget on normal data; mean's and bf16's
     post-ops run on the SFPU after the sum;
   * emu == ttsim bit for bit for FPU sums (with and without a post-op) when TT_SIMULATOR is set.
