@@ -23,8 +23,8 @@ COMPARES = (Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ)
 # exact modulo 2**32: an operand in either 32-bit dtype gives the exact result whenever that result is in range
 RING = (Ops.ADD, Ops.SUB, Ops.MUL, Ops.NEG, Ops.AND, Ops.OR, Ops.XOR, Ops.SHL)
 # the others need each operand's value in the narrow dtype's range (no PARAM/INDEX: 64-bit buffers are refused)
-NARROWABLE = RING + (Ops.CONST, Ops.CAST, Ops.MAX, Ops.WHERE, Ops.CDIV, Ops.CMOD, Ops.FLOORDIV, Ops.FLOORMOD, Ops.SHR,
-                     Ops.REDUCE)
+# (a REDUCE never qualifies: tinygrad bounds it by its dtype's range)
+NARROWABLE = RING + (Ops.CONST, Ops.CAST, Ops.MAX, Ops.WHERE, Ops.CDIV, Ops.CMOD, Ops.FLOORDIV, Ops.FLOORMOD, Ops.SHR)
 
 
 def bounds(u: UOp) -> tuple[int, int] | None:
@@ -75,8 +75,7 @@ def widened(x: UOp) -> UOp:
 def compare(u: UOp, srcs: tuple[UOp, ...]) -> UOp:
     """A comparison of 64-bit operands on their 32-bit values, or u unchanged when one has none."""
     a, b = srcs
-    if a.dtype in WIDE or b.dtype in WIDE: return u.replace(src=srcs)
-    if a.dtype == b.dtype: return u.replace(src=srcs)
+    if a.dtype in WIDE or b.dtype in WIDE or a.dtype == b.dtype: return u.replace(src=srcs)
     if a.dtype == dtypes.uint32: return unsigned_vs_signed(u.op, a, b, swapped=False)
     return unsigned_vs_signed(u.op, b, a, swapped=True)
 
