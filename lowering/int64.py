@@ -17,7 +17,7 @@ from __future__ import annotations
 from tinygrad.dtype import dtypes
 from tinygrad.uop.ops import Ops, UOp
 
-WIDE = (dtypes.int64, dtypes.uint64)
+WIDE = (dtypes.int64,)      # uint64 is the THREEFRY word packing the frontend lowers itself (lowering/threefry.py)
 RANGE = {dtypes.int32: (-2 ** 31, 2 ** 31 - 1), dtypes.uint32: (0, 2 ** 32 - 1)}    # the narrow dtypes, preferred first
 COMPARES = (Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ)
 # exact modulo 2**32: an operand in either 32-bit dtype gives the exact result whenever that result is in range
