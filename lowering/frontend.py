@@ -60,7 +60,7 @@ def dtype_name(dt: DType, what: str) -> str:
     if dt == dtypes.weakint: dt = dtypes.int32             # a weak int (an untyped index constant) is an int32 value
     if (n := DTYPE_NAME.get(dt)) is None:   # vectors never reach us: the AST is pre-upcast
         raise UnsupportedOp(f"dtype {dt} ({what}): the TT backend supports {', '.join(DTYPE_NAME.values())} "
-                            "(float64 is not lowered; int64/uint64 only where tinygrad's bounds keep the value "
+                            "(float64 is not lowered; int64 only where tinygrad's bounds keep the value "
                             "within int32 or uint32, and in comparisons of 32-bit integers: docs/tinygrad.md §2)")
     return n
 

@@ -3,7 +3,7 @@
 tinygrad promotes a uint32 meeting a signed integer to int64 (`uint32 < int16`, `uint32 != int32`, `uint32 + int8`),
 so int64 values appear in programs that never asked for them. The SFPU has 32-bit lanes; the rule
 (docs/tinygrad.md §2):
-  * an int64/uint64 value whose bounds (tinygrad's symbolic `vmin`/`vmax`, from its operands' dtypes and constants)
+  * an int64 value whose bounds (tinygrad's symbolic `vmin`/`vmax`, from its operands' dtypes and constants)
     lie within int32 is computed as int32, else within uint32 as uint32: ADD/SUB/MUL/NEG/bitwise/SHL are exact modulo
     2**32, so their in-range result is exact from operands in either 32-bit dtype; the other ops (max, division, SHR,
     where, casts) take operands whose own bounds lie in the chosen dtype;
