@@ -33,6 +33,7 @@ from tinygrad.codegen.simplify import pm_load_collapse
 
 from tt_backend.lowering.dag import ValueDAG
 from tt_backend.lowering.index import OPS, IndexExpr, IndexTexts
+from tt_backend.lowering.int64 import narrow_int64
 from tt_backend.lowering.plan import DTYPE_SIZE, Buffer, Stream, lane_dtype
 from tt_backend.lowering.threefry import threefry2x32
 from tt_backend.chip.errors import UnsupportedOp
@@ -59,7 +60,8 @@ def dtype_name(dt: DType, what: str) -> str:
     if dt == dtypes.weakint: dt = dtypes.int32             # a weak int (an untyped index constant) is an int32 value
     if (n := DTYPE_NAME.get(dt)) is None:   # vectors never reach us: the AST is pre-upcast
         raise UnsupportedOp(f"dtype {dt} ({what}): the TT backend supports {', '.join(DTYPE_NAME.values())} "
-                            "(int64, uint64 and float64 are not lowered: compute in int32/float32)")
+                            "(float64 is not lowered; int64 only where tinygrad's bounds keep the value "
+                            "within int32 or uint32, and in comparisons of 32-bit integers: docs/tinygrad.md §2)")
     return n
 
 
@@ -629,6 +631,6 @@ def lower_ast(sink: UOp, name: str) -> LoweredKernel:
 
 def _lower_symbolic(sink: UOp, name: str, params: dict) -> LoweredKernel:
     """`sym`, then nested sums merged where that recomputes nothing (`nested_sums`), then the lowering proper."""
-    sink = graph_rewrite(sink, sym)
+    sink = narrow_int64(graph_rewrite(sink, sym))
     return _Lowerer(graph_rewrite(sink, nested_sums, ctx=output_ranges(sink)), name, params).lower()
 

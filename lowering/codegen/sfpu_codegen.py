@@ -141,6 +141,7 @@ class _Alloc:
         self.free_slots: list[int] = []
         self.base = base
         self.n_spill = 0                         # spill locations handed out
+        self.borrowed: dict[int, int] = {}       # reserved LReg lent to the current op -> where its value waits
 
     def next_use(self, vid: int, pos: int) -> int:
         return next((u for u in self.vals[vid].uses if u >= pos), 1 << 30)
@@ -152,14 +153,24 @@ class _Alloc:
         return {0: so.ZERO, 0x3F800000: so.ONE}.get(bits) if v.node.dtype in ("float32", "bfloat16") \
             else (so.ZERO if bits == 0 else None)
 
-    def take(self, pos: int, pinned: set[int]) -> int:
-        """A free LReg, spilling the live value with the furthest next use if none is free."""
+    def take(self, pos: int, pinned: set[int], borrow: bool = False) -> int:
+        """A free LReg, spilling the live value with the furthest next use if none is free. With `borrow` (an op's
+        temporaries) and every allocatable LReg pinned, a reserved LReg is saved to spill space and lent for the op
+        (`give_back` restores it): a reduction's accumulators leave too few LRegs for a division's sources,
+        destination and four temporaries."""
         for r in self.regs:
             if r not in self.owner and r not in pinned:
                 return r
         cands = [r for r in self.owner if r not in pinned]
+        if not cands and borrow:
+            lendable = [r for r in so.GP_REGS if r not in self.regs and r not in pinned and r not in self.borrowed]
+            if lendable:
+                r = lendable[0]
+                self.borrowed[r] = self.alloc_slot()
+                self.em.store(r, self.borrowed[r])
+                return r
         if not cands:
-            raise UnsupportedOp("SFPU lowering: an op needs more than 8 registers")
+            raise UnsupportedOp(f"SFPU lowering: an op needs more than {len(so.GP_REGS)} registers")
         r = max(cands, key=lambda r: self.next_use(self.owner[r], pos))
         v = self.vals[self.owner.pop(r)]
         v.reg = None
@@ -204,6 +215,13 @@ class _Alloc:
         v.reg = r
         self.owner[r] = vid
         return r
+
+    def give_back(self) -> None:
+        """Restore the reserved LRegs lent to the op just emitted."""
+        for r, slot in self.borrowed.items():
+            self.em.load(r, slot, so.LOAD_INT32)
+            self.free_slots.append(slot)
+        self.borrowed.clear()
 
     def release_if_dead(self, vid: int, pos: int) -> None:
         v = self.vals[vid]
@@ -369,12 +387,13 @@ def _emit(nodes: list[VNode], canon: dict[int, int], out: int, out_slot: int, po
         ntmp = max(seq.tmps, so.ROUND_TMPS if rnd else 0)
         tmps = []
         for _ in range(ntmp):
-            t = al.take(k, pinned)
+            t = al.take(k, pinned, borrow=True)
             tmps.append(t)
             pinned.add(t)
         seq.fn(em, d, regs, tmps, *(() if imm is None else (imm,)))
         if rnd:
             rnd(em, d, tmps)
+        al.give_back()
         for s in set(srcs):
             al.release_if_dead(s, k)
         if d in al.owner:                       # d took over a dying source's register

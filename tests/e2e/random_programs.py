@@ -17,7 +17,7 @@ Tensor ops on any device from the same numpy inputs (`inputs(program)`).
 Domains. The generator tracks, for every value, bounds on its elements (`lo`, `hi`), whether it is a multiple of a
 power of two (`grid`), and whether both devices must agree bit for bit (`unit == 0`). It keeps the reference defined:
   * log/log2/sqrt/rsqrt/reciprocal/pow take `|x| + 0.5` (a `pos` step) unless x is already >= 0.5; exp/exp2 clip their
-    argument to [-8, 8], sin/cos to [-100, 100]; float divisors are made positive the same way;
+    argument to [-8, 8], sin/cos to [-100, 100] ([-8, 8] on narrow floats, below); float divisors are made positive the same way;
   * no float value's bound exceeds 1e4 (a step that would is not taken), so nothing overflows float16 and no op
     amplifies a rounding difference by more than its bounded condition number;
   * integers: divisors are made nonzero (`where(b == 0, 1, b)`); int32 arithmetic never leaves int32 (C's signed
@@ -41,7 +41,9 @@ is float32-faithful (no TT_ERR_BUDGET), each SFPU op is within 2 float32 ulps, s
 (K ulps of the terms), and the bounded ranges keep amplification below ~16, so float32 gets 1e-4 (~1700 ulps) and
 bfloat16/float16 16 units of their rounding: the CPU device rounds every intermediate of an op tinygrad decomposes
 (sigmoid, pow, ...) to the narrow format where TT keeps float32 lanes, and exp amplifies such a rounding by |x|, so the
-arguments of exp-like ops on narrow floats are clipped to [-8, 8] (and pow's to |y ln x| <= 4.3).
+arguments of exp-like ops on narrow floats are clipped to [-8, 8] (and pow's to |y ln x| <= 4.3). So are sin's and
+cos's: one bfloat16 unit of an argument near 100 is 0.5, a different value of sin; the CPU device also drops the
+bfloat16 rounding of a fused matmul that TT keeps (seed 5197: sin of a clipped bfloat16 matmul).
 """
 from __future__ import annotations
 
@@ -350,7 +352,8 @@ class Gen:
             a, b = f(x.lo), f(x.hi)
             self.emit(op, [x], {}, min(a, b), max(a, b), None, u)
         elif op in ("sin", "cos"):
-            x = self.clipped(x, -100, 100)
+            lim = 100 if x.dtype == "float32" else 8     # a narrow rounding of x moves sin(x) by ~|x| units (doc)
+            x = self.clipped(x, -lim, lim)
             self.emit(op, [x], {}, -1, 1, None, u)
         elif op in ("tanh", "sigmoid", "gelu", "silu"):
             lim = 50 if x.dtype == "float32" else 8      # exp's condition number |x| (module doc)

@@ -44,7 +44,7 @@ def plans(fn, arrays) -> list:
 PROGRAMS = {
     # pooling and padded strided convolution gradients gather through pads and floor division/modulo of the ranges:
     # the reduction reader walks each output by nested loops with the invariant index terms hoisted ("red gather nested")
-    "max_pool2d": (lambda x: x.max_pool2d(kernel_size=(3, 3)), [(2, 2, 7, 9)], True),
+    "max_pool2d": (lambda x: x.max_pool2d(kernel_size=(3, 3)), [(2, 2, 7, 9)], False),
     "conv2d_stride2_pad1": (lambda x, w: x.conv2d(w, stride=2, padding=1), [(1, 2, 7, 7), (3, 2, 3, 3)], True),
     # the input gradient's two sums (output channels, window) are merged into one (frontend.merge_nested_sum)
     "conv2d_batch1": (lambda x, w: x.conv2d(w), [(1, 2, 6, 6), (3, 2, 3, 3)], False),
@@ -56,7 +56,7 @@ PROGRAMS = {
 
 
 # gradients read by the nested walk; max_pool2d's gradient sum has terms of either sign, so it accumulates compensated
-# (one more register per lane), which stages it, and its stages read by the affine walk
+# (one more register per lane): an op short of registers borrows it (sfpu_codegen `_Alloc.take`), no staging
 NESTED = {"conv2d_stride2_pad1", "conv2d_batch1", "cumprod"}
 
 

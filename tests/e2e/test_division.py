@@ -58,3 +58,14 @@ def test_shared_divisor_divides_exactly(serial_compile):
     fn = lambda x, y, z: x / y - z / y
     got, want = on("TT:emu", fn, a, b, np.roll(a, 7)), on("CPU", fn, a, b, np.roll(a, 7))
     assert (same(got, want) | same(got, flushed(want))).all()
+
+
+def test_division_inside_a_compensated_sum(serial_compile):
+    """rsqrt (a square root and a division) feeding a matmul's sum: the reduction holds two LRegs (accumulator and
+    compensation), so the division borrows one (lowering/codegen/sfpu_codegen.py `_Alloc.take`); random program 6040
+    was refused with "an op needs more than 8 registers". Against the CPU device within the sum's rounding."""
+    rng = np.random.default_rng(6040)
+    x, y = rng.uniform(-3, 3, (31, 2)).astype(np.float32), rng.uniform(-3, 3, (2, 31)).astype(np.float32)
+    fn = lambda u, v: (u.abs() + 0.5).rsqrt().T.matmul(v.T)
+    got, want = on("TT:emu", fn, x, y), on("CPU", fn, x, y)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)

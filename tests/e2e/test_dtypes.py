@@ -1,7 +1,8 @@
 """The narrow dtypes on Device TT against tinygrad's CPU device, bit for bit: int8/uint8/int16/uint16 (every value of
 the type) loaded, computed in int32 lanes, wrapped and stored back; float16 (every bit pattern widened, random and
 edge float32 values rounded); BITCAST float32 <-> int32; float constants in index expressions (interpolate); and
-int64/float64, which are declared unsupported (TTRenderer.supported_dtypes) and refused by name.
+int64/float64, which are declared unsupported (TTRenderer.supported_dtypes) and refused by name, except int64 values
+within 32 bits (tinygrad's promotion of uint32 meeting a signed integer: lowering/int64.py).
 
 Exactness: integer results and float16 results are compared bit for bit. NaN compares as NaN (the SFPU's NaN is the
 canonical quiet NaN, the CPU's may keep a payload); float16 denormals are float32 normals, so the SFPU's denormal flush
@@ -157,6 +158,32 @@ def test_64_bit_dtypes_are_declared_unsupported_and_refused():
     assert not {dtypes.int64, dtypes.uint64, dtypes.float64} & supported
     with pytest.raises(UnsupportedOp, match="double"):
         (Tensor.ones(4, dtype=dtypes.float64, device="TT") + 1).realize()
+
+
+U32_EDGES = np.array([0, 1, 5, 7, 2 ** 31 - 1, 2 ** 31, 2 ** 32 - 1, 40000, 3, 2 ** 31 + 5], np.uint32)
+I32_EDGES = np.array([-1, 0, 5, 8, 2 ** 31 - 1, -2 ** 31, -7, 40000, 3, 5], np.int32)
+
+
+@pytest.mark.parametrize("other", [np.int32, np.int16])
+def test_comparisons_promoted_to_int64_match_cpu(serial_compile, other):
+    """uint32 against a signed integer compares in int64 (tinygrad's promotion); TT decides it on the 32-bit values
+    (lowering/int64.py): every pair of edge values both ways, against the CPU device (random programs 5219, 5282)."""
+    a = np.repeat(U32_EDGES, len(I32_EDGES))
+    b = np.tile(I32_EDGES, len(U32_EDGES)).astype(other)
+    for fn in (lambda x, y: x < y, lambda x, y: y < x, lambda x, y: x == y, lambda x, y: x != y,
+               lambda x, y: (x <= y) & (y >= 0)):
+        assert (run("TT", fn, a, b) == run("CPU", fn, a, b)).all()
+
+
+def test_int64_values_within_int32_are_computed_in_int32(serial_compile):
+    """An int64 intermediate whose bounds tinygrad proves within int32 (uint8 * 3 - int16, widened on purpose) is
+    exact in int32 lanes; one that may leave 32 bits (uint32 + int32, an int64 result) is refused by the rule."""
+    rng = np.random.default_rng(64)
+    u8, i16 = rng.integers(0, 256, 300).astype(np.uint8), rng.integers(-2 ** 15, 2 ** 15, 300).astype(np.int16)
+    fn = lambda x, y: (x.cast(dtypes.int64) * 3 - y.cast(dtypes.int64)).maximum(-5).cast(dtypes.int32)
+    assert (run("TT", fn, u8, i16) == run("CPU", fn, u8, i16)).all()
+    with pytest.raises(UnsupportedOp, match="within int32"):
+        run("TT", lambda x, y: x + y, U32_EDGES, I32_EDGES)
 
 
 def test_measured_error_check_reads_narrow_buffers(serial_compile, monkeypatch):

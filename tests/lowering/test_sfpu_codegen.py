@@ -43,10 +43,14 @@ def check_hazards(body, spill_base):
             assert k - last_store > 4, k
 
 
-def run(prog, inputs) -> np.ndarray:
+def run(prog, inputs, kept: dict[int, int] | None = None) -> np.ndarray:
+    """The program's output row block; `kept`: LReg -> bits set before the run, which it must leave unchanged
+    (a reduction's accumulators, compile_sfpu `reserve`)."""
     check_hazards([decode(w) for w in prog.body], 64 * (prog.out_slot + 1))
     dst = Dst()
     sfpu = SFPU(dst)
+    for r, bits in (kept or {}).items():
+        sfpu.lreg[r] = bits
     for j, a in enumerate(inputs):
         dst.write_rows32(64 * j, np.asarray(a).view(np.uint32).reshape(64, 16))
     for w in prog.setup:
@@ -63,6 +67,8 @@ def run(prog, inputs) -> np.ndarray:
                 rwc += 2
         # every row step leaves the predication at the base state: all lanes enabled, empty flag stack
         assert sfpu.lane_flags.all() and sfpu.use_lane_flags.all() and sfpu.stack_depth == 0
+    for r, bits in (kept or {}).items():
+        assert (sfpu.lreg[r] == bits).all(), f"reserved LReg{r} changed"
     return dst.rows32[64 * prog.out_slot: 64 * prog.out_slot + 64].reshape(N).copy()
 
 
@@ -406,6 +412,18 @@ def test_division_fits_beside_a_reduction_accumulator():
     assert all(f.get(k, -1) != 7 for _, f in map(decode, prog.body) for k in ("lreg_dest", "lreg_ind"))
     with np.errstate(all="ignore"):
         assert_bits_equal(run(prog, [a, b]), a / b, "DIV beside an accumulator")
+
+
+def test_division_borrows_a_register_beside_two_accumulators():
+    """Two reserved LRegs (a reduction's accumulator pair) leave 6, one short of DIV's two sources, destination and
+    four temporaries: a reserved LReg is saved to Dst, lent to the op and restored (random program 6040)."""
+    a, b = (rand_normal_f32(np.random.default_rng(32 + k), specials=False) for k in range(2))
+    d = ValueDAG()
+    d.out = d.add("DIV", "float32", (d.add("LOAD", "float32", (), 0), d.add("LOAD", "float32", (), 1)))
+    prog = compile_sfpu(d, 2, "float32", reserve=(6, 7))
+    assert any(f.get("lreg_dest") in (6, 7) for _, f in map(decode, prog.body))      # it did borrow
+    with np.errstate(all="ignore"):
+        assert_bits_equal(run(prog, [a, b], kept={6: 0x3F800000, 7: 0xC0490FDB}), a / b, "DIV beside two accumulators")
 
 
 @pytest.mark.parametrize("c", [1 / 3e38, -2.0 ** -149, 1e-40])
