@@ -268,7 +268,8 @@ def fpu_launch(cyc: dict, n_out: int, n_red: int, side: str, cells: int, contigu
     from contiguous lines by whole lines, else slot by slot) after writing the ones tile and reading the input into
     its window (whole when it fits: l1.grow_window); the compute (`fpu_cycles`, its per-output-tile work spread over
     the k tiles) and the writer's scatter of each output tile's `cells` outputs run next to it, a pipeline over the
-    tiles."""
+    tiles. An input larger than l1.MAX_RESIDENT_WINDOW is priced as if it were read once (its window reloads are not
+    measured yet)."""
     tiles, kt = cyc["tiles"], cyc["tiles"] // cyc["groups"]
     per_slot = FPU_REDUCE_READ_PER_SLOT
     if not contiguous:
