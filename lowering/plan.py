@@ -119,6 +119,7 @@ class Plan(ABC):
     _: KW_ONLY
     ops: list[str] = field(default_factory=list)   # for reports
     l1: dict[str, int] = field(default_factory=dict)  # L1 region -> address (lowering.codegen.l1)
+    windows: dict[str, int] = field(default_factory=dict)   # staging window region -> bytes, where not STAGING_BYTES
     target: Target = field(default_factory=lambda: TARGETS["emu"])   # set by for_target
     placement: Report | None = None     # where the ops run and what that is predicted to cost
     cores: int = 1                      # Tensix tiles the kernel is split over (core_arg_words: one block each)

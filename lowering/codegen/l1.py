@@ -30,6 +30,25 @@ def place(sizes: dict[str, int]) -> dict[str, int] | None:
     return l1
 
 
+# A reduction's reader walks each output's reduce indices one output after the other (lowering/families/tile_streams.py,
+# templates/blocks/tilize.c.j2 `reduction`), so a gathered buffer larger than its staging window is reloaded whenever
+# the walk's strides span more than the window (a convolution gradient's second stage over its DRAM scratch: about
+# twice per output). Such a window grows to hold the whole buffer (read once, then addressed directly) while L1 has
+# room, up to this size.
+MAX_RESIDENT_WINDOW = 512 * 1024
+
+
+def grow_window(sizes: dict[str, int], name: str, nbytes: int) -> int | None:
+    """The size staging window `name` of `sizes` takes to hold a buffer of `nbytes` whole (its start aligned down to
+    64), when that is larger than the window, at most MAX_RESIDENT_WINDOW and fits L1 with the other regions; else
+    None. `sizes` is updated."""
+    want = aligned(nbytes + ALIGN)
+    if not sizes[name] < want <= MAX_RESIDENT_WINDOW or l1_bytes(sizes) + want - sizes[name] > CAPACITY:
+        return None
+    sizes[name] = want
+    return want
+
+
 def room(sizes: dict[str, int], more: int = 0) -> int:
     """Bytes left after the regions in `sizes`, less the alignment padding `more` further regions may need."""
     return CAPACITY - l1_bytes(sizes) - more * ALIGN

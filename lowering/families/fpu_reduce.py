@@ -53,7 +53,7 @@ import numpy as np
 from tt_backend.lowering.codegen import sfpu_ops as so
 from tt_backend.lowering.codegen.args_header import ArgsHeader
 from tt_backend.lowering.codegen.c_exprs import DRAM_LOAD, DRAM_STORE
-from tt_backend.lowering.codegen.l1 import STAGING_BYTES, l1_bytes, place
+from tt_backend.lowering.codegen.l1 import MAX_RESIDENT_WINDOW, STAGING_BYTES, grow_window, l1_bytes, place
 from tt_backend.lowering.codegen.lane_combine import lane_combine
 from tt_backend.lowering.codegen.mvmul import (ALU_FORMAT_MM, MVMUL_SLOTS, UNPACK_CFG_MM, UNPACK_CFG_MM_COMMON,
                                                matmul_words)
@@ -63,7 +63,9 @@ from tt_backend.lowering.codegen.tensix import PACK_CFG
 from tt_backend.lowering.codegen.words import hex_u32, word_u32
 from tt_backend.lowering.dag import ValueDAG, VNode
 from tt_backend.lowering.families.family import Candidate, Family, Kernel
-from tt_backend.lowering.families.sfpu_reduce import baseline, extract, reduce_cycles
+from tt_backend.lowering.families.mover_cost import (FPU_REDUCE_ONES, FPU_REDUCE_READ_PER_SLOT, group_write_cycles,
+                                                     pipeline, window_load_cycles)
+from tt_backend.lowering.families.sfpu_reduce import baseline, extract, launch_price, reduce_cycles
 from tt_backend.lowering.frontend import LoweredKernel
 from tt_backend.lowering.placement.choice import Choice, Split
 from tt_backend.lowering.placement.guarantee import acceptable, fpu_reduction_guarantee
@@ -167,6 +169,12 @@ class FpuReducePlan(Plan):
     @property
     def out_slot(self) -> int: return self.post.out_slot if self.post is not None else 0
 
+    def launch_cycles(self) -> dict | None:
+        if self.placement is None:
+            return None
+        return fpu_launch(self.placement.cycles, self.n_out, self.n_red, self.side, self.cells,
+                          bool(self.inputs[0].contiguous), self.buffers[self.inputs[0].buf].nbytes)
+
     def render(self) -> dict[str, str]:
         return render_fpu_reduce(self)
 
@@ -254,6 +262,28 @@ def fpu_cycles(n_out: int, n_red: int, src_format: str, phases: int, post: SfpuP
             "tiles": ot * kt, "groups": ot, "per_group": per_group, "kernel": ot * kt * (unpack + fpu) + ot * per_group}
 
 
+
+def fpu_launch(cyc: dict, n_out: int, n_red: int, side: str, cells: int, contiguous: bool, nbytes: int) -> dict:
+    """The whole launch on one core (mover_cost): the reader tilizes each tile (FPU_REDUCE_READ_PER_SLOT: data to SrcB
+    from contiguous lines by whole lines, else slot by slot) after writing the ones tile and reading the input into
+    its window (whole when it fits: l1.grow_window); the compute (`fpu_cycles`, its per-output-tile work spread over
+    the k tiles) and the writer's scatter of each output tile's `cells` outputs run next to it, a pipeline over the
+    tiles. An input larger than l1.MAX_RESIDENT_WINDOW is priced as if it were read once (its window reloads are not
+    measured yet)."""
+    tiles, kt = cyc["tiles"], cyc["tiles"] // cyc["groups"]
+    per_slot = FPU_REDUCE_READ_PER_SLOT
+    if not contiguous:
+        slots = per_slot["gather"] * tiles * TILE * TILE
+    elif side == "srca":
+        slots = per_slot["srca"] * tiles * TILE * TILE
+    else:                  # lines of 32 k of one output: n_out per k tile, full ones where K reaches past them
+        full, partial = n_out * (n_red // TILE), n_out * (n_red % TILE > 0)
+        slots = TILE * (per_slot["full line"] * full + per_slot["line"] * partial
+                        + per_slot["empty line"] * (tiles * TILE - full - partial))
+    fill = FPU_REDUCE_ONES + window_load_cycles(min(nbytes, MAX_RESIDENT_WINDOW))
+    return pipeline(tiles, slots / tiles, cyc["total"] + cyc["per_group"] / kt, group_write_cycles(cells) / kt, fill)
+
+
 def compile_post(spec: FpuReduceSpec) -> SfpuProgram | None:
     if spec.post.nodes[spec.post.out].op == "LOAD":
         return None                                    # the fp32 sum is the output
@@ -280,7 +310,11 @@ def plan_fpu_reduce(lk: LoweredKernel, spec: FpuReduceSpec, side: str, fidelity:
 
 def allocate_fpu_reduce_l1(plan: FpuReducePlan) -> FpuReducePlan:
     tb = 2048 if plan.src_format == "bf16" else 4096
-    sizes = {"cb_in": 2 * tb, "ones": tb, "cb_out": 2 * 4096, "stage_in": STAGING_BYTES, "stage_out": STAGING_BYTES}
+    sizes = {"cb_in": 2 * tb, "ones": tb, "cb_out": 2 * 4096, "stage_out": STAGING_BYTES, "stage_in": STAGING_BYTES}
+    # the reader's tiles walk 32 outputs' lines (or its gathers any order): a window that holds the input whole is
+    # read once (l1.grow_window)
+    size = grow_window(sizes, "stage_in", plan.buffers[plan.inputs[0].buf].nbytes)
+    plan.windows = {"stage_in": size} if size else {}
     l1 = place(sizes)
     if l1 is None:
         raise UnsupportedOp(f"{plan.name}: FPU reduction needs {l1_bytes(sizes)} bytes of L1")
@@ -370,15 +404,20 @@ def candidates(kernel: Kernel, spec: FpuReduceSpec) -> list[Candidate]:
             warnings.warn(f"{lk.name}: FPU reduction error model failed ({type(e).__name__}: {e})")
             pred = {}
     sfpu_cyc = reduce_cycles(sfpu_plan)["kernel"]
+    sfpu_launch = launch_price(sfpu_plan)
+    src = lk.stream(lk.inputs[0])
+    contiguous, nbytes = bool(src.contiguous), lk.buffers[src.buf].nbytes
     sfpu_err = pred.get("SFPU", (None, None))[0]
     rows = []
     for o in opts:
         cells = choose_cells(n_out, n_red, o[0])
         cyc = fpu_cycles(n_out, n_red, spec.src_format, FIDELITY_PHASES[o[1]], post, o[0], cells)
+        launch = fpu_launch(cyc, n_out, n_red, o[0], cells, contiguous, nbytes)["total"]
         err = pred.get(o, (None, None))
         g = fpu_reduction_guarantee("sum", spec.src_format, o[1], o[0])
         limit = SAFETY * budget if budget is not None else (None if sfpu_err is None else FAITHFUL_FACTOR * sfpu_err)
-        rows.append({"side": o[0], "fidelity": o[1], "cells": cells, "cycles": cyc, "predicted_error": err[0],
+        rows.append({"side": o[0], "fidelity": o[1], "cells": cells, "cycles": cyc, "launch_cycles": launch,
+                     "sfpu_launch_cycles": sfpu_launch, "predicted_error": err[0],
                      "predicted_max_rel": err[1], "bound_all_data": g.bound, "bound_reason": g.reason,
                      "acceptable": acceptable(g, err[0], limit, budget, placer.sampled)})
     _annotate(sfpu_plan.placement, rows, sfpu_err)
@@ -387,10 +426,10 @@ def candidates(kernel: Kernel, spec: FpuReduceSpec) -> list[Candidate]:
         def build() -> FpuReducePlan:
             pl = fpu_placement(lk, spec, sfpu_plan.placement, r, rows, post, sfpu_cyc, budget, sfpu_err, pinned)
             return plan_fpu_reduce(lk, spec, r["side"], r["fidelity"], placement=pl, cells=r["cells"])
-        return Candidate(NAME, f"FPU {r['side']} {r['fidelity']}", r["cycles"]["kernel"], r["predicted_error"],
+        return Candidate(NAME, f"FPU {r['side']} {r['fidelity']}", r["launch_cycles"], r["predicted_error"],
                          r["acceptable"], build, pinned)
     if pin is not None:
-        return [candidate(min([r for r in rows if r["acceptable"]] or rows[-1:], key=lambda r: r["cycles"]["kernel"]),
+        return [candidate(min([r for r in rows if r["acceptable"]] or rows[-1:], key=lambda r: r["launch_cycles"]),
                           True)]
     return [candidate(r, False) for r in rows]
 
@@ -457,7 +496,8 @@ def args_header(plan: FpuReducePlan) -> str:
              f"#define IN_BUF {plan.inputs[0].buf}u", f"#define OUT_BUF {plan.output.buf}u",
              f"#define IN_NBYTES {plan.buffers[plan.inputs[0].buf].nbytes}u",
              f"#define OUT_NBYTES {plan.buffers[plan.output.buf].nbytes}u",
-             f"#define STAGE_BYTES {STAGING_BYTES}u"]
+             f"#define STAGE_BYTES {STAGING_BYTES}u",
+             f"#define IN_STAGE_BYTES {plan.windows.get('stage_in', STAGING_BYTES)}u"]
     h.add(*lines).buffers(plan.buffers).l1(plan.l1)
     h.add(f"#define TT_N_RANGES {len(ranges)}", "static inline void tt_red_set(uint32_t *r, uint32_t o, uint32_t k)",
           "{")

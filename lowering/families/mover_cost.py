@@ -60,6 +60,35 @@ def tile_read_cycles(mode: str, tile_format: str, runs: dict | None = None) -> f
     return bulk + per_datum.get(mode, READ_PER_DATUM.get(mode, READ_PER_DATUM["gather"])) * TILE_ELEMS
 
 
+
+# --- reduction readers: per tile of the reduction layout, the reduce indices walked output by output -------------
+# A gathered buffer up to l1.MAX_RESIDENT_WINDOW is read into its staging window once (l1.grow_window: the launch's
+# fill, `window_load_cycles`) and then addressed directly. Measured brisc busy time per datum slot of a tile (fp32,
+# one core, TT_DUMP measured_cycles) with resident windows:
+#   * the SFPU reduction's affine walk ("red affine"): x.sum(1) 64x512 (every slot a datum) 13.6, x.sum(1) 40x70
+#     (55 % of the slots datums, the others pads) 10.0 -> 5.7 per slot + 7.9 per datum; the other modes keep the
+#     tile pipeline's per-datum figures (READ_PER_DATUM);
+#   * the FPU sum's tilizing reader (templates/blocks/tilize.c.j2 `reduction`): a 32-element line of the tile whose
+#     data goes to SrcB is two straight 16-element copies when it is full (5.6 per slot: x.sum(1) 64x512, 256x256)
+#     or zeros when it is past the outputs or K (2.5: 4096-long sum, one line per tile), else (a partial line, data
+#     to SrcA) slot by slot with the face index computed per element (15.5; SrcA 15.9: x.sum(1) 64x512 HiFi2);
+#     per-datum gathers (index math per slot) 30.2 (x.sum(0) 64x512), 25.4 (x.T.sum(1) 300x40, 59 % datums) -> 30.
+RED_WALK_PER_SLOT, RED_WALK_PER_DATUM = 5.7, 7.9
+FPU_REDUCE_READ_PER_SLOT = {"full line": 5.6, "empty line": 2.5, "line": 15.5, "srca": 15.9, "gather": 30.0}
+# the FPU sum's reader writes the ones tile first (1024 stores and the loop: about 3 per datum), before any tile
+FPU_REDUCE_ONES = 3 * TILE_ELEMS
+
+
+def window_load_cycles(nbytes: int) -> float:
+    """A staging window that holds its buffer whole, read once: one NoC read waited for."""
+    return NOC_ROUND_TRIP + nbytes / NOC_BYTES_PER_CYCLE
+
+
+def reduce_walk_cycles(valid_fraction: float) -> float:
+    """The SFPU reduction reader's affine walk over a resident buffer, per tile: `valid_fraction` of its slots are
+    datums, the others pads."""
+    return (RED_WALK_PER_SLOT + RED_WALK_PER_DATUM * valid_fraction) * TILE_ELEMS
+
 def tile_write_cycles(mode: str, tile_format: str) -> float:
     bulk = TILE_WRITE_FIXED + TILE_BYTES[tile_format] / NOC_BYTES_PER_CYCLE if mode.startswith("contiguous") else 0
     return bulk + WRITE_PER_DATUM.get(mode, WRITE_PER_DATUM["scatter"]) * TILE_ELEMS

@@ -51,7 +51,8 @@ and sibling reductions (no LReg left for COMP) accumulate plainly in fp32: |erro
 for K up to 65536 (tinygrad's CPU: up to 3.8e-7). MAX is exact (SFPSWAP orders like the float total order: -0 < +0,
 and a -NaN loses where the CPU's compare may keep it).
 
-Candidate: one, priced by `reduce_cycles` (the compensated sum's longer phase 1 included), acceptable under any budget
+Candidate: one, priced by its whole launch (`launch_price`: the readers by mover_cost next to `reduce_cycles`'
+compute, the compensated sum's longer phase 1 included), acceptable under any budget
 (the float32 reduction, the error above). A kernel that is a plain matmul (matmul_spec.match_matmul) is offered
 unpriced (math.inf), so it runs here only when neither matmul family can plan it: the cost model leaves out the
 reader, and this family's reader gathers every (m, n, k) product operand per datum, which the matmul readers do not.
@@ -70,7 +71,8 @@ from tt_backend.lowering.families.family import Candidate, Family, Kernel
 from tt_backend.lowering.families.matmul_spec import kernel_matmul
 from tt_backend.lowering.families.tile_plan import ReducePass, ReducePlan, TilePlan, allocate_l1
 from tt_backend.lowering.families.tile_render import render_tile_kernel
-from tt_backend.lowering.families.mover_cost import group_write_cycles, on_grid, pipeline, tile_read_cycles
+from tt_backend.lowering.families.mover_cost import (group_write_cycles, on_grid, pipeline, reduce_walk_cycles,
+                                                     tile_read_cycles, window_load_cycles)
 from tt_backend.lowering.families.tile_streams import reader_mode, stream_ctx
 from tt_backend.lowering.frontend import LoweredKernel
 from tt_backend.lowering.graph import live_nodes
@@ -126,18 +128,27 @@ class SfpuReducePlan(TilePlan):
 
     def launch_cycles(self, cores: int | None = None) -> dict | None:
         """The reduction's launch on `cores` cores (default: the plan's): per input tile the readers (mover_cost by
-        mode) next to the placement's compute (its per-group work spread over the group's tiles) and the writer's
-        per-group scatter, as a pipeline over the largest core's groups; DRAM bytes: the k-dependent inputs' tiles
-        and the outputs."""
+        mode; an affine walk over a resident buffer by the tile's share of datums, its window read once before the
+        first tile) next to the placement's compute (its per-group work spread over the group's tiles) and the
+        writer's per-group scatter, as a pipeline over the largest core's groups; DRAM bytes: the k-dependent inputs'
+        tiles and the outputs."""
         if self.placement is None or "total" not in self.placement.cycles:
             return None
         cores, rp, unit = self.cores if cores is None else cores, self.reduce, self.split_unit
         per_core = -(-rp.groups // cores) * unit
-        reads = [(c["mode"], s.tile_format, c["runs"]) for s, c in
-                 ((s, stream_ctx(self, s, j, rp)) for j, s in enumerate(self.inputs))]
+        valid = rp.n_out * rp.n_red * rp.passes / (self.n_tiles * TILE_ELEMS)
+        read, fill = 0.0, 0.0
+        for j, s in enumerate(self.inputs):
+            c = stream_ctx(self, s, j, rp)
+            if c["walk"] is not None and c["walk"]["resident"]:
+                read += reduce_walk_cycles(valid)
+            else:
+                read += tile_read_cycles(c["mode"], s.tile_format, c["runs"])
+            if f"stage_in{j}" in self.windows:
+                fill += window_load_cycles(self.buffers[s.buf].nbytes)
         cyc = self.placement.cycles
-        one = pipeline(per_core, sum(tile_read_cycles(*r) for r in reads), cyc["total"] + cyc["per_group"] / unit,
-                       group_write_cycles(rp.cells) / unit)
+        one = pipeline(per_core, read, cyc["total"] + cyc["per_group"] / unit, group_write_cycles(rp.cells) / unit,
+                       fill)
         dram = sum(DTYPE_SIZE[s.dtype] for s, dep in zip(self.inputs, rp.k_dep) if s.value is None and dep)
         out = on_grid(one, cores, per_core, self.n_tiles * TILE_ELEMS * dram + rp.n_out * DTYPE_SIZE[self.output.dtype])
         return {**out, "grid": "x".join(map(str, Grid().shape(cores)))}
@@ -675,13 +686,25 @@ def match(kernel: Kernel) -> LoweredKernel | None:
     return lk if any(n.op == "REDUCE" for n in lk.dag.nodes) else None
 
 
+def launch_price(plan: SfpuReducePlan) -> float:
+    """What the selector compares: the plan's whole launch on one core (readers, compute, writer: launch_cycles; the
+    core count is chosen after the family), or its compute alone without a placement; math.inf when its L1 does not
+    fit (the build then fails and says why)."""
+    try:
+        lc = allocate_l1(plan, resident_windows=True).launch_cycles(1)
+    except UnsupportedOp:
+        return math.inf
+    return lc["total"] if lc is not None else reduce_cycles(plan)["kernel"]
+
+
 def candidates(kernel: Kernel, lk: LoweredKernel) -> list[Candidate]:
-    """The SFPU reduction, acceptable under any budget; unpriced for a plain matmul (module docstring)."""
+    """The SFPU reduction, acceptable under any budget, priced by its whole launch (`launch_price`); unpriced for a
+    plain matmul (module docstring)."""
     if kernel.shared(kernel_matmul) is not None:
-        return [Candidate(NAME, "SFPU fp32", math.inf, None, True, lambda: allocate_l1(baseline(kernel)))]
+        return [Candidate(NAME, "SFPU fp32", math.inf, None, True, lambda: allocate_l1(baseline(kernel), resident_windows=True))]
     plan = baseline(kernel)
     err = plan.placement.predicted_error if plan.placement is not None else None
-    return [Candidate(NAME, "SFPU fp32", reduce_cycles(plan)["kernel"], err, True, lambda: allocate_l1(plan))]
+    return [Candidate(NAME, "SFPU fp32", launch_price(plan), err, True, lambda: allocate_l1(plan, resident_windows=True))]
 
 
 FAMILY = Family(NAME, match, candidates)

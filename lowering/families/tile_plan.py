@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from tt_backend.lowering.codegen.l1 import CAPACITY, STAGING_BYTES, l1_bytes, place
+from tt_backend.lowering.codegen.l1 import CAPACITY, STAGING_BYTES, grow_window, l1_bytes, place
 from tt_backend.lowering.families.mover_cost import split_ranges
 from tt_backend.lowering.plan import TILE_BYTES, Plan, SfpuProgram
 from tt_backend.chip.errors import UnsupportedOp
@@ -154,9 +154,15 @@ def index_load_buffers(plan: Plan) -> list[int]:
     return [k for k, b in enumerate(plan.buffers) if b.slot in slots]
 
 
-def allocate_l1(plan: TilePlan) -> TilePlan:
+def window_bytes(plan: Plan, name: str) -> int:
+    """The size of stream `name`'s (in<j>, out) staging window."""
+    return plan.windows.get(f"stage_{name}", STAGING_BYTES)
+
+
+def allocate_l1(plan: TilePlan, resident_windows: bool = False) -> TilePlan:
     """Place each stream's circular buffer (CB_DEPTH tiles) and, for gathered streams, a staging window; one more
-    window per buffer the gathers' indices load from."""
+    window per buffer the gathers' indices load from. `resident_windows` (the reduction layout's readers): a gathered
+    input buffer larger than its window gets a window that holds it whole while L1 has room (l1.grow_window)."""
     sizes = {}
     for name, s in [(f"in{j}", s) for j, s in enumerate(plan.inputs)] + [("out", plan.output)]:
         sizes[f"cb_{name}"] = CB_DEPTH * TILE_BYTES[s.tile_format]
@@ -164,6 +170,11 @@ def allocate_l1(plan: TilePlan) -> TilePlan:
             sizes[f"stage_{name}"] = STAGING_BYTES
     for k in index_load_buffers(plan):
         sizes[f"stage_ld{k}"] = STAGING_BYTES
+    plan.windows = {}
+    for j, s in enumerate(plan.inputs) if resident_windows else ():
+        name = f"stage_in{j}"
+        if name in sizes and s.value is None and (size := grow_window(sizes, name, plan.buffers[s.buf].nbytes)):
+            plan.windows[name] = size
     l1 = place(sizes)
     if l1 is None:
         raise UnsupportedOp(f"{plan.name}: {len(plan.inputs)} input streams need {l1_bytes(sizes)} bytes of L1, more "

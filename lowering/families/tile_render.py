@@ -11,7 +11,8 @@ from tt_backend.lowering.codegen.tensix import (FORMAT_CODE, PACK_CFG, UNPACK_CF
 from tt_backend.lowering.codegen.words import hex_u32, word_u32
 from tt_backend.lowering.codegen.l1 import STAGING_BYTES
 from tt_backend.lowering.codegen.replay import replay_issue
-from tt_backend.lowering.families.tile_plan import CB_DEPTH, READ_AHEAD, ReducePlan, TilePlan, index_load_buffers
+from tt_backend.lowering.families.tile_plan import (CB_DEPTH, READ_AHEAD, ReducePlan, TilePlan, index_load_buffers,
+                                                    window_bytes)
 from tt_backend.lowering.families.tile_streams import reduce_datums, reduce_next_k, stream_ctx
 from tt_backend.lowering.placement.choice import FpuOp
 from tt_backend.lowering.plan import DTYPE_SIZE, TILE_BYTES, TILE_ELEMS
@@ -29,7 +30,8 @@ def args_header(plan: TilePlan, generator: str, red: ReducePlan | None, datums: 
     for j, s in enumerate(plan.inputs):
         h.add(f"#define IN{j}_CB 0x{plan.l1[f'cb_in{j}']:X}u", f"#define IN{j}_TILE_BYTES {TILE_BYTES[s.tile_format]}u")
         if f"stage_in{j}" in plan.l1:
-            h.add(f"#define IN{j}_STAGE 0x{plan.l1[f'stage_in{j}']:X}u")
+            h.add(f"#define IN{j}_STAGE 0x{plan.l1[f'stage_in{j}']:X}u",
+                  f"#define IN{j}_STAGE_BYTES {window_bytes(plan, f'in{j}')}u")
     for k in index_load_buffers(plan):
         h.add(f"#define LD{k}_STAGE 0x{plan.l1[f'stage_ld{k}']:X}u")
     h.add(f"#define OUT_CB 0x{plan.l1['cb_out']:X}u", f"#define OUT_TILE_BYTES {TILE_BYTES[plan.output.tile_format]}u")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from tt_backend.lowering.codegen.c_exprs import DRAM_LOAD, DRAM_STORE, TILE_LOAD, TILE_STORE
 from tt_backend.lowering.codegen.l1 import STAGING_BYTES
-from tt_backend.lowering.families.tile_plan import ReducePlan, TilePlan
+from tt_backend.lowering.families.tile_plan import ReducePlan, TilePlan, window_bytes
 from tt_backend.lowering.index import render_c_nested
 from tt_backend.lowering.plan import DTYPE_SIZE, TILE_BYTES, TILE_ELEMS, TILE_NATIVE, Stream
 from tt_backend.chip.errors import UnsupportedOp
@@ -35,10 +35,11 @@ def stream_ctx(plan: TilePlan, s: Stream, j: int | None, red: ReducePlan | None 
     runs = _affine_runs(plan, s) if mode == "gather" and not plan.compact_reader else None
     if runs is not None:
         mode = runs["mode"]
-    walk = _reduce_walk(plan, s, red) if mode == "red gather" and not plan.compact_reader else None
+    window = window_bytes(plan, f"in{j}")
+    walk = _reduce_walk(plan, s, red, window) if mode == "red gather" and not plan.compact_reader else None
     if walk is not None:
         mode = "red affine"
-    nest = (_reduce_nest(plan, s, red) if mode in ("red gather", "red computed") and red.k_dep[j]
+    nest = (_reduce_nest(plan, s, red, window) if mode in ("red gather", "red computed") and red.k_dep[j]
             and not plan.compact_reader else None)
     if nest is not None:
         mode = f"{mode} nested"
@@ -151,7 +152,7 @@ def _affine_runs(plan: TilePlan, s: Stream) -> dict | None:
 # advances by the reduce ranges' coefficients with a carry chain; the datum each kk lands in comes from a table of the
 # layout (args.h tt_red_datums). A buffer that fits the staging window is read into it once and addressed directly.
 
-def _reduce_walk(plan: TilePlan, s: Stream, red: ReducePlan) -> dict | None:
+def _reduce_walk(plan: TilePlan, s: Stream, red: ReducePlan, window: int) -> dict | None:
     """The affine walk of a reduction-layout input stream, or None (per-datum gather: gated or not affine)."""
     ranges = list(plan.ranges)
     if s.coef is None or s.valid is not None or s.value is not None or len(s.coef) != len(ranges) + 1:
@@ -161,7 +162,7 @@ def _reduce_walk(plan: TilePlan, s: Stream, red: ReducePlan) -> dict | None:
     inner = [(f"q{i}", ranges[i], s.coef[i]) for i in reversed(range(n_out, len(ranges)))]
     return {"counters": [f"uint32_t q{i} = r[{i}];" for i in range(n_out, len(ranges))],
             "advance": carry_chain(inner, "e") or "(void)0;",
-            "resident": plan.buffers[s.buf].nbytes <= STAGING_BYTES - 64}   # whole after aligning down
+            "resident": plan.buffers[s.buf].nbytes <= window - 64}   # whole after aligning down
 
 
 # --- the reduction reader's nested walk ------------------------------------------------------------------------
@@ -173,7 +174,7 @@ def _reduce_walk(plan: TilePlan, s: Stream, red: ReducePlan) -> dict | None:
 # inner loop (modes "red gather nested", "red computed nested"). A buffer that fits the staging window is read once and addressed directly, its index checked against
 # its size. Indices read from a buffer keep the per-datum walk.
 
-def _reduce_nest(plan: TilePlan, s: Stream, red: ReducePlan) -> dict | None:
+def _reduce_nest(plan: TilePlan, s: Stream, red: ReducePlan, window: int) -> dict | None:
     """The nested walk of a reduction-layout input stream (above), or None (the per-datum carry-chain walk): a
     gathered stream's index and validity, or a computed stream's value (index math over the ranges: masks, aranges)."""
     if red.tiles_per_group != 1 or s.index_loads or (s.value is None and s.index is None):
@@ -187,7 +188,7 @@ def _reduce_nest(plan: TilePlan, s: Stream, red: ReducePlan) -> dict | None:
             "value": texts[0] if s.value is not None else None,
             "index": texts[0], "valid": texts[1] if len(texts) > 1 else "1",
             # a buffer that fits the staging window is read once and addressed directly (index checked < n_elems)
-            "resident": plan.buffers[s.buf].nbytes <= STAGING_BYTES - 64,
+            "resident": plan.buffers[s.buf].nbytes <= window - 64,
             "n_elems": plan.buffers[s.buf].nbytes // DTYPE_SIZE[s.dtype]}
 
 

@@ -16,7 +16,9 @@ from tinygrad import Tensor
 from tinygrad.uop.ops import Ops
 
 from tt_backend.lowering.families.sfpu_reduce import SfpuReducePlan
-from tt_backend.lowering.families.tile_streams import reader_mode, reduce_datums
+from tt_backend.lowering.codegen.l1 import STAGING_BYTES
+from tt_backend.lowering.families.tile_plan import window_bytes
+from tt_backend.lowering.families.tile_streams import reader_mode, reduce_datums, stream_ctx
 from tt_backend.lowering.select import lower
 
 rng = np.random.default_rng(3)
@@ -34,6 +36,8 @@ CASES = [
     ("sum_pad_two_axes", lambda x: x.pad(((1, 0), (0, 0), (2, 1))).permute(2, 0, 1).sum((1, 2)), (5, 7, 9),
      {"red gather nested"}, False),
     ("sum_pad_long", lambda x: x.pad(((0, 0), (2, 3))).T.sum(1), (1500, 4), {"red gather"}, False),   # K > 1024
+    # a 48 KB buffer walked with a 12 KB reduce stride: its window grows to hold it (tile_plan.allocate_l1)
+    ("sum_T_wide", lambda x: x.T.sum(1), (4, 3000), {"red affine"}, False),
     ("argmax_T", lambda x: x.T.argmax(1), (33, 21), {"red affine", "red computed"}, True),   # K = 33: two tiles
     ("argmax_T_short", lambda x: x.T.argmax(1), (20, 21), {"red affine", "red computed nested"}, True),
 ]
@@ -73,3 +77,13 @@ def test_matches_cpu(name, fn, shape, modes, exact, serial_compile):
         np.testing.assert_array_equal(got, ref, err_msg=name)
     else:
         np.testing.assert_allclose(got, ref, rtol=2e-6 * max(shape), atol=1e-6 * max(shape), err_msg=name)
+
+
+def test_window_holds_a_larger_buffer():
+    """A reduction reader's gathered buffer larger than the default staging window gets a window that holds it whole
+    (read once, addressed directly) while L1 has room; the window size reaches the reader through args.h."""
+    (plan,) = _plans(lambda x: x.T.sum(1), rng.standard_normal((4, 3000)).astype(np.float32))
+    nbytes = plan.buffers[plan.inputs[0].buf].nbytes
+    assert nbytes > STAGING_BYTES and window_bytes(plan, "in0") >= nbytes + 64
+    assert stream_ctx(plan, plan.inputs[0], 0, plan.reduce)["walk"]["resident"]
+    assert f"#define IN0_STAGE_BYTES {window_bytes(plan, 'in0')}u" in plan.render()["args.h"]

@@ -73,17 +73,20 @@ def test_match_plain_sums_only():
 # ------------------------------------------------------------------------------------------------ placement
 
 @pytest.mark.parametrize("name,fn,dt,expect", [
-    # (64 x 512).sum(1): bf16 data is exact in Src, fp32 data is truncated to tf32 (~2^-11 per element)
+    # (64 x 512).sum(1): bf16 data is exact in Src, fp32 data is truncated to tf32 (~2^-11 per element). Priced on
+    # whole launches: data in SrcA (HiFi2) is tilized slot by slot (~16 cycles each), dearer than the SFPU's reader
+    # (~14), data in SrcB by whole lines (~6), so only the SrcB options flip
     ("bf16 float().sum", lambda x: x.float().sum(1), dtypes.bfloat16,
-     {None: None, 1e-4: ("srca", "HiFi2"), 1e-3: ("srca", "HiFi2"), 1e-2: ("srcb", "LoFi")}),
+     {None: None, 1e-4: None, 1e-3: ("srcb", "HiFi3"), 1e-2: ("srcb", "LoFi")}),
     # (the SFPU sum of fp32 data is compensated and priced so: HiFi3 is cheaper than it and fits 1e-3)
     ("fp32 sum", lambda x: x.sum(1), dtypes.float32,
      {None: None, 1e-4: None, 1e-3: ("srcb", "HiFi3"), 1e-2: ("srcb", "LoFi")}),
     ("bf16 mean (bf16 out)", lambda x: x.mean(1), dtypes.bfloat16,
-     {None: None, 1e-3: ("srca", "HiFi2"), 1e-2: ("srcb", "LoFi")}),
+     {None: None, 1e-3: None, 1e-2: ("srcb", "LoFi")}),
 ], ids=lambda v: v if isinstance(v, str) else "")
 def test_budget_flips_the_sum_to_the_fpu(name, fn, dt, expect):
-    """TT_BUDGET_SAMPLED=1: the cheapest option whose error predicted on the samples fits the budget."""
+    """TT_BUDGET_SAMPLED=1: the option of the cheapest whole launch (readers included) among the SFPU reduction and
+    the FPU options whose error predicted on the samples fits the budget."""
     for budget, want in expect.items():
         p = plan_for(fn, (64, 512), dt, budget)
         got = (p.side, p.fidelity) if isinstance(p, fr.FpuReducePlan) else None
@@ -92,8 +95,9 @@ def test_budget_flips_the_sum_to_the_fpu(name, fn, dt, expect):
         if got is None:
             assert isinstance(p, SfpuReducePlan) and all(n["engine"] == "SFPU" for n in pl.nodes)
             continue
-        assert pl.predicted_error <= SAFETY * budget and pl.cycles["kernel"] < pl.sfpu_cycles_all
         red = [n for n in pl.nodes if n["op"] == "REDUCE"]
+        opt = [o for o in red[0]["fpu_options"] if (o["side"], o["fidelity"]) == want][0]
+        assert pl.predicted_error <= SAFETY * budget and opt["launch_cycles"] < opt["sfpu_launch_cycles"]
         assert red and red[0]["engine"] == "FPU" and red[0]["fidelity"] == want[1] and red[0]["instruction"] == "MVMUL"
         assert {o["fidelity"] for o in red[0]["fpu_options"]} == {"LoFi", "HiFi2", "HiFi3"}
 
@@ -119,12 +123,14 @@ def test_no_fpu_sum_without_a_bound_for_all_data(fn, dt):
 
 
 def test_fp32_needs_a_looser_budget_than_bf16():
-    """The same (4, 8, 16, 32).sum(3): bf16 data (x.float().sum) is exact in Src and flips at 1e-4; fp32 data is
-    truncated to tf32 (~2^-11 per element): at 1e-4 nothing fits, at 1e-3 only options that cost more than the
-    SFPU (HiFi3) or sit at the edge (HiFi2 ~8e-4), at 1e-2 LoFi."""
+    """The same (4, 8, 16, 32).sum(3): bf16 data (x.float().sum) is exact in Src and has an acceptable option at
+    1e-4 (HiFi2, data in SrcA: its reader makes it dearer than the SFPU, which stays); fp32 data is truncated to tf32
+    (~2^-11 per element): at 1e-4 nothing fits, at 1e-3 HiFi3 (HiFi2 sits at the edge, ~8e-4), at 1e-2 LoFi."""
     shape, fp32, fsum = (4, 8, 16, 32), (lambda x: x.sum(3)), (lambda x: x.float().sum(3))
-    assert isinstance(plan_for(fsum, shape, dtypes.bfloat16, 1e-4), fr.FpuReducePlan)
-    assert isinstance(plan_for(fp32, shape, dtypes.float32, 1e-4), SfpuReducePlan)
+    p = plan_for(fsum, shape, dtypes.bfloat16, 1e-4)
+    assert any(o["acceptable"] for o in p.placement.fpu_options)
+    p = plan_for(fp32, shape, dtypes.float32, 1e-4)
+    assert isinstance(p, SfpuReducePlan) and not any(o["acceptable"] for o in p.placement.fpu_options)
     p = plan_for(fp32, shape, dtypes.float32, 1e-3)
     assert isinstance(p, SfpuReducePlan) or p.placement.predicted_error <= 8e-4
     opts = {o["fidelity"]: o for o in p.placement.fpu_options}
@@ -135,15 +141,17 @@ def test_fp32_needs_a_looser_budget_than_bf16():
 
 def test_few_outputs_per_tile():
     """Fewer than 32 outputs: with the data in SrcA a tile holds `cells` (8, 4, 2, 1) outputs of 32 // cells columns
-    each, and the SFPU adds the column partials after the k tiles. (4, 2048) bf16 x.float().sum(1) flips at 1e-3
-    with 4 outputs per tile; a bf16 x.sum() of 1024 elements (1 output: 32 column partials) too, since the SFPU's
-    sum of terms of either sign is compensated; TT_PLACE pins either engine and the FPU fidelity."""
-    p = plan_for(lambda x: x.float().sum(1), (4, 2048), dtypes.bfloat16, 1e-3)
+    each, and the SFPU adds the column partials after the k tiles: (4, 2048) bf16 x.float().sum(1) at HiFi2 with 4
+    outputs per tile. Unpinned, a bf16 x.sum() of 1024 elements stays on the SFPU: the FPU's reader tilizes a SrcA
+    tile slot by slot, slower than the whole SFPU launch; TT_PLACE pins either engine and the FPU fidelity."""
+    p = plan_for(lambda x: x.float().sum(1), (4, 2048), dtypes.bfloat16, 1e-3, "REDUCE=FPU:HiFi2")
     assert isinstance(p, fr.FpuReducePlan) and (p.side, p.fidelity, p.cells, p.tiles) == ("srca", "HiFi2", 4, (1, 8))
     assert [fr.choose_cells(n, k, "srca") for n, k in ((64, 512), (12, 100), (2, 700), (1, 3000))] == [32, 8, 2, 1]
     assert fr.choose_cells(1, 3000, "srcb") == 32
     fn = lambda x: x.sum()
-    assert isinstance(plan_for(fn, (1024,), dtypes.bfloat16, 1e-2), fr.FpuReducePlan)
+    p = plan_for(fn, (1024,), dtypes.bfloat16, 1e-2)
+    assert isinstance(p, SfpuReducePlan) and all(o["launch_cycles"] > o["sfpu_launch_cycles"]
+                                                 for o in p.placement.fpu_options if o["acceptable"])
     p = plan_for(fn, (1024,), dtypes.bfloat16, 1e-2, "REDUCE=FPU")
     assert isinstance(p, fr.FpuReducePlan) and [n["pinned"] for n in p.placement.nodes if n["op"] == "REDUCE"] == [True]
     p = plan_for(fn, (1024,), dtypes.bfloat16, 1e-2, "REDUCE=FPU:HiFi3")
@@ -261,9 +269,10 @@ def test_unpinned_flip_meets_its_budget(tt_env, fn_name, shape, axis, dt, kind, 
     # some draws bf16 mean(0) measures 1.06e-3 against its 1e-3 budget (the promise is statistical, not a bound)
     x = np.random.default_rng(70).standard_normal(shape).astype(np.float32)
     got, ref = run_sum(x, axis, dt, kind)
-    assert len(plans) == 1, fn_name
     err = rel_l2(got, ref)
-    assert err <= budget and plans[0].placement.predicted_error <= SAFETY * budget, (fn_name, err)
+    assert len(plans) <= 1 and err <= budget, (fn_name, err)
+    # where an FPU option's launch is priced below the SFPU's it runs (plans records it) within its prediction
+    assert all(p.placement.predicted_error <= SAFETY * budget for p in plans), fn_name
     tt_env(None)                     # default (float32-faithful): the SFPU, tighter
     got0, _ = run_sum(x, axis, dt, kind)
     assert not plans and rel_l2(got0, ref) <= max(1e-6, err)
@@ -303,25 +312,34 @@ def test_post_ops_run_on_the_sfpu_after_the_fpu_sum(tt_env):
 
 @pytest.mark.needs_cc
 def test_report_shows_the_fpu(tt_env, tmp_path, monkeypatch):
+    """Under a budget the FPU options are priced against the SFPU reduction on whole launches (readers included) and
+    the report records them; the engine the selector keeps is the faster one on the emulator, not only in the model.
+    (x.sum(1) over 64x512: the SFPU's reader walks a resident window at ~14 cycles per datum, the FPU's tilizing
+    reader ~15, so the SFPU wins once the readers are priced.)"""
     import json
     monkeypatch.setenv("TT_CHECK", "1")
     monkeypatch.setenv("TT_CORES", "1")      # the engines compared on one core (the SFPU reduction would split)
     x = rng.standard_normal((64, 512)).astype(np.float32)
 
-    def run(budget, sub):
+    def run(budget, sub, pin=None):
         monkeypatch.setenv("TT_DUMP", str(tmp_path / sub))
-        tt_env(budget)
+        tt_env(budget, pin)
         Tensor(x, device="TT").sum(1).numpy()
         reps = [json.loads(p.read_text()) for p in (tmp_path / sub).glob("*/report.json")]
         return [r for r in reps if any(n["op"] == "REDUCE" for n in r["nodes"])][0]
-    rep, rep0 = run(1e-2, "budget"), run(None, "default")
+    rep, fpu = run(1e-2, "budget"), run(1e-2, "fpu", "REDUCE=FPU:LoFi")
     red = [n for n in rep["nodes"] if n["op"] == "REDUCE"][0]
-    assert red["engine"] == "FPU" and red["fidelity"] == "LoFi" and red["formats"]["srcb"] == "tf32"
-    assert rep["predicted_cycles"] < rep["all_sfpu_cycles"] and rep["budget"] == 1e-2
-    assert all(n["engine"] == "SFPU" for n in rep0["nodes"])
-    assert rep["emulated_cycles"] < rep0["emulated_cycles"]      # faster on the emulator, not only in the model
-    assert rep["measured_error"] <= 1e-2 and rep["predicted_error"] <= 8e-3
-    assert rep["placement"][0]["engine"] == "FPU"
+    opts = red["fpu_options"]
+    assert [o["fidelity"] for o in opts] == ["LoFi", "HiFi2", "HiFi3"] and opts[0]["acceptable"]
+    sfpu_launch, fpu_launch = opts[0]["sfpu_launch_cycles"], min(o["launch_cycles"] for o in opts if o["acceptable"])
+    chosen, other = (rep, fpu) if red["engine"] == "SFPU" else (fpu, rep)
+    assert red["engine"] == ("SFPU" if sfpu_launch <= fpu_launch else "FPU")
+    assert chosen["emulated_cycles"] <= other["emulated_cycles"]      # the model's pick is faster on the emulator
+    assert abs(rep["predicted_launch_cycles"]["total"] / rep["emulated_cycles"] - 1) <= 0.25
+    fred = [n for n in fpu["nodes"] if n["op"] == "REDUCE"][0]
+    assert fred["engine"] == "FPU" and fred["fidelity"] == "LoFi" and fred["formats"]["srcb"] == "tf32"
+    assert fpu["measured_error"] <= 1e-2 and fpu["predicted_error"] <= 8e-3 and fpu["placement"][0]["engine"] == "FPU"
+    assert abs(fpu["predicted_launch_cycles"]["total"] / fpu["emulated_cycles"] - 1) <= 0.25
 
 
 @pytest.mark.needs_cc
