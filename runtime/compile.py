@@ -35,7 +35,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import jinja2
 from elftools.elf.constants import SH_FLAGS
 from elftools.elf.elffile import ELFFile
 
@@ -43,6 +42,7 @@ from tt_backend.chip import isa, layout
 from tt_backend.chip.errors import CompilerNotFound, KernelTooLarge, TTError, TTWarning
 from tt_backend.runtime.driver import load_elf_segments
 from tt_backend.templates import DEVICE_LIB_DIR, TEMPLATE_DIR
+from tt_backend.templates.environment import cache_dir, environment
 
 CORE_DEFINES = {"trisc0": ["-DTRISC_UNPACK"], "trisc1": ["-DTRISC_MATH"], "trisc2": ["-DTRISC_PACK"]}
 COMMON_FLAGS = ["-march=rv32im", "-mabi=ilp32", "-nostdlib", "-ffreestanding", "-O2", "-std=c99",
@@ -116,10 +116,6 @@ def compiler() -> Compiler:
     return _compiler
 
 
-def cache_dir() -> Path:
-    return Path(os.environ.get("TT_CACHE_DIR") or Path.home() / ".cache" / "tt_backend")
-
-
 # --- cache entries ---------------------------------------------------------------------------------------------------
 ENTRY_FORMAT = "elf+trailer v1"            # part of every key: entries of an older layout are never looked up
 TRAILER = struct.Struct("<8sQ32s")         # magic, ELF length, SHA-256 of the ELF
@@ -127,6 +123,7 @@ TRAILER_MAGIC = b"TTCACHE1"
 ENTRY_NAME = re.compile(r"[0-9a-f]{64}\.elf")
 # leftovers of interrupted writes: ours, and those of the layout before entries had a trailer
 TEMP_NAME = re.compile(r"(\.[0-9a-f]{64}\..*\.tmp|[0-9a-f]{64}\.elf\.tmp\d+)")
+TEMPLATE_NAME = re.compile(r"\.?[0-9a-f]{40}\.(jinja|.*\.tmp)")    # a compiled template, or one being written
 _unusable_warned = False                   # a cache that cannot be read or written: one warning per process
 
 
@@ -201,13 +198,13 @@ def cache_info(cdir: Path | None = None) -> dict:
 
 
 def clear_cache(cdir: Path | None = None) -> int:
-    """Remove the cache's entries and leftover temporary files (nothing else: TT_CACHE_DIR may name a directory that
-    holds other files). Returns how many files went."""
+    """Remove the cache's entries, the compiled templates (templates/environment.py) and leftover temporary files
+    (nothing else: TT_CACHE_DIR may name a directory that holds other files). Returns how many files went."""
     cdir = cdir or cache_dir()
     if not cdir.is_dir(): return 0
     n = 0
     for p in cdir.iterdir():
-        if ENTRY_NAME.fullmatch(p.name) or TEMP_NAME.fullmatch(p.name):
+        if ENTRY_NAME.fullmatch(p.name) or TEMP_NAME.fullmatch(p.name) or TEMPLATE_NAME.fullmatch(p.name):
             with contextlib.suppress(FileNotFoundError):
                 p.unlink()
                 n += 1
@@ -230,7 +227,7 @@ def _flags(c: Compiler, core: str) -> list[str]:
         f"-DTT_STATUS_ADDR=0x{status:X}", f"-DTT_GEN_ADDR=0x{layout.LAUNCH_GENERATION:X}", *CORE_DEFINES.get(core, [])]
 
 
-_ld_env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATE_DIR)), undefined=jinja2.StrictUndefined)
+_ld_env = environment()
 
 
 def _linker_script(core: str) -> str:
