@@ -6,8 +6,8 @@ layout.IMAGE_SLOT with crt0.S and the device library (templates/device/*.h); the
 build (compiler identity, flags, sources, headers, library, crt0, linker script) as the compiler sees it: comments
 and the args.h definitions a core cannot reach are left out, so kernels differing only there (other names, other
 sizes that travel as runtime arguments) share images. The cache lives under $TT_CACHE_DIR or ~/.cache/tt_backend.
-crt0 and the device library's functions (templates/device/*.c) are compiled once per process and linked as objects;
-the cores are built in parallel, at most one compiler process per CPU.
+crt0 and the device library's functions (templates/device/*.c) are compiled once per compiler (kept in memory and in
+the cache) and linked as objects; the cores are built in parallel, at most one compiler process per CPU.
 
 The cache heals and never blocks a build: an entry is `<key>.elf`, the ELF followed by a trailer (magic, length,
 SHA-256 of the ELF; tools that read ELF files ignore trailing bytes). An entry whose trailer does not match (truncated,
@@ -361,8 +361,8 @@ def reachable_args(args_h: str, roots: list[frozenset[str]]) -> str:
 STATS = {"compiled": 0, "cache_hits": 0, "crt0_reused": 0}
 COMPILE_TIMEOUT_S = 300          # one core's compile: a hung compiler fails the kernel instead of the whole program
 
-# Objects every image links, built once per compiler, flags and source in this process, then linked instead of
-# compiled again:
+# Objects every image links, built once per compiler, flags and source (kept in this process and in the disk cache,
+# so a new process finds them there), then linked instead of compiled again:
 #   * crt0.S per core (its defines are the core's): the preprocess + assemble of every core's build.
 #   * the device library's functions (templates/device/*.c), with the flags common to all cores: each core's compile
 #     used to carry them as part of its translation unit (measured: 5-10 ms of a 25-40 ms cc1 per core).
@@ -403,6 +403,21 @@ def _run_jobs(jobs: list[_Job], timings: dict[str, float] | None) -> list[str]:
         return [e for e in pool.map(run, jobs) if e is not None]
 
 
+_QUOTED_INCLUDE = re.compile(r'^\s*#\s*include\s*"', re.M)
+
+
+def _object_key(key: tuple) -> str:
+    """An object's disk-cache key: compiler, flags, file name and source (crt0.S and the library's .c files include
+    only the compiler's own headers, so nothing else reaches the object)."""
+    if _QUOTED_INCLUDE.search(key[3]):
+        raise ValueError(f"{key[2]} includes a project header: its text would have to be part of the object's key")
+    h = hashlib.sha256()
+    for part in [ENTRY_FORMAT, "object", key[0], " ".join(key[1]), *key[2:]]:
+        h.update(part.encode())
+        h.update(b"\0\1")
+    return h.hexdigest()
+
+
 def _link_objects(c: Compiler, cores: list[str], lib: dict[str, str], d: Path,
                   timings: dict[str, float] | None) -> tuple[dict[str, list[Path]], list[str]]:
     """({core: the objects its image links before the kernel, in `d`}, failed builds' logs): crt0 (the core's) and
@@ -410,10 +425,13 @@ def _link_objects(c: Compiler, cores: list[str], lib: dict[str, str], d: Path,
     per_core = {core: ([(f"crt0_{core}.o", "crt0.S", tuple(_flags(c, core)))] if REUSE_CRT0 else [])
                 + [(f"{Path(f).stem}.o", f, tuple(_common_flags(c))) for f in sorted(lib) if f.endswith(".c")]
                 for core in cores}
-    jobs, keys = [], {}
+    jobs, keys, cdir = [], {}, cache_dir()
     for oname, src, flags in dict.fromkeys(o for objs in per_core.values() for o in objs):
         keys[oname] = key = (c.describe(), flags, src, lib[src])
-        if (obj := _objects.get(key)) is not None:
+        obj = _objects.get(key)
+        if obj is None and (obj := read_entry(cdir / f"{_object_key(key)}.elf")) is not None:
+            _objects[key] = obj
+        if obj is not None:
             (d / oname).write_bytes(obj)
             STATS["crt0_reused"] += src == "crt0.S"
         else:
@@ -421,7 +439,8 @@ def _link_objects(c: Compiler, cores: list[str], lib: dict[str, str], d: Path,
     if errors := _run_jobs(jobs, timings):
         return {}, errors
     for job in jobs:
-        _objects[keys[job.label]] = job.output.read_bytes()
+        _objects[keys[job.label]] = obj = job.output.read_bytes()
+        write_entry(cdir, _object_key(keys[job.label]), obj)
     return {core: [d / oname for oname, _, _ in objs] for core, objs in per_core.items()}, []
 
 

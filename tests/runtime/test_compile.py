@@ -177,6 +177,7 @@ def test_device_library_is_compiled_once_and_linked_from_its_object(tmp_path, mo
     memset/memcpy once, byte for byte the object's code, right after crt0."""
     monkeypatch.setattr(C, "_objects", {})
     first, second = {}, {}
+    monkeypatch.setenv("TT_CACHE_DIR", str(tmp_path / "first"))       # no object from an earlier build on disk
     C.compile_kernel(*split(plan_add(3000).render()), "first", timings=first)
     monkeypatch.setenv("TT_CACHE_DIR", str(tmp_path / "second"))      # an empty cache: all five cores are built
     elfs = C.compile_kernel(*split(plan_add(2000).render()), "second", timings=second)
@@ -190,6 +191,24 @@ def test_device_library_is_compiled_once_and_linked_from_its_object(tmp_path, mo
         at = syms["memset"] - text["sh_addr"]
         assert text.data()[at:at + len(code)] == code and min(syms["memset"], syms["memcpy"]) == syms["memset"], core
         assert syms["_start"] < syms["memset"] < syms["kmain"], core
+
+
+@pytest.mark.needs_cc
+def test_a_new_process_links_the_library_objects_from_the_disk_cache(tmp_path, monkeypatch):
+    """crt0 and the device library's objects go to the cache with the images: a process that has built none finds
+    them there (no compiler process for them) and links the same images as the process that compiled them."""
+    monkeypatch.setenv("TT_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(C, "_objects", {})
+    sources, headers = split(plan_add(3000).render())
+    first, second = {}, {}
+    built = C.compile_kernel(sources, headers, "first", timings=first)
+    assert {"tt_libc.o", "crt0_brisc.o"} <= set(first)
+    monkeypatch.setattr(C, "_objects", {})                              # a new process
+    for p in (tmp_path / "cache").iterdir():                            # the images go, the objects stay
+        if p.suffix == ".elf" and ELFFile(io.BytesIO(C.entry_elf(p.read_bytes()))).header.e_type == "ET_EXEC":
+            p.unlink()
+    again = C.compile_kernel(sources, headers, "again", timings=second)
+    assert set(second) == set(layout.CORES) and again == built
 
 
 def test_key_ignores_comments_and_unreached_args():
