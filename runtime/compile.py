@@ -444,9 +444,78 @@ def _link_objects(c: Compiler, cores: list[str], lib: dict[str, str], d: Path,
     return {core: [d / oname for oname, _, _ in objs] for core, objs in per_core.items()}, []
 
 
+# The compute source is one text for the three TRISCs, its parts selected by `#if defined(TRISC_UNPACK)` ... `#elif
+# defined(TRISC_PACK)`. What the compiler sees of it for one TRISC is that TRISC's part only, so the key keeps that
+# part: elementwise kernels that differ only in their math share their unpack and pack images (two of five ELFs).
+# Decided here only for conditionals that test nothing but the TRISC defines of the command line (every condition of
+# the #if/#elif chain is `defined(X)`, `defined X`, `#ifdef X` or `#ifndef X` for such an X); any other conditional
+# is kept as written. Dropped lines leave nothing, so the kept text's line numbers differ from the file's: a text
+# that could observe them (__LINE__) or redefine a TRISC define is kept whole.
+TRISC_DEFINES = frozenset(f[2:] for flags in CORE_DEFINES.values() for f in flags)
+_DIRECTIVE = re.compile(r"\s*#\s*(if|ifdef|ifndef|elif|else|endif)\b(.*)")
+_DEFINED = re.compile(r"!?\s*defined\s*(?:\(\s*(\w+)\s*\)|(\w+))")
+
+
+def _condition(kind: str, expr: str, defines: frozenset[str]) -> bool | None:
+    """The value of one #if/#ifdef/#ifndef/#elif condition when it tests a TRISC define alone, else None."""
+    expr = expr.strip()
+    if kind in ("ifdef", "ifndef"):
+        return (expr in defines) == (kind == "ifdef") if expr in TRISC_DEFINES else None
+    m = _DEFINED.fullmatch(expr)
+    name = m and (m.group(1) or m.group(2))
+    return (name in defines) != expr.startswith("!") if name in TRISC_DEFINES else None
+
+
+def core_view(source: str, core: str) -> str:
+    """`source` (comments removed) as the compiler sees it for `core`: the branches of TRISC-define conditionals
+    that the core's defines do not take are dropped (see TRISC_DEFINES)."""
+    if "__LINE__" in source or re.search(r"#\s*(define|undef)\s+TRISC_", source):
+        return source
+    defines = frozenset(f[2:] for f in CORE_DEFINES.get(core, []))
+    lines = source.split("\n")
+    # each conditional chain: decided (all its conditions are TRISC tests) or not, found before emitting
+    chains, stack = {}, []                      # line of the #if -> [line of each directive of its chain]
+    for k, line in enumerate(lines):
+        m = _DIRECTIVE.match(line)
+        if not m: continue
+        if m.group(1) in ("if", "ifdef", "ifndef"):
+            stack.append(k)
+            chains[k] = [k]
+        elif stack:
+            chains[stack[-1]].append(k)
+            if m.group(1) == "endif": stack.pop()
+    if stack: return source                     # unbalanced: the compiler will say so; keep the text whole
+    decided, branch_of = {}, {}                 # directive line -> (taken?) for the chains fully decided
+    for chain in chains.values():
+        values = [_condition(*_DIRECTIVE.match(lines[k]).groups(), defines) for k in chain[:-1]
+                  if _DIRECTIVE.match(lines[k]).group(1) != "else"]
+        if any(v is None for v in values): continue
+        taken = False
+        for k in chain[:-1]:
+            kind, expr = _DIRECTIVE.match(lines[k]).groups()
+            v = (not taken) if kind == "else" else (not taken and _condition(kind, expr, defines))
+            taken |= v
+            decided[k] = v
+        decided[chain[-1]] = True               # after #endif: the enclosing text again
+        branch_of.update(dict.fromkeys(chain))
+    out, active = [], [True]                    # active: the current decided branch (and all enclosing ones) taken
+    for k, line in enumerate(lines):
+        if k in branch_of:
+            kind = _DIRECTIVE.match(line).group(1)
+            if kind in ("if", "ifdef", "ifndef"):
+                active.append(active[-1] and decided[k])
+            elif kind == "endif":
+                active.pop()
+            else:
+                active[-1] = active[-2] and decided[k]
+        elif active[-1]:
+            out.append(line)
+    return "\n".join(out)
+
+
 def _key(c: Compiler, core: str, source: str, headers: dict[str, str], lib: dict[str, str], ld: str) -> str:
-    """The image's content key: everything the compiler sees of it (see `reachable_args`)."""
-    source = without_comments(source)
+    """The image's content key: everything the compiler sees of it (see `core_view`, `reachable_args`)."""
+    source = core_view(without_comments(source), core)
     fixed = {k: v for k, v in headers.items() if k != "args.h"}
     if "args.h" in headers:
         roots = [_names(source), *(_names(t) for t in [*fixed.values(), *lib.values()])]

@@ -211,6 +211,66 @@ def test_a_new_process_links_the_library_objects_from_the_disk_cache(tmp_path, m
     assert set(second) == set(layout.CORES) and again == built
 
 
+CHAINS = """top
+#if defined(TRISC_UNPACK)
+unpack
+#if N > 1
+unpack loop
+#endif
+#elif defined TRISC_MATH
+math
+#else
+other
+#endif
+#ifndef TRISC_PACK
+not pack
+#endif
+#if N > 1
+#ifdef TRISC_MATH
+math loop
+#endif
+#elif defined(TRISC_PACK)
+pack or N <= 1
+#endif
+end"""
+
+
+def test_core_view_keeps_what_the_core_compiles():
+    """A chain testing only TRISC defines keeps the core's branch; one testing anything else stays as written, the
+    TRISC chains inside it decided."""
+    view = {core: C.core_view(CHAINS, core).split("\n") for core in ("trisc0", "trisc1", "trisc2", "brisc")}
+    opaque = ["#if N > 1", "#elif defined(TRISC_PACK)", "pack or N <= 1", "#endif"]
+    assert view["trisc0"] == ["top", "unpack", "#if N > 1", "unpack loop", "#endif", "not pack", *opaque, "end"]
+    assert view["trisc1"] == ["top", "math", "not pack", "#if N > 1", "math loop", *opaque[1:], "end"]
+    assert view["trisc2"] == ["top", "other", *opaque, "end"]
+    assert view["brisc"] == ["top", "other", "not pack", *opaque, "end"]
+    for whole in (CHAINS + "\nint line = __LINE__;", "#define TRISC_MATH\n" + CHAINS, CHAINS + "\n#if X"):
+        assert C.core_view(whole, "trisc0") == whole
+
+
+@pytest.mark.needs_cc
+def test_kernels_differing_in_their_math_share_the_unpack_and_pack_images(tmp_path, monkeypatch):
+    """a + b and b + a (another SFPU word, the same streams) differ in TRISC1's part of the compute source only: the
+    TRISC0 and TRISC2 images are cache hits, and they are the images each kernel's own build gives."""
+    swapped = sfpu_add()
+    swapped.body[2] = isa.encode("SFPADD", lreg_src_a=10, lreg_src_b=1, lreg_src_c=0, lreg_dest=2)
+    rows = r0 * 100 + r1
+    streams = ([Stream(1, "float32", rows, contiguous=True), Stream(2, "float32", rows, contiguous=True)],
+               Stream(0, "float32", rows, contiguous=True))
+    plans = [make_plan(name, (30, 100), [("float32", 3000)] * 3, *streams, prog)
+             for name, prog in (("add", sfpu_add()), ("add_swapped", swapped))]
+    sources = [split(p.render()) for p in plans]
+    assert sources[0][0]["trisc0"] != sources[1][0]["trisc0"]
+    first = C.compile_kernel(*sources[0], "first")
+    hits = C.STATS["cache_hits"]
+    second = C.compile_kernel(*sources[1], "second")
+    assert C.STATS["cache_hits"] - hits == 4 and second["trisc1"] != first["trisc1"]   # brisc, ncrisc, trisc0, trisc2
+    monkeypatch.setenv("TT_CACHE_DIR", str(tmp_path / "alone"))
+    alone = C.compile_kernel(*sources[1], "alone")
+    for core in ("trisc0", "trisc2"):
+        assert driver.load_elf_segments(alone[core]) == driver.load_elf_segments(second[core]), core
+
+
 def test_key_ignores_comments_and_unreached_args():
     """Two args.h that differ in comments, a buffer size no one names and the ranges of an iteration helper no one
     calls give one key; naming the size, or calling the helper, makes the difference count again."""
