@@ -6,8 +6,8 @@ layout.IMAGE_SLOT with crt0.S and the device library (templates/device/*.h); the
 build (compiler identity, flags, sources, headers, library, crt0, linker script) as the compiler sees it: comments
 and the args.h definitions a core cannot reach are left out, so kernels differing only there (other names, other
 sizes that travel as runtime arguments) share images. The cache lives under $TT_CACHE_DIR or ~/.cache/tt_backend.
-crt0 and the device library's functions (templates/device/*.c) are compiled once per process and linked as objects;
-the cores are built in parallel, at most one compiler process per CPU.
+crt0 and the device library's functions (templates/device/*.c) are compiled once per compiler (kept in memory and in
+the cache) and linked as objects; the cores are built in parallel, at most one compiler process per CPU.
 
 The cache heals and never blocks a build: an entry is `<key>.elf`, the ELF followed by a trailer (magic, length,
 SHA-256 of the ELF; tools that read ELF files ignore trailing bytes). An entry whose trailer does not match (truncated,
@@ -35,7 +35,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import jinja2
 from elftools.elf.constants import SH_FLAGS
 from elftools.elf.elffile import ELFFile
 
@@ -43,6 +42,7 @@ from tt_backend.chip import isa, layout
 from tt_backend.chip.errors import CompilerNotFound, KernelTooLarge, TTError, TTWarning
 from tt_backend.runtime.driver import load_elf_segments
 from tt_backend.templates import DEVICE_LIB_DIR, TEMPLATE_DIR
+from tt_backend.templates.environment import cache_dir, environment
 
 CORE_DEFINES = {"trisc0": ["-DTRISC_UNPACK"], "trisc1": ["-DTRISC_MATH"], "trisc2": ["-DTRISC_PACK"]}
 COMMON_FLAGS = ["-march=rv32im", "-mabi=ilp32", "-nostdlib", "-ffreestanding", "-O2", "-std=c99",
@@ -116,10 +116,6 @@ def compiler() -> Compiler:
     return _compiler
 
 
-def cache_dir() -> Path:
-    return Path(os.environ.get("TT_CACHE_DIR") or Path.home() / ".cache" / "tt_backend")
-
-
 # --- cache entries ---------------------------------------------------------------------------------------------------
 ENTRY_FORMAT = "elf+trailer v1"            # part of every key: entries of an older layout are never looked up
 TRAILER = struct.Struct("<8sQ32s")         # magic, ELF length, SHA-256 of the ELF
@@ -127,6 +123,7 @@ TRAILER_MAGIC = b"TTCACHE1"
 ENTRY_NAME = re.compile(r"[0-9a-f]{64}\.elf")
 # leftovers of interrupted writes: ours, and those of the layout before entries had a trailer
 TEMP_NAME = re.compile(r"(\.[0-9a-f]{64}\..*\.tmp|[0-9a-f]{64}\.elf\.tmp\d+)")
+TEMPLATE_NAME = re.compile(r"\.?[0-9a-f]{40}\.(jinja|.*\.tmp)")    # a compiled template, or one being written
 _unusable_warned = False                   # a cache that cannot be read or written: one warning per process
 
 
@@ -201,13 +198,13 @@ def cache_info(cdir: Path | None = None) -> dict:
 
 
 def clear_cache(cdir: Path | None = None) -> int:
-    """Remove the cache's entries and leftover temporary files (nothing else: TT_CACHE_DIR may name a directory that
-    holds other files). Returns how many files went."""
+    """Remove the cache's entries, the compiled templates (templates/environment.py) and leftover temporary files
+    (nothing else: TT_CACHE_DIR may name a directory that holds other files). Returns how many files went."""
     cdir = cdir or cache_dir()
     if not cdir.is_dir(): return 0
     n = 0
     for p in cdir.iterdir():
-        if ENTRY_NAME.fullmatch(p.name) or TEMP_NAME.fullmatch(p.name):
+        if ENTRY_NAME.fullmatch(p.name) or TEMP_NAME.fullmatch(p.name) or TEMPLATE_NAME.fullmatch(p.name):
             with contextlib.suppress(FileNotFoundError):
                 p.unlink()
                 n += 1
@@ -230,7 +227,7 @@ def _flags(c: Compiler, core: str) -> list[str]:
         f"-DTT_STATUS_ADDR=0x{status:X}", f"-DTT_GEN_ADDR=0x{layout.LAUNCH_GENERATION:X}", *CORE_DEFINES.get(core, [])]
 
 
-_ld_env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATE_DIR)), undefined=jinja2.StrictUndefined)
+_ld_env = environment()
 
 
 def _linker_script(core: str) -> str:
@@ -364,8 +361,8 @@ def reachable_args(args_h: str, roots: list[frozenset[str]]) -> str:
 STATS = {"compiled": 0, "cache_hits": 0, "crt0_reused": 0}
 COMPILE_TIMEOUT_S = 300          # one core's compile: a hung compiler fails the kernel instead of the whole program
 
-# Objects every image links, built once per compiler, flags and source in this process, then linked instead of
-# compiled again:
+# Objects every image links, built once per compiler, flags and source (kept in this process and in the disk cache,
+# so a new process finds them there), then linked instead of compiled again:
 #   * crt0.S per core (its defines are the core's): the preprocess + assemble of every core's build.
 #   * the device library's functions (templates/device/*.c), with the flags common to all cores: each core's compile
 #     used to carry them as part of its translation unit (measured: 5-10 ms of a 25-40 ms cc1 per core).
@@ -406,6 +403,21 @@ def _run_jobs(jobs: list[_Job], timings: dict[str, float] | None) -> list[str]:
         return [e for e in pool.map(run, jobs) if e is not None]
 
 
+_QUOTED_INCLUDE = re.compile(r'^\s*#\s*include\s*"', re.M)
+
+
+def _object_key(key: tuple) -> str:
+    """An object's disk-cache key: compiler, flags, file name and source (crt0.S and the library's .c files include
+    only the compiler's own headers, so nothing else reaches the object)."""
+    if _QUOTED_INCLUDE.search(key[3]):
+        raise ValueError(f"{key[2]} includes a project header: its text would have to be part of the object's key")
+    h = hashlib.sha256()
+    for part in [ENTRY_FORMAT, "object", key[0], " ".join(key[1]), *key[2:]]:
+        h.update(part.encode())
+        h.update(b"\0\1")
+    return h.hexdigest()
+
+
 def _link_objects(c: Compiler, cores: list[str], lib: dict[str, str], d: Path,
                   timings: dict[str, float] | None) -> tuple[dict[str, list[Path]], list[str]]:
     """({core: the objects its image links before the kernel, in `d`}, failed builds' logs): crt0 (the core's) and
@@ -413,10 +425,13 @@ def _link_objects(c: Compiler, cores: list[str], lib: dict[str, str], d: Path,
     per_core = {core: ([(f"crt0_{core}.o", "crt0.S", tuple(_flags(c, core)))] if REUSE_CRT0 else [])
                 + [(f"{Path(f).stem}.o", f, tuple(_common_flags(c))) for f in sorted(lib) if f.endswith(".c")]
                 for core in cores}
-    jobs, keys = [], {}
+    jobs, keys, cdir = [], {}, cache_dir()
     for oname, src, flags in dict.fromkeys(o for objs in per_core.values() for o in objs):
         keys[oname] = key = (c.describe(), flags, src, lib[src])
-        if (obj := _objects.get(key)) is not None:
+        obj = _objects.get(key)
+        if obj is None and (obj := read_entry(cdir / f"{_object_key(key)}.elf")) is not None:
+            _objects[key] = obj
+        if obj is not None:
             (d / oname).write_bytes(obj)
             STATS["crt0_reused"] += src == "crt0.S"
         else:
@@ -424,13 +439,83 @@ def _link_objects(c: Compiler, cores: list[str], lib: dict[str, str], d: Path,
     if errors := _run_jobs(jobs, timings):
         return {}, errors
     for job in jobs:
-        _objects[keys[job.label]] = job.output.read_bytes()
+        _objects[keys[job.label]] = obj = job.output.read_bytes()
+        write_entry(cdir, _object_key(keys[job.label]), obj)
     return {core: [d / oname for oname, _, _ in objs] for core, objs in per_core.items()}, []
 
 
+# The compute source is one text for the three TRISCs, its parts selected by `#if defined(TRISC_UNPACK)` ... `#elif
+# defined(TRISC_PACK)`. What the compiler sees of it for one TRISC is that TRISC's part only, so the key keeps that
+# part: elementwise kernels that differ only in their math share their unpack and pack images (two of five ELFs).
+# Decided here only for conditionals that test nothing but the TRISC defines of the command line (every condition of
+# the #if/#elif chain is `defined(X)`, `defined X`, `#ifdef X` or `#ifndef X` for such an X); any other conditional
+# is kept as written. Dropped lines leave nothing, so the kept text's line numbers differ from the file's: a text
+# that could observe them (__LINE__) or redefine a TRISC define is kept whole.
+TRISC_DEFINES = frozenset(f[2:] for flags in CORE_DEFINES.values() for f in flags)
+_DIRECTIVE = re.compile(r"\s*#\s*(if|ifdef|ifndef|elif|else|endif)\b(.*)")
+_DEFINED = re.compile(r"!?\s*defined\s*(?:\(\s*(\w+)\s*\)|(\w+))")
+
+
+def _condition(kind: str, expr: str, defines: frozenset[str]) -> bool | None:
+    """The value of one #if/#ifdef/#ifndef/#elif condition when it tests a TRISC define alone, else None."""
+    expr = expr.strip()
+    if kind in ("ifdef", "ifndef"):
+        return (expr in defines) == (kind == "ifdef") if expr in TRISC_DEFINES else None
+    m = _DEFINED.fullmatch(expr)
+    name = m and (m.group(1) or m.group(2))
+    return (name in defines) != expr.startswith("!") if name in TRISC_DEFINES else None
+
+
+def core_view(source: str, core: str) -> str:
+    """`source` (comments removed) as the compiler sees it for `core`: the branches of TRISC-define conditionals
+    that the core's defines do not take are dropped (see TRISC_DEFINES)."""
+    if "__LINE__" in source or re.search(r"#\s*(define|undef)\s+TRISC_", source):
+        return source
+    defines = frozenset(f[2:] for f in CORE_DEFINES.get(core, []))
+    lines = source.split("\n")
+    # each conditional chain: decided (all its conditions are TRISC tests) or not, found before emitting
+    chains, stack = {}, []                      # line of the #if -> [line of each directive of its chain]
+    for k, line in enumerate(lines):
+        m = _DIRECTIVE.match(line)
+        if not m: continue
+        if m.group(1) in ("if", "ifdef", "ifndef"):
+            stack.append(k)
+            chains[k] = [k]
+        elif stack:
+            chains[stack[-1]].append(k)
+            if m.group(1) == "endif": stack.pop()
+    if stack: return source                     # unbalanced: the compiler will say so; keep the text whole
+    decided, branch_of = {}, {}                 # directive line -> (taken?) for the chains fully decided
+    for chain in chains.values():
+        values = [_condition(*_DIRECTIVE.match(lines[k]).groups(), defines) for k in chain[:-1]
+                  if _DIRECTIVE.match(lines[k]).group(1) != "else"]
+        if any(v is None for v in values): continue
+        taken = False
+        for k in chain[:-1]:
+            kind, expr = _DIRECTIVE.match(lines[k]).groups()
+            v = (not taken) if kind == "else" else (not taken and _condition(kind, expr, defines))
+            taken |= v
+            decided[k] = v
+        decided[chain[-1]] = True               # after #endif: the enclosing text again
+        branch_of.update(dict.fromkeys(chain))
+    out, active = [], [True]                    # active: the current decided branch (and all enclosing ones) taken
+    for k, line in enumerate(lines):
+        if k in branch_of:
+            kind = _DIRECTIVE.match(line).group(1)
+            if kind in ("if", "ifdef", "ifndef"):
+                active.append(active[-1] and decided[k])
+            elif kind == "endif":
+                active.pop()
+            else:
+                active[-1] = active[-2] and decided[k]
+        elif active[-1]:
+            out.append(line)
+    return "\n".join(out)
+
+
 def _key(c: Compiler, core: str, source: str, headers: dict[str, str], lib: dict[str, str], ld: str) -> str:
-    """The image's content key: everything the compiler sees of it (see `reachable_args`)."""
-    source = without_comments(source)
+    """The image's content key: everything the compiler sees of it (see `core_view`, `reachable_args`)."""
+    source = core_view(without_comments(source), core)
     fixed = {k: v for k, v in headers.items() if k != "args.h"}
     if "args.h" in headers:
         roots = [_names(source), *(_names(t) for t in [*fixed.values(), *lib.values()])]

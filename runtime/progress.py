@@ -10,7 +10,8 @@ place on stderr:
   output step it has written to DRAM: an output tile for elementwise kernels and reductions, a 32-row output panel for
   matmuls. The total is not known to the driver (the kernel plan has it; passing it down is a follow-up).
 * cycles and instructions per second: from the device's `stats()` (the emulator's cycle model: the tile clock since
-  the launch began, RISC-V instructions retired by the five cores, Tensix instructions issued). Targets without it
+  the launch began, RISC-V instructions retired by the five cores, Tensix instructions issued). A launch in the
+  emulator's functional mode (`stats()["timed"]` false: the plugin's launches that report no cycles) shows no cycles. Targets without it
   (ttsim, a card) have no emulated cycles, and the line leaves them out rather than inventing them.
 
 Only when stderr is a terminal: in a pipe, a log or a CI run nothing is printed (`for_terminal` returns a reporter that
@@ -67,9 +68,10 @@ class LaunchProgress:
         if WRITER in status:
             parts.append(f"| writer {status[WRITER].progress}")
         if self.base is not None:
-            clock, riscv, tensix = (a - b for a, b in zip(_totals(self._stats()), self.base))
-            parts.append(f"| {_si(clock)} cycles | RISC-V {_si(riscv / elapsed)} instr/s, "
-                         f"Tensix {_si(tensix / elapsed)} instr/s")
+            stats = self._stats()
+            clock, riscv, tensix = (a - b for a, b in zip(_totals(stats), self.base))
+            cycles = f"| {_si(clock)} cycles " if stats.get("timed", True) else ""   # the functional mode: none
+            parts.append(f"{cycles}| RISC-V {_si(riscv / elapsed)} instr/s, Tensix {_si(tensix / elapsed)} instr/s")
         return " ".join(parts)
 
     def close(self) -> None:

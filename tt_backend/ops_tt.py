@@ -471,6 +471,8 @@ class TTProgram(Program):
             # lazy: see the module doc; only launches that report (TT_CHECK, TT_DUMP, DEBUG>=2, PROFILE) need these
             from tt_backend import debug, trace
             from tt_backend.placement_eval import check, record_cycles
+        if hasattr(target, "set_timed"):   # the emulator: its cycle model only when this launch reports cycles
+            target.set_timed(bool(reports))
         stats0 = target.stats() if reports and hasattr(target, "stats") else None
         # per-lane timelines: for trace.json (TT_DUMP) and tinygrad's profiler (PROFILE=1 / VIZ=1)
         if timeline := ("report" in self.meta or profiler.enabled()):

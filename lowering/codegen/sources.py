@@ -5,16 +5,13 @@ The compute source is one text compiled three times (-DTRISC_UNPACK/-DTRISC_MATH
 """
 from __future__ import annotations
 
-import jinja2
-
 from tt_backend.chip import isa, layout
-from tt_backend.templates import TEMPLATE_DIR
+from tt_backend.templates.environment import environment
 
 CORE_SOURCES = ("brisc", "ncrisc", "trisc0", "trisc1", "trisc2")
 HEADERS = ("tt_isa.h", "tt_layout.h", "args.h")
 
-_env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATE_DIR)), undefined=jinja2.StrictUndefined,
-                          keep_trailing_newline=True)
+_env = environment(keep_trailing_newline=True)
 
 
 def kernel_sources(ctx: dict, reader: str, writer: str, compute: str, args_h: str) -> dict[str, str]:

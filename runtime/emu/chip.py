@@ -30,6 +30,20 @@ class Chip:
         self.fabric = Fabric(self.grid)
         self.tiles: dict[tuple[int, int], object] = {}
         self._factory = tile_factory
+        self._timed = True
+
+    @property
+    def timed(self) -> bool:
+        """The cycle model on every tile (the default) or the functional mode (Tile.set_timed): same results, no
+        NoC or MMIO timing, for when nobody reads the cycles."""
+        return self._timed
+
+    @timed.setter
+    def timed(self, on: bool) -> None:
+        if on != self._timed:
+            self._timed = on
+            for t in self.tiles.values():
+                t.set_timed(on)
 
     def tile(self, xy: tuple[int, int]):
         """The tile at translated `xy`, created on first use."""

@@ -60,6 +60,11 @@ class EmuDevice:
         released cores are parked or all blocked."""
         self.chip.run(budget)
 
+    def set_timed(self, timed: bool) -> None:
+        """The cycle model on (the default) or the functional mode for what follows (Chip.timed, Tile.set_timed):
+        the same results, less host time, cycles that are not the cycle model's (stats()["timed"] says which)."""
+        self.chip.timed = timed
+
     def core_state(self) -> dict[str, str]:
         return self.tile.state()
 

@@ -96,6 +96,9 @@ class Tile:
         self._fault = {c: "" for c in layout.CORES}          # the error that stopped the core (until re-released)
         self._tbase = {c: 0 for c in layout.CORES}           # cycle model: core time = tbase + instret + stall
         self._stall = {c: 0 for c in layout.CORES}
+        # the cores whose MMIO latencies and NoC waits the cycle model charges: all of them, or none in the
+        # functional mode (set_timed)
+        self._latency_of: dict[str, int] = self._stall
         self._niu_busy = [0, 0]                              # cycle model: when each NIU's requests are complete
         # cycle model: per NIU, per response counter, the completion cycles of the requests it counted that a core
         # polling it has not seen yet (sorted); the counter reads lower by their number until their cycle
@@ -108,6 +111,7 @@ class Tile:
         self._dst_view = RiscvDstAccess(dst) if dst is not None else None
         self._build_mmio_table()
         chip.adopt(self.xy, self)
+        self.set_timed(chip.timed)
         for c, core in self.cores.items():                   # `.ttinsn` pushes: one closure per core (_pusher)
             if THREAD_OF.get(c) is not None:
                 core.set_pusher("PUSHP", self._pusher(c))
@@ -230,7 +234,7 @@ class Tile:
 
     def mmio_load(self, core: str, addr: int, size: int) -> int:
         t0 = None
-        if core in self._stall:
+        if core in self._latency_of:
             extra = riscv_mmio_extra(addr)                     # BabyRISCV/README.md load latencies
             self._stall[core] += extra
             if extra and self.rec is not None:
@@ -509,7 +513,7 @@ class Tile:
     def _mailbox_load(self, who: str, addr: int) -> int:
         value, push_t, why, writer = self.mailboxes.read(who, addr)
         if value is None:
-            if who in self._stall:
+            if who in self._latency_of:
                 self._stall[who] -= riscv_mmio_extra(addr)     # the retried load is charged once, when it returns
             self._wait[who] = why
             raise Stall()
@@ -644,7 +648,7 @@ class Tile:
         """A spinning core stopped after a loop iteration or two (rv32 spin detection) instead of polling through its
         quantum; on silicon it would have kept polling while the others worked. So its time moves with theirs: to
         the latest cycle a core that did progress has reached (the tile clock if none did)."""
-        if not spinners:
+        if not spinners or not self._latency_of:
             return
         busy = [self.cycles(c) for c in self.cores if c not in spinners and not self.soft_reset & CORE_BITS[c]
                 and not self.cores[c].parked and not self._fault[c]]
@@ -653,6 +657,17 @@ class Tile:
             self._wait_until(c, target, tl.SPIN)
 
     # ------------------------------------------------------------------ cycle model
+
+    def set_timed(self, timed: bool) -> None:
+        """The tile-level cycle model on (the default) or off (the functional mode: Chip.timed). Off, a core is
+        charged no MMIO load latency, no NoC transfer time (no link or bank reservation: a response counter shows a
+        request complete at once, as its data has landed inside the store) and no catch-up while it spins; what the
+        cores compute is the same, their and the Tensix's cycle counts are not the timed path's. The Tensix keeps its
+        own cycle model, which SFPLOADMACRO's scheduling and strict mode's hazard checks need. Responses still due
+        when the mode changes are complete in the functional mode's view, so they are forgotten."""
+        self._latency_of = self._stall if timed else {}
+        for due in self._niu_due:
+            due.clear()
 
     def now(self, who: str) -> int:
         """The cycle `who` has reached: for a core, its time at the instruction being executed (`core.pos` is the
@@ -664,10 +679,11 @@ class Tile:
 
     def _niu_store(self, i: int, who: str, addr: int, value: int) -> None:
         niu = self.nius[i]
-        before = {c: niu.counters.get(c, 0) for c in RESPONSE_COUNTERS}
+        timed = who in self._latency_of
+        before = {c: niu.counters.get(c, 0) for c in RESPONSE_COUNTERS} if timed else None
         niu.store(addr - layout.NOC_BASE[i], value)
         if niu.sent:
-            if who in self._stall:
+            if timed:
                 # transfers complete inside the store (noc.py); their time (the chip's NoC model, noc.Fabric) is
                 # charged to whoever later polls this NIU's response counters for their completion
                 start = self.now(who)
@@ -695,7 +711,7 @@ class Tile:
         offset = addr - layout.NOC_BASE[i]
         value = self.nius[i].load(offset)
         counter = (offset % NIU_INITIATOR_STRIDE - NIU_COUNTER_BASE) >> 2
-        due = self._niu_due[i].get(counter) if who in self._stall else None
+        due = self._niu_due[i].get(counter) if who in self._latency_of else None
         if due:
             del due[:bisect.bisect_right(due, self.now(who))]
             seen = self._niu_seen[i]
@@ -787,7 +803,7 @@ class Tile:
 
     def stats(self) -> dict:
         tm = getattr(self.tensix, "tm", None)
-        return {"clock": self.clock, "instructions": dict(self.instructions),
+        return {"clock": self.clock, "timed": self.chip.timed, "instructions": dict(self.instructions),
                 "cycles": {c: self.cycles(c) - self._tbase[c] for c in self.cores},
                 "stall_cycles": dict(self._stall),
                 "tensix_cycles": tm.stats() if tm is not None else None,

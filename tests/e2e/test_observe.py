@@ -209,11 +209,12 @@ def test_progress_on_a_terminal_and_not_in_a_pipe():
     assert proc.wait(timeout=600) == 0
     assert proc.stdout.read().strip() == str(64 * 8.0)
     text = seen.decode()
-    lines = re.findall(r"\rTT r_64_64: ([\d.]+) s \| writer (\d+) \| ([\d.]+k?M?) cycles \| RISC-V \S+ instr/s, "
+    # the plugin's launch reports no cycles, so it runs in the emulator's functional mode: the line has none
+    lines = re.findall(r"\rTT r_64_64: ([\d.]+) s \| writer (\d+) \| RISC-V \S+ instr/s, "
                        r"Tensix \S+ instr/s\x1b\[K", text)
     assert len(lines) >= 2, repr(text[-2000:])
     assert text.endswith("\r\x1b[K")                              # cleared when the launch ended
-    writer = [int(w) for _, w, _ in lines]
+    writer = [int(w) for _, w in lines]
     assert writer == sorted(writer)                               # the writer's progress word only grows
     piped = _python(PROGRESS_PROG)
     assert piped.returncode == 0 and piped.stdout.strip() == str(64 * 8.0)

@@ -177,6 +177,7 @@ def test_device_library_is_compiled_once_and_linked_from_its_object(tmp_path, mo
     memset/memcpy once, byte for byte the object's code, right after crt0."""
     monkeypatch.setattr(C, "_objects", {})
     first, second = {}, {}
+    monkeypatch.setenv("TT_CACHE_DIR", str(tmp_path / "first"))       # no object from an earlier build on disk
     C.compile_kernel(*split(plan_add(3000).render()), "first", timings=first)
     monkeypatch.setenv("TT_CACHE_DIR", str(tmp_path / "second"))      # an empty cache: all five cores are built
     elfs = C.compile_kernel(*split(plan_add(2000).render()), "second", timings=second)
@@ -190,6 +191,84 @@ def test_device_library_is_compiled_once_and_linked_from_its_object(tmp_path, mo
         at = syms["memset"] - text["sh_addr"]
         assert text.data()[at:at + len(code)] == code and min(syms["memset"], syms["memcpy"]) == syms["memset"], core
         assert syms["_start"] < syms["memset"] < syms["kmain"], core
+
+
+@pytest.mark.needs_cc
+def test_a_new_process_links_the_library_objects_from_the_disk_cache(tmp_path, monkeypatch):
+    """crt0 and the device library's objects go to the cache with the images: a process that has built none finds
+    them there (no compiler process for them) and links the same images as the process that compiled them."""
+    monkeypatch.setenv("TT_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(C, "_objects", {})
+    sources, headers = split(plan_add(3000).render())
+    first, second = {}, {}
+    built = C.compile_kernel(sources, headers, "first", timings=first)
+    assert {"tt_libc.o", "crt0_brisc.o"} <= set(first)
+    monkeypatch.setattr(C, "_objects", {})                              # a new process
+    for p in (tmp_path / "cache").iterdir():                            # the images go, the objects stay
+        if p.suffix == ".elf" and ELFFile(io.BytesIO(C.entry_elf(p.read_bytes()))).header.e_type == "ET_EXEC":
+            p.unlink()
+    again = C.compile_kernel(sources, headers, "again", timings=second)
+    assert set(second) == set(layout.CORES) and again == built
+
+
+CHAINS = """top
+#if defined(TRISC_UNPACK)
+unpack
+#if N > 1
+unpack loop
+#endif
+#elif defined TRISC_MATH
+math
+#else
+other
+#endif
+#ifndef TRISC_PACK
+not pack
+#endif
+#if N > 1
+#ifdef TRISC_MATH
+math loop
+#endif
+#elif defined(TRISC_PACK)
+pack or N <= 1
+#endif
+end"""
+
+
+def test_core_view_keeps_what_the_core_compiles():
+    """A chain testing only TRISC defines keeps the core's branch; one testing anything else stays as written, the
+    TRISC chains inside it decided."""
+    view = {core: C.core_view(CHAINS, core).split("\n") for core in ("trisc0", "trisc1", "trisc2", "brisc")}
+    opaque = ["#if N > 1", "#elif defined(TRISC_PACK)", "pack or N <= 1", "#endif"]
+    assert view["trisc0"] == ["top", "unpack", "#if N > 1", "unpack loop", "#endif", "not pack", *opaque, "end"]
+    assert view["trisc1"] == ["top", "math", "not pack", "#if N > 1", "math loop", *opaque[1:], "end"]
+    assert view["trisc2"] == ["top", "other", *opaque, "end"]
+    assert view["brisc"] == ["top", "other", "not pack", *opaque, "end"]
+    for whole in (CHAINS + "\nint line = __LINE__;", "#define TRISC_MATH\n" + CHAINS, CHAINS + "\n#if X"):
+        assert C.core_view(whole, "trisc0") == whole
+
+
+@pytest.mark.needs_cc
+def test_kernels_differing_in_their_math_share_the_unpack_and_pack_images(tmp_path, monkeypatch):
+    """a + b and b + a (another SFPU word, the same streams) differ in TRISC1's part of the compute source only: the
+    TRISC0 and TRISC2 images are cache hits, and they are the images each kernel's own build gives."""
+    swapped = sfpu_add()
+    swapped.body[2] = isa.encode("SFPADD", lreg_src_a=10, lreg_src_b=1, lreg_src_c=0, lreg_dest=2)
+    rows = r0 * 100 + r1
+    streams = ([Stream(1, "float32", rows, contiguous=True), Stream(2, "float32", rows, contiguous=True)],
+               Stream(0, "float32", rows, contiguous=True))
+    plans = [make_plan(name, (30, 100), [("float32", 3000)] * 3, *streams, prog)
+             for name, prog in (("add", sfpu_add()), ("add_swapped", swapped))]
+    sources = [split(p.render()) for p in plans]
+    assert sources[0][0]["trisc0"] != sources[1][0]["trisc0"]
+    first = C.compile_kernel(*sources[0], "first")
+    hits = C.STATS["cache_hits"]
+    second = C.compile_kernel(*sources[1], "second")
+    assert C.STATS["cache_hits"] - hits == 4 and second["trisc1"] != first["trisc1"]   # brisc, ncrisc, trisc0, trisc2
+    monkeypatch.setenv("TT_CACHE_DIR", str(tmp_path / "alone"))
+    alone = C.compile_kernel(*sources[1], "alone")
+    for core in ("trisc0", "trisc2"):
+        assert driver.load_elf_segments(alone[core]) == driver.load_elf_segments(second[core]), core
 
 
 def test_key_ignores_comments_and_unreached_args():

@@ -378,7 +378,8 @@ def test_two_processes_share_one_cache(tmp_path):
         assert p.returncode == 0, err
     assert outs[0][0].split() == outs[1][0].split()                # the same images
     info = cc.cache_info(tmp_path / "cache")
-    assert (info["entries"], info["unusable"], info["temporary"]) == (4, 0, 0)
+    # the four images and the two objects they link (brisc's crt0, the device library)
+    assert (info["entries"], info["unusable"], info["temporary"]) == (6, 0, 0)
 
 
 def test_a_damaged_cache_entry_is_rebuilt_with_one_warning(tmp_path, monkeypatch):

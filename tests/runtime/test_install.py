@@ -211,7 +211,7 @@ def test_pip_install_registers_device(tmp_path, editable):
     assert (name, module) == ("tt_backend.ops_tt", "tt_backend.ops_tt")
     assert Path(file).resolve().is_relative_to((src if editable else site).resolve())
     # installed package data: the ISA table and every template (kernel templates and the blocks they import) come along
-    r = run_py(py, "from tt_backend.chip import isa; import tt_backend.lowering.codegen.sources as r; print(len(isa.INSTRUCTIONS) > 0, "
+    r = run_py(py, "from tt_backend.chip import isa; import tt_backend.templates as r; print(len(isa.INSTRUCTIONS) > 0, "
                    "*sorted(p.relative_to(r.TEMPLATE_DIR).as_posix() for p in r.TEMPLATE_DIR.rglob('*.j2')))")
     assert r.stdout.split() == ["True", *sorted(p.relative_to(REPO_ROOT / "templates").as_posix()
                                                 for p in (REPO_ROOT / "templates").rglob("*.j2"))], r.stderr

@@ -48,6 +48,21 @@ def test_emulator_matches_recorded_ttsim(corpus, category):
     assert not diffs, f"{len(diffs)} difference(s) from ttsim's recorded bytes:\n" + "\n".join(diffs[:20])
 
 
+def functional_emu() -> EmuDevice:
+    dev = EmuDevice()
+    dev.set_timed(False)
+    return dev
+
+
+@pytest.mark.parametrize("category", ["device", "family"])
+def test_functional_mode_matches_recorded_ttsim(corpus, category):
+    """The emulator's functional mode (no MMIO latencies, no NoC time: what the plugin runs when no one reads cycles)
+    on the sessions whose cores move data by NoC: the same bytes."""
+    sessions = [s for s in corpus.sessions if s["category"] == category]
+    diffs = _replay_all(corpus, sessions, functional_emu)
+    assert not diffs, f"{len(diffs)} difference(s) from ttsim's recorded bytes:\n" + "\n".join(diffs[:20])
+
+
 @pytest.mark.ttsim
 @pytest.mark.parametrize("category", CATEGORIES)
 def test_ttsim_still_gives_the_recorded_bytes(corpus, category):

@@ -23,7 +23,8 @@ Stages, each timed alone (wall milliseconds, and CPU milliseconds of this proces
 The first kernel of a process also loads the Jinja templates and builds the per-process objects (crt0, the device
 library); it is built once before the measured kernels and reported on its own line. Kernels are distinct by their
 compute. By default a pass builds them into one compile cache, as a program does: a kernel whose reader or writer
-another kernel already built (same input count and dtypes, any size) finds it there, which the `from cache` column
+another kernel already built (same input count and dtypes, any size), or whose unpack or pack part of the compute
+kernel (TRISC0, TRISC2: same streams and formats, other math) does, finds it there, which the `from cache` column
 counts; `--isolated` gives each kernel an empty cache, so all five ELFs are built.
 """
 from __future__ import annotations
@@ -183,6 +184,6 @@ def main(argv: list[str] | None = None) -> int:
     print(f"placer evaluations in this process: {EVAL_STATS['evaluated']} run, {EVAL_STATS['reused']} reused by "
           f"content")
     hits = [p[k].from_cache for p in passes for k in range(len(kernels))]
-    print(f"ELFs per kernel found in the cache on the uncached build (shared reader/writer): "
+    print(f"ELFs per kernel found in the cache on the uncached build (shared reader/writer/unpack/pack): "
           f"{sum(hits)} of {5 * len(hits)}")
     return 0
