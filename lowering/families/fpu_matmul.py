@@ -44,7 +44,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from tt_backend.lowering.codegen.l1 import CAPACITY, l1_bytes, place
-from tt_backend.lowering.codegen.mvmul import ALU_FORMAT_MM, UNPACK_CFG_MM, UNPACK_CFG_MM_COMMON, matmul_words
+from tt_backend.lowering.codegen.mvmul import (ALU_FORMAT_MM, UNPACK_CFG_MM, UNPACK_CFG_MM_COMMON, face_row_cfg,
+                                              face_row_words, matmul_words)
 from tt_backend.lowering.codegen.sources import kernel_sources
 from tt_backend.lowering.codegen.tensix import PACK_CFG
 from tt_backend.lowering.codegen.words import hex_u32
@@ -274,6 +275,17 @@ def b_split(spec: MatmulSpec) -> bool:
     return operand_ctx(spec.b)["mode"] in ("rows", "cols")
 
 
+def a_panel_rows(spec: MatmulSpec) -> bool:
+    """Whether A's panels stay row-major in L1 (32 rows of K elements, one NoC read per row, no RISC-V tilize) and
+    unpacker 1 walks each tile's face rows out of the panel (codegen/mvmul.face_row_words): bf16 rows contiguous in
+    DRAM whose every tile row starts on a 64-byte line (K, the row and batch strides and the offset multiples of
+    32 elements: a NoC read wants the same address mod 64 at both ends) and a K that fits the tile descriptor's
+    16-bit row length. Other operands are tilized by the reader."""
+    a = spec.a
+    return (a.dtype == "bfloat16" and a.tile == "bf16" and a.cs == 1 and spec.K % TILE == 0 and spec.K < 1 << 16
+            and all(v % TILE == 0 for v in (a.rs, a.offset, *a.bs)))
+
+
 BLOCK_WORDS = ("MT0", "MT1", "NT0", "NT1", "ROW_N", "ROW_IDX", "COL_N", "COL_IDX", "ROW_RECT", "COL_RECT")
 SEMAPHORES = ("A_FREE", "A_FREE1", "A_FILLED", "A_FILLED1", "B_FREE", "B_FILLED", "RET")   # 16 bytes each
 
@@ -292,6 +304,8 @@ def sem_word(plan: FpuMatmulPlan) -> int:
 def args_header_mm(plan: FpuMatmulPlan) -> str:
     tb = 2048 if plan.src_format == "bf16" else 4096
     split = ["#define CB_B_LOWER 3u"] if b_split(plan.spec) else []
+    panel_rows = ["#define MM_A_ROWS 1  /* A's panels row-major: 32 rows of MM_K, row r at the slot + r * MM_A_PITCH */",
+                  f"#define MM_A_PITCH {2 * plan.spec.K}u"] if a_panel_rows(plan.spec) else []
     n, sem = len(plan.buffers), sem_word(plan)
     block = ["/* this core's row blocks [MT0, MT1) and column tiles [NT0, NT1), its grid row's size and its index there,",
              " * its grid column's alike, the row's and the column's multicast rectangles (0: none), the semaphores",
@@ -309,7 +323,7 @@ def args_header_mm(plan: FpuMatmulPlan) -> str:
     return matmul_args_header(plan, GENERATOR, [
         f"#define MM_KT {plan.tiles[2]}u", f"#define MM_TILE_BYTES {tb}u  /* {plan.src_format} tile in L1 */",
         f"#define MM_NB {plan.block_cols}u  /* B's column tiles resident at once */",
-        f"#define MM_STAGE_BYTES {stage_bytes(plan.spec)}u", *split, *block],
+        f"#define MM_STAGE_BYTES {stage_bytes(plan.spec)}u", *split, *panel_rows, *block],
         min(plan.spec.N, TILE * plan.block_cols))
 
 
@@ -317,12 +331,17 @@ def render_matmul(plan: FpuMatmulPlan) -> dict[str, str]:
     s = plan.spec
     w = matmul_words(plan.phases)
     unp = dict(UNPACK_CFG_MM[plan.src_format]) | UNPACK_CFG_MM_COMMON
+    a_rows = a_panel_rows(s)
+    if a_rows:
+        w |= face_row_words()
+        unp |= face_row_cfg(s.K)
     ctx = {
         "name": plan.name, "spec": s, "fidelity": plan.fidelity, "phases": plan.phases, "src_format": plan.src_format,
         "a": operand_ctx(s.a), "b": operand_ctx(s.b), "out": operand_ctx(s.out),
         "in_bf16": plan.src_format == "bf16", "out_bf16": s.out.dtype == "bfloat16",
         "w": w, "unp": {i: hex_u32(v) for i, v in unp.items()}, "alu_format": hex_u32(ALU_FORMAT_MM[plan.src_format]),
         "pck": {i: hex_u32(v) for i, v in PACK_CFG["fp32"].items()}, "epi": epilogue_ctx(s), "b_split": b_split(s),
+        "a_rows": a_rows,
     }
     return kernel_sources(ctx, "matmul_reader.c.j2", "matmul_writer.c.j2", "matmul_compute.c.j2",
                           args_header_mm(plan))
