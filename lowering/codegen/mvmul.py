@@ -83,6 +83,10 @@ def face_row_words() -> dict:
         "unpacr_row": word_u32("UNPACR", addr_mode=0x14, **row),                  # ch0 y += 1, ch1 z += 1
         "unpacr_row_down": word_u32("UNPACR", addr_mode=0x15, **row),             # and ch0 z += 1
         "unpacr_row_last": word_u32("UNPACR", addr_mode=0x14, set_dat_valid=1, **row),
+        # a face's first 15 row UNPACRs, recorded once in thread 0's replay buffer and replayed per face: the
+        # RISC-V pushes 4 words per face instead of 18
+        "rows_record": word_u32("REPLAY", load_mode=1, execute_while_loading=0, len=15, start_idx=0),
+        "rows_replay": word_u32("REPLAY", load_mode=0, execute_while_loading=0, len=15, start_idx=0),
     }
 
 

@@ -85,7 +85,8 @@ class FpuMatmulPlan(MatmulKernelPlan):
     def launch_cycles(self, grid: tuple[int, int] | None = None) -> dict:
         """The launch on `grid` (rows, columns; default: the plan's), with its shape and tiles per core."""
         grid = self.grid if grid is None else grid
-        modes = operand_ctx(self.spec.a)["mode"], operand_ctx(self.spec.b)["mode"]
+        modes = ("panel" if a_panel_rows(self.spec) else operand_ctx(self.spec.a)["mode"],
+                 operand_ctx(self.spec.b)["mode"])
         return matmul_cycles(self.spec, self.phases, modes, epilogue_tile_cycles(self.spec), b_split(self.spec),
                              self.block_cols, grid)
 
