@@ -5,9 +5,11 @@ Data flow (one Tensix core, docs/fpu_path.md §5-9):
 * reader (BRISC): per batch and per block of B's columns (MM_NB column tiles: as many as L1 holds), that block of B
   tilized into L1 (face layout, zero padded, K/32 x MM_NB tiles); per row block of A, one panel of K/32 tiles (double
   buffered). DRAM lines are fetched with NoC reads into a staging line and
-  scattered into faces by the RISC-V (word copies for row-contiguous operands, element copies for transposed ones).
+  scattered into faces by the RISC-V (word copies for row-contiguous operands, element copies for transposed ones),
+  except A's panels when `a_panel_rows`: those stay row-major (one NoC read per row straight into the slot).
 * TRISC0: per output tile and K block, unpacker 0 takes B's tile (in1, K x N) to SrcA and unpacker 1 A's tile
-  (in0, M x K) to SrcB, whole tiles (1024 datums): bf16 stays bf16, fp32 is truncated to tf32 by the unpacker.
+  (in0, M x K) to SrcB, whole tiles (1024 datums): bf16 stays bf16, fp32 is truncated to tf32 by the unpacker. A
+  row-major A panel is unpacked face row by face row (64 UNPACRs of 16 datums, codegen/mvmul.face_row_words).
 * TRISC1: ZEROACC the fp32 Dst tile, then per K block `fidelity` phases of 16 MVMULs (`Dst += SrcB @ SrcA`), the
   last one releasing both banks. The C tile accumulates in fp32 Dst over all K blocks.
 * TRISC1, after the last K block, for a bf16-rounded result: the SFPU epilogue (matmul_epilogue.py) rounds the tile
