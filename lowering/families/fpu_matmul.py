@@ -307,8 +307,8 @@ def sem_word(plan: FpuMatmulPlan) -> int:
 def args_header_mm(plan: FpuMatmulPlan) -> str:
     tb = 2048 if plan.src_format == "bf16" else 4096
     split = ["#define CB_B_LOWER 3u"] if b_split(plan.spec) else []
-    panel_rows = ["#define MM_A_ROWS 1  /* A's panels row-major: 32 rows of MM_K, row r at the slot + r * MM_A_PITCH */",
-                  f"#define MM_A_PITCH {2 * plan.spec.K}u"] if a_panel_rows(plan.spec) else []
+    panel_rows = [f"#define MM_A_PITCH {2 * plan.spec.K}u  /* A's panels row-major: row r at slot + r * pitch */"
+                  ] if a_panel_rows(plan.spec) else []
     n, sem = len(plan.buffers), sem_word(plan)
     block = ["/* this core's row blocks [MT0, MT1) and column tiles [NT0, NT1), its grid row's size and its index there,",
              " * its grid column's alike, the row's and the column's multicast rectangles (0: none), the semaphores",

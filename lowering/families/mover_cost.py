@@ -149,8 +149,9 @@ def matmul_cycles(spec, phases: int, read_modes: tuple[str, str], epilogue: int,
                   grid: tuple[int, int] = (1, 1)) -> dict:
     """The FPU matmul's launch (lowering/families/fpu_matmul.py) on a `grid` of (rows, columns) cores, each with its
     block of the output (the largest block sets the time): read_modes = the A and B operands' reader modes
-    (matmul_spec.operand_ctx; A "panel": kept row-major, fpu_matmul.a_panel_rows), epilogue = the SFPU epilogue's cycles per output tile (epilogue_cycles). Per batch and
-    per block of up to `block_cols` of the core's column tiles the reader tilizes b_rows of B's rows before A's first
+    (matmul_spec.operand_ctx; A "panel": kept row-major, fpu_matmul.a_panel_rows), epilogue = the SFPU epilogue's
+    cycles per output tile (epilogue_cycles). Per batch and per block of up to `block_cols` of the core's column
+    tiles the reader tilizes b_rows of B's rows before A's first
     panel (the pipeline's fill; the writer tilizes the others at the same time); then per output row block one A
     panel, the block's tile products and its untilized rows. At least the DRAM banks' time for every core's bytes."""
     mt, nt, kt = spec.tiles
