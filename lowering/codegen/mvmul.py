@@ -65,3 +65,32 @@ def matmul_words(phases: int) -> dict:
         "mvmul": mvmul_words(phases),
     })
     return w
+
+
+def face_row_words() -> dict:
+    """Unpacker 1 (SrcB) taking a tile out of a row-major panel instead of a tilized tile (the FPU matmul's A,
+    fpu_matmul.a_panel_rows): the tile descriptor's x_dim is the panel's row length, so ADC ch0 (x, y, z) addresses
+    datum x + y * row + z * 16 rows (y_dim 16) from the tile's first column. Per face: ch0 y := 0, the face's 16
+    columns as the x range (SETADCXX), then 16 UNPACRs of one face row each, every one stepping the source row
+    (ch0 y) and the SrcB row (ch1 z, Zstride one row: ttsim does not take a RISC-V write of the Ystride word, cfg
+    58); the last of face 1 also steps ch0 z (faces 2 and 3 are rows 16-31), the last of face 3 hands the bank to the
+    FPU. The block's SETADCZW zeroes both z counters first. Same SrcB contents as one whole-tile UNPACR of the
+    tilized tile (docs/fpu_path.md §3)."""
+    row = dict(unpack_block_selection=1, ovrd_thread_id=1, last=1)
+    return {
+        "rows_adcy0": word_u32("SETADCXY", cnt_set_mask=2, bit_mask=0x2),        # ch0 y := 0
+        "rows_cols": [word_u32("SETADCXX", cnt_set_mask=2, x_start=c, x_end2=c + 15) for c in (0, 16)],
+        "unpacr_row": word_u32("UNPACR", addr_mode=0x14, **row),                  # ch0 y += 1, ch1 z += 1
+        "unpacr_row_down": word_u32("UNPACR", addr_mode=0x15, **row),             # and ch0 z += 1
+        "unpacr_row_last": word_u32("UNPACR", addr_mode=0x14, set_dat_valid=1, **row),
+        # a face's first 15 row UNPACRs, recorded once in thread 0's replay buffer and replayed per face: the
+        # RISC-V pushes 4 words per face instead of 18
+        "rows_record": word_u32("REPLAY", load_mode=1, execute_while_loading=0, len=15, start_idx=0),
+        "rows_replay": word_u32("REPLAY", load_mode=0, execute_while_loading=0, len=15, start_idx=0),
+    }
+
+
+def face_row_cfg(row_datums: int) -> dict[int, int]:
+    """Unpacker 1's configuration for face_row_words on bf16 rows of `row_datums`: TileDescriptor x_dim (cfg 112),
+    y_dim 16 (cfg 113: the ch0 z stride is 16 rows), UNP1 Zstride 32 bytes (cfg 59: one SrcB row of bf16)."""
+    return {112: row_datums << 16 | UNPACK_CFG_MM["bf16"][112] & 0xFFFF, 113: 0x00010010, 59: 32}

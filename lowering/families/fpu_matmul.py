@@ -5,9 +5,11 @@ Data flow (one Tensix core, docs/fpu_path.md §5-9):
 * reader (BRISC): per batch and per block of B's columns (MM_NB column tiles: as many as L1 holds), that block of B
   tilized into L1 (face layout, zero padded, K/32 x MM_NB tiles); per row block of A, one panel of K/32 tiles (double
   buffered). DRAM lines are fetched with NoC reads into a staging line and
-  scattered into faces by the RISC-V (word copies for row-contiguous operands, element copies for transposed ones).
+  scattered into faces by the RISC-V (word copies for row-contiguous operands, element copies for transposed ones),
+  except A's panels when `a_panel_rows`: those stay row-major (one NoC read per row straight into the slot).
 * TRISC0: per output tile and K block, unpacker 0 takes B's tile (in1, K x N) to SrcA and unpacker 1 A's tile
-  (in0, M x K) to SrcB, whole tiles (1024 datums): bf16 stays bf16, fp32 is truncated to tf32 by the unpacker.
+  (in0, M x K) to SrcB, whole tiles (1024 datums): bf16 stays bf16, fp32 is truncated to tf32 by the unpacker. A
+  row-major A panel is unpacked face row by face row (64 UNPACRs of 16 datums, codegen/mvmul.face_row_words).
 * TRISC1: ZEROACC the fp32 Dst tile, then per K block `fidelity` phases of 16 MVMULs (`Dst += SrcB @ SrcA`), the
   last one releasing both banks. The C tile accumulates in fp32 Dst over all K blocks.
 * TRISC1, after the last K block, for a bf16-rounded result: the SFPU epilogue (matmul_epilogue.py) rounds the tile
@@ -44,7 +46,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from tt_backend.lowering.codegen.l1 import CAPACITY, l1_bytes, place
-from tt_backend.lowering.codegen.mvmul import ALU_FORMAT_MM, UNPACK_CFG_MM, UNPACK_CFG_MM_COMMON, matmul_words
+from tt_backend.lowering.codegen.mvmul import (ALU_FORMAT_MM, UNPACK_CFG_MM, UNPACK_CFG_MM_COMMON, face_row_cfg,
+                                              face_row_words, matmul_words)
 from tt_backend.lowering.codegen.sources import kernel_sources
 from tt_backend.lowering.codegen.tensix import PACK_CFG
 from tt_backend.lowering.codegen.words import hex_u32
@@ -84,7 +87,8 @@ class FpuMatmulPlan(MatmulKernelPlan):
     def launch_cycles(self, grid: tuple[int, int] | None = None) -> dict:
         """The launch on `grid` (rows, columns; default: the plan's), with its shape and tiles per core."""
         grid = self.grid if grid is None else grid
-        modes = operand_ctx(self.spec.a)["mode"], operand_ctx(self.spec.b)["mode"]
+        modes = ("panel" if a_panel_rows(self.spec) else operand_ctx(self.spec.a)["mode"],
+                 operand_ctx(self.spec.b)["mode"])
         return matmul_cycles(self.spec, self.phases, modes, epilogue_tile_cycles(self.spec), b_split(self.spec),
                              self.block_cols, grid)
 
@@ -274,6 +278,17 @@ def b_split(spec: MatmulSpec) -> bool:
     return operand_ctx(spec.b)["mode"] in ("rows", "cols")
 
 
+def a_panel_rows(spec: MatmulSpec) -> bool:
+    """Whether A's panels stay row-major in L1 (32 rows of K elements, one NoC read per row, no RISC-V tilize) and
+    unpacker 1 walks each tile's face rows out of the panel (codegen/mvmul.face_row_words): bf16 rows contiguous in
+    DRAM whose every tile row starts on a 64-byte line (K, the row and batch strides and the offset multiples of
+    32 elements: a NoC read wants the same address mod 64 at both ends) and a K that fits the tile descriptor's
+    16-bit row length. Other operands are tilized by the reader."""
+    a = spec.a
+    return (a.dtype == "bfloat16" and a.tile == "bf16" and a.cs == 1 and spec.K % TILE == 0 and spec.K < 1 << 16
+            and all(v % TILE == 0 for v in (a.rs, a.offset, *a.bs)))
+
+
 BLOCK_WORDS = ("MT0", "MT1", "NT0", "NT1", "ROW_N", "ROW_IDX", "COL_N", "COL_IDX", "ROW_RECT", "COL_RECT")
 SEMAPHORES = ("A_FREE", "A_FREE1", "A_FILLED", "A_FILLED1", "B_FREE", "B_FILLED", "RET")   # 16 bytes each
 
@@ -292,6 +307,8 @@ def sem_word(plan: FpuMatmulPlan) -> int:
 def args_header_mm(plan: FpuMatmulPlan) -> str:
     tb = 2048 if plan.src_format == "bf16" else 4096
     split = ["#define CB_B_LOWER 3u"] if b_split(plan.spec) else []
+    panel_rows = [f"#define MM_A_PITCH {2 * plan.spec.K}u  /* A's panels row-major: row r at slot + r * pitch */"
+                  ] if a_panel_rows(plan.spec) else []
     n, sem = len(plan.buffers), sem_word(plan)
     block = ["/* this core's row blocks [MT0, MT1) and column tiles [NT0, NT1), its grid row's size and its index there,",
              " * its grid column's alike, the row's and the column's multicast rectangles (0: none), the semaphores",
@@ -309,7 +326,7 @@ def args_header_mm(plan: FpuMatmulPlan) -> str:
     return matmul_args_header(plan, GENERATOR, [
         f"#define MM_KT {plan.tiles[2]}u", f"#define MM_TILE_BYTES {tb}u  /* {plan.src_format} tile in L1 */",
         f"#define MM_NB {plan.block_cols}u  /* B's column tiles resident at once */",
-        f"#define MM_STAGE_BYTES {stage_bytes(plan.spec)}u", *split, *block],
+        f"#define MM_STAGE_BYTES {stage_bytes(plan.spec)}u", *split, *panel_rows, *block],
         min(plan.spec.N, TILE * plan.block_cols))
 
 
@@ -317,12 +334,17 @@ def render_matmul(plan: FpuMatmulPlan) -> dict[str, str]:
     s = plan.spec
     w = matmul_words(plan.phases)
     unp = dict(UNPACK_CFG_MM[plan.src_format]) | UNPACK_CFG_MM_COMMON
+    a_rows = a_panel_rows(s)
+    if a_rows:
+        w |= face_row_words()
+        unp |= face_row_cfg(s.K)
     ctx = {
         "name": plan.name, "spec": s, "fidelity": plan.fidelity, "phases": plan.phases, "src_format": plan.src_format,
         "a": operand_ctx(s.a), "b": operand_ctx(s.b), "out": operand_ctx(s.out),
         "in_bf16": plan.src_format == "bf16", "out_bf16": s.out.dtype == "bfloat16",
         "w": w, "unp": {i: hex_u32(v) for i, v in unp.items()}, "alu_format": hex_u32(ALU_FORMAT_MM[plan.src_format]),
         "pck": {i: hex_u32(v) for i, v in PACK_CFG["fp32"].items()}, "epi": epilogue_ctx(s), "b_split": b_split(s),
+        "a_rows": a_rows,
     }
     return kernel_sources(ctx, "matmul_reader.c.j2", "matmul_writer.c.j2", "matmul_compute.c.j2",
                           args_header_mm(plan))

@@ -151,6 +151,9 @@ MM_WRITE_PER_ELEM = {"bf16": 1.4, "round_bf16": 2.4, "fp32": 2.4}
 # UNPACR: 32768 unpack-busy cycles for 512 of them, bf16 256^3 trace) while the FPU runs 16 MVMULs per fidelity phase;
 # TRISC0's STALLWAIT before each block's base-address WRCFG adds about 8 (29730 Wait Gate cycles / 512 blocks / 7)
 MM_UNPACK_TILE, MM_K_BLOCK_FIXED = 64, 8
+# an A panel kept row-major (fpu_matmul.a_panel_rows, mode "panel"): thread 0 issues the tile's 64 face-row UNPACRs
+# and 8 ADC words itself, one per cycle, besides B's UNPACR and the block's base-address words
+MM_FACE_ROW_ISSUE = 80
 # the SFPU epilogue (lowering/families/matmul_epilogue.py) per output tile, on top of its SFPU instructions: the
 # STALLWAITs around it and the wait between its MOPs
 MM_EPILOGUE_FIXED = 40
@@ -161,21 +164,23 @@ def epilogue_cycles(words: int, steps: int) -> int:
     return words * steps + MM_EPILOGUE_FIXED if words else 0
 
 
-def share_cycles(cores: int, nbytes: int) -> float:
-    """One core's part in sharing a tilized block with the other cores of its grid row or column
-    (templates/matmul_reader.c.j2 share): one multicast write of `nbytes` (one packet: the grid's rows and columns
-    are NoC rectangles), a semaphore increment per peer and per direction, the semaphore waits (a round trip)."""
+def share_cycles(cores: int, nbytes: int, pieces: int = 1) -> float:
+    """One core's part in sharing a block with the other cores of its grid row or column
+    (templates/matmul_reader.c.j2 share): `pieces` multicast writes of `nbytes` in all (one packet each: the grid's
+    rows and columns are NoC rectangles), a semaphore increment per peer and per direction, the semaphore waits (a
+    round trip)."""
     if cores == 1:
         return 0
-    return MM_NOC_REQUEST + nbytes / NOC_BYTES_PER_CYCLE + 2 * (cores - 1) * MM_NOC_REQUEST + NOC_ROUND_TRIP
+    return pieces * MM_NOC_REQUEST + nbytes / NOC_BYTES_PER_CYCLE + 2 * (cores - 1) * MM_NOC_REQUEST + NOC_ROUND_TRIP
 
 
 def matmul_cycles(spec, phases: int, read_modes: tuple[str, str], epilogue: int, b_split: bool, block_cols: int,
                   grid: tuple[int, int] = (1, 1)) -> dict:
     """The FPU matmul's launch (lowering/families/fpu_matmul.py) on a `grid` of (rows, columns) cores, each with its
     block of the output (the largest block sets the time): read_modes = the A and B operands' reader modes
-    (matmul_spec.operand_ctx), epilogue = the SFPU epilogue's cycles per output tile (epilogue_cycles). Per batch and
-    per block of up to `block_cols` of the core's column tiles the reader tilizes b_rows of B's rows before A's first
+    (matmul_spec.operand_ctx; A "panel": kept row-major, fpu_matmul.a_panel_rows), epilogue = the SFPU epilogue's
+    cycles per output tile (epilogue_cycles). Per batch and per block of up to `block_cols` of the core's column
+    tiles the reader tilizes b_rows of B's rows before A's first
     panel (the pipeline's fill; the writer tilizes the others at the same time); then per output row block one A
     panel, the block's tile products and its untilized rows. At least the DRAM banks' time for every core's bytes."""
     mt, nt, kt = spec.tiles
@@ -184,6 +189,8 @@ def matmul_cycles(spec, phases: int, read_modes: tuple[str, str], epilogue: int,
     mtc, ntc = -(-mt // gr), -(-nt // gc)                            # the largest core's row blocks, column tiles
 
     def read(mode: str, o, rows: int, cols: int) -> float:
+        if mode == "panel":                    # one NoC read per row straight into place, one wait
+            return MM_NOC_REQUEST * rows + NOC_ROUND_TRIP + DTYPE_SIZE[o.dtype] * rows * cols / NOC_BYTES_PER_CYCLE
         rounds = o.dtype == "float32" and o.tile == "bf16"          # matmul_spec.operand_ctx's "round"
         per = MM_READ_ROUND_PER_ELEM if mode == "rows" and rounds else MM_READ_PER_ELEM[(mode, DTYPE_SIZE[o.dtype])]
         if mode == "rows":                     # batches of rows per NoC wait (blocks/tilize.c.j2 `pitch`)
@@ -196,15 +203,18 @@ def matmul_cycles(spec, phases: int, read_modes: tuple[str, str], epilogue: int,
     rows = min(32, spec.M)                                            # per row block: one A panel
     tb = 2048 if spec.a.tile == "bf16" else 4096                  # a tile in L1
     a_kt, b_kt = -(-kt // gc), -(-kt // gr)                           # the largest share of the K tiles
-    reader_a = read(a_mode, spec.a, rows, min(spec.K, 32 * a_kt)) + share_cycles(gc, a_kt * tb)
+    reader_a = (read(a_mode, spec.a, rows, min(spec.K, 32 * a_kt))
+                + share_cycles(gc, a_kt * tb, 32 if a_mode == "panel" else 1))
+    unpack = max(MM_UNPACK_TILE, MM_FACE_ROW_ISSUE if a_mode == "panel" else 0)
     b_rows = min(spec.K, 32 * (-(-b_kt // 2) if b_split else b_kt))
     launch, reader_all, compute_all, writer_all = 0, 0, 0, 0
     for c0 in range(0, ntc, block_cols):                             # the core's blocks of B's columns
         ct = min(block_cols, ntc - c0)
         cols = min(spec.N, 32 * ct)
-        # per tile product both unpackers move a tile while the FPU runs 16 MVMULs per fidelity phase; with an
-        # epilogue the packer drains Dst slot 1 while the next tile's MVMULs run, without one it holds the Dst tile
-        mvmul = kt * (max(MM_UNPACK_TILE, 16 * phases) + MM_K_BLOCK_FIXED)
+        # per tile product both unpackers move a tile (A's face rows issued one by one) while the FPU runs 16 MVMULs
+        # per fidelity phase; with an epilogue the packer drains Dst slot 1 while the next tile's MVMULs run, without
+        # one it holds the Dst tile
+        mvmul = kt * (max(unpack, 16 * phases) + MM_K_BLOCK_FIXED)
         compute = ct * (max(mvmul, pack_cycles("fp32")) + epilogue if epilogue else mvmul + pack_cycles("fp32"))
         writer = MM_WRITE_PER_ELEM[out] * rows * cols
         fill = read(b_mode, spec.b, b_rows, cols) + share_cycles(gr, b_kt * ct * tb)

@@ -24,7 +24,7 @@ from tinygrad import Tensor, dtypes
 from tinygrad.uop.ops import Ops
 
 from tt_backend.fpu_reduce_eval import fpu_matmul
-from tt_backend.lowering.families.fpu_matmul import FpuMatmulPlan, plan_matmul, sample_errors
+from tt_backend.lowering.families.fpu_matmul import FpuMatmulPlan, a_panel_rows, plan_matmul, sample_errors
 from tt_backend.lowering.families.matmul_spec import match_matmul
 from tt_backend.lowering.families.sfpu_matmul import SfpuMatmulPlan
 from tt_backend.lowering.placement.placer import Placer
@@ -194,6 +194,23 @@ def test_match_fused_casts():
                                 [(32, 48), (48, 40)], dtypes.float32))
     assert (s.a.dtype, s.a.tile, s.b.tile, s.out.dtype) == ("float32", "bf16", "bf16", "bfloat16")
     assert plan_matmul(s, "k", fidelity="HiFi4").src_format == "bf16"
+
+
+def test_a_panel_rows_only_for_aligned_bf16_rows():
+    """A stays row-major in L1 (unpacked face row by face row, no RISC-V tilize) exactly when every tile row of A is
+    one 64-byte aligned run of bf16 in DRAM; otherwise the reader tilizes it. The CB_A slot holds either form."""
+    def spec(fn, shapes, dt=dtypes.bfloat16):
+        return match_matmul(matmul_ast(fn, shapes, dt))
+    plain = spec(lambda x, y: x @ y, [(40, 64), (64, 48)])
+    assert a_panel_rows(plain)
+    assert "#define MM_A_PITCH 128u" in plan_matmul(plain, "k", "HiFi2").render()["args.h"]
+    assert a_panel_rows(spec(lambda x, y: x @ y, [(3, 64, 96), (96, 32)]))      # batched, aligned
+    for fn, shapes, dt in [(lambda x, y: x @ y, [(40, 47), (47, 48)], dtypes.bfloat16),     # K not a tile multiple
+                           (lambda x, y: x @ y, [(40, 64), (64, 48)], dtypes.float32),      # fp32 (tf32 tiles)
+                           (lambda x, y: x.T @ y, [(64, 40), (64, 48)], dtypes.bfloat16),   # A transposed
+                           (lambda x, y: x.cast(dtypes.bfloat16) @ y.cast(dtypes.bfloat16),   # rounded by the reader
+                            [(40, 64), (64, 48)], dtypes.float32)]:
+        assert not a_panel_rows(spec(fn, shapes, dt))
 
 
 def test_fidelity_and_budget():
@@ -465,6 +482,7 @@ def test_adversarial_bits_on_ttsim(src, fidelity):
 @pytest.mark.ttsim
 @pytest.mark.parametrize("mkn,dt,fidelity,form", [
     ((64, 96, 80), dtypes.bfloat16, "HiFi4", "plain"), ((33, 47, 65), dtypes.bfloat16, "HiFi3", "plain"),
+    ((40, 64, 48), dtypes.bfloat16, "HiFi2", "plain"),     # A's panels by face rows, the last one padded past M
     ((40, 72, 56), dtypes.bfloat16, "LoFi", "bT"), ((48, 64, 40), dtypes.float32, "HiFi2", "aT"),
 ], ids=str)
 def test_ttsim_vs_emu_bits(mkn, dt, fidelity, form):
