@@ -133,7 +133,8 @@ class SfpuReducePlan(TilePlan):
             return None
         cores, rp, unit = self.cores if cores is None else cores, self.reduce, self.split_unit
         per_core = -(-rp.groups // cores) * unit
-        reads = [(c["mode"], s.tile_format, c["runs"]) for s, c in
+        const = "red fill" if rp.lanes == 32 else "red const"      # a stream of one value per output cell
+        reads = [(const if c["k_const"] else c["mode"], s.tile_format, c["runs"]) for s, c in
                  ((s, stream_ctx(self, s, j, rp)) for j, s in enumerate(self.inputs))]
         cyc = self.placement.cycles
         one = pipeline(per_core, sum(tile_read_cycles(*r) for r in reads), cyc["total"] + cyc["per_group"] / unit,
@@ -323,16 +324,41 @@ def plan_reduce(lk: LoweredKernel, budget: float | None = None) -> SfpuReducePla
         raise UnsupportedOp(f"{lk.name}: {len(reds)} reductions in one kernel (at most {len(ACCS)} are lowered)")
     axes, n_out_r, out_sizes, red_sizes = reduce_shape(lk, reds, "another")
     n_out, n_red = math.prod(out_sizes), math.prod(red_sizes)
-    lanes, steps = choose_layout(n_out, n_red)
-
     streams = [lk.stream(s) for s in lk.inputs]
-    # the reduce layout is gathered, except with 32 lanes: a tile is then 1024 consecutive k of one output, so a stream
-    # contiguous over (output, k) is one NoC read per tile (render.py: "red contiguous")
-    # (bulk reads keep DRAM and L1 congruent mod 64, so each output's run of K elements must start 64-aligned)
-    def bulk(s: Stream) -> bool:
-        return s.contiguous and lanes == 32 and s.dtype in TILE_NATIVE and (n_red * DTYPE_SIZE[s.dtype]) % 64 == 0
-    streams = [replace(s, contiguous=bulk(s)) for s in streams]
     k_dep = [any(r >= n_out_r for r in s.ranges) for s in lk.inputs]
+    layouts = [choose_layout(n_out, n_red)]
+    if layouts[0] != (32, 32) and any(d and bulk_read(s, 32, n_red) for s, d in zip(streams, k_dep)):
+        layouts.append((32, 32))
+    plans = []
+    for i, layout in enumerate(layouts):
+        try:
+            plans.append(_plan_layout(lk, budget, reds, streams, k_dep, out_sizes, red_sizes, *layout))
+        except UnsupportedOp:
+            if i == 0: raise          # the 32-lane alternative may not fit (its pads' mask stream): the first stays
+    return plans[0] if len(plans) == 1 else min(plans, key=layout_price)
+
+
+def bulk_read(s: Stream, lanes: int, n_red: int) -> bool:
+    """Whether input stream s is read with one NoC transaction per tile ("red contiguous"): the reduce layout is
+    gathered, except with 32 lanes, where a tile is 1024 consecutive k of one output, so a stream contiguous over
+    (output, k) is one run of the buffer per tile (bulk reads keep DRAM and L1 congruent mod 64, so each output's run
+    of K elements must start 64-aligned)."""
+    return s.contiguous and lanes == 32 and s.dtype in TILE_NATIVE and (n_red * DTYPE_SIZE[s.dtype]) % 64 == 0
+
+
+def layout_price(plan: SfpuReducePlan) -> float:
+    """What the choice between layouts minimises: the one-core launch the launch model predicts (a layout with more
+    output groups also splits over more cores); without a placement report, the tiles streamed."""
+    launch = allocate_l1(plan).launch_cycles(1)      # (the movers' modes need the staging windows placed)
+    return launch["total"] if launch is not None else plan.n_tiles
+
+
+def _plan_layout(lk: LoweredKernel, budget: float | None, reds: list[VNode], streams: list[Stream], k_dep: list[bool],
+                 out_sizes: tuple, red_sizes: tuple, lanes: int, steps: int) -> SfpuReducePlan:
+    """plan_reduce for one layout (lanes and row steps per output)."""
+    dag, n_red = lk.dag, math.prod(red_sizes)
+    streams = [replace(s, contiguous=bulk_read(s, lanes, n_red)) for s in streams]
+    k_dep = list(k_dep)
 
     pres = [extract(dag, r.srcs[0], {}) for r in reds]
     has_pads = n_red % (steps * lanes) != 0
@@ -493,10 +519,7 @@ def plan_two_pass(lk: LoweredKernel, reds: list[VNode]) -> SfpuReducePlan:
     n_out, n_red = math.prod(out_sizes), math.prod(red_sizes)
     lanes, steps = choose_layout(n_out, n_red, TWO_PASS_LANES)
 
-    streams = [lk.stream(s) for s in lk.inputs]
-    def bulk(s: Stream) -> bool:          # as plan_reduce: 32 lanes, each output's run 64-byte aligned
-        return s.contiguous and lanes == 32 and s.dtype in TILE_NATIVE and (n_red * DTYPE_SIZE[s.dtype]) % 64 == 0
-    streams = [replace(s, contiguous=bulk(s)) for s in streams]
+    streams = [replace(s, contiguous=bulk_read(s, lanes, n_red)) for s in map(lk.stream, lk.inputs)]
     k_dep = [any(r >= n_out_r for r in s.ranges) for s in lk.inputs]
 
     has_pads = n_red % (steps * lanes) != 0
