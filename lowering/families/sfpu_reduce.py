@@ -10,7 +10,10 @@ Dst slot the reduced values are left in.
 Layout (tile_plan.ReducePlan): a tile is 32 row steps x 32 lanes. Output j of a tile owns `lanes` consecutive lanes (1,
 2, 4, 8 or all 32) of every row step, so a tile carries 32*lanes reduce indices of 32/lanes outputs, and a group of
 `tiles_per_group` tiles carries all K of them. The reader gathers (o, k) into that layout, so any axis set and any
-index expression (permutes, broadcasts, pads) is the reader's scalar index math, never the SFPU's.
+index expression (permutes, broadcasts, pads) is the reader's scalar index math, never the SFPU's. With 32 lanes a
+tile is 1024 consecutive reduce indices of one output, so an input contiguous over (output, k) is one NoC read per
+tile; `plan_reduce` plans that layout beside the one streaming the fewest tiles (`choose_layout`) and keeps the one
+whose one-core launch the launch model prices lower (`layout_price`: the readers' per-datum walks usually decide).
 
 SFPU work:
   * phase 1, every row step of every tile: f = pre(x) with the elementwise code generator, then acc = acc (+|max) f
