@@ -38,8 +38,12 @@ TILE_WRITE_FIXED = 78 + NOC_ROUND_TRIP
 # gather's figure, which modes missing from the table take).
 # A reduction's affine gather (lanes 1: 32 outputs' runs of k per tile, reader.c.j2 "red affine") measured 23 per
 # datum (brisc busy time of the 256 x 256 softmax's two row reductions, 1 and 2 streams: 22.5 and 25 per datum).
+# A reduction stream indexed by the output alone (softmax's max in its sum: tile_streams k_const) replicates one value
+# per output cell: through the layout's datum table 2.5 per datum (the 256 x 256 softmax's sum less its max: 25 - 22.5),
+# with 32 lanes a word fill of the tile ("red fill", read_gather.c.j2 cell_const) 1.85 (64 x 1024 softmax sum: 2,420
+# cycles per tile, less the bulk read of x).
 READ_PER_DATUM = {"contiguous": 0.0, "contiguous bool": 1.0, "red contiguous": 0.0, "strided": 5.5, "columns": 15.7,
-                  "gather": 14.1, "red affine": 23.0}
+                  "gather": 14.1, "red affine": 23.0, "red const": 2.5, "red fill": 1.85}
 READ_PER_DATUM_RESIDENT = {"strided": 3.6, "columns": 3.7}
 WRITE_PER_DATUM = {"contiguous": 0.0, "contiguous bool": 1.0, "scatter": 14.1}
 # runs and broadcasts copy or replicate run by run out of the staging window: b[0] broadcast over a 64x64 (16 runs of

@@ -10,7 +10,10 @@ Dst slot the reduced values are left in.
 Layout (tile_plan.ReducePlan): a tile is 32 row steps x 32 lanes. Output j of a tile owns `lanes` consecutive lanes (1,
 2, 4, 8 or all 32) of every row step, so a tile carries 32*lanes reduce indices of 32/lanes outputs, and a group of
 `tiles_per_group` tiles carries all K of them. The reader gathers (o, k) into that layout, so any axis set and any
-index expression (permutes, broadcasts, pads) is the reader's scalar index math, never the SFPU's.
+index expression (permutes, broadcasts, pads) is the reader's scalar index math, never the SFPU's. With 32 lanes a
+tile is 1024 consecutive reduce indices of one output, so an input contiguous over (output, k) is one NoC read per
+tile; `plan_reduce` plans that layout beside the one streaming the fewest tiles (`choose_layout`) and keeps the one
+whose one-core launch the launch model prices lower (`launch_price`: the readers' per-datum walks usually decide).
 
 SFPU work:
   * phase 1, every row step of every tile: f = pre(x) with the elementwise code generator, then acc = acc (+|max) f
@@ -137,13 +140,14 @@ class SfpuReducePlan(TilePlan):
         cores, rp, unit = self.cores if cores is None else cores, self.reduce, self.split_unit
         per_core = -(-rp.groups // cores) * unit
         valid = rp.n_out * rp.n_red * rp.passes / (self.n_tiles * TILE_ELEMS)
+        const = "red fill" if rp.lanes == 32 else "red const"      # a stream of one value per output cell
         read, fill = 0.0, 0.0
         for j, s in enumerate(self.inputs):
             c = stream_ctx(self, s, j, rp)
             if c["walk"] is not None and c["walk"]["resident"]:
                 read += reduce_walk_cycles(valid)
             else:
-                read += tile_read_cycles(c["mode"], s.tile_format, c["runs"])
+                read += tile_read_cycles(const if c["k_const"] else c["mode"], s.tile_format, c["runs"])
             if f"stage_in{j}" in self.windows:
                 fill += window_load_cycles(self.buffers[s.buf].nbytes)
         cyc = self.placement.cycles
@@ -334,16 +338,34 @@ def plan_reduce(lk: LoweredKernel, budget: float | None = None) -> SfpuReducePla
         raise UnsupportedOp(f"{lk.name}: {len(reds)} reductions in one kernel (at most {len(ACCS)} are lowered)")
     axes, n_out_r, out_sizes, red_sizes = reduce_shape(lk, reds, "another")
     n_out, n_red = math.prod(out_sizes), math.prod(red_sizes)
-    lanes, steps = choose_layout(n_out, n_red)
-
     streams = [lk.stream(s) for s in lk.inputs]
-    # the reduce layout is gathered, except with 32 lanes: a tile is then 1024 consecutive k of one output, so a stream
-    # contiguous over (output, k) is one NoC read per tile (render.py: "red contiguous")
-    # (bulk reads keep DRAM and L1 congruent mod 64, so each output's run of K elements must start 64-aligned)
-    def bulk(s: Stream) -> bool:
-        return s.contiguous and lanes == 32 and s.dtype in TILE_NATIVE and (n_red * DTYPE_SIZE[s.dtype]) % 64 == 0
-    streams = [replace(s, contiguous=bulk(s)) for s in streams]
     k_dep = [any(r >= n_out_r for r in s.ranges) for s in lk.inputs]
+    layouts = [choose_layout(n_out, n_red)]
+    if layouts[0] != (32, 32) and any(d and bulk_read(s, 32, n_red) for s, d in zip(streams, k_dep)):
+        layouts.append((32, 32))
+    plans = []
+    for i, layout in enumerate(layouts):
+        try:
+            plans.append(_plan_layout(lk, budget, reds, streams, k_dep, out_sizes, red_sizes, *layout))
+        except UnsupportedOp:
+            if i == 0: raise          # the 32-lane alternative may not fit (its pads' mask stream): the first stays
+    return plans[0] if len(plans) == 1 else min(plans, key=launch_price)
+
+
+def bulk_read(s: Stream, lanes: int, n_red: int) -> bool:
+    """Whether input stream s is read with one NoC transaction per tile ("red contiguous"): the reduce layout is
+    gathered, except with 32 lanes, where a tile is 1024 consecutive k of one output, so a stream contiguous over
+    (output, k) is one run of the buffer per tile (bulk reads keep DRAM and L1 congruent mod 64, so each output's run
+    of K elements must start 64-aligned)."""
+    return s.contiguous and lanes == 32 and s.dtype in TILE_NATIVE and (n_red * DTYPE_SIZE[s.dtype]) % 64 == 0
+
+
+def _plan_layout(lk: LoweredKernel, budget: float | None, reds: list[VNode], streams: list[Stream], k_dep: list[bool],
+                 out_sizes: tuple, red_sizes: tuple, lanes: int, steps: int) -> SfpuReducePlan:
+    """plan_reduce for one layout (lanes and row steps per output)."""
+    dag, n_red = lk.dag, math.prod(red_sizes)
+    streams = [replace(s, contiguous=bulk_read(s, lanes, n_red)) for s in streams]
+    k_dep = list(k_dep)
 
     pres = [extract(dag, r.srcs[0], {}) for r in reds]
     has_pads = n_red % (steps * lanes) != 0
@@ -504,10 +526,7 @@ def plan_two_pass(lk: LoweredKernel, reds: list[VNode]) -> SfpuReducePlan:
     n_out, n_red = math.prod(out_sizes), math.prod(red_sizes)
     lanes, steps = choose_layout(n_out, n_red, TWO_PASS_LANES)
 
-    streams = [lk.stream(s) for s in lk.inputs]
-    def bulk(s: Stream) -> bool:          # as plan_reduce: 32 lanes, each output's run 64-byte aligned
-        return s.contiguous and lanes == 32 and s.dtype in TILE_NATIVE and (n_red * DTYPE_SIZE[s.dtype]) % 64 == 0
-    streams = [replace(s, contiguous=bulk(s)) for s in streams]
+    streams = [replace(s, contiguous=bulk_read(s, lanes, n_red)) for s in map(lk.stream, lk.inputs)]
     k_dep = [any(r >= n_out_r for r in s.ranges) for s in lk.inputs]
 
     has_pads = n_red % (steps * lanes) != 0

@@ -63,6 +63,17 @@ static inline void tt_check_stop(void)
         }                            \
     } while (0)
 
+/* n 32-bit words := word from addr on, eight stores per loop step (a reduction reader's per-output constant fills a
+ * whole tile: the loop's own instructions, not the stores, would otherwise cost most of its cycles) */
+static inline void tt_fill_words(uint32_t addr, uint32_t word, uint32_t n)
+{
+    volatile uint32_t *p = (volatile uint32_t *)(uintptr_t)addr, *end = p + n;
+    for (; p + 8 <= end; p += 8) {
+        p[0] = word; p[1] = word; p[2] = word; p[3] = word; p[4] = word; p[5] = word; p[6] = word; p[7] = word;
+    }
+    for (; p < end; p++) *p = word;
+}
+
 /* progress counter (status +8): the driver shows it in timeout messages, so a hang says how far each core got */
 static inline void tt_progress(void) { TT_STATUS_WORD(2) = TT_STATUS_WORD(2) + 1u; }
 

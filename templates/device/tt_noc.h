@@ -60,8 +60,9 @@ static inline void tt_noc_init(tt_noc_t *noc, uint32_t base)
     noc->wr_issued = TT_REG32(base + TT_NIU_MST_WR_ACK_RECEIVED);
 }
 
-/* one request of 1..16384 bytes; every field is rewritten because the registers keep old values across launches */
-static inline void tt_noc_issue(tt_noc_t *noc, uint32_t ctrl, uint32_t targ_lo, uint32_t targ_xy, uint32_t ret_lo,
+/* a request's fields, once the NIU is free (the send is tt_noc_send); every field is rewritten because the registers
+ * keep old values across launches. `len`: the byte count, or an atomic's operation word (TT_NOC_AT_INCR) */
+static inline void tt_noc_setup(tt_noc_t *noc, uint32_t ctrl, uint32_t targ_lo, uint32_t targ_xy, uint32_t ret_lo,
                                 uint32_t ret_xy, uint32_t len)
 {
     TT_WAIT_UNTIL(TT_NIU(noc, TT_NOC_CMD_CTRL) == 0u);
@@ -74,8 +75,20 @@ static inline void tt_noc_issue(tt_noc_t *noc, uint32_t ctrl, uint32_t targ_lo, 
     TT_NIU(noc, TT_NOC_RET_ADDR_MID) = 0u;
     TT_NIU(noc, TT_NOC_RET_ADDR_HI) = ret_xy;
     TT_NIU(noc, TT_NOC_AT_LEN_BE) = len;
+}
+
+static inline void tt_noc_send(tt_noc_t *noc)
+{
     TT_NIU(noc, TT_NOC_CMD_CTRL) = 1u;
     (void)TT_NIU(noc, TT_NOC_CMD_CTRL);   /* read back: orders the send before later counter reads */
+}
+
+/* one request of 1..16384 bytes */
+static inline void tt_noc_issue(tt_noc_t *noc, uint32_t ctrl, uint32_t targ_lo, uint32_t targ_xy, uint32_t ret_lo,
+                                uint32_t ret_xy, uint32_t len)
+{
+    tt_noc_setup(noc, ctrl, targ_lo, targ_xy, ret_lo, ret_xy, len);
+    tt_noc_send(noc);
 }
 
 /* the bytes of DRAM address `dram` that stay in one bank (up to the end of its page), at most `len` */
@@ -259,19 +272,9 @@ static inline void tt_noc_mcast_write(tt_noc_t *noc, uint32_t l1, uint32_t rect,
  * (tt_noc_write_wait first). */
 static inline void tt_noc_atomic_inc(tt_noc_t *noc, uint32_t xy, uint32_t addr, uint32_t ret)
 {
-    TT_WAIT_UNTIL(TT_NIU(noc, TT_NOC_CMD_CTRL) == 0u);
-    TT_NIU(noc, TT_NOC_CTRL) = TT_NOC_CTRL_ATOMIC;
-    TT_NIU(noc, TT_NOC_PACKET_TAG) = 0u;
-    TT_NIU(noc, TT_NOC_TARG_ADDR_LO) = addr;
-    TT_NIU(noc, TT_NOC_TARG_ADDR_MID) = 0u;
-    TT_NIU(noc, TT_NOC_TARG_ADDR_HI) = xy;
-    TT_NIU(noc, TT_NOC_RET_ADDR_LO) = ret;
-    TT_NIU(noc, TT_NOC_RET_ADDR_MID) = 0u;
-    TT_NIU(noc, TT_NOC_RET_ADDR_HI) = noc->own_xy;
-    TT_NIU(noc, TT_NOC_AT_LEN_BE) = TT_NOC_AT_INCR;
+    tt_noc_setup(noc, TT_NOC_CTRL_ATOMIC, addr, xy, ret, noc->own_xy, TT_NOC_AT_INCR);
     TT_NIU(noc, TT_NOC_AT_DATA) = 1u;
-    TT_NIU(noc, TT_NOC_CMD_CTRL) = 1u;
-    (void)TT_NIU(noc, TT_NOC_CMD_CTRL);
+    tt_noc_send(noc);
 }
 
 /* wait until the L1 word at addr (a semaphore other cores increment over the NoC) has reached `target` (wrap-safe) */

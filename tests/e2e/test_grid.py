@@ -96,3 +96,19 @@ def test_many_core_softmax_is_bit_identical_on_emu_and_ttsim(monkeypatch, tmp_pa
     sim, r_sim = _run("TT:ttsim", lambda x: x.softmax(-1), (a,), monkeypatch, tmp_path, 4, "ttsim")
     assert _softmax_reduce_cores(r_emu) == _softmax_reduce_cores(r_sim) == [4, 4]
     assert emu.tobytes() == sim.tobytes()
+
+
+@pytest.mark.ttsim
+def test_whole_tensor_sum_partials_on_cores_then_a_combine(monkeypatch, tmp_path):
+    """x.sum() over 32 x 1024: tinygrad splits it (its split_reduceop) into 32 per-row partial sums and a sum of
+    those, two launches; each partial is a whole 32-lane output group (a tile read per NoC request), so the first
+    launch goes to the cores the launch model picks (several) and the combine to one. Same bits on emu and ttsim,
+    within a compensated float32 sum of numpy's float64 sum."""
+    a = np.random.default_rng(13).standard_normal((32, 1024)).astype(np.float32)
+    emu, r_emu = _run("TT:emu", lambda x: x.sum(), (a,), monkeypatch, tmp_path, 64, "emu")
+    sim, r_sim = _run("TT:ttsim", lambda x: x.sum(), (a,), monkeypatch, tmp_path, 64, "ttsim")
+    cores = [r["predicted_launch_cycles"]["cores"] for r in r_emu]
+    assert len(cores) == 2 and max(cores) > 1 and min(cores) == 1, cores
+    assert cores == [r["predicted_launch_cycles"]["cores"] for r in r_sim]
+    assert emu.tobytes() == sim.tobytes()
+    assert abs(float(emu) - a.astype(np.float64).sum()) <= 4 * np.finfo(np.float32).eps * np.abs(a).sum()

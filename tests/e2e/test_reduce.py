@@ -345,6 +345,25 @@ def test_argmax_prod_and_computed_streams():
 
 
 @pytest.mark.needs_cc
+@pytest.mark.parametrize("dtype", [None, dtypes.bfloat16])
+def test_softmax_over_rows_read_a_tile_per_noc_request(dtype):
+    """Rows of 1024 (64-byte multiples): the launch model takes the 32-lane layout, x read one tile per NoC request,
+    the row max replicated over the tile by word fills (read_gather.c.j2 cell_const); fp32 and bf16 tiles."""
+    x = rng.standard_normal((6, 1024)).astype(np.float32)
+    if dtype is None:
+        tt, cpu = run_both(lambda a: a.softmax(-1), x)
+        np.testing.assert_allclose(tt, cpu, rtol=1e-5, atol=1e-7)
+        return
+    # bf16 (tinygrad's CPU device cannot compile bf16 here): float64 softmax of the bf16-rounded input, within bf16's
+    # rounding of the max, the exponentials and the result (a few bf16 ulps)
+    xb = (x.view(np.uint32) & 0xFFFF0000).view(np.float32).astype(np.float64)
+    ref = np.exp(xb - xb.max(1, keepdims=True))
+    ref /= ref.sum(1, keepdims=True)
+    tt = Tensor(x, device="TT").cast(dtype).softmax(-1).float().numpy()
+    np.testing.assert_allclose(tt, ref, rtol=3e-2, atol=1e-6)
+
+
+@pytest.mark.needs_cc
 @pytest.mark.ttsim
 def test_ttsim_matches_emulator_bit_for_bit():
     """The same ELFs on Tenstorrent's simulator: every reduction layout (1 and 32 lanes with SFPSHFT2 + SFPTRANSP,
@@ -359,7 +378,9 @@ def test_ttsim_matches_emulator_bit_for_bit():
              # compensated sums: 32 lanes, 4 lanes, short step groups, both passes of a two-pass reduction
              (lambda a: a.sum(), pairs(rng, (2048,))), (lambda a: a.sum(1), pairs(rng, (8, 512))),
              (lambda a: a.sum(1), pairs(rng, (40, 12))),
-             (lambda a: (a - a.mean(1, keepdim=True)).sum(1), pairs(rng, (4, 300)))]
+             (lambda a: (a - a.mean(1, keepdim=True)).sum(1), pairs(rng, (4, 300))),
+             # 32 lanes read a tile per NoC request, the row max filled over the tile
+             (lambda a: a.softmax(-1), rng.standard_normal((3, 1024)).astype(np.float32))]
     for fn, a in cases:
         sim = fn(Tensor(a, device="TT:ttsim")).numpy()
         emu = fn(Tensor(a, device="TT:emu")).numpy()

@@ -69,7 +69,9 @@ def test_each_core_gets_its_argument_block_and_the_sources_read_it():
 
 
 def test_reductions_split_by_whole_output_groups():
-    plan = _plan(Tensor.empty(96, 512).sum(1), "r_grid")        # 96 rows: 3 groups of 32 outputs
+    # 96 rows of 500 (not a 64-byte multiple: one lane per output, gathered): 3 groups of 32 outputs
+    plan = _plan(Tensor.empty(96, 500).sum(1), "r_grid")
+    assert plan.reduce.lanes == 1
     unit = plan.split_unit
     assert unit == plan.reduce.tiles_per_group and plan.n_tiles == 3 * unit
     plan.use_cores(64)
@@ -135,3 +137,17 @@ def test_matmul_grid_choice_within_the_cap_and_the_chip():
     opts = grid_options((64, 64, 4), 200, 5)
     assert max(r for r, _ in opts) == 10 and max(c for _, c in opts) == 14
     assert all(len({-(-(e - b) // 5) for b, e in split_ranges(64, c)}) == 1 for _, c in opts)
+
+
+def test_contiguous_row_reductions_read_one_tile_per_noc_request():
+    """Rows of 1024 floats (64-byte multiples, no pads): the launch model prices the 32-lane layout (a tile = 1024 consecutive
+    elements of one row, one NoC read; the max a one-value-per-row fill) below the 32-outputs-per-tile gather, and it
+    has a group per row, so it splits over as many cores as there are rows."""
+    x = Tensor.empty(96, 1024)
+    plan = _plan((x - x.max(1, keepdim=True)).exp().sum(1), "r_rows")
+    assert plan.reduce.lanes == 32 and plan.reduce.groups == 96
+    assert plan.reader_modes()[0] == "red contiguous"
+    gathered = mover_cost.tile_read_cycles("red affine", "fp32")
+    assert plan.launch_cycles(1)["reader"] < plan.n_tiles * gathered / 5      # x gathered alone: 5x the whole reader
+    plan.use_cores(64)
+    assert 3 < plan.cores <= 64

@@ -150,6 +150,7 @@ def tinygrad_programs():
         ("sum_rows", {}, lambda x: (x * 3).sum(1), (_r(8, 100),)),
         ("max_cols", {}, lambda x: (x * 2).max(0), (_r(9, 40),)),
         ("long_sum", {}, lambda x: x.sum(), (_r(4, 3000),)),
+        ("softmax_rows_32_lanes", {}, lambda x: x.softmax(-1), (_r(3, 1024),)),
         ("argmax", {}, lambda x: x.argmax(), (_r(40, 50),)),
         ("staged_reduction_of_reduction", {}, lambda x: (x - x.mean()).square().sum(0), (_r(8, 40),)),
         ("sum_budget_1e-2", {"TT_ERR_BUDGET": "1e-2", **SAMPLED}, lambda x: x.sum(1), (_r(64, 512),)),

@@ -6,6 +6,7 @@
     python -m tt_backend bench kernels --rows grid          # a*b+a at 2048x2048 on 1, 8 and 64 cores
     python -m tt_backend bench kernels --rows matmul-grid   # bf16 1024^3 HiFi2 matmul on 1, 8 and 64 cores
     python -m tt_backend bench kernels --rows softmax-grid  # a row softmax at 2048x2048, TT_CORES 1, 8 and 64
+    python -m tt_backend bench kernels --rows sum-grid      # x.sum() at 2048x2048 (partials, then a combine)
 
 Columns: the placement's compute cycles (what the selector prices), the whole launch predicted by
 lowering/families/mover_cost.py (reader, compute and writer as a pipeline), the emulated cycles and their ratio.
@@ -19,7 +20,8 @@ run's speed-up over one core and host wall time; `matmul-grid`: the bf16 1024^3 
 most 1, 8 and 64 cores, the grid shape the launch model's choice (FpuMatmulPlan.use_cores; kernel column: grid and
 tiles per core); `softmax-grid`: x.softmax(-1) at 2048x2048 through tinygrad with
 TT_CORES = 1, 8 and 64 (the launch model picks each kernel's count up to the cap; the kernel column lists them), its
-three kernels' cycles summed. Emulated cycles: the slowest core of the launch (the slowest
+three kernels' cycles summed; `sum-grid`: x.sum() at 2048x2048 likewise (tinygrad splits it into per-row partial
+sums and their sum: two launches). Emulated cycles: the slowest core of the launch (the slowest
 tile's).
 The program rows run through tinygrad (DEVICE=TT) in a subprocess with TT_DUMP and read each kernel's
 report.json; the matmul rows launch the plan on the emulator directly.
@@ -121,6 +123,9 @@ ROWS = {
     "softmax-grid": GridProgramRow(2048, _RAND + (
         "x = Tensor(rng.standard_normal(({n}, {n})).astype(np.float32)).realize()\n"
         "out = x.softmax(-1).realize()"), (1, 8, 64)),
+    "sum-grid": GridProgramRow(2048, _RAND + (
+        "x = Tensor(rng.standard_normal(({n}, {n})).astype(np.float32)).realize()\n"
+        "out = x.sum().realize()"), (1, 8, 64)),
 }
 
 
