@@ -144,10 +144,12 @@ class SfpuReducePlan(TilePlan):
         read, fill = 0.0, 0.0
         for j, s in enumerate(self.inputs):
             c = stream_ctx(self, s, j, rp)
-            if c["walk"] is not None and c["walk"]["resident"]:
+            if c["k_const"]:
+                read += tile_read_cycles(const, s.tile_format, c["runs"])
+            elif c["walk"] is not None and c["walk"]["resident"]:
                 read += reduce_walk_cycles(valid)
             else:
-                read += tile_read_cycles(const if c["k_const"] else c["mode"], s.tile_format, c["runs"])
+                read += tile_read_cycles(c["mode"], s.tile_format, c["runs"])
             if f"stage_in{j}" in self.windows:
                 fill += window_load_cycles(self.buffers[s.buf].nbytes)
         cyc = self.placement.cycles
