@@ -34,8 +34,8 @@ def test_elementwise_gives_the_timed_bytes():
 @pytest.mark.needs_cc
 @pytest.mark.parametrize("cores", [1, 4])
 def test_matmul_gives_the_timed_bytes(cores):
-    """bf16 64^3 on the FPU; on four cores the operands travel by NoC multicast between the tiles."""
-    plan = matmul_plan(64, "HiFi2")
+    """bf16 128^3 on the FPU; on four cores (a 2x2 grid) the operands travel by NoC multicast between the tiles."""
+    plan = matmul_plan(128, "HiFi2")
     plan.use_cores(cores)
     assert plan.cores == cores
     out = both_modes(plan, matmul_arrays(plan))
