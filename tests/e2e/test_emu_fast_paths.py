@@ -42,22 +42,43 @@ def test_mvmul_runs_identical(fidelity, monkeypatch):
 
 
 @pytest.mark.needs_cc
+def test_unpack_setup_cache_identical_on_src_banks(monkeypatch):
+    """bf16 64^3 FPU matmul (both unpackers into SrcA/SrcB, face by face): UNPACR's cached checks
+    (unpack_pack.UNPACK_SETUP_CACHE) against the reference handler, which checks every UNPACR's configuration."""
+    plan = matmul_plan(64, "HiFi2")
+    rng = np.random.default_rng(5)
+    bf16 = lambda: (rng.standard_normal((64, 64)).astype(np.float32).view(np.uint32) >> 16).astype(np.uint16)
+    arrays = {plan.spec.a.slot: bf16(), plan.spec.b.slot: bf16()}
+    elfs = compile_kernel(*split(plan.render()), plan.name)
+    calls = {"UNPACR": 0, "_unpack_setup": 0}
+    for name in calls:
+        orig = getattr(unpack_pack.UnpackPackMixin, name)
+        monkeypatch.setattr(unpack_pack.UnpackPackMixin, name,
+                            lambda self, *a, _o=orig, _n=name: calls.__setitem__(_n, calls[_n] + 1) or _o(self, *a))
+    fast = _launch(plan, arrays, elfs)
+    assert 0 < calls["_unpack_setup"] < calls["UNPACR"] / 4                   # the cache answered
+    monkeypatch.setattr(unpack_pack, "UNPACK_SETUP_CACHE", False)
+    assert _launch(plan, arrays, elfs) == fast
+
+
+@pytest.mark.needs_cc
 @pytest.mark.parametrize("n", [64, 40])
-@pytest.mark.parametrize("switch", ["PACK_SETUP_CACHE", "UNPACK_CONTIGUOUS"])
+@pytest.mark.parametrize("switch", ["PACK_SETUP_CACHE", "UNPACK_SETUP_CACHE", "UNPACK_CONTIGUOUS"])
 def test_unpack_pack_fast_paths_identical(n, switch, monkeypatch):
     """fp32 a * b + a (40x40: partial tiles, the packer's edge masks): PACR's cached checks and edge masks
-    (unpack_pack.PACK_SETUP_CACHE), contiguous unpacks read as one L1 slice (UNPACK_CONTIGUOUS), each against the
-    reference handler."""
+    (unpack_pack.PACK_SETUP_CACHE), UNPACR's cached checks (UNPACK_SETUP_CACHE), contiguous unpacks read as one L1
+    slice (UNPACK_CONTIGUOUS), each against the reference handler."""
     plan = elementwise_plan(n)
     arrays = elementwise_inputs(plan, np.random.default_rng(n))
     elfs = compile_kernel(*split(plan.render()), plan.name)
-    calls = {"PACR": 0, "_pack_setup": 0, "_l1_datums": 0}
+    calls = {"PACR": 0, "_pack_setup": 0, "UNPACR": 0, "_unpack_setup": 0, "_l1_datums": 0}
     for name in calls:
         orig = getattr(unpack_pack.UnpackPackMixin, name)
         monkeypatch.setattr(unpack_pack.UnpackPackMixin, name,
                             lambda self, *a, _o=orig, _n=name: calls.__setitem__(_n, calls[_n] + 1) or _o(self, *a))
     fast = _launch(plan, arrays, elfs)
     assert calls["_l1_datums"] > 0 and 0 < calls["_pack_setup"] < calls["PACR"] / 4     # the fast paths ran
+    assert 0 < calls["_unpack_setup"] < calls["UNPACR"] / 4
     monkeypatch.setattr(unpack_pack, switch, False)
     assert _launch(plan, arrays, elfs) == fast
     x, y = (arrays[s].astype(np.float64) for s in sorted(arrays))
