@@ -9,7 +9,7 @@ from tt_backend.chip.numerics import fpu_math as fm
 from tt_backend.lowering.codegen.sources import split
 from tt_backend.runtime.compile import compile_kernel
 from tt_backend.runtime.emu import unpack_pack
-from tt_backend.runtime.emu.accel import fpu_batch
+from tt_backend.runtime.emu.accel import fpu_batch, native
 from tt_backend.runtime.emu.device import EmuDevice
 
 
@@ -22,23 +22,27 @@ def _launch(plan, arrays, elfs):
 @pytest.mark.needs_cc
 @pytest.mark.parametrize("fidelity", ["LoFi", "HiFi4"])
 def test_mvmul_runs_identical(fidelity, monkeypatch):
-    """bf16 64^3 FPU matmul: MVMUL runs executed at once (accel/fpu_batch.py) against the per-instruction handler."""
+    """bf16 64^3 FPU matmul: MVMUL runs executed at once (accel/fpu_batch.py), their numerics in C (accel/native.py)
+    and in numpy (fpu_math.mvmul19_batch), against the per-instruction handler."""
     plan = matmul_plan(64, fidelity)
     rng = np.random.default_rng(3)
     bf16 = lambda: (rng.standard_normal((64, 64)).astype(np.float32).view(np.uint32) >> 16).astype(np.uint16)
     arrays = {plan.spec.a.slot: bf16(), plan.spec.b.slot: bf16()}
     elfs = compile_kernel(*split(plan.render()), plan.name)
-    steps = []
-    batch = fm.mvmul19_batch
-    monkeypatch.setattr(fm, "mvmul19_batch", lambda *a, **k: steps.append(len(a[3])) or batch(*a, **k))
-    fast = _launch(plan, arrays, elfs)
-    assert sum(steps) == 2 * 2 * 2 * 2 * 16 * fm.FIDELITY_PHASES[fidelity]    # launches x tiles x K x 16/phase
-    assert max(steps) >= 16
-    monkeypatch.setattr(fpu_batch, "BATCH_MVMUL", False)
-    steps.clear()
-    ref = _launch(plan, arrays, elfs)
-    assert not steps
-    assert fast == ref
+    steps = {"C": [], "numpy": []}
+    for path, mod, name in (("C", native, "mvmul_steps"), ("numpy", fm, "mvmul19_batch")):
+        fn = getattr(mod, name)
+        monkeypatch.setattr(mod, name, lambda *a, _fn=fn, _s=steps[path]: _s.append(len(a[3])) or _fn(*a))
+    expected = 2 * 2 * 2 * 2 * 16 * fm.FIDELITY_PHASES[fidelity]    # launches x tiles x K x 16/phase
+    runs = {}
+    for path, switch in (("C", None), ("numpy", "NATIVE_MVMUL"), ("reference", "BATCH_MVMUL")):
+        if switch:
+            monkeypatch.setattr(fpu_batch, switch, False)
+        runs[path] = _launch(plan, arrays, elfs)
+        if path in steps:
+            assert sum(steps[path]) == expected and max(steps[path]) >= 16     # this path ran every MVMUL
+    assert sum(steps["C"]) == expected and sum(steps["numpy"]) == expected  # (and no other run used them)
+    assert runs["C"] == runs["numpy"] == runs["reference"]
 
 
 @pytest.mark.needs_cc

@@ -1,0 +1,96 @@
+"""The speed layer's compiled part: C sources beside this module, built once with the host C compiler (cc, or $CC)
+into the cache directory, keyed by the source's content, the compiler and the flags, and loaded with ctypes.
+
+Only where a measurement showed numpy cannot reach the speed: MVMUL runs (mvmul_native.c, fpu_math.mvmul19_batch's
+numerics in C, 25 % of a bf16 256^3 matmul's host time in numpy). The Python path stays and is the reference: the
+equality tests pin the compiled one against it bit for bit, and without a host compiler the emulator runs the Python
+path (`python -m tt_backend info` says which runs, and why). `scripts/install.sh` builds it at install time.
+"""
+from __future__ import annotations
+
+import ctypes
+import functools
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from tt_backend.templates.environment import cache_dir
+
+SOURCE = Path(__file__).with_name("mvmul_native.c")
+FLAGS = ("-O2", "-shared", "-fPIC", "-std=c99")
+
+
+def host_compiler() -> str | None:
+    """$CC if set, else the first of cc, clang, gcc on PATH."""
+    if os.environ.get("CC"):
+        return shutil.which(os.environ["CC"])
+    return next((p for p in map(shutil.which, ("cc", "clang", "gcc")) if p), None)
+
+
+def library_path(cc: str) -> Path:
+    key = hashlib.sha256(SOURCE.read_bytes() + cc.encode() + " ".join(FLAGS).encode()).hexdigest()[:20]
+    return cache_dir() / "native" / f"mvmul_{key}.so"
+
+
+def build() -> Path:
+    """The library for this source and compiler, compiled unless the cache has it. Raises OSError naming the reason."""
+    cc = host_compiler()
+    if cc is None:
+        raise OSError("no host C compiler (cc, clang or gcc; or set CC)")
+    out = library_path(cc)
+    if out.is_file():
+        return out
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.stem}.", suffix=".so")
+    os.close(fd)
+    try:
+        r = subprocess.run([cc, *FLAGS, "-o", tmp, str(SOURCE)], capture_output=True, text=True)
+        if r.returncode:
+            raise OSError(f"{cc} failed on {SOURCE.name}: {r.stderr.strip()[:500]}")
+        os.replace(tmp, out)            # atomic: concurrent builders publish the same bytes
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return out
+
+
+@functools.lru_cache(maxsize=None)
+def _load() -> tuple[object | None, str]:
+    """(the mvmul_steps function or None, what `info` says about it)."""
+    try:
+        path = build()
+        fn = ctypes.CDLL(str(path)).mvmul_steps
+    except OSError as e:
+        return None, f"Python (numpy) path: the C part is unavailable: {e}"
+    fn.restype = None
+    fn.argtypes = [ctypes.c_void_p] * 4 + [ctypes.c_int32, ctypes.c_void_p]
+    return fn, f"C ({path})"
+
+
+def status() -> str:
+    """Which MVMUL path the emulator runs, for `python -m tt_backend info`."""
+    return _load()[1]
+
+
+def mvmul_steps(a19: np.ndarray, b19: np.ndarray, phases, slots, dst: np.ndarray) -> np.ndarray | None:
+    """fpu_math.mvmul19_batch(a19, b19, phases, slots, dst) with fp32_acc and exp8 in C, as plain uint32 words
+    (a19 (S, 16, 16), b19 (S, 8, 16), dst (U, 8, 16)); None when the C part is unavailable."""
+    fn = _load()[0]
+    if fn is None:
+        return None
+    a = np.ascontiguousarray(a19, np.int32)
+    b = np.ascontiguousarray(b19, np.int32)
+    p = np.ascontiguousarray(phases, np.int32)
+    s = np.ascontiguousarray(slots, np.int32)
+    out = np.array(dst, np.uint32, order="C")
+    if a.shape[1:] != (16, 16) or b.shape[1:] != (8, 16) or out.shape[1:] != (8, 16) or not (
+            a.shape[0] == b.shape[0] == p.size == s.size) or (s.size and not 0 <= s.min() <= s.max() < out.shape[0]):
+        raise ValueError(f"mvmul_steps: shapes a {a.shape}, b {b.shape}, dst {out.shape}, {p.size} phases, "
+                         f"{s.size} slots do not fit")
+    fn(a.ctypes.data, b.ctypes.data, p.ctypes.data, s.ctypes.data, s.size, out.ctypes.data)
+    return out
