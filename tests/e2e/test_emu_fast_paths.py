@@ -30,9 +30,10 @@ def test_mvmul_runs_identical(fidelity, monkeypatch):
     arrays = {plan.spec.a.slot: bf16(), plan.spec.b.slot: bf16()}
     elfs = compile_kernel(*split(plan.render()), plan.name)
     steps = {"C": [], "numpy": []}
-    for path, mod, name in (("C", native, "mvmul_steps"), ("numpy", fm, "mvmul19_batch")):
+    for path, mod, name, slots_arg in (("C", native, "mvmul_steps", 5), ("numpy", fm, "mvmul19_batch", 3)):
         fn = getattr(mod, name)
-        monkeypatch.setattr(mod, name, lambda *a, _fn=fn, _s=steps[path]: _s.append(len(a[3])) or _fn(*a))
+        monkeypatch.setattr(mod, name,
+                            lambda *a, _fn=fn, _s=steps[path], _i=slots_arg: _s.append(len(a[_i])) or _fn(*a))
     expected = 2 * 2 * 2 * 2 * 16 * fm.FIDELITY_PHASES[fidelity]    # launches x tiles x K x 16/phase
     runs = {}
     for path, switch in (("C", None), ("numpy", "NATIVE_MVMUL"), ("reference", "BATCH_MVMUL")):

@@ -1,6 +1,7 @@
-"""The emulator's C part (runtime/emu/accel/native.py) against its reference, fpu_math.mvmul19_batch: the same Dst
-bits for random MVMUL runs whose operands and Dst values crowd the edges (zero and tiny exponents, where products
-underflow and groups vanish; the largest ones, where the sum overflows to Inf), every fidelity phase, repeated slots."""
+"""The emulator's C part (runtime/emu/accel/native.py) against its reference, fpu_math.mvmul19_batch of the operands'
+src19 views: the same Dst bits for random MVMUL runs whose Src words and Dst values crowd the edges (zero and tiny
+exponents, where products underflow and groups vanish; the largest ones, where the sum overflows to Inf), BF16 and
+TF32 sources (the low mantissa bits dropped or read), every fidelity phase, repeated slots."""
 import numpy as np
 import pytest
 
@@ -26,16 +27,19 @@ def test_c_mvmul_runs_match_numpy(seed):
     assert native.status().startswith("C ("), native.status()
     for _ in range(40):
         steps, blocks = int(rng.integers(1, 48)), int(rng.integers(1, 5))
-        a19 = _edgy(rng, (steps, 16, 16), 8, 10, 19).astype(np.int64)
-        b19 = _edgy(rng, (steps, 8, 16), 8, 10, 19).astype(np.int64)
+        fa, fb = (int(rng.choice([fm.BF16, fm.TF32, fm.FP32, fm.BFP8_B])) for _ in range(2))
+        srca = _edgy(rng, (steps, 16, 16), 8, 23, 32).astype(np.uint32)
+        srcb = _edgy(rng, (steps, 8, 16), 8, 23, 32).astype(np.uint32)
         dst = _edgy(rng, (blocks, 8, 16), 8, 23, 32).astype(np.uint32)
         phases, slots = rng.integers(0, 4, steps), rng.integers(0, blocks, steps)
-        want = fm.mvmul19_batch(a19, b19, list(phases), list(slots), dst).astype(np.uint32)
-        got = native.mvmul_steps(a19, b19, phases, slots, dst)
-        assert np.array_equal(got, want)
+        want = fm.mvmul19_batch(fm.src19(srca, fa), fm.src19(srcb, fb), list(phases), list(slots), dst)
+        got = native.mvmul_steps(srca, srcb, fa, fb, phases, slots, dst)
+        assert np.array_equal(got, want.astype(np.uint32))
 
 
-def test_c_mvmul_refuses_misshapen_runs():
+def test_c_mvmul_refuses_what_it_does_not_compute():
     z = np.zeros
     with pytest.raises(ValueError, match="do not fit"):
-        native.mvmul_steps(z((2, 16, 16)), z((2, 8, 16)), [0, 0], [0, 1], z((1, 8, 16), np.uint32))
+        native.mvmul_steps(z((2, 16, 16)), z((2, 8, 16)), fm.BF16, fm.BF16, [0, 0], [0, 1], z((1, 8, 16), np.uint32))
+    with pytest.raises(ValueError, match="8-bit-exponent"):
+        native.mvmul_steps(z((1, 16, 16)), z((1, 8, 16)), fm.FP16, fm.FP16, [0], [0], z((1, 8, 16), np.uint32))

@@ -90,11 +90,10 @@ class FpuBatchMixin:
         fa, fb = recs[0][2], recs[0][3]
         dst = self.dst
         old = np.stack([dst.rows32[row:row + 8] for row in blocks])
-        a19 = fm.src19(np.stack([r[0] for r in recs]), fa)
-        b19 = fm.src19(np.stack([r[1] for r in recs]), fb)
+        srca, srcb = np.stack([r[0] for r in recs]), np.stack([r[1] for r in recs])
         phases, slots = [r[5] for r in recs], [slot[r[4]] for r in recs]
-        new = native.mvmul_steps(a19, b19, phases, slots, old) if NATIVE_MVMUL else None
+        new = native.mvmul_steps(srca, srcb, fa, fb, phases, slots, old) if NATIVE_MVMUL else None
         if new is None:
-            new = fm.mvmul19_batch(a19, b19, phases, slots, old).astype(np.uint32)
+            new = fm.mvmul19_batch(fm.src19(srca, fa), fm.src19(srcb, fb), phases, slots, old).astype(np.uint32)
         for row, vals in zip(blocks, new):
             dst.write_rows32(row, vals)

@@ -3,8 +3,9 @@
  * against). Per step: the two group terms of every output (_group_terms), then one accumulate into Dst (accumulate).
  * Facts and the numerics' description: docs/fpu_path.md §10.1-10.3. Built by accel/native.py with the host compiler.
  *
- * a19: S x 16 (k) x 16 (n) SrcA in the multiplier's 19-bit view; b19: S x 8 (m) x 16 (k) SrcB; phase: S fidelity
- * phases; slot: S Dst blocks (0..U-1); dst: U x 8 x 16 plain fp32-layout words, updated in place, step by step. */
+ * srca: S x 16 (k) x 16 (n) SrcA words, srcb: S x 8 (m) x 16 (k) SrcB words, read through mask_a / mask_b
+ * (fpu_math.src19_mask of their formats) as the multiplier's 19-bit view, bits 31..13; phase: S fidelity phases;
+ * slot: S Dst blocks (0..U-1); dst: U x 8 x 16 plain fp32-layout words, updated in place, step by step. */
 #include <stdint.h>
 
 #define ZERO_EXP (-(1 << 12))     /* a zero operand's exponent: every product with it has exponent <= 0 */
@@ -50,21 +51,21 @@ static uint32_t accumulate2(uint32_t dst, const int64_t ts[2], const int64_t te[
     return (uint32_t)(sign << 31 | e << 23 | man);
 }
 
-void mvmul_steps(const int32_t *a19, const int32_t *b19, const int32_t *phase, const int32_t *slot, int32_t steps,
-                 uint32_t *dst) {
+void mvmul_steps(const uint32_t *srca, const uint32_t *srcb, uint32_t mask_a, uint32_t mask_b, const int32_t *phase,
+                 const int32_t *slot, int32_t steps, uint32_t *dst) {
     for (int s = 0; s < steps; s++) {
-        const int32_t *a = a19 + s * 256, *b = b19 + s * 128;
+        const uint32_t *a = srca + s * 256, *b = srcb + s * 128;
         int p = phase[s];
         int adj = -127 - (p & 1 ? 5 : 0) - (p & 2 ? 7 : 0);        /* exp_prod_adj(fp32_acc, p, exp8) */
         int a_exp[256], a_man[256], a_sgn[256], b_exp[128], b_man[128], b_sgn[128];
         for (int i = 0; i < 256; i++) {
-            int v = a[i], ea = v >> 10 & 0xFF, m11 = (v & 0x3FF) | 0x400;
+            int v = (a[i] & mask_a) >> 13, ea = v >> 10 & 0xFF, m11 = (v & 0x3FF) | 0x400;
             a_exp[i] = ea ? ea : ZERO_EXP;
             a_man[i] = ea ? (p & 1 ? (m11 >> 1) & 31 : m11 >> 6) : 0;
             a_sgn[i] = v >> 18 & 1 ? -1 : 1;
         }
         for (int i = 0; i < 128; i++) {
-            int v = b[i], eb = v >> 10 & 0xFF, m11 = (v & 0x3FF) | 0x400;
+            int v = (b[i] & mask_b) >> 13, eb = v >> 10 & 0xFF, m11 = (v & 0x3FF) | 0x400;
             b_exp[i] = (eb ? eb : ZERO_EXP) + adj;
             b_man[i] = eb ? (p & 2 ? (m11 & 15) << 3 : m11 >> 4) : 0;
             b_sgn[i] = v >> 18 & 1 ? -1 : 1;

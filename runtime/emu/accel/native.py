@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from tt_backend.chip.numerics import fpu_math as fm
 from tt_backend.templates.environment import cache_dir
 
 SOURCE = Path(__file__).with_name("mvmul_native.c")
@@ -68,7 +69,8 @@ def _load() -> tuple[object | None, str]:
     except OSError as e:
         return None, f"Python (numpy) path: the C part is unavailable: {e}"
     fn.restype = None
-    fn.argtypes = [ctypes.c_void_p] * 4 + [ctypes.c_int32, ctypes.c_void_p]
+    fn.argtypes = [ctypes.c_void_p] * 2 + [ctypes.c_uint32] * 2 + [ctypes.c_void_p] * 2 + [ctypes.c_int32,
+                                                                                          ctypes.c_void_p]
     return fn, f"C ({path})"
 
 
@@ -77,14 +79,18 @@ def status() -> str:
     return _load()[1]
 
 
-def mvmul_steps(a19: np.ndarray, b19: np.ndarray, phases, slots, dst: np.ndarray) -> np.ndarray | None:
-    """fpu_math.mvmul19_batch(a19, b19, phases, slots, dst) with fp32_acc and exp8 in C, as plain uint32 words
-    (a19 (S, 16, 16), b19 (S, 8, 16), dst (U, 8, 16)); None when the C part is unavailable."""
+def mvmul_steps(srca: np.ndarray, srcb: np.ndarray, fa: int, fb: int, phases, slots,
+                dst: np.ndarray) -> np.ndarray | None:
+    """fpu_math.mvmul19_batch(src19(srca, fa), src19(srcb, fb), phases, slots, dst) with fp32_acc and exp8 in C, as
+    plain uint32 words (srca (S, 16, 16) and srcb (S, 8, 16) Src words, dst (U, 8, 16)); None when the C part is
+    unavailable. Formats read with a 5-bit exponent are the numpy path's (the C part has the 8-bit exponent rules)."""
     fn = _load()[0]
     if fn is None:
         return None
-    a = np.ascontiguousarray(a19, np.int32)
-    b = np.ascontiguousarray(b19, np.int32)
+    if fa in fm.FMT_5BIT_EXP or fb in fm.FMT_5BIT_EXP:
+        raise ValueError(f"mvmul_steps: Src formats {fa}, {fb}: the C part computes 8-bit-exponent products only")
+    a = np.ascontiguousarray(srca, np.uint32)
+    b = np.ascontiguousarray(srcb, np.uint32)
     p = np.ascontiguousarray(phases, np.int32)
     s = np.ascontiguousarray(slots, np.int32)
     out = np.array(dst, np.uint32, order="C")
@@ -92,5 +98,6 @@ def mvmul_steps(a19: np.ndarray, b19: np.ndarray, phases, slots, dst: np.ndarray
             a.shape[0] == b.shape[0] == p.size == s.size) or (s.size and not 0 <= s.min() <= s.max() < out.shape[0]):
         raise ValueError(f"mvmul_steps: shapes a {a.shape}, b {b.shape}, dst {out.shape}, {p.size} phases, "
                          f"{s.size} slots do not fit")
-    fn(a.ctypes.data, b.ctypes.data, p.ctypes.data, s.ctypes.data, s.size, out.ctypes.data)
+    fn(a.ctypes.data, b.ctypes.data, fm.src19_mask(fa), fm.src19_mask(fb), p.ctypes.data, s.ctypes.data, s.size,
+       out.ctypes.data)
     return out
