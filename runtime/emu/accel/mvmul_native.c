@@ -10,7 +10,7 @@
 
 #define ZERO_EXP (-(1 << 12))     /* a zero operand's exponent: every product with it has exponent <= 0 */
 
-static int bitlen(int64_t v) { int n = 0; while (v) { n++; v >>= 1; } return n; }
+static int bitlen(int64_t v) { return v ? 64 - __builtin_clzll((unsigned long long)v) : 0; }  /* v >= 0 */
 
 /* a term's magnitude shifted right from exp to target (half an ulp added, minus bias); shifts of 31 or more give 0 */
 static int64_t align(int64_t man, int64_t exp, int64_t target, int64_t bias) {
@@ -70,32 +70,40 @@ void mvmul_steps(const uint32_t *srca, const uint32_t *srcb, uint32_t mask_a, ui
             b_man[i] = eb ? (p & 2 ? (m11 & 15) << 3 : m11 >> 4) : 0;
             b_sgn[i] = v >> 18 & 1 ? -1 : 1;
         }
+        /* n innermost (the compiler vectorises these loops over the 16 columns) */
         uint32_t *d = dst + slot[s] * 128;
         for (int m = 0; m < 8; m++) {
-            for (int n = 0; n < 16; n++) {
-                int64_t ts[2], te[2], tm[2];
-                for (int g = 0; g < 2; g++) {
-                    int exp[8], emax = INT32_MIN;
-                    for (int j = 0; j < 8; j++) {
-                        int k = g * 8 + j;
-                        exp[j] = a_exp[k * 16 + n] + b_exp[m * 16 + k];
-                        if (exp[j] > emax) emax = exp[j];
+            int64_t ts[2][16], te[2][16], tm[2][16];
+            for (int g = 0; g < 2; g++) {
+                int emax[16], tot[16];
+                for (int n = 0; n < 16; n++) { emax[n] = INT32_MIN; tot[n] = 0; }
+                for (int k = g * 8; k < g * 8 + 8; k++) {
+                    int be = b_exp[m * 16 + k];
+                    for (int n = 0; n < 16; n++) {
+                        int e = a_exp[k * 16 + n] + be;
+                        emax[n] = e > emax[n] ? e : emax[n];
                     }
-                    int64_t tot = 0;
-                    for (int j = 0; j < 8; j++) {
-                        int k = g * 8 + j;
-                        /* a product with exponent <= 0 is zero; the rest aligned to emax, round half up */
-                        int64_t prod2 = exp[j] <= 0 ? 0 : (int64_t)(a_man[k * 16 + n] << 1) * b_man[m * 16 + k];
-                        int dd = emax - exp[j];
-                        int64_t sh = dd >= 32 ? 0 : prod2 >> dd;
-                        tot += ((sh + 1) >> 1) * a_sgn[k * 16 + n] * b_sgn[m * 16 + k];
-                    }
-                    int live = emax > 0;
-                    ts[g] = live && tot < 0;
-                    te[g] = live ? emax : 0;
-                    tm[g] = live ? (tot < 0 ? -tot : tot) << 13 : 0;
                 }
-                d[m * 16 + n] = accumulate2(d[m * 16 + n], ts, te, tm);
+                for (int k = g * 8; k < g * 8 + 8; k++) {
+                    int be = b_exp[m * 16 + k], bm = b_man[m * 16 + k], bs = b_sgn[m * 16 + k];
+                    for (int n = 0; n < 16; n++) {
+                        /* a product with exponent <= 0 is zero; the rest aligned to emax, round half up */
+                        int e = a_exp[k * 16 + n] + be, dd = emax[n] - e;
+                        int prod2 = e <= 0 ? 0 : (a_man[k * 16 + n] << 1) * bm;
+                        int sh = dd >= 32 ? 0 : prod2 >> (dd & 31);
+                        tot[n] += ((sh + 1) >> 1) * a_sgn[k * 16 + n] * bs;
+                    }
+                }
+                for (int n = 0; n < 16; n++) {
+                    int live = emax[n] > 0;
+                    ts[g][n] = live && tot[n] < 0;
+                    te[g][n] = live ? emax[n] : 0;
+                    tm[g][n] = live ? (int64_t)(tot[n] < 0 ? -tot[n] : tot[n]) << 13 : 0;
+                }
+            }
+            for (int n = 0; n < 16; n++) {
+                int64_t s2[2] = {ts[0][n], ts[1][n]}, e2[2] = {te[0][n], te[1][n]}, m2[2] = {tm[0][n], tm[1][n]};
+                d[m * 16 + n] = accumulate2(d[m * 16 + n], s2, e2, m2);
             }
         }
     }

@@ -23,7 +23,7 @@ from tt_backend.chip.numerics import fpu_math as fm
 from tt_backend.templates.environment import cache_dir
 
 SOURCE = Path(__file__).with_name("mvmul_native.c")
-FLAGS = ("-O2", "-shared", "-fPIC", "-std=c99")
+FLAGS = ("-O3", "-shared", "-fPIC", "-std=c99")
 
 
 def host_compiler() -> str | None:
