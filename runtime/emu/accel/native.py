@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from tt_backend.chip.errors import EmuUndefined, EmuUnimplemented
 from tt_backend.chip.numerics import fpu_math as fm
 from tt_backend.templates.environment import cache_dir
 
@@ -50,7 +51,10 @@ def build() -> Path:
     fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.stem}.", suffix=".so")
     os.close(fd)
     try:
-        r = subprocess.run([cc, *FLAGS, "-o", tmp, str(SOURCE)], capture_output=True, text=True)
+        try:
+            r = subprocess.run([cc, *FLAGS, "-o", tmp, str(SOURCE)], capture_output=True, text=True, timeout=120)
+        except subprocess.TimeoutExpired:
+            raise OSError(f"{cc} did not finish {SOURCE.name} in 120 s") from None
         if r.returncode:
             raise OSError(f"{cc} failed on {SOURCE.name}: {r.stderr.strip()[:500]}")
         os.replace(tmp, out)            # atomic: concurrent builders publish the same bytes
@@ -69,8 +73,8 @@ def _load() -> tuple[object | None, str]:
     except OSError as e:
         return None, f"Python (numpy) path: the C part is unavailable: {e}"
     fn.restype = None
-    fn.argtypes = [ctypes.c_void_p] * 2 + [ctypes.c_uint32] * 2 + [ctypes.c_void_p] * 2 + [ctypes.c_int32,
-                                                                                          ctypes.c_void_p]
+    ptr, u32, i32 = ctypes.c_void_p, ctypes.c_uint32, ctypes.c_int32
+    fn.argtypes = [ptr, ptr, u32, u32, ptr, ptr, i32, ptr]     # srca, srcb, mask_a, mask_b, phase, slot, steps, dst
     return fn, f"C ({path})"
 
 
@@ -88,7 +92,8 @@ def mvmul_steps(srca: np.ndarray, srcb: np.ndarray, fa: int, fb: int, phases, sl
     if fn is None:
         return None
     if fa in fm.FMT_5BIT_EXP or fb in fm.FMT_5BIT_EXP:
-        raise ValueError(f"mvmul_steps: Src formats {fa}, {fb}: the C part computes 8-bit-exponent products only")
+        raise EmuUnimplemented(f"mvmul_steps: Src formats {fa}, {fb}: the C part computes 8-bit-exponent products "
+                               "only")
     a = np.ascontiguousarray(srca, np.uint32)
     b = np.ascontiguousarray(srcb, np.uint32)
     p = np.ascontiguousarray(phases, np.int32)
@@ -96,7 +101,7 @@ def mvmul_steps(srca: np.ndarray, srcb: np.ndarray, fa: int, fb: int, phases, sl
     out = np.array(dst, np.uint32, order="C")
     if a.shape[1:] != (16, 16) or b.shape[1:] != (8, 16) or out.shape[1:] != (8, 16) or not (
             a.shape[0] == b.shape[0] == p.size == s.size) or (s.size and not 0 <= s.min() <= s.max() < out.shape[0]):
-        raise ValueError(f"mvmul_steps: shapes a {a.shape}, b {b.shape}, dst {out.shape}, {p.size} phases, "
+        raise EmuUndefined(f"mvmul_steps: shapes a {a.shape}, b {b.shape}, dst {out.shape}, {p.size} phases, "
                          f"{s.size} slots do not fit")
     fn(a.ctypes.data, b.ctypes.data, fm.src19_mask(fa), fm.src19_mask(fb), p.ctypes.data, s.ctypes.data, s.size,
        out.ctypes.data)
