@@ -15,3 +15,5 @@ if [ -n "$need" ]; then
   $SUDO apt-get install -y -qq $need >/dev/null
 fi
 python3 -m pip install -q -e '.[test]'
+# The emulator's C part (runtime/emu/accel/native.py), built now with the host compiler into the cache; says which path
+python3 -c "from tt_backend.runtime.emu.accel import native; print('emulator C part:', native.status())"

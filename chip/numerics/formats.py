@@ -39,7 +39,8 @@ def element_bits(fmt: int) -> int:
 
 
 def _u32(x) -> np.ndarray:
-    return np.asarray(x).astype(np.uint32)
+    """x as uint32 words; a uint32 array itself (no copy: every caller derives a new array from it)."""
+    return np.asarray(x).astype(np.uint32, copy=False)
 
 
 _SIGN = np.uint32(0x80000000)

@@ -41,15 +41,17 @@ def _b_slice(man11, phase):
     return np.where(phase & 2, (man11 & 15) << 3, man11 >> 4)
 
 
-def src19(src32, fmt: int) -> np.ndarray:
-    """Src word -> the multiplier's 19-bit view. FP16/FP8 lose the 3 high exponent bits of the fp32 layout (they are zero
-    for data the unpacker wrote), TF32 is used as is, every other format is truncated to BF16."""
-    x = np.asarray(src32, dtype=I64)
+def src19_mask(fmt: int) -> int:
+    """The bits of a Src word the multiplier reads: FP16/FP8 lose the 3 high exponent bits of the fp32 layout (they are
+    zero for data the unpacker wrote), TF32 is used as is, every other format is truncated to BF16."""
     if fmt in FMT_5BIT_EXP:
-        x = x & 0x8FFFE000
-    elif fmt != TF32:
-        x = x & 0xFFFF0000
-    return (x >> 13) & 0x7FFFF
+        return 0x8FFFE000
+    return 0xFFFFFFFF if fmt == TF32 else 0xFFFF0000
+
+
+def src19(src32, fmt: int) -> np.ndarray:
+    """Src word -> the multiplier's 19-bit view (bits 31..13 of the word src19_mask keeps)."""
+    return (np.asarray(src32, dtype=I64) & src19_mask(fmt)) >> 13 & 0x7FFFF
 
 
 def is_zero19(x19) -> np.ndarray:

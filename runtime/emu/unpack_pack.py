@@ -28,6 +28,9 @@ PACK_SETUP_CACHE = True
 # An unpack without Tileize_mode reads its rows back to back: whole-byte datums come from one slice of L1 instead of a
 # gather by bit address. Tests turn it off (the reference path).
 UNPACK_CONTIGUOUS = True
+# UNPACR's checks and derived values are cached per (word, the config words they read), as PACR's: a matmul's
+# unpackers re-checked the same configuration for every face (a sixth of a bf16 matmul's host time). Tests turn it off.
+UNPACK_SETUP_CACHE = True
 _WHOLE_BYTE = {8: np.uint8, 16: np.dtype("<u2"), 32: np.dtype("<u4")}
 
 UNP0, UNP1, PACK = 0, 1, 2
@@ -50,6 +53,7 @@ class UnpackPackMixin:
         self.packer_tpg = (0, 0, 0)  # edge-mask tile position generator (X, Y, Z), reset at each stream start
         self._pack_setups: dict[tuple, tuple] = {}    # PACR's cache key -> _pack_setup()
         self._edge_keeps: dict[tuple, tuple] = {}     # _edge_keep's key -> (datums kept, tile position after)
+        self._unpack_setups: dict[tuple, tuple] = {}  # UNPACR's cache key -> _unpack_setup()
 
     # ------------------------------------------------------------------------------------------------ helpers
     def _l1_read(self, addr: int, nbytes: int) -> np.ndarray:
@@ -66,12 +70,104 @@ class UnpackPackMixin:
     # ------------------------------------------------------------------------------------------------ UNPACR
     def UNPACR(self, t, f):
         sel = f["unpack_block_selection"]
-        src = "SrcB" if sel else "SrcA"
         # An unpacker stalls while the Src bank it owns next is still valid (handed to the FPU); unpacker 0 checks
         # this even when it writes Dst (docs/sfpu_path.md §3.2).
         bank = self.srcb_unpack_bank if sel else self.srca_unpack_bank
         if (self.srcb_valid if sel else self.srca_valid)[bank]:
-            return f"UNPACR: {src} bank {bank} still valid (owned by the FPU)"
+            return f"UNPACR: {'SrcB' if sel else 'SrcA'} bank {bank} still valid (owned by the FPU)"
+        th = self.threads[t]
+        cfg = self.cfg
+        tc = th.cfg
+        key = (id(f), tc[0], tc[5], tc[41], cfg[1], cfg[50], cfg[56], cfg[57], cfg[58], cfg[59], cfg[62], cfg[64],
+               cfg[65], cfg[70], cfg[71], cfg[72], cfg[73], cfg[86], cfg[112], cfg[113], cfg[119], cfg[120], cfg[121])
+        setup = self._unpack_setups.get(key) if UNPACK_SETUP_CACHE else None
+        if setup is None:
+            setup = self._unpack_setup(t, f)
+            if len(self._unpack_setups) >= 256:
+                self._unpack_setups.clear()
+            self._unpack_setups[key] = setup
+        (conv, in_bits, out_align, x_dim, y_dim, z_dim, ystride1, zstride1, wstride1, bfp_bits, exp_section,
+         forced_exp, row_width, row_stride, tileize, to_dst, add_dest_cntr, burst, out_fmt) = setup
+        (x0, y0, z0, w0), (x1, y1, z1, w1) = th.adc[sel]
+        if x0 > x1:
+            raise self.undefined(f"UNPACR with ADC ch0.X={x0} > ch1.X={x1} (datum count would be negative)")
+        if w1:
+            raise self.unimpl(f"UNPACR with ADC ch1.W={w1}")
+        count = x1 - x0 + 1
+        first = x0 + y0 * x_dim + z0 * x_dim * y_dim + w0 * x_dim * y_dim * z_dim
+        base, offset = (cfg[124], cfg[140] & 0xFFFF) if sel else (cfg[76], cfg[92] & 0xFFFF)
+        exp_base = (base + offset + 1) * 16
+        data_base = exp_base + exp_section
+        start_bits = data_base * 8 + first * in_bits
+        if tileize and start_bits % 128:
+            raise self.undefined(f"UNPACR Tileize_mode with L1 start 0x{start_bits // 8:X} not 16-byte aligned")
+
+        dst_addr = (y1 * ystride1 + z1 * zstride1 + w1 * wstride1) // out_align
+        skip = 0
+        if not sel:
+            ctx = cfg[84] & 0xFFFF                          # Dest_cntx0_address
+            dst_addr = dst_addr + ctx if add_dest_cntr else ctx
+            if dst_addr < 64:
+                # hardware drops the first 4 rows of the computed address; ttsim refuses (pf03)
+                if self.strict:
+                    raise self.undefined(f"UNPACR unpacker 0 to address {dst_addr} < 64: missing the +64 "
+                                         "(4-row) bias in THCON_SEC0_REG5_Dest_cntx0_address")
+                skip = 64 - dst_addr
+                dst_addr = 64
+            dst_addr -= 64
+        if dst_addr % 16:
+            raise self.unimpl(f"UNPACR to a {'Dst' if to_dst else 'SrcB' if sel else 'SrcA'} address {dst_addr} not "
+                              "on a row boundary")
+        if burst and count > 16 and dst_addr // 16 % burst:
+            raise self.undefined(f"UNPACR to SrcA starting at row {dst_addr // 16}, not a multiple of the {burst}-row "
+                                 "burst (writes would be dropped)")
+        if UNPACK_CONTIGUOUS and not tileize and not bfp_bits and in_bits in _WHOLE_BYTE and not start_bits & 7:
+            raw = self._l1_datums(start_bits, count, in_bits)     # rows back to back: one slice of L1
+        else:
+            i = np.arange(count, dtype=np.int64)
+            bit_addr = start_bits + in_bits * (i % row_width) + row_stride * 8 * (i // row_width)
+            raw = self._l1_gather(bit_addr, in_bits)
+        exps = None
+        if bfp_bits:
+            if forced_exp is not None:
+                exps = np.full(count, forced_exp, np.uint32)
+            else:
+                exps = self._l1_gather((exp_base + (first + np.arange(count, dtype=np.int64)) // 16) * 8, 8)
+        vals = conv(raw, exps)
+        if skip:
+            vals = vals[skip:]
+        n = vals.size
+        if to_dst:
+            r0, r1 = dst_addr // 16, (dst_addr + n + 15) // 16
+            if r1 > DST32_ROWS:
+                raise self.undefined(f"UNPACR writes Dst32b rows {r0}..{r1 - 1} beyond row 511")
+            self.dst.rows32.reshape(-1)[dst_addr:dst_addr + n] = vals
+            self.dst.written[r0:r1] = True
+        elif sel:
+            if dst_addr + n > SRC_ROWS * 16:
+                raise self.undefined(f"UNPACR writes SrcB row {(dst_addr + n - 1) // 16} beyond row 63")
+            self.srcb[bank].reshape(-1)[dst_addr:dst_addr + n] = vals
+        else:
+            src_rows = self.srca[bank].reshape(-1)
+            end = dst_addr + n
+            if end <= SRC_ROWS * 16:
+                src_rows[dst_addr:end] = vals
+            else:                                       # BH wraps SrcA rows (ttsim)
+                src_rows[np.arange(dst_addr, end) % (SRC_ROWS * 16)] = vals
+        am = f["addr_mode"]
+        adc = th.adc[sel]
+        adc[0][2] = (adc[0][2] + (am & 3)) & 0xFF
+        adc[0][1] = (adc[0][1] + (am >> 2 & 3)) & 0x1FFF
+        adc[1][2] = (adc[1][2] + (am >> 4 & 3)) & 0xFF
+        adc[1][1] = (adc[1][1] + (am >> 6 & 3)) & 0x1FFF
+        if f["set_dat_valid"]:
+            self._hand_to_fpu(sel, bank, out_fmt)
+
+    def _unpack_setup(self, t, f) -> tuple:
+        """UNPACR's checks and derived values that depend only on the word's fields and the config words UNPACR's
+        cache key holds (check_state_bank among them): the same errors, the same values."""
+        sel = f["unpack_block_selection"]
+        src = "SrcB" if sel else "SrcA"
         for name in ("ovrd_thread_id", "last"):
             if not f[name]:
                 if self.strict:
@@ -122,63 +218,35 @@ class UnpackPackMixin:
         z_dim = (desc1 >> 16 & 0xFF) or 1
         if sel:
             ystride1, zstride1, wstride1 = cfg[58] >> 16, cfg[59] & 0xFFFF, cfg[59] >> 16
-            base, offset = cfg[124], cfg[140] & 0xFFFF
         else:
             ystride1, zstride1, wstride1 = cfg[56] >> 16, cfg[57] & 0xFFFF, cfg[57] >> 16
-            base, offset = cfg[76], cfg[92] & 0xFFFF
         for what, v in (("Ystride", ystride1), ("Zstride", zstride1), ("Wstride", wstride1)):
             if v % out_align:
                 raise self.unimpl(f"UNPACR UNP{sel}_ADDR_CTRL {what}={v} not a multiple of the {out_align}-byte "
                                   "output datum")
-        (x0, y0, z0, w0), (x1, y1, z1, w1) = th.adc[sel]
-        if x0 > x1:
-            raise self.undefined(f"UNPACR with ADC ch0.X={x0} > ch1.X={x1} (datum count would be negative)")
-        if w1:
-            raise self.unimpl(f"UNPACR with ADC ch1.W={w1}")
-        count = x1 - x0 + 1
-        first = x0 + y0 * x_dim + z0 * x_dim * y_dim + w0 * x_dim * y_dim * z_dim
-        data_base = (base + offset + 1) * 16
-        exp_base = data_base
         bfp_bits = _BFP_BITS.get(in_fmt)
         force_exp = bool(zc >> 8 & 1)
-        if bfp_bits and not force_exp:
-            if desc0 >> 5 & 1:
-                raise self.unimpl("UNPACR of BFP data without an exponent section (TileDescriptor NoBFPExpSection=1)")
-            # the exponent section (one byte per 16 datums of the whole tile, padded to 16 bytes) precedes the data
-            data_base += F.bfp_exp_section_bytes(x_dim * y_dim * z_dim)
+        exp_section, forced_exp = 0, None
+        if bfp_bits:
+            if force_exp:
+                forced_exp = cfg[62 if sel else 50] & 0xFF                 # UNPn_FORCED_SHARED_EXP
+            else:
+                if desc0 >> 5 & 1:
+                    raise self.unimpl("UNPACR of BFP data without an exponent section (TileDescriptor "
+                                      "NoBFPExpSection=1)")
+                # the exponent section (one byte per 16 datums of the whole tile, padded to 16 bytes) precedes the data
+                exp_section = F.bfp_exp_section_bytes(x_dim * y_dim * z_dim)
         # Blackhole reads rows of 32 datums (16 for 8-bit and narrower formats) [ttsim]; rows are contiguous unless
         # Tileize_mode gives a row stride in bytes (Shift_amount_cntx0..2 as bits [7:4], [11:8], [15:12]).
         row_width = 16 if in_bits <= 8 else 32
-        start_bits = data_base * 8 + first * in_bits
         if tileize:
             if sel:
                 raise self.unimpl("UNPACR Tileize_mode on unpacker 1")
             if in_bits < 8:
                 raise self.undefined(f"UNPACR Tileize_mode with {in_bits}-bit datums (undefined)")
-            if start_bits % 128:
-                raise self.undefined(f"UNPACR Tileize_mode with L1 start 0x{start_bits // 8:X} not 16-byte aligned")
             row_stride = ((reg2 >> 16 & 0xF) << 4) | ((reg2 >> 20 & 0xF) << 8) | ((reg2 >> 24 & 0xF) << 12)
         else:
             row_stride = in_bits * row_width // 8
-
-        dst_addr = (y1 * ystride1 + z1 * zstride1 + w1 * wstride1) // out_align
-        skip = 0
-        if not sel:
-            ctx = cfg[84] & 0xFFFF                          # Dest_cntx0_address
-            if to_dst or cfg[50] >> 8 & 1:                  # UNP0_ADD_DEST_ADDR_CNTR
-                dst_addr += ctx
-            else:
-                dst_addr = ctx
-            if dst_addr < 64:
-                # hardware drops the first 4 rows of the computed address; ttsim refuses (pf03)
-                if self.strict:
-                    raise self.undefined(f"UNPACR unpacker 0 to address {dst_addr} < 64: missing the +64 "
-                                         "(4-row) bias in THCON_SEC0_REG5_Dest_cntx0_address")
-                skip = 64 - dst_addr
-                dst_addr = 64
-            dst_addr -= 64
-        if dst_addr % 16:
-            raise self.unimpl(f"UNPACR to a {'Dst' if to_dst else src} address {dst_addr} not on a row boundary")
         set_ovrd = th.cfg[5] >> 2 & 1                       # SRCA_SET_SetOvrdWithAddr
         if to_dst and set_ovrd:
             raise self.undefined("UNPACR to Dst with SRCA_SET_SetOvrdWithAddr=1 (Dst row would wrap; ttsim pf05)")
@@ -186,54 +254,16 @@ class UnpackPackMixin:
             raise self.unimpl(f"UNPACR to {src} with SRCA_SET_SetOvrdWithAddr=0 (set it with SETC16 5, 4)")
         if not to_dst and th.cfg[5] & 3:
             raise self.unimpl(f"UNPACR with SRCA_SET_Base={th.cfg[5] & 3}")
+        add_dest_cntr = to_dst or bool(cfg[50] >> 8 & 1)        # UNP0_ADD_DEST_ADDR_CNTR
+        burst = 0 if to_dst or sel else self._srca_burst(in_bits, tileize, reg2 >> 4 & 3)
+        return (conv, in_bits, out_align, x_dim, y_dim, z_dim, ystride1, zstride1, wstride1, bfp_bits, exp_section,
+                forced_exp, row_width, row_stride, tileize, to_dst, add_dest_cntr, burst, out_fmt)
 
-        if not to_dst and not sel and count > 16:
-            self._check_srca_burst(dst_addr // 16, in_bits, tileize, reg2 >> 4 & 3)
-        if UNPACK_CONTIGUOUS and not tileize and not bfp_bits and in_bits in _WHOLE_BYTE and not start_bits & 7:
-            raw = self._l1_datums(start_bits, count, in_bits)     # rows back to back: one slice of L1
-        else:
-            i = np.arange(count, dtype=np.int64)
-            bit_addr = start_bits + in_bits * (i % row_width) + row_stride * 8 * (i // row_width)
-            raw = self._l1_gather(bit_addr, in_bits)
-        exps = None
-        if bfp_bits:
-            if force_exp:
-                exps = np.full(count, cfg[62 if sel else 50] & 0xFF, np.uint32)   # UNPn_FORCED_SHARED_EXP
-            else:
-                exps = self._l1_gather((exp_base + (first + i) // 16) * 8, 8)
-        vals = conv(raw, exps)
-        if skip:
-            vals = vals[skip:]
-        n = vals.size
-        if to_dst:
-            r0, r1 = dst_addr // 16, (dst_addr + n + 15) // 16
-            if r1 > DST32_ROWS:
-                raise self.undefined(f"UNPACR writes Dst32b rows {r0}..{r1 - 1} beyond row 511")
-            self.dst.rows32.reshape(-1)[dst_addr:dst_addr + n] = vals
-            self.dst.written[r0:r1] = True
-        else:
-            idx = dst_addr + np.arange(n)
-            rows, cols = idx // 16, idx % 16
-            if sel:
-                if rows.size and rows[-1] >= SRC_ROWS:
-                    raise self.undefined(f"UNPACR writes SrcB row {int(rows[-1])} beyond row 63")
-                self.srcb[bank, rows, cols] = vals
-            else:
-                self.srca[bank, rows & (SRC_ROWS - 1), cols] = vals    # BH wraps SrcA rows (ttsim)
-        am = f["addr_mode"]
-        adc = th.adc[sel]
-        adc[0][2] = (adc[0][2] + (am & 3)) & 0xFF
-        adc[0][1] = (adc[0][1] + (am >> 2 & 3)) & 0x1FFF
-        adc[1][2] = (adc[1][2] + (am >> 4 & 3)) & 0xFF
-        adc[1][1] = (adc[1][1] + (am >> 6 & 3)) & 0x1FFF
-        if f["set_dat_valid"]:
-            self._hand_to_fpu(sel, bank, out_fmt)
-
-    def _check_srca_burst(self, start_row: int, in_bits: int, tileize: bool, throttle: int) -> None:
-        """Wide SrcA unpacks write in bursts of rows; a burst straddling a 16-row set drops writes on hardware
-        (ttsim refuses). Burst size from the L1 fetch speed (x1/x2/x4/x8 = 16 << mode bytes per cycle): BFP2 runs
-        at x1, tileize at x4; on BH without ovrd_default_throttle_mode 8-bit formats run at x8, others at x4, and
-        x4 with >= 16-bit datums moves 128 bytes [ttsim]."""
+    def _srca_burst(self, in_bits: int, tileize: bool, throttle: int) -> int:
+        """Rows per SrcA write burst: wide SrcA unpacks write in bursts of rows, and a burst straddling a 16-row set
+        drops writes on hardware (ttsim refuses). Burst size from the L1 fetch speed (x1/x2/x4/x8 = 16 << mode bytes
+        per cycle): BFP2 runs at x1, tileize at x4; on BH without ovrd_default_throttle_mode 8-bit formats run at
+        x8, others at x4, and x4 with >= 16-bit datums moves 128 bytes [ttsim]."""
         if in_bits == 2:
             throttle = 0
         elif tileize:
@@ -241,10 +271,7 @@ class UnpackPackMixin:
         elif not self.cfg[70] >> 3 & 1:                  # THCON_SEC0_REG1_ovrd_default_throttle_mode
             throttle = 3 if in_bits == 8 else 2
         nbytes = 128 if throttle == 2 and in_bits >= 16 else 16 << throttle
-        burst = max(1, min(8, nbytes // (2 * in_bits)))
-        if start_row % burst:
-            raise self.undefined(f"UNPACR to SrcA starting at row {start_row}, not a multiple of the {burst}-row burst "
-                                 "(writes would be dropped)")
+        return max(1, min(8, nbytes // (2 * in_bits)))
 
     def _l1_datums(self, start_bits: int, count: int, bits: int) -> np.ndarray:
         """_l1_gather of `count` consecutive datums of 8, 16 or 32 bits from a byte-aligned bit address."""

@@ -9,7 +9,7 @@ from tt_backend.chip.numerics import fpu_math as fm
 from tt_backend.lowering.codegen.sources import split
 from tt_backend.runtime.compile import compile_kernel
 from tt_backend.runtime.emu import unpack_pack
-from tt_backend.runtime.emu.accel import fpu_batch
+from tt_backend.runtime.emu.accel import fpu_batch, native
 from tt_backend.runtime.emu.device import EmuDevice
 
 
@@ -22,42 +22,68 @@ def _launch(plan, arrays, elfs):
 @pytest.mark.needs_cc
 @pytest.mark.parametrize("fidelity", ["LoFi", "HiFi4"])
 def test_mvmul_runs_identical(fidelity, monkeypatch):
-    """bf16 64^3 FPU matmul: MVMUL runs executed at once (accel/fpu_batch.py) against the per-instruction handler."""
+    """bf16 64^3 FPU matmul: MVMUL runs executed at once (accel/fpu_batch.py), their numerics in C (accel/native.py)
+    and in numpy (fpu_math.mvmul19_batch), against the per-instruction handler."""
     plan = matmul_plan(64, fidelity)
     rng = np.random.default_rng(3)
     bf16 = lambda: (rng.standard_normal((64, 64)).astype(np.float32).view(np.uint32) >> 16).astype(np.uint16)
     arrays = {plan.spec.a.slot: bf16(), plan.spec.b.slot: bf16()}
     elfs = compile_kernel(*split(plan.render()), plan.name)
-    steps = []
-    batch = fm.mvmul19_batch
-    monkeypatch.setattr(fm, "mvmul19_batch", lambda *a, **k: steps.append(len(a[3])) or batch(*a, **k))
+    steps = {"C": [], "numpy": []}
+    for path, mod, name, slots_arg in (("C", native, "mvmul_steps", 5), ("numpy", fm, "mvmul19_batch", 3)):
+        fn = getattr(mod, name)
+        monkeypatch.setattr(mod, name,
+                            lambda *a, _fn=fn, _s=steps[path], _i=slots_arg: _s.append(len(a[_i])) or _fn(*a))
+    expected = 2 * 2 * 2 * 2 * 16 * fm.FIDELITY_PHASES[fidelity]    # launches x tiles x K x 16/phase
+    runs = {}
+    for path, switch in (("C", None), ("numpy", "NATIVE_MVMUL"), ("reference", "BATCH_MVMUL")):
+        if switch:
+            monkeypatch.setattr(fpu_batch, switch, False)
+        runs[path] = _launch(plan, arrays, elfs)
+        if path in steps:
+            assert sum(steps[path]) == expected and max(steps[path]) >= 16     # this path ran every MVMUL
+    assert sum(steps["C"]) == expected and sum(steps["numpy"]) == expected  # (and no other run used them)
+    assert runs["C"] == runs["numpy"] == runs["reference"]
+
+
+@pytest.mark.needs_cc
+def test_unpack_setup_cache_identical_on_src_banks(monkeypatch):
+    """bf16 64^3 FPU matmul (both unpackers into SrcA/SrcB, face by face): UNPACR's cached checks
+    (unpack_pack.UNPACK_SETUP_CACHE) against the reference handler, which checks every UNPACR's configuration."""
+    plan = matmul_plan(64, "HiFi2")
+    rng = np.random.default_rng(5)
+    bf16 = lambda: (rng.standard_normal((64, 64)).astype(np.float32).view(np.uint32) >> 16).astype(np.uint16)
+    arrays = {plan.spec.a.slot: bf16(), plan.spec.b.slot: bf16()}
+    elfs = compile_kernel(*split(plan.render()), plan.name)
+    calls = {"UNPACR": 0, "_unpack_setup": 0}
+    for name in calls:
+        orig = getattr(unpack_pack.UnpackPackMixin, name)
+        monkeypatch.setattr(unpack_pack.UnpackPackMixin, name,
+                            lambda self, *a, _o=orig, _n=name: calls.__setitem__(_n, calls[_n] + 1) or _o(self, *a))
     fast = _launch(plan, arrays, elfs)
-    assert sum(steps) == 2 * 2 * 2 * 2 * 16 * fm.FIDELITY_PHASES[fidelity]    # launches x tiles x K x 16/phase
-    assert max(steps) >= 16
-    monkeypatch.setattr(fpu_batch, "BATCH_MVMUL", False)
-    steps.clear()
-    ref = _launch(plan, arrays, elfs)
-    assert not steps
-    assert fast == ref
+    assert 0 < calls["_unpack_setup"] < calls["UNPACR"] / 4                   # the cache answered
+    monkeypatch.setattr(unpack_pack, "UNPACK_SETUP_CACHE", False)
+    assert _launch(plan, arrays, elfs) == fast
 
 
 @pytest.mark.needs_cc
 @pytest.mark.parametrize("n", [64, 40])
-@pytest.mark.parametrize("switch", ["PACK_SETUP_CACHE", "UNPACK_CONTIGUOUS"])
+@pytest.mark.parametrize("switch", ["PACK_SETUP_CACHE", "UNPACK_SETUP_CACHE", "UNPACK_CONTIGUOUS"])
 def test_unpack_pack_fast_paths_identical(n, switch, monkeypatch):
     """fp32 a * b + a (40x40: partial tiles, the packer's edge masks): PACR's cached checks and edge masks
-    (unpack_pack.PACK_SETUP_CACHE), contiguous unpacks read as one L1 slice (UNPACK_CONTIGUOUS), each against the
-    reference handler."""
+    (unpack_pack.PACK_SETUP_CACHE), UNPACR's cached checks (UNPACK_SETUP_CACHE), contiguous unpacks read as one L1
+    slice (UNPACK_CONTIGUOUS), each against the reference handler."""
     plan = elementwise_plan(n)
     arrays = elementwise_inputs(plan, np.random.default_rng(n))
     elfs = compile_kernel(*split(plan.render()), plan.name)
-    calls = {"PACR": 0, "_pack_setup": 0, "_l1_datums": 0}
+    calls = {"PACR": 0, "_pack_setup": 0, "UNPACR": 0, "_unpack_setup": 0, "_l1_datums": 0}
     for name in calls:
         orig = getattr(unpack_pack.UnpackPackMixin, name)
         monkeypatch.setattr(unpack_pack.UnpackPackMixin, name,
                             lambda self, *a, _o=orig, _n=name: calls.__setitem__(_n, calls[_n] + 1) or _o(self, *a))
     fast = _launch(plan, arrays, elfs)
     assert calls["_l1_datums"] > 0 and 0 < calls["_pack_setup"] < calls["PACR"] / 4     # the fast paths ran
+    assert 0 < calls["_unpack_setup"] < calls["UNPACR"] / 4
     monkeypatch.setattr(unpack_pack, switch, False)
     assert _launch(plan, arrays, elfs) == fast
     x, y = (arrays[s].astype(np.float64) for s in sorted(arrays))

@@ -13,8 +13,10 @@ from __future__ import annotations
 import numpy as np
 
 from tt_backend.chip.numerics import fpu_math as fm
+from tt_backend.runtime.emu.accel import native
 
 BATCH_MVMUL = True       # tests turn it off to compare with the per-instruction handler
+NATIVE_MVMUL = True      # the runs' numerics in C (accel/native.py) where it is built; tests compare with numpy's
 
 
 class FpuBatchMixin:
@@ -87,9 +89,11 @@ class FpuBatchMixin:
         slot = {row: i for i, row in enumerate(blocks)}
         fa, fb = recs[0][2], recs[0][3]
         dst = self.dst
-        old = np.stack([dst.rows32[row:row + 8] for row in blocks]).astype(np.int64)
-        a19 = fm.src19(np.stack([r[0] for r in recs]), fa)
-        b19 = fm.src19(np.stack([r[1] for r in recs]), fb)
-        new = fm.mvmul19_batch(a19, b19, [r[5] for r in recs], [slot[r[4]] for r in recs], old)
+        old = np.stack([dst.rows32[row:row + 8] for row in blocks])
+        srca, srcb = np.stack([r[0] for r in recs]), np.stack([r[1] for r in recs])
+        phases, slots = [r[5] for r in recs], [slot[r[4]] for r in recs]
+        new = native.mvmul_steps(srca, srcb, fa, fb, phases, slots, old) if NATIVE_MVMUL else None
+        if new is None:
+            new = fm.mvmul19_batch(fm.src19(srca, fa), fm.src19(srcb, fb), phases, slots, old).astype(np.uint32)
         for row, vals in zip(blocks, new):
-            dst.write_rows32(row, vals.astype(np.uint32))
+            dst.write_rows32(row, vals)

@@ -1,0 +1,108 @@
+"""The speed layer's compiled part: C sources beside this module, built once with the host C compiler (cc, or $CC)
+into the cache directory, keyed by the source's content, the compiler and the flags, and loaded with ctypes.
+
+Only where a measurement showed numpy cannot reach the speed: MVMUL runs (mvmul_native.c, fpu_math.mvmul19_batch's
+numerics in C, 25 % of a bf16 256^3 matmul's host time in numpy). The Python path stays and is the reference: the
+equality tests pin the compiled one against it bit for bit, and without a host compiler the emulator runs the Python
+path (`python -m tt_backend info` says which runs, and why). `scripts/install.sh` builds it at install time.
+"""
+from __future__ import annotations
+
+import ctypes
+import functools
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from tt_backend.chip.errors import EmuUndefined, EmuUnimplemented
+from tt_backend.chip.numerics import fpu_math as fm
+from tt_backend.templates.environment import cache_dir
+
+SOURCE = Path(__file__).with_name("mvmul_native.c")
+FLAGS = ("-O3", "-shared", "-fPIC", "-std=c99")
+
+
+def host_compiler() -> str | None:
+    """$CC if set, else the first of cc, clang, gcc on PATH."""
+    if os.environ.get("CC"):
+        return shutil.which(os.environ["CC"])
+    return next((p for p in map(shutil.which, ("cc", "clang", "gcc")) if p), None)
+
+
+def library_path(cc: str) -> Path:
+    key = hashlib.sha256(SOURCE.read_bytes() + cc.encode() + " ".join(FLAGS).encode()).hexdigest()[:20]
+    return cache_dir() / "native" / f"mvmul_{key}.so"
+
+
+def build() -> Path:
+    """The library for this source and compiler, compiled unless the cache has it. Raises OSError naming the reason."""
+    cc = host_compiler()
+    if cc is None:
+        raise OSError("no host C compiler (cc, clang or gcc; or set CC)")
+    out = library_path(cc)
+    if out.is_file():
+        return out
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.stem}.", suffix=".so")
+    os.close(fd)
+    try:
+        try:
+            r = subprocess.run([cc, *FLAGS, "-o", tmp, str(SOURCE)], capture_output=True, text=True, timeout=120)
+        except subprocess.TimeoutExpired:
+            raise OSError(f"{cc} did not finish {SOURCE.name} in 120 s") from None
+        if r.returncode:
+            raise OSError(f"{cc} failed on {SOURCE.name}: {r.stderr.strip()[:500]}")
+        os.replace(tmp, out)            # atomic: concurrent builders publish the same bytes
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return out
+
+
+@functools.lru_cache(maxsize=None)
+def _load() -> tuple[object | None, str]:
+    """(the mvmul_steps function or None, what `info` says about it)."""
+    try:
+        path = build()
+        fn = ctypes.CDLL(str(path)).mvmul_steps
+    except OSError as e:
+        return None, f"Python (numpy) path: the C part is unavailable: {e}"
+    fn.restype = None
+    ptr, u32, i32 = ctypes.c_void_p, ctypes.c_uint32, ctypes.c_int32
+    fn.argtypes = [ptr, ptr, u32, u32, ptr, ptr, i32, ptr]     # srca, srcb, mask_a, mask_b, phase, slot, steps, dst
+    return fn, f"C ({path})"
+
+
+def status() -> str:
+    """Which MVMUL path the emulator runs, for `python -m tt_backend info`."""
+    return _load()[1]
+
+
+def mvmul_steps(srca: np.ndarray, srcb: np.ndarray, fa: int, fb: int, phases, slots,
+                dst: np.ndarray) -> np.ndarray | None:
+    """fpu_math.mvmul19_batch(src19(srca, fa), src19(srcb, fb), phases, slots, dst) with fp32_acc and exp8 in C, as
+    plain uint32 words (srca (S, 16, 16) and srcb (S, 8, 16) Src words, dst (U, 8, 16)); None when the C part is
+    unavailable. Formats read with a 5-bit exponent are the numpy path's (the C part has the 8-bit exponent rules)."""
+    fn = _load()[0]
+    if fn is None:
+        return None
+    if fa in fm.FMT_5BIT_EXP or fb in fm.FMT_5BIT_EXP:
+        raise EmuUnimplemented(f"mvmul_steps: Src formats {fa}, {fb}: the C part computes 8-bit-exponent products "
+                               "only")
+    a = np.ascontiguousarray(srca, np.uint32)
+    b = np.ascontiguousarray(srcb, np.uint32)
+    p = np.ascontiguousarray(phases, np.int32)
+    s = np.ascontiguousarray(slots, np.int32)
+    out = np.array(dst, np.uint32, order="C")
+    if a.shape[1:] != (16, 16) or b.shape[1:] != (8, 16) or out.shape[1:] != (8, 16) or not (
+            a.shape[0] == b.shape[0] == p.size == s.size) or (s.size and not 0 <= s.min() <= s.max() < out.shape[0]):
+        raise EmuUndefined(f"mvmul_steps: shapes a {a.shape}, b {b.shape}, dst {out.shape}, {p.size} phases, "
+                         f"{s.size} slots do not fit")
+    fn(a.ctypes.data, b.ctypes.data, fm.src19_mask(fa), fm.src19_mask(fb), p.ctypes.data, s.ctypes.data, s.size,
+       out.ctypes.data)
+    return out
