@@ -214,7 +214,7 @@ def test_budget_change_recompiles_the_same_kernel(tt_env, monkeypatch):
 
 def _tt(a, dt=None):
     from tinygrad import Tensor, dtypes
-    t = Tensor(a, device="TT")
+    t = Tensor(a, device="TT:emu")   # emulated cycles are compared: the emulator even when TT_SIMULATOR is set
     return t.cast(dtypes.bfloat16).realize() if dt == "bf16" else t.realize()   # a bf16 tile in L1, not a fused cast
 
 
