@@ -11,9 +11,9 @@ alone: tinygrad rounds the bf16 product before the add.
 for renderers with FDIV) whatever else uses 1/b, before anything could contract the product into an fma: so does
 this one (it runs before `fuse_multiply_add`), the reciprocal staying for its other uses. Two roundings instead
 would put floor(a/b) and a % b an integer off wherever a/b is an integer. The CPU device rewrites bfloat16 and
-float16 divisions too, before its bfloat16 emulation rounds each result: one quotient, rounded once to the narrow
-type (DIV's bfloat16 rounding is appended by sfpu_ops.rounder). Rounding 1/b to bfloat16 first, then the product,
-is up to a bfloat16 step off: floor(a/b) and a % b then differ by b (random program seed 6517).
+float16 divisions the same way (its C: the float quotient of the two narrow values, rounded once to the narrow type;
+DIV's bfloat16 rounding is appended by sfpu_ops.rounder). Rounding 1/b to bfloat16 first, then the product, is up to
+a bfloat16 step off: floor(a/b) and a % b then differ by b (found through random program 6517).
 
 `scale_denormal_constants`: float32 `a * c` with a denormal constant c (tinygrad folds `x / 3e38` into `x * 3.3e-39`)
 becomes `(a * (c * 2**64)) * 2**-64`: the SFPU reads a denormal operand as zero, the scaled one it reads right, and
