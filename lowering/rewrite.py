@@ -6,11 +6,14 @@ device computes (clang contracts these expressions into fma). SFPMAD is "partial
 rare cancellation cases it differs from an exact fma by the product's dropped low bits. bfloat16 expressions are left
 alone: tinygrad rounds the bf16 product before the add.
 
-`fuse_divide`: float32 `a * (1/b)` (tinygrad's division) becomes DIV(a, b), the correctly rounded quotient
+`fuse_divide`: float `a * (1/b)` (tinygrad's division) becomes DIV(a, b), the correctly rounded quotient
 (lowering/codegen/sfpu_ops.py `f_div`). tinygrad's CPU device does the same rewrite (codegen/decomp `a*(1/b) -> a/b`
 for renderers with FDIV) whatever else uses 1/b, before anything could contract the product into an fma: so does
 this one (it runs before `fuse_multiply_add`), the reciprocal staying for its other uses. Two roundings instead
-would put floor(a/b) and a % b an integer off wherever a/b is an integer.
+would put floor(a/b) and a % b an integer off wherever a/b is an integer. The CPU device rewrites bfloat16 and
+float16 divisions the same way (its C: the float quotient of the two narrow values, rounded once to the narrow type;
+DIV's bfloat16 rounding is appended by sfpu_ops.rounder). Rounding 1/b to bfloat16 first, then the product, is up to
+a bfloat16 step off: floor(a/b) and a % b then differ by b (found through random program 6517).
 
 `scale_denormal_constants`: float32 `a * c` with a denormal constant c (tinygrad folds `x / 3e38` into `x * 3.3e-39`)
 becomes `(a * (c * 2**64)) * 2**-64`: the SFPU reads a denormal operand as zero, the scaled one it reads right, and
@@ -24,6 +27,7 @@ from tt_backend.lowering.dag import ValueDAG, VNode
 
 F32_MIN_NORMAL = 2.0 ** -126
 DENORMAL_SCALE = 2.0 ** 64
+FLOAT_DTYPES = ("float32", "bfloat16", "float16")
 
 
 def fuse_multiply_add(dag: ValueDAG) -> ValueDAG:
@@ -51,17 +55,17 @@ def fuse_multiply_add(dag: ValueDAG) -> ValueDAG:
 def fuse_divide(dag: ValueDAG) -> ValueDAG:
     nodes = list(dag.nodes)
 
-    def float_reciprocal(i: int) -> bool:
+    def float_reciprocal(i: int, dtype: str) -> bool:
         n = nodes[i]   # (tinygrad's AST may take the reciprocal of an int32 value: that one stays as it is)
-        return n.op == "RECIPROCAL" and nodes[n.srcs[0]].dtype == n.dtype == "float32"
+        return n.op == "RECIPROCAL" and nodes[n.srcs[0]].dtype == n.dtype == dtype
 
     for k, n in enumerate(nodes):
-        if n.op != "MUL" or n.dtype != "float32" or any(nodes[s].dtype != "float32" for s in n.srcs):
+        if n.op != "MUL" or n.dtype not in FLOAT_DTYPES or any(nodes[s].dtype != n.dtype for s in n.srcs):
             continue
         x, y = n.srcs
-        if float_reciprocal(y):
+        if float_reciprocal(y, n.dtype):
             nodes[k] = VNode(k, "DIV", n.dtype, (x, nodes[y].srcs[0]))
-        elif float_reciprocal(x):
+        elif float_reciprocal(x, n.dtype):
             nodes[k] = VNode(k, "DIV", n.dtype, (y, nodes[x].srcs[0]))
     return ValueDAG(nodes, dag.out)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Callable
 
 from tt_backend.lowering.dag import ValueDAG
 from tt_backend.lowering.placement.choice import Choice, Split
@@ -16,8 +17,8 @@ class Placement(Report):
     dag: ValueDAG                              # the graph that is run (possibly reassociated)
     choices: dict[int, Choice]                 # FPU nodes only; every other op node runs on the SFPU
     split: Split
-    predicted_error: float = 0.0               # ||out - ref||_2 / ||ref||_2 on the samples
-    predicted_max_rel: float = 0.0
+    predicted_error: float | None = 0.0        # ||out - ref||_2 / ||ref||_2 on the samples (None: not yet predicted)
+    predicted_max_rel: float | None = 0.0
     cycles: dict = field(default_factory=dict)  # per tile: unpack, fpu, sfpu, pack, total; "kernel": total * tiles
     sfpu_cycles_all: int = 0                   # the all-SFPU placement's cycles per kernel (for comparison)
     nodes: list[dict] = field(default_factory=list)
@@ -31,8 +32,17 @@ class Placement(Report):
     evaluator_error: str | None = None         # why the error could not be predicted (then: no FPU moves)
     fpu_options: list[dict] | None = None      # reductions: the FPU sums priced against this plan (lowering.families.
                                                # fpu_reduce), each with its cycles, predicted error, acceptable
+    pending: Callable[["Placement"], None] | None = field(default=None, repr=False, compare=False)
+                                               # completes a prediction the search deferred (search.place `defer`)
+
+    def predict(self) -> None:
+        """Make the deferred prediction, if any: the predicted error of a placement the search chose without one."""
+        if self.pending is not None:
+            pending, self.pending = self.pending, None
+            pending(self)
 
     def report(self) -> dict:
+        self.predict()
         return {"kernel": self.kernel, "budget": self.budget, "predicted_error": self.predicted_error,
                 "predicted_max_rel": self.predicted_max_rel, "predicted_cycles": self.cycles.get("kernel"),
                 "predicted_cycles_per_tile": self.cycles, "all_sfpu_cycles": self.sfpu_cycles_all,

@@ -32,19 +32,33 @@ Evaluator = Callable[[ValueDAG, dict, list, int], np.ndarray]
 
 @dataclass
 class _Scored:
+    """A candidate placement, priced at once; its output on the samples (and so its error) evaluated only when the
+    search asks (`predict`): the SFPU model is most of a placement's time, and a float32-faithful kernel without an
+    exact FPU move needs no prediction to be placed."""
     choices: dict[int, Choice]
     sp: Split
-    err: float
-    maxrel: float
     cyc: dict
-    out: np.ndarray
+    evaluate: Callable[[], tuple[np.ndarray | None, float, float]]
+    predicted: tuple[np.ndarray | None, float, float] | None = None
+
+    def predict(self) -> tuple[np.ndarray | None, float, float]:
+        """(output on the samples or None when the evaluator failed, relative L2 error, max elementwise error)."""
+        if self.predicted is None:
+            self.predicted = self.evaluate()
+        return self.predicted
+
+    @property
+    def out(self) -> np.ndarray | None:
+        return self.predict()[0]
 
 
 def place(kernel: str, dag: ValueDAG, in_dtypes: list[str], out_dtype: str, n_elements: int,
           evaluator: Evaluator | None, budget: float | None = None, pins: dict[str, Choice] | None = None,
-          samples: list | None = None, seed: int = 0) -> Placement:
+          samples: list | None = None, seed: int = 0, defer: bool = False) -> Placement:
     """The cheapest placement whose predicted error <= SAFETY * budget (no budget: the float32-faithful one).
-    Without an evaluator only the all-SFPU placement (and pins) can be priced, not checked: pins are then trusted."""
+    Without an evaluator only the all-SFPU placement (and pins) can be priced, not checked: pins are then trusted.
+    `defer`: a prediction the choice did not need (the all-SFPU placement, which a float32-faithful kernel without an
+    exact FPU product takes unevaluated) is made when the report asks for it (Placement.predict), not here."""
     n_in = len(in_dtypes)
     in_formats = ["bf16" if d == "bfloat16" else "fp32" for d in in_dtypes]
     out_format = "bf16" if out_dtype == "bfloat16" else "fp32"
@@ -65,16 +79,18 @@ def place(kernel: str, dag: ValueDAG, in_dtypes: list[str], out_dtype: str, n_el
             sp = split(d, choices, n_in)
             prog = compile_split(sp, out_dtype)
             cyc = cycles(sp, in_formats, out_format, n_tiles, (len(prog.setup), len(prog.body)))
-            out, err, mx = None, math.nan, math.nan
-            if evaluator is not None and not failed:
-                try:
-                    out = evaluator(d, choices, xs, n_in)
-                    err, mx = worst_error(out, ref, sizes)
-                except Exception as e:      # a model gap must not fail the kernel: price it, trust no FPU move
-                    failed.append(f"{type(e).__name__}: {e}")
-                    out = None
-            cache[key] = _Scored(dict(choices), sp, err, mx, cyc, out)
+            cache[key] = _Scored(dict(choices), sp, cyc, lambda: evaluate(d, dict(choices)))
         return cache[key]
+
+    def evaluate(d: ValueDAG, choices: dict[int, Choice]) -> tuple[np.ndarray | None, float, float]:
+        if evaluator is None or failed:
+            return None, math.nan, math.nan
+        try:
+            out = evaluator(d, choices, xs, n_in)
+        except Exception as e:      # a model gap must not fail the kernel: price it, trust no FPU move
+            failed.append(f"{type(e).__name__}: {e}")
+            return None, math.nan, math.nan
+        return (out, *worst_error(out, ref, sizes))
 
     # graph variants the FPU may prefer: exact rewrites (x + y*-1 -> x - y) and the product reassociation
     def shape(v: ValueDAG) -> tuple:
@@ -95,16 +111,16 @@ def place(kernel: str, dag: ValueDAG, in_dtypes: list[str], out_dtype: str, n_el
         cur = {v: c for v, c in pinned.items() if c.engine == "FPU"}
         free = [v for v in cands if v not in pinned]
         s_cur = score(d, tag, cur)
-        sfpu_ref = score(d, tag, {}).out if evaluator is not None else None
+        sfpu_only = score(d, tag, {})
 
         def acceptable(s: _Scored) -> bool:
-            if evaluator is None or failed or s.out is None:
+            if evaluator is None or failed:
                 return False
-            bound = data_independent_bound(d, s.sp, in_dtypes)
+            bound = data_independent_bound(d, s.sp, in_dtypes)   # first: it is free, the evaluation is not
             if budget is None:   # faithful: exact for all data, and bit-identical to the all-SFPU result on the samples
-                return bound == 0.0 and np.array_equal(np.asarray(s.out).view(np.uint8),
-                                                       np.asarray(sfpu_ref).view(np.uint8))
-            return s.err <= SAFETY * budget and bound is not None and bound <= budget
+                return bound == 0.0 and s.out is not None and sfpu_only.out is not None and \
+                    np.array_equal(np.asarray(s.out).view(np.uint8), np.asarray(sfpu_only.out).view(np.uint8))
+            return bound is not None and bound <= budget and s.out is not None and s.predict()[1] <= SAFETY * budget
 
         while free:   # greedy: take the single move that saves the most cycles and stays acceptable
             moves = []
@@ -115,7 +131,7 @@ def place(kernel: str, dag: ValueDAG, in_dtypes: list[str], out_dtype: str, n_el
                     except UnsupportedOp:    # e.g. the FPU result slots leave no Dst room for the SFPU program
                         continue
                     if s.cyc["kernel"] < s_cur.cyc["kernel"] and acceptable(s):
-                        moves.append((s.cyc["kernel"], s.err, v, o, s))
+                        moves.append((s.cyc["kernel"], s.predict()[1], v, o, s))
             if not moves:
                 break
             _, _, v, o, s_cur = min(moves, key=lambda m: (m[0], m[1]))
@@ -127,11 +143,20 @@ def place(kernel: str, dag: ValueDAG, in_dtypes: list[str], out_dtype: str, n_el
         raise UnsupportedOp(f"{kernel}: TT_PLACE pins an FPU placement on a node that cannot run on the FPU "
                             f"(FPU candidates are float MUL/ADD/SUB of two L1 tiles)")
     s, d, reassoc, pinned = best
-    pl = Placement(kernel, budget, d, s.choices, s.sp, s.err, s.maxrel, s.cyc, base.cyc["kernel"],
-                   reassociated=reassoc, pinned={v: c for v, c in pinned.items()})
+
+    def complete(p: Placement) -> None:
+        _, p.predicted_error, p.predicted_max_rel = s.predict()
+        if failed:      # the evaluator could not run the kernel: no error predicted for any node
+            p.evaluator_error = failed[0]
+            p.nodes = node_reports(p, d, xs, sizes, None, n_in, in_dtypes)
+
+    pl = Placement(kernel, budget, d, s.choices, s.sp, None, None, s.cyc, base.cyc["kernel"],
+                   reassociated=reassoc, pinned={v: c for v, c in pinned.items()}, pending=complete)
     pl.evaluator_error = failed[0] if failed else None
     pl.bound = data_independent_bound(d, s.sp, in_dtypes)
     pl.nodes = node_reports(pl, d, xs, sizes, None if failed else evaluator, n_in, in_dtypes)
+    if not defer or s.predicted is not None:
+        pl.predict()
     return pl
 
 

@@ -412,6 +412,12 @@ class Gen:
                 raise Reject("discontinuous op on a rounded value")
             y = self.positive(y)
             q = x.bound / y.lo
+            if (q + 1) * y.hi * 2.0 ** max(x.grid, y.grid) >= 2.0 ** MANTISSA[x.dtype]:
+                # floor(x / y) * y must be exact in the dtype, and the quotient's rounding must not reach an integer
+                # (a non-integer x / y is at least 2**-grid / y from one): tinygrad rounds every bfloat16 op, the
+                # CPU reference's bfloat16 emulation computes the chain in float32 and rounds once (seed 6517:
+                # -97 % 3.375, the product -97.875 is -98 in bfloat16: 1.0 per op, 0.875 emulated)
+                raise Reject("floor(x / y) * y inexact in the dtype")
             lo, hi = (-q - 1, q) if op == "floordiv" else (0, y.hi)
             self.emit(op, [x, y], {}, lo, hi, None, 0.0)
         elif op in ("lt", "eq", "ne"):

@@ -69,3 +69,20 @@ def test_division_inside_a_compensated_sum(serial_compile):
     fn = lambda u, v: (u.abs() + 0.5).rsqrt().T.matmul(v.T)
     got, want = on("TT:emu", fn, x, y), on("CPU", fn, x, y)
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("narrow", ["bfloat16", "float16"])
+def test_narrow_float_division_and_modulo_match_cpu(narrow, serial_compile):
+    """bfloat16 and float16 a / b are one quotient rounded once to the narrow type, as the CPU device computes them
+    (lowering/rewrite.py fuse_divide): a * (1/b) with 1/b rounded to bfloat16 first was a bfloat16 step off in about a
+    fifth of the quotients, and floor(a/b), a % b then a whole b off (random program 6517). Float32 buffers, the
+    narrow values cast inside the kernel: the CPU device then rounds every narrow op, bit for bit comparable."""
+    from tinygrad import dtypes
+    dt = getattr(dtypes, narrow)
+    rng = np.random.default_rng(6517)
+    a = rng.integers(-100, 100, 256).astype(np.float32)
+    b = (rng.integers(1, 32, 256) * rng.choice([-1, 1], 256) / 8).astype(np.float32)
+    for fn in (lambda x, y: x / y, lambda x, y: x % y, lambda x, y: x // y):
+        narrow_fn = lambda x, y: fn(x.cast(dt), y.cast(dt)).cast(dtypes.float32)
+        got, want = on("TT:emu", narrow_fn, a, b), on("CPU", narrow_fn, a, b)
+        assert same(got, want).all(), f"a {a[~same(got, want)]} b {b[~same(got, want)]}"

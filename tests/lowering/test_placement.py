@@ -167,6 +167,24 @@ def test_default_takes_bit_exact_fpu_products():
     assert pl.predicted_error == 0.0 and pl.cycles["kernel"] < pl.sfpu_cycles_all
 
 
+def test_deferred_prediction_places_without_evaluating_and_reports_the_same():
+    """A float32-faithful kernel with no exact FPU product is placed all-SFPU without running the SFPU model on the
+    samples (most of a placement's time); its report makes the prediction then, the same as the eager search's."""
+    d, dts = rms2_dag()
+    counted = []
+    ev = lambda *a: counted.append(1) or PE.evaluator_for(dts)(*a)
+    lazy = place("rms2", d, dts, "float32", 8192, ev, budget=None, defer=True)
+    assert lazy.choices == {} and counted == [] and lazy.predicted_error is None
+    eager = place("rms2", d, dts, "float32", 8192, PE.evaluator_for(dts), budget=None)
+    assert lazy.report() == eager.report() and counted and lazy.predicted_error == eager.predicted_error < 1e-6
+    # an exact FPU product (bf16 x bf16 at HiFi4) is decided on the samples, so it is predicted at once
+    b = ValueDAG()
+    x, y = b.add("LOAD", "bfloat16", (), 0), b.add("LOAD", "bfloat16", (), 1)
+    b.out = b.add("MUL", "bfloat16", (x, y))
+    pl = place("bf16mul", b, ["bfloat16"] * 2, "bfloat16", 4096, PE.evaluator_for(["bfloat16"] * 2), None, defer=True)
+    assert pl.choices and pl.pending is None and pl.predicted_error == 0.0
+
+
 def test_pins_override_the_search():
     d, dts = rms2_dag()
     pins = parse_pins("rms2:MUL=FPU:LoFi", "rms2")
