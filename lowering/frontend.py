@@ -199,6 +199,13 @@ class LoweredKernel:
     def ops(self) -> list[str]:
         return [n.op if n.op != "CAST" else f"CAST->{n.dtype}" for n in self.dag.nodes if n.op not in ("LOAD", "CONST")]
 
+    @property
+    def uniform_inputs(self) -> frozenset[int]:
+        """The input streams that read one element at every iteration point (an affine, ungated index with no
+        coefficient on a range longer than 1: a broadcast scalar), so every datum of their tiles holds one value."""
+        return frozenset(j for j, s in enumerate(self.inputs) if s.value is None and s.valid is None
+                         and s.coef is not None and all(c == 0 for c, n in zip(s.coef, self.ranges) if n > 1))
+
 
 # ops of the value part, mapped to ValueDAG op names; bool AND/OR/XOR are rewritten into WHERE/CMPNE, integer
 # AND/OR/XOR/SHL/SHR keep their names, FLOORMOD by 2**k is an AND (_Lowerer._value); POW arrives decomposed (lower_ast)
