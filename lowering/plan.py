@@ -65,6 +65,7 @@ class SfpuProgram:
     body: list[int]         # Tensix words for one 32-lane row step; the last is an SFPSTORE with sfpu_addr_mode=1
     dst_slots: int          # Dst32b tile slots used (inputs + output + spills), <= 8
     out_slot: int           # Dst slot the output tile is written to
+    setup_only: frozenset[int] = frozenset()   # inputs only the setup reads (hoisted uniform values: row step 0)
 
 
 @dataclass

@@ -358,8 +358,10 @@ def compile_sfpu(dag, n_inputs: int, out_dtype=None, fuse_mad: bool = True, rese
     if pool:
         em, al = _emit(nodes, canon, canon[out], out_slot, pool, regs, epilogue)
     body = insert_nops(em.ins, al.base)
+    body_loads = {nodes[i].arg for i in schedule(nodes, canon, canon[out]) if nodes[i].op == "LOAD"}
     return SfpuProgram(setup=pool_setup(pool, hoisted), body=[encode(nm, **f) for nm, f in body],
-                       dst_slots=al.dst_slots, out_slot=out_slot)
+                       dst_slots=al.dst_slots, out_slot=out_slot,
+                       setup_only=frozenset(uniform) - body_loads if hoisted else frozenset())
 
 
 def _hoistable(nodes: list[VNode], canon: dict[int, int], out: int, uniform: frozenset[int]) -> list[int]:

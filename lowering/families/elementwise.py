@@ -67,7 +67,7 @@ def plan_sfpu(lk: LoweredKernel) -> ElementwisePlan:
     sfpu = compile_sfpu(lk.dag, len(lk.inputs), lk.dag.nodes[lk.dag.out].dtype, uniform=lk.uniform_inputs)
     return ElementwisePlan(name=lk.name, ranges=lk.ranges, buffers=lk.buffers,
                            inputs=[lk.stream(s) for s in lk.inputs], output=lk.stream(lk.output), sfpu=sfpu,
-                           ops=lk.ops)
+                           ops=lk.ops, head_inputs=sfpu.setup_only)
 
 
 def plan_placed(lk: LoweredKernel, pl: Placement) -> ElementwisePlan:
@@ -80,7 +80,8 @@ def plan_placed(lk: LoweredKernel, pl: Placement) -> ElementwisePlan:
                                               (pl.dag.nodes[i] for i in live_nodes(pl.dag)) if n.op not in ("LOAD", "CONST")]
     return ElementwisePlan(name=lk.name, ranges=lk.ranges, buffers=lk.buffers,
                            inputs=[lk.stream(s) for s in lk.inputs], output=lk.stream(lk.output), sfpu=sfpu,
-                           ops=ops, fpu_ops=list(sp.fpu_ops), dst_inputs=list(sp.dst_inputs), placement=pl)
+                           ops=ops, fpu_ops=list(sp.fpu_ops), dst_inputs=list(sp.dst_inputs), placement=pl,
+                           head_inputs=sfpu.setup_only - {j for o in sp.fpu_ops for j in (o.a, o.b)})
 
 
 def match(kernel: Kernel) -> LoweredKernel | None:

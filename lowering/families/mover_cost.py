@@ -57,6 +57,8 @@ BULK_READS = ("contiguous", "contiguous bool", "red contiguous")     # modes tha
 def tile_read_cycles(mode: str, tile_format: str, runs: dict | None = None) -> float:
     """Reader cycles per tile of one input stream: mode and run structure as tile_streams.stream_ctx gives them."""
     bulk = TILE_READ_FIXED + TILE_BYTES[tile_format] / NOC_BYTES_PER_CYCLE if mode in BULK_READS else 0
+    if mode == "broadcast" and runs and runs["head"]:     # one fetch, the datums the SFPU setup reads
+        return READ_PER_RUN + NOC_ROUND_TRIP + READ_PER_RUN_DATUM * runs["head"]
     if mode in ("runs", "broadcast"):
         return (READ_PER_RUN * max(1, TILE_ELEMS // max(1, runs["run"] if runs else 1)) + NOC_ROUND_TRIP
                 + READ_PER_RUN_DATUM * TILE_ELEMS)
@@ -117,12 +119,20 @@ def tile_pipeline_cycles(n_tiles: int, reads: list[tuple[str, str, dict | None]]
     """The tile pipeline's launch: reads = (mode, tile format, run structure) per input, write = (mode, tile format)
     of the output; compute_per_tile the compute's steady rate, compute_fill what its first tile adds (compute_stage).
     Where every input is plain contiguous the reader keeps several tiles' reads in flight (templates/reader.c.j2
-    `in_flight`): the round trip is paid once, in the fill, not per tile."""
+    `in_flight`): the round trip is paid once, in the fill, not per tile. Otherwise the plain contiguous inputs' reads
+    are issued first and their round trip overlaps the other inputs' movers (`early`)."""
     if reads and all(mode == "contiguous" for mode, _, _ in reads):
-        reader = sum(tile_read_cycles(*r) - NOC_ROUND_TRIP for r in reads)
-        return pipeline(n_tiles, reader, compute_per_tile, tile_write_cycles(*write), NOC_ROUND_TRIP + compute_fill)
-    return pipeline(n_tiles, sum(tile_read_cycles(*r) for r in reads), compute_per_tile, tile_write_cycles(*write),
-                    compute_fill)
+        return pipeline(n_tiles, in_flight_read_cycles(reads), compute_per_tile, tile_write_cycles(*write),
+                        NOC_ROUND_TRIP + compute_fill)
+    early = [r for r in reads if r[0] == "contiguous"]
+    others = sum(tile_read_cycles(*r) for r in reads if r[0] != "contiguous")
+    reader = in_flight_read_cycles(early) + max(others, NOC_ROUND_TRIP if early else 0)
+    return pipeline(n_tiles, reader, compute_per_tile, tile_write_cycles(*write), compute_fill)
+
+
+def in_flight_read_cycles(reads: list[tuple[str, str, dict | None]]) -> float:
+    """Per tile, bulk reads whose round trip is not waited for alone (paid once, by the caller)."""
+    return sum(tile_read_cycles(*r) - NOC_ROUND_TRIP for r in reads)
 
 
 def compute_stage(cycles: dict) -> tuple[float, float]:

@@ -27,6 +27,8 @@ class TilePlan(Plan):
     model (`launch_cycles(cores)`, mover_cost) prices lowest, at most `max_cores` (the target's tiles, capped by
     TT_CORES)."""
     sfpu: SfpuProgram                   # per row step; input stream j is unpacked into Dst32b slot j
+    head_inputs: frozenset[int] = field(default=frozenset(), kw_only=True)   # broadcast inputs only the SFPU setup reads, at row step 0: the
+                                    # reader writes just the datums it reads (tile_streams.HEAD_DATUMS)
 
     @property
     def split_unit(self) -> int:

@@ -197,7 +197,8 @@ def render_tile_kernel(plan: TilePlan, generator: str, red: ReducePlan | None = 
         # each core takes a range of tiles from its argument block (the grid split, tile_plan.TilePlan.core_arg_words)
         "tiles": ("tile_begin", "tile_end"),
         # the reader keeps several tiles' reads in flight where every input is one NoC read per tile
-        "in_flight": red is None and bool(plan.inputs) and all(s["mode"] == "contiguous" for s in inputs),
+        "in_flight": bool(plan.inputs) and (all(s["mode"] == "contiguous" for s in inputs) if red is None else
+                                            red.pass1 is None and all(s["mode"] == "red contiguous" for s in inputs)),
         "tile_decl": "tile_begin = tt_arg(ARG_TILE_BEGIN), tile_end = tt_arg(ARG_TILE_END)",
     }
     # SFPU body issue: a body of <= 32 words is recorded once in the replay buffer and each tile's 32 row steps are
