@@ -15,8 +15,8 @@
     the largest values computed from them alone (`_hoistable`) are computed once per tile in the setup from row step
     0 of their Dst slots and kept in LReg11-14 like the pooled constants (they take those LRegs first); the body reads
     them. The same instruction sequences run on the same values, so the results are the per-row ones bit for bit.
-    Lanes 0-7 of row step 0 are datums 0, 2, .., 14: pads (zero) only when the tile has fewer valid datums, and then
-    only lanes whose body datums are pads too (SFPCONFIG gives lane L the value of lane L & 7).
+    SFPCONFIG gives lane L the value of lane L & 7, and ttsim refuses it unless all 32 lanes agree: row step 0
+    (datums 0, 2, .., 62) must hold no pads, which LoweredKernel.uniform_inputs ensures.
   * a final pass inserts SFPNOP where an SFPMAD-class result is read by an instruction whose read the hardware's
     auto-stall misses (SFPIADD/SFPSHFT VD, SFPAND/SFPOR VB, SFPSWAP, SFPSHFT2, SFPCONFIG) or is overwritten by the
     next instruction, and between a spill SFPSTORE and a spill SFPLOAD closer than 4 instructions (Dst.md).
