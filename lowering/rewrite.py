@@ -74,11 +74,18 @@ def fuse_divide(dag: ValueDAG) -> ValueDAG:
     return ValueDAG(nodes, dag.out)
 
 
-def keep_uniform_reciprocals(dag: ValueDAG, uniform: frozenset[int]) -> ValueDAG:
+def uniform_nodes(nodes: list[VNode], uniform: frozenset[int]) -> set[int]:
+    """The nodes (topologically ordered, ids = positions) whose value is the same at every point: LOADs of the
+    `uniform` inputs, constants, and ops of such nodes only."""
     uni: set[int] = set()
-    for n in dag.nodes:                     # topological: sources first
+    for n in nodes:
         if n.arg in uniform if n.op == "LOAD" else n.op == "CONST" or (n.srcs and all(s in uni for s in n.srcs)):
             uni.add(n.id)
+    return uni
+
+
+def keep_uniform_reciprocals(dag: ValueDAG, uniform: frozenset[int]) -> ValueDAG:
+    uni = uniform_nodes(dag.nodes, uniform)
     recip = lambda i: dag.nodes[i].op == "RECIPROCAL" and dag.nodes[i].dtype == "float32" and i in uni
     return ValueDAG([VNode(n.id, n.op, n.dtype, n.srcs, KEEP_RECIPROCAL)
                      if n.op == "MUL" and n.dtype == "float32" and any(recip(s) for s in n.srcs) else n

@@ -30,7 +30,7 @@ import numpy as np
 from tt_backend.lowering.codegen import sfpu_ops as so
 from tt_backend.lowering.dag import ValueDAG, VNode
 from tt_backend.lowering.plan import SfpuProgram
-from tt_backend.lowering.rewrite import fuse_divide, fuse_multiply_add, scale_denormal_constants
+from tt_backend.lowering.rewrite import fuse_divide, fuse_multiply_add, scale_denormal_constants, uniform_nodes
 from tt_backend.chip.errors import UnsupportedOp
 from tt_backend.chip.isa import disasm, encode
 
@@ -368,12 +368,8 @@ def _hoistable(nodes: list[VNode], canon: dict[int, int], out: int, uniform: fro
     """The values worth computing once per tile: ops whose every source is a uniform input, a constant or such an op,
     read by an op that is not (or by the output, which itself stays in the body), at most one per LReg11-14, those
     with the most ops behind them first."""
-    live = schedule(nodes, canon, out)                  # sources first
-    uni: set[int] = set()
-    for i in live:
-        n = nodes[i]
-        if (n.arg in uniform if n.op == "LOAD" else n.op == "CONST" or all(canon[s] in uni for s in n.srcs)):
-            uni.add(i)
+    live = schedule(nodes, canon, out)
+    uni = uniform_nodes(nodes, uniform)
     leaf = lambda i: nodes[i].op in ("LOAD", "CONST")
     frontier = {canon[s] for j in live if j not in uni or j == out for s in nodes[j].srcs
                 if canon[s] in uni and not leaf(canon[s])}

@@ -120,14 +120,17 @@ def tile_pipeline_cycles(n_tiles: int, reads: list[tuple[str, str, dict | None]]
     of the output; compute_per_tile the compute's steady rate, compute_fill what its first tile adds (compute_stage).
     Where every input is plain contiguous the reader keeps several tiles' reads in flight (templates/reader.c.j2
     `in_flight`): the round trip is paid once, in the fill, not per tile. Otherwise the plain contiguous inputs' reads
-    are issued first and their round trip overlaps the other inputs' movers (`early`)."""
+    are issued first and their round trip overlaps the other inputs' movers (`early`). A bulk writer keeps its writes
+    in flight likewise (writer.c.j2): the last tile's acknowledgement is waited for once."""
+    writer = tile_write_cycles(*write)
+    if write[0].startswith("contiguous"):
+        writer, compute_fill = writer - NOC_ROUND_TRIP, compute_fill + NOC_ROUND_TRIP
     if reads and all(mode == "contiguous" for mode, _, _ in reads):
-        return pipeline(n_tiles, in_flight_read_cycles(reads), compute_per_tile, tile_write_cycles(*write),
-                        NOC_ROUND_TRIP + compute_fill)
+        return pipeline(n_tiles, in_flight_read_cycles(reads), compute_per_tile, writer, NOC_ROUND_TRIP + compute_fill)
     early = [r for r in reads if r[0] == "contiguous"]
     others = sum(tile_read_cycles(*r) for r in reads if r[0] != "contiguous")
     reader = in_flight_read_cycles(early) + max(others, NOC_ROUND_TRIP if early else 0)
-    return pipeline(n_tiles, reader, compute_per_tile, tile_write_cycles(*write), compute_fill)
+    return pipeline(n_tiles, reader, compute_per_tile, writer, compute_fill)
 
 
 def in_flight_read_cycles(reads: list[tuple[str, str, dict | None]]) -> float:

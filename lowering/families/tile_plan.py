@@ -17,6 +17,8 @@ CB_DEPTH = 4                    # tiles per circular buffer
 # tiles whose reads a reader keeps in flight beyond the one it waits for (templates/reader.c.j2): the CB's other
 # slots hold a tile the unpacker works on and one pushed, so that neither side waits on the other
 READ_AHEAD = CB_DEPTH - 2
+# output tiles whose writes the writer keeps in flight beyond the one it waits for (templates/writer.c.j2), likewise
+WRITE_AHEAD = CB_DEPTH - 2
 
 
 @dataclass
