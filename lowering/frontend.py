@@ -34,7 +34,7 @@ from tinygrad.codegen.simplify import pm_load_collapse
 from tt_backend.lowering.dag import ValueDAG
 from tt_backend.lowering.index import OPS, IndexExpr, IndexTexts
 from tt_backend.lowering.int64 import narrow_int64
-from tt_backend.lowering.plan import DTYPE_SIZE, Buffer, Stream, lane_dtype
+from tt_backend.lowering.plan import DTYPE_SIZE, ROW_STEP0_DATUMS, TILE_ELEMS, Buffer, Stream, lane_dtype
 from tt_backend.lowering.threefry import threefry2x32
 from tt_backend.chip.errors import UnsupportedOp
 
@@ -198,6 +198,17 @@ class LoweredKernel:
     @property
     def ops(self) -> list[str]:
         return [n.op if n.op != "CAST" else f"CAST->{n.dtype}" for n in self.dag.nodes if n.op not in ("LOAD", "CONST")]
+
+    @property
+    def uniform_inputs(self) -> frozenset[int]:
+        """The input streams that read one element at every iteration point (an affine, ungated index with no
+        coefficient on a range longer than 1: a broadcast scalar), so every valid datum of their tiles holds one value.
+        None where a tile's row step 0 (datums 0..63) has pads: the SFPU setup reads that row step of them
+        (lowering/codegen/sfpu_codegen.py), and ttsim refuses an SFPCONFIG whose lanes differ."""
+        if 0 < math.prod(self.ranges) % TILE_ELEMS < ROW_STEP0_DATUMS:
+            return frozenset()
+        return frozenset(j for j, s in enumerate(self.inputs) if s.value is None and s.valid is None
+                         and s.coef is not None and all(c == 0 for c, n in zip(s.coef, self.ranges) if n > 1))
 
 
 # ops of the value part, mapped to ValueDAG op names; bool AND/OR/XOR are rewritten into WHERE/CMPNE, integer

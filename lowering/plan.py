@@ -17,6 +17,7 @@ from tt_backend.chip.errors import UnsupportedOp
 from tt_backend.lowering.index import IndexExpr, IndexTexts
 
 TILE_ELEMS = 1024                       # a 32x32 tile; for elementwise kernels tile t holds flat elements 1024t..
+ROW_STEP0_DATUMS = 64     # an SFPLOAD at row step 0 reads datums 0, 2, .., 62 (row steps 0 and 1: datums 0..63)
 TILE_BYTES = {"fp32": 4 * TILE_ELEMS, "bf16": 2 * TILE_ELEMS}
 DTYPE_SIZE = {"float32": 4, "bfloat16": 2, "int32": 4, "uint32": 4, "bool": 1}
 TILE_FORMAT_OF = {"float32": "fp32", "int32": "fp32", "uint32": "fp32", "bool": "fp32", "bfloat16": "bf16"}
@@ -65,6 +66,7 @@ class SfpuProgram:
     body: list[int]         # Tensix words for one 32-lane row step; the last is an SFPSTORE with sfpu_addr_mode=1
     dst_slots: int          # Dst32b tile slots used (inputs + output + spills), <= 8
     out_slot: int           # Dst slot the output tile is written to
+    setup_only: frozenset[int] = frozenset()   # inputs only the setup reads (hoisted uniform values: row step 0)
 
 
 @dataclass

@@ -15,6 +15,12 @@ float16 divisions the same way (its C: the float quotient of the two narrow valu
 DIV's bfloat16 rounding is appended by sfpu_ops.rounder). Rounding 1/b to bfloat16 first, then the product, is up to
 a bfloat16 step off: floor(a/b) and a % b then differ by b (found through random program 6517).
 
+`keep_uniform_reciprocals`: marks the float32 `a * (1/b)` whose b is computed from uniform inputs alone (one value
+per tile: a broadcast scalar, `LoweredKernel.uniform_inputs`) so that `fuse_divide` leaves it a product: the
+reciprocal is then computed once per tile (sfpu_codegen's hoisting) and each row pays one multiply instead of a
+division. Two roundings instead of one (within an ulp of the quotient, not always its bits): the placement offers
+this graph as a variant (lowering/placement/search.py), taken only within an error budget.
+
 `scale_denormal_constants`: float32 `a * c` with a denormal constant c (tinygrad folds `x / 3e38` into `x * 3.3e-39`)
 becomes `(a * (c * 2**64)) * 2**-64`: the SFPU reads a denormal operand as zero, the scaled one it reads right, and
 multiplying by 2**-64 is exact unless the product is itself denormal (then it is flushed, as every SFPU result is).
@@ -25,6 +31,7 @@ import numpy as np
 
 from tt_backend.lowering.dag import ValueDAG, VNode
 
+KEEP_RECIPROCAL = "keep reciprocal"       # a MUL's arg: fuse_divide leaves it a product
 F32_MIN_NORMAL = 2.0 ** -126
 DENORMAL_SCALE = 2.0 ** 64
 FLOAT_DTYPES = ("float32", "bfloat16", "float16")
@@ -60,7 +67,8 @@ def fuse_divide(dag: ValueDAG) -> ValueDAG:
         return n.op == "RECIPROCAL" and nodes[n.srcs[0]].dtype == n.dtype == dtype
 
     for k, n in enumerate(nodes):
-        if n.op != "MUL" or n.dtype not in FLOAT_DTYPES or any(nodes[s].dtype != n.dtype for s in n.srcs):
+        if (n.op != "MUL" or n.dtype not in FLOAT_DTYPES or n.arg == KEEP_RECIPROCAL
+                or any(nodes[s].dtype != n.dtype for s in n.srcs)):
             continue
         x, y = n.srcs
         if float_reciprocal(y, n.dtype):
@@ -68,6 +76,24 @@ def fuse_divide(dag: ValueDAG) -> ValueDAG:
         elif float_reciprocal(x, n.dtype):
             nodes[k] = VNode(k, "DIV", n.dtype, (y, nodes[x].srcs[0]))
     return ValueDAG(nodes, dag.out)
+
+
+def uniform_nodes(nodes: list[VNode], uniform: frozenset[int]) -> set[int]:
+    """The nodes (topologically ordered, ids = positions) whose value is the same at every point: LOADs of the
+    `uniform` inputs, constants, and ops of such nodes only."""
+    uni: set[int] = set()
+    for n in nodes:
+        if n.arg in uniform if n.op == "LOAD" else n.op == "CONST" or (n.srcs and all(s in uni for s in n.srcs)):
+            uni.add(n.id)
+    return uni
+
+
+def keep_uniform_reciprocals(dag: ValueDAG, uniform: frozenset[int]) -> ValueDAG:
+    uni = uniform_nodes(dag.nodes, uniform)
+    recip = lambda i: dag.nodes[i].op == "RECIPROCAL" and dag.nodes[i].dtype == "float32" and i in uni
+    return ValueDAG([VNode(n.id, n.op, n.dtype, n.srcs, KEEP_RECIPROCAL)
+                     if n.op == "MUL" and n.dtype == "float32" and any(recip(s) for s in n.srcs) else n
+                     for n in dag.nodes], dag.out)
 
 
 def scale_denormal_constants(dag: ValueDAG) -> ValueDAG:

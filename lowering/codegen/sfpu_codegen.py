@@ -11,6 +11,12 @@
     (SFPSTORE, raw 32 bits, packed 2 address units apart after the output slot, see `_Alloc`) and reloaded
     (SFPLOAD) before its next use. The result is stored raw (INT32 mode: no denormal flush) to `out_slot` =
     n_inputs with sfpu_addr_mode=1 as the last instruction; `dst_slots` covers inputs, output and spill space.
+  * uniform inputs (`uniform`: input streams holding one value in every datum of a tile, e.g. a broadcast scalar):
+    the largest values computed from them alone (`_hoistable`) are computed once per tile in the setup from row step
+    0 of their Dst slots and kept in LReg11-14 like the pooled constants (they take those LRegs first); the body reads
+    them. The same instruction sequences run on the same values, so the results are the per-row ones bit for bit.
+    SFPCONFIG gives lane L the value of lane L & 7, and ttsim refuses it unless all 32 lanes agree: row step 0
+    (datums 0, 2, .., 62) must hold no pads, which LoweredKernel.uniform_inputs ensures.
   * a final pass inserts SFPNOP where an SFPMAD-class result is read by an instruction whose read the hardware's
     auto-stall misses (SFPIADD/SFPSHFT VD, SFPAND/SFPOR VB, SFPSWAP, SFPSHFT2, SFPCONFIG) or is overwritten by the
     next instruction, and between a spill SFPSTORE and a spill SFPLOAD closer than 4 instructions (Dst.md).
@@ -24,7 +30,7 @@ import numpy as np
 from tt_backend.lowering.codegen import sfpu_ops as so
 from tt_backend.lowering.dag import ValueDAG, VNode
 from tt_backend.lowering.plan import SfpuProgram
-from tt_backend.lowering.rewrite import fuse_divide, fuse_multiply_add, scale_denormal_constants
+from tt_backend.lowering.rewrite import fuse_divide, fuse_multiply_add, scale_denormal_constants, uniform_nodes
 from tt_backend.chip.errors import UnsupportedOp
 from tt_backend.chip.isa import disasm, encode
 
@@ -32,6 +38,7 @@ MAX_SLOTS = 8
 DST_READ_GAP = 4                  # Dst.md: a written 8x16 block is unreadable for 4 cycles (SFPLOAD: not interlocked)
 SETUP = [("SFPENCC", {"imm12_math": 3, "lreg_dest": 0, "instr_mod1": 10})]   # EI|RI with E=R=1
 POOL_REGS = (11, 12, 13, 14)            # programmable constant LRegs, written by SFPCONFIG in the setup
+POOLED = "POOLED"                       # a hoisted value's node in the body: a leaf read from LReg `arg` (11..14)
 
 MAD_CLASS = {"SFPMAD", "SFPADD", "SFPMUL", "SFPADDI", "SFPMULI", "SFPMUL24", "SFPLUT", "SFPLUTFP32"}
 # instructions whose register reads the auto-stall logic does not see: (name -> fields read)
@@ -70,17 +77,19 @@ def insert_nops(ins: list[tuple[str, dict[str, int]]], spill_base: int) -> list[
     return out
 
 
-def pool_setup(pool: dict[int, int]) -> list[int]:
-    """The words run once before a body: SETUP, then each pooled constant (bits -> LReg 11..14) placed with SFPLOADI
-    into LReg0 and SFPCONFIG."""
+def pool_setup(pool: dict[int, int], hoisted: list[list[tuple[str, dict[str, int]]]] = ()) -> list[int]:
+    """The words run once before a body: SETUP, each hoisted value's instructions (ending with SFPCONFIG into its
+    LReg), then each pooled constant (bits -> LReg 11..14) placed with SFPLOADI into LReg0 and SFPCONFIG."""
     setup = so.Emitter()
     setup.ins.extend(SETUP)
+    for ins in hoisted:
+        setup.ins.extend(ins)
     for bits, reg in pool.items():      # SFPCONFIG broadcasts lanes 0-7 of LReg0 into LReg11-14
         setup.loadi(0, bits)
         setup.i("SFPCONFIG", imm16_math=0, config_dest=reg, instr_mod1=0)
-    if pool:
+    if pool or hoisted:
         setup.i("SFPNOP")
-    return [encode(nm, **f) for nm, f in setup.ins]
+    return [encode(nm, **f) for nm, f in insert_nops(setup.ins, 1 << 20)]
 
 
 def assemble(ins: list[tuple[str, dict[str, int]]]) -> list[int]:
@@ -147,6 +156,8 @@ class _Alloc:
         return next((u for u in self.vals[vid].uses if u >= pos), 1 << 30)
 
     def const_reg(self, v: _Val) -> int | None:
+        if v.node.op == POOLED:
+            return v.node.arg
         if v.node.op != "CONST":
             return None
         bits = const_bits(v.node.arg, v.node.dtype)
@@ -293,13 +304,15 @@ def schedule(nodes: list[VNode], canon: dict[int, int], out: int) -> list[int]:
 
 
 def compile_sfpu(dag, n_inputs: int, out_dtype=None, fuse_mad: bool = True, reserve: tuple[int, ...] = (),
-                 epilogue=None) -> SfpuProgram:
+                 epilogue=None, uniform: frozenset[int] = frozenset()) -> SfpuProgram:
     """Lower the value DAG to an SfpuProgram. `dag` is a ValueDAG (or a node list, then `out_dtype` may be the output
     node id as in docs/ARCHITECTURE.md). If `out_dtype` names a dtype other than the output node's, a CAST is added.
     `fuse_mad=False` keeps float32 a*b+c as two roundings (tests that compare with unfused numpy use it).
     `reserve`: LRegs the program must not touch (a reduction's accumulator lives there across row steps and tiles);
     `epilogue(em, r, free)`: emits words after the final store, with the output value in LReg r and the LRegs in
-    `free` (neither r nor reserved) dead - lowering/families/sfpu_reduce.py folds r into its accumulator there."""
+    `free` (neither r nor reserved) dead - lowering/families/sfpu_reduce.py folds r into its accumulator there.
+    `uniform`: the inputs (LOAD args) that hold one value in every datum of a tile; what is computed from them alone
+    is hoisted into the setup (module docstring)."""
     if not isinstance(dag, ValueDAG):
         dag = ValueDAG(list(dag), out_dtype if isinstance(out_dtype, int) else len(dag) - 1)
         out_dtype = None
@@ -328,21 +341,52 @@ def compile_sfpu(dag, n_inputs: int, out_dtype=None, fuse_mad: bool = True, rese
     if n_inputs >= MAX_SLOTS:
         raise UnsupportedOp(f"SFPU lowering: {n_inputs} inputs leave no Dst slot for the output (max {MAX_SLOTS - 1})")
     out_slot = n_inputs                 # own slot: stores never touch a block that is loaded in the next row step
-    # pass 1 finds the constants worth keeping in LReg11-14; pass 2 (same allocation) reads them from there
     regs = tuple(r for r in so.GP_REGS if r not in reserve)
+    hoisted = []            # the setup's instructions per hoisted value; the body reads it as a POOLED leaf
+    for f in _hoistable(nodes, canon, canon[out], uniform) if 0 in regs else ():
+        reg = POOL_REGS[len(hoisted)]
+        to_pool = lambda em, r, free, reg=reg: (em.mov(0, r), em.i("SFPCONFIG", imm16_math=0, config_dest=reg,
+                                                                     instr_mod1=0))
+        hem, hal = _emit(nodes, canon, f, out_slot, {}, regs, to_pool, store=False)
+        if hal.n_spill == 0:    # its spill space would be the body's: such a value stays in the body
+            hoisted.append(hem.ins)
+            nodes[f] = VNode(f, POOLED, nodes[f].dtype, (), reg)
+    # pass 1 finds the constants worth keeping in the LRegs left; pass 2 (same allocation) reads them from there
     em, al = _emit(nodes, canon, canon[out], out_slot, {}, regs, epilogue)
-    best = sorted(em.wanted.items(), key=lambda kv: -kv[1])[:len(POOL_REGS)]
-    pool = {bits: POOL_REGS[i] for i, (bits, _) in enumerate(best)}
+    best = sorted(em.wanted.items(), key=lambda kv: -kv[1])[:len(POOL_REGS) - len(hoisted)]
+    pool = {bits: POOL_REGS[len(hoisted) + i] for i, (bits, _) in enumerate(best)}
     if pool:
         em, al = _emit(nodes, canon, canon[out], out_slot, pool, regs, epilogue)
     body = insert_nops(em.ins, al.base)
-    return SfpuProgram(setup=pool_setup(pool), body=[encode(nm, **f) for nm, f in body],
-                       dst_slots=al.dst_slots, out_slot=out_slot)
+    body_loads = {nodes[i].arg for i in schedule(nodes, canon, canon[out]) if nodes[i].op == "LOAD"}
+    return SfpuProgram(setup=pool_setup(pool, hoisted), body=[encode(nm, **f) for nm, f in body],
+                       dst_slots=al.dst_slots, out_slot=out_slot,
+                       setup_only=frozenset(uniform) - body_loads if hoisted else frozenset())
+
+
+def _hoistable(nodes: list[VNode], canon: dict[int, int], out: int, uniform: frozenset[int]) -> list[int]:
+    """The values worth computing once per tile: ops whose every source is a uniform input, a constant or such an op,
+    read by an op that is not (or by the output, which itself stays in the body), at most one per LReg11-14, those
+    with the most ops behind them first."""
+    live = schedule(nodes, canon, out)
+    uni = uniform_nodes(nodes, uniform)
+    leaf = lambda i: nodes[i].op in ("LOAD", "CONST")
+    frontier = {canon[s] for j in live if j not in uni or j == out for s in nodes[j].srcs
+                if canon[s] in uni and not leaf(canon[s])}
+
+    def cone(i: int, seen: set[int]) -> set[int]:
+        if i not in seen and not leaf(i):
+            seen.add(i)
+            for s in nodes[i].srcs:
+                cone(canon[s], seen)
+        return seen
+    return sorted(frontier, key=lambda i: (-len(cone(i, set())), i))[:len(POOL_REGS)]
 
 
 def _emit(nodes: list[VNode], canon: dict[int, int], out: int, out_slot: int, pool: dict[int, int],
-          alloc_regs: tuple[int, ...] = so.GP_REGS, epilogue=None):
-    """Schedule, allocate and emit the body (without the hazard NOPs)."""
+          alloc_regs: tuple[int, ...] = so.GP_REGS, epilogue=None, store: bool = True):
+    """Schedule, allocate and emit the body (without the hazard NOPs); `store=False`: the output stays in a register
+    for `epilogue` (a hoisted value)."""
     sched = schedule(nodes, canon, out)
     em = so.Emitter(pool)
     al = _Alloc(64 * (out_slot + 1), em, alloc_regs)
@@ -358,7 +402,7 @@ def _emit(nodes: list[VNode], canon: dict[int, int], out: int, out_slot: int, po
 
     for k, i in enumerate(sched):
         n = nodes[i]
-        if n.op in ("LOAD", "CONST"):
+        if n.op in ("LOAD", "CONST", POOLED):
             continue
         seq = _seq_for(n, [nodes[s].dtype for s in n.srcs])
         srcs = [canon[s] for s in n.srcs]
@@ -402,7 +446,8 @@ def _emit(nodes: list[VNode], canon: dict[int, int], out: int, out_slot: int, po
         al.vals[n.id].reg = d
 
     r = al.materialize(out, end, set())
-    em.store(r, 64 * out_slot, addr_mode=1)
+    if store:
+        em.store(r, 64 * out_slot, addr_mode=1)
     if epilogue is not None:
         epilogue(em, r, [x for x in alloc_regs if x != r])
     return em, al

@@ -64,23 +64,24 @@ class ElementwisePlan(TilePlan):
 
 def plan_sfpu(lk: LoweredKernel) -> ElementwisePlan:
     """Everything on the SFPU in float32 (L1 not yet allocated)."""
-    sfpu = compile_sfpu(lk.dag, len(lk.inputs), lk.dag.nodes[lk.dag.out].dtype)
+    sfpu = compile_sfpu(lk.dag, len(lk.inputs), lk.dag.nodes[lk.dag.out].dtype, uniform=lk.uniform_inputs)
     return ElementwisePlan(name=lk.name, ranges=lk.ranges, buffers=lk.buffers,
                            inputs=[lk.stream(s) for s in lk.inputs], output=lk.stream(lk.output), sfpu=sfpu,
-                           ops=lk.ops)
+                           ops=lk.ops, head_inputs=sfpu.setup_only)
 
 
 def plan_placed(lk: LoweredKernel, pl: Placement) -> ElementwisePlan:
     """LoweredKernel + Placement -> plan (L1 not yet allocated): the SFPU program of the split, the FPU ops, and which
     inputs still go to Dst."""
     out_dtype = pl.dag.nodes[pl.dag.out].dtype
-    sp = split(pl.dag, pl.choices, len(lk.inputs)) if pl.split is None else pl.split
+    sp = split(pl.dag, pl.choices, len(lk.inputs), lk.uniform_inputs) if pl.split is None else pl.split
     sfpu = compile_split(sp, out_dtype)
     ops = lk.ops if not pl.reassociated else [n.op if n.op != "CAST" else f"CAST->{n.dtype}" for n in
                                               (pl.dag.nodes[i] for i in live_nodes(pl.dag)) if n.op not in ("LOAD", "CONST")]
     return ElementwisePlan(name=lk.name, ranges=lk.ranges, buffers=lk.buffers,
                            inputs=[lk.stream(s) for s in lk.inputs], output=lk.stream(lk.output), sfpu=sfpu,
-                           ops=ops, fpu_ops=list(sp.fpu_ops), dst_inputs=list(sp.dst_inputs), placement=pl)
+                           ops=ops, fpu_ops=list(sp.fpu_ops), dst_inputs=list(sp.dst_inputs), placement=pl,
+                           head_inputs=sfpu.setup_only - {j for o in sp.fpu_ops for j in (o.a, o.b)})
 
 
 def match(kernel: Kernel) -> LoweredKernel | None:

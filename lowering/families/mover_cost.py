@@ -36,14 +36,22 @@ TILE_WRITE_FIXED = 78 + NOC_ROUND_TRIP
 # window reloads (256x256: strided a.flip(1) 5.5, columns a.T 15.7); a gated gather (a pad) 14.1 either way. Not
 # measured yet: bool widened / narrowed in place (given 1 per datum), computed streams and scatter writes (given the
 # gather's figure, which modes missing from the table take).
-# A reduction's affine gather (lanes 1: 32 outputs' runs of k per tile, reader.c.j2 "red affine") measured 23 per
-# datum (brisc busy time of the 256 x 256 softmax's two row reductions, 1 and 2 streams: 22.5 and 25 per datum).
+# A reduction's affine gather (lanes 1: 32 outputs' runs of k per tile, reader.c.j2 "red affine") over a buffer its
+# window does not hold whole: 49 per datum (the softmax's exp-sum over x, its max stream priced as "red const" beside
+# it: 52.8K brisc cycles per tile both at 512 x 512, 256 tiles, and at 384 x 384, 144 tiles; an older figure of 23
+# came from the 256 x 256 softmax, whose buffer is now resident and priced by reduce_walk_cycles).
 # A reduction stream indexed by the output alone (softmax's max in its sum: tile_streams k_const) replicates one value
 # per output cell: through the layout's datum table 2.5 per datum (the 256 x 256 softmax's sum less its max: 25 - 22.5),
 # with 32 lanes a word fill of the tile ("red fill", read_gather.c.j2 cell_const) 1.85 (64 x 1024 softmax sum: 2,420
 # cycles per tile, less the bulk read of x).
 READ_PER_DATUM = {"contiguous": 0.0, "contiguous bool": 1.0, "red contiguous": 0.0, "strided": 5.5, "columns": 15.7,
-                  "gather": 14.1, "red affine": 23.0, "red const": 2.5, "red fill": 1.85}
+                  "gather": 14.1, "red affine": 49.0, "red const": 2.5, "red fill": 1.85, "red mask": 8.5}
+# a bulk reader's pads past the valid datums of a tile, zeroed (or set to datum 0) by word stores (read_contiguous.c.j2
+# pad_fill): 1.4 per 32-bit word, brisc busy time of the softmax's row max over rows of 512 and 384 (one row per
+# 32-lane tile: 512 and 640 pad words per tile, 818 and 1013 cycles per tile against 120 for the read).
+# The validity mask of a sum whose pre-op is not zero at pads ("red mask", 32 lanes): 8.5 per datum, the 512 x 512
+# softmax's exp-sum over rows of 512 (11.45K cycles per tile less x's bulk read and pads and the max's fill).
+PAD_FILL_PER_WORD = 1.4
 READ_PER_DATUM_RESIDENT = {"strided": 3.6, "columns": 3.7}
 WRITE_PER_DATUM = {"contiguous": 0.0, "contiguous bool": 1.0, "scatter": 14.1}
 # runs and broadcasts copy or replicate run by run out of the staging window: b[0] broadcast over a 64x64 (16 runs of
@@ -57,6 +65,8 @@ BULK_READS = ("contiguous", "contiguous bool", "red contiguous")     # modes tha
 def tile_read_cycles(mode: str, tile_format: str, runs: dict | None = None) -> float:
     """Reader cycles per tile of one input stream: mode and run structure as tile_streams.stream_ctx gives them."""
     bulk = TILE_READ_FIXED + TILE_BYTES[tile_format] / NOC_BYTES_PER_CYCLE if mode in BULK_READS else 0
+    if mode == "broadcast" and runs and runs["head"]:     # one fetch, the datums the SFPU setup reads
+        return READ_PER_RUN + NOC_ROUND_TRIP + READ_PER_RUN_DATUM * runs["head"]
     if mode in ("runs", "broadcast"):
         return (READ_PER_RUN * max(1, TILE_ELEMS // max(1, runs["run"] if runs else 1)) + NOC_ROUND_TRIP
                 + READ_PER_RUN_DATUM * TILE_ELEMS)
@@ -81,6 +91,11 @@ RED_WALK_PER_SLOT, RED_WALK_PER_DATUM = 5.7, 7.9
 FPU_REDUCE_READ_PER_SLOT = {"full line": 5.6, "empty line": 2.5, "line": 15.5, "srca": 15.9, "gather": 30.0}
 # the FPU sum's reader writes the ones tile first (1024 stores and the loop: about 3 per datum), before any tile
 FPU_REDUCE_ONES = 3 * TILE_ELEMS
+
+
+def pad_fill_cycles(pads: float, tile_format: str) -> float:
+    """A bulk reader's fill of `pads` datums of a tile (whole 32-bit words: two bf16 datums each)."""
+    return PAD_FILL_PER_WORD * pads * TILE_BYTES[tile_format] / (4 * TILE_ELEMS)
 
 
 def window_load_cycles(nbytes: int) -> float:
@@ -117,12 +132,23 @@ def tile_pipeline_cycles(n_tiles: int, reads: list[tuple[str, str, dict | None]]
     """The tile pipeline's launch: reads = (mode, tile format, run structure) per input, write = (mode, tile format)
     of the output; compute_per_tile the compute's steady rate, compute_fill what its first tile adds (compute_stage).
     Where every input is plain contiguous the reader keeps several tiles' reads in flight (templates/reader.c.j2
-    `in_flight`): the round trip is paid once, in the fill, not per tile."""
+    `in_flight`): the round trip is paid once, in the fill, not per tile. Otherwise the plain contiguous inputs' reads
+    are issued first and their round trip overlaps the other inputs' movers (`early`). A bulk writer keeps its writes
+    in flight likewise (writer.c.j2): the last tile's acknowledgement is waited for once."""
+    writer = tile_write_cycles(*write)
+    if write[0].startswith("contiguous"):
+        writer, compute_fill = writer - NOC_ROUND_TRIP, compute_fill + NOC_ROUND_TRIP
     if reads and all(mode == "contiguous" for mode, _, _ in reads):
-        reader = sum(tile_read_cycles(*r) - NOC_ROUND_TRIP for r in reads)
-        return pipeline(n_tiles, reader, compute_per_tile, tile_write_cycles(*write), NOC_ROUND_TRIP + compute_fill)
-    return pipeline(n_tiles, sum(tile_read_cycles(*r) for r in reads), compute_per_tile, tile_write_cycles(*write),
-                    compute_fill)
+        return pipeline(n_tiles, in_flight_read_cycles(reads), compute_per_tile, writer, NOC_ROUND_TRIP + compute_fill)
+    early = [r for r in reads if r[0] == "contiguous"]
+    others = sum(tile_read_cycles(*r) for r in reads if r[0] != "contiguous")
+    reader = in_flight_read_cycles(early) + max(others, NOC_ROUND_TRIP if early else 0)
+    return pipeline(n_tiles, reader, compute_per_tile, writer, compute_fill)
+
+
+def in_flight_read_cycles(reads: list[tuple[str, str, dict | None]]) -> float:
+    """Per tile, bulk reads whose round trip is not waited for alone (paid once, by the caller)."""
+    return sum(tile_read_cycles(*r) - NOC_ROUND_TRIP for r in reads)
 
 
 def compute_stage(cycles: dict) -> tuple[float, float]:

@@ -74,8 +74,8 @@ from tt_backend.lowering.families.family import Candidate, Family, Kernel
 from tt_backend.lowering.families.matmul_spec import kernel_matmul
 from tt_backend.lowering.families.tile_plan import ReducePass, ReducePlan, TilePlan, allocate_l1
 from tt_backend.lowering.families.tile_render import render_tile_kernel
-from tt_backend.lowering.families.mover_cost import (group_write_cycles, on_grid, pipeline, reduce_walk_cycles,
-                                                     tile_read_cycles, window_load_cycles)
+from tt_backend.lowering.families.mover_cost import (NOC_ROUND_TRIP, group_write_cycles, on_grid, pad_fill_cycles,
+                                                     pipeline, reduce_walk_cycles, tile_read_cycles, window_load_cycles)
 from tt_backend.lowering.families.tile_streams import reader_mode, stream_ctx
 from tt_backend.lowering.frontend import LoweredKernel
 from tt_backend.lowering.graph import live_nodes
@@ -141,17 +141,22 @@ class SfpuReducePlan(TilePlan):
         per_core = -(-rp.groups // cores) * unit
         valid = rp.n_out * rp.n_red * rp.passes / (self.n_tiles * TILE_ELEMS)
         const = "red fill" if rp.lanes == 32 else "red const"      # a stream of one value per output cell
-        read, fill = 0.0, 0.0
+        read, fill, modes = 0.0, 0.0, []
         for j, s in enumerate(self.inputs):
             c = stream_ctx(self, s, j, rp)
+            modes.append(c["mode"])
             if c["k_const"]:
                 read += tile_read_cycles(const, s.tile_format, c["runs"])
             elif c["walk"] is not None and c["walk"]["resident"]:
                 read += reduce_walk_cycles(valid)
             else:
                 read += tile_read_cycles(c["mode"], s.tile_format, c["runs"])
+                if c["mode"] == "red contiguous":
+                    read += pad_fill_cycles((1 - valid) * TILE_ELEMS, s.tile_format)
             if f"stage_in{j}" in self.windows:
                 fill += window_load_cycles(self.buffers[s.buf].nbytes)
+        if rp.pass1 is None and all(m == "red contiguous" for m in modes):   # reads in flight (reader.c.j2)
+            read, fill = read - NOC_ROUND_TRIP * len(modes), fill + NOC_ROUND_TRIP
         cyc = self.placement.cycles
         one = pipeline(per_core, read, cyc["total"] + cyc["per_group"] / unit, group_write_cycles(rp.cells) / unit,
                        fill)

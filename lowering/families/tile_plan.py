@@ -17,6 +17,8 @@ CB_DEPTH = 4                    # tiles per circular buffer
 # tiles whose reads a reader keeps in flight beyond the one it waits for (templates/reader.c.j2): the CB's other
 # slots hold a tile the unpacker works on and one pushed, so that neither side waits on the other
 READ_AHEAD = CB_DEPTH - 2
+# output tiles whose writes the writer keeps in flight beyond the one it waits for (templates/writer.c.j2), likewise
+WRITE_AHEAD = CB_DEPTH - 2
 
 
 @dataclass
@@ -27,6 +29,8 @@ class TilePlan(Plan):
     model (`launch_cycles(cores)`, mover_cost) prices lowest, at most `max_cores` (the target's tiles, capped by
     TT_CORES)."""
     sfpu: SfpuProgram                   # per row step; input stream j is unpacked into Dst32b slot j
+    head_inputs: frozenset[int] = field(default=frozenset(), kw_only=True)   # broadcast inputs only the SFPU setup reads, at row step 0: the
+                                    # reader writes just the datums it reads (tile_streams.HEAD_DATUMS)
 
     @property
     def split_unit(self) -> int:

@@ -11,8 +11,8 @@ from tt_backend.lowering.codegen.tensix import (FORMAT_CODE, PACK_CFG, UNPACK_CF
 from tt_backend.lowering.codegen.words import hex_u32, word_u32
 from tt_backend.lowering.codegen.l1 import STAGING_BYTES
 from tt_backend.lowering.codegen.replay import replay_issue
-from tt_backend.lowering.families.tile_plan import (CB_DEPTH, READ_AHEAD, ReducePlan, TilePlan, index_load_buffers,
-                                                    window_bytes)
+from tt_backend.lowering.families.tile_plan import (CB_DEPTH, READ_AHEAD, WRITE_AHEAD, ReducePlan, TilePlan,
+                                                    index_load_buffers, window_bytes)
 from tt_backend.lowering.families.tile_streams import reduce_datums, reduce_next_k, stream_ctx
 from tt_backend.lowering.placement.choice import FpuOp
 from tt_backend.lowering.plan import DTYPE_SIZE, TILE_BYTES, TILE_ELEMS
@@ -25,7 +25,7 @@ def args_header(plan: TilePlan, generator: str, red: ReducePlan | None, datums: 
     h = ArgsHeader(generator, plan.name,
                    "argument block (plan.arg_words): n_tiles, n_elements, DRAM address of each buffer")
     h.add(f"#define TT_N_INPUTS {len(plan.inputs)}u", f"#define TT_CB_DEPTH {CB_DEPTH}u",
-          f"#define READ_AHEAD {READ_AHEAD}u",
+          f"#define READ_AHEAD {READ_AHEAD}u", f"#define WRITE_AHEAD {WRITE_AHEAD}u",
           f"#define TT_TILE_ELEMS {TILE_ELEMS}u", f"#define TT_STAGING_BYTES {STAGING_BYTES}u").buffers(plan.buffers)
     for j, s in enumerate(plan.inputs):
         h.add(f"#define IN{j}_CB 0x{plan.l1[f'cb_in{j}']:X}u", f"#define IN{j}_TILE_BYTES {TILE_BYTES[s.tile_format]}u")
@@ -197,7 +197,8 @@ def render_tile_kernel(plan: TilePlan, generator: str, red: ReducePlan | None = 
         # each core takes a range of tiles from its argument block (the grid split, tile_plan.TilePlan.core_arg_words)
         "tiles": ("tile_begin", "tile_end"),
         # the reader keeps several tiles' reads in flight where every input is one NoC read per tile
-        "in_flight": red is None and bool(plan.inputs) and all(s["mode"] == "contiguous" for s in inputs),
+        "in_flight": bool(plan.inputs) and (all(s["mode"] == "contiguous" for s in inputs) if red is None else
+                                            red.pass1 is None and all(s["mode"] == "red contiguous" for s in inputs)),
         "tile_decl": "tile_begin = tt_arg(ARG_TILE_BEGIN), tile_end = tt_arg(ARG_TILE_END)",
     }
     # SFPU body issue: a body of <= 32 words is recorded once in the replay buffer and each tile's 32 row steps are

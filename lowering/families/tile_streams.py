@@ -10,7 +10,7 @@ from tt_backend.lowering.codegen.c_exprs import DRAM_LOAD, DRAM_STORE, TILE_LOAD
 from tt_backend.lowering.codegen.l1 import STAGING_BYTES
 from tt_backend.lowering.families.tile_plan import ReducePlan, TilePlan, window_bytes
 from tt_backend.lowering.index import render_c_nested
-from tt_backend.lowering.plan import DTYPE_SIZE, TILE_BYTES, TILE_ELEMS, TILE_NATIVE, Stream
+from tt_backend.lowering.plan import DTYPE_SIZE, ROW_STEP0_DATUMS, TILE_BYTES, TILE_ELEMS, TILE_NATIVE, Stream
 from tt_backend.chip.errors import UnsupportedOp
 
 
@@ -35,6 +35,7 @@ def stream_ctx(plan: TilePlan, s: Stream, j: int | None, red: ReducePlan | None 
     runs = _affine_runs(plan, s) if mode == "gather" and not plan.compact_reader else None
     if runs is not None:
         mode = runs["mode"]
+        runs["head"] = HEAD_DATUMS if mode == "broadcast" and j in plan.head_inputs else None
     window = window_bytes(plan, f"in{j}")
     walk = _reduce_walk(plan, s, red, window) if mode == "red gather" and not plan.compact_reader else None
     if walk is not None:
@@ -79,6 +80,10 @@ def stream_ctx(plan: TilePlan, s: Stream, j: int | None, red: ReducePlan | None 
 # far apart (sparse), ending at the datum for descending walks.
 # Gated (pad) and non-affine indices, and strided runs shorter than STRIDED_MIN_RUN, keep the per-datum gather.
 RUN_MODES = ("broadcast", "runs", "strided", "columns")
+# A broadcast input that only the SFPU program's setup reads (a uniform value hoisted out of the row loop,
+# lowering/codegen/sfpu_codegen.py) is read at row step 0: datums 0..62 (row steps 0 and 1 are datums 0..63). The
+# reader writes the tile's first HEAD_DATUMS datums and leaves the rest of the slot as it was (unpacked, never read).
+HEAD_DATUMS = ROW_STEP0_DATUMS
 DIRECT_MIN_BYTES = 64        # a run at least this long goes straight into the CB slot when congruent
 STRIDED_MIN_RUN = 4          # shorter strided runs cost more per run (window check, chunking) than per-datum gather
 STRIDED_MIN_RUN_RESIDENT = 2  # the same when the buffer is resident in the window (no window check per run)

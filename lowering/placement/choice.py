@@ -51,6 +51,8 @@ class Split:
     sfpu_dag: ValueDAG          # LOAD arg j < n_inputs: input stream j in Dst slot j; arg >= n_inputs: an FPU result
     n_slots: int                # Dst slots holding inputs and FPU results (the SFPU output goes to slot n_slots)
     dst_inputs: list[int]       # input streams the SFPU reads from Dst (the others feed the FPU only)
+    uniform: frozenset[int] = frozenset()   # input streams with one value at every point (sfpu_codegen hoists what
+                                            # is computed from them alone); the evaluator's samples vary: not set there
 
 
 def _l1_format(dag: ValueDAG, i: int) -> str:
@@ -72,7 +74,7 @@ def options(dag: ValueDAG, v: int) -> list[Choice]:
     return [Choice("FPU", None, src, swap)]
 
 
-def split(dag: ValueDAG, choices: dict[int, Choice], n_inputs: int) -> Split:
+def split(dag: ValueDAG, choices: dict[int, Choice], n_inputs: int, uniform: frozenset[int] = frozenset()) -> Split:
     """Replace every FPU node by a LOAD of its Dst slot (a bf16 node by a bf16 CAST of that LOAD: the FPU result is
     fp32 and the graph rounds it once, like the SFPU would); inputs only the FPU reads are not unpacked to Dst."""
     fpu: list[FpuOp] = []
@@ -106,11 +108,11 @@ def split(dag: ValueDAG, choices: dict[int, Choice], n_inputs: int) -> Split:
     live_loads = {sfpu_dag.nodes[i].arg for i in live if sfpu_dag.nodes[i].op == "LOAD"}
     fpu_only = ({o.a for o in fpu} | {o.b for o in fpu}) - live_loads
     dst_inputs = [j for j in range(n_inputs) if j not in fpu_only]
-    return Split(fpu, sfpu_dag, n_inputs + len(fpu), dst_inputs)
+    return Split(fpu, sfpu_dag, n_inputs + len(fpu), dst_inputs, uniform)
 
 
 def compile_split(sp: Split, out_dtype: str) -> SfpuProgram:
-    return compile_sfpu(sp.sfpu_dag, sp.n_slots, out_dtype)
+    return compile_sfpu(sp.sfpu_dag, sp.n_slots, out_dtype, uniform=sp.uniform)
 
 
 _OP_CYCLES: dict[tuple, int] = {}

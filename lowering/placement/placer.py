@@ -48,7 +48,8 @@ class Placer:
         evaluator = self.evaluator_for(dts) if self.evaluator_for is not None else None
         pins = self.pins_for(lk.name)
         pl = place(lk.name, lk.dag, dts, lk.dag.nodes[lk.dag.out].dtype, math.prod(lk.ranges), evaluator,
-                   self.budget, pins, samples=xs, defer=True)   # the report predicts, when one is asked for
+                   self.budget, pins, samples=xs, uniform=lk.uniform_inputs,
+                   defer=True)                      # the report predicts, when one is asked for
         # node ids name nodes of the graph that runs (report.json's): a pin on any other id would be silently void
         ops = [v for v in live_nodes(pl.dag) if pl.dag.nodes[v].op not in ("LOAD", "CONST")]
         if missing := sorted(int(k) for k in pins if k.isdigit() and int(k) not in ops):

@@ -22,6 +22,7 @@ from tt_backend.lowering.placement.cost import cycles, fpu_op_cycles, sfpu_op_cy
 from tt_backend.lowering.placement.pins import resolve_pins
 from tt_backend.lowering.placement.reference import SAMPLE_ELEMENTS, concat_sets, reference, sample_sets, worst_error
 from tt_backend.lowering.placement.report import Placement
+from tt_backend.lowering.rewrite import keep_uniform_reciprocals
 from tt_backend.chip.errors import UnsupportedOp
 
 SAFETY = 0.8            # accept a placement when predicted <= SAFETY * budget: margin for data unlike the samples
@@ -54,9 +55,11 @@ class _Scored:
 
 def place(kernel: str, dag: ValueDAG, in_dtypes: list[str], out_dtype: str, n_elements: int,
           evaluator: Evaluator | None, budget: float | None = None, pins: dict[str, Choice] | None = None,
-          samples: list | None = None, seed: int = 0, defer: bool = False) -> Placement:
+          samples: list | None = None, seed: int = 0, uniform: frozenset[int] = frozenset(),
+          defer: bool = False) -> Placement:
     """The cheapest placement whose predicted error <= SAFETY * budget (no budget: the float32-faithful one).
     Without an evaluator only the all-SFPU placement (and pins) can be priced, not checked: pins are then trusted.
+    `uniform`: the inputs with one value at every point (choice.Split.uniform), priced with their work hoisted.
     `defer`: a prediction the choice did not need (the all-SFPU placement, which a float32-faithful kernel without an
     exact FPU product takes unevaluated) is made when the report asks for it (Placement.predict), not here."""
     n_in = len(in_dtypes)
@@ -76,7 +79,7 @@ def place(kernel: str, dag: ValueDAG, in_dtypes: list[str], out_dtype: str, n_el
     def score(d: ValueDAG, tag: int, choices: dict[int, Choice]) -> _Scored:
         key = (tag, tuple(sorted(choices.items(), key=lambda kv: kv[0])))
         if key not in cache:
-            sp = split(d, choices, n_in)
+            sp = split(d, choices, n_in, uniform)
             prog = compile_split(sp, out_dtype)
             cyc = cycles(sp, in_formats, out_format, n_tiles, (len(prog.setup), len(prog.body)))
             cache[key] = _Scored(dict(choices), sp, cyc, lambda: evaluate(d, dict(choices)))
@@ -95,8 +98,10 @@ def place(kernel: str, dag: ValueDAG, in_dtypes: list[str], out_dtype: str, n_el
     # graph variants the FPU may prefer: exact rewrites (x + y*-1 -> x - y) and the product reassociation
     def shape(v: ValueDAG) -> tuple:
         return tuple((n.op, n.srcs, repr(n.arg)) for n in v.nodes), v.out
+    # and, within a budget, a division by a uniform value as a product with its reciprocal (computed once per tile)
     variants, seen = [], set()
-    for v in (dag, fold_negated_add(dag), reassociate_products(dag), reassociate_products(fold_negated_add(dag))):
+    shapes = (dag, fold_negated_add(dag), reassociate_products(dag), reassociate_products(fold_negated_add(dag)))
+    for v in shapes + (tuple(keep_uniform_reciprocals(v, uniform) for v in shapes) if budget is not None else ()):
         if shape(v) not in seen:
             seen.add(shape(v))
             variants.append((v, shape(v) != shape(dag)))     # (graph, rewritten)
@@ -137,6 +142,11 @@ def place(kernel: str, dag: ValueDAG, in_dtypes: list[str], out_dtype: str, n_el
             _, _, v, o, s_cur = min(moves, key=lambda m: (m[0], m[1]))
             cur[v] = o
             free.remove(v)
+        # a variant that is not exact (a kept reciprocal rounds twice) is taken only where its own predicted error
+        # meets the budget, like any FPU move
+        inexact = reassoc and budget is not None
+        if inexact and (evaluator is None or failed or s_cur.out is None or s_cur.predict()[1] > SAFETY * budget):
+            continue
         if best is None or s_cur.cyc["kernel"] < best[0].cyc["kernel"]:
             best = (s_cur, d, reassoc, pinned)
     if best is None:

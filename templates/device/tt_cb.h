@@ -79,6 +79,15 @@ static inline uint32_t tt_cb_wait(tt_cb_t *cb)
     return tt_cb_slot_addr(cb);
 }
 
+/* consumer: the filled slot `ahead` slots past the current one (slots being written out but not popped yet: a writer
+ * with several tiles' writes in flight), once it is pushed */
+static inline uint32_t tt_cb_wait_ahead(tt_cb_t *cb, uint32_t ahead)
+{
+    TT_WAIT_UNTIL(TT_CB_PUSHED(cb) - cb->count > ahead);
+    uint32_t slot = cb->slot + ahead;
+    return cb->base + (slot < cb->depth ? slot : slot - cb->depth) * cb->slot_bytes;
+}
+
 /* consumer: done reading the slot (after the unpacker / NoC write finished with it) */
 static inline void tt_cb_pop(tt_cb_t *cb)
 {

@@ -158,6 +158,12 @@ static inline void tt_noc_read_wait_mark(tt_noc_t *noc, uint32_t mark)
     TT_WAIT_UNTIL((int32_t)(TT_NIU(noc, TT_NIU_MST_RD_RESP_RECEIVED) - mark) >= 0);
 }
 
+/* the writes issued before `mark` (a wr_issued value) are acked: their sources may be reused */
+static inline void tt_noc_write_wait_mark(tt_noc_t *noc, uint32_t mark)
+{
+    TT_WAIT_UNTIL((int32_t)(TT_NIU(noc, TT_NIU_MST_WR_ACK_RECEIVED) - mark) >= 0);
+}
+
 /* L1 [l1, l1+len) -> DRAM [dram, dram+len), non-posted; the source may be reused after tt_noc_write_wait */
 static inline void tt_noc_write_dram(tt_noc_t *noc, uint32_t l1, uint32_t dram, uint32_t len)
 {

@@ -78,6 +78,11 @@ CASES = [
     ("slice_big_unaligned", lambda a: a[:, 3:50] * 2, [((200, 70), F32)], {"runs"}),    # 56000 B: window reloads
     ("broadcast_big", lambda a, b: a + b, [((9000, 1), F32), ((9000, 3), F32)], {"broadcast"}),
     ("short_broadcast", lambda a, b: a + b, [((300, 2), F32), ((300, 1), F32)], {"broadcast"}),
+    # a value of the scalar alone is computed once per tile in the SFPU setup, the scalar's tile then only 64 datums
+    # (HEAD_DATUMS); not where the last tile's row step 0 has pads (3100 = 3 * 1024 + 28)
+    ("scalar_hoisted", lambda a, b: a + (b + 1.0).maximum(0.5), [((3000,), F32), ((1,), F32)], {"broadcast"}),
+    ("scalar_hoisted_2d", lambda a, b: a + (b + 1.0).maximum(0.5), [((37, 45), F32), ((1, 1), F32)], {"broadcast"}),
+    ("scalar_short_tail", lambda a, b: a + (b + 1.0).maximum(0.5), [((3100,), F32), ((1,), F32)], {"broadcast"}),
 ]
 IDS = [c[0] for c in CASES]
 
@@ -122,6 +127,17 @@ def test_bit_identical_to_cpu(name, fn, specs, modes, target):
     g, r = got.numpy(), ref.numpy()
     assert g.shape == r.shape and g.dtype == r.dtype
     np.testing.assert_array_equal(g.view(np.uint8), r.view(np.uint8), err_msg=name)
+
+
+@pytest.mark.parametrize("name,head", [("scalar_hoisted", True), ("scalar_hoisted_2d", True),
+                                       ("scalar_short_tail", False), ("scalar_broadcast", False)])
+def test_broadcast_head(name, head):
+    """The scalar's stream is read as a 64-datum head exactly where its value is hoisted and the body never loads it."""
+    _, fn, specs, _ = CASES[IDS.index(name)]
+    (plan,) = _plans(fn, specs)
+    assert bool(plan.head_inputs) == head and (len(plan.sfpu.setup) > 1 + 2) == head
+    src = plan.render()["brisc"]
+    assert ("only the SFPU setup reads this tile" in src) == head
 
 
 # --------------------------------------------------------------------------- plan level: run paths vs per-datum gather

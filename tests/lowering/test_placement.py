@@ -142,6 +142,24 @@ def test_evaluations_kept_by_content_change_no_placement():
     assert PE.EVAL_STATS["evaluated"] > mid["evaluated"]
 
 
+def test_kept_reciprocal_only_within_the_budget():
+    """x * (1/s) with a uniform s: within a budget the placement keeps the product (the reciprocal computed once per
+    tile, two roundings), its predicted error within the budget; without a budget the division stays correctly
+    rounded (one rounding, as tinygrad's CPU device divides)."""
+    from tt_backend.lowering.rewrite import KEEP_RECIPROCAL, fuse_divide
+    d, dts = ValueDAG(), ["float32", "float32"]
+    x, s = d.add("LOAD", "float32", (), 0), d.add("LOAD", "float32", (), 1)
+    d.out = d.add("MUL", "float32", (x, d.add("RECIPROCAL", "float32", (s,))))
+    ev = PE.evaluator_for(dts)
+
+    def kept(budget):
+        pl = place("scale", d, dts, "float32", 8192, ev, budget=budget, uniform=frozenset({1}))
+        return any(n.op == "MUL" and n.arg == KEEP_RECIPROCAL for n in fuse_divide(pl.dag).nodes), pl
+    loose, pl = kept(1e-3)
+    assert loose and pl.predicted_error <= SAFETY * 1e-3
+    assert not kept(None)[0]
+
+
 def test_budget_moves_the_multiply_to_the_fpu_and_tight_budget_keeps_sfpu():
     d, dts = rms2_dag()
     ev = PE.evaluator_for(dts)

@@ -402,6 +402,41 @@ def test_division_is_correctly_rounded():
         assert_bits_equal(run(prog, [a[k:k + N], b[k:k + N]]), want[k:k + N], f"DIV cases {k // N}")
 
 
+def test_uniform_values_are_hoisted_bit_for_bit():
+    """A value computed from uniform inputs alone (here sqrt(s) + 1 and its reciprocal, s one value for the whole
+    tile) moves into the setup (once per tile, into LReg11-14) and the body shrinks; the output equals the per-row
+    program's bit for bit, the division kept a division (hoisting implies no rewrite)."""
+    rng = np.random.default_rng(31)
+    d = ValueDAG()
+    x, s = d.add("LOAD", "float32", (), 0), d.add("LOAD", "float32", (), 1)
+    r = d.add("ADD", "float32", (d.add("SQRT", "float32", (s,)), d.add("CONST", "float32", (), 1.0)))
+    d.out = d.add("MUL", "float32", (d.add("MUL", "float32", (x, d.add("RECIPROCAL", "float32", (r,)))), r))
+    per_row, hoisted = compile_sfpu(d, 2, "float32"), compile_sfpu(d, 2, "float32", uniform=frozenset({1}))
+    sqrt_words = len(compile_op("SQRT", ["float32"], "float32").body) - 2       # without its load and store
+    assert len(hoisted.body) <= len(per_row.body) - sqrt_words and len(hoisted.setup) > len(per_row.setup) + sqrt_words
+    for v in (np.float32(2.5), np.float32(3e-30), np.float32(7e30)):
+        xs = rand_normal_f32(rng, specials=False)
+        ins = [xs, np.full(N, v, np.float32)]
+        assert_bits_equal(run(hoisted, ins), f32(run(per_row, ins)), f"s = {v}", flush_ok=False)
+
+
+def test_kept_reciprocal_is_a_product():
+    """keep_uniform_reciprocals marks a * (1/b) with a uniform b: fuse_divide leaves it a product (two roundings),
+    the reciprocal hoisted; a non-uniform b still divides."""
+    from tt_backend.lowering.rewrite import keep_uniform_reciprocals
+    d = ValueDAG()
+    x, y = d.add("LOAD", "float32", (), 0), d.add("LOAD", "float32", (), 1)
+    d.out = d.add("MUL", "float32", (x, d.add("RECIPROCAL", "float32", (y,))))
+    assert keep_uniform_reciprocals(d, frozenset({0})).nodes == d.nodes
+    kept = keep_uniform_reciprocals(d, frozenset({1}))
+    prog = compile_sfpu(kept, 2, "float32", uniform=frozenset({1}))
+    assert len(prog.body) < 6       # load x, multiply by the pooled reciprocal, store
+    a = rand_normal_f32(np.random.default_rng(32), specials=False)
+    with np.errstate(all="ignore"):
+        want = a * (np.float32(1) / np.float32(3.7))
+    assert_bits_equal(run(prog, [a, np.full(N, 3.7, np.float32)]), want, "x * (1/3.7)")
+
+
 def test_division_fits_beside_a_reduction_accumulator():
     """A reduction keeps its accumulator in an LReg across the program (compile_sfpu `reserve`): DIV's destination, two
     sources and scratch registers fit in the 7 left (random program 5091: "an op needs more than 8 registers")."""
