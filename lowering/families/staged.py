@@ -248,13 +248,13 @@ def pointwise_value(sink: UOp) -> tuple[UOp, UOp, int] | None:
     best = None
     for u in (u for u in value_nodes(sink) if u in reduced):
         loads = streams(u, memo)
-        if not is_value(u) or u.op is Ops.INDEX or not loads or any(x.op is not Ops.INDEX for x in loads): continue
-        if len({x.src[1:] for x in loads}) != 1: continue
+        if not is_value(u) or u.op is Ops.INDEX or not loads: continue
+        if any(x.op is not Ops.INDEX or len(x.src) != 2 or x.src[0].op is not Ops.PARAM for x in loads): continue
+        if len({x.src[1] for x in loads}) != 1: continue
         inside = u.toposort()
         if not any(x.op in LONG_OPS for x in inside) or any(x.op is Ops.REDUCE for x in inside): continue
-        extent = min(int(x.src[0].src[0].arg) for x in loads if x.src[0].op is Ops.PARAM) if all(
-            x.src[0].op is Ops.PARAM for x in loads) else None
-        if extent is None or elements < HOIST_MIN_FACTOR * (extent + 1): continue
+        extent = min(int(x.src[0].src[0].arg) for x in loads)   # every index the kernel reads is below it
+        if elements < HOIST_MIN_FACTOR * (extent + 1): continue
         if best is None or len(inside) > len(best[0].toposort()): best = (u, next(iter(loads)).src[1], extent)
     return best
 
