@@ -186,12 +186,12 @@ class _Stager:
         return self.split(sink, v)
 
     def split(self, sink: UOp, v: UOp) -> list[UOp]:
-        producer, consumer, buf = materialize(sink, v, next(self.next_slot))
-        self.scratch.append(buf)
-        return [producer, consumer]
+        return self.through_scratch(*materialize(sink, v, next(self.next_slot)))
 
     def split_pointwise(self, sink: UOp, v: UOp, index: UOp, extent: int) -> list[UOp]:
-        producer, consumer, buf = pointwise_split(sink, v, index, extent, next(self.next_slot))
+        return self.through_scratch(*pointwise_split(sink, v, index, extent, next(self.next_slot)))
+
+    def through_scratch(self, producer: UOp, consumer: UOp, buf: Buffer) -> list[UOp]:
         self.scratch.append(buf)
         return [producer, consumer]
 
@@ -233,8 +233,9 @@ def broadcast_reduction(sink: UOp) -> UOp | None:
 # per element of the window sum, i.e. kernel-elements / buffer-elements times per distinct count. When that is
 # HOIST_MIN_FACTOR times or more, the value is computed once per buffer element into scratch (an elementwise stage)
 # and read back through the same index. Outside reductions (softmax's division by its row sums) the one-pass kernel
-# stays: there the value is computed once per output element, which a launch of its own would not repay. The ops below are those whose SFPU sequences run to tens of instructions (lowering/codegen/
-# sfpu_ops.py); hoisting a multiply would cost a launch and a scratch round trip for one instruction.
+# stays: there the value is computed once per output element, which a launch of its own would not repay. The ops
+# below are those whose SFPU sequences run to tens of instructions (lowering/codegen/sfpu_ops.py); hoisting a
+# multiply would cost a launch and a scratch round trip for one instruction.
 LONG_OPS = frozenset({Ops.RECIPROCAL, Ops.SQRT, Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.POW, Ops.FDIV})
 
 
