@@ -22,16 +22,18 @@ only when no one-pass plan exists.
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field, replace
 from itertools import count
+from typing import Callable
 
 from tinygrad.dtype import dtypes
 from tinygrad.uop.ops import AxisType, Ops, ParamArg, UOp
 
 from tt_backend.chip.errors import UnsupportedOp
 from tt_backend.lowering.families.family import Candidate, Family, Kernel, choose
-from tt_backend.lowering.frontend import buffer_dtype, dtype_name, free_ranges, output_ranges
+from tt_backend.lowering.frontend import buffer_dtype, dtype_name, free_ranges, output_ranges, strip_invalid
 from tt_backend.lowering.plan import DTYPE_SIZE, Buffer, Plan
 
 
@@ -184,7 +186,12 @@ class _Stager:
         return self.split(sink, v)
 
     def split(self, sink: UOp, v: UOp) -> list[UOp]:
-        producer, consumer, buf = materialize(sink, v, next(self.next_slot))
+        return self.through_scratch(*materialize(sink, v, next(self.next_slot)))
+
+    def split_pointwise(self, sink: UOp, v: UOp, index: UOp, extent: int) -> list[UOp]:
+        return self.through_scratch(*pointwise_split(sink, v, index, extent, next(self.next_slot)))
+
+    def through_scratch(self, producer: UOp, consumer: UOp, buf: Buffer) -> list[UOp]:
         self.scratch.append(buf)
         return [producer, consumer]
 
@@ -221,24 +228,84 @@ def broadcast_reduction(sink: UOp) -> UOp | None:
     return r if factor >= HOIST_MIN_FACTOR else None
 
 
+# A long SFPU sequence inside a reduction, applied to loads that all read one index expression, is a function of that
+# index alone: the gradient of a max pool divides by each window's count of maxima (RECIPROCAL of a loaded count) once
+# per element of the window sum, i.e. kernel-elements / buffer-elements times per distinct count. When that is
+# HOIST_MIN_FACTOR times or more, the value is computed once per buffer element into scratch (an elementwise stage)
+# and read back through the same index. Outside reductions (softmax's division by its row sums) the one-pass kernel
+# stays: there the value is computed once per output element, which a launch of its own would not repay. The ops
+# below are those whose SFPU sequences run to tens of instructions (lowering/codegen/sfpu_ops.py); hoisting a
+# multiply would cost a launch and a scratch round trip for one instruction.
+LONG_OPS = frozenset({Ops.RECIPROCAL, Ops.SQRT, Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.POW, Ops.FDIV})
+
+
+def pointwise_value(sink: UOp) -> tuple[UOp, UOp, int] | None:
+    """(value, the index every load under it reads, the loaded buffers' common extent) of the largest value inside a
+    reduction with a LONG_OPS op whose loads all read one index expression and which the kernel computes
+    HOIST_MIN_FACTOR times or more per buffer element; None if there is none."""
+    memo: dict[UOp, frozenset] = {}
+    elements = math.prod(int(r.src[0].arg) for r in sink.toposort() if r.op is Ops.RANGE)
+    reduced = {u for r in top_reductions(sink) for u in r.src[0].toposort()}
+    best = None
+    for u in (u for u in value_nodes(sink) if u in reduced):
+        loads = streams(u, memo)
+        if not is_value(u) or u.op is Ops.INDEX or not loads: continue
+        if any(x.op is not Ops.INDEX or len(x.src) != 2 or x.src[0].op is not Ops.PARAM for x in loads): continue
+        if len({x.src[1] for x in loads}) != 1: continue
+        inside = u.toposort()
+        if not any(x.op in LONG_OPS for x in inside) or any(x.op is Ops.REDUCE for x in inside): continue
+        extent = min(int(x.src[0].src[0].arg) for x in loads)   # every index the kernel reads is below it
+        if elements < HOIST_MIN_FACTOR * (extent + 1): continue
+        if best is None or len(inside) > len(best[0].toposort()): best = (u, next(iter(loads)).src[1], extent)
+    return best
+
+
+def pointwise_split(sink: UOp, v: UOp, index: UOp, extent: int, slot: int) -> tuple[UOp, UOp, Buffer]:
+    """(the stage computing v once per buffer element into scratch buffer `slot`, the kernel reading it there through
+    `index`, the buffer). A gated index (validity conditions) reads what v is on zeros, the gated loads' value, from
+    one more element at the end, computed by the stage from loads gated off there, so the result is v's bit for
+    bit."""
+    conds, plain = strip_invalid(index)
+    n = extent + (1 if conds else 0)
+    r = UOp.range(n, 0, AxisType.LOOP)
+    own = r.valid(r < extent) if conds else r
+    loads = [x for x in v.toposort() if x.op is Ops.INDEX]
+    dt = v.dtype
+    param = UOp(Ops.PARAM, dt, src=(UOp(Ops.CONST, dtypes.weakint, arg=n),), arg=ParamArg(slot, dt))
+    value = v.substitute({x: x.replace(src=(x.src[0], own)) for x in loads})
+    store = UOp(Ops.STORE, dtypes.void, src=(UOp(Ops.INDEX, dt, src=(param, r)), value))
+    producer = UOp(Ops.SINK, dtypes.void, src=(UOp(Ops.END, dtypes.void, src=(store, r)),), arg=sink.arg)
+    read = plain if not conds else UOp(Ops.WHERE, dtypes.weakint, src=(
+        functools.reduce(lambda a, b: a & b, conds), plain, UOp(Ops.CONST, dtypes.weakint, arg=extent)))
+    consumer = sink.substitute({v: UOp(Ops.INDEX, dt, src=(param, read))})
+    return producer, consumer, Buffer(slot, dtype_name(dt, "scratch buffer"), n * DTYPE_SIZE[dtype_name(dt, "scratch")])
+
+
 def hoisted(kernel: Kernel, families: tuple[Family, ...]) -> StagedPlan | None:
-    """The kernel with its broadcast reduction (above) computed once in a stage of its own, or None (no such
-    reduction, or a stage the families do not lower)."""
-    if (v := broadcast_reduction(kernel.sink)) is None: return None
+    """The kernel with its pointwise value or broadcast reduction (above) computed once in a stage of its own, or
+    None (neither, or a stage the families do not lower)."""
+    sink = kernel.sink
+    if (pw := pointwise_value(sink)) is not None:
+        def first(stager: _Stager) -> list[UOp]: return stager.split_pointwise(sink, *pw)
+    elif (v := broadcast_reduction(sink)) is not None:
+        def first(stager: _Stager) -> list[UOp]: return stager.split(sink, v)
+    else:
+        return None
     try:
-        return build(kernel, families, first=v)
+        return build(kernel, families, first=first)
     except UnsupportedOp:
         return None
 
 
-def build(kernel: Kernel, families: tuple[Family, ...], first: UOp | None = None) -> StagedPlan:
-    """The staged plan; `first`: a value materialized before any other cut (hoisted)."""
+def build(kernel: Kernel, families: tuple[Family, ...],
+          first: Callable[[_Stager], list[UOp]] | None = None) -> StagedPlan:
+    """The staged plan; `first`: the split made before any other cut (hoisted)."""
     params = sorted((u for u in kernel.sink.toposort() if u.op is Ops.PARAM), key=lambda u: u.arg.slot)
     if [p.arg.slot for p in params] != list(range(len(params))):
         raise UnsupportedOp(f"{kernel.name}: buffer slots {[p.arg.slot for p in params]} are not 0..n-1")
     buffers = [Buffer(p.arg.slot, buffer_dtype(p), int(p.src[0].arg) * DTYPE_SIZE[buffer_dtype(p)]) for p in params]
     stager = _Stager(families, kernel, count(len(params)))
-    parts = [kernel.sink] if first is None else stager.split(kernel.sink, first)
+    parts = [kernel.sink] if first is None else first(stager)
     stages = [p for part in parts for p in stager.stages(part)]
     if len(stages) == 1:
         raise UnsupportedOp(f"{kernel.name}: one stage, the one-pass families' own refusal stands")

@@ -43,8 +43,10 @@ def plans(fn, arrays) -> list:
 # name: (fn, input shapes, staged launches expected in the gradient kernels)
 PROGRAMS = {
     # pooling and padded strided convolution gradients gather through pads and floor division/modulo of the ranges:
-    # the reduction reader walks each output by nested loops with the invariant index terms hoisted ("red gather nested")
-    "max_pool2d": (lambda x: x.max_pool2d(kernel_size=(3, 3)), [(2, 2, 7, 9)], False),
+    # the reduction reader walks each output by nested loops with the invariant index terms hoisted ("red gather nested");
+    # max_pool2d's gradient divides by each window's count of maxima once per count, in a stage before the window sum
+    # (staged.pointwise_value)
+    "max_pool2d": (lambda x: x.max_pool2d(kernel_size=(3, 3)), [(2, 2, 7, 9)], True),
     "conv2d_stride2_pad1": (lambda x, w: x.conv2d(w, stride=2, padding=1), [(1, 2, 7, 7), (3, 2, 3, 3)], True),
     # the input gradient's two sums (output channels, window) are merged into one (frontend.merge_nested_sum)
     "conv2d_batch1": (lambda x, w: x.conv2d(w), [(1, 2, 6, 6), (3, 2, 3, 3)], False),
