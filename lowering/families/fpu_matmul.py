@@ -15,8 +15,12 @@ Data flow (one Tensix core, docs/fpu_path.md §5-9):
 * TRISC1, after the last K block, for a bf16-rounded result: the SFPU epilogue (matmul_epilogue.py) rounds the tile
   to bf16 (nearest even) into Dst slot 1, a bf16 output's columns paired two to a 32-bit word.
 * TRISC2: packs the fp32 tile (64 Dst rows; slot 1 after an epilogue) to the output CB.
-* writer (NCRISC): untilizes 32-row panels of C (word copies: the rounding is done), masks the edges and writes each
-  output row with one NoC write.
+* writer (NCRISC), and on a core without grid peers the reader (BRISC) too: each 32-row panel of C is untilized
+  (word copies: the rounding is done), by the reader rows 0..15 of every tile and by the writer rows 16..31
+  (blocks/matmul_out.c.j2: the reader reads CB_OUT through its own view and hands each tile on with a CB_OUT_UPPER
+  token), each masking the edges and writing its rows with one NoC write per row. The reader does a row block's upper
+  rows after reading the next A panel, so the untilize (about 1.3 RISC-V cycles per output) is split over two cores,
+  not added to one. On a grid the writer does all of it (the reader's shares would wait for it).
 
 Precision: bf16 x bf16 at HiFi4 is exact per product, but the fp32 accumulation aligns each group of 8 products to
 its largest (docs/fpu_path.md §10.3), and fp32 inputs go through tf32: neither is fp32-faithful, so the FPU runs a matmul
@@ -307,6 +311,9 @@ def sem_word(plan: FpuMatmulPlan) -> int:
 def args_header_mm(plan: FpuMatmulPlan) -> str:
     tb = 2048 if plan.src_format == "bf16" else 4096
     split = ["#define CB_B_LOWER 3u"] if b_split(plan.spec) else []
+    upper = ["#define CB_OUT_UPPER 4u  /* reader -> writer: a C tile's upper rows untilized (blocks/matmul_out) */",
+             "/* the output's untilize split between reader and writer: on a core without grid peers only */",
+             "#define MM_SPLIT_OUT (tt_arg(ARG_MM_ROW_N) == 1u && tt_arg(ARG_MM_COL_N) == 1u)"]
     panel_rows = [f"#define MM_A_PITCH {2 * plan.spec.K}u  /* A's panels row-major: row r at slot + r * pitch */"
                   ] if a_panel_rows(plan.spec) else []
     n, sem = len(plan.buffers), sem_word(plan)
@@ -326,7 +333,7 @@ def args_header_mm(plan: FpuMatmulPlan) -> str:
     return matmul_args_header(plan, GENERATOR, [
         f"#define MM_KT {plan.tiles[2]}u", f"#define MM_TILE_BYTES {tb}u  /* {plan.src_format} tile in L1 */",
         f"#define MM_NB {plan.block_cols}u  /* B's column tiles resident at once */",
-        f"#define MM_STAGE_BYTES {stage_bytes(plan.spec)}u", *split, *panel_rows, *block],
+        f"#define MM_STAGE_BYTES {stage_bytes(plan.spec)}u", *split, *upper, *panel_rows, *block],
         min(plan.spec.N, TILE * plan.block_cols))
 
 

@@ -246,12 +246,16 @@ def matmul_cycles(spec, phases: int, read_modes: tuple[str, str], epilogue: int,
         # one it holds the Dst tile
         mvmul = kt * (max(unpack, 16 * phases) + MM_K_BLOCK_FIXED)
         compute = ct * (max(mvmul, pack_cycles("fp32")) + epilogue if epilogue else mvmul + pack_cycles("fp32"))
-        writer = MM_WRITE_PER_ELEM[out] * rows * cols
+        # the untilize split by rows on one core (blocks/matmul_out.c.j2): the reader the upper 16 of each tile, the
+        # writer the rest; on a grid the writer all of them
+        upper = min(16, rows) if (gr, gc) == (1, 1) else 0
+        reader = reader_a + MM_WRITE_PER_ELEM[out] * upper * cols
+        writer = MM_WRITE_PER_ELEM[out] * (rows - upper) * cols
         fill = read(b_mode, spec.b, b_rows, cols) + share_cycles(gr, b_kt * ct * tb)
         # the tile products and the writer's untilize overlap since the writer's row writes are in flight together
         # (they added up while each NoC request waited for the previous one: runtime/emu/tile.py _niu_load)
-        launch += spec.n_batch * pipeline(mtc, reader_a, compute, writer, fill)["total"]
-        reader_all += spec.n_batch * (fill + mtc * reader_a)
+        launch += spec.n_batch * pipeline(mtc, reader, compute, writer, fill)["total"]
+        reader_all += spec.n_batch * (fill + mtc * reader)
         compute_all += spec.n_batch * mtc * compute
         writer_all += spec.n_batch * mtc * writer
     chunks = -(-ntc // block_cols)

@@ -21,7 +21,6 @@ import numpy as np
 import pytest
 
 from tinygrad import Tensor, dtypes
-from tinygrad.uop.ops import Ops
 
 from tt_backend.fpu_reduce_eval import fpu_matmul
 from tt_backend.lowering.families.fpu_matmul import FpuMatmulPlan, a_panel_rows, plan_matmul, sample_errors
@@ -35,17 +34,13 @@ from tt_backend.chip.errors import UnsupportedOp
 
 from tests.support import target_params, ttsim_path
 from tests.support.matmul_bound import error_ratio
+from tests.support.matmul_ops import bf16_round, matmul_ast, rel_l2
 
 LIB = ttsim_path()
 slow = pytest.mark.skipif(not os.environ.get("TT_SLOW"), reason="large matmul: set TT_SLOW=1")
 
 
 # ------------------------------------------------------------------------------------------------------- helpers
-
-def bf16_round(x) -> np.ndarray:
-    u = np.asarray(x, np.float32).view(np.uint32).astype(np.uint64)
-    return (((u + 0x7FFF + ((u >> 16) & 1)) >> 16) << 16).astype(np.uint32).view(np.float32)
-
 
 def to_bytes(a: np.ndarray, dt: str) -> bytes:
     if dt == "bfloat16": return (bf16_round(a).view(np.uint32) >> 16).astype(np.uint16).tobytes()
@@ -62,14 +57,6 @@ def lower_matmul(ast, name: str, err_budget: float | None = None):
     error model, as tt_backend.placement_eval.placer injects it, and TT_BUDGET_SAMPLED's opt-in: a fidelity on its
     sample-data prediction; by default no FPU matmul has an all-data bound, tests/lowering/test_guarantee.py)."""
     return lower(ast, name, Placer(budget=err_budget, matmul_evaluator=fpu_matmul, sampled=True))
-
-
-def matmul_ast(fn, shapes, dt):
-    """The single kernel tinygrad schedules for fn(*inputs) (inputs are slots 1.. in order)."""
-    out = fn(*[Tensor.empty(*s, device="CPU", dtype=dt) for s in shapes])
-    calls = [c for c in out.schedule_linear().src if c.op is Ops.CALL]
-    assert len(calls) == 1, f"{len(calls)} kernels"
-    return calls[0].src[0]
 
 
 def run_plan(dev, plan, arrays):
@@ -99,10 +86,6 @@ def normalised_error(got, a64, b64, matmul=np.matmul):
     """|C - C64| / (|A| @ |B|) per element: the K-dependent bound the fp32 SFPU matmul meets (K x 2^-24)."""
     ref = matmul(a64, b64)
     return np.abs(got - ref) / np.maximum(matmul(np.abs(a64), np.abs(b64)), 1e-30)
-
-
-def rel_l2(got, ref) -> float:
-    return float(np.linalg.norm(np.asarray(got, np.float64) - ref) / np.linalg.norm(np.asarray(ref, np.float64)))
 
 
 def predicted(spec, fidelity: str) -> float:

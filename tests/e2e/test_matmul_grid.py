@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 from tinygrad import Tensor, dtypes
 
-from tests.e2e.test_matmul import bf16_round, matmul_ast, rel_l2
 from tests.support import target_params, ttsim_path
 from tests.support.matmul_bound import error_ratio
+from tests.support.matmul_ops import bf16_round, matmul_ast, rel_l2
 from tt_backend.bench.kernels import launch_plan
 from tt_backend.lowering.codegen.sources import split
 from tt_backend.lowering.families.fpu_matmul import plan_matmul
