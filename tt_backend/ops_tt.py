@@ -545,7 +545,11 @@ class DeviceAxisProgram:
 
 class BoundVariablesProgram:
     """A kernel with tinygrad Variables (tt_backend/bound_variables.py): lowered for the values tinygrad passes at
-    launch (`vals`, in ProgramInfo.vars order), one TTProgram per distinct tuple of values, kept for the next launch."""
+    launch (`vals`, in ProgramInfo.vars order), one TTProgram per distinct tuple of values, kept for the next launch.
+    The bundles are shared between the chips of a sharded tensor (each chip has a program of its own, the same
+    kernel): keyed by the kernel, the values, the target, TT_CORES and the knobs that change a kernel (_KnobsKey)."""
+    bundles: dict[tuple, bytes] = {}
+
     def __init__(self, dev: TTDevice, obj: TinyELF):
         self.dev, self.obj = dev, obj
         self.ast, self.names = bound_variables.unpack(obj.lib)
@@ -554,9 +558,12 @@ class BoundVariablesProgram:
     def __call__(self, *bufs, vals=(), **kw):
         key = tuple(vals)
         if key not in self.programs:
-            variant = bound_variables.bind(self.ast, dict(zip(self.names, key, strict=True)))
-            *_, binary = build_bundle(variant, self.obj.name, self.dev.renderer.tt_target)
-            self.programs[key] = TTProgram(self.dev, replace(self.obj, lib=binary))
+            target = self.dev.renderer.tt_target
+            shared = (self.ast.key, key, target.name, knobs.cores(), _KnobsKey().value)
+            if shared not in self.bundles:
+                variant = bound_variables.bind(self.ast, dict(zip(self.names, key, strict=True)))
+                self.bundles[shared] = build_bundle(variant, self.obj.name, target)[-1]
+            self.programs[key] = TTProgram(self.dev, replace(self.obj, lib=self.bundles[shared]))
         return self.programs[key](*bufs, **kw)
 
 
