@@ -27,7 +27,9 @@ def want(cache: np.ndarray, new: np.ndarray, pos: int) -> np.ndarray:
     return out
 
 
-@pytest.mark.parametrize("devices", [("TT:emu:5",), ("TT:emu:5", "TT:emu:6")], ids=["one chip", "sharded"])
+@pytest.mark.parametrize("devices", [("TT:emu:5",), ("TT:emu:5", "TT:emu:6"),
+                                     pytest.param(("TT:ttsim:5", "TT:ttsim:6"), marks=pytest.mark.ttsim)],
+                         ids=["one chip", "sharded", "sharded on ttsim"])
 def test_symbolic_start_pos_matches_numpy(monkeypatch, devices):
     from tt_backend import bound_variables
     bound, real = [], bound_variables.bind
