@@ -255,10 +255,16 @@ def run_grid(name: str, row: GridRow, ttsim_lib: str | None) -> list[Measured]:
     return out
 
 
+BENCH_TIMEOUT_S = 4 * 3600     # TT_TIMEOUT for the program rows' launches, unless the caller sets one
+
+
 def _run_program(code: str, env: dict, out: Path) -> float:
     # the program's device is DEVICE=TT: without the DEV tinygrad writes into this process's environment once it has
     # picked a default device (which the backend would refuse as a disagreement)
     parent = {k: v for k, v in os.environ.items() if k != "DEV"}
+    # a full-size row's launch may take far longer than the driver's default TT_TIMEOUT (600 s) of host time on a
+    # loaded machine (the 64-core 2048^2 softmax did, and the row's finished runs were lost with it)
+    parent.setdefault("TT_TIMEOUT", str(BENCH_TIMEOUT_S))
     t0 = time.perf_counter()
     r = subprocess.run([sys.executable, "-c", code + _SAVE], env={**parent, **env, "BENCH_OUT": str(out)},
                        capture_output=True, text=True)
