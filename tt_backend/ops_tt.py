@@ -203,8 +203,8 @@ def tt_to_program(ast: UOp, renderer: TTRenderer) -> UOp:
     if bound_variables.has_variables(ast):
         source = f"// {name}: lowered at launch for each value of {', '.join(v.expr for v in variables)}"
         binary = bound_variables.pack(ast, [v.expr for v in variables])
-        est, info = Estimates(), ProgramInfo.from_sink(ast)   # (its outs and ins: the STOREd and LOADed buffers)
-        outs, ins = info.outs, info.ins
+        scan = ProgramInfo.from_sink(ast)     # tinygrad's own reading of outs and ins: the STOREd and LOADed buffers
+        est, outs, ins = Estimates(), scan.outs, scan.ins
     else:
         variants = device_variants(ast)
         built = [build_bundle(v, name, renderer.tt_target) for v in variants]
