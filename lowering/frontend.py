@@ -240,7 +240,8 @@ class _Lowerer:
         for u in self.sink.toposort():
             if u.op in REJECT: raise UnsupportedOp(f"{self.name}: {REJECT[u.op]}")
             if u.op is Ops.PARAM and u.dtype != dtypes.void and u.addrspace is not None and u.addrspace.name == "ALU":
-                raise UnsupportedOp(f"{self.name}: DEFINE_VAR / symbolic variable {u.arg} (symbolic shapes are not supported)")
+                raise UnsupportedOp(f"{self.name}: DEFINE_VAR / symbolic variable {u.arg} (the lowering takes constants: "
+                                    f"bind the variables first, as tt_backend/bound_variables.py does at launch)")
             if u.op is Ops.RANGE:
                 if u.arg[-1] is AxisType.GROUP_REDUCE:   # only after tinygrad's opts, which never run for TT
                     raise UnsupportedOp(f"{self.name}: GROUP_REDUCE range")

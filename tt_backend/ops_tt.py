@@ -23,11 +23,11 @@ import tinygrad.codegen as _codegen
 from tinygrad.device import Compiled, Compiler, LRUAllocator, Program, TinyELF
 from tinygrad.helpers import DEBUG, perf_counter_us, size_to_str
 from tinygrad.renderer import Estimates, Renderer
-from tinygrad.uop.ops import AxisType, Ops, ProgramInfo, UOp
+from tinygrad.uop.ops import AddrSpace, AxisType, Ops, ProgramInfo, UOp
 
 from tt_backend.chip import interleave, layout
 from tt_backend.chip.errors import DeviceOutOfMemory, TTError, UnsupportedOp
-from tt_backend import knobs, profiler, schedule_guard, tinygrad_knobs
+from tt_backend import bound_variables, knobs, profiler, schedule_guard, tinygrad_knobs
 from tt_backend.runtime import driver
 from tt_backend.runtime.targets import make_device
 
@@ -117,6 +117,9 @@ class TTCompiler(Compiler):
     def disassemble(self, lib: bytes):
         # lazy: see the module doc (compile workers import this module)
         from tt_backend.runtime.compile import disassemble
+        if lib.startswith(bound_variables.BOUND_MAGIC):
+            print("// a kernel with variables: lowered and compiled at launch (DEBUG>=7 there shows each one)")
+            return
         for bundle in unpack_variants(lib):
             meta, launches = unpack_bundle(bundle)
             for launch, elfs in zip(meta["launches"], launches):
@@ -183,58 +186,72 @@ def format_source(sources: dict[str, str], headers: dict[str, str]) -> str:
 
 
 def tt_to_program(ast: UOp, renderer: TTRenderer) -> UOp:
-    """SINK AST -> finished PROGRAM(SINK', LINEAR(params), SOURCE, BINARY). Raises UnsupportedOp naming the op."""
+    """SINK AST -> finished PROGRAM(SINK', LINEAR(params), SOURCE, BINARY). Raises UnsupportedOp naming the op. A kernel
+    with tinygrad Variables is lowered at launch instead, once per bound value (tt_backend/bound_variables.py)."""
     if ast.op is Ops.PROGRAM:
         if isinstance(ast.arg, ProgramInfo) and ast.src[-1].op is Ops.BINARY: return ast
         ast = ast.src[0]
     if ast.op is not Ops.SINK: raise UnsupportedOp(f"cannot lower a {ast.op.name} for TT")
     # lazy: see the module doc (tinygrad's spawned compile workers import this module and must stay cheap)
+    from tt_backend import debug
+    tinygrad_knobs.beam_notice(ast.arg.beam)
+    debug.before_lowering(ast)
+    name = kernel_name(ast)
+    params = sorted((u for u in ast.toposort() if u.op is Ops.PARAM and u.arg.addrspace is not AddrSpace.ALU),
+                    key=lambda u: u.arg.slot)
+    variables = tuple(ast.variables())
+    if bound_variables.has_variables(ast):
+        source = f"// {name}: lowered at launch for each value of {', '.join(v.expr for v in variables)}"
+        binary = bound_variables.pack(ast, [v.expr for v in variables])
+        scan = ProgramInfo.from_sink(ast)     # tinygrad's own reading of outs and ins: the STOREd and LOADed buffers
+        est, outs, ins = Estimates(), scan.outs, scan.ins
+    else:
+        variants = device_variants(ast)
+        built = [build_bundle(v, name, renderer.tt_target) for v in variants]
+        plan, source, binary = built[0]
+        if len(built) > 1:
+            source = "\n".join(f"// ===== chip position {j} =====\n{src}" for j, (_, src, _) in enumerate(built))
+            binary = pack_variants([b for *_, b in built])
+        nbytes = sum(b.nbytes for b in plan.buffers)
+        est = Estimates(ops=plan.n_elements * max(1, len(plan.ops)), lds=nbytes, mem=nbytes)
+        outs, ins = plan.out_slots, plan.in_slots
+    if DEBUG >= 7: renderer.compiler.disassemble(binary)
+    sink = ast.replace(arg=replace(ast.arg, name=name, estimates=est))   # not `ast` itself: that would be a cycle
+    info = ProgramInfo(name=name, global_size=(1, 1, 1), local_size=(1, 1, 1), vars=variables,
+                       globals=tuple(p.arg.slot for p in params), outs=tuple(outs), ins=tuple(ins),
+                       target=renderer.target)
+    return UOp(Ops.PROGRAM, src=(sink, UOp(Ops.LINEAR, src=tuple(params)), UOp(Ops.SOURCE, arg=source),
+                                 UOp(Ops.BINARY, arg=binary)), arg=info)
+
+
+def build_bundle(variant: UOp, name: str, tt_target) -> tuple:
+    """(plan, rendered source, BINARY bundle) of one kernel AST without variables, for `tt_target`
+    (lowering.plan.TARGETS)."""
+    # lazy: see the module doc
     from tt_backend import debug, dump
     from tt_backend.lowering.plan import for_target
     from tt_backend.lowering.select import lower
     from tt_backend.placement_eval import check_meta, placer   # placement under TT_ERR_BUDGET(_SAMPLED), TT_PLACE; TT_CHECK
-    tinygrad_knobs.beam_notice(ast.arg.beam)
-    debug.before_lowering(ast)
-
-    def build(variant: UOp, name: str):
-        plan = lower(variant, name, placer(knobs.err_budget(), knobs.place_spec(), sampled=knobs.budget_sampled()))
-        d, key, texts, elf_sets = knobs.dump_dir(), variant.key.hex()[:8], [], []
-        for stage in plan.launches:     # a staged plan (lowering/families/staged.py): each stage is a kernel of its own
-            for_target(stage, renderer.tt_target)
-            stage.use_cores(min(knobs.cores() or renderer.tt_target.tiles, renderer.tt_target.tiles))
-            sources, headers, elfs = compile_stage(stage)
-            elf_sets.append(elfs)
-            texts.append(format_source(sources, headers))
-            if d is not None:
-                stage_dir = dump.write_kernel(d, stage, sources, headers, elfs, key=key)
-            debug.after_lowering(stage, elfs)
-        source = "\n".join(texts)
-        extra = {}
+    plan = lower(variant, name, placer(knobs.err_budget(), knobs.place_spec(), sampled=knobs.budget_sampled()))
+    d, key, texts, elf_sets = knobs.dump_dir(), variant.key.hex()[:8], [], []
+    for stage in plan.launches:     # a staged plan (lowering/families/staged.py): each stage is a kernel of its own
+        for_target(stage, tt_target)
+        stage.use_cores(min(knobs.cores() or tt_target.tiles, tt_target.tiles))
+        sources, headers, elfs = compile_stage(stage)
+        elf_sets.append(elfs)
+        texts.append(format_source(sources, headers))
         if d is not None:
-            extra["report"] = str((stage_dir if len(plan.launches) == 1 else dump.write_staged(d, plan, key))
-                                  / "report.json")
-        if knobs.check():
-            extra["check"] = check_meta(variant, plan.placement, knobs.err_budget())
-        if DEBUG >= 4: print(source)
-        return plan, source, pack_bundle(plan, elf_sets, extra)
-
-    variants = device_variants(ast)
-    built = [build(v, name := kernel_name(variants[0])) for v in variants]
-    plan, source, binary = built[0]
-    if len(built) > 1:
-        source = "\n".join(f"// ===== chip position {j} =====\n{src}" for j, (_, src, _) in enumerate(built))
-        binary = pack_variants([b for *_, b in built])
-    if DEBUG >= 7: renderer.compiler.disassemble(binary)
-
-    params = sorted((u for u in ast.toposort() if u.op is Ops.PARAM), key=lambda u: u.arg.slot)
-    nbytes = sum(b.nbytes for b in plan.buffers)
-    est = Estimates(ops=plan.n_elements * max(1, len(plan.ops)), lds=nbytes, mem=nbytes)
-    sink = ast.replace(arg=replace(ast.arg, name=name, estimates=est))   # not `ast` itself: that would be a cycle
-    info = ProgramInfo(name=name, global_size=(1, 1, 1), local_size=(1, 1, 1), vars=tuple(ast.variables()),
-                       globals=tuple(p.arg.slot for p in params), outs=tuple(plan.out_slots), ins=tuple(plan.in_slots),
-                       target=renderer.target)
-    return UOp(Ops.PROGRAM, src=(sink, UOp(Ops.LINEAR, src=tuple(params)), UOp(Ops.SOURCE, arg=source),
-                                 UOp(Ops.BINARY, arg=binary)), arg=info)
+            stage_dir = dump.write_kernel(d, stage, sources, headers, elfs, key=key)
+        debug.after_lowering(stage, elfs)
+    source = "\n".join(texts)
+    extra = {}
+    if d is not None:
+        extra["report"] = str((stage_dir if len(plan.launches) == 1 else dump.write_staged(d, plan, key))
+                              / "report.json")
+    if knobs.check():
+        extra["check"] = check_meta(variant, plan.placement, knobs.err_budget())
+    if DEBUG >= 4: print(source)
+    return plan, source, pack_bundle(plan, elf_sets, extra)
 
 
 def compile_stage(stage) -> tuple[dict[str, str], dict[str, str], dict[str, bytes]]:
@@ -526,6 +543,30 @@ class DeviceAxisProgram:
         return self.variants[position](*bufs, **kw)
 
 
+class BoundVariablesProgram:
+    """A kernel with tinygrad Variables (tt_backend/bound_variables.py): lowered for the values tinygrad passes at
+    launch (`vals`, in ProgramInfo.vars order), one TTProgram per distinct tuple of values, kept for the next launch.
+    The bundles are shared between the chips of a sharded tensor (each chip has a program of its own, the same
+    kernel): keyed by the kernel, the values, the target, TT_CORES and the knobs that change a kernel (_KnobsKey)."""
+    bundles: dict[tuple, bytes] = {}
+
+    def __init__(self, dev: TTDevice, obj: TinyELF):
+        self.dev, self.obj = dev, obj
+        self.ast, self.names = bound_variables.unpack(obj.lib)
+        self.programs: dict[tuple[int, ...], TTProgram] = {}
+
+    def __call__(self, *bufs, vals=(), **kw):
+        key = tuple(vals)
+        if key not in self.programs:
+            target = self.dev.renderer.tt_target
+            shared = (self.ast.key, key, target.name, knobs.cores(), _KnobsKey().value)
+            if shared not in self.bundles:
+                variant = bound_variables.bind(self.ast, dict(zip(self.names, key, strict=True)))
+                self.bundles[shared] = build_bundle(variant, self.obj.name, target)[-1]
+            self.programs[key] = TTProgram(self.dev, replace(self.obj, lib=self.bundles[shared]))
+        return self.programs[key](*bufs, **kw)
+
+
 # --------------------------------------------------------------------------------------------------------- device
 
 class TTDevice(Compiled):
@@ -546,6 +587,7 @@ class TTDevice(Compiled):
             raise TTError(f"DEV asks for TT arch {arch!r} but the device runs on {backend!r}; drop the arch from DEV")
 
     def runtime(self, obj: TinyELF) -> Program:
+        if obj.lib.startswith(bound_variables.BOUND_MAGIC): return BoundVariablesProgram(self, obj)
         return (DeviceAxisProgram if obj.lib.startswith(VARIANTS_MAGIC) else TTProgram)(self, obj)
 
     @contextlib.contextmanager

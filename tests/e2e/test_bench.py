@@ -41,6 +41,18 @@ def test_kernels_benchmark_predicts_the_matmul_launch(capsys):
     assert compute < emulated / 10
 
 
+@pytest.mark.needs_cc
+def test_kernels_benchmark_grid_rows_respect_the_dram_banks(capsys):
+    """a*b+a at 128x128 on 1, 8 and 64 cores: no emulated launch beats the eight banks' floor for its bytes, so its
+    DRAM rate stays under the 512 GB/s the banks are modelled at; one core is compute-bound far below it."""
+    assert bench.run("kernels", ["--rows", "grid", "--scale", "16"]) == 0
+    out = capsys.readouterr().out
+    for cores in (1, 8, 64):
+        emulated, banks, gbs = (float(_row(out, f"grid-{cores}")[k]) for k in (4, 8, 9))
+        assert banks <= emulated and gbs <= 512
+    assert float(_row(out, "grid-1")[9]) < 100
+
+
 def test_kernels_benchmark_matmul_bits_on_ttsim(ttsim_lib, capsys):
     """The same matmul on the emulator and on ttsim: the writer's untilize (bf16 rounding, two per word) gives the
     same bytes."""

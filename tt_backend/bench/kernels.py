@@ -22,7 +22,10 @@ tiles per core); `softmax-grid`: x.softmax(-1) at 2048x2048 through tinygrad wit
 TT_CORES = 1, 8 and 64 (the launch model picks each kernel's count up to the cap; the kernel column lists them), its
 three kernels' cycles summed; `sum-grid`: x.sum() at 2048x2048 likewise (tinygrad splits it into per-row partial
 sums and their sum: two launches). Emulated cycles: the slowest core of the launch (the slowest
-tile's).
+tile's). `banks`: the launch model's floor for the launch's DRAM bytes on the eight banks (mover_cost.py,
+DRAM_BYTES_PER_CYCLE: the p150a's published 512 GB/s), so emulated / banks near 1 means DRAM-bound and the one-core
+cycles over `banks` bound every speed-up; `GB/s`: the DRAM traffic of the emulated run at 1.35 GHz (published peak
+512 GB/s; a third party measured about 300 GB/s from 118 cores on silicon, docs/performance.md §3).
 The program rows run through tinygrad (DEVICE=TT) in a subprocess with TT_DUMP and read each kernel's
 report.json; the matmul rows launch the plan on the emulator directly.
 """
@@ -46,6 +49,7 @@ from tt_backend.__main__ import DEMO
 from tt_backend.chip.interleave import BUFFER_ALIGN
 from tt_backend.lowering.codegen.sources import split
 from tt_backend.lowering.families.fpu_matmul import FpuMatmulPlan, plan_matmul
+from tt_backend.lowering.families.mover_cost import DRAM_BYTES_PER_CYCLE
 from tt_backend.lowering.families.matmul_spec import match_matmul
 from tt_backend.lowering.plan import for_target
 from tt_backend.lowering.select import lower
@@ -53,6 +57,7 @@ from tt_backend.placement_eval import measured_cycles, placer
 from tt_backend.runtime.compile import compile_kernel
 from tt_backend.runtime.driver import launch
 from tt_backend.runtime.emu.device import EmuDevice
+from tt_backend.runtime.hw_device import AICLK_HZ
 from tt_backend.runtime.ttsim_device import TtsimDevice
 
 
@@ -140,6 +145,13 @@ class Measured:
     same_on_ttsim: bool | None = None     # None: not run on ttsim
     cores: int | None = None              # grid rows: the cores the launch was split over, and the speed-up over one
     speedup: float | None = None
+    bank: int | None = None               # the DRAM banks' time for the launch's bytes (the launch model's floor)
+
+    @property
+    def dram_gbs(self) -> float | None:
+        """The DRAM traffic per second of the emulated run at AICLK (the banks' floor is DRAM_BYTES_PER_CYCLE)."""
+        if not (self.bank and self.emulated): return None
+        return self.bank * DRAM_BYTES_PER_CYCLE / self.emulated * AICLK_HZ / 1e9
 
 
 def matmul_plan(n: int, fidelity: str) -> FpuMatmulPlan:
@@ -204,7 +216,7 @@ def run_matmul_grid(name: str, row: MatmulGridRow, ttsim_lib: str | None) -> lis
         first = got if first is None else first
         m = Measured(f"{name}-{cores}", f"{plan.name} {lc['grid']}x{lc['tiles_per_core']}t",
                      plan.placement.report()["predicted_cycles"], lc["total"],
-                     measured_cycles((before, dev.stats()))["max"], secs, cores=plan.cores)
+                     measured_cycles((before, dev.stats()))["max"], secs, cores=plan.cores, bank=lc.get("bank"))
         m.speedup = out[0].emulated / m.emulated if out else 1.0
         m.same_on_ttsim = same_on_ttsim(ttsim_lib, plan, arrays, elfs, got)
         out.append(m)
@@ -234,18 +246,25 @@ def run_grid(name: str, row: GridRow, ttsim_lib: str | None) -> list[Measured]:
         dev = EmuDevice()
         before = dev.stats()
         got, secs = launch_plan(dev, plan, arrays, elfs)
+        lc = plan.launch_cycles()
         m = Measured(f"{name}-{cores}", plan.name, plan.placement.report()["predicted_cycles"],
-                     plan.launch_cycles()["total"], measured_cycles((before, dev.stats()))["max"], secs, cores=cores)
+                     lc["total"], measured_cycles((before, dev.stats()))["max"], secs, cores=cores, bank=lc["bank"])
         m.speedup = out[0].emulated / m.emulated if out else 1.0
         m.same_on_ttsim = same_on_ttsim(ttsim_lib, plan, arrays, elfs, got)
         out.append(m)
     return out
 
 
+BENCH_TIMEOUT_S = 4 * 3600     # TT_TIMEOUT for the program rows' launches, unless the caller sets one
+
+
 def _run_program(code: str, env: dict, out: Path) -> float:
     # the program's device is DEVICE=TT: without the DEV tinygrad writes into this process's environment once it has
     # picked a default device (which the backend would refuse as a disagreement)
     parent = {k: v for k, v in os.environ.items() if k != "DEV"}
+    # a full-size row's launch may take far longer than the driver's default TT_TIMEOUT (600 s) of host time on a
+    # loaded machine (the 64-core 2048^2 softmax did, and the row's finished runs were lost with it)
+    parent.setdefault("TT_TIMEOUT", str(BENCH_TIMEOUT_S))
     t0 = time.perf_counter()
     r = subprocess.run([sys.executable, "-c", code + _SAVE], env={**parent, **env, "BENCH_OUT": str(out)},
                        capture_output=True, text=True)
@@ -264,7 +283,7 @@ def run_program(name: str, row: ProgramRow, ttsim_lib: str | None) -> list[Measu
             r = json.loads(rep.read_text())
             launch = r.get("predicted_launch_cycles") or {}
             out.append(Measured(name, r["kernel"], r.get("predicted_cycles"), launch.get("total"),
-                                r.get("emulated_cycles"), secs, cores=launch.get("cores")))
+                                r.get("emulated_cycles"), secs, cores=launch.get("cores"), bank=launch.get("bank")))
         if ttsim_lib:
             _run_program(code, {**base, "TT_BACKEND": "ttsim", "TT_SIMULATOR": ttsim_lib}, Path(tmp) / "sim.npy")
             same = np.load(Path(tmp) / "emu.npy").tobytes() == np.load(Path(tmp) / "sim.npy").tobytes()
@@ -283,7 +302,8 @@ def run_grid_program(name: str, row: GridProgramRow, ttsim_lib: str | None) -> l
             total = lambda vals: sum(vals) if vals and None not in vals else None
             m = Measured(f"{name}-{cores}", f"{len(reps)} kernels, cores {'/'.join(str(l.get('cores', 1)) for l in launches)}",
                          total([r.get("predicted_cycles") for r in reps]), total([l.get("total") for l in launches]),
-                         total([r.get("emulated_cycles") for r in reps]), secs, cores=cores)
+                         total([r.get("emulated_cycles") for r in reps]), secs, cores=cores,
+                         bank=total([l.get("bank") for l in launches]))
             m.speedup = out[0].emulated / m.emulated if out and m.emulated and out[0].emulated else 1.0
             if ttsim_lib:
                 _run_program(code, {**base, "TT_BACKEND": "ttsim", "TT_SIMULATOR": ttsim_lib}, Path(tmp) / "sim.npy")
@@ -305,13 +325,15 @@ def scaled(row, scale: int):
 
 def table(results: list[Measured]) -> str:
     lines = [f"{'row':<16} {'kernel':<24} {'compute':>9} {'predicted':>10} {'emulated':>10} {'pred/emu':>8} "
-             f"{'cores':>5} {'speed-up':>8} {'host s':>7} {'ttsim':>9}"]
+             f"{'cores':>5} {'speed-up':>8} {'banks':>8} {'GB/s':>5} {'host s':>7} {'ttsim':>9}"]
     for m in results:
         ratio = f"{m.predicted / m.emulated:.2f}" if m.predicted and m.emulated else "-"
         same = {None: "-", True: "identical", False: "DIFFER"}[m.same_on_ttsim]
         speed = f"{m.speedup:.2f}" if m.speedup else "-"
+        gbs = f"{m.dram_gbs:.0f}" if m.dram_gbs else "-"
         lines.append(f"{m.row:<16} {m.kernel:<24} {m.compute or '-':>9} {m.predicted or '-':>10} "
-                     f"{m.emulated or '-':>10} {ratio:>8} {m.cores or '-':>5} {speed:>8} {m.seconds:>7.1f} {same:>9}")
+                     f"{m.emulated or '-':>10} {ratio:>8} {m.cores or '-':>5} {speed:>8} {m.bank or '-':>8} {gbs:>5} "
+                     f"{m.seconds:>7.1f} {same:>9}")
     return "\n".join(lines)
 
 
