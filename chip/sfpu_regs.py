@@ -27,13 +27,14 @@ def _m(*regs) -> int:
 
 def sfpu_regs(name: str, f: dict) -> tuple[int, int, int]:
     """(LRegs actually read, LRegs the BH auto-stall logic believes are read, LRegs written) as bitmasks, from the
-    instruction pages' functional models and the list of stall-blind cases in SFPMAD.md."""
+    instruction pages' functional models and the list of stall-blind cases in SFPMAD.md. A field missing from `f`
+    is 0, as the encoder writes it (the code generator's instruction lists leave zero fields out)."""
     g = f.get
     vd = g("lreg_ind" if name in ("SFPLOAD", "SFPLOADI", "SFPSTORE", "SFPLUT") else "lreg_dest", 0)
     vc = g("lreg_c", g("lreg_src_c", 0))
     mod1 = g("instr_mod1", 0)
     if name in ("SFPMAD", "SFPADD", "SFPMUL", "SFPMUL24"):
-        r = ALL_LREGS if mod1 & 4 else _m(g("lreg_src_a"), g("lreg_src_b"), vc)
+        r = ALL_LREGS if mod1 & 4 else _m(g("lreg_src_a", 0), g("lreg_src_b", 0), vc)
         return r, r, ALL_LREGS if mod1 & 8 else _m(vd)
     if name in ("SFPADDI", "SFPMULI"):
         return _m(vd), _m(vd), ALL_LREGS if mod1 & 8 else _m(vd)
