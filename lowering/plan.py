@@ -67,6 +67,8 @@ class SfpuProgram:
     dst_slots: int          # Dst32b tile slots used (inputs + output + spills), <= 8
     out_slot: int           # Dst slot the output tile is written to
     setup_only: frozenset[int] = frozenset()   # inputs only the setup reads (hoisted uniform values: row step 0)
+    body_stalls: int = 0    # auto-stall cycles of one row step (sfpu_schedule.row_stalls): a row step costs
+                            # len(body) + body_stalls cycles
 
 
 @dataclass

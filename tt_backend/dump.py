@@ -51,9 +51,10 @@ def placement_report(plan: Plan) -> dict:
 
 def instruction_counts(plan: Plan, elfs: dict[str, bytes]) -> dict:
     prog = plan.sfpu_program()
-    setup, body = (len(prog.setup), len(prog.body)) if prog is not None else (0, 0)
+    setup, body, stalls = (len(prog.setup), len(prog.body), prog.body_stalls) if prog is not None else (0, 0, 0)
     per_tile = setup + ROWS_PER_TILE * body
-    counts = {"sfpu_setup": setup, "sfpu_body": body, "sfpu_per_tile": per_tile, "tiles": plan.n_tiles,
+    counts = {"sfpu_setup": setup, "sfpu_body": body, "sfpu_body_stalls": stalls, "sfpu_per_tile": per_tile,
+              "tiles": plan.n_tiles,
               "sfpu_total": per_tile * plan.n_tiles, "riscv_text_bytes": {}}
     try:
         for core, elf in elfs.items():
@@ -106,7 +107,8 @@ def report_text(r: dict) -> str:
         lines += [f"  {p['op']:<20} {p['engine']:<5} {p['precision']}" for p in r["placement"]] or ["  (no ALU ops: copy)"]
     i = r["instructions"]
     lines += ["", f"SFPU: {i['sfpu_setup']} setup + {i['sfpu_body']} body instructions per row step "
-                  f"= {i['sfpu_per_tile']} per tile, {i['sfpu_total']} in total ({r['dst_slots']} Dst slots)"]
+                  f"(+ {i['sfpu_body_stalls']} auto-stall cycles) = {i['sfpu_per_tile']} instructions per tile, "
+                  f"{i['sfpu_total']} in total ({r['dst_slots']} Dst slots)"]
     if isinstance(i["riscv_text_bytes"], dict):
         lines.append("RISC-V .text: " + ", ".join(f"{c} {n} B" for c, n in i["riscv_text_bytes"].items()))
     lines += ["", "L1: " + ", ".join(f"{k} {v}" for k, v in r["l1"].items()), ""]

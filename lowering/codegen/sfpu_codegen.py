@@ -17,6 +17,9 @@
     them. The same instruction sequences run on the same values, so the results are the per-row ones bit for bit.
     SFPCONFIG gives lane L the value of lane L & 7, and ttsim refuses it unless all 32 lanes agree: row step 0
     (datums 0, 2, .., 62) must hold no pads, which LoweredKernel.uniform_inputs ensures.
+  * the allocated body is reordered so that few instructions directly follow the SFPMAD-class instruction whose
+    result they read (`sfpu_schedule.schedule_body`: the same instructions on the same registers); the auto-stalls
+    left are the program's `body_stalls`, which the placement's cost counts.
   * a final pass inserts SFPNOP where an SFPMAD-class result is read by an instruction whose read the hardware's
     auto-stall misses (SFPIADD/SFPSHFT VD, SFPAND/SFPOR VB, SFPSWAP, SFPSHFT2, SFPCONFIG) or is overwritten by the
     next instruction, and between a spill SFPSTORE and a spill SFPLOAD closer than 4 instructions (Dst.md).
@@ -28,6 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tt_backend.lowering.codegen import sfpu_ops as so
+from tt_backend.lowering.codegen.sfpu_schedule import hazard_nop, row_stalls, schedule_body
 from tt_backend.lowering.dag import ValueDAG, VNode
 from tt_backend.lowering.plan import SfpuProgram
 from tt_backend.lowering.rewrite import fuse_divide, fuse_multiply_add, scale_denormal_constants, uniform_nodes
@@ -40,17 +44,6 @@ SETUP = [("SFPENCC", {"imm12_math": 3, "lreg_dest": 0, "instr_mod1": 10})]   # E
 POOL_REGS = (11, 12, 13, 14)            # programmable constant LRegs, written by SFPCONFIG in the setup
 POOLED = "POOLED"                       # a hoisted value's node in the body: a leaf read from LReg `arg` (11..14)
 
-MAD_CLASS = {"SFPMAD", "SFPADD", "SFPMUL", "SFPADDI", "SFPMULI", "SFPMUL24", "SFPLUT", "SFPLUTFP32"}
-# instructions whose register reads the auto-stall logic does not see: (name -> fields read)
-STALL_BLIND = {"SFPIADD": ("lreg_c", "lreg_dest"), "SFPSHFT": ("lreg_c", "lreg_dest"),
-               "SFPAND": ("imm12_math", "lreg_c", "lreg_dest"), "SFPOR": ("imm12_math", "lreg_c", "lreg_dest"),
-               "SFPSWAP": ("lreg_src_c", "lreg_dest"), "SFPSHFT2": ("lreg_src_c", "lreg_dest", "imm12_math"),
-               "SFPCONFIG": ()}
-
-
-def _writes(name: str, f: dict[str, int]) -> int:
-    return f.get("lreg_ind" if name in ("SFPLOAD", "SFPLOADI") else "lreg_dest", -1)
-
 
 def insert_nops(ins: list[tuple[str, dict[str, int]]], spill_base: int) -> list[tuple[str, dict[str, int]]]:
     """SFPNOPs for the hazards the hardware does not interlock: an SFPMAD-class result read by a stall-blind
@@ -59,15 +52,8 @@ def insert_nops(ins: list[tuple[str, dict[str, int]]], spill_base: int) -> list[
     out: list[tuple[str, dict[str, int]]] = []
     last_spill_store = -(1 << 30)
     for name, f in ins:
-        if out and out[-1][0] in MAD_CLASS:
-            dest = out[-1][1].get("lreg_dest", -1)
-            blind = name in STALL_BLIND and (name == "SFPCONFIG" or any(f.get(k, -1) == dest
-                                                                         for k in STALL_BLIND[name]))
-            # write-after-write by a 1-cycle instruction that does not read the MAD result (so is not stalled)
-            waw = name not in MAD_CLASS and _writes(name, f) == dest and not any(
-                f.get(k, -1) == dest for k in ("lreg_c", "lreg_src_a", "lreg_src_b", "lreg_src_c"))
-            if blind or waw:
-                out.append(("SFPNOP", {}))
+        if out and hazard_nop(out[-1], (name, f)):
+            out.append(("SFPNOP", {}))
         if name == "SFPLOAD" and f["dest_reg_addr"] >= spill_base:
             while len(out) - last_spill_store <= DST_READ_GAP:
                 out.append(("SFPNOP", {}))
@@ -357,10 +343,10 @@ def compile_sfpu(dag, n_inputs: int, out_dtype=None, fuse_mad: bool = True, rese
     pool = {bits: POOL_REGS[len(hoisted) + i] for i, (bits, _) in enumerate(best)}
     if pool:
         em, al = _emit(nodes, canon, canon[out], out_slot, pool, regs, epilogue)
-    body = insert_nops(em.ins, al.base)
+    body = insert_nops(schedule_body(em.ins, al.base, DST_READ_GAP), al.base)
     body_loads = {nodes[i].arg for i in schedule(nodes, canon, canon[out]) if nodes[i].op == "LOAD"}
     return SfpuProgram(setup=pool_setup(pool, hoisted), body=[encode(nm, **f) for nm, f in body],
-                       dst_slots=al.dst_slots, out_slot=out_slot,
+                       dst_slots=al.dst_slots, out_slot=out_slot, body_stalls=row_stalls(body),
                        setup_only=frozenset(uniform) - body_loads if hoisted else frozenset())
 
 

@@ -640,7 +640,7 @@ def reduce_cycles(plan: SfpuReducePlan) -> dict:
     unpack = sum(unpack_cycles(f) for f in fmts)
     fpu = sum(COST["blocks_per_tile"] + COST["fpu_latency"] + COST["faces_per_tile"] * COST["fpu_setrwc"]
               for f in fmts if f == "bf16")
-    sfpu = sfpu_program_cycles(len(plan.sfpu.setup), len(plan.sfpu.body))
+    sfpu = sfpu_program_cycles(len(plan.sfpu.setup), len(plan.sfpu.body) + plan.sfpu.body_stalls)
     runs = 1 if rp.steps >= 32 else 32 // rp.steps
     group = (len(rp.acc_init) + len(rp.finish) + runs * (len(rp.post.setup) + len(rp.post.body)
                                                           + len(rp.group_store) + len(rp.post_skip)))

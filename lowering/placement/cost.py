@@ -8,7 +8,8 @@ from tt_backend.lowering.placement.choice import FpuOp, Split
 from tt_backend.lowering.plan import TILE_BYTES
 
 # Per 32x32 tile, in Tensix cycles. Documented (docs/performance.md §6): SFPU issues 1 instruction/cycle
-# (SFPMAD latency 2, auto-stalled or NOP-padded by the code generator, so instruction count = cycles); FPU
+# (SFPMAD latency 2: the code generator orders the body so few readers follow their producer and pads the hazards
+# with SFPNOP; the auto-stalls left are counted, SfpuProgram.body_stalls, so a row step = instructions + stalls); FPU
 # ELWMUL/MVMUL 1 cycle per 8x16 block per fidelity phase, ELWADD/ELWSUB 1 per block, latency 5; ZEROACC/SETRWC 1.
 # L1 bandwidth (WH L1.md, the numbers runtime/emu/cycles.py uses): an unpacker reads 64 B per cycle, the packer writes
 # 16 B per cycle. The current templates keep one Dst group in flight, so unpack, math and pack of a tile do not
@@ -39,7 +40,7 @@ def pack_cycles(fmt: str) -> int:
 
 
 def cycles(sp: Split, in_formats: list[str], out_format: str, n_tiles: int, sfpu_counts: tuple[int, int]) -> dict:
-    """Per-tile cost of a split; `sfpu_counts` = (setup, body) instruction counts of its compiled SFPU program."""
+    """Per-tile cost of a split; `sfpu_counts` = (setup instructions, body cycles) of its compiled SFPU program."""
     unpack = sum(unpack_cycles(in_formats[j]) for j in sp.dst_inputs)
     unpack += sum(unpack_cycles(in_formats[o.a]) + unpack_cycles(in_formats[o.b]) for o in sp.fpu_ops)
     # a bf16 input reaches Dst through SrcA + ELWADD (docs/sfpu_path.md §5.2)
@@ -65,7 +66,7 @@ def sfpu_op_cycles(n: VNode, src_dtypes: tuple[str, ...]) -> int:
         d.out = d.add(n.op, n.dtype, srcs, n.arg)
         try:
             p = compile_sfpu(d, len(srcs), n.dtype)
-            _OP_CYCLES[key] = sfpu_program_cycles(0, max(0, len(p.body) - len(srcs) - 1))
+            _OP_CYCLES[key] = sfpu_program_cycles(0, max(0, len(p.body) + p.body_stalls - len(srcs) - 1))
         except Exception:
             _OP_CYCLES[key] = 0
     return _OP_CYCLES[key]

@@ -18,97 +18,13 @@ from __future__ import annotations
 from collections import deque
 
 from tt_backend.chip.errors import EmuUndefined
+from tt_backend.chip.sfpu_regs import ALL_LREGS, SFPU_MAD_CLASS, sfpu_indirect, sfpu_regs, two_cycle
 from tt_backend.runtime.emu import timeline as tl
 from tt_backend.runtime.emu.sfpu_macro import SUB_MAD, SUB_UNIT_NAMES
 
 # ---------------------------------------------------------------------------------------------------- SFPU tables
-# VectorUnit.md: these have IPC 1 and a latency of 2 cycles; BH hardware stalls the next instruction 1 cycle when it
-# reads the result (SFPMAD.md "Instruction scheduling").
-SFPU_MAD_CLASS = frozenset({"SFPMAD", "SFPADD", "SFPMUL", "SFPADDI", "SFPMULI", "SFPLUT", "SFPLUTFP32", "SFPMUL24"})
-# SFPSWAP (all modes) and SFPSHFT2 in these Mod1 modes: "on the next cycle the only instruction the Vector Unit can
-# accept is SFPNOP" (auto stall of one cycle for anything else).
-SFPSHFT2_TWO_CYCLE_MODES = frozenset({2, 3, 4})
 # Dst.md / SFPLOAD.md: Dst reads the FPU's writes do not interlock with (FPU_TO_SFPLOAD_GAP).
 SFPU_DST_READERS = frozenset({"SFPLOAD", "SFPLOADMACRO"})
-# SFPCONFIG latency is "<= 2 cycles" (VectorUnit.md); the doc names no interlock beyond the DISABLE_BACKDOOR_LOAD note.
-
-ALL_LREGS = (1 << 17) - 1
-
-
-def _m(*regs) -> int:
-    out = 0
-    for r in regs:
-        out |= 1 << r
-    return out
-
-
-def sfpu_regs(name: str, f: dict) -> tuple[int, int, int]:
-    """(LRegs actually read, LRegs the BH auto-stall logic believes are read, LRegs written) as bitmasks, from the
-    instruction pages' functional models and the list of stall-blind cases in SFPMAD.md."""
-    g = f.get
-    vd = g("lreg_ind" if name in ("SFPLOAD", "SFPLOADI", "SFPSTORE", "SFPLUT") else "lreg_dest", 0)
-    vc = g("lreg_c", g("lreg_src_c", 0))
-    mod1 = g("instr_mod1", 0)
-    if name in ("SFPMAD", "SFPADD", "SFPMUL", "SFPMUL24"):
-        r = ALL_LREGS if mod1 & 4 else _m(g("lreg_src_a"), g("lreg_src_b"), vc)
-        return r, r, ALL_LREGS if mod1 & 8 else _m(vd)
-    if name in ("SFPADDI", "SFPMULI"):
-        return _m(vd), _m(vd), ALL_LREGS if mod1 & 8 else _m(vd)
-    if name == "SFPLUT":
-        return _m(0, 1, 2, 3), _m(0, 1, 2, 3), ALL_LREGS if g("instr_mod0", 0) & 8 else _m(vd)
-    if name == "SFPLUTFP32":
-        return _m(0, 1, 2, 3, 4, 5, 6), _m(0, 1, 2, 3, 4, 5, 6), ALL_LREGS if mod1 & 8 else _m(vd)
-    if name in ("SFPLOAD", "SFPLOADMACRO"):
-        return 0, 0, _m(vd & 7 if name == "SFPLOAD" else ((g("dest_reg_addr", 0) & 1) << 2) | (vd & 3))
-    if name == "SFPLOADI":
-        return 0, 0, _m(vd)
-    if name == "SFPSTORE":
-        return _m(vd), _m(vd), 0
-    if name in ("SFPNOP", "SFPENCC", "SFPPUSHC", "SFPPOPC", "SFPCOMPC"):
-        return 0, 0, 0
-    if name == "SFPCONFIG":   # stall-blind: the stall logic does not know SFPCONFIG reads LReg[0]
-        return _m(0), 0, 0
-    if name == "SFPTRANSP":
-        return _m(*range(8)), _m(*range(8)), _m(*range(8))
-    if name == "SFPIADD":     # stall-blind: VD read not seen
-        return (_m(vc) if mod1 & 1 else _m(vc, vd)), _m(vc), _m(vd)
-    if name == "SFPSHFT":     # stall-blind: VD read not seen
-        return (_m(vc) if mod1 & 1 and mod1 & 4 else _m(vc, vd)), _m(vc), _m(vd)
-    if name in ("SFPAND", "SFPOR"):   # stall-blind: USE_VB ignored, the logic thinks VD is read
-        vb = g("imm12_math", 0) & 15 if mod1 & 1 else vd
-        return _m(vb, vc), _m(vd, vc), _m(vd)
-    if name in ("SFPXOR", "SFPGT", "SFPLE"):
-        return _m(vc, vd), _m(vc, vd), _m(vd)
-    if name in ("SFPSETEXP", "SFPSETMAN", "SFPSETSGN"):
-        r = _m(vc) if mod1 & 1 else _m(vc, vd)
-        return r, r, _m(vd)
-    if name == "SFPSWAP":     # stall-blind in every mode but SWAP: the first-cycle compare reads are not seen
-        return _m(vc, vd), (_m(vc, vd) if mod1 == 0 else 0), _m(vc, vd)
-    if name == "SFPSHFT2":
-        if mod1 in (0, 1, 2):
-            r = _m(0, 1, 2, 3, vc)
-            return r, (_m(0, 1, 2, 3) if mod1 != 2 else 0), _m(0, 1, 2, 3)
-        if mod1 in (3, 4):    # stall-blind: the logic does not realise these read anything
-            return _m(vc), 0, _m(vd)
-        vb = g("imm12_math", 0) & 15
-        if mod1 == 5:         # stall logic thinks VD is read instead of VB
-            return _m(vb, vc), _m(vd, vc), _m(vd)
-        return _m(vb), _m(vd), _m(vd)
-    if name == "SFP_STOCH_RND":   # VB is read only by the int->int modes that shift by a register
-        r = _m(vc, g("lreg_src_b", 0)) if mod1 & 7 in (4, 5) and not mod1 & 8 else _m(vc)
-        return r, _m(vc, g("lreg_src_b", 0)), _m(vd)
-    if name == "SFPARECIP":
-        r = _m(vc, g("imm12_math", 0) & 15) if mod1 == 1 else _m(vc)
-        return r, r, _m(vd)
-    # SFPMOV SFPABS SFPNOT SFPLZ SFPEXEXP SFPEXMAN SFPDIVP2 SFPSETCC SFPCAST: read VC, write VD
-    return _m(vc), _m(vc), _m(vd)
-
-
-def sfpu_indirect(name: str, f: dict) -> bool:
-    """INDIRECT_VA / INDIRECT_VD modes: the stall logic treats them conservatively (SFPMAD.md)."""
-    if name == "SFPLUT":
-        return bool(f.get("instr_mod0", 0) & 8)
-    return name in SFPU_MAD_CLASS and bool(f.get("instr_mod1", 0) & 12)
 
 
 # ---------------------------------------------------------------------------------------------------- FPU tables
@@ -250,8 +166,7 @@ def sfpu_info(name: str, f: dict) -> tuple:
     """Static per-word timing facts of an SFPU instruction (computed once per distinct word): (name, LRegs read, LRegs
     the stall logic sees read, LRegs written, MAD class, two-cycle, INDIRECT mode, reads Dst)."""
     reads, seen, writes = sfpu_regs(name, f)
-    two_cycle = name == "SFPSWAP" or (name == "SFPSHFT2" and f.get("instr_mod1", 0) in SFPSHFT2_TWO_CYCLE_MODES)
-    return (name, reads, seen, writes, name in SFPU_MAD_CLASS, two_cycle, sfpu_indirect(name, f),
+    return (name, reads, seen, writes, name in SFPU_MAD_CLASS, two_cycle(name, f), sfpu_indirect(name, f),
             name in SFPU_DST_READERS)
 
 

@@ -8,7 +8,7 @@ import numpy as np
 
 from tt_backend.chip.numerics.sfpu.lane_math import ONE_F32, SIGN, U32
 from tt_backend.chip.numerics.sfpu.state import FLAG_WRITERS, LANE_COL, LANE_ROW, VD_IN_LREG_IND
-from tt_backend.runtime.emu.cycles import sfpu_regs
+from tt_backend.chip.sfpu_regs import sfpu_regs
 from tt_backend.runtime.emu.sfpu import SFPU
 
 # batchable(): instruction -> condition on its fields under which the handler is lane-wise and leaves the lane
@@ -52,7 +52,7 @@ def batchable(name: str, f: dict, flags: bool = False) -> bool:
         return False
     vd = f.get("lreg_ind" if name in VD_IN_LREG_IND else "lreg_dest", 0)
     # a store may read the constants 8..11; writers only to 0..7 (a write to 8..11 is dropped, which the LReg
-    # dataflow analysis, using cycles.sfpu_regs, would not see)
+    # dataflow analysis, using chip.sfpu_regs, would not see)
     return vd < 12 if name == "SFPSTORE" else vd < 8
 
 
