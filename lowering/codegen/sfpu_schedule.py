@@ -74,7 +74,7 @@ STALL_BLIND = {"SFPIADD": ("lreg_c", "lreg_dest"), "SFPSHFT": ("lreg_c", "lreg_d
 
 
 def _writes(name: str, f: dict[str, int]) -> int:
-    return f.get("lreg_ind" if name in ("SFPLOAD", "SFPLOADI") else "lreg_dest", -1)
+    return f.get("lreg_ind" if name in ("SFPLOAD", "SFPLOADI") else "lreg_dest", 0)   # an omitted field encodes 0
 
 
 def hazard_nop(prev: Ins, cur: Ins) -> bool:
@@ -84,10 +84,10 @@ def hazard_nop(prev: Ins, cur: Ins) -> bool:
     (pname, pf), (name, f) = prev, cur
     if pname not in SFPU_MAD_CLASS:
         return False
-    dest = pf.get("lreg_dest", -1)
-    blind = name in STALL_BLIND and (name == "SFPCONFIG" or any(f.get(k, -1) == dest for k in STALL_BLIND[name]))
+    dest = pf.get("lreg_dest", 0)       # a field the code generator leaves out is encoded as 0 (chip.sfpu_regs)
+    blind = name in STALL_BLIND and (name == "SFPCONFIG" or any(f.get(k, 0) == dest for k in STALL_BLIND[name]))
     waw = name not in SFPU_MAD_CLASS and _writes(name, f) == dest and not any(
-        f.get(k, -1) == dest for k in ("lreg_c", "lreg_src_a", "lreg_src_b", "lreg_src_c"))
+        f.get(k, 0) == dest for k in ("lreg_c", "lreg_src_a", "lreg_src_b", "lreg_src_c"))
     return blind or waw
 
 
