@@ -37,13 +37,17 @@ Acceptable (lowering.placement.guarantee.acceptable): an error bound relative to
 and meets the budget - which no FPU sum of loaded values has (the data can cancel; guarantee.py says why per option,
 the report's `bound_reason`), so by default an unpinned sum stays on the SFPU - and the predicted error <= SAFETY x
 budget (no budget: <= FAITHFUL_FACTOR x the SFPU reduction's on the same samples). With TT_BUDGET_SAMPLED=1 the
-prediction alone decides (a promise for data like the samples). Not offered: without a placer (no error model), when the post-op
-does not compile, or when TT_PLACE pins the REDUCE to the SFPU. Pinned to the FPU (TT_PLACE REDUCE=FPU[:fidelity]):
+prediction alone decides (a promise for data like the samples). The prediction is made when the choice depends on it
+(guarantee.prediction_decides: TT_BUDGET_SAMPLED, or an all-data bound within the budget), else when the report asks
+(Placement.predict: TT_DUMP, TT_CHECK, DEBUG, `fpu_options`): by default it decides nothing, and it was 3.5 s of the
+32 s of tinygrad's test_ops avg_pool2d, argmax and atan tests. Not offered: without a placer (no error model), when
+the post-op does not compile, or when TT_PLACE pins the REDUCE to the SFPU. Pinned to the FPU (TT_PLACE REDUCE=FPU[:fidelity]):
 one pinned candidate, the cheapest acceptable option of that fidelity, else the most accurate one - the user's pin
 is taken over the SFPU reduction whatever the cost model says.
 """
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 from dataclasses import dataclass
@@ -68,7 +72,7 @@ from tt_backend.lowering.families.mover_cost import (FPU_REDUCE_ONES, FPU_REDUCE
 from tt_backend.lowering.families.sfpu_reduce import baseline, extract, launch_price, reduce_cycles
 from tt_backend.lowering.frontend import LoweredKernel
 from tt_backend.lowering.placement.choice import Choice, Split
-from tt_backend.lowering.placement.guarantee import acceptable, fpu_reduction_guarantee
+from tt_backend.lowering.placement.guarantee import acceptable, fpu_reduction_guarantee, prediction_decides
 from tt_backend.lowering.placement.cost import COST, pack_cycles, sfpu_op_cycles, unpack_cycles
 from tt_backend.lowering.placement.placer import Placer, ReduceEvaluator
 from tt_backend.lowering.placement.reference import (SAMPLE_DISTS, reduce_exact, reduce_in_lanes, reference,
@@ -380,7 +384,8 @@ def candidates(kernel: Kernel, spec: FpuReduceSpec) -> list[Candidate]:
     """The FPU options priced against the kernel's SFPU reduction (sfpu_reduce.baseline), whose report records them
     (`fpu_options`). Each is acceptable by guarantee.acceptable: an all-data bound within the budget (none exists:
     see guarantee.py) unless the placer allows sample-data placements, and its predicted error within SAFETY x budget
-    (no budget: within FAITHFUL_FACTOR x the SFPU's). TT_PLACE REDUCE=FPU[:fidelity] or
+    (no budget: within FAITHFUL_FACTOR x the SFPU's); the errors are predicted here only where that decides
+    something, else for the report (module docstring). TT_PLACE REDUCE=FPU[:fidelity] or
     n<id>=... pins the choice: one pinned candidate, the cheapest acceptable option, else the most accurate one
     (SFPU keeps the SFPU: no candidate)."""
     lk, placer, budget = kernel.lowered, kernel.placer, kernel.budget
@@ -395,14 +400,22 @@ def candidates(kernel: Kernel, spec: FpuReduceSpec) -> list[Candidate]:
     n_out_r = len(lk.ranges) - len(lk.dag.nodes[spec.red].arg[1])
     n_out, n_red = math.prod(lk.ranges[:n_out_r]), math.prod(lk.ranges[n_out_r:])
     opts = [o for o in OPTIONS if pin is None or pin.fidelity is None or o[1] == pin.fidelity] or list(OPTIONS)
-    pred = {}
-    if placer.reduce_evaluator is not None:
+    guarantees = {o: fpu_reduction_guarantee("sum", spec.src_format, o[1], o[0]) for o in opts}
+
+    @functools.cache
+    def predicted() -> dict:
+        if placer.reduce_evaluator is None:
+            return {}
         try:
-            pred = predict(lk, spec, opts, placer.reduce_evaluator, sfpu_plan.reduce.lanes,
+            return predict(lk, spec, opts, placer.reduce_evaluator, sfpu_plan.reduce.lanes,
                            sfpu_plan.reduce.compensated)
         except Exception as e:       # a model gap must not fail the kernel: no prediction, no FPU move
             warnings.warn(f"{lk.name}: FPU reduction error model failed ({type(e).__name__}: {e})")
-            pred = {}
+            return {}
+    # the prediction is made here only when an option's acceptability depends on it; else (no all-data bound, no
+    # TT_BUDGET_SAMPLED: every option is unacceptable whatever it predicts) when the report asks (Placement.predict)
+    decides = any(prediction_decides(g, budget, placer.sampled) for g in guarantees.values())
+    pred = predicted() if decides else {}
     sfpu_cyc = reduce_cycles(sfpu_plan)["kernel"]
     sfpu_launch = launch_price(sfpu_plan)
     src = lk.stream(lk.inputs[0])
@@ -414,17 +427,27 @@ def candidates(kernel: Kernel, spec: FpuReduceSpec) -> list[Candidate]:
         cyc = fpu_cycles(n_out, n_red, spec.src_format, FIDELITY_PHASES[o[1]], post, o[0], cells)
         launch = fpu_launch(cyc, n_out, n_red, o[0], cells, contiguous, nbytes)["total"]
         err = pred.get(o, (None, None))
-        g = fpu_reduction_guarantee("sum", spec.src_format, o[1], o[0])
+        g = guarantees[o]
         limit = SAFETY * budget if budget is not None else (None if sfpu_err is None else FAITHFUL_FACTOR * sfpu_err)
         rows.append({"side": o[0], "fidelity": o[1], "cells": cells, "cycles": cyc, "launch_cycles": launch,
                      "sfpu_launch_cycles": sfpu_launch, "predicted_error": err[0],
                      "predicted_max_rel": err[1], "bound_all_data": g.bound, "bound_reason": g.reason,
                      "acceptable": acceptable(g, err[0], limit, budget, placer.sampled)})
-    _annotate(sfpu_plan.placement, rows, sfpu_err)
+
+    def errors() -> float | None:
+        """The rows' predicted errors (made now if deferred: `acceptable` stays as decided, the prediction could not
+        change it); the SFPU reduction's on the same samples."""
+        full = predicted()
+        for r in rows:
+            r["predicted_error"], r["predicted_max_rel"] = full.get((r["side"], r["fidelity"]), (None, None))
+        return full.get("SFPU", (None, None))[0]
+    _annotate(sfpu_plan.placement, rows, None)     # the report's rows now (the FPU plan's copies them), errors below
+    _defer(sfpu_plan.placement, lambda pl: _annotate(pl, rows, errors()), decides)
 
     def candidate(r: dict, pinned: bool) -> Candidate:
         def build() -> FpuReducePlan:
-            pl = fpu_placement(lk, spec, sfpu_plan.placement, r, rows, post, sfpu_cyc, budget, sfpu_err, pinned)
+            pl = fpu_placement(lk, spec, sfpu_plan.placement, r, post, sfpu_cyc, budget, pinned)
+            _defer(pl, lambda pl: _fpu_errors(pl, r, rows, errors()), decides)
             return plan_fpu_reduce(lk, spec, r["side"], r["fidelity"], placement=pl, cells=r["cells"])
         return Candidate(NAME, f"FPU {r['side']} {r['fidelity']}", r["launch_cycles"], r["predicted_error"],
                          r["acceptable"], build, pinned)
@@ -434,29 +457,51 @@ def candidates(kernel: Kernel, spec: FpuReduceSpec) -> list[Candidate]:
     return [candidate(r, False) for r in rows]
 
 
+def _defer(pl: Placement | None, complete, now: bool) -> None:
+    """`complete(pl)` fills in the report's predicted errors: now when the choice made the prediction, else when the
+    report asks for it (Placement.predict)."""
+    if pl is None:
+        return
+    pl.pending = complete
+    if now:
+        pl.predict()
+
+
+def _options_report(rows: list[dict]) -> list[dict]:
+    return [{k: (v["kernel"] if k == "cycles" else v) for k, v in r.items()} for r in rows]
+
+
 def _annotate(pl: Placement | None, rows: list[dict], sfpu_err: float | None) -> None:
     """The SFPU plan's report records the FPU options that were priced (and why they lost)."""
     if pl is None:
         return
-    pl.fpu_options = [{k: (v["kernel"] if k == "cycles" else v) for k, v in r.items()} for r in rows]
+    pl.priced_options = _options_report(rows)
     for n in pl.nodes:
         if n["op"] == "REDUCE":
-            n["fpu_options"] = pl.fpu_options
+            n["fpu_options"] = pl.priced_options
             if sfpu_err is not None:
                 n["predicted_error"] = sfpu_err
 
 
-def fpu_placement(lk: LoweredKernel, spec: FpuReduceSpec, sfpu_pl: Placement | None, pick: dict, rows: list[dict],
-                  post: SfpuProgram | None, sfpu_cyc: int, budget: float | None, sfpu_err: float | None,
-                  pinned: bool) -> Placement:
+def _fpu_errors(pl: Placement, pick: dict, rows: list[dict], sfpu_err: float | None) -> None:
+    """The FPU plan's report: its predicted error (the picked option's), the options priced, the SFPU's error."""
+    pl.predicted_error, pl.predicted_max_rel = pick["predicted_error"], pick["predicted_max_rel"]
+    pl.priced_options = _options_report(rows)
+    for n in pl.nodes:
+        if n["op"] == "REDUCE":
+            n.update(predicted_error=pick["predicted_error"], sfpu_predicted_error=sfpu_err,
+                     fpu_options=pl.priced_options)
+
+
+def fpu_placement(lk: LoweredKernel, spec: FpuReduceSpec, sfpu_pl: Placement | None, pick: dict,
+                  post: SfpuProgram | None, sfpu_cyc: int, budget: float | None, pinned: bool) -> Placement:
     """A lowering.placement.report.Placement for reports and TT_CHECK: the REDUCE node on the FPU (MVMUL against
-    ones, fidelity, formats), the post-ops on the SFPU once per output tile."""
+    ones, fidelity, formats), the post-ops on the SFPU once per output tile. The predicted errors are filled in by
+    `_fpu_errors`."""
     dag = lk.dag
     cyc = dict(pick["cycles"])
-    pl = Placement(lk.name, budget, dag, {}, Split([], dag, 1, [0]), pick["predicted_error"],
-                   pick["predicted_max_rel"], cyc, sfpu_cyc, bound=pick["bound_all_data"],
-                   bound_reason=pick["bound_reason"])
-    pl.fpu_options = [{k: (v["kernel"] if k == "cycles" else v) for k, v in r.items()} for r in rows]
+    pl = Placement(lk.name, budget, dag, {}, Split([], dag, 1, [0]), None, None, cyc, sfpu_cyc,
+                   bound=pick["bound_all_data"], bound_reason=pick["bound_reason"])
     groups = cyc["groups"]
     for n in (sfpu_pl.nodes if sfpu_pl is not None else []):
         row = dict(n)
@@ -465,9 +510,8 @@ def fpu_placement(lk: LoweredKernel, spec: FpuReduceSpec, sfpu_pl: Placement | N
             row.update(engine="FPU", fidelity=pick["fidelity"], pinned=pinned, instruction="MVMUL",
                        formats={"srca": fmt, "srcb": fmt, "dst": "fp32", "l1": [spec.src_dtype],
                                 "ones": "srcb" if pick["side"] == "srca" else "srca"},
-                       data_side=pick["side"], outputs_per_tile=pick["cells"], predicted_error=pick["predicted_error"],
-                       sfpu_predicted_error=sfpu_err, cycles=cyc["tiles"] * cyc["fpu"] + groups * 9,
-                       fpu_options=pl.fpu_options)
+                       data_side=pick["side"], outputs_per_tile=pick["cells"], predicted_error=None,
+                       sfpu_predicted_error=None, cycles=cyc["tiles"] * cyc["fpu"] + groups * 9, fpu_options=None)
         elif n["id"] < spec.red:         # the pre-op (an exact bf16 -> fp32 cast): the unpacker's format conversion
             row.update(engine="FPU", fidelity=None, formats={"srca": "bf16", "srcb": "bf16"}, cycles=0,
                        note="bf16 stays bf16 in Src (exact)")

@@ -53,11 +53,18 @@ def fpu_reduction_guarantee(kind: str, src_format: str, fidelity: str, side: str
     return Guarantee(None, _NO_BOUND[(kind, exact)])
 
 
+def prediction_decides(g: Guarantee, budget: float | None, sampled: bool) -> bool:
+    """Whether the option's acceptability depends on its prediction on the samples: the user opted into sample-data
+    placements (`sampled`), or an all-data bound within the budget (without a budget: 0, float32-faithful for every
+    input) exists. Otherwise the option is unacceptable whatever it predicts, and a family need not predict it to
+    choose (only to report)."""
+    return sampled or (g.bound is not None and g.bound <= (budget or 0.0))
+
+
 def acceptable(g: Guarantee, predicted: float | None, limit: float | None, budget: float | None,
                sampled: bool) -> bool:
     """The prediction on the samples within `limit` (the family's allowance: SAFETY x the budget, or without a budget
-    its float32-faithful limit), and, unless the user opted into sample-data placements (`sampled`), an all-data bound
-    within the budget (without a budget: 0, float32-faithful for every input)."""
+    its float32-faithful limit), where the prediction decides (`prediction_decides`)."""
     if predicted is None or limit is None or predicted > limit:
         return False
-    return sampled or (g.bound is not None and g.bound <= (budget or 0.0))
+    return prediction_decides(g, budget, sampled)

@@ -30,16 +30,23 @@ class Placement(Report):
     bound_reason: str | None = None            # why `bound` is None when an FPU reduction was placed anyway (the
                                                # user's TT_BUDGET_SAMPLED: lowering.placement.guarantee)
     evaluator_error: str | None = None         # why the error could not be predicted (then: no FPU moves)
-    fpu_options: list[dict] | None = None      # reductions: the FPU sums priced against this plan (lowering.families.
-                                               # fpu_reduce), each with its cycles, predicted error, acceptable
+    priced_options: list[dict] | None = None   # reductions: the FPU sums priced against this plan (lowering.families.
+                                               # fpu_reduce), each with its cycles, predicted error, acceptable; read
+                                               # `fpu_options`, which completes a deferred prediction first
     pending: Callable[["Placement"], None] | None = field(default=None, repr=False, compare=False)
-                                               # completes a prediction the search deferred (search.place `defer`)
+                                               # completes a prediction the choice did not need (search.place `defer`,
+                                               # fpu_reduce.candidates)
 
     def predict(self) -> None:
-        """Make the deferred prediction, if any: the predicted error of a placement the search chose without one."""
+        """Make the deferred prediction, if any: the predicted errors of a placement chosen without them."""
         if self.pending is not None:
             pending, self.pending = self.pending, None
             pending(self)
+
+    @property
+    def fpu_options(self) -> list[dict] | None:
+        self.predict()
+        return self.priced_options
 
     def report(self) -> dict:
         self.predict()

@@ -4,7 +4,8 @@ kernel under TT_ERR_BUDGET by predicted error (tt_backend/fpu_reduce_eval.py: th
   * the placement (no emulator run): by default every sum stays on the SFPU under any budget (no FPU sum of loaded
     values has an error bound for all data: lowering/placement/guarantee.py), the report says why; with the opt-in
     TT_BUDGET_SAMPLED=1 (placements on sample data) tight budgets keep the SFPU, looser budgets flip to the FPU with the
-    cheapest fidelity whose prediction fits; fp32 data (tf32 in Src) needs a looser budget than bf16;
+    cheapest fidelity whose prediction fits; fp32 data (tf32 in Src) needs a looser budget than bf16; where the
+    prediction decides nothing (no TT_BUDGET_SAMPLED) it is made for the report only, and the report is the same;
   * the error model is the kernel: the evaluator reproduces the emulator's sums bit for bit (every fidelity/side);
   * every axis of 1-D..4-D tensors, bf16 and fp32, pinned to the FPU (TT_PLACE=REDUCE=FPU; small shapes are cheaper on
     the SFPU), under budgets 1e-4 / 1e-3 / 1e-2: the measured relative L2 error against numpy float64 is within the
@@ -121,6 +122,40 @@ def test_no_fpu_sum_without_a_bound_for_all_data(fn, dt):
                .placement.fpu_options}
     assert ("aligns each group of 8" in reasons["HiFi2"]) == (dt == dtypes.bfloat16)
     assert "truncation" in reasons["LoFi"]
+
+
+@pytest.mark.parametrize("budget,pin", [(None, None), (1e-2, None), (1e-2, "REDUCE=FPU")], ids=str)
+def test_prediction_deferred_to_the_report(monkeypatch, budget, pin):
+    """Without TT_BUDGET_SAMPLED no FPU option is acceptable whatever it predicts (guarantee.prediction_decides), so
+    the sum is placed (SFPU, or the pinned FPU option) without running the error model; the report, or reading
+    `fpu_options`, makes the prediction then, and the report equals the one of a placement that predicted at once."""
+    import dataclasses
+    import json
+    calls = []
+
+    def counting(*args):
+        calls.append(args[1:])
+        return fpu_sums(*args)
+
+    def placed(eager: bool):
+        calls.clear()
+        with monkeypatch.context() as m:
+            if eager:        # the choice's rule (guarantee.acceptable) is unchanged: only when the prediction is made
+                m.setattr(fr, "prediction_decides", lambda *a: True)
+            pl = dataclasses.replace(placer(budget, pin, sampled=False), reduce_evaluator=counting)
+            p = lower(asts(lambda x: x.mean(1), (64, 500), dtypes.bfloat16)[-1], "k", pl)
+        return p, len(calls)
+
+    (eager, eager_calls), (lazy, lazy_calls) = placed(True), placed(False)
+    assert eager_calls > 0 and lazy_calls == 0
+    assert type(eager) is type(lazy) is (SfpuReducePlan if pin is None else fr.FpuReducePlan)
+    rep = lazy.placement.report()
+    assert len(calls) == eager_calls and lazy.placement.pending is None
+    assert json.dumps(rep, default=str) == json.dumps(eager.placement.report(), default=str)
+    red = [n for n in rep["nodes"] if n["op"] == "REDUCE"][0]
+    assert all(o["predicted_error"] is not None and not o["acceptable"] for o in red["fpu_options"])
+    again, n = placed(False)
+    assert n == 0 and all(o["predicted_error"] is not None for o in again.placement.fpu_options)
 
 
 def test_fp32_needs_a_looser_budget_than_bf16():
