@@ -905,7 +905,7 @@ def compare(tt: np.ndarray, ref: np.ndarray, unit: float) -> str | None:
             i = np.unravel_index(int(np.argmax(bad)), bad.shape)
             return f"{int(bad.sum())}/{bad.size} elements differ (exact), first at {i}: {tt[i]} != {ref[i]}"
         return None
-    a, b = tt.astype(np.float64), ref.astype(np.float64)
+    a, b = np.atleast_1d(tt.astype(np.float64)), np.atleast_1d(ref.astype(np.float64))   # a 0-d sum: indexable
     special = ~np.isfinite(a) | ~np.isfinite(b)
     same = (a == b) | (np.isnan(a) & np.isnan(b))
     if unit == 0:
