@@ -78,6 +78,13 @@ def fuse_divide(dag: ValueDAG) -> ValueDAG:
     return ValueDAG(nodes, dag.out)
 
 
+def cpu_divisions(dag: ValueDAG) -> ValueDAG:
+    """The graph as tinygrad's CPU device computes it: every float `a * (1/b)` one rounded quotient, including the
+    products `keep_uniform_reciprocals` marked (the placement's reference measures that choice against this)."""
+    return fuse_divide(ValueDAG([VNode(n.id, n.op, n.dtype, n.srcs, None) if n.arg == KEEP_RECIPROCAL else n
+                                 for n in dag.nodes], dag.out))
+
+
 def uniform_nodes(nodes: list[VNode], uniform: frozenset[int]) -> set[int]:
     """The nodes (topologically ordered, ids = positions) whose value is the same at every point: LOADs of the
     `uniform` inputs, constants, and ops of such nodes only."""

@@ -9,6 +9,7 @@ import numpy as np
 
 from tt_backend.lowering.dag import ValueDAG
 from tt_backend.lowering.graph import live_nodes
+from tt_backend.lowering.rewrite import cpu_divisions
 from tt_backend.chip.errors import UnsupportedOp
 
 SAMPLE_ELEMENTS = 1024  # one tile of samples per distribution and evaluation
@@ -128,7 +129,9 @@ def reference(dag: ValueDAG, inputs: list[np.ndarray], ranges: tuple[int, ...] |
               reduce=reduce_exact) -> np.ndarray:
     """The graph in float32 (numpy, per-op rounding; bfloat16 results rounded to nearest even). With REDUCE nodes,
     `ranges` gives the iteration space the inputs were gathered over (flat, row-major); a REDUCE reduces its axes
-    (`reduce`: exact float64 accumulation by default) and the result is broadcast back over the whole space."""
+    (`reduce`: exact float64 accumulation by default) and the result is broadcast back over the whole space.
+    A float `a * (1/b)` is the correctly rounded quotient, as tinygrad's CPU device computes it (lowering/rewrite.py)."""
+    dag = cpu_divisions(dag)
     vals: dict[int, np.ndarray] = {}
     shaped = ranges is not None and any(n.op == "REDUCE" for n in dag.nodes)
     with np.errstate(all="ignore"):
