@@ -521,8 +521,8 @@ class _Lowerer:
         self.rvar.update({a: self.rvar[c] for a, c in self.alias.items()})
         self.sizes = [int(r.src[0].arg) for r in rngs]
         output = self.stream_index(out_index)
-        if output.valid is not None and math.prod(self.sizes) <= TAUTOLOGY_CHECK_MAX and \
-                output.valid.flat(self.sizes).all():
+        if output.valid is not None and not output.valid.loads() and math.prod(self.sizes) <= TAUTOLOGY_CHECK_MAX \
+                and output.valid.flat(self.sizes).all():   # (a gate reading loaded data has no value at compile time)
             # a gate true at every point (tinygrad's simplifier leaves tautologies such as !(a && b) || a after a
             # pad of a strided slice): the store is ungated
             output = self.stream_index(UOp(Ops.INDEX, out_index.dtype, (out_index.src[0], strip_invalid(out_index.src[1])[1])))
