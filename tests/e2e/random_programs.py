@@ -867,8 +867,8 @@ def _run(program: Program, device: str, every_step: bool) -> dict[str, np.ndarra
             env[s.out] = cpu_max_reducing(s.op, args, s.params)
         else:
             env[s.out] = OPS[s.op](*args, **s.params)
-        if every_step:
-            env[s.out] = env[s.out].realize()
+        if every_step:     # contiguous: a realized movement op can stay a view, fused into the next step's kernel
+            env[s.out] = env[s.out].contiguous().realize()
     names = [s.out for s in program.steps] if every_step else program.outputs
     Tensor.realize(*[env[n] for n in names])
     return {n: env[n].numpy() for n in names}
