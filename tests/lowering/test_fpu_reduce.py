@@ -17,6 +17,8 @@ kernel under TT_ERR_BUDGET by predicted error (tt_backend/fpu_reduce_eval.py: th
 The relative L2 error of a bf16 output is measured against the correctly rounded float64 result (the output's own
 rounding, 2^-9, is not the FPU's).
 """
+import zlib
+
 import numpy as np
 import pytest
 
@@ -270,8 +272,11 @@ def test_pinned_fpu_sum_every_axis(tt_env, shape, axis, dt, budget):
     multiple of its own prediction."""
     plans = tt_env(budget, "REDUCE=FPU")
     got, ref, mag = [], [], []
+    # the case's own data (not the module's generator, whose state depends on which tests ran before in the worker):
+    # the sample-data promise is statistical, so the data must not change with the test order
+    case_rng = np.random.default_rng(zlib.crc32(repr((shape, axis, dt, budget)).encode()))
     for _ in range(3 if len(shape) == 1 else 1):     # a 1-D sum is one output: the L2 over three draws
-        x = rng.standard_normal(shape).astype(np.float32)
+        x = case_rng.standard_normal(shape).astype(np.float32)
         g, r = run_sum(x, axis, dt)
         got.append(np.asarray(g).reshape(-1))
         ref.append(np.asarray(r).reshape(-1))
