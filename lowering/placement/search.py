@@ -85,6 +85,10 @@ def place(kernel: str, dag: ValueDAG, in_dtypes: list[str], out_dtype: str, n_el
             cache[key] = _Scored(dict(choices), sp, cyc, lambda: evaluate(d, dict(choices)))
         return cache[key]
 
+    def predicted_within_budget(s: _Scored) -> bool:
+        """The candidate's error predicted on the samples is within SAFETY x the budget (False when no prediction)."""
+        return evaluator is not None and not failed and s.out is not None and s.predict()[1] <= SAFETY * budget
+
     def evaluate(d: ValueDAG, choices: dict[int, Choice]) -> tuple[np.ndarray | None, float, float]:
         if evaluator is None or failed:
             return None, math.nan, math.nan
@@ -125,7 +129,7 @@ def place(kernel: str, dag: ValueDAG, in_dtypes: list[str], out_dtype: str, n_el
             if budget is None:   # faithful: exact for all data, and bit-identical to the all-SFPU result on the samples
                 return bound == 0.0 and s.out is not None and sfpu_only.out is not None and \
                     np.array_equal(np.asarray(s.out).view(np.uint8), np.asarray(sfpu_only.out).view(np.uint8))
-            return bound is not None and bound <= budget and s.out is not None and s.predict()[1] <= SAFETY * budget
+            return bound is not None and bound <= budget and predicted_within_budget(s)
 
         while free:   # greedy: take the single move that saves the most cycles and stays acceptable
             moves = []
@@ -142,10 +146,9 @@ def place(kernel: str, dag: ValueDAG, in_dtypes: list[str], out_dtype: str, n_el
             _, _, v, o, s_cur = min(moves, key=lambda m: (m[0], m[1]))
             cur[v] = o
             free.remove(v)
-        # a variant that is not exact (a kept reciprocal rounds twice) is taken only where its own predicted error
+        # under a budget a rewritten graph (a kept reciprocal rounds twice) is taken only where its own predicted error
         # meets the budget, like any FPU move
-        inexact = reassoc and budget is not None
-        if inexact and (evaluator is None or failed or s_cur.out is None or s_cur.predict()[1] > SAFETY * budget):
+        if reassoc and budget is not None and not predicted_within_budget(s_cur):
             continue
         if best is None or s_cur.cyc["kernel"] < best[0].cyc["kernel"]:
             best = (s_cur, d, reassoc, pinned)
