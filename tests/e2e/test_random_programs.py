@@ -58,32 +58,32 @@ def check(program: Program, device: str = TT, localize: bool = True) -> dict:
             return row
         row.update(status="wrong", cause="; ".join(f"{o}: {m}" for o, m in bad.items()))
         if localize:
-            row["first_wrong"] = first_wrong_step(program, device)
-            if row["first_wrong"] == "fusion" and cpu_fusion_disagrees(program, got, ref, list(bad)):
+            row["first_wrong"], cpu_steps = first_wrong_step(program, device)
+            if row["first_wrong"] == "fusion" and cpu_fusion_disagrees(program, got, ref, cpu_steps, list(bad)):
                 row["status"] = "reference"
     return row
 
 
-def cpu_fusion_disagrees(program: Program, got: dict, ref: dict, outputs: list[str]) -> bool:
+def cpu_fusion_disagrees(program: Program, got: dict, ref: dict, steps: dict, outputs: list[str]) -> bool:
     """The CPU device's fused program is the odd one out: on every differing output its result differs from its own
-    step-by-step result, which `device` matches (tinygrad's CPU device has fusion bugs of its own, e.g. a clip
+    step-by-step result `steps`, which `device` matches (tinygrad's CPU device has fusion bugs of its own, e.g. a clip
     folded away by wrong bounds of a cast chain: seed 7139)."""
-    steps = run(program, "CPU", every_step=True)
     u = program.units
     return all(compare(ref[o], steps[o], u[o]) and not compare(got[o], steps[o], u[o]) for o in outputs)
 
 
-def first_wrong_step(program: Program, device: str) -> str:
+def first_wrong_step(program: Program, device: str) -> tuple[str, dict | None]:
     """The first step whose value differs when every step is realized on its own (its op class and text), "fusion"
-    when none does: the wrong result needs the steps fused."""
+    when none does: the wrong result needs the steps fused; with the CPU device's step-by-step values (None if the
+    step-by-step run crashed)."""
     try:
         ref, got = run(program, "CPU", every_step=True), run(program, device, every_step=True)
     except Exception as e:
-        return f"crash when realized step by step: {first_line(e)}"
+        return f"crash when realized step by step: {first_line(e)}", None
     for s in program.steps:
         if compare(got[s.out], ref[s.out], program.units[s.out]):
-            return f"{OP_CLASS[s.op]}: {s.text()}"
-    return "fusion"
+            return f"{OP_CLASS[s.op]}: {s.text()}", ref
+    return "fusion", ref
 
 
 def test_compare_takes_a_scalar_output():
