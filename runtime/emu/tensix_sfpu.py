@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from tt_backend.chip.errors import EmuError, EmuUnimplemented
 from tt_backend.chip.isa import INSTRUCTIONS
+from tt_backend.runtime.emu.accel.sfpu_native import traffic as sfpu_traffic
 
 _SRCB_BF16_LIKE = {0, 4, 5, 6, 7, 15, 8, 9}   # FP32 TF32 BF16 BFP8 BFP4 BFP2 INT32 INT16: MOD0_FMT_SRCB -> BF16
 
@@ -44,6 +45,7 @@ class SfpuIssueMixin:
 
     def execute_sfpu(self, name: str, f: dict, dst_base: int, cycle: int) -> None:
         """SFPU.execute, its errors named after the thread and word (SFPU-side rules: macros, hazards)."""
+        sfpu_traffic[name] += 1
         try:
             self.raw_sfpu.execute(name, f, dst_base, cycle)
         except EmuUnimplemented:

@@ -28,7 +28,7 @@ import numpy as np
 
 from tt_backend.chip.errors import EmuError, EmuUnspecified
 from tt_backend.chip.numerics.sfpu.state import FLAG_WRITERS
-from tt_backend.runtime.emu.accel import sfpu_batch
+from tt_backend.runtime.emu.accel import sfpu_batch, sfpu_native
 from tt_backend.runtime.emu.accel.inline import inline_calls
 from tt_backend.runtime.emu.cycles import K_SFPU, TensixTiming
 from tt_backend.runtime.emu.sfpu import SFPU
@@ -49,6 +49,7 @@ class DeferralMixin:
         self._dq_plans: dict[tuple, object] = {}   # (body, entry flag state) -> _dq_plan() result
         self._defer_info: dict[int, tuple | None] = {}
         self._fast: dict[int, tuple | None] = {}   # the entry points' per-word facts: word -> _fast_info()
+        self._records: dict[int, tuple | None] = {}  # word -> sfpu_native.record() (None: not the C part's)
         self._dst_view = DstView(self)
         self.dst = dst
 
@@ -325,11 +326,15 @@ class DeferralMixin:
             words = [e[0] for e in dq]
             i = tries = 0
             plain_until = -1          # entries before this index run one by one without another attempt
+            one_by_one = []           # entries to run one by one, executed before anything reads the SFPU's state
             while i < n:
                 seq = 1
                 if i >= plain_until and n - i >= 4:
                     p, k = _dq_period(words, i, n)
                     if k >= 2:
+                        if one_by_one:
+                            self._dq_exec_run(one_by_one)
+                            one_by_one = []
                         done, seq = self._dq_batch(dq, words, i, p, k)
                         if done:
                             i += done
@@ -339,13 +344,45 @@ class DeferralMixin:
                             tries += 1    # but after p failures no rotation can, so run the region one by one
                             if tries >= p:
                                 plain_until, tries = i + p * k, 0
-                for e in dq[i:i + seq]:
-                    self._dq_exec(e)
+                one_by_one += dq[i:i + seq]
                 i += seq
+            self._dq_exec_run(one_by_one)
             last = dq[-1]
             sfpu.sfpu_fp32_enabled, sfpu.srcb_is_fp16 = sfpu_format_flags(last[6], last[7])
         finally:
             self.current = cur
+
+    def _dq_exec_run(self, entries: list) -> None:
+        """Execute queued entries in order, as _dq_exec would one by one: the C part's (sfpu_native) in one call per
+        run of them, the rest (none, while the C part covers every deferrable instruction) through _dq_exec."""
+        if not entries:
+            return
+        sfpu = self.raw_sfpu
+        if not sfpu_native.available() or not sfpu.is_plain():
+            for e in entries:
+                self._dq_exec(e)
+            return
+        records = self._records
+        run = []
+        for e in entries:
+            r = records.get(e[0], _UNSET)
+            if r is _UNSET:
+                r = records[e[0]] = sfpu_native.record(e[1], e[2])
+            if r is None:
+                self._dq_exec_c(run)
+                run = []
+                self._dq_exec(e)
+                continue
+            mem = e[3]
+            run.append(r if mem is None else (r[0], mem[2]) + r[2:7] + (mem[3],))   # mode, address of this one
+        self._dq_exec_c(run)
+        sfpu.cycle = entries[-1][5]
+
+    def _dq_exec_c(self, records: list) -> None:
+        """The C part's run of records (what SFPU.execute would do for each, in the plain state: count, execute)."""
+        if records:
+            self.raw_sfpu.instructions += len(records)
+            sfpu_native.run(self.raw_sfpu, records)
 
     def _dq_exec(self, e: tuple) -> None:
         w, name, fields, mem, dst_base, c, c0, c1, t = e
@@ -414,8 +451,7 @@ class DeferralMixin:
                 for r in range(k):
                     lreg[chain_in] = regs[chain_in, r]
                     base = i + r * p
-                    for j in chain:
-                        self._dq_exec(dq[base + j])
+                    self._dq_exec_run([dq[base + j] for j in chain])
             sfpu.sfpu_fp32_enabled, sfpu.srcb_is_fp16 = sfpu_format_flags(last[6], last[7])
             self.current = (last[8], last[0], last[1])
             sfpu.cycle = last[5]

@@ -2,7 +2,8 @@
 into the cache directory, keyed by the source's content, the compiler and the flags, and loaded with ctypes.
 
 Only where a measurement showed numpy cannot reach the speed: MVMUL runs (mvmul_native.c, fpu_math.mvmul19_batch's
-numerics in C, 25 % of a bf16 256^3 matmul's host time in numpy). The Python path stays and is the reference: the
+numerics in C, 25 % of a bf16 256^3 matmul's host time in numpy); SFPU instructions one at a time (sfpu_native.c,
+loaded by sfpu_native.py: about 22 us of numpy calls per instruction). The Python path stays and is the reference: the
 equality tests pin the compiled one against it bit for bit, and without a host compiler the emulator runs the Python
 path (`python -m tt_backend info` says which runs, and why). `scripts/install.sh` builds it at install time.
 """
@@ -34,17 +35,17 @@ def host_compiler() -> str | None:
     return next((p for p in map(shutil.which, ("cc", "clang", "gcc")) if p), None)
 
 
-def library_path(cc: str) -> Path:
-    key = hashlib.sha256(SOURCE.read_bytes() + cc.encode() + " ".join(FLAGS).encode()).hexdigest()[:20]
-    return cache_dir() / "native" / f"mvmul_{key}.so"
+def library_path(cc: str, source: Path = SOURCE) -> Path:
+    key = hashlib.sha256(source.read_bytes() + cc.encode() + " ".join(FLAGS).encode()).hexdigest()[:20]
+    return cache_dir() / "native" / f"{source.stem}_{key}.so"
 
 
-def build() -> Path:
-    """The library for this source and compiler, compiled unless the cache has it. Raises OSError naming the reason."""
+def build(source: Path = SOURCE) -> Path:
+    """The library for `source` and the compiler, compiled unless the cache has it. Raises OSError naming the reason."""
     cc = host_compiler()
     if cc is None:
         raise OSError("no host C compiler (cc, clang or gcc; or set CC)")
-    out = library_path(cc)
+    out = library_path(cc, source)
     if out.is_file():
         return out
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -52,11 +53,11 @@ def build() -> Path:
     os.close(fd)
     try:
         try:
-            r = subprocess.run([cc, *FLAGS, "-o", tmp, str(SOURCE)], capture_output=True, text=True, timeout=120)
+            r = subprocess.run([cc, *FLAGS, "-o", tmp, str(source)], capture_output=True, text=True, timeout=120)
         except subprocess.TimeoutExpired:
-            raise OSError(f"{cc} did not finish {SOURCE.name} in 120 s") from None
+            raise OSError(f"{cc} did not finish {source.name} in 120 s") from None
         if r.returncode:
-            raise OSError(f"{cc} failed on {SOURCE.name}: {r.stderr.strip()[:500]}")
+            raise OSError(f"{cc} failed on {source.name}: {r.stderr.strip()[:500]}")
         os.replace(tmp, out)            # atomic: concurrent builders publish the same bytes
     finally:
         if os.path.exists(tmp):

@@ -1,0 +1,126 @@
+"""SFPU instructions one at a time in C (sfpu_native.c, built by native.py): the loader, the instruction records the C
+part reads, and the count of what still runs through Python.
+
+The emulator's deferred SFPU work (deferral.py) that no numpy batch takes ran one instruction at a time through the
+functional model, about 22 us of numpy calls per instruction (SFPMAD's FMA most of it). Here a whole run of them is
+one C call over the LRegs, lane flags and Dst, passed by pointer. The C part covers exactly the instructions the
+emulator defers (sfpu_batch.batchable with flags, SFPLOAD/SFPSTORE in the 32-bit Dst modes) in the Vector Unit's
+plain state (SFPU.is_plain: no LaneConfig bit, no SFPLOADMACRO work); everything else runs through the functional
+model in Python, which stays the reference the equality tests pin this against (tests/emu/test_native_sfpu.py).
+`NATIVE_SFPU = False` (or TT_EMU_SFPU_NATIVE=0) forces the Python path.
+"""
+from __future__ import annotations
+
+import ctypes
+import functools
+import os
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+
+from tt_backend.chip.errors import EmuUnimplemented
+from tt_backend.chip.numerics.sfpu import lane_math
+from tt_backend.runtime.emu.accel import native, sfpu_batch
+
+SOURCE = Path(__file__).with_name("sfpu_native.c")
+NATIVE_SFPU = os.environ.get("TT_EMU_SFPU_NATIVE", "1") != "0"
+
+# The op codes of sfpu_native.c, in its order (checked against the library when it loads). SFPADD and SFPMUL are
+# SFPMAD (the same functional model).
+OPS = ("SFPLOAD", "SFPSTORE", "SFPMAD", "SFPADDI", "SFPMULI", "SFPLOADI", "SFPEXMAN", "SFPSETEXP", "SFPSETMAN",
+       "SFPSETSGN", "SFPDIVP2", "SFPAND", "SFPOR", "SFPXOR", "SFPNOT", "SFPABS", "SFPSHFT", "SFPARECIP", "SFPNOP",
+       "SFPMOV", "SFPCAST", "SFPEXEXP", "SFPLZ", "SFPIADD", "SFPSETCC", "SFPENCC", "SFPGT", "SFPLE")
+_OP = {name: i for i, name in enumerate(OPS)} | {"SFPADD": OPS.index("SFPMAD"), "SFPMUL": OPS.index("SFPMAD")}
+DST32_MODES = (3, 4, 12)      # SFPLOAD / SFPSTORE modes the C part moves: FP32, INT32, INT32_SM (raw 32-bit words)
+
+# A record: op, mod, va, vb, vc, vd, imm, addr; per instruction, which field fills each of mod .. imm (None, or a
+# field the instruction lacks: 0).
+REC = 8
+_FIELDS = {
+    "SFPLOAD": (None, None, None, None, "lreg_ind", None), "SFPSTORE": (None, None, None, None, "lreg_ind", None),
+    "SFPMAD": ("instr_mod1", "lreg_src_a", "lreg_src_b", "lreg_src_c", "lreg_dest", None),
+    "SFPADDI": ("instr_mod1", None, None, None, "lreg_dest", "imm16_math"),
+    "SFPMULI": ("instr_mod1", None, None, None, "lreg_dest", "imm16_math"),
+    "SFPLOADI": ("instr_mod0", None, None, None, "lreg_ind", "imm16"),
+    "SFPCAST": ("instr_mod1", None, None, "lreg_src_c", "lreg_dest", None),
+    "SFPNOP": (None,) * 6,
+}
+_FIELDS["SFPADD"] = _FIELDS["SFPMUL"] = _FIELDS["SFPMAD"]
+_LREG_C_FORM = ("instr_mod1", None, None, "lreg_c", "lreg_dest", "imm12_math")   # every other covered instruction
+
+# SFPU instructions executed since the process started: "C" (by this module) and, by name, those that ran through the
+# functional model in Python (tensix_sfpu.execute_sfpu counts them).
+traffic: Counter = Counter()
+
+# SFPARECIP's tables, handed to the C part (which keeps pointers to them)
+_RECIP = np.frombuffer(lane_math._RECIP_LUT, dtype=np.uint8)
+_EXP = np.frombuffer(lane_math._EXP_LUT, dtype=np.uint8)
+
+
+@functools.lru_cache(maxsize=None)
+def _load() -> tuple[object | None, str]:
+    """(the library or None, what `info` says about it)."""
+    try:
+        path = native.build(SOURCE)
+        lib = ctypes.CDLL(str(path))
+    except OSError as e:
+        return None, f"Python (the functional model): the C part is unavailable: {e}"
+    lib.sfpu_op_names.restype = ctypes.c_char_p
+    names = tuple(lib.sfpu_op_names().decode().split())
+    if names != OPS:
+        return None, f"Python (the functional model): {path.name}'s op codes {names} are not the loader's {OPS}"
+    ptr = ctypes.c_void_p
+    lib.sfpu_set_tables.argtypes = [ptr, ptr, ctypes.c_int32]
+    lib.sfpu_set_tables.restype = None
+    lib.sfpu_set_tables(_RECIP.ctypes.data, _EXP.ctypes.data, len(_EXP))
+    lib.sfpu_run.argtypes = [ptr, ptr, ptr, ptr, ptr, ptr, ctypes.c_int32]
+    lib.sfpu_run.restype = ctypes.c_int32
+    lib.sfpu_fma_lanes.argtypes = [ptr, ptr, ptr, ptr, ctypes.c_int64]
+    lib.sfpu_fma_lanes.restype = None
+    return lib, f"C ({path}) for the deferred instructions ({', '.join(OPS)}); the rest in Python"
+
+
+def available() -> bool:
+    return NATIVE_SFPU and _load()[0] is not None
+
+
+def status() -> str:
+    """Which path runs the SFPU's instructions one at a time, for `python -m tt_backend info`."""
+    return _load()[1] if NATIVE_SFPU else "Python (the functional model): TT_EMU_SFPU_NATIVE=0"
+
+
+def record(name: str, fields: dict) -> tuple | None:
+    """The C record of a decoded instruction (addr 0, mod of SFPLOAD / SFPSTORE 0: the caller's, per execution), or
+    None when the C part does not cover it."""
+    op = _OP.get(name)
+    if op is None or not sfpu_batch.batchable(name, fields, flags=True):
+        return None
+    return (op,) + tuple(fields.get(k, 0) for k in _FIELDS.get(name, _LREG_C_FORM)) + (0,)
+
+
+def run(sfpu, records: list) -> None:
+    """Execute `records` (each with its Dst address and mode resolved; SFPLOAD / SFPSTORE at even addresses below 512
+    in DST32_MODES) on `sfpu` in its plain state, in order. The caller checked coverage (record() is not None)."""
+    lib = _load()[0]
+    prog = np.array(records, dtype=np.int32)
+    lreg, lf, use, rows32, written = sfpu.lreg, sfpu.lane_flags, sfpu.use_lane_flags, sfpu.dst.rows32, sfpu.dst.written
+    if not (lreg.flags.c_contiguous and lreg.shape == (17, 32) and lreg.dtype == np.uint32
+            and lf.dtype == use.dtype == written.dtype == np.bool_ and lf.shape == use.shape == (32,)
+            and rows32.flags.c_contiguous and rows32.shape == (512, 16) and rows32.dtype == np.uint32):
+        raise EmuUnimplemented("sfpu_native.run: the SFPU's LRegs, lane flags or Dst are not the plain arrays the C "
+                               "part reads")
+    done = lib.sfpu_run(lreg.ctypes.data, lf.ctypes.data, use.ctypes.data, rows32.ctypes.data, written.ctypes.data,
+                        prog.ctypes.data, len(prog))
+    sfpu.invalidate()
+    if done != len(prog):
+        raise EmuUnimplemented(f"sfpu_native.run: op code {prog[done][0]} is not the C part's")
+    traffic["C"] += done
+
+
+def fma(x: np.ndarray, y: np.ndarray, z: np.ndarray) -> np.ndarray:
+    """The C part's Blackhole FMA on uint32 bit patterns (for the equality tests against fma._fma_exact)."""
+    x, y, z = (np.ascontiguousarray(v, dtype=np.uint32).ravel() for v in np.broadcast_arrays(x, y, z))
+    out = np.empty_like(x)
+    _load()[0].sfpu_fma_lanes(x.ctypes.data, y.ctypes.data, z.ctypes.data, out.ctypes.data, len(out))
+    return out

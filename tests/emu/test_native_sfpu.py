@@ -1,0 +1,173 @@
+"""The C part's SFPU instructions (runtime/emu/accel/sfpu_native.c) against their reference, the functional model in
+chip/numerics/sfpu: the Blackhole FMA bit for bit against fma._fma_exact on edge-crowded operands; random programs of
+every covered instruction over random LRegs, lane flags and Dst give the same state; deferred kernel bodies give the
+same Dst, LRegs, flags and cycles with the C part on and off."""
+import numpy as np
+import pytest
+
+from tt_backend.chip import isa
+from tt_backend.chip.numerics.dst import Dst
+from tt_backend.chip.numerics.fma import _fma_exact
+from tt_backend.chip.numerics.sfpu.functional import FunctionalSFPU
+from tt_backend.runtime.emu import bench
+from tt_backend.runtime.emu.accel import deferral, native, sfpu_native
+
+from tests.emu.test_emu_speed import BODIES, _full_state, _same, _tti_run
+
+pytestmark = pytest.mark.skipif(native.host_compiler() is None, reason="no host C compiler (cc, clang or gcc)")
+
+
+def _operands(rng, n: int) -> np.ndarray:
+    """FP32 words whose exponent crowds the edges (0 = zero/denormal, tiny, where products underflow, mid, where they
+    overflow, 254-255 = Inf/NaN) and whose mantissa is often all zeros or all ones."""
+    words = rng.integers(0, 1 << 32, n, dtype=np.uint64)
+    exps = [np.zeros(n, np.int64), rng.integers(1, 4, n), rng.integers(55, 72, n), rng.integers(118, 137, n),
+            rng.integers(183, 195, n), rng.integers(250, 256, n), rng.integers(0, 256, n)]
+    exp = np.choose(rng.integers(0, len(exps), n), exps).astype(np.uint64)
+    man = np.choose(rng.integers(0, 4, n), [words, words & ~np.uint64(0x7FFFFF), words | np.uint64(0x7FFFFF),
+                                            words & ~np.uint64(0xFFFF)])
+    return ((man & ~np.uint64(0x7F800000)) | (exp << np.uint64(23))).astype(np.uint32)
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_c_fma_matches_exact_model(seed):
+    """150k edge-crowded triples plus 50k cancelling ones (z = -(x*y) rounded, a few ulps off) per seed."""
+    assert sfpu_native.available(), sfpu_native.status()
+    rng = np.random.default_rng(seed)
+    x, y, z = (_operands(rng, 150_000) for _ in range(3))
+    cx, cy = (np.ldexp(rng.standard_normal(50_000), rng.integers(-60, 60, 50_000)).astype(np.float32)
+              for _ in range(2))
+    cz = (-(cx * cy)).view(np.uint32) + rng.integers(-3, 4, 50_000).astype(np.uint32)
+    x, y, z = (np.concatenate([a, b.view(np.uint32)]) for a, b in ((x, cx), (y, cy), (z, cz)))
+    want = _fma_exact(np.stack([x, y, z]).astype(np.int64))
+    got = sfpu_native.fma(x, y, z)
+    bad = np.flatnonzero(got != want)
+    assert bad.size == 0, [(hex(x[i]), hex(y[i]), hex(z[i]), hex(want[i]), hex(got[i])) for i in bad[:5]]
+
+
+def _random_instruction(rng) -> tuple[str, dict, tuple | None]:
+    """(name, fields, mem) of a random covered instruction: random field values, redrawn until the C part covers
+    them; SFPLOAD / SFPSTORE get a 32-bit mode and an even address below 512 (mem = (mode, address))."""
+    names = sfpu_native.OPS + ("SFPADD", "SFPMUL")
+    while True:
+        name = str(rng.choice(names))
+        fields = {f.name: int(rng.integers(0, 1 << (f.hi - f.lo + 1))) for f in isa.INSTRUCTIONS[name].fields}
+        if name in ("SFPLOAD", "SFPSTORE"):
+            fields["instr_mod0"] = int(rng.choice(sfpu_native.DST32_MODES))
+            fields["dest_reg_addr"] = int(rng.integers(0, 256)) * 2
+        fields = isa.decode(isa.encode(name, **fields))[1]
+        if sfpu_native.record(name, fields) is not None:
+            mem = (fields["instr_mod0"], fields["dest_reg_addr"]) if name in ("SFPLOAD", "SFPSTORE") else None
+            return name, fields, mem
+
+
+def _random_state(rng) -> FunctionalSFPU:
+    s = FunctionalSFPU(Dst())
+    s.lreg[:] = _operands(rng, 17 * 32).reshape(17, 32)
+    s.lane_flags[:] = rng.integers(0, 2, 32)
+    s.use_lane_flags[:] = rng.integers(0, 4, 32) > 0
+    s.dst.rows32[:] = _operands(rng, 512 * 16).reshape(512, 16)
+    s.dst.written[:] = rng.integers(0, 2, 512)
+    s.invalidate()
+    return s
+
+
+def _copy(s: FunctionalSFPU) -> FunctionalSFPU:
+    c = FunctionalSFPU(Dst())
+    for name in ("lreg", "lane_flags", "use_lane_flags"):
+        getattr(c, name)[:] = getattr(s, name)
+    c.dst.rows32[:], c.dst.written[:] = s.dst.rows32, s.dst.written
+    c.invalidate()
+    return c
+
+
+def _snapshot(s: FunctionalSFPU) -> tuple:
+    return s.lreg.copy(), s.lane_flags.copy(), s.use_lane_flags.copy(), s.dst.rows32.copy(), s.dst.written.copy()
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_c_random_programs_match_functional_model(seed):
+    """60 random programs of 1-40 covered instructions per seed, each from a random state: the same LRegs, lane
+    flags, Dst words and written rows after the C part as after the functional model's handlers."""
+    rng = np.random.default_rng(100 + seed)
+    seen = set()
+    for _ in range(60):
+        ref = _random_state(rng)
+        c = _copy(ref)
+        program = [_random_instruction(rng) for _ in range(int(rng.integers(1, 41)))]
+        records = []
+        for name, fields, mem in program:
+            ref.execute(name, fields, 0)
+            r = sfpu_native.record(name, fields)
+            records.append(r if mem is None else (r[0], mem[0]) + r[2:7] + (mem[1],))
+            seen.add(name)
+        sfpu_native.run(c, records)
+        for got, want, what in zip(_snapshot(c), _snapshot(ref), ("lreg", "lane_flags", "use", "dst", "written")):
+            assert np.array_equal(got, want), (what, [(n, f) for n, f, _ in program])
+    assert len(seen) >= 25          # (nearly) every covered instruction drawn
+
+
+def _native_both(run, monkeypatch) -> tuple:
+    """run() with the C part on and off (deferral on): (full state of each, C-executed count of the first)."""
+    out = []
+    for on in (True, False):
+        monkeypatch.setattr(sfpu_native, "NATIVE_SFPU", on)
+        before = sfpu_native.traffic["C"]
+        out.append((_full_state(run()), sfpu_native.traffic["C"] - before))
+    (a, ran_c), (b, ran_off) = out
+    assert ran_off == 0
+    return a, b, ran_c
+
+
+def test_deferred_bodies_identical_with_c_part(monkeypatch):
+    """The deferred long bodies (the 171-word predicated one, exp2, spill) with the deferral's batching off, so every
+    instruction runs one at a time, with the C part on and off: the same Dst, LRegs, lane flags, cycle model and
+    counters, and the C part ran them."""
+    monkeypatch.setattr(deferral, "DEFER_SFPU", True)
+    monkeypatch.setattr(deferral, "_dq_period", lambda words, i, n: (0, 0))     # no batch attempt
+    runs = [lambda: _tti_run(bench.LONG_BODY, setup=bench.LONG_SETUP, cfg1=bench.LONG_CFG1, tiles=2)]
+    runs += [lambda body=body: _tti_run(body) for _, body in sorted(BODIES.items())]
+    for run in runs:
+        a, b, ran_c = _native_both(run, monkeypatch)
+        assert ran_c > 0
+        _same(a, b)
+
+
+def _kernel_plan(expr, name: str):
+    """The last kernel tinygrad schedules for expr(a, b) on (48, 40) float32 inputs, lowered as the plugin lowers it."""
+    from tinygrad import Tensor
+    from tinygrad.uop.ops import Ops
+
+    from tt_backend import knobs
+    from tt_backend.lowering.select import lower
+    from tt_backend.placement_eval import placer
+    a, b = Tensor.empty(48, 40, device="CPU"), Tensor.empty(48, 40, device="CPU")
+    call = [c for c in expr(a, b).schedule_linear().src if c.op is Ops.CALL][-1]
+    return lower(call.src[0], name, placer(knobs.err_budget(), knobs.place_spec()))
+
+
+@pytest.mark.needs_cc
+@pytest.mark.parametrize("kernel", ["cumsum", "where_exp"])
+def test_kernels_identical_with_c_part(kernel, monkeypatch):
+    """Real kernels whose deferred SFPU work runs partly one instruction at a time (a running sum: cumsum's chain;
+    a predicated exp body entered mid-body): the same output bytes and the same emulated cycles of every core and
+    Tensix thread (EmuDevice.stats()) with the C part on and off, and the C part ran."""
+    pytest.importorskip("tinygrad")
+    from tt_backend.bench.emu import elementwise_inputs
+    from tt_backend.bench.kernels import launch_plan
+    from tt_backend.lowering.codegen.sources import split
+    from tt_backend.runtime.compile import compile_kernel
+    from tt_backend.runtime.emu.device import EmuDevice
+    expr = {"cumsum": lambda a, b: a.cumsum(1), "where_exp": lambda a, b: (a < b).where(a.exp(), b * 3)}[kernel]
+    plan = _kernel_plan(expr, f"native_sfpu_{kernel}")
+    arrays = elementwise_inputs(plan, np.random.default_rng(11))
+    elfs = compile_kernel(*split(plan.render()), plan.name)
+    runs = {}
+    for on in (True, False):
+        monkeypatch.setattr(sfpu_native, "NATIVE_SFPU", on)
+        before = sfpu_native.traffic["C"]
+        dev = EmuDevice()
+        out = launch_plan(dev, plan, arrays, elfs)[0]
+        runs[on] = (out, dev.stats(), sfpu_native.traffic["C"] - before)
+    assert runs[True][2] > 0 and runs[False][2] == 0
+    assert runs[True][:2] == runs[False][:2]
