@@ -108,28 +108,33 @@ def test_c_random_programs_match_functional_model(seed):
 
 
 def _native_both(run, monkeypatch) -> tuple:
-    """run() with the C part on and off (deferral on): (full state of each, C-executed count of the first)."""
+    """run() with the C part on and off (deferral on): (full state of each, the SFPU traffic of the first)."""
     out = []
     for on in (True, False):
         monkeypatch.setattr(sfpu_native, "NATIVE_SFPU", on)
-        before = sfpu_native.traffic["C"]
-        out.append((_full_state(run()), sfpu_native.traffic["C"] - before))
-    (a, ran_c), (b, ran_off) = out
-    assert ran_off == 0
-    return a, b, ran_c
+        before = sfpu_native.traffic.copy()
+        out.append((_full_state(run()), sfpu_native.traffic - before))
+    (a, traffic), (b, traffic_off) = out
+    assert traffic_off["C"] == 0
+    return a, b, traffic
 
 
-def test_deferred_bodies_identical_with_c_part(monkeypatch):
+@pytest.mark.parametrize("python_op", [None, "SFPMAD"])
+def test_deferred_bodies_identical_with_c_part(python_op, monkeypatch):
     """The deferred long bodies (the 171-word predicated one, exp2, spill) with the deferral's batching off, so every
     instruction runs one at a time, with the C part on and off: the same Dst, LRegs, lane flags, cycle model and
-    counters, and the C part ran them."""
+    counters, and the C part ran them. With `python_op` taken from the C part's coverage, those instructions end the
+    C runs and go through the functional model in between (counted by name)."""
     monkeypatch.setattr(deferral, "DEFER_SFPU", True)
+    if python_op:
+        record = sfpu_native.record
+        monkeypatch.setattr(sfpu_native, "record", lambda name, f: None if name == python_op else record(name, f))
     monkeypatch.setattr(deferral, "_dq_period", lambda words, i, n: (0, 0))     # no batch attempt
     runs = [lambda: _tti_run(bench.LONG_BODY, setup=bench.LONG_SETUP, cfg1=bench.LONG_CFG1, tiles=2)]
     runs += [lambda body=body: _tti_run(body) for _, body in sorted(BODIES.items())]
     for run in runs:
-        a, b, ran_c = _native_both(run, monkeypatch)
-        assert ran_c > 0
+        a, b, traffic = _native_both(run, monkeypatch)
+        assert traffic["C"] > 0 and (python_op is None or traffic[python_op] > 0)
         _same(a, b)
 
 
