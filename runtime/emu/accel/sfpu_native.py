@@ -36,7 +36,6 @@ DST32_MODES = (3, 4, 12)      # SFPLOAD / SFPSTORE modes the C part moves: FP32,
 
 # A record: op, mod, va, vb, vc, vd, imm, addr; per instruction, which field fills each of mod .. imm (None, or a
 # field the instruction lacks: 0).
-REC = 8
 _FIELDS = {
     "SFPLOAD": (None, None, None, None, "lreg_ind", None), "SFPSTORE": (None, None, None, None, "lreg_ind", None),
     "SFPMAD": ("instr_mod1", "lreg_src_a", "lreg_src_b", "lreg_src_c", "lreg_dest", None),
@@ -54,8 +53,8 @@ _LREG_C_FORM = ("instr_mod1", None, None, "lreg_c", "lreg_dest", "imm12_math")  
 traffic: Counter = Counter()
 
 # SFPARECIP's tables, handed to the C part (which keeps pointers to them)
-_RECIP = np.frombuffer(lane_math._RECIP_LUT, dtype=np.uint8)
-_EXP = np.frombuffer(lane_math._EXP_LUT, dtype=np.uint8)
+_RECIP = np.frombuffer(lane_math.RECIP_LUT, dtype=np.uint8)
+_EXP = np.frombuffer(lane_math.EXP_LUT, dtype=np.uint8)
 
 
 @functools.lru_cache(maxsize=None)
