@@ -139,14 +139,14 @@ def test_deferred_bodies_identical_with_c_part(python_op, monkeypatch):
 
 
 def _kernel_plan(expr, name: str):
-    """The last kernel tinygrad schedules for expr(a, b) on (48, 40) float32 inputs, lowered as the plugin lowers it."""
+    """The last kernel tinygrad schedules for expr(a, b) on (32, 24) float32 inputs, lowered as the plugin lowers it."""
     from tinygrad import Tensor
     from tinygrad.uop.ops import Ops
 
     from tt_backend import knobs
     from tt_backend.lowering.select import lower
     from tt_backend.placement_eval import placer
-    a, b = Tensor.empty(48, 40, device="CPU"), Tensor.empty(48, 40, device="CPU")
+    a, b = Tensor.empty(32, 24, device="CPU"), Tensor.empty(32, 24, device="CPU")
     call = [c for c in expr(a, b).schedule_linear().src if c.op is Ops.CALL][-1]
     return lower(call.src[0], name, placer(knobs.err_budget(), knobs.place_spec()))
 
