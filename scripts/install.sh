@@ -17,3 +17,4 @@ fi
 python3 -m pip install -q -e '.[test]'
 # The emulator's C part (runtime/emu/accel/native.py), built now with the host compiler into the cache; says which path
 python3 -c "from tt_backend.runtime.emu.accel import native; print('emulator C part:', native.status())"
+python3 -c "from tt_backend.runtime.emu.accel import rv32_native; print('emulator RISC-V cores:', rv32_native.status())"

@@ -34,17 +34,18 @@ def host_compiler() -> str | None:
     return next((p for p in map(shutil.which, ("cc", "clang", "gcc")) if p), None)
 
 
-def library_path(cc: str) -> Path:
-    key = hashlib.sha256(SOURCE.read_bytes() + cc.encode() + " ".join(FLAGS).encode()).hexdigest()[:20]
-    return cache_dir() / "native" / f"mvmul_{key}.so"
+def library_path(cc: str, source: Path = SOURCE) -> Path:
+    key = hashlib.sha256(source.read_bytes() + cc.encode() + " ".join(FLAGS).encode()).hexdigest()[:20]
+    return cache_dir() / "native" / f"{source.stem.removesuffix('_native')}_{key}.so"
 
 
-def build() -> Path:
-    """The library for this source and compiler, compiled unless the cache has it. Raises OSError naming the reason."""
+def build(source: Path = SOURCE) -> Path:
+    """The library for `source` (a C file beside this module) and the host compiler, compiled unless the cache has it.
+    Raises OSError naming the reason."""
     cc = host_compiler()
     if cc is None:
         raise OSError("no host C compiler (cc, clang or gcc; or set CC)")
-    out = library_path(cc)
+    out = library_path(cc, source)
     if out.is_file():
         return out
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -52,11 +53,11 @@ def build() -> Path:
     os.close(fd)
     try:
         try:
-            r = subprocess.run([cc, *FLAGS, "-o", tmp, str(SOURCE)], capture_output=True, text=True, timeout=120)
+            r = subprocess.run([cc, *FLAGS, "-o", tmp, str(source)], capture_output=True, text=True, timeout=120)
         except subprocess.TimeoutExpired:
-            raise OSError(f"{cc} did not finish {SOURCE.name} in 120 s") from None
+            raise OSError(f"{cc} did not finish {source.name} in 120 s") from None
         if r.returncode:
-            raise OSError(f"{cc} failed on {SOURCE.name}: {r.stderr.strip()[:500]}")
+            raise OSError(f"{cc} failed on {source.name}: {r.stderr.strip()[:500]}")
         os.replace(tmp, out)            # atomic: concurrent builders publish the same bytes
     finally:
         if os.path.exists(tmp):
