@@ -488,9 +488,10 @@ class RV32Core:
             piece = self._pieces[(pc, n)] = (fn, loaded, dirty)
         return piece
 
-    def _compiled(self, pc: int, limit: int) -> tuple[Callable[[int], int], int, bool, tuple[int, ...], tuple[int, ...]]:
-        """The translation of at most `limit` instructions from `pc` (a block ends sooner at a branch or jump): (function,
-        instruction count, pure, registers read, registers written)."""
+    def _compiled(self, pc: int, limit: int) -> tuple[Callable[[int], int], int, bool, tuple[int, ...],
+                                                      tuple[int, ...]]:
+        """The translation of at most `limit` instructions from `pc` (a block ends sooner at a branch or jump):
+        (function, instruction count, pure, registers read, registers written)."""
         key = None
         if SHARE_TRANSLATIONS and 0 <= pc < L1_SIZE:
             key = (pc, self.local_size, "PUSHM" in self._ns, "PUSHP" in self._ns,

@@ -33,14 +33,18 @@ typedef struct {
 } rv_state;
 
 static inline int32_t sx(uint32_t v) { return (int32_t)v; }
-static inline uint32_t sext(uint32_t v, int bits) { uint32_t s = 1u << (bits - 1); return ((v & ((s << 1) - 1)) ^ s) - s; }
+static inline uint32_t sext(uint32_t v, int bits) {
+    uint32_t s = 1u << (bits - 1);
+    return ((v & ((s << 1) - 1)) ^ s) - s;
+}
 static inline uint32_t imm_i(uint32_t w) { return sext(w >> 20, 12); }
 static inline uint32_t imm_s(uint32_t w) { return sext(((w >> 25) << 5) | ((w >> 7) & 31), 12); }
 static inline uint32_t imm_b(uint32_t w) {
     return sext(((w >> 31) << 12) | (((w >> 7) & 1) << 11) | (((w >> 25) & 0x3F) << 5) | (((w >> 8) & 0xF) << 1), 13);
 }
 static inline uint32_t imm_j(uint32_t w) {
-    return sext(((w >> 31) << 20) | (((w >> 12) & 0xFF) << 12) | (((w >> 20) & 1) << 11) | (((w >> 21) & 0x3FF) << 1), 21);
+    return sext(((w >> 31) << 20) | (((w >> 12) & 0xFF) << 12) | (((w >> 20) & 1) << 11)
+                | (((w >> 21) & 0x3FF) << 1), 21);
 }
 static inline uint32_t rotl(uint32_t a, uint32_t s) { s &= 31; return s ? (a << s) | (a >> (32 - s)) : a; }
 static inline uint32_t rotr(uint32_t a, uint32_t s) { s &= 31; return s ? (a >> s) | (a << (32 - s)) : a; }
@@ -76,9 +80,11 @@ static int op_r(uint32_t f7, uint32_t f3, uint32_t a, uint32_t b, uint32_t *out)
     case 0x01 << 3 | 1: r = (uint32_t)((uint64_t)((int64_t)sx(a) * (int64_t)sx(b)) >> 32); break;
     case 0x01 << 3 | 2: r = (uint32_t)((uint64_t)((int64_t)sx(a) * (int64_t)b) >> 32); break;
     case 0x01 << 3 | 3: r = (uint32_t)(((uint64_t)a * b) >> 32); break;
-    case 0x01 << 3 | 4: r = b == 0 ? 0xFFFFFFFFu : (a == 0x80000000u && b == 0xFFFFFFFFu) ? a : (uint32_t)(sx(a) / sx(b)); break;
+    case 0x01 << 3 | 4:                 /* division by zero and INT_MIN / -1 as RISC-V defines them */
+        r = b == 0 ? 0xFFFFFFFFu : (a == 0x80000000u && b == 0xFFFFFFFFu) ? a : (uint32_t)(sx(a) / sx(b)); break;
     case 0x01 << 3 | 5: r = b ? a / b : 0xFFFFFFFFu; break;
-    case 0x01 << 3 | 6: r = b == 0 ? a : (a == 0x80000000u && b == 0xFFFFFFFFu) ? 0 : (uint32_t)(sx(a) % sx(b)); break;
+    case 0x01 << 3 | 6:
+        r = b == 0 ? a : (a == 0x80000000u && b == 0xFFFFFFFFu) ? 0 : (uint32_t)(sx(a) % sx(b)); break;
     case 0x01 << 3 | 7: r = b ? a % b : a; break;
     case 0x10 << 3 | 2: r = (a << 1) + b; break;
     case 0x10 << 3 | 4: r = (a << 2) + b; break;
@@ -136,7 +142,7 @@ static int impure(uint32_t w) {
     return (w & 3) != 3 || op == 0x23 || op == 0x2F || (op == 0x73 && (f3 == 1 || f3 == 5 || ((w >> 15) & 31)));
 }
 
-/* the address of an aligned access of `size` bytes inside L1 or this core's local RAM, else NULL (Python's slow path) */
+/* where an aligned access of `size` bytes at a lies in L1 or this core's local RAM, else NULL (Python's slow path) */
 static inline uint8_t *fast(const rv_state *s, uint32_t a, uint32_t size) {
     if (a & (size - 1)) return 0;
     if (a < L1_SIZE) return s->l1 + a;
