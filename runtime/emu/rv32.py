@@ -346,6 +346,10 @@ class RV32Core:
         with `spinning` set once the core is seen in a wait loop that nothing but another agent can end."""
         if self.native is not None:
             return self.native.run(budget)
+        return self.run_blocks(budget)
+
+    def run_blocks(self, budget: int) -> int:
+        """run() on the translated Python blocks (the reference; the native runner also takes it where it is faster)."""
         if self.parked:
             return 0
         blocks = self._blocks

@@ -183,9 +183,10 @@ def test_loop_with_an_effect_is_no_spin(effect):
     assert _trace(poll, 1, True) == want and want[-1][4]
 
 
-def test_hands_back_only_what_python_models():
+def test_hands_back_only_what_python_models(monkeypatch):
     """A counting loop stays in C; its MMIO loads, pushes and CSR reads come back to Python one instruction (or one
-    run of pushes) at a time."""
+    run of pushes) at a time (here always on C: no quanta sent to the Python blocks)."""
+    monkeypatch.setattr(rv32_native, "PYTHON_QUANTA", 0)
     words = [i_type(1, 5, 0, 5), i_type(0, MMIO, 2, 6, op=0x03), ttinsn(0x111), ttinsn(0x222),
              i_type(0xC00, 0, 2, 7, op=0x73), b_type(-20, 8, 5, 1), PARK]
     core, bus = _core(words, 1, True)
@@ -197,6 +198,25 @@ def test_hands_back_only_what_python_models():
         core.run(2000)
     assert core.x[5] == 1000 and len(bus.tensix) == 2000
     assert asked == [(4, 1), (8, 2), (16, 1)] * 1000
+
+
+def test_dense_hand_backs_send_quanta_to_python_blocks():
+    """A loop that hands back every few instructions runs its next quanta on the Python blocks, one that computes
+    between hand-backs stays on C; both end as the Python path does."""
+    for alu, on_python in ((0, True), (40, False)):
+        words = [i_type(1, 5, 0, 5)] + [i_type(3, 6, 0, 6)] * alu + [ttinsn(0x111), b_type(-4 * (alu + 2), 8, 5, 1),
+                                                                    PARK]
+        done = {}
+        for on_c in (True, False):
+            core, bus = _core(words, 1, on_c)
+            core.x[5], core.x[6], core.x[8], bus.stall_pushes, bus.stall_mmio = 0, 0, 3000, 0, 0
+            blocks = []
+            run_blocks = core.run_blocks
+            core.run_blocks = lambda budget: blocks.append(budget) or run_blocks(budget)
+            while not core.parked:
+                core.run(2000)
+            done[on_c] = (core.x, core.instret, bus.accesses, bus.tensix, bool(blocks))
+        assert done[True][:4] == done[False][:4] and done[True][4] == on_python
 
 
 def _same_with_and_without_c(plan, arrays, monkeypatch) -> None:
