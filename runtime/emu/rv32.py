@@ -40,7 +40,7 @@ SPIN_CHAIN = 16             # pure blocks followed from one spin snapshot before
 # reference the equality tests compare with).
 SHARE_TRANSLATIONS = True
 TRANSLATIONS_KEPT = 8192    # bound on the shared table (a few KB per entry); it starts afresh when full
-SHARED_BLOCKS: dict[tuple, tuple[str, CodeType, int, bool]] = {}
+SHARED_BLOCKS: dict[tuple, tuple[str, CodeType, int, bool, tuple[int, ...], tuple[int, ...]]] = {}
 
 if sys.byteorder != "little":  # the typed memoryviews below rely on host byte order == RISC-V byte order
     raise ImportError("tt_backend.runtime.emu.rv32 needs a little-endian host")
@@ -183,9 +183,9 @@ _OP_SHIFT_I = {
 
 # unary Zbb ops encoded as funct3 1/5 with a full 12-bit immediate
 _OP_UNARY = {
-    (1, 0x600): "32 - {a}.bit_length()",                           # clz
+    (1, 0x600): "32 - ({a}).bit_length()",                         # clz ({a} may be the literal 0: parenthesised)
     (1, 0x601): "CTZ({a})",                                        # ctz
-    (1, 0x602): "{a}.bit_count()",                                 # cpop
+    (1, 0x602): "({a}).bit_count()",                               # cpop
     (1, 0x604): "((({a} & 0xFF) ^ 0x80) - 0x80) & 0xFFFFFFFF",     # sext.b
     (1, 0x605): "((({a} & 0xFFFF) ^ 0x8000) - 0x8000) & 0xFFFFFFFF",  # sext.h
     (5, 0x287): "ORCB({a})",                                       # orc.b
@@ -310,6 +310,9 @@ class RV32Core:
         self._l1 = l1
         self._local = local
         self._blocks: dict[int, tuple[Callable[[int], int], int, bool]] = {}   # pc -> (fn, count, pure)
+        # (pc, n) -> (fn, registers read, registers written): n instructions translated alone (piece())
+        self._pieces: dict[tuple[int, int], tuple[Callable[[int], int], tuple[int, ...], tuple[int, ...]]] = {}
+        self.native = None      # an accel/rv32_native.py runner that run() hands over to, when attached
         # namespace of the generated functions: register file, memory views, helpers
         self._ns = {
             "x": self.x, "C": self,
@@ -336,10 +339,17 @@ class RV32Core:
         self.pc = pc
         self.parked = False
         self._blocks.clear()
+        self._pieces.clear()
 
     def run(self, budget: int) -> int:
         """Execute about `budget` instructions (may overshoot by one block); returns how many retired. Returns early
         with `spinning` set once the core is seen in a wait loop that nothing but another agent can end."""
+        if self.native is not None:
+            return self.native.run(budget)
+        return self.run_blocks(budget)
+
+    def run_blocks(self, budget: int) -> int:
+        """run() on the translated Python blocks (the reference; the native runner also takes it where it is faster)."""
         if self.parked:
             return 0
         blocks = self._blocks
@@ -468,27 +478,49 @@ class RV32Core:
     # ------------------------------------------------------------------ translation
 
     def _translate(self, pc: int) -> tuple[Callable[[int], int], int, bool]:
+        fn, count, pure, _, _ = self._compiled(pc, MAX_BLOCK)
+        block = self._blocks[pc] = (fn, count, pure)
+        return block
+
+    def piece(self, pc: int, n: int) -> tuple[Callable[[int], int], tuple[int, ...], tuple[int, ...]]:
+        """The n instructions at `pc` translated alone, as the native runner hands them back (accel/rv32_native.py):
+        (function(done) -> next pc, the registers it reads from `x`, the registers it writes there). n > 1 only for
+        a run of `.ttinsn` words, which the function pushes as the block would (one PUSHM call)."""
+        piece = self._pieces.get((pc, n))
+        if piece is None:
+            fn, _, _, loaded, dirty = self._compiled(pc, n)
+            piece = self._pieces[(pc, n)] = (fn, loaded, dirty)
+        return piece
+
+    def _compiled(self, pc: int, limit: int) -> tuple[Callable[[int], int], int, bool, tuple[int, ...],
+                                                      tuple[int, ...]]:
+        """The translation of at most `limit` instructions from `pc` (a block ends sooner at a branch or jump):
+        (function, instruction count, pure, registers read, registers written)."""
         key = None
         if SHARE_TRANSLATIONS and 0 <= pc < L1_SIZE:
             key = (pc, self.local_size, "PUSHM" in self._ns, "PUSHP" in self._ns,
-                   self._l1[pc:min(pc + 4 * MAX_BLOCK, L1_SIZE)].tobytes())
+                   self._l1[pc:min(pc + 4 * limit, L1_SIZE)].tobytes(), limit)
         shared = SHARED_BLOCKS.get(key) if key is not None else None
         if shared is None:
-            name, source, count, pure = self.block_source(pc)
-            shared = (name, compile(source, f"<{name}>", "exec"), count, pure)
+            name, bw = self._written(pc, limit)
+            shared = (name, compile(bw.source(name), f"<{name}>", "exec"), bw.count, bw.pure, tuple(sorted(bw.loaded)),
+                      tuple(bw.dirty))
             if key is not None:
                 if len(SHARED_BLOCKS) >= TRANSLATIONS_KEPT:
                     SHARED_BLOCKS.clear()
                 SHARED_BLOCKS[key] = shared
-        name, code, count, pure = shared
+        name, code, count, pure, loaded, dirty = shared
         exec(code, self._ns)
-        block = (self._ns.pop(name), count, pure)
-        self._blocks[pc] = block
-        return block
+        return self._ns.pop(name), count, pure, loaded, dirty
 
     def block_source(self, pc: int) -> tuple[str, str, int, bool]:
         """(function name, generated Python source, instruction count, pure) of the block starting at `pc`; pure: the
         block stores nothing, pushes nothing, writes no CSR (debug aid and spin detection)."""
+        name, bw = self._written(pc, MAX_BLOCK)
+        return name, bw.source(name), bw.count, bw.pure
+
+    def _written(self, pc: int, limit: int) -> tuple[str, _BlockWriter]:
+        """The function name and the filled _BlockWriter of at most `limit` instructions from `pc`."""
         if pc & 3 or not 0 <= pc < L1_SIZE:
             self.pc = pc
             raise EmuUndefined(f"{self.name}: instruction fetch from 0x{pc:08x} (only aligned L1 addresses are "
@@ -497,10 +529,10 @@ class RV32Core:
         bw = _BlockWriter(pc)
         addr = pc
         multi = "PUSHM" in self._ns
-        while not bw.ended and bw.count < MAX_BLOCK and addr < L1_SIZE:
+        while not bw.ended and bw.count < limit and addr < L1_SIZE:
             if multi:                          # a run of `.ttinsn` words: one PUSHM call pushing them in order
                 end = addr
-                while end < L1_SIZE and (end - pc) >> 2 < MAX_BLOCK and words[end >> 2] & 3 != 3:
+                while end < L1_SIZE and (end - pc) >> 2 < limit and words[end >> 2] & 3 != 3:
                     end += 4
                 n = (end - addr) >> 2
                 if n > 1:
@@ -519,8 +551,7 @@ class RV32Core:
         if not bw.ended:                       # hit the length cap or the end of L1: continue at the next block
             bw.emit(bw.flush())
             bw.emit(f"return {addr:#x}")
-        name = f"block_{pc:05x}"
-        return name, bw.source(name), bw.count, bw.pure
+        return f"block_{pc:05x}", bw
 
     def _emit(self, bw: _BlockWriter, pc: int, w: int) -> None:
         """Append the Python source for instruction word `w` at `pc`."""

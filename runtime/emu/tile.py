@@ -42,6 +42,7 @@ from . import timeline as tl
 from .noc import (ATOMIC_RESP_RECEIVED, COUNTER_BASE as NIU_COUNTER_BASE, INITIATOR_STRIDE as NIU_INITIATOR_STRIDE,
                   RD_RESP_RECEIVED, WINDOW_SIZE as NIU_WINDOW, WR_ACK_RECEIVED, Niu)
 from .rv32 import RV32Core, Stall
+from .accel import rv32_native
 from .tensix import Tensix
 
 QUANTUM = 2000
@@ -116,6 +117,8 @@ class Tile:
             if THREAD_OF.get(c) is not None:
                 core.set_pusher("PUSHP", self._pusher(c))
                 core.set_pusher("PUSHM", self._multi_pusher(c))
+        for core in self.cores.values():                     # run() in C between MMIO and pushes, where built
+            rv32_native.attach(core)
 
     def _pusher(self, who: str):
         """push(pos, word): push_tensix(who, word) specialised for one core, called by rv32's generated code with the

@@ -2,8 +2,7 @@
 into the cache directory, keyed by the source's content, the compiler and the flags, and loaded with ctypes.
 
 Only where a measurement showed numpy cannot reach the speed: MVMUL runs (mvmul_native.c, fpu_math.mvmul19_batch's
-numerics in C, 25 % of a bf16 256^3 matmul's host time in numpy); SFPU instructions one at a time (sfpu_native.c,
-loaded by sfpu_native.py: about 22 us of numpy calls per instruction). The Python path stays and is the reference: the
+numerics in C, 25 % of a bf16 256^3 matmul's host time in numpy). The Python path stays and is the reference: the
 equality tests pin the compiled one against it bit for bit, and without a host compiler the emulator runs the Python
 path (`python -m tt_backend info` says which runs, and why). `scripts/install.sh` builds it at install time.
 """
@@ -37,11 +36,12 @@ def host_compiler() -> str | None:
 
 def library_path(cc: str, source: Path = SOURCE) -> Path:
     key = hashlib.sha256(source.read_bytes() + cc.encode() + " ".join(FLAGS).encode()).hexdigest()[:20]
-    return cache_dir() / "native" / f"{source.stem}_{key}.so"
+    return cache_dir() / "native" / f"{source.stem.removesuffix('_native')}_{key}.so"
 
 
 def build(source: Path = SOURCE) -> Path:
-    """The library for `source` and the compiler, compiled unless the cache has it. Raises OSError naming the reason."""
+    """The library for `source` (a C file beside this module) and the host compiler, compiled unless the cache has it.
+    Raises OSError naming the reason."""
     cc = host_compiler()
     if cc is None:
         raise OSError("no host C compiler (cc, clang or gcc; or set CC)")

@@ -1,0 +1,259 @@
+/* The baby RISC-V cores' instructions that touch only registers, L1 and the core's local RAM, in C: the same bits,
+ * the same instruction counts and the same block boundaries as runtime/emu/rv32.py (the reference, which the equality
+ * tests pin this against). Everything else (MMIO, misaligned or region-crossing accesses, Tensix pushes, CSRs,
+ * atomics, illegal words, fetches outside L1) is handed back to Python at that instruction: rv_run returns
+ * RV_PYTHON with pc naming it and n how many instructions Python executes there (a run of `.ttinsn` words that
+ * rv32.py pushes with one PUSHM call, else 1), and rv32.py's own translation of those instructions executes them.
+ *
+ * rv32.py's run() checks its budget and its spin detection only where a translated block starts: after a branch or
+ * jump, after MAX_BLOCK instructions, at the end of L1. This file keeps the same points (in_block counts the
+ * instructions of the current block), so a quantum retires exactly the instructions it retires there. rv32.py looks
+ * at a block's purity (no store, push, CSR write or atomic) before it runs; here an impure instruction clears the
+ * spin snapshot as it executes. That gives the same state at every block start: a snapshot taken where an impure
+ * block starts is cleared by that block before any check could use it, and a core is found back at a snapshot's pc
+ * only after that block ran to its end.
+ * Built by accel/native.py with the host compiler; loaded by accel/rv32_native.py. */
+#include <stdint.h>
+#include <string.h>
+
+#define L1_SIZE 0x180000u
+#define LOCAL_BASE 0xFFB00000u
+#define MAX_BLOCK 64u
+#define SPIN_CHAIN 16u
+#define NO_SPIN 0xFFFFFFFFu
+
+enum { RV_BUDGET = 0, RV_SPIN = 1, RV_PARKED = 2, RV_PYTHON = 3 };
+
+/* shared with accel/rv32_native.py (STATE_FIELDS there): uint32 words after the two pointers */
+typedef struct {
+    uint8_t *l1, *local;
+    uint32_t local_size, multi_push;   /* multi_push: the bus gave PUSHM (runs of `.ttinsn` words in one call) */
+    uint32_t pc, done, budget, in_block, spin_pc, chain, exit_n, pad;
+    uint32_t x[32], spin_x[32];
+} rv_state;
+
+static inline int32_t sx(uint32_t v) { return (int32_t)v; }
+static inline uint32_t sext(uint32_t v, int bits) {
+    uint32_t s = 1u << (bits - 1);
+    return ((v & ((s << 1) - 1)) ^ s) - s;
+}
+static inline uint32_t imm_i(uint32_t w) { return sext(w >> 20, 12); }
+static inline uint32_t imm_s(uint32_t w) { return sext(((w >> 25) << 5) | ((w >> 7) & 31), 12); }
+static inline uint32_t imm_b(uint32_t w) {
+    return sext(((w >> 31) << 12) | (((w >> 7) & 1) << 11) | (((w >> 25) & 0x3F) << 5) | (((w >> 8) & 0xF) << 1), 13);
+}
+static inline uint32_t imm_j(uint32_t w) {
+    return sext(((w >> 31) << 20) | (((w >> 12) & 0xFF) << 12) | (((w >> 20) & 1) << 11)
+                | (((w >> 21) & 0x3FF) << 1), 21);
+}
+static inline uint32_t rotl(uint32_t a, uint32_t s) { s &= 31; return s ? (a << s) | (a >> (32 - s)) : a; }
+static inline uint32_t rotr(uint32_t a, uint32_t s) { s &= 31; return s ? (a >> s) | (a << (32 - s)) : a; }
+
+static uint32_t grev(uint32_t v, uint32_t k) {          /* Bitmanip 0.94 grevi: stage i swaps 2**i-bit blocks */
+    static const uint32_t mask[5] = {0x55555555u, 0x33333333u, 0x0F0F0F0Fu, 0x00FF00FFu, 0x0000FFFFu};
+    for (int i = 0; i < 5; i++)
+        if (k >> i & 1) v = ((v & mask[i]) << (1 << i)) | ((v >> (1 << i)) & mask[i]);
+    return v;
+}
+
+static uint32_t orcb(uint32_t v) {
+    uint32_t r = 0;
+    for (int s = 0; s < 32; s += 8) if (v >> s & 0xFF) r |= 0xFFu << s;
+    return r;
+}
+
+/* opcode 0x33 (R-type, M, Zba, Zbb, pack); 0 when (funct7, funct3) is not an instruction rv32.py knows */
+static int op_r(uint32_t f7, uint32_t f3, uint32_t a, uint32_t b, uint32_t *out) {
+    uint32_t r;
+    switch (f7 << 3 | f3) {
+    case 0x00 << 3 | 0: r = a + b; break;
+    case 0x20 << 3 | 0: r = a - b; break;
+    case 0x00 << 3 | 1: r = a << (b & 31); break;
+    case 0x00 << 3 | 2: r = sx(a) < sx(b); break;
+    case 0x00 << 3 | 3: r = a < b; break;
+    case 0x00 << 3 | 4: r = a ^ b; break;
+    case 0x00 << 3 | 5: r = a >> (b & 31); break;
+    case 0x20 << 3 | 5: r = (uint32_t)(sx(a) >> (b & 31)); break;
+    case 0x00 << 3 | 6: r = a | b; break;
+    case 0x00 << 3 | 7: r = a & b; break;
+    case 0x01 << 3 | 0: r = a * b; break;
+    case 0x01 << 3 | 1: r = (uint32_t)((uint64_t)((int64_t)sx(a) * (int64_t)sx(b)) >> 32); break;
+    case 0x01 << 3 | 2: r = (uint32_t)((uint64_t)((int64_t)sx(a) * (int64_t)b) >> 32); break;
+    case 0x01 << 3 | 3: r = (uint32_t)(((uint64_t)a * b) >> 32); break;
+    case 0x01 << 3 | 4:                 /* division by zero and INT_MIN / -1 as RISC-V defines them */
+        r = b == 0 ? 0xFFFFFFFFu : (a == 0x80000000u && b == 0xFFFFFFFFu) ? a : (uint32_t)(sx(a) / sx(b)); break;
+    case 0x01 << 3 | 5: r = b ? a / b : 0xFFFFFFFFu; break;
+    case 0x01 << 3 | 6:
+        r = b == 0 ? a : (a == 0x80000000u && b == 0xFFFFFFFFu) ? 0 : (uint32_t)(sx(a) % sx(b)); break;
+    case 0x01 << 3 | 7: r = b ? a % b : a; break;
+    case 0x10 << 3 | 2: r = (a << 1) + b; break;
+    case 0x10 << 3 | 4: r = (a << 2) + b; break;
+    case 0x10 << 3 | 6: r = (a << 3) + b; break;
+    case 0x20 << 3 | 7: r = a & ~b; break;
+    case 0x20 << 3 | 6: r = a | ~b; break;
+    case 0x20 << 3 | 4: r = ~(a ^ b); break;
+    case 0x05 << 3 | 4: r = sx(a) < sx(b) ? a : b; break;
+    case 0x05 << 3 | 5: r = a < b ? a : b; break;
+    case 0x05 << 3 | 6: r = sx(a) > sx(b) ? a : b; break;
+    case 0x05 << 3 | 7: r = a > b ? a : b; break;
+    case 0x30 << 3 | 1: r = rotl(a, b); break;
+    case 0x30 << 3 | 5: r = rotr(a, b); break;
+    case 0x04 << 3 | 4: r = (a & 0xFFFF) | ((b & 0xFFFF) << 16); break;
+    default: return 0;
+    }
+    *out = r;
+    return 1;
+}
+
+/* opcode 0x13 (I-type ALU, shift immediates, unary Zbb), in rv32.py's lookup order; 0 when not an instruction */
+static int op_i(uint32_t w, uint32_t a, uint32_t *out) {
+    uint32_t f3 = (w >> 12) & 7, f7 = w >> 25, s = (w >> 20) & 31, imm = imm_i(w);
+    switch (f3) {
+    case 0: *out = a + imm; return 1;
+    case 2: *out = sx(a) < sx(imm); return 1;
+    case 3: *out = a < imm; return 1;
+    case 4: *out = a ^ imm; return 1;
+    case 6: *out = a | imm; return 1;
+    case 7: *out = a & imm; return 1;
+    }
+    if (f3 == 1 && f7 == 0x00) { *out = a << s; return 1; }
+    if (f3 == 5) {
+        switch (f7) {
+        case 0x00: *out = a >> s; return 1;
+        case 0x20: *out = (uint32_t)(sx(a) >> s); return 1;
+        case 0x30: *out = rotr(a, s); return 1;
+        case 0x34: *out = grev(a, s); return 1;
+        }
+    }
+    switch (f3 << 12 | (w >> 20)) {
+    case 1 << 12 | 0x600: *out = a ? (uint32_t)__builtin_clz(a) : 32; return 1;
+    case 1 << 12 | 0x601: *out = a ? (uint32_t)__builtin_ctz(a) : 32; return 1;
+    case 1 << 12 | 0x602: *out = (uint32_t)__builtin_popcount(a); return 1;
+    case 1 << 12 | 0x604: *out = sext(a, 8); return 1;
+    case 1 << 12 | 0x605: *out = sext(a, 16); return 1;
+    case 5 << 12 | 0x287: *out = orcb(a); return 1;
+    }
+    return 0;
+}
+
+/* a store, a push, a CSR write or an atomic: what makes a block impure in rv32.py (a loop of such blocks is no spin) */
+static int impure(uint32_t w) {
+    uint32_t op = w & 0x7F, f3 = (w >> 12) & 7;
+    return (w & 3) != 3 || op == 0x23 || op == 0x2F || (op == 0x73 && (f3 == 1 || f3 == 5 || ((w >> 15) & 31)));
+}
+
+/* where an aligned access of `size` bytes at a lies in L1 or this core's local RAM, else NULL (Python's slow path) */
+static inline uint8_t *fast(const rv_state *s, uint32_t a, uint32_t size) {
+    if (a & (size - 1)) return 0;
+    if (a < L1_SIZE) return s->l1 + a;
+    if (a - LOCAL_BASE < s->local_size) return s->local + (a - LOCAL_BASE);
+    return 0;
+}
+
+int rv_run(rv_state *s) {
+    uint32_t *x = s->x, pc = s->pc;
+    for (;;) {
+        if (s->in_block >= MAX_BLOCK || (s->in_block && pc == L1_SIZE)) s->in_block = 0;
+        if (s->in_block == 0) {                                  /* a block starts here */
+            if (s->done >= s->budget) { s->pc = pc; return RV_BUDGET; }
+            if (pc >= L1_SIZE || pc & 3) break;                  /* the fetch fault is Python's */
+            if (s->spin_pc == pc && !memcmp(x, s->spin_x, sizeof s->spin_x)) {
+                s->pc = pc;
+                return RV_SPIN;
+            }
+            if (s->spin_pc == NO_SPIN || s->chain > SPIN_CHAIN || s->spin_pc == pc) {
+                s->spin_pc = pc; memcpy(s->spin_x, x, sizeof s->spin_x); s->chain = 0;
+            } else {
+                s->chain++;
+            }
+        }
+        uint32_t w;
+        memcpy(&w, s->l1 + pc, 4);
+        uint32_t op = w & 0x7F, rd = (w >> 7) & 31, f3 = (w >> 12) & 7;
+        uint32_t a = x[(w >> 15) & 31], b = x[(w >> 20) & 31], next = pc + 4, v = 0;
+        int end = 0;                                             /* a branch or jump: the block ends after it */
+        if ((w & 3) != 3) {                                      /* .ttinsn: Python pushes the run */
+            uint32_t n = 1;
+            if (s->multi_push)
+                while (pc + 4 * n < L1_SIZE && s->in_block + n < MAX_BLOCK && (s->l1[pc + 4 * n] & 3) != 3) n++;
+            s->spin_pc = NO_SPIN;
+            s->exit_n = n; s->pc = pc;
+            return RV_PYTHON;
+        }
+        switch (op) {
+        case 0x33: if (!op_r(w >> 25, f3, a, b, &v)) goto python; break;
+        case 0x13: if (!op_i(w, a, &v)) goto python; break;
+        case 0x37: v = w & 0xFFFFF000u; break;
+        case 0x17: v = pc + (w & 0xFFFFF000u); break;
+        case 0x03: {
+            uint32_t addr = a + imm_i(w), size = f3 == 2 ? 4 : (f3 & 3) == 1 ? 2 : 1;
+            uint8_t *p;
+            if (f3 == 3 || f3 >= 6 || !(p = fast(s, addr, size))) goto python;
+            switch (f3) {
+            case 0: v = (uint32_t)(int32_t)*(int8_t *)p; break;
+            case 1: { int16_t h; memcpy(&h, p, 2); v = (uint32_t)(int32_t)h; break; }
+            case 2: memcpy(&v, p, 4); break;
+            case 4: v = *p; break;
+            case 5: { uint16_t h; memcpy(&h, p, 2); v = h; break; }
+            }
+            break;
+        }
+        case 0x23: {
+            uint32_t addr = a + imm_s(w), size = 1u << f3;
+            uint8_t *p;
+            s->spin_pc = NO_SPIN;
+            if (f3 > 2 || !(p = fast(s, addr, size))) goto python;
+            memcpy(p, &b, size);                                 /* little-endian host (rv32.py checks it) */
+            rd = 0;
+            break;
+        }
+        case 0x63: {
+            int taken;
+            switch (f3) {
+            case 0: taken = a == b; break;
+            case 1: taken = a != b; break;
+            case 4: taken = sx(a) < sx(b); break;
+            case 5: taken = sx(a) >= sx(b); break;
+            case 6: taken = a < b; break;
+            case 7: taken = a >= b; break;
+            default: goto python;
+            }
+            if (taken) next = pc + imm_b(w);
+            rd = 0; end = 1;
+            break;
+        }
+        case 0x6F:
+            if (imm_j(w) == 0 && rd == 0) {                      /* `j .`: the core parks; the jump retires once */
+                s->done++; s->in_block = 0; s->pc = pc;
+                return RV_PARKED;
+            }
+            v = next; next = pc + imm_j(w); end = 1;
+            break;
+        case 0x67:
+            if (f3) goto python;
+            v = next; next = (a + imm_i(w)) & ~1u; end = 1;
+            break;
+        case 0x0F:
+            if (f3) goto python;
+            rd = 0;
+            break;
+        default:
+            goto python;
+        }
+        if (rd) x[rd] = v;
+        pc = next;
+        s->done++;
+        s->in_block = end ? 0 : s->in_block + 1;
+        continue;
+    python:
+        break;
+    }
+    /* MMIO, CSRs, atomics, anything not an instruction: Python; an impure one ends the spin snapshot */
+    if (pc < L1_SIZE && !(pc & 3)) {
+        uint32_t w;
+        memcpy(&w, s->l1 + pc, 4);
+        if (impure(w)) s->spin_pc = NO_SPIN;
+    }
+    s->exit_n = 1; s->pc = pc;
+    return RV_PYTHON;
+}

@@ -1,0 +1,138 @@
+"""The RISC-V cores' run() in C (rv32_native.c) between the instructions only Python models.
+
+The C part executes what touches only registers, L1 and the core's local RAM, with rv32.py's block boundaries, budget
+and spin detection, and returns at the first instruction it leaves to Python (MMIO, a Tensix push or a run of them,
+a CSR, an atomic, a misaligned access, an illegal word, a bad fetch). That instruction runs through rv32.py's own
+translation of it alone (RV32Core.piece), with the same `done` position the block would have given it, then the C
+part resumes. The register file lives in the C state during run() and in `core.x` between runs. rv32.py stays the
+reference: tests/emu/test_rv32_native.py pins registers, memory, bus traffic and instruction counts of this path to
+it. One difference, outside both paths' contract: rv32.py executes code as it was when first translated after a
+reset, this part as it is in L1 (code that rewrites itself needs fence.i, which neither supports).
+
+`TT_RV32_NATIVE=0` (read when a core is attached) keeps every core on the Python path; without a host compiler the
+cores stay there too (`python -m tt_backend info` says which runs, and why).
+"""
+from __future__ import annotations
+
+import ctypes
+import functools
+import os
+from pathlib import Path
+
+import numpy as np
+
+from tt_backend.runtime.emu.rv32 import L1_SIZE, RV32Core, Stall
+
+from . import native
+
+SOURCE = Path(__file__).with_name("rv32_native.c")
+RV_BUDGET, RV_SPIN, RV_PARKED, RV_PYTHON = range(4)
+NO_SPIN = 0xFFFFFFFF
+# A hand-back costs ~0.5 us more than the same instruction in a Python block, C saves ~0.05 us per other instruction
+# (measured on loops of pushes, MMIO loads and ALU work): a quantum that handed back more often than once per
+# HANDBACK_SPAN instructions (a TRISC pushing its words, a poll) makes the next PYTHON_QUANTA quanta run on the Python
+# blocks; either path leaves the same state after a quantum, so the choice changes host time only
+HANDBACK_SPAN = 16
+PYTHON_QUANTA = 16
+BUDGET_CAP = 1 << 31        # the C state counts in uint32; a larger budget is cut at a block boundary beyond it anyway
+# rv32_native.c's rv_state as uint32 words: the L1 and local RAM pointers (words 0-3), then these fields
+LOCAL_SIZE, MULTI_PUSH, PC, DONE, BUDGET, IN_BLOCK, SPIN_PC, CHAIN, EXIT_N = range(4, 13)
+X = 14                      # x[32], then spin_x[32]
+STATE_WORDS = X + 64
+
+
+def enabled() -> bool:
+    return os.environ.get("TT_RV32_NATIVE", "1") != "0"
+
+
+@functools.lru_cache(maxsize=None)
+def _load() -> tuple[object | None, str]:
+    """(rv_run or None, what `info` says about it)."""
+    try:
+        path = native.build(SOURCE)
+        fn = ctypes.CDLL(str(path)).rv_run
+    except OSError as e:
+        return None, f"Python: the C part is unavailable: {e}"
+    fn.restype = ctypes.c_int
+    fn.argtypes = [ctypes.c_void_p]
+    return fn, f"C between MMIO and pushes ({path})"
+
+
+def status() -> str:
+    """Which path runs the RISC-V cores, for `python -m tt_backend info`."""
+    if not enabled():
+        return "Python: TT_RV32_NATIVE=0"
+    return _load()[1]
+
+
+def attach(core: RV32Core) -> None:
+    """Hand `core`'s run() to the C part when it is enabled and built; otherwise the core keeps the Python path."""
+    fn = _load()[0] if enabled() else None
+    if fn is not None and len(core._l1) == L1_SIZE:
+        core.native = NativeRun(core, fn)
+
+
+def _address(mem: memoryview) -> tuple[int, object]:
+    """The address of a writable buffer, and the ctypes object that keeps it exported."""
+    buf = (ctypes.c_char * len(mem)).from_buffer(mem)
+    return ctypes.addressof(buf), buf
+
+
+class NativeRun:
+    """RV32Core.run for one core on the C part; the core's state (pc, x, instret, parked, spinning, pos) is kept as
+    rv32.py keeps it."""
+
+    def __init__(self, core: RV32Core, fn):
+        self.core = core
+        self.fn = fn
+        self.state = np.zeros(STATE_WORDS, np.uint32)
+        (l1, self._l1_buf), (local, self._local_buf) = _address(core._l1), _address(core._local)
+        self.state[:4].view(np.uint64)[:] = (l1, local)
+        self.state[LOCAL_SIZE] = core.local_size
+        self.words = memoryview(self.state)
+        self.arg = ctypes.c_void_p(self.state.ctypes.data)
+        self.python_quanta = 0          # quanta left to run on the Python blocks before C is measured again
+
+    def run(self, budget: int) -> int:
+        core = self.core
+        if core.parked:
+            return 0
+        if self.python_quanta:
+            self.python_quanta -= 1
+            return core.run_blocks(budget)
+        handbacks = 0
+        S, x, fn, arg = self.words, core.x, self.fn, self.arg
+        core.spinning = False
+        self.state[X:X + 32] = x
+        S[PC], S[DONE], S[BUDGET], S[IN_BLOCK] = core.pc, 0, min(max(budget, 0), BUDGET_CAP), 0
+        S[SPIN_PC], S[CHAIN], S[MULTI_PUSH] = NO_SPIN, 0, "PUSHM" in core._ns
+        try:
+            while (why := fn(arg)) == RV_PYTHON:
+                pc, n, done = S[PC], S[EXIT_N], S[DONE]
+                handbacks += 1
+                piece, loaded, dirty = core.piece(pc, n)
+                for r in loaded:
+                    x[r] = S[X + r]
+                try:
+                    S[PC] = piece(done)
+                except Stall:          # retried by the next run(): the instructions before the culprit retired
+                    S[PC], S[DONE] = core.pc, done + ((core.pc - pc) >> 2)
+                    break
+                for r in dirty:
+                    S[X + r] = x[r]
+                S[DONE], S[IN_BLOCK] = done + n, S[IN_BLOCK] + n
+        except BaseException:          # core.pc names the culprit (the piece's handler or block_source set it)
+            core.instret += S[DONE] + ((core.pc - S[PC]) >> 2)
+            core.pos = 0
+            x[:] = self.state[X:X + 32].tolist()
+            raise
+        x[:] = self.state[X:X + 32].tolist()
+        core.pc = S[PC]
+        done = S[DONE]
+        core.instret += done
+        core.pos = 0
+        core.spinning = why == RV_SPIN
+        core.parked = why == RV_PARKED
+        if handbacks * HANDBACK_SPAN > done:
+            self.python_quanta = PYTHON_QUANTA
+        return done

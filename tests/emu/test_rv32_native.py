@@ -1,0 +1,259 @@
+"""The RISC-V cores' run() in C (runtime/emu/accel/rv32_native.py + .c) against rv32.py's Python path, the reference:
+random programs (every instruction group, loops, spins, MMIO, pushes and runs of them, CSRs, atomics, misaligned and
+faulting accesses, illegal words, stalls) run quantum by quantum with the same random budgets give the same return
+values, pc, registers, instruction counts, flags, memory, bus traffic in order and errors; whole compiled kernels (a
+gather, an elementwise kernel with partial tiles, a matmul on a 2x2 grid) give the same output bytes and the same
+cycles of every core and Tensix thread (EmuDevice.stats())."""
+from __future__ import annotations
+
+import random
+import struct
+
+import numpy as np
+import pytest
+from tinygrad import Tensor
+from tinygrad.uop.ops import Ops
+
+from tt_backend.bench.emu import elementwise_inputs, elementwise_plan
+from tt_backend.bench.kernels import launch_plan, matmul_arrays, matmul_plan
+from tt_backend.chip.errors import EmuError
+from tt_backend.chip.isa import ttinsn
+from tt_backend.lowering.codegen.sources import split
+from tt_backend.lowering.select import lower
+from tt_backend.runtime.compile import compile_kernel
+from tt_backend.runtime.emu.accel import native, rv32_native
+from tt_backend.runtime.emu.device import EmuDevice
+from tt_backend.runtime.emu.rv32 import LOCAL_BASE, RV32Core, Stall
+
+from tests.emu.test_rv32 import (CODE, PARK, R_OPS, RecordingBus, b_type, i_type, jal, r_type, s_type, u_type)
+
+pytestmark = pytest.mark.skipif(native.host_compiler() is None, reason="no host C compiler (cc, clang or gcc)")
+
+DATA, MMIO, JUMPS = 20, 21, 22          # base registers the programs never write: L1 data, an MMIO page, jump table
+L1_DATA = 0x8000
+MMIO_PAGE = 0xFFB12000
+BASES = (DATA, DATA, 2, MMIO)           # x2 holds the local RAM address (a stack pointer)
+SHIFT_I = [(1, 0x00), (5, 0x00), (5, 0x20), (5, 0x30), (5, 0x34)]
+UNARY = [(1, 0x600), (1, 0x601), (1, 0x602), (1, 0x604), (1, 0x605), (5, 0x287)]
+# a store, a push, CSR writes (csrrw and csrrwi, of x0 and 0 too; csrrs with rs1 != 0), an atomic swap of x0's value
+IMPURE = [s_type(0, 5, DATA, 2), ttinsn(0x123), i_type(0x7C1, 5, 1, 0, op=0x73), i_type(0x7C1, 0, 1, 0, op=0x73),
+          i_type(0x7C1, 5, 2, 6, op=0x73), i_type(0x7C1, 0, 5, 0, op=0x73),
+          (0x01 << 27) | (DATA << 15) | (2 << 12) | 0x2F]
+CSRS = [0xC00, 0xC80, 0xB00, 0x7C1, 0x300, 0x7C0, 0x123]
+AMO_F5 = [0x00, 0x01, 0x04, 0x0C, 0x08, 0x10, 0x14, 0x18, 0x1C, 0x03]
+
+
+def _instruction(rng: random.Random, at: int, n_words: int) -> list[int]:
+    """One random instruction (or a short idiom) at word index `at` of a program of n_words."""
+    rd, rs1, rs2 = rng.randrange(0, 16), rng.randrange(0, 16), rng.randrange(0, 16)
+    k = rng.random()
+    if k < 0.25:
+        f7, f3, _ = rng.choice(list(R_OPS.values()))
+        return [r_type(f7, rs2, rs1, f3, rd)]
+    if k < 0.40:
+        return [i_type(rng.randrange(-2048, 2048), rs1, rng.choice([0, 2, 3, 4, 6, 7]), rd)]
+    if k < 0.45:
+        f3, f7 = rng.choice(SHIFT_I)
+        return [r_type(f7, rng.randrange(32), rs1, f3, rd, op=0x13)]
+    if k < 0.48:
+        f3, imm = rng.choice(UNARY)
+        return [i_type(imm, rs1, f3, rd)]
+    if k < 0.60:                        # loads: aligned, misaligned, L1, local RAM, MMIO; a few from anywhere
+        f3 = rng.choice([0, 1, 2, 4, 5, 3])
+        base = rng.choice(BASES + (rs1,)) if rng.random() < 0.97 else rs1
+        return [i_type(rng.randrange(0, 64), base, f3, rd, op=0x03)]
+    if k < 0.70:                        # stores only through the base registers (the code is never written)
+        return [s_type(rng.randrange(0, 64), rs2, rng.choice(BASES), rng.choice([0, 1, 2, 2, 3]))]
+    if k < 0.75:
+        return [u_type(rng.getrandbits(20), rd, rng.choice([0x37, 0x17]))]
+    if k < 0.83:                        # branches anywhere in the program (loops included)
+        off = 4 * (rng.randrange(n_words) - at)
+        return [b_type(off, rs2, rs1, rng.choice([0, 1, 4, 5, 6, 7, 2]))]
+    if k < 0.85:
+        return [jal(rd, 4 * (rng.randrange(n_words) - at))]
+    if k < 0.87:                        # jalr into the program (now and then to a misaligned or odd target)
+        return [i_type(4 * rng.randrange(n_words) + rng.choice([0, 0, 0, 1, 2]), JUMPS, 0, rd, op=0x67)]
+    if k < 0.92:                        # a run of Tensix pushes
+        return [ttinsn(rng.getrandbits(30)) for _ in range(rng.choice([1, 2, 3, 7, 70]))]
+    if k < 0.935:                       # a spin: poll an MMIO word until it is nonzero
+        return [i_type(0, MMIO, 2, 5, op=0x03), b_type(-4, 0, 5, 0)]
+    if k < 0.94:                        # no spin: a loop that stores, pushes or writes a CSR with registers unchanged
+        return [rng.choice(IMPURE), b_type(-4, 0, 0, 0)]
+    if k < 0.96:
+        csr, f3 = rng.choice(CSRS), rng.choice([1, 2, 3, 5, 6, 7])
+        return [i_type(csr, rng.choice([0, rs1]), f3, rd, op=0x73)]
+    if k < 0.97:
+        f5 = rng.choice(AMO_F5)
+        return [(f5 << 27) | (rs2 << 20) | (DATA << 15) | (2 << 12) | (rd << 7) | 0x2F]
+    if k < 0.98:
+        return [PARK]
+    if k < 0.99:
+        # fence, fence.i, ecall, jalr with funct3 7, flw
+        return [rng.choice([0x0000000F, 0x0000100F, 0x00000073, i_type(0, 1, 7, 0, op=0x67), 0x00000007])]
+    return [rng.getrandbits(32)]
+
+
+def _program(rng: random.Random) -> list[int]:
+    n = rng.randrange(20, 300)
+    words: list[int] = []
+    while len(words) < n:
+        words += _instruction(rng, len(words), n)
+    return words[:n] + [PARK]
+
+
+def _give_pushers(core: RV32Core, bus: RecordingBus) -> None:
+    """PUSHP(pos, word) and PUSHM(pos, words) as the Tile gives them; the positions are recorded with the MMIO."""
+    def push(pos: int, word: int) -> None:
+        bus.push_tensix(core.name, word)
+        bus.accesses.append(("push", pos))
+
+    def push_many(pos: int, words: tuple) -> None:
+        for j, word in enumerate(words):
+            try:
+                push(pos + j, word)
+            except Stall:
+                core.sub = j
+                raise
+    core.set_pusher("PUSHP", push)
+    core.set_pusher("PUSHM", push_many)
+
+
+def _core(words, seed: int, on_c: bool) -> tuple[RV32Core, RecordingBus]:
+    rng = random.Random(seed)
+    bus = RecordingBus(stall_pushes=rng.randrange(3), stall_mmio=rng.randrange(3))
+    for i, w in enumerate(words):
+        struct.pack_into("<I", bus.l1, CODE + 4 * i, w)
+    bus.l1[L1_DATA:L1_DATA + 256] = rng.randbytes(256)
+    bus.mmio.update({MMIO_PAGE + 4 * i: rng.choice([0, 0, 1, 0xFFFFFFFF]) for i in range(16)})
+    core = RV32Core("trisc0", bus, CODE)
+    if seed % 2:                        # the Tile's per-core pushers (runs of `.ttinsn` words in one call)
+        _give_pushers(core, bus)
+    core.x[1:] = [rng.getrandbits(32) if rng.random() < 0.7 else rng.randrange(-3, 70) & 0xFFFFFFFF
+                  for _ in range(31)]
+    core.x[2], core.x[DATA], core.x[MMIO], core.x[JUMPS] = LOCAL_BASE + 0x800, L1_DATA, MMIO_PAGE, CODE
+    if on_c:
+        rv32_native.attach(core)
+        assert core.native is not None
+    return core, bus
+
+
+def _trace(words, seed: int, on_c: bool) -> list:
+    """What a run quantum by quantum shows after each quantum (budgets drawn from `seed`), up to an error."""
+    core, bus = _core(words, seed, on_c)
+    rng = random.Random(seed + 1)
+    out = []
+    for _ in range(40):
+        seen = len(bus.accesses), len(bus.tensix)
+        try:
+            n = core.run(rng.choice([1, 2, 5, 63, 64, 65, 200, 2000]))
+        except EmuError as e:
+            out.append((type(e).__name__, str(e), core.pc, core.instret, list(core.x)))
+            break
+        out.append((n, core.pc, core.instret, core.parked, core.spinning, list(core.x), core.csr.copy(),
+                    bus.accesses[seen[0]:], bus.tensix[seen[1]:], bytes(bus.l1[L1_DATA:L1_DATA + 512]),
+                    bytes(bus._local)))
+        if core.parked:
+            break
+    return out
+
+
+@pytest.mark.parametrize("chunk", range(4))
+def test_random_programs_match_python(chunk):
+    seen = set()
+    for seed in range(chunk * 60, chunk * 60 + 60):
+        words = _program(random.Random(seed))
+        want, got = _trace(words, seed, False), _trace(words, seed, True)
+        assert got == want, f"seed {seed}"
+        last = want[-1]
+        seen.add("error" if isinstance(last[0], str) else "parked" if last[3] else "running")
+        seen.update("spinning" for step in want if isinstance(step[0], int) and step[4])
+    assert {"error", "parked", "spinning"} <= seen
+
+
+@pytest.mark.parametrize("effect", IMPURE)
+def test_loop_with_an_effect_is_no_spin(effect):
+    """A loop whose registers never change but that stores, pushes or writes a CSR runs its whole budget."""
+    words = [effect, b_type(-4, 0, 0, 0)]
+    for seed in (0, 1):
+        want = _trace(words, seed, False)
+        assert _trace(words, seed, True) == want
+        assert not any(step[4] for step in want if isinstance(step[0], int))
+    poll = [i_type(0, MMIO, 2, 6, op=0x03), b_type(-4, 0, 0, 0)]                   # a load instead: a spin
+    want = _trace(poll, 1, False)
+    assert _trace(poll, 1, True) == want and want[-1][4]
+
+
+def test_hands_back_only_what_python_models(monkeypatch):
+    """A counting loop stays in C; its MMIO loads, pushes and CSR reads come back to Python one instruction (or one
+    run of pushes) at a time (here always on C: no quanta sent to the Python blocks)."""
+    monkeypatch.setattr(rv32_native, "PYTHON_QUANTA", 0)
+    words = [i_type(1, 5, 0, 5), i_type(0, MMIO, 2, 6, op=0x03), ttinsn(0x111), ttinsn(0x222),
+             i_type(0xC00, 0, 2, 7, op=0x73), b_type(-20, 8, 5, 1), PARK]
+    core, bus = _core(words, 1, True)
+    core.x[5], core.x[8], bus.stall_pushes, bus.stall_mmio = 0, 1000, 0, 0
+    asked = []
+    piece = core.piece
+    core.piece = lambda pc, n: asked.append((pc - CODE, n)) or piece(pc, n)
+    while not core.parked:
+        core.run(2000)
+    assert core.x[5] == 1000 and len(bus.tensix) == 2000
+    assert asked == [(4, 1), (8, 2), (16, 1)] * 1000
+
+
+def test_dense_hand_backs_send_quanta_to_python_blocks():
+    """A loop that hands back every few instructions runs its next quanta on the Python blocks, one that computes
+    between hand-backs stays on C; both end as the Python path does."""
+    for alu, on_python in ((0, True), (40, False)):
+        words = [i_type(1, 5, 0, 5)] + [i_type(3, 6, 0, 6)] * alu + [ttinsn(0x111), b_type(-4 * (alu + 2), 8, 5, 1),
+                                                                    PARK]
+        done = {}
+        for on_c in (True, False):
+            core, bus = _core(words, 1, on_c)
+            core.x[5], core.x[6], core.x[8], bus.stall_pushes, bus.stall_mmio = 0, 0, 3000, 0, 0
+            blocks = []
+            run_blocks = core.run_blocks
+            core.run_blocks = lambda budget: blocks.append(budget) or run_blocks(budget)
+            while not core.parked:
+                core.run(2000)
+            done[on_c] = (core.x, core.instret, bus.accesses, bus.tensix, bool(blocks))
+        assert done[True][:4] == done[False][:4] and done[True][4] == on_python
+
+
+def _same_with_and_without_c(plan, arrays, monkeypatch) -> None:
+    elfs = compile_kernel(*split(plan.render()), plan.name)
+    runs = {}
+    for env in ("1", "0"):
+        monkeypatch.setenv("TT_RV32_NATIVE", env)
+        dev = EmuDevice()
+        out = [launch_plan(dev, plan, arrays, elfs)[0] for _ in range(2)]      # a warm device relaunched too
+        attached = {core.native is not None for tile in dev.chip.tiles.values() for core in tile.cores.values()}
+        assert attached == {env == "1"}
+        runs[env] = (out, dev.stats())
+    assert runs["1"] == runs["0"]
+
+
+@pytest.mark.needs_cc
+def test_gather_kernel_identical(monkeypatch):
+    """x.gather(1, i): the reader fetches each element at a loaded index (per-element NoC reads and index math)."""
+    rng = np.random.default_rng(7)
+    x = Tensor.empty(6, 50, device="CPU")
+    i = Tensor.empty(6, 37, device="CPU", dtype="int32")
+    call = [c for c in x.gather(1, i).schedule_linear().src if c.op is Ops.CALL][-1]
+    plan = lower(call.src[0], "gather_native")
+    arrays = {b.slot: (rng.integers(-60, 60, b.nbytes // 4).astype(np.int32) if b.dtype == "int32" else
+                       rng.standard_normal(b.nbytes // 4).astype(np.float32)) for b in plan.buffers}
+    _same_with_and_without_c(plan, arrays, monkeypatch)
+
+
+@pytest.mark.needs_cc
+def test_elementwise_kernel_identical(monkeypatch):
+    plan = elementwise_plan(40)
+    _same_with_and_without_c(plan, elementwise_inputs(plan, np.random.default_rng(40)), monkeypatch)
+
+
+@pytest.mark.needs_cc
+def test_matmul_grid_identical(monkeypatch):
+    """bf16 64^3 on a 2x2 grid: semaphores and NoC multicast between tiles, cores polling each other."""
+    plan = matmul_plan(64, "HiFi2")
+    plan.use_cores(4)
+    _same_with_and_without_c(plan, matmul_arrays(plan), monkeypatch)
