@@ -246,12 +246,15 @@ def run_grid(name: str, row: GridRow, ttsim_lib: str | None) -> list[Measured]:
     arrays = {buf.slot: rng.standard_normal(buf.nbytes // 4).astype(np.float32) for k, buf in enumerate(plan.buffers)
               if k != plan.output.buf}
     elfs = compile_kernel(*split(plan.render()), plan.name)
-    out = []
+    out, first = [], None
     for cores in row.cores:
         plan.cores = cores
         dev = EmuDevice()
         before = dev.stats()
         got, secs = launch_plan(dev, plan, arrays, elfs)
+        if first is not None and got != first:
+            raise SystemExit(f"bench kernels: {name} on {cores} cores differs from the one-core output")
+        first = got if first is None else first
         lc = plan.launch_cycles()
         m = Measured(f"{name}-{cores}", plan.name, plan.placement.report()["predicted_cycles"],
                      lc["total"], measured_cycles((before, dev.stats()))["max"], secs, cores=cores, bank=lc["bank"])
