@@ -53,6 +53,15 @@ def test_kernels_benchmark_grid_rows_respect_the_dram_banks(capsys):
     assert float(_row(out, "grid-1")[9]) < 100
 
 
+@pytest.mark.needs_cc
+def test_kernels_benchmark_compute_bound_grid_row_scales(capsys):
+    """The demo expression at 128x128 (16 tiles, SFPU-bound): split over 8 cores at least 0.8 x 8 faster than on one,
+    the same ELFs giving the same bytes on every split (run_grid compares them)."""
+    assert bench.run("kernels", ["--rows", "demo-grid", "--scale", "16"]) == 0
+    out = capsys.readouterr().out
+    assert float(_row(out, "demo-grid-8")[7]) >= 0.8 * 8
+
+
 def test_kernels_benchmark_matmul_bits_on_ttsim(ttsim_lib, capsys):
     """The same matmul on the emulator and on ttsim: the writer's untilize (bf16 rounding, two per word) gives the
     same bytes."""

@@ -4,6 +4,7 @@
     python -m tt_backend bench kernels --rows matmul-hifi2,demo --scale 4    # sizes divided by 4 (quick look)
     python -m tt_backend bench kernels --ttsim              # each row also on ttsim: outputs bit-identical?
     python -m tt_backend bench kernels --rows grid          # a*b+a at 2048x2048 on 1, 8 and 64 cores
+    python -m tt_backend bench kernels --rows demo-grid     # the README demo expression likewise (compute-bound)
     python -m tt_backend bench kernels --rows matmul-grid   # bf16 1024^3 HiFi2 matmul on 1, 8 and 64 cores
     python -m tt_backend bench kernels --rows softmax-grid  # a row softmax at 2048x2048, TT_CORES 1, 8 and 64
     python -m tt_backend bench kernels --rows sum-grid      # x.sum() at 2048x2048 (partials, then a combine)
@@ -16,9 +17,10 @@ TT_BUDGET_SAMPLED=1 (the selector's fidelity; without the opt-in a matmul stays 
 RMSNorm-2048 (bf16 x, fp32 gamma, TT_ERR_BUDGET=1e-2: x*gamma on the FPU), the README demo expression at 512x512 and
 an fp32 elementwise a*b+a at 2048x2048; `grid`: the same a*b+a planned directly (macro-free, so that the same ELFs
 run on ttsim) and launched split over 1, 8 and 64 cores (the split forced, not the launch model's choice), with each
-run's speed-up over one core and host wall time; `matmul-grid`: the bf16 1024^3 HiFi2 matmul (the same ELFs) on at
-most 1, 8 and 64 cores, the grid shape the launch model's choice (FpuMatmulPlan.use_cores; kernel column: grid and
-tiles per core); `softmax-grid`: x.softmax(-1) at 2048x2048 through tinygrad with
+run's speed-up over one core and host wall time (DRAM-bound at 64 cores); `demo-grid`: the demo expression likewise
+(SFPU-bound: about 4,200 cycles per tile on one core against a*b+a's 315, for the same bytes); `matmul-grid`: the
+bf16 1024^3 HiFi2 matmul (the same ELFs) on at most 1, 8 and 64 cores, the grid shape the launch model's choice
+(FpuMatmulPlan.use_cores; kernel column: grid and tiles per core); `softmax-grid`: x.softmax(-1) at 2048x2048 through tinygrad with
 TT_CORES = 1, 8 and 64 (the launch model picks each kernel's count up to the cap; the kernel column lists them), its
 three kernels' cycles summed; `sum-grid`: x.sum() at 2048x2048 likewise (tinygrad splits it into per-row partial
 sums and their sum: two launches). Emulated cycles: the slowest core of the launch (the slowest
@@ -78,9 +80,11 @@ class MatmulGridRow:
 
 @dataclass(frozen=True)
 class GridRow:
-    """fp32 a * b + a (n x n) launched split over each core count of `cores`."""
+    """An fp32 elementwise expression `expr` of a and b (n x n, one kernel) launched split over each core count of
+    `cores`."""
     n: int
     cores: tuple[int, ...]
+    expr: str
 
 
 @dataclass(frozen=True)
@@ -123,7 +127,8 @@ ROWS = {
         "a = Tensor(rng.standard_normal(({n}, {n})).astype(np.float32)).realize()\n"
         "b = Tensor(rng.standard_normal(({n}, {n})).astype(np.float32)).realize()\n"
         "out = (a * b + a).realize()")),
-    "grid": GridRow(2048, (1, 8, 64)),
+    "grid": GridRow(2048, (1, 8, 64), "a * b + a"),
+    "demo-grid": GridRow(2048, (1, 8, 64), DEMO),
     "matmul-grid": MatmulGridRow(1024, "HiFi2", (1, 8, 64)),
     "softmax-grid": GridProgramRow(2048, _RAND + (
         "x = Tensor(rng.standard_normal(({n}, {n})).astype(np.float32)).realize()\n"
@@ -211,9 +216,7 @@ def run_matmul_grid(name: str, row: MatmulGridRow, ttsim_lib: str | None) -> lis
         before = dev.stats()
         got, secs = launch_plan(dev, plan, arrays, elfs)
         lc = plan.launch_cycles()
-        if first is not None and got != first:
-            raise SystemExit(f"bench kernels: {name} on grid {lc['grid']} differs from the one-core output")
-        first = got if first is None else first
+        first = same_as_first(got, first, f"{name} on grid {lc['grid']}")
         m = Measured(f"{name}-{cores}", f"{plan.name} {lc['grid']}x{lc['tiles_per_core']}t",
                      plan.placement.report()["predicted_cycles"], lc["total"],
                      measured_cycles((before, dev.stats()))["max"], secs, cores=plan.cores, bank=lc.get("bank"))
@@ -221,6 +224,14 @@ def run_matmul_grid(name: str, row: MatmulGridRow, ttsim_lib: str | None) -> lis
         m.same_on_ttsim = same_on_ttsim(ttsim_lib, plan, arrays, elfs, got)
         out.append(m)
     return out
+
+
+def same_as_first(got: bytes, first: bytes | None, what: str) -> bytes:
+    """The first split's output bytes, once `got` (the output of `what`) is known to equal them: every split of a grid
+    row runs the same ELFs on the same inputs, so any difference is a bug, not noise."""
+    if first is not None and got != first:
+        raise SystemExit(f"bench kernels: {what} differs from the first split's output")
+    return got if first is None else first
 
 
 def same_on_ttsim(ttsim_lib: str | None, plan, arrays: dict[int, np.ndarray], elfs, got: bytes) -> bool | None:
@@ -234,18 +245,20 @@ def same_on_ttsim(ttsim_lib: str | None, plan, arrays: dict[int, np.ndarray], el
 def run_grid(name: str, row: GridRow, ttsim_lib: str | None) -> list[Measured]:
     a = Tensor.empty(row.n, row.n, device="CPU")
     b = Tensor.empty(row.n, row.n, device="CPU")
-    call = [c for c in (a * b + a).schedule_linear().src if c.op is Ops.CALL][-1]
-    plan = for_target(lower(call.src[0], f"bench_grid_{row.n}", placer()), "ttsim")
+    calls = [c for c in eval(row.expr, {}, {"a": a, "b": b}).schedule_linear().src if c.op is Ops.CALL]
+    assert len(calls) == 1, f"{row.expr} is one kernel"
+    plan = for_target(lower(calls[0].src[0], f"bench_{name.replace('-', '_')}_{row.n}", placer()), "ttsim")
     rng = np.random.default_rng(0)
     arrays = {buf.slot: rng.standard_normal(buf.nbytes // 4).astype(np.float32) for k, buf in enumerate(plan.buffers)
               if k != plan.output.buf}
     elfs = compile_kernel(*split(plan.render()), plan.name)
-    out = []
+    out, first = [], None
     for cores in row.cores:
         plan.cores = cores
         dev = EmuDevice()
         before = dev.stats()
         got, secs = launch_plan(dev, plan, arrays, elfs)
+        first = same_as_first(got, first, f"{name} on {cores} cores")
         lc = plan.launch_cycles()
         m = Measured(f"{name}-{cores}", plan.name, plan.placement.report()["predicted_cycles"],
                      lc["total"], measured_cycles((before, dev.stats()))["max"], secs, cores=cores, bank=lc["bank"])
@@ -315,7 +328,7 @@ def run_grid_program(name: str, row: GridProgramRow, ttsim_lib: str | None) -> l
 def scaled(row, scale: int):
     n = max(32, row.n // scale)
     if isinstance(row, GridRow):
-        return GridRow(n, row.cores)
+        return GridRow(n, row.cores, row.expr)
     if isinstance(row, MatmulGridRow):
         return MatmulGridRow(n, row.fidelity, row.cores)
     if isinstance(row, GridProgramRow):
