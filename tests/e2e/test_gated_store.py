@@ -1,9 +1,10 @@
 """A gated STORE (lowering/frontend.py): the element is written where the gate holds and keeps its old contents
 elsewhere, also when the gate reads loaded data (a float comparison, an int8 mask, a float16 buffer read through a
-permuted index). Hand-built ASTs (tinygrad emits such gates where its simplifier cannot prove a pad's tautology, seeds
-7788 and 7798 of the random programs) on random data against numpy, exactly: the gates and values are computed
-without rounding differences (comparisons, integer adds, doubling). The output buffer starts with a sentinel pattern
-so a point the gate turns off shows whether its old value survived.
+permuted index). Hand-built ASTs on random data against numpy, exactly: the gates and values are computed without
+rounding differences (comparisons, integer adds, doubling). The output buffer starts with a sentinel pattern so a point
+the gate turns off shows whether its old value survived.
+tinygrad itself emits such gates where its simplifier cannot prove a pad's tautology beside a loaded value (random
+programs 7788 and 7798 as the generator drew them before int32 matmuls were added): those fold to ungated STOREs.
 """
 import numpy as np
 import pytest
@@ -95,3 +96,38 @@ def test_ttsim_matches_emulator_bit_for_bit(case, serial_compile):
     sim, emu = run_ast(ast, arrays, "TT:ttsim")[0], run_ast(ast, arrays, "TT:emu")[0]
     assert sim.tobytes() == emu.tobytes()
     np.testing.assert_array_equal(sim, want)
+
+
+def shifted_pad(a, s):
+    """Random program 7788 (module doc): tinygrad's STORE gate is a pad's tautology ANDed with (loaded int8 < 0 || tautology)."""
+    return a[2:16:3, 3:7:2, 0:3:3].pad(((1, 0), (1, 1), (1, 0)), value=3).clip(0, 127) << s
+
+
+def picked_rmsnorm(a, b, c):
+    """Random program 7798 (module doc): the gate is !(b < c) || tautology (a float32 comparison of loaded values)."""
+    x = a.pad(((0, 0), (2, 1))).square().pad(((0, 1), (1, 1)), value=1.5)
+    return (b < c).where(x * ((x * x).mean(0, keepdim=True) + 1e-5).rsqrt(), b)
+
+
+TAUTOLOGIES = {"shifted_pad": (shifted_pad, [((16, 7, 3), np.int8, -100, 100), ((2,), np.int8, 0, 1)]),
+               "picked_rmsnorm": (picked_rmsnorm, [((1, 3), np.float32, -4, 4), ((2, 8), np.float32, -3, 3),
+                                                   ((8,), np.float32, -3, 3)])}
+
+
+@pytest.mark.parametrize("name", list(TAUTOLOGIES))
+def test_tautology_beside_loaded_data_is_folded(name, serial_compile):
+    """The range-only parts of the gate are constant over the kernel's iteration space: folded, the STORE is
+    ungated (no kernel reads its own output), and the result is tinygrad's CPU device's (tolerance: rmsnorm's sum
+    and rsqrt in another order, a few float32 ulps)."""
+    from tinygrad import Tensor
+    from tt_backend.lowering.frontend import lower_ast
+    fn, specs = TAUTOLOGIES[name]
+    gen = np.random.default_rng(7788)
+    arrays = [(gen.integers(lo * 8, hi * 8, shape) / 8).astype(dt) if dt == np.float32 else
+              gen.integers(lo, hi, shape).astype(dt) for shape, dt, lo, hi in specs]
+    sched = fn(*[Tensor(a, device="CPU") for a in arrays]).schedule_linear()
+    for k in [c.src[0] for c in sched.src if c.op is Ops.CALL and c.src[0].op is Ops.SINK]:
+        lk = lower_ast(k, "k")
+        assert all(s.slot != lk.output.slot for s in lk.inputs if s.value is None), "the STORE is still gated"
+    got, ref = (fn(*[Tensor(a, device=d) for a in arrays]).numpy() for d in ("TT", "CPU"))
+    np.testing.assert_allclose(got, ref, rtol=1e-6, atol=1e-6 * float(np.abs(ref).max()))

@@ -109,6 +109,17 @@ def test_generator_covers_the_backend_dtypes():
     assert declared == set(SUPPORTED)
 
 
+def test_generator_covers_the_issue_list():
+    """Issue #17's list: elementwise, movement, reductions, matmuls (float and integer), softmax/norm patterns, integer
+    and float dtypes; each op class and input dtype is drawn within the first 100 seeds (generation only: nothing
+    runs)."""
+    programs = [generate(seed) for seed in range(100)]
+    assert {OP_CLASS[s.op] for p in programs for s in p.steps} == set(OP_CLASS.values())
+    assert {i.dtype for p in programs for i in p.inputs} == set(SUPPORTED)
+    def int32_weight(p: Program, name: str) -> bool: return any(i.name == name and i.dtype == "int32" for i in p.inputs)
+    assert any(s.op == "matmul" and int32_weight(p, s.args[1]) for p in programs for s in p.steps), "no int32 matmul"
+
+
 def test_generator_is_deterministic():
     assert generate(12345, CI_NUMEL, CI_STEPS).text() == generate(12345, CI_NUMEL, CI_STEPS).text()
 
