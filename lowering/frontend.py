@@ -51,7 +51,7 @@ WRAPPING_OPS = ("ADD", "SUB", "MUL", "NEG", "SHL", "CAST", "REDUCE", "CDIV", "FL
 WRAP = {"uint8": ("AND", 0xFF), "uint16": ("AND", 0xFFFF), "int8": ("SHIFT", 24), "int16": ("SHIFT", 16)}
 NARROW_FLOATS = (dtypes.bfloat16, dtypes.float16)
 NARROW_FLOAT_FORMAT = {dtypes.bfloat16: "bf16", dtypes.float16: "f16"}   # lowering/index.py ROUND
-TAUTOLOGY_CHECK_MAX = 1 << 22          # iteration points a STORE gate is evaluated over to find it always true
+TAUTOLOGY_CHECK_MAX = 1 << 22          # iteration points a STORE gate's parts and index are evaluated over at compile time
 
 
 def dtype_name(dt: DType, what: str) -> str:
