@@ -67,8 +67,20 @@ def float16_permuted_gate(rows: int, cols: int, gen):
         np.where(ht > 0, ht * np.float16(2), np.float16(9.0)).reshape(-1)
 
 
+def gated_row_sums(n: int, k: int, gen):
+    """out[i] = sum_j x[i, j] / 2 where m[i] != 0 (int32 mask): the gate around a reduction (exact: values on a grid
+    of 1/8)."""
+    f = dtypes.float
+    out, x, m = param(0, f, n), param(1, f, n * k), param(2, dtypes.int32, n)
+    i, j = rng_(0, n), UOp(Ops.RANGE, dtypes.weakint, src=(const(k),), arg=(1, AxisType.REDUCE))
+    total = UOp(Ops.REDUCE, f, src=(load(x, i * const(k) + j), j), arg=(Ops.ADD,))
+    ast = gated_store_kernel(out, i, load(m, i).ne(const(0, dtypes.int32)), total * const(0.5, f), [i])
+    xv, mv = (gen.integers(-64, 64, n * k) / 8).astype(np.float32), gen.integers(0, 2, n).astype(np.int32)
+    return ast, [np.full(n, -3.0, np.float32), xv, mv], np.where(mv != 0, xv.reshape(n, k).sum(1) / 2, np.float32(-3))
+
+
 CASES = {"float_gate": lambda g: float_gate(3000, g), "int8_mask_and_range": lambda g: int8_mask_and_range_gate(700, g),
-         "float16_permuted": lambda g: float16_permuted_gate(40, 33, g)}
+         "float16_permuted": lambda g: float16_permuted_gate(40, 33, g), "row_sums": lambda g: gated_row_sums(40, 70, g)}
 
 
 @pytest.mark.parametrize("case", list(CASES))
