@@ -903,7 +903,19 @@ def _run(program: Program, device: str, every_step: bool) -> dict[str, np.ndarra
             env[s.out] = env[s.out].contiguous().realize()
     names = [s.out for s in program.steps] if every_step else program.outputs
     Tensor.realize(*[env[n] for n in names])
-    return {n: env[n].numpy() for n in names}
+    return {n: to_numpy(env[n]) for n in names}
+
+
+def to_numpy(t: Tensor) -> np.ndarray:
+    """t's values. tinygrad leaves some movement ops of a realized value as a view with no buffer of its own, on
+    every device, and .numpy() refuses it (seed 9675: a permute of a size-1-axis flip of a realized value; even
+    .contiguous() keeps the view): a clone copies it into one."""
+    try:
+        return t.numpy()
+    except RuntimeError as e:
+        if "non-contiguous view" not in str(e):
+            raise
+        return t.clone().numpy()
 
 
 # ops with a reduction inside (gather and tensor indexing: a one-hot sum). tinygrad's bfloat16 emulation fails to

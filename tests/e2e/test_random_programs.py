@@ -94,6 +94,18 @@ def test_compare_takes_a_scalar_output():
 
 
 @pytest.mark.needs_cc
+def test_outputs_that_tinygrad_leaves_as_views_are_read():
+    """Seed 9675's ending: a permute of a realized flip over a size-1 axis has no buffer of its own in tinygrad, and
+    .numpy() refuses it on every device; the harness reads it through a clone."""
+    import numpy as np
+    from tinygrad import Tensor
+    from tests.e2e.random_programs import to_numpy
+    x = np.array([[[[3, -1, 7]]]], np.int32)
+    view = Tensor(x, device="CPU").contiguous().realize().flip(2).contiguous().realize().permute(0, 3, 2, 1)
+    np.testing.assert_array_equal(to_numpy(view), x.transpose(0, 3, 2, 1))
+
+
+@pytest.mark.needs_cc
 def test_a_cpu_fusion_bug_is_not_counted_against_tt():
     """Seed 7139 (int16 sum, clip, float16): tinygrad's CPU device returns -10736 from clip(x, -10000, 10000) when
     the kernel is fused, -10000 step by step; TT gives -10000. The verdict names the reference, not TT."""
