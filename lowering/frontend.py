@@ -45,14 +45,13 @@ DTYPE_NAME = {dtypes.float32: "float32", dtypes.bfloat16: "bfloat16", dtypes.int
 # the narrow dtypes (lowering/plan.py LANE_DTYPE): stored at their width, computed in 32-bit lanes
 DTYPE_NAME.update({dtypes.int8: "int8", dtypes.uint8: "uint8", dtypes.int16: "int16", dtypes.uint16: "uint16",
                    dtypes.float16: "float16"})
-# buffers an index expression may load from (lowering/index.py LOAD: the reader's C reads them as uint32 index math)
-DRAM_INDEX_DTYPES = ("int32", "uint32", "int16", "uint16", "int8", "uint8", "bool")
 # a narrow integer's lane value is brought back into its range after the ops that can leave it (WRAPPING_OPS), as
 # tinygrad's CPU device wraps (two's complement truncation): dtype -> unsigned by a mask, signed by a shift pair
 WRAPPING_OPS = ("ADD", "SUB", "MUL", "NEG", "SHL", "CAST", "REDUCE", "CDIV", "FLOORDIV")
 WRAP = {"uint8": ("AND", 0xFF), "uint16": ("AND", 0xFFFF), "int8": ("SHIFT", 24), "int16": ("SHIFT", 16)}
 NARROW_FLOATS = (dtypes.bfloat16, dtypes.float16)
-TAUTOLOGY_CHECK_MAX = 1 << 22          # iteration points a STORE gate is evaluated over to find it always true
+NARROW_FLOAT_FORMAT = {dtypes.bfloat16: "bf16", dtypes.float16: "f16"}   # lowering/index.py ROUND
+TAUTOLOGY_CHECK_MAX = 1 << 22          # iteration points a STORE gate's parts and index are evaluated over at compile time
 
 
 def dtype_name(dt: DType, what: str) -> str:
@@ -108,27 +107,32 @@ def index_expr(u: UOp, rvar: dict[UOp, int]) -> IndexExpr:
             r = IndexExpr(x.op.name, _index_dtype(x.dtype), tuple(go(s) for s in x.src), nonneg=_nonneg(x))
         else:
             raise UnsupportedOp(f"{x.op.name} in an index expression")
+        if x.op is Ops.CAST and x.dtype in NARROW_FLOATS:
+            # float index math is float32 C; a cast to float16/bfloat16 rounds to it (as tinygrad's CPU device does
+            # in a fused kernel: its other float16 ops keep the float32 value, like the SFPU's lanes)
+            r = IndexExpr("ROUND", "float", (r,), arg=NARROW_FLOAT_FORMAT[x.dtype])
         memo[x] = r
         return r
     return go(u)
 
 
 def loaded_index(load: UOp, go) -> IndexExpr:
-    """An element of an integer or bool buffer used as index math (x[idx] after tinygrad's load collapse): a LOAD
-    IndexExpr, 0 where its own index is gated off (`go`: index_expr's builder of the operands)."""
+    """An element of a buffer used as index math (x[idx] after tinygrad's load collapse; a gate comparing loaded
+    floats; an index cast from a loaded float): a LOAD IndexExpr (integers and bools as their value, floats as C
+    floats: codegen/c_exprs.py INDEX_LOAD), 0 where its own index is gated off (`go`: index_expr's builder of the
+    operands)."""
     buf = load.src[0]
     while buf.op is not Ops.PARAM:
         if not buf.src: raise UnsupportedOp(f"INDEX into {buf.op.name} in an index expression")
         buf = buf.src[0]
+    buffer_dtype(buf)   # refuses a dtype the backend does not hold
     dt = _index_dtype(load.dtype)
-    if dt == "float" or buffer_dtype(buf) not in DRAM_INDEX_DTYPES:
-        raise UnsupportedOp(f"an index loaded from a {buffer_dtype(buf)} buffer (integer and bool indices are lowered)")
     conds, idx = strip_invalid(load.src[1])
     if len(load.src) > 2: conds.append(load.src[2])
     ld = IndexExpr("LOAD", dt, (go(idx),), arg=buf.arg.slot)
     if not conds: return ld
     gate = functools.reduce(lambda a, b: a._bin("AND", b, dtype="bool"), [go(c) for c in conds])
-    return IndexExpr("WHERE", dt, (gate, ld, IndexExpr.const(False if dt == "bool" else 0)))
+    return IndexExpr("WHERE", dt, (gate, ld, IndexExpr.const({"bool": False, "int": 0, "float": 0.0}[dt])))
 
 
 def strip_invalid(idx: UOp) -> tuple[list[UOp], UOp]:
@@ -297,6 +301,40 @@ class _Lowerer:
         own = set(inner.src[1:])
         used = {u for u in inner.src[0].toposort() if u.op is Ops.RANGE} - own
         return not used & set(outer.src[1:])
+
+    def fold_range_constants(self, conds: list[UOp]) -> UOp | None:
+        """A STORE gate (the conjunction of conds) with every part that reads only ranges and has one value over the
+        whole iteration space replaced by that value, then simplified by tinygrad's rewrites; None when it is true at
+        every point. tinygrad's simplifier leaves tautologies such as !(a && b) || a after a pad of a strided slice,
+        also inside a disjunction with a loaded value (x < 0 || !(a && b) || a): at compile time they are constants."""
+        if not conds: return None
+        gate = functools.reduce(lambda a, b: a & b, conds)
+        consts: dict[UOp, UOp] = {}
+        def visit(u: UOp) -> None:
+            if u in consts: return
+            if u.dtype == dtypes.bool and self.is_range_only(u) and math.prod(self.sizes) <= TAUTOLOGY_CHECK_MAX:
+                try:
+                    values = self.expr(u).flat(self.sizes)
+                except UnsupportedOp:   # not index math after all (a float constant C cannot hold): left as it is
+                    values = None
+                if values is not None and (values.all() or not values.any()):
+                    consts[u] = UOp(Ops.CONST, dtypes.bool, arg=bool(values[0]))
+                    return
+            for s in u.src: visit(s)
+        visit(gate)
+        gate = graph_rewrite(gate.substitute(consts), sym)
+        return None if gate.op is Ops.CONST and gate.arg is True else gate
+
+    def check_within_buffer(self, idx: UOp, output: StreamIndex) -> None:
+        """Refuse a gated STORE whose plain index leaves the buffer somewhere (read-modify-write reads and writes
+        every point): tinygrad's bounds first, the index's values over the iteration space when those are too wide."""
+        n = int(self.params[output.slot].src[0].arg)
+        if 0 <= idx.vmin and idx.vmax < n: return
+        if math.prod(self.sizes) <= TAUTOLOGY_CHECK_MAX:
+            values = output.index.flat(self.sizes)
+            if values.min() >= 0 and values.max() < n: return
+        raise UnsupportedOp(f"{self.name}: a gated STORE whose index ({output.index_c}) leaves the {n}-element "
+                            "buffer where the gate is off")
 
     # ---- index part
     def expr(self, u: UOp) -> IndexExpr:
@@ -520,17 +558,19 @@ class _Lowerer:
         self.rvar = {r: i for i, r in enumerate(rngs)}
         self.rvar.update({a: self.rvar[c] for a, c in self.alias.items()})
         self.sizes = [int(r.src[0].arg) for r in rngs]
-        output = self.stream_index(out_index)
-        if output.valid is not None and not output.valid.loads() and math.prod(self.sizes) <= TAUTOLOGY_CHECK_MAX \
-                and output.valid.flat(self.sizes).all():   # (a gate reading loaded data has no value at compile time)
-            # a gate true at every point (tinygrad's simplifier leaves tautologies such as !(a && b) || a after a
-            # pad of a strided slice): the store is ungated
-            output = self.stream_index(UOp(Ops.INDEX, out_index.dtype, (out_index.src[0], strip_invalid(out_index.src[1])[1])))
+        conds, idx = strip_invalid(out_index.src[1])
+        plain_index = UOp(Ops.INDEX, out_index.dtype, (out_index.src[0], idx))
+        output = self.stream_index(plain_index)
         self.store_slot = output.slot
-        if output.valid is not None: raise UnsupportedOp(f"{self.name}: a gated STORE ({output.valid_c})")
         if output.index_loads: raise UnsupportedOp(f"{self.name}: a STORE whose index depends on loaded data")
-        if len(store.src) > 2: raise UnsupportedOp(f"{self.name}: a gated STORE")
         value = store.src[1]
+        gate = self.fold_range_constants(conds + list(out_index.src[2:]) + list(store.src[2:]))
+        if gate is not None:
+            # a gated STORE leaves the element as it was where the gate is off: the kernel reads the output buffer
+            # and stores WHERE(gate, value, old) everywhere (the gate is then a value, so it may read loaded data of
+            # any dtype). That needs an index inside the buffer also where the gate is off.
+            self.check_within_buffer(idx, output)
+            value = UOp(Ops.WHERE, out_index.dtype, (gate, value, plain_index))
         self.dag.out = self.value(value, out_index.dtype)
         out_dt = self.dag.nodes[self.dag.out].dtype
         if out_dt != lane_dtype(output.dtype) and value.dtype in dtypes.weaks:

@@ -62,6 +62,13 @@ def _no_data(n, *v):
     raise UnsupportedOp(f"an index loaded from buffer slot {n.arg} has no value without the buffer's data")
 
 
+def _round_bf16(v: np.ndarray) -> np.ndarray:
+    bits = v.view(np.uint32).astype(np.uint64)
+    out = ((bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000).astype(np.uint32).view(np.float32)
+    return np.where(np.isnan(v), v, out)
+
+
+ROUND_NP = {"f16": lambda v: v.astype(np.float16).astype(np.float32), "bf16": _round_bf16}
 CAST_NP = {"bool": lambda v: np.not_equal(v, 0), "int": lambda v: np.asarray(np.trunc(v) if np.asarray(v).dtype.kind == "f" else v).astype(np.int64),
            "float": lambda v: np.asarray(v, np.float32)}
 CONST_NP = {"bool": np.bool_, "int": np.int64, "float": np.float32}   # float index math is float32 (tinygrad's)
@@ -97,6 +104,9 @@ OPS: dict[str, IndexOp] = {   # names as tinygrad's Ops, plus ALL (the conjuncti
                     lambda n, v: CAST_NP[n.dtype](v)),
     # the one unparenthesised form: a validity is rendered as the bare chain of its terms and is never an operand
     "ALL": IndexOp(lambda n, *terms: " && ".join(terms), _values(lambda *t: functools.reduce(np.logical_and, t))),
+    # a float32 value rounded to the narrow float n.arg ("f16", "bf16": to nearest even) and widened back (a CAST to
+    # float16/bfloat16 in float index math, which is float32 C)
+    "ROUND": IndexOp(lambda n, a: f"tt_round_{n.arg}({a})", lambda n, v: ROUND_NP[n.arg](np.asarray(v, np.float32))),
     # element `a` of the buffer in tinygrad slot n.arg (an index that depends on loaded data: x[idx] after tinygrad's
     # load collapse): the reader defines tt_ld<slot>() (templates/blocks/index_loads.c.j2); numpy has no buffer data
     "LOAD": IndexOp(lambda n, a: f"tt_ld{n.arg}({a})", _no_data),
@@ -129,7 +139,7 @@ class IndexExpr:
                                          # (LOAD: arg the buffer's tinygrad slot)
     dtype: str                           # one of DTYPES
     src: tuple[IndexExpr, ...] = ()
-    arg: int | float | bool | None = None
+    arg: int | float | bool | str | None = None
     nonneg: bool = False                 # every operand is known >= 0: C keeps unsigned arithmetic
 
     def __post_init__(self):

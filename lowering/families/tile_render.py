@@ -4,7 +4,7 @@ one kernel (five cores, templates reader.c.j2 / compute.c.j2 / writer.c.j2) plus
 from __future__ import annotations
 
 from tt_backend.lowering.codegen.args_header import ArgsHeader
-from tt_backend.lowering.codegen.c_exprs import DRAM_LOAD
+from tt_backend.lowering.codegen.c_exprs import INDEX_LOAD, INDEX_LOAD_TYPE
 from tt_backend.lowering.codegen.sources import kernel_sources
 from tt_backend.lowering.codegen.tensix import (FORMAT_CODE, PACK_CFG, UNPACK_CFG, UNPACK_CFG_COMMON, alu_format_word,
                                                 tensix_words)
@@ -193,7 +193,8 @@ def render_tile_kernel(plan: TilePlan, generator: str, red: ReducePlan | None = 
         "red": None if red is None else _red_ctx(red) | {"next_k": reduce_next_k(plan, red)},
         "compact_reader": bool(plan.compact_reader),
         "index_loads": [{"k": k, "slot": plan.buffers[k].slot, "esz": DTYPE_SIZE[plan.buffers[k].dtype],
-                         "load_expr": DRAM_LOAD[plan.buffers[k].dtype]} for k in index_load_buffers(plan)],
+                         "load_expr": INDEX_LOAD[plan.buffers[k].dtype],
+                         "c_type": INDEX_LOAD_TYPE[plan.buffers[k].dtype]} for k in index_load_buffers(plan)],
         # each core takes a range of tiles from its argument block (the grid split, tile_plan.TilePlan.core_arg_words)
         "tiles": ("tile_begin", "tile_end"),
         # the reader keeps several tiles' reads in flight where every input is one NoC read per tile

@@ -20,6 +20,19 @@ static inline uint32_t tt_f16_to_f32(uint32_t h)
     return sign | ((e + 112u) << 23) | (m << 13);
 }
 
+/* a float32 bit pattern as a C float (index math reading a float buffer: lowering/codegen/c_exprs.py INDEX_LOAD) */
+static inline float tt_f32_from_bits(uint32_t b)
+{
+    union { uint32_t u; float f; } v = { b };
+    return v.f;
+}
+
+static inline uint32_t tt_f32_bits(float f)
+{
+    union { float f; uint32_t u; } v = { f };
+    return v.u;
+}
+
 static inline uint16_t tt_f32_to_f16(uint32_t f)
 {
     uint32_t sign = (f >> 16) & 0x8000u, a = f & 0x7FFFFFFFu;
@@ -37,6 +50,17 @@ static inline uint16_t tt_f32_to_f16(uint32_t f)
     }
     if (rem > half || (rem == half && (q & 1u))) q++;               /* a carry into the exponent is correct */
     return (uint16_t)(sign | q);
+}
+
+/* index math on float16 / bfloat16 values (lowering/index.py ROUND): a float32 result rounded to the narrow format,
+ * to nearest even, and widened back */
+static inline float tt_round_f16(float x) { return tt_f32_from_bits(tt_f16_to_f32(tt_f32_to_f16(tt_f32_bits(x)))); }
+
+static inline float tt_round_bf16(float x)
+{
+    uint32_t b = tt_f32_bits(x);
+    if ((b & 0x7FFFFFFFu) > 0x7F800000u) return x;                   /* NaN stays NaN */
+    return tt_f32_from_bits((b + 0x7FFFu + ((b >> 16) & 1u)) & 0xFFFF0000u);
 }
 
 #endif

@@ -6,8 +6,9 @@ mod, maximum/minimum, comparisons, where), elementwise integer (add/sub/mul, tru
 and/or/xor/not, shifts by constants and by tensors, comparisons, where, neg), casts among the dtypes the backend
 supports (TTRenderer.supported_dtypes()), movement (reshape, permute, expand, pad, shrink, flip, strided slices, cat,
 gather, tensor indexing), reductions (sum, mean, max, min, prod, any, all, argmax, argmin, cumsum) over random axes,
-matmuls (float32 and bfloat16, batched, against a fresh weight or the operand's own transpose), softmax, log_softmax,
-logsumexp, layernorm, RMSNorm and cross-entropy patterns, and realizes in the middle so kernels fuse differently.
+matmuls (float32, bfloat16 and exact int32, batched, against a fresh weight or the operand's own transpose), softmax,
+log_softmax, logsumexp, layernorm, RMSNorm, variance, standard deviation and cross-entropy patterns, and realizes in the
+middle so kernels fuse differently.
 Shapes are small (1-4 dims, sizes that are not multiples of 32 included) and broadcast between operands.
 
 A program is text: one line per input and one per step (`v7 = sum(v5, axis=(1,), keepdim=True)`), so a failure is
@@ -128,6 +129,7 @@ OPS = {
     "logsumexp": lambda x, axis: x.logsumexp(axis), "layernorm": lambda x, axis: x.layernorm(axis),
     "rmsnorm": _rmsnorm, "cross_entropy": lambda x, y: x.cross_entropy(y),
     "sparse_ce": lambda x, y: x.sparse_categorical_crossentropy(y),
+    "var": lambda x, axis: x.var(axis), "std": lambda x, axis: x.std(axis),
 }
 # the op class a wrong result is summarized by (first step that differs, see test_random_programs.locate)
 OP_CLASS = {**{o: "float unary" for o in ("exp", "exp2", "log", "log2", "sqrt", "rsqrt", "reciprocal", "sin", "cos",
@@ -144,7 +146,7 @@ OP_CLASS = {**{o: "float unary" for o in ("exp", "exp2", "log", "log2", "sqrt", 
                                         "cumsum")},
             "matmul": "matmul",
             **{o: "softmax/norm" for o in ("softmax", "log_softmax", "logsumexp", "layernorm", "rmsnorm",
-                                           "cross_entropy", "sparse_ce")}}
+                                           "cross_entropy", "sparse_ce", "var", "std")}}
 assert set(OP_CLASS) == set(OPS)
 
 
@@ -667,6 +669,8 @@ class Gen:
             self.emit(op, [x], {"axis": axis, "keepdim": keepdim}, 0, K - 1, None, 0.0)
 
     def r_matmul(self) -> None:
+        if self.coin(0.25):
+            return self.int_matmul()
         x = self.pick(lambda v: v.isfloat and len(v.shape) >= 1)
         if self.coin(0.25):
             x = self.emit("cast", [x], {"dtype": "bfloat16"}, x.lo, x.hi,
@@ -687,9 +691,30 @@ class Gen:
         unit = 0.0 if g is not None and x.unit == 0 and w.unit == 0 else max(x.unit, w.unit, UNIT[x.dtype], UNIT[w.dtype])
         self.emit("matmul", [x, w], {}, -b, b, g, unit)
 
+    def int_matmul(self) -> None:
+        """An int32 matmul (narrower integers cast to int32 first), exact: operands clipped so no sum leaves
+        +-INT32_SAFE."""
+        x = self.pick(lambda v: v.isint and len(v.shape) >= 1)
+        if x.dtype != "int32":
+            x = self.emit("cast", [x], {"dtype": "int32"}, x.lo, x.hi, None, 0.0)
+        k = x.shape[-1]
+        if len(x.shape) >= 2 and self.coin(0.3):
+            lim = math.isqrt(INT32_SAFE // k)
+            x = self.clipped(x, -lim, lim)
+            order = tuple(range(len(x.shape) - 2)) + (len(x.shape) - 1, len(x.shape) - 2)
+            w = self.emit("permute", [x], {"order": order}, x.lo, x.hi, None, 0.0)
+        else:
+            batch = x.shape[:-2] if len(x.shape) >= 3 and self.coin() else ()
+            w = self.add_input("int32", (*batch, k, self.choice(DIMS[:10])), -100, 100)
+            lim = INT32_SAFE // (100 * k)
+            x = self.clipped(x, -lim, lim)
+        b = k * x.bound * w.bound
+        self.emit("matmul", [x, w], {}, -b, b, None, 0.0)
+
     def r_pattern(self) -> None:
         x = self.pick(lambda v: v.isfloat and len(v.shape) >= 1)
-        op = self.choice(("softmax", "log_softmax", "logsumexp", "layernorm", "rmsnorm", "cross_entropy", "sparse_ce"))
+        op = self.choice(("softmax", "log_softmax", "logsumexp", "layernorm", "rmsnorm", "cross_entropy", "sparse_ce",
+                          "var", "std"))
         x = self.clipped(x, -30, 30)
         nd, u = len(x.shape), max(x.unit, UNIT[x.dtype])
         axis = int(self.rng.integers(nd))
@@ -701,6 +726,11 @@ class Gen:
             self.emit(op, [x], {"axis": axis}, -span - math.log(n) - 1, 0, None, u)
         elif op == "logsumexp":
             self.emit(op, [x], {"axis": axis}, x.lo, x.hi + math.log(n) + 1, None, u)
+        elif op in ("var", "std"):
+            if n < 2:
+                raise Reject("variance of one element (tinygrad's correction divides by n - 1)")
+            var = (x.hi - x.lo) ** 2 / 4 * n / (n - 1)      # the largest sample variance of values in [lo, hi]
+            self.emit(op, [x], {"axis": axis}, 0, var if op == "var" else math.sqrt(var), None, u)
         elif op in ("layernorm", "rmsnorm"):
             if op == "rmsnorm" and x.dtype != "float32":
                 x = self.emit("cast", [x], {"dtype": "float32"}, x.lo, x.hi, x.grid, x.unit)
@@ -861,6 +891,8 @@ def _run(program: Program, device: str, every_step: bool) -> dict[str, np.ndarra
     cpu = device.startswith("CPU")
     for s in program.steps:
         args = [env[a] for a in s.args]
+        if cpu and s.op in SUMMING:
+            args = [a.contiguous() if a.dtype == dtypes.bfloat16 else a for a in args]
         if cpu and s.op == "cast" and s.params["dtype"] == "bfloat16":
             env[s.out] = cast_bf16_rne(*args, **s.params)
         elif cpu and s.op in MAX_REDUCING and any(a.dtype == dtypes.bfloat16 for a in args):
@@ -871,9 +903,27 @@ def _run(program: Program, device: str, every_step: bool) -> dict[str, np.ndarra
             env[s.out] = env[s.out].contiguous().realize()
     names = [s.out for s in program.steps] if every_step else program.outputs
     Tensor.realize(*[env[n] for n in names])
-    return {n: env[n].numpy() for n in names}
+    return {n: to_numpy(env[n]) for n in names}
 
 
+def to_numpy(t: Tensor) -> np.ndarray:
+    """t's values. tinygrad leaves some movement ops of a realized value as a view with no buffer of its own, on
+    every device, and .numpy() refuses it (seed 9675: a permute of a size-1-axis flip of a realized value; even
+    .contiguous() keeps the view): a clone copies it into one."""
+    try:
+        return t.numpy()
+    except RuntimeError as e:
+        if "non-contiguous view" not in str(e):
+            raise
+        return t.clone().numpy()
+
+
+# ops with a reduction inside (gather and tensor indexing: a one-hot sum). tinygrad's bfloat16 emulation fails to
+# build a reduction over a fused bfloat16 reduction on the CPU device (UOp verification of an accumulator: seeds 9142,
+# the mean of a bfloat16 prod, and 9147, an index into a bfloat16 matmul), so the reference realizes a bfloat16
+# operand of these first (a bfloat16 value either way; realized, it is rounded once more at most: within the bfloat16
+# tolerance).
+SUMMING = {o for o, c in OP_CLASS.items() if c in ("reduction", "matmul", "softmax/norm")} | {"gather", "index"}
 # ops with a MAX reduction inside: tinygrad's bfloat16 emulation fails to build them on the CPU device (UOp verification
 # of the accumulator), so the reference computes them from the bf16 values widened to float32 (max is exact)
 MAX_REDUCING = {"max", "min", "argmax", "argmin", "softmax", "log_softmax", "logsumexp", "cross_entropy", "sparse_ce"}

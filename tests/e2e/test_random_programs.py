@@ -94,6 +94,18 @@ def test_compare_takes_a_scalar_output():
 
 
 @pytest.mark.needs_cc
+def test_outputs_that_tinygrad_leaves_as_views_are_read():
+    """Seed 9675's ending: a permute of a realized flip over a size-1 axis has no buffer of its own in tinygrad, and
+    .numpy() refuses it on every device; the harness reads it through a clone."""
+    import numpy as np
+    from tinygrad import Tensor
+    from tests.e2e.random_programs import to_numpy
+    x = np.array([[[[3, -1, 7]]]], np.int32)
+    view = Tensor(x, device="CPU").contiguous().realize().flip(2).contiguous().realize().permute(0, 3, 2, 1)
+    np.testing.assert_array_equal(to_numpy(view), x.transpose(0, 3, 2, 1))
+
+
+@pytest.mark.needs_cc
 def test_a_cpu_fusion_bug_is_not_counted_against_tt():
     """Seed 7139 (int16 sum, clip, float16): tinygrad's CPU device returns -10736 from clip(x, -10000, 10000) when
     the kernel is fused, -10000 step by step; TT gives -10000. The verdict names the reference, not TT."""
@@ -107,6 +119,17 @@ def test_generator_covers_the_backend_dtypes():
     from tinygrad import Tensor
     declared = {dname(Tensor.empty(1, dtype=d, device="CPU")) for d in TTRenderer.supported_dtypes(None)}
     assert declared == set(SUPPORTED)
+
+
+def test_generator_covers_the_issue_list():
+    """Issue #17's list: elementwise, movement, reductions, matmuls (float and integer), softmax/norm patterns, integer
+    and float dtypes; each op class and input dtype is drawn within the first 100 seeds (generation only: nothing
+    runs)."""
+    programs = [generate(seed) for seed in range(100)]
+    assert {OP_CLASS[s.op] for p in programs for s in p.steps} == set(OP_CLASS.values())
+    assert {i.dtype for p in programs for i in p.inputs} == set(SUPPORTED)
+    def int32_weight(p: Program, name: str) -> bool: return any(i.name == name and i.dtype == "int32" for i in p.inputs)
+    assert any(s.op == "matmul" and int32_weight(p, s.args[1]) for p in programs for s in p.steps), "no int32 matmul"
 
 
 def test_generator_is_deterministic():

@@ -9,14 +9,13 @@ Tolerances: every stage computes in float32 on the SFPU; the sums run in another
 whose terms sum to S may differ by a few float32 ulps of S per reduction level: rtol = 1e-5 with atol = 1e-5 * the
 largest |value| of the reference (elementwise-only cases: 1e-6, a couple of roundings of the same operations).
 """
-from types import SimpleNamespace
-
 import numpy as np
 import pytest
 from tinygrad import Device, Tensor, dtypes
 from tinygrad.helpers import Context
 from tinygrad.uop.ops import AxisType, KernelInfo, Ops, ParamArg, UOp
 
+from tests.e2e.ast_kernels import run_ast
 from tt_backend.lowering.families.staged import StagedPlan
 from tt_backend.lowering.select import lower
 
@@ -82,26 +81,6 @@ def two_store_kernel(n: int) -> UOp:
     ends = [UOp(Ops.END, dtypes.void, src=(UOp(Ops.STORE, dtypes.void, src=(UOp(Ops.INDEX, f, src=(p[k], r)), v)), r))
             for k, v in ((0, x * 2.0), (1, x + 1.0))]
     return UOp(Ops.SINK, dtypes.void, src=tuple(ends), arg=KernelInfo())
-
-
-def run_ast(ast: UOp, arrays: list[np.ndarray], device: str) -> list[np.ndarray]:
-    """Lower, compile and launch one kernel AST on `device` with the given buffers; their contents after."""
-    from tt_backend.ops_tt import TTProgram, tt_to_program
-    dev = Device[device]
-    prg = tt_to_program(ast, dev.renderer)
-    bufs = []
-    for a in arrays:
-        b = dev.allocator.alloc(a.nbytes)
-        dev.allocator._copyin(b, memoryview(a.tobytes()))
-        bufs.append(b)
-    TTProgram(dev, SimpleNamespace(name="k", lib=prg.src[-1].arg, profile_key=None))(*bufs)
-    out = []
-    for a, b in zip(arrays, bufs):
-        mv = memoryview(bytearray(a.nbytes))
-        dev.allocator._copyout(mv, b)
-        out.append(np.frombuffer(mv, a.dtype).copy())
-        dev.allocator.free(b, a.nbytes)
-    return out
 
 
 def test_several_stores(serial_compile):
