@@ -11,8 +11,8 @@ turns the one-hot sum into that load, lowering/frontend.py `lower_ast`).
 
 Evaluation: each REDUCE is evaluated over the ranges it depends on and its own, the inner ones first, as broadcast
 int64 arrays (the exact integer meaning of lowering/index.py's OPS), in chunks of at most CHUNK_POINTS points along
-its largest free range; a fold that would evaluate more than FOLD_MAX_POINTS points in all is not tried (the
-reduction stays as it is). A value that leaves its dtype's range is not folded (the device would wrap it).
+its largest free range; a fold is abandoned once it has evaluated FOLD_MAX_POINTS points (the reduction stays
+as it is). A value that leaves its dtype's range is not folded (the device would wrap it).
 A value that is not affine (a step function, a table) is not folded either: the REDUCEs inside it are tried instead.
 This module may import tinygrad's uop/dtype layer, never its device layer, and never `runtime`.
 """
@@ -27,7 +27,7 @@ from tinygrad.uop.ops import Ops, UOp
 from tt_backend.lowering.index import CAST_NP, OPS
 
 CHUNK_POINTS = 1 << 22          # points evaluated at once (int64 temporaries of 32 MB)
-FOLD_MAX_POINTS = 1 << 27       # points one fold may evaluate in all (a few seconds of numpy)
+FOLD_MAX_POINTS = 1 << 26       # points one fold may evaluate in all (a few seconds of numpy)
 REDUCE_NP = {Ops.ADD: np.sum, Ops.MAX: np.max, Ops.MUL: np.prod}
 
 

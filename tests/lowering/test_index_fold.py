@@ -4,7 +4,7 @@ closed_form against a brute-force evaluation (tinygrad's own simplifier on every
 ranges) on random nested programs of comparisons, sums and wheres of ranges: when it gives a form, that form equals the
 reduction at every point; an affine case always gets one, a non-affine one never. The e2e part: masked_select with a
 constant mask (a cumsum of a scatter of a cumsum of pure index math: the 320^5-point kernel of tinygrad's
-test_masked_select) on the emulator equals numpy and its gather kernel is left without a reduction.
+test_masked_select, over the time limit before the fold) on the emulator equals numpy.
 """
 from __future__ import annotations
 
