@@ -12,7 +12,7 @@ turns the one-hot sum into that load, lowering/frontend.py `lower_ast`).
 Evaluation: each REDUCE is evaluated over the ranges it depends on and its own, the inner ones first, as broadcast
 int64 arrays (the exact integer meaning of lowering/index.py's OPS), in chunks of at most CHUNK_POINTS points along
 its largest free range; a fold is abandoned once it has evaluated FOLD_MAX_POINTS points (the reduction stays
-as it is). A value that leaves its dtype's range is not folded (the device would wrap it).
+as it is). A REDUCE whose value leaves its dtype's range is not folded (the device would wrap it).
 A value that is not affine (a step function, a table) is not folded either: the REDUCEs inside it are tried instead.
 This module may import tinygrad's uop/dtype layer, never its device layer, and never `runtime`.
 """
@@ -100,7 +100,11 @@ class _Evaluator:
         shape = [1] * len(self.axis)
         for r in free | set(own): shape[self.axis[r]] = len(env[r])
         body = np.broadcast_to(self.value(red.src[0], env), shape)
-        return REDUCE_NP[red.arg[0]](body, axis=tuple(self.axis[r] for r in own), keepdims=True)
+        out = REDUCE_NP[red.arg[0]](body, axis=tuple(self.axis[r] for r in own), keepdims=True)
+        if red.dtype == dtypes.bool: return out != 0          # a bool sum is any, a bool product all
+        dt = dtypes.int32 if red.dtype == dtypes.weakint else red.dtype
+        if out.min() < dt.min or out.max() > dt.max: raise _NotFoldable(f"{red.dtype} overflow (the device wraps)")
+        return out
 
     @staticmethod
     def inner_own(red: UOp) -> set[UOp]:
@@ -119,8 +123,6 @@ def closed_form(red: UOp) -> UOp | None:
         return None
     if red.dtype == dtypes.bool:
         return UOp.const(bool(vals.flat[0]), red.dtype) if (vals == vals.flat[0]).all() else None
-    dt = dtypes.int32 if red.dtype == dtypes.weakint else red.dtype
-    if vals.min() < dt.min or vals.max() > dt.max: return None
     origin = int(vals[(0,) * vals.ndim])
     coefs = {}
     for r, k in ev.axis.items():

@@ -106,3 +106,14 @@ def test_masked_select_with_a_constant_mask(shape, full):
     data = rng.standard_normal(shape).astype(np.float32)
     mask = Tensor.ones(*shape, dtype=dtypes.bool, device="TT") if full else Tensor(True, device="TT")
     np.testing.assert_array_equal(Tensor(data, device="TT").masked_select(mask).numpy(), data.reshape(-1))
+
+
+def test_bool_reduction_inside_a_count_and_overflow():
+    """An inner bool sum is `any` (0/1), not a count, where an outer sum reads it; an int8 sum past 127 is not
+    folded (the device wraps it)."""
+    k, j = UOp.range(6, 1, AxisType.REDUCE), UOp.range(4, 2, AxisType.REDUCE)
+    anyj = (j < k + 1).reduce(j, arg=Ops.ADD)             # any(j <= k): True for every k (a count would be 1..4)
+    assert closed_form(anyj.cast(dtypes.int).reduce(k, arg=Ops.ADD)).arg == 6   # not 1+2+3+4+4+4 = 18
+    big = UOp.range(200, 3, AxisType.REDUCE)
+    assert closed_form(UOp.const(1, dtypes.int8).reduce(big, arg=Ops.ADD)) is None
+    assert closed_form(UOp.const(1, dtypes.int32).reduce(big, arg=Ops.ADD)).arg == 200
