@@ -11,8 +11,8 @@ turns the one-hot sum into that load, lowering/frontend.py `lower_ast`).
 
 Evaluation: each REDUCE is evaluated over the ranges it depends on and its own, the inner ones first, as broadcast
 int64 arrays (the exact integer meaning of lowering/index.py's OPS), in chunks of at most CHUNK_POINTS points along
-its largest free range; a fold is abandoned once it has evaluated FOLD_MAX_POINTS points (the reduction stays
-as it is). A REDUCE whose value leaves its dtype's range is not folded (the device would wrap it).
+its largest free range; the folds of one kernel are abandoned once they have evaluated FOLD_MAX_POINTS points in all
+(the reductions not folded by then stay as they are). A REDUCE whose value leaves its dtype's range is not folded (the device would wrap it).
 A value that is not affine (a step function, a table) is not folded either: the REDUCEs inside it are tried instead.
 This module may import tinygrad's uop/dtype layer, never its device layer, and never `runtime`.
 """
@@ -27,7 +27,7 @@ from tinygrad.uop.ops import Ops, UOp
 from tt_backend.lowering.index import CAST_NP, OPS
 
 CHUNK_POINTS = 1 << 22          # points evaluated at once (int64 temporaries of 32 MB)
-FOLD_MAX_POINTS = 1 << 26       # points one fold may evaluate in all (a few seconds of numpy)
+FOLD_MAX_POINTS = 1 << 26       # points the folds of one kernel may evaluate in all (a few seconds of numpy)
 REDUCE_NP = {Ops.ADD: np.sum, Ops.MAX: np.max, Ops.MUL: np.prod}
 
 
@@ -54,10 +54,10 @@ def foldable(u: UOp) -> bool:
 class _Evaluator:
     """Values of index UOps over the ranges of one folded REDUCE: every range is an axis of a broadcast space."""
 
-    def __init__(self, root: UOp):
+    def __init__(self, root: UOp, spent: int):
         rngs = sorted({x for x in root.toposort() if x.op is Ops.RANGE}, key=lambda r: r.arg[0])
         self.axis = {r: k for k, r in enumerate(rngs)}
-        self.points = 0
+        self.points = spent               # points evaluated so far for this kernel
 
     def arange(self, r: UOp, values: np.ndarray) -> np.ndarray:
         shape = [1] * len(self.axis)
@@ -112,15 +112,18 @@ class _Evaluator:
         return {r for x in red.src[0].toposort() if x.op is Ops.REDUCE for r in x.src[1:]}
 
 
-def closed_form(red: UOp) -> UOp | None:
+def closed_form(red: UOp, spent: list[int] | None = None) -> UOp | None:
     """The folded REDUCE as an affine UOp expression of its free ranges, or None (not foldable, not affine, or its
-    values leave the dtype's range)."""
+    values leave the dtype's range). `spent`: the points the kernel's folds evaluated so far, updated."""
+    spent = [0] if spent is None else spent
+    ev = _Evaluator(red, spent[0])
     try:
-        ev = _Evaluator(red)
         env = {r: np.arange(_size(r), dtype=np.int64) for r in ev.axis}
         vals = ev.reduce(red, env)
     except (_NotFoldable, ValueError, OverflowError, FloatingPointError, ZeroDivisionError):
         return None
+    finally:
+        spent[0] = ev.points
     if red.dtype == dtypes.bool:
         return UOp.const(bool(vals.flat[0]), red.dtype) if (vals == vals.flat[0]).all() else None
     origin = int(vals[(0,) * vals.ndim])
@@ -141,12 +144,13 @@ def fold_index_reductions(sink: UOp) -> UOp:
     where an outer one has none)."""
     subs: dict[UOp, UOp] = {}
     seen: set[UOp] = set()
+    spent = [0]
     todo = [sink]
     while todo:                      # outermost first: a REDUCE inside a folded one is never visited
         u = todo.pop()
         if u in seen: continue
         seen.add(u)
-        if foldable(u) and (c := closed_form(u)) is not None:
+        if foldable(u) and (c := closed_form(u, spent)) is not None:
             subs[u] = c
             continue
         todo.extend(u.src)
