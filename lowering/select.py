@@ -11,6 +11,7 @@ from tinygrad.uop.ops import UOp
 from tt_backend.lowering.families.family import Kernel, choose
 from tt_backend.lowering.families.registry import ONE_PASS, REGISTRY
 from tt_backend.lowering.families.staged import hoisted
+from tt_backend.lowering.index_fold import fold_index_reductions
 from tt_backend.lowering.placement.placer import Placer
 from tt_backend.lowering.plan import Plan
 
@@ -23,5 +24,6 @@ def select(kernel: Kernel) -> Plan:
 def lower(sink: UOp, name: str, placer: Placer | None = None) -> Plan:
     """tinygrad kernel AST -> the selected plan (SFPU programs compiled, L1 allocated). Raises UnsupportedOp naming
     the problem. `placer` (injected by tt_backend: it needs the emulator's numeric models) lets engines be chosen
-    by precision and cost; without one everything runs on the SFPU in float32."""
-    return select(Kernel(sink, name, placer))
+    by precision and cost; without one everything runs on the SFPU in float32. Reductions over pure index math
+    are folded to their closed forms first (lowering/index_fold.py)."""
+    return select(Kernel(fold_index_reductions(sink), name, placer))
