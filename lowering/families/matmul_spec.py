@@ -157,13 +157,17 @@ def match_matmul(sink: UOp) -> MatmulSpec | None:
                       out=operand(obuf, oco, odt, rm0, rn1, "fp32"))
 
 
-def kernel_matmul(kernel: Kernel) -> MatmulSpec | None:
-    """The kernel's matmul spec (Kernel.shared: both matmul families and the SFPU reduction ask); None when it is not
-    a plain matmul or its index forms are beyond the matcher."""
+def matmul_of(sink: UOp) -> MatmulSpec | None:
+    """The kernel's matmul spec; None when it is not a plain matmul or its index forms are beyond the matcher."""
     try:
-        return match_matmul(kernel.sink)
+        return match_matmul(sink)
     except UnsupportedOp:
         return None
+
+
+def kernel_matmul(kernel: Kernel) -> MatmulSpec | None:
+    """matmul_of the kernel (Kernel.shared: both matmul families and the SFPU reduction ask)."""
+    return matmul_of(kernel.sink)
 
 
 @dataclass

@@ -33,6 +33,7 @@ from tinygrad.uop.ops import AxisType, Ops, ParamArg, UOp
 
 from tt_backend.chip.errors import UnsupportedOp
 from tt_backend.lowering.families.family import Candidate, Family, Kernel, choose
+from tt_backend.lowering.families.matmul_spec import matmul_of
 from tt_backend.lowering.frontend import buffer_dtype, dtype_name, free_ranges, output_ranges, strip_invalid
 from tt_backend.lowering.plan import DTYPE_SIZE, Buffer, Plan
 
@@ -171,6 +172,8 @@ class _Stager:
     scratch: list[Buffer] = field(default_factory=list)
 
     def stages(self, sink: UOp) -> list[Plan]:
+        if matmul_stages(sink):
+            return [p for part in self.split(sink, matmul_cut(sink)) for p in self.stages(part)]
         try:
             return [choose(Kernel(sink, self.kernel.name, self.kernel.placer), self.families)]
         except UnsupportedOp:
@@ -281,6 +284,60 @@ def pointwise_split(sink: UOp, v: UOp, index: UOp, extent: int, slot: int) -> tu
     return producer, consumer, Buffer(slot, dtype_name(dt, "scratch buffer"), n * DTYPE_SIZE[dtype_name(dt, "scratch")])
 
 
+# A matmul tinygrad fused into a kernel with more around it (attention's scores times a scale, softmax(scores) @ v
+# with the softmax computed inside the sum, a masked or padded operand) is not a plain matmul, so no matmul family
+# takes the kernel and an SFPU reduction recomputes each operand element once per output element that reads it (sdpa's
+# q @ k^T: 1.48M cycles per core). Cut out instead: each side of the product that is not a plain load is computed
+# once per operand element (an elementwise stage), the sum of products becomes a matmul stage, and what the kernel
+# does with the sum reads it back (an elementwise stage). Taken only when the matmul stage is one the matmul families
+# recognise (matmul_spec.match_matmul), so a cut never leaves a second SFPU reduction behind.
+
+def contraction(sink: UOp) -> UOp | None:
+    """The top REDUCE(ADD) of the kernel's one stored value that sums a product of two sides each depending on
+    ranges the other does not (C[.., m, n] = sum_k A[.., m, k] * B[.., k, n]), when the kernel is not a matmul
+    already; else None."""
+    if len(stored_values(sink)) != 1 or matmul_of(sink) is not None: return None
+    memo: dict[UOp, frozenset] = {}
+    for red in top_reductions(stored_values(sink)[0]):
+        mul = red.src[0]
+        while mul.op is Ops.CAST: mul = mul.src[0]
+        if red.arg[0] is not Ops.ADD or mul.op is not Ops.MUL: continue
+        (x, fx), (y, fy) = ((s, free_ranges(s, memo)) for s in mul.src)
+        if set(red.src[1:]) <= (fx & fy) and fx - fy and fy - fx: return red
+    return None
+
+
+def plain_operand(u: UOp) -> bool:
+    """A load (through casts) the matmul reader takes as it is: no validity gate (a pad or mask)."""
+    while u.op is Ops.CAST: u = u.src[0]
+    return u.op is Ops.INDEX and not strip_invalid(u.src[1])[0]
+
+
+def matmul_cut(sink: UOp) -> UOp | None:
+    """The next value to materialize toward the kernel's contraction running as a matmul of its own: a side of the
+    product that is not a plain load, else the sum itself when the kernel does more with it; None when there is no
+    contraction or nothing left to cut."""
+    if (red := contraction(sink)) is None: return None
+    mul = red.src[0]
+    while mul.op is Ops.CAST: mul = mul.src[0]
+    side = next((s for s in mul.src if not plain_operand(s)), None)
+    if side is not None: return side
+    stored = stored_values(sink)[0]
+    while stored.op is Ops.CAST: stored = stored.src[0]
+    return None if stored is red else red
+
+
+def matmul_stages(sink: UOp) -> bool:
+    """Whether cutting the kernel (matmul_cut, repeatedly) leaves a stage the matmul families recognise (a dry run:
+    scratch slots are placeholders)."""
+    if matmul_cut(sink) is None: return False
+    slots = count(len([u for u in sink.toposort() if u.op is Ops.PARAM]))
+    while (v := matmul_cut(sink)) is not None:
+        producer, sink, _ = materialize(sink, v, next(slots))
+        if v.op is Ops.REDUCE: return matmul_of(producer) is not None
+    return matmul_of(sink) is not None
+
+
 def hoisted(kernel: Kernel, families: tuple[Family, ...]) -> StagedPlan | None:
     """The kernel with its pointwise value or broadcast reduction (above) computed once in a stage of its own, or
     None (neither, or a stage the families do not lower)."""
@@ -289,6 +346,8 @@ def hoisted(kernel: Kernel, families: tuple[Family, ...]) -> StagedPlan | None:
         def first(stager: _Stager) -> list[UOp]: return stager.split_pointwise(sink, *pw)
     elif (v := broadcast_reduction(sink)) is not None:
         def first(stager: _Stager) -> list[UOp]: return stager.split(sink, v)
+    elif matmul_stages(sink):
+        def first(stager: _Stager) -> list[UOp]: return stager.split(sink, matmul_cut(sink))
     else:
         return None
     try:
