@@ -63,6 +63,7 @@ from tt_backend.lowering.codegen.words import hex_u32, word_u32
 from tt_backend.lowering.families.family import Candidate, Family, Kernel
 from tt_backend.lowering.families.matmul_spec import (TILE, MatmulKernelPlan, MatmulSpec, kernel_matmul, line_bytes,
                                                       matmul_args_header, matmul_io, operand_ctx, out_pitch)
+from tt_backend.lowering.families.mover_cost import CORE_LAUNCH_CYCLES, split_ranges
 from tt_backend.lowering.plan import DTYPE_SIZE, Report
 from tt_backend.chip import isa, layout
 from tt_backend.chip.errors import UnsupportedOp
@@ -130,6 +131,21 @@ class SfpuMatmulPlan(MatmulKernelPlan):
 
     def render(self) -> dict[str, str]:
         return render_sfpu_matmul(self)
+
+    def arg_words(self, dram_addrs: list[int]) -> list[int]:
+        """One core's argument block: all batches (ARG_BATCH_BEGIN/END after the buffers)."""
+        return [*super().arg_words(dram_addrs), 0, self.spec.n_batch]
+
+    def core_arg_words(self, dram_addrs: list[int]) -> list[list[int]]:
+        base = super().arg_words(dram_addrs)
+        return [[*base, b, e] for b, e in split_ranges(self.spec.n_batch, self.cores)]
+
+    def use_cores(self, max_cores: int) -> None:
+        """Batches split over cores, each core running whole batches (no combine, no traffic between cores): as
+        many cores as batches, at most `max_cores`, and only as many as keep at least CORE_LAUNCH_CYCLES of a
+        core's SFPU instructions (the family's price, a lower bound of its cycles) per extra core."""
+        worth = instructions(self.spec) // CORE_LAUNCH_CYCLES
+        self.cores = max(1, min(max_cores, self.spec.n_batch, worth))
 
 
 class SfpuMatmulReport(Report):
@@ -320,7 +336,8 @@ def args_header_sfpu_mm(plan: SfpuMatmulPlan) -> str:
         f"#define MM_B_SLOT {(plan.kb_chunks if plan.b_stream else plan.kc * plan.ntg) * B_CHUNK_BYTES}u",
         f"#define MM_B_DEPTH {2 if plan.b_stream else 1}u",
         f"#define A_CHUNK_BYTES {A_CHUNK_BYTES}u", f"#define B_CHUNK_BYTES {B_CHUNK_BYTES}u",
-        f"#define SEM_INFREE {SEM_INFREE}u"],
+        f"#define SEM_INFREE {SEM_INFREE}u",
+        f"#define ARG_BATCH_BEGIN ARG_BUF({len(plan.buffers)})", f"#define ARG_BATCH_END ARG_BUF({len(plan.buffers) + 1})"],
         min(plan.spec.N, TILE * plan.ntg), "  /* one group */")
 
 

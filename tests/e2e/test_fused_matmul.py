@@ -17,11 +17,17 @@ import pytest
 from tinygrad import Tensor, dtypes
 from tinygrad.uop.ops import Ops
 
-from tt_backend.lowering.families.sfpu_matmul import SfpuMatmulPlan
+from tt_backend.bench.kernels import launch_plan
+from tt_backend.lowering.codegen.sources import split
+from tt_backend.lowering.families.matmul_spec import match_matmul
+from tt_backend.lowering.families.sfpu_matmul import SfpuMatmulPlan, plan_sfpu_matmul
 from tt_backend.lowering.families.staged import contraction, matmul_stages
 from tt_backend.lowering.select import lower
+from tt_backend.runtime.compile import compile_kernel
+from tt_backend.runtime.targets import make_device
 
-from tests.support.matmul_ops import bf16_round
+from tests.support import target_params, ttsim_path
+from tests.support.matmul_ops import bf16_round, matmul_ast
 
 rng = np.random.default_rng(1717)
 pytestmark = pytest.mark.needs_cc
@@ -95,6 +101,44 @@ def test_cut_only_where_a_matmul_appears():
     assert contraction(dot) is None
     sdpa = ks(lambda q, k, v: q.scaled_dot_product_attention(k, v), [(2, 3, 8, 16)] * 3)
     assert sum(matmul_stages(k) for k in sdpa) == 2
+
+
+def batch_grid_run(target: str, cores: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """a @ b^T (batched) by the SFPU matmul with its batches split over `cores` cores on `target`."""
+    spec = match_matmul(matmul_ast(lambda x, y: x @ y.transpose(-1, -2), [a.shape, b.shape], dtypes.float32))
+    plan = plan_sfpu_matmul(spec, "mm_batch_grid")
+    plan.cores = cores
+    dev = make_device(target, lib_path=ttsim_path())
+    try:
+        raw, _ = launch_plan(dev, plan, {1: a, 2: b}, compile_kernel(*split(plan.render()), plan.name))
+    finally:
+        if hasattr(dev, "close"): dev.close()
+    return np.frombuffer(raw, np.float32).reshape(a.shape[0], a.shape[1], b.shape[1])
+
+
+@pytest.mark.parametrize("target", target_params("emu"))
+def test_batches_split_over_cores(target):
+    """Each core runs whole batches: 7 batches on 3 cores (3 + 2 + 2) give the one-core bits, within the SFPU
+    matmul's bound of float64; the family splits as many batches as there are cores worth launching."""
+    a = rng.standard_normal((7, 20, 40)).astype(np.float32)
+    b = rng.standard_normal((7, 24, 40)).astype(np.float32)
+    one = batch_grid_run(target, 1, a, b)
+    assert batch_grid_run(target, 3, a, b).tobytes() == one.tobytes()
+    a64, b64 = a.astype(np.float64), np.swapaxes(b, -1, -2).astype(np.float64)
+    assert (np.abs(one - a64 @ b64) <= 40 * 2.0 ** -24 * (np.abs(a64) @ np.abs(b64))).all()
+    plan = plan_sfpu_matmul(match_matmul(matmul_ast(lambda x, y: x @ y, [(7, 20, 40), (7, 40, 24)], dtypes.float32)),
+                            "k")
+    plan.use_cores(64)
+    assert plan.cores == 7 and [w[-2:] for w in plan.core_arg_words([0, 0, 0])][:2] == [[0, 1], [1, 2]]
+    plan.use_cores(4)
+    assert plan.cores == 4
+
+
+@pytest.mark.ttsim
+def test_batch_grid_is_bit_identical_on_emu_and_ttsim():
+    a = rng.standard_normal((5, 9, 24)).astype(np.float32)
+    b = rng.standard_normal((5, 33, 24)).astype(np.float32)
+    assert batch_grid_run("emu", 2, a, b).tobytes() == batch_grid_run("ttsim", 2, a, b).tobytes()
 
 
 SDPA = {   # name: (kwargs builder, q / k / v shapes, with the backward pass)
