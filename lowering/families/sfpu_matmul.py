@@ -41,7 +41,9 @@ Dst rows 0..63 (exact) before posting the pass's first chunk (TRISC1 zeroes C on
 tile still sees its SFPMADs in ascending k with the same operands, so the bits equal the one-block kernel's (tested).
 Matrix-vector products (M = 1 after the matcher's transpose) and other M < 32: the MOP runs only the ceil(M/4) row
 groups holding rows < M (1 instead of 8 for a vector), and with a single row tile the reader zeroes the rows past M
-once per A slot instead of at every fill.
+once per A slot instead of at every fill. Likewise N <= 16 (attention's scores over few keys): only the first column
+half's 4 passes run (column_halves); the second half of C stays zero and the writer drops it. Batched matmuls split
+their batches over cores (use_cores), each core running whole batches with the same ELFs.
 
 Error: each of the K steps rounds once (relative 2^-24), so |C - C_exact| <= K * 2^-24 * sum_k |a_ik b_kj| (to first
 order; a sequential fp32 dot product on a CPU, fma or not, has essentially the same bound gamma_K, so the two may
@@ -96,10 +98,16 @@ def row_groups(spec: MatmulSpec) -> int:
     return min(8, -(-spec.M // 4))
 
 
+def column_halves(spec: MatmulSpec) -> int:
+    """16-column halves of the C tile the passes run: both, or only the first when N <= 16 (attention's scores over
+    16 keys; the second half stays zero and the writer drops it)."""
+    return 1 if spec.N <= 16 else 2
+
+
 def instructions(spec: MatmulSpec) -> int:
     """SFPU instructions of the kernel: BODY_WORDS per 4 SFPMADs, plus the 5-word B setup per MOP."""
     mt, nt, _ = spec.tiles
-    sfpmads = spec.n_batch * mt * nt * chunks(spec) * 8 * row_groups(spec) * 4
+    sfpmads = spec.n_batch * mt * nt * chunks(spec) * 4 * column_halves(spec) * row_groups(spec) * 4
     return sfpmads * BODY_WORDS // 4 + sfpmads // (4 * row_groups(spec)) * 5
 
 
@@ -312,12 +320,13 @@ def body(buf: int, mh: int, h: int, p: int) -> list[int]:
     return w
 
 
-def variant_words(buf: int) -> list[dict]:
-    """The eight (k half, column half, parity) passes over one input buffer: TRISC1 pushes the B setup, re-records
-    the body in replay slots 0..9 and issues the MOP (8 x REPLAY, one per row group)."""
+def variant_words(buf: int, halves: int) -> list[dict]:
+    """The (k half, column half, parity) passes over one input buffer, eight or, with one column half, four: TRISC1
+    pushes the B setup, re-records the body in replay slots 0..9 and issues the MOP (8 x REPLAY, one per row
+    group)."""
     out = []
     for mh in range(2):
-        for h in range(2):
+        for h in range(halves):
             for p in range(2):
                 out.append({"mh": mh, "h": h, "p": p, "bsetup": [hex_u32(x) for x in b_setup(buf, mh, h, p)],
                             "body": [hex_u32(x) for x in body(buf, mh, h, p)]})
@@ -366,7 +375,7 @@ def render_sfpu_matmul(plan: SfpuMatmulPlan) -> dict[str, str]:
         "out_bf16": s.out.dtype == "bfloat16", "w": w, "unp": {i: hex_u32(v) for i, v in unp.items()},
         "alu_format": hex_u32(alu_format_word(["fp32"], "fp32")),
         "pck": {i: hex_u32(v) for i, v in PACK_CFG["fp32"].items()},
-        "variants": [variant_words(0), variant_words(1)],
+        "variants": [variant_words(0, column_halves(s)), variant_words(1, column_halves(s))],
         "mop_cfg_base": hex_u32(layout.MOP_CFG_BASE),
         "mop_cfg": [hex_u32(v) for v in (1, plan.row_groups, nop, nop, nop, replay, nop, replay, replay)],
         "a_dst": [hex_u32(64 + 16 * IN_ROW[b]) for b in range(2)],            # unpacker Dst address (+ the 4-row bias)

@@ -33,8 +33,8 @@ from tinygrad.uop.ops import AxisType, Ops, ParamArg, UOp
 
 from tt_backend.chip.errors import UnsupportedOp
 from tt_backend.lowering.families.family import Candidate, Family, Kernel, choose
-from tt_backend.lowering.families.matmul_spec import matmul_of
-from tt_backend.lowering.frontend import buffer_dtype, dtype_name, free_ranges, output_ranges, strip_invalid
+from tt_backend.lowering.families.matmul_spec import k_chained, matmul_of
+from tt_backend.lowering.frontend import affine, buffer_dtype, dtype_name, free_ranges, output_ranges, strip_invalid
 from tt_backend.lowering.plan import DTYPE_SIZE, Buffer, Plan
 
 
@@ -148,9 +148,12 @@ def row_major(rngs: list[UOp]) -> UOp:
     return idx
 
 
-def materialize(sink: UOp, v: UOp, slot: int) -> tuple[UOp, UOp, Buffer]:
-    """(the stage storing v into scratch buffer `slot`, the kernel reading it from there instead, the buffer)."""
-    rngs = sorted(free_ranges(v, {}), key=lambda r: r.arg[0])
+def materialize(sink: UOp, v: UOp, slot: int, reduce_last: bool = False) -> tuple[UOp, UOp, Buffer]:
+    """(the stage storing v into scratch buffer `slot`, the kernel reading it from there instead, the buffer).
+    The buffer is row-major over v's ranges in their order; `reduce_last`: those an enclosing reduction sums over
+    innermost (a matmul operand: its K contiguous and its reduce ranges one K, matmul_spec.k_chained)."""
+    def key(r: UOp): return (reduce_last and r.arg[-1] in (AxisType.REDUCE, AxisType.GROUP_REDUCE), r.arg[0])
+    rngs = sorted(free_ranges(v, {}), key=key)
     n = math.prod(int(r.src[0].arg) for r in rngs)
     dt = v.dtype
     param = UOp(Ops.PARAM, dt, src=(UOp(Ops.CONST, dtypes.weakint, arg=n),), arg=ParamArg(slot, dt))
@@ -173,7 +176,7 @@ class _Stager:
 
     def stages(self, sink: UOp) -> list[Plan]:
         if matmul_stages(sink):
-            return [p for part in self.split(sink, matmul_cut(sink)) for p in self.stages(part)]
+            return [p for part in self.split(sink, matmul_cut(sink), reduce_last=True) for p in self.stages(part)]
         try:
             return [choose(Kernel(sink, self.kernel.name, self.kernel.placer), self.families)]
         except UnsupportedOp:
@@ -188,8 +191,8 @@ class _Stager:
         if (v := reduction_cut(sink)) is None and (v := load_cut(sink)) is None: return None
         return self.split(sink, v)
 
-    def split(self, sink: UOp, v: UOp) -> list[UOp]:
-        return self.through_scratch(*materialize(sink, v, next(self.next_slot)))
+    def split(self, sink: UOp, v: UOp, reduce_last: bool = False) -> list[UOp]:
+        return self.through_scratch(*materialize(sink, v, next(self.next_slot), reduce_last))
 
     def split_pointwise(self, sink: UOp, v: UOp, index: UOp, extent: int) -> list[UOp]:
         return self.through_scratch(*pointwise_split(sink, v, index, extent, next(self.next_slot)))
@@ -307,10 +310,12 @@ def contraction(sink: UOp) -> UOp | None:
     return None
 
 
-def plain_operand(u: UOp) -> bool:
-    """A load (through casts) the matmul reader takes as it is: no validity gate (a pad or mask)."""
+def plain_operand(u: UOp, rks: list[UOp]) -> bool:
+    """A load (through casts) the matmul reader takes as it is: no validity gate (a pad or mask), an affine index
+    walking the reduce ranges `rks` as one K."""
     while u.op is Ops.CAST: u = u.src[0]
-    return u.op is Ops.INDEX and not strip_invalid(u.src[1])[0]
+    if u.op is not Ops.INDEX or strip_invalid(u.src[1])[0]: return False
+    return (co := affine(u.src[1])) is not None and k_chained(co, rks)
 
 
 def matmul_cut(sink: UOp) -> UOp | None:
@@ -320,7 +325,8 @@ def matmul_cut(sink: UOp) -> UOp | None:
     if (red := contraction(sink)) is None: return None
     mul = red.src[0]
     while mul.op is Ops.CAST: mul = mul.src[0]
-    side = next((s for s in mul.src if not plain_operand(s)), None)
+    rks = sorted(red.src[1:], key=lambda r: r.arg[0])
+    side = next((s for s in mul.src if not plain_operand(s, rks)), None)
     if side is not None: return side
     stored = stored_values(sink)[0]
     while stored.op is Ops.CAST: stored = stored.src[0]
@@ -333,7 +339,7 @@ def matmul_stages(sink: UOp) -> bool:
     if matmul_cut(sink) is None: return False
     slots = count(len([u for u in sink.toposort() if u.op is Ops.PARAM]))
     while (v := matmul_cut(sink)) is not None:
-        producer, sink, _ = materialize(sink, v, next(slots))
+        producer, sink, _ = materialize(sink, v, next(slots), reduce_last=True)
         if v.op is Ops.REDUCE: return matmul_of(producer) is not None
     return matmul_of(sink) is not None
 
@@ -347,7 +353,7 @@ def hoisted(kernel: Kernel, families: tuple[Family, ...]) -> StagedPlan | None:
     elif (v := broadcast_reduction(sink)) is not None:
         def first(stager: _Stager) -> list[UOp]: return stager.split(sink, v)
     elif matmul_stages(sink):
-        def first(stager: _Stager) -> list[UOp]: return stager.split(sink, matmul_cut(sink))
+        def first(stager: _Stager) -> list[UOp]: return stager.split(sink, matmul_cut(sink), reduce_last=True)
     else:
         return None
     try:
