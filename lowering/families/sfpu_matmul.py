@@ -338,6 +338,7 @@ def args_header_sfpu_mm(plan: SfpuMatmulPlan) -> str:
         f"#define MM_KC {plan.kc}u  /* chunks of {KCH} k */",
         f"#define MM_NG {plan.ng}u", f"#define MM_NTG {plan.ntg}u  /* column tiles per group */",
         f"#define MM_A_DEPTH {plan.a_depth}u",
+        f"#define MM_ROWS_RUN {4 * plan.row_groups}u  /* rows of a C tile the MOP computes */",
         f"#define MM_NKB {plan.nkb}u  /* K blocks */",
         f"#define MM_KBC {plan.kb_chunks}u  /* chunks per K block */",
         f"#define MM_B_STREAM {int(plan.b_stream)}u  /* B per (column tile, K block), else resident per group */",
