@@ -159,7 +159,8 @@ def match_matmul(sink: UOp) -> MatmulSpec | None:
     def operand(buf, co, dt, rr, rc, tile):
         return Operand(buf.arg.slot, dt, co.get(None, 0), g(co, rr), g(co, rc), tuple(g(co, r) for r in batch),
                        int(buf.src[0].arg) * DTYPE_SIZE[dt], tile)
-    return MatmulSpec(M=size[rm0] if rm0 is not None else 1, N=size[rn1] if rn1 is not None else 1, K=math.prod(size[r] for r in rks),
+    return MatmulSpec(M=size[rm0] if rm0 is not None else 1, N=size[rn1] if rn1 is not None else 1,
+                      K=math.prod(size[r] for r in rks),
                       batch=tuple(size[r] for r in batch), round_bf16=round_bf16 and odt == "float32",
                       a=operand(abuf, aco, adt, rm0, rk, tiles[0]), b=operand(bbuf, bco, bdt, rk, rn1, tiles[1]),
                       out=operand(obuf, oco, odt, rm0, rn1, "fp32"))

@@ -347,7 +347,8 @@ def args_header_sfpu_mm(plan: SfpuMatmulPlan) -> str:
         f"#define MM_B_DEPTH {2 if plan.b_stream else 1}u",
         f"#define A_CHUNK_BYTES {A_CHUNK_BYTES}u", f"#define B_CHUNK_BYTES {B_CHUNK_BYTES}u",
         f"#define SEM_INFREE {SEM_INFREE}u",
-        f"#define ARG_BATCH_BEGIN ARG_BUF({len(plan.buffers)})", f"#define ARG_BATCH_END ARG_BUF({len(plan.buffers) + 1})"],
+        f"#define ARG_BATCH_BEGIN ARG_BUF({len(plan.buffers)})",
+        f"#define ARG_BATCH_END ARG_BUF({len(plan.buffers) + 1})"],
         min(plan.spec.N, TILE * plan.ntg), "  /* one group */")
 
 

@@ -16,6 +16,9 @@ Materializing a value v: a new stage stores v into a DRAM scratch buffer indexed
 buffer through the same index over their own ranges. Each cut lowers the number of stores, reductions or streams of
 what is left, so the staging ends; a kernel that no cut helps keeps the one-pass families' refusal (its semantics).
 
+Before these cuts (and in `hoisted`, before the one-pass families are asked), a matmul fused into a bigger kernel is cut
+out into a matmul stage of its own (the contraction cut, below).
+
 The plugin runs the stages as launches of one program call, in order, with the scratch buffers allocated for the call
 and freed after (tt_backend/ops_tt.py). The family's one candidate is priced at infinity, so the selector takes it
 only when no one-pass plan exists.
@@ -305,7 +308,7 @@ def contraction(sink: UOp) -> UOp | None:
         mul = red.src[0]
         while mul.op is Ops.CAST: mul = mul.src[0]
         if red.arg[0] is not Ops.ADD or mul.op is not Ops.MUL: continue
-        (x, fx), (y, fy) = ((s, free_ranges(s, memo)) for s in mul.src)
+        fx, fy = (free_ranges(s, memo) for s in mul.src)
         if set(red.src[1:]) <= (fx & fy) and fx - fy and fy - fx: return red
     return None
 
