@@ -174,12 +174,19 @@ def materialize(sink: UOp, v: UOp, slot: int, reduce_last: bool = False) -> tupl
 class _Stager:
     families: tuple[Family, ...]     # the one-pass families
     kernel: Kernel
-    next_slot: count
+    first_scratch_slot: int          # the kernel's buffer count: scratch buffer j has slot first_scratch_slot + j
     scratch: list[Buffer] = field(default_factory=list)
 
+    def next_slot(self) -> int:
+        return self.first_scratch_slot + len(self.scratch)
+
     def stages(self, sink: UOp) -> list[Plan]:
-        if matmul_stages(sink):
-            return [p for part in self.split(sink, matmul_cut(sink), reduce_last=True) for p in self.stages(part)]
+        if (rule := hoist_rule(sink)) is not None:   # every stage too: a hoist's remainder may hold another
+            n_scratch = len(self.scratch)
+            try:
+                return [p for part in rule(self) for p in self.stages(part)]
+            except UnsupportedOp:                    # the stages without it
+                del self.scratch[n_scratch:]
         try:
             return [choose(Kernel(sink, self.kernel.name, self.kernel.placer), self.families)]
         except UnsupportedOp:
@@ -195,10 +202,10 @@ class _Stager:
         return self.split(sink, v)
 
     def split(self, sink: UOp, v: UOp, reduce_last: bool = False) -> list[UOp]:
-        return self.through_scratch(*materialize(sink, v, next(self.next_slot), reduce_last))
+        return self.through_scratch(*materialize(sink, v, self.next_slot(), reduce_last))
 
     def split_pointwise(self, sink: UOp, v: UOp, index: UOp, extent: int) -> list[UOp]:
-        return self.through_scratch(*pointwise_split(sink, v, index, extent, next(self.next_slot)))
+        return self.through_scratch(*pointwise_split(sink, v, index, extent, self.next_slot()))
 
     def through_scratch(self, producer: UOp, consumer: UOp, buf: Buffer) -> list[UOp]:
         self.scratch.append(buf)
@@ -347,34 +354,37 @@ def matmul_stages(sink: UOp) -> bool:
     return matmul_of(sink) is not None
 
 
-def hoisted(kernel: Kernel, families: tuple[Family, ...]) -> StagedPlan | None:
-    """The kernel with its pointwise value or broadcast reduction (above) computed once in a stage of its own, or
-    None (neither, or a stage the families do not lower)."""
-    sink = kernel.sink
+def hoist_rule(sink: UOp) -> Callable[[_Stager], list[UOp]] | None:
+    """The split of the first hoist that applies to the kernel (its pointwise value, its broadcast reduction, its
+    contraction: above), or None."""
     if (pw := pointwise_value(sink)) is not None:
-        def first(stager: _Stager) -> list[UOp]: return stager.split_pointwise(sink, *pw)
-    elif (v := broadcast_reduction(sink)) is not None:
-        def first(stager: _Stager) -> list[UOp]: return stager.split(sink, v)
-    elif matmul_stages(sink):
-        def first(stager: _Stager) -> list[UOp]: return stager.split(sink, matmul_cut(sink), reduce_last=True)
-    else:
+        return lambda stager: stager.split_pointwise(sink, *pw)
+    if (v := broadcast_reduction(sink)) is not None:
+        return lambda stager: stager.split(sink, v)
+    if matmul_stages(sink):
+        return lambda stager: stager.split(sink, matmul_cut(sink), reduce_last=True)
+    return None
+
+
+def hoisted(kernel: Kernel, families: tuple[Family, ...]) -> StagedPlan | None:
+    """The kernel with its pointwise value, broadcast reduction or contraction (above) computed in a stage of its own
+    (and its stages likewise), or None (none applies, or a stage the families do not lower)."""
+    if hoist_rule(kernel.sink) is None:
         return None
     try:
-        return build(kernel, families, first=first)
+        return build(kernel, families)
     except UnsupportedOp:
         return None
 
 
-def build(kernel: Kernel, families: tuple[Family, ...],
-          first: Callable[[_Stager], list[UOp]] | None = None) -> StagedPlan:
-    """The staged plan; `first`: the split made before any other cut (hoisted)."""
+def build(kernel: Kernel, families: tuple[Family, ...]) -> StagedPlan:
+    """The staged plan (hoists first, then the cuts, stage by stage)."""
     params = sorted((u for u in kernel.sink.toposort() if u.op is Ops.PARAM), key=lambda u: u.arg.slot)
     if [p.arg.slot for p in params] != list(range(len(params))):
         raise UnsupportedOp(f"{kernel.name}: buffer slots {[p.arg.slot for p in params]} are not 0..n-1")
     buffers = [Buffer(p.arg.slot, buffer_dtype(p), int(p.src[0].arg) * DTYPE_SIZE[buffer_dtype(p)]) for p in params]
-    stager = _Stager(families, kernel, count(len(params)))
-    parts = [kernel.sink] if first is None else first(stager)
-    stages = [p for part in parts for p in stager.stages(part)]
+    stager = _Stager(families, kernel, len(params))
+    stages = stager.stages(kernel.sink)
     if len(stages) == 1:
         raise UnsupportedOp(f"{kernel.name}: one stage, the one-pass families' own refusal stands")
     for i, s in enumerate(stages): s.name = f"{kernel.name}_s{i}"
