@@ -73,6 +73,13 @@ def _strip(u, *ops):
     return u
 
 
+def k_chained(co: dict, rks: list[UOp]) -> bool:
+    """Whether an operand (affine index coefficients `co`) walks the reduce ranges `rks` (outermost first) as one
+    range of their product: each one's stride is the next one's times its size (einsum's 'pqrs,tuqvr->pstuv' sums
+    over q and r; a single range always is)."""
+    return all(co.get(a, 0) == co.get(b, 0) * int(b.src[0].arg) for a, b in zip(rks, rks[1:]))
+
+
 def match_matmul(sink: UOp) -> MatmulSpec | None:
     """The spec of a plain (batched, transposed) matmul kernel, or None when the AST is not one."""
     if sink.op is not Ops.SINK: return None
@@ -87,9 +94,9 @@ def match_matmul(sink: UOp) -> MatmulSpec | None:
     while u.op is Ops.CAST: chain.append(u.dtype); u = u.src[0]
     if any(dt not in (dtypes.float32, dtypes.bfloat16) for dt in chain): return None
     round_bf16 = dtypes.bfloat16 in chain          # e.g. (a @ b).float() with bf16 a, b: C is rounded to bf16 first
-    rk = red.src[1:]
-    if len(rk) != 1 or rk[0].op is not Ops.RANGE: return None
-    rk = rk[0]
+    rks = sorted(red.src[1:], key=lambda r: r.arg[0])
+    if not rks or any(r.op is not Ops.RANGE for r in rks): return None
+    rk = rks[-1]                      # the innermost of the reduce ranges: their strides are rk's (k_chained)
     mul = _strip(red.src[0], Ops.CAST)
     if mul.op is not Ops.MUL: return None
     loads, tiles = [], []
@@ -125,14 +132,15 @@ def match_matmul(sink: UOp) -> MatmulSpec | None:
     if None in acc or oacc is None: return None
     rngs = {u for u in topo if u.op is Ops.RANGE}
     if any(r.src[0].op is not Ops.CONST for r in rngs): return None
-    if rk.arg[-1] not in (AxisType.REDUCE, AxisType.GROUP_REDUCE): return None
+    if any(r.arg[-1] not in (AxisType.REDUCE, AxisType.GROUP_REDUCE) for r in rks): return None
     r0 = {r for r in acc[0][1] if r is not None and acc[0][1][r] != 0}
     r1 = {r for r in acc[1][1] if r is not None and acc[1][1][r] != 0}
     ro = {r for r in oacc[1] if r is not None and oacc[1][r] != 0}
-    if rk not in r0 or rk not in r1 or rk in ro: return None
-    if any(r.arg[-1] in (AxisType.REDUCE, AxisType.GROUP_REDUCE) for r in rngs - {rk}): return None
-    only0, only1, both = (r0 - r1) - {rk}, (r1 - r0) - {rk}, (r0 & r1) - {rk}
+    if not all(r in r0 and r in r1 and r not in ro for r in rks): return None
+    if any(r.arg[-1] in (AxisType.REDUCE, AxisType.GROUP_REDUCE) for r in rngs - set(rks)): return None
+    only0, only1, both = (r0 - r1) - set(rks), (r1 - r0) - set(rks), (r0 & r1) - set(rks)
     size = {r: int(r.src[0].arg) for r in rngs}
+    if not (k_chained(acc[0][1], rks) and k_chained(acc[1][1], rks)): return None
     if not (only0 | only1 | both) <= ro: return None                # an operand range missing from the output
     # m (n) is the operand's exclusive range that is innermost in the output; its other exclusive ranges, the shared
     # ones and output-only ones are batch ranges (a batched operand times a broadcast one: B's batch stride is 0)
@@ -151,19 +159,24 @@ def match_matmul(sink: UOp) -> MatmulSpec | None:
     def operand(buf, co, dt, rr, rc, tile):
         return Operand(buf.arg.slot, dt, co.get(None, 0), g(co, rr), g(co, rc), tuple(g(co, r) for r in batch),
                        int(buf.src[0].arg) * DTYPE_SIZE[dt], tile)
-    return MatmulSpec(M=size[rm0] if rm0 is not None else 1, N=size[rn1] if rn1 is not None else 1, K=size[rk],
+    return MatmulSpec(M=size[rm0] if rm0 is not None else 1, N=size[rn1] if rn1 is not None else 1,
+                      K=math.prod(size[r] for r in rks),
                       batch=tuple(size[r] for r in batch), round_bf16=round_bf16 and odt == "float32",
                       a=operand(abuf, aco, adt, rm0, rk, tiles[0]), b=operand(bbuf, bco, bdt, rk, rn1, tiles[1]),
                       out=operand(obuf, oco, odt, rm0, rn1, "fp32"))
 
 
-def kernel_matmul(kernel: Kernel) -> MatmulSpec | None:
-    """The kernel's matmul spec (Kernel.shared: both matmul families and the SFPU reduction ask); None when it is not
-    a plain matmul or its index forms are beyond the matcher."""
+def matmul_of(sink: UOp) -> MatmulSpec | None:
+    """The kernel's matmul spec; None when it is not a plain matmul or its index forms are beyond the matcher."""
     try:
-        return match_matmul(kernel.sink)
+        return match_matmul(sink)
     except UnsupportedOp:
         return None
+
+
+def kernel_matmul(kernel: Kernel) -> MatmulSpec | None:
+    """matmul_of the kernel (Kernel.shared: both matmul families and the SFPU reduction ask)."""
+    return matmul_of(kernel.sink)
 
 
 @dataclass

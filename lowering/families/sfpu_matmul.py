@@ -41,7 +41,9 @@ Dst rows 0..63 (exact) before posting the pass's first chunk (TRISC1 zeroes C on
 tile still sees its SFPMADs in ascending k with the same operands, so the bits equal the one-block kernel's (tested).
 Matrix-vector products (M = 1 after the matcher's transpose) and other M < 32: the MOP runs only the ceil(M/4) row
 groups holding rows < M (1 instead of 8 for a vector), and with a single row tile the reader zeroes the rows past M
-once per A slot instead of at every fill.
+once per A slot instead of at every fill. Likewise N <= 16 (attention's scores over few keys): only the first column
+half's 4 passes run (column_halves); the second half of C stays zero and the writer drops it. Batched matmuls split
+their batches over cores (use_cores), each core running whole batches with the same ELFs.
 
 Error: each of the K steps rounds once (relative 2^-24), so |C - C_exact| <= K * 2^-24 * sum_k |a_ik b_kj| (to first
 order; a sequential fp32 dot product on a CPU, fma or not, has essentially the same bound gamma_K, so the two may
@@ -63,6 +65,7 @@ from tt_backend.lowering.codegen.words import hex_u32, word_u32
 from tt_backend.lowering.families.family import Candidate, Family, Kernel
 from tt_backend.lowering.families.matmul_spec import (TILE, MatmulKernelPlan, MatmulSpec, kernel_matmul, line_bytes,
                                                       matmul_args_header, matmul_io, operand_ctx, out_pitch)
+from tt_backend.lowering.families.mover_cost import CORE_LAUNCH_CYCLES, split_ranges
 from tt_backend.lowering.plan import DTYPE_SIZE, Report
 from tt_backend.chip import isa, layout
 from tt_backend.chip.errors import UnsupportedOp
@@ -95,10 +98,16 @@ def row_groups(spec: MatmulSpec) -> int:
     return min(8, -(-spec.M // 4))
 
 
+def column_halves(spec: MatmulSpec) -> int:
+    """16-column halves of the C tile the passes run: both, or only the first when N <= 16 (attention's scores over
+    16 keys; the second half stays zero and the writer drops it)."""
+    return 1 if spec.N <= 16 else 2
+
+
 def instructions(spec: MatmulSpec) -> int:
     """SFPU instructions of the kernel: BODY_WORDS per 4 SFPMADs, plus the 5-word B setup per MOP."""
     mt, nt, _ = spec.tiles
-    sfpmads = spec.n_batch * mt * nt * chunks(spec) * 8 * row_groups(spec) * 4
+    sfpmads = spec.n_batch * mt * nt * chunks(spec) * 4 * column_halves(spec) * row_groups(spec) * 4
     return sfpmads * BODY_WORDS // 4 + sfpmads // (4 * row_groups(spec)) * 5
 
 
@@ -130,6 +139,21 @@ class SfpuMatmulPlan(MatmulKernelPlan):
 
     def render(self) -> dict[str, str]:
         return render_sfpu_matmul(self)
+
+    def arg_words(self, dram_addrs: list[int]) -> list[int]:
+        """One core's argument block: all batches (ARG_BATCH_BEGIN/END after the buffers)."""
+        return [*super().arg_words(dram_addrs), 0, self.spec.n_batch]
+
+    def core_arg_words(self, dram_addrs: list[int]) -> list[list[int]]:
+        base = super().arg_words(dram_addrs)
+        return [[*base, b, e] for b, e in split_ranges(self.spec.n_batch, self.cores)]
+
+    def use_cores(self, max_cores: int) -> None:
+        """Batches split over cores, each core running whole batches (no combine, no traffic between cores): as
+        many cores as batches, at most `max_cores`, and only as many as keep at least CORE_LAUNCH_CYCLES of a
+        core's SFPU instructions (the family's price, a lower bound of its cycles) per extra core."""
+        worth = instructions(self.spec) // CORE_LAUNCH_CYCLES
+        self.cores = max(1, min(max_cores, self.spec.n_batch, worth))
 
 
 class SfpuMatmulReport(Report):
@@ -296,12 +320,13 @@ def body(buf: int, mh: int, h: int, p: int) -> list[int]:
     return w
 
 
-def variant_words(buf: int) -> list[dict]:
-    """The eight (k half, column half, parity) passes over one input buffer: TRISC1 pushes the B setup, re-records
-    the body in replay slots 0..9 and issues the MOP (8 x REPLAY, one per row group)."""
+def variant_words(buf: int, halves: int) -> list[dict]:
+    """The (k half, column half, parity) passes over one input buffer, eight or, with one column half, four: TRISC1
+    pushes the B setup, re-records the body in replay slots 0..9 and issues the MOP (8 x REPLAY, one per row
+    group)."""
     out = []
     for mh in range(2):
-        for h in range(2):
+        for h in range(halves):
             for p in range(2):
                 out.append({"mh": mh, "h": h, "p": p, "bsetup": [hex_u32(x) for x in b_setup(buf, mh, h, p)],
                             "body": [hex_u32(x) for x in body(buf, mh, h, p)]})
@@ -313,6 +338,7 @@ def args_header_sfpu_mm(plan: SfpuMatmulPlan) -> str:
         f"#define MM_KC {plan.kc}u  /* chunks of {KCH} k */",
         f"#define MM_NG {plan.ng}u", f"#define MM_NTG {plan.ntg}u  /* column tiles per group */",
         f"#define MM_A_DEPTH {plan.a_depth}u",
+        f"#define MM_ROWS_RUN {4 * plan.row_groups}u  /* rows of a C tile the MOP computes */",
         f"#define MM_NKB {plan.nkb}u  /* K blocks */",
         f"#define MM_KBC {plan.kb_chunks}u  /* chunks per K block */",
         f"#define MM_B_STREAM {int(plan.b_stream)}u  /* B per (column tile, K block), else resident per group */",
@@ -320,7 +346,9 @@ def args_header_sfpu_mm(plan: SfpuMatmulPlan) -> str:
         f"#define MM_B_SLOT {(plan.kb_chunks if plan.b_stream else plan.kc * plan.ntg) * B_CHUNK_BYTES}u",
         f"#define MM_B_DEPTH {2 if plan.b_stream else 1}u",
         f"#define A_CHUNK_BYTES {A_CHUNK_BYTES}u", f"#define B_CHUNK_BYTES {B_CHUNK_BYTES}u",
-        f"#define SEM_INFREE {SEM_INFREE}u"],
+        f"#define SEM_INFREE {SEM_INFREE}u",
+        f"#define ARG_BATCH_BEGIN ARG_BUF({len(plan.buffers)})",
+        f"#define ARG_BATCH_END ARG_BUF({len(plan.buffers) + 1})"],
         min(plan.spec.N, TILE * plan.ntg), "  /* one group */")
 
 
@@ -349,7 +377,7 @@ def render_sfpu_matmul(plan: SfpuMatmulPlan) -> dict[str, str]:
         "out_bf16": s.out.dtype == "bfloat16", "w": w, "unp": {i: hex_u32(v) for i, v in unp.items()},
         "alu_format": hex_u32(alu_format_word(["fp32"], "fp32")),
         "pck": {i: hex_u32(v) for i, v in PACK_CFG["fp32"].items()},
-        "variants": [variant_words(0), variant_words(1)],
+        "variants": [variant_words(0, column_halves(s)), variant_words(1, column_halves(s))],
         "mop_cfg_base": hex_u32(layout.MOP_CFG_BASE),
         "mop_cfg": [hex_u32(v) for v in (1, plan.row_groups, nop, nop, nop, replay, nop, replay, replay)],
         "a_dst": [hex_u32(64 + 16 * IN_ROW[b]) for b in range(2)],            # unpacker Dst address (+ the 4-row bias)

@@ -16,6 +16,9 @@ Materializing a value v: a new stage stores v into a DRAM scratch buffer indexed
 buffer through the same index over their own ranges. Each cut lowers the number of stores, reductions or streams of
 what is left, so the staging ends; a kernel that no cut helps keeps the one-pass families' refusal (its semantics).
 
+Before these cuts (and in `hoisted`, before the one-pass families are asked), a matmul fused into a bigger kernel is cut
+out into a matmul stage of its own (the contraction cut, below).
+
 The plugin runs the stages as launches of one program call, in order, with the scratch buffers allocated for the call
 and freed after (tt_backend/ops_tt.py). The family's one candidate is priced at infinity, so the selector takes it
 only when no one-pass plan exists.
@@ -33,7 +36,8 @@ from tinygrad.uop.ops import AxisType, Ops, ParamArg, UOp
 
 from tt_backend.chip.errors import UnsupportedOp
 from tt_backend.lowering.families.family import Candidate, Family, Kernel, choose
-from tt_backend.lowering.frontend import buffer_dtype, dtype_name, free_ranges, output_ranges, strip_invalid
+from tt_backend.lowering.families.matmul_spec import k_chained, matmul_of
+from tt_backend.lowering.frontend import affine, buffer_dtype, dtype_name, free_ranges, output_ranges, strip_invalid
 from tt_backend.lowering.plan import DTYPE_SIZE, Buffer, Plan
 
 
@@ -147,9 +151,12 @@ def row_major(rngs: list[UOp]) -> UOp:
     return idx
 
 
-def materialize(sink: UOp, v: UOp, slot: int) -> tuple[UOp, UOp, Buffer]:
-    """(the stage storing v into scratch buffer `slot`, the kernel reading it from there instead, the buffer)."""
-    rngs = sorted(free_ranges(v, {}), key=lambda r: r.arg[0])
+def materialize(sink: UOp, v: UOp, slot: int, reduce_last: bool = False) -> tuple[UOp, UOp, Buffer]:
+    """(the stage storing v into scratch buffer `slot`, the kernel reading it from there instead, the buffer).
+    The buffer is row-major over v's ranges in their order; `reduce_last`: those an enclosing reduction sums over
+    innermost (a matmul operand: its K contiguous and its reduce ranges one K, matmul_spec.k_chained)."""
+    def key(r: UOp): return (reduce_last and r.arg[-1] in (AxisType.REDUCE, AxisType.GROUP_REDUCE), r.arg[0])
+    rngs = sorted(free_ranges(v, {}), key=key)
     n = math.prod(int(r.src[0].arg) for r in rngs)
     dt = v.dtype
     param = UOp(Ops.PARAM, dt, src=(UOp(Ops.CONST, dtypes.weakint, arg=n),), arg=ParamArg(slot, dt))
@@ -167,10 +174,19 @@ def materialize(sink: UOp, v: UOp, slot: int) -> tuple[UOp, UOp, Buffer]:
 class _Stager:
     families: tuple[Family, ...]     # the one-pass families
     kernel: Kernel
-    next_slot: count
+    first_scratch_slot: int          # the kernel's buffer count: scratch buffer j has slot first_scratch_slot + j
     scratch: list[Buffer] = field(default_factory=list)
 
+    def next_slot(self) -> int:
+        return self.first_scratch_slot + len(self.scratch)
+
     def stages(self, sink: UOp) -> list[Plan]:
+        if (rule := hoist_rule(sink)) is not None:   # every stage too: a hoist's remainder may hold another
+            n_scratch = len(self.scratch)
+            try:
+                return [p for part in rule(self) for p in self.stages(part)]
+            except UnsupportedOp:                    # the stages without it
+                del self.scratch[n_scratch:]
         try:
             return [choose(Kernel(sink, self.kernel.name, self.kernel.placer), self.families)]
         except UnsupportedOp:
@@ -185,11 +201,11 @@ class _Stager:
         if (v := reduction_cut(sink)) is None and (v := load_cut(sink)) is None: return None
         return self.split(sink, v)
 
-    def split(self, sink: UOp, v: UOp) -> list[UOp]:
-        return self.through_scratch(*materialize(sink, v, next(self.next_slot)))
+    def split(self, sink: UOp, v: UOp, reduce_last: bool = False) -> list[UOp]:
+        return self.through_scratch(*materialize(sink, v, self.next_slot(), reduce_last))
 
     def split_pointwise(self, sink: UOp, v: UOp, index: UOp, extent: int) -> list[UOp]:
-        return self.through_scratch(*pointwise_split(sink, v, index, extent, next(self.next_slot)))
+        return self.through_scratch(*pointwise_split(sink, v, index, extent, self.next_slot()))
 
     def through_scratch(self, producer: UOp, consumer: UOp, buf: Buffer) -> list[UOp]:
         self.scratch.append(buf)
@@ -281,32 +297,94 @@ def pointwise_split(sink: UOp, v: UOp, index: UOp, extent: int, slot: int) -> tu
     return producer, consumer, Buffer(slot, dtype_name(dt, "scratch buffer"), n * DTYPE_SIZE[dtype_name(dt, "scratch")])
 
 
-def hoisted(kernel: Kernel, families: tuple[Family, ...]) -> StagedPlan | None:
-    """The kernel with its pointwise value or broadcast reduction (above) computed once in a stage of its own, or
-    None (neither, or a stage the families do not lower)."""
-    sink = kernel.sink
+# A matmul tinygrad fused into a kernel with more around it (attention's scores times a scale, softmax(scores) @ v
+# with the softmax computed inside the sum, a masked or padded operand) is not a plain matmul, so no matmul family
+# takes the kernel and an SFPU reduction recomputes each operand element once per output element that reads it (sdpa's
+# q @ k^T: 1.48M cycles per core). Cut out instead: each side of the product that is not a plain load is computed
+# once per operand element (an elementwise stage), the sum of products becomes a matmul stage, and what the kernel
+# does with the sum reads it back (an elementwise stage). Taken only when the matmul stage is one the matmul families
+# recognise (matmul_spec.match_matmul), so a cut never leaves a second SFPU reduction behind.
+
+def contraction(sink: UOp) -> UOp | None:
+    """The top REDUCE(ADD) of the kernel's one stored value that sums a product of two sides each depending on
+    ranges the other does not (C[.., m, n] = sum_k A[.., m, k] * B[.., k, n]), when the kernel is not a matmul
+    already; else None."""
+    if len(stored_values(sink)) != 1 or matmul_of(sink) is not None: return None
+    memo: dict[UOp, frozenset] = {}
+    for red in top_reductions(stored_values(sink)[0]):
+        mul = red.src[0]
+        while mul.op is Ops.CAST: mul = mul.src[0]
+        if red.arg[0] is not Ops.ADD or mul.op is not Ops.MUL: continue
+        fx, fy = (free_ranges(s, memo) for s in mul.src)
+        if set(red.src[1:]) <= (fx & fy) and fx - fy and fy - fx: return red
+    return None
+
+
+def plain_operand(u: UOp, rks: list[UOp]) -> bool:
+    """A load (through casts) the matmul reader takes as it is: no validity gate (a pad or mask), an affine index
+    walking the reduce ranges `rks` as one K."""
+    while u.op is Ops.CAST: u = u.src[0]
+    if u.op is not Ops.INDEX or strip_invalid(u.src[1])[0]: return False
+    return (co := affine(u.src[1])) is not None and k_chained(co, rks)
+
+
+def matmul_cut(sink: UOp) -> UOp | None:
+    """The next value to materialize toward the kernel's contraction running as a matmul of its own: a side of the
+    product that is not a plain load, else the sum itself when the kernel does more with it; None when there is no
+    contraction or nothing left to cut."""
+    if (red := contraction(sink)) is None: return None
+    mul = red.src[0]
+    while mul.op is Ops.CAST: mul = mul.src[0]
+    rks = sorted(red.src[1:], key=lambda r: r.arg[0])
+    side = next((s for s in mul.src if not plain_operand(s, rks)), None)
+    if side is not None: return side
+    stored = stored_values(sink)[0]
+    while stored.op is Ops.CAST: stored = stored.src[0]
+    return None if stored is red else red
+
+
+def matmul_stages(sink: UOp) -> bool:
+    """Whether cutting the kernel (matmul_cut, repeatedly) leaves a stage the matmul families recognise (a dry run:
+    scratch slots are placeholders)."""
+    if matmul_cut(sink) is None: return False
+    slots = count(len([u for u in sink.toposort() if u.op is Ops.PARAM]))
+    while (v := matmul_cut(sink)) is not None:
+        producer, sink, _ = materialize(sink, v, next(slots), reduce_last=True)
+        if v.op is Ops.REDUCE: return matmul_of(producer) is not None
+    return matmul_of(sink) is not None
+
+
+def hoist_rule(sink: UOp) -> Callable[[_Stager], list[UOp]] | None:
+    """The split of the first hoist that applies to the kernel (its pointwise value, its broadcast reduction, its
+    contraction: above), or None."""
     if (pw := pointwise_value(sink)) is not None:
-        def first(stager: _Stager) -> list[UOp]: return stager.split_pointwise(sink, *pw)
-    elif (v := broadcast_reduction(sink)) is not None:
-        def first(stager: _Stager) -> list[UOp]: return stager.split(sink, v)
-    else:
+        return lambda stager: stager.split_pointwise(sink, *pw)
+    if (v := broadcast_reduction(sink)) is not None:
+        return lambda stager: stager.split(sink, v)
+    if matmul_stages(sink):
+        return lambda stager: stager.split(sink, matmul_cut(sink), reduce_last=True)
+    return None
+
+
+def hoisted(kernel: Kernel, families: tuple[Family, ...]) -> StagedPlan | None:
+    """The kernel with its pointwise value, broadcast reduction or contraction (above) computed in a stage of its own
+    (and its stages likewise), or None (none applies, or a stage the families do not lower)."""
+    if hoist_rule(kernel.sink) is None:
         return None
     try:
-        return build(kernel, families, first=first)
+        return build(kernel, families)
     except UnsupportedOp:
         return None
 
 
-def build(kernel: Kernel, families: tuple[Family, ...],
-          first: Callable[[_Stager], list[UOp]] | None = None) -> StagedPlan:
-    """The staged plan; `first`: the split made before any other cut (hoisted)."""
+def build(kernel: Kernel, families: tuple[Family, ...]) -> StagedPlan:
+    """The staged plan (hoists first, then the cuts, stage by stage)."""
     params = sorted((u for u in kernel.sink.toposort() if u.op is Ops.PARAM), key=lambda u: u.arg.slot)
     if [p.arg.slot for p in params] != list(range(len(params))):
         raise UnsupportedOp(f"{kernel.name}: buffer slots {[p.arg.slot for p in params]} are not 0..n-1")
     buffers = [Buffer(p.arg.slot, buffer_dtype(p), int(p.src[0].arg) * DTYPE_SIZE[buffer_dtype(p)]) for p in params]
-    stager = _Stager(families, kernel, count(len(params)))
-    parts = [kernel.sink] if first is None else first(stager)
-    stages = [p for part in parts for p in stager.stages(part)]
+    stager = _Stager(families, kernel, len(params))
+    stages = stager.stages(kernel.sink)
     if len(stages) == 1:
         raise UnsupportedOp(f"{kernel.name}: one stage, the one-pass families' own refusal stands")
     for i, s in enumerate(stages): s.name = f"{kernel.name}_s{i}"
