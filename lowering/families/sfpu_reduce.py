@@ -71,7 +71,7 @@ from tt_backend.lowering.codegen.lane_combine import COMBINE, lane_broadcast, la
 from tt_backend.lowering.codegen.sfpu_codegen import DST_READ_GAP, MAX_SLOTS, assemble, compile_sfpu, const_bits
 from tt_backend.lowering.dag import ValueDAG, VNode
 from tt_backend.lowering.families.family import Candidate, Family, Kernel
-from tt_backend.lowering.families.matmul_spec import kernel_matmul
+from tt_backend.lowering.families.matmul_match import kernel_matmul
 from tt_backend.lowering.families.tile_plan import ReducePass, ReducePlan, TilePlan, allocate_l1
 from tt_backend.lowering.families.tile_render import render_tile_kernel
 from tt_backend.lowering.families.mover_cost import (NOC_ROUND_TRIP, group_write_cycles, on_grid, pad_fill_cycles,
