@@ -31,11 +31,13 @@ from tt_backend.chip.errors import UnsupportedOp
 
 MATMUL_DTYPES = (dtypes.float32, dtypes.bfloat16)
 # rows (M) a gathered matmul needs: the one-core SFPU matmul gathers each B element once for M products, where the
-# SFPU reduction gathers both factors of every product but spreads them over a core grid. Measured (emulated cycles,
-# conv2d 2x4x9x9 * 6x2x3x3, groups 2, stride 2, pad 1: M = 1, batch 12): 348k as a matmul, 31k as the reduction on
-# its grid; with M = 32 (test_nested_conv2d's second conv) the matmul's one core takes 1.5x the grid's cycles and 1/12
-# of its host time
-MIN_GATHERED_ROWS = 8
+# SFPU reduction gathers both factors of every product but spreads them over a core grid, so below this the matmul is
+# no cheaper in host time and far dearer in emulated cycles. Measured (host s of the kernel / emulated cycles, matmul
+# vs reduction): M = 1 (conv2d 2x4x9x9 * 6x2x3x3, groups 2, stride 2, pad 1) 0.49 / 348k vs 0.42 / 31k; M = 4
+# (test_simple_conv3d) 1.85 / 2.05M vs 6.56 / 131k; M = 4 (test_simple_conv_transpose3d) 12.2 / 15.8M vs 68.4 /
+# 959k; M = 32 (test_nested_conv2d's second conv) 0.70 / 431k vs 8.5 / 290k. The cycles stay the reduction's until
+# the SFPU matmul runs on a grid
+MIN_GATHERED_ROWS = 4
 
 
 @dataclass(frozen=True)
