@@ -33,6 +33,7 @@ from tinygrad.uop.ops import AxisType, Ops, ParamArg, UOp
 
 from tt_backend.chip.errors import UnsupportedOp
 from tt_backend.lowering.families.family import Candidate, Family, Kernel, choose
+from tt_backend.lowering.families.matmul_match import kernel_matmul
 from tt_backend.lowering.frontend import buffer_dtype, dtype_name, free_ranges, output_ranges, strip_invalid
 from tt_backend.lowering.plan import DTYPE_SIZE, Buffer, Plan
 
@@ -281,13 +282,31 @@ def pointwise_split(sink: UOp, v: UOp, index: UOp, extent: int, slot: int) -> tu
     return producer, consumer, Buffer(slot, dtype_name(dt, "scratch buffer"), n * DTYPE_SIZE[dtype_name(dt, "scratch")])
 
 
+# A matmul under an elementwise epilogue (a convolution and its activation, conv2d(w).relu()) is no matmul to the
+# matmul matchers, which want the stored value to be the sum itself; the SFPU reduction would then gather both
+# factors of every product. The matmul runs in a stage of its own into scratch and the epilogue reads it back.
+
+def matmul_under_epilogue(sink: UOp) -> UOp | None:
+    """The one REDUCE of the kernel's one stored value, when that value is more than the REDUCE (and its casts) and
+    the REDUCE stored on its own is a matmul (matmul_match), else None."""
+    values = stored_values(sink)
+    if len(values) != 1: return None
+    v = values[0]
+    while v.op is Ops.CAST: v = v.src[0]
+    reds = top_reductions(values[0])
+    if len(reds) != 1 or reds[0] is v: return None
+    slots = [u.arg.slot for u in sink.toposort() if u.op is Ops.PARAM]
+    producer, _, _ = materialize(sink, reds[0], max(slots, default=-1) + 1)
+    return reds[0] if kernel_matmul(Kernel(producer, "epilogue")) is not None else None
+
+
 def hoisted(kernel: Kernel, families: tuple[Family, ...]) -> StagedPlan | None:
-    """The kernel with its pointwise value or broadcast reduction (above) computed once in a stage of its own, or
-    None (neither, or a stage the families do not lower)."""
+    """The kernel with its pointwise value, broadcast reduction or matmul under an epilogue (above) computed once in a
+    stage of its own, or None (none of them, or a stage the families do not lower)."""
     sink = kernel.sink
     if (pw := pointwise_value(sink)) is not None:
         def first(stager: _Stager) -> list[UOp]: return stager.split_pointwise(sink, *pw)
-    elif (v := broadcast_reduction(sink)) is not None:
+    elif (v := broadcast_reduction(sink) or matmul_under_epilogue(sink)) is not None:
         def first(stager: _Stager) -> list[UOp]: return stager.split(sink, v)
     else:
         return None
