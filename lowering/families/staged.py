@@ -306,7 +306,7 @@ def hoisted(kernel: Kernel, families: tuple[Family, ...]) -> StagedPlan | None:
     sink = kernel.sink
     if (pw := pointwise_value(sink)) is not None:
         def first(stager: _Stager) -> list[UOp]: return stager.split_pointwise(sink, *pw)
-    elif (v := broadcast_reduction(sink) or matmul_under_epilogue(sink)) is not None:
+    elif (v := broadcast_reduction(sink)) is not None or (v := matmul_under_epilogue(sink)) is not None:
         def first(stager: _Stager) -> list[UOp]: return stager.split(sink, v)
     else:
         return None
