@@ -23,6 +23,8 @@ CASES = {
     "conv2d_stride2_pad1_groups2": (lambda x, w: x.conv2d(w, stride=2, padding=1, groups=2), [(2, 4, 7, 7), (16, 2, 3, 3)]),
     "conv2d_dilation2_pad": (lambda x, w: x.conv2d(w, dilation=2, padding=(1, 2)), [(1, 3, 8, 7), (8, 3, 3, 3)]),
     "conv1d_groups3_pad1": (lambda x, w: x.conv2d(w, groups=3, padding=1), [(2, 3, 11), (24, 1, 4)]),
+    # the activation after the sum: the matmul runs as a stage of its own (staged.matmul_under_epilogue)
+    "conv2d_relu": (lambda x, w: x.conv2d(w, padding=1).relu(), [(1, 3, 6, 6), (8, 3, 3, 3)]),
     "conv3d": (lambda x, w: x.conv2d(w, padding=1), [(1, 2, 4, 4, 4), (8, 2, 3, 3, 3)]),
     "conv_transpose2d_stride2_pad1": (lambda x, w: x.conv_transpose2d(w, stride=2, padding=1), [(1, 8, 4, 5), (8, 8, 3, 3)]),
     "conv_transpose2d_dilation": (lambda x, w: x.conv_transpose2d(w, dilation=(1, 2)), [(2, 2, 5, 5), (2, 8, 3, 3)]),
@@ -46,8 +48,8 @@ def run(fn, arrays, device: str) -> list[np.ndarray]:
 
 
 def gathered_matmuls(fn, arrays) -> int:
-    """How many kernels of the program (forward and gradients) the selector makes SFPU matmuls with a gathered operand,
-    lowered from the CPU device's schedule (no device needed)."""
+    """How many launches of the program (forward and gradients; a staged kernel's stages) the selector makes SFPU
+    matmuls with a gathered operand, lowered from the CPU device's schedule (no device needed)."""
     with Context(DEV="CPU"):
         ts = [Tensor(a, device="CPU").realize() for a in arrays]
         out = fn(*ts)
@@ -55,7 +57,7 @@ def gathered_matmuls(fn, arrays) -> int:
         grads = (out * g).sum().gradient(*ts)
         plans = [lower(c.src[0], "k") for c in Tensor.schedule_linear(out, *grads).src
                  if c.op is Ops.CALL and c.src[0].op is Ops.SINK]
-    return sum(isinstance(p, SfpuMatmulPlan) and p.spec.gathered for p in plans)
+    return sum(isinstance(s, SfpuMatmulPlan) and s.spec.gathered for p in plans for s in p.launches)
 
 
 @pytest.mark.parametrize("name", list(CASES))
