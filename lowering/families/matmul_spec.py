@@ -210,13 +210,13 @@ def _batch_c(spec: MatmulSpec) -> str:
     """C: element offsets of A, B, C for flat batch index b (decomposed over the batch ranges, innermost last); a
     gathered operand's 'offset' is b itself (its element function decomposes it)."""
     lines = ["static inline void batch_offsets(uint32_t b, int32_t *oa, int32_t *ob, int32_t *oo)", "{",
-             f"    int32_t a = {spec.a.offset}, bb = {spec.b.offset}, o = {spec.out.offset};",
-             "    const int32_t flat = (int32_t)b;"]
+             f"    int32_t a = {spec.a.offset}, bb = {spec.b.offset}, o = {spec.out.offset};"]
+    if spec.gathered: lines.append("    const int32_t flat = (int32_t)b;")
     for k in reversed(range(len(spec.batch))):
         lines += ["    {", f"        int32_t i = (int32_t)(b % {spec.batch[k]}u); b /= {spec.batch[k]}u;",
                   f"        a += {spec.a.bs[k]} * i; bb += {spec.b.bs[k]} * i; o += {spec.out.bs[k]} * i;", "    }"]
     oa, ob = ("flat" if o.gather is not None else v for o, v in ((spec.a, "a"), (spec.b, "bb")))
-    lines += ["    (void)b; (void)flat;", f"    *oa = {oa}; *ob = {ob}; *oo = o;", "}"]
+    lines += ["    (void)b;" + (" (void)flat;" if spec.gathered else ""), f"    *oa = {oa}; *ob = {ob}; *oo = o;", "}"]
     return "\n".join(lines)
 
 
