@@ -30,13 +30,13 @@ from tt_backend.lowering.plan import DTYPE_SIZE
 from tt_backend.chip.errors import UnsupportedOp
 
 MATMUL_DTYPES = (dtypes.float32, dtypes.bfloat16)
-# rows (M) a gathered matmul needs: the one-core SFPU matmul gathers each B element once for M products, where the
-# SFPU reduction gathers both factors of every product but spreads them over a core grid, so below this the matmul is
-# no cheaper in host time and far dearer in emulated cycles. Measured (host s of the kernel / emulated cycles, matmul
-# vs reduction): M = 1 (conv2d 2x4x9x9 * 6x2x3x3, groups 2, stride 2, pad 1) 0.49 / 348k vs 0.42 / 31k; M = 4
-# (test_simple_conv3d) 1.85 / 2.05M vs 6.56 / 131k; M = 4 (test_simple_conv_transpose3d) 12.2 / 15.8M vs 68.4 /
-# 959k; M = 32 (test_nested_conv2d's second conv) 0.70 / 431k vs 8.5 / 290k. The cycles stay the reduction's until
-# the SFPU matmul runs on a grid
+# rows (M) a gathered matmul needs. The one-core SFPU matmul gathers each B element once for M products; the SFPU
+# reduction gathers both factors of every product but spreads the work over a core grid. So the matmul costs far less
+# host time (what the emulator spends) from a few rows on, and more emulated cycles (one core against a grid) until
+# the SFPU matmul runs on a grid itself. Measured (host s of the kernel / emulated cycles, matmul vs reduction):
+# M = 1 (conv2d 2x4x9x9 * 6x2x3x3, groups 2, stride 2, pad 1) 0.49 / 348k vs 0.42 / 31k; M = 4 (test_simple_conv3d)
+# 1.85 / 2.05M vs 6.56 / 131k; M = 4 (test_simple_conv_transpose3d) 12.2 / 15.8M vs 68.4 / 959k; M = 32
+# (test_nested_conv2d's second conv) 0.70 / 431k vs 8.5 / 290k.
 MIN_GATHERED_ROWS = 4
 
 
@@ -72,7 +72,7 @@ class Gather:
         nxt.append(f"    ++rv[{self.groups[2][0]}];" if self.groups[2] else "    (void)rv;")
         ev = [f"static inline int32_t {fn}(const uint32_t *rv)", "{"]
         ev += [f"    const uint32_t r{r} = rv[{r}];" for r in sorted(self.ranges())]
-        ev += [f"    (void)rv;"]
+        ev += ["    (void)rv;"]
         if self.valid is not None:
             ev.append(f"    if (!({self.valid.render_c()})) return -1;")
         ev.append(f"    return (int32_t)({self.index.render_c()});")

@@ -20,13 +20,15 @@ pytestmark = pytest.mark.needs_cc
 
 # name: (fn, input shapes); every case has at least 8 output channels (gathered_matmul.MIN_GATHERED_ROWS)
 CASES = {
-    "conv2d_stride2_pad1_groups2": (lambda x, w: x.conv2d(w, stride=2, padding=1, groups=2), [(2, 4, 7, 7), (16, 2, 3, 3)]),
+    "conv2d_stride2_pad1_groups2": (lambda x, w: x.conv2d(w, stride=2, padding=1, groups=2),
+                                    [(2, 4, 7, 7), (16, 2, 3, 3)]),
     "conv2d_dilation2_pad": (lambda x, w: x.conv2d(w, dilation=2, padding=(1, 2)), [(1, 3, 8, 7), (8, 3, 3, 3)]),
     "conv1d_groups3_pad1": (lambda x, w: x.conv2d(w, groups=3, padding=1), [(2, 3, 11), (24, 1, 4)]),
     # the activation after the sum: the matmul runs as a stage of its own (staged.matmul_under_epilogue)
     "conv2d_relu": (lambda x, w: x.conv2d(w, padding=1).relu(), [(1, 3, 6, 6), (8, 3, 3, 3)]),
-    "conv3d": (lambda x, w: x.conv2d(w, padding=1), [(1, 2, 4, 4, 4), (8, 2, 3, 3, 3)]),
-    "conv_transpose2d_stride2_pad1": (lambda x, w: x.conv_transpose2d(w, stride=2, padding=1), [(1, 8, 4, 5), (8, 8, 3, 3)]),
+    "conv3d": (lambda x, w: x.conv2d(w, padding=1), [(1, 1, 3, 4, 4), (8, 1, 3, 3, 3)]),
+    "conv_transpose2d_stride2_pad1": (lambda x, w: x.conv_transpose2d(w, stride=2, padding=1),
+                                      [(1, 8, 4, 5), (8, 8, 3, 3)]),
     "conv_transpose2d_dilation": (lambda x, w: x.conv_transpose2d(w, dilation=(1, 2)), [(2, 2, 5, 5), (2, 8, 3, 3)]),
 }
 
