@@ -11,18 +11,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from tinygrad.dtype import dtypes
 from tinygrad.uop.ops import AxisType, Ops, UOp
 
 from tt_backend.lowering.codegen.args_header import ArgsHeader
+from tt_backend.lowering.families.gathered_operand import Gather
 from tt_backend.lowering.frontend import DTYPE_NAME, affine, strip_invalid
 from tt_backend.lowering.plan import DTYPE_SIZE, Buffer, Plan, Stream
 from tt_backend.chip.errors import UnsupportedOp
-
-if TYPE_CHECKING:
-    from tt_backend.lowering.families.gathered_matmul import Gather
 
 TILE = 32
 
@@ -37,7 +34,7 @@ class Operand:
     bs: tuple[int, ...]        # element stride per batch range (outermost first)
     nbytes: int
     tile: str = ""             # tile format the FPU sees: "bf16" | "fp32" (fp32 DRAM + "bf16": rounded by the reader)
-    gather: Gather | None = None   # gathered element by element (gathered_matmul; offset and strides then unused)
+    gather: Gather | None = None   # gathered element by element (gathered_operand; offset and strides then unused)
 
     @property
     def transposed(self) -> bool:
