@@ -57,8 +57,9 @@ and a -NaN loses where the CPU's compare may keep it).
 Candidate: one, priced by its whole launch (`launch_price`: the readers by mover_cost next to `reduce_cycles`'
 compute, the compensated sum's longer phase 1 included), acceptable under any budget
 (the float32 reduction, the error above). A kernel that is a matmul (matmul_match.kernel_matmul: a convolution
-too) is offered unpriced (math.inf), so it runs here only when neither matmul family can plan it: the cost model leaves out the
-reader, and this family's reader gathers every (m, n, k) product operand per datum, which the matmul readers do not.
+too) is offered unpriced (math.inf), so it runs here only when neither matmul family can plan it: the cost model
+leaves out the reader, and this family's reader gathers every (m, n, k) product operand per datum, which the matmul
+readers do not.
 """
 from __future__ import annotations
 
