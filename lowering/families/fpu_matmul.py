@@ -56,8 +56,9 @@ from tt_backend.lowering.codegen.sources import kernel_sources
 from tt_backend.lowering.codegen.tensix import PACK_CFG
 from tt_backend.lowering.codegen.words import hex_u32
 from tt_backend.lowering.families.family import Candidate, Family, Kernel
+from tt_backend.lowering.families.matmul_match import kernel_matmul
 from tt_backend.lowering.families.matmul_epilogue import epilogue_ctx, epilogue_tile_cycles
-from tt_backend.lowering.families.matmul_spec import (TILE, MatmulKernelPlan, MatmulSpec, kernel_matmul, line_bytes,
+from tt_backend.lowering.families.matmul_spec import (TILE, MatmulKernelPlan, MatmulSpec, line_bytes,
                                                       matmul_args_header, matmul_io, operand_ctx, out_pitch)
 from tt_backend.lowering.families.mover_cost import MM_STAGE_ROWS_BYTES, matmul_cycles, split_ranges
 from tt_backend.lowering.placement.guarantee import acceptable, fpu_reduction_guarantee
@@ -358,7 +359,10 @@ def render_matmul(plan: FpuMatmulPlan) -> dict[str, str]:
 
 
 def match(kernel: Kernel) -> MatmulSpec | None:
-    return kernel.shared(kernel_matmul)
+    """A matched matmul whose operands the reader walks by strides (a gathered one, a convolution, is the SFPU
+    matmul's: this reader has no element-by-element index walk)."""
+    spec = kernel.shared(kernel_matmul)
+    return spec if spec is not None and not spec.gathered else None
 
 
 def candidates(kernel: Kernel, spec: MatmulSpec) -> list[Candidate]:

@@ -16,7 +16,7 @@ from tinygrad.dtype import dtypes
 from tinygrad.uop.ops import AxisType, Ops, UOp
 
 from tt_backend.lowering.codegen.args_header import ArgsHeader
-from tt_backend.lowering.families.family import Kernel
+from tt_backend.lowering.families.gathered_operand import Gather
 from tt_backend.lowering.frontend import DTYPE_NAME, affine, strip_invalid
 from tt_backend.lowering.plan import DTYPE_SIZE, Buffer, Plan, Stream
 from tt_backend.chip.errors import UnsupportedOp
@@ -34,6 +34,7 @@ class Operand:
     bs: tuple[int, ...]        # element stride per batch range (outermost first)
     nbytes: int
     tile: str = ""             # tile format the FPU sees: "bf16" | "fp32" (fp32 DRAM + "bf16": rounded by the reader)
+    gather: Gather | None = None   # gathered element by element (gathered_operand; offset and strides then unused)
 
     @property
     def transposed(self) -> bool:
@@ -50,6 +51,10 @@ class MatmulSpec:
     b: Operand                 # K x N (in1, unpacked to SrcA)
     out: Operand               # M x N
     round_bf16: bool = False   # fp32 output of a bf16-rounded result (a cast chain through bf16)
+
+    @property
+    def gathered(self) -> bool:   # an operand the reader gathers by its index expression (gathered_matmul)
+        return self.a.gather is not None or self.b.gather is not None
 
     @property
     def out_bf16(self) -> bool:   # the result is rounded to bf16 (the output's precision hides the FPU's error)
@@ -166,19 +171,6 @@ def match_matmul(sink: UOp) -> MatmulSpec | None:
                       out=operand(obuf, oco, odt, rm0, rn1, "fp32"))
 
 
-def matmul_of(sink: UOp) -> MatmulSpec | None:
-    """The kernel's matmul spec; None when it is not a plain matmul or its index forms are beyond the matcher."""
-    try:
-        return match_matmul(sink)
-    except UnsupportedOp:
-        return None
-
-
-def kernel_matmul(kernel: Kernel) -> MatmulSpec | None:
-    """matmul_of the kernel (Kernel.shared: both matmul families and the SFPU reduction ask)."""
-    return matmul_of(kernel.sink)
-
-
 @dataclass
 class MatmulKernelPlan(Plan):
     """What both matmul families' plans (fpu_matmul.FpuMatmulPlan, sfpu_matmul.SfpuMatmulPlan) share: the spec, the
@@ -221,21 +213,27 @@ def out_pitch(n: int, esz: int) -> int:
 
 
 def _batch_c(spec: MatmulSpec) -> str:
-    """C: element offsets of A, B, C for flat batch index b (decomposed over the batch ranges, innermost last)."""
+    """C: element offsets of A, B, C for flat batch index b (decomposed over the batch ranges, innermost last); a
+    gathered operand's 'offset' is b itself (its element function decomposes it)."""
     lines = ["static inline void batch_offsets(uint32_t b, int32_t *oa, int32_t *ob, int32_t *oo)", "{",
              f"    int32_t a = {spec.a.offset}, bb = {spec.b.offset}, o = {spec.out.offset};"]
+    if spec.gathered: lines.append("    const int32_t flat = (int32_t)b;")
     for k in reversed(range(len(spec.batch))):
         lines += ["    {", f"        int32_t i = (int32_t)(b % {spec.batch[k]}u); b /= {spec.batch[k]}u;",
                   f"        a += {spec.a.bs[k]} * i; bb += {spec.b.bs[k]} * i; o += {spec.out.bs[k]} * i;", "    }"]
-    lines += ["    (void)b;", "    *oa = a; *ob = bb; *oo = o;", "}"]
+    oa, ob = ("flat" if o.gather is not None else v for o, v in ((spec.a, "a"), (spec.b, "bb")))
+    lines += ["    (void)b;" + (" (void)flat;" if spec.gathered else ""), f"    *oa = {oa}; *ob = {ob}; *oo = o;", "}"]
     return "\n".join(lines)
 
 
-def operand_ctx(o: Operand) -> dict:
-    """How the reader walks an operand (rows / cols / gather) and what it converts per element."""
-    mode = "rows" if o.cs == 1 else "cols" if o.rs == 1 else "gather"
+def operand_ctx(o: Operand, name: str = "") -> dict:
+    """How the reader walks an operand (rows / cols / gather by strides / indexed: by its index expression, the C
+    function `name`_index) and what it converts per element."""
+    mode = "indexed" if o.gather is not None else "rows" if o.cs == 1 else "cols" if o.rs == 1 else "gather"
     return {"rs": o.rs, "cs": o.cs, "esz": DTYPE_SIZE[o.dtype], "mode": mode, "dtype": o.dtype,
-            "round": o.dtype == "float32" and o.tile == "bf16"}
+            "round": o.dtype == "float32" and o.tile == "bf16",
+            "index_fn": o.gather.render_c(f"{name}_index") if o.gather is not None else "",
+            "n_ranges": len(o.gather.sizes) if o.gather is not None else 0}
 
 
 def matmul_args_header(plan: MatmulKernelPlan, generator: str, family: list[str], out_cols: int,

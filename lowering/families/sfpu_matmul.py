@@ -63,7 +63,8 @@ from tt_backend.lowering.codegen.tensix import (PACK_CFG, SEM_FREE, SEM_MATHDONE
                                                 UNPACK_CFG_COMMON, alu_format_word, tensix_words)
 from tt_backend.lowering.codegen.words import hex_u32, word_u32
 from tt_backend.lowering.families.family import Candidate, Family, Kernel
-from tt_backend.lowering.families.matmul_spec import (TILE, MatmulKernelPlan, MatmulSpec, kernel_matmul, line_bytes,
+from tt_backend.lowering.families.matmul_match import kernel_matmul
+from tt_backend.lowering.families.matmul_spec import (TILE, MatmulKernelPlan, MatmulSpec, line_bytes,
                                                       matmul_args_header, matmul_io, operand_ctx, out_pitch)
 from tt_backend.lowering.families.mover_cost import CORE_LAUNCH_CYCLES, split_ranges
 from tt_backend.lowering.plan import DTYPE_SIZE, Report
@@ -373,7 +374,7 @@ def render_sfpu_matmul(plan: SfpuMatmulPlan) -> dict[str, str]:
     })
     unp = dict(UNPACK_CFG["fp32"]) | UNPACK_CFG_COMMON
     ctx = {
-        "name": plan.name, "spec": s, "a": operand_ctx(s.a), "b": operand_ctx(s.b), "out": operand_ctx(s.out),
+        "name": plan.name, "spec": s, "a": operand_ctx(s.a, "a"), "b": operand_ctx(s.b, "b"), "out": operand_ctx(s.out),
         "out_bf16": s.out.dtype == "bfloat16", "w": w, "unp": {i: hex_u32(v) for i, v in unp.items()},
         "alu_format": hex_u32(alu_format_word(["fp32"], "fp32")),
         "pck": {i: hex_u32(v) for i, v in PACK_CFG["fp32"].items()},

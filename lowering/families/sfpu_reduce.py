@@ -56,9 +56,10 @@ and a -NaN loses where the CPU's compare may keep it).
 
 Candidate: one, priced by its whole launch (`launch_price`: the readers by mover_cost next to `reduce_cycles`'
 compute, the compensated sum's longer phase 1 included), acceptable under any budget
-(the float32 reduction, the error above). A kernel that is a plain matmul (matmul_spec.match_matmul) is offered
-unpriced (math.inf), so it runs here only when neither matmul family can plan it: the cost model leaves out the
-reader, and this family's reader gathers every (m, n, k) product operand per datum, which the matmul readers do not.
+(the float32 reduction, the error above). A kernel that is a matmul (matmul_match.kernel_matmul: a convolution
+too) is offered unpriced (math.inf), so it runs here only when neither matmul family can plan it: the cost model
+leaves out the reader, and this family's reader gathers every (m, n, k) product operand per datum, which the matmul
+readers do not.
 """
 from __future__ import annotations
 
@@ -71,7 +72,7 @@ from tt_backend.lowering.codegen.lane_combine import COMBINE, lane_broadcast, la
 from tt_backend.lowering.codegen.sfpu_codegen import DST_READ_GAP, MAX_SLOTS, assemble, compile_sfpu, const_bits
 from tt_backend.lowering.dag import ValueDAG, VNode
 from tt_backend.lowering.families.family import Candidate, Family, Kernel
-from tt_backend.lowering.families.matmul_spec import kernel_matmul
+from tt_backend.lowering.families.matmul_match import kernel_matmul
 from tt_backend.lowering.families.tile_plan import ReducePass, ReducePlan, TilePlan, allocate_l1
 from tt_backend.lowering.families.tile_render import render_tile_kernel
 from tt_backend.lowering.families.mover_cost import (NOC_ROUND_TRIP, group_write_cycles, on_grid, pad_fill_cycles,

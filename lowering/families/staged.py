@@ -36,7 +36,8 @@ from tinygrad.uop.ops import AxisType, Ops, ParamArg, UOp
 
 from tt_backend.chip.errors import UnsupportedOp
 from tt_backend.lowering.families.family import Candidate, Family, Kernel, choose
-from tt_backend.lowering.families.matmul_spec import k_chained, matmul_of
+from tt_backend.lowering.families.matmul_match import matmul_of
+from tt_backend.lowering.families.matmul_spec import k_chained
 from tt_backend.lowering.frontend import affine, buffer_dtype, dtype_name, free_ranges, output_ranges, strip_invalid
 from tt_backend.lowering.plan import DTYPE_SIZE, Buffer, Plan
 
@@ -297,13 +298,33 @@ def pointwise_split(sink: UOp, v: UOp, index: UOp, extent: int, slot: int) -> tu
     return producer, consumer, Buffer(slot, dtype_name(dt, "scratch buffer"), n * DTYPE_SIZE[dtype_name(dt, "scratch")])
 
 
+# A matmul under an elementwise epilogue (a convolution and its activation, conv2d(w).relu()) is no matmul to the
+# matmul matchers, which want the stored value to be the sum itself; the SFPU reduction would then gather both
+# factors of every product. The matmul runs in a stage of its own into scratch and the epilogue reads it back. Tried
+# before the contraction cut below, which would materialize a gathered (convolution) operand element by element where
+# the gathered matmul reads it in place.
+
+def matmul_under_epilogue(sink: UOp) -> UOp | None:
+    """The one REDUCE of the kernel's one stored value, when that value is more than the REDUCE (and its casts) and
+    the REDUCE stored on its own is a matmul (matmul_match), else None."""
+    values = stored_values(sink)
+    if len(values) != 1: return None
+    v = values[0]
+    while v.op is Ops.CAST: v = v.src[0]
+    reds = top_reductions(values[0])
+    if len(reds) != 1 or reds[0] is v: return None
+    slots = [u.arg.slot for u in sink.toposort() if u.op is Ops.PARAM]
+    producer, _, _ = materialize(sink, reds[0], max(slots, default=-1) + 1)
+    return reds[0] if matmul_of(producer) is not None else None
+
+
 # A matmul tinygrad fused into a kernel with more around it (attention's scores times a scale, softmax(scores) @ v
 # with the softmax computed inside the sum, a masked or padded operand) is not a plain matmul, so no matmul family
 # takes the kernel and an SFPU reduction recomputes each operand element once per output element that reads it (sdpa's
 # q @ k^T: 1.48M cycles per core). Cut out instead: each side of the product that is not a plain load is computed
 # once per operand element (an elementwise stage), the sum of products becomes a matmul stage, and what the kernel
 # does with the sum reads it back (an elementwise stage). Taken only when the matmul stage is one the matmul families
-# recognise (matmul_spec.match_matmul), so a cut never leaves a second SFPU reduction behind.
+# recognise (matmul_match.matmul_of), so a cut never leaves a second SFPU reduction behind.
 
 def contraction(sink: UOp) -> UOp | None:
     """The top REDUCE(ADD) of the kernel's one stored value that sums a product of two sides each depending on
@@ -356,10 +377,10 @@ def matmul_stages(sink: UOp) -> bool:
 
 def hoist_rule(sink: UOp) -> Callable[[_Stager], list[UOp]] | None:
     """The split of the first hoist that applies to the kernel (its pointwise value, its broadcast reduction, its
-    contraction: above), or None."""
+    matmul under an epilogue, its contraction: above), or None."""
     if (pw := pointwise_value(sink)) is not None:
         return lambda stager: stager.split_pointwise(sink, *pw)
-    if (v := broadcast_reduction(sink)) is not None:
+    if (v := broadcast_reduction(sink)) is not None or (v := matmul_under_epilogue(sink)) is not None:
         return lambda stager: stager.split(sink, v)
     if matmul_stages(sink):
         return lambda stager: stager.split(sink, matmul_cut(sink), reduce_last=True)
@@ -367,8 +388,8 @@ def hoist_rule(sink: UOp) -> Callable[[_Stager], list[UOp]] | None:
 
 
 def hoisted(kernel: Kernel, families: tuple[Family, ...]) -> StagedPlan | None:
-    """The kernel with its pointwise value, broadcast reduction or contraction (above) computed in a stage of its own
-    (and its stages likewise), or None (none applies, or a stage the families do not lower)."""
+    """The kernel with its pointwise value, broadcast reduction, matmul under an epilogue or contraction (above)
+    computed in a stage of its own (and its stages likewise), or None (none applies, or a stage the families do not lower)."""
     if hoist_rule(kernel.sink) is None:
         return None
     try:
