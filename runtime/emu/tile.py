@@ -606,7 +606,11 @@ class Tile:
             before = list(tensix.instructions)     # pushes execute inside push(), so count by difference
             riscv = progress = 0
             spinners = []
-            for name, core in self.cores.items():
+            # least advanced core first: the caller's budget may end the round after one core's quantum (Chip.run's
+            # slices are one quantum), and a core that always ran first would race ahead in emulated time while the
+            # others wait their turn; its L1 stores (a CB counter) would then be seen by cores still far behind it
+            for name in sorted(self.cores, key=self.cycles):
+                core = self.cores[name]
                 if not self.running(name):
                     continue
                 self._wait[name] = ""
