@@ -13,7 +13,7 @@ template change that makes a loop faster or slower changes its number here; the 
 from __future__ import annotations
 
 from tt_backend.chip.interleave import N_BANKS
-from tt_backend.lowering.placement.cost import pack_cycles
+from tt_backend.lowering.placement.cost import pack_cycles, unpack_cycles
 from tt_backend.lowering.plan import DTYPE_SIZE, TILE_BYTES, TILE_ELEMS
 
 NOC_BYTES_PER_CYCLE = 64
@@ -177,10 +177,11 @@ MM_NOC_REQUEST = 30                                # issuing one NoC request (tt
 # time per element after its half of B: 1.4 per bf16 element (256^3, 64x64x512: 1.43, 1.37) and 2.4 per fp32 one
 # (fp32 out 256x64x256); round_bf16 as fp32 (rounded by the epilogue)
 MM_WRITE_PER_ELEM = {"bf16": 1.4, "round_bf16": 2.4, "fp32": 2.4}
-# per K block of an output tile: the unpackers take a whole tile each (the emulator charges 64 cycles per whole-tile
-# UNPACR: 32768 unpack-busy cycles for 512 of them, bf16 256^3 trace) while the FPU runs 16 MVMULs per fidelity phase;
-# TRISC0's STALLWAIT before each block's base-address WRCFG adds about 8 (29730 Wait Gate cycles / 512 blocks / 7)
-MM_UNPACK_TILE, MM_K_BLOCK_FIXED = 64, 8
+# per K block of an output tile: the unpackers take a whole tile each (its L1 bytes at 64 B per cycle,
+# placement.cost.unpack_cycles: 32 cycles for a bf16 tile, 64 for an fp32 one) while the FPU runs 16 MVMULs per
+# fidelity phase; TRISC0's STALLWAIT before each block's base-address WRCFG adds about 8 (29730 Wait Gate cycles /
+# 512 blocks / 7)
+MM_K_BLOCK_FIXED = 8
 # an A panel kept row-major (fpu_matmul.a_panel_rows, mode "panel"): thread 0 issues the tile's 64 face-row UNPACRs
 # and 8 ADC words itself, one per cycle, besides B's UNPACR and the block's base-address words
 MM_FACE_ROW_ISSUE = 80
@@ -235,7 +236,7 @@ def matmul_cycles(spec, phases: int, read_modes: tuple[str, str], epilogue: int,
     a_kt, b_kt = -(-kt // gc), -(-kt // gr)                           # the largest share of the K tiles
     reader_a = (read(a_mode, spec.a, rows, min(spec.K, 32 * a_kt))
                 + share_cycles(gc, a_kt * tb, 32 if a_mode == "panel" else 1))
-    unpack = max(MM_UNPACK_TILE, MM_FACE_ROW_ISSUE if a_mode == "panel" else 0)
+    unpack = max(unpack_cycles("bf16" if tb == 2048 else "fp32"), MM_FACE_ROW_ISSUE if a_mode == "panel" else 0)
     b_rows = min(spec.K, 32 * (-(-b_kt // 2) if b_split else b_kt))
     launch, reader_all, compute_all, writer_all = 0, 0, 0, 0
     for c0 in range(0, ntc, block_cols):                             # the core's blocks of B's columns
