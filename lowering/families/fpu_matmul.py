@@ -56,7 +56,7 @@ from tt_backend.lowering.codegen.sources import kernel_sources
 from tt_backend.lowering.codegen.tensix import PACK_CFG
 from tt_backend.lowering.codegen.words import hex_u32
 from tt_backend.lowering.families.family import Candidate, Family, Kernel
-from tt_backend.lowering.families.matmul_epilogue import epilogue_ctx, epilogue_tile_cycles
+from tt_backend.lowering.families.matmul_epilogue import epilogue_ctx, epilogue_mode, epilogue_tile_cycles
 from tt_backend.lowering.families.matmul_spec import (TILE, MatmulKernelPlan, MatmulSpec, kernel_matmul, line_bytes,
                                                       matmul_args_header, matmul_io, operand_ctx, out_pitch)
 from tt_backend.lowering.families.mover_cost import MM_STAGE_ROWS_BYTES, matmul_cycles, split_ranges
@@ -333,8 +333,19 @@ def args_header_mm(plan: FpuMatmulPlan) -> str:
     return matmul_args_header(plan, GENERATOR, [
         f"#define MM_KT {plan.tiles[2]}u", f"#define MM_TILE_BYTES {tb}u  /* {plan.src_format} tile in L1 */",
         f"#define MM_NB {plan.block_cols}u  /* B's column tiles resident at once */",
+        f"#define MM_GROUP {dst_group(plan.spec)}u  /* output tiles per A tile in SrcB (dst_group) */",
         f"#define MM_STAGE_BYTES {stage_bytes(plan.spec)}u", *split, *upper, *panel_rows, *block],
         min(plan.spec.N, TILE * plan.block_cols))
+
+
+DST_GROUP = 4   # output tiles per A tile in SrcB: fp32 accumulators in Dst slots 0, 2, 4, 6, bf16 results in 1, 3, 5, 7
+
+
+def dst_group(spec: MatmulSpec) -> int:
+    """Output tiles computed together, each A tile unpacked once into SrcB for all of them (B's tiles go to SrcA one
+    after another): DST_GROUP with an epilogue, whose per-tile FREE handshake lets the packer drain the group's
+    results while the next group accumulates; 1 without (the packer reads the accumulator itself)."""
+    return DST_GROUP if epilogue_mode(spec) else 1
 
 
 def render_matmul(plan: FpuMatmulPlan) -> dict[str, str]:
@@ -342,6 +353,7 @@ def render_matmul(plan: FpuMatmulPlan) -> dict[str, str]:
     w = matmul_words(plan.phases)
     unp = dict(UNPACK_CFG_MM[plan.src_format]) | UNPACK_CFG_MM_COMMON
     a_rows = a_panel_rows(s)
+    group, epi = dst_group(s), epilogue_ctx(s)
     if a_rows:
         w |= face_row_words()
         unp |= face_row_cfg(s.K)
@@ -350,8 +362,9 @@ def render_matmul(plan: FpuMatmulPlan) -> dict[str, str]:
         "a": operand_ctx(s.a), "b": operand_ctx(s.b), "out": operand_ctx(s.out),
         "in_bf16": plan.src_format == "bf16", "out_bf16": s.out.dtype == "bfloat16",
         "w": w, "unp": {i: hex_u32(v) for i, v in unp.items()}, "alu_format": hex_u32(ALU_FORMAT_MM[plan.src_format]),
-        "pck": {i: hex_u32(v) for i, v in PACK_CFG["fp32"].items()}, "epi": epilogue_ctx(s), "b_split": b_split(s),
-        "a_rows": a_rows,
+        "pck": {i: hex_u32(v) for i, v in PACK_CFG["fp32"].items()}, "epi": epi, "b_split": b_split(s),
+        "a_rows": a_rows, "group": group, "acc_slots": [2 * j for j in range(group)],
+        "pack_row": "64u + 128u * (nt % MM_GROUP)" if epi else "0u",
     }
     return kernel_sources(ctx, "matmul_reader.c.j2", "matmul_writer.c.j2", "matmul_compute.c.j2",
                           args_header_mm(plan))
