@@ -331,6 +331,8 @@ class TensixTiming:
                 self.rec.busy("pack", c, self.pack_busy)
         elif kind == K_SYNC:
             self.event_t = max(self.event_t, c)
+            if name == "SEMPOST":
+                self.tx.stamp_posts(f["sem_sel"], c)
         gap = c - self.clock[t] - 1
         if gap > 0 and self.first[t] is not None:
             self.stalls[t] += gap

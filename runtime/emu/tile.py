@@ -428,7 +428,11 @@ class Tile:
             if self._timed:
                 self._wait_until(who, self.tensix.thread_done(t), tl.TTSYNC)
             return 0
-        return self.tensix.sem_read(self._sem_index(who, addr))
+        i = self._sem_index(who, addr)
+        value = self.tensix.sem_read(i)
+        if value and self._timed:
+            self._wait_until(who, self.tensix.sem_posted_at(i), tl.SEM_WAIT)   # a post seen only from its cycle
+        return value
 
     def _pcbuf_store(self, who: str, addr: int, value: int) -> None:
         if addr == layout.TENSIX_SYNC:
