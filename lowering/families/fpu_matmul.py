@@ -7,14 +7,17 @@ Data flow (one Tensix core, docs/fpu_path.md §5-9):
   buffered). DRAM lines are fetched with NoC reads into a staging line and
   scattered into faces by the RISC-V (word copies for row-contiguous operands, element copies for transposed ones),
   except A's panels when `a_panel_rows`: those stay row-major (one NoC read per row straight into the slot).
-* TRISC0: per output tile and K block, unpacker 0 takes B's tile (in1, K x N) to SrcA and unpacker 1 A's tile
-  (in0, M x K) to SrcB, whole tiles (1024 datums): bf16 stays bf16, fp32 is truncated to tf32 by the unpacker. A
-  row-major A panel is unpacked face row by face row (64 UNPACRs of 16 datums, codegen/mvmul.face_row_words).
-* TRISC1: ZEROACC the fp32 Dst tile, then per K block `fidelity` phases of 16 MVMULs (`Dst += SrcB @ SrcA`), the
-  last one releasing both banks. The C tile accumulates in fp32 Dst over all K blocks.
-* TRISC1, after the last K block, for a bf16-rounded result: the SFPU epilogue (matmul_epilogue.py) rounds the tile
-  to bf16 (nearest even) into Dst slot 1, a bf16 output's columns paired two to a 32-bit word.
-* TRISC2: packs the fp32 tile (64 Dst rows; slot 1 after an epilogue) to the output CB.
+* TRISC0: the output tiles go in groups of `dst_group` (4 with an epilogue, else 1) column tiles. Per group and K
+  block, unpacker 1 takes A's tile (in0, M x K) to SrcB once and unpacker 0 the group's B tiles (in1, K x N) to SrcA
+  one after another (consecutive in L1: each UNPACR steps the Z counter by a tile), whole tiles (1024 datums): bf16
+  stays bf16, fp32 is truncated to tf32 by the unpacker. A row-major A panel is unpacked face row by face row (64
+  UNPACRs of 16 datums, codegen/mvmul.face_row_words), the next K block's faces issued between the group's B tiles.
+* TRISC1: ZEROACC the group's fp32 Dst tiles (slots 0, 2, 4, 6), then per K block and output tile `fidelity` phases
+  of 16 MVMULs (`Dst += SrcB @ SrcA`), the last one releasing SrcA's bank (the group's last tile: SrcB's too). The C
+  tiles accumulate in fp32 Dst over all K blocks.
+* TRISC1, after the last K block, for a bf16-rounded result: the SFPU epilogue (matmul_epilogue.py) rounds each tile
+  to bf16 (nearest even) into the next Dst slot, a bf16 output's columns paired two to a 32-bit word.
+* TRISC2: packs each fp32 tile (64 Dst rows; the epilogue's slot after one) to the output CB.
 * writer (NCRISC), and on a core without grid peers the reader (BRISC) too: each 32-row panel of C is untilized
   (word copies: the rounding is done), by the reader rows 0..15 of every tile and by the writer rows 16..31
   (blocks/matmul_out.c.j2: the reader reads CB_OUT through its own view and hands each tile on with a CB_OUT_UPPER
@@ -94,7 +97,7 @@ class FpuMatmulPlan(MatmulKernelPlan):
         modes = ("panel" if a_panel_rows(self.spec) else operand_ctx(self.spec.a)["mode"],
                  operand_ctx(self.spec.b)["mode"])
         return matmul_cycles(self.spec, self.phases, modes, epilogue_tile_cycles(self.spec), b_split(self.spec),
-                             self.block_cols, grid)
+                             self.block_cols, grid, dst_group(self.spec))
 
     def blocks(self, grid: tuple[int, int] | None = None) -> list[tuple[int, int, int, int]]:
         """Each core's (MT0, MT1, NT0, NT1): row blocks and column tiles, row-major over the grid."""

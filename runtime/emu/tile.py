@@ -11,8 +11,8 @@ mailboxes at 0xFFEC0000 (mailbox.py: blocking pop, +4 query, 4 values per writer
 reset), and the GPRs at REGFILE_BASE (BRISC: GPRs[3][64]; TRISC i: GPRs[i], repeated every 256 bytes). A blocked
 mailbox read or write ends the core's quantum with a wait reason, like TTSync and a full instruction FIFO.
 
-Scheduling: `run(budget)` gives each released, unparked core a quantum in turn and drains the Tensix after each
-quantum; a parked core and an idle Tensix cost nothing. A polling core costs almost nothing either: rv32 stops its
+Scheduling: `run(budget)` gives each released, unparked core a quantum in turn, the least advanced (in cycles) first,
+and drains the Tensix after each quantum; a parked core and an idle Tensix cost nothing. A polling core costs almost nothing either: rv32 stops its
 run once a store-free loop comes back to the same registers (nothing can change until another agent writes), and the
 core's time is carried along with the cores that progressed (`_catch_up`); a round in which only such spinners ran ends
 run() early without a deadlock error, since they may be waiting for the host. Time comes from the cycle model (cycles.py): a core's cycle
