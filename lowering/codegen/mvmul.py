@@ -68,8 +68,8 @@ def matmul_words(phases: int) -> dict:
         # the K block's last MVMUL when the A tile in SrcB serves the next output tile too: SrcA's bank only
         "mvmul_last_keep_b": mvmul_words(phases, release=1)[-1],
         # one unpacker's base and Z counters rewritten while the other one works: B7 config; C0 ThCon | C1 unpacker 0
-        # (C2 unpacker 1)
-        "stall_cfg_unp0": word_u32("STALLWAIT", stall_res=0x80, wait_res=0x3),
+        # (tensix_words' stall_cfg_unpack, which this dict replaces by the wait for both) or C2 unpacker 1
+        "stall_cfg_unp0": w["stall_cfg_unpack"],
         "stall_cfg_unp1": word_u32("STALLWAIT", stall_res=0x80, wait_res=0x5),
         "unp0_adczw_reset": word_u32("SETADCZW", cnt_set_mask=1, bit_mask=0xF),
         "unp1_adczw_reset": word_u32("SETADCZW", cnt_set_mask=2, bit_mask=0xF),

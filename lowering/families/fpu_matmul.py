@@ -330,9 +330,7 @@ def args_header_mm(plan: FpuMatmulPlan) -> str:
              "#define MM_SEM(i) (TT_ARGS_BASE + 4u * MM_SEM_WORD + 16u * (i))",
              f"#define ARG_MM_PEERS {sem + 4 * len(SEMAPHORES)}u",
              "/* the first of the K tiles the i-th of n cores tilizes (the first KT % n cores one more) */",
-             "#define MM_K_BEGIN(i, n) ((i) * (MM_KT / (n)) + ((i) < MM_KT % (n) ? (i) : MM_KT % (n)))",
-             "#define MM_CORE_TILES (MM_BATCH * (tt_arg(ARG_MM_MT1) - tt_arg(ARG_MM_MT0)) "
-             "* (tt_arg(ARG_MM_NT1) - tt_arg(ARG_MM_NT0)))"]
+             "#define MM_K_BEGIN(i, n) ((i) * (MM_KT / (n)) + ((i) < MM_KT % (n) ? (i) : MM_KT % (n)))"]
     return matmul_args_header(plan, GENERATOR, [
         f"#define MM_KT {plan.tiles[2]}u", f"#define MM_TILE_BYTES {tb}u  /* {plan.src_format} tile in L1 */",
         f"#define MM_NB {plan.block_cols}u  /* B's column tiles resident at once */",
