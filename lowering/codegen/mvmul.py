@@ -22,14 +22,14 @@ MVMUL_PHASE = [(0, 0), (1, 8), (0, 32), (2, 40), (0, 16), (1, 24), (0, 48), (3, 
                (0, 0), (1, 8), (0, 32), (2, 40), (0, 16), (1, 24), (0, 48), (4, 56)]
 
 
-def mvmul_words(phases: int) -> list[str]:
+def mvmul_words(phases: int, release: int = 3) -> list[str]:
     """All MVMULs of one K block: `phases` x 16; the very last uses slot 5 (Src RWCs and the phase to 0) and
-    releases both Src banks."""
+    releases the Src banks of `release` (bit 0 SrcA, bit 1 SrcB)."""
     words = []
     for p in range(phases):
         for i, (slot, dst) in enumerate(MVMUL_PHASE):
             last = p == phases - 1 and i == 15
-            words.append(word_u32("MVMUL", addr_mode=5 if last else slot, dst=dst, clear_dvalid=3 if last else 0))
+            words.append(word_u32("MVMUL", addr_mode=5 if last else slot, dst=dst, clear_dvalid=release if last else 0))
     return words
 
 
@@ -56,15 +56,31 @@ def matmul_words(phases: int) -> dict:
         "clr_dvalid_enable": word_u32("SETC16", setc16_reg=7, setc16_value=0),
         "math_offset0": word_u32("SETC16", setc16_reg=1, setc16_value=0),
         "setrwc_all": word_u32("SETRWC", bit_mask=0xF),
-        "zeroacc": [word_u32("ZEROACC", clear_mode=1, use_32_bit_mode=1, addr_mode=7, where=f) for f in range(4)],
+        "zeroacc": zeroacc_slot(0),
+        # per Dst slot s (64 fp32 rows): its four 16-row faces, 32-bit face indices 4s..4s+3 (math offset 0)
+        "zeroacc_slot": [zeroacc_slot(s) for s in range(8)],
         "stall_sync_math_fpu": word_u32("STALLWAIT", stall_res=0x2, wait_res=0x10),   # B1 sync; C4 FPU
         "sempost_mathdone": word_u32("SEMPOST", sem_sel=1 << SEM_MATHDONE),
         "slots": [(word_u32("SETC16", setc16_reg=12 + k, setc16_value=ab),
                    word_u32("SETC16", setc16_reg=28 + k, setc16_value=d))
                   for k, (ab, d) in MVMUL_SLOTS.items()],
         "mvmul": mvmul_words(phases),
+        # the K block's last MVMUL when the A tile in SrcB serves the next output tile too: SrcA's bank only
+        "mvmul_last_keep_b": mvmul_words(phases, release=1)[-1],
+        # one unpacker's base and Z counters rewritten while the other one works: B7 config; C0 ThCon | C1 unpacker 0
+        # (tensix_words' stall_cfg_unpack, which this dict replaces by the wait for both) or C2 unpacker 1
+        "stall_cfg_unp0": w["stall_cfg_unpack"],
+        "stall_cfg_unp1": word_u32("STALLWAIT", stall_res=0x80, wait_res=0x5),
+        "unp0_adczw_reset": word_u32("SETADCZW", cnt_set_mask=1, bit_mask=0xF),
+        "unp1_adczw_reset": word_u32("SETADCZW", cnt_set_mask=2, bit_mask=0xF),
     })
     return w
+
+
+def zeroacc_slot(slot: int) -> list[str]:
+    """ZEROACC of Dst slot `slot` (rows 64 slot .. 64 slot + 63 of the fp32 Dst), face by face: ZEROACC's 32-bit
+    face index is absolute within the Dst half the math offset selects (0 here), 16 rows each."""
+    return [word_u32("ZEROACC", clear_mode=1, use_32_bit_mode=1, addr_mode=7, where=4 * slot + f) for f in range(4)]
 
 
 def face_row_words() -> dict:

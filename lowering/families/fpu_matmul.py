@@ -7,14 +7,17 @@ Data flow (one Tensix core, docs/fpu_path.md §5-9):
   buffered). DRAM lines are fetched with NoC reads into a staging line and
   scattered into faces by the RISC-V (word copies for row-contiguous operands, element copies for transposed ones),
   except A's panels when `a_panel_rows`: those stay row-major (one NoC read per row straight into the slot).
-* TRISC0: per output tile and K block, unpacker 0 takes B's tile (in1, K x N) to SrcA and unpacker 1 A's tile
-  (in0, M x K) to SrcB, whole tiles (1024 datums): bf16 stays bf16, fp32 is truncated to tf32 by the unpacker. A
-  row-major A panel is unpacked face row by face row (64 UNPACRs of 16 datums, codegen/mvmul.face_row_words).
-* TRISC1: ZEROACC the fp32 Dst tile, then per K block `fidelity` phases of 16 MVMULs (`Dst += SrcB @ SrcA`), the
-  last one releasing both banks. The C tile accumulates in fp32 Dst over all K blocks.
-* TRISC1, after the last K block, for a bf16-rounded result: the SFPU epilogue (matmul_epilogue.py) rounds the tile
-  to bf16 (nearest even) into Dst slot 1, a bf16 output's columns paired two to a 32-bit word.
-* TRISC2: packs the fp32 tile (64 Dst rows; slot 1 after an epilogue) to the output CB.
+* TRISC0: the output tiles go in groups of `dst_group` (4 with an epilogue, else 1) column tiles. Per group and K
+  block, unpacker 1 takes A's tile (in0, M x K) to SrcB once and unpacker 0 the group's B tiles (in1, K x N) to SrcA
+  one after another (consecutive in L1: each UNPACR steps the Z counter by a tile), whole tiles (1024 datums): bf16
+  stays bf16, fp32 is truncated to tf32 by the unpacker. A row-major A panel is unpacked face row by face row (64
+  UNPACRs of 16 datums, codegen/mvmul.face_row_words), the next K block's faces issued between the group's B tiles.
+* TRISC1: ZEROACC the group's fp32 Dst tiles (slots 0, 2, 4, 6), then per K block and output tile `fidelity` phases
+  of 16 MVMULs (`Dst += SrcB @ SrcA`), the last one releasing SrcA's bank (the group's last tile: SrcB's too). The C
+  tiles accumulate in fp32 Dst over all K blocks.
+* TRISC1, after the last K block, for a bf16-rounded result: the SFPU epilogue (matmul_epilogue.py) rounds each tile
+  to bf16 (nearest even) into the next Dst slot, a bf16 output's columns paired two to a 32-bit word.
+* TRISC2: packs each fp32 tile (64 Dst rows; the epilogue's slot after one) to the output CB.
 * writer (NCRISC), and on a core without grid peers the reader (BRISC) too: each 32-row panel of C is untilized
   (word copies: the rounding is done), by the reader rows 0..15 of every tile and by the writer rows 16..31
   (blocks/matmul_out.c.j2: the reader reads CB_OUT through its own view and hands each tile on with a CB_OUT_UPPER
@@ -57,7 +60,7 @@ from tt_backend.lowering.codegen.tensix import PACK_CFG
 from tt_backend.lowering.codegen.words import hex_u32
 from tt_backend.lowering.families.family import Candidate, Family, Kernel
 from tt_backend.lowering.families.matmul_match import kernel_matmul
-from tt_backend.lowering.families.matmul_epilogue import epilogue_ctx, epilogue_tile_cycles
+from tt_backend.lowering.families.matmul_epilogue import epilogue_ctx, epilogue_mode, epilogue_tile_cycles
 from tt_backend.lowering.families.matmul_spec import (TILE, MatmulKernelPlan, MatmulSpec, line_bytes,
                                                       matmul_args_header, matmul_io, operand_ctx, out_pitch)
 from tt_backend.lowering.families.mover_cost import MM_STAGE_ROWS_BYTES, matmul_cycles, split_ranges
@@ -95,7 +98,7 @@ class FpuMatmulPlan(MatmulKernelPlan):
         modes = ("panel" if a_panel_rows(self.spec) else operand_ctx(self.spec.a)["mode"],
                  operand_ctx(self.spec.b)["mode"])
         return matmul_cycles(self.spec, self.phases, modes, epilogue_tile_cycles(self.spec), b_split(self.spec),
-                             self.block_cols, grid)
+                             self.block_cols, grid, dst_group(self.spec))
 
     def blocks(self, grid: tuple[int, int] | None = None) -> list[tuple[int, int, int, int]]:
         """Each core's (MT0, MT1, NT0, NT1): row blocks and column tiles, row-major over the grid."""
@@ -328,14 +331,23 @@ def args_header_mm(plan: FpuMatmulPlan) -> str:
              "#define MM_SEM(i) (TT_ARGS_BASE + 4u * MM_SEM_WORD + 16u * (i))",
              f"#define ARG_MM_PEERS {sem + 4 * len(SEMAPHORES)}u",
              "/* the first of the K tiles the i-th of n cores tilizes (the first KT % n cores one more) */",
-             "#define MM_K_BEGIN(i, n) ((i) * (MM_KT / (n)) + ((i) < MM_KT % (n) ? (i) : MM_KT % (n)))",
-             "#define MM_CORE_TILES (MM_BATCH * (tt_arg(ARG_MM_MT1) - tt_arg(ARG_MM_MT0)) "
-             "* (tt_arg(ARG_MM_NT1) - tt_arg(ARG_MM_NT0)))"]
+             "#define MM_K_BEGIN(i, n) ((i) * (MM_KT / (n)) + ((i) < MM_KT % (n) ? (i) : MM_KT % (n)))"]
     return matmul_args_header(plan, GENERATOR, [
         f"#define MM_KT {plan.tiles[2]}u", f"#define MM_TILE_BYTES {tb}u  /* {plan.src_format} tile in L1 */",
         f"#define MM_NB {plan.block_cols}u  /* B's column tiles resident at once */",
+        f"#define MM_GROUP {dst_group(plan.spec)}u  /* output tiles per A tile in SrcB (dst_group) */",
         f"#define MM_STAGE_BYTES {stage_bytes(plan.spec)}u", *split, *upper, *panel_rows, *block],
         min(plan.spec.N, TILE * plan.block_cols))
+
+
+DST_GROUP = 4   # output tiles per A tile in SrcB: fp32 accumulators in Dst slots 0, 2, 4, 6, bf16 results in 1, 3, 5, 7
+
+
+def dst_group(spec: MatmulSpec) -> int:
+    """Output tiles computed together, each A tile unpacked once into SrcB for all of them (B's tiles go to SrcA one
+    after another): DST_GROUP with an epilogue, whose per-tile FREE handshake lets the packer drain the group's
+    results while the next group accumulates; 1 without (the packer reads the accumulator itself)."""
+    return DST_GROUP if epilogue_mode(spec) else 1
 
 
 def render_matmul(plan: FpuMatmulPlan) -> dict[str, str]:
@@ -343,6 +355,7 @@ def render_matmul(plan: FpuMatmulPlan) -> dict[str, str]:
     w = matmul_words(plan.phases)
     unp = dict(UNPACK_CFG_MM[plan.src_format]) | UNPACK_CFG_MM_COMMON
     a_rows = a_panel_rows(s)
+    group, epi = dst_group(s), epilogue_ctx(s)
     if a_rows:
         w |= face_row_words()
         unp |= face_row_cfg(s.K)
@@ -351,8 +364,9 @@ def render_matmul(plan: FpuMatmulPlan) -> dict[str, str]:
         "a": operand_ctx(s.a), "b": operand_ctx(s.b), "out": operand_ctx(s.out),
         "in_bf16": plan.src_format == "bf16", "out_bf16": s.out.dtype == "bfloat16",
         "w": w, "unp": {i: hex_u32(v) for i, v in unp.items()}, "alu_format": hex_u32(ALU_FORMAT_MM[plan.src_format]),
-        "pck": {i: hex_u32(v) for i, v in PACK_CFG["fp32"].items()}, "epi": epilogue_ctx(s), "b_split": b_split(s),
-        "a_rows": a_rows,
+        "pck": {i: hex_u32(v) for i, v in PACK_CFG["fp32"].items()}, "epi": epi, "b_split": b_split(s),
+        "a_rows": a_rows, "group": group, "acc_slots": [2 * j for j in range(group)],
+        "pack_row": "64u + 128u * (nt % MM_GROUP)" if epi else "0u",
     }
     return kernel_sources(ctx, "matmul_reader.c.j2", "matmul_writer.c.j2", "matmul_compute.c.j2",
                           args_header_mm(plan))

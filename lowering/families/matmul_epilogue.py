@@ -17,8 +17,10 @@ sign and high payload with the quiet bit set, (r | 0x400000) >> 16. Raw loads an
 denormals nor touch NaN, so the bits equal the RISC-V's. The packer's own fp32 -> bf16 conversion is not used: it
 rounds ties away from zero, flushes denormals and turns NaN into Inf (docs/sfpu_path.md §8).
 
-Slot 1 instead of writing back in place: an SFPSTORE's block of Dst is not readable for a few cycles and the SFPLOAD
-that follows it (the next row step) reads the next rows of slot 0 (sfpu_codegen.DST_READ_GAP); slot 1 is never loaded.
+Slots are relative to the math offset, which the matmul sets to the tile's accumulator (fpu_matmul.dst_group: slot
+0, 2, 4 or 6 of Dst, the result in the next one). Slot 1 instead of writing back in place: an SFPSTORE's block of
+Dst is not readable for a few cycles and the SFPLOAD that follows it (the next row step) reads the next rows of slot
+0 (sfpu_codegen.DST_READ_GAP); slot 1 is never loaded.
 """
 from __future__ import annotations
 
@@ -34,7 +36,7 @@ from tt_backend.lowering.families.mover_cost import epilogue_cycles
 ROUND_ADD, QUIET, HIGH = 0x7FFF, 0x00400000, 0xFFFF0000
 POOL = {ROUND_ADD: 11, so.F32_INF: 12, QUIET: 13, HIGH: 14}   # the constants, in LReg11-14 (set once)
 EVEN, ODD = 0, 2                      # Imm10 of the even / odd columns of a row step (docs/sfpu_path.md §5.3)
-OUT_SLOT = 1                          # the Dst slot the epilogue writes and the packer reads
+OUT_SLOT = 1                          # the Dst slot the epilogue writes and the packer reads, after the math offset's
 SLOT_STEP = 6                         # the address-modifier slot of the row step's last store (MVMUL leaves 6 free)
 STEPS = {"pair": 16, "round": 32}     # row steps per tile
 DST_INCR = {"pair": 4, "round": 2}    # Dst RWC per row step

@@ -13,7 +13,7 @@ template change that makes a loop faster or slower changes its number here; the 
 from __future__ import annotations
 
 from tt_backend.chip.interleave import N_BANKS
-from tt_backend.lowering.placement.cost import pack_cycles
+from tt_backend.lowering.placement.cost import pack_cycles, unpack_cycles
 from tt_backend.lowering.plan import DTYPE_SIZE, TILE_BYTES, TILE_ELEMS
 
 NOC_BYTES_PER_CYCLE = 64
@@ -177,16 +177,20 @@ MM_NOC_REQUEST = 30                                # issuing one NoC request (tt
 # time per element after its half of B: 1.4 per bf16 element (256^3, 64x64x512: 1.43, 1.37) and 2.4 per fp32 one
 # (fp32 out 256x64x256); round_bf16 as fp32 (rounded by the epilogue)
 MM_WRITE_PER_ELEM = {"bf16": 1.4, "round_bf16": 2.4, "fp32": 2.4}
-# per K block of an output tile: the unpackers take a whole tile each (the emulator charges 64 cycles per whole-tile
-# UNPACR: 32768 unpack-busy cycles for 512 of them, bf16 256^3 trace) while the FPU runs 16 MVMULs per fidelity phase;
-# TRISC0's STALLWAIT before each block's base-address WRCFG adds about 8 (29730 Wait Gate cycles / 512 blocks / 7)
-MM_UNPACK_TILE, MM_K_BLOCK_FIXED = 64, 8
+# per K block of an output tile: the unpackers take a whole tile each (its L1 bytes at 64 B per cycle,
+# placement.cost.unpack_cycles: 32 cycles for a bf16 tile, 64 for an fp32 one) while the FPU runs 16 MVMULs per
+# fidelity phase; the rest of a tile product, measured on the bf16 512^3 timelines with groups of 4 (the SFPU's idle
+# gap between two groups' epilogues over the group's 64 tile products): 58 cycles per product at HiFi2 (32 MVMUL
+# cycles + 26), 97 at HiFi4 (64 + 33): the math thread's Src bank waits while thread 0 issues A's face rows
+MM_K_BLOCK_FIXED = 30
 # an A panel kept row-major (fpu_matmul.a_panel_rows, mode "panel"): thread 0 issues the tile's 64 face-row UNPACRs
-# and 8 ADC words itself, one per cycle, besides B's UNPACR and the block's base-address words
+# and 8 ADC words itself, one per cycle, besides B's UNPACR and the block's base-address words; once per group of
+# output tiles that share the A tile (fpu_matmul.dst_group)
 MM_FACE_ROW_ISSUE = 80
 # the SFPU epilogue (lowering/families/matmul_epilogue.py) per output tile, on top of its SFPU instructions: the
-# STALLWAITs around it and the wait between its MOPs
-MM_EPILOGUE_FIXED = 40
+# STALLWAITs around it, and the FREE / MATHDONE round trip with the pack thread before the group's next tile's
+# epilogue (bf16 512^3 timelines: 369 SFPU cycles + 104 between two epilogues of a group)
+MM_EPILOGUE_FIXED = 105
 
 
 def epilogue_cycles(words: int, steps: int) -> int:
@@ -205,11 +209,11 @@ def share_cycles(cores: int, nbytes: int, pieces: int = 1) -> float:
 
 
 def matmul_cycles(spec, phases: int, read_modes: tuple[str, str], epilogue: int, b_split: bool, block_cols: int,
-                  grid: tuple[int, int] = (1, 1)) -> dict:
+                  grid: tuple[int, int] = (1, 1), group: int = 1) -> dict:
     """The FPU matmul's launch (lowering/families/fpu_matmul.py) on a `grid` of (rows, columns) cores, each with its
     block of the output (the largest block sets the time): read_modes = the A and B operands' reader modes
     (matmul_spec.operand_ctx; A "panel": kept row-major, fpu_matmul.a_panel_rows), epilogue = the SFPU epilogue's
-    cycles per output tile (epilogue_cycles). Per batch and per block of up to `block_cols` of the core's column
+    cycles per output tile (epilogue_cycles), group = the output tiles that share each A tile in SrcB. Per batch and per block of up to `block_cols` of the core's column
     tiles the reader tilizes b_rows of B's rows before A's first
     panel (the pipeline's fill; the writer tilizes the others at the same time); then per output row block one A
     panel, the block's tile products and its untilized rows. At least the DRAM banks' time for every core's bytes."""
@@ -235,15 +239,16 @@ def matmul_cycles(spec, phases: int, read_modes: tuple[str, str], epilogue: int,
     a_kt, b_kt = -(-kt // gc), -(-kt // gr)                           # the largest share of the K tiles
     reader_a = (read(a_mode, spec.a, rows, min(spec.K, 32 * a_kt))
                 + share_cycles(gc, a_kt * tb, 32 if a_mode == "panel" else 1))
-    unpack = max(MM_UNPACK_TILE, MM_FACE_ROW_ISSUE if a_mode == "panel" else 0)
+    unpack = max(unpack_cycles("bf16" if tb == 2048 else "fp32"), MM_FACE_ROW_ISSUE / group if a_mode == "panel" else 0)
     b_rows = min(spec.K, 32 * (-(-b_kt // 2) if b_split else b_kt))
     launch, reader_all, compute_all, writer_all = 0, 0, 0, 0
     for c0 in range(0, ntc, block_cols):                             # the core's blocks of B's columns
         ct = min(block_cols, ntc - c0)
         cols = min(spec.N, 32 * ct)
-        # per tile product both unpackers move a tile (A's face rows issued one by one) while the FPU runs 16 MVMULs
-        # per fidelity phase; with an epilogue the packer drains Dst slot 1 while the next tile's MVMULs run, without
-        # one it holds the Dst tile
+        # per tile product unpacker 0 moves B's tile (A's tile, its face rows issued one by one, once per group)
+        # while the FPU runs 16 MVMULs per fidelity phase; with an epilogue (the math thread's, after the group's
+        # MVMULs) the packer drains the group's results while the next group's MVMULs run, without one it holds the
+        # Dst tile
         mvmul = kt * (max(unpack, 16 * phases) + MM_K_BLOCK_FIXED)
         compute = ct * (max(mvmul, pack_cycles("fp32")) + epilogue if epilogue else mvmul + pack_cycles("fp32"))
         # the untilize split by rows on one core (blocks/matmul_out.c.j2): the reader the upper 16 of each tile, the

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections import deque
 
 from tt_backend.chip.errors import EmuUndefined
+from tt_backend.chip.numerics.formats import element_bits
 from tt_backend.chip.sfpu_regs import ALL_LREGS, SFPU_MAD_CLASS, sfpu_indirect, sfpu_regs, two_cycle
 from tt_backend.runtime.emu import timeline as tl
 from tt_backend.runtime.emu.sfpu_macro import SUB_MAD, SUB_UNIT_NAMES
@@ -51,6 +52,8 @@ FIFO_EFFECTIVE_DEPTH = 28      # PushTensixInstruction.md: 32 entries, effective
 
 # ---------------------------------------------------------------------------------------------------- data movement
 # WH L1.md: one unpacker reads four 128-bit words (64 B) per cycle; a packer writes one 128-bit word (16 B) per cycle.
+# WH UNPACR_Regular.md "Performance": past two cycles of address set-up, fetching the bytes from L1 is the bottleneck,
+# up to 64 B per cycle at x4 speed; so an unpack is charged the bytes of its input format (a bf16 datum 2 B).
 UNPACK_BYTES_PER_CYCLE = 64
 PACK_BYTES_PER_CYCLE = 16
 # BH NoC/README.md: one 512-bit flit per cycle; NIU -> router ~5 cycles, router -> router 9 cycles per hop,
@@ -76,8 +79,8 @@ def riscv_mmio_extra(addr: int) -> int:
     return 0
 
 
-def unpack_cycles(datums: int, bytes_per_datum: int = 4) -> int:
-    return max(1, -(-datums * bytes_per_datum // UNPACK_BYTES_PER_CYCLE))
+def unpack_cycles(datums: int, bits_per_datum: int = 32) -> int:
+    return max(1, -(-datums * bits_per_datum // (8 * UNPACK_BYTES_PER_CYCLE)))
 
 
 def pack_cycles(datums: int, bytes_per_datum: int = 4) -> int:
@@ -314,7 +317,7 @@ class TensixTiming:
             c = max(c, self.unpack_busy[sel])
             bank = pre if pre is not None else 0
             n = self._adc_count(t, sel)
-            done = c + unpack_cycles(n)
+            done = c + unpack_cycles(n, self._unpack_in_bits(sel))
             self.unpack_busy[sel] = done
             if self.rec is not None:
                 self.rec.busy("unpack1" if sel else "unpack0", c, done)
@@ -328,6 +331,8 @@ class TensixTiming:
                 self.rec.busy("pack", c, self.pack_busy)
         elif kind == K_SYNC:
             self.event_t = max(self.event_t, c)
+            if name == "SEMPOST":
+                self.tx.stamp_posts(f["sem_sel"], c)
         gap = c - self.clock[t] - 1
         if gap > 0 and self.first[t] is not None:
             self.stalls[t] += gap
@@ -415,6 +420,13 @@ class TensixTiming:
     def done(self, t: int) -> int:
         """Cycle by which thread t's issued work has finished (what a TTSync read waits for)."""
         return max(self.clock[t] + 1, self.pack_busy, self.fpu_busy, self.sfpu_busy(), *self.unpack_busy)
+
+    def _unpack_in_bits(self, sel: int) -> int:
+        """L1 bits per datum of unpacker `sel`'s input format (its TileDescriptor, cfg 64 / 112, bits [3:0])."""
+        try:
+            return element_bits(self.tx.cfg[112 if sel else 64] & 0xF) or 32
+        except (IndexError, AttributeError):
+            return 32
 
     def _adc_count(self, t: int, s: int) -> int:
         try:

@@ -3,6 +3,8 @@ the eight semaphores (also reachable from RISC-V through MMIO), the mutexes, and
 SEMWAIT leave on a thread until their conditions are met. Mixed into tensix.Tensix."""
 from __future__ import annotations
 
+from collections import deque
+
 from tt_backend.chip.errors import EmuDeadlock, EmuUnspecified
 from tt_backend.runtime.emu.frontend import B6
 from tt_backend.runtime.emu.thread_state import Latch
@@ -12,25 +14,40 @@ class SyncMixin:
     def _init_sync(self) -> None:
         self.sem_value = [0] * 8                   # ttsim reset state: Value 0, Max 0
         self.sem_max = [0] * 8
+        # per semaphore the cycle of each post its value still counts, oldest first (SEMGET takes the oldest): a RISC-V
+        # that reads the semaphore sees a post only from that cycle on (the threads run in host order, not in time)
+        self.sem_posts: list[deque] = [deque() for _ in range(8)]
         self.mutex_holder: dict[int, int | None] = {0: None, 2: None, 3: None, 4: None}   # BH: 4 mutexes
 
     def sem_read(self, i: int) -> int:
         return self.sem_value[i]
+
+    def sem_posted_at(self, i: int) -> int:
+        """The cycle from which semaphore i's value is non-zero (its oldest counted post; 0 when it is zero)."""
+        posts = self.sem_posts[i]
+        return posts[0] if posts else 0
+
+    def stamp_posts(self, mask: int, cycle: int) -> None:
+        """The SEMPOST just executed on the semaphores of `mask` issued at `cycle` (known only after it executed)."""
+        for i in self._sem_list(mask):
+            if self.sem_posts[i]:
+                self.sem_posts[i][-1] = cycle
 
     def sem_mmio_write(self, i: int, value: int, t: int = 0) -> None:
         self.tm.event_t = max(self.tm.event_t, t)
         if value & 1:
             self._sem_get(i, "RISC-V store to semaphore (SEMGET)")
         else:
-            self._sem_post(i, "RISC-V store to semaphore (SEMPOST)")
+            self._sem_post(i, "RISC-V store to semaphore (SEMPOST)", t)
 
-    def _sem_post(self, i: int, who: str) -> None:
+    def _sem_post(self, i: int, who: str, t: int = 0) -> None:
         v = self.sem_value[i]
         if self.strict and v >= self.sem_max[i]:
             # ttsim: NonContractualBehavior sem_max (pf08); hardware ignores Max here and saturates at 15
             raise EmuUnspecified(f"{who}: SEMPOST on semaphore {i} at Value {v} >= Max {self.sem_max[i]}")
         if v < 15:
             self.sem_value[i] = v + 1
+            self.sem_posts[i].append(t)
 
     def _sem_get(self, i: int, who: str) -> None:
         v = self.sem_value[i]
@@ -39,6 +56,8 @@ class SyncMixin:
                 raise EmuUnspecified(f"{who}: SEMGET on semaphore {i} at Value 0")
             return
         self.sem_value[i] = v - 1
+        if self.sem_posts[i]:
+            self.sem_posts[i].popleft()
 
     @staticmethod
     def _sem_list(mask: int) -> list[int]:
@@ -48,6 +67,7 @@ class SyncMixin:
         for i in self._sem_list(f["sem_sel"]):
             self.sem_value[i] = f["init_value"]
             self.sem_max[i] = f["max_value"]
+            self.sem_posts[i] = deque([0] * f["init_value"])
 
     def SEMPOST(self, t, f):
         for i in self._sem_list(f["sem_sel"]):

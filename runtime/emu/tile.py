@@ -11,8 +11,8 @@ mailboxes at 0xFFEC0000 (mailbox.py: blocking pop, +4 query, 4 values per writer
 reset), and the GPRs at REGFILE_BASE (BRISC: GPRs[3][64]; TRISC i: GPRs[i], repeated every 256 bytes). A blocked
 mailbox read or write ends the core's quantum with a wait reason, like TTSync and a full instruction FIFO.
 
-Scheduling: `run(budget)` gives each released, unparked core a quantum in turn and drains the Tensix after each
-quantum; a parked core and an idle Tensix cost nothing. A polling core costs almost nothing either: rv32 stops its
+Scheduling: `run(budget)` gives each released, unparked core a quantum in turn, the least advanced (in cycles) first,
+and drains the Tensix after each quantum; a parked core and an idle Tensix cost nothing. A polling core costs almost nothing either: rv32 stops its
 run once a store-free loop comes back to the same registers (nothing can change until another agent writes), and the
 core's time is carried along with the cores that progressed (`_catch_up`); a round in which only such spinners ran ends
 run() early without a deadlock error, since they may be waiting for the host. Time comes from the cycle model (cycles.py): a core's cycle
@@ -431,7 +431,11 @@ class Tile:
             if self._timed:
                 self._wait_until(who, self.tensix.thread_done(t), tl.TTSYNC)
             return 0
-        return self.tensix.sem_read(self._sem_index(who, addr))
+        i = self._sem_index(who, addr)
+        value = self.tensix.sem_read(i)
+        if value and self._timed:
+            self._wait_until(who, self.tensix.sem_posted_at(i), tl.SEM_WAIT)   # a post seen only from its cycle
+        return value
 
     def _pcbuf_store(self, who: str, addr: int, value: int) -> None:
         if addr == layout.TENSIX_SYNC:
@@ -609,7 +613,11 @@ class Tile:
             before = list(tensix.instructions)     # pushes execute inside push(), so count by difference
             riscv = progress = 0
             spinners = []
-            for name, core in self.cores.items():
+            # least advanced core first: the caller's budget may end the round after one core's quantum (Chip.run's
+            # slices are one quantum), and a core that always ran first would race ahead in emulated time while the
+            # others wait their turn; its L1 stores (a CB counter) would then be seen by cores still far behind it
+            for name in sorted(self.cores, key=self.cycles):
+                core = self.cores[name]
                 if not self.running(name):
                     continue
                 self._wait[name] = ""

@@ -43,6 +43,7 @@ TTSYNC = "TTSync: waiting for its Tensix thread to finish"
 MMIO_LATENCY = "MMIO load latency"
 NOC_WAIT = "waiting for NoC transfers to complete"
 MAILBOX_WAIT = "mailbox: waiting for a value / for room"
+SEM_WAIT = "semaphore: the post it reads lands later (another thread's SEMPOST)"
 SPIN = "polling memory nobody has changed yet (spin loop, time carried with the other cores)"
 
 

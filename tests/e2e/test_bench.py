@@ -33,9 +33,11 @@ def _row(out: str, name: str) -> list[str]:
 
 @pytest.mark.needs_cc
 def test_kernels_benchmark_predicts_the_matmul_launch(capsys):
-    """bf16 64^3 at HiFi2: the launch model (lowering/families/mover_cost.py) within 25 % of the emulated cycles, where
-    the compute-only price is under a tenth of them (the reader and the writer's rounding dominate)."""
-    assert bench.run("kernels", ["--rows", "matmul-hifi2", "--scale", "8"]) == 0
+    """bf16 128^3 at HiFi2: the launch model (lowering/families/mover_cost.py) within 25 % of the emulated cycles, where
+    the compute-only price is under a tenth of them (the reader and the writer's rounding dominate). Not 64^3 any
+    more: since the emulator runs a tile's least advanced core first, a core that polls a CB is carried to the most
+    advanced core's cycle (Tile._catch_up), up to a quantum late, which is about a quarter of a 64^3 launch (0.73)."""
+    assert bench.run("kernels", ["--rows", "matmul-hifi2", "--scale", "4"]) == 0
     compute, predicted, emulated = map(int, _row(capsys.readouterr().out, "matmul-hifi2")[2:5])
     assert 0.75 <= predicted / emulated <= 1.25
     assert compute < emulated / 10

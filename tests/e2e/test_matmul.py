@@ -467,6 +467,7 @@ def test_adversarial_bits_on_ttsim(src, fidelity):
     ((64, 96, 80), dtypes.bfloat16, "HiFi4", "plain"), ((33, 47, 65), dtypes.bfloat16, "HiFi3", "plain"),
     ((40, 64, 48), dtypes.bfloat16, "HiFi2", "plain"),     # A's panels by face rows, the last one padded past M
     ((40, 72, 56), dtypes.bfloat16, "LoFi", "bT"), ((48, 64, 40), dtypes.float32, "HiFi2", "aT"),
+    ((40, 64, 200), dtypes.bfloat16, "HiFi2", "plain"),    # 7 column tiles: a group of 4 sharing A, then one of 3
 ], ids=str)
 def test_ttsim_vs_emu_bits(mkn, dt, fidelity, form):
     from tt_backend.runtime.ttsim_device import TtsimDevice

@@ -44,7 +44,7 @@ def test_epilogue_by_output(form, mode):
     assert ops.count("SFPLOAD") == (2 if mode == "pair" else 1) and ops[-1] == "SFPSTORE"
     assert "SFPMAD" not in ops and "SFPADD" not in ops          # integer work only: no flush, no NaN canonicalisation
     src = srcs["trisc0"]
-    assert "tt_set_gpr(5, 64u)" in src                           # the packer takes Dst slot 1
+    assert "tt_set_gpr(5, 64u + 128u * (nt % MM_GROUP))" in src  # the packer takes the slot after the tile's accumulator
     assert src.index("tt_sem_take(TT_SEM_FREE)") > src.index("MM_KT; kt++")   # FREE taken after the MVMULs
     assert "fp32_to_bf16" not in srcs["ncrisc"]                  # the writer no longer rounds
 
