@@ -24,13 +24,12 @@ from tinygrad.dtype import dtypes
 from tinygrad.uop.ops import AxisType, Ops, UOp
 
 from tt_backend.lowering.families.gathered_operand import Gather
-from tt_backend.lowering.families.matmul_spec import MatmulSpec, Operand
+from tt_backend.lowering.families.matmul_spec import MATMUL_DTYPES, MatmulSpec, Operand, stored_sum_of_products
 from tt_backend.lowering.frontend import DTYPE_NAME, affine, index_expr, strip_invalid
 from tt_backend.lowering.index import IndexExpr
 from tt_backend.lowering.plan import DTYPE_SIZE
 from tt_backend.chip.errors import UnsupportedOp
 
-MATMUL_DTYPES = (dtypes.float32, dtypes.bfloat16)
 # rows (M) a gathered matmul needs. The one-core SFPU matmul gathers each B element once for M products; the SFPU
 # reduction gathers both factors of every product but spreads the work over a core grid. So the matmul costs far less
 # host time (what the emulator spends) from a few rows on, and more emulated cycles (one core against a grid) until
@@ -117,18 +116,8 @@ def match_gathered_matmul(sink: UOp) -> MatmulSpec | None:
     """The MatmulSpec of a kernel that sums over its reduce ranges the product of two loads whose indices depend on
     disjoint output ranges (beyond shared batch ranges), or None. Only kernels the plain matcher
     (matmul_spec.match_matmul) leaves are asked."""
-    if sink.op is not Ops.SINK: return None
-    topo = sink.toposort()
-    stores = [u for u in topo if u.op is Ops.STORE]
-    reduces = [u for u in topo if u.op is Ops.REDUCE]
-    if len(stores) != 1 or len(reduces) != 1: return None
-    store, red = stores[0], reduces[0]
-    if red.arg[0] is not Ops.ADD or len(store.src) != 2 or _strip(store.src[1], Ops.CAST) is not red: return None
-    chain, u = [], store.src[1]
-    while u.op is Ops.CAST: chain.append(u.dtype); u = u.src[0]
-    if any(dt not in MATMUL_DTYPES for dt in chain): return None
-    mul = _strip(red.src[0], Ops.CAST)
-    if mul.op is not Ops.MUL: return None
+    if (found := stored_sum_of_products(sink)) is None: return None
+    topo, store, red, mul, chain = found
     loads = [_load(x) for x in mul.src]
     if None in loads or loads[0].tile != loads[1].tile: return None
     rngs = {u for u in topo if u.op is Ops.RANGE}

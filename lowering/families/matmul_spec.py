@@ -85,32 +85,42 @@ def k_chained(co: dict, rks: list[UOp]) -> bool:
     return all(co.get(a, 0) == co.get(b, 0) * int(b.src[0].arg) for a, b in zip(rks, rks[1:]))
 
 
-def match_matmul(sink: UOp) -> MatmulSpec | None:
-    """The spec of a plain (batched, transposed) matmul kernel, or None when the AST is not one."""
+MATMUL_DTYPES = (dtypes.float32, dtypes.bfloat16)
+
+
+def stored_sum_of_products(sink: UOp) -> tuple[list[UOp], UOp, UOp, UOp, list] | None:
+    """(toposort, STORE, REDUCE, MUL, the dtypes cast through between the sum and the store) of a kernel whose one
+    STORE writes one REDUCE(ADD) of a product through float32/bfloat16 casts (what both matmul matchers start from),
+    else None."""
     if sink.op is not Ops.SINK: return None
     topo = sink.toposort()
     stores = [u for u in topo if u.op is Ops.STORE]
     reduces = [u for u in topo if u.op is Ops.REDUCE]
     if len(stores) != 1 or len(reduces) != 1: return None
     store, red = stores[0], reduces[0]
-    if red.arg[0] is not Ops.ADD or len(store.src) != 2: return None
-    if _strip(store.src[1], Ops.CAST) is not red: return None
+    if red.arg[0] is not Ops.ADD or len(store.src) != 2 or _strip(store.src[1], Ops.CAST) is not red: return None
     chain, u = [], store.src[1]
     while u.op is Ops.CAST: chain.append(u.dtype); u = u.src[0]
-    if any(dt not in (dtypes.float32, dtypes.bfloat16) for dt in chain): return None
+    if any(dt not in MATMUL_DTYPES for dt in chain): return None
+    mul = _strip(red.src[0], Ops.CAST)
+    return (topo, store, red, mul, chain) if mul.op is Ops.MUL else None
+
+
+def match_matmul(sink: UOp) -> MatmulSpec | None:
+    """The spec of a plain (batched, transposed) matmul kernel, or None when the AST is not one."""
+    if (found := stored_sum_of_products(sink)) is None: return None
+    topo, store, red, mul, chain = found
     round_bf16 = dtypes.bfloat16 in chain          # e.g. (a @ b).float() with bf16 a, b: C is rounded to bf16 first
     rks = sorted(red.src[1:], key=lambda r: r.arg[0])
     if not rks or any(r.op is not Ops.RANGE for r in rks): return None
     rk = rks[-1]                      # the innermost of the reduce ranges: their strides are rk's (k_chained)
-    mul = _strip(red.src[0], Ops.CAST)
-    if mul.op is not Ops.MUL: return None
     loads, tiles = [], []
     for x in mul.src:
         casts = []
         while x.op is Ops.CAST: casts.append(x.dtype); x = x.src[0]
         x = _strip(x, Ops.LOAD)
         if x.op is not Ops.INDEX: return None
-        if any(dt not in (dtypes.float32, dtypes.bfloat16) for dt in casts): return None
+        if any(dt not in MATMUL_DTYPES for dt in casts): return None
         # the operand's precision: bf16 if it was loaded as bf16 or went through a cast to bf16 (x.cast(bf16) @ ..:
         # the reader rounds fp32 to bf16, nearest even, as tinygrad does; the unpacker would truncate)
         loads.append(x)
@@ -129,7 +139,7 @@ def match_matmul(sink: UOp) -> MatmulSpec | None:
         co = affine(plain)
         if co is None: return None
         dt = buf.dtype.base if hasattr(buf.dtype, "base") else buf.dtype
-        if dt not in (dtypes.float32, dtypes.bfloat16): return None
+        if dt not in MATMUL_DTYPES: return None
         return buf, co, DTYPE_NAME[dt]
 
     acc = [access(x) for x in loads]

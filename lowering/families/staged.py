@@ -389,7 +389,8 @@ def hoist_rule(sink: UOp) -> Callable[[_Stager], list[UOp]] | None:
 
 def hoisted(kernel: Kernel, families: tuple[Family, ...]) -> StagedPlan | None:
     """The kernel with its pointwise value, broadcast reduction, matmul under an epilogue or contraction (above)
-    computed in a stage of its own (and its stages likewise), or None (none applies, or a stage the families do not lower)."""
+    computed in a stage of its own (and its stages likewise), or None (none applies, or a stage the families do not
+    lower)."""
     if hoist_rule(kernel.sink) is None:
         return None
     try:
