@@ -573,6 +573,28 @@ def test_defer_running_sum_splits_off_the_chain(monkeypatch, batch_spy):
     _same(a, b)
 
 
+# Running minimum / maximum and 23-bit integer products (tinygrad's cummax / cummin and index kernels): SFPSWAP and
+# SFPMUL24 are deferred too; a row step's minimum-so-far (L2) is carried to the next row step (with the row's value
+# copied to L6: SFPSWAP writes both operands), the rest is per row.
+RUNNING_MIN = [LOAD(1, 0), LOAD(3, 64),
+               E("SFPMUL24", lreg_src_a=1, lreg_src_b=3, lreg_src_c=1, lreg_dest=4, instr_mod1=0),
+               E("SFPMUL24", lreg_src_a=3, lreg_src_b=4, lreg_src_c=3, lreg_dest=5, instr_mod1=1), E("SFPNOP"),
+               E("SFPSWAP", lreg_src_c=4, lreg_dest=5, instr_mod1=3), E("SFPNOP"), STORE(5, 128), STORE(4, 192, 1),
+               E("SFPMOV", lreg_c=1, lreg_dest=6, instr_mod1=0), E("SFPSWAP", lreg_src_c=6, lreg_dest=2, instr_mod1=1)]
+
+
+@pytest.mark.parametrize("swap_mod1", [0, 1, 5, 12])
+def test_defer_running_min_and_mul24(swap_mod1, monkeypatch, batch_spy):
+    """SFPSWAP (swap, or min / max by lane pattern) and SFPMUL24 (low and UPPER) deferred and batched: deferral on
+    and off leave identical Dst, LRegs, flags, cycle model and counters; the per-row part runs batched, the carried
+    SFPSWAP (and the copy it reads) row after row."""
+    body = RUNNING_MIN[:5] + [E("SFPSWAP", lreg_src_c=4, lreg_dest=5, instr_mod1=swap_mod1)] + RUNNING_MIN[6:]
+    setup = [E("SFPLOADI", lreg_ind=2, instr_mod0=0, imm16=0x7F80)]
+    a, b = _both(lambda: _tti_run(body, setup=setup, tiles=2, rows=32), monkeypatch)
+    assert batch_spy["n"] == 2 * 32 * (len(body) - 2)
+    _same(a, b)
+
+
 @pytest.mark.parametrize("acc0,mod1,fast", [(0x0000, 0, True), (0x4000, 2, True), (0x0001, 0, False),
                                              (0x7F80, 0, False)])
 def test_defer_running_sum_as_float32_accumulate(acc0, mod1, fast, monkeypatch):

@@ -16,7 +16,7 @@ class LaneMovement:
         en = self.enabled()
         cv, dv = self.lreg[vc].copy(), self.lreg[vd].copy()
         if mod1 == 0:
-            swap = np.ones(32, dtype=bool)
+            swap = np.ones(cv.shape, dtype=bool)      # (the shape of the LRegs: (32,), or (k, 32) in a batch)
         else:
             gets_min = {1: 0xFFFFFFFF, 2: 0x0000FFFF, 3: 0x00FF00FF, 4: 0xFF0000FF, 5: 0x000000FF,
                         6: 0x0000FF00, 7: 0x00FF0000, 8: 0xFF000000}.get(mod1, 0)
