@@ -362,12 +362,9 @@ class DeferralMixin:
             for e in entries:
                 self._dq_exec(e)
             return
-        records = self._records
         run = []
         for e in entries:
-            r = records.get(e[0], _UNSET)
-            if r is _UNSET:
-                r = records[e[0]] = sfpu_native.record(e[1], e[2])
+            r = self._record(e)
             if r is None:
                 self._dq_exec_c(run)
                 run = []
@@ -377,6 +374,13 @@ class DeferralMixin:
             run.append(r if mem is None else (r[0], mem[2]) + r[2:7] + (mem[3],))   # mode, address of this one
         self._dq_exec_c(run)
         sfpu.cycle = entries[-1][5]
+
+    def _record(self, e: tuple) -> tuple | None:
+        """sfpu_native.record of queued entry e's word (cached per word)."""
+        r = self._records.get(e[0], _UNSET)
+        if r is _UNSET:
+            r = self._records[e[0]] = sfpu_native.record(e[1], e[2])
+        return r
 
     def _dq_exec_c(self, records: list) -> None:
         """The C part's run of records (what SFPU.execute would do for each, in the plain state: count, execute)."""
@@ -448,10 +452,17 @@ class DeferralMixin:
                 lreg[chain_in] = regs[chain_in, -1]
             else:
                 # the chain, repetition by repetition, each seeing the batch's values of the LRegs it reads from the rest
-                for r in range(k):
-                    lreg[chain_in] = regs[chain_in, r]
-                    base = i + r * p
-                    self._dq_exec_run([dq[base + j] for j in chain])
+                # (its words are the same in every repetition, and none accesses Dst: one C call, where it covers them)
+                in_c = sfpu_native.available() and sfpu.is_plain()
+                records = [self._record(dq[i + j]) for j in chain] if in_c else []
+                if in_c and None not in records:
+                    sfpu.instructions += k * len(records)
+                    sfpu_native.run_repeated(sfpu, records, regs, chain_in)
+                else:
+                    for r in range(k):
+                        lreg[chain_in] = regs[chain_in, r]
+                        base = i + r * p
+                        self._dq_exec_run([dq[base + j] for j in chain])
             sfpu.sfpu_fp32_enabled, sfpu.srcb_is_fp16 = sfpu_format_flags(last[6], last[7])
             self.current = (last[8], last[0], last[1])
             sfpu.cycle = last[5]

@@ -354,3 +354,18 @@ int32_t sfpu_run(uint32_t *lreg, uint8_t *lane_flags, uint8_t *use_lane_flags, u
     }
     return n;
 }
+
+/* A batch's loop-carried chain (accel/deferral.py, _dq_batch): for each repetition r of k, the LRegs in `carried` (a
+ * bit mask) take their value in repetition r from regs (17 x k x 32, as the batch left them), then prog runs; stops
+ * (returning the repetitions done) where sfpu_run does not finish. */
+int32_t sfpu_run_repeated(uint32_t *lreg, uint8_t *lane_flags, uint8_t *use_lane_flags, uint32_t *dst,
+                          uint8_t *written, const int32_t *prog, int32_t n, const uint32_t *regs, int32_t k,
+                          int32_t carried) {
+    for (int32_t r = 0; r < k; r++) {
+        for (int i = 0; i < 17; i++)
+            if (carried >> i & 1)
+                for (int l = 0; l < LANES; l++) lreg[i * LANES + l] = regs[((int64_t)i * k + r) * LANES + l];
+        if (sfpu_run(lreg, lane_flags, use_lane_flags, dst, written, prog, n) != n) return r;
+    }
+    return k;
+}
