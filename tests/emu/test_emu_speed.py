@@ -574,24 +574,24 @@ def test_defer_running_sum_splits_off_the_chain(monkeypatch, batch_spy):
 
 
 # Running minimum / maximum and 23-bit integer products (tinygrad's cummax / cummin and index kernels): SFPSWAP and
-# SFPMUL24 are deferred too; a row step's minimum-so-far (L2) is carried to the next row step (with the row's value
-# copied to L6: SFPSWAP writes both operands), the rest is per row.
+# SFPMUL24 are deferred too; a row step's minimum-so-far (L2) is carried to the next row step. The carried SFPSWAP also
+# writes the row's L1, which the next row step loads before reading: the rest hands L1 over to the chain.
 RUNNING_MIN = [LOAD(1, 0), LOAD(3, 64),
                E("SFPMUL24", lreg_src_a=1, lreg_src_b=3, lreg_src_c=1, lreg_dest=4, instr_mod1=0),
                E("SFPMUL24", lreg_src_a=3, lreg_src_b=4, lreg_src_c=3, lreg_dest=5, instr_mod1=1), E("SFPNOP"),
                E("SFPSWAP", lreg_src_c=4, lreg_dest=5, instr_mod1=3), E("SFPNOP"), STORE(5, 128), STORE(4, 192, 1),
-               E("SFPMOV", lreg_c=1, lreg_dest=6, instr_mod1=0), E("SFPSWAP", lreg_src_c=6, lreg_dest=2, instr_mod1=1)]
+               E("SFPSWAP", lreg_src_c=1, lreg_dest=2, instr_mod1=1)]
 
 
 @pytest.mark.parametrize("swap_mod1", [0, 1, 5, 12])
 def test_defer_running_min_and_mul24(swap_mod1, monkeypatch, batch_spy):
     """SFPSWAP (swap, or min / max by lane pattern) and SFPMUL24 (low and UPPER) deferred and batched: deferral on
     and off leave identical Dst, LRegs, flags, cycle model and counters; the per-row part runs batched, the carried
-    SFPSWAP (and the copy it reads) row after row."""
+    SFPSWAP row after row."""
     body = RUNNING_MIN[:5] + [E("SFPSWAP", lreg_src_c=4, lreg_dest=5, instr_mod1=swap_mod1)] + RUNNING_MIN[6:]
     setup = [E("SFPLOADI", lreg_ind=2, instr_mod0=0, imm16=0x7F80)]
     a, b = _both(lambda: _tti_run(body, setup=setup, tiles=2, rows=32), monkeypatch)
-    assert batch_spy["n"] == 2 * 32 * (len(body) - 2)
+    assert batch_spy["n"] == 2 * 32 * (len(body) - 1)
     _same(a, b)
 
 
@@ -638,7 +638,7 @@ def test_fma_add_is_the_float32_sum():
 def test_dq_chain_rules():
     """_dq_chain's decisions on (reads, writes, is_mem) bodies: the running sum splits off its accumulation, and an
     instruction using the sum joins it; a chain that stores, and a value of the rest the chain reads before the rest
-    writes it (or that the rest rewrites after the chain read it) refuse."""
+    writes it (or that the rest rewrites after the chain read it) refuse; an LReg the rest hands over to the chain."""
     L = lambda *r: sum(1 << x for x in r)
     load0, load1, mad, store0 = (0, L(0), True), (0, L(1), True), (L(0, 1), L(0), False), (L(0), 0, True)
     acc = (L(0, 7), L(7), False)
@@ -648,6 +648,13 @@ def test_dq_chain_rules():
     assert deferral._dq_chain([load0, acc, (L(7), L(2), False), store0]) == (1, 2)
     assert deferral._dq_chain([acc, load0, load1, mad, store0]) is None                    # L0 of the previous row
     assert deferral._dq_chain([load0, acc, (0, L(0), False), store0]) is None              # L0 rewritten after
+    # a running minimum whose SFPSWAP also writes the row's L1: handed over when the rest loads L1 first and is done
+    # with it before the swap; not when the rest reads the swap's L1, or reads L1 before (re)loading it
+    load1, use1, swap = (0, L(1), True), (L(1), L(4), False), (L(1, 2), L(1, 2), False)
+    assert deferral._dq_chain([load1, use1, swap]) == (2,)
+    assert deferral._dq_chain([load1, swap, use1]) is None
+    assert deferral._dq_chain([use1, load1, swap]) is None
+    assert deferral._dq_chain([(L(1), L(1), True), use1, swap]) is None                     # a masked load of L1
 
 
 _CARRIED_SPLIT: list = []

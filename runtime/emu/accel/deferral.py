@@ -476,26 +476,26 @@ class DeferralMixin:
         Every batched repetition must start from the same state: the body leaves the flag state as it found it
         (tracked abstractly, sfpu_batch.flag_transfer), and no LReg the batched part writes is read before this
         repetition writes it, where a write on possibly partly enabled lanes also reads the old value.
-        The chain (_dq_chain) is what reads a value the previous repetition computed - a running sum - and what
-        depends on it; it is split off only where every lane is enabled throughout and it writes no lane flags, so
-        that running it after the rest cannot change the result."""
-        infos, flag_writers = [], set()
+        The chain (_dq_chain) is what reads a value the previous repetition computed - a running sum, a running
+        maximum - and what depends on it; it is split off only where every lane is enabled at the body's entry (so
+        also at its end) and at each chain instruction, and it writes no lane flags, so that running it after the rest,
+        with the flags the body ends with, cannot change the result."""
+        infos, flag_writers, partial = [], set(), set()
         state = (lf, use)
-        all_enabled = True            # every lane enabled at every instruction
         for j, w in enumerate(body):
             name, fields, is_mem, is_store, imm, amode, vd, mod0, flagw = self._defer_info[w]
             reads, writes = sfpu_batch.batch_regs(name, fields)
             if not (use == 0 or (use == 1 and lf == 1)):
                 reads |= writes
-                all_enabled = False
+                partial.add(j)
             infos.append((reads, writes, is_mem))
             if flagw is not None:
                 flag_writers.add(j)
                 lf, use = flagw(lf, use)
         if (lf, use) != state:
             return False
-        chain = _dq_chain(infos) if all_enabled else ()
-        if chain is None or flag_writers.intersection(chain):
+        chain = _dq_chain(infos) if 0 not in partial else ()
+        if chain is None or flag_writers.intersection(chain) or partial.intersection(chain):
             return False
         batched = [j for j in range(len(body)) if j not in chain]
         all_w = written = 0
@@ -519,14 +519,15 @@ class DeferralMixin:
 
 
 def _dq_chain(infos: list) -> tuple | None:
-    """The body positions to run one repetition at a time after the rest of the body ran batched, for a body without
-    lane-flag writers on all-enabled lanes (`infos`: (LRegs read, LRegs written, is_mem) per position): () when
+    """The body positions to run one repetition at a time after the rest of the body ran batched (`infos`: (LRegs
+    read, LRegs written, is_mem) per position; a write on lanes that may be disabled counts as a read too): () when
     nothing reads a value of the previous repetition, None when the split is not provably equal to running the
     repetitions in order. The chain starts with every instruction that reads an LReg the body writes before the body
-    (re)writes it, and takes in every instruction reading or writing an LReg the chain writes; it is sound when it
-    has no Dst access, the rest neither reads nor writes the chain's LRegs, and every LReg the chain reads from the
-    rest was written by the rest earlier in the repetition and not after (so the batch's final value per repetition
-    is the one the chain would have read)."""
+    (re)writes it, and takes in every instruction reading or writing an LReg the chain writes, unless that LReg is
+    handed over (_handed_over: the rest is done with it before the chain touches it); it is sound when it has no Dst
+    access, the rest touches the chain's other LRegs neither, and every LReg the chain reads from the rest was
+    written by the rest earlier in the repetition and not after (so the batch's final value per repetition is the one
+    the chain would have read)."""
     all_w = written = 0
     for reads, writes, _ in infos:
         all_w |= writes
@@ -537,14 +538,15 @@ def _dq_chain(infos: list) -> tuple | None:
         written |= writes
     if not chain:
         return ()
-    chain_w = 0
     grew = True
     while grew:
         grew = False
+        chain_w = 0
         for j in chain:
             chain_w |= infos[j][1]
+        kept = chain_w & ~_handed_over(infos, chain, chain_w)
         for j, (reads, writes, _) in enumerate(infos):
-            if j not in chain and (reads | writes) & chain_w:
+            if j not in chain and (reads | writes) & kept:
                 chain.add(j)
                 grew = True
     if len(chain) == len(infos) or any(infos[j][2] for j in chain):
@@ -560,6 +562,25 @@ def _dq_chain(infos: list) -> tuple | None:
         else:
             rest_w |= writes
     return tuple(sorted(chain))
+
+
+def _handed_over(infos: list, chain: set, regs: int) -> int:
+    """Of the LRegs `regs` (a mask), those the rest of the body hands over to the chain: each repetition's first access
+    is a write by the rest that reads no old value (the previous repetition's chain value is dead), and every access
+    by the rest comes before every access by the chain. The rest, batched, then sees only its own values of such an
+    LReg, the chain the rest's last one (which the batch keeps per repetition), as in order."""
+    out = 0
+    for r in range(17):
+        bit = 1 << r
+        if not regs & bit:
+            continue
+        seen = [(j in chain, reads & bit, writes & bit) for j, (reads, writes, _) in enumerate(infos)
+                if (reads | writes) & bit]
+        first_chain = next(i for i, (in_chain, _, _) in enumerate(seen) if in_chain)
+        if (not seen[0][0] and seen[0][2] and not seen[0][1]
+                and not any(not in_chain for in_chain, _, _ in seen[first_chain:])):
+            out |= bit
+    return out
 
 
 class DstView:
