@@ -8,8 +8,9 @@ issue cycle). The queue is executed (flush_deferred) before anything can observe
 `sfpu` / `dst` (other SFPU instructions, FPU, unpack-to-Dst, pack, strict checks, tests, the tile's RISC-V Dst window),
 settle(), or a full queue. Executing it finds back-to-back repetitions of one body and runs them through
 sfpu_batch.execute_batch when _dq_plan proves the batch equal to running them one by one; a body that also carries a
-value from one repetition to the next (a running sum over rows: reduction and einsum kernels) runs batched except for
-that chain, which then runs repetition by repetition on the batch's per-repetition values (_dq_chain); the rest runs
+value from one repetition to the next (a running sum over rows: reduction and einsum kernels; a running minimum or
+maximum: cummin / cummax) runs batched except for that chain, which then runs repetition by repetition on the batch's
+per-repetition values (_dq_chain; in one C call where sfpu_native covers it); the rest runs
 one by one, exactly as the handler would have. Only instructions that cannot raise when executed are deferred
 (sfpu_batch.batchable with flags, 32-bit Dst modes at even addresses below 512, no SFPLOADMACRO work, no LaneConfig),
 so every error still fires at the instruction that causes it. A thread whose deferred data is still queued counts as
