@@ -649,12 +649,21 @@ def test_dq_chain_rules():
     assert deferral._dq_chain([acc, load0, load1, mad, store0]) is None                    # L0 of the previous row
     assert deferral._dq_chain([load0, acc, (0, L(0), False), store0]) is None              # L0 rewritten after
     # a running minimum whose SFPSWAP also writes the row's L1: handed over when the rest loads L1 first and is done
-    # with it before the swap; not when the rest reads the swap's L1, or reads L1 before (re)loading it
+    # with it before the swap (what reads the swap's L1 joins the chain); not when the rest reads L1 before (re)loading
+    # it, or stores what the swap wrote
     load1, use1, swap = (0, L(1), True), (L(1), L(4), False), (L(1, 2), L(1, 2), False)
     assert deferral._dq_chain([load1, use1, swap]) == (2,)
-    assert deferral._dq_chain([load1, swap, use1]) is None
+    assert deferral._dq_chain([load1, swap, use1]) == (1, 2)
+    assert deferral._dq_chain([load1, swap, (L(1), 0, True)]) is None
     assert deferral._dq_chain([use1, load1, swap]) is None
     assert deferral._dq_chain([(L(1), L(1), True), use1, swap]) is None                     # a masked load of L1
+    # a compensated sum (Kahan): y = x - c, t = s + y, c = (t - s) - y, s = t; only s and c are carried, the row's
+    # load and its product stay batched; L1 (the row's value) is read by the chain before it rewrites it
+    x, y = (0, L(1), True), (L(1, 7), L(2), False)
+    kahan = [x, (L(1), L(1), False), y, (L(2, 6), L(3), False), (L(3, 6), L(4), False), (L(4, 2), L(7), False),
+             (L(3), L(6), False)]
+    assert deferral._dq_chain(kahan) == (2, 3, 4, 5, 6)
+    assert deferral._dq_chain(kahan[:2] + [(L(1, 7), L(1), False)] + kahan[3:]) == (2, 3, 4, 5, 6)
 
 
 _CARRIED_SPLIT: list = []

@@ -174,7 +174,8 @@ def _kernel_plan(expr, name: str):
 
 
 KERNELS = {"cumsum": lambda a, b: a.cumsum(1), "where_exp": lambda a, b: (a < b).where(a.exp(), b * 3),
-           "cummax": lambda a, b: a.cummax(1)[0], "cummax_index": lambda a, b: a.cummax(1)[1]}
+           "cummax": lambda a, b: a.cummax(1)[0], "cummax_index": lambda a, b: a.cummax(1)[1],
+           "signed_sum": lambda a, b: (a - b).sum(1)}
 
 
 def _kernel_both(kernel: str, module, switch: str, monkeypatch) -> dict:
@@ -212,14 +213,19 @@ def test_kernels_identical_with_c_part(kernel, monkeypatch):
 
 
 @pytest.mark.needs_cc
-@pytest.mark.parametrize("kernel,ops", [("cummax", ("SFPSWAP",)), ("cummax_index", ("SFPMUL24",))])
-def test_cummax_kernels_identical_with_deferral(kernel, ops, monkeypatch):
-    """cummax's kernels (values: SFPSWAP among their SFPU words; indices: SFPMUL24; deferred since the C part
-    covers them) with the deferral on and off: the same output bytes and emulated cycles of every core and Tensix
-    thread; with the deferral on, the C part ran those instructions (off, every SFPU word runs through its handler as
-    it arrives)."""
+@pytest.mark.parametrize("kernel,ops,chain", [("cummax", ("SFPSWAP",), 1), ("cummax_index", ("SFPMUL24",), 0),
+                                              ("signed_sum", (), 2)])
+def test_kernels_identical_with_deferral(kernel, ops, chain, monkeypatch):
+    """Kernels with the deferral on and off: the same output bytes and emulated cycles of every core and Tensix
+    thread. cummax's (values: SFPSWAP among their SFPU words; indices: SFPMUL24) have those instructions run by the C
+    part with the deferral on (off, every SFPU word runs through its handler as it arrives); a running maximum and a
+    compensated sum (its running sum and error, 8 instructions) split off as a chain of at least `chain`
+    instructions."""
+    split, orig = [], deferral._dq_chain
+    monkeypatch.setattr(deferral, "_dq_chain", lambda infos: split.append(orig(infos)) or split[-1])
     runs = _kernel_both(kernel, deferral, "DEFER_SFPU", monkeypatch)
     on, off = runs[True][2], runs[False][2]
     assert on["C"] > 0 and off["C"] == 0
     assert all(off[op] > 0 and on[op] == 0 for op in ops), (on, off)
+    assert max(len(c or ()) for c in split) >= chain
     assert runs[True][:2] == runs[False][:2]

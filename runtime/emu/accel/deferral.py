@@ -524,11 +524,12 @@ def _dq_chain(infos: list) -> tuple | None:
     read, LRegs written, is_mem) per position; a write on lanes that may be disabled counts as a read too): () when
     nothing reads a value of the previous repetition, None when the split is not provably equal to running the
     repetitions in order. The chain starts with every instruction that reads an LReg the body writes before the body
-    (re)writes it, and takes in every instruction reading or writing an LReg the chain writes, unless that LReg is
-    handed over (_handed_over: the rest is done with it before the chain touches it); it is sound when it has no Dst
-    access, the rest touches the chain's other LRegs neither, and every LReg the chain reads from the rest was
-    written by the rest earlier in the repetition and not after (so the batch's final value per repetition is the one
-    the chain would have read)."""
+    (re)writes it, and takes in every instruction reading a value the chain computed (_reaching_write) and every one
+    reading or writing an LReg the chain writes, unless that LReg is handed over (_handed_over: the rest is done with
+    it before the chain writes it); it is sound when it has no Dst access, the rest touches the chain's other LRegs
+    neither, and every LReg the chain reads from the rest was written by the rest earlier in the repetition and not
+    after (so the batch's final value per repetition is the one the chain would have read). A compensated sum's
+    running sum and compensation become the chain, its per-row terms stay in the batch."""
     all_w = written = 0
     for reads, writes, _ in infos:
         all_w |= writes
@@ -542,6 +543,11 @@ def _dq_chain(infos: list) -> tuple | None:
     grew = True
     while grew:
         grew = False
+        for j, (reads, _, _) in enumerate(infos):
+            if j not in chain and any((reads & all_w) >> r & 1 and _reaching_write(infos, j, r) in chain
+                                      for r in range(17)):
+                chain.add(j)
+                grew = True
         chain_w = 0
         for j in chain:
             chain_w |= infos[j][1]
@@ -565,11 +571,22 @@ def _dq_chain(infos: list) -> tuple | None:
     return tuple(sorted(chain))
 
 
+def _reaching_write(infos: list, j: int, r: int) -> int | None:
+    """The body position whose write of LReg r the instruction at j reads: the last write before j, else (a value of
+    the previous repetition) the body's last write; None when the body never writes r."""
+    bit = 1 << r
+    for i in (*range(j - 1, -1, -1), *range(len(infos) - 1, j - 1, -1)):
+        if infos[i][1] & bit:
+            return i
+    return None
+
+
 def _handed_over(infos: list, chain: set, regs: int) -> int:
     """Of the LRegs `regs` (a mask), those the rest of the body hands over to the chain: each repetition's first access
-    is a write by the rest that reads no old value (the previous repetition's chain value is dead), and every access
-    by the rest comes before every access by the chain. The rest, batched, then sees only its own values of such an
-    LReg, the chain the rest's last one (which the batch keeps per repetition), as in order."""
+    is a write by the rest that reads no old value (the previous repetition's chain value is dead), the rest writes
+    it only before the chain's first access and reads it only before the chain's first write. The rest, batched,
+    then sees only its own values of such an LReg, the chain the rest's last one (which the batch keeps per
+    repetition), as in order."""
     out = 0
     for r in range(17):
         bit = 1 << r
@@ -577,9 +594,11 @@ def _handed_over(infos: list, chain: set, regs: int) -> int:
             continue
         seen = [(j in chain, reads & bit, writes & bit) for j, (reads, writes, _) in enumerate(infos)
                 if (reads | writes) & bit]
-        first_chain = next(i for i, (in_chain, _, _) in enumerate(seen) if in_chain)
+        first_access = next(i for i, (in_chain, _, _) in enumerate(seen) if in_chain)
+        first_write = next(i for i, (in_chain, _, w) in enumerate(seen) if in_chain and w)
         if (not seen[0][0] and seen[0][2] and not seen[0][1]
-                and not any(not in_chain for in_chain, _, _ in seen[first_chain:])):
+                and not any(w for in_chain, _, w in seen[first_access:] if not in_chain)
+                and not any(not in_chain for in_chain, _, _ in seen[first_write:])):
             out |= bit
     return out
 
