@@ -101,6 +101,13 @@ LOAD = lambda vd, addr, am=0: E("SFPLOAD", lreg_ind=vd, instr_mod0=3, sfpu_addr_
 STORE = lambda vd, addr, am=0: E("SFPSTORE", lreg_ind=vd, instr_mod0=3, sfpu_addr_mode=am, dest_reg_addr=addr)
 
 
+@pytest.fixture(autouse=True)
+def batch_any_length(monkeypatch):
+    """The batching paths under test take every repetition count (deferral.NATIVE_BATCH_MIN: with the C part, short
+    runs would otherwise go one by one in C; tests/emu/test_native_sfpu.py pins that path)."""
+    monkeypatch.setattr(deferral, "NATIVE_BATCH_MIN", 2)
+
+
 @pytest.fixture
 def batch_counter(monkeypatch):
     """Counts instructions run by batch_sfpu; `off()` disables batching."""
@@ -194,6 +201,7 @@ def batch(self, t, th):
     return n
 tensix.Tensix.batch_sfpu = batch
 deferral.DEFER_SFPU = sys.argv[1] == "on"
+deferral.NATIVE_BATCH_MIN = 2          # (batch_any_length)
 eb = sfpu_batch.execute_batch
 def ebatch(sfpu, body, k, addrs, cycle):
     count[1] += k * len(body)
@@ -592,6 +600,18 @@ def test_defer_running_min_and_mul24(swap_mod1, monkeypatch, batch_spy):
     setup = [E("SFPLOADI", lreg_ind=2, instr_mod0=0, imm16=0x7F80)]
     a, b = _both(lambda: _tti_run(body, setup=setup, tiles=2, rows=32), monkeypatch)
     assert batch_spy["n"] == 2 * 32 * (len(body) - 1)
+    _same(a, b)
+
+
+def test_defer_transpose_body(monkeypatch, batch_spy):
+    """SFPTRANSP (the SFPU matmul's operand transpose) deferred and batched: every LReg it reads is written earlier in
+    the row step; deferral on and off leave identical state."""
+    body = [LOAD(0, 0), LOAD(1, 64), E("SFPMOV", lreg_c=0, lreg_dest=2, instr_mod1=1),
+            E("SFPMOV", lreg_c=1, lreg_dest=3, instr_mod1=0)]
+    body += [MAD(i % 2, (i + 1) % 4, 9, 4 + i) for i in range(4)]
+    body += [E("SFPTRANSP"), STORE(0, 128), STORE(5, 192, 1)]
+    a, b = _both(lambda: _tti_run(body, tiles=2, rows=32), monkeypatch)
+    assert batch_spy["n"] == 2 * 32 * len(body)
     _same(a, b)
 
 

@@ -107,7 +107,7 @@ def test_c_random_programs_match_functional_model(seed):
     assert len(seen) >= 25          # (nearly) every covered instruction drawn
 
 
-@pytest.mark.parametrize("name", ["SFPMUL24", "SFPSWAP"])
+@pytest.mark.parametrize("name", ["SFPMUL24", "SFPSWAP", "SFPTRANSP"])
 def test_c_single_instructions_match_functional_model(name):
     """Every covered mode of one instruction, 400 times from a random state each: the same state after the C part as
     after the functional model (the random programs above draw each of them only a few dozen times)."""
@@ -213,19 +213,21 @@ def test_kernels_identical_with_c_part(kernel, monkeypatch):
 
 
 @pytest.mark.needs_cc
+@pytest.mark.parametrize("batch_min", [2, deferral.NATIVE_BATCH_MIN])
 @pytest.mark.parametrize("kernel,ops,chain", [("cummax", ("SFPSWAP",), 1), ("cummax_index", ("SFPMUL24",), 0),
                                               ("signed_sum", (), 2)])
-def test_kernels_identical_with_deferral(kernel, ops, chain, monkeypatch):
+def test_kernels_identical_with_deferral(kernel, ops, chain, batch_min, monkeypatch):
     """Kernels with the deferral on and off: the same output bytes and emulated cycles of every core and Tensix
     thread. cummax's (values: SFPSWAP among their SFPU words; indices: SFPMUL24) have those instructions run by the C
-    part with the deferral on (off, every SFPU word runs through its handler as it arrives); a running maximum and a
-    compensated sum (its running sum and error, 8 instructions) split off as a chain of at least `chain`
-    instructions."""
+    part with the deferral on (off, every SFPU word runs through its handler as it arrives). With batches of any
+    length (batch_min 2), a running maximum and a compensated sum (its running sum and error, 8 instructions) split
+    off as a chain of at least `chain` instructions; by default these short runs go one by one in C."""
+    monkeypatch.setattr(deferral, "NATIVE_BATCH_MIN", batch_min)
     split, orig = [], deferral._dq_chain
     monkeypatch.setattr(deferral, "_dq_chain", lambda infos: split.append(orig(infos)) or split[-1])
     runs = _kernel_both(kernel, deferral, "DEFER_SFPU", monkeypatch)
     on, off = runs[True][2], runs[False][2]
     assert on["C"] > 0 and off["C"] == 0
     assert all(off[op] > 0 and on[op] == 0 for op in ops), (on, off)
-    assert max(len(c or ()) for c in split) >= chain
+    assert max([len(c or ()) for c in split], default=0) >= (chain if batch_min == 2 else 0)
     assert runs[True][:2] == runs[False][:2]

@@ -39,6 +39,10 @@ from tt_backend.runtime.emu.thread_state import ThreadState
 DEFER_SFPU = True         # tests turn the deferral off to compare with one-by-one execution
 DQ_MAX = 16384            # deferred instructions before the queue is executed anyway
 DQ_MAX_PERIOD = 2048      # longest body _dq_period looks for
+# With the C part (sfpu_native), fewer repetitions than this run one by one in C rather than as a numpy batch: a batch
+# costs ~20-50 us of numpy calls per body instruction whatever k, the C part well under 1 us per instruction and
+# repetition (a convolution's 32-row bodies flushed at every SETRWC: 24.4 -> 14.5 CPU s, the same bits).
+NATIVE_BATCH_MIN = 64
 _UNSET = object()
 _ALL4 = b"\x01" * 4      # Dst.written[r0:r0 + 4].tobytes() when all four rows are written
 
@@ -314,7 +318,7 @@ class DeferralMixin:
 
     # ------------------------------------------------------------------------------------------------ the queue
     def flush_deferred(self) -> None:
-        """Execute the deferred SFPU work in order: batched where a body repeats, else one by one."""
+        """Execute the deferred SFPU work in order: batched where a body repeats often enough, else one by one."""
         dq = self.deferred
         if not dq:
             return
@@ -322,6 +326,7 @@ class DeferralMixin:
         self._dq_flags = None
         cur = self.current
         sfpu = self.raw_sfpu
+        min_k = NATIVE_BATCH_MIN if sfpu_native.available() and sfpu.is_plain() else 2
         try:
             n = len(dq)
             words = [e[0] for e in dq]
@@ -332,7 +337,9 @@ class DeferralMixin:
                 seq = 1
                 if i >= plain_until and n - i >= 4:
                     p, k = _dq_period(words, i, n)
-                    if k >= 2:
+                    if 2 <= k < min_k:
+                        seq = p * k           # one by one in C: cheaper than a batch this short
+                    elif k >= 2:
                         if one_by_one:
                             self._dq_exec_run(one_by_one)
                             one_by_one = []

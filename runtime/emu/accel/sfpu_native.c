@@ -4,7 +4,8 @@
  * Vector Unit's plain state (no LaneConfig bit set, no SFPLOADMACRO work): SFPLOAD/SFPSTORE in the 32-bit Dst modes,
  * the SFPMAD family on the Blackhole FMA datapath (chip/numerics/fma.py, docs/sfpu_path.md), moves, integer, bit and
  * FP-field operations, SFPCAST's deterministic modes, SFPARECIP, SFPMUL24 without INDIRECT_VA/VD, SFPSWAP (LaneConfig
- * clear: no exchange, no argmin/argmax indices), and the lane-flag instructions that do not touch the flag stack. The caller (accel/sfpu_native.py) encodes each instruction as a record of REC int32 and guarantees the
+ * clear: no exchange, no argmin/argmax indices), SFPTRANSP, and the lane-flag instructions that do not touch the flag
+ * stack. The caller (accel/sfpu_native.py) encodes each instruction as a record of REC int32 and guarantees the
  * conditions above; an op code this file does not know ends the run.
  * Built by accel/native.py with the host compiler. */
 #include <stdint.h>
@@ -19,10 +20,10 @@
 enum { OP_SFPLOAD, OP_SFPSTORE, OP_SFPMAD, OP_SFPADDI, OP_SFPMULI, OP_SFPLOADI, OP_SFPEXMAN, OP_SFPSETEXP,
        OP_SFPSETMAN, OP_SFPSETSGN, OP_SFPDIVP2, OP_SFPAND, OP_SFPOR, OP_SFPXOR, OP_SFPNOT, OP_SFPABS, OP_SFPSHFT,
        OP_SFPARECIP, OP_SFPNOP, OP_SFPMOV, OP_SFPCAST, OP_SFPEXEXP, OP_SFPLZ, OP_SFPIADD, OP_SFPSETCC, OP_SFPENCC,
-       OP_SFPGT, OP_SFPLE, OP_SFPMUL24, OP_SFPSWAP, OP_COUNT };
+       OP_SFPGT, OP_SFPLE, OP_SFPMUL24, OP_SFPSWAP, OP_SFPTRANSP, OP_COUNT };
 static const char OP_NAMES[] = "SFPLOAD SFPSTORE SFPMAD SFPADDI SFPMULI SFPLOADI SFPEXMAN SFPSETEXP SFPSETMAN "
     "SFPSETSGN SFPDIVP2 SFPAND SFPOR SFPXOR SFPNOT SFPABS SFPSHFT SFPARECIP SFPNOP SFPMOV SFPCAST SFPEXEXP SFPLZ "
-    "SFPIADD SFPSETCC SFPENCC SFPGT SFPLE SFPMUL24 SFPSWAP";
+    "SFPIADD SFPSETCC SFPENCC SFPGT SFPLE SFPMUL24 SFPSWAP SFPTRANSP";
 
 const char *sfpu_op_names(void) { return OP_NAMES; }
 
@@ -324,6 +325,19 @@ static void SFPSWAP(State *s, const int32_t *r) {
     }
 }
 
+/* SFPTRANSP: in LRegs 0-3 and in 4-7, the 4 x 4 blocks of 8 lanes transposed (LReg[b+i] lanes 8j..8j+7 take
+ * LReg[b+j] lanes 8i..8i+7) on the enabled lanes */
+static void SFPTRANSP(State *s) {
+    for (int b = 0; b < 8; b += 4) {
+        uint32_t old[4][LANES];
+        for (int i = 0; i < 4; i++)
+            for (int l = 0; l < LANES; l++) old[i][l] = s->lreg[b + i][l];
+        for (int i = 0; i < 4; i++)
+            for (int l = 0; l < LANES; l++)
+                if (enabled(s, l)) s->lreg[b + i][l] = old[l / 8][8 * i + l % 8];
+    }
+}
+
 /* Execute n records from prog; returns how many ran (less than n at an op code this file does not know). */
 int32_t sfpu_run(uint32_t *lreg, uint8_t *lane_flags, uint8_t *use_lane_flags, uint32_t *dst, uint8_t *written,
                  const int32_t *prog, int32_t n) {
@@ -346,6 +360,7 @@ int32_t sfpu_run(uint32_t *lreg, uint8_t *lane_flags, uint8_t *use_lane_flags, u
         case OP_SFPGT: case OP_SFPLE: compare(s, op, r); break;
         case OP_SFPMUL24: if (writable(vd)) SFPMUL24(s, r); break;
         case OP_SFPSWAP: SFPSWAP(s, r); break;
+        case OP_SFPTRANSP: SFPTRANSP(s); break;
         default:
             if (op < 0 || op >= OP_COUNT) return i;
             if (writable(vd))             /* lane l's value depends on lane l only: written as computed */

@@ -31,7 +31,7 @@ NATIVE_SFPU = os.environ.get("TT_EMU_SFPU_NATIVE", "1") != "0"
 OPS = ("SFPLOAD", "SFPSTORE", "SFPMAD", "SFPADDI", "SFPMULI", "SFPLOADI", "SFPEXMAN", "SFPSETEXP", "SFPSETMAN",
        "SFPSETSGN", "SFPDIVP2", "SFPAND", "SFPOR", "SFPXOR", "SFPNOT", "SFPABS", "SFPSHFT", "SFPARECIP", "SFPNOP",
        "SFPMOV", "SFPCAST", "SFPEXEXP", "SFPLZ", "SFPIADD", "SFPSETCC", "SFPENCC", "SFPGT", "SFPLE", "SFPMUL24",
-       "SFPSWAP")
+       "SFPSWAP", "SFPTRANSP")
 _OP = {name: i for i, name in enumerate(OPS)} | {"SFPADD": OPS.index("SFPMAD"), "SFPMUL": OPS.index("SFPMAD")}
 DST32_MODES = (3, 4, 12)      # SFPLOAD / SFPSTORE modes the C part moves: FP32, INT32, INT32_SM (raw 32-bit words)
 
@@ -45,7 +45,7 @@ _FIELDS = {
     "SFPLOADI": ("instr_mod0", None, None, None, "lreg_ind", "imm16"),
     "SFPCAST": ("instr_mod1", None, None, "lreg_src_c", "lreg_dest", None),
     "SFPSWAP": ("instr_mod1", None, None, "lreg_src_c", "lreg_dest", None),
-    "SFPNOP": (None,) * 6,
+    "SFPNOP": (None,) * 6, "SFPTRANSP": (None,) * 6,
 }
 _FIELDS["SFPADD"] = _FIELDS["SFPMUL"] = _FIELDS["SFPMUL24"] = _FIELDS["SFPMAD"]
 _LREG_C_FORM = ("instr_mod1", None, None, "lreg_c", "lreg_dest", "imm12_math")   # every other covered instruction
