@@ -204,9 +204,10 @@ def _kernel_both(kernel: str, module, switch: str, monkeypatch) -> dict:
 @pytest.mark.parametrize("kernel", sorted(KERNELS))
 def test_kernels_identical_with_c_part(kernel, monkeypatch):
     """Real kernels whose deferred SFPU work runs partly one instruction at a time (a running sum: cumsum's chain; a
-    running maximum: cummax's SFPSWAP chain; a predicated exp body entered mid-body): the same output bytes and the
-    same emulated cycles of every core and Tensix thread (EmuDevice.stats()) with the C part on and off, and the C
-    part ran."""
+    running maximum: cummax's SFPSWAP chain; a compensated sum; a predicated exp body entered mid-body; with the C
+    part, their short repeated bodies one by one in C, without it as numpy batches: deferral.NATIVE_BATCH_MIN): the
+    same output bytes and the same emulated cycles of every core and Tensix thread (EmuDevice.stats()) with the C part
+    on and off, and the C part ran."""
     runs = _kernel_both(kernel, sfpu_native, "NATIVE_SFPU", monkeypatch)
     assert runs[True][2]["C"] > 0 and runs[False][2]["C"] == 0
     assert runs[True][:2] == runs[False][:2]
