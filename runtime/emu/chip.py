@@ -10,6 +10,7 @@ same on every tile. The tile class is injected (`tile_factory(chip, xy)`), so th
 """
 from __future__ import annotations
 
+import heapq
 from typing import Callable
 
 from tt_backend.chip import layout
@@ -86,17 +87,28 @@ class Chip:
         on the tile can progress and none of its cores is in reset) are collected and raised together, with what every
         other tile's cores are waiting for."""
         left = {xy: budget for xy, t in self.tiles.items() if t.active()}
+        # the least advanced tile from a heap of (clock, xy): a tile's clock only grows, and may grow while another
+        # tile runs (a NoC write releasing its cores), so an entry whose clock is out of date goes back in with the
+        # current one; an up-to-date entry at the top is then the least (clock, xy) of all, as a scan would find
+        queue = [(self.tiles[xy].clock, xy) for xy in left]
+        heapq.heapify(queue)
         total, stuck = 0, {}
-        while left:
-            xy = min(left, key=lambda k: (self.tiles[k].clock, k))
+        while queue:
+            clock, xy = heapq.heappop(queue)
+            tile = self.tiles[xy]
+            if tile.clock != clock:
+                heapq.heappush(queue, (tile.clock, xy))
+                continue
             try:
-                n = self.tiles[xy].run(min(SLICE, left[xy]))
+                n = tile.run(min(SLICE, left[xy]))
             except EmuDeadlock as e:
                 stuck[xy], n = str(e), 0
             total += n
             left[xy] -= n
             if n == 0 or left[xy] <= 0:
                 del left[xy]
+            else:
+                heapq.heappush(queue, (tile.clock, xy))
         if stuck:
             others = [f"tile {xy}: " + "; ".join(f"{k} {v}" for k, v in t.state().items())
                       for xy, t in self.tiles.items() if xy not in stuck]

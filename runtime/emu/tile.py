@@ -601,7 +601,8 @@ class Tile:
         return any(self.running(c) for c in self.cores) or self._tensix_busy()
 
     def _tensix_busy(self) -> bool:
-        return not all(self.tensix.thread_idle(t) for t in range(3))
+        idle = self.tensix.thread_idle          # (asked after every quantum: no generator)
+        return not (idle(0) and idle(1) and idle(2))
 
     def run(self, max_instructions: int) -> int:
         """Run until every released core is parked (and the Tensix has nothing it can do), or about

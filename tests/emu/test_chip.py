@@ -13,8 +13,10 @@ from tt_backend.chip.errors import EmuDeadlock, TTError
 from tt_backend.chip.grid import Grid, dram_bank, route
 from tt_backend.runtime import driver
 from tt_backend.runtime.emu import cycles
+from tt_backend.runtime.emu.chip import Chip
 from tt_backend.runtime.emu.device import EmuDevice
 from tt_backend.runtime.emu.noc import DRAM_BANK_BYTES_PER_CYCLE, Fabric
+from tt_backend.runtime.emu.tile import Tile
 from tt_backend.runtime.ttsim_device import TtsimDevice
 
 from tests.support import programs
@@ -100,6 +102,35 @@ def test_contention_on_one_dram_bank_shows_in_the_cycles():
     s1 = one.stats()["stall_cycles"]["brisc"]
     s8 = max(t["stall_cycles"]["brisc"] for t in eight.stats()["tiles"].values())
     assert s8 - s1 > 6 * 32768 // DRAM_BANK_BYTES_PER_CYCLE, (s1, s8)
+
+
+@pytest.mark.needs_program_cc
+def test_each_slice_goes_to_the_least_advanced_tile(monkeypatch):
+    """Chip.run's rule, checked on eight tiles contending for one DRAM bank: every slice goes to the tile with the
+    least (clock, xy) among the tiles still in the round (those that get another slice later in the same run)."""
+    rounds: list[list] = []
+    chip_run, tile_run = Chip.run, Tile.run
+
+    def run_round(chip, budget):
+        rounds.append([])
+        return chip_run(chip, budget)
+
+    def run_slice(tile, budget):
+        rounds[-1].append((tile.xy, {xy: (t.clock, xy) for xy, t in tile.chip.tiles.items()}))
+        return tile_run(tile, budget)
+
+    monkeypatch.setattr(Chip, "run", run_round)
+    monkeypatch.setattr(Tile, "run", run_slice)
+    data = np.arange(8 * 2048, dtype=np.uint32)
+    _, out = _copy_on_tiles(EmuDevice(), 8, data, 8192)
+    assert np.array_equal(out, _transform(data))
+    slices = 0
+    for slices_of_round in rounds:
+        for i, (xy, keys) in enumerate(slices_of_round):
+            later = {x for x, _ in slices_of_round[i + 1:]}
+            assert all(keys[xy] <= keys[x] for x in later), (xy, keys)
+            slices += 1
+    assert slices > 8 * len(rounds)         # several slices per tile and round: the rule had choices to make
 
 
 @pytest.mark.needs_program_cc

@@ -101,6 +101,13 @@ LOAD = lambda vd, addr, am=0: E("SFPLOAD", lreg_ind=vd, instr_mod0=3, sfpu_addr_
 STORE = lambda vd, addr, am=0: E("SFPSTORE", lreg_ind=vd, instr_mod0=3, sfpu_addr_mode=am, dest_reg_addr=addr)
 
 
+@pytest.fixture(autouse=True)
+def batch_any_length(monkeypatch):
+    """The batching paths under test take every repetition count (deferral.NATIVE_BATCH_MIN: with the C part, short
+    runs would otherwise go one by one in C; tests/emu/test_native_sfpu.py pins that path)."""
+    monkeypatch.setattr(deferral, "NATIVE_BATCH_MIN", 2)
+
+
 @pytest.fixture
 def batch_counter(monkeypatch):
     """Counts instructions run by batch_sfpu; `off()` disables batching."""
@@ -194,6 +201,7 @@ def batch(self, t, th):
     return n
 tensix.Tensix.batch_sfpu = batch
 deferral.DEFER_SFPU = sys.argv[1] == "on"
+deferral.NATIVE_BATCH_MIN = 2          # (batch_any_length)
 eb = sfpu_batch.execute_batch
 def ebatch(sfpu, body, k, addrs, cycle):
     count[1] += k * len(body)
@@ -573,6 +581,40 @@ def test_defer_running_sum_splits_off_the_chain(monkeypatch, batch_spy):
     _same(a, b)
 
 
+# Running minimum / maximum and 23-bit integer products (tinygrad's cummax / cummin and index kernels): SFPSWAP and
+# SFPMUL24 are deferred too; a row step's minimum-so-far (L2) is carried to the next row step. The carried SFPSWAP also
+# writes the row's L1, which the next row step loads before reading: the rest hands L1 over to the chain.
+RUNNING_MIN = [LOAD(1, 0), LOAD(3, 64),
+               E("SFPMUL24", lreg_src_a=1, lreg_src_b=3, lreg_src_c=1, lreg_dest=4, instr_mod1=0),
+               E("SFPMUL24", lreg_src_a=3, lreg_src_b=4, lreg_src_c=3, lreg_dest=5, instr_mod1=1), E("SFPNOP"),
+               E("SFPSWAP", lreg_src_c=4, lreg_dest=5, instr_mod1=3), E("SFPNOP"), STORE(5, 128), STORE(4, 192, 1),
+               E("SFPSWAP", lreg_src_c=1, lreg_dest=2, instr_mod1=1)]
+
+
+@pytest.mark.parametrize("swap_mod1", [0, 1, 5, 12])
+def test_defer_running_min_and_mul24(swap_mod1, monkeypatch, batch_spy):
+    """SFPSWAP (swap, or min / max by lane pattern) and SFPMUL24 (low and UPPER) deferred and batched: deferral on
+    and off leave identical Dst, LRegs, flags, cycle model and counters; the per-row part runs batched, the carried
+    SFPSWAP row after row."""
+    body = RUNNING_MIN[:5] + [E("SFPSWAP", lreg_src_c=4, lreg_dest=5, instr_mod1=swap_mod1)] + RUNNING_MIN[6:]
+    setup = [E("SFPLOADI", lreg_ind=2, instr_mod0=0, imm16=0x7F80)]
+    a, b = _both(lambda: _tti_run(body, setup=setup, tiles=2, rows=32), monkeypatch)
+    assert batch_spy["n"] == 2 * 32 * (len(body) - 1)
+    _same(a, b)
+
+
+def test_defer_transpose_body(monkeypatch, batch_spy):
+    """SFPTRANSP (the SFPU matmul's operand transpose) deferred and batched: every LReg it reads is written earlier in
+    the row step; deferral on and off leave identical state."""
+    body = [LOAD(0, 0), LOAD(1, 64), E("SFPMOV", lreg_c=0, lreg_dest=2, instr_mod1=1),
+            E("SFPMOV", lreg_c=1, lreg_dest=3, instr_mod1=0)]
+    body += [MAD(i % 2, (i + 1) % 4, 9, 4 + i) for i in range(4)]
+    body += [E("SFPTRANSP"), STORE(0, 128), STORE(5, 192, 1)]
+    a, b = _both(lambda: _tti_run(body, tiles=2, rows=32), monkeypatch)
+    assert batch_spy["n"] == 2 * 32 * len(body)
+    _same(a, b)
+
+
 @pytest.mark.parametrize("acc0,mod1,fast", [(0x0000, 0, True), (0x4000, 2, True), (0x0001, 0, False),
                                              (0x7F80, 0, False)])
 def test_defer_running_sum_as_float32_accumulate(acc0, mod1, fast, monkeypatch):
@@ -616,7 +658,7 @@ def test_fma_add_is_the_float32_sum():
 def test_dq_chain_rules():
     """_dq_chain's decisions on (reads, writes, is_mem) bodies: the running sum splits off its accumulation, and an
     instruction using the sum joins it; a chain that stores, and a value of the rest the chain reads before the rest
-    writes it (or that the rest rewrites after the chain read it) refuse."""
+    writes it (or that the rest rewrites after the chain read it) refuse; an LReg the rest hands over to the chain."""
     L = lambda *r: sum(1 << x for x in r)
     load0, load1, mad, store0 = (0, L(0), True), (0, L(1), True), (L(0, 1), L(0), False), (L(0), 0, True)
     acc = (L(0, 7), L(7), False)
@@ -626,6 +668,22 @@ def test_dq_chain_rules():
     assert deferral._dq_chain([load0, acc, (L(7), L(2), False), store0]) == (1, 2)
     assert deferral._dq_chain([acc, load0, load1, mad, store0]) is None                    # L0 of the previous row
     assert deferral._dq_chain([load0, acc, (0, L(0), False), store0]) is None              # L0 rewritten after
+    # a running minimum whose SFPSWAP also writes the row's L1: handed over when the rest loads L1 first and is done
+    # with it before the swap (what reads the swap's L1 joins the chain); not when the rest reads L1 before (re)loading
+    # it, or stores what the swap wrote
+    load1, use1, swap = (0, L(1), True), (L(1), L(4), False), (L(1, 2), L(1, 2), False)
+    assert deferral._dq_chain([load1, use1, swap]) == (2,)
+    assert deferral._dq_chain([load1, swap, use1]) == (1, 2)
+    assert deferral._dq_chain([load1, swap, (L(1), 0, True)]) is None
+    assert deferral._dq_chain([use1, load1, swap]) is None
+    assert deferral._dq_chain([(L(1), L(1), True), use1, swap]) is None                     # a masked load of L1
+    # a compensated sum (Kahan): y = x - c, t = s + y, c = (t - s) - y, s = t; only s and c are carried, the row's
+    # load and its product stay batched; L1 (the row's value) is read by the chain before it rewrites it
+    x, y = (0, L(1), True), (L(1, 7), L(2), False)
+    kahan = [x, (L(1), L(1), False), y, (L(2, 6), L(3), False), (L(3, 6), L(4), False), (L(4, 2), L(7), False),
+             (L(3), L(6), False)]
+    assert deferral._dq_chain(kahan) == (2, 3, 4, 5, 6)
+    assert deferral._dq_chain(kahan[:2] + [(L(1, 7), L(1), False)] + kahan[3:]) == (2, 3, 4, 5, 6)
 
 
 _CARRIED_SPLIT: list = []

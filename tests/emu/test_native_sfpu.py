@@ -107,6 +107,28 @@ def test_c_random_programs_match_functional_model(seed):
     assert len(seen) >= 25          # (nearly) every covered instruction drawn
 
 
+@pytest.mark.parametrize("name", ["SFPMUL24", "SFPSWAP", "SFPTRANSP"])
+def test_c_single_instructions_match_functional_model(name):
+    """Every covered mode of one instruction, 400 times from a random state each: the same state after the C part as
+    after the functional model (the random programs above draw each of them only a few dozen times)."""
+    rng = np.random.default_rng(7)
+    fields_of = isa.INSTRUCTIONS[name].fields
+    ran = 0
+    while ran < 400:
+        fields = isa.decode(isa.encode(name, **{f.name: int(rng.integers(0, 1 << (f.hi - f.lo + 1)))
+                                                for f in fields_of}))[1]
+        r = sfpu_native.record(name, fields)
+        if r is None:
+            continue
+        ref = _random_state(rng)
+        c = _copy(ref)
+        ref.execute(name, fields, 0)
+        sfpu_native.run(c, [r])
+        for got, want, what in zip(_snapshot(c), _snapshot(ref), ("lreg", "lane_flags", "use", "dst", "written")):
+            assert np.array_equal(got, want), (what, fields)
+        ran += 1
+
+
 def _native_both(run, monkeypatch) -> tuple:
     """run() with the C part on and off (deferral on): (full state of each, the SFPU traffic of the first)."""
     out = []
@@ -151,28 +173,62 @@ def _kernel_plan(expr, name: str):
     return lower(call.src[0], name, placer(knobs.err_budget(), knobs.place_spec()))
 
 
-@pytest.mark.needs_cc
-@pytest.mark.parametrize("kernel", ["cumsum", "where_exp"])
-def test_kernels_identical_with_c_part(kernel, monkeypatch):
-    """Real kernels whose deferred SFPU work runs partly one instruction at a time (a running sum: cumsum's chain;
-    a predicated exp body entered mid-body): the same output bytes and the same emulated cycles of every core and
-    Tensix thread (EmuDevice.stats()) with the C part on and off, and the C part ran."""
+KERNELS = {"cumsum": lambda a, b: a.cumsum(1), "where_exp": lambda a, b: (a < b).where(a.exp(), b * 3),
+           "cummax": lambda a, b: a.cummax(1)[0], "cummax_index": lambda a, b: a.cummax(1)[1],
+           "signed_sum": lambda a, b: (a - b).sum(1)}
+
+
+def _kernel_both(kernel: str, module, switch: str, monkeypatch) -> dict:
+    """KERNELS[kernel] on a fresh EmuDevice with module.switch on and off: {on: (output bytes, stats(), SFPU traffic:
+    the C part's instructions and, by name, the functional model's)}."""
     pytest.importorskip("tinygrad")
     from tt_backend.bench.emu import elementwise_inputs
     from tt_backend.bench.kernels import launch_plan
     from tt_backend.lowering.codegen.sources import split
     from tt_backend.runtime.compile import compile_kernel
     from tt_backend.runtime.emu.device import EmuDevice
-    expr = {"cumsum": lambda a, b: a.cumsum(1), "where_exp": lambda a, b: (a < b).where(a.exp(), b * 3)}[kernel]
-    plan = _kernel_plan(expr, f"native_sfpu_{kernel}")
+    plan = _kernel_plan(KERNELS[kernel], f"native_sfpu_{kernel}")
     arrays = elementwise_inputs(plan, np.random.default_rng(11))
     elfs = compile_kernel(*split(plan.render()), plan.name)
     runs = {}
     for on in (True, False):
-        monkeypatch.setattr(sfpu_native, "NATIVE_SFPU", on)
-        before = sfpu_native.traffic["C"]
+        monkeypatch.setattr(module, switch, on)
+        before = sfpu_native.traffic.copy()
         dev = EmuDevice()
         out = launch_plan(dev, plan, arrays, elfs)[0]
-        runs[on] = (out, dev.stats(), sfpu_native.traffic["C"] - before)
-    assert runs[True][2] > 0 and runs[False][2] == 0
+        runs[on] = (out, dev.stats(), sfpu_native.traffic - before)
+    return runs
+
+
+@pytest.mark.needs_cc
+@pytest.mark.parametrize("kernel", sorted(KERNELS))
+def test_kernels_identical_with_c_part(kernel, monkeypatch):
+    """Real kernels whose deferred SFPU work runs partly one instruction at a time (a running sum: cumsum's chain; a
+    running maximum: cummax's SFPSWAP chain; a compensated sum; a predicated exp body entered mid-body; with the C
+    part, their short repeated bodies one by one in C, without it as numpy batches: deferral.NATIVE_BATCH_MIN): the
+    same output bytes and the same emulated cycles of every core and Tensix thread (EmuDevice.stats()) with the C part
+    on and off, and the C part ran."""
+    runs = _kernel_both(kernel, sfpu_native, "NATIVE_SFPU", monkeypatch)
+    assert runs[True][2]["C"] > 0 and runs[False][2]["C"] == 0
+    assert runs[True][:2] == runs[False][:2]
+
+
+@pytest.mark.needs_cc
+@pytest.mark.parametrize("batch_min", [2, deferral.NATIVE_BATCH_MIN])
+@pytest.mark.parametrize("kernel,ops,chain", [("cummax", ("SFPSWAP",), 1), ("cummax_index", ("SFPMUL24",), 0),
+                                              ("signed_sum", (), 2)])
+def test_kernels_identical_with_deferral(kernel, ops, chain, batch_min, monkeypatch):
+    """Kernels with the deferral on and off: the same output bytes and emulated cycles of every core and Tensix
+    thread. cummax's (values: SFPSWAP among their SFPU words; indices: SFPMUL24) have those instructions run by the C
+    part with the deferral on (off, every SFPU word runs through its handler as it arrives). With batches of any
+    length (batch_min 2), a running maximum and a compensated sum (its running sum and error, 8 instructions) split
+    off as a chain of at least `chain` instructions; by default these short runs go one by one in C."""
+    monkeypatch.setattr(deferral, "NATIVE_BATCH_MIN", batch_min)
+    split, orig = [], deferral._dq_chain
+    monkeypatch.setattr(deferral, "_dq_chain", lambda infos: split.append(orig(infos)) or split[-1])
+    runs = _kernel_both(kernel, deferral, "DEFER_SFPU", monkeypatch)
+    on, off = runs[True][2], runs[False][2]
+    assert on["C"] > 0 and off["C"] == 0
+    assert all(off[op] > 0 and on[op] == 0 for op in ops), (on, off)
+    assert max([len(c or ()) for c in split], default=0) >= (chain if batch_min == 2 else 0)
     assert runs[True][:2] == runs[False][:2]

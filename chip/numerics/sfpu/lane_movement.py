@@ -16,7 +16,7 @@ class LaneMovement:
         en = self.enabled()
         cv, dv = self.lreg[vc].copy(), self.lreg[vd].copy()
         if mod1 == 0:
-            swap = np.ones(32, dtype=bool)
+            swap = np.ones(cv.shape, dtype=bool)      # (the shape of the LRegs: (32,), or (k, 32) in a batch)
         else:
             gets_min = {1: 0xFFFFFFFF, 2: 0x0000FFFF, 3: 0x00FF00FF, 4: 0xFF0000FF, 5: 0x000000FF,
                         6: 0x0000FF00, 7: 0x00FF0000, 8: 0xFF000000}.get(mod1, 0)
@@ -45,9 +45,10 @@ class LaneMovement:
     def SFPTRANSP(self, f: dict, dst_base: int) -> None:
         en = self.enabled()
         for base in (0, 4):
-            m = self.lreg[base:base + 4].reshape(4, 4, 8)          # [i][j][column] = LReg[base+i][8j+column]
-            t = m.transpose(1, 0, 2).reshape(4, 32)                # t[i][8j+c] = LReg[base+j][8i+c]
-            np.copyto(self.lreg[base:base + 4], t, where=en[None, :])
+            regs = self.lreg[base:base + 4]                        # (4, 32), or (4, k, 32) in a batch
+            m = regs.reshape(regs.shape[:-1] + (4, 8))             # [i][..][j][column] = LReg[base+i][..][8j+column]
+            t = np.swapaxes(m, 0, -2).reshape(regs.shape)          # t[i][..][8j+c] = LReg[base+j][..][8i+c]
+            np.copyto(regs, t, where=en[None])
 
     def SFPCONFIG(self, f: dict, dst_base: int) -> None:
         vd, mod1, imm16 = f["config_dest"], f["instr_mod1"], f["imm16_math"]

@@ -8,8 +8,9 @@ issue cycle). The queue is executed (flush_deferred) before anything can observe
 `sfpu` / `dst` (other SFPU instructions, FPU, unpack-to-Dst, pack, strict checks, tests, the tile's RISC-V Dst window),
 settle(), or a full queue. Executing it finds back-to-back repetitions of one body and runs them through
 sfpu_batch.execute_batch when _dq_plan proves the batch equal to running them one by one; a body that also carries a
-value from one repetition to the next (a running sum over rows: reduction and einsum kernels) runs batched except for
-that chain, which then runs repetition by repetition on the batch's per-repetition values (_dq_chain); the rest runs
+value from one repetition to the next (a running sum over rows: reduction and einsum kernels; a running minimum or
+maximum: cummin / cummax) runs batched except for that chain, which then runs repetition by repetition on the batch's
+per-repetition values (_dq_chain; in one C call where sfpu_native covers it); the rest runs
 one by one, exactly as the handler would have. Only instructions that cannot raise when executed are deferred
 (sfpu_batch.batchable with flags, 32-bit Dst modes at even addresses below 512, no SFPLOADMACRO work, no LaneConfig),
 so every error still fires at the instruction that causes it. A thread whose deferred data is still queued counts as
@@ -38,6 +39,10 @@ from tt_backend.runtime.emu.thread_state import ThreadState
 DEFER_SFPU = True         # tests turn the deferral off to compare with one-by-one execution
 DQ_MAX = 16384            # deferred instructions before the queue is executed anyway
 DQ_MAX_PERIOD = 2048      # longest body _dq_period looks for
+# With the C part (sfpu_native), fewer repetitions than this run one by one in C rather than as a numpy batch: a batch
+# costs ~20-50 us of numpy calls per body instruction whatever k, the C part well under 1 us per instruction and
+# repetition (a convolution's 32-row bodies flushed at every SETRWC: 24.4 -> 14.5 CPU s, the same bits).
+NATIVE_BATCH_MIN = 64
 _UNSET = object()
 _ALL4 = b"\x01" * 4      # Dst.written[r0:r0 + 4].tobytes() when all four rows are written
 
@@ -313,7 +318,7 @@ class DeferralMixin:
 
     # ------------------------------------------------------------------------------------------------ the queue
     def flush_deferred(self) -> None:
-        """Execute the deferred SFPU work in order: batched where a body repeats, else one by one."""
+        """Execute the deferred SFPU work in order: batched where a body repeats often enough, else one by one."""
         dq = self.deferred
         if not dq:
             return
@@ -321,6 +326,7 @@ class DeferralMixin:
         self._dq_flags = None
         cur = self.current
         sfpu = self.raw_sfpu
+        min_k = NATIVE_BATCH_MIN if sfpu_native.available() and sfpu.is_plain() else 2
         try:
             n = len(dq)
             words = [e[0] for e in dq]
@@ -331,7 +337,9 @@ class DeferralMixin:
                 seq = 1
                 if i >= plain_until and n - i >= 4:
                     p, k = _dq_period(words, i, n)
-                    if k >= 2:
+                    if 2 <= k < min_k:
+                        seq = p * k           # one by one in C: cheaper than a batch this short
+                    elif k >= 2:
                         if one_by_one:
                             self._dq_exec_run(one_by_one)
                             one_by_one = []
@@ -362,12 +370,9 @@ class DeferralMixin:
             for e in entries:
                 self._dq_exec(e)
             return
-        records = self._records
         run = []
         for e in entries:
-            r = records.get(e[0], _UNSET)
-            if r is _UNSET:
-                r = records[e[0]] = sfpu_native.record(e[1], e[2])
+            r = self._record(e)
             if r is None:
                 self._dq_exec_c(run)
                 run = []
@@ -377,6 +382,13 @@ class DeferralMixin:
             run.append(r if mem is None else (r[0], mem[2]) + r[2:7] + (mem[3],))   # mode, address of this one
         self._dq_exec_c(run)
         sfpu.cycle = entries[-1][5]
+
+    def _record(self, e: tuple) -> tuple | None:
+        """sfpu_native.record of queued entry e's word (cached per word)."""
+        r = self._records.get(e[0], _UNSET)
+        if r is _UNSET:
+            r = self._records[e[0]] = sfpu_native.record(e[1], e[2])
+        return r
 
     def _dq_exec_c(self, records: list) -> None:
         """The C part's run of records (what SFPU.execute would do for each, in the plain state: count, execute)."""
@@ -448,10 +460,17 @@ class DeferralMixin:
                 lreg[chain_in] = regs[chain_in, -1]
             else:
                 # the chain, repetition by repetition, each seeing the batch's values of the LRegs it reads from the rest
-                for r in range(k):
-                    lreg[chain_in] = regs[chain_in, r]
-                    base = i + r * p
-                    self._dq_exec_run([dq[base + j] for j in chain])
+                # (its words are the same in every repetition, and none accesses Dst: one C call, where it covers them)
+                in_c = sfpu_native.available() and sfpu.is_plain()
+                records = [self._record(dq[i + j]) for j in chain] if in_c else []
+                if in_c and None not in records:
+                    sfpu.instructions += k * len(records)
+                    sfpu_native.run_repeated(sfpu, records, regs, chain_in)
+                else:
+                    for r in range(k):
+                        lreg[chain_in] = regs[chain_in, r]
+                        base = i + r * p
+                        self._dq_exec_run([dq[base + j] for j in chain])
             sfpu.sfpu_fp32_enabled, sfpu.srcb_is_fp16 = sfpu_format_flags(last[6], last[7])
             self.current = (last[8], last[0], last[1])
             sfpu.cycle = last[5]
@@ -465,26 +484,26 @@ class DeferralMixin:
         Every batched repetition must start from the same state: the body leaves the flag state as it found it
         (tracked abstractly, sfpu_batch.flag_transfer), and no LReg the batched part writes is read before this
         repetition writes it, where a write on possibly partly enabled lanes also reads the old value.
-        The chain (_dq_chain) is what reads a value the previous repetition computed - a running sum - and what
-        depends on it; it is split off only where every lane is enabled throughout and it writes no lane flags, so
-        that running it after the rest cannot change the result."""
-        infos, flag_writers = [], set()
+        The chain (_dq_chain) is what reads a value the previous repetition computed - a running sum, a running
+        maximum - and what depends on it; it is split off only where every lane is enabled at the body's entry (so
+        also at its end) and at each chain instruction, and it writes no lane flags, so that running it after the rest,
+        with the flags the body ends with, cannot change the result."""
+        infos, flag_writers, partial = [], set(), set()
         state = (lf, use)
-        all_enabled = True            # every lane enabled at every instruction
         for j, w in enumerate(body):
             name, fields, is_mem, is_store, imm, amode, vd, mod0, flagw = self._defer_info[w]
             reads, writes = sfpu_batch.batch_regs(name, fields)
             if not (use == 0 or (use == 1 and lf == 1)):
                 reads |= writes
-                all_enabled = False
+                partial.add(j)
             infos.append((reads, writes, is_mem))
             if flagw is not None:
                 flag_writers.add(j)
                 lf, use = flagw(lf, use)
         if (lf, use) != state:
             return False
-        chain = _dq_chain(infos) if all_enabled else ()
-        if chain is None or flag_writers.intersection(chain):
+        chain = _dq_chain(infos) if 0 not in partial else ()
+        if chain is None or flag_writers.intersection(chain) or partial.intersection(chain):
             return False
         batched = [j for j in range(len(body)) if j not in chain]
         all_w = written = 0
@@ -508,14 +527,16 @@ class DeferralMixin:
 
 
 def _dq_chain(infos: list) -> tuple | None:
-    """The body positions to run one repetition at a time after the rest of the body ran batched, for a body without
-    lane-flag writers on all-enabled lanes (`infos`: (LRegs read, LRegs written, is_mem) per position): () when
+    """The body positions to run one repetition at a time after the rest of the body ran batched (`infos`: (LRegs
+    read, LRegs written, is_mem) per position; a write on lanes that may be disabled counts as a read too): () when
     nothing reads a value of the previous repetition, None when the split is not provably equal to running the
     repetitions in order. The chain starts with every instruction that reads an LReg the body writes before the body
-    (re)writes it, and takes in every instruction reading or writing an LReg the chain writes; it is sound when it
-    has no Dst access, the rest neither reads nor writes the chain's LRegs, and every LReg the chain reads from the
-    rest was written by the rest earlier in the repetition and not after (so the batch's final value per repetition
-    is the one the chain would have read)."""
+    (re)writes it, and takes in every instruction reading a value the chain computed (_reaching_write) and every one
+    reading or writing an LReg the chain writes, unless that LReg is handed over (_handed_over: the rest is done with
+    it before the chain writes it); it is sound when it has no Dst access, the rest touches the chain's other LRegs
+    neither, and every LReg the chain reads from the rest was written by the rest earlier in the repetition and not
+    after (so the batch's final value per repetition is the one the chain would have read). A compensated sum's
+    running sum and compensation become the chain, its per-row terms stay in the batch."""
     all_w = written = 0
     for reads, writes, _ in infos:
         all_w |= writes
@@ -526,14 +547,20 @@ def _dq_chain(infos: list) -> tuple | None:
         written |= writes
     if not chain:
         return ()
-    chain_w = 0
     grew = True
     while grew:
         grew = False
+        for j, (reads, _, _) in enumerate(infos):
+            if j not in chain and any((reads & all_w) >> r & 1 and _reaching_write(infos, j, r) in chain
+                                      for r in range(17)):
+                chain.add(j)
+                grew = True
+        chain_w = 0
         for j in chain:
             chain_w |= infos[j][1]
+        kept = chain_w & ~_handed_over(infos, chain, chain_w)
         for j, (reads, writes, _) in enumerate(infos):
-            if j not in chain and (reads | writes) & chain_w:
+            if j not in chain and (reads | writes) & kept:
                 chain.add(j)
                 grew = True
     if len(chain) == len(infos) or any(infos[j][2] for j in chain):
@@ -549,6 +576,38 @@ def _dq_chain(infos: list) -> tuple | None:
         else:
             rest_w |= writes
     return tuple(sorted(chain))
+
+
+def _reaching_write(infos: list, j: int, r: int) -> int | None:
+    """The body position whose write of LReg r the instruction at j reads: the last write before j, else (a value of
+    the previous repetition) the body's last write; None when the body never writes r."""
+    bit = 1 << r
+    for i in (*range(j - 1, -1, -1), *range(len(infos) - 1, j - 1, -1)):
+        if infos[i][1] & bit:
+            return i
+    return None
+
+
+def _handed_over(infos: list, chain: set, regs: int) -> int:
+    """Of the LRegs `regs` (a mask), those the rest of the body hands over to the chain: each repetition's first access
+    is a write by the rest that reads no old value (the previous repetition's chain value is dead), the rest writes
+    it only before the chain's first access and reads it only before the chain's first write. The rest, batched,
+    then sees only its own values of such an LReg, the chain the rest's last one (which the batch keeps per
+    repetition), as in order."""
+    out = 0
+    for r in range(17):
+        bit = 1 << r
+        if not regs & bit:
+            continue
+        seen = [(j in chain, reads & bit, writes & bit) for j, (reads, writes, _) in enumerate(infos)
+                if (reads | writes) & bit]
+        first_access = next(i for i, (in_chain, _, _) in enumerate(seen) if in_chain)
+        first_write = next(i for i, (in_chain, _, w) in enumerate(seen) if in_chain and w)
+        if (not seen[0][0] and seen[0][2] and not seen[0][1]
+                and not any(w for in_chain, _, w in seen[first_access:] if not in_chain)
+                and not any(not in_chain for in_chain, _, _ in seen[first_write:])):
+            out |= bit
+    return out
 
 
 class DstView:

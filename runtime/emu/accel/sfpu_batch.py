@@ -26,6 +26,10 @@ _BATCHABLE = {
     "SFPCAST": lambda f: f["instr_mod1"] & 3 != 1,                      # not the stochastic (PRNG) mode
     "SFPEXEXP": lambda f: not f["instr_mod1"] & 10, "SFPLZ": lambda f: not f["instr_mod1"] & 10,
     "SFPIADD": lambda f: f["instr_mod1"] & 12 == 4,
+    "SFPMUL24": lambda f: not f["instr_mod1"] & 12,
+    # both LRegs written (VD < 8 is checked for all): a write to VC >= 8 would be dropped, which batch_regs would miss
+    "SFPSWAP": lambda f: f["lreg_src_c"] < 8,
+    "SFPTRANSP": lambda f: True,
 }
 
 # Lane-flag instructions execute_batch can run when the caller tracks the flag state (not the flag stack).

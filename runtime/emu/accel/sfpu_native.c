@@ -3,8 +3,9 @@
  * against), one handler per instruction named after it. Covered: what the emulator defers (accel/deferral.py) in the
  * Vector Unit's plain state (no LaneConfig bit set, no SFPLOADMACRO work): SFPLOAD/SFPSTORE in the 32-bit Dst modes,
  * the SFPMAD family on the Blackhole FMA datapath (chip/numerics/fma.py, docs/sfpu_path.md), moves, integer, bit and
- * FP-field operations, SFPCAST's deterministic modes, SFPARECIP, and the lane-flag instructions that do not touch the
- * flag stack. The caller (accel/sfpu_native.py) encodes each instruction as a record of REC int32 and guarantees the
+ * FP-field operations, SFPCAST's deterministic modes, SFPARECIP, SFPMUL24 without INDIRECT_VA/VD, SFPSWAP (LaneConfig
+ * clear: no exchange, no argmin/argmax indices), SFPTRANSP, and the lane-flag instructions that do not touch the flag
+ * stack. The caller (accel/sfpu_native.py) encodes each instruction as a record of REC int32 and guarantees the
  * conditions above; an op code this file does not know ends the run.
  * Built by accel/native.py with the host compiler. */
 #include <stdint.h>
@@ -19,10 +20,10 @@
 enum { OP_SFPLOAD, OP_SFPSTORE, OP_SFPMAD, OP_SFPADDI, OP_SFPMULI, OP_SFPLOADI, OP_SFPEXMAN, OP_SFPSETEXP,
        OP_SFPSETMAN, OP_SFPSETSGN, OP_SFPDIVP2, OP_SFPAND, OP_SFPOR, OP_SFPXOR, OP_SFPNOT, OP_SFPABS, OP_SFPSHFT,
        OP_SFPARECIP, OP_SFPNOP, OP_SFPMOV, OP_SFPCAST, OP_SFPEXEXP, OP_SFPLZ, OP_SFPIADD, OP_SFPSETCC, OP_SFPENCC,
-       OP_SFPGT, OP_SFPLE, OP_COUNT };
+       OP_SFPGT, OP_SFPLE, OP_SFPMUL24, OP_SFPSWAP, OP_SFPTRANSP, OP_COUNT };
 static const char OP_NAMES[] = "SFPLOAD SFPSTORE SFPMAD SFPADDI SFPMULI SFPLOADI SFPEXMAN SFPSETEXP SFPSETMAN "
     "SFPSETSGN SFPDIVP2 SFPAND SFPOR SFPXOR SFPNOT SFPABS SFPSHFT SFPARECIP SFPNOP SFPMOV SFPCAST SFPEXEXP SFPLZ "
-    "SFPIADD SFPSETCC SFPENCC SFPGT SFPLE";
+    "SFPIADD SFPSETCC SFPENCC SFPGT SFPLE SFPMUL24 SFPSWAP SFPTRANSP";
 
 const char *sfpu_op_names(void) { return OP_NAMES; }
 
@@ -288,6 +289,55 @@ static void compare(State *s, int op, const int32_t *r) {   /* SFPGT, SFPLE with
     }
 }
 
+/* SFPMUL24 (no INDIRECT_VA/VD): the 23-bit integer product, low or UPPER half, then Mul24ShiftAdd's alignment with
+ * VC as the FMA datapath does it (chip/numerics/sfpu/mad.py says why each step is as it is) */
+static void SFPMUL24(State *s, const int32_t *r) {
+    int mod = r[1], vd = r[5];
+    uint32_t *a = s->lreg[r[2]], *b = s->lreg[r[3]], *c = s->lreg[r[4]];
+    for (int l = 0; l < LANES; l++) {
+        if (!enabled(s, l)) continue;
+        int64_t p = mod & 1 ? (int64_t)(((uint64_t)(a[l] & 0x7FFFFF) * (b[l] & 0x7FFFFF)) >> 23)
+                            : (int64_t)(((uint64_t)a[l] * b[l]) & 0x7FFFFF);
+        int64_t z = c[l], z_e = z >> 23 & 0xFF;
+        int64_t r_e = z_e > 129 ? z_e : 129, sh = (r_e - z_e) & 31;
+        int64_t z_grs = ((1 << 23) + (z & 0x7FFFFF)) << 3;
+        int64_t p2 = p >> ((r_e - 129) & 31), zm = z_grs >> sh;
+        int64_t carry = (((zm << sh) ^ z_grs) > 0xFFFF) << 16;
+        int64_t summed = (p2 + zm + carry) & 0x7FFFFF;
+        s->lreg[vd][l] = (uint32_t)(z_e == 0 ? p : zm != 0 ? summed : p2);
+    }
+}
+
+/* SFPSWAP with LaneConfig clear: Mod1 0 swaps VC and VD; otherwise each lane puts the sign-magnitude minimum in VD or
+ * in VC, as Mod1's lane pattern says (a Mod1 without a pattern: the maximum in VD on every lane) */
+static void SFPSWAP(State *s, const int32_t *r) {
+    static const uint32_t GETS_MIN[9] = {0, 0xFFFFFFFFu, 0x0000FFFFu, 0x00FF00FFu, 0xFF0000FFu, 0x000000FFu,
+                                         0x0000FF00u, 0x00FF0000u, 0xFF000000u};
+    int mod = r[1], vc = r[4], vd = r[5];
+    uint32_t gets_min = mod >= 1 && mod <= 8 ? GETS_MIN[mod] : 0;
+    for (int l = 0; l < LANES; l++) {
+        if (!enabled(s, l)) continue;
+        uint32_t c = s->lreg[vc][l], d = s->lreg[vd][l];
+        int c_smaller = smag_key(c) < smag_key(d);
+        if (mod != 0 && (gets_min >> l & 1 ? !c_smaller : c_smaller)) continue;
+        if (vc < 8) s->lreg[vc][l] = d;
+        if (vd < 8) s->lreg[vd][l] = c;
+    }
+}
+
+/* SFPTRANSP: in LRegs 0-3 and in 4-7, the 4 x 4 blocks of 8 lanes transposed (LReg[b+i] lanes 8j..8j+7 take
+ * LReg[b+j] lanes 8i..8i+7) on the enabled lanes */
+static void SFPTRANSP(State *s) {
+    for (int b = 0; b < 8; b += 4) {
+        uint32_t old[4][LANES];
+        for (int i = 0; i < 4; i++)
+            for (int l = 0; l < LANES; l++) old[i][l] = s->lreg[b + i][l];
+        for (int i = 0; i < 4; i++)
+            for (int l = 0; l < LANES; l++)
+                if (enabled(s, l)) s->lreg[b + i][l] = old[l / 8][8 * i + l % 8];
+    }
+}
+
 /* Execute n records from prog; returns how many ran (less than n at an op code this file does not know). */
 int32_t sfpu_run(uint32_t *lreg, uint8_t *lane_flags, uint8_t *use_lane_flags, uint32_t *dst, uint8_t *written,
                  const int32_t *prog, int32_t n) {
@@ -308,6 +358,9 @@ int32_t sfpu_run(uint32_t *lreg, uint8_t *lane_flags, uint8_t *use_lane_flags, u
         case OP_SFPSETCC: SFPSETCC(s, r); break;
         case OP_SFPENCC: SFPENCC(s, r); break;
         case OP_SFPGT: case OP_SFPLE: compare(s, op, r); break;
+        case OP_SFPMUL24: if (writable(vd)) SFPMUL24(s, r); break;
+        case OP_SFPSWAP: SFPSWAP(s, r); break;
+        case OP_SFPTRANSP: SFPTRANSP(s); break;
         default:
             if (op < 0 || op >= OP_COUNT) return i;
             if (writable(vd))             /* lane l's value depends on lane l only: written as computed */
@@ -315,4 +368,19 @@ int32_t sfpu_run(uint32_t *lreg, uint8_t *lane_flags, uint8_t *use_lane_flags, u
         }
     }
     return n;
+}
+
+/* A batch's loop-carried chain (accel/deferral.py, _dq_batch): for each repetition r of k, the LRegs in `carried` (a
+ * bit mask) take their value in repetition r from regs (17 x k x 32, as the batch left them), then prog runs; stops
+ * (returning the repetitions done) where sfpu_run does not finish. */
+int32_t sfpu_run_repeated(uint32_t *lreg, uint8_t *lane_flags, uint8_t *use_lane_flags, uint32_t *dst,
+                          uint8_t *written, const int32_t *prog, int32_t n, const uint32_t *regs, int32_t k,
+                          int32_t carried) {
+    for (int32_t r = 0; r < k; r++) {
+        for (int i = 0; i < 17; i++)
+            if (carried >> i & 1)
+                for (int l = 0; l < LANES; l++) lreg[i * LANES + l] = regs[((int64_t)i * k + r) * LANES + l];
+        if (sfpu_run(lreg, lane_flags, use_lane_flags, dst, written, prog, n) != n) return r;
+    }
+    return k;
 }

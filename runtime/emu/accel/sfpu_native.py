@@ -30,7 +30,8 @@ NATIVE_SFPU = os.environ.get("TT_EMU_SFPU_NATIVE", "1") != "0"
 # SFPMAD (the same functional model).
 OPS = ("SFPLOAD", "SFPSTORE", "SFPMAD", "SFPADDI", "SFPMULI", "SFPLOADI", "SFPEXMAN", "SFPSETEXP", "SFPSETMAN",
        "SFPSETSGN", "SFPDIVP2", "SFPAND", "SFPOR", "SFPXOR", "SFPNOT", "SFPABS", "SFPSHFT", "SFPARECIP", "SFPNOP",
-       "SFPMOV", "SFPCAST", "SFPEXEXP", "SFPLZ", "SFPIADD", "SFPSETCC", "SFPENCC", "SFPGT", "SFPLE")
+       "SFPMOV", "SFPCAST", "SFPEXEXP", "SFPLZ", "SFPIADD", "SFPSETCC", "SFPENCC", "SFPGT", "SFPLE", "SFPMUL24",
+       "SFPSWAP", "SFPTRANSP")
 _OP = {name: i for i, name in enumerate(OPS)} | {"SFPADD": OPS.index("SFPMAD"), "SFPMUL": OPS.index("SFPMAD")}
 DST32_MODES = (3, 4, 12)      # SFPLOAD / SFPSTORE modes the C part moves: FP32, INT32, INT32_SM (raw 32-bit words)
 
@@ -43,9 +44,10 @@ _FIELDS = {
     "SFPMULI": ("instr_mod1", None, None, None, "lreg_dest", "imm16_math"),
     "SFPLOADI": ("instr_mod0", None, None, None, "lreg_ind", "imm16"),
     "SFPCAST": ("instr_mod1", None, None, "lreg_src_c", "lreg_dest", None),
-    "SFPNOP": (None,) * 6,
+    "SFPSWAP": ("instr_mod1", None, None, "lreg_src_c", "lreg_dest", None),
+    "SFPNOP": (None,) * 6, "SFPTRANSP": (None,) * 6,
 }
-_FIELDS["SFPADD"] = _FIELDS["SFPMUL"] = _FIELDS["SFPMAD"]
+_FIELDS["SFPADD"] = _FIELDS["SFPMUL"] = _FIELDS["SFPMUL24"] = _FIELDS["SFPMAD"]
 _LREG_C_FORM = ("instr_mod1", None, None, "lreg_c", "lreg_dest", "imm12_math")   # every other covered instruction
 
 # SFPU instructions executed since the process started: "C" (by this module) and, by name, those that ran through the
@@ -75,6 +77,9 @@ def _load() -> tuple[object | None, str]:
     lib.sfpu_set_tables(_RECIP.ctypes.data, _EXP.ctypes.data, len(_EXP))
     lib.sfpu_run.argtypes = [ptr, ptr, ptr, ptr, ptr, ptr, ctypes.c_int32]
     lib.sfpu_run.restype = ctypes.c_int32
+    lib.sfpu_run_repeated.argtypes = [ptr, ptr, ptr, ptr, ptr, ptr, ctypes.c_int32, ptr, ctypes.c_int32,
+                                      ctypes.c_int32]
+    lib.sfpu_run_repeated.restype = ctypes.c_int32
     lib.sfpu_fma_lanes.argtypes = [ptr, ptr, ptr, ptr, ctypes.c_int64]
     lib.sfpu_fma_lanes.restype = None
     return lib, f"C ({path}) for the deferred instructions ({', '.join(OPS)}); the rest in Python"
@@ -98,23 +103,41 @@ def record(name: str, fields: dict) -> tuple | None:
     return (op,) + tuple(fields.get(k, 0) for k in _FIELDS.get(name, _LREG_C_FORM)) + (0,)
 
 
-def run(sfpu, records: list) -> None:
-    """Execute `records` (each with its Dst address and mode resolved; SFPLOAD / SFPSTORE at even addresses below 512
-    in DST32_MODES) on `sfpu` in its plain state, in order. The caller checked coverage (record() is not None)."""
-    lib = _load()[0]
-    prog = np.array(records, dtype=np.int32)
+def _state(sfpu, what: str) -> tuple:
+    """The pointers the C part takes: LRegs, lane flags, lane-flag use, Dst words, Dst rows written."""
     lreg, lf, use, rows32, written = sfpu.lreg, sfpu.lane_flags, sfpu.use_lane_flags, sfpu.dst.rows32, sfpu.dst.written
     if not (lreg.flags.c_contiguous and lreg.shape == (17, 32) and lreg.dtype == np.uint32
             and lf.dtype == use.dtype == written.dtype == np.bool_ and lf.shape == use.shape == (32,)
             and rows32.flags.c_contiguous and rows32.shape == (512, 16) and rows32.dtype == np.uint32):
-        raise EmuUnimplemented("sfpu_native.run: the SFPU's LRegs, lane flags or Dst are not the plain arrays the C "
-                               "part reads")
-    done = lib.sfpu_run(lreg.ctypes.data, lf.ctypes.data, use.ctypes.data, rows32.ctypes.data, written.ctypes.data,
-                        prog.ctypes.data, len(prog))
+        raise EmuUnimplemented(f"sfpu_native.{what}: the SFPU's LRegs, lane flags or Dst are not the plain arrays the "
+                               "C part reads")
+    return lreg.ctypes.data, lf.ctypes.data, use.ctypes.data, rows32.ctypes.data, written.ctypes.data
+
+
+def run(sfpu, records: list) -> None:
+    """Execute `records` (each with its Dst address and mode resolved; SFPLOAD / SFPSTORE at even addresses below 512
+    in DST32_MODES) on `sfpu` in its plain state, in order. The caller checked coverage (record() is not None)."""
+    prog = np.array(records, dtype=np.int32)
+    done = _load()[0].sfpu_run(*_state(sfpu, "run"), prog.ctypes.data, len(prog))
     sfpu.invalidate()
     if done != len(prog):
         raise EmuUnimplemented(f"sfpu_native.run: op code {prog[done][0]} is not the C part's")
     traffic["C"] += done
+
+
+def run_repeated(sfpu, records: list, regs: np.ndarray, carried: np.ndarray) -> None:
+    """For each repetition r of a batch: LRegs `carried` (indices) set to regs[carried, r] (`regs`: the batch's
+    (17, k, 32) LRegs), then run(sfpu, records); records without Dst access. One C call for all k repetitions."""
+    prog = np.array(records, dtype=np.int32)
+    regs = np.ascontiguousarray(regs, dtype=np.uint32)
+    k = regs.shape[1]
+    mask = int(sum(1 << int(i) for i in carried))
+    done = _load()[0].sfpu_run_repeated(*_state(sfpu, "run_repeated"), prog.ctypes.data, len(prog),
+                                        regs.ctypes.data, k, mask)
+    sfpu.invalidate()
+    if done != k:
+        raise EmuUnimplemented("sfpu_native.run_repeated: an op code of the records is not the C part's")
+    traffic["C"] += k * len(records)
 
 
 def fma(x: np.ndarray, y: np.ndarray, z: np.ndarray) -> np.ndarray:
