@@ -1,7 +1,8 @@
 """Prefix reductions (cumsum, cumprod, cummax, logcumsumexp's sum) split into blocks: K^2 -> about 2 K^1.5 points.
 
-tinygrad writes a cumulative reduction along an axis of length K as a window reduction over a padded copy: output i
-is REDUCE(op, WHERE(k + i < K - 1, identity, x[i + k - (K - 1)]), k) over k in [0, K). Run as written that is K
+tinygrad writes a cumulative reduction along an axis of length K as a window reduction over a padded copy (tinygrad
+0.14 tensor.py `_cumalu`; an axis longer than 512 is first cut into rows of 256 by `_split_cumalu`): output i is
+REDUCE(op, WHERE(k + i < K - 1, identity, x[i + k - (K - 1)]), k) over k in [0, K). Run as written that is K
 points per output, K^2 per line, half of them the identity. With j = k + i - (K - 1) (the element the point reads) the
 same value is the prefix op(v(j) for j <= i), and the prefix splits into whole blocks of B = ceil(sqrt(K)) elements
 plus the part of i's own block up to i:
@@ -56,12 +57,19 @@ def _is_const(u: UOp, value) -> bool:
         return False
 
 
+def block_shape(K: int) -> tuple[int, int] | None:
+    """(B, nb): blocks of B = ceil(sqrt(K)) elements, nb of them; None when that saves too little (MIN_GAIN)."""
+    B = math.isqrt(K - 1) + 1 if K > 1 else 1
+    nb = -(-K // B)
+    return (B, nb) if K >= MIN_GAIN * (nb + B) else None
+
+
 def prefix_form(red: UOp, fresh: int) -> tuple[UOp, UOp, UOp] | None:
     """(i, v, j): red is the prefix reduction op(v(j) for j <= i) with v the body over the new range j (RANGE id
     `fresh`, size K), or None (module docstring: when it applies)."""
     if red.op is not Ops.REDUCE or len(red.src) != 2 or red.arg[0] not in (Ops.ADD, Ops.MUL, Ops.MAX): return None
     body, k = red.src
-    if k.op is not Ops.RANGE or (K := _size(k)) is None or K < 4: return None
+    if k.op is not Ops.RANGE or (K := _size(k)) is None or block_shape(K) is None: return None
     topo = body.toposort()
     if any(u.op is Ops.REDUCE for u in topo): return None
     ident = identity(red.arg[0], red.dtype)
@@ -75,26 +83,28 @@ def prefix_form(red: UOp, fresh: int) -> tuple[UOp, UOp, UOp] | None:
     return None
 
 
-def split_prefix(red: UOp, i: UOp, v: UOp, j: UOp, fresh: int) -> UOp | None:
-    """The blocked form of red = op(v(j) for j <= i) (module docstring), or None when it saves too little."""
+def split_prefix(red: UOp, i: UOp, v: UOp, j: UOp, fresh: int) -> UOp:
+    """The blocked form of red = op(v(j) for j <= i) (module docstring); u and t get RANGE ids fresh, fresh + 1."""
     K = _size(j)
-    B = math.isqrt(K - 1) + 1                  # ceil(sqrt(K))
-    nb = -(-K // B)
-    if K < MIN_GAIN * (nb + B): return None
-    op, ident = red.arg[0], UOp.const(identity(red.arg[0], red.dtype), red.dtype)
+    B, nb = block_shape(K)
+    ident = UOp.const(identity(red.arg[0], red.dtype), red.dtype)
     u = UOp.range(nb + B, fresh, AxisType.REDUCE, dtype=j.dtype)
     t = UOp.range(B, fresh + 1, AxisType.REDUCE, dtype=j.dtype)
 
     def at(elem: UOp, valid: UOp) -> UOp:
-        """v at element `elem` where `valid`, else the identity; the element index is 0 where not valid."""
-        return valid.where(v.substitute({j: valid.where(elem, 0)}), ident)
+        """v at element `elem` where `valid`, else the identity. The loads of v that depend on the element are gated
+        by `valid` too (the frontend then folds WHERE(valid, load, 0) into the load: no mask stream for a sum) and
+        the element index is 0 where not valid (index math between loads stays in range)."""
+        gated = {x: x.replace(src=(x.src[0], x.src[1].get_idx().valid(valid & x.src[1].get_valid()), *x.src[2:]))
+                 for x in v.toposort() if x.op is Ops.INDEX and j in x.src[1].toposort()}
+        return valid.where(v.substitute(gated).substitute({j: valid.where(elem, 0)}), ident)
 
     full_elem = u * B + t
     blocks = UOp(Ops.REDUCE, red.dtype, (at(full_elem, full_elem < K), t), red.arg)
-    whole = (u < i // B).where(blocks, ident)                             # the blocks before i's own
+    whole = (u < i // B).where(blocks, ident)                             # the blocks before i's own (u < nb)
     own_elem = (i // B) * B + (u - nb)
-    own = at(own_elem, (u < nb).logical_not() & (own_elem < i + 1))       # i's own block, up to i
-    return UOp(Ops.REDUCE, red.dtype, ((u < nb).where(whole, own), u), red.arg)
+    own = at(own_elem, (u < nb).logical_not() & (own_elem < i + 1))       # i's own block, up to i (u >= nb)
+    return UOp(Ops.REDUCE, red.dtype, (whole.alu(red.arg[0], own), u), red.arg)   # one of them is the identity
 
 
 def split_prefix_reductions(sink: UOp) -> UOp:
@@ -102,8 +112,7 @@ def split_prefix_reductions(sink: UOp) -> UOp:
     fresh = 1 + max((u.arg[0] for u in sink.toposort() if u.op is Ops.RANGE), default=0)
     subs: dict[UOp, UOp] = {}
     for red in [u for u in sink.toposort() if u.op is Ops.REDUCE]:
-        if (form := prefix_form(red, fresh)) is None: continue
-        if (new := split_prefix(red, *form, fresh + 1)) is not None:
-            subs[red] = new
+        if (form := prefix_form(red, fresh)) is not None:
+            subs[red] = split_prefix(red, *form, fresh + 1)
             fresh += 3
     return sink.substitute(subs) if subs else sink

@@ -13,8 +13,8 @@ from tt_backend.lowering.families.registry import ONE_PASS, REGISTRY
 from tt_backend.lowering.families.staged import hoisted
 from tt_backend.lowering.index_fold import fold_index_reductions
 from tt_backend.lowering.placement.placer import Placer
-from tt_backend.lowering.prefix_split import split_prefix_reductions
 from tt_backend.lowering.plan import Plan
+from tt_backend.lowering.prefix_split import split_prefix_reductions
 
 
 def select(kernel: Kernel) -> Plan:
