@@ -14,6 +14,7 @@ from tt_backend.lowering.families.staged import hoisted
 from tt_backend.lowering.index_fold import fold_index_reductions
 from tt_backend.lowering.placement.placer import Placer
 from tt_backend.lowering.plan import Plan
+from tt_backend.lowering.prefix_split import split_prefix_reductions
 
 
 def select(kernel: Kernel) -> Plan:
@@ -25,5 +26,6 @@ def lower(sink: UOp, name: str, placer: Placer | None = None) -> Plan:
     """tinygrad kernel AST -> the selected plan (SFPU programs compiled, L1 allocated). Raises UnsupportedOp naming
     the problem. `placer` (injected by tt_backend: it needs the emulator's numeric models) lets engines be chosen
     by precision and cost; without one everything runs on the SFPU in float32. Reductions over pure index math
-    are folded to their closed forms first (lowering/index_fold.py)."""
-    return select(Kernel(fold_index_reductions(sink), name, placer))
+    are folded to their closed forms first (lowering/index_fold.py), prefix reductions (cumsum) split into blocks
+    (lowering/prefix_split.py)."""
+    return select(Kernel(split_prefix_reductions(fold_index_reductions(sink)), name, placer))
