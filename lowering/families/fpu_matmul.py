@@ -53,8 +53,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from tt_backend.lowering.codegen.l1 import CAPACITY, l1_bytes, place
-from tt_backend.lowering.codegen.mvmul import (ALU_FORMAT_MM, UNPACK_CFG_MM, UNPACK_CFG_MM_COMMON, face_row_cfg,
-                                              face_row_words, matmul_words)
+from tt_backend.lowering.codegen.mvmul import (ALU_FORMAT_MM, PACKED_ROWS_DSTACC, UNPACK_CFG_MM, UNPACK_CFG_MM_COMMON,
+                                              dst_token_words, face_row_cfg, face_row_words, matmul_words, packed_rows_cfg,
+                                              packed_rows_words)
 from tt_backend.lowering.codegen.sources import kernel_sources
 from tt_backend.lowering.codegen.tensix import PACK_CFG
 from tt_backend.lowering.codegen.words import hex_u32
@@ -62,7 +63,8 @@ from tt_backend.lowering.families.family import Candidate, Family, Kernel
 from tt_backend.lowering.families.matmul_match import kernel_matmul
 from tt_backend.lowering.families.matmul_epilogue import epilogue_ctx, epilogue_mode, epilogue_tile_cycles
 from tt_backend.lowering.families.matmul_spec import (TILE, MatmulKernelPlan, MatmulSpec, line_bytes,
-                                                      matmul_args_header, matmul_io, operand_ctx, out_pitch)
+                                                      matmul_args_header, matmul_io, operand_ctx, out_packed_rows,
+                                                      out_pitch)
 from tt_backend.lowering.families.mover_cost import MM_STAGE_ROWS_BYTES, matmul_cycles, split_ranges
 from tt_backend.lowering.placement.guarantee import acceptable, fpu_reduction_guarantee
 from tt_backend.lowering.placement.reference import bf16_round, rel_error, sample_inputs
@@ -98,7 +100,7 @@ class FpuMatmulPlan(MatmulKernelPlan):
         modes = ("panel" if a_panel_rows(self.spec) else operand_ctx(self.spec.a)["mode"],
                  operand_ctx(self.spec.b)["mode"])
         return matmul_cycles(self.spec, self.phases, modes, epilogue_tile_cycles(self.spec), b_split(self.spec),
-                             self.block_cols, grid, dst_group(self.spec))
+                             self.block_cols, grid, dst_group(self.spec), out_packed_rows(self.spec))
 
     def blocks(self, grid: tuple[int, int] | None = None) -> list[tuple[int, int, int, int]]:
         """Each core's (MT0, MT1, NT0, NT1): row blocks and column tiles, row-major over the grid."""
@@ -242,8 +244,10 @@ def plan_matmul(spec: MatmulSpec, name: str, fidelity: str, predicted_err: float
 
 
 def allocate_matmul_l1(plan: FpuMatmulPlan) -> FpuMatmulPlan:
-    """L1 for the widest block of B's columns that fits (all of them when B fits: `block_cols`)."""
-    for nb in range(plan.tiles[1], 0, -1):
+    """L1 for the widest block of B's columns that fits (all of them when B fits: `block_cols`; with the packer
+    writing the output panel, at most PACKED_MAX_NB: its row offsets are a 13-bit counter, packed_rows_words)."""
+    widest = min(plan.tiles[1], PACKED_MAX_NB) if out_packed_rows(plan.spec) else plan.tiles[1]
+    for nb in range(widest, 0, -1):
         sizes = matmul_l1_sizes(plan, nb)
         if (l1 := place(sizes)) is not None:
             plan.l1, plan.block_cols = l1, nb
@@ -251,6 +255,14 @@ def allocate_matmul_l1(plan: FpuMatmulPlan) -> FpuMatmulPlan:
     s = plan.spec
     raise UnsupportedOp(f"{plan.name}: matmul {s.M}x{s.K} @ {s.K}x{s.N} needs {l1_bytes(sizes)} bytes of L1 "
                         f"(one column tile of B resident: {sizes['cb_b']}), more than the {CAPACITY} available")
+
+
+PACKED_MAX_NB = 128   # column tiles of a packed output panel (ch1.Y up to 31 * 64 * 128 / 32 + 1 < 2^13)
+
+
+def panel_pitch(nb: int) -> int:
+    """Bytes per row of the packer's output panel (out_packed_rows): nb column tiles of bf16."""
+    return 2 * TILE * nb
 
 
 STAGE_ROWS_BYTES = MM_STAGE_ROWS_BYTES   # the tilizers' staging area: several rows per NoC wait
@@ -270,10 +282,13 @@ def matmul_l1_sizes(plan: FpuMatmulPlan, nb: int) -> dict[str, int]:
     sizes = {
         "cb_b": kt * nb * tb,                                    # a block of B's columns (one batch), depth 1
         "cb_a": 2 * kt * tb,                                     # A panels, depth 2
-        "cb_out": 2 * 4096,                                      # fp32 C tiles, depth 2
         "stage_in": stage_bytes(s),
-        "stage_out": TILE * out_pitch(min(s.N, TILE * nb), DTYPE_SIZE[s.out.dtype]),
     }
+    if out_packed_rows(s):
+        sizes["cb_out"] = 2 * TILE * panel_pitch(nb)             # the packer's output panels, depth 2
+    else:
+        sizes["cb_out"] = 2 * 4096                               # fp32 C tiles, depth 2
+        sizes["stage_out"] = TILE * out_pitch(min(s.N, TILE * nb), DTYPE_SIZE[s.out.dtype])
     if b_split(s):
         sizes["stage_in_w"] = sizes["stage_in"]                 # the writer's staging line for B's lower rows
     return sizes
@@ -318,6 +333,9 @@ def args_header_mm(plan: FpuMatmulPlan) -> str:
     upper = ["#define CB_OUT_UPPER 4u  /* reader -> writer: a C tile's upper rows untilized (blocks/matmul_out) */",
              "/* the output's untilize split between reader and writer: on a core without grid peers only */",
              "#define MM_SPLIT_OUT (tt_arg(ARG_MM_ROW_N) == 1u && tt_arg(ARG_MM_COL_N) == 1u)"]
+    if out_packed_rows(plan.spec):
+        upper += [f"#define MM_PANEL_PITCH {panel_pitch(plan.block_cols)}u  /* the packer's output panel: row r at "
+                  "slot + r * pitch */"]
     panel_rows = [f"#define MM_A_PITCH {2 * plan.spec.K}u  /* A's panels row-major: row r at slot + r * pitch */"
                   ] if a_panel_rows(plan.spec) else []
     n, sem = len(plan.buffers), sem_word(plan)
@@ -356,16 +374,23 @@ def render_matmul(plan: FpuMatmulPlan) -> dict[str, str]:
     unp = dict(UNPACK_CFG_MM[plan.src_format]) | UNPACK_CFG_MM_COMMON
     a_rows = a_panel_rows(s)
     group, epi = dst_group(s), epilogue_ctx(s)
+    packed = out_packed_rows(s)
+    if epi:
+        w |= dst_token_words(group)
+    pck, alu = PACK_CFG["fp32"], ALU_FORMAT_MM[plan.src_format]
     if a_rows:
         w |= face_row_words()
         unp |= face_row_cfg(s.K)
+    if packed:
+        w |= packed_rows_words(panel_pitch(plan.block_cols))
+        pck, alu = packed_rows_cfg(PACK_CFG["bf16"]), alu | PACKED_ROWS_DSTACC
     ctx = {
         "name": plan.name, "spec": s, "fidelity": plan.fidelity, "phases": plan.phases, "src_format": plan.src_format,
         "a": operand_ctx(s.a), "b": operand_ctx(s.b), "out": operand_ctx(s.out),
         "in_bf16": plan.src_format == "bf16", "out_bf16": s.out.dtype == "bfloat16",
-        "w": w, "unp": {i: hex_u32(v) for i, v in unp.items()}, "alu_format": hex_u32(ALU_FORMAT_MM[plan.src_format]),
-        "pck": {i: hex_u32(v) for i, v in PACK_CFG["fp32"].items()}, "epi": epi, "b_split": b_split(s),
-        "a_rows": a_rows, "group": group, "acc_slots": [2 * j for j in range(group)],
+        "w": w, "unp": {i: hex_u32(v) for i, v in unp.items()}, "alu_format": hex_u32(alu),
+        "pck": {i: hex_u32(v) for i, v in pck.items()}, "epi": epi, "b_split": b_split(s),
+        "a_rows": a_rows, "packed": packed, "group": group, "acc_slots": [2 * j for j in range(group)],
         "pack_row": "64u + 128u * (nt % MM_GROUP)" if epi else "0u",
     }
     return kernel_sources(ctx, "matmul_reader.c.j2", "matmul_writer.c.j2", "matmul_compute.c.j2",

@@ -209,14 +209,16 @@ def share_cycles(cores: int, nbytes: int, pieces: int = 1) -> float:
 
 
 def matmul_cycles(spec, phases: int, read_modes: tuple[str, str], epilogue: int, b_split: bool, block_cols: int,
-                  grid: tuple[int, int] = (1, 1), group: int = 1) -> dict:
+                  grid: tuple[int, int] = (1, 1), group: int = 1, packed_out: bool = False) -> dict:
     """The FPU matmul's launch (lowering/families/fpu_matmul.py) on a `grid` of (rows, columns) cores, each with its
     block of the output (the largest block sets the time): read_modes = the A and B operands' reader modes
     (matmul_spec.operand_ctx; A "panel": kept row-major, fpu_matmul.a_panel_rows), epilogue = the SFPU epilogue's
-    cycles per output tile (epilogue_cycles), group = the output tiles that share each A tile in SrcB. Per batch and per block of up to `block_cols` of the core's column
-    tiles the reader tilizes b_rows of B's rows before A's first
-    panel (the pipeline's fill; the writer tilizes the others at the same time); then per output row block one A
-    panel, the block's tile products and its untilized rows. At least the DRAM banks' time for every core's bytes."""
+    cycles per output tile (epilogue_cycles), group = the output tiles that share each A tile in SrcB, packed_out =
+    the packer writes the output rows into a row-major panel (matmul_spec.out_packed_rows: the writer only sends
+    them). Per batch and per block of up to `block_cols` of the core's column tiles the reader tilizes b_rows of B's
+    rows before A's first panel (the pipeline's fill; the writer tilizes the others at the same time); then per output
+    row block one A panel, the block's tile products and its rows written. At least the DRAM banks' time for every
+    core's bytes."""
     mt, nt, kt = spec.tiles
     a_mode, b_mode = read_modes
     gr, gc = grid
@@ -251,11 +253,15 @@ def matmul_cycles(spec, phases: int, read_modes: tuple[str, str], epilogue: int,
         # Dst tile
         mvmul = kt * (max(unpack, 16 * phases) + MM_K_BLOCK_FIXED)
         compute = ct * (max(mvmul, pack_cycles("fp32")) + epilogue if epilogue else mvmul + pack_cycles("fp32"))
-        # the untilize split by rows on one core (blocks/matmul_out.c.j2): the reader the upper 16 of each tile, the
-        # writer the rest; on a grid the writer all of them
-        upper = min(16, rows) if (gr, gc) == (1, 1) else 0
-        reader = reader_a + MM_WRITE_PER_ELEM[out] * upper * cols
-        writer = MM_WRITE_PER_ELEM[out] * (rows - upper) * cols
+        if packed_out:       # the panel's rows, one NoC write each, all in flight before one wait
+            reader = reader_a
+            writer = MM_NOC_REQUEST * rows + NOC_ROUND_TRIP + DTYPE_SIZE[spec.out.dtype] * rows * cols / NOC_BYTES_PER_CYCLE
+        else:
+            # the untilize split by rows on one core (blocks/matmul_out.c.j2): the reader the upper 16 of each tile,
+            # the writer the rest; on a grid the writer all of them
+            upper = min(16, rows) if (gr, gc) == (1, 1) else 0
+            reader = reader_a + MM_WRITE_PER_ELEM[out] * upper * cols
+            writer = MM_WRITE_PER_ELEM[out] * (rows - upper) * cols
         fill = read(b_mode, spec.b, b_rows, cols) + share_cycles(gr, b_kt * ct * tb)
         # the tile products and the writer's untilize overlap since the writer's row writes are in flight together
         # (they added up while each NoC request waited for the previous one: runtime/emu/tile.py _niu_load)

@@ -27,11 +27,12 @@ FP32_OUT = (lambda x, y: x.float() @ y.float(), dtypes.bfloat16)
 ROUNDED_FP32_OUT = (lambda x, y: (x.float() @ y.float()).cast(dtypes.bfloat16).float(), dtypes.bfloat16)
 
 
-@pytest.mark.parametrize("form,mode", [(BF16_OUT, "pair"), (ROUNDED_FP32_OUT, "round"), (FP32_OUT, None)],
-                         ids=["bf16", "round", "fp32"])
-def test_epilogue_by_output(form, mode):
+@pytest.mark.parametrize("form,n,mode", [(BF16_OUT, 36, "pair"), (BF16_OUT, 48, "dst16"), (ROUNDED_FP32_OUT, 36, "round"),
+                                         (FP32_OUT, 36, None)], ids=["bf16", "bf16 packed rows", "round", "fp32"])
+def test_epilogue_by_output(form, n, mode):
+    """bf16 rows that start 16-byte aligned (N = 48) are written by the packer ("dst16"), others (N = 36) paired."""
     fn, dt = form
-    spec = spec_of(fn, [(40, 64), (64, 36)], dt)
+    spec = spec_of(fn, [(40, 64), (64, n)], dt)
     epi = epilogue_ctx(spec)
     srcs = plan_matmul(spec, "k", "HiFi2").render()
     if mode is None:
@@ -47,6 +48,9 @@ def test_epilogue_by_output(form, mode):
     assert "tt_set_gpr(5, 64u + 128u * (nt % MM_GROUP))" in src  # the packer takes the slot after the tile's accumulator
     assert src.index("tt_sem_take(TT_SEM_FREE)") > src.index("MM_KT; kt++")   # FREE taken after the MVMULs
     assert "fp32_to_bf16" not in srcs["ncrisc"]                  # the writer no longer rounds
+    packed = mode == "dst16"                                     # the packer writes the rows: no untilize on a RISC-V
+    assert ("untilize_row" in srcs["ncrisc"]) != packed and ("untilize_row" in srcs["brisc"]) != packed
+    assert ("panel_rows(&noc" in srcs["ncrisc"]) == packed
 
 
 @pytest.mark.parametrize("form,split", [("plain", True), ("bT", True), ("gather", False)])
