@@ -58,7 +58,7 @@ from tt_backend.lowering.codegen.mvmul import (ALU_FORMAT_MM, PACKED_ROWS_DSTACC
                                               packed_rows_words)
 from tt_backend.lowering.codegen.sources import kernel_sources
 from tt_backend.lowering.codegen.tensix import PACK_CFG
-from tt_backend.lowering.codegen.words import hex_u32
+from tt_backend.lowering.codegen.words import hex_u32, word_u32
 from tt_backend.lowering.families.family import Candidate, Family, Kernel
 from tt_backend.lowering.families.matmul_match import kernel_matmul
 from tt_backend.lowering.families.matmul_epilogue import epilogue_ctx, epilogue_mode, epilogue_tile_cycles
@@ -358,14 +358,19 @@ def args_header_mm(plan: FpuMatmulPlan) -> str:
         min(plan.spec.N, TILE * plan.block_cols))
 
 
-DST_GROUP = 4   # output tiles per A tile in SrcB: fp32 accumulators in Dst slots 0, 2, 4, 6, bf16 results in 1, 3, 5, 7
+DST_GROUP = 4   # output tiles per A tile in SrcB
+DST_SET = 4     # with an epilogue, group g accumulates in Dst slots 4 (g % 2) .. 4 (g % 2) + 3: the packer's thread
+                # rounds and packs one set while the math thread's MVMULs fill the other
 
 
 def dst_group(spec: MatmulSpec) -> int:
     """Output tiles computed together, each A tile unpacked once into SrcB for all of them (B's tiles go to SrcA one
-    after another): DST_GROUP with an epilogue, whose per-tile FREE handshake lets the packer drain the group's
-    results while the next group accumulates; 1 without (the packer reads the accumulator itself)."""
+    after another): DST_GROUP with an epilogue, which the packer's thread runs on one set of Dst slots while the
+    next group accumulates in the other (DST_SET); 1 without (the packer reads the accumulator itself)."""
     return DST_GROUP if epilogue_mode(spec) else 1
+
+
+STALL_PACK_AFTER_SFPU = word_u32("STALLWAIT", stall_res=0x4, wait_res=0x800)   # B2 packer; C11 SFPU
 
 
 def render_matmul(plan: FpuMatmulPlan) -> dict[str, str]:
@@ -376,7 +381,7 @@ def render_matmul(plan: FpuMatmulPlan) -> dict[str, str]:
     group, epi = dst_group(s), epilogue_ctx(s)
     packed = out_packed_rows(s)
     if epi:
-        w |= dst_token_words(group)
+        w |= dst_token_words(2) | {"stall_pack_after_sfpu": STALL_PACK_AFTER_SFPU}
     pck, alu = PACK_CFG["fp32"], ALU_FORMAT_MM[plan.src_format]
     if a_rows:
         w |= face_row_words()
@@ -390,8 +395,7 @@ def render_matmul(plan: FpuMatmulPlan) -> dict[str, str]:
         "in_bf16": plan.src_format == "bf16", "out_bf16": s.out.dtype == "bfloat16",
         "w": w, "unp": {i: hex_u32(v) for i, v in unp.items()}, "alu_format": hex_u32(alu),
         "pck": {i: hex_u32(v) for i, v in pck.items()}, "epi": epi, "b_split": b_split(s),
-        "a_rows": a_rows, "packed": packed, "group": group, "acc_slots": [2 * j for j in range(group)],
-        "pack_row": "64u + 128u * (nt % MM_GROUP)" if epi else "0u",
+        "a_rows": a_rows, "packed": packed, "group": group, "DST_SET": DST_SET,
     }
     return kernel_sources(ctx, "matmul_reader.c.j2", "matmul_writer.c.j2", "matmul_compute.c.j2",
                           args_header_mm(plan))

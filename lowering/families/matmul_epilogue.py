@@ -32,7 +32,7 @@ import functools
 
 from tt_backend.lowering.codegen import sfpu_ops as so
 from tt_backend.lowering.codegen.replay import replay_issue
-from tt_backend.lowering.codegen.sfpu_codegen import assemble, pool_setup
+from tt_backend.lowering.codegen.sfpu_codegen import DST_READ_GAP, assemble, pool_setup
 from tt_backend.lowering.codegen.words import hex_u32, word_u32
 from tt_backend.lowering.families.matmul_spec import MatmulSpec, out_packed_rows
 from tt_backend.lowering.families.mover_cost import epilogue_cycles
@@ -43,7 +43,7 @@ ROUND_POOL = {ROUND_ADD: 11, so.F32_INF: 12, QUIET: 13}
 POOLS = {"pair": ROUND_POOL | {HIGH: 14}, "round": ROUND_POOL | {HIGH: 14},   # the constants, in LReg11-14 (set once)
          "dst16": ROUND_POOL | {MAN7: 14}}
 EVEN, ODD = 0, 2                      # Imm10 of the even / odd columns of a row step (docs/sfpu_path.md §5.3)
-OUT_SLOT = 1                          # the Dst slot the epilogue writes and the packer reads, after the math offset's
+READ_GAP_NOPS = DST_READ_GAP         # after the row step's last store: the next step reads the same 8x16 block
 SLOT_STEP = 6                         # the address-modifier slot of the row step's last store (MVMUL leaves 6 free)
 STEPS = {"pair": 16, "round": 32, "dst16": 32}     # row steps per tile
 DST_INCR = {"pair": 4, "round": 2, "dst16": 2}    # Dst RWC per row step
@@ -91,7 +91,7 @@ def dst_field_order(e: so.Emitter, x: int, t: int, u: int) -> None:
 def body(mode: str) -> tuple[int, ...]:
     """One row step's words (the last store advances the Dst RWC by DST_INCR[mode] through slot SLOT_STEP)."""
     e = so.Emitter(POOLS[mode])
-    out = 64 * OUT_SLOT
+    out = 0                                         # in place
     e.load(0, EVEN, so.LOAD_INT32)
     result = 0
     if mode == "pair":
@@ -107,6 +107,8 @@ def body(mode: str) -> tuple[int, ...]:
     else:
         round_bf16(e, 0, (2, 3), 0, high=True)
     e.store(result, out + EVEN, addr_mode=SLOT_STEP)
+    for _ in range(READ_GAP_NOPS):
+        e.i("SFPNOP")
     assert not e.wanted, "every constant is pooled"
     return tuple(assemble(e.ins))
 
@@ -129,4 +131,4 @@ def epilogue_ctx(spec: MatmulSpec) -> dict | None:
     return {"mode": mode, "setup": [hex_u32(w) for w in pool_setup(POOLS[mode])], "body": [hex_u32(w) for w in words],
             "slot": (word_u32("SETC16", setc16_reg=12 + SLOT_STEP, setc16_value=0),
                      word_u32("SETC16", setc16_reg=28 + SLOT_STEP, setc16_value=DST_INCR[mode])),
-            "out_slot": OUT_SLOT, **issue}
+            **issue}

@@ -191,6 +191,14 @@ MM_FACE_ROW_ISSUE = 80
 # STALLWAITs around it, and the FREE / MATHDONE round trip with the pack thread before the group's next tile's
 # epilogue (bf16 512^3 timelines: 369 SFPU cycles + 104 between two epilogues of a group)
 MM_EPILOGUE_FIXED = 105
+# with an epilogue the pack thread rounds one Dst set while the math thread's MVMULs fill the other
+# (fpu_matmul.DST_SET): per tile product the math thread then spends its MVMULs or B's unpack and MM_K_BLOCK_OVERLAP
+# (bf16 512^3 HiFi4: 1,109 cycles per output tile = 16 x (64 + 5)), the pack thread per tile the epilogue and the
+# packing: one PACR stream per face row with its SETADC (128 words) and the packer's 16 bytes per cycle for a
+# packed bf16 panel (fpu_matmul.out_packed_rows; HiFi2, where this thread sets the pace: 957 per tile = 640 SFPU
+# + 105 + 212), else a face-layout fp32 tile (pack_cycles) waited for before the next epilogue
+MM_K_BLOCK_OVERLAP = 5
+MM_PACK_ROWS = 212
 
 
 def epilogue_cycles(words: int, steps: int) -> int:
@@ -248,11 +256,12 @@ def matmul_cycles(spec, phases: int, read_modes: tuple[str, str], epilogue: int,
         ct = min(block_cols, ntc - c0)
         cols = min(spec.N, 32 * ct)
         # per tile product unpacker 0 moves B's tile (A's tile, its face rows issued one by one, once per group)
-        # while the FPU runs 16 MVMULs per fidelity phase; with an epilogue (the math thread's, after the group's
-        # MVMULs) the packer drains the group's results while the next group's MVMULs run, without one it holds the
-        # Dst tile
-        mvmul = kt * (max(unpack, 16 * phases) + MM_K_BLOCK_FIXED)
-        compute = ct * (max(mvmul, pack_cycles("fp32")) + epilogue if epilogue else mvmul + pack_cycles("fp32"))
+        # while the FPU runs 16 MVMULs per fidelity phase; without an epilogue the packer holds the Dst tile
+        if epilogue:         # the epilogue and the packing on the pack thread, overlapping the next group's MVMULs
+            mvmul = kt * (max(unpack, 16 * phases) + MM_K_BLOCK_OVERLAP)
+            compute = ct * max(mvmul, epilogue + (MM_PACK_ROWS if packed_out else pack_cycles("fp32")))
+        else:
+            compute = ct * (kt * (max(unpack, 16 * phases) + MM_K_BLOCK_FIXED) + pack_cycles("fp32"))
         if packed_out:       # the panel's rows, one NoC write each, all in flight before one wait
             reader = reader_a
             writer = MM_NOC_REQUEST * rows + NOC_ROUND_TRIP + DTYPE_SIZE[spec.out.dtype] * rows * cols / NOC_BYTES_PER_CYCLE

@@ -11,7 +11,8 @@ from tinygrad.uop.ops import Ops
 
 from tt_backend.chip.isa import disasm
 from tt_backend.lowering.codegen.replay import REPLAY_WORDS
-from tt_backend.lowering.families.fpu_matmul import plan_matmul
+from tt_backend.lowering.codegen.sfpu_codegen import DST_READ_GAP
+from tt_backend.lowering.families.fpu_matmul import DST_SET, plan_matmul
 from tt_backend.lowering.families.matmul_epilogue import STEPS, body, epilogue_ctx
 from tt_backend.lowering.families.matmul_spec import match_matmul
 
@@ -42,11 +43,17 @@ def test_epilogue_by_output(form, n, mode):
     assert epi["mode"] == mode and epi["mop_steps"] == STEPS[mode]
     assert len(epi["body"]) <= REPLAY_WORDS
     ops = [disasm(w).split()[0] for w in body(mode)]
-    assert ops.count("SFPLOAD") == (2 if mode == "pair" else 1) and ops[-1] == "SFPSTORE"
+    stores = [i for i, op in enumerate(ops) if op == "SFPSTORE"]
+    assert ops.count("SFPLOAD") == (2 if mode == "pair" else 1)
+    assert ops[stores[-1] + 1:] == ["SFPNOP"] * DST_READ_GAP     # in place: the next row step reads the stored block
     assert "SFPMAD" not in ops and "SFPADD" not in ops          # integer work only: no flush, no NaN canonicalisation
     src = srcs["trisc0"]
-    assert "tt_set_gpr(5, 64u + 128u * (nt % MM_GROUP))" in src  # the packer takes the slot after the tile's accumulator
-    assert src.index("tt_sem_take(TT_SEM_FREE)") > src.index("MM_KT; kt++")   # FREE taken after the MVMULs
+    math, pack = src[src.index("#elif defined(TRISC_MATH)"):src.index("#elif defined(TRISC_PACK)")], \
+        src[src.index("#elif defined(TRISC_PACK)"):]
+    assert epi["replay_record"] not in math and epi["replay_record"] in pack   # the pack thread runs the epilogue
+    assert math.index("tt_sem_take(TT_SEM_FREE)") < math.index("MM_KT; kt++")  # a group waits for its Dst set
+    assert pack.index("tt_sem_take(TT_SEM_MATHDONE)") < pack.index(epi["mop_body"])
+    assert f"set ? {64 * DST_SET}u : 0u" in pack                 # the packer takes the tile's slot of the group's set
     assert "fp32_to_bf16" not in srcs["ncrisc"]                  # the writer no longer rounds
     packed = mode == "dst16"                                     # the packer writes the rows: no untilize on a RISC-V
     assert ("untilize_row" in srcs["ncrisc"]) != packed and ("untilize_row" in srcs["brisc"]) != packed
