@@ -113,9 +113,9 @@ def face_row_cfg(row_datums: int) -> dict[int, int]:
 
 
 def dst_token_words(slots: int) -> dict:
-    """MATHDONE and FREE counting up to `slots` Dst tiles in flight between the math thread and the packer (FREE
-    starts full): the matmul's epilogue writes each tile of a group into its own result slot, so it need not wait
-    for the packer until it comes back to a slot (fpu_matmul.dst_group)."""
+    """MATHDONE and FREE counting up to `slots` Dst sets in flight between the math thread and the packer's thread
+    (FREE starts full): with an epilogue the matmul's groups alternate between two sets of Dst slots
+    (fpu_matmul.DST_SET), so the math thread waits only for the packer to be done with the set it reuses."""
     return {"seminit_mathdone": word_u32("SEMINIT", max_value=slots, init_value=0, sem_sel=1 << SEM_MATHDONE),
             "seminit_free": word_u32("SEMINIT", max_value=slots, init_value=slots, sem_sel=1 << SEM_FREE)}
 

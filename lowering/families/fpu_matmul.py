@@ -12,18 +12,22 @@ Data flow (one Tensix core, docs/fpu_path.md §5-9):
   one after another (consecutive in L1: each UNPACR steps the Z counter by a tile), whole tiles (1024 datums): bf16
   stays bf16, fp32 is truncated to tf32 by the unpacker. A row-major A panel is unpacked face row by face row (64
   UNPACRs of 16 datums, codegen/mvmul.face_row_words), the next K block's faces issued between the group's B tiles.
-* TRISC1: ZEROACC the group's fp32 Dst tiles (slots 0, 2, 4, 6), then per K block and output tile `fidelity` phases
-  of 16 MVMULs (`Dst += SrcB @ SrcA`), the last one releasing SrcA's bank (the group's last tile: SrcB's too). The C
-  tiles accumulate in fp32 Dst over all K blocks.
-* TRISC1, after the last K block, for a bf16-rounded result: the SFPU epilogue (matmul_epilogue.py) rounds each tile
-  to bf16 (nearest even) into the next Dst slot, a bf16 output's columns paired two to a 32-bit word.
-* TRISC2: packs each fp32 tile (64 Dst rows; the epilogue's slot after one) to the output CB.
-* writer (NCRISC), and on a core without grid peers the reader (BRISC) too: each 32-row panel of C is untilized
-  (word copies: the rounding is done), by the reader rows 0..15 of every tile and by the writer rows 16..31
-  (blocks/matmul_out.c.j2: the reader reads CB_OUT through its own view and hands each tile on with a CB_OUT_UPPER
-  token), each masking the edges and writing its rows with one NoC write per row. The reader does a row block's upper
-  rows after reading the next A panel, so the untilize (about 1.3 RISC-V cycles per output) is split over two cores,
-  not added to one. On a grid the writer does all of it (the reader's shares would wait for it).
+* TRISC1: ZEROACC the group's fp32 Dst tiles (without an epilogue slot 0; with one the group's set of DST_SET slots,
+  groups alternating between slots 0-3 and 4-7), then per K block and output tile `fidelity` phases of 16 MVMULs
+  (`Dst += SrcB @ SrcA`), the last one releasing SrcA's bank (the group's last tile: SrcB's too). The C tiles
+  accumulate in fp32 Dst over all K blocks; MATHDONE hands the group (set) to TRISC2, FREE hands the set back.
+* TRISC2, for a bf16-rounded result: the SFPU epilogue (matmul_epilogue.py) rounds each tile of the group to bf16
+  (nearest even) in place while TRISC1's MVMULs fill the other set, then the packer takes the tile: a bf16 output with
+  16-byte aligned rows (matmul_spec.out_packed_rows) as bf16 rows straight into a row-major panel of the row block's
+  output (one PACR stream per face row, codegen/mvmul.packed_rows_words), else the fp32 tile to the output CB (a bf16
+  output's columns paired two to a 32-bit word). Without an epilogue it packs the fp32 tile from slot 0.
+* writer (NCRISC): a packed panel's rows, one NoC write per row. Otherwise the writer and, on a core without grid
+  peers, the reader (BRISC) too untilize each 32-row panel of C (word copies: the rounding is done), the reader rows
+  0..15 of every tile and the writer rows 16..31 (blocks/matmul_out.c.j2: the reader reads CB_OUT through its own
+  view and hands each tile on with a CB_OUT_UPPER token), each masking the edges and writing its rows with one NoC
+  write per row. The reader does a row block's upper rows after reading the next A panel, so the untilize (about
+  1.3 RISC-V cycles per output) is split over two cores, not added to one. On a grid the writer does all of it (the
+  reader's shares would wait for it).
 
 Precision: bf16 x bf16 at HiFi4 is exact per product, but the fp32 accumulation aligns each group of 8 products to
 its largest (docs/fpu_path.md §10.3), and fp32 inputs go through tf32: neither is fp32-faithful, so the FPU runs a matmul

@@ -1,19 +1,19 @@
 """The FPU matmul's epilogue: an SFPU pass over each finished fp32 C tile in Dst, between the last MVMUL and the
-packer, that does the output's bf16 rounding the writer (a RISC-V) used to do per element.
+packer, that does the output's bf16 rounding the writer (a RISC-V) used to do per element. The pack thread runs it
+(fpu_matmul.DST_SET: on one set of Dst slots while the math thread's MVMULs fill the other), in place.
 
 Modes (by the matmul's output, `epilogue_mode`):
 * "pair" (bf16 output): per row step (4 Dst rows x 8 column pairs) the even and the odd columns are loaded as raw
   32-bit words, each is rounded to bf16, and one word gets the even column's bf16 in its low half and the odd column's
-  in its high half. It is stored in the even column of Dst slot 1 (the odd column gets the rounded odd value, so the
-  whole slot is defined). The packer writes slot 1 as fp32 and the writer copies every even word of a face row: 16
-  bf16 outputs, row-major, with no arithmetic per element (blocks/untilize.c.j2, paired). 16 row steps per tile.
+  in its high half. It is stored in the even column (the odd column gets the rounded odd value, so the whole tile is
+  defined). The packer writes the tile as fp32 and the writer copies every even word of a face row: 16 bf16 outputs,
+  row-major, with no arithmetic per element (blocks/untilize.c.j2, paired). 16 row steps per tile.
 * "dst16" (bf16 output whose rows the packer writes row-major, matmul_spec.out_packed_rows): every datum rounded to
   bf16 and its 16 bits put in the high half of its word in Dst's BF16 field order (Sign, Man, Exp: the inverse of the
-  order the packer's INT16 mode stores a Dst word's high half in, docs/sfpu_path.md §8), so that the packer writes
+  order the packer's INT16 mode stores a Dst word's high half in, docs/fpu_path.md §8.6), so that the packer writes
   the rounded bf16 itself, 16 outputs per face row, with no conversion of its own. 32 row steps per tile.
-* "round" (fp32 output of a bf16-rounded result): every datum rounded in place, into slot 1; the writer copies.
-  32 row steps per tile.
-* None (fp32 output): no epilogue; the packer takes slot 0.
+* "round" (fp32 output of a bf16-rounded result): every datum rounded; the writer copies. 32 row steps per tile.
+* None (fp32 output): no epilogue.
 
 The rounding is the writer's (blocks/l1.c.j2 fp32_to_bf16, what tinygrad's cast gives on every non-NaN value): round
 to nearest even as integer arithmetic on the fp32 bits, r + 0x7fff + ((r >> 16) & 1), high half kept; a NaN keeps its
@@ -21,10 +21,9 @@ sign and high payload with the quiet bit set, (r | 0x400000) >> 16. Raw loads an
 denormals nor touch NaN, so the bits equal the RISC-V's. The packer's own fp32 -> bf16 conversion is not used: it
 rounds ties away from zero, flushes denormals and turns NaN into Inf (docs/sfpu_path.md §8).
 
-Slots are relative to the math offset, which the matmul sets to the tile's accumulator (fpu_matmul.dst_group: slot
-0, 2, 4 or 6 of Dst, the result in the next one). Slot 1 instead of writing back in place: an SFPSTORE's block of
-Dst is not readable for a few cycles and the SFPLOAD that follows it (the next row step) reads the next rows of slot
-0 (sfpu_codegen.DST_READ_GAP); slot 1 is never loaded.
+In place: the math offset selects the tile's slot. An SFPSTORE's 8x16 block of Dst is not readable for a few cycles
+(sfpu_codegen.DST_READ_GAP) and the next row step's SFPLOAD reads the same block (the odd columns of the same rows,
+or the next 4 rows of the 8), so the body ends with DST_READ_GAP SFPNOPs.
 """
 from __future__ import annotations
 
