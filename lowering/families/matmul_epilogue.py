@@ -22,8 +22,9 @@ denormals nor touch NaN, so the bits equal the RISC-V's. The packer's own fp32 -
 rounds ties away from zero, flushes denormals and turns NaN into Inf (docs/sfpu_path.md §8).
 
 In place: the math offset selects the tile's slot. An SFPSTORE's 8x16 block of Dst is not readable for a few cycles
-(sfpu_codegen.DST_READ_GAP) and the next row step's SFPLOAD reads the same block (the odd columns of the same rows,
-or the next 4 rows of the 8), so the body ends with DST_READ_GAP SFPNOPs.
+(sfpu_codegen.DST_READ_GAP), so consecutive row steps take different blocks: each step advances the Dst RWC by a
+block (BLOCK_ROWS), and a tile is 2 (pair: 4 rows, both column parities per step) or 4 passes (a column parity of 4
+rows per step) of 8 steps, each pass starting at its own address within the first block (PASS_OFFSETS, a SETRWC).
 """
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ import functools
 
 from tt_backend.lowering.codegen import sfpu_ops as so
 from tt_backend.lowering.codegen.replay import replay_issue
-from tt_backend.lowering.codegen.sfpu_codegen import DST_READ_GAP, assemble, pool_setup
+from tt_backend.lowering.codegen.sfpu_codegen import assemble, pool_setup
 from tt_backend.lowering.codegen.words import hex_u32, word_u32
 from tt_backend.lowering.families.matmul_spec import MatmulSpec, out_packed_rows
 from tt_backend.lowering.families.mover_cost import epilogue_cycles
@@ -42,10 +43,10 @@ ROUND_POOL = {ROUND_ADD: 11, so.F32_INF: 12, QUIET: 13}
 POOLS = {"pair": ROUND_POOL | {HIGH: 14}, "round": ROUND_POOL | {HIGH: 14},   # the constants, in LReg11-14 (set once)
          "dst16": ROUND_POOL | {MAN7: 14}}
 EVEN, ODD = 0, 2                      # Imm10 of the even / odd columns of a row step (docs/sfpu_path.md §5.3)
-READ_GAP_NOPS = DST_READ_GAP         # after the row step's last store: the next step reads the same 8x16 block
 SLOT_STEP = 6                         # the address-modifier slot of the row step's last store (MVMUL leaves 6 free)
 STEPS = {"pair": 16, "round": 32, "dst16": 32}     # row steps per tile
-DST_INCR = {"pair": 4, "round": 2, "dst16": 2}    # Dst RWC per row step
+BLOCK_ROWS = 8                        # Dst rows of an 8x16 block: the Dst RWC per row step (one block per step)
+PASS_OFFSETS = {"pair": (0, 4), "round": (0, 2, 4, 6), "dst16": (0, 2, 4, 6)}   # each pass's first Dst address
 
 
 def epilogue_mode(spec: MatmulSpec) -> str | None:
@@ -88,7 +89,7 @@ def dst_field_order(e: so.Emitter, x: int, t: int, u: int) -> None:
 
 @functools.lru_cache(maxsize=None)
 def body(mode: str) -> tuple[int, ...]:
-    """One row step's words (the last store advances the Dst RWC by DST_INCR[mode] through slot SLOT_STEP)."""
+    """One row step's words (the last store advances the Dst RWC by BLOCK_ROWS through slot SLOT_STEP)."""
     e = so.Emitter(POOLS[mode])
     out = 0                                         # in place
     e.load(0, EVEN, so.LOAD_INT32)
@@ -106,8 +107,6 @@ def body(mode: str) -> tuple[int, ...]:
     else:
         round_bf16(e, 0, (2, 3), 0, high=True)
     e.store(result, out + EVEN, addr_mode=SLOT_STEP)
-    for _ in range(READ_GAP_NOPS):
-        e.i("SFPNOP")
     assert not e.wanted, "every constant is pooled"
     return tuple(assemble(e.ins))
 
@@ -125,9 +124,10 @@ def epilogue_ctx(spec: MatmulSpec) -> dict | None:
     if mode is None:
         return None
     words = body(mode)
-    issue = replay_issue(len(words), STEPS[mode])
+    issue = replay_issue(len(words), STEPS[mode] // len(PASS_OFFSETS[mode]))
     assert issue is not None, f"the {mode} epilogue fits the replay buffer"
     return {"mode": mode, "setup": [hex_u32(w) for w in pool_setup(POOLS[mode])], "body": [hex_u32(w) for w in words],
             "slot": (word_u32("SETC16", setc16_reg=12 + SLOT_STEP, setc16_value=0),
-                     word_u32("SETC16", setc16_reg=28 + SLOT_STEP, setc16_value=DST_INCR[mode])),
+                     word_u32("SETC16", setc16_reg=28 + SLOT_STEP, setc16_value=BLOCK_ROWS)),
+            "passes": [word_u32("SETRWC", bit_mask=4, rwc_d=a) for a in PASS_OFFSETS[mode]],
             **issue}

@@ -11,9 +11,8 @@ from tinygrad.uop.ops import Ops
 
 from tt_backend.chip.isa import disasm
 from tt_backend.lowering.codegen.replay import REPLAY_WORDS
-from tt_backend.lowering.codegen.sfpu_codegen import DST_READ_GAP
 from tt_backend.lowering.families.fpu_matmul import DST_SET, plan_matmul
-from tt_backend.lowering.families.matmul_epilogue import STEPS, body, epilogue_ctx
+from tt_backend.lowering.families.matmul_epilogue import BLOCK_ROWS, PASS_OFFSETS, STEPS, body, epilogue_ctx
 from tt_backend.lowering.families.matmul_spec import match_matmul
 
 
@@ -40,12 +39,15 @@ def test_epilogue_by_output(form, n, mode):
         assert epi is None
         assert "SFPLOAD" not in srcs["trisc0"] and "tt_set_gpr(5, 0u)" in srcs["trisc0"]   # the packer takes slot 0
         return
-    assert epi["mode"] == mode and epi["mop_steps"] == STEPS[mode]
+    assert epi["mode"] == mode and epi["mop_steps"] * len(epi["passes"]) == STEPS[mode]
     assert len(epi["body"]) <= REPLAY_WORDS
     ops = [disasm(w).split()[0] for w in body(mode)]
-    stores = [i for i, op in enumerate(ops) if op == "SFPSTORE"]
-    assert ops.count("SFPLOAD") == (2 if mode == "pair" else 1)
-    assert ops[stores[-1] + 1:] == ["SFPNOP"] * DST_READ_GAP     # in place: the next row step reads the stored block
+    assert ops.count("SFPLOAD") == (2 if mode == "pair" else 1) and ops[-1] == "SFPSTORE"
+    # in place, consecutive row steps in different Dst blocks (a store's block is unreadable for a few cycles): a
+    # tile's steps are passes over its 8 blocks, each pass from its own address in the first block
+    assert epi["mop_steps"] * BLOCK_ROWS == 64
+    covered = sorted(a + BLOCK_ROWS * k for a in PASS_OFFSETS[mode] for k in range(epi["mop_steps"]))
+    assert covered == list(range(0, 64, 64 // STEPS[mode]))
     assert "SFPMAD" not in ops and "SFPADD" not in ops          # integer work only: no flush, no NaN canonicalisation
     src = srcs["trisc0"]
     math, pack = src[src.index("#elif defined(TRISC_MATH)"):src.index("#elif defined(TRISC_PACK)")], \
