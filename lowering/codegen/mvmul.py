@@ -145,4 +145,4 @@ def packed_rows_cfg(pack_cfg: dict[int, int]) -> dict[int, int]:
     return pack_cfg | {70: 0x991, 14: 32 << 16}
 
 
-PACKED_ROWS_DSTACC = 9 << 25   # cfg 1 ALU_FORMAT_SPEC_REG2_Dstacc = INT16: read only by the packer (docs/fpu_path.md §6)
+PACKED_ROWS_DSTACC = 9 << 25   # cfg 1 ALU_FORMAT_SPEC_REG2_Dstacc = INT16: read only by the packer (docs/fpu_path.md §8.6)
