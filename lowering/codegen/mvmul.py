@@ -110,3 +110,39 @@ def face_row_cfg(row_datums: int) -> dict[int, int]:
     """Unpacker 1's configuration for face_row_words on bf16 rows of `row_datums`: TileDescriptor x_dim (cfg 112),
     y_dim 16 (cfg 113: the ch0 z stride is 16 rows), UNP1 Zstride 32 bytes (cfg 59: one SrcB row of bf16)."""
     return {112: row_datums << 16 | UNPACK_CFG_MM["bf16"][112] & 0xFFFF, 113: 0x00010010, 59: 32}
+
+
+def dst_token_words(slots: int) -> dict:
+    """MATHDONE and FREE counting up to `slots` Dst sets in flight between the math thread and the packer's thread
+    (FREE starts full): with an epilogue the matmul's groups alternate between two sets of Dst slots
+    (fpu_matmul.DST_SET), so the math thread waits only for the packer to be done with the set it reuses."""
+    return {"seminit_mathdone": word_u32("SEMINIT", max_value=slots, init_value=0, sem_sel=1 << SEM_MATHDONE),
+            "seminit_free": word_u32("SEMINIT", max_value=slots, init_value=slots, sem_sel=1 << SEM_FREE)}
+
+
+def packed_rows_words(pitch: int) -> dict:
+    """The packer writing a Dst tile row-major into a panel of `pitch`-byte rows in L1 instead of a face-layout slot
+    (fpu_matmul with matmul_spec.out_packed_rows): one PACR stream per face row (read_intf_sel=1: one Dst row of 16
+    datums, `last` on each), each placed by a SETADC of ch1.Y: with Ystride1 = 32 bytes (16 bf16, half a tile row,
+    packed_rows_cfg) the stream starts at L1_Dest + 32 * ch1.Y, so face f's row r (tile row 16 (f // 2) + r,
+    columns 16 (f % 2)..) goes to ch1.Y = (tile row) * pitch / 32 + f % 2. The Dst side walks the tile as the
+    face-layout pack does (ADDR_MOD_PACK_SEC0: Y += 1 per row, SEC1: next face, SEC2: tile done). The same scheme
+    as tests/diff/test_diff_pack_ttsim.py's "untilize" cases, bit-exact against ttsim."""
+    assert pitch % 32 == 0 and (31 * pitch) // 32 + 1 < 1 << 13, "ch1.Y is a 13-bit counter"
+    rows = []
+    for face in range(4):
+        for r in range(16):
+            rows.append(word_u32("SETADC", cnt_set_mask=4, channel_index=1, dimension_index=1,
+                                 value=(16 * (face // 2) + r) * pitch // 32 + face % 2))
+            rows.append(word_u32("PACR", read_intf_sel=1, last=1, addr_mode=0 if r < 15 else 2 if face == 3 else 1))
+    return {"pack_sec0": word_u32("SETC16", setc16_reg=37, setc16_value=1), "pacr_panel_rows": rows}
+
+
+def packed_rows_cfg(pack_cfg: dict[int, int]) -> dict[int, int]:
+    """The packer's configuration for packed_rows_words from the bf16 one: In = Out = INT16 (the raw high half of a
+    Dst word, in Dst's field order: the epilogue's "dst16" words make it the rounded bf16; the math thread sets
+    ALU_FORMAT_SPEC_REG2_Dstacc to INT16 to match, PACKED_ROWS_DSTACC), Ystride1 (cfg 14) 32 bytes."""
+    return pack_cfg | {70: 0x991, 14: 32 << 16}
+
+
+PACKED_ROWS_DSTACC = 9 << 25   # cfg 1 ALU_FORMAT_SPEC_REG2_Dstacc = INT16: read only by the packer (docs/fpu_path.md §8.6)

@@ -12,18 +12,22 @@ Data flow (one Tensix core, docs/fpu_path.md §5-9):
   one after another (consecutive in L1: each UNPACR steps the Z counter by a tile), whole tiles (1024 datums): bf16
   stays bf16, fp32 is truncated to tf32 by the unpacker. A row-major A panel is unpacked face row by face row (64
   UNPACRs of 16 datums, codegen/mvmul.face_row_words), the next K block's faces issued between the group's B tiles.
-* TRISC1: ZEROACC the group's fp32 Dst tiles (slots 0, 2, 4, 6), then per K block and output tile `fidelity` phases
-  of 16 MVMULs (`Dst += SrcB @ SrcA`), the last one releasing SrcA's bank (the group's last tile: SrcB's too). The C
-  tiles accumulate in fp32 Dst over all K blocks.
-* TRISC1, after the last K block, for a bf16-rounded result: the SFPU epilogue (matmul_epilogue.py) rounds each tile
-  to bf16 (nearest even) into the next Dst slot, a bf16 output's columns paired two to a 32-bit word.
-* TRISC2: packs each fp32 tile (64 Dst rows; the epilogue's slot after one) to the output CB.
-* writer (NCRISC), and on a core without grid peers the reader (BRISC) too: each 32-row panel of C is untilized
-  (word copies: the rounding is done), by the reader rows 0..15 of every tile and by the writer rows 16..31
-  (blocks/matmul_out.c.j2: the reader reads CB_OUT through its own view and hands each tile on with a CB_OUT_UPPER
-  token), each masking the edges and writing its rows with one NoC write per row. The reader does a row block's upper
-  rows after reading the next A panel, so the untilize (about 1.3 RISC-V cycles per output) is split over two cores,
-  not added to one. On a grid the writer does all of it (the reader's shares would wait for it).
+* TRISC1: ZEROACC the group's fp32 Dst tiles (without an epilogue slot 0; with one the group's set of DST_SET slots,
+  groups alternating between slots 0-3 and 4-7), then per K block and output tile `fidelity` phases of 16 MVMULs
+  (`Dst += SrcB @ SrcA`), the last one releasing SrcA's bank (the group's last tile: SrcB's too). The C tiles
+  accumulate in fp32 Dst over all K blocks; MATHDONE hands the group (set) to TRISC2, FREE hands the set back.
+* TRISC2, for a bf16-rounded result: the SFPU epilogue (matmul_epilogue.py) rounds each tile of the group to bf16
+  (nearest even) in place while TRISC1's MVMULs fill the other set, then the packer takes the tile: a bf16 output with
+  16-byte aligned rows (matmul_spec.out_packed_rows) as bf16 rows straight into a row-major panel of the row block's
+  output (one PACR stream per face row, codegen/mvmul.packed_rows_words), else the fp32 tile to the output CB (a bf16
+  output's columns paired two to a 32-bit word). Without an epilogue it packs the fp32 tile from slot 0.
+* writer (NCRISC): a packed panel's rows, one NoC write per row. Otherwise the writer and, on a core without grid
+  peers, the reader (BRISC) too untilize each 32-row panel of C (word copies: the rounding is done), the reader rows
+  0..15 of every tile and the writer rows 16..31 (blocks/matmul_out.c.j2: the reader reads CB_OUT through its own
+  view and hands each tile on with a CB_OUT_UPPER token), each masking the edges and writing its rows with one NoC
+  write per row. The reader does a row block's upper rows after reading the next A panel, so the untilize (about
+  1.3 RISC-V cycles per output) is split over two cores, not added to one. On a grid the writer does all of it (the
+  reader's shares would wait for it).
 
 Precision: bf16 x bf16 at HiFi4 is exact per product, but the fp32 accumulation aligns each group of 8 products to
 its largest (docs/fpu_path.md §10.3), and fp32 inputs go through tf32: neither is fp32-faithful, so the FPU runs a matmul
@@ -53,16 +57,18 @@ from dataclasses import dataclass
 import numpy as np
 
 from tt_backend.lowering.codegen.l1 import CAPACITY, l1_bytes, place
-from tt_backend.lowering.codegen.mvmul import (ALU_FORMAT_MM, UNPACK_CFG_MM, UNPACK_CFG_MM_COMMON, face_row_cfg,
-                                              face_row_words, matmul_words)
+from tt_backend.lowering.codegen.mvmul import (ALU_FORMAT_MM, PACKED_ROWS_DSTACC, UNPACK_CFG_MM, UNPACK_CFG_MM_COMMON,
+                                              dst_token_words, face_row_cfg, face_row_words, matmul_words, packed_rows_cfg,
+                                              packed_rows_words)
 from tt_backend.lowering.codegen.sources import kernel_sources
 from tt_backend.lowering.codegen.tensix import PACK_CFG
-from tt_backend.lowering.codegen.words import hex_u32
+from tt_backend.lowering.codegen.words import hex_u32, word_u32
 from tt_backend.lowering.families.family import Candidate, Family, Kernel
 from tt_backend.lowering.families.matmul_match import kernel_matmul
 from tt_backend.lowering.families.matmul_epilogue import epilogue_ctx, epilogue_mode, epilogue_tile_cycles
 from tt_backend.lowering.families.matmul_spec import (TILE, MatmulKernelPlan, MatmulSpec, line_bytes,
-                                                      matmul_args_header, matmul_io, operand_ctx, out_pitch)
+                                                      matmul_args_header, matmul_io, operand_ctx, out_packed_rows,
+                                                      out_pitch)
 from tt_backend.lowering.families.mover_cost import MM_STAGE_ROWS_BYTES, matmul_cycles, split_ranges
 from tt_backend.lowering.placement.guarantee import acceptable, fpu_reduction_guarantee
 from tt_backend.lowering.placement.reference import bf16_round, rel_error, sample_inputs
@@ -98,7 +104,7 @@ class FpuMatmulPlan(MatmulKernelPlan):
         modes = ("panel" if a_panel_rows(self.spec) else operand_ctx(self.spec.a)["mode"],
                  operand_ctx(self.spec.b)["mode"])
         return matmul_cycles(self.spec, self.phases, modes, epilogue_tile_cycles(self.spec), b_split(self.spec),
-                             self.block_cols, grid, dst_group(self.spec))
+                             self.block_cols, grid, dst_group(self.spec), out_packed_rows(self.spec))
 
     def blocks(self, grid: tuple[int, int] | None = None) -> list[tuple[int, int, int, int]]:
         """Each core's (MT0, MT1, NT0, NT1): row blocks and column tiles, row-major over the grid."""
@@ -242,8 +248,10 @@ def plan_matmul(spec: MatmulSpec, name: str, fidelity: str, predicted_err: float
 
 
 def allocate_matmul_l1(plan: FpuMatmulPlan) -> FpuMatmulPlan:
-    """L1 for the widest block of B's columns that fits (all of them when B fits: `block_cols`)."""
-    for nb in range(plan.tiles[1], 0, -1):
+    """L1 for the widest block of B's columns that fits (all of them when B fits: `block_cols`; with the packer
+    writing the output panel, at most PACKED_MAX_NB: its row offsets are a 13-bit counter, packed_rows_words)."""
+    widest = min(plan.tiles[1], PACKED_MAX_NB) if out_packed_rows(plan.spec) else plan.tiles[1]
+    for nb in range(widest, 0, -1):
         sizes = matmul_l1_sizes(plan, nb)
         if (l1 := place(sizes)) is not None:
             plan.l1, plan.block_cols = l1, nb
@@ -251,6 +259,14 @@ def allocate_matmul_l1(plan: FpuMatmulPlan) -> FpuMatmulPlan:
     s = plan.spec
     raise UnsupportedOp(f"{plan.name}: matmul {s.M}x{s.K} @ {s.K}x{s.N} needs {l1_bytes(sizes)} bytes of L1 "
                         f"(one column tile of B resident: {sizes['cb_b']}), more than the {CAPACITY} available")
+
+
+PACKED_MAX_NB = 128   # column tiles of a packed output panel (ch1.Y up to 31 * 64 * 128 / 32 + 1 < 2^13)
+
+
+def panel_pitch(nb: int) -> int:
+    """Bytes per row of the packer's output panel (out_packed_rows): nb column tiles of bf16."""
+    return 2 * TILE * nb
 
 
 STAGE_ROWS_BYTES = MM_STAGE_ROWS_BYTES   # the tilizers' staging area: several rows per NoC wait
@@ -270,10 +286,13 @@ def matmul_l1_sizes(plan: FpuMatmulPlan, nb: int) -> dict[str, int]:
     sizes = {
         "cb_b": kt * nb * tb,                                    # a block of B's columns (one batch), depth 1
         "cb_a": 2 * kt * tb,                                     # A panels, depth 2
-        "cb_out": 2 * 4096,                                      # fp32 C tiles, depth 2
         "stage_in": stage_bytes(s),
-        "stage_out": TILE * out_pitch(min(s.N, TILE * nb), DTYPE_SIZE[s.out.dtype]),
     }
+    if out_packed_rows(s):
+        sizes["cb_out"] = 2 * TILE * panel_pitch(nb)             # the packer's output panels, depth 2
+    else:
+        sizes["cb_out"] = 2 * 4096                               # fp32 C tiles, depth 2
+        sizes["stage_out"] = TILE * out_pitch(min(s.N, TILE * nb), DTYPE_SIZE[s.out.dtype])
     if b_split(s):
         sizes["stage_in_w"] = sizes["stage_in"]                 # the writer's staging line for B's lower rows
     return sizes
@@ -318,6 +337,9 @@ def args_header_mm(plan: FpuMatmulPlan) -> str:
     upper = ["#define CB_OUT_UPPER 4u  /* reader -> writer: a C tile's upper rows untilized (blocks/matmul_out) */",
              "/* the output's untilize split between reader and writer: on a core without grid peers only */",
              "#define MM_SPLIT_OUT (tt_arg(ARG_MM_ROW_N) == 1u && tt_arg(ARG_MM_COL_N) == 1u)"]
+    if out_packed_rows(plan.spec):
+        upper += [f"#define MM_PANEL_PITCH {panel_pitch(plan.block_cols)}u  /* the packer's output panel: row r at "
+                  "slot + r * pitch */"]
     panel_rows = [f"#define MM_A_PITCH {2 * plan.spec.K}u  /* A's panels row-major: row r at slot + r * pitch */"
                   ] if a_panel_rows(plan.spec) else []
     n, sem = len(plan.buffers), sem_word(plan)
@@ -340,14 +362,19 @@ def args_header_mm(plan: FpuMatmulPlan) -> str:
         min(plan.spec.N, TILE * plan.block_cols))
 
 
-DST_GROUP = 4   # output tiles per A tile in SrcB: fp32 accumulators in Dst slots 0, 2, 4, 6, bf16 results in 1, 3, 5, 7
+DST_GROUP = 4   # output tiles per A tile in SrcB
+DST_SET = 4     # with an epilogue, group g accumulates in Dst slots 4 (g % 2) .. 4 (g % 2) + 3: the packer's thread
+                # rounds and packs one set while the math thread's MVMULs fill the other
 
 
 def dst_group(spec: MatmulSpec) -> int:
     """Output tiles computed together, each A tile unpacked once into SrcB for all of them (B's tiles go to SrcA one
-    after another): DST_GROUP with an epilogue, whose per-tile FREE handshake lets the packer drain the group's
-    results while the next group accumulates; 1 without (the packer reads the accumulator itself)."""
+    after another): DST_GROUP with an epilogue, which the packer's thread runs on one set of Dst slots while the
+    next group accumulates in the other (DST_SET); 1 without (the packer reads the accumulator itself)."""
     return DST_GROUP if epilogue_mode(spec) else 1
+
+
+STALL_PACK_AFTER_SFPU = word_u32("STALLWAIT", stall_res=0x4, wait_res=0x800)   # B2 packer; C11 SFPU
 
 
 def render_matmul(plan: FpuMatmulPlan) -> dict[str, str]:
@@ -356,17 +383,23 @@ def render_matmul(plan: FpuMatmulPlan) -> dict[str, str]:
     unp = dict(UNPACK_CFG_MM[plan.src_format]) | UNPACK_CFG_MM_COMMON
     a_rows = a_panel_rows(s)
     group, epi = dst_group(s), epilogue_ctx(s)
+    packed = out_packed_rows(s)
+    if epi:
+        w |= dst_token_words(2) | {"stall_pack_after_sfpu": STALL_PACK_AFTER_SFPU}
+    pck, alu = PACK_CFG["fp32"], ALU_FORMAT_MM[plan.src_format]
     if a_rows:
         w |= face_row_words()
         unp |= face_row_cfg(s.K)
+    if packed:
+        w |= packed_rows_words(panel_pitch(plan.block_cols))
+        pck, alu = packed_rows_cfg(PACK_CFG["bf16"]), alu | PACKED_ROWS_DSTACC
     ctx = {
         "name": plan.name, "spec": s, "fidelity": plan.fidelity, "phases": plan.phases, "src_format": plan.src_format,
         "a": operand_ctx(s.a), "b": operand_ctx(s.b), "out": operand_ctx(s.out),
         "in_bf16": plan.src_format == "bf16", "out_bf16": s.out.dtype == "bfloat16",
-        "w": w, "unp": {i: hex_u32(v) for i, v in unp.items()}, "alu_format": hex_u32(ALU_FORMAT_MM[plan.src_format]),
-        "pck": {i: hex_u32(v) for i, v in PACK_CFG["fp32"].items()}, "epi": epi, "b_split": b_split(s),
-        "a_rows": a_rows, "group": group, "acc_slots": [2 * j for j in range(group)],
-        "pack_row": "64u + 128u * (nt % MM_GROUP)" if epi else "0u",
+        "w": w, "unp": {i: hex_u32(v) for i, v in unp.items()}, "alu_format": hex_u32(alu),
+        "pck": {i: hex_u32(v) for i, v in pck.items()}, "epi": epi, "b_split": b_split(s),
+        "a_rows": a_rows, "packed": packed, "group": group, "DST_SET": DST_SET,
     }
     return kernel_sources(ctx, "matmul_reader.c.j2", "matmul_writer.c.j2", "matmul_compute.c.j2",
                           args_header_mm(plan))

@@ -1,15 +1,19 @@
 """The FPU matmul's epilogue: an SFPU pass over each finished fp32 C tile in Dst, between the last MVMUL and the
-packer, that does the output's bf16 rounding the writer (a RISC-V) used to do per element.
+packer, that does the output's bf16 rounding the writer (a RISC-V) used to do per element. The pack thread runs it
+(fpu_matmul.DST_SET: on one set of Dst slots while the math thread's MVMULs fill the other), in place.
 
 Modes (by the matmul's output, `epilogue_mode`):
 * "pair" (bf16 output): per row step (4 Dst rows x 8 column pairs) the even and the odd columns are loaded as raw
   32-bit words, each is rounded to bf16, and one word gets the even column's bf16 in its low half and the odd column's
-  in its high half. It is stored in the even column of Dst slot 1 (the odd column gets the rounded odd value, so the
-  whole slot is defined). The packer writes slot 1 as fp32 and the writer copies every even word of a face row: 16
-  bf16 outputs, row-major, with no arithmetic per element (blocks/untilize.c.j2, paired). 16 row steps per tile.
-* "round" (fp32 output of a bf16-rounded result): every datum rounded in place, into slot 1; the writer copies.
-  32 row steps per tile.
-* None (fp32 output): no epilogue; the packer takes slot 0.
+  in its high half. It is stored in the even column (the odd column gets the rounded odd value, so the whole tile is
+  defined). The packer writes the tile as fp32 and the writer copies every even word of a face row: 16 bf16 outputs,
+  row-major, with no arithmetic per element (blocks/untilize.c.j2, paired). 16 row steps per tile.
+* "dst16" (bf16 output whose rows the packer writes row-major, matmul_spec.out_packed_rows): every datum rounded to
+  bf16 and its 16 bits put in the high half of its word in Dst's BF16 field order (Sign, Man, Exp: the inverse of the
+  order the packer's INT16 mode stores a Dst word's high half in, docs/fpu_path.md §8.6), so that the packer writes
+  the rounded bf16 itself, 16 outputs per face row, with no conversion of its own. 32 row steps per tile.
+* "round" (fp32 output of a bf16-rounded result): every datum rounded; the writer copies. 32 row steps per tile.
+* None (fp32 output): no epilogue.
 
 The rounding is the writer's (blocks/l1.c.j2 fp32_to_bf16, what tinygrad's cast gives on every non-NaN value): round
 to nearest even as integer arithmetic on the fp32 bits, r + 0x7fff + ((r >> 16) & 1), high half kept; a NaN keeps its
@@ -17,10 +21,10 @@ sign and high payload with the quiet bit set, (r | 0x400000) >> 16. Raw loads an
 denormals nor touch NaN, so the bits equal the RISC-V's. The packer's own fp32 -> bf16 conversion is not used: it
 rounds ties away from zero, flushes denormals and turns NaN into Inf (docs/sfpu_path.md §8).
 
-Slots are relative to the math offset, which the matmul sets to the tile's accumulator (fpu_matmul.dst_group: slot
-0, 2, 4 or 6 of Dst, the result in the next one). Slot 1 instead of writing back in place: an SFPSTORE's block of
-Dst is not readable for a few cycles and the SFPLOAD that follows it (the next row step) reads the next rows of slot
-0 (sfpu_codegen.DST_READ_GAP); slot 1 is never loaded.
+In place: the math offset selects the tile's slot. An SFPSTORE's 8x16 block of Dst is not readable for a few cycles
+(sfpu_codegen.DST_READ_GAP), so consecutive row steps take different blocks: each step advances the Dst RWC by a
+block (BLOCK_ROWS), and a tile is 2 (pair: 4 rows, both column parities per step) or 4 passes (a column parity of 4
+rows per step) of 8 steps, each pass starting at its own address within the first block (PASS_OFFSETS, a SETRWC).
 """
 from __future__ import annotations
 
@@ -30,27 +34,31 @@ from tt_backend.lowering.codegen import sfpu_ops as so
 from tt_backend.lowering.codegen.replay import replay_issue
 from tt_backend.lowering.codegen.sfpu_codegen import assemble, pool_setup
 from tt_backend.lowering.codegen.words import hex_u32, word_u32
-from tt_backend.lowering.families.matmul_spec import MatmulSpec
+from tt_backend.lowering.families.matmul_spec import MatmulSpec, out_packed_rows
 from tt_backend.lowering.families.mover_cost import epilogue_cycles
 
 ROUND_ADD, QUIET, HIGH = 0x7FFF, 0x00400000, 0xFFFF0000
-POOL = {ROUND_ADD: 11, so.F32_INF: 12, QUIET: 13, HIGH: 14}   # the constants, in LReg11-14 (set once)
+MAN7 = 0x007F0000                    # a bf16's mantissa field, in Dst's field order (bits 22..16)
+ROUND_POOL = {ROUND_ADD: 11, so.F32_INF: 12, QUIET: 13}
+POOLS = {"pair": ROUND_POOL | {HIGH: 14}, "round": ROUND_POOL | {HIGH: 14},   # the constants, in LReg11-14 (set once)
+         "dst16": ROUND_POOL | {MAN7: 14}}
 EVEN, ODD = 0, 2                      # Imm10 of the even / odd columns of a row step (docs/sfpu_path.md §5.3)
-OUT_SLOT = 1                          # the Dst slot the epilogue writes and the packer reads, after the math offset's
 SLOT_STEP = 6                         # the address-modifier slot of the row step's last store (MVMUL leaves 6 free)
-STEPS = {"pair": 16, "round": 32}     # row steps per tile
-DST_INCR = {"pair": 4, "round": 2}    # Dst RWC per row step
+STEPS = {"pair": 16, "round": 32, "dst16": 32}     # row steps per tile
+BLOCK_ROWS = 8                        # Dst rows of an 8x16 block: the Dst RWC per row step (one block per step)
+PASS_OFFSETS = {"pair": (0, 4), "round": (0, 2, 4, 6), "dst16": (0, 2, 4, 6)}   # each pass's first Dst address
 
 
 def epilogue_mode(spec: MatmulSpec) -> str | None:
     if spec.out.dtype == "bfloat16":
-        return "pair"
+        return "dst16" if out_packed_rows(spec) else "pair"
     return "round" if spec.round_bf16 else None
 
 
-def round_bf16(e: so.Emitter, r: int, t: tuple[int, int], out: int, high: bool) -> None:
+def round_bf16(e: so.Emitter, r: int, t: tuple[int, int], out: int | None, high: bool) -> None:
     """out = the bf16 of fp32 bits r (the writer's rounding, see the module doc) in out's high half (high: low half
-    zero) or its low half (high half zero). r is kept unless out == r; t: two scratch LRegs. 9 instructions."""
+    zero) or its low half (high half zero); out None: left in t[0]'s high half (its low half not cleared). r is kept
+    unless out == r; t: two scratch LRegs. 9 instructions (8 for out None)."""
     t1, t3 = t
     e.shl(t1, r, 15)
     e.shr(t1, t1, 31)                               # (r >> 16) & 1
@@ -60,27 +68,45 @@ def round_bf16(e: so.Emitter, r: int, t: tuple[int, int], out: int, high: bool) 
     e.gt(t3, e.creg(t3, so.F32_INF))                # NaN lanes: |r| > Inf
     e.or3(t1, r, e.creg(t3, QUIET))
     e.endif()
+    if out is None:
+        return
     if high:
         e.and3(out, t1, e.creg(t3, HIGH))
     else:
         e.shr(out, t1, 16)
 
 
+def dst_field_order(e: so.Emitter, x: int, t: int, u: int) -> None:
+    """x = its high half (a bf16: Sign, Exp, Man) with the fields in Dst's order Sign, Man, Exp (low half zero); t, u:
+    scratch LRegs. 6 instructions."""
+    e.shl(t, x, 7)
+    e.and3(t, t, e.creg(u, so.F32_INF))            # the exponent, to bits 30..23
+    e.shr(u, x, 8)
+    e.and3(u, u, e.creg(u, MAN7))                  # the mantissa, to bits 22..16
+    e.or3(t, t, u)
+    e.setsgn_from_d(x, t)                          # x's sign with them
+
+
 @functools.lru_cache(maxsize=None)
 def body(mode: str) -> tuple[int, ...]:
-    """One row step's words (the last store advances the Dst RWC by DST_INCR[mode] through slot SLOT_STEP)."""
-    e = so.Emitter(POOL)
-    out = 64 * OUT_SLOT
+    """One row step's words (the last store advances the Dst RWC by BLOCK_ROWS through slot SLOT_STEP)."""
+    e = so.Emitter(POOLS[mode])
+    out = 0                                         # in place
     e.load(0, EVEN, so.LOAD_INT32)
+    result = 0
     if mode == "pair":
         e.load(1, ODD, so.LOAD_INT32)
         round_bf16(e, 0, (2, 3), 0, high=False)
         round_bf16(e, 1, (2, 3), 1, high=True)
         e.or3(0, 0, 1)                              # even column's bf16 low, odd column's high
         e.store(1, out + ODD)
+    elif mode == "dst16":
+        round_bf16(e, 0, (2, 3), None, high=True)
+        dst_field_order(e, 2, 3, 1)
+        result = 2
     else:
         round_bf16(e, 0, (2, 3), 0, high=True)
-    e.store(0, out + EVEN, addr_mode=SLOT_STEP)
+    e.store(result, out + EVEN, addr_mode=SLOT_STEP)
     assert not e.wanted, "every constant is pooled"
     return tuple(assemble(e.ins))
 
@@ -98,9 +124,10 @@ def epilogue_ctx(spec: MatmulSpec) -> dict | None:
     if mode is None:
         return None
     words = body(mode)
-    issue = replay_issue(len(words), STEPS[mode])
+    issue = replay_issue(len(words), STEPS[mode] // len(PASS_OFFSETS[mode]))
     assert issue is not None, f"the {mode} epilogue fits the replay buffer"
-    return {"mode": mode, "setup": [hex_u32(w) for w in pool_setup(POOL)], "body": [hex_u32(w) for w in words],
+    return {"mode": mode, "setup": [hex_u32(w) for w in pool_setup(POOLS[mode])], "body": [hex_u32(w) for w in words],
             "slot": (word_u32("SETC16", setc16_reg=12 + SLOT_STEP, setc16_value=0),
-                     word_u32("SETC16", setc16_reg=28 + SLOT_STEP, setc16_value=DST_INCR[mode])),
-            "out_slot": OUT_SLOT, **issue}
+                     word_u32("SETC16", setc16_reg=28 + SLOT_STEP, setc16_value=BLOCK_ROWS)),
+            "passes": [word_u32("SETRWC", bit_mask=4, rwc_d=a) for a in PASS_OFFSETS[mode]],
+            **issue}

@@ -217,6 +217,20 @@ def line_bytes(n: int, esz: int) -> int:
     return (n * esz + 64 + 63) & ~63
 
 
+PACKED_ROW_ALIGN = 8   # elements: a bf16 output row that starts on a 16-byte boundary in DRAM
+
+
+def out_packed_rows(spec: MatmulSpec) -> bool:
+    """Whether the packer writes the FPU matmul's output row-major into a 32-row panel in L1 (one PACR stream per face
+    row, placed by the packer's ch1.Y: docs/fpu_path.md §8.6, tests/diff/test_diff_pack_ttsim.py "untilize") and the
+    writer only sends the panel's rows, with no untilize on a RISC-V: a bf16 output whose rows are contiguous and
+    start on 16-byte boundaries (a packer stream starts on one, a NoC write wants the same address mod 16 at both
+    ends)."""
+    o = spec.out
+    return (o.dtype == "bfloat16" and o.gather is None and o.cs == 1
+            and all(v % PACKED_ROW_ALIGN == 0 for v in (o.rs, o.offset, *o.bs)))
+
+
 def out_pitch(n: int, esz: int) -> int:
     """The writer's staging row pitch for n output elements: 16-byte aligned, plus 16 bytes of slack."""
     return ((n * esz + 15) & ~15) + 16

@@ -191,6 +191,14 @@ MM_FACE_ROW_ISSUE = 80
 # STALLWAITs around it, and the FREE / MATHDONE round trip with the pack thread before the group's next tile's
 # epilogue (bf16 512^3 timelines: 369 SFPU cycles + 104 between two epilogues of a group)
 MM_EPILOGUE_FIXED = 105
+# with an epilogue the pack thread rounds one Dst set while the math thread's MVMULs fill the other
+# (fpu_matmul.DST_SET): per tile product the math thread then spends its MVMULs or B's unpack and MM_K_BLOCK_OVERLAP
+# (bf16 512^3 HiFi4: 1,109 cycles per output tile = 16 x (64 + 5)), the pack thread per tile the epilogue and the
+# packing: one PACR stream per face row with its SETADC (128 words) and the packer's 16 bytes per cycle for a
+# packed bf16 panel (fpu_matmul.out_packed_rows; HiFi2, where this thread sets the pace: 957 per tile = 640 SFPU
+# + 105 + 212), else a face-layout fp32 tile (pack_cycles) waited for before the next epilogue
+MM_K_BLOCK_OVERLAP = 5
+MM_PACK_ROWS = 212
 
 
 def epilogue_cycles(words: int, steps: int) -> int:
@@ -209,14 +217,16 @@ def share_cycles(cores: int, nbytes: int, pieces: int = 1) -> float:
 
 
 def matmul_cycles(spec, phases: int, read_modes: tuple[str, str], epilogue: int, b_split: bool, block_cols: int,
-                  grid: tuple[int, int] = (1, 1), group: int = 1) -> dict:
+                  grid: tuple[int, int] = (1, 1), group: int = 1, packed_out: bool = False) -> dict:
     """The FPU matmul's launch (lowering/families/fpu_matmul.py) on a `grid` of (rows, columns) cores, each with its
     block of the output (the largest block sets the time): read_modes = the A and B operands' reader modes
     (matmul_spec.operand_ctx; A "panel": kept row-major, fpu_matmul.a_panel_rows), epilogue = the SFPU epilogue's
-    cycles per output tile (epilogue_cycles), group = the output tiles that share each A tile in SrcB. Per batch and per block of up to `block_cols` of the core's column
-    tiles the reader tilizes b_rows of B's rows before A's first
-    panel (the pipeline's fill; the writer tilizes the others at the same time); then per output row block one A
-    panel, the block's tile products and its untilized rows. At least the DRAM banks' time for every core's bytes."""
+    cycles per output tile (epilogue_cycles), group = the output tiles that share each A tile in SrcB, packed_out =
+    the packer writes the output rows into a row-major panel (matmul_spec.out_packed_rows: the writer only sends
+    them). Per batch and per block of up to `block_cols` of the core's column tiles the reader tilizes b_rows of B's
+    rows before A's first panel (the pipeline's fill; the writer tilizes the others at the same time); then per output
+    row block one A panel, the block's tile products and its rows written. At least the DRAM banks' time for every
+    core's bytes."""
     mt, nt, kt = spec.tiles
     a_mode, b_mode = read_modes
     gr, gc = grid
@@ -246,16 +256,21 @@ def matmul_cycles(spec, phases: int, read_modes: tuple[str, str], epilogue: int,
         ct = min(block_cols, ntc - c0)
         cols = min(spec.N, 32 * ct)
         # per tile product unpacker 0 moves B's tile (A's tile, its face rows issued one by one, once per group)
-        # while the FPU runs 16 MVMULs per fidelity phase; with an epilogue (the math thread's, after the group's
-        # MVMULs) the packer drains the group's results while the next group's MVMULs run, without one it holds the
-        # Dst tile
-        mvmul = kt * (max(unpack, 16 * phases) + MM_K_BLOCK_FIXED)
-        compute = ct * (max(mvmul, pack_cycles("fp32")) + epilogue if epilogue else mvmul + pack_cycles("fp32"))
-        # the untilize split by rows on one core (blocks/matmul_out.c.j2): the reader the upper 16 of each tile, the
-        # writer the rest; on a grid the writer all of them
-        upper = min(16, rows) if (gr, gc) == (1, 1) else 0
-        reader = reader_a + MM_WRITE_PER_ELEM[out] * upper * cols
-        writer = MM_WRITE_PER_ELEM[out] * (rows - upper) * cols
+        # while the FPU runs 16 MVMULs per fidelity phase; without an epilogue the packer holds the Dst tile
+        if epilogue:         # the epilogue and the packing on the pack thread, overlapping the next group's MVMULs
+            mvmul = kt * (max(unpack, 16 * phases) + MM_K_BLOCK_OVERLAP)
+            compute = ct * max(mvmul, epilogue + (MM_PACK_ROWS if packed_out else pack_cycles("fp32")))
+        else:
+            compute = ct * (kt * (max(unpack, 16 * phases) + MM_K_BLOCK_FIXED) + pack_cycles("fp32"))
+        if packed_out:       # the panel's rows, one NoC write each, all in flight before one wait
+            reader = reader_a
+            writer = MM_NOC_REQUEST * rows + NOC_ROUND_TRIP + DTYPE_SIZE[spec.out.dtype] * rows * cols / NOC_BYTES_PER_CYCLE
+        else:
+            # the untilize split by rows on one core (blocks/matmul_out.c.j2): the reader the upper 16 of each tile,
+            # the writer the rest; on a grid the writer all of them
+            upper = min(16, rows) if (gr, gc) == (1, 1) else 0
+            reader = reader_a + MM_WRITE_PER_ELEM[out] * upper * cols
+            writer = MM_WRITE_PER_ELEM[out] * (rows - upper) * cols
         fill = read(b_mode, spec.b, b_rows, cols) + share_cycles(gr, b_kt * ct * tb)
         # the tile products and the writer's untilize overlap since the writer's row writes are in flight together
         # (they added up while each NoC request waited for the previous one: runtime/emu/tile.py _niu_load)

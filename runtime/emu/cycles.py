@@ -42,6 +42,8 @@ FPU_TIMING = {
 # FPU instructions that write or accumulate onto Dst through a `dst` row field (Dst.md hazard bookkeeping).
 FPU_DST_WRITERS = frozenset({"MVMUL", "DOTPV", "GAPOOL", "ELWMUL", "GMPOOL", "ELWADD", "ELWSUB", "MOVA2D",
                              "MOVDBGA2D", "MOVB2D"})
+# the FPU instructions timed on their Src banks' unpacked data (src_ready; MOVA2D and friends are not)
+SRC_READERS = FPU_DST_WRITERS - {"MOVA2D", "MOVDBGA2D", "MOVB2D"}
 FPU_DST_READ_LATENCY = 5       # Dst.md: a written 8x16 block cannot be read for the next four cycles
 FPU_TO_SFPLOAD_GAP = 4         # Dst.md / SFPLOAD.md: >= 3 unrelated instructions between (issue cycles differ by >= 4)
 
@@ -219,6 +221,8 @@ class TensixTiming:
         self.pack_busy = 0
         self.fpu_busy = 0
         self.src_ready = {}              # ("a"|"b", bank) -> cycle the unpacked data is there
+        self.bank_read = {}              # ("a"|"b", bank) -> issue cycle of the last FPU instruction that held it
+        self.nop_t = 0                   # issue cycle of the latest UNPACR_NOP (a bank handed over without data)
         self.dst_fpu_write = {}          # Dst32b 8-row block -> issue cycle of the last FPU write
         self.after_mop = [False, False, False]
         self.taken = [deque(maxlen=FIFO_EFFECTIVE_DEPTH) for _ in range(3)]   # when recent words left each FIFO
@@ -283,9 +287,15 @@ class TensixTiming:
             return tx.srcb_unpack_bank if f.get("unpack_block_selection", 0) else tx.srca_unpack_bank
         return None
 
-    def issue(self, t: int, name: str, kind: int, info, f: dict, block: int, was_blocked: bool, pre=None) -> int:
+    def issue(self, t: int, name: str, kind: int, info, f: dict, block: int, was_blocked: bool, pre=None,
+              bank_wait: bool = False) -> int:
         """Issue cycle of the instruction at the head of thread t (`info`: instr_kind's static facts, `pre`: the
-        state pre() took before its handler ran); records its effects on the thread and the units."""
+        state pre() took before its handler ran); records its effects on the thread and the units. A blocked
+        instruction is woken by the latest event (event_t), except one that waited for its Src bank (bank_wait: its
+        handler blocked it): an UNPACR issues after the FPU instruction that last held that bank (the release), an
+        FPU instruction reading Src once its banks' data is unpacked (src_ready) or handed over (UNPACR_NOP). Other
+        threads' later, unrelated events (a packer thread's semaphore posts and SFPU work, an unpack into the other
+        bank) do not delay it."""
         if kind == K_SFPU:
             return self.issue_sfpu(t, info, f, block, was_blocked)
         c = self.clock[t] + 1
@@ -294,8 +304,15 @@ class TensixTiming:
         mask, until = self.gate[t]
         if until > c and (block & mask if block != -1 else mask == 0x1FF):
             c = until
-        if was_blocked and self.event_t + 1 > c:
-            c = self.event_t + 1
+        if was_blocked:
+            if bank_wait and kind == K_UNPACK and name == "UNPACR" and pre is not None:
+                woken = self.bank_read.get(("b" if info else "a", pre), 0)
+            elif bank_wait and kind == K_FPU and name in SRC_READERS and pre is not None:
+                woken = max(self.src_ready.get(("a", pre[1]), 0), self.src_ready.get(("b", pre[2]), 0), self.nop_t)
+            else:
+                woken = self.event_t
+            if woken + 1 > c:
+                c = woken + 1
         if kind == K_FPU:
             lat, occ = info
             if name in FPU_DST_WRITERS and pre is not None:
@@ -304,9 +321,11 @@ class TensixTiming:
                 w = self.dst_fpu_write.get(block_i)
                 if w is not None and c < w + FPU_DST_READ_LATENCY:
                     c = w + FPU_DST_READ_LATENCY      # Dst.md: FPU readers of a fresh block are auto-stalled
-                if name not in ("MOVA2D", "MOVDBGA2D", "MOVB2D"):
+                if name in SRC_READERS:
                     c = max(c, self.src_ready.get(("a", bank_a), 0), self.src_ready.get(("b", bank_b), 0))
                 self.dst_fpu_write[block_i] = c
+            if pre is not None:              # (any FPU instruction may release the banks it holds: clear_dvalid)
+                self.bank_read[("a", pre[1])] = self.bank_read[("b", pre[2])] = c
             self._run_scheduled_sfpu(c)
             self.fpu_busy = max(self.fpu_busy, c + lat)
             self.event_t = max(self.event_t, c)   # clear_dvalid hands banks back to the unpackers
@@ -329,6 +348,8 @@ class TensixTiming:
             self.pack_busy = c + pack_cycles(self._adc_count(t, 2))
             if self.rec is not None:
                 self.rec.busy("pack", c, self.pack_busy)
+        elif name == "UNPACR_NOP":
+            self.nop_t = c
         elif kind == K_SYNC:
             self.event_t = max(self.event_t, c)
             if name == "SEMPOST":

@@ -169,7 +169,7 @@ class Tensix(FpuBatchMixin, DeferralMixin, MopBatchMixin, FrontendMixin, SyncMix
                 if blocked:
                     why = self.latch_unmet(t, latch)
                     if why is not None:
-                        th.blocked = why
+                        th.blocked, th.bank_wait = why, False
                         break
                     th.latch = None
             if kind == K_SFPU:
@@ -192,9 +192,10 @@ class Tensix(FpuBatchMixin, DeferralMixin, MopBatchMixin, FrontendMixin, SyncMix
                 pre = self.tm.pre(t, kind, name, fields) if kind == K_FPU or kind == K_UNPACK else None
                 why = handler(t, fields)
                 if why is not None:
-                    th.blocked = why
+                    th.blocked, th.bank_wait = why, kind == K_FPU or kind == K_UNPACK
                     break
-                self.issue_t = self.tm.issue(t, name, kind, info, fields, block, was_blocked, pre)
+                self.issue_t = self.tm.issue(t, name, kind, info, fields, block, was_blocked, pre,
+                                             was_blocked and th.bank_wait)
                 if kind == K_WAIT and th.latch is not None:
                     lt = th.latch
                     self.tm.waited(t, self.issue_t, lt.cond if lt.kind == "STALLWAIT" else 0, lt.block)

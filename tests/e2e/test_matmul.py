@@ -748,10 +748,12 @@ def rne_bf16_bits(words: np.ndarray) -> np.ndarray:
 
 @pytest.mark.needs_cc
 @pytest.mark.parametrize("target", target_params("emu", "ttsim"))
-@pytest.mark.parametrize("mkn,form,batch", [((33, 47, 65), "bf16", None), ((40, 64, 36), "round", 2)], ids=str)
+@pytest.mark.parametrize("mkn,form,batch", [((33, 47, 65), "bf16", None), ((40, 64, 36), "round", 2),
+                                            ((40, 64, 136), "bf16", None)], ids=str)
 def test_epilogue_rounding_is_bit_exact(new_device, target, mkn, form, batch):
     """The SFPU epilogue's bf16 rounding on Dst (pair: a bf16 output, N odd so rows start mid-word; round: an fp32
-    output of a bf16-rounded result, batched) gives exactly the nearest-even rounding of the MVMUL model's fp32 words,
+    output of a bf16-rounded result, batched; dst16: bf16 rows 16-byte aligned, written by the packer, five column
+    tiles: a group of 4 and a short one) gives exactly the nearest-even rounding of the MVMUL model's fp32 words,
     on the emulator and on ttsim (hence the same bits on both); exact ties and values near overflow included."""
     M, K, N = mkn
     shp = ((batch,) if batch else ())

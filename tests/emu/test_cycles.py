@@ -1,6 +1,6 @@
 """The cycle model's rules, one test each (runtime/emu/cycles.py): issue rate, MOP / REPLAY frontend rates and the
-MOP transition penalty, SFPMAD auto-stall, FPU Dst read latency, STALLWAIT on a busy unit, SEMWAIT across threads,
-RISC-V cycles and TTSync stalls at tile level, and the per-core / per-thread report."""
+MOP transition penalty, SFPMAD auto-stall, FPU Dst read latency, STALLWAIT on a busy unit, SEMWAIT across threads, a
+Src bank wait woken by the bank, RISC-V cycles and TTSync stalls at tile level, and the per-core / per-thread report."""
 from __future__ import annotations
 
 import numpy as np
@@ -113,6 +113,24 @@ def test_semwait_resumes_after_the_post_on_another_thread():
     assert tx.thread_idle(1)
     post = tx.tm.clock[0]
     assert tx.tm.clock[1] == post + 1
+
+
+def test_bank_wait_wakes_at_the_bank_not_at_another_threads_later_event():
+    """An FPU instruction waiting for its SrcA bank issues once the bank is handed over (here by thread 0's
+    UNPACR_NOP at cycle 1), not after thread 2's unrelated SEMPOST at cycle 202; a semaphore wait still wakes at the
+    latest event (test_semwait_resumes_after_the_post_on_another_thread)."""
+    tx = tensix()
+    tx.cfg[1] |= 1 << 29
+    tx.srcb_valid[0] = True
+    tx.dst.write_rows32(0, np.zeros((64, 16), np.uint32))
+    push(tx, [E("ELWADD", dst=0, addr_mode=0, instr_mod19=0, dest_accum_en=0, clear_dvalid=0)], thread=1)
+    assert tx.blocked_reason(1).startswith("ELWADD: SrcA bank 0 not valid")
+    push(tx, [E("SEMINIT", sem_sel=4, init_value=0, max_value=15)] + [E("NOP")] * 200 + [E("SEMPOST", sem_sel=4)],
+         thread=2)
+    push(tx, [E("UNPACR_NOP", unpacker_select=0, set_dvalid=1, unpack_pop=1)], thread=0)
+    tx.step()
+    assert tx.thread_idle(1) and tx.tm.clock[2] == 202
+    assert tx.tm.clock[1] == tx.tm.clock[0] + 1
 
 
 def test_tile_reports_cycles_per_core_and_thread_and_ttsync_waits_for_tensix(tile):
