@@ -251,9 +251,8 @@ def matmul_cycles(spec, phases: int, read_modes: tuple[str, str], epilogue: int,
         # Dst tile
         mvmul = kt * (max(unpack, 16 * phases) + MM_K_BLOCK_FIXED)
         compute = ct * (max(mvmul, pack_cycles("fp32")) + epilogue if epilogue else mvmul + pack_cycles("fp32"))
-        # the untilize split by rows on one core (blocks/matmul_out.c.j2): the reader the upper 16 of each tile, the
-        # writer the rest; on a grid the writer all of them
-        upper = min(16, rows) if (gr, gc) == (1, 1) else 0
+        # the untilize split by rows (blocks/matmul_out.c.j2): the reader the upper 16 of each tile, the writer the rest
+        upper = min(16, rows)
         reader = reader_a + MM_WRITE_PER_ELEM[out] * upper * cols
         writer = MM_WRITE_PER_ELEM[out] * (rows - upper) * cols
         fill = read(b_mode, spec.b, b_rows, cols) + share_cycles(gr, b_kt * ct * tb)
