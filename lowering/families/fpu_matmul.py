@@ -35,7 +35,8 @@ On a grid (`use_cores`): the output tiles are 2D-blocked, the core grid's rows s
 columns splitting the column tiles (argument words after the buffers: this core's row blocks [MT0, MT1) and column
 tiles [NT0, NT1), its grid position, core_arg_words); core (i, j) runs on the chip's Tensix tile of row i and column
 j (core_xys). Every core runs the same ELFs: it tilizes its share of the K tiles of each A panel and multicasts it
-along its grid row, and its share of each B block down its grid column, with semaphores per CB slot
+along its grid row, and its share of each B block down its grid column (reader and writer each the half they
+tilized, over NoC0 and NoC1: templates/blocks/matmul_share.c.j2), with semaphores per CB slot
 (docs/performance.md §8.1). The grid shape is the one the launch model (mover_cost.matmul_cycles) predicts fastest.
 
 Candidates: one per fidelity, priced in MVMULs (16 per K block and phase per output tile). Their error is the metric

@@ -255,7 +255,8 @@ def matmul_cycles(spec, phases: int, read_modes: tuple[str, str], epilogue: int,
         upper = min(16, rows)
         reader = reader_a + MM_WRITE_PER_ELEM[out] * upper * cols
         writer = MM_WRITE_PER_ELEM[out] * (rows - upper) * cols
-        fill = read(b_mode, spec.b, b_rows, cols) + share_cycles(gr, b_kt * ct * tb)
+        # B's share: with the reader and the writer tilizing halves, each sends its own half (NoC0 and NoC1)
+        fill = read(b_mode, spec.b, b_rows, cols) + share_cycles(gr, b_kt * ct * tb // (2 if b_split else 1))
         # the tile products and the writer's untilize overlap since the writer's row writes are in flight together
         # (they added up while each NoC request waited for the previous one: runtime/emu/tile.py _niu_load)
         launch += spec.n_batch * pipeline(mtc, reader, compute, writer, fill)["total"]
