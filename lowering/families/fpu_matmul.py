@@ -4,8 +4,9 @@
 Data flow (one Tensix core, docs/fpu_path.md §5-9):
 * reader (BRISC): per batch and per block of B's columns (MM_NB column tiles: as many as L1 holds), that block of B
   tilized into L1 (face layout, zero padded, K/32 x MM_NB tiles); per row block of A, one panel of K/32 tiles (double
-  buffered; the block's first panel started before B's tilize, its NoC reads landing meanwhile). DRAM lines are fetched with NoC reads into a staging line and
-  scattered into faces by the RISC-V (word copies for row-contiguous operands, element copies for transposed ones),
+  buffered; the block's first panel started before B's tilize, its NoC reads landing meanwhile). DRAM lines are
+  fetched with NoC reads into a staging line and scattered into faces by the RISC-V (word copies for row-contiguous
+  operands, element copies for transposed ones),
   except A's panels when `a_panel_rows`: those stay row-major (one NoC read per row straight into the slot).
 * TRISC0: the output tiles go in groups of `dst_group` (4 with an epilogue, else 1) column tiles. Per group and K
   block, unpacker 1 takes A's tile (in0, M x K) to SrcB once and unpacker 0 the group's B tiles (in1, K x N) to SrcA
