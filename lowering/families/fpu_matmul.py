@@ -4,8 +4,9 @@
 Data flow (one Tensix core, docs/fpu_path.md §5-9):
 * reader (BRISC): per batch and per block of B's columns (MM_NB column tiles: as many as L1 holds), that block of B
   tilized into L1 (face layout, zero padded, K/32 x MM_NB tiles); per row block of A, one panel of K/32 tiles (double
-  buffered). DRAM lines are fetched with NoC reads into a staging line and
-  scattered into faces by the RISC-V (word copies for row-contiguous operands, element copies for transposed ones),
+  buffered; the block's first panel started before B's tilize, its NoC reads landing meanwhile). DRAM lines are
+  fetched with NoC reads into a staging line and scattered into faces by the RISC-V (word copies for row-contiguous
+  operands, element copies for transposed ones),
   except A's panels when `a_panel_rows`: those stay row-major (one NoC read per row straight into the slot).
 * TRISC0: the output tiles go in groups of `dst_group` (4 with an epilogue, else 1) column tiles. Per group and K
   block, unpacker 1 takes A's tile (in0, M x K) to SrcB once and unpacker 0 the group's B tiles (in1, K x N) to SrcA
@@ -21,13 +22,14 @@ Data flow (one Tensix core, docs/fpu_path.md §5-9):
   16-byte aligned rows (matmul_spec.out_packed_rows) as bf16 rows straight into a row-major panel of the row block's
   output (one PACR stream per face row, codegen/mvmul.packed_rows_words), else the fp32 tile to the output CB (a bf16
   output's columns paired two to a 32-bit word). Without an epilogue it packs the fp32 tile from slot 0.
-* writer (NCRISC): a packed panel's rows, one NoC write per row. Otherwise the writer and, on a core without grid
-  peers, the reader (BRISC) too untilize each 32-row panel of C (word copies: the rounding is done), the reader rows
+* writer (NCRISC): a packed panel's rows, one NoC write per row. Otherwise the writer and the reader (BRISC)
+  untilize each 32-row panel of C (word copies: the rounding is done), the reader rows
   0..15 of every tile and the writer rows 16..31 (blocks/matmul_out.c.j2: the reader reads CB_OUT through its own
   view and hands each tile on with a CB_OUT_UPPER token), each masking the edges and writing its rows with one NoC
   write per row. The reader does a row block's upper rows after reading the next A panel, so the untilize (about
-  1.3 RISC-V cycles per output) is split over two cores, not added to one. On a grid the writer does all of it (the
-  reader's shares would wait for it).
+  1.3 RISC-V cycles per output) is split over two cores, not added to one; on a grid too (bf16 1024^3 on 8 x 8 cores:
+  82,115 emulated cycles with the split, 90,566 with the writer alone: the reader's shares wait less for it than the
+  writer's untilize holds up the packer).
 
 Precision: bf16 x bf16 at HiFi4 is exact per product, but the fp32 accumulation aligns each group of 8 products to
 its largest (docs/fpu_path.md §10.3), and fp32 inputs go through tf32: neither is fp32-faithful, so the FPU runs a matmul
@@ -38,7 +40,8 @@ On a grid (`use_cores`): the output tiles are 2D-blocked, the core grid's rows s
 columns splitting the column tiles (argument words after the buffers: this core's row blocks [MT0, MT1) and column
 tiles [NT0, NT1), its grid position, core_arg_words); core (i, j) runs on the chip's Tensix tile of row i and column
 j (core_xys). Every core runs the same ELFs: it tilizes its share of the K tiles of each A panel and multicasts it
-along its grid row, and its share of each B block down its grid column, with semaphores per CB slot
+along its grid row, and its share of each B block down its grid column (reader and writer each the half they
+tilized, over NoC0 and NoC1: templates/blocks/matmul_share.c.j2), with semaphores per CB slot
 (docs/performance.md §8.1). The grid shape is the one the launch model (mover_cost.matmul_cycles) predicts fastest.
 
 Candidates: one per fidelity, priced in MVMULs (16 per K block and phase per output tile). Their error is the metric
@@ -334,9 +337,7 @@ def sem_word(plan: FpuMatmulPlan) -> int:
 def args_header_mm(plan: FpuMatmulPlan) -> str:
     tb = 2048 if plan.src_format == "bf16" else 4096
     split = ["#define CB_B_LOWER 3u"] if b_split(plan.spec) else []
-    upper = ["#define CB_OUT_UPPER 4u  /* reader -> writer: a C tile's upper rows untilized (blocks/matmul_out) */",
-             "/* the output's untilize split between reader and writer: on a core without grid peers only */",
-             "#define MM_SPLIT_OUT (tt_arg(ARG_MM_ROW_N) == 1u && tt_arg(ARG_MM_COL_N) == 1u)"]
+    upper = ["#define CB_OUT_UPPER 4u  /* reader -> writer: a C tile's upper rows untilized (blocks/matmul_out) */"]
     if out_packed_rows(plan.spec):
         upper += [f"#define MM_PANEL_PITCH {panel_pitch(plan.block_cols)}u  /* the packer's output panel: row r at "
                   "slot + r * pitch */"]

@@ -266,12 +266,13 @@ def matmul_cycles(spec, phases: int, read_modes: tuple[str, str], epilogue: int,
             reader = reader_a
             writer = MM_NOC_REQUEST * rows + NOC_ROUND_TRIP + DTYPE_SIZE[spec.out.dtype] * rows * cols / NOC_BYTES_PER_CYCLE
         else:
-            # the untilize split by rows on one core (blocks/matmul_out.c.j2): the reader the upper 16 of each tile,
-            # the writer the rest; on a grid the writer all of them
-            upper = min(16, rows) if (gr, gc) == (1, 1) else 0
+            # the untilize split by rows (blocks/matmul_out.c.j2): the reader the upper 16 of each tile, the writer
+            # the rest
+            upper = min(16, rows)
             reader = reader_a + MM_WRITE_PER_ELEM[out] * upper * cols
             writer = MM_WRITE_PER_ELEM[out] * (rows - upper) * cols
-        fill = read(b_mode, spec.b, b_rows, cols) + share_cycles(gr, b_kt * ct * tb)
+        # B's share: with the reader and the writer tilizing halves, each sends its own half (NoC0 and NoC1)
+        fill = read(b_mode, spec.b, b_rows, cols) + share_cycles(gr, b_kt * ct * tb // (2 if b_split else 1))
         # the tile products and the writer's untilize overlap since the writer's row writes are in flight together
         # (they added up while each NoC request waited for the previous one: runtime/emu/tile.py _niu_load)
         launch += spec.n_batch * pipeline(mtc, reader, compute, writer, fill)["total"]
