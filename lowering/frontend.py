@@ -135,6 +135,12 @@ def loaded_index(load: UOp, go) -> IndexExpr:
     return IndexExpr("WHERE", dt, (gate, ld, IndexExpr.const({"bool": False, "int": 0, "float": 0.0}[dt])))
 
 
+def strip_ops(u: UOp, *ops: Ops) -> UOp:
+    """u without its leading chain of `ops` (single-source wrappers such as CAST or LOAD): the first node below them."""
+    while u.op in ops: u = u.src[0]
+    return u
+
+
 def strip_invalid(idx: UOp) -> tuple[list[UOp], UOp]:
     """Split `WHERE(valid, idx, Invalid)` (possibly nested) into (list of validity conditions, plain index)."""
     conds: list[UOp] = []

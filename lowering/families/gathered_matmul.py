@@ -25,7 +25,7 @@ from tinygrad.uop.ops import AxisType, Ops, UOp
 
 from tt_backend.lowering.families.gathered_operand import Gather
 from tt_backend.lowering.families.matmul_spec import MATMUL_DTYPES, MatmulSpec, Operand, stored_sum_of_products
-from tt_backend.lowering.frontend import DTYPE_NAME, affine, index_expr, strip_invalid
+from tt_backend.lowering.frontend import DTYPE_NAME, affine, index_expr, strip_invalid, strip_ops
 from tt_backend.lowering.index import IndexExpr
 from tt_backend.lowering.plan import DTYPE_SIZE
 from tt_backend.chip.errors import UnsupportedOp
@@ -52,11 +52,6 @@ class Load:
         return frozenset(u for x in (self.index, *self.conds) for u in x.toposort() if u.op is Ops.RANGE)
 
 
-def _strip(u: UOp, *ops) -> UOp:
-    while u.op in ops: u = u.src[0]
-    return u
-
-
 def _dtype(buf: UOp):
     return buf.dtype.base if hasattr(buf.dtype, "base") else buf.dtype   # PtrDType in some tinygrad paths
 
@@ -77,7 +72,7 @@ def _load(x: UOp) -> Load | None:
         conds.append(x.src[0])
         x = x.src[1]
         while x.op is Ops.CAST: casts.append(x.dtype); x = x.src[0]
-    x = _strip(x, Ops.LOAD)
+    x = strip_ops(x, Ops.LOAD)
     if x.op is not Ops.INDEX or len(x.src) != 2 or any(dt not in MATMUL_DTYPES for dt in casts): return None
     buf = _param(x.src[0])
     if buf is None or _dtype(buf) not in MATMUL_DTYPES: return None
@@ -127,7 +122,7 @@ def match_gathered_matmul(sink: UOp) -> MatmulSpec | None:
     if not rk or any(r.op is not Ops.RANGE or r.arg[-1] not in (AxisType.REDUCE, AxisType.GROUP_REDUCE) for r in rk):
         return None
     if any(r.arg[-1] in (AxisType.REDUCE, AxisType.GROUP_REDUCE) for r in rngs - set(rk)): return None
-    out_idx = _strip(store.src[0], Ops.CAST)
+    out_idx = strip_ops(store.src[0], Ops.CAST)
     obuf = _param(out_idx) if out_idx.op is Ops.INDEX else None
     if obuf is None or _dtype(obuf) not in MATMUL_DTYPES or len(out_idx.src) != 2: return None
     oconds, oplain = strip_invalid(out_idx.src[1])

@@ -17,7 +17,7 @@ from tinygrad.uop.ops import AxisType, Ops, UOp
 
 from tt_backend.lowering.codegen.args_header import ArgsHeader
 from tt_backend.lowering.families.gathered_operand import Gather
-from tt_backend.lowering.frontend import DTYPE_NAME, affine, strip_invalid
+from tt_backend.lowering.frontend import DTYPE_NAME, affine, strip_invalid, strip_ops
 from tt_backend.lowering.plan import DTYPE_SIZE, Buffer, Plan, Stream
 from tt_backend.chip.errors import UnsupportedOp
 
@@ -73,10 +73,6 @@ class MatmulSpec:
         return -(-self.M // TILE), -(-self.N // TILE), -(-self.K // TILE)
 
 
-def _strip(u, *ops):
-    while u.op in ops: u = u.src[0]
-    return u
-
 
 def k_chained(co: dict, rks: list[UOp]) -> bool:
     """Whether an operand (affine index coefficients `co`) walks the reduce ranges `rks` (outermost first) as one
@@ -98,11 +94,11 @@ def stored_sum_of_products(sink: UOp) -> tuple[list[UOp], UOp, UOp, UOp, list] |
     reduces = [u for u in topo if u.op is Ops.REDUCE]
     if len(stores) != 1 or len(reduces) != 1: return None
     store, red = stores[0], reduces[0]
-    if red.arg[0] is not Ops.ADD or len(store.src) != 2 or _strip(store.src[1], Ops.CAST) is not red: return None
+    if red.arg[0] is not Ops.ADD or len(store.src) != 2 or strip_ops(store.src[1], Ops.CAST) is not red: return None
     chain, u = [], store.src[1]
     while u.op is Ops.CAST: chain.append(u.dtype); u = u.src[0]
     if any(dt not in MATMUL_DTYPES for dt in chain): return None
-    mul = _strip(red.src[0], Ops.CAST)
+    mul = strip_ops(red.src[0], Ops.CAST)
     return (topo, store, red, mul, chain) if mul.op is Ops.MUL else None
 
 
@@ -118,7 +114,7 @@ def match_matmul(sink: UOp) -> MatmulSpec | None:
     for x in mul.src:
         casts = []
         while x.op is Ops.CAST: casts.append(x.dtype); x = x.src[0]
-        x = _strip(x, Ops.LOAD)
+        x = strip_ops(x, Ops.LOAD)
         if x.op is not Ops.INDEX: return None
         if any(dt not in MATMUL_DTYPES for dt in casts): return None
         # the operand's precision: bf16 if it was loaded as bf16 or went through a cast to bf16 (x.cast(bf16) @ ..:
@@ -126,7 +122,7 @@ def match_matmul(sink: UOp) -> MatmulSpec | None:
         loads.append(x)
         tiles.append("bf16" if x.dtype == dtypes.bfloat16 or dtypes.bfloat16 in casts else "fp32")
     if tiles[0] != tiles[1]: return None          # bf16 x fp32: not one Src format
-    out_idx = _strip(store.src[0], Ops.CAST)
+    out_idx = strip_ops(store.src[0], Ops.CAST)
     if out_idx.op is not Ops.INDEX: return None
 
     def access(idx):

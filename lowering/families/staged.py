@@ -38,7 +38,8 @@ from tt_backend.chip.errors import UnsupportedOp
 from tt_backend.lowering.families.family import Candidate, Family, Kernel, choose
 from tt_backend.lowering.families.matmul_match import matmul_of
 from tt_backend.lowering.families.matmul_spec import k_chained
-from tt_backend.lowering.frontend import affine, buffer_dtype, dtype_name, free_ranges, output_ranges, strip_invalid
+from tt_backend.lowering.frontend import (affine, buffer_dtype, dtype_name, free_ranges, output_ranges, strip_invalid,
+                                          strip_ops)
 from tt_backend.lowering.plan import DTYPE_SIZE, Buffer, Plan
 
 
@@ -309,8 +310,7 @@ def matmul_under_epilogue(sink: UOp) -> UOp | None:
     the REDUCE stored on its own is a matmul (matmul_match), else None."""
     values = stored_values(sink)
     if len(values) != 1: return None
-    v = values[0]
-    while v.op is Ops.CAST: v = v.src[0]
+    v = strip_ops(values[0], Ops.CAST)
     reds = top_reductions(values[0])
     if len(reds) != 1 or reds[0] is v: return None
     slots = [u.arg.slot for u in sink.toposort() if u.op is Ops.PARAM]
@@ -333,8 +333,7 @@ def contraction(sink: UOp) -> UOp | None:
     if len(stored_values(sink)) != 1 or matmul_of(sink) is not None: return None
     memo: dict[UOp, frozenset] = {}
     for red in top_reductions(stored_values(sink)[0]):
-        mul = red.src[0]
-        while mul.op is Ops.CAST: mul = mul.src[0]
+        mul = strip_ops(red.src[0], Ops.CAST)
         if red.arg[0] is not Ops.ADD or mul.op is not Ops.MUL: continue
         fx, fy = (free_ranges(s, memo) for s in mul.src)
         if set(red.src[1:]) <= (fx & fy) and fx - fy and fy - fx: return red
@@ -344,7 +343,7 @@ def contraction(sink: UOp) -> UOp | None:
 def plain_operand(u: UOp, rks: list[UOp]) -> bool:
     """A load (through casts) the matmul reader takes as it is: no validity gate (a pad or mask), an affine index
     walking the reduce ranges `rks` as one K."""
-    while u.op is Ops.CAST: u = u.src[0]
+    u = strip_ops(u, Ops.CAST)
     if u.op is not Ops.INDEX or strip_invalid(u.src[1])[0]: return False
     return (co := affine(u.src[1])) is not None and k_chained(co, rks)
 
@@ -354,14 +353,11 @@ def matmul_cut(sink: UOp) -> UOp | None:
     product that is not a plain load, else the sum itself when the kernel does more with it; None when there is no
     contraction or nothing left to cut."""
     if (red := contraction(sink)) is None: return None
-    mul = red.src[0]
-    while mul.op is Ops.CAST: mul = mul.src[0]
+    mul = strip_ops(red.src[0], Ops.CAST)
     rks = sorted(red.src[1:], key=lambda r: r.arg[0])
     side = next((s for s in mul.src if not plain_operand(s, rks)), None)
     if side is not None: return side
-    stored = stored_values(sink)[0]
-    while stored.op is Ops.CAST: stored = stored.src[0]
-    return None if stored is red else red
+    return None if strip_ops(stored_values(sink)[0], Ops.CAST) is red else red
 
 
 def matmul_stages(sink: UOp) -> bool:
