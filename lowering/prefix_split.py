@@ -32,17 +32,10 @@ from __future__ import annotations
 
 import math
 
-from tinygrad.dtype import dtypes
-from tinygrad.uop.ops import AxisType, Ops, UOp, graph_rewrite
+from tinygrad.uop.ops import AxisType, Ops, UOp, graph_rewrite, identity_element
 from tinygrad.uop.symbolic import sym
 
 MIN_GAIN = 2          # split only when the outputs' points drop by at least this factor (K / (nb + B))
-
-
-def identity(op: Ops, dtype) -> float | int | bool:
-    if op is Ops.ADD: return False if dtype == dtypes.bool else 0
-    if op is Ops.MUL: return True if dtype == dtypes.bool else 1
-    return dtype.min
 
 
 def _size(r: UOp) -> int | None:
@@ -72,9 +65,9 @@ def prefix_form(red: UOp, fresh: int) -> tuple[UOp, UOp, UOp] | None:
     if k.op is not Ops.RANGE or (K := _size(k)) is None or block_shape(K) is None: return None
     topo = body.toposort()
     if any(u.op is Ops.REDUCE for u in topo): return None
-    ident = identity(red.arg[0], red.dtype)
+    ident = identity_element(red.arg[0], red.dtype)
+    neg = UOp.variable("prefix_j", -(K - 1), -1, dtype=k.dtype)
     for i in sorted((u for u in topo if u.op is Ops.RANGE and u is not k and _size(u) == K), key=lambda r: r.arg[0]):
-        neg = UOp.variable("prefix_j", -(K - 1), -1, dtype=k.dtype)
         off = graph_rewrite(body.substitute({k: neg - i + (K - 1)}), sym)
         if not _is_const(off, ident): continue
         j = UOp.range(K, fresh, AxisType.REDUCE, dtype=k.dtype)
@@ -87,7 +80,7 @@ def split_prefix(red: UOp, i: UOp, v: UOp, j: UOp, fresh: int) -> UOp:
     """The blocked form of red = op(v(j) for j <= i) (module docstring); u and t get RANGE ids fresh, fresh + 1."""
     K = _size(j)
     B, nb = block_shape(K)
-    ident = UOp.const(identity(red.arg[0], red.dtype), red.dtype)
+    ident = UOp.const(identity_element(red.arg[0], red.dtype), red.dtype)
     u = UOp.range(nb + B, fresh, AxisType.REDUCE, dtype=j.dtype)
     t = UOp.range(B, fresh + 1, AxisType.REDUCE, dtype=j.dtype)
 
