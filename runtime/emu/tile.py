@@ -12,15 +12,15 @@ reset), and the GPRs at REGFILE_BASE (BRISC: GPRs[3][64]; TRISC i: GPRs[i], repe
 mailbox read or write ends the core's quantum with a wait reason, like TTSync and a full instruction FIFO.
 
 Scheduling: `run(budget)` gives each released, unparked core a quantum in turn, the least advanced (in cycles) first,
-and drains the Tensix after each quantum; a parked core and an idle Tensix cost nothing. A polling core costs almost nothing either: rv32 stops its
-run once a store-free loop comes back to the same registers (nothing can change until another agent writes), and the
-core's time is carried along with the cores that progressed (`_catch_up`); a round in which only such spinners ran ends
-run() early without a deadlock error, since they may be waiting for the host. Time comes from the cycle model (cycles.py): a core's cycle
-count is its instret plus the cycles it stalled (Tensix FIFO full / TTSync until the thread's work is done, slow MMIO
-loads), counted from the tile clock at its release; Tensix threads carry their own issue cycles. `clock` (and
-WALL_CLOCK as the host sees it) is the latest cycle any core or thread reached. When nothing can progress and no core
-is held in reset (so the host cannot release a helper), run() raises EmuDeadlock naming every core's and thread's
-wait.
+and drains the Tensix after each quantum; a parked core and an idle Tensix cost nothing. A polling core costs almost
+nothing either: rv32 stops its run once a store-free loop comes back to the same registers (nothing can change until
+another agent writes), and the core's time is carried along with the cores that progressed (`_catch_up`); a round in
+which only such spinners ran ends run() early without a deadlock error, since they may be waiting for the host.
+Time comes from the cycle model (cycles.py): a core's cycle count is its instret plus the cycles it stalled (Tensix
+FIFO full / TTSync until the thread's work is done, slow MMIO loads), counted from the tile clock at its release;
+Tensix threads carry their own issue cycles. `clock` (and WALL_CLOCK as the host sees it) is the latest cycle any
+core or thread reached. When nothing can progress and no core is held in reset (so the host cannot release a
+helper), run() raises EmuDeadlock naming every core's and thread's wait.
 """
 from __future__ import annotations
 
