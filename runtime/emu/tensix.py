@@ -28,6 +28,7 @@ from tt_backend.chip.errors import EmuUndefined, EmuUnimplemented, EmuUnspecifie
 from tt_backend.chip.isa import INSTRUCTIONS, OPCODES
 from tt_backend.chip.numerics.dst import Dst
 from tt_backend.runtime.emu.accel.deferral import DeferralMixin
+from tt_backend.runtime.emu.accel.direct_issue import DirectIssueMixin
 from tt_backend.runtime.emu.accel import fpu_batch
 from tt_backend.runtime.emu.accel.fpu_batch import FpuBatchMixin
 from tt_backend.runtime.emu.accel.mop_batch import MopBatchMixin
@@ -42,8 +43,8 @@ from tt_backend.runtime.emu.thread_state import ThreadState
 from tt_backend.runtime.emu.unpack_pack import UnpackPackMixin
 
 
-class Tensix(FpuBatchMixin, DeferralMixin, MopBatchMixin, FrontendMixin, SyncMixin, ConfigMixin, SfpuIssueMixin, UnpackPackMixin,
-             FpuMixin):
+class Tensix(FpuBatchMixin, DeferralMixin, DirectIssueMixin, MopBatchMixin, FrontendMixin, SyncMixin, ConfigMixin,
+             SfpuIssueMixin, UnpackPackMixin, FpuMixin):
     def __init__(self, l1: np.ndarray, strict: bool = True, dst: Dst | None = None, sfpu=None):
         """`l1`: the tile's L1 (np.uint8, shared, not copied). `dst`/`sfpu` may be injected (tests); by default a
         fresh Dst and the emulator's SFPU over it, timed by this Tensix's cycle model."""
@@ -65,6 +66,7 @@ class Tensix(FpuBatchMixin, DeferralMixin, MopBatchMixin, FrontendMixin, SyncMix
         self._init_packer()                        # the packer's output stream state (unpack_pack.py)
         self._init_mop_batch()                     # the MOP batching caches (accel/mop_batch.py)
         self._init_fpu_batch()                     # MVMUL runs (accel/fpu_batch.py)
+        self._init_direct_issue()                  # plain words pushed to an empty thread (accel/direct_issue.py)
         self._decoded: dict[int, tuple] = {}
         self._handlers = self._build_handlers()
 
@@ -158,52 +160,60 @@ class Tensix(FpuBatchMixin, DeferralMixin, MopBatchMixin, FrontendMixin, SyncMix
                 if done:
                     n += done
                     continue
-            self.current = (t, w, name)
-            was_blocked = th.blocked is not None
-            latch = th.latch
-            if latch is not None:
-                if block == NOP_BLOCK:
-                    blocked = latch.block == 0x1FF
-                else:
-                    blocked = bool(latch.block & block)
-                if blocked:
-                    why = self.latch_unmet(t, latch)
-                    if why is not None:
-                        th.blocked, th.bank_wait = why, False
-                        break
-                    th.latch = None
-            if kind == K_SFPU:
-                d = self.deferral_of(w, name, fields, handler, reserved)
-                if d is not None and self.defer(t, th, w, d, block, info, was_blocked):
-                    th.ready.popleft()
-                    th.blocked = None
-                    n += 1
-                    continue
-            if self.deferred:
-                self.flush_deferred()                   # anything else on any thread: deferred work first
-            if reserved and self.strict:
-                raise self.unspecified(f"reserved bits 0x{reserved:08X} set (not part of any {name} field)")
-            if handler is None:
-                raise self.unimpl(f"instruction {name}")
-            if kind == K_SFPU:       # the SFPU needs its issue cycle (SFPLOADMACRO timing) before it executes
-                self.issue_t = self.tm.issue(t, name, kind, info, fields, block, was_blocked)
-                why = handler(t, fields)
-            else:
-                pre = self.tm.pre(t, kind, name, fields) if kind == K_FPU or kind == K_UNPACK else None
-                why = handler(t, fields)
-                if why is not None:
-                    th.blocked, th.bank_wait = why, kind == K_FPU or kind == K_UNPACK
-                    break
-                self.issue_t = self.tm.issue(t, name, kind, info, fields, block, was_blocked, pre,
-                                             was_blocked and th.bank_wait)
-                if kind == K_WAIT and th.latch is not None:
-                    lt = th.latch
-                    self.tm.waited(t, self.issue_t, lt.cond if lt.kind == "STALLWAIT" else 0, lt.block)
-            th.ready.popleft()
-            th.blocked = None
+            if not self.issue_head(t, th, w, name, fields, handler, block, reserved, kind, info):
+                break
             n += 1
         self.instructions[t] += n
         return n
+
+    def issue_head(self, t: int, th: ThreadState, w: int, name: str, fields: dict, handler, block: int, reserved: int,
+                   kind: int, info) -> bool:
+        """Issue and execute word `w` (decoded), the head of thread t's ready queue: the Wait Gate (a latch blocking
+        it), the SFPU deferral, the handler, the cycle model. True when it executed (popped from the queue); False
+        when it blocks (it stays at the head with th.blocked saying why, nothing else changed)."""
+        self.current = (t, w, name)
+        was_blocked = th.blocked is not None
+        latch = th.latch
+        if latch is not None:
+            if block == NOP_BLOCK:
+                blocked = latch.block == 0x1FF
+            else:
+                blocked = bool(latch.block & block)
+            if blocked:
+                why = self.latch_unmet(t, latch)
+                if why is not None:
+                    th.blocked, th.bank_wait = why, False
+                    return False
+                th.latch = None
+        if kind == K_SFPU:
+            d = self.deferral_of(w, name, fields, handler, reserved)
+            if d is not None and self.defer(t, th, w, d, block, info, was_blocked):
+                th.ready.popleft()
+                th.blocked = None
+                return True
+        if self.deferred:
+            self.flush_deferred()                   # anything else on any thread: deferred work first
+        if reserved and self.strict:
+            raise self.unspecified(f"reserved bits 0x{reserved:08X} set (not part of any {name} field)")
+        if handler is None:
+            raise self.unimpl(f"instruction {name}")
+        if kind == K_SFPU:       # the SFPU needs its issue cycle (SFPLOADMACRO timing) before it executes
+            self.issue_t = self.tm.issue(t, name, kind, info, fields, block, was_blocked)
+            handler(t, fields)
+        else:
+            pre = self.tm.pre(t, kind, name, fields) if kind == K_FPU or kind == K_UNPACK else None
+            why = handler(t, fields)
+            if why is not None:
+                th.blocked, th.bank_wait = why, kind == K_FPU or kind == K_UNPACK
+                return False
+            self.issue_t = self.tm.issue(t, name, kind, info, fields, block, was_blocked, pre,
+                                         was_blocked and th.bank_wait)
+            if kind == K_WAIT and th.latch is not None:
+                lt = th.latch
+                self.tm.waited(t, self.issue_t, lt.cond if lt.kind == "STALLWAIT" else 0, lt.block)
+        th.ready.popleft()
+        th.blocked = None
+        return True
 
     def _build_handlers(self) -> dict:
         handlers = {}

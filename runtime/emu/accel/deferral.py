@@ -142,6 +142,7 @@ class DeferralMixin:
             return super(DeferralMixin, self).push_many(thread, words, t)
         j = 0
         push = self.push
+        pass_on = super(DeferralMixin, self).push    # where push() hands a word the deferral does not take
         try:
             th = self.threads[thread]
             fifo = th.fifo
@@ -158,8 +159,12 @@ class DeferralMixin:
                 fast = fast_get(word, _UNSET)
                 if fast is _UNSET:
                     fast = self._fast_info(word)
+                if fast is None:                  # not the deferral's: push() would pass it on as it is
+                    t = pass_on(thread, word, t) + 1
+                    j += 1
+                    continue
                 dq = self.deferred
-                if (fast is None or fast[2] or (th.latch is not None and th.latch.block & fast[3])
+                if (fast[2] or (th.latch is not None and th.latch.block & fast[3])
                         or not (dq or sfpu.is_plain())):
                     t = push(thread, word, t) + 1
                     j += 1

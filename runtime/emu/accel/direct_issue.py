@@ -1,0 +1,60 @@
+"""Direct issue (the speed layer's path for plain words a core pushes one at a time): a word reaching a thread whose
+frontend holds nothing (FIFO, MOP expander output, ready queue empty, no replay being recorded) goes straight to the
+Wait Gate, without the FIFO round trip and the drain loop around it.
+
+What the reference path (frontend.push -> Tensix.drain -> next_instruction -> Tensix.issue_head) does for such a
+word, and this path does too: the FIFO accepts it (TensixTiming.accept, full in modelled time or not), the MOP expander
+takes it (TensixTiming.take: one word, not a MOP), the replay expander passes it on (nothing recording), the batching
+memo of the thread is reset (batch_skip = 0: the ready queue was empty), and issue_head issues it or leaves it blocked at
+the head of the ready queue; then the drain finds nothing more. Words the expanders act on (MOP, MOP_CFG, REPLAY),
+SFPU words (the deferral's and batching's), an MVMUL outside a pushed MVMUL run and any other word inside one (what
+the drain's recording wrapper, Tensix.drain, acts on) take the reference path, as does an undecodable word (its error
+raised where the reference raises it).
+
+`DIRECT_ISSUE = False` (or TT_EMU_DIRECT_ISSUE=0) keeps every push on the reference path; tests/emu/test_direct_issue.py
+pins bits, cycles and errors of this path to it. Mixed into tensix.Tensix after DeferralMixin (whose push hands the
+words it does not take to this one).
+"""
+from __future__ import annotations
+
+import os
+
+from tt_backend.chip.errors import EmuError
+from tt_backend.chip.isa import INSTRUCTIONS
+from tt_backend.runtime.emu.cycles import K_SFPU
+
+DIRECT_ISSUE = os.environ.get("TT_EMU_DIRECT_ISSUE", "1") != "0"
+_EXPANDER_OPS = frozenset(INSTRUCTIONS[n].opcode for n in ("MOP", "MOP_CFG", "REPLAY"))
+
+
+class DirectIssueMixin:
+    def _init_direct_issue(self) -> None:
+        self._direct: dict[int, tuple | None] = {}   # word -> its decode() tuple when direct issue may take it
+
+    def push(self, thread: int, word: int, t: int = 0) -> int:
+        """FrontendMixin.push; a plain word reaching an empty thread is issued at once (see the module docstring)."""
+        th = self.threads[thread]
+        if th.fifo or th.ready or th.mop_out or th.replay_load is not None or not DIRECT_ISSUE:
+            return super().push(thread, word, t)
+        word &= 0xFFFFFFFF
+        d = self._direct.get(word, False)
+        if d is False:
+            d = self._direct[word] = self._direct_info(word)
+        if d is None or (d[0] == "MVMUL") != (self.mm_record is not None):
+            return super().push(thread, word, t)        # (the drain's MVMUL recording: see the module docstring)
+        t = self.tm.accept_take(thread, t)
+        th.ready.append(word)
+        th.batch_skip = 0
+        if self.issue_head(thread, th, word, *d):
+            self.instructions[thread] += 1
+        return t
+
+    def _direct_info(self, word: int) -> tuple | None:
+        """decode(word) when direct issue may take the word, else None."""
+        if word >> 24 in _EXPANDER_OPS:
+            return None
+        try:
+            d = self.decode(word)
+        except EmuError:
+            return None
+        return None if d[5] == K_SFPU else d

@@ -1,0 +1,181 @@
+"""Direct issue (runtime/emu/accel/direct_issue.py) against the reference push path (FIFO -> drain): after every push
+of random programs over the three threads (plain words, Wait Gate latches, semaphores, MOP and REPLAY expansion,
+deferred SFPU words, FIFO-full stalls, errors) the frontend, the cycle model, the timeline and the units hold the same
+state; whole compiled kernels write the same bytes with the same cycles on every core."""
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from tt_backend.bench.emu import elementwise_inputs, elementwise_plan
+from tt_backend.bench.kernels import launch_plan, matmul_arrays, matmul_plan
+from tt_backend.chip import isa, layout
+from tt_backend.chip.errors import EmuError
+from tt_backend.lowering.codegen.sources import split
+from tt_backend.runtime.compile import compile_kernel
+from tt_backend.runtime.emu import timeline
+from tt_backend.runtime.emu.accel import direct_issue
+from tt_backend.runtime.emu.device import EmuDevice
+from tt_backend.runtime.emu.frontend import FrontendMixin
+from tt_backend.runtime.emu.rv32 import Stall
+from tt_backend.runtime.emu.tensix import Tensix
+
+from tests.support.timelines import recorded_spans
+
+E = isa.encode
+
+
+def _plain(rng: random.Random) -> int:
+    """A random word the direct path may take (or that blocks at the Wait Gate)."""
+    sem = 1 << rng.randrange(3)
+    waits = [
+        lambda: E("SEMWAIT", sem_sel=sem, wait_sem_cond=rng.choice((1, 2)), stall_res=rng.randrange(1, 512)),
+        lambda: E("STALLWAIT", wait_res=rng.choice((1 << 11, 1 << 4, 1 << 3, 0b110)), stall_res=rng.randrange(1, 512)),
+    ]
+    if rng.random() < 0.05:
+        return rng.choice(waits)()
+    return rng.choice([
+        lambda: E("SETDMAREG", reg_index_16b=rng.randrange(128), payload=rng.randrange(1 << 16)),
+        lambda: E("SETC16", setc16_reg=rng.randrange(2, 28), setc16_value=rng.randrange(1 << 16)),
+        lambda: E("SEMINIT", sem_sel=sem, init_value=rng.randrange(3), max_value=rng.randrange(1, 4)),
+        lambda: E("SEMPOST", sem_sel=sem),
+        lambda: E("SEMGET", sem_sel=sem),
+        lambda: E("NOP"),
+        lambda: E("SETADCXY", cnt_set_mask=rng.randrange(8), bit_mask=rng.randrange(16), ch0_x=rng.randrange(8),
+                  ch0_y=rng.randrange(8), ch1_x=rng.randrange(8), ch1_y=rng.randrange(8)),
+        lambda: E("SETADCXX", cnt_set_mask=rng.randrange(8), x_start=0, x_end2=rng.randrange(64)),
+        lambda: E("SETRWC", bit_mask=rng.randrange(16), rwc_a=rng.randrange(4), rwc_b=rng.randrange(4),
+                  rwc_d=rng.randrange(8), rwc_cr=0, clear_ab_vld=0),
+    ])()
+
+
+def _sfpu(rng: random.Random) -> int:
+    """A deferrable SFPU word (the deferral's path, beside the direct one)."""
+    reg = lambda: rng.randrange(8)
+    return rng.choice([
+        lambda: E("SFPMAD", lreg_src_a=reg(), lreg_src_b=reg(), lreg_src_c=reg(), lreg_dest=reg(), instr_mod1=0),
+        lambda: E("SFPLOAD", lreg_ind=reg(), instr_mod0=3, sfpu_addr_mode=0, dest_reg_addr=4 * rng.randrange(64)),
+        lambda: E("SFPSTORE", lreg_ind=reg(), instr_mod0=3, sfpu_addr_mode=0, dest_reg_addr=4 * rng.randrange(64)),
+        lambda: E("SFPNOP"),
+    ])()
+
+
+def _program(seed: int) -> list[tuple[int, tuple[int, ...], int]]:
+    """(thread, words pushed in one push_many call or one word, cycles before the push) per step."""
+    rng = random.Random(seed)
+    replay = lambda load, n: E("REPLAY", load_mode=load, execute_while_loading=0, len=n, start_idx=0)
+    steps = []
+    for _ in range(300):
+        kind = rng.random()
+        if kind < 0.6:
+            words = (_plain(rng),)
+        elif kind < 0.75:
+            words = (_sfpu(rng),)
+        elif kind < 0.85:
+            words = tuple(rng.choice((_plain, _sfpu))(rng) for _ in range(rng.randrange(2, 9)))
+        elif kind < 0.92:
+            words = (replay(1, 3), *(_plain(rng) for _ in range(3)), replay(0, 3))
+        else:
+            words = (E("MOP", mop_type=1, loop_count=0, zmask_lo16_or_loop_count=0),)
+        steps.append((rng.randrange(3), words, rng.randrange(4)))
+    return steps
+
+
+def _snapshot(tx: Tensix, ret) -> tuple:
+    threads = [(list(th.fifo), list(th.fifo_t), list(th.mop_out), list(th.ready), th.replay_load, th.blocked,
+                th.bank_wait, th.batch_skip, None if th.latch is None else
+                (th.latch.kind, th.latch.cond, th.latch.block, th.latch.word), list(th.gpr), list(th.cfg),
+                repr(th.adc), dict(th.rwc)) for th in tx.threads]
+    tm = tx.tm
+    return (ret, threads, tm.stats(), list(tm.fe), list(tm.gate), [list(q) for q in tm.taken], list(tm.after_mop),
+            tm.event_t, list(tx.instructions), tx.issue_t, tx.current, list(tx.sem_value), list(tx.sem_max),
+            len(tx.deferred))
+
+
+def _run(seed: int, strict: bool, direct: bool, monkeypatch) -> list:
+    """The program's trace: a snapshot after every step, then Dst, LRegs and the timeline (or the error's text)."""
+    monkeypatch.setattr(direct_issue, "DIRECT_ISSUE", direct)
+    tx = Tensix(np.zeros(layout.L1_SIZE, np.uint8), strict=strict)
+    tx.rec = tx.tm.rec = tx.tm.sfpu.rec = timeline.TimelineRecorder(0, tx.tm)
+    tx.dst.write_rows32(0, np.random.default_rng(seed).standard_normal((512, 16)).astype(np.float32).view(np.uint32))
+    nop, setrwc = E("NOP"), E("SETRWC", bit_mask=4, rwc_a=0, rwc_b=0, rwc_d=0, rwc_cr=0, clear_ab_vld=0)
+    for thread in range(3):
+        for i, v in enumerate([1, 2, nop, nop, nop, setrwc, nop, E("SETDMAREG", reg_index_16b=3, payload=7), setrwc]):
+            tx.mop_cfg_write(thread, i, v)
+    clock, trace = [0, 0, 0], []
+    try:
+        for thread, words, gap in _program(seed):
+            t = clock[thread] + gap
+            try:
+                if len(words) == 1:
+                    ret = tx.push(thread, words[0], t)
+                    clock[thread] = ret + 1
+                else:
+                    ret = clock[thread] = tx.push_many(thread, words, t)
+            except Stall:
+                ret = ("stall", tx.step())
+            trace.append(_snapshot(tx, ret))
+            if thread == 0 and gap == 0:
+                trace.append(("step", tx.step()))
+    except EmuError as e:
+        return trace + [str(e)]
+    s = tx.sfpu
+    spans = recorded_spans(tx)[0]
+    return trace + [(tx.dst.rows32.tolist(), s.lreg.tolist(), s.lane_flags.tolist(), spans)]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_random_programs_identical(seed, monkeypatch):
+    a = _run(seed, False, True, monkeypatch)
+    assert a == _run(seed, False, False, monkeypatch)
+    assert not isinstance(a[-1], str)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_random_programs_same_strict_error(seed, monkeypatch):
+    """Strict: the first undefined use (a SEMGET at Value 0, a SEMPOST past Max, ...) raises the same error after
+    the same state."""
+    a = _run(seed, True, True, monkeypatch)
+    assert a == _run(seed, True, False, monkeypatch)
+    assert isinstance(a[-1], str)
+
+
+def test_direct_path_is_taken(monkeypatch):
+    """The random programs really exercise the direct path: most words never reach the reference push."""
+    reference = {"n": 0}
+    push = FrontendMixin.push
+
+    def counted(self, *a):
+        reference["n"] += 1
+        return push(self, *a)
+    monkeypatch.setattr(FrontendMixin, "push", counted)
+    _run(1, False, True, monkeypatch)
+    pushed = sum(len(words) for _, words, _ in _program(1))
+    assert reference["n"] < pushed // 2
+
+
+def _same_kernel_runs(plan, arrays, monkeypatch) -> None:
+    elfs = compile_kernel(*split(plan.render()), plan.name)
+    runs = {}
+    for direct in (True, False):
+        monkeypatch.setattr(direct_issue, "DIRECT_ISSUE", direct)
+        dev = EmuDevice()
+        out = [launch_plan(dev, plan, arrays, elfs)[0] for _ in range(2)]      # a warm device relaunched too
+        runs[direct] = (out, dev.stats())
+    assert runs[True] == runs[False]
+
+
+@pytest.mark.needs_cc
+def test_elementwise_kernel_identical(monkeypatch):
+    plan = elementwise_plan(72)
+    _same_kernel_runs(plan, elementwise_inputs(plan, np.random.default_rng(72)), monkeypatch)
+
+
+@pytest.mark.needs_cc
+def test_matmul_grid_identical(monkeypatch):
+    """bf16 64^3 on a 2x2 grid: MVMUL runs, Src bank waits, semaphores between cores."""
+    plan = matmul_plan(64, "HiFi2")
+    plan.use_cores(4)
+    _same_kernel_runs(plan, matmul_arrays(plan), monkeypatch)
