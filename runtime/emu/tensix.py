@@ -101,9 +101,14 @@ class Tensix(FpuBatchMixin, DeferralMixin, DirectIssueMixin, MopBatchMixin, Fron
     def step(self) -> int:
         """Drain all three threads until none can move; returns the instructions executed."""
         total = 0
+        threads = self.threads
         while True:
             self.poll_latches()
-            n = self.drain(0) + self.drain(1) + self.drain(2)
+            n = 0
+            for t in (0, 1, 2):
+                th = threads[t]
+                if th.fifo or th.mop_out or th.ready:    # (a thread with nothing queued has nothing to drain)
+                    n += self.drain(t)
             if n == 0:
                 return total
             total += n

@@ -32,6 +32,8 @@ UNPACK_CONTIGUOUS = True
 # unpackers re-checked the same configuration for every face (a sixth of a bf16 matmul's host time). Tests turn it off.
 UNPACK_SETUP_CACHE = True
 _WHOLE_BYTE = {8: np.uint8, 16: np.dtype("<u2"), 32: np.dtype("<u4")}
+# PACR read_intf_sel -> the Dst rows its interfaces read, as (first, count, step) from the start row
+_PACR_ROWS = {0: (0, 4, 1), 1: (0, 1, 1), 3: (0, 2, 1), 5: (0, 2, 2), 10: (1, 2, 2)}
 
 UNP0, UNP1, PACK = 0, 1, 2
 
@@ -52,7 +54,7 @@ class UnpackPackMixin:
         self.packer_exp_addr = 0     # BFP output: where the next shared exponent byte goes
         self.packer_tpg = (0, 0, 0)  # edge-mask tile position generator (X, Y, Z), reset at each stream start
         self._pack_setups: dict[tuple, tuple] = {}    # PACR's cache key -> _pack_setup()
-        self._edge_keeps: dict[tuple, tuple] = {}     # _edge_keep's key -> (datums kept, tile position after)
+        self._edge_keeps: dict[tuple, tuple] = {}     # _edge_keep's key -> (datums kept, position after, all kept)
         self._unpack_setups: dict[tuple, tuple] = {}  # UNPACR's cache key -> _unpack_setup()
 
     # ------------------------------------------------------------------------------------------------ helpers
@@ -401,19 +403,20 @@ class UnpackPackMixin:
         row0 = src_addr // 16 + (cfg[180] & 0xFFF)
         if not rd32:
             row0 &= n_dst_rows - 1                  # the 10-bit Dst16b row wraps [ttsim]
-        offsets = {0: (0, 1, 2, 3), 1: (0,), 3: (0, 1), 5: (0, 2), 10: (1, 3)}[sel]
-        rows = [row0 + o for o in offsets]
-        if rows[-1] >= n_dst_rows:
-            raise self.undefined(f"PACR reads Dst{32 if rd32 else 16}b row {rows[-1]} beyond row {n_dst_rows - 1}")
-        count = per * len(rows)
+        first, n_rows, step = _PACR_ROWS[sel]
+        first += row0
+        last = first + step * (n_rows - 1)
+        if last >= n_dst_rows:
+            raise self.undefined(f"PACR reads Dst{32 if rd32 else 16}b row {last} beyond row {n_dst_rows - 1}")
+        count = per * n_rows
         if out_bits <= 8 and count % 16:
             raise self.unimpl(f"PACR of {count} datums to {_fmt(out_fmt)} (8-bit and BFP outputs need multiples "
                               "of 16)")
         if rd32:
-            vals = self.dst.rows32[rows, :per].reshape(-1).astype(np.uint32)
+            vals = self.dst.rows32[first:last + 1:step, :per].reshape(-1).astype(np.uint32)
         else:
-            r16 = np.repeat(np.array(rows), per)
-            vals = self.dst.read16(r16, np.tile(np.arange(per), len(rows))).astype(np.uint32)
+            r16 = np.repeat(np.arange(first, last + 1, step), per)
+            vals = self.dst.read16(r16, np.tile(np.arange(per), n_rows)).astype(np.uint32)
 
         # stream start: L1 address (and the BFP/8-bit exponent section) from L1_Dest_addr + ch1.Y * Ystride1
         if not self.packer_open:
@@ -423,7 +426,7 @@ class UnpackPackMixin:
             self.packer_exp_addr = start
             self.packer_addr = start + (16 * (c68 >> 16) if out_bits <= 8 else 0)   # Exp_section_size (16 B)
             self.packer_tpg = (0, 0, 0)
-        keep = self._edge_keep(count)
+        keep, all_kept = self._edge_keep(count)
         if rd32:
             inter, kind = self._pack_early(vals, in_fmt, read_raw, read_unsigned)
         else:
@@ -434,7 +437,8 @@ class UnpackPackMixin:
             if relu_mode >= 2 and relu_thr & 0x8000:
                 raise self.undefined(f"packer ReLU threshold 0x{relu_thr:04X} is negative (undefined)")
             inter = F.relu(inter, kind, relu_mode, relu_thr)
-        inter = np.where(keep, inter, np.uint32(0))       # masked datums enter the late conversion as 0
+        if not (all_kept and inter.dtype == np.uint32):     # (else np.where would return an equal copy)
+            inter = np.where(keep, inter, np.uint32(0))   # masked datums enter the late conversion as 0
         out = self._pack_late(inter, in_fmt, out_fmt, c71, bool(rd32))
 
         addr = self.packer_addr
@@ -445,7 +449,7 @@ class UnpackPackMixin:
             self.packer_exp_addr += exps.size
             data = F.bfp_datums_to_bytes(datums, bits)
         else:
-            dt = {32: "<u4", 16: "<u2", 8: np.uint8}[out_bits]
+            dt = _WHOLE_BYTE[out_bits]
             if acc:
                 old = self._l1_read(addr, count * out_bits // 8).view(dt).astype(np.uint32)
                 out = {F.FP32: F.l1_acc_fp32, F.BF16: F.l1_acc_bf16, F.FP16: F.l1_acc_fp16}[out_fmt](old, out)
@@ -537,8 +541,9 @@ class UnpackPackMixin:
         return (sel, c68, c71, in_fmt, out_fmt, rd32, read_unsigned, read_raw, round10, relu_mode, relu_thr, acc, esz,
                 out_bits, ys, zs, ws)
 
-    def _edge_keep(self, count: int) -> np.ndarray:
-        """_edge_masks, cached per (count, tile position, the config words it reads) with the position it leaves."""
+    def _edge_keep(self, count: int) -> tuple[np.ndarray, bool]:
+        """(_edge_masks, whether it keeps every datum), cached per (count, tile position, the config words it reads)
+        with the position it leaves."""
         cfg = self.cfg
         key = (count, self.packer_tpg, cfg[20], cfg[21], cfg[22], cfg[23], cfg[24], cfg[25], cfg[26], cfg[27], cfg[28])
         hit = self._edge_keeps.get(key) if PACK_SETUP_CACHE else None
@@ -547,9 +552,9 @@ class UnpackPackMixin:
             keep.flags.writeable = False
             if len(self._edge_keeps) >= 1024:
                 self._edge_keeps.clear()
-            hit = self._edge_keeps[key] = (keep, self.packer_tpg)
+            hit = self._edge_keeps[key] = (keep, self.packer_tpg, bool(keep.all()))
         self.packer_tpg = hit[1]
-        return hit[0]
+        return hit[0], hit[2]
 
     def _edge_masks(self, count: int) -> np.ndarray:
         """EdgeMasking.md: per datum, c = TILE_ROW_SET_MAPPING[select].row_set_mapping[TPG.Y & 15], keep the datum

@@ -4,9 +4,10 @@ Wait Gate, without the FIFO round trip and the drain loop around it.
 
 What the reference path (frontend.push -> Tensix.drain -> next_instruction -> Tensix.issue_head) does for such a
 word, and this path does too: the FIFO accepts it (TensixTiming.accept, full in modelled time or not), the MOP expander
-takes it (TensixTiming.take: one word, not a MOP), the replay expander passes it on (nothing recording), the batching
-memo of the thread is reset (batch_skip = 0: the ready queue was empty), and issue_head issues it or leaves it blocked at
-the head of the ready queue; then the drain finds nothing more. Words the expanders act on (MOP, MOP_CFG, REPLAY),
+takes it (TensixTiming.take: one word, not a MOP), the replay expander passes it on (nothing recording), and
+issue_head issues it or leaves it blocked at the head of the ready queue; then the drain finds nothing more. (The
+thread's batching memo, batch_skip, is 0 already: a drain leaves a thread empty only through next_instruction finding
+the ready queue empty, which resets it.) Words the expanders act on (MOP, MOP_CFG, REPLAY),
 SFPU words (the deferral's and batching's), an MVMUL outside a pushed MVMUL run and any other word inside one (what
 the drain's recording wrapper, Tensix.drain, acts on) take the reference path, as does an undecodable word (its error
 raised where the reference raises it).
@@ -44,7 +45,6 @@ class DirectIssueMixin:
             return super().push(thread, word, t)        # (the drain's MVMUL recording: see the module docstring)
         t = self.tm.accept_take(thread, t)
         th.ready.append(word)
-        th.batch_skip = 0
         if self.issue_head(thread, th, word, *d):
             self.instructions[thread] += 1
         return t
