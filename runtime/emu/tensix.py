@@ -42,6 +42,8 @@ from tt_backend.runtime.emu.tensix_sfpu import SfpuIssueMixin
 from tt_backend.runtime.emu.thread_state import ThreadState
 from tt_backend.runtime.emu.unpack_pack import UnpackPackMixin
 
+RETRY_ON_BANK_CHANGE = True    # step() skips a thread blocked on unchanged Src banks; tests turn it off to compare
+
 
 class Tensix(FpuBatchMixin, DeferralMixin, DirectIssueMixin, MopBatchMixin, FrontendMixin, SyncMixin, ConfigMixin,
              SfpuIssueMixin, UnpackPackMixin, FpuMixin):
@@ -99,7 +101,8 @@ class Tensix(FpuBatchMixin, DeferralMixin, DirectIssueMixin, MopBatchMixin, Fron
         return self.tm.done(thread)
 
     def step(self) -> int:
-        """Drain all three threads until none can move; returns the instructions executed."""
+        """Drain all three threads until none can move; returns the instructions executed. (A thread with nothing
+        queued has nothing to drain.)"""
         total = 0
         threads = self.threads
         while True:
@@ -107,7 +110,7 @@ class Tensix(FpuBatchMixin, DeferralMixin, DirectIssueMixin, MopBatchMixin, Fron
             n = 0
             for t in (0, 1, 2):
                 th = threads[t]
-                if th.fifo or th.mop_out or th.ready:    # (a thread with nothing queued has nothing to drain)
+                if th.fifo or th.mop_out or th.ready:
                     n += self.drain(t)
             if n == 0:
                 return total
@@ -129,7 +132,13 @@ class Tensix(FpuBatchMixin, DeferralMixin, DirectIssueMixin, MopBatchMixin, Fron
 
     def drain(self, t: int) -> int:
         """_drain, recording the data effect of back-to-back MVMULs and executing them at once (accel/fpu_batch.py)
-        before any other instruction and when it returns, unless a pushed MVMUL run records already."""
+        before any other instruction and when it returns, unless a pushed MVMUL run records already. A thread whose
+        head instruction's handler blocked on a Src bank (bank_wait) blocks again while the Src banks are as they were
+        then (RETRY_ON_BANK_CHANGE: such a handler waits on them alone, and its checks ahead of that depend on its
+        fields alone, so they passed for good): nothing to drain."""
+        th = self.threads[t]
+        if th.bank_wait and th.blocked is not None and RETRY_ON_BANK_CHANGE and th.bank_state == self.src_bank_state():
+            return 0
         if self.mm_record is not None or not fpu_batch.BATCH_MVMUL:
             return self._drain(t)
         self.mm_record = []
@@ -209,7 +218,10 @@ class Tensix(FpuBatchMixin, DeferralMixin, DirectIssueMixin, MopBatchMixin, Fron
             pre = self.tm.pre(t, kind, name, fields) if kind == K_FPU or kind == K_UNPACK else None
             why = handler(t, fields)
             if why is not None:
-                th.blocked, th.bank_wait = why, kind == K_FPU or kind == K_UNPACK
+                th.blocked = why
+                th.bank_wait = kind == K_FPU or kind == K_UNPACK
+                if th.bank_wait:
+                    th.bank_state = self.src_bank_state()
                 return False
             self.issue_t = self.tm.issue(t, name, kind, info, fields, block, was_blocked, pre,
                                          was_blocked and th.bank_wait)

@@ -82,6 +82,11 @@ class FpuMixin:
                 self.srcb_valid[b] = False
             self.srcb_matrix_bank ^= 1
 
+    def src_bank_state(self) -> tuple:
+        """All an FPU or unpacker handler waits on: the Src banks' valid flags and which bank each side owns."""
+        return (self.srca_valid[0], self.srca_valid[1], self.srcb_valid[0], self.srcb_valid[1], self.srca_unpack_bank,
+                self.srca_matrix_bank, self.srcb_unpack_bank, self.srcb_matrix_bank)
+
     def _banks_ready(self, what: str) -> str | None:
         if not self.srca_valid[self.srca_matrix_bank]:
             return f"{what}: SrcA bank {self.srca_matrix_bank} not valid (waiting for the unpacker)"

@@ -20,7 +20,7 @@ class Latch:
 
 class ThreadState:
     __slots__ = ("fifo", "mop_out", "ready", "replay_buf", "replay_load", "mask_hi", "mop_cfg", "latch", "blocked", "bank_wait",
-                 "cfg", "gpr", "adc", "adc_cr", "rwc", "fifo_t", "tid", "batch_skip")
+                 "bank_state", "cfg", "gpr", "adc", "adc_cr", "rwc", "fifo_t", "tid", "batch_skip")
 
     def __init__(self, tid: int = 0):
         self.tid = tid
@@ -35,6 +35,7 @@ class ThreadState:
         self.latch: Latch | None = None
         self.blocked: str | None = None
         self.bank_wait = False                 # `blocked` came from the handler (a Src bank), not the Wait Gate
+        self.bank_state = None                 # then: Tensix.src_bank_state() when the handler blocked
         self.cfg = [0] * THREAD_CFG_WORDS      # ThreadConfig (SETC16), 16-bit values
         self.gpr = [0] * N_GPR
         # ADCs[set][channel][X, Y, Z, W] and the _Cr shadows; sets: unpacker 0, unpacker 1, packer

@@ -1,7 +1,8 @@
 """Direct issue (runtime/emu/accel/direct_issue.py) against the reference push path (FIFO -> drain): after every push
 of random programs over the three threads (plain words, Wait Gate latches, semaphores, MOP and REPLAY expansion,
 deferred SFPU words, FIFO-full stalls, errors) the frontend, the cycle model, the timeline and the units hold the same
-state; whole compiled kernels write the same bytes with the same cycles on every core."""
+state; whole compiled kernels write the same bytes with the same cycles on every core. Also the drain's skip of a
+thread blocked on unchanged Src banks (tensix.RETRY_ON_BANK_CHANGE), on whole kernels."""
 from __future__ import annotations
 
 import random
@@ -15,7 +16,7 @@ from tt_backend.chip import isa, layout
 from tt_backend.chip.errors import EmuError
 from tt_backend.lowering.codegen.sources import split
 from tt_backend.runtime.compile import compile_kernel
-from tt_backend.runtime.emu import timeline
+from tt_backend.runtime.emu import tensix, timeline
 from tt_backend.runtime.emu.accel import direct_issue
 from tt_backend.runtime.emu.device import EmuDevice
 from tt_backend.runtime.emu.frontend import FrontendMixin
@@ -83,14 +84,17 @@ def _program(seed: int) -> list[tuple[int, tuple[int, ...], int]]:
     return steps
 
 
-def _snapshot(tx: Tensix, ret) -> tuple:
+def _snapshot(tx: Tensix, ret, current: bool = True) -> tuple:
+    """The frontend's, the cycle model's and the sync unit's state; with `current`, the instruction last started (for
+    error messages: a skipped retry of a blocked instruction does not start it again)."""
     threads = [(list(th.fifo), list(th.fifo_t), list(th.mop_out), list(th.ready), th.replay_load, th.blocked,
                 th.bank_wait, th.batch_skip, None if th.latch is None else
                 (th.latch.kind, th.latch.cond, th.latch.block, th.latch.word), list(th.gpr), list(th.cfg),
                 repr(th.adc), dict(th.rwc)) for th in tx.threads]
     tm = tx.tm
     return (ret, threads, tm.stats(), list(tm.fe), list(tm.gate), [list(q) for q in tm.taken], list(tm.after_mop),
-            tm.event_t, list(tx.instructions), tx.issue_t, tx.current, list(tx.sem_value), list(tx.sem_max),
+            tm.event_t, list(tx.instructions), tx.issue_t, tx.current if current else None, list(tx.sem_value),
+            list(tx.sem_max),
             len(tx.deferred))
 
 
@@ -156,26 +160,79 @@ def test_direct_path_is_taken(monkeypatch):
     assert reference["n"] < pushed // 2
 
 
-def _same_kernel_runs(plan, arrays, monkeypatch) -> None:
+def _same_kernel_runs(plan, arrays, monkeypatch, module, switch: str) -> None:
+    """The kernel launched twice on a fresh device with module.switch on and off: same bytes, same stats."""
     elfs = compile_kernel(*split(plan.render()), plan.name)
     runs = {}
-    for direct in (True, False):
-        monkeypatch.setattr(direct_issue, "DIRECT_ISSUE", direct)
+    for on in (True, False):
+        monkeypatch.setattr(module, switch, on)
         dev = EmuDevice()
         out = [launch_plan(dev, plan, arrays, elfs)[0] for _ in range(2)]      # a warm device relaunched too
-        runs[direct] = (out, dev.stats())
+        runs[on] = (out, dev.stats())
     assert runs[True] == runs[False]
 
 
+SWITCHES = [(direct_issue, "DIRECT_ISSUE"), (tensix, "RETRY_ON_BANK_CHANGE")]
+
+
 @pytest.mark.needs_cc
-def test_elementwise_kernel_identical(monkeypatch):
+@pytest.mark.parametrize("module,switch", SWITCHES)
+def test_elementwise_kernel_identical(module, switch, monkeypatch):
     plan = elementwise_plan(72)
-    _same_kernel_runs(plan, elementwise_inputs(plan, np.random.default_rng(72)), monkeypatch)
+    _same_kernel_runs(plan, elementwise_inputs(plan, np.random.default_rng(72)), monkeypatch, module, switch)
 
 
 @pytest.mark.needs_cc
-def test_matmul_grid_identical(monkeypatch):
+@pytest.mark.parametrize("module,switch", SWITCHES)
+def test_matmul_grid_identical(module, switch, monkeypatch):
     """bf16 64^3 on a 2x2 grid: MVMUL runs, Src bank waits, semaphores between cores."""
     plan = matmul_plan(64, "HiFi2")
     plan.use_cores(4)
-    _same_kernel_runs(plan, matmul_arrays(plan), monkeypatch)
+    _same_kernel_runs(plan, matmul_arrays(plan), monkeypatch, module, switch)
+
+
+def _bank_wait_trace(on: bool, monkeypatch) -> list:
+    """MVMULs on T1 waiting for SrcA and SrcB, which T0's UNPACR_NOPs hand over one bank at a time (and the MVMULs'
+    clear_dvalid hands back): the state after every push and step."""
+    monkeypatch.setattr(tensix, "RETRY_ON_BANK_CHANGE", on)
+    tx = Tensix(np.zeros(layout.L1_SIZE, np.uint8), strict=False)
+    tx.cfg[72] = tx.cfg[120] = 5                          # the unpackers' formats (BF16) the FPU sees
+    tx.cfg[1] |= 1 << 29                                  # a 32-bit Dst
+    mvmul = E("MVMUL", dst=0, addr_mode=0, instr_mod19=0, clear_dvalid=3)
+    nop = lambda sel: E("UNPACR_NOP", unpack_pop=1, set_dvalid=1, stall_clr_cntrl=1, unpacker_select=sel)
+    trace = []
+    try:
+        for thread, word in [(1, mvmul), (1, mvmul), (0, nop(0)), (0, nop(1)), (0, nop(0)), (0, nop(1))]:
+            trace.append(_snapshot(tx, tx.push(thread, word), current=False))
+            trace.append(("step", tx.step(), _snapshot(tx, None, current=False)))
+    except EmuError as e:
+        trace.append(str(e))
+    return trace + [tx.dst.rows32[:8].tolist()]
+
+
+def test_bank_wait_retried_when_banks_change(monkeypatch):
+    """A blocked MVMUL is retried as soon as one Src bank changes (here first SrcA alone, then SrcB): the same states
+    as retrying at every drain, and both MVMULs ran."""
+    a = _bank_wait_trace(True, monkeypatch)
+    assert a == _bank_wait_trace(False, monkeypatch)
+    assert a[-2][2][8][1] == 2                            # T1 executed both MVMULs
+
+
+@pytest.mark.needs_cc
+def test_bank_waits_are_skipped(monkeypatch):
+    """In a matmul most retries of an instruction blocked on a Src bank find the banks unchanged and are skipped:
+    fewer handler calls than with every retry run."""
+    plan = matmul_plan(64, "HiFi2")
+    elfs = compile_kernel(*split(plan.render()), plan.name)
+    calls = {}
+    banks_ready = Tensix._banks_ready
+    for on in (True, False):
+        monkeypatch.setattr(tensix, "RETRY_ON_BANK_CHANGE", on)
+        calls[on] = 0
+
+        def counted(self, what, on=on):
+            calls[on] += 1
+            return banks_ready(self, what)
+        monkeypatch.setattr(Tensix, "_banks_ready", counted)
+        launch_plan(EmuDevice(), plan, matmul_arrays(plan), elfs)
+    assert calls[True] < 0.8 * calls[False]
