@@ -14,7 +14,8 @@ from tt_backend.chip.numerics.sfpu.functional import FunctionalSFPU
 from tt_backend.runtime.emu import bench
 from tt_backend.runtime.emu.accel import deferral, native, sfpu_native
 
-from tests.emu.test_emu_speed import BODIES, _full_state, _same, _tti_run
+from tests.emu.test_emu_speed import BODIES, CLOSED_BODIES, MM_SETUP, _full_state, _same, _tti_run
+from tests.support.tensix_runs import mop_run
 
 pytestmark = pytest.mark.skipif(native.host_compiler() is None, reason="no host C compiler (cc, clang or gcc)")
 
@@ -160,6 +161,32 @@ def test_deferred_bodies_identical_with_c_part(python_op, monkeypatch):
         a, b, traffic = _native_both(run, monkeypatch)
         assert traffic["C"] > 0 and (python_op is None or traffic[python_op] > 0)
         _same(a, b)
+
+
+@pytest.mark.parametrize("name", sorted(CLOSED_BODIES))
+def test_mop_batches_in_c_identical(name, monkeypatch):
+    """MOP batches (accel/mop_batch.py) of fewer than deferral.NATIVE_BATCH_MIN repetitions run one repetition after
+    the other in C: the same Dst, LRegs, flags, cycle model and counters as the numpy batch (the C part off) and as
+    no batching at all (every instruction through its handler), and the C part ran the batches."""
+    from tt_backend.runtime.emu.tensix import Tensix
+    batched = {"n": 0}
+    batch_sfpu = Tensix.batch_sfpu
+
+    def counted(self, t, th, on=True):
+        n = batch_sfpu(self, t, th) if on else 0
+        batched["n"] += n
+        return n
+    run = lambda: mop_run(CLOSED_BODIES[name], reps=16, setup=MM_SETUP, tiles=3)
+    monkeypatch.setattr(Tensix, "batch_sfpu", counted)
+    before = sfpu_native.traffic.copy()
+    c = _full_state(run())
+    assert (sfpu_native.traffic - before)["C"] >= batched["n"] > 0
+    monkeypatch.setattr(sfpu_native, "NATIVE_SFPU", False)
+    numpy_batch = _full_state(run())
+    monkeypatch.setattr(Tensix, "batch_sfpu", lambda self, t, th: counted(self, t, th, on=False))
+    monkeypatch.setattr(deferral, "DEFER_SFPU", False)
+    _same(c, numpy_batch)
+    _same(c, _full_state(run()))
 
 
 def _kernel_plan(expr, name: str):

@@ -41,7 +41,8 @@ DQ_MAX = 16384            # deferred instructions before the queue is executed a
 DQ_MAX_PERIOD = 2048      # longest body _dq_period looks for
 # With the C part (sfpu_native), fewer repetitions than this run one by one in C rather than as a numpy batch: a batch
 # costs ~20-50 us of numpy calls per body instruction whatever k, the C part well under 1 us per instruction and
-# repetition (a convolution's 32-row bodies flushed at every SETRWC: 24.4 -> 14.5 CPU s, the same bits).
+# repetition (a convolution's 32-row bodies flushed at every SETRWC: 24.4 -> 14.5 CPU s, the same bits). The MOP
+# batches (mop_batch.py) follow the same rule.
 NATIVE_BATCH_MIN = 64
 _UNSET = object()
 _ALL4 = b"\x01" * 4      # Dst.written[r0:r0 + 4].tobytes() when all four rows are written
@@ -384,7 +385,7 @@ class DeferralMixin:
                 self._dq_exec(e)
                 continue
             mem = e[3]
-            run.append(r if mem is None else (r[0], mem[2]) + r[2:7] + (mem[3],))   # mode, address of this one
+            run.append(r if mem is None else sfpu_native.at_address(r, mem[2], mem[3]))
         self._dq_exec_c(run)
         sfpu.cycle = entries[-1][5]
 

@@ -11,7 +11,7 @@ from itertools import islice
 import numpy as np
 
 from tt_backend.chip.errors import EmuError, EmuUnspecified
-from tt_backend.runtime.emu.accel import batch_timing, sfpu_batch
+from tt_backend.runtime.emu.accel import batch_timing, deferral, sfpu_batch, sfpu_native
 from tt_backend.runtime.emu.cycles import K_SFPU
 from tt_backend.runtime.emu.tensix_sfpu import sfpu_format_flags
 from tt_backend.runtime.emu.thread_state import ThreadState
@@ -27,6 +27,7 @@ class MopBatchMixin:
         self._batch_addr_cache: dict[tuple, object] = {}   # (body, k, start, steps) -> batch_addrs() result
         self._batch_bodies: dict[tuple, list] = {}         # (body, resolved modes) -> execute_batch's body list
         self._batch_timing: dict[tuple, tuple] = {}        # (body, k, batch_timing.key) -> batch_timing.memo()
+        self._batch_programs: dict[tuple, tuple | None] = {}  # (body, resolved modes) -> _native_body() result
 
     def batch_sfpu(self, t: int, th: ThreadState) -> int:
         """Execute K >= BATCH_MIN_REPS back-to-back repetitions of one SFPU body at the head of the ready queue (what a
@@ -176,7 +177,22 @@ class MopBatchMixin:
         if ebody is None:
             mem_info = {i: (is_store, vd, m) for (i, is_store, imm, amode, vd, mod0), m in zip(mems, resolved)}
             ebody = self._batch_bodies[bkey] = [(e[1], e[2], mem_info.get(i)) for i, e in enumerate(entries)]
-        sfpu_batch.execute_batch(sfpu, ebody, k, addrs_np, c)
+        native = None
+        if k < deferral.NATIVE_BATCH_MIN and sfpu_native.available():
+            native = self._batch_programs.get(bkey, False)
+            if native is False:
+                native = self._batch_programs[bkey] = _native_body(entries, mems, resolved)
+        if native is None:
+            sfpu_batch.execute_batch(sfpu, ebody, k, addrs_np, c)
+        else:
+            # the repetitions one after the other, each instruction as its handler would run it (the C part: the
+            # reference order itself), the Dst addresses filled in from the RWC walk
+            template, mem_rows = native
+            program = np.tile(template, (k, 1))
+            program[(np.arange(k)[:, None] * p + mem_rows).reshape(-1), -1] = addrs_np.reshape(-1)
+            sfpu.instructions += k * p
+            sfpu_native.run_program(sfpu, program)
+            sfpu.cycle = c
         n = k * p
         for _ in range(n):
             ready.popleft()
@@ -282,3 +298,14 @@ def find_period(lst: list) -> tuple[int, int]:
         if k * p > best_k * best_p:
             best_p, best_k = p, k
     return best_p, best_k
+
+
+def _native_body(entries: list, mems: list, resolved: list) -> tuple | None:
+    """The body as the C part's records (sfpu_native; loads and stores in their resolved mode at address 0) and the
+    positions of its loads and stores, or None when the C part does not cover an instruction of it."""
+    records = [sfpu_native.record(e[1], e[2]) for e in entries]
+    if None in records:
+        return None
+    for (i, *_), mode in zip(mems, resolved):
+        records[i] = sfpu_native.at_address(records[i], mode, 0)
+    return np.array(records, dtype=np.int32), np.array([m[0] for m in mems], dtype=np.int64)

@@ -103,6 +103,11 @@ def record(name: str, fields: dict) -> tuple | None:
     return (op,) + tuple(fields.get(k, 0) for k in _FIELDS.get(name, _LREG_C_FORM)) + (0,)
 
 
+def at_address(r: tuple, mode: int, addr: int) -> tuple:
+    """Record r of an SFPLOAD / SFPSTORE with its Dst access resolved: the 32-bit mode and the address."""
+    return (r[0], mode) + r[2:7] + (addr,)
+
+
 def _state(sfpu, what: str) -> tuple:
     """The pointers the C part takes: LRegs, lane flags, lane-flag use, Dst words, Dst rows written."""
     lreg, lf, use, rows32, written = sfpu.lreg, sfpu.lane_flags, sfpu.use_lane_flags, sfpu.dst.rows32, sfpu.dst.written
@@ -117,7 +122,11 @@ def _state(sfpu, what: str) -> tuple:
 def run(sfpu, records: list) -> None:
     """Execute `records` (each with its Dst address and mode resolved; SFPLOAD / SFPSTORE at even addresses below 512
     in DST32_MODES) on `sfpu` in its plain state, in order. The caller checked coverage (record() is not None)."""
-    prog = np.array(records, dtype=np.int32)
+    run_program(sfpu, np.array(records, dtype=np.int32))
+
+
+def run_program(sfpu, prog: np.ndarray) -> None:
+    """run() of records already in an int32 array, one record a row."""
     done = _load()[0].sfpu_run(*_state(sfpu, "run"), prog.ctypes.data, len(prog))
     sfpu.invalidate()
     if done != len(prog):
