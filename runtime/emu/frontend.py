@@ -48,6 +48,14 @@ def _opcode(name: str) -> int:
 
 _OP_MOP, _OP_MOP_CFG, _OP_REPLAY, _OP_NOP = _opcode("MOP"), _opcode("MOP_CFG"), _opcode("REPLAY"), _opcode("NOP")
 _REPLAY_FIELDS: dict[int, dict] = {}      # REPLAY word -> decoded fields (read only)
+MOP_EXPANDER_OPS = frozenset({_OP_MOP, _OP_MOP_CFG})   # opcodes the MOP expander consumes: never recorded for replay
+
+
+def replay_executes(th: ThreadState, word: int) -> bool:
+    """Whether a word pushed now is recorded by a REPLAY load under way and executed as well (execute_while_loading;
+    a word the MOP expander passes on)."""
+    load = th.replay_load
+    return load is not None and load[2] and (word >> 24) & 0xFF not in MOP_EXPANDER_OPS
 
 
 class FrontendMixin:
@@ -119,13 +127,8 @@ class FrontendMixin:
                 return None
             # replay expander
             if th.replay_load is not None:
-                idx, remaining, exe = th.replay_load
-                th.replay_buf[idx % 32] = w
-                th.replay_load = [idx + 1, remaining - 1, exe] if remaining > 1 else None
-                if exe:
+                if self.replay_record(th, w):
                     ready.append(w)
-                else:
-                    tm.frontend_cycles(th.tid, 1)      # REPLAY.md: recorded at one per cycle, nothing emitted
                 continue
             if w >> 24 == _OP_REPLAY:
                 self._check_reserved_word(w, "REPLAY")
@@ -160,6 +163,16 @@ class FrontendMixin:
                 continue
             ready.append(w)
         return ready[0]
+
+    def replay_record(self, th: ThreadState, w: int) -> bool:
+        """The replay expander while a REPLAY load records: word w goes to the buffer; True when it is also to be
+        executed (execute_while_loading), else the frontend spends the cycle recording it."""
+        idx, remaining, exe = th.replay_load
+        th.replay_buf[idx % 32] = w
+        th.replay_load = [idx + 1, remaining - 1, exe] if remaining > 1 else None
+        if not exe:
+            self.tm.frontend_cycles(th.tid, 1)      # REPLAY.md: recorded at one per cycle, nothing emitted
+        return exe
 
     def _expand_mop(self, th: ThreadState, w: int) -> None:
         self._check_reserved_word(w, "MOP")

@@ -42,7 +42,7 @@ from tt_backend.runtime.emu.tensix_sfpu import SfpuIssueMixin
 from tt_backend.runtime.emu.thread_state import ThreadState
 from tt_backend.runtime.emu.unpack_pack import UnpackPackMixin
 
-RETRY_ON_BANK_CHANGE = True    # step() skips a thread blocked on unchanged Src banks; tests turn it off to compare
+RETRY_ON_BANK_CHANGE = True    # drain() skips a thread blocked on unchanged Src banks; tests turn it off to compare
 
 
 class Tensix(FpuBatchMixin, DeferralMixin, DirectIssueMixin, MopBatchMixin, FrontendMixin, SyncMixin, ConfigMixin,

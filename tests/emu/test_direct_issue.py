@@ -17,7 +17,7 @@ from tt_backend.chip.errors import EmuError
 from tt_backend.lowering.codegen.sources import split
 from tt_backend.runtime.compile import compile_kernel
 from tt_backend.runtime.emu import tensix, timeline
-from tt_backend.runtime.emu.accel import direct_issue
+from tt_backend.runtime.emu.accel import deferral, direct_issue
 from tt_backend.runtime.emu.device import EmuDevice
 from tt_backend.runtime.emu.frontend import FrontendMixin
 from tt_backend.runtime.emu.rv32 import Stall
@@ -66,7 +66,7 @@ def _sfpu(rng: random.Random) -> int:
 def _program(seed: int) -> list[tuple[int, tuple[int, ...], int]]:
     """(thread, words pushed in one push_many call or one word, cycles before the push) per step."""
     rng = random.Random(seed)
-    replay = lambda load, n: E("REPLAY", load_mode=load, execute_while_loading=0, len=n, start_idx=0)
+    replay = lambda load, n, exe=0: E("REPLAY", load_mode=load, execute_while_loading=exe, len=n, start_idx=0)
     steps = []
     for _ in range(300):
         kind = rng.random()
@@ -76,31 +76,36 @@ def _program(seed: int) -> list[tuple[int, tuple[int, ...], int]]:
             words = (_sfpu(rng),)
         elif kind < 0.85:
             words = tuple(rng.choice((_plain, _sfpu))(rng) for _ in range(rng.randrange(2, 9)))
-        elif kind < 0.92:
-            words = (replay(1, 3), *(_plain(rng) for _ in range(3)), replay(0, 3))
+        elif kind < 0.92:                    # recorded for replay (and executed while recording, or not)
+            body = tuple(rng.choice((_plain, _sfpu))(rng) for _ in range(3))
+            words = (replay(1, 3, rng.randrange(2)), *body, replay(0, 3))
+            if rng.random() < 0.5:           # the body pushed one word at a time
+                steps += [(thread, (w,), 0) for thread in [rng.randrange(3)] for w in words]
+                continue
         else:
             words = (E("MOP", mop_type=1, loop_count=0, zmask_lo16_or_loop_count=0),)
         steps.append((rng.randrange(3), words, rng.randrange(4)))
     return steps
 
 
-def _snapshot(tx: Tensix, ret, current: bool = True) -> tuple:
-    """The frontend's, the cycle model's and the sync unit's state; with `current`, the instruction last started (for
-    error messages: a skipped retry of a blocked instruction does not start it again)."""
+def _snapshot(tx: Tensix, ret) -> tuple:
+    """The frontend's, the cycle model's and the sync unit's state (not Tensix.current, the instruction last started,
+    for error messages: a skipped retry of a blocked instruction does not start it again, deferred work runs later)."""
     threads = [(list(th.fifo), list(th.fifo_t), list(th.mop_out), list(th.ready), th.replay_load, th.blocked,
                 th.bank_wait, th.batch_skip, None if th.latch is None else
                 (th.latch.kind, th.latch.cond, th.latch.block, th.latch.word), list(th.gpr), list(th.cfg),
                 repr(th.adc), dict(th.rwc)) for th in tx.threads]
     tm = tx.tm
     return (ret, threads, tm.stats(), list(tm.fe), list(tm.gate), [list(q) for q in tm.taken], list(tm.after_mop),
-            tm.event_t, list(tx.instructions), tx.issue_t, tx.current if current else None, list(tx.sem_value),
-            list(tx.sem_max),
-            len(tx.deferred))
+            tm.event_t, list(tx.instructions), tx.issue_t, list(tx.sem_value),
+            list(tx.sem_max))
 
 
 def _run(seed: int, strict: bool, direct: bool, monkeypatch) -> list:
-    """The program's trace: a snapshot after every step, then Dst, LRegs and the timeline (or the error's text)."""
+    """The program's trace: a snapshot after every step, then Dst, LRegs and the timeline (or the error's text).
+    `direct`: with direct issue and the deferral's push path, else both off (every word through the FIFO)."""
     monkeypatch.setattr(direct_issue, "DIRECT_ISSUE", direct)
+    monkeypatch.setattr(deferral, "DEFER_SFPU", direct)
     tx = Tensix(np.zeros(layout.L1_SIZE, np.uint8), strict=strict)
     tx.rec = tx.tm.rec = tx.tm.sfpu.rec = timeline.TimelineRecorder(0, tx.tm)
     tx.dst.write_rows32(0, np.random.default_rng(seed).standard_normal((512, 16)).astype(np.float32).view(np.uint32))
@@ -203,8 +208,8 @@ def _bank_wait_trace(on: bool, monkeypatch) -> list:
     trace = []
     try:
         for thread, word in [(1, mvmul), (1, mvmul), (0, nop(0)), (0, nop(1)), (0, nop(0)), (0, nop(1))]:
-            trace.append(_snapshot(tx, tx.push(thread, word), current=False))
-            trace.append(("step", tx.step(), _snapshot(tx, None, current=False)))
+            trace.append(_snapshot(tx, tx.push(thread, word)))
+            trace.append(("step", tx.step(), _snapshot(tx, None)))
     except EmuError as e:
         trace.append(str(e))
     return trace + [tx.dst.rows32[:8].tolist()]

@@ -32,6 +32,7 @@ from tt_backend.chip.numerics.sfpu.state import FLAG_WRITERS
 from tt_backend.runtime.emu.accel import sfpu_batch, sfpu_native
 from tt_backend.runtime.emu.accel.inline import inline_calls
 from tt_backend.runtime.emu.cycles import K_SFPU, TensixTiming
+from tt_backend.runtime.emu.frontend import replay_executes
 from tt_backend.runtime.emu.sfpu import SFPU
 from tt_backend.runtime.emu.tensix_sfpu import resolve_sfpu_mode, sfpu_format_flags
 from tt_backend.runtime.emu.thread_state import ThreadState
@@ -90,9 +91,9 @@ class DeferralMixin:
     # ------------------------------------------------------------------------------------------------ entry points
     def push(self, thread: int, word: int, t: int = 0) -> int:
         """FrontendMixin.push; a deferrable SFPU word reaching an empty thread is taken from the FIFO, issued and
-        queued at once (what drain() -> defer would do)."""
+        queued at once (what drain() -> defer would do), also while a REPLAY load records and executes it."""
         th = self.threads[thread]
-        if th.fifo or th.ready or th.mop_out or th.replay_load is not None:
+        if th.fifo or th.ready or th.mop_out or (th.replay_load is not None and not replay_executes(th, word)):
             return super(DeferralMixin, self).push(thread, word, t)     # (inline_calls recompiles: explicit super)
         word &= 0xFFFFFFFF
         fast = self._fast.get(word, _UNSET)
@@ -102,6 +103,8 @@ class DeferralMixin:
             return super(DeferralMixin, self).push(thread, word, t)
         tm = self.tm
         t = tm.accept_take(thread, t)
+        if th.replay_load is not None:
+            self.replay_record(th, word)          # (recorded, and issued below)
         name, fields, is_mem, block, info, ft, d = fast
         dq = self.deferred
         # defer() for an instruction without Dst access, inlined (the hot path of a TTI body; its only possible
