@@ -27,7 +27,7 @@ from tt_backend.runtime.emu.cycles import K_SFPU
 from tt_backend.runtime.emu.frontend import MOP_EXPANDER_OPS
 
 DIRECT_ISSUE = os.environ.get("TT_EMU_DIRECT_ISSUE", "1") != "0"
-_EXPANDER_OPS = frozenset(INSTRUCTIONS[n].opcode for n in ("MOP", "MOP_CFG", "REPLAY"))
+_EXPANDER_OPS = MOP_EXPANDER_OPS | {INSTRUCTIONS["REPLAY"].opcode}     # words the expanders act on
 
 
 class DirectIssueMixin:
@@ -35,7 +35,8 @@ class DirectIssueMixin:
         self._direct: dict[int, tuple | None] = {}   # word -> its decode() tuple when direct issue may take it
 
     def push(self, thread: int, word: int, t: int = 0) -> int:
-        """FrontendMixin.push; a plain word reaching an empty thread is issued at once (see the module docstring)."""
+        """FrontendMixin.push; a plain word reaching an empty thread is issued at once, or recorded into a REPLAY load
+        (see the module docstring)."""
         th = self.threads[thread]
         load = th.replay_load
         if th.fifo or th.ready or th.mop_out or not DIRECT_ISSUE or (load is not None and
