@@ -1,8 +1,9 @@
-"""Direct issue (runtime/emu/accel/direct_issue.py) against the reference push path (FIFO -> drain): after every push
-of random programs over the three threads (plain words, Wait Gate latches, semaphores, MOP and REPLAY expansion,
-deferred SFPU words, FIFO-full stalls, errors) the frontend, the cycle model, the timeline and the units hold the same
-state; whole compiled kernels write the same bytes with the same cycles on every core. Also the drain's skip of a
-thread blocked on unchanged Src banks (tensix.RETRY_ON_BANK_CHANGE), on whole kernels."""
+"""Direct issue (runtime/emu/accel/direct_issue.py, with the deferral's push path) against the reference push path
+(FIFO -> drain): after every push of random programs over the three threads (plain words, Wait Gate latches,
+semaphores, MOP expansion, REPLAY loads recorded and executed or not, deferred SFPU words, FIFO-full stalls, errors)
+the frontend, the cycle model, the timeline and the units hold the same state; whole compiled kernels write the same
+bytes with the same cycles on every core. Also the drain's skip of a thread blocked on unchanged Src banks
+(tensix.RETRY_ON_BANK_CHANGE): a bank handover step by step, and whole kernels."""
 from __future__ import annotations
 
 import random
