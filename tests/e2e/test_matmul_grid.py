@@ -72,6 +72,21 @@ def test_grid_matmul_transposed_b(target):
     assert _run(target, plan, elfs, arrays, (3, 2)) == _run(target, plan, elfs, arrays, (1, 1))
 
 
+@pytest.mark.parametrize("target", target_params("emu", "ttsim"))
+def test_grid_matmul_with_b_row_major(target):
+    """B's blocks row-major (fpu_matmul.b_panel_rows: each core reads its share's rows and multicasts them as one
+    run down its grid column) on 2 x 3 and 3 x 2 grids: the bits of B tilized on one core."""
+    rng = np.random.default_rng(5)
+    a, b = rng.standard_normal((96, 160)).astype(np.float32), rng.standard_normal((160, 96)).astype(np.float32)
+    plan, elfs, arrays = _plan(lambda x, y: x @ y, a, b)
+    plan.b_rows = False
+    tilized = _run("emu", plan, compile_kernel(*split(plan.render()), plan.name), arrays, (1, 1))
+    plan.b_rows = True
+    elfs = compile_kernel(*split(plan.render()), plan.name)
+    for grid in ((2, 3), (3, 2)):
+        assert _run(target, plan, elfs, arrays, grid) == tilized, grid
+
+
 @pytest.mark.ttsim
 def test_grid_matmul_is_bit_identical_on_emu_and_ttsim():
     rng = np.random.default_rng(3)
