@@ -95,9 +95,9 @@ def face_row_words(unpacker: int, tiles: int = 1) -> dict:
     SrcB, fpu_matmul.a_panel_rows; its B in SrcA, fpu_matmul.b_panel_rows): the row length as the tile's x_dim, so ADC
     ch0 (x, y, z) addresses datum x + y * row + z * 16 rows (y_dim 16) from the unpacker's base. Per face: ch0 y
     := 0, the face's 16 columns as the x range (SETADCXX; cols[j]: of the j-th of `tiles` tiles side by side from
-    the base, so that consecutive tiles of a row need no base rewrite), then 16 UNPACRs of one face row each, every one stepping
-    the source row (ch0 y) and the Src row (ch1 z, Zstride one row: ttsim does not take a RISC-V write of unpacker
-    1's Ystride word, cfg 58; unpacker 0 adds its ch1 counters to Dest_cntx0_address only with
+    the base, so that consecutive tiles of a row need no base rewrite), then 16 UNPACRs of one face row each, every
+    one stepping the source row (ch0 y) and the Src row (ch1 z, Zstride one row: ttsim does not take a RISC-V write
+    of unpacker 1's Ystride word, cfg 58; unpacker 0 adds its ch1 counters to Dest_cntx0_address only with
     UNP0_ADD_DEST_ADDR_CNTR, face_row_cfg); the last of face 1 also steps ch0 z (faces 2 and 3 are rows 16-31), the
     last of face 3 hands the bank to the FPU. The tile's SETADCZW zeroes both z counters first. Same Src contents as
     one whole-tile UNPACR of the tilized tile (docs/fpu_path.md §3, §5)."""
@@ -126,7 +126,11 @@ def face_row_cfg(unpacker: int, row_datums: int) -> dict[int, int]:
     assert row_datums < 1 << 16, "a 16-bit x_dim"
     if unpacker:
         return {112: row_datums << 16 | UNPACK_CFG_MM["bf16"][112] & 0xFFFF, 113: 0x00010010, 59: 32}
-    return {86: UNPACK_CFG_MM_COMMON[86] & 0xFFFF0000 | row_datums, 65: 0x00010010, 57: 32, 50: 1 << 8}
+    return {UNP0_X_DIM: UNP0_X_DIM_HIGH | row_datums, 65: 0x00010010, 57: 32, 50: 1 << 8}
+
+
+UNP0_X_DIM = 86    # Tile_x_dim_cntx0 [15:0] beside the cntx1 one [31:16] (the matmul rewrites it per block of B)
+UNP0_X_DIM_HIGH = UNPACK_CFG_MM_COMMON[UNP0_X_DIM] & 0xFFFF0000
 
 
 def dst_token_words(slots: int) -> dict:

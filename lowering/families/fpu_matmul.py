@@ -65,9 +65,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from tt_backend.lowering.codegen.l1 import CAPACITY, l1_bytes, place
-from tt_backend.lowering.codegen.mvmul import (ALU_FORMAT_MM, PACKED_ROWS_DSTACC, UNPACK_CFG_MM, UNPACK_CFG_MM_COMMON,
-                                              dst_token_words, face_row_cfg, face_row_words, matmul_words, packed_rows_cfg,
-                                              packed_rows_words)
+from tt_backend.lowering.codegen.mvmul import (ALU_FORMAT_MM, PACKED_ROWS_DSTACC, UNP0_X_DIM, UNP0_X_DIM_HIGH,
+                                              UNPACK_CFG_MM, UNPACK_CFG_MM_COMMON, dst_token_words, face_row_cfg,
+                                              face_row_words, matmul_words, packed_rows_cfg, packed_rows_words)
 from tt_backend.lowering.codegen.sources import kernel_sources
 from tt_backend.lowering.codegen.tensix import PACK_CFG
 from tt_backend.lowering.codegen.words import hex_u32, word_u32
@@ -163,8 +163,8 @@ class FpuMatmulPlan(MatmulKernelPlan):
         return out
 
     def use_cores(self, max_cores: int) -> None:
-        """The grid of at most `max_cores` cores the launch model predicts fastest, each extra core priced at
-        CORE_LAUNCH_CYCLES (the smaller of equally fast grids)."""
+        """The grid of at most `max_cores` cores and B's layout (choose_b_layout) the launch model predicts fastest,
+        each extra core priced at CORE_LAUNCH_CYCLES (the smaller of equally fast grids)."""
         options = [(g, b) for g in grid_options(self.tiles, max_cores, self.block_cols)
                    for b in ((False, True) if b_panel_rows(self.spec) else (False,))]
         self.grid, self.b_rows = min(options, key=lambda o: (self.launch_cycles(*o)["price"], o[0][0] * o[0][1], o))
@@ -435,7 +435,8 @@ def render_matmul(plan: FpuMatmulPlan) -> dict[str, str]:
         "in_bf16": plan.src_format == "bf16", "out_bf16": s.out.dtype == "bfloat16",
         "w": w, "unp": {i: hex_u32(v) for i, v in unp.items()}, "alu_format": hex_u32(alu),
         "pck": {i: hex_u32(v) for i, v in pck.items()}, "epi": epi, "b_split": plan.b_split,
-        "a_rows": a_rows, "b_rows": plan.b_rows, "x_dim_b": hex_u32(unp.get(86, 0) & 0xFFFF0000), "packed": packed, "group": group, "DST_SET": DST_SET,
+        "a_rows": a_rows, "b_rows": plan.b_rows, "unp0_x_dim": (UNP0_X_DIM, hex_u32(UNP0_X_DIM_HIGH)),
+        "packed": packed, "group": group, "DST_SET": DST_SET,
     }
     return kernel_sources(ctx, "matmul_reader.c.j2", "matmul_writer.c.j2", "matmul_compute.c.j2",
                           args_header_mm(plan))

@@ -243,7 +243,8 @@ def matmul_cycles(spec, phases: int, read_modes: tuple[str, str], epilogue: int,
 
     def read(mode: str, o, rows: int, cols: int) -> float:
         if mode == "panel":                    # one NoC read per row straight into place, one wait
-            return MM_PANEL_READ_PER_ROW * rows + NOC_ROUND_TRIP + DTYPE_SIZE[o.dtype] * rows * cols / NOC_BYTES_PER_CYCLE
+            return (MM_PANEL_READ_PER_ROW * rows + NOC_ROUND_TRIP
+                    + DTYPE_SIZE[o.dtype] * rows * cols / NOC_BYTES_PER_CYCLE)
         rounds = o.dtype == "float32" and o.tile == "bf16"          # matmul_spec.operand_ctx's "round"
         per = MM_READ_ROUND_PER_ELEM if mode == "rows" and rounds else MM_READ_PER_ELEM[(mode, DTYPE_SIZE[o.dtype])]
         if mode == "rows":                     # batches of rows per NoC wait (blocks/tilize.c.j2 `pitch`)

@@ -23,7 +23,8 @@ import pytest
 from tinygrad import Tensor, dtypes
 
 from tt_backend.fpu_reduce_eval import fpu_matmul
-from tt_backend.lowering.families.fpu_matmul import FpuMatmulPlan, a_panel_rows, b_panel_rows, plan_matmul, sample_errors
+from tt_backend.lowering.families.fpu_matmul import (FpuMatmulPlan, a_panel_rows, b_panel_rows, plan_matmul,
+                                                     sample_errors)
 from tt_backend.lowering.families.matmul_spec import match_matmul
 from tt_backend.lowering.families.sfpu_matmul import SfpuMatmulPlan
 from tt_backend.lowering.placement.placer import Placer
