@@ -131,6 +131,24 @@ def face_row_cfg(unpacker: int, row_datums: int) -> dict[int, int]:
 
 UNP0_X_DIM = 86    # Tile_x_dim_cntx0 [15:0] beside the cntx1 one [31:16] (the matmul rewrites it per block of B)
 UNP0_X_DIM_HIGH = UNPACK_CFG_MM_COMMON[UNP0_X_DIM] & 0xFFFF0000
+UNP0_DESC1 = 65    # unpacker 0's TileDescriptor word 1: y_dim 16 for the face-row walk, 1 for whole tiles
+
+# The B tilize pass on the Tensix (fpu_matmul with b_layout "tensix"; tests/support/pack_cases.py walk_tilize_config,
+# bit-identical on ttsim): unpacker 0's face-row walk into SrcA, eight MOVA2Ds of 8 rows into Dst16b (cfg 1 with
+# Fp32_enabled = 0 and Dstacc BF16 for the pass: MOVA2D writes a bf16 SrcA bank as 16-bit Dst rows), the packer
+# writing the tile in face layout as bf16 from 16-bit rows (Read_32b_data = 0)
+ALU_FORMAT_TILIZE = 5 << 25 | 5 << 21 | 5 << 17   # Dstacc, SrcB, SrcA BF16; Fp32_enabled 0
+PACK_CFG_TILIZE = {18: 0, 70: 0x551, 14: 0}      # Read_32b_data 0, BF16 -> BF16, Ystride1 0 (face layout)
+MOVA2D_SLOT = 6                                   # a math-thread address modifier the MVMULs leave free
+
+
+def tilize_pass_words() -> dict:
+    """The math thread's words of the B tilize pass: the MOVA2D address modifier (Src and Dst += 8 rows), MOVA2D
+    of 8 rows (instr_mod 2) and the SrcA bank handed back (SETRWC clear_ab_vld, Src RWCs := 0)."""
+    return {"mova2d_slot": (word_u32("SETC16", setc16_reg=12 + MOVA2D_SLOT, setc16_value=8),
+                            word_u32("SETC16", setc16_reg=28 + MOVA2D_SLOT, setc16_value=8)),
+            "mova2d": word_u32("MOVA2D", dst=0, src=0, instr_mod=2, addr_mode=MOVA2D_SLOT),
+            "release_srca": word_u32("SETRWC", clear_ab_vld=1, bit_mask=3)}
 
 
 def dst_token_words(slots: int) -> dict:

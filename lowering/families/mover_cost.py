@@ -196,6 +196,10 @@ MM_FACE_ROW_ISSUE = 80
 # product, 75 beside A's share (80 / 4). Thread 0 then sets the pace: the math thread's 5 cycles per product beyond
 # its MVMULs (MM_K_BLOCK_OVERLAP) hide under it
 MM_B_FACE_ROW_ISSUE = 75
+# B tilized on the Tensix (fpu_matmul b_layout "tensix", mode "tensix"), per tile: thread 0's walk (77 issues) sets
+# the pace, the MOVA2Ds and the packer's 2 KB (128 cycles, two tiles in flight) keep up; bf16 512^3 HiFi2: the
+# 256 tiles' pass from the first walk's UNPACR at 39,634 to A's first at 59,746, 78.5 per tile
+MM_TILIZE_PASS_PER_TILE = 79
 # the SFPU epilogue (lowering/families/matmul_epilogue.py) per output tile, on top of its SFPU instructions: the
 # STALLWAITs around it, and the FREE / MATHDONE round trip with the pack thread before the group's next tile's
 # epilogue (bf16 512^3 timelines: 369 SFPU cycles + 104 between two epilogues of a group)
@@ -242,7 +246,7 @@ def matmul_cycles(spec, phases: int, read_modes: tuple[str, str], epilogue: int,
     mtc, ntc = -(-mt // gr), -(-nt // gc)                            # the largest core's row blocks, column tiles
 
     def read(mode: str, o, rows: int, cols: int) -> float:
-        if mode == "panel":                    # one NoC read per row straight into place, one wait
+        if mode in ("panel", "tensix"):        # one NoC read per row straight into place, one wait
             return (MM_PANEL_READ_PER_ROW * rows + NOC_ROUND_TRIP
                     + DTYPE_SIZE[o.dtype] * rows * cols / NOC_BYTES_PER_CYCLE)
         rounds = o.dtype == "float32" and o.tile == "bf16"          # matmul_spec.operand_ctx's "round"
@@ -285,6 +289,8 @@ def matmul_cycles(spec, phases: int, read_modes: tuple[str, str], epilogue: int,
             writer = MM_WRITE_PER_ELEM[out] * (rows - upper) * cols
         # B's share: with the reader and the writer tilizing halves, each sends its own half (NoC0 and NoC1)
         fill = read(b_mode, spec.b, b_rows, cols) + share_cycles(gr, b_kt * ct * tb // (2 if b_split else 1))
+        if b_mode == "tensix":   # the share tilized on the Tensix before it is shared
+            fill += MM_TILIZE_PASS_PER_TILE * b_kt * ct
         # the tile products and the writer's untilize overlap since the writer's row writes are in flight together
         # (they added up while each NoC request waited for the previous one: runtime/emu/tile.py _niu_load)
         launch += spec.n_batch * pipeline(mtc, reader, compute, writer, fill)["total"]

@@ -23,8 +23,8 @@ import pytest
 from tinygrad import Tensor, dtypes
 
 from tt_backend.fpu_reduce_eval import fpu_matmul
-from tt_backend.lowering.families.fpu_matmul import (FpuMatmulPlan, a_panel_rows, b_panel_rows, plan_matmul,
-                                                     sample_errors)
+from tt_backend.lowering.families.fpu_matmul import (FpuMatmulPlan, a_panel_rows, b_layouts, b_panel_rows,
+                                                     plan_matmul, sample_errors)
 from tt_backend.lowering.families.matmul_spec import match_matmul
 from tt_backend.lowering.families.sfpu_matmul import SfpuMatmulPlan
 from tt_backend.lowering.placement.placer import Placer
@@ -209,12 +209,12 @@ def test_b_panel_rows_only_for_whole_aligned_bf16_tiles():
                            (lambda x, y: x @ y, [(40, 64), (64, 64)], dtypes.float32),      # fp32 (tf32 tiles)
                            (lambda x, y: x @ y.T, [(40, 64), (64, 64)], dtypes.bfloat16)]:  # B transposed
         assert not b_panel_rows(spec(fn, shapes, dt))
-    # the walk costs every tile product, the tilize once per block of B: row-major for few row blocks (256^3), tilized
-    # for many (512^3 at HiFi2, where thread 0's walk would outlast the MVMULs), by the launch model
-    for n, rows in ((256, True), (512, False)):
-        plan = plan_matmul(spec(lambda x, y: x @ y, [(n, n), (n, n)]), "k", "HiFi2")
-        assert plan.b_rows == rows == (plan.launch_cycles(b_rows=True)["total"]
-                                       < plan.launch_cycles(b_rows=False)["total"])
+    # the launch model's cheapest layout: B tilized once per block on the Tensix for a bf16 output (the pass
+    # reconfigures the packer that writes its rows), never for an fp32 one
+    assert b_layouts(spec(lambda x, y: (x.float() @ y.float()), [(64, 64), (64, 64)])) == ("tiles", "rows")
+    plan = plan_matmul(spec(lambda x, y: x @ y, [(512, 512), (512, 512)]), "k", "HiFi2")
+    prices = {lay: plan.with_b_layout(lay).launch_cycles()["price"] for lay in b_layouts(plan.spec)}
+    assert plan.b_layout == min(prices, key=prices.get) == "tensix"
 
 
 def with_specials(x: np.ndarray, r: np.random.Generator) -> np.ndarray:
@@ -226,22 +226,24 @@ def with_specials(x: np.ndarray, r: np.random.Generator) -> np.ndarray:
 
 @pytest.mark.needs_cc
 @pytest.mark.parametrize("target", target_params("emu", "ttsim"))
-@pytest.mark.parametrize("fidelity", ["HiFi2", "HiFi4"])
-def test_b_rows_same_bits_as_tilized_b(target, fidelity):
-    """B row-major in L1, unpacker 0 walking its face rows (fpu_matmul.b_panel_rows), gives the bits of B tilized by
-    the reader, on random bf16 data with special values in both operands; two blocks of B's columns, 4 and 1 tiles
-    wide (a group of 4 output tiles, then one of 1 in a block of shorter rows). On ttsim: the same bits as the
-    emulator's tilized run."""
+@pytest.mark.parametrize("fidelity,layout", [("HiFi2", "rows"), ("HiFi4", "rows"), ("HiFi2", "tensix"),
+                                             ("HiFi4", "tensix")])
+def test_b_row_major_same_bits_as_tilized_b(target, fidelity, layout):
+    """B row-major in L1 (fpu_matmul.b_panel_rows), walked face row by face row by unpacker 0 on every product or
+    tilized by the Tensix once per block, gives the bits of B tilized by the reader, on random bf16 data with
+    special values in both operands (the Tensix pass writes a NaN of B as Inf of its sign, pack_cases.tilized_bf16:
+    the tilized run gets that B); two blocks of B's columns, 4 and 1 tiles wide (a group of 4 output tiles, then one
+    of 1 in a block of shorter rows). On ttsim: the same bits as the emulator's tilized run."""
     from tt_backend.runtime.targets import make_device
     r = np.random.default_rng(11)
     a = with_specials(r.standard_normal((64, 96)).astype(np.float32), r)
     b = with_specials(r.standard_normal((96, 160)).astype(np.float32), r)
     spec = match_matmul(matmul_ast(lambda x, y: x @ y, [a.shape, b.shape], dtypes.bfloat16))
-    plan = plan_matmul(spec, f"mm_brows_{fidelity}", fidelity)
-    plan.block_cols = 4
-    plan.b_rows = False
-    tilized, _ = run_plan(emu(), plan, [a, b])
-    plan.b_rows = True
+    plan = plan_matmul(spec, f"mm_b_{layout}_{fidelity}", fidelity)
+    tiles, plan = plan.with_b_layout("tiles"), plan.with_b_layout(layout)
+    tiles.block_cols = plan.block_cols = 4
+    b_seen = np.where(np.isnan(b), np.copysign(np.inf, b), b) if layout == "tensix" else b
+    tilized, _ = run_plan(emu(), tiles, [a, b_seen])
     dev = make_device(target, lib_path=LIB)
     try:
         rows, _ = run_plan(dev, plan, [a, b])
