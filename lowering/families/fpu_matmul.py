@@ -475,11 +475,12 @@ def render_matmul(plan: FpuMatmulPlan) -> dict[str, str]:
         "pck": {i: hex_u32(v) for i, v in pck.items()}, "epi": epi, "b_split": plan.b_split,
         "a_rows": a_rows, "b_rows": plan.b_rows, "b_walk": plan.b_layout == "rows",
         "b_tensix": plan.b_layout == "tensix", "unp0_x_dim": (UNP0_X_DIM, hex_u32(UNP0_X_DIM_HIGH)),
+        # the words switched around the Tensix tilize pass: the pass's, then the products' (b_tensix)
         "tilize_cfg": {"alu": hex_u32(ALU_FORMAT_TILIZE), "alu_mm": hex_u32(alu),
-                       "unp_pass": {UNP0_DESC1: hex_u32(0x00010010)},
+                       "unp_pass": {UNP0_DESC1: hex_u32(unp[UNP0_DESC1])} if plan.b_rows else {},
                        "unp_tiles": {i: hex_u32(UNPACK_CFG_MM_COMMON[i]) for i in (UNP0_X_DIM, UNP0_DESC1)},
                        "pack_pass": {i: hex_u32(v) for i, v in PACK_CFG_TILIZE.items()},
-                       "pack_out": {i: hex_u32(pck[i]) if i in pck else "0x0u" for i in PACK_CFG_TILIZE}},
+                       "pack_out": {i: hex_u32(pck[i]) for i in PACK_CFG_TILIZE} if packed else {}},
         "packed": packed, "group": group, "DST_SET": DST_SET,
     }
     return kernel_sources(ctx, "matmul_reader.c.j2", "matmul_writer.c.j2", "matmul_compute.c.j2",

@@ -20,7 +20,8 @@ run on ttsim) and launched split over 1, 8 and 64 cores (the split forced, not t
 run's speed-up over one core and host wall time (DRAM-bound at 64 cores); `demo-grid`: the demo expression likewise
 (SFPU-bound: about 4,200 cycles per tile on one core against a*b+a's 315, for the same bytes); `matmul-grid`: the
 bf16 1024^3 HiFi2 matmul on at most 1, 8 and 64 cores, the grid shape and B's layout the launch model's choice
-(FpuMatmulPlan.use_cores; kernel column: grid, tiles per core, B's layout); `softmax-grid`: x.softmax(-1) at 2048x2048 through tinygrad with
+(FpuMatmulPlan.use_cores; kernel column: grid, tiles per core, B's layout); `softmax-grid`: x.softmax(-1) at
+2048x2048 through tinygrad with
 TT_CORES = 1, 8 and 64 (the launch model picks each kernel's count up to the cap; the kernel column lists them), its
 three kernels' cycles summed; `sum-grid`: x.sum() at 2048x2048 likewise (tinygrad splits it into per-row partial
 sums and their sum: two launches). Emulated cycles: the slowest core of the launch (the slowest
