@@ -266,7 +266,8 @@ def matmul_cycles(spec, phases: int, read_modes: tuple[str, str], epilogue: int,
     # thread 0's issue per tile product: a row-major operand's face-row walk, A's once per group, B's every time
     walks = (MM_FACE_ROW_ISSUE / group if a_mode == "panel" else 0) + (MM_B_FACE_ROW_ISSUE if b_mode == "panel" else 0)
     unpack = max(unpack_cycles("bf16" if tb == 2048 else "fp32"), walks)
-    b_rows = min(spec.K, 32 * (-(-b_kt // 2) if b_split else b_kt))
+    # the reader's rows of B: half when the writer fills the other half (B tilized by both, or read for the Tensix)
+    b_rows = min(spec.K, 32 * (-(-b_kt // 2) if b_split or b_mode == "tensix" else b_kt))
     launch, reader_all, compute_all, writer_all = 0, 0, 0, 0
     for c0 in range(0, ntc, block_cols):                             # the core's blocks of B's columns
         ct = min(block_cols, ntc - c0)
