@@ -9,8 +9,9 @@ Data flow (one Tensix core, docs/fpu_path.md §5-9):
   operands, element copies for transposed ones),
   except A's panels when `a_panel_rows` and B's blocks when the plan's `b_layout` is not "tiles" (b_panel_rows and
   the launch model predicts it faster, choose_b_layout): those stay row-major (one NoC read per row straight into the
-  slot; B's block of ct column tiles with rows of 64 ct bytes; for "tensix" into L1_B_ROWS, the pack thread's token
-  (CB_B_TILED) telling when the Tensix has tilized them into the slot, before the share).
+  slot; B's block of ct column tiles with rows of 64 ct bytes; for "tensix" into L1_B_ROWS, the reader and the
+  writer half each, and the pack thread's token (CB_B_TILED) tells the reader when the Tensix has tilized them into
+  the slot, before the share).
 * TRISC0: the output tiles go in groups of `dst_group` (4 with an epilogue, else 1) column tiles. Per group and K
   block, unpacker 1 takes A's tile (in0, M x K) to SrcB once and unpacker 0 the group's B tiles (in1, K x N) to SrcA
   one after another (consecutive in L1: each UNPACR steps the Z counter by a tile), whole tiles (1024 datums): bf16
