@@ -83,33 +83,72 @@ def zeroacc_slot(slot: int) -> list[str]:
     return [word_u32("ZEROACC", clear_mode=1, use_32_bit_mode=1, addr_mode=7, where=4 * slot + f) for f in range(4)]
 
 
-def face_row_words() -> dict:
-    """Unpacker 1 (SrcB) taking a tile out of a row-major panel instead of a tilized tile (the FPU matmul's A,
-    fpu_matmul.a_panel_rows): the tile descriptor's x_dim is the panel's row length, so ADC ch0 (x, y, z) addresses
-    datum x + y * row + z * 16 rows (y_dim 16) from the tile's first column. Per face: ch0 y := 0, the face's 16
-    columns as the x range (SETADCXX), then 16 UNPACRs of one face row each, every one stepping the source row
-    (ch0 y) and the SrcB row (ch1 z, Zstride one row: ttsim does not take a RISC-V write of the Ystride word, cfg
-    58); the last of face 1 also steps ch0 z (faces 2 and 3 are rows 16-31), the last of face 3 hands the bank to the
-    FPU. The block's SETADCZW zeroes both z counters first. Same SrcB contents as one whole-tile UNPACR of the
-    tilized tile (docs/fpu_path.md §3)."""
-    row = dict(unpack_block_selection=1, ovrd_thread_id=1, last=1)
+# Per unpacker (0: SrcA, the matmul's B; 1: SrcB, its A), what face_row_words and face_row_cfg depend on: the ADC set
+# (SETADCXX / SETADCXY cnt_set_mask), the replay buffer entries its face-row UNPACRs are recorded in (the thread's
+# 32-entry buffer holds both operands' 15)
+FACE_ROW_ADC = {0: 1, 1: 2}
+FACE_ROW_REPLAY = {0: 16, 1: 0}
+
+
+def face_row_words(unpacker: int, tiles: int = 1) -> dict:
+    """Unpacker `unpacker` taking a tile out of a row-major panel instead of a tilized tile (the FPU matmul's A in
+    SrcB, fpu_matmul.a_panel_rows; its B in SrcA, fpu_matmul.b_panel_rows): the row length as the tile's x_dim, so ADC
+    ch0 (x, y, z) addresses datum x + y * row + z * 16 rows (y_dim 16) from the unpacker's base. Per face: ch0 y
+    := 0, the face's 16 columns as the x range (SETADCXX; cols[j]: of the j-th of `tiles` tiles side by side from
+    the base, so that consecutive tiles of a row need no base rewrite), then 16 UNPACRs of one face row each, every
+    one stepping the source row (ch0 y) and the Src row (ch1 z, Zstride one row: ttsim does not take a RISC-V write
+    of unpacker 1's Ystride word, cfg 58; unpacker 0 adds its ch1 counters to Dest_cntx0_address only with
+    UNP0_ADD_DEST_ADDR_CNTR, face_row_cfg); the last of face 1 also steps ch0 z (faces 2 and 3 are rows 16-31), the
+    last of face 3 hands the bank to the FPU. The tile's SETADCZW zeroes both z counters first. Same Src contents as
+    one whole-tile UNPACR of the tilized tile (docs/fpu_path.md §3, §5)."""
+    row = dict(unpack_block_selection=unpacker, ovrd_thread_id=1, last=1)
+    adc, at = FACE_ROW_ADC[unpacker], FACE_ROW_REPLAY[unpacker]
     return {
-        "rows_adcy0": word_u32("SETADCXY", cnt_set_mask=2, bit_mask=0x2),        # ch0 y := 0
-        "rows_cols": [word_u32("SETADCXX", cnt_set_mask=2, x_start=c, x_end2=c + 15) for c in (0, 16)],
-        "unpacr_row": word_u32("UNPACR", addr_mode=0x14, **row),                  # ch0 y += 1, ch1 z += 1
-        "unpacr_row_down": word_u32("UNPACR", addr_mode=0x15, **row),             # and ch0 z += 1
-        "unpacr_row_last": word_u32("UNPACR", addr_mode=0x14, set_dat_valid=1, **row),
+        "adcy0": word_u32("SETADCXY", cnt_set_mask=adc, bit_mask=0x2),          # ch0 y := 0
+        "cols": [[word_u32("SETADCXX", cnt_set_mask=adc, x_start=32 * j + c, x_end2=32 * j + c + 15) for c in (0, 16)]
+                 for j in range(tiles)],
+        "row": word_u32("UNPACR", addr_mode=0x14, **row),                        # ch0 y += 1, ch1 z += 1
+        "row_down": word_u32("UNPACR", addr_mode=0x15, **row),                   # and ch0 z += 1
+        "row_last": word_u32("UNPACR", addr_mode=0x14, set_dat_valid=1, **row),
         # a face's first 15 row UNPACRs, recorded once in thread 0's replay buffer and replayed per face: the
         # RISC-V pushes 4 words per face instead of 18
-        "rows_record": word_u32("REPLAY", load_mode=1, execute_while_loading=0, len=15, start_idx=0),
-        "rows_replay": word_u32("REPLAY", load_mode=0, execute_while_loading=0, len=15, start_idx=0),
+        "record": word_u32("REPLAY", load_mode=1, execute_while_loading=0, len=15, start_idx=at),
+        "replay": word_u32("REPLAY", load_mode=0, execute_while_loading=0, len=15, start_idx=at),
     }
 
 
-def face_row_cfg(row_datums: int) -> dict[int, int]:
-    """Unpacker 1's configuration for face_row_words on bf16 rows of `row_datums`: TileDescriptor x_dim (cfg 112),
-    y_dim 16 (cfg 113: the ch0 z stride is 16 rows), UNP1 Zstride 32 bytes (cfg 59: one SrcB row of bf16)."""
-    return {112: row_datums << 16 | UNPACK_CFG_MM["bf16"][112] & 0xFFFF, 113: 0x00010010, 59: 32}
+def face_row_cfg(unpacker: int, row_datums: int) -> dict[int, int]:
+    """Unpacker `unpacker`'s configuration for face_row_words on bf16 rows of `row_datums`: the x_dim (unpacker 1:
+    its TileDescriptor, cfg 112; unpacker 0: Tile_x_dim_cntx0, cfg 86, which overrides its descriptor's), y_dim 16
+    (TileDescriptor word 1, cfg 113 / 65: the ch0 z stride is 16 rows), Zstride 32 bytes (UNP1 cfg 59 / UNP0 cfg 57:
+    one Src row of bf16); unpacker 0 also UNP0_ADD_DEST_ADDR_CNTR (cfg 50 bit 8), without which its Src address is
+    Dest_cntx0_address alone."""
+    assert row_datums < 1 << 16, "a 16-bit x_dim"
+    if unpacker:
+        return {112: row_datums << 16 | UNPACK_CFG_MM["bf16"][112] & 0xFFFF, 113: 0x00010010, 59: 32}
+    return {UNP0_X_DIM: UNP0_X_DIM_HIGH | row_datums, 65: 0x00010010, 57: 32, 50: 1 << 8}
+
+
+UNP0_X_DIM = 86    # Tile_x_dim_cntx0 [15:0] beside the cntx1 one [31:16] (the matmul rewrites it per block of B)
+UNP0_X_DIM_HIGH = UNPACK_CFG_MM_COMMON[UNP0_X_DIM] & 0xFFFF0000
+UNP0_DESC1 = 65    # unpacker 0's TileDescriptor word 1: y_dim 16 for the face-row walk, 1 for whole tiles
+
+# The B tilize pass on the Tensix (fpu_matmul with b_layout "tensix"; tests/support/pack_cases.py walk_tilize_config,
+# bit-identical on ttsim): unpacker 0's face-row walk into SrcA, eight MOVA2Ds of 8 rows into Dst16b (cfg 1 with
+# Fp32_enabled = 0 and Dstacc BF16 for the pass: MOVA2D writes a bf16 SrcA bank as 16-bit Dst rows), the packer
+# writing the tile in face layout as bf16 from 16-bit rows (Read_32b_data = 0)
+ALU_FORMAT_TILIZE = 5 << 25 | 5 << 21 | 5 << 17   # Dstacc, SrcB, SrcA BF16; Fp32_enabled 0
+PACK_CFG_TILIZE = {18: 0, 70: 0x551, 14: 0}      # Read_32b_data 0, BF16 -> BF16, Ystride1 0 (face layout)
+MOVA2D_SLOT = 6                                   # a math-thread address modifier the MVMULs leave free
+
+
+def tilize_pass_words() -> dict:
+    """The math thread's words of the B tilize pass: the MOVA2D address modifier (Src and Dst += 8 rows), MOVA2D
+    of 8 rows (instr_mod 2) and the SrcA bank handed back (SETRWC clear_ab_vld, Src RWCs := 0)."""
+    return {"mova2d_slot": (word_u32("SETC16", setc16_reg=12 + MOVA2D_SLOT, setc16_value=8),
+                            word_u32("SETC16", setc16_reg=28 + MOVA2D_SLOT, setc16_value=8)),
+            "mova2d": word_u32("MOVA2D", dst=0, src=0, instr_mod=2, addr_mode=MOVA2D_SLOT),
+            "release_srca": word_u32("SETRWC", clear_ab_vld=1, bit_mask=3)}
 
 
 def dst_token_words(slots: int) -> dict:

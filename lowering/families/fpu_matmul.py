@@ -7,12 +7,23 @@ Data flow (one Tensix core, docs/fpu_path.md §5-9):
   buffered; the block's first panel started before B's tilize, its NoC reads landing meanwhile). DRAM lines are
   fetched with NoC reads into a staging line and scattered into faces by the RISC-V (word copies for row-contiguous
   operands, element copies for transposed ones),
-  except A's panels when `a_panel_rows`: those stay row-major (one NoC read per row straight into the slot).
+  except A's panels when `a_panel_rows` and B's blocks when the plan's `b_layout` is not "tiles" (b_panel_rows and
+  the launch model predicts it faster, choose_b_layout): those stay row-major (one NoC read per row straight into the
+  slot; B's block of ct column tiles with rows of 64 ct bytes; for "tensix" into L1_B_ROWS, the reader and the
+  writer half each, and the pack thread's token (CB_B_TILED) tells the reader when the Tensix has tilized them into
+  the slot, before the share).
 * TRISC0: the output tiles go in groups of `dst_group` (4 with an epilogue, else 1) column tiles. Per group and K
   block, unpacker 1 takes A's tile (in0, M x K) to SrcB once and unpacker 0 the group's B tiles (in1, K x N) to SrcA
   one after another (consecutive in L1: each UNPACR steps the Z counter by a tile), whole tiles (1024 datums): bf16
   stays bf16, fp32 is truncated to tf32 by the unpacker. A row-major A panel is unpacked face row by face row (64
-  UNPACRs of 16 datums, codegen/mvmul.face_row_words), the next K block's faces issued between the group's B tiles.
+  UNPACRs of 16 datums, codegen/mvmul.face_row_words), the next K block's faces issued between the group's B tiles;
+  a row-major B block ("rows") likewise by unpacker 0, every B tile of every product (the group's tiles side by side
+  from one base: their columns as ADC x offsets), which makes thread 0 the pace-setter (about 93 cycles per tile
+  product) in exchange for no RISC-V tilize of B before the first product. "tensix": per block, first the tilize
+  pass over this core's share of B: thread 0 walks each tile into SrcA, TRISC1 copies it into Dst's 16-bit rows (8
+  MOVA2Ds; cfg 1 switched for the pass), TRISC2 packs it in face layout into CB_B's slot (the packer reconfigured
+  around the pass), the Dst sets alternating by FREE / MATHDONE; then the products on whole tiles as for "tiles"
+  (docs/performance.md §8.3).
 * TRISC1: ZEROACC the group's fp32 Dst tiles (without an epilogue slot 0; with one the group's set of DST_SET slots,
   groups alternating between slots 0-3 and 4-7), then per K block and output tile `fidelity` phases of 16 MVMULs
   (`Dst += SrcB @ SrcA`), the last one releasing SrcA's bank (the group's last tile: SrcB's too). The C tiles
@@ -54,17 +65,19 @@ or without the model, none is. Callers of `plan_matmul` (tests, `bench kernels`)
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 from dataclasses import dataclass
 
 import numpy as np
 
 from tt_backend.lowering.codegen.l1 import CAPACITY, l1_bytes, place
-from tt_backend.lowering.codegen.mvmul import (ALU_FORMAT_MM, PACKED_ROWS_DSTACC, UNPACK_CFG_MM, UNPACK_CFG_MM_COMMON,
-                                              dst_token_words, face_row_cfg, face_row_words, matmul_words, packed_rows_cfg,
-                                              packed_rows_words)
+from tt_backend.lowering.codegen.mvmul import (ALU_FORMAT_MM, ALU_FORMAT_TILIZE, PACK_CFG_TILIZE, PACKED_ROWS_DSTACC,
+                                              UNP0_DESC1, UNP0_X_DIM, UNP0_X_DIM_HIGH, UNPACK_CFG_MM,
+                                              UNPACK_CFG_MM_COMMON, dst_token_words, face_row_cfg, face_row_words,
+                                              matmul_words, packed_rows_cfg, packed_rows_words, tilize_pass_words)
 from tt_backend.lowering.codegen.sources import kernel_sources
-from tt_backend.lowering.codegen.tensix import PACK_CFG
+from tt_backend.lowering.codegen.tensix import PACK_CFG, tensix_words
 from tt_backend.lowering.codegen.words import hex_u32, word_u32
 from tt_backend.lowering.families.family import Candidate, Family, Kernel
 from tt_backend.lowering.families.matmul_match import kernel_matmul
@@ -94,6 +107,7 @@ class FpuMatmulPlan(MatmulKernelPlan):
     predicted_err: float | None   # relative L2 against float32 on the samples (None: no error model was given)
     block_cols: int = 0        # MM_NB: B's column tiles resident in L1 at once (allocate_matmul_l1)
     grid: tuple[int, int] = (1, 1)   # (rows, columns) of the core grid the output tiles are blocked over
+    b_layout: str = "tiles"    # how B reaches SrcA (B_LAYOUTS; choose_b_layout)
 
     @property
     def phases(self) -> int: return FIDELITY_PHASES[self.fidelity]
@@ -101,13 +115,43 @@ class FpuMatmulPlan(MatmulKernelPlan):
     def render(self) -> dict[str, str]:
         return render_matmul(self)
 
+    @property
+    def b_rows(self) -> bool:
+        """Whether B's blocks reach L1 row-major (read, not tilized by the movers)."""
+        return self.b_layout != "tiles"
+
+    @property
+    def b_split(self) -> bool:
+        """Whether the reader and the writer tilize B together (b_split; a row-major B is read, not tilized)."""
+        return b_split(self.spec) and not self.b_rows
+
     def launch_cycles(self, grid: tuple[int, int] | None = None) -> dict:
         """The launch on `grid` (rows, columns; default: the plan's), with its shape and tiles per core."""
         grid = self.grid if grid is None else grid
         modes = ("panel" if a_panel_rows(self.spec) else operand_ctx(self.spec.a)["mode"],
-                 operand_ctx(self.spec.b)["mode"])
-        return matmul_cycles(self.spec, self.phases, modes, epilogue_tile_cycles(self.spec), b_split(self.spec),
+                 {"tiles": operand_ctx(self.spec.b)["mode"], "rows": "panel", "tensix": "tensix"}[self.b_layout])
+        return matmul_cycles(self.spec, self.phases, modes, epilogue_tile_cycles(self.spec), self.b_split,
                              self.block_cols, grid, dst_group(self.spec), out_packed_rows(self.spec))
+
+    def with_b_layout(self, layout: str) -> FpuMatmulPlan | None:
+        """A copy with B in `layout` and its L1 allocated, or None when it does not fit."""
+        plan = dataclasses.replace(self, b_layout=layout)
+        try:
+            return allocate_matmul_l1(plan)
+        except UnsupportedOp:
+            return None
+
+    def choose_b_layout(self, max_cores: int | None = None) -> None:
+        """B's layout and the grid (of at most `max_cores` cores; default: the plan's grid) the launch model predicts
+        fastest, each extra core priced at CORE_LAUNCH_CYCLES (the smaller of equally fast grids): B tilized by the
+        movers once per block, row-major with unpacker 0 walking its face rows on every tile product, or row-major
+        and tilized by the Tensix once per block (B_LAYOUTS, docs/performance.md §8.3)."""
+        options = [(p, g) for p in filter(None, map(self.with_b_layout, b_layouts(self.spec)))
+                   for g in (grid_options(self.tiles, max_cores, p.block_cols) if max_cores else [self.grid])]
+        best, self.grid = min(options, key=lambda o: (o[0].launch_cycles(o[1])["price"], o[1][0] * o[1][1],
+                                                      o[1], B_LAYOUTS.index(o[0].b_layout)))
+        self.b_layout, self.l1, self.block_cols = best.b_layout, best.l1, best.block_cols
+        self.cores = self.grid[0] * self.grid[1]
 
     def blocks(self, grid: tuple[int, int] | None = None) -> list[tuple[int, int, int, int]]:
         """Each core's (MT0, MT1, NT0, NT1): row blocks and column tiles, row-major over the grid."""
@@ -143,11 +187,9 @@ class FpuMatmulPlan(MatmulKernelPlan):
         return out
 
     def use_cores(self, max_cores: int) -> None:
-        """The grid of at most `max_cores` cores the launch model predicts fastest, each extra core priced at
-        CORE_LAUNCH_CYCLES (the smaller of equally fast grids)."""
-        self.grid = min(grid_options(self.tiles, max_cores, self.block_cols),
-                        key=lambda g: (self.launch_cycles(g)["price"], g[0] * g[1], g))
-        self.cores = self.grid[0] * self.grid[1]
+        """The grid of at most `max_cores` cores and B's layout the launch model predicts fastest
+        (choose_b_layout)."""
+        self.choose_b_layout(max_cores)
 
 
 def mcast_rect(xys: list[tuple[int, int]]) -> int:
@@ -246,6 +288,7 @@ def plan_matmul(spec: MatmulSpec, name: str, fidelity: str, predicted_err: float
     plan = FpuMatmulPlan(name, spec.ranges, *matmul_io(spec, name), spec, fidelity, src_format, predicted_err,
                          ops=[f"MATMUL[{src_format},{fidelity}]"])
     allocate_matmul_l1(plan)
+    plan.choose_b_layout()
     plan.placement = FpuMatmulReport(plan)
     return plan
 
@@ -296,7 +339,9 @@ def matmul_l1_sizes(plan: FpuMatmulPlan, nb: int) -> dict[str, int]:
     else:
         sizes["cb_out"] = 2 * 4096                               # fp32 C tiles, depth 2
         sizes["stage_out"] = TILE * out_pitch(min(s.N, TILE * nb), DTYPE_SIZE[s.out.dtype])
-    if b_split(s):
+    if plan.b_layout == "tensix":
+        sizes["b_rows"] = sizes["cb_b"]                          # B's rows before the Tensix tilizes them into CB_B
+    if plan.b_split:
         sizes["stage_in_w"] = sizes["stage_in"]                 # the writer's staging line for B's lower rows
     return sizes
 
@@ -323,6 +368,28 @@ BLOCK_WORDS = ("MT0", "MT1", "NT0", "NT1", "ROW_N", "ROW_IDX", "COL_N", "COL_IDX
 SEMAPHORES = ("A_FREE", "A_FREE1", "A_FILLED", "A_FILLED1", "B_FREE", "B_FILLED", "RET")   # 16 bytes each
 
 
+B_LAYOUTS = ("tiles", "rows", "tensix")
+
+
+def b_layouts(spec: MatmulSpec) -> tuple[str, ...]:
+    """B's possible layouts: tilized by the movers always; row-major when b_panel_rows, walked by unpacker 0 on
+    every product, or tilized by the Tensix once per block when the packer writes the output's rows (the pass
+    reconfigures the packer around it: codegen/mvmul.PACK_CFG_TILIZE)."""
+    if not b_panel_rows(spec):
+        return B_LAYOUTS[:1]
+    return B_LAYOUTS if out_packed_rows(spec) else B_LAYOUTS[:2]
+
+
+def b_panel_rows(spec: MatmulSpec) -> bool:
+    """Whether B's blocks may stay row-major in L1 (row r of a block of ct column tiles at r * 64 ct bytes, one NoC
+    read per row, no RISC-V tilize) with unpacker 0 walking each tile's face rows (codegen/mvmul.face_row_words):
+    bf16 rows contiguous in DRAM, every tile row on a 64-byte line (N, K, the row and batch strides and the offset
+    multiples of 32 elements: whole tiles, no padding) and a block row that fits unpacker 0's 16-bit x_dim."""
+    b = spec.b
+    return (b.dtype == "bfloat16" and b.tile == "bf16" and b.cs == 1 and spec.N < 1 << 16
+            and all(v % TILE == 0 for v in (spec.K, spec.N, b.rs, b.offset, *b.bs)))
+
+
 def block_words(plan: FpuMatmulPlan) -> int:
     """Argument words before the semaphores: n_tiles, n_elements, the buffers, the block (4), the grid position (4),
     the multicast rectangles (2)."""
@@ -336,7 +403,9 @@ def sem_word(plan: FpuMatmulPlan) -> int:
 
 def args_header_mm(plan: FpuMatmulPlan) -> str:
     tb = 2048 if plan.src_format == "bf16" else 4096
-    split = ["#define CB_B_LOWER 3u"] if b_split(plan.spec) else []
+    split = ["#define CB_B_LOWER 3u"] if plan.b_split else []
+    if plan.b_layout == "tensix":   # the tilize pass's tokens (blocks/cb.c.j2)
+        split = ["#define CB_B_TILED 3u", "#define CB_B_ROWS 5u", "#define CB_B_ROWS_LOWER 6u"]
     upper = ["#define CB_OUT_UPPER 4u  /* reader -> writer: a C tile's upper rows untilized (blocks/matmul_out) */"]
     if out_packed_rows(plan.spec):
         upper += [f"#define MM_PANEL_PITCH {panel_pitch(plan.block_cols)}u  /* the packer's output panel: row r at "
@@ -389,8 +458,13 @@ def render_matmul(plan: FpuMatmulPlan) -> dict[str, str]:
         w |= dst_token_words(2) | {"stall_pack_after_sfpu": STALL_PACK_AFTER_SFPU}
     pck, alu = PACK_CFG["fp32"], ALU_FORMAT_MM[plan.src_format]
     if a_rows:
-        w |= face_row_words()
-        unp |= face_row_cfg(s.K)
+        w["walk_a"] = face_row_words(1)
+        unp |= face_row_cfg(1, s.K)
+    if plan.b_rows:
+        w["walk_b"] = face_row_words(0, dst_group(s))
+        unp |= face_row_cfg(0, TILE * plan.block_cols)
+    if plan.b_layout == "tensix":
+        w |= tilize_pass_words() | {"pack_sec0_tiles": tensix_words()["pack_sec0"]}
     if packed:
         w |= packed_rows_words(panel_pitch(plan.block_cols))
         pck, alu = packed_rows_cfg(PACK_CFG["bf16"]), alu | PACKED_ROWS_DSTACC
@@ -399,8 +473,16 @@ def render_matmul(plan: FpuMatmulPlan) -> dict[str, str]:
         "a": operand_ctx(s.a), "b": operand_ctx(s.b), "out": operand_ctx(s.out),
         "in_bf16": plan.src_format == "bf16", "out_bf16": s.out.dtype == "bfloat16",
         "w": w, "unp": {i: hex_u32(v) for i, v in unp.items()}, "alu_format": hex_u32(alu),
-        "pck": {i: hex_u32(v) for i, v in pck.items()}, "epi": epi, "b_split": b_split(s),
-        "a_rows": a_rows, "packed": packed, "group": group, "DST_SET": DST_SET,
+        "pck": {i: hex_u32(v) for i, v in pck.items()}, "epi": epi, "b_split": plan.b_split,
+        "a_rows": a_rows, "b_rows": plan.b_rows, "b_walk": plan.b_layout == "rows",
+        "b_tensix": plan.b_layout == "tensix", "unp0_x_dim": (UNP0_X_DIM, hex_u32(UNP0_X_DIM_HIGH)),
+        # the words switched around the Tensix tilize pass: the pass's, then the products' (b_tensix)
+        "tilize_cfg": {"alu": hex_u32(ALU_FORMAT_TILIZE), "alu_mm": hex_u32(alu),
+                       "unp_pass": {UNP0_DESC1: hex_u32(unp[UNP0_DESC1])} if plan.b_rows else {},
+                       "unp_tiles": {i: hex_u32(UNPACK_CFG_MM_COMMON[i]) for i in (UNP0_X_DIM, UNP0_DESC1)},
+                       "pack_pass": {i: hex_u32(v) for i, v in PACK_CFG_TILIZE.items()},
+                       "pack_out": {i: hex_u32(pck[i]) for i in PACK_CFG_TILIZE} if packed else {}},
+        "packed": packed, "group": group, "DST_SET": DST_SET,
     }
     return kernel_sources(ctx, "matmul_reader.c.j2", "matmul_writer.c.j2", "matmul_compute.c.j2",
                           args_header_mm(plan))

@@ -173,6 +173,10 @@ MM_READ_PER_ROW = 87                               # rows: issuing the row's NoC
 MM_READ_PER_COL = 100 + NOC_ROUND_TRIP_EXTRA       # cols: one staged NoC read per column and its wait
 MM_STAGE_ROWS_BYTES = 16 * 1024                    # fpu_matmul.STAGE_ROWS_BYTES
 MM_NOC_REQUEST = 30                                # issuing one NoC request (tt_noc.h: ten MMIO stores and a read)
+# a row-major operand (mode "panel"): one NoC read per row straight into L1, issued through tt_noc_read_dram (the
+# bank and offset of the row's DRAM page, then the request): bf16 128^3 with B row-major, 160 rows (B's 128 and A's
+# first 32) read before the first unpack at cycle 13,947
+MM_PANEL_READ_PER_ROW = 87
 # writer (blocks/untilize.c.j2 untilize_row: a tile row of word copies, + one NoC write per output row), ncrisc busy
 # time per element after its half of B: 1.4 per bf16 element (256^3, 64x64x512: 1.43, 1.37) and 2.4 per fp32 one
 # (fp32 out 256x64x256); round_bf16 as fp32 (rounded by the epilogue)
@@ -183,10 +187,19 @@ MM_WRITE_PER_ELEM = {"bf16": 1.4, "round_bf16": 2.4, "fp32": 2.4}
 # gap between two groups' epilogues over the group's 64 tile products): 58 cycles per product at HiFi2 (32 MVMUL
 # cycles + 26), 97 at HiFi4 (64 + 33): the math thread's Src bank waits while thread 0 issues A's face rows
 MM_K_BLOCK_FIXED = 30
-# an A panel kept row-major (fpu_matmul.a_panel_rows, mode "panel"): thread 0 issues the tile's 64 face-row UNPACRs
-# and 8 ADC words itself, one per cycle, besides B's UNPACR and the block's base-address words; once per group of
-# output tiles that share the A tile (fpu_matmul.dst_group)
+# an operand kept row-major (fpu_matmul.a_panel_rows / b_panel_rows, mode "panel"): thread 0 issues the tile's 64
+# face-row UNPACRs and 8 ADC words itself, one per cycle, besides the base-address words; A's once per group of
+# output tiles that share the A tile (fpu_matmul.dst_group), B's once per tile product
 MM_FACE_ROW_ISSUE = 80
+# B's walk (per tile product): 64 UNPACRs, per face SETADCXY, SETADCXX and the REPLAY, and the SETADCZW between
+# tiles; bf16 512^3 at HiFi4 with B row-major: thread 0 busy 381,959 cycles from its first unpack on, 93 per tile
+# product, 75 beside A's share (80 / 4). Thread 0 then sets the pace: the math thread's 5 cycles per product beyond
+# its MVMULs (MM_K_BLOCK_OVERLAP) hide under it
+MM_B_FACE_ROW_ISSUE = 75
+# B tilized on the Tensix (fpu_matmul b_layout "tensix", mode "tensix"), per tile: thread 0's walk (77 issues) sets
+# the pace, the MOVA2Ds and the packer's 2 KB (128 cycles, two tiles in flight) keep up; bf16 512^3 HiFi2: the
+# 256 tiles' pass from the first walk's UNPACR at 39,634 to A's first at 59,746, 78.5 per tile
+MM_TILIZE_PASS_PER_TILE = 79
 # the SFPU epilogue (lowering/families/matmul_epilogue.py) per output tile, on top of its SFPU instructions: the
 # STALLWAITs around it, and the FREE / MATHDONE round trip with the pack thread before the group's next tile's
 # epilogue (bf16 512^3 timelines: 369 SFPU cycles + 104 between two epilogues of a group)
@@ -233,8 +246,9 @@ def matmul_cycles(spec, phases: int, read_modes: tuple[str, str], epilogue: int,
     mtc, ntc = -(-mt // gr), -(-nt // gc)                            # the largest core's row blocks, column tiles
 
     def read(mode: str, o, rows: int, cols: int) -> float:
-        if mode == "panel":                    # one NoC read per row straight into place, one wait
-            return MM_NOC_REQUEST * rows + NOC_ROUND_TRIP + DTYPE_SIZE[o.dtype] * rows * cols / NOC_BYTES_PER_CYCLE
+        if mode in ("panel", "tensix"):        # one NoC read per row straight into place, one wait
+            return (MM_PANEL_READ_PER_ROW * rows + NOC_ROUND_TRIP
+                    + DTYPE_SIZE[o.dtype] * rows * cols / NOC_BYTES_PER_CYCLE)
         rounds = o.dtype == "float32" and o.tile == "bf16"          # matmul_spec.operand_ctx's "round"
         per = MM_READ_ROUND_PER_ELEM if mode == "rows" and rounds else MM_READ_PER_ELEM[(mode, DTYPE_SIZE[o.dtype])]
         if mode == "rows":                     # batches of rows per NoC wait (blocks/tilize.c.j2 `pitch`)
@@ -249,8 +263,11 @@ def matmul_cycles(spec, phases: int, read_modes: tuple[str, str], epilogue: int,
     a_kt, b_kt = -(-kt // gc), -(-kt // gr)                           # the largest share of the K tiles
     reader_a = (read(a_mode, spec.a, rows, min(spec.K, 32 * a_kt))
                 + share_cycles(gc, a_kt * tb, 32 if a_mode == "panel" else 1))
-    unpack = max(unpack_cycles("bf16" if tb == 2048 else "fp32"), MM_FACE_ROW_ISSUE / group if a_mode == "panel" else 0)
-    b_rows = min(spec.K, 32 * (-(-b_kt // 2) if b_split else b_kt))
+    # thread 0's issue per tile product: a row-major operand's face-row walk, A's once per group, B's every time
+    walks = (MM_FACE_ROW_ISSUE / group if a_mode == "panel" else 0) + (MM_B_FACE_ROW_ISSUE if b_mode == "panel" else 0)
+    unpack = max(unpack_cycles("bf16" if tb == 2048 else "fp32"), walks)
+    # the reader's rows of B: half when the writer fills the other half (B tilized by both, or read for the Tensix)
+    b_rows = min(spec.K, 32 * (-(-b_kt // 2) if b_split or b_mode == "tensix" else b_kt))
     launch, reader_all, compute_all, writer_all = 0, 0, 0, 0
     for c0 in range(0, ntc, block_cols):                             # the core's blocks of B's columns
         ct = min(block_cols, ntc - c0)
@@ -258,7 +275,7 @@ def matmul_cycles(spec, phases: int, read_modes: tuple[str, str], epilogue: int,
         # per tile product unpacker 0 moves B's tile (A's tile, its face rows issued one by one, once per group)
         # while the FPU runs 16 MVMULs per fidelity phase; without an epilogue the packer holds the Dst tile
         if epilogue:         # the epilogue and the packing on the pack thread, overlapping the next group's MVMULs
-            mvmul = kt * (max(unpack, 16 * phases) + MM_K_BLOCK_OVERLAP)
+            mvmul = kt * max(unpack, 16 * phases + MM_K_BLOCK_OVERLAP)
             compute = ct * max(mvmul, epilogue + (MM_PACK_ROWS if packed_out else pack_cycles("fp32")))
         else:
             compute = ct * (kt * (max(unpack, 16 * phases) + MM_K_BLOCK_FIXED) + pack_cycles("fp32"))
@@ -273,6 +290,8 @@ def matmul_cycles(spec, phases: int, read_modes: tuple[str, str], epilogue: int,
             writer = MM_WRITE_PER_ELEM[out] * (rows - upper) * cols
         # B's share: with the reader and the writer tilizing halves, each sends its own half (NoC0 and NoC1)
         fill = read(b_mode, spec.b, b_rows, cols) + share_cycles(gr, b_kt * ct * tb // (2 if b_split else 1))
+        if b_mode == "tensix":   # the share tilized on the Tensix before it is shared
+            fill += MM_TILIZE_PASS_PER_TILE * b_kt * ct
         # the tile products and the writer's untilize overlap since the writer's row writes are in flight together
         # (they added up while each NoC request waited for the previous one: runtime/emu/tile.py _niu_load)
         launch += spec.n_batch * pipeline(mtc, reader, compute, writer, fill)["total"]

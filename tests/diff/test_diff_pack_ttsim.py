@@ -26,7 +26,8 @@ from tt_backend.runtime.emu.device import EmuDevice
 from tt_backend.runtime.ttsim_device import TtsimDevice
 
 from tests.support import ttsim_path
-from tests.support.pack_cases import CASES, DST16_CASES, GEN32, UNPACK_CASES, compile_pack, gen_patterns, launch
+from tests.support.pack_cases import (CASES, DST16_CASES, GEN32, TILE, TILIZE_CASE, UNPACK_CASES, compile_pack,
+                                      gen_patterns, launch, tilized_bf16)
 
 LIB = ttsim_path()
 pytestmark = [pytest.mark.ttsim, pytest.mark.needs_program_cc]
@@ -83,3 +84,16 @@ def test_unpack_format_matches_ttsim(name, devices):
 def test_pack_from_dst16_matches_ttsim(name, devices):
     (setup, words), gen = DST16_CASES[name]
     _run_case(name, setup, words, gen, devices)
+
+
+def test_tilize_on_the_tensix_matches_ttsim_and_numpy(devices):
+    """A row-major bf16 tile through unpacker 0's face-row walk, MOVA2D and a Dst16b pack: the same bits on ttsim,
+    and numpy's tilize of the tile with the special values mapped as pack_cases.tilized_bf16 says."""
+    (setup, words), gen = TILIZE_CASE
+    _run_case("tilize bf16 rows", setup, words, gen, devices)
+    rng = np.random.default_rng(29)
+    inputs = gen(rng, 8)
+    got = launch(devices[0], compile_pack(), setup, words, inputs, bytes(8 * TILE), 8)
+    for t in range(8):
+        tile = np.frombuffer(inputs[t * TILE:t * TILE + 2048], "<u2").reshape(32, 32)
+        assert np.array_equal(np.frombuffer(got[t * TILE:t * TILE + 2048], "<u2"), tilized_bf16(tile)), t

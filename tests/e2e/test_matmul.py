@@ -23,7 +23,8 @@ import pytest
 from tinygrad import Tensor, dtypes
 
 from tt_backend.fpu_reduce_eval import fpu_matmul
-from tt_backend.lowering.families.fpu_matmul import FpuMatmulPlan, a_panel_rows, plan_matmul, sample_errors
+from tt_backend.lowering.families.fpu_matmul import (FpuMatmulPlan, a_panel_rows, b_layouts, b_panel_rows,
+                                                     plan_matmul, sample_errors)
 from tt_backend.lowering.families.matmul_spec import match_matmul
 from tt_backend.lowering.families.sfpu_matmul import SfpuMatmulPlan
 from tt_backend.lowering.placement.placer import Placer
@@ -194,6 +195,62 @@ def test_a_panel_rows_only_for_aligned_bf16_rows():
                            (lambda x, y: x.cast(dtypes.bfloat16) @ y.cast(dtypes.bfloat16),   # rounded by the reader
                             [(40, 64), (64, 48)], dtypes.float32)]:
         assert not a_panel_rows(spec(fn, shapes, dt))
+
+
+def test_b_panel_rows_only_for_whole_aligned_bf16_tiles():
+    """B may stay row-major in L1 (unpacker 0 walking face rows, no RISC-V tilize) exactly when B's rows are 64-byte
+    aligned bf16 runs of whole tiles (K and N multiples of 32); the launch model then picks the faster layout."""
+    def spec(fn, shapes, dt=dtypes.bfloat16):
+        return match_matmul(matmul_ast(fn, shapes, dt))
+    assert b_panel_rows(spec(lambda x, y: x @ y, [(40, 64), (64, 96)]))
+    assert b_panel_rows(spec(lambda x, y: x @ y, [(3, 64, 96), (96, 32)]))      # batched, aligned
+    for fn, shapes, dt in [(lambda x, y: x @ y, [(40, 64), (64, 48)], dtypes.bfloat16),     # N not a tile multiple
+                           (lambda x, y: x @ y, [(40, 47), (47, 64)], dtypes.bfloat16),     # K not a tile multiple
+                           (lambda x, y: x @ y, [(40, 64), (64, 64)], dtypes.float32),      # fp32 (tf32 tiles)
+                           (lambda x, y: x @ y.T, [(40, 64), (64, 64)], dtypes.bfloat16)]:  # B transposed
+        assert not b_panel_rows(spec(fn, shapes, dt))
+    # the launch model's cheapest layout: B tilized once per block on the Tensix for a bf16 output (the pass
+    # reconfigures the packer that writes its rows), never for an fp32 one
+    assert b_layouts(spec(lambda x, y: (x.float() @ y.float()), [(64, 64), (64, 64)])) == ("tiles", "rows")
+    plan = plan_matmul(spec(lambda x, y: x @ y, [(512, 512), (512, 512)]), "k", "HiFi2")
+    prices = {lay: plan.with_b_layout(lay).launch_cycles()["price"] for lay in b_layouts(plan.spec)}
+    assert plan.b_layout == min(prices, key=prices.get) == "tensix"
+
+
+def with_specials(x: np.ndarray, r: np.random.Generator) -> np.ndarray:
+    """x with a few bf16 special values at random places: +-Inf, NaN, a denormal, -0 and the largest finite."""
+    x = x.copy()
+    x.reshape(-1)[r.choice(x.size, 6, replace=False)] = [np.inf, -np.inf, np.nan, 1e-39, -0.0, 3.3e38]
+    return x
+
+
+@pytest.mark.needs_cc
+@pytest.mark.parametrize("target", target_params("emu", "ttsim"))
+@pytest.mark.parametrize("fidelity,layout", [("HiFi2", "rows"), ("HiFi4", "rows"), ("HiFi2", "tensix"),
+                                             ("HiFi4", "tensix")])
+def test_b_row_major_same_bits_as_tilized_b(target, fidelity, layout):
+    """B row-major in L1 (fpu_matmul.b_panel_rows), walked face row by face row by unpacker 0 on every product or
+    tilized by the Tensix once per block, gives the bits of B tilized by the reader, on random bf16 data with
+    special values in both operands (the Tensix pass writes a NaN of B as Inf of its sign, pack_cases.tilized_bf16:
+    the tilized run gets that B); two blocks of B's columns, 4 and 1 tiles wide (a group of 4 output tiles, then one
+    of 1 in a block of shorter rows). On ttsim: the same bits as the emulator's tilized run."""
+    from tt_backend.runtime.targets import make_device
+    r = np.random.default_rng(11)
+    a = with_specials(r.standard_normal((64, 96)).astype(np.float32), r)
+    b = with_specials(r.standard_normal((96, 160)).astype(np.float32), r)
+    spec = match_matmul(matmul_ast(lambda x, y: x @ y, [a.shape, b.shape], dtypes.bfloat16))
+    plan = plan_matmul(spec, f"mm_b_{layout}_{fidelity}", fidelity)
+    tiles, plan = plan.with_b_layout("tiles"), plan.with_b_layout(layout)
+    tiles.block_cols = plan.block_cols = 4
+    b_seen = np.where(np.isnan(b), np.copysign(np.inf, b), b) if layout == "tensix" else b
+    tilized, _ = run_plan(emu(), tiles, [a, b_seen])
+    dev = make_device(target, lib_path=LIB)
+    try:
+        rows, _ = run_plan(dev, plan, [a, b])
+    finally:
+        if hasattr(dev, "close"):
+            dev.close()
+    assert rows == tilized
 
 
 def test_fidelity_and_budget():

@@ -72,6 +72,23 @@ def test_grid_matmul_transposed_b(target):
     assert _run(target, plan, elfs, arrays, (3, 2)) == _run(target, plan, elfs, arrays, (1, 1))
 
 
+@pytest.mark.parametrize("target", target_params("emu", "ttsim"))
+@pytest.mark.parametrize("layout", ["rows", "tensix"])
+def test_grid_matmul_with_b_row_major(target, layout):
+    """B's blocks row-major (fpu_matmul.b_panel_rows: each core reads its share's rows), walked by unpacker 0 on every
+    product or tilized by the Tensix into CB_B's slot, and shared down the grid column as one run, on 2 x 3 and
+    3 x 2 grids: the bits of B tilized by the movers on one core."""
+    rng = np.random.default_rng(5)
+    a, b = rng.standard_normal((96, 160)).astype(np.float32), rng.standard_normal((160, 96)).astype(np.float32)
+    plan, _, arrays = _plan(lambda x, y: x @ y, a, b)
+    tiles = plan.with_b_layout("tiles")
+    tilized = _run("emu", tiles, compile_kernel(*split(tiles.render()), plan.name), arrays, (1, 1))
+    plan = plan.with_b_layout(layout)
+    elfs = compile_kernel(*split(plan.render()), plan.name)
+    for grid in ((2, 3), (3, 2)):
+        assert _run(target, plan, elfs, arrays, grid) == tilized, grid
+
+
 @pytest.mark.ttsim
 def test_grid_matmul_is_bit_identical_on_emu_and_ttsim():
     rng = np.random.default_rng(3)

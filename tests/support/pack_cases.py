@@ -9,6 +9,7 @@ import numpy as np
 
 from tt_backend.chip.isa import encode
 from tt_backend.chip.numerics.formats import bfp_datums_to_bytes
+from tt_backend.lowering.codegen.mvmul import face_row_cfg, face_row_words
 
 from tests.support import programs
 from tests.support.harness import run_on
@@ -182,6 +183,39 @@ def mova2d_config(src_fmt: int, in_fmt: int, out_fmt: int, *, unpack_in: int | N
     return setup, words
 
 
+def walk_tilize_config():
+    """A row-major 32 x 32 bf16 tile tilized on the Tensix alone (the candidate B tilize pass of the FPU matmul,
+    docs/performance.md §8.3): unpacker 0 walks the tile's 64 face rows into one SrcA bank (codegen/mvmul's
+    face_row_words and face_row_cfg, rows of 32 datums), eight MOVA2Ds copy SrcA's 64 rows into Dst16b, one release,
+    and the packer writes them in face layout as bf16 (mova2d_config's Dst16 setup)."""
+    setup, _ = mova2d_config(BF, BF, BF)
+    walk_cfg = face_row_cfg(0, 32)
+    cfgs = [(a, walk_cfg.get(a, v)) for a, v in setup if a < PUSH]
+    cfgs += [(a, v) for a, v in walk_cfg.items() if a not in dict(cfgs)]
+    w = face_row_words(0)
+
+    def word(literal: str) -> int:                  # the lowering's words are C literals ("0x...u")
+        return int(literal.rstrip("u"), 16)
+    walk = []
+    for f in range(4):
+        last = "row_down" if f == 1 else "row_last" if f == 3 else "row"
+        walk += [word(w["adcy0"]), word(w["cols"][0][f % 2])] + [word(w["row"])] * 15 + [word(w[last])]
+    mova2d_8_rows = 0x1200A000                      # MOVA2D 8 rows, address modifier 2: Src and Dst += 8
+    words = (_UNPACK_ADC + _PACK_ADC + [0x37000007] + walk + [mova2d_8_rows] * 8 + [0x37400003, 0x37000004]
+             + _PACR)
+    return cfgs + [(a, v) for a, v in setup if a >= PUSH], words
+
+
+def tilized_bf16(tile: np.ndarray) -> np.ndarray:
+    """What walk_tilize_config makes of a row-major 32 x 32 bf16 tile (uint16 bits): its four 16 x 16 faces in order,
+    denormals and -0 as +0 (MOVA2D flushes them), NaN as Inf of its sign (the packer's BF16 output)."""
+    faces = np.concatenate([tile[16 * (f // 2):16 * (f // 2) + 16, 16 * (f % 2):16 * (f % 2) + 16].reshape(-1)
+                            for f in range(4)]).astype(np.uint32)
+    e, m = faces >> 7 & 0xFF, faces & 0x7F
+    out = np.where(e == 0, 0, faces)
+    return np.where((e == 0xFF) & (m != 0), faces & 0xFF80, out).astype(np.uint16)
+
+
 def _bytes8(rng):
     return rng.integers(0, 256, 1024).astype(np.uint8).tobytes()
 
@@ -287,6 +321,8 @@ CASES["untilize fp32"] = untilize_config()
 CASES["untilize bf16"] = untilize_config(BF, BF)
 
 _BF16_TILES = _gen_tiles(lambda r: _bits16(r, 1024))
+# the Tensix tilize of a row-major bf16 tile: beside DST16_CASES (whose names the recorded verdicts list)
+TILIZE_CASE = (walk_tilize_config(), _BF16_TILES)
 _FP16_TILES = _gen_tiles(lambda r: r.integers(0, 1 << 16, 1024).astype("<u2").tobytes())
 DST16_CASES = {
     "dst16 bf16->bf16": (mova2d_config(BF, BF, BF), _BF16_TILES),

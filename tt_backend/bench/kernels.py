@@ -19,8 +19,9 @@ an fp32 elementwise a*b+a at 2048x2048; `grid`: the same a*b+a planned directly 
 run on ttsim) and launched split over 1, 8 and 64 cores (the split forced, not the launch model's choice), with each
 run's speed-up over one core and host wall time (DRAM-bound at 64 cores); `demo-grid`: the demo expression likewise
 (SFPU-bound: about 4,200 cycles per tile on one core against a*b+a's 315, for the same bytes); `matmul-grid`: the
-bf16 1024^3 HiFi2 matmul (the same ELFs) on at most 1, 8 and 64 cores, the grid shape the launch model's choice
-(FpuMatmulPlan.use_cores; kernel column: grid and tiles per core); `softmax-grid`: x.softmax(-1) at 2048x2048 through tinygrad with
+bf16 1024^3 HiFi2 matmul on at most 1, 8 and 64 cores, the grid shape and B's layout the launch model's choice
+(FpuMatmulPlan.use_cores; kernel column: grid, tiles per core, B's layout); `softmax-grid`: x.softmax(-1) at
+2048x2048 through tinygrad with
 TT_CORES = 1, 8 and 64 (the launch model picks each kernel's count up to the cap; the kernel column lists them), its
 three kernels' cycles summed; `sum-grid`: x.sum() at 2048x2048 likewise (tinygrad splits it into per-row partial
 sums and their sum: two launches). Emulated cycles: the slowest core of the launch (the slowest
@@ -204,20 +205,20 @@ def run_matmul(name: str, row: MatmulRow, ttsim_lib: str | None) -> list[Measure
 
 
 def run_matmul_grid(name: str, row: MatmulGridRow, ttsim_lib: str | None) -> list[Measured]:
-    """The same ELFs on the grid use_cores picks for at most each core count; outputs compared bit for bit with the
-    one-core run's (and with ttsim's)."""
+    """The grid and B's layout use_cores picks for at most each core count (the ELFs rendered for that choice);
+    outputs compared bit for bit with the one-core run's (and with ttsim's)."""
     plan = matmul_plan(row.n, row.fidelity)
     arrays = matmul_arrays(plan)
-    elfs = compile_kernel(*split(plan.render()), plan.name)
     out, first = [], None
     for cores in row.cores:
         plan.use_cores(cores)
+        elfs = compile_kernel(*split(plan.render()), plan.name)
         dev = EmuDevice()
         before = dev.stats()
         got, secs = launch_plan(dev, plan, arrays, elfs)
         lc = plan.launch_cycles()
         first = same_as_first(got, first, f"{name} on grid {lc['grid']}")
-        m = Measured(f"{name}-{cores}", f"{plan.name} {lc['grid']}x{lc['tiles_per_core']}t",
+        m = Measured(f"{name}-{cores}", f"{plan.name} {lc['grid']}x{lc['tiles_per_core']}t {plan.b_layout}",
                      plan.placement.report()["predicted_cycles"], lc["total"],
                      measured_cycles((before, dev.stats()))["max"], secs, cores=plan.cores, bank=lc.get("bank"))
         m.speedup = out[0].emulated / m.emulated if out else 1.0
@@ -228,7 +229,8 @@ def run_matmul_grid(name: str, row: MatmulGridRow, ttsim_lib: str | None) -> lis
 
 def same_as_first(got: bytes, first: bytes | None, what: str) -> bytes:
     """The first split's output bytes, once `got` (the output of `what`) is known to equal them: every split of a grid
-    row runs the same ELFs on the same inputs, so any difference is a bug, not noise."""
+    row computes the same bits from the same inputs (the same ELFs; the matmul's B layouts are bit-identical on data
+    without NaN), so any difference is a bug, not noise."""
     if first is not None and got != first:
         raise SystemExit(f"bench kernels: {what} differs from the first split's output")
     return got if first is None else first
