@@ -37,7 +37,7 @@ from tinygrad.uop.ops import AxisType, Ops, ParamArg, UOp
 from tt_backend.chip.errors import UnsupportedOp
 from tt_backend.lowering.families.family import Candidate, Family, Kernel, choose
 from tt_backend.lowering.families.matmul_match import matmul_of
-from tt_backend.lowering.families.matmul_spec import k_chained
+from tt_backend.lowering.families.matmul_spec import k_chained, k_order
 from tt_backend.lowering.frontend import (affine, buffer_dtype, dtype_name, free_ranges, output_ranges, strip_invalid,
                                           strip_ops)
 from tt_backend.lowering.plan import DTYPE_SIZE, Buffer, Plan
@@ -395,7 +395,7 @@ def plain_operand(u: UOp, rks: list[UOp]) -> bool:
     walking the reduce ranges `rks` as one K."""
     u = strip_ops(u, Ops.CAST)
     if u.op is not Ops.INDEX or strip_invalid(u.src[1])[0]: return False
-    return (co := affine(u.src[1])) is not None and k_chained(co, rks)
+    return (co := affine(u.src[1])) is not None and k_chained(co, k_order(rks, co))
 
 
 def matmul_cut(sink: UOp) -> UOp | None:

@@ -5,10 +5,10 @@ and the rest of the kernel as a stage reading the sum back.
 
 Checks: the kernels really take a matmul stage (a plan of the SFPU matmul family among the stages); batched matmuls
 with fused ops (odd sizes, broadcast batch ranges, transposed operands, two batch ranges, bf16, a computed operand, a
-permuted einsum, a constant, a per-batch scalar or a computed (k, n) factor inside the sum) against tinygrad's CPU
-device (rtol 1e-5, bf16 1e-2, with atol rtol x the largest |value|); plain batched fp32 and bf16 matmuls against numpy
-in float64 with the SFPU matmul's bound (K x 2^-24 of sum_k |a b| per element, sfpu_matmul.py; bf16 results: plus one
-bf16 rounding); the batch split over cores bit for bit against one core (and against ttsim);
+permuted einsum, a constant, a per-batch scalar or a computed (k, n) factor inside the sum, a sum of matmuls) against
+tinygrad's CPU device (rtol 1e-5, bf16 1e-2, with atol rtol x the largest |value|); plain batched fp32 and bf16
+matmuls against numpy in float64 with the SFPU matmul's bound (K x 2^-24 of sum_k |a b| per element, sfpu_matmul.py;
+bf16 results: plus one bf16 rounding); the batch split over cores bit for bit against one core (and against ttsim);
 scaled_dot_product_attention forward and backward (plain; causal with GQA; a mask) against tinygrad's CPU device at
 small sizes (rtol 1e-5 with atol 1e-5 x the largest |value|: every stage is float32, the sums run in another order
 than the CPU's, a softmax and its gradient add a few roundings).
@@ -64,6 +64,9 @@ BATCHED = [
      [(3, 17, 9), (3, 9, 21), (3, 1, 1, 1)]),
     ("kn_factor_inside_sum", lambda a, b, s: (a.unsqueeze(-1) * b.unsqueeze(-3) * s.exp()).sum(-2),
      [(2, 5, 12), (2, 12, 7), (1, 12, 7)]),
+    # a sum of matmuls (GQA's key gradient): REDUCE(ADD, REDUCE(ADD, a * b, k), g), one K of g x k
+    ("sum_of_matmuls", lambda a, b: (a.transpose(-1, -2) @ b).sum(0), [(4, 9, 7), (4, 9, 5)]),
+    ("batched_sum_of_matmuls", lambda a, b: (a.transpose(-1, -2) @ b).sum(1), [(3, 4, 9, 7), (3, 4, 9, 5)]),
 ]
 
 
