@@ -78,8 +78,8 @@ def stream_ctx(plan: TilePlan, s: Stream, j: int | None, red: ReducePlan | None 
 #                         holds only TILE_ELEMS / run rows of each column, so a buffer that is not resident keeps a
 #                         segment of each column in the window (`column_bytes` each, from the 64-aligned address of the
 #                         first datum asked for): the next tiles' rows of a column are read from there, and a column
-#                         is read again (one NoC read per column, all of a row's misses waited for at once) only when
-#                         the walk leaves its segment. A transpose of a 224 x 13824 buffer (einsum's gradient) made
+#                         is read again (one NoC read per column, all of a row's misses waited for at once, none past
+#                         the rows the core's tiles need) only when the walk leaves its segment. A transpose of a 224 x 13824 buffer (einsum's gradient) made
 #                         about 450 NoC reads per tile, one per column plus one per datum of the partial runs.
 # A buffer that fits the staging window is read into it once ("resident") and runs are then plain L1 reads; a larger
 # one is reloaded per miss, a full window ahead when consecutive accesses are near, just the bytes needed when they are
@@ -119,10 +119,10 @@ def column_windows(plan: TilePlan) -> dict[str, int]:
 
 
 def column_bytes(run: int, esz: int, window: int) -> int:
-    """The bytes of each column's segment in a window of `window` bytes (after the table of the segments' addresses,
-    one word per column), a multiple of 64; 0 when that is too little to hold a tile's rows of a column from any
+    """The bytes of each column's segment in a window of `window` bytes (after the table of the segments' extents,
+    two words per column), a multiple of 64; 0 when that is too little to hold a tile's rows of a column from any
     alignment (a columns walk without segments)."""
-    size = ((window - aligned(4 * run)) // run) & ~63
+    size = ((window - aligned(8 * run)) // run) & ~63
     return size if size >= 64 + esz * (TILE_ELEMS // run) else 0
 
 
@@ -180,7 +180,7 @@ def _affine_runs(plan: TilePlan, s: Stream, window: int) -> dict | None:
             "back": back, "span": span, "outer": outer, "resident": resident, "tight": tight, "block": block,
             "last_outer": f"o{len(outer) - 1}", "last_size": outer[-1][0] if outer else 1,
             "column_bytes": column_bytes(run, esz, window) if mode == "columns" and not resident else 0,
-            "column_table": aligned(4 * run),
+            "column_table": aligned(8 * run),
             "direct": mode == "runs" and esz == TILE_BYTES[s.tile_format] // TILE_ELEMS}
 
 
