@@ -19,7 +19,7 @@ from tt_backend.lowering.families.family import Candidate, Family, Kernel
 from tt_backend.lowering.families.tile_plan import TilePlan, allocate_l1
 from tt_backend.lowering.families.tile_render import render_tile_kernel
 from tt_backend.lowering.families.mover_cost import compute_stage, grid_pipeline_cycles
-from tt_backend.lowering.families.tile_streams import reader_mode, stream_ctx
+from tt_backend.lowering.families.tile_streams import column_windows, reader_mode, stream_ctx
 from tt_backend.lowering.frontend import LoweredKernel
 from tt_backend.lowering.graph import live_nodes
 from tt_backend.lowering.placement.choice import FpuOp, compile_split, split
@@ -84,6 +84,11 @@ def plan_placed(lk: LoweredKernel, pl: Placement) -> ElementwisePlan:
                            head_inputs=sfpu.setup_only - {j for o in sp.fpu_ops for j in (o.a, o.b)})
 
 
+def allocated(plan: ElementwisePlan) -> ElementwisePlan:
+    """The plan with its L1 placed, transposing readers' windows grown (tile_streams.column_windows)."""
+    return allocate_l1(plan, windows=column_windows(plan))
+
+
 def match(kernel: Kernel) -> LoweredKernel | None:
     lk = kernel.lowered
     return None if any(n.op == "REDUCE" for n in lk.dag.nodes) else lk
@@ -94,11 +99,11 @@ def candidates(kernel: Kernel, lk: LoweredKernel) -> list[Candidate]:
     error <= SAFETY x budget, or bit-identical to all-SFPU without one), so acceptable by construction. Without a
     placer the all-SFPU plan, unpriced (it is the only candidate there is)."""
     if kernel.placer is None:
-        return [Candidate(NAME, "SFPU fp32", math.inf, None, True, lambda: allocate_l1(plan_sfpu(lk)))]
+        return [Candidate(NAME, "SFPU fp32", math.inf, None, True, lambda: allocated(plan_sfpu(lk)))]
     pl = kernel.placer.place(lk)
     label = "SFPU fp32" if not pl.choices else "FPU+SFPU"
     return [Candidate(NAME, label, pl.cycles["kernel"], pl.predicted_error, True,
-                      lambda: allocate_l1(plan_placed(lk, pl)))]
+                      lambda: allocated(plan_placed(lk, pl)))]
 
 
 FAMILY = Family(NAME, match, candidates)

@@ -74,6 +74,13 @@ class MatmulSpec:
 
 
 
+def k_order(rks, co: dict) -> list[UOp]:
+    """The reduce ranges `rks` outermost first as an operand (affine index coefficients `co`) walks them: by falling
+    stride, then by range number (GQA's key gradient sums over the query (r4, stride 64) inside the head group (r5,
+    stride 1024): one K of 64 x 4 with r5 outermost, though r5 is the later range)."""
+    return sorted(rks, key=lambda r: (-abs(co.get(r, 0)), r.arg[0]))
+
+
 def k_chained(co: dict, rks: list[UOp]) -> bool:
     """Whether an operand (affine index coefficients `co`) walks the reduce ranges `rks` (outermost first) as one
     range of their product: each one's stride is the next one's times its size (einsum's 'pqrs,tuqvr->pstuv' sums
@@ -107,9 +114,8 @@ def match_matmul(sink: UOp) -> MatmulSpec | None:
     if (found := stored_sum_of_products(sink)) is None: return None
     topo, store, red, mul, chain = found
     round_bf16 = dtypes.bfloat16 in chain          # e.g. (a @ b).float() with bf16 a, b: C is rounded to bf16 first
-    rks = sorted(red.src[1:], key=lambda r: r.arg[0])
+    rks = list(red.src[1:])
     if not rks or any(r.op is not Ops.RANGE for r in rks): return None
-    rk = rks[-1]                      # the innermost of the reduce ranges: their strides are rk's (k_chained)
     loads, tiles = [], []
     for x in mul.src:
         casts = []
@@ -141,6 +147,8 @@ def match_matmul(sink: UOp) -> MatmulSpec | None:
     acc = [access(x) for x in loads]
     oacc = access(out_idx)
     if None in acc or oacc is None: return None
+    rks = k_order(rks, acc[0][1])
+    rk = rks[-1]                      # the innermost of the reduce ranges: their strides are rk's (k_chained)
     rngs = {u for u in topo if u.op is Ops.RANGE}
     if any(r.src[0].op is not Ops.CONST for r in rngs): return None
     if any(r.arg[-1] not in (AxisType.REDUCE, AxisType.GROUP_REDUCE) for r in rks): return None

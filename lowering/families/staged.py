@@ -37,7 +37,7 @@ from tinygrad.uop.ops import AxisType, Ops, ParamArg, UOp
 from tt_backend.chip.errors import UnsupportedOp
 from tt_backend.lowering.families.family import Candidate, Family, Kernel, choose
 from tt_backend.lowering.families.matmul_match import matmul_of
-from tt_backend.lowering.families.matmul_spec import k_chained
+from tt_backend.lowering.families.matmul_spec import k_chained, k_order
 from tt_backend.lowering.frontend import (affine, buffer_dtype, dtype_name, free_ranges, output_ranges, strip_invalid,
                                           strip_ops)
 from tt_backend.lowering.plan import DTYPE_SIZE, Buffer, Plan
@@ -334,10 +334,60 @@ def contraction(sink: UOp) -> UOp | None:
     memo: dict[UOp, frozenset] = {}
     for red in top_reductions(stored_values(sink)[0]):
         mul = strip_ops(red.src[0], Ops.CAST)
-        if red.arg[0] is not Ops.ADD or mul.op is not Ops.MUL: continue
-        fx, fy = (free_ranges(s, memo) for s in mul.src)
-        if set(red.src[1:]) <= (fx & fy) and fx - fy and fy - fx: return red
+        if red.arg[0] is Ops.ADD and mul.op is Ops.MUL and two_sides(*mul.src, red.src[1:], memo): return red
     return None
+
+
+# A product of more than two factors (sdpa's gradient with a mask: sum_q dS[q, k] * Q[q, d] * 0.125, the scale inside
+# the sum) is a contraction when its factors fall into two sides: the constant joins one of them. The factors are
+# regrouped into the two sides whose materialization costs the fewest elements (a side that is one plain load costs
+# none), so the scale is applied once per element of the smaller operand. Multiplication is reassociated there
+# ((dS * 0.125) * Q for (dS * Q) * 0.125), as the elementwise family's products are; exact for a power-of-two scale.
+MAX_FACTORS = 6   # 2^(n-1) - 1 groupings are tried
+
+
+def product_factors(u: UOp) -> list[UOp]:
+    """The factors of a tree of MULs, left to right."""
+    return [f for s in u.src for f in product_factors(s)] if u.op is Ops.MUL else [u]
+
+
+def two_sides(x: UOp, y: UOp, rks: list[UOp], memo: dict[UOp, frozenset]) -> bool:
+    """Whether x * y summed over `rks` is a contraction: each side depends on every reduce range and on a range the
+    other does not."""
+    fx, fy = free_ranges(x, memo), free_ranges(y, memo)
+    return set(rks) <= (fx & fy) and bool(fx - fy) and bool(fy - fx)
+
+
+def regrouped_sides(mul: UOp, rks: list[UOp], memo: dict[UOp, frozenset]) -> tuple[UOp, UOp] | None:
+    """The cheapest grouping of mul's factors into two sides of a contraction over `rks` (each side the product of
+    its factors in their order), or None."""
+    factors = product_factors(mul)
+    if not 2 < len(factors) <= MAX_FACTORS: return None
+    def product(fs: list[UOp]) -> UOp: return functools.reduce(lambda a, b: UOp(Ops.MUL, mul.dtype, (a, b)), fs)
+    def cost(fs: list[UOp]) -> int:
+        if len(fs) == 1 and plain_operand(fs[0], rks): return 0
+        return math.prod(int(r.src[0].arg) for r in free_ranges(product(fs), memo))
+    best = None
+    for bits in range(1, 2 ** (len(factors) - 1)):   # factor 0 on side x; bit i - 1 puts factor i on side y
+        xs = [f for i, f in enumerate(factors) if i == 0 or not bits >> (i - 1) & 1]
+        ys = [f for i, f in enumerate(factors) if i > 0 and bits >> (i - 1) & 1]
+        x, y = product(xs), product(ys)
+        if two_sides(x, y, rks, memo) and (best is None or cost(xs) + cost(ys) < best[0]):
+            best = (cost(xs) + cost(ys), x, y)
+    return None if best is None else best[1:]
+
+
+def regroup_contraction(sink: UOp) -> UOp:
+    """The sink with the product its one stored value sums regrouped into the two sides of a contraction (above),
+    when the product's own two sides are not; else the sink itself."""
+    if len(stored_values(sink)) != 1 or contraction(sink) is not None or matmul_of(sink) is not None: return sink
+    memo: dict[UOp, frozenset] = {}
+    for red in top_reductions(stored_values(sink)[0]):
+        mul = strip_ops(red.src[0], Ops.CAST)
+        if red.arg[0] is not Ops.ADD or mul.op is not Ops.MUL: continue
+        if (sides := regrouped_sides(mul, sorted(red.src[1:], key=lambda r: r.arg[0]), memo)) is not None:
+            return sink.substitute({mul: mul.replace(src=sides)})
+    return sink
 
 
 def plain_operand(u: UOp, rks: list[UOp]) -> bool:
@@ -345,7 +395,7 @@ def plain_operand(u: UOp, rks: list[UOp]) -> bool:
     walking the reduce ranges `rks` as one K."""
     u = strip_ops(u, Ops.CAST)
     if u.op is not Ops.INDEX or strip_invalid(u.src[1])[0]: return False
-    return (co := affine(u.src[1])) is not None and k_chained(co, rks)
+    return (co := affine(u.src[1])) is not None and k_chained(co, k_order(rks, co))
 
 
 def matmul_cut(sink: UOp) -> UOp | None:
@@ -378,8 +428,8 @@ def hoist_rule(sink: UOp) -> Callable[[_Stager], list[UOp]] | None:
         return lambda stager: stager.split_pointwise(sink, *pw)
     if (v := broadcast_reduction(sink)) is not None or (v := matmul_under_epilogue(sink)) is not None:
         return lambda stager: stager.split(sink, v)
-    if matmul_stages(sink):
-        return lambda stager: stager.split(sink, matmul_cut(sink), reduce_last=True)
+    if matmul_stages(grouped := regroup_contraction(sink)):
+        return lambda stager: stager.split(grouped, matmul_cut(grouped), reduce_last=True)
     return None
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from tt_backend.lowering.codegen.l1 import CAPACITY, STAGING_BYTES, grow_window, l1_bytes, place
+from tt_backend.lowering.codegen.l1 import CAPACITY, STAGING_BYTES, aligned, grow_window, l1_bytes, place, room
 from tt_backend.lowering.families.mover_cost import split_ranges
 from tt_backend.lowering.plan import TILE_BYTES, Plan, SfpuProgram
 from tt_backend.chip.errors import UnsupportedOp
@@ -163,10 +163,11 @@ def window_bytes(plan: Plan, name: str) -> int:
     return plan.windows.get(f"stage_{name}", STAGING_BYTES)
 
 
-def allocate_l1(plan: TilePlan, resident_windows: bool = False) -> TilePlan:
+def allocate_l1(plan: TilePlan, resident_windows: bool = False, windows: dict[str, int] | None = None) -> TilePlan:
     """Place each stream's circular buffer (CB_DEPTH tiles) and, for gathered streams, a staging window; one more
     window per buffer the gathers' indices load from. `resident_windows` (the reduction layout's readers): a gathered
-    input buffer larger than its window gets a window that holds it whole while L1 has room (l1.grow_window)."""
+    input buffer larger than its window gets a window that holds it whole while L1 has room (l1.grow_window).
+    `windows`: larger sizes some windows would like (tile_streams.column_windows), each taken while L1 has room."""
     sizes = {}
     for name, s in [(f"in{j}", s) for j, s in enumerate(plan.inputs)] + [("out", plan.output)]:
         sizes[f"cb_{name}"] = CB_DEPTH * TILE_BYTES[s.tile_format]
@@ -179,6 +180,9 @@ def allocate_l1(plan: TilePlan, resident_windows: bool = False) -> TilePlan:
         name = f"stage_in{j}"
         if name in sizes and s.value is None and (size := grow_window(sizes, name, plan.buffers[s.buf].nbytes)):
             plan.windows[name] = size
+    for name, want in (windows or {}).items():
+        if sizes[name] < want and room(sizes) >= aligned(want) - aligned(sizes[name]):
+            sizes[name] = plan.windows[name] = want
     l1 = place(sizes)
     if l1 is None:
         raise UnsupportedOp(f"{plan.name}: {len(plan.inputs)} input streams need {l1_bytes(sizes)} bytes of L1, more "

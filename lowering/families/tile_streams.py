@@ -7,7 +7,7 @@ helpers instead of inlining them (templates/blocks/index_loads.c.j2): less code,
 from __future__ import annotations
 
 from tt_backend.lowering.codegen.c_exprs import DRAM_LOAD, DRAM_STORE, TILE_LOAD, TILE_STORE
-from tt_backend.lowering.codegen.l1 import STAGING_BYTES
+from tt_backend.lowering.codegen.l1 import STAGING_BYTES, aligned
 from tt_backend.lowering.families.tile_plan import ReducePlan, TilePlan, window_bytes
 from tt_backend.lowering.index import render_c_nested
 from tt_backend.lowering.plan import DTYPE_SIZE, ROW_STEP0_DATUMS, TILE_BYTES, TILE_ELEMS, TILE_NATIVE, Stream
@@ -32,11 +32,11 @@ def stream_ctx(plan: TilePlan, s: Stream, j: int | None, red: ReducePlan | None 
         else: mode = "red gather"
     elif s.value is not None:
         mode = "computed"
-    runs = _affine_runs(plan, s) if mode == "gather" and not plan.compact_reader else None
+    window = window_bytes(plan, f"in{j}")
+    runs = _affine_runs(plan, s, window) if mode == "gather" and not plan.compact_reader else None
     if runs is not None:
         mode = runs["mode"]
         runs["head"] = HEAD_DATUMS if mode == "broadcast" and j in plan.head_inputs else None
-    window = window_bytes(plan, f"in{j}")
     walk = _reduce_walk(plan, s, red, window) if mode == "red gather" and not plan.compact_reader else None
     if walk is not None:
         mode = "red affine"
@@ -74,7 +74,13 @@ def stream_ctx(plan: TilePlan, s: Stream, j: int | None, red: ReducePlan | None 
 #   strided (any other):  walk the window with a constant byte step, no per-datum index evaluation;
 #   columns (strided, short runs, next outer range contiguous: transposes): the whole runs of a tile form a block
 #                         whose columns are contiguous in the buffer: one source segment per column, stored with a
-#                         constant step of `run` datums; partial runs at the tile's edges go datum by datum.
+#                         constant step of `run` datums; partial runs at the tile's edges go datum by datum. A tile
+#                         holds only TILE_ELEMS / run rows of each column, so a buffer that is not resident keeps a
+#                         segment of each column in the window (`column_bytes` each, from the 64-aligned address of the
+#                         first datum asked for): the next tiles' rows of a column are read from there, and a column
+#                         is read again (one NoC read per column, all of a row's misses waited for at once, none past
+#                         the rows the core's tiles need) only when the walk leaves its segment. A transpose of a 224 x 13824 buffer (einsum's gradient) made
+#                         about 450 NoC reads per tile, one per column plus one per datum of the partial runs.
 # A buffer that fits the staging window is read into it once ("resident") and runs are then plain L1 reads; a larger
 # one is reloaded per miss, a full window ahead when consecutive accesses are near, just the bytes needed when they are
 # far apart (sparse), ending at the datum for descending walks.
@@ -96,8 +102,33 @@ def _u32(v: int) -> str:
     return f"{v & 0xFFFFFFFF}u"
 
 
-def _affine_runs(plan: TilePlan, s: Stream) -> dict | None:
-    """The run structure of an ungated affine elementwise input stream (see RUN_MODES), or None (per-datum gather)."""
+# The window of a columns walk with segments grows (while L1 has room) to give each column COLUMN_SEGMENT_BYTES, at
+# most COLUMN_WINDOW_MAX: a 224-column transpose then reads each column once per ~56 tiles instead of once per ~4.
+COLUMN_SEGMENT_BYTES = 1024
+COLUMN_WINDOW_MAX = 256 * 1024
+
+
+def column_windows(plan: TilePlan) -> dict[str, int]:
+    """{staging window: bytes} of the inputs read by columns walks with segments (RUN_MODES), for allocate_l1."""
+    out = {}
+    for j, s in enumerate(plan.inputs):
+        runs = None if s.contiguous else _affine_runs(plan, s, STAGING_BYTES)
+        if runs is not None and runs["column_bytes"]:
+            out[f"stage_in{j}"] = min(COLUMN_WINDOW_MAX, runs["column_table"] + runs["run"] * COLUMN_SEGMENT_BYTES)
+    return out
+
+
+def column_bytes(run: int, esz: int, window: int) -> int:
+    """The bytes of each column's segment in a window of `window` bytes (after the table of the segments' extents,
+    two words per column), a multiple of 64; 0 when that is too little to hold a tile's rows of a column from any
+    alignment (a columns walk without segments)."""
+    size = ((window - aligned(8 * run)) // run) & ~63
+    return size if size >= 64 + esz * (TILE_ELEMS // run) else 0
+
+
+def _affine_runs(plan: TilePlan, s: Stream, window: int) -> dict | None:
+    """The run structure of an ungated affine elementwise input stream (see RUN_MODES) read through a staging window
+    of `window` bytes, or None (per-datum gather)."""
     ranges = list(plan.ranges) or [1]
     if (s.coef is None or s.valid is not None or s.value is not None
             or len(s.coef) != len(ranges) + 1):
@@ -148,6 +179,8 @@ def _affine_runs(plan: TilePlan, s: Stream) -> dict | None:
             "init": init, "base": base, "advance": advance(len(outer) - 1) or "(void)0;", "doc": doc,
             "back": back, "span": span, "outer": outer, "resident": resident, "tight": tight, "block": block,
             "last_outer": f"o{len(outer) - 1}", "last_size": outer[-1][0] if outer else 1,
+            "column_bytes": column_bytes(run, esz, window) if mode == "columns" and not resident else 0,
+            "column_table": aligned(8 * run),
             "direct": mode == "runs" and esz == TILE_BYTES[s.tile_format] // TILE_ELEMS}
 
 

@@ -1,16 +1,17 @@
 """Matmuls tinygrad fuses into bigger kernels (lowering/families/staged.py, the contraction cut): attention's scaled
-scores, softmax(scores) @ v with the softmax inside the sum, a masked operand, batched einsums. Each kernel with a
-contraction runs its operands as elementwise stages, the sum of products as a matmul stage and the rest of the kernel
-as a stage reading the sum back.
+scores, softmax(scores) @ v with the softmax inside the sum, a masked operand, batched einsums, a third factor inside
+the sum. Each kernel with a contraction runs its operands as elementwise stages, the sum of products as a matmul stage
+and the rest of the kernel as a stage reading the sum back.
 
 Checks: the kernels really take a matmul stage (a plan of the SFPU matmul family among the stages); batched matmuls
 with fused ops (odd sizes, broadcast batch ranges, transposed operands, two batch ranges, bf16, a computed operand, a
-permuted einsum) against tinygrad's CPU device (rtol 1e-5, bf16 1e-2, with atol rtol x the largest |value|); plain
-batched fp32 and bf16 matmuls against numpy in float64 with the SFPU matmul's bound (K x 2^-24 of sum_k |a b| per
-element, sfpu_matmul.py; bf16 results: plus one bf16 rounding); the batch split over cores bit for bit against one
-core (and against ttsim); scaled_dot_product_attention forward and backward (plain; causal with GQA; a mask, forward
-only) against tinygrad's CPU device at small sizes (rtol 1e-5 with atol 1e-5 x the largest |value|: every stage is
-float32, the sums run in another order than the CPU's, a softmax and its gradient add a few roundings).
+permuted einsum, a constant, a per-batch scalar or a computed (k, n) factor inside the sum, a sum of matmuls) against
+tinygrad's CPU device (rtol 1e-5, bf16 1e-2, with atol rtol x the largest |value|); plain batched fp32 and bf16
+matmuls against numpy in float64 with the SFPU matmul's bound (K x 2^-24 of sum_k |a b| per element, sfpu_matmul.py;
+bf16 results: plus one bf16 rounding); the batch split over cores bit for bit against one core (and against ttsim);
+scaled_dot_product_attention forward and backward (plain; causal with GQA; a mask) against tinygrad's CPU device at
+small sizes (rtol 1e-5 with atol 1e-5 x the largest |value|: every stage is float32, the sums run in another order
+than the CPU's, a softmax and its gradient add a few roundings).
 """
 from __future__ import annotations
 
@@ -57,6 +58,15 @@ BATCHED = [
      [(2, 3, 8, 33), (2, 3, 33, 12)]),
     ("computed_operand", lambda a, b: a.exp() @ (b * 2 - 1), [(4, 10, 7), (4, 7, 19)]),
     ("einsum_permuted_out", lambda a, b: Tensor.einsum("jik,ikl->jil", a, b) * 3, [(6, 2, 5), (2, 5, 9)]),
+    # three factors inside the sum (sdpa's masked gradient): a constant, a per-batch scalar, a factor of (k, n)
+    ("scale_inside_sum", lambda a, b: (a.unsqueeze(-1) * b.unsqueeze(-3) * 0.3).sum(-2), [(3, 17, 9), (3, 9, 21)]),
+    ("batch_scalar_inside_sum", lambda a, b, s: (a.unsqueeze(-1) * b.unsqueeze(-3) * s).sum(-2),
+     [(3, 17, 9), (3, 9, 21), (3, 1, 1, 1)]),
+    ("kn_factor_inside_sum", lambda a, b, s: (a.unsqueeze(-1) * b.unsqueeze(-3) * s.exp()).sum(-2),
+     [(2, 5, 12), (2, 12, 7), (1, 12, 7)]),
+    # a sum of matmuls (GQA's key gradient): REDUCE(ADD, REDUCE(ADD, a * b, k), g), one K of g x k
+    ("sum_of_matmuls", lambda a, b: (a.transpose(-1, -2) @ b).sum(0), [(4, 9, 7), (4, 9, 5)]),
+    ("batched_sum_of_matmuls", lambda a, b: (a.transpose(-1, -2) @ b).sum(1), [(3, 4, 9, 7), (3, 4, 9, 5)]),
 ]
 
 
@@ -148,7 +158,7 @@ SDPA = {   # name: (kwargs builder, q / k / v shapes, with the backward pass)
     "causal_gqa": (lambda: {"is_causal": True, "enable_gqa": True}, [(1, 4, 8, 16), (1, 2, 8, 16), (1, 2, 8, 16)],
                    True),
     "mask": (lambda: {"attn_mask": Tensor(rng.standard_normal((1, 2, 5, 8)).astype(np.float32))},
-             [(1, 2, 5, 16), (1, 2, 8, 16), (1, 2, 8, 16)], False),
+             [(1, 2, 5, 16), (1, 2, 8, 16), (1, 2, 8, 16)], True),
 }
 
 
@@ -162,7 +172,8 @@ def test_sdpa_forward_backward(name, serial_compile):
         q, k, v = (Tensor(x, device=device) for x in arrays)
         opts = {key: (val.to(device) if isinstance(val, Tensor) else val) for key, val in extra.items()}
         out = q.scaled_dot_product_attention(k, v, **opts)
-        grads = (out * out).sum().gradient(q, k, v) if backward else []
+        masks = [val for val in opts.values() if isinstance(val, Tensor)]   # a mask's gradient scales inside its sums
+        grads = (out * out).sum().gradient(q, k, v, *masks) if backward else []
         return [t.numpy() for t in (out, *grads)]
     for got, ref in zip(run("TT"), run("CPU")):
         close(got, ref)

@@ -5,7 +5,8 @@ gather); the program on TT is bit-identical to tinygrad's reference (PYTHON) dev
 int/bool); and at the plan level the kernel with its run paths writes exactly the bytes the same kernel writes when
 every stream is gathered per datum (Stream.coef dropped), on the same random DRAM contents, in fewer reader cycles.
 Shapes are mostly not multiples of 32 (partial last tiles, runs that straddle tiles, odd bf16 offsets); buffers both
-small enough to stay resident in the staging window and larger (window reloads: dense, sparse, descending).
+small enough to stay resident in the staging window and larger (window reloads: dense, sparse, descending; a
+transpose's column segments, also with its tiles split over cores).
 """
 from __future__ import annotations
 
@@ -75,6 +76,11 @@ CASES = [
     ("short_strided_stays_gather", lambda a: a[:, ::2].T * 2, [((3, 8000), F32)], {"gather"}),  # runs of 3, reloads
     ("short_strided_resident", lambda a: a[:, ::2].T * 2, [((3, 100), F32)], {"strided"}),      # resident buffer
     ("short_columns", lambda a: a.T * 2, [((3, 4000), F32)], {"columns"}),
+    # not resident: each column's segment kept in the (grown) window across tiles (column_windows)
+    ("permute_columns", lambda a: a.permute(2, 3, 0, 1) * 2, [((5, 7, 12, 40), F32)], {"columns"}),   # runs of 35
+    ("bf16_columns_big", lambda a: -a.T, [((64, 600), BF16)], {"columns"}),
+    ("int_columns_big", lambda a: a.T + 7, [((40, 500), I32)], {"columns"}),
+    ("bool_columns_big", lambda m, a: m.T.where(a, -a), [((60, 700), BOOL), ((700, 60), F32)], {"columns"}),
     ("slice_big_unaligned", lambda a: a[:, 3:50] * 2, [((200, 70), F32)], {"runs"}),    # 56000 B: window reloads
     ("broadcast_big", lambda a, b: a + b, [((9000, 1), F32), ((9000, 3), F32)], {"broadcast"}),
     ("short_broadcast", lambda a, b: a + b, [((300, 2), F32), ((300, 1), F32)], {"broadcast"}),
@@ -140,6 +146,17 @@ def test_broadcast_head(name, head):
     assert ("only the SFPU setup reads this tile" in src) == head
 
 
+def test_column_segments_where_not_resident():
+    """A columns walk over a buffer larger than the staging window keeps a segment of each column in a window grown
+    for it (tile_streams.column_windows); one over a resident buffer reads the buffer once, as before."""
+    for name, segments in [("permute_columns", True), ("transpose_big", True), ("transpose", False),
+                           ("columns_descending", False)]:
+        _, fn, specs, _ = CASES[IDS.index(name)]
+        (plan,) = _plans(fn, specs)
+        src = plan.render()["brisc"]
+        assert ("in0_column(" in src) == segments and bool(plan.windows) == segments, name
+
+
 # --------------------------------------------------------------------------- plan level: run paths vs per-datum gather
 def _launch(plan: ElementwisePlan, data: dict[int, bytes]) -> tuple[bytes, int]:
     from tt_backend.runtime import compile as C
@@ -181,3 +198,21 @@ def test_same_bytes_as_gather(name, fn, specs, modes):
         slow, slow_cycles = _launch(gather, data)
         assert fast == slow, f"{name}: run paths and gather differ"
         assert fast_cycles < slow_cycles, f"{name}: reader {fast_cycles} cycles, gather {slow_cycles}"
+
+
+@pytest.mark.needs_cc
+@pytest.mark.parametrize("cores", [3, 7])
+def test_column_segments_split_over_cores(cores):
+    """The transposing reader's segments stop where a core's tiles do: a permute split over several cores gives the
+    one-core bytes."""
+    from tt_backend.bench.kernels import launch_plan
+    from tt_backend.runtime.compile import compile_kernel
+    from tt_backend.runtime.emu.device import EmuDevice
+    _, fn, specs, _ = CASES[IDS.index("permute_columns")]
+    (plan,) = _plans(fn, specs)
+    x = _data(specs[0][0], F32)
+    elfs = compile_kernel(*split(plan.render()), plan.name)
+    one, _ = launch_plan(EmuDevice(), plan, {1: x}, elfs)
+    plan.cores = cores
+    assert launch_plan(EmuDevice(), plan, {1: x}, elfs)[0] == one
+    np.testing.assert_array_equal(np.frombuffer(one, np.float32), (x.transpose(2, 3, 0, 1) * 2).ravel())
