@@ -49,3 +49,12 @@ def test_only_bounds_that_cut_a_range_around_a_reduction_split():
     not_a_bound = ((i % 3) < 1).where(x.sum(1, keepdim=True), 0.0)
     for t in (no_reduction, outside, not_a_bound):
         for k in kernels(t): assert split_stored_where(k) is k
+
+
+@pytest.mark.ttsim
+def test_ttsim_matches_emulator_bit_for_bit(serial_compile):
+    v = np.random.default_rng(6).standard_normal((21, 13)).astype(np.float32)
+    fn, _ = PROGRAMS["zero below a, sums after"]
+    sim = fn(Tensor(v, device="TT:ttsim"), 21, 8).numpy()
+    emu = fn(Tensor(v, device="TT:emu"), 21, 8).numpy()
+    assert sim.tobytes() == emu.tobytes()
