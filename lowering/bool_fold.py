@@ -70,4 +70,6 @@ def fold_constant_formula(f: UOp) -> UOp | None:
     return UOp.const(bool(table[0]), dtypes.bool) if (table == table[0]).all() else None
 
 
-constant_formulas = PatternMatcher([(UPat(tuple(CONNECTIVES), dtype=dtypes.bool, name="f"), lambda f: fold_constant_formula(f))])
+# the rule calls through a lambda: tinygrad's PatternMatcher compiles a named function's body against its own globals
+constant_formulas = PatternMatcher([(UPat(tuple(CONNECTIVES), dtype=dtypes.bool, name="f"),
+                                     lambda f: fold_constant_formula(f))])

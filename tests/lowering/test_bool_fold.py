@@ -23,7 +23,8 @@ def atoms(n: int) -> list[UOp]:
 
 def random_formula(gen, leaves: list[UOp], depth: int) -> UOp:
     if depth == 0 or gen.random() < 0.2:
-        return leaves[int(gen.integers(len(leaves)))] if gen.random() < 0.9 else UOp.const(bool(gen.integers(2)), dtypes.bool)
+        if gen.random() < 0.1: return UOp.const(bool(gen.integers(2)), dtypes.bool)
+        return leaves[int(gen.integers(len(leaves)))]
     if gen.random() < 0.2:
         return UOp(Ops.WHERE, dtypes.bool, tuple(random_formula(gen, leaves, depth - 1) for _ in range(3)))
     op = BINARY[int(gen.integers(len(BINARY)))]
@@ -44,7 +45,8 @@ def test_folds_exactly_the_constant_formulas(seed):
     folded = 0
     for _ in range(150):
         f = random_formula(gen, leaves, int(gen.integers(1, 6)))
-        values = {brute_force(f, dict(zip(leaves, bits))) for bits in itertools.product([False, True], repeat=len(leaves))}
+        assignments = itertools.product([False, True], repeat=len(leaves))
+        values = {brute_force(f, dict(zip(leaves, bits))) for bits in assignments}
         got = fold_constant_formula(f) if f.op is not Ops.CONST and f not in leaves else None
         if got is None:
             assert len(values) == 2 or f.op is Ops.CONST or f in leaves, f
