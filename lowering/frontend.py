@@ -10,7 +10,8 @@ inside the index plus a `WHERE(valid, load, 0)` in the value. Everything that de
 is a LOAD node of the index expression: the reader fetches it (`loaded_index`).
 A REDUCE becomes a REDUCE node of the DAG (its ranges go last in the iteration space; the reduction families plan it);
 integer/bool index math that reaches the value part (arange, argmax's reversed index, tril masks, nonzero pads) is a
-computed stream: the reader evaluates it per element in C and the SFPU loads it like any input. float32 index math
+computed stream: the reader evaluates it per element in C and the SFPU loads it like any input (the true/false ones
+over the same ranges as the bits of one: lowering/bool_pack.py). float32 index math
 (interpolate's scaled indices) is C float, evaluated as tinygrad's CPU device evaluates it.
 Dtypes (DTYPE_NAME): buffers keep their own dtype; the value DAG computes the narrow integers in int32 lanes, wrapped
 after every op that can leave their range (`wrap`), and float16 as a float32 value rounded where it is cast.
@@ -31,6 +32,8 @@ from tinygrad.schedule.multi import multi_pm
 from tinygrad.schedule.rangeify import pm_mops
 from tinygrad.codegen.simplify import pm_load_collapse
 
+from tt_backend.lowering.bool_fold import constant_formulas
+from tt_backend.lowering.bool_pack import pack_bool_streams
 from tt_backend.lowering.dag import ValueDAG
 from tt_backend.lowering.index import OPS, IndexExpr, IndexTexts
 from tt_backend.lowering.int64 import narrow_int64
@@ -379,6 +382,10 @@ class _Lowerer:
     def value(self, u: UOp, want: DType | None = None) -> int:
         """Lower one value-part uop into the DAG; `want` resolves weak/untyped constants from their consumer."""
         if u.op is Ops.CONST:
+            if u.arg is Invalid:
+                # a gated value WHERE(valid, x, Invalid) left after tinygrad's Invalid lifting (a reduction's gated
+                # source): tinygrad's final rewrite (pm_remove_invalid) gives its Invalid side the value 0
+                u = UOp.const(0, want if want is not None else dtypes.bool)
             dt = want if (want is not None and (u.dtype in dtypes.weaks or u.dtype == dtypes.void)) else u.dtype
             if dt in dtypes.weaks: dt = dtypes.float32 if dt == dtypes.weakfloat else dtypes.int32
             v, name = u.arg, dtype_name(dt, "constant")
@@ -586,6 +593,7 @@ class _Lowerer:
             out_dt = self.dag.nodes[self.dag.out].dtype
         if out_dt != lane_dtype(output.dtype):   # tinygrad always stores the buffer's dtype; anything else is a frontend bug
             raise UnsupportedOp(f"{self.name}: stored value is {out_dt}, the buffer is {output.dtype}")
+        self.inputs, self.dag = pack_bool_streams(self.inputs, self.dag)
         if not self.inputs:
             # a constant kernel (Tensor.zeros(...).contiguous(), folded math): the tile pipeline is driven by input
             # tiles, so stream the output buffer itself in as a never-used input (its value is dead in the DAG)
@@ -688,7 +696,10 @@ def lower_ast(sink: UOp, name: str) -> LoweredKernel:
 
 
 def _lower_symbolic(sink: UOp, name: str, params: dict) -> LoweredKernel:
-    """`sym`, then nested sums merged where that recomputes nothing (`nested_sums`), then the lowering proper."""
-    sink = narrow_int64(graph_rewrite(sink, sym))
+    """`sym` (again after folding the constant boolean formulas it leaves: lowering/bool_fold.py), then nested sums
+    merged where that recomputes nothing (`nested_sums`), then the lowering proper."""
+    sink = graph_rewrite(sink, sym)
+    if (folded := graph_rewrite(sink, constant_formulas)) is not sink: sink = graph_rewrite(folded, sym)
+    sink = narrow_int64(sink)
     return _Lowerer(graph_rewrite(sink, nested_sums, ctx=output_ranges(sink)), name, params).lower()
 

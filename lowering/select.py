@@ -15,6 +15,7 @@ from tt_backend.lowering.index_fold import fold_index_reductions
 from tt_backend.lowering.placement.placer import Placer
 from tt_backend.lowering.plan import Plan
 from tt_backend.lowering.prefix_split import split_prefix_reductions
+from tt_backend.lowering.store_split import split_stored_where
 
 
 def select(kernel: Kernel) -> Plan:
@@ -27,5 +28,5 @@ def lower(sink: UOp, name: str, placer: Placer | None = None) -> Plan:
     the problem. `placer` (injected by tt_backend: it needs the emulator's numeric models) lets engines be chosen
     by precision and cost; without one everything runs on the SFPU in float32. Reductions over pure index math
     are folded to their closed forms first (lowering/index_fold.py), prefix reductions (cumsum) split into blocks
-    (lowering/prefix_split.py)."""
-    return select(Kernel(split_prefix_reductions(fold_index_reductions(sink)), name, placer))
+    (lowering/prefix_split.py), a stored WHERE on a range bound into one STORE per part (lowering/store_split.py)."""
+    return select(Kernel(split_stored_where(split_prefix_reductions(fold_index_reductions(sink))), name, placer))

@@ -210,7 +210,9 @@ def zero_preserving(dag: ValueDAG, padded: set[int]) -> bool:
     """True when the DAG's value is (+-)0 whenever the loads in `padded` (input indices) read 0: then pads need no
     mask for a sum. Structural and conservative: products with a zero factor whose other factor stays finite at pads
     (0 * inf is NaN: a pad reading 0 into a reciprocal, as in a layer norm's scale, must not reach the sum), sums/max/
-    where of zero operands."""
+    where of zero operands, a where whose condition is False (zero) at pads and whose other side is zero, bit ANDs
+    with a zero operand and comparisons of zeros that are False (0 != 0, 0 < 0: a packed predicate, lowering/
+    bool_pack.py)."""
     z: list[bool] = []
     finite: list[bool] = []       # finite at pads: built of loads and finite constants by FINITE_OPS only
     for n in dag.nodes:
@@ -219,9 +221,10 @@ def zero_preserving(dag: ValueDAG, padded: set[int]) -> bool:
         if n.op == "LOAD": v = n.arg in padded
         elif n.op == "CONST": v = n.arg == 0
         elif n.op == "MUL": v = (s[0] and f[1]) or (s[1] and f[0])
-        elif n.op in ("ADD", "SUB", "MAX"): v = s[0] and s[1]
+        elif n.op in ("ADD", "SUB", "MAX", "CMPNE", "CMPLT"): v = s[0] and s[1]
         elif n.op in ("NEG", "CAST", "SQRT", "TRUNC"): v = s[0]
-        elif n.op == "WHERE": v = s[1] and s[2]
+        elif n.op == "AND": v = s[0] or s[1]
+        elif n.op == "WHERE": v = s[2] and (s[0] or s[1])
         else: v = False
         z.append(v)
         finite.append(math.isfinite(n.arg) if n.op == "CONST" and isinstance(n.arg, float)

@@ -47,12 +47,13 @@ PROGRAMS = {
     # max_pool2d's gradient divides by each window's count of maxima once per count, in a stage before the window sum
     # (staged.pointwise_value)
     "max_pool2d": (lambda x: x.max_pool2d(kernel_size=(3, 3)), [(2, 2, 7, 9)], True),
-    "conv2d_stride2_pad1": (lambda x, w: x.conv2d(w, stride=2, padding=1), [(1, 2, 7, 7), (3, 2, 3, 3)], True),
+    # its pad and stride masks, once a stream each (staged for its streams), are one packed stream (lowering/bool_pack.py)
+    "conv2d_stride2_pad1": (lambda x, w: x.conv2d(w, stride=2, padding=1), [(1, 2, 7, 7), (3, 2, 3, 3)], False),
     # the input gradient's two sums (output channels, window) are merged into one (frontend.merge_nested_sum)
     "conv2d_batch1": (lambda x, w: x.conv2d(w), [(1, 2, 6, 6), (3, 2, 3, 3)], False),
     # both gradients are sums every row (column) of the other shares: computed once, then broadcast (staged.hoisted)
     "matmul": (lambda x, y: x @ y, [(12, 20), (20, 9)], True),
-    # a reduction with 11 input streams, most of them masks computed from the ranges (staged by streams)
+    # a reduction under a zeroed pad: one STORE for the pad, one for the reduction (lowering/store_split.py)
     "cumprod": (lambda x: x.cumprod(0), [(12,)], True),
 }
 

@@ -13,7 +13,6 @@ from tt_backend.chip.errors import UnsupportedOp
 from tt_backend.lowering.families import staged
 from tt_backend.lowering.families.registry import ONE_PASS, REGISTRY
 from tt_backend.lowering.frontend import lower_ast
-from tt_backend.lowering.prefix_split import split_prefix_reductions
 from tt_backend.lowering.select import lower
 
 
@@ -121,14 +120,16 @@ def test_broadcast_reduction_is_computed_once(rows, hoisted):
 
 
 def test_computed_streams_count_as_inputs():
-    """cumprod's gradient: few buffers but many masks over the ranges, each a computed input stream of its own (11 in
-    one reduction); the load cut counts them with the buffer reads, so the kernel is staged instead of refused (the
-    forward's prefix products are staged too, as blocks: lowering/prefix_split.py)."""
-    x = E(20)
-    (ast,) = [a for a in asts(x.cumprod(0).sum().gradient(x)[0])
-              if split_prefix_reductions(a) is a and isinstance(lower(a, "k"), staged.StagedPlan)]
+    """Few buffers but many integer masks over the ranges (residues of i * j, each a computed input stream of its own:
+    lowering/bool_pack.py packs only true/false ones): the load cut counts them with the buffer reads, so the kernel
+    is staged instead of refused."""
+    i, j = Tensor.arange(12).reshape(12, 1).to("CPU"), Tensor.arange(30).reshape(1, 30).to("CPU")
+    x, y = E(12, 30), E(12, 30)
+    out = sum((x if p % 2 else y) * ((i * j) % p).float() for p in (3, 5, 7, 11, 13, 17, 19, 23)).sum(1)
+    (ast,) = asts(out)
+    assert sum(s.value is not None for s in lower_ast(ast, "k").inputs) == 8
     plan = lower(ast, "k")
-    assert all(len(s.inputs) <= 7 for s in plan.stages) and len(plan.stages) > 2
+    assert isinstance(plan, staged.StagedPlan) and all(len(s.inputs) <= 7 for s in plan.stages) and len(plan.stages) > 1
 
 
 @pytest.mark.parametrize("n", [9, 16, 40])
