@@ -161,6 +161,18 @@ def tinygrad_programs():
         ("matmul_bf16_budget", {"TT_ERR_BUDGET": "2e-3", **SAMPLED}, lambda a, b: (bf16(a) @ bf16(b)).float(),
          (_r(32, 64), _r(64, 32))),
     ]
+    # kernel shapes of the later families: a conv as a gathered matmul, a matmul cut out of a fused kernel (staged),
+    # a bf16 FPU matmul on whole tiles (B row-major / tilized by the Tensix), a prefix op split into blocks,
+    # range-predicate masks (folded and packed), a transposing reader over a buffer larger than its window
+    progs += [
+        ("conv2d_gathered_matmul", {}, lambda x, w: x.conv2d(w, padding=1), (_r(1, 4, 9, 9), _r(5, 4, 3, 3))),
+        ("attention_scores_staged", {}, lambda q, k: (q @ k.T * 0.25).softmax(-1), (_r(32, 16), _r(40, 16))),
+        ("matmul_bf16_tiles_budget", {"TT_ERR_BUDGET": "1e-2", **SAMPLED},
+         lambda a, b: (bf16(a) @ bf16(b)).float(), (_r(64, 96), _r(96, 64))),
+        ("cumsum_prefix_split", {}, lambda x: x.cumsum(1), (_r(3, 400),)),
+        ("tril_triu_masks", {}, lambda x: x.tril(1) * 2 + x.triu(3), (_r(37, 45),)),
+        ("transpose_wide", {}, lambda x: x.T + 1.0, (_r(40, 4000),)),
+    ]
     progs += [(f"matmul_budget_{b}", {"TT_ERR_BUDGET": b, **SAMPLED}, lambda a, b: a @ b, (_r(48, 64), _r(64, 40)))
               for b in ("3e-1", "2e-2", "5e-3", "1e-4")]
     progs += [(f"mul_add_pinned_{fid}", {"TT_PLACE": f"*:MUL=FPU:{fid},ADD=FPU:{fid}"}, lambda x, y: x * y + y,
