@@ -21,6 +21,11 @@ reciprocal is then computed once per tile (sfpu_codegen's hoisting) and each row
 division. Two roundings instead of one (within an ulp of the quotient, not always its bits): the placement offers
 this graph as a variant (lowering/placement/search.py), taken only within an error budget.
 
+`where_on_integer`: WHERE(x != 0, a, b) with an int32 or uint32 x becomes WHERE(x, a, b). The WHERE's SFPSETCC NE0
+tests the condition's 32 bits against zero (docs/isa.md §3.3), the very test the CMPNE computes into a 0/1 value first
+(five words, sfpu_ops.i_ne): a predicate packed into bits (lowering/bool_pack.py) is read as (packed & 2**b) != 0,
+and every such test that only selects saves them. The CMPNE stays for its other uses.
+
 `scale_denormal_constants`: float32 `a * c` with a denormal constant c (tinygrad folds `x / 3e38` into `x * 3.3e-39`)
 becomes `(a * (c * 2**64)) * 2**-64`: the SFPU reads a denormal operand as zero, the scaled one it reads right, and
 multiplying by 2**-64 is exact unless the product is itself denormal (then it is flushed, as every SFPU result is).
@@ -35,6 +40,7 @@ KEEP_RECIPROCAL = "keep reciprocal"       # a MUL's arg: fuse_divide leaves it a
 F32_MIN_NORMAL = 2.0 ** -126
 DENORMAL_SCALE = 2.0 ** 64
 FLOAT_DTYPES = ("float32", "bfloat16", "float16")
+WORD_CONDITIONS = ("int32", "uint32")     # condition dtypes a WHERE tests as 32-bit words (where_on_integer)
 
 
 def fuse_multiply_add(dag: ValueDAG) -> ValueDAG:
@@ -101,6 +107,25 @@ def keep_uniform_reciprocals(dag: ValueDAG, uniform: frozenset[int]) -> ValueDAG
     return ValueDAG([VNode(n.id, n.op, n.dtype, n.srcs, KEEP_RECIPROCAL)
                      if n.op == "MUL" and n.dtype == "float32" and any(recip(s) for s in n.srcs) else n
                      for n in dag.nodes], dag.out)
+
+
+def where_on_integer(dag: ValueDAG) -> ValueDAG:
+    nodes = dag.nodes
+
+    def zero(i: int) -> bool:
+        return nodes[i].op == "CONST" and nodes[i].arg == 0
+
+    def word_test(i: int) -> int | None:
+        """x when node i is x != 0 (either side) on an int32/uint32 x, else None."""
+        n = nodes[i]
+        if n.op != "CMPNE" or nodes[n.srcs[0]].dtype not in WORD_CONDITIONS:
+            return None
+        x, y = n.srcs
+        return x if zero(y) else y if zero(x) else None
+
+    return ValueDAG([VNode(n.id, n.op, n.dtype, (x, *n.srcs[1:]), n.arg)
+                     if n.op == "WHERE" and (x := word_test(n.srcs[0])) is not None else n
+                     for n in nodes], dag.out)
 
 
 def scale_denormal_constants(dag: ValueDAG) -> ValueDAG:

@@ -34,7 +34,8 @@ from tt_backend.lowering.codegen import sfpu_ops as so
 from tt_backend.lowering.codegen.sfpu_schedule import hazard_nop, row_stalls, schedule_body
 from tt_backend.lowering.dag import ValueDAG, VNode
 from tt_backend.lowering.plan import SfpuProgram
-from tt_backend.lowering.rewrite import fuse_divide, fuse_multiply_add, scale_denormal_constants, uniform_nodes
+from tt_backend.lowering.rewrite import (WORD_CONDITIONS, fuse_divide, fuse_multiply_add, scale_denormal_constants,
+                                         uniform_nodes, where_on_integer)
 from tt_backend.chip.errors import UnsupportedOp
 from tt_backend.chip.isa import disasm, encode
 
@@ -236,7 +237,7 @@ class _Alloc:
 
 def _seq_for(n: VNode, src_dtypes: list[str]) -> so.Seq | None:
     if n.op == "WHERE":
-        if src_dtypes[0] != "bool":
+        if src_dtypes[0] != "bool" and src_dtypes[0] not in WORD_CONDITIONS:   # (word conditions: where_on_integer)
             raise UnsupportedOp(f"WHERE with a {src_dtypes[0]} condition")
         return so.WHERE_SEQ
     if n.op == "CAST":
@@ -304,6 +305,7 @@ def compile_sfpu(dag, n_inputs: int, out_dtype=None, fuse_mad: bool = True, rese
         out_dtype = None
     dag = scale_denormal_constants(dag)
     dag = fuse_divide(dag)              # first: a quotient is never taken into an SFPMAD (lowering/rewrite.py)
+    dag = where_on_integer(dag)
     if fuse_mad:
         dag = fuse_multiply_add(dag)
     nodes = list(dag.nodes)

@@ -222,6 +222,32 @@ def test_where_any_dtype():
         assert (got == np.where(c != 0, x, y).view(np.uint32)).all(), dt
 
 
+@pytest.mark.parametrize("dt", ["int32", "uint32"])
+def test_where_on_a_word_test_selects_as_numpy(dt):
+    """WHERE(x != 0, a, b) and WHERE(0 != x & 2**k, a, b) on int32/uint32 words (zero, INT_MIN's lone sign bit, single
+    bits, random words) select as numpy does, with the CMPNE folded into the WHERE's own test (lowering/rewrite.py
+    where_on_integer): no 0/1 value computed first (its clz, sfpu_ops.i_ne, is absent)."""
+    rng = np.random.default_rng(7)
+    x = rand_i32(rng)
+    x[8:200] = np.int32(1) << rng.integers(0, 32, 192).astype(np.int32)
+    x[200:300] = 0
+    x = x.view(np.uint32) if dt == "uint32" else x
+    a, b = rand_mixed_f32(rng), rand_mixed_f32(rng)
+    for k in (None, 0, 31):
+        d = ValueDAG()
+        w, fa, fb = d.add("LOAD", dt, (), 0), d.add("LOAD", "float32", (), 1), d.add("LOAD", "float32", (), 2)
+        if k is not None:
+            w = d.add("AND", dt, (w, d.add("CONST", dt, (), 1 << k if dt == "uint32" or k < 31 else -2 ** 31)))
+        zero = d.add("CONST", dt, (), 0)
+        test = d.add("CMPNE", "bool", (zero, w) if k == 31 else (w, zero))
+        d.out = d.add("WHERE", "float32", (test, fa, fb))
+        prog = compile_sfpu(d, 3, "float32")
+        word = x if k is None else x & (x.dtype.type(1) << x.dtype.type(k))
+        got = run(prog, [x, a, b])
+        assert (got == np.where(word != 0, a, b).view(np.uint32)).all(), (dt, k)
+        assert "SFPLZ" not in {decode(w)[0] for w in prog.body}, "the 0/1 value of x != 0 (i_ne) was computed"
+
+
 # ------------------------------------------------------------------------------------------------ casts
 
 def test_cast_f32_to_bf16_all_bit_classes():
