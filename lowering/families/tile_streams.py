@@ -79,8 +79,11 @@ def stream_ctx(plan: TilePlan, s: Stream, j: int | None, red: ReducePlan | None 
 #                         segment of each column in the window (`column_bytes` each, from the 64-aligned address of the
 #                         first datum asked for): the next tiles' rows of a column are read from there, and a column
 #                         is read again (one NoC read per column, all of a row's misses waited for at once, none past
-#                         the rows the core's tiles need) only when the walk leaves its segment. A transpose of a 224 x 13824 buffer (einsum's gradient) made
-#                         about 450 NoC reads per tile, one per column plus one per datum of the partial runs.
+#                         the rows the core's tiles need) only when the walk leaves its segment; columns close
+#                         together in the buffer are filled from one contiguous block read instead (COLUMN_BLOCK_BYTES).
+#                         A transpose of a 224 x 13824 buffer (einsum's gradient) made about 450 NoC reads per tile,
+#                         one per column plus one per datum of the partial runs. Its inverse (runs of 13824 at stride
+#                         224: every datum of a tile in another column) made one window reload per ~36 datums.
 # A buffer that fits the staging window is read into it once ("resident") and runs are then plain L1 reads; a larger
 # one is reloaded per miss, a full window ahead when consecutive accesses are near, just the bytes needed when they are
 # far apart (sparse), ending at the datum for descending walks.
@@ -103,9 +106,19 @@ def _u32(v: int) -> str:
 
 
 # The window of a columns walk with segments grows (while L1 has room) to give each column COLUMN_SEGMENT_BYTES, at
-# most COLUMN_WINDOW_MAX: a 224-column transpose then reads each column once per ~56 tiles instead of once per ~4.
+# most COLUMN_WINDOW_MAX: a 224-column transpose then reads each column once per ~56 tiles instead of once per ~4. When
+# that leaves no segments (many short columns: the inverse transpose, whose tiles lie inside one run), the window takes
+# the least that gives each column one: a core then reads each column once instead of a window per few datums.
 COLUMN_SEGMENT_BYTES = 1024
 COLUMN_WINDOW_MAX = 256 * 1024
+# Columns at most COLUMN_BLOCK_BYTES / 4 apart in the buffer are filled in blocks: one NoC read of COLUMN_BLOCK_BYTES
+# contiguous bytes into a bounce area at the window's end, each missing column's segment copied from there (a NoC
+# read costs far more, emulated and on the host, than copying a short segment).
+COLUMN_BLOCK_BYTES = 32 * 1024
+# The least window is taken only for columns more than SEGMENTS_MIN_STEP bytes apart (the staging window holds fewer
+# than 64 rows of them); closer, the plain window's reloads cost less than the segments' bookkeeping (measured on one
+# core: a.T of a 3000 x 20 fp32 buffer, 80 bytes apart, 1.86M reader cycles with segments, 1.45M per-datum gather).
+SEGMENTS_MIN_STEP = STAGING_BYTES // 64
 
 
 def column_windows(plan: TilePlan) -> dict[str, int]:
@@ -113,9 +126,18 @@ def column_windows(plan: TilePlan) -> dict[str, int]:
     out = {}
     for j, s in enumerate(plan.inputs):
         runs = None if s.contiguous else _affine_runs(plan, s, STAGING_BYTES)
-        if runs is not None and runs["column_bytes"]:
-            out[f"stage_in{j}"] = min(COLUMN_WINDOW_MAX, runs["column_table"] + runs["run"] * COLUMN_SEGMENT_BYTES)
+        if runs is not None and runs["mode"] == "columns" and not runs["resident"]:
+            run, table = runs["run"], runs["column_table"]
+            least = table + run * aligned(64 + DTYPE_SIZE[s.dtype] * (TILE_ELEMS // run))
+            big = min(COLUMN_WINDOW_MAX, table + run * COLUMN_SEGMENT_BYTES)
+            want = max(least, big) if abs(runs["stride"]) * DTYPE_SIZE[s.dtype] > SEGMENTS_MIN_STEP else big
+            out[f"stage_in{j}"] = want + (COLUMN_BLOCK_BYTES if column_blocks(runs["stride"], s.dtype) else 0)
     return out
+
+
+def column_blocks(stride: int, dtype: str) -> bool:
+    """Whether a columns walk of this stride fills its segments in blocks (COLUMN_BLOCK_BYTES; ascending columns)."""
+    return 0 < stride * DTYPE_SIZE[dtype] <= COLUMN_BLOCK_BYTES // 4
 
 
 def column_bytes(run: int, esz: int, window: int) -> int:
@@ -173,13 +195,17 @@ def _affine_runs(plan: TilePlan, s: Stream, window: int) -> dict | None:
         inner = advance(i - 1)
         block = (f"o{i} += nb; base += nb; if (o{i} == {size}u) {{ o{i} = 0; base -= {size}u;"
                  f"{' ' + inner if inner else ''} }}")
+    # the bounce area of block fills is the window's last COLUMN_BLOCK_BYTES, when the rest still holds segments
+    bounce = (COLUMN_BLOCK_BYTES if mode == "columns" and not resident and column_blocks(stride, s.dtype)
+              and column_bytes(run, esz, window - COLUMN_BLOCK_BYTES) else 0)
     doc = " + ".join([f"{c} * o{i}" for i, (_, c) in enumerate(outer)] + [f"{stride} * q", str(const)])
     return {"mode": mode, "run": run, "stride": stride, "stride_u": _u32(stride), "step": _u32(stride * esz),
             "neg": stride < 0, "direct_min": max(1, DIRECT_MIN_BYTES // esz),
             "init": init, "base": base, "advance": advance(len(outer) - 1) or "(void)0;", "doc": doc,
             "back": back, "span": span, "outer": outer, "resident": resident, "tight": tight, "block": block,
             "last_outer": f"o{len(outer) - 1}", "last_size": outer[-1][0] if outer else 1,
-            "column_bytes": column_bytes(run, esz, window) if mode == "columns" and not resident else 0,
+            "column_bytes": column_bytes(run, esz, window - bounce) if mode == "columns" and not resident else 0,
+            "column_block": bounce,
             "column_table": aligned(8 * run),
             "direct": mode == "runs" and esz == TILE_BYTES[s.tile_format] // TILE_ELEMS}
 

@@ -6,7 +6,7 @@ int/bool); and at the plan level the kernel with its run paths writes exactly th
 every stream is gathered per datum (Stream.coef dropped), on the same random DRAM contents, in fewer reader cycles.
 Shapes are mostly not multiples of 32 (partial last tiles, runs that straddle tiles, odd bf16 offsets); buffers both
 small enough to stay resident in the staging window and larger (window reloads: dense, sparse, descending; a
-transpose's column segments, also with its tiles split over cores).
+transpose's column segments, also with its tiles split over cores; an inverse transpose's, filled in blocks).
 """
 from __future__ import annotations
 
@@ -81,6 +81,14 @@ CASES = [
     ("bf16_columns_big", lambda a: -a.T, [((64, 600), BF16)], {"columns"}),
     ("int_columns_big", lambda a: a.T + 7, [((40, 500), I32)], {"columns"}),
     ("bool_columns_big", lambda m, a: m.T.where(a, -a), [((60, 700), BOOL), ((700, 60), F32)], {"columns"}),
+    # inverse transposes: a tile lies inside one long run, every datum in another column (input row); the segments
+    # are filled from contiguous blocks of rows (COLUMN_BLOCK_BYTES)
+    # (rows more than SEGMENTS_MIN_STEP bytes long)
+    ("inverse_transpose", lambda a: a.T * 2, [((1100, 150), F32)], {"columns"}),
+    ("inverse_permute", lambda a: a.permute(3, 4, 0, 1, 2) * 2, [((4, 5, 15, 10, 16), F32)], {"columns"}),
+    ("bf16_inverse_transpose", lambda a: -a.T, [((300, 300), BF16)], {"columns"}),
+    ("int_inverse_transpose", lambda a: a.T + 7, [((300, 150), I32)], {"columns"}),
+    ("bool_inverse_transpose", lambda m, a: m.T.where(a, -a), [((300, 520), BOOL), ((1,), F32)], {"columns"}),
     ("slice_big_unaligned", lambda a: a[:, 3:50] * 2, [((200, 70), F32)], {"runs"}),    # 56000 B: window reloads
     ("broadcast_big", lambda a, b: a + b, [((9000, 1), F32), ((9000, 3), F32)], {"broadcast"}),
     ("short_broadcast", lambda a, b: a + b, [((300, 2), F32), ((300, 1), F32)], {"broadcast"}),
@@ -148,13 +156,16 @@ def test_broadcast_head(name, head):
 
 def test_column_segments_where_not_resident():
     """A columns walk over a buffer larger than the staging window keeps a segment of each column in a window grown
-    for it (tile_streams.column_windows); one over a resident buffer reads the buffer once, as before."""
-    for name, segments in [("permute_columns", True), ("transpose_big", True), ("transpose", False),
-                           ("columns_descending", False)]:
+    for it (tile_streams.column_windows), filled in blocks where the columns are close; one over a resident buffer
+    reads the buffer once, as before."""
+    for name, segments, blocks in [("permute_columns", True, True), ("transpose_big", True, True),
+                                   ("transpose", False, False), ("columns_descending", False, False),
+                                   ("inverse_transpose", True, True), ("inverse_permute", True, True)]:
         _, fn, specs, _ = CASES[IDS.index(name)]
         (plan,) = _plans(fn, specs)
         src = plan.render()["brisc"]
         assert ("in0_column(" in src) == segments and bool(plan.windows) == segments, name
+        assert ("into the bounce area" in src) == blocks, name
 
 
 # --------------------------------------------------------------------------- plan level: run paths vs per-datum gather
@@ -201,18 +212,20 @@ def test_same_bytes_as_gather(name, fn, specs, modes):
 
 
 @pytest.mark.needs_cc
-@pytest.mark.parametrize("cores", [3, 7])
-def test_column_segments_split_over_cores(cores):
+@pytest.mark.parametrize("name,perm,cores", [("permute_columns", (2, 3, 0, 1), 3),
+                                             ("permute_columns", (2, 3, 0, 1), 7),
+                                             ("inverse_permute", (3, 4, 0, 1, 2), 5)])
+def test_column_segments_split_over_cores(name, perm, cores):
     """The transposing reader's segments stop where a core's tiles do: a permute split over several cores gives the
     one-core bytes."""
     from tt_backend.bench.kernels import launch_plan
     from tt_backend.runtime.compile import compile_kernel
     from tt_backend.runtime.emu.device import EmuDevice
-    _, fn, specs, _ = CASES[IDS.index("permute_columns")]
+    _, fn, specs, _ = CASES[IDS.index(name)]
     (plan,) = _plans(fn, specs)
     x = _data(specs[0][0], F32)
     elfs = compile_kernel(*split(plan.render()), plan.name)
     one, _ = launch_plan(EmuDevice(), plan, {1: x}, elfs)
     plan.cores = cores
     assert launch_plan(EmuDevice(), plan, {1: x}, elfs)[0] == one
-    np.testing.assert_array_equal(np.frombuffer(one, np.float32), (x.transpose(2, 3, 0, 1) * 2).ravel())
+    np.testing.assert_array_equal(np.frombuffer(one, np.float32), (x.transpose(*perm) * 2).ravel())
