@@ -326,16 +326,20 @@ def matmul_under_epilogue(sink: UOp) -> UOp | None:
 # does with the sum reads it back (an elementwise stage). Taken only when the matmul stage is one the matmul families
 # recognise (matmul_match.matmul_of), so a cut never leaves a second SFPU reduction behind.
 
+def summed_products(sink: UOp) -> list[tuple[UOp, UOp]]:
+    """(REDUCE(ADD), the product it sums, under casts) for each top reduction of the kernel's one stored value that
+    sums a product; none when the kernel stores several values or is a matmul already."""
+    if len(stored_values(sink)) != 1 or matmul_of(sink) is not None: return []
+    pairs = ((red, strip_ops(red.src[0], Ops.CAST)) for red in top_reductions(stored_values(sink)[0]))
+    return [(red, mul) for red, mul in pairs if red.arg[0] is Ops.ADD and mul.op is Ops.MUL]
+
+
 def contraction(sink: UOp) -> UOp | None:
     """The top REDUCE(ADD) of the kernel's one stored value that sums a product of two sides each depending on
     ranges the other does not (C[.., m, n] = sum_k A[.., m, k] * B[.., k, n]), when the kernel is not a matmul
     already; else None."""
-    if len(stored_values(sink)) != 1 or matmul_of(sink) is not None: return None
     memo: dict[UOp, frozenset] = {}
-    for red in top_reductions(stored_values(sink)[0]):
-        mul = strip_ops(red.src[0], Ops.CAST)
-        if red.arg[0] is Ops.ADD and mul.op is Ops.MUL and two_sides(*mul.src, red.src[1:], memo): return red
-    return None
+    return next((red for red, mul in summed_products(sink) if two_sides(*mul.src, red.src[1:], memo)), None)
 
 
 # A product of more than two factors (sdpa's gradient with a mask: sum_q dS[q, k] * Q[q, d] * 0.125, the scale inside
@@ -380,11 +384,9 @@ def regrouped_sides(mul: UOp, rks: list[UOp], memo: dict[UOp, frozenset]) -> tup
 def regroup_contraction(sink: UOp) -> UOp:
     """The sink with the product its one stored value sums regrouped into the two sides of a contraction (above),
     when the product's own two sides are not; else the sink itself."""
-    if len(stored_values(sink)) != 1 or contraction(sink) is not None or matmul_of(sink) is not None: return sink
-    memo: dict[UOp, frozenset] = {}
-    for red in top_reductions(stored_values(sink)[0]):
-        mul = strip_ops(red.src[0], Ops.CAST)
-        if red.arg[0] is not Ops.ADD or mul.op is not Ops.MUL: continue
+    products, memo = summed_products(sink), {}
+    if any(two_sides(*mul.src, red.src[1:], memo) for red, mul in products): return sink    # a contraction as it is
+    for red, mul in products:
         if (sides := regrouped_sides(mul, sorted(red.src[1:], key=lambda r: r.arg[0]), memo)) is not None:
             return sink.substitute({mul: mul.replace(src=sides)})
     return sink
