@@ -359,9 +359,15 @@ def a_panel_rows(spec: MatmulSpec) -> bool:
     DRAM whose every tile row starts on a 64-byte line (K, the row and batch strides and the offset multiples of
     32 elements: a NoC read wants the same address mod 64 at both ends) and a K that fits the tile descriptor's
     16-bit row length. Other operands are tilized by the reader."""
-    a = spec.a
-    return (a.dtype == "bfloat16" and a.tile == "bf16" and a.cs == 1 and spec.K % TILE == 0 and spec.K < 1 << 16
-            and all(v % TILE == 0 for v in (a.rs, a.offset, *a.bs)))
+    return rows_walkable(spec.a, spec.K, (spec.K,))
+
+
+def rows_walkable(op, row_datums: int, dims: tuple[int, ...]) -> bool:
+    """The row-major condition a_panel_rows and b_panel_rows share: operand `op` bf16 with contiguous rows, a row
+    the unpacker walks of `row_datums` (within the tile descriptor's 16-bit x_dim), and `dims`, the row and batch
+    strides and the offset multiples of 32 elements (every tile row on a 64-byte line)."""
+    return (op.dtype == "bfloat16" and op.tile == "bf16" and op.cs == 1 and row_datums < 1 << 16
+            and all(v % TILE == 0 for v in (*dims, op.rs, op.offset, *op.bs)))
 
 
 BLOCK_WORDS = ("MT0", "MT1", "NT0", "NT1", "ROW_N", "ROW_IDX", "COL_N", "COL_IDX", "ROW_RECT", "COL_RECT")
@@ -385,9 +391,7 @@ def b_panel_rows(spec: MatmulSpec) -> bool:
     read per row, no RISC-V tilize) with unpacker 0 walking each tile's face rows (codegen/mvmul.face_row_words):
     bf16 rows contiguous in DRAM, every tile row on a 64-byte line (N, K, the row and batch strides and the offset
     multiples of 32 elements: whole tiles, no padding) and a block row that fits unpacker 0's 16-bit x_dim."""
-    b = spec.b
-    return (b.dtype == "bfloat16" and b.tile == "bf16" and b.cs == 1 and spec.N < 1 << 16
-            and all(v % TILE == 0 for v in (spec.K, spec.N, b.rs, b.offset, *b.bs)))
+    return rows_walkable(spec.b, spec.N, (spec.K, spec.N))
 
 
 def block_words(plan: FpuMatmulPlan) -> int:
