@@ -959,31 +959,36 @@ def cast_bf16_rne(x: Tensor, dtype: str) -> Tensor:
 # by the rounding of its terms. `magnitudes` gives every value an elementwise scale m >= |value| by first-order forward
 # error analysis: an input's m is |x|; a step carries its operands' m through the op as the rules below say.
 MAG_LINEAR = {"reshape", "permute", "expand", "pad", "shrink", "flip", "slice", "cat", "gather", "index", "realize",
-              "sum", "mean", "cumsum", "matmul", "mul", "mul_c", "square", "prod", "neg", "abs", "where", "clip",
-              "relu"}       # the op itself on the operands' m (bounds |J| m, J the op's Jacobian, and the op's own terms)
+              "sum", "mean", "cumsum", "matmul", "mul", "mul_c", "square", "prod", "neg", "abs", "where"}
+              # the op itself on the operands' m (bounds |J| m, J the op's Jacobian, and the op's own terms)
+MAG_KEPT = {"clip", "relu", "cast"}     # 1-Lipschitz: the operand's m (a float operand's; else |value|)
 MAG_RAW_ARGS = {"gather": (1,), "index": (1,), "where": (0,)}   # index / condition operands: their values
 MAG_ADDITIVE = {"add": 2, "sub": 2, "add_c": 1, "pos": 1}       # m_a + m_b (+ |c|) over the first n operands
 # elementwise ops through tinygrad's autograd: m = |y| + sum_i |dy/dx_i| (m_i - |x_i|)
 MAG_DIFFERENTIABLE = {o for o, c in OP_CLASS.items() if c == "float unary"} | {"div", "pow", "maximum", "minimum"}
-# reductions over other elements: m = |y| + gain * max_i (m_i - |x_i|), gain a bound on |dy| / max|dx|
+# reductions over other elements: m = |y| + pattern_error(e), e = the operands' largest excess max_i (m_i - |x_i|)
 MAG_PATTERNS = {o for o, c in OP_CLASS.items() if c == "softmax/norm"} | {"max", "min"}
 
 
-def pattern_gain(op: str, x: np.ndarray, y: np.ndarray, params: dict) -> float:
-    """A bound on max|dy| / max|dx| of a softmax/norm pattern or a max/min reduction at x (y its value)."""
-    if op in ("softmax", "log_softmax", "cross_entropy", "sparse_ce"):
-        return 2.0
+def pattern_error(op: str, x: np.ndarray, y: np.ndarray, params: dict, e: float) -> float:
+    """A bound on max|dy| when every operand element moves by at most e, for a softmax/norm pattern or a max/min
+    reduction at x (its first operand; y its value)."""
     if op in ("logsumexp", "max", "min"):
-        return 1.0
+        return e
+    if op in ("softmax", "log_softmax", "sparse_ce"):
+        return 2 * e
+    if op == "cross_entropy":   # -sum p log_softmax(x): 2e through x, |log_softmax| <= span + log n through p
+        return (2 + float(x.max() - x.min()) + math.log(max(x.size, 2))) * e
     axis = params.get("axis", -1)
     d = x - x.mean(axis, keepdims=True)
     if op == "layernorm":       # y = d / s, s = sqrt(mean d^2 + eps): |dy| <= (2 + |y|) |dx| / s
-        return (2 + float(np.abs(y).max())) / float(np.sqrt((d * d).mean(axis) + NORM_EPS).min())
+        return (2 + float(np.abs(y).max())) * e / float(np.sqrt((d * d).mean(axis) + NORM_EPS).min())
     if op == "rmsnorm":         # y = x / r, r = sqrt(mean x^2 + eps): |dy| <= (1 + |y|) |dx| / r
-        return (1 + float(np.abs(y).max())) / float(np.sqrt((x * x).mean(axis) + NORM_EPS).min())
+        return (1 + float(np.abs(y).max())) * e / float(np.sqrt((x * x).mean(axis) + NORM_EPS).min())
     n = x.shape[axis]
-    dvar = 2 * float(np.abs(d).max()) * n / max(n - 1, 1)             # var = sum d^2 / (n - 1)
-    return dvar if op == "var" else dvar / (2 * max(float(y.min()), 1e-30))      # std = sqrt(var)
+    dvar = 2 * float(np.abs(d).max()) * n / max(n - 1, 1) * e       # var = sum d^2 / (n - 1)
+    # std = sqrt(var): |dstd| <= dvar / (2 std), and never more than sqrt(dvar)
+    return dvar if op == "var" else min(dvar / (2 * max(float(y.min()), 1e-30)), math.sqrt(dvar))
 
 
 def magnitudes(program: Program, steps: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -1000,13 +1005,7 @@ def magnitudes(program: Program, steps: dict[str, np.ndarray]) -> dict[str, np.n
         elif s.op in MAG_LINEAR:
             raw = MAG_RAW_ARGS.get(s.op, ())
             ts = [Tensor(vals[a] if k in raw else mag[a].astype(np.float32), device="CPU") for k, a in enumerate(s.args)]
-            params = dict(s.params)
-            if s.op == "pad":
-                params["value"] = abs(params["value"])
-            elif s.op == "mul_c":
-                params["c"] = abs(params["c"])
-            elif s.op == "clip":
-                params = {"lo": 0.0, "hi": max(abs(params["lo"]), abs(params["hi"]))}
+            params = {k: abs(v) if k in ("value", "c") else v for k, v in s.params.items()}   # pad's value, mul_c's c
             m = np.abs(OPS[s.op](*ts, **params).numpy().astype(np.float64))
         elif s.op in MAG_ADDITIVE:
             m = sum(mag[a] for a in s.args[:MAG_ADDITIVE[s.op]]) + abs(s.params.get("c", 0.0)) + (s.op == "pos") * 0.5
@@ -1014,8 +1013,8 @@ def magnitudes(program: Program, steps: dict[str, np.ndarray]) -> dict[str, np.n
             m = np.abs(y) + sum(np.abs(g) * e for g, e in zip(elementwise_grads(s, xs, y.shape), excess))
         elif s.op in MAG_PATTERNS:
             e = max(float(e.max(initial=0.0)) for e in excess)
-            m = np.abs(y) + (pattern_gain(s.op, xs[0], y, s.params) * e if e > 0 else 0.0)
-        elif s.op == "cast" and np.issubdtype(vals[s.args[0]].dtype, np.floating):
+            m = np.abs(y) + (pattern_error(s.op, xs[0], y, s.params, e) if e > 0 else 0.0)
+        elif s.op in MAG_KEPT:
             m = mag[s.args[0]]
         else:               # the rest take only values both devices compute bit for bit (module doc, "Domains")
             m = np.abs(y)
