@@ -178,8 +178,8 @@ def packed_rows_words(pitch: int) -> dict:
 
 
 def packed_rows_cfg(pack_cfg: dict[int, int]) -> dict[int, int]:
-    """The packer's configuration for packed_rows_words from the bf16 one: In = Out = INT16 (the raw high half of a
-    Dst word, in Dst's field order: the epilogue's "dst16" words make it the rounded bf16; the math thread sets
+    """The packer's configuration for packed_rows_words from the bf16 one: In = Out = INT16 (the stored high half of a
+    Dst word, unconverted: the epilogue's "dst16" stores, opaque bits, make it the rounded bf16; the math thread sets
     ALU_FORMAT_SPEC_REG2_Dstacc to INT16 to match, PACKED_ROWS_DSTACC), Ystride1 (cfg 14) 32 bytes."""
     return pack_cfg | {70: 0x991, 14: 32 << 16}
 

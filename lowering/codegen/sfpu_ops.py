@@ -30,6 +30,7 @@ USE_VB = 1                              # SFPAND/SFPOR three-operand form
 MOV_NEG = 1
 CAST_SM_TO_FP_RNE, CAST_INT_SM = 0, 3
 LOAD_FP32, LOAD_INT32 = 3, 4            # SFPLOAD/SFPSTORE instr_mod0
+STORE_HI16 = 7                          # SFPSTORE MOD0_FMT_HI16: the word into Dst32b as is, without Dst's field order
 
 F32_INF, F32_NINF, F32_QNAN, F32_NEG0 = 0x7F800000, 0xFF800000, 0x7FC00000, 0x80000000
 MAGIC_RND = 0x4B400000                  # 1.5 * 2**23: x + MAGIC rounds x to an integer (RNE) for |x| < 2**22
@@ -88,8 +89,9 @@ class Emitter:
     def load(self, d: int, addr: int, mod0: int) -> None:     # addr = Imm10 (the Dst RWC is added by hardware)
         self.i("SFPLOAD", lreg_ind=d, instr_mod0=mod0, sfpu_addr_mode=0, dest_reg_addr=addr)
 
-    def store(self, r: int, addr: int, addr_mode: int = 0) -> None:   # raw 32 bits (INT32 mode: no flush)
-        self.i("SFPSTORE", lreg_ind=r, instr_mod0=LOAD_INT32, sfpu_addr_mode=addr_mode, dest_reg_addr=addr)
+    def store(self, r: int, addr: int, addr_mode: int = 0, mod0: int = LOAD_INT32) -> None:
+        """INT32 (default): the fp32 / integer bits, no flush, Dst's field order applied; STORE_HI16: opaque bits."""
+        self.i("SFPSTORE", lreg_ind=r, instr_mod0=mod0, sfpu_addr_mode=addr_mode, dest_reg_addr=addr)
 
     # ---- fp32 arithmetic (SFPMAD family)
     def mad(self, d: int, a: int, b: int, c: int, mod: int = 0) -> None:    # d = a * (+-b) + (+-c)

@@ -9,9 +9,10 @@ Modes (by the matmul's output, `epilogue_mode`):
   defined). The packer writes the tile as fp32 and the writer copies every even word of a face row: 16 bf16 outputs,
   row-major, with no arithmetic per element (blocks/untilize.c.j2, paired). 16 row steps per tile.
 * "dst16" (bf16 output whose rows the packer writes row-major, matmul_spec.out_packed_rows): every datum rounded to
-  bf16 and its 16 bits put in the high half of its word in Dst's BF16 field order (Sign, Man, Exp: the inverse of the
-  order the packer's INT16 mode stores a Dst word's high half in, docs/fpu_path.md §8.6), so that the packer writes
-  the rounded bf16 itself, 16 outputs per face row, with no conversion of its own. 32 row steps per tile.
+  bf16 in the high half of its word, stored as opaque bits (SFPSTORE MOD0_FMT_HI16: without the field order Dst keeps
+  a float's high half in), so that the packer's INT16 mode, which copies a Dst word's stored high half
+  (docs/fpu_path.md §8.6), writes the rounded bf16 itself, 16 outputs per face row, with no conversion of its own.
+  32 row steps per tile.
 * "round" (fp32 output of a bf16-rounded result): every datum rounded; the writer copies. 32 row steps per tile.
 * None (fp32 output): no epilogue.
 
@@ -25,6 +26,12 @@ In place: the math offset selects the tile's slot. An SFPSTORE's 8x16 block of D
 (sfpu_codegen.DST_READ_GAP), so consecutive row steps take different blocks: each step advances the Dst RWC by a
 block (BLOCK_ROWS), and a tile is 2 (pair: 4 rows, both column parities per step) or 4 passes (a column parity of 4
 rows per step) of 8 steps, each pass starting at its own address within the first block (PASS_OFFSETS, a SETRWC).
+Each pass is one MOP (8 x the body: at most 184 instructions, within replay.MOP_EXPANSION_LIMIT), and the passes are
+pushed back to back, without waiting for the thread to drain between them: ttsim expands a MOP into the thread's
+512-entry FIFO at once, but takes a pushed word (the MOP included) only while that FIFO holds at most 52, so an
+expansion this size always fits (ttsim `tensix_can_push_inst`); the hardware's MOP expander emits its expansion one
+instruction per cycle, held back by what is downstream (ISA `MOPExpander.md`). The drains had cost the pack thread
+about 180 cycles per tile.
 """
 from __future__ import annotations
 
@@ -38,10 +45,9 @@ from tt_backend.lowering.families.matmul_spec import MatmulSpec, out_packed_rows
 from tt_backend.lowering.families.mover_cost import epilogue_cycles
 
 ROUND_ADD, QUIET, HIGH = 0x7FFF, 0x00400000, 0xFFFF0000
-MAN7 = 0x007F0000                    # a bf16's mantissa field, in Dst's field order (bits 22..16)
 ROUND_POOL = {ROUND_ADD: 11, so.F32_INF: 12, QUIET: 13}
 POOLS = {"pair": ROUND_POOL | {HIGH: 14}, "round": ROUND_POOL | {HIGH: 14},   # the constants, in LReg11-14 (set once)
-         "dst16": ROUND_POOL | {MAN7: 14}}
+         "dst16": ROUND_POOL}
 EVEN, ODD = 0, 2                      # Imm10 of the even / odd columns of a row step (docs/sfpu_path.md §5.3)
 SLOT_STEP = 6                         # the address-modifier slot of the row step's last store (MVMUL leaves 6 free)
 STEPS = {"pair": 16, "round": 32, "dst16": 32}     # row steps per tile
@@ -76,24 +82,13 @@ def round_bf16(e: so.Emitter, r: int, t: tuple[int, int], out: int | None, high:
         e.shr(out, t1, 16)
 
 
-def dst_field_order(e: so.Emitter, x: int, t: int, u: int) -> None:
-    """x = its high half (a bf16: Sign, Exp, Man) with the fields in Dst's order Sign, Man, Exp (low half zero); t, u:
-    scratch LRegs. 6 instructions."""
-    e.shl(t, x, 7)
-    e.and3(t, t, e.creg(u, so.F32_INF))            # the exponent, to bits 30..23
-    e.shr(u, x, 8)
-    e.and3(u, u, e.creg(u, MAN7))                  # the mantissa, to bits 22..16
-    e.or3(t, t, u)
-    e.setsgn_from_d(x, t)                          # x's sign with them
-
-
 @functools.lru_cache(maxsize=None)
 def body(mode: str) -> tuple[int, ...]:
     """One row step's words (the last store advances the Dst RWC by BLOCK_ROWS through slot SLOT_STEP)."""
     e = so.Emitter(POOLS[mode])
     out = 0                                         # in place
     e.load(0, EVEN, so.LOAD_INT32)
-    result = 0
+    result, store_mode = 0, so.LOAD_INT32
     if mode == "pair":
         e.load(1, ODD, so.LOAD_INT32)
         round_bf16(e, 0, (2, 3), 0, high=False)
@@ -102,11 +97,10 @@ def body(mode: str) -> tuple[int, ...]:
         e.store(1, out + ODD)
     elif mode == "dst16":
         round_bf16(e, 0, (2, 3), None, high=True)
-        dst_field_order(e, 2, 3, 1)
-        result = 2
+        result, store_mode = 2, so.STORE_HI16       # the packer copies the high half; the low half is never read
     else:
         round_bf16(e, 0, (2, 3), 0, high=True)
-    e.store(result, out + EVEN, addr_mode=SLOT_STEP)
+    e.store(result, out + EVEN, addr_mode=SLOT_STEP, mod0=store_mode)
     assert not e.wanted, "every constant is pooled"
     return tuple(assemble(e.ins))
 

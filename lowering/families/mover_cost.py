@@ -208,8 +208,9 @@ MM_EPILOGUE_FIXED = 105
 # (fpu_matmul.DST_SET): per tile product the math thread then spends its MVMULs or B's unpack and MM_K_BLOCK_OVERLAP
 # (bf16 512^3 HiFi4: 1,109 cycles per output tile = 16 x (64 + 5)), the pack thread per tile the epilogue and the
 # packing: one PACR stream per face row with its SETADC (128 words) and the packer's 16 bytes per cycle for a
-# packed bf16 panel (fpu_matmul.out_packed_rows; HiFi2, where this thread sets the pace: 957 per tile = 640 SFPU
-# + 105 + 212), else a face-layout fp32 tile (pack_cycles) waited for before the next epilogue
+# packed bf16 panel (fpu_matmul.out_packed_rows; HiFi2, where this thread and the math thread's 16 x (32 + 5) per
+# tile set the pace together: 637 per tile = 320 SFPU + 105 + 212, measured about 640), else a face-layout fp32
+# tile (pack_cycles) waited for before the next epilogue
 MM_K_BLOCK_OVERLAP = 5
 MM_PACK_ROWS = 212
 

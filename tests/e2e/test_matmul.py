@@ -805,13 +805,17 @@ def rne_bf16_bits(words: np.ndarray) -> np.ndarray:
 
 @pytest.mark.needs_cc
 @pytest.mark.parametrize("target", target_params("emu", "ttsim"))
-@pytest.mark.parametrize("mkn,form,batch", [((33, 47, 65), "bf16", None), ((40, 64, 36), "round", 2),
-                                            ((40, 64, 136), "bf16", None)], ids=str)
-def test_epilogue_rounding_is_bit_exact(new_device, target, mkn, form, batch):
+@pytest.mark.parametrize("mkn,form,batch,specials", [((33, 47, 65), "bf16", None, False),
+                                                     ((40, 64, 36), "round", 2, False),
+                                                     ((40, 64, 136), "bf16", None, False),
+                                                     ((40, 64, 136), "bf16", None, True)], ids=str)
+def test_epilogue_rounding_is_bit_exact(new_device, target, mkn, form, batch, specials):
     """The SFPU epilogue's bf16 rounding on Dst (pair: a bf16 output, N odd so rows start mid-word; round: an fp32
     output of a bf16-rounded result, batched; dst16: bf16 rows 16-byte aligned, written by the packer, five column
     tiles: a group of 4 and a short one) gives exactly the nearest-even rounding of the MVMUL model's fp32 words,
-    on the emulator and on ttsim (hence the same bits on both); exact ties and values near overflow included."""
+    on the emulator and on ttsim (hence the same bits on both); exact ties and values near overflow included, and
+    (specials) +-Inf, NaN, a denormal and -0 in both operands: the FPU makes a NaN input's products Inf
+    (docs/fpu_path.md §10.4), so Dst holds Infs of both signs but no NaN, and the rounding keeps them."""
     M, K, N = mkn
     shp = ((batch,) if batch else ())
     a = rng.standard_normal(shp + (M, K)).astype(np.float32)
@@ -820,6 +824,8 @@ def test_epilogue_rounding_is_bit_exact(new_device, target, mkn, form, batch):
     b[..., :2, :4] = [[1.0, -1.0, 1.0, 1.0], [1.0, -1.0, 0.0, 1.5]]
     a[..., 1, :] = 0; a[..., 1, 0] = 2.0 ** 127                  # row 1: near and past overflow, a denormal
     b[..., 0, 4:8] = [1.9921875, -2.0, 1.0, 2.0 ** -130]
+    if specials:
+        a, b = with_specials(a, rng), with_specials(b, rng)
     a, b = bf16_round(a), bf16_round(b)
     fn = (lambda x, y: x @ y) if form == "bf16" else (lambda x, y: (x.float() @ y.float()).cast(dtypes.bfloat16).float())
     spec = match_matmul(matmul_ast(fn, [a.shape, b.shape], dtypes.bfloat16))
@@ -828,6 +834,9 @@ def test_epilogue_rounding_is_bit_exact(new_device, target, mkn, form, batch):
     raw, _ = run_plan(new_device(), plan, [a, b])
     model = np.stack([fpu_matmul(x, y, "bf16", 4) for x, y in zip(a.reshape((-1, M, K)), b.reshape((-1, K, N)))])
     want = rne_bf16_bits(model).reshape(shp + (M, N))
+    if specials:
+        inf = (model & 0x7FFFFFFF) == 0x7F800000
+        assert inf[model >> 31 == 1].any() and inf[model >> 31 == 0].any() and not ((model & 0x7FFFFFFF) > 0x7F800000).any()
     got = (np.frombuffer(raw, np.uint16) if form == "bf16" else np.frombuffer(raw, np.uint32) >> 16).reshape(want.shape)
     if form == "round":
         assert not (np.frombuffer(raw, np.uint32) & 0xFFFF).any()

@@ -146,6 +146,8 @@ BODIES = {
               E("SFPEXMAN", lreg_c=5, lreg_dest=6, instr_mod1=0), E("SFPABS", lreg_c=6, lreg_dest=6, instr_mod1=1),
               E("SFPADD", lreg_src_a=10, lreg_src_b=5, lreg_src_c=6, lreg_dest=7, instr_mod1=2),
               STORE(7, 192, 1)],
+    # the matmul epilogue's store: HI16, the word as is in Dst's storage (matmul_epilogue.py "dst16")
+    "hi16": [LOAD(0, 0), MAD(0, 0, 9, 1), E("SFPSTORE", lreg_ind=1, instr_mod0=7, sfpu_addr_mode=1, dest_reg_addr=64)],
 }
 
 

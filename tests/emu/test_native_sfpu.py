@@ -56,7 +56,8 @@ def _random_instruction(rng) -> tuple[str, dict, tuple | None]:
         name = str(rng.choice(names))
         fields = {f.name: int(rng.integers(0, 1 << (f.hi - f.lo + 1))) for f in isa.INSTRUCTIONS[name].fields}
         if name in ("SFPLOAD", "SFPSTORE"):
-            fields["instr_mod0"] = int(rng.choice(sfpu_native.DST32_MODES))
+            fields["instr_mod0"] = int(rng.choice(sfpu_native.DST32_STORE_MODES if name == "SFPSTORE"
+                                                  else sfpu_native.DST32_MODES))
             fields["dest_reg_addr"] = int(rng.integers(0, 256)) * 2
         fields = isa.decode(isa.encode(name, **fields))[1]
         if sfpu_native.record(name, fields) is not None:

@@ -88,13 +88,15 @@ class LoadStore:
         en = self.enabled()
         if self.lane_config_any:
             en = en & ((self.lane_config & LC_BLOCK_DEST_WR_FROM_SFPU) == 0)
-        if mod0 in (3, 4, 12) and not self.col_exchange:   # fast path: strided (4 x 8) slice of Dst32b
+        if mod0 in (3, 4, 12, 7) and not self.col_exchange:   # fast path: strided (4 x 8) slice of Dst32b
             if addr >= 512:
                 self.undefined(f"SFPSTORE: Dst32b row {addr & ~3} out of range")
             r0 = (addr & ~3) & 511
             d = self.lreg[vd]
             if mod0 == 3:  # FP32: flush denormals to signed zero
                 d = np.where((d & U32(0x7F800000)) == 0, d & U32(SIGN), d)
+            elif mod0 == 7:  # HI16: the raw word lands in (shuffled) storage, as below
+                d = unshuffle_fp32(d).astype(U32)
             view = self.dst.rows32[r0:r0 + 4, (addr >> 1) & 1::2]
             if self.all_enabled and not self.lane_config_any:   # en is the unmasked enable vector, all set
                 view[...] = d.reshape(4, 8)

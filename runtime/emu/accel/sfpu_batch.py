@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tt_backend.chip.numerics.sfpu.lane_math import ONE_F32, SIGN, U32
+from tt_backend.chip.numerics.sfpu.lane_math import ONE_F32, SIGN, U32, unshuffle_fp32
 from tt_backend.chip.numerics.sfpu.state import FLAG_WRITERS, LANE_COL, LANE_ROW, VD_IN_LREG_IND
 from tt_backend.chip.sfpu_regs import sfpu_regs
 from tt_backend.runtime.emu.sfpu import SFPU
@@ -99,6 +99,8 @@ def execute_batch(sfpu: SFPU, body: list, k: int, addrs: np.ndarray, cycle: int)
                 d = b[vd]
                 if mod0 == 3:  # FP32: flush denormals to signed zero
                     d = np.where((d & U32(0x7F800000)) == 0, d & U32(SIGN), d)
+                elif mod0 == 7:  # HI16: the word as is in Dst's storage
+                    d = unshuffle_fp32(d).astype(U32)
                 if sfpu.all_enabled:
                     rows32[rows, cols] = d
                     written[r0 + np.arange(4)] = True

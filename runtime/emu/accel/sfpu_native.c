@@ -142,6 +142,10 @@ static void SFPSTORE(State *s, const int32_t *r) {
         if (!enabled(s, l)) continue;
         uint32_t d = s->lreg[vd][l];
         if (mode == 3 && (d & 0x7F800000) == 0) d &= SIGN;   /* FP32: denormals flushed to signed zero */
+        if (mode == 7) {   /* HI16: the word as is in Dst's storage, whose canonical word unshuffles the high half */
+            uint32_t h = d >> 16;
+            d = ((h & 0x8000) | (h & 0xFF) << 7 | (h >> 8 & 0x7F)) << 16 | (d & 0xFFFF);
+        }
         DST_AT(s, addr, l) = d;
         s->written[(addr & ~3) + l / 8] = 1;
     }

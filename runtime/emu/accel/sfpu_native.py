@@ -34,6 +34,7 @@ OPS = ("SFPLOAD", "SFPSTORE", "SFPMAD", "SFPADDI", "SFPMULI", "SFPLOADI", "SFPEX
        "SFPSWAP", "SFPTRANSP")
 _OP = {name: i for i, name in enumerate(OPS)} | {"SFPADD": OPS.index("SFPMAD"), "SFPMUL": OPS.index("SFPMAD")}
 DST32_MODES = (3, 4, 12)      # SFPLOAD / SFPSTORE modes the C part moves: FP32, INT32, INT32_SM (raw 32-bit words)
+DST32_STORE_MODES = DST32_MODES + (7,)   # and HI16 for a store: its word as is (an SFPLOAD's HI16 reads Dst16b)
 
 # A record: op, mod, va, vb, vc, vd, imm, addr; per instruction, which field fills each of mod .. imm (None, or a
 # field the instruction lacks: 0).
@@ -121,7 +122,8 @@ def _state(sfpu, what: str) -> tuple:
 
 def run(sfpu, records: list) -> None:
     """Execute `records` (each with its Dst address and mode resolved; SFPLOAD / SFPSTORE at even addresses below 512
-    in DST32_MODES) on `sfpu` in its plain state, in order. The caller checked coverage (record() is not None)."""
+    in DST32_MODES, stores also in DST32_STORE_MODES) on `sfpu` in its plain state, in order. The caller checked
+    coverage (record() is not None)."""
     run_program(sfpu, np.array(records, dtype=np.int32))
 
 
