@@ -85,7 +85,8 @@ from tt_backend.lowering.families.matmul_epilogue import epilogue_ctx, epilogue_
 from tt_backend.lowering.families.matmul_spec import (TILE, MatmulKernelPlan, MatmulSpec, line_bytes,
                                                       matmul_args_header, matmul_io, operand_ctx, out_packed_rows,
                                                       out_pitch)
-from tt_backend.lowering.families.mover_cost import MM_STAGE_ROWS_BYTES, matmul_cycles, split_ranges
+from tt_backend.lowering.families.mover_cost import (MM_SHARE_PIECE, MM_STAGE_ROWS_BYTES, matmul_cycles,
+                                                     split_ranges)
 from tt_backend.lowering.placement.guarantee import acceptable, fpu_reduction_guarantee
 from tt_backend.lowering.placement.reference import bf16_round, rel_error, sample_inputs
 from tt_backend.lowering.placement.search import BF16_ULP, ELWMUL_WORST, SAFETY, UNPACK_TRUNC
@@ -426,13 +427,18 @@ def args_header_mm(plan: FpuMatmulPlan) -> str:
              *(f"#define MM_SEM_{name} {i}u" for i, name in enumerate(SEMAPHORES) if not name.endswith("1")),
              "#define MM_SEM(i) (TT_ARGS_BASE + 4u * MM_SEM_WORD + 16u * (i))",
              f"#define ARG_MM_PEERS {sem + 4 * len(SEMAPHORES)}u",
-             "/* the first of the K tiles the i-th of n cores tilizes (the first KT % n cores one more) */",
-             "#define MM_K_BEGIN(i, n) ((i) * (MM_KT / (n)) + ((i) < MM_KT % (n) ? (i) : MM_KT % (n)))"]
+             "/* the first of `total` parts (K tiles, panel rows) that the i-th of n cores takes (the first total % n",
+             " * cores one more) */",
+             "#define MM_SHARE_BEGIN(total, i, n) \\",
+             "    ((i) * ((total) / (n)) + ((i) < (total) % (n) ? (i) : (total) % (n)))",
+             "#define MM_K_BEGIN(i, n) MM_SHARE_BEGIN(MM_KT, i, n)"]
     return matmul_args_header(plan, GENERATOR, [
         f"#define MM_KT {plan.tiles[2]}u", f"#define MM_TILE_BYTES {tb}u  /* {plan.src_format} tile in L1 */",
         f"#define MM_NB {plan.block_cols}u  /* B's column tiles resident at once */",
         f"#define MM_GROUP {dst_group(plan.spec)}u  /* output tiles per A tile in SrcB (dst_group) */",
-        f"#define MM_STAGE_BYTES {stage_bytes(plan.spec)}u", *split, *upper, *panel_rows, *block],
+        f"#define MM_STAGE_BYTES {stage_bytes(plan.spec)}u",
+        f"#define MM_SHARE_PIECE {MM_SHARE_PIECE}u  /* bytes per multicast of an operand share */",
+        *split, *upper, *panel_rows, *block],
         min(plan.spec.N, TILE * plan.block_cols))
 
 
