@@ -50,8 +50,8 @@ only when the caller passes an error budget that allows it; otherwise the fp32 S
 On a grid (`use_cores`): the output tiles are 2D-blocked, the core grid's rows splitting the row blocks and its
 columns splitting the column tiles (argument words after the buffers: this core's row blocks [MT0, MT1) and column
 tiles [NT0, NT1), its grid position, core_arg_words); core (i, j) runs on the chip's Tensix tile of row i and column
-j (core_xys). Every core runs the same ELFs: it tilizes its share of the K tiles of each A panel and multicasts it
-along its grid row, and its share of each B block down its grid column (reader and writer each the half they
+j (core_xys). Every core runs the same ELFs: it tilizes its share of the K tiles of each A panel (of a row-major
+panel: reads its share of the rows, whole rows of A) and multicasts it along its grid row, and its share of each B block down its grid column (reader and writer each the half they
 tilized, over NoC0 and NoC1: templates/blocks/matmul_share.c.j2), with semaphores per CB slot
 (docs/performance.md §8.1). The grid shape is the one the launch model (mover_cost.matmul_cycles) predicts fastest.
 
