@@ -410,7 +410,8 @@ def args_header_mm(plan: FpuMatmulPlan) -> str:
     tb = 2048 if plan.src_format == "bf16" else 4096
     split = ["#define CB_B_LOWER 3u"] if plan.b_split else []
     if plan.b_layout == "tensix":   # the tilize pass's tokens (blocks/cb.c.j2)
-        split = ["#define CB_B_TILED 3u", "#define CB_B_ROWS 5u", "#define CB_B_ROWS_LOWER 6u"]
+        split = ["#define CB_B_TILED 3u", "#define CB_B_ROWS 5u", "#define CB_B_ROWS_LOWER 6u", "#define CB_B_LOWER 7u",
+                 "#define CB_B_TILED_W 8u"]
     upper = ["#define CB_OUT_UPPER 4u  /* reader -> writer: a C tile's upper rows untilized (blocks/matmul_out) */"]
     if out_packed_rows(plan.spec):
         upper += [f"#define MM_PANEL_PITCH {panel_pitch(plan.block_cols)}u  /* the packer's output panel: row r at "

@@ -295,8 +295,10 @@ def matmul_cycles(spec, phases: int, read_modes: tuple[str, str], epilogue: int,
             upper = min(16, rows)
             reader = reader_a + MM_WRITE_PER_ELEM[out] * upper * cols
             writer = MM_WRITE_PER_ELEM[out] * (rows - upper) * cols
-        # B's share: with the reader and the writer tilizing halves, each sends its own half (NoC0 and NoC1)
-        fill = read(b_mode, spec.b, b_rows, cols) + share_cycles(gr, b_kt * ct * tb // (2 if b_split else 1))
+        # B's share: with the reader and the writer tilizing halves (or reading them for the Tensix), each sends its
+        # own half (NoC0 and NoC1)
+        halves = 2 if b_split or b_mode == "tensix" else 1
+        fill = read(b_mode, spec.b, b_rows, cols) + share_cycles(gr, b_kt * ct * tb // halves)
         if b_mode == "tensix":   # the share tilized on the Tensix before it is shared
             fill += MM_TILIZE_PASS_PER_TILE * b_kt * ct
         # the tile products and the writer's untilize overlap since the writer's row writes are in flight together
