@@ -332,7 +332,7 @@ def matmul_l1_sizes(plan: FpuMatmulPlan, nb: int) -> dict[str, int]:
     tb = 2 * 1024 if plan.src_format == "bf16" else 4 * 1024
     sizes = {
         "cb_b": kt * nb * tb,                                    # a block of B's columns (one batch), depth 1
-        "cb_a": 2 * kt * tb,                                     # A panels, depth 2
+        "cb_a": A_SLOTS * kt * tb,                               # A panels, depth A_SLOTS
         "stage_in": stage_bytes(s),
     }
     if out_packed_rows(s):
@@ -372,7 +372,13 @@ def rows_walkable(op, row_datums: int, dims: tuple[int, ...]) -> bool:
 
 
 BLOCK_WORDS = ("MT0", "MT1", "NT0", "NT1", "ROW_N", "ROW_IDX", "COL_N", "COL_IDX", "ROW_RECT", "COL_RECT")
-SEMAPHORES = ("A_FREE", "A_FREE1", "A_FILLED", "A_FILLED1", "B_FREE", "B_FILLED", "RET")   # 16 bytes each
+# CB_A's slots: a grid row shares each A panel in lockstep (a core sends panel p once every peer has freed its slot,
+# i.e. finished panel p - A_SLOTS), so with two slots each panel's reads and shares started only after the slowest
+# peer's previous row block and the products waited for them between row blocks (bf16 1024^3 on 8 x 8: 45,758
+# emulated cycles with 2 slots, see docs/performance.md §8.1 for 3)
+A_SLOTS = 3
+SEMAPHORES = (*(f"A_FREE{i or ''}" for i in range(A_SLOTS)), *(f"A_FILLED{i or ''}" for i in range(A_SLOTS)),
+              "B_FREE", "B_FILLED", "RET")   # 16 bytes each; per slot of CB_A a FREE and a FILLED
 
 
 B_LAYOUTS = ("tiles", "rows", "tensix")
@@ -425,7 +431,7 @@ def args_header_mm(plan: FpuMatmulPlan) -> str:
              " * the buffers (plan.core_arg_words) */",
              *(f"#define ARG_MM_{w} ARG_BUF({n + i})" for i, w in enumerate(BLOCK_WORDS)),
              f"#define MM_SEM_WORD {sem}u",
-             *(f"#define MM_SEM_{name} {i}u" for i, name in enumerate(SEMAPHORES) if not name.endswith("1")),
+             *(f"#define MM_SEM_{name} {i}u" for i, name in enumerate(SEMAPHORES) if not name[-1].isdigit()),
              "#define MM_SEM(i) (TT_ARGS_BASE + 4u * MM_SEM_WORD + 16u * (i))",
              f"#define ARG_MM_PEERS {sem + 4 * len(SEMAPHORES)}u",
              "/* the first of `total` parts (K tiles, panel rows) that the i-th of n cores takes (the first total % n",
@@ -434,7 +440,7 @@ def args_header_mm(plan: FpuMatmulPlan) -> str:
              "    ((i) * ((total) / (n)) + ((i) < (total) % (n) ? (i) : (total) % (n)))",
              "#define MM_K_BEGIN(i, n) MM_SHARE_BEGIN(MM_KT, i, n)"]
     return matmul_args_header(plan, GENERATOR, [
-        f"#define MM_KT {plan.tiles[2]}u", f"#define MM_TILE_BYTES {tb}u  /* {plan.src_format} tile in L1 */",
+        f"#define MM_KT {plan.tiles[2]}u", f"#define MM_A_SLOTS {A_SLOTS}u  /* CB_A's depth */", f"#define MM_TILE_BYTES {tb}u  /* {plan.src_format} tile in L1 */",
         f"#define MM_NB {plan.block_cols}u  /* B's column tiles resident at once */",
         f"#define MM_GROUP {dst_group(plan.spec)}u  /* output tiles per A tile in SrcB (dst_group) */",
         f"#define MM_STAGE_BYTES {stage_bytes(plan.spec)}u",
