@@ -283,9 +283,14 @@ def matmul_cycles(spec, phases: int, read_modes: tuple[str, str], epilogue: int,
         # while the FPU runs 16 MVMULs per fidelity phase; without an epilogue the packer holds the Dst tile
         if epilogue:         # the epilogue and the packing on the pack thread, overlapping the next group's MVMULs
             mvmul = kt * max(unpack, 16 * phases + MM_K_BLOCK_OVERLAP)
-            compute = ct * max(mvmul, epilogue + (MM_PACK_ROWS if packed_out else pack_cycles("fp32")))
+            per_tile = epilogue + (MM_PACK_ROWS if packed_out else pack_cycles("fp32"))
+            compute = ct * max(mvmul, per_tile)
+            # the launch's last group is rounded and packed after its MVMULs, with nothing left to overlap (bf16
+            # 1024^3 on 8 x 8, 4 column tiles per core: the pack thread's last group 3,137 cycles after the math's)
+            drain = min(group, ct - (ct - 1) // group * group) * per_tile
         else:
             compute = ct * (kt * (max(unpack, 16 * phases) + MM_K_BLOCK_FIXED) + pack_cycles("fp32"))
+            drain = 0
         if packed_out:       # the panel's rows, one NoC write each, all in flight before one wait
             reader = reader_a
             writer = MM_NOC_REQUEST * rows + NOC_ROUND_TRIP + DTYPE_SIZE[spec.out.dtype] * rows * cols / NOC_BYTES_PER_CYCLE
@@ -307,6 +312,7 @@ def matmul_cycles(spec, phases: int, read_modes: tuple[str, str], epilogue: int,
         reader_all += spec.n_batch * (fill + mtc * reader)
         compute_all += spec.n_batch * mtc * compute
         writer_all += spec.n_batch * mtc * writer
+    launch += drain
     chunks = -(-ntc // block_cols)
     # shared, A is read once per block of B's columns, B once, and the outputs written once
     dram = spec.n_batch * (DTYPE_SIZE[spec.a.dtype] * spec.M * spec.K * chunks + DTYPE_SIZE[spec.b.dtype] * spec.K
