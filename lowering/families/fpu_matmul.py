@@ -51,9 +51,10 @@ On a grid (`use_cores`): the output tiles are 2D-blocked, the core grid's rows s
 columns splitting the column tiles (argument words after the buffers: this core's row blocks [MT0, MT1) and column
 tiles [NT0, NT1), its grid position, core_arg_words); core (i, j) runs on the chip's Tensix tile of row i and column
 j (core_xys). Every core runs the same ELFs: it tilizes its share of the K tiles of each A panel (of a row-major
-panel: reads its share of the rows, whole rows of A) and multicasts it along its grid row, and its share of each B block down its grid column (reader and writer each the half they
-tilized, over NoC0 and NoC1: templates/blocks/matmul_share.c.j2), with semaphores per CB slot
-(docs/performance.md §8.1). The grid shape is the one the launch model (mover_cost.matmul_cycles) predicts fastest.
+panel: reads its share of the rows, whole rows of A) and multicasts it along its grid row, and its share of each B
+block down its grid column (reader and writer each the half they tilized or read, over NoC0 and NoC1:
+templates/blocks/matmul_share.c.j2), with semaphores per CB slot (docs/performance.md §8.1). The grid shape is the
+one the launch model (mover_cost.matmul_cycles) predicts fastest.
 
 Candidates: one per fidelity, priced in MVMULs (16 per K block and phase per output tile). Their error is the metric
 TT_ERR_BUDGET is defined in: the relative L2 error against float32 (`predicted_errors`), predicted by running the
@@ -440,7 +441,8 @@ def args_header_mm(plan: FpuMatmulPlan) -> str:
              "    ((i) * ((total) / (n)) + ((i) < (total) % (n) ? (i) : (total) % (n)))",
              "#define MM_K_BEGIN(i, n) MM_SHARE_BEGIN(MM_KT, i, n)"]
     return matmul_args_header(plan, GENERATOR, [
-        f"#define MM_KT {plan.tiles[2]}u", f"#define MM_A_SLOTS {A_SLOTS}u  /* CB_A's depth */", f"#define MM_TILE_BYTES {tb}u  /* {plan.src_format} tile in L1 */",
+        f"#define MM_KT {plan.tiles[2]}u", f"#define MM_A_SLOTS {A_SLOTS}u  /* CB_A's depth */",
+        f"#define MM_TILE_BYTES {tb}u  /* {plan.src_format} tile in L1 */",
         f"#define MM_NB {plan.block_cols}u  /* B's column tiles resident at once */",
         f"#define MM_GROUP {dst_group(plan.spec)}u  /* output tiles per A tile in SrcB (dst_group) */",
         f"#define MM_STAGE_BYTES {stage_bytes(plan.spec)}u",
