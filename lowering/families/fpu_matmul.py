@@ -50,10 +50,11 @@ only when the caller passes an error budget that allows it; otherwise the fp32 S
 On a grid (`use_cores`): the output tiles are 2D-blocked, the core grid's rows splitting the row blocks and its
 columns splitting the column tiles (argument words after the buffers: this core's row blocks [MT0, MT1) and column
 tiles [NT0, NT1), its grid position, core_arg_words); core (i, j) runs on the chip's Tensix tile of row i and column
-j (core_xys). Every core runs the same ELFs: it tilizes its share of the K tiles of each A panel and multicasts it
-along its grid row, and its share of each B block down its grid column (reader and writer each the half they
-tilized, over NoC0 and NoC1: templates/blocks/matmul_share.c.j2), with semaphores per CB slot
-(docs/performance.md §8.1). The grid shape is the one the launch model (mover_cost.matmul_cycles) predicts fastest.
+j (core_xys). Every core runs the same ELFs: it tilizes its share of the K tiles of each A panel (of a row-major
+panel: reads its share of the rows, whole rows of A) and multicasts it along its grid row, and its share of each B
+block down its grid column (reader and writer each the half they tilized or read, over NoC0 and NoC1:
+templates/blocks/matmul_share.c.j2), with semaphores per CB slot (docs/performance.md §8.1). The grid shape is the
+one the launch model (mover_cost.matmul_cycles) predicts fastest.
 
 Candidates: one per fidelity, priced in MVMULs (16 per K block and phase per output tile). Their error is the metric
 TT_ERR_BUDGET is defined in: the relative L2 error against float32 (`predicted_errors`), predicted by running the
@@ -85,7 +86,8 @@ from tt_backend.lowering.families.matmul_epilogue import epilogue_ctx, epilogue_
 from tt_backend.lowering.families.matmul_spec import (TILE, MatmulKernelPlan, MatmulSpec, line_bytes,
                                                       matmul_args_header, matmul_io, operand_ctx, out_packed_rows,
                                                       out_pitch)
-from tt_backend.lowering.families.mover_cost import MM_STAGE_ROWS_BYTES, matmul_cycles, split_ranges
+from tt_backend.lowering.families.mover_cost import (MM_SHARE_PIECE, MM_STAGE_ROWS_BYTES, matmul_cycles,
+                                                     split_ranges)
 from tt_backend.lowering.placement.guarantee import acceptable, fpu_reduction_guarantee
 from tt_backend.lowering.placement.reference import bf16_round, rel_error, sample_inputs
 from tt_backend.lowering.placement.search import BF16_ULP, ELWMUL_WORST, SAFETY, UNPACK_TRUNC
@@ -331,7 +333,7 @@ def matmul_l1_sizes(plan: FpuMatmulPlan, nb: int) -> dict[str, int]:
     tb = 2 * 1024 if plan.src_format == "bf16" else 4 * 1024
     sizes = {
         "cb_b": kt * nb * tb,                                    # a block of B's columns (one batch), depth 1
-        "cb_a": 2 * kt * tb,                                     # A panels, depth 2
+        "cb_a": A_SLOTS * kt * tb,                               # A panels, depth A_SLOTS
         "stage_in": stage_bytes(s),
     }
     if out_packed_rows(s):
@@ -371,7 +373,13 @@ def rows_walkable(op, row_datums: int, dims: tuple[int, ...]) -> bool:
 
 
 BLOCK_WORDS = ("MT0", "MT1", "NT0", "NT1", "ROW_N", "ROW_IDX", "COL_N", "COL_IDX", "ROW_RECT", "COL_RECT")
-SEMAPHORES = ("A_FREE", "A_FREE1", "A_FILLED", "A_FILLED1", "B_FREE", "B_FILLED", "RET")   # 16 bytes each
+# CB_A's slots: a grid row shares each A panel in lockstep (a core sends panel p once every peer has freed its slot,
+# i.e. finished panel p - A_SLOTS), so with two slots each panel's reads and shares started only after the slowest
+# peer's previous row block and the products waited for them between row blocks (bf16 1024^3 on 8 x 8: 45,758
+# emulated cycles with 2 slots, see docs/performance.md §8.1 for 3)
+A_SLOTS = 3
+SEMAPHORES = (*(f"A_FREE{i or ''}" for i in range(A_SLOTS)), *(f"A_FILLED{i or ''}" for i in range(A_SLOTS)),
+              "B_FREE", "B_FILLED", "RET")   # 16 bytes each; per slot of CB_A a FREE and a FILLED
 
 
 B_LAYOUTS = ("tiles", "rows", "tensix")
@@ -409,7 +417,8 @@ def args_header_mm(plan: FpuMatmulPlan) -> str:
     tb = 2048 if plan.src_format == "bf16" else 4096
     split = ["#define CB_B_LOWER 3u"] if plan.b_split else []
     if plan.b_layout == "tensix":   # the tilize pass's tokens (blocks/cb.c.j2)
-        split = ["#define CB_B_TILED 3u", "#define CB_B_ROWS 5u", "#define CB_B_ROWS_LOWER 6u"]
+        split = ["#define CB_B_TILED 3u", "#define CB_B_ROWS 5u", "#define CB_B_ROWS_LOWER 6u", "#define CB_B_LOWER 7u",
+                 "#define CB_B_TILED_W 8u"]
     upper = ["#define CB_OUT_UPPER 4u  /* reader -> writer: a C tile's upper rows untilized (blocks/matmul_out) */"]
     if out_packed_rows(plan.spec):
         upper += [f"#define MM_PANEL_PITCH {panel_pitch(plan.block_cols)}u  /* the packer's output panel: row r at "
@@ -423,16 +432,22 @@ def args_header_mm(plan: FpuMatmulPlan) -> str:
              " * the buffers (plan.core_arg_words) */",
              *(f"#define ARG_MM_{w} ARG_BUF({n + i})" for i, w in enumerate(BLOCK_WORDS)),
              f"#define MM_SEM_WORD {sem}u",
-             *(f"#define MM_SEM_{name} {i}u" for i, name in enumerate(SEMAPHORES) if not name.endswith("1")),
+             *(f"#define MM_SEM_{name} {i}u" for i, name in enumerate(SEMAPHORES) if not name[-1].isdigit()),
              "#define MM_SEM(i) (TT_ARGS_BASE + 4u * MM_SEM_WORD + 16u * (i))",
              f"#define ARG_MM_PEERS {sem + 4 * len(SEMAPHORES)}u",
-             "/* the first of the K tiles the i-th of n cores tilizes (the first KT % n cores one more) */",
-             "#define MM_K_BEGIN(i, n) ((i) * (MM_KT / (n)) + ((i) < MM_KT % (n) ? (i) : MM_KT % (n)))"]
+             "/* the first of `total` parts (K tiles, panel rows) that the i-th of n cores takes (the first total % n",
+             " * cores one more) */",
+             "#define MM_SHARE_BEGIN(total, i, n) \\",
+             "    ((i) * ((total) / (n)) + ((i) < (total) % (n) ? (i) : (total) % (n)))",
+             "#define MM_K_BEGIN(i, n) MM_SHARE_BEGIN(MM_KT, i, n)"]
     return matmul_args_header(plan, GENERATOR, [
-        f"#define MM_KT {plan.tiles[2]}u", f"#define MM_TILE_BYTES {tb}u  /* {plan.src_format} tile in L1 */",
+        f"#define MM_KT {plan.tiles[2]}u", f"#define MM_A_SLOTS {A_SLOTS}u  /* CB_A's depth */",
+        f"#define MM_TILE_BYTES {tb}u  /* {plan.src_format} tile in L1 */",
         f"#define MM_NB {plan.block_cols}u  /* B's column tiles resident at once */",
         f"#define MM_GROUP {dst_group(plan.spec)}u  /* output tiles per A tile in SrcB (dst_group) */",
-        f"#define MM_STAGE_BYTES {stage_bytes(plan.spec)}u", *split, *upper, *panel_rows, *block],
+        f"#define MM_STAGE_BYTES {stage_bytes(plan.spec)}u",
+        f"#define MM_SHARE_PIECE {MM_SHARE_PIECE}u  /* bytes per multicast of an operand share */",
+        *split, *upper, *panel_rows, *block],
         min(plan.spec.N, TILE * plan.block_cols))
 
 

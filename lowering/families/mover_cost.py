@@ -173,6 +173,10 @@ MM_READ_PER_ROW = 87                               # rows: issuing the row's NoC
 MM_READ_PER_COL = 100 + NOC_ROUND_TRIP_EXTRA       # cols: one staged NoC read per column and its wait
 MM_STAGE_ROWS_BYTES = 16 * 1024                    # fpu_matmul.STAGE_ROWS_BYTES
 MM_NOC_REQUEST = 30                                # issuing one NoC request (tt_noc.h: ten MMIO stores and a read)
+# the operand shares go out in multicasts of at most 2 KB (blocks/matmul_share.c.j2 MM_SHARE_PIECE): the emulator's
+# packet holds its links and every receiver's port for its whole length, and whole 8 KB panel shares on 8 x 8 waited
+# longer for a common free window (bf16 1024^3 on 8 x 8: 53,952 cycles in one piece, 48,876 in 2 KB pieces)
+MM_SHARE_PIECE = 2048
 # a row-major operand (mode "panel"): one NoC read per row straight into L1, issued through tt_noc_read_dram (the
 # bank and offset of the row's DRAM page, then the request): bf16 128^3 with B row-major, 160 rows (B's 128 and A's
 # first 32) read before the first unpack at cycle 13,947
@@ -220,14 +224,14 @@ def epilogue_cycles(words: int, steps: int) -> int:
     return words * steps + MM_EPILOGUE_FIXED if words else 0
 
 
-def share_cycles(cores: int, nbytes: int, pieces: int = 1) -> float:
+def share_cycles(cores: int, nbytes: int) -> float:
     """One core's part in sharing a block with the other cores of its grid row or column
-    (templates/matmul_reader.c.j2 share): `pieces` multicast writes of `nbytes` in all (one packet each: the grid's
-    rows and columns are NoC rectangles), a semaphore increment per peer and per direction, the semaphore waits (a
-    round trip)."""
+    (templates/blocks/matmul_share.c.j2): multicast writes of MM_SHARE_PIECE bytes (the grid's rows and columns are
+    NoC rectangles), a semaphore increment per peer and per direction, the semaphore waits (a round trip)."""
     if cores == 1:
         return 0
-    return pieces * MM_NOC_REQUEST + nbytes / NOC_BYTES_PER_CYCLE + 2 * (cores - 1) * MM_NOC_REQUEST + NOC_ROUND_TRIP
+    return (-(-nbytes // MM_SHARE_PIECE) * MM_NOC_REQUEST + nbytes / NOC_BYTES_PER_CYCLE
+            + 2 * (cores - 1) * MM_NOC_REQUEST + NOC_ROUND_TRIP)
 
 
 def matmul_cycles(spec, phases: int, read_modes: tuple[str, str], epilogue: int, b_split: bool, block_cols: int,
@@ -262,8 +266,11 @@ def matmul_cycles(spec, phases: int, read_modes: tuple[str, str], epilogue: int,
     rows = min(32, spec.M)                                            # per row block: one A panel
     tb = 2048 if spec.a.tile == "bf16" else 4096                  # a tile in L1
     a_kt, b_kt = -(-kt // gc), -(-kt // gr)                           # the largest share of the K tiles
-    reader_a = (read(a_mode, spec.a, rows, min(spec.K, 32 * a_kt))
-                + share_cycles(gc, a_kt * tb, 32 if a_mode == "panel" else 1))
+    if a_mode == "panel":        # a row-major panel is shared by rows: each core reads whole rows of A
+        a_rows = -(-32 // gc)
+        reader_a = read(a_mode, spec.a, min(rows, a_rows), spec.K) + share_cycles(gc, a_rows * 2 * spec.K)
+    else:
+        reader_a = read(a_mode, spec.a, rows, min(spec.K, 32 * a_kt)) + share_cycles(gc, a_kt * tb)
     # thread 0's issue per tile product: a row-major operand's face-row walk, A's once per group, B's every time
     walks = (MM_FACE_ROW_ISSUE / group if a_mode == "panel" else 0) + (MM_B_FACE_ROW_ISSUE if b_mode == "panel" else 0)
     unpack = max(unpack_cycles("bf16" if tb == 2048 else "fp32"), walks)
@@ -277,9 +284,14 @@ def matmul_cycles(spec, phases: int, read_modes: tuple[str, str], epilogue: int,
         # while the FPU runs 16 MVMULs per fidelity phase; without an epilogue the packer holds the Dst tile
         if epilogue:         # the epilogue and the packing on the pack thread, overlapping the next group's MVMULs
             mvmul = kt * max(unpack, 16 * phases + MM_K_BLOCK_OVERLAP)
-            compute = ct * max(mvmul, epilogue + (MM_PACK_ROWS if packed_out else pack_cycles("fp32")))
+            per_tile = epilogue + (MM_PACK_ROWS if packed_out else pack_cycles("fp32"))
+            compute = ct * max(mvmul, per_tile)
+            # the launch's last group is rounded and packed after its MVMULs, with nothing left to overlap (bf16
+            # 1024^3 on 8 x 8, 4 column tiles per core: the pack thread's last group 3,137 cycles after the math's)
+            drain = min(group, ct - (ct - 1) // group * group) * per_tile
         else:
             compute = ct * (kt * (max(unpack, 16 * phases) + MM_K_BLOCK_FIXED) + pack_cycles("fp32"))
+            drain = 0
         if packed_out:       # the panel's rows, one NoC write each, all in flight before one wait
             reader = reader_a
             writer = MM_NOC_REQUEST * rows + NOC_ROUND_TRIP + DTYPE_SIZE[spec.out.dtype] * rows * cols / NOC_BYTES_PER_CYCLE
@@ -289,8 +301,10 @@ def matmul_cycles(spec, phases: int, read_modes: tuple[str, str], epilogue: int,
             upper = min(16, rows)
             reader = reader_a + MM_WRITE_PER_ELEM[out] * upper * cols
             writer = MM_WRITE_PER_ELEM[out] * (rows - upper) * cols
-        # B's share: with the reader and the writer tilizing halves, each sends its own half (NoC0 and NoC1)
-        fill = read(b_mode, spec.b, b_rows, cols) + share_cycles(gr, b_kt * ct * tb // (2 if b_split else 1))
+        # B's share: with the reader and the writer tilizing halves (or reading them for the Tensix), each sends its
+        # own half (NoC0 and NoC1)
+        halves = 2 if b_split or b_mode == "tensix" else 1
+        fill = read(b_mode, spec.b, b_rows, cols) + share_cycles(gr, b_kt * ct * tb // halves)
         if b_mode == "tensix":   # the share tilized on the Tensix before it is shared
             fill += MM_TILIZE_PASS_PER_TILE * b_kt * ct
         # the tile products and the writer's untilize overlap since the writer's row writes are in flight together
@@ -299,6 +313,7 @@ def matmul_cycles(spec, phases: int, read_modes: tuple[str, str], epilogue: int,
         reader_all += spec.n_batch * (fill + mtc * reader)
         compute_all += spec.n_batch * mtc * compute
         writer_all += spec.n_batch * mtc * writer
+    launch += drain
     chunks = -(-ntc // block_cols)
     # shared, A is read once per block of B's columns, B once, and the outputs written once
     dram = spec.n_batch * (DTYPE_SIZE[spec.a.dtype] * spec.M * spec.K * chunks + DTYPE_SIZE[spec.b.dtype] * spec.K

@@ -45,8 +45,10 @@ def _run(target: str, plan, elfs, arrays, grid) -> bytes:
             dev.close()
 
 
-# (M, K, N), grids: 5 x 3 x 7 tiles (ragged edges), row and column shares of unequal size
-CASES = [((150, 90, 200), [(2, 3), (5, 1), (1, 7)]), ((64, 320, 96), [(2, 3)])]
+# (M, K, N), grids: 5 x 3 x 7 tiles (ragged edges), row and column shares of unequal size; A row-major (K a multiple
+# of 32: shared by rows of its panels) with M past the last full panel (the sharers of the last panel's rows past M
+# send zeros) over 3 and 7 grid columns (11/11/10 and 5/5/5/5/4/4/4 rows per core)
+CASES = [((150, 90, 200), [(2, 3), (5, 1), (1, 7)]), ((64, 320, 96), [(2, 3)]), ((100, 64, 224), [(4, 3), (2, 7)])]
 
 
 @pytest.mark.parametrize("target", target_params("emu"))
