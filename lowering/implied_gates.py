@@ -1,0 +1,59 @@
+"""A load's gate terms that an enclosing WHERE already tests dropped from the load (kept as an in-bounds test).
+
+tinygrad gates a padded or pooled read twice: on the load (its INDEX's `valid`) and on the value (WHERE(gate, ..., 0)
+around the reduction that reads it). Inside WHERE(g, v, e), v's value is used only where g holds, so a term of g in
+the gate of a load inside v decides nothing. It does cost: the term's ranges become ranges of the load, so a
+reduction the staged family hoists out of an enclosing sum is materialized over them too (conv_transpose3d's
+gradient: the window sum over (offset, output position) pairs instead of the 3^3 offsets, after
+lowering/quotient_split.py made its index affine).
+
+A dropped term is replaced by what keeps the read inside its buffer: where the index's range bounds reach below 0 or
+past the buffer's end, the test 0 <= index (or index < size), which holds wherever the original gate did. A load whose
+buffer size is not a constant keeps its gate. Exact: the same values wherever they are used.
+This module may import tinygrad's uop/dtype layer, never its device layer, and never `runtime`.
+"""
+from __future__ import annotations
+
+from tinygrad.dtype import Invalid
+from tinygrad.uop.ops import Ops, UOp
+
+from tt_backend.lowering.frontend import conjuncts, strip_invalid
+
+
+def _buffer_size(index: UOp) -> int | None:
+    buf = index.src[0]
+    while buf.op is not Ops.PARAM and buf.src: buf = buf.src[0]
+    size = buf.src[0] if buf.op is Ops.PARAM and buf.src else None
+    return size.arg if size is not None and size.op is Ops.CONST and isinstance(size.arg, int) else None
+
+
+def _regated(index: UOp, known: frozenset[UOp]) -> UOp:
+    """index (an INDEX) without the gate terms in `known`, with the bounds test that keeps the read in the buffer."""
+    if len(index.src) != 2: return index
+    conds, idx = strip_invalid(index.src[1])
+    terms = conjuncts(conds)
+    if not terms & known or (size := _buffer_size(index)) is None: return index
+    kept = [t for t in terms if t not in known]
+    if idx.vmin < 0: kept.append((idx < 0).logical_not())
+    if idx.vmax >= size: kept.append(idx < size)
+    gate = kept[0] if kept else None
+    for t in kept[1:]: gate = gate & t
+    return index.replace(src=(index.src[0], idx if gate is None else idx.valid(gate)))
+
+
+def drop_implied_gates(sink: UOp) -> UOp:
+    """The sink with every load's gate terms that an enclosing WHERE tests dropped (module docstring)."""
+    memo: dict[tuple[UOp, frozenset], UOp] = {}
+
+    def go(u: UOp, known: frozenset[UOp]) -> UOp:
+        if (key := (u, known)) in memo: return memo[key]
+        if u.op is Ops.WHERE and not (u.src[2].op is Ops.CONST and u.src[2].arg is Invalid):   # not an index's valid
+            g, v, e = u.src
+            new = u.replace(src=(go(g, known), go(v, known | conjuncts([g])), go(e, known)))
+        else:
+            new = u.replace(src=tuple(go(s, known) for s in u.src)) if u.src else u
+            if new.op is Ops.INDEX and known: new = _regated(new, known)
+        memo[key] = new
+        return new
+    return go(sink, frozenset())
+
