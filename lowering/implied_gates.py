@@ -7,9 +7,11 @@ reduction the staged family hoists out of an enclosing sum is materialized over 
 gradient: the window sum over (offset, output position) pairs instead of the 3^3 offsets, after
 lowering/quotient_split.py made its index affine).
 
-A dropped term is replaced by what keeps the read inside its buffer: where the index's range bounds reach below 0 or
-past the buffer's end, the test 0 <= index (or index < size), which holds wherever the original gate did. A load whose
-buffer size is not a constant keeps its gate. Exact: the same values wherever they are used.
+Only the loads inside a reduction under the WHERE are changed, and only where the reduction then depends on fewer
+ranges: a load that is the WHERE's value itself is better left gated (the frontend folds WHERE(gate, gated load, 0)
+into the load). A dropped term is replaced by what keeps the read inside its buffer: where the index's range bounds
+reach below 0 or past the buffer's end, the test 0 <= index (or index < size), which holds wherever the original
+gate did. A load whose buffer size is not a constant keeps its gate. Exact: the same values wherever they are used.
 This module may import tinygrad's uop/dtype layer, never its device layer, and never `runtime`.
 """
 from __future__ import annotations
@@ -17,7 +19,7 @@ from __future__ import annotations
 from tinygrad.dtype import Invalid
 from tinygrad.uop.ops import Ops, UOp
 
-from tt_backend.lowering.frontend import conjuncts, strip_invalid
+from tt_backend.lowering.frontend import conjuncts, free_ranges, strip_invalid
 
 
 def _buffer_size(index: UOp) -> int | None:
@@ -42,18 +44,25 @@ def _regated(index: UOp, known: frozenset[UOp]) -> UOp:
 
 
 def drop_implied_gates(sink: UOp) -> UOp:
-    """The sink with every load's gate terms that an enclosing WHERE tests dropped (module docstring)."""
-    memo: dict[tuple[UOp, frozenset], UOp] = {}
+    """The sink with the gate terms an enclosing WHERE tests dropped from the loads inside a reduction under it, where
+    that lets the reduction depend on fewer ranges (module docstring). A load that is the WHERE's value itself keeps
+    its gate: the frontend folds WHERE(gate, gated load, 0) into the load, one stream and no select."""
+    memo: dict[tuple[UOp, frozenset, bool], UOp] = {}
+    ranges_memo: dict[UOp, frozenset] = {}
 
-    def go(u: UOp, known: frozenset[UOp]) -> UOp:
-        if (key := (u, known)) in memo: return memo[key]
+    def go(u: UOp, known: frozenset[UOp], in_reduce: bool) -> UOp:
+        if (key := (u, known, in_reduce)) in memo: return memo[key]
         if u.op is Ops.WHERE and not (u.src[2].op is Ops.CONST and u.src[2].arg is Invalid):   # not an index's valid
             g, v, e = u.src
-            new = u.replace(src=(go(g, known), go(v, known | conjuncts([g])), go(e, known)))
+            new = u.replace(src=(go(g, known, in_reduce), go(v, known | conjuncts([g]), False),
+                                 go(e, known, in_reduce)))
+        elif u.op is Ops.REDUCE:
+            new = u.replace(src=(go(u.src[0], known, True), *u.src[1:]))
+            if new is not u and not free_ranges(new, ranges_memo) < free_ranges(u, ranges_memo):
+                new = u.replace(src=(go(u.src[0], frozenset(), True), *u.src[1:]))
         else:
-            new = u.replace(src=tuple(go(s, known) for s in u.src)) if u.src else u
-            if new.op is Ops.INDEX and known: new = _regated(new, known)
+            new = u.replace(src=tuple(go(s, known, in_reduce) for s in u.src)) if u.src else u
+            if new.op is Ops.INDEX and known and in_reduce: new = _regated(new, known)
         memo[key] = new
         return new
-    return go(sink, frozenset())
-
+    return go(sink, frozenset(), False)

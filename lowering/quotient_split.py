@@ -4,17 +4,19 @@ only where one case survives: the quotient and remainder become affine and a gat
 Where it comes from: tinygrad's pooling (conv, conv_transpose, avg/max pool: tensor.py `_pool`) repeats the input and
 reshapes it, so a window element is x[(i * k + o) % i]-like index math; the gradient of that repeat sums over the
 repeats r and reads the pooled gradient at t = i * r + a through t // (i + d) (the window offset) and t % (i + d) (the
-output position), gated by t % (i + d) < o. conv_transpose3d's weight-side gradient is such a sum with D = 14 and
+output position), gated by t % (i + d) < o. conv_transpose3d's input gradient is such a sum with D = 14 and
 i = 13: run as written, each point's index is two integer divisions in the reader's scalar loop, and the gather the
 staged family hoists out of the sum depends on every (r, a) pair instead of the 3 window offsets.
 
 The rewrite: write X = D * Q + M with Q and M affine (each coefficient c = D * round(c / D) + the rest), so M's
 bounds are narrow. On the points where k * D <= M < (k + 1) * D, X // D = Q + k and X % D = M - k * D exactly (the
-quotient-remainder pair of X is unique), so the body equals the sum over k of WHERE(k D <= M < (k + 1) D,
-body[X // D := Q + k, X % D := M - k D], identity). tinygrad's own simplifier (`sym`) folds the cases its range
-bounds rule out (a gate `M + 14 < 11` with M >= -3 is False); when exactly one case is left, the body becomes that
-case (its condition a range bound, its index affine), otherwise the body is left as it was (more cases would only
-add work).
+quotient-remainder pair of X is unique), so the body equals the sum over k of WHERE(k D <= M < (k + 1) D, body[X //
+D := Q + k, X % D := M - k D], identity). tinygrad's own simplifier (`sym`) folds the cases its range bounds rule
+out (a gate `M + 14 < 11` with M >= -3 is False); when exactly one case is left and it divides no expression of X's
+ranges any more, the body becomes that case (its condition a range bound, its index affine), otherwise the body is
+left as it was (more cases, or a division left, would only add work). The case's rewritten reads are gated by the
+case's condition as well (outside it, Q + k may index past the buffer; lowering/implied_gates.py drops the terms
+again where an enclosing WHERE makes them redundant).
 
 Where it applies: the innermost REDUCE that owns a range of X (its body holds every use of X), with the divisor a
 positive constant and X affine in the ranges (integer coefficients). Exact: the same loads at the same points.
@@ -59,6 +61,14 @@ def quotient_parts(x: UOp, d: int) -> tuple[UOp, UOp] | None:
     return q, m
 
 
+def _divides(u: UOp, x: UOp) -> bool:
+    """Whether u still divides an expression of x's ranges (a nested X % D // E, as in a strided max pool's gradient:
+    the case would trade one division for a signed one and a condition, no gain)."""
+    rngs = {r for r in x.toposort() if r.op is Ops.RANGE}
+    return any(v.op in (Ops.FLOORDIV, Ops.FLOORMOD) and rngs & {r for r in v.src[0].toposort() if r.op is Ops.RANGE}
+               for v in u.toposort())
+
+
 def split_quotient(body: UOp, x: UOp, d: int, identity: UOp) -> UOp | None:
     """body with x // d and x % d affine in its one surviving quotient case (module docstring), or None."""
     if (parts := quotient_parts(x, d)) is None: return None
@@ -70,11 +80,18 @@ def split_quotient(body: UOp, x: UOp, d: int, identity: UOp) -> UOp | None:
     live = []
     for k in range(lo, hi + 1):
         cond = graph_rewrite((m < k * d).logical_not() & (m < (k + 1) * d), sym)
-        case = graph_rewrite(body.substitute({u: (q + k) if u.op is Ops.FLOORDIV else (m - k * d) for u in divs}), sym)
-        if not (cond.op is Ops.CONST and cond.arg is False) and case is not identity: live.append((cond, case))
-    if len(live) != 1: return None
+        case = body.substitute({u: (q + k) if u.op is Ops.FLOORDIV else (m - k * d) for u in divs})
+        # (the case is kept as substituted: simplified, the terms it shares with other reads would no longer match)
+        if not (cond.op is Ops.CONST and cond.arg is False) and graph_rewrite(case, sym) is not identity:
+            live.append((cond, case))
+    if len(live) != 1 or _divides(graph_rewrite(live[0][1], sym), x): return None
     cond, case = live[0]
-    return case if cond.op is Ops.CONST and cond.arg is True else cond.where(case, identity)
+    if cond.op is Ops.CONST and cond.arg is True: return case
+    # the case's rewritten reads are gated by its condition too: outside it their affine index may leave the buffer
+    old = set(body.toposort())
+    gated = {x: x.replace(src=(x.src[0], x.src[1].get_idx().valid(cond & x.src[1].get_valid()), *x.src[2:]))
+             for x in case.toposort() if x.op is Ops.INDEX and x not in old and x.src[0].op is not Ops.INDEX}
+    return cond.where(case.substitute(gated), identity)
 
 
 def split_quotients(sink: UOp) -> UOp:
