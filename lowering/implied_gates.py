@@ -9,7 +9,8 @@ lowering/quotient_split.py made its index affine).
 
 Only the loads inside a reduction under the WHERE are changed, and only where the reduction then depends on fewer
 ranges: a load that is the WHERE's value itself is better left gated (the frontend folds WHERE(gate, gated load, 0)
-into the load). A dropped term is replaced by what keeps the read inside its buffer: where the index's range bounds
+into the load), and a sum the frontend merges with the reduction inside it (frontend.merge_nested_sum: one launch,
+where staging would save less than a launch) keeps its loads' gates, folded the same way. A dropped term is replaced by what keeps the read inside its buffer: where the index's range bounds
 reach below 0 or past the buffer's end, the test 0 <= index (or index < size), which holds wherever the original
 gate did. A load whose buffer size is not a constant keeps its gate. Exact: the same values wherever they are used.
 This module may import tinygrad's uop/dtype layer, never its device layer, and never `runtime`.
@@ -19,7 +20,7 @@ from __future__ import annotations
 from tinygrad.dtype import Invalid
 from tinygrad.uop.ops import Ops, UOp
 
-from tt_backend.lowering.frontend import conjuncts, free_ranges, strip_invalid
+from tt_backend.lowering.frontend import conjuncts, free_ranges, merge_nested_sum, output_ranges, strip_invalid
 
 
 def _buffer_size(index: UOp) -> int | None:
@@ -49,6 +50,7 @@ def drop_implied_gates(sink: UOp) -> UOp:
     its gate: the frontend folds WHERE(gate, gated load, 0) into the load, one stream and no select."""
     memo: dict[tuple[UOp, frozenset, bool], UOp] = {}
     ranges_memo: dict[UOp, frozenset] = {}
+    out_ranges = output_ranges(sink)
 
     def go(u: UOp, known: frozenset[UOp], in_reduce: bool) -> UOp:
         if (key := (u, known, in_reduce)) in memo: return memo[key]
@@ -60,6 +62,7 @@ def drop_implied_gates(sink: UOp) -> UOp:
             new = u.replace(src=(go(u.src[0], known, True), *u.src[1:]))
             if new is not u and not free_ranges(new, ranges_memo) < free_ranges(u, ranges_memo):
                 new = u.replace(src=(go(u.src[0], frozenset(), True), *u.src[1:]))
+            if new is not u and merge_nested_sum(out_ranges, new) is not None: new = u   # the frontend merges it
         else:
             new = u.replace(src=tuple(go(s, known, in_reduce) for s in u.src)) if u.src else u
             if new.op is Ops.INDEX and known and in_reduce: new = _regated(new, known)

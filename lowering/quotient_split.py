@@ -91,7 +91,13 @@ def split_quotient(body: UOp, x: UOp, d: int, identity: UOp) -> UOp | None:
     old = set(body.toposort())
     gated = {x: x.replace(src=(x.src[0], x.src[1].get_idx().valid(cond & x.src[1].get_valid()), *x.src[2:]))
              for x in case.toposort() if x.op is Ops.INDEX and x not in old and x.src[0].op is not Ops.INDEX}
-    return cond.where(case.substitute(gated), identity)
+    case = case.substitute(gated)
+    # where every read the case makes is gated off it is already the identity (a gated load under a sum): no select;
+    # a case that is itself gated (WHERE(g, v, identity), a pooled gradient's window test) takes the condition into g
+    if graph_rewrite(case.substitute({x: x.const_like(0) for x in gated.values()}), sym) is identity: return case
+    if case.op is Ops.WHERE and case.src[2].op is Ops.CONST and case.src[2].arg == identity.arg:
+        return (cond & case.src[0]).where(case.src[1], case.src[2])
+    return cond.where(case, identity)
 
 
 def split_quotients(sink: UOp) -> UOp:
