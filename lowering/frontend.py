@@ -651,8 +651,9 @@ def linear_sum(e: UOp) -> UOp | None:
 def merge_nested_sum(out_ranges: frozenset, outer: UOp) -> UOp | None:
     """REDUCE(ADD, L(REDUCE(ADD, f, inner)), ranges) -> REDUCE(ADD, L(f), ranges + inner) for a linear L (above),
     when the merged sum's elements (outer elements x inner range) are no more than the two stages' (the inner sum over
-    its own free ranges, then the outer sum) and a launch (STAGE_LAUNCH_ELEMENTS). The outer sum is evaluated per element of the kernel's output ranges
-    (`out_ranges`: a value that does not depend on one is still computed for each) and of the ranges its value uses."""
+    its own free ranges, then the outer sum) and a launch (STAGE_LAUNCH_ELEMENTS). The outer sum is evaluated per
+    element of the kernel's output ranges (`out_ranges`: a value that does not depend on one is still computed for
+    each) and of the ranges its value uses."""
     if outer.arg[0] is not Ops.ADD or (inner := linear_sum(outer.src[0])) is None or inner is outer.src[0] \
             or inner.dtype != outer.dtype:
         return None
