@@ -80,11 +80,13 @@ def split_quotient(body: UOp, x: UOp, d: int, identity: UOp) -> UOp | None:
     live = []
     for k in range(lo, hi + 1):
         cond = graph_rewrite((m < k * d).logical_not() & (m < (k + 1) * d), sym)
-        case = body.substitute({u: (q + k) if u.op is Ops.FLOORDIV else (m - k * d) for u in divs})
+        if cond.op is Ops.CONST and cond.arg is False: continue
         # (the case is kept as substituted: simplified, the terms it shares with other reads would no longer match)
-        if not (cond.op is Ops.CONST and cond.arg is False) and graph_rewrite(case, sym) is not identity:
-            live.append((cond, case))
-    if len(live) != 1 or _divides(graph_rewrite(live[0][1], sym), x): return None
+        case = body.substitute({u: (q + k) if u.op is Ops.FLOORDIV else (m - k * d) for u in divs})
+        if (simple := graph_rewrite(case, sym)) is identity: continue
+        if live or _divides(simple, x): return None        # a second case, or a division left: no gain
+        live.append((cond, case))
+    if not live: return None
     cond, case = live[0]
     if cond.op is Ops.CONST and cond.arg is True: return case
     # the case's rewritten reads are gated by its condition too: outside it their affine index may leave the buffer
