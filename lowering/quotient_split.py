@@ -106,8 +106,7 @@ def split_quotients(sink: UOp) -> UOp:
     """The sink with each (X, D) split where one quotient case survives (module docstring)."""
     for x, d in _divisions(sink):
         if (red := _owner(sink, x)) is None or red.arg[0] not in (Ops.ADD, Ops.MAX, Ops.MUL): continue
-        identity = red.src[0].const_like(identity_element(red.arg[0], red.dtype))
-        identity = graph_rewrite(identity, sym)
+        identity = graph_rewrite(red.src[0].const_like(identity_element(red.arg[0], red.dtype)), sym)
         if (body := split_quotient(red.src[0], x, d, identity)) is not None:
             sink = sink.substitute({red: red.replace(src=(body, *red.src[1:]))})
     return sink
