@@ -11,10 +11,12 @@ from tinygrad.uop.ops import UOp
 from tt_backend.lowering.families.family import Kernel, choose
 from tt_backend.lowering.families.registry import ONE_PASS, REGISTRY
 from tt_backend.lowering.families.staged import hoisted
+from tt_backend.lowering.implied_gates import drop_implied_gates
 from tt_backend.lowering.index_fold import fold_index_reductions
 from tt_backend.lowering.placement.placer import Placer
 from tt_backend.lowering.plan import Plan
 from tt_backend.lowering.prefix_split import split_prefix_reductions
+from tt_backend.lowering.quotient_split import split_quotients
 from tt_backend.lowering.store_split import split_stored_where
 
 
@@ -28,5 +30,8 @@ def lower(sink: UOp, name: str, placer: Placer | None = None) -> Plan:
     the problem. `placer` (injected by tt_backend: it needs the emulator's numeric models) lets engines be chosen
     by precision and cost; without one everything runs on the SFPU in float32. Reductions over pure index math
     are folded to their closed forms first (lowering/index_fold.py), prefix reductions (cumsum) split into blocks
-    (lowering/prefix_split.py), a stored WHERE on a range bound into one STORE per part (lowering/store_split.py)."""
-    return select(Kernel(split_stored_where(split_prefix_reductions(fold_index_reductions(sink))), name, placer))
+    (lowering/prefix_split.py), quotients and remainders of affine indices made affine where one case survives
+    (lowering/quotient_split.py), load gates an enclosing WHERE tests dropped (lowering/implied_gates.py), a stored
+    WHERE on a range bound into one STORE per part (lowering/store_split.py)."""
+    rewritten = drop_implied_gates(split_quotients(split_prefix_reductions(fold_index_reductions(sink))))
+    return select(Kernel(split_stored_where(rewritten), name, placer))

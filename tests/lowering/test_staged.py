@@ -97,10 +97,11 @@ def test_nested_sums_merge_when_no_inner_sum_is_recomputed(fn, batch):
 
 
 def test_nested_sums_stay_apart_when_merging_recomputes():
-    """conv2d's input gradient at batch 2 with a constant output gradient: the inner sums do not depend on the batch, so
-    one merged sum would compute each of them twice; the frontend keeps both sums and the kernel stays staged (the inner
-    sums computed once, into scratch)."""
-    w, x = E(3, 2, 3, 3), E(2, 2, 6, 6)
+    """conv2d's input gradient at batch 4 with a constant output gradient: the inner sums do not depend on the batch, so
+    one merged sum would compute each of them four times, more than a launch's worth (frontend.STAGE_LAUNCH_ELEMENTS;
+    a smaller kernel merges); the frontend keeps both sums and the kernel stays staged (the inner sums computed once,
+    into scratch)."""
+    w, x = E(4, 4, 3, 3), E(4, 4, 11, 11)
     (ast,) = [a for a in asts(x.conv2d(w).sum().gradient(x)[0]) if len(lower(a, "k").launches) > 1]
     assert len(reduces(ast)) == 2
 
