@@ -2,9 +2,10 @@
 
 `q @ k.repeat_interleave(c, 1)^T` indexes k's head with the query head's range divided by c. Checks: the kernel is
 matched as a plain (strided, not gathered) batched matmul whose rows are the c query heads of a key head times the
-queries (group sizes 2, 3, 4, 8; M, N, K not multiples of a tile); its result against float64 numpy within the SFPU matmul's
-bound (K x 2^-24 of sum_k |q k| per element, sfpu_matmul.py); a range read through two divisors is left unsplit; the
-split kernel gives the same bits on the emulator and on ttsim.
+queries (group sizes 2, 3, 4, 8; M, N, K not multiples of a tile); its result against float64 numpy within the SFPU
+matmul's bound (K x 2^-24 of sum_k |q k| per element, sfpu_matmul.py; the reader fetches several rows or columns per NoC
+read, the writer sends a row block of 16 or 40 contiguous columns as one write); a range read through two divisors is
+left unsplit; the split kernel gives the same bits on the emulator and on ttsim (rows written one by one or joined).
 """
 from __future__ import annotations
 
@@ -81,7 +82,8 @@ def run_split_matmul(target: str, q: np.ndarray, k: np.ndarray) -> bytes:
 
 
 @pytest.mark.ttsim
-def test_split_matmul_is_bit_identical_on_emu_and_ttsim():
-    q = rng.standard_normal((1, 6, 5, 24)).astype(np.float32)
-    k = rng.standard_normal((1, 2, 9, 24)).astype(np.float32)
+@pytest.mark.parametrize("qs,ks", [((1, 6, 5, 24), (1, 2, 9, 24)),      # 9 columns: one NoC write per output row
+                                   ((2, 8, 5, 24), (2, 2, 16, 24))])   # 16: a row block's rows in one write
+def test_split_matmul_is_bit_identical_on_emu_and_ttsim(qs, ks):
+    q, k = (rng.standard_normal(s).astype(np.float32) for s in (qs, ks))
     assert run_split_matmul("emu", q, k) == run_split_matmul("ttsim", q, k)
