@@ -44,6 +44,9 @@ groups holding rows < M (1 instead of 8 for a vector), and with a single row til
 once per A slot instead of at every fill. Likewise N <= 16 (attention's scores over few keys): only the first column
 half's 4 passes run (column_halves); the second half of C stays zero and the writer drops it. Batched matmuls split
 their batches over cores (use_cores), each core running whole batches with the same ELFs.
+Movers: the reader fetches as many of an operand's evenly spaced rows (columns) as its 16 KB staging area holds in one
+NoC read (stage_rows_bytes), and the writer sends a 32-row block in one NoC write when its rows are one 16-byte-aligned
+run of the output (rows_joined): attention's small batches (64 x 16 scores) are a few transfers each, not one per row.
 
 Error: each of the K steps rounds once (relative 2^-24), so |C - C_exact| <= K * 2^-24 * sum_k |a_ik b_kj| (to first
 order; a sequential fp32 dot product on a CPU, fma or not, has essentially the same bound gamma_K, so the two may
