@@ -5,7 +5,8 @@ and g.
 
 Where it comes from: grouped-query attention broadcasts each key head to c query heads, and tinygrad indexes the key
 with the query head's range divided by c (`K[b, r // c, k, d]`). Split, the query head range is (h, g) and the key's
-index is affine with stride 0 along g: a batched matmul with a broadcast operand (matmul_match.matmul_of).
+index is affine with stride 0 along g: a strided matmul (matmul_match.matmul_of) whose rows are g and the queries
+(matmul_spec.chained_run).
 
 A range read through several divisors (r // 2 and r // 4) is left as it is; a quotient that is divided again
 (`(r // 4) // 2`) is split again, since the quotient is a range of its own after the first split. The pass only

@@ -1,6 +1,7 @@
-"""Which matcher recognises a kernel as a matmul: the plain one (matmul_spec.match_matmul: strided operands), first on
-the kernel with its divided ranges split (range_split: GQA's key head `r // 4` becomes a broadcast batch range), else
-the gathered one (gathered_matmul: convolutions). Kept apart from both so that neither imports the other's module."""
+"""Which matcher recognises a kernel as a matmul: the plain one (matmul_spec.match_matmul: strided operands) on the
+kernel as it is, then on the kernel with its divided ranges split (range_split: GQA's key head `r // 4` becomes
+affine), else the gathered one (gathered_matmul: convolutions). Kept apart from both so that neither imports the
+other's module."""
 from __future__ import annotations
 
 from tinygrad.uop.ops import Ops, PatternMatcher, UOp, UPat, graph_rewrite
