@@ -1,5 +1,7 @@
-"""Which matcher recognises a kernel as a matmul: the plain one (matmul_spec.match_matmul: strided operands), else the
-gathered one (gathered_matmul: convolutions). Kept apart from both so that neither imports the other's module."""
+"""Which matcher recognises a kernel as a matmul: the plain one (matmul_spec.match_matmul: strided operands) on the
+kernel as it is, then on the kernel with its divided ranges split (range_split: GQA's key head `r // 4` becomes
+affine), else the gathered one (gathered_matmul: convolutions). Kept apart from both so that neither imports the
+other's module."""
 from __future__ import annotations
 
 from tinygrad.uop.ops import Ops, PatternMatcher, UOp, UPat, graph_rewrite
@@ -7,6 +9,7 @@ from tinygrad.uop.ops import Ops, PatternMatcher, UOp, UPat, graph_rewrite
 from tt_backend.lowering.families.family import Kernel
 from tt_backend.lowering.families.gathered_matmul import match_gathered_matmul
 from tt_backend.lowering.families.matmul_spec import MatmulSpec, match_matmul
+from tt_backend.lowering.range_split import split_divided_ranges
 from tt_backend.chip.errors import UnsupportedOp
 
 
@@ -25,10 +28,11 @@ sums_of_sums = PatternMatcher([(UPat(Ops.REDUCE, name="outer"), merged_sum)])
 
 def matmul_of(sink: UOp) -> MatmulSpec | None:
     """The sink's matmul spec (directly nested sums merged); None when it is not a matmul or its index forms are
-    beyond the matchers."""
+    beyond the matchers. A plain matmul once its divided ranges are split is taken before a gathered one: its operands
+    are read by strides, not element by element."""
     sink = graph_rewrite(sink, sums_of_sums)
     try:
-        return match_matmul(sink) or match_gathered_matmul(sink)
+        return match_matmul(sink) or match_matmul(split_divided_ranges(sink)) or match_gathered_matmul(sink)
     except UnsupportedOp:
         return None
 

@@ -88,6 +88,19 @@ def k_chained(co: dict, rks: list[UOp]) -> bool:
     return all(co.get(a, 0) == co.get(b, 0) * int(b.src[0].arg) for a, b in zip(rks, rks[1:]))
 
 
+def chained_run(inner: UOp | None, exclusive: set, co: dict, oco: dict, size: dict) -> list[UOp]:
+    """The rows (columns) of an operand as one flat range, innermost first: `inner`, then each of the operand's other
+    exclusive ranges whose stride is the run's stride times its size both in the operand (affine coefficients co) and
+    in the output (oco). GQA's scores q[b, 4h + g, m, d] k[b, h, n, d]: the key ignores the group range g, which
+    follows m in q and in the output, so the rows are (g, m), M = 4 x 16, where a batch of 4 would each hold 16."""
+    if inner is None: return []
+    run, step, ostep = [inner], co[inner] * size[inner], oco[inner] * size[inner]
+    while (r := next((r for r in exclusive - set(run) if co.get(r) == step and oco.get(r) == ostep), None)) is not None:
+        run.append(r)
+        step, ostep = step * size[r], ostep * size[r]
+    return run
+
+
 MATMUL_DTYPES = (dtypes.float32, dtypes.bfloat16)
 
 
@@ -161,24 +174,26 @@ def match_matmul(sink: UOp) -> MatmulSpec | None:
     size = {r: int(r.src[0].arg) for r in rngs}
     if not (k_chained(acc[0][1], rks) and k_chained(acc[1][1], rks)): return None
     if not (only0 | only1 | both) <= ro: return None                # an operand range missing from the output
-    # m (n) is the operand's exclusive range that is innermost in the output; its other exclusive ranges, the shared
-    # ones and output-only ones are batch ranges (a batched operand times a broadcast one: B's batch stride is 0)
+    # m (n) is the operand's exclusive range that is innermost in the output, with the exclusive ranges chained to it
+    # (chained_run); its other exclusive ranges, the shared ones and output-only ones are batch ranges (a batched
+    # operand times a broadcast one: B's batch stride is 0)
     def inner(rs): return min(rs, key=lambda r: abs(oacc[1][r])) if rs else None
     rm0, rn1 = inner(only0), inner(only1)
     if rm0 is None and rn1 is None: return None                    # (batched) dot products: a plain reduction
-    batch = sorted(ro - {rm0, rn1}, key=lambda r: -abs(oacc[1].get(r, 0)))
     # the side whose exclusive range is contiguous in the output is B (n): C rows come out of the writer as lines
     if rm0 is not None and oacc[1].get(rm0) == 1 and (rn1 is None or oacc[1].get(rn1) != 1):
-        acc, (rm0, rn1) = acc[::-1], (rn1, rm0)
+        acc, (rm0, rn1), (only0, only1) = acc[::-1], (rn1, rm0), (only1, only0)
         tiles = tiles[::-1]
     (abuf, aco, adt), (bbuf, bco, bdt), (obuf, oco, odt) = acc[0], acc[1], oacc
+    m_run, n_run = chained_run(rm0, only0, aco, oco, size), chained_run(rn1, only1, bco, oco, size)
+    batch = sorted(ro - set(m_run) - set(n_run), key=lambda r: -abs(oco.get(r, 0)))
 
     def g(co, r): return co.get(r, 0) if r is not None else 0
 
     def operand(buf, co, dt, rr, rc, tile):
         return Operand(buf.arg.slot, dt, co.get(None, 0), g(co, rr), g(co, rc), tuple(g(co, r) for r in batch),
                        int(buf.src[0].arg) * DTYPE_SIZE[dt], tile)
-    return MatmulSpec(M=size[rm0] if rm0 is not None else 1, N=size[rn1] if rn1 is not None else 1,
+    return MatmulSpec(M=math.prod(size[r] for r in m_run), N=math.prod(size[r] for r in n_run),
                       K=math.prod(size[r] for r in rks),
                       batch=tuple(size[r] for r in batch), round_bf16=round_bf16 and odt == "float32",
                       a=operand(abuf, aco, adt, rm0, rk, tiles[0]), b=operand(bbuf, bco, bdt, rk, rn1, tiles[1]),

@@ -44,6 +44,9 @@ groups holding rows < M (1 instead of 8 for a vector), and with a single row til
 once per A slot instead of at every fill. Likewise N <= 16 (attention's scores over few keys): only the first column
 half's 4 passes run (column_halves); the second half of C stays zero and the writer drops it. Batched matmuls split
 their batches over cores (use_cores), each core running whole batches with the same ELFs.
+Movers: the reader fetches as many of an operand's evenly spaced rows (columns) as its 16 KB staging area holds in one
+NoC read (stage_rows_bytes), and the writer sends a 32-row block in one NoC write when its rows are one 16-byte-aligned
+run of the output (rows_joined): attention's small batches (64 x 16 scores) are a few transfers each, not one per row.
 
 Error: each of the K steps rounds once (relative 2^-24), so |C - C_exact| <= K * 2^-24 * sum_k |a_ik b_kj| (to first
 order; a sequential fp32 dot product on a CPU, fma or not, has essentially the same bound gamma_K, so the two may
@@ -66,7 +69,7 @@ from tt_backend.lowering.families.family import Candidate, Family, Kernel
 from tt_backend.lowering.families.matmul_match import kernel_matmul
 from tt_backend.lowering.families.matmul_spec import (TILE, MatmulKernelPlan, MatmulSpec, line_bytes,
                                                       matmul_args_header, matmul_io, operand_ctx, out_pitch)
-from tt_backend.lowering.families.mover_cost import CORE_LAUNCH_CYCLES, split_ranges
+from tt_backend.lowering.families.mover_cost import CORE_LAUNCH_CYCLES, MM_STAGE_ROWS_BYTES, split_ranges
 from tt_backend.lowering.plan import DTYPE_SIZE, Report
 from tt_backend.chip import isa, layout
 from tt_backend.chip.errors import UnsupportedOp
@@ -138,6 +141,15 @@ class SfpuMatmulPlan(MatmulKernelPlan):
     @property
     def split_k(self) -> bool: return self.nkb > 1
 
+    @property
+    def rows_joined(self) -> bool:
+        """Whether a row block's output rows are one run of the output buffer (rows contiguous, all N columns in one
+        group) starting on 16-byte boundaries, so the writer stages them at their DRAM pitch and sends one NoC write
+        (attention's 64 score rows of 16 columns: one write instead of 64)."""
+        o, esz = self.spec.out, DTYPE_SIZE[self.spec.out.dtype]
+        return (o.gather is None and o.cs == 1 and o.rs == self.spec.N and self.ng == 1
+                and all(v * esz % 16 == 0 for v in (o.rs, o.offset, *o.bs)))
+
     def render(self) -> dict[str, str]:
         return render_sfpu_matmul(self)
 
@@ -204,11 +216,10 @@ def allocate_sfpu_matmul_l1(plan: SfpuMatmulPlan) -> SfpuMatmulPlan:
     bit-identical to the one-block kernel."""
     s = plan.spec
     _, nt, _ = plan.tiles
-    esz_in = max(DTYPE_SIZE[s.a.dtype], DTYPE_SIZE[s.b.dtype])
     esz_out = DTYPE_SIZE[s.out.dtype]
 
     def fixed() -> dict[str, int]:   # stage_out holds one 32-row panel of the column group
-        return {"cb_out": 2 * 4096, "stage_in": line_bytes(max(s.K, s.N, TILE) + TILE, esz_in),
+        return {"cb_out": 2 * 4096, "stage_in": stage_rows_bytes(s),
                 "stage_out": TILE * out_pitch(min(s.N, TILE * plan.ntg), esz_out)}
 
     def one_block() -> tuple[int, int, dict] | None:
@@ -258,8 +269,7 @@ def force_split_k(plan: SfpuMatmulPlan, kbc: int, b_stream: bool = False, ng: in
     _, nt, _ = plan.tiles
     plan.b_stream, plan.a_depth = b_stream, 2
     plan.ng = nt if b_stream else (ng or plan.ng)
-    esz_in = max(DTYPE_SIZE[s.a.dtype], DTYPE_SIZE[s.b.dtype])
-    fixed = {"cb_out": 2 * 4096, "stage_in": line_bytes(max(s.K, s.N, TILE) + TILE, esz_in),
+    fixed = {"cb_out": 2 * 4096, "stage_in": stage_rows_bytes(s),
              "stage_out": TILE * out_pitch(min(s.N, TILE * plan.ntg), DTYPE_SIZE[s.out.dtype])}
     cb_b = plan.kc * plan.ntg * B_CHUNK_BYTES
     return _split(plan, kbc, lambda k: {"cb_b": cb_b if not b_stream else 2 * k * B_CHUNK_BYTES,
@@ -334,8 +344,17 @@ def variant_words(buf: int, halves: int) -> list[dict]:
     return out
 
 
+def stage_rows_bytes(spec: MatmulSpec) -> int:
+    """The reader's staging area: several operand lines per NoC read (fetch_lines: A's rows, B's rows or columns,
+    when the lines are as far apart as they are long or farther), at least one line of the longest operand row.
+    Attention's 64 x 64 score rows of one batch are two reads instead of 64."""
+    esz_in = max(DTYPE_SIZE[spec.a.dtype], DTYPE_SIZE[spec.b.dtype])
+    return max(MM_STAGE_ROWS_BYTES, line_bytes(max(spec.K, spec.N, TILE) + TILE, esz_in))
+
+
 def args_header_sfpu_mm(plan: SfpuMatmulPlan) -> str:
     return matmul_args_header(plan, GENERATOR, [
+        f"#define STAGE_ROWS_BYTES {stage_rows_bytes(plan.spec)}u  /* L1_STAGE_IN's size (fetch_lines) */",
         f"#define MM_KC {plan.kc}u  /* chunks of {KCH} k */",
         f"#define MM_NG {plan.ng}u", f"#define MM_NTG {plan.ntg}u  /* column tiles per group */",
         f"#define MM_A_DEPTH {plan.a_depth}u",
@@ -375,7 +394,8 @@ def render_sfpu_matmul(plan: SfpuMatmulPlan) -> dict[str, str]:
     unp = dict(UNPACK_CFG["fp32"]) | UNPACK_CFG_COMMON
     ctx = {
         "name": plan.name, "spec": s, "a": operand_ctx(s.a, "a"), "b": operand_ctx(s.b, "b"), "out": operand_ctx(s.out),
-        "out_bf16": s.out.dtype == "bfloat16", "w": w, "unp": {i: hex_u32(v) for i, v in unp.items()},
+        "out_bf16": s.out.dtype == "bfloat16", "rows_joined": plan.rows_joined, "w": w,
+        "unp": {i: hex_u32(v) for i, v in unp.items()},
         "alu_format": hex_u32(alu_format_word(["fp32"], "fp32")),
         "pck": {i: hex_u32(v) for i, v in PACK_CFG["fp32"].items()},
         "variants": [variant_words(0, column_halves(s)), variant_words(1, column_halves(s))],

@@ -154,8 +154,12 @@ def test_match_plain_transposed_batched():
     assert (s.a.rs, s.a.cs, s.a.transposed) == (1, 64, True)
     s = match_matmul(matmul_ast(lambda x, y: x @ y, [(3, 64, 48), (3, 48, 80)], dtypes.float32))
     assert (s.batch, s.a.bs, s.b.bs, s.out.bs) == ((3,), (3072,), (3840,), (5120,))
-    s = match_matmul(matmul_ast(lambda x, y: x @ y, [(3, 64, 48), (48, 80)], dtypes.float32))   # broadcast B
-    assert (s.batch, s.b.bs) == ((3,), (0,))
+    # broadcast B: A's batch follows its rows in A and in the output (matmul_spec.chained_run), one 192-row matmul
+    s = match_matmul(matmul_ast(lambda x, y: x @ y, [(3, 64, 48), (48, 80)], dtypes.float32))
+    assert (s.M, s.batch, s.a.rs, s.out.rs) == (192, (), 48, 80)
+    # the same with A's batch inside its rows (a permuted A): not chained, a batch range B does not read
+    s = match_matmul(matmul_ast(lambda x, y: x.permute(1, 0, 2) @ y, [(64, 3, 48), (48, 80)], dtypes.float32))
+    assert (s.M, s.batch, s.a.rs, s.a.bs, s.b.bs) == (64, (3,), 144, (48,), (0,))
     # matrix-vector: computed as the row vector y^T @ x^T, so the 64 outputs are one contiguous row
     s = match_matmul(matmul_ast(lambda x, y: x @ y, [(64, 48), (48,)], dtypes.float32))
     assert (s.M, s.N, s.K, s.b.transposed) == (1, 64, 48, True)
