@@ -6,6 +6,8 @@ helpers instead of inlining them (templates/blocks/index_loads.c.j2): less code,
 """
 from __future__ import annotations
 
+import math
+
 from tt_backend.lowering.codegen.c_exprs import DRAM_LOAD, DRAM_STORE, TILE_LOAD, TILE_STORE
 from tt_backend.lowering.codegen.l1 import STAGING_BYTES, aligned
 from tt_backend.lowering.families.tile_plan import ReducePlan, TilePlan, window_bytes
@@ -135,6 +137,25 @@ def column_windows(plan: TilePlan) -> dict[str, int]:
     return out
 
 
+# A columns walk whose runs hold a tile or more (the inverse transpose: each datum of a tile in another column) reads,
+# for one tile, one datum of TILE_ELEMS consecutive columns; the tiles below it in the output (the next runs) read the
+# next datums of the same columns. Split into contiguous ranges of tiles, each core would take a few whole runs and so
+# read every column of the buffer (einsum's gradient: 84 cores each read its 12.4 MB input). Instead the tiles are
+# seen as a grid of rows of `lcm(run, TILE_ELEMS) / TILE_ELEMS` tiles (a whole number of runs per row) and walked
+# column by column: a core's range of the walk is a band of whole columns, and each column's tiles read one block of
+# the buffer's columns, their datums of consecutive rows adjacent (one segment each). Tiles past the last whole row of
+# the grid follow in order.
+def tile_grid(plan: TilePlan) -> tuple[int, int] | None:
+    """(rows, columns) of the grid whose tiles a core walks column by column (above), or None (tiles in order)."""
+    for s in plan.inputs:
+        runs = None if s.contiguous else _affine_runs(plan, s, STAGING_BYTES)
+        if runs is not None and runs["mode"] == "columns" and runs["run"] >= TILE_ELEMS:
+            columns = math.lcm(runs["run"], TILE_ELEMS) // TILE_ELEMS
+            rows = plan.n_tiles // columns
+            return (rows, columns) if rows > 1 else None
+    return None
+
+
 def column_blocks(stride: int, dtype: str) -> bool:
     """Whether a columns walk of this stride fills its segments in blocks (COLUMN_BLOCK_BYTES; ascending columns)."""
     return 0 < stride * DTYPE_SIZE[dtype] <= COLUMN_BLOCK_BYTES // 4
@@ -207,6 +228,7 @@ def _affine_runs(plan: TilePlan, s: Stream, window: int) -> dict | None:
             "column_bytes": column_bytes(run, esz, window - bounce) if mode == "columns" and not resident else 0,
             "column_block": bounce,
             "column_table": aligned(8 * run),
+            "grid": plan.tile_grid is not None,   # the core walks its tiles down grid columns (tile_grid)
             "direct": mode == "runs" and esz == TILE_BYTES[s.tile_format] // TILE_ELEMS}
 
 
