@@ -123,11 +123,11 @@ COLUMN_BLOCK_BYTES = 32 * 1024
 SEGMENTS_MIN_STEP = STAGING_BYTES // 64
 
 
-# A walk down grid columns (tile_grid) touches at most GRID_SLOTS columns between its tiles' reuses of a segment (a tile's
-# TILE_ELEMS columns, a core's range crossing into the next grid column): the segments are GRID_SLOTS slots, column c in
-# slot c mod GRID_SLOTS (a slot's bounds are DRAM addresses, so a column that finds another's segment there reads its
-# own), each as long as GRID_WINDOW_MAX allows up to the column's datums of every row: a core then reads each of its
-# columns about once.
+# A walk down grid columns (tile_grid) touches at most GRID_SLOTS columns between its tiles' reuses of a segment (a
+# tile's TILE_ELEMS columns, a core's range crossing into the next grid column): the segments are GRID_SLOTS slots,
+# column c in slot c mod GRID_SLOTS (a slot's bounds are DRAM addresses, so a column that finds another's segment there
+# reads its own), each as long as GRID_WINDOW_MAX allows up to the column's datums of every row: a core then reads
+# each of its columns about once (einsum's gradient transpose: 1.52M -> 1.07M cycles on 117 cores).
 GRID_SLOTS = 2 * TILE_ELEMS
 GRID_WINDOW_MAX = 768 * 1024
 
