@@ -5,8 +5,8 @@ SFPU, or partly on the FPU (ELWMUL/ELWADD/ELWSUB straight from the unpackers) wh
 
 Its one candidate is the placement search's answer (without a placer: all on the SFPU in float32, no report).
 
-On a grid: the output tiles are split into contiguous ranges, one per core (tile_plan.TilePlan), priced by
-mover_cost.grid_pipeline_cycles.
+On a grid: the output tiles are split into contiguous ranges, one per core (tile_plan.TilePlan; of a column-by-column
+walk for inverse transposes, tile_streams.tile_grid), priced by mover_cost.grid_pipeline_cycles.
 """
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from tt_backend.lowering.families.family import Candidate, Family, Kernel
 from tt_backend.lowering.families.tile_plan import TilePlan, allocate_l1
 from tt_backend.lowering.families.tile_render import render_tile_kernel
 from tt_backend.lowering.families.mover_cost import compute_stage, grid_pipeline_cycles
-from tt_backend.lowering.families.tile_streams import column_windows, reader_mode, stream_ctx
+from tt_backend.lowering.families.tile_streams import column_windows, reader_mode, stream_ctx, tile_grid
 from tt_backend.lowering.frontend import LoweredKernel
 from tt_backend.lowering.graph import live_nodes
 from tt_backend.lowering.placement.choice import FpuOp, compile_split, split
@@ -85,7 +85,9 @@ def plan_placed(lk: LoweredKernel, pl: Placement) -> ElementwisePlan:
 
 
 def allocated(plan: ElementwisePlan) -> ElementwisePlan:
-    """The plan with its L1 placed, transposing readers' windows grown (tile_streams.column_windows)."""
+    """The plan with its L1 placed, transposing readers' windows grown (tile_streams.column_windows) and their tiles
+    walked in the order that keeps each core's reads in one block of columns (tile_streams.tile_grid)."""
+    plan.tile_grid = tile_grid(plan)
     return allocate_l1(plan, windows=column_windows(plan))
 
 

@@ -24,13 +24,16 @@ WRITE_AHEAD = CB_DEPTH - 2
 @dataclass
 class TilePlan(Plan):
     """A kernel on the tile pipeline (reader -> unpack / math / pack -> writer). On a grid its tiles are split into
-    contiguous ranges of whole `split_unit`s, one range per core, every core running the same ELFs on its range
-    (argument words ARG_TILE_BEGIN/END after the buffers); `use_cores(max_cores)` picks the count the family's launch
-    model (`launch_cycles(cores)`, mover_cost) prices lowest, at most `max_cores` (the target's tiles, capped by
-    TT_CORES)."""
+    contiguous ranges of whole `split_unit`s (of the walk `tile_grid` orders, if set), one range per core, every core
+    running the same ELFs on its range (argument words ARG_TILE_BEGIN/END after the buffers); `use_cores(max_cores)`
+    picks the count the family's launch model (`launch_cycles(cores)`, mover_cost) prices lowest, at most `max_cores`
+    (the target's tiles, capped by TT_CORES)."""
     sfpu: SfpuProgram                   # per row step; input stream j is unpacked into Dst32b slot j
     head_inputs: frozenset[int] = field(default=frozenset(), kw_only=True)   # broadcast inputs only the SFPU setup reads, at row step 0: the
                                     # reader writes just the datums it reads (tile_streams.HEAD_DATUMS)
+    # (rows, columns): the cores' ranges walk a grid of the tiles column by column (tile_streams.tile_grid); None:
+    # in order
+    tile_grid: tuple[int, int] | None = field(default=None, kw_only=True)
 
     @property
     def split_unit(self) -> int:

@@ -39,6 +39,8 @@ def args_header(plan: TilePlan, generator: str, red: ReducePlan | None, datums: 
         h.add(f"#define OUT_STAGE 0x{plan.l1['stage_out']:X}u")
     h.add("/* this core's tiles [begin, end): the argument words after the buffers (plan.core_arg_words) */",
           f"#define ARG_TILE_BEGIN ARG_BUF({len(plan.buffers)})", f"#define ARG_TILE_END ARG_BUF({len(plan.buffers) + 1})")
+    if plan.tile_grid is not None:
+        h.add(*_grid_defines(*plan.tile_grid))
     if red is not None:
         h.add(*_reduce_defines(plan, red))
     if datums:
@@ -56,6 +58,22 @@ def args_header(plan: TilePlan, generator: str, red: ReducePlan | None, datums: 
                  "{",
                  "    for (int k = TT_N_RANGES - 1; k >= 0; k--) { if (++r[k] < tt_ranges[k]) return; r[k] = 0; }",
                  "}").text()
+
+
+def _grid_defines(rows: int, columns: int) -> list[str]:
+    """The walk of the tiles column by column over a grid of rows x columns tiles (tile_streams.tile_grid)."""
+    return ["", f"/* position k of a core's range -> tile: a grid of {rows} x {columns} tiles walked column by column, "
+                "the tiles past it in order (tile_streams.tile_grid) */",
+            f"#define TT_GRID_ROWS {rows}u", f"#define TT_GRID_COLS {columns}u",
+            "static inline uint32_t tt_tile_at(uint32_t k)", "{",
+            "    if (k >= TT_GRID_ROWS * TT_GRID_COLS) return k;",
+            "    return (k % TT_GRID_ROWS) * TT_GRID_COLS + k / TT_GRID_ROWS;", "}",
+            "/* one past the last tile of this core's walk (range ending at position end) down tile t's grid column */",
+            "static inline uint32_t tt_column_end(uint32_t t, uint32_t end)", "{",
+            "    if (t >= TT_GRID_ROWS * TT_GRID_COLS) return end;",
+            "    uint32_t row = t / TT_GRID_COLS, k = (t % TT_GRID_COLS) * TT_GRID_ROWS + row;",
+            "    uint32_t left = end - k < TT_GRID_ROWS - row ? end - k : TT_GRID_ROWS - row;",
+            "    return t + (left - 1u) * TT_GRID_COLS + 1u;", "}"]
 
 
 def _reduce_defines(plan: TilePlan, red: ReducePlan) -> list[str]:
@@ -197,6 +215,7 @@ def render_tile_kernel(plan: TilePlan, generator: str, red: ReducePlan | None = 
                          "c_type": INDEX_LOAD_TYPE[plan.buffers[k].dtype]} for k in index_load_buffers(plan)],
         # each core takes a range of tiles from its argument block (the grid split, tile_plan.TilePlan.core_arg_words)
         "tiles": ("tile_begin", "tile_end"),
+        "tile_grid": plan.tile_grid is not None,   # range positions -> tiles through tt_tile_at
         # the reader keeps several tiles' reads in flight where every input is one NoC read per tile
         "in_flight": bool(plan.inputs) and (all(s["mode"] == "contiguous" for s in inputs) if red is None else
                                             red.pass1 is None and all(s["mode"] == "red contiguous" for s in inputs)),

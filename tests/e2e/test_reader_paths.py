@@ -89,6 +89,8 @@ CASES = [
     ("bf16_inverse_transpose", lambda a: -a.T, [((300, 300), BF16)], {"columns"}),
     ("int_inverse_transpose", lambda a: a.T + 7, [((300, 150), I32)], {"columns"}),
     ("bool_inverse_transpose", lambda m, a: m.T.where(a, -a), [((300, 520), BOOL), ((1,), F32)], {"columns"}),
+    # an inverse permute of a larger buffer: its tiles walked down a grid's columns (tile_streams.tile_grid)
+    ("grid_inverse_permute", lambda a: a.permute(3, 0, 1, 2) + 7, [((4, 16, 16, 40), I32)], {"columns"}),
     ("slice_big_unaligned", lambda a: a[:, 3:50] * 2, [((200, 70), F32)], {"runs"}),    # 56000 B: window reloads
     ("broadcast_big", lambda a, b: a + b, [((9000, 1), F32), ((9000, 3), F32)], {"broadcast"}),
     ("short_broadcast", lambda a, b: a + b, [((300, 2), F32), ((300, 1), F32)], {"broadcast"}),
@@ -229,3 +231,36 @@ def test_column_segments_split_over_cores(name, perm, cores):
     plan.cores = cores
     assert launch_plan(EmuDevice(), plan, {1: x}, elfs)[0] == one
     np.testing.assert_array_equal(np.frombuffer(one, np.float32), (x.transpose(*perm) * 2).ravel())
+
+
+# inverse permutes (the last axis first: runs of the other axes' product, at least a tile) of every rank, split over
+# several cores: their tiles are walked down the columns of a grid (tile_streams.tile_grid), the tiles past it in order;
+# element counts not multiples of a tile (partial last tiles), dtypes of 4, 2 and 1 bytes; the reference works on
+# the DRAM contents (bf16: the high halves)
+GRID_CASES = [
+    ("rank2_f32", (1536, 41), F32, lambda a: a.T * 2, lambda x: x.T * 2, 7),
+    ("rank3_bf16", (1536, 5, 7), BF16, lambda a: -a.permute(2, 0, 1), lambda h: h.transpose(2, 0, 1) ^ np.uint16(0x8000), 5),
+    ("rank4_i32", (6, 16, 16, 9), I32, lambda a: a.permute(3, 0, 1, 2) + 7, lambda x: x.transpose(3, 0, 1, 2) + 7, 3),
+    ("rank5_bool", (4, 8, 8, 16, 20), BOOL, lambda m: m.permute(4, 0, 1, 2, 3).logical_not(),
+     lambda x: ~x.transpose(4, 0, 1, 2, 3), 6),
+    ("rank5_f32", (3, 24, 24, 32, 7), F32, lambda a: a.permute(3, 4, 0, 1, 2) * 2,
+     lambda x: x.transpose(3, 4, 0, 1, 2) * 2, 9),
+]
+
+
+@pytest.mark.needs_cc
+@pytest.mark.parametrize("name,shape,dt,fn,ref,cores", GRID_CASES, ids=[c[0] for c in GRID_CASES])
+def test_grid_walk_split_over_cores(name, shape, dt, fn, ref, cores):
+    """An inverse permute split over cores walks its tiles down grid columns and gives numpy's bytes exactly."""
+    from tt_backend.bench.kernels import launch_plan
+    from tt_backend.runtime.compile import compile_kernel
+    from tt_backend.runtime.emu.device import EmuDevice
+    (plan,) = _plans(fn, [(shape, dt)])
+    assert plan.tile_grid is not None and reader_mode(plan, 0) == "columns", name
+    rows, columns = plan.tile_grid
+    assert rows * columns <= plan.n_tiles and rows > 1
+    x = _data(shape, dt)
+    host = (x.view(np.uint32) >> 16).astype(np.uint16) if dt == BF16 else x   # bf16 in DRAM: the high halves
+    plan.cores = cores
+    got, _ = launch_plan(EmuDevice(), plan, {1: host}, compile_kernel(*split(plan.render()), plan.name))
+    assert got == np.ascontiguousarray(ref(host)).tobytes(), name
