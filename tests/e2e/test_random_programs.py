@@ -64,16 +64,20 @@ def check(program: Program, device: str = TT, localize: bool = True) -> dict:
             return {**row, "status": "crash", "cause": first_line(e)}
         if not any(compare(got[o], ref[o], program.units[o]) for o in program.outputs):
             return row
-        try:
-            steps = run(program, "CPU", every_step=True)
-        except Exception as e:
-            steps, row["first_wrong"] = None, f"the CPU device failed step by step: {first_line(e)}"
+        steps, steps_failed = (ref if "reference" in row else None), None     # the step-by-step run, once
+        if steps is None:
+            try:
+                steps = run(program, "CPU", every_step=True)
+            except Exception as e:
+                steps_failed = f"the CPU device failed step by step: {first_line(e)}"
         scales = magnitudes(program, steps) if steps is not None else {}
         bad = {o: m for o in program.outputs if (m := compare(got[o], ref[o], program.units[o], scales.get(o)))}
         if not bad:
             return row
         row.update(status="wrong", cause="; ".join(f"{o}: {m}" for o, m in bad.items()))
-        if localize and steps is not None:
+        if steps_failed:
+            row["first_wrong"] = steps_failed
+        elif localize:
             row["first_wrong"] = first_wrong_step(program, device, steps, scales)
             if row["first_wrong"] == "fusion" and cpu_fusion_disagrees(program, got, ref, steps, list(bad), scales):
                 row["status"] = "reference"
@@ -159,8 +163,8 @@ def test_a_cancelling_sum_is_judged_by_the_rounding_of_its_terms():
 
 @pytest.mark.needs_cc
 def test_magnitudes_bound_every_value():
-    """The scale has every value's shape and is never below |value| (so it only ever loosens a test the plain relative
-    error would fail, never tightens one)."""
+    """The scale has every value's shape and is finite wherever the value is (an infinite scale would let any value
+    pass); it is never below |value| by construction (np.maximum in `magnitudes`)."""
     import numpy as np
     for seed in range(6):
         program = generate(seed, CI_NUMEL, CI_STEPS)
@@ -168,7 +172,7 @@ def test_magnitudes_bound_every_value():
         scale = magnitudes(program, steps)
         for s in program.steps:
             y = np.abs(np.asarray(steps[s.out], np.float64))
-            assert scale[s.out].shape == y.shape and (scale[s.out][np.isfinite(y)] >= y[np.isfinite(y)]).all(), s.text()
+            assert scale[s.out].shape == y.shape and np.isfinite(scale[s.out][np.isfinite(y)]).all(), s.text()
 
 
 def test_generator_covers_the_backend_dtypes():
