@@ -83,11 +83,9 @@ from tt_backend.lowering.codegen.words import hex_u32, word_u32
 from tt_backend.lowering.families.family import Candidate, Family, Kernel
 from tt_backend.lowering.families.matmul_match import kernel_matmul
 from tt_backend.lowering.families.matmul_epilogue import epilogue_ctx, epilogue_mode, epilogue_tile_cycles
-from tt_backend.lowering.families.matmul_spec import (TILE, MatmulKernelPlan, MatmulSpec, line_bytes,
-                                                      matmul_args_header, matmul_io, operand_ctx, out_packed_rows,
-                                                      out_pitch)
-from tt_backend.lowering.families.mover_cost import (MM_SHARE_PIECE, MM_STAGE_ROWS_BYTES, matmul_cycles,
-                                                     split_ranges)
+from tt_backend.lowering.families.matmul_spec import (TILE, MatmulKernelPlan, MatmulSpec, matmul_args_header,
+                                                      matmul_io, operand_ctx, out_packed_rows, out_pitch, stage_bytes)
+from tt_backend.lowering.families.mover_cost import MM_SHARE_PIECE, matmul_cycles, split_ranges
 from tt_backend.lowering.placement.guarantee import acceptable, fpu_reduction_guarantee
 from tt_backend.lowering.placement.reference import bf16_round, rel_error, sample_inputs
 from tt_backend.lowering.placement.search import BF16_ULP, ELWMUL_WORST, SAFETY, UNPACK_TRUNC
@@ -315,15 +313,6 @@ PACKED_MAX_NB = 128   # column tiles of a packed output panel (ch1.Y up to 31 * 
 def panel_pitch(nb: int) -> int:
     """Bytes per row of the packer's output panel (out_packed_rows): nb column tiles of bf16."""
     return 2 * TILE * nb
-
-
-STAGE_ROWS_BYTES = MM_STAGE_ROWS_BYTES   # the tilizers' staging area: several rows per NoC wait
-
-
-def stage_bytes(spec: MatmulSpec) -> int:
-    """The reader's (and the splitting writer's) staging area: at least one line of the longest operand row."""
-    esz_in = max(DTYPE_SIZE[spec.a.dtype], DTYPE_SIZE[spec.b.dtype])
-    return max(STAGE_ROWS_BYTES, line_bytes(max(spec.K, spec.N, TILE) + TILE, esz_in))
 
 
 def matmul_l1_sizes(plan: FpuMatmulPlan, nb: int) -> dict[str, int]:

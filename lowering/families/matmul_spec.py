@@ -17,6 +17,7 @@ from tinygrad.uop.ops import AxisType, Ops, UOp
 
 from tt_backend.lowering.codegen.args_header import ArgsHeader
 from tt_backend.lowering.families.gathered_operand import Gather
+from tt_backend.lowering.families.mover_cost import MM_STAGE_ROWS_BYTES
 from tt_backend.lowering.frontend import DTYPE_NAME, affine, strip_invalid, strip_ops
 from tt_backend.lowering.plan import DTYPE_SIZE, Buffer, Plan, Stream
 from tt_backend.chip.errors import UnsupportedOp
@@ -234,6 +235,14 @@ def matmul_io(spec: MatmulSpec, name: str) -> tuple[list[Buffer], list[Stream], 
 def line_bytes(n: int, esz: int) -> int:
     """The reader's staging line for n elements of esz bytes: 64 bytes of slack, rounded up to 64."""
     return (n * esz + 64 + 63) & ~63
+
+
+def stage_bytes(spec: MatmulSpec) -> int:
+    """Both matmul families' reader staging area (and the FPU matmul's splitting writer's): MM_STAGE_ROWS_BYTES, so
+    several operand lines go in one NoC read (fetch_lines) or wait, and at least one line of the longest operand
+    row."""
+    esz_in = max(DTYPE_SIZE[spec.a.dtype], DTYPE_SIZE[spec.b.dtype])
+    return max(MM_STAGE_ROWS_BYTES, line_bytes(max(spec.K, spec.N, TILE) + TILE, esz_in))
 
 
 PACKED_ROW_ALIGN = 8   # elements: a bf16 output row that starts on a 16-byte boundary in DRAM

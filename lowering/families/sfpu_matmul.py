@@ -45,8 +45,8 @@ once per A slot instead of at every fill. Likewise N <= 16 (attention's scores o
 half's 4 passes run (column_halves); the second half of C stays zero and the writer drops it. Batched matmuls split
 their batches over cores (use_cores), each core running whole batches with the same ELFs.
 Movers: the reader fetches as many of an operand's evenly spaced rows (columns) as its 16 KB staging area holds in one
-NoC read (stage_rows_bytes), and the writer sends a 32-row block in one NoC write when its rows are one 16-byte-aligned
-run of the output (rows_joined): attention's small batches (64 x 16 scores) are a few transfers each, not one per row.
+NoC read (matmul_spec.stage_bytes: attention's 64 x 64 score rows of one batch are two reads instead of 64), and the
+writer sends a 32-row block in one NoC write when its rows are one 16-byte-aligned run of the output (rows_joined): attention's small batches (64 x 16 scores) are a few transfers each, not one per row.
 
 Error: each of the K steps rounds once (relative 2^-24), so |C - C_exact| <= K * 2^-24 * sum_k |a_ik b_kj| (to first
 order; a sequential fp32 dot product on a CPU, fma or not, has essentially the same bound gamma_K, so the two may
@@ -67,9 +67,9 @@ from tt_backend.lowering.codegen.tensix import (PACK_CFG, SEM_FREE, SEM_MATHDONE
 from tt_backend.lowering.codegen.words import hex_u32, word_u32
 from tt_backend.lowering.families.family import Candidate, Family, Kernel
 from tt_backend.lowering.families.matmul_match import kernel_matmul
-from tt_backend.lowering.families.matmul_spec import (TILE, MatmulKernelPlan, MatmulSpec, line_bytes,
-                                                      matmul_args_header, matmul_io, operand_ctx, out_pitch)
-from tt_backend.lowering.families.mover_cost import CORE_LAUNCH_CYCLES, MM_STAGE_ROWS_BYTES, split_ranges
+from tt_backend.lowering.families.matmul_spec import (TILE, MatmulKernelPlan, MatmulSpec, matmul_args_header,
+                                                      matmul_io, operand_ctx, out_pitch, stage_bytes)
+from tt_backend.lowering.families.mover_cost import CORE_LAUNCH_CYCLES, split_ranges
 from tt_backend.lowering.plan import DTYPE_SIZE, Report
 from tt_backend.chip import isa, layout
 from tt_backend.chip.errors import UnsupportedOp
@@ -216,18 +216,13 @@ def allocate_sfpu_matmul_l1(plan: SfpuMatmulPlan) -> SfpuMatmulPlan:
     bit-identical to the one-block kernel."""
     s = plan.spec
     _, nt, _ = plan.tiles
-    esz_out = DTYPE_SIZE[s.out.dtype]
-
-    def fixed() -> dict[str, int]:   # stage_out holds one 32-row panel of the column group
-        return {"cb_out": 2 * 4096, "stage_in": stage_rows_bytes(s),
-                "stage_out": TILE * out_pitch(min(s.N, TILE * plan.ntg), esz_out)}
 
     def one_block() -> tuple[int, int, dict] | None:
         for ng in range(1, nt + 1):
             for depth in (2, 1):
                 plan.ng = ng
                 l1 = place({"cb_b": plan.kc * plan.ntg * B_CHUNK_BYTES, "cb_a": depth * plan.kc * A_CHUNK_BYTES,
-                           **fixed()})
+                           **fixed_l1(plan)})
                 if l1 is not None: return ng, depth, l1
         return None
 
@@ -236,7 +231,7 @@ def allocate_sfpu_matmul_l1(plan: SfpuMatmulPlan) -> SfpuMatmulPlan:
         for ng in range(1, nt + 1):
             plan.ng = ng
             kbc = room({"cb_b": plan.kc * plan.ntg * B_CHUNK_BYTES, "part": plan.ntg * C_TILE_BYTES,
-                        **fixed()}, 2) // (2 * A_CHUNK_BYTES)
+                        **fixed_l1(plan)}, 2) // (2 * A_CHUNK_BYTES)
             if kbc >= max(1, min(min_chunks, plan.kc - 1)): return ng, min(kbc, plan.kc - 1)
         return None
 
@@ -252,15 +247,23 @@ def allocate_sfpu_matmul_l1(plan: SfpuMatmulPlan) -> SfpuMatmulPlan:
         plan.ng = split[0]
         cb_b, part = plan.kc * plan.ntg * B_CHUNK_BYTES, plan.ntg * C_TILE_BYTES
         return _split(plan, split[1], lambda kbc: {"cb_b": cb_b, "cb_a": 2 * kbc * A_CHUNK_BYTES, "part": part,
-                                                   **fixed()})
+                                                   **fixed_l1(plan)})
     plan.ng, plan.b_stream = nt, True
-    kbc = room({"part": C_TILE_BYTES, **fixed()}, 2) // (2 * (A_CHUNK_BYTES + B_CHUNK_BYTES))
+    kbc = room({"part": C_TILE_BYTES, **fixed_l1(plan)}, 2) // (2 * (A_CHUNK_BYTES + B_CHUNK_BYTES))
     if kbc >= 1 and plan.kc >= 2:
         return _split(plan, min(kbc, plan.kc - 1), lambda kbc: {"cb_b": 2 * kbc * B_CHUNK_BYTES,
                                                                  "cb_a": 2 * kbc * A_CHUNK_BYTES,
-                                                                 "part": C_TILE_BYTES, **fixed()})
+                                                                 "part": C_TILE_BYTES, **fixed_l1(plan)})
     raise UnsupportedOp(f"{plan.name}: SFPU matmul {s.M}x{s.K} @ {s.K}x{s.N}: the staging lines and one K block of "
                         f"A and B do not fit in L1")
+
+
+def fixed_l1(plan: SfpuMatmulPlan) -> dict[str, int]:
+    """The L1 regions every blocking needs: the output's CB, the reader's staging area and stage_out, which holds one
+    32-row panel of the column group."""
+    s = plan.spec
+    return {"cb_out": 2 * 4096, "stage_in": stage_bytes(s),
+            "stage_out": TILE * out_pitch(min(s.N, TILE * plan.ntg), DTYPE_SIZE[s.out.dtype])}
 
 
 def force_split_k(plan: SfpuMatmulPlan, kbc: int, b_stream: bool = False, ng: int | None = None) -> SfpuMatmulPlan:
@@ -269,8 +272,7 @@ def force_split_k(plan: SfpuMatmulPlan, kbc: int, b_stream: bool = False, ng: in
     _, nt, _ = plan.tiles
     plan.b_stream, plan.a_depth = b_stream, 2
     plan.ng = nt if b_stream else (ng or plan.ng)
-    fixed = {"cb_out": 2 * 4096, "stage_in": stage_rows_bytes(s),
-             "stage_out": TILE * out_pitch(min(s.N, TILE * plan.ntg), DTYPE_SIZE[s.out.dtype])}
+    fixed = fixed_l1(plan)
     cb_b = plan.kc * plan.ntg * B_CHUNK_BYTES
     return _split(plan, kbc, lambda k: {"cb_b": cb_b if not b_stream else 2 * k * B_CHUNK_BYTES,
                                         "cb_a": 2 * k * A_CHUNK_BYTES, "part": plan.ntg * C_TILE_BYTES, **fixed})
@@ -344,17 +346,9 @@ def variant_words(buf: int, halves: int) -> list[dict]:
     return out
 
 
-def stage_rows_bytes(spec: MatmulSpec) -> int:
-    """The reader's staging area: several operand lines per NoC read (fetch_lines: A's rows, B's rows or columns,
-    when the lines are as far apart as they are long or farther), at least one line of the longest operand row.
-    Attention's 64 x 64 score rows of one batch are two reads instead of 64."""
-    esz_in = max(DTYPE_SIZE[spec.a.dtype], DTYPE_SIZE[spec.b.dtype])
-    return max(MM_STAGE_ROWS_BYTES, line_bytes(max(spec.K, spec.N, TILE) + TILE, esz_in))
-
-
 def args_header_sfpu_mm(plan: SfpuMatmulPlan) -> str:
     return matmul_args_header(plan, GENERATOR, [
-        f"#define STAGE_ROWS_BYTES {stage_rows_bytes(plan.spec)}u  /* L1_STAGE_IN's size (fetch_lines) */",
+        f"#define STAGE_ROWS_BYTES {stage_bytes(plan.spec)}u  /* L1_STAGE_IN's size (fetch_lines) */",
         f"#define MM_KC {plan.kc}u  /* chunks of {KCH} k */",
         f"#define MM_NG {plan.ng}u", f"#define MM_NTG {plan.ntg}u  /* column tiles per group */",
         f"#define MM_A_DEPTH {plan.a_depth}u",
