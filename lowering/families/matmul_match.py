@@ -32,7 +32,10 @@ def matmul_of(sink: UOp) -> MatmulSpec | None:
     are read by strides, not element by element."""
     sink = graph_rewrite(sink, sums_of_sums)
     try:
-        return match_matmul(sink) or match_matmul(split_divided_ranges(sink)) or match_gathered_matmul(sink)
+        if spec := match_matmul(sink):
+            return spec
+        split = split_divided_ranges(sink)         # the sink itself when no range is divided: matched just above
+        return (split is not sink and match_matmul(split)) or match_gathered_matmul(sink)
     except UnsupportedOp:
         return None
 
