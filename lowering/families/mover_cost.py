@@ -274,8 +274,10 @@ def matmul_cycles(spec, phases: int, read_modes: tuple[str, str], epilogue: int,
     # thread 0's issue per tile product: a row-major operand's face-row walk, A's once per group, B's every time
     walks = (MM_FACE_ROW_ISSUE / group if a_mode == "panel" else 0) + (MM_B_FACE_ROW_ISSUE if b_mode == "panel" else 0)
     unpack = max(unpack_cycles("bf16" if tb == 2048 else "fp32"), walks)
-    # the reader's rows of B: half when the writer fills the other half (B tilized by both, or read for the Tensix)
-    b_rows = min(spec.K, 32 * (-(-b_kt // 2) if b_split or b_mode == "tensix" else b_kt))
+    # B's share in halves when the reader and the writer each fill one (B tilized by both, or read for the Tensix):
+    # the reader reads its half of the rows, and each sends its own half (NoC0 and NoC1)
+    halves = 2 if b_split or b_mode == "tensix" else 1
+    b_rows = min(spec.K, 32 * -(-b_kt // halves))
     launch, reader_all, compute_all, writer_all = 0, 0, 0, 0
     for c0 in range(0, ntc, block_cols):                             # the core's blocks of B's columns
         ct = min(block_cols, ntc - c0)
@@ -288,7 +290,7 @@ def matmul_cycles(spec, phases: int, read_modes: tuple[str, str], epilogue: int,
             compute = ct * max(mvmul, per_tile)
             # the launch's last group is rounded and packed after its MVMULs, with nothing left to overlap (bf16
             # 1024^3 on 8 x 8, 4 column tiles per core: the pack thread's last group 3,137 cycles after the math's)
-            drain = min(group, ct - (ct - 1) // group * group) * per_tile
+            drain = ((ct - 1) % group + 1) * per_tile          # the last group's tiles
         else:
             compute = ct * (kt * (max(unpack, 16 * phases) + MM_K_BLOCK_FIXED) + pack_cycles("fp32"))
             drain = 0
@@ -301,9 +303,6 @@ def matmul_cycles(spec, phases: int, read_modes: tuple[str, str], epilogue: int,
             upper = min(16, rows)
             reader = reader_a + MM_WRITE_PER_ELEM[out] * upper * cols
             writer = MM_WRITE_PER_ELEM[out] * (rows - upper) * cols
-        # B's share: with the reader and the writer tilizing halves (or reading them for the Tensix), each sends its
-        # own half (NoC0 and NoC1)
-        halves = 2 if b_split or b_mode == "tensix" else 1
         fill = read(b_mode, spec.b, b_rows, cols) + share_cycles(gr, b_kt * ct * tb // halves)
         if b_mode == "tensix":   # the share tilized on the Tensix before it is shared
             fill += MM_TILIZE_PASS_PER_TILE * b_kt * ct
