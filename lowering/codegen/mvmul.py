@@ -117,6 +117,12 @@ def face_row_words(unpacker: int, tiles: int = 1) -> dict:
     }
 
 
+UNP0_X_DIM = 86    # Tile_x_dim_cntx0 [15:0] beside the cntx1 one [31:16] (the matmul rewrites it per block of B)
+UNP0_X_DIM_HIGH = UNPACK_CFG_MM_COMMON[UNP0_X_DIM] & 0xFFFF0000
+UNP0_DESC1 = 65    # unpacker 0's TileDescriptor word 1: y_dim 16 for the face-row walk, 1 for whole tiles
+FACE_ROW_Y_DIM = 0x00010010   # TileDescriptor word 1 of the face-row walk: y_dim 16
+
+
 def face_row_cfg(unpacker: int, row_datums: int) -> dict[int, int]:
     """Unpacker `unpacker`'s configuration for face_row_words on bf16 rows of `row_datums`: the x_dim (unpacker 1:
     its TileDescriptor, cfg 112; unpacker 0: Tile_x_dim_cntx0, cfg 86, which overrides its descriptor's), y_dim 16
@@ -125,13 +131,9 @@ def face_row_cfg(unpacker: int, row_datums: int) -> dict[int, int]:
     Dest_cntx0_address alone."""
     assert row_datums < 1 << 16, "a 16-bit x_dim"
     if unpacker:
-        return {112: row_datums << 16 | UNPACK_CFG_MM["bf16"][112] & 0xFFFF, 113: 0x00010010, 59: 32}
-    return {UNP0_X_DIM: UNP0_X_DIM_HIGH | row_datums, 65: 0x00010010, 57: 32, 50: 1 << 8}
+        return {112: row_datums << 16 | UNPACK_CFG_MM["bf16"][112] & 0xFFFF, 113: FACE_ROW_Y_DIM, 59: 32}
+    return {UNP0_X_DIM: UNP0_X_DIM_HIGH | row_datums, UNP0_DESC1: FACE_ROW_Y_DIM, 57: 32, 50: 1 << 8}
 
-
-UNP0_X_DIM = 86    # Tile_x_dim_cntx0 [15:0] beside the cntx1 one [31:16] (the matmul rewrites it per block of B)
-UNP0_X_DIM_HIGH = UNPACK_CFG_MM_COMMON[UNP0_X_DIM] & 0xFFFF0000
-UNP0_DESC1 = 65    # unpacker 0's TileDescriptor word 1: y_dim 16 for the face-row walk, 1 for whole tiles
 
 # The B tilize pass on the Tensix (fpu_matmul with b_layout "tensix"; tests/support/pack_cases.py walk_tilize_config,
 # bit-identical on ttsim): unpacker 0's face-row walk into SrcA, eight MOVA2Ds of 8 rows into Dst16b (cfg 1 with
