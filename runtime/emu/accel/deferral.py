@@ -292,7 +292,7 @@ class DeferralMixin:
         if is_mem:
             mode = mod0 or resolve_sfpu_mode(c0, c1)
             addr = (imm + dst_base) & 0x3FF
-            if mode not in (sfpu_native.DST32_STORE_MODES if is_store else sfpu_native.DST32_MODES) or addr & 1 \
+            if mode not in sfpu_native.DST32_MODES_OF[is_store] or addr & 1 \
                     or addr >= 512:
                 return False
             if len(dq) >= DQ_MAX:

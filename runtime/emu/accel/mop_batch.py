@@ -64,7 +64,7 @@ class MopBatchMixin:
         resolved = []
         for (i, is_store, imm, amode, vd, mod0) in mems:
             m = mod0 or (3 if fp32 else 1 if srcb16 else 2)
-            if m not in (sfpu_native.DST32_STORE_MODES if is_store else sfpu_native.DST32_MODES) or th.cfg[47 + amode]:
+            if m not in sfpu_native.DST32_MODES_OF[is_store] or th.cfg[47 + amode]:
                 return 0
             resolved.append(m)
         # the Dst addresses of every repetition: the address modifiers applied to a copy of the RWCs (in closed form

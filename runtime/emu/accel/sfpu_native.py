@@ -35,6 +35,7 @@ OPS = ("SFPLOAD", "SFPSTORE", "SFPMAD", "SFPADDI", "SFPMULI", "SFPLOADI", "SFPEX
 _OP = {name: i for i, name in enumerate(OPS)} | {"SFPADD": OPS.index("SFPMAD"), "SFPMUL": OPS.index("SFPMAD")}
 DST32_MODES = (3, 4, 12)      # SFPLOAD / SFPSTORE modes the C part moves: FP32, INT32, INT32_SM (raw 32-bit words)
 DST32_STORE_MODES = DST32_MODES + (7,)   # and HI16 for a store: its word as is (an SFPLOAD's HI16 reads Dst16b)
+DST32_MODES_OF = {False: DST32_MODES, True: DST32_STORE_MODES}   # by is_store: what a load / a store may use
 
 # A record: op, mod, va, vb, vc, vd, imm, addr; per instruction, which field fills each of mod .. imm (None, or a
 # field the instruction lacks: 0).
