@@ -4,12 +4,12 @@ import numpy as np
 import pytest
 
 from tt_backend.bench.emu import elementwise_inputs, elementwise_plan
-from tt_backend.bench.kernels import launch_plan, matmul_plan
+from tt_backend.bench.kernels import launch_plan, matmul_arrays, matmul_plan
 from tt_backend.chip.numerics import fpu_math as fm
 from tt_backend.lowering.codegen.sources import split
 from tt_backend.runtime.compile import compile_kernel
-from tt_backend.runtime.emu import unpack_pack
-from tt_backend.runtime.emu.accel import fpu_batch, native
+from tt_backend.runtime.emu import noc, unpack_pack
+from tt_backend.runtime.emu.accel import fpu_batch, native, rv32_native
 from tt_backend.runtime.emu.device import EmuDevice
 
 
@@ -90,3 +90,18 @@ def test_unpack_pack_fast_paths_identical(n, switch, monkeypatch):
     got = np.frombuffer(fast[0][0], np.float32)
     # (which buffer slot is `a` is the scheduler's business; fp32 with a possibly fused multiply-add: 1e-6)
     assert min(np.abs(got - (u * v + u)).max() for u, v in ((x, y), (y, x))) <= 1e-6 * np.abs(x * y + x).max()
+
+
+@pytest.mark.needs_cc
+@pytest.mark.parametrize("module, switch", [(noc, "ROUTE_CACHE"), (rv32_native, "NIU_STORES")])
+def test_data_movement_fast_paths_identical(module, switch, monkeypatch):
+    """bf16 64^3 matmul on a 2x2 grid (DRAM reads on both NoCs, multicasts, semaphores between tiles): the NoC time
+    model's kept route resources (noc.ROUTE_CACHE) and the NIU command registers filled in C (rv32_native.NIU_STORES)
+    against their reference paths: the same bytes, cycles and NoC statistics of every tile."""
+    plan = matmul_plan(64, "HiFi2")
+    plan.use_cores(4)
+    elfs = compile_kernel(*split(plan.render()), plan.name)
+    fast = _launch(plan, matmul_arrays(plan), elfs)
+    assert fast[1]["fabric"]["transfers"] > 0
+    monkeypatch.setattr(module, switch, False)
+    assert _launch(plan, matmul_arrays(plan), elfs) == fast
