@@ -407,9 +407,13 @@ class Busy:
     def take(self, s: int, d: int) -> None:
         e = s + d
         ends = self.ends
-        if not ends or ends[-1] < s:                   # (the usual case: after every interval, not touching)
+        # the usual cases: after every interval, or right after the last one (a packet behind the previous one)
+        if not ends or ends[-1] < s:
             self.starts.append(s)
             ends.append(e)
+            return
+        if ends[-1] == s:
+            ends[-1] = e
             return
         i = j = bisect.bisect_left(ends, s)
         while j < len(self.starts) and self.starts[j] <= e:

@@ -68,15 +68,16 @@ def test_unpack_setup_cache_identical_on_src_banks(monkeypatch):
 
 @pytest.mark.needs_cc
 @pytest.mark.parametrize("n", [64, 40])
-@pytest.mark.parametrize("switch", ["PACK_SETUP_CACHE", "UNPACK_SETUP_CACHE", "UNPACK_CONTIGUOUS"])
+@pytest.mark.parametrize("switch", ["PACK_SETUP_CACHE", "UNPACK_SETUP_CACHE", "UNPACK_CONTIGUOUS", "PACK_PLAIN_COPY"])
 def test_unpack_pack_fast_paths_identical(n, switch, monkeypatch):
     """fp32 a * b + a (40x40: partial tiles, the packer's edge masks): PACR's cached checks and edge masks
     (unpack_pack.PACK_SETUP_CACHE), UNPACR's cached checks (UNPACK_SETUP_CACHE), contiguous unpacks read as one L1
-    slice (UNPACK_CONTIGUOUS), each against the reference handler."""
+    slice (UNPACK_CONTIGUOUS), PACR's plain copy of fp32 Dst rows (PACK_PLAIN_COPY), each against the reference
+    handler."""
     plan = elementwise_plan(n)
     arrays = elementwise_inputs(plan, np.random.default_rng(n))
     elfs = compile_kernel(*split(plan.render()), plan.name)
-    calls = {"PACR": 0, "_pack_setup": 0, "UNPACR": 0, "_unpack_setup": 0, "_l1_datums": 0}
+    calls = {"PACR": 0, "_pack_setup": 0, "UNPACR": 0, "_unpack_setup": 0, "_l1_datums": 0, "_pack_early": 0}
     for name in calls:
         orig = getattr(unpack_pack.UnpackPackMixin, name)
         monkeypatch.setattr(unpack_pack.UnpackPackMixin, name,
@@ -84,6 +85,7 @@ def test_unpack_pack_fast_paths_identical(n, switch, monkeypatch):
     fast = _launch(plan, arrays, elfs)
     assert calls["_l1_datums"] > 0 and 0 < calls["_pack_setup"] < calls["PACR"] / 4     # the fast paths ran
     assert 0 < calls["_unpack_setup"] < calls["UNPACR"] / 4
+    assert calls["_pack_early"] < calls["PACR"]                                         # plain copies
     monkeypatch.setattr(unpack_pack, switch, False)
     assert _launch(plan, arrays, elfs) == fast
     x, y = (arrays[s].astype(np.float64) for s in sorted(arrays))
