@@ -2,13 +2,14 @@
 
 The C part executes what touches only registers, L1 and the core's local RAM, and the stores that fill an NIU's
 command registers (kept in noc.py's register file, which the send reads; `NIU_STORES`), with rv32.py's block
-boundaries, budget and spin detection, and returns at the first instruction it leaves to Python (MMIO, a Tensix push or a run of them,
-a CSR, an atomic, a misaligned access, an illegal word, a bad fetch). That instruction runs through rv32.py's own
-translation of it alone (RV32Core.piece), with the same `done` position the block would have given it, then the C
-part resumes. The register file lives in the C state during run() and in `core.x` between runs. rv32.py stays the
-reference: tests/emu/test_rv32_native.py pins registers, memory, bus traffic and instruction counts of this path to
-it. One difference, outside both paths' contract: rv32.py executes code as it was when first translated after a
-reset, this part as it is in L1 (code that rewrites itself needs fence.i, which neither supports).
+boundaries, budget and spin detection, and returns at the first instruction it leaves to Python (other MMIO, a Tensix
+push or a run of them, a CSR, an atomic, a misaligned access, an illegal word, a bad fetch). That instruction runs
+through rv32.py's own translation of it alone (RV32Core.piece), with the same `done` position the block would have
+given it, then the C part resumes. The register file lives in the C state during run() and in `core.x` between runs.
+rv32.py stays the reference: tests/emu/test_rv32_native.py pins registers, memory, bus traffic, NIU registers and
+instruction counts of this path to it. One difference, outside both paths' contract: rv32.py executes code as it was
+when first translated after a reset, this part as it is in L1 (code that rewrites itself needs fence.i, which neither
+supports).
 
 `TT_RV32_NATIVE=0` (read when a core is attached) keeps every core on the Python path; without a host compiler the
 cores stay there too (`python -m tt_backend info` says which runs, and why).
