@@ -236,8 +236,8 @@ def _niu_program(rng: random.Random) -> list[int]:
         k, base, value = rng.random(), rng.choice(NIU_BASES), rng.choice(NIU_VALUES)
         if k < 0.55:
             reg = rng.randrange(12)
-            source = {0x18: TRID, 0x24: value, 0x2C: 0}.get(4 * reg, value)
-            words.append(s_type(4 * reg if reg != 9 else 0x20, source, base, 2))   # (not NOC_AT_LEN_BE_1)
+            offset = 4 * reg if reg != 9 else 0x20                              # (not NOC_AT_LEN_BE_1)
+            words.append(s_type(offset, {0x18: TRID, 0x2C: 0}.get(offset, value), base, 2))
         elif k < 0.70:
             words.append(i_type(4 * rng.randrange(12), base, 2, rng.choice(NIU_VALUES), op=0x03))
         elif k < 0.75:
