@@ -396,8 +396,6 @@ class Busy:
     def free_from(self, t: int, d: int) -> int:
         """The earliest s >= t such that [s, s + d) is free."""
         starts, ends = self.starts, self.ends
-        if not ends or ends[-1] <= t:                  # (the usual case: nothing busy from t on)
-            return t
         i = bisect.bisect_right(ends, t)
         while i < len(starts) and starts[i] < t + d:
             t = ends[i]
@@ -479,14 +477,17 @@ class Fabric:
 
     def _reserve(self, res: list, s0: int, d: int) -> int:
         """The first cycle from s0 at which every resource of `res` (busy, offset) is free for `d` cycles from its
-        offset on; takes them there and counts the transfer and its wait."""
-        s, moved = s0, True
-        while moved:
-            moved = False
-            for busy, off in res:
-                f = busy.free_from(s + off, d) - off
-                if f > s:
-                    s, moved = f, True
+        offset on; takes them there and counts the transfer and its wait. The resources are visited round and round
+        until all of them in a row accept s (each move only takes s up to that first cycle, whatever the order); one
+        busy with nothing from s + off on accepts without a search."""
+        s, n, i, in_a_row = s0, len(res), 0, 0
+        while in_a_row < n:
+            busy, off = res[i]
+            ends = busy.ends
+            if ends and ends[-1] > s + off and (f := busy.free_from(s + off, d) - off) > s:
+                s, in_a_row = f, 0
+            in_a_row += 1
+            i = i + 1 if i + 1 < n else 0
         for busy, off in res:
             busy.take(s + off, d)
         self.transfers += 1

@@ -80,6 +80,29 @@ def test_busy_intervals_match_a_cycle_by_cycle_reference():
             assert list(zip(busy.starts, busy.ends)) == list(zip(edges[::2], edges[1::2]))   # merged, sorted
 
 
+def test_fabric_reservation_is_the_first_cycle_every_resource_is_free():
+    """Fabric._reserve against a search cycle by cycle: random busy intervals on a few resources, random offsets and
+    lengths; the packet starts at the first s >= s0 with every [s + offset, + d) free, and takes them there."""
+    rng = np.random.default_rng(13)
+    for _ in range(300):
+        res = []
+        for _ in range(int(rng.integers(1, 6))):
+            busy = Busy()
+            for _ in range(int(rng.integers(0, 8))):
+                a, n = int(rng.integers(0, 800)), int(rng.integers(1, 60))
+                busy.take(busy.free_from(a, n), n)
+            res.append((busy, int(rng.integers(0, 40))))
+        before = [list(zip(b.starts, b.ends)) for b, _ in res]
+        s0, d = int(rng.integers(0, 900)), int(rng.integers(1, 50))
+
+        def free(s):
+            return all(e <= s + off or s + off + d <= st for iv, (_, off) in zip(before, res) for st, e in iv)
+        want = next(s for s in range(s0, 3000) if free(s))
+        assert Fabric(Grid())._reserve(res, s0, d) == want
+        for b, off in res:
+            assert any(st <= want + off and want + off + d <= e for st, e in zip(b.starts, b.ends))
+
+
 def test_fabric_route_cache_matches_the_reference(monkeypatch):
     """Fabric.transfer with each route's resources kept (noc.ROUTE_CACHE) and derived again per transfer: the same
     completion cycles and waits over random reads, writes and atomics between Tensix tiles and DRAM banks, with
