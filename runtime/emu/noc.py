@@ -40,9 +40,12 @@ N_INITIATORS = 4
 INITIATOR_STRIDE = 0x800
 WINDOW_SIZE = N_INITIATORS * INITIATOR_STRIDE
 
-# initiator registers (offset inside a 0x800 window)
+# initiator registers (offset inside a 0x800 window); those below PLAIN_END hold what is written (Niu.store's checks
+# aside) until a send reads them
+PLAIN_END = 0x30
+N_PLAIN_REGISTERS = PLAIN_END >> 2
 (TARG_LO, TARG_MID, TARG_HI, RET_LO, RET_MID, RET_HI, PACKET_TAG, CTRL, AT_LEN_BE, AT_LEN_BE_1, AT_DATA,
- BRCST_EXCLUDE) = range(0x00, 0x30, 4)
+ BRCST_EXCLUDE) = range(0x00, PLAIN_END, 4)
 CMD_CTRL = 0x40
 NODE_ID = 0x44
 ENDPOINT_ID = 0x48
@@ -112,7 +115,9 @@ class Niu:
         # NOC_NODE_ID holds this NoC's raw coordinates (NoC1 runs mirrored), grid size 17x12, bit 28 on NoC0
         rx, ry = (x, y) if index == 0 else (16 - x, 11 - y)
         self.node_id = rx | (ry << 6) | (17 << 12) | (12 << 19) | ((1 << 28) if index == 0 else 0)
-        self.regs = [[0] * 12 for _ in range(N_INITIATORS)]   # offsets 0x00..0x2C per initiator
+        # offsets 0x00..0x2C per initiator, as uint32 words: the RISC-V cores' C part (accel/rv32_native.c) stores
+        # the plain ones here itself, without a hand-back per register
+        self.regs = np.zeros((N_INITIATORS, N_PLAIN_REGISTERS), np.uint32)
         self.counters: dict[int, int] = {}                     # kept across launches, like the hardware
         self.requests = {"read": 0, "write": 0, "atomic": 0, "inline": 0}
         self.bytes = {"read": 0, "write": 0}
@@ -122,8 +127,8 @@ class Niu:
         buf, off = divmod(offset, INITIATOR_STRIDE)
         if buf >= N_INITIATORS:
             raise EmuUndefined(f"NoC{self.index}: no register at offset 0x{offset:X}")
-        if off < 0x30 and off != AT_LEN_BE_1:
-            return self.regs[buf][off >> 2]
+        if off < PLAIN_END and off != AT_LEN_BE_1:
+            return int(self.regs[buf, off >> 2])
         if off == CMD_CTRL:
             return 0                                      # requests complete inside the send
         if off == NODE_ID:
@@ -157,8 +162,8 @@ class Niu:
             raise EmuUnspecified(f"NoC{self.index}: NOC_PACKET_TAG=0x{value:X}: only the trid bits 13:10 are accepted")
         if off == BRCST_EXCLUDE and value != 0:
             raise EmuUnspecified(f"NoC{self.index}: NOC_BRCST_EXCLUDE=0x{value:X}: only 0 is accepted")
-        if off < 0x30:
-            self.regs[buf][off >> 2] = value
+        if off < PLAIN_END:
+            self.regs[buf, off >> 2] = value
         elif off == CMD_CTRL:
             if value != 1:
                 raise EmuUnspecified(f"NoC{self.index}: NOC_CMD_CTRL=0x{value:X}: only 1 (send) may be written")
@@ -224,7 +229,7 @@ class Niu:
         self.sent.append((kind, xy, n, dram_bank(*xy) if isinstance(ep, Dram) else None))
 
     def _send(self, buf: int) -> None:
-        r = self.regs[buf]
+        r = self.regs[buf].tolist()
         ctrl = r[CTRL >> 2]
         name = f"NoC{self.index} initiator {buf} (NOC_CTRL=0x{ctrl:X})"
         if ctrl & CTRL_FATAL:
@@ -374,6 +379,9 @@ class Niu:
 # ================================================================================================== time model
 # docs/performance.md §3: 512 GB/s over 8 banks at 1.35 GHz is about 47 bytes per cycle per bank [derived]
 DRAM_BANK_BYTES_PER_CYCLE = 47
+# Fabric.transfer keeps each route's resources, lead and hop count, where it would derive them again per transfer (a
+# third of its time). Tests turn it off (the reference path).
+ROUTE_CACHE = True
 
 
 class Busy:
@@ -396,7 +404,16 @@ class Busy:
 
     def take(self, s: int, d: int) -> None:
         e = s + d
-        i = j = bisect.bisect_left(self.ends, s)
+        ends = self.ends
+        # the usual cases: after every interval, or right after the last one (a packet behind the previous one)
+        if not ends or ends[-1] < s:
+            self.starts.append(s)
+            ends.append(e)
+            return
+        if ends[-1] == s:
+            ends[-1] = e
+            return
+        i = j = bisect.bisect_left(ends, s)
         while j < len(self.starts) and self.starts[j] <= e:
             s, e = min(s, self.starts[j]), max(e, self.ends[j])
             j += 1
@@ -410,6 +427,9 @@ class Fabric:
     def __init__(self, grid: Grid):
         self.grid = grid
         self.busy: dict[tuple, Busy] = {}
+        # (noc, kind, initiator, peer, bank) -> transfer()'s resources with their offsets, its lead and its hop count:
+        # what depends only on the route (ROUTE_CACHE)
+        self._paths: dict[tuple, tuple[list, int, int]] = {}
         self.transfers = 0
         self.wait_cycles = 0        # cycles transfers started later than they could have, uncontended
 
@@ -424,13 +444,25 @@ class Fabric:
         """The cycle a transfer issued at cycle `t` by the tile at `initiator` completes (a read's data has landed,
         a write's acknowledgement is back). kind: read (data peer -> initiator), write or atomic (initiator -> peer);
         bank: the DRAM bank at `peer`, if it is one."""
+        key = (noc, kind, initiator, peer, bank)
+        path = self._paths.get(key) if ROUTE_CACHE else None
+        if path is None:
+            path = self._paths[key] = self._path(*key)
+        res, lead, hops = path
+        flits = -(-nbytes // NOC_BYTES_PER_CYCLE)
+        d = max(flits, -(-nbytes // DRAM_BANK_BYTES_PER_CYCLE)) if bank is not None else flits
+        s = self._reserve(res, t + lead, d)
+        return s + noc_cycles(nbytes, hops, bank is not None) - lead + (d - flits)
+
+    def _path(self, noc: int, kind: str, initiator: tuple[int, int], peer: tuple[int, int],
+              bank: int | None) -> tuple[list, int, int]:
+        """transfer()'s resources (busy, offset from the packet's start), the cycles before the data leaves (lead) and
+        the hops of the request and the data together."""
         grid = self.grid
         a, b = grid.physical(*initiator), grid.physical(*peer)
         src, dst = (b, a) if kind == "read" else (a, b)
         data = route(noc, src, dst)
         back = len(route(noc, dst, src))                 # the request (read) or the acknowledgement (write)
-        flits = -(-nbytes // NOC_BYTES_PER_CYCLE)
-        d = max(flits, -(-nbytes // DRAM_BANK_BYTES_PER_CYCLE)) if bank is not None else flits
         # read: the request travels to the peer (and DRAM answers) before the data leaves; write: the data leaves at
         # once and the acknowledgement follows it back
         dram = DRAM_LATENCY if bank is not None else 0
@@ -441,19 +473,21 @@ class Fabric:
         if bank is not None:
             res.append((self._res(("bank", bank)), 0 if kind == "read" else NOC_NIU_LATENCY
                         + len(data) * NOC_HOP_LATENCY))
-        s = self._reserve(res, t + lead, d)
-        return s + noc_cycles(nbytes, len(data) + back, bank is not None) - lead + (d - flits)
+        return res, lead, len(data) + back
 
     def _reserve(self, res: list, s0: int, d: int) -> int:
         """The first cycle from s0 at which every resource of `res` (busy, offset) is free for `d` cycles from its
-        offset on; takes them there and counts the transfer and its wait."""
-        s, moved = s0, True
-        while moved:
-            moved = False
-            for busy, off in res:
-                f = busy.free_from(s + off, d) - off
-                if f > s:
-                    s, moved = f, True
+        offset on; takes them there and counts the transfer and its wait. The resources are visited round and round
+        until all of them in a row accept s (each move only takes s up to that first cycle, whatever the order); one
+        busy with nothing from s + off on accepts without a search."""
+        s, n, i, in_a_row = s0, len(res), 0, 0
+        while in_a_row < n:
+            busy, off = res[i]
+            ends = busy.ends
+            if ends and ends[-1] > s + off and (f := busy.free_from(s + off, d) - off) > s:
+                s, in_a_row = f, 0
+            in_a_row += 1
+            i = i + 1 if i + 1 < n else 0
         for busy, off in res:
             busy.take(s + off, d)
         self.transfers += 1

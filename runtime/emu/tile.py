@@ -117,8 +117,9 @@ class Tile:
             if THREAD_OF.get(c) is not None:
                 core.set_pusher("PUSHP", self._pusher(c))
                 core.set_pusher("PUSHM", self._multi_pusher(c))
+        niu_registers = [(n.base, n.regs) for n in self.nius]
         for core in self.cores.values():                     # run() in C between MMIO and pushes, where built
-            rv32_native.attach(core)
+            rv32_native.attach(core, niu_registers)
 
     def _pusher(self, who: str):
         """push(pos, word): push_tensix(who, word) specialised for one core, called by rv32's generated code with the

@@ -31,6 +31,9 @@ UNPACK_CONTIGUOUS = True
 # UNPACR's checks and derived values are cached per (word, the config words they read), as PACR's: a matmul's
 # unpackers re-checked the same configuration for every face (a sixth of a bf16 matmul's host time). Tests turn it off.
 UNPACK_SETUP_CACHE = True
+# A PACR whose conversion is the identity (a 32-bit Dst packed as FP32 or INT32, no ReLU, no L1 accumulation) that keeps
+# every datum copies the Dst rows to L1 as they are, without the early/late conversion steps. Tests turn it off.
+PACK_PLAIN_COPY = True
 _WHOLE_BYTE = {8: np.uint8, 16: np.dtype("<u2"), 32: np.dtype("<u4")}
 # PACR read_intf_sel -> the Dst rows its interfaces read, as (first, count, step) from the start row
 _PACR_ROWS = {0: (0, 4, 1), 1: (0, 1, 1), 3: (0, 2, 1), 5: (0, 2, 2), 10: (1, 2, 2)}
@@ -382,7 +385,7 @@ class UnpackPackMixin:
         else:
             self.check_state_bank(t)              # (the one check of _pack_setup that is not about f or cfg)
         (sel, c68, c71, in_fmt, out_fmt, rd32, read_unsigned, read_raw, round10, relu_mode, relu_thr, acc, esz,
-         out_bits, ys, zs, ws) = setup
+         out_bits, ys, zs, ws, plain) = setup
         th = self.threads[t]
         (x0, y0, z0, w0), (x1, y1, z1, w1) = th.adc[PACK]
         if x0:
@@ -413,10 +416,10 @@ class UnpackPackMixin:
             raise self.unimpl(f"PACR of {count} datums to {_fmt(out_fmt)} (8-bit and BFP outputs need multiples "
                               "of 16)")
         if rd32:
-            vals = self.dst.rows32[first:last + 1:step, :per].reshape(-1).astype(np.uint32)
+            rows = self.dst.rows32[first:last + 1:step, :per]
         else:
             r16 = np.repeat(np.arange(first, last + 1, step), per)
-            vals = self.dst.read16(r16, np.tile(np.arange(per), n_rows)).astype(np.uint32)
+            rows = self.dst.read16(r16, np.tile(np.arange(per), n_rows))
 
         # stream start: L1 address (and the BFP/8-bit exponent section) from L1_Dest_addr + ch1.Y * Ystride1
         if not self.packer_open:
@@ -427,6 +430,10 @@ class UnpackPackMixin:
             self.packer_addr = start + (16 * (c68 >> 16) if out_bits <= 8 else 0)   # Exp_section_size (16 B)
             self.packer_tpg = (0, 0, 0)
         keep, all_kept = self._edge_keep(count)
+        if plain and all_kept and PACK_PLAIN_COPY:
+            self._pack_stream(th, f, rows.reshape(-1))
+            return
+        vals = rows.reshape(-1).astype(np.uint32)
         if rd32:
             inter, kind = self._pack_early(vals, in_fmt, read_raw, read_unsigned)
         else:
@@ -454,13 +461,19 @@ class UnpackPackMixin:
                 old = self._l1_read(addr, count * out_bits // 8).view(dt).astype(np.uint32)
                 out = {F.FP32: F.l1_acc_fp32, F.BF16: F.l1_acc_bf16, F.FP16: F.l1_acc_fp16}[out_fmt](old, out)
             data = out.astype(dt)
+        self._pack_stream(th, f, data, out_fmt in _BFP_BITS)
+
+    def _pack_stream(self, th, f, data: np.ndarray, bfp: bool = False) -> None:
+        """PACR's end: `data` (the L1 datums) written at the stream's address, the stream padded and closed by
+        `last`, the packer's address modifier applied."""
+        addr = self.packer_addr
         self._l1_write(addr, data)
         addr += data.size * data.itemsize
         if f["last"]:
             pad = -addr % 16      # `last` zero-pads the stream (and a BFP exponent stream) to the next 16 bytes
             if pad:
                 self._l1_write(addr, bytes(pad))
-            if out_fmt in _BFP_BITS and self.packer_exp_addr % 16:
+            if bfp and self.packer_exp_addr % 16:
                 self._l1_write(self.packer_exp_addr, bytes(-self.packer_exp_addr % 16))
             self.packer_open = False
         else:
@@ -538,8 +551,9 @@ class UnpackPackMixin:
         out_bits = F.element_bits(out_fmt)
 
         ys, zs, ws = cfg[12] >> 16, cfg[13] & 0xFFFF, cfg[13] >> 16
+        plain = bool(rd32) and in_fmt == out_fmt and in_fmt in (F.FP32, F.INT32) and not relu_mode and not acc
         return (sel, c68, c71, in_fmt, out_fmt, rd32, read_unsigned, read_raw, round10, relu_mode, relu_thr, acc, esz,
-                out_bits, ys, zs, ws)
+                out_bits, ys, zs, ws, plain)
 
     def _edge_keep(self, count: int) -> tuple[np.ndarray, bool]:
         """(_edge_masks, whether it keeps every datum), cached per (count, tile position, the config words it reads)

@@ -4,12 +4,12 @@ import numpy as np
 import pytest
 
 from tt_backend.bench.emu import elementwise_inputs, elementwise_plan
-from tt_backend.bench.kernels import launch_plan, matmul_plan
+from tt_backend.bench.kernels import launch_plan, matmul_arrays, matmul_plan
 from tt_backend.chip.numerics import fpu_math as fm
 from tt_backend.lowering.codegen.sources import split
 from tt_backend.runtime.compile import compile_kernel
-from tt_backend.runtime.emu import unpack_pack
-from tt_backend.runtime.emu.accel import fpu_batch, native
+from tt_backend.runtime.emu import noc, unpack_pack
+from tt_backend.runtime.emu.accel import fpu_batch, native, rv32_native
 from tt_backend.runtime.emu.device import EmuDevice
 
 
@@ -68,15 +68,16 @@ def test_unpack_setup_cache_identical_on_src_banks(monkeypatch):
 
 @pytest.mark.needs_cc
 @pytest.mark.parametrize("n", [64, 40])
-@pytest.mark.parametrize("switch", ["PACK_SETUP_CACHE", "UNPACK_SETUP_CACHE", "UNPACK_CONTIGUOUS"])
+@pytest.mark.parametrize("switch", ["PACK_SETUP_CACHE", "UNPACK_SETUP_CACHE", "UNPACK_CONTIGUOUS", "PACK_PLAIN_COPY"])
 def test_unpack_pack_fast_paths_identical(n, switch, monkeypatch):
     """fp32 a * b + a (40x40: partial tiles, the packer's edge masks): PACR's cached checks and edge masks
     (unpack_pack.PACK_SETUP_CACHE), UNPACR's cached checks (UNPACK_SETUP_CACHE), contiguous unpacks read as one L1
-    slice (UNPACK_CONTIGUOUS), each against the reference handler."""
+    slice (UNPACK_CONTIGUOUS), PACR's plain copy of fp32 Dst rows (PACK_PLAIN_COPY), each against the reference
+    handler."""
     plan = elementwise_plan(n)
     arrays = elementwise_inputs(plan, np.random.default_rng(n))
     elfs = compile_kernel(*split(plan.render()), plan.name)
-    calls = {"PACR": 0, "_pack_setup": 0, "UNPACR": 0, "_unpack_setup": 0, "_l1_datums": 0}
+    calls = {"PACR": 0, "_pack_setup": 0, "UNPACR": 0, "_unpack_setup": 0, "_l1_datums": 0, "_pack_early": 0}
     for name in calls:
         orig = getattr(unpack_pack.UnpackPackMixin, name)
         monkeypatch.setattr(unpack_pack.UnpackPackMixin, name,
@@ -84,9 +85,25 @@ def test_unpack_pack_fast_paths_identical(n, switch, monkeypatch):
     fast = _launch(plan, arrays, elfs)
     assert calls["_l1_datums"] > 0 and 0 < calls["_pack_setup"] < calls["PACR"] / 4     # the fast paths ran
     assert 0 < calls["_unpack_setup"] < calls["UNPACR"] / 4
+    assert calls["_pack_early"] < calls["PACR"]                                         # plain copies
     monkeypatch.setattr(unpack_pack, switch, False)
     assert _launch(plan, arrays, elfs) == fast
     x, y = (arrays[s].astype(np.float64) for s in sorted(arrays))
     got = np.frombuffer(fast[0][0], np.float32)
     # (which buffer slot is `a` is the scheduler's business; fp32 with a possibly fused multiply-add: 1e-6)
     assert min(np.abs(got - (u * v + u)).max() for u, v in ((x, y), (y, x))) <= 1e-6 * np.abs(x * y + x).max()
+
+
+@pytest.mark.needs_cc
+@pytest.mark.parametrize("module, switch", [(noc, "ROUTE_CACHE"), (rv32_native, "NIU_STORES")])
+def test_data_movement_fast_paths_identical(module, switch, monkeypatch):
+    """bf16 64^3 matmul on a 2x2 grid (DRAM reads on both NoCs, multicasts, semaphores between tiles): the NoC time
+    model's kept route resources (noc.ROUTE_CACHE) and the NIU command registers filled in C (rv32_native.NIU_STORES)
+    against their reference paths: the same bytes, cycles and NoC statistics of every tile."""
+    plan = matmul_plan(64, "HiFi2")
+    plan.use_cores(4)
+    elfs = compile_kernel(*split(plan.render()), plan.name)
+    fast = _launch(plan, matmul_arrays(plan), elfs)
+    assert fast[1]["fabric"]["transfers"] > 0
+    monkeypatch.setattr(module, switch, False)
+    assert _launch(plan, matmul_arrays(plan), elfs) == fast

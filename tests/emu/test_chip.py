@@ -15,7 +15,8 @@ from tt_backend.runtime import driver
 from tt_backend.runtime.emu import cycles
 from tt_backend.runtime.emu.chip import Chip
 from tt_backend.runtime.emu.device import EmuDevice
-from tt_backend.runtime.emu.noc import DRAM_BANK_BYTES_PER_CYCLE, Fabric
+from tt_backend.runtime.emu import noc
+from tt_backend.runtime.emu.noc import DRAM_BANK_BYTES_PER_CYCLE, Busy, Fabric
 from tt_backend.runtime.emu.tile import Tile
 from tt_backend.runtime.ttsim_device import TtsimDevice
 
@@ -58,6 +59,76 @@ def test_fabric_latency_hops_and_occupancy():
     late = f4.transfer(0, "write", (1, 2), (5, 2), n, 10_000, None)
     early = f4.transfer(0, "write", (1, 2), (5, 2), n, 0, None)
     assert early == cycles.noc_cycles(n, len(route(0, (1, 2), (5, 2))) + len(route(0, (5, 2), (1, 2)))) < late
+
+
+def test_busy_intervals_match_a_cycle_by_cycle_reference():
+    """noc.Busy's gap search and reservation (shortcuts for a request after every interval included) against a
+    boolean per cycle: random requests, in and out of time order, touching and overlapping."""
+    rng = np.random.default_rng(11)
+    for _ in range(20):
+        busy, taken = Busy(), np.zeros(4000, bool)
+        t = 0
+        for _ in range(60):
+            t = max(0, t + int(rng.integers(-40, 60)))
+            d = int(rng.integers(1, 30))
+            s = busy.free_from(t, d)
+            want = next(c for c in range(t, 4000) if not taken[c:c + d].any())
+            assert s == want
+            busy.take(s, d)
+            taken[s:s + d] = True
+            edges = np.flatnonzero(np.diff(np.concatenate(([0], taken.astype(np.int8), [0]))))
+            assert list(zip(busy.starts, busy.ends)) == list(zip(edges[::2], edges[1::2]))   # merged, sorted
+
+
+def test_fabric_reservation_is_the_first_cycle_every_resource_is_free():
+    """Fabric._reserve against a search cycle by cycle: random busy intervals on a few resources, random offsets and
+    lengths; the packet starts at the first s >= s0 with every [s + offset, + d) free, and takes them there."""
+    rng = np.random.default_rng(13)
+    for _ in range(300):
+        res = []
+        for _ in range(int(rng.integers(1, 6))):
+            busy = Busy()
+            for _ in range(int(rng.integers(0, 8))):
+                a, n = int(rng.integers(0, 800)), int(rng.integers(1, 60))
+                busy.take(busy.free_from(a, n), n)
+            res.append((busy, int(rng.integers(0, 40))))
+        before = [list(zip(b.starts, b.ends)) for b, _ in res]
+        s0, d = int(rng.integers(0, 900)), int(rng.integers(1, 50))
+
+        def free(s):
+            return all(e <= s + off or s + off + d <= st for iv, (_, off) in zip(before, res) for st, e in iv)
+        want = next(s for s in range(s0, 3000) if free(s))
+        assert Fabric(Grid())._reserve(res, s0, d) == want
+        for b, off in res:
+            assert any(st <= want + off and want + off + d <= e for st, e in zip(b.starts, b.ends))
+
+
+def test_fabric_route_cache_matches_the_reference(monkeypatch):
+    """Fabric.transfer with each route's resources kept (noc.ROUTE_CACHE) and derived again per transfer: the same
+    completion cycles and waits over random reads, writes and atomics between Tensix tiles and DRAM banks, with
+    multicasts among them, issued out of time order."""
+    grid = Grid()
+    tiles, drams = list(grid.tensix[:12]), [(17, 12), (18, 12), (17, 15), (18, 19)]
+    rng = np.random.default_rng(5)
+    calls = []
+    for _ in range(400):
+        a = tiles[int(rng.integers(len(tiles)))]
+        t = int(rng.integers(0, 20_000))
+        if rng.random() < 0.1:
+            calls.append(("multicast", (int(rng.integers(2)), a, tuple(tiles[:int(rng.integers(1, 6))]),
+                                        int(rng.integers(1, 4096)), t)))
+            continue
+        kind = ["read", "write", "atomic"][int(rng.integers(3))]
+        peer = drams[int(rng.integers(len(drams)))] if kind != "atomic" and rng.random() < 0.6 else \
+            tiles[int(rng.integers(len(tiles)))]
+        bank = dram_bank(*peer) if peer in drams else None
+        calls.append(("transfer", (int(rng.integers(2)), kind, a, peer, int(rng.integers(1, 16384)), t, bank)))
+    runs = []
+    for cached in (True, False):
+        monkeypatch.setattr(noc, "ROUTE_CACHE", cached)
+        f = Fabric(grid)
+        runs.append(([getattr(f, name)(*args) for name, args in calls], f.stats()))
+    assert runs[0] == runs[1] and runs[0][1]["wait_cycles"] > 0
 
 
 def _copy_on_tiles(dev, n_tiles: int, data: np.ndarray, chunk: int):

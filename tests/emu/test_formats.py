@@ -141,6 +141,19 @@ def test_fp8_and_int8_to_src():
     assert hexes(F.int8_to_src(U(0x85), unsigned=True)) == [hex(0x4085 << 13)]
 
 
+def test_bf16_field_order_tables_match_their_definition():
+    """shuffle_bf16 / unshuffle_bf16 (tables of every 16-bit pattern) against the field arithmetic that defines them,
+    on every pattern, on wider, negative and scalar inputs (only the low 16 bits count); bf16_to_src on wide words."""
+    every = np.arange(1 << 16, dtype=np.uint32)
+    wide = np.random.default_rng(3).integers(-(1 << 40), 1 << 40, 4096)
+    for table, fields in ((F.shuffle_bf16, F.shuffle_bf16_fields), (F.unshuffle_bf16, F.unshuffle_bf16_fields)):
+        assert np.array_equal(table(every), fields(every))
+        got, want = table(wide), fields(wide)
+        assert got.dtype == want.dtype == np.uint32 and np.array_equal(got, want)
+        assert table(0xABCD) == fields(0xABCD) and table(every.reshape(256, 256)).shape == (256, 256)
+    assert np.array_equal(F.bf16_to_src(wide), (wide.astype(np.uint32) & 0xFFFF) << 16)
+
+
 def test_int16_to_src_inverts_dst_shuffle():
     h = U(0x1234, 0xABCD)
     assert np.array_equal(F.shuffle_bf16(F.int16_to_src(h) >> 16), h)

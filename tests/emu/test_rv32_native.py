@@ -16,6 +16,7 @@ from tinygrad.uop.ops import Ops
 
 from tt_backend.bench.emu import elementwise_inputs, elementwise_plan
 from tt_backend.bench.kernels import launch_plan, matmul_arrays, matmul_plan
+from tt_backend.chip import layout
 from tt_backend.chip.errors import EmuError
 from tt_backend.chip.isa import ttinsn
 from tt_backend.lowering.codegen.sources import split
@@ -23,7 +24,9 @@ from tt_backend.lowering.select import lower
 from tt_backend.runtime.compile import compile_kernel
 from tt_backend.runtime.emu.accel import native, rv32_native
 from tt_backend.runtime.emu.device import EmuDevice
+from tt_backend.runtime.emu.noc import INITIATOR_STRIDE as NIU_INITIATOR_STRIDE
 from tt_backend.runtime.emu.rv32 import LOCAL_BASE, RV32Core, Stall
+from tt_backend.runtime.emu.tile import Tile
 
 from tests.emu.test_rv32 import (CODE, PARK, R_OPS, RecordingBus, b_type, i_type, jal, r_type, s_type, u_type)
 
@@ -217,6 +220,108 @@ def test_dense_hand_backs_send_quanta_to_python_blocks():
                 core.run(2000)
             done[on_c] = (core.x, core.instret, bus.accesses, bus.tensix, bool(blocks))
         assert done[True][:4] == done[False][:4] and done[True][4] == on_python
+
+
+NIU_BASES = range(23, 31)              # x23..x30: the window of each NIU initiator (2 NoCs x 4), never written
+NIU_VALUES = range(5, 12)             # x5..x11: the values stored
+TRID = 13                             # x13: a PACKET_TAG value Niu.store accepts (trid bits only), never written
+
+
+def _niu_program(rng: random.Random) -> list[int]:
+    """Stores of random values to the NIUs' command registers, loads back, a loop, ALU work changing the values, and
+    in two programs of three one store noc.py refuses or sends (a value outside PACKET_TAG's trid bits, a nonzero
+    BRCST_EXCLUDE, NOC_AT_LEN_BE_1, a byte or halfword, a misaligned word, the send, CLEAR_OUTSTANDING)."""
+    words: list[int] = []
+    while len(words) < 120:
+        k, base, value = rng.random(), rng.choice(NIU_BASES), rng.choice(NIU_VALUES)
+        if k < 0.55:
+            reg = rng.randrange(12)
+            offset = 4 * reg if reg != 9 else 0x20                              # (not NOC_AT_LEN_BE_1)
+            words.append(s_type(offset, {0x18: TRID, 0x2C: 0}.get(offset, value), base, 2))
+        elif k < 0.70:
+            words.append(i_type(4 * rng.randrange(12), base, 2, rng.choice(NIU_VALUES), op=0x03))
+        elif k < 0.75:
+            words += [i_type(-1, 12, 0, 12), s_type(0, 12, base, 2), b_type(-8, 0, 12, 1)]   # x12 times
+        else:
+            words.append(i_type(rng.randrange(-2048, 2048), value, rng.choice([0, 4, 6, 7]), value))
+    if rng.random() < 2 / 3:
+        value, base = rng.choice(NIU_VALUES), rng.choice(NIU_BASES)
+        refused = rng.choice([s_type(0x18, value, base, 2), s_type(0x2C, value, base, 2), s_type(0x24, 0, base, 2),
+                              s_type(4 * rng.randrange(12), value, base, rng.choice([0, 1])),
+                              s_type(4 * rng.randrange(12) + 2, value, base, 2), s_type(0x40, value, base, 2),
+                              s_type(0x60, value, base, 2), s_type(0x101, value, base, 2)])
+        words.insert(rng.randrange(len(words)), refused)
+    return words + [PARK]
+
+
+def _niu_trace(words, seed: int, path: str, monkeypatch) -> list:
+    """Quantum by quantum (budgets from `seed`): registers, pc, counts and both NIUs' registers and counters, up to an
+    error. path: "python" (rv32.py), "handed back" (C, NIU stores handed back), "C" (C keeps them)."""
+    monkeypatch.setattr(rv32_native, "NIU_STORES", path == "C")
+    monkeypatch.setenv("TT_RV32_NATIVE", "0" if path == "python" else "1")
+    tile = Tile()
+    core = tile.cores["brisc"]
+    assert (core.native is not None) == (path != "python")
+    for i, w in enumerate(words):
+        struct.pack_into("<I", tile.l1, CODE + 4 * i, w)
+    rng = random.Random(seed)
+    core.reset(CODE)
+    core.x[1:] = [rng.getrandbits(32) for _ in range(31)]
+    for r in NIU_VALUES:
+        core.x[r] = rng.choice([core.x[r], 0, 1, 0xFFFF])
+    core.x[TRID] = core.x[TRID] & 0x3C00
+    core.x[12] = rng.randrange(1, 40)
+    for j, r in enumerate(NIU_BASES):
+        core.x[r] = layout.NOC_BASE[j // 4] + NIU_INITIATOR_STRIDE * (j % 4)
+    out = []
+    for _ in range(40):
+        try:
+            n = core.run(rng.choice([1, 2, 5, 63, 64, 200, 2000]))
+        except EmuError as e:
+            out.append((type(e).__name__, str(e), core.pc, core.instret, list(core.x)))
+            break
+        out.append((n, core.pc, core.instret, core.parked, list(core.x),
+                    [(niu.regs.tolist(), dict(niu.counters), niu.stats()) for niu in tile.nius]))
+        if core.parked:
+            break
+    return out
+
+
+@pytest.mark.parametrize("chunk", range(2))
+def test_niu_register_stores_match_python(chunk, monkeypatch):
+    """Random NIU register traffic from BRISC on a tile: the stores C keeps (rv32_native.NIU_STORES), the same
+    stores handed back to noc.py, and rv32.py alone leave the same registers, counters and errors after every
+    quantum."""
+    kinds = set()
+    for seed in range(chunk * 40, chunk * 40 + 40):
+        words = _niu_program(random.Random(seed))
+        want = _niu_trace(words, seed, "python", monkeypatch)
+        assert _niu_trace(words, seed, "handed back", monkeypatch) == want, f"seed {seed}"
+        assert _niu_trace(words, seed, "C", monkeypatch) == want, f"seed {seed}"
+        kinds.add(want[-1][0] if isinstance(want[-1][0], str) else "parked")
+    assert "parked" in kinds and len(kinds) >= 3                  # programs that ran through, refusals of two kinds
+
+
+def test_niu_command_registers_stay_in_c(monkeypatch):
+    """A loop filling NoC0 initiator 1's command registers hands nothing back; the send (NOC_CMD_CTRL) and a load of
+    a register still go to Python, which sees what C stored."""
+    monkeypatch.setattr(rv32_native, "PYTHON_QUANTA", 0)
+    words = [s_type(4 * r, 5, NIU_BASES[1], 2) for r in (0, 1, 3, 4, 7, 8)] + [i_type(1, 5, 0, 5),
+                                                                                b_type(-28, 8, 5, 1)]
+    words += [i_type(0x20, NIU_BASES[1], 2, 6, op=0x03), PARK]
+    tile = Tile()
+    core = tile.cores["brisc"]
+    for i, w in enumerate(words):
+        struct.pack_into("<I", tile.l1, CODE + 4 * i, w)
+    core.reset(CODE)
+    core.x[5], core.x[8], core.x[NIU_BASES[1]] = 0, 500, layout.NOC_BASE[0] + NIU_INITIATOR_STRIDE
+    asked = []
+    piece = core.piece
+    core.piece = lambda pc, n: asked.append((pc - CODE, n)) or piece(pc, n)
+    while not core.parked:
+        core.run(2000)
+    assert asked == [(4 * 8, 1)]
+    assert tile.nius[0].regs[1].tolist() == [499, 499, 0, 499, 499, 0, 0, 499, 499, 0, 0, 0] and core.x[6] == 499
 
 
 def _same_with_and_without_c(plan, arrays, monkeypatch) -> None:

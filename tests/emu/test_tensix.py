@@ -524,6 +524,42 @@ def test_packer_row_by_row_and_edge_mask():
     assert np.array_equal(got, want)
 
 
+@pytest.mark.parametrize("fmt", [0, 8])                  # FP32, INT32: the packs that copy Dst as it is
+def test_packer_plain_copy_matches_the_conversion_path(fmt, monkeypatch):
+    """PACR's plain copy (unpack_pack.PACK_PLAIN_COPY) against the early/late conversion path on random Dst words
+    (NaN payloads, denormals, -0 included): every read interface selection, streams of one and of several PACRs,
+    edge masks that keep everything and that drop a column; the same L1, packer ADCs and stream state."""
+    from tt_backend.runtime.emu import unpack_pack
+    rng = np.random.default_rng(fmt)
+    x = rng.integers(0, 1 << 32, (64, 16), dtype=np.uint64).astype(np.uint32)
+    x[0, :4] = [0x00000001, 0x7FC00001, 0x80000000, 0xFF800001]
+    for sel in (0, 1, 3, 5, 10):
+        more, last = encode("PACR", read_intf_sel=sel, addr_mode=1), encode("PACR", read_intf_sel=sel, addr_mode=2,
+                                                                             last=1)
+        for mask in (0xFFFF, 0x7FFF):
+            runs = []
+            for plain in (True, False):
+                monkeypatch.setattr(unpack_pack, "PACK_PLAIN_COPY", plain)
+                tx, l1 = make_tensix()
+                tx.dst.rows32[0:64] = x
+                l1[OUT:OUT + 8192] = 0xA5
+                for i, v in ((1, fmt << 25), (12, 0x00400004), (13, 0x10000400), (18, 1), (24, mask), (28, 0x1000),
+                             (69, OUT // 16 - 1), (70, 1 | fmt << 8 | fmt << 4)):
+                    tx.cfg_write(i, v)
+                x_end = 7 if sel == 1 and mask == 0x7FFF else 15
+                for w in (0xB2250001, 0xB2261020, 0xB2272020, 0x5180000B, 0x5480000F,
+                          encode("SETADCXX", cnt_set_mask=4, x_end2=x_end)):
+                    tx.push(2, w)
+                early = []
+                monkeypatch.setattr(tx, "_pack_early", lambda *a, _f=tx._pack_early: early.append(1) or _f(*a))
+                for k in range(7):
+                    tx.push(2, last if k in (2, 6) else more)
+                all_kept = mask == 0xFFFF or x_end == 7                  # (8 datums per interface: column 15 unread)
+                assert len(early) == (0 if plain and all_kept else 7)          # the path under test ran
+                runs.append((l1[OUT:OUT + 8192].tobytes(), tx.threads[2].adc, tx.packer_addr, tx.packer_open))
+            assert runs[0] == runs[1] and runs[0][0] != bytes([0xA5]) * 8192, (sel, mask)
+
+
 def test_mop_template1_loops():
     tx, _ = make_tensix()
     inc_y0 = encode("INCADCXY", cnt_set_mask=1, ch0_y=1)

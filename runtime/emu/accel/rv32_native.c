@@ -1,9 +1,10 @@
 /* The baby RISC-V cores' instructions that touch only registers, L1 and the core's local RAM, in C: the same bits,
  * the same instruction counts and the same block boundaries as runtime/emu/rv32.py (the reference, which the equality
- * tests pin this against). Everything else (MMIO, misaligned or region-crossing accesses, Tensix pushes, CSRs,
- * atomics, illegal words, fetches outside L1) is handed back to Python at that instruction: rv_run returns
- * RV_PYTHON with pc naming it and n how many instructions Python executes there (a run of `.ttinsn` words that
- * rv32.py pushes with one PUSHM call, else 1), and rv32.py's own translation of those instructions executes them.
+ * tests pin this against), and the stores that fill an NIU's command registers (niu_store). Everything else (other
+ * MMIO, misaligned or region-crossing accesses, Tensix pushes, CSRs, atomics, illegal words, fetches outside L1) is
+ * handed back to Python at that instruction: rv_run returns RV_PYTHON with pc naming it and n how many instructions
+ * Python executes there (a run of `.ttinsn` words that rv32.py pushes with one PUSHM call, else 1), and rv32.py's own
+ * translation of those instructions executes them.
  *
  * rv32.py's run() checks its budget and its spin detection only where a translated block starts: after a branch or
  * jump, after MAX_BLOCK instructions, at the end of L1. This file keeps the same points (in_block counts the
@@ -29,6 +30,8 @@ typedef struct {
     uint8_t *l1, *local;
     uint32_t local_size, multi_push;   /* multi_push: the bus gave PUSHM (runs of `.ttinsn` words in one call) */
     uint32_t pc, done, budget, in_block, spin_pc, chain, exit_n, pad;
+    uint32_t *niu_regs[2];             /* each NIU's initiator registers (noc.py Niu.regs), or NULL: Python's */
+    uint32_t niu_base[2];              /* where each NIU's register window starts in the core's address space */
     uint32_t x[32], spin_x[32];
 } rv_state;
 
@@ -150,6 +153,32 @@ static inline uint8_t *fast(const rv_state *s, uint32_t a, uint32_t size) {
     return 0;
 }
 
+/* An NIU register window: 4 initiators of 0x800 bytes; the registers below 0x30 of each hold the command being
+ * built (noc.py, Niu.store). A 32-bit store there is kept in the NIU's register file, which Python reads when the send
+ * (NOC_CMD_CTRL) is written, so the several register stores of a NoC command cost no hand-back each. What noc.py
+ * refuses (NOC_AT_LEN_BE_1, PACKET_TAG bits outside the trid, a nonzero BRCST_EXCLUDE), the send, every other
+ * register and misaligned addresses go to Python. Such a store has no timing of its own (tile.py charges none). */
+#define NIU_INITIATORS 4u
+#define NIU_INITIATOR_STRIDE 0x800u
+#define NIU_PLAIN_END 0x30u
+#define NIU_PACKET_TAG 0x18u
+#define NIU_PACKET_TAG_TRID 0x3C00u
+#define NIU_AT_LEN_BE_1 0x24u
+#define NIU_BRCST_EXCLUDE 0x2Cu
+
+static int niu_store(rv_state *s, uint32_t addr, uint32_t v) {
+    for (int i = 0; i < 2; i++) {
+        uint32_t off = addr - s->niu_base[i], reg = off % NIU_INITIATOR_STRIDE;
+        if (!s->niu_regs[i] || off >= NIU_INITIATORS * NIU_INITIATOR_STRIDE) continue;
+        if (off & 3 || reg >= NIU_PLAIN_END || reg == NIU_AT_LEN_BE_1
+            || (reg == NIU_PACKET_TAG && v & ~NIU_PACKET_TAG_TRID) || (reg == NIU_BRCST_EXCLUDE && v))
+            return 0;
+        s->niu_regs[i][off / NIU_INITIATOR_STRIDE * (NIU_PLAIN_END / 4) + reg / 4] = v;
+        return 1;
+    }
+    return 0;
+}
+
 int rv_run(rv_state *s) {
     uint32_t *x = s->x, pc = s->pc;
     for (;;) {
@@ -202,8 +231,11 @@ int rv_run(rv_state *s) {
             uint32_t addr = a + imm_s(w), size = 1u << f3;
             uint8_t *p;
             s->spin_pc = NO_SPIN;
-            if (f3 > 2 || !(p = fast(s, addr, size))) goto python;
-            memcpy(p, &b, size);                                 /* little-endian host (rv32.py checks it) */
+            if (f3 > 2) goto python;
+            if ((p = fast(s, addr, size)))
+                memcpy(p, &b, size);                             /* little-endian host (rv32.py checks it) */
+            else if (f3 != 2 || !niu_store(s, addr, b))
+                goto python;
             rd = 0;
             break;
         }

@@ -1,13 +1,15 @@
 """The RISC-V cores' run() in C (rv32_native.c) between the instructions only Python models.
 
-The C part executes what touches only registers, L1 and the core's local RAM, with rv32.py's block boundaries, budget
-and spin detection, and returns at the first instruction it leaves to Python (MMIO, a Tensix push or a run of them,
-a CSR, an atomic, a misaligned access, an illegal word, a bad fetch). That instruction runs through rv32.py's own
-translation of it alone (RV32Core.piece), with the same `done` position the block would have given it, then the C
-part resumes. The register file lives in the C state during run() and in `core.x` between runs. rv32.py stays the
-reference: tests/emu/test_rv32_native.py pins registers, memory, bus traffic and instruction counts of this path to
-it. One difference, outside both paths' contract: rv32.py executes code as it was when first translated after a
-reset, this part as it is in L1 (code that rewrites itself needs fence.i, which neither supports).
+The C part executes what touches only registers, L1 and the core's local RAM, and the stores that fill an NIU's
+command registers (kept in noc.py's register file, which the send reads; `NIU_STORES`), with rv32.py's block
+boundaries, budget and spin detection, and returns at the first instruction it leaves to Python (other MMIO, a Tensix
+push or a run of them, a CSR, an atomic, a misaligned access, an illegal word, a bad fetch). That instruction runs
+through rv32.py's own translation of it alone (RV32Core.piece), with the same `done` position the block would have
+given it, then the C part resumes. The register file lives in the C state during run() and in `core.x` between runs.
+rv32.py stays the reference: tests/emu/test_rv32_native.py pins registers, memory, bus traffic, NIU registers and
+instruction counts of this path to it. One difference, outside both paths' contract: rv32.py executes code as it was
+when first translated after a reset, this part as it is in L1 (code that rewrites itself needs fence.i, which neither
+supports).
 
 `TT_RV32_NATIVE=0` (read when a core is attached) keeps every core on the Python path; without a host compiler the
 cores stay there too (`python -m tt_backend info` says which runs, and why).
@@ -17,6 +19,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -37,8 +40,12 @@ PYTHON_QUANTA = 16
 BUDGET_CAP = 1 << 31        # the C state counts in uint32; a larger budget is cut at a block boundary beyond it anyway
 # rv32_native.c's rv_state as uint32 words: the L1 and local RAM pointers (words 0-3), then these fields
 LOCAL_SIZE, MULTI_PUSH, PC, DONE, BUDGET, IN_BLOCK, SPIN_PC, CHAIN, EXIT_N = range(4, 13)
-X = 14                      # x[32], then spin_x[32]
+NIU_REGS, NIU_BASE = 14, 18  # two pointers to the NIUs' register files (0: stores there go to Python), their windows
+X = 20                      # x[32], then spin_x[32]
 STATE_WORDS = X + 64
+# The stores that fill an NIU's command registers are kept by C in the NIU's register file (rv32_native.c niu_store);
+# False hands each of them back to Python's Niu.store (the reference), as without the C part
+NIU_STORES = True
 
 
 def enabled() -> bool:
@@ -65,11 +72,12 @@ def status() -> str:
     return _load()[1]
 
 
-def attach(core: RV32Core) -> None:
-    """Hand `core`'s run() to the C part when it is enabled and built; otherwise the core keeps the Python path."""
+def attach(core: RV32Core, nius: Sequence[tuple[int, np.ndarray]] = ()) -> None:
+    """Hand `core`'s run() to the C part when it is enabled and built; otherwise the core keeps the Python path.
+    `nius`: (window base address, uint32 register file) of the NIUs whose command registers C may fill (at most 2)."""
     fn = _load()[0] if enabled() else None
     if fn is not None and len(core._l1) == L1_SIZE:
-        core.native = NativeRun(core, fn)
+        core.native = NativeRun(core, fn, nius if NIU_STORES else ())
 
 
 def _address(mem: memoryview) -> tuple[int, object]:
@@ -82,13 +90,18 @@ class NativeRun:
     """RV32Core.run for one core on the C part; the core's state (pc, x, instret, parked, spinning, pos) is kept as
     rv32.py keeps it."""
 
-    def __init__(self, core: RV32Core, fn):
+    def __init__(self, core: RV32Core, fn, nius: Sequence[tuple[int, np.ndarray]]):
         self.core = core
         self.fn = fn
         self.state = np.zeros(STATE_WORDS, np.uint32)
         (l1, self._l1_buf), (local, self._local_buf) = _address(core._l1), _address(core._local)
         self.state[:4].view(np.uint64)[:] = (l1, local)
         self.state[LOCAL_SIZE] = core.local_size
+        self._nius = [regs for _, regs in nius]            # kept alive while C holds their addresses
+        for i, (base, regs) in enumerate(nius):
+            assert regs.dtype == np.uint32 and regs.flags.c_contiguous
+            self.state[NIU_REGS + 2 * i:NIU_REGS + 2 * i + 2].view(np.uint64)[0] = regs.ctypes.data
+            self.state[NIU_BASE + i] = base
         self.words = memoryview(self.state)
         self.arg = ctypes.c_void_p(self.state.ctypes.data)
         self.python_quanta = 0          # quanta left to run on the Python blocks before C is measured again
