@@ -11,6 +11,7 @@ from tt_backend.lowering.codegen.tensix import (FORMAT_CODE, PACK_CFG, UNPACK_CF
 from tt_backend.lowering.codegen.words import hex_u32, word_u32
 from tt_backend.lowering.codegen.l1 import STAGING_BYTES
 from tt_backend.lowering.codegen.replay import replay_issue
+from tt_backend.lowering.families.mover_cost import reads_in_flight
 from tt_backend.lowering.families.tile_plan import (CB_DEPTH, READ_AHEAD, WRITE_AHEAD, ReducePlan, TilePlan,
                                                     index_load_buffers, window_bytes)
 from tt_backend.lowering.families.tile_streams import reduce_datums, reduce_next_k, stream_ctx
@@ -217,7 +218,8 @@ def render_tile_kernel(plan: TilePlan, generator: str, red: ReducePlan | None = 
         "tiles": ("tile_begin", "tile_end"),
         "tile_grid": plan.tile_grid is not None,   # range positions -> tiles through tt_tile_at
         # the reader keeps several tiles' reads in flight where every input is one NoC read per tile
-        "in_flight": bool(plan.inputs) and (all(s["mode"] == "contiguous" for s in inputs) if red is None else
+        "in_flight": bool(plan.inputs) and (reads_in_flight([(s["mode"], s["fmt"], s["runs"]) for s in inputs])
+                                            if red is None else
                                             red.pass1 is None and all(s["mode"] == "red contiguous" for s in inputs)),
         "tile_decl": "tile_begin = tt_arg(ARG_TILE_BEGIN), tile_end = tt_arg(ARG_TILE_END)",
     }
