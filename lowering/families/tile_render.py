@@ -19,6 +19,9 @@ from tt_backend.lowering.placement.choice import FpuOp
 from tt_backend.lowering.plan import DTYPE_SIZE, TILE_BYTES, TILE_ELEMS
 from tt_backend.chip.errors import UnsupportedOp
 
+FACE_DATUMS = 256       # datums of one 16x16 face: one UNPACR (unpacker 0's x counter, `unp_adcxx_face`)
+TILE_FACES = TILE_ELEMS // FACE_DATUMS
+
 
 def args_header(plan: TilePlan, generator: str, red: ReducePlan | None, datums: bool = False) -> str:
     """args.h of a tile-pipeline kernel; `datums`: with the reduction layout's datum table (a red affine reader)."""
@@ -240,6 +243,13 @@ def render_tile_kernel(plan: TilePlan, generator: str, red: ReducePlan | None = 
         ctx["fpu"] = []
     for s in inputs:
         s["dst"] = dst_inputs is None or s["j"] in dst_inputs
+        # a head input's tile is read by the SFPU setup at row step 0 only: the faces holding its written datums
+        s["dst_faces"] = -(-s["runs"]["head"] // FACE_DATUMS) if s["runs"] and s["runs"]["head"] else TILE_FACES
     ctx["any_fpu"] = bool(fpu_ops) or any(s["fmt"] == "bf16" and s["dst"] for s in inputs)
+    # FPU ops beside Dst inputs that are all unpacked straight to Dst: the SFPU setup (which reads only Dst inputs,
+    # uniform values hoisted out of the row loop) is issued before the FPU ops, once those inputs are in, and runs
+    # while the unpackers bring the FPU's operands (a bf16 Dst input reaches Dst through an FPU ELWADD: not then)
+    ctx["setup_first"] = bool(fpu_ops) and len(plan.sfpu.setup) > 0 and not any(
+        s["fmt"] == "bf16" and s["dst"] for s in inputs)
     datums = red is not None
     return kernel_sources(ctx, "reader.c.j2", "writer.c.j2", "compute.c.j2", args_header(plan, generator, red, datums))
