@@ -10,7 +10,7 @@
     python -m tt_backend bench kernels --rows sum-grid      # x.sum() at 2048x2048 (partials, then a combine)
 
 Columns: the placement's compute cycles (what the selector prices), the whole launch predicted by
-lowering/families/mover_cost.py (reader, compute and writer as a pipeline), the emulated cycles and their ratio;
+lowering/families/mover_cost.py (reader, compute and writer as a pipeline), the emulated cycles and their ratio, ...;
 `L1-L1` (program rows): the launch's compute part as issue 10 measures it, from the first unpack to the end of the
 last pack (trace.json's compute_span_cycles).
 Rows: bf16 matmul (M = K = N = 512) on the FPU at HiFi2 and HiFi4 (planned directly with that fidelity: the selector
@@ -347,16 +347,15 @@ def scaled(row, scale: int):
 
 def table(results: list[Measured]) -> str:
     lines = [f"{'row':<16} {'kernel':<24} {'compute':>9} {'predicted':>10} {'emulated':>10} {'pred/emu':>8} "
-             f"{'L1-L1':>7} {'cores':>5} {'speed-up':>8} {'banks':>8} {'GB/s':>5} {'host s':>7} {'ttsim':>9}"]
+             f"{'cores':>5} {'speed-up':>8} {'banks':>8} {'GB/s':>5} {'host s':>7} {'L1-L1':>7} {'ttsim':>9}"]
     for m in results:
         ratio = f"{m.predicted / m.emulated:.2f}" if m.predicted and m.emulated else "-"
         same = {None: "-", True: "identical", False: "DIFFER"}[m.same_on_ttsim]
         speed = f"{m.speedup:.2f}" if m.speedup else "-"
         gbs = f"{m.dram_gbs:.0f}" if m.dram_gbs else "-"
         lines.append(f"{m.row:<16} {m.kernel:<24} {m.compute or '-':>9} {m.predicted or '-':>10} "
-                     f"{m.emulated or '-':>10} {ratio:>8} {m.l1_to_l1 or '-':>7} {m.cores or '-':>5} {speed:>8} "
-                     f"{m.bank or '-':>8} {gbs:>5} "
-                     f"{m.seconds:>7.1f} {same:>9}")
+                     f"{m.emulated or '-':>10} {ratio:>8} {m.cores or '-':>5} {speed:>8} {m.bank or '-':>8} {gbs:>5} "
+                     f"{m.seconds:>7.1f} {m.l1_to_l1 or '-':>7} {same:>9}")
     return "\n".join(lines)
 
 
