@@ -235,6 +235,8 @@ def render_tile_kernel(plan: TilePlan, generator: str, red: ReducePlan | None = 
         ctx.update(issue)
     if red is not None:
         ctx["out_slot"] = red.post.out_slot
+    # a reduction's writer reads only its outputs' datums (ReducePlan.out_datum): the packer packs the faces holding them
+    ctx["out_faces"] = TILE_FACES if red is None else max(red.out_datum(j) for j in range(red.cells)) // FACE_DATUMS + 1
     if fpu_ops:   # FPU placement: operands to SrcA/SrcB, unpacker 0 reconfigured per input (so always "mixed")
         ctx["w"] = w | fpu_words()
         ctx.update(fpu=fpu_ctx(plan, fpu_ops), mixed=True,
