@@ -124,17 +124,21 @@ def _check(plan: TilePlan) -> None:
 
 
 # --- FPU elementwise ops (lowering/placement/choice.py): in_a -> SrcA (unpacker 0), in_b -> SrcB (unpacker 1), per
-# face, then ELWMUL (phases inner: slot 4 = next phase, slot 3 = next 8x16 block + phase 0) / ELWADD / ELWSUB into a Dst slot
+# face, then ELWMUL / ELWADD / ELWSUB into a Dst slot, the fidelity phases outside the face's two 8x16 blocks (slot 3 =
+# next block, slot 4 = next phase back at the face's first block, slot 5 = the face done: Dst to the next face, which
+# becomes the CR; phase 0): a block's next phase waits one block instead of its own write's latency (docs/fpu_path.md §7)
 SRC_FORMAT_CODE = {"bf16": 5, "tf32": 4}
 UNP1_CFG_STATIC = {113: 0x00040001, 121: 0x0000000F, 59: 0}     # y_dim 1, z_dim 4 faces; uncompressed; SrcB row 0
 
 
 def fpu_words() -> dict:
     return {
-        "ab_sec3_next": word_u32("SETC16", setc16_reg=15, setc16_value=0x0808),     # SrcA += 8, SrcB += 8
-        "dst_sec3_next": word_u32("SETC16", setc16_reg=31, setc16_value=0x8008),    # Dst += 8, FidelityClear
-        "ab_sec4_phase": word_u32("SETC16", setc16_reg=16, setc16_value=0),
-        "dst_sec4_phase": word_u32("SETC16", setc16_reg=32, setc16_value=0x2000),   # FidelityIncr 1
+        "ab_sec3_block": word_u32("SETC16", setc16_reg=15, setc16_value=0x0808),    # SrcA += 8, SrcB += 8
+        "dst_sec3_block": word_u32("SETC16", setc16_reg=31, setc16_value=0x0008),   # Dst += 8
+        "ab_sec4_phase": word_u32("SETC16", setc16_reg=16, setc16_value=0x8080),    # SrcA := SrcB := 0 (Clear)
+        "dst_sec4_phase": word_u32("SETC16", setc16_reg=32, setc16_value=0x2400),   # Dst := CR, FidelityIncr 1
+        "ab_sec5_face": word_u32("SETC16", setc16_reg=17, setc16_value=0),          # (SETRWC resets SrcA/SrcB)
+        "dst_sec5_face": word_u32("SETC16", setc16_reg=33, setc16_value=0x9008),    # Dst += 8, CR := Dst, FidelityClear
         "unp1_adcxy_reset": word_u32("SETADCXY", cnt_set_mask=2, bit_mask=0xB),
         "unp1_adczw_reset": word_u32("SETADCZW", cnt_set_mask=2, bit_mask=0xF),
         "unp1_adcxx_face": word_u32("SETADCXX", cnt_set_mask=2, x_end2=255, x_start=0),
@@ -146,8 +150,9 @@ def fpu_words() -> dict:
         "wrcfg_gpr12_cfg124": word_u32("WRCFG", gpr_address=12, cfg_reg=124),
         "unpacr_srcb_face": word_u32("UNPACR", unpack_block_selection=1, addr_mode=0x01, ovrd_thread_id=1,
                                      set_dat_valid=1, last=1),
+        "elw_block": {k: word_u32(k, addr_mode=3, dst=0) for k in ("ELWMUL", "ELWADD", "ELWSUB")},
         "elw_phase": {k: word_u32(k, addr_mode=4, dst=0) for k in ("ELWMUL", "ELWADD", "ELWSUB")},
-        "elw_next": {k: word_u32(k, addr_mode=3, dst=0) for k in ("ELWMUL", "ELWADD", "ELWSUB")},
+        "elw_face": {k: word_u32(k, addr_mode=5, dst=0) for k in ("ELWMUL", "ELWADD", "ELWSUB")},
     }
 
 
