@@ -133,8 +133,8 @@ def tile_pipeline_cycles(n_tiles: int, reads: list[tuple[str, str, dict | None]]
     of the output; compute_per_tile the compute's steady rate, compute_fill what its first tile adds (compute_stage).
     Where every input is plain contiguous (or a head broadcast beside them) the reader keeps several tiles' reads in
     flight (templates/reader.c.j2 `in_flight`, `reads_in_flight`): the round trip is paid once, in the fill, not per
-    tile. Otherwise the plain contiguous inputs' reads
-    are issued first and their round trip overlaps the other inputs' movers (`early`). A bulk writer keeps its writes
+    tile. Otherwise the plain contiguous inputs' reads are issued first and their round trip overlaps the other
+    inputs' movers (`early`). A bulk writer keeps its writes
     in flight likewise (writer.c.j2): the last tile's acknowledgement is waited for once."""
     writer = tile_write_cycles(*write)
     if write[0].startswith("contiguous"):

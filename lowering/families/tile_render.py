@@ -126,7 +126,8 @@ def _check(plan: TilePlan) -> None:
 # --- FPU elementwise ops (lowering/placement/choice.py): in_a -> SrcA (unpacker 0), in_b -> SrcB (unpacker 1), per
 # face, then ELWMUL / ELWADD / ELWSUB into a Dst slot, the fidelity phases outside the face's two 8x16 blocks (slot 3 =
 # next block, slot 4 = next phase back at the face's first block, slot 5 = the face done: Dst to the next face, which
-# becomes the CR; phase 0): a block's next phase waits one block instead of its own write's latency (docs/fpu_path.md §7)
+# becomes the CR; phase 0): a block's next phase waits one block instead of its own write's latency
+# (docs/fpu_path.md §7)
 SRC_FORMAT_CODE = {"bf16": 5, "tf32": 4}
 UNP1_CFG_STATIC = {113: 0x00040001, 121: 0x0000000F, 59: 0}     # y_dim 1, z_dim 4 faces; uncompressed; SrcB row 0
 
@@ -225,7 +226,8 @@ def render_tile_kernel(plan: TilePlan, generator: str, red: ReducePlan | None = 
         # each core takes a range of tiles from its argument block (the grid split, tile_plan.TilePlan.core_arg_words)
         "tiles": ("tile_begin", "tile_end"),
         "tile_grid": plan.tile_grid is not None,   # range positions -> tiles through tt_tile_at
-        # the reader keeps several tiles' reads in flight where every input is one NoC read per tile
+        # the reader keeps several tiles' reads in flight where every input is one NoC read per tile (or, beside
+        # them, a head broadcast: mover_cost.reads_in_flight)
         "in_flight": bool(plan.inputs) and (reads_in_flight([(s["mode"], s["fmt"], s["runs"]) for s in inputs])
                                             if red is None else
                                             red.pass1 is None and all(s["mode"] == "red contiguous" for s in inputs)),
@@ -240,7 +242,8 @@ def render_tile_kernel(plan: TilePlan, generator: str, red: ReducePlan | None = 
         ctx.update(issue)
     if red is not None:
         ctx["out_slot"] = red.post.out_slot
-    # a reduction's writer reads only its outputs' datums (ReducePlan.out_datum): the packer packs the faces holding them
+    # a reduction's writer reads only its outputs' datums (ReducePlan.out_datum): the packer packs the faces that
+    # hold them
     ctx["out_faces"] = TILE_FACES if red is None else max(red.out_datum(j) for j in range(red.cells)) // FACE_DATUMS + 1
     if fpu_ops:   # FPU placement: operands to SrcA/SrcB, unpacker 0 reconfigured per input (so always "mixed")
         ctx["w"] = w | fpu_words()
