@@ -37,6 +37,9 @@ HOST_UNIT = "microseconds of host wall time"
 LANES = (*layout.CORES, "thread0", "thread1", "thread2", "unpack0", "unpack1", "fpu", "sfpu", "pack", "noc0", "noc1")
 
 
+UNPACK_LANES = ("unpack0", "unpack1")
+
+
 def lane_order(lane: str) -> tuple:
     return (LANES.index(lane) if lane in LANES else len(LANES), lane)
 
@@ -75,6 +78,14 @@ class Timeline:
 
     def lanes(self) -> list[str]:
         return sorted({iv.lane for iv in self.intervals}, key=lane_order)
+
+    def compute_span(self) -> int | None:
+        """The compute part of the launch L1 to L1, as issue 10 measures it against silicon's hand-written kernels:
+        from the first unpacker read to the end of the last packer write (cycles); None when nothing was both
+        unpacked and packed (a totals-only or cycle-free timeline, a mover-only kernel)."""
+        unpack = [iv.start for iv in self.intervals if iv.state == "busy" and iv.lane in UNPACK_LANES]
+        pack = [iv.end for iv in self.intervals if iv.state == "busy" and iv.lane == "pack"]
+        return max(pack) - min(unpack) if unpack and pack and not self.totals_only else None
 
 
 def launch_counts(stats: tuple | None) -> dict:
@@ -156,7 +167,8 @@ def chrome_trace(tl: Timeline) -> dict:
     return {"traceEvents": events, "displayTimeUnit": "ns",
             "otherData": {"kernel": tl.kernel, "target": tl.target, "cycle_model": tl.cycle_model,
                           "totals_only": tl.totals_only, "time_unit": CYCLES_UNIT if tl.cycle_model else HOST_UNIT,
-                          "note": tl.note, "host_wall_s": tl.wall_s, "counts": tl.counts}}
+                          "note": tl.note, "host_wall_s": tl.wall_s, "counts": tl.counts,
+                          "compute_span_cycles": tl.compute_span()}}
 
 
 def write(tl: Timeline, directory: str | Path) -> Path | None:

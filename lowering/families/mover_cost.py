@@ -65,7 +65,7 @@ BULK_READS = ("contiguous", "contiguous bool", "red contiguous")     # modes tha
 def tile_read_cycles(mode: str, tile_format: str, runs: dict | None = None) -> float:
     """Reader cycles per tile of one input stream: mode and run structure as tile_streams.stream_ctx gives them."""
     bulk = TILE_READ_FIXED + TILE_BYTES[tile_format] / NOC_BYTES_PER_CYCLE if mode in BULK_READS else 0
-    if mode == "broadcast" and runs and runs["head"]:     # one fetch, the datums the SFPU setup reads
+    if head_broadcast(mode, runs):     # one fetch, the datums the SFPU setup reads
         return READ_PER_RUN + NOC_ROUND_TRIP + READ_PER_RUN_DATUM * runs["head"]
     if mode in ("runs", "broadcast"):
         return (READ_PER_RUN * max(1, TILE_ELEMS // max(1, runs["run"] if runs else 1)) + NOC_ROUND_TRIP
@@ -131,19 +131,33 @@ def tile_pipeline_cycles(n_tiles: int, reads: list[tuple[str, str, dict | None]]
                          compute_per_tile: float, compute_fill: float = 0.0) -> dict:
     """The tile pipeline's launch: reads = (mode, tile format, run structure) per input, write = (mode, tile format)
     of the output; compute_per_tile the compute's steady rate, compute_fill what its first tile adds (compute_stage).
-    Where every input is plain contiguous the reader keeps several tiles' reads in flight (templates/reader.c.j2
-    `in_flight`): the round trip is paid once, in the fill, not per tile. Otherwise the plain contiguous inputs' reads
-    are issued first and their round trip overlaps the other inputs' movers (`early`). A bulk writer keeps its writes
+    Where every input is plain contiguous (or a head broadcast beside them) the reader keeps several tiles' reads in
+    flight (templates/reader.c.j2 `in_flight`, `reads_in_flight`): the round trip is paid once, in the fill, not per
+    tile. Otherwise the plain contiguous inputs' reads are issued first and their round trip overlaps the other
+    inputs' movers (`early`). A bulk writer keeps its writes
     in flight likewise (writer.c.j2): the last tile's acknowledgement is waited for once."""
     writer = tile_write_cycles(*write)
     if write[0].startswith("contiguous"):
         writer, compute_fill = writer - NOC_ROUND_TRIP, compute_fill + NOC_ROUND_TRIP
-    if reads and all(mode == "contiguous" for mode, _, _ in reads):
+    if reads_in_flight(reads):
         return pipeline(n_tiles, in_flight_read_cycles(reads), compute_per_tile, writer, NOC_ROUND_TRIP + compute_fill)
     early = [r for r in reads if r[0] == "contiguous"]
     others = sum(tile_read_cycles(*r) for r in reads if r[0] != "contiguous")
     reader = in_flight_read_cycles(early) + max(others, NOC_ROUND_TRIP if early else 0)
     return pipeline(n_tiles, reader, compute_per_tile, writer, compute_fill)
+
+
+def head_broadcast(mode: str, runs: dict | None) -> bool:
+    """A broadcast input only the SFPU setup reads (tile_streams.HEAD_DATUMS): a few datums of a window read once."""
+    return mode == "broadcast" and bool(runs and runs["head"])
+
+
+def reads_in_flight(reads: list[tuple[str, str, dict | None]]) -> bool:
+    """Whether the tile pipeline's reader keeps several tiles' reads in flight (templates/reader.c.j2 `in_flight`):
+    every input a plain contiguous stream, or a head broadcast beside them, whose window load (the first tile's
+    only NoC read of it) waits for the reads in flight instead of holding the next tiles' reads back."""
+    return (any(mode == "contiguous" for mode, _, _ in reads)
+            and all(mode == "contiguous" or head_broadcast(mode, runs) for mode, _, runs in reads))
 
 
 def in_flight_read_cycles(reads: list[tuple[str, str, dict | None]]) -> float:

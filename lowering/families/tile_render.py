@@ -11,12 +11,16 @@ from tt_backend.lowering.codegen.tensix import (FORMAT_CODE, PACK_CFG, UNPACK_CF
 from tt_backend.lowering.codegen.words import hex_u32, word_u32
 from tt_backend.lowering.codegen.l1 import STAGING_BYTES
 from tt_backend.lowering.codegen.replay import replay_issue
+from tt_backend.lowering.families.mover_cost import reads_in_flight
 from tt_backend.lowering.families.tile_plan import (CB_DEPTH, READ_AHEAD, WRITE_AHEAD, ReducePlan, TilePlan,
                                                     index_load_buffers, window_bytes)
 from tt_backend.lowering.families.tile_streams import reduce_datums, reduce_next_k, stream_ctx
 from tt_backend.lowering.placement.choice import FpuOp
 from tt_backend.lowering.plan import DTYPE_SIZE, TILE_BYTES, TILE_ELEMS
 from tt_backend.chip.errors import UnsupportedOp
+
+FACE_DATUMS = 256       # datums of one 16x16 face: one UNPACR (unpacker 0's x counter, `unp_adcxx_face`)
+TILE_FACES = TILE_ELEMS // FACE_DATUMS
 
 
 def args_header(plan: TilePlan, generator: str, red: ReducePlan | None, datums: bool = False) -> str:
@@ -120,17 +124,22 @@ def _check(plan: TilePlan) -> None:
 
 
 # --- FPU elementwise ops (lowering/placement/choice.py): in_a -> SrcA (unpacker 0), in_b -> SrcB (unpacker 1), per
-# face, then ELWMUL (phases inner: slot 4 = next phase, slot 3 = next 8x16 block + phase 0) / ELWADD / ELWSUB into a Dst slot
+# face, then ELWMUL / ELWADD / ELWSUB into a Dst slot, the fidelity phases outside the face's two 8x16 blocks (slot 3 =
+# next block, slot 4 = next phase back at the face's first block, slot 5 = the face done: Dst to the next face, which
+# becomes the CR; phase 0): a block's next phase waits one block instead of its own write's latency
+# (docs/fpu_path.md §7)
 SRC_FORMAT_CODE = {"bf16": 5, "tf32": 4}
 UNP1_CFG_STATIC = {113: 0x00040001, 121: 0x0000000F, 59: 0}     # y_dim 1, z_dim 4 faces; uncompressed; SrcB row 0
 
 
 def fpu_words() -> dict:
     return {
-        "ab_sec3_next": word_u32("SETC16", setc16_reg=15, setc16_value=0x0808),     # SrcA += 8, SrcB += 8
-        "dst_sec3_next": word_u32("SETC16", setc16_reg=31, setc16_value=0x8008),    # Dst += 8, FidelityClear
-        "ab_sec4_phase": word_u32("SETC16", setc16_reg=16, setc16_value=0),
-        "dst_sec4_phase": word_u32("SETC16", setc16_reg=32, setc16_value=0x2000),   # FidelityIncr 1
+        "ab_sec3_block": word_u32("SETC16", setc16_reg=15, setc16_value=0x0808),    # SrcA += 8, SrcB += 8
+        "dst_sec3_block": word_u32("SETC16", setc16_reg=31, setc16_value=0x0008),   # Dst += 8
+        "ab_sec4_phase": word_u32("SETC16", setc16_reg=16, setc16_value=0x8080),    # SrcA := SrcB := 0 (Clear)
+        "dst_sec4_phase": word_u32("SETC16", setc16_reg=32, setc16_value=0x2400),   # Dst := CR, FidelityIncr 1
+        "ab_sec5_face": word_u32("SETC16", setc16_reg=17, setc16_value=0),          # (SETRWC resets SrcA/SrcB)
+        "dst_sec5_face": word_u32("SETC16", setc16_reg=33, setc16_value=0x9008),    # Dst += 8, CR := Dst, FidelityClear
         "unp1_adcxy_reset": word_u32("SETADCXY", cnt_set_mask=2, bit_mask=0xB),
         "unp1_adczw_reset": word_u32("SETADCZW", cnt_set_mask=2, bit_mask=0xF),
         "unp1_adcxx_face": word_u32("SETADCXX", cnt_set_mask=2, x_end2=255, x_start=0),
@@ -142,8 +151,9 @@ def fpu_words() -> dict:
         "wrcfg_gpr12_cfg124": word_u32("WRCFG", gpr_address=12, cfg_reg=124),
         "unpacr_srcb_face": word_u32("UNPACR", unpack_block_selection=1, addr_mode=0x01, ovrd_thread_id=1,
                                      set_dat_valid=1, last=1),
+        "elw_block": {k: word_u32(k, addr_mode=3, dst=0) for k in ("ELWMUL", "ELWADD", "ELWSUB")},
         "elw_phase": {k: word_u32(k, addr_mode=4, dst=0) for k in ("ELWMUL", "ELWADD", "ELWSUB")},
-        "elw_next": {k: word_u32(k, addr_mode=3, dst=0) for k in ("ELWMUL", "ELWADD", "ELWSUB")},
+        "elw_face": {k: word_u32(k, addr_mode=5, dst=0) for k in ("ELWMUL", "ELWADD", "ELWSUB")},
     }
 
 
@@ -216,8 +226,10 @@ def render_tile_kernel(plan: TilePlan, generator: str, red: ReducePlan | None = 
         # each core takes a range of tiles from its argument block (the grid split, tile_plan.TilePlan.core_arg_words)
         "tiles": ("tile_begin", "tile_end"),
         "tile_grid": plan.tile_grid is not None,   # range positions -> tiles through tt_tile_at
-        # the reader keeps several tiles' reads in flight where every input is one NoC read per tile
-        "in_flight": bool(plan.inputs) and (all(s["mode"] == "contiguous" for s in inputs) if red is None else
+        # the reader keeps several tiles' reads in flight where every input is one NoC read per tile (or, beside
+        # them, a head broadcast: mover_cost.reads_in_flight)
+        "in_flight": bool(plan.inputs) and (reads_in_flight([(s["mode"], s["fmt"], s["runs"]) for s in inputs])
+                                            if red is None else
                                             red.pass1 is None and all(s["mode"] == "red contiguous" for s in inputs)),
         "tile_decl": "tile_begin = tt_arg(ARG_TILE_BEGIN), tile_end = tt_arg(ARG_TILE_END)",
     }
@@ -230,6 +242,9 @@ def render_tile_kernel(plan: TilePlan, generator: str, red: ReducePlan | None = 
         ctx.update(issue)
     if red is not None:
         ctx["out_slot"] = red.post.out_slot
+    # a reduction's writer reads only its outputs' datums (ReducePlan.out_datum): the packer packs the faces that
+    # hold them
+    ctx["out_faces"] = TILE_FACES if red is None else max(red.out_datum(j) for j in range(red.cells)) // FACE_DATUMS + 1
     if fpu_ops:   # FPU placement: operands to SrcA/SrcB, unpacker 0 reconfigured per input (so always "mixed")
         ctx["w"] = w | fpu_words()
         ctx.update(fpu=fpu_ctx(plan, fpu_ops), mixed=True,
@@ -238,6 +253,13 @@ def render_tile_kernel(plan: TilePlan, generator: str, red: ReducePlan | None = 
         ctx["fpu"] = []
     for s in inputs:
         s["dst"] = dst_inputs is None or s["j"] in dst_inputs
+        # a head input's tile is read by the SFPU setup at row step 0 only: the faces holding its written datums
+        s["dst_faces"] = -(-s["runs"]["head"] // FACE_DATUMS) if s["runs"] and s["runs"]["head"] else TILE_FACES
     ctx["any_fpu"] = bool(fpu_ops) or any(s["fmt"] == "bf16" and s["dst"] for s in inputs)
+    # FPU ops beside Dst inputs that are all unpacked straight to Dst: the SFPU setup (which reads only Dst inputs,
+    # uniform values hoisted out of the row loop) is issued before the FPU ops, once those inputs are in, and runs
+    # while the unpackers bring the FPU's operands (a bf16 Dst input reaches Dst through an FPU ELWADD: not then)
+    ctx["setup_first"] = bool(fpu_ops) and len(plan.sfpu.setup) > 0 and not any(
+        s["fmt"] == "bf16" and s["dst"] for s in inputs)
     datums = red is not None
     return kernel_sources(ctx, "reader.c.j2", "writer.c.j2", "compute.c.j2", args_header(plan, generator, red, datums))

@@ -230,13 +230,18 @@ def test_chrome_trace_of_a_timeline():
     tl = T.Timeline("E_1", "emu", True, [T.Interval("trisc1", 0, 40), T.Interval("fpu", 10, 30),
                                          T.Interval("trisc1", 40, 55, "stall", "SrcA not valid"),
                                          T.Interval("brisc", 0, 20)], "test", totals_only=False)
+    assert tl.compute_span() is None                   # nothing unpacked nor packed
+    tl.intervals += [T.Interval("unpack1", 7, 9), T.Interval("unpack0", 5, 8), T.Interval("pack", 31, 40),
+                     T.Interval("pack", 40, 44, "stall", "L1 port")]
+    assert tl.compute_span() == 40 - 5                 # first unpack to the last pack's end (busy intervals only)
     tr = T.chrome_trace(tl)
     names = {e["tid"]: e["args"]["name"] for e in tr["traceEvents"] if e["name"] == "thread_name"}
-    assert list(names.values()) == ["brisc", "trisc1", "fpu"]     # cores in layout order, then units
+    # cores in layout order, then units
+    assert list(names.values()) == ["brisc", "trisc1", "unpack0", "unpack1", "fpu", "pack"]
     spans = [(names[e["tid"]], e["ts"], e["dur"], e["name"]) for e in tr["traceEvents"] if e["ph"] == "X"]
     assert ("trisc1", 40, 15, "stall: SrcA not valid") in spans and ("fpu", 10, 20, "busy") in spans
-    assert tl.busy_cycles() == {"trisc1": 40, "fpu": 20, "brisc": 20}
-    assert tr["otherData"]["time_unit"] == T.CYCLES_UNIT
+    assert tl.busy_cycles() == {"trisc1": 40, "fpu": 20, "brisc": 20, "unpack0": 3, "unpack1": 2, "pack": 9}
+    assert tr["otherData"]["time_unit"] == T.CYCLES_UNIT and tr["otherData"]["compute_span_cycles"] == 35
     none = T.chrome_trace(T.without_cycle_model("E_1", "ttsim", 0.25))
     assert none["otherData"]["cycle_model"] is False and "no cycle model" in none["otherData"]["note"]
     assert [e["dur"] for e in none["traceEvents"] if e["ph"] == "X"] == [250000.0]   # host wall time only
@@ -270,6 +275,9 @@ def test_trace_under_tt_dump_matches_the_report(tmp_path):
             assert totals[f"thread{i}"]["busy"] == issued, i
         stalls = {e["name"] for e in tr["traceEvents"] if e["ph"] == "X" and e["cat"] == "stall"}
         assert stalls and all(n.startswith("stall: ") and len(n) > 10 for n in stalls)   # each names its cause
+        unpacked = [a for lane, a, _, cat in spans if lane.startswith("unpack") and cat == "busy"]
+        packed = [b for lane, _, b, cat in spans if lane == "pack" and cat == "busy"]
+        assert meta["compute_span_cycles"] == max(packed) - min(unpacked) > 0
 
 
 # ----------------------------------------------------------------------------------------------- tinygrad's knobs

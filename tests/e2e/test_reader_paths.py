@@ -148,12 +148,14 @@ def test_bit_identical_to_cpu(name, fn, specs, modes, target):
 @pytest.mark.parametrize("name,head", [("scalar_hoisted", True), ("scalar_hoisted_2d", True),
                                        ("scalar_short_tail", False), ("scalar_broadcast", False)])
 def test_broadcast_head(name, head):
-    """The scalar's stream is read as a 64-datum head exactly where its value is hoisted and the body never loads it."""
+    """The scalar's stream is read as a 64-datum head exactly where its value is hoisted and the body never loads it;
+    beside it the contiguous input's reads stay in flight (mover_cost.reads_in_flight)."""
     _, fn, specs, _ = CASES[IDS.index(name)]
     (plan,) = _plans(fn, specs)
     assert bool(plan.head_inputs) == head and (len(plan.sfpu.setup) > 1 + 2) == head
     src = plan.render()["brisc"]
     assert ("only the SFPU setup reads this tile" in src) == head
+    assert ("tt_noc_read_wait_mark" in src) == head
 
 
 def test_column_segments_where_not_resident():

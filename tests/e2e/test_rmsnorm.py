@@ -47,8 +47,20 @@ def run_example(tmp: Path, tag: str, budget: float | None, weight: str, seed: in
     res["kernels"] = {}
     for rep in res["reports"]:
         k = json.loads(Path(rep).read_text())
-        res["kernels"][k["name"]] = k
+        res["kernels"][k["name"]] = k | {"dump": Path(rep).parent}
     return res
+
+
+def first_busy(trace: Path) -> dict[str, int]:
+    """Per lane of a launch's trace.json: its first busy cycle."""
+    tr = json.loads(trace.read_text())
+    lanes = {e["tid"]: e["args"]["name"] for e in tr["traceEvents"] if e["name"] == "thread_name"}
+    first: dict[str, int] = {}
+    for e in tr["traceEvents"]:
+        if e["ph"] == "X" and e["cat"] == "busy":
+            lane = lanes[e["tid"]]
+            first[lane] = min(first.get(lane, e["ts"]), e["ts"])
+    return first
 
 
 def kernels(res: dict) -> tuple[dict, dict]:
@@ -114,6 +126,10 @@ def test_budget_1e2_moves_the_multiply_to_the_fpu(default_run, tmp_path, weight)
     # computes (docs/performance.md §8)
     assert ew["emulated_cycles"] <= ew0["emulated_cycles"]
     assert ew["emulated_cycles"] + red["emulated_cycles"] <= ew0["emulated_cycles"] + red0["emulated_cycles"]
+    # the SFPU's branch of E_2048's tile graph (1/rms, hoisted into the setup) runs before the FPU's x*w is issued,
+    # while the unpackers bring x and w (tile_render `setup_first`): the SFPU is busy before unpacker 1 (SrcB: w) is
+    first = first_busy(ew["dump"] / "trace.json")
+    assert first["sfpu"] < first["unpack1"], first
     # the reduction kernel: present, placed (all SFPU: the reduce templates have no FPU path), checked
     assert [n["engine"] for n in red["nodes"]] and all(n["engine"] == "SFPU" for n in red["nodes"])
     assert red["measured_error"] <= FAITHFUL_SUM

@@ -10,7 +10,9 @@
     python -m tt_backend bench kernels --rows sum-grid      # x.sum() at 2048x2048 (partials, then a combine)
 
 Columns: the placement's compute cycles (what the selector prices), the whole launch predicted by
-lowering/families/mover_cost.py (reader, compute and writer as a pipeline), the emulated cycles and their ratio.
+lowering/families/mover_cost.py (reader, compute and writer as a pipeline), the emulated cycles and their ratio, ...;
+`L1-L1` (program rows): the launch's compute part as issue 10 measures it, from the first unpack to the end of the
+last pack (trace.json's compute_span_cycles).
 Rows: bf16 matmul (M = K = N = 512) on the FPU at HiFi2 and HiFi4 (planned directly with that fidelity: the selector
 would pick HiFi3 for HiFi4's error), a bf16 256^3 matmul through tinygrad at TT_ERR_BUDGET=1e-2 and
 TT_BUDGET_SAMPLED=1 (the selector's fidelity; without the opt-in a matmul stays on the SFPU, docs/placement.md §3),
@@ -62,6 +64,7 @@ from tt_backend.runtime.driver import launch
 from tt_backend.runtime.emu.device import EmuDevice
 from tt_backend.runtime.hw_device import AICLK_HZ
 from tt_backend.runtime.ttsim_device import TtsimDevice
+from tt_backend.trace import TRACE_NAME
 
 
 @dataclass(frozen=True)
@@ -152,6 +155,7 @@ class Measured:
     cores: int | None = None              # grid rows: the cores the launch was split over, and the speed-up over one
     speedup: float | None = None
     bank: int | None = None               # the DRAM banks' time for the launch's bytes (the launch model's floor)
+    l1_to_l1: int | None = None           # program rows: the compute part, first unpack to last pack (trace.json)
 
     @property
     def dram_gbs(self) -> float | None:
@@ -297,8 +301,11 @@ def run_program(name: str, row: ProgramRow, ttsim_lib: str | None) -> list[Measu
         for rep in sorted(dump.glob("*/report.json")):
             r = json.loads(rep.read_text())
             launch = r.get("predicted_launch_cycles") or {}
+            trace = rep.parent / TRACE_NAME
+            span = json.loads(trace.read_text())["otherData"].get("compute_span_cycles") if trace.exists() else None
             out.append(Measured(name, r["kernel"], r.get("predicted_cycles"), launch.get("total"),
-                                r.get("emulated_cycles"), secs, cores=launch.get("cores"), bank=launch.get("bank")))
+                                r.get("emulated_cycles"), secs, cores=launch.get("cores"), bank=launch.get("bank"),
+                                l1_to_l1=span))
         if ttsim_lib:
             _run_program(code, {**base, "TT_BACKEND": "ttsim", "TT_SIMULATOR": ttsim_lib}, Path(tmp) / "sim.npy")
             same = np.load(Path(tmp) / "emu.npy").tobytes() == np.load(Path(tmp) / "sim.npy").tobytes()
@@ -340,7 +347,7 @@ def scaled(row, scale: int):
 
 def table(results: list[Measured]) -> str:
     lines = [f"{'row':<16} {'kernel':<24} {'compute':>9} {'predicted':>10} {'emulated':>10} {'pred/emu':>8} "
-             f"{'cores':>5} {'speed-up':>8} {'banks':>8} {'GB/s':>5} {'host s':>7} {'ttsim':>9}"]
+             f"{'cores':>5} {'speed-up':>8} {'banks':>8} {'GB/s':>5} {'host s':>7} {'L1-L1':>7} {'ttsim':>9}"]
     for m in results:
         ratio = f"{m.predicted / m.emulated:.2f}" if m.predicted and m.emulated else "-"
         same = {None: "-", True: "identical", False: "DIFFER"}[m.same_on_ttsim]
@@ -348,7 +355,7 @@ def table(results: list[Measured]) -> str:
         gbs = f"{m.dram_gbs:.0f}" if m.dram_gbs else "-"
         lines.append(f"{m.row:<16} {m.kernel:<24} {m.compute or '-':>9} {m.predicted or '-':>10} "
                      f"{m.emulated or '-':>10} {ratio:>8} {m.cores or '-':>5} {speed:>8} {m.bank or '-':>8} {gbs:>5} "
-                     f"{m.seconds:>7.1f} {same:>9}")
+                     f"{m.seconds:>7.1f} {m.l1_to_l1 or '-':>7} {same:>9}")
     return "\n".join(lines)
 
 
