@@ -8,7 +8,9 @@
 Runs pytest with TT_PREDICTIONS (tt_backend/predictions.py: one JSON line per launch, the launch model's prediction
 and the emulated cycles of the slowest core) and prints the summary: launches within 25 %, per family, the worst.
 Tests marked ttsim are left out (they run on ttsim, which has no cycle model). Kernels that tests launch from a plan
-directly (not through tinygrad's DEVICE=TT) are not recorded.
+directly (not through tinygrad's DEVICE=TT) are not recorded. With TT_PREDICTIONS every launch runs the emulator's
+cycle model, so the two e2e tests that check launches run untimed when nothing reports (test_functional_mode) or
+that time a terminal's progress line (test_observe) fail under it.
 """
 from __future__ import annotations
 
