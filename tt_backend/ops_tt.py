@@ -489,7 +489,8 @@ class TTProgram(Program):
         record_to = knobs.predictions_file() if hasattr(target, "stats") else None
         if reports := (before is not None or "report" in self.meta or DEBUG >= 2 or profiler.enabled()
                        or record_to is not None):
-            # lazy: see the module doc; only launches that report (TT_CHECK, TT_DUMP, DEBUG>=2, PROFILE) need these
+            # lazy: see the module doc; only launches that report (TT_CHECK, TT_DUMP, DEBUG>=2, PROFILE,
+            # TT_PREDICTIONS) need these
             from tt_backend import debug, trace
             from tt_backend.placement_eval import check, measured_cycles, record_cycles
         if hasattr(target, "set_timed"):   # the emulator: its cycle model only when this launch reports cycles

@@ -166,24 +166,23 @@ def pipeline(n_tiles: int, reader: float, compute: float, writer: float, fill: f
 
 
 def tile_pipeline_cycles(n_tiles: int, reads: list[tuple[str, str, dict | None]], write: tuple[str, str],
-                         compute_per_tile: float, compute_fill: float = 0.0, valid: float = 1.0) -> dict:
+                         compute_per_tile: float, valid: float = 1.0) -> dict:
     """The tile pipeline's launch: reads = (mode, tile format, run structure) per input, write = (mode, tile format)
-    of the output; compute_per_tile the compute's steady rate, compute_fill what its first tile adds; valid: the
-    share of the tiles' slots that hold elements (tile_read_cycles).
+    of the output; compute_per_tile the compute's cycles per tile (compute_stage); valid: the share of the tiles'
+    slots that hold elements (tile_read_cycles).
     Where every input is plain contiguous the reader keeps several tiles' reads in flight (templates/reader.c.j2
     `in_flight`): the round trip is paid once, in the fill, not per tile. Otherwise the plain contiguous inputs' reads
     are issued first and their round trip overlaps the other inputs' movers (`early`). A bulk writer keeps its writes
     in flight likewise (writer.c.j2): the last tile's acknowledgement is waited for once."""
-    writer = tile_write_cycles(*write, valid)
+    writer, fill = tile_write_cycles(*write, valid), 0.0
     if write[0].startswith("contiguous"):
-        writer, compute_fill = writer - NOC_ROUND_TRIP, compute_fill + NOC_ROUND_TRIP
+        writer, fill = writer - NOC_ROUND_TRIP, NOC_ROUND_TRIP
     if reads and all(mode == "contiguous" for mode, _, _ in reads):
-        return pipeline(n_tiles, in_flight_read_cycles(reads, valid), compute_per_tile, writer,
-                        NOC_ROUND_TRIP + compute_fill)
+        return pipeline(n_tiles, in_flight_read_cycles(reads, valid), compute_per_tile, writer, NOC_ROUND_TRIP + fill)
     early = [r for r in reads if r[0] == "contiguous"]
     others = sum(tile_read_cycles(*r, valid) for r in reads if r[0] != "contiguous")
     reader = in_flight_read_cycles(early, valid) + max(others, NOC_ROUND_TRIP if early else 0)
-    return pipeline(n_tiles, reader, compute_per_tile, writer, compute_fill)
+    return pipeline(n_tiles, reader, compute_per_tile, writer, fill)
 
 
 def in_flight_read_cycles(reads: list[tuple[str, str, dict | None]], valid: float = 1.0) -> float:
@@ -207,7 +206,7 @@ FPU_OP_HANDOFF = 37
 
 def compute_stage(cycles: dict, fpu_ops: int) -> float:
     """Per tile, the tile pipeline's compute of a placement's per-tile cycles (unpack, fpu, sfpu) with `fpu_ops` FPU
-    instructions groups (bf16 inputs' ELWADDs and the placement's FPU ops): their sum, the pack and the hand-offs."""
+    instruction groups (bf16 inputs' ELWADDs and the placement's FPU ops): their sum, the pack and the hand-offs."""
     return cycles["unpack"] + cycles["fpu"] + cycles["sfpu"] + TILE_PACK_AND_HANDOFFS + FPU_OP_HANDOFF * fpu_ops
 
 
@@ -407,7 +406,7 @@ def grid_pipeline_cycles(n_tiles: int, reads: list[tuple[str, str, dict | None]]
     banks' time for every core's bytes (`total`, emulated cycles); `price` adds CORE_LAUNCH_CYCLES per extra core (what
     the choice of the count minimises)."""
     per_core = -(-n_tiles // cores)
-    one = tile_pipeline_cycles(per_core, reads, write, compute_per_tile, valid=valid)
+    one = tile_pipeline_cycles(per_core, reads, write, compute_per_tile, valid)
     return on_grid(one, cores, per_core, n_tiles * dram_bytes_per_tile)
 
 

@@ -34,9 +34,13 @@ def main(argv: list[str]) -> int:
     if args.rows:
         print(predictions.summary(predictions.load(args.rows), args.worst))
         return 0
-    out = args.out or tempfile.mktemp(prefix="tt_predictions_", suffix=".jsonl")
+    if args.out is None:
+        fd, out = tempfile.mkstemp(prefix="tt_predictions_", suffix=".jsonl")
+        os.close(fd)
+    else:
+        out = args.out
     if os.path.exists(out):
-        os.remove(out)
+        os.remove(out)       # rows are appended: start from none
     env = {k: v for k, v in os.environ.items() if k not in ("TT_SIMULATOR", "TT_BACKEND")} | {"TT_PREDICTIONS": out}
     cmd = [sys.executable, "-m", "pytest", "-q", "-n", str(args.n), "-m", "not ttsim", "-p", "no:cacheprovider",
            *(pytest_args or ["tests/e2e"])]
