@@ -16,6 +16,7 @@ Stdlib only: `map_device_env` runs at interpreter start from the .pth hook, befo
 | `TT_CORES` | at most this many Tensix cores per kernel (default: the count the cost model predicts fastest, up to the target's grid) |
 | `TT_TIMEOUT` | seconds one kernel launch may take before the driver stops the cores (default 600) |
 | `TT_CACHE_DIR` | the compile cache (default ~/.cache/tt_backend; `python -m tt_backend cache --info/--clear`) |
+| `TT_PREDICTIONS=file` | append one JSON line per emulated launch: kernel, family, predicted and emulated cycles, cores (tt_backend/predictions.py; `python -m tt_backend bench predictions`) |
 
 Every knob is checked when the TT device opens (`validate`): a typo is an error naming the knob and what it accepts,
 never a silent default.
@@ -109,6 +110,13 @@ def dump_dir(environ=os.environ) -> str | None:
     return d
 
 
+def predictions_file(environ=os.environ) -> str | None:
+    f = environ.get("TT_PREDICTIONS") or None
+    if f is not None and os.path.isdir(f):
+        raise TTError(f"TT_PREDICTIONS={f!r} is a directory; it must name a file (one JSON line per launch is appended)")
+    return f
+
+
 def err_budget(environ=os.environ) -> float | None:
     v = environ.get("TT_ERR_BUDGET", "").strip()
     if not v:
@@ -147,5 +155,5 @@ def timeout_s(environ=os.environ) -> float:
 
 def validate(environ=os.environ) -> None:
     """Parse every knob once (the TT device calls this when it opens)."""
-    for knob in (backend, err_budget, budget_sampled, cores, timeout_s, check, dump_dir):
+    for knob in (backend, err_budget, budget_sampled, cores, timeout_s, check, dump_dir, predictions_file):
         knob(environ)

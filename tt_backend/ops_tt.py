@@ -27,7 +27,7 @@ from tinygrad.uop.ops import AddrSpace, AxisType, Ops, ProgramInfo, UOp
 
 from tt_backend.chip import interleave, layout
 from tt_backend.chip.errors import DeviceOutOfMemory, TTError, UnsupportedOp
-from tt_backend import bound_variables, knobs, profiler, schedule_guard, tinygrad_knobs
+from tt_backend import bound_variables, knobs, predictions, profiler, schedule_guard, tinygrad_knobs
 from tt_backend.runtime import driver
 from tt_backend.runtime.targets import make_device
 
@@ -63,7 +63,8 @@ def pack_bundle(plan, elfs: list[dict[str, bytes]], extra: dict | None = None) -
             blobs.append(elf)
             off += len(elf)
         xys = stage.core_xys() if len(blocks) > 1 else None
-        launches.append({"name": stage.name, "args": blocks[0], "cores": cores}
+        launches.append({"name": stage.name, "args": blocks[0], "cores": cores,
+                         "prediction": predictions.of_plan(stage)}
                         | ({"tile_args": blocks} if len(blocks) > 1 else {})
                         | ({"tile_xys": [list(xy) for xy in xys]} if xys else {}))
     meta = {"name": plan.name, "launches": launches, "outs": plan.out_slots,
@@ -483,11 +484,15 @@ class TTProgram(Program):
         t = knobs.timeout_s() if timeout is None else timeout / 1000   # tinygrad's timeouts are milliseconds
         before = [target.read_dram(addrs[k], d["nbytes"]) for k, d in enumerate(self.meta["buffers"])] \
             if "check" in self.meta else None          # TT_CHECK: the inputs as the kernel sees them
-        # the emulated cycles of this launch go into report.json and trace.json (TT_DUMP), TT_CHECK's result, DEBUG>=2
-        if reports := (before is not None or "report" in self.meta or DEBUG >= 2 or profiler.enabled()):
-            # lazy: see the module doc; only launches that report (TT_CHECK, TT_DUMP, DEBUG>=2, PROFILE) need these
+        # the emulated cycles of this launch go into report.json and trace.json (TT_DUMP), TT_CHECK's result, DEBUG>=2,
+        # each launch's row of TT_PREDICTIONS
+        record_to = knobs.predictions_file() if hasattr(target, "stats") else None
+        if reports := (before is not None or "report" in self.meta or DEBUG >= 2 or profiler.enabled()
+                       or record_to is not None):
+            # lazy: see the module doc; only launches that report (TT_CHECK, TT_DUMP, DEBUG>=2, PROFILE,
+            # TT_PREDICTIONS) need these
             from tt_backend import debug, trace
-            from tt_backend.placement_eval import check, record_cycles
+            from tt_backend.placement_eval import check, measured_cycles, record_cycles
         if hasattr(target, "set_timed"):   # the emulator: its cycle model only when this launch reports cycles
             target.set_timed(bool(reports))
         stats0 = target.stats() if reports and hasattr(target, "stats") else None
@@ -506,9 +511,12 @@ class TTProgram(Program):
                     args = [_arg_word(a, where) for a in launch["args"]]
                     per_tile = [[_arg_word(a, where) for a in b] for b in launch["tile_args"]] \
                         if "tile_args" in launch else None
+                    launch_stats0 = target.stats() if record_to is not None else None
                     with self.dev.recovering(f"kernel {launch['name']}"):
                         seconds += driver.launch(target, elfs, args, timeout_s=t, label=launch["name"],
                                                  per_tile=per_tile, tile_xys=launch.get("tile_xys")).seconds
+                    if record_to is not None and (mc := measured_cycles((launch_stats0, target.stats()))):
+                        predictions.record(record_to, launch["name"], launch["prediction"], mc["max"])
             finally:
                 recorded = target.timeline_end() if timeline and recording else None
             stats = (stats0, target.stats()) if stats0 is not None else None

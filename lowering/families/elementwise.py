@@ -57,8 +57,11 @@ class ElementwisePlan(TilePlan):
                  ((s, stream_ctx(self, s, j)) for j, s in enumerate(self.inputs))]
         write = (stream_ctx(self, self.output, None)["mode"], self.output.tile_format)
         dram = sum(DTYPE_SIZE[s.dtype] for s in self.inputs if s.value is None) + DTYPE_SIZE[self.output.dtype]
-        steady, fill = compute_stage(self.placement.cycles)
-        out = grid_pipeline_cycles(self.n_tiles, reads, write, steady, cores, dram * TILE_ELEMS, fill)
+        dst = range(len(self.inputs)) if self.dst_inputs is None else self.dst_inputs
+        fpu_ops = len(self.fpu_ops) + sum(self.inputs[j].tile_format == "bf16" for j in dst)
+        compute = compute_stage(self.placement.cycles, fpu_ops)
+        out = grid_pipeline_cycles(self.n_tiles, reads, write, compute, cores, dram * TILE_ELEMS,
+                                   self.n_elements / (self.n_tiles * TILE_ELEMS))
         return {**out, "grid": "x".join(map(str, Grid().shape(cores)))}
 
 

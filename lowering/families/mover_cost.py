@@ -12,6 +12,8 @@ template change that makes a loop faster or slower changes its number here; the 
 """
 from __future__ import annotations
 
+import math
+
 from tt_backend.chip.interleave import N_BANKS
 from tt_backend.lowering.placement.cost import pack_cycles, unpack_cycles
 from tt_backend.lowering.plan import DTYPE_SIZE, TILE_BYTES, TILE_ELEMS
@@ -44,8 +46,12 @@ TILE_WRITE_FIXED = 78 + NOC_ROUND_TRIP
 # per output cell: through the layout's datum table 2.5 per datum (the 256 x 256 softmax's sum less its max: 25 - 22.5),
 # with 32 lanes a word fill of the tile ("red fill", read_gather.c.j2 cell_const) 1.85 (64 x 1024 softmax sum: 2,420
 # cycles per tile, less the bulk read of x).
-READ_PER_DATUM = {"contiguous": 0.0, "contiguous bool": 1.0, "red contiguous": 0.0, "strided": 5.5, "columns": 15.7,
-                  "gather": 14.1, "red affine": 49.0, "red const": 2.5, "red fill": 1.85, "red mask": 8.5}
+# Narrow integers and float16 ("contiguous convert") land in the slot's tail with one NoC read and are widened word by
+# word in place: 8.1 per datum (brisc busy time of int8 x + 1 at 256 x 256), and the writer narrows them back before
+# its write at 7.2 (ncrisc, the same kernel).
+READ_PER_DATUM = {"contiguous": 0.0, "contiguous bool": 1.0, "contiguous convert": 8.1, "red contiguous": 0.0,
+                  "strided": 5.5, "columns": 15.7, "gather": 14.1, "red affine": 49.0, "red const": 2.5,
+                  "red fill": 1.85, "red mask": 8.5}
 # a bulk reader's pads past the valid datums of a tile, zeroed (or set to datum 0) by word stores (read_contiguous.c.j2
 # pad_fill): 1.4 per 32-bit word, brisc busy time of the softmax's row max over rows of 512 and 384 (one row per
 # 32-lane tile: 512 and 640 pad words per tile, 818 and 1013 cycles per tile against 120 for the read).
@@ -53,25 +59,56 @@ READ_PER_DATUM = {"contiguous": 0.0, "contiguous bool": 1.0, "red contiguous": 0
 # softmax's exp-sum over rows of 512 (11.45K cycles per tile less x's bulk read and pads and the max's fill).
 PAD_FILL_PER_WORD = 1.4
 READ_PER_DATUM_RESIDENT = {"strided": 3.6, "columns": 3.7}
-WRITE_PER_DATUM = {"contiguous": 0.0, "contiguous bool": 1.0, "scatter": 14.1}
+WRITE_PER_DATUM = {"contiguous": 0.0, "contiguous bool": 1.0, "contiguous convert": 7.2, "scatter": 14.1}
+# The per-datum movers of the elementwise layout (read_gather.c.j2 by_index / computed) walk all 1024 slots of a tile;
+# a slot past the kernel's last element only stores 0 and steps the ranges: 7.3 cycles (brisc busy time of a 64-element
+# padded gather, E_8_8: 8,632 cycles for 960 such slots and 64 elements at the 22 per datum of the same gather at
+# 66 x 66). The bulk readers zero those slots by words instead (pad_fill_cycles).
+GATHER_PAST_END_PER_SLOT = 7.3
 # runs and broadcasts copy or replicate run by run out of the staging window: b[0] broadcast over a 64x64 (16 runs of
 # 64 per tile, 84 cycles each) and over a 256x256 (4 runs of 256, 113 each) gave 74 per run + 0.15 per datum when
 # the NoC charged one hop and no DRAM latency; the runs' NoC reads are issued back to back and waited for once, after
 # the tile's last run (read_runs.c.j2), so the round trip is paid once per tile
 READ_PER_RUN, READ_PER_RUN_DATUM = 74, 0.15     # a NoC read per run
-BULK_READS = ("contiguous", "contiguous bool", "red contiguous")     # modes that read a tile with one NoC transaction
+# A strided walk through a buffer larger than its staging window (read_runs.c.j2 strided_run, tt_noc.h tt_window_span)
+# reloads the window whenever the next datum is outside it: `span` bytes from the datum on (dense walks) or just the
+# datum (span 0), one NoC read waited for. A run of `run` datums `step` bytes apart spans run * step bytes, so it
+# takes ceil(run * step / span) loads, and the next run (the walk back near its start) begins with a load of its own
+# unless several runs fit one window. a[:, ::2].T of a 60 x 300 fp32 (E_150_60, runs of 60 datums 1,200 bytes apart):
+# 17 runs of 3 loads per tile, each the loop, the round trip and 512 flits, about 1,000 cycles
+WINDOW_RELOAD_FIXED = TILE_READ_FIXED
+# modes that read a tile with one NoC transaction
+BULK_READS = ("contiguous", "contiguous bool", "contiguous convert", "red contiguous")
+PER_SLOT_READS = ("gather", "computed")     # modes whose loop walks every slot of the tile, past the last element too
 
 
-def tile_read_cycles(mode: str, tile_format: str, runs: dict | None = None) -> float:
-    """Reader cycles per tile of one input stream: mode and run structure as tile_streams.stream_ctx gives them."""
-    bulk = TILE_READ_FIXED + TILE_BYTES[tile_format] / NOC_BYTES_PER_CYCLE if mode in BULK_READS else 0
+def tile_read_cycles(mode: str, tile_format: str, runs: dict | None = None, valid: float = 1.0) -> float:
+    """Reader cycles per tile of one input stream: mode and run structure as tile_streams.stream_ctx gives them;
+    `valid`: the share of the tile's slots that hold elements (the elementwise layout's partial last tile: the rest
+    is zeroed)."""
+    datums, past_end = valid * TILE_ELEMS, (1 - valid) * TILE_ELEMS
+    bulk = (TILE_READ_FIXED + TILE_BYTES[tile_format] / NOC_BYTES_PER_CYCLE + pad_fill_cycles(past_end, tile_format)
+            if mode in BULK_READS else GATHER_PAST_END_PER_SLOT * past_end if mode in PER_SLOT_READS else 0)
     if head_broadcast(mode, runs):     # one fetch, the datums the SFPU setup reads
         return READ_PER_RUN + NOC_ROUND_TRIP + READ_PER_RUN_DATUM * runs["head"]
-    if mode in ("runs", "broadcast"):
-        return (READ_PER_RUN * max(1, TILE_ELEMS // max(1, runs["run"] if runs else 1)) + NOC_ROUND_TRIP
-                + READ_PER_RUN_DATUM * TILE_ELEMS)
+    if mode in ("runs", "broadcast"):       # the tile's runs up to its last element, the rest zeroed by words
+        return (READ_PER_RUN * max(1, datums // max(1, runs["run"] if runs else 1)) + NOC_ROUND_TRIP
+                + READ_PER_RUN_DATUM * datums + pad_fill_cycles(past_end, tile_format))
     per_datum = READ_PER_DATUM_RESIDENT if runs is not None and runs["resident"] else READ_PER_DATUM
-    return bulk + per_datum.get(mode, READ_PER_DATUM.get(mode, READ_PER_DATUM["gather"])) * TILE_ELEMS
+    reloads = window_reload_cycles(runs, datums) if mode == "strided" and not runs["resident"] else 0
+    return bulk + reloads + per_datum.get(mode, READ_PER_DATUM.get(mode, READ_PER_DATUM["gather"])) * datums
+
+
+def window_reload_cycles(runs: dict, datums: float) -> float:
+    """A strided walk's staging-window loads for `datums` datums of its runs (tile_streams._affine_runs' `runs`)."""
+    step = int(runs["step"][:-1])                  # the C literal of the u32 byte step (negative walks wrap)
+    step = min(step, (1 << 32) - step)
+    span = runs["span"]
+    load = WINDOW_RELOAD_FIXED + max(span, 1) / NOC_BYTES_PER_CYCLE
+    if not span:                                   # sparse: every datum its own load
+        return datums * load
+    per_run = runs["run"] * step / span
+    return datums / runs["run"] * (math.ceil(per_run) if per_run > 1 else per_run) * load
 
 
 
@@ -108,9 +145,10 @@ def reduce_walk_cycles(valid_fraction: float) -> float:
     datums, the others pads."""
     return (RED_WALK_PER_SLOT + RED_WALK_PER_DATUM * valid_fraction) * TILE_ELEMS
 
-def tile_write_cycles(mode: str, tile_format: str) -> float:
+def tile_write_cycles(mode: str, tile_format: str, valid: float = 1.0) -> float:
+    """Writer cycles per tile of the output stream; `valid` as in tile_read_cycles (only elements are written)."""
     bulk = TILE_WRITE_FIXED + TILE_BYTES[tile_format] / NOC_BYTES_PER_CYCLE if mode.startswith("contiguous") else 0
-    return bulk + WRITE_PER_DATUM.get(mode, WRITE_PER_DATUM["scatter"]) * TILE_ELEMS
+    return bulk + WRITE_PER_DATUM.get(mode, WRITE_PER_DATUM["scatter"]) * valid * TILE_ELEMS
 
 
 def group_write_cycles(outputs: int) -> float:
@@ -128,23 +166,24 @@ def pipeline(n_tiles: int, reader: float, compute: float, writer: float, fill: f
 
 
 def tile_pipeline_cycles(n_tiles: int, reads: list[tuple[str, str, dict | None]], write: tuple[str, str],
-                         compute_per_tile: float, compute_fill: float = 0.0) -> dict:
+                         compute_per_tile: float, valid: float = 1.0) -> dict:
     """The tile pipeline's launch: reads = (mode, tile format, run structure) per input, write = (mode, tile format)
-    of the output; compute_per_tile the compute's steady rate, compute_fill what its first tile adds (compute_stage).
+    of the output; compute_per_tile the compute's cycles per tile (compute_stage); valid: the share of the tiles'
+    slots that hold elements (tile_read_cycles).
     Where every input is plain contiguous (or a head broadcast beside them) the reader keeps several tiles' reads in
     flight (templates/reader.c.j2 `in_flight`, `reads_in_flight`): the round trip is paid once, in the fill, not per
     tile. Otherwise the plain contiguous inputs' reads are issued first and their round trip overlaps the other
-    inputs' movers (`early`). A bulk writer keeps its writes
-    in flight likewise (writer.c.j2): the last tile's acknowledgement is waited for once."""
-    writer = tile_write_cycles(*write)
+    inputs' movers (`early`). A bulk writer keeps its writes in flight likewise (writer.c.j2): the last tile's
+    acknowledgement is waited for once."""
+    writer, fill = tile_write_cycles(*write, valid), 0.0
     if write[0].startswith("contiguous"):
-        writer, compute_fill = writer - NOC_ROUND_TRIP, compute_fill + NOC_ROUND_TRIP
+        writer, fill = writer - NOC_ROUND_TRIP, NOC_ROUND_TRIP
     if reads_in_flight(reads):
-        return pipeline(n_tiles, in_flight_read_cycles(reads), compute_per_tile, writer, NOC_ROUND_TRIP + compute_fill)
+        return pipeline(n_tiles, in_flight_read_cycles(reads, valid), compute_per_tile, writer, NOC_ROUND_TRIP + fill)
     early = [r for r in reads if r[0] == "contiguous"]
-    others = sum(tile_read_cycles(*r) for r in reads if r[0] != "contiguous")
-    reader = in_flight_read_cycles(early) + max(others, NOC_ROUND_TRIP if early else 0)
-    return pipeline(n_tiles, reader, compute_per_tile, writer, compute_fill)
+    others = sum(tile_read_cycles(*r, valid) for r in reads if r[0] != "contiguous")
+    reader = in_flight_read_cycles(early, valid) + max(others, NOC_ROUND_TRIP if early else 0)
+    return pipeline(n_tiles, reader, compute_per_tile, writer, fill)
 
 
 def head_broadcast(mode: str, runs: dict | None) -> bool:
@@ -160,17 +199,29 @@ def reads_in_flight(reads: list[tuple[str, str, dict | None]]) -> bool:
             and all(mode == "contiguous" or head_broadcast(mode, runs) for mode, _, runs in reads))
 
 
-def in_flight_read_cycles(reads: list[tuple[str, str, dict | None]]) -> float:
+def in_flight_read_cycles(reads: list[tuple[str, str, dict | None]], valid: float = 1.0) -> float:
     """Per tile, bulk reads whose round trip is not waited for alone (paid once, by the caller)."""
-    return sum(tile_read_cycles(*r) - NOC_ROUND_TRIP for r in reads)
+    return sum(tile_read_cycles(*r, valid) - NOC_ROUND_TRIP for r in reads)
 
 
-def compute_stage(cycles: dict) -> tuple[float, float]:
-    """(steady cycles per tile, first tile's extra) of a compute placement's per-tile cycles (unpack, fpu, sfpu, pack):
-    the unpacker, math and packer threads (TRISC0/1/2) work on different tiles at once, so past the first tile the
-    slowest of them sets the rate (a 64x64 exp2: 128 + 1198 + 256 per tile summed, about 1,430 per tile emulated)."""
-    steady = max(cycles["unpack"], cycles["fpu"] + cycles["sfpu"], cycles["pack"])
-    return steady, cycles["total"] - steady
+# The tile pipeline's compute (templates/compute.c.j2) keeps one Dst group in flight (semaphore FREE, max 1): the
+# unpacker fills Dst with tile t + 1 only after the packer has taken tile t, so a tile's unpack, math and pack follow
+# each other. Beyond the unpack, FPU and SFPU cycles the placement prices, each tile pays the pack as the emulator times
+# it (runtime/emu/cycles.py: the packer's ADC x count of datums at 16 B per cycle, 64 cycles per tile of either
+# format, where the placement prices 16 B per cycle of the whole tile) and the three hand-offs between the threads
+# (UNPACKED, MATHDONE, FREE: a SEMPOST, the next thread's RISC-V polling for it, the thread drained by STALLWAIT):
+# 127-133 cycles per tile on one core over fp32 a*b+a, a+1, exp2 and a+b cast to bf16 at 512 x 512 (emulated per tile
+# less unpack + FPU + SFPU). A bf16 input reaches Dst through SrcA and an ELWADD (docs/sfpu_path.md §5.2), and an FPU
+# op of the placement likewise waits for its Src banks: 37 cycles each beyond the ELWADD's priced 31 (bf16 a*b+a:
+# 205 per tile beyond unpack + FPU + SFPU).
+TILE_PACK_AND_HANDOFFS = 130
+FPU_OP_HANDOFF = 37
+
+
+def compute_stage(cycles: dict, fpu_ops: int) -> float:
+    """Per tile, the tile pipeline's compute of a placement's per-tile cycles (unpack, fpu, sfpu) with `fpu_ops` FPU
+    instruction groups (bf16 inputs' ELWADDs and the placement's FPU ops): their sum, the pack and the hand-offs."""
+    return cycles["unpack"] + cycles["fpu"] + cycles["sfpu"] + TILE_PACK_AND_HANDOFFS + FPU_OP_HANDOFF * fpu_ops
 
 
 # --- FPU matmul: per operand element tilized / output element untilized ------------------------------------------
@@ -364,12 +415,12 @@ def split_ranges(n_tiles: int, cores: int) -> list[tuple[int, int]]:
 
 
 def grid_pipeline_cycles(n_tiles: int, reads: list[tuple[str, str, dict | None]], write: tuple[str, str],
-                         compute_per_tile: float, cores: int, dram_bytes_per_tile: int, compute_fill: float = 0.0) -> dict:
+                         compute_per_tile: float, cores: int, dram_bytes_per_tile: int, valid: float = 1.0) -> dict:
     """tile_pipeline_cycles for a launch split over `cores` cores: the largest range's pipeline, at least the DRAM
     banks' time for every core's bytes (`total`, emulated cycles); `price` adds CORE_LAUNCH_CYCLES per extra core (what
     the choice of the count minimises)."""
     per_core = -(-n_tiles // cores)
-    one = tile_pipeline_cycles(per_core, reads, write, compute_per_tile, compute_fill)
+    one = tile_pipeline_cycles(per_core, reads, write, compute_per_tile, valid)
     return on_grid(one, cores, per_core, n_tiles * dram_bytes_per_tile)
 
 

@@ -75,8 +75,7 @@ def test_kernels_benchmark_matmul_bits_on_ttsim(ttsim_lib, capsys):
 def test_launch_model_of_the_reader_modes():
     """Reader-bound elementwise kernels at 64x64 fp32 (the buffers fit the staging window): a transpose (columns), a
     reversed row (strided), a row broadcast (runs) next to a contiguous stream, and an SFPU-bound exp2; predicted launch
-    within 25 % of the emulated cycles. (Kernels bound by the pack are left out: the emulator charges 64 cycles per
-    fp32 tile, the placement's model 256 after docs/performance.md, so their prediction is about 1.4x.)"""
+    within 25 % of the emulated cycles."""
     code = (kernels._RAND + "a = Tensor(rng.standard_normal((64, 64)).astype(np.float32)).realize()\n"
             "b = Tensor(rng.standard_normal((64, 64)).astype(np.float32)).realize()\n"
             "(a.T + b).realize(); (a.flip(1) + 1).realize(); (a + b[0]).realize()\nout = (a * b).exp2().realize()")

@@ -21,6 +21,8 @@ BENCHES = {
                       "matmul error against TT_ERR_BUDGET: fp32 and bf16 operands, relative L2 vs float64"),
     "kernels": ("tt_backend.bench.kernels",
                 "predicted vs emulated cycles per kernel: bf16 matmul HiFi2/HiFi4, RMSNorm, the demo, elementwise"),
+    "predictions": ("tt_backend.bench.predictions",
+                    "predicted vs emulated cycles on every launch of a pytest selection (default tests/e2e)"),
     "build": ("tt_backend.bench.build",
               "kernel build latency: frontend, placement, render, five ELFs (uncached, cached) per elementwise kernel"),
 }
