@@ -143,9 +143,9 @@ class DeferralMixin:
 
     def push_many(self, thread: int, words: tuple, t: int) -> int:
         """FrontendMixin.push_many with push()'s hot case (a deferrable SFPU word without Dst access reaching an
-        empty thread) inlined, its state bound once, and runs of such words issued by the C part
-        (sfpu_issue_native.issue_run) where it is built and no timeline is recorded; every other word goes through
-        push() itself."""
+        empty thread) inlined, its state bound once; where the C part is built and no timeline is recorded, runs of
+        deferrable words (SFPLOAD / SFPSTORE too) are issued by it (sfpu_issue_native.issue_run) as push() would;
+        every other word goes through push() itself."""
         tm = self.tm
         if "issue" in tm.__dict__:                # a spied cycle model: the plain calls
             return super(DeferralMixin, self).push_many(thread, words, t)
@@ -168,13 +168,17 @@ class DeferralMixin:
                     dq = self.deferred
                     if dq or sfpu.is_plain():
                         # the same words and state as the Python loop below takes, in C
+                        c0, c1 = cfg[0], cfg[1]
+                        mem = (th.cfg, th.rwc, self._dst.written, tm.dst_fpu_write, resolve_sfpu_mode(c0, c1))
                         r = issue_run(ctx, words, j, t, thread, self._cword, dq,
-                                      FLAG_CODE[self._dq_flags if dq else uniform_flags(sfpu)], cfg[0], cfg[1],
+                                      FLAG_CODE[self._dq_flags if dq else uniform_flags(sfpu)], c0, c1,
                                       thread, th.blocked is not None, tm.event_t, DQ_MAX,
-                                      0 if th.latch is None else th.latch.block)
+                                      0 if th.latch is None else th.latch.block, mem)
                         if r is not None:
-                            i, t, self.issue_t, fl = r
+                            i, t, self.issue_t, fl, last_mem = r
                             self._dq_flags = FLAG_STATES[fl]
+                            if last_mem >= 0:     # (defer names the Dst access it takes: error messages)
+                                self.current = (thread, words[last_mem], self._cword[words[last_mem]][0])
                             th.blocked = None
                             instructions[thread] += i - j
                             j = i
@@ -301,8 +305,7 @@ class DeferralMixin:
                 d = self.deferral_of(w, name, fields, handler, reserved)
                 if d is not None:
                     fast = (name, fields, d[2], block, info, d[8], d)
-                    if not d[2] and not info[7]:      # push_many's inlined case: the C part may issue it
-                        self._cword[w] = sfpu_issue_native.word_facts(name, fields, info, block, d[8])
+                    self._cword[w] = sfpu_issue_native.word_facts(info, block, d)
         self._fast[w] = fast
         return fast
 

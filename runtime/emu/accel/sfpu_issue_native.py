@@ -2,9 +2,9 @@
 built by native.py against this Python's headers): the loader, the per-word facts the C part reads and the lane-flag
 state codes it uses.
 
-deferral.py's push_many issues a deferrable SFPU word without Dst access that reaches an empty thread in about 1.5 us
-of Python (accept, issue rule, flag state, queue entry); the C part does the same for a whole run of such words in one
-call (issue_run), and hands each other word back to the Python path, which stays the reference; when the queue is
+deferral.py's push_many issues a deferrable SFPU word that reaches an empty thread in about 1.5 us of Python (accept,
+issue rule, flag state, queue entry; for an SFPLOAD / SFPSTORE through push() and defer(), its Dst address, rows
+written and RWC update, ~4 us); the C part does the same for a whole run of such words in one call (issue_run), and hands each other word back to the Python path, which stays the reference; when the queue is
 executed, it turns the queued entries into sfpu_native's records in one call (pack_records). Python stays the reference
 for both (tests/emu/test_sfpu_issue_native.py pins cycles, the deferred queue and bits to it). `ISSUE_NATIVE = False` (or
 TT_EMU_SFPU_ISSUE_NATIVE=0) keeps every word on the Python path; without a host compiler or Python's headers it stays
@@ -22,7 +22,9 @@ from pathlib import Path
 
 from tt_backend.chip.sfpu_regs import ALL_LREGS
 from tt_backend.runtime.emu.accel import native
-from tt_backend.runtime.emu.cycles import FIFO_EFFECTIVE_DEPTH, MOP_TRANSITION_PENALTY
+from tt_backend.runtime.emu.accel.sfpu_native import DST32_MODES_OF
+from tt_backend.runtime.emu.cycles import FIFO_EFFECTIVE_DEPTH, FPU_TO_SFPLOAD_GAP, MOP_TRANSITION_PENALTY
+from tt_backend.runtime.emu.tensix_fpu import DST_RWC_MASK, SRC_RWC_MASK
 
 SOURCE = Path(__file__).with_name("sfpu_issue_native.c")
 ISSUE_NATIVE = os.environ.get("TT_EMU_SFPU_ISSUE_NATIVE", "1") != "0"
@@ -32,7 +34,7 @@ ISSUE_NATIVE = os.environ.get("TT_EMU_SFPU_ISSUE_NATIVE", "1") != "0"
 _VALUES = (0, 1, None)
 FLAG_STATES = tuple((lf, use) for lf in _VALUES for use in _VALUES)
 FLAG_CODE = {s: i for i, s in enumerate(FLAG_STATES)}
-_FACTS = struct.Struct("<9q")      # sfpu_issue_native.c's word_facts
+_FACTS = struct.Struct("<16q")     # sfpu_issue_native.c's word_facts
 
 
 @functools.lru_cache(maxsize=None)
@@ -48,7 +50,9 @@ def _load() -> tuple[object | None, str]:
     loader = importlib.machinery.ExtensionFileLoader("sfpu_issue", str(path))
     mod = importlib.util.module_from_spec(importlib.util.spec_from_file_location("sfpu_issue", path, loader=loader))
     loader.exec_module(mod)
-    mod.configure(FIFO_EFFECTIVE_DEPTH, MOP_TRANSITION_PENALTY, ALL_LREGS)
+    load_modes, store_modes = (sum(1 << m for m in DST32_MODES_OF[s]) for s in (False, True))
+    mod.configure(FIFO_EFFECTIVE_DEPTH, MOP_TRANSITION_PENALTY, ALL_LREGS, load_modes, store_modes, DST_RWC_MASK,
+                  SRC_RWC_MASK, FPU_TO_SFPLOAD_GAP)
     return mod, f"C ({path}) for runs of plain SFPU words pushed to an empty thread"
 
 
@@ -67,11 +71,13 @@ def status() -> str:
     return _load()[1] if ISSUE_NATIVE else "Python: TT_EMU_SFPU_ISSUE_NATIVE=0"
 
 
-def word_facts(name: str, fields: dict, info: tuple, block: int, flag_transfer) -> tuple:
+def word_facts(info: tuple, block: int, deferral: tuple) -> tuple:
     """What issue_run reads of one word (cached per word by the caller): (name, fields, packed facts). `info`:
-    cycles.sfpu_info; `flag_transfer`: the word's abstract lane-flag transfer, or None when it writes no flags."""
-    _, reads, seen, writes, mad, two_cycle, indirect, _ = info
+    cycles.sfpu_info; `deferral`: DeferralMixin.deferral_of's facts."""
+    _, reads, seen, writes, mad, two_cycle, indirect, reads_dst = info
+    name, fields, is_mem, is_store, imm, amode, vd, mod0, flag_transfer = deferral
     ftab = -1
     if flag_transfer is not None:
         ftab = sum(FLAG_CODE[flag_transfer(*s)] << 4 * i for i, s in enumerate(FLAG_STATES))
-    return name, fields, _FACTS.pack(block, reads, seen, writes, mad, two_cycle, indirect, name == "SFPNOP", ftab)
+    return name, fields, _FACTS.pack(block, reads, seen, writes, mad, two_cycle, indirect, name == "SFPNOP", ftab,
+                                     is_mem, is_store, reads_dst, imm, amode, vd, mod0)
