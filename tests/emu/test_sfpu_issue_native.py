@@ -34,8 +34,8 @@ def _sfpu(rng: random.Random) -> int:
         lambda: E("SFPSWAP", lreg_src_c=reg(), lreg_dest=reg(), instr_mod1=rng.randrange(2)),
         lambda: E("SFPIADD", lreg_c=reg(), lreg_dest=reg(), instr_mod1=4, imm12_math=0),   # (stall-blind: VD)
         lambda: E("SFPNOP"),
-        lambda: E("SFPLOAD", lreg_ind=reg(), instr_mod0=rng.choice((3, 3, 0, 4, 12, 1)), sfpu_addr_mode=rng.randrange(4),
-                  dest_reg_addr=4 * rng.randrange(128)),
+        lambda: E("SFPLOAD", lreg_ind=reg(), instr_mod0=rng.choice((3, 3, 0, 4, 12, 1)),
+                  sfpu_addr_mode=rng.randrange(4), dest_reg_addr=4 * rng.randrange(128)),
         lambda: E("SFPSTORE", lreg_ind=reg(), instr_mod0=rng.choice((3, 3, 0, 4, 7, 12, 1)),
                   sfpu_addr_mode=rng.randrange(4), dest_reg_addr=4 * rng.randrange(128)),
     ])()

@@ -58,7 +58,7 @@ class DeferralMixin:
         self._defer_info: dict[int, tuple | None] = {}
         self._fast: dict[int, tuple | None] = {}   # the entry points' per-word facts: word -> _fast_info()
         self._records: dict[int, tuple | None] = {}  # word -> sfpu_native.record() (None: not the C part's)
-        self._cword: dict[int, tuple] = {}         # word -> sfpu_issue_native.word_facts(), for the words it issues
+        self._cword: dict[int, tuple] = {}         # deferrable word -> sfpu_issue_native.word_facts()
         self._dst_view = DstView(self)
         self.dst = dst
 
@@ -421,7 +421,7 @@ class DeferralMixin:
                 if k:
                     self._dq_exec_c(run)
                     run = []
-                    self.raw_sfpu.instructions += k
+                    sfpu.instructions += k
                     sfpu_native.run_program(sfpu, np.frombuffer(prog, np.int32).reshape(k, 8))
                     i += k
                     if i == n:

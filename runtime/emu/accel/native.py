@@ -34,9 +34,12 @@ def host_compiler() -> str | None:
     return next((p for p in map(shutil.which, ("cc", "clang", "gcc")) if p), None)
 
 
+def _flags(include: tuple[str, ...]) -> tuple[str, ...]:
+    return FLAGS + tuple(f"-I{d}" for d in include)
+
+
 def library_path(cc: str, source: Path = SOURCE, include: tuple[str, ...] = ()) -> Path:
-    flags = FLAGS + tuple(f"-I{d}" for d in include)
-    key = hashlib.sha256(source.read_bytes() + cc.encode() + " ".join(flags).encode()).hexdigest()[:20]
+    key = hashlib.sha256(source.read_bytes() + cc.encode() + " ".join(_flags(include)).encode()).hexdigest()[:20]
     return cache_dir() / "native" / f"{source.stem.removesuffix('_native')}_{key}.so"
 
 
@@ -54,7 +57,8 @@ def build(source: Path = SOURCE, include: tuple[str, ...] = ()) -> Path:
     os.close(fd)
     try:
         try:
-            r = subprocess.run([cc, *FLAGS, *(f"-I{d}" for d in include), "-o", tmp, str(source)], capture_output=True, text=True, timeout=120)
+            r = subprocess.run([cc, *_flags(include), "-o", tmp, str(source)], capture_output=True, text=True,
+                               timeout=120)
         except subprocess.TimeoutExpired:
             raise OSError(f"{cc} did not finish {source.name} in 120 s") from None
         if r.returncode:

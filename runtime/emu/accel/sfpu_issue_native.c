@@ -116,13 +116,15 @@ static PyObject *issue_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
     int was_blocked = PyObject_IsTrue(args[11]);
     if (!PyTuple_Check(ctx) || PyTuple_GET_SIZE(ctx) != 9 || !PyTuple_Check(words) || !PyDict_Check(cword)
         || !PyList_Check(dq) || was_blocked < 0 || th < 0 || th > 2
-        || (mem != Py_None && (!PyTuple_Check(mem) || PyTuple_GET_SIZE(mem) != 5
-                               || !PyList_Check(PyTuple_GET_ITEM(mem, 0)) || PyList_GET_SIZE(PyTuple_GET_ITEM(mem, 0)) < 64
-                               || !PyDict_Check(PyTuple_GET_ITEM(mem, 1)) || !PyDict_Check(PyTuple_GET_ITEM(mem, 3))))) {
+        || (mem != Py_None
+            && (!PyTuple_Check(mem) || PyTuple_GET_SIZE(mem) != 5 || !PyList_Check(PyTuple_GET_ITEM(mem, 0))
+                || PyList_GET_SIZE(PyTuple_GET_ITEM(mem, 0)) < 64 || !PyDict_Check(PyTuple_GET_ITEM(mem, 1))
+                || !PyDict_Check(PyTuple_GET_ITEM(mem, 3))))) {
         PyErr_SetString(PyExc_TypeError, "issue_run: arguments of the wrong kind");
         return NULL;
     }
     Py_ssize_t n = PyTuple_GET_SIZE(words), j = (Py_ssize_t)j0;
+    /* the common refusal (a word not seen yet, a full queue) answered before the state is read */
     if (j < 0 || j >= n || PyList_GET_SIZE(dq) >= dq_max)
         Py_RETURN_NONE;
     PyObject *rec = PyDict_GetItemWithError(cword, PyTuple_GET_ITEM(words, j));
@@ -212,8 +214,11 @@ static PyObject *issue_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
         /* defer(): the Dst access it queues, and the address modifier, which must not raise */
         long long dst_base = 0, mode = 0, addr = 0, nrwc[6];
         if (f->is_mem) {
-            long long c1, am[3], bias;
-            if (get_ll(PyList_GET_ITEM(cfg_l, 1), "cfg", &c1) || get_ll(PyList_GET_ITEM(cfg_l, 12 + f->amode), "cfg", &am[0])
+            long long c1, am[2], bias;
+            if (f->amode < 0 || f->amode > 7)
+                break;                             /* (no such address modifier: the Python path names it) */
+            if (get_ll(PyList_GET_ITEM(cfg_l, 1), "cfg", &c1)
+                || get_ll(PyList_GET_ITEM(cfg_l, 12 + f->amode), "cfg", &am[0])
                 || get_ll(PyList_GET_ITEM(cfg_l, 28 + f->amode), "cfg", &am[1])
                 || get_ll(PyList_GET_ITEM(cfg_l, 47 + f->amode), "cfg", &bias))
                 goto fail;

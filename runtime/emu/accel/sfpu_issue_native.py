@@ -3,10 +3,11 @@ built by native.py against this Python's headers): the loader, the per-word fact
 state codes it uses.
 
 deferral.py's push_many issues a deferrable SFPU word that reaches an empty thread in about 1.5 us of Python (accept,
-issue rule, flag state, queue entry; for an SFPLOAD / SFPSTORE through push() and defer(), its Dst address, rows
-written and RWC update, ~4 us); the C part does the same for a whole run of such words in one call (issue_run), and hands each other word back to the Python path, which stays the reference; when the queue is
-executed, it turns the queued entries into sfpu_native's records in one call (pack_records). Python stays the reference
-for both (tests/emu/test_sfpu_issue_native.py pins cycles, the deferred queue and bits to it). `ISSUE_NATIVE = False` (or
+issue rule, flag state, queue entry; an SFPLOAD / SFPSTORE through push() and defer(), with its Dst address, rows
+written and RWC update, in about 4 us). The C part does the same for a whole run of such words in one call (issue_run)
+and hands every other word back to the Python path; when the queue executes, it turns the queued entries into
+sfpu_native's records in one call (pack_records). Python stays the reference for both
+(tests/emu/test_sfpu_issue_native.py pins cycles, the deferred queue and bits to it). `ISSUE_NATIVE = False` (or
 TT_EMU_SFPU_ISSUE_NATIVE=0) keeps every word on the Python path; without a host compiler or Python's headers it stays
 there too (`python -m tt_backend info` says which runs, and why).
 """
