@@ -163,14 +163,17 @@ class DeferralMixin:
             sfpu = self.raw_sfpu
             if issue_run is not None:
                 ctx = (tm.clock, tm.fe, tm.gate, tm.after_mop, tm.first, tm.stalls, tm.issued, tm.taken, tm.sfpu)
+            cword = self._cword
             while j < n:
-                if issue_run is not None and not (fifo or th.ready or th.mop_out or th.replay_load is not None):
+                # (a word the C part has no facts for, e.g. any non-SFPU word, costs one look-up here)
+                if issue_run is not None and words[j] in cword and not (fifo or th.ready or th.mop_out
+                                                                        or th.replay_load is not None):
                     dq = self.deferred
                     if dq or sfpu.is_plain():
                         # the same words and state as the Python loop below takes, in C
                         c0, c1 = cfg[0], cfg[1]
                         mem = (th.cfg, th.rwc, self._dst.written, tm.dst_fpu_write, resolve_sfpu_mode(c0, c1))
-                        r = issue_run(ctx, words, j, t, thread, self._cword, dq,
+                        r = issue_run(ctx, words, j, t, thread, cword, dq,
                                       FLAG_CODE[self._dq_flags if dq else uniform_flags(sfpu)], c0, c1,
                                       thread, th.blocked is not None, tm.event_t, DQ_MAX,
                                       0 if th.latch is None else th.latch.block, mem)
@@ -178,7 +181,7 @@ class DeferralMixin:
                             i, t, self.issue_t, fl, last_mem = r
                             self._dq_flags = FLAG_STATES[fl]
                             if last_mem >= 0:     # (defer names the Dst access it takes: error messages)
-                                self.current = (thread, words[last_mem], self._cword[words[last_mem]][0])
+                                self.current = (thread, words[last_mem], cword[words[last_mem]][0])
                             th.blocked = None
                             instructions[thread] += i - j
                             j = i
