@@ -1,15 +1,17 @@
-/* The Tensix's issue of plain SFPU words a core pushes one at a time, in C (loaded by sfpu_issue_native.py).
+/* The Tensix's issue of the SFPU words a core pushes one at a time, in C (loaded by sfpu_issue_native.py).
  *
  * A CPython extension module. Its hot function, issue_run: for a run of `.ttinsn` words pushed to a thread whose
- * frontend is empty (no FIFO, MOP or ready words, no REPLAY load), it does for each word what
- * deferral.py's push_many does for a deferrable SFPU word without Dst access: the FIFO accepts it and the MOP expander
- * takes it (cycles.TensixTiming.accept_take), the cycle model issues it (TensixTiming.issue_sfpu with
- * SfpuTiming.regular), the deferral's abstract lane-flag state follows it, and its data effect is appended to the
- * deferred queue as the same tuple push_many appends. It stops, with nothing changed for that word, at the first word
- * word it was not given facts for (cword), at a word the Wait Gate's latch holds, at a full queue, and wherever the
- * Python path raises or does more (a strict error of SfpuTiming.regular or sfpload_hazard, a load of Dst rows not all
- * written in strict mode, a Dst access defer() does not queue, an address modifier apply_addr_mod refuses): the
- * Python path then takes that word. The cycle model's state is read once per call and written back once.
+ * frontend is empty (no FIFO, MOP or ready words, no REPLAY load), it does for each deferrable SFPU word what
+ * deferral.py's push_many (and, for SFPLOAD / SFPSTORE, push() and DeferralMixin.defer) does: the FIFO accepts it and
+ * the MOP expander takes it (cycles.TensixTiming.accept_take), the cycle model issues it (TensixTiming.issue_sfpu with
+ * SfpuTiming.regular and, for a load, sfpload_hazard), the deferral's abstract lane-flag state follows it, its data
+ * effect is appended to the deferred queue as the same tuple, and for a Dst access its address is resolved, a store's
+ * rows are marked written and the RWC address modifier applies (TensixFpu.apply_addr_mod without the fidelity
+ * phase). It stops, with nothing changed for that word, at the first word it was not given facts for (cword), at a
+ * word the Wait Gate's latch holds, at a full queue, and wherever the Python path raises or does more (a strict error
+ * of SfpuTiming.regular or sfpload_hazard, a strict load of Dst rows not all written, a Dst access defer() does not
+ * queue, an address modifier apply_addr_mod refuses): the Python path then takes that word. The cycle model's state
+ * is read once per call and written back once.
  * pack_records turns a run of the deferred queue's entries into the records sfpu_native.c executes, in one call.
  * Python stays the reference (tests/emu/test_sfpu_issue_native.py pins cycles, queue and bits to it).
  */

@@ -1,4 +1,4 @@
-"""The issue of plain SFPU words a core pushes one at a time, in C (sfpu_issue_native.c, a CPython extension module
+"""The issue of the SFPU words a core pushes one at a time, in C (sfpu_issue_native.c, a CPython extension module
 built by native.py against this Python's headers): the loader, the per-word facts the C part reads and the lane-flag
 state codes it uses.
 
@@ -54,7 +54,7 @@ def _load() -> tuple[object | None, str]:
     load_modes, store_modes = (sum(1 << m for m in DST32_MODES_OF[s]) for s in (False, True))
     mod.configure(FIFO_EFFECTIVE_DEPTH, MOP_TRANSITION_PENALTY, ALL_LREGS, load_modes, store_modes, DST_RWC_MASK,
                   SRC_RWC_MASK, FPU_TO_SFPLOAD_GAP)
-    return mod, f"C ({path}) for runs of plain SFPU words pushed to an empty thread"
+    return mod, f"C ({path}) for runs of deferrable SFPU words pushed to an empty thread"
 
 
 def issue_run():
