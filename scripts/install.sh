@@ -19,3 +19,4 @@ python3 -m pip install -q -e '.[test]'
 python3 -c "from tt_backend.runtime.emu.accel import native; print('emulator C part:', native.status())"
 python3 -c "from tt_backend.runtime.emu.accel import sfpu_native; print('emulator SFPU C part:', sfpu_native.status())"
 python3 -c "from tt_backend.runtime.emu.accel import rv32_native; print('emulator RISC-V cores:', rv32_native.status())"
+python3 -c "from tt_backend.runtime.emu.accel import sfpu_issue_native; print('emulator SFPU issue:', sfpu_issue_native.status())"

@@ -29,8 +29,9 @@ import numpy as np
 
 from tt_backend.chip.errors import EmuError, EmuUnspecified
 from tt_backend.chip.numerics.sfpu.state import FLAG_WRITERS
-from tt_backend.runtime.emu.accel import sfpu_batch, sfpu_native
+from tt_backend.runtime.emu.accel import sfpu_batch, sfpu_issue_native, sfpu_native
 from tt_backend.runtime.emu.accel.inline import inline_calls
+from tt_backend.runtime.emu.accel.sfpu_issue_native import FLAG_CODE, FLAG_STATES
 from tt_backend.runtime.emu.cycles import K_SFPU, TensixTiming
 from tt_backend.runtime.emu.frontend import replay_executes
 from tt_backend.runtime.emu.sfpu import SFPU
@@ -57,6 +58,7 @@ class DeferralMixin:
         self._defer_info: dict[int, tuple | None] = {}
         self._fast: dict[int, tuple | None] = {}   # the entry points' per-word facts: word -> _fast_info()
         self._records: dict[int, tuple | None] = {}  # word -> sfpu_native.record() (None: not the C part's)
+        self._cword: dict[int, tuple] = {}         # deferrable word -> sfpu_issue_native.word_facts()
         self._dst_view = DstView(self)
         self.dst = dst
 
@@ -77,6 +79,7 @@ class DeferralMixin:
         self.raw_sfpu = value
         self._defer_info.clear()
         self._fast.clear()
+        self._cword.clear()
 
     @property
     def dst(self):
@@ -140,13 +143,17 @@ class DeferralMixin:
 
     def push_many(self, thread: int, words: tuple, t: int) -> int:
         """FrontendMixin.push_many with push()'s hot case (a deferrable SFPU word without Dst access reaching an
-        empty thread) inlined, its state bound once; every other word goes through push() itself."""
+        empty thread) inlined, its state bound once; where the C part is built and no timeline is recorded, runs of
+        deferrable words (SFPLOAD / SFPSTORE too) are issued by it (sfpu_issue_native.issue_run) as push() would;
+        every other word goes through push() itself."""
         tm = self.tm
         if "issue" in tm.__dict__:                # a spied cycle model: the plain calls
             return super(DeferralMixin, self).push_many(thread, words, t)
         j = 0
+        n = len(words)
         push = self.push
         pass_on = super(DeferralMixin, self).push    # where push() hands a word the deferral does not take
+        issue_run = sfpu_issue_native.issue_run() if tm.rec is None and tm.sfpu.rec is None else None
         try:
             th = self.threads[thread]
             fifo = th.fifo
@@ -154,7 +161,33 @@ class DeferralMixin:
             instructions = self.instructions
             cfg = self.cfg
             sfpu = self.raw_sfpu
-            for word in words:
+            if issue_run is not None:
+                ctx = (tm.clock, tm.fe, tm.gate, tm.after_mop, tm.first, tm.stalls, tm.issued, tm.taken, tm.sfpu)
+            cword = self._cword
+            while j < n:
+                # (a word the C part has no facts for, e.g. any non-SFPU word, costs one look-up here)
+                if issue_run is not None and words[j] in cword and not (fifo or th.ready or th.mop_out
+                                                                        or th.replay_load is not None):
+                    dq = self.deferred
+                    if dq or sfpu.is_plain():
+                        # the same words and state as the Python loop below takes, in C
+                        c0, c1 = cfg[0], cfg[1]
+                        mem = (th.cfg, th.rwc, self._dst.written, tm.dst_fpu_write, resolve_sfpu_mode(c0, c1))
+                        r = issue_run(ctx, words, j, t, thread, cword, dq,
+                                      FLAG_CODE[self._dq_flags if dq else uniform_flags(sfpu)], c0, c1,
+                                      thread, th.blocked is not None, tm.event_t, DQ_MAX,
+                                      0 if th.latch is None else th.latch.block, mem)
+                        if r is not None:
+                            i, t, self.issue_t, fl, last_mem = r
+                            self._dq_flags = FLAG_STATES[fl]
+                            if last_mem >= 0:     # (defer names the Dst access it takes: error messages)
+                                self.current = (thread, words[last_mem], cword[words[last_mem]][0])
+                            th.blocked = None
+                            instructions[thread] += i - j
+                            j = i
+                            if j == n:
+                                break
+                word = words[j]
                 # the conditions of push()'s inlined path; anything else: push() itself
                 if fifo or th.ready or th.mop_out or th.replay_load is not None:
                     t = push(thread, word, t) + 1
@@ -275,6 +308,7 @@ class DeferralMixin:
                 d = self.deferral_of(w, name, fields, handler, reserved)
                 if d is not None:
                     fast = (name, fields, d[2], block, info, d[8], d)
+                    self._cword[w] = sfpu_issue_native.word_facts(info, block, d)
         self._fast[w] = fast
         return fast
 
@@ -372,7 +406,8 @@ class DeferralMixin:
 
     def _dq_exec_run(self, entries: list) -> None:
         """Execute queued entries in order, as _dq_exec would one by one: the C part's (sfpu_native) in one call per
-        run of them, the rest (none, while the C part covers every deferrable instruction) through _dq_exec."""
+        run of them (packed into records by sfpu_issue_native.pack_records where it is built), the rest (none, while
+        the C part covers every deferrable instruction) through _dq_exec."""
         if not entries:
             return
         sfpu = self.raw_sfpu
@@ -380,8 +415,22 @@ class DeferralMixin:
             for e in entries:
                 self._dq_exec(e)
             return
+        pack = sfpu_issue_native.pack_records()
         run = []
-        for e in entries:
+        i, n = 0, len(entries)
+        while i < n:
+            if pack is not None:
+                k, prog = pack(entries, i, self._records)
+                if k:
+                    self._dq_exec_c(run)
+                    run = []
+                    sfpu.instructions += k
+                    sfpu_native.run_program(sfpu, np.frombuffer(prog, np.int32).reshape(k, 8))
+                    i += k
+                    if i == n:
+                        break
+            e = entries[i]
+            i += 1
             r = self._record(e)
             if r is None:
                 self._dq_exec_c(run)

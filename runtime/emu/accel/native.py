@@ -34,18 +34,22 @@ def host_compiler() -> str | None:
     return next((p for p in map(shutil.which, ("cc", "clang", "gcc")) if p), None)
 
 
-def library_path(cc: str, source: Path = SOURCE) -> Path:
-    key = hashlib.sha256(source.read_bytes() + cc.encode() + " ".join(FLAGS).encode()).hexdigest()[:20]
+def _flags(include: tuple[str, ...]) -> tuple[str, ...]:
+    return FLAGS + tuple(f"-I{d}" for d in include)
+
+
+def library_path(cc: str, source: Path = SOURCE, include: tuple[str, ...] = ()) -> Path:
+    key = hashlib.sha256(source.read_bytes() + cc.encode() + " ".join(_flags(include)).encode()).hexdigest()[:20]
     return cache_dir() / "native" / f"{source.stem.removesuffix('_native')}_{key}.so"
 
 
-def build(source: Path = SOURCE) -> Path:
-    """The library for `source` (a C file beside this module) and the host compiler, compiled unless the cache has it.
-    Raises OSError naming the reason."""
+def build(source: Path = SOURCE, include: tuple[str, ...] = ()) -> Path:
+    """The library for `source` (a C file beside this module) and the host compiler, compiled unless the cache has it;
+    `include`: header directories (a CPython extension module's: Python's own). Raises OSError naming the reason."""
     cc = host_compiler()
     if cc is None:
         raise OSError("no host C compiler (cc, clang or gcc; or set CC)")
-    out = library_path(cc, source)
+    out = library_path(cc, source, include)
     if out.is_file():
         return out
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -53,7 +57,8 @@ def build(source: Path = SOURCE) -> Path:
     os.close(fd)
     try:
         try:
-            r = subprocess.run([cc, *FLAGS, "-o", tmp, str(source)], capture_output=True, text=True, timeout=120)
+            r = subprocess.run([cc, *_flags(include), "-o", tmp, str(source)], capture_output=True, text=True,
+                               timeout=120)
         except subprocess.TimeoutExpired:
             raise OSError(f"{cc} did not finish {source.name} in 120 s") from None
         if r.returncode:

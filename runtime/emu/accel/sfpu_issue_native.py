@@ -1,0 +1,84 @@
+"""The issue of the SFPU words a core pushes one at a time, in C (sfpu_issue_native.c, a CPython extension module
+built by native.py against this Python's headers): the loader, the per-word facts the C part reads and the lane-flag
+state codes it uses.
+
+deferral.py's push_many issues a deferrable SFPU word that reaches an empty thread in about 1.5 us of Python (accept,
+issue rule, flag state, queue entry; an SFPLOAD / SFPSTORE through push() and defer(), with its Dst address, rows
+written and RWC update, in about 4 us). The C part does the same for a whole run of such words in one call (issue_run)
+and hands every other word back to the Python path; when the queue executes, it turns the queued entries into
+sfpu_native's records in one call (pack_records). Python stays the reference for both
+(tests/emu/test_sfpu_issue_native.py pins cycles, the deferred queue and bits to it). `ISSUE_NATIVE = False` (or
+TT_EMU_SFPU_ISSUE_NATIVE=0) keeps every word on the Python path; without a host compiler or Python's headers it stays
+there too (`python -m tt_backend info` says which runs, and why).
+"""
+from __future__ import annotations
+
+import functools
+import importlib.machinery
+import importlib.util
+import os
+import struct
+import sysconfig
+from pathlib import Path
+
+from tt_backend.chip.sfpu_regs import ALL_LREGS
+from tt_backend.runtime.emu.accel import native
+from tt_backend.runtime.emu.accel.sfpu_native import DST32_MODES_OF
+from tt_backend.runtime.emu.cycles import FIFO_EFFECTIVE_DEPTH, FPU_TO_SFPLOAD_GAP, MOP_TRANSITION_PENALTY
+from tt_backend.runtime.emu.tensix_fpu import DST_RWC_MASK, SRC_RWC_MASK
+
+SOURCE = Path(__file__).with_name("sfpu_issue_native.c")
+ISSUE_NATIVE = os.environ.get("TT_EMU_SFPU_ISSUE_NATIVE", "1") != "0"
+
+# The deferral's abstract lane-flag state (LaneFlags, UseLaneFlagsForLaneEnable), each 0, 1 or None (differs between
+# lanes), as the C part codes it: lf * 3 + use, None as 2.
+_VALUES = (0, 1, None)
+FLAG_STATES = tuple((lf, use) for lf in _VALUES for use in _VALUES)
+FLAG_CODE = {s: i for i, s in enumerate(FLAG_STATES)}
+_FACTS = struct.Struct("<16q")     # sfpu_issue_native.c's word_facts
+
+
+@functools.lru_cache(maxsize=None)
+def _load() -> tuple[object | None, str]:
+    """(the module or None, what `info` says about it)."""
+    include = sysconfig.get_paths()["include"]
+    if not os.path.isfile(os.path.join(include, "Python.h")):
+        return None, f"Python: no Python.h in {include} to build the C part against"
+    try:
+        path = native.build(SOURCE, (include,))
+    except OSError as e:
+        return None, f"Python: the C part is unavailable: {e}"
+    loader = importlib.machinery.ExtensionFileLoader("sfpu_issue", str(path))
+    mod = importlib.util.module_from_spec(importlib.util.spec_from_file_location("sfpu_issue", path, loader=loader))
+    loader.exec_module(mod)
+    load_modes, store_modes = (sum(1 << m for m in DST32_MODES_OF[s]) for s in (False, True))
+    mod.configure(FIFO_EFFECTIVE_DEPTH, MOP_TRANSITION_PENALTY, ALL_LREGS, load_modes, store_modes, DST_RWC_MASK,
+                  SRC_RWC_MASK, FPU_TO_SFPLOAD_GAP)
+    return mod, f"C ({path}) for runs of deferrable SFPU words pushed to an empty thread"
+
+
+def issue_run():
+    """The C part's issue_run (see sfpu_issue_native.c), or None when it is off or unavailable."""
+    return _load()[0].issue_run if ISSUE_NATIVE and _load()[0] is not None else None
+
+
+def pack_records():
+    """The C part's pack_records (see sfpu_issue_native.c), or None when it is off or unavailable."""
+    return _load()[0].pack_records if ISSUE_NATIVE and _load()[0] is not None else None
+
+
+def status() -> str:
+    """Which path issues SFPU words pushed one at a time, for `python -m tt_backend info`."""
+    return _load()[1] if ISSUE_NATIVE else "Python: TT_EMU_SFPU_ISSUE_NATIVE=0"
+
+
+def word_facts(info: tuple, block: int, deferral: tuple) -> tuple:
+    """What issue_run reads of one word (cached per word by the caller): (name, fields, packed facts). `info`:
+    cycles.sfpu_info; `deferral`: DeferralMixin.deferral_of's facts."""
+    _, reads, seen, writes, mad, two_cycle, indirect, reads_dst = info
+    name, fields, is_mem, is_store, imm, amode, vd, mod0, flag_transfer = deferral
+    ftab = -1
+    if flag_transfer is not None:
+        ftab = sum(FLAG_CODE[flag_transfer(*s)] << 4 * i for i, s in enumerate(FLAG_STATES))
+    return name, fields, _FACTS.pack(block, reads, seen, writes, mad, two_cycle, indirect, name == "SFPNOP", ftab,
+                                     is_mem, is_store, reads_dst, imm, amode, vd, mod0)

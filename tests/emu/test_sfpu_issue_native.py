@@ -1,0 +1,204 @@
+"""The C part's issue of SFPU words pushed one at a time (runtime/emu/accel/sfpu_issue_native.c: issue_run in
+deferral.push_many, pack_records when the queue executes) against the Python path (TT_EMU_SFPU_ISSUE_NATIVE=0): random
+programs of SFPU words (MAD-class auto-stalls, two-cycle SFPSWAP, lane-flag writers, Dst loads and stores, words the
+latched Wait Gate holds) mixed with plain words, pushed in runs over the three threads, leave the same frontend, cycle
+model, Vector Unit timing and deferred queue after every push, the same Dst, LRegs and lane flags at the end, and the
+same strict errors; a whole-tile long body and compiled kernels give the same bytes and cycles."""
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from tt_backend.chip import isa, layout
+from tt_backend.chip.errors import EmuError
+from tt_backend.runtime.emu import bench
+from tt_backend.runtime.emu.accel import sfpu_issue_native
+from tt_backend.runtime.emu.rv32 import Stall
+from tt_backend.runtime.emu.tensix import Tensix
+
+E = isa.encode
+pytestmark = pytest.mark.skipif(sfpu_issue_native.issue_run() is None, reason=sfpu_issue_native.status())
+
+
+def _sfpu(rng: random.Random) -> int:
+    reg = lambda: rng.randrange(8)
+    return rng.choice([
+        lambda: E("SFPMAD", lreg_src_a=reg(), lreg_src_b=reg(), lreg_src_c=reg(), lreg_dest=reg(), instr_mod1=0),
+        lambda: E("SFPMAD", lreg_src_a=reg(), lreg_src_b=reg(), lreg_src_c=reg(), lreg_dest=reg(), instr_mod1=0),
+        lambda: E("SFPLOADI", lreg_ind=reg(), instr_mod0=0, imm16=rng.randrange(1 << 16)),
+        lambda: E("SFPEXEXP", lreg_c=reg(), lreg_dest=reg(), instr_mod1=0),
+        lambda: E("SFPSETCC", lreg_c=reg(), lreg_dest=0, instr_mod1=rng.choice((0, 4, 8)), imm12_math=0),
+        lambda: E("SFPENCC", lreg_dest=0, instr_mod1=rng.choice((0, 2, 10)), imm12_math=rng.randrange(4)),
+        lambda: E("SFPSWAP", lreg_src_c=reg(), lreg_dest=reg(), instr_mod1=rng.randrange(2)),
+        lambda: E("SFPIADD", lreg_c=reg(), lreg_dest=reg(), instr_mod1=4, imm12_math=0),   # (stall-blind: VD)
+        lambda: E("SFPNOP"),
+        lambda: E("SFPLOAD", lreg_ind=reg(), instr_mod0=rng.choice((3, 3, 0, 4, 12, 1)),
+                  sfpu_addr_mode=rng.randrange(4), dest_reg_addr=4 * rng.randrange(128)),
+        lambda: E("SFPSTORE", lreg_ind=reg(), instr_mod0=rng.choice((3, 3, 0, 4, 7, 12, 1)),
+                  sfpu_addr_mode=rng.randrange(4), dest_reg_addr=4 * rng.randrange(128)),
+    ])()
+
+
+def _plain(rng: random.Random) -> int:
+    return rng.choice([
+        lambda: E("STALLWAIT", wait_res=rng.choice((1 << 11, 1 << 4, 0b110)), stall_res=rng.randrange(1, 512)),
+        lambda: E("SETRWC", bit_mask=rng.randrange(16), rwc_a=0, rwc_b=0, rwc_d=rng.randrange(8), rwc_cr=0,
+                  clear_ab_vld=0),
+        lambda: E("SETDMAREG", reg_index_16b=rng.randrange(128), payload=rng.randrange(1 << 16)),
+        # the SFPLOAD / SFPSTORE address modifiers: Dst += 2 or 4, also with Clear, CR or CToCR (which refuses those)
+        lambda: E("SETC16", setc16_reg=28 + rng.randrange(1, 4),
+                  setc16_value=rng.choice((2, 4, 0x802, 0x402, 0x1002, 0x1802))),
+        lambda: E("SETC16", setc16_reg=12 + rng.randrange(1, 4), setc16_value=rng.randrange(1 << 16)),
+        lambda: E("SETC16", setc16_reg=47 + rng.randrange(1, 4), setc16_value=int(rng.random() < 0.3)),    # (bias)
+        lambda: E("SETC16", setc16_reg=1, setc16_value=rng.choice((0, 4, 16))),                      # Dst base
+        lambda: E("NOP"),
+        lambda: E("MOP", mop_type=1, loop_count=0, zmask_lo16_or_loop_count=0),    # (then a MOP transition)
+    ])()
+
+
+def _program(seed: int) -> list[tuple[int, tuple[int, ...], int]]:
+    """(thread, words pushed in one push_many call, cycles before the push) per step: mostly runs of SFPU words, drawn
+    from a few distinct words as a kernel's body repeats them (the C part takes a word once the Python path has seen
+    it)."""
+    rng = random.Random(seed)
+    sfpu, plain = [_sfpu(rng) for _ in range(24)], [_plain(rng) for _ in range(8)]
+    nop = E("SFPNOP")
+    steps = [(1, tuple(x for w in sfpu for x in (w, nop, nop)), 0)]     # each word seen once (then C's to take)
+    for _ in range(120):
+        n = rng.choice((1, 2, rng.randrange(3, 40), rng.randrange(40, 200)))
+        words = tuple(rng.choice(plain) if rng.random() < 0.04 else rng.choice(sfpu) for _ in range(n))
+        steps.append((rng.choice((1, 1, 1, 0, 2)), words, rng.choice((0, 0, 1, 30))))
+    return steps
+
+
+def _snapshot(tx: Tensix, ret) -> tuple:
+    """Frontend, cycle model, Vector Unit timing, the deferred queue and Dst's rows written, as they stand (the queue
+    not executed)."""
+    tm, st = tx.tm, tx.tm.sfpu
+    threads = [(list(th.fifo), list(th.ready), th.blocked, None if th.latch is None else th.latch.block, dict(th.rwc))
+               for th in tx.threads]
+    return (ret, threads, tm.stats(), list(tm.clock), list(tm.fe), list(tm.gate), [list(q) for q in tm.taken],
+            list(tm.after_mop), list(tm.first), list(tm.stalls), list(tm.issued), tm.event_t,
+            (st.mad_cycle, st.mad_writes, st.mad_macro, st.nop_only_cycle, st.busy_until),
+            list(tx.deferred), tx._dq_flags, list(tx.instructions), tx.issue_t, tx._dst.written.tolist())
+
+
+_DST_ACCESS = {isa.INSTRUCTIONS[n].opcode for n in ("SFPLOAD", "SFPSTORE")}
+
+
+def _run(seed: int, strict: bool, native: bool, monkeypatch) -> tuple[list, list]:
+    """The program's trace (a snapshot after every push, then Dst, LRegs and lane flags, or the error's text) and how
+    many words the C part issued: [all, SFPLOAD / SFPSTORE]."""
+    monkeypatch.setattr(sfpu_issue_native, "ISSUE_NATIVE", native)
+    taken = [0, 0]
+    real = sfpu_issue_native._load()[0].issue_run
+
+    def counted(*a):
+        r = real(*a)
+        if r is not None:
+            taken[0] += r[0] - a[2]
+            taken[1] += sum(w >> 24 in _DST_ACCESS for w in a[1][a[2]:r[0]])
+        return r
+    monkeypatch.setattr(sfpu_issue_native, "issue_run", lambda: counted if native else None)
+    tx = Tensix(np.zeros(layout.L1_SIZE, np.uint8), strict=strict)
+    # (half of Dst written: a strict load of the rest raises unless a store with every lane enabled wrote it first)
+    tx.dst.write_rows32(0, np.random.default_rng(seed).standard_normal((256, 16)).astype(np.float32).view(np.uint32))
+    rng = random.Random(seed)
+    nop = E("NOP")
+    for thread in range(3):
+        for i, v in enumerate([1, 2, nop, nop, nop, nop, nop, E("SETDMAREG", reg_index_16b=3, payload=7), nop]):
+            tx.mop_cfg_write(thread, i, v)
+    clock, trace = [0, 0, 0], []
+    try:
+        for i, (thread, words, gap) in enumerate(_program(seed)):
+            if i % 8 == 7:     # as if the FPU had just written a Dst block: an SFPLOAD of it too soon is a strict error
+                tx.tm.dst_fpu_write[rng.randrange(64)] = max(tx.tm.clock) - rng.randrange(3)
+            try:
+                ret = clock[thread] = tx.push_many(thread, words, clock[thread] + gap)
+            except Stall:
+                ret = ("stall", tx.pm_done, tx.pm_t, tx.step())
+            trace.append(_snapshot(tx, ret))
+            if gap:
+                trace.append(("step", tx.step()))
+    except EmuError as e:
+        return trace + [(str(e), tx.pm_done, tx.pm_t)], taken
+    s = tx.sfpu
+    return trace + [(tx.dst.rows32.tolist(), s.lreg.tolist(), s.lane_flags.tolist())], taken
+
+
+@pytest.mark.parametrize("strict", [False, True])
+@pytest.mark.parametrize("seed", range(8))
+def test_random_programs_identical(seed, strict, monkeypatch):
+    """The same trace with the C part on and off; an error (strict: a stall-blind read after a MAD; an address
+    modifier with a bias or CToCR combined; an odd Dst address) is raised after the same state at the same word (the
+    C part leaves that word to the Python path)."""
+    a, _ = _run(seed, strict, True, monkeypatch)
+    b, none = _run(seed, strict, False, monkeypatch)
+    assert a == b
+    assert none == [0, 0]
+
+
+def test_random_programs_reach_the_c_part(monkeypatch):
+    """Most of the random words, SFPLOAD / SFPSTORE among them, are issued by the C part, and the programs end in
+    errors as well as in final states."""
+    runs = [_run(seed, strict, True, monkeypatch) for seed in range(6) for strict in (False, True)]
+    assert sum(t[0] for _, t in runs) > 15000 and sum(t[1] for _, t in runs) > 1000
+    ends = [isinstance(trace[-1][0], str) for trace, _ in runs]
+    assert any(ends) and not all(ends)
+
+
+def test_tile_long_identical(monkeypatch):
+    """The bench's whole-tile long body (TRISC1 pushing 171 SFPU words per row step): same cycles and Dst."""
+    runs = {}
+    for on in (True, False):
+        monkeypatch.setattr(sfpu_issue_native, "ISSUE_NATIVE", on)
+        r = bench.bench_tile_long(2)
+        runs[on] = {k: v for k, v in r.items() if k not in ("seconds", "per_second", "vs_ttsim")}
+    assert runs[True] == runs[False]
+
+
+@pytest.mark.needs_cc
+@pytest.mark.parametrize("kernel", ["where_exp", "cumsum"])
+def test_kernels_identical(kernel, monkeypatch):
+    """Compiled kernels (tests/emu/test_native_sfpu.py's): the same output bytes and the same cycles of every core
+    and Tensix thread with the C part on and off."""
+    from tests.emu.test_native_sfpu import _kernel_both
+    runs = _kernel_both(kernel, sfpu_issue_native, "ISSUE_NATIVE", monkeypatch)
+    assert runs[True][:2] == runs[False][:2]
+
+
+def _scripted(case: str, native: bool, monkeypatch) -> list:
+    """A warmed-up run of known words, then the case's cause and a run of the same words: the traces."""
+    monkeypatch.setattr(sfpu_issue_native, "ISSUE_NATIVE", native)
+    tx = Tensix(np.zeros(layout.L1_SIZE, np.uint8), strict=True)
+    tx.dst.write_rows32(0, np.arange(512 * 16, dtype=np.uint32).reshape(512, 16))
+    mad = E("SFPMAD", lreg_src_a=1, lreg_src_b=2, lreg_src_c=3, lreg_dest=4, instr_mod1=0)
+    load = E("SFPLOAD", lreg_ind=1, instr_mod0=3, sfpu_addr_mode=1, dest_reg_addr=64)
+    store = E("SFPSTORE", lreg_ind=4, instr_mod0=3, sfpu_addr_mode=1, dest_reg_addr=128)
+    body = (mad, E("SFPNOP"), load, store) * 4
+    trace = []
+    try:
+        t = tx.push_many(1, body, 0)
+        t = tx.push_many(1, body, t)
+        trace.append(_snapshot(tx, t))
+        if case == "bias":
+            t = tx.push_many(1, (E("SETC16", setc16_reg=47 + 1, setc16_value=1),), t)
+        elif case == "fpu_write":          # the FPU wrote the loaded rows' block just now
+            tx.tm.dst_fpu_write[64 >> 3] = tx.tm.clock[1] + 1
+        elif case == "ctocr_clear":
+            t = tx.push_many(1, (E("SETC16", setc16_reg=28 + 1, setc16_value=0x1802),), t)
+        trace.append(_snapshot(tx, tx.push_many(1, body, t)))
+    except EmuError as e:
+        trace.append((str(e), tx.pm_done, tx.pm_t, _snapshot(tx, None)))
+    return trace
+
+
+@pytest.mark.parametrize("case", ["bias", "fpu_write", "ctocr_clear"])
+def test_refused_words_raise_as_in_python(case, monkeypatch):
+    """A word whose address modifier raises (a bias; CToCR with Clear) or whose load reads Dst rows the FPU wrote too
+    recently: the C part leaves it to the Python path, which raises after the same state."""
+    a = _scripted(case, True, monkeypatch)
+    assert a == _scripted(case, False, monkeypatch)
+    assert isinstance(a[-1][0], str) and a[-1][1] > 0      # (after words of the run were issued)
