@@ -77,7 +77,8 @@ def sfpu_schedule(plan: Plan) -> str:
     if prog.macro is None:
         return f"macro-free: {prog.macro_note or 'no SFPLOADMACRO form for this family'}"
     if plan.target.macro_free:
-        return f"macro-free: {plan.target.name} does not implement SFPLOADMACRO"
+        return f"macro-free: target {plan.target.name} takes the macro-free schedule (ttsim and umd-sim do not " \
+               f"implement SFPLOADMACRO; on emu and hw TT_SFPU_MACRO=0 asks for it)"
     return f"SFPLOADMACRO: {prog.macro.scheduled} scheduled on the MAD and Store sub-units"
 
 

@@ -7,6 +7,9 @@ kernels' values against tinygrad's CPU device: on the emulator they run with the
 from __future__ import annotations
 
 import copy
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -21,6 +24,8 @@ from tt_backend.placement_eval import measured_cycles, placer
 from tt_backend.runtime.compile import compile_kernel
 from tt_backend.runtime.emu.device import EmuDevice
 from tt_backend.runtime.ttsim_device import TtsimDevice
+
+from tests.support import REPO_ROOT
 
 pytestmark = pytest.mark.needs_cc
 
@@ -81,3 +86,29 @@ def test_macro_free_on_ttsim_equals_macro_on_emu(name, ttsim_lib):
     free_elfs = _run(plan, "ttsim", arrays)[0]
     with TtsimDevice(ttsim_lib) as sim:
         assert launch_plan(sim, for_target(copy.copy(plan), "ttsim"), arrays, free_elfs)[0] == macro_out
+
+
+_PROGRAM = """
+import numpy as np
+from tinygrad import Tensor
+rng = np.random.default_rng(3)
+a, b = (rng.standard_normal((5, 300)).astype(np.float32) for _ in range(2))
+tt = (Tensor(a, device="TT") * Tensor(b, device="TT") + Tensor(a, device="TT")).numpy()
+cpu = (Tensor(a, device="CPU") * Tensor(b, device="CPU") + Tensor(a, device="CPU")).numpy()
+assert np.allclose(tt, cpu, rtol=1e-6, atol=1e-6), np.abs(tt - cpu).max()   # TT fuses a*b+a: one rounding
+"""
+
+
+@pytest.mark.parametrize("knob,schedule", [("1", "SFPU schedule: SFPLOADMACRO: SFPMAD + SFPSTORE scheduled"),
+                                           ("0", "SFPU schedule: macro-free: target emu takes the macro-free")])
+def test_dump_names_the_schedule(tmp_path, knob, schedule):
+    """Through tinygrad on TT:emu: the result is the CPU device's (within a rounding), and TT_DUMP's report says which schedule the
+    kernel got (TT_SFPU_MACRO=0: the macro-free one)."""
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "TT_DUMP": str(tmp_path), "TT_SFPU_MACRO": knob,
+           "TT_BACKEND": "emu"}
+    env.pop("DEV", None)
+    out = subprocess.run([sys.executable, "-c", _PROGRAM], cwd=REPO_ROOT, capture_output=True, text=True, env=env,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    reports = [p.read_text() for p in tmp_path.glob("*/report.txt")]
+    assert len(reports) == 1 and schedule in reports[0], reports
