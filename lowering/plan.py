@@ -66,7 +66,8 @@ class MacroSchedule:
     body's last op and its store run by the macro's scheduled sub-units instead of being issued."""
     config: list[int]       # words run once per tile after the program's setup: the macro's template, sequence, misc
     body: list[int]         # Tensix words of one row step, one SFPLOADMACRO among them
-    drain: list[int]        # words after a tile's last row step: the issues its scheduled op and store wait for
+    drain: list[int]        # words after the row steps of each MOP (or of the row loop): the issues the last row
+                            # step's scheduled op and store wait for
     body_stalls: int        # auto-stall cycles of one row step: a row step costs len(body) + body_stalls cycles
     scheduled: str          # what the macro schedules, for reports ("SFPMAD + SFPSTORE")
 
@@ -91,7 +92,8 @@ class SfpuProgram:
 
     def issue_counts(self, macro_free: bool = False) -> tuple[int, int]:
         """(setup and drain issues per tile, cycles of one row step) of the schedule issued on a target that is
-        `macro_free` or not: what the cost model prices (by default the schedule of emu and hw)."""
+        `macro_free` or not: what the cost model prices (by default the schedule of emu and hw; the drain counted
+        once, as a body of up to 8 words, one MOP per tile, issues it)."""
         setup, body, drain = self.issued(macro_free)
         stalls = self.body_stalls if body is self.body else self.macro.body_stalls
         return len(setup) + len(drain), len(body) + stalls

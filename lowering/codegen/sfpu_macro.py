@@ -30,7 +30,7 @@ after each MOP (templates/blocks/sfpu.c.j2 replay_rows), so nothing scheduled is
 thread waits to drain between MOPs.
 A scheduled F reads its operands in the cycle the next row step's first regular issue writes its own result, as
 tt-llk's in-place `where` does (its scheduled SFPSETCC reads the register the next row's SFPLOADMACRO loads in the
-same cycle: docs/isa.md §3.10).
+same cycle: docs/sfpu_path.md §5.4).
 """
 from __future__ import annotations
 
@@ -43,13 +43,12 @@ from tt_backend.lowering.plan import MacroSchedule, SfpuProgram
 Ins = tuple[str, dict[str, int]]
 MAX_DELAY = 7                   # Sequence delay field: 3 bits
 MOD0_ZERO = 11                  # SFPLOAD MOD0_FMT_ZERO: LReg := 0, Dst not read
-LREG16 = 16
 # Sequence byte (SFPLOADMACRO.md): bits 0-2 select (3 = SFPSTORE, 4 = InstructionTemplate[0]), 3-5 the delay,
 # 0x40 the result (or the stored register) is LReg16, 0x80 the loaded register is VB (else VC)
 SEL_STORE, SEL_TEMPLATE0 = 3, 4
 VD16, VB_IS_LOADED = 0x40, 0x80
 KEEP = 7 << 3                   # an unused sub-unit: nothing scheduled, and delay 7 forgets nothing already scheduled
-SIMPLE, MAD, ROUND, STORE = range(4)
+MAD, ROUND, STORE = 1, 2, 3      # their bytes in a Sequence word (the Simple sub-unit's is byte 0)
 DELAY_BY_INSTRUCTIONS = 0xF << 8  # Misc.UnitDelayKind, one bit per sub-unit: count issued SFPU instructions
 # F's operands the macro can override: field -> whether it is VB (Sequence bit 0x80) rather than VC (SFPMUL's VC is
 # its LReg9 zero addend)
@@ -143,7 +142,7 @@ def macro_schedule(prog: SfpuProgram) -> tuple[MacroSchedule | None, str]:
     f_delay, store_delay = n - 1 - m, n - 1 - m + lat
     if store_delay > MAX_DELAY:
         return None, f"its last op would wait {store_delay} issues for its operands (at most {MAX_DELAY})"
-    if row[0][0] in SFPU_MAD_CLASS or not pure(*row[0]) or two_cycle(*row[-1]):
+    if row[0][0] in SFPU_MAD_CLASS or not (pure(*row[0]) or row[0][0] == "SFPLOADMACRO") or two_cycle(*row[-1]):
         return None, "the row step's first issue meets the scheduled op (MAD sub-unit, lane flags or a two-cycle op)"
     if row[lat % n][0] == "SFPSTORE":
         return None, "a spill store meets the scheduled store on the Store sub-unit"
