@@ -18,7 +18,7 @@ What the schedule relies on, checked here, else the program keeps its macro-free
     every lane is enabled (it runs at the next row step's start, in the base state), and what follows it up to the
     store neither reads nor writes its operands or result;
   * one of F's overridable operands (VB, VC; VA after swapping the factors, exact: the product commutes) is a register
-    the body writes; the latest such writer W does not read it;
+    the body writes; its last writer W is an instruction that writes it (not a flag setter) and does not read it;
   * F's operands are ready when it runs: a MAD-class writer at least two issues before the row step's end (else
     SFPNOPs are appended), since nothing stalls a scheduled consumer;
   * no collision (SFPLOADMACRO.md: a regular instruction meeting a scheduled one on its sub-unit is dropped): the
@@ -124,8 +124,9 @@ def macro_schedule(prog: SfpuProgram) -> tuple[MacroSchedule | None, str]:
     best = None
     for fields, field, vb in _operand_choices(f_ins):
         x = fields.get(field, 0)
+        # sfpu_regs counts a flag setter's VD field as written (safe for ordering, not here): W must really write X
         w = max((i for i, ins in enumerate(rest) if _writes(ins) >> x & 1), default=None)
-        if w is not None and not _reads(rest[w]) >> x & 1 and (best is None or w > best[0]):
+        if w is not None and pure(*rest[w]) and not _reads(rest[w]) >> x & 1 and (best is None or w > best[0]):
             best = (w, x, fields, vb)
     if best is None:
         return None, f"none of its last op's ({f_ins[0]}) overridable operands is written in the row step"

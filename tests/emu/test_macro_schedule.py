@@ -115,6 +115,31 @@ def test_macro_schedule_bit_identical_and_faster(shape):
     assert macro_cycles < free_cycles
 
 
+# programs through tinygrad's frontend and the elementwise family (the program a plan carries) -> whether the pass
+# takes them. Float modulo's body ends in an SFPMAD whose addend was loaded long before a flag setter that names the
+# same register (sfpu_regs counts it as a write): it must not be taken for that register's writer.
+PROGRAMS = {"a % b": (lambda a, b: a % b, False),
+            "(a<b).where(a, b) * b + a": (lambda a, b: (a < b).where(a, b) * b + a, True),
+            "a.exp2() * 3": (lambda a, b: a.exp2() * 3, True),
+            "(a * b).sqrt() - b": (lambda a, b: (a * b).sqrt() - b, True)}
+
+
+@pytest.mark.parametrize("name", list(PROGRAMS))
+def test_program_bodies_bit_identical(name):
+    from tinygrad import Tensor
+    from tinygrad.uop.ops import Ops
+    from tt_backend.lowering.select import lower
+    ins = [Tensor.empty(40, 50, device="CPU") for _ in range(2)]
+    fn, taken = PROGRAMS[name]
+    calls = [c for c in fn(*ins).schedule_linear().src if c.op is Ops.CALL]
+    prog = lower(calls[-1].src[0], "k", None).sfpu
+    assert (prog.macro is not None) == taken, prog.macro_note
+    out = slice(64 * prog.out_slot, 64 * prog.out_slot + 64)
+    data = _data(prog.dst_slots, 4)
+    free = _run(prog, False, data).dst.rows32[out].copy()
+    assert np.array_equal(_run(prog, True, data).dst.rows32[out], free), prog.macro_note
+
+
 @pytest.mark.parametrize("shape", list(MACRO_FREE))
 def test_bodies_that_do_not_fit_keep_the_macro_free_form(shape):
     n, build, last = MACRO_FREE[shape]
