@@ -18,7 +18,8 @@ What the schedule relies on, checked here, else the program keeps its macro-free
     every lane is enabled (it runs at the next row step's start, in the base state), and what follows it up to the
     store neither reads nor writes its operands or result;
   * one of F's overridable operands (VB, VC; VA after swapping the factors, exact: the product commutes) is a register
-    the body writes; its last writer W is an instruction that writes it (not a flag setter) and does not read it;
+    X the body writes; W, the first of the writes that give X its final value (an SFPLOADI pair writes one half
+    each), really writes it (not a flag setter) and does not read it;
   * F's operands are ready when it runs: a MAD-class writer at least two issues before the row step's end (else
     SFPNOPs are appended), since nothing stalls a scheduled consumer;
   * no collision (SFPLOADMACRO.md: a regular instruction meeting a scheduled one on its sub-unit is dropped): the
@@ -67,6 +68,29 @@ def _writes(ins: Ins) -> int:
 
 def _latency(ins: Ins) -> int:
     return 2 if ins[0] in SFPU_MAD_CLASS else 1
+
+
+# SFPLOADI.md / SFPLOAD.md: modes that write one half of VD and keep the other -> the half written (1 low, 2 high);
+# every other instruction that writes an LReg writes all of it (3)
+HALF_WRITES = {("SFPLOADI", 8): 2, ("SFPLOADI", 10): 1, ("SFPLOAD", 15): 2, ("SFPLOAD", 14): 1}
+
+
+def _write_start(rest: list[Ins], x: int) -> int | None:
+    """The position of the first instruction of the writes that give X its final value in the row step (a full write,
+    or half writes that together cover it, with nothing reading X in between), if that instruction really writes X
+    (not a flag setter, which sfpu_regs counts as writing its VD field: safe for ordering, not here) and does not read
+    it; else None."""
+    writers = [i for i, ins in enumerate(rest) if _writes(ins) >> x & 1]
+    covered, k = 0, len(writers)
+    while covered != 3 and k:
+        k -= 1
+        w = writers[k]
+        if k + 1 < len(writers) and any(_reads(ins) >> x & 1 for ins in rest[w + 1:writers[k + 1]]):
+            return None
+        covered |= HALF_WRITES.get((rest[w][0], rest[w][1].get("instr_mod0", 0)), 3)
+    if covered != 3 or not pure(*rest[w]) or _reads(rest[w]) >> x & 1:
+        return None
+    return w
 
 
 def _dst_access(ins: Ins) -> bool:
@@ -124,9 +148,8 @@ def macro_schedule(prog: SfpuProgram) -> tuple[MacroSchedule | None, str]:
     best = None
     for fields, field, vb in _operand_choices(f_ins):
         x = fields.get(field, 0)
-        # sfpu_regs counts a flag setter's VD field as written (safe for ordering, not here): W must really write X
-        w = max((i for i, ins in enumerate(rest) if _writes(ins) >> x & 1), default=None)
-        if w is not None and pure(*rest[w]) and not _reads(rest[w]) >> x & 1 and (best is None or w > best[0]):
+        w = _write_start(rest, x)
+        if w is not None and (best is None or w > best[0]):
             best = (w, x, fields, vb)
     if best is None:
         return None, f"none of its last op's ({f_ins[0]}) overridable operands is written in the row step"
