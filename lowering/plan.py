@@ -61,6 +61,18 @@ TARGETS = {"emu": Target("emu", False, len(Grid().tensix)), "ttsim": Target("tts
 
 
 @dataclass
+class MacroSchedule:
+    """The SFPLOADMACRO form of an SfpuProgram's row step (lowering/codegen/sfpu_macro.py): the same results, the
+    body's last op and its store run by the macro's scheduled sub-units instead of being issued."""
+    config: list[int]       # words run once per tile after the program's setup: the macro's template, sequence, misc
+    body: list[int]         # Tensix words of one row step, one SFPLOADMACRO among them
+    drain: list[int]        # words after the row steps of each MOP (or of the row loop): the issues the last row
+                            # step's scheduled op and store wait for
+    body_stalls: int        # auto-stall cycles of one row step: a row step costs len(body) + body_stalls cycles
+    scheduled: str          # what the macro schedules, for reports ("SFPMAD + SFPSTORE")
+
+
+@dataclass
 class SfpuProgram:
     setup: list[int]        # Tensix words run once per tile before the row loop
     body: list[int]         # Tensix words for one 32-lane row step; the last is an SFPSTORE with sfpu_addr_mode=1
@@ -69,6 +81,22 @@ class SfpuProgram:
     setup_only: frozenset[int] = frozenset()   # inputs only the setup reads (hoisted uniform values: row step 0)
     body_stalls: int = 0    # auto-stall cycles of one row step (sfpu_schedule.row_stalls): a row step costs
                             # len(body) + body_stalls cycles
+    macro: MacroSchedule | None = None   # the SFPLOADMACRO form, for targets that take it (Target.macro_free False)
+    macro_note: str = ""    # why there is no SFPLOADMACRO form (sfpu_macro.macro_schedule), "" when there is one
+
+    def issued(self, macro_free: bool) -> tuple[list[int], list[int], list[int]]:
+        """(setup, row-step body, drain) as issued on a target that is `macro_free` or not (Target.macro_free)."""
+        if self.macro is None or macro_free:
+            return self.setup, self.body, []
+        return self.setup + self.macro.config, self.macro.body, self.macro.drain
+
+    def issue_counts(self, macro_free: bool = False) -> tuple[int, int]:
+        """(setup and drain issues per tile, cycles of one row step) of the schedule issued on a target that is
+        `macro_free` or not: what the cost model prices (by default the schedule of emu and hw; the drain counted
+        once, as a body of up to 8 words, one MOP per tile, issues it)."""
+        setup, body, drain = self.issued(macro_free)
+        stalls = self.body_stalls if body is self.body else self.macro.body_stalls
+        return len(setup) + len(drain), len(body) + stalls
 
 
 @dataclass

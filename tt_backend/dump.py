@@ -51,10 +51,14 @@ def placement_report(plan: Plan) -> dict:
 
 def instruction_counts(plan: Plan, elfs: dict[str, bytes]) -> dict:
     prog = plan.sfpu_program()
-    setup, body, stalls = (len(prog.setup), len(prog.body), prog.body_stalls) if prog is not None else (0, 0, 0)
+    setup, body, stalls = 0, 0, 0
+    if prog is not None:      # the schedule the plan's target issues (with SFPLOADMACRO unless macro-free)
+        setup, row = prog.issue_counts(plan.target.macro_free)
+        body = len(prog.issued(plan.target.macro_free)[1])
+        stalls = row - body
     per_tile = setup + ROWS_PER_TILE * body
     counts = {"sfpu_setup": setup, "sfpu_body": body, "sfpu_body_stalls": stalls, "sfpu_per_tile": per_tile,
-              "tiles": plan.n_tiles,
+              "sfpu_schedule": sfpu_schedule(plan), "tiles": plan.n_tiles,
               "sfpu_total": per_tile * plan.n_tiles, "riscv_text_bytes": {}}
     try:
         for core, elf in elfs.items():
@@ -63,6 +67,19 @@ def instruction_counts(plan: Plan, elfs: dict[str, bytes]) -> dict:
     except Exception as e:      # a report must not fail the kernel
         counts["riscv_text_bytes"] = f"unavailable: {e!r}"
     return counts
+
+
+def sfpu_schedule(plan: Plan) -> str:
+    """Which SFPU schedule the kernel got: SFPLOADMACRO (and what it schedules) or macro-free, and why."""
+    prog = plan.sfpu_program()
+    if prog is None:
+        return "none"
+    if prog.macro is None:
+        return f"macro-free: {prog.macro_note or 'no SFPLOADMACRO form for this family'}"
+    if plan.target.macro_free:
+        return f"macro-free: target {plan.target.name} takes the macro-free schedule (ttsim and umd-sim do not " \
+               f"implement SFPLOADMACRO; on emu and hw TT_SFPU_MACRO=0 asks for it)"
+    return f"SFPLOADMACRO: {prog.macro.scheduled} scheduled on the MAD and Store sub-units"
 
 
 def report(plan: Plan, elfs: dict[str, bytes]) -> dict:
@@ -108,7 +125,7 @@ def report_text(r: dict) -> str:
     i = r["instructions"]
     lines += ["", f"SFPU: {i['sfpu_setup']} setup + {i['sfpu_body']} body instructions per row step "
                   f"(+ {i['sfpu_body_stalls']} auto-stall cycles) = {i['sfpu_per_tile']} instructions per tile, "
-                  f"{i['sfpu_total']} in total ({r['dst_slots']} Dst slots)"]
+                  f"{i['sfpu_total']} in total ({r['dst_slots']} Dst slots)", f"SFPU schedule: {i['sfpu_schedule']}"]
     if isinstance(i["riscv_text_bytes"], dict):
         lines.append("RISC-V .text: " + ", ".join(f"{c} {n} B" for c, n in i["riscv_text_bytes"].items()))
     lines += ["", "L1: " + ", ".join(f"{k} {v}" for k, v in r["l1"].items()), ""]

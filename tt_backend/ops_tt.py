@@ -152,7 +152,8 @@ class TTRenderer(Renderer):
         name = self.target.arch or knobs.backend()
         if name not in TARGETS:
             raise TTError(f"TT renderer arch {name!r} is not a TT target ({', '.join(TARGETS)})")
-        return TARGETS[name]
+        # TT_SFPU_MACRO=0: the macro-free schedules on a target that implements SFPLOADMACRO too
+        return TARGETS[name] if knobs.sfpu_macro() else replace(TARGETS[name], macro_free=True)
 
     def supported_dtypes(self):
         """tinygrad's dtype-support declaration (tests and tinygrad's own dtype choices consult it): the dtypes the

@@ -54,6 +54,23 @@ def _all_lanes_after(name: str, f: dict[str, int], before: bool) -> bool:
     return before and (name == "SFPNOP" or name == "SFPSTORE")
 
 
+def pure(name: str, f: dict[str, int]) -> bool:
+    """Whether the instruction neither touches the lane flags nor has effects beyond the LRegs it reads and writes
+    (and Dst): one that may move, or run at another time, with the same result wherever every lane is enabled."""
+    return not _barrier(name, f)
+
+
+def all_lanes_enabled(ins: list[Ins]) -> list[bool]:
+    """Per instruction, whether every lane is enabled when it runs, and (one more entry) after the last one, for a
+    body that starts in the base state (every lane enabled). Conservative: False when it cannot tell."""
+    state, out = True, []
+    for name, f in ins:
+        out.append(state)
+        if _barrier(name, f):
+            state = _all_lanes_after(name, f, state)
+    return out + [state]
+
+
 def _uses(name: str, f: dict[str, int]) -> tuple[int, int]:
     """(read mask, write mask) over LRegs and Dst."""
     if _barrier(name, f) and name not in _FLAG_SETTERS and name != "SFPSTORE":

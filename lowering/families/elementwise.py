@@ -14,6 +14,7 @@ import math
 from dataclasses import dataclass, field
 
 from tt_backend.lowering.codegen.sfpu_codegen import compile_sfpu
+from tt_backend.lowering.codegen.sfpu_macro import with_macro_schedule
 from tt_backend.chip.grid import Grid
 from tt_backend.lowering.families.family import Candidate, Family, Kernel
 from tt_backend.lowering.families.tile_plan import TilePlan, allocate_l1
@@ -67,7 +68,8 @@ class ElementwisePlan(TilePlan):
 
 def plan_sfpu(lk: LoweredKernel) -> ElementwisePlan:
     """Everything on the SFPU in float32 (L1 not yet allocated)."""
-    sfpu = compile_sfpu(lk.dag, len(lk.inputs), lk.dag.nodes[lk.dag.out].dtype, uniform=lk.uniform_inputs)
+    sfpu = with_macro_schedule(compile_sfpu(lk.dag, len(lk.inputs), lk.dag.nodes[lk.dag.out].dtype,
+                                            uniform=lk.uniform_inputs))
     return ElementwisePlan(name=lk.name, ranges=lk.ranges, buffers=lk.buffers,
                            inputs=[lk.stream(s) for s in lk.inputs], output=lk.stream(lk.output), sfpu=sfpu,
                            ops=lk.ops, head_inputs=sfpu.setup_only)

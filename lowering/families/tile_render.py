@@ -118,7 +118,7 @@ def _check(plan: TilePlan) -> None:
             # a bulk copy moves n_elements elements: it must never run past the end of the buffer
             raise ValueError(f"{plan.name}: {name} is contiguous over {plan.n_elements} elements ({need} bytes) but "
                              f"buffer {st.buf} has {plan.buffers[st.buf].nbytes} bytes")
-    for word in plan.sfpu.setup + plan.sfpu.body:
+    for word in [w for words in plan.sfpu.issued(plan.target.macro_free) for w in words]:
         if not 0 <= word < 0xC0000000:
             raise ValueError(f"{plan.name}: 0x{word:08x} is not a Tensix word")
 
@@ -217,7 +217,9 @@ def render_tile_kernel(plan: TilePlan, generator: str, red: ReducePlan | None = 
                 "bf16": {i: hex_u32(v) for i, v in UNPACK_CFG["bf16"].items()}},
         "pck": {i: hex_u32(v) for i, v in PACK_CFG[out["fmt"]].items()},
         "alu_format": hex_u32(alu_format_word(formats, out["fmt"])),
-        "sfpu": {"setup": [hex_u32(x) for x in plan.sfpu.setup], "body": [hex_u32(x) for x in plan.sfpu.body]},
+        # the schedule the target takes: with SFPLOADMACRO (and its drain after the row steps) unless macro-free
+        "sfpu": dict(zip(("setup", "body", "drain"),
+                         ([hex_u32(x) for x in words] for words in plan.sfpu.issued(plan.target.macro_free)))),
         "red": None if red is None else _red_ctx(red) | {"next_k": reduce_next_k(plan, red)},
         "compact_reader": bool(plan.compact_reader),
         "index_loads": [{"k": k, "slot": plan.buffers[k].slot, "esz": DTYPE_SIZE[plan.buffers[k].dtype],
@@ -236,7 +238,7 @@ def render_tile_kernel(plan: TilePlan, generator: str, red: ReducePlan | None = 
     # SFPU body issue: a body of <= 32 words is recorded once in the replay buffer and each tile's 32 row steps are
     # one MOP (template 1: 32 x REPLAY of the body) instead of 32 x body TTI pushes from TRISC1 (same instruction
     # stream after the MOP/replay expanders; the emulator can then run the row steps batched)
-    issue = replay_issue(len(plan.sfpu.body)) if red is None or red.steps == 32 else None
+    issue = replay_issue(len(ctx["sfpu"]["body"])) if red is None or red.steps == 32 else None
     ctx["sfpu_replay"] = issue is not None
     if issue is not None:
         ctx.update(issue)

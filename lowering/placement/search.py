@@ -81,7 +81,7 @@ def place(kernel: str, dag: ValueDAG, in_dtypes: list[str], out_dtype: str, n_el
         if key not in cache:
             sp = split(d, choices, n_in, uniform)
             prog = compile_split(sp, out_dtype)
-            cyc = cycles(sp, in_formats, out_format, n_tiles, (len(prog.setup), len(prog.body) + prog.body_stalls))
+            cyc = cycles(sp, in_formats, out_format, n_tiles, prog.issue_counts())
             cache[key] = _Scored(dict(choices), sp, cyc, lambda: evaluate(d, dict(choices)))
         return cache[key]
 

@@ -232,7 +232,8 @@ def test_e2e_kernels_batched_identical(tmp_path):
     """Whole kernels through tinygrad on TT:emu (MOP + REPLAY issue of short SFPU bodies; the exp2 body and the
     predicated sqrt(sin * exp2 + log2) body are longer than the replay buffer and keep the TTI loop, batched through
     the deferral): the same bits, cycle-model statistics and recorded timelines (TT_DUMP's trace.json) with and
-    without batching (fresh processes: the device's statistics accumulate)."""
+    without batching (fresh processes: the device's statistics accumulate). Macro-free schedules (TT_SFPU_MACRO=0):
+    the batched paths do not take SFPLOADMACRO work."""
     pytest.importorskip("tinygrad")
     import json
     import subprocess
@@ -240,7 +241,8 @@ def test_e2e_kernels_batched_identical(tmp_path):
     res = {}
     for mode in ("on", "off"):
         out = subprocess.run([sys.executable, "-c", _E2E, mode], cwd=REPO_ROOT, capture_output=True, text=True,
-                             env={**os.environ, "PYTHONPATH": str(REPO_ROOT), "TT_DUMP": str(tmp_path / mode)},
+                             env={**os.environ, "PYTHONPATH": str(REPO_ROOT), "TT_DUMP": str(tmp_path / mode),
+                                  "TT_SFPU_MACRO": "0"},
                              timeout=300)
         assert out.returncode == 0, out.stderr[-3000:]
         res[mode] = json.loads(out.stdout.strip().splitlines()[-1])

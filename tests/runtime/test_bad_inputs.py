@@ -24,7 +24,7 @@ from tt_backend.ops_tt import MAGIC, TTDevice, TTProgram
 from tt_backend.runtime import compile as cc
 
 KNOBS = ("TT_ERR_BUDGET", "TT_BUDGET_SAMPLED", "TT_CORES", "TT_BACKEND", "TT_TIMEOUT", "TT_CHECK", "TT_DUMP", "TT_SIMULATOR",
-         "TT_METAL_SIMULATOR", "TT_PLACE", "TT_SAMPLE_DIST", "DEV", "DEVICE", "TT_CACHE_DIR")
+         "TT_METAL_SIMULATOR", "TT_PLACE", "TT_SAMPLE_DIST", "DEV", "DEVICE", "TT_CACHE_DIR", "TT_SFPU_MACRO")
 NOT_TTSIM = "int x;\n"          # compiled to a shared library that is not ttsim
 
 
@@ -58,6 +58,7 @@ OPEN_ROWS = [
     ({"TT_ERR_BUDGET": "inf"}, "TT", r"TT_ERR_BUDGET='inf': expected a positive relative error"),
     ({"TT_ERR_BUDGET": "nan"}, "TT", r"TT_ERR_BUDGET='nan': expected a positive relative error"),
     ({"TT_BUDGET_SAMPLED": "maybe"}, "TT", r"TT_BUDGET_SAMPLED='maybe': expected 1"),
+    ({"TT_SFPU_MACRO": "2"}, "TT", r"TT_SFPU_MACRO='2': expected 1 \(SFPLOADMACRO schedules"),
     ({"TT_CORES": "0"}, "TT", r"TT_CORES='0': expected a positive integer"),
     ({"TT_CORES": "-3"}, "TT", r"TT_CORES='-3': expected a positive integer"),
     ({"TT_CORES": "two"}, "TT", r"TT_CORES='two': expected a positive integer"),

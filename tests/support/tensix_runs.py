@@ -11,14 +11,17 @@ from tt_backend.runtime.emu.tensix import Tensix
 E = isa.encode
 
 
-def mop_run(body, reps=32, strict=True, dst_rows=512, tiles=2, setup=(), record=False) -> Tensix:
-    """Push `body` as MOP(template 1: reps x REPLAY) straight into thread 1, `tiles` times, over Dst rows of seeded
-    random data; returns the Tensix, with the timeline recorder it ran under as `tx.rec` (None unless `record`)."""
+def mop_run(body, reps=32, strict=True, dst_rows=512, tiles=2, setup=(), record=False, data=None,
+            drain=()) -> Tensix:
+    """Push `body` as MOP(template 1: reps x REPLAY) straight into thread 1, `tiles` times (each followed by the words
+    `drain`), over Dst rows of `data` (default: seeded random data); returns the Tensix, with the timeline recorder it
+    ran under as `tx.rec` (None unless `record`)."""
     tx = Tensix(np.zeros(layout.L1_SIZE, np.uint8), strict=strict)
     tx.rec = None
     if record:
         tx.rec = tx.tm.rec = tx.tm.sfpu.rec = timeline.TimelineRecorder(0, tx.tm)
-    data = np.random.default_rng(3).standard_normal((dst_rows, 16)).astype(np.float32).view(np.uint32)
+    if data is None:
+        data = np.random.default_rng(3).standard_normal((dst_rows, 16)).astype(np.float32).view(np.uint32)
     tx.dst.write_rows32(0, data)
     replay = E("REPLAY", load_mode=0, execute_while_loading=0, len=len(body), start_idx=0)
     nop = E("NOP")
@@ -32,4 +35,6 @@ def mop_run(body, reps=32, strict=True, dst_rows=512, tiles=2, setup=(), record=
     for _ in range(tiles):
         tx.push(1, reset)
         tx.push(1, E("MOP", mop_type=1, loop_count=0, zmask_lo16_or_loop_count=0))
+        for w in drain:
+            tx.push(1, w)
     return tx
