@@ -152,8 +152,9 @@ class TTRenderer(Renderer):
         name = self.target.arch or knobs.backend()
         if name not in TARGETS:
             raise TTError(f"TT renderer arch {name!r} is not a TT target ({', '.join(TARGETS)})")
-        # TT_SFPU_MACRO=0: the macro-free schedules on a target that implements SFPLOADMACRO too
-        return TARGETS[name] if knobs.sfpu_macro() else replace(TARGETS[name], macro_free=True)
+        # the macro-free schedules on a target that implements SFPLOADMACRO too, unless TT_SFPU_MACRO or the target's
+        # default asks for them (knobs.SFPU_MACRO_BY_DEFAULT)
+        return TARGETS[name] if knobs.sfpu_macro(name) else replace(TARGETS[name], macro_free=True)
 
     def supported_dtypes(self):
         """tinygrad's dtype-support declaration (tests and tinygrad's own dtype choices consult it): the dtypes the

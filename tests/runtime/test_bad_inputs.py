@@ -143,7 +143,7 @@ CLI_ROWS = [
     (["tune", "{script}", "--out", "{file}"], r"tune: --out '.*/file' is a file; give a directory"),
     (["tune", "{script}", "--png", "{tmp}/no/such/dir/p.png"], r"tune: --png .*: directory '.*/no/such/dir' does not exist"),
     (["bench", "gpu"], r"argument name: invalid choice: 'gpu' \(choose from 'emu', 'sfpu-matmul', 'same-elf', "
-                       r"'matmul-budget', 'kernels', 'build'\)"),
+                       r"'matmul-budget', 'kernels', 'predictions', 'build'\)"),
     (["bench", "emu", "nope"], r"unknown kernel\(s\) nope: choose from riscv, sfpu, "),
     (["bench", "same-elf", "--repeat", "x"], r"bench same-elf: error: argument --repeat: invalid int value: 'x'"),
     (["cache"], r"one of the arguments --info --clear is required"),

@@ -189,13 +189,20 @@ def test_macro_free_target_rejects_sfploadmacro():
     assert _plan([load]).target.name == "emu"        # default
 
 
-def test_renderer_carries_the_target_to_workers():
+def test_renderer_carries_the_target_to_workers(monkeypatch):
     from tinygrad.helpers import Target
     from tt_backend.ops_tt import TTRenderer
     r = TTRenderer(Target(device="TT", arch="ttsim"))
     clone = pickle.loads(pickle.dumps(r))            # how tinygrad ships renderers to compile workers
     assert clone.tt_target == TARGETS["ttsim"] and clone.tt_target.macro_free
+    monkeypatch.delenv("TT_SFPU_MACRO", raising=False)
+    emu, hw = (TTRenderer(Target(device="TT", arch=a)).tt_target for a in ("emu", "hw"))
+    assert emu.name == "emu" and emu.macro_free      # SFPLOADMACRO on request only (knobs.SFPU_MACRO_BY_DEFAULT)
+    assert hw == TARGETS["hw"] and not hw.macro_free
+    monkeypatch.setenv("TT_SFPU_MACRO", "1")
     assert TTRenderer(Target(device="TT", arch="emu")).tt_target == TARGETS["emu"]
+    monkeypatch.setenv("TT_SFPU_MACRO", "0")
+    assert TTRenderer(Target(device="TT", arch="hw")).tt_target.macro_free
 
 
 def test_device_string_names_the_target():

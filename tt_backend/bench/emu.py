@@ -26,6 +26,7 @@ from tinygrad.uop.ops import Ops
 from tt_backend import knobs
 from tt_backend.bench.kernels import launch_plan, matmul_plan
 from tt_backend.lowering.codegen.sources import split
+from tt_backend.lowering.plan import for_target
 from tt_backend.lowering.select import lower
 from tt_backend.placement_eval import placer
 from tt_backend.runtime.compile import compile_kernel
@@ -102,7 +103,8 @@ def best_launch(dev, plan, arrays, elfs, repeat: int) -> tuple[bytes, float, flo
 def run_kernel_row(name: str, row: KernelRow, ttsim_lib: str | None, repeat: int) -> dict:
     plan = row.build()
     arrays = row.inputs(plan, np.random.default_rng(0))
-    elfs = compile_kernel(*split(plan.render()), plan.name)
+    # the same ELFs on both targets: the macro-free schedule ttsim takes (lowering.plan.Target.macro_free)
+    elfs = compile_kernel(*split(for_target(plan, "ttsim").render()), plan.name)
     emu = EmuDevice()
     got, emu_s, emu_cpu = best_launch(emu, plan, arrays, elfs, repeat)
     r = {"kernel": name, "plan": plan.name, "seconds": emu_s, "cpu_seconds": emu_cpu,
