@@ -21,6 +21,7 @@
 #define MAX_BLOCK 64u
 #define SPIN_CHAIN 16u
 #define NO_SPIN 0xFFFFFFFFu
+#define STAMP_SHIFT 4u                 /* rv32.py STAMP_SHIFT */
 
 enum { RV_BUDGET = 0, RV_SPIN = 1, RV_PARKED = 2, RV_PYTHON = 3 };
 
@@ -30,6 +31,7 @@ typedef struct {
     uint32_t local_size, multi_push;   /* multi_push: the bus gave PUSHM (runs of `.ttinsn` words in one call) */
     uint32_t pc, done, budget, in_block, spin_pc, chain, exit_n, pad;
     uint32_t x[32], spin_x[32];
+    uint64_t *stamp, t0;               /* rv32.py set_stamper: per L1 line, the cycle of its last store (t0 + done) */
 } rv_state;
 
 static inline int32_t sx(uint32_t v) { return (int32_t)v; }
@@ -204,6 +206,7 @@ int rv_run(rv_state *s) {
             s->spin_pc = NO_SPIN;
             if (f3 > 2 || !(p = fast(s, addr, size))) goto python;
             memcpy(p, &b, size);                                 /* little-endian host (rv32.py checks it) */
+            if (addr < L1_SIZE && s->stamp) s->stamp[addr >> STAMP_SHIFT] = s->t0 + s->done;
             rd = 0;
             break;
         }

@@ -38,7 +38,8 @@ BUDGET_CAP = 1 << 31        # the C state counts in uint32; a larger budget is c
 # rv32_native.c's rv_state as uint32 words: the L1 and local RAM pointers (words 0-3), then these fields
 LOCAL_SIZE, MULTI_PUSH, PC, DONE, BUDGET, IN_BLOCK, SPIN_PC, CHAIN, EXIT_N = range(4, 13)
 X = 14                      # x[32], then spin_x[32]
-STATE_WORDS = X + 64
+STAMP, T0 = X + 64, X + 66  # uint64 each: the L1 store records' array (rv32.py set_stamper) and the quantum's base cycle
+STATE_WORDS = X + 68
 
 
 def enabled() -> bool:
@@ -89,6 +90,10 @@ class NativeRun:
         (l1, self._l1_buf), (local, self._local_buf) = _address(core._l1), _address(core._local)
         self.state[:4].view(np.uint64)[:] = (l1, local)
         self.state[LOCAL_SIZE] = core.local_size
+        self.stamps = core.stamps       # kept referenced while the C state points at it
+        if core.stamps is not None:
+            self.state[STAMP:STAMP + 2].view(np.uint64)[0] = core.stamps.ctypes.data
+        self.t0 = self.state[T0:T0 + 2].view(np.uint64)
         self.words = memoryview(self.state)
         self.arg = ctypes.c_void_p(self.state.ctypes.data)
         self.python_quanta = 0          # quanta left to run on the Python blocks before C is measured again
@@ -106,8 +111,13 @@ class NativeRun:
         self.state[X:X + 32] = x
         S[PC], S[DONE], S[BUDGET], S[IN_BLOCK] = core.pc, 0, min(max(budget, 0), BUDGET_CAP), 0
         S[SPIN_PC], S[CHAIN], S[MULTI_PUSH] = NO_SPIN, 0, "PUSHM" in core._ns
+        base, t0 = core.stamp_base, self.t0
         try:
-            while (why := fn(arg)) == RV_PYTHON:
+            while True:
+                if base is not None:
+                    t0[0] = base()      # a piece may have stalled the core: the stores after it are that much later
+                if (why := fn(arg)) != RV_PYTHON:
+                    break
                 pc, n, done = S[PC], S[EXIT_N], S[DONE]
                 handbacks += 1
                 piece, loaded, dirty = core.piece(pc, n)
