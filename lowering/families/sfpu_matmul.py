@@ -163,9 +163,9 @@ class SfpuMatmulPlan(MatmulKernelPlan):
 
     def use_cores(self, max_cores: int) -> None:
         """Batches split over cores, each core running whole batches (no combine, no traffic between cores): as
-        many cores as batches, at most `max_cores`, and only as many as keep at least CORE_LAUNCH_CYCLES of a
-        core's SFPU instructions (the family's price, a lower bound of its cycles) per extra core."""
-        worth = instructions(self.spec) // CORE_LAUNCH_CYCLES
+        many cores as batches, at most `max_cores`, and only as many as keep at least CORE_LAUNCH_CYCLES (and at
+        least one) of a core's SFPU instructions (the family's price, a lower bound of its cycles) per extra core."""
+        worth = instructions(self.spec) // max(CORE_LAUNCH_CYCLES, 1)
         self.cores = max(1, min(max_cores, self.spec.n_batch, worth))
 
 

@@ -14,8 +14,11 @@ mailbox read or write ends the core's quantum with a wait reason, like TTSync an
 Scheduling: `run(budget)` gives each released, unparked core a quantum in turn, the least advanced (in cycles) first,
 and drains the Tensix after each quantum; a parked core and an idle Tensix cost nothing. A polling core costs almost
 nothing either: rv32 stops its run once a store-free loop comes back to the same registers (nothing can change until
-another agent writes), and the core's time is carried along with the cores that progressed (`_catch_up`); a round in
-which only such spinners ran ends run() early without a deadlock error, since they may be waiting for the host.
+another agent writes). A loop that reads only L1 freezes its core until a word it read changes; the core then resumes
+at the cycle that word's 16-byte line was written (`l1_stamp`: RISC-V stores and NoC writes stamp their lines;
+`_freeze` / `_thaw`). A loop polling a Tensix semaphore or an NIU response counter keeps its own time (those reads wait
+for what they show); any other spinner's time is carried along with the cores that progressed (`_catch_up`). A round
+in which only such spinners ran ends run() early without a deadlock error, since they may be waiting for the host.
 Time comes from the cycle model (cycles.py): a core's cycle count is its instret plus the cycles it stalled (Tensix
 FIFO full / TTSync until the thread's work is done, slow MMIO loads), counted from the tile clock at its release;
 Tensix threads carry their own issue cycles. `clock` (and WALL_CLOCK as the host sees it) is the latest cycle any
