@@ -38,7 +38,7 @@ BUDGET_CAP = 1 << 31        # the C state counts in uint32; a larger budget is c
 # rv32_native.c's rv_state as uint32 words: the L1 and local RAM pointers (words 0-3), then these fields
 LOCAL_SIZE, MULTI_PUSH, PC, DONE, BUDGET, IN_BLOCK, SPIN_PC, CHAIN, EXIT_N = range(4, 13)
 X = 14                      # x[32], then spin_x[32]
-STAMP, T0 = X + 64, X + 66  # uint64 each: the L1 store records' array (rv32.py set_stamper) and the quantum's base cycle
+STAMP, T0 = X + 64, X + 66  # uint64 each: the L1 store records (rv32.py set_stamper) and the quantum's base cycle
 STATE_WORDS = X + 68
 
 
