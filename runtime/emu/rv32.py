@@ -295,14 +295,11 @@ class _BlockWriter:
 
 
 class _OtherRead(Exception):
-    """Internal: spin_reads met something other than an aligned L1 / local RAM load (`addr`: a load's address)."""
+    """Internal: spin_reads met something other than an aligned L1 / local RAM load or a peekable register (`addr`:
+    a load's address)."""
 
     def __init__(self, addr: int | None):
         self.addr = addr
-
-
-def _probe_load(addr: int, _size: int, _signed: bool) -> None:
-    raise _OtherRead(addr)
 
 
 def _probe_stop(*_args) -> None:
@@ -445,14 +442,23 @@ class RV32Core:
 
     def spin_reads(self) -> tuple[list[tuple[int, int]], int | None] | None:
         """What one turn of the wait loop at `pc` reads, for a core that run() stopped there `spinning`: the loop's
-        pure blocks run again on a copy of the registers, with L1 views that log each read. Returns (the L1 words
-        read, as (address, size), in order; the first other address read, None if none: the turn stops there, since
-        an MMIO read may have effects), or None when the loop does not come back to `pc` with the same registers
+        pure blocks run again on a copy of the registers, with L1 views that log each read and the bus's `peek` (a
+        register read without effect, None where a read has one) for other loads. Returns (the words read, as
+        (address, size), in order: L1 words, and registers the bus could peek; the first address it could not, None
+        if none: the turn stops there), or None when the loop does not come back to `pc` with the same registers
         within SPIN_CHAIN + 2 blocks or does something else (a misaligned access, a CSR, an illegal word).
         Local RAM reads are not listed (only the core itself writes its local RAM)."""
         if self._probe is None:
             log: list[tuple[int, int]] = []
-            ns = dict(self._ns, x=[0] * 32, C=_ProbeCore(), LOAD=_probe_load, FAIL=_probe_stop, AMO=_probe_stop,
+            peek = getattr(self.bus, "peek", None)
+
+            def load(addr: int, size: int, _signed: bool) -> int:
+                value = peek(self.name, addr) if peek is not None and self._region(addr, size) is None else None
+                if value is None:
+                    raise _OtherRead(addr)
+                log.append((addr, size))
+                return value
+            ns = dict(self._ns, x=[0] * 32, C=_ProbeCore(), LOAD=load, FAIL=_probe_stop, AMO=_probe_stop,
                       CSR=_probe_stop)
             for name, size in (("L1B", 1), ("L1b", 1), ("L1H", 2), ("L1h", 2), ("L1W", 4)):
                 ns[name] = _LoggedView(self._ns[name], size, log)

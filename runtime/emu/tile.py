@@ -113,7 +113,7 @@ class Tile:
         # (_freeze): such a core resumes when a word changes, at the cycle of that write
         self.l1_stamp = np.zeros(layout.L1_SIZE >> STAMP_SHIFT, np.uint64)
         self._frozen: dict[str, tuple[list[tuple[int, int]], list[bytes]]] = {}
-        self._self_timed: set[str] = set()                  # spinning on a Tensix semaphore (_freeze)
+        self._self_timed: set[str] = set()                  # spinning on an NIU response counter (_freeze)
         self.rec = None                                      # a timeline.TimelineRecorder (timeline_begin/_end)
         self.mailboxes = mb.Mailboxes()                      # the 16 B/T0/T1/T2 mailboxes (mailbox.py)
         self._mb_full = {c: False for c in mb.ENDS}           # the core's last mailbox write found no room
@@ -683,10 +683,11 @@ class Tile:
         return total
 
     def _freeze(self, who: str) -> None:
-        """`who` stopped in a wait loop (rv32 spin detection). A loop reading only L1 (and local RAM) is frozen: the
-        core keeps its cycle and is not run again until one of the L1 words it read changes (_thaw). A loop reading a
-        register whose read is timed (_times_its_reads) keeps its cycle too but polls again each round. Any other
-        loop's core moves with the other cores (_catch_up)."""
+        """`who` stopped in a wait loop (rv32 spin detection). A loop reading only L1 (and local RAM) and Tensix
+        semaphores (peek) is frozen: the core keeps its cycle and is not run again until one of the words it read
+        changes (_thaw). A loop reading an NIU response counter is timed by that read (_times_its_reads): the core
+        keeps its cycle too but polls again each round. Any other loop's core moves with the other cores
+        (_catch_up)."""
         if not self._latency_of:
             return
         probe = self.cores[who].spin_reads()
@@ -694,20 +695,26 @@ class Tile:
             return
         reads, other = probe
         if other is None:
-            l1 = self.l1_array
-            self._frozen[who] = (reads, [l1[a:a + n].tobytes() for a, n in reads])
+            self._frozen[who] = (reads, [self._peek_word(who, a, n) for a, n in reads])
         elif self._times_its_reads(other):
             self._self_timed.add(who)
 
+    def peek(self, who: str, addr: int) -> int | None:
+        """A register `who` may read without effect, as spin_reads' probe reads it: a Tensix semaphore (its value;
+        the real read then waits for the post's cycle, _pcbuf_load). None for every other address."""
+        if layout.SEMAPHORE_BASE <= addr < layout.SEMAPHORE_BASE + 4 * N_SEMAPHORES and who in TRISC_THREAD:
+            return self.tensix.sem_read((addr - layout.SEMAPHORE_BASE) >> 2)
+        return None
+
+    def _peek_word(self, who: str, addr: int, n: int) -> bytes | int | None:
+        return self.l1_array[addr:addr + n].tobytes() if addr < layout.L1_SIZE else self.peek(who, addr)
+
     @staticmethod
     def _times_its_reads(addr: int) -> bool:
-        """A register whose reads move the reading core to the cycle of what they show: a Tensix semaphore (a post
-        is seen from its cycle, _pcbuf_load) or an NIU response counter (a request counts from its completion,
-        _niu_load). A loop polling one is timed by its reads: the core need not be carried with the others (whose
-        lead is no measure of when the register changes; a loop whose registers are the same at each turn is seen
-        as spinning even while its reads wait for one response after another)."""
-        if layout.SEMAPHORE_BASE <= addr < layout.SEMAPHORE_BASE + 4 * N_SEMAPHORES:
-            return True
+        """An NIU response counter: a request counts from its completion (_niu_load), so a loop polling one is timed
+        by its reads and need not be carried with the other cores (whose lead is no measure of when the counter
+        changes; a loop whose registers are the same at each turn is seen as spinning even while its reads wait for
+        one response after another)."""
         for base in layout.NOC_BASE:
             if 0 <= addr - base < NIU_WINDOW:
                 return (addr - base) % NIU_INITIATOR_STRIDE - NIU_COUNTER_BASE >> 2 in RESPONSE_COUNTERS
@@ -715,15 +722,16 @@ class Tile:
 
     def _thaw(self, who: str) -> bool:
         """Whether frozen `who` runs again: one of the words its wait loop read has changed. It then resumes at the
-        latest cycle a changed word's line was written (RISC-V store, NoC write or atomic), if that is later than its
-        own: on silicon it polled until then. A core whose run() ends where it is may stay frozen (False)."""
+        latest cycle a changed L1 word's line was written (RISC-V store, NoC write or atomic), if that is later than
+        its own: on silicon it polled until then (a semaphore's read waits for its post itself).
+        A core whose run() ends where it is may stay frozen (False)."""
         reads, seen = self._frozen[who]
-        l1 = self.l1_array
-        changed = [a for (a, n), old in zip(reads, seen) if l1[a:a + n].tobytes() != old]
+        changed = [a for (a, n), old in zip(reads, seen) if self._peek_word(who, a, n) != old]
         if not changed:
             return False
         del self._frozen[who]
-        self._wait_until(who, int(max(self.l1_stamp[a >> STAMP_SHIFT] for a in changed)), tl.SPIN_WRITE)
+        written = [int(self.l1_stamp[a >> STAMP_SHIFT]) for a in changed if a < layout.L1_SIZE]
+        self._wait_until(who, max(written, default=0), tl.SPIN_WRITE)
         return True
 
     def _catch_up(self, spinners: list[str]) -> None:
