@@ -16,9 +16,10 @@ and drains the Tensix after each quantum; a parked core and an idle Tensix cost 
 nothing either: rv32 stops its run once a store-free loop comes back to the same registers (nothing can change until
 another agent writes). A loop that reads only L1 freezes its core until a word it read changes; the core then resumes
 at the cycle that word's 16-byte line was written (`l1_stamp`: RISC-V stores and NoC writes stamp their lines;
-`_freeze` / `_thaw`). A loop polling a Tensix semaphore or an NIU response counter keeps its own time (those reads wait
-for what they show); any other spinner's time is carried along with the cores that progressed (`_catch_up`). A round
-in which only such spinners ran ends run() early without a deadlock error, since they may be waiting for the host.
+`_freeze` / `_thaw`; a Tensix semaphore it reads is watched too). A loop polling an NIU response counter keeps its own
+time (those reads wait for what they show); any other spinner's time is carried along with the cores that progressed
+(`_catch_up`). A round in which only such spinners ran ends run() early without a deadlock error, since they may be
+waiting for the host.
 Time comes from the cycle model (cycles.py): a core's cycle count is its instret plus the cycles it stalled (Tensix
 FIFO full / TTSync until the thread's work is done, slow MMIO loads), counted from the tile clock at its release;
 Tensix threads carry their own issue cycles. `clock` (and WALL_CLOCK as the host sees it) is the latest cycle any
@@ -109,10 +110,10 @@ class Tile:
         self._niu_due: list[dict[int, list[int]]] = [{}, {}]
         self._niu_seen: list[dict[int, int]] = [{}, {}]     # the count each counter last showed
         # cycle model: per 16-byte L1 line the cycle of its last write by a RISC-V store or a NoC write / atomic
-        # (rv32.py set_stamper, _niu_store), and per core stopped in a wait loop on L1 words what it read there
-        # (_freeze): such a core resumes when a word changes, at the cycle of that write
+        # (rv32.py set_stamper, _niu_store), and per core stopped in a wait loop on L1 words (and semaphores) what it
+        # read there (_freeze): such a core resumes when a word changes, at the cycle of that write
         self.l1_stamp = np.zeros(layout.L1_SIZE >> STAMP_SHIFT, np.uint64)
-        self._frozen: dict[str, tuple[list[tuple[int, int]], list[bytes]]] = {}
+        self._frozen: dict[str, tuple[list[tuple[int, int]], list[bytes | int | None]]] = {}
         self._self_timed: set[str] = set()                  # spinning on an NIU response counter (_freeze)
         self.rec = None                                      # a timeline.TimelineRecorder (timeline_begin/_end)
         self.mailboxes = mb.Mailboxes()                      # the 16 B/T0/T1/T2 mailboxes (mailbox.py)
@@ -736,9 +737,9 @@ class Tile:
 
     def _catch_up(self, spinners: list[str]) -> None:
         """A spinning core stopped after a loop iteration or two (rv32 spin detection) instead of polling through its
-        quantum; on silicon it would have kept polling while the others worked. One frozen on L1 words keeps its
-        time (_thaw moves it); any other moves with the others': to the latest cycle a core that did progress has
-        reached (the tile clock if none did)."""
+        quantum; on silicon it would have kept polling while the others worked. One frozen on the words it reads
+        (_thaw moves it) or polling an NIU response counter keeps its time; any other moves with the others': to the
+        latest cycle a core that did progress has reached (the tile clock if none did)."""
         timed = self._frozen.keys() | self._self_timed
         spinners = [c for c in spinners if c not in timed]
         if not spinners or not self._latency_of:
