@@ -398,9 +398,12 @@ def matmul_cycles(spec, phases: int, read_modes: tuple[str, str], epilogue: int,
 # cores, set the time.
 DRAM_BANK_BYTES_PER_CYCLE = 47      # docs/performance.md §3: 512 GB/s over 8 banks at 1.35 GHz [derived]
 DRAM_BYTES_PER_CYCLE = N_BANKS * DRAM_BANK_BYTES_PER_CYCLE
-# A core's own launch (its images, arguments and release, written by the host) is not emulated time; it is priced so
-# that a kernel is split only where an extra core saves more than that: an assumption, not a measurement.
-CORE_LAUNCH_CYCLES = 1000
+# What an extra core adds to a launch's device time (docs/performance.md §8.1, "The price of a core"): the driver
+# (runtime/driver.py) writes every tile's images, arguments and status first, then releases the tiles one host write
+# each, and the targets that launch grids (emu, ttsim) advance no device cycle between host writes, so every tile
+# starts at the same cycle. The card path launches one tile; a grid released tile by tile through tt-umd would pay
+# about one tt-umd write (1.36 us at its C++ interface, tenstorrent/tt-umd#269) per extra tile, not priced here.
+CORE_LAUNCH_CYCLES = 0
 
 
 def split_ranges(n_tiles: int, cores: int) -> list[tuple[int, int]]:

@@ -98,7 +98,8 @@ class NocTarget(Protocol):
 class Niu:
     """NIU of NoC `index` (0 or 1) of the tile `own_tile` at translated `tile_xy`. `peer(x, y)` is the chip's
     answer for another coordinate: the Dram bank or NocTarget there, or None when nothing the chip emulates is there.
-    Every completed transfer is appended to `sent` as (kind, peer (x, y), bytes, DRAM bank or None) (a multicast: ("multicast", the receivers, bytes, None)) for the tile's
+    Every completed transfer is appended to `sent` as (kind, peer (x, y), bytes, DRAM bank or None, the L1 address
+    written at a peer tile or None) (a multicast: ("multicast", the receivers, bytes, None, address)) for the tile's
     time model."""
 
     def __init__(self, index: int, own_tile: NocTarget, peer: Callable[[int, int], Dram | NocTarget | None],
@@ -111,7 +112,7 @@ class Niu:
         self.tile_xy = tuple(tile_xy)
         x, y = tile_xy
         self.own = xy_word(x, y)
-        self.sent: list[tuple[str, tuple[int, int], int, int | None]] = []
+        self.sent: list[tuple[str, tuple[int, int], int, int | None, int | None]] = []
         # NOC_NODE_ID holds this NoC's raw coordinates (NoC1 runs mirrored), grid size 17x12, bit 28 on NoC0
         rx, ry = (x, y) if index == 0 else (16 - x, 11 - y)
         self.node_id = rx | (ry << 6) | (17 << 12) | (12 << 19) | ((1 << 28) if index == 0 else 0)
@@ -225,8 +226,10 @@ class Niu:
         else:
             ep.l1_array[addr:addr + n] = data
 
-    def _record(self, kind: str, xy: tuple[int, int], ep, n: int) -> None:
-        self.sent.append((kind, xy, n, dram_bank(*xy) if isinstance(ep, Dram) else None))
+    def _record(self, kind: str, xy: tuple[int, int], ep, n: int, dst: int | None = None) -> None:
+        """`dst`: the L1 address written at a peer tile (writes, atomics), None otherwise."""
+        self.sent.append((kind, xy, n, dram_bank(*xy) if isinstance(ep, Dram) else None,
+                          None if isinstance(ep, Dram) else dst))
 
     def _send(self, buf: int) -> None:
         r = self.regs[buf].tolist()
@@ -274,7 +277,8 @@ class Niu:
                                f"(must be congruent mod {modulus})")
         data = self._get(src_ep, src, length, "source")
         self._put(dst_ep, dst, data, "destination")
-        self._record("read" if kind == 0 else "write", peer, src_ep if kind == 0 else dst_ep, length)
+        self._record("read" if kind == 0 else "write", peer, src_ep if kind == 0 else dst_ep, length,
+                     None if kind == 0 or dst >= MMIO_START else dst)
         if kind == 0:
             self.requests["read"] += 1
             self.bytes["read"] += length
@@ -322,7 +326,7 @@ class Niu:
         data = self.tile.l1_array[src:src + length].copy()
         for xy in receivers:
             self._put(self.peer(*xy), dst, data, "destination")
-        self.sent.append(("multicast", tuple(receivers), length, None))
+        self.sent.append(("multicast", tuple(receivers), length, None, dst))
         self.requests["write"] += 1
         self.bytes["write"] += length
         if ctrl & CTRL_RESP_MARKED:
@@ -349,7 +353,7 @@ class Niu:
         old = int(target[targ >> 2])
         target[targ >> 2] = (old + incr) & 0xFFFFFFFF
         self.l1.view(np.uint32)[ret >> 2] = old
-        self._record("atomic", peer, ep, 4)
+        self._record("atomic", peer, ep, 4, targ)
         self.requests["atomic"] += 1
         self._bump(ATOMIC_RESP_RECEIVED if ctrl & CTRL_RESP_MARKED else POSTED_ATOMIC_SENT)
 

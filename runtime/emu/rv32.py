@@ -23,6 +23,8 @@ import sys
 from types import CodeType
 from typing import Callable, Protocol
 
+import numpy as np
+
 from tt_backend.chip.errors import EmuUndefined, EmuUnimplemented, EmuUnspecified
 from tt_backend.chip.isa import from_ttinsn
 
@@ -32,6 +34,8 @@ L1_SIZE = 0x180000          # L1 is mapped at [0, L1_SIZE) in every core's addre
 LOCAL_BASE = 0xFFB00000     # core-private RAM
 MAX_BLOCK = 64              # cap on instructions per translated block (bounds the run() overshoot and compile cost)
 SPIN_CHAIN = 16             # pure blocks followed from one spin snapshot before taking a fresh one
+STAMP_SHIFT = 4             # L1 store records (set_stamper) per 16-byte line: the size of a CB counter's or semaphore's
+#                             own line (templates/device/tt_cb.h), so a poll's line is not stamped by its neighbours
 
 # Translations shared by every core and launch: a block's generated source depends only on its start pc, the words
 # from there (at most MAX_BLOCK of them), the core's local RAM size and which pushers the bus gave, so the compiled
@@ -290,6 +294,34 @@ class _BlockWriter:
         return "\n".join(lines) + "\n"
 
 
+class _OtherRead(Exception):
+    """Internal: spin_reads met something other than an aligned L1 / local RAM load or a peekable register (`addr`:
+    a load's address)."""
+
+    def __init__(self, addr: int | None):
+        self.addr = addr
+
+
+def _probe_stop(*_args) -> None:
+    raise _OtherRead(None)
+
+
+class _ProbeCore:
+    """What spin_reads' blocks see as `C`: somewhere to put pc / pos / sub without touching the core."""
+    pc = pos = sub = 0
+
+
+class _LoggedView:
+    """An L1 view for spin_reads: reads are the real view's, each logged as (byte address, size)."""
+
+    def __init__(self, view: memoryview, size: int, log: list[tuple[int, int]]):
+        self.view, self.size, self.log = view, size, log
+
+    def __getitem__(self, i: int) -> int:
+        self.log.append((i * self.size, self.size))
+        return self.view[i]
+
+
 class RV32Core:
     """One baby RISC-V core. `x` is mutated in place (generated code holds a reference to it)."""
 
@@ -313,6 +345,13 @@ class RV32Core:
         # (pc, n) -> (fn, registers read, registers written): n instructions translated alone (piece())
         self._pieces: dict[tuple[int, int], tuple[Callable[[int], int], tuple[int, ...], tuple[int, ...]]] = {}
         self.native = None      # an accel/rv32_native.py runner that run() hands over to, when attached
+        # stamp(addr, pos): the bus's record of this core's L1 store at `addr`, `pos` instructions into the quantum
+        # (set_stamper; the tile keeps when each L1 line was last written, for the cores polling it)
+        self.stamper: Callable[[int, int], None] | None = None
+        self.stamps: np.ndarray | None = None
+        self.stamp_base: Callable[[], int] | None = None
+        self._probe: tuple[dict, list] | None = None     # spin_reads' namespace and read log, built on first use
+        self._probe_blocks: dict[int, Callable[[int], int]] = {}
         # namespace of the generated functions: register file, memory views, helpers
         self._ns = {
             "x": self.x, "C": self,
@@ -335,11 +374,19 @@ class RV32Core:
         else:
             self._ns[kind] = fn
 
+    def set_stamper(self, fn: Callable[[int, int], None], stamps: np.ndarray, base: Callable[[], int]) -> None:
+        """Report every store to L1 (and atomic) to `fn(addr, pos)` from now on. The native runner writes the same
+        record itself: `stamps[addr >> STAMP_SHIFT] = base() + pos` (`base()`: the core's cycle at position 0 of the
+        running quantum, stalls so far included). Blocks already translated keep what they were translated with."""
+        self.stamper, self.stamps, self.stamp_base = fn, stamps, base
+        self._ns["STAMP"] = fn
+
     def reset(self, pc: int) -> None:
         self.pc = pc
         self.parked = False
         self._blocks.clear()
         self._pieces.clear()
+        self._probe_blocks.clear()
 
     def run(self, budget: int) -> int:
         """Execute about `budget` instructions (may overshoot by one block); returns how many retired. Returns early
@@ -393,6 +440,47 @@ class RV32Core:
         self.pos = 0
         return done
 
+    def spin_reads(self) -> tuple[list[tuple[int, int]], int | None] | None:
+        """What one turn of the wait loop at `pc` reads, for a core that run() stopped there `spinning`: the loop's
+        pure blocks run again on a copy of the registers, with L1 views that log each read and the bus's `peek` (a
+        register read without effect, None where a read has one) for other loads. Returns (the words read, as
+        (address, size), in order: L1 words, and registers the bus could peek; the first address it could not, None
+        if none: the turn stops there), or None when the loop does not come back to `pc` with the same registers
+        within SPIN_CHAIN + 2 blocks or does something else (a misaligned access, a CSR, an illegal word).
+        Local RAM reads are not listed (only the core itself writes its local RAM)."""
+        if self._probe is None:
+            log: list[tuple[int, int]] = []
+            peek = getattr(self.bus, "peek", None)
+
+            def load(addr: int, size: int, _signed: bool) -> int:
+                value = peek(self.name, addr) if peek is not None and self._region(addr, size) is None else None
+                if value is None:
+                    raise _OtherRead(addr)
+                log.append((addr, size))
+                return value
+            ns = dict(self._ns, x=[0] * 32, C=_ProbeCore(), LOAD=load, FAIL=_probe_stop, AMO=_probe_stop,
+                      CSR=_probe_stop)
+            for name, size in (("L1B", 1), ("L1b", 1), ("L1H", 2), ("L1h", 2), ("L1W", 4)):
+                ns[name] = _LoggedView(self._ns[name], size, log)
+            self._probe = ns, log
+        ns, log = self._probe
+        regs = ns["x"]
+        regs[:] = self.x
+        log.clear()
+        pc = self.pc
+        try:
+            for _ in range(SPIN_CHAIN + 2):
+                fn = self._probe_blocks.get(pc)
+                if fn is None:
+                    fn = self._probe_blocks[pc] = self._compiled(pc, MAX_BLOCK, ns)[0]
+                pc = fn(0)
+                if pc == self.pc and regs == self.x:
+                    return list(dict.fromkeys(log)), None
+        except _OtherRead as e:
+            if e.addr is not None and self._region(e.addr, 1) is None:
+                return list(dict.fromkeys(log)), e.addr
+        return None
+
     # ------------------------------------------------------------------ slow paths (called from generated code)
 
     def _region(self, addr: int, size: int) -> tuple[memoryview, int] | None:
@@ -424,6 +512,8 @@ class RV32Core:
         else:
             mem, off = region
             mem[off:off + size] = value.to_bytes(size, "little")
+            if mem is self._l1 and self.stamper is not None:
+                self.stamper(addr, self.pos)
 
     def _amo(self, funct5: int, addr: int, src: int) -> int:
         name = _AMO[funct5]
@@ -448,6 +538,8 @@ class RV32Core:
             pick_min = name == "amominu"
             new = old if ((old < src) == pick_min) else src
         words[addr >> 2] = new
+        if self.stamper is not None:
+            self.stamper(addr, self.pos)
         return old
 
     def _csr_op(self, funct3: int, csr: int, src: int, reads: bool, writes: bool, retired: int) -> int:
@@ -492,14 +584,15 @@ class RV32Core:
             piece = self._pieces[(pc, n)] = (fn, loaded, dirty)
         return piece
 
-    def _compiled(self, pc: int, limit: int) -> tuple[Callable[[int], int], int, bool, tuple[int, ...],
-                                                      tuple[int, ...]]:
+    def _compiled(self, pc: int, limit: int, ns: dict | None = None) -> tuple[Callable[[int], int], int, bool,
+                                                                          tuple[int, ...], tuple[int, ...]]:
         """The translation of at most `limit` instructions from `pc` (a block ends sooner at a branch or jump):
-        (function, instruction count, pure, registers read, registers written)."""
+        (function, instruction count, pure, registers read, registers written); the function's globals are `ns`
+        (default: the core's namespace)."""
         key = None
         if SHARE_TRANSLATIONS and 0 <= pc < L1_SIZE:
             key = (pc, self.local_size, "PUSHM" in self._ns, "PUSHP" in self._ns,
-                   self._l1[pc:min(pc + 4 * limit, L1_SIZE)].tobytes(), limit)
+                   self._l1[pc:min(pc + 4 * limit, L1_SIZE)].tobytes(), limit, "STAMP" in self._ns)
         shared = SHARED_BLOCKS.get(key) if key is not None else None
         if shared is None:
             name, bw = self._written(pc, limit)
@@ -510,8 +603,9 @@ class RV32Core:
                     SHARED_BLOCKS.clear()
                 SHARED_BLOCKS[key] = shared
         name, code, count, pure, loaded, dirty = shared
-        exec(code, self._ns)
-        return self._ns.pop(name), count, pure, loaded, dirty
+        ns = self._ns if ns is None else ns
+        exec(code, ns)
+        return ns.pop(name), count, pure, loaded, dirty
 
     def block_source(self, pc: int) -> tuple[str, str, int, bool]:
         """(function name, generated Python source, instruction count, pure) of the block starting at `pc`; pure: the
@@ -613,8 +707,10 @@ class RV32Core:
             size, view, mask = _STORES[f3]
             bw.pure = False
             val = bw.r(rs2)
+            stamp = f"; STAMP(a, done + {bw.count})" if "STAMP" in self._ns else ""
             self._emit_access(bw, bw.r(rs1), _imm_s(w), size, bw.may_raise(),
-                              fast=lambda mem, idx: f"{mem}{view}[{idx}] = {val}{mask if val != '0' else ''}",
+                              fast=lambda mem, idx: f"{mem}{view}[{idx}] = {val}{mask if val != '0' else ''}"
+                                                    + (stamp if mem == "L1" else ""),
                               slow=f"STORE(a, {size}, {val})", stack=rs1 in (2, 8))
         elif op == 0x37:                                         # lui
             if rd:

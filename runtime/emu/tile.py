@@ -14,8 +14,12 @@ mailbox read or write ends the core's quantum with a wait reason, like TTSync an
 Scheduling: `run(budget)` gives each released, unparked core a quantum in turn, the least advanced (in cycles) first,
 and drains the Tensix after each quantum; a parked core and an idle Tensix cost nothing. A polling core costs almost
 nothing either: rv32 stops its run once a store-free loop comes back to the same registers (nothing can change until
-another agent writes), and the core's time is carried along with the cores that progressed (`_catch_up`); a round in
-which only such spinners ran ends run() early without a deadlock error, since they may be waiting for the host.
+another agent writes). A loop that reads only L1 freezes its core until a word it read changes; the core then resumes
+at the cycle that word's 16-byte line was written (`l1_stamp`: RISC-V stores and NoC writes stamp their lines;
+`_freeze` / `_thaw`; a Tensix semaphore it reads is watched too). A loop polling an NIU response counter keeps its own
+time (those reads wait for what they show); any other spinner's time is carried along with the cores that progressed
+(`_catch_up`). A round in which only such spinners ran ends run() early without a deadlock error, since they may be
+waiting for the host.
 Time comes from the cycle model (cycles.py): a core's cycle count is its instret plus the cycles it stalled (Tensix
 FIFO full / TTSync until the thread's work is done, slow MMIO loads), counted from the tile clock at its release;
 Tensix threads carry their own issue cycles. `clock` (and WALL_CLOCK as the host sees it) is the latest cycle any
@@ -41,7 +45,7 @@ from . import mailbox as mb
 from . import timeline as tl
 from .noc import (ATOMIC_RESP_RECEIVED, COUNTER_BASE as NIU_COUNTER_BASE, INITIATOR_STRIDE as NIU_INITIATOR_STRIDE,
                   RD_RESP_RECEIVED, WINDOW_SIZE as NIU_WINDOW, WR_ACK_RECEIVED, Niu)
-from .rv32 import RV32Core, Stall
+from .rv32 import STAMP_SHIFT, RV32Core, Stall
 from .accel import rv32_native
 from .tensix import Tensix
 
@@ -105,6 +109,12 @@ class Tile:
         # polling it has not seen yet (sorted); the counter reads lower by their number until their cycle
         self._niu_due: list[dict[int, list[int]]] = [{}, {}]
         self._niu_seen: list[dict[int, int]] = [{}, {}]     # the count each counter last showed
+        # cycle model: per 16-byte L1 line the cycle of its last write by a RISC-V store or a NoC write / atomic
+        # (rv32.py set_stamper, _niu_store), and per core stopped in a wait loop on L1 words (and semaphores) what it
+        # read there (_freeze): such a core resumes when a word changes, at the cycle of that write
+        self.l1_stamp = np.zeros(layout.L1_SIZE >> STAMP_SHIFT, np.uint64)
+        self._frozen: dict[str, tuple[list[tuple[int, int]], list[bytes | int | None]]] = {}
+        self._self_timed: set[str] = set()                  # spinning on an NIU response counter (_freeze)
         self.rec = None                                      # a timeline.TimelineRecorder (timeline_begin/_end)
         self.mailboxes = mb.Mailboxes()                      # the 16 B/T0/T1/T2 mailboxes (mailbox.py)
         self._mb_full = {c: False for c in mb.ENDS}           # the core's last mailbox write found no room
@@ -117,9 +127,19 @@ class Tile:
             if THREAD_OF.get(c) is not None:
                 core.set_pusher("PUSHP", self._pusher(c))
                 core.set_pusher("PUSHM", self._multi_pusher(c))
+        for c, core in self.cores.items():
+            core.set_stamper(*self._stamper(c))
         niu_registers = [(n.base, n.regs) for n in self.nius]
         for core in self.cores.values():                     # run() in C between MMIO and pushes, where built
             rv32_native.attach(core, niu_registers)
+
+    def _stamper(self, who: str) -> tuple[Callable[[int, int], None], np.ndarray, Callable[[], int]]:
+        """RV32Core.set_stamper's arguments for `who`: its L1 stores stamp their line with now()."""
+        core, stamps, tbase, stall = self.cores[who], self.l1_stamp, self._tbase, self._stall
+
+        def stamp(addr: int, pos: int) -> None:
+            stamps[addr >> STAMP_SHIFT] = tbase[who] + core.instret + stall[who] + pos
+        return stamp, stamps, lambda: tbase[who] + core.instret + stall[who]
 
     def _pusher(self, who: str):
         """push(pos, word): push_tensix(who, word) specialised for one core, called by rv32's generated code with the
@@ -323,6 +343,8 @@ class Tile:
                 self.cores[core].reset(self.reset_pc(core))
                 self._tbase[core] = self.clock - self.cores[core].instret
                 self._stall[core] = 0
+                self._frozen.pop(core, None)
+                self._self_timed.discard(core)
                 if self.rec is not None:
                     self.rec.released[core] = self.clock
                 self._wait[core] = self._fault[core] = ""
@@ -622,7 +644,11 @@ class Tile:
                 core = self.cores[name]
                 if not self.running(name):
                     continue
+                if name in self._frozen and not self._thaw(name):
+                    spinners.append(name)     # what its wait loop reads is unchanged: it would spin again
+                    continue
                 self._wait[name] = ""
+                self._self_timed.discard(name)
                 pops = self.mailboxes.pops.get(name)
                 try:
                     n = core.run(min(self.quantum, max_instructions - total - riscv))
@@ -636,6 +662,7 @@ class Tile:
                 if core.spinning:
                     spinners.append(name)
                     self._wait[name] = "spinning (polling memory/MMIO nobody has changed yet)"
+                    self._freeze(name)
                 else:
                     progress += n
                 if self._tensix_busy():
@@ -657,14 +684,69 @@ class Tile:
                 break
         return total
 
+    def _freeze(self, who: str) -> None:
+        """`who` stopped in a wait loop (rv32 spin detection). A loop reading only L1 (and local RAM) and Tensix
+        semaphores (peek) is frozen: the core keeps its cycle and is not run again until one of the words it read
+        changes (_thaw). A loop reading an NIU response counter is timed by that read (_times_its_reads): the core
+        keeps its cycle too but polls again each round. Any other loop's core moves with the other cores
+        (_catch_up)."""
+        if not self._latency_of:
+            return
+        probe = self.cores[who].spin_reads()
+        if probe is None:
+            return
+        reads, other = probe
+        if other is None:
+            self._frozen[who] = (reads, [self._peek_word(who, a, n) for a, n in reads])
+        elif self._times_its_reads(other):
+            self._self_timed.add(who)
+
+    def peek(self, who: str, addr: int) -> int | None:
+        """A register `who` may read without effect, as spin_reads' probe reads it: a Tensix semaphore (its value;
+        the real read then waits for the post's cycle, _pcbuf_load). None for every other address."""
+        if layout.SEMAPHORE_BASE <= addr < layout.SEMAPHORE_BASE + 4 * N_SEMAPHORES and who in TRISC_THREAD:
+            return self.tensix.sem_read((addr - layout.SEMAPHORE_BASE) >> 2)
+        return None
+
+    def _peek_word(self, who: str, addr: int, n: int) -> bytes | int | None:
+        return self.l1_array[addr:addr + n].tobytes() if addr < layout.L1_SIZE else self.peek(who, addr)
+
+    @staticmethod
+    def _times_its_reads(addr: int) -> bool:
+        """An NIU response counter: a request counts from its completion (_niu_load), so a loop polling one is timed
+        by its reads and need not be carried with the other cores (whose lead is no measure of when the counter
+        changes; a loop whose registers are the same at each turn is seen as spinning even while its reads wait for
+        one response after another)."""
+        for base in layout.NOC_BASE:
+            if 0 <= addr - base < NIU_WINDOW:
+                return (addr - base) % NIU_INITIATOR_STRIDE - NIU_COUNTER_BASE >> 2 in RESPONSE_COUNTERS
+        return False
+
+    def _thaw(self, who: str) -> bool:
+        """Whether frozen `who` runs again: one of the words its wait loop read has changed. It then resumes at the
+        latest cycle a changed L1 word's line was written (RISC-V store, NoC write or atomic), if that is later than
+        its own: on silicon it polled until then (a semaphore's read waits for its post itself).
+        A core whose run() ends where it is may stay frozen (False)."""
+        reads, seen = self._frozen[who]
+        changed = [a for (a, n), old in zip(reads, seen) if self._peek_word(who, a, n) != old]
+        if not changed:
+            return False
+        del self._frozen[who]
+        written = [int(self.l1_stamp[a >> STAMP_SHIFT]) for a in changed if a < layout.L1_SIZE]
+        self._wait_until(who, max(written, default=0), tl.SPIN_WRITE)
+        return True
+
     def _catch_up(self, spinners: list[str]) -> None:
         """A spinning core stopped after a loop iteration or two (rv32 spin detection) instead of polling through its
-        quantum; on silicon it would have kept polling while the others worked. So its time moves with theirs: to
-        the latest cycle a core that did progress has reached (the tile clock if none did)."""
+        quantum; on silicon it would have kept polling while the others worked. One frozen on the words it reads
+        (_thaw moves it) or polling an NIU response counter keeps its time; any other moves with the others': to the
+        latest cycle a core that did progress has reached (the tile clock if none did)."""
+        timed = self._frozen.keys() | self._self_timed
+        spinners = [c for c in spinners if c not in timed]
         if not spinners or not self._latency_of:
             return
-        busy = [self.cycles(c) for c in self.cores if c not in spinners and not self.soft_reset & CORE_BITS[c]
-                and not self.cores[c].parked and not self._fault[c]]
+        busy = [self.cycles(c) for c in self.cores if c not in spinners and c not in timed
+                and not self.soft_reset & CORE_BITS[c] and not self.cores[c].parked and not self._fault[c]]
         target = max(busy) if busy else self.clock
         for c in spinners:
             self._wait_until(c, target, tl.SPIN)
@@ -700,9 +782,12 @@ class Tile:
                 # transfers complete inside the store (noc.py); their time (the chip's NoC model, noc.Fabric) is
                 # charged to whoever later polls this NIU's response counters for their completion
                 start = self.now(who)
-                for kind, peer, n, bank in niu.sent:
+                for kind, peer, n, bank, dst in niu.sent:
                     done = (self.chip.fabric.multicast(i, self.xy, peer, n, start) if kind == "multicast" else
                             self.chip.fabric.transfer(i, kind, self.xy, peer, n, start, bank))
+                    if dst is not None:       # the peers' lines written at the transfer's completion (_thaw)
+                        for xy in (peer if kind == "multicast" else (peer,)):
+                            self.chip.tiles[xy].stamp_l1(dst, n, done)
                     for c in RESPONSE_COUNTERS:
                         # one completion per request; a multicast's write acks, one per receiver, all at `done`
                         count = (niu.counters.get(c, 0) - before[c]) & 0xFFFFFFFF
@@ -734,6 +819,12 @@ class Tile:
             value = (value - len(due)) & 0xFFFFFFFF
             seen[counter] = value
         return value
+
+    def stamp_l1(self, addr: int, n: int, cycle: int) -> None:
+        """[addr, + n) of L1 was written at `cycle` by a NoC transfer (its completion: the data lands a little
+        earlier, by up to the acknowledgement's way back)."""
+        lines = self.l1_stamp[addr >> STAMP_SHIFT:(addr + n - 1 >> STAMP_SHIFT) + 1]
+        np.maximum(lines, cycle, out=lines)
 
     def _wait_until(self, who: str, cycle: int, why: str | None = None) -> None:
         """A core that waited for something finishing at `cycle` resumes then (`why`: the timeline's stall reason;

@@ -45,6 +45,7 @@ NOC_WAIT = "waiting for NoC transfers to complete"
 MAILBOX_WAIT = "mailbox: waiting for a value / for room"
 SEM_WAIT = "semaphore: the post it reads lands later (another thread's SEMPOST)"
 SPIN = "polling memory nobody has changed yet (spin loop, time carried with the other cores)"
+SPIN_WRITE = "polling L1 until the write it waits for (spin loop resumed at the write's cycle)"
 
 
 @dataclass(frozen=True)

@@ -425,6 +425,36 @@ def test_spinning_core_is_detected_and_keeps_time_with_the_worker(tile):
 
 
 @pytest.mark.needs_program_cc
+def test_a_core_polling_l1_resumes_at_the_cycle_of_the_store_it_waits_for(tile):
+    """The waiter is frozen on the word its loop reads (not run again while it is unchanged) and resumes at the
+    cycle the worker stored it (its L1 line's stamp), not at the end of the worker's quantum or of its work."""
+    launch(tile, {"brisc": build("wait_flag.c", "brisc", WORK=0),
+                  "ncrisc": build("wait_flag.c", "ncrisc", WORK=3_000, POST=20_000)})
+    tile.run(10_000_000)
+    assert word(tile, FLAG + 8) == 2
+    stored, end = int(tile.l1_stamp[(FLAG + 4) >> 4]), {c: tile.cycles(c) for c in ("brisc", "ncrisc")}
+    assert end["ncrisc"] - end["brisc"] > 10 * tile.quantum, end      # the waiter did not wait for the POST work
+    assert 0 <= end["brisc"] - stored < 100, (end, stored)            # it resumed when the flag was stored
+    assert tile.instructions["brisc"] < 100                             # and polled once or twice, not each round
+
+
+def test_a_noc_write_stamps_the_lines_it_lands_in_with_its_completion():
+    chip = EmuDevice().chip
+    sender, peer = chip.tile((2, 3)), chip.tile((3, 3))
+    noc = layout.NOC_BASE[0]
+    sender.l1_array[0x20000:0x20040] = 7
+    x, y = peer.xy
+    # a non-posted unicast write of 64 bytes from the sender's L1 0x20000 to the peer's 0x30010
+    for off, v in ((0x1C, 0x12), (0x00, 0x20000), (0x04, 0), (0x08, 2 | 3 << 6), (0x0C, 0x30010), (0x10, 0),
+                   (0x14, x | y << 6), (0x20, 64), (0x40, 1)):
+        sender.mmio_store("brisc", noc + off, 4, v)
+    due = sender._niu_due[0][1]                           # WR_ACK_RECEIVED: the write's completion
+    lines = peer.l1_stamp[0x30000 >> 4:0x30080 >> 4]
+    assert due and list(lines) == [0] + [due[-1]] * 4 + [0] * 3
+    assert not sender.l1_stamp.any()
+
+
+@pytest.mark.needs_program_cc
 def test_core_spinning_on_the_host_returns_early_without_a_deadlock(tile):
     launch(tile, {"brisc": build("wait_flag.c", "brisc", WORK=0)})
     ran = tile.run(1_000_000)

@@ -22,6 +22,7 @@
 #define MAX_BLOCK 64u
 #define SPIN_CHAIN 16u
 #define NO_SPIN 0xFFFFFFFFu
+#define STAMP_SHIFT 4u                 /* rv32.py STAMP_SHIFT */
 
 enum { RV_BUDGET = 0, RV_SPIN = 1, RV_PARKED = 2, RV_PYTHON = 3 };
 
@@ -33,6 +34,7 @@ typedef struct {
     uint32_t *niu_regs[2];             /* each NIU's initiator registers (noc.py Niu.regs), or NULL: Python's */
     uint32_t niu_base[2];              /* where each NIU's register window starts in the core's address space */
     uint32_t x[32], spin_x[32];
+    uint64_t *stamp, t0;               /* rv32.py set_stamper: per L1 line, the cycle of its last store (t0 + done) */
 } rv_state;
 
 static inline int32_t sx(uint32_t v) { return (int32_t)v; }
@@ -232,9 +234,10 @@ int rv_run(rv_state *s) {
             uint8_t *p;
             s->spin_pc = NO_SPIN;
             if (f3 > 2) goto python;
-            if ((p = fast(s, addr, size)))
+            if ((p = fast(s, addr, size))) {
                 memcpy(p, &b, size);                             /* little-endian host (rv32.py checks it) */
-            else if (f3 != 2 || !niu_store(s, addr, b))
+                if (addr < L1_SIZE && s->stamp) s->stamp[addr >> STAMP_SHIFT] = s->t0 + s->done;
+            } else if (f3 != 2 || !niu_store(s, addr, b))
                 goto python;
             rd = 0;
             break;

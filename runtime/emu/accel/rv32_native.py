@@ -42,7 +42,8 @@ BUDGET_CAP = 1 << 31        # the C state counts in uint32; a larger budget is c
 LOCAL_SIZE, MULTI_PUSH, PC, DONE, BUDGET, IN_BLOCK, SPIN_PC, CHAIN, EXIT_N = range(4, 13)
 NIU_REGS, NIU_BASE = 14, 18  # two pointers to the NIUs' register files (0: stores there go to Python), their windows
 X = 20                      # x[32], then spin_x[32]
-STATE_WORDS = X + 64
+STAMP, T0 = X + 64, X + 66  # uint64 each: the L1 store records (rv32.py set_stamper) and the quantum's base cycle
+STATE_WORDS = X + 68
 # The stores that fill an NIU's command registers are kept by C in the NIU's register file (rv32_native.c niu_store);
 # False hands each of them back to Python's Niu.store (the reference), as without the C part
 NIU_STORES = True
@@ -102,6 +103,10 @@ class NativeRun:
             assert regs.dtype == np.uint32 and regs.flags.c_contiguous
             self.state[NIU_REGS + 2 * i:NIU_REGS + 2 * i + 2].view(np.uint64)[0] = regs.ctypes.data
             self.state[NIU_BASE + i] = base
+        self.stamps = core.stamps       # kept referenced while the C state points at it
+        if core.stamps is not None:
+            self.state[STAMP:STAMP + 2].view(np.uint64)[0] = core.stamps.ctypes.data
+        self.t0 = self.state[T0:T0 + 2].view(np.uint64)
         self.words = memoryview(self.state)
         self.arg = ctypes.c_void_p(self.state.ctypes.data)
         self.python_quanta = 0          # quanta left to run on the Python blocks before C is measured again
@@ -119,8 +124,13 @@ class NativeRun:
         self.state[X:X + 32] = x
         S[PC], S[DONE], S[BUDGET], S[IN_BLOCK] = core.pc, 0, min(max(budget, 0), BUDGET_CAP), 0
         S[SPIN_PC], S[CHAIN], S[MULTI_PUSH] = NO_SPIN, 0, "PUSHM" in core._ns
+        base, t0 = core.stamp_base, self.t0
         try:
-            while (why := fn(arg)) == RV_PYTHON:
+            while True:
+                if base is not None:
+                    t0[0] = base()      # a piece may have stalled the core: the stores after it are that much later
+                if (why := fn(arg)) != RV_PYTHON:
+                    break
                 pc, n, done = S[PC], S[EXIT_N], S[DONE]
                 handbacks += 1
                 piece, loaded, dirty = core.piece(pc, n)
