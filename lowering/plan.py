@@ -45,7 +45,7 @@ TILE_NATIVE = ("float32", "int32", "uint32", "bfloat16")
 class Target:
     """Where a kernel will run, as far as code generation cares. ttsim does not implement SFPLOADMACRO (its SFPU
     stops on it), so schedules for it (directly, or under tt-umd's simulation device: umd-sim) must be macro-free;
-    the emulator and the card take the macro schedules."""
+    the emulator and the card can take the macro schedules (the plugin asks for them under TT_SFPU_MACRO=1 only)."""
     name: str               # emu | ttsim | umd-sim | hw
     macro_free: bool        # no SFPLOADMACRO in the SFPU program
     tiles: int = 1          # Tensix tiles one kernel may be split over (the whole unharvested grid on emu and ttsim;

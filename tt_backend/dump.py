@@ -78,7 +78,7 @@ def sfpu_schedule(plan: Plan) -> str:
         return f"macro-free: {prog.macro_note or 'no SFPLOADMACRO form for this family'}"
     if plan.target.macro_free:
         return f"macro-free: target {plan.target.name} takes the macro-free schedule (ttsim and umd-sim do not " \
-               f"implement SFPLOADMACRO; emu takes it unless TT_SFPU_MACRO=1, hw when TT_SFPU_MACRO=0)"
+               f"implement SFPLOADMACRO; on emu and hw it is the default, TT_SFPU_MACRO=1 asks for the macro)"
     return f"SFPLOADMACRO: {prog.macro.scheduled} scheduled on the MAD and Store sub-units"
 
 

@@ -15,7 +15,7 @@ Stdlib only: `map_device_env` runs at interpreter start from the .pth hook, befo
 | `TT_SAMPLE_DIST` | sample distributions placement predicts with (comma list of normal, uniform, positive; default all) |
 | `TT_CORES` | at most this many Tensix cores per kernel (default: the count the cost model predicts fastest, up to the target's grid) |
 | `TT_TIMEOUT` | seconds one kernel launch may take before the driver stops the cores (default 600) |
-| `TT_SFPU_MACRO=1` / `0` | SFPLOADMACRO schedules on emu and hw, or on neither (default: hw only, SFPU_MACRO_BY_DEFAULT): elementwise row steps whose last op fits run it and their store through SFPLOADMACRO, lowering/codegen/sfpu_macro.py; the emulator runs those on its per-instruction path, so it takes them on request only |
+| `TT_SFPU_MACRO=1` | SFPLOADMACRO schedules on emu and hw (default 0: macro-free everywhere): elementwise row steps whose last op fits run it and their store through SFPLOADMACRO, lowering/codegen/sfpu_macro.py; the emulator runs those on its per-instruction path (slower on the host), and no card has run them yet |
 | `TT_CACHE_DIR` | the compile cache (default ~/.cache/tt_backend; `python -m tt_backend cache --info/--clear`) |
 | `TT_PREDICTIONS=file` | append one JSON line per emulated launch: kernel, family, predicted and emulated cycles, cores (tt_backend/predictions.py; `python -m tt_backend bench predictions`) |
 
@@ -100,21 +100,16 @@ def budget_sampled(environ=os.environ) -> bool:
     return _BOOLS[v]
 
 
-# Targets that get the SFPLOADMACRO schedules unless TT_SFPU_MACRO says otherwise. The card runs them at no host cost;
-# the emulator runs SFPLOADMACRO work on its per-instruction path (its batched and C SFPU paths do not take it), which
-# made a 512x512 a*b+a through tinygrad 7.5x slower on the host for about 12 % fewer emulated cycles, so the emulator
-# takes them on request only (docs/performance.md §8.7).
-SFPU_MACRO_BY_DEFAULT = {"hw": True}
-
-
-def sfpu_macro(target: str = "", environ=os.environ) -> bool:
-    """Whether `target` (which must implement SFPLOADMACRO to take them: emu, hw) gets the SFPLOADMACRO schedules:
-    TT_SFPU_MACRO=1 or 0, else the target's default (SFPU_MACRO_BY_DEFAULT)."""
+def sfpu_macro(environ=os.environ) -> bool:
+    """Whether the targets that implement SFPLOADMACRO (emu, hw) get the SFPLOADMACRO schedules (default: no). On
+    request only: the emulator runs SFPLOADMACRO work on its per-instruction path (its batched and C SFPU paths do not
+    take it), which made a 512x512 a*b+a through tinygrad 7.5x slower on the host for about 12 % fewer emulated cycles,
+    and no card has run the schedules yet (docs/performance.md §8.7)."""
     v = environ.get("TT_SFPU_MACRO", "").strip().lower()
     if v not in _BOOLS:
         raise TTError(f"TT_SFPU_MACRO={v!r}: expected 1 (SFPLOADMACRO schedules where the target implements "
-                      f"SFPLOADMACRO) or 0 (macro-free schedules everywhere); unset: on hw only")
-    return _BOOLS[v] if v else SFPU_MACRO_BY_DEFAULT.get(target, False)
+                      f"SFPLOADMACRO) or 0 (macro-free schedules everywhere, the default)")
+    return _BOOLS[v]
 
 
 def place_spec(environ=os.environ) -> str | None:
@@ -173,6 +168,5 @@ def timeout_s(environ=os.environ) -> float:
 
 def validate(environ=os.environ) -> None:
     """Parse every knob once (the TT device calls this when it opens)."""
-    for knob in (backend, err_budget, budget_sampled, cores, timeout_s, check, dump_dir, predictions_file):
+    for knob in (backend, err_budget, budget_sampled, cores, timeout_s, check, dump_dir, predictions_file, sfpu_macro):
         knob(environ)
-    sfpu_macro(environ=environ)

@@ -152,9 +152,8 @@ class TTRenderer(Renderer):
         name = self.target.arch or knobs.backend()
         if name not in TARGETS:
             raise TTError(f"TT renderer arch {name!r} is not a TT target ({', '.join(TARGETS)})")
-        # the macro-free schedules on a target that implements SFPLOADMACRO too, unless TT_SFPU_MACRO or the target's
-        # default asks for them (knobs.SFPU_MACRO_BY_DEFAULT)
-        return TARGETS[name] if knobs.sfpu_macro(name) else replace(TARGETS[name], macro_free=True)
+        # the macro-free schedules on a target that implements SFPLOADMACRO too, unless TT_SFPU_MACRO=1 asks for them
+        return TARGETS[name] if knobs.sfpu_macro() else replace(TARGETS[name], macro_free=True)
 
     def supported_dtypes(self):
         """tinygrad's dtype-support declaration (tests and tinygrad's own dtype choices consult it): the dtypes the
@@ -297,12 +296,13 @@ def device_variants(ast: UOp) -> list[UOp]:
 
 class _KnobsKey:
     """The knobs that change what a kernel compiles to (placement budget and pins, TT_CHECK's reference, TT_DUMP's
-    files). tinygrad keys its in-process program cache on the AST, the renderer's target and `to_program_config`'s
+    files, TT_SFPU_MACRO's schedule). tinygrad keys its in-process program cache on the AST, the renderer's target and `to_program_config`'s
     values; this joins that tuple, so changing TT_ERR_BUDGET between two realizes of the same kernel re-lowers it
     instead of reusing the program placed under the old budget."""
     @property
     def value(self) -> tuple:
-        return (knobs.err_budget(), knobs.budget_sampled(), knobs.place_spec(), knobs.check(), knobs.dump_dir())
+        return (knobs.err_budget(), knobs.budget_sampled(), knobs.place_spec(), knobs.check(), knobs.dump_dir(),
+                knobs.sfpu_macro())
 
 
 def install_hook() -> None:

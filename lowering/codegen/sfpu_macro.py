@@ -166,8 +166,13 @@ def macro_schedule(prog: SfpuProgram) -> tuple[MacroSchedule | None, str]:
     f_delay, store_delay = n - 1 - m, n - 1 - m + lat
     if store_delay > MAX_DELAY:
         return None, f"its last op would wait {store_delay} issues for its operands (at most {MAX_DELAY})"
-    if row[0][0] in SFPU_MAD_CLASS or not (pure(*row[0]) or row[0][0] == "SFPLOADMACRO") or two_cycle(*row[-1]):
-        return None, "the row step's first issue meets the scheduled op (MAD sub-unit, lane flags or a two-cycle op)"
+    # the next row step's first issues run beside the scheduled op (issue 0) and before the scheduled store (issue
+    # lat % n), which both take the lane flags as those issues leave them: none may touch the flags
+    meets = row[:max(1, lat % n)]
+    if (row[0][0] in SFPU_MAD_CLASS or any(not (pure(*ins) or ins[0] == "SFPLOADMACRO") for ins in meets)
+            or two_cycle(*row[-1])):
+        return None, "the row step's first issues meet the scheduled op or store (MAD sub-unit, lane flags or a " \
+                     "two-cycle op)"
     if row[lat % n][0] == "SFPSTORE":
         return None, "a spill store meets the scheduled store on the Store sub-unit"
     template = encode(f_ins[0], **(fields | {"lreg_dest": 0}))

@@ -81,8 +81,8 @@ def place(kernel: str, dag: ValueDAG, in_dtypes: list[str], out_dtype: str, n_el
         if key not in cache:
             sp = split(d, choices, n_in, uniform)
             prog = compile_split(sp, out_dtype)
-            # priced macro-free: the emulator's default schedule (tt_backend/knobs.py SFPU_MACRO_BY_DEFAULT); the
-            # macro form saves a few cycles per row step on the targets that take it (docs/performance.md §8.7)
+            # priced macro-free, every target's default schedule (TT_SFPU_MACRO=1 asks for the macro form, a few
+            # cycles per row step fewer: docs/performance.md §8.7)
             cyc = cycles(sp, in_formats, out_format, n_tiles, prog.issue_counts(macro_free=True))
             cache[key] = _Scored(dict(choices), sp, cyc, lambda: evaluate(d, dict(choices)))
         return cache[key]

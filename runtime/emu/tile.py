@@ -16,7 +16,9 @@ and drains the Tensix after each quantum; a parked core and an idle Tensix cost 
 nothing either: rv32 stops its run once a store-free loop comes back to the same registers (nothing can change until
 another agent writes). A loop that reads only L1 freezes its core until a word it read changes; the core then resumes
 at the cycle that word's 16-byte line was written (`l1_stamp`: RISC-V stores and NoC writes stamp their lines;
-`_freeze` / `_thaw`; a Tensix semaphore it reads is watched too). A loop polling an NIU response counter keeps its own
+`_freeze` / `_thaw`; a Tensix semaphore it reads is watched too). Not stamped, so a core thawed by them resumes at
+its own cycle: NoC read data landing in the reader's L1, an atomic's return word, host writes and packer writes; and
+a line keeps its last stamp, not the latest cycle. A loop polling an NIU response counter keeps its own
 time (those reads wait for what they show); any other spinner's time is carried along with the cores that progressed
 (`_catch_up`). A round in which only such spinners ran ends run() early without a deadlock error, since they may be
 waiting for the host.

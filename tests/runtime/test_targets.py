@@ -195,14 +195,11 @@ def test_renderer_carries_the_target_to_workers(monkeypatch):
     r = TTRenderer(Target(device="TT", arch="ttsim"))
     clone = pickle.loads(pickle.dumps(r))            # how tinygrad ships renderers to compile workers
     assert clone.tt_target == TARGETS["ttsim"] and clone.tt_target.macro_free
-    monkeypatch.delenv("TT_SFPU_MACRO", raising=False)
-    emu, hw = (TTRenderer(Target(device="TT", arch=a)).tt_target for a in ("emu", "hw"))
-    assert emu.name == "emu" and emu.macro_free      # SFPLOADMACRO on request only (knobs.SFPU_MACRO_BY_DEFAULT)
-    assert hw == TARGETS["hw"] and not hw.macro_free
-    monkeypatch.setenv("TT_SFPU_MACRO", "1")
-    assert TTRenderer(Target(device="TT", arch="emu")).tt_target == TARGETS["emu"]
-    monkeypatch.setenv("TT_SFPU_MACRO", "0")
-    assert TTRenderer(Target(device="TT", arch="hw")).tt_target.macro_free
+    for knob, macro in (("", False), ("0", False), ("1", True)):     # SFPLOADMACRO on request only
+        monkeypatch.setenv("TT_SFPU_MACRO", knob)
+        for arch in ("emu", "hw"):
+            t = TTRenderer(Target(device="TT", arch=arch)).tt_target
+            assert t.name == arch and t.macro_free != macro and (t == TARGETS[arch]) == macro
 
 
 def test_device_string_names_the_target():

@@ -14,6 +14,7 @@
  * block starts is cleared by that block before any check could use it, and a core is found back at a snapshot's pc
  * only after that block ran to its end.
  * Built by accel/native.py with the host compiler; loaded by accel/rv32_native.py. */
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -36,6 +37,9 @@ typedef struct {
     uint32_t x[32], spin_x[32];
     uint64_t *stamp, t0;               /* rv32.py set_stamper: per L1 line, the cycle of its last store (t0 + done) */
 } rv_state;
+/* the word offsets rv32_native.py writes: X = 20, STAMP = 84, T0 = 86, STATE_WORDS = 88 */
+_Static_assert(offsetof(rv_state, x) == 4 * 20 && offsetof(rv_state, stamp) == 4 * 84 &&
+               offsetof(rv_state, t0) == 4 * 86 && sizeof(rv_state) == 4 * 88, "rv32_native.py's word offsets");
 
 static inline int32_t sx(uint32_t v) { return (int32_t)v; }
 static inline uint32_t sext(uint32_t v, int bits) {

@@ -99,8 +99,11 @@ class NativeRun:
         self.state[:4].view(np.uint64)[:] = (l1, local)
         self.state[LOCAL_SIZE] = core.local_size
         self._nius = [regs for _, regs in nius]            # kept alive while C holds their addresses
+        assert len(nius) <= 2                               # rv_state holds two NIU windows
         for i, (base, regs) in enumerate(nius):
-            assert regs.dtype == np.uint32 and regs.flags.c_contiguous
+            # C indexes them as initiator * 12 + reg / 4, for 4 initiators (rv32_native.c niu_store; noc.py
+            # N_INITIATORS x N_PLAIN_REGISTERS)
+            assert regs.dtype == np.uint32 and regs.flags.c_contiguous and regs.shape == (4, 12), regs.shape
             self.state[NIU_REGS + 2 * i:NIU_REGS + 2 * i + 2].view(np.uint64)[0] = regs.ctypes.data
             self.state[NIU_BASE + i] = base
         self.stamps = core.stamps       # kept referenced while the C state points at it

@@ -324,8 +324,8 @@ static PyObject *issue_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
                                  cfg1, thobj);
             Py_DECREF(c_o);
         }
-        /* Untracked by the cyclic GC, as CPython untracks tuples of atoms: its one container, the decoded fields, is
-         * shared by every entry of the word and never refers back. (Tracked, the queue's tens of thousands of entries
+        /* Untracked by the cyclic GC, as CPython untracks tuples of atoms: the containers it holds (the decoded fields,
+         * cfg0, cfg1) are shared by every entry of the word and never refer back. (Tracked, the queue's tens of thousands of entries
          * made the collections the GC runs during a long body cost 3-4x the issue itself.) */
         if (entry)
             PyObject_GC_UnTrack(entry);
@@ -482,7 +482,8 @@ fail:
 }
 
 static PyMethodDef methods[] = {
-    {"configure", configure, METH_VARARGS, "configure(fifo_depth, mop_transition_penalty, all_lregs)"},
+    {"configure", configure, METH_VARARGS, "configure(fifo_depth, mop_transition_penalty, all_lregs, load_modes, store_modes, dst_rwc_mask, "
+     "src_rwc_mask, fpu_to_sfpload_gap)"},
     {"issue_run", (PyCFunction)(void (*)(void))issue_run, METH_FASTCALL, "see the module comment"},
     {"pack_records", (PyCFunction)(void (*)(void))pack_records, METH_FASTCALL, "see its comment"},
     {NULL, NULL, 0, NULL},
