@@ -25,7 +25,7 @@ from tt_backend.runtime.compile import compile_kernel
 from tt_backend.runtime.emu.accel import native, rv32_native
 from tt_backend.runtime.emu.device import EmuDevice
 from tt_backend.runtime.emu.noc import INITIATOR_STRIDE as NIU_INITIATOR_STRIDE
-from tt_backend.runtime.emu.rv32 import LOCAL_BASE, RV32Core, Stall
+from tt_backend.runtime.emu.rv32 import LOCAL_BASE, STAMP_SHIFT, RV32Core, Stall
 from tt_backend.runtime.emu.tile import Tile
 
 from tests.emu.test_rv32 import (CODE, PARK, R_OPS, RecordingBus, b_type, i_type, jal, r_type, s_type, u_type)
@@ -134,6 +134,12 @@ def _core(words, seed: int, on_c: bool) -> tuple[RV32Core, RecordingBus]:
     core.x[1:] = [rng.getrandbits(32) if rng.random() < 0.7 else rng.randrange(-3, 70) & 0xFFFFFFFF
                   for _ in range(31)]
     core.x[2], core.x[DATA], core.x[MMIO], core.x[JUMPS] = LOCAL_BASE + 0x800, L1_DATA, MMIO_PAGE, CODE
+    # every L1 store stamps its line with the core's cycle, as a Tile's stamper does (its clock: instret here)
+    stamps = np.zeros(len(bus.l1) >> STAMP_SHIFT, np.uint64)
+
+    def stamp(addr: int, pos: int) -> None:
+        stamps[addr >> STAMP_SHIFT] = core.instret + pos
+    core.set_stamper(stamp, stamps, lambda: core.instret)
     if on_c:
         rv32_native.attach(core)
         assert core.native is not None
@@ -154,7 +160,7 @@ def _trace(words, seed: int, on_c: bool) -> list:
             break
         out.append((n, core.pc, core.instret, core.parked, core.spinning, list(core.x), core.csr.copy(),
                     bus.accesses[seen[0]:], bus.tensix[seen[1]:], bytes(bus.l1[L1_DATA:L1_DATA + 512]),
-                    bytes(bus._local)))
+                    bytes(bus._local), core.stamps.tobytes()))
         if core.parked:
             break
     return out
