@@ -80,7 +80,7 @@ def plan_placed(lk: LoweredKernel, pl: Placement) -> ElementwisePlan:
     inputs still go to Dst."""
     out_dtype = pl.dag.nodes[pl.dag.out].dtype
     sp = split(pl.dag, pl.choices, len(lk.inputs), lk.uniform_inputs) if pl.split is None else pl.split
-    sfpu = compile_split(sp, out_dtype)
+    sfpu = with_macro_schedule(compile_split(sp, out_dtype))
     ops = lk.ops if not pl.reassociated else [n.op if n.op != "CAST" else f"CAST->{n.dtype}" for n in
                                               (pl.dag.nodes[i] for i in live_nodes(pl.dag)) if n.op not in ("LOAD", "CONST")]
     return ElementwisePlan(name=lk.name, ranges=lk.ranges, buffers=lk.buffers,

@@ -8,7 +8,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tt_backend.lowering.codegen.sfpu_codegen import compile_sfpu
-from tt_backend.lowering.codegen.sfpu_macro import with_macro_schedule
 from tt_backend.lowering.dag import ValueDAG, VNode
 from tt_backend.lowering.graph import FPU_BINARY, l1_source, live_nodes, renumber
 from tt_backend.lowering.plan import SfpuProgram
@@ -113,8 +112,9 @@ def split(dag: ValueDAG, choices: dict[int, Choice], n_inputs: int, uniform: fro
 
 
 def compile_split(sp: Split, out_dtype: str) -> SfpuProgram:
-    """The split's SFPU program, with its SFPLOADMACRO form where it has one (codegen/sfpu_macro.py)."""
-    return with_macro_schedule(compile_sfpu(sp.sfpu_dag, sp.n_slots, out_dtype, uniform=sp.uniform))
+    """The split's SFPU program (the search prices and the evaluator runs it; the plan adds its SFPLOADMACRO form,
+    families/elementwise.py)."""
+    return compile_sfpu(sp.sfpu_dag, sp.n_slots, out_dtype, uniform=sp.uniform)
 
 
 _OP_CYCLES: dict[tuple, int] = {}
