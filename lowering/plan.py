@@ -58,6 +58,10 @@ class Target:
 
 TARGETS = {"emu": Target("emu", False, len(Grid().tensix)), "ttsim": Target("ttsim", True, len(Grid().tensix)),
            "umd-sim": Target("umd-sim", True), "hw": Target("hw", False)}
+# A plan not bound by for_target (bench rows, tests rendering directly) takes the emulator's default schedule, the
+# macro-free one: what the plugin gives every target unless TT_SFPU_MACRO=1 asks for SFPLOADMACRO
+# (tt_backend/ops_tt.py tt_target).
+DEFAULT_TARGET = Target("emu", True, len(Grid().tensix))
 
 
 @dataclass
@@ -152,7 +156,7 @@ class Plan(ABC):
     ops: list[str] = field(default_factory=list)   # for reports
     l1: dict[str, int] = field(default_factory=dict)  # L1 region -> address (lowering.codegen.l1)
     windows: dict[str, int] = field(default_factory=dict)   # staging window region -> bytes, where not STAGING_BYTES
-    target: Target = field(default_factory=lambda: TARGETS["emu"])   # set by for_target
+    target: Target = DEFAULT_TARGET       # set by for_target
     placement: Report | None = None     # where the ops run and what that is predicted to cost
     cores: int = 1                      # Tensix tiles the kernel is split over (core_arg_words: one block each)
     # why the reader runs without its specialised paths (affine runs, the reduction walk and its datum table: every

@@ -216,7 +216,9 @@ def test_dump_report_names_the_schedule():
     from tt_backend import dump
     text = dump.report_text(dump.report(for_target(_plan([]), "ttsim"), {}))
     assert "target ttsim: macro-free schedule (ttsim)" in text
-    assert "target emu: SFPLOADMACRO allowed" in dump.report_text(dump.report(_plan([]), {}))
+    assert "target emu: SFPLOADMACRO allowed" in dump.report_text(dump.report(for_target(_plan([]), "emu"), {}))
+    # a plan rendered without for_target (bench rows, tests) gets the plugin's default: macro-free
+    assert "target emu: macro-free schedule (emu)" in dump.report_text(dump.report(_plan([]), {}))
 
 
 @pytest.mark.needs_cc
