@@ -525,6 +525,10 @@ class Gen:
         elif op == "where":
             a = self.pick(lambda v: broadcastable(v.shape, x.shape))
             b = self.partner(a, lambda d: d == a.dtype)
+            try:     # b fits a, but a shape larger than a's (a scalar a takes any b) need not fit the condition's
+                np.broadcast_shapes(x.shape, a.shape, b.shape)
+            except ValueError:
+                raise Reject("where operands do not broadcast together") from None
             self.emit(op, [x, a, b], {}, min(a.lo, b.lo), max(a.hi, b.hi), grid_of2(a, b), max(a.unit, b.unit))
         else:
             y = self.partner(x, lambda d: d == "bool")
