@@ -563,7 +563,7 @@ def _build_root() -> str | None:
     """Where a build's scratch directory goes: /dev/shm (memory) when it is writable and TMPDIR names no other place,
     else the system's temporary directory. A build writes and removes about 40 small files (sources, headers,
     objects, assembly, ELFs); on the disk-backed /tmp of the 2-core machine each costs about 0.3 ms of wall time
-    (journaled create and unlink), in memory 0.03 ms (docs/performance.md, the build section)."""
+    (journaled create and unlink), in memory 0.03 ms (docs/performance.md §9)."""
     if "TMPDIR" not in os.environ and os.path.isdir(SHM_DIR) and os.access(SHM_DIR, os.W_OK | os.X_OK):
         return SHM_DIR
     return None

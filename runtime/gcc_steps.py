@@ -6,7 +6,7 @@ and for one compiler and one core's flags it does the same for every kernel. `dr
 (`-###`: print the commands, run nothing), with placeholder paths, and `DriverSteps.commands` puts a build's paths in:
 the same cc1, as and ld arguments as the driver's own run, so the same ELF bytes (tests/runtime/test_compile.py
 compares them), from three processes instead of five. The plugin arguments are left out: the plugin acts on LTO
-objects only and none are linked here. Measured in docs/performance.md (the build section).
+objects only and none are linked here. Measured in docs/performance.md §9.
 
 A driver whose `-###` output does not have that shape (cc1, then as on cc1's assembly, then collect2 on as's object)
 gets None, and the caller runs the driver itself.
