@@ -7,7 +7,9 @@ build (compiler identity, flags, sources, headers, library, crt0, linker script)
 and the args.h definitions a core cannot reach are left out, so kernels differing only there (other names, other
 sizes that travel as runtime arguments) share images. The cache lives under $TT_CACHE_DIR or ~/.cache/tt_backend.
 crt0 and the device library's functions (templates/device/*.c) are compiled once per compiler (kept in memory and in
-the cache) and linked as objects; the cores are built in parallel, at most one compiler process per CPU.
+the cache) and linked as objects; the cores are built in parallel, at most one compiler process per CPU, in a scratch
+directory in memory where there is one (/dev/shm). With Debian's GCC a core's build runs cc1, as and ld directly, as
+its driver would run them (runtime/gcc_steps.py).
 
 The cache heals and never blocks a build: an entry is `<key>.elf`, the ELF followed by a trailer (magic, length,
 SHA-256 of the ELF; tools that read ELF files ignore trailing bytes). An entry whose trailer does not match (truncated,
@@ -41,6 +43,7 @@ from elftools.elf.elffile import ELFFile
 from tt_backend.chip import isa, layout
 from tt_backend.chip.errors import CompilerNotFound, KernelTooLarge, TTError, TTWarning
 from tt_backend.runtime.driver import load_elf_segments
+from tt_backend.runtime.gcc_steps import driver_steps
 from tt_backend.templates import DEVICE_LIB_DIR, TEMPLATE_DIR
 from tt_backend.templates.environment import cache_dir, environment
 
@@ -372,32 +375,42 @@ COMPILE_TIMEOUT_S = 300          # one core's compile: a hung compiler fails the
 # line ahead of memset, e.g. tt_fail, now follow it), with the same emulated cycles. REUSE_CRT0 = False links
 # crt0.S every time (the reference the tests compare the object path with).
 REUSE_CRT0 = True
+# Debian GCC's compile + link of a core run as cc1, as and ld directly (runtime/gcc_steps.py): the same bytes from
+# three processes instead of five. DIRECT_STEPS = False runs the driver (the reference the tests compare with).
+DIRECT_STEPS = True
+SHM_DIR = "/dev/shm"             # where builds keep their scratch files when they can (_build_root)
 _objects: dict[tuple, bytes] = {}
 
 
 @dataclass
 class _Job:
     label: str                 # what the error message and `timings` call it: a core, or the object's source
-    argv: list[str]
+    commands: list[list[str]]  # run in order, each only if the one before succeeded
     output: Path
 
 
 def _run_jobs(jobs: list[_Job], timings: dict[str, float] | None) -> list[str]:
-    """Run the compiler processes, at most one per CPU at a time; the failures' logs (argv and output)."""
-    def run(job: _Job) -> str | None:
-        start = time.perf_counter()
+    """Run the jobs (each its commands in order), at most one per CPU at a time; the failures' logs (the failing
+    command's argv and output)."""
+    def run_one(argv: list[str]) -> tuple[str, int]:
         try:
-            r = subprocess.run(job.argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            r = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                timeout=COMPILE_TIMEOUT_S)
-            log, code = r.stdout, r.returncode
+            return r.stdout, r.returncode
         except subprocess.TimeoutExpired as e:
             out = e.output.decode(errors="replace") if isinstance(e.output, bytes) else e.output or ""
-            log, code = out + f"\n(killed: no result within {COMPILE_TIMEOUT_S} s)", -9
+            return out + f"\n(killed: no result within {COMPILE_TIMEOUT_S} s)", -9
+
+    def run(job: _Job) -> str | None:
+        start = time.perf_counter()
+        for argv in job.commands:
+            log, code = run_one(argv)
+            if code != 0: break
         if timings is not None:
             timings[job.label] = 1e3 * (time.perf_counter() - start)
         if code == 0: return None
         how = f"killed by signal {-code}" if code < 0 else f"exit status {code}"
-        return f"--- {job.label} ({how}): {' '.join(job.argv)}\n{log}"
+        return f"--- {job.label} ({how}): {' '.join(argv)}\n{log}"
     if not jobs: return []
     with ThreadPoolExecutor(max_workers=min(len(jobs), os.cpu_count() or 1)) as pool:
         return [e for e in pool.map(run, jobs) if e is not None]
@@ -435,7 +448,8 @@ def _link_objects(c: Compiler, cores: list[str], lib: dict[str, str], d: Path,
             (d / oname).write_bytes(obj)
             STATS["crt0_reused"] += src == "crt0.S"
         else:
-            jobs.append(_Job(oname, [*c.cc, *flags, "-I", str(d), "-c", str(d / src), "-o", str(d / oname)], d / oname))
+            jobs.append(_Job(oname, [[*c.cc, *flags, "-I", str(d), "-c", str(d / src), "-o", str(d / oname)]],
+                             d / oname))
     if errors := _run_jobs(jobs, timings):
         return {}, errors
     for job in jobs:
@@ -530,12 +544,29 @@ def _key(c: Compiler, core: str, source: str, headers: dict[str, str], lib: dict
 
 def _core_job(c: Compiler, core: str, d: Path, source: str, ld: str, objects: list[Path]) -> _Job:
     """One core's compile + link in `d`: crt0 (object, or crt0.S without REUSE_CRT0), the library objects, the
-    kernel."""
+    kernel. Debian's GCC driver's run is replaced by its tools' (runtime/gcc_steps.py) when DIRECT_STEPS and the
+    driver's plan allows; SFPI's GCC (not installed on the machines that measured and tested this), clang and zig
+    run their driver."""
     (d / f"{core}.c").write_text(source)
     (d / f"{core}.ld").write_text(ld)
-    start = [] if REUSE_CRT0 else [str(d / "crt0.S")]
-    return _Job(core, [*c.cc, *_flags(c, core), "-I", str(d), "-T", str(d / f"{core}.ld"), *start, *map(str, objects),
-                       str(d / f"{core}.c"), "-o", str(d / f"{core}.elf"), *c.extra], d / f"{core}.elf")
+    inputs = [p.name for p in objects] if REUSE_CRT0 else ["crt0.S", *(p.name for p in objects)]
+    steps = driver_steps(tuple(c.cc), tuple(_flags(c, core)), tuple(inputs), tuple(c.extra)) \
+        if DIRECT_STEPS and c.kind == "gcc" else None
+    if steps is not None:
+        return _Job(core, steps.commands(d, core), d / f"{core}.elf")
+    return _Job(core, [[*c.cc, *_flags(c, core), "-I", str(d), "-T", str(d / f"{core}.ld"),
+                        *(str(d / f) for f in inputs), str(d / f"{core}.c"), "-o", str(d / f"{core}.elf"), *c.extra]],
+                d / f"{core}.elf")
+
+
+def _build_root() -> str | None:
+    """Where a build's scratch directory goes: /dev/shm (memory) when it is writable and TMPDIR names no other place,
+    else the system's temporary directory. A build writes and removes about 40 small files (sources, headers,
+    objects, assembly, ELFs); on the disk-backed /tmp of the 2-core machine each costs about 0.3 ms of wall time
+    (journaled create and unlink), in memory 0.03 ms (docs/performance.md §9)."""
+    if "TMPDIR" not in os.environ and os.path.isdir(SHM_DIR) and os.access(SHM_DIR, os.W_OK | os.X_OK):
+        return SHM_DIR
+    return None
 
 
 def compile_kernel(sources: dict[str, str], headers: dict[str, str], name: str = "kernel",
@@ -558,7 +589,7 @@ def compile_kernel(sources: dict[str, str], headers: dict[str, str], name: str =
         else:
             todo[core] = (key, ld)
     if todo:
-        with tempfile.TemporaryDirectory(prefix=f"tt_{name}_") as tmp:
+        with tempfile.TemporaryDirectory(prefix=f"tt_{name}_", dir=_build_root()) as tmp:
             d = Path(tmp)
             for fname, text in {**lib, **headers}.items():
                 (d / fname).write_text(text)

@@ -15,7 +15,7 @@ from tt_backend.lowering.families.tile_plan import allocate_l1
 from tt_backend.lowering.index import IndexExpr
 from tt_backend.lowering.plan import Buffer, SfpuProgram, Stream
 from tt_backend.runtime import compile as C
-from tt_backend.runtime import driver
+from tt_backend.runtime import driver, gcc_steps
 from tt_backend.chip import isa, layout
 from tt_backend.chip.errors import CompilerNotFound, DeviceTimeout, KernelTooLarge, TTError
 
@@ -169,6 +169,24 @@ def test_reused_crt0_object_gives_the_same_images(tmp_path, monkeypatch):
     for with_obj, reference in zip(built[True], built[False]):
         assert {k: driver.load_elf_segments(v) for k, v in with_obj.items()} == \
             {k: driver.load_elf_segments(v) for k, v in reference.items()}
+
+
+@pytest.mark.needs_cc
+def test_direct_tool_steps_link_the_drivers_bytes(tmp_path, monkeypatch):
+    """With Debian's GCC a core's image is built by cc1, as and ld run directly (runtime/gcc_steps.py): the ELFs are
+    the driver's own, byte for byte. A command line whose plan is not cc1 -> as -> collect2 (crt0.S among the inputs:
+    a second assembly) gets no steps, and the driver runs."""
+    c = C.compiler()
+    if c.kind != "gcc": pytest.skip("direct steps apply to Debian's GCC only")
+    flags = tuple(C._flags(c, "brisc"))
+    assert gcc_steps.driver_steps(tuple(c.cc), flags, ("crt0_brisc.o",), tuple(c.extra)) is not None
+    assert gcc_steps.driver_steps(tuple(c.cc), flags, ("crt0.S",), tuple(c.extra)) is None
+    built = {}
+    for direct in (True, False):
+        monkeypatch.setattr(C, "DIRECT_STEPS", direct)
+        monkeypatch.setenv("TT_CACHE_DIR", str(tmp_path / str(direct)))
+        built[direct] = compile_plan(plan_add(2000))
+    assert built[True] == built[False]
 
 
 @pytest.mark.needs_cc

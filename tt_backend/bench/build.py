@@ -25,7 +25,10 @@ library); it is built once before the measured kernels and reported on its own l
 compute. By default a pass builds them into one compile cache, as a program does: a kernel whose reader or writer
 another kernel already built (same input count and dtypes, any size), or whose unpack or pack part of the compute
 kernel (TRISC0, TRISC2: same streams and formats, other math) does, finds it there, which the `from cache` column
-counts; `--isolated` gives each kernel an empty cache, so all five ELFs are built.
+counts; `--isolated` gives each kernel an empty cache, so all five ELFs are built. In both modes crt0 and the device
+library are objects the process built once (for the warm-up kernel) and links from memory, and the compiler's plan of
+each core's command lines (runtime/gcc_steps.py) is asked for once per process: neither is part of a kernel's figure.
+docs/performance.md §9 says where the time goes.
 """
 from __future__ import annotations
 
