@@ -196,7 +196,7 @@ class Tensix(FpuBatchMixin, DeferralMixin, DirectIssueMixin, MopBatchMixin, Fron
             if blocked:
                 why = self.latch_unmet(t, latch)
                 if why is not None:
-                    th.blocked, th.bank_wait = why, False
+                    self.handler_blocked(th, why, False)
                     return False
                 th.latch = None
         if kind == K_SFPU:
@@ -218,10 +218,7 @@ class Tensix(FpuBatchMixin, DeferralMixin, DirectIssueMixin, MopBatchMixin, Fron
             pre = self.tm.pre(t, kind, name, fields) if kind == K_FPU or kind == K_UNPACK else None
             why = handler(t, fields)
             if why is not None:
-                th.blocked = why
-                th.bank_wait = kind == K_FPU or kind == K_UNPACK
-                if th.bank_wait:
-                    th.bank_state = self.src_bank_state()
+                self.handler_blocked(th, why, kind == K_FPU or kind == K_UNPACK)
                 return False
             self.issue_t = self.tm.issue(t, name, kind, info, fields, block, was_blocked, pre,
                                          was_blocked and th.bank_wait)
@@ -231,6 +228,13 @@ class Tensix(FpuBatchMixin, DeferralMixin, DirectIssueMixin, MopBatchMixin, Fron
         th.ready.popleft()
         th.blocked = None
         return True
+
+    def handler_blocked(self, th: ThreadState, why: str, bank_wait: bool) -> None:
+        """The head instruction of thread th blocks (`why`): at the Wait Gate, or in its handler waiting on a Src bank
+        (bank_wait: the banks' state is kept, see drain())."""
+        th.blocked, th.bank_wait = why, bank_wait
+        if bank_wait:
+            th.bank_state = self.src_bank_state()
 
     def _build_handlers(self) -> dict:
         handlers = {}

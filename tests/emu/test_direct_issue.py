@@ -18,7 +18,7 @@ from tt_backend.chip.errors import EmuError
 from tt_backend.lowering.codegen.sources import split
 from tt_backend.runtime.compile import compile_kernel
 from tt_backend.runtime.emu import tensix, timeline
-from tt_backend.runtime.emu.accel import deferral, direct_issue
+from tt_backend.runtime.emu.accel import deferral, direct_issue, sfpu_issue_native
 from tt_backend.runtime.emu.device import EmuDevice
 from tt_backend.runtime.emu.frontend import FrontendMixin
 from tt_backend.runtime.emu.rv32 import Stall
@@ -27,6 +27,7 @@ from tt_backend.runtime.emu.tensix import Tensix
 from tests.support.timelines import recorded_spans
 
 E = isa.encode
+needs_plain_c = pytest.mark.skipif(sfpu_issue_native.plain_run() is None, reason=sfpu_issue_native.plain_status())
 
 
 def _plain(rng: random.Random) -> int:
@@ -102,13 +103,16 @@ def _snapshot(tx: Tensix, ret) -> tuple:
             list(tx.sem_max))
 
 
-def _run(seed: int, strict: bool, direct: bool, monkeypatch) -> list:
+def _run(seed: int, strict: bool, direct: bool, monkeypatch, plain_c: bool = False, timed: bool = True) -> list:
     """The program's trace: a snapshot after every step, then Dst, LRegs and the timeline (or the error's text).
-    `direct`: with direct issue and the deferral's push path, else both off (every word through the FIFO)."""
+    `direct`: with direct issue and the deferral's push path, else both off (every word through the FIFO).
+    `plain_c`: with the C issue of plain words (sfpu_issue_native.plain_run), which a timeline (`timed`) turns off."""
     monkeypatch.setattr(direct_issue, "DIRECT_ISSUE", direct)
     monkeypatch.setattr(deferral, "DEFER_SFPU", direct)
+    monkeypatch.setattr(sfpu_issue_native, "PLAIN_ISSUE_NATIVE", plain_c)
     tx = Tensix(np.zeros(layout.L1_SIZE, np.uint8), strict=strict)
-    tx.rec = tx.tm.rec = tx.tm.sfpu.rec = timeline.TimelineRecorder(0, tx.tm)
+    if timed:
+        tx.rec = tx.tm.rec = tx.tm.sfpu.rec = timeline.TimelineRecorder(0, tx.tm)
     tx.dst.write_rows32(0, np.random.default_rng(seed).standard_normal((512, 16)).astype(np.float32).view(np.uint32))
     nop, setrwc = E("NOP"), E("SETRWC", bit_mask=4, rwc_a=0, rwc_b=0, rwc_d=0, rwc_cr=0, clear_ab_vld=0)
     for thread in range(3):
@@ -132,7 +136,7 @@ def _run(seed: int, strict: bool, direct: bool, monkeypatch) -> list:
     except EmuError as e:
         return trace + [str(e)]
     s = tx.sfpu
-    spans = recorded_spans(tx)[0]
+    spans = recorded_spans(tx)[0] if timed else None
     return trace + [(tx.dst.rows32.tolist(), s.lreg.tolist(), s.lane_flags.tolist(), spans)]
 
 
@@ -150,6 +154,45 @@ def test_random_programs_same_strict_error(seed, monkeypatch):
     a = _run(seed, True, True, monkeypatch)
     assert a == _run(seed, True, False, monkeypatch)
     assert isinstance(a[-1], str)
+
+
+@needs_plain_c
+@pytest.mark.parametrize("seed,strict", [(0, False), (1, False), (6, True), (8, True)])
+def test_plain_words_in_c_identical(seed, strict, monkeypatch):
+    """The C issue of runs of plain words against direct issue in Python, state by state (strict: the same error
+    after the same states), and it really takes words."""
+    taken = {"n": 0}
+    load = sfpu_issue_native.plain_run
+
+    def counted():
+        run = load()
+
+        def run_counted(tx, words, j, *rest):
+            r = run(tx, words, j, *rest)
+            taken["n"] += r[0] - j
+            return r
+        return run_counted if run is not None else None
+    monkeypatch.setattr(sfpu_issue_native, "plain_run", counted)
+    a = _run(seed, strict, True, monkeypatch, plain_c=True, timed=False)
+    assert taken["n"] > (0 if strict else 50)
+    assert a == _run(seed, strict, True, monkeypatch, plain_c=False, timed=False)
+    assert isinstance(a[-1], str) == strict
+
+
+@needs_plain_c
+def test_plain_words_in_c_error_mid_run(monkeypatch):
+    """A handler raising inside a run the C part issues: the words before it took full effect, push_many's
+    pm_done / pm_t name it, and the state is the Python path's."""
+    words = (E("SEMINIT", sem_sel=1, init_value=0, max_value=1), E("SETDMAREG", reg_index_16b=3, payload=7),
+             E("SEMPOST", sem_sel=1), E("SEMPOST", sem_sel=1), E("NOP"))
+    states = []
+    for on in (True, False):
+        monkeypatch.setattr(sfpu_issue_native, "PLAIN_ISSUE_NATIVE", on)
+        tx = Tensix(np.zeros(layout.L1_SIZE, np.uint8), strict=True)
+        with pytest.raises(EmuError, match="SEMPOST on semaphore 0"):
+            tx.push_many(1, words, 5)
+        states.append((tx.pm_done, tx.pm_t, _snapshot(tx, None)))
+    assert states[0] == states[1] and states[0][0] == 3
 
 
 def test_direct_path_is_taken(monkeypatch):
@@ -178,7 +221,8 @@ def _same_kernel_runs(plan, arrays, monkeypatch, module, switch: str) -> None:
     assert runs[True] == runs[False]
 
 
-SWITCHES = [(direct_issue, "DIRECT_ISSUE"), (tensix, "RETRY_ON_BANK_CHANGE")]
+SWITCHES = [(direct_issue, "DIRECT_ISSUE"), (tensix, "RETRY_ON_BANK_CHANGE"),
+            (sfpu_issue_native, "PLAIN_ISSUE_NATIVE")]
 
 
 @pytest.mark.needs_cc

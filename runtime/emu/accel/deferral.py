@@ -153,6 +153,7 @@ class DeferralMixin:
         n = len(words)
         push = self.push
         pass_on = super(DeferralMixin, self).push    # where push() hands a word the deferral does not take
+        push_run = self.push_run
         issue_run = sfpu_issue_native.issue_run() if tm.rec is None and tm.sfpu.rec is None else None
         try:
             th = self.threads[thread]
@@ -197,6 +198,14 @@ class DeferralMixin:
                 if fast is _UNSET:
                     fast = self._fast_info(word)
                 if fast is None:                  # not the deferral's: push() would pass it on as it is
+                    try:
+                        r = push_run(thread, words, j, t)    # (a run of them in C, where it can)
+                    except BaseException:
+                        j, t = self.pm_done, self.pm_t
+                        raise
+                    if r is not None:
+                        j, t = r
+                        continue
                     t = pass_on(thread, word, t) + 1
                     j += 1
                     continue

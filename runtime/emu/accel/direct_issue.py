@@ -13,6 +13,10 @@ words (the deferral's and batching's), an MVMUL outside a pushed MVMUL run and a
 recording wrapper, Tensix.drain, acts on) take the reference path, as does an undecodable word (its error raised where
 the reference raises it).
 
+A run of such words pushed in one go (push_many) is issued in C where it is built (push_run: sfpu_issue_native.c's
+plain_run, for words of the plain, sync, wait, unpack and pack kinds), their handlers called back in Python; it does
+exactly what push() does for each of them (TT_EMU_PLAIN_ISSUE_NATIVE=0 keeps them on push()).
+
 `DIRECT_ISSUE = False` (or TT_EMU_DIRECT_ISSUE=0) keeps every push on the reference path; tests/emu/test_direct_issue.py
 pins bits, cycles and errors of this path to it. Mixed into tensix.Tensix after DeferralMixin (whose push hands the
 words it does not take to this one).
@@ -20,19 +24,25 @@ words it does not take to this one).
 from __future__ import annotations
 
 import os
+import struct
 
 from tt_backend.chip.errors import EmuError
 from tt_backend.chip.isa import INSTRUCTIONS
-from tt_backend.runtime.emu.cycles import K_SFPU
+from tt_backend.runtime.emu.accel import sfpu_issue_native
+from tt_backend.runtime.emu.cycles import K_PACK, K_PLAIN, K_SFPU, K_SYNC, K_UNPACK, K_WAIT
 from tt_backend.runtime.emu.frontend import MOP_EXPANDER_OPS
 
 DIRECT_ISSUE = os.environ.get("TT_EMU_DIRECT_ISSUE", "1") != "0"
 _EXPANDER_OPS = MOP_EXPANDER_OPS | {INSTRUCTIONS["REPLAY"].opcode}     # words the expanders act on
+_C_KINDS = frozenset({K_PLAIN, K_SYNC, K_WAIT, K_UNPACK, K_PACK})       # the issue rules plain_run has in C
+_PLAIN_FACTS = struct.Struct("<6q")       # sfpu_issue_native.c's plain_facts
 
 
 class DirectIssueMixin:
     def _init_direct_issue(self) -> None:
         self._direct: dict[int, tuple | None] = {}   # word -> its decode() tuple when direct issue may take it
+        self._plain: dict[int, tuple | None] = {}    # word -> its facts for plain_run (None: not plain_run's)
+        self._plain_progress = [0, 0]                # plain_run's (j, push time) of the word it was at
 
     def push(self, thread: int, word: int, t: int = 0) -> int:
         """FrontendMixin.push; a plain word reaching an empty thread is issued at once, or recorded into a REPLAY load
@@ -69,3 +79,42 @@ class DirectIssueMixin:
         except EmuError:
             return None
         return None if d[5] == K_SFPU else d
+
+    def push_run(self, thread: int, words: tuple, j: int, t: int) -> tuple[int, int] | None:
+        """push() of words[j], words[j + 1], ... (each pushed the cycle after the previous one was accepted) in C,
+        while they are words plain_run takes and the thread is not blocked: (next j, next push time); None when it
+        takes no word (words[j] is not one of them, or the C part is off). If a word raises, pm_done / pm_t name it
+        (FrontendMixin.push_many's contract)."""
+        run = sfpu_issue_native.plain_run()
+        th = self.threads[thread]
+        tm = self.tm
+        if (run is None or not DIRECT_ISSUE or th.blocked is not None or th.fifo or th.ready or th.mop_out
+                or th.replay_load is not None or self.mm_record is not None or tm.rec is not None
+                or tm.sfpu.rec is not None or "issue" in tm.__dict__):
+            return None
+        facts = self._plain
+        word = words[j]
+        if word not in facts:
+            facts[word] = self._plain_facts(word)
+        if facts[word] is None:
+            return None
+        progress = self._plain_progress
+        try:
+            return run(self, words, j, t, thread, facts, progress)
+        except BaseException:
+            self.pm_done, self.pm_t = progress
+            raise
+
+    def _plain_facts(self, word: int) -> tuple | None:
+        """What plain_run reads of a word: (name, fields, handler, Tensix.current for each thread, packed facts), or
+        None when push() would take the word elsewhere (not direct issue's, MVMUL's recording) or raise at it
+        (reserved bits, no handler), or its kind's issue rule is not in C."""
+        d = self._direct_info(word & 0xFFFFFFFF) if word >> 32 == 0 else None
+        if d is None:
+            return None
+        name, fields, handler, block, reserved, kind, info = d
+        if name == "MVMUL" or handler is None or reserved or kind not in _C_KINDS:
+            return None
+        facts = _PLAIN_FACTS.pack(block, kind, info if kind == K_UNPACK else 0, name == "UNPACR_NOP",
+                                  name == "SEMPOST", fields["sem_sel"] if name == "SEMPOST" else 0)
+        return name, fields, handler, tuple((t, word, name) for t in range(3)), facts

@@ -481,11 +481,429 @@ fail:
     return NULL;
 }
 
+/* ---------------------------------------------------------------------------------------------- plain words
+ * plain_run: for a run of non-SFPU words pushed to a thread whose frontend is empty, what direct_issue.push and
+ * Tensix.issue_head do for each: the FIFO accepts it and the MOP expander takes it (TensixTiming.accept_take), it
+ * waits at the head of the ready queue while the Wait Gate's latch blocks it, the deferred SFPU work executes, its
+ * Python handler runs, and the cycle model issues it (TensixTiming.issue for an unblocked instruction of kind plain,
+ * sync, wait, unpack or pack: the issue rule, the units' busy times, the sync events). Only handlers, the latch's
+ * condition (Tensix.latch_unmet), the deferred queue, a SEMPOST's post stamps, a STALLWAIT's release and
+ * SFPLOADMACRO-scheduled work are called back in Python. The cycle model's state is read and written per word (a
+ * handler may read it). It stops after a word that blocks (left at the head of the ready queue, as issue_head leaves
+ * it) and before the first word without facts. */
+
+/* plain_facts, packed by direct_issue.plain_facts in this order (little-endian int64s) */
+typedef struct {
+    int64_t block, kind, sel, is_unpacr_nop, is_sempost, sem_sel;
+} plain_facts;
+enum { K_PLAIN = 0, K_SFPU = 1, K_FPU = 2, K_UNPACK = 3, K_PACK = 4, K_WAIT = 5, K_SYNC = 6 };
+
+static int unpack_bytes_per_cycle = 64, pack_bytes_per_cycle = 16;
+static long long element_bits_of[16];
+static PyObject *s_tm, *s_threads, *s_deferred, *s_flush_deferred, *s_current, *s_latch, *s_block, *s_latch_unmet,
+    *s_blocked, *s_handler_blocked, *s_popleft, *s_ready, *s_issue_t, *s_instructions, *s_clock, *s_fe, *s_gate,
+    *s_after_mop, *s_first, *s_stalls, *s_issued, *s_taken, *s_event_t, *s_unpack_busy, *s_pack_busy, *s_nop_t,
+    *s_src_ready, *s_srca_unpack_bank, *s_srcb_unpack_bank, *s_cfg, *s_adc, *s_raw_sfpu, *s_scheduled,
+    *s_run_scheduled, *s_stamp_posts, *s_waited, *s_kind, *s_cond, *s_stallwait, *s_bank_a, *s_bank_b;
+
+static PyObject *configure_plain(PyObject *self, PyObject *args) {
+    PyObject *bits;
+    if (!PyArg_ParseTuple(args, "iiO", &unpack_bytes_per_cycle, &pack_bytes_per_cycle, &bits))
+        return NULL;
+    if (!PyTuple_Check(bits) || PyTuple_GET_SIZE(bits) != 16 || unpack_bytes_per_cycle < 1 || pack_bytes_per_cycle < 1) {
+        PyErr_SetString(PyExc_ValueError, "configure_plain(unpack B/cycle, pack B/cycle, 16 element bits)");
+        return NULL;
+    }
+    for (int i = 0; i < 16; i++)
+        if (get_ll(PyTuple_GET_ITEM(bits, i), "element bits", &element_bits_of[i]))
+            return NULL;
+    Py_RETURN_NONE;
+}
+
+static int list_ll(PyObject *list, Py_ssize_t i, long long *out) {
+    PyObject *v = PyList_GetItem(list, i);
+    return v ? get_ll(v, "list item", out) : -1;
+}
+
+/* attribute `name` of o (a new reference), a list of at least `n` items */
+static PyObject *attr_list(PyObject *o, PyObject *name, Py_ssize_t n) {
+    PyObject *v = PyObject_GetAttr(o, name);
+    if (v && (!PyList_Check(v) || PyList_GET_SIZE(v) < n)) {
+        PyErr_Format(PyExc_TypeError, "plain_run: %U is not a list of %zd", name, n);
+        Py_CLEAR(v);
+    }
+    return v;
+}
+
+static PyObject *call_method(PyObject *o, PyObject *name, PyObject *const *args, size_t n) {
+    PyObject *stack[5] = {o};
+    for (size_t i = 0; i < n; i++)
+        stack[i + 1] = args[i];
+    return PyObject_VectorcallMethod(name, stack, (n + 1) | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+}
+
+/* TensixTiming._adc_count: the datums of the ADC set s's X range (16 when empty) */
+static int adc_count(PyObject *thobj, int s, long long *n) {
+    PyObject *adc = PyObject_GetAttr(thobj, s_adc);
+    if (!adc)
+        return -1;
+    PyObject *set = PyList_Check(adc) ? PyList_GetItem(adc, s) : NULL;
+    PyObject *ch0 = set && PyList_Check(set) ? PyList_GetItem(set, 0) : NULL;
+    PyObject *ch1 = set && PyList_Check(set) ? PyList_GetItem(set, 1) : NULL;
+    long long x0, x1;
+    int bad = !ch0 || !ch1 || !PyList_Check(ch0) || !PyList_Check(ch1) || list_ll(ch0, 0, &x0) || list_ll(ch1, 0, &x1);
+    Py_DECREF(adc);
+    if (bad) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "plain_run: a thread's ADCs are not lists");
+        return -1;
+    }
+    *n = x1 - x0 + 1 > 0 ? x1 - x0 + 1 : 16;
+    return 0;
+}
+
+static int set_attr_max(PyObject *o, PyObject *name, long long v) {
+    long long old;
+    if (attr_ll(o, name, &old))
+        return -1;
+    return v > old ? set_attr_ll(o, name, v) : 0;
+}
+
+/* One word, at the head of the ready queue already: the Wait Gate, the handler, the issue rule. 1 when it issued, 0
+ * when it blocked, -1 on an error. */
+static int plain_word(PyObject *tx, PyObject *tm, PyObject *thobj, PyObject *tobj, long long th, PyObject *rec,
+                      PyObject *fields, long long *issue) {
+    const plain_facts *f = (const plain_facts *)PyBytes_AS_STRING(PyTuple_GET_ITEM(rec, 4));
+    PyObject *r;
+    /* the Wait Gate: a latched wait instruction blocking this word holds it until its conditions are met */
+    PyObject *latch = PyObject_GetAttr(thobj, s_latch);
+    if (!latch)
+        return -1;
+    if (latch != Py_None) {
+        long long lb;
+        if (attr_ll(latch, s_block, &lb)) {
+            Py_DECREF(latch);
+            return -1;
+        }
+        if (f->block == -1 ? lb == 0x1FF : (lb & f->block) != 0) {
+            PyObject *args[2] = {tobj, latch};
+            PyObject *why = call_method(tx, s_latch_unmet, args, 2);
+            Py_DECREF(latch);
+            if (!why)
+                return -1;
+            if (why != Py_None) {
+                PyObject *hb[3] = {thobj, why, Py_False};
+                r = call_method(tx, s_handler_blocked, hb, 3);
+                Py_DECREF(why);
+                if (!r)
+                    return -1;
+                Py_DECREF(r);
+                return 0;
+            }
+            Py_DECREF(why);
+            if (PyObject_SetAttr(thobj, s_latch, Py_None))
+                return -1;
+        } else {
+            Py_DECREF(latch);
+        }
+    } else {
+        Py_DECREF(latch);
+    }
+    /* anything but a deferrable SFPU word: the deferred work first */
+    PyObject *dq = PyObject_GetAttr(tx, s_deferred);
+    if (!dq)
+        return -1;
+    Py_ssize_t queued = PyObject_Length(dq);
+    Py_DECREF(dq);
+    if (queued < 0)
+        return -1;
+    if (queued) {
+        r = call_method(tx, s_flush_deferred, NULL, 0);
+        if (!r)
+            return -1;
+        Py_DECREF(r);
+    }
+    long long bank = 0;
+    if (f->kind == K_UNPACK && attr_ll(tx, f->sel ? s_srcb_unpack_bank : s_srca_unpack_bank, &bank))
+        return -1;                                      /* TensixTiming.pre: the bank before the handler ran */
+    PyObject *hargs[2] = {tobj, fields};
+    PyObject *why = PyObject_Vectorcall(PyTuple_GET_ITEM(rec, 2), hargs, 2, NULL);
+    if (!why)
+        return -1;
+    if (why != Py_None) {
+        PyObject *hb[3] = {thobj, why, (f->kind == K_FPU || f->kind == K_UNPACK) ? Py_True : Py_False};
+        r = call_method(tx, s_handler_blocked, hb, 3);
+        Py_DECREF(why);
+        if (!r)
+            return -1;
+        Py_DECREF(r);
+        return 0;
+    }
+    Py_DECREF(why);
+    /* TensixTiming.issue of an instruction that was not blocked */
+    PyObject *clock_l = attr_list(tm, s_clock, 3), *fe_l = attr_list(tm, s_fe, 3), *gate_l = attr_list(tm, s_gate, 3);
+    PyObject *first_l = attr_list(tm, s_first, 3), *stalls_l = attr_list(tm, s_stalls, 3);
+    PyObject *issued_l = attr_list(tm, s_issued, 3), *busy_l = NULL, *key = NULL;
+    int ok = 0;
+    long long clock, fe, mask, until, c;
+    if (!clock_l || !fe_l || !gate_l || !first_l || !stalls_l || !issued_l || list_ll(clock_l, th, &clock)
+        || list_ll(fe_l, th, &fe))
+        goto out;
+    PyObject *gate = PyList_GET_ITEM(gate_l, th);
+    if (!PyTuple_Check(gate) || PyTuple_GET_SIZE(gate) != 2 || get_ll(PyTuple_GET_ITEM(gate, 0), "gate", &mask)
+        || get_ll(PyTuple_GET_ITEM(gate, 1), "gate", &until)) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "plain_run: a Wait Gate entry is not a pair");
+        goto out;
+    }
+    c = clock + 1 > fe ? clock + 1 : fe;
+    if (until > c && (f->block != -1 ? (f->block & mask) != 0 : mask == 0x1FF))
+        c = until;
+    if (f->kind == K_UNPACK) {
+        long long ub, n, cfgw;
+        PyObject *cfg = attr_list(tx, s_cfg, 113);
+        int bad = !cfg || list_ll(cfg, f->sel ? 112 : 64, &cfgw);
+        Py_XDECREF(cfg);
+        if (bad || !(busy_l = attr_list(tm, s_unpack_busy, 2)) || list_ll(busy_l, f->sel, &ub)
+            || adc_count(thobj, (int)f->sel, &n))
+            goto out;
+        if (ub > c)
+            c = ub;
+        long long bits = n * element_bits_of[cfgw & 0xF], per = 8LL * unpack_bytes_per_cycle;
+        long long done = c + (bits > per ? (bits + per - 1) / per : 1);
+        PyObject *src_ready = PyObject_GetAttr(tm, s_src_ready), *done_o = PyLong_FromLongLong(done);
+        key = Py_BuildValue("(OL)", f->sel ? s_bank_b : s_bank_a, bank);
+        bad = !src_ready || !done_o || !key || set_item_ll(busy_l, f->sel, done)
+              || PyObject_SetItem(src_ready, key, done_o) < 0 || set_attr_max(tm, s_event_t, done);
+        Py_XDECREF(src_ready);
+        Py_XDECREF(done_o);
+        if (bad)
+            goto out;
+    } else if (f->kind == K_PACK) {
+        long long pb, n;
+        PyObject *sfpu = PyObject_GetAttr(tx, s_raw_sfpu);
+        if (!sfpu)
+            goto out;
+        int due = 0;
+        if (sfpu != Py_None) {
+            PyObject *sch = PyObject_GetAttr(sfpu, s_scheduled);
+            due = sch ? PyObject_IsTrue(sch) : -1;
+            Py_XDECREF(sch);
+        }
+        Py_DECREF(sfpu);
+        if (due < 0)
+            goto out;
+        if (due) {                                      /* SFPLOADMACRO work due by c runs first */
+            PyObject *c_o = PyLong_FromLongLong(c);
+            r = c_o ? call_method(tm, s_run_scheduled, &c_o, 1) : NULL;
+            Py_XDECREF(c_o);
+            if (!r)
+                goto out;
+            Py_DECREF(r);
+        }
+        if (attr_ll(tm, s_pack_busy, &pb) || adc_count(thobj, 2, &n))
+            goto out;
+        if (pb > c)
+            c = pb;
+        long long bytes = n * 4;
+        if (set_attr_ll(tm, s_pack_busy, c + (bytes > pack_bytes_per_cycle
+                                                  ? (bytes + pack_bytes_per_cycle - 1) / pack_bytes_per_cycle : 1)))
+            goto out;
+    } else if (f->is_unpacr_nop) {
+        if (set_attr_ll(tm, s_nop_t, c))
+            goto out;
+    } else if (f->kind == K_SYNC) {
+        if (set_attr_max(tm, s_event_t, c))
+            goto out;
+        if (f->is_sempost) {
+            PyObject *a[2] = {PyLong_FromLongLong(f->sem_sel), PyLong_FromLongLong(c)};
+            r = a[0] && a[1] ? call_method(tx, s_stamp_posts, a, 2) : NULL;
+            Py_XDECREF(a[0]);
+            Py_XDECREF(a[1]);
+            if (!r)
+                goto out;
+            Py_DECREF(r);
+        }
+    }
+    PyObject *first_o = PyList_GET_ITEM(first_l, th);
+    if (first_o == Py_None) {
+        if (set_item_ll(first_l, th, c))
+            goto out;
+    } else if (c - clock - 1 > 0) {
+        long long s;
+        if (list_ll(stalls_l, th, &s) || set_item_ll(stalls_l, th, s + c - clock - 1))
+            goto out;
+    }
+    long long iss;
+    if (set_item_ll(clock_l, th, c) || list_ll(issued_l, th, &iss) || set_item_ll(issued_l, th, iss + 1)
+        || set_attr_ll(tx, s_issue_t, c))
+        goto out;
+    if (f->kind == K_WAIT) {                            /* the unit-busy conditions of the latch it left */
+        PyObject *lt = PyObject_GetAttr(thobj, s_latch);
+        if (!lt)
+            goto out;
+        if (lt != Py_None) {
+            PyObject *kind = PyObject_GetAttr(lt, s_kind), *cond = NULL, *blk = PyObject_GetAttr(lt, s_block);
+            int sw = kind ? PyObject_RichCompareBool(kind, s_stallwait, Py_EQ) : -1;
+            if (sw == 1)
+                cond = PyObject_GetAttr(lt, s_cond);
+            else if (sw == 0)
+                cond = PyLong_FromLong(0);
+            PyObject *c_o = PyLong_FromLongLong(c);
+            PyObject *a[4] = {tobj, c_o, cond, blk};
+            r = c_o && cond && blk ? call_method(tm, s_waited, a, 4) : NULL;
+            Py_XDECREF(kind);
+            Py_XDECREF(cond);
+            Py_XDECREF(blk);
+            Py_XDECREF(c_o);
+            Py_DECREF(lt);
+            if (!r)
+                goto out;
+            Py_DECREF(r);
+        } else {
+            Py_DECREF(lt);
+        }
+    }
+    *issue = c;
+    ok = 1;
+out:
+    Py_XDECREF(clock_l);
+    Py_XDECREF(fe_l);
+    Py_XDECREF(gate_l);
+    Py_XDECREF(first_l);
+    Py_XDECREF(stalls_l);
+    Py_XDECREF(issued_l);
+    Py_XDECREF(busy_l);
+    Py_XDECREF(key);
+    return ok ? 1 : -1;
+}
+
+/* plain_run(tx, words, j, t, thread, facts, progress) -> (next j, next push time)
+ * tx: the Tensix; facts: word -> (name, fields, handler, (tx.current for threads 0, 1, 2), packed plain_facts) or
+ * None; progress: a list whose items 0 and 1 hold (j, push time) of the word being pushed when an exception leaves.
+ * The caller has checked that the thread's frontend is empty, holds no REPLAY load and no blocked instruction, and
+ * that no MVMUL run records and no timeline is attached. */
+static PyObject *plain_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 7 || !PyTuple_Check(args[1]) || !PyDict_Check(args[5]) || !PyList_Check(args[6])
+        || PyList_GET_SIZE(args[6]) != 2) {
+        PyErr_SetString(PyExc_TypeError, "plain_run(tx, words: tuple, j, t, thread, facts: dict, progress: list)");
+        return NULL;
+    }
+    PyObject *tx = args[0], *words = args[1], *tobj = args[4], *facts = args[5], *progress = args[6];
+    long long j, t, th;
+    if (get_ll(args[2], "j", &j) || get_ll(args[3], "t", &t) || get_ll(tobj, "thread", &th))
+        return NULL;
+    if (th < 0 || th > 2 || j < 0) {
+        PyErr_SetString(PyExc_ValueError, "plain_run: no such thread or position");
+        return NULL;
+    }
+    PyObject *tm = PyObject_GetAttr(tx, s_tm), *threads = tm ? attr_list(tx, s_threads, 3) : NULL;
+    PyObject *thobj = threads ? PyList_GET_ITEM(threads, th) : NULL;
+    PyObject *ready = thobj ? PyObject_GetAttr(thobj, s_ready) : NULL;
+    PyObject *taken_l = ready ? attr_list(tm, s_taken, 3) : NULL;
+    PyObject *instr_l = taken_l ? attr_list(tx, s_instructions, 3) : NULL;
+    PyObject *result = NULL;
+    if (!instr_l)
+        goto out;
+    PyObject *q = PyList_GET_ITEM(taken_l, th);
+    Py_ssize_t n = PyTuple_GET_SIZE(words);
+    while (j < n) {
+        PyObject *w = PyTuple_GET_ITEM(words, j);
+        PyObject *rec = PyDict_GetItemWithError(facts, w);
+        if (!rec) {
+            if (PyErr_Occurred())
+                goto out;
+            break;
+        }
+        if (rec == Py_None)
+            break;
+        if (!PyTuple_Check(rec) || PyTuple_GET_SIZE(rec) != 5 || !PyBytes_Check(PyTuple_GET_ITEM(rec, 4))
+            || PyBytes_GET_SIZE(PyTuple_GET_ITEM(rec, 4)) != sizeof(plain_facts)) {
+            PyErr_SetString(PyExc_TypeError, "plain_run: a word's facts of the wrong shape");
+            goto out;
+        }
+        PyObject *pj = PyLong_FromLongLong(j), *pt = PyLong_FromLongLong(t);
+        if (!pj || !pt || PyList_SetItem(progress, 0, pj) || PyList_SetItem(progress, 1, pt)) {
+            Py_XDECREF(pt);
+            goto out;
+        }
+        /* accept_take */
+        long long clock, fe, a = t;
+        PyObject *after_l = attr_list(tm, s_after_mop, 3), *clock_l = attr_list(tm, s_clock, 3);
+        PyObject *fe_l = attr_list(tm, s_fe, 3);
+        int bad = !after_l || !clock_l || !fe_l || list_ll(clock_l, th, &clock) || list_ll(fe_l, th, &fe);
+        Py_ssize_t qlen = bad ? -1 : PySequence_Size(q);
+        if (qlen == depth) {
+            PyObject *oldest = PySequence_GetItem(q, 0);
+            long long o;
+            bad = !oldest || get_ll(oldest, "taken", &o);
+            Py_XDECREF(oldest);
+            if (!bad && o > t)
+                a = o;
+        }
+        int after = bad ? -1 : PyObject_IsTrue(PyList_GET_ITEM(after_l, th));
+        if (bad || qlen < 0 || after < 0) {
+            Py_XDECREF(after_l), Py_XDECREF(clock_l), Py_XDECREF(fe_l);
+            goto out;
+        }
+        PyObject *left = PyLong_FromLongLong(a > clock ? a : clock);
+        PyObject *r = left ? PyObject_CallMethodOneArg(q, s_append, left) : NULL;
+        Py_XDECREF(left);
+        bad = !r;
+        Py_XDECREF(r);
+        if (after) {                                    /* the MOP transition penalty */
+            fe = (fe > clock + 1 ? fe : clock + 1) + mop_penalty;
+            if (!bad) {
+                Py_INCREF(Py_False);
+                bad = PyList_SetItem(after_l, th, Py_False) < 0;
+            }
+        }
+        bad = bad || set_item_ll(fe_l, th, a > fe ? a : fe);
+        Py_DECREF(after_l), Py_DECREF(clock_l), Py_DECREF(fe_l);
+        if (bad)
+            goto out;
+        /* at the head of the ready queue while the Wait Gate and the handler decide */
+        r = PyObject_CallMethodOneArg(ready, s_append, w);
+        if (!r)
+            goto out;
+        Py_DECREF(r);
+        if (PyObject_SetAttr(tx, s_current, PyTuple_GET_ITEM(PyTuple_GET_ITEM(rec, 3), th)))
+            goto out;
+        long long c;
+        int issued = plain_word(tx, tm, thobj, tobj, th, rec, PyTuple_GET_ITEM(rec, 1), &c);
+        if (issued < 0)
+            goto out;
+        j++;
+        t = a + 1;
+        if (!issued)
+            break;                                      /* blocked: it stays at the head */
+        r = PyObject_CallMethodNoArgs(ready, s_popleft);
+        if (!r)
+            goto out;
+        Py_DECREF(r);
+        long long cnt;
+        if (PyObject_SetAttr(thobj, s_blocked, Py_None) || list_ll(instr_l, th, &cnt)
+            || set_item_ll(instr_l, th, cnt + 1))
+            goto out;
+    }
+    result = Py_BuildValue("(LL)", j, t);
+out:
+    Py_XDECREF(tm);
+    Py_XDECREF(threads);
+    Py_XDECREF(ready);
+    Py_XDECREF(taken_l);
+    Py_XDECREF(instr_l);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"configure", configure, METH_VARARGS, "configure(fifo_depth, mop_transition_penalty, all_lregs, load_modes, store_modes, dst_rwc_mask, "
      "src_rwc_mask, fpu_to_sfpload_gap)"},
     {"issue_run", (PyCFunction)(void (*)(void))issue_run, METH_FASTCALL, "see the module comment"},
     {"pack_records", (PyCFunction)(void (*)(void))pack_records, METH_FASTCALL, "see its comment"},
+    {"configure_plain", configure_plain, METH_VARARGS, "configure_plain(unpack_bytes_per_cycle, pack_bytes_per_cycle, "
+     "element_bits)"},
+    {"plain_run", (PyCFunction)(void (*)(void))plain_run, METH_FASTCALL, "see its comment"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -500,6 +918,22 @@ PyMODINIT_FUNC PyInit_sfpu_issue(void) {
         !(s_strict = PyUnicode_InternFromString("strict")) || !(s_append = PyUnicode_InternFromString("append")) ||
         !(zero = PyLong_FromLong(0)))
         return NULL;
+    struct { PyObject **p; const char *s; } names[] = {
+        {&s_tm, "tm"}, {&s_threads, "threads"}, {&s_deferred, "deferred"}, {&s_flush_deferred, "flush_deferred"},
+        {&s_current, "current"}, {&s_latch, "latch"}, {&s_block, "block"}, {&s_latch_unmet, "latch_unmet"},
+        {&s_blocked, "blocked"}, {&s_handler_blocked, "handler_blocked"}, {&s_popleft, "popleft"}, {&s_ready, "ready"},
+        {&s_issue_t, "issue_t"}, {&s_instructions, "instructions"}, {&s_clock, "clock"}, {&s_fe, "fe"},
+        {&s_gate, "gate"}, {&s_after_mop, "after_mop"}, {&s_first, "first"}, {&s_stalls, "stalls"},
+        {&s_issued, "issued"}, {&s_taken, "taken"}, {&s_event_t, "event_t"}, {&s_unpack_busy, "unpack_busy"},
+        {&s_pack_busy, "pack_busy"}, {&s_nop_t, "nop_t"}, {&s_src_ready, "src_ready"},
+        {&s_srca_unpack_bank, "srca_unpack_bank"}, {&s_srcb_unpack_bank, "srcb_unpack_bank"}, {&s_cfg, "cfg"},
+        {&s_adc, "adc"}, {&s_raw_sfpu, "raw_sfpu"}, {&s_scheduled, "scheduled"},
+        {&s_run_scheduled, "_run_scheduled_sfpu"}, {&s_stamp_posts, "stamp_posts"}, {&s_waited, "waited"},
+        {&s_kind, "kind"}, {&s_cond, "cond"}, {&s_stallwait, "STALLWAIT"}, {&s_bank_a, "a"}, {&s_bank_b, "b"},
+    };
+    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
+        if (!(*names[k].p = PyUnicode_InternFromString(names[k].s)))
+            return NULL;
     const char *keys[6] = {"a", "a_cr", "b", "b_cr", "d", "d_cr"};
     for (int k = 0; k < 6; k++)
         if (!(rwc_keys[k] = PyUnicode_InternFromString(keys[k])))

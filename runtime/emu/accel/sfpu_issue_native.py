@@ -24,11 +24,15 @@ from pathlib import Path
 from tt_backend.chip.sfpu_regs import ALL_LREGS
 from tt_backend.runtime.emu.accel import native
 from tt_backend.runtime.emu.accel.sfpu_native import DST32_MODES_OF
-from tt_backend.runtime.emu.cycles import FIFO_EFFECTIVE_DEPTH, FPU_TO_SFPLOAD_GAP, MOP_TRANSITION_PENALTY
+from tt_backend.chip.numerics.formats import element_bits
+from tt_backend.runtime.emu.cycles import (FIFO_EFFECTIVE_DEPTH, FPU_TO_SFPLOAD_GAP, MOP_TRANSITION_PENALTY,
+                                           PACK_BYTES_PER_CYCLE, UNPACK_BYTES_PER_CYCLE)
 from tt_backend.runtime.emu.tensix_fpu import DST_RWC_MASK, SRC_RWC_MASK
 
 SOURCE = Path(__file__).with_name("sfpu_issue_native.c")
 ISSUE_NATIVE = os.environ.get("TT_EMU_SFPU_ISSUE_NATIVE", "1") != "0"
+# plain_run: runs of the non-SFPU words direct issue takes (accel/direct_issue.py), handlers called back in Python
+PLAIN_ISSUE_NATIVE = os.environ.get("TT_EMU_PLAIN_ISSUE_NATIVE", "1") != "0"
 
 # The deferral's abstract lane-flag state (LaneFlags, UseLaneFlagsForLaneEnable), each 0, 1 or None (differs between
 # lanes), as the C part codes it: lf * 3 + use, None as 2.
@@ -54,6 +58,7 @@ def _load() -> tuple[object | None, str]:
     load_modes, store_modes = (sum(1 << m for m in DST32_MODES_OF[s]) for s in (False, True))
     mod.configure(FIFO_EFFECTIVE_DEPTH, MOP_TRANSITION_PENALTY, ALL_LREGS, load_modes, store_modes, DST_RWC_MASK,
                   SRC_RWC_MASK, FPU_TO_SFPLOAD_GAP)
+    mod.configure_plain(UNPACK_BYTES_PER_CYCLE, PACK_BYTES_PER_CYCLE, tuple(element_bits(f) for f in range(16)))
     return mod, f"C ({path}) for runs of deferrable SFPU words pushed to an empty thread"
 
 
@@ -67,9 +72,22 @@ def pack_records():
     return _load()[0].pack_records if ISSUE_NATIVE and _load()[0] is not None else None
 
 
+def plain_run():
+    """The C part's plain_run (see sfpu_issue_native.c), or None when it is off or unavailable."""
+    return _load()[0].plain_run if PLAIN_ISSUE_NATIVE and _load()[0] is not None else None
+
+
 def status() -> str:
     """Which path issues SFPU words pushed one at a time, for `python -m tt_backend info`."""
     return _load()[1] if ISSUE_NATIVE else "Python: TT_EMU_SFPU_ISSUE_NATIVE=0"
+
+
+def plain_status() -> str:
+    """Which path issues the other words pushed one at a time, for `python -m tt_backend info`."""
+    if not PLAIN_ISSUE_NATIVE:
+        return "Python: TT_EMU_PLAIN_ISSUE_NATIVE=0"
+    mod, why = _load()
+    return why if mod is None else "C for runs of plain, sync, wait, unpack and pack words (handlers in Python)"
 
 
 def word_facts(info: tuple, block: int, deferral: tuple) -> tuple:
