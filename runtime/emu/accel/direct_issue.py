@@ -13,9 +13,9 @@ words (the deferral's and batching's), an MVMUL outside a pushed MVMUL run and a
 recording wrapper, Tensix.drain, acts on) take the reference path, as does an undecodable word (its error raised where
 the reference raises it).
 
-A run of such words pushed in one go (push_many) is issued in C where it is built (push_run: sfpu_issue_native.c's
-plain_run, for words of the plain, sync, wait, unpack and pack kinds), their handlers called back in Python; it does
-exactly what push() does for each of them (TT_EMU_PLAIN_ISSUE_NATIVE=0 keeps them on push()).
+Such words are issued in C where it is built (push_run: sfpu_issue_native.c's plain_run, a run of them pushed in one
+go, or one), their handlers called back in Python; it does exactly what push() does for each of them
+(TT_EMU_PLAIN_ISSUE_NATIVE=0 keeps them on push()).
 
 `DIRECT_ISSUE = False` (or TT_EMU_DIRECT_ISSUE=0) keeps every push on the reference path; tests/emu/test_direct_issue.py
 pins bits, cycles and errors of this path to it. Mixed into tensix.Tensix after DeferralMixin (whose push hands the
@@ -29,13 +29,12 @@ import struct
 from tt_backend.chip.errors import EmuError
 from tt_backend.chip.isa import INSTRUCTIONS
 from tt_backend.runtime.emu.accel import sfpu_issue_native
-from tt_backend.runtime.emu.cycles import K_PACK, K_PLAIN, K_SFPU, K_SYNC, K_UNPACK, K_WAIT
+from tt_backend.runtime.emu.cycles import FPU_DST_WRITERS, K_FPU, K_SFPU, K_UNPACK, SRC_READERS
 from tt_backend.runtime.emu.frontend import MOP_EXPANDER_OPS
 
 DIRECT_ISSUE = os.environ.get("TT_EMU_DIRECT_ISSUE", "1") != "0"
 _EXPANDER_OPS = MOP_EXPANDER_OPS | {INSTRUCTIONS["REPLAY"].opcode}     # words the expanders act on
-_C_KINDS = frozenset({K_PLAIN, K_SYNC, K_WAIT, K_UNPACK, K_PACK})       # the issue rules plain_run has in C
-_PLAIN_FACTS = struct.Struct("<6q")       # sfpu_issue_native.c's plain_facts
+_PLAIN_FACTS = struct.Struct("<11q")      # sfpu_issue_native.c's plain_facts
 
 
 class DirectIssueMixin:
@@ -62,6 +61,10 @@ class DirectIssueMixin:
             d = self._direct[word] = self._direct_info(word)
         if d is None or (d[0] == "MVMUL") != (self.mm_record is not None):
             return super().push(thread, word, t)        # (the drain's MVMUL recording: see the module docstring)
+        if load is None:
+            r = self.push_run(thread, (word,), 0, t)
+            if r is not None:
+                return r[1] - 1
         t = self.tm.accept_take(thread, t)
         if th.replay_load is not None:
             self.replay_record(th, word)                # (recorded, and issued below)
@@ -89,8 +92,8 @@ class DirectIssueMixin:
         th = self.threads[thread]
         tm = self.tm
         if (run is None or not DIRECT_ISSUE or th.blocked is not None or th.fifo or th.ready or th.mop_out
-                or th.replay_load is not None or self.mm_record is not None or tm.rec is not None
-                or tm.sfpu.rec is not None or "issue" in tm.__dict__):
+                or th.replay_load is not None or tm.rec is not None or tm.sfpu.rec is not None
+                or "issue" in tm.__dict__):
             return None
         facts = self._plain
         word = words[j]
@@ -100,21 +103,23 @@ class DirectIssueMixin:
             return None
         progress = self._plain_progress
         try:
-            return run(self, words, j, t, thread, facts, progress)
+            return run(self, words, j, t, thread, facts, progress, self.mm_record is not None)
         except BaseException:
             self.pm_done, self.pm_t = progress
             raise
 
     def _plain_facts(self, word: int) -> tuple | None:
         """What plain_run reads of a word: (name, fields, handler, Tensix.current for each thread, packed facts), or
-        None when push() would take the word elsewhere (not direct issue's, MVMUL's recording) or raise at it
-        (reserved bits, no handler), or its kind's issue rule is not in C."""
+        None when push() would take the word elsewhere (not direct issue's) or raise at it (reserved bits, no
+        handler)."""
         d = self._direct_info(word & 0xFFFFFFFF) if word >> 32 == 0 else None
         if d is None:
             return None
         name, fields, handler, block, reserved, kind, info = d
-        if name == "MVMUL" or handler is None or reserved or kind not in _C_KINDS:
+        if handler is None or reserved:
             return None
         facts = _PLAIN_FACTS.pack(block, kind, info if kind == K_UNPACK else 0, name == "UNPACR_NOP",
-                                  name == "SEMPOST", fields["sem_sel"] if name == "SEMPOST" else 0)
+                                  name == "SEMPOST", fields["sem_sel"] if name == "SEMPOST" else 0,
+                                  info[0] if kind == K_FPU else 0, name in FPU_DST_WRITERS, name in SRC_READERS,
+                                  name == "MVMUL", fields.get("dst", 0))
         return name, fields, handler, tuple((t, word, name) for t in range(3)), facts

@@ -486,7 +486,7 @@ fail:
  * Tensix.issue_head do for each: the FIFO accepts it and the MOP expander takes it (TensixTiming.accept_take), it
  * waits at the head of the ready queue while the Wait Gate's latch blocks it, the deferred SFPU work executes, its
  * Python handler runs, and the cycle model issues it (TensixTiming.issue for an unblocked instruction of kind plain,
- * sync, wait, unpack or pack: the issue rule, the units' busy times, the sync events). Only handlers, the latch's
+ * sync, wait, unpack, pack or FPU: the issue rule, the units' busy times, the sync events). Only handlers, the latch's
  * condition (Tensix.latch_unmet), the deferred queue, a SEMPOST's post stamps, a STALLWAIT's release and
  * SFPLOADMACRO-scheduled work are called back in Python. The cycle model's state is read and written per word (a
  * handler may read it). It stops after a word that blocks (left at the head of the ready queue, as issue_head leaves
@@ -495,6 +495,7 @@ fail:
 /* plain_facts, packed by direct_issue.plain_facts in this order (little-endian int64s) */
 typedef struct {
     int64_t block, kind, sel, is_unpacr_nop, is_sempost, sem_sel;
+    int64_t latency, dst_writer, src_reader, is_mvmul, dst;    /* FPU: FPU_TIMING's latency, the Dst / Src roles */
 } plain_facts;
 enum { K_PLAIN = 0, K_SFPU = 1, K_FPU = 2, K_UNPACK = 3, K_PACK = 4, K_WAIT = 5, K_SYNC = 6 };
 
@@ -504,14 +505,17 @@ static PyObject *s_tm, *s_threads, *s_deferred, *s_flush_deferred, *s_current, *
     *s_blocked, *s_handler_blocked, *s_popleft, *s_ready, *s_issue_t, *s_instructions, *s_clock, *s_fe, *s_gate,
     *s_after_mop, *s_first, *s_stalls, *s_issued, *s_taken, *s_event_t, *s_unpack_busy, *s_pack_busy, *s_nop_t,
     *s_src_ready, *s_srca_unpack_bank, *s_srcb_unpack_bank, *s_cfg, *s_adc, *s_raw_sfpu, *s_scheduled,
-    *s_run_scheduled, *s_stamp_posts, *s_waited, *s_kind, *s_cond, *s_stallwait, *s_bank_a, *s_bank_b;
+    *s_run_scheduled, *s_stamp_posts, *s_waited, *s_kind, *s_cond, *s_stallwait, *s_bank_a, *s_bank_b,
+    *s_rwc, *s_d, *s_srca_matrix_bank, *s_srcb_matrix_bank, *s_dst_fpu_write, *s_bank_read, *s_fpu_busy;
+static int dst_read_latency = 5;
 
 static PyObject *configure_plain(PyObject *self, PyObject *args) {
     PyObject *bits;
-    if (!PyArg_ParseTuple(args, "iiO", &unpack_bytes_per_cycle, &pack_bytes_per_cycle, &bits))
+    if (!PyArg_ParseTuple(args, "iiOi", &unpack_bytes_per_cycle, &pack_bytes_per_cycle, &bits, &dst_read_latency))
         return NULL;
     if (!PyTuple_Check(bits) || PyTuple_GET_SIZE(bits) != 16 || unpack_bytes_per_cycle < 1 || pack_bytes_per_cycle < 1) {
-        PyErr_SetString(PyExc_ValueError, "configure_plain(unpack B/cycle, pack B/cycle, 16 element bits)");
+        PyErr_SetString(PyExc_ValueError, "configure_plain(unpack B/cycle, pack B/cycle, 16 element bits, "
+                                          "FPU Dst read latency)");
         return NULL;
     }
     for (int i = 0; i < 16; i++)
@@ -569,6 +573,102 @@ static int set_attr_max(PyObject *o, PyObject *name, long long v) {
     return v > old ? set_attr_ll(o, name, v) : 0;
 }
 
+/* TensixTiming._run_scheduled_sfpu: SFPLOADMACRO-scheduled work due by cycle c runs first */
+static int run_scheduled(PyObject *tx, PyObject *tm, long long c) {
+    PyObject *sfpu = PyObject_GetAttr(tx, s_raw_sfpu);
+    if (!sfpu)
+        return -1;
+    int due = 0;
+    if (sfpu != Py_None) {
+        PyObject *sch = PyObject_GetAttr(sfpu, s_scheduled);
+        due = sch ? PyObject_IsTrue(sch) : -1;
+        Py_XDECREF(sch);
+    }
+    Py_DECREF(sfpu);
+    if (due <= 0)
+        return due;
+    PyObject *c_o = PyLong_FromLongLong(c);
+    PyObject *r = c_o ? call_method(tm, s_run_scheduled, &c_o, 1) : NULL;
+    Py_XDECREF(c_o);
+    Py_XDECREF(r);
+    return r ? 0 : -1;
+}
+
+/* d[(side, bank)] (a Src bank's cycle; default 0) */
+static int bank_get(PyObject *d, PyObject *side, long long bank, long long *out) {
+    PyObject *key = Py_BuildValue("(OL)", side, bank);
+    if (!key)
+        return -1;
+    PyObject *v = PyDict_GetItemWithError(d, key);
+    Py_DECREF(key);
+    *out = 0;
+    if (!v)
+        return PyErr_Occurred() ? -1 : 0;
+    return get_ll(v, "bank cycle", out);
+}
+
+static int bank_set(PyObject *d, PyObject *side, long long bank, long long v) {
+    PyObject *key = Py_BuildValue("(OL)", side, bank), *val = PyLong_FromLongLong(v);
+    int r = key && val ? PyDict_SetItem(d, key, val) : -1;
+    Py_XDECREF(key);
+    Py_XDECREF(val);
+    return r;
+}
+
+/* TensixTiming.issue's FPU part: the Dst read-after-write auto-stall, the Src banks' data, the banks it held, the
+ * FPU's busy time and the event that hands banks back */
+static int fpu_issue(PyObject *tx, PyObject *tm, const plain_facts *f, long long row, long long bank_a,
+                     long long bank_b, long long *c) {
+    PyObject *dfw = PyObject_GetAttr(tm, s_dst_fpu_write), *src_ready = PyObject_GetAttr(tm, s_src_ready);
+    PyObject *bank_read = PyObject_GetAttr(tm, s_bank_read);
+    int ok = 0;
+    if (!dfw || !src_ready || !bank_read || !PyDict_Check(dfw) || !PyDict_Check(src_ready) || !PyDict_Check(bank_read)) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "plain_run: the FPU timing's tables are not dicts");
+        goto out;
+    }
+    if (f->dst_writer) {
+        PyObject *blk = PyLong_FromLongLong(row >> 3);
+        if (!blk)
+            goto out;
+        PyObject *w = PyDict_GetItemWithError(dfw, blk);
+        long long wc;
+        if ((!w && PyErr_Occurred()) || (w && w != Py_None && get_ll(w, "dst_fpu_write", &wc))) {
+            Py_DECREF(blk);
+            goto out;
+        }
+        if (w && w != Py_None && *c < wc + dst_read_latency)
+            *c = wc + dst_read_latency;
+        if (f->src_reader) {
+            long long ra, rb;
+            if (bank_get(src_ready, s_bank_a, bank_a, &ra) || bank_get(src_ready, s_bank_b, bank_b, &rb)) {
+                Py_DECREF(blk);
+                goto out;
+            }
+            if (ra > *c)
+                *c = ra;
+            if (rb > *c)
+                *c = rb;
+        }
+        PyObject *c_o = PyLong_FromLongLong(*c);
+        int bad = !c_o || PyDict_SetItem(dfw, blk, c_o) < 0;
+        Py_XDECREF(c_o);
+        Py_DECREF(blk);
+        if (bad)
+            goto out;
+    }
+    if (bank_set(bank_read, s_bank_a, bank_a, *c) || bank_set(bank_read, s_bank_b, bank_b, *c)
+        || run_scheduled(tx, tm, *c) || set_attr_max(tm, s_fpu_busy, *c + f->latency)
+        || set_attr_max(tm, s_event_t, *c))
+        goto out;
+    ok = 1;
+out:
+    Py_XDECREF(dfw);
+    Py_XDECREF(src_ready);
+    Py_XDECREF(bank_read);
+    return ok ? 0 : -1;
+}
+
 /* One word, at the head of the ready queue already: the Wait Gate, the handler, the issue rule. 1 when it issued, 0
  * when it blocked, -1 on an error. */
 static int plain_word(PyObject *tx, PyObject *tm, PyObject *thobj, PyObject *tobj, long long th, PyObject *rec,
@@ -623,9 +723,25 @@ static int plain_word(PyObject *tx, PyObject *tm, PyObject *thobj, PyObject *tob
             return -1;
         Py_DECREF(r);
     }
-    long long bank = 0;
+    /* TensixTiming.pre: the state its timing needs from before the handler ran */
+    long long bank = 0, row = 0, bank_a = 0, bank_b = 0;
     if (f->kind == K_UNPACK && attr_ll(tx, f->sel ? s_srcb_unpack_bank : s_srca_unpack_bank, &bank))
-        return -1;                                      /* TensixTiming.pre: the bank before the handler ran */
+        return -1;
+    if (f->kind == K_FPU) {
+        PyObject *cfg = attr_list(thobj, s_cfg, 2), *rwc = PyObject_GetAttr(thobj, s_rwc);
+        PyObject *d = rwc && PyDict_Check(rwc) ? PyDict_GetItemWithError(rwc, s_d) : NULL;
+        long long c1, rd;
+        int bad = !cfg || !d || list_ll(cfg, 1, &c1) || get_ll(d, "RWC", &rd)
+                  || attr_ll(tx, s_srca_matrix_bank, &bank_a) || attr_ll(tx, s_srcb_matrix_bank, &bank_b);
+        Py_XDECREF(cfg);
+        Py_XDECREF(rwc);
+        if (bad) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_TypeError, "plain_run: a thread's RWCs are not a dict with \"d\"");
+            return -1;
+        }
+        row = ((c1 & 0xFFF) + rd + f->dst) & 0x1FF;
+    }
     PyObject *hargs[2] = {tobj, fields};
     PyObject *why = PyObject_Vectorcall(PyTuple_GET_ITEM(rec, 2), hargs, 2, NULL);
     if (!why)
@@ -679,29 +795,12 @@ static int plain_word(PyObject *tx, PyObject *tm, PyObject *thobj, PyObject *tob
         Py_XDECREF(done_o);
         if (bad)
             goto out;
+    } else if (f->kind == K_FPU) {
+        if (fpu_issue(tx, tm, f, row, bank_a, bank_b, &c))
+            goto out;
     } else if (f->kind == K_PACK) {
         long long pb, n;
-        PyObject *sfpu = PyObject_GetAttr(tx, s_raw_sfpu);
-        if (!sfpu)
-            goto out;
-        int due = 0;
-        if (sfpu != Py_None) {
-            PyObject *sch = PyObject_GetAttr(sfpu, s_scheduled);
-            due = sch ? PyObject_IsTrue(sch) : -1;
-            Py_XDECREF(sch);
-        }
-        Py_DECREF(sfpu);
-        if (due < 0)
-            goto out;
-        if (due) {                                      /* SFPLOADMACRO work due by c runs first */
-            PyObject *c_o = PyLong_FromLongLong(c);
-            r = c_o ? call_method(tm, s_run_scheduled, &c_o, 1) : NULL;
-            Py_XDECREF(c_o);
-            if (!r)
-                goto out;
-            Py_DECREF(r);
-        }
-        if (attr_ll(tm, s_pack_busy, &pb) || adc_count(thobj, 2, &n))
+        if (run_scheduled(tx, tm, c) || attr_ll(tm, s_pack_busy, &pb) || adc_count(thobj, 2, &n))
             goto out;
         if (pb > c)
             c = pb;
@@ -778,17 +877,22 @@ out:
     return ok ? 1 : -1;
 }
 
-/* plain_run(tx, words, j, t, thread, facts, progress) -> (next j, next push time)
+/* plain_run(tx, words, j, t, thread, facts, progress, recording) -> (next j, next push time)
  * tx: the Tensix; facts: word -> (name, fields, handler, (tx.current for threads 0, 1, 2), packed plain_facts) or
- * None; progress: a list whose items 0 and 1 hold (j, push time) of the word being pushed when an exception leaves.
+ * None; progress: a list whose items 0 and 1 hold (j, push time) of the word being pushed when an exception leaves;
+ * recording: an MVMUL run records (accel/fpu_batch.py): only MVMULs are taken then, else no MVMUL.
  * The caller has checked that the thread's frontend is empty, holds no REPLAY load and no blocked instruction, and
- * that no MVMUL run records and no timeline is attached. */
+ * that no timeline is attached. */
 static PyObject *plain_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 7 || !PyTuple_Check(args[1]) || !PyDict_Check(args[5]) || !PyList_Check(args[6])
+    if (nargs != 8 || !PyTuple_Check(args[1]) || !PyDict_Check(args[5]) || !PyList_Check(args[6])
         || PyList_GET_SIZE(args[6]) != 2) {
-        PyErr_SetString(PyExc_TypeError, "plain_run(tx, words: tuple, j, t, thread, facts: dict, progress: list)");
+        PyErr_SetString(PyExc_TypeError, "plain_run(tx, words: tuple, j, t, thread, facts: dict, progress: list, "
+                                         "recording)");
         return NULL;
     }
+    int recording = PyObject_IsTrue(args[7]);
+    if (recording < 0)
+        return NULL;
     PyObject *tx = args[0], *words = args[1], *tobj = args[4], *facts = args[5], *progress = args[6];
     long long j, t, th;
     if (get_ll(args[2], "j", &j) || get_ll(args[3], "t", &t) || get_ll(tobj, "thread", &th))
@@ -822,6 +926,8 @@ static PyObject *plain_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
             PyErr_SetString(PyExc_TypeError, "plain_run: a word's facts of the wrong shape");
             goto out;
         }
+        if (((const plain_facts *)PyBytes_AS_STRING(PyTuple_GET_ITEM(rec, 4)))->is_mvmul != recording)
+            break;                                      /* (the drain's MVMUL recording: direct_issue.push's rule) */
         PyObject *pj = PyLong_FromLongLong(j), *pt = PyLong_FromLongLong(t);
         if (!pj || !pt || PyList_SetItem(progress, 0, pj) || PyList_SetItem(progress, 1, pt)) {
             Py_XDECREF(pt);
@@ -930,6 +1036,9 @@ PyMODINIT_FUNC PyInit_sfpu_issue(void) {
         {&s_adc, "adc"}, {&s_raw_sfpu, "raw_sfpu"}, {&s_scheduled, "scheduled"},
         {&s_run_scheduled, "_run_scheduled_sfpu"}, {&s_stamp_posts, "stamp_posts"}, {&s_waited, "waited"},
         {&s_kind, "kind"}, {&s_cond, "cond"}, {&s_stallwait, "STALLWAIT"}, {&s_bank_a, "a"}, {&s_bank_b, "b"},
+        {&s_rwc, "rwc"}, {&s_d, "d"}, {&s_srca_matrix_bank, "srca_matrix_bank"},
+        {&s_srcb_matrix_bank, "srcb_matrix_bank"}, {&s_dst_fpu_write, "dst_fpu_write"}, {&s_bank_read, "bank_read"},
+        {&s_fpu_busy, "fpu_busy"},
     };
     for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
         if (!(*names[k].p = PyUnicode_InternFromString(names[k].s)))

@@ -25,8 +25,8 @@ from tt_backend.chip.sfpu_regs import ALL_LREGS
 from tt_backend.runtime.emu.accel import native
 from tt_backend.runtime.emu.accel.sfpu_native import DST32_MODES_OF
 from tt_backend.chip.numerics.formats import element_bits
-from tt_backend.runtime.emu.cycles import (FIFO_EFFECTIVE_DEPTH, FPU_TO_SFPLOAD_GAP, MOP_TRANSITION_PENALTY,
-                                           PACK_BYTES_PER_CYCLE, UNPACK_BYTES_PER_CYCLE)
+from tt_backend.runtime.emu.cycles import (FIFO_EFFECTIVE_DEPTH, FPU_DST_READ_LATENCY, FPU_TO_SFPLOAD_GAP,
+                                           MOP_TRANSITION_PENALTY, PACK_BYTES_PER_CYCLE, UNPACK_BYTES_PER_CYCLE)
 from tt_backend.runtime.emu.tensix_fpu import DST_RWC_MASK, SRC_RWC_MASK
 
 SOURCE = Path(__file__).with_name("sfpu_issue_native.c")
@@ -58,7 +58,8 @@ def _load() -> tuple[object | None, str]:
     load_modes, store_modes = (sum(1 << m for m in DST32_MODES_OF[s]) for s in (False, True))
     mod.configure(FIFO_EFFECTIVE_DEPTH, MOP_TRANSITION_PENALTY, ALL_LREGS, load_modes, store_modes, DST_RWC_MASK,
                   SRC_RWC_MASK, FPU_TO_SFPLOAD_GAP)
-    mod.configure_plain(UNPACK_BYTES_PER_CYCLE, PACK_BYTES_PER_CYCLE, tuple(element_bits(f) for f in range(16)))
+    mod.configure_plain(UNPACK_BYTES_PER_CYCLE, PACK_BYTES_PER_CYCLE, tuple(element_bits(f) for f in range(16)),
+                        FPU_DST_READ_LATENCY)
     return mod, f"C ({path}) for runs of deferrable SFPU words pushed to an empty thread"
 
 
@@ -87,7 +88,7 @@ def plain_status() -> str:
     if not PLAIN_ISSUE_NATIVE:
         return "Python: TT_EMU_PLAIN_ISSUE_NATIVE=0"
     mod, why = _load()
-    return why if mod is None else "C for runs of plain, sync, wait, unpack and pack words (handlers in Python)"
+    return why if mod is None else "C for runs of the other words direct issue takes (handlers in Python)"
 
 
 def word_facts(info: tuple, block: int, deferral: tuple) -> tuple:
