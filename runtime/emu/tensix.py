@@ -152,13 +152,23 @@ class Tensix(FpuBatchMixin, DeferralMixin, DirectIssueMixin, MopBatchMixin, Fron
         the Wait Gate while a latch blocks them, and go to their unit's handler. A handler returning a reason
         blocks the thread (the instruction stays at the head, retried by step()). SFPU words go to the speed layer
         first (accel/: batch_sfpu, drain_deferrable, defer), which takes them only where provably equivalent.
+        Words of the kinds the C part issues run there while they are at the head (drain_in_c), the rest here.
         Returns the number of instructions executed."""
         th = self.threads[t]
         n = 0
+        drain_c = self.drain_in_c()
+        facts = self._plain
         while True:
+            if drain_c is not None:
+                done, more = drain_c(self, t, facts)
+                n += done
+                if not more:
+                    break
             w = self.next_instruction(th)
             if w is None:
                 break
+            if drain_c is not None and w not in facts:
+                facts[w] = self._plain_facts(w)         # (the C part takes it from its next time on)
             name, fields, handler, block, reserved, kind, info = self.decode(w)
             if self.mm_record and name != "MVMUL":
                 self.flush_mvmul(keep=True)             # anything else sees the recorded MVMULs' Dst

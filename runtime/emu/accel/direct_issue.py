@@ -108,6 +108,13 @@ class DirectIssueMixin:
             self.pm_done, self.pm_t = progress
             raise
 
+    def drain_in_c(self):
+        """The C part's drain_run (Tensix._drain's loop for the words plain_run takes) where it may run, else None."""
+        tm = self.tm
+        if tm.rec is not None or tm.sfpu.rec is not None or "issue" in tm.__dict__:
+            return None
+        return sfpu_issue_native.drain_run()
+
     def _plain_facts(self, word: int) -> tuple | None:
         """What plain_run reads of a word: (name, fields, handler, Tensix.current for each thread, packed facts), or
         None when push() would take the word elsewhere (not direct issue's) or raise at it (reserved bits, no

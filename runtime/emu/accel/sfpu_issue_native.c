@@ -506,7 +506,8 @@ static PyObject *s_tm, *s_threads, *s_deferred, *s_flush_deferred, *s_current, *
     *s_after_mop, *s_first, *s_stalls, *s_issued, *s_taken, *s_event_t, *s_unpack_busy, *s_pack_busy, *s_nop_t,
     *s_src_ready, *s_srca_unpack_bank, *s_srcb_unpack_bank, *s_cfg, *s_adc, *s_raw_sfpu, *s_scheduled,
     *s_run_scheduled, *s_stamp_posts, *s_waited, *s_kind, *s_cond, *s_stallwait, *s_bank_a, *s_bank_b,
-    *s_rwc, *s_d, *s_srca_matrix_bank, *s_srcb_matrix_bank, *s_dst_fpu_write, *s_bank_read, *s_fpu_busy;
+    *s_rwc, *s_d, *s_srca_matrix_bank, *s_srcb_matrix_bank, *s_dst_fpu_write, *s_bank_read, *s_fpu_busy,
+    *s_bank_wait, *s_fifo, *s_fifo_t, *s_mop_out, *s_batch_skip, *s_replay_load, *s_mm_record, *s_flush_mvmul;
 static int dst_read_latency = 5;
 
 static PyObject *configure_plain(PyObject *self, PyObject *args) {
@@ -672,7 +673,7 @@ out:
 /* One word, at the head of the ready queue already: the Wait Gate, the handler, the issue rule. 1 when it issued, 0
  * when it blocked, -1 on an error. */
 static int plain_word(PyObject *tx, PyObject *tm, PyObject *thobj, PyObject *tobj, long long th, PyObject *rec,
-                      PyObject *fields, long long *issue) {
+                      PyObject *fields, int was_blocked, long long *issue) {
     const plain_facts *f = (const plain_facts *)PyBytes_AS_STRING(PyTuple_GET_ITEM(rec, 4));
     PyObject *r;
     /* the Wait Gate: a latched wait instruction blocking this word holds it until its conditions are met */
@@ -756,7 +757,15 @@ static int plain_word(PyObject *tx, PyObject *tm, PyObject *thobj, PyObject *tob
         return 0;
     }
     Py_DECREF(why);
-    /* TensixTiming.issue of an instruction that was not blocked */
+    /* TensixTiming.issue (bank_wait: its handler had blocked it on a Src bank) */
+    int bank_wait = 0;
+    if (was_blocked) {
+        PyObject *bw = PyObject_GetAttr(thobj, s_bank_wait);
+        bank_wait = bw ? PyObject_IsTrue(bw) : -1;
+        Py_XDECREF(bw);
+        if (bank_wait < 0)
+            return -1;
+    }
     PyObject *clock_l = attr_list(tm, s_clock, 3), *fe_l = attr_list(tm, s_fe, 3), *gate_l = attr_list(tm, s_gate, 3);
     PyObject *first_l = attr_list(tm, s_first, 3), *stalls_l = attr_list(tm, s_stalls, 3);
     PyObject *issued_l = attr_list(tm, s_issued, 3), *busy_l = NULL, *key = NULL;
@@ -775,6 +784,33 @@ static int plain_word(PyObject *tx, PyObject *tm, PyObject *thobj, PyObject *tob
     c = clock + 1 > fe ? clock + 1 : fe;
     if (until > c && (f->block != -1 ? (f->block & mask) != 0 : mask == 0x1FF))
         c = until;
+    if (was_blocked) {              /* woken by the release of its bank, its banks' data, or the latest event */
+        long long woken, v;
+        if (bank_wait && f->kind == K_UNPACK) {
+            PyObject *br = PyObject_GetAttr(tm, s_bank_read);
+            int bad = !br || !PyDict_Check(br) || bank_get(br, f->sel ? s_bank_b : s_bank_a, bank, &woken);
+            Py_XDECREF(br);
+            if (bad)
+                goto dict_error;
+        } else if (bank_wait && f->kind == K_FPU && f->src_reader) {
+            PyObject *sr = PyObject_GetAttr(tm, s_src_ready);
+            int bad = !sr || !PyDict_Check(sr) || bank_get(sr, s_bank_a, bank_a, &woken)
+                      || bank_get(sr, s_bank_b, bank_b, &v);
+            Py_XDECREF(sr);
+            if (bad)
+                goto dict_error;
+            if (v > woken)
+                woken = v;
+            if (attr_ll(tm, s_nop_t, &v))
+                goto out;
+            if (v > woken)
+                woken = v;
+        } else if (attr_ll(tm, s_event_t, &woken)) {
+            goto out;
+        }
+        if (woken + 1 > c)
+            c = woken + 1;
+    }
     if (f->kind == K_UNPACK) {
         long long ub, n, cfgw;
         PyObject *cfg = attr_list(tx, s_cfg, 113);
@@ -865,6 +901,10 @@ static int plain_word(PyObject *tx, PyObject *tm, PyObject *thobj, PyObject *tob
     }
     *issue = c;
     ok = 1;
+    goto out;
+dict_error:
+    if (!PyErr_Occurred())
+        PyErr_SetString(PyExc_TypeError, "plain_run: the cycle model's bank tables are not dicts");
 out:
     Py_XDECREF(clock_l);
     Py_XDECREF(fe_l);
@@ -976,7 +1016,7 @@ static PyObject *plain_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
         if (PyObject_SetAttr(tx, s_current, PyTuple_GET_ITEM(PyTuple_GET_ITEM(rec, 3), th)))
             goto out;
         long long c;
-        int issued = plain_word(tx, tm, thobj, tobj, th, rec, PyTuple_GET_ITEM(rec, 1), &c);
+        int issued = plain_word(tx, tm, thobj, tobj, th, rec, PyTuple_GET_ITEM(rec, 1), 0, &c);
         if (issued < 0)
             goto out;
         j++;
@@ -1002,6 +1042,154 @@ out:
     return result;
 }
 
+/* drain_run(tx, thread, facts) -> (issued, more): Tensix._drain's loop while the head of the thread's queue is a word
+ * plain_run takes (its facts in `facts`), what next_instruction and issue_head do for it: a word from the FIFO (no MOP
+ * expander output, no REPLAY load; the word not one the expanders act on, as no such word has facts) is taken
+ * (TensixTiming.take) to the ready queue; the head, blocked before or not, goes through the Wait Gate, the handler and
+ * the issue rule (plain_word); a recorded MVMUL run is executed before any other word (flush_mvmul(keep=True)).
+ * Returns the words issued, and more = True when the head is left for Python's loop (a word without facts, MOP or
+ * REPLAY work), False when the thread is empty or its head blocked. The caller counts the instructions. */
+static PyObject *drain_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 3 || !PyDict_Check(args[2])) {
+        PyErr_SetString(PyExc_TypeError, "drain_run(tx, thread, facts: dict)");
+        return NULL;
+    }
+    PyObject *tx = args[0], *tobj = args[1], *facts = args[2];
+    long long th;
+    if (get_ll(tobj, "thread", &th))
+        return NULL;
+    if (th < 0 || th > 2) {
+        PyErr_SetString(PyExc_ValueError, "drain_run: no such thread");
+        return NULL;
+    }
+    PyObject *tm = PyObject_GetAttr(tx, s_tm), *threads = tm ? attr_list(tx, s_threads, 3) : NULL;
+    PyObject *thobj = threads ? PyList_GET_ITEM(threads, th) : NULL;
+    PyObject *ready = thobj ? PyObject_GetAttr(thobj, s_ready) : NULL;
+    PyObject *fifo = ready ? PyObject_GetAttr(thobj, s_fifo) : NULL;
+    PyObject *fifo_t = fifo ? PyObject_GetAttr(thobj, s_fifo_t) : NULL;
+    PyObject *mop_out = fifo_t ? PyObject_GetAttr(thobj, s_mop_out) : NULL;
+    PyObject *result = NULL, *r;
+    long long issued = 0;
+    int more = 0;
+    if (!mop_out)
+        goto out;
+    for (;;) {
+        Py_ssize_t nready = PyObject_Length(ready);
+        if (nready < 0)
+            goto out;
+        if (nready == 0) {
+            Py_ssize_t nmop = PyObject_Length(mop_out), nfifo = PyObject_Length(fifo);
+            if (nmop < 0 || nfifo < 0 || set_attr_ll(thobj, s_batch_skip, 0))
+                goto out;
+            if (nmop) {
+                more = 1;
+                break;
+            }
+            if (!nfifo)
+                break;
+            PyObject *load = PyObject_GetAttr(thobj, s_replay_load);
+            if (!load)
+                goto out;
+            Py_DECREF(load);
+            PyObject *w = PySequence_GetItem(fifo, 0);
+            if (!w)
+                goto out;
+            PyObject *rec = PyDict_GetItemWithError(facts, w);
+            if (load != Py_None || !rec || rec == Py_None) {
+                Py_DECREF(w);
+                if (PyErr_Occurred())
+                    goto out;
+                more = 1;
+                break;
+            }
+            /* TensixTiming.take of a word that is not a MOP */
+            PyObject *pt = PyObject_CallMethodNoArgs(fifo_t, s_popleft);
+            r = pt ? PyObject_CallMethodNoArgs(fifo, s_popleft) : NULL;
+            Py_XDECREF(r);
+            long long push_t, clock, fe;
+            PyObject *clock_l = attr_list(tm, s_clock, 3), *fe_l = attr_list(tm, s_fe, 3);
+            PyObject *after_l = attr_list(tm, s_after_mop, 3), *taken_l = attr_list(tm, s_taken, 3);
+            int bad = !r || get_ll(pt, "fifo_t", &push_t) || !clock_l || !fe_l || !after_l || !taken_l
+                      || list_ll(clock_l, th, &clock) || list_ll(fe_l, th, &fe);
+            int after = bad ? -1 : PyObject_IsTrue(PyList_GET_ITEM(after_l, th));
+            PyObject *left = after < 0 ? NULL : PyLong_FromLongLong(push_t > clock ? push_t : clock);
+            PyObject *ap = left ? PyObject_CallMethodOneArg(PyList_GET_ITEM(taken_l, th), s_append, left) : NULL;
+            bad = !ap;
+            if (!bad && after) {
+                fe = (fe > clock + 1 ? fe : clock + 1) + mop_penalty;
+                Py_INCREF(Py_False);
+                bad = PyList_SetItem(after_l, th, Py_False) < 0;
+            }
+            bad = bad || set_item_ll(fe_l, th, push_t > fe ? push_t : fe);
+            Py_XDECREF(pt), Py_XDECREF(left), Py_XDECREF(ap);
+            Py_XDECREF(clock_l), Py_XDECREF(fe_l), Py_XDECREF(after_l), Py_XDECREF(taken_l);
+            r = bad ? NULL : PyObject_CallMethodOneArg(ready, s_append, w);
+            Py_DECREF(w);
+            if (!r)
+                goto out;
+            Py_DECREF(r);
+        }
+        PyObject *head = PySequence_GetItem(ready, 0);
+        if (!head)
+            goto out;
+        PyObject *rec = PyDict_GetItemWithError(facts, head);
+        Py_DECREF(head);                                /* (the queue keeps it) */
+        if (!rec || rec == Py_None) {
+            if (PyErr_Occurred())
+                goto out;
+            more = 1;
+            break;
+        }
+        if (!PyTuple_Check(rec) || PyTuple_GET_SIZE(rec) != 5 || !PyBytes_Check(PyTuple_GET_ITEM(rec, 4))
+            || PyBytes_GET_SIZE(PyTuple_GET_ITEM(rec, 4)) != sizeof(plain_facts)) {
+            PyErr_SetString(PyExc_TypeError, "drain_run: a word's facts of the wrong shape");
+            goto out;
+        }
+        if (!((const plain_facts *)PyBytes_AS_STRING(PyTuple_GET_ITEM(rec, 4)))->is_mvmul) {
+            PyObject *mm = PyObject_GetAttr(tx, s_mm_record);
+            int recorded = mm ? PyObject_IsTrue(mm) : -1;
+            Py_XDECREF(mm);
+            if (recorded < 0)
+                goto out;
+            if (recorded) {                             /* anything else sees the recorded MVMULs' Dst */
+                PyObject *keep = Py_True;
+                r = call_method(tx, s_flush_mvmul, &keep, 1);
+                if (!r)
+                    goto out;
+                Py_DECREF(r);
+            }
+        }
+        PyObject *blocked = PyObject_GetAttr(thobj, s_blocked);
+        if (!blocked)
+            goto out;
+        Py_DECREF(blocked);
+        if (PyObject_SetAttr(tx, s_current, PyTuple_GET_ITEM(PyTuple_GET_ITEM(rec, 3), th)))
+            goto out;
+        long long c;
+        int ok = plain_word(tx, tm, thobj, tobj, th, rec, PyTuple_GET_ITEM(rec, 1), blocked != Py_None, &c);
+        if (ok < 0)
+            goto out;
+        if (!ok)
+            break;                                      /* blocked: it stays at the head */
+        r = PyObject_CallMethodNoArgs(ready, s_popleft);
+        if (!r)
+            goto out;
+        Py_DECREF(r);
+        if (PyObject_SetAttr(thobj, s_blocked, Py_None))
+            goto out;
+        issued++;
+    }
+    result = Py_BuildValue("(LO)", issued, more ? Py_True : Py_False);
+out:                            /* (on an error, the words issued before it are not counted: as _drain) */
+    Py_XDECREF(tm);
+    Py_XDECREF(threads);
+    Py_XDECREF(ready);
+    Py_XDECREF(fifo);
+    Py_XDECREF(fifo_t);
+    Py_XDECREF(mop_out);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"configure", configure, METH_VARARGS, "configure(fifo_depth, mop_transition_penalty, all_lregs, load_modes, store_modes, dst_rwc_mask, "
      "src_rwc_mask, fpu_to_sfpload_gap)"},
@@ -1010,6 +1198,7 @@ static PyMethodDef methods[] = {
     {"configure_plain", configure_plain, METH_VARARGS, "configure_plain(unpack_bytes_per_cycle, pack_bytes_per_cycle, "
      "element_bits)"},
     {"plain_run", (PyCFunction)(void (*)(void))plain_run, METH_FASTCALL, "see its comment"},
+    {"drain_run", (PyCFunction)(void (*)(void))drain_run, METH_FASTCALL, "see its comment"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1038,7 +1227,9 @@ PyMODINIT_FUNC PyInit_sfpu_issue(void) {
         {&s_kind, "kind"}, {&s_cond, "cond"}, {&s_stallwait, "STALLWAIT"}, {&s_bank_a, "a"}, {&s_bank_b, "b"},
         {&s_rwc, "rwc"}, {&s_d, "d"}, {&s_srca_matrix_bank, "srca_matrix_bank"},
         {&s_srcb_matrix_bank, "srcb_matrix_bank"}, {&s_dst_fpu_write, "dst_fpu_write"}, {&s_bank_read, "bank_read"},
-        {&s_fpu_busy, "fpu_busy"},
+        {&s_fpu_busy, "fpu_busy"}, {&s_bank_wait, "bank_wait"}, {&s_fifo, "fifo"}, {&s_fifo_t, "fifo_t"},
+        {&s_mop_out, "mop_out"}, {&s_batch_skip, "batch_skip"}, {&s_replay_load, "replay_load"},
+        {&s_mm_record, "mm_record"}, {&s_flush_mvmul, "flush_mvmul"},
     };
     for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
         if (!(*names[k].p = PyUnicode_InternFromString(names[k].s)))

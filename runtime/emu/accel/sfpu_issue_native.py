@@ -78,6 +78,11 @@ def plain_run():
     return _load()[0].plain_run if PLAIN_ISSUE_NATIVE and _load()[0] is not None else None
 
 
+def drain_run():
+    """The C part's drain_run (see sfpu_issue_native.c), or None when it is off or unavailable."""
+    return _load()[0].drain_run if PLAIN_ISSUE_NATIVE and _load()[0] is not None else None
+
+
 def status() -> str:
     """Which path issues SFPU words pushed one at a time, for `python -m tt_backend info`."""
     return _load()[1] if ISSUE_NATIVE else "Python: TT_EMU_SFPU_ISSUE_NATIVE=0"
