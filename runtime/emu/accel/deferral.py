@@ -189,8 +189,16 @@ class DeferralMixin:
                             if j == n:
                                 break
                 word = words[j]
-                # the conditions of push()'s inlined path; anything else: push() itself
+                # the conditions of push()'s inlined path; anything else: push() itself (or in C, where it can)
                 if fifo or th.ready or th.mop_out or th.replay_load is not None:
+                    try:
+                        r = push_run(thread, words, j, t)
+                    except BaseException:
+                        j, t = self.pm_done, self.pm_t
+                        raise
+                    if r is not None:
+                        j, t = r
+                        continue
                     t = push(thread, word, t) + 1
                     j += 1
                     continue

@@ -85,28 +85,24 @@ class DirectIssueMixin:
 
     def push_run(self, thread: int, words: tuple, j: int, t: int) -> tuple[int, int] | None:
         """push() of words[j], words[j + 1], ... (each pushed the cycle after the previous one was accepted) in C,
-        while they are words plain_run takes and the thread is not blocked: (next j, next push time); None when it
-        takes no word (words[j] is not one of them, or the C part is off). If a word raises, pm_done / pm_t name it
+        while plain_run takes them (into the FIFO of a thread with work queued, or issued directly): (next j, next
+        push time); None when it takes no word (or the C part is off). If a word raises, pm_done / pm_t name it
         (FrontendMixin.push_many's contract)."""
         run = sfpu_issue_native.plain_run()
-        th = self.threads[thread]
         tm = self.tm
-        if (run is None or not DIRECT_ISSUE or th.blocked is not None or th.fifo or th.ready or th.mop_out
-                or th.replay_load is not None or tm.rec is not None or tm.sfpu.rec is not None
-                or "issue" in tm.__dict__):
+        if run is None or not DIRECT_ISSUE or tm.rec is not None or tm.sfpu.rec is not None or "issue" in tm.__dict__:
             return None
         facts = self._plain
         word = words[j]
         if word not in facts:
             facts[word] = self._plain_facts(word)
-        if facts[word] is None:
-            return None
         progress = self._plain_progress
         try:
-            return run(self, words, j, t, thread, facts, progress, self.mm_record is not None)
+            r = run(self, words, j, t, thread, facts, progress, self.mm_record is not None)
         except BaseException:
             self.pm_done, self.pm_t = progress
             raise
+        return r if r[0] > j else None
 
     def drain_in_c(self):
         """The C part's drain_run (Tensix._drain's loop for the words plain_run takes) where it may run, else None."""

@@ -507,16 +507,17 @@ static PyObject *s_tm, *s_threads, *s_deferred, *s_flush_deferred, *s_current, *
     *s_src_ready, *s_srca_unpack_bank, *s_srcb_unpack_bank, *s_cfg, *s_adc, *s_raw_sfpu, *s_scheduled,
     *s_run_scheduled, *s_stamp_posts, *s_waited, *s_kind, *s_cond, *s_stallwait, *s_bank_a, *s_bank_b,
     *s_rwc, *s_d, *s_srca_matrix_bank, *s_srcb_matrix_bank, *s_dst_fpu_write, *s_bank_read, *s_fpu_busy,
-    *s_bank_wait, *s_fifo, *s_fifo_t, *s_mop_out, *s_batch_skip, *s_replay_load, *s_mm_record, *s_flush_mvmul;
-static int dst_read_latency = 5;
+    *s_bank_wait, *s_fifo, *s_fifo_t, *s_mop_out, *s_batch_skip, *s_replay_load, *s_mm_record, *s_flush_mvmul, *s_drain;
+static int dst_read_latency = 5, fifo_depth = 32;
 
 static PyObject *configure_plain(PyObject *self, PyObject *args) {
     PyObject *bits;
-    if (!PyArg_ParseTuple(args, "iiOi", &unpack_bytes_per_cycle, &pack_bytes_per_cycle, &bits, &dst_read_latency))
+    if (!PyArg_ParseTuple(args, "iiOii", &unpack_bytes_per_cycle, &pack_bytes_per_cycle, &bits, &dst_read_latency,
+                          &fifo_depth))
         return NULL;
     if (!PyTuple_Check(bits) || PyTuple_GET_SIZE(bits) != 16 || unpack_bytes_per_cycle < 1 || pack_bytes_per_cycle < 1) {
         PyErr_SetString(PyExc_ValueError, "configure_plain(unpack B/cycle, pack B/cycle, 16 element bits, "
-                                          "FPU Dst read latency)");
+                                          "FPU Dst read latency, FIFO depth)");
         return NULL;
     }
     for (int i = 0; i < 16; i++)
@@ -921,8 +922,10 @@ out:
  * tx: the Tensix; facts: word -> (name, fields, handler, (tx.current for threads 0, 1, 2), packed plain_facts) or
  * None; progress: a list whose items 0 and 1 hold (j, push time) of the word being pushed when an exception leaves;
  * recording: an MVMUL run records (accel/fpu_batch.py): only MVMULs are taken then, else no MVMUL.
- * The caller has checked that the thread's frontend is empty, holds no REPLAY load and no blocked instruction, and
- * that no timeline is attached. */
+ * A word pushed while the thread has work queued goes into its FIFO and the thread drains (FrontendMixin.push), any
+ * word; else it is issued directly (plain_word) if it has facts and the thread holds no REPLAY load and no blocked
+ * word. It stops before a word it does not take (a full FIFO: the Python path raises the Stall).
+ * The caller has checked that no timeline is attached and direct issue is on. */
 static PyObject *plain_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 8 || !PyTuple_Check(args[1]) || !PyDict_Check(args[5]) || !PyList_Check(args[6])
         || PyList_GET_SIZE(args[6]) != 2) {
@@ -946,13 +949,61 @@ static PyObject *plain_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
     PyObject *ready = thobj ? PyObject_GetAttr(thobj, s_ready) : NULL;
     PyObject *taken_l = ready ? attr_list(tm, s_taken, 3) : NULL;
     PyObject *instr_l = taken_l ? attr_list(tx, s_instructions, 3) : NULL;
+    PyObject *fifo = instr_l ? PyObject_GetAttr(thobj, s_fifo) : NULL;
+    PyObject *fifo_t = fifo ? PyObject_GetAttr(thobj, s_fifo_t) : NULL;
+    PyObject *mop_out = fifo_t ? PyObject_GetAttr(thobj, s_mop_out) : NULL;
     PyObject *result = NULL;
-    if (!instr_l)
+    if (!mop_out)
         goto out;
     PyObject *q = PyList_GET_ITEM(taken_l, th);
     Py_ssize_t n = PyTuple_GET_SIZE(words);
     while (j < n) {
         PyObject *w = PyTuple_GET_ITEM(words, j);
+        Py_ssize_t nfifo = PyObject_Length(fifo), nready = PyObject_Length(ready), nmop = PyObject_Length(mop_out);
+        if (nfifo < 0 || nready < 0 || nmop < 0)
+            goto out;
+        if (nfifo || nready || nmop) {
+            /* FrontendMixin.push: a thread with work queued takes any word into its FIFO, then drains */
+            long long wv;
+            if (get_ll(w, "word", &wv))
+                goto out;
+            if (nfifo >= fifo_depth || wv < 0 || wv > 0xFFFFFFFFLL)
+                break;                                  /* (the Python path raises the Stall, masks the word) */
+            PyObject *pj = PyLong_FromLongLong(j), *pt = PyLong_FromLongLong(t);
+            if (!pj || !pt || PyList_SetItem(progress, 0, pj) || PyList_SetItem(progress, 1, pt)) {
+                Py_XDECREF(pt);
+                goto out;
+            }
+            long long a = t;                            /* TensixTiming.accept */
+            if (PySequence_Size(q) == depth) {
+                PyObject *oldest = PySequence_GetItem(q, 0);
+                long long o;
+                int bad = !oldest || get_ll(oldest, "taken", &o);
+                Py_XDECREF(oldest);
+                if (bad)
+                    goto out;
+                if (o > t)
+                    a = o;
+            }
+            PyObject *a_o = PyLong_FromLongLong(a), *r = NULL, *r2 = NULL, *r3 = NULL;
+            if (a_o && (r = PyObject_CallMethodOneArg(fifo, s_append, w))
+                && (r2 = PyObject_CallMethodOneArg(fifo_t, s_append, a_o)))
+                r3 = call_method(tx, s_drain, &tobj, 1);
+            Py_XDECREF(a_o), Py_XDECREF(r), Py_XDECREF(r2), Py_XDECREF(r3);
+            if (!r3)
+                goto out;
+            t = a + 1;
+            j++;
+            continue;
+        }
+        /* direct issue: the thread's frontend is empty; not while a REPLAY load records or a word is blocked */
+        PyObject *load = PyObject_GetAttr(thobj, s_replay_load), *blocked = PyObject_GetAttr(thobj, s_blocked);
+        Py_XDECREF(load);
+        Py_XDECREF(blocked);
+        if (!load || !blocked)
+            goto out;
+        if (load != Py_None || blocked != Py_None)
+            break;
         PyObject *rec = PyDict_GetItemWithError(facts, w);
         if (!rec) {
             if (PyErr_Occurred())
@@ -1039,6 +1090,9 @@ out:
     Py_XDECREF(ready);
     Py_XDECREF(taken_l);
     Py_XDECREF(instr_l);
+    Py_XDECREF(fifo);
+    Py_XDECREF(fifo_t);
+    Py_XDECREF(mop_out);
     return result;
 }
 
@@ -1229,7 +1283,7 @@ PyMODINIT_FUNC PyInit_sfpu_issue(void) {
         {&s_srcb_matrix_bank, "srcb_matrix_bank"}, {&s_dst_fpu_write, "dst_fpu_write"}, {&s_bank_read, "bank_read"},
         {&s_fpu_busy, "fpu_busy"}, {&s_bank_wait, "bank_wait"}, {&s_fifo, "fifo"}, {&s_fifo_t, "fifo_t"},
         {&s_mop_out, "mop_out"}, {&s_batch_skip, "batch_skip"}, {&s_replay_load, "replay_load"},
-        {&s_mm_record, "mm_record"}, {&s_flush_mvmul, "flush_mvmul"},
+        {&s_mm_record, "mm_record"}, {&s_flush_mvmul, "flush_mvmul"}, {&s_drain, "drain"},
     };
     for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
         if (!(*names[k].p = PyUnicode_InternFromString(names[k].s)))

@@ -25,6 +25,7 @@ from tt_backend.chip.sfpu_regs import ALL_LREGS
 from tt_backend.runtime.emu.accel import native
 from tt_backend.runtime.emu.accel.sfpu_native import DST32_MODES_OF
 from tt_backend.chip.numerics.formats import element_bits
+from tt_backend.runtime.emu.frontend import FIFO_DEPTH
 from tt_backend.runtime.emu.cycles import (FIFO_EFFECTIVE_DEPTH, FPU_DST_READ_LATENCY, FPU_TO_SFPLOAD_GAP,
                                            MOP_TRANSITION_PENALTY, PACK_BYTES_PER_CYCLE, UNPACK_BYTES_PER_CYCLE)
 from tt_backend.runtime.emu.tensix_fpu import DST_RWC_MASK, SRC_RWC_MASK
@@ -59,7 +60,7 @@ def _load() -> tuple[object | None, str]:
     mod.configure(FIFO_EFFECTIVE_DEPTH, MOP_TRANSITION_PENALTY, ALL_LREGS, load_modes, store_modes, DST_RWC_MASK,
                   SRC_RWC_MASK, FPU_TO_SFPLOAD_GAP)
     mod.configure_plain(UNPACK_BYTES_PER_CYCLE, PACK_BYTES_PER_CYCLE, tuple(element_bits(f) for f in range(16)),
-                        FPU_DST_READ_LATENCY)
+                        FPU_DST_READ_LATENCY, FIFO_DEPTH)
     return mod, f"C ({path}) for runs of deferrable SFPU words pushed to an empty thread"
 
 
