@@ -115,7 +115,7 @@ class DirectIssueMixin:
         """What plain_run reads of a word: (name, fields, handler, Tensix.current for each thread, packed facts), or
         None when push() would take the word elsewhere (not direct issue's) or raise at it (reserved bits, no
         handler)."""
-        d = self._direct_info(word & 0xFFFFFFFF) if word >> 32 == 0 else None
+        d = self._direct_info(word) if word >> 32 == 0 else None     # (push() masks a wider word: the Python path)
         if d is None:
             return None
         name, fields, handler, block, reserved, kind, info = d

@@ -1,4 +1,5 @@
-/* The Tensix's issue of the SFPU words a core pushes one at a time, in C (loaded by sfpu_issue_native.py).
+/* The Tensix's issue of the words a core pushes one at a time, in C (loaded by sfpu_issue_native.py): the SFPU words
+ * (issue_run, pack_records) and the others (plain_run, drain_run, further below).
  *
  * A CPython extension module. Its hot function, issue_run: for a run of `.ttinsn` words pushed to a thread whose
  * frontend is empty (no FIFO, MOP or ready words, no REPLAY load), it does for each deferrable SFPU word what
@@ -13,7 +14,8 @@
  * queue, an address modifier apply_addr_mod refuses): the Python path then takes that word. The cycle model's state
  * is read once per call and written back once.
  * pack_records turns a run of the deferred queue's entries into the records sfpu_native.c executes, in one call.
- * Python stays the reference (tests/emu/test_sfpu_issue_native.py pins cycles, queue and bits to it).
+ * Python stays the reference (tests/emu/test_sfpu_issue_native.py pins cycles, queue and bits to it; for plain_run
+ * and drain_run, tests/emu/test_direct_issue.py).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -483,7 +485,8 @@ fail:
 
 /* ---------------------------------------------------------------------------------------------- plain words
  * plain_run: for a run of non-SFPU words pushed to a thread whose frontend is empty, what direct_issue.push and
- * Tensix.issue_head do for each: the FIFO accepts it and the MOP expander takes it (TensixTiming.accept_take), it
+ * Tensix.issue_head do for each (a word pushed to a thread with work queued: FrontendMixin.push, see plain_run;
+ * drain_run: Tensix._drain's loop): the FIFO accepts it and the MOP expander takes it (TensixTiming.accept_take), it
  * waits at the head of the ready queue while the Wait Gate's latch blocks it, the deferred SFPU work executes, its
  * Python handler runs, and the cycle model issues it (TensixTiming.issue for an unblocked instruction of kind plain,
  * sync, wait, unpack, pack or FPU: the issue rule, the units' busy times, the sync events). Only handlers, the latch's
@@ -492,7 +495,7 @@ fail:
  * handler may read it). It stops after a word that blocks (left at the head of the ready queue, as issue_head leaves
  * it) and before the first word without facts. */
 
-/* plain_facts, packed by direct_issue.plain_facts in this order (little-endian int64s) */
+/* plain_facts, packed by DirectIssueMixin._plain_facts in this order (little-endian int64s) */
 typedef struct {
     int64_t block, kind, sel, is_unpacr_nop, is_sempost, sem_sel;
     int64_t latency, dst_writer, src_reader, is_mvmul, dst;    /* FPU: FPU_TIMING's latency, the Dst / Src roles */

@@ -10,6 +10,10 @@ sfpu_native's records in one call (pack_records). Python stays the reference for
 (tests/emu/test_sfpu_issue_native.py pins cycles, the deferred queue and bits to it). `ISSUE_NATIVE = False` (or
 TT_EMU_SFPU_ISSUE_NATIVE=0) keeps every word on the Python path; without a host compiler or Python's headers it stays
 there too (`python -m tt_backend info` says which runs, and why).
+
+The same module issues the other words direct issue takes (accel/direct_issue.py: plain_run for pushed words,
+drain_run for Tensix._drain's loop), the issue rule of every non-SFPU kind in C, handlers called back in Python;
+`PLAIN_ISSUE_NATIVE = False` (or TT_EMU_PLAIN_ISSUE_NATIVE=0) keeps them on the Python path.
 """
 from __future__ import annotations
 
@@ -32,7 +36,6 @@ from tt_backend.runtime.emu.tensix_fpu import DST_RWC_MASK, SRC_RWC_MASK
 
 SOURCE = Path(__file__).with_name("sfpu_issue_native.c")
 ISSUE_NATIVE = os.environ.get("TT_EMU_SFPU_ISSUE_NATIVE", "1") != "0"
-# plain_run: runs of the non-SFPU words direct issue takes (accel/direct_issue.py), handlers called back in Python
 PLAIN_ISSUE_NATIVE = os.environ.get("TT_EMU_PLAIN_ISSUE_NATIVE", "1") != "0"
 
 # The deferral's abstract lane-flag state (LaneFlags, UseLaneFlagsForLaneEnable), each 0, 1 or None (differs between
