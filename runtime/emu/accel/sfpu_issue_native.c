@@ -578,6 +578,32 @@ static int set_attr_max(PyObject *o, PyObject *name, long long v) {
     return v > old ? set_attr_ll(o, name, v) : 0;
 }
 
+/* The cycle model's per-thread lists, read once per call (TensixTiming.FIXED: bound once, then mutated in place). */
+typedef struct {
+    PyObject *clock, *fe, *gate, *after_mop, *first, *stalls, *issued, *taken;
+} tm_lists;
+
+static void tm_lists_release(tm_lists *l) {
+    Py_CLEAR(l->clock);
+    Py_CLEAR(l->fe);
+    Py_CLEAR(l->gate);
+    Py_CLEAR(l->after_mop);
+    Py_CLEAR(l->first);
+    Py_CLEAR(l->stalls);
+    Py_CLEAR(l->issued);
+    Py_CLEAR(l->taken);
+}
+
+static int tm_lists_get(PyObject *tm, tm_lists *l) {
+    if ((l->clock = attr_list(tm, s_clock, 3)) && (l->fe = attr_list(tm, s_fe, 3)) && (l->gate = attr_list(tm, s_gate, 3))
+        && (l->after_mop = attr_list(tm, s_after_mop, 3)) && (l->first = attr_list(tm, s_first, 3))
+        && (l->stalls = attr_list(tm, s_stalls, 3)) && (l->issued = attr_list(tm, s_issued, 3))
+        && (l->taken = attr_list(tm, s_taken, 3)))
+        return 0;
+    tm_lists_release(l);
+    return -1;
+}
+
 /* TensixTiming._run_scheduled_sfpu: SFPLOADMACRO-scheduled work due by cycle c runs first */
 static int run_scheduled(PyObject *tx, PyObject *tm, long long c) {
     PyObject *sfpu = PyObject_GetAttr(tx, s_raw_sfpu);
@@ -676,8 +702,8 @@ out:
 
 /* One word, at the head of the ready queue already: the Wait Gate, the handler, the issue rule. 1 when it issued, 0
  * when it blocked, -1 on an error. */
-static int plain_word(PyObject *tx, PyObject *tm, PyObject *thobj, PyObject *tobj, long long th, PyObject *rec,
-                      PyObject *fields, int was_blocked, long long *issue) {
+static int plain_word(PyObject *tx, PyObject *tm, const tm_lists *L, PyObject *thobj, PyObject *tobj, long long th,
+                      PyObject *rec, PyObject *fields, int was_blocked, long long *issue) {
     const plain_facts *f = (const plain_facts *)PyBytes_AS_STRING(PyTuple_GET_ITEM(rec, 4));
     PyObject *r;
     /* the Wait Gate: a latched wait instruction blocking this word holds it until its conditions are met */
@@ -770,13 +796,11 @@ static int plain_word(PyObject *tx, PyObject *tm, PyObject *thobj, PyObject *tob
         if (bank_wait < 0)
             return -1;
     }
-    PyObject *clock_l = attr_list(tm, s_clock, 3), *fe_l = attr_list(tm, s_fe, 3), *gate_l = attr_list(tm, s_gate, 3);
-    PyObject *first_l = attr_list(tm, s_first, 3), *stalls_l = attr_list(tm, s_stalls, 3);
-    PyObject *issued_l = attr_list(tm, s_issued, 3), *busy_l = NULL, *key = NULL;
+    PyObject *clock_l = L->clock, *fe_l = L->fe, *gate_l = L->gate, *first_l = L->first, *stalls_l = L->stalls;
+    PyObject *issued_l = L->issued, *busy_l = NULL, *key = NULL;
     int ok = 0;
     long long clock, fe, mask, until, c;
-    if (!clock_l || !fe_l || !gate_l || !first_l || !stalls_l || !issued_l || list_ll(clock_l, th, &clock)
-        || list_ll(fe_l, th, &fe))
+    if (list_ll(clock_l, th, &clock) || list_ll(fe_l, th, &fe))
         goto out;
     PyObject *gate = PyList_GET_ITEM(gate_l, th);
     if (!PyTuple_Check(gate) || PyTuple_GET_SIZE(gate) != 2 || get_ll(PyTuple_GET_ITEM(gate, 0), "gate", &mask)
@@ -910,12 +934,6 @@ dict_error:
     if (!PyErr_Occurred())
         PyErr_SetString(PyExc_TypeError, "plain_run: the cycle model's bank tables are not dicts");
 out:
-    Py_XDECREF(clock_l);
-    Py_XDECREF(fe_l);
-    Py_XDECREF(gate_l);
-    Py_XDECREF(first_l);
-    Py_XDECREF(stalls_l);
-    Py_XDECREF(issued_l);
     Py_XDECREF(busy_l);
     Py_XDECREF(key);
     return ok ? 1 : -1;
@@ -950,15 +968,15 @@ static PyObject *plain_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
     PyObject *tm = PyObject_GetAttr(tx, s_tm), *threads = tm ? attr_list(tx, s_threads, 3) : NULL;
     PyObject *thobj = threads ? PyList_GET_ITEM(threads, th) : NULL;
     PyObject *ready = thobj ? PyObject_GetAttr(thobj, s_ready) : NULL;
-    PyObject *taken_l = ready ? attr_list(tm, s_taken, 3) : NULL;
-    PyObject *instr_l = taken_l ? attr_list(tx, s_instructions, 3) : NULL;
+    tm_lists L = {0};
+    PyObject *instr_l = ready && !tm_lists_get(tm, &L) ? attr_list(tx, s_instructions, 3) : NULL;
     PyObject *fifo = instr_l ? PyObject_GetAttr(thobj, s_fifo) : NULL;
     PyObject *fifo_t = fifo ? PyObject_GetAttr(thobj, s_fifo_t) : NULL;
     PyObject *mop_out = fifo_t ? PyObject_GetAttr(thobj, s_mop_out) : NULL;
     PyObject *result = NULL;
     if (!mop_out)
         goto out;
-    PyObject *q = PyList_GET_ITEM(taken_l, th);
+    PyObject *q = PyList_GET_ITEM(L.taken, th);
     Py_ssize_t n = PyTuple_GET_SIZE(words);
     while (j < n) {
         PyObject *w = PyTuple_GET_ITEM(words, j);
@@ -1029,9 +1047,8 @@ static PyObject *plain_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
         }
         /* accept_take */
         long long clock, fe, a = t;
-        PyObject *after_l = attr_list(tm, s_after_mop, 3), *clock_l = attr_list(tm, s_clock, 3);
-        PyObject *fe_l = attr_list(tm, s_fe, 3);
-        int bad = !after_l || !clock_l || !fe_l || list_ll(clock_l, th, &clock) || list_ll(fe_l, th, &fe);
+        PyObject *after_l = L.after_mop, *fe_l = L.fe;
+        int bad = list_ll(L.clock, th, &clock) || list_ll(fe_l, th, &fe);
         Py_ssize_t qlen = bad ? -1 : PySequence_Size(q);
         if (qlen == depth) {
             PyObject *oldest = PySequence_GetItem(q, 0);
@@ -1042,10 +1059,8 @@ static PyObject *plain_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
                 a = o;
         }
         int after = bad ? -1 : PyObject_IsTrue(PyList_GET_ITEM(after_l, th));
-        if (bad || qlen < 0 || after < 0) {
-            Py_XDECREF(after_l), Py_XDECREF(clock_l), Py_XDECREF(fe_l);
+        if (bad || qlen < 0 || after < 0)
             goto out;
-        }
         PyObject *left = PyLong_FromLongLong(a > clock ? a : clock);
         PyObject *r = left ? PyObject_CallMethodOneArg(q, s_append, left) : NULL;
         Py_XDECREF(left);
@@ -1058,9 +1073,7 @@ static PyObject *plain_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
                 bad = PyList_SetItem(after_l, th, Py_False) < 0;
             }
         }
-        bad = bad || set_item_ll(fe_l, th, a > fe ? a : fe);
-        Py_DECREF(after_l), Py_DECREF(clock_l), Py_DECREF(fe_l);
-        if (bad)
+        if (bad || set_item_ll(fe_l, th, a > fe ? a : fe))
             goto out;
         /* at the head of the ready queue while the Wait Gate and the handler decide */
         r = PyObject_CallMethodOneArg(ready, s_append, w);
@@ -1070,7 +1083,7 @@ static PyObject *plain_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
         if (PyObject_SetAttr(tx, s_current, PyTuple_GET_ITEM(PyTuple_GET_ITEM(rec, 3), th)))
             goto out;
         long long c;
-        int issued = plain_word(tx, tm, thobj, tobj, th, rec, PyTuple_GET_ITEM(rec, 1), 0, &c);
+        int issued = plain_word(tx, tm, &L, thobj, tobj, th, rec, PyTuple_GET_ITEM(rec, 1), 0, &c);
         if (issued < 0)
             goto out;
         j++;
@@ -1091,7 +1104,7 @@ out:
     Py_XDECREF(tm);
     Py_XDECREF(threads);
     Py_XDECREF(ready);
-    Py_XDECREF(taken_l);
+    tm_lists_release(&L);
     Py_XDECREF(instr_l);
     Py_XDECREF(fifo);
     Py_XDECREF(fifo_t);
@@ -1126,9 +1139,10 @@ static PyObject *drain_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
     PyObject *fifo_t = fifo ? PyObject_GetAttr(thobj, s_fifo_t) : NULL;
     PyObject *mop_out = fifo_t ? PyObject_GetAttr(thobj, s_mop_out) : NULL;
     PyObject *result = NULL, *r;
+    tm_lists L = {0};
     long long issued = 0;
     int more = 0;
-    if (!mop_out)
+    if (!mop_out || tm_lists_get(tm, &L))
         goto out;
     for (;;) {
         Py_ssize_t nready = PyObject_Length(ready);
@@ -1164,13 +1178,11 @@ static PyObject *drain_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
             r = pt ? PyObject_CallMethodNoArgs(fifo, s_popleft) : NULL;
             Py_XDECREF(r);
             long long push_t, clock, fe;
-            PyObject *clock_l = attr_list(tm, s_clock, 3), *fe_l = attr_list(tm, s_fe, 3);
-            PyObject *after_l = attr_list(tm, s_after_mop, 3), *taken_l = attr_list(tm, s_taken, 3);
-            int bad = !r || get_ll(pt, "fifo_t", &push_t) || !clock_l || !fe_l || !after_l || !taken_l
-                      || list_ll(clock_l, th, &clock) || list_ll(fe_l, th, &fe);
+            PyObject *fe_l = L.fe, *after_l = L.after_mop;
+            int bad = !r || get_ll(pt, "fifo_t", &push_t) || list_ll(L.clock, th, &clock) || list_ll(fe_l, th, &fe);
             int after = bad ? -1 : PyObject_IsTrue(PyList_GET_ITEM(after_l, th));
             PyObject *left = after < 0 ? NULL : PyLong_FromLongLong(push_t > clock ? push_t : clock);
-            PyObject *ap = left ? PyObject_CallMethodOneArg(PyList_GET_ITEM(taken_l, th), s_append, left) : NULL;
+            PyObject *ap = left ? PyObject_CallMethodOneArg(PyList_GET_ITEM(L.taken, th), s_append, left) : NULL;
             bad = !ap;
             if (!bad && after) {
                 fe = (fe > clock + 1 ? fe : clock + 1) + mop_penalty;
@@ -1179,7 +1191,6 @@ static PyObject *drain_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
             }
             bad = bad || set_item_ll(fe_l, th, push_t > fe ? push_t : fe);
             Py_XDECREF(pt), Py_XDECREF(left), Py_XDECREF(ap);
-            Py_XDECREF(clock_l), Py_XDECREF(fe_l), Py_XDECREF(after_l), Py_XDECREF(taken_l);
             r = bad ? NULL : PyObject_CallMethodOneArg(ready, s_append, w);
             Py_DECREF(w);
             if (!r)
@@ -1223,7 +1234,7 @@ static PyObject *drain_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
         if (PyObject_SetAttr(tx, s_current, PyTuple_GET_ITEM(PyTuple_GET_ITEM(rec, 3), th)))
             goto out;
         long long c;
-        int ok = plain_word(tx, tm, thobj, tobj, th, rec, PyTuple_GET_ITEM(rec, 1), blocked != Py_None, &c);
+        int ok = plain_word(tx, tm, &L, thobj, tobj, th, rec, PyTuple_GET_ITEM(rec, 1), blocked != Py_None, &c);
         if (ok < 0)
             goto out;
         if (!ok)
@@ -1238,6 +1249,7 @@ static PyObject *drain_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
     }
     result = Py_BuildValue("(LO)", issued, more ? Py_True : Py_False);
 out:                            /* (on an error, the words issued before it are not counted: as _drain) */
+    tm_lists_release(&L);
     Py_XDECREF(tm);
     Py_XDECREF(threads);
     Py_XDECREF(ready);
