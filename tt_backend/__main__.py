@@ -92,6 +92,7 @@ def info() -> int:
     rows += chip_model_rows() + [("emulator MVMUL runs", native.status()),
                                  ("emulator SFPU, one at a time", sfpu_native.status()),
                                  ("emulator SFPU words pushed one by one", sfpu_issue_native.status()),
+                                 ("emulator other words pushed one by one", sfpu_issue_native.plain_status()),
                                  ("emulator RISC-V cores", rv32_native.status()), compile_cache_row()]
     w = max(len(k) for k, _ in rows)
     for k, v in rows:

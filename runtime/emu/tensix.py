@@ -152,13 +152,23 @@ class Tensix(FpuBatchMixin, DeferralMixin, DirectIssueMixin, MopBatchMixin, Fron
         the Wait Gate while a latch blocks them, and go to their unit's handler. A handler returning a reason
         blocks the thread (the instruction stays at the head, retried by step()). SFPU words go to the speed layer
         first (accel/: batch_sfpu, drain_deferrable, defer), which takes them only where provably equivalent.
+        Words of the kinds the C part issues run there while they are at the head (drain_in_c), the rest here.
         Returns the number of instructions executed."""
         th = self.threads[t]
         n = 0
+        drain_c = self.drain_in_c()
+        facts = self._plain
         while True:
+            if drain_c is not None:
+                done, more = drain_c(self, t, facts)
+                n += done
+                if not more:
+                    break
             w = self.next_instruction(th)
             if w is None:
                 break
+            if drain_c is not None and w not in facts:
+                facts[w] = self._plain_facts(w)         # (the C part takes it from its next time on)
             name, fields, handler, block, reserved, kind, info = self.decode(w)
             if self.mm_record and name != "MVMUL":
                 self.flush_mvmul(keep=True)             # anything else sees the recorded MVMULs' Dst
@@ -196,7 +206,7 @@ class Tensix(FpuBatchMixin, DeferralMixin, DirectIssueMixin, MopBatchMixin, Fron
             if blocked:
                 why = self.latch_unmet(t, latch)
                 if why is not None:
-                    th.blocked, th.bank_wait = why, False
+                    self.handler_blocked(th, why, False)
                     return False
                 th.latch = None
         if kind == K_SFPU:
@@ -218,10 +228,7 @@ class Tensix(FpuBatchMixin, DeferralMixin, DirectIssueMixin, MopBatchMixin, Fron
             pre = self.tm.pre(t, kind, name, fields) if kind == K_FPU or kind == K_UNPACK else None
             why = handler(t, fields)
             if why is not None:
-                th.blocked = why
-                th.bank_wait = kind == K_FPU or kind == K_UNPACK
-                if th.bank_wait:
-                    th.bank_state = self.src_bank_state()
+                self.handler_blocked(th, why, kind == K_FPU or kind == K_UNPACK)
                 return False
             self.issue_t = self.tm.issue(t, name, kind, info, fields, block, was_blocked, pre,
                                          was_blocked and th.bank_wait)
@@ -231,6 +238,13 @@ class Tensix(FpuBatchMixin, DeferralMixin, DirectIssueMixin, MopBatchMixin, Fron
         th.ready.popleft()
         th.blocked = None
         return True
+
+    def handler_blocked(self, th: ThreadState, why: str, bank_wait: bool) -> None:
+        """The head instruction of thread th blocks (`why`): at the Wait Gate, or in its handler waiting on a Src bank
+        (bank_wait: the banks' state is kept, see drain())."""
+        th.blocked, th.bank_wait = why, bank_wait
+        if bank_wait:
+            th.bank_state = self.src_bank_state()
 
     def _build_handlers(self) -> dict:
         handlers = {}

@@ -6,6 +6,7 @@ bytes with the same cycles on every core. Also the drain's skip of a thread bloc
 (tensix.RETRY_ON_BANK_CHANGE): a bank handover step by step, and whole kernels."""
 from __future__ import annotations
 
+import functools
 import random
 
 import numpy as np
@@ -18,7 +19,7 @@ from tt_backend.chip.errors import EmuError
 from tt_backend.lowering.codegen.sources import split
 from tt_backend.runtime.compile import compile_kernel
 from tt_backend.runtime.emu import tensix, timeline
-from tt_backend.runtime.emu.accel import deferral, direct_issue
+from tt_backend.runtime.emu.accel import deferral, direct_issue, sfpu_issue_native
 from tt_backend.runtime.emu.device import EmuDevice
 from tt_backend.runtime.emu.frontend import FrontendMixin
 from tt_backend.runtime.emu.rv32 import Stall
@@ -27,16 +28,17 @@ from tt_backend.runtime.emu.tensix import Tensix
 from tests.support.timelines import recorded_spans
 
 E = isa.encode
+needs_plain_c = pytest.mark.skipif(sfpu_issue_native.plain_run() is None, reason=sfpu_issue_native.plain_status())
 
 
-def _plain(rng: random.Random) -> int:
-    """A random word the direct path may take (or that blocks at the Wait Gate)."""
+def _plain(rng: random.Random, wait_share: float = 0.05) -> int:
+    """A random word the direct path may take (or that blocks at the Wait Gate: a share `wait_share` of them)."""
     sem = 1 << rng.randrange(3)
     waits = [
         lambda: E("SEMWAIT", sem_sel=sem, wait_sem_cond=rng.choice((1, 2)), stall_res=rng.randrange(1, 512)),
         lambda: E("STALLWAIT", wait_res=rng.choice((1 << 11, 1 << 4, 1 << 3, 0b110)), stall_res=rng.randrange(1, 512)),
     ]
-    if rng.random() < 0.05:
+    if rng.random() < wait_share:
         return rng.choice(waits)()
     return rng.choice([
         lambda: E("SETDMAREG", reg_index_16b=rng.randrange(128), payload=rng.randrange(1 << 16)),
@@ -64,9 +66,10 @@ def _sfpu(rng: random.Random) -> int:
     ])()
 
 
-def _program(seed: int) -> list[tuple[int, tuple[int, ...], int]]:
+def _program(seed: int, wait_share: float = 0.05) -> list[tuple[int, tuple[int, ...], int]]:
     """(thread, words pushed in one push_many call or one word, cycles before the push) per step."""
     rng = random.Random(seed)
+    _plain = functools.partial(globals()["_plain"], wait_share=wait_share)
     replay = lambda load, n, exe=0: E("REPLAY", load_mode=load, execute_while_loading=exe, len=n, start_idx=0)
     steps = []
     for _ in range(300):
@@ -102,13 +105,17 @@ def _snapshot(tx: Tensix, ret) -> tuple:
             list(tx.sem_max))
 
 
-def _run(seed: int, strict: bool, direct: bool, monkeypatch) -> list:
+def _run(seed: int, strict: bool, direct: bool, monkeypatch, plain_c: bool = False, timed: bool = True,
+         wait_share: float = 0.05) -> list:
     """The program's trace: a snapshot after every step, then Dst, LRegs and the timeline (or the error's text).
-    `direct`: with direct issue and the deferral's push path, else both off (every word through the FIFO)."""
+    `direct`: with direct issue and the deferral's push path, else both off (every word through the FIFO).
+    `plain_c`: with the C issue of plain words (sfpu_issue_native.plain_run), which a timeline (`timed`) turns off."""
     monkeypatch.setattr(direct_issue, "DIRECT_ISSUE", direct)
     monkeypatch.setattr(deferral, "DEFER_SFPU", direct)
+    monkeypatch.setattr(sfpu_issue_native, "PLAIN_ISSUE_NATIVE", plain_c)
     tx = Tensix(np.zeros(layout.L1_SIZE, np.uint8), strict=strict)
-    tx.rec = tx.tm.rec = tx.tm.sfpu.rec = timeline.TimelineRecorder(0, tx.tm)
+    if timed:
+        tx.rec = tx.tm.rec = tx.tm.sfpu.rec = timeline.TimelineRecorder(0, tx.tm)
     tx.dst.write_rows32(0, np.random.default_rng(seed).standard_normal((512, 16)).astype(np.float32).view(np.uint32))
     nop, setrwc = E("NOP"), E("SETRWC", bit_mask=4, rwc_a=0, rwc_b=0, rwc_d=0, rwc_cr=0, clear_ab_vld=0)
     for thread in range(3):
@@ -116,7 +123,7 @@ def _run(seed: int, strict: bool, direct: bool, monkeypatch) -> list:
             tx.mop_cfg_write(thread, i, v)
     clock, trace = [0, 0, 0], []
     try:
-        for thread, words, gap in _program(seed):
+        for thread, words, gap in _program(seed, wait_share):
             t = clock[thread] + gap
             try:
                 if len(words) == 1:
@@ -132,7 +139,7 @@ def _run(seed: int, strict: bool, direct: bool, monkeypatch) -> list:
     except EmuError as e:
         return trace + [str(e)]
     s = tx.sfpu
-    spans = recorded_spans(tx)[0]
+    spans = recorded_spans(tx)[0] if timed else None
     return trace + [(tx.dst.rows32.tolist(), s.lreg.tolist(), s.lane_flags.tolist(), spans)]
 
 
@@ -150,6 +157,49 @@ def test_random_programs_same_strict_error(seed, monkeypatch):
     a = _run(seed, True, True, monkeypatch)
     assert a == _run(seed, True, False, monkeypatch)
     assert isinstance(a[-1], str)
+
+
+@needs_plain_c
+@pytest.mark.parametrize("seed,strict", [(6, False), (7, False), (0, True), (7, True)])
+def test_plain_words_in_c_identical(seed, strict, monkeypatch):
+    """The C issue of the words direct issue takes (pushed: plain_run, drained from the FIFO or retried after a
+    block: drain_run) against the Python path, state by state (strict: the same error after the same states), and
+    both really take words."""
+    taken = {"push": 0, "drain": 0}
+    loaders = {"push": sfpu_issue_native.plain_run, "drain": sfpu_issue_native.drain_run}
+
+    def counted(path):
+        def load():
+            run = loaders[path]()
+
+            def run_counted(*args):
+                r = run(*args)
+                taken[path] += r[0] - args[2] if path == "push" else r[0]
+                return r
+            return run_counted if run is not None else None
+        return load
+    for path in taken:
+        monkeypatch.setattr(sfpu_issue_native, f"{path.replace('push', 'plain')}_run", counted(path))
+    a = _run(seed, strict, True, monkeypatch, plain_c=True, timed=False, wait_share=0.2)
+    assert taken["push"] > (5 if strict else 100) and (strict or taken["drain"] > 20)
+    assert a == _run(seed, strict, True, monkeypatch, plain_c=False, timed=False, wait_share=0.2)
+    assert isinstance(a[-1], str) == strict
+
+
+@needs_plain_c
+def test_plain_words_in_c_error_mid_run(monkeypatch):
+    """A handler raising inside a run the C part issues: the words before it took full effect, push_many's
+    pm_done / pm_t name it, and the state is the Python path's."""
+    words = (E("SEMINIT", sem_sel=1, init_value=0, max_value=1), E("SETDMAREG", reg_index_16b=3, payload=7),
+             E("SEMPOST", sem_sel=1), E("SEMPOST", sem_sel=1), E("NOP"))
+    states = []
+    for on in (True, False):
+        monkeypatch.setattr(sfpu_issue_native, "PLAIN_ISSUE_NATIVE", on)
+        tx = Tensix(np.zeros(layout.L1_SIZE, np.uint8), strict=True)
+        with pytest.raises(EmuError, match="SEMPOST on semaphore 0"):
+            tx.push_many(1, words, 5)
+        states.append((tx.pm_done, tx.pm_t, _snapshot(tx, None)))
+    assert states[0] == states[1] and states[0][0] == 3
 
 
 def test_direct_path_is_taken(monkeypatch):
@@ -178,7 +228,8 @@ def _same_kernel_runs(plan, arrays, monkeypatch, module, switch: str) -> None:
     assert runs[True] == runs[False]
 
 
-SWITCHES = [(direct_issue, "DIRECT_ISSUE"), (tensix, "RETRY_ON_BANK_CHANGE")]
+SWITCHES = [(direct_issue, "DIRECT_ISSUE"), (tensix, "RETRY_ON_BANK_CHANGE"),
+            (sfpu_issue_native, "PLAIN_ISSUE_NATIVE")]
 
 
 @pytest.mark.needs_cc

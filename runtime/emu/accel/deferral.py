@@ -144,8 +144,9 @@ class DeferralMixin:
     def push_many(self, thread: int, words: tuple, t: int) -> int:
         """FrontendMixin.push_many with push()'s hot case (a deferrable SFPU word without Dst access reaching an
         empty thread) inlined, its state bound once; where the C part is built and no timeline is recorded, runs of
-        deferrable words (SFPLOAD / SFPSTORE too) are issued by it (sfpu_issue_native.issue_run) as push() would;
-        every other word goes through push() itself."""
+        deferrable words (SFPLOAD / SFPSTORE too) are issued by it (sfpu_issue_native.issue_run) as push() would, and
+        runs of the words direct issue takes or a busy thread queues by DirectIssueMixin.push_run; every other word
+        goes through push() itself."""
         tm = self.tm
         if "issue" in tm.__dict__:                # a spied cycle model: the plain calls
             return super(DeferralMixin, self).push_many(thread, words, t)
@@ -153,6 +154,7 @@ class DeferralMixin:
         n = len(words)
         push = self.push
         pass_on = super(DeferralMixin, self).push    # where push() hands a word the deferral does not take
+        push_run = self.push_run
         issue_run = sfpu_issue_native.issue_run() if tm.rec is None and tm.sfpu.rec is None else None
         try:
             th = self.threads[thread]
@@ -188,16 +190,23 @@ class DeferralMixin:
                             if j == n:
                                 break
                 word = words[j]
-                # the conditions of push()'s inlined path; anything else: push() itself
-                if fifo or th.ready or th.mop_out or th.replay_load is not None:
-                    t = push(thread, word, t) + 1
-                    j += 1
-                    continue
-                fast = fast_get(word, _UNSET)
-                if fast is _UNSET:
-                    fast = self._fast_info(word)
-                if fast is None:                  # not the deferral's: push() would pass it on as it is
-                    t = pass_on(thread, word, t) + 1
+                # the conditions of push()'s inlined path; anything else: push() itself, or for a word that is not
+                # the deferral's what push() passes it on to; a run of such words in C where it can (push_run)
+                busy = fifo or th.ready or th.mop_out or th.replay_load is not None
+                if not busy:
+                    fast = fast_get(word, _UNSET)
+                    if fast is _UNSET:
+                        fast = self._fast_info(word)
+                if busy or fast is None:
+                    try:
+                        r = push_run(thread, words, j, t)
+                    except BaseException:
+                        j, t = self.pm_done, self.pm_t
+                        raise
+                    if r is not None:
+                        j, t = r
+                        continue
+                    t = (push if busy else pass_on)(thread, word, t) + 1
                     j += 1
                     continue
                 dq = self.deferred

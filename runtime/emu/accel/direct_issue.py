@@ -13,6 +13,10 @@ words (the deferral's and batching's), an MVMUL outside a pushed MVMUL run and a
 recording wrapper, Tensix.drain, acts on) take the reference path, as does an undecodable word (its error raised where
 the reference raises it).
 
+Such words are issued in C where it is built (push_run: sfpu_issue_native.c's plain_run, a run of them pushed in one
+go, or one), their handlers called back in Python; it does exactly what push() does for each of them
+(TT_EMU_PLAIN_ISSUE_NATIVE=0 keeps them on push()).
+
 `DIRECT_ISSUE = False` (or TT_EMU_DIRECT_ISSUE=0) keeps every push on the reference path; tests/emu/test_direct_issue.py
 pins bits, cycles and errors of this path to it. Mixed into tensix.Tensix after DeferralMixin (whose push hands the
 words it does not take to this one).
@@ -20,19 +24,24 @@ words it does not take to this one).
 from __future__ import annotations
 
 import os
+import struct
 
 from tt_backend.chip.errors import EmuError
 from tt_backend.chip.isa import INSTRUCTIONS
-from tt_backend.runtime.emu.cycles import K_SFPU
+from tt_backend.runtime.emu.accel import sfpu_issue_native
+from tt_backend.runtime.emu.cycles import FPU_DST_WRITERS, K_FPU, K_SFPU, K_UNPACK, SRC_READERS
 from tt_backend.runtime.emu.frontend import MOP_EXPANDER_OPS
 
 DIRECT_ISSUE = os.environ.get("TT_EMU_DIRECT_ISSUE", "1") != "0"
 _EXPANDER_OPS = MOP_EXPANDER_OPS | {INSTRUCTIONS["REPLAY"].opcode}     # words the expanders act on
+_PLAIN_FACTS = struct.Struct("<11q")      # sfpu_issue_native.c's plain_facts
 
 
 class DirectIssueMixin:
     def _init_direct_issue(self) -> None:
         self._direct: dict[int, tuple | None] = {}   # word -> its decode() tuple when direct issue may take it
+        self._plain: dict[int, tuple | None] = {}    # word -> its facts for plain_run (None: not plain_run's)
+        self._plain_progress = [0, 0]                # plain_run's (j, push time) of the word it was at
 
     def push(self, thread: int, word: int, t: int = 0) -> int:
         """FrontendMixin.push; a plain word reaching an empty thread is issued at once, or recorded into a REPLAY load
@@ -52,6 +61,10 @@ class DirectIssueMixin:
             d = self._direct[word] = self._direct_info(word)
         if d is None or (d[0] == "MVMUL") != (self.mm_record is not None):
             return super().push(thread, word, t)        # (the drain's MVMUL recording: see the module docstring)
+        if load is None:
+            r = self.push_run(thread, (word,), 0, t)
+            if r is not None:
+                return r[1] - 1
         t = self.tm.accept_take(thread, t)
         if th.replay_load is not None:
             self.replay_record(th, word)                # (recorded, and issued below)
@@ -69,3 +82,47 @@ class DirectIssueMixin:
         except EmuError:
             return None
         return None if d[5] == K_SFPU else d
+
+    def push_run(self, thread: int, words: tuple, j: int, t: int) -> tuple[int, int] | None:
+        """push() of words[j], words[j + 1], ... (each pushed the cycle after the previous one was accepted) in C,
+        while plain_run takes them (into the FIFO of a thread with work queued, or issued directly): (next j, next
+        push time); None when it takes no word (or the C part is off). If a word raises, pm_done / pm_t name it
+        (FrontendMixin.push_many's contract)."""
+        run = sfpu_issue_native.plain_run()
+        tm = self.tm
+        if run is None or not DIRECT_ISSUE or tm.rec is not None or tm.sfpu.rec is not None or "issue" in tm.__dict__:
+            return None
+        facts = self._plain
+        word = words[j]
+        if word not in facts:
+            facts[word] = self._plain_facts(word)
+        progress = self._plain_progress
+        try:
+            r = run(self, words, j, t, thread, facts, progress, self.mm_record is not None)
+        except BaseException:
+            self.pm_done, self.pm_t = progress
+            raise
+        return r if r[0] > j else None
+
+    def drain_in_c(self):
+        """The C part's drain_run (Tensix._drain's loop for the words plain_run takes) where it may run, else None."""
+        tm = self.tm
+        if tm.rec is not None or tm.sfpu.rec is not None or "issue" in tm.__dict__:
+            return None
+        return sfpu_issue_native.drain_run()
+
+    def _plain_facts(self, word: int) -> tuple | None:
+        """What plain_run reads of a word: (name, fields, handler, Tensix.current for each thread, packed facts), or
+        None when push() would take the word elsewhere (not direct issue's) or raise at it (reserved bits, no
+        handler)."""
+        d = self._direct_info(word) if word >> 32 == 0 else None     # (push() masks a wider word: the Python path)
+        if d is None:
+            return None
+        name, fields, handler, block, reserved, kind, info = d
+        if handler is None or reserved:
+            return None
+        facts = _PLAIN_FACTS.pack(block, kind, info if kind == K_UNPACK else 0, name == "UNPACR_NOP",
+                                  name == "SEMPOST", fields["sem_sel"] if name == "SEMPOST" else 0,
+                                  info[0] if kind == K_FPU else 0, name in FPU_DST_WRITERS, name in SRC_READERS,
+                                  name == "MVMUL", fields.get("dst", 0))
+        return name, fields, handler, tuple((t, word, name) for t in range(3)), facts

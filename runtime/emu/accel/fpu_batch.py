@@ -38,13 +38,8 @@ class FpuBatchMixin:
             if lo > done:
                 t = self._push_slice(thread, words, done, lo, t)
             self.mm_record = []
-            j = lo
             try:
-                for j in range(lo, hi):
-                    t = self.push(thread, words[j], t) + 1
-            except BaseException:
-                self.pm_done, self.pm_t = j, t
-                raise
+                t = self._push_slice(thread, words, lo, hi, t)
             finally:
                 self.flush_mvmul()
             done = hi

@@ -1,4 +1,5 @@
-/* The Tensix's issue of the SFPU words a core pushes one at a time, in C (loaded by sfpu_issue_native.py).
+/* The Tensix's issue of the words a core pushes one at a time, in C (loaded by sfpu_issue_native.py): the SFPU words
+ * (issue_run, pack_records) and the others (plain_run, drain_run, further below).
  *
  * A CPython extension module. Its hot function, issue_run: for a run of `.ttinsn` words pushed to a thread whose
  * frontend is empty (no FIFO, MOP or ready words, no REPLAY load), it does for each deferrable SFPU word what
@@ -13,7 +14,8 @@
  * queue, an address modifier apply_addr_mod refuses): the Python path then takes that word. The cycle model's state
  * is read once per call and written back once.
  * pack_records turns a run of the deferred queue's entries into the records sfpu_native.c executes, in one call.
- * Python stays the reference (tests/emu/test_sfpu_issue_native.py pins cycles, queue and bits to it).
+ * Python stays the reference (tests/emu/test_sfpu_issue_native.py pins cycles, queue and bits to it; for plain_run
+ * and drain_run, tests/emu/test_direct_issue.py).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -481,11 +483,791 @@ fail:
     return NULL;
 }
 
+/* ---------------------------------------------------------------------------------------------- plain words
+ * plain_run: for a run of non-SFPU words pushed to a thread whose frontend is empty, what direct_issue.push and
+ * Tensix.issue_head do for each (a word pushed to a thread with work queued: FrontendMixin.push, see plain_run;
+ * drain_run: Tensix._drain's loop): the FIFO accepts it and the MOP expander takes it (TensixTiming.accept_take), it
+ * waits at the head of the ready queue while the Wait Gate's latch blocks it, the deferred SFPU work executes, its
+ * Python handler runs, and the cycle model issues it (TensixTiming.issue for an unblocked instruction of kind plain,
+ * sync, wait, unpack, pack or FPU: the issue rule, the units' busy times, the sync events). Only handlers, the latch's
+ * condition (Tensix.latch_unmet), the deferred queue, a SEMPOST's post stamps, a STALLWAIT's release and
+ * SFPLOADMACRO-scheduled work are called back in Python. The cycle model's state is read and written per word (a
+ * handler may read it). It stops after a word that blocks (left at the head of the ready queue, as issue_head leaves
+ * it) and before the first word without facts. */
+
+/* plain_facts, packed by DirectIssueMixin._plain_facts in this order (little-endian int64s) */
+typedef struct {
+    int64_t block, kind, sel, is_unpacr_nop, is_sempost, sem_sel;
+    int64_t latency, dst_writer, src_reader, is_mvmul, dst;    /* FPU: FPU_TIMING's latency, the Dst / Src roles */
+} plain_facts;
+enum { K_PLAIN = 0, K_SFPU = 1, K_FPU = 2, K_UNPACK = 3, K_PACK = 4, K_WAIT = 5, K_SYNC = 6 };
+
+static int unpack_bytes_per_cycle = 64, pack_bytes_per_cycle = 16;
+static long long element_bits_of[16];
+static PyObject *s_tm, *s_threads, *s_deferred, *s_flush_deferred, *s_current, *s_latch, *s_block, *s_latch_unmet,
+    *s_blocked, *s_handler_blocked, *s_popleft, *s_ready, *s_issue_t, *s_instructions, *s_clock, *s_fe, *s_gate,
+    *s_after_mop, *s_first, *s_stalls, *s_issued, *s_taken, *s_event_t, *s_unpack_busy, *s_pack_busy, *s_nop_t,
+    *s_src_ready, *s_srca_unpack_bank, *s_srcb_unpack_bank, *s_cfg, *s_adc, *s_raw_sfpu, *s_scheduled,
+    *s_run_scheduled, *s_stamp_posts, *s_waited, *s_kind, *s_cond, *s_stallwait, *s_bank_a, *s_bank_b,
+    *s_rwc, *s_d, *s_srca_matrix_bank, *s_srcb_matrix_bank, *s_dst_fpu_write, *s_bank_read, *s_fpu_busy,
+    *s_bank_wait, *s_fifo, *s_fifo_t, *s_mop_out, *s_batch_skip, *s_replay_load, *s_mm_record, *s_flush_mvmul, *s_drain;
+static int dst_read_latency = 5, fifo_depth = 32;
+
+static PyObject *configure_plain(PyObject *self, PyObject *args) {
+    PyObject *bits;
+    if (!PyArg_ParseTuple(args, "iiOii", &unpack_bytes_per_cycle, &pack_bytes_per_cycle, &bits, &dst_read_latency,
+                          &fifo_depth))
+        return NULL;
+    if (!PyTuple_Check(bits) || PyTuple_GET_SIZE(bits) != 16 || unpack_bytes_per_cycle < 1 || pack_bytes_per_cycle < 1) {
+        PyErr_SetString(PyExc_ValueError, "configure_plain(unpack B/cycle, pack B/cycle, 16 element bits, "
+                                          "FPU Dst read latency, FIFO depth)");
+        return NULL;
+    }
+    for (int i = 0; i < 16; i++)
+        if (get_ll(PyTuple_GET_ITEM(bits, i), "element bits", &element_bits_of[i]))
+            return NULL;
+    Py_RETURN_NONE;
+}
+
+static int list_ll(PyObject *list, Py_ssize_t i, long long *out) {
+    PyObject *v = PyList_GetItem(list, i);
+    return v ? get_ll(v, "list item", out) : -1;
+}
+
+/* attribute `name` of o (a new reference), a list of at least `n` items */
+static PyObject *attr_list(PyObject *o, PyObject *name, Py_ssize_t n) {
+    PyObject *v = PyObject_GetAttr(o, name);
+    if (v && (!PyList_Check(v) || PyList_GET_SIZE(v) < n)) {
+        PyErr_Format(PyExc_TypeError, "plain_run: %U is not a list of %zd", name, n);
+        Py_CLEAR(v);
+    }
+    return v;
+}
+
+static PyObject *call_method(PyObject *o, PyObject *name, PyObject *const *args, size_t n) {
+    PyObject *stack[5] = {o};
+    for (size_t i = 0; i < n; i++)
+        stack[i + 1] = args[i];
+    return PyObject_VectorcallMethod(name, stack, (n + 1) | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+}
+
+/* TensixTiming._adc_count: the datums of the ADC set s's X range (16 when empty) */
+static int adc_count(PyObject *thobj, int s, long long *n) {
+    PyObject *adc = PyObject_GetAttr(thobj, s_adc);
+    if (!adc)
+        return -1;
+    PyObject *set = PyList_Check(adc) ? PyList_GetItem(adc, s) : NULL;
+    PyObject *ch0 = set && PyList_Check(set) ? PyList_GetItem(set, 0) : NULL;
+    PyObject *ch1 = set && PyList_Check(set) ? PyList_GetItem(set, 1) : NULL;
+    long long x0, x1;
+    int bad = !ch0 || !ch1 || !PyList_Check(ch0) || !PyList_Check(ch1) || list_ll(ch0, 0, &x0) || list_ll(ch1, 0, &x1);
+    Py_DECREF(adc);
+    if (bad) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "plain_run: a thread's ADCs are not lists");
+        return -1;
+    }
+    *n = x1 - x0 + 1 > 0 ? x1 - x0 + 1 : 16;
+    return 0;
+}
+
+static int set_attr_max(PyObject *o, PyObject *name, long long v) {
+    long long old;
+    if (attr_ll(o, name, &old))
+        return -1;
+    return v > old ? set_attr_ll(o, name, v) : 0;
+}
+
+/* The cycle model's per-thread lists, read once per call (TensixTiming.FIXED: bound once, then mutated in place). */
+typedef struct {
+    PyObject *clock, *fe, *gate, *after_mop, *first, *stalls, *issued, *taken;
+} tm_lists;
+
+static void tm_lists_release(tm_lists *l) {
+    Py_CLEAR(l->clock);
+    Py_CLEAR(l->fe);
+    Py_CLEAR(l->gate);
+    Py_CLEAR(l->after_mop);
+    Py_CLEAR(l->first);
+    Py_CLEAR(l->stalls);
+    Py_CLEAR(l->issued);
+    Py_CLEAR(l->taken);
+}
+
+static int tm_lists_get(PyObject *tm, tm_lists *l) {
+    if ((l->clock = attr_list(tm, s_clock, 3)) && (l->fe = attr_list(tm, s_fe, 3)) && (l->gate = attr_list(tm, s_gate, 3))
+        && (l->after_mop = attr_list(tm, s_after_mop, 3)) && (l->first = attr_list(tm, s_first, 3))
+        && (l->stalls = attr_list(tm, s_stalls, 3)) && (l->issued = attr_list(tm, s_issued, 3))
+        && (l->taken = attr_list(tm, s_taken, 3)))
+        return 0;
+    tm_lists_release(l);
+    return -1;
+}
+
+/* TensixTiming._run_scheduled_sfpu: SFPLOADMACRO-scheduled work due by cycle c runs first */
+static int run_scheduled(PyObject *tx, PyObject *tm, long long c) {
+    PyObject *sfpu = PyObject_GetAttr(tx, s_raw_sfpu);
+    if (!sfpu)
+        return -1;
+    int due = 0;
+    if (sfpu != Py_None) {
+        PyObject *sch = PyObject_GetAttr(sfpu, s_scheduled);
+        due = sch ? PyObject_IsTrue(sch) : -1;
+        Py_XDECREF(sch);
+    }
+    Py_DECREF(sfpu);
+    if (due <= 0)
+        return due;
+    PyObject *c_o = PyLong_FromLongLong(c);
+    PyObject *r = c_o ? call_method(tm, s_run_scheduled, &c_o, 1) : NULL;
+    Py_XDECREF(c_o);
+    Py_XDECREF(r);
+    return r ? 0 : -1;
+}
+
+/* d[(side, bank)] (a Src bank's cycle; default 0) */
+static int bank_get(PyObject *d, PyObject *side, long long bank, long long *out) {
+    PyObject *key = Py_BuildValue("(OL)", side, bank);
+    if (!key)
+        return -1;
+    PyObject *v = PyDict_GetItemWithError(d, key);
+    Py_DECREF(key);
+    *out = 0;
+    if (!v)
+        return PyErr_Occurred() ? -1 : 0;
+    return get_ll(v, "bank cycle", out);
+}
+
+static int bank_set(PyObject *d, PyObject *side, long long bank, long long v) {
+    PyObject *key = Py_BuildValue("(OL)", side, bank), *val = PyLong_FromLongLong(v);
+    int r = key && val ? PyDict_SetItem(d, key, val) : -1;
+    Py_XDECREF(key);
+    Py_XDECREF(val);
+    return r;
+}
+
+/* TensixTiming.issue's FPU part: the Dst read-after-write auto-stall, the Src banks' data, the banks it held, the
+ * FPU's busy time and the event that hands banks back */
+static int fpu_issue(PyObject *tx, PyObject *tm, const plain_facts *f, long long row, long long bank_a,
+                     long long bank_b, long long *c) {
+    PyObject *dfw = PyObject_GetAttr(tm, s_dst_fpu_write), *src_ready = PyObject_GetAttr(tm, s_src_ready);
+    PyObject *bank_read = PyObject_GetAttr(tm, s_bank_read);
+    int ok = 0;
+    if (!dfw || !src_ready || !bank_read || !PyDict_Check(dfw) || !PyDict_Check(src_ready) || !PyDict_Check(bank_read)) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "plain_run: the FPU timing's tables are not dicts");
+        goto out;
+    }
+    if (f->dst_writer) {
+        PyObject *blk = PyLong_FromLongLong(row >> 3);
+        if (!blk)
+            goto out;
+        PyObject *w = PyDict_GetItemWithError(dfw, blk);
+        long long wc;
+        if ((!w && PyErr_Occurred()) || (w && w != Py_None && get_ll(w, "dst_fpu_write", &wc))) {
+            Py_DECREF(blk);
+            goto out;
+        }
+        if (w && w != Py_None && *c < wc + dst_read_latency)
+            *c = wc + dst_read_latency;
+        if (f->src_reader) {
+            long long ra, rb;
+            if (bank_get(src_ready, s_bank_a, bank_a, &ra) || bank_get(src_ready, s_bank_b, bank_b, &rb)) {
+                Py_DECREF(blk);
+                goto out;
+            }
+            if (ra > *c)
+                *c = ra;
+            if (rb > *c)
+                *c = rb;
+        }
+        PyObject *c_o = PyLong_FromLongLong(*c);
+        int bad = !c_o || PyDict_SetItem(dfw, blk, c_o) < 0;
+        Py_XDECREF(c_o);
+        Py_DECREF(blk);
+        if (bad)
+            goto out;
+    }
+    if (bank_set(bank_read, s_bank_a, bank_a, *c) || bank_set(bank_read, s_bank_b, bank_b, *c)
+        || run_scheduled(tx, tm, *c) || set_attr_max(tm, s_fpu_busy, *c + f->latency)
+        || set_attr_max(tm, s_event_t, *c))
+        goto out;
+    ok = 1;
+out:
+    Py_XDECREF(dfw);
+    Py_XDECREF(src_ready);
+    Py_XDECREF(bank_read);
+    return ok ? 0 : -1;
+}
+
+/* One word, at the head of the ready queue already: the Wait Gate, the handler, the issue rule. 1 when it issued, 0
+ * when it blocked, -1 on an error. */
+static int plain_word(PyObject *tx, PyObject *tm, const tm_lists *L, PyObject *thobj, PyObject *tobj, long long th,
+                      PyObject *rec, PyObject *fields, int was_blocked, long long *issue) {
+    const plain_facts *f = (const plain_facts *)PyBytes_AS_STRING(PyTuple_GET_ITEM(rec, 4));
+    PyObject *r;
+    /* the Wait Gate: a latched wait instruction blocking this word holds it until its conditions are met */
+    PyObject *latch = PyObject_GetAttr(thobj, s_latch);
+    if (!latch)
+        return -1;
+    if (latch != Py_None) {
+        long long lb;
+        if (attr_ll(latch, s_block, &lb)) {
+            Py_DECREF(latch);
+            return -1;
+        }
+        if (f->block == -1 ? lb == 0x1FF : (lb & f->block) != 0) {
+            PyObject *args[2] = {tobj, latch};
+            PyObject *why = call_method(tx, s_latch_unmet, args, 2);
+            Py_DECREF(latch);
+            if (!why)
+                return -1;
+            if (why != Py_None) {
+                PyObject *hb[3] = {thobj, why, Py_False};
+                r = call_method(tx, s_handler_blocked, hb, 3);
+                Py_DECREF(why);
+                if (!r)
+                    return -1;
+                Py_DECREF(r);
+                return 0;
+            }
+            Py_DECREF(why);
+            if (PyObject_SetAttr(thobj, s_latch, Py_None))
+                return -1;
+        } else {
+            Py_DECREF(latch);
+        }
+    } else {
+        Py_DECREF(latch);
+    }
+    /* anything but a deferrable SFPU word: the deferred work first */
+    PyObject *dq = PyObject_GetAttr(tx, s_deferred);
+    if (!dq)
+        return -1;
+    Py_ssize_t queued = PyObject_Length(dq);
+    Py_DECREF(dq);
+    if (queued < 0)
+        return -1;
+    if (queued) {
+        r = call_method(tx, s_flush_deferred, NULL, 0);
+        if (!r)
+            return -1;
+        Py_DECREF(r);
+    }
+    /* TensixTiming.pre: the state its timing needs from before the handler ran */
+    long long bank = 0, row = 0, bank_a = 0, bank_b = 0;
+    if (f->kind == K_UNPACK && attr_ll(tx, f->sel ? s_srcb_unpack_bank : s_srca_unpack_bank, &bank))
+        return -1;
+    if (f->kind == K_FPU) {
+        PyObject *cfg = attr_list(thobj, s_cfg, 2), *rwc = PyObject_GetAttr(thobj, s_rwc);
+        PyObject *d = rwc && PyDict_Check(rwc) ? PyDict_GetItemWithError(rwc, s_d) : NULL;
+        long long c1, rd;
+        int bad = !cfg || !d || list_ll(cfg, 1, &c1) || get_ll(d, "RWC", &rd)
+                  || attr_ll(tx, s_srca_matrix_bank, &bank_a) || attr_ll(tx, s_srcb_matrix_bank, &bank_b);
+        Py_XDECREF(cfg);
+        Py_XDECREF(rwc);
+        if (bad) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_TypeError, "plain_run: a thread's RWCs are not a dict with \"d\"");
+            return -1;
+        }
+        row = ((c1 & 0xFFF) + rd + f->dst) & 0x1FF;
+    }
+    PyObject *hargs[2] = {tobj, fields};
+    PyObject *why = PyObject_Vectorcall(PyTuple_GET_ITEM(rec, 2), hargs, 2, NULL);
+    if (!why)
+        return -1;
+    if (why != Py_None) {
+        PyObject *hb[3] = {thobj, why, (f->kind == K_FPU || f->kind == K_UNPACK) ? Py_True : Py_False};
+        r = call_method(tx, s_handler_blocked, hb, 3);
+        Py_DECREF(why);
+        if (!r)
+            return -1;
+        Py_DECREF(r);
+        return 0;
+    }
+    Py_DECREF(why);
+    /* TensixTiming.issue (bank_wait: its handler had blocked it on a Src bank) */
+    int bank_wait = 0;
+    if (was_blocked) {
+        PyObject *bw = PyObject_GetAttr(thobj, s_bank_wait);
+        bank_wait = bw ? PyObject_IsTrue(bw) : -1;
+        Py_XDECREF(bw);
+        if (bank_wait < 0)
+            return -1;
+    }
+    PyObject *clock_l = L->clock, *fe_l = L->fe, *gate_l = L->gate, *first_l = L->first, *stalls_l = L->stalls;
+    PyObject *issued_l = L->issued, *busy_l = NULL, *key = NULL;
+    int ok = 0;
+    long long clock, fe, mask, until, c;
+    if (list_ll(clock_l, th, &clock) || list_ll(fe_l, th, &fe))
+        goto out;
+    PyObject *gate = PyList_GET_ITEM(gate_l, th);
+    if (!PyTuple_Check(gate) || PyTuple_GET_SIZE(gate) != 2 || get_ll(PyTuple_GET_ITEM(gate, 0), "gate", &mask)
+        || get_ll(PyTuple_GET_ITEM(gate, 1), "gate", &until)) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "plain_run: a Wait Gate entry is not a pair");
+        goto out;
+    }
+    c = clock + 1 > fe ? clock + 1 : fe;
+    if (until > c && (f->block != -1 ? (f->block & mask) != 0 : mask == 0x1FF))
+        c = until;
+    if (was_blocked) {              /* woken by the release of its bank, its banks' data, or the latest event */
+        long long woken, v;
+        if (bank_wait && f->kind == K_UNPACK) {
+            PyObject *br = PyObject_GetAttr(tm, s_bank_read);
+            int bad = !br || !PyDict_Check(br) || bank_get(br, f->sel ? s_bank_b : s_bank_a, bank, &woken);
+            Py_XDECREF(br);
+            if (bad)
+                goto dict_error;
+        } else if (bank_wait && f->kind == K_FPU && f->src_reader) {
+            PyObject *sr = PyObject_GetAttr(tm, s_src_ready);
+            int bad = !sr || !PyDict_Check(sr) || bank_get(sr, s_bank_a, bank_a, &woken)
+                      || bank_get(sr, s_bank_b, bank_b, &v);
+            Py_XDECREF(sr);
+            if (bad)
+                goto dict_error;
+            if (v > woken)
+                woken = v;
+            if (attr_ll(tm, s_nop_t, &v))
+                goto out;
+            if (v > woken)
+                woken = v;
+        } else if (attr_ll(tm, s_event_t, &woken)) {
+            goto out;
+        }
+        if (woken + 1 > c)
+            c = woken + 1;
+    }
+    if (f->kind == K_UNPACK) {
+        long long ub, n, cfgw;
+        PyObject *cfg = attr_list(tx, s_cfg, 113);
+        int bad = !cfg || list_ll(cfg, f->sel ? 112 : 64, &cfgw);
+        Py_XDECREF(cfg);
+        if (bad || !(busy_l = attr_list(tm, s_unpack_busy, 2)) || list_ll(busy_l, f->sel, &ub)
+            || adc_count(thobj, (int)f->sel, &n))
+            goto out;
+        if (ub > c)
+            c = ub;
+        long long bits = n * element_bits_of[cfgw & 0xF], per = 8LL * unpack_bytes_per_cycle;
+        long long done = c + (bits > per ? (bits + per - 1) / per : 1);
+        PyObject *src_ready = PyObject_GetAttr(tm, s_src_ready), *done_o = PyLong_FromLongLong(done);
+        key = Py_BuildValue("(OL)", f->sel ? s_bank_b : s_bank_a, bank);
+        bad = !src_ready || !done_o || !key || set_item_ll(busy_l, f->sel, done)
+              || PyObject_SetItem(src_ready, key, done_o) < 0 || set_attr_max(tm, s_event_t, done);
+        Py_XDECREF(src_ready);
+        Py_XDECREF(done_o);
+        if (bad)
+            goto out;
+    } else if (f->kind == K_FPU) {
+        if (fpu_issue(tx, tm, f, row, bank_a, bank_b, &c))
+            goto out;
+    } else if (f->kind == K_PACK) {
+        long long pb, n;
+        if (run_scheduled(tx, tm, c) || attr_ll(tm, s_pack_busy, &pb) || adc_count(thobj, 2, &n))
+            goto out;
+        if (pb > c)
+            c = pb;
+        long long bytes = n * 4;
+        if (set_attr_ll(tm, s_pack_busy, c + (bytes > pack_bytes_per_cycle
+                                                  ? (bytes + pack_bytes_per_cycle - 1) / pack_bytes_per_cycle : 1)))
+            goto out;
+    } else if (f->is_unpacr_nop) {
+        if (set_attr_ll(tm, s_nop_t, c))
+            goto out;
+    } else if (f->kind == K_SYNC) {
+        if (set_attr_max(tm, s_event_t, c))
+            goto out;
+        if (f->is_sempost) {
+            PyObject *a[2] = {PyLong_FromLongLong(f->sem_sel), PyLong_FromLongLong(c)};
+            r = a[0] && a[1] ? call_method(tx, s_stamp_posts, a, 2) : NULL;
+            Py_XDECREF(a[0]);
+            Py_XDECREF(a[1]);
+            if (!r)
+                goto out;
+            Py_DECREF(r);
+        }
+    }
+    PyObject *first_o = PyList_GET_ITEM(first_l, th);
+    if (first_o == Py_None) {
+        if (set_item_ll(first_l, th, c))
+            goto out;
+    } else if (c - clock - 1 > 0) {
+        long long s;
+        if (list_ll(stalls_l, th, &s) || set_item_ll(stalls_l, th, s + c - clock - 1))
+            goto out;
+    }
+    long long iss;
+    if (set_item_ll(clock_l, th, c) || list_ll(issued_l, th, &iss) || set_item_ll(issued_l, th, iss + 1)
+        || set_attr_ll(tx, s_issue_t, c))
+        goto out;
+    if (f->kind == K_WAIT) {                            /* the unit-busy conditions of the latch it left */
+        PyObject *lt = PyObject_GetAttr(thobj, s_latch);
+        if (!lt)
+            goto out;
+        if (lt != Py_None) {
+            PyObject *kind = PyObject_GetAttr(lt, s_kind), *cond = NULL, *blk = PyObject_GetAttr(lt, s_block);
+            int sw = kind ? PyObject_RichCompareBool(kind, s_stallwait, Py_EQ) : -1;
+            if (sw == 1)
+                cond = PyObject_GetAttr(lt, s_cond);
+            else if (sw == 0)
+                cond = PyLong_FromLong(0);
+            PyObject *c_o = PyLong_FromLongLong(c);
+            PyObject *a[4] = {tobj, c_o, cond, blk};
+            r = c_o && cond && blk ? call_method(tm, s_waited, a, 4) : NULL;
+            Py_XDECREF(kind);
+            Py_XDECREF(cond);
+            Py_XDECREF(blk);
+            Py_XDECREF(c_o);
+            Py_DECREF(lt);
+            if (!r)
+                goto out;
+            Py_DECREF(r);
+        } else {
+            Py_DECREF(lt);
+        }
+    }
+    *issue = c;
+    ok = 1;
+    goto out;
+dict_error:
+    if (!PyErr_Occurred())
+        PyErr_SetString(PyExc_TypeError, "plain_run: the cycle model's bank tables are not dicts");
+out:
+    Py_XDECREF(busy_l);
+    Py_XDECREF(key);
+    return ok ? 1 : -1;
+}
+
+/* plain_run(tx, words, j, t, thread, facts, progress, recording) -> (next j, next push time)
+ * tx: the Tensix; facts: word -> (name, fields, handler, (tx.current for threads 0, 1, 2), packed plain_facts) or
+ * None; progress: a list whose items 0 and 1 hold (j, push time) of the word being pushed when an exception leaves;
+ * recording: an MVMUL run records (accel/fpu_batch.py): only MVMULs are taken then, else no MVMUL.
+ * A word pushed while the thread has work queued goes into its FIFO and the thread drains (FrontendMixin.push), any
+ * word; else it is issued directly (plain_word) if it has facts and the thread holds no REPLAY load and no blocked
+ * word. It stops before a word it does not take (a full FIFO: the Python path raises the Stall).
+ * The caller has checked that no timeline is attached and direct issue is on. */
+static PyObject *plain_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 8 || !PyTuple_Check(args[1]) || !PyDict_Check(args[5]) || !PyList_Check(args[6])
+        || PyList_GET_SIZE(args[6]) != 2) {
+        PyErr_SetString(PyExc_TypeError, "plain_run(tx, words: tuple, j, t, thread, facts: dict, progress: list, "
+                                         "recording)");
+        return NULL;
+    }
+    int recording = PyObject_IsTrue(args[7]);
+    if (recording < 0)
+        return NULL;
+    PyObject *tx = args[0], *words = args[1], *tobj = args[4], *facts = args[5], *progress = args[6];
+    long long j, t, th;
+    if (get_ll(args[2], "j", &j) || get_ll(args[3], "t", &t) || get_ll(tobj, "thread", &th))
+        return NULL;
+    if (th < 0 || th > 2 || j < 0) {
+        PyErr_SetString(PyExc_ValueError, "plain_run: no such thread or position");
+        return NULL;
+    }
+    PyObject *tm = PyObject_GetAttr(tx, s_tm), *threads = tm ? attr_list(tx, s_threads, 3) : NULL;
+    PyObject *thobj = threads ? PyList_GET_ITEM(threads, th) : NULL;
+    PyObject *ready = thobj ? PyObject_GetAttr(thobj, s_ready) : NULL;
+    tm_lists L = {0};
+    PyObject *instr_l = ready && !tm_lists_get(tm, &L) ? attr_list(tx, s_instructions, 3) : NULL;
+    PyObject *fifo = instr_l ? PyObject_GetAttr(thobj, s_fifo) : NULL;
+    PyObject *fifo_t = fifo ? PyObject_GetAttr(thobj, s_fifo_t) : NULL;
+    PyObject *mop_out = fifo_t ? PyObject_GetAttr(thobj, s_mop_out) : NULL;
+    PyObject *result = NULL;
+    if (!mop_out)
+        goto out;
+    PyObject *q = PyList_GET_ITEM(L.taken, th);
+    Py_ssize_t n = PyTuple_GET_SIZE(words);
+    while (j < n) {
+        PyObject *w = PyTuple_GET_ITEM(words, j);
+        Py_ssize_t nfifo = PyObject_Length(fifo), nready = PyObject_Length(ready), nmop = PyObject_Length(mop_out);
+        if (nfifo < 0 || nready < 0 || nmop < 0)
+            goto out;
+        if (nfifo || nready || nmop) {
+            /* FrontendMixin.push: a thread with work queued takes any word into its FIFO, then drains */
+            long long wv;
+            if (get_ll(w, "word", &wv))
+                goto out;
+            if (nfifo >= fifo_depth || wv < 0 || wv > 0xFFFFFFFFLL)
+                break;                                  /* (the Python path raises the Stall, masks the word) */
+            PyObject *pj = PyLong_FromLongLong(j), *pt = PyLong_FromLongLong(t);
+            if (!pj || !pt || PyList_SetItem(progress, 0, pj) || PyList_SetItem(progress, 1, pt)) {
+                Py_XDECREF(pt);
+                goto out;
+            }
+            long long a = t;                            /* TensixTiming.accept */
+            if (PySequence_Size(q) == depth) {
+                PyObject *oldest = PySequence_GetItem(q, 0);
+                long long o;
+                int bad = !oldest || get_ll(oldest, "taken", &o);
+                Py_XDECREF(oldest);
+                if (bad)
+                    goto out;
+                if (o > t)
+                    a = o;
+            }
+            PyObject *a_o = PyLong_FromLongLong(a), *r = NULL, *r2 = NULL, *r3 = NULL;
+            if (a_o && (r = PyObject_CallMethodOneArg(fifo, s_append, w))
+                && (r2 = PyObject_CallMethodOneArg(fifo_t, s_append, a_o)))
+                r3 = call_method(tx, s_drain, &tobj, 1);
+            Py_XDECREF(a_o), Py_XDECREF(r), Py_XDECREF(r2), Py_XDECREF(r3);
+            if (!r3)
+                goto out;
+            t = a + 1;
+            j++;
+            continue;
+        }
+        /* direct issue: the thread's frontend is empty; not while a REPLAY load records or a word is blocked */
+        PyObject *load = PyObject_GetAttr(thobj, s_replay_load), *blocked = PyObject_GetAttr(thobj, s_blocked);
+        Py_XDECREF(load);
+        Py_XDECREF(blocked);
+        if (!load || !blocked)
+            goto out;
+        if (load != Py_None || blocked != Py_None)
+            break;
+        PyObject *rec = PyDict_GetItemWithError(facts, w);
+        if (!rec) {
+            if (PyErr_Occurred())
+                goto out;
+            break;
+        }
+        if (rec == Py_None)
+            break;
+        if (!PyTuple_Check(rec) || PyTuple_GET_SIZE(rec) != 5 || !PyBytes_Check(PyTuple_GET_ITEM(rec, 4))
+            || PyBytes_GET_SIZE(PyTuple_GET_ITEM(rec, 4)) != sizeof(plain_facts)) {
+            PyErr_SetString(PyExc_TypeError, "plain_run: a word's facts of the wrong shape");
+            goto out;
+        }
+        if (((const plain_facts *)PyBytes_AS_STRING(PyTuple_GET_ITEM(rec, 4)))->is_mvmul != recording)
+            break;                                      /* (the drain's MVMUL recording: direct_issue.push's rule) */
+        PyObject *pj = PyLong_FromLongLong(j), *pt = PyLong_FromLongLong(t);
+        if (!pj || !pt || PyList_SetItem(progress, 0, pj) || PyList_SetItem(progress, 1, pt)) {
+            Py_XDECREF(pt);
+            goto out;
+        }
+        /* accept_take */
+        long long clock, fe, a = t;
+        PyObject *after_l = L.after_mop, *fe_l = L.fe;
+        int bad = list_ll(L.clock, th, &clock) || list_ll(fe_l, th, &fe);
+        Py_ssize_t qlen = bad ? -1 : PySequence_Size(q);
+        if (qlen == depth) {
+            PyObject *oldest = PySequence_GetItem(q, 0);
+            long long o;
+            bad = !oldest || get_ll(oldest, "taken", &o);
+            Py_XDECREF(oldest);
+            if (!bad && o > t)
+                a = o;
+        }
+        int after = bad ? -1 : PyObject_IsTrue(PyList_GET_ITEM(after_l, th));
+        if (bad || qlen < 0 || after < 0)
+            goto out;
+        PyObject *left = PyLong_FromLongLong(a > clock ? a : clock);
+        PyObject *r = left ? PyObject_CallMethodOneArg(q, s_append, left) : NULL;
+        Py_XDECREF(left);
+        bad = !r;
+        Py_XDECREF(r);
+        if (after) {                                    /* the MOP transition penalty */
+            fe = (fe > clock + 1 ? fe : clock + 1) + mop_penalty;
+            if (!bad) {
+                Py_INCREF(Py_False);
+                bad = PyList_SetItem(after_l, th, Py_False) < 0;
+            }
+        }
+        if (bad || set_item_ll(fe_l, th, a > fe ? a : fe))
+            goto out;
+        /* at the head of the ready queue while the Wait Gate and the handler decide */
+        r = PyObject_CallMethodOneArg(ready, s_append, w);
+        if (!r)
+            goto out;
+        Py_DECREF(r);
+        if (PyObject_SetAttr(tx, s_current, PyTuple_GET_ITEM(PyTuple_GET_ITEM(rec, 3), th)))
+            goto out;
+        long long c;
+        int issued = plain_word(tx, tm, &L, thobj, tobj, th, rec, PyTuple_GET_ITEM(rec, 1), 0, &c);
+        if (issued < 0)
+            goto out;
+        j++;
+        t = a + 1;
+        if (!issued)
+            break;                                      /* blocked: it stays at the head */
+        r = PyObject_CallMethodNoArgs(ready, s_popleft);
+        if (!r)
+            goto out;
+        Py_DECREF(r);
+        long long cnt;
+        if (PyObject_SetAttr(thobj, s_blocked, Py_None) || list_ll(instr_l, th, &cnt)
+            || set_item_ll(instr_l, th, cnt + 1))
+            goto out;
+    }
+    result = Py_BuildValue("(LL)", j, t);
+out:
+    Py_XDECREF(tm);
+    Py_XDECREF(threads);
+    Py_XDECREF(ready);
+    tm_lists_release(&L);
+    Py_XDECREF(instr_l);
+    Py_XDECREF(fifo);
+    Py_XDECREF(fifo_t);
+    Py_XDECREF(mop_out);
+    return result;
+}
+
+/* drain_run(tx, thread, facts) -> (issued, more): Tensix._drain's loop while the head of the thread's queue is a word
+ * plain_run takes (its facts in `facts`), what next_instruction and issue_head do for it: a word from the FIFO (no MOP
+ * expander output, no REPLAY load; the word not one the expanders act on, as no such word has facts) is taken
+ * (TensixTiming.take) to the ready queue; the head, blocked before or not, goes through the Wait Gate, the handler and
+ * the issue rule (plain_word); a recorded MVMUL run is executed before any other word (flush_mvmul(keep=True)).
+ * Returns the words issued, and more = True when the head is left for Python's loop (a word without facts, MOP or
+ * REPLAY work), False when the thread is empty or its head blocked. The caller counts the instructions. */
+static PyObject *drain_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 3 || !PyDict_Check(args[2])) {
+        PyErr_SetString(PyExc_TypeError, "drain_run(tx, thread, facts: dict)");
+        return NULL;
+    }
+    PyObject *tx = args[0], *tobj = args[1], *facts = args[2];
+    long long th;
+    if (get_ll(tobj, "thread", &th))
+        return NULL;
+    if (th < 0 || th > 2) {
+        PyErr_SetString(PyExc_ValueError, "drain_run: no such thread");
+        return NULL;
+    }
+    PyObject *tm = PyObject_GetAttr(tx, s_tm), *threads = tm ? attr_list(tx, s_threads, 3) : NULL;
+    PyObject *thobj = threads ? PyList_GET_ITEM(threads, th) : NULL;
+    PyObject *ready = thobj ? PyObject_GetAttr(thobj, s_ready) : NULL;
+    PyObject *fifo = ready ? PyObject_GetAttr(thobj, s_fifo) : NULL;
+    PyObject *fifo_t = fifo ? PyObject_GetAttr(thobj, s_fifo_t) : NULL;
+    PyObject *mop_out = fifo_t ? PyObject_GetAttr(thobj, s_mop_out) : NULL;
+    PyObject *result = NULL, *r;
+    tm_lists L = {0};
+    long long issued = 0;
+    int more = 0;
+    if (!mop_out || tm_lists_get(tm, &L))
+        goto out;
+    for (;;) {
+        Py_ssize_t nready = PyObject_Length(ready);
+        if (nready < 0)
+            goto out;
+        if (nready == 0) {
+            Py_ssize_t nmop = PyObject_Length(mop_out), nfifo = PyObject_Length(fifo);
+            if (nmop < 0 || nfifo < 0 || set_attr_ll(thobj, s_batch_skip, 0))
+                goto out;
+            if (nmop) {
+                more = 1;
+                break;
+            }
+            if (!nfifo)
+                break;
+            PyObject *load = PyObject_GetAttr(thobj, s_replay_load);
+            if (!load)
+                goto out;
+            Py_DECREF(load);
+            PyObject *w = PySequence_GetItem(fifo, 0);
+            if (!w)
+                goto out;
+            PyObject *rec = PyDict_GetItemWithError(facts, w);
+            if (load != Py_None || !rec || rec == Py_None) {
+                Py_DECREF(w);
+                if (PyErr_Occurred())
+                    goto out;
+                more = 1;
+                break;
+            }
+            /* TensixTiming.take of a word that is not a MOP */
+            PyObject *pt = PyObject_CallMethodNoArgs(fifo_t, s_popleft);
+            r = pt ? PyObject_CallMethodNoArgs(fifo, s_popleft) : NULL;
+            Py_XDECREF(r);
+            long long push_t, clock, fe;
+            PyObject *fe_l = L.fe, *after_l = L.after_mop;
+            int bad = !r || get_ll(pt, "fifo_t", &push_t) || list_ll(L.clock, th, &clock) || list_ll(fe_l, th, &fe);
+            int after = bad ? -1 : PyObject_IsTrue(PyList_GET_ITEM(after_l, th));
+            PyObject *left = after < 0 ? NULL : PyLong_FromLongLong(push_t > clock ? push_t : clock);
+            PyObject *ap = left ? PyObject_CallMethodOneArg(PyList_GET_ITEM(L.taken, th), s_append, left) : NULL;
+            bad = !ap;
+            if (!bad && after) {
+                fe = (fe > clock + 1 ? fe : clock + 1) + mop_penalty;
+                Py_INCREF(Py_False);
+                bad = PyList_SetItem(after_l, th, Py_False) < 0;
+            }
+            bad = bad || set_item_ll(fe_l, th, push_t > fe ? push_t : fe);
+            Py_XDECREF(pt), Py_XDECREF(left), Py_XDECREF(ap);
+            r = bad ? NULL : PyObject_CallMethodOneArg(ready, s_append, w);
+            Py_DECREF(w);
+            if (!r)
+                goto out;
+            Py_DECREF(r);
+        }
+        PyObject *head = PySequence_GetItem(ready, 0);
+        if (!head)
+            goto out;
+        PyObject *rec = PyDict_GetItemWithError(facts, head);
+        Py_DECREF(head);                                /* (the queue keeps it) */
+        if (!rec || rec == Py_None) {
+            if (PyErr_Occurred())
+                goto out;
+            more = 1;
+            break;
+        }
+        if (!PyTuple_Check(rec) || PyTuple_GET_SIZE(rec) != 5 || !PyBytes_Check(PyTuple_GET_ITEM(rec, 4))
+            || PyBytes_GET_SIZE(PyTuple_GET_ITEM(rec, 4)) != sizeof(plain_facts)) {
+            PyErr_SetString(PyExc_TypeError, "drain_run: a word's facts of the wrong shape");
+            goto out;
+        }
+        if (!((const plain_facts *)PyBytes_AS_STRING(PyTuple_GET_ITEM(rec, 4)))->is_mvmul) {
+            PyObject *mm = PyObject_GetAttr(tx, s_mm_record);
+            int recorded = mm ? PyObject_IsTrue(mm) : -1;
+            Py_XDECREF(mm);
+            if (recorded < 0)
+                goto out;
+            if (recorded) {                             /* anything else sees the recorded MVMULs' Dst */
+                PyObject *keep = Py_True;
+                r = call_method(tx, s_flush_mvmul, &keep, 1);
+                if (!r)
+                    goto out;
+                Py_DECREF(r);
+            }
+        }
+        PyObject *blocked = PyObject_GetAttr(thobj, s_blocked);
+        if (!blocked)
+            goto out;
+        Py_DECREF(blocked);
+        if (PyObject_SetAttr(tx, s_current, PyTuple_GET_ITEM(PyTuple_GET_ITEM(rec, 3), th)))
+            goto out;
+        long long c;
+        int ok = plain_word(tx, tm, &L, thobj, tobj, th, rec, PyTuple_GET_ITEM(rec, 1), blocked != Py_None, &c);
+        if (ok < 0)
+            goto out;
+        if (!ok)
+            break;                                      /* blocked: it stays at the head */
+        r = PyObject_CallMethodNoArgs(ready, s_popleft);
+        if (!r)
+            goto out;
+        Py_DECREF(r);
+        if (PyObject_SetAttr(thobj, s_blocked, Py_None))
+            goto out;
+        issued++;
+    }
+    result = Py_BuildValue("(LO)", issued, more ? Py_True : Py_False);
+out:                            /* (on an error, the words issued before it are not counted: as _drain) */
+    tm_lists_release(&L);
+    Py_XDECREF(tm);
+    Py_XDECREF(threads);
+    Py_XDECREF(ready);
+    Py_XDECREF(fifo);
+    Py_XDECREF(fifo_t);
+    Py_XDECREF(mop_out);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"configure", configure, METH_VARARGS, "configure(fifo_depth, mop_transition_penalty, all_lregs, load_modes, store_modes, dst_rwc_mask, "
      "src_rwc_mask, fpu_to_sfpload_gap)"},
     {"issue_run", (PyCFunction)(void (*)(void))issue_run, METH_FASTCALL, "see the module comment"},
     {"pack_records", (PyCFunction)(void (*)(void))pack_records, METH_FASTCALL, "see its comment"},
+    {"configure_plain", configure_plain, METH_VARARGS, "configure_plain(unpack_bytes_per_cycle, pack_bytes_per_cycle, "
+     "element_bits)"},
+    {"plain_run", (PyCFunction)(void (*)(void))plain_run, METH_FASTCALL, "see its comment"},
+    {"drain_run", (PyCFunction)(void (*)(void))drain_run, METH_FASTCALL, "see its comment"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -500,6 +1282,27 @@ PyMODINIT_FUNC PyInit_sfpu_issue(void) {
         !(s_strict = PyUnicode_InternFromString("strict")) || !(s_append = PyUnicode_InternFromString("append")) ||
         !(zero = PyLong_FromLong(0)))
         return NULL;
+    struct { PyObject **p; const char *s; } names[] = {
+        {&s_tm, "tm"}, {&s_threads, "threads"}, {&s_deferred, "deferred"}, {&s_flush_deferred, "flush_deferred"},
+        {&s_current, "current"}, {&s_latch, "latch"}, {&s_block, "block"}, {&s_latch_unmet, "latch_unmet"},
+        {&s_blocked, "blocked"}, {&s_handler_blocked, "handler_blocked"}, {&s_popleft, "popleft"}, {&s_ready, "ready"},
+        {&s_issue_t, "issue_t"}, {&s_instructions, "instructions"}, {&s_clock, "clock"}, {&s_fe, "fe"},
+        {&s_gate, "gate"}, {&s_after_mop, "after_mop"}, {&s_first, "first"}, {&s_stalls, "stalls"},
+        {&s_issued, "issued"}, {&s_taken, "taken"}, {&s_event_t, "event_t"}, {&s_unpack_busy, "unpack_busy"},
+        {&s_pack_busy, "pack_busy"}, {&s_nop_t, "nop_t"}, {&s_src_ready, "src_ready"},
+        {&s_srca_unpack_bank, "srca_unpack_bank"}, {&s_srcb_unpack_bank, "srcb_unpack_bank"}, {&s_cfg, "cfg"},
+        {&s_adc, "adc"}, {&s_raw_sfpu, "raw_sfpu"}, {&s_scheduled, "scheduled"},
+        {&s_run_scheduled, "_run_scheduled_sfpu"}, {&s_stamp_posts, "stamp_posts"}, {&s_waited, "waited"},
+        {&s_kind, "kind"}, {&s_cond, "cond"}, {&s_stallwait, "STALLWAIT"}, {&s_bank_a, "a"}, {&s_bank_b, "b"},
+        {&s_rwc, "rwc"}, {&s_d, "d"}, {&s_srca_matrix_bank, "srca_matrix_bank"},
+        {&s_srcb_matrix_bank, "srcb_matrix_bank"}, {&s_dst_fpu_write, "dst_fpu_write"}, {&s_bank_read, "bank_read"},
+        {&s_fpu_busy, "fpu_busy"}, {&s_bank_wait, "bank_wait"}, {&s_fifo, "fifo"}, {&s_fifo_t, "fifo_t"},
+        {&s_mop_out, "mop_out"}, {&s_batch_skip, "batch_skip"}, {&s_replay_load, "replay_load"},
+        {&s_mm_record, "mm_record"}, {&s_flush_mvmul, "flush_mvmul"}, {&s_drain, "drain"},
+    };
+    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
+        if (!(*names[k].p = PyUnicode_InternFromString(names[k].s)))
+            return NULL;
     const char *keys[6] = {"a", "a_cr", "b", "b_cr", "d", "d_cr"};
     for (int k = 0; k < 6; k++)
         if (!(rwc_keys[k] = PyUnicode_InternFromString(keys[k])))

@@ -10,6 +10,10 @@ sfpu_native's records in one call (pack_records). Python stays the reference for
 (tests/emu/test_sfpu_issue_native.py pins cycles, the deferred queue and bits to it). `ISSUE_NATIVE = False` (or
 TT_EMU_SFPU_ISSUE_NATIVE=0) keeps every word on the Python path; without a host compiler or Python's headers it stays
 there too (`python -m tt_backend info` says which runs, and why).
+
+The same module issues the other words direct issue takes (accel/direct_issue.py: plain_run for pushed words,
+drain_run for Tensix._drain's loop), the issue rule of every non-SFPU kind in C, handlers called back in Python;
+`PLAIN_ISSUE_NATIVE = False` (or TT_EMU_PLAIN_ISSUE_NATIVE=0) keeps them on the Python path.
 """
 from __future__ import annotations
 
@@ -24,11 +28,15 @@ from pathlib import Path
 from tt_backend.chip.sfpu_regs import ALL_LREGS
 from tt_backend.runtime.emu.accel import native
 from tt_backend.runtime.emu.accel.sfpu_native import DST32_MODES_OF
-from tt_backend.runtime.emu.cycles import FIFO_EFFECTIVE_DEPTH, FPU_TO_SFPLOAD_GAP, MOP_TRANSITION_PENALTY
+from tt_backend.chip.numerics.formats import element_bits
+from tt_backend.runtime.emu.frontend import FIFO_DEPTH
+from tt_backend.runtime.emu.cycles import (FIFO_EFFECTIVE_DEPTH, FPU_DST_READ_LATENCY, FPU_TO_SFPLOAD_GAP,
+                                           MOP_TRANSITION_PENALTY, PACK_BYTES_PER_CYCLE, UNPACK_BYTES_PER_CYCLE)
 from tt_backend.runtime.emu.tensix_fpu import DST_RWC_MASK, SRC_RWC_MASK
 
 SOURCE = Path(__file__).with_name("sfpu_issue_native.c")
 ISSUE_NATIVE = os.environ.get("TT_EMU_SFPU_ISSUE_NATIVE", "1") != "0"
+PLAIN_ISSUE_NATIVE = os.environ.get("TT_EMU_PLAIN_ISSUE_NATIVE", "1") != "0"
 
 # The deferral's abstract lane-flag state (LaneFlags, UseLaneFlagsForLaneEnable), each 0, 1 or None (differs between
 # lanes), as the C part codes it: lf * 3 + use, None as 2.
@@ -54,6 +62,8 @@ def _load() -> tuple[object | None, str]:
     load_modes, store_modes = (sum(1 << m for m in DST32_MODES_OF[s]) for s in (False, True))
     mod.configure(FIFO_EFFECTIVE_DEPTH, MOP_TRANSITION_PENALTY, ALL_LREGS, load_modes, store_modes, DST_RWC_MASK,
                   SRC_RWC_MASK, FPU_TO_SFPLOAD_GAP)
+    mod.configure_plain(UNPACK_BYTES_PER_CYCLE, PACK_BYTES_PER_CYCLE, tuple(element_bits(f) for f in range(16)),
+                        FPU_DST_READ_LATENCY, FIFO_DEPTH)
     return mod, f"C ({path}) for runs of deferrable SFPU words pushed to an empty thread"
 
 
@@ -67,9 +77,27 @@ def pack_records():
     return _load()[0].pack_records if ISSUE_NATIVE and _load()[0] is not None else None
 
 
+def plain_run():
+    """The C part's plain_run (see sfpu_issue_native.c), or None when it is off or unavailable."""
+    return _load()[0].plain_run if PLAIN_ISSUE_NATIVE and _load()[0] is not None else None
+
+
+def drain_run():
+    """The C part's drain_run (see sfpu_issue_native.c), or None when it is off or unavailable."""
+    return _load()[0].drain_run if PLAIN_ISSUE_NATIVE and _load()[0] is not None else None
+
+
 def status() -> str:
     """Which path issues SFPU words pushed one at a time, for `python -m tt_backend info`."""
     return _load()[1] if ISSUE_NATIVE else "Python: TT_EMU_SFPU_ISSUE_NATIVE=0"
+
+
+def plain_status() -> str:
+    """Which path issues the other words pushed one at a time, for `python -m tt_backend info`."""
+    if not PLAIN_ISSUE_NATIVE:
+        return "Python: TT_EMU_PLAIN_ISSUE_NATIVE=0"
+    mod, why = _load()
+    return why if mod is None else "C for runs of the other words direct issue takes (handlers in Python)"
 
 
 def word_facts(info: tuple, block: int, deferral: tuple) -> tuple:
