@@ -149,13 +149,18 @@ def test_bit_identical_to_cpu(name, fn, specs, modes, target):
                                        ("scalar_short_tail", False), ("scalar_broadcast", False)])
 def test_broadcast_head(name, head):
     """The scalar's stream is read as a 64-datum head exactly where its value is hoisted and the body never loads it;
-    beside it the contiguous input's reads stay in flight (mover_cost.reads_in_flight)."""
+    beside it the contiguous input's reads stay in flight (mover_cost.reads_in_flight), and its resident window's
+    load is issued before them, so that the first head fill waits for that read alone."""
     _, fn, specs, _ = CASES[IDS.index(name)]
     (plan,) = _plans(fn, specs)
     assert bool(plan.head_inputs) == head and (len(plan.sfpu.setup) > 1 + 2) == head
     src = plan.render()["brisc"]
     assert ("only the SFPU setup reads this tile" in src) == head
     assert ("tt_noc_read_wait_mark" in src) == head
+    kmain = src.split("int kmain(void)")[1]
+    assert ("tt_window_span_issue(" in kmain) == head
+    if head:
+        assert kmain.index("tt_window_span_issue(") < kmain.index("read_issue")
 
 
 def test_column_segments_where_not_resident():
