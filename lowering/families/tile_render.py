@@ -263,5 +263,12 @@ def render_tile_kernel(plan: TilePlan, generator: str, red: ReducePlan | None = 
     # while the unpackers bring the FPU's operands (a bf16 Dst input reaches Dst through an FPU ELWADD: not then)
     ctx["setup_first"] = bool(fpu_ops) and len(plan.sfpu.setup) > 0 and not any(
         s["fmt"] == "bf16" and s["dst"] for s in inputs)
+    # the SFPU setup computes from constants and uniform inputs only (scalars of the whole kernel,
+    # frontend.uniform_inputs): the same values for every tile, kept in LReg11-14, which the body only reads. It runs for
+    # a core's first tile only; a head (an input only the setup reads) is then sent and unpacked for that tile only,
+    # where the reader keeps its reads in flight
+    ctx["setup_once"] = red is None and bool(plan.sfpu.setup)
+    for s in inputs:
+        s["once"] = ctx["setup_once"] and ctx["in_flight"] and bool(s["runs"] and s["runs"]["head"])
     datums = red is not None
     return kernel_sources(ctx, "reader.c.j2", "writer.c.j2", "compute.c.j2", args_header(plan, generator, red, datums))

@@ -150,7 +150,9 @@ def test_bit_identical_to_cpu(name, fn, specs, modes, target):
 def test_broadcast_head(name, head):
     """The scalar's stream is read as a 64-datum head exactly where its value is hoisted and the body never loads it;
     beside it the contiguous input's reads stay in flight (mover_cost.reads_in_flight), and its resident window's
-    load is issued before them, so that the first head fill waits for that read alone."""
+    load is issued before them, so that the first head fill waits for that read alone. The head (a scalar of the
+    whole kernel) is sent and unpacked, and the SFPU setup run, for the core's first tile only (CASES: 2 and 3 tiles
+    against the CPU)."""
     _, fn, specs, _ = CASES[IDS.index(name)]
     (plan,) = _plans(fn, specs)
     assert bool(plan.head_inputs) == head and (len(plan.sfpu.setup) > 1 + 2) == head
@@ -161,6 +163,10 @@ def test_broadcast_head(name, head):
     assert ("tt_window_span_issue(" in kmain) == head
     if head:
         assert kmain.index("tt_window_span_issue(") < kmain.index("read_issue")
+    assert ("sent for the first one only" in src) == head
+    compute = plan.render()["trisc1"]
+    assert "kept in LReg11-14 (setup_once)" in compute     # every elementwise setup: constants and scalars
+    assert ("sent and unpacked once (setup_once)" in compute) == head
 
 
 def test_column_segments_where_not_resident():
