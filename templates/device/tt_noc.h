@@ -218,7 +218,7 @@ static inline uint32_t tt_window_fetch(tt_noc_t *noc, tt_window_t *w, uint32_t b
 
 /* The window load of tt_window_span below, issued and not waited for: returns the read mark after which the window
  * holds [addr, addr+len) (tt_noc_read_wait_mark), the current count when it holds them already. A reader issues a
- * resident buffer's load this way before its streams' reads, so that its first use waits for that read alone. */
+ * resident buffer's load this way among its streams' reads, so that its first use does not wait for the later ones. */
 static inline uint32_t tt_window_span_issue(tt_noc_t *noc, tt_window_t *w, uint32_t buf, uint32_t buf_end,
                                             uint32_t addr, uint32_t len, uint32_t back, uint32_t span)
 {
