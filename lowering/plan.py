@@ -78,7 +78,7 @@ class MacroSchedule:
 
 @dataclass
 class SfpuProgram:
-    setup: list[int]        # Tensix words run once per tile before the row loop
+    setup: list[int]        # Tensix words run before a tile's row loop (elementwise: the first tile's only, setup_once)
     body: list[int]         # Tensix words for one 32-lane row step; the last is an SFPSTORE with sfpu_addr_mode=1
     dst_slots: int          # Dst32b tile slots used (inputs + output + spills), <= 8
     out_slot: int           # Dst slot the output tile is written to

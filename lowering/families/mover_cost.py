@@ -193,8 +193,8 @@ def head_broadcast(mode: str, runs: dict | None) -> bool:
 
 def reads_in_flight(reads: list[tuple[str, str, dict | None]]) -> bool:
     """Whether the tile pipeline's reader keeps several tiles' reads in flight (templates/reader.c.j2 `in_flight`):
-    every input a plain contiguous stream, or a head broadcast beside them, whose window load (the first tile's
-    only NoC read of it) waits for the reads in flight instead of holding the next tiles' reads back."""
+    every input a plain contiguous stream, or a head broadcast beside them, whose window load (its only NoC read) is
+    issued right after the first tile's reads and waited for with them, never holding the next tiles' reads back."""
     return (any(mode == "contiguous" for mode, _, _ in reads)
             and all(mode == "contiguous" or head_broadcast(mode, runs) for mode, _, runs in reads))
 

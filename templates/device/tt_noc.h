@@ -216,12 +216,11 @@ static inline uint32_t tt_window_fetch(tt_noc_t *noc, tt_window_t *w, uint32_t b
     return w->l1 + (addr - w->lo);
 }
 
-/* L1 address of the bytes [addr, addr+len) of the buffer [buf, buf_end) (the reader's run paths). On a miss the window
- * is reloaded from `back` bytes below addr (not below buf), aligned down to 64, for max(span, what is needed) bytes,
- * at most the window size and never past buf_end: span = size reads ahead (dense walks), span = 0 reads just the
- * request (sparse walks), back > 0 serves descending walks. Needs len + back + 63 <= size. */
-static inline uint32_t tt_window_span(tt_noc_t *noc, tt_window_t *w, uint32_t buf, uint32_t buf_end, uint32_t addr,
-                                      uint32_t len, uint32_t back, uint32_t span)
+/* The window load of tt_window_span below, issued and not waited for: returns the read mark after which the window
+ * holds [addr, addr+len) (tt_noc_read_wait_mark), the current count when it holds them already. A reader issues a
+ * resident buffer's load this way among its streams' reads, so that its first use does not wait for the later ones. */
+static inline uint32_t tt_window_span_issue(tt_noc_t *noc, tt_window_t *w, uint32_t buf, uint32_t buf_end,
+                                            uint32_t addr, uint32_t len, uint32_t back, uint32_t span)
 {
     if (addr < buf || addr + len > buf_end || addr + len < addr) tt_fail(TT_ERR_GATHER_OOB);
     if (addr < w->lo || addr + len > w->hi) {
@@ -231,10 +230,23 @@ static inline uint32_t tt_window_span(tt_noc_t *noc, tt_window_t *w, uint32_t bu
         if (n > w->size) n = w->size;
         if (n > buf_end - lo) n = buf_end - lo;
         tt_noc_read_dram(noc, lo, w->l1, n);
-        tt_noc_read_wait(noc);
-        tt_fence();
         w->lo = lo;
         w->hi = lo + n;
+    }
+    return noc->rd_issued;
+}
+
+/* L1 address of the bytes [addr, addr+len) of the buffer [buf, buf_end) (the reader's run paths). On a miss the window
+ * is reloaded from `back` bytes below addr (not below buf), aligned down to 64, for max(span, what is needed) bytes,
+ * at most the window size and never past buf_end: span = size reads ahead (dense walks), span = 0 reads just the
+ * request (sparse walks), back > 0 serves descending walks. Needs len + back + 63 <= size. */
+static inline uint32_t tt_window_span(tt_noc_t *noc, tt_window_t *w, uint32_t buf, uint32_t buf_end, uint32_t addr,
+                                      uint32_t len, uint32_t back, uint32_t span)
+{
+    uint32_t before = noc->rd_issued;
+    if (tt_window_span_issue(noc, w, buf, buf_end, addr, len, back, span) != before) {
+        tt_noc_read_wait(noc);
+        tt_fence();
     }
     return w->l1 + (addr - w->lo);
 }

@@ -149,13 +149,26 @@ def test_bit_identical_to_cpu(name, fn, specs, modes, target):
                                        ("scalar_short_tail", False), ("scalar_broadcast", False)])
 def test_broadcast_head(name, head):
     """The scalar's stream is read as a 64-datum head exactly where its value is hoisted and the body never loads it;
-    beside it the contiguous input's reads stay in flight (mover_cost.reads_in_flight)."""
+    beside it the contiguous input's reads stay in flight (mover_cost.reads_in_flight), and its resident window's
+    load is issued right after the first tile's reads, so that the first head fill waits for those alone. The head
+    (a scalar of the whole kernel) is sent and unpacked, and the SFPU setup run, for the core's first tile only
+    (CASES: 2 and 3 tiles against the CPU)."""
     _, fn, specs, _ = CASES[IDS.index(name)]
     (plan,) = _plans(fn, specs)
     assert bool(plan.head_inputs) == head and (len(plan.sfpu.setup) > 1 + 2) == head
     src = plan.render()["brisc"]
     assert ("only the SFPU setup reads this tile" in src) == head
     assert ("tt_noc_read_wait_mark" in src) == head
+    kmain = src.split("int kmain(void)")[1]
+    assert ("tt_window_span_issue(" in kmain) == head
+    if head:
+        loop = kmain.split("for (uint32_t t = ")[1]
+        assert loop.index("read_issue") < loop.index("tt_window_span_issue(") < loop.index("issued[put]")
+    assert ("sent for the first one only" in src) == head
+    compute = plan.render()["trisc1"]
+    # a setup of constants or scalars (more than the lane-enable reset) runs once
+    assert ("kept in LReg11-14 (setup_once)" in compute) == (len(plan.sfpu.setup) > 1)
+    assert ("sent and unpacked once (setup_once)" in compute) == head
 
 
 def test_column_segments_where_not_resident():
