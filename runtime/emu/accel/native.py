@@ -11,9 +11,12 @@ from __future__ import annotations
 import ctypes
 import functools
 import hashlib
+import importlib.machinery
+import importlib.util
 import os
 import shutil
 import subprocess
+import sysconfig
 import tempfile
 from pathlib import Path
 
@@ -68,6 +71,19 @@ def build(source: Path = SOURCE, include: tuple[str, ...] = ()) -> Path:
         if os.path.exists(tmp):
             os.unlink(tmp)
     return out
+
+
+def load_extension(source: Path, name: str):
+    """The CPython extension module `name` built from `source` (a C file beside this module) against this Python's
+    headers: (the module, its path). Raises OSError naming the reason it cannot be built."""
+    include = sysconfig.get_paths()["include"]
+    if not os.path.isfile(os.path.join(include, "Python.h")):
+        raise OSError(f"no Python.h in {include} to build the C part against")
+    path = build(source, (include,))
+    loader = importlib.machinery.ExtensionFileLoader(name, str(path))
+    mod = importlib.util.module_from_spec(importlib.util.spec_from_file_location(name, path, loader=loader))
+    loader.exec_module(mod)
+    return mod, path
 
 
 @functools.lru_cache(maxsize=None)

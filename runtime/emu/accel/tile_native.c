@@ -1,0 +1,196 @@
+/* The data side of the unpacker (UNPACR) and the packer (PACR) in C (loaded by tile_native.py).
+ *
+ * The handlers in unpack_pack.py keep every check, address computation and counter update; where a word's format
+ * conversion is one listed below and its datums are contiguous whole bytes, they call these functions to move the
+ * datums instead of building numpy temporaries (three to five per word). Each conversion is the bit-for-bit
+ * counterpart of a function in chip/numerics/formats.py, named beside it; tests/emu/test_tile_native.py pins both
+ * paths together on random words and compiled kernels (TT_EMU_TILE_NATIVE=0 keeps the Python path).
+ *
+ * tile_unpack and tile_pack are plain C functions on raw buffers, so a C caller (the Tensix frontend) can call them
+ * without Python; the module functions of the same names are thin bindings over numpy arrays' buffers.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+/* Unpacker conversions: L1 datum -> the Src / Dst32b word (fp32 layout). Codes shared with tile_native.py. */
+enum {
+    UNP_COPY32 = 0,      /* FP32 / TF32 / INT32 into Dst32b: the word as it is */
+    UNP_FP32_TF32 = 1,   /* formats.unp_fp32_to_tf32: low 13 mantissa bits dropped */
+    UNP_FP32_BF16 = 2,   /* formats.unp_fp32_to_bf16: exponent 0 -> signed zero, then the top 16 bits */
+    UNP_BF16 = 3,        /* formats.bf16_to_src: the 16 bits to the top half */
+    UNP_FP16 = 4,        /* formats.fp16_to_src: sign to bit 31, exponent and mantissa to bits 27..13 */
+    UNP_KINDS
+};
+/* Packer conversions: Dst word -> L1 datum. */
+enum {
+    PACK_COPY32 = 0,     /* FP32 / INT32 from a 32-bit Dst kept as they are (unpack_pack's plain copy) */
+    PACK_FP32_BF16 = 1,  /* formats.early_fp32_to_bf16 (NaN -> Inf, round half away, exponent 0 -> +0), BF16 out */
+    PACK_HI16 = 2,       /* INT16 from a 32-bit Dst: the high half in Dst's BF16 field order (formats.shuffle_bf16) */
+    PACK_DST16_BF16 = 3, /* BF16 from a 16-bit Dst (Dst.read16, unshuffled): formats.early_bf16 with rounding */
+    PACK_KINDS
+};
+
+static const int unp_in_bytes[UNP_KINDS] = {4, 4, 4, 2, 2};
+static const int pack_out_bytes[PACK_KINDS] = {4, 2, 2, 2};
+
+static inline uint32_t load_le(const uint8_t *p, int nbytes) {
+    return nbytes == 4 ? (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24
+                       : (uint32_t)p[0] | (uint32_t)p[1] << 8;
+}
+
+/* `count` datums of kind `kind` from l1[start..] into out[0..count); -1 when the L1 range is outside l1_bytes. */
+int tile_unpack(const uint8_t *l1, int64_t l1_bytes, int64_t start, int64_t count, int kind, uint32_t *out) {
+    int nb = unp_in_bytes[kind];
+    if (start < 0 || count < 0 || start + count * nb > l1_bytes)
+        return -1;
+    const uint8_t *p = l1 + start;
+    for (int64_t i = 0; i < count; i++, p += nb) {
+        uint32_t x = load_le(p, nb), v;
+        switch (kind) {
+        case UNP_COPY32: v = x; break;
+        case UNP_FP32_TF32: v = x & 0xFFFFE000u; break;
+        case UNP_FP32_BF16: v = (x & 0x7F800000u ? x : x & 0x80000000u) & 0xFFFF0000u; break;
+        case UNP_BF16: v = x << 16; break;
+        default: v = (x & 0x8000u) << 16 | (x & 0x7FFFu) << 13; break;     /* UNP_FP16 */
+        }
+        out[i] = v;
+    }
+    return 0;
+}
+
+static inline uint32_t fp32_to_bf16_round(uint32_t x) {
+    if ((x & 0x7FFFFFFFu) > 0x7F800000u)
+        x = (x & 0x80000000u) | 0x7F800000u;                 /* NaN -> Inf of the same sign */
+    uint32_t r = (uint32_t)(((uint64_t)x + 0x8000u) >> 16);   /* ties away from zero on the magnitude pattern */
+    return (r & 0x7FFF) < 0x80 ? 0 : r;                      /* exponent 0 (denormal, either zero) -> +0 */
+}
+
+/* Dst's BF16 field order (Sign, Man(7), Exp(8)) and back: chip/numerics/dst.py */
+static inline uint32_t shuffle_bf16(uint32_t h) { return (h & 0x8000u) | (h & 0x7Fu) << 8 | (h >> 7 & 0xFFu); }
+static inline uint32_t unshuffle_bf16(uint32_t h) { return (h & 0x8000u) | (h & 0xFFu) << 7 | (h >> 8 & 0x7Fu); }
+
+/* Dst rows first, first + step, ... (n_rows of them; Dst32b rows, or Dst16b rows for PACK_DST16_BF16), the first
+ * `per` columns of each, converted by `kind`, to l1[addr..]; the number of bytes written, or -1 when the L1 range is
+ * outside l1_bytes. rows32: Dst32b as 512 x 16 words. */
+int64_t tile_pack(const uint32_t *rows32, int first, int n_rows, int step, int per, int kind, uint8_t *l1,
+                  int64_t l1_bytes, int64_t addr) {
+    int nb = pack_out_bytes[kind];
+    int64_t total = (int64_t)n_rows * per * nb;
+    if (addr < 0 || addr + total > l1_bytes)
+        return -1;
+    uint8_t *p = l1 + addr;
+    for (int r = 0; r < n_rows; r++) {
+        int row_index = first + r * step, high = 1;
+        if (kind == PACK_DST16_BF16) {        /* Dst16b row -> its Dst32b row and half (dst.py's _row16_to_32) */
+            high = !(row_index & 8);
+            row_index = ((row_index >> 4) << 3 | (row_index & 7)) & 511;
+        }
+        const uint32_t *row = rows32 + (int64_t)row_index * 16;
+        if (kind == PACK_COPY32) {
+            memcpy(p, row, (size_t)per * 4);         /* (little-endian host, as numpy's '<u4' view assumes) */
+            p += per * 4;
+            continue;
+        }
+        for (int c = 0; c < per; c++, p += 2) {
+            uint32_t v = row[c], h;
+            if (kind == PACK_FP32_BF16)
+                h = fp32_to_bf16_round(v);
+            else if (kind == PACK_HI16)
+                h = shuffle_bf16(v >> 16);
+            else {
+                h = high ? v >> 16 : unshuffle_bf16(v & 0xFFFF);
+                if ((h & 0x7FFF) > 0x7F80)
+                    h = (h & 0x8000) | 0x7F80;                    /* NaN -> Inf of the same sign */
+                if ((h & 0x7FFF) < 0x80)
+                    h = 0;                                        /* exponent 0 -> +0 */
+            }
+            p[0] = (uint8_t)h;
+            p[1] = (uint8_t)(h >> 8);
+        }
+    }
+    return total;
+}
+
+/* ---------------------------------------------------------------------------------------------- bindings */
+static int get_buffer(PyObject *o, Py_buffer *view, int writable, Py_ssize_t itemsize, const char *what) {
+    if (PyObject_GetBuffer(o, view, PyBUF_C_CONTIGUOUS | (writable ? PyBUF_WRITABLE : 0)) < 0)
+        return -1;
+    if (view->itemsize != itemsize) {
+        PyErr_Format(PyExc_TypeError, "%s: %zd-byte items, expected %zd", what, view->itemsize, itemsize);
+        PyBuffer_Release(view);
+        return -1;
+    }
+    return 0;
+}
+
+/* unpack(l1 (uint8), start byte, count, kind, out (uint32, C-contiguous), out offset) -> True, or False when the L1
+ * range is out of bounds (the caller's Python path then raises its error). */
+static PyObject *py_unpack(PyObject *self, PyObject *args) {
+    PyObject *l1o, *outo;
+    long long start, count, off;
+    int kind;
+    if (!PyArg_ParseTuple(args, "OLLiOL", &l1o, &start, &count, &kind, &outo, &off))
+        return NULL;
+    if (kind < 0 || kind >= UNP_KINDS)
+        return PyErr_Format(PyExc_ValueError, "unpack: kind %d", kind);
+    Py_buffer l1, out;
+    if (get_buffer(l1o, &l1, 0, 1, "unpack l1") < 0)
+        return NULL;
+    if (get_buffer(outo, &out, 1, 4, "unpack out") < 0) {
+        PyBuffer_Release(&l1);
+        return NULL;
+    }
+    PyObject *res;
+    if (off < 0 || count < 0 || off + count > out.len / 4)
+        res = PyErr_Format(PyExc_IndexError, "unpack: %lld datums at %lld outside the %zd-word target", count, off,
+                           out.len / 4);
+    else {
+        res = tile_unpack(l1.buf, l1.len, start, count, kind, (uint32_t *)out.buf + off) ? Py_False : Py_True;
+        Py_INCREF(res);
+    }
+    PyBuffer_Release(&out);
+    PyBuffer_Release(&l1);
+    return res;
+}
+
+/* pack(rows32 (Dst32b: uint32 (512, 16)), first, n_rows, step, per, kind, l1 (uint8), addr) -> bytes written, or -1 when
+ * the L1 range is out of bounds. */
+static PyObject *py_pack(PyObject *self, PyObject *args) {
+    PyObject *dsto, *l1o;
+    int first, n_rows, step, per, kind;
+    long long addr;
+    if (!PyArg_ParseTuple(args, "OiiiiiOL", &dsto, &first, &n_rows, &step, &per, &kind, &l1o, &addr))
+        return NULL;
+    if (kind < 0 || kind >= PACK_KINDS || per < 0 || per > 16 || n_rows < 1 || step < 1 || first < 0)
+        return PyErr_Format(PyExc_ValueError, "pack: kind %d, %d rows of %d from row %d step %d", kind, n_rows, per,
+                            first, step);
+    Py_buffer dst, l1;
+    if (get_buffer(dsto, &dst, 0, 4, "pack rows32") < 0)
+        return NULL;
+    if (get_buffer(l1o, &l1, 1, 1, "pack l1") < 0) {
+        PyBuffer_Release(&dst);
+        return NULL;
+    }
+    PyObject *res;
+    int rows = kind == PACK_DST16_BF16 ? 1024 : 512;        /* Dst16b rows, or Dst32b rows */
+    if (dst.len != 512 * 16 * 4 || first + step * (n_rows - 1) >= rows)
+        res = PyErr_Format(PyExc_IndexError, "pack: Dst rows %d..%d outside Dst", first,
+                           first + step * (n_rows - 1));
+    else
+        res = PyLong_FromLongLong(tile_pack(dst.buf, first, n_rows, step, per, kind, l1.buf, l1.len, addr));
+    PyBuffer_Release(&l1);
+    PyBuffer_Release(&dst);
+    return res;
+}
+
+static PyMethodDef methods[] = {
+    {"unpack", py_unpack, METH_VARARGS, "L1 datums -> Src/Dst words (see tile_unpack)"},
+    {"pack", py_pack, METH_VARARGS, "Dst rows -> L1 datums (see tile_pack)"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "tile_native", NULL, -1, methods};
+
+PyMODINIT_FUNC PyInit_tile_native(void) { return PyModule_Create(&module); }
