@@ -9,7 +9,7 @@ from tt_backend.chip.numerics import fpu_math as fm
 from tt_backend.lowering.codegen.sources import split
 from tt_backend.runtime.compile import compile_kernel
 from tt_backend.runtime.emu import noc, unpack_pack
-from tt_backend.runtime.emu.accel import fpu_batch, native, rv32_native
+from tt_backend.runtime.emu.accel import fpu_batch, native, rv32_native, tile_native
 from tt_backend.runtime.emu.device import EmuDevice
 
 
@@ -73,7 +73,8 @@ def test_unpack_pack_fast_paths_identical(n, switch, monkeypatch):
     """fp32 a * b + a (40x40: partial tiles, the packer's edge masks): PACR's cached checks and edge masks
     (unpack_pack.PACK_SETUP_CACHE), UNPACR's cached checks (UNPACK_SETUP_CACHE), contiguous unpacks read as one L1
     slice (UNPACK_CONTIGUOUS), PACR's plain copy of fp32 Dst rows (PACK_PLAIN_COPY), each against the reference
-    handler."""
+    handler. (The Python path's fast paths: the C datum moves, tests/emu/test_tile_native.py, are off.)"""
+    monkeypatch.setattr(tile_native, "NATIVE", False)
     plan = elementwise_plan(n)
     arrays = elementwise_inputs(plan, np.random.default_rng(n))
     elfs = compile_kernel(*split(plan.render()), plan.name)
