@@ -17,6 +17,7 @@ import numpy as np
 
 from tt_backend.chip.numerics import dst as dst_mod
 from tt_backend.chip.numerics import fpu_math as fm
+from tt_backend.runtime.emu.accel import tile_native
 
 SRC_ROWS = 64
 DST32_ROWS = 512
@@ -329,6 +330,15 @@ class FpuMixin:
         b = self.srcb[self.srcb_matrix_bank, rb:rb + n_rows]
         if not exp8 and not int8:
             self._check_5bit_exp(name, a, b)
+        c = tile_native.module() if use32 and exp8 and not int8 and not doc_rows and n_rows == 8 else None
+        if c is not None and fb not in fm.FMT_5BIT_EXP:        # this MVMUL's numerics in C, here and now
+            if self.mm_record:
+                self.flush_mvmul(keep=True)
+            dst = self.dst
+            c.mvmul(self.srca[self.srca_matrix_bank], ra, self.srcb[self.srcb_matrix_bank], rb, dst.rows32,
+                    dst.written, dst.cleared16, rd, fm.src19_mask(fa), fm.src19_mask(fb), phase)
+            self._finish(t, addr_mode, f["clear_dvalid"])
+            return None
         if self.mm_record is not None:       # inside a pushed MVMUL run (accel/fpu_batch.py)
             if use32 and exp8 and not int8 and not doc_rows and n_rows == 8 and not self.raw_sfpu.scheduled:
                 self.record_mvmul(a, b, fa, fb, rd, phase)

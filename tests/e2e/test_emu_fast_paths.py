@@ -22,8 +22,9 @@ def _launch(plan, arrays, elfs):
 @pytest.mark.needs_cc
 @pytest.mark.parametrize("fidelity", ["LoFi", "HiFi4"])
 def test_mvmul_runs_identical(fidelity, monkeypatch):
-    """bf16 64^3 FPU matmul: MVMUL runs executed at once (accel/fpu_batch.py), their numerics in C (accel/native.py)
-    and in numpy (fpu_math.mvmul19_batch), against the per-instruction handler."""
+    """bf16 64^3 FPU matmul: each MVMUL's numerics in C as it executes (accel/tile_native.py), MVMUL runs executed at
+    once (accel/fpu_batch.py) with their numerics in C (accel/native.py) and in numpy (fpu_math.mvmul19_batch),
+    against the per-instruction handler."""
     plan = matmul_plan(64, fidelity)
     rng = np.random.default_rng(3)
     bf16 = lambda: (rng.standard_normal((64, 64)).astype(np.float32).view(np.uint32) >> 16).astype(np.uint16)
@@ -35,7 +36,14 @@ def test_mvmul_runs_identical(fidelity, monkeypatch):
         monkeypatch.setattr(mod, name,
                             lambda *a, _fn=fn, _s=steps[path], _i=slots_arg: _s.append(len(a[_i])) or _fn(*a))
     expected = 2 * 2 * 2 * 2 * 16 * fm.FIDELITY_PHASES[fidelity]    # launches x tiles x K x 16/phase
-    runs = {}
+    direct = []
+    real = tile_native.module()
+    monkeypatch.setattr(tile_native, "module", lambda: type("Counted", (), {
+        "mvmul": staticmethod(lambda *a: direct.append(1) or real.mvmul(*a)),
+        "unpack": staticmethod(real.unpack), "pack": staticmethod(real.pack)}))
+    runs = {"direct C": _launch(plan, arrays, elfs)}
+    assert len(direct) == expected and not steps["C"]                  # every MVMUL ran alone in C
+    monkeypatch.setattr(tile_native, "module", lambda: None)
     for path, switch in (("C", None), ("numpy", "NATIVE_MVMUL"), ("reference", "BATCH_MVMUL")):
         if switch:
             monkeypatch.setattr(fpu_batch, switch, False)
@@ -43,7 +51,7 @@ def test_mvmul_runs_identical(fidelity, monkeypatch):
         if path in steps:
             assert sum(steps[path]) == expected and max(steps[path]) >= 16     # this path ran every MVMUL
     assert sum(steps["C"]) == expected and sum(steps["numpy"]) == expected  # (and no other run used them)
-    assert runs["C"] == runs["numpy"] == runs["reference"]
+    assert runs["direct C"] == runs["C"] == runs["numpy"] == runs["reference"]
 
 
 @pytest.mark.needs_cc

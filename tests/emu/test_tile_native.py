@@ -1,5 +1,5 @@
-"""UNPACR's and PACR's datum moves in C (runtime/emu/accel/tile_native.c) against the Python path
-(TT_EMU_TILE_NATIVE=0): every conversion on random words with the special patterns (denormals, -0, Inf, NaN payloads,
+"""UNPACR's and PACR's datum moves and single MVMULs in C (runtime/emu/accel/tile_native.c) against the Python path
+(TT_EMU_TILE_NATIVE=0; its MVMUL numerics are tests/emu/test_native_mvmul.py's and test_emu_fast_paths.py's): every conversion on random words with the special patterns (denormals, -0, Inf, NaN payloads,
 rounding ties), and whole compiled kernels with the C part on and off - the same output bytes, the same emulated
 cycles of every core and Tensix thread, and the C part really taken."""
 import numpy as np
@@ -120,11 +120,12 @@ KERNELS = {"ew_f32_40": lambda: _elementwise(dtypes.float32, 40),
 @pytest.mark.parametrize("kernel", sorted(KERNELS))
 def test_kernels_identical_with_and_without_c(kernel, monkeypatch):
     """Two warm launches of a compiled kernel with the C part on and off: the same output bytes and EmuDevice.stats()
-    (every core's and Tensix thread's cycles), with the C part moving datums of both UNPACR and PACR."""
+    (every core's and Tensix thread's cycles), with the C part moving datums of both UNPACR and PACR and running
+    the matmuls' MVMULs."""
     plan = KERNELS[kernel]()
     arrays = _inputs(plan, np.random.default_rng(len(kernel)))
     elfs = compile_kernel(*split(plan.render()), plan.name)
-    calls = {"unpack": 0, "pack": 0}
+    calls = {"unpack": 0, "pack": 0, "mvmul": 0}
     real = tile_native.module()
 
     class Counted:
@@ -139,5 +140,6 @@ def test_kernels_identical_with_and_without_c(kernel, monkeypatch):
         runs.append(([launch_plan(dev, plan, arrays, elfs)[0] for _ in range(2)], dev.stats()))
         if on:
             assert calls["unpack"] > 0 and calls["pack"] > 0, calls          # the C part ran
+            assert (calls["mvmul"] > 0) == kernel.startswith("mm_"), calls
     assert runs[0] == runs[1]
     assert len(set(runs[0][0][0])) > 1                                        # (a real output, not a constant fill)

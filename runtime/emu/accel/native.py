@@ -14,6 +14,7 @@ import hashlib
 import importlib.machinery
 import importlib.util
 import os
+import re
 import shutil
 import subprocess
 import sysconfig
@@ -41,8 +42,16 @@ def _flags(include: tuple[str, ...]) -> tuple[str, ...]:
     return FLAGS + tuple(f"-I{d}" for d in include)
 
 
+def _text_with_includes(source: Path) -> bytes:
+    """The source and the local files it includes (`#include "name"`, beside it), for the cache key."""
+    text = source.read_bytes()
+    return text + b"".join(_text_with_includes(source.with_name(name.decode()))
+                           for name in re.findall(rb'^#include "([^"]+)"', text, re.M))
+
+
 def library_path(cc: str, source: Path = SOURCE, include: tuple[str, ...] = ()) -> Path:
-    key = hashlib.sha256(source.read_bytes() + cc.encode() + " ".join(_flags(include)).encode()).hexdigest()[:20]
+    key = hashlib.sha256(_text_with_includes(source) + cc.encode() + " ".join(_flags(include)).encode()
+                         ).hexdigest()[:20]
     return cache_dir() / "native" / f"{source.stem.removesuffix('_native')}_{key}.so"
 
 

@@ -14,6 +14,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "mvmul_native.c"     /* mvmul_steps: MVMUL's numerics (fp32 Dst, 8-bit-exponent sources) */
+
 /* Unpacker conversions: L1 datum -> the Src / Dst32b word (fp32 layout). Codes shared with tile_native.py. */
 enum {
     UNP_COPY32 = 0,      /* FP32 / TF32 / INT32 into Dst32b: the word as it is */
@@ -113,6 +115,17 @@ int64_t tile_pack(const uint32_t *rows32, int first, int n_rows, int step, int p
     return total;
 }
 
+/* One MVMUL's data effect: Dst32b rows rd..rd+7 += SrcB rows rb..rb+7 @ SrcA rows ra..ra+15 (banks of 64 x 16
+ * words, rows32 512 x 16), the rows marked written and no longer undefined (dst.py's Dst.mark_defined: `written` per
+ * Dst32b row, `cleared16` per Dst16b row, both halves). The caller checked rows, formats and the 8-row alignment. */
+void tile_mvmul(const uint32_t *srca, int ra, const uint32_t *srcb, int rb, uint32_t *rows32, uint8_t *written,
+                uint8_t *cleared16, int rd, uint32_t mask_a, uint32_t mask_b, int32_t phase) {
+    int32_t slot = 0;
+    mvmul_steps(srca + ra * 16, srcb + rb * 16, mask_a, mask_b, &phase, &slot, 1, rows32 + rd * 16);
+    memset(written + rd, 1, 8);
+    memset(cleared16 + 2 * rd, 0, 16);        /* Adj32 of rows rd..rd+7 (rd a multiple of 8): 2rd..2rd+7, and + 8 */
+}
+
 /* ---------------------------------------------------------------------------------------------- bindings */
 static int get_buffer(PyObject *o, Py_buffer *view, int writable, Py_ssize_t itemsize, const char *what) {
     if (PyObject_GetBuffer(o, view, PyBUF_C_CONTIGUOUS | (writable ? PyBUF_WRITABLE : 0)) < 0)
@@ -185,7 +198,43 @@ static PyObject *py_pack(PyObject *self, PyObject *args) {
     return res;
 }
 
+/* mvmul(srca bank (uint32 (64, 16)), ra, srcb bank, rb, rows32 (uint32 (512, 16)), written (bool (512,)),
+ * cleared16 (bool (1024,)), rd, mask_a, mask_b, phase) -> None */
+static PyObject *py_mvmul(PyObject *self, PyObject *args) {
+    PyObject *ao, *bo, *do_, *wo, *co;
+    int ra, rb, rd, phase;
+    unsigned int mask_a, mask_b;
+    if (!PyArg_ParseTuple(args, "OiOiOOOiIIi", &ao, &ra, &bo, &rb, &do_, &wo, &co, &rd, &mask_a, &mask_b, &phase))
+        return NULL;
+    if (ra < 0 || ra > 48 || rb < 0 || rb > 56 || rd < 0 || rd > 504 || rd % 8 || phase < 0 || phase > 3)
+        return PyErr_Format(PyExc_ValueError, "mvmul: SrcA row %d, SrcB row %d, Dst row %d, phase %d", ra, rb, rd,
+                            phase);
+    Py_buffer v[5];
+    PyObject *objs[5] = {ao, bo, do_, wo, co};
+    static const Py_ssize_t sizes[5] = {64 * 16 * 4, 64 * 16 * 4, 512 * 16 * 4, 512, 1024};
+    int got = 0;
+    PyObject *res = NULL;
+    for (; got < 5; got++) {
+        if (get_buffer(objs[got], &v[got], got >= 2, got < 3 ? 4 : 1, "mvmul") < 0)
+            goto done;
+        if (v[got].len != sizes[got]) {
+            PyErr_Format(PyExc_ValueError, "mvmul: argument %d has %zd bytes, expected %zd", got, v[got].len,
+                         sizes[got]);
+            got++;
+            goto done;
+        }
+    }
+    tile_mvmul(v[0].buf, ra, v[1].buf, rb, v[2].buf, v[3].buf, v[4].buf, rd, mask_a, mask_b, phase);
+    res = Py_None;
+    Py_INCREF(res);
+done:
+    while (got-- > 0)
+        PyBuffer_Release(&v[got]);
+    return res;
+}
+
 static PyMethodDef methods[] = {
+    {"mvmul", py_mvmul, METH_VARARGS, "one MVMUL's data effect (see tile_mvmul)"},
     {"unpack", py_unpack, METH_VARARGS, "L1 datums -> Src/Dst words (see tile_unpack)"},
     {"pack", py_pack, METH_VARARGS, "Dst rows -> L1 datums (see tile_pack)"},
     {NULL, NULL, 0, NULL},
