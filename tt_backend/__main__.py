@@ -92,7 +92,7 @@ def info() -> int:
     rows += chip_model_rows() + [("emulator MVMUL runs", native.status()),
                                  ("emulator SFPU, one at a time", sfpu_native.status()),
                                  ("emulator SFPU words pushed one by one", sfpu_issue_native.status()),
-                                 ("emulator UNPACR/PACR datums", tile_native.status()),
+                                 ("emulator UNPACR/PACR/MVMUL/ELW data", tile_native.status()),
                                  ("emulator RISC-V cores", rv32_native.status()), compile_cache_row()]
     w = max(len(k) for k, _ in rows)
     for k, v in rows:

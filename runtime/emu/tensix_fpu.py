@@ -426,6 +426,14 @@ class FpuMixin:
         if not mul and phase:
             raise self.unspecified(f"{name} with fidelity phase {phase} != 0 (ttsim: NonContractual)")
         mod = f["instr_mod19"]
+        accumulate = mul or bool(f["dest_accum_en"])
+        if use32 and exp8 and not int8 and fb not in fm.FMT_5BIT_EXP and (c := tile_native.module()) is not None:
+            dst = self.dst                                  # this word's numerics in C
+            c.elw(self.srca[self.srca_matrix_bank], ra, self.srcb[self.srcb_matrix_bank], rb, dst.rows32, dst.written,
+                  dst.cleared16, rd, fm.src19_mask(fa), fm.src19_mask(fb), _ELW_OPS[name], mod & 3, flush, accumulate,
+                  phase)
+            self._finish(t, f["addr_mode"], f["clear_dvalid"])
+            return None
         a = self.srca[self.srca_matrix_bank, ra:ra + 8].astype(np.int64)
         b = self.srcb[self.srcb_matrix_bank, rb:rb + 8].astype(np.int64)
         if mod & 2:                                   # BroadcastSrcBRow: SrcB row 0 of the block to all rows
@@ -436,7 +444,6 @@ class FpuMixin:
             b = b ^ 0x80000000
         if not exp8 and not int8:
             self._check_5bit_exp(name, a, b)
-        accumulate = mul or bool(f["dest_accum_en"])
         if int8:
             za = (a & 0x7F800000) == 0
             zb = flush & ((b & 0x7F800000) == 0)
@@ -711,6 +718,7 @@ class FpuMixin:
         self.apply_addr_mod(t, f["addr_mode"])
 
 
+_ELW_OPS = {"ELWMUL": 0, "ELWADD": 1, "ELWSUB": 2}      # tile_native.c's ELW_MUL, ELW_ADD, ELW_SUB
 # Src formats each instruction family accepts (ttsim's lists; others are refused by name)
 _MM_SRCA = frozenset({fm.FP32, fm.TF32, fm.BF16, fm.BFP8_B, fm.BFP4_B})
 _MM_SRCB = _MM_SRCA | {fm.INT16}

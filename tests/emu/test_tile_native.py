@@ -1,7 +1,8 @@
-"""UNPACR's and PACR's datum moves and single MVMULs in C (runtime/emu/accel/tile_native.c) against the Python path
-(TT_EMU_TILE_NATIVE=0; its MVMUL numerics are tests/emu/test_native_mvmul.py's and test_emu_fast_paths.py's): every conversion on random words with the special patterns (denormals, -0, Inf, NaN payloads,
-rounding ties), and whole compiled kernels with the C part on and off - the same output bytes, the same emulated
-cycles of every core and Tensix thread, and the C part really taken."""
+"""UNPACR's and PACR's datum moves, single MVMULs and ELWMUL / ELWADD / ELWSUB in C (runtime/emu/accel/tile_native.c)
+against the Python path (TT_EMU_TILE_NATIVE=0): every conversion on random words with the special patterns (denormals,
+-0, Inf, NaN payloads, rounding ties), the ELW numerics on random operands (MVMUL's are tests/emu/test_native_mvmul.py's
+and tests/e2e/test_emu_fast_paths.py's), and whole compiled kernels with the C part on and off - the same output bytes,
+the same emulated cycles of every core and Tensix thread, and the C part really taken."""
 import numpy as np
 import pytest
 from tinygrad import Tensor, dtypes
@@ -10,6 +11,7 @@ from tinygrad.uop.ops import Ops
 from tt_backend import knobs
 from tt_backend.bench.kernels import launch_plan, matmul_plan
 from tt_backend.chip.numerics import formats as F
+from tt_backend.chip.numerics import fpu_math as fm
 from tt_backend.chip.numerics.dst import Dst
 from tt_backend.lowering.codegen.sources import split
 from tt_backend.lowering.select import lower
@@ -79,6 +81,54 @@ def test_pack_conversions_match_formats(key, rows):
                                      4096 - 16) == -1
 
 
+def _src_words(rng, shape, fmt: int) -> np.ndarray:
+    """Src words of format `fmt` whose exponents crowd together (carries, cancellations, ties), with zeros and
+    denormals."""
+    sign = rng.integers(0, 2, shape, dtype=np.uint32) << 31
+    exp = rng.integers(120, 132, shape, dtype=np.uint32)
+    exp[rng.random(shape) < 0.05] = 0
+    exp[rng.random(shape) < 0.02] = 254
+    x = sign | exp << 23 | rng.integers(0, 1 << 23, shape, dtype=np.uint32)
+    return x & np.uint32(fm.src19_mask(fmt) | 0x1FFF * (fmt == F.FP32))     # (FP32 Src words keep their low bits)
+
+
+@pytest.mark.parametrize("fa, fb", [(F.BF16, F.BF16), (F.TF32, F.BF16), (F.BFP8, F.TF32)])
+def test_elw_matches_fpu_math(fa, fb):
+    """tile_native.elw = _elw's numpy path (fpu_math.elwmul19 / elwadd19 of the 19-bit views, SrcB's sign flipped for
+    ELWSUB, its row / column broadcasts, its zero test only with flushing, Dst or 0 accumulated) for every op, phase,
+    broadcast, flush and accumulate, on random operands; the rows are marked written and no longer undefined."""
+    rng = np.random.default_rng(fa * 16 + fb)
+    for op, name in enumerate(("ELWMUL", "ELWADD", "ELWSUB")):
+        for phase in range(4 if op == 0 else 1):
+            for bcast in range(4):
+                for flush in (True, False):
+                    accumulate = op == 0 or bool(rng.integers(0, 2))
+                    srca, srcb = _src_words(rng, (64, 16), fa), _src_words(rng, (64, 16), fb)
+                    dst = Dst()
+                    dst.rows32[:] = _words(rng, 512 * 16).reshape(512, 16)
+                    dst.cleared16[:] = True
+                    ra, rb, rd = 8 * rng.integers(0, 8, 3)
+                    rd = rd * 8
+                    b = srcb[rb:rb + 8].astype(np.int64)
+                    b = np.broadcast_to(b[0:1], (8, 16)) if bcast & 2 else b
+                    b = np.broadcast_to(b[:, 0:1], (8, 16)) if bcast & 1 else b
+                    b = b ^ 0x80000000 if op == 2 else b
+                    a19, b19 = fm.src19(srca[ra:ra + 8], fa), fm.src19(b, fb)
+                    zb = fm.is_zero19(b19) & flush
+                    old = dst.rows32[rd:rd + 8].astype(np.int64) if accumulate else np.zeros((8, 16), np.int64)
+                    want = (fm.elwmul19(a19, b19, old, phase, True, True, zero_b=zb) if op == 0 else
+                            fm.elwadd19(a19, b19, old, True, True, accumulate_dst=accumulate, zero_b=zb))
+                    before = dst.rows32.copy()
+                    tile_native.module().elw(srca, ra, srcb, rb, dst.rows32, dst.written, dst.cleared16, rd,
+                                             fm.src19_mask(fa), fm.src19_mask(fb), op, bcast, flush, accumulate,
+                                             phase)
+                    assert np.array_equal(dst.rows32[rd:rd + 8], want), (name, phase, bcast, flush, accumulate)
+                    before[rd:rd + 8] = want
+                    assert np.array_equal(dst.rows32, before)
+                    assert dst.written.sum() == 8 and dst.written[rd:rd + 8].all()
+                    assert (~dst.cleared16).sum() == 16 and not dst.cleared16[2 * rd:2 * rd + 16].any()
+
+
 def _tinygrad_plan(build, name: str):
     call = [c for c in build().schedule_linear().src if c.op is Ops.CALL][-1]
     return lower(call.src[0], name, placer(knobs.err_budget(), knobs.place_spec()))
@@ -121,11 +171,11 @@ KERNELS = {"ew_f32_40": lambda: _elementwise(dtypes.float32, 40),
 def test_kernels_identical_with_and_without_c(kernel, monkeypatch):
     """Two warm launches of a compiled kernel with the C part on and off: the same output bytes and EmuDevice.stats()
     (every core's and Tensix thread's cycles), with the C part moving datums of both UNPACR and PACR and running
-    the matmuls' MVMULs."""
+    the matmuls' MVMULs and the bf16 elementwise kernel's ELWMUL / ELWADD."""
     plan = KERNELS[kernel]()
     arrays = _inputs(plan, np.random.default_rng(len(kernel)))
     elfs = compile_kernel(*split(plan.render()), plan.name)
-    calls = {"unpack": 0, "pack": 0, "mvmul": 0}
+    calls = {"unpack": 0, "pack": 0, "mvmul": 0, "elw": 0}
     real = tile_native.module()
 
     class Counted:
@@ -141,5 +191,6 @@ def test_kernels_identical_with_and_without_c(kernel, monkeypatch):
         if on:
             assert calls["unpack"] > 0 and calls["pack"] > 0, calls          # the C part ran
             assert (calls["mvmul"] > 0) == kernel.startswith("mm_"), calls
+            assert (calls["elw"] > 0) == (kernel == "ew_bf16_64"), calls
     assert runs[0] == runs[1]
     assert len(set(runs[0][0][0])) > 1                                        # (a real output, not a constant fill)

@@ -1,13 +1,15 @@
-/* The data side of the unpacker (UNPACR) and the packer (PACR) in C (loaded by tile_native.py).
+/* The data side of the tile words in C (loaded by tile_native.py): the unpacker (UNPACR), the packer (PACR), and the
+ * FPU's MVMUL and ELWMUL / ELWADD / ELWSUB.
  *
- * The handlers in unpack_pack.py keep every check, address computation and counter update; where a word's format
- * conversion is one listed below and its datums are contiguous whole bytes, they call these functions to move the
- * datums instead of building numpy temporaries (three to five per word). Each conversion is the bit-for-bit
- * counterpart of a function in chip/numerics/formats.py, named beside it; tests/emu/test_tile_native.py pins both
- * paths together on random words and compiled kernels (TT_EMU_TILE_NATIVE=0 keeps the Python path).
+ * The handlers in unpack_pack.py and tensix_fpu.py keep every check, address computation, bank handshake and
+ * counter update; where a word's configuration is one the C part covers (below), they call these functions for its
+ * data effect instead of building numpy temporaries. Each conversion is the bit-for-bit counterpart of a function in
+ * chip/numerics/formats.py or fpu_math.py, named beside it; tests/emu/test_tile_native.py pins both paths together
+ * on random words and compiled kernels (TT_EMU_TILE_NATIVE=0 keeps the Python path).
  *
- * tile_unpack and tile_pack are plain C functions on raw buffers, so a C caller (the Tensix frontend) can call them
- * without Python; the module functions of the same names are thin bindings over numpy arrays' buffers.
+ * tile_unpack, tile_pack, tile_mvmul and tile_elw are plain C functions on raw buffers, so a C caller (the Tensix
+ * frontend) can call them without Python; the module functions unpack, pack, mvmul and elw are thin bindings over
+ * numpy arrays' buffers.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -126,6 +128,57 @@ void tile_mvmul(const uint32_t *srca, int ra, const uint32_t *srcb, int rb, uint
     memset(cleared16 + 2 * rd, 0, 16);        /* Adj32 of rows rd..rd+7 (rd a multiple of 8): 2rd..2rd+7, and + 8 */
 }
 
+enum { ELW_MUL = 0, ELW_ADD = 1, ELW_SUB = 2 };
+
+/* One ELWMUL / ELWADD / ELWSUB's data effect on an fp32 Dst with 8-bit-exponent sources: Dst32b rows rd..rd+7 =
+ * (Dst, or 0 without `accumulate`) + SrcA rows ra..ra+7 op SrcB rows rb..rb+7 (`bcast` bit 1: SrcB's first row to
+ * every row, bit 0: its column 0 to every column), one rounding (accumulate2). The operands' 19-bit views, zero tests
+ * (SrcB's only when `flush`: ALU_ACC_CTRL_Zero_Flag_disabled_src=0) and terms are fpu_math.elwmul19's (one fidelity
+ * phase of the product) and elwadd19's (the smaller magnitude aligned on an 11-bit grid). Rows marked as tile_mvmul
+ * marks them. */
+void tile_elw(const uint32_t *srca, int ra, const uint32_t *srcb, int rb, uint32_t *rows32, uint8_t *written,
+              uint8_t *cleared16, int rd, uint32_t mask_a, uint32_t mask_b, int op, int bcast, int flush,
+              int accumulate, int phase) {
+    int64_t adj = -127 - (phase & 1 ? 5 : 0) - (phase & 2 ? 7 : 0);       /* exp_prod_adj(fp32_acc, phase, exp8) */
+    for (int r = 0; r < 8; r++)
+        for (int c = 0; c < 16; c++) {
+            uint32_t bw = srcb[(rb + (bcast & 2 ? 0 : r)) * 16 + (bcast & 1 ? 0 : c)] ^ (op == ELW_SUB ? 1u << 31 : 0);
+            int64_t a = (srca[(ra + r) * 16 + c] & mask_a) >> 13 & 0x7FFFF, b = (bw & mask_b) >> 13 & 0x7FFFF;
+            int za = (a & 0x3FFFF) < 0x400, zb = flush && (b & 0x3FFFF) < 0x400;
+            int64_t ts[2] = {0, 0}, te[2] = {0, 0}, tm[2] = {0, 0};      /* (the second term stays zero) */
+            if (op == ELW_MUL) {
+                int64_t exp = (a >> 10 & 0xFF) + (b >> 10 & 0xFF) + adj;
+                int64_t ma = (a & 0x3FF) | 0x400, mb = (b & 0x3FF) | 0x400;
+                if (!(za || zb || exp <= 0)) {
+                    ts[0] = (a >> 18 ^ b >> 18) & 1;
+                    te[0] = exp;
+                    tm[0] = ((phase & 1 ? ma >> 1 & 31 : ma >> 6) * (phase & 2 ? (mb & 15) << 3 : mb >> 4)) << 13;
+                }                          /* (a zero term's exponent, max(adj, 0), is 0 with 8-bit exponents) */
+            } else {
+                if (za)
+                    a = 0;
+                if (zb)
+                    b = 0;
+                if ((a & 0x3FFFF) < (b & 0x3FFFF)) {
+                    int64_t x = a;
+                    a = b;
+                    b = x;
+                }
+                int64_t ea = a >> 10 & 0xFF, eb = b >> 10 & 0xFF, d = ea - eb;
+                int64_t ma = a ? (a & 0x3FF) | 0x400 : 0, mb = b ? (b & 0x3FF) | 0x400 : 0;
+                int64_t ds = d < 1 ? 1 : d > 11 ? 11 : d;
+                mb = d <= 0 ? mb : d < 12 ? (mb + ((int64_t)1 << (ds - 1))) >> ds : 0;
+                ts[0] = a >> 18 & 1;
+                te[0] = ea;
+                tm[0] = (ts[0] == (b >> 18 & 1) ? ma + mb : ma - mb) << 13;
+            }
+            uint32_t *out = rows32 + (rd + r) * 16 + c;
+            *out = accumulate2(accumulate ? *out : 0, ts, te, tm);
+        }
+    memset(written + rd, 1, 8);
+    memset(cleared16 + 2 * rd, 0, 16);
+}
+
 /* ---------------------------------------------------------------------------------------------- bindings */
 static int get_buffer(PyObject *o, Py_buffer *view, int writable, Py_ssize_t itemsize, const char *what) {
     if (PyObject_GetBuffer(o, view, PyBUF_C_CONTIGUOUS | (writable ? PyBUF_WRITABLE : 0)) < 0)
@@ -168,8 +221,8 @@ static PyObject *py_unpack(PyObject *self, PyObject *args) {
     return res;
 }
 
-/* pack(rows32 (Dst32b: uint32 (512, 16)), first, n_rows, step, per, kind, l1 (uint8), addr) -> bytes written, or -1 when
- * the L1 range is out of bounds. */
+/* pack(rows32 (Dst32b: uint32 (512, 16)), first, n_rows, step, per, kind, l1 (uint8), addr) -> bytes written, or -1
+ * when the L1 range is out of bounds. */
 static PyObject *py_pack(PyObject *self, PyObject *args) {
     PyObject *dsto, *l1o;
     int first, n_rows, step, per, kind;
@@ -198,43 +251,75 @@ static PyObject *py_pack(PyObject *self, PyObject *args) {
     return res;
 }
 
-/* mvmul(srca bank (uint32 (64, 16)), ra, srcb bank, rb, rows32 (uint32 (512, 16)), written (bool (512,)),
- * cleared16 (bool (1024,)), rd, mask_a, mask_b, phase) -> None */
+/* The five state buffers of an FPU word: SrcA bank, SrcB bank (uint32 (64, 16)), Dst32b (uint32 (512, 16)), its
+ * `written` (bool (512,)) and `cleared16` (bool (1024,)); 0, or -1 with an exception set and nothing held. */
+static int fpu_buffers(PyObject *objs[5], Py_buffer v[5]) {
+    static const Py_ssize_t sizes[5] = {64 * 16 * 4, 64 * 16 * 4, 512 * 16 * 4, 512, 1024};
+    for (int i = 0; i < 5; i++) {
+        int bad = get_buffer(objs[i], &v[i], i >= 2, i < 3 ? 4 : 1, "FPU state") < 0;
+        if (!bad && v[i].len != sizes[i]) {
+            PyErr_Format(PyExc_ValueError, "FPU state buffer %d has %zd bytes, expected %zd", i, v[i].len, sizes[i]);
+            PyBuffer_Release(&v[i]);
+            bad = 1;
+        }
+        if (bad) {
+            while (i-- > 0)
+                PyBuffer_Release(&v[i]);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static void release_buffers(Py_buffer v[5]) {
+    for (int i = 0; i < 5; i++)
+        PyBuffer_Release(&v[i]);
+}
+
+/* mvmul(srca bank, ra, srcb bank, rb, rows32, written, cleared16, rd, mask_a, mask_b, phase) -> None */
 static PyObject *py_mvmul(PyObject *self, PyObject *args) {
-    PyObject *ao, *bo, *do_, *wo, *co;
+    PyObject *o[5];
     int ra, rb, rd, phase;
     unsigned int mask_a, mask_b;
-    if (!PyArg_ParseTuple(args, "OiOiOOOiIIi", &ao, &ra, &bo, &rb, &do_, &wo, &co, &rd, &mask_a, &mask_b, &phase))
+    if (!PyArg_ParseTuple(args, "OiOiOOOiIIi", &o[0], &ra, &o[1], &rb, &o[2], &o[3], &o[4], &rd, &mask_a, &mask_b,
+                          &phase))
         return NULL;
     if (ra < 0 || ra > 48 || rb < 0 || rb > 56 || rd < 0 || rd > 504 || rd % 8 || phase < 0 || phase > 3)
         return PyErr_Format(PyExc_ValueError, "mvmul: SrcA row %d, SrcB row %d, Dst row %d, phase %d", ra, rb, rd,
                             phase);
     Py_buffer v[5];
-    PyObject *objs[5] = {ao, bo, do_, wo, co};
-    static const Py_ssize_t sizes[5] = {64 * 16 * 4, 64 * 16 * 4, 512 * 16 * 4, 512, 1024};
-    int got = 0;
-    PyObject *res = NULL;
-    for (; got < 5; got++) {
-        if (get_buffer(objs[got], &v[got], got >= 2, got < 3 ? 4 : 1, "mvmul") < 0)
-            goto done;
-        if (v[got].len != sizes[got]) {
-            PyErr_Format(PyExc_ValueError, "mvmul: argument %d has %zd bytes, expected %zd", got, v[got].len,
-                         sizes[got]);
-            got++;
-            goto done;
-        }
-    }
+    if (fpu_buffers(o, v) < 0)
+        return NULL;
     tile_mvmul(v[0].buf, ra, v[1].buf, rb, v[2].buf, v[3].buf, v[4].buf, rd, mask_a, mask_b, phase);
-    res = Py_None;
-    Py_INCREF(res);
-done:
-    while (got-- > 0)
-        PyBuffer_Release(&v[got]);
-    return res;
+    release_buffers(v);
+    Py_RETURN_NONE;
+}
+
+/* elw(srca bank, ra, srcb bank, rb, rows32, written, cleared16, rd, mask_a, mask_b, op, bcast, flush, accumulate,
+ * phase) -> None */
+static PyObject *py_elw(PyObject *self, PyObject *args) {
+    PyObject *o[5];
+    int ra, rb, rd, op, bcast, flush, accumulate, phase;
+    unsigned int mask_a, mask_b;
+    if (!PyArg_ParseTuple(args, "OiOiOOOiIIiippi", &o[0], &ra, &o[1], &rb, &o[2], &o[3], &o[4], &rd, &mask_a,
+                          &mask_b, &op, &bcast, &flush, &accumulate, &phase))
+        return NULL;
+    if (ra < 0 || ra > 56 || rb < 0 || rb > 56 || rd < 0 || rd > 504 || rd % 8 || op < ELW_MUL || op > ELW_SUB ||
+        bcast < 0 || bcast > 3 || phase < 0 || phase > 3)
+        return PyErr_Format(PyExc_ValueError, "elw: SrcA row %d, SrcB row %d, Dst row %d, op %d, bcast %d, phase %d",
+                            ra, rb, rd, op, bcast, phase);
+    Py_buffer v[5];
+    if (fpu_buffers(o, v) < 0)
+        return NULL;
+    tile_elw(v[0].buf, ra, v[1].buf, rb, v[2].buf, v[3].buf, v[4].buf, rd, mask_a, mask_b, op, bcast, flush,
+             accumulate, phase);
+    release_buffers(v);
+    Py_RETURN_NONE;
 }
 
 static PyMethodDef methods[] = {
     {"mvmul", py_mvmul, METH_VARARGS, "one MVMUL's data effect (see tile_mvmul)"},
+    {"elw", py_elw, METH_VARARGS, "one ELWMUL / ELWADD / ELWSUB's data effect (see tile_elw)"},
     {"unpack", py_unpack, METH_VARARGS, "L1 datums -> Src/Dst words (see tile_unpack)"},
     {"pack", py_pack, METH_VARARGS, "Dst rows -> L1 datums (see tile_pack)"},
     {NULL, NULL, 0, NULL},

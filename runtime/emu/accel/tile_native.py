@@ -1,10 +1,14 @@
-"""The data side of UNPACR and PACR in C (tile_native.c, a CPython extension module built by native.py): the loader
-and the conversion codes the C part shares with unpack_pack.py.
+"""The data side of the tile words in C (tile_native.c, a CPython extension module built by native.py): the loader and
+the conversion codes the C part shares with unpack_pack.py.
 
-unpack_pack.py's handlers keep every check, address and counter; for the conversions below, on contiguous whole-byte
-datums, they move the datums with one call instead of three to five numpy temporaries. Any other conversion (BFP,
-FP8, INT8, Tileize_mode, ReLU, edge masks that drop datums, L1 accumulation, most 16-bit Dst modes) stays on the Python
-path, which is the reference: tests/emu/test_tile_native.py pins bits and cycles of both together.
+unpack_pack.py's and tensix_fpu.py's handlers keep every check, address, bank handshake and counter; the C part does
+the data effect of
+* UNPACR and PACR for the conversions below, on contiguous whole-byte datums: one call instead of three to five numpy
+  temporaries. BFP, FP8, INT8, Tileize_mode, ReLU, edge masks that drop datums, L1 accumulation and most 16-bit Dst
+  modes stay on the Python path;
+* MVMUL and ELWMUL / ELWADD / ELWSUB with an fp32 Dst and 8-bit-exponent sources (no INT8 math), each as it executes
+  (MVMUL's numerics are mvmul_native.c's, which the MVMUL runs of fpu_batch use when this part is off).
+The Python path is the reference: tests/emu/test_tile_native.py pins bits and cycles of both together.
 `NATIVE = False` (or TT_EMU_TILE_NATIVE=0) keeps every word on the Python path; without a host compiler or Python's
 headers it stays there too (`python -m tt_backend info` says which runs, and why).
 """
@@ -37,14 +41,14 @@ def _load() -> tuple[object | None, str]:
         mod, path = native.load_extension(SOURCE, "tile_native")
     except OSError as e:
         return None, f"Python: the C part is unavailable: {e}"
-    return mod, f"C ({path}) for the unpacker's and packer's common conversions"
+    return mod, f"C ({path}) for UNPACR/PACR's common conversions, MVMUL and ELW* on an fp32 Dst"
 
 
 def module():
-    """The C module (unpack, pack), or None when it is off or unavailable."""
+    """The C module (unpack, pack, mvmul, elw), or None when it is off or unavailable."""
     return _load()[0] if NATIVE else None
 
 
 def status() -> str:
-    """Which path moves UNPACR's and PACR's datums, for `python -m tt_backend info`."""
+    """Which path does the tile words' data effect, for `python -m tt_backend info`."""
     return _load()[1] if NATIVE else "Python: TT_EMU_TILE_NATIVE=0"
