@@ -330,8 +330,9 @@ class FpuMixin:
         b = self.srcb[self.srcb_matrix_bank, rb:rb + n_rows]
         if not exp8 and not int8:
             self._check_5bit_exp(name, a, b)
+        # (with an 8-bit-exponent SrcA, _math_mode admits only 8-bit-exponent SrcB formats: the C part's numerics)
         c = tile_native.module() if use32 and exp8 and not int8 and not doc_rows and n_rows == 8 else None
-        if c is not None and fb not in fm.FMT_5BIT_EXP:        # this MVMUL's numerics in C, here and now
+        if c is not None:                                       # this MVMUL's numerics in C, here and now
             if self.mm_record:
                 self.flush_mvmul(keep=True)
             dst = self.dst
@@ -427,7 +428,7 @@ class FpuMixin:
             raise self.unspecified(f"{name} with fidelity phase {phase} != 0 (ttsim: NonContractual)")
         mod = f["instr_mod19"]
         accumulate = mul or bool(f["dest_accum_en"])
-        if use32 and exp8 and not int8 and fb not in fm.FMT_5BIT_EXP and (c := tile_native.module()) is not None:
+        if use32 and exp8 and not int8 and (c := tile_native.module()) is not None:
             dst = self.dst                                  # this word's numerics in C
             c.elw(self.srca[self.srca_matrix_bank], ra, self.srcb[self.srcb_matrix_bank], rb, dst.rows32, dst.written,
                   dst.cleared16, rd, fm.src19_mask(fa), fm.src19_mask(fb), _ELW_OPS[name], mod & 3, flush, accumulate,

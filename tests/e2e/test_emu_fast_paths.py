@@ -13,8 +13,8 @@ from tt_backend.runtime.emu.accel import fpu_batch, native, rv32_native, tile_na
 from tt_backend.runtime.emu.device import EmuDevice
 
 
-def _launch(plan, arrays, elfs):
-    dev = EmuDevice()
+def _launch(plan, arrays, elfs, dev=None):
+    dev = dev or EmuDevice()
     out = [launch_plan(dev, plan, arrays, elfs)[0] for _ in range(2)]    # a second launch on the warm device too
     return out, dev.stats()
 
@@ -107,15 +107,20 @@ def test_unpack_pack_fast_paths_identical(n, switch, monkeypatch):
 
 
 @pytest.mark.needs_cc
-@pytest.mark.parametrize("module, switch", [(noc, "ROUTE_CACHE"), (rv32_native, "NIU_STORES")])
+@pytest.mark.parametrize("module, switch", [(noc, "ROUTE_CACHE"), (rv32_native, "NIU_STORES"), (noc, "FORGET_PAST")])
 def test_data_movement_fast_paths_identical(module, switch, monkeypatch):
     """bf16 64^3 matmul on a 2x2 grid (DRAM reads on both NoCs, multicasts, semaphores between tiles): the NoC time
-    model's kept route resources (noc.ROUTE_CACHE) and the NIU command registers filled in C (rv32_native.NIU_STORES)
-    against their reference paths: the same bytes, cycles and NoC statistics of every tile."""
+    model's kept route resources (noc.ROUTE_CACHE), the NIU command registers filled in C (rv32_native.NIU_STORES)
+    and the busy intervals dropped at a launch's start (noc.FORGET_PAST) against their reference paths: the same bytes,
+    cycles and NoC statistics of every tile (two launches: the second one meets the first one's intervals)."""
     plan = matmul_plan(64, "HiFi2")
     plan.use_cores(4)
     elfs = compile_kernel(*split(plan.render()), plan.name)
-    fast = _launch(plan, matmul_arrays(plan), elfs)
+    devs = EmuDevice(), EmuDevice()
+    fast = _launch(plan, matmul_arrays(plan), elfs, devs[0])
     assert fast[1]["fabric"]["transfers"] > 0
     monkeypatch.setattr(module, switch, False)
-    assert _launch(plan, matmul_arrays(plan), elfs) == fast
+    assert _launch(plan, matmul_arrays(plan), elfs, devs[1]) == fast
+    if switch == "FORGET_PAST":
+        intervals = [max(len(b.ends) for b in dev.chip.fabric.busy.values()) for dev in devs]   # the longest list
+        assert intervals[0] < intervals[1]             # the second launch starts with the first one's forgotten

@@ -1,5 +1,7 @@
 """The speed layer's compiled part: C sources beside this module, built once with the host C compiler (cc, or $CC)
-into the cache directory, keyed by the source's content, the compiler and the flags, and loaded with ctypes.
+into the cache directory, keyed by the content of the source and the local files it includes, the compiler and the
+flags, and loaded with ctypes or, built against Python's headers, as a CPython extension module (load_extension: a
+call without ctypes' per-call cost, for the parts called once per instruction).
 
 Only where a measurement showed numpy cannot reach the speed: MVMUL runs (mvmul_native.c, fpu_math.mvmul19_batch's
 numerics in C, 25 % of a bf16 256^3 matmul's host time in numpy). The Python path stays and is the reference: the
