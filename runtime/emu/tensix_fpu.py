@@ -17,6 +17,7 @@ import numpy as np
 
 from tt_backend.chip.numerics import dst as dst_mod
 from tt_backend.chip.numerics import fpu_math as fm
+from tt_backend.runtime.emu.accel import tile_native
 
 SRC_ROWS = 64
 DST32_ROWS = 512
@@ -329,6 +330,16 @@ class FpuMixin:
         b = self.srcb[self.srcb_matrix_bank, rb:rb + n_rows]
         if not exp8 and not int8:
             self._check_5bit_exp(name, a, b)
+        # (with an 8-bit-exponent SrcA, _math_mode admits only 8-bit-exponent SrcB formats: the C part's numerics)
+        c = tile_native.module() if use32 and exp8 and not int8 and not doc_rows and n_rows == 8 else None
+        if c is not None:                                       # this MVMUL's numerics in C, here and now
+            if self.mm_record:
+                self.flush_mvmul(keep=True)
+            dst = self.dst
+            c.mvmul(self.srca[self.srca_matrix_bank], ra, self.srcb[self.srcb_matrix_bank], rb, dst.rows32,
+                    dst.written, dst.cleared16, rd, fm.src19_mask(fa), fm.src19_mask(fb), phase)
+            self._finish(t, addr_mode, f["clear_dvalid"])
+            return None
         if self.mm_record is not None:       # inside a pushed MVMUL run (accel/fpu_batch.py)
             if use32 and exp8 and not int8 and not doc_rows and n_rows == 8 and not self.raw_sfpu.scheduled:
                 self.record_mvmul(a, b, fa, fb, rd, phase)
@@ -416,6 +427,14 @@ class FpuMixin:
         if not mul and phase:
             raise self.unspecified(f"{name} with fidelity phase {phase} != 0 (ttsim: NonContractual)")
         mod = f["instr_mod19"]
+        accumulate = mul or bool(f["dest_accum_en"])
+        if use32 and exp8 and not int8 and (c := tile_native.module()) is not None:
+            dst = self.dst                                  # this word's numerics in C
+            c.elw(self.srca[self.srca_matrix_bank], ra, self.srcb[self.srcb_matrix_bank], rb, dst.rows32, dst.written,
+                  dst.cleared16, rd, fm.src19_mask(fa), fm.src19_mask(fb), _ELW_OPS[name], mod & 3, flush, accumulate,
+                  phase)
+            self._finish(t, f["addr_mode"], f["clear_dvalid"])
+            return None
         a = self.srca[self.srca_matrix_bank, ra:ra + 8].astype(np.int64)
         b = self.srcb[self.srcb_matrix_bank, rb:rb + 8].astype(np.int64)
         if mod & 2:                                   # BroadcastSrcBRow: SrcB row 0 of the block to all rows
@@ -426,7 +445,6 @@ class FpuMixin:
             b = b ^ 0x80000000
         if not exp8 and not int8:
             self._check_5bit_exp(name, a, b)
-        accumulate = mul or bool(f["dest_accum_en"])
         if int8:
             za = (a & 0x7F800000) == 0
             zb = flush & ((b & 0x7F800000) == 0)
@@ -701,6 +719,7 @@ class FpuMixin:
         self.apply_addr_mod(t, f["addr_mode"])
 
 
+_ELW_OPS = {"ELWMUL": 0, "ELWADD": 1, "ELWSUB": 2}      # tile_native.c's ELW_MUL, ELW_ADD, ELW_SUB
 # Src formats each instruction family accepts (ttsim's lists; others are refused by name)
 _MM_SRCA = frozenset({fm.FP32, fm.TF32, fm.BF16, fm.BFP8_B, fm.BFP4_B})
 _MM_SRCB = _MM_SRCA | {fm.INT16}

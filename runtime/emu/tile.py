@@ -335,6 +335,10 @@ class Tile:
                                    f"ttsim)")
         new = value & layout.ALL_CORES_RESET
         old, self.soft_reset = self.soft_reset, new
+        if old == layout.ALL_CORES_RESET != new and all(t.soft_reset == layout.ALL_CORES_RESET
+                                                        for t in self.chip.tiles.values() if t is not self):
+            # the first release of a launch: every core starts at the chip's clock or later, so do its transfers
+            self.chip.fabric.forget_before(self.chip.clock)
         for core, bit in CORE_BITS.items():
             if new & bit and not old & bit:               # SoftReset.md: entering reset discards its mailboxes
                 self.mailboxes.discard_writable(core)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from tt_backend.chip.numerics import formats as F
+from tt_backend.runtime.emu.accel import tile_native
 from tt_backend.runtime.emu.tensix_fpu import DST32_ROWS, SRC_ROWS
 
 _FMT_NAMES = F.NAMES
@@ -92,7 +93,7 @@ class UnpackPackMixin:
                 self._unpack_setups.clear()
             self._unpack_setups[key] = setup
         (conv, in_bits, out_align, x_dim, y_dim, z_dim, ystride1, zstride1, wstride1, bfp_bits, exp_section,
-         forced_exp, row_width, row_stride, tileize, to_dst, add_dest_cntr, burst, out_fmt) = setup
+         forced_exp, row_width, row_stride, tileize, to_dst, add_dest_cntr, burst, out_fmt, native_kind) = setup
         (x0, y0, z0, w0), (x1, y1, z1, w1) = th.adc[sel]
         if x0 > x1:
             raise self.undefined(f"UNPACR with ADC ch0.X={x0} > ch1.X={x1} (datum count would be negative)")
@@ -126,39 +127,49 @@ class UnpackPackMixin:
         if burst and count > 16 and dst_addr // 16 % burst:
             raise self.undefined(f"UNPACR to SrcA starting at row {dst_addr // 16}, not a multiple of the {burst}-row "
                                  "burst (writes would be dropped)")
-        if UNPACK_CONTIGUOUS and not tileize and not bfp_bits and in_bits in _WHOLE_BYTE and not start_bits & 7:
-            raw = self._l1_datums(start_bits, count, in_bits)     # rows back to back: one slice of L1
-        else:
-            i = np.arange(count, dtype=np.int64)
-            bit_addr = start_bits + in_bits * (i % row_width) + row_stride * 8 * (i // row_width)
-            raw = self._l1_gather(bit_addr, in_bits)
-        exps = None
-        if bfp_bits:
-            if forced_exp is not None:
-                exps = np.full(count, forced_exp, np.uint32)
+        c = tile_native.module() if native_kind is not None and not (tileize or skip or start_bits & 7) else None
+        if c is not None and 0 <= start_bits and start_bits + count * in_bits <= self.l1.size * 8:
+            vals, n = None, count                       # moved by tile_native.unpack below
+        else:                                           # (an L1 range out of bounds: this path raises)
+            c = None
+            if UNPACK_CONTIGUOUS and not tileize and not bfp_bits and in_bits in _WHOLE_BYTE and not start_bits & 7:
+                raw = self._l1_datums(start_bits, count, in_bits)     # rows back to back: one slice of L1
             else:
-                exps = self._l1_gather((exp_base + (first + np.arange(count, dtype=np.int64)) // 16) * 8, 8)
-        vals = conv(raw, exps)
-        if skip:
-            vals = vals[skip:]
-        n = vals.size
+                i = np.arange(count, dtype=np.int64)
+                bit_addr = start_bits + in_bits * (i % row_width) + row_stride * 8 * (i // row_width)
+                raw = self._l1_gather(bit_addr, in_bits)
+            exps = None
+            if bfp_bits:
+                if forced_exp is not None:
+                    exps = np.full(count, forced_exp, np.uint32)
+                else:
+                    exps = self._l1_gather((exp_base + (first + np.arange(count, dtype=np.int64)) // 16) * 8, 8)
+            vals = conv(raw, exps)
+            if skip:
+                vals = vals[skip:]
+            n = vals.size
         if to_dst:
             r0, r1 = dst_addr // 16, (dst_addr + n + 15) // 16
             if r1 > DST32_ROWS:
                 raise self.undefined(f"UNPACR writes Dst32b rows {r0}..{r1 - 1} beyond row 511")
-            self.dst.rows32.reshape(-1)[dst_addr:dst_addr + n] = vals
+            target = self.dst.rows32
             self.dst.written[r0:r1] = True
         elif sel:
             if dst_addr + n > SRC_ROWS * 16:
                 raise self.undefined(f"UNPACR writes SrcB row {(dst_addr + n - 1) // 16} beyond row 63")
-            self.srcb[bank].reshape(-1)[dst_addr:dst_addr + n] = vals
+            target = self.srcb[bank]
         else:
-            src_rows = self.srca[bank].reshape(-1)
-            end = dst_addr + n
-            if end <= SRC_ROWS * 16:
-                src_rows[dst_addr:end] = vals
-            else:                                       # BH wraps SrcA rows (ttsim)
-                src_rows[np.arange(dst_addr, end) % (SRC_ROWS * 16)] = vals
+            target = self.srca[bank]
+        if dst_addr + n <= target.size:
+            if c is not None:
+                c.unpack(self.l1, start_bits >> 3, n, native_kind, target, dst_addr)
+            else:
+                target.reshape(-1)[dst_addr:dst_addr + n] = vals
+        else:                                           # BH wraps SrcA rows (ttsim)
+            if c is not None:
+                vals = np.empty(n, np.uint32)
+                c.unpack(self.l1, start_bits >> 3, n, native_kind, vals, 0)
+            target.reshape(-1)[np.arange(dst_addr, dst_addr + n) % (SRC_ROWS * 16)] = vals
         am = f["addr_mode"]
         adc = th.adc[sel]
         adc[0][2] = (adc[0][2] + (am & 3)) & 0xFF
@@ -261,8 +272,9 @@ class UnpackPackMixin:
             raise self.unimpl(f"UNPACR with SRCA_SET_Base={th.cfg[5] & 3}")
         add_dest_cntr = to_dst or bool(cfg[50] >> 8 & 1)        # UNP0_ADD_DEST_ADDR_CNTR
         burst = 0 if to_dst or sel else self._srca_burst(in_bits, tileize, reg2 >> 4 & 3)
+        native_kind = tile_native.UNPACK_KINDS.get((in_fmt, out_fmt, to_dst))      # (None: the Python path only)
         return (conv, in_bits, out_align, x_dim, y_dim, z_dim, ystride1, zstride1, wstride1, bfp_bits, exp_section,
-                forced_exp, row_width, row_stride, tileize, to_dst, add_dest_cntr, burst, out_fmt)
+                forced_exp, row_width, row_stride, tileize, to_dst, add_dest_cntr, burst, out_fmt, native_kind)
 
     def _srca_burst(self, in_bits: int, tileize: bool, throttle: int) -> int:
         """Rows per SrcA write burst: wide SrcA unpacks write in bursts of rows, and a burst straddling a 16-row set
@@ -385,7 +397,7 @@ class UnpackPackMixin:
         else:
             self.check_state_bank(t)              # (the one check of _pack_setup that is not about f or cfg)
         (sel, c68, c71, in_fmt, out_fmt, rd32, read_unsigned, read_raw, round10, relu_mode, relu_thr, acc, esz,
-         out_bits, ys, zs, ws, plain) = setup
+         out_bits, ys, zs, ws, plain, native_kind) = setup
         th = self.threads[t]
         (x0, y0, z0, w0), (x1, y1, z1, w1) = th.adc[PACK]
         if x0:
@@ -415,11 +427,6 @@ class UnpackPackMixin:
         if out_bits <= 8 and count % 16:
             raise self.unimpl(f"PACR of {count} datums to {_fmt(out_fmt)} (8-bit and BFP outputs need multiples "
                               "of 16)")
-        if rd32:
-            rows = self.dst.rows32[first:last + 1:step, :per]
-        else:
-            r16 = np.repeat(np.arange(first, last + 1, step), per)
-            rows = self.dst.read16(r16, np.tile(np.arange(per), n_rows))
 
         # stream start: L1 address (and the BFP/8-bit exponent section) from L1_Dest_addr + ch1.Y * Ystride1
         if not self.packer_open:
@@ -430,8 +437,20 @@ class UnpackPackMixin:
             self.packer_addr = start + (16 * (c68 >> 16) if out_bits <= 8 else 0)   # Exp_section_size (16 B)
             self.packer_tpg = (0, 0, 0)
         keep, all_kept = self._edge_keep(count)
+        addr, nbytes = self.packer_addr, count * out_bits // 8
+        c = tile_native.module() if native_kind is not None and all_kept else None
+        if c is not None and 0 <= addr and addr + nbytes <= self.l1.size:   # (else the Python path raises)
+            c.pack(self.dst.rows32, first, n_rows, step, per, native_kind, self.l1, addr)
+            self._pack_stream(th, f, nbytes)
+            return
+        if rd32:
+            rows = self.dst.rows32[first:last + 1:step, :per]
+        else:
+            r16 = np.repeat(np.arange(first, last + 1, step), per)
+            rows = self.dst.read16(r16, np.tile(np.arange(per), n_rows))
         if plain and all_kept and PACK_PLAIN_COPY:
-            self._pack_stream(th, f, rows.reshape(-1))
+            self._l1_write(addr, rows)
+            self._pack_stream(th, f, nbytes)
             return
         vals = rows.reshape(-1).astype(np.uint32)
         if rd32:
@@ -448,7 +467,6 @@ class UnpackPackMixin:
             inter = np.where(keep, inter, np.uint32(0))   # masked datums enter the late conversion as 0
         out = self._pack_late(inter, in_fmt, out_fmt, c71, bool(rd32))
 
-        addr = self.packer_addr
         if out_fmt in _BFP_BITS:
             bits = _BFP_BITS[out_fmt]
             exps, datums = F.bf16_to_bfp(out, bits)
@@ -461,14 +479,13 @@ class UnpackPackMixin:
                 old = self._l1_read(addr, count * out_bits // 8).view(dt).astype(np.uint32)
                 out = {F.FP32: F.l1_acc_fp32, F.BF16: F.l1_acc_bf16, F.FP16: F.l1_acc_fp16}[out_fmt](old, out)
             data = out.astype(dt)
-        self._pack_stream(th, f, data, out_fmt in _BFP_BITS)
-
-    def _pack_stream(self, th, f, data: np.ndarray, bfp: bool = False) -> None:
-        """PACR's end: `data` (the L1 datums) written at the stream's address, the stream padded and closed by
-        `last`, the packer's address modifier applied."""
-        addr = self.packer_addr
         self._l1_write(addr, data)
-        addr += data.size * data.itemsize
+        self._pack_stream(th, f, data.size * data.itemsize, out_fmt in _BFP_BITS)
+
+    def _pack_stream(self, th, f, nbytes: int, bfp: bool = False) -> None:
+        """PACR's end, after its `nbytes` bytes of L1 datums were written at the stream's address: the stream padded
+        and closed by `last`, the packer's address modifier applied."""
+        addr = self.packer_addr + nbytes
         if f["last"]:
             pad = -addr % 16      # `last` zero-pads the stream (and a BFP exponent stream) to the next 16 bytes
             if pad:
@@ -552,8 +569,11 @@ class UnpackPackMixin:
 
         ys, zs, ws = cfg[12] >> 16, cfg[13] & 0xFFFF, cfg[13] >> 16
         plain = bool(rd32) and in_fmt == out_fmt and in_fmt in (F.FP32, F.INT32) and not relu_mode and not acc
+        # (Read_raw truncates where the C part rounds BF16; it changes nothing for FP32, INT32 and INT16)
+        native = not (relu_mode or acc or read_raw and in_fmt == F.BF16)
+        native_kind = tile_native.PACK_KINDS.get((rd32, in_fmt, out_fmt)) if native else None
         return (sel, c68, c71, in_fmt, out_fmt, rd32, read_unsigned, read_raw, round10, relu_mode, relu_thr, acc, esz,
-                out_bits, ys, zs, ws, plain)
+                out_bits, ys, zs, ws, plain, native_kind)
 
     def _edge_keep(self, count: int) -> tuple[np.ndarray, bool]:
         """(_edge_masks, whether it keeps every datum), cached per (count, tile position, the config words it reads)

@@ -9,12 +9,12 @@ from tt_backend.chip.numerics import fpu_math as fm
 from tt_backend.lowering.codegen.sources import split
 from tt_backend.runtime.compile import compile_kernel
 from tt_backend.runtime.emu import noc, unpack_pack
-from tt_backend.runtime.emu.accel import fpu_batch, native, rv32_native
+from tt_backend.runtime.emu.accel import fpu_batch, native, rv32_native, tile_native
 from tt_backend.runtime.emu.device import EmuDevice
 
 
-def _launch(plan, arrays, elfs):
-    dev = EmuDevice()
+def _launch(plan, arrays, elfs, dev=None):
+    dev = dev or EmuDevice()
     out = [launch_plan(dev, plan, arrays, elfs)[0] for _ in range(2)]    # a second launch on the warm device too
     return out, dev.stats()
 
@@ -22,8 +22,9 @@ def _launch(plan, arrays, elfs):
 @pytest.mark.needs_cc
 @pytest.mark.parametrize("fidelity", ["LoFi", "HiFi4"])
 def test_mvmul_runs_identical(fidelity, monkeypatch):
-    """bf16 64^3 FPU matmul: MVMUL runs executed at once (accel/fpu_batch.py), their numerics in C (accel/native.py)
-    and in numpy (fpu_math.mvmul19_batch), against the per-instruction handler."""
+    """bf16 64^3 FPU matmul: each MVMUL's numerics in C as it executes (accel/tile_native.py), MVMUL runs executed at
+    once (accel/fpu_batch.py) with their numerics in C (accel/native.py) and in numpy (fpu_math.mvmul19_batch),
+    against the per-instruction handler."""
     plan = matmul_plan(64, fidelity)
     rng = np.random.default_rng(3)
     bf16 = lambda: (rng.standard_normal((64, 64)).astype(np.float32).view(np.uint32) >> 16).astype(np.uint16)
@@ -35,7 +36,17 @@ def test_mvmul_runs_identical(fidelity, monkeypatch):
         monkeypatch.setattr(mod, name,
                             lambda *a, _fn=fn, _s=steps[path], _i=slots_arg: _s.append(len(a[_i])) or _fn(*a))
     expected = 2 * 2 * 2 * 2 * 16 * fm.FIDELITY_PHASES[fidelity]    # launches x tiles x K x 16/phase
-    runs = {}
+    direct = []
+    real = tile_native.module()
+
+    class Counted:
+        def __getattr__(self, name):
+            return (lambda *a: direct.append(1) or real.mvmul(*a)) if name == "mvmul" else getattr(real, name)
+
+    monkeypatch.setattr(tile_native, "module", Counted)
+    runs = {"direct C": _launch(plan, arrays, elfs)}
+    assert len(direct) == expected and not steps["C"]                  # every MVMUL ran alone in C
+    monkeypatch.setattr(tile_native, "module", lambda: None)
     for path, switch in (("C", None), ("numpy", "NATIVE_MVMUL"), ("reference", "BATCH_MVMUL")):
         if switch:
             monkeypatch.setattr(fpu_batch, switch, False)
@@ -43,7 +54,7 @@ def test_mvmul_runs_identical(fidelity, monkeypatch):
         if path in steps:
             assert sum(steps[path]) == expected and max(steps[path]) >= 16     # this path ran every MVMUL
     assert sum(steps["C"]) == expected and sum(steps["numpy"]) == expected  # (and no other run used them)
-    assert runs["C"] == runs["numpy"] == runs["reference"]
+    assert runs["direct C"] == runs["C"] == runs["numpy"] == runs["reference"]
 
 
 @pytest.mark.needs_cc
@@ -73,7 +84,8 @@ def test_unpack_pack_fast_paths_identical(n, switch, monkeypatch):
     """fp32 a * b + a (40x40: partial tiles, the packer's edge masks): PACR's cached checks and edge masks
     (unpack_pack.PACK_SETUP_CACHE), UNPACR's cached checks (UNPACK_SETUP_CACHE), contiguous unpacks read as one L1
     slice (UNPACK_CONTIGUOUS), PACR's plain copy of fp32 Dst rows (PACK_PLAIN_COPY), each against the reference
-    handler."""
+    handler. (The Python path's fast paths: the C datum moves, tests/emu/test_tile_native.py, are off.)"""
+    monkeypatch.setattr(tile_native, "NATIVE", False)
     plan = elementwise_plan(n)
     arrays = elementwise_inputs(plan, np.random.default_rng(n))
     elfs = compile_kernel(*split(plan.render()), plan.name)
@@ -95,15 +107,20 @@ def test_unpack_pack_fast_paths_identical(n, switch, monkeypatch):
 
 
 @pytest.mark.needs_cc
-@pytest.mark.parametrize("module, switch", [(noc, "ROUTE_CACHE"), (rv32_native, "NIU_STORES")])
+@pytest.mark.parametrize("module, switch", [(noc, "ROUTE_CACHE"), (rv32_native, "NIU_STORES"), (noc, "FORGET_PAST")])
 def test_data_movement_fast_paths_identical(module, switch, monkeypatch):
     """bf16 64^3 matmul on a 2x2 grid (DRAM reads on both NoCs, multicasts, semaphores between tiles): the NoC time
-    model's kept route resources (noc.ROUTE_CACHE) and the NIU command registers filled in C (rv32_native.NIU_STORES)
-    against their reference paths: the same bytes, cycles and NoC statistics of every tile."""
+    model's kept route resources (noc.ROUTE_CACHE), the NIU command registers filled in C (rv32_native.NIU_STORES)
+    and the busy intervals dropped at a launch's start (noc.FORGET_PAST) against their reference paths: the same bytes,
+    cycles and NoC statistics of every tile (two launches: the second one meets the first one's intervals)."""
     plan = matmul_plan(64, "HiFi2")
     plan.use_cores(4)
     elfs = compile_kernel(*split(plan.render()), plan.name)
-    fast = _launch(plan, matmul_arrays(plan), elfs)
+    devs = EmuDevice(), EmuDevice()
+    fast = _launch(plan, matmul_arrays(plan), elfs, devs[0])
     assert fast[1]["fabric"]["transfers"] > 0
     monkeypatch.setattr(module, switch, False)
-    assert _launch(plan, matmul_arrays(plan), elfs) == fast
+    assert _launch(plan, matmul_arrays(plan), elfs, devs[1]) == fast
+    if switch == "FORGET_PAST":
+        intervals = [max(len(b.ends) for b in dev.chip.fabric.busy.values()) for dev in devs]   # the longest list
+        assert intervals[0] < intervals[1]             # the second launch starts with the first one's forgotten

@@ -51,6 +51,11 @@ static uint32_t accumulate2(uint32_t dst, const int64_t ts[2], const int64_t te[
     return (uint32_t)(sign << 31 | e << 23 | man);
 }
 
+/* Built for AVX2 beside the baseline where the compiler and C library can pick at load time (GCC / clang ifuncs on
+ * glibc): the products' per-column shifts vectorise only with AVX2's variable shifts (5.1 -> 3.4 us per step here). */
+#if defined(__x86_64__) && defined(__GLIBC__) && (defined(__clang__) || __GNUC__ >= 6)
+__attribute__((target_clones("avx2", "default")))
+#endif
 void mvmul_steps(const uint32_t *srca, const uint32_t *srcb, uint32_t mask_a, uint32_t mask_b, const int32_t *phase,
                  const int32_t *slot, int32_t steps, uint32_t *dst) {
     for (int s = 0; s < steps; s++) {

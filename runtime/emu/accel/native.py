@@ -1,5 +1,7 @@
 """The speed layer's compiled part: C sources beside this module, built once with the host C compiler (cc, or $CC)
-into the cache directory, keyed by the source's content, the compiler and the flags, and loaded with ctypes.
+into the cache directory, keyed by the content of the source and the local files it includes, the compiler and the
+flags, and loaded with ctypes or, built against Python's headers, as a CPython extension module (load_extension: a
+call without ctypes' per-call cost, for the parts called once per instruction).
 
 Only where a measurement showed numpy cannot reach the speed: MVMUL runs (mvmul_native.c, fpu_math.mvmul19_batch's
 numerics in C, 25 % of a bf16 256^3 matmul's host time in numpy). The Python path stays and is the reference: the
@@ -11,9 +13,13 @@ from __future__ import annotations
 import ctypes
 import functools
 import hashlib
+import importlib.machinery
+import importlib.util
 import os
+import re
 import shutil
 import subprocess
+import sysconfig
 import tempfile
 from pathlib import Path
 
@@ -38,8 +44,16 @@ def _flags(include: tuple[str, ...]) -> tuple[str, ...]:
     return FLAGS + tuple(f"-I{d}" for d in include)
 
 
+def _text_with_includes(source: Path) -> bytes:
+    """The source and the local files it includes (`#include "name"`, beside it), for the cache key."""
+    text = source.read_bytes()
+    return text + b"".join(_text_with_includes(source.with_name(name.decode()))
+                           for name in re.findall(rb'^#include "([^"]+)"', text, re.M))
+
+
 def library_path(cc: str, source: Path = SOURCE, include: tuple[str, ...] = ()) -> Path:
-    key = hashlib.sha256(source.read_bytes() + cc.encode() + " ".join(_flags(include)).encode()).hexdigest()[:20]
+    key = hashlib.sha256(_text_with_includes(source) + cc.encode() + " ".join(_flags(include)).encode()
+                         ).hexdigest()[:20]
     return cache_dir() / "native" / f"{source.stem.removesuffix('_native')}_{key}.so"
 
 
@@ -68,6 +82,19 @@ def build(source: Path = SOURCE, include: tuple[str, ...] = ()) -> Path:
         if os.path.exists(tmp):
             os.unlink(tmp)
     return out
+
+
+def load_extension(source: Path, name: str):
+    """The CPython extension module `name` built from `source` (a C file beside this module) against this Python's
+    headers: (the module, its path). Raises OSError naming the reason it cannot be built."""
+    include = sysconfig.get_paths()["include"]
+    if not os.path.isfile(os.path.join(include, "Python.h")):
+        raise OSError(f"no Python.h in {include} to build the C part against")
+    path = build(source, (include,))
+    loader = importlib.machinery.ExtensionFileLoader(name, str(path))
+    mod = importlib.util.module_from_spec(importlib.util.spec_from_file_location(name, path, loader=loader))
+    loader.exec_module(mod)
+    return mod, path
 
 
 @functools.lru_cache(maxsize=None)

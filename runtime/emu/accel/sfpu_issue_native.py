@@ -18,11 +18,8 @@ drain_run for Tensix._drain's loop), the issue rule of every non-SFPU kind in C,
 from __future__ import annotations
 
 import functools
-import importlib.machinery
-import importlib.util
 import os
 import struct
-import sysconfig
 from pathlib import Path
 
 from tt_backend.chip.sfpu_regs import ALL_LREGS
@@ -49,16 +46,10 @@ _FACTS = struct.Struct("<16q")     # sfpu_issue_native.c's word_facts
 @functools.lru_cache(maxsize=None)
 def _load() -> tuple[object | None, str]:
     """(the module or None, what `info` says about it)."""
-    include = sysconfig.get_paths()["include"]
-    if not os.path.isfile(os.path.join(include, "Python.h")):
-        return None, f"Python: no Python.h in {include} to build the C part against"
     try:
-        path = native.build(SOURCE, (include,))
+        mod, path = native.load_extension(SOURCE, "sfpu_issue")
     except OSError as e:
         return None, f"Python: the C part is unavailable: {e}"
-    loader = importlib.machinery.ExtensionFileLoader("sfpu_issue", str(path))
-    mod = importlib.util.module_from_spec(importlib.util.spec_from_file_location("sfpu_issue", path, loader=loader))
-    loader.exec_module(mod)
     load_modes, store_modes = (sum(1 << m for m in DST32_MODES_OF[s]) for s in (False, True))
     mod.configure(FIFO_EFFECTIVE_DEPTH, MOP_TRANSITION_PENALTY, ALL_LREGS, load_modes, store_modes, DST_RWC_MASK,
                   SRC_RWC_MASK, FPU_TO_SFPLOAD_GAP)
