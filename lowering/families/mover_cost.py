@@ -15,8 +15,9 @@ from __future__ import annotations
 import math
 
 from tt_backend.chip.interleave import N_BANKS
+from tt_backend.lowering.families.index_cost import index_math_cycles
 from tt_backend.lowering.placement.cost import pack_cycles, unpack_cycles
-from tt_backend.lowering.plan import DTYPE_SIZE, TILE_BYTES, TILE_ELEMS
+from tt_backend.lowering.plan import DTYPE_SIZE, TILE_BYTES, TILE_ELEMS, Stream
 
 NOC_BYTES_PER_CYCLE = 64
 
@@ -77,15 +78,26 @@ READ_PER_RUN, READ_PER_RUN_DATUM = 74, 0.15     # a NoC read per run
 # unless several runs fit one window. a[:, ::2].T of a 60 x 300 fp32 (E_150_60, runs of 60 datums 1,200 bytes apart):
 # 17 runs of 3 loads per tile, each the loop, the round trip and 512 flits, about 1,000 cycles
 WINDOW_RELOAD_FIXED = TILE_READ_FIXED
+# The per-datum figures above were measured on float32 and int8 streams whose index math is integer. What a stream
+# adds to them (stream_datum_cycles): its index math (index_cost.py: soft float, loaded indices) in the modes that
+# evaluate it per datum, and the float16 conversion (templates/device/tt_convert.h) in every mode that converts per
+# datum: widening a float16 normal takes 8 cycles where the int8 sign extension of the measured 8.1 takes 2, and
+# narrowing one 17.5 where int8's truncation takes 1 (instruction counts of the conversions on the emulator's RV32
+# core, a loop of 512 against the same loop without them, gcc -O2 -march=rv32im); denormals, infinities and NaNs
+# take other paths, not priced
+DATUM_EXTRA_MODES = ("gather", "computed", "scatter", "contiguous convert", "red gather", "red computed")
+FLOAT16_WIDEN_EXTRA, FLOAT16_NARROW_EXTRA = 8 - 2, 17.5 - 1
 # modes that read a tile with one NoC transaction
 BULK_READS = ("contiguous", "contiguous bool", "contiguous convert", "red contiguous")
 PER_SLOT_READS = ("gather", "computed")     # modes whose loop walks every slot of the tile, past the last element too
 
 
-def tile_read_cycles(mode: str, tile_format: str, runs: dict | None = None, valid: float = 1.0) -> float:
+def tile_read_cycles(mode: str, tile_format: str, runs: dict | None = None, datum_extra: float = 0.0, *,
+                     valid: float = 1.0) -> float:
     """Reader cycles per tile of one input stream: mode and run structure as tile_streams.stream_ctx gives them;
-    `valid`: the share of the tile's slots that hold elements (the elementwise layout's partial last tile: the rest
-    is zeroed)."""
+    `datum_extra`: what the stream adds per datum to a mode that touches every datum (DATUM_EXTRA_MODES) beyond the
+    mode's own figure (stream_datum_cycles); `valid`: the share of the tile's slots that hold elements (the
+    elementwise layout's partial last tile: the rest is zeroed)."""
     datums, past_end = valid * TILE_ELEMS, (1 - valid) * TILE_ELEMS
     bulk = (TILE_READ_FIXED + TILE_BYTES[tile_format] / NOC_BYTES_PER_CYCLE + pad_fill_cycles(past_end, tile_format)
             if mode in BULK_READS else GATHER_PAST_END_PER_SLOT * past_end if mode in PER_SLOT_READS else 0)
@@ -94,9 +106,24 @@ def tile_read_cycles(mode: str, tile_format: str, runs: dict | None = None, vali
     if mode in ("runs", "broadcast"):       # the tile's runs up to its last element, the rest zeroed by words
         return (READ_PER_RUN * max(1, datums // max(1, runs["run"] if runs else 1)) + NOC_ROUND_TRIP
                 + READ_PER_RUN_DATUM * datums + pad_fill_cycles(past_end, tile_format))
-    per_datum = READ_PER_DATUM_RESIDENT if runs is not None and runs["resident"] else READ_PER_DATUM
+    table = READ_PER_DATUM_RESIDENT if runs is not None and runs["resident"] else READ_PER_DATUM
     reloads = window_reload_cycles(runs, datums) if mode == "strided" and not runs["resident"] else 0
-    return bulk + reloads + per_datum.get(mode, READ_PER_DATUM.get(mode, READ_PER_DATUM["gather"])) * datums
+    per_datum = table.get(mode, READ_PER_DATUM.get(mode, READ_PER_DATUM["gather"]))
+    return bulk + reloads + (per_datum + (datum_extra if mode in DATUM_EXTRA_MODES else 0)) * datums
+
+
+def stream_datum_cycles(s: Stream, writer: bool = False) -> float:
+    """Cycles per datum stream `s` adds to its mover's mode figure (DATUM_EXTRA_MODES): its index math and its float16
+    conversion."""
+    exprs = [s.index, s.valid] if writer else [s.index, s.valid, s.value]
+    convert = (FLOAT16_NARROW_EXTRA if writer else FLOAT16_WIDEN_EXTRA) if s.dtype == "float16" else 0
+    return index_math_cycles(exprs) + convert
+
+
+def gather_reload_cycles(loads: int, moved: int) -> float:
+    """A per-datum gather's window reloads (window_walk.tile_window_loads): each the loop and the waited round trip,
+    and its bytes at 64 per cycle."""
+    return loads * WINDOW_RELOAD_FIXED + moved / NOC_BYTES_PER_CYCLE
 
 
 def window_reload_cycles(runs: dict, datums: float) -> float:
@@ -145,10 +172,12 @@ def reduce_walk_cycles(valid_fraction: float) -> float:
     datums, the others pads."""
     return (RED_WALK_PER_SLOT + RED_WALK_PER_DATUM * valid_fraction) * TILE_ELEMS
 
-def tile_write_cycles(mode: str, tile_format: str, valid: float = 1.0) -> float:
-    """Writer cycles per tile of the output stream; `valid` as in tile_read_cycles (only elements are written)."""
+def tile_write_cycles(mode: str, tile_format: str, datum_extra: float = 0.0, *, valid: float = 1.0) -> float:
+    """Writer cycles per tile of the output stream; `datum_extra` and `valid` as in tile_read_cycles (only elements
+    are written)."""
     bulk = TILE_WRITE_FIXED + TILE_BYTES[tile_format] / NOC_BYTES_PER_CYCLE if mode.startswith("contiguous") else 0
-    return bulk + WRITE_PER_DATUM.get(mode, WRITE_PER_DATUM["scatter"]) * valid * TILE_ELEMS
+    per_datum = WRITE_PER_DATUM.get(mode, WRITE_PER_DATUM["scatter"])
+    return bulk + (per_datum + (datum_extra if mode in DATUM_EXTRA_MODES else 0)) * valid * TILE_ELEMS
 
 
 def group_write_cycles(outputs: int) -> float:
@@ -165,23 +194,24 @@ def pipeline(n_tiles: int, reader: float, compute: float, writer: float, fill: f
             "writer": round(writer * n_tiles), "total": round(total)}
 
 
-def tile_pipeline_cycles(n_tiles: int, reads: list[tuple[str, str, dict | None]], write: tuple[str, str],
-                         compute_per_tile: float, valid: float = 1.0) -> dict:
-    """The tile pipeline's launch: reads = (mode, tile format, run structure) per input, write = (mode, tile format)
-    of the output; compute_per_tile the compute's cycles per tile (compute_stage); valid: the share of the tiles'
-    slots that hold elements (tile_read_cycles).
+def tile_pipeline_cycles(n_tiles: int, reads: list[tuple], write: tuple, compute_per_tile: float,
+                         valid: float = 1.0) -> dict:
+    """The tile pipeline's launch: reads = (mode, tile format, run structure, datum extra) per input, write = (mode,
+    tile format, datum extra) of the output (tile_read_cycles; the datum extra may be left out);
+    compute_per_tile the compute's cycles per tile (compute_stage); valid: the share of the tiles' slots that hold
+    elements (tile_read_cycles).
     Where every input is plain contiguous (or a head broadcast beside them) the reader keeps several tiles' reads in
     flight (templates/reader.c.j2 `in_flight`, `reads_in_flight`): the round trip is paid once, in the fill, not per
     tile. Otherwise the plain contiguous inputs' reads are issued first and their round trip overlaps the other
     inputs' movers (`early`). A bulk writer keeps its writes in flight likewise (writer.c.j2): the last tile's
     acknowledgement is waited for once."""
-    writer, fill = tile_write_cycles(*write, valid), 0.0
+    writer, fill = tile_write_cycles(*write, valid=valid), 0.0
     if write[0].startswith("contiguous"):
         writer, fill = writer - NOC_ROUND_TRIP, NOC_ROUND_TRIP
     if reads_in_flight(reads):
         return pipeline(n_tiles, in_flight_read_cycles(reads, valid), compute_per_tile, writer, NOC_ROUND_TRIP + fill)
     early = [r for r in reads if r[0] == "contiguous"]
-    others = sum(tile_read_cycles(*r, valid) for r in reads if r[0] != "contiguous")
+    others = sum(tile_read_cycles(*r, valid=valid) for r in reads if r[0] != "contiguous")
     reader = in_flight_read_cycles(early, valid) + max(others, NOC_ROUND_TRIP if early else 0)
     return pipeline(n_tiles, reader, compute_per_tile, writer, fill)
 
@@ -191,17 +221,17 @@ def head_broadcast(mode: str, runs: dict | None) -> bool:
     return mode == "broadcast" and bool(runs and runs["head"])
 
 
-def reads_in_flight(reads: list[tuple[str, str, dict | None]]) -> bool:
+def reads_in_flight(reads: list[tuple[str, str, dict | None, float]]) -> bool:
     """Whether the tile pipeline's reader keeps several tiles' reads in flight (templates/reader.c.j2 `in_flight`):
     every input a plain contiguous stream, or a head broadcast beside them, whose window load (the first tile's
     only NoC read of it) waits for the reads in flight instead of holding the next tiles' reads back."""
-    return (any(mode == "contiguous" for mode, _, _ in reads)
-            and all(mode == "contiguous" or head_broadcast(mode, runs) for mode, _, runs in reads))
+    return (any(mode == "contiguous" for mode, *_ in reads)
+            and all(mode == "contiguous" or head_broadcast(mode, runs) for mode, _, runs, *_ in reads))
 
 
-def in_flight_read_cycles(reads: list[tuple[str, str, dict | None]], valid: float = 1.0) -> float:
+def in_flight_read_cycles(reads: list[tuple[str, str, dict | None, float]], valid: float = 1.0) -> float:
     """Per tile, bulk reads whose round trip is not waited for alone (paid once, by the caller)."""
-    return sum(tile_read_cycles(*r, valid) - NOC_ROUND_TRIP for r in reads)
+    return sum(tile_read_cycles(*r, valid=valid) - NOC_ROUND_TRIP for r in reads)
 
 
 # The tile pipeline's compute (templates/compute.c.j2) keeps one Dst group in flight (semaphore FREE, max 1): the
@@ -417,7 +447,7 @@ def split_ranges(n_tiles: int, cores: int) -> list[tuple[int, int]]:
     return out
 
 
-def grid_pipeline_cycles(n_tiles: int, reads: list[tuple[str, str, dict | None]], write: tuple[str, str],
+def grid_pipeline_cycles(n_tiles: int, reads: list[tuple[str, str, dict | None, float]], write: tuple[str, str, float],
                          compute_per_tile: float, cores: int, dram_bytes_per_tile: int, valid: float = 1.0) -> dict:
     """tile_pipeline_cycles for a launch split over `cores` cores: the largest range's pipeline, at least the DRAM
     banks' time for every core's bytes (`total`, emulated cycles); `price` adds CORE_LAUNCH_CYCLES per extra core (what
