@@ -75,7 +75,7 @@ class ElementwisePlan(TilePlan):
         datums = min(TILE_ELEMS, self.n_elements)
         for j, s in enumerate(self.inputs):
             c = stream_ctx(self, s, j)
-            extra = stream_datum_cycles(s)
+            extra = stream_datum_cycles(s, gather_ranges=len(self.ranges) if c["mode"] == "gather" else None)
             if c["mode"] == "gather":
                 loads, moved = tile_window_loads(s.index, s.valid, tuple(self.ranges), datums, c["esz"],
                                                  self.buffers[s.buf].nbytes, window_bytes(self, f"in{j}"))

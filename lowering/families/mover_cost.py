@@ -36,9 +36,9 @@ TILE_READ_FIXED = 96 + NOC_ROUND_TRIP
 TILE_WRITE_FIXED = 78 + NOC_ROUND_TRIP
 # per datum, the modes that touch every datum on the RISC-V, measured as brisc busy time per datum on fp32 views: a
 # buffer that fits the staging window is read once ("resident", 64x64: a.T 3.7, a.flip(1) 3.6), a larger one through
-# window reloads (256x256: strided a.flip(1) 5.5, columns a.T 15.7); a gated gather (a pad) 14.1 either way. Not
-# measured yet: bool widened / narrowed in place (given 1 per datum), computed streams and scatter writes (given the
-# gather's figure, which modes missing from the table take).
+# window reloads (256x256: strided a.flip(1) 5.5, columns a.T 15.7); a gated gather (a pad) by its parts (GATHER_LOOP
+# below). Not measured yet: bool widened / narrowed in place (given 1 per datum), computed streams and scatter writes
+# (given UNMEASURED_PER_DATUM, which modes missing from the table take).
 # A reduction's affine gather (lanes 1: 32 outputs' runs of k per tile, reader.c.j2 "red affine") over a buffer its
 # window does not hold whole: 49 per datum (the softmax's exp-sum over x, its max stream priced as "red const" beside
 # it: 52.8K brisc cycles per tile both at 512 x 512, 256 tiles, and at 384 x 384, 144 tiles; an older figure of 23
@@ -50,8 +50,17 @@ TILE_WRITE_FIXED = 78 + NOC_ROUND_TRIP
 # Narrow integers and float16 ("contiguous convert") land in the slot's tail with one NoC read and are widened word by
 # word in place: 8.1 per datum (brisc busy time of int8 x + 1 at 256 x 256), and the writer narrows them back before
 # its write at 7.2 (ncrisc, the same kernel).
+# The elementwise layout's per-datum gather (read_gather.c.j2 by_index) is priced by its parts: GATHER_LOOP per datum
+# (the loop, the stream's window fetch, the store into the slot) and GATHER_PER_RANGE per iteration range (the ranges'
+# carry and the index functions' arguments), plus the index math (stream_datum_cycles: integer ops one cycle each,
+# index_cost.py). brisc busy time per element of padded float32 views read on one core (x.pad(...) + 1): 1-D 8192
+# elements, 1 range, 4 integer ops: 19.2; 2-D 128 x 128, 2 ranges, 9 ops: 27.6; 3-D 4 x 32 x 32, 3 ranges, 11 ops:
+# 33.2 -> 11.8 + 3.4 per range (the 3-D view from the other two: 33.0). Modes not measured take UNMEASURED_PER_DATUM,
+# an older figure of the same gather on a 2-D pad before the index math was priced.
+GATHER_LOOP, GATHER_PER_RANGE = 11.8, 3.4
+UNMEASURED_PER_DATUM = 14.1
 READ_PER_DATUM = {"contiguous": 0.0, "contiguous bool": 1.0, "contiguous convert": 8.1, "red contiguous": 0.0,
-                  "strided": 5.5, "columns": 15.7, "gather": 14.1, "red affine": 49.0, "red const": 2.5,
+                  "strided": 5.5, "columns": 15.7, "gather": GATHER_LOOP, "red affine": 49.0, "red const": 2.5,
                   "red fill": 1.85, "red mask": 8.5}
 # a bulk reader's pads past the valid datums of a tile, zeroed (or set to datum 0) by word stores (read_contiguous.c.j2
 # pad_fill): 1.4 per 32-bit word, brisc busy time of the softmax's row max over rows of 512 and 384 (one row per
@@ -60,7 +69,8 @@ READ_PER_DATUM = {"contiguous": 0.0, "contiguous bool": 1.0, "contiguous convert
 # softmax's exp-sum over rows of 512 (11.45K cycles per tile less x's bulk read and pads and the max's fill).
 PAD_FILL_PER_WORD = 1.4
 READ_PER_DATUM_RESIDENT = {"strided": 3.6, "columns": 3.7}
-WRITE_PER_DATUM = {"contiguous": 0.0, "contiguous bool": 1.0, "contiguous convert": 7.2, "scatter": 14.1}
+WRITE_PER_DATUM = {"contiguous": 0.0, "contiguous bool": 1.0, "contiguous convert": 7.2,
+                   "scatter": UNMEASURED_PER_DATUM}
 # The per-datum movers of the elementwise layout (read_gather.c.j2 by_index / computed) walk all 1024 slots of a tile;
 # a slot past the kernel's last element only stores 0 and steps the ranges: 7.3 cycles (brisc busy time of a 64-element
 # padded gather, E_8_8: 8,632 cycles for 960 such slots and 64 elements at the 22 per datum of the same gather at
@@ -85,7 +95,7 @@ WINDOW_RELOAD_FIXED = TILE_READ_FIXED
 # narrowing one 17.5 where int8's truncation takes 1 (instruction counts of the conversions on the emulator's RV32
 # core, a loop of 512 against the same loop without them, gcc -O2 -march=rv32im); denormals, infinities and NaNs
 # take other paths, not priced
-DATUM_EXTRA_MODES = ("gather", "computed", "scatter", "contiguous convert", "red gather", "red computed")
+DATUM_EXTRA_MODES = ("gather", "computed", "scatter", "contiguous convert")
 FLOAT16_WIDEN_EXTRA, FLOAT16_NARROW_EXTRA = 8 - 2, 17.5 - 1
 # modes that read a tile with one NoC transaction
 BULK_READS = ("contiguous", "contiguous bool", "contiguous convert", "red contiguous")
@@ -108,16 +118,18 @@ def tile_read_cycles(mode: str, tile_format: str, runs: dict | None = None, datu
                 + READ_PER_RUN_DATUM * datums + pad_fill_cycles(past_end, tile_format))
     table = READ_PER_DATUM_RESIDENT if runs is not None and runs["resident"] else READ_PER_DATUM
     reloads = window_reload_cycles(runs, datums) if mode == "strided" and not runs["resident"] else 0
-    per_datum = table.get(mode, READ_PER_DATUM.get(mode, READ_PER_DATUM["gather"]))
+    per_datum = table.get(mode, READ_PER_DATUM.get(mode, UNMEASURED_PER_DATUM))
     return bulk + reloads + (per_datum + (datum_extra if mode in DATUM_EXTRA_MODES else 0)) * datums
 
 
-def stream_datum_cycles(s: Stream, writer: bool = False) -> float:
+def stream_datum_cycles(s: Stream, writer: bool = False, gather_ranges: int | None = None) -> float:
     """Cycles per datum stream `s` adds to its mover's mode figure (DATUM_EXTRA_MODES): its index math and its float16
-    conversion."""
+    conversion; for the elementwise gather (`gather_ranges`: the kernel's iteration ranges) also the ranges and the
+    integer index math (GATHER_LOOP), which the other modes' figures hold."""
     exprs = [s.index, s.valid] if writer else [s.index, s.valid, s.value]
     convert = (FLOAT16_NARROW_EXTRA if writer else FLOAT16_WIDEN_EXTRA) if s.dtype == "float16" else 0
-    return index_math_cycles(exprs) + convert
+    walk = 0.0 if gather_ranges is None else GATHER_PER_RANGE * gather_ranges
+    return index_math_cycles(exprs, integer=gather_ranges is not None) + convert + walk
 
 
 def gather_reload_cycles(loads: int, moved: int) -> float:

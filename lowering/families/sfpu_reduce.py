@@ -76,8 +76,7 @@ from tt_backend.lowering.families.matmul_match import kernel_matmul
 from tt_backend.lowering.families.tile_plan import ReducePass, ReducePlan, TilePlan, allocate_l1
 from tt_backend.lowering.families.tile_render import render_tile_kernel
 from tt_backend.lowering.families.mover_cost import (NOC_ROUND_TRIP, group_write_cycles, on_grid, pad_fill_cycles,
-                                                     pipeline, reduce_walk_cycles, stream_datum_cycles,
-                                                     tile_read_cycles, window_load_cycles)
+                                                     pipeline, reduce_walk_cycles, tile_read_cycles, window_load_cycles)
 from tt_backend.lowering.families.tile_streams import reader_mode, stream_ctx
 from tt_backend.lowering.frontend import LoweredKernel
 from tt_backend.lowering.graph import live_nodes
@@ -152,7 +151,7 @@ class SfpuReducePlan(TilePlan):
             elif c["walk"] is not None and c["walk"]["resident"]:
                 read += reduce_walk_cycles(valid)
             else:
-                read += tile_read_cycles(c["mode"], s.tile_format, c["runs"], stream_datum_cycles(s))
+                read += tile_read_cycles(c["mode"], s.tile_format, c["runs"])
                 if c["mode"] == "red contiguous":
                     read += pad_fill_cycles((1 - valid) * TILE_ELEMS, s.tile_format)
             if f"stage_in{j}" in self.windows:

@@ -22,6 +22,16 @@ def test_float_math_once_per_structure_and_loads_at_every_occurrence():
     # constants are folded: float math on constants alone costs nothing
     folded = IndexExpr("CAST", "int", (IndexExpr("MUL", "float", (IndexExpr.const(2.0), IndexExpr.const(0.5))),))
     assert c.index_math_cycles([r + folded]) == 0
+    # integer ops are priced for the elementwise gather only (its loop figure holds none): a 2-D pad of a 126-wide
+    # buffer, three ops in the index and six in the validity (the conjunction costs nothing of its own)
+    r1 = IndexExpr.range_var(1)
+    index = r * 126 + r1 + (-127)
+    valid = IndexExpr.all_of([IndexExpr("CMPNE", "bool", (r.lt(1), IndexExpr.const(1))),
+                              IndexExpr("CMPNE", "bool", (r1.lt(1), IndexExpr.const(1))), r.lt(127), r1.lt(127)])
+    assert c.index_math_cycles([index, valid]) == 0
+    assert c.index_math_cycles([index, valid], integer=True) == 9 * c.INT_OP_CYCLES
+    assert mover_cost.stream_datum_cycles(Stream(buf=0, dtype="float32", index=index, valid=valid),
+                                          gather_ranges=2) == 9 * c.INT_OP_CYCLES + 2 * mover_cost.GATHER_PER_RANGE
     # a loaded index wrapped for negative values: three calls in the rendered C, however the DAG shares them
     ld = IndexExpr("LOAD", "int", (r,), arg=1)
     wrapped = IndexExpr("WHERE", "int", (ld.lt(0), ld + 40, ld))
