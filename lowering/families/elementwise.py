@@ -17,10 +17,12 @@ from tt_backend.lowering.codegen.sfpu_codegen import compile_sfpu
 from tt_backend.lowering.codegen.sfpu_macro import with_macro_schedule
 from tt_backend.chip.grid import Grid
 from tt_backend.lowering.families.family import Candidate, Family, Kernel
-from tt_backend.lowering.families.tile_plan import TilePlan, allocate_l1
+from tt_backend.lowering.families.tile_plan import TilePlan, allocate_l1, window_bytes
 from tt_backend.lowering.families.tile_render import render_tile_kernel
-from tt_backend.lowering.families.mover_cost import compute_stage, grid_pipeline_cycles
+from tt_backend.lowering.families.mover_cost import (compute_stage, gather_reload_cycles, grid_pipeline_cycles,
+                                                     stream_datum_cycles)
 from tt_backend.lowering.families.tile_streams import column_windows, reader_mode, stream_ctx, tile_grid
+from tt_backend.lowering.families.window_walk import tile_window_loads
 from tt_backend.lowering.frontend import LoweredKernel
 from tt_backend.lowering.graph import live_nodes
 from tt_backend.lowering.placement.choice import FpuOp, compile_split, split
@@ -54,16 +56,33 @@ class ElementwisePlan(TilePlan):
         if self.placement is None or "total" not in self.placement.cycles:
             return None
         cores = self.cores if cores is None else cores
-        reads = [(c["mode"], s.tile_format, c["runs"]) for s, c in
-                 ((s, stream_ctx(self, s, j)) for j, s in enumerate(self.inputs))]
-        write = (stream_ctx(self, self.output, None)["mode"], self.output.tile_format)
+        reads, reloaded = self._reads()
+        write = (stream_ctx(self, self.output, None)["mode"], self.output.tile_format,
+                 stream_datum_cycles(self.output, writer=True))
         dram = sum(DTYPE_SIZE[s.dtype] for s in self.inputs if s.value is None) + DTYPE_SIZE[self.output.dtype]
         dst = range(len(self.inputs)) if self.dst_inputs is None else self.dst_inputs
         fpu_ops = len(self.fpu_ops) + sum(self.inputs[j].tile_format == "bf16" for j in dst)
         compute = compute_stage(self.placement.cycles, fpu_ops)
-        out = grid_pipeline_cycles(self.n_tiles, reads, write, compute, cores, dram * TILE_ELEMS,
+        out = grid_pipeline_cycles(self.n_tiles, reads, write, compute, cores, dram * TILE_ELEMS + reloaded,
                                    self.n_elements / (self.n_tiles * TILE_ELEMS))
         return {**out, "grid": "x".join(map(str, Grid().shape(cores)))}
+
+    def _reads(self) -> tuple[list[tuple], int]:
+        """The launch model's input streams (mover_cost.tile_pipeline_cycles: mode, tile format, runs, cycles per datum
+        beyond the mode's figure) and the bytes per tile the gathers' window reloads move (window_walk): the reloads
+        are priced per datum of the tile, and their bytes go to the DRAM banks with the tiles'."""
+        reads, reloaded = [], 0
+        datums = min(TILE_ELEMS, self.n_elements)
+        for j, s in enumerate(self.inputs):
+            c = stream_ctx(self, s, j)
+            extra = stream_datum_cycles(s, gather_ranges=len(self.ranges) if c["mode"] == "gather" else None)
+            if c["mode"] == "gather":
+                loads, moved = tile_window_loads(s.index, s.valid, tuple(self.ranges), datums, c["esz"],
+                                                 self.buffers[s.buf].nbytes, window_bytes(self, f"in{j}"))
+                extra += gather_reload_cycles(loads, moved) / datums
+                reloaded += moved
+            reads.append((c["mode"], s.tile_format, c["runs"], extra))
+        return reads, reloaded
 
 
 def plan_sfpu(lk: LoweredKernel) -> ElementwisePlan:

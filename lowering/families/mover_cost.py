@@ -15,8 +15,9 @@ from __future__ import annotations
 import math
 
 from tt_backend.chip.interleave import N_BANKS
+from tt_backend.lowering.families.index_cost import index_math_cycles
 from tt_backend.lowering.placement.cost import pack_cycles, unpack_cycles
-from tt_backend.lowering.plan import DTYPE_SIZE, TILE_BYTES, TILE_ELEMS
+from tt_backend.lowering.plan import DTYPE_SIZE, TILE_BYTES, TILE_ELEMS, Stream
 
 NOC_BYTES_PER_CYCLE = 64
 
@@ -35,9 +36,9 @@ TILE_READ_FIXED = 96 + NOC_ROUND_TRIP
 TILE_WRITE_FIXED = 78 + NOC_ROUND_TRIP
 # per datum, the modes that touch every datum on the RISC-V, measured as brisc busy time per datum on fp32 views: a
 # buffer that fits the staging window is read once ("resident", 64x64: a.T 3.7, a.flip(1) 3.6), a larger one through
-# window reloads (256x256: strided a.flip(1) 5.5, columns a.T 15.7); a gated gather (a pad) 14.1 either way. Not
-# measured yet: bool widened / narrowed in place (given 1 per datum), computed streams and scatter writes (given the
-# gather's figure, which modes missing from the table take).
+# window reloads (256x256: strided a.flip(1) 5.5, columns a.T 15.7); a gated gather (a pad) by its parts (GATHER_LOOP
+# below). Not measured yet: bool widened / narrowed in place (given 1 per datum), computed streams and scatter writes
+# (given UNMEASURED_PER_DATUM, which modes missing from the table take).
 # A reduction's affine gather (lanes 1: 32 outputs' runs of k per tile, reader.c.j2 "red affine") over a buffer its
 # window does not hold whole: 49 per datum (the softmax's exp-sum over x, its max stream priced as "red const" beside
 # it: 52.8K brisc cycles per tile both at 512 x 512, 256 tiles, and at 384 x 384, 144 tiles; an older figure of 23
@@ -49,8 +50,17 @@ TILE_WRITE_FIXED = 78 + NOC_ROUND_TRIP
 # Narrow integers and float16 ("contiguous convert") land in the slot's tail with one NoC read and are widened word by
 # word in place: 8.1 per datum (brisc busy time of int8 x + 1 at 256 x 256), and the writer narrows them back before
 # its write at 7.2 (ncrisc, the same kernel).
+# The elementwise layout's per-datum gather (read_gather.c.j2 by_index) is priced by its parts: GATHER_LOOP per datum
+# (the loop, the stream's window fetch, the store into the slot) and GATHER_PER_RANGE per iteration range (the ranges'
+# carry and the index functions' arguments), plus the index math (stream_datum_cycles: integer ops one cycle each,
+# index_cost.py). brisc busy time per element of padded float32 views read on one core (x.pad(...) + 1): 1-D 8192
+# elements, 1 range, 4 integer ops: 19.2; 2-D 128 x 128, 2 ranges, 9 ops: 27.6; 3-D 4 x 32 x 32, 3 ranges, 11 ops:
+# 33.2 -> 11.8 + 3.4 per range (the 3-D view from the other two: 33.0). Modes not measured take UNMEASURED_PER_DATUM,
+# an older figure of the same gather on a 2-D pad before the index math was priced.
+GATHER_LOOP, GATHER_PER_RANGE = 11.8, 3.4
+UNMEASURED_PER_DATUM = 14.1
 READ_PER_DATUM = {"contiguous": 0.0, "contiguous bool": 1.0, "contiguous convert": 8.1, "red contiguous": 0.0,
-                  "strided": 5.5, "columns": 15.7, "gather": 14.1, "red affine": 49.0, "red const": 2.5,
+                  "strided": 5.5, "columns": 15.7, "gather": GATHER_LOOP, "red affine": 49.0, "red const": 2.5,
                   "red fill": 1.85, "red mask": 8.5}
 # a bulk reader's pads past the valid datums of a tile, zeroed (or set to datum 0) by word stores (read_contiguous.c.j2
 # pad_fill): 1.4 per 32-bit word, brisc busy time of the softmax's row max over rows of 512 and 384 (one row per
@@ -59,7 +69,8 @@ READ_PER_DATUM = {"contiguous": 0.0, "contiguous bool": 1.0, "contiguous convert
 # softmax's exp-sum over rows of 512 (11.45K cycles per tile less x's bulk read and pads and the max's fill).
 PAD_FILL_PER_WORD = 1.4
 READ_PER_DATUM_RESIDENT = {"strided": 3.6, "columns": 3.7}
-WRITE_PER_DATUM = {"contiguous": 0.0, "contiguous bool": 1.0, "contiguous convert": 7.2, "scatter": 14.1}
+WRITE_PER_DATUM = {"contiguous": 0.0, "contiguous bool": 1.0, "contiguous convert": 7.2,
+                   "scatter": UNMEASURED_PER_DATUM}
 # The per-datum movers of the elementwise layout (read_gather.c.j2 by_index / computed) walk all 1024 slots of a tile;
 # a slot past the kernel's last element only stores 0 and steps the ranges: 7.3 cycles (brisc busy time of a 64-element
 # padded gather, E_8_8: 8,632 cycles for 960 such slots and 64 elements at the 22 per datum of the same gather at
@@ -77,15 +88,26 @@ READ_PER_RUN, READ_PER_RUN_DATUM = 74, 0.15     # a NoC read per run
 # unless several runs fit one window. a[:, ::2].T of a 60 x 300 fp32 (E_150_60, runs of 60 datums 1,200 bytes apart):
 # 17 runs of 3 loads per tile, each the loop, the round trip and 512 flits, about 1,000 cycles
 WINDOW_RELOAD_FIXED = TILE_READ_FIXED
+# The per-datum figures above were measured on float32 and int8 streams whose index math is integer. What a stream
+# adds to them (stream_datum_cycles): its index math (index_cost.py: soft float, loaded indices) in the modes that
+# evaluate it per datum, and the float16 conversion (templates/device/tt_convert.h) in every mode that converts per
+# datum: widening a float16 normal takes 8 cycles where the int8 sign extension of the measured 8.1 takes 2, and
+# narrowing one 17.5 where int8's truncation takes 1 (instruction counts of the conversions on the emulator's RV32
+# core, a loop of 512 against the same loop without them, gcc -O2 -march=rv32im); denormals, infinities and NaNs
+# take other paths, not priced
+DATUM_EXTRA_MODES = ("gather", "computed", "scatter", "contiguous convert")
+FLOAT16_WIDEN_EXTRA, FLOAT16_NARROW_EXTRA = 8 - 2, 17.5 - 1
 # modes that read a tile with one NoC transaction
 BULK_READS = ("contiguous", "contiguous bool", "contiguous convert", "red contiguous")
 PER_SLOT_READS = ("gather", "computed")     # modes whose loop walks every slot of the tile, past the last element too
 
 
-def tile_read_cycles(mode: str, tile_format: str, runs: dict | None = None, valid: float = 1.0) -> float:
+def tile_read_cycles(mode: str, tile_format: str, runs: dict | None = None, datum_extra: float = 0.0, *,
+                     valid: float = 1.0) -> float:
     """Reader cycles per tile of one input stream: mode and run structure as tile_streams.stream_ctx gives them;
-    `valid`: the share of the tile's slots that hold elements (the elementwise layout's partial last tile: the rest
-    is zeroed)."""
+    `datum_extra`: what the stream adds per datum to a mode that touches every datum (DATUM_EXTRA_MODES) beyond the
+    mode's own figure (stream_datum_cycles); `valid`: the share of the tile's slots that hold elements (the
+    elementwise layout's partial last tile: the rest is zeroed)."""
     datums, past_end = valid * TILE_ELEMS, (1 - valid) * TILE_ELEMS
     bulk = (TILE_READ_FIXED + TILE_BYTES[tile_format] / NOC_BYTES_PER_CYCLE + pad_fill_cycles(past_end, tile_format)
             if mode in BULK_READS else GATHER_PAST_END_PER_SLOT * past_end if mode in PER_SLOT_READS else 0)
@@ -94,9 +116,26 @@ def tile_read_cycles(mode: str, tile_format: str, runs: dict | None = None, vali
     if mode in ("runs", "broadcast"):       # the tile's runs up to its last element, the rest zeroed by words
         return (READ_PER_RUN * max(1, datums // max(1, runs["run"] if runs else 1)) + NOC_ROUND_TRIP
                 + READ_PER_RUN_DATUM * datums + pad_fill_cycles(past_end, tile_format))
-    per_datum = READ_PER_DATUM_RESIDENT if runs is not None and runs["resident"] else READ_PER_DATUM
+    table = READ_PER_DATUM_RESIDENT if runs is not None and runs["resident"] else READ_PER_DATUM
     reloads = window_reload_cycles(runs, datums) if mode == "strided" and not runs["resident"] else 0
-    return bulk + reloads + per_datum.get(mode, READ_PER_DATUM.get(mode, READ_PER_DATUM["gather"])) * datums
+    per_datum = table.get(mode, READ_PER_DATUM.get(mode, UNMEASURED_PER_DATUM))
+    return bulk + reloads + (per_datum + (datum_extra if mode in DATUM_EXTRA_MODES else 0)) * datums
+
+
+def stream_datum_cycles(s: Stream, writer: bool = False, gather_ranges: int | None = None) -> float:
+    """Cycles per datum stream `s` adds to its mover's mode figure (DATUM_EXTRA_MODES): its index math and its float16
+    conversion; for the elementwise gather (`gather_ranges`: the kernel's iteration ranges) also the ranges and the
+    integer index math (GATHER_LOOP), which the other modes' figures hold."""
+    exprs = [s.index, s.valid] if writer else [s.index, s.valid, s.value]
+    convert = (FLOAT16_NARROW_EXTRA if writer else FLOAT16_WIDEN_EXTRA) if s.dtype == "float16" else 0
+    walk = 0.0 if gather_ranges is None else GATHER_PER_RANGE * gather_ranges
+    return index_math_cycles(exprs, integer=gather_ranges is not None) + convert + walk
+
+
+def gather_reload_cycles(loads: int, moved: int) -> float:
+    """A per-datum gather's window reloads (window_walk.tile_window_loads): each the loop and the waited round trip,
+    and its bytes at 64 per cycle."""
+    return loads * WINDOW_RELOAD_FIXED + moved / NOC_BYTES_PER_CYCLE
 
 
 def window_reload_cycles(runs: dict, datums: float) -> float:
@@ -145,10 +184,12 @@ def reduce_walk_cycles(valid_fraction: float) -> float:
     datums, the others pads."""
     return (RED_WALK_PER_SLOT + RED_WALK_PER_DATUM * valid_fraction) * TILE_ELEMS
 
-def tile_write_cycles(mode: str, tile_format: str, valid: float = 1.0) -> float:
-    """Writer cycles per tile of the output stream; `valid` as in tile_read_cycles (only elements are written)."""
+def tile_write_cycles(mode: str, tile_format: str, datum_extra: float = 0.0, *, valid: float = 1.0) -> float:
+    """Writer cycles per tile of the output stream; `datum_extra` and `valid` as in tile_read_cycles (only elements
+    are written)."""
     bulk = TILE_WRITE_FIXED + TILE_BYTES[tile_format] / NOC_BYTES_PER_CYCLE if mode.startswith("contiguous") else 0
-    return bulk + WRITE_PER_DATUM.get(mode, WRITE_PER_DATUM["scatter"]) * valid * TILE_ELEMS
+    per_datum = WRITE_PER_DATUM.get(mode, WRITE_PER_DATUM["scatter"])
+    return bulk + (per_datum + (datum_extra if mode in DATUM_EXTRA_MODES else 0)) * valid * TILE_ELEMS
 
 
 def group_write_cycles(outputs: int) -> float:
@@ -165,23 +206,24 @@ def pipeline(n_tiles: int, reader: float, compute: float, writer: float, fill: f
             "writer": round(writer * n_tiles), "total": round(total)}
 
 
-def tile_pipeline_cycles(n_tiles: int, reads: list[tuple[str, str, dict | None]], write: tuple[str, str],
-                         compute_per_tile: float, valid: float = 1.0) -> dict:
-    """The tile pipeline's launch: reads = (mode, tile format, run structure) per input, write = (mode, tile format)
-    of the output; compute_per_tile the compute's cycles per tile (compute_stage); valid: the share of the tiles'
-    slots that hold elements (tile_read_cycles).
+def tile_pipeline_cycles(n_tiles: int, reads: list[tuple], write: tuple, compute_per_tile: float,
+                         valid: float = 1.0) -> dict:
+    """The tile pipeline's launch: reads = (mode, tile format, run structure, datum extra) per input, write = (mode,
+    tile format, datum extra) of the output (tile_read_cycles; the datum extra may be left out);
+    compute_per_tile the compute's cycles per tile (compute_stage); valid: the share of the tiles' slots that hold
+    elements (tile_read_cycles).
     Where every input is plain contiguous (or a head broadcast beside them) the reader keeps several tiles' reads in
     flight (templates/reader.c.j2 `in_flight`, `reads_in_flight`): the round trip is paid once, in the fill, not per
     tile. Otherwise the plain contiguous inputs' reads are issued first and their round trip overlaps the other
     inputs' movers (`early`). A bulk writer keeps its writes in flight likewise (writer.c.j2): the last tile's
     acknowledgement is waited for once."""
-    writer, fill = tile_write_cycles(*write, valid), 0.0
+    writer, fill = tile_write_cycles(*write, valid=valid), 0.0
     if write[0].startswith("contiguous"):
         writer, fill = writer - NOC_ROUND_TRIP, NOC_ROUND_TRIP
     if reads_in_flight(reads):
         return pipeline(n_tiles, in_flight_read_cycles(reads, valid), compute_per_tile, writer, NOC_ROUND_TRIP + fill)
     early = [r for r in reads if r[0] == "contiguous"]
-    others = sum(tile_read_cycles(*r, valid) for r in reads if r[0] != "contiguous")
+    others = sum(tile_read_cycles(*r, valid=valid) for r in reads if r[0] != "contiguous")
     reader = in_flight_read_cycles(early, valid) + max(others, NOC_ROUND_TRIP if early else 0)
     return pipeline(n_tiles, reader, compute_per_tile, writer, fill)
 
@@ -191,17 +233,17 @@ def head_broadcast(mode: str, runs: dict | None) -> bool:
     return mode == "broadcast" and bool(runs and runs["head"])
 
 
-def reads_in_flight(reads: list[tuple[str, str, dict | None]]) -> bool:
+def reads_in_flight(reads: list[tuple[str, str, dict | None, float]]) -> bool:
     """Whether the tile pipeline's reader keeps several tiles' reads in flight (templates/reader.c.j2 `in_flight`):
     every input a plain contiguous stream, or a head broadcast beside them, whose window load (its only NoC read) is
     issued right after the first tile's reads and waited for with them, never holding the next tiles' reads back."""
-    return (any(mode == "contiguous" for mode, _, _ in reads)
-            and all(mode == "contiguous" or head_broadcast(mode, runs) for mode, _, runs in reads))
+    return (any(mode == "contiguous" for mode, *_ in reads)
+            and all(mode == "contiguous" or head_broadcast(mode, runs) for mode, _, runs, *_ in reads))
 
 
-def in_flight_read_cycles(reads: list[tuple[str, str, dict | None]], valid: float = 1.0) -> float:
+def in_flight_read_cycles(reads: list[tuple[str, str, dict | None, float]], valid: float = 1.0) -> float:
     """Per tile, bulk reads whose round trip is not waited for alone (paid once, by the caller)."""
-    return sum(tile_read_cycles(*r, valid) - NOC_ROUND_TRIP for r in reads)
+    return sum(tile_read_cycles(*r, valid=valid) - NOC_ROUND_TRIP for r in reads)
 
 
 # The tile pipeline's compute (templates/compute.c.j2) keeps one Dst group in flight (semaphore FREE, max 1): the
@@ -417,7 +459,7 @@ def split_ranges(n_tiles: int, cores: int) -> list[tuple[int, int]]:
     return out
 
 
-def grid_pipeline_cycles(n_tiles: int, reads: list[tuple[str, str, dict | None]], write: tuple[str, str],
+def grid_pipeline_cycles(n_tiles: int, reads: list[tuple[str, str, dict | None, float]], write: tuple[str, str, float],
                          compute_per_tile: float, cores: int, dram_bytes_per_tile: int, valid: float = 1.0) -> dict:
     """tile_pipeline_cycles for a launch split over `cores` cores: the largest range's pipeline, at least the DRAM
     banks' time for every core's bytes (`total`, emulated cycles); `price` adds CORE_LAUNCH_CYCLES per extra core (what

@@ -1,0 +1,70 @@
+"""What a stream's index math adds per datum to a per-datum mover (lowering/families/mover_cost.py), in emulated
+cycles: the reader and writer evaluate the stream's index, validity or value expression (lowering/index.py, rendered
+to C) once per datum on their RISC-V core, which has no FPU (rv32im: runtime/compile.py), so float index math
+(interpolate's scaled indices, float16 index buffers) runs in libgcc's soft-float routines.
+
+Priced per distinct node of the stream's expressions (the C compiler evaluates a shared sub-expression once):
+
+* an integer op (`integer`: the elementwise gather, whose loop figure mover_cost.GATHER_LOOP holds none; the other
+  per-datum modes' figures were measured with their integer index math in them): one instruction (a DIVU, or a
+  multiply and shifts, for a division by a constant), four for a floor division or modulo of a possibly negative
+  numerator (lowering/index.py _c_floordiv); the conjunction of validity terms nothing beyond its terms;
+* a float op: the libgcc routine's instruction count on the emulator's RV32 core (one cycle per instruction), measured
+  by a loop of 512 calls on varying inputs against the same loop without the op (gcc -O2 -march=rv32im, the kernels'
+  flags): add 62, subtract 66, multiply 108, divide 100, a comparison 23; int -> float 46, float -> int 20;
+  rounding a float32 to float16 31.5 (tt_convert.h tt_round_f16), to bfloat16 7;
+* a load from a buffer (index math reading an index tensor: x[idx], templates/blocks/index_loads.c.j2): a call of
+  tt_ld<slot>, whose path when the window holds the element is 34 instructions (counted in the compiled reader of
+  x[idx] over a 40 x 33 buffer: the call, saving and restoring four registers, the bounds and window checks, the
+  load). Such a call is not pure (a miss reads the NoC), so the compiler evaluates it, and the math on its result,
+  at every place the rendered C has it: x[idx] with idx wrapped for negative values in the validity and the index
+  renders nine calls per datum, 306 cycles, and its reader was emulated at 317 per datum beyond the older gather
+  figure (14.1). Window misses (a data-dependent index into a buffer larger than its window) are not priced.
+"""
+from __future__ import annotations
+
+from tt_backend.lowering.index import IndexExpr
+
+# libgcc's soft-float routines, cycles per call (measured as above), by index op on float operands
+FLOAT_OP_CYCLES = {"ADD": 62, "SUB": 66, "MUL": 108, "CDIV": 100, "FLOORDIV": 100,
+                   "CMPLT": 23, "CMPNE": 23, "CMPEQ": 23, "MAX": 23}
+# C casts between index dtypes (lowering/index.py C_CAST), (source, result) -> cycles
+CAST_CYCLES = {("int", "float"): 46, ("bool", "float"): 46, ("float", "int"): 20, ("float", "bool"): 23}
+ROUND_CYCLES = {"f16": 31.5, "bf16": 7}
+INT_OP_CYCLES = 1
+INT_SIGNED_FLOOR_CYCLES = 4     # FLOORDIV / FLOORMOD whose numerator may be negative
+FREE_INT_OPS = ("ALL", "RANGE", "CONST")     # the loop variables and literals are operands, not ops
+LOAD_CYCLES = 34        # a tt_ld<slot> call whose window holds the element
+
+
+def node_cycles(n: IndexExpr, integer: bool) -> float:
+    """One node's cycles; integer ops only when `integer`."""
+    if n.op == "LOAD":
+        return LOAD_CYCLES
+    if n.op == "ROUND":
+        return ROUND_CYCLES[n.arg]
+    if n.op == "CAST" and (n.src[0].dtype, n.dtype) in CAST_CYCLES:
+        return CAST_CYCLES[n.src[0].dtype, n.dtype]
+    if any(s.dtype == "float" for s in n.src):
+        return FLOAT_OP_CYCLES.get(n.op, 0)
+    if not integer or n.op in FREE_INT_OPS or n.op == "CAST":
+        return 0
+    return INT_SIGNED_FLOOR_CYCLES if n.op in ("FLOORDIV", "FLOORMOD") and not n.nonneg else INT_OP_CYCLES
+
+
+def index_math_cycles(exprs: list[IndexExpr | None], integer: bool = False) -> float:
+    """Per datum, a stream's expressions (index, validity, value; None: absent): the nodes that read a range and no
+    buffer once per distinct structure (the C compiler evaluates a recurring pure expression once, and folds
+    constants), the ones that load (and the math on what they load) at every occurrence in the rendered C; integer
+    ops when `integer`."""
+    key: dict[int, tuple] = {}          # node -> its structure (equal structures: one evaluation)
+    loaded: dict[int, float] = {}       # node that loads -> the cycles of the rendered C under it
+    pure: dict[tuple, float] = {}
+    for e in exprs:
+        for n in e.toposort() if e is not None else ():
+            key[id(n)] = k = (n.op, n.dtype, n.arg, tuple(key[id(s)] for s in n.src))
+            if n.op == "LOAD" or any(id(s) in loaded for s in n.src):
+                loaded[id(n)] = node_cycles(n, integer) + sum(loaded.get(id(s), 0) for s in n.src)
+            elif k not in pure and n.ranges():
+                pure[k] = node_cycles(n, integer)
+    return sum(pure.values()) + sum(loaded.get(id(e), 0) for e in exprs if e is not None)

@@ -1,0 +1,70 @@
+"""The launch model's price of a per-datum gather beyond its loop: the stream's index math (lowering/families/
+index_cost.py), where the tile pipeline's movers add it (mover_cost.stream_datum_cycles), and the staging-window
+reloads of its walk (window_walk.py)."""
+from __future__ import annotations
+
+from tt_backend.lowering.families import index_cost, mover_cost
+from tt_backend.lowering.families.window_walk import tile_window_loads
+from tt_backend.lowering.index import IndexExpr
+from tt_backend.lowering.plan import Stream
+
+
+def test_float_math_once_per_structure_and_loads_at_every_occurrence():
+    r = IndexExpr.range_var(0)
+    # interpolate's source index, built twice (validity and index): one int -> float, add, multiply, float -> int
+    def scaled():
+        f = IndexExpr("ADD", "float", (IndexExpr("CAST", "float", (r + 1,)), IndexExpr.const(-1.0)))
+        return IndexExpr("CAST", "int", (IndexExpr("MUL", "float", (f, IndexExpr.const(0.8))),))
+    c = index_cost
+    one = (c.CAST_CYCLES["int", "float"] + c.FLOAT_OP_CYCLES["ADD"] + c.FLOAT_OP_CYCLES["MUL"]
+           + c.CAST_CYCLES["float", "int"])
+    assert c.index_math_cycles([scaled(), scaled().lt(11), None]) == one
+    # constants are folded: float math on constants alone costs nothing
+    folded = IndexExpr("CAST", "int", (IndexExpr("MUL", "float", (IndexExpr.const(2.0), IndexExpr.const(0.5))),))
+    assert c.index_math_cycles([r + folded]) == 0
+    # integer ops are priced for the elementwise gather only (its loop figure holds none): a 2-D pad of a 126-wide
+    # buffer, three ops in the index and six in the validity (the conjunction costs nothing of its own)
+    r1 = IndexExpr.range_var(1)
+    index = r * 126 + r1 + (-127)
+    valid = IndexExpr.all_of([IndexExpr("CMPNE", "bool", (r.lt(1), IndexExpr.const(1))),
+                              IndexExpr("CMPNE", "bool", (r1.lt(1), IndexExpr.const(1))), r.lt(127), r1.lt(127)])
+    assert c.index_math_cycles([index, valid]) == 0
+    assert c.index_math_cycles([index, valid], integer=True) == 9 * c.INT_OP_CYCLES
+    assert mover_cost.stream_datum_cycles(Stream(buf=0, dtype="float32", index=index, valid=valid),
+                                          gather_ranges=2) == 9 * c.INT_OP_CYCLES + 2 * mover_cost.GATHER_PER_RANGE
+    # a loaded index wrapped for negative values: three calls in the rendered C, however the DAG shares them
+    ld = IndexExpr("LOAD", "int", (r,), arg=1)
+    wrapped = IndexExpr("WHERE", "int", (ld.lt(0), ld + 40, ld))
+    assert c.index_math_cycles([wrapped * 33]) == 3 * c.LOAD_CYCLES
+    assert c.index_math_cycles([wrapped * 33, wrapped.lt(40)]) == 6 * c.LOAD_CYCLES
+
+
+def test_the_per_datum_movers_pay_the_index_math_and_the_float16_conversion():
+    r = IndexExpr.range_var(0)
+    ld = IndexExpr("LOAD", "int", (r,), arg=1)
+    gathered = Stream(buf=0, dtype="float16", index=ld * 33 + IndexExpr.range_var(1))
+    extra = mover_cost.stream_datum_cycles(gathered)
+    assert extra == index_cost.LOAD_CYCLES + mover_cost.FLOAT16_WIDEN_EXTRA
+    assert mover_cost.stream_datum_cycles(Stream(buf=0, dtype="float16", index=r), writer=True) == \
+        mover_cost.FLOAT16_NARROW_EXTRA
+    plain = mover_cost.tile_read_cycles("gather", "fp32", None)
+    assert mover_cost.tile_read_cycles("gather", "fp32", None, extra) == plain + extra * 1024
+    assert mover_cost.tile_read_cycles("strided", "fp32", {"resident": True}, extra) == \
+        mover_cost.tile_read_cycles("strided", "fp32", {"resident": True})
+    assert mover_cost.tile_write_cycles("scatter", "fp32", extra, valid=0.5) == \
+        mover_cost.tile_write_cycles("scatter", "fp32", valid=0.5) + extra * 512
+
+
+def test_the_window_walk_reloads_where_the_datums_leave_it():
+    # a[:, ::2].T of a 3 x 8000 float32 buffer: datum (r0, r1) at byte 4 * (8000 r1 + 2 r0). A 32 KB window loaded
+    # at row 0 still holds row 1's datum (32,000 bytes on), so each r0 reloads twice: a full window at row 0, and at
+    # row 2 the rest of the 96,000-byte buffer from the datum's 64-byte line; the tile's last datum (r0 = 341, row 0)
+    # once more
+    r0, r1 = IndexExpr.range_var(0), IndexExpr.range_var(1)
+    loads, moved = tile_window_loads(r1 * 8000 + r0 * 2, None, (4000, 3), 1024, 4, 96000, 32768)
+    assert (loads, moved) == (341 * 2 + 1, 342 * 32768 + sum(96000 - ((64000 + 8 * r) & ~63) for r in range(341)))
+    # gated datums are not fetched: only row 0's, one reload per 32 KB of it
+    assert tile_window_loads(r1 * 8000 + r0 * 2, r1.lt(1), (4000, 3), 1024, 4, 96000, 32768)[0] == 1
+    # a buffer the window holds whole is loaded once per launch; a loaded index is unknown on the host
+    assert tile_window_loads(r1 * 8000 + r0 * 2, None, (4000, 3), 1024, 4, 32768, 32768) == (0, 0)
+    assert tile_window_loads(IndexExpr("LOAD", "int", (r0,), arg=1), None, (4000, 3), 1024, 4, 96000, 32768) == (0, 0)
