@@ -162,13 +162,13 @@ class UnpackPackMixin:
             target = self.srca[bank]
         if dst_addr + n <= target.size:
             if c is not None:
-                c.unpack(self.l1, start_bits >> 3, n, native_kind, target, dst_addr)
+                self._native_unpack(c, start_bits, n, native_kind, target, dst_addr)
             else:
                 target.reshape(-1)[dst_addr:dst_addr + n] = vals
         else:                                           # BH wraps SrcA rows (ttsim)
             if c is not None:
                 vals = np.empty(n, np.uint32)
-                c.unpack(self.l1, start_bits >> 3, n, native_kind, vals, 0)
+                self._native_unpack(c, start_bits, n, native_kind, vals, 0)
             target.reshape(-1)[np.arange(dst_addr, dst_addr + n) % (SRC_ROWS * 16)] = vals
         am = f["addr_mode"]
         adc = th.adc[sel]
@@ -289,6 +289,12 @@ class UnpackPackMixin:
             throttle = 3 if in_bits == 8 else 2
         nbytes = 128 if throttle == 2 and in_bits >= 16 else 16 << throttle
         return max(1, min(8, nbytes // (2 * in_bits)))
+
+    def _native_unpack(self, c, start_bits: int, n: int, kind: int, target: np.ndarray, offset: int) -> None:
+        """tile_native.unpack of n datums from L1 byte start_bits / 8; the caller checked the L1 range, so a refusal
+        (False: out of bounds) is an emulator fault, raised rather than leaving the target unwritten."""
+        if not c.unpack(self.l1, start_bits >> 3, n, kind, target, offset):
+            raise self.undefined(f"L1 read of {n} datums at 0x{start_bits >> 3:X} out of bounds")
 
     def _l1_datums(self, start_bits: int, count: int, bits: int) -> np.ndarray:
         """_l1_gather of `count` consecutive datums of 8, 16 or 32 bits from a byte-aligned bit address."""

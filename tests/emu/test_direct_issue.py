@@ -192,13 +192,20 @@ def test_plain_words_in_c_error_mid_run(monkeypatch):
     pm_done / pm_t name it, and the state is the Python path's."""
     words = (E("SEMINIT", sem_sel=1, init_value=0, max_value=1), E("SETDMAREG", reg_index_16b=3, payload=7),
              E("SEMPOST", sem_sel=1), E("SEMPOST", sem_sel=1), E("NOP"))
-    states = []
+    states, calls, plain_run = [], [], sfpu_issue_native.plain_run
+
+    def counting():           # the C run, counted: the switched-on pass must really go through it
+        run = plain_run()
+        return None if run is None else lambda *a: (calls.append(1), run(*a))[1]
+    monkeypatch.setattr(sfpu_issue_native, "plain_run", counting)
     for on in (True, False):
         monkeypatch.setattr(sfpu_issue_native, "PLAIN_ISSUE_NATIVE", on)
+        calls.clear()
         tx = Tensix(np.zeros(layout.L1_SIZE, np.uint8), strict=True)
         with pytest.raises(EmuError, match="SEMPOST on semaphore 0"):
             tx.push_many(1, words, 5)
         states.append((tx.pm_done, tx.pm_t, _snapshot(tx, None)))
+        assert bool(calls) == on
     assert states[0] == states[1] and states[0][0] == 3
 
 

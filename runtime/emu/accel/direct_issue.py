@@ -97,6 +97,7 @@ class DirectIssueMixin:
         if word not in facts:
             facts[word] = self._plain_facts(word)
         progress = self._plain_progress
+        progress[0], progress[1] = j, t          # what pm_done / pm_t become if the run raises before its first word
         try:
             r = run(self, words, j, t, thread, facts, progress, self.mm_record is not None)
         except BaseException:

@@ -7,6 +7,10 @@ accumulation in waves of distinct Dst rows). Nothing can observe Dst or the Src 
 this thread's MVMULs execute (push drains the pushing thread alone), MVMUL reads only its Src rows and Dst block, and
 no MVMUL writes Src. Only the common case records (fp32 Dst, 8-bit-exponent sources, no INT8 math, MVMUL's own row
 rules); anything else runs through the reference handler, also inside a run. Mixed into tensix.Tensix.
+
+Where tile_native (the tile words' data in C) is loaded, each MVMUL of that common case runs its numerics in C as it
+executes, ahead of the recording, so nothing is recorded: this batching is then the path of TT_EMU_TILE_NATIVE=0 and
+of hosts without the C part (its tests switch tile_native off).
 """
 from __future__ import annotations
 

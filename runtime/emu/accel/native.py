@@ -92,8 +92,11 @@ def load_extension(source: Path, name: str):
         raise OSError(f"no Python.h in {include} to build the C part against")
     path = build(source, (include,))
     loader = importlib.machinery.ExtensionFileLoader(name, str(path))
-    mod = importlib.util.module_from_spec(importlib.util.spec_from_file_location(name, path, loader=loader))
-    loader.exec_module(mod)
+    try:
+        mod = importlib.util.module_from_spec(importlib.util.spec_from_file_location(name, path, loader=loader))
+        loader.exec_module(mod)
+    except ImportError as e:    # built but not loadable here (an unresolved symbol, an unsupported ifunc): the fallback
+        raise OSError(f"{path} does not load: {e}") from e
     return mod, path
 
 

@@ -51,7 +51,7 @@ static PyObject *configure(PyObject *self, PyObject *args) {
 static int get_ll(PyObject *o, const char *what, long long *out) {
     *out = PyLong_AsLongLong(o);
     if (*out == -1 && PyErr_Occurred()) {
-        PyErr_Format(PyExc_TypeError, "issue_run: %s is not an integer", what);
+        PyErr_Format(PyExc_TypeError, "sfpu_issue: %s is not an integer", what);
         return -1;
     }
     return 0;
@@ -650,8 +650,9 @@ static int bank_set(PyObject *d, PyObject *side, long long bank, long long v) {
  * FPU's busy time and the event that hands banks back */
 static int fpu_issue(PyObject *tx, PyObject *tm, const plain_facts *f, long long row, long long bank_a,
                      long long bank_b, long long *c) {
-    PyObject *dfw = PyObject_GetAttr(tm, s_dst_fpu_write), *src_ready = PyObject_GetAttr(tm, s_src_ready);
-    PyObject *bank_read = PyObject_GetAttr(tm, s_bank_read);
+    PyObject *dfw = PyObject_GetAttr(tm, s_dst_fpu_write);
+    PyObject *src_ready = dfw ? PyObject_GetAttr(tm, s_src_ready) : NULL;
+    PyObject *bank_read = src_ready ? PyObject_GetAttr(tm, s_bank_read) : NULL;
     int ok = 0;
     if (!dfw || !src_ready || !bank_read || !PyDict_Check(dfw) || !PyDict_Check(src_ready) || !PyDict_Check(bank_read)) {
         if (!PyErr_Occurred())
@@ -851,8 +852,9 @@ static int plain_word(PyObject *tx, PyObject *tm, const tm_lists *L, PyObject *t
             c = ub;
         long long bits = n * element_bits_of[cfgw & 0xF], per = 8LL * unpack_bytes_per_cycle;
         long long done = c + (bits > per ? (bits + per - 1) / per : 1);
-        PyObject *src_ready = PyObject_GetAttr(tm, s_src_ready), *done_o = PyLong_FromLongLong(done);
-        key = Py_BuildValue("(OL)", f->sel ? s_bank_b : s_bank_a, bank);
+        PyObject *src_ready = PyObject_GetAttr(tm, s_src_ready);
+        PyObject *done_o = src_ready ? PyLong_FromLongLong(done) : NULL;
+        key = done_o ? Py_BuildValue("(OL)", f->sel ? s_bank_b : s_bank_a, bank) : NULL;
         bad = !src_ready || !done_o || !key || set_item_ll(busy_l, f->sel, done)
               || PyObject_SetItem(src_ready, key, done_o) < 0 || set_attr_max(tm, s_event_t, done);
         Py_XDECREF(src_ready);
@@ -906,13 +908,15 @@ static int plain_word(PyObject *tx, PyObject *tm, const tm_lists *L, PyObject *t
         if (!lt)
             goto out;
         if (lt != Py_None) {
-            PyObject *kind = PyObject_GetAttr(lt, s_kind), *cond = NULL, *blk = PyObject_GetAttr(lt, s_block);
-            int sw = kind ? PyObject_RichCompareBool(kind, s_stallwait, Py_EQ) : -1;
+            /* each call only while no exception is pending */
+            PyObject *kind = PyObject_GetAttr(lt, s_kind), *cond = NULL;
+            PyObject *blk = kind ? PyObject_GetAttr(lt, s_block) : NULL;
+            int sw = blk ? PyObject_RichCompareBool(kind, s_stallwait, Py_EQ) : -1;
             if (sw == 1)
                 cond = PyObject_GetAttr(lt, s_cond);
             else if (sw == 0)
                 cond = PyLong_FromLong(0);
-            PyObject *c_o = PyLong_FromLongLong(c);
+            PyObject *c_o = cond ? PyLong_FromLongLong(c) : NULL;
             PyObject *a[4] = {tobj, c_o, cond, blk};
             r = c_o && cond && blk ? call_method(tm, s_waited, a, 4) : NULL;
             Py_XDECREF(kind);
@@ -990,11 +994,8 @@ static PyObject *plain_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
                 goto out;
             if (nfifo >= fifo_depth || wv < 0 || wv > 0xFFFFFFFFLL)
                 break;                                  /* (the Python path raises the Stall, masks the word) */
-            PyObject *pj = PyLong_FromLongLong(j), *pt = PyLong_FromLongLong(t);
-            if (!pj || !pt || PyList_SetItem(progress, 0, pj) || PyList_SetItem(progress, 1, pt)) {
-                Py_XDECREF(pt);
+            if (set_item_ll(progress, 0, j) || set_item_ll(progress, 1, t))
                 goto out;
-            }
             long long a = t;                            /* TensixTiming.accept */
             if (PySequence_Size(q) == depth) {
                 PyObject *oldest = PySequence_GetItem(q, 0);
@@ -1018,12 +1019,14 @@ static PyObject *plain_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
             continue;
         }
         /* direct issue: the thread's frontend is empty; not while a REPLAY load records or a word is blocked */
-        PyObject *load = PyObject_GetAttr(thobj, s_replay_load), *blocked = PyObject_GetAttr(thobj, s_blocked);
+        PyObject *load = PyObject_GetAttr(thobj, s_replay_load);
+        PyObject *blocked = load ? PyObject_GetAttr(thobj, s_blocked) : NULL;
+        int busy = load && blocked && (load != Py_None || blocked != Py_None);
         Py_XDECREF(load);
         Py_XDECREF(blocked);
         if (!load || !blocked)
             goto out;
-        if (load != Py_None || blocked != Py_None)
+        if (busy)
             break;
         PyObject *rec = PyDict_GetItemWithError(facts, w);
         if (!rec) {
@@ -1034,17 +1037,15 @@ static PyObject *plain_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
         if (rec == Py_None)
             break;
         if (!PyTuple_Check(rec) || PyTuple_GET_SIZE(rec) != 5 || !PyBytes_Check(PyTuple_GET_ITEM(rec, 4))
-            || PyBytes_GET_SIZE(PyTuple_GET_ITEM(rec, 4)) != sizeof(plain_facts)) {
+            || PyBytes_GET_SIZE(PyTuple_GET_ITEM(rec, 4)) != sizeof(plain_facts)
+            || !PyTuple_Check(PyTuple_GET_ITEM(rec, 3)) || PyTuple_GET_SIZE(PyTuple_GET_ITEM(rec, 3)) != 3) {
             PyErr_SetString(PyExc_TypeError, "plain_run: a word's facts of the wrong shape");
             goto out;
         }
         if (((const plain_facts *)PyBytes_AS_STRING(PyTuple_GET_ITEM(rec, 4)))->is_mvmul != recording)
             break;                                      /* (the drain's MVMUL recording: direct_issue.push's rule) */
-        PyObject *pj = PyLong_FromLongLong(j), *pt = PyLong_FromLongLong(t);
-        if (!pj || !pt || PyList_SetItem(progress, 0, pj) || PyList_SetItem(progress, 1, pt)) {
-            Py_XDECREF(pt);
+        if (set_item_ll(progress, 0, j) || set_item_ll(progress, 1, t))
             goto out;
-        }
         /* accept_take */
         long long clock, fe, a = t;
         PyObject *after_l = L.after_mop, *fe_l = L.fe;
@@ -1209,7 +1210,8 @@ static PyObject *drain_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
             break;
         }
         if (!PyTuple_Check(rec) || PyTuple_GET_SIZE(rec) != 5 || !PyBytes_Check(PyTuple_GET_ITEM(rec, 4))
-            || PyBytes_GET_SIZE(PyTuple_GET_ITEM(rec, 4)) != sizeof(plain_facts)) {
+            || PyBytes_GET_SIZE(PyTuple_GET_ITEM(rec, 4)) != sizeof(plain_facts)
+            || !PyTuple_Check(PyTuple_GET_ITEM(rec, 3)) || PyTuple_GET_SIZE(PyTuple_GET_ITEM(rec, 3)) != 3) {
             PyErr_SetString(PyExc_TypeError, "drain_run: a word's facts of the wrong shape");
             goto out;
         }
@@ -1230,11 +1232,12 @@ static PyObject *drain_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
         PyObject *blocked = PyObject_GetAttr(thobj, s_blocked);
         if (!blocked)
             goto out;
+        int was_blocked = blocked != Py_None;
         Py_DECREF(blocked);
         if (PyObject_SetAttr(tx, s_current, PyTuple_GET_ITEM(PyTuple_GET_ITEM(rec, 3), th)))
             goto out;
         long long c;
-        int ok = plain_word(tx, tm, &L, thobj, tobj, th, rec, PyTuple_GET_ITEM(rec, 1), blocked != Py_None, &c);
+        int ok = plain_word(tx, tm, &L, thobj, tobj, th, rec, PyTuple_GET_ITEM(rec, 1), was_blocked, &c);
         if (ok < 0)
             goto out;
         if (!ok)
@@ -1265,7 +1268,7 @@ static PyMethodDef methods[] = {
     {"issue_run", (PyCFunction)(void (*)(void))issue_run, METH_FASTCALL, "see the module comment"},
     {"pack_records", (PyCFunction)(void (*)(void))pack_records, METH_FASTCALL, "see its comment"},
     {"configure_plain", configure_plain, METH_VARARGS, "configure_plain(unpack_bytes_per_cycle, pack_bytes_per_cycle, "
-     "element_bits)"},
+     "element_bits, fpu_dst_read_latency, fifo_depth)"},
     {"plain_run", (PyCFunction)(void (*)(void))plain_run, METH_FASTCALL, "see its comment"},
     {"drain_run", (PyCFunction)(void (*)(void))drain_run, METH_FASTCALL, "see its comment"},
     {NULL, NULL, 0, NULL},

@@ -7,9 +7,10 @@
  * chip/numerics/formats.py or fpu_math.py, named beside it; tests/emu/test_tile_native.py pins both paths together
  * on random words and compiled kernels (TT_EMU_TILE_NATIVE=0 keeps the Python path).
  *
- * tile_unpack, tile_pack, tile_mvmul and tile_elw are plain C functions on raw buffers, so a C caller (the Tensix
- * frontend) can call them without Python; the module functions unpack, pack, mvmul and elw are thin bindings over
- * numpy arrays' buffers.
+ * tile_unpack, tile_pack, tile_mvmul and tile_elw are plain C functions on raw buffers (no C caller yet: they are
+ * kept apart from the Python bindings so the C issue path, sfpu_issue_native.c, can call them once the handlers'
+ * checks move there too); the module functions unpack, pack, mvmul and elw are thin bindings over numpy arrays'
+ * buffers.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -209,7 +210,7 @@ static PyObject *py_unpack(PyObject *self, PyObject *args) {
         return NULL;
     }
     PyObject *res;
-    if (off < 0 || count < 0 || off + count > out.len / 4)
+    if (off < 0 || count < 0 || off > out.len / 4 || count > out.len / 4 - off)     /* no overflow in the sum */
         res = PyErr_Format(PyExc_IndexError, "unpack: %lld datums at %lld outside the %zd-word target", count, off,
                            out.len / 4);
     else {
@@ -229,7 +230,8 @@ static PyObject *py_pack(PyObject *self, PyObject *args) {
     long long addr;
     if (!PyArg_ParseTuple(args, "OiiiiiOL", &dsto, &first, &n_rows, &step, &per, &kind, &l1o, &addr))
         return NULL;
-    if (kind < 0 || kind >= PACK_KINDS || per < 0 || per > 16 || n_rows < 1 || step < 1 || first < 0)
+    if (kind < 0 || kind >= PACK_KINDS || per < 0 || per > 16 || n_rows < 1 || n_rows > 1024 || step < 1 ||
+        step > 1024 || first < 0 || first > 1024)     /* keeps first + step * (n_rows - 1) far from overflow */
         return PyErr_Format(PyExc_ValueError, "pack: kind %d, %d rows of %d from row %d step %d", kind, n_rows, per,
                             first, step);
     Py_buffer dst, l1;
