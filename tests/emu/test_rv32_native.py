@@ -124,6 +124,8 @@ def _give_pushers(core: RV32Core, bus: RecordingBus) -> None:
 def _core(words, seed: int, on_c: bool) -> tuple[RV32Core, RecordingBus]:
     rng = random.Random(seed)
     bus = RecordingBus(stall_pushes=rng.randrange(3), stall_mmio=rng.randrange(3))
+    for call in ("mmio_load", "mmio_store", "push_tensix"):         # each bus call records the core's position too
+        setattr(bus, call, lambda *a, f=getattr(bus, call): (bus.accesses.append(("at", core.pos)), f(*a))[1])
     for i, w in enumerate(words):
         struct.pack_into("<I", bus.l1, CODE + 4 * i, w)
     bus.l1[L1_DATA:L1_DATA + 256] = rng.randbytes(256)
@@ -167,12 +169,16 @@ def _trace(words, seed: int, on_c: bool) -> list:
 
 
 @pytest.mark.parametrize("chunk", range(4))
-def test_random_programs_match_python(chunk):
+def test_random_programs_match_python(chunk, monkeypatch):
+    """On C with MMIO words and pushes served by run()'s exits (rv32_native.MMIO_EXITS) and with them handed back
+    through the pieces, as on the Python path."""
     seen = set()
     for seed in range(chunk * 60, chunk * 60 + 60):
         words = _program(random.Random(seed))
-        want, got = _trace(words, seed, False), _trace(words, seed, True)
-        assert got == want, f"seed {seed}"
+        want = _trace(words, seed, False)
+        for exits in (True, False):
+            monkeypatch.setattr(rv32_native, "MMIO_EXITS", exits)
+            assert _trace(words, seed, True) == want, f"seed {seed}, MMIO exits {exits}"
         last = want[-1]
         seen.add("error" if isinstance(last[0], str) else "parked" if last[3] else "running")
         seen.update("spinning" for step in want if isinstance(step[0], int) and step[4])
@@ -192,10 +198,13 @@ def test_loop_with_an_effect_is_no_spin(effect):
     assert _trace(poll, 1, True) == want and want[-1][4]
 
 
-def test_hands_back_only_what_python_models(monkeypatch):
+@pytest.mark.parametrize("exits", [True, False])
+def test_hands_back_only_what_python_models(exits, monkeypatch):
     """A counting loop stays in C; its MMIO loads, pushes and CSR reads come back to Python one instruction (or one
-    run of pushes) at a time (here always on C: no quanta sent to the Python blocks)."""
+    run of pushes) at a time (here always on C: no quanta sent to the Python blocks): through rv32.py's pieces, or,
+    with rv32_native.MMIO_EXITS, only the CSR read (run() serves the load and the pushes itself)."""
     monkeypatch.setattr(rv32_native, "PYTHON_QUANTA", 0)
+    monkeypatch.setattr(rv32_native, "MMIO_EXITS", exits)
     words = [i_type(1, 5, 0, 5), i_type(0, MMIO, 2, 6, op=0x03), ttinsn(0x111), ttinsn(0x222),
              i_type(0xC00, 0, 2, 7, op=0x73), b_type(-20, 8, 5, 1), PARK]
     core, bus = _core(words, 1, True)
@@ -206,7 +215,7 @@ def test_hands_back_only_what_python_models(monkeypatch):
     while not core.parked:
         core.run(2000)
     assert core.x[5] == 1000 and len(bus.tensix) == 2000
-    assert asked == [(4, 1), (8, 2), (16, 1)] * 1000
+    assert asked == ([(16, 1)] if exits else [(4, 1), (8, 2), (16, 1)]) * 1000
 
 
 def test_dense_hand_backs_send_quanta_to_python_blocks():
@@ -308,10 +317,13 @@ def test_niu_register_stores_match_python(chunk, monkeypatch):
     assert "parked" in kinds and len(kinds) >= 3                  # programs that ran through, refusals of two kinds
 
 
-def test_niu_command_registers_stay_in_c(monkeypatch):
+@pytest.mark.parametrize("exits", [True, False])
+def test_niu_command_registers_stay_in_c(exits, monkeypatch):
     """A loop filling NoC0 initiator 1's command registers hands nothing back; the send (NOC_CMD_CTRL) and a load of
-    a register still go to Python, which sees what C stored."""
+    a register still go to Python (through the piece, or served by run() with rv32_native.MMIO_EXITS), which sees
+    what C stored."""
     monkeypatch.setattr(rv32_native, "PYTHON_QUANTA", 0)
+    monkeypatch.setattr(rv32_native, "MMIO_EXITS", exits)
     words = [s_type(4 * r, 5, NIU_BASES[1], 2) for r in (0, 1, 3, 4, 7, 8)] + [i_type(1, 5, 0, 5),
                                                                                 b_type(-28, 8, 5, 1)]
     words += [i_type(0x20, NIU_BASES[1], 2, 6, op=0x03), PARK]
@@ -326,7 +338,7 @@ def test_niu_command_registers_stay_in_c(monkeypatch):
     core.piece = lambda pc, n: asked.append((pc - CODE, n)) or piece(pc, n)
     while not core.parked:
         core.run(2000)
-    assert asked == [(4 * 8, 1)]
+    assert asked == ([] if exits else [(4 * 8, 1)])
     assert tile.nius[0].regs[1].tolist() == [499, 499, 0, 499, 499, 0, 0, 499, 499, 0, 0, 0] and core.x[6] == 499
 
 

@@ -1,10 +1,13 @@
 /* The baby RISC-V cores' instructions that touch only registers, L1 and the core's local RAM, in C: the same bits,
  * the same instruction counts and the same block boundaries as runtime/emu/rv32.py (the reference, which the equality
- * tests pin this against), and the stores that fill an NIU's command registers (niu_store). Everything else (other
- * MMIO, misaligned or region-crossing accesses, Tensix pushes, CSRs, atomics, illegal words, fetches outside L1) is
- * handed back to Python at that instruction: rv_run returns RV_PYTHON with pc naming it and n how many instructions
- * Python executes there (a run of `.ttinsn` words that rv32.py pushes with one PUSHM call, else 1), and rv32.py's own
- * translation of those instructions executes them.
+ * tests pin this against), and the stores that fill an NIU's command registers (niu_store). An aligned 32-bit load or
+ * store elsewhere (MMIO) returns RV_LOAD / RV_STORE / RV_PUSH (a store to the core's own Tensix push window) with its
+ * address, value and destination register, and Python makes the one bus call rv32.py's slow path would make, when
+ * the state asks for it (mmio_exits; then a run of `.ttinsn` words returns RV_TTINSN with exit_n words, pushed by
+ * Python as rv32.py's block pushes them). Everything else (other MMIO, misaligned or region-crossing accesses, Tensix
+ * pushes, CSRs, atomics, illegal words, fetches outside L1) is handed back to Python at that instruction: rv_run
+ * returns RV_PYTHON with pc naming it and n how many instructions Python executes there (a run of `.ttinsn` words
+ * that rv32.py pushes with one PUSHM call, else 1), and rv32.py's own translation of those instructions executes them.
  *
  * rv32.py's run() checks its budget and its spin detection only where a translated block starts: after a branch or
  * jump, after MAX_BLOCK instructions, at the end of L1. This file keeps the same points (in_block counts the
@@ -13,7 +16,11 @@
  * spin snapshot as it executes. That gives the same state at every block start: a snapshot taken where an impure
  * block starts is cleared by that block before any check could use it, and a core is found back at a snapshot's pc
  * only after that block ran to its end.
- * Built by accel/native.py with the host compiler; loaded by accel/rv32_native.py. */
+ * A CPython extension module (its one function run(state address) costs a tenth of a ctypes call, and a core
+ * returns here at every MMIO word, push and CSR), built by accel/native.py with the host compiler against Python's
+ * headers; loaded by accel/rv32_native.py. */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -25,21 +32,27 @@
 #define NO_SPIN 0xFFFFFFFFu
 #define STAMP_SHIFT 4u                 /* rv32.py STAMP_SHIFT */
 
-enum { RV_BUDGET = 0, RV_SPIN = 1, RV_PARKED = 2, RV_PYTHON = 3 };
+enum { RV_BUDGET = 0, RV_SPIN = 1, RV_PARKED = 2, RV_PYTHON = 3, RV_LOAD = 4, RV_STORE = 5, RV_PUSH = 6,
+       RV_TTINSN = 7 };
 
 /* shared with accel/rv32_native.py (STATE_FIELDS there): uint32 words after the two pointers */
 typedef struct {
     uint8_t *l1, *local;
     uint32_t local_size, multi_push;   /* multi_push: the bus gave PUSHM (runs of `.ttinsn` words in one call) */
-    uint32_t pc, done, budget, in_block, spin_pc, chain, exit_n, pad;
+    uint32_t pc, done, budget, in_block, spin_pc, chain;
+    uint32_t exit_n;                   /* RV_PYTHON: instructions Python executes; RV_LOAD: the destination register */
+    uint32_t mmio_exits;               /* 0: MMIO goes to RV_PYTHON as everything else */
     uint32_t *niu_regs[2];             /* each NIU's initiator registers (noc.py Niu.regs), or NULL: Python's */
     uint32_t niu_base[2];              /* where each NIU's register window starts in the core's address space */
     uint32_t x[32], spin_x[32];
     uint64_t *stamp, t0;               /* rv32.py set_stamper: per L1 line, the cycle of its last store (t0 + done) */
+    uint32_t push_base, push_size;     /* the core's own Tensix push window (RV_PUSH), size 0: none */
+    uint32_t addr, value;              /* RV_LOAD / RV_STORE / RV_PUSH: the access's address and stored value */
 } rv_state;
-/* the word offsets rv32_native.py writes: X = 20, STAMP = 84, T0 = 86, STATE_WORDS = 88 */
+/* the word offsets rv32_native.py writes: X = 20, STAMP = 84, T0 = 86, PUSH_BASE = 88, ADDR = 90, STATE_WORDS = 92 */
 _Static_assert(offsetof(rv_state, x) == 4 * 20 && offsetof(rv_state, stamp) == 4 * 84 &&
-               offsetof(rv_state, t0) == 4 * 86 && sizeof(rv_state) == 4 * 88, "rv32_native.py's word offsets");
+               offsetof(rv_state, t0) == 4 * 86 && offsetof(rv_state, push_base) == 4 * 88 &&
+               offsetof(rv_state, addr) == 4 * 90 && sizeof(rv_state) == 4 * 92, "rv32_native.py's word offsets");
 
 static inline int32_t sx(uint32_t v) { return (int32_t)v; }
 static inline uint32_t sext(uint32_t v, int bits) {
@@ -159,6 +172,11 @@ static inline uint8_t *fast(const rv_state *s, uint32_t a, uint32_t size) {
     return 0;
 }
 
+/* an aligned word outside L1 and local RAM, where rv32.py's slow path makes one bus call (mmio_load / mmio_store) */
+static inline int mmio_word(const rv_state *s, uint32_t a) {
+    return s->mmio_exits && !(a & 3) && a >= L1_SIZE && a - LOCAL_BASE >= s->local_size;
+}
+
 /* An NIU register window: 4 initiators of 0x800 bytes; the registers below 0x30 of each hold the command being
  * built (noc.py, Niu.store). A 32-bit store there is kept in the NIU's register file, which Python reads when the send
  * (NOC_CMD_CTRL) is written, so the several register stores of a NoC command cost no hand-back each. What noc.py
@@ -185,7 +203,7 @@ static int niu_store(rv_state *s, uint32_t addr, uint32_t v) {
     return 0;
 }
 
-int rv_run(rv_state *s) {
+static int rv_run(rv_state *s) {
     uint32_t *x = s->x, pc = s->pc;
     for (;;) {
         if (s->in_block >= MAX_BLOCK || (s->in_block && pc == L1_SIZE)) s->in_block = 0;
@@ -213,7 +231,7 @@ int rv_run(rv_state *s) {
                 while (pc + 4 * n < L1_SIZE && s->in_block + n < MAX_BLOCK && (s->l1[pc + 4 * n] & 3) != 3) n++;
             s->spin_pc = NO_SPIN;
             s->exit_n = n; s->pc = pc;
-            return RV_PYTHON;
+            return s->mmio_exits ? RV_TTINSN : RV_PYTHON;
         }
         switch (op) {
         case 0x33: if (!op_r(w >> 25, f3, a, b, &v)) goto python; break;
@@ -223,6 +241,10 @@ int rv_run(rv_state *s) {
         case 0x03: {
             uint32_t addr = a + imm_i(w), size = f3 == 2 ? 4 : (f3 & 3) == 1 ? 2 : 1;
             uint8_t *p;
+            if (f3 == 2 && mmio_word(s, addr)) {                 /* a load has no effect on the spin snapshot */
+                s->exit_n = rd; s->addr = addr; s->pc = pc;
+                return RV_LOAD;
+            }
             if (f3 == 3 || f3 >= 6 || !(p = fast(s, addr, size))) goto python;
             switch (f3) {
             case 0: v = (uint32_t)(int32_t)*(int8_t *)p; break;
@@ -241,8 +263,13 @@ int rv_run(rv_state *s) {
             if ((p = fast(s, addr, size))) {
                 memcpy(p, &b, size);                             /* little-endian host (rv32.py checks it) */
                 if (addr < L1_SIZE && s->stamp) s->stamp[addr >> STAMP_SHIFT] = s->t0 + s->done;
-            } else if (f3 != 2 || !niu_store(s, addr, b))
+            } else if (f3 != 2) {
                 goto python;
+            } else if (!niu_store(s, addr, b)) {
+                if (!mmio_word(s, addr)) goto python;
+                s->addr = addr; s->value = b; s->pc = pc;
+                return addr - s->push_base < s->push_size ? RV_PUSH : RV_STORE;
+            }
             rd = 0;
             break;
         }
@@ -296,3 +323,20 @@ int rv_run(rv_state *s) {
     s->exit_n = 1; s->pc = pc;
     return RV_PYTHON;
 }
+
+/* run(address of an rv_state) -> RV_BUDGET ... RV_PUSH: the address is rv32_native.py's state array's */
+static PyObject *run(PyObject *self, PyObject *address) {
+    rv_state *s = PyLong_AsVoidPtr(address);
+    if (!s)
+        return PyErr_Occurred() ? NULL : (PyErr_SetString(PyExc_ValueError, "run: no state"), NULL);
+    return PyLong_FromLong(rv_run(s));
+}
+
+static PyMethodDef methods[] = {
+    {"run", run, METH_O, "run(state address): the core runs until its budget, a spin, parking or an exit to Python"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "rv32_native", NULL, -1, methods};
+
+PyMODINIT_FUNC PyInit_rv32_native(void) { return PyModule_Create(&module); }
