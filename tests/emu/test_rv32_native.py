@@ -17,7 +17,7 @@ from tinygrad.uop.ops import Ops
 from tt_backend.bench.emu import elementwise_inputs, elementwise_plan
 from tt_backend.bench.kernels import launch_plan, matmul_arrays, matmul_plan
 from tt_backend.chip import layout
-from tt_backend.chip.errors import EmuError
+from tt_backend.chip.errors import EmuError, EmuUndefined
 from tt_backend.chip.isa import ttinsn
 from tt_backend.lowering.codegen.sources import split
 from tt_backend.lowering.select import lower
@@ -121,11 +121,20 @@ def _give_pushers(core: RV32Core, bus: RecordingBus) -> None:
     core.set_pusher("PUSHM", push_many)
 
 
+def _faulty(bus: RecordingBus, core: RV32Core, call, *args):
+    """`call` after recording core.pos; an access to the MMIO page's last word, a push of a word ending in 0x55
+    raise as an unmapped register or an undecodable word would."""
+    bus.accesses.append(("at", core.pos))
+    if args[1] == MMIO_PAGE + 0x3C or (len(args) == 2 and args[1] & 0xFF == 0x55):
+        raise EmuUndefined(f"{core.name}: bus call {args}")
+    return call(*args)
+
+
 def _core(words, seed: int, on_c: bool) -> tuple[RV32Core, RecordingBus]:
     rng = random.Random(seed)
     bus = RecordingBus(stall_pushes=rng.randrange(3), stall_mmio=rng.randrange(3))
     for call in ("mmio_load", "mmio_store", "push_tensix"):         # each bus call records the core's position too
-        setattr(bus, call, lambda *a, f=getattr(bus, call): (bus.accesses.append(("at", core.pos)), f(*a))[1])
+        setattr(bus, call, lambda *a, f=getattr(bus, call): _faulty(bus, core, f, *a))
     for i, w in enumerate(words):
         struct.pack_into("<I", bus.l1, CODE + 4 * i, w)
     bus.l1[L1_DATA:L1_DATA + 256] = rng.randbytes(256)
@@ -219,11 +228,12 @@ def test_hands_back_only_what_python_models(exits, monkeypatch):
 
 
 def test_dense_hand_backs_send_quanta_to_python_blocks():
-    """A loop that hands back every few instructions runs its next quanta on the Python blocks, one that computes
-    between hand-backs stays on C; both end as the Python path does."""
-    for alu, on_python in ((0, True), (40, False)):
-        words = [i_type(1, 5, 0, 5)] + [i_type(3, 6, 0, 6)] * alu + [ttinsn(0x111), b_type(-4 * (alu + 2), 8, 5, 1),
-                                                                    PARK]
+    """A loop that hands back (a CSR read) every few instructions runs its next quanta on the Python blocks, one that
+    computes between hand-backs stays on C, as does one that pushes (C makes the push call itself); all end as the
+    Python path does."""
+    csr = i_type(0xC00, 0, 2, 7, op=0x73)
+    for alu, back, on_python in ((0, csr, True), (40, csr, False), (0, ttinsn(0x111), False)):
+        words = [i_type(1, 5, 0, 5)] + [i_type(3, 6, 0, 6)] * alu + [back, b_type(-4 * (alu + 2), 8, 5, 1), PARK]
         done = {}
         for on_c in (True, False):
             core, bus = _core(words, 1, on_c)

@@ -2,22 +2,21 @@
 
 The C part executes what touches only registers, L1 and the core's local RAM, and the stores that fill an NIU's
 command registers (kept in noc.py's register file, which the send reads; `NIU_STORES`), with rv32.py's block
-boundaries, budget and spin detection, and returns at the first instruction it leaves to Python. An aligned 32-bit
-MMIO load or store (`MMIO_EXITS`) comes back with its address and value, and run() makes the one bus call rv32.py's
-slow path makes for it (mmio_load / mmio_store with core.pos at its position; a store to a TRISC's own push window
-goes straight to the tile's pusher, which does what that store's handler does); a run of `.ttinsn` words comes back
-with its length and run() makes the block's push call for it (PUSHM / PUSHP / push_tensix): no generated piece and
-no slow path's frames around them. Any other instruction it leaves (other MMIO, a Tensix push or a run of them, a CSR, an
-atomic, a misaligned access, an illegal word, a bad fetch) runs through rv32.py's own translation of it alone
-(RV32Core.piece), with the same `done` position the block would have given it, then the C part resumes. The register file lives in the C state during run() and in `core.x` between runs.
+boundaries, budget and spin detection. It also makes the one bus call rv32.py's block makes for an aligned 32-bit
+MMIO load or store (mmio_load / mmio_store with core.pos at its position; a store to a TRISC's own push window goes
+straight to the tile's pusher, which does what that store's handler does) and for a run of `.ttinsn` words (PUSHM /
+PUSHP / push_tensix), and carries on (`MMIO_EXITS`): no return to this loop, no generated piece, no slow path's
+frames. It returns at the first instruction it leaves to Python (other MMIO, a CSR, an atomic, a misaligned access,
+an illegal word, a bad fetch), which runs through rv32.py's own translation of it alone (RV32Core.piece), with the
+same `done` position the block would have given it, then the C part resumes. The register file lives in the C state during run() and in `core.x` between runs.
 rv32.py stays the reference: tests/emu/test_rv32_native.py pins registers, memory, bus traffic, NIU registers and
 instruction counts of this path to it. One difference, outside both paths' contract: rv32.py executes code as it was
 when first translated after a reset, this part as it is in L1 (code that rewrites itself needs fence.i, which neither
 supports).
 
 `TT_RV32_NATIVE=0` (read when a core is attached) keeps every core on the Python path; `TT_RV32_MMIO_EXITS=0` hands
-MMIO words back through the piece as every other instruction; without a host compiler the
-cores stay there too (`python -m tt_backend info` says which runs, and why).
+the MMIO words and pushes back through the pieces as every other instruction; without a host compiler or Python's
+headers the cores stay on the Python path too (`python -m tt_backend info` says which runs, and why).
 """
 from __future__ import annotations
 
@@ -37,7 +36,7 @@ from tt_backend.runtime.emu.rv32 import L1_SIZE, RV32Core, Stall
 from . import native
 
 SOURCE = Path(__file__).with_name("rv32_native.c")
-RV_BUDGET, RV_SPIN, RV_PARKED, RV_PYTHON, RV_LOAD, RV_STORE, RV_PUSH, RV_TTINSN = range(8)
+RV_BUDGET, RV_SPIN, RV_PARKED, RV_PYTHON, RV_STALL = range(5)
 NO_SPIN = 0xFFFFFFFF
 # A hand-back through a piece or a `.ttinsn` run's exit costs ~0.3 us more than the same instruction in a Python
 # block, C saves ~0.05 us per other instruction (measured on loops of pushes, MMIO loads and ALU work; an MMIO word's
@@ -48,17 +47,18 @@ HANDBACK_SPAN = 16
 PYTHON_QUANTA = 16
 BUDGET_CAP = 1 << 31        # the C state counts in uint32; a larger budget is cut at a block boundary beyond it anyway
 # rv32_native.c's rv_state as uint32 words: the L1 and local RAM pointers (words 0-3), then these fields
-LOCAL_SIZE, MULTI_PUSH, PC, DONE, BUDGET, IN_BLOCK, SPIN_PC, CHAIN, EXIT_N, MMIO = range(4, 14)
+LOCAL_SIZE, MULTI_PUSH, PC, DONE, BUDGET, IN_BLOCK, SPIN_PC, CHAIN, EXIT_N = range(4, 13)
 NIU_REGS, NIU_BASE = 14, 18  # two pointers to the NIUs' register files (0: stores there go to Python), their windows
 X = 20                      # x[32], then spin_x[32]
 STAMP, T0 = X + 64, X + 66  # uint64 each: the L1 store records (rv32.py set_stamper) and the quantum's base cycle
-PUSH_BASE, PUSH_SIZE, ADDR, VALUE = X + 68, X + 69, X + 70, X + 71   # RV_PUSH's window; an MMIO exit's access
-STATE_WORDS = X + 72
+PUSH_BASE, PUSH_SIZE = X + 68, X + 69   # the push window whose word stores C hands to attach()'s push
+STATE_WORDS = X + 70
 # The stores that fill an NIU's command registers are kept by C in the NIU's register file (rv32_native.c niu_store);
 # False hands each of them back to Python's Niu.store (the reference), as without the C part
 NIU_STORES = True
-# Aligned 32-bit MMIO loads and stores come back as RV_LOAD / RV_STORE / RV_PUSH, served by one bus call in run();
-# False hands them back through the piece (the reference path), as every other instruction (read at each run())
+# C makes the bus call of an aligned 32-bit MMIO load or store and of a run of `.ttinsn` words itself (rv32_native.c
+# bus_calls); False hands them back through the pieces (the reference path) as every other instruction (read at each
+# run())
 MMIO_EXITS = os.environ.get("TT_RV32_MMIO_EXITS", "1") != "0"
 
 
@@ -149,58 +149,24 @@ class NativeRun:
         core.spinning = False
         self.state[X:X + 32] = x
         S[PC], S[DONE], S[BUDGET], S[IN_BLOCK] = core.pc, 0, min(max(budget, 0), BUDGET_CAP), 0
-        S[SPIN_PC], S[CHAIN], S[MULTI_PUSH], S[MMIO] = NO_SPIN, 0, "PUSHM" in core._ns, MMIO_EXITS
+        S[SPIN_PC], S[CHAIN], S[MULTI_PUSH] = NO_SPIN, 0, "PUSHM" in core._ns
         base, t0 = core.stamp_base, self.t0
-        bus, name, push = core.bus, core.name, self.push
-        ns = core._ns
-        pushp, pushm = ns.get("PUSHP"), ns.get("PUSHM")
+        calls = None
+        if MMIO_EXITS:          # rv32_native.c bus_calls
+            ns, bus = core._ns, core.bus
+            calls = (core, core.name, bus.mmio_load, bus.mmio_store, self.push, ns.get("PUSHP"), ns.get("PUSHM"),
+                     bus.push_tensix, base, Stall)
         try:
             while True:
                 if base is not None:
                     t0[0] = base()      # a piece may have stalled the core: the stores after it are that much later
-                if (why := fn(arg)) != RV_PYTHON:
-                    if why < RV_LOAD:
-                        break
-                    if why == RV_TTINSN:
-                        # the block's push of a run of `.ttinsn` words: PUSHM for several (word j raising sets
-                        # core.sub = j), else PUSHP, else the bus's push_tensix at core.pos
-                        pc, n, done = S[PC], S[EXIT_N], S[DONE]
-                        words = core.pushed(pc, n)
-                        core.sub = 0
-                        try:
-                            if n > 1:
-                                pushm(done, words)
-                            elif pushp is not None:
-                                pushp(done, words[0])
-                            else:
-                                core.pos = done
-                                bus.push_tensix(name, words[0])
-                        except Stall:
-                            S[PC], S[DONE] = pc + 4 * core.sub, done + core.sub
-                            break
-                        except BaseException:
-                            core.pc = pc + 4 * core.sub
-                            raise
-                        S[PC], S[DONE], S[IN_BLOCK] = pc + 4 * n, done + n, S[IN_BLOCK] + n
-                        handbacks += 1
-                        continue
-                    # an MMIO word: the bus call of rv32.py's slow path; pc names it if the bus raises (a Stall
-                    # leaves it to be retried, like a piece's)
-                    pc = core.pc = S[PC]
-                    done = core.pos = S[DONE]
-                    try:
-                        if why == RV_LOAD:
-                            value = bus.mmio_load(name, S[ADDR], 4)
-                            if S[EXIT_N]:
-                                S[X + S[EXIT_N]] = value & 0xFFFFFFFF
-                        elif why == RV_PUSH:
-                            push(done, S[VALUE])
-                        else:
-                            bus.mmio_store(name, S[ADDR], 4, S[VALUE])
-                    except Stall:
-                        break
-                    S[PC], S[DONE], S[IN_BLOCK] = pc + 4, done + 1, S[IN_BLOCK] + 1
-                    continue
+                try:
+                    why = fn(arg, calls)
+                except BaseException:
+                    core.pc = S[PC]     # a bus call C made raised: pc and done name the culprit
+                    raise
+                if why != RV_PYTHON:
+                    break
                 pc, n, done = S[PC], S[EXIT_N], S[DONE]
                 handbacks += 1
                 piece, loaded, dirty = core.piece(pc, n)
