@@ -355,14 +355,15 @@ def test_niu_command_registers_stay_in_c(exits, monkeypatch):
 def _same_with_and_without_c(plan, arrays, monkeypatch) -> None:
     elfs = compile_kernel(*split(plan.render()), plan.name)
     runs = {}
-    for env in ("1", "0"):
+    for env, exits in (("1", True), ("1", False), ("0", False)):   # C making the bus calls, C's pieces, Python
         monkeypatch.setenv("TT_RV32_NATIVE", env)
+        monkeypatch.setattr(rv32_native, "MMIO_EXITS", exits)
         dev = EmuDevice()
         out = [launch_plan(dev, plan, arrays, elfs)[0] for _ in range(2)]      # a warm device relaunched too
         attached = {core.native is not None for tile in dev.chip.tiles.values() for core in tile.cores.values()}
         assert attached == {env == "1"}
-        runs[env] = (out, dev.stats())
-    assert runs["1"] == runs["0"]
+        runs[env, exits] = (out, dev.stats())
+    assert runs["1", True] == runs["1", False] == runs["0", False]
 
 
 @pytest.mark.needs_cc
