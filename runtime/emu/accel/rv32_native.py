@@ -8,7 +8,8 @@ straight to the tile's pusher, which does what that store's handler does) and fo
 PUSHP / push_tensix), and carries on (`MMIO_EXITS`): no return to this loop, no generated piece, no slow path's
 frames. It returns at the first instruction it leaves to Python (other MMIO, a CSR, an atomic, a misaligned access,
 an illegal word, a bad fetch), which runs through rv32.py's own translation of it alone (RV32Core.piece), with the
-same `done` position the block would have given it, then the C part resumes. The register file lives in the C state during run() and in `core.x` between runs.
+same `done` position the block would have given it, then the C part resumes. The register file lives in the C state
+during run() and in `core.x` between runs.
 rv32.py stays the reference: tests/emu/test_rv32_native.py pins registers, memory, bus traffic, NIU registers and
 instruction counts of this path to it. One difference, outside both paths' contract: rv32.py executes code as it was
 when first translated after a reset, this part as it is in L1 (code that rewrites itself needs fence.i, which neither
@@ -38,11 +39,12 @@ from . import native
 SOURCE = Path(__file__).with_name("rv32_native.c")
 RV_BUDGET, RV_SPIN, RV_PARKED, RV_PYTHON, RV_STALL = range(5)
 NO_SPIN = 0xFFFFFFFF
-# A hand-back through a piece or a `.ttinsn` run's exit costs ~0.3 us more than the same instruction in a Python
-# block, C saves ~0.05 us per other instruction (measured on loops of pushes, MMIO loads and ALU work; an MMIO word's
-# exit is ~0.15 us cheaper than the Python block's slow path, so it does not count): a quantum that handed back more
-# often than once per HANDBACK_SPAN instructions (a TRISC pushing its words) makes the next PYTHON_QUANTA quanta run
-# on the Python blocks; either path leaves the same state after a quantum, so the choice changes host time only
+# A hand-back (a piece: a CSR, an atomic, a misaligned access, MMIO C leaves to Python) costs ~0.3 us more than the
+# same instruction in a Python block, C saves ~0.05 us per other instruction (measured on loops of CSR reads and ALU
+# work; the MMIO words and pushes C makes the bus call for are no hand-backs: a push loop runs at 0.28 us per
+# iteration on C, 0.41 on the blocks): a quantum that handed back more often than once per HANDBACK_SPAN instructions
+# makes the next PYTHON_QUANTA quanta run on the Python blocks; either path leaves the same state after a quantum, so
+# the choice changes host time only
 HANDBACK_SPAN = 16
 PYTHON_QUANTA = 16
 BUDGET_CAP = 1 << 31        # the C state counts in uint32; a larger budget is cut at a block boundary beyond it anyway
@@ -79,14 +81,15 @@ def _load() -> tuple[object | None, str]:
     loader = importlib.machinery.ExtensionFileLoader("rv32_native", str(path))
     mod = importlib.util.module_from_spec(importlib.util.spec_from_file_location("rv32_native", path, loader=loader))
     loader.exec_module(mod)
-    return mod.run, f"C between MMIO and pushes ({path})"
+    return mod.run, f"C, making the bus calls of MMIO words and pushes ({path})"
 
 
 def status() -> str:
     """Which path runs the RISC-V cores, for `python -m tt_backend info`."""
     if not enabled():
         return "Python: TT_RV32_NATIVE=0"
-    return _load()[1]
+    fn, why = _load()
+    return why if fn is None or MMIO_EXITS else f"C, MMIO words and pushes handed back (TT_RV32_MMIO_EXITS=0; {why})"
 
 
 def attach(core: RV32Core, nius: Sequence[tuple[int, np.ndarray]] = (),
