@@ -344,7 +344,6 @@ class RV32Core:
         self._blocks: dict[int, tuple[Callable[[int], int], int, bool]] = {}   # pc -> (fn, count, pure)
         # (pc, n) -> (fn, registers read, registers written): n instructions translated alone (piece())
         self._pieces: dict[tuple[int, int], tuple[Callable[[int], int], tuple[int, ...], tuple[int, ...]]] = {}
-        self._pushed: dict[tuple[int, int], tuple[int, ...]] = {}    # (pc, n) -> the words a `.ttinsn` run pushes
         self.native = None      # an accel/rv32_native.py runner that run() hands over to, when attached
         # stamp(addr, pos): the bus's record of this core's L1 store at `addr`, `pos` instructions into the quantum
         # (set_stamper; the tile keeps when each L1 line was last written, for the cores polling it)
@@ -387,7 +386,6 @@ class RV32Core:
         self.parked = False
         self._blocks.clear()
         self._pieces.clear()
-        self._pushed.clear()
         self._probe_blocks.clear()
 
     def run(self, budget: int) -> int:
@@ -585,14 +583,6 @@ class RV32Core:
             fn, _, _, loaded, dirty = self._compiled(pc, n)
             piece = self._pieces[(pc, n)] = (fn, loaded, dirty)
         return piece
-
-    def pushed(self, pc: int, n: int) -> tuple[int, ...]:
-        """The Tensix words the n `.ttinsn` words at `pc` push (as translated: code as it was after the reset)."""
-        words = self._pushed.get((pc, n))
-        if words is None:
-            l1w = self._ns["L1W"]
-            words = self._pushed[(pc, n)] = tuple(from_ttinsn(l1w[a >> 2]) for a in range(pc, pc + 4 * n, 4))
-        return words
 
     def _compiled(self, pc: int, limit: int, ns: dict | None = None) -> tuple[Callable[[int], int], int, bool,
                                                                           tuple[int, ...], tuple[int, ...]]:
