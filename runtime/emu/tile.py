@@ -62,6 +62,7 @@ TRISC_THREAD = {"trisc0": 0, "trisc1": 1, "trisc2": 2}
 ALIAS_BASE = 0xFFB14000
 ALIAS_SLOTS = ("brisc", "ncrisc", "trisc0", "trisc1", "trisc2")
 ALIAS_END = ALIAS_BASE + 0x2000 * len(ALIAS_SLOTS)
+PUSH_WINDOW = 0x10000          # INSTRN_BUF_BASE + n * PUSH_WINDOW: window n (0: the core's own thread; BRISC: 1, 2)
 CTRL_BASE = 0xFFB12000
 DISABLE_RESET = 0xFFB12224
 GPR_COUNT = 64
@@ -132,8 +133,11 @@ class Tile:
         for c, core in self.cores.items():
             core.set_stamper(*self._stamper(c))
         niu_registers = [(n.base, n.regs) for n in self.nius]
-        for core in self.cores.values():                     # run() in C between MMIO and pushes, where built
-            rv32_native.attach(core, niu_registers)
+        for c, core in self.cores.items():                   # run() in C between MMIO and pushes, where built
+            # a TRISC's store to its own push window is what its `.ttinsn` push is (_push_store -> _push, whose
+            # timeline naming of the pusher is the TRISC's own anyway): the C part's runner calls the pusher for it
+            window = (layout.INSTRN_BUF_BASE, PUSH_WINDOW, self._pusher(c)) if c in TRISC_THREAD else None
+            rv32_native.attach(core, niu_registers, window)
 
     def _stamper(self, who: str) -> tuple[Callable[[int, int], None], np.ndarray, Callable[[], int]]:
         """RV32Core.set_stamper's arguments for `who`: its L1 stores stamp their line with now()."""
@@ -423,7 +427,7 @@ class Tile:
         self.tensix.gpr_write(t, i, value)
 
     def _push_store(self, who: str, addr: int, value: int) -> None:
-        window = (addr - layout.INSTRN_BUF_BASE) >> 16       # 0: own thread, 1/2: BRISC into T1/T2
+        window = (addr - layout.INSTRN_BUF_BASE) // PUSH_WINDOW   # 0: own thread, 1/2: BRISC into T1/T2
         if window == 0:
             self._push(who, THREAD_OF.get(who), value)
         elif who == "brisc":

@@ -17,7 +17,7 @@ from tinygrad.uop.ops import Ops
 from tt_backend.bench.emu import elementwise_inputs, elementwise_plan
 from tt_backend.bench.kernels import launch_plan, matmul_arrays, matmul_plan
 from tt_backend.chip import layout
-from tt_backend.chip.errors import EmuError
+from tt_backend.chip.errors import EmuError, EmuUndefined
 from tt_backend.chip.isa import ttinsn
 from tt_backend.lowering.codegen.sources import split
 from tt_backend.lowering.select import lower
@@ -121,9 +121,20 @@ def _give_pushers(core: RV32Core, bus: RecordingBus) -> None:
     core.set_pusher("PUSHM", push_many)
 
 
+def _faulty(bus: RecordingBus, core: RV32Core, call, *args):
+    """`call` after recording core.pos; an access to the MMIO page's last word, a push of a word ending in 0x55
+    raise as an unmapped register or an undecodable word would."""
+    bus.accesses.append(("at", core.pos))
+    if args[1] == MMIO_PAGE + 0x3C or (len(args) == 2 and args[1] & 0xFF == 0x55):
+        raise EmuUndefined(f"{core.name}: bus call {args}")
+    return call(*args)
+
+
 def _core(words, seed: int, on_c: bool) -> tuple[RV32Core, RecordingBus]:
     rng = random.Random(seed)
     bus = RecordingBus(stall_pushes=rng.randrange(3), stall_mmio=rng.randrange(3))
+    for call in ("mmio_load", "mmio_store", "push_tensix"):         # each bus call records the core's position too
+        setattr(bus, call, lambda *a, f=getattr(bus, call): _faulty(bus, core, f, *a))
     for i, w in enumerate(words):
         struct.pack_into("<I", bus.l1, CODE + 4 * i, w)
     bus.l1[L1_DATA:L1_DATA + 256] = rng.randbytes(256)
@@ -167,12 +178,16 @@ def _trace(words, seed: int, on_c: bool) -> list:
 
 
 @pytest.mark.parametrize("chunk", range(4))
-def test_random_programs_match_python(chunk):
+def test_random_programs_match_python(chunk, monkeypatch):
+    """On C with MMIO words and pushes served by run()'s exits (rv32_native.MMIO_EXITS) and with them handed back
+    through the pieces, as on the Python path."""
     seen = set()
     for seed in range(chunk * 60, chunk * 60 + 60):
         words = _program(random.Random(seed))
-        want, got = _trace(words, seed, False), _trace(words, seed, True)
-        assert got == want, f"seed {seed}"
+        want = _trace(words, seed, False)
+        for exits in (True, False):
+            monkeypatch.setattr(rv32_native, "MMIO_EXITS", exits)
+            assert _trace(words, seed, True) == want, f"seed {seed}, MMIO exits {exits}"
         last = want[-1]
         seen.add("error" if isinstance(last[0], str) else "parked" if last[3] else "running")
         seen.update("spinning" for step in want if isinstance(step[0], int) and step[4])
@@ -192,10 +207,13 @@ def test_loop_with_an_effect_is_no_spin(effect):
     assert _trace(poll, 1, True) == want and want[-1][4]
 
 
-def test_hands_back_only_what_python_models(monkeypatch):
+@pytest.mark.parametrize("exits", [True, False])
+def test_hands_back_only_what_python_models(exits, monkeypatch):
     """A counting loop stays in C; its MMIO loads, pushes and CSR reads come back to Python one instruction (or one
-    run of pushes) at a time (here always on C: no quanta sent to the Python blocks)."""
+    run of pushes) at a time (here always on C: no quanta sent to the Python blocks): through rv32.py's pieces, or,
+    with rv32_native.MMIO_EXITS, only the CSR read (run() serves the load and the pushes itself)."""
     monkeypatch.setattr(rv32_native, "PYTHON_QUANTA", 0)
+    monkeypatch.setattr(rv32_native, "MMIO_EXITS", exits)
     words = [i_type(1, 5, 0, 5), i_type(0, MMIO, 2, 6, op=0x03), ttinsn(0x111), ttinsn(0x222),
              i_type(0xC00, 0, 2, 7, op=0x73), b_type(-20, 8, 5, 1), PARK]
     core, bus = _core(words, 1, True)
@@ -206,15 +224,16 @@ def test_hands_back_only_what_python_models(monkeypatch):
     while not core.parked:
         core.run(2000)
     assert core.x[5] == 1000 and len(bus.tensix) == 2000
-    assert asked == [(4, 1), (8, 2), (16, 1)] * 1000
+    assert asked == ([(16, 1)] if exits else [(4, 1), (8, 2), (16, 1)]) * 1000
 
 
 def test_dense_hand_backs_send_quanta_to_python_blocks():
-    """A loop that hands back every few instructions runs its next quanta on the Python blocks, one that computes
-    between hand-backs stays on C; both end as the Python path does."""
-    for alu, on_python in ((0, True), (40, False)):
-        words = [i_type(1, 5, 0, 5)] + [i_type(3, 6, 0, 6)] * alu + [ttinsn(0x111), b_type(-4 * (alu + 2), 8, 5, 1),
-                                                                    PARK]
+    """A loop that hands back (a CSR read) every few instructions runs its next quanta on the Python blocks, one that
+    computes between hand-backs stays on C, as does one that pushes (C makes the push call itself); all end as the
+    Python path does."""
+    csr = i_type(0xC00, 0, 2, 7, op=0x73)
+    for alu, back, on_python in ((0, csr, True), (40, csr, False), (0, ttinsn(0x111), False)):
+        words = [i_type(1, 5, 0, 5)] + [i_type(3, 6, 0, 6)] * alu + [back, b_type(-4 * (alu + 2), 8, 5, 1), PARK]
         done = {}
         for on_c in (True, False):
             core, bus = _core(words, 1, on_c)
@@ -308,10 +327,13 @@ def test_niu_register_stores_match_python(chunk, monkeypatch):
     assert "parked" in kinds and len(kinds) >= 3                  # programs that ran through, refusals of two kinds
 
 
-def test_niu_command_registers_stay_in_c(monkeypatch):
+@pytest.mark.parametrize("exits", [True, False])
+def test_niu_command_registers_stay_in_c(exits, monkeypatch):
     """A loop filling NoC0 initiator 1's command registers hands nothing back; the send (NOC_CMD_CTRL) and a load of
-    a register still go to Python, which sees what C stored."""
+    a register still go to Python (through the piece, or served by run() with rv32_native.MMIO_EXITS), which sees
+    what C stored."""
     monkeypatch.setattr(rv32_native, "PYTHON_QUANTA", 0)
+    monkeypatch.setattr(rv32_native, "MMIO_EXITS", exits)
     words = [s_type(4 * r, 5, NIU_BASES[1], 2) for r in (0, 1, 3, 4, 7, 8)] + [i_type(1, 5, 0, 5),
                                                                                 b_type(-28, 8, 5, 1)]
     words += [i_type(0x20, NIU_BASES[1], 2, 6, op=0x03), PARK]
@@ -326,21 +348,22 @@ def test_niu_command_registers_stay_in_c(monkeypatch):
     core.piece = lambda pc, n: asked.append((pc - CODE, n)) or piece(pc, n)
     while not core.parked:
         core.run(2000)
-    assert asked == [(4 * 8, 1)]
+    assert asked == ([] if exits else [(4 * 8, 1)])
     assert tile.nius[0].regs[1].tolist() == [499, 499, 0, 499, 499, 0, 0, 499, 499, 0, 0, 0] and core.x[6] == 499
 
 
 def _same_with_and_without_c(plan, arrays, monkeypatch) -> None:
     elfs = compile_kernel(*split(plan.render()), plan.name)
     runs = {}
-    for env in ("1", "0"):
+    for env, exits in (("1", True), ("1", False), ("0", False)):   # C making the bus calls, C's pieces, Python
         monkeypatch.setenv("TT_RV32_NATIVE", env)
+        monkeypatch.setattr(rv32_native, "MMIO_EXITS", exits)
         dev = EmuDevice()
         out = [launch_plan(dev, plan, arrays, elfs)[0] for _ in range(2)]      # a warm device relaunched too
         attached = {core.native is not None for tile in dev.chip.tiles.values() for core in tile.cores.values()}
         assert attached == {env == "1"}
-        runs[env] = (out, dev.stats())
-    assert runs["1"] == runs["0"]
+        runs[env, exits] = (out, dev.stats())
+    assert runs["1", True] == runs["1", False] == runs["0", False]
 
 
 @pytest.mark.needs_cc

@@ -1,7 +1,12 @@
 /* The baby RISC-V cores' instructions that touch only registers, L1 and the core's local RAM, in C: the same bits,
  * the same instruction counts and the same block boundaries as runtime/emu/rv32.py (the reference, which the equality
- * tests pin this against), and the stores that fill an NIU's command registers (niu_store). Everything else (other
- * MMIO, misaligned or region-crossing accesses, Tensix pushes, CSRs, atomics, illegal words, fetches outside L1) is
+ * tests pin this against), and the stores that fill an NIU's command registers (niu_store). Given the bus's callables
+ * (bus_calls, rv32_native.py `MMIO_EXITS`), C also makes the one call rv32.py's block makes for an aligned 32-bit load
+ * or store elsewhere (MMIO: mmio_load / mmio_store with core.pos at its position; a store to the core's own Tensix push
+ * window: the tile's pusher, which does what that store's handler does) and for a run of `.ttinsn` words (PUSHM,
+ * PUSHP or push_tensix), and carries on; a Stall the call raises ends the quantum at that instruction (RV_STALL: it is
+ * retried), any other error leaves run() with pc naming the culprit. Everything else (other MMIO, misaligned or
+ * region-crossing accesses, CSRs, atomics, illegal words, fetches outside L1, and the above without bus_calls) is
  * handed back to Python at that instruction: rv_run returns RV_PYTHON with pc naming it and n how many instructions
  * Python executes there (a run of `.ttinsn` words that rv32.py pushes with one PUSHM call, else 1), and rv32.py's own
  * translation of those instructions executes them.
@@ -13,7 +18,11 @@
  * spin snapshot as it executes. That gives the same state at every block start: a snapshot taken where an impure
  * block starts is cleared by that block before any check could use it, and a core is found back at a snapshot's pc
  * only after that block ran to its end.
- * Built by accel/native.py with the host compiler; loaded by accel/rv32_native.py. */
+ * A CPython extension module (its one function run(state address) costs a tenth of a ctypes call, and a core
+ * returns here at every MMIO word, push and CSR), built by accel/native.py with the host compiler against Python's
+ * headers; loaded by accel/rv32_native.py. */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -25,21 +34,32 @@
 #define NO_SPIN 0xFFFFFFFFu
 #define STAMP_SHIFT 4u                 /* rv32.py STAMP_SHIFT */
 
-enum { RV_BUDGET = 0, RV_SPIN = 1, RV_PARKED = 2, RV_PYTHON = 3 };
+enum { RV_ERROR = -1, RV_BUDGET = 0, RV_SPIN = 1, RV_PARKED = 2, RV_PYTHON = 3, RV_STALL = 4 };
 
 /* shared with accel/rv32_native.py (STATE_FIELDS there): uint32 words after the two pointers */
 typedef struct {
     uint8_t *l1, *local;
     uint32_t local_size, multi_push;   /* multi_push: the bus gave PUSHM (runs of `.ttinsn` words in one call) */
-    uint32_t pc, done, budget, in_block, spin_pc, chain, exit_n, pad;
+    uint32_t pc, done, budget, in_block, spin_pc, chain;
+    uint32_t exit_n, pad;              /* RV_PYTHON: the instructions Python executes */
     uint32_t *niu_regs[2];             /* each NIU's initiator registers (noc.py Niu.regs), or NULL: Python's */
     uint32_t niu_base[2];              /* where each NIU's register window starts in the core's address space */
     uint32_t x[32], spin_x[32];
     uint64_t *stamp, t0;               /* rv32.py set_stamper: per L1 line, the cycle of its last store (t0 + done) */
+    uint32_t push_base, push_size;     /* the core's own Tensix push window (bus_calls.window), size 0: none */
 } rv_state;
-/* the word offsets rv32_native.py writes: X = 20, STAMP = 84, T0 = 86, STATE_WORDS = 88 */
+/* the word offsets rv32_native.py writes: X = 20, STAMP = 84, T0 = 86, PUSH_BASE = 88, STATE_WORDS = 90 */
 _Static_assert(offsetof(rv_state, x) == 4 * 20 && offsetof(rv_state, stamp) == 4 * 84 &&
-               offsetof(rv_state, t0) == 4 * 86 && sizeof(rv_state) == 4 * 88, "rv32_native.py's word offsets");
+               offsetof(rv_state, t0) == 4 * 86 && offsetof(rv_state, push_base) == 4 * 88 &&
+               sizeof(rv_state) == 4 * 90, "rv32_native.py's word offsets");
+
+/* The bus's callables (rv32_native.py NativeRun.run passes them in this order), borrowed for one run() call:
+ * core (its pos and sub are set / read), name, mmio_load, mmio_store, window (push(pos, word) for the push window, or
+ * None), pushp, pushm (or None: as in the core's namespace), push_tensix, stamp_base (or None), Stall. */
+#define BUS_CALLS 10
+typedef struct { PyObject *core, *name, *load, *store, *window, *pushp, *pushm, *push, *base, *stall; } bus_calls;
+_Static_assert(sizeof(bus_calls) == BUS_CALLS * sizeof(PyObject *), "filled slot by slot");
+static PyObject *s_pos, *s_sub, *four, *zero;
 
 static inline int32_t sx(uint32_t v) { return (int32_t)v; }
 static inline uint32_t sext(uint32_t v, int bits) {
@@ -159,6 +179,72 @@ static inline uint8_t *fast(const rv_state *s, uint32_t a, uint32_t size) {
     return 0;
 }
 
+/* an aligned word outside L1 and local RAM, where rv32.py's slow path makes one bus call (mmio_load / mmio_store) */
+static inline int mmio_word(const rv_state *s, uint32_t a) {
+    return !(a & 3) && a >= L1_SIZE && a - LOCAL_BASE >= s->local_size;
+}
+
+/* fn(args) as rv32.py's block calls it at position s->done (core.pos set first where the callee reads it): the new
+ * reference, or NULL with the error set */
+static PyObject *bus_call(rv_state *s, const bus_calls *c, PyObject *fn, PyObject **args, size_t n, int set_pos) {
+    PyObject *pos = PyLong_FromUnsignedLong(s->done), *r = NULL;
+    if (pos && (!set_pos || !PyObject_SetAttr(c->core, s_pos, pos))) {
+        if (!set_pos)
+            args[0] = pos;
+        r = PyObject_Vectorcall(fn, args, n, NULL);
+    }
+    Py_XDECREF(pos);
+    return r;
+}
+
+/* the pushes of the `.ttinsn` run of n words at pc (PUSHM for several, else PUSHP, else push_tensix); on an error,
+ * *sub = the word that raised (PUSHM sets core.sub) */
+static int push_run(rv_state *s, const bus_calls *c, uint32_t pc, uint32_t n, uint32_t *sub) {
+    PyObject *words = n > 1 ? PyTuple_New(n) : NULL, *r = NULL, *w = NULL;
+    *sub = 0;
+    if (n > 1) {
+        for (uint32_t j = 0; words && j < n; j++) {
+            uint32_t insn;
+            memcpy(&insn, s->l1 + pc + 4 * j, 4);
+            PyObject *v = PyLong_FromUnsignedLong(rotr(insn, 2));          /* isa.from_ttinsn */
+            if (!v) { Py_CLEAR(words); break; }
+            PyTuple_SET_ITEM(words, j, v);
+        }
+        PyObject *args[2] = {NULL, words};
+        if (words && !PyObject_SetAttr(c->core, s_sub, zero))
+            r = bus_call(s, c, c->pushm, args, 2, 0);
+        if (!r && words) {
+            PyObject *et, *ev, *tb, *j;
+            PyErr_Fetch(&et, &ev, &tb);
+            j = PyObject_GetAttr(c->core, s_sub);
+            *sub = j ? (uint32_t)PyLong_AsUnsignedLongMask(j) : 0;
+            Py_XDECREF(j);
+            PyErr_Restore(et, ev, tb);
+        }
+        Py_XDECREF(words);
+    } else {
+        uint32_t insn;
+        memcpy(&insn, s->l1 + pc, 4);
+        if ((w = PyLong_FromUnsignedLong(rotr(insn, 2)))) {
+            PyObject *args[2] = {c->name, w};
+            r = c->pushp != Py_None ? bus_call(s, c, c->pushp, args, 2, 0) : bus_call(s, c, c->push, args, 2, 1);
+        }
+        Py_XDECREF(w);
+    }
+    Py_XDECREF(r);
+    return r ? 0 : -1;
+}
+
+/* the cycle model's stamp base again (stamp_base()): a bus call may have stalled the core */
+static int refresh_t0(rv_state *s, const bus_calls *c) {
+    PyObject *v = PyObject_CallNoArgs(c->base);
+    if (!v)
+        return -1;
+    s->t0 = PyLong_AsUnsignedLongLong(v);
+    Py_DECREF(v);
+    return s->t0 == (uint64_t)-1 && PyErr_Occurred() ? -1 : 0;
+}
+
 /* An NIU register window: 4 initiators of 0x800 bytes; the registers below 0x30 of each hold the command being
  * built (noc.py, Niu.store). A 32-bit store there is kept in the NIU's register file, which Python reads when the send
  * (NOC_CMD_CTRL) is written, so the several register stores of a NoC command cost no hand-back each. What noc.py
@@ -185,8 +271,9 @@ static int niu_store(rv_state *s, uint32_t addr, uint32_t v) {
     return 0;
 }
 
-int rv_run(rv_state *s) {
-    uint32_t *x = s->x, pc = s->pc;
+static int rv_run(rv_state *s, const bus_calls *c) {
+    uint32_t *x = s->x, pc = s->pc, sub = 0;
+    int stale = 0;                                               /* t0 older than the last bus call */
     for (;;) {
         if (s->in_block >= MAX_BLOCK || (s->in_block && pc == L1_SIZE)) s->in_block = 0;
         if (s->in_block == 0) {                                  /* a block starts here */
@@ -212,8 +299,17 @@ int rv_run(rv_state *s) {
             if (s->multi_push)
                 while (pc + 4 * n < L1_SIZE && s->in_block + n < MAX_BLOCK && (s->l1[pc + 4 * n] & 3) != 3) n++;
             s->spin_pc = NO_SPIN;
-            s->exit_n = n; s->pc = pc;
-            return RV_PYTHON;
+            if (!c) {
+                s->exit_n = n; s->pc = pc;
+                return RV_PYTHON;
+            }
+            if (push_run(s, c, pc, n, &sub))
+                goto bus_error;
+            stale = 1;
+            pc += 4 * n;
+            s->done += n;
+            s->in_block += n;
+            continue;
         }
         switch (op) {
         case 0x33: if (!op_r(w >> 25, f3, a, b, &v)) goto python; break;
@@ -223,6 +319,21 @@ int rv_run(rv_state *s) {
         case 0x03: {
             uint32_t addr = a + imm_i(w), size = f3 == 2 ? 4 : (f3 & 3) == 1 ? 2 : 1;
             uint8_t *p;
+            if (c && f3 == 2 && mmio_word(s, addr)) {            /* a load has no effect on the spin snapshot */
+                PyObject *a_o = PyLong_FromUnsignedLong(addr), *args[3] = {c->name, a_o, four};
+                PyObject *r = a_o ? bus_call(s, c, c->load, args, 3, 1) : NULL;
+                Py_XDECREF(a_o);
+                if (r) {
+                    v = (uint32_t)PyLong_AsUnsignedLongMask(r);
+                    Py_DECREF(r);
+                    if (v == 0xFFFFFFFFu && PyErr_Occurred())
+                        goto bus_error;
+                }
+                if (!r)
+                    goto bus_error;
+                stale = 1;
+                break;
+            }
             if (f3 == 3 || f3 >= 6 || !(p = fast(s, addr, size))) goto python;
             switch (f3) {
             case 0: v = (uint32_t)(int32_t)*(int8_t *)p; break;
@@ -239,10 +350,32 @@ int rv_run(rv_state *s) {
             s->spin_pc = NO_SPIN;
             if (f3 > 2) goto python;
             if ((p = fast(s, addr, size))) {
+                if (addr < L1_SIZE && s->stamp && stale) {
+                    if (refresh_t0(s, c))
+                        goto bus_error;
+                    stale = 0;
+                }
                 memcpy(p, &b, size);                             /* little-endian host (rv32.py checks it) */
                 if (addr < L1_SIZE && s->stamp) s->stamp[addr >> STAMP_SHIFT] = s->t0 + s->done;
-            } else if (f3 != 2 || !niu_store(s, addr, b))
+            } else if (f3 != 2) {
                 goto python;
+            } else if (!niu_store(s, addr, b)) {
+                if (!c || !mmio_word(s, addr)) goto python;
+                PyObject *a_o = PyLong_FromUnsignedLong(addr), *v_o = PyLong_FromUnsignedLong(b), *r = NULL;
+                if (a_o && v_o) {
+                    PyObject *args[4] = {c->name, a_o, four, v_o};
+                    int window = c->window != Py_None && addr - s->push_base < s->push_size;
+                    if (window)
+                        args[1] = v_o;
+                    r = window ? bus_call(s, c, c->window, args, 2, 0) : bus_call(s, c, c->store, args, 4, 1);
+                }
+                Py_XDECREF(a_o);
+                Py_XDECREF(v_o);
+                if (!r)
+                    goto bus_error;
+                Py_DECREF(r);
+                stale = 1;
+            }
             rd = 0;
             break;
         }
@@ -286,6 +419,13 @@ int rv_run(rv_state *s) {
         continue;
     python:
         break;
+    bus_error:                                                   /* sub: the word of a pushed run that raised */
+        s->pc = pc + 4 * sub;
+        s->done += sub;
+        if (!PyErr_ExceptionMatches(c->stall))
+            return RV_ERROR;
+        PyErr_Clear();                                           /* retried by the next run() */
+        return RV_STALL;
     }
     /* MMIO, CSRs, atomics, anything not an instruction: Python; an impure one ends the spin snapshot */
     if (pc < L1_SIZE && !(pc & 3)) {
@@ -295,4 +435,42 @@ int rv_run(rv_state *s) {
     }
     s->exit_n = 1; s->pc = pc;
     return RV_PYTHON;
+}
+
+/* run(address of an rv_state, bus_calls tuple or None) -> RV_BUDGET ... RV_STALL: the address is rv32_native.py's
+ * state array's; an error a bus call raised leaves with pc and done at the culprit */
+static PyObject *run(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    rv_state *s = nargs == 2 ? PyLong_AsVoidPtr(args[0]) : NULL;
+    if (!s) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "run(state address, bus calls: tuple or None)");
+        return NULL;
+    }
+    bus_calls c;
+    if (args[1] != Py_None) {
+        if (!PyTuple_Check(args[1]) || PyTuple_GET_SIZE(args[1]) != BUS_CALLS) {
+            PyErr_SetString(PyExc_TypeError, "run: bus calls: a tuple of 10");
+            return NULL;
+        }
+        PyObject **slot = (PyObject **)&c;
+        for (int i = 0; i < BUS_CALLS; i++)
+            slot[i] = PyTuple_GET_ITEM(args[1], i);
+    }
+    int why = rv_run(s, args[1] != Py_None ? &c : NULL);
+    return why == RV_ERROR ? NULL : PyLong_FromLong(why);
+}
+
+static PyMethodDef methods[] = {
+    {"run", (PyCFunction)(void (*)(void))run, METH_FASTCALL,
+     "run(state address, bus calls): the core runs until its budget, a spin, parking, a stall or a hand-back"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "rv32_native", NULL, -1, methods};
+
+PyMODINIT_FUNC PyInit_rv32_native(void) {
+    if (!(s_pos = PyUnicode_InternFromString("pos")) || !(s_sub = PyUnicode_InternFromString("sub"))
+        || !(four = PyLong_FromLong(4)) || !(zero = PyLong_FromLong(0)))
+        return NULL;
+    return PyModule_Create(&module);
 }

@@ -2,24 +2,32 @@
 
 The C part executes what touches only registers, L1 and the core's local RAM, and the stores that fill an NIU's
 command registers (kept in noc.py's register file, which the send reads; `NIU_STORES`), with rv32.py's block
-boundaries, budget and spin detection, and returns at the first instruction it leaves to Python (other MMIO, a Tensix
-push or a run of them, a CSR, an atomic, a misaligned access, an illegal word, a bad fetch). That instruction runs
-through rv32.py's own translation of it alone (RV32Core.piece), with the same `done` position the block would have
-given it, then the C part resumes. The register file lives in the C state during run() and in `core.x` between runs.
+boundaries, budget and spin detection. It also makes the one bus call rv32.py's block makes for an aligned 32-bit
+MMIO load or store (mmio_load / mmio_store with core.pos at its position; a store to a TRISC's own push window goes
+straight to the tile's pusher, which does what that store's handler does) and for a run of `.ttinsn` words (PUSHM /
+PUSHP / push_tensix), and carries on (`MMIO_EXITS`): no return to this loop, no generated piece, no slow path's
+frames. It returns at the first instruction it leaves to Python (other MMIO, a CSR, an atomic, a misaligned access,
+an illegal word, a bad fetch), which runs through rv32.py's own translation of it alone (RV32Core.piece), with the
+same `done` position the block would have given it, then the C part resumes. The register file lives in the C state
+during run() and in `core.x` between runs.
 rv32.py stays the reference: tests/emu/test_rv32_native.py pins registers, memory, bus traffic, NIU registers and
 instruction counts of this path to it. One difference, outside both paths' contract: rv32.py executes code as it was
 when first translated after a reset, this part as it is in L1 (code that rewrites itself needs fence.i, which neither
 supports).
 
-`TT_RV32_NATIVE=0` (read when a core is attached) keeps every core on the Python path; without a host compiler the
-cores stay there too (`python -m tt_backend info` says which runs, and why).
+`TT_RV32_NATIVE=0` (read when a core is attached) keeps every core on the Python path; `TT_RV32_MMIO_EXITS=0` hands
+the MMIO words and pushes back through the pieces as every other instruction; without a host compiler or Python's
+headers the cores stay on the Python path too (`python -m tt_backend info` says which runs, and why).
 """
 from __future__ import annotations
 
 import ctypes
 import functools
+import importlib.machinery
+import importlib.util
 import os
-from collections.abc import Sequence
+import sysconfig
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -29,12 +37,14 @@ from tt_backend.runtime.emu.rv32 import L1_SIZE, RV32Core, Stall
 from . import native
 
 SOURCE = Path(__file__).with_name("rv32_native.c")
-RV_BUDGET, RV_SPIN, RV_PARKED, RV_PYTHON = range(4)
+RV_BUDGET, RV_SPIN, RV_PARKED, RV_PYTHON, RV_STALL = range(5)
 NO_SPIN = 0xFFFFFFFF
-# A hand-back costs ~0.5 us more than the same instruction in a Python block, C saves ~0.05 us per other instruction
-# (measured on loops of pushes, MMIO loads and ALU work): a quantum that handed back more often than once per
-# HANDBACK_SPAN instructions (a TRISC pushing its words, a poll) makes the next PYTHON_QUANTA quanta run on the Python
-# blocks; either path leaves the same state after a quantum, so the choice changes host time only
+# A hand-back (a piece: a CSR, an atomic, a misaligned access, MMIO C leaves to Python) costs ~0.3 us more than the
+# same instruction in a Python block, C saves ~0.05 us per other instruction (measured on loops of CSR reads and ALU
+# work; the MMIO words and pushes C makes the bus call for are no hand-backs: a push loop runs at 0.28 us per
+# iteration on C, 0.41 on the blocks): a quantum that handed back more often than once per HANDBACK_SPAN instructions
+# makes the next PYTHON_QUANTA quanta run on the Python blocks; either path leaves the same state after a quantum, so
+# the choice changes host time only
 HANDBACK_SPAN = 16
 PYTHON_QUANTA = 16
 BUDGET_CAP = 1 << 31        # the C state counts in uint32; a larger budget is cut at a block boundary beyond it anyway
@@ -43,10 +53,15 @@ LOCAL_SIZE, MULTI_PUSH, PC, DONE, BUDGET, IN_BLOCK, SPIN_PC, CHAIN, EXIT_N = ran
 NIU_REGS, NIU_BASE = 14, 18  # two pointers to the NIUs' register files (0: stores there go to Python), their windows
 X = 20                      # x[32], then spin_x[32]
 STAMP, T0 = X + 64, X + 66  # uint64 each: the L1 store records (rv32.py set_stamper) and the quantum's base cycle
-STATE_WORDS = X + 68
+PUSH_BASE, PUSH_SIZE = X + 68, X + 69   # the push window whose word stores C hands to attach()'s push
+STATE_WORDS = X + 70
 # The stores that fill an NIU's command registers are kept by C in the NIU's register file (rv32_native.c niu_store);
 # False hands each of them back to Python's Niu.store (the reference), as without the C part
 NIU_STORES = True
+# C makes the bus call of an aligned 32-bit MMIO load or store and of a run of `.ttinsn` words itself (rv32_native.c
+# bus_calls); False hands them back through the pieces (the reference path) as every other instruction (read at each
+# run())
+MMIO_EXITS = os.environ.get("TT_RV32_MMIO_EXITS", "1") != "0"
 
 
 def enabled() -> bool:
@@ -55,30 +70,37 @@ def enabled() -> bool:
 
 @functools.lru_cache(maxsize=None)
 def _load() -> tuple[object | None, str]:
-    """(rv_run or None, what `info` says about it)."""
+    """(the module's run(state address) or None, what `info` says about it)."""
+    include = sysconfig.get_paths()["include"]
+    if not os.path.isfile(os.path.join(include, "Python.h")):
+        return None, f"Python: no Python.h in {include} to build the C part against"
     try:
-        path = native.build(SOURCE)
-        fn = ctypes.CDLL(str(path)).rv_run
+        path = native.build(SOURCE, (include,))
     except OSError as e:
         return None, f"Python: the C part is unavailable: {e}"
-    fn.restype = ctypes.c_int
-    fn.argtypes = [ctypes.c_void_p]
-    return fn, f"C between MMIO and pushes ({path})"
+    loader = importlib.machinery.ExtensionFileLoader("rv32_native", str(path))
+    mod = importlib.util.module_from_spec(importlib.util.spec_from_file_location("rv32_native", path, loader=loader))
+    loader.exec_module(mod)
+    return mod.run, f"C, making the bus calls of MMIO words and pushes ({path})"
 
 
 def status() -> str:
     """Which path runs the RISC-V cores, for `python -m tt_backend info`."""
     if not enabled():
         return "Python: TT_RV32_NATIVE=0"
-    return _load()[1]
+    fn, why = _load()
+    return why if fn is None or MMIO_EXITS else f"C, MMIO words and pushes handed back (TT_RV32_MMIO_EXITS=0; {why})"
 
 
-def attach(core: RV32Core, nius: Sequence[tuple[int, np.ndarray]] = ()) -> None:
+def attach(core: RV32Core, nius: Sequence[tuple[int, np.ndarray]] = (),
+           push_window: tuple[int, int, Callable[[int, int], None]] | None = None) -> None:
     """Hand `core`'s run() to the C part when it is enabled and built; otherwise the core keeps the Python path.
-    `nius`: (window base address, uint32 register file) of the NIUs whose command registers C may fill (at most 2)."""
+    `nius`: (window base address, uint32 register file) of the NIUs whose command registers C may fill (at most 2).
+    `push_window`: (base, size, push(pos, word)): a word store there has exactly push's effects (the bus's mmio_store
+    would make the same push), so run() calls push for it."""
     fn = _load()[0] if enabled() else None
     if fn is not None and len(core._l1) == L1_SIZE:
-        core.native = NativeRun(core, fn, nius if NIU_STORES else ())
+        core.native = NativeRun(core, fn, nius if NIU_STORES else (), push_window)
 
 
 def _address(mem: memoryview) -> tuple[int, object]:
@@ -91,7 +113,8 @@ class NativeRun:
     """RV32Core.run for one core on the C part; the core's state (pc, x, instret, parked, spinning, pos) is kept as
     rv32.py keeps it."""
 
-    def __init__(self, core: RV32Core, fn, nius: Sequence[tuple[int, np.ndarray]]):
+    def __init__(self, core: RV32Core, fn, nius: Sequence[tuple[int, np.ndarray]],
+                 push_window: tuple[int, int, Callable[[int, int], None]] | None):
         self.core = core
         self.fn = fn
         self.state = np.zeros(STATE_WORDS, np.uint32)
@@ -106,12 +129,15 @@ class NativeRun:
             assert regs.dtype == np.uint32 and regs.flags.c_contiguous and regs.shape == (4, 12), regs.shape
             self.state[NIU_REGS + 2 * i:NIU_REGS + 2 * i + 2].view(np.uint64)[0] = regs.ctypes.data
             self.state[NIU_BASE + i] = base
+        self.push = None
+        if push_window is not None:
+            self.state[PUSH_BASE], self.state[PUSH_SIZE], self.push = push_window
         self.stamps = core.stamps       # kept referenced while the C state points at it
         if core.stamps is not None:
             self.state[STAMP:STAMP + 2].view(np.uint64)[0] = core.stamps.ctypes.data
-        self.t0 = self.state[T0:T0 + 2].view(np.uint64)
+        self.t0 = memoryview(self.state[T0:T0 + 2].view(np.uint64))   # (a memoryview: the cheapest item store)
         self.words = memoryview(self.state)
-        self.arg = ctypes.c_void_p(self.state.ctypes.data)
+        self.arg = self.state.ctypes.data
         self.python_quanta = 0          # quanta left to run on the Python blocks before C is measured again
 
     def run(self, budget: int) -> int:
@@ -128,11 +154,21 @@ class NativeRun:
         S[PC], S[DONE], S[BUDGET], S[IN_BLOCK] = core.pc, 0, min(max(budget, 0), BUDGET_CAP), 0
         S[SPIN_PC], S[CHAIN], S[MULTI_PUSH] = NO_SPIN, 0, "PUSHM" in core._ns
         base, t0 = core.stamp_base, self.t0
+        calls = None
+        if MMIO_EXITS:          # rv32_native.c bus_calls
+            ns, bus = core._ns, core.bus
+            calls = (core, core.name, bus.mmio_load, bus.mmio_store, self.push, ns.get("PUSHP"), ns.get("PUSHM"),
+                     bus.push_tensix, base, Stall)
         try:
             while True:
                 if base is not None:
                     t0[0] = base()      # a piece may have stalled the core: the stores after it are that much later
-                if (why := fn(arg)) != RV_PYTHON:
+                try:
+                    why = fn(arg, calls)
+                except BaseException:
+                    core.pc = S[PC]     # a bus call C made raised: pc and done name the culprit
+                    raise
+                if why != RV_PYTHON:
                     break
                 pc, n, done = S[PC], S[EXIT_N], S[DONE]
                 handbacks += 1
