@@ -271,7 +271,9 @@ def render_tile_kernel(plan: TilePlan, generator: str, red: ReducePlan | None = 
     # stays per tile: TRISC1's first-tile test costs about what its one word does (2048^2 a*b+a on 13 cores:
     # 151,458 cycles once against 150,988 per tile)
     ctx["setup_once"] = red is None and len(plan.sfpu.setup) > len(SETUP)
+    # (a bf16 head reaches Dst through the math thread's ELWADDs from SrcA on every tile: it stays per tile)
     for s in inputs:
-        s["once"] = ctx["setup_once"] and ctx["in_flight"] and bool(s["runs"] and s["runs"]["head"])
+        s["once"] = ctx["setup_once"] and ctx["in_flight"] and bool(s["runs"] and s["runs"]["head"]) \
+            and s["fmt"] != "bf16"
     datums = red is not None
     return kernel_sources(ctx, "reader.c.j2", "writer.c.j2", "compute.c.j2", args_header(plan, generator, red, datums))

@@ -99,6 +99,8 @@ CASES = [
     ("scalar_hoisted", lambda a, b: a + (b + 1.0).maximum(0.5), [((3000,), F32), ((1,), F32)], {"broadcast"}),
     ("scalar_hoisted_2d", lambda a, b: a + (b + 1.0).maximum(0.5), [((37, 45), F32), ((1, 1), F32)], {"broadcast"}),
     ("scalar_short_tail", lambda a, b: a + (b + 1.0).maximum(0.5), [((3100,), F32), ((1,), F32)], {"broadcast"}),
+    # a bf16 head reaches Dst through the math thread's ELWADDs on every tile: it is sent and unpacked per tile
+    ("scalar_hoisted_bf16", lambda a, b: a + (b + 1.0).maximum(0.5), [((3000,), BF16), ((1,), BF16)], {"broadcast"}),
 ]
 IDS = [c[0] for c in CASES]
 
@@ -146,7 +148,8 @@ def test_bit_identical_to_cpu(name, fn, specs, modes, target):
 
 
 @pytest.mark.parametrize("name,head", [("scalar_hoisted", True), ("scalar_hoisted_2d", True),
-                                       ("scalar_short_tail", False), ("scalar_broadcast", False)])
+                                       ("scalar_short_tail", False), ("scalar_broadcast", False),
+                                       ("scalar_hoisted_bf16", True)])
 def test_broadcast_head(name, head):
     """The scalar's stream is read as a 64-datum head exactly where its value is hoisted and the body never loads it;
     beside it the contiguous input's reads stay in flight (mover_cost.reads_in_flight), and its resident window's
@@ -164,11 +167,23 @@ def test_broadcast_head(name, head):
     if head:
         loop = kmain.split("for (uint32_t t = ")[1]
         assert loop.index("read_issue") < loop.index("tt_window_span_issue(") < loop.index("issued[put]")
-    assert ("sent for the first one only" in src) == head
+    once = head and BF16 not in [dt for _, dt in specs]     # a bf16 head is moved to Dst per tile by the FPU
+    assert ("sent for the first one only" in src) == once
     compute = plan.render()["trisc1"]
     # a setup of constants or scalars (more than the lane-enable reset) runs once
     assert ("kept in LReg11-14 (setup_once)" in compute) == (len(plan.sfpu.setup) > 1)
-    assert ("sent and unpacked once (setup_once)" in compute) == head
+    assert ("sent and unpacked once (setup_once)" in compute) == once
+
+
+@pytest.mark.needs_cc
+def test_bf16_head_on_one_core(monkeypatch):
+    """Several tiles on one core with a bf16 head beside a hoisted setup: the head reaches Dst every tile (it hung
+    when the head was sent once but the math thread still waited for it per tile); bit-identical to the reference."""
+    monkeypatch.setenv("TT_CORES", "1")
+    _, fn, specs, _ = CASES[IDS.index("scalar_hoisted_bf16")]
+    arrays = [_data(s, dt) for s, dt in specs]
+    got, ref = (fn(*_tensors(specs, arrays, dev)).cast(F32).numpy() for dev in ("TT:emu", REF))
+    np.testing.assert_array_equal(got.view(np.uint8), ref.view(np.uint8))
 
 
 def test_column_segments_where_not_resident():
