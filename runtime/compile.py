@@ -379,6 +379,7 @@ REUSE_CRT0 = True
 # three processes instead of five. DIRECT_STEPS = False runs the driver (the reference the tests compare with).
 DIRECT_STEPS = True
 SHM_DIR = "/dev/shm"             # where builds keep their scratch files when they can (_build_root)
+SHM_MIN_FREE = 16 << 20          # ... and have room to spare: a build writes well under 1 MB (sources, assembly, objects)
 _objects: dict[tuple, bytes] = {}
 
 
@@ -565,8 +566,19 @@ def _build_root() -> str | None:
     objects, assembly, ELFs); on the disk-backed /tmp of the 2-core machine each costs about 0.3 ms of wall time
     (journaled create and unlink), in memory 0.03 ms (docs/performance.md §9)."""
     if "TMPDIR" not in os.environ and os.path.isdir(SHM_DIR) and os.access(SHM_DIR, os.W_OK | os.X_OK):
-        return SHM_DIR
+        with contextlib.suppress(OSError):
+            st = os.statvfs(SHM_DIR)
+            if st.f_bavail * st.f_frsize >= SHM_MIN_FREE:
+                return SHM_DIR
     return None
+
+
+def _scratch(name: str) -> tempfile.TemporaryDirectory:
+    """A build's scratch directory: in _build_root's place, or the system's temporary directory where that fails."""
+    if (root := _build_root()) is not None:
+        with contextlib.suppress(OSError):
+            return tempfile.TemporaryDirectory(prefix=f"tt_{name}_", dir=root)
+    return tempfile.TemporaryDirectory(prefix=f"tt_{name}_")
 
 
 def compile_kernel(sources: dict[str, str], headers: dict[str, str], name: str = "kernel",
@@ -589,7 +601,7 @@ def compile_kernel(sources: dict[str, str], headers: dict[str, str], name: str =
         else:
             todo[core] = (key, ld)
     if todo:
-        with tempfile.TemporaryDirectory(prefix=f"tt_{name}_", dir=_build_root()) as tmp:
+        with _scratch(name) as tmp:
             d = Path(tmp)
             for fname, text in {**lib, **headers}.items():
                 (d / fname).write_text(text)

@@ -14,6 +14,7 @@ gets None, and the caller runs the driver itself.
 from __future__ import annotations
 
 import functools
+import os
 import shlex
 import subprocess
 from dataclasses import dataclass
@@ -64,7 +65,9 @@ def _linker(driver: tuple[str, ...]) -> str | None:
         r = subprocess.run([*driver, "-print-prog-name=ld"], capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.SubprocessError):
         return None
-    return r.stdout.strip() if r.returncode == 0 and r.stdout.strip() else None
+    path = r.stdout.strip() if r.returncode == 0 else ""
+    # a driver that finds no ld of its own prints the bare name (the host's ld, for another machine): not ours
+    return path if os.path.isabs(path) and os.access(path, os.X_OK) else None
 
 
 @functools.lru_cache(maxsize=32)
