@@ -31,6 +31,7 @@ helper), run() raises EmuDeadlock naming every core's and thread's wait.
 from __future__ import annotations
 
 import bisect
+import os
 from typing import Callable
 
 import numpy as np
@@ -52,6 +53,11 @@ from .accel import rv32_native
 from .tensix import Tensix
 
 QUANTUM = 2000
+# The causal-load rule (Tile.l1_at): a core's L1 load reads the word as it was at the core's cycle, though a core the
+# host ran first may have written it since, so that the cycles do not depend on the host's schedule
+# (docs/ARCHITECTURE.md); "0" keeps the old behaviour (loads see the host-order state), for comparison only
+CAUSAL_LOADS = os.environ.get("TT_EMU_CAUSAL_LOADS", "1") != "0"
+WRITE_LOG = 1024        # the L1 writes remembered per tile (line, cycle) for that rule; rv32_native.c LOG_SIZE
 RESPONSE_COUNTERS = (RD_RESP_RECEIVED, WR_ACK_RECEIVED, ATOMIC_RESP_RECEIVED)   # counted when a request completes
 CORE_BITS = {c: 1 << b for c, b in layout.SOFT_RESET_BIT.items()}
 WRITABLE_RESET_BITS = layout.ALL_CORES_RESET | (1 << 31)   # bit 31 (set by UMD) is accepted and ignored
@@ -74,11 +80,11 @@ HOST = "host"
 
 
 class Tile:
-    def __init__(self, tensix_factory: Callable[[np.ndarray], object] | None = None, quantum: int = QUANTUM,
+    def __init__(self, tensix_factory: Callable[[np.ndarray], object] | None = None, quantum: int | None = None,
                  chip: Chip | None = None, xy: tuple[int, int] = layout.TILE_XY):
         """A tile at translated `xy` of `chip` (runtime/emu/chip.py); without one, the tile builds an unharvested
         chip around itself whose other tiles it creates alike when they are addressed."""
-        self.quantum = quantum
+        self.quantum = QUANTUM if quantum is None else quantum        # (QUANTUM read here: tests patch it)
         self.xy = tuple(xy)
         if chip is None:
             chip = Chip(lambda c, at: Tile(tensix_factory, quantum, chip=c, xy=at))
@@ -115,6 +121,10 @@ class Tile:
         # (rv32.py set_stamper, _niu_store), and per core stopped in a wait loop on L1 words (and semaphores) what it
         # read there (_freeze): such a core resumes when a word changes, at the cycle of that write
         self.l1_stamp = np.zeros(layout.L1_SIZE >> STAMP_SHIFT, np.uint64)
+        # cycle model, causal loads: the last WRITE_LOG RISC-V stores to L1 as (line, cycle, word address, the word
+        # before the store) in a ring, and their count: what a word held at a given cycle (l1_at)
+        self.l1_log = np.zeros(4 * WRITE_LOG, np.uint64)
+        self.l1_log_n = np.zeros(1, np.uint64)
         self._frozen: dict[str, tuple[list[tuple[int, int]], list[bytes | int | None]]] = {}
         self._self_timed: set[str] = set()                  # spinning on an NIU response counter (_freeze)
         self.rec = None                                      # a timeline.TimelineRecorder (timeline_begin/_end)
@@ -130,7 +140,11 @@ class Tile:
                 core.set_pusher("PUSHP", self._pusher(c))
                 core.set_pusher("PUSHM", self._multi_pusher(c))
         for c, core in self.cores.items():
-            core.set_stamper(*self._stamper(c))
+            if CAUSAL_LOADS:
+                core.set_stamper(*self._stamper(c), (self.l1_log, self.l1_log_n))
+                core.set_stamp_wait(*self._past_loader(c))
+            else:
+                core.set_stamper(*self._stamper(c))
         niu_registers = [(n.base, n.regs) for n in self.nius]
         for core in self.cores.values():                     # run() in C between MMIO and pushes, where built
             rv32_native.attach(core, niu_registers)
@@ -139,9 +153,78 @@ class Tile:
         """RV32Core.set_stamper's arguments for `who`: its L1 stores stamp their line with now()."""
         core, stamps, tbase, stall = self.cores[who], self.l1_stamp, self._tbase, self._stall
 
+        log_write = self._log_write
+
         def stamp(addr: int, pos: int) -> None:
             stamps[addr >> STAMP_SHIFT] = tbase[who] + core.instret + stall[who] + pos
-        return stamp, stamps, lambda: tbase[who] + core.instret + stall[who]
+
+        def stamp_logged(addr: int, pos: int) -> None:       # (called before the store: the log keeps the old word)
+            t = stamps[addr >> STAMP_SHIFT] = tbase[who] + core.instret + stall[who] + pos
+            log_write(addr, t)
+        return stamp_logged if CAUSAL_LOADS else stamp, stamps, lambda: tbase[who] + core.instret + stall[who]
+
+    def _log_write(self, addr: int, cycle: int) -> None:
+        """Log a RISC-V store to L1 `addr` at `cycle`, before it lands (rv32_native.c log_write likewise)."""
+        n = int(self.l1_log_n[0])
+        i = 4 * (n % WRITE_LOG)
+        word = addr & ~3
+        self.l1_log[i:i + 4] = (addr >> STAMP_SHIFT, cycle, word, int(self.l1_array[word:word + 4].view(np.uint32)[0]))
+        self.l1_log_n[0] = n + 1
+
+    def l1_at(self, addr: int, n: int, cycle: int) -> bytes | None:
+        """The n bytes at L1 `addr` (inside one aligned word) as they were at `cycle`: the stores logged after it
+        undone, newest first, down to the newest store at or before it. None when that is not known: the line's last
+        write is not a logged RISC-V store (a NoC transfer, whose data the log does not keep) and came after
+        `cycle`, or the ring no longer holds every later store."""
+        word, line = addr & ~3, addr >> STAMP_SHIFT
+        count = int(self.l1_log_n[0])
+        log = self.l1_log.reshape(WRITE_LOG, 4)
+        hits = np.flatnonzero(log[:min(count, WRITE_LOG), 0] == line)
+        order = hits[np.argsort((hits - count) % WRITE_LOG, kind="stable")][::-1]     # newest first
+        value = int(self.l1_array[word:word + 4].view(np.uint32)[0])
+        logged_last = 0
+        complete = count <= WRITE_LOG
+        for line_, t, w, old in log[order].tolist():
+            logged_last = max(logged_last, t)
+            if t <= cycle:
+                complete = True
+                break
+            if w == word:
+                value = old
+        if int(self.l1_stamp[line]) > max(logged_last, cycle) or not complete:
+            return None
+        return value.to_bytes(4, "little")[addr - word:addr - word + n]
+
+    def first_write_after(self, addr: int, cycle: int) -> int | None:
+        """The cycle of the earliest logged store to the word at L1 `addr` after `cycle`, None if there is none."""
+        log = self.l1_log.reshape(WRITE_LOG, 4)[:min(int(self.l1_log_n[0]), WRITE_LOG)]
+        later = log[(log[:, 2] == addr & ~3) & (log[:, 1] > cycle), 1]
+        return int(later.min()) if later.size else None
+
+    def _past_loader(self, who: str) -> tuple[Callable[..., int], Callable[[int, int], None]]:
+        """RV32Core.set_stamp_wait's arguments for `who` (the causal-load rule, timed mode only): an aligned load
+        reads the word as it was at the core's cycle (l1_at); where that is not known, and for an atomic or a
+        misaligned load, the core waits until the line's last write instead (its stamp)."""
+        core, tbase, stall, l1 = self.cores[who], self._tbase, self._stall, self.l1_array
+
+        def wait(addr: int, pos: int) -> None:
+            t = tbase[who] + core.instret + stall[who] + pos
+            written = int(self.l1_stamp[addr >> STAMP_SHIFT])
+            if written > t and self._latency_of:
+                stall[who] += written - t
+                if self.rec is not None:
+                    self.rec.core_stall(who, t, written, tl.LOAD_WAIT)
+
+        def past(addr: int, size: int, signed: bool, pos: int, waits: bool = True) -> int:
+            raw = self.l1_at(addr, size, tbase[who] + core.instret + stall[who] + pos) if self._latency_of else None
+            if raw is None:
+                if waits:
+                    wait(addr, pos)
+                raw = l1[addr:addr + size].tobytes()
+            value = int.from_bytes(raw, "little", signed=signed)
+            return value & 0xFFFFFFFF
+
+        return past, wait
 
     def _pusher(self, who: str):
         """push(pos, word): push_tensix(who, word) specialised for one core, called by rv32's generated code with the
@@ -342,6 +425,8 @@ class Tile:
                     self._mb_full[core] = False
             if old & bit and not new & bit:               # release is edge-triggered: 1 -> 0 starts at the reset PC
                 self.clock = max(self.clock, self.chip.clock)   # at the chip's time (its tiles share one time base)
+                if CAUSAL_LOADS and who in self.cores:        # and not before the releasing store: the released
+                    self.clock = max(self.clock, self.now(who))   # core reads what its releaser wrote before it
                 self.cores[core].reset(self.reset_pc(core))
                 self._tbase[core] = self.clock - self.cores[core].instret
                 self._stall[core] = 0
@@ -699,7 +784,8 @@ class Tile:
             return
         reads, other = probe
         if other is None:
-            self._frozen[who] = (reads, [self._peek_word(who, a, n) for a, n in reads])
+            t = self.cycles(who)
+            self._frozen[who] = (reads, [self._peek_word(who, a, n, t) for a, n in reads])
         elif self._times_its_reads(other):
             self._self_timed.add(who)
 
@@ -710,8 +796,12 @@ class Tile:
             return self.tensix.sem_read((addr - layout.SEMAPHORE_BASE) >> 2)
         return None
 
-    def _peek_word(self, who: str, addr: int, n: int) -> bytes | int | None:
-        return self.l1_array[addr:addr + n].tobytes() if addr < layout.L1_SIZE else self.peek(who, addr)
+    def _peek_word(self, who: str, addr: int, n: int, cycle: int) -> bytes | int | None:
+        """What `who` reads at `addr` at `cycle` (as of that cycle under the causal-load rule, where known)."""
+        if addr >= layout.L1_SIZE:
+            return self.peek(who, addr)
+        past = self.l1_at(addr, n, cycle) if CAUSAL_LOADS else None
+        return self.l1_array[addr:addr + n].tobytes() if past is None else past
 
     @staticmethod
     def _times_its_reads(addr: int) -> bool:
@@ -730,11 +820,21 @@ class Tile:
         its own: on silicon it polled until then (a semaphore's read waits for its post itself).
         A core whose run() ends where it is may stay frozen (False)."""
         reads, seen = self._frozen[who]
-        changed = [a for (a, n), old in zip(reads, seen) if self._peek_word(who, a, n) != old]
-        if not changed:
+        t = self.cycles(who)
+        changed = [(a, n) for (a, n), old in zip(reads, seen) if self._peek_word(who, a, n, t) != old]
+        if changed:
+            # a change the log places at or before the core's cycle resumes it at once; one it cannot place (a NoC
+            # write, a host write; every change without the causal-load rule) at the line's last write
+            written = [int(self.l1_stamp[a >> STAMP_SHIFT]) for a, n in changed
+                       if a < layout.L1_SIZE and (not CAUSAL_LOADS or self.l1_at(a, n, t) is None)]
+        elif CAUSAL_LOADS:    # unchanged at its cycle: it polls until the first later store to a word it reads
+            written = [c for a, _ in reads if a < layout.L1_SIZE and (c := self.first_write_after(a, t)) is not None]
+            if not written:
+                return False
+            written = [min(written)]
+        else:
             return False
         del self._frozen[who]
-        written = [int(self.l1_stamp[a >> STAMP_SHIFT]) for a in changed if a < layout.L1_SIZE]
         self._wait_until(who, max(written, default=0), tl.SPIN_WRITE)
         return True
 
