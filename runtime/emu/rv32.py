@@ -360,8 +360,8 @@ class RV32Core:
         self.stamper: Callable[[int, int], None] | None = None
         self.stamps: np.ndarray | None = None
         self.stamp_base: Callable[[], int] | None = None
-        # the tile's L1 write log, (line, cycle) pairs in a ring and its count, which the native runner's stores
-        # append to as the stamper does (set_stamper)
+        # the tile's L1 write log (a ring of (line, cycle, word address, the word replaced) and its count), which
+        # the native runner's stores append to as the stamper does (set_stamper)
         self.write_log: tuple[np.ndarray, np.ndarray] | None = None
         self._probe: tuple[dict, list] | None = None     # spin_reads' namespace and read log, built on first use
         self._probe_blocks: dict[int, Callable[[int], int]] = {}
@@ -391,18 +391,20 @@ class RV32Core:
                     write_log: tuple[np.ndarray, np.ndarray] | None = None) -> None:
         """Report every store to L1 (and atomic) to `fn(addr, pos)` from now on. The native runner writes the same
         record itself: `stamps[addr >> STAMP_SHIFT] = base() + pos` (`base()`: the core's cycle at position 0 of the
-        running quantum, stalls so far included), and appends (line, that cycle) to `write_log` (a ring of pairs of
-        uint64, and its count) as `fn` does. Blocks already translated keep what they were translated with."""
+        running quantum, stalls so far included), and appends (line, that cycle, word address, the word it replaces)
+        to `write_log` (a ring of such uint64 quadruples, and its count) as `fn` does, before the store lands. Blocks
+        already translated keep what they were translated with."""
         self.stamper, self.stamps, self.stamp_base, self.write_log = fn, stamps, base, write_log
         self._ns["STAMP"] = fn
 
     def set_stamp_wait(self, past: Callable[..., int], wait: Callable[[int, int], None]) -> None:
         """The causal-load rule (after set_stamper): an aligned L1 load of a line stamped later than the core's cycle
         takes its value from `past(addr, size, signed, pos, waits=True)` (the bus's record of what the load would have
-        read at the core's cycle; waits=False: a probe's read, which must not move the core's time); an atomic or a misaligned load there calls `wait(addr, pos)` (the core waits for the
-        write) instead. The translated blocks test the stamp inline against SBASE, a lower bound of the core's cycle
-        at position 0, so that most loads make no call; the native runner hands such a load back to them. Blocks
-        already translated keep what they were translated with."""
+        read at the core's cycle; waits=False: a probe's read, which must not move the core's time); an atomic or a
+        misaligned load there calls `wait(addr, pos)` (the core waits for the write) instead. The translated blocks
+        test the stamp inline against SBASE, a lower bound of the core's cycle at position 0, so that most loads make
+        no call; the native runner hands such a load back to them. Blocks already translated keep what they were
+        translated with."""
         self._ns.update(PAST=past, SWAIT=wait, STAMPS=self.stamps, SBASE=0)
 
     def reset(self, pc: int) -> None:
@@ -734,8 +736,8 @@ class RV32Core:
             dest = bw.w(rd) if rd else "_"
             # the causal-load rule (set_stamp_wait): an L1 line written later than the core's cycle reads as it was
             k = bw.count
-            past = (f"; {dest} = PAST(a, {size}, {signed}, done + {k}) if STAMPS[a >> {STAMP_SHIFT}] > SBASE + done + {k}"
-                    f" else {dest}" if "PAST" in self._ns else "")
+            past = (f"; {dest} = PAST(a, {size}, {signed}, done + {k}) if STAMPS[a >> {STAMP_SHIFT}] > SBASE + done"
+                    f" + {k} else {dest}" if "PAST" in self._ns else "")
             self._emit_access(bw, a, _imm_i(w), size, mark,
                               fast=lambda mem, idx: f"{dest} = {mem}{view}[{idx}]{fix}" + (past if mem == "L1" else ""),
                               slow=f"{dest} = LOAD(a, {size}, {signed})", stack=rs1 in (2, 8))

@@ -18,10 +18,12 @@ another agent writes). A loop that reads only L1 freezes its core until a word i
 at the cycle that word's 16-byte line was written (`l1_stamp`: RISC-V stores and NoC writes stamp their lines;
 `_freeze` / `_thaw`; a Tensix semaphore it reads is watched too). Not stamped, so a core thawed by them resumes at
 its own cycle: NoC read data landing in the reader's L1, an atomic's return word, host writes and packer writes; and
-a line keeps its last stamp, not the latest cycle. A loop polling an NIU response counter keeps its own
-time (those reads wait for what they show); any other spinner's time is carried along with the cores that progressed
-(`_catch_up`). A round in which only such spinners ran ends run() early without a deadlock error, since they may be
-waiting for the host.
+a line keeps its last stamp, not the latest cycle. Causal loads (CAUSAL_LOADS, docs/ARCHITECTURE.md): a core's
+aligned L1 load reads the word as it was at the core's cycle (`l1_at`, from the log of RISC-V stores `l1_log`), a
+frozen core whose words are unchanged at its cycle resumes at the first later logged store to one of them. A loop
+polling an NIU response counter keeps its own time (those reads wait for what they show); any other spinner's time
+is carried along with the cores that progressed (`_catch_up`). A round in which only such spinners ran ends run()
+early without a deadlock error, since they may be waiting for the host.
 Time comes from the cycle model (cycles.py): a core's cycle count is its instret plus the cycles it stalled (Tensix
 FIFO full / TTSync until the thread's work is done, slow MMIO loads), counted from the tile clock at its release;
 Tensix threads carry their own issue cycles. `clock` (and WALL_CLOCK as the host sees it) is the latest cycle any
@@ -57,7 +59,7 @@ QUANTUM = 2000
 # host ran first may have written it since, so that the cycles do not depend on the host's schedule
 # (docs/ARCHITECTURE.md); "0" keeps the old behaviour (loads see the host-order state), for comparison only
 CAUSAL_LOADS = os.environ.get("TT_EMU_CAUSAL_LOADS", "1") != "0"
-WRITE_LOG = 1024        # the L1 writes remembered per tile (line, cycle) for that rule; rv32_native.c LOG_SIZE
+WRITE_LOG = 1024        # the RISC-V stores to L1 a tile remembers for that rule (l1_log); rv32_native.c LOG_SIZE
 RESPONSE_COUNTERS = (RD_RESP_RECEIVED, WR_ACK_RECEIVED, ATOMIC_RESP_RECEIVED)   # counted when a request completes
 CORE_BITS = {c: 1 << b for c, b in layout.SOFT_RESET_BIT.items()}
 WRITABLE_RESET_BITS = layout.ALL_CORES_RESET | (1 << 31)   # bit 31 (set by UMD) is accepted and ignored
@@ -126,6 +128,9 @@ class Tile:
         self.l1_log = np.zeros(4 * WRITE_LOG, np.uint64)
         self.l1_log_n = np.zeros(1, np.uint64)
         self._frozen: dict[str, tuple[list[tuple[int, int]], list[bytes | int | None]]] = {}
+        # causal loads: per frozen core, the write log's count and its words as they are, when _thaw last found it
+        # must stay frozen: the same again means nothing was written since (_thaw's quick answer)
+        self._thaw_key: dict[str, tuple[int, list[bytes | int | None]]] = {}
         self._self_timed: set[str] = set()                  # spinning on an NIU response counter (_freeze)
         self.rec = None                                      # a timeline.TimelineRecorder (timeline_begin/_end)
         self.mailboxes = mb.Mailboxes()                      # the 16 B/T0/T1/T2 mailboxes (mailbox.py)
@@ -177,14 +182,17 @@ class Tile:
         write is not a logged RISC-V store (a NoC transfer, whose data the log does not keep) and came after
         `cycle`, or the ring no longer holds every later store."""
         word, line = addr & ~3, addr >> STAMP_SHIFT
+        if int(self.l1_stamp[line]) <= cycle:                 # (no later write, as the poll of a frozen core finds)
+            return self.l1_array[addr:addr + n].tobytes()
         count = int(self.l1_log_n[0])
         log = self.l1_log.reshape(WRITE_LOG, 4)
         hits = np.flatnonzero(log[:min(count, WRITE_LOG), 0] == line)
-        order = hits[np.argsort((hits - count) % WRITE_LOG, kind="stable")][::-1]     # newest first
+        head = count % WRITE_LOG                              # ring positions below it are the newest
+        order = np.concatenate((hits[hits < head][::-1], hits[hits >= head][::-1]))     # newest first
         value = int(self.l1_array[word:word + 4].view(np.uint32)[0])
         logged_last = 0
         complete = count <= WRITE_LOG
-        for line_, t, w, old in log[order].tolist():
+        for _, t, w, old in log[order].tolist():
             logged_last = max(logged_last, t)
             if t <= cycle:
                 complete = True
@@ -786,6 +794,7 @@ class Tile:
         if other is None:
             t = self.cycles(who)
             self._frozen[who] = (reads, [self._peek_word(who, a, n, t) for a, n in reads])
+            self._thaw_key.pop(who, None)
         elif self._times_its_reads(other):
             self._self_timed.add(who)
 
@@ -796,11 +805,12 @@ class Tile:
             return self.tensix.sem_read((addr - layout.SEMAPHORE_BASE) >> 2)
         return None
 
-    def _peek_word(self, who: str, addr: int, n: int, cycle: int) -> bytes | int | None:
-        """What `who` reads at `addr` at `cycle` (as of that cycle under the causal-load rule, where known)."""
+    def _peek_word(self, who: str, addr: int, n: int, cycle: int | None = None) -> bytes | int | None:
+        """What `who` reads at `addr` at `cycle` (as of that cycle under the causal-load rule, where known; as it is
+        now without a cycle)."""
         if addr >= layout.L1_SIZE:
             return self.peek(who, addr)
-        past = self.l1_at(addr, n, cycle) if CAUSAL_LOADS else None
+        past = self.l1_at(addr, n, cycle) if CAUSAL_LOADS and cycle is not None else None
         return self.l1_array[addr:addr + n].tobytes() if past is None else past
 
     @staticmethod
@@ -817,9 +827,15 @@ class Tile:
     def _thaw(self, who: str) -> bool:
         """Whether frozen `who` runs again: one of the words its wait loop read has changed. It then resumes at the
         latest cycle a changed L1 word's line was written (RISC-V store, NoC write or atomic), if that is later than
-        its own: on silicon it polled until then (a semaphore's read waits for its post itself).
-        A core whose run() ends where it is may stay frozen (False)."""
+        its own: on silicon it polled until then (a semaphore's read waits for its post itself). Under the causal-load
+        rule the words are compared as of the core's cycle, and words unchanged then resume it at the first logged
+        store to one of them after it. A core whose run() ends where it is may stay frozen (False)."""
         reads, seen = self._frozen[who]
+        if CAUSAL_LOADS:
+            key = (int(self.l1_log_n[0]), [self._peek_word(who, a, n) for a, n in reads])
+            if self._thaw_key.get(who) == key:
+                return False
+            self._thaw_key[who] = key
         t = self.cycles(who)
         changed = [(a, n) for (a, n), old in zip(reads, seen) if self._peek_word(who, a, n, t) != old]
         if changed:

@@ -32,7 +32,7 @@ typedef struct {
     uint8_t *l1, *local;
     uint32_t local_size, multi_push;   /* multi_push: the bus gave PUSHM (runs of `.ttinsn` words in one call) */
     uint32_t pc, done, budget, in_block, spin_pc, chain, exit_n;
-    uint32_t causal;                   /* rv32.py set_stamp_wait: a load of a line stamped after t0 + done is Python's */
+    uint32_t causal;                   /* rv32.py set_stamp_wait: loads of lines stamped after t0 + done are Python's */
     uint32_t *niu_regs[2];             /* each NIU's initiator registers (noc.py Niu.regs), or NULL: Python's */
     uint32_t niu_base[2];              /* where each NIU's register window starts in the core's address space */
     uint32_t x[32], spin_x[32];

@@ -137,7 +137,7 @@ class NativeRun:
                 if base is not None:
                     t0[0] = base()      # a piece may have stalled the core: the stores after it are that much later
                     if causal:
-                        ns["SBASE"] = int(t0[0])  # the handed-back load's wait test (rv32.py set_stamp_wait)
+                        ns["SBASE"] = int(t0[0])  # a handed-back load's stamp test (rv32.py set_stamp_wait)
                 if (why := fn(arg)) != RV_PYTHON:
                     break
                 pc, n, done = S[PC], S[EXIT_N], S[DONE]
