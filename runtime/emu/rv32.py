@@ -306,6 +306,10 @@ def _probe_stop(*_args) -> None:
     raise _OtherRead(None)
 
 
+def _no_wait(*_args) -> None:
+    """spin_reads' SWAIT: a probe's reads take no time."""
+
+
 class _ProbeCore:
     """What spin_reads' blocks see as `C`: somewhere to put pc / pos / sub without touching the core."""
     pc = pos = sub = 0
@@ -320,6 +324,12 @@ class _LoggedView:
     def __getitem__(self, i: int) -> int:
         self.log.append((i * self.size, self.size))
         return self.view[i]
+
+    def __setitem__(self, i: int, _value: int) -> None:
+        # the turn left the loop for a store (its reads can differ from the core's under the causal-load rule,
+        # where the core saw a word as it was at its cycle; pushes stop it likewise): not a wait loop spin_reads
+        # can describe
+        raise _OtherRead(None)
 
 
 class RV32Core:
@@ -350,6 +360,9 @@ class RV32Core:
         self.stamper: Callable[[int, int], None] | None = None
         self.stamps: np.ndarray | None = None
         self.stamp_base: Callable[[], int] | None = None
+        # the tile's L1 write log (a ring of (line, cycle, word address, the word replaced) and its count), which
+        # the native runner's stores append to as the stamper does (set_stamper)
+        self.write_log: tuple[np.ndarray, np.ndarray] | None = None
         self._probe: tuple[dict, list] | None = None     # spin_reads' namespace and read log, built on first use
         self._probe_blocks: dict[int, Callable[[int], int]] = {}
         # namespace of the generated functions: register file, memory views, helpers
@@ -374,12 +387,25 @@ class RV32Core:
         else:
             self._ns[kind] = fn
 
-    def set_stamper(self, fn: Callable[[int, int], None], stamps: np.ndarray, base: Callable[[], int]) -> None:
+    def set_stamper(self, fn: Callable[[int, int], None], stamps: np.ndarray, base: Callable[[], int],
+                    write_log: tuple[np.ndarray, np.ndarray] | None = None) -> None:
         """Report every store to L1 (and atomic) to `fn(addr, pos)` from now on. The native runner writes the same
         record itself: `stamps[addr >> STAMP_SHIFT] = base() + pos` (`base()`: the core's cycle at position 0 of the
-        running quantum, stalls so far included). Blocks already translated keep what they were translated with."""
-        self.stamper, self.stamps, self.stamp_base = fn, stamps, base
+        running quantum, stalls so far included), and appends (line, that cycle, word address, the word it replaces)
+        to `write_log` (a ring of such uint64 quadruples, and its count) as `fn` does, before the store lands. Blocks
+        already translated keep what they were translated with."""
+        self.stamper, self.stamps, self.stamp_base, self.write_log = fn, stamps, base, write_log
         self._ns["STAMP"] = fn
+
+    def set_stamp_wait(self, past: Callable[..., int], wait: Callable[[int, int], None]) -> None:
+        """The causal-load rule (after set_stamper): an aligned L1 load of a line stamped later than the core's cycle
+        takes its value from `past(addr, size, signed, pos, waits=True)` (the bus's record of what the load would have
+        read at the core's cycle; waits=False: a probe's read, which must not move the core's time); an atomic or a
+        misaligned load there calls `wait(addr, pos)` (the core waits for the write) instead. The translated blocks
+        test the stamp inline against SBASE, a lower bound of the core's cycle at position 0, so that most loads make
+        no call; the native runner hands such a load back to them. Blocks already translated keep what they were
+        translated with."""
+        self._ns.update(PAST=past, SWAIT=wait, STAMPS=self.stamps, SBASE=0)
 
     def reset(self, pc: int) -> None:
         self.pc = pc
@@ -404,6 +430,8 @@ class RV32Core:
         done = 0
         x = self.x
         self.spinning = False
+        if "PAST" in self._ns:
+            self._ns["SBASE"] = self.stamp_base()
         spin_pc, spin_x, chain = -1, None, 0
         try:
             while done < budget:
@@ -459,7 +487,9 @@ class RV32Core:
                 log.append((addr, size))
                 return value
             ns = dict(self._ns, x=[0] * 32, C=_ProbeCore(), LOAD=load, FAIL=_probe_stop, AMO=_probe_stop,
-                      CSR=_probe_stop)
+                      CSR=_probe_stop, SWAIT=_no_wait, PUSH=_probe_stop, PUSHP=_probe_stop, PUSHM=_probe_stop)
+            if "PAST" in ns:      # the loop's reads see what the core's saw, and take no time
+                ns["PAST"] = lambda addr, size, signed, pos, _past=ns["PAST"]: _past(addr, size, signed, pos, False)
             for name, size in (("L1B", 1), ("L1b", 1), ("L1H", 2), ("L1h", 2), ("L1W", 4)):
                 ns[name] = _LoggedView(self._ns[name], size, log)
             self._probe = ns, log
@@ -502,6 +532,8 @@ class RV32Core:
         else:
             mem, off = region
             value = int.from_bytes(mem[off:off + size], "little")
+            if mem is self._l1 and "SWAIT" in self._ns:
+                self._ns["SWAIT"](addr, self.pos)
         return _sext(value, 8 * size) & M32 if signed else value
 
     def _slow_store(self, addr: int, size: int, value: int) -> None:
@@ -511,9 +543,9 @@ class RV32Core:
             self.bus.mmio_store(self.name, addr, size, value)
         else:
             mem, off = region
-            mem[off:off + size] = value.to_bytes(size, "little")
             if mem is self._l1 and self.stamper is not None:
                 self.stamper(addr, self.pos)
+            mem[off:off + size] = value.to_bytes(size, "little")
 
     def _amo(self, funct5: int, addr: int, src: int) -> int:
         name = _AMO[funct5]
@@ -521,6 +553,8 @@ class RV32Core:
             raise EmuUnspecified(f"{self.name}: {name}.w at 0x{addr:08x}: atomics need an aligned L1 address")
         words = self._ns["L1W"]
         old = words[addr >> 2]
+        if "SWAIT" in self._ns:
+            self._ns["SWAIT"](addr, self.pos)
         if name == "amoadd":
             new = (old + src) & M32
         elif name == "amoswap":
@@ -537,9 +571,9 @@ class RV32Core:
         else:
             pick_min = name == "amominu"
             new = old if ((old < src) == pick_min) else src
-        words[addr >> 2] = new
         if self.stamper is not None:
             self.stamper(addr, self.pos)
+        words[addr >> 2] = new
         return old
 
     def _csr_op(self, funct3: int, csr: int, src: int, reads: bool, writes: bool, retired: int) -> int:
@@ -592,7 +626,8 @@ class RV32Core:
         key = None
         if SHARE_TRANSLATIONS and 0 <= pc < L1_SIZE:
             key = (pc, self.local_size, "PUSHM" in self._ns, "PUSHP" in self._ns,
-                   self._l1[pc:min(pc + 4 * limit, L1_SIZE)].tobytes(), limit, "STAMP" in self._ns)
+                   self._l1[pc:min(pc + 4 * limit, L1_SIZE)].tobytes(), limit, "STAMP" in self._ns,
+                   "SWAIT" in self._ns)
         shared = SHARED_BLOCKS.get(key) if key is not None else None
         if shared is None:
             name, bw = self._written(pc, limit)
@@ -699,7 +734,12 @@ class RV32Core:
             a = bw.r(rs1)
             mark = bw.may_raise()                  # before rd becomes dirty: a stalled load leaves rd untouched
             dest = bw.w(rd) if rd else "_"
-            self._emit_access(bw, a, _imm_i(w), size, mark, fast=lambda mem, idx: f"{dest} = {mem}{view}[{idx}]{fix}",
+            # the causal-load rule (set_stamp_wait): an L1 line written later than the core's cycle reads as it was
+            k = bw.count
+            past = (f"; {dest} = PAST(a, {size}, {signed}, done + {k}) if STAMPS[a >> {STAMP_SHIFT}] > SBASE + done"
+                    f" + {k} else {dest}" if "PAST" in self._ns else "")
+            self._emit_access(bw, a, _imm_i(w), size, mark,
+                              fast=lambda mem, idx: f"{dest} = {mem}{view}[{idx}]{fix}" + (past if mem == "L1" else ""),
                               slow=f"{dest} = LOAD(a, {size}, {signed})", stack=rs1 in (2, 8))
         elif op == 0x23:                                         # stores
             if f3 not in _STORES:
@@ -707,10 +747,11 @@ class RV32Core:
             size, view, mask = _STORES[f3]
             bw.pure = False
             val = bw.r(rs2)
-            stamp = f"; STAMP(a, done + {bw.count})" if "STAMP" in self._ns else ""
+            # stamped before the store: the bus's write log keeps the word it replaces (set_stamper)
+            stamp = f"STAMP(a, done + {bw.count}); " if "STAMP" in self._ns else ""
             self._emit_access(bw, bw.r(rs1), _imm_s(w), size, bw.may_raise(),
-                              fast=lambda mem, idx: f"{mem}{view}[{idx}] = {val}{mask if val != '0' else ''}"
-                                                    + (stamp if mem == "L1" else ""),
+                              fast=lambda mem, idx: (stamp if mem == "L1" else "")
+                                                    + f"{mem}{view}[{idx}] = {val}{mask if val != '0' else ''}",
                               slow=f"STORE(a, {size}, {val})", stack=rs1 in (2, 8))
         elif op == 0x37:                                         # lui
             if rd:

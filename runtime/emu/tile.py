@@ -18,10 +18,12 @@ another agent writes). A loop that reads only L1 freezes its core until a word i
 at the cycle that word's 16-byte line was written (`l1_stamp`: RISC-V stores and NoC writes stamp their lines;
 `_freeze` / `_thaw`; a Tensix semaphore it reads is watched too). Not stamped, so a core thawed by them resumes at
 its own cycle: NoC read data landing in the reader's L1, an atomic's return word, host writes and packer writes; and
-a line keeps its last stamp, not the latest cycle. A loop polling an NIU response counter keeps its own
-time (those reads wait for what they show); any other spinner's time is carried along with the cores that progressed
-(`_catch_up`). A round in which only such spinners ran ends run() early without a deadlock error, since they may be
-waiting for the host.
+a line keeps its last stamp, not the latest cycle. Causal loads (CAUSAL_LOADS, docs/ARCHITECTURE.md): a core's
+aligned L1 load reads the word as it was at the core's cycle (`l1_at`, from the log of RISC-V stores `l1_log`), a
+frozen core whose words are unchanged at its cycle resumes at the first later logged store to one of them. A loop
+polling an NIU response counter keeps its own time (those reads wait for what they show); any other spinner's time
+is carried along with the cores that progressed (`_catch_up`). A round in which only such spinners ran ends run()
+early without a deadlock error, since they may be waiting for the host.
 Time comes from the cycle model (cycles.py): a core's cycle count is its instret plus the cycles it stalled (Tensix
 FIFO full / TTSync until the thread's work is done, slow MMIO loads), counted from the tile clock at its release;
 Tensix threads carry their own issue cycles. `clock` (and WALL_CLOCK as the host sees it) is the latest cycle any
@@ -31,6 +33,7 @@ helper), run() raises EmuDeadlock naming every core's and thread's wait.
 from __future__ import annotations
 
 import bisect
+import os
 from typing import Callable
 
 import numpy as np
@@ -52,6 +55,11 @@ from .accel import rv32_native
 from .tensix import Tensix
 
 QUANTUM = 2000
+# The causal-load rule (Tile.l1_at): a core's L1 load reads the word as it was at the core's cycle, though a core the
+# host ran first may have written it since, so that the cycles do not depend on the host's schedule
+# (docs/ARCHITECTURE.md); "0" keeps the old behaviour (loads see the host-order state), for comparison only
+CAUSAL_LOADS = os.environ.get("TT_EMU_CAUSAL_LOADS", "1") != "0"
+WRITE_LOG = 1024        # the RISC-V stores to L1 a tile remembers for that rule (l1_log); rv32_native.c LOG_SIZE
 RESPONSE_COUNTERS = (RD_RESP_RECEIVED, WR_ACK_RECEIVED, ATOMIC_RESP_RECEIVED)   # counted when a request completes
 CORE_BITS = {c: 1 << b for c, b in layout.SOFT_RESET_BIT.items()}
 WRITABLE_RESET_BITS = layout.ALL_CORES_RESET | (1 << 31)   # bit 31 (set by UMD) is accepted and ignored
@@ -75,11 +83,11 @@ HOST = "host"
 
 
 class Tile:
-    def __init__(self, tensix_factory: Callable[[np.ndarray], object] | None = None, quantum: int = QUANTUM,
+    def __init__(self, tensix_factory: Callable[[np.ndarray], object] | None = None, quantum: int | None = None,
                  chip: Chip | None = None, xy: tuple[int, int] = layout.TILE_XY):
         """A tile at translated `xy` of `chip` (runtime/emu/chip.py); without one, the tile builds an unharvested
         chip around itself whose other tiles it creates alike when they are addressed."""
-        self.quantum = quantum
+        self.quantum = QUANTUM if quantum is None else quantum        # (QUANTUM read here: tests patch it)
         self.xy = tuple(xy)
         if chip is None:
             chip = Chip(lambda c, at: Tile(tensix_factory, quantum, chip=c, xy=at))
@@ -116,7 +124,14 @@ class Tile:
         # (rv32.py set_stamper, _niu_store), and per core stopped in a wait loop on L1 words (and semaphores) what it
         # read there (_freeze): such a core resumes when a word changes, at the cycle of that write
         self.l1_stamp = np.zeros(layout.L1_SIZE >> STAMP_SHIFT, np.uint64)
+        # cycle model, causal loads: the last WRITE_LOG RISC-V stores to L1 as (line, cycle, word address, the word
+        # before the store) in a ring, and their count: what a word held at a given cycle (l1_at)
+        self.l1_log = np.zeros(4 * WRITE_LOG, np.uint64)
+        self.l1_log_n = np.zeros(1, np.uint64)
         self._frozen: dict[str, tuple[list[tuple[int, int]], list[bytes | int | None]]] = {}
+        # causal loads: per frozen core, the write log's count and its words as they are, when _thaw last found it
+        # must stay frozen: the same again means nothing was written since (_thaw's quick answer)
+        self._thaw_key: dict[str, tuple[int, list[bytes | int | None]]] = {}
         self._self_timed: set[str] = set()                  # spinning on an NIU response counter (_freeze)
         self.rec = None                                      # a timeline.TimelineRecorder (timeline_begin/_end)
         self.mailboxes = mb.Mailboxes()                      # the 16 B/T0/T1/T2 mailboxes (mailbox.py)
@@ -131,7 +146,11 @@ class Tile:
                 core.set_pusher("PUSHP", self._pusher(c))
                 core.set_pusher("PUSHM", self._multi_pusher(c))
         for c, core in self.cores.items():
-            core.set_stamper(*self._stamper(c))
+            if CAUSAL_LOADS:
+                core.set_stamper(*self._stamper(c), (self.l1_log, self.l1_log_n))
+                core.set_stamp_wait(*self._past_loader(c))
+            else:
+                core.set_stamper(*self._stamper(c))
         niu_registers = [(n.base, n.regs) for n in self.nius]
         for c, core in self.cores.items():                   # run() in C between MMIO and pushes, where built
             # a TRISC's store to its own push window is what its `.ttinsn` push is (_push_store -> _push, whose
@@ -143,9 +162,81 @@ class Tile:
         """RV32Core.set_stamper's arguments for `who`: its L1 stores stamp their line with now()."""
         core, stamps, tbase, stall = self.cores[who], self.l1_stamp, self._tbase, self._stall
 
+        log_write = self._log_write
+
         def stamp(addr: int, pos: int) -> None:
             stamps[addr >> STAMP_SHIFT] = tbase[who] + core.instret + stall[who] + pos
-        return stamp, stamps, lambda: tbase[who] + core.instret + stall[who]
+
+        def stamp_logged(addr: int, pos: int) -> None:       # (called before the store: the log keeps the old word)
+            t = stamps[addr >> STAMP_SHIFT] = tbase[who] + core.instret + stall[who] + pos
+            log_write(addr, t)
+        return stamp_logged if CAUSAL_LOADS else stamp, stamps, lambda: tbase[who] + core.instret + stall[who]
+
+    def _log_write(self, addr: int, cycle: int) -> None:
+        """Log a RISC-V store to L1 `addr` at `cycle`, before it lands (rv32_native.c log_write likewise)."""
+        n = int(self.l1_log_n[0])
+        i = 4 * (n % WRITE_LOG)
+        word = addr & ~3
+        self.l1_log[i:i + 4] = (addr >> STAMP_SHIFT, cycle, word, int(self.l1_array[word:word + 4].view(np.uint32)[0]))
+        self.l1_log_n[0] = n + 1
+
+    def l1_at(self, addr: int, n: int, cycle: int) -> bytes | None:
+        """The n bytes at L1 `addr` (inside one aligned word) as they were at `cycle`: the stores logged after it
+        undone, newest first, down to the newest store at or before it. None when that is not known: the line's last
+        write is not a logged RISC-V store (a NoC transfer, whose data the log does not keep) and came after
+        `cycle`, or the ring no longer holds every later store."""
+        word, line = addr & ~3, addr >> STAMP_SHIFT
+        if int(self.l1_stamp[line]) <= cycle:                 # (no later write, as the poll of a frozen core finds)
+            return self.l1_array[addr:addr + n].tobytes()
+        count = int(self.l1_log_n[0])
+        log = self.l1_log.reshape(WRITE_LOG, 4)
+        hits = np.flatnonzero(log[:min(count, WRITE_LOG), 0] == line)
+        head = count % WRITE_LOG                              # ring positions below it are the newest
+        order = np.concatenate((hits[hits < head][::-1], hits[hits >= head][::-1]))     # newest first
+        value = int(self.l1_array[word:word + 4].view(np.uint32)[0])
+        logged_last = 0
+        complete = count <= WRITE_LOG
+        for _, t, w, old in log[order].tolist():
+            logged_last = max(logged_last, t)
+            if t <= cycle:
+                complete = True
+                break
+            if w == word:
+                value = old
+        if int(self.l1_stamp[line]) > max(logged_last, cycle) or not complete:
+            return None
+        return value.to_bytes(4, "little")[addr - word:addr - word + n]
+
+    def first_write_after(self, addr: int, cycle: int) -> int | None:
+        """The cycle of the earliest logged store to the word at L1 `addr` after `cycle`, None if there is none."""
+        log = self.l1_log.reshape(WRITE_LOG, 4)[:min(int(self.l1_log_n[0]), WRITE_LOG)]
+        later = log[(log[:, 2] == addr & ~3) & (log[:, 1] > cycle), 1]
+        return int(later.min()) if later.size else None
+
+    def _past_loader(self, who: str) -> tuple[Callable[..., int], Callable[[int, int], None]]:
+        """RV32Core.set_stamp_wait's arguments for `who` (the causal-load rule, timed mode only): an aligned load
+        reads the word as it was at the core's cycle (l1_at); where that is not known, and for an atomic or a
+        misaligned load, the core waits until the line's last write instead (its stamp)."""
+        core, tbase, stall, l1 = self.cores[who], self._tbase, self._stall, self.l1_array
+
+        def wait(addr: int, pos: int) -> None:
+            t = tbase[who] + core.instret + stall[who] + pos
+            written = int(self.l1_stamp[addr >> STAMP_SHIFT])
+            if written > t and self._latency_of:
+                stall[who] += written - t
+                if self.rec is not None:
+                    self.rec.core_stall(who, t, written, tl.LOAD_WAIT)
+
+        def past(addr: int, size: int, signed: bool, pos: int, waits: bool = True) -> int:
+            raw = self.l1_at(addr, size, tbase[who] + core.instret + stall[who] + pos) if self._latency_of else None
+            if raw is None:
+                if waits:
+                    wait(addr, pos)
+                raw = l1[addr:addr + size].tobytes()
+            value = int.from_bytes(raw, "little", signed=signed)
+            return value & 0xFFFFFFFF
+
+        return past, wait
 
     def _pusher(self, who: str):
         """push(pos, word): push_tensix(who, word) specialised for one core, called by rv32's generated code with the
@@ -350,6 +441,8 @@ class Tile:
                     self._mb_full[core] = False
             if old & bit and not new & bit:               # release is edge-triggered: 1 -> 0 starts at the reset PC
                 self.clock = max(self.clock, self.chip.clock)   # at the chip's time (its tiles share one time base)
+                if CAUSAL_LOADS and who in self.cores:        # and not before the releasing store: the released
+                    self.clock = max(self.clock, self.now(who))   # core reads what its releaser wrote before it
                 self.cores[core].reset(self.reset_pc(core))
                 self._tbase[core] = self.clock - self.cores[core].instret
                 self._stall[core] = 0
@@ -707,7 +800,9 @@ class Tile:
             return
         reads, other = probe
         if other is None:
-            self._frozen[who] = (reads, [self._peek_word(who, a, n) for a, n in reads])
+            t = self.cycles(who)
+            self._frozen[who] = (reads, [self._peek_word(who, a, n, t) for a, n in reads])
+            self._thaw_key.pop(who, None)
         elif self._times_its_reads(other):
             self._self_timed.add(who)
 
@@ -718,8 +813,13 @@ class Tile:
             return self.tensix.sem_read((addr - layout.SEMAPHORE_BASE) >> 2)
         return None
 
-    def _peek_word(self, who: str, addr: int, n: int) -> bytes | int | None:
-        return self.l1_array[addr:addr + n].tobytes() if addr < layout.L1_SIZE else self.peek(who, addr)
+    def _peek_word(self, who: str, addr: int, n: int, cycle: int | None = None) -> bytes | int | None:
+        """What `who` reads at `addr` at `cycle` (as of that cycle under the causal-load rule, where known; as it is
+        now without a cycle)."""
+        if addr >= layout.L1_SIZE:
+            return self.peek(who, addr)
+        past = self.l1_at(addr, n, cycle) if CAUSAL_LOADS and cycle is not None else None
+        return self.l1_array[addr:addr + n].tobytes() if past is None else past
 
     @staticmethod
     def _times_its_reads(addr: int) -> bool:
@@ -735,14 +835,30 @@ class Tile:
     def _thaw(self, who: str) -> bool:
         """Whether frozen `who` runs again: one of the words its wait loop read has changed. It then resumes at the
         latest cycle a changed L1 word's line was written (RISC-V store, NoC write or atomic), if that is later than
-        its own: on silicon it polled until then (a semaphore's read waits for its post itself).
-        A core whose run() ends where it is may stay frozen (False)."""
+        its own: on silicon it polled until then (a semaphore's read waits for its post itself). Under the causal-load
+        rule the words are compared as of the core's cycle, and words unchanged then resume it at the first logged
+        store to one of them after it. A core whose run() ends where it is may stay frozen (False)."""
         reads, seen = self._frozen[who]
-        changed = [a for (a, n), old in zip(reads, seen) if self._peek_word(who, a, n) != old]
-        if not changed:
+        if CAUSAL_LOADS:
+            key = (int(self.l1_log_n[0]), [self._peek_word(who, a, n) for a, n in reads])
+            if self._thaw_key.get(who) == key:
+                return False
+            self._thaw_key[who] = key
+        t = self.cycles(who)
+        changed = [(a, n) for (a, n), old in zip(reads, seen) if self._peek_word(who, a, n, t) != old]
+        if changed:
+            # a change the log places at or before the core's cycle resumes it at once; one it cannot place (a NoC
+            # write, a host write; every change without the causal-load rule) at the line's last write
+            written = [int(self.l1_stamp[a >> STAMP_SHIFT]) for a, n in changed
+                       if a < layout.L1_SIZE and (not CAUSAL_LOADS or self.l1_at(a, n, t) is None)]
+        elif CAUSAL_LOADS:    # unchanged at its cycle: it polls until the first later store to a word it reads
+            written = [c for a, _ in reads if a < layout.L1_SIZE and (c := self.first_write_after(a, t)) is not None]
+            if not written:
+                return False
+            written = [min(written)]
+        else:
             return False
         del self._frozen[who]
-        written = [int(self.l1_stamp[a >> STAMP_SHIFT]) for a in changed if a < layout.L1_SIZE]
         self._wait_until(who, max(written, default=0), tl.SPIN_WRITE)
         return True
 

@@ -46,6 +46,7 @@ MAILBOX_WAIT = "mailbox: waiting for a value / for room"
 SEM_WAIT = "semaphore: the post it reads lands later (another thread's SEMPOST)"
 SPIN = "polling memory nobody has changed yet (spin loop, time carried with the other cores)"
 SPIN_WRITE = "polling L1 until the write it waits for (spin loop resumed at the write's cycle)"
+LOAD_WAIT = "L1 load of a line written later in emulated time (the writer ran first on the host)"
 
 
 @dataclass(frozen=True)

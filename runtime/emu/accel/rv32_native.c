@@ -40,18 +40,21 @@ enum { RV_ERROR = -1, RV_BUDGET = 0, RV_SPIN = 1, RV_PARKED = 2, RV_PYTHON = 3, 
 typedef struct {
     uint8_t *l1, *local;
     uint32_t local_size, multi_push;   /* multi_push: the bus gave PUSHM (runs of `.ttinsn` words in one call) */
-    uint32_t pc, done, budget, in_block, spin_pc, chain;
-    uint32_t exit_n, pad;              /* RV_PYTHON: the instructions Python executes */
+    uint32_t pc, done, budget, in_block, spin_pc, chain, exit_n;
+    uint32_t causal;                   /* rv32.py set_stamp_wait: loads of lines stamped after t0 + done are Python's */
     uint32_t *niu_regs[2];             /* each NIU's initiator registers (noc.py Niu.regs), or NULL: Python's */
     uint32_t niu_base[2];              /* where each NIU's register window starts in the core's address space */
     uint32_t x[32], spin_x[32];
     uint64_t *stamp, t0;               /* rv32.py set_stamper: per L1 line, the cycle of its last store (t0 + done) */
+    uint64_t *log, *log_n;             /* the tile's L1 write log (tile.py Tile.l1_log): a ring of LOG_SIZE entries
+                                        * (line, cycle, word address, the word before the store); its count */
     uint32_t push_base, push_size;     /* the core's own Tensix push window (bus_calls.window), size 0: none */
 } rv_state;
-/* the word offsets rv32_native.py writes: X = 20, STAMP = 84, T0 = 86, PUSH_BASE = 88, STATE_WORDS = 90 */
+/* the word offsets rv32_native.py writes: X = 20, STAMP = 84, T0 = 86, LOG = 88, PUSH_BASE = 92, STATE_WORDS = 94 */
 _Static_assert(offsetof(rv_state, x) == 4 * 20 && offsetof(rv_state, stamp) == 4 * 84 &&
-               offsetof(rv_state, t0) == 4 * 86 && offsetof(rv_state, push_base) == 4 * 88 &&
-               sizeof(rv_state) == 4 * 90, "rv32_native.py's word offsets");
+               offsetof(rv_state, t0) == 4 * 86 && offsetof(rv_state, log) == 4 * 88 &&
+               offsetof(rv_state, push_base) == 4 * 92 && sizeof(rv_state) == 4 * 94, "rv32_native.py's word offsets");
+#define LOG_SIZE 1024u                 /* tile.py WRITE_LOG */
 
 /* The bus's callables (rv32_native.py NativeRun.run passes them in this order), borrowed for one run() call:
  * core (its pos and sub are set / read), name, mmio_load, mmio_store, window (push(pos, word) for the push window, or
@@ -271,6 +274,13 @@ static int niu_store(rv_state *s, uint32_t addr, uint32_t v) {
     return 0;
 }
 
+static inline void log_write(rv_state *s, uint32_t addr, uint64_t cycle) {   /* tile.py Tile._log_write */
+    uint64_t *e = s->log + 4 * ((*s->log_n)++ % LOG_SIZE);
+    uint32_t word = addr & ~3u, old;
+    memcpy(&old, s->l1 + word, 4);
+    e[0] = addr >> STAMP_SHIFT; e[1] = cycle; e[2] = word; e[3] = old;
+}
+
 static int rv_run(rv_state *s, const bus_calls *c) {
     uint32_t *x = s->x, pc = s->pc, sub = 0;
     int stale = 0;                                               /* t0 older than the last bus call */
@@ -335,6 +345,9 @@ static int rv_run(rv_state *s, const bus_calls *c) {
                 break;
             }
             if (f3 == 3 || f3 >= 6 || !(p = fast(s, addr, size))) goto python;
+            /* the causal-load rule (tile.py Tile.l1_at): a line written later than this core's cycle is Python's (a
+             * t0 left stale by a bus call is a lower bound of the cycle: at worst a load handed back needlessly) */
+            if (s->causal && addr < L1_SIZE && s->stamp[addr >> STAMP_SHIFT] > s->t0 + s->done) goto python;
             switch (f3) {
             case 0: v = (uint32_t)(int32_t)*(int8_t *)p; break;
             case 1: { int16_t h; memcpy(&h, p, 2); v = (uint32_t)(int32_t)h; break; }
@@ -350,13 +363,16 @@ static int rv_run(rv_state *s, const bus_calls *c) {
             s->spin_pc = NO_SPIN;
             if (f3 > 2) goto python;
             if ((p = fast(s, addr, size))) {
-                if (addr < L1_SIZE && s->stamp && stale) {
-                    if (refresh_t0(s, c))
-                        goto bus_error;
-                    stale = 0;
+                if (addr < L1_SIZE && s->stamp) {
+                    if (stale) {
+                        if (refresh_t0(s, c))
+                            goto bus_error;
+                        stale = 0;
+                    }
+                    s->stamp[addr >> STAMP_SHIFT] = s->t0 + s->done;
+                    if (s->log) log_write(s, addr, s->t0 + s->done);
                 }
                 memcpy(p, &b, size);                             /* little-endian host (rv32.py checks it) */
-                if (addr < L1_SIZE && s->stamp) s->stamp[addr >> STAMP_SHIFT] = s->t0 + s->done;
             } else if (f3 != 2) {
                 goto python;
             } else if (!niu_store(s, addr, b)) {

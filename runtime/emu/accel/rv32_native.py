@@ -49,12 +49,13 @@ HANDBACK_SPAN = 16
 PYTHON_QUANTA = 16
 BUDGET_CAP = 1 << 31        # the C state counts in uint32; a larger budget is cut at a block boundary beyond it anyway
 # rv32_native.c's rv_state as uint32 words: the L1 and local RAM pointers (words 0-3), then these fields
-LOCAL_SIZE, MULTI_PUSH, PC, DONE, BUDGET, IN_BLOCK, SPIN_PC, CHAIN, EXIT_N = range(4, 13)
+LOCAL_SIZE, MULTI_PUSH, PC, DONE, BUDGET, IN_BLOCK, SPIN_PC, CHAIN, EXIT_N, CAUSAL = range(4, 14)
 NIU_REGS, NIU_BASE = 14, 18  # two pointers to the NIUs' register files (0: stores there go to Python), their windows
 X = 20                      # x[32], then spin_x[32]
 STAMP, T0 = X + 64, X + 66  # uint64 each: the L1 store records (rv32.py set_stamper) and the quantum's base cycle
-PUSH_BASE, PUSH_SIZE = X + 68, X + 69   # the push window whose word stores C hands to attach()'s push
-STATE_WORDS = X + 70
+LOG = X + 68                # two pointers: the tile's L1 write log and its count (rv32.py set_stamper)
+PUSH_BASE, PUSH_SIZE = X + 72, X + 73   # the push window whose word stores C hands to attach()'s push
+STATE_WORDS = X + 74
 # The stores that fill an NIU's command registers are kept by C in the NIU's register file (rv32_native.c niu_store);
 # False hands each of them back to Python's Niu.store (the reference), as without the C part
 NIU_STORES = True
@@ -135,6 +136,8 @@ class NativeRun:
         self.stamps = core.stamps       # kept referenced while the C state points at it
         if core.stamps is not None:
             self.state[STAMP:STAMP + 2].view(np.uint64)[0] = core.stamps.ctypes.data
+        if core.write_log is not None:
+            self.state[LOG:LOG + 4].view(np.uint64)[:] = [a.ctypes.data for a in core.write_log]
         self.t0 = memoryview(self.state[T0:T0 + 2].view(np.uint64))   # (a memoryview: the cheapest item store)
         self.words = memoryview(self.state)
         self.arg = self.state.ctypes.data
@@ -153,16 +156,20 @@ class NativeRun:
         self.state[X:X + 32] = x
         S[PC], S[DONE], S[BUDGET], S[IN_BLOCK] = core.pc, 0, min(max(budget, 0), BUDGET_CAP), 0
         S[SPIN_PC], S[CHAIN], S[MULTI_PUSH] = NO_SPIN, 0, "PUSHM" in core._ns
-        base, t0 = core.stamp_base, self.t0
+        base, t0, ns = core.stamp_base, self.t0, core._ns
+        S[CAUSAL] = causal = "PAST" in ns and self.stamps is not None
         calls = None
         if MMIO_EXITS:          # rv32_native.c bus_calls
-            ns, bus = core._ns, core.bus
+            bus = core.bus
             calls = (core, core.name, bus.mmio_load, bus.mmio_store, self.push, ns.get("PUSHP"), ns.get("PUSHM"),
                      bus.push_tensix, base, Stall)
         try:
             while True:
                 if base is not None:
                     t0[0] = base()      # a piece may have stalled the core: the stores after it are that much later
+                    if causal:
+                        ns["SBASE"] = int(t0[0])  # a handed-back load's stamp test (rv32.py set_stamp_wait): a lower
+                                                  # bound of the cycle, also after bus calls C made stalled the core
                 try:
                     why = fn(arg, calls)
                 except BaseException:
