@@ -701,6 +701,17 @@ out:
     return ok ? 0 : -1;
 }
 
+/* Tensix.handler_blocked(thread, why, bank): the word waits; 0, or -1 with an exception set. Takes `why`'s reference. */
+static int handler_blocked(PyObject *tx, PyObject *thobj, PyObject *why, PyObject *bank) {
+    PyObject *hb[3] = {thobj, why, bank};
+    PyObject *r = call_method(tx, s_handler_blocked, hb, 3);
+    Py_DECREF(why);
+    if (!r)
+        return -1;
+    Py_DECREF(r);
+    return 0;
+}
+
 /* One word, at the head of the ready queue already: the Wait Gate, the handler, the issue rule. 1 when it issued, 0
  * when it blocked, -1 on an error. */
 static int plain_word(PyObject *tx, PyObject *tm, const tm_lists *L, PyObject *thobj, PyObject *tobj, long long th,
@@ -723,15 +734,8 @@ static int plain_word(PyObject *tx, PyObject *tm, const tm_lists *L, PyObject *t
             Py_DECREF(latch);
             if (!why)
                 return -1;
-            if (why != Py_None) {
-                PyObject *hb[3] = {thobj, why, Py_False};
-                r = call_method(tx, s_handler_blocked, hb, 3);
-                Py_DECREF(why);
-                if (!r)
-                    return -1;
-                Py_DECREF(r);
-                return 0;
-            }
+            if (why != Py_None)
+                return handler_blocked(tx, thobj, why, Py_False);
             Py_DECREF(why);
             if (PyObject_SetAttr(thobj, s_latch, Py_None))
                 return -1;
@@ -778,15 +782,8 @@ static int plain_word(PyObject *tx, PyObject *tm, const tm_lists *L, PyObject *t
     PyObject *why = PyObject_Vectorcall(PyTuple_GET_ITEM(rec, 2), hargs, 2, NULL);
     if (!why)
         return -1;
-    if (why != Py_None) {
-        PyObject *hb[3] = {thobj, why, (f->kind == K_FPU || f->kind == K_UNPACK) ? Py_True : Py_False};
-        r = call_method(tx, s_handler_blocked, hb, 3);
-        Py_DECREF(why);
-        if (!r)
-            return -1;
-        Py_DECREF(r);
-        return 0;
-    }
+    if (why != Py_None)
+        return handler_blocked(tx, thobj, why, (f->kind == K_FPU || f->kind == K_UNPACK) ? Py_True : Py_False);
     Py_DECREF(why);
     /* TensixTiming.issue (bank_wait: its handler had blocked it on a Src bank) */
     int bank_wait = 0;
