@@ -23,10 +23,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
-import importlib.machinery
-import importlib.util
 import os
-import sysconfig
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -72,16 +69,10 @@ def enabled() -> bool:
 @functools.lru_cache(maxsize=None)
 def _load() -> tuple[object | None, str]:
     """(the module's run(state address) or None, what `info` says about it)."""
-    include = sysconfig.get_paths()["include"]
-    if not os.path.isfile(os.path.join(include, "Python.h")):
-        return None, f"Python: no Python.h in {include} to build the C part against"
     try:
-        path = native.build(SOURCE, (include,))
+        mod, path = native.load_extension(SOURCE, "rv32_native")
     except OSError as e:
         return None, f"Python: the C part is unavailable: {e}"
-    loader = importlib.machinery.ExtensionFileLoader("rv32_native", str(path))
-    mod = importlib.util.module_from_spec(importlib.util.spec_from_file_location("rv32_native", path, loader=loader))
-    loader.exec_module(mod)
     return mod.run, f"C, making the bus calls of MMIO words and pushes ({path})"
 
 
