@@ -940,6 +940,23 @@ out:
     return ok ? 1 : -1;
 }
 
+/* The facts direct_issue.py recorded for the word `w` (its _plain_facts: a 5-tuple whose [3] holds the three threads'
+ * `current`, [4] the packed plain_facts): 1 with *rec set (borrowed from `facts`), 0 where C does not take the word
+ * (no entry yet, or None), -1 with an exception set. `who` names the caller in the error. */
+static int plain_record(PyObject *facts, PyObject *w, const char *who, PyObject **rec) {
+    PyObject *r = PyDict_GetItemWithError(facts, w);
+    if (!r || r == Py_None)
+        return PyErr_Occurred() ? -1 : 0;
+    if (!PyTuple_Check(r) || PyTuple_GET_SIZE(r) != 5 || !PyBytes_Check(PyTuple_GET_ITEM(r, 4))
+        || PyBytes_GET_SIZE(PyTuple_GET_ITEM(r, 4)) != sizeof(plain_facts)
+        || !PyTuple_Check(PyTuple_GET_ITEM(r, 3)) || PyTuple_GET_SIZE(PyTuple_GET_ITEM(r, 3)) != 3) {
+        PyErr_Format(PyExc_TypeError, "%s: a word's facts of the wrong shape", who);
+        return -1;
+    }
+    *rec = r;
+    return 1;
+}
+
 /* plain_run(tx, words, j, t, thread, facts, progress, recording) -> (next j, next push time)
  * tx: the Tensix; facts: word -> (name, fields, handler, (tx.current for threads 0, 1, 2), packed plain_facts) or
  * None; progress: a list whose items 0 and 1 hold (j, push time) of the word being pushed when an exception leaves;
@@ -1025,20 +1042,12 @@ static PyObject *plain_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
             goto out;
         if (busy)
             break;
-        PyObject *rec = PyDict_GetItemWithError(facts, w);
-        if (!rec) {
-            if (PyErr_Occurred())
-                goto out;
-            break;
-        }
-        if (rec == Py_None)
-            break;
-        if (!PyTuple_Check(rec) || PyTuple_GET_SIZE(rec) != 5 || !PyBytes_Check(PyTuple_GET_ITEM(rec, 4))
-            || PyBytes_GET_SIZE(PyTuple_GET_ITEM(rec, 4)) != sizeof(plain_facts)
-            || !PyTuple_Check(PyTuple_GET_ITEM(rec, 3)) || PyTuple_GET_SIZE(PyTuple_GET_ITEM(rec, 3)) != 3) {
-            PyErr_SetString(PyExc_TypeError, "plain_run: a word's facts of the wrong shape");
+        PyObject *rec;
+        int found = plain_record(facts, w, "plain_run", &rec);
+        if (found < 0)
             goto out;
-        }
+        if (!found)
+            break;
         if (((const plain_facts *)PyBytes_AS_STRING(PyTuple_GET_ITEM(rec, 4)))->is_mvmul != recording)
             break;                                      /* (the drain's MVMUL recording: direct_issue.push's rule) */
         if (set_item_ll(progress, 0, j) || set_item_ll(progress, 1, t))
@@ -1198,19 +1207,14 @@ static PyObject *drain_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
         PyObject *head = PySequence_GetItem(ready, 0);
         if (!head)
             goto out;
-        PyObject *rec = PyDict_GetItemWithError(facts, head);
+        PyObject *rec;
+        int found = plain_record(facts, head, "drain_run", &rec);
         Py_DECREF(head);                                /* (the queue keeps it) */
-        if (!rec || rec == Py_None) {
-            if (PyErr_Occurred())
-                goto out;
+        if (found < 0)
+            goto out;
+        if (!found) {
             more = 1;
             break;
-        }
-        if (!PyTuple_Check(rec) || PyTuple_GET_SIZE(rec) != 5 || !PyBytes_Check(PyTuple_GET_ITEM(rec, 4))
-            || PyBytes_GET_SIZE(PyTuple_GET_ITEM(rec, 4)) != sizeof(plain_facts)
-            || !PyTuple_Check(PyTuple_GET_ITEM(rec, 3)) || PyTuple_GET_SIZE(PyTuple_GET_ITEM(rec, 3)) != 3) {
-            PyErr_SetString(PyExc_TypeError, "drain_run: a word's facts of the wrong shape");
-            goto out;
         }
         if (!((const plain_facts *)PyBytes_AS_STRING(PyTuple_GET_ITEM(rec, 4)))->is_mvmul) {
             PyObject *mm = PyObject_GetAttr(tx, s_mm_record);
