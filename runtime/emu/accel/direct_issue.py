@@ -89,8 +89,7 @@ class DirectIssueMixin:
         push time); None when it takes no word (or the C part is off). If a word raises, pm_done / pm_t name it
         (FrontendMixin.push_many's contract)."""
         run = sfpu_issue_native.plain_run()
-        tm = self.tm
-        if run is None or not DIRECT_ISSUE or tm.rec is not None or tm.sfpu.rec is not None or "issue" in tm.__dict__:
+        if run is None or not DIRECT_ISSUE or not self._c_issue_allowed():
             return None
         facts = self._plain
         word = words[j]
@@ -107,10 +106,13 @@ class DirectIssueMixin:
 
     def drain_in_c(self):
         """The C part's drain_run (Tensix._drain's loop for the words plain_run takes) where it may run, else None."""
+        return sfpu_issue_native.drain_run() if self._c_issue_allowed() else None
+
+    def _c_issue_allowed(self) -> bool:
+        """Whether the C issue paths may run: no timeline recorder and no spied cycle model (tests replace
+        `tm.issue`), whose calls they would skip."""
         tm = self.tm
-        if tm.rec is not None or tm.sfpu.rec is not None or "issue" in tm.__dict__:
-            return None
-        return sfpu_issue_native.drain_run()
+        return tm.rec is None and tm.sfpu.rec is None and "issue" not in tm.__dict__
 
     def _plain_facts(self, word: int) -> tuple | None:
         """What plain_run reads of a word: (name, fields, handler, Tensix.current for each thread, packed facts), or
