@@ -330,8 +330,10 @@ class FpuMixin:
         b = self.srcb[self.srcb_matrix_bank, rb:rb + n_rows]
         if not exp8 and not int8:
             self._check_5bit_exp(name, a, b)
-        # (with an 8-bit-exponent SrcA, _math_mode admits only 8-bit-exponent SrcB formats: the C part's numerics)
-        c = tile_native.module() if use32 and exp8 and not int8 and not doc_rows and n_rows == 8 else None
+        # the common case the C part and the recorded runs both take (with an 8-bit-exponent SrcA, _math_mode admits
+        # only 8-bit-exponent SrcB formats: their numerics)
+        common = use32 and exp8 and not int8 and not doc_rows and n_rows == 8
+        c = tile_native.module() if common else None
         if c is not None:                                       # this MVMUL's numerics in C, here and now
             if self.mm_record:
                 self.flush_mvmul(keep=True)
@@ -341,7 +343,7 @@ class FpuMixin:
             self._finish(t, addr_mode, f["clear_dvalid"])
             return None
         if self.mm_record is not None:       # inside a pushed MVMUL run (accel/fpu_batch.py)
-            if use32 and exp8 and not int8 and not doc_rows and n_rows == 8 and not self.raw_sfpu.scheduled:
+            if common and not self.raw_sfpu.scheduled:
                 self.record_mvmul(a, b, fa, fb, rd, phase)
                 self._finish(t, addr_mode, f["clear_dvalid"])
                 return None
