@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
-from dataclasses import KW_ONLY, dataclass, field
+from dataclasses import KW_ONLY, dataclass, field, replace
 
 from tt_backend.chip import isa
 from tt_backend.chip.grid import Grid
@@ -61,7 +61,7 @@ TARGETS = {"emu": Target("emu", False, len(Grid().tensix)), "ttsim": Target("tts
 # A plan not bound by for_target (bench rows, tests rendering directly) takes the emulator's default schedule, the
 # macro-free one: what the plugin gives every target unless TT_SFPU_MACRO=1 asks for SFPLOADMACRO
 # (tt_backend/ops_tt.py tt_target).
-DEFAULT_TARGET = Target("emu", True, len(Grid().tensix))
+DEFAULT_TARGET = replace(TARGETS["emu"], macro_free=True)
 
 
 @dataclass
