@@ -21,7 +21,7 @@ from pathlib import Path
 from tt_backend.chip.errors import TTWarning
 from tt_backend import knobs
 from tt_backend.lowering.families.staged import StagedPlan
-from tt_backend.lowering.plan import TILE_ELEMS, Plan
+from tt_backend.lowering.plan import TARGETS, TILE_ELEMS, Plan
 from tt_backend.runtime.compile import disassemble, section_sizes
 
 ROWS_PER_TILE = 32          # the SFPU body runs once per 32-lane row step, 32 steps per 32x32 tile
@@ -77,8 +77,9 @@ def sfpu_schedule(plan: Plan) -> str:
     if prog.macro is None:
         return f"macro-free: {prog.macro_note or 'no SFPLOADMACRO form for this family'}"
     if plan.target.macro_free:
-        return f"macro-free: target {plan.target.name} takes the macro-free schedule (ttsim and umd-sim do not " \
-               f"implement SFPLOADMACRO; on emu and hw it is the default, TT_SFPU_MACRO=1 asks for the macro)"
+        if TARGETS[plan.target.name].macro_free:
+            return f"macro-free: target {plan.target.name} does not implement SFPLOADMACRO"
+        return f"macro-free: the default on target {plan.target.name} (TT_SFPU_MACRO=1 asks for SFPLOADMACRO)"
     return f"SFPLOADMACRO: {prog.macro.scheduled} scheduled on the MAD and Store sub-units"
 
 
