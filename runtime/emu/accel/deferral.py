@@ -43,10 +43,12 @@ DEFER_SFPU = True         # tests turn the deferral off to compare with one-by-o
 DQ_MAX = 16384            # deferred instructions before the queue is executed anyway
 DQ_MAX_PERIOD = 2048      # longest body _dq_period looks for
 # With the C part (sfpu_native), fewer repetitions than this run one by one in C rather than as a numpy batch: a batch
-# costs ~20-50 us of numpy calls per body instruction whatever k, the C part well under 1 us per instruction and
-# repetition (a convolution's 32-row bodies flushed at every SETRWC: 24.4 -> 14.5 CPU s, the same bits). The MOP
-# batches (mop_batch.py) follow the same rule.
-NATIVE_BATCH_MIN = 64
+# costs ~20-50 us of numpy calls per body instruction and ~2 us per repetition, the C part ~0.15 us per instruction and
+# repetition (a convolution's 32-row bodies flushed at every SETRWC: 24.4 -> 14.5 CPU s, the same bits). Measured on
+# the queue's execution, numpy batch / C: exp2's 9-word body 0.93 / 0.47 ms at k = 128, 1.16 / 0.83 ms at k = 256;
+# a 3-word copy 0.60 / 0.20 ms at k = 256; a body that stores cannot repeat more than 256 times between two Dst wraps
+# anyway. The MOP batches (mop_batch.py) follow the same rule.
+NATIVE_BATCH_MIN = 512
 _UNSET = object()
 _ALL4 = b"\x01" * 4      # Dst.written[r0:r0 + 4].tobytes() when all four rows are written
 
