@@ -273,3 +273,28 @@ def test_replay_programs_identical(seed, monkeypatch):
         assert none == 0 and n > 0
         taken += n
     assert taken > 500
+
+
+def test_find_period_matches_python(monkeypatch):
+    """The C part's find_period (batch_sfpu's period detection) against mop_batch.find_period on random word lists:
+    bodies of 1-40 words repeated 1-12 times, a tail of other words, a repetition broken in the middle, and the
+    first `most` items of a deque; the bench's MOP row the same with it on and off."""
+    runs = {}
+    for on in (True, False):
+        monkeypatch.setattr(sfpu_issue_native, "PERIOD_NATIVE", on)
+        r = bench.bench_sfpu_mop(8)
+        runs[on] = {k: v for k, v in r.items() if k not in ("seconds", "per_second", "vs_ttsim")}
+    assert runs[True] == runs[False]
+    monkeypatch.setattr(sfpu_issue_native, "PERIOD_NATIVE", True)
+    from collections import deque
+    from tt_backend.runtime.emu.accel.mop_batch import find_period
+    period = sfpu_issue_native.find_period()
+    rng = random.Random(0)
+    for _ in range(3000):
+        pool = [rng.randrange(1 << 32) for _ in range(rng.randrange(1, 5))]
+        body = [rng.choice(pool) for _ in range(rng.randrange(1, 41))]
+        words = body * rng.randrange(1, 13) + [rng.choice(pool) for _ in range(rng.randrange(4))]
+        if rng.random() < 0.3 and words:
+            words[rng.randrange(len(words))] = rng.randrange(1 << 32)
+        most = rng.choice((len(words), rng.randrange(len(words) + 1), 4096))
+        assert period(deque(words), most) == find_period(words[:most]), (words, most)

@@ -437,6 +437,53 @@ static PyObject *ready_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
     return sfpu_run(args, nargs, 0);
 }
 
+/* find_period(words, most) -> (p, k): mop_batch.find_period of the first `most` items of the iterable `words` (a thread's
+ * ready queue, without copying it into a list): the body length p <= 32 whose k leading back-to-back repetitions cover
+ * most of them (the first such p among equals; (0, 0) when no body repeats). Items are words (integers below 2^32). */
+static PyObject *find_period(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    long long most;
+    if (nargs != 2 || get_ll(args[1], "most", &most))
+        return nargs != 2 ? (PyErr_SetString(PyExc_TypeError, "find_period(words, most)"), NULL) : NULL;
+    if (most < 0 || most > 65536) {
+        PyErr_SetString(PyExc_ValueError, "find_period: most outside 0..65536");
+        return NULL;
+    }
+    uint32_t *w = PyMem_Malloc((size_t)(most ? most : 1) * sizeof *w);
+    PyObject *it = w ? PyObject_GetIter(args[0]) : NULL;
+    if (!it) {
+        PyMem_Free(w);
+        return w ? NULL : PyErr_NoMemory();
+    }
+    Py_ssize_t n = 0;
+    PyObject *item;
+    while (n < most && (item = PyIter_Next(it))) {
+        unsigned long v = PyLong_AsUnsignedLong(item);
+        Py_DECREF(item);
+        if (v == (unsigned long)-1 && PyErr_Occurred())
+            break;
+        if (v > 0xFFFFFFFFul) {
+            PyErr_SetString(PyExc_ValueError, "find_period: a word above 2^32 - 1");
+            break;
+        }
+        w[n++] = (uint32_t)v;
+    }
+    Py_DECREF(it);
+    if (PyErr_Occurred()) {
+        PyMem_Free(w);
+        return NULL;
+    }
+    Py_ssize_t best_p = 0, best_k = 0;
+    for (Py_ssize_t p = 1; p <= 32 && p <= n / 2; p++) {
+        Py_ssize_t k = 1;
+        while ((k + 1) * p <= n && !memcmp(w + k * p, w, (size_t)p * sizeof *w))
+            k++;
+        if (k >= 2 && k * p > best_k * best_p)
+            best_p = p, best_k = k;
+    }
+    PyMem_Free(w);
+    return Py_BuildValue("(nn)", best_p, best_k);
+}
+
 /* pack_records(entries, i, records) -> (k, bytes): the sfpu_native records (8 int32s each: op, mod, va, vb, vc, vd,
  * imm, addr) of deferred entries i, i + 1, ... as deferral._dq_exec_run builds them one by one: the word's record from
  * `records` (word -> record), an SFPLOAD / SFPSTORE entry's with its mode and Dst address (sfpu_native.at_address).
@@ -1286,6 +1333,7 @@ static PyMethodDef methods[] = {
      "src_rwc_mask, fpu_to_sfpload_gap)"},
     {"issue_run", (PyCFunction)(void (*)(void))issue_run, METH_FASTCALL, "see the module comment"},
     {"ready_run", (PyCFunction)(void (*)(void))ready_run, METH_FASTCALL, "see its comment"},
+    {"find_period", (PyCFunction)(void (*)(void))find_period, METH_FASTCALL, "see its comment"},
     {"pack_records", (PyCFunction)(void (*)(void))pack_records, METH_FASTCALL, "see its comment"},
     {"configure_plain", configure_plain, METH_VARARGS, "configure_plain(unpack_bytes_per_cycle, pack_bytes_per_cycle, "
      "element_bits, fpu_dst_read_latency, fifo_depth)"},

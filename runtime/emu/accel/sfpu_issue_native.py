@@ -36,6 +36,7 @@ from tt_backend.runtime.emu.tensix_fpu import DST_RWC_MASK, SRC_RWC_MASK
 SOURCE = Path(__file__).with_name("sfpu_issue_native.c")
 ISSUE_NATIVE = os.environ.get("TT_EMU_SFPU_ISSUE_NATIVE", "1") != "0"
 READY_NATIVE = os.environ.get("TT_EMU_SFPU_READY_NATIVE", "1") != "0"
+PERIOD_NATIVE = os.environ.get("TT_EMU_SFPU_PERIOD_NATIVE", "1") != "0"
 PLAIN_ISSUE_NATIVE = os.environ.get("TT_EMU_PLAIN_ISSUE_NATIVE", "1") != "0"
 
 # The deferral's abstract lane-flag state (LaneFlags, UseLaneFlagsForLaneEnable), each 0, 1 or None (differs between
@@ -69,6 +70,12 @@ def issue_run():
 def ready_run():
     """The C part's ready_run (see sfpu_issue_native.c), or None when it is off or unavailable."""
     return _load()[0].ready_run if READY_NATIVE and _load()[0] is not None else None
+
+
+def find_period():
+    """The C part's find_period (see sfpu_issue_native.c; mop_batch.find_period is its reference), or None when it is
+    off (PERIOD_NATIVE = False, TT_EMU_SFPU_PERIOD_NATIVE=0) or unavailable."""
+    return _load()[0].find_period if PERIOD_NATIVE and _load()[0] is not None else None
 
 
 def pack_records():
