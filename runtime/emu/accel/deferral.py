@@ -316,8 +316,11 @@ class DeferralMixin:
         i, _, self.issue_t, fl, _ = r
         self._dq_flags = FLAG_STATES[fl]
         self.current = (t, words[i - 1], self._cword[words[i - 1]][0])
-        for _ in range(i):
-            ready.popleft()
+        if i == len(ready):
+            ready.clear()
+        else:
+            for _ in range(i):
+                ready.popleft()
         th.blocked = None
         return i
 
