@@ -1,5 +1,6 @@
 /* The Tensix's issue of the words a core pushes one at a time, in C (loaded by sfpu_issue_native.py): the SFPU words
- * (issue_run, pack_records) and the others (plain_run, drain_run, further below).
+ * (issue_run; ready_run for those a REPLAY put in the ready queue; pack_records; find_period, mop_batch's period
+ * search) and the others (plain_run, drain_run, further below).
  *
  * A CPython extension module. Its hot function, issue_run: for a run of `.ttinsn` words pushed to a thread whose
  * frontend is empty (no FIFO, MOP or ready words, no REPLAY load), it does for each deferrable SFPU word what
@@ -104,7 +105,7 @@ static int upd(long long *r, long long incr, int clear, int cr, int c_to_cr, lon
  * mem: None (stop at SFPLOAD / SFPSTORE), or (the thread's ThreadConfig list, its RWC dict, Dst's rows-written bool
  * array, the cycle model's dst_fpu_write dict, the mode Mod0 0 resolves to).
  * Returns None when words[j] is not taken, else (next j, next push time, last issue cycle, flags, index of the last
- * SFPLOAD / SFPSTORE taken or -1). */
+ * SFPLOAD / SFPSTORE taken or -1). sfpu_run is issue_run (pushed) and ready_run (not pushed, below). */
 static PyObject *sfpu_run(PyObject *const *args, Py_ssize_t nargs, int pushed) {
     if (nargs != 16) {
         PyErr_SetString(PyExc_TypeError, "issue_run / ready_run take 16 arguments");
@@ -442,8 +443,12 @@ static PyObject *ready_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
  * most of them (the first such p among equals; (0, 0) when no body repeats). Items are words (integers below 2^32). */
 static PyObject *find_period(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     long long most;
-    if (nargs != 2 || get_ll(args[1], "most", &most))
-        return nargs != 2 ? (PyErr_SetString(PyExc_TypeError, "find_period(words, most)"), NULL) : NULL;
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "find_period(words, most)");
+        return NULL;
+    }
+    if (get_ll(args[1], "most", &most))
+        return NULL;
     if (most < 0 || most > 65536) {
         PyErr_SetString(PyExc_ValueError, "find_period: most outside 0..65536");
         return NULL;
