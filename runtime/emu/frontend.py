@@ -49,6 +49,7 @@ def _opcode(name: str) -> int:
 _OP_MOP, _OP_MOP_CFG, _OP_REPLAY, _OP_NOP = _opcode("MOP"), _opcode("MOP_CFG"), _opcode("REPLAY"), _opcode("NOP")
 _REPLAY_FIELDS: dict[int, dict] = {}      # REPLAY word -> decoded fields (read only)
 MOP_EXPANDER_OPS = frozenset({_OP_MOP, _OP_MOP_CFG})   # opcodes the MOP expander consumes: never recorded for replay
+_USED_BITS = {n: INSTRUCTIONS[n].used_bits() for n in ("MOP", "MOP_CFG", "REPLAY")}    # the words the expanders check
 
 
 def replay_executes(th: ThreadState, word: int) -> bool:
@@ -225,6 +226,6 @@ class FrontendMixin:
                     out.append(end1)
 
     def _check_reserved_word(self, w: int, name: str) -> None:
-        if self.strict and w & ~INSTRUCTIONS[name].used_bits() & 0xFFFFFFFF:
-            raise EmuUnspecified(f"Tensix: word 0x{w:08X} ({name}) sets reserved bits "
-                                 f"0x{w & ~INSTRUCTIONS[name].used_bits() & 0xFFFFFFFF:08X}")
+        reserved = w & ~_USED_BITS[name] & 0xFFFFFFFF
+        if self.strict and reserved:
+            raise EmuUnspecified(f"Tensix: word 0x{w:08X} ({name}) sets reserved bits 0x{reserved:08X}")

@@ -202,3 +202,99 @@ def test_refused_words_raise_as_in_python(case, monkeypatch):
     a = _scripted(case, True, monkeypatch)
     assert a == _scripted(case, False, monkeypatch)
     assert isinstance(a[-1][0], str) and a[-1][1] > 0      # (after words of the run were issued)
+
+
+def _replay_program(seed: int) -> list[tuple[int, tuple[int, ...]]]:
+    """(thread, words pushed) per step: REPLAY loads of random SFPU bodies (some executed while loading) into two
+    slots of the replay buffer, then mostly REPLAYs of them (whole or in part), host-pushed MOPs of REPLAYs (their
+    row steps reach the ready queue together: batching attempts, then drain_deferrable) and a few plain words."""
+    rng = random.Random(seed)
+    sfpu, plain = [_sfpu(rng) for _ in range(20)], [_plain(rng) for _ in range(6)]
+    steps = []
+    for thread in (1, 0):
+        for start in (0, 16):
+            body = tuple(rng.choice(sfpu) for _ in range(rng.randrange(12, 17)))    # (a REPLAY reads <= 12 of it)
+            load = E("REPLAY", load_mode=1, execute_while_loading=rng.randrange(2), len=len(body), start_idx=start)
+            steps.append((thread, (load,) + body))
+    for _ in range(90):
+        r = rng.random()
+        start, n = rng.choice((0, 16)), rng.randrange(1, 13)
+        replay = E("REPLAY", load_mode=0, execute_while_loading=0, len=n, start_idx=start)
+        if r < 0.1:
+            words = (rng.choice(plain),)
+        elif r < 0.2:
+            words = (E("MOP", mop_type=1, loop_count=0, zmask_lo16_or_loop_count=0),)
+        else:
+            words = (replay,) * rng.randrange(1, 4)
+        steps.append((rng.choice((1, 1, 0)), words))
+    return steps
+
+
+def _replay_run(seed: int, strict: bool, native: bool, monkeypatch) -> tuple[list, int]:
+    """The REPLAY program's trace (as _run's) and how many words ready_run issued."""
+    monkeypatch.setattr(sfpu_issue_native, "READY_NATIVE", native)
+    taken = [0]
+    real = sfpu_issue_native._load()[0].ready_run
+
+    def counted(*a):
+        r = real(*a)
+        taken[0] += 0 if r is None else r[0]
+        return r
+    monkeypatch.setattr(sfpu_issue_native, "ready_run", lambda: counted if native else None)
+    tx = Tensix(np.zeros(layout.L1_SIZE, np.uint8), strict=strict)
+    tx.dst.write_rows32(0, np.random.default_rng(seed).standard_normal((256, 16)).astype(np.float32).view(np.uint32))
+    rng = random.Random(seed)
+    nop = E("NOP")
+    for thread in range(3):      # the MOP's row step: a REPLAY (1 word: a MOP transition follows) or an SFPU word
+        replay = rng.choice((E("REPLAY", load_mode=0, execute_while_loading=0, len=rng.randrange(1, 12), start_idx=0),
+                             _sfpu(rng)))
+        for i, v in enumerate([1, rng.randrange(4, 12), nop, nop, nop, replay, nop, replay, replay]):
+            tx.mop_cfg_write(thread, i, v)
+    clock, trace = [0, 0, 0], []
+    try:
+        for thread, words in _replay_program(seed):
+            clock[thread] = tx.push_many(thread, words, clock[thread] + 1)
+            trace.append(_snapshot(tx, clock[thread]))
+    except EmuError as e:
+        return trace + [(str(e), tx.pm_done, tx.pm_t)], taken[0]
+    s = tx.sfpu
+    return trace + [(tx.dst.rows32.tolist(), s.lreg.tolist(), s.lane_flags.tolist())], taken[0]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_replay_programs_identical(seed, monkeypatch):
+    """Words expanded from REPLAYs into the ready queue (drain_deferrable): the same trace after every push with
+    ready_run on and off, strict errors included (a program may end early in one), and ready_run issued many."""
+    taken = 0
+    for strict in (False, True):
+        a, n = _replay_run(seed, strict, True, monkeypatch)
+        b, none = _replay_run(seed, strict, False, monkeypatch)
+        assert a == b
+        assert none == 0 and n > 0
+        taken += n
+    assert taken > 500
+
+
+def test_find_period_matches_python(monkeypatch):
+    """The C part's find_period (batch_sfpu's period detection) against mop_batch.find_period on random word lists:
+    bodies of 1-40 words repeated 1-12 times, a tail of other words, a repetition broken in the middle, and the
+    first `most` items of a deque; the bench's MOP row the same with it on and off."""
+    runs = {}
+    for on in (True, False):
+        monkeypatch.setattr(sfpu_issue_native, "PERIOD_NATIVE", on)
+        r = bench.bench_sfpu_mop(8)
+        runs[on] = {k: v for k, v in r.items() if k not in ("seconds", "per_second", "vs_ttsim")}
+    assert runs[True] == runs[False]
+    monkeypatch.setattr(sfpu_issue_native, "PERIOD_NATIVE", True)
+    from collections import deque
+    from tt_backend.runtime.emu.accel.mop_batch import find_period
+    period = sfpu_issue_native.find_period()
+    rng = random.Random(0)
+    for _ in range(3000):
+        pool = [rng.randrange(1 << 32) for _ in range(rng.randrange(1, 5))]
+        body = [rng.choice(pool) for _ in range(rng.randrange(1, 41))]
+        words = body * rng.randrange(1, 13) + [rng.choice(pool) for _ in range(rng.randrange(4))]
+        if rng.random() < 0.3 and words:
+            words[rng.randrange(len(words))] = rng.randrange(1 << 32)
+        most = rng.choice((len(words), rng.randrange(len(words) + 1), 4096))
+        assert period(deque(words), most) == find_period(words[:most]), (words, most)

@@ -24,6 +24,7 @@ SFPU issue rule (TensixTiming.issue_sfpu). Mixed into tensix.Tensix.
 from __future__ import annotations
 
 from functools import partial
+from itertools import islice
 
 import numpy as np
 
@@ -42,10 +43,12 @@ DEFER_SFPU = True         # tests turn the deferral off to compare with one-by-o
 DQ_MAX = 16384            # deferred instructions before the queue is executed anyway
 DQ_MAX_PERIOD = 2048      # longest body _dq_period looks for
 # With the C part (sfpu_native), fewer repetitions than this run one by one in C rather than as a numpy batch: a batch
-# costs ~20-50 us of numpy calls per body instruction whatever k, the C part well under 1 us per instruction and
-# repetition (a convolution's 32-row bodies flushed at every SETRWC: 24.4 -> 14.5 CPU s, the same bits). The MOP
-# batches (mop_batch.py) follow the same rule.
-NATIVE_BATCH_MIN = 64
+# costs ~20-50 us of numpy calls per body instruction and ~2 us per repetition, the C part ~0.15 us per instruction and
+# repetition (a convolution's 32-row bodies flushed at every SETRWC: 24.4 -> 14.5 CPU s, the same bits). Measured on
+# the queue's execution, numpy batch / C: exp2's 9-word body 0.93 / 0.47 ms at k = 128, 1.16 / 0.83 ms at k = 256;
+# a 3-word copy 0.60 / 0.20 ms at k = 256; a body that stores cannot repeat more than 256 times between two Dst wraps
+# anyway. The MOP batches (mop_batch.py) follow the same rule.
+NATIVE_BATCH_MIN = 512
 _UNSET = object()
 _ALL4 = b"\x01" * 4      # Dst.written[r0:r0 + 4].tobytes() when all four rows are written
 
@@ -238,8 +241,10 @@ class DeferralMixin:
 
     def drain_deferrable(self, t: int, th: ThreadState) -> int:
         """drain()'s loop for a run of deferrable SFPU words at the head of th.ready with no Wait Gate latch: each one
-        exactly as drain() would (no batching attempt due, defer; the non-Dst case inlined as in push()). Stops
-        (returns how many ran) at the first word that needs drain()'s general path or a batching attempt."""
+        exactly as drain() would (no batching attempt due, defer; the non-Dst case inlined as in push()); runs of
+        the words the C part has facts for in C (sfpu_issue_native.ready_run) where it is built and no timeline is
+        recorded. Stops (returns how many ran) at the first word that needs drain()'s general path or a batching
+        attempt."""
         ready = th.ready
         fastc = self._fast
         tm = self.tm
@@ -248,10 +253,19 @@ class DeferralMixin:
         was_blocked = th.blocked is not None
         n = 0
         lim = th.batch_skip if th.batch_skip > 7 else 7
+        ready_run = sfpu_issue_native.ready_run() if not spied and tm.rec is None and tm.sfpu.rec is None else None
+        cword = self._cword
         while ready:
             if n and len(ready) > lim:
                 break                              # drain() tries batch_sfpu here (len >= 8 and > batch_skip)
             w = ready[0]
+            if ready_run is not None and w in cword:
+                i = self._ready_run_c(ready_run, t, th, len(ready) if len(ready) <= lim + (n == 0) else 1,
+                                      was_blocked)
+                if i:
+                    n += i
+                    was_blocked = False
+                    continue
             fast = fastc.get(w, _UNSET)
             if fast is _UNSET:
                 fast = self._fast_info(w)
@@ -281,6 +295,34 @@ class DeferralMixin:
             was_blocked = False
             n += 1
         return n
+
+    def _ready_run_c(self, ready_run, t: int, th: ThreadState, most: int, was_blocked: bool) -> int:
+        """drain_deferrable's loop for up to `most` words at the head of th.ready in one call of the C part (ready_run):
+        how many it issued and queued (popped from th.ready), 0 when it took none (nothing changed)."""
+        sfpu = self.raw_sfpu
+        dq = self.deferred
+        if not (dq or sfpu.is_plain()):
+            return 0
+        tm = self.tm
+        ready = th.ready
+        words = tuple(islice(ready, most))
+        c0, c1 = self.cfg[0], self.cfg[1]
+        r = ready_run((tm.clock, tm.fe, tm.gate, tm.after_mop, tm.first, tm.stalls, tm.issued, tm.taken, tm.sfpu),
+                      words, 0, 0, t, self._cword, dq, FLAG_CODE[self._dq_flags if dq else uniform_flags(sfpu)],
+                      c0, c1, t, was_blocked, tm.event_t, DQ_MAX, 0,
+                      (th.cfg, th.rwc, self._dst.written, tm.dst_fpu_write, resolve_sfpu_mode(c0, c1)))
+        if r is None:
+            return 0
+        i, _, self.issue_t, fl, _ = r
+        self._dq_flags = FLAG_STATES[fl]
+        self.current = (t, words[i - 1], self._cword[words[i - 1]][0])
+        if i == len(ready):
+            ready.clear()
+        else:
+            for _ in range(i):
+                ready.popleft()
+        th.blocked = None
+        return i
 
     # ------------------------------------------------------------------------------------------------ the decision
     def deferral_of(self, w: int, name: str, fields: dict, handler, reserved: int):

@@ -11,7 +11,7 @@ from itertools import islice
 import numpy as np
 
 from tt_backend.chip.errors import EmuError, EmuUnspecified
-from tt_backend.runtime.emu.accel import batch_timing, deferral, sfpu_batch, sfpu_native
+from tt_backend.runtime.emu.accel import batch_timing, deferral, sfpu_batch, sfpu_issue_native, sfpu_native
 from tt_backend.runtime.emu.cycles import K_SFPU
 from tt_backend.runtime.emu.tensix_sfpu import sfpu_format_flags
 from tt_backend.runtime.emu.thread_state import ThreadState
@@ -45,11 +45,14 @@ class MopBatchMixin:
         Timing is not batched: every instruction gets its issue cycle from the cycle model in the original order
         (identical cycle counts, auto-stalls and hazard errors); only data errors are excluded up front."""
         ready = th.ready
-        lst = list(islice(ready, BATCH_MAX_WORDS))
-        p, k = find_period(lst)
+        period = sfpu_issue_native.find_period()
+        if period is not None:
+            p, k = period(ready, BATCH_MAX_WORDS)
+        else:
+            p, k = find_period(list(islice(ready, BATCH_MAX_WORDS)))
         if k < BATCH_MIN_REPS:
             return 0
-        body = tuple(lst[:p])
+        body = tuple(islice(ready, p))
         plan = self._batch_plans.get(body)
         if plan is None:
             plan = self._batch_plans[body] = self._batch_plan(body)
@@ -194,8 +197,11 @@ class MopBatchMixin:
             sfpu_native.run_program(sfpu, program)
             sfpu.cycle = c
         n = k * p
-        for _ in range(n):
-            ready.popleft()
+        if n == len(ready):
+            ready.clear()
+        else:
+            for _ in range(n):
+                ready.popleft()
         return n
 
     def _batch_plan(self, body: tuple):
@@ -285,7 +291,8 @@ def batch_addrs(mems: list, steps: list, k: int, start: int):
 
 
 def find_period(lst: list) -> tuple[int, int]:
-    """(p, k): the body length p <= 32 whose k leading back-to-back repetitions cover most of `lst`."""
+    """(p, k): the body length p <= 32 whose k leading back-to-back repetitions cover most of `lst` (the reference of
+    sfpu_issue_native.c's find_period, which batch_sfpu calls where it is built)."""
     best_p, best_k = 0, 0
     n = len(lst)
     for p in range(1, min(32, n // 2) + 1):

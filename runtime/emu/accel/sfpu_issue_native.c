@@ -1,5 +1,6 @@
 /* The Tensix's issue of the words a core pushes one at a time, in C (loaded by sfpu_issue_native.py): the SFPU words
- * (issue_run, pack_records) and the others (plain_run, drain_run, further below).
+ * (issue_run; ready_run for those a REPLAY put in the ready queue; pack_records; find_period, mop_batch's period
+ * search) and the others (plain_run, drain_run, further below).
  *
  * A CPython extension module. Its hot function, issue_run: for a run of `.ttinsn` words pushed to a thread whose
  * frontend is empty (no FIFO, MOP or ready words, no REPLAY load), it does for each deferrable SFPU word what
@@ -104,10 +105,10 @@ static int upd(long long *r, long long incr, int clear, int cr, int c_to_cr, lon
  * mem: None (stop at SFPLOAD / SFPSTORE), or (the thread's ThreadConfig list, its RWC dict, Dst's rows-written bool
  * array, the cycle model's dst_fpu_write dict, the mode Mod0 0 resolves to).
  * Returns None when words[j] is not taken, else (next j, next push time, last issue cycle, flags, index of the last
- * SFPLOAD / SFPSTORE taken or -1). */
-static PyObject *issue_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+ * SFPLOAD / SFPSTORE taken or -1). sfpu_run is issue_run (pushed) and ready_run (not pushed, below). */
+static PyObject *sfpu_run(PyObject *const *args, Py_ssize_t nargs, int pushed) {
     if (nargs != 16) {
-        PyErr_SetString(PyExc_TypeError, "issue_run takes 16 arguments");
+        PyErr_SetString(PyExc_TypeError, "issue_run / ready_run take 16 arguments");
         return NULL;
     }
     PyObject *ctx = args[0], *words = args[1], *cword = args[5], *dq = args[6];
@@ -161,7 +162,7 @@ static PyObject *issue_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
     int has_first = first_o != Py_None, after_mop = PyObject_IsTrue(after_o);
     /* taken: when the last `depth` words left the FIFO (a deque with maxlen depth), oldest first */
     long long ring[MAX_DEPTH];
-    Py_ssize_t qlen = PySequence_Size(q);
+    Py_ssize_t qlen = pushed ? PySequence_Size(q) : 0;        /* (words already taken leave the FIFO alone) */
     if (qlen < 0 || qlen > depth || after_mop < 0)
         return NULL;
     for (Py_ssize_t i = 0; i < qlen; i++) {
@@ -246,13 +247,15 @@ static PyObject *issue_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
             }
         }
         /* accept_take: a full FIFO (the last `depth` words all left after t) holds the push until the oldest left */
-        long long oldest = ring[head];
-        long long a = (qlen == depth && oldest > t) ? oldest : t;
-        long long nfe = fe;
-        if (after_mop)
-            nfe = (fe > clock + 1 ? fe : clock + 1) + mop_penalty;
-        if (a > nfe)
-            nfe = a;
+        long long a = t, nfe = fe;
+        if (pushed) {
+            if (qlen == depth && ring[head] > t)
+                a = ring[head];
+            if (after_mop)
+                nfe = (fe > clock + 1 ? fe : clock + 1) + mop_penalty;
+            if (a > nfe)
+                nfe = a;
+        }
         /* issue_sfpu */
         long long c = clock + 1;
         if (nfe > c)
@@ -337,17 +340,20 @@ static PyObject *issue_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
         }
         Py_DECREF(entry);
         /* commit the word's effects on the cycle model, the RWCs and Dst's rows written */
-        long long left = a > clock ? a : clock;
-        if (qlen == depth) {
-            ring[head] = left;
-            head = (head + 1) % depth;
-        } else {
-            ring[(head + qlen) % depth] = left;
-            qlen++;
+        if (pushed) {
+            long long left = a > clock ? a : clock;
+            if (qlen == depth) {
+                ring[head] = left;
+                head = (head + 1) % depth;
+            } else {
+                ring[(head + qlen) % depth] = left;
+                qlen++;
+            }
+            appended++;
+            fe = nfe;
+            after_mop = 0;
+            t = a + 1;
         }
-        appended++;
-        fe = nfe;
-        after_mop = 0;
         if (!has_first) {
             first = c;
             has_first = 1;
@@ -370,7 +376,6 @@ static PyObject *issue_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
             last_mem = j;
         }
         last_c = c;
-        t = a + 1;
         was_blocked = 0;
         j++;
     }
@@ -381,12 +386,14 @@ static PyObject *issue_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
     }
 
     /* write the state back */
-    if (set_item_ll(clock_l, th, clock) || set_item_ll(fe_l, th, fe) || set_item_ll(stalls_l, th, stalls)
-        || set_item_ll(issued_l, th, issued) || (first_o == Py_None && set_item_ll(first_l, th, first)))
+    if (set_item_ll(clock_l, th, clock) || set_item_ll(stalls_l, th, stalls) || set_item_ll(issued_l, th, issued)
+        || (first_o == Py_None && set_item_ll(first_l, th, first)))
         goto fail;
-    Py_INCREF(Py_False);
-    if (PyList_SetItem(after_l, th, Py_False))
-        goto fail;
+    if (pushed) {
+        Py_INCREF(Py_False);
+        if (set_item_ll(fe_l, th, fe) || PyList_SetItem(after_l, th, Py_False))
+            goto fail;
+    }
     Py_ssize_t keep = appended < depth ? appended : depth;   /* the deque keeps the newest `depth` */
     for (Py_ssize_t i = qlen - keep; i < qlen; i++) {
         PyObject *v = PyLong_FromLongLong(ring[(head + i) % depth]);
@@ -417,6 +424,69 @@ out:
     if (written.obj)
         PyBuffer_Release(&written);
     return result;
+}
+
+static PyObject *issue_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    return sfpu_run(args, nargs, 1);
+}
+
+/* ready_run(ctx, words, j, 0, thread, ...): issue_run's arguments and result for words the frontend has taken already,
+ * the head of the thread's ready queue (deferral.py's drain_deferrable): each issued as issue_run issues a pushed word
+ * but without the FIFO's accept and the MOP expander's take (the FIFO record, the frontend cycle and the MOP
+ * transition stay as they are; the returned push time is the given one). */
+static PyObject *ready_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    return sfpu_run(args, nargs, 0);
+}
+
+/* find_period(words, most) -> (p, k): mop_batch.find_period of the first `most` items of the iterable `words` (a thread's
+ * ready queue, without copying it into a list): the body length p <= 32 whose k leading back-to-back repetitions cover
+ * most of them (the first such p among equals; (0, 0) when no body repeats). Items are words (integers below 2^32). */
+static PyObject *find_period(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    long long most;
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "find_period(words, most)");
+        return NULL;
+    }
+    if (get_ll(args[1], "most", &most))
+        return NULL;
+    if (most < 0 || most > 65536) {
+        PyErr_SetString(PyExc_ValueError, "find_period: most outside 0..65536");
+        return NULL;
+    }
+    uint32_t *w = PyMem_Malloc((size_t)(most ? most : 1) * sizeof *w);
+    PyObject *it = w ? PyObject_GetIter(args[0]) : NULL;
+    if (!it) {
+        PyMem_Free(w);
+        return w ? NULL : PyErr_NoMemory();
+    }
+    Py_ssize_t n = 0;
+    PyObject *item;
+    while (n < most && (item = PyIter_Next(it))) {
+        unsigned long v = PyLong_AsUnsignedLong(item);
+        Py_DECREF(item);
+        if (v == (unsigned long)-1 && PyErr_Occurred())
+            break;
+        if (v > 0xFFFFFFFFul) {
+            PyErr_SetString(PyExc_ValueError, "find_period: a word above 2^32 - 1");
+            break;
+        }
+        w[n++] = (uint32_t)v;
+    }
+    Py_DECREF(it);
+    if (PyErr_Occurred()) {
+        PyMem_Free(w);
+        return NULL;
+    }
+    Py_ssize_t best_p = 0, best_k = 0;
+    for (Py_ssize_t p = 1; p <= 32 && p <= n / 2; p++) {
+        Py_ssize_t k = 1;
+        while ((k + 1) * p <= n && !memcmp(w + k * p, w, (size_t)p * sizeof *w))
+            k++;
+        if (k >= 2 && k * p > best_k * best_p)
+            best_p = p, best_k = k;
+    }
+    PyMem_Free(w);
+    return Py_BuildValue("(nn)", best_p, best_k);
 }
 
 /* pack_records(entries, i, records) -> (k, bytes): the sfpu_native records (8 int32s each: op, mod, va, vb, vc, vd,
@@ -1267,6 +1337,8 @@ static PyMethodDef methods[] = {
     {"configure", configure, METH_VARARGS, "configure(fifo_depth, mop_transition_penalty, all_lregs, load_modes, store_modes, dst_rwc_mask, "
      "src_rwc_mask, fpu_to_sfpload_gap)"},
     {"issue_run", (PyCFunction)(void (*)(void))issue_run, METH_FASTCALL, "see the module comment"},
+    {"ready_run", (PyCFunction)(void (*)(void))ready_run, METH_FASTCALL, "see its comment"},
+    {"find_period", (PyCFunction)(void (*)(void))find_period, METH_FASTCALL, "see its comment"},
     {"pack_records", (PyCFunction)(void (*)(void))pack_records, METH_FASTCALL, "see its comment"},
     {"configure_plain", configure_plain, METH_VARARGS, "configure_plain(unpack_bytes_per_cycle, pack_bytes_per_cycle, "
      "element_bits, fpu_dst_read_latency, fifo_depth)"},

@@ -5,11 +5,13 @@ state codes it uses.
 deferral.py's push_many issues a deferrable SFPU word that reaches an empty thread in about 1.5 us of Python (accept,
 issue rule, flag state, queue entry; an SFPLOAD / SFPSTORE through push() and defer(), with its Dst address, rows
 written and RWC update, in about 4 us). The C part does the same for a whole run of such words in one call (issue_run)
-and hands every other word back to the Python path; when the queue executes, it turns the queued entries into
-sfpu_native's records in one call (pack_records). Python stays the reference for both
-(tests/emu/test_sfpu_issue_native.py pins cycles, the deferred queue and bits to it). `ISSUE_NATIVE = False` (or
-TT_EMU_SFPU_ISSUE_NATIVE=0) keeps every word on the Python path; without a host compiler or Python's headers it stays
-there too (`python -m tt_backend info` says which runs, and why).
+and hands every other word back to the Python path; ready_run does the same for a run of such words at the head of a
+thread's ready queue (a REPLAY's expansion: deferral.drain_deferrable), which the frontend has taken already. When
+the queue executes, pack_records turns the queued entries into sfpu_native's records in one call. Python stays the
+reference (tests/emu/test_sfpu_issue_native.py pins cycles, the deferred queue and bits to it). `ISSUE_NATIVE =
+False` (or TT_EMU_SFPU_ISSUE_NATIVE=0) keeps every pushed word on the Python path, `READY_NATIVE = False` (or
+TT_EMU_SFPU_READY_NATIVE=0) every word of a ready queue; without a host compiler or Python's headers they stay there
+too (`python -m tt_backend info` says which runs, and why).
 
 The same module issues the other words direct issue takes (accel/direct_issue.py: plain_run for pushed words,
 drain_run for Tensix._drain's loop), the issue rule of every non-SFPU kind in C, handlers called back in Python;
@@ -33,6 +35,8 @@ from tt_backend.runtime.emu.tensix_fpu import DST_RWC_MASK, SRC_RWC_MASK
 
 SOURCE = Path(__file__).with_name("sfpu_issue_native.c")
 ISSUE_NATIVE = os.environ.get("TT_EMU_SFPU_ISSUE_NATIVE", "1") != "0"
+READY_NATIVE = os.environ.get("TT_EMU_SFPU_READY_NATIVE", "1") != "0"
+PERIOD_NATIVE = os.environ.get("TT_EMU_SFPU_PERIOD_NATIVE", "1") != "0"
 PLAIN_ISSUE_NATIVE = os.environ.get("TT_EMU_PLAIN_ISSUE_NATIVE", "1") != "0"
 
 # The deferral's abstract lane-flag state (LaneFlags, UseLaneFlagsForLaneEnable), each 0, 1 or None (differs between
@@ -61,6 +65,17 @@ def _load() -> tuple[object | None, str]:
 def issue_run():
     """The C part's issue_run (see sfpu_issue_native.c), or None when it is off or unavailable."""
     return _load()[0].issue_run if ISSUE_NATIVE and _load()[0] is not None else None
+
+
+def ready_run():
+    """The C part's ready_run (see sfpu_issue_native.c), or None when it is off or unavailable."""
+    return _load()[0].ready_run if READY_NATIVE and _load()[0] is not None else None
+
+
+def find_period():
+    """The C part's find_period (see sfpu_issue_native.c; mop_batch.find_period is its reference), or None when it is
+    off (PERIOD_NATIVE = False, TT_EMU_SFPU_PERIOD_NATIVE=0) or unavailable."""
+    return _load()[0].find_period if PERIOD_NATIVE and _load()[0] is not None else None
 
 
 def pack_records():
