@@ -176,11 +176,17 @@ def test_broadcast_head(name, head):
 
 
 @pytest.mark.needs_cc
-def test_bf16_head_on_one_core(monkeypatch):
-    """Several tiles on one core with a bf16 head beside a hoisted setup: the head reaches Dst every tile (it hung
-    when the head was sent once but the math thread still waited for it per tile); bit-identical to the reference."""
+@pytest.mark.parametrize("name", ["scalar_hoisted", "scalar_hoisted_bf16"])
+def test_head_on_one_core(name, monkeypatch):
+    """Several tiles on one core with a head beside a hoisted setup, two Dst groups in flight (tile_render
+    second_dst_group): an fp32 head is unpacked once into the first tile's group, which the second group may overlap
+    only where the head lies; a bf16 head reaches Dst every tile (it hung when the head was sent once but the math
+    thread still waited for it per tile). Bit-identical to the reference."""
     monkeypatch.setenv("TT_CORES", "1")
-    _, fn, specs, _ = CASES[IDS.index("scalar_hoisted_bf16")]
+    _, fn, specs, _ = CASES[IDS.index(name)]
+    (plan,) = _plans(fn, specs)
+    plan.cores = 1
+    assert "two Dst groups in flight" in plan.render()["trisc1"]
     arrays = [_data(s, dt) for s, dt in specs]
     got, ref = (fn(*_tensors(specs, arrays, dev)).cast(F32).numpy() for dev in ("TT:emu", REF))
     np.testing.assert_array_equal(got.view(np.uint8), ref.view(np.uint8))
