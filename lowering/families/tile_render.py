@@ -21,6 +21,7 @@ from tt_backend.lowering.placement.choice import FpuOp
 from tt_backend.lowering.plan import DTYPE_SIZE, TILE_BYTES, TILE_ELEMS
 from tt_backend.chip.errors import UnsupportedOp
 
+NOC_FLIT_BYTES = 64     # one NoC flit (docs/performance.md §6)
 FACE_DATUMS = 256       # datums of one 16x16 face: one UNPACR (unpacker 0's x counter, `unp_adcxx_face`)
 TILE_FACES = TILE_ELEMS // FACE_DATUMS
 
@@ -306,6 +307,9 @@ def render_tile_kernel(plan: TilePlan, generator: str, red: ReducePlan | None = 
     for s in inputs:
         s["once"] = ctx["setup_once"] and ctx["in_flight"] and bool(s["runs"] and s["runs"]["head"]) \
             and s["fmt"] != "bf16"
+        # a head whose window load is one NoC flit (a scalar) is read before the first tile's reads, which it delays
+        # by one cycle of the link; a larger one after them
+        s["head_first"] = plan.buffers[s["buf"]].nbytes <= NOC_FLIT_BYTES
     ctx["group"] = second_dst_group(plan, inputs, fpu_ops) if red is None else None
     if ctx["group"]:
         ctx["w"] = ctx["w"] | dst_token_words(DST_GROUPS) | own_unit_words() | {"seminit_unpacked": word_u32(

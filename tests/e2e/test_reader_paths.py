@@ -153,7 +153,7 @@ def test_bit_identical_to_cpu(name, fn, specs, modes, target):
 def test_broadcast_head(name, head):
     """The scalar's stream is read as a 64-datum head exactly where its value is hoisted and the body never loads it;
     beside it the contiguous input's reads stay in flight (mover_cost.reads_in_flight), and its resident window's
-    load is issued right after the first tile's reads, so that the first head fill waits for those alone. The head
+    load (one NoC flit) is issued before the first tile's reads, so that the first head fill waits for it alone. The head
     (a scalar of the whole kernel) is sent and unpacked, and the SFPU setup run, for the core's first tile only
     (CASES: 2 and 3 tiles against the CPU)."""
     _, fn, specs, _ = CASES[IDS.index(name)]
@@ -166,7 +166,8 @@ def test_broadcast_head(name, head):
     assert ("tt_window_span_issue(" in kmain) == head
     if head:
         loop = kmain.split("for (uint32_t t = ")[1]
-        assert loop.index("read_issue") < loop.index("tt_window_span_issue(") < loop.index("issued[put]")
+        # the scalar's window is one NoC flit: loaded before the first tile's reads
+        assert loop.index("tt_window_span_issue(") < loop.index("read_issue") < loop.index("issued[put]")
     once = head and BF16 not in [dt for _, dt in specs]     # a bf16 head is moved to Dst per tile by the FPU
     assert ("sent for the first one only" in src) == once
     compute = plan.render()["trisc1"]
