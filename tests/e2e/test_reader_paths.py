@@ -153,8 +153,8 @@ def test_bit_identical_to_cpu(name, fn, specs, modes, target):
 def test_broadcast_head(name, head):
     """The scalar's stream is read as a 64-datum head exactly where its value is hoisted and the body never loads it;
     beside it the contiguous input's reads stay in flight (mover_cost.reads_in_flight), and its resident window's
-    load (one NoC flit) is issued before the first tile's reads, so that the first head fill waits for it alone. The head
-    (a scalar of the whole kernel) is sent and unpacked, and the SFPU setup run, for the core's first tile only
+    load (one NoC flit) is issued before the first tile's reads, so that the first head fill waits for it alone. The
+    head (a scalar of the whole kernel) is sent and unpacked, and the SFPU setup run, for the core's first tile only
     (CASES: 2 and 3 tiles against the CPU)."""
     _, fn, specs, _ = CASES[IDS.index(name)]
     (plan,) = _plans(fn, specs)

@@ -86,7 +86,7 @@ def test_config_values_per_path():
     assert "unpack_select(0)" in mixed and "unpack_select(1)" in mixed and "tt_cfg_write(120, 0x00000005u)" in mixed
     # input 0 (fp32) goes to Dst slot 0 (of the tile's Dst group: the plan has several tiles), input 1 (bf16) through
     # SrcA; TRISC1 ELWADDs only input 1 into slot 1
-    assert ": 64u);  /* Dest_cntx0_address: slot 0 of the tile's group" in mixed
+    assert "/* Dest_cntx0_address: slot 0 of the tile's group" in mixed and ": 64u);" in mixed
     compute = plan(b_dtype="bfloat16").render()["trisc1"]
     math = compute[compute.index("#elif defined(TRISC_MATH)"):compute.index("#elif defined(TRISC_PACK)")]
     assert "slot 1" in math and math.count("0x28008000u") == 2 and "0xB2010040u" in math
