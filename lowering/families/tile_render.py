@@ -6,8 +6,9 @@ from __future__ import annotations
 from tt_backend.lowering.codegen.args_header import ArgsHeader
 from tt_backend.lowering.codegen.c_exprs import INDEX_LOAD, INDEX_LOAD_TYPE
 from tt_backend.lowering.codegen.sources import kernel_sources
-from tt_backend.lowering.codegen.tensix import (FORMAT_CODE, PACK_CFG, UNPACK_CFG, UNPACK_CFG_COMMON, alu_format_word,
-                                                tensix_words)
+from tt_backend.lowering.codegen.mvmul import dst_token_words
+from tt_backend.lowering.codegen.tensix import (FORMAT_CODE, PACK_CFG, SEM_UNPACKED, UNPACK_CFG, UNPACK_CFG_COMMON,
+                                                alu_format_word, own_unit_words, tensix_words)
 from tt_backend.lowering.codegen.words import hex_u32, word_u32
 from tt_backend.lowering.codegen.l1 import STAGING_BYTES
 from tt_backend.lowering.codegen.replay import replay_issue
@@ -20,6 +21,7 @@ from tt_backend.lowering.placement.choice import FpuOp
 from tt_backend.lowering.plan import DTYPE_SIZE, TILE_BYTES, TILE_ELEMS
 from tt_backend.chip.errors import UnsupportedOp
 
+NOC_FLIT_BYTES = 64     # one NoC flit (docs/performance.md §6)
 FACE_DATUMS = 256       # datums of one 16x16 face: one UNPACR (unpacker 0's x counter, `unp_adcxx_face`)
 TILE_FACES = TILE_ELEMS // FACE_DATUMS
 
@@ -169,9 +171,15 @@ def fpu_ctx(plan: TilePlan, fpu_ops: list[FpuOp]) -> list[dict]:
                     "phases": o.phases, "slot": o.slot,
                     "cfg64": hex_u32(desc[0]), "cfg72": hex_u32(0x20 | code_a), "cfg112": hex_u32(desc[1]),
                     "cfg120": hex_u32(code_b),
-                    "zeroacc": [word_u32("ZEROACC", clear_mode=1, use_32_bit_mode=1, addr_mode=0, where=4 * o.slot + f)
-                                for f in range(4)] if o.kind == "ELWMUL" else []})
+                    "zeroacc": zeroacc_words(o) if o.kind == "ELWMUL" else []})
     return out
+
+
+def zeroacc_words(o: FpuOp, group: int = 0) -> list[str]:
+    """The ZEROACC words of the four fp32 faces of the ELWMUL's Dst slot, `group` slots further on (MATH_Offset is 0
+    when they are issued: a 16-row ZEROACC only takes the offset's Dst half, not the offset)."""
+    return [word_u32("ZEROACC", clear_mode=1, use_32_bit_mode=1, addr_mode=0, where=4 * (o.slot + group) + f)
+            for f in range(4)]
 
 
 def _red_ctx(red: ReducePlan) -> dict:
@@ -189,6 +197,30 @@ def _red_ctx(red: ReducePlan) -> dict:
             "acc_init": [hex_u32(x) for x in red.pass1.acc_init],
             "finish": [hex_u32(x) for x in red.pass1.finish],
             "group_store": [hex_u32(x) for x in red.pass1.group_store], "slot": red.pass1.slot}}
+
+
+# Two Dst groups in flight (issue #10 item 3): the three threads alternate tile by tile between the slots the plan
+# names and the same slots `group` slots further on, so the unpacker fills tile t+1's group and the FPU and SFPU work
+# on it while the packer drains tile t's. The semaphores count up to DST_GROUPS (FREE starts full).
+DST_GROUPS = 2
+DST_SLOTS = 8           # 64-row fp32 slots of Dst in 32-bit mode
+
+
+def second_dst_group(plan: TilePlan, inputs: list[dict], fpu_ops: list[FpuOp]) -> int | None:
+    """The offset in slots of the second Dst group, None when there is no room for one. Every tile's group holds the
+    inputs unpacked to Dst per tile, the FPU results, the output and the SFPU's spills; the core's first tile's group
+    (offset 0) holds the inputs sent once as well (a head the SFPU setup reads), which the second may overlap
+    nowhere else: the smallest offset at which the per-tile slots, moved, meet none of the first group's and stay
+    inside Dst."""
+    if plan.n_tiles <= plan.cores:      # one tile per core: nothing to overlap
+        return None
+    per_tile = {s["j"] for s in inputs if s["dst"] and not s["once"]} | {o.slot for o in fpu_ops} \
+        | set(range(plan.sfpu.out_slot, max(plan.sfpu.dst_slots, plan.sfpu.out_slot + 1)))
+    first = per_tile | {s["j"] for s in inputs if s["dst"] and s["once"]}
+    for k in range(1, DST_SLOTS - max(per_tile)):
+        if not {x + k for x in per_tile} & first:
+            return k
+    return None
 
 
 def render_tile_kernel(plan: TilePlan, generator: str, red: ReducePlan | None = None, fpu_ops: list[FpuOp] = (),
@@ -275,5 +307,14 @@ def render_tile_kernel(plan: TilePlan, generator: str, red: ReducePlan | None = 
     for s in inputs:
         s["once"] = ctx["setup_once"] and ctx["in_flight"] and bool(s["runs"] and s["runs"]["head"]) \
             and s["fmt"] != "bf16"
+        # a head whose window load is one NoC flit (a scalar) is read before the first tile's reads, which it delays
+        # by one cycle of the link; a larger one after them
+        s["head_first"] = plan.buffers[s["buf"]].nbytes <= NOC_FLIT_BYTES
+    ctx["group"] = second_dst_group(plan, inputs, fpu_ops) if red is None else None
+    if ctx["group"]:
+        ctx["w"] = ctx["w"] | dst_token_words(DST_GROUPS) | own_unit_words() | {"seminit_unpacked": word_u32(
+            "SEMINIT", max_value=DST_GROUPS, init_value=0, sem_sel=1 << SEM_UNPACKED)}
+        for o, c in zip(fpu_ops, ctx["fpu"]):
+            c["zeroacc_b"] = zeroacc_words(o, ctx["group"]) if o.kind == "ELWMUL" else []
     datums = red is not None
     return kernel_sources(ctx, "reader.c.j2", "writer.c.j2", "compute.c.j2", args_header(plan, generator, red, datums))

@@ -153,8 +153,8 @@ def test_bit_identical_to_cpu(name, fn, specs, modes, target):
 def test_broadcast_head(name, head):
     """The scalar's stream is read as a 64-datum head exactly where its value is hoisted and the body never loads it;
     beside it the contiguous input's reads stay in flight (mover_cost.reads_in_flight), and its resident window's
-    load is issued right after the first tile's reads, so that the first head fill waits for those alone. The head
-    (a scalar of the whole kernel) is sent and unpacked, and the SFPU setup run, for the core's first tile only
+    load (one NoC flit) is issued before the first tile's reads, so that the first head fill waits for it alone. The
+    head (a scalar of the whole kernel) is sent and unpacked, and the SFPU setup run, for the core's first tile only
     (CASES: 2 and 3 tiles against the CPU)."""
     _, fn, specs, _ = CASES[IDS.index(name)]
     (plan,) = _plans(fn, specs)
@@ -166,7 +166,8 @@ def test_broadcast_head(name, head):
     assert ("tt_window_span_issue(" in kmain) == head
     if head:
         loop = kmain.split("for (uint32_t t = ")[1]
-        assert loop.index("read_issue") < loop.index("tt_window_span_issue(") < loop.index("issued[put]")
+        # the scalar's window is one NoC flit: loaded before the first tile's reads
+        assert loop.index("tt_window_span_issue(") < loop.index("read_issue") < loop.index("issued[put]")
     once = head and BF16 not in [dt for _, dt in specs]     # a bf16 head is moved to Dst per tile by the FPU
     assert ("sent for the first one only" in src) == once
     compute = plan.render()["trisc1"]
@@ -176,11 +177,17 @@ def test_broadcast_head(name, head):
 
 
 @pytest.mark.needs_cc
-def test_bf16_head_on_one_core(monkeypatch):
-    """Several tiles on one core with a bf16 head beside a hoisted setup: the head reaches Dst every tile (it hung
-    when the head was sent once but the math thread still waited for it per tile); bit-identical to the reference."""
+@pytest.mark.parametrize("name", ["scalar_hoisted", "scalar_hoisted_bf16"])
+def test_head_on_one_core(name, monkeypatch):
+    """Several tiles on one core with a head beside a hoisted setup, two Dst groups in flight (tile_render
+    second_dst_group): an fp32 head is unpacked once into the first tile's group, which the second group may overlap
+    only where the head lies; a bf16 head reaches Dst every tile (it hung when the head was sent once but the math
+    thread still waited for it per tile). Bit-identical to the reference."""
     monkeypatch.setenv("TT_CORES", "1")
-    _, fn, specs, _ = CASES[IDS.index("scalar_hoisted_bf16")]
+    _, fn, specs, _ = CASES[IDS.index(name)]
+    (plan,) = _plans(fn, specs)
+    plan.cores = 1
+    assert "two Dst groups in flight" in plan.render()["trisc1"]
     arrays = [_data(s, dt) for s, dt in specs]
     got, ref = (fn(*_tensors(specs, arrays, dev)).cast(F32).numpy() for dev in ("TT:emu", REF))
     np.testing.assert_array_equal(got.view(np.uint8), ref.view(np.uint8))

@@ -84,8 +84,9 @@ def test_config_values_per_path():
     assert "tt_cfg_write(70, 0x00000551u)" in bf and "tt_cfg_write(12, 0x00200002u)" in bf
     mixed = plan(b_dtype="bfloat16").render()["trisc0"]
     assert "unpack_select(0)" in mixed and "unpack_select(1)" in mixed and "tt_cfg_write(120, 0x00000005u)" in mixed
-    # input 0 (fp32) goes to Dst slot 0, input 1 (bf16) through SrcA; TRISC1 ELWADDs only input 1 into slot 1
-    assert "tt_set_gpr(5, 64u);  /* Dest_cntx0_address: slot 0" in mixed
+    # input 0 (fp32) goes to Dst slot 0 (of the tile's Dst group: the plan has several tiles), input 1 (bf16) through
+    # SrcA; TRISC1 ELWADDs only input 1 into slot 1
+    assert "/* Dest_cntx0_address: slot 0 of the tile's group" in mixed and ": 64u);" in mixed
     compute = plan(b_dtype="bfloat16").render()["trisc1"]
     math = compute[compute.index("#elif defined(TRISC_MATH)"):compute.index("#elif defined(TRISC_PACK)")]
     assert "slot 1" in math and math.count("0x28008000u") == 2 and "0xB2010040u" in math
