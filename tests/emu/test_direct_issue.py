@@ -19,7 +19,7 @@ from tt_backend.chip.errors import EmuError
 from tt_backend.lowering.codegen.sources import split
 from tt_backend.runtime.compile import compile_kernel
 from tt_backend.runtime.emu import tensix, timeline
-from tt_backend.runtime.emu.accel import deferral, direct_issue, sfpu_issue_native
+from tt_backend.runtime.emu.accel import deferral, direct_issue, sfpu_issue_native, tile_native
 from tt_backend.runtime.emu.device import EmuDevice
 from tt_backend.runtime.emu.frontend import FrontendMixin
 from tt_backend.runtime.emu.rv32 import Stall
@@ -236,7 +236,7 @@ def _same_kernel_runs(plan, arrays, monkeypatch, module, switch: str) -> None:
 
 
 SWITCHES = [(direct_issue, "DIRECT_ISSUE"), (tensix, "RETRY_ON_BANK_CHANGE"),
-            (sfpu_issue_native, "PLAIN_ISSUE_NATIVE")]
+            (sfpu_issue_native, "PLAIN_ISSUE_NATIVE"), (tile_native, "HANDLERS_NATIVE")]
 
 
 @pytest.mark.needs_cc

@@ -29,7 +29,7 @@ from tt_backend.chip.numerics.formats import element_bits
 from tt_backend.runtime.emu.frontend import FIFO_DEPTH
 from tt_backend.runtime.emu.cycles import (FIFO_EFFECTIVE_DEPTH, FPU_DST_READ_LATENCY, FPU_TO_SFPLOAD_GAP,
                                            MOP_TRANSITION_PENALTY, PACK_BYTES_PER_CYCLE, UNPACK_BYTES_PER_CYCLE)
-from tt_backend.runtime.emu.tensix_fpu import DST_RWC_MASK, SRC_RWC_MASK
+from tt_backend.runtime.emu.tensix_fpu import DST_RWC_MASK, SRC_RWC_MASK, tile_format_tables
 
 SOURCE = Path(__file__).with_name("sfpu_issue_native.c")
 ISSUE_NATIVE = os.environ.get("TT_EMU_SFPU_ISSUE_NATIVE", "1") != "0"
@@ -55,6 +55,7 @@ def _load() -> tuple[object | None, str]:
                   SRC_RWC_MASK, FPU_TO_SFPLOAD_GAP)
     mod.configure_plain(UNPACK_BYTES_PER_CYCLE, PACK_BYTES_PER_CYCLE, tuple(element_bits(f) for f in range(16)),
                         FPU_DST_READ_LATENCY, FIFO_DEPTH)
+    mod.configure_tiles(*tile_format_tables())
     return mod, f"C ({path}) for runs of deferrable SFPU words pushed to an empty thread"
 
 
