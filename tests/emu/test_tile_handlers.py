@@ -74,7 +74,7 @@ def _round(rng: random.Random, packs: tuple[int, ...]) -> list[tuple[int, int]]:
         lambda: rng.choice(packs), lambda: rng.choice(packs),
         lambda: E("SETADCXY", cnt_set_mask=4, bit_mask=rng.choice((2, 8, 10)), ch0_x=0, ch0_y=rng.randrange(4),
                   ch1_y=rng.randrange(4)),
-        lambda: E("SETC16", setc16_reg=rng.choice((37, 38, 39)),
+        lambda: E("SETC16", setc16_reg=rng.choice((37, 38, 39, 40)),
                   setc16_value=rng.choice((4, 0x1020, 0x2020, 0x20, 0x10 | 2, 0x8000, 0x1000 | 0x800))),
     ])() for _ in range(rng.randrange(1, 5))]
     queues = [[(t, w) for w in ws] for t, ws in enumerate((t0, t1, t2))]
@@ -108,7 +108,7 @@ def _run(seed: int, strict: bool, handlers_c: bool, monkeypatch) -> list:
                  (2, 0x5E803C00), (1, 0x37000007)):
         tx.push(t, w)
     packs = tuple(E("PACR", read_intf_sel=rng.choice((0, 1, 3, 5, 10)), last=rng.randrange(2),
-                    addr_mode=rng.randrange(3)) for _ in range(4))
+                    addr_mode=rng.randrange(4)) for _ in range(4))
     trace = []
     try:
         for _ in range(60):

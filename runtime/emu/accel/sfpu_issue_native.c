@@ -781,18 +781,20 @@ static int plain_word(PyObject *tx, PyObject *tm, const tm_lists *L, PyObject *t
         }
         row = ((c1 & 0xFFF) + rd + f->dst) & 0x1FF;
     }
-    int in_c = f->c_handler ? tile_handler(tx, thobj, fields, f->c_handler) : 0;
+    PyObject *why = NULL;
+    int in_c = f->c_handler ? tile_handler(tx, thobj, fields, f->c_handler, &why) : 0;
     if (in_c < 0)
         return -1;
     if (!in_c) {
         PyObject *hargs[2] = {tobj, fields};
-        PyObject *why = PyObject_Vectorcall(PyTuple_GET_ITEM(rec, 2), hargs, 2, NULL);
+        why = PyObject_Vectorcall(PyTuple_GET_ITEM(rec, 2), hargs, 2, NULL);
         if (!why)
             return -1;
-        if (why != Py_None)
-            return handler_blocked(tx, thobj, why, (f->kind == K_FPU || f->kind == K_UNPACK) ? Py_True : Py_False);
-        Py_DECREF(why);
+        if (why == Py_None)
+            Py_CLEAR(why);
     }
+    if (why)
+        return handler_blocked(tx, thobj, why, (f->kind == K_FPU || f->kind == K_UNPACK) ? Py_True : Py_False);
     /* TensixTiming.issue (bank_wait: its handler had blocked it on a Src bank) */
     int bank_wait = 0;
     if (was_blocked) {

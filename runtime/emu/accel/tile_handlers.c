@@ -5,15 +5,14 @@
  * valid and format lists, the numpy Src banks, Dst and L1), read through the C API, so the Python handlers, which
  * stay the reference, see exactly what C left.
  *
- * tile_handler answers 1 (done: the handler would have returned None), 0 (not taken: the caller runs the Python
- * handler) or -1 (an exception). It takes a word only when every check the Python handler makes passes and every
+ * tile_handler answers 1 (done: the handler would have returned None), 2 (blocked on a Src bank, with the handler's
+ * reason), 0 (not taken: the caller runs the Python handler) or -1 (an exception). It takes a word only when every check the Python handler makes passes and every
  * value it needs is one tile_data.c covers; it decides that before it changes anything, so a word it leaves runs
  * wholly in Python. The named conditions that leave a word to Python (tests/emu/test_tile_handlers.py covers each):
- *   - a blocked word (a Src bank still valid / not yet valid): Python returns the reason;
  *   - UNPACR / PACR whose setup (the word and config words of its cache key) is not in the handler's setup cache yet
- *     (the first of each configuration: Python checks and caches it), or whose edge masks (PACR) are not cached;
+ *     (the first of each configuration: Python checks and caches it);
  *   - a conversion tile_data.c does not cover (native_kind None: BFP, FP8, INT8, ReLU, L1 accumulation, ...),
- *     Tileize_mode, a Dst address below the 4-row bias, SrcA row wrap, an edge mask that drops datums;
+ *     Tileize_mode, a Dst address below the 4-row bias, SrcA row wrap, an edge mask that is not all ones;
  *   - anything the Python handler refuses or raises at (out-of-range rows or L1 ranges, INT8 math, a 16-bit Dst,
  *     5-bit-exponent sources, ADDR_MOD bias, the CR/Clear combinations, ...): it raises there, with its message;
  *   - MVMUL while a pushed MVMUL run has recorded steps (fpu_batch flushes them first, in Python).
@@ -30,7 +29,7 @@ static uint32_t src19_mask_of[16];           /* fpu_math.src19_mask */
 static int fmt_class[16];
 static PyObject *k_sel, *k_addr_mode, *k_set_dat_valid, *k_last, *k_dst, *k_instr_mod19, *k_dest_accum_en,
     *k_clear_dvalid, *h_srca, *h_srcb, *h_srca_valid, *h_srcb_valid, *h_srca_format, *h_srcb_format, *h_l1, *h_dst_obj,
-    *h_rows32, *h_written, *h_cleared16, *h_adc_cr, *h_unpack_setups, *h_pack_setups, *h_edge_keeps, *h_packer_open,
+    *h_rows32, *h_written, *h_cleared16, *h_adc_cr, *h_unpack_setups, *h_pack_setups, *h_packer_open,
     *h_packer_addr, *h_packer_exp_addr, *h_packer_tpg, *h_fid;
 
 /* configure_tiles(src19 masks (16), format classes (16)) */
@@ -74,7 +73,7 @@ static int tile_handlers_init(void) {
         {&h_srcb_valid, "srcb_valid"}, {&h_srca_format, "srca_format"}, {&h_srcb_format, "srcb_format"},
         {&h_l1, "l1"}, {&h_dst_obj, "_dst"}, {&h_rows32, "rows32"}, {&h_written, "written"},
         {&h_cleared16, "cleared16"}, {&h_adc_cr, "adc_cr"}, {&h_unpack_setups, "_unpack_setups"},
-        {&h_pack_setups, "_pack_setups"}, {&h_edge_keeps, "_edge_keeps"}, {&h_packer_open, "packer_open"},
+        {&h_pack_setups, "_pack_setups"}, {&h_packer_open, "packer_open"},
         {&h_packer_addr, "packer_addr"}, {&h_packer_exp_addr, "packer_exp_addr"}, {&h_packer_tpg, "packer_tpg"},
         {&h_fid, "fid"},
     };
@@ -103,6 +102,19 @@ static int list_lls(PyObject *list, Py_ssize_t first, Py_ssize_t n, long long *o
     }
     for (Py_ssize_t i = 0; i < n; i++)
         if (get_ll(PyList_GET_ITEM(list, first + i), "state list item", &out[i]))
+            return -1;
+    return 0;
+}
+
+/* The items of `list` at the n indices `idx` (each below `size`, the list's least length), each into out[idx[k]]:
+ * only the config words a handler reads */
+static int list_pick(PyObject *list, Py_ssize_t size, const int *idx, int n, long long *out) {
+    if (!PyList_Check(list) || PyList_GET_SIZE(list) < size) {
+        PyErr_SetString(PyExc_TypeError, "tile_handler: a config list too short");
+        return -1;
+    }
+    for (int k = 0; k < n; k++)
+        if (get_ll(PyList_GET_ITEM(list, idx[k]), "config word", &out[idx[k]]))
             return -1;
     return 0;
 }
@@ -213,7 +225,9 @@ static const int unpack_key_list[22] = {1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0
 static const int unpack_key_idx[22] = {0, 5, 41, 1, 50, 56, 57, 58, 59, 62, 64, 65, 70, 71, 72, 73, 86, 112, 113, 119,
                                        120, 121};     /* ThreadConfig 0, 5, 41 then config words: UNPACR's cache key */
 
-static int h_unpacr(PyObject *tx, PyObject *thobj, PyObject *fields, PyObject *cfg, PyObject *tcfg) {
+static const int unpack_cfg_read[5] = {76, 84, 92, 124, 140};    /* the base, offset and Dst context words */
+
+static int h_unpacr(PyObject *tx, PyObject *thobj, PyObject *fields, PyObject *cfg, PyObject *tcfg, PyObject **why) {
     long long sel, bank, am, set_valid;
     if (field(fields, k_sel, &sel) || attr_ll(tx, sel ? s_srcb_unpack_bank : s_srca_unpack_bank, &bank))
         return -1;
@@ -222,11 +236,15 @@ static int h_unpacr(PyObject *tx, PyObject *thobj, PyObject *fields, PyObject *c
         return -1;
     int busy = PyList_Check(valid) && PyList_GET_SIZE(valid) == 2 ? PyObject_IsTrue(PyList_GET_ITEM(valid, bank & 1))
                                                                    : -1;
-    if (busy) {                                              /* still valid: Python returns the reason */
+    if (busy) {                                              /* still valid: the handler's reason */
         Py_DECREF(valid);
-        if (busy < 0 && !PyErr_Occurred())
-            PyErr_SetString(PyExc_TypeError, "tile_handler: the Src banks' valid flags are not a list of 2");
-        return busy < 0 ? -1 : 0;
+        if (busy < 0) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_TypeError, "tile_handler: the Src banks' valid flags are not a list of 2");
+            return -1;
+        }
+        *why = PyUnicode_FromFormat("UNPACR: Src%c bank %lld still valid (owned by the FPU)", sel ? 'B' : 'A', bank);
+        return *why ? 2 : -1;
     }
     PyObject *lists[2] = {cfg, tcfg};
     PyObject *key = cache_key(fields, lists, unpack_key_list, unpack_key_idx, 22);
@@ -242,7 +260,7 @@ static int h_unpacr(PyObject *tx, PyObject *thobj, PyObject *fields, PyObject *c
         if (setup_ll(setup, i, &s[i]))
             goto out;
     PyObject *adc = PyObject_GetAttr(thobj, s_adc);
-    int bad = !adc || adc_read(adc, (int)sel, a) || list_lls(cfg, 0, 141, c) || field(fields, k_addr_mode, &am)
+    int bad = !adc || adc_read(adc, (int)sel, a) || list_pick(cfg, 141, unpack_cfg_read, 5, c) || field(fields, k_addr_mode, &am)
               || field(fields, k_set_dat_valid, &set_valid);
     if (bad) {
         Py_XDECREF(adc);
@@ -361,6 +379,9 @@ static int pack_addr_mod(long long m, long long a[8], long long cr[8]) {
     return 0;
 }
 
+static const int pack_cfg_read[12] = {14, 20, 21, 22, 23, 24, 25, 26, 27, 28, 69, 180};
+static const int pack_tcfg_read[5] = {0, 37, 38, 39, 40};     /* CFG_STATE_ID, ADDR_MOD_PACK_SEC0..3 */
+
 static int h_pacr(PyObject *tx, PyObject *thobj, PyObject *fields, PyObject *cfg, PyObject *tcfg) {
     PyObject *lists[1] = {cfg};
     PyObject *key = cache_key(fields, lists, pack_key_list, pack_key_idx, 13);
@@ -368,23 +389,23 @@ static int h_pacr(PyObject *tx, PyObject *thobj, PyObject *fields, PyObject *cfg
     Py_XDECREF(key);
     if (!setup)
         return PyErr_Occurred() ? -1 : 0;
-    long long s[19], c[181], tc[53], a[8], cr[8], am, last, open, paddr;
+    long long s[19], c[181], tc[53], a[8], cr[8], am, last, open, paddr, pos[3] = {0, 0, 0};
     for (int i = 0; i < 19; i++)
         if (setup_ll(setup, i, &s[i]))
             return -1;
     PyObject *adc = PyObject_GetAttr(thobj, s_adc), *adc_cr = adc ? PyObject_GetAttr(thobj, h_adc_cr) : NULL;
     PyObject *op = adc_cr ? PyObject_GetAttr(tx, h_packer_open) : NULL;
-    PyObject *tpg = NULL, *edge_key = NULL, *hit = NULL, *edges = NULL;
+    PyObject *tpg = NULL;
     int r = -1;
     if (!op || (open = PyObject_IsTrue(op)) < 0 || adc_read(adc, 2, a) || adc_read(adc_cr, 2, cr)
-        || list_lls(cfg, 0, 181, c) || list_lls(tcfg, 0, 53, tc) || field(fields, k_addr_mode, &am)
+        || list_pick(cfg, 181, pack_cfg_read, 12, c) || list_pick(tcfg, 53, pack_tcfg_read, 5, tc) || field(fields, k_addr_mode, &am)
         || field(fields, k_last, &last) || attr_ll(tx, h_packer_addr, &paddr))
         goto out;
     long long sel = s[0], c68 = s[1], rd32 = s[5], esz = s[12], out_bits = s[13], ys = s[14], zs = s[15], ws = s[16];
     long long kind = s[18], per = a[4] - a[0] + 1;
     r = 0;
     if (kind < 0 || tc[0] & 1 || a[0] || (per != 16 && !(per == 8 && sel == 1)) || esz <= 0 || ys % esz || zs % esz
-        || ws % esz || sel < 0 || sel > 10 || !pacr_rows[sel][1] || (am & 7) != am)
+        || ws % esz || sel < 0 || sel > 10 || !pacr_rows[sel][1] || (am & 3) != am)
         goto out;
     long long src_addr = (a[1] * ys + a[2] * zs + a[3] * ws) / esz;
     if (src_addr % 16)
@@ -401,28 +422,30 @@ static int h_pacr(PyObject *tx, PyObject *thobj, PyObject *fields, PyObject *cfg
             goto out;
         exp_addr = (c[69] + 1) * 16 + 16 * ((a[5] * (c[14] >> 16)) >> 4);
         paddr = exp_addr + (out_bits <= 8 ? 16 * (c68 >> 16) : 0);
-        tpg = Py_BuildValue("(iii)", 0, 0, 0);
     } else {
-        tpg = PyObject_GetAttr(tx, h_packer_tpg);
+        PyObject *old = PyObject_GetAttr(tx, h_packer_tpg);
+        int bad = !old || !PyTuple_Check(old) || PyTuple_GET_SIZE(old) != 3;
+        for (int i = 0; !bad && i < 3; i++)
+            bad = get_ll(PyTuple_GET_ITEM(old, i), "packer_tpg", &pos[i]);
+        Py_XDECREF(old);
+        if (bad) {
+            r = -1;
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_TypeError, "tile_handler: packer_tpg is not a triple");
+            goto out;
+        }
     }
-    /* _edge_keep: the cached masks of this count and tile position */
-    edges = tpg ? PyObject_GetAttr(tx, h_edge_keeps) : NULL;
-    edge_key = edges ? Py_BuildValue("(LOLLLLLLLLL)", count, tpg, c[20], c[21], c[22], c[23], c[24], c[25], c[26],
-                                     c[27], c[28]) : NULL;
-    if (!edge_key || !PyDict_Check(edges)) {
-        r = -1;
-        goto out;
-    }
-    hit = PyDict_GetItemWithError(edges, edge_key);
-    if (!hit || !PyTuple_Check(hit) || PyTuple_GET_SIZE(hit) != 3) {
-        r = PyErr_Occurred() ? -1 : 0;                       /* not cached: Python computes the masks */
-        goto out;
-    }
-    int all_kept = PyObject_IsTrue(PyTuple_GET_ITEM(hit, 2));
+    /* _edge_masks where every row's mask keeps all 16 columns (the rest is Python's): every datum kept, the tile
+     * position generator advanced by `count` datums (X per datum, Y per 16, wrapping at pack_reads_per_xy_plane) */
+    long long mapping = c[20 + (c[24] >> 17 & 3)], rpp = c[28] >> 8 & 0xFF;
+    for (int row = 0; row < 16; row++)
+        if ((c[24 + (mapping >> 2 * row & 3)] & 0xFFFF) != 0xFFFF)
+            goto out;
+    long long ylin = pos[1] + (pos[0] + count) / 16;
+    tpg = Py_BuildValue("(LLL)", (pos[0] + count) % 16, rpp ? ylin % rpp : ylin, rpp ? pos[2] + ylin / rpp : pos[2]);
     long long nbytes = count * out_bits / 8, end = paddr + nbytes, pad = last ? (16 - end % 16) % 16 : 0;
-    long long m = tc[37 + am];
-    if (all_kept <= 0 || out_bits % 8 || paddr < 0 || end < 0 || pack_addr_mod(m, a, cr)) {
-        r = all_kept < 0 ? -1 : 0;
+    if (!tpg || out_bits % 8 || paddr < 0 || end < 0 || pack_addr_mod(tc[37 + am], a, cr)) {
+        r = tpg ? 0 : -1;
         goto out;
     }
     Py_buffer l1, dv[3];
@@ -447,7 +470,7 @@ static int h_pacr(PyObject *tx, PyObject *thobj, PyObject *fields, PyObject *cfg
         PyBuffer_Release(&dv[i]);
     r = -1;
     if ((exp_addr >= 0 && set_attr_ll(tx, h_packer_exp_addr, exp_addr))
-        || PyObject_SetAttr(tx, h_packer_tpg, PyTuple_GET_ITEM(hit, 1))
+        || PyObject_SetAttr(tx, h_packer_tpg, tpg)
         || PyObject_SetAttr(tx, h_packer_open, last ? Py_False : Py_True) || set_attr_ll(tx, h_packer_addr, end)
         || adc_write(adc, 2, a) || adc_write(adc_cr, 2, cr))
         goto out;
@@ -457,8 +480,6 @@ out:
     Py_XDECREF(adc_cr);
     Py_XDECREF(op);
     Py_XDECREF(tpg);
-    Py_XDECREF(edges);
-    Py_XDECREF(edge_key);
     return r;
 }
 
@@ -471,11 +492,12 @@ typedef struct {
 } fpu_plan;
 
 /* The checks of _banks_ready, _math_mode (fp32 Dst, 8-bit exponents, no INT8), the rows (_fpu_dst_row) and _finish
- * (apply_addr_mod with its fidelity step, _release_banks) for a word whose Src lists admit `a_class` / `b_class`:
- * 1 with p filled (p->rwc already the counters after the word), 0 where Python takes the word, -1 on an error. */
+ * (apply_addr_mod with its fidelity step, _release_banks) for a word `name` whose Src lists admit `a_class` /
+ * `b_class`: 1 with p filled (p->rwc already the counters after the word), 2 with *why set (a new reference: the
+ * reason it waits for a Src bank), 0 where Python takes the word, -1 on an error. */
 static int fpu_plan_make(PyObject *tx, PyObject *rwc, const long long *c, const long long *tc, long long dst_field,
                          long long addr_mode, long long clear_dvalid, int a_class, int b_class, int ra_align,
-                         fpu_plan *p) {
+                         const char *name, fpu_plan *p, PyObject **why) {
     PyObject *va = PyObject_GetAttr(tx, h_srca_valid), *vb = va ? PyObject_GetAttr(tx, h_srcb_valid) : NULL;
     PyObject *fa_l = vb ? PyObject_GetAttr(tx, h_srca_format) : NULL;
     PyObject *fb_l = fa_l ? PyObject_GetAttr(tx, h_srcb_format) : NULL;
@@ -494,9 +516,15 @@ static int fpu_plan_make(PyObject *tx, PyObject *rwc, const long long *c, const 
     PyObject *fid = PyDict_GetItemWithError(rwc, h_fid);
     if (!fid || get_ll(fid, "RWC", &p->rwc[6]))
         goto rwc_error;
+    if (!ok_a || !ok_b) {                            /* _banks_ready's reason */
+        *why = PyUnicode_FromFormat("%s: Src%c bank %lld not valid (waiting for the unpacker)", name, ok_a ? 'B' : 'A',
+                                    ok_a ? p->bank_b & 1 : p->bank_a & 1);
+        r = *why ? 2 : -1;
+        goto out;
+    }
     r = 0;
-    if (!ok_a || !ok_b || c[0] >> 4 & 1 || c[1] & 7 || c[220] & 3 || c[1] >> 31 & 1 || !(c[1] >> 29 & 1))
-        goto out;                                    /* waiting, or not fp32-Dst, non-INT8, non-stochastic math */
+    if (c[0] >> 4 & 1 || c[1] & 7 || c[220] & 3 || c[1] >> 31 & 1 || !(c[1] >> 29 & 1))
+        goto out;                                    /* not fp32-Dst, non-INT8, non-stochastic math */
     if (tc[2] & 1)
         p->fa = c[1] >> 17 & 0xF;                    /* _implied_formats: DISABLE_IMPLIED_SRCA_FMT */
     if (tc[3] & 1)
@@ -563,34 +591,39 @@ static int fpu_plan_commit(PyObject *tx, PyObject *rwc, const fpu_plan *p) {
     return 0;
 }
 
+static const int fpu_cfg_read[4] = {0, 1, 2, 220};
+static const int fpu_tcfg_read[29] = {1,  2,  3,  7,  11, 12, 13, 14, 15, 16, 17, 18, 19, 28, 29,
+                                      30, 31, 32, 33, 34, 35, 47, 48, 49, 50, 51, 52, 53, 54};  /* ADDR_MOD_*_SEC0..7 */
+
 /* MVMUL (no broadcast row) and ELWMUL / ELWADD / ELWSUB */
-static int h_fpu(PyObject *tx, PyObject *thobj, PyObject *fields, PyObject *cfg, PyObject *tcfg, int code) {
+static int h_fpu(PyObject *tx, PyObject *thobj, PyObject *fields, PyObject *cfg, PyObject *tcfg, int code,
+                 PyObject **why) {
     long long c[221], tc[55], dst_field, addr_mode, clear_dvalid, mod19, accum = 0;
-    if (list_lls(cfg, 0, 221, c) || list_lls(tcfg, 0, 55, tc) || field(fields, k_dst, &dst_field)
+    if (list_pick(cfg, 221, fpu_cfg_read, 4, c) || list_pick(tcfg, 55, fpu_tcfg_read, 29, tc) || field(fields, k_dst, &dst_field)
         || field(fields, k_addr_mode, &addr_mode) || field(fields, k_clear_dvalid, &clear_dvalid)
         || field(fields, k_instr_mod19, &mod19) || (code != H_MVMUL && field(fields, k_dest_accum_en, &accum)))
         return -1;
     int mvmul = code == H_MVMUL, mul = code == H_ELWMUL;
     if (dst_field & 7 || (addr_mode & 7) != addr_mode || (mvmul ? mod19 != 0 : (mul && accum) || mod19 < 0 || mod19 > 3))
         return 0;
-    if (mvmul) {                 /* a pushed MVMUL run with steps recorded: fpu_batch flushes them, in Python */
-        PyObject *rec = PyObject_GetAttr(tx, s_mm_record);
-        int recorded = rec ? (rec == Py_None ? 0 : PyObject_IsTrue(rec)) : -1;
-        Py_XDECREF(rec);
-        if (recorded)
-            return recorded < 0 ? -1 : 0;
-        if (c[2] & 1)            /* (Zero_Flag_disabled_src: MVMUL refuses it) */
-            return 0;
-    }
     PyObject *rwc = PyObject_GetAttr(thobj, s_rwc);
     if (!rwc)
         return -1;
     fpu_plan p;
+    static const char *names[H_CODES] = {[H_MVMUL] = "MVMUL", [H_ELWMUL] = "ELWMUL", [H_ELWADD] = "ELWADD",
+                                         [H_ELWSUB] = "ELWSUB"};
     int r = PyDict_Check(rwc) ? fpu_plan_make(tx, rwc, c, tc, dst_field, addr_mode, clear_dvalid,
                                               mvmul ? FMT_MM_A : FMT_ELW_A, mvmul ? FMT_MM_B : FMT_ELW_B,
-                                              mvmul ? 16 : 8, &p) : -1;
+                                              mvmul ? 16 : 8, names[code], &p, why) : -1;
     if (r == 1 && !mvmul && !mul && p.phase)
         r = 0;                   /* ELWADD / ELWSUB in a fidelity phase: Python raises */
+    if (r == 1 && mvmul) {       /* a pushed MVMUL run with steps recorded: fpu_batch flushes them, in Python */
+        PyObject *rec = PyObject_GetAttr(tx, s_mm_record);
+        int recorded = rec ? (rec == Py_None ? 0 : PyObject_IsTrue(rec)) : -1;
+        Py_XDECREF(rec);
+        if (recorded || c[2] & 1)          /* (Zero_Flag_disabled_src: MVMUL refuses it) */
+            r = recorded < 0 ? -1 : 0;
+    }
     Py_buffer sa, sb, dv[3];
     if (r == 1 && attr_buffer(tx, h_srca, &sa, 4, 2 * 64 * 16 * 4))
         r = -1;
@@ -622,19 +655,20 @@ static int h_fpu(PyObject *tx, PyObject *thobj, PyObject *fields, PyObject *cfg,
 }
 
 /* The handler of word `code` (H_*) in C for thread object `thobj`, after plain_word ran the Wait Gate and flushed the
- * deferred work: 1 done, 0 not taken (run the Python handler), -1 on an error (see the top of this file). */
-static int tile_handler(PyObject *tx, PyObject *thobj, PyObject *fields, long long code) {
+ * deferred work: 1 done, 2 blocked on a Src bank (*why: the handler's reason, a new reference), 0 not taken (run the
+ * Python handler), -1 on an error (see the top of this file). */
+static int tile_handler(PyObject *tx, PyObject *thobj, PyObject *fields, long long code, PyObject **why) {
     PyObject *cfg = PyObject_GetAttr(tx, s_cfg), *tcfg = cfg ? PyObject_GetAttr(thobj, s_cfg) : NULL;
     int r = -1;
     if (!tcfg || !PyList_Check(cfg) || !PyList_Check(tcfg) || !PyDict_Check(fields)) {
         if (!PyErr_Occurred())
             PyErr_SetString(PyExc_TypeError, "tile_handler: config words or fields of the wrong kind");
     } else if (code == H_UNPACR) {
-        r = h_unpacr(tx, thobj, fields, cfg, tcfg);
+        r = h_unpacr(tx, thobj, fields, cfg, tcfg, why);
     } else if (code == H_PACR) {
         r = h_pacr(tx, thobj, fields, cfg, tcfg);
     } else if (code >= H_MVMUL && code < H_CODES) {
-        r = h_fpu(tx, thobj, fields, cfg, tcfg, (int)code);
+        r = h_fpu(tx, thobj, fields, cfg, tcfg, (int)code, why);
     } else {
         PyErr_Format(PyExc_ValueError, "tile_handler: no handler code %lld", code);
     }
