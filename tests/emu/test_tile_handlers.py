@@ -17,6 +17,7 @@ from tt_backend.chip import isa, layout
 from tt_backend.chip.errors import EmuError
 from tt_backend.lowering.codegen.sources import split
 from tt_backend.runtime.compile import compile_kernel
+from tt_backend.runtime.emu import unpack_pack
 from tt_backend.runtime.emu.accel import sfpu_issue_native, tile_native
 from tt_backend.runtime.emu.device import EmuDevice
 from tt_backend.runtime.emu.rv32 import Stall
@@ -161,3 +162,16 @@ def test_kernels_identical_with_handlers_in_c(kernel, codes, monkeypatch):
         assert all(taken[name] > 0 for name in codes) if on else not any(taken.values()), taken
     assert runs[0] == runs[1]
     assert len(set(runs[0][0][0])) > 1                                        # (a real output, not a constant fill)
+
+
+def test_replaced_handler_keeps_being_called(monkeypatch):
+    """A handler replaced on the class (a test's spy) is called for every word: C takes none of its words."""
+    calls = []
+    pacr = unpack_pack.UnpackPackMixin.PACR
+    monkeypatch.setattr(unpack_pack.UnpackPackMixin, "PACR", lambda self, t, f: calls.append(1) or pacr(self, t, f))
+    counts = sfpu_issue_native._load()[0].handler_counts
+    before = counts()
+    _run(1, True, True, monkeypatch)
+    after = counts()
+    code = tile_native.HANDLER_CODES["PACR"]
+    assert len(calls) > 20 and after[code] == before[code] and after[1] > before[1]     # (UNPACR still in C)

@@ -32,10 +32,16 @@ from tt_backend.chip.isa import INSTRUCTIONS
 from tt_backend.runtime.emu.accel import sfpu_issue_native, tile_native
 from tt_backend.runtime.emu.cycles import FPU_DST_WRITERS, K_FPU, K_SFPU, K_UNPACK, SRC_READERS
 from tt_backend.runtime.emu.frontend import MOP_EXPANDER_OPS
+from tt_backend.runtime.emu.tensix_fpu import FpuMixin
+from tt_backend.runtime.emu.unpack_pack import UnpackPackMixin
 
 DIRECT_ISSUE = os.environ.get("TT_EMU_DIRECT_ISSUE", "1") != "0"
 _EXPANDER_OPS = MOP_EXPANDER_OPS | {INSTRUCTIONS["REPLAY"].opcode}     # words the expanders act on
 _PLAIN_FACTS = struct.Struct("<12q")      # sfpu_issue_native.c's plain_facts
+# the handlers whose common case tile_handlers.c runs (a word whose handler is another function, e.g. a test's spy,
+# keeps calling it)
+_C_HANDLED = {"UNPACR": UnpackPackMixin.UNPACR, "PACR": UnpackPackMixin.PACR, "MVMUL": FpuMixin.MVMUL,
+              "ELWMUL": FpuMixin.ELWMUL, "ELWADD": FpuMixin.ELWADD, "ELWSUB": FpuMixin.ELWSUB}
 
 
 class DirectIssueMixin:
@@ -132,9 +138,9 @@ class DirectIssueMixin:
         return name, fields, handler, tuple((t, word, name) for t in range(3)), facts
 
     def _c_handler_code(self, name: str, handler) -> int:
-        """tile_handlers.c's code for the word's handler when its common case may run in C (tile_native.HANDLERS:
-        the switches on and the handler the class's own, no spy), else 0 (the Python handler)."""
+        """tile_handlers.c's code for the word's handler when its common case may run in C (the switches on, see
+        tile_native.handlers_in_c, and the handler the reference one, not replaced or wrapped), else 0 (Python)."""
         code = tile_native.HANDLER_CODES.get(name, 0)
         if not code or not tile_native.handlers_in_c():
             return 0
-        return code if getattr(handler, "__func__", None) is getattr(type(self), name, None) else 0
+        return code if getattr(handler, "__func__", None) is _C_HANDLED[name] else 0
