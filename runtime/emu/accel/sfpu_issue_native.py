@@ -89,7 +89,8 @@ def plain_status() -> str:
     if not PLAIN_ISSUE_NATIVE:
         return "Python: TT_EMU_PLAIN_ISSUE_NATIVE=0"
     mod, why = _load()
-    return why if mod is None else "C for runs of the other words direct issue takes (handlers in Python)"
+    return why if mod is None else ("C for runs of the other words direct issue takes (handlers in Python, but for "
+                                    "the tile handlers' common case: see their line)")
 
 
 def word_facts(info: tuple, block: int, deferral: tuple) -> tuple:

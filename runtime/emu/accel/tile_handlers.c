@@ -6,9 +6,11 @@
  * stay the reference, see exactly what C left.
  *
  * tile_handler answers 1 (done: the handler would have returned None), 2 (blocked on a Src bank, with the handler's
- * reason), 0 (not taken: the caller runs the Python handler) or -1 (an exception). It takes a word only when every check the Python handler makes passes and every
- * value it needs is one tile_data.c covers; it decides that before it changes anything, so a word it leaves runs
- * wholly in Python. The named conditions that leave a word to Python (tests/emu/test_tile_handlers.py covers each):
+ * reason), 0 (not taken: the caller runs the Python handler) or -1 (an exception). It takes a word only when every
+ * check the Python handler makes passes and every value it needs is one tile_data.c covers; it decides that before it
+ * changes anything, so a word it leaves runs wholly in Python. The conditions that leave a word to Python
+ * (tests/emu/test_tile_handlers.py's random programs meet the first, Dst-address, edge-mask, conversion and raising
+ * ones, with the whole state compared after every step):
  *   - UNPACR / PACR whose setup (the word and config words of its cache key) is not in the handler's setup cache yet
  *     (the first of each configuration: Python checks and caches it);
  *   - a conversion tile_data.c does not cover (native_kind None: BFP, FP8, INT8, ReLU, L1 accumulation, ...),
@@ -16,8 +18,9 @@
  *   - anything the Python handler refuses or raises at (out-of-range rows or L1 ranges, INT8 math, a 16-bit Dst,
  *     5-bit-exponent sources, ADDR_MOD bias, the CR/Clear combinations, ...): it raises there, with its message;
  *   - MVMUL while a pushed MVMUL run has recorded steps (fpu_batch flushes them first, in Python).
- * The Python side (direct_issue._plain_facts) gives a word a handler code only when its handler is the class's own
- * (no spy), the tile data is in C (tile_native.NATIVE) and HANDLERS_NATIVE (TT_EMU_TILE_HANDLERS_NATIVE) is on. */
+ * The Python side (direct_issue._plain_facts) gives a word a handler code only when its handler is the reference
+ * function itself (not a spy: direct_issue._C_HANDLED) and tile_native.handlers_in_c() (HANDLERS_NATIVE, i.e.
+ * TT_EMU_TILE_HANDLERS_NATIVE, the tile data in C, the handlers' setup caches on). */
 #include "tile_data.c"
 
 enum { H_NONE = 0, H_UNPACR = 1, H_PACR = 2, H_MVMUL = 3, H_ELWMUL = 4, H_ELWADD = 5, H_ELWSUB = 6, H_CODES };
@@ -260,8 +263,8 @@ static int h_unpacr(PyObject *tx, PyObject *thobj, PyObject *fields, PyObject *c
         if (setup_ll(setup, i, &s[i]))
             goto out;
     PyObject *adc = PyObject_GetAttr(thobj, s_adc);
-    int bad = !adc || adc_read(adc, (int)sel, a) || list_pick(cfg, 141, unpack_cfg_read, 5, c) || field(fields, k_addr_mode, &am)
-              || field(fields, k_set_dat_valid, &set_valid);
+    int bad = !adc || adc_read(adc, (int)sel, a) || list_pick(cfg, 141, unpack_cfg_read, 5, c)
+              || field(fields, k_addr_mode, &am) || field(fields, k_set_dat_valid, &set_valid);
     if (bad) {
         Py_XDECREF(adc);
         goto out;
@@ -398,8 +401,8 @@ static int h_pacr(PyObject *tx, PyObject *thobj, PyObject *fields, PyObject *cfg
     PyObject *tpg = NULL;
     int r = -1;
     if (!op || (open = PyObject_IsTrue(op)) < 0 || adc_read(adc, 2, a) || adc_read(adc_cr, 2, cr)
-        || list_pick(cfg, 181, pack_cfg_read, 12, c) || list_pick(tcfg, 53, pack_tcfg_read, 5, tc) || field(fields, k_addr_mode, &am)
-        || field(fields, k_last, &last) || attr_ll(tx, h_packer_addr, &paddr))
+        || list_pick(cfg, 181, pack_cfg_read, 12, c) || list_pick(tcfg, 53, pack_tcfg_read, 5, tc)
+        || field(fields, k_addr_mode, &am) || field(fields, k_last, &last) || attr_ll(tx, h_packer_addr, &paddr))
         goto out;
     long long sel = s[0], c68 = s[1], rd32 = s[5], esz = s[12], out_bits = s[13], ys = s[14], zs = s[15], ws = s[16];
     long long kind = s[18], per = a[4] - a[0] + 1;
@@ -599,13 +602,15 @@ static const int fpu_tcfg_read[29] = {1,  2,  3,  7,  11, 12, 13, 14, 15, 16, 17
 static int h_fpu(PyObject *tx, PyObject *thobj, PyObject *fields, PyObject *cfg, PyObject *tcfg, int code,
                  PyObject **why) {
     long long c[221], tc[55], dst_field, addr_mode, clear_dvalid, mod19, accum = 0;
-    if (list_pick(cfg, 221, fpu_cfg_read, 4, c) || list_pick(tcfg, 55, fpu_tcfg_read, 29, tc) || field(fields, k_dst, &dst_field)
-        || field(fields, k_addr_mode, &addr_mode) || field(fields, k_clear_dvalid, &clear_dvalid)
-        || field(fields, k_instr_mod19, &mod19) || (code != H_MVMUL && field(fields, k_dest_accum_en, &accum)))
+    if (list_pick(cfg, 221, fpu_cfg_read, 4, c) || list_pick(tcfg, 55, fpu_tcfg_read, 29, tc)
+        || field(fields, k_dst, &dst_field) || field(fields, k_addr_mode, &addr_mode)
+        || field(fields, k_clear_dvalid, &clear_dvalid) || field(fields, k_instr_mod19, &mod19)
+        || (code != H_MVMUL && field(fields, k_dest_accum_en, &accum)))
         return -1;
     int mvmul = code == H_MVMUL, mul = code == H_ELWMUL;
-    if (dst_field & 7 || (addr_mode & 7) != addr_mode || (mvmul ? mod19 != 0 : (mul && accum) || mod19 < 0 || mod19 > 3))
-        return 0;
+    if (dst_field & 7 || (addr_mode & 7) != addr_mode
+        || (mvmul ? mod19 != 0 : (mul && accum) || mod19 < 0 || mod19 > 3))
+        return 0;                /* (MVMUL's broadcast row, and what the handler refuses first) */
     PyObject *rwc = PyObject_GetAttr(thobj, s_rwc);
     if (!rwc)
         return -1;
