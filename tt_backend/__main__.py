@@ -94,6 +94,7 @@ def info() -> int:
                                  ("emulator SFPU words pushed one by one", sfpu_issue_native.status()),
                                  ("emulator other words pushed one by one", sfpu_issue_native.plain_status()),
                                  ("emulator UNPACR/PACR/MVMUL/ELW data", tile_native.status()),
+                                 ("emulator UNPACR/PACR/MVMUL/ELW handlers", tile_native.handlers_status()),
                                  ("emulator RISC-V cores", rv32_native.status()), compile_cache_row()]
     w = max(len(k) for k, _ in rows)
     for k, v in rows:

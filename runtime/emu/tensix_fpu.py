@@ -729,3 +729,11 @@ _ELW_SRCA = _MM_SRCA | {fm.BFP2_B}
 _ELW_SRCB = _ELW_SRCA | {fm.INT32, fm.INT16}
 _MOV_8BIT = frozenset({fm.FP32, fm.TF32, fm.BF16, fm.BFP8_B, fm.BFP4_B, fm.INT32, fm.INT16, fm.BFP2_B})
 _MOVD2A_FMTS = frozenset({fm.FP32, fm.FP16, fm.TF32, fm.BF16, fm.BFP8_B, fm.BFP4_B})
+
+
+def tile_format_tables() -> tuple[tuple, tuple]:
+    """Per Src format code, for tile_handlers.c: fpu_math.src19_mask, and which of MVMUL's / ELW*'s SrcA / SrcB lists
+    admit it (bits 1, 2, 4, 8), 16 for a 5-bit-exponent format."""
+    lists = (_MM_SRCA, _MM_SRCB, _ELW_SRCA, _ELW_SRCB, fm.FMT_5BIT_EXP)
+    return (tuple(fm.src19_mask(f) for f in range(16)),
+            tuple(sum(1 << i for i, fmts in enumerate(lists) if f in fmts) for f in range(16)))

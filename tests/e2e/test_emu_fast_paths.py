@@ -25,6 +25,7 @@ def test_mvmul_runs_identical(fidelity, monkeypatch):
     """bf16 64^3 FPU matmul: each MVMUL's numerics in C as it executes (accel/tile_native.py), MVMUL runs executed at
     once (accel/fpu_batch.py) with their numerics in C (accel/native.py) and in numpy (fpu_math.mvmul19_batch),
     against the per-instruction handler."""
+    monkeypatch.setattr(tile_native, "HANDLERS_NATIVE", False)     # (the Python handler's paths, counted)
     plan = matmul_plan(64, fidelity)
     rng = np.random.default_rng(3)
     bf16 = lambda: (rng.standard_normal((64, 64)).astype(np.float32).view(np.uint32) >> 16).astype(np.uint16)
@@ -67,6 +68,7 @@ def test_unpack_setup_cache_identical_on_src_banks(monkeypatch):
     arrays = {plan.spec.a.slot: bf16(), plan.spec.b.slot: bf16()}
     elfs = compile_kernel(*split(plan.render()), plan.name)
     calls = {"UNPACR": 0, "_unpack_setup": 0}
+    monkeypatch.setattr(tile_native, "HANDLERS_NATIVE", False)     # (the Python handler's cache, counted)
     for name in calls:
         orig = getattr(unpack_pack.UnpackPackMixin, name)
         monkeypatch.setattr(unpack_pack.UnpackPackMixin, name,

@@ -19,7 +19,7 @@ from tt_backend.chip.errors import EmuError
 from tt_backend.lowering.codegen.sources import split
 from tt_backend.runtime.compile import compile_kernel
 from tt_backend.runtime.emu import tensix, timeline
-from tt_backend.runtime.emu.accel import deferral, direct_issue, sfpu_issue_native
+from tt_backend.runtime.emu.accel import deferral, direct_issue, sfpu_issue_native, tile_native
 from tt_backend.runtime.emu.device import EmuDevice
 from tt_backend.runtime.emu.frontend import FrontendMixin
 from tt_backend.runtime.emu.rv32 import Stall
@@ -236,7 +236,7 @@ def _same_kernel_runs(plan, arrays, monkeypatch, module, switch: str) -> None:
 
 
 SWITCHES = [(direct_issue, "DIRECT_ISSUE"), (tensix, "RETRY_ON_BANK_CHANGE"),
-            (sfpu_issue_native, "PLAIN_ISSUE_NATIVE")]
+            (sfpu_issue_native, "PLAIN_ISSUE_NATIVE"), (tile_native, "HANDLERS_NATIVE")]
 
 
 @pytest.mark.needs_cc
@@ -290,6 +290,7 @@ def test_bank_waits_are_skipped(monkeypatch):
     elfs = compile_kernel(*split(plan.render()), plan.name)
     calls = {}
     banks_ready = Tensix._banks_ready
+    monkeypatch.setattr(tile_native, "HANDLERS_NATIVE", False)       # (the handlers' calls, counted, in Python)
     for on in (True, False):
         monkeypatch.setattr(tensix, "RETRY_ON_BANK_CHANGE", on)
         calls[on] = 0

@@ -184,6 +184,7 @@ def test_kernels_identical_with_and_without_c(kernel, monkeypatch):
             return lambda *a: calls.__setitem__(name, calls[name] + 1) or fn(*a)
 
     runs = []
+    monkeypatch.setattr(tile_native, "HANDLERS_NATIVE", False)        # (the handlers' calls, counted, from Python)
     for on in (True, False):
         monkeypatch.setattr(tile_native, "module", (lambda: Counted()) if on else (lambda: None))
         dev = EmuDevice()

@@ -14,8 +14,9 @@ recording wrapper, Tensix.drain, acts on) take the reference path, as does an un
 the reference raises it).
 
 Such words are issued in C where it is built (push_run: sfpu_issue_native.c's plain_run, a run of them pushed in one
-go, or one), their handlers called back in Python; it does exactly what push() does for each of them
-(TT_EMU_PLAIN_ISSUE_NATIVE=0 keeps them on push()).
+go, or one), their handlers called back in Python except the common case of UNPACR, PACR, MVMUL and ELW*, which runs
+in C too (tile_handlers.c); it does exactly what push() does for each of them (TT_EMU_PLAIN_ISSUE_NATIVE=0 keeps them
+on push(), TT_EMU_TILE_HANDLERS_NATIVE=0 keeps every handler in Python).
 
 `DIRECT_ISSUE = False` (or TT_EMU_DIRECT_ISSUE=0) keeps every push on the reference path; tests/emu/test_direct_issue.py
 pins bits, cycles and errors of this path to it. Mixed into tensix.Tensix after DeferralMixin (whose push hands the
@@ -28,13 +29,19 @@ import struct
 
 from tt_backend.chip.errors import EmuError
 from tt_backend.chip.isa import INSTRUCTIONS
-from tt_backend.runtime.emu.accel import sfpu_issue_native
+from tt_backend.runtime.emu.accel import sfpu_issue_native, tile_native
 from tt_backend.runtime.emu.cycles import FPU_DST_WRITERS, K_FPU, K_SFPU, K_UNPACK, SRC_READERS
 from tt_backend.runtime.emu.frontend import MOP_EXPANDER_OPS
+from tt_backend.runtime.emu.tensix_fpu import FpuMixin
+from tt_backend.runtime.emu.unpack_pack import UnpackPackMixin
 
 DIRECT_ISSUE = os.environ.get("TT_EMU_DIRECT_ISSUE", "1") != "0"
 _EXPANDER_OPS = MOP_EXPANDER_OPS | {INSTRUCTIONS["REPLAY"].opcode}     # words the expanders act on
-_PLAIN_FACTS = struct.Struct("<11q")      # sfpu_issue_native.c's plain_facts
+_PLAIN_FACTS = struct.Struct("<12q")      # sfpu_issue_native.c's plain_facts
+# the handlers whose common case tile_handlers.c runs (a word whose handler is another function, e.g. a test's spy,
+# keeps calling it)
+_C_HANDLED = {"UNPACR": UnpackPackMixin.UNPACR, "PACR": UnpackPackMixin.PACR, "MVMUL": FpuMixin.MVMUL,
+              "ELWMUL": FpuMixin.ELWMUL, "ELWADD": FpuMixin.ELWADD, "ELWSUB": FpuMixin.ELWSUB}
 
 
 class DirectIssueMixin:
@@ -127,5 +134,13 @@ class DirectIssueMixin:
         facts = _PLAIN_FACTS.pack(block, kind, info if kind == K_UNPACK else 0, name == "UNPACR_NOP",
                                   name == "SEMPOST", fields["sem_sel"] if name == "SEMPOST" else 0,
                                   info[0] if kind == K_FPU else 0, name in FPU_DST_WRITERS, name in SRC_READERS,
-                                  name == "MVMUL", fields.get("dst", 0))
+                                  name == "MVMUL", fields.get("dst", 0), self._c_handler_code(name, handler))
         return name, fields, handler, tuple((t, word, name) for t in range(3)), facts
+
+    def _c_handler_code(self, name: str, handler) -> int:
+        """tile_handlers.c's code for the word's handler when its common case may run in C (the switches on, see
+        tile_native.handlers_in_c, and the handler the reference one, not replaced or wrapped), else 0 (Python)."""
+        code = tile_native.HANDLER_CODES.get(name, 0)
+        if not code or not tile_native.handlers_in_c():
+            return 0
+        return code if getattr(handler, "__func__", None) is _C_HANDLED[name] else 0

@@ -569,6 +569,7 @@ fail:
 typedef struct {
     int64_t block, kind, sel, is_unpacr_nop, is_sempost, sem_sel;
     int64_t latency, dst_writer, src_reader, is_mvmul, dst;    /* FPU: FPU_TIMING's latency, the Dst / Src roles */
+    int64_t c_handler;                                          /* tile_handlers.c's H_* code, or 0: Python's */
 } plain_facts;
 enum { K_PLAIN = 0, K_SFPU = 1, K_FPU = 2, K_UNPACK = 3, K_PACK = 4, K_WAIT = 5, K_SYNC = 6 };
 
@@ -782,6 +783,8 @@ static int handler_blocked(PyObject *tx, PyObject *thobj, PyObject *why, PyObjec
     return 0;
 }
 
+#include "tile_handlers.c"     /* tile_handler: UNPACR, PACR, MVMUL and ELW*'s common case in C */
+
 /* One word, at the head of the ready queue already: the Wait Gate, the handler, the issue rule. 1 when it issued, 0
  * when it blocked, -1 on an error. */
 static int plain_word(PyObject *tx, PyObject *tm, const tm_lists *L, PyObject *thobj, PyObject *tobj, long long th,
@@ -848,13 +851,20 @@ static int plain_word(PyObject *tx, PyObject *tm, const tm_lists *L, PyObject *t
         }
         row = ((c1 & 0xFFF) + rd + f->dst) & 0x1FF;
     }
-    PyObject *hargs[2] = {tobj, fields};
-    PyObject *why = PyObject_Vectorcall(PyTuple_GET_ITEM(rec, 2), hargs, 2, NULL);
-    if (!why)
+    PyObject *why = NULL;
+    int in_c = f->c_handler ? tile_handler(tx, thobj, fields, f->c_handler, &why) : 0;
+    if (in_c < 0)
         return -1;
-    if (why != Py_None)
+    if (!in_c) {
+        PyObject *hargs[2] = {tobj, fields};
+        why = PyObject_Vectorcall(PyTuple_GET_ITEM(rec, 2), hargs, 2, NULL);
+        if (!why)
+            return -1;
+        if (why == Py_None)
+            Py_CLEAR(why);
+    }
+    if (why)
         return handler_blocked(tx, thobj, why, (f->kind == K_FPU || f->kind == K_UNPACK) ? Py_True : Py_False);
-    Py_DECREF(why);
     /* TensixTiming.issue (bank_wait: its handler had blocked it on a Src bank) */
     int bank_wait = 0;
     if (was_blocked) {
@@ -1344,6 +1354,8 @@ static PyMethodDef methods[] = {
      "element_bits, fpu_dst_read_latency, fifo_depth)"},
     {"plain_run", (PyCFunction)(void (*)(void))plain_run, METH_FASTCALL, "see its comment"},
     {"drain_run", (PyCFunction)(void (*)(void))drain_run, METH_FASTCALL, "see its comment"},
+    {"configure_tiles", configure_tiles, METH_VARARGS, "configure_tiles(src19 masks, format classes)"},
+    {"handler_counts", handler_counts, METH_NOARGS, "words each tile handler code ran in C"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1383,5 +1395,7 @@ PyMODINIT_FUNC PyInit_sfpu_issue(void) {
     for (int k = 0; k < 6; k++)
         if (!(rwc_keys[k] = PyUnicode_InternFromString(keys[k])))
             return NULL;
+    if (tile_handlers_init())
+        return NULL;
     return PyModule_Create(&module);
 }

@@ -31,7 +31,7 @@ from tt_backend.chip.numerics.formats import element_bits
 from tt_backend.runtime.emu.frontend import FIFO_DEPTH
 from tt_backend.runtime.emu.cycles import (FIFO_EFFECTIVE_DEPTH, FPU_DST_READ_LATENCY, FPU_TO_SFPLOAD_GAP,
                                            MOP_TRANSITION_PENALTY, PACK_BYTES_PER_CYCLE, UNPACK_BYTES_PER_CYCLE)
-from tt_backend.runtime.emu.tensix_fpu import DST_RWC_MASK, SRC_RWC_MASK
+from tt_backend.runtime.emu.tensix_fpu import DST_RWC_MASK, SRC_RWC_MASK, tile_format_tables
 
 SOURCE = Path(__file__).with_name("sfpu_issue_native.c")
 ISSUE_NATIVE = os.environ.get("TT_EMU_SFPU_ISSUE_NATIVE", "1") != "0"
@@ -59,6 +59,7 @@ def _load() -> tuple[object | None, str]:
                   SRC_RWC_MASK, FPU_TO_SFPLOAD_GAP)
     mod.configure_plain(UNPACK_BYTES_PER_CYCLE, PACK_BYTES_PER_CYCLE, tuple(element_bits(f) for f in range(16)),
                         FPU_DST_READ_LATENCY, FIFO_DEPTH)
+    mod.configure_tiles(*tile_format_tables())
     return mod, f"C ({path}) for runs of deferrable SFPU words pushed to an empty thread"
 
 
@@ -103,7 +104,8 @@ def plain_status() -> str:
     if not PLAIN_ISSUE_NATIVE:
         return "Python: TT_EMU_PLAIN_ISSUE_NATIVE=0"
     mod, why = _load()
-    return why if mod is None else "C for runs of the other words direct issue takes (handlers in Python)"
+    return why if mod is None else ("C for runs of the other words direct issue takes (handlers in Python, but for "
+                                    "the tile handlers' common case: see their line)")
 
 
 def word_facts(info: tuple, block: int, deferral: tuple) -> tuple:

@@ -1,0 +1,685 @@
+/* The common case of the tile words' handlers in C, for the issue path (included by sfpu_issue_native.c, whose
+ * plain_word calls tile_handler before the Python handler): UNPACR (unpack_pack.py), PACR and its address modifier,
+ * MVMUL and ELWMUL / ELWADD / ELWSUB (tensix_fpu.py) with apply_addr_mod and the bank release. The state they read
+ * and write is the Tensix's own Python objects (config and ThreadConfig lists, ADC lists, the RWC dict, the banks'
+ * valid and format lists, the numpy Src banks, Dst and L1), read through the C API, so the Python handlers, which
+ * stay the reference, see exactly what C left.
+ *
+ * tile_handler answers 1 (done: the handler would have returned None), 2 (blocked on a Src bank, with the handler's
+ * reason), 0 (not taken: the caller runs the Python handler) or -1 (an exception). It takes a word only when every
+ * check the Python handler makes passes and every value it needs is one tile_data.c covers; it decides that before it
+ * changes anything, so a word it leaves runs wholly in Python. The conditions that leave a word to Python
+ * (tests/emu/test_tile_handlers.py's random programs meet the first, Dst-address, edge-mask, conversion and raising
+ * ones, with the whole state compared after every step):
+ *   - UNPACR / PACR whose setup (the word and config words of its cache key) is not in the handler's setup cache yet
+ *     (the first of each configuration: Python checks and caches it);
+ *   - a conversion tile_data.c does not cover (native_kind None: BFP, FP8, INT8, ReLU, L1 accumulation, ...),
+ *     Tileize_mode, a Dst address below the 4-row bias, SrcA row wrap, an edge mask that is not all ones;
+ *   - anything the Python handler refuses or raises at (out-of-range rows or L1 ranges, INT8 math, a 16-bit Dst,
+ *     5-bit-exponent sources, ADDR_MOD bias, the CR/Clear combinations, ...): it raises there, with its message;
+ *   - MVMUL while a pushed MVMUL run has recorded steps (fpu_batch flushes them first, in Python).
+ * The Python side (direct_issue._plain_facts) gives a word a handler code only when its handler is the reference
+ * function itself (not a spy: direct_issue._C_HANDLED) and tile_native.handlers_in_c() (HANDLERS_NATIVE, i.e.
+ * TT_EMU_TILE_HANDLERS_NATIVE, the tile data in C, the handlers' setup caches on). */
+#include "tile_data.c"
+
+enum { H_NONE = 0, H_UNPACR = 1, H_PACR = 2, H_MVMUL = 3, H_ELWMUL = 4, H_ELWADD = 5, H_ELWSUB = 6, H_CODES };
+/* per Src format code (fpu_math): which operand lists admit it, and its 5-bit-exponent style */
+enum { FMT_MM_A = 1, FMT_MM_B = 2, FMT_ELW_A = 4, FMT_ELW_B = 8, FMT_5BIT = 16 };
+
+static long long handler_taken[H_CODES];     /* words each handler code ran in C (tests assert C was taken) */
+static uint32_t src19_mask_of[16];           /* fpu_math.src19_mask */
+static int fmt_class[16];
+static PyObject *k_sel, *k_addr_mode, *k_set_dat_valid, *k_last, *k_dst, *k_instr_mod19, *k_dest_accum_en,
+    *k_clear_dvalid, *h_srca, *h_srcb, *h_srca_valid, *h_srcb_valid, *h_srca_format, *h_srcb_format, *h_l1, *h_dst_obj,
+    *h_rows32, *h_written, *h_cleared16, *h_adc_cr, *h_unpack_setups, *h_pack_setups, *h_packer_open,
+    *h_packer_addr, *h_packer_exp_addr, *h_packer_tpg, *h_fid;
+
+/* configure_tiles(src19 masks (16), format classes (16)) */
+static PyObject *configure_tiles(PyObject *self, PyObject *args) {
+    PyObject *masks, *classes;
+    if (!PyArg_ParseTuple(args, "O!O!", &PyTuple_Type, &masks, &PyTuple_Type, &classes))
+        return NULL;
+    if (PyTuple_GET_SIZE(masks) != 16 || PyTuple_GET_SIZE(classes) != 16) {
+        PyErr_SetString(PyExc_ValueError, "configure_tiles(16 src19 masks, 16 format classes)");
+        return NULL;
+    }
+    for (int i = 0; i < 16; i++) {
+        long long m, c;
+        if (get_ll(PyTuple_GET_ITEM(masks, i), "src19 mask", &m) || get_ll(PyTuple_GET_ITEM(classes, i), "class", &c))
+            return NULL;
+        src19_mask_of[i] = (uint32_t)m;
+        fmt_class[i] = (int)c;
+    }
+    Py_RETURN_NONE;
+}
+
+/* handler_counts() -> the words each handler code ran in C since the module loaded (index: the code) */
+static PyObject *handler_counts(PyObject *self, PyObject *unused) {
+    PyObject *t = PyTuple_New(H_CODES);
+    for (int i = 0; t && i < H_CODES; i++) {
+        PyObject *v = PyLong_FromLongLong(handler_taken[i]);
+        if (!v) {
+            Py_CLEAR(t);
+            break;
+        }
+        PyTuple_SET_ITEM(t, i, v);
+    }
+    return t;
+}
+
+static int tile_handlers_init(void) {
+    struct { PyObject **p; const char *s; } names[] = {
+        {&k_sel, "unpack_block_selection"}, {&k_addr_mode, "addr_mode"}, {&k_set_dat_valid, "set_dat_valid"},
+        {&k_last, "last"}, {&k_dst, "dst"}, {&k_instr_mod19, "instr_mod19"}, {&k_dest_accum_en, "dest_accum_en"},
+        {&k_clear_dvalid, "clear_dvalid"}, {&h_srca, "srca"}, {&h_srcb, "srcb"}, {&h_srca_valid, "srca_valid"},
+        {&h_srcb_valid, "srcb_valid"}, {&h_srca_format, "srca_format"}, {&h_srcb_format, "srcb_format"},
+        {&h_l1, "l1"}, {&h_dst_obj, "_dst"}, {&h_rows32, "rows32"}, {&h_written, "written"},
+        {&h_cleared16, "cleared16"}, {&h_adc_cr, "adc_cr"}, {&h_unpack_setups, "_unpack_setups"},
+        {&h_pack_setups, "_pack_setups"}, {&h_packer_open, "packer_open"},
+        {&h_packer_addr, "packer_addr"}, {&h_packer_exp_addr, "packer_exp_addr"}, {&h_packer_tpg, "packer_tpg"},
+        {&h_fid, "fid"},
+    };
+    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
+        if (!(*names[k].p = PyUnicode_InternFromString(names[k].s)))
+            return -1;
+    return 0;
+}
+
+/* ------------------------------------------------------------------------------------------------ state access */
+static int field(PyObject *fields, PyObject *key, long long *out) {
+    PyObject *v = PyDict_GetItemWithError(fields, key);
+    if (!v) {
+        if (!PyErr_Occurred())
+            PyErr_Format(PyExc_KeyError, "tile_handler: no field %U", key);
+        return -1;
+    }
+    return get_ll(v, "field", out);
+}
+
+/* n ints of `list` from index `first` (a list of at least first + n items) */
+static int list_lls(PyObject *list, Py_ssize_t first, Py_ssize_t n, long long *out) {
+    if (!PyList_Check(list) || PyList_GET_SIZE(list) < first + n) {
+        PyErr_SetString(PyExc_TypeError, "tile_handler: a state list too short");
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (get_ll(PyList_GET_ITEM(list, first + i), "state list item", &out[i]))
+            return -1;
+    return 0;
+}
+
+/* The items of `list` at the n indices `idx` (each below `size`, the list's least length), each into out[idx[k]]:
+ * only the config words a handler reads */
+static int list_pick(PyObject *list, Py_ssize_t size, const int *idx, int n, long long *out) {
+    if (!PyList_Check(list) || PyList_GET_SIZE(list) < size) {
+        PyErr_SetString(PyExc_TypeError, "tile_handler: a config list too short");
+        return -1;
+    }
+    for (int k = 0; k < n; k++)
+        if (get_ll(PyList_GET_ITEM(list, idx[k]), "config word", &out[idx[k]]))
+            return -1;
+    return 0;
+}
+
+/* A buffer of an attribute of o: C-contiguous, `itemsize`-byte items, at least `len` bytes; 0 or -1. */
+static int attr_buffer(PyObject *o, PyObject *name, Py_buffer *v, Py_ssize_t itemsize, Py_ssize_t len) {
+    PyObject *a = PyObject_GetAttr(o, name);
+    if (!a)
+        return -1;
+    int r = PyObject_GetBuffer(a, v, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE);
+    Py_DECREF(a);
+    if (r < 0)
+        return -1;
+    if (v->itemsize != itemsize || v->len < len) {
+        PyErr_Format(PyExc_TypeError, "tile_handler: %U is not a buffer of %zd-byte items", name, itemsize);
+        PyBuffer_Release(v);
+        return -1;
+    }
+    return 0;
+}
+
+/* Dst32b, its `written` rows and `cleared16` flags (dst.py's Dst); 0 or -1 with nothing held */
+static int dst_buffers(PyObject *tx, Py_buffer v[3]) {
+    PyObject *d = PyObject_GetAttr(tx, h_dst_obj);
+    if (!d)
+        return -1;
+    int r = -1;
+    if (!attr_buffer(d, h_rows32, &v[0], 4, 512 * 16 * 4)) {
+        if (!attr_buffer(d, h_written, &v[1], 1, 512)) {
+            if (!attr_buffer(d, h_cleared16, &v[2], 1, 1024))
+                r = 0;
+            else
+                PyBuffer_Release(&v[1]);
+        }
+        if (r)
+            PyBuffer_Release(&v[0]);
+    }
+    Py_DECREF(d);
+    return r;
+}
+
+/* ADC set `s` of a thread, as (x0, y0, z0, w0, x1, y1, z1, w1), from `adc` (ThreadState.adc or .adc_cr) */
+static int adc_read(PyObject *adc, int s, long long v[8]) {
+    PyObject *set = PyList_Check(adc) && PyList_GET_SIZE(adc) > s ? PyList_GET_ITEM(adc, s) : NULL;
+    if (!set || !PyList_Check(set) || PyList_GET_SIZE(set) < 2) {
+        PyErr_SetString(PyExc_TypeError, "tile_handler: a thread's ADCs are not lists");
+        return -1;
+    }
+    return list_lls(PyList_GET_ITEM(set, 0), 0, 4, v) || list_lls(PyList_GET_ITEM(set, 1), 0, 4, v + 4) ? -1 : 0;
+}
+
+static int adc_write(PyObject *adc, int s, const long long v[8]) {
+    PyObject *set = PyList_GET_ITEM(adc, s);
+    for (int i = 0; i < 8; i++)
+        if (set_item_ll(PyList_GET_ITEM(set, i >> 2), i & 3, v[i]))
+            return -1;
+    return 0;
+}
+
+/* The cache key tuple: id(f) then the items of `list` at `idx` (n of them) */
+static PyObject *cache_key(PyObject *fields, PyObject *const *lists, const int *which, const int *idx, int n) {
+    PyObject *key = PyTuple_New(n + 1), *id = PyLong_FromVoidPtr(fields);
+    if (!key || !id) {
+        Py_XDECREF(key);
+        Py_XDECREF(id);
+        return NULL;
+    }
+    PyTuple_SET_ITEM(key, 0, id);
+    for (int i = 0; i < n; i++) {
+        PyObject *l = lists[which[i]];
+        if (PyList_GET_SIZE(l) <= idx[i]) {
+            Py_DECREF(key);
+            PyErr_SetString(PyExc_TypeError, "tile_handler: a config list too short");
+            return NULL;
+        }
+        PyObject *v = PyList_GET_ITEM(l, idx[i]);
+        Py_INCREF(v);
+        PyTuple_SET_ITEM(key, i + 1, v);
+    }
+    return key;
+}
+
+/* the cached setup tuple of `n` items for `key` in the dict attribute `cache` of tx (borrowed), or NULL (not cached,
+ * or an error: PyErr_Occurred tells) */
+static PyObject *cached(PyObject *tx, PyObject *cache, PyObject *key, Py_ssize_t n) {
+    PyObject *d = key ? PyObject_GetAttr(tx, cache) : NULL;
+    PyObject *v = d && PyDict_Check(d) ? PyDict_GetItemWithError(d, key) : NULL;
+    Py_XDECREF(d);
+    if (v && (!PyTuple_Check(v) || PyTuple_GET_SIZE(v) != n)) {
+        PyErr_SetString(PyExc_TypeError, "tile_handler: a cached setup of the wrong shape");
+        return NULL;
+    }
+    return v;
+}
+
+/* item i of a setup tuple as an integer (None -> -1; bools as 0 / 1) */
+static int setup_ll(PyObject *setup, Py_ssize_t i, long long *out) {
+    PyObject *v = PyTuple_GET_ITEM(setup, i);
+    if (v == Py_None) {
+        *out = -1;
+        return 0;
+    }
+    return get_ll(v, "setup item", out);
+}
+
+/* ------------------------------------------------------------------------------------------------ UNPACR */
+static const int unpack_key_list[22] = {1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+static const int unpack_key_idx[22] = {0, 5, 41, 1, 50, 56, 57, 58, 59, 62, 64, 65, 70, 71, 72, 73, 86, 112, 113, 119,
+                                       120, 121};     /* ThreadConfig 0, 5, 41 then config words: UNPACR's cache key */
+
+static const int unpack_cfg_read[5] = {76, 84, 92, 124, 140};    /* the base, offset and Dst context words */
+
+static int h_unpacr(PyObject *tx, PyObject *thobj, PyObject *fields, PyObject *cfg, PyObject *tcfg, PyObject **why) {
+    long long sel, bank, am, set_valid;
+    if (field(fields, k_sel, &sel) || attr_ll(tx, sel ? s_srcb_unpack_bank : s_srca_unpack_bank, &bank))
+        return -1;
+    PyObject *valid = PyObject_GetAttr(tx, sel ? h_srcb_valid : h_srca_valid);
+    if (!valid)
+        return -1;
+    int busy = PyList_Check(valid) && PyList_GET_SIZE(valid) == 2 ? PyObject_IsTrue(PyList_GET_ITEM(valid, bank & 1))
+                                                                   : -1;
+    if (busy) {                                              /* still valid: the handler's reason */
+        Py_DECREF(valid);
+        if (busy < 0) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_TypeError, "tile_handler: the Src banks' valid flags are not a list of 2");
+            return -1;
+        }
+        *why = PyUnicode_FromFormat("UNPACR: Src%c bank %lld still valid (owned by the FPU)", sel ? 'B' : 'A', bank);
+        return *why ? 2 : -1;
+    }
+    PyObject *lists[2] = {cfg, tcfg};
+    PyObject *key = cache_key(fields, lists, unpack_key_list, unpack_key_idx, 22);
+    PyObject *setup = cached(tx, h_unpack_setups, key, 20);
+    Py_XDECREF(key);
+    long long s[20], c[141], a[8];
+    if (!setup) {
+        Py_DECREF(valid);
+        return PyErr_Occurred() ? -1 : 0;                    /* a configuration not seen yet: Python checks it */
+    }
+    int r = -1;
+    for (int i = 1; i < 20; i++)
+        if (setup_ll(setup, i, &s[i]))
+            goto out;
+    PyObject *adc = PyObject_GetAttr(thobj, s_adc);
+    int bad = !adc || adc_read(adc, (int)sel, a) || list_pick(cfg, 141, unpack_cfg_read, 5, c)
+              || field(fields, k_addr_mode, &am) || field(fields, k_set_dat_valid, &set_valid);
+    if (bad) {
+        Py_XDECREF(adc);
+        goto out;
+    }
+    long long in_bits = s[1], out_align = s[2], x_dim = s[3], y_dim = s[4], z_dim = s[5], exp_section = s[10];
+    long long tileize = s[14], to_dst = s[15], add_dest_cntr = s[16], burst = s[17], out_fmt = s[18], kind = s[19];
+    r = 0;
+    if (kind < 0 || tileize || a[0] > a[4] || a[7] || out_align <= 0)
+        goto adc_out;
+    long long count = a[4] - a[0] + 1;
+    long long first = a[0] + a[1] * x_dim + a[2] * x_dim * y_dim + a[3] * x_dim * y_dim * z_dim;
+    long long base = sel ? c[124] : c[76], offset = (sel ? c[140] : c[92]) & 0xFFFF;
+    long long start_bits = ((base + offset + 1) * 16 + exp_section) * 8 + first * in_bits;
+    long long dst_addr = (a[5] * s[6] + a[6] * s[7] + a[7] * s[8]);
+    if (dst_addr < 0)
+        goto adc_out;
+    dst_addr /= out_align;
+    if (!sel) {
+        long long ctx = c[84] & 0xFFFF;
+        dst_addr = add_dest_cntr ? dst_addr + ctx : ctx;
+        if (dst_addr < 64)                                   /* the dropped rows (or strict mode's error) */
+            goto adc_out;
+        dst_addr -= 64;
+    }
+    if (dst_addr % 16 || (burst && count > 16 && dst_addr / 16 % burst) || start_bits & 7)
+        goto adc_out;
+    Py_buffer l1, tgt, dv[3];
+    if (attr_buffer(tx, h_l1, &l1, 1, 0)) {
+        r = -1;
+        goto adc_out;
+    }
+    if (start_bits < 0 || start_bits + count * in_bits > (long long)l1.len * 8) {
+        PyBuffer_Release(&l1);
+        goto adc_out;
+    }
+    uint32_t *target;
+    if (to_dst) {
+        if ((dst_addr + count + 15) / 16 > 512) {
+            PyBuffer_Release(&l1);
+            goto adc_out;
+        }
+        if (dst_buffers(tx, dv)) {
+            PyBuffer_Release(&l1);
+            r = -1;
+            goto adc_out;
+        }
+        target = dv[0].buf;
+    } else {
+        if (dst_addr + count > 64 * 16 || attr_buffer(tx, sel ? h_srcb : h_srca, &tgt, 4, 2 * 64 * 16 * 4)) {
+            PyBuffer_Release(&l1);
+            r = PyErr_Occurred() ? -1 : 0;                   /* (beyond SrcB / SrcA's row wrap: Python) */
+            goto adc_out;
+        }
+        target = (uint32_t *)tgt.buf + (bank & 1) * 64 * 16;
+    }
+    /* taken: from here on the state changes */
+    tile_unpack(l1.buf, l1.len, start_bits >> 3, count, (int)kind, target + dst_addr);
+    PyBuffer_Release(&l1);
+    if (to_dst) {
+        memset((uint8_t *)dv[1].buf + dst_addr / 16, 1, (size_t)((dst_addr + count + 15) / 16 - dst_addr / 16));
+        for (int i = 0; i < 3; i++)
+            PyBuffer_Release(&dv[i]);
+    } else {
+        PyBuffer_Release(&tgt);
+    }
+    a[2] = (a[2] + (am & 3)) & 0xFF;
+    a[1] = (a[1] + (am >> 2 & 3)) & 0x1FFF;
+    a[6] = (a[6] + (am >> 4 & 3)) & 0xFF;
+    a[5] = (a[5] + (am >> 6 & 3)) & 0x1FFF;
+    r = adc_write(adc, (int)sel, a) ? -1 : 1;
+    if (r == 1 && set_valid) {                               /* _hand_to_fpu */
+        PyObject *fmts = PyObject_GetAttr(tx, sel ? h_srcb_format : h_srca_format);
+        Py_INCREF(Py_True);
+        if (!fmts || PyList_SetItem(valid, bank & 1, Py_True) || !PyList_Check(fmts)
+            || set_item_ll(fmts, bank & 1, out_fmt) || set_attr_ll(tx, sel ? s_srcb_unpack_bank : s_srca_unpack_bank,
+                                                                   bank ^ 1))
+            r = -1;
+        Py_XDECREF(fmts);
+    }
+adc_out:
+    Py_DECREF(adc);
+out:
+    Py_DECREF(valid);
+    return r;
+}
+
+/* ------------------------------------------------------------------------------------------------ PACR */
+static const int pack_key_list[13] = {0};
+static const int pack_key_idx[13] = {0, 1, 2, 12, 13, 18, 19, 24, 28, 68, 70, 71, 180};    /* PACR's cache key */
+static const int pacr_rows[11][3] = {[0] = {0, 4, 1}, [1] = {0, 1, 1}, [3] = {0, 2, 1}, [5] = {0, 2, 2},
+                                     [10] = {1, 2, 2}};                  /* unpack_pack._PACR_ROWS */
+
+/* _pack_addr_mod's new packer ADCs (a: ADC, cr: its _Cr shadows, both as adc_read gives them); -1 where it raises */
+static int pack_addr_mod(long long m, long long a[8], long long cr[8]) {
+    if (m >> 10 & 1)
+        return -1;
+    if (m >> 5 & 1)
+        a[1] = cr[1] = 0;
+    else if (m >> 4 & 1)
+        a[1] = cr[1] = (cr[1] + (m & 0xF)) & 0x1FFF;
+    else
+        a[1] = (a[1] + (m & 0xF)) & 0x1FFF;
+    if (m >> 11 & 1)
+        a[5] = cr[5] = 0;
+    else
+        a[5] = (a[5] + (m >> 6 & 0xF)) & 0x1FFF;
+    if (m >> 13 & 1)
+        a[2] = cr[2] = 0;
+    else
+        a[2] = (a[2] + (m >> 12 & 1)) & 0xFF;
+    if (m >> 15 & 1)
+        a[6] = cr[6] = 0;
+    else
+        a[6] = (a[6] + (m >> 14 & 1)) & 0xFF;
+    return 0;
+}
+
+static const int pack_cfg_read[12] = {14, 20, 21, 22, 23, 24, 25, 26, 27, 28, 69, 180};
+static const int pack_tcfg_read[5] = {0, 37, 38, 39, 40};     /* CFG_STATE_ID, ADDR_MOD_PACK_SEC0..3 */
+
+static int h_pacr(PyObject *tx, PyObject *thobj, PyObject *fields, PyObject *cfg, PyObject *tcfg) {
+    PyObject *lists[1] = {cfg};
+    PyObject *key = cache_key(fields, lists, pack_key_list, pack_key_idx, 13);
+    PyObject *setup = cached(tx, h_pack_setups, key, 19);
+    Py_XDECREF(key);
+    if (!setup)
+        return PyErr_Occurred() ? -1 : 0;
+    long long s[19], c[181], tc[53], a[8], cr[8], am, last, open, paddr, pos[3] = {0, 0, 0};
+    for (int i = 0; i < 19; i++)
+        if (setup_ll(setup, i, &s[i]))
+            return -1;
+    PyObject *adc = PyObject_GetAttr(thobj, s_adc), *adc_cr = adc ? PyObject_GetAttr(thobj, h_adc_cr) : NULL;
+    PyObject *op = adc_cr ? PyObject_GetAttr(tx, h_packer_open) : NULL;
+    PyObject *tpg = NULL;
+    int r = -1;
+    if (!op || (open = PyObject_IsTrue(op)) < 0 || adc_read(adc, 2, a) || adc_read(adc_cr, 2, cr)
+        || list_pick(cfg, 181, pack_cfg_read, 12, c) || list_pick(tcfg, 53, pack_tcfg_read, 5, tc)
+        || field(fields, k_addr_mode, &am) || field(fields, k_last, &last) || attr_ll(tx, h_packer_addr, &paddr))
+        goto out;
+    long long sel = s[0], c68 = s[1], rd32 = s[5], esz = s[12], out_bits = s[13], ys = s[14], zs = s[15], ws = s[16];
+    long long kind = s[18], per = a[4] - a[0] + 1;
+    r = 0;
+    if (kind < 0 || tc[0] & 1 || a[0] || (per != 16 && !(per == 8 && sel == 1)) || esz <= 0 || ys % esz || zs % esz
+        || ws % esz || sel < 0 || sel > 10 || !pacr_rows[sel][1] || (am & 3) != am)
+        goto out;
+    long long src_addr = (a[1] * ys + a[2] * zs + a[3] * ws) / esz;
+    if (src_addr % 16)
+        goto out;
+    long long n_dst_rows = rd32 ? 512 : 1024, row0 = src_addr / 16 + (c[180] & 0xFFF);
+    if (!rd32)
+        row0 &= n_dst_rows - 1;
+    long long first = pacr_rows[sel][0] + row0, n_rows = pacr_rows[sel][1], step = pacr_rows[sel][2];
+    if (first + step * (n_rows - 1) >= n_dst_rows || first < 0)
+        goto out;
+    long long count = per * n_rows, exp_addr = -1;
+    if (!open) {                                              /* stream start */
+        if (a[6] || a[7])
+            goto out;
+        exp_addr = (c[69] + 1) * 16 + 16 * ((a[5] * (c[14] >> 16)) >> 4);
+        paddr = exp_addr + (out_bits <= 8 ? 16 * (c68 >> 16) : 0);
+    } else {
+        PyObject *old = PyObject_GetAttr(tx, h_packer_tpg);
+        int bad = !old || !PyTuple_Check(old) || PyTuple_GET_SIZE(old) != 3;
+        for (int i = 0; !bad && i < 3; i++)
+            bad = get_ll(PyTuple_GET_ITEM(old, i), "packer_tpg", &pos[i]);
+        Py_XDECREF(old);
+        if (bad) {
+            r = -1;
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_TypeError, "tile_handler: packer_tpg is not a triple");
+            goto out;
+        }
+    }
+    /* _edge_masks where every row's mask keeps all 16 columns (the rest is Python's): every datum kept, the tile
+     * position generator advanced by `count` datums (X per datum, Y per 16, wrapping at pack_reads_per_xy_plane) */
+    long long mapping = c[20 + (c[24] >> 17 & 3)], rpp = c[28] >> 8 & 0xFF;
+    for (int row = 0; row < 16; row++)
+        if ((c[24 + (mapping >> 2 * row & 3)] & 0xFFFF) != 0xFFFF)
+            goto out;
+    long long ylin = pos[1] + (pos[0] + count) / 16;
+    tpg = Py_BuildValue("(LLL)", (pos[0] + count) % 16, rpp ? ylin % rpp : ylin, rpp ? pos[2] + ylin / rpp : pos[2]);
+    long long nbytes = count * out_bits / 8, end = paddr + nbytes, pad = last ? (16 - end % 16) % 16 : 0;
+    if (!tpg || out_bits % 8 || paddr < 0 || end < 0 || pack_addr_mod(tc[37 + am], a, cr)) {
+        r = tpg ? 0 : -1;
+        goto out;
+    }
+    Py_buffer l1, dv[3];
+    if (attr_buffer(tx, h_l1, &l1, 1, 0)) {
+        r = -1;
+        goto out;
+    }
+    if (end + pad > l1.len) {
+        PyBuffer_Release(&l1);
+        goto out;
+    }
+    if (dst_buffers(tx, dv)) {
+        PyBuffer_Release(&l1);
+        r = -1;
+        goto out;
+    }
+    /* taken: from here on the state changes */
+    tile_pack(dv[0].buf, (int)first, (int)n_rows, (int)step, (int)per, (int)kind, l1.buf, l1.len, paddr);
+    memset((uint8_t *)l1.buf + end, 0, (size_t)pad);
+    PyBuffer_Release(&l1);
+    for (int i = 0; i < 3; i++)
+        PyBuffer_Release(&dv[i]);
+    r = -1;
+    if ((exp_addr >= 0 && set_attr_ll(tx, h_packer_exp_addr, exp_addr))
+        || PyObject_SetAttr(tx, h_packer_tpg, tpg)
+        || PyObject_SetAttr(tx, h_packer_open, last ? Py_False : Py_True) || set_attr_ll(tx, h_packer_addr, end)
+        || adc_write(adc, 2, a) || adc_write(adc_cr, 2, cr))
+        goto out;
+    r = 1;
+out:
+    Py_XDECREF(adc);
+    Py_XDECREF(adc_cr);
+    Py_XDECREF(op);
+    Py_XDECREF(tpg);
+    return r;
+}
+
+/* ------------------------------------------------------------------------------------------------ MVMUL, ELW* */
+/* Everything the FPU words' common case reads, and _finish's new counters and banks, decided before any change. */
+typedef struct {
+    long long rwc[7];            /* a, a_cr, b, b_cr, d, d_cr (rwc_keys' order), fid */
+    long long bank_a, bank_b, fa, fb, ra, rb, rd, phase, flush;    /* ra, rb: the Src rows (RWCs before the word) */
+    int release_a, release_b;    /* _release_banks: the bank goes back to the unpacker (else only the FPU moves on) */
+} fpu_plan;
+
+/* The checks of _banks_ready, _math_mode (fp32 Dst, 8-bit exponents, no INT8), the rows (_fpu_dst_row) and _finish
+ * (apply_addr_mod with its fidelity step, _release_banks) for a word `name` whose Src lists admit `a_class` /
+ * `b_class`: 1 with p filled (p->rwc already the counters after the word), 2 with *why set (a new reference: the
+ * reason it waits for a Src bank), 0 where Python takes the word, -1 on an error. */
+static int fpu_plan_make(PyObject *tx, PyObject *rwc, const long long *c, const long long *tc, long long dst_field,
+                         long long addr_mode, long long clear_dvalid, int a_class, int b_class, int ra_align,
+                         const char *name, fpu_plan *p, PyObject **why) {
+    PyObject *va = PyObject_GetAttr(tx, h_srca_valid), *vb = va ? PyObject_GetAttr(tx, h_srcb_valid) : NULL;
+    PyObject *fa_l = vb ? PyObject_GetAttr(tx, h_srca_format) : NULL;
+    PyObject *fb_l = fa_l ? PyObject_GetAttr(tx, h_srcb_format) : NULL;
+    int r = -1, ok_a = -1, ok_b = -1;
+    if (!fb_l || attr_ll(tx, s_srca_matrix_bank, &p->bank_a) || attr_ll(tx, s_srcb_matrix_bank, &p->bank_b)
+        || list_lls(fa_l, p->bank_a & 1, 1, &p->fa) || list_lls(fb_l, p->bank_b & 1, 1, &p->fb)
+        || !PyList_Check(va) || !PyList_Check(vb) || PyList_GET_SIZE(va) != 2 || PyList_GET_SIZE(vb) != 2
+        || (ok_a = PyObject_IsTrue(PyList_GET_ITEM(va, p->bank_a & 1))) < 0
+        || (ok_b = PyObject_IsTrue(PyList_GET_ITEM(vb, p->bank_b & 1))) < 0)
+        goto out;
+    for (int k = 0; k < 6; k++) {
+        PyObject *v = PyDict_GetItemWithError(rwc, rwc_keys[k]);
+        if (!v || get_ll(v, "RWC", &p->rwc[k]))
+            goto rwc_error;
+    }
+    PyObject *fid = PyDict_GetItemWithError(rwc, h_fid);
+    if (!fid || get_ll(fid, "RWC", &p->rwc[6]))
+        goto rwc_error;
+    if (!ok_a || !ok_b) {                            /* _banks_ready's reason */
+        *why = PyUnicode_FromFormat("%s: Src%c bank %lld not valid (waiting for the unpacker)", name, ok_a ? 'B' : 'A',
+                                    ok_a ? p->bank_b & 1 : p->bank_a & 1);
+        r = *why ? 2 : -1;
+        goto out;
+    }
+    r = 0;
+    if (c[0] >> 4 & 1 || c[1] & 7 || c[220] & 3 || c[1] >> 31 & 1 || !(c[1] >> 29 & 1))
+        goto out;                                    /* not fp32-Dst, non-INT8, non-stochastic math */
+    if (tc[2] & 1)
+        p->fa = c[1] >> 17 & 0xF;                    /* _implied_formats: DISABLE_IMPLIED_SRCA_FMT */
+    if (tc[3] & 1)
+        p->fb = c[1] >> 21 & 0xF;
+    if (p->fa < 0 || p->fa > 15 || p->fb < 0 || p->fb > 15 || fmt_class[p->fa] & FMT_5BIT
+        || !(fmt_class[p->fa] & a_class) || !(fmt_class[p->fb] & b_class))
+        goto out;
+    p->ra = p->rwc[0];
+    p->rb = p->rwc[2];
+    if (p->ra % ra_align || p->rb % 8)
+        goto out;
+    p->rd = ((tc[1] & 0xFFF) + p->rwc[4] + dst_field) & 1023;
+    if (p->rd % 8 || p->rd + 8 > 512)
+        goto out;
+    p->phase = (p->rwc[6] + tc[11]) & 3;
+    p->flush = !(c[2] & 1);
+    /* _finish: apply_addr_mod(addr_mode) (no bias state; not DestCToCR with Clear / CR), then the bank release */
+    long long ab = tc[12 + addr_mode], dm = tc[28 + addr_mode];
+    if (tc[47 + addr_mode] || upd(p->rwc, ab & 0x3F, ab >> 7 & 1, ab >> 6 & 1, 0, src_rwc_mask)
+        || upd(p->rwc + 2, ab >> 8 & 0x3F, ab >> 15 & 1, ab >> 14 & 1, 0, src_rwc_mask)
+        || upd(p->rwc + 4, dm & 0x3FF, dm >> 11 & 1, dm >> 10 & 1, dm >> 12 & 1, dst_rwc_mask))
+        goto out;
+    p->rwc[6] = dm >> 15 & 1 ? 0 : (p->rwc[6] + (dm >> 13 & 3)) & 3;
+    p->release_a = clear_dvalid & 1 ? (tc[7] & 1 ? 1 : 2) : 0;     /* 2: valid flag cleared too */
+    p->release_b = clear_dvalid & 2 ? (tc[7] & 2 ? 1 : 2) : 0;
+    r = 1;
+    goto out;
+rwc_error:
+    if (!PyErr_Occurred())
+        PyErr_SetString(PyExc_TypeError, "tile_handler: a thread's RWCs are not a dict of ints");
+out:
+    Py_XDECREF(va);
+    Py_XDECREF(vb);
+    Py_XDECREF(fa_l);
+    Py_XDECREF(fb_l);
+    return r;
+}
+
+/* _finish's changes: the new RWCs, then the bank release */
+static int fpu_plan_commit(PyObject *tx, PyObject *rwc, const fpu_plan *p) {
+    for (int k = 0; k < 7; k++) {
+        PyObject *v = PyLong_FromLongLong(p->rwc[k]);
+        int bad = !v || PyDict_SetItem(rwc, k < 6 ? rwc_keys[k] : h_fid, v) < 0;
+        Py_XDECREF(v);
+        if (bad)
+            return -1;
+    }
+    for (int side = 0; side < 2; side++) {
+        int release = side ? p->release_b : p->release_a;
+        if (!release)
+            continue;
+        long long bank = side ? p->bank_b : p->bank_a;
+        if (release == 2) {
+            PyObject *valid = PyObject_GetAttr(tx, side ? h_srcb_valid : h_srca_valid);
+            Py_INCREF(Py_False);
+            int bad = !valid || PyList_SetItem(valid, bank & 1, Py_False) < 0;
+            Py_XDECREF(valid);
+            if (bad)
+                return -1;
+        }
+        if (set_attr_ll(tx, side ? s_srcb_matrix_bank : s_srca_matrix_bank, bank ^ 1))
+            return -1;
+    }
+    return 0;
+}
+
+static const int fpu_cfg_read[4] = {0, 1, 2, 220};
+static const int fpu_tcfg_read[29] = {1,  2,  3,  7,  11, 12, 13, 14, 15, 16, 17, 18, 19, 28, 29,
+                                      30, 31, 32, 33, 34, 35, 47, 48, 49, 50, 51, 52, 53, 54};  /* ADDR_MOD_*_SEC0..7 */
+
+/* MVMUL (no broadcast row) and ELWMUL / ELWADD / ELWSUB */
+static int h_fpu(PyObject *tx, PyObject *thobj, PyObject *fields, PyObject *cfg, PyObject *tcfg, int code,
+                 PyObject **why) {
+    long long c[221], tc[55], dst_field, addr_mode, clear_dvalid, mod19, accum = 0;
+    if (list_pick(cfg, 221, fpu_cfg_read, 4, c) || list_pick(tcfg, 55, fpu_tcfg_read, 29, tc)
+        || field(fields, k_dst, &dst_field) || field(fields, k_addr_mode, &addr_mode)
+        || field(fields, k_clear_dvalid, &clear_dvalid) || field(fields, k_instr_mod19, &mod19)
+        || (code != H_MVMUL && field(fields, k_dest_accum_en, &accum)))
+        return -1;
+    int mvmul = code == H_MVMUL, mul = code == H_ELWMUL;
+    if (dst_field & 7 || (addr_mode & 7) != addr_mode
+        || (mvmul ? mod19 != 0 : (mul && accum) || mod19 < 0 || mod19 > 3))
+        return 0;                /* (MVMUL's broadcast row, and what the handler refuses first) */
+    PyObject *rwc = PyObject_GetAttr(thobj, s_rwc);
+    if (!rwc)
+        return -1;
+    fpu_plan p;
+    static const char *names[H_CODES] = {[H_MVMUL] = "MVMUL", [H_ELWMUL] = "ELWMUL", [H_ELWADD] = "ELWADD",
+                                         [H_ELWSUB] = "ELWSUB"};
+    int r = PyDict_Check(rwc) ? fpu_plan_make(tx, rwc, c, tc, dst_field, addr_mode, clear_dvalid,
+                                              mvmul ? FMT_MM_A : FMT_ELW_A, mvmul ? FMT_MM_B : FMT_ELW_B,
+                                              mvmul ? 16 : 8, names[code], &p, why) : -1;
+    if (r == 1 && !mvmul && !mul && p.phase)
+        r = 0;                   /* ELWADD / ELWSUB in a fidelity phase: Python raises */
+    if (r == 1 && mvmul) {       /* a pushed MVMUL run with steps recorded: fpu_batch flushes them, in Python */
+        PyObject *rec = PyObject_GetAttr(tx, s_mm_record);
+        int recorded = rec ? (rec == Py_None ? 0 : PyObject_IsTrue(rec)) : -1;
+        Py_XDECREF(rec);
+        if (recorded || c[2] & 1)          /* (Zero_Flag_disabled_src: MVMUL refuses it) */
+            r = recorded < 0 ? -1 : 0;
+    }
+    Py_buffer sa, sb, dv[3];
+    if (r == 1 && attr_buffer(tx, h_srca, &sa, 4, 2 * 64 * 16 * 4))
+        r = -1;
+    else if (r == 1 && attr_buffer(tx, h_srcb, &sb, 4, 2 * 64 * 16 * 4)) {
+        PyBuffer_Release(&sa);
+        r = -1;
+    } else if (r == 1 && dst_buffers(tx, dv)) {
+        PyBuffer_Release(&sa);
+        PyBuffer_Release(&sb);
+        r = -1;
+    }
+    if (r == 1) {                /* taken: from here on the state changes */
+        const uint32_t *a = (const uint32_t *)sa.buf + (p.bank_a & 1) * 64 * 16;
+        const uint32_t *b = (const uint32_t *)sb.buf + (p.bank_b & 1) * 64 * 16;
+        if (mvmul)
+            tile_mvmul(a, (int)p.ra, b, (int)p.rb, dv[0].buf, dv[1].buf, dv[2].buf, (int)p.rd, src19_mask_of[p.fa],
+                       src19_mask_of[p.fb], (int32_t)p.phase);
+        else
+            tile_elw(a, (int)p.ra, b, (int)p.rb, dv[0].buf, dv[1].buf, dv[2].buf, (int)p.rd, src19_mask_of[p.fa],
+                     src19_mask_of[p.fb], code - H_ELWMUL, (int)mod19, (int)p.flush, mul || accum, (int)p.phase);
+        PyBuffer_Release(&sa);
+        PyBuffer_Release(&sb);
+        for (int i = 0; i < 3; i++)
+            PyBuffer_Release(&dv[i]);
+        r = fpu_plan_commit(tx, rwc, &p) ? -1 : 1;
+    }
+    Py_DECREF(rwc);
+    return r;
+}
+
+/* The handler of word `code` (H_*) in C for thread object `thobj`, after plain_word ran the Wait Gate and flushed the
+ * deferred work: 1 done, 2 blocked on a Src bank (*why: the handler's reason, a new reference), 0 not taken (run the
+ * Python handler), -1 on an error (see the top of this file). */
+static int tile_handler(PyObject *tx, PyObject *thobj, PyObject *fields, long long code, PyObject **why) {
+    PyObject *cfg = PyObject_GetAttr(tx, s_cfg), *tcfg = cfg ? PyObject_GetAttr(thobj, s_cfg) : NULL;
+    int r = -1;
+    if (!tcfg || !PyList_Check(cfg) || !PyList_Check(tcfg) || !PyDict_Check(fields)) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "tile_handler: config words or fields of the wrong kind");
+    } else if (code == H_UNPACR) {
+        r = h_unpacr(tx, thobj, fields, cfg, tcfg, why);
+    } else if (code == H_PACR) {
+        r = h_pacr(tx, thobj, fields, cfg, tcfg);
+    } else if (code >= H_MVMUL && code < H_CODES) {
+        r = h_fpu(tx, thobj, fields, cfg, tcfg, (int)code, why);
+    } else {
+        PyErr_Format(PyExc_ValueError, "tile_handler: no handler code %lld", code);
+    }
+    Py_XDECREF(cfg);
+    Py_XDECREF(tcfg);
+    if (r == 1)
+        handler_taken[code]++;
+    return r;
+}

@@ -1,0 +1,177 @@
+"""The common case of the UNPACR, PACR, MVMUL and ELW* handlers in C (runtime/emu/accel/tile_handlers.c, called from
+the C issue path) against the Python handlers (tile_native.HANDLERS_NATIVE off): random programs of tile words over
+the three threads (unpacks to SrcA / SrcB / Dst in several formats, bank handovers and waits, MVMULs and ELW* with
+random broadcast, accumulate, release and address modes, PACRs over every read interface, ADC / RWC / address-modifier
+changes, config changes that leave the common case: INT8 math, a 16-bit Dst, edge masks that drop datums, unknown
+pack formats, ADDR_MOD bias) give the same state after every step and the same error; each handler really ran in C.
+And whole compiled kernels (also tests/emu/test_direct_issue.py's SWITCHES)."""
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from tt_backend.bench.kernels import launch_plan
+from tt_backend.chip import isa, layout
+from tt_backend.chip.errors import EmuError
+from tt_backend.lowering.codegen.sources import split
+from tt_backend.runtime.compile import compile_kernel
+from tt_backend.runtime.emu import unpack_pack
+from tt_backend.runtime.emu.accel import sfpu_issue_native, tile_native
+from tt_backend.runtime.emu.device import EmuDevice
+from tt_backend.runtime.emu.rv32 import Stall
+from tt_backend.runtime.emu.tensix import Tensix
+
+from tests.emu.test_tile_native import KERNELS, _inputs
+
+E = isa.encode
+pytestmark = pytest.mark.skipif(sfpu_issue_native.plain_run() is None or tile_native.module() is None,
+                                reason="the C issue path or the C tile data is unavailable")
+
+IN_A, IN_B, OUT = 0x20000, 0x30000, 0x40000
+# (config word, value) of the unpackers (BF16 or FP32 tiles of 1024 datums), the FPU (fp32 Dst) and the packer
+_SETUP = ((1, 0x60AA0000), (64, 0x04000015), (65, 0x00010001), (72, 0x25), (73, 0x0F), (76, IN_A // 16 - 1),
+          (84, 0x00400040), (86, 0x04000400), (112, 0x04000015), (113, 0x00010001), (120, 5), (121, 0xF),
+          (124, IN_B // 16 - 1), (12, 0x00400004), (13, 0x10000400), (70, 0x001), (18, 1), (24, 0xFFFF),
+          (28, 0x1000), (69, OUT // 16 - 1))
+# config changes (the same in both runs): other formats, and (rarer) what leaves the C part's common case
+_CFG_CHANGES = (((1, 0x6AAA0000), (70, 0x551)), ((1, 0x60AA0000), (70, 0x001)), ((1, 0x60880000), (70, 0x001)),
+                ((64, 0x04000010), (72, 0x24)), ((64, 0x04000015), (72, 0x25)), ((24, 0x0FFF),), ((24, 0xFFFF),),
+                ((84, 0x00400040),))
+_CFG_ERRORS = (((1, 0xE0AA0000),), ((1, 0x40AA0000),), ((70, 0x0A1),), ((84, 0x00400000),), ((2, 1),))
+
+
+def _round(rng: random.Random, packs: tuple[int, ...]) -> list[tuple[int, int]]:
+    """(thread, word) of one round, the threads' words interleaved at random: T0 hands both Src banks to the FPU, T1
+    computes on them (random counters and address modifiers) and releases both, T2 packs (words from `packs`, as a
+    kernel repeats a few: each new word's first PACR under a configuration is Python's); ADC changes between."""
+    fpu = lambda clear: E(rng.choice(("MVMUL", "MVMUL", "ELWADD", "ELWSUB", "ELWMUL")), dst=8 * rng.randrange(4),
+                          instr_mod19=0, clear_dvalid=clear, addr_mode=rng.randrange(4))
+    elw = lambda clear: E(rng.choice(("ELWADD", "ELWSUB")), dst=8 * rng.randrange(4), instr_mod19=rng.randrange(4),
+                          dest_accum_en=rng.randrange(2), clear_dvalid=clear, addr_mode=rng.randrange(4))
+    unpack = lambda sel: (E("UNPACR", unpack_block_selection=sel, addr_mode=rng.choice((0, 1, 0x41, 0x15)),
+                            set_dat_valid=1, ovrd_thread_id=1, last=1) if rng.random() < 0.9 else
+                          E("UNPACR_NOP", unpacker_select=sel, unpack_pop=1, set_dvalid=1))
+    t0 = [unpack(0), unpack(1)]
+    if rng.random() < 0.3:
+        t0.insert(0, E("SETADCXY", cnt_set_mask=rng.choice((1, 2, 3)), bit_mask=rng.choice((2, 8, 10)), ch0_x=0,
+                       ch0_y=rng.randrange(4), ch1_y=rng.randrange(4)))
+    t1 = []
+    for _ in range(rng.randrange(1, 6)):
+        t1.append(rng.choice([
+            lambda: fpu(0), lambda: fpu(0), lambda: elw(0),
+            lambda: E("SETRWC", bit_mask=rng.randrange(16), rwc_a=0, rwc_b=rng.choice((0, 8)),
+                      rwc_d=rng.choice((0, 8)), rwc_cr=0, clear_ab_vld=0),
+            lambda: E("SETC16", setc16_reg=rng.choice((12, 13)),          # ADDR_MOD_AB: SrcA by 16s, SrcB by 8s
+                      setc16_value=rng.choice((0, 0x10, 0x800, 0x810, 0x80, 0x4800, 0x8000))),
+            lambda: E("SETC16", setc16_reg=rng.choice((28, 29, 30)),      # ADDR_MOD_DST
+                      setc16_value=rng.choice((0, 8, 0x400 | 8, 0x800, 0x1000 | 8, 0x8000 | 8))),
+        ])())
+    waited = any(isa.OPCODES[w >> 24].name in ("MVMUL", "ELWADD", "ELWSUB", "ELWMUL") for w in t1)
+    t1.append(fpu(3) if rng.random() < 0.7 or not waited else     # (SETRWC does not wait for the banks)
+              E("SETRWC", bit_mask=rng.randrange(16), rwc_a=0, rwc_b=0, rwc_d=0, rwc_cr=0, clear_ab_vld=3))
+    t2 = [rng.choice([
+        lambda: rng.choice(packs), lambda: rng.choice(packs),
+        lambda: E("SETADCXY", cnt_set_mask=4, bit_mask=rng.choice((2, 8, 10)), ch0_x=0, ch0_y=rng.randrange(4),
+                  ch1_y=rng.randrange(4)),
+        lambda: E("SETC16", setc16_reg=rng.choice((37, 38, 39, 40)),
+                  setc16_value=rng.choice((4, 0x1020, 0x2020, 0x20, 0x10 | 2, 0x8000, 0x1000 | 0x800))),
+    ])() for _ in range(rng.randrange(1, 5))]
+    queues = [[(t, w) for w in ws] for t, ws in enumerate((t0, t1, t2))]
+    out = []
+    while any(queues):
+        out.append(rng.choice([q for q in queues if q]).pop(0))
+    return out
+
+
+def _snapshot(tx: Tensix) -> tuple:
+    """Everything the tile handlers read or write, and the cycle model's per-thread counts."""
+    th = [(repr(t.adc), repr(t.adc_cr), dict(t.rwc), list(t.cfg), t.blocked) for t in tx.threads]
+    return (th, tx.srca.tobytes(), tx.srcb.tobytes(), list(tx.srca_valid), list(tx.srcb_valid), tx.srca_unpack_bank,
+            tx.srcb_unpack_bank, tx.srca_matrix_bank, tx.srcb_matrix_bank, list(tx.srca_format),
+            list(tx.srcb_format), tx.dst.rows32.tobytes(), tx.dst.written.tobytes(), tx.dst.cleared16.tobytes(),
+            tx.l1[OUT:OUT + 0x8000].tobytes(), tx.packer_open, tx.packer_addr, tx.packer_exp_addr, tx.packer_tpg,
+            tx.tm.stats(), list(tx.instructions))
+
+
+def _run(seed: int, strict: bool, handlers_c: bool, monkeypatch) -> list:
+    monkeypatch.setattr(tile_native, "HANDLERS_NATIVE", handlers_c)
+    rng = random.Random(seed)
+    data = np.random.default_rng(seed)
+    tx = Tensix(np.zeros(layout.L1_SIZE, np.uint8), strict=strict)
+    tx.l1[IN_A:OUT] = data.standard_normal((OUT - IN_A) // 4).astype(np.float32).view(np.uint8)
+    tx.dst.write_rows32(0, data.standard_normal((512, 16)).astype(np.float32).view(np.uint32))
+    for i, v in _SETUP:
+        tx.cfg_write(i, v)
+    for t, w in ((0, E("SETC16", setc16_reg=5, setc16_value=4)), (0, 0x5160000A), (0, 0x5460000F), (0, 0x5E6FFC00),
+                 (2, 0xB2250004), (2, 0xB2261020), (2, 0xB2272020), (2, 0x5180000B), (2, 0x5480000F),
+                 (2, 0x5E803C00), (1, 0x37000007)):
+        tx.push(t, w)
+    packs = tuple(E("PACR", read_intf_sel=rng.choice((0, 1, 3, 5, 10)), last=rng.randrange(2),
+                    addr_mode=rng.randrange(4)) for _ in range(4))
+    trace = []
+    try:
+        for _ in range(60):
+            if rng.random() < 0.15:
+                for i, v in rng.choice(_CFG_ERRORS if rng.random() < 0.1 else _CFG_CHANGES):
+                    tx.cfg_write(i, v)
+            for t, w in _round(rng, packs):
+                try:
+                    tx.push(t, w, 0)
+                except Stall:
+                    trace.append(("stall", tx.step()))
+                trace.append(_snapshot(tx))
+                if rng.random() < 0.2:
+                    trace.append(("step", tx.step()))
+    except EmuError as e:
+        return trace + [str(e)]
+    return trace
+
+
+@pytest.mark.parametrize("seed,strict", [(0, True), (3, True), (2, False), (5, False)])
+def test_random_tile_programs_identical(seed, strict, monkeypatch):
+    """State by state the same with the handlers in C and in Python (and the same error, where one comes), with
+    every handler code taken in C."""
+    before = sfpu_issue_native._load()[0].handler_counts()
+    a = _run(seed, strict, True, monkeypatch)
+    taken = [n - b for b, n in zip(before, sfpu_issue_native._load()[0].handler_counts())]
+    assert a == _run(seed, strict, False, monkeypatch)
+    assert sfpu_issue_native._load()[0].handler_counts() == tuple(b + t for b, t in zip(before, taken))  # (off: none)
+    assert all(n > 0 for n in taken[1:]), taken
+    assert len(a) > 100
+
+
+@pytest.mark.needs_cc
+@pytest.mark.parametrize("kernel,codes", [("mm_HiFi2", ("UNPACR", "PACR", "MVMUL")),
+                                          ("ew_bf16_64", ("UNPACR", "PACR", "ELWMUL", "ELWADD"))])
+def test_kernels_identical_with_handlers_in_c(kernel, codes, monkeypatch):
+    """Two warm launches of a compiled kernel with the handlers in C and in Python: the same output bytes and every
+    core's and Tensix thread's cycles, and the kernel's tile handlers really ran in C."""
+    plan = KERNELS[kernel]()
+    arrays = _inputs(plan, np.random.default_rng(len(kernel)))
+    elfs = compile_kernel(*split(plan.render()), plan.name)
+    counts = sfpu_issue_native._load()[0].handler_counts
+    runs = []
+    for on in (True, False):
+        monkeypatch.setattr(tile_native, "HANDLERS_NATIVE", on)
+        before = counts()
+        dev = EmuDevice()
+        runs.append(([launch_plan(dev, plan, arrays, elfs)[0] for _ in range(2)], dev.stats()))
+        taken = {name: counts()[code] - before[code] for name, code in tile_native.HANDLER_CODES.items()}
+        assert all(taken[name] > 0 for name in codes) if on else not any(taken.values()), taken
+    assert runs[0] == runs[1]
+    assert len(set(runs[0][0][0])) > 1                                        # (a real output, not a constant fill)
+
+
+def test_replaced_handler_keeps_being_called(monkeypatch):
+    """A handler replaced on the class (a test's spy) is called for every word: C takes none of its words."""
+    calls = []
+    pacr = unpack_pack.UnpackPackMixin.PACR
+    monkeypatch.setattr(unpack_pack.UnpackPackMixin, "PACR", lambda self, t, f: calls.append(1) or pacr(self, t, f))
+    counts = sfpu_issue_native._load()[0].handler_counts
+    before = counts()
+    _run(1, True, True, monkeypatch)
+    after = counts()
+    code = tile_native.HANDLER_CODES["PACR"]
+    assert len(calls) > 20 and after[code] == before[code] and after[1] > before[1]     # (UNPACR still in C)
