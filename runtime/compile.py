@@ -378,6 +378,11 @@ REUSE_CRT0 = True
 # Debian GCC's compile + link of a core run as cc1, as and ld directly (runtime/gcc_steps.py): the same bytes from
 # three processes instead of five. DIRECT_STEPS = False runs the driver (the reference the tests compare with).
 DIRECT_STEPS = True
+# The cores' builds start longest first. Their costs differ by 2-3x (a reader's cc1 inlines the NoC helpers into its
+# loops), and with fewer CPUs than cores the order decides when the last one ends: on 2 CPUs, with the median CPU ms of
+# a core's cc1 + as + ld over the 20 kernels of `bench build` (brisc 59, ncrisc 43, trisc0 31, trisc2 31, trisc1 25),
+# the builds end after 100 ms in this order against 106 in the cores' own order (docs/performance.md §9).
+BUILD_ORDER = ("brisc", "ncrisc", "trisc0", "trisc2", "trisc1")
 SHM_DIR = "/dev/shm"             # where builds keep their scratch files when they can (_build_root)
 SHM_MIN_FREE = 16 << 20          # ... and have room to spare: a build writes well under 1 MB (sources, assembly, objects)
 _objects: dict[tuple, bytes] = {}
@@ -606,8 +611,8 @@ def compile_kernel(sources: dict[str, str], headers: dict[str, str], name: str =
             for fname, text in {**lib, **headers}.items():
                 (d / fname).write_text(text)
             objects, errors = _link_objects(c, list(todo), lib, d, timings)
-            jobs = [] if errors else [_core_job(c, core, d, sources[core], ld, objects[core])
-                                      for core, (_, ld) in todo.items()]
+            jobs = [] if errors else [_core_job(c, core, d, sources[core], todo[core][1], objects[core])
+                                      for core in sorted(todo, key=BUILD_ORDER.index)]
             if errors := errors or _run_jobs(jobs, timings):
                 raise TTError(f"compiling kernel {name} failed ({c.describe()}):\n" + "\n".join(errors))
             for job in jobs:
