@@ -146,7 +146,7 @@ def test_cache_hit_on_unchanged_kernel(monkeypatch):
     mid = dict(C.STATS)
     second = compile_plan(plan)
     assert mid["compiled"] - before["compiled"] == 5
-    # the five builds were handed to the pool longest first (C.BUILD_ORDER, which names every core)
+    # the five builds were handed to the pool in C.BUILD_ORDER (which names every core)
     assert sorted(C.BUILD_ORDER) == sorted(layout.CORES)
     assert [label for label in started if label in layout.CORES] == list(C.BUILD_ORDER)
     assert C.STATS["compiled"] == mid["compiled"] and C.STATS["cache_hits"] - mid["cache_hits"] == 5
