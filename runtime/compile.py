@@ -382,7 +382,7 @@ DIRECT_STEPS = True
 # ld over 25 kernels: brisc 50, ncrisc 37, trisc0 27, trisc2 26, trisc1 22; the reader's cc1 inlines the NoC helpers
 # into its loops), and with fewer CPUs than cores the order decides when the last build ends. On 2 CPUs this order
 # runs the reader beside the two cheapest builds, then the writer and the unpacker on whichever CPU frees first: the
-# best of the 120 orders for 20 of the 25 kernels (elementwise, matmul, reductions), 0.5 % above each kernel's best
+# best of the 120 orders for 21 of the 25 kernels (elementwise, matmul, reductions), 0.5 % above each kernel's best
 # order on average against 8 % for the cores' own order (docs/performance.md §9).
 BUILD_ORDER = ("brisc", "trisc1", "trisc2", "ncrisc", "trisc0")
 SHM_DIR = "/dev/shm"             # where builds keep their scratch files when they can (_build_root)
