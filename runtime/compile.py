@@ -378,6 +378,13 @@ REUSE_CRT0 = True
 # Debian GCC's compile + link of a core run as cc1, as and ld directly (runtime/gcc_steps.py): the same bytes from
 # three processes instead of five. DIRECT_STEPS = False runs the driver (the reference the tests compare with).
 DIRECT_STEPS = True
+# The order the cores' builds are handed to the pool. Their costs differ by 2-3x (median CPU ms of a core's cc1 + as +
+# ld over 25 kernels: brisc 50, ncrisc 37, trisc0 27, trisc2 26, trisc1 22; the reader's cc1 inlines the NoC helpers
+# into its loops), and with fewer CPUs than cores the order decides when the last build ends. On 2 CPUs this order
+# runs the reader beside the two cheapest builds, then the writer and the unpacker on whichever CPU frees first: the
+# best of the 120 orders for 21 of the 25 kernels (elementwise, matmul, reductions), 0.5 % above each kernel's best
+# order on average against 8 % for the cores' own order (docs/performance.md §9).
+BUILD_ORDER = ("brisc", "trisc1", "trisc2", "ncrisc", "trisc0")
 SHM_DIR = "/dev/shm"             # where builds keep their scratch files when they can (_build_root)
 SHM_MIN_FREE = 16 << 20          # ... and have room to spare: a build writes well under 1 MB (sources, assembly, objects)
 _objects: dict[tuple, bytes] = {}
@@ -606,8 +613,8 @@ def compile_kernel(sources: dict[str, str], headers: dict[str, str], name: str =
             for fname, text in {**lib, **headers}.items():
                 (d / fname).write_text(text)
             objects, errors = _link_objects(c, list(todo), lib, d, timings)
-            jobs = [] if errors else [_core_job(c, core, d, sources[core], ld, objects[core])
-                                      for core, (_, ld) in todo.items()]
+            jobs = [] if errors else [_core_job(c, core, d, sources[core], todo[core][1], objects[core])
+                                      for core in sorted(todo, key=BUILD_ORDER.index)]
             if errors := errors or _run_jobs(jobs, timings):
                 raise TTError(f"compiling kernel {name} failed ({c.describe()}):\n" + "\n".join(errors))
             for job in jobs:

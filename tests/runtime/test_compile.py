@@ -136,13 +136,19 @@ def test_tensix_words_of_the_reference_sequence_are_in_the_elfs():
 
 
 @pytest.mark.needs_cc
-def test_cache_hit_on_unchanged_kernel():
+def test_cache_hit_on_unchanged_kernel(monkeypatch):
     plan = plan_add()
+    started, run_jobs = [], C._run_jobs
+    monkeypatch.setattr(C, "_run_jobs", lambda jobs, timings: started.extend(j.label for j in jobs) or
+                        run_jobs(jobs, timings))
     before = dict(C.STATS)
     first = compile_plan(plan)
     mid = dict(C.STATS)
     second = compile_plan(plan)
     assert mid["compiled"] - before["compiled"] == 5
+    # the five builds were handed to the pool in C.BUILD_ORDER (which names every core)
+    assert sorted(C.BUILD_ORDER) == sorted(layout.CORES)
+    assert [label for label in started if label in layout.CORES] == list(C.BUILD_ORDER)
     assert C.STATS["compiled"] == mid["compiled"] and C.STATS["cache_hits"] - mid["cache_hits"] == 5
     assert first == second
     # another size: only the reader is rebuilt (its gather walks the iteration ranges, compile-time constants of
