@@ -128,6 +128,12 @@ class Tile:
         # before the store) in a ring, and their count: what a word held at a given cycle (l1_at)
         self.l1_log = np.zeros(4 * WRITE_LOG, np.uint64)
         self.l1_log_n = np.zeros(1, np.uint64)
+        # the same answers in C (causal_log.h; kept referenced: it holds the addresses C reads); the methods stay the
+        # reference
+        self._log_lookups = rv32_native.log_lookups(self.l1_array, self.l1_stamp, self.l1_log, self.l1_log_n) \
+            if CAUSAL_LOADS else None
+        if self._log_lookups is not None:
+            self.l1_at, self.first_write_after = self._log_lookups.l1_at, self._log_lookups.first_write_after
         self._frozen: dict[str, tuple[list[tuple[int, int]], list[bytes | int | None]]] = {}
         # causal loads: per frozen core, the write log's count and its words as they are, when _thaw last found it
         # must stay frozen: the same again means nothing was written since (_thaw's quick answer)
@@ -140,7 +146,6 @@ class Tile:
         self._dst_view = RiscvDstAccess(dst) if dst is not None else None
         self._build_mmio_table()
         chip.adopt(self.xy, self)
-        self.set_timed(chip.timed)
         for c, core in self.cores.items():                   # `.ttinsn` pushes: one closure per core (_pusher)
             if THREAD_OF.get(c) is not None:
                 core.set_pusher("PUSHP", self._pusher(c))
@@ -157,6 +162,7 @@ class Tile:
             # timeline naming of the pusher is the TRISC's own anyway): the C part's runner calls the pusher for it
             window = (layout.INSTRN_BUF_BASE, PUSH_WINDOW, self._pusher(c)) if c in TRISC_THREAD else None
             rv32_native.attach(core, niu_registers, window)
+        self.set_timed(chip.timed)
 
     def _stamper(self, who: str) -> tuple[Callable[[int, int], None], np.ndarray, Callable[[], int]]:
         """RV32Core.set_stamper's arguments for `who`: its L1 stores stamp their line with now()."""
@@ -889,6 +895,9 @@ class Tile:
         self._latency_of = self._stall if timed else {}
         for due in self._niu_due:
             due.clear()
+        for core in self.cores.values():      # past() reads the write log only when timed: C may then do it itself
+            if core.native is not None:
+                core.native.answer_past_loads(timed)
 
     def now(self, who: str) -> int:
         """The cycle `who` has reached: for a core, its time at the instruction being executed (`core.pos` is the

@@ -27,12 +27,13 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "causal_log.h"
+
 #define L1_SIZE 0x180000u
 #define LOCAL_BASE 0xFFB00000u
 #define MAX_BLOCK 64u
 #define SPIN_CHAIN 16u
 #define NO_SPIN 0xFFFFFFFFu
-#define STAMP_SHIFT 4u                 /* rv32.py STAMP_SHIFT */
 
 enum { RV_ERROR = -1, RV_BUDGET = 0, RV_SPIN = 1, RV_PARKED = 2, RV_PYTHON = 3, RV_STALL = 4 };
 
@@ -41,7 +42,7 @@ typedef struct {
     uint8_t *l1, *local;
     uint32_t local_size, multi_push;   /* multi_push: the bus gave PUSHM (runs of `.ttinsn` words in one call) */
     uint32_t pc, done, budget, in_block, spin_pc, chain, exit_n;
-    uint32_t causal;                   /* rv32.py set_stamp_wait: loads of lines stamped after t0 + done are Python's */
+    uint32_t causal;                   /* the causal-load rule for loads of lines stamped after t0 + done (CAUSAL_*) */
     uint32_t *niu_regs[2];             /* each NIU's initiator registers (noc.py Niu.regs), or NULL: Python's */
     uint32_t niu_base[2];              /* where each NIU's register window starts in the core's address space */
     uint32_t x[32], spin_x[32];
@@ -54,7 +55,9 @@ typedef struct {
 _Static_assert(offsetof(rv_state, x) == 4 * 20 && offsetof(rv_state, stamp) == 4 * 84 &&
                offsetof(rv_state, t0) == 4 * 86 && offsetof(rv_state, log) == 4 * 88 &&
                offsetof(rv_state, push_base) == 4 * 92 && sizeof(rv_state) == 4 * 94, "rv32_native.py's word offsets");
-#define LOG_SIZE 1024u                 /* tile.py WRITE_LOG */
+/* rv_state.causal (rv32.py set_stamp_wait; rv32_native.py NativeRun.run): no rule; such a load is Python's; C reads
+ * it from the write log (l1_word_at) and hands back only what the log cannot answer (the core then waits in Python) */
+enum { CAUSAL_OFF = 0, CAUSAL_HAND_BACK = 1, CAUSAL_IN_C = 2 };
 
 /* The bus's callables (rv32_native.py NativeRun.run passes them in this order), borrowed for one run() call:
  * core (its pos and sub are set / read), name, mmio_load, mmio_store, window (push(pos, word) for the push window, or
@@ -345,9 +348,19 @@ static int rv_run(rv_state *s, const bus_calls *c) {
                 break;
             }
             if (f3 == 3 || f3 >= 6 || !(p = fast(s, addr, size))) goto python;
-            /* the causal-load rule (tile.py Tile.l1_at): a line written later than this core's cycle is Python's (a
-             * t0 left stale by a bus call is a lower bound of the cycle: at worst a load handed back needlessly) */
-            if (s->causal && addr < L1_SIZE && s->stamp[addr >> STAMP_SHIFT] > s->t0 + s->done) goto python;
+            /* the causal-load rule (tile.py Tile.l1_at): a line written later than this core's cycle reads as it was
+             * then (a t0 left stale by a bus call is a lower bound of the cycle: refreshed before the lookup) */
+            if (s->causal && addr < L1_SIZE && s->stamp[addr >> STAMP_SHIFT] > s->t0 + s->done) {
+                uint32_t then;
+                if (s->causal != CAUSAL_IN_C) goto python;
+                if (stale) {
+                    if (refresh_t0(s, c))
+                        goto bus_error;
+                    stale = 0;
+                }
+                if (!l1_word_at(s->l1, s->stamp, s->log, *s->log_n, addr, s->t0 + s->done, &then)) goto python;
+                p = (uint8_t *)&then + (addr & 3);               /* little-endian host, as the stores */
+            }
             switch (f3) {
             case 0: v = (uint32_t)(int32_t)*(int8_t *)p; break;
             case 1: { int16_t h; memcpy(&h, p, 2); v = (uint32_t)(int32_t)h; break; }
@@ -476,7 +489,52 @@ static PyObject *run(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     return why == RV_ERROR ? NULL : PyLong_FromLong(why);
 }
 
+/* the tile's write log for the lookups below: the addresses of L1, the line stamps, the ring and its count (tile.py
+ * _native_lookups) */
+typedef struct { uint8_t *l1; uint64_t *stamp, *log, *log_n; } write_log;
+
+/* l1_at(write log address, addr, n, cycle) -> the n bytes at L1 addr (inside one aligned word) as they were at
+ * `cycle`, or None when the log cannot tell (tile.py Tile.l1_at) */
+static PyObject *l1_at(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    const write_log *g = nargs == 4 ? PyLong_AsVoidPtr(args[0]) : NULL;
+    uint32_t addr = g ? (uint32_t)PyLong_AsUnsignedLong(args[1]) : 0, n = g ? (uint32_t)PyLong_AsUnsignedLong(args[2]) : 0;
+    uint64_t cycle = g ? PyLong_AsUnsignedLongLong(args[3]) : 0;
+    uint32_t then;
+    if (!g || PyErr_Occurred()) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "l1_at(write log address, addr, n, cycle)");
+        return NULL;
+    }
+    if (addr >= L1_SIZE || n > 4 - (addr & 3)) {
+        PyErr_Format(PyExc_ValueError, "l1_at: %u bytes at 0x%X are not inside one word of L1", n, addr);
+        return NULL;
+    }
+    if (!l1_word_at(g->l1, g->stamp, g->log, *g->log_n, addr, cycle, &then))
+        Py_RETURN_NONE;
+    return PyBytes_FromStringAndSize((const char *)&then + (addr & 3), n);
+}
+
+/* first_write_after(write log address, addr, cycle) -> the cycle of the earliest logged store to the word at L1 addr
+ * after `cycle`, or None (tile.py Tile.first_write_after) */
+static PyObject *first_write(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    const write_log *g = nargs == 3 ? PyLong_AsVoidPtr(args[0]) : NULL;
+    uint32_t addr = g ? (uint32_t)PyLong_AsUnsignedLong(args[1]) : 0;
+    uint64_t cycle = g ? PyLong_AsUnsignedLongLong(args[2]) : 0, first;
+    if (!g || PyErr_Occurred()) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "first_write_after(write log address, addr, cycle)");
+        return NULL;
+    }
+    if (!first_write_after(g->log, *g->log_n, addr, cycle, &first))
+        Py_RETURN_NONE;
+    return PyLong_FromUnsignedLongLong(first);
+}
+
 static PyMethodDef methods[] = {
+    {"l1_at", (PyCFunction)(void (*)(void))l1_at, METH_FASTCALL,
+     "l1_at(write log address, addr, n, cycle): L1 bytes as they were at cycle, None if the log cannot tell"},
+    {"first_write_after", (PyCFunction)(void (*)(void))first_write, METH_FASTCALL,
+     "first_write_after(write log address, addr, cycle): the first logged store to the word after cycle, or None"},
     {"run", (PyCFunction)(void (*)(void))run, METH_FASTCALL,
      "run(state address, bus calls): the core runs until its budget, a spin, parking, a stall or a hand-back"},
     {NULL, NULL, 0, NULL},

@@ -60,6 +60,11 @@ NIU_STORES = True
 # bus_calls); False hands them back through the pieces (the reference path) as every other instruction (read at each
 # run())
 MMIO_EXITS = os.environ.get("TT_RV32_MMIO_EXITS", "1") != "0"
+# The causal-load rule's lookups in the tile's write log in C (causal_log.h): tile.py's l1_at / first_write_after, and
+# the C core's own loads of lines written after its cycle, which it then no longer hands back; False keeps tile.py's
+# numpy lookups (the reference) and the hand-backs (read when a tile is built and at each run())
+CAUSAL_NATIVE = os.environ.get("TT_EMU_CAUSAL_NATIVE", "1") != "0"
+CAUSAL_OFF, CAUSAL_HAND_BACK, CAUSAL_IN_C = range(3)      # rv32_native.c rv_state.causal
 
 
 def enabled() -> bool:
@@ -67,13 +72,23 @@ def enabled() -> bool:
 
 
 @functools.lru_cache(maxsize=None)
-def _load() -> tuple[object | None, str]:
-    """(the module's run(state address) or None, what `info` says about it)."""
+def _built() -> tuple[object | None, str]:
+    """(the extension module or None, what `info` says about it)."""
     try:
         mod, path = native.load_extension(SOURCE, "rv32_native")
     except OSError as e:
         return None, f"Python: the C part is unavailable: {e}"
-    return mod.run, f"C, making the bus calls of MMIO words and pushes ({path})"
+    return mod, f"C, making the bus calls of MMIO words and pushes ({path})"
+
+
+def _module():
+    return _built()[0]
+
+
+def _load() -> tuple[object | None, str]:
+    """(the module's run(state address) or None, what `info` says about it)."""
+    mod, why = _built()
+    return (mod.run if mod is not None else None), why
 
 
 def status() -> str:
@@ -93,6 +108,25 @@ def attach(core: RV32Core, nius: Sequence[tuple[int, np.ndarray]] = (),
     fn = _load()[0] if enabled() else None
     if fn is not None and len(core._l1) == L1_SIZE:
         core.native = NativeRun(core, fn, nius if NIU_STORES else (), push_window)
+
+
+class LogLookups:
+    """tile.py Tile.l1_at and first_write_after in C (causal_log.h) over the tile's L1, line stamps and write log
+    (arrays the tile owns and keeps alive; their addresses are taken once)."""
+
+    def __init__(self, fns, l1: np.ndarray, stamps: np.ndarray, log: np.ndarray, count: np.ndarray):
+        assert l1.flags.c_contiguous and stamps.dtype == log.dtype == count.dtype == np.uint64
+        self._ptrs = np.array([a.ctypes.data for a in (l1, stamps, log, count)], np.uint64)   # rv32_native.c write_log
+        arg = int(self._ptrs.ctypes.data)
+        l1_at, first = fns
+        self.l1_at = functools.partial(l1_at, arg)                    # (addr, n, cycle) -> bytes | None
+        self.first_write_after = functools.partial(first, arg)        # (addr, cycle) -> int | None
+
+
+def log_lookups(l1: np.ndarray, stamps: np.ndarray, log: np.ndarray, count: np.ndarray) -> LogLookups | None:
+    """The C lookups in a tile's write log, or None (TT_EMU_CAUSAL_NATIVE=0 or no C part): tile.py's numpy ones."""
+    mod = _module() if CAUSAL_NATIVE else None
+    return LogLookups((mod.l1_at, mod.first_write_after), l1, stamps, log, count) if mod is not None else None
 
 
 def _address(mem: memoryview) -> tuple[int, object]:
@@ -133,6 +167,12 @@ class NativeRun:
         self.words = memoryview(self.state)
         self.arg = self.state.ctypes.data
         self.python_quanta = 0          # quanta left to run on the Python blocks before C is measured again
+        self.past_in_c = False          # answer_past_loads
+
+    def answer_past_loads(self, on: bool) -> None:
+        """Whether C answers the core's loads of L1 lines written after its cycle from the tile's write log itself
+        (CAUSAL_NATIVE; the tile's past() would answer them so: its timed mode) instead of handing them back."""
+        self.past_in_c = on and CAUSAL_NATIVE and self.core.write_log is not None
 
     def run(self, budget: int) -> int:
         core = self.core
@@ -148,7 +188,8 @@ class NativeRun:
         S[PC], S[DONE], S[BUDGET], S[IN_BLOCK] = core.pc, 0, min(max(budget, 0), BUDGET_CAP), 0
         S[SPIN_PC], S[CHAIN], S[MULTI_PUSH] = NO_SPIN, 0, "PUSHM" in core._ns
         base, t0, ns = core.stamp_base, self.t0, core._ns
-        S[CAUSAL] = causal = "PAST" in ns and self.stamps is not None
+        causal = "PAST" in ns and self.stamps is not None
+        S[CAUSAL] = (CAUSAL_IN_C if self.past_in_c else CAUSAL_HAND_BACK) if causal else CAUSAL_OFF
         calls = None
         if MMIO_EXITS:          # rv32_native.c bus_calls
             bus = core.bus
