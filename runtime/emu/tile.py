@@ -80,6 +80,7 @@ CFG_RISC_DEST_ACCESS_CTRL = 3  # config word of RISC_DEST_ACCESS_CTRL_SEC0..2 (b
 CFG_DEST_ACCESS_CFG = 220      # bit 0 swizzle_32b, bit 1 remap_addrs
 N_SEMAPHORES = 8
 HOST = "host"
+FIFO_FULL = "Tensix thread {} instruction FIFO full"   # a pusher's wait reason (_pusher, _multi_pusher, _direct_push)
 
 
 class Tile:
@@ -161,7 +162,7 @@ class Tile:
             # a TRISC's store to its own push window is what its `.ttinsn` push is (_push_store -> _push, whose
             # timeline naming of the pusher is the TRISC's own anyway): the C part's runner calls the pusher for it
             window = (layout.INSTRN_BUF_BASE, PUSH_WINDOW, self._pusher(c)) if c in TRISC_THREAD else None
-            rv32_native.attach(core, niu_registers, window)
+            rv32_native.attach(core, niu_registers, window, self._direct_push(c))
         self.set_timed(chip.timed)
 
     def _stamper(self, who: str) -> tuple[Callable[[int, int], None], np.ndarray, Callable[[], int]]:
@@ -260,12 +261,28 @@ class Tile:
             try:
                 a = tpush(thread, word, t)
             except Stall:
-                waits[who] = f"Tensix thread {thread} instruction FIFO full"
+                waits[who] = FIFO_FULL.format(thread)
                 raise
             if a > t:                                         # FIFO full in modelled time: the core waits
                 stall[who] += a - t
             pushes[thread] += 1
         return push
+
+    def _direct_push(self, who: str) -> Callable[[], tuple | None] | None:
+        """rv32_native.attach's direct_push for `who`: the C core hands its `.ttinsn` runs to the Tensix's plain_run
+        itself, doing _multi_pusher's accounting, where the Tensix's push_run would call plain_run now
+        (DirectIssueMixin.c_push_entry); None for a core without a thread or a Tensix without that path."""
+        thread = THREAD_OF.get(who)
+        entry = getattr(self.tensix, "c_push_entry", None) if self._timed else None
+        if thread is None or entry is None:
+            return None
+        full = FIFO_FULL.format(thread)
+
+        def context() -> tuple | None:
+            e = entry()
+            return None if e is None else (e[0], self.tensix, thread, e[1], e[2], self._stall, self.tensix_pushes,
+                                           self._wait, full)
+        return context
 
     def _multi_pusher(self, who: str):
         """push(pos, words): the _pusher calls for a run of consecutive `.ttinsn` words at positions pos, pos + 1, ...
@@ -299,7 +316,7 @@ class Tile:
                 stall[who] += tx.pm_t - t0 - j
                 pushes[thread] += j
                 if isinstance(e, Stall):
-                    waits[who] = f"Tensix thread {thread} instruction FIFO full"
+                    waits[who] = FIFO_FULL.format(thread)
                 raise
             stall[who] += t - t0 - len(words)
             pushes[thread] += len(words)
@@ -549,7 +566,7 @@ class Tile:
             else:
                 self.tensix.push(thread, word)
         except Stall:
-            self._wait[who] = f"Tensix thread {thread} instruction FIFO full"
+            self._wait[who] = FIFO_FULL.format(thread)
             raise
         self.tensix_pushes[thread] += 1
 

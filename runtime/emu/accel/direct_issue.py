@@ -104,6 +104,16 @@ class DirectIssueMixin:
             raise
         return r if r[0] > j else None
 
+    def c_push_entry(self) -> tuple | None:
+        """What a caller in C needs to do push_run's call itself (rv32_native.c, for a core's `.ttinsn` runs):
+        (plain_run's capsule, the facts, the progress list), or None where push_run would not call plain_run now
+        (the C part off or not built, direct issue off, a timeline recorded, a spied cycle model). The caller fills
+        no facts: a word without them stops plain_run, and push_run (which records them) takes it from there."""
+        capsule = sfpu_issue_native.plain_run_capsule()
+        if capsule is None or not DIRECT_ISSUE or not self._c_issue_allowed():
+            return None
+        return capsule, self._plain, self._plain_progress
+
     def drain_in_c(self):
         """The C part's drain_run (Tensix._drain's loop for the words plain_run takes) where it may run, else None."""
         return sfpu_issue_native.drain_run() if self._c_issue_allowed() else None

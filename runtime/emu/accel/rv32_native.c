@@ -65,7 +65,22 @@ enum { CAUSAL_OFF = 0, CAUSAL_HAND_BACK = 1, CAUSAL_IN_C = 2 };
 #define BUS_CALLS 10
 typedef struct { PyObject *core, *name, *load, *store, *window, *pushp, *pushm, *push, *base, *stall; } bus_calls;
 _Static_assert(sizeof(bus_calls) == BUS_CALLS * sizeof(PyObject *), "filled slot by slot");
-static PyObject *s_pos, *s_sub, *four, *zero;
+static PyObject *s_pos, *s_sub, *s_mm_record, *s_pm_done, *s_pm_t, *four, *zero;
+
+/* plain_run's C entry (sfpu_issue_native.c's capsule "sfpu_issue.plain_run"), called with plain_run's arguments */
+typedef PyObject *(*plain_run_entry)(PyObject *, PyObject *const *, Py_ssize_t);
+
+/* A TRISC's `.ttinsn` runs handed to plain_run from here (rv32_native.py DIRECT_PUSH; the tile's direct push context,
+ * run()'s third argument, borrowed for one call): what the tile's pusher (tile.py Tile._multi_pusher) and the Tensix's
+ * push_many -> push_run do for the words plain_run takes, the core's stall and the thread's push count kept in the
+ * tile's dict and list; the words it leaves (no facts yet, SFPU words, MVMULs, a full FIFO) go to the pusher. */
+#define DIRECT_FIELDS 9
+typedef struct {
+    plain_run_entry fn;                /* NULL: every run goes to the pusher */
+    PyObject *tx, *thread, *facts, *progress, *stall, *pushes, *waits, *full, *name;
+    Py_ssize_t thread_i;
+    long long base;                    /* the core's cycle less its stall (tbase + instret): fixed during one run() */
+} direct_push;
 
 static inline int32_t sx(uint32_t v) { return (int32_t)v; }
 static inline uint32_t sext(uint32_t v, int bits) {
@@ -203,19 +218,110 @@ static PyObject *bus_call(rv_state *s, const bus_calls *c, PyObject *fn, PyObjec
     return r;
 }
 
-/* the pushes of the `.ttinsn` run of n words at pc (PUSHM for several, else PUSHP, else push_tensix); on an error,
- * *sub = the word that raised (PUSHM sets core.sub) */
-static int push_run(rv_state *s, const bus_calls *c, uint32_t pc, uint32_t n, uint32_t *sub) {
-    PyObject *words = n > 1 ? PyTuple_New(n) : NULL, *r = NULL, *w = NULL;
+/* the `.ttinsn` run of n words at pc as the tuple of the words pushed (isa.from_ttinsn), or NULL */
+static PyObject *ttinsn_words(const rv_state *s, uint32_t pc, uint32_t n) {
+    PyObject *words = PyTuple_New(n);
+    for (uint32_t j = 0; words && j < n; j++) {
+        uint32_t insn;
+        memcpy(&insn, s->l1 + pc + 4 * j, 4);
+        PyObject *v = PyLong_FromUnsignedLong(rotr(insn, 2));
+        if (!v) { Py_CLEAR(words); break; }
+        PyTuple_SET_ITEM(words, j, v);
+    }
+    return words;
+}
+
+/* the core's stall as the tile keeps it (d->stall[d->name]) into *v; -1 with an error set */
+static int stall_of(const direct_push *d, long long *v) {
+    PyObject *o = PyDict_GetItemWithError(d->stall, d->name);
+    if (!o) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_KeyError, "direct push: the tile keeps no stall for the core");
+        return -1;
+    }
+    *v = PyLong_AsLongLong(o);
+    return *v == -1 && PyErr_Occurred() ? -1 : 0;
+}
+
+/* the pusher's bookkeeping for the j words pushed from cycle t on whose next push time is `next` (tile.py
+ * Tile._multi_pusher): the core's stall grows by what they waited, the thread's push count by j; s->t0 follows */
+static int direct_account(rv_state *s, direct_push *d, long long t, long long j, long long next) {
+    long long stall, pushed;
+    PyObject *o = PyList_GetItem(d->pushes, d->thread_i), *v = NULL, *p = NULL;
+    if (!o || stall_of(d, &stall) || ((pushed = PyLong_AsLongLong(o)) == -1 && PyErr_Occurred()))
+        return -1;
+    stall += next - t - j;
+    int bad = !(v = PyLong_FromLongLong(stall)) || PyDict_SetItem(d->stall, d->name, v) < 0
+              || !(p = PyLong_FromLongLong(pushed + j)) || PyList_SetItem(d->pushes, d->thread_i, p) < 0;
+    Py_XDECREF(v);
+    if (bad && !p)
+        return -1;
+    s->t0 = (uint64_t)(d->base + stall);
+    return bad ? -1 : 0;
+}
+
+/* plain_run for words[j0:] of the tuple `words` pushed from position s->done on, at the core's exact cycle: *end = the
+ * word it stopped before; on an error (at word *end, the words before it accounted as the pusher does) -1 */
+static int direct_run(rv_state *s, const bus_calls *c, direct_push *d, PyObject *words, uint32_t j0, uint32_t *end) {
+    long long stall, j = j0, next;
+    *end = j0;
+    if (!words || stall_of(d, &stall))
+        return -1;
+    long long t = d->base + stall + s->done + j0;  /* the pusher's tbase + instret + stall + pos of words[j0] */
+    PyObject *rec = PyObject_GetAttr(d->tx, s_mm_record), *t_o = rec ? PyLong_FromLongLong(t) : NULL, *r = NULL;
+    PyObject *j_o = t_o ? PyLong_FromUnsignedLong(j0) : NULL;
+    if (j_o) {
+        PyObject *args[8] = {d->tx, words, j_o, t_o, d->thread, d->facts, d->progress,
+                             rec != Py_None ? Py_True : Py_False};
+        r = d->fn(NULL, args, 8);
+    }
+    Py_XDECREF(rec), Py_XDECREF(t_o), Py_XDECREF(j_o);
+    if (r) {
+        int bad = !PyArg_ParseTuple(r, "LL", &j, &next);
+        Py_DECREF(r);
+        if (bad || direct_account(s, d, t, j - j0, next))
+            return -1;
+        *end = (uint32_t)j;
+        return 0;
+    }
+    if (!j_o)
+        return -1;
+    /* plain_run raised at progress[0] (pushed at progress[1]): push_run's pm_done / pm_t, the pusher's accounting and
+     * core.sub, and a Stall's wait reason, the error kept */
+    PyObject *et, *ev, *tb;
+    PyErr_Fetch(&et, &ev, &tb);
+    PyObject *j_e = PyList_GetItem(d->progress, 0), *t_j = PyList_GetItem(d->progress, 1);
+    int bad = !j_e || !t_j || PyObject_SetAttr(d->tx, s_pm_done, j_e) || PyObject_SetAttr(d->tx, s_pm_t, t_j)
+              || PyObject_SetAttr(c->core, s_sub, j_e) || ((j = PyLong_AsLongLong(j_e)) == -1 && PyErr_Occurred())
+              || ((next = PyLong_AsLongLong(t_j)) == -1 && PyErr_Occurred()) || direct_account(s, d, t, j - j0, next)
+              || (et && PyErr_GivenExceptionMatches(et, c->stall) && PyDict_SetItem(d->waits, d->name, d->full) < 0);
+    if (bad) {                                      /* (the bookkeeping's own error replaces plain_run's) */
+        Py_XDECREF(et), Py_XDECREF(ev), Py_XDECREF(tb);
+        return -1;
+    }
+    PyErr_Restore(et, ev, tb);
+    *end = (uint32_t)j;
+    return -1;
+}
+
+/* whether plain_run may take `word` where the thread's frontend is empty: direct_issue.py recorded facts for it (a
+ * 5-tuple named by its [0]) and it is no MVMUL (whose runs the Tensix's push_many records as a whole); -1 on an error */
+static int plain_takes(const direct_push *d, PyObject *word) {
+    PyObject *rec = PyDict_GetItemWithError(d->facts, word);
+    if (!rec || rec == Py_None)
+        return PyErr_Occurred() ? -1 : 0;
+    if (!PyTuple_Check(rec) || PyTuple_GET_SIZE(rec) < 1 || !PyUnicode_Check(PyTuple_GET_ITEM(rec, 0))) {
+        PyErr_SetString(PyExc_TypeError, "direct push: a word's facts of the wrong shape");
+        return -1;
+    }
+    return PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(rec, 0), "MVMUL") != 0;
+}
+
+/* the pushers' part of push_run: the n words at pc (PUSHM if `multi`, else PUSHP, else push_tensix) */
+static int push_python(rv_state *s, const bus_calls *c, uint32_t pc, uint32_t n, int multi, uint32_t *sub) {
+    PyObject *words = multi ? ttinsn_words(s, pc, n) : NULL, *r = NULL, *w = NULL;
     *sub = 0;
-    if (n > 1) {
-        for (uint32_t j = 0; words && j < n; j++) {
-            uint32_t insn;
-            memcpy(&insn, s->l1 + pc + 4 * j, 4);
-            PyObject *v = PyLong_FromUnsignedLong(rotr(insn, 2));          /* isa.from_ttinsn */
-            if (!v) { Py_CLEAR(words); break; }
-            PyTuple_SET_ITEM(words, j, v);
-        }
+    if (multi) {
         PyObject *args[2] = {NULL, words};
         if (words && !PyObject_SetAttr(c->core, s_sub, zero))
             r = bus_call(s, c, c->pushm, args, 2, 0);
@@ -238,7 +344,48 @@ static int push_run(rv_state *s, const bus_calls *c, uint32_t pc, uint32_t n, ui
         Py_XDECREF(w);
     }
     Py_XDECREF(r);
-    return r ? 0 : -1;
+    return r ? 1 : -1;
+}
+
+/* the pushes of the `.ttinsn` run of n words at pc: to plain_run where d allows; each stretch of words it leaves, up
+ * to the next word it may take, through the pushers (PUSHM for several, else PUSHP, else push_tensix), so that the
+ * Tensix's push_many sees whole runs of SFPU words and MVMULs. On an error, *sub = the word that raised (PUSHM sets
+ * core.sub). 0: only plain_run ran (s->t0 is exact), 1: a pusher was called, -1: an error */
+static int push_run(rv_state *s, const bus_calls *c, direct_push *d, uint32_t pc, uint32_t n, uint32_t *sub) {
+    int multi = n > 1, pushers = 0;
+    *sub = 0;
+    if (!d->fn)
+        return push_python(s, c, pc, n, multi, sub);
+    PyObject *words = ttinsn_words(s, pc, n);
+    uint32_t k = 0, m;
+    while (k < n) {
+        if (direct_run(s, c, d, words, k, &k)) {
+            *sub = k;
+            pushers = -1;
+            break;
+        }
+        if (k == n)
+            break;
+        int take = 0;
+        for (m = k + 1; m < n && !(take = plain_takes(d, PyTuple_GET_ITEM(words, m))); m++) {}
+        if (take < 0) {
+            pushers = -1;
+            *sub = k;
+            break;
+        }
+        s->done += k;                               /* the pushers take words[k:m] at their positions */
+        int r = push_python(s, c, pc + 4 * k, m - k, multi, sub);
+        s->done -= k;
+        if (r < 0) {
+            *sub += k;
+            pushers = -1;
+            break;
+        }
+        pushers = 1;
+        k = m;
+    }
+    Py_XDECREF(words);
+    return pushers;
 }
 
 /* the cycle model's stamp base again (stamp_base()): a bus call may have stalled the core */
@@ -284,7 +431,7 @@ static inline void log_write(rv_state *s, uint32_t addr, uint64_t cycle) {   /* 
     e[0] = addr >> STAMP_SHIFT; e[1] = cycle; e[2] = word; e[3] = old;
 }
 
-static int rv_run(rv_state *s, const bus_calls *c) {
+static int rv_run(rv_state *s, const bus_calls *c, direct_push *d) {
     uint32_t *x = s->x, pc = s->pc, sub = 0;
     int stale = 0;                                               /* t0 older than the last bus call */
     for (;;) {
@@ -316,9 +463,10 @@ static int rv_run(rv_state *s, const bus_calls *c) {
                 s->exit_n = n; s->pc = pc;
                 return RV_PYTHON;
             }
-            if (push_run(s, c, pc, n, &sub))
+            int pushers = push_run(s, c, d, pc, n, &sub);
+            if (pushers < 0)
                 goto bus_error;
-            stale = 1;
+            stale = pushers;
             pc += 4 * n;
             s->done += n;
             s->in_block += n;
@@ -390,10 +538,23 @@ static int rv_run(rv_state *s, const bus_calls *c) {
                 goto python;
             } else if (!niu_store(s, addr, b)) {
                 if (!c || !mmio_word(s, addr)) goto python;
+                int window = c->window != Py_None && addr - s->push_base < s->push_size;
+                if (window && d->fn) {                           /* the push the window's pusher makes, in C */
+                    PyObject *one = Py_BuildValue("(k)", (unsigned long)b);
+                    uint32_t taken;
+                    int bad = direct_run(s, c, d, one, 0, &taken);
+                    Py_XDECREF(one);
+                    if (bad)
+                        goto bus_error;
+                    if (taken) {
+                        stale = 0;                               /* (direct_run left t0 exact) */
+                        rd = 0;
+                        break;
+                    }
+                }
                 PyObject *a_o = PyLong_FromUnsignedLong(addr), *v_o = PyLong_FromUnsignedLong(b), *r = NULL;
                 if (a_o && v_o) {
                     PyObject *args[4] = {c->name, a_o, four, v_o};
-                    int window = c->window != Py_None && addr - s->push_base < s->push_size;
                     if (window)
                         args[1] = v_o;
                     r = window ? bus_call(s, c, c->window, args, 2, 0) : bus_call(s, c, c->store, args, 4, 1);
@@ -466,16 +627,45 @@ static int rv_run(rv_state *s, const bus_calls *c) {
     return RV_PYTHON;
 }
 
-/* run(address of an rv_state, bus_calls tuple or None) -> RV_BUDGET ... RV_STALL: the address is rv32_native.py's
- * state array's; an error a bus call raised leaves with pc and done at the culprit */
+/* the direct push context `o` (None, or (plain_run capsule, tx, thread, facts, progress, the tile's stall dict, its
+ * push counts, its wait reasons, the full FIFO's wait reason): rv32_native.py NativeRun.run) into *d, for the bus calls
+ * c of a core whose cycle at position 0 is s->t0; -1 with an error set */
+static int direct_from(PyObject *o, const rv_state *s, const bus_calls *c, direct_push *d) {
+    long long stall;
+    memset(d, 0, sizeof *d);
+    if (o == Py_None)
+        return 0;
+    if (!c || c->base == Py_None || !PyTuple_Check(o) || PyTuple_GET_SIZE(o) != DIRECT_FIELDS) {
+        PyErr_SetString(PyExc_TypeError, "run: a direct push context needs bus calls with stamp_base and 9 fields");
+        return -1;
+    }
+    PyObject **f = &PyTuple_GET_ITEM(o, 0);
+    d->fn = (plain_run_entry)PyCapsule_GetPointer(f[0], "sfpu_issue.plain_run");
+    d->tx = f[1], d->thread = f[2], d->facts = f[3], d->progress = f[4], d->stall = f[5], d->pushes = f[6];
+    d->waits = f[7], d->full = f[8], d->name = c->name;
+    d->thread_i = PyLong_AsSsize_t(d->thread);
+    if (!d->fn || PyErr_Occurred() || !PyDict_Check(d->stall) || !PyList_Check(d->pushes) || !PyDict_Check(d->waits)
+        || !PyList_Check(d->progress) || d->thread_i < 0 || d->thread_i >= PyList_GET_SIZE(d->pushes)
+        || stall_of(d, &stall)) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "run: a direct push context of the wrong shape");
+        return -1;
+    }
+    d->base = (long long)s->t0 - stall;
+    return 0;
+}
+
+/* run(address of an rv_state, bus_calls tuple or None, direct push context or None) -> RV_BUDGET ... RV_STALL: the
+ * address is rv32_native.py's state array's; an error a bus call raised leaves with pc and done at the culprit */
 static PyObject *run(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    rv_state *s = nargs == 2 ? PyLong_AsVoidPtr(args[0]) : NULL;
+    rv_state *s = nargs == 3 ? PyLong_AsVoidPtr(args[0]) : NULL;
     if (!s) {
         if (!PyErr_Occurred())
-            PyErr_SetString(PyExc_TypeError, "run(state address, bus calls: tuple or None)");
+            PyErr_SetString(PyExc_TypeError, "run(state address, bus calls: tuple or None, direct push or None)");
         return NULL;
     }
     bus_calls c;
+    direct_push d;
     if (args[1] != Py_None) {
         if (!PyTuple_Check(args[1]) || PyTuple_GET_SIZE(args[1]) != BUS_CALLS) {
             PyErr_SetString(PyExc_TypeError, "run: bus calls: a tuple of 10");
@@ -485,7 +675,9 @@ static PyObject *run(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
         for (int i = 0; i < BUS_CALLS; i++)
             slot[i] = PyTuple_GET_ITEM(args[1], i);
     }
-    int why = rv_run(s, args[1] != Py_None ? &c : NULL);
+    if (direct_from(args[2], s, args[1] != Py_None ? &c : NULL, &d))
+        return NULL;
+    int why = rv_run(s, args[1] != Py_None ? &c : NULL, &d);
     return why == RV_ERROR ? NULL : PyLong_FromLong(why);
 }
 
@@ -544,6 +736,8 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "rv32_native", NULL, 
 
 PyMODINIT_FUNC PyInit_rv32_native(void) {
     if (!(s_pos = PyUnicode_InternFromString("pos")) || !(s_sub = PyUnicode_InternFromString("sub"))
+        || !(s_mm_record = PyUnicode_InternFromString("mm_record"))
+        || !(s_pm_done = PyUnicode_InternFromString("pm_done")) || !(s_pm_t = PyUnicode_InternFromString("pm_t"))
         || !(four = PyLong_FromLong(4)) || !(zero = PyLong_FromLong(0)))
         return NULL;
     return PyModule_Create(&module);

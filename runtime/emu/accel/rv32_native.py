@@ -65,6 +65,10 @@ MMIO_EXITS = os.environ.get("TT_RV32_MMIO_EXITS", "1") != "0"
 # numpy lookups (the reference) and the hand-backs (read when a tile is built and at each run())
 CAUSAL_NATIVE = os.environ.get("TT_EMU_CAUSAL_NATIVE", "1") != "0"
 CAUSAL_OFF, CAUSAL_HAND_BACK, CAUSAL_IN_C = range(3)      # rv32_native.c rv_state.causal
+# C hands a core's runs of `.ttinsn` words to the Tensix's plain_run itself (sfpu_issue_native.c's C entry, through
+# attach()'s direct_push context) and the tile's pusher only the words plain_run leaves; False calls the pusher for
+# every run (the reference; read at each run())
+DIRECT_PUSH = os.environ.get("TT_RV32_DIRECT_PUSH", "1") != "0"
 
 
 def enabled() -> bool:
@@ -100,14 +104,18 @@ def status() -> str:
 
 
 def attach(core: RV32Core, nius: Sequence[tuple[int, np.ndarray]] = (),
-           push_window: tuple[int, int, Callable[[int, int], None]] | None = None) -> None:
+           push_window: tuple[int, int, Callable[[int, int], None]] | None = None,
+           direct_push: Callable[[], tuple | None] | None = None) -> None:
     """Hand `core`'s run() to the C part when it is enabled and built; otherwise the core keeps the Python path.
     `nius`: (window base address, uint32 register file) of the NIUs whose command registers C may fill (at most 2).
     `push_window`: (base, size, push(pos, word)): a word store there has exactly push's effects (the bus's mmio_store
-    would make the same push), so run() calls push for it."""
+    would make the same push), so run() calls push for it.
+    `direct_push`: called at each run(): None, or what rv32_native.c needs to hand the core's `.ttinsn` runs to
+    plain_run as the bus's PUSHM pusher would (rv32_native.c direct_from: the capsule, the Tensix, the thread, its
+    facts and progress list, the tile's stall dict, push counts, wait reasons and the full FIFO's wait reason)."""
     fn = _load()[0] if enabled() else None
     if fn is not None and len(core._l1) == L1_SIZE:
-        core.native = NativeRun(core, fn, nius if NIU_STORES else (), push_window)
+        core.native = NativeRun(core, fn, nius if NIU_STORES else (), push_window, direct_push)
 
 
 class LogLookups:
@@ -140,8 +148,10 @@ class NativeRun:
     rv32.py keeps it."""
 
     def __init__(self, core: RV32Core, fn, nius: Sequence[tuple[int, np.ndarray]],
-                 push_window: tuple[int, int, Callable[[int, int], None]] | None):
+                 push_window: tuple[int, int, Callable[[int, int], None]] | None,
+                 direct_push: Callable[[], tuple | None] | None = None):
         self.core = core
+        self.direct_push = direct_push
         self.fn = fn
         self.state = np.zeros(STATE_WORDS, np.uint32)
         (l1, self._l1_buf), (local, self._local_buf) = _address(core._l1), _address(core._local)
@@ -190,11 +200,13 @@ class NativeRun:
         base, t0, ns = core.stamp_base, self.t0, core._ns
         causal = "PAST" in ns and self.stamps is not None
         S[CAUSAL] = (CAUSAL_IN_C if self.past_in_c else CAUSAL_HAND_BACK) if causal else CAUSAL_OFF
-        calls = None
+        calls = direct = None
         if MMIO_EXITS:          # rv32_native.c bus_calls
             bus = core.bus
             calls = (core, core.name, bus.mmio_load, bus.mmio_store, self.push, ns.get("PUSHP"), ns.get("PUSHM"),
                      bus.push_tensix, base, Stall)
+            if DIRECT_PUSH and self.direct_push is not None and base is not None:
+                direct = self.direct_push()
         try:
             while True:
                 if base is not None:
@@ -203,7 +215,7 @@ class NativeRun:
                         ns["SBASE"] = int(t0[0])  # a handed-back load's stamp test (rv32.py set_stamp_wait): a lower
                                                   # bound of the cycle, also after bus calls C made stalled the core
                 try:
-                    why = fn(arg, calls)
+                    why = fn(arg, calls, direct)
                 except BaseException:
                     core.pc = S[PC]     # a bus call C made raised: pc and done name the culprit
                     raise
