@@ -268,21 +268,18 @@ class Tile:
             pushes[thread] += 1
         return push
 
-    def _direct_push(self, who: str) -> Callable[[], tuple | None] | None:
+    def _direct_push(self, who: str) -> tuple | None:
         """rv32_native.attach's direct_push for `who`: the C core hands its `.ttinsn` runs to the Tensix's plain_run
-        itself, doing _multi_pusher's accounting, where the Tensix's push_run would call plain_run now
+        itself, doing _multi_pusher's accounting, where the Tensix's push_run would call plain_run
         (DirectIssueMixin.c_push_entry); None for a core without a thread or a Tensix without that path."""
         thread = THREAD_OF.get(who)
         entry = getattr(self.tensix, "c_push_entry", None) if self._timed else None
-        if thread is None or entry is None:
+        entry = entry() if thread is not None and entry is not None else None
+        if entry is None:
             return None
-        full = FIFO_FULL.format(thread)
-
-        def context() -> tuple | None:
-            e = entry()
-            return None if e is None else (e[0], self.tensix, thread, e[1], e[2], self._stall, self.tensix_pushes,
-                                           self._wait, full)
-        return context
+        capsule, facts, progress, allowed = entry
+        return (capsule, self.tensix, thread, facts, progress, self._stall, self.tensix_pushes, self._wait,
+                FIFO_FULL.format(thread), allowed)
 
     def _multi_pusher(self, who: str):
         """push(pos, words): the _pusher calls for a run of consecutive `.ttinsn` words at positions pos, pos + 1, ...

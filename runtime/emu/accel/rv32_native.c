@@ -74,12 +74,13 @@ typedef PyObject *(*plain_run_entry)(PyObject *, PyObject *const *, Py_ssize_t);
  * run()'s third argument, borrowed for one call): what the tile's pusher (tile.py Tile._multi_pusher) and the Tensix's
  * push_many -> push_run do for the words plain_run takes, the core's stall and the thread's push count kept in the
  * tile's dict and list; the words it leaves (no facts yet, SFPU words, MVMULs, a full FIFO) go to the pusher. */
-#define DIRECT_FIELDS 9
+#define DIRECT_FIELDS 10
 typedef struct {
     plain_run_entry fn;                /* NULL: every run goes to the pusher */
-    PyObject *tx, *thread, *facts, *progress, *stall, *pushes, *waits, *full, *name;
+    PyObject *tx, *thread, *facts, *progress, *stall, *pushes, *waits, *full, *allowed, *name;
     Py_ssize_t thread_i;
     long long base;                    /* the core's cycle less its stall (tbase + instret): fixed during one run() */
+    int ready;                         /* allowed() as asked at the run's first push: 1, 0 (pushers only), -1 not yet */
 } direct_push;
 
 static inline int32_t sx(uint32_t v) { return (int32_t)v; }
@@ -304,6 +305,22 @@ static int direct_run(rv_state *s, const bus_calls *c, direct_push *d, PyObject 
     return -1;
 }
 
+/* whether plain_run may run in this run() call (d->allowed(), asked once: direct_issue.py _c_issue_allowed); -1 with
+ * an error set */
+static int direct_ready(direct_push *d) {
+    if (!d->fn)
+        return 0;
+    if (d->ready < 0) {
+        PyObject *r = PyObject_CallNoArgs(d->allowed);
+        if (!r || (d->ready = PyObject_IsTrue(r)) < 0) {
+            Py_XDECREF(r);
+            return -1;
+        }
+        Py_DECREF(r);
+    }
+    return d->ready;
+}
+
 /* whether plain_run may take `word` where the thread's frontend is empty: direct_issue.py recorded facts for it (a
  * 5-tuple named by its [0]) and it is no MVMUL (whose runs the Tensix's push_many records as a whole); -1 on an error */
 static int plain_takes(const direct_push *d, PyObject *word) {
@@ -352,10 +369,10 @@ static int push_python(rv_state *s, const bus_calls *c, uint32_t pc, uint32_t n,
  * Tensix's push_many sees whole runs of SFPU words and MVMULs. On an error, *sub = the word that raised (PUSHM sets
  * core.sub). 0: only plain_run ran (s->t0 is exact), 1: a pusher was called, -1: an error */
 static int push_run(rv_state *s, const bus_calls *c, direct_push *d, uint32_t pc, uint32_t n, uint32_t *sub) {
-    int multi = n > 1, pushers = 0;
+    int multi = n > 1, pushers = 0, ready = direct_ready(d);
     *sub = 0;
-    if (!d->fn)
-        return push_python(s, c, pc, n, multi, sub);
+    if (ready <= 0)
+        return ready < 0 ? -1 : push_python(s, c, pc, n, multi, sub);
     PyObject *words = ttinsn_words(s, pc, n);
     uint32_t k = 0, m;
     while (k < n) {
@@ -539,7 +556,10 @@ static int rv_run(rv_state *s, const bus_calls *c, direct_push *d) {
             } else if (!niu_store(s, addr, b)) {
                 if (!c || !mmio_word(s, addr)) goto python;
                 int window = c->window != Py_None && addr - s->push_base < s->push_size;
-                if (window && d->fn) {                           /* the push the window's pusher makes, in C */
+                int ready = window ? direct_ready(d) : 0;
+                if (ready < 0)
+                    goto bus_error;
+                if (ready) {                                     /* the push the window's pusher makes, in C */
                     PyObject *one = Py_BuildValue("(k)", (unsigned long)b);
                     uint32_t taken;
                     int bad = direct_run(s, c, d, one, 0, &taken);
@@ -636,13 +656,13 @@ static int direct_from(PyObject *o, const rv_state *s, const bus_calls *c, direc
     if (o == Py_None)
         return 0;
     if (!c || c->base == Py_None || !PyTuple_Check(o) || PyTuple_GET_SIZE(o) != DIRECT_FIELDS) {
-        PyErr_SetString(PyExc_TypeError, "run: a direct push context needs bus calls with stamp_base and 9 fields");
+        PyErr_SetString(PyExc_TypeError, "run: a direct push context needs bus calls with stamp_base and 10 fields");
         return -1;
     }
     PyObject **f = &PyTuple_GET_ITEM(o, 0);
     d->fn = (plain_run_entry)PyCapsule_GetPointer(f[0], "sfpu_issue.plain_run");
     d->tx = f[1], d->thread = f[2], d->facts = f[3], d->progress = f[4], d->stall = f[5], d->pushes = f[6];
-    d->waits = f[7], d->full = f[8], d->name = c->name;
+    d->waits = f[7], d->full = f[8], d->allowed = f[9], d->name = c->name, d->ready = -1;
     d->thread_i = PyLong_AsSsize_t(d->thread);
     if (!d->fn || PyErr_Occurred() || !PyDict_Check(d->stall) || !PyList_Check(d->pushes) || !PyDict_Check(d->waits)
         || !PyList_Check(d->progress) || d->thread_i < 0 || d->thread_i >= PyList_GET_SIZE(d->pushes)

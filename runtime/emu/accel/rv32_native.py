@@ -105,14 +105,15 @@ def status() -> str:
 
 def attach(core: RV32Core, nius: Sequence[tuple[int, np.ndarray]] = (),
            push_window: tuple[int, int, Callable[[int, int], None]] | None = None,
-           direct_push: Callable[[], tuple | None] | None = None) -> None:
+           direct_push: tuple | None = None) -> None:
     """Hand `core`'s run() to the C part when it is enabled and built; otherwise the core keeps the Python path.
     `nius`: (window base address, uint32 register file) of the NIUs whose command registers C may fill (at most 2).
     `push_window`: (base, size, push(pos, word)): a word store there has exactly push's effects (the bus's mmio_store
     would make the same push), so run() calls push for it.
-    `direct_push`: called at each run(): None, or what rv32_native.c needs to hand the core's `.ttinsn` runs to
-    plain_run as the bus's PUSHM pusher would (rv32_native.c direct_from: the capsule, the Tensix, the thread, its
-    facts and progress list, the tile's stall dict, push counts, wait reasons and the full FIFO's wait reason)."""
+    `direct_push`: what rv32_native.c needs to hand the core's `.ttinsn` runs to plain_run as the bus's pusher
+    would (rv32_native.c direct_from: the capsule, the Tensix, the thread, its facts and progress list, the tile's
+    stall dict, push counts, wait reasons, the full FIFO's wait reason, and whether plain_run may run now, asked at
+    the first push of each run() call), or None."""
     fn = _load()[0] if enabled() else None
     if fn is not None and len(core._l1) == L1_SIZE:
         core.native = NativeRun(core, fn, nius if NIU_STORES else (), push_window, direct_push)
@@ -149,7 +150,7 @@ class NativeRun:
 
     def __init__(self, core: RV32Core, fn, nius: Sequence[tuple[int, np.ndarray]],
                  push_window: tuple[int, int, Callable[[int, int], None]] | None,
-                 direct_push: Callable[[], tuple | None] | None = None):
+                 direct_push: tuple | None = None):
         self.core = core
         self.direct_push = direct_push
         self.fn = fn
@@ -205,8 +206,8 @@ class NativeRun:
             bus = core.bus
             calls = (core, core.name, bus.mmio_load, bus.mmio_store, self.push, ns.get("PUSHP"), ns.get("PUSHM"),
                      bus.push_tensix, base, Stall)
-            if DIRECT_PUSH and self.direct_push is not None and base is not None:
-                direct = self.direct_push()
+            if DIRECT_PUSH and base is not None:
+                direct = self.direct_push
         try:
             while True:
                 if base is not None:
