@@ -374,17 +374,21 @@ static int push_run(rv_state *s, const bus_calls *c, direct_push *d, uint32_t pc
     if (ready <= 0)
         return ready < 0 ? -1 : push_python(s, c, pc, n, multi, sub);
     PyObject *words = ttinsn_words(s, pc, n);
+    if (!words)
+        return -1;
     uint32_t k = 0, m;
     while (k < n) {
-        if (direct_run(s, c, d, words, k, &k)) {
-            *sub = k;
-            pushers = -1;
-            break;
+        int take = plain_takes(d, PyTuple_GET_ITEM(words, k));
+        if (take > 0) {
+            if (direct_run(s, c, d, words, k, &k)) {
+                *sub = k;
+                pushers = -1;
+                break;
+            }
+            if (k == n)
+                break;
         }
-        if (k == n)
-            break;
-        int take = 0;
-        for (m = k + 1; m < n && !(take = plain_takes(d, PyTuple_GET_ITEM(words, m))); m++) {}
+        for (m = k + 1; take >= 0 && m < n && !(take = plain_takes(d, PyTuple_GET_ITEM(words, m))); m++) {}
         if (take < 0) {
             pushers = -1;
             *sub = k;
@@ -401,8 +405,23 @@ static int push_run(rv_state *s, const bus_calls *c, direct_push *d, uint32_t pc
         pushers = 1;
         k = m;
     }
-    Py_XDECREF(words);
+    Py_DECREF(words);
     return pushers;
+}
+
+/* a store of `word` to the core's own push window handed to plain_run as the window's pusher would push it: 1 if
+ * it took the word, 0 if the pusher must (no direct push now, or a word plain_run does not take), -1 on an error */
+static int window_push(rv_state *s, const bus_calls *c, direct_push *d, uint32_t word) {
+    int ready = direct_ready(d);
+    if (ready <= 0)
+        return ready;
+    PyObject *one = Py_BuildValue("(k)", (unsigned long)word);
+    int take = one ? plain_takes(d, PyTuple_GET_ITEM(one, 0)) : -1;
+    uint32_t taken = 0;
+    if (take > 0 && direct_run(s, c, d, one, 0, &taken))
+        take = -1;
+    Py_XDECREF(one);
+    return take < 0 ? -1 : (int)taken;
 }
 
 /* the cycle model's stamp base again (stamp_base()): a bus call may have stalled the core */
@@ -556,21 +575,13 @@ static int rv_run(rv_state *s, const bus_calls *c, direct_push *d) {
             } else if (!niu_store(s, addr, b)) {
                 if (!c || !mmio_word(s, addr)) goto python;
                 int window = c->window != Py_None && addr - s->push_base < s->push_size;
-                int ready = window ? direct_ready(d) : 0;
-                if (ready < 0)
+                int pushed = window ? window_push(s, c, d, b) : 0;
+                if (pushed < 0)
                     goto bus_error;
-                if (ready) {                                     /* the push the window's pusher makes, in C */
-                    PyObject *one = Py_BuildValue("(k)", (unsigned long)b);
-                    uint32_t taken;
-                    int bad = direct_run(s, c, d, one, 0, &taken);
-                    Py_XDECREF(one);
-                    if (bad)
-                        goto bus_error;
-                    if (taken) {
-                        stale = 0;                               /* (direct_run left t0 exact) */
-                        rd = 0;
-                        break;
-                    }
+                if (pushed) {
+                    stale = 0;                                   /* (direct_run left t0 exact) */
+                    rd = 0;
+                    break;
                 }
                 PyObject *a_o = PyLong_FromUnsignedLong(addr), *v_o = PyLong_FromUnsignedLong(b), *r = NULL;
                 if (a_o && v_o) {

@@ -24,6 +24,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import os
+import struct
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -53,6 +54,7 @@ STAMP, T0 = X + 64, X + 66  # uint64 each: the L1 store records (rv32.py set_sta
 LOG = X + 68                # two pointers: the tile's L1 write log and its count (rv32.py set_stamper)
 PUSH_BASE, PUSH_SIZE = X + 72, X + 73   # the push window whose word stores C hands to attach()'s push
 STATE_WORDS = X + 74
+REGS = struct.Struct("<32I")    # x[32] in the state (packed and unpacked at each run(): the cheapest copy)
 # The stores that fill an NIU's command registers are kept by C in the NIU's register file (rv32_native.c niu_store);
 # False hands each of them back to Python's Niu.store (the reference), as without the C part
 NIU_STORES = True
@@ -176,6 +178,7 @@ class NativeRun:
             self.state[LOG:LOG + 4].view(np.uint64)[:] = [a.ctypes.data for a in core.write_log]
         self.t0 = memoryview(self.state[T0:T0 + 2].view(np.uint64))   # (a memoryview: the cheapest item store)
         self.words = memoryview(self.state)
+        self.bytes = self.words.cast("B")
         self.arg = self.state.ctypes.data
         self.python_quanta = 0          # quanta left to run on the Python blocks before C is measured again
         self.past_in_c = False          # answer_past_loads
@@ -195,7 +198,7 @@ class NativeRun:
         handbacks = 0
         S, x, fn, arg = self.words, core.x, self.fn, self.arg
         core.spinning = False
-        self.state[X:X + 32] = x
+        REGS.pack_into(self.bytes, 4 * X, *x)
         S[PC], S[DONE], S[BUDGET], S[IN_BLOCK] = core.pc, 0, min(max(budget, 0), BUDGET_CAP), 0
         S[SPIN_PC], S[CHAIN], S[MULTI_PUSH] = NO_SPIN, 0, "PUSHM" in core._ns
         base, t0, ns = core.stamp_base, self.t0, core._ns
@@ -238,9 +241,9 @@ class NativeRun:
         except BaseException:          # core.pc names the culprit (the piece's handler or block_source set it)
             core.instret += S[DONE] + ((core.pc - S[PC]) >> 2)
             core.pos = 0
-            x[:] = self.state[X:X + 32].tolist()
+            x[:] = REGS.unpack_from(self.bytes, 4 * X)
             raise
-        x[:] = self.state[X:X + 32].tolist()
+        x[:] = REGS.unpack_from(self.bytes, 4 * X)
         core.pc = S[PC]
         done = S[DONE]
         core.instret += done
