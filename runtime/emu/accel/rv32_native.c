@@ -5,11 +5,14 @@
  * or store elsewhere (MMIO: mmio_load / mmio_store with core.pos at its position; a store to the core's own Tensix push
  * window: the tile's pusher, which does what that store's handler does) and for a run of `.ttinsn` words (PUSHM,
  * PUSHP or push_tensix), and carries on; a Stall the call raises ends the quantum at that instruction (RV_STALL: it is
- * retried), any other error leaves run() with pc naming the culprit. Everything else (other MMIO, misaligned or
- * region-crossing accesses, CSRs, atomics, illegal words, fetches outside L1, and the above without bus_calls) is
- * handed back to Python at that instruction: rv_run returns RV_PYTHON with pc naming it and n how many instructions
- * Python executes there (a run of `.ttinsn` words that rv32.py pushes with one PUSHM call, else 1), and rv32.py's own
- * translation of those instructions executes them.
+ * retried), any other error leaves run() with pc naming the culprit. Given the tile's direct push context, a TRISC's
+ * runs and push-window stores go to plain_run in C instead (direct_run), the pusher taking only what it leaves; loads
+ * of L1 lines written after the core's cycle are answered from the tile's write log (causal_log.h) where the tile's
+ * past() would answer them. Everything else (other MMIO, misaligned or region-crossing accesses, CSRs, atomics,
+ * illegal words, fetches outside L1, and the above without bus_calls) is handed back to Python at that instruction:
+ * rv_run returns RV_PYTHON with pc naming it and n how many instructions Python executes there (a run of `.ttinsn`
+ * words that rv32.py pushes with one PUSHM call, else 1), and rv32.py's own translation of those instructions executes
+ * them.
  *
  * rv32.py's run() checks its budget and its spin detection only where a translated block starts: after a branch or
  * jump, after MAX_BLOCK instructions, at the end of L1. This file keeps the same points (in_block counts the
@@ -322,7 +325,7 @@ static int direct_ready(direct_push *d) {
 }
 
 /* whether plain_run may take `word` where the thread's frontend is empty: direct_issue.py recorded facts for it (a
- * 5-tuple named by its [0]) and it is no MVMUL (whose runs the Tensix's push_many records as a whole); -1 on an error */
+ * 5-tuple named by its [0]) and it is no MVMUL (whose runs the Tensix's push_many records whole); -1 on an error */
 static int plain_takes(const direct_push *d, PyObject *word) {
     PyObject *rec = PyDict_GetItemWithError(d->facts, word);
     if (!rec || rec == Py_None)
@@ -659,8 +662,8 @@ static int rv_run(rv_state *s, const bus_calls *c, direct_push *d) {
 }
 
 /* the direct push context `o` (None, or (plain_run capsule, tx, thread, facts, progress, the tile's stall dict, its
- * push counts, its wait reasons, the full FIFO's wait reason): rv32_native.py NativeRun.run) into *d, for the bus calls
- * c of a core whose cycle at position 0 is s->t0; -1 with an error set */
+ * push counts, its wait reasons, the full FIFO's wait reason, allowed): tile.py Tile._direct_push) into *d, for the bus
+ * calls c of a core whose cycle at position 0 is s->t0; -1 with an error set */
 static int direct_from(PyObject *o, const rv_state *s, const bus_calls *c, direct_push *d) {
     long long stall;
     memset(d, 0, sizeof *d);
@@ -712,15 +715,16 @@ static PyObject *run(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     return why == RV_ERROR ? NULL : PyLong_FromLong(why);
 }
 
-/* the tile's write log for the lookups below: the addresses of L1, the line stamps, the ring and its count (tile.py
- * _native_lookups) */
+/* the tile's write log for the lookups below: the addresses of L1, the line stamps, the ring and its count
+ * (rv32_native.py LogLookups) */
 typedef struct { uint8_t *l1; uint64_t *stamp, *log, *log_n; } write_log;
 
 /* l1_at(write log address, addr, n, cycle) -> the n bytes at L1 addr (inside one aligned word) as they were at
  * `cycle`, or None when the log cannot tell (tile.py Tile.l1_at) */
 static PyObject *l1_at(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     const write_log *g = nargs == 4 ? PyLong_AsVoidPtr(args[0]) : NULL;
-    uint32_t addr = g ? (uint32_t)PyLong_AsUnsignedLong(args[1]) : 0, n = g ? (uint32_t)PyLong_AsUnsignedLong(args[2]) : 0;
+    uint32_t addr = g ? (uint32_t)PyLong_AsUnsignedLong(args[1]) : 0;
+    uint32_t n = g ? (uint32_t)PyLong_AsUnsignedLong(args[2]) : 0;
     uint64_t cycle = g ? PyLong_AsUnsignedLongLong(args[3]) : 0;
     uint32_t then;
     if (!g || PyErr_Occurred()) {
@@ -759,7 +763,8 @@ static PyMethodDef methods[] = {
     {"first_write_after", (PyCFunction)(void (*)(void))first_write, METH_FASTCALL,
      "first_write_after(write log address, addr, cycle): the first logged store to the word after cycle, or None"},
     {"run", (PyCFunction)(void (*)(void))run, METH_FASTCALL,
-     "run(state address, bus calls): the core runs until its budget, a spin, parking, a stall or a hand-back"},
+     "run(state address, bus calls, direct push): the core runs until its budget, a spin, parking, a stall or a "
+     "hand-back"},
     {NULL, NULL, 0, NULL},
 };
 

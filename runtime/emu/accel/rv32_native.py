@@ -16,8 +16,10 @@ when first translated after a reset, this part as it is in L1 (code that rewrite
 supports).
 
 `TT_RV32_NATIVE=0` (read when a core is attached) keeps every core on the Python path; `TT_RV32_MMIO_EXITS=0` hands
-the MMIO words and pushes back through the pieces as every other instruction; without a host compiler or Python's
-headers the cores stay on the Python path too (`python -m tt_backend info` says which runs, and why).
+the MMIO words and pushes back through the pieces as every other instruction; `TT_RV32_DIRECT_PUSH=0` sends every run of
+pushes through the tile's pusher instead of the Tensix's plain_run in C; `TT_EMU_CAUSAL_NATIVE=0` keeps the causal-load
+rule's lookups in numpy and hands such loads back; without a host compiler or Python's headers the cores stay on the
+Python path too (`python -m tt_backend info` says which runs, and why).
 """
 from __future__ import annotations
 
@@ -87,10 +89,6 @@ def _built() -> tuple[object | None, str]:
     return mod, f"C, making the bus calls of MMIO words and pushes ({path})"
 
 
-def _module():
-    return _built()[0]
-
-
 def _load() -> tuple[object | None, str]:
     """(the module's run(state address) or None, what `info` says about it)."""
     mod, why = _built()
@@ -136,7 +134,7 @@ class LogLookups:
 
 def log_lookups(l1: np.ndarray, stamps: np.ndarray, log: np.ndarray, count: np.ndarray) -> LogLookups | None:
     """The C lookups in a tile's write log, or None (TT_EMU_CAUSAL_NATIVE=0 or no C part): tile.py's numpy ones."""
-    mod = _module() if CAUSAL_NATIVE else None
+    mod = _built()[0] if CAUSAL_NATIVE else None
     return LogLookups((mod.l1_at, mod.first_write_after), l1, stamps, log, count) if mod is not None else None
 
 
