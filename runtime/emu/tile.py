@@ -271,7 +271,8 @@ class Tile:
     def _direct_push(self, who: str) -> tuple | None:
         """rv32_native.attach's direct_push for `who`: the C core hands its `.ttinsn` runs to the Tensix's plain_run
         itself, doing _multi_pusher's accounting, where the Tensix's push_run would call plain_run
-        (DirectIssueMixin.c_push_entry); None for a core without a thread or a Tensix without that path."""
+        (DirectIssueMixin.c_push_entry, whose switches are read here, when the tile is built); None for a core without
+        a thread or a Tensix without that path."""
         thread = THREAD_OF.get(who)
         entry = getattr(self.tensix, "c_push_entry", None) if self._timed else None
         entry = entry() if thread is not None and entry is not None else None
