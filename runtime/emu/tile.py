@@ -80,6 +80,7 @@ CFG_RISC_DEST_ACCESS_CTRL = 3  # config word of RISC_DEST_ACCESS_CTRL_SEC0..2 (b
 CFG_DEST_ACCESS_CFG = 220      # bit 0 swizzle_32b, bit 1 remap_addrs
 N_SEMAPHORES = 8
 HOST = "host"
+FIFO_FULL = "Tensix thread {} instruction FIFO full"   # a pusher's wait reason (_pusher, _multi_pusher, _direct_push)
 
 
 class Tile:
@@ -128,6 +129,12 @@ class Tile:
         # before the store) in a ring, and their count: what a word held at a given cycle (l1_at)
         self.l1_log = np.zeros(4 * WRITE_LOG, np.uint64)
         self.l1_log_n = np.zeros(1, np.uint64)
+        # the same answers in C (causal_log.h; kept referenced: it holds the addresses C reads); the methods stay the
+        # reference
+        self._log_lookups = rv32_native.log_lookups(self.l1_array, self.l1_stamp, self.l1_log, self.l1_log_n) \
+            if CAUSAL_LOADS else None
+        if self._log_lookups is not None:
+            self.l1_at, self.first_write_after = self._log_lookups.l1_at, self._log_lookups.first_write_after
         self._frozen: dict[str, tuple[list[tuple[int, int]], list[bytes | int | None]]] = {}
         # causal loads: per frozen core, the write log's count and its words as they are, when _thaw last found it
         # must stay frozen: the same again means nothing was written since (_thaw's quick answer)
@@ -140,7 +147,6 @@ class Tile:
         self._dst_view = RiscvDstAccess(dst) if dst is not None else None
         self._build_mmio_table()
         chip.adopt(self.xy, self)
-        self.set_timed(chip.timed)
         for c, core in self.cores.items():                   # `.ttinsn` pushes: one closure per core (_pusher)
             if THREAD_OF.get(c) is not None:
                 core.set_pusher("PUSHP", self._pusher(c))
@@ -156,7 +162,8 @@ class Tile:
             # a TRISC's store to its own push window is what its `.ttinsn` push is (_push_store -> _push, whose
             # timeline naming of the pusher is the TRISC's own anyway): the C part's runner calls the pusher for it
             window = (layout.INSTRN_BUF_BASE, PUSH_WINDOW, self._pusher(c)) if c in TRISC_THREAD else None
-            rv32_native.attach(core, niu_registers, window)
+            rv32_native.attach(core, niu_registers, window, self._direct_push(c))
+        self.set_timed(chip.timed)
 
     def _stamper(self, who: str) -> tuple[Callable[[int, int], None], np.ndarray, Callable[[], int]]:
         """RV32Core.set_stamper's arguments for `who`: its L1 stores stamp their line with now()."""
@@ -254,12 +261,26 @@ class Tile:
             try:
                 a = tpush(thread, word, t)
             except Stall:
-                waits[who] = f"Tensix thread {thread} instruction FIFO full"
+                waits[who] = FIFO_FULL.format(thread)
                 raise
             if a > t:                                         # FIFO full in modelled time: the core waits
                 stall[who] += a - t
             pushes[thread] += 1
         return push
+
+    def _direct_push(self, who: str) -> tuple | None:
+        """rv32_native.attach's direct_push for `who`: the C core hands its `.ttinsn` runs to the Tensix's plain_run
+        itself, doing _multi_pusher's accounting, where the Tensix's push_run would call plain_run
+        (DirectIssueMixin.c_push_entry, whose switches are read here, when the tile is built); None for a core without
+        a thread or a Tensix without that path."""
+        thread = THREAD_OF.get(who)
+        entry = getattr(self.tensix, "c_push_entry", None) if self._timed else None
+        entry = entry() if thread is not None and entry is not None else None
+        if entry is None:
+            return None
+        capsule, facts, progress, allowed = entry
+        return (capsule, self.tensix, thread, facts, progress, self._stall, self.tensix_pushes, self._wait,
+                FIFO_FULL.format(thread), allowed)
 
     def _multi_pusher(self, who: str):
         """push(pos, words): the _pusher calls for a run of consecutive `.ttinsn` words at positions pos, pos + 1, ...
@@ -293,7 +314,7 @@ class Tile:
                 stall[who] += tx.pm_t - t0 - j
                 pushes[thread] += j
                 if isinstance(e, Stall):
-                    waits[who] = f"Tensix thread {thread} instruction FIFO full"
+                    waits[who] = FIFO_FULL.format(thread)
                 raise
             stall[who] += t - t0 - len(words)
             pushes[thread] += len(words)
@@ -543,7 +564,7 @@ class Tile:
             else:
                 self.tensix.push(thread, word)
         except Stall:
-            self._wait[who] = f"Tensix thread {thread} instruction FIFO full"
+            self._wait[who] = FIFO_FULL.format(thread)
             raise
         self.tensix_pushes[thread] += 1
 
@@ -889,6 +910,9 @@ class Tile:
         self._latency_of = self._stall if timed else {}
         for due in self._niu_due:
             due.clear()
+        for core in self.cores.values():      # past() reads the write log only when timed: C may then do it itself
+            if core.native is not None:
+                core.native.answer_past_loads(timed)
 
     def now(self, who: str) -> int:
         """The cycle `who` has reached: for a core, its time at the instruction being executed (`core.pos` is the

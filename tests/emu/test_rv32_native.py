@@ -16,13 +16,14 @@ from tinygrad.uop.ops import Ops
 
 from tt_backend.bench.emu import elementwise_inputs, elementwise_plan
 from tt_backend.bench.kernels import launch_plan, matmul_arrays, matmul_plan
-from tt_backend.chip import layout
+from tt_backend.chip import isa, layout
 from tt_backend.chip.errors import EmuError, EmuUndefined
 from tt_backend.chip.isa import ttinsn
 from tt_backend.lowering.codegen.sources import split
 from tt_backend.lowering.select import lower
 from tt_backend.runtime.compile import compile_kernel
 from tt_backend.runtime.emu.accel import native, rv32_native
+from tt_backend.runtime.emu.accel.direct_issue import DirectIssueMixin
 from tt_backend.runtime.emu.device import EmuDevice
 from tt_backend.runtime.emu.noc import INITIATOR_STRIDE as NIU_INITIATOR_STRIDE
 from tt_backend.runtime.emu.rv32 import LOCAL_BASE, STAMP_SHIFT, RV32Core, Stall
@@ -352,18 +353,94 @@ def test_niu_command_registers_stay_in_c(exits, monkeypatch):
     assert tile.nius[0].regs[1].tolist() == [499, 499, 0, 499, 499, 0, 0, 499, 499, 0, 0, 0] and core.x[6] == 499
 
 
+def test_direct_push_error_mid_run_matches_pushers(monkeypatch):
+    """A TRISC's run of `.ttinsn` words whose fourth raises (a SEMPOST past the semaphore's maximum), handed to
+    plain_run by C itself (rv32_native.DIRECT_PUSH) and through the tile's pusher: the same error, pc at the culprit,
+    instructions retired, core stall, push counts, Tensix state; C took the run (no pusher call)."""
+    run = (isa.encode("SEMINIT", sem_sel=1, init_value=0, max_value=1), isa.encode("SETDMAREG", reg_index_16b=3,
+           payload=7), isa.encode("SEMPOST", sem_sel=1), isa.encode("SEMPOST", sem_sel=1), isa.encode("NOP"))
+    results = []
+    for direct in (True, False):
+        monkeypatch.setattr(rv32_native, "DIRECT_PUSH", direct)
+        tile = Tile()
+        core = tile.cores["trisc0"]
+        for i, w in enumerate([ttinsn(x) for x in run] + [PARK]):
+            struct.pack_into("<I", tile.l1, CODE + 4 * i, w)
+        core.reset(CODE)
+        for w in run:                   # as push_run records them at a first push (C takes only words with facts)
+            tile.tensix._plain[w] = tile.tensix._plain_facts(w)
+        pushers, multi = [], core._ns["PUSHM"]
+        core.set_pusher("PUSHM", lambda pos, words: pushers.append(words) or multi(pos, words))
+        with pytest.raises(EmuError, match="SEMPOST") as e:
+            core.run(2000)
+        results.append((str(e.value), core.pc - CODE, core.instret, core.sub, tile.tensix.pm_done, tile.tensix.pm_t,
+                        tile.stats()))
+        assert bool(pushers) != direct
+    assert results[0] == results[1] and results[0][1:4] == (12, 3, 3)
+
+
+def test_write_log_lookups_match_python():
+    """The causal-load rule's lookups in C (causal_log.h) against tile.py's numpy ones, the reference: random stores
+    from cores at interleaved cycles to a few lines (words and bytes), NoC writes stamping some lines later, the ring
+    before and after it wraps; every word size at random cycles."""
+    rng = random.Random(12)
+    tile = Tile()
+    assert tile._log_lookups is not None and tile.l1_at is tile._log_lookups.l1_at      # C answers
+    lines = [0x4000 + 16 * i for i in range(6)]
+    past, unknown = 0, 0
+    for count in (700, 1100, 2600):
+        while int(tile.l1_log_n[0]) < count:
+            addr, cycle = rng.choice(lines) + rng.randrange(16), rng.randrange(20_000)
+            if rng.random() < 0.02:
+                tile.stamp_l1(addr & ~15, 16, cycle)                 # a NoC write: not in the log
+                continue
+            tile.l1_stamp[addr >> STAMP_SHIFT] = cycle
+            tile._log_write(addr, cycle)
+            tile.l1_array[addr] = rng.randrange(256)
+        for _ in range(400):
+            n = rng.choice((1, 2, 4))
+            addr, cycle = rng.choice(lines) + n * rng.randrange(16 // n), rng.randrange(rng.choice((50, 21_000)))
+            expected = Tile.l1_at(tile, addr, n, cycle)
+            past += expected is not None and expected != tile.l1_array[addr:addr + n].tobytes()
+            unknown += expected is None
+            assert tile.l1_at(addr, n, cycle) == expected, (addr, n, cycle)
+            assert tile.first_write_after(addr, cycle) == Tile.first_write_after(tile, addr, cycle)
+    assert past > 100 and unknown > 10        # past values reconstructed, and the log's unknowns (NoC writes, wraps)
+
+
 def _same_with_and_without_c(plan, arrays, monkeypatch) -> None:
+    """The kernel on C making the bus calls, answering causal loads from the write log and pushing to plain_run itself;
+    then C making the bus calls, with those loads handed back to tile.py's past() (rv32_native.CAUSAL_NATIVE) and every
+    push through the tile's pushers (DIRECT_PUSH); C's pieces; Python: the same bytes and cycles. With C answering and
+    pushing, past() and the Tensix's push_run (whose plain_run calls C now makes) are called less: the reference
+    calls them, so the rule and the pushes are exercised."""
     elfs = compile_kernel(*split(plan.render()), plan.name)
-    runs = {}
-    for env, exits in (("1", True), ("1", False), ("0", False)):   # C making the bus calls, C's pieces, Python
+    runs, calls, loader, push_run = {}, {}, Tile._past_loader, DirectIssueMixin.push_run
+
+    def count(what: str) -> None:
+        calls[key][what] += 1
+
+    def counted_loader(self, who):
+        past, wait = loader(self, who)
+        return (lambda *a: count("past") or past(*a)), wait
+    monkeypatch.setattr(Tile, "_past_loader", counted_loader)
+    monkeypatch.setattr(DirectIssueMixin, "push_run", lambda self, *a: count("push_run") or push_run(self, *a))
+    for key in (("1", True, True), ("1", True, False), ("1", False, False), ("0", False, False)):
+        env, exits, in_c = key
         monkeypatch.setenv("TT_RV32_NATIVE", env)
         monkeypatch.setattr(rv32_native, "MMIO_EXITS", exits)
+        monkeypatch.setattr(rv32_native, "CAUSAL_NATIVE", in_c)
+        monkeypatch.setattr(rv32_native, "DIRECT_PUSH", in_c)
+        calls[key] = {"past": 0, "push_run": 0}
         dev = EmuDevice()
         out = [launch_plan(dev, plan, arrays, elfs)[0] for _ in range(2)]      # a warm device relaunched too
         attached = {core.native is not None for tile in dev.chip.tiles.values() for core in tile.cores.values()}
         assert attached == {env == "1"}
-        runs[env, exits] = (out, dev.stats())
-    assert runs["1", True] == runs["1", False] == runs["0", False]
+        runs[key] = (out, dev.stats())
+    first, *rest = runs.values()
+    assert all(r == first for r in rest)
+    c, reference = calls["1", True, True], calls["1", True, False]
+    assert c["past"] < reference["past"] and c["push_run"] < reference["push_run"], calls
 
 
 @pytest.mark.needs_cc

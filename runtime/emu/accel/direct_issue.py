@@ -111,6 +111,17 @@ class DirectIssueMixin:
             raise
         return r if r[0] > j else None
 
+    def c_push_entry(self) -> tuple | None:
+        """What a caller in C needs to do push_run's call itself (rv32_native.c, for a core's `.ttinsn` runs):
+        (plain_run's capsule, the facts, the progress list, _c_issue_allowed), or None where push_run never calls
+        plain_run (the C part off or not built, direct issue off); the caller asks _c_issue_allowed() before it
+        pushes (no timeline recorded, no spied cycle model). It fills no facts: a word without them stops plain_run,
+        and push_run (which records them) takes it from there."""
+        capsule = sfpu_issue_native.plain_run_capsule()
+        if capsule is None or not DIRECT_ISSUE:
+            return None
+        return capsule, self._plain, self._plain_progress, self._c_issue_allowed
+
     def drain_in_c(self):
         """The C part's drain_run (Tensix._drain's loop for the words plain_run takes) where it may run, else None."""
         return sfpu_issue_native.drain_run() if self._c_issue_allowed() else None

@@ -5,11 +5,14 @@
  * or store elsewhere (MMIO: mmio_load / mmio_store with core.pos at its position; a store to the core's own Tensix push
  * window: the tile's pusher, which does what that store's handler does) and for a run of `.ttinsn` words (PUSHM,
  * PUSHP or push_tensix), and carries on; a Stall the call raises ends the quantum at that instruction (RV_STALL: it is
- * retried), any other error leaves run() with pc naming the culprit. Everything else (other MMIO, misaligned or
- * region-crossing accesses, CSRs, atomics, illegal words, fetches outside L1, and the above without bus_calls) is
- * handed back to Python at that instruction: rv_run returns RV_PYTHON with pc naming it and n how many instructions
- * Python executes there (a run of `.ttinsn` words that rv32.py pushes with one PUSHM call, else 1), and rv32.py's own
- * translation of those instructions executes them.
+ * retried), any other error leaves run() with pc naming the culprit. Given the tile's direct push context, a TRISC's
+ * runs and push-window stores go to plain_run in C instead (direct_run), the pusher taking only what it leaves; loads
+ * of L1 lines written after the core's cycle are answered from the tile's write log (causal_log.h) where the tile's
+ * past() would answer them. Everything else (other MMIO, misaligned or region-crossing accesses, CSRs, atomics,
+ * illegal words, fetches outside L1, and the above without bus_calls) is handed back to Python at that instruction:
+ * rv_run returns RV_PYTHON with pc naming it and n how many instructions Python executes there (a run of `.ttinsn`
+ * words that rv32.py pushes with one PUSHM call, else 1), and rv32.py's own translation of those instructions executes
+ * them.
  *
  * rv32.py's run() checks its budget and its spin detection only where a translated block starts: after a branch or
  * jump, after MAX_BLOCK instructions, at the end of L1. This file keeps the same points (in_block counts the
@@ -27,12 +30,13 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "causal_log.h"
+
 #define L1_SIZE 0x180000u
 #define LOCAL_BASE 0xFFB00000u
 #define MAX_BLOCK 64u
 #define SPIN_CHAIN 16u
 #define NO_SPIN 0xFFFFFFFFu
-#define STAMP_SHIFT 4u                 /* rv32.py STAMP_SHIFT */
 
 enum { RV_ERROR = -1, RV_BUDGET = 0, RV_SPIN = 1, RV_PARKED = 2, RV_PYTHON = 3, RV_STALL = 4 };
 
@@ -41,7 +45,7 @@ typedef struct {
     uint8_t *l1, *local;
     uint32_t local_size, multi_push;   /* multi_push: the bus gave PUSHM (runs of `.ttinsn` words in one call) */
     uint32_t pc, done, budget, in_block, spin_pc, chain, exit_n;
-    uint32_t causal;                   /* rv32.py set_stamp_wait: loads of lines stamped after t0 + done are Python's */
+    uint32_t causal;                   /* the causal-load rule for loads of lines stamped after t0 + done (CAUSAL_*) */
     uint32_t *niu_regs[2];             /* each NIU's initiator registers (noc.py Niu.regs), or NULL: Python's */
     uint32_t niu_base[2];              /* where each NIU's register window starts in the core's address space */
     uint32_t x[32], spin_x[32];
@@ -54,7 +58,9 @@ typedef struct {
 _Static_assert(offsetof(rv_state, x) == 4 * 20 && offsetof(rv_state, stamp) == 4 * 84 &&
                offsetof(rv_state, t0) == 4 * 86 && offsetof(rv_state, log) == 4 * 88 &&
                offsetof(rv_state, push_base) == 4 * 92 && sizeof(rv_state) == 4 * 94, "rv32_native.py's word offsets");
-#define LOG_SIZE 1024u                 /* tile.py WRITE_LOG */
+/* rv_state.causal (rv32.py set_stamp_wait; rv32_native.py NativeRun.run): no rule; such a load is Python's; C reads
+ * it from the write log (l1_word_at) and hands back only what the log cannot answer (the core then waits in Python) */
+enum { CAUSAL_OFF = 0, CAUSAL_HAND_BACK = 1, CAUSAL_IN_C = 2 };
 
 /* The bus's callables (rv32_native.py NativeRun.run passes them in this order), borrowed for one run() call:
  * core (its pos and sub are set / read), name, mmio_load, mmio_store, window (push(pos, word) for the push window, or
@@ -62,7 +68,23 @@ _Static_assert(offsetof(rv_state, x) == 4 * 20 && offsetof(rv_state, stamp) == 4
 #define BUS_CALLS 10
 typedef struct { PyObject *core, *name, *load, *store, *window, *pushp, *pushm, *push, *base, *stall; } bus_calls;
 _Static_assert(sizeof(bus_calls) == BUS_CALLS * sizeof(PyObject *), "filled slot by slot");
-static PyObject *s_pos, *s_sub, *four, *zero;
+static PyObject *s_pos, *s_sub, *s_mm_record, *s_pm_done, *s_pm_t, *four, *zero;
+
+/* plain_run's C entry (sfpu_issue_native.c's capsule "sfpu_issue.plain_run"), called with plain_run's arguments */
+typedef PyObject *(*plain_run_entry)(PyObject *, PyObject *const *, Py_ssize_t);
+
+/* A TRISC's `.ttinsn` runs handed to plain_run from here (rv32_native.py DIRECT_PUSH; the tile's direct push context,
+ * run()'s third argument, borrowed for one call): what the tile's pusher (tile.py Tile._multi_pusher) and the Tensix's
+ * push_many -> push_run do for the words plain_run takes, the core's stall and the thread's push count kept in the
+ * tile's dict and list; the words it leaves (no facts yet, SFPU words, MVMULs, a full FIFO) go to the pusher. */
+#define DIRECT_FIELDS 10
+typedef struct {
+    plain_run_entry fn;                /* NULL: every run goes to the pusher */
+    PyObject *tx, *thread, *facts, *progress, *stall, *pushes, *waits, *full, *allowed, *name;
+    Py_ssize_t thread_i;
+    long long base;                    /* the core's cycle less its stall (tbase + instret): fixed during one run() */
+    int ready;                         /* allowed() as asked at the run's first push: 1, 0 (pushers only), -1 not yet */
+} direct_push;
 
 static inline int32_t sx(uint32_t v) { return (int32_t)v; }
 static inline uint32_t sext(uint32_t v, int bits) {
@@ -200,19 +222,126 @@ static PyObject *bus_call(rv_state *s, const bus_calls *c, PyObject *fn, PyObjec
     return r;
 }
 
-/* the pushes of the `.ttinsn` run of n words at pc (PUSHM for several, else PUSHP, else push_tensix); on an error,
- * *sub = the word that raised (PUSHM sets core.sub) */
-static int push_run(rv_state *s, const bus_calls *c, uint32_t pc, uint32_t n, uint32_t *sub) {
-    PyObject *words = n > 1 ? PyTuple_New(n) : NULL, *r = NULL, *w = NULL;
-    *sub = 0;
-    if (n > 1) {
-        for (uint32_t j = 0; words && j < n; j++) {
-            uint32_t insn;
-            memcpy(&insn, s->l1 + pc + 4 * j, 4);
-            PyObject *v = PyLong_FromUnsignedLong(rotr(insn, 2));          /* isa.from_ttinsn */
-            if (!v) { Py_CLEAR(words); break; }
-            PyTuple_SET_ITEM(words, j, v);
+/* the `.ttinsn` run of n words at pc as the tuple of the words pushed (isa.from_ttinsn), or NULL */
+static PyObject *ttinsn_words(const rv_state *s, uint32_t pc, uint32_t n) {
+    PyObject *words = PyTuple_New(n);
+    for (uint32_t j = 0; words && j < n; j++) {
+        uint32_t insn;
+        memcpy(&insn, s->l1 + pc + 4 * j, 4);
+        PyObject *v = PyLong_FromUnsignedLong(rotr(insn, 2));
+        if (!v) { Py_CLEAR(words); break; }
+        PyTuple_SET_ITEM(words, j, v);
+    }
+    return words;
+}
+
+/* the core's stall as the tile keeps it (d->stall[d->name]) into *v; -1 with an error set */
+static int stall_of(const direct_push *d, long long *v) {
+    PyObject *o = PyDict_GetItemWithError(d->stall, d->name);
+    if (!o) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_KeyError, "direct push: the tile keeps no stall for the core");
+        return -1;
+    }
+    *v = PyLong_AsLongLong(o);
+    return *v == -1 && PyErr_Occurred() ? -1 : 0;
+}
+
+/* the pusher's bookkeeping for the j words pushed from cycle t on whose next push time is `next` (tile.py
+ * Tile._multi_pusher): the core's stall grows by what they waited, the thread's push count by j; s->t0 follows */
+static int direct_account(rv_state *s, direct_push *d, long long t, long long j, long long next) {
+    long long stall, pushed;
+    PyObject *o = PyList_GetItem(d->pushes, d->thread_i), *v = NULL, *p = NULL;
+    if (!o || stall_of(d, &stall) || ((pushed = PyLong_AsLongLong(o)) == -1 && PyErr_Occurred()))
+        return -1;
+    stall += next - t - j;
+    int bad = !(v = PyLong_FromLongLong(stall)) || PyDict_SetItem(d->stall, d->name, v) < 0
+              || !(p = PyLong_FromLongLong(pushed + j)) || PyList_SetItem(d->pushes, d->thread_i, p) < 0;
+    Py_XDECREF(v);
+    if (bad && !p)
+        return -1;
+    s->t0 = (uint64_t)(d->base + stall);
+    return bad ? -1 : 0;
+}
+
+/* plain_run for words[j0:] of the tuple `words` pushed from position s->done on, at the core's exact cycle: *end = the
+ * word it stopped before; on an error (at word *end, the words before it accounted as the pusher does) -1 */
+static int direct_run(rv_state *s, const bus_calls *c, direct_push *d, PyObject *words, uint32_t j0, uint32_t *end) {
+    long long stall, j = j0, next;
+    *end = j0;
+    if (!words || stall_of(d, &stall))
+        return -1;
+    long long t = d->base + stall + s->done + j0;  /* the pusher's tbase + instret + stall + pos of words[j0] */
+    PyObject *rec = PyObject_GetAttr(d->tx, s_mm_record), *t_o = rec ? PyLong_FromLongLong(t) : NULL, *r = NULL;
+    PyObject *j_o = t_o ? PyLong_FromUnsignedLong(j0) : NULL;
+    if (j_o) {
+        PyObject *args[8] = {d->tx, words, j_o, t_o, d->thread, d->facts, d->progress,
+                             rec != Py_None ? Py_True : Py_False};
+        r = d->fn(NULL, args, 8);
+    }
+    Py_XDECREF(rec), Py_XDECREF(t_o), Py_XDECREF(j_o);
+    if (r) {
+        int bad = !PyArg_ParseTuple(r, "LL", &j, &next);
+        Py_DECREF(r);
+        if (bad || direct_account(s, d, t, j - j0, next))
+            return -1;
+        *end = (uint32_t)j;
+        return 0;
+    }
+    if (!j_o)
+        return -1;
+    /* plain_run raised at progress[0] (pushed at progress[1]): push_run's pm_done / pm_t, the pusher's accounting and
+     * core.sub, and a Stall's wait reason, the error kept */
+    PyObject *et, *ev, *tb;
+    PyErr_Fetch(&et, &ev, &tb);
+    PyObject *j_e = PyList_GetItem(d->progress, 0), *t_j = PyList_GetItem(d->progress, 1);
+    int bad = !j_e || !t_j || PyObject_SetAttr(d->tx, s_pm_done, j_e) || PyObject_SetAttr(d->tx, s_pm_t, t_j)
+              || PyObject_SetAttr(c->core, s_sub, j_e) || ((j = PyLong_AsLongLong(j_e)) == -1 && PyErr_Occurred())
+              || ((next = PyLong_AsLongLong(t_j)) == -1 && PyErr_Occurred()) || direct_account(s, d, t, j - j0, next)
+              || (et && PyErr_GivenExceptionMatches(et, c->stall) && PyDict_SetItem(d->waits, d->name, d->full) < 0);
+    if (bad) {                                      /* (the bookkeeping's own error replaces plain_run's) */
+        Py_XDECREF(et), Py_XDECREF(ev), Py_XDECREF(tb);
+        return -1;
+    }
+    PyErr_Restore(et, ev, tb);
+    *end = (uint32_t)j;
+    return -1;
+}
+
+/* whether plain_run may run in this run() call (d->allowed(), asked once: direct_issue.py _c_issue_allowed); -1 with
+ * an error set */
+static int direct_ready(direct_push *d) {
+    if (!d->fn)
+        return 0;
+    if (d->ready < 0) {
+        PyObject *r = PyObject_CallNoArgs(d->allowed);
+        if (!r || (d->ready = PyObject_IsTrue(r)) < 0) {
+            Py_XDECREF(r);
+            return -1;
         }
+        Py_DECREF(r);
+    }
+    return d->ready;
+}
+
+/* whether plain_run may take `word` where the thread's frontend is empty: direct_issue.py recorded facts for it (a
+ * 5-tuple named by its [0]) and it is no MVMUL (whose runs the Tensix's push_many records whole); -1 on an error */
+static int plain_takes(const direct_push *d, PyObject *word) {
+    PyObject *rec = PyDict_GetItemWithError(d->facts, word);
+    if (!rec || rec == Py_None)
+        return PyErr_Occurred() ? -1 : 0;
+    if (!PyTuple_Check(rec) || PyTuple_GET_SIZE(rec) < 1 || !PyUnicode_Check(PyTuple_GET_ITEM(rec, 0))) {
+        PyErr_SetString(PyExc_TypeError, "direct push: a word's facts of the wrong shape");
+        return -1;
+    }
+    return PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(rec, 0), "MVMUL") != 0;
+}
+
+/* the pushers' part of push_run: the n words at pc (PUSHM if `multi`, else PUSHP, else push_tensix) */
+static int push_python(rv_state *s, const bus_calls *c, uint32_t pc, uint32_t n, int multi, uint32_t *sub) {
+    PyObject *words = multi ? ttinsn_words(s, pc, n) : NULL, *r = NULL, *w = NULL;
+    *sub = 0;
+    if (multi) {
         PyObject *args[2] = {NULL, words};
         if (words && !PyObject_SetAttr(c->core, s_sub, zero))
             r = bus_call(s, c, c->pushm, args, 2, 0);
@@ -235,7 +364,67 @@ static int push_run(rv_state *s, const bus_calls *c, uint32_t pc, uint32_t n, ui
         Py_XDECREF(w);
     }
     Py_XDECREF(r);
-    return r ? 0 : -1;
+    return r ? 1 : -1;
+}
+
+/* the pushes of the `.ttinsn` run of n words at pc: to plain_run where d allows; each stretch of words it leaves, up
+ * to the next word it may take, through the pushers (PUSHM for several, else PUSHP, else push_tensix), so that the
+ * Tensix's push_many sees whole runs of SFPU words and MVMULs. On an error, *sub = the word that raised (PUSHM sets
+ * core.sub). 0: only plain_run ran (s->t0 is exact), 1: a pusher was called, -1: an error */
+static int push_run(rv_state *s, const bus_calls *c, direct_push *d, uint32_t pc, uint32_t n, uint32_t *sub) {
+    int multi = n > 1, pushers = 0, ready = direct_ready(d);
+    *sub = 0;
+    if (ready <= 0)
+        return ready < 0 ? -1 : push_python(s, c, pc, n, multi, sub);
+    PyObject *words = ttinsn_words(s, pc, n);
+    if (!words)
+        return -1;
+    uint32_t k = 0, m;
+    while (k < n) {
+        int take = plain_takes(d, PyTuple_GET_ITEM(words, k));
+        if (take > 0) {
+            if (direct_run(s, c, d, words, k, &k)) {
+                *sub = k;
+                pushers = -1;
+                break;
+            }
+            if (k == n)
+                break;
+        }
+        for (m = k + 1; take >= 0 && m < n && !(take = plain_takes(d, PyTuple_GET_ITEM(words, m))); m++) {}
+        if (take < 0) {
+            pushers = -1;
+            *sub = k;
+            break;
+        }
+        s->done += k;                               /* the pushers take words[k:m] at their positions */
+        int r = push_python(s, c, pc + 4 * k, m - k, multi, sub);
+        s->done -= k;
+        if (r < 0) {
+            *sub += k;
+            pushers = -1;
+            break;
+        }
+        pushers = 1;
+        k = m;
+    }
+    Py_DECREF(words);
+    return pushers;
+}
+
+/* a store of `word` to the core's own push window handed to plain_run as the window's pusher would push it: 1 if
+ * it took the word, 0 if the pusher must (no direct push now, or a word plain_run does not take), -1 on an error */
+static int window_push(rv_state *s, const bus_calls *c, direct_push *d, uint32_t word) {
+    int ready = direct_ready(d);
+    if (ready <= 0)
+        return ready;
+    PyObject *one = Py_BuildValue("(k)", (unsigned long)word);
+    int take = one ? plain_takes(d, PyTuple_GET_ITEM(one, 0)) : -1;
+    uint32_t taken = 0;
+    if (take > 0 && direct_run(s, c, d, one, 0, &taken))
+        take = -1;
+    Py_XDECREF(one);
+    return take < 0 ? -1 : (int)taken;
 }
 
 /* the cycle model's stamp base again (stamp_base()): a bus call may have stalled the core */
@@ -281,7 +470,7 @@ static inline void log_write(rv_state *s, uint32_t addr, uint64_t cycle) {   /* 
     e[0] = addr >> STAMP_SHIFT; e[1] = cycle; e[2] = word; e[3] = old;
 }
 
-static int rv_run(rv_state *s, const bus_calls *c) {
+static int rv_run(rv_state *s, const bus_calls *c, direct_push *d) {
     uint32_t *x = s->x, pc = s->pc, sub = 0;
     int stale = 0;                                               /* t0 older than the last bus call */
     for (;;) {
@@ -313,9 +502,10 @@ static int rv_run(rv_state *s, const bus_calls *c) {
                 s->exit_n = n; s->pc = pc;
                 return RV_PYTHON;
             }
-            if (push_run(s, c, pc, n, &sub))
+            int pushers = push_run(s, c, d, pc, n, &sub);
+            if (pushers < 0)
                 goto bus_error;
-            stale = 1;
+            stale = pushers;
             pc += 4 * n;
             s->done += n;
             s->in_block += n;
@@ -345,9 +535,19 @@ static int rv_run(rv_state *s, const bus_calls *c) {
                 break;
             }
             if (f3 == 3 || f3 >= 6 || !(p = fast(s, addr, size))) goto python;
-            /* the causal-load rule (tile.py Tile.l1_at): a line written later than this core's cycle is Python's (a
-             * t0 left stale by a bus call is a lower bound of the cycle: at worst a load handed back needlessly) */
-            if (s->causal && addr < L1_SIZE && s->stamp[addr >> STAMP_SHIFT] > s->t0 + s->done) goto python;
+            /* the causal-load rule (tile.py Tile.l1_at): a line written later than this core's cycle reads as it was
+             * then (a t0 left stale by a bus call is a lower bound of the cycle: refreshed before the lookup) */
+            if (s->causal && addr < L1_SIZE && s->stamp[addr >> STAMP_SHIFT] > s->t0 + s->done) {
+                uint32_t then;
+                if (s->causal != CAUSAL_IN_C) goto python;
+                if (stale) {
+                    if (refresh_t0(s, c))
+                        goto bus_error;
+                    stale = 0;
+                }
+                if (!l1_word_at(s->l1, s->stamp, s->log, *s->log_n, addr, s->t0 + s->done, &then)) goto python;
+                p = (uint8_t *)&then + (addr & 3);               /* little-endian host, as the stores */
+            }
             switch (f3) {
             case 0: v = (uint32_t)(int32_t)*(int8_t *)p; break;
             case 1: { int16_t h; memcpy(&h, p, 2); v = (uint32_t)(int32_t)h; break; }
@@ -377,10 +577,18 @@ static int rv_run(rv_state *s, const bus_calls *c) {
                 goto python;
             } else if (!niu_store(s, addr, b)) {
                 if (!c || !mmio_word(s, addr)) goto python;
+                int window = c->window != Py_None && addr - s->push_base < s->push_size;
+                int pushed = window ? window_push(s, c, d, b) : 0;
+                if (pushed < 0)
+                    goto bus_error;
+                if (pushed) {
+                    stale = 0;                                   /* (direct_run left t0 exact) */
+                    rd = 0;
+                    break;
+                }
                 PyObject *a_o = PyLong_FromUnsignedLong(addr), *v_o = PyLong_FromUnsignedLong(b), *r = NULL;
                 if (a_o && v_o) {
                     PyObject *args[4] = {c->name, a_o, four, v_o};
-                    int window = c->window != Py_None && addr - s->push_base < s->push_size;
                     if (window)
                         args[1] = v_o;
                     r = window ? bus_call(s, c, c->window, args, 2, 0) : bus_call(s, c, c->store, args, 4, 1);
@@ -453,16 +661,45 @@ static int rv_run(rv_state *s, const bus_calls *c) {
     return RV_PYTHON;
 }
 
-/* run(address of an rv_state, bus_calls tuple or None) -> RV_BUDGET ... RV_STALL: the address is rv32_native.py's
- * state array's; an error a bus call raised leaves with pc and done at the culprit */
+/* the direct push context `o` (None, or (plain_run capsule, tx, thread, facts, progress, the tile's stall dict, its
+ * push counts, its wait reasons, the full FIFO's wait reason, allowed): tile.py Tile._direct_push) into *d, for the bus
+ * calls c of a core whose cycle at position 0 is s->t0; -1 with an error set */
+static int direct_from(PyObject *o, const rv_state *s, const bus_calls *c, direct_push *d) {
+    long long stall;
+    memset(d, 0, sizeof *d);
+    if (o == Py_None)
+        return 0;
+    if (!c || c->base == Py_None || !PyTuple_Check(o) || PyTuple_GET_SIZE(o) != DIRECT_FIELDS) {
+        PyErr_SetString(PyExc_TypeError, "run: a direct push context needs bus calls with stamp_base and 10 fields");
+        return -1;
+    }
+    PyObject **f = &PyTuple_GET_ITEM(o, 0);
+    d->fn = (plain_run_entry)PyCapsule_GetPointer(f[0], "sfpu_issue.plain_run");
+    d->tx = f[1], d->thread = f[2], d->facts = f[3], d->progress = f[4], d->stall = f[5], d->pushes = f[6];
+    d->waits = f[7], d->full = f[8], d->allowed = f[9], d->name = c->name, d->ready = -1;
+    d->thread_i = PyLong_AsSsize_t(d->thread);
+    if (!d->fn || PyErr_Occurred() || !PyDict_Check(d->stall) || !PyList_Check(d->pushes) || !PyDict_Check(d->waits)
+        || !PyList_Check(d->progress) || d->thread_i < 0 || d->thread_i >= PyList_GET_SIZE(d->pushes)
+        || stall_of(d, &stall)) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "run: a direct push context of the wrong shape");
+        return -1;
+    }
+    d->base = (long long)s->t0 - stall;
+    return 0;
+}
+
+/* run(address of an rv_state, bus_calls tuple or None, direct push context or None) -> RV_BUDGET ... RV_STALL: the
+ * address is rv32_native.py's state array's; an error a bus call raised leaves with pc and done at the culprit */
 static PyObject *run(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    rv_state *s = nargs == 2 ? PyLong_AsVoidPtr(args[0]) : NULL;
+    rv_state *s = nargs == 3 ? PyLong_AsVoidPtr(args[0]) : NULL;
     if (!s) {
         if (!PyErr_Occurred())
-            PyErr_SetString(PyExc_TypeError, "run(state address, bus calls: tuple or None)");
+            PyErr_SetString(PyExc_TypeError, "run(state address, bus calls: tuple or None, direct push or None)");
         return NULL;
     }
     bus_calls c;
+    direct_push d;
     if (args[1] != Py_None) {
         if (!PyTuple_Check(args[1]) || PyTuple_GET_SIZE(args[1]) != BUS_CALLS) {
             PyErr_SetString(PyExc_TypeError, "run: bus calls: a tuple of 10");
@@ -472,13 +709,62 @@ static PyObject *run(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
         for (int i = 0; i < BUS_CALLS; i++)
             slot[i] = PyTuple_GET_ITEM(args[1], i);
     }
-    int why = rv_run(s, args[1] != Py_None ? &c : NULL);
+    if (direct_from(args[2], s, args[1] != Py_None ? &c : NULL, &d))
+        return NULL;
+    int why = rv_run(s, args[1] != Py_None ? &c : NULL, &d);
     return why == RV_ERROR ? NULL : PyLong_FromLong(why);
 }
 
+/* the tile's write log for the lookups below: the addresses of L1, the line stamps, the ring and its count
+ * (rv32_native.py LogLookups) */
+typedef struct { uint8_t *l1; uint64_t *stamp, *log, *log_n; } write_log;
+
+/* l1_at(write log address, addr, n, cycle) -> the n bytes at L1 addr (inside one aligned word) as they were at
+ * `cycle`, or None when the log cannot tell (tile.py Tile.l1_at) */
+static PyObject *l1_at(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    const write_log *g = nargs == 4 ? PyLong_AsVoidPtr(args[0]) : NULL;
+    uint32_t addr = g ? (uint32_t)PyLong_AsUnsignedLong(args[1]) : 0;
+    uint32_t n = g ? (uint32_t)PyLong_AsUnsignedLong(args[2]) : 0;
+    uint64_t cycle = g ? PyLong_AsUnsignedLongLong(args[3]) : 0;
+    uint32_t then;
+    if (!g || PyErr_Occurred()) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "l1_at(write log address, addr, n, cycle)");
+        return NULL;
+    }
+    if (addr >= L1_SIZE || n > 4 - (addr & 3)) {
+        PyErr_Format(PyExc_ValueError, "l1_at: %u bytes at 0x%X are not inside one word of L1", n, addr);
+        return NULL;
+    }
+    if (!l1_word_at(g->l1, g->stamp, g->log, *g->log_n, addr, cycle, &then))
+        Py_RETURN_NONE;
+    return PyBytes_FromStringAndSize((const char *)&then + (addr & 3), n);
+}
+
+/* first_write_after(write log address, addr, cycle) -> the cycle of the earliest logged store to the word at L1 addr
+ * after `cycle`, or None (tile.py Tile.first_write_after) */
+static PyObject *first_write(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    const write_log *g = nargs == 3 ? PyLong_AsVoidPtr(args[0]) : NULL;
+    uint32_t addr = g ? (uint32_t)PyLong_AsUnsignedLong(args[1]) : 0;
+    uint64_t cycle = g ? PyLong_AsUnsignedLongLong(args[2]) : 0, first;
+    if (!g || PyErr_Occurred()) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "first_write_after(write log address, addr, cycle)");
+        return NULL;
+    }
+    if (!first_write_after(g->log, *g->log_n, addr, cycle, &first))
+        Py_RETURN_NONE;
+    return PyLong_FromUnsignedLongLong(first);
+}
+
 static PyMethodDef methods[] = {
+    {"l1_at", (PyCFunction)(void (*)(void))l1_at, METH_FASTCALL,
+     "l1_at(write log address, addr, n, cycle): L1 bytes as they were at cycle, None if the log cannot tell"},
+    {"first_write_after", (PyCFunction)(void (*)(void))first_write, METH_FASTCALL,
+     "first_write_after(write log address, addr, cycle): the first logged store to the word after cycle, or None"},
     {"run", (PyCFunction)(void (*)(void))run, METH_FASTCALL,
-     "run(state address, bus calls): the core runs until its budget, a spin, parking, a stall or a hand-back"},
+     "run(state address, bus calls, direct push): the core runs until its budget, a spin, parking, a stall or a "
+     "hand-back"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -486,6 +772,8 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "rv32_native", NULL, 
 
 PyMODINIT_FUNC PyInit_rv32_native(void) {
     if (!(s_pos = PyUnicode_InternFromString("pos")) || !(s_sub = PyUnicode_InternFromString("sub"))
+        || !(s_mm_record = PyUnicode_InternFromString("mm_record"))
+        || !(s_pm_done = PyUnicode_InternFromString("pm_done")) || !(s_pm_t = PyUnicode_InternFromString("pm_t"))
         || !(four = PyLong_FromLong(4)) || !(zero = PyLong_FromLong(0)))
         return NULL;
     return PyModule_Create(&module);

@@ -16,14 +16,17 @@ when first translated after a reset, this part as it is in L1 (code that rewrite
 supports).
 
 `TT_RV32_NATIVE=0` (read when a core is attached) keeps every core on the Python path; `TT_RV32_MMIO_EXITS=0` hands
-the MMIO words and pushes back through the pieces as every other instruction; without a host compiler or Python's
-headers the cores stay on the Python path too (`python -m tt_backend info` says which runs, and why).
+the MMIO words and pushes back through the pieces as every other instruction; `TT_RV32_DIRECT_PUSH=0` sends every run of
+pushes through the tile's pusher instead of the Tensix's plain_run in C; `TT_EMU_CAUSAL_NATIVE=0` keeps the causal-load
+rule's lookups in numpy and hands such loads back; without a host compiler or Python's headers the cores stay on the
+Python path too (`python -m tt_backend info` says which runs, and why).
 """
 from __future__ import annotations
 
 import ctypes
 import functools
 import os
+import struct
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -53,6 +56,7 @@ STAMP, T0 = X + 64, X + 66  # uint64 each: the L1 store records (rv32.py set_sta
 LOG = X + 68                # two pointers: the tile's L1 write log and its count (rv32.py set_stamper)
 PUSH_BASE, PUSH_SIZE = X + 72, X + 73   # the push window whose word stores C hands to attach()'s push
 STATE_WORDS = X + 74
+REGS = struct.Struct("<32I")    # x[32] in the state (packed and unpacked at each run(): the cheapest copy)
 # The stores that fill an NIU's command registers are kept by C in the NIU's register file (rv32_native.c niu_store);
 # False hands each of them back to Python's Niu.store (the reference), as without the C part
 NIU_STORES = True
@@ -60,6 +64,15 @@ NIU_STORES = True
 # bus_calls); False hands them back through the pieces (the reference path) as every other instruction (read at each
 # run())
 MMIO_EXITS = os.environ.get("TT_RV32_MMIO_EXITS", "1") != "0"
+# The causal-load rule's lookups in the tile's write log in C (causal_log.h): tile.py's l1_at / first_write_after, and
+# the C core's own loads of lines written after its cycle, which it then no longer hands back; False keeps tile.py's
+# numpy lookups (the reference) and the hand-backs (read when a tile is built and at each run())
+CAUSAL_NATIVE = os.environ.get("TT_EMU_CAUSAL_NATIVE", "1") != "0"
+CAUSAL_OFF, CAUSAL_HAND_BACK, CAUSAL_IN_C = range(3)      # rv32_native.c rv_state.causal
+# C hands a core's runs of `.ttinsn` words to the Tensix's plain_run itself (sfpu_issue_native.c's C entry, through
+# attach()'s direct_push context) and the tile's pusher only the words plain_run leaves; False calls the pusher for
+# every run (the reference; read at each run())
+DIRECT_PUSH = os.environ.get("TT_RV32_DIRECT_PUSH", "1") != "0"
 
 
 def enabled() -> bool:
@@ -67,13 +80,19 @@ def enabled() -> bool:
 
 
 @functools.lru_cache(maxsize=None)
-def _load() -> tuple[object | None, str]:
-    """(the module's run(state address) or None, what `info` says about it)."""
+def _built() -> tuple[object | None, str]:
+    """(the extension module or None, what `info` says about it)."""
     try:
         mod, path = native.load_extension(SOURCE, "rv32_native")
     except OSError as e:
         return None, f"Python: the C part is unavailable: {e}"
-    return mod.run, f"C, making the bus calls of MMIO words and pushes ({path})"
+    return mod, f"C, making the bus calls of MMIO words and pushes ({path})"
+
+
+def _load() -> tuple[object | None, str]:
+    """(the module's run(state address) or None, what `info` says about it)."""
+    mod, why = _built()
+    return (mod.run if mod is not None else None), why
 
 
 def status() -> str:
@@ -85,14 +104,38 @@ def status() -> str:
 
 
 def attach(core: RV32Core, nius: Sequence[tuple[int, np.ndarray]] = (),
-           push_window: tuple[int, int, Callable[[int, int], None]] | None = None) -> None:
+           push_window: tuple[int, int, Callable[[int, int], None]] | None = None,
+           direct_push: tuple | None = None) -> None:
     """Hand `core`'s run() to the C part when it is enabled and built; otherwise the core keeps the Python path.
     `nius`: (window base address, uint32 register file) of the NIUs whose command registers C may fill (at most 2).
     `push_window`: (base, size, push(pos, word)): a word store there has exactly push's effects (the bus's mmio_store
-    would make the same push), so run() calls push for it."""
+    would make the same push), so run() calls push for it.
+    `direct_push`: what rv32_native.c needs to hand the core's `.ttinsn` runs to plain_run as the bus's pusher
+    would (rv32_native.c direct_from: the capsule, the Tensix, the thread, its facts and progress list, the tile's
+    stall dict, push counts, wait reasons, the full FIFO's wait reason, and whether plain_run may run now, asked at
+    the first push of each run() call), or None."""
     fn = _load()[0] if enabled() else None
     if fn is not None and len(core._l1) == L1_SIZE:
-        core.native = NativeRun(core, fn, nius if NIU_STORES else (), push_window)
+        core.native = NativeRun(core, fn, nius if NIU_STORES else (), push_window, direct_push)
+
+
+class LogLookups:
+    """tile.py Tile.l1_at and first_write_after in C (causal_log.h) over the tile's L1, line stamps and write log
+    (arrays the tile owns and keeps alive; their addresses are taken once)."""
+
+    def __init__(self, fns, l1: np.ndarray, stamps: np.ndarray, log: np.ndarray, count: np.ndarray):
+        assert l1.flags.c_contiguous and stamps.dtype == log.dtype == count.dtype == np.uint64
+        self._ptrs = np.array([a.ctypes.data for a in (l1, stamps, log, count)], np.uint64)   # rv32_native.c write_log
+        arg = int(self._ptrs.ctypes.data)
+        l1_at, first = fns
+        self.l1_at = functools.partial(l1_at, arg)                    # (addr, n, cycle) -> bytes | None
+        self.first_write_after = functools.partial(first, arg)        # (addr, cycle) -> int | None
+
+
+def log_lookups(l1: np.ndarray, stamps: np.ndarray, log: np.ndarray, count: np.ndarray) -> LogLookups | None:
+    """The C lookups in a tile's write log, or None (TT_EMU_CAUSAL_NATIVE=0 or no C part): tile.py's numpy ones."""
+    mod = _built()[0] if CAUSAL_NATIVE else None
+    return LogLookups((mod.l1_at, mod.first_write_after), l1, stamps, log, count) if mod is not None else None
 
 
 def _address(mem: memoryview) -> tuple[int, object]:
@@ -106,8 +149,10 @@ class NativeRun:
     rv32.py keeps it."""
 
     def __init__(self, core: RV32Core, fn, nius: Sequence[tuple[int, np.ndarray]],
-                 push_window: tuple[int, int, Callable[[int, int], None]] | None):
+                 push_window: tuple[int, int, Callable[[int, int], None]] | None,
+                 direct_push: tuple | None = None):
         self.core = core
+        self.direct_push = direct_push
         self.fn = fn
         self.state = np.zeros(STATE_WORDS, np.uint32)
         (l1, self._l1_buf), (local, self._local_buf) = _address(core._l1), _address(core._local)
@@ -131,8 +176,15 @@ class NativeRun:
             self.state[LOG:LOG + 4].view(np.uint64)[:] = [a.ctypes.data for a in core.write_log]
         self.t0 = memoryview(self.state[T0:T0 + 2].view(np.uint64))   # (a memoryview: the cheapest item store)
         self.words = memoryview(self.state)
+        self.bytes = self.words.cast("B")
         self.arg = self.state.ctypes.data
         self.python_quanta = 0          # quanta left to run on the Python blocks before C is measured again
+        self.past_in_c = False          # answer_past_loads
+
+    def answer_past_loads(self, on: bool) -> None:
+        """Whether C answers the core's loads of L1 lines written after its cycle from the tile's write log itself
+        (CAUSAL_NATIVE; the tile's past() would answer them so: its timed mode) instead of handing them back."""
+        self.past_in_c = on and CAUSAL_NATIVE and self.core.write_log is not None
 
     def run(self, budget: int) -> int:
         core = self.core
@@ -144,16 +196,19 @@ class NativeRun:
         handbacks = 0
         S, x, fn, arg = self.words, core.x, self.fn, self.arg
         core.spinning = False
-        self.state[X:X + 32] = x
+        REGS.pack_into(self.bytes, 4 * X, *x)
         S[PC], S[DONE], S[BUDGET], S[IN_BLOCK] = core.pc, 0, min(max(budget, 0), BUDGET_CAP), 0
         S[SPIN_PC], S[CHAIN], S[MULTI_PUSH] = NO_SPIN, 0, "PUSHM" in core._ns
         base, t0, ns = core.stamp_base, self.t0, core._ns
-        S[CAUSAL] = causal = "PAST" in ns and self.stamps is not None
-        calls = None
+        causal = "PAST" in ns and self.stamps is not None
+        S[CAUSAL] = (CAUSAL_IN_C if self.past_in_c else CAUSAL_HAND_BACK) if causal else CAUSAL_OFF
+        calls = direct = None
         if MMIO_EXITS:          # rv32_native.c bus_calls
             bus = core.bus
             calls = (core, core.name, bus.mmio_load, bus.mmio_store, self.push, ns.get("PUSHP"), ns.get("PUSHM"),
                      bus.push_tensix, base, Stall)
+            if DIRECT_PUSH and base is not None:
+                direct = self.direct_push
         try:
             while True:
                 if base is not None:
@@ -162,7 +217,7 @@ class NativeRun:
                         ns["SBASE"] = int(t0[0])  # a handed-back load's stamp test (rv32.py set_stamp_wait): a lower
                                                   # bound of the cycle, also after bus calls C made stalled the core
                 try:
-                    why = fn(arg, calls)
+                    why = fn(arg, calls, direct)
                 except BaseException:
                     core.pc = S[PC]     # a bus call C made raised: pc and done name the culprit
                     raise
@@ -184,9 +239,9 @@ class NativeRun:
         except BaseException:          # core.pc names the culprit (the piece's handler or block_source set it)
             core.instret += S[DONE] + ((core.pc - S[PC]) >> 2)
             core.pos = 0
-            x[:] = self.state[X:X + 32].tolist()
+            x[:] = REGS.unpack_from(self.bytes, 4 * X)
             raise
-        x[:] = self.state[X:X + 32].tolist()
+        x[:] = REGS.unpack_from(self.bytes, 4 * X)
         core.pc = S[PC]
         done = S[DONE]
         core.instret += done

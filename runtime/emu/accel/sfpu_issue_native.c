@@ -1343,6 +1343,19 @@ out:                            /* (on an error, the words issued before it are 
     return result;
 }
 
+/* The module `m` with plain_run's C entry as the capsule PLAIN_RUN_CAPSULE ("sfpu_issue.plain_run"): the RISC-V C
+ * core (rv32_native.c) calls it for its `.ttinsn` runs with plain_run's arguments, without a Python frame. */
+typedef PyObject *(*plain_run_entry)(PyObject *, PyObject *const *, Py_ssize_t);
+static PyObject *export_plain_run(PyObject *m) {
+    PyObject *cap = m ? PyCapsule_New((void *)(plain_run_entry)plain_run, "sfpu_issue.plain_run", NULL) : NULL;
+    if (!cap || PyModule_AddObject(m, "PLAIN_RUN_CAPSULE", cap) < 0) {
+        Py_XDECREF(cap);
+        Py_XDECREF(m);
+        return NULL;
+    }
+    return m;
+}
+
 static PyMethodDef methods[] = {
     {"configure", configure, METH_VARARGS, "configure(fifo_depth, mop_transition_penalty, all_lregs, load_modes, store_modes, dst_rwc_mask, "
      "src_rwc_mask, fpu_to_sfpload_gap)"},
@@ -1397,5 +1410,5 @@ PyMODINIT_FUNC PyInit_sfpu_issue(void) {
             return NULL;
     if (tile_handlers_init())
         return NULL;
-    return PyModule_Create(&module);
+    return export_plain_run(PyModule_Create(&module));
 }

@@ -89,6 +89,11 @@ def plain_run():
     return _load()[0].plain_run if PLAIN_ISSUE_NATIVE and _load()[0] is not None else None
 
 
+def plain_run_capsule():
+    """plain_run's C entry as a capsule ("sfpu_issue.plain_run", for rv32_native.c's pushes), or None as plain_run()."""
+    return _load()[0].PLAIN_RUN_CAPSULE if PLAIN_ISSUE_NATIVE and _load()[0] is not None else None
+
+
 def drain_run():
     """The C part's drain_run (see sfpu_issue_native.c), or None when it is off or unavailable."""
     return _load()[0].drain_run if PLAIN_ISSUE_NATIVE and _load()[0] is not None else None
