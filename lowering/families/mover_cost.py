@@ -47,6 +47,9 @@ TILE_WRITE_FIXED = 78 + NOC_ROUND_TRIP
 # per output cell: through the layout's datum table 2.5 per datum (the 256 x 256 softmax's sum less its max: 25 - 22.5),
 # with 32 lanes a word fill of the tile ("red fill", read_gather.c.j2 cell_const) 1.85 (64 x 1024 softmax sum: 2,420
 # cycles per tile, less the bulk read of x).
+# A computed reduction stream walked by nested loops ("red computed nested": argmax's reversed index over x) fills
+# every slot of the tile, datum or pad: 6.1 per slot (brisc busy time of x.argmax() over 50 and 1,000 elements, two
+# tiles each (the two passes), less x's resident walk (reduce_walk_cycles): 6.5 and 5.6 per slot).
 # Narrow integers and float16 ("contiguous convert") land in the slot's tail with one NoC read and are widened word by
 # word in place: 8.1 per datum (brisc busy time of int8 x + 1 at 256 x 256), and the writer narrows them back before
 # its write at 7.2 (ncrisc, the same kernel).
@@ -61,7 +64,7 @@ GATHER_LOOP, GATHER_PER_RANGE = 11.8, 3.4
 UNMEASURED_PER_DATUM = 14.1
 READ_PER_DATUM = {"contiguous": 0.0, "contiguous bool": 1.0, "contiguous convert": 8.1, "red contiguous": 0.0,
                   "strided": 5.5, "columns": 15.7, "gather": GATHER_LOOP, "red affine": 49.0, "red const": 2.5,
-                  "red fill": 1.85, "red mask": 8.5}
+                  "red fill": 1.85, "red mask": 8.5, "red computed nested": 6.1}
 # a bulk reader's pads past the valid datums of a tile, zeroed (or set to datum 0) by word stores (read_contiguous.c.j2
 # pad_fill): 1.4 per 32-bit word, brisc busy time of the softmax's row max over rows of 512 and 384 (one row per
 # 32-lane tile: 512 and 640 pad words per tile, 818 and 1013 cycles per tile against 120 for the read).

@@ -136,7 +136,8 @@ class SfpuReducePlan(TilePlan):
         first tile) next to the placement's compute (its per-group work spread over the group's tiles) and the
         writer's per-group scatter, as a pipeline over the largest core's groups; DRAM bytes: the k-dependent inputs'
         tiles and the outputs."""
-        if self.placement is None or "total" not in self.placement.cycles:
+        cyc = reduce_cycles(self) if self.placement is None else self.placement.cycles   # two passes: no report
+        if "total" not in cyc:
             return None
         cores, rp, unit = self.cores if cores is None else cores, self.reduce, self.split_unit
         per_core = -(-rp.groups // cores) * unit
@@ -158,7 +159,6 @@ class SfpuReducePlan(TilePlan):
                 fill += window_load_cycles(self.buffers[s.buf].nbytes)
         if rp.pass1 is None and all(m == "red contiguous" for m in modes):   # reads in flight (reader.c.j2)
             read, fill = read - NOC_ROUND_TRIP * len(modes), fill + NOC_ROUND_TRIP
-        cyc = self.placement.cycles
         one = pipeline(per_core, read, cyc["total"] + cyc["per_group"] / unit, group_write_cycles(rp.cells) / unit,
                        fill)
         dram = sum(DTYPE_SIZE[s.dtype] for s, dep in zip(self.inputs, rp.k_dep) if s.value is None and dep)
@@ -648,6 +648,9 @@ def reduce_cycles(plan: SfpuReducePlan) -> dict:
     runs = 1 if rp.steps >= 32 else 32 // rp.steps
     group = (len(rp.acc_init) + len(rp.finish) + runs * (len(rp.post.setup) + len(rp.post.body)
                                                           + len(rp.group_store) + len(rp.post_skip)))
+    if (p1 := rp.pass1) is not None:     # two passes over each group's tiles: half of them run the first's program
+        sfpu = (sfpu + sfpu_program_cycles(len(p1.sfpu.setup), len(p1.sfpu.body) + p1.sfpu.body_stalls)) / 2
+        group += len(p1.acc_init) + len(p1.finish) + runs * len(p1.group_store)
     pack = pack_cycles(plan.output.tile_format)
     tiles, groups = plan.n_tiles, rp.groups
     per_tile = unpack + fpu + sfpu
