@@ -45,8 +45,10 @@ PUT8 = A_PER_ELEM["rows"]             # one replicated A element (zeros past M o
 # REPLAYed words and an auto-stall (PASS_PER_ROW_GROUP): 8 x (19 + 11 x 8) + 14 = 870, 8 x (19 + 11 x 2) + 14 = 342
 PASS_FIXED, PASS_PER_ROW_GROUP, CHUNK_SYNC = 19, 11, 14
 UNPACK_CHUNK = 175
-# per C tile: zeroing C (32 SFPSTOREs) and the fp32 pack, before the next tile's first chunk (FREE, max 1)
+# per C tile, beside its fp32 pack: zeroing C (32 SFPSTOREs), before the tile's first chunk (FREE, max 1)
 TILE_FIXED = 32
+# a gathered operand's window walk is replayed over at most this many elements of its block, the rest scaled
+WALK_REPLAY_MAX = 1 << 14
 
 
 def window_bytes(spec) -> int:
@@ -78,8 +80,9 @@ def operand_fetch_cycles(o, mode: str, rows: int, cols: int, stage: int, window:
         return fetch_cycles(rows, esz * abs(o.rs), esz * cols, stage)
     if mode == "cols":
         return fetch_cycles(cols, esz * abs(o.cs), esz * rows, stage)
-    loads, moved = window_loads(element_offsets(o, rows, cols), esz, o.nbytes, window)
-    return loads * (NOC_ROUND_TRIP + MM_NOC_REQUEST) + moved / NOC_BYTES_PER_CYCLE
+    replayed = min(rows, max(1, WALK_REPLAY_MAX // cols))
+    loads, moved = window_loads(element_offsets(o, replayed, cols), esz, o.nbytes, window)
+    return rows / replayed * (loads * (NOC_ROUND_TRIP + MM_NOC_REQUEST) + moved / NOC_BYTES_PER_CYCLE)
 
 
 def element_offsets(o, rows: int, cols: int) -> np.ndarray:
@@ -105,10 +108,11 @@ def element_cycles(o, per_elem: dict, mode: str) -> float:
 
 
 def sfpu_matmul_cycles(plan, modes: tuple[str, str], row_groups: int, halves: int, cores: int) -> dict:
-    """The launch of `plan` (an SfpuMatmulPlan: spec, kc, ntg, ng, nkb) on `cores` cores, each with whole batches:
-    per batch and column group the B fill (the pipeline's fill), then per row block the A panel (the reader), the
-    group's C tiles (compute) and their untilize and row writes (writer), the largest core's batches in a row; at
-    least the DRAM banks' time for the operands' and the output's bytes (on_grid)."""
+    """The launch of `plan` (an SfpuMatmulPlan: spec, kc, ntg, ng) on `cores` cores, each with whole batches: per
+    batch and column group the B fill (the pipeline's fill), then per row block the A panel (the reader), the group's
+    C tiles (compute) and their untilize and row writes (writer), the largest core's batches in a row; at least the
+    DRAM banks' time for the operands' and the output's bytes (on_grid). Split K is priced as one K block (the same
+    elements filled; its partial C tiles' pack and unpack are left out)."""
     s = plan.spec
     mt, nt, _ = plan.tiles
     a_elem, b_elem = element_cycles(s.a, A_PER_ELEM, modes[0]), element_cycles(s.b, B_PER_ELEM, modes[1])

@@ -75,8 +75,10 @@ from tt_backend.lowering.families.family import Candidate, Family, Kernel
 from tt_backend.lowering.families.matmul_match import kernel_matmul
 from tt_backend.lowering.families.tile_plan import ReducePass, ReducePlan, TilePlan, allocate_l1
 from tt_backend.lowering.families.tile_render import render_tile_kernel
-from tt_backend.lowering.families.mover_cost import (NOC_ROUND_TRIP, group_write_cycles, on_grid, pad_fill_cycles,
-                                                     pipeline, reduce_walk_cycles, tile_read_cycles, window_load_cycles)
+from tt_backend.lowering.families.mover_cost import (NOC_ROUND_TRIP, RED_PER_DATUM,
+                                                     group_write_cycles, on_grid, pad_fill_cycles, pipeline,
+                                                     red_datum_read_cycles, reduce_walk_cycles, stream_datum_cycles,
+                                                     tile_read_cycles, window_load_cycles)
 from tt_backend.lowering.families.tile_streams import reader_mode, stream_ctx
 from tt_backend.lowering.frontend import LoweredKernel
 from tt_backend.lowering.graph import live_nodes
@@ -151,6 +153,8 @@ class SfpuReducePlan(TilePlan):
                 read += tile_read_cycles(const, s.tile_format, c["runs"])
             elif c["walk"] is not None and c["walk"]["resident"]:
                 read += reduce_walk_cycles(valid)
+            elif c["mode"] in RED_PER_DATUM:
+                read += red_datum_read_cycles(c["mode"], valid, stream_datum_cycles(s, gather_ranges=0))
             else:
                 read += tile_read_cycles(c["mode"], s.tile_format, c["runs"])
                 if c["mode"] == "red contiguous":
