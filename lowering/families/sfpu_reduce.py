@@ -163,8 +163,8 @@ class SfpuReducePlan(TilePlan):
                 fill += window_load_cycles(self.buffers[s.buf].nbytes)
         if rp.pass1 is None and all(m == "red contiguous" for m in modes):   # reads in flight (reader.c.j2)
             read, fill = read - NOC_ROUND_TRIP * len(modes), fill + NOC_ROUND_TRIP
-        one = pipeline(per_core, read, cyc["total"] + cyc["per_group"] / unit, group_write_cycles(rp.cells) / unit,
-                       fill)
+        write = group_write_cycles(min(rp.cells, rp.n_out)) / unit      # the writer stops at the last output
+        one = pipeline(per_core, read, cyc["total"] + cyc["per_group"] / unit, write, fill)
         dram = sum(DTYPE_SIZE[s.dtype] for s, dep in zip(self.inputs, rp.k_dep) if s.value is None and dep)
         out = on_grid(one, cores, per_core, self.n_tiles * TILE_ELEMS * dram + rp.n_out * DTYPE_SIZE[self.output.dtype])
         return {**out, "grid": "x".join(map(str, Grid().shape(cores)))}
