@@ -44,7 +44,8 @@ def placement_report(plan: Plan) -> dict:
     pl = plan.placement
     if pl is None:
         return {"kernel": plan.name, "budget": knobs.err_budget(), "predicted_error": None, "measured_error": None,
-                "predicted_cycles": None, "emulated_cycles": None, "nodes": []}
+                "predicted_cycles": None, "predicted_launch_cycles": plan.launch_cycles(), "emulated_cycles": None,
+                "nodes": []}
     return {**pl.report(), "predicted_launch_cycles": plan.launch_cycles(), "measured_error": None,
             "emulated_cycles": None}
 

@@ -20,7 +20,7 @@ from tt_backend.lowering.families.family import Candidate, Family, Kernel
 from tt_backend.lowering.families.tile_plan import TilePlan, allocate_l1, window_bytes
 from tt_backend.lowering.families.tile_render import render_tile_kernel
 from tt_backend.lowering.families.mover_cost import (compute_stage, gather_reload_cycles, grid_pipeline_cycles,
-                                                     stream_datum_cycles)
+                                                     stream_datum_cycles, window_load_cycles)
 from tt_backend.lowering.families.tile_streams import column_windows, reader_mode, stream_ctx, tile_grid
 from tt_backend.lowering.families.window_walk import tile_window_loads
 from tt_backend.lowering.frontend import LoweredKernel
@@ -56,7 +56,7 @@ class ElementwisePlan(TilePlan):
         if self.placement is None or "total" not in self.placement.cycles:
             return None
         cores = self.cores if cores is None else cores
-        reads, reloaded = self._reads()
+        reads, reloaded, before = self._reads()
         write = (stream_ctx(self, self.output, None)["mode"], self.output.tile_format,
                  stream_datum_cycles(self.output, writer=True))
         dram = sum(DTYPE_SIZE[s.dtype] for s in self.inputs if s.value is None) + DTYPE_SIZE[self.output.dtype]
@@ -64,14 +64,15 @@ class ElementwisePlan(TilePlan):
         fpu_ops = len(self.fpu_ops) + sum(self.inputs[j].tile_format == "bf16" for j in dst)
         compute = compute_stage(self.placement.cycles, fpu_ops)
         out = grid_pipeline_cycles(self.n_tiles, reads, write, compute, cores, dram * TILE_ELEMS + reloaded,
-                                   self.n_elements / (self.n_tiles * TILE_ELEMS))
+                                   self.n_elements / (self.n_tiles * TILE_ELEMS), before)
         return {**out, "grid": "x".join(map(str, Grid().shape(cores)))}
 
-    def _reads(self) -> tuple[list[tuple], int]:
+    def _reads(self) -> tuple[list[tuple], int, float]:
         """The launch model's input streams (mover_cost.tile_pipeline_cycles: mode, tile format, runs, cycles per datum
-        beyond the mode's figure) and the bytes per tile the gathers' window reloads move (window_walk): the reloads
-        are priced per datum of the tile, and their bytes go to the DRAM banks with the tiles'."""
-        reads, reloaded = [], 0
+        beyond the mode's figure), the bytes per tile the gathers' window reloads move (window_walk): the reloads
+        are priced per datum of the tile, and their bytes go to the DRAM banks with the tiles'; and the loads of the
+        windows that hold their buffer whole (resident), once per core before its first tile."""
+        reads, reloaded, before = [], 0, 0.0
         datums = min(TILE_ELEMS, self.n_elements)
         for j, s in enumerate(self.inputs):
             c = stream_ctx(self, s, j)
@@ -81,8 +82,11 @@ class ElementwisePlan(TilePlan):
                                                  self.buffers[s.buf].nbytes, window_bytes(self, f"in{j}"))
                 extra += gather_reload_cycles(loads, moved) / datums
                 reloaded += moved
+            nbytes = self.buffers[s.buf].nbytes
+            if (c["runs"] or {}).get("resident") or (c["mode"] == "gather" and nbytes <= window_bytes(self, f"in{j}")):
+                before += window_load_cycles(nbytes)
             reads.append((c["mode"], s.tile_format, c["runs"], extra))
-        return reads, reloaded
+        return reads, reloaded, before
 
 
 def plan_sfpu(lk: LoweredKernel) -> ElementwisePlan:

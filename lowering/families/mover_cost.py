@@ -100,6 +100,7 @@ FLOAT16_WIDEN_EXTRA, FLOAT16_NARROW_EXTRA = 8 - 2, 17.5 - 1
 # modes that read a tile with one NoC transaction
 BULK_READS = ("contiguous", "contiguous bool", "contiguous convert", "red contiguous")
 PER_SLOT_READS = ("gather", "computed")     # modes whose loop walks every slot of the tile, past the last element too
+RUN_WALKS = ("strided", "columns")  # walks of read_runs.c.j2 that zero the slots past the last element by words
 
 
 def tile_read_cycles(mode: str, tile_format: str, runs: dict | None = None, datum_extra: float = 0.0, *,
@@ -110,7 +111,8 @@ def tile_read_cycles(mode: str, tile_format: str, runs: dict | None = None, datu
     elementwise layout's partial last tile: the rest is zeroed)."""
     datums, past_end = valid * TILE_ELEMS, (1 - valid) * TILE_ELEMS
     bulk = (TILE_READ_FIXED + TILE_BYTES[tile_format] / NOC_BYTES_PER_CYCLE + pad_fill_cycles(past_end, tile_format)
-            if mode in BULK_READS else GATHER_PAST_END_PER_SLOT * past_end if mode in PER_SLOT_READS else 0)
+            if mode in BULK_READS else GATHER_PAST_END_PER_SLOT * past_end if mode in PER_SLOT_READS
+            else pad_fill_cycles(past_end, tile_format) if mode in RUN_WALKS else 0)
     if head_broadcast(mode, runs):     # one fetch, the datums the SFPU setup reads
         return READ_PER_RUN + NOC_ROUND_TRIP + READ_PER_RUN_DATUM * runs["head"]
     if mode in ("runs", "broadcast"):       # the tile's runs up to its last element, the rest zeroed by words
@@ -169,6 +171,27 @@ FPU_REDUCE_READ_PER_SLOT = {"full line": 5.6, "empty line": 2.5, "line": 15.5, "
 FPU_REDUCE_ONES = 3 * TILE_ELEMS
 
 
+# The reduction layout's per-datum walks (tile_streams: "red gather", "red computed": a carry chain over the ranges,
+# the index, gate or value evaluated per datum; "... nested": nested loops, the index's terms hoisted to the loop
+# they depend on) per datum beside the stream's integer index math (index_cost.py, every term counted per datum), and
+# per slot past the outputs' reduce indices a stored zero (the elementwise gather's GATHER_PAST_END_PER_SLOT). The
+# carry chain's datum is priced by its parts as the elementwise gather's: the loop, window fetch and store and one
+# range's step (GATHER_LOOP + GATHER_PER_RANGE); brisc busy time per tile, one core: x.pad(((0, 0), (2, 3))).T.sum(1)
+# over 1500 x 4 (18,222; 0.73 of the slots datums, 6 ops: predicted 0.97 of it) and 200 x 20 (21,030: 0.82),
+# conv2d_relu's weight gradient (1 x 3 x 6 x 6 by 8 x 3 x 3 x 3, padding 1: four such streams of 16 to 22 ops,
+# 120,103: 1.26). The nested walks: the same pad-sum over 30 x 20 (9,607 per tile: 10.1 per datum beside its pad
+# slots, less its 6 ops), x.argmax()'s reversed index over 1,000 elements (5.6 per datum, its pass's tile less x's
+# resident walk, less its 2 ops).
+RED_PER_DATUM = {"red gather": GATHER_LOOP + GATHER_PER_RANGE, "red computed": GATHER_LOOP + GATHER_PER_RANGE,
+                 "red gather nested": 10.1 - 6, "red computed nested": 5.6 - 2}
+
+
+def red_datum_read_cycles(mode: str, valid: float, datum_extra: float) -> float:
+    """A per-datum reduction stream's reader cycles per tile (RED_PER_DATUM): `valid` of its slots datums, each with
+    `datum_extra` (its index math, stream_datum_cycles), the others zeroed."""
+    return ((RED_PER_DATUM[mode] + datum_extra) * valid + GATHER_PAST_END_PER_SLOT * (1 - valid)) * TILE_ELEMS
+
+
 def pad_fill_cycles(pads: float, tile_format: str) -> float:
     """A bulk reader's fill of `pads` datums of a tile (whole 32-bit words: two bf16 datums each)."""
     return PAD_FILL_PER_WORD * pads * TILE_BYTES[tile_format] / (4 * TILE_ELEMS)
@@ -192,10 +215,17 @@ def tile_write_cycles(mode: str, tile_format: str, datum_extra: float = 0.0, *, 
     return bulk + (per_datum + (datum_extra if mode in DATUM_EXTRA_MODES else 0)) * valid * TILE_ELEMS
 
 
+# The reduction's writer per output (templates/blocks/scatter.c.j2 red_scatter_out: the output's datum in the tile,
+# its ranges from the output index (tt_red_set), the element's address and store): ncrisc busy time of
+# x.max(axis) over a 2 x 3 x 5 x 7 fp32, one tile: 1,155 for 30 outputs (axis 3), 3,362 for 70 (axis 1), 5,007 for
+# 105 (axis 0): 38.5, 48, 47.7 per output
+RED_SCATTER_PER_OUTPUT = 45
+
+
 def group_write_cycles(outputs: int) -> float:
-    """A reduction's writer per output group: its `outputs` values scattered (runs.c.j2 red_scatter_out), one acked
-    NoC write."""
-    return TILE_WRITE_FIXED + WRITE_PER_DATUM["scatter"] * outputs
+    """A reduction's writer per output group: its `outputs` values scattered (red_scatter_out), one acked NoC
+    write."""
+    return TILE_WRITE_FIXED + RED_SCATTER_PER_OUTPUT * outputs
 
 
 def pipeline(n_tiles: int, reader: float, compute: float, writer: float, fill: float = 0.0) -> dict:
@@ -207,17 +237,17 @@ def pipeline(n_tiles: int, reader: float, compute: float, writer: float, fill: f
 
 
 def tile_pipeline_cycles(n_tiles: int, reads: list[tuple], write: tuple, compute_per_tile: float,
-                         valid: float = 1.0) -> dict:
+                         valid: float = 1.0, before: float = 0.0) -> dict:
     """The tile pipeline's launch: reads = (mode, tile format, run structure, datum extra) per input, write = (mode,
     tile format, datum extra) of the output (tile_read_cycles; the datum extra may be left out);
     compute_per_tile the compute's cycles per tile (compute_stage); valid: the share of the tiles' slots that hold
-    elements (tile_read_cycles).
+    elements (tile_read_cycles); before: the reader's work before its first tile (resident windows' loads).
     Where every input is plain contiguous (or a head broadcast beside them) the reader keeps several tiles' reads in
     flight (templates/reader.c.j2 `in_flight`, `reads_in_flight`): the round trip is paid once, in the fill, not per
     tile. Otherwise the plain contiguous inputs' reads are issued first and their round trip overlaps the other
     inputs' movers (`early`). A bulk writer keeps its writes in flight likewise (writer.c.j2): the last tile's
     acknowledgement is waited for once."""
-    writer, fill = tile_write_cycles(*write, valid=valid), 0.0
+    writer, fill = tile_write_cycles(*write, valid=valid), before
     if write[0].startswith("contiguous"):
         writer, fill = writer - NOC_ROUND_TRIP, NOC_ROUND_TRIP
     if reads_in_flight(reads):
@@ -460,12 +490,13 @@ def split_ranges(n_tiles: int, cores: int) -> list[tuple[int, int]]:
 
 
 def grid_pipeline_cycles(n_tiles: int, reads: list[tuple[str, str, dict | None, float]], write: tuple[str, str, float],
-                         compute_per_tile: float, cores: int, dram_bytes_per_tile: int, valid: float = 1.0) -> dict:
+                         compute_per_tile: float, cores: int, dram_bytes_per_tile: int, valid: float = 1.0,
+                         before: float = 0.0) -> dict:
     """tile_pipeline_cycles for a launch split over `cores` cores: the largest range's pipeline, at least the DRAM
     banks' time for every core's bytes (`total`, emulated cycles); `price` adds CORE_LAUNCH_CYCLES per extra core (what
     the choice of the count minimises)."""
     per_core = -(-n_tiles // cores)
-    one = tile_pipeline_cycles(per_core, reads, write, compute_per_tile, valid)
+    one = tile_pipeline_cycles(per_core, reads, write, compute_per_tile, valid, before)
     return on_grid(one, cores, per_core, n_tiles * dram_bytes_per_tile)
 
 

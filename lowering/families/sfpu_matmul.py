@@ -65,11 +65,13 @@ from tt_backend.lowering.codegen.sources import kernel_sources
 from tt_backend.lowering.codegen.tensix import (PACK_CFG, SEM_FREE, SEM_MATHDONE, SEM_UNPACKED, UNPACK_CFG,
                                                 UNPACK_CFG_COMMON, alu_format_word, tensix_words)
 from tt_backend.lowering.codegen.words import hex_u32, word_u32
+from tt_backend.chip.grid import Grid
 from tt_backend.lowering.families.family import Candidate, Family, Kernel
 from tt_backend.lowering.families.matmul_match import kernel_matmul
 from tt_backend.lowering.families.matmul_spec import (TILE, MatmulKernelPlan, MatmulSpec, matmul_args_header,
                                                       matmul_io, operand_ctx, out_pitch, stage_bytes)
 from tt_backend.lowering.families.mover_cost import split_ranges
+from tt_backend.lowering.families.sfpu_matmul_cost import sfpu_matmul_cycles
 from tt_backend.lowering.plan import DTYPE_SIZE, Report
 from tt_backend.chip import isa, layout
 from tt_backend.chip.errors import UnsupportedOp
@@ -156,6 +158,13 @@ class SfpuMatmulPlan(MatmulKernelPlan):
 
     def render(self) -> dict[str, str]:
         return render_sfpu_matmul(self)
+
+    def launch_cycles(self, cores: int | None = None) -> dict:
+        """The launch on `cores` cores (default: the plan's), each with whole batches (sfpu_matmul_cost.py)."""
+        cores = self.cores if cores is None else cores
+        modes = (operand_ctx(self.spec.a)["mode"], operand_ctx(self.spec.b)["mode"])
+        return {**sfpu_matmul_cycles(self, modes, self.row_groups, column_halves(self.spec), cores),
+                "grid": "x".join(map(str, Grid().shape(cores)))}
 
     def arg_words(self, dram_addrs: list[int]) -> list[int]:
         """One core's argument block: all batches (ARG_BATCH_BEGIN/END after the buffers)."""

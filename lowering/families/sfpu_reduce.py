@@ -75,8 +75,10 @@ from tt_backend.lowering.families.family import Candidate, Family, Kernel
 from tt_backend.lowering.families.matmul_match import kernel_matmul
 from tt_backend.lowering.families.tile_plan import ReducePass, ReducePlan, TilePlan, allocate_l1
 from tt_backend.lowering.families.tile_render import render_tile_kernel
-from tt_backend.lowering.families.mover_cost import (NOC_ROUND_TRIP, group_write_cycles, on_grid, pad_fill_cycles,
-                                                     pipeline, reduce_walk_cycles, tile_read_cycles, window_load_cycles)
+from tt_backend.lowering.families.mover_cost import (NOC_ROUND_TRIP, RED_PER_DATUM,
+                                                     group_write_cycles, on_grid, pad_fill_cycles, pipeline,
+                                                     red_datum_read_cycles, reduce_walk_cycles, stream_datum_cycles,
+                                                     tile_read_cycles, window_load_cycles)
 from tt_backend.lowering.families.tile_streams import reader_mode, stream_ctx
 from tt_backend.lowering.frontend import LoweredKernel
 from tt_backend.lowering.graph import live_nodes
@@ -136,7 +138,8 @@ class SfpuReducePlan(TilePlan):
         first tile) next to the placement's compute (its per-group work spread over the group's tiles) and the
         writer's per-group scatter, as a pipeline over the largest core's groups; DRAM bytes: the k-dependent inputs'
         tiles and the outputs."""
-        if self.placement is None or "total" not in self.placement.cycles:
+        cyc = reduce_cycles(self) if self.placement is None else self.placement.cycles   # two passes: no report
+        if "total" not in cyc:
             return None
         cores, rp, unit = self.cores if cores is None else cores, self.reduce, self.split_unit
         per_core = -(-rp.groups // cores) * unit
@@ -150,6 +153,8 @@ class SfpuReducePlan(TilePlan):
                 read += tile_read_cycles(const, s.tile_format, c["runs"])
             elif c["walk"] is not None and c["walk"]["resident"]:
                 read += reduce_walk_cycles(valid)
+            elif c["mode"] in RED_PER_DATUM:
+                read += red_datum_read_cycles(c["mode"], valid, stream_datum_cycles(s, gather_ranges=0))
             else:
                 read += tile_read_cycles(c["mode"], s.tile_format, c["runs"])
                 if c["mode"] == "red contiguous":
@@ -158,9 +163,8 @@ class SfpuReducePlan(TilePlan):
                 fill += window_load_cycles(self.buffers[s.buf].nbytes)
         if rp.pass1 is None and all(m == "red contiguous" for m in modes):   # reads in flight (reader.c.j2)
             read, fill = read - NOC_ROUND_TRIP * len(modes), fill + NOC_ROUND_TRIP
-        cyc = self.placement.cycles
-        one = pipeline(per_core, read, cyc["total"] + cyc["per_group"] / unit, group_write_cycles(rp.cells) / unit,
-                       fill)
+        write = group_write_cycles(min(rp.cells, rp.n_out)) / unit      # the writer stops at the last output
+        one = pipeline(per_core, read, cyc["total"] + cyc["per_group"] / unit, write, fill)
         dram = sum(DTYPE_SIZE[s.dtype] for s, dep in zip(self.inputs, rp.k_dep) if s.value is None and dep)
         out = on_grid(one, cores, per_core, self.n_tiles * TILE_ELEMS * dram + rp.n_out * DTYPE_SIZE[self.output.dtype])
         return {**out, "grid": "x".join(map(str, Grid().shape(cores)))}
@@ -648,6 +652,9 @@ def reduce_cycles(plan: SfpuReducePlan) -> dict:
     runs = 1 if rp.steps >= 32 else 32 // rp.steps
     group = (len(rp.acc_init) + len(rp.finish) + runs * (len(rp.post.setup) + len(rp.post.body)
                                                           + len(rp.group_store) + len(rp.post_skip)))
+    if (p1 := rp.pass1) is not None:     # two passes over each group's tiles: half of them run the first's program
+        sfpu = (sfpu + sfpu_program_cycles(len(p1.sfpu.setup), len(p1.sfpu.body) + p1.sfpu.body_stalls)) / 2
+        group += len(p1.acc_init) + len(p1.finish) + runs * len(p1.group_store)
     pack = pack_cycles(plan.output.tile_format)
     tiles, groups = plan.n_tiles, rp.groups
     per_tile = unpack + fpu + sfpu

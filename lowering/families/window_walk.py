@@ -6,7 +6,8 @@ larger one is reloaded as often as the walk leaves the window, which its index e
 3 x 8000 buffer jumps 32 KB per datum, so every datum reloads a 32 KB window.
 
 The walk is replayed here on the host over one tile's datums (the launch's first tile: the index evaluated with
-numpy, lowering/index.py), from an empty window, as the reader starts each launch.
+numpy, lowering/index.py), from an empty window, as the reader starts each launch; `window_loads` replays any walk
+given its byte offsets (the SFPU matmul's gathered operands: sfpu_matmul_cost.py).
 """
 from __future__ import annotations
 
@@ -29,6 +30,13 @@ def tile_window_loads(index: IndexExpr, valid: IndexExpr | None, ranges: tuple[i
     at = np.broadcast_to(index.evaluate(axes), (datums,)).astype(np.int64) * esz
     if valid is not None:
         at = at[np.broadcast_to(valid.evaluate(axes), (datums,)).astype(bool)]
+    return window_loads(at, esz, buf_bytes, window)
+
+
+def window_loads(at: np.ndarray, esz: int, buf_bytes: int, window: int) -> tuple[int, int]:
+    """(loads, bytes loaded) of fetching the datums at byte offsets `at` in order through a window of `window` bytes
+    over a buffer of `buf_bytes`, from an empty window: a datum outside it reloads the window from the datum's
+    64-byte line on (less at the buffer's end)."""
     loads, moved, lo, hi = 0, 0, 0, 0
     for a in at.tolist():
         if a < lo or a + esz > hi:

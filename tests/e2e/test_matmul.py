@@ -14,6 +14,7 @@ Shapes up to 128 run by default (the suite's share stays well under a minute); T
 """
 from __future__ import annotations
 
+import json
 import os
 import time
 
@@ -627,9 +628,11 @@ def test_fp32_sfpu_column_groups_run():
 
 
 @pytest.mark.needs_cc
-def test_tinygrad_device_fp32_sfpu(monkeypatch):
-    """Through tinygrad's TT device without a budget: fp32-faithful, so the SFPU matmul."""
+def test_tinygrad_device_fp32_sfpu(monkeypatch, tmp_path):
+    """Through tinygrad's TT device without a budget: fp32-faithful, so the SFPU matmul; its launch model
+    (sfpu_matmul_cost.py) within 25 % of the emulated cycles."""
     monkeypatch.delenv("TT_ERR_BUDGET", raising=False)
+    monkeypatch.setenv("TT_DUMP", str(tmp_path))
     import tt_backend.lowering.families.sfpu_matmul as sm
     planned, real = [], sm.plan_sfpu_matmul
     monkeypatch.setattr(sm, "plan_sfpu_matmul", lambda *args, **kw: planned.append(real(*args, **kw)) or planned[-1])
@@ -639,6 +642,8 @@ def test_tinygrad_device_fp32_sfpu(monkeypatch):
     assert len(planned) == 1
     cpu = (Tensor(a, device="CPU") @ Tensor(b, device="CPU")).numpy()
     assert (np.abs(got - cpu) / (np.abs(a) @ np.abs(b))).max() <= 2 * 76 * 2.0 ** -24
+    (report,) = [json.loads(p.read_text()) for p in tmp_path.glob("*/report.json")]
+    assert abs(report["predicted_launch_cycles"]["total"] / report["emulated_cycles"] - 1) <= 0.25
 
 
 @pytest.mark.needs_cc

@@ -8,6 +8,8 @@ Tolerances: argmax/argmin and max-based results exact; float sums |tt - cpu| <= 
 (as tests/e2e/test_reduce.py), logs/exps relative 1e-6 (a few ulp of the SFPU sequences on top of the sum).
 """
 
+import json
+
 import numpy as np
 import pytest
 
@@ -86,6 +88,17 @@ def run_both(fn, a, dtype=None):
 
 # 1-D..3-D, sizes not multiples of 32 or 1024: 1 lane (K <= 32), 8 lanes (K <= 256), 32 lanes (1 and 2 tiles)
 SHAPES = [(7,), (50,), (300,), (1000,), (1100,), (8, 50), (3, 5, 7), (4, 9, 37)]
+
+
+@pytest.mark.needs_cc
+def test_two_pass_launch_is_predicted(monkeypatch, tmp_path):
+    """The launch model of a two-pass reduction (SfpuReducePlan.launch_cycles: both passes' programs, the computed
+    index stream's nested walk) within 25 % of the emulated cycles."""
+    monkeypatch.setenv("TT_DUMP", str(tmp_path))
+    x = rng.standard_normal(333).astype(np.float32)     # a size no other test compiles (program cache)
+    assert Tensor(x, device="TT").argmax().item() == x.argmax()
+    (report,) = [json.loads(p.read_text()) for p in tmp_path.glob("*/report.json")]
+    assert abs(report["predicted_launch_cycles"]["total"] / report["emulated_cycles"] - 1) <= 0.25
 
 
 @pytest.mark.needs_cc
