@@ -32,16 +32,34 @@ from tt_backend.chip.isa import INSTRUCTIONS
 from tt_backend.runtime.emu.accel import sfpu_issue_native, tile_native
 from tt_backend.runtime.emu.cycles import FPU_DST_WRITERS, K_FPU, K_SFPU, K_UNPACK, SRC_READERS
 from tt_backend.runtime.emu.frontend import MOP_EXPANDER_OPS
+from tt_backend.runtime.emu import unpack_pack
 from tt_backend.runtime.emu.tensix_fpu import FpuMixin
-from tt_backend.runtime.emu.unpack_pack import UnpackPackMixin
 
 DIRECT_ISSUE = os.environ.get("TT_EMU_DIRECT_ISSUE", "1") != "0"
 _EXPANDER_OPS = MOP_EXPANDER_OPS | {INSTRUCTIONS["REPLAY"].opcode}     # words the expanders act on
 _PLAIN_FACTS = struct.Struct("<12q")      # sfpu_issue_native.c's plain_facts
 # the handlers whose common case tile_handlers.c runs (a word whose handler is another function, e.g. a test's spy,
 # keeps calling it)
-_C_HANDLED = {"UNPACR": UnpackPackMixin.UNPACR, "PACR": UnpackPackMixin.PACR, "MVMUL": FpuMixin.MVMUL,
-              "ELWMUL": FpuMixin.ELWMUL, "ELWADD": FpuMixin.ELWADD, "ELWSUB": FpuMixin.ELWSUB}
+_C_HANDLED = {"UNPACR": unpack_pack.UnpackPackMixin.UNPACR, "PACR": unpack_pack.UnpackPackMixin.PACR,
+              "MVMUL": FpuMixin.MVMUL, "ELWMUL": FpuMixin.ELWMUL, "ELWADD": FpuMixin.ELWADD, "ELWSUB": FpuMixin.ELWSUB}
+
+
+def tile_handlers_in_c() -> bool:
+    """Whether the C issue path may run the tile handlers' common case (tile_native.HANDLERS_NATIVE, its C part
+    loaded, and the handlers' setup caches, which tile_handlers.c reads, on). Here rather than in tile_native, which
+    the handlers' own modules import."""
+    return (tile_native.HANDLERS_NATIVE and tile_native.module() is not None and unpack_pack.UNPACK_SETUP_CACHE
+            and unpack_pack.PACK_SETUP_CACHE)
+
+
+def tile_handlers_status() -> str:
+    """Where the tile handlers' common case runs, for `python -m tt_backend info` (C only inside the C issue path,
+    sfpu_issue_native's plain_run / drain_run, whose own line says whether it runs)."""
+    if not tile_native.HANDLERS_NATIVE:
+        return "Python: TT_EMU_TILE_HANDLERS_NATIVE=0"
+    if not tile_handlers_in_c():
+        return "Python: needs the tile data in C and the handlers' setup caches"
+    return "C (tile_handlers.c) inside the C issue of the other words; the rest in Python"
 
 
 class DirectIssueMixin:
@@ -150,8 +168,8 @@ class DirectIssueMixin:
 
     def _c_handler_code(self, name: str, handler) -> int:
         """tile_handlers.c's code for the word's handler when its common case may run in C (the switches on, see
-        tile_native.handlers_in_c, and the handler the reference one, not replaced or wrapped), else 0 (Python)."""
+        tile_handlers_in_c, and the handler the reference one, not replaced or wrapped), else 0 (Python)."""
         code = tile_native.HANDLER_CODES.get(name, 0)
-        if not code or not tile_native.handlers_in_c():
+        if not code or not tile_handlers_in_c():
             return 0
         return code if getattr(handler, "__func__", None) is _C_HANDLED[name] else 0

@@ -55,23 +55,6 @@ def module():
     return _load()[0] if NATIVE else None
 
 
-def handlers_in_c() -> bool:
-    """Whether the C issue path may run the handlers' common case (HANDLERS_NATIVE, this part loaded, and the
-    handlers' setup caches, which the C part reads, on)."""
-    from tt_backend.runtime.emu import unpack_pack       # (unpack_pack imports this module)
-    return HANDLERS_NATIVE and module() is not None and unpack_pack.UNPACK_SETUP_CACHE and unpack_pack.PACK_SETUP_CACHE
-
-
 def status() -> str:
     """Which path does the tile words' data effect, for `python -m tt_backend info`."""
     return _load()[1] if NATIVE else "Python: TT_EMU_TILE_NATIVE=0"
-
-
-def handlers_status() -> str:
-    """Where the tile handlers' common case runs, for `python -m tt_backend info` (C only inside the C issue path,
-    sfpu_issue_native's plain_run / drain_run, whose own line says whether it runs)."""
-    if not HANDLERS_NATIVE:
-        return "Python: TT_EMU_TILE_HANDLERS_NATIVE=0"
-    if not handlers_in_c():
-        return "Python: needs the tile data in C and the handlers' setup caches"
-    return "C (tile_handlers.c) inside the C issue of the other words; the rest in Python"
