@@ -150,6 +150,35 @@ def test_tile_reports_cycles_per_core_and_thread_and_ttsync_waits_for_tensix(til
     assert set(st["cycles"]) == set(layout.CORES)
 
 
+def _units_busy_from_three_threads():
+    """Thread 0 unpacks 256 FP32 datums (16 cycles), thread 2 packs 1024 (256 cycles), thread 1 issues an ELWADD
+    (latency 5): each thread's one instruction issues at cycle 1 or 2. Returns the cycle model and the issue cycles."""
+    tx = tensix()
+    tx.threads[0].adc[0][1][0] = 255             # ADC x end: datums - 1 (TensixTiming._adc_count)
+    tx.threads[2].adc[2][1][0] = 1023
+    tm = tx.tm
+    unpack = tm.issue(0, "UNPACR", cycles.K_UNPACK, 0, {}, 0, False, pre=0)
+    pack = tm.issue(2, "PACR", cycles.K_PACK, None, {}, 0, False)
+    fpu = tm.issue(1, "ELWADD", cycles.K_FPU, cycles.FPU_TIMING["ELWADD"], {}, 0, False, pre=(0, 0, 0))
+    return tm, unpack, pack, fpu
+
+
+def test_ttsync_does_not_wait_for_another_threads_units():
+    """ManualTTSync.md: a TTSync read waits while the coprocessor has in-flight instructions from its own thread, so
+    thread 0's is not held by thread 2's long pack or thread 1's FPU work, though the units are busy."""
+    tm, unpack, pack, fpu = _units_busy_from_three_threads()
+    assert tm.pack_busy == pack + 256 and tm.fpu_busy == fpu + 5
+    assert tm.done(0) == unpack + 16 < tm.pack_busy
+    assert tm.done(1) == fpu + 5 and tm.done(2) == pack + 256
+
+
+def test_ttsync_waits_for_its_own_unpack():
+    tm, unpack, _, _ = _units_busy_from_three_threads()
+    assert tm.done(0) == tm.unpack_busy[0] == unpack + 16 > tm.clock[0] + 1
+    tm.issue(0, "NOP", cycles.K_PLAIN, None, {}, 0, False)       # a later instruction does not hide it
+    assert tm.done(0) == unpack + 16
+
+
 def test_risc_v_mmio_load_latency_is_counted():
     assert cycles.riscv_mmio_extra(0xFFB20000) == 6 and cycles.riscv_mmio_extra(0xFFE80020) == 2
     assert cycles.riscv_mmio_extra(0x1000) == 0
