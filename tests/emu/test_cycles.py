@@ -1,6 +1,7 @@
 """The cycle model's rules, one test each (runtime/emu/cycles.py): issue rate, MOP / REPLAY frontend rates and the
 MOP transition penalty, SFPMAD auto-stall, FPU Dst read latency, STALLWAIT on a busy unit, SEMWAIT across threads, a
-Src bank wait woken by the bank, RISC-V cycles and TTSync stalls at tile level, and the per-core / per-thread report."""
+Src bank wait woken by the bank, what a thread's TTSync waits for (its own instructions only), RISC-V cycles and
+TTSync stalls at tile level, and the per-core / per-thread report."""
 from __future__ import annotations
 
 import numpy as np
@@ -170,6 +171,18 @@ def test_ttsync_does_not_wait_for_another_threads_units():
     assert tm.pack_busy == pack + 256 and tm.fpu_busy == fpu + 5
     assert tm.done(0) == unpack + 16 < tm.pack_busy
     assert tm.done(1) == fpu + 5 and tm.done(2) == pack + 256
+
+
+def test_ttsync_waits_for_its_own_sfpu_work_not_another_threads():
+    """A MAD-class SFPU instruction ends 2 cycles after its issue; another thread's later SFPU run keeps the SFPU
+    busy but does not hold thread 0's TTSync."""
+    tx = tensix()
+    mad = E("SFPMAD", lreg_src_a=1, lreg_src_b=2, lreg_src_c=9, lreg_dest=3, instr_mod1=0)
+    push(tx, [mad], thread=0)
+    assert tx.tm.done(0) == tx.tm.clock[0] + 2
+    push(tx, [mad] * 20, thread=1)
+    assert tx.tm.sfpu.busy_until == tx.tm.clock[1] + 2 > 20
+    assert tx.tm.done(0) == tx.tm.clock[0] + 2
 
 
 def test_ttsync_waits_for_its_own_unpack():
