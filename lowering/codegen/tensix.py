@@ -72,9 +72,9 @@ def tensix_words() -> dict:
 def own_unit_words() -> dict:
     """The words by which the unpacker's and the packer's threads tell their own RISC-V that a tile's CB slots are
     read / written (semaphores UNPACK_READ and PACKED, posted in-stream once the thread's units are idle). A TTSync
-    (tt_tensix_idle) would tell it too, but it waits for every unit, the other threads' included (the emulator's
-    rule, cycles.TensixTiming.done), so with two Dst groups in flight the unpacker's thread would wait for the
-    packer of the tile before."""
+    (tt_tensix_idle) tells it too: it waits for the thread's own instructions only (ManualTTSync.md,
+    cycles.TensixTiming.done). The semaphores date from the emulator's earlier rule, under which a TTSync waited for
+    every unit, so with two Dst groups in flight the unpacker's thread waited for the packer of the tile before."""
     return {
         "seminit_unpack_read": word_u32("SEMINIT", max_value=1, init_value=0, sem_sel=1 << SEM_UNPACK_READ),
         "seminit_packed": word_u32("SEMINIT", max_value=1, init_value=0, sem_sel=1 << SEM_PACKED),

@@ -202,7 +202,7 @@ class TensixTiming:
     """Issue cycles of the three Tensix threads and the busy-until times of the backend units they share."""
 
     # attributes bound once in __init__ and afterwards only mutated in place: a hot caller may load them once
-    FIXED = frozenset({"clock", "fe", "gate", "issued", "stalls", "first", "after_mop", "taken", "sfpu"})
+    FIXED = frozenset({"clock", "fe", "gate", "issued", "stalls", "first", "after_mop", "taken", "sfpu", "work_done"})
     GAP_REASON = {K_PLAIN: tl.UNIT_WAIT["plain"], K_SFPU: tl.SFPU_AUTO_STALL, K_FPU: tl.UNIT_WAIT["fpu"],
                   K_UNPACK: tl.UNIT_WAIT["unpack"], K_PACK: tl.UNIT_WAIT["pack"], K_WAIT: tl.WAIT_GATE,
                   K_SYNC: tl.UNIT_WAIT["sync"]}
@@ -220,6 +220,8 @@ class TensixTiming:
         self.unpack_busy = [0, 0]
         self.pack_busy = 0
         self.fpu_busy = 0
+        self.work_done = [0, 0, 0]       # per thread: when its FPU / unpacker / packer instructions have finished
+        self.macro_threads = 0           # bit t: thread t has issued an SFPLOADMACRO (done(): its SFPU part)
         self.src_ready = {}              # ("a"|"b", bank) -> cycle the unpacked data is there
         self.bank_read = {}              # ("a"|"b", bank) -> issue cycle of the last FPU instruction that held it
         self.nop_t = 0                   # issue cycle of the latest UNPACR_NOP (a bank handed over without data)
@@ -328,6 +330,7 @@ class TensixTiming:
                 self.bank_read[("a", pre[1])] = self.bank_read[("b", pre[2])] = c
             self._run_scheduled_sfpu(c)
             self.fpu_busy = max(self.fpu_busy, c + lat)
+            self.work_done[t] = max(self.work_done[t], self.fpu_busy)
             self.event_t = max(self.event_t, c)   # clear_dvalid hands banks back to the unpackers
             if self.rec is not None:
                 self.rec.busy("fpu", c, c + occ)
@@ -338,6 +341,7 @@ class TensixTiming:
             n = self._adc_count(t, sel)
             done = c + unpack_cycles(n, self._unpack_in_bits(sel))
             self.unpack_busy[sel] = done
+            self.work_done[t] = max(self.work_done[t], done)
             if self.rec is not None:
                 self.rec.busy("unpack1" if sel else "unpack0", c, done)
             self.src_ready[("b" if sel else "a", bank)] = done
@@ -346,6 +350,7 @@ class TensixTiming:
             self._run_scheduled_sfpu(c)
             c = max(c, self.pack_busy)
             self.pack_busy = c + pack_cycles(self._adc_count(t, 2))
+            self.work_done[t] = max(self.work_done[t], self.pack_busy)
             if self.rec is not None:
                 self.rec.busy("pack", c, self.pack_busy)
         elif name == "UNPACR_NOP":
@@ -380,6 +385,8 @@ class TensixTiming:
             c = self.event_t + 1                  # woken by the event that unblocked the thread
         if info[7]:
             self.sfpload_hazard(t, c, info[0], f)
+            if info[0] == "SFPLOADMACRO":
+                self.macro_threads |= 1 << t
         st = self.sfpu
         if c == st.nop_only_cycle or c == st.mad_cycle + 1 or info[5]:
             c = st.regular(c, info)               # an auto-stall may apply
@@ -439,8 +446,18 @@ class TensixTiming:
         return 0 if s is None else s.busy_until()
 
     def done(self, t: int) -> int:
-        """Cycle by which thread t's issued work has finished (what a TTSync read waits for)."""
-        return max(self.clock[t] + 1, self.pack_busy, self.fpu_busy, self.sfpu_busy(), *self.unpack_busy)
+        """Cycle by which thread t's issued instructions have finished: what its TTSync read (CoprocessorDoneCheck)
+        waits for. ManualTTSync.md: the read waits while the coprocessor has in-flight instructions *from thread t*;
+        other threads' work on the units t shares does not hold it. work_done[t] is the busy-until time of each unit
+        right after t's last instruction on it (a unit runs its instructions in order, so t's work on it ends then).
+        The SFPU part is a bound rather than a record: a regular SFPU instruction ends at most 2 cycles after its
+        issue (MAD class), so t's ends by min(SFPU busy-until, clock[t] + 2), at most one cycle late when another
+        thread's SFPU work ends later. A thread that has issued an SFPLOADMACRO waits for the whole SFPU (the
+        conservative rule, for that unit only): the instructions it schedules run on cycles set by later SFPU
+        instructions of any thread, so their end is not known at its issue."""
+        clock = self.clock[t]
+        sfpu = self.sfpu_busy() if self.macro_threads >> t & 1 else min(self.sfpu.busy_until, clock + 2)
+        return max(clock + 1, self.work_done[t], sfpu)
 
     def _unpack_in_bits(self, sel: int) -> int:
         """L1 bits per datum of unpacker `sel`'s input format (its TileDescriptor, cfg 64 / 112, bits [3:0])."""
@@ -473,4 +490,4 @@ class TensixTiming:
         return {"issue_cycle": list(self.clock), "first_issue": list(self.first), "issued": list(self.issued),
                 "stall_cycles": list(self.stalls), "done": [self.done(t) for t in range(3)],
                 "unpack_busy": list(self.unpack_busy), "pack_busy": self.pack_busy, "fpu_busy": self.fpu_busy,
-                "sfpu_busy": self.sfpu_busy()}
+                "sfpu_busy": self.sfpu_busy(), "work_done": list(self.work_done)}

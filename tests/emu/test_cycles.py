@@ -1,6 +1,7 @@
 """The cycle model's rules, one test each (runtime/emu/cycles.py): issue rate, MOP / REPLAY frontend rates and the
 MOP transition penalty, SFPMAD auto-stall, FPU Dst read latency, STALLWAIT on a busy unit, SEMWAIT across threads, a
-Src bank wait woken by the bank, RISC-V cycles and TTSync stalls at tile level, and the per-core / per-thread report."""
+Src bank wait woken by the bank, what a thread's TTSync waits for (its own instructions only), RISC-V cycles and
+TTSync stalls at tile level, and the per-core / per-thread report."""
 from __future__ import annotations
 
 import numpy as np
@@ -148,6 +149,47 @@ def test_tile_reports_cycles_per_core_and_thread_and_ttsync_waits_for_tensix(til
     assert 200 <= cyc <= 200 + 10, cyc               # 4 instructions + waiting for 200 Tensix cycles
     assert st["cycles"]["brisc"] <= 2 and st["clock"] >= 200
     assert set(st["cycles"]) == set(layout.CORES)
+
+
+def _units_busy_from_three_threads():
+    """Thread 0 unpacks 256 FP32 datums (16 cycles), thread 2 packs 1024 (256 cycles), thread 1 issues an ELWADD
+    (latency 5): each thread's one instruction issues at cycle 1 or 2. Returns the cycle model and the issue cycles."""
+    tx = tensix()
+    tx.threads[0].adc[0][1][0] = 255             # ADC x end: datums - 1 (TensixTiming._adc_count)
+    tx.threads[2].adc[2][1][0] = 1023
+    tm = tx.tm
+    unpack = tm.issue(0, "UNPACR", cycles.K_UNPACK, 0, {}, 0, False, pre=0)
+    pack = tm.issue(2, "PACR", cycles.K_PACK, None, {}, 0, False)
+    fpu = tm.issue(1, "ELWADD", cycles.K_FPU, cycles.FPU_TIMING["ELWADD"], {}, 0, False, pre=(0, 0, 0))
+    return tm, unpack, pack, fpu
+
+
+def test_ttsync_does_not_wait_for_another_threads_units():
+    """ManualTTSync.md: a TTSync read waits while the coprocessor has in-flight instructions from its own thread, so
+    thread 0's is not held by thread 2's long pack or thread 1's FPU work, though the units are busy."""
+    tm, unpack, pack, fpu = _units_busy_from_three_threads()
+    assert tm.pack_busy == pack + 256 and tm.fpu_busy == fpu + 5
+    assert tm.done(0) == unpack + 16 < tm.pack_busy
+    assert tm.done(1) == fpu + 5 and tm.done(2) == pack + 256
+
+
+def test_ttsync_waits_for_its_own_sfpu_work_not_another_threads():
+    """A MAD-class SFPU instruction ends 2 cycles after its issue; another thread's later SFPU run keeps the SFPU
+    busy but does not hold thread 0's TTSync."""
+    tx = tensix()
+    mad = E("SFPMAD", lreg_src_a=1, lreg_src_b=2, lreg_src_c=9, lreg_dest=3, instr_mod1=0)
+    push(tx, [mad], thread=0)
+    assert tx.tm.done(0) == tx.tm.clock[0] + 2
+    push(tx, [mad] * 20, thread=1)
+    assert tx.tm.sfpu.busy_until == tx.tm.clock[1] + 2 > 20
+    assert tx.tm.done(0) == tx.tm.clock[0] + 2
+
+
+def test_ttsync_waits_for_its_own_unpack():
+    tm, unpack, _, _ = _units_busy_from_three_threads()
+    assert tm.done(0) == tm.unpack_busy[0] == unpack + 16 > tm.clock[0] + 1
+    tm.issue(0, "NOP", cycles.K_PLAIN, None, {}, 0, False)       # a later instruction does not hide it
+    assert tm.done(0) == unpack + 16
 
 
 def test_risc_v_mmio_load_latency_is_counted():

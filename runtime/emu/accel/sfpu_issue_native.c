@@ -581,7 +581,8 @@ static PyObject *s_tm, *s_threads, *s_deferred, *s_flush_deferred, *s_current, *
     *s_src_ready, *s_srca_unpack_bank, *s_srcb_unpack_bank, *s_cfg, *s_adc, *s_raw_sfpu, *s_scheduled,
     *s_run_scheduled, *s_stamp_posts, *s_waited, *s_kind, *s_cond, *s_stallwait, *s_bank_a, *s_bank_b,
     *s_rwc, *s_d, *s_srca_matrix_bank, *s_srcb_matrix_bank, *s_dst_fpu_write, *s_bank_read, *s_fpu_busy,
-    *s_bank_wait, *s_fifo, *s_fifo_t, *s_mop_out, *s_batch_skip, *s_replay_load, *s_mm_record, *s_flush_mvmul, *s_drain;
+    *s_bank_wait, *s_fifo, *s_fifo_t, *s_mop_out, *s_batch_skip, *s_replay_load, *s_mm_record, *s_flush_mvmul, *s_drain,
+    *s_work_done;
 static int dst_read_latency = 5, fifo_depth = 32;
 
 static PyObject *configure_plain(PyObject *self, PyObject *args) {
@@ -647,6 +648,15 @@ static int set_attr_max(PyObject *o, PyObject *name, long long v) {
     if (attr_ll(o, name, &old))
         return -1;
     return v > old ? set_attr_ll(o, name, v) : 0;
+}
+
+/* TensixTiming.work_done[th] = max(it, done): thread th's FPU / unpacker / packer work ends by `done` */
+static int record_work(PyObject *tm, long long th, long long done) {
+    PyObject *l = attr_list(tm, s_work_done, 3);
+    long long old;
+    int bad = !l || list_ll(l, th, &old) || (done > old && set_item_ll(l, th, done));
+    Py_XDECREF(l);
+    return bad ? -1 : 0;
 }
 
 /* The cycle model's per-thread lists, read once per call (TensixTiming.FIXED: bound once, then mutated in place). */
@@ -933,13 +943,15 @@ static int plain_word(PyObject *tx, PyObject *tm, const tm_lists *L, PyObject *t
         PyObject *done_o = src_ready ? PyLong_FromLongLong(done) : NULL;
         key = done_o ? Py_BuildValue("(OL)", f->sel ? s_bank_b : s_bank_a, bank) : NULL;
         bad = !src_ready || !done_o || !key || set_item_ll(busy_l, f->sel, done)
-              || PyObject_SetItem(src_ready, key, done_o) < 0 || set_attr_max(tm, s_event_t, done);
+              || PyObject_SetItem(src_ready, key, done_o) < 0 || set_attr_max(tm, s_event_t, done)
+              || record_work(tm, th, done);
         Py_XDECREF(src_ready);
         Py_XDECREF(done_o);
         if (bad)
             goto out;
     } else if (f->kind == K_FPU) {
-        if (fpu_issue(tx, tm, f, row, bank_a, bank_b, &c))
+        long long fb;
+        if (fpu_issue(tx, tm, f, row, bank_a, bank_b, &c) || attr_ll(tm, s_fpu_busy, &fb) || record_work(tm, th, fb))
             goto out;
     } else if (f->kind == K_PACK) {
         long long pb, n;
@@ -948,8 +960,9 @@ static int plain_word(PyObject *tx, PyObject *tm, const tm_lists *L, PyObject *t
         if (pb > c)
             c = pb;
         long long bytes = n * 4;
-        if (set_attr_ll(tm, s_pack_busy, c + (bytes > pack_bytes_per_cycle
-                                                  ? (bytes + pack_bytes_per_cycle - 1) / pack_bytes_per_cycle : 1)))
+        long long done = c + (bytes > pack_bytes_per_cycle ? (bytes + pack_bytes_per_cycle - 1) / pack_bytes_per_cycle
+                                                           : 1);
+        if (set_attr_ll(tm, s_pack_busy, done) || record_work(tm, th, done))
             goto out;
     } else if (f->is_unpacr_nop) {
         if (set_attr_ll(tm, s_nop_t, c))
@@ -1400,6 +1413,7 @@ PyMODINIT_FUNC PyInit_sfpu_issue(void) {
         {&s_fpu_busy, "fpu_busy"}, {&s_bank_wait, "bank_wait"}, {&s_fifo, "fifo"}, {&s_fifo_t, "fifo_t"},
         {&s_mop_out, "mop_out"}, {&s_batch_skip, "batch_skip"}, {&s_replay_load, "replay_load"},
         {&s_mm_record, "mm_record"}, {&s_flush_mvmul, "flush_mvmul"}, {&s_drain, "drain"},
+        {&s_work_done, "work_done"},
     };
     for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
         if (!(*names[k].p = PyUnicode_InternFromString(names[k].s)))
