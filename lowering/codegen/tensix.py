@@ -11,7 +11,6 @@ from tt_backend.lowering.codegen.words import word_u32
 
 # --- Tensix words (docs/sfpu_path.md §3-7, 10) -------------------------------------------------------
 SEM_UNPACKED, SEM_MATHDONE, SEM_FREE = 0, 1, 2
-SEM_UNPACK_READ, SEM_PACKED = 3, 4      # T0 -> TRISC0, T2 -> TRISC2: a thread's own unit is done with a tile
 
 
 def tensix_words() -> dict:
@@ -67,21 +66,6 @@ def tensix_words() -> dict:
         "sempost_free": word_u32("SEMPOST", sem_sel=1 << SEM_FREE),
     }
     return w
-
-
-def own_unit_words() -> dict:
-    """The words by which the unpacker's and the packer's threads tell their own RISC-V that a tile's CB slots are
-    read / written (semaphores UNPACK_READ and PACKED, posted in-stream once the thread's units are idle). A TTSync
-    (tt_tensix_idle) tells it too: it waits for the thread's own instructions only (ManualTTSync.md,
-    cycles.TensixTiming.done). The semaphores date from the emulator's earlier rule, under which a TTSync waited for
-    every unit, so with two Dst groups in flight the unpacker's thread waited for the packer of the tile before."""
-    return {
-        "seminit_unpack_read": word_u32("SEMINIT", max_value=1, init_value=0, sem_sel=1 << SEM_UNPACK_READ),
-        "seminit_packed": word_u32("SEMINIT", max_value=1, init_value=0, sem_sel=1 << SEM_PACKED),
-        "stall_sync_unpack01": word_u32("STALLWAIT", stall_res=0x2, wait_res=0x6),  # B1 sync; C1|C2 unpackers
-        "sempost_unpack_read": word_u32("SEMPOST", sem_sel=1 << SEM_UNPACK_READ),
-        "sempost_packed": word_u32("SEMPOST", sem_sel=1 << SEM_PACKED),
-    }
 
 
 # unpacker 0 config words per path (section 3.1): index -> value

@@ -8,7 +8,7 @@ from tt_backend.lowering.codegen.c_exprs import INDEX_LOAD, INDEX_LOAD_TYPE
 from tt_backend.lowering.codegen.sources import kernel_sources
 from tt_backend.lowering.codegen.mvmul import dst_token_words
 from tt_backend.lowering.codegen.tensix import (FORMAT_CODE, PACK_CFG, SEM_UNPACKED, UNPACK_CFG, UNPACK_CFG_COMMON,
-                                                alu_format_word, own_unit_words, tensix_words)
+                                                alu_format_word, tensix_words)
 from tt_backend.lowering.codegen.words import hex_u32, word_u32
 from tt_backend.lowering.codegen.l1 import STAGING_BYTES
 from tt_backend.lowering.codegen.replay import replay_issue
@@ -312,7 +312,7 @@ def render_tile_kernel(plan: TilePlan, generator: str, red: ReducePlan | None = 
         s["head_first"] = plan.buffers[s["buf"]].nbytes <= NOC_FLIT_BYTES
     ctx["group"] = second_dst_group(plan, inputs, fpu_ops) if red is None else None
     if ctx["group"]:
-        ctx["w"] = ctx["w"] | dst_token_words(DST_GROUPS) | own_unit_words() | {"seminit_unpacked": word_u32(
+        ctx["w"] = ctx["w"] | dst_token_words(DST_GROUPS) | {"seminit_unpacked": word_u32(
             "SEMINIT", max_value=DST_GROUPS, init_value=0, sem_sel=1 << SEM_UNPACKED)}
         for o, c in zip(fpu_ops, ctx["fpu"]):
             c["zeroacc_b"] = zeroacc_words(o, ctx["group"]) if o.kind == "ELWMUL" else []

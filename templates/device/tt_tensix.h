@@ -14,8 +14,6 @@
 #define TT_SEM_UNPACKED 0u   /* T0 -> T1: input tiles are in Dst (fp32 path) / all unpacks issued and done */
 #define TT_SEM_MATHDONE 1u   /* T1 -> T2: output tile computed in Dst */
 #define TT_SEM_FREE 2u       /* T2 -> T0: the Dst group may be overwritten */
-#define TT_SEM_UNPACK_READ 3u   /* T0 -> TRISC0: the unpackers have read the tile's CB slots (two Dst groups) */
-#define TT_SEM_PACKED 4u     /* T2 -> TRISC2: the packer has written the tile to L1 (two Dst groups) */
 #define TT_SEM_MASK(s) (1u << (s))
 
 /* config word i, written from the RISC-V: only before the thread has pushed anything that reads it */
