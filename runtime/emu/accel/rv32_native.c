@@ -265,8 +265,10 @@ static int direct_account(rv_state *s, direct_push *d, long long t, long long j,
 }
 
 /* plain_run for words[j0:] of the tuple `words` pushed from position s->done on, at the core's exact cycle: *end = the
- * word it stopped before; on an error (at word *end, the words before it accounted as the pusher does) -1 */
-static int direct_run(rv_state *s, const bus_calls *c, direct_push *d, PyObject *words, uint32_t j0, uint32_t *end) {
+ * word it stopped before; on an error (at word *end, the words before it accounted as the pusher does, and core.sub
+ * set to it when `run_sub`: the `.ttinsn` run's pusher does that, the push window's does not) -1 */
+static int direct_run(rv_state *s, const bus_calls *c, direct_push *d, PyObject *words, uint32_t j0, uint32_t *end,
+                      int run_sub) {
     long long stall, j = j0, next;
     *end = j0;
     if (!words || stall_of(d, &stall))
@@ -274,6 +276,10 @@ static int direct_run(rv_state *s, const bus_calls *c, direct_push *d, PyObject 
     long long t = d->base + stall + s->done + j0;  /* the pusher's tbase + instret + stall + pos of words[j0] */
     PyObject *rec = PyObject_GetAttr(d->tx, s_mm_record), *t_o = rec ? PyLong_FromLongLong(t) : NULL, *r = NULL;
     PyObject *j_o = t_o ? PyLong_FromUnsignedLong(j0) : NULL;
+    /* what pm_done / pm_t become if plain_run raises before its first word (push_run sets the same) */
+    if (j_o && (PyList_SetItem(d->progress, 0, Py_NewRef(j_o)) < 0
+                || PyList_SetItem(d->progress, 1, Py_NewRef(t_o)) < 0))
+        Py_CLEAR(j_o);
     if (j_o) {
         PyObject *args[8] = {d->tx, words, j_o, t_o, d->thread, d->facts, d->progress,
                              rec != Py_None ? Py_True : Py_False};
@@ -296,7 +302,8 @@ static int direct_run(rv_state *s, const bus_calls *c, direct_push *d, PyObject 
     PyErr_Fetch(&et, &ev, &tb);
     PyObject *j_e = PyList_GetItem(d->progress, 0), *t_j = PyList_GetItem(d->progress, 1);
     int bad = !j_e || !t_j || PyObject_SetAttr(d->tx, s_pm_done, j_e) || PyObject_SetAttr(d->tx, s_pm_t, t_j)
-              || PyObject_SetAttr(c->core, s_sub, j_e) || ((j = PyLong_AsLongLong(j_e)) == -1 && PyErr_Occurred())
+              || (run_sub && PyObject_SetAttr(c->core, s_sub, j_e))
+              || ((j = PyLong_AsLongLong(j_e)) == -1 && PyErr_Occurred())
               || ((next = PyLong_AsLongLong(t_j)) == -1 && PyErr_Occurred()) || direct_account(s, d, t, j - j0, next)
               || (et && PyErr_GivenExceptionMatches(et, c->stall) && PyDict_SetItem(d->waits, d->name, d->full) < 0);
     if (bad) {                                      /* (the bookkeeping's own error replaces plain_run's) */
@@ -383,7 +390,7 @@ static int push_run(rv_state *s, const bus_calls *c, direct_push *d, uint32_t pc
     while (k < n) {
         int take = plain_takes(d, PyTuple_GET_ITEM(words, k));
         if (take > 0) {
-            if (direct_run(s, c, d, words, k, &k)) {
+            if (direct_run(s, c, d, words, k, &k, 1)) {
                 *sub = k;
                 pushers = -1;
                 break;
@@ -421,7 +428,7 @@ static int window_push(rv_state *s, const bus_calls *c, direct_push *d, uint32_t
     PyObject *one = Py_BuildValue("(k)", (unsigned long)word);
     int take = one ? plain_takes(d, PyTuple_GET_ITEM(one, 0)) : -1;
     uint32_t taken = 0;
-    if (take > 0 && direct_run(s, c, d, one, 0, &taken))
+    if (take > 0 && direct_run(s, c, d, one, 0, &taken, 0))
         take = -1;
     Py_XDECREF(one);
     return take < 0 ? -1 : (int)taken;

@@ -66,7 +66,7 @@ NIU_STORES = True
 MMIO_EXITS = os.environ.get("TT_RV32_MMIO_EXITS", "1") != "0"
 # The causal-load rule's lookups in the tile's write log in C (causal_log.h): tile.py's l1_at / first_write_after, and
 # the C core's own loads of lines written after its cycle, which it then no longer hands back; False keeps tile.py's
-# numpy lookups (the reference) and the hand-backs (read when a tile is built and at each run())
+# numpy lookups (the reference) and the hand-backs (read when a tile is built and when its timed mode is set)
 CAUSAL_NATIVE = os.environ.get("TT_EMU_CAUSAL_NATIVE", "1") != "0"
 CAUSAL_OFF, CAUSAL_HAND_BACK, CAUSAL_IN_C = range(3)      # rv32_native.c rv_state.causal
 # C hands a core's runs of `.ttinsn` words to the Tensix's plain_run itself (sfpu_issue_native.c's C entry, through

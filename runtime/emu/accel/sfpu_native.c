@@ -93,9 +93,9 @@ __attribute__((always_inline)) static inline void fma8(const uint32_t *px, const
     v8i right = (v8i)SEL8(n > I8(0), (v8u)n, U8(0));
     v8u rm2 = SHR8(rm << ((v8u)(right - n) & U8(31)), (v8u)right);
     rm2 |= (v8u)(((rm & ((v8u)right | U8(1))) != U8(0)) & (right != I8(0))) & U8(1);
-    v8i r = (ren << 23) + (v8i)(rm2 >> 3 & U8(0x7FFFFF));
-    r += ((v8i)(rm2 & U8(7)) + (r & I8(1)) + I8(3)) >> 3;
-    v8u out = r_sign | SEL8((r >> 23) == I8(0), U8(0), (v8u)r);
+    v8u r = ((v8u)ren << 23) + (rm2 >> 3 & U8(0x7FFFFF));  /* unsigned: ren may exceed 255 (those lanes are replaced) */
+    r += ((rm2 & U8(7)) + (r & U8(1)) + U8(3)) >> 3;
+    v8u out = r_sign | SEL8((r >> 23) == U8(0), U8(0), r);
     out = SEL8(re >= I8(255), r_sign | U8(0x7F800000), out);                  /* overflow of the sum */
     out = SEL8(rm == U8(0), z_sign & p_sign, out);                             /* exact cancellation */
     out = SEL8((pm == U8(0)) | (pe < I8(0)), SEL8(zm != U8(0), z, z_sign & p_sign), out);   /* product zero or underflowing */

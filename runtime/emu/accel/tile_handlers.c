@@ -272,7 +272,10 @@ static int h_unpacr(PyObject *tx, PyObject *thobj, PyObject *fields, PyObject *c
     long long in_bits = s[1], out_align = s[2], x_dim = s[3], y_dim = s[4], z_dim = s[5], exp_section = s[10];
     long long tileize = s[14], to_dst = s[15], add_dest_cntr = s[16], burst = s[17], out_fmt = s[18], kind = s[19];
     r = 0;
-    if (kind < 0 || tileize || a[0] > a[4] || a[7] || out_align <= 0)
+    /* (a kind tile_data.c does not know, or whose datum size is not the setup's, is Python's: tile_unpack would refuse
+     * it after the state changed) */
+    if (kind < 0 || kind >= UNP_KINDS || in_bits != 8 * unp_in_bytes[kind] || tileize || a[0] > a[4] || a[7]
+        || out_align <= 0)
         goto adc_out;
     long long count = a[4] - a[0] + 1;
     long long first = a[0] + a[1] * x_dim + a[2] * x_dim * y_dim + a[3] * x_dim * y_dim * z_dim;
@@ -407,7 +410,8 @@ static int h_pacr(PyObject *tx, PyObject *thobj, PyObject *fields, PyObject *cfg
     long long sel = s[0], c68 = s[1], rd32 = s[5], esz = s[12], out_bits = s[13], ys = s[14], zs = s[15], ws = s[16];
     long long kind = s[18], per = a[4] - a[0] + 1;
     r = 0;
-    if (kind < 0 || tc[0] & 1 || a[0] || (per != 16 && !(per == 8 && sel == 1)) || esz <= 0 || ys % esz || zs % esz
+    if (kind < 0 || kind >= PACK_KINDS || out_bits != 8 * pack_out_bytes[kind] || tc[0] & 1 || a[0]
+        || (per != 16 && !(per == 8 && sel == 1)) || esz <= 0 || ys % esz || zs % esz
         || ws % esz || sel < 0 || sel > 10 || !pacr_rows[sel][1] || (am & 3) != am)
         goto out;
     long long src_addr = (a[1] * ys + a[2] * zs + a[3] * ws) / esz;
@@ -537,8 +541,8 @@ static int fpu_plan_make(PyObject *tx, PyObject *rwc, const long long *c, const 
         goto out;
     p->ra = p->rwc[0];
     p->rb = p->rwc[2];
-    if (p->ra % ra_align || p->rb % 8)
-        goto out;
+    if (p->ra % ra_align || p->rb % 8 || p->ra < 0 || p->ra + 16 > 64 || p->rb < 0 || p->rb + 8 > 64)
+        goto out;                                    /* (rows past the Src bank: Python's slice says what happens) */
     p->rd = ((tc[1] & 0xFFF) + p->rwc[4] + dst_field) & 1023;
     if (p->rd % 8 || p->rd + 8 > 512)
         goto out;
