@@ -207,11 +207,11 @@ DST_SLOTS = 8           # 64-row fp32 slots of Dst in 32-bit mode
 
 
 def second_dst_group(plan: TilePlan, inputs: list[dict], fpu_ops: list[FpuOp]) -> int | None:
-    """The offset in slots of the second Dst group, None when there is no room for one. Every tile's group holds the
-    inputs unpacked to Dst per tile, the FPU results, the output and the SFPU's spills; the core's first tile's group
-    (offset 0) holds the inputs sent once as well (a head the SFPU setup reads), which the second may overlap
-    nowhere else: the smallest offset at which the per-tile slots, moved, meet none of the first group's and stay
-    inside Dst."""
+    """The offset in slots of the second Dst group, None with one tile per core or no room for one. Every tile's group
+    holds the inputs unpacked to Dst per tile, the FPU results, the output and the SFPU's spills (the per-tile slots);
+    the first group (offset 0) holds as well the inputs sent and unpacked once (a head the SFPU setup reads), which
+    stay there for every tile. The offset is the smallest at which the per-tile slots, moved, stay inside Dst and meet
+    none of the first group's slots: neither its per-tile slots nor the once-sent head's."""
     if plan.n_tiles <= plan.cores:      # one tile per core: nothing to overlap
         return None
     per_tile = {s["j"] for s in inputs if s["dst"] and not s["once"]} | {o.slot for o in fpu_ops} \
