@@ -28,7 +28,7 @@ from __future__ import annotations
 import numpy as np
 
 from tt_backend.lowering.families.index_cost import ROUND_CYCLES, index_math_cycles
-from tt_backend.lowering.families.matmul_spec import line_bytes, stage_bytes
+from tt_backend.lowering.families.matmul_spec import stage_bytes, stage_in_bytes
 from tt_backend.lowering.families.mover_cost import (MM_NOC_REQUEST, MM_WRITE_PER_ELEM, NOC_BYTES_PER_CYCLE,
                                                      NOC_ROUND_TRIP, on_grid, pipeline)
 from tt_backend.lowering.placement.cost import pack_cycles
@@ -51,12 +51,6 @@ UNPACK_CHUNK = 175
 TILE_FIXED = 32
 # a gathered operand's window walk is replayed over at most this many elements of its block, the rest scaled
 WALK_REPLAY_MAX = 1 << 14
-
-
-def window_bytes(spec) -> int:
-    """The gathers' staging window (STAGE_IN_BYTES of matmul_spec.matmul_args_header, whole 64-byte lines)."""
-    esz = max(DTYPE_SIZE[spec.a.dtype], DTYPE_SIZE[spec.b.dtype])
-    return line_bytes(max(spec.K, spec.N, 32) + 32, esz) & ~63
 
 
 def chunk_cycles(row_groups: int, halves: int) -> float:
@@ -121,7 +115,7 @@ def sfpu_matmul_cycles(plan, modes: tuple[str, str], row_groups: int, halves: in
     cols = min(s.N, 32 * plan.ntg)
     kpad = 8 * plan.kc
     zero_b = ZERO_PER_WORD * plan.kc * plan.ntg * 256 if s.K < kpad or s.N < 32 * plan.ntg * plan.ng else 0
-    stage, window = stage_bytes(s), window_bytes(s)
+    stage, window = stage_bytes(s), stage_in_bytes(s)   # the gathers' window: STAGE_IN_BYTES
     fill_b = b_elem * s.K * cols + operand_fetch_cycles(s.b, modes[1], s.K, cols, stage, window)
     rows = min(32, s.M)
     past_m = 4 * row_groups - rows if mt == 1 else 0        # rows the MOP computes past M (one row block)
