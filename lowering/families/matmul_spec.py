@@ -237,12 +237,17 @@ def line_bytes(n: int, esz: int) -> int:
     return (n * esz + 64 + 63) & ~63
 
 
+def stage_in_bytes(spec: MatmulSpec) -> int:
+    """STAGE_IN_BYTES: one staging line of the longest operand row (a tile's more), the gathers' window."""
+    esz_in = max(DTYPE_SIZE[spec.a.dtype], DTYPE_SIZE[spec.b.dtype])
+    return line_bytes(max(spec.K, spec.N, TILE) + TILE, esz_in)
+
+
 def stage_bytes(spec: MatmulSpec) -> int:
     """Both matmul families' reader staging area (and the FPU matmul's splitting writer's): MM_STAGE_ROWS_BYTES, so
     several operand lines go in one NoC read (fetch_lines) or wait, and at least one line of the longest operand
     row."""
-    esz_in = max(DTYPE_SIZE[spec.a.dtype], DTYPE_SIZE[spec.b.dtype])
-    return max(MM_STAGE_ROWS_BYTES, line_bytes(max(spec.K, spec.N, TILE) + TILE, esz_in))
+    return max(MM_STAGE_ROWS_BYTES, stage_in_bytes(spec))
 
 
 PACKED_ROW_ALIGN = 8   # elements: a bf16 output row that starts on a 16-byte boundary in DRAM
@@ -302,7 +307,6 @@ def matmul_args_header(plan: MatmulKernelPlan, generator: str, family: list[str]
           f"#define MM_OUT_BUF {plan.output.buf}u",
           f"#define MM_A_NBYTES {s.a.nbytes}u", f"#define MM_B_NBYTES {s.b.nbytes}u",
           f"#define MM_OUT_NBYTES {s.out.nbytes}u").buffers(plan.buffers).l1(plan.l1)
-    esz_in = max(DTYPE_SIZE[s.a.dtype], DTYPE_SIZE[s.b.dtype])
-    return h.add(f"#define STAGE_IN_BYTES {line_bytes(max(s.K, s.N, TILE) + TILE, esz_in)}u",
+    return h.add(f"#define STAGE_IN_BYTES {stage_in_bytes(s)}u",
                  f"#define OUT_PITCH {out_pitch(out_cols, DTYPE_SIZE[s.out.dtype])}u{out_note}",
                  "", _batch_c(s)).text()

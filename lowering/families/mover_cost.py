@@ -266,7 +266,9 @@ def head_broadcast(mode: str, runs: dict | None) -> bool:
 def reads_in_flight(reads: list[tuple[str, str, dict | None, float]]) -> bool:
     """Whether the tile pipeline's reader keeps several tiles' reads in flight (templates/reader.c.j2 `in_flight`):
     every input a plain contiguous stream, or a head broadcast beside them, whose window load (its only NoC read) is
-    issued right after the first tile's reads and waited for with them, never holding the next tiles' reads back."""
+    waited for with the first tile's reads, never holding the next tiles' reads back: a head of one NoC flit (64
+    bytes or less: a scalar) is issued before the first tile's reads, a larger one right after them (reader.c.j2
+    head_first)."""
     return (any(mode == "contiguous" for mode, *_ in reads)
             and all(mode == "contiguous" or head_broadcast(mode, runs) for mode, _, runs, *_ in reads))
 
@@ -276,16 +278,17 @@ def in_flight_read_cycles(reads: list[tuple[str, str, dict | None, float]], vali
     return sum(tile_read_cycles(*r, valid=valid) - NOC_ROUND_TRIP for r in reads)
 
 
-# The tile pipeline's compute (templates/compute.c.j2) keeps one Dst group in flight (semaphore FREE, max 1): the
-# unpacker fills Dst with tile t + 1 only after the packer has taken tile t, so a tile's unpack, math and pack follow
-# each other. Beyond the unpack, FPU and SFPU cycles the placement prices, each tile pays the pack as the emulator times
-# it (runtime/emu/cycles.py: the packer's ADC x count of datums at 16 B per cycle, 64 cycles per tile of either
-# format, where the placement prices 16 B per cycle of the whole tile) and the three hand-offs between the threads
-# (UNPACKED, MATHDONE, FREE: a SEMPOST, the next thread's RISC-V polling for it, the thread drained by STALLWAIT):
-# 127-133 cycles per tile on one core over fp32 a*b+a, a+1, exp2 and a+b cast to bf16 at 512 x 512 (emulated per tile
-# less unpack + FPU + SFPU). A bf16 input reaches Dst through SrcA and an ELWADD (docs/sfpu_path.md §5.2), and an FPU
-# op of the placement likewise waits for its Src banks: 37 cycles each beyond the ELWADD's priced 31 (bf16 a*b+a:
-# 205 per tile beyond unpack + FPU + SFPU).
+# The tile pipeline's compute (templates/compute.c.j2) keeps one Dst group in flight (semaphore FREE, max 1) where a
+# core has one tile or Dst has no room for a second group, so a tile's unpack, math and pack follow each other; with
+# more tiles than cores it keeps two (tile_render.second_dst_group: tile t + 1 is unpacked and computed while the packer
+# drains tile t), an overlap this model does not price yet (it charges the sum below either way). Beyond the unpack, FPU
+# and SFPU cycles the placement prices, each tile pays the pack as the emulator times it (runtime/emu/cycles.py: the
+# packer's ADC x count of datums at 16 B per cycle, 64 cycles per tile of either format, where the placement prices 16 B
+# per cycle of the whole tile) and the three hand-offs between the threads (UNPACKED, MATHDONE, FREE: a SEMPOST, the
+# next thread's RISC-V polling for it, the thread drained by STALLWAIT): 127-133 cycles per tile on one core over fp32
+# a*b+a, a+1, exp2 and a+b cast to bf16 at 512 x 512 (emulated per tile less unpack + FPU + SFPU). A bf16 input reaches
+# Dst through SrcA and an ELWADD (docs/sfpu_path.md §5.2), and an FPU op of the placement likewise waits for its Src
+# banks: 37 cycles each beyond the ELWADD's priced 31 (bf16 a*b+a: 205 per tile beyond unpack + FPU + SFPU).
 TILE_PACK_AND_HANDOFFS = 130
 FPU_OP_HANDOFF = 37
 

@@ -87,9 +87,10 @@ C_TILE_BYTES = 32 * 32 * 4     # one packed fp32 C tile (a split-K partial in L1
 IN_ROW = (64, 208)             # Dst row of input buffer 0/1: A chunk (128 rows), then the B chunk (16 rows)
 SEM_INFREE = 3                 # T1 -> T0: an input buffer may be overwritten (max 2)
 PREDICTED_ERR_SFPU = 2.0 ** -24   # per unit of K, normalised by sum|ab| (see the module docstring)
-# The batch split has no launch model: a core takes batches only while each keeps at least this many SFPU
-# instructions (an assumption, the former per-core price; split further, the emulator's host time per tile grows
-# faster than the launch shrinks: test_ops' GQA attention took 3.4x its host time split as far as its batches go)
+# The batch split is not chosen by the launch model (sfpu_matmul_cost prices the split it is given): a core takes
+# batches only while each keeps at least this many SFPU instructions (an assumption; split further, the emulator's
+# host time per tile grows faster than the launch shrinks: test_ops' GQA attention took 3.4x its host time split as
+# far as its batches go)
 MIN_CORE_INSTRUCTIONS = 1000
 
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 import numpy as np
 
 from tt_backend.lowering.families.index_cost import ROUND_CYCLES, index_math_cycles
-from tt_backend.lowering.families.matmul_spec import line_bytes, stage_bytes
+from tt_backend.lowering.families.matmul_spec import stage_bytes, stage_in_bytes
 from tt_backend.lowering.families.mover_cost import (MM_NOC_REQUEST, MM_WRITE_PER_ELEM, NOC_BYTES_PER_CYCLE,
                                                      NOC_ROUND_TRIP, on_grid, pipeline)
 from tt_backend.lowering.placement.cost import pack_cycles
@@ -40,7 +40,9 @@ A_PER_ELEM = {"rows": 9.7, "cols": 11.5, "gather": 35.6, "indexed": 26.3 + 9.7 -
 B_PER_ELEM = {"rows": 6.5, "cols": 6.8, "gather": 35.6 + 6.5 - 9.7, "indexed": 26.3}
 READER_FIXED = 350
 ZERO_PER_WORD = 2.7
-PUT8 = A_PER_ELEM["rows"]             # one replicated A element (zeros past M or K are put the same way)
+# one replicated A element: zeros past K are put the same way, and those past M by put16 two per call, each with the
+# same 8 stores (charged at this figure, a load included)
+PUT8 = A_PER_ELEM["rows"]
 # TRISC1 per pass of a chunk: the B setup, the record, the MOP and the syncs (PASS_FIXED) and per row group its 10
 # REPLAYed words and an auto-stall (PASS_PER_ROW_GROUP): 8 x (19 + 11 x 8) + 14 = 870, 8 x (19 + 11 x 2) + 14 = 342
 PASS_FIXED, PASS_PER_ROW_GROUP, CHUNK_SYNC = 19, 11, 14
@@ -49,12 +51,6 @@ UNPACK_CHUNK = 175
 TILE_FIXED = 32
 # a gathered operand's window walk is replayed over at most this many elements of its block, the rest scaled
 WALK_REPLAY_MAX = 1 << 14
-
-
-def window_bytes(spec) -> int:
-    """The gathers' staging window (STAGE_IN_BYTES of matmul_spec.matmul_args_header, whole 64-byte lines)."""
-    esz = max(DTYPE_SIZE[spec.a.dtype], DTYPE_SIZE[spec.b.dtype])
-    return line_bytes(max(spec.K, spec.N, 32) + 32, esz) & ~63
 
 
 def chunk_cycles(row_groups: int, halves: int) -> float:
@@ -119,11 +115,11 @@ def sfpu_matmul_cycles(plan, modes: tuple[str, str], row_groups: int, halves: in
     cols = min(s.N, 32 * plan.ntg)
     kpad = 8 * plan.kc
     zero_b = ZERO_PER_WORD * plan.kc * plan.ntg * 256 if s.K < kpad or s.N < 32 * plan.ntg * plan.ng else 0
-    stage, window = stage_bytes(s), window_bytes(s)
+    stage, window = stage_bytes(s), stage_in_bytes(s)   # the gathers' window: STAGE_IN_BYTES
     fill_b = b_elem * s.K * cols + operand_fetch_cycles(s.b, modes[1], s.K, cols, stage, window)
     rows = min(32, s.M)
     past_m = 4 * row_groups - rows if mt == 1 else 0        # rows the MOP computes past M (one row block)
-    fill_a = (a_elem * rows * s.K + PUT8 * (rows * (kpad - s.K) + past_m * kpad)
+    fill_a = (a_elem * rows * s.K + PUT8 * rows * (kpad - s.K)
               + operand_fetch_cycles(s.a, modes[0], rows, s.K, stage, window))
     tile = plan.kc * chunk_cycles(row_groups, halves) + TILE_FIXED + pack_cycles("fp32")
     out = "bf16" if s.out.dtype == "bfloat16" else "round_bf16" if s.round_bf16 else "fp32"
@@ -131,10 +127,12 @@ def sfpu_matmul_cycles(plan, modes: tuple[str, str], row_groups: int, halves: in
     write = MM_WRITE_PER_ELEM[out] * rows * cols + MM_NOC_REQUEST * writes + NOC_ROUND_TRIP
     batches = -(-s.n_batch // cores)
     groups = batches * plan.ng
+    # one row block: the rows past M stay zero in an A slot once its first fill has zeroed them (chunks.c.j2 fill_a)
+    zero_a = PUT8 * past_m * kpad * min(groups, plan.a_depth)
     one = pipeline(mt, fill_a, plan.ntg * tile, write, fill_b)
     # B's one slot is refilled once the group's last chunk is unpacked, so a group's B fill and first A panel follow
     # the previous group's compute, and only its last row block's writes overlap the next group
-    total = READER_FIXED + zero_b + groups * max(one["total"] - write, write) + write
+    total = READER_FIXED + zero_a + zero_b + groups * max(one["total"] - write, write) + write
     launch = {"reader": round(groups * one["reader"]), "compute": round(groups * one["compute"]),
               "writer": round(groups * one["writer"]), "total": round(total)}
     dram = s.n_batch * (DTYPE_SIZE[s.a.dtype] * s.M * s.K * plan.ng + DTYPE_SIZE[s.b.dtype] * s.K * s.N

@@ -132,15 +132,14 @@ class SfpuReducePlan(TilePlan):
         and no combine step is needed."""
         return self.reduce.tiles_per_group * self.reduce.passes
 
-    def launch_cycles(self, cores: int | None = None) -> dict | None:
+    def launch_cycles(self, cores: int | None = None) -> dict:
         """The reduction's launch on `cores` cores (default: the plan's): per input tile the readers (mover_cost by
         mode; an affine walk over a resident buffer by the tile's share of datums, its window read once before the
         first tile) next to the placement's compute (its per-group work spread over the group's tiles) and the
         writer's per-group scatter, as a pipeline over the largest core's groups; DRAM bytes: the k-dependent inputs'
         tiles and the outputs."""
-        cyc = reduce_cycles(self) if self.placement is None else self.placement.cycles   # two passes: no report
-        if "total" not in cyc:
-            return None
+        # a plan without a placement report (two passes, or a model gap when it was placed): reduce_cycles directly
+        cyc = reduce_cycles(self) if self.placement is None else self.placement.cycles
         cores, rp, unit = self.cores if cores is None else cores, self.reduce, self.split_unit
         per_core = -(-rp.groups // cores) * unit
         valid = rp.n_out * rp.n_red * rp.passes / (self.n_tiles * TILE_ELEMS)
@@ -652,8 +651,9 @@ def reduce_cycles(plan: SfpuReducePlan) -> dict:
     runs = 1 if rp.steps >= 32 else 32 // rp.steps
     group = (len(rp.acc_init) + len(rp.finish) + runs * (len(rp.post.setup) + len(rp.post.body)
                                                           + len(rp.group_store) + len(rp.post_skip)))
-    if (p1 := rp.pass1) is not None:     # two passes over each group's tiles: half of them run the first's program
-        sfpu = (sfpu + sfpu_program_cycles(len(p1.sfpu.setup), len(p1.sfpu.body) + p1.sfpu.body_stalls)) / 2
+    if (p1 := rp.pass1) is not None:     # each group's tiles streamed once per pass, the first pass's program once
+        sfpu = (sfpu * (rp.passes - 1)
+                + sfpu_program_cycles(len(p1.sfpu.setup), len(p1.sfpu.body) + p1.sfpu.body_stalls)) / rp.passes
         group += len(p1.acc_init) + len(p1.finish) + runs * len(p1.group_store)
     pack = pack_cycles(plan.output.tile_format)
     tiles, groups = plan.n_tiles, rp.groups
@@ -725,13 +725,11 @@ def match(kernel: Kernel) -> LoweredKernel | None:
 
 def launch_price(plan: SfpuReducePlan) -> float:
     """What the selector compares: the plan's whole launch on one core (readers, compute, writer: launch_cycles; the
-    core count is chosen after the family), or its compute alone without a placement; math.inf when its L1 does not
-    fit (the build then fails and says why)."""
+    core count is chosen after the family); math.inf when its L1 does not fit (the build then fails and says why)."""
     try:
-        lc = allocate_l1(plan, resident_windows=True).launch_cycles(1)
+        return allocate_l1(plan, resident_windows=True).launch_cycles(1)["total"]
     except UnsupportedOp:
         return math.inf
-    return lc["total"] if lc is not None else reduce_cycles(plan)["kernel"]
 
 
 def candidates(kernel: Kernel, lk: LoweredKernel) -> list[Candidate]:

@@ -12,8 +12,8 @@ from tt_backend.lowering.codegen.tensix import (FORMAT_CODE, PACK_CFG, SEM_UNPAC
 from tt_backend.lowering.codegen.words import hex_u32, word_u32
 from tt_backend.lowering.codegen.l1 import STAGING_BYTES
 from tt_backend.lowering.codegen.replay import replay_issue
-from tt_backend.lowering.codegen.sfpu_codegen import SETUP
-from tt_backend.lowering.families.mover_cost import reads_in_flight
+from tt_backend.lowering.codegen.sfpu_codegen import MAX_SLOTS, SETUP
+from tt_backend.lowering.families.mover_cost import NOC_BYTES_PER_CYCLE, reads_in_flight
 from tt_backend.lowering.families.tile_plan import (CB_DEPTH, READ_AHEAD, WRITE_AHEAD, ReducePlan, TilePlan,
                                                     index_load_buffers, window_bytes)
 from tt_backend.lowering.families.tile_streams import reduce_datums, reduce_next_k, stream_ctx
@@ -21,7 +21,6 @@ from tt_backend.lowering.placement.choice import FpuOp
 from tt_backend.lowering.plan import DTYPE_SIZE, TILE_BYTES, TILE_ELEMS
 from tt_backend.chip.errors import UnsupportedOp
 
-NOC_FLIT_BYTES = 64     # one NoC flit (docs/performance.md §6)
 FACE_DATUMS = 256       # datums of one 16x16 face: one UNPACR (unpacker 0's x counter, `unp_adcxx_face`)
 TILE_FACES = TILE_ELEMS // FACE_DATUMS
 
@@ -201,23 +200,24 @@ def _red_ctx(red: ReducePlan) -> dict:
 
 # Two Dst groups in flight (issue #10 item 3): the three threads alternate tile by tile between the slots the plan
 # names and the same slots `group` slots further on, so the unpacker fills tile t+1's group and the FPU and SFPU work
-# on it while the packer drains tile t's. The semaphores count up to DST_GROUPS (FREE starts full).
+# on it while the packer drains tile t's. The semaphores count up to DST_GROUPS (FREE starts full); compute.c.j2
+# picks a tile's group by the parity of its index.
 DST_GROUPS = 2
-DST_SLOTS = 8           # 64-row fp32 slots of Dst in 32-bit mode
+assert DST_GROUPS == 2, "compute.c.j2 alternates two Dst groups ((t - tile_begin) & 1)"
 
 
 def second_dst_group(plan: TilePlan, inputs: list[dict], fpu_ops: list[FpuOp]) -> int | None:
-    """The offset in slots of the second Dst group, None when there is no room for one. Every tile's group holds the
-    inputs unpacked to Dst per tile, the FPU results, the output and the SFPU's spills; the core's first tile's group
-    (offset 0) holds the inputs sent once as well (a head the SFPU setup reads), which the second may overlap
-    nowhere else: the smallest offset at which the per-tile slots, moved, meet none of the first group's and stay
-    inside Dst."""
+    """The offset in slots of the second Dst group, None with one tile per core or no room for one. Every tile's group
+    holds the inputs unpacked to Dst per tile, the FPU results, the output and the SFPU's spills (the per-tile slots);
+    the first group (offset 0) holds as well the inputs sent and unpacked once (a head the SFPU setup reads), which
+    stay there for every tile. The offset is the smallest at which the per-tile slots, moved, stay inside Dst and meet
+    none of the first group's slots: neither its per-tile slots nor the once-sent head's."""
     if plan.n_tiles <= plan.cores:      # one tile per core: nothing to overlap
         return None
     per_tile = {s["j"] for s in inputs if s["dst"] and not s["once"]} | {o.slot for o in fpu_ops} \
         | set(range(plan.sfpu.out_slot, max(plan.sfpu.dst_slots, plan.sfpu.out_slot + 1)))
     first = per_tile | {s["j"] for s in inputs if s["dst"] and s["once"]}
-    for k in range(1, DST_SLOTS - max(per_tile)):
+    for k in range(1, MAX_SLOTS - max(per_tile)):
         if not {x + k for x in per_tile} & first:
             return k
     return None
@@ -307,10 +307,11 @@ def render_tile_kernel(plan: TilePlan, generator: str, red: ReducePlan | None = 
     for s in inputs:
         s["once"] = ctx["setup_once"] and ctx["in_flight"] and bool(s["runs"] and s["runs"]["head"]) \
             and s["fmt"] != "bf16"
-        # a head whose window load is one NoC flit (a scalar) is read before the first tile's reads, which it delays
-        # by one cycle of the link; a larger one after them
-        s["head_first"] = plan.buffers[s["buf"]].nbytes <= NOC_FLIT_BYTES
+        # a head whose window load is one NoC flit (the bytes a link moves per cycle: a scalar) is read before the
+        # first tile's reads, which it delays by that one cycle; a larger one after them
+        s["head_first"] = plan.buffers[s["buf"]].nbytes <= NOC_BYTES_PER_CYCLE
     ctx["group"] = second_dst_group(plan, inputs, fpu_ops) if red is None else None
+    ctx["dst_groups"] = DST_GROUPS if ctx["group"] else 1
     if ctx["group"]:
         ctx["w"] = ctx["w"] | dst_token_words(DST_GROUPS) | {"seminit_unpacked": word_u32(
             "SEMINIT", max_value=DST_GROUPS, init_value=0, sem_sel=1 << SEM_UNPACKED)}

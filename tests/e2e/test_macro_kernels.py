@@ -99,8 +99,9 @@ assert np.allclose(tt, cpu, rtol=1e-6, atol=1e-6), np.abs(tt - cpu).max()   # TT
 """
 
 
-@pytest.mark.parametrize("knob,schedule", [("1", "SFPU schedule: SFPLOADMACRO: SFPMAD + SFPSTORE scheduled"),
-                                           ("0", "SFPU schedule: macro-free: the default on target emu (TT_SFPU_MACRO=1 asks")])
+@pytest.mark.parametrize("knob,schedule", [
+    ("1", "SFPU schedule: SFPLOADMACRO: SFPMAD + SFPSTORE scheduled"),
+    ("0", "SFPU schedule: macro-free: the default on target emu (TT_SFPU_MACRO=1 asks")])
 def test_dump_names_the_schedule(tmp_path, knob, schedule):
     """Through tinygrad on TT:emu: the result is the CPU device's (within a rounding), and TT_DUMP's report says which schedule the
     kernel got (TT_SFPU_MACRO=0: the macro-free one)."""

@@ -101,6 +101,8 @@ CASES = [
     ("scalar_short_tail", lambda a, b: a + (b + 1.0).maximum(0.5), [((3100,), F32), ((1,), F32)], {"broadcast"}),
     # a bf16 head reaches Dst through the math thread's ELWADDs on every tile: it is sent and unpacked per tile
     ("scalar_hoisted_bf16", lambda a, b: a + (b + 1.0).maximum(0.5), [((3000,), BF16), ((1,), BF16)], {"broadcast"}),
+    # one element of a 160-byte buffer: a head whose window load is more than one NoC flit
+    ("element_hoisted", lambda a, b: a + (b[5] + 1.0).maximum(0.5), [((3000,), F32), ((40,), F32)], {"broadcast"}),
 ]
 IDS = [c[0] for c in CASES]
 
@@ -149,11 +151,12 @@ def test_bit_identical_to_cpu(name, fn, specs, modes, target):
 
 @pytest.mark.parametrize("name,head", [("scalar_hoisted", True), ("scalar_hoisted_2d", True),
                                        ("scalar_short_tail", False), ("scalar_broadcast", False),
-                                       ("scalar_hoisted_bf16", True)])
+                                       ("scalar_hoisted_bf16", True), ("element_hoisted", True)])
 def test_broadcast_head(name, head):
     """The scalar's stream is read as a 64-datum head exactly where its value is hoisted and the body never loads it;
     beside it the contiguous input's reads stay in flight (mover_cost.reads_in_flight), and its resident window's
-    load (one NoC flit) is issued before the first tile's reads, so that the first head fill waits for it alone. The
+    load is issued before the first tile's reads where it is one NoC flit (head_first: the first head fill then waits
+    for it alone), after them where it is larger (it would delay them). The
     head (a scalar of the whole kernel) is sent and unpacked, and the SFPU setup run, for the core's first tile only
     (CASES: 2 and 3 tiles against the CPU)."""
     _, fn, specs, _ = CASES[IDS.index(name)]
@@ -166,8 +169,10 @@ def test_broadcast_head(name, head):
     assert ("tt_window_span_issue(" in kmain) == head
     if head:
         loop = kmain.split("for (uint32_t t = ")[1]
-        # the scalar's window is one NoC flit: loaded before the first tile's reads
-        assert loop.index("tt_window_span_issue(") < loop.index("read_issue") < loop.index("issued[put]")
+        window, reads = loop.index("tt_window_span_issue("), loop.index("read_issue")
+        assert max(window, reads) < loop.index("issued[put]")
+        (j,) = plan.head_inputs
+        assert (window < reads) == (plan.buffers[plan.inputs[j].buf].nbytes <= 64)
     once = head and BF16 not in [dt for _, dt in specs]     # a bf16 head is moved to Dst per tile by the FPU
     assert ("sent for the first one only" in src) == once
     compute = plan.render()["trisc1"]
@@ -180,9 +185,9 @@ def test_broadcast_head(name, head):
 @pytest.mark.parametrize("name", ["scalar_hoisted", "scalar_hoisted_bf16"])
 def test_head_on_one_core(name, monkeypatch):
     """Several tiles on one core with a head beside a hoisted setup, two Dst groups in flight (tile_render
-    second_dst_group): an fp32 head is unpacked once into the first tile's group, which the second group may overlap
-    only where the head lies; a bf16 head reaches Dst every tile (it hung when the head was sent once but the math
-    thread still waited for it per tile). Bit-identical to the reference."""
+    second_dst_group): an fp32 head is unpacked once into the first tile's group, and the second group's slots meet
+    neither the first group's per-tile slots nor the once-sent head's; a bf16 head reaches Dst every tile (it hung
+    when the head was sent once but the math thread still waited for it per tile). Bit-identical to the reference."""
     monkeypatch.setenv("TT_CORES", "1")
     _, fn, specs, _ = CASES[IDS.index(name)]
     (plan,) = _plans(fn, specs)

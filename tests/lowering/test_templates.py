@@ -10,6 +10,7 @@ from tt_backend.lowering.codegen import tensix
 from tt_backend.lowering.codegen.sources import CORE_SOURCES, HEADERS, split
 from tt_backend.lowering.families.elementwise import ElementwisePlan
 from tt_backend.lowering.families.tile_plan import allocate_l1
+from tt_backend.lowering.families.tile_render import second_dst_group
 from tt_backend.lowering.index import IndexExpr
 from tt_backend.lowering.plan import Buffer, SfpuProgram, Stream
 from tt_backend.chip import isa, layout
@@ -84,12 +85,29 @@ def test_config_values_per_path():
     assert "tt_cfg_write(70, 0x00000551u)" in bf and "tt_cfg_write(12, 0x00200002u)" in bf
     mixed = plan(b_dtype="bfloat16").render()["trisc0"]
     assert "unpack_select(0)" in mixed and "unpack_select(1)" in mixed and "tt_cfg_write(120, 0x00000005u)" in mixed
-    # input 0 (fp32) goes to Dst slot 0 (of the tile's Dst group: the plan has several tiles), input 1 (bf16) through
-    # SrcA; TRISC1 ELWADDs only input 1 into slot 1
-    assert "/* Dest_cntx0_address: slot 0 of the tile's group" in mixed and ": 64u);" in mixed
+    # input 0 (fp32) goes to Dst slot 0 of the tile's Dst group (the plan has several tiles: the second group is 3
+    # slots on, past the per-tile slots 0-2), input 1 (bf16) through SrcA; TRISC1 ELWADDs only input 1 into slot 1
+    assert "/* Dest_cntx0_address: slot 0 of the tile's group" in mixed
+    assert "tt_set_gpr(5, grp ? 3136u : 64u);" in mixed.splitlines()[mixed.splitlines().index(
+        "            /* Dest_cntx0_address: slot 0 of the tile's group + the 4-row bias */") + 1]
     compute = plan(b_dtype="bfloat16").render()["trisc1"]
     math = compute[compute.index("#elif defined(TRISC_MATH)"):compute.index("#elif defined(TRISC_PACK)")]
     assert "slot 1" in math and math.count("0x28008000u") == 2 and "0xB2010040u" in math
+
+
+def test_second_dst_group():
+    """The second Dst group's offset: the smallest at which the per-tile slots, moved, meet none of the first group's
+    (a once-sent head's included) and stay inside Dst; none with one tile per core or no room."""
+    p = plan()                                          # 3 tiles on one core
+    per_tile = [{"j": 0, "dst": True, "once": False}, {"j": 1, "dst": True, "once": False}]
+    assert second_dst_group(p, per_tile, []) == 3       # slots 0, 1 and the output 2
+    head = [{"j": 0, "dst": True, "once": False}, {"j": 1, "dst": True, "once": True}]
+    assert second_dst_group(p, head, []) == 3           # per tile 0 and 2: offset 1 would move slot 0 onto the head
+    p.sfpu = SfpuProgram([], BODY, 6, 2)                # output 2 and spills to 5: per-tile slots 0-5 of 8, no room
+    assert second_dst_group(p, per_tile, []) is None
+    p = plan()
+    p.cores = p.n_tiles                                 # one tile per core: nothing to overlap
+    assert second_dst_group(p, per_tile, []) is None
 
 
 def test_sfpu_words_emitted_once_per_position():

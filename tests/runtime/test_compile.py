@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import shutil
+import subprocess
 
 import numpy as np
 import pytest
@@ -133,6 +134,36 @@ def test_tensix_words_of_the_reference_sequence_are_in_the_elfs():
             0xB00500B4, 0x41000000, 0x41008000, 0x41010001, 0xA2010008, 0xA4000010} <= words["trisc2"]
     text = C.disassemble(elfs["trisc0"])
     assert "UNPACR" in text and "SEMINIT" in text
+
+
+# kernels lowered from tinygrad: two Dst groups with bf16 inputs and an fp32 or bf16 head (one core, 3 tiles), and an
+# SFPU reduction (its writer scatters the outputs)
+WARNING_FREE = [("head_bf16", lambda a, b: a + (b + 1.0).maximum(0.5), [(3000,), (1,)], "bfloat16"),
+                ("head_fp32", lambda a, b: a + (b + 1.0).maximum(0.5), [(3000,), (1,)], "float32"),
+                ("reduce", lambda a, b: (a - b).exp().sum(axis=1), [(64, 100), (64, 100)], "float32")]
+
+
+@pytest.mark.needs_cc
+@pytest.mark.parametrize("name,fn,shapes,dtype", WARNING_FREE, ids=[c[0] for c in WARNING_FREE])
+def test_generated_sources_compile_without_warnings(name, fn, shapes, dtype, tmp_path):
+    """Each core's source, with the flags of its build (-Wall), draws no compiler diagnostic."""
+    from tinygrad import Tensor
+    from tinygrad.uop.ops import Ops
+    from tt_backend.lowering.select import lower
+    ins = [Tensor(np.ones(s, np.float32), device="PYTHON").cast(dtype).realize() for s in shapes]
+    calls = [c for c in fn(*ins).schedule_linear().src if c.op is Ops.CALL and c.src[0].op is Ops.SINK]
+    c, lib = C.compiler(), C._library_files()
+    for i, call in enumerate(calls):
+        plan = lower(call.src[0], f"k{i}")
+        plan.cores = 1
+        sources, headers = split(plan.render())
+        for fname, text in {**lib, **headers}.items():
+            (tmp_path / fname).write_text(text)
+        for core, src in sources.items():
+            (tmp_path / f"{core}.c").write_text(src)
+            r = subprocess.run(c.cc + C._flags(c, core) + ["-fsyntax-only", str(tmp_path / f"{core}.c")],
+                               capture_output=True, text=True, cwd=tmp_path)
+            assert r.returncode == 0 and not r.stderr.strip(), f"{name} {plan.name} {core}:\n{r.stderr}"
 
 
 @pytest.mark.needs_cc
