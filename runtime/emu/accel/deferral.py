@@ -167,7 +167,7 @@ class DeferralMixin:
             cfg = self.cfg
             sfpu = self.raw_sfpu
             if issue_run is not None:
-                ctx = (tm.clock, tm.fe, tm.gate, tm.after_mop, tm.first, tm.stalls, tm.issued, tm.taken, tm.sfpu)
+                ctx = self._c_timing()
             cword = self._cword
             while j < n:
                 # (a word the C part has no facts for, e.g. any non-SFPU word, costs one look-up here)
@@ -177,11 +177,10 @@ class DeferralMixin:
                     if dq or sfpu.is_plain():
                         # the same words and state as the Python loop below takes, in C
                         c0, c1 = cfg[0], cfg[1]
-                        mem = (th.cfg, th.rwc, self._dst.written, tm.dst_fpu_write, resolve_sfpu_mode(c0, c1))
                         r = issue_run(ctx, words, j, t, thread, cword, dq,
                                       FLAG_CODE[self._dq_flags if dq else uniform_flags(sfpu)], c0, c1,
                                       thread, th.blocked is not None, tm.event_t, DQ_MAX,
-                                      0 if th.latch is None else th.latch.block, mem)
+                                      0 if th.latch is None else th.latch.block, self._c_memory(th, c0, c1))
                         if r is not None:
                             i, t, self.issue_t, fl, last_mem = r
                             self._dq_flags = FLAG_STATES[fl]
@@ -296,6 +295,17 @@ class DeferralMixin:
             n += 1
         return n
 
+    def _c_timing(self) -> tuple:
+        """The cycle model's state the C issue runs (issue_run, ready_run) read and write: the per-thread lists and
+        the SFPU's timing."""
+        tm = self.tm
+        return tm.clock, tm.fe, tm.gate, tm.after_mop, tm.first, tm.stalls, tm.issued, tm.taken, tm.sfpu
+
+    def _c_memory(self, th: ThreadState, c0: int, c1: int) -> tuple:
+        """What the C issue runs read and write for SFPLOAD / SFPSTORE: the thread's config and RWCs, Dst's written
+        rows, the FPU's Dst writes and the SFPU's Dst access mode (config words 0 and 1)."""
+        return th.cfg, th.rwc, self._dst.written, self.tm.dst_fpu_write, resolve_sfpu_mode(c0, c1)
+
     def _ready_run_c(self, ready_run, t: int, th: ThreadState, most: int, was_blocked: bool) -> int:
         """drain_deferrable's loop for up to `most` words at the head of th.ready in one call of the C part (ready_run):
         how many it issued and queued (popped from th.ready), 0 when it took none (nothing changed)."""
@@ -307,10 +317,9 @@ class DeferralMixin:
         ready = th.ready
         words = tuple(islice(ready, most))
         c0, c1 = self.cfg[0], self.cfg[1]
-        r = ready_run((tm.clock, tm.fe, tm.gate, tm.after_mop, tm.first, tm.stalls, tm.issued, tm.taken, tm.sfpu),
-                      words, 0, 0, t, self._cword, dq, FLAG_CODE[self._dq_flags if dq else uniform_flags(sfpu)],
-                      c0, c1, t, was_blocked, tm.event_t, DQ_MAX, 0,
-                      (th.cfg, th.rwc, self._dst.written, tm.dst_fpu_write, resolve_sfpu_mode(c0, c1)))
+        r = ready_run(self._c_timing(), words, 0, 0, t, self._cword, dq,
+                      FLAG_CODE[self._dq_flags if dq else uniform_flags(sfpu)], c0, c1, t, was_blocked, tm.event_t,
+                      DQ_MAX, 0, self._c_memory(th, c0, c1))
         if r is None:
             return 0
         i, _, self.issue_t, fl, _ = r

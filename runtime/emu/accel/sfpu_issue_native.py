@@ -63,40 +63,46 @@ def _load() -> tuple[object | None, str]:
     return mod, f"C ({path}) for runs of deferrable SFPU words pushed to an empty thread"
 
 
+def _entry(name: str, on: bool):
+    """The C part's `name`, or None when its switch `on` is off or the part is unavailable."""
+    mod = _load()[0] if on else None
+    return None if mod is None else getattr(mod, name)
+
+
 def issue_run():
     """The C part's issue_run (see sfpu_issue_native.c), or None when it is off or unavailable."""
-    return _load()[0].issue_run if ISSUE_NATIVE and _load()[0] is not None else None
+    return _entry("issue_run", ISSUE_NATIVE)
 
 
 def ready_run():
     """The C part's ready_run (see sfpu_issue_native.c), or None when it is off or unavailable."""
-    return _load()[0].ready_run if READY_NATIVE and _load()[0] is not None else None
+    return _entry("ready_run", READY_NATIVE)
 
 
 def find_period():
     """The C part's find_period (see sfpu_issue_native.c; mop_batch.find_period is its reference), or None when it is
     off (PERIOD_NATIVE = False, TT_EMU_SFPU_PERIOD_NATIVE=0) or unavailable."""
-    return _load()[0].find_period if PERIOD_NATIVE and _load()[0] is not None else None
+    return _entry("find_period", PERIOD_NATIVE)
 
 
 def pack_records():
     """The C part's pack_records (see sfpu_issue_native.c), or None when it is off or unavailable."""
-    return _load()[0].pack_records if ISSUE_NATIVE and _load()[0] is not None else None
+    return _entry("pack_records", ISSUE_NATIVE)
 
 
 def plain_run():
     """The C part's plain_run (see sfpu_issue_native.c), or None when it is off or unavailable."""
-    return _load()[0].plain_run if PLAIN_ISSUE_NATIVE and _load()[0] is not None else None
+    return _entry("plain_run", PLAIN_ISSUE_NATIVE)
 
 
 def plain_run_capsule():
     """plain_run's C entry as a capsule ("sfpu_issue.plain_run", for rv32_native.c's pushes), or None as plain_run()."""
-    return _load()[0].PLAIN_RUN_CAPSULE if PLAIN_ISSUE_NATIVE and _load()[0] is not None else None
+    return _entry("PLAIN_RUN_CAPSULE", PLAIN_ISSUE_NATIVE)
 
 
 def drain_run():
     """The C part's drain_run (see sfpu_issue_native.c), or None when it is off or unavailable."""
-    return _load()[0].drain_run if PLAIN_ISSUE_NATIVE and _load()[0] is not None else None
+    return _entry("drain_run", PLAIN_ISSUE_NATIVE)
 
 
 def status() -> str:

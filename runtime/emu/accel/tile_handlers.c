@@ -19,7 +19,7 @@
  *     5-bit-exponent sources, ADDR_MOD bias, the CR/Clear combinations, ...): it raises there, with its message;
  *   - MVMUL while a pushed MVMUL run has recorded steps (fpu_batch flushes them first, in Python).
  * The Python side (direct_issue._plain_facts) gives a word a handler code only when its handler is the reference
- * function itself (not a spy: direct_issue._C_HANDLED) and tile_native.handlers_in_c() (HANDLERS_NATIVE, i.e.
+ * function itself (not a spy: direct_issue._C_HANDLED) and direct_issue.tile_handlers_in_c() (HANDLERS_NATIVE, i.e.
  * TT_EMU_TILE_HANDLERS_NATIVE, the tile data in C, the handlers' setup caches on). */
 #include "tile_data.c"
 
