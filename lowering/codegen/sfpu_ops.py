@@ -907,8 +907,9 @@ def cast_i_to_f(e, d, s, t):
 
 
 def cast_f_to_u(e, d, s, t):
-    """(uint32)x as the CPU device computes it (x86 vcvttss2usi, what its compiler emits here; C leaves out-of-range
-    values undefined): the mantissa shifted by e-23 (|x| < 1 -> 0); x <= -1, x >= 2**32, Inf and NaN -> 0xFFFFFFFF."""
+    """(uint32)x by x86's vcvttss2usi rule (C leaves out-of-range values undefined; tinygrad's CPU device gives this
+    rule on AVX-512 hosts and wraps negative values on others): the mantissa shifted by e-23 (|x| < 1 -> 0);
+    x <= -1, x >= 2**32, Inf and NaN -> 0xFFFFFFFF, on every host."""
     x = s[0]
     t1 = t[0]
     truncated_magnitude(e, d, x, t1)
