@@ -150,8 +150,10 @@ class SfpuReducePlan(TilePlan):
             modes.append(c["mode"])
             if c["k_const"]:
                 read += tile_read_cycles(const, s.tile_format, c["runs"])
-            elif c["walk"] is not None and c["walk"]["resident"]:
-                read += reduce_walk_cycles(valid)
+            elif c["walk"] is not None and c["walk"]["resident"]:     # every tile of a group visits its outputs
+                visits = rp.n_out * rp.tiles_per_group * rp.passes / self.n_tiles
+                pads = rp.n_out * rp.passes / self.n_tiles if c["pad_read"] and rp.n_red % (rp.steps * rp.lanes) else 0
+                read += reduce_walk_cycles(valid, visits, len(self.ranges), pads)
             elif c["mode"] in RED_PER_DATUM:
                 read += red_datum_read_cycles(c["mode"], valid, stream_datum_cycles(s, gather_ranges=0))
             else:
