@@ -166,7 +166,10 @@ def window_reload_cycles(runs: dict, datums: float) -> float:
 #     120 x 6 and 2 x 6 x 10 x 6: 3,798 and 3,902 more). The set-up's 5 is the one figure fitted, on 30 reductions
 #     of 2 to 5 ranges and 1 to 22 tiles (x.sum / x.max over one axis of 2 x 3 x 5 x 7, 6 x 10 x 12, 4 x 5 x 6 x 7,
 #     2 x 3 x 4 x 5 x 6, 120 x 3 .. 128 x 20, 32 x 700): their readers predicted within 0.93 .. 1.12 (without the
-#     outputs' costs 0.61 .. 1.05). The other modes keep the tile pipeline's per-datum figures (READ_PER_DATUM);
+#     outputs' costs 0.61 .. 1.05). All of them had at least 8 reduce slots per output cell; with fewer (RED_STEPS 2
+#     or 4, lanes 1: short reductions over many outputs) the compiler unrolls the cell's loops and neither these
+#     figures nor the older ones fit (brisc busy per tile of 256 cells: 8,625 for x.sum(0) of 2 x 256, 15,020 for
+#     3 x 256): such walks keep the slot and datum figures alone (RED_WALK_MIN_SLOTS). The other modes keep the tile pipeline's per-datum figures (READ_PER_DATUM);
 #   * the FPU sum's tilizing reader (templates/blocks/tilize.c.j2 `reduction`): a 32-element line of the tile whose
 #     data goes to SrcB is two straight 16-element copies when it is full (5.6 per slot: x.sum(1) 64x512, 256x256)
 #     or zeros when it is past the outputs or K (2.5: 4096-long sum, one line per tile), else (a partial line, data
@@ -174,6 +177,7 @@ def window_reload_cycles(runs: dict, datums: float) -> float:
 #     per-datum gathers (index math per slot) 30.2 (x.sum(0) 64x512), 25.4 (x.T.sum(1) 300x40, 59 % datums) -> 30.
 RED_WALK_PER_SLOT, RED_WALK_PER_DATUM = 5.7, 7.9
 RED_WALK_PER_OUTPUT, RED_WALK_PER_RANGE, RED_WALK_PAD_READ = 5, 5, 32
+RED_WALK_MIN_SLOTS = 8            # reduce slots per output cell (steps x lanes) the output figures were measured at
 FPU_REDUCE_READ_PER_SLOT = {"full line": 5.6, "empty line": 2.5, "line": 15.5, "srca": 15.9, "gather": 30.0}
 # the FPU sum's reader writes the ones tile first (1024 stores and the loop: about 3 per datum), before any tile
 FPU_REDUCE_ONES = 3 * TILE_ELEMS

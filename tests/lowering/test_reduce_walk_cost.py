@@ -1,6 +1,7 @@
 """The launch model's price of the SFPU reduction's affine walk over a resident buffer (mover_cost.reduce_walk_cycles,
 templates/blocks/read_gather.c.j2 reduce_affine): besides its slots and datums, each output cell a tile visits pays
-tt_red_set's division per range of the kernel, and where pads read the output's element 0 (max) that read."""
+tt_red_set's division per range of the kernel, and where pads read the output's element 0 (max) that read, in the
+layouts of at least mover_cost.RED_WALK_MIN_SLOTS slots per output cell where they were measured."""
 from __future__ import annotations
 
 import numpy as np
@@ -31,3 +32,6 @@ def test_each_output_pays_its_ranges_and_a_max_its_pad_read():
         120 * mover_cost.RED_WALK_PAD_READ
     # no pads (8 datums in 8 slots): no such read
     assert _reader((120, 8), lambda x: x.max(1)) == _reader((120, 8), lambda x: x.sum(1))
+    # 4 slots per output (256 cells of x.sum(0) over 3 x 256): loops the compiler unrolls, where the output figures
+    # were not measured; only the slots and datums are priced
+    assert _reader((3, 256), lambda x: x.max(0)) == _reader((3, 256), lambda x: x.sum(0))
