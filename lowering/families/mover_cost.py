@@ -157,15 +157,27 @@ def window_reload_cycles(runs: dict, datums: float) -> float:
 # A gathered buffer up to l1.MAX_RESIDENT_WINDOW is read into its staging window once (l1.grow_window: the launch's
 # fill, `window_load_cycles`) and then addressed directly. Measured brisc busy time per datum slot of a tile (fp32,
 # one core, TT_DUMP measured_cycles) with resident windows:
-#   * the SFPU reduction's affine walk ("red affine"): x.sum(1) 64x512 (every slot a datum) 13.6, x.sum(1) 40x70
-#     (55 % of the slots datums, the others pads) 10.0 -> 5.7 per slot + 7.9 per datum; the other modes keep the
-#     tile pipeline's per-datum figures (READ_PER_DATUM);
+#   * the SFPU reduction's affine walk ("red affine", read_gather.c.j2 reduce_affine) by its parts: every slot of the
+#     tile a store (5.7), a datum its load and the carry chain's step besides (7.9: x.sum(1) of 64 x 512, every slot
+#     a datum, 13.6 per slot; 32 x 700, 8.1); per output cell a tile visits, tt_red_set's remainder and division by a
+#     constant per range of the kernel (5 per range: the sums of 120 outputs of 6 over 2, 3, 4 and 5 ranges, 12,880 /
+#     13,461 / 13,944 / 14,674) and the index's first value and the loop's set-up (5); where pads read the output's
+#     element 0 (max: pad_read) and the tile has pads, 32 per output for that read (max against sum of the same
+#     120 x 6 and 2 x 6 x 10 x 6: 3,798 and 3,902 more). The set-up's 5 is the one figure fitted, on 30 reductions
+#     of 2 to 5 ranges and 1 to 22 tiles (x.sum / x.max over one axis of 2 x 3 x 5 x 7, 6 x 10 x 12, 4 x 5 x 6 x 7,
+#     2 x 3 x 4 x 5 x 6, 120 x 3 .. 128 x 20, 32 x 700): their readers predicted within 0.93 .. 1.12 (without the
+#     outputs' costs 0.61 .. 1.05). All of them had at least 8 reduce slots per output cell; with fewer (RED_STEPS 2
+#     or 4, lanes 1: short reductions over many outputs) the compiler unrolls the cell's loops and neither these
+#     figures nor the older ones fit (brisc busy per tile of 256 cells: 8,625 for x.sum(0) of 2 x 256, 15,020 for
+#     3 x 256): such walks keep the slot and datum figures alone (RED_WALK_MIN_SLOTS). The other modes keep the tile pipeline's per-datum figures (READ_PER_DATUM);
 #   * the FPU sum's tilizing reader (templates/blocks/tilize.c.j2 `reduction`): a 32-element line of the tile whose
 #     data goes to SrcB is two straight 16-element copies when it is full (5.6 per slot: x.sum(1) 64x512, 256x256)
 #     or zeros when it is past the outputs or K (2.5: 4096-long sum, one line per tile), else (a partial line, data
 #     to SrcA) slot by slot with the face index computed per element (15.5; SrcA 15.9: x.sum(1) 64x512 HiFi2);
 #     per-datum gathers (index math per slot) 30.2 (x.sum(0) 64x512), 25.4 (x.T.sum(1) 300x40, 59 % datums) -> 30.
 RED_WALK_PER_SLOT, RED_WALK_PER_DATUM = 5.7, 7.9
+RED_WALK_PER_OUTPUT, RED_WALK_PER_RANGE, RED_WALK_PAD_READ = 5, 5, 32
+RED_WALK_MIN_SLOTS = 8            # reduce slots per output cell (steps x lanes) the output figures were measured at
 FPU_REDUCE_READ_PER_SLOT = {"full line": 5.6, "empty line": 2.5, "line": 15.5, "srca": 15.9, "gather": 30.0}
 # the FPU sum's reader writes the ones tile first (1024 stores and the loop: about 3 per datum), before any tile
 FPU_REDUCE_ONES = 3 * TILE_ELEMS
@@ -202,10 +214,12 @@ def window_load_cycles(nbytes: int) -> float:
     return NOC_ROUND_TRIP + nbytes / NOC_BYTES_PER_CYCLE
 
 
-def reduce_walk_cycles(valid_fraction: float) -> float:
+def reduce_walk_cycles(valid_fraction: float, outputs: float = 0.0, ranges: int = 0, pad_reads: float = 0.0) -> float:
     """The SFPU reduction reader's affine walk over a resident buffer, per tile: `valid_fraction` of its slots are
-    datums, the others pads."""
-    return (RED_WALK_PER_SLOT + RED_WALK_PER_DATUM * valid_fraction) * TILE_ELEMS
+    datums, the others pads; `outputs` output cells set up over the kernel's `ranges` ranges, `pad_reads` of them
+    reading their element 0 for the pads."""
+    return ((RED_WALK_PER_SLOT + RED_WALK_PER_DATUM * valid_fraction) * TILE_ELEMS
+            + (RED_WALK_PER_OUTPUT + RED_WALK_PER_RANGE * ranges) * outputs + RED_WALK_PAD_READ * pad_reads)
 
 def tile_write_cycles(mode: str, tile_format: str, datum_extra: float = 0.0, *, valid: float = 1.0) -> float:
     """Writer cycles per tile of the output stream; `datum_extra` and `valid` as in tile_read_cycles (only elements

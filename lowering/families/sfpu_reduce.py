@@ -75,7 +75,7 @@ from tt_backend.lowering.families.family import Candidate, Family, Kernel
 from tt_backend.lowering.families.matmul_match import kernel_matmul
 from tt_backend.lowering.families.tile_plan import ReducePass, ReducePlan, TilePlan, allocate_l1
 from tt_backend.lowering.families.tile_render import render_tile_kernel
-from tt_backend.lowering.families.mover_cost import (NOC_ROUND_TRIP, RED_PER_DATUM,
+from tt_backend.lowering.families.mover_cost import (NOC_ROUND_TRIP, RED_PER_DATUM, RED_WALK_MIN_SLOTS,
                                                      group_write_cycles, on_grid, pad_fill_cycles, pipeline,
                                                      red_datum_read_cycles, reduce_walk_cycles, stream_datum_cycles,
                                                      tile_read_cycles, window_load_cycles)
@@ -150,8 +150,12 @@ class SfpuReducePlan(TilePlan):
             modes.append(c["mode"])
             if c["k_const"]:
                 read += tile_read_cycles(const, s.tile_format, c["runs"])
-            elif c["walk"] is not None and c["walk"]["resident"]:
-                read += reduce_walk_cycles(valid)
+            elif c["walk"] is not None and c["walk"]["resident"]:     # every tile of a group visits its outputs
+                slots = rp.steps * rp.lanes
+                priced = slots >= RED_WALK_MIN_SLOTS        # where the per-output figures were measured
+                visits = rp.n_out * rp.tiles_per_group * rp.passes / self.n_tiles if priced else 0
+                pads = rp.n_out * rp.passes / self.n_tiles if priced and c["pad_read"] and rp.n_red % slots else 0
+                read += reduce_walk_cycles(valid, visits, len(self.ranges), pads)
             elif c["mode"] in RED_PER_DATUM:
                 read += red_datum_read_cycles(c["mode"], valid, stream_datum_cycles(s, gather_ranges=0))
             else:

@@ -1,0 +1,37 @@
+"""The launch model's price of the SFPU reduction's affine walk over a resident buffer (mover_cost.reduce_walk_cycles,
+templates/blocks/read_gather.c.j2 reduce_affine): besides its slots and datums, each output cell a tile visits pays
+tt_red_set's division per range of the kernel, and where pads read the output's element 0 (max) that read, in the
+layouts of at least mover_cost.RED_WALK_MIN_SLOTS slots per output cell where they were measured."""
+from __future__ import annotations
+
+import numpy as np
+from tinygrad import Tensor
+from tinygrad.uop.ops import Ops
+
+from tt_backend.lowering.families import mover_cost
+from tt_backend.lowering.families.sfpu_reduce import SfpuReducePlan
+from tt_backend.lowering.families.tile_plan import allocate_l1
+from tt_backend.lowering.select import lower
+
+
+def _reader(shape, fn) -> int:
+    """The predicted reader cycles of the one reduction kernel of fn over an fp32 tensor of `shape`, on one core."""
+    x = Tensor(np.zeros(shape, np.float32), device="PYTHON").realize()
+    (call,) = [c for c in fn(x).schedule_linear().src if c.op is Ops.CALL]
+    plan = lower(call.src[0], "k")
+    assert isinstance(plan, SfpuReducePlan) and plan.reader_modes() == ["red affine"]
+    return allocate_l1(plan, resident_windows=True).launch_cycles(1)["reader"]
+
+
+def test_each_output_pays_its_ranges_and_a_max_its_pad_read():
+    # 120 outputs of 6 over two and over four ranges: the same tile, slots and datums, two more divisions per output
+    assert _reader((2, 6, 10, 6), lambda x: x.sum(3)) - _reader((120, 6), lambda x: x.sum(1)) == \
+        120 * 2 * mover_cost.RED_WALK_PER_RANGE
+    # a max's pads read element 0 of their output (the tile has 8 slots per output, 6 datums): once per output
+    assert _reader((120, 6), lambda x: x.max(1)) - _reader((120, 6), lambda x: x.sum(1)) == \
+        120 * mover_cost.RED_WALK_PAD_READ
+    # no pads (8 datums in 8 slots): no such read
+    assert _reader((120, 8), lambda x: x.max(1)) == _reader((120, 8), lambda x: x.sum(1))
+    # 4 slots per output (256 cells of x.sum(0) over 3 x 256): loops the compiler unrolls, where the output figures
+    # were not measured; only the slots and datums are priced
+    assert _reader((3, 256), lambda x: x.max(0)) == _reader((3, 256), lambda x: x.sum(0))
