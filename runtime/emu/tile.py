@@ -272,15 +272,20 @@ class Tile:
         """rv32_native.attach's direct_push for `who`: the C core hands its `.ttinsn` runs to the Tensix's plain_run
         itself, doing _multi_pusher's accounting, where the Tensix's push_run would call plain_run
         (DirectIssueMixin.c_push_entry, whose switches are read here, when the tile is built); None for a core without
-        a thread or a Tensix without that path."""
+        a thread or a Tensix without that path. With it C also serves the core's semaphore loads (_pcbuf_load's, the
+        reference)."""
         thread = THREAD_OF.get(who)
         entry = getattr(self.tensix, "c_push_entry", None) if self._timed else None
         entry = entry() if thread is not None and entry is not None else None
         if entry is None:
             return None
         capsule, facts, progress, allowed = entry
+        # the semaphore loads C may serve (rv32_native.c sem_load): a TRISC's, with the window's one MMIO latency
+        extra = {riscv_mmio_extra(layout.SEMAPHORE_BASE + 4 * i) for i in range(N_SEMAPHORES)}
+        sems = (self, layout.SEMAPHORE_BASE, N_SEMAPHORES, *extra) if (
+            rv32_native.SEM_LOADS_NATIVE and who in TRISC_THREAD and len(extra) == 1) else None
         return (capsule, self.tensix, thread, facts, progress, self._stall, self.tensix_pushes, self._wait,
-                FIFO_FULL.format(thread), allowed)
+                FIFO_FULL.format(thread), allowed, sems)
 
     def _multi_pusher(self, who: str):
         """push(pos, words): the _pusher calls for a run of consecutive `.ttinsn` words at positions pos, pos + 1, ...
