@@ -27,6 +27,7 @@ from tt_backend.runtime.emu.accel.direct_issue import DirectIssueMixin
 from tt_backend.runtime.emu.device import EmuDevice
 from tt_backend.runtime.emu.noc import INITIATOR_STRIDE as NIU_INITIATOR_STRIDE
 from tt_backend.runtime.emu.rv32 import LOCAL_BASE, STAMP_SHIFT, RV32Core, Stall
+from tt_backend.runtime.emu import tile as tile_module
 from tt_backend.runtime.emu.tile import Tile
 
 from tests.emu.test_rv32 import (CODE, PARK, R_OPS, RecordingBus, b_type, i_type, jal, r_type, s_type, u_type)
@@ -506,6 +507,12 @@ def test_write_log_lookups_match_python():
             unknown += expected is None
             assert tile.l1_at(addr, n, cycle) == expected, (addr, n, cycle)
             assert tile.first_write_after(addr, cycle) == Tile.first_write_after(tile, addr, cycle)
+        # a frozen core's words (_peek_words: L1 in C, a semaphore through peek) as _peek_word reads them one by one
+        reads = [(rng.choice(lines) + 4 * rng.randrange(4), 4) for _ in range(rng.randrange(1, 6))]
+        reads += [(rng.choice(lines) + rng.randrange(16), 1), (layout.SEMAPHORE_BASE + 4 * rng.randrange(8), 4)]
+        for cycle in (None, 0, 50, 9_000, 21_000):
+            for who in ("trisc1", "brisc"):
+                assert tile._peek_words(who, reads, cycle) == [tile._peek_word(who, a, n, cycle) for a, n in reads]
     assert past > 100 and unknown > 10        # past values reconstructed, and the log's unknowns (NoC writes, wraps)
 
 
@@ -513,7 +520,7 @@ def _same_with_and_without_c(plan, arrays, monkeypatch) -> None:
     """The kernel on C making the bus calls, answering causal loads from the write log and pushing to plain_run itself;
     then C making the bus calls, with those loads handed back to tile.py's past() (rv32_native.CAUSAL_NATIVE), every
     push through the tile's pushers (DIRECT_PUSH), frozen loops probed by rv32.py (PROBE_NATIVE) and semaphore loads
-    through the bus (SEM_LOADS_NATIVE); C's pieces; Python: the same bytes and cycles. With C answering and
+    through the bus (SEM_LOADS_NATIVE), frozen cores' words read one by one (tile.PEEK_NATIVE); C's pieces; Python: the same bytes and cycles. With C answering and
     pushing, past() and the Tensix's push_run (whose plain_run calls C now makes) are called less: the reference
     calls them, so the rule and the pushes are exercised."""
     elfs = compile_kernel(*split(plan.render()), plan.name)
@@ -537,6 +544,7 @@ def _same_with_and_without_c(plan, arrays, monkeypatch) -> None:
         monkeypatch.setattr(rv32_native, "DIRECT_PUSH", in_c)
         monkeypatch.setattr(rv32_native, "PROBE_NATIVE", in_c)
         monkeypatch.setattr(rv32_native, "SEM_LOADS_NATIVE", in_c)
+        monkeypatch.setattr(tile_module, "PEEK_NATIVE", in_c)
         calls[key] = {"past": 0, "push_run": 0, "pcbuf": 0}
         dev = EmuDevice()
         out = [launch_plan(dev, plan, arrays, elfs)[0] for _ in range(2)]      # a warm device relaunched too

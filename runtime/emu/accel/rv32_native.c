@@ -998,6 +998,47 @@ static PyObject *l1_at(PyObject *self, PyObject *const *args, Py_ssize_t nargs) 
     return PyBytes_FromStringAndSize((const char *)&then + (addr & 3), n);
 }
 
+/* peek_words(write log address, reads, cycle or None) -> for each (addr, n) of reads, the n bytes at L1 addr: as they
+ * were at `cycle` where the log can tell (l1_at's rule: n inside one word), else as they are; None for an address
+ * beyond L1 (tile.py Tile._peek_word, the reference, asks the tile's peek there) */
+static PyObject *peek_words(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    const write_log *g = nargs == 3 ? PyLong_AsVoidPtr(args[0]) : NULL;
+    uint64_t cycle = g && args[2] != Py_None ? PyLong_AsUnsignedLongLong(args[2]) : 0;
+    if (!g || PyErr_Occurred() || !PyList_Check(args[1])) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "peek_words(write log address, reads: list of (addr, n), cycle or None)");
+        return NULL;
+    }
+    Py_ssize_t count = PyList_GET_SIZE(args[1]);
+    PyObject *out = PyList_New(count);
+    for (Py_ssize_t i = 0; out && i < count; i++) {
+        unsigned int addr, n;
+        uint32_t then;
+        PyObject *w;
+        if (!PyArg_ParseTuple(PyList_GET_ITEM(args[1], i), "II", &addr, &n)) {
+            Py_CLEAR(out);
+            break;
+        }
+        if (addr >= L1_SIZE) {
+            w = Py_NewRef(Py_None);
+        } else if (args[2] == Py_None) {
+            w = PyBytes_FromStringAndSize((const char *)g->l1 + addr, n < L1_SIZE - addr ? n : L1_SIZE - addr);
+        } else if (n > 4 - (addr & 3)) {
+            PyErr_Format(PyExc_ValueError, "peek_words: %u bytes at 0x%X are not inside one word of L1", n, addr);
+            w = NULL;
+        } else {
+            int known = l1_word_at(g->l1, g->stamp, g->log, *g->log_n, addr, cycle, &then);
+            w = PyBytes_FromStringAndSize(known ? (const char *)&then + (addr & 3) : (const char *)g->l1 + addr, n);
+        }
+        if (!w) {
+            Py_CLEAR(out);
+            break;
+        }
+        PyList_SET_ITEM(out, i, w);
+    }
+    return out;
+}
+
 /* first_write_after(write log address, addr, cycle) -> the cycle of the earliest logged store to the word at L1 addr
  * after `cycle`, or None (tile.py Tile.first_write_after) */
 static PyObject *first_write(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
@@ -1022,6 +1063,8 @@ static PyMethodDef methods[] = {
     {"probe", (PyCFunction)(void (*)(void))probe, METH_FASTCALL,
      "probe(state address, cycle, sbase, peek, name): spin_reads' answer for a loop that only loads, or "
      "NotImplemented"},
+    {"peek_words", (PyCFunction)(void (*)(void))peek_words, METH_FASTCALL,
+     "peek_words(write log address, reads, cycle): each L1 word of reads as of cycle where the log tells, else now"},
     {"run", (PyCFunction)(void (*)(void))run, METH_FASTCALL,
      "run(state address, bus calls, direct push): the core runs until its budget, a spin, parking, a stall or a "
      "hand-back"},
