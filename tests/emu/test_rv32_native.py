@@ -519,10 +519,11 @@ def test_write_log_lookups_match_python():
 def _same_with_and_without_c(plan, arrays, monkeypatch) -> None:
     """The kernel on C making the bus calls, answering causal loads from the write log and pushing to plain_run itself;
     then C making the bus calls, with those loads handed back to tile.py's past() (rv32_native.CAUSAL_NATIVE), every
-    push through the tile's pushers (DIRECT_PUSH), frozen loops probed by rv32.py (PROBE_NATIVE) and semaphore loads
-    through the bus (SEM_LOADS_NATIVE), frozen cores' words read one by one (tile.PEEK_NATIVE); C's pieces; Python: the same bytes and cycles. With C answering and
-    pushing, past() and the Tensix's push_run (whose plain_run calls C now makes) are called less: the reference
-    calls them, so the rule and the pushes are exercised."""
+    push through the tile's pushers (DIRECT_PUSH), frozen loops probed by rv32.py (PROBE_NATIVE), semaphore loads
+    through the bus (SEM_LOADS_NATIVE) and frozen cores' words read one by one (tile.PEEK_NATIVE); C's pieces;
+    Python: the same bytes and cycles. With C answering and pushing, past(), the Tensix's push_run (whose plain_run
+    calls C now makes) and _pcbuf_load are called less: the reference calls them, so the rule, the pushes and the
+    semaphore loads are exercised."""
     elfs = compile_kernel(*split(plan.render()), plan.name)
     runs, calls, loader, push_run = {}, {}, Tile._past_loader, DirectIssueMixin.push_run
 
