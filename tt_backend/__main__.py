@@ -26,7 +26,8 @@ from tt_backend.chip import interleave, layout
 from tt_backend.chip.grid import N_BANKS, TENSIX_ROWS, Grid
 from tt_backend.chip.errors import TTError
 from tt_backend.runtime.compile import cache_dir, cache_info, clear_cache, compiler
-from tt_backend.runtime.emu.accel import direct_issue, native, rv32_native, sfpu_issue_native, sfpu_native, tile_native
+from tt_backend.runtime.emu.accel import (direct_issue, native, noc_native, rv32_native, sfpu_issue_native,
+                                          sfpu_native, tile_native)
 from tt_backend.runtime.emu.dram import Dram
 from tt_backend.runtime.targets import available_targets
 
@@ -95,7 +96,8 @@ def info() -> int:
                                  ("emulator other words pushed one by one", sfpu_issue_native.plain_status()),
                                  ("emulator UNPACR/PACR/MVMUL/ELW data", tile_native.status()),
                                  ("emulator UNPACR/PACR/MVMUL/ELW handlers", direct_issue.tile_handlers_status()),
-                                 ("emulator RISC-V cores", rv32_native.status()), compile_cache_row()]
+                                 ("emulator RISC-V cores", rv32_native.status()),
+                                 ("emulator NoC reservations", noc_native.status()), compile_cache_row()]
     w = max(len(k) for k, _ in rows)
     for k, v in rows:
         print(f"{k:<{w}}  {v}")

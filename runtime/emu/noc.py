@@ -34,6 +34,7 @@ from tt_backend.chip.grid import Grid, dram_bank, is_dram_xy, route
 
 from .cycles import DRAM_LATENCY, NOC_BYTES_PER_CYCLE, NOC_HOP_LATENCY, NOC_NIU_LATENCY, noc_cycles
 from .dram import Dram
+from .accel import noc_native
 
 MAX_LEN = 16384
 N_INITIATORS = 4
@@ -493,6 +494,15 @@ class Fabric:
         offset on; takes them there and counts the transfer and its wait. The resources are visited round and round
         until all of them in a row accept s (each move only takes s up to that first cycle, whatever the order); one
         busy with nothing from s + off on accepts without a search."""
+        fast = noc_native.reserve()
+        s = fast(res, s0, d) if fast is not None else self._reserve_in_python(res, s0, d)
+        self.transfers += 1
+        self.wait_cycles += s - s0
+        return s
+
+    @staticmethod
+    def _reserve_in_python(res: list, s0: int, d: int) -> int:
+        """_reserve's cycle, the resources taken there (the reference of accel/noc_native.c)."""
         s, n, i, in_a_row = s0, len(res), 0, 0
         while in_a_row < n:
             busy, off = res[i]
@@ -503,8 +513,6 @@ class Fabric:
             i = i + 1 if i + 1 < n else 0
         for busy, off in res:
             busy.take(s + off, d)
-        self.transfers += 1
-        self.wait_cycles += s - s0
         return s
 
     def multicast(self, noc: int, initiator: tuple[int, int], receivers: tuple[tuple[int, int], ...], nbytes: int,

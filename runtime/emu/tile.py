@@ -59,6 +59,9 @@ QUANTUM = 2000
 # host ran first may have written it since, so that the cycles do not depend on the host's schedule
 # (docs/ARCHITECTURE.md); "0" keeps the old behaviour (loads see the host-order state), for comparison only
 CAUSAL_LOADS = os.environ.get("TT_EMU_CAUSAL_LOADS", "1") != "0"
+# A frozen core's L1 words read in C (_peek_words; rv32_native.c peek_words) with the causal-load rule's C lookups;
+# False (or TT_EMU_PEEK_NATIVE=0) reads each through _peek_word, the reference
+PEEK_NATIVE = os.environ.get("TT_EMU_PEEK_NATIVE", "1") != "0"
 WRITE_LOG = 1024        # the RISC-V stores to L1 a tile remembers for that rule (l1_log); rv32_native.c LOG_SIZE
 RESPONSE_COUNTERS = (RD_RESP_RECEIVED, WR_ACK_RECEIVED, ATOMIC_RESP_RECEIVED)   # counted when a request completes
 CORE_BITS = {c: 1 << b for c, b in layout.SOFT_RESET_BIT.items()}
@@ -272,15 +275,20 @@ class Tile:
         """rv32_native.attach's direct_push for `who`: the C core hands its `.ttinsn` runs to the Tensix's plain_run
         itself, doing _multi_pusher's accounting, where the Tensix's push_run would call plain_run
         (DirectIssueMixin.c_push_entry, whose switches are read here, when the tile is built); None for a core without
-        a thread or a Tensix without that path."""
+        a thread or a Tensix without that path. With it C also serves the core's semaphore loads (_pcbuf_load's, the
+        reference)."""
         thread = THREAD_OF.get(who)
         entry = getattr(self.tensix, "c_push_entry", None) if self._timed else None
         entry = entry() if thread is not None and entry is not None else None
         if entry is None:
             return None
         capsule, facts, progress, allowed = entry
+        # the semaphore loads C may serve (rv32_native.c sem_load): a TRISC's, with the window's one MMIO latency
+        extra = {riscv_mmio_extra(layout.SEMAPHORE_BASE + 4 * i) for i in range(N_SEMAPHORES)}
+        sems = (self, layout.SEMAPHORE_BASE, N_SEMAPHORES, *extra) if (
+            rv32_native.SEM_LOADS_NATIVE and who in TRISC_THREAD and len(extra) == 1) else None
         return (capsule, self.tensix, thread, facts, progress, self._stall, self.tensix_pushes, self._wait,
-                FIFO_FULL.format(thread), allowed)
+                FIFO_FULL.format(thread), allowed, sems)
 
     def _multi_pusher(self, who: str):
         """push(pos, words): the _pusher calls for a run of consecutive `.ttinsn` words at positions pos, pos + 1, ...
@@ -822,7 +830,7 @@ class Tile:
         reads, other = probe
         if other is None:
             t = self.cycles(who)
-            self._frozen[who] = (reads, [self._peek_word(who, a, n, t) for a, n in reads])
+            self._frozen[who] = (reads, self._peek_words(who, reads, t))
             self._thaw_key.pop(who, None)
         elif self._times_its_reads(other):
             self._self_timed.add(who)
@@ -841,6 +849,14 @@ class Tile:
             return self.peek(who, addr)
         past = self.l1_at(addr, n, cycle) if CAUSAL_LOADS and cycle is not None else None
         return self.l1_array[addr:addr + n].tobytes() if past is None else past
+
+    def _peek_words(self, who: str, reads: list[tuple[int, int]], cycle: int | None = None) -> list:
+        """[_peek_word(who, a, n, cycle) for a, n in reads]: the L1 words in one C call (rv32_native.LogLookups, with
+        the causal-load rule; PEEK_NATIVE), the registers through peek."""
+        if self._log_lookups is None or not PEEK_NATIVE:
+            return [self._peek_word(who, a, n, cycle) for a, n in reads]
+        words = self._log_lookups.peek_words(reads, cycle)
+        return [self.peek(who, a) if w is None else w for (a, _), w in zip(reads, words)]
 
     @staticmethod
     def _times_its_reads(addr: int) -> bool:
@@ -861,12 +877,12 @@ class Tile:
         store to one of them after it. A core whose run() ends where it is may stay frozen (False)."""
         reads, seen = self._frozen[who]
         if CAUSAL_LOADS:
-            key = (int(self.l1_log_n[0]), [self._peek_word(who, a, n) for a, n in reads])
+            key = (int(self.l1_log_n[0]), self._peek_words(who, reads))
             if self._thaw_key.get(who) == key:
                 return False
             self._thaw_key[who] = key
         t = self.cycles(who)
-        changed = [(a, n) for (a, n), old in zip(reads, seen) if self._peek_word(who, a, n, t) != old]
+        changed = [read for read, old, new in zip(reads, seen, self._peek_words(who, reads, t)) if new != old]
         if changed:
             # a change the log places at or before the core's cycle resumes it at once; one it cannot place (a NoC
             # write, a host write; every change without the causal-load rule) at the line's last write

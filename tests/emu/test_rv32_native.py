@@ -27,6 +27,7 @@ from tt_backend.runtime.emu.accel.direct_issue import DirectIssueMixin
 from tt_backend.runtime.emu.device import EmuDevice
 from tt_backend.runtime.emu.noc import INITIATOR_STRIDE as NIU_INITIATOR_STRIDE
 from tt_backend.runtime.emu.rv32 import LOCAL_BASE, STAMP_SHIFT, RV32Core, Stall
+from tt_backend.runtime.emu import tile as tile_module
 from tt_backend.runtime.emu.tile import Tile
 
 from tests.emu.test_rv32 import (CODE, PARK, R_OPS, RecordingBus, b_type, i_type, jal, r_type, s_type, u_type)
@@ -248,6 +249,107 @@ def test_dense_hand_backs_send_quanta_to_python_blocks():
         assert done[True][:4] == done[False][:4] and done[True][4] == on_python
 
 
+def _wait_loop(rng: random.Random) -> list[int]:
+    """A loop of loads (L1, local RAM, MMIO words a bus may peek), local RAM stores, ALU work and forward branches,
+    closed by a branch back on a loaded value; now and then a body longer than a block, or an instruction the C probe
+    leaves to rv32.py's (an L1 or MMIO store, a push, a CSR, a misaligned load, an atomic, fence.i)."""
+    body: list[int] = []
+    for _ in range(rng.choice([1, 3, 8, 20, 70])):
+        rd, rs = rng.randrange(5, 16), rng.randrange(5, 16)
+        k = rng.random()
+        if k < 0.25:
+            f3 = rng.choice([0, 1, 2, 4, 5])
+            size = {0: 1, 4: 1, 1: 2, 5: 2}.get(f3, 4)
+            body.append(i_type(size * rng.randrange(64 // size), DATA, f3, rd, op=0x03))
+        elif k < 0.35:
+            body.append(i_type(4 * rng.randrange(8), 2, rng.choice([0, 2, 5]), rd, op=0x03))
+        elif k < 0.42:
+            f3 = rng.choice([0, 1, 2])
+            body.append(s_type((1 << f3) * rng.randrange(8), rs, 2, f3))
+        elif k < 0.50:
+            body.append(i_type(4 * rng.randrange(16), MMIO, 2, rd, op=0x03))
+        elif k < 0.85:
+            f7, f3, _ = rng.choice(list(R_OPS.values()))
+            body.append(r_type(f7, rng.randrange(0, 16), rs, f3, rd) if k < 0.7 else
+                        i_type(rng.randrange(-2048, 2048), rs, rng.choice([0, 4, 6, 7]), rd))
+        elif k < 0.93:
+            body.append(b_type(8, rs, rd, rng.choice([0, 1, 4, 5, 6, 7])))      # over the next instruction
+        elif k < 0.95:
+            body.append(0x0000000F)                                           # fence
+        else:
+            body.append(rng.choice(IMPURE[:2] + [s_type(0, 5, DATA, 2), s_type(0, 5, MMIO, 2),
+                                                 i_type(1, DATA, 2, 6, op=0x03), 0x0000100F]))
+    poll = i_type(4 * rng.randrange(16), rng.choice([DATA, MMIO]), 2, 5, op=0x03)
+    return body + [poll, b_type(-4 * (len(body) + 1), 0, 5, rng.choice([0, 1])), PARK]
+
+
+@pytest.mark.parametrize("chunk", range(2))
+def test_spin_probe_matches_python(chunk, monkeypatch):
+    """rv32_native.c's probe against rv32.py's spin_reads (the reference) on wait loops, from the state after each
+    quantum: the same words read, the same address it stops at, the same local RAM after it; the core untouched.
+    Where C leaves the loop to Python it leaves local RAM as it found it."""
+    kinds = set()
+    for seed in range(chunk * 120, chunk * 120 + 120):
+        rng = random.Random(seed)
+        core, bus = _core(_wait_loop(rng), seed, True)
+        bus.peek = lambda _who, addr: bus.mmio.get(addr) if addr < MMIO_PAGE + 0x20 else None
+        for _ in range(5):
+            local, state = bytes(bus._local), (core.pc, list(core.x), core.instret)
+            answer = core.native.spin_reads(None)
+            after = bytes(bus._local)
+            assert (core.pc, core.x, core.instret) == state
+            bus._local[:] = local
+            monkeypatch.setattr(rv32_native, "PROBE_NATIVE", False)
+            try:
+                want = core.spin_reads()
+            except Exception as e:          # (rv32.py's probe can fault, or run into `j .`: C leaves those to it)
+                want = type(e)
+            monkeypatch.setattr(rv32_native, "PROBE_NATIVE", True)
+            if answer is NotImplemented:
+                assert after == local
+                kinds.add("python")
+            else:
+                assert (answer, after) == (want, bytes(bus._local)), f"seed {seed}"
+                kinds.add("none" if answer is None else "stop" if answer[1] is not None else "back")
+                kinds.update(["local"] if after != local else [])
+            core.pc = state[0]
+            try:
+                core.run(rng.choice([1, 3, 17, 64, 200]))
+            except EmuError:
+                break
+            if core.parked:
+                break
+    assert kinds == {"python", "none", "stop", "local", "back"}
+
+
+@pytest.mark.needs_cc
+def test_spin_probe_on_kernel_matches_python(monkeypatch):
+    """Every frozen wait loop of an elementwise kernel and a 2x2 matmul grid (semaphore peeks, CB counters, the
+    causal-load rule's past reads as of the core's cycle): C's answer is rv32.py's, and C answers nearly all."""
+    probe = RV32Core.spin_reads
+    answers = {"c": 0, "python": 0}
+
+    def both(core):
+        local = bytes(core._local)
+        monkeypatch.setattr(rv32_native, "PROBE_NATIVE", False)
+        want = probe(core)
+        monkeypatch.setattr(rv32_native, "PROBE_NATIVE", True)
+        after, core._local[:] = bytes(core._local), local
+        answer = core.native.spin_reads(core._probe[0].get("SBASE"))
+        if answer is not NotImplemented:
+            assert (answer, bytes(core._local)) == (want, after)
+        answers["python" if answer is NotImplemented else "c"] += 1
+        return want
+    monkeypatch.setattr(RV32Core, "spin_reads", both)
+    grid = matmul_plan(64, "HiFi2")
+    grid.use_cores(4)
+    ew = elementwise_plan(40)
+    for plan, arrays in ((ew, elementwise_inputs(ew, np.random.default_rng(40))), (grid, matmul_arrays(grid))):
+        elfs = compile_kernel(*split(plan.render()), plan.name)
+        launch_plan(EmuDevice(), plan, arrays, elfs)
+    assert answers["c"] > 20 * answers["python"], answers
+
+
 NIU_BASES = range(23, 31)              # x23..x30: the window of each NIU initiator (2 NoCs x 4), never written
 NIU_VALUES = range(5, 12)             # x5..x11: the values stored
 TRID = 13                             # x13: a PACKET_TAG value Niu.store accepts (trid bits only), never written
@@ -405,15 +507,23 @@ def test_write_log_lookups_match_python():
             unknown += expected is None
             assert tile.l1_at(addr, n, cycle) == expected, (addr, n, cycle)
             assert tile.first_write_after(addr, cycle) == Tile.first_write_after(tile, addr, cycle)
+        # a frozen core's words (_peek_words: L1 in C, a semaphore through peek) as _peek_word reads them one by one
+        reads = [(rng.choice(lines) + 4 * rng.randrange(4), 4) for _ in range(rng.randrange(1, 6))]
+        reads += [(rng.choice(lines) + rng.randrange(16), 1), (layout.SEMAPHORE_BASE + 4 * rng.randrange(8), 4)]
+        for cycle in (None, 0, 50, 9_000, 21_000):
+            for who in ("trisc1", "brisc"):
+                assert tile._peek_words(who, reads, cycle) == [tile._peek_word(who, a, n, cycle) for a, n in reads]
     assert past > 100 and unknown > 10        # past values reconstructed, and the log's unknowns (NoC writes, wraps)
 
 
 def _same_with_and_without_c(plan, arrays, monkeypatch) -> None:
     """The kernel on C making the bus calls, answering causal loads from the write log and pushing to plain_run itself;
-    then C making the bus calls, with those loads handed back to tile.py's past() (rv32_native.CAUSAL_NATIVE) and every
-    push through the tile's pushers (DIRECT_PUSH); C's pieces; Python: the same bytes and cycles. With C answering and
-    pushing, past() and the Tensix's push_run (whose plain_run calls C now makes) are called less: the reference
-    calls them, so the rule and the pushes are exercised."""
+    then C making the bus calls, with those loads handed back to tile.py's past() (rv32_native.CAUSAL_NATIVE), every
+    push through the tile's pushers (DIRECT_PUSH), frozen loops probed by rv32.py (PROBE_NATIVE), semaphore loads
+    through the bus (SEM_LOADS_NATIVE) and frozen cores' words read one by one (tile.PEEK_NATIVE); C's pieces;
+    Python: the same bytes and cycles. With C answering and pushing, past(), the Tensix's push_run (whose plain_run
+    calls C now makes) and _pcbuf_load are called less: the reference calls them, so the rule, the pushes and the
+    semaphore loads are exercised."""
     elfs = compile_kernel(*split(plan.render()), plan.name)
     runs, calls, loader, push_run = {}, {}, Tile._past_loader, DirectIssueMixin.push_run
 
@@ -425,13 +535,18 @@ def _same_with_and_without_c(plan, arrays, monkeypatch) -> None:
         return (lambda *a: count("past") or past(*a)), wait
     monkeypatch.setattr(Tile, "_past_loader", counted_loader)
     monkeypatch.setattr(DirectIssueMixin, "push_run", lambda self, *a: count("push_run") or push_run(self, *a))
+    pcbuf = Tile._pcbuf_load
+    monkeypatch.setattr(Tile, "_pcbuf_load", lambda self, *a: count("pcbuf") or pcbuf(self, *a))
     for key in (("1", True, True), ("1", True, False), ("1", False, False), ("0", False, False)):
         env, exits, in_c = key
         monkeypatch.setenv("TT_RV32_NATIVE", env)
         monkeypatch.setattr(rv32_native, "MMIO_EXITS", exits)
         monkeypatch.setattr(rv32_native, "CAUSAL_NATIVE", in_c)
         monkeypatch.setattr(rv32_native, "DIRECT_PUSH", in_c)
-        calls[key] = {"past": 0, "push_run": 0}
+        monkeypatch.setattr(rv32_native, "PROBE_NATIVE", in_c)
+        monkeypatch.setattr(rv32_native, "SEM_LOADS_NATIVE", in_c)
+        monkeypatch.setattr(tile_module, "PEEK_NATIVE", in_c)
+        calls[key] = {"past": 0, "push_run": 0, "pcbuf": 0}
         dev = EmuDevice()
         out = [launch_plan(dev, plan, arrays, elfs)[0] for _ in range(2)]      # a warm device relaunched too
         attached = {core.native is not None for tile in dev.chip.tiles.values() for core in tile.cores.values()}
@@ -441,6 +556,7 @@ def _same_with_and_without_c(plan, arrays, monkeypatch) -> None:
     assert all(r == first for r in rest)
     c, reference = calls["1", True, True], calls["1", True, False]
     assert c["past"] < reference["past"] and c["push_run"] < reference["push_run"], calls
+    assert c["pcbuf"] < reference["pcbuf"], calls
 
 
 @pytest.mark.needs_cc

@@ -68,7 +68,7 @@ enum { CAUSAL_OFF = 0, CAUSAL_HAND_BACK = 1, CAUSAL_IN_C = 2 };
 #define BUS_CALLS 10
 typedef struct { PyObject *core, *name, *load, *store, *window, *pushp, *pushm, *push, *base, *stall; } bus_calls;
 _Static_assert(sizeof(bus_calls) == BUS_CALLS * sizeof(PyObject *), "filled slot by slot");
-static PyObject *s_pos, *s_sub, *s_mm_record, *s_pm_done, *s_pm_t, *four, *zero;
+static PyObject *s_pos, *s_sub, *s_mm_record, *s_pm_done, *s_pm_t, *s_sem_value, *s_sem_posts, *s_rec, *s_latency_of, *four, *zero;
 
 /* plain_run's C entry (sfpu_issue_native.c's capsule "sfpu_issue.plain_run"), called with plain_run's arguments */
 typedef PyObject *(*plain_run_entry)(PyObject *, PyObject *const *, Py_ssize_t);
@@ -77,10 +77,12 @@ typedef PyObject *(*plain_run_entry)(PyObject *, PyObject *const *, Py_ssize_t);
  * run()'s third argument, borrowed for one call): what the tile's pusher (tile.py Tile._multi_pusher) and the Tensix's
  * push_many -> push_run do for the words plain_run takes, the core's stall and the thread's push count kept in the
  * tile's dict and list; the words it leaves (no facts yet, SFPU words, MVMULs, a full FIFO) go to the pusher. */
-#define DIRECT_FIELDS 10
+#define DIRECT_FIELDS 11
 typedef struct {
     plain_run_entry fn;                /* NULL: every run goes to the pusher */
     PyObject *tx, *thread, *facts, *progress, *stall, *pushes, *waits, *full, *allowed, *name;
+    PyObject *tile;                    /* the tile whose semaphore window C serves (sem_load), or NULL */
+    uint32_t sem_base, n_sems, extra;  /* that window: n_sems words from sem_base (0: none), its MMIO latency */
     Py_ssize_t thread_i;
     long long base;                    /* the core's cycle less its stall (tbase + instret): fixed during one run() */
     int ready;                         /* allowed() as asked at the run's first push: 1, 0 (pushers only), -1 not yet */
@@ -315,6 +317,67 @@ static int direct_run(rv_state *s, const bus_calls *c, direct_push *d, PyObject 
     return -1;
 }
 
+/* A TRISC's 32-bit load in the direct push context's semaphore window (tile.py mmio_load -> _pcbuf_load, the
+ * reference): the core's stall grows by the window's MMIO latency in the timed mode (the core is in the tile's
+ * _latency_of); the value is the Tensix's sem_value[i], and a nonzero one is seen from the cycle of the oldest counted
+ * post (sem_posts[i][0]) on, so the core waits until then (its cycle: d->base + its stall + its position; core.pos
+ * set as the bus call sets it). 1 with *v set, 0 where Python's bus call must do it (another address, or a tile
+ * recording a timeline, which records those stalls), -1 with an error set. */
+static int sem_load(rv_state *s, const bus_calls *c, direct_push *d, uint32_t addr, uint32_t *v) {
+    uint32_t i = (addr - d->sem_base) >> 2;
+    long long value, posted = 0, stall, was;
+    if (addr - d->sem_base >= 4 * d->n_sems)
+        return 0;
+    PyObject *rec = PyObject_GetAttr(d->tile, s_rec), *timed = rec ? PyObject_GetAttr(d->tile, s_latency_of) : NULL;
+    int latency = timed ? PySequence_Contains(timed, d->name) : -1;
+    Py_XDECREF(rec);
+    Py_XDECREF(timed);
+    if (latency < 0)
+        return -1;
+    if (rec != Py_None)
+        return 0;
+    if (stall_of(d, &stall))
+        return -1;
+    was = stall;
+    if (latency)
+        stall += d->extra;
+    PyObject *values = PyObject_GetAttr(d->tx, s_sem_value), *item = values ? PySequence_GetItem(values, i) : NULL;
+    Py_XDECREF(values);
+    if (!item)
+        return -1;
+    value = PyLong_AsLongLong(item);
+    Py_DECREF(item);
+    if (value == -1 && PyErr_Occurred())
+        return -1;
+    if (value) {
+        PyObject *posts = PyObject_GetAttr(d->tx, s_sem_posts), *q = posts ? PySequence_GetItem(posts, i) : NULL;
+        Py_XDECREF(posts);
+        Py_ssize_t n = q ? PyObject_Length(q) : -1;
+        PyObject *first = n > 0 ? PySequence_GetItem(q, 0) : NULL;
+        Py_XDECREF(q);
+        if (n < 0 || (n > 0 && !first))
+            return -1;
+        if (first) {
+            posted = PyLong_AsLongLong(first);
+            Py_DECREF(first);
+            if (posted == -1 && PyErr_Occurred())
+                return -1;
+        }
+        long long now = d->base + stall + s->done;
+        if (posted > now)
+            stall += posted - now;
+    }
+    PyObject *pos = PyLong_FromUnsignedLong(s->done), *o = stall != was ? PyLong_FromLongLong(stall) : NULL;
+    int bad = !pos || PyObject_SetAttr(c->core, s_pos, pos) < 0 || (stall != was && (!o
+              || PyDict_SetItem(d->stall, d->name, o) < 0));
+    Py_XDECREF(pos);
+    Py_XDECREF(o);
+    if (bad)
+        return -1;
+    *v = (uint32_t)value;
+    return 1;
+}
+
 /* whether plain_run may run in this run() call (d->allowed(), asked once: direct_issue.py _c_issue_allowed); -1 with
  * an error set */
 static int direct_ready(direct_push *d) {
@@ -527,6 +590,12 @@ static int rv_run(rv_state *s, const bus_calls *c, direct_push *d) {
             uint32_t addr = a + imm_i(w), size = f3 == 2 ? 4 : (f3 & 3) == 1 ? 2 : 1;
             uint8_t *p;
             if (c && f3 == 2 && mmio_word(s, addr)) {            /* a load has no effect on the spin snapshot */
+                int got = d->n_sems ? sem_load(s, c, d, addr, &v) : 0;
+                if (got < 0)
+                    goto bus_error;
+                stale = 1;
+                if (got)
+                    break;
                 PyObject *a_o = PyLong_FromUnsignedLong(addr), *args[3] = {c->name, a_o, four};
                 PyObject *r = a_o ? bus_call(s, c, c->load, args, 3, 1) : NULL;
                 Py_XDECREF(a_o);
@@ -668,6 +737,185 @@ static int rv_run(rv_state *s, const bus_calls *c, direct_push *d) {
     return RV_PYTHON;
 }
 
+/* rv32.py RV32Core.spin_reads for a core run() stopped spinning, where its probe only loads (the common wait loop):
+ * one turn of the loop from pc on a copy of the registers, block by block as rv32.py translates them (a block ends
+ * after a branch or jump, after MAX_BLOCK instructions, at the end of L1), the registers compared after each of at
+ * most PROBE_BLOCKS blocks. An aligned L1 load is logged and reads L1, or the word as of the core's cycle where the
+ * probe's translated load asks the tile's past() (its line stamped later than the probe's SBASE + the position in the
+ * block) and the write log can tell; an aligned local RAM load reads it unlogged; an aligned word load elsewhere asks
+ * peek (a value: logged; None: the turn stops there). An aligned store to local RAM is made, as rv32.py's probe makes
+ * it (its local RAM view is the core's). Anything the probe would do otherwise (another store, a push, a CSR, an
+ * atomic, a misaligned access, a fault, an illegal word, parking) is left to rv32.py's probe. */
+#define PROBE_BLOCKS (SPIN_CHAIN + 2u)
+enum { PROBE_BACK = 0, PROBE_OTHER = 1, PROBE_NONE = 2, PROBE_PYTHON = 3, PROBE_ERROR = -1 };
+typedef struct {
+    uint32_t addr, size;
+} probe_read;
+
+/* one probe load at `addr` of the instruction w, k instructions into its block, into *v; PROBE_BACK (go on),
+ * PROBE_OTHER (peek had nothing: the turn stops), PROBE_PYTHON or PROBE_ERROR */
+static int probe_load(const rv_state *s, uint32_t w, uint32_t addr, uint32_t k, const uint64_t *cycle,
+                      const uint64_t *sbase, PyObject *peek, PyObject *name, probe_read *log, uint32_t *n_log,
+                      uint32_t *v) {
+    uint32_t f3 = (w >> 12) & 7, size = f3 == 2 ? 4 : (f3 & 3) == 1 ? 2 : 1;
+    uint8_t *p;
+    if (f3 == 3 || f3 >= 6 || addr & (size - 1)) return PROBE_PYTHON;
+    if (!(p = fast(s, addr, size))) {
+        if (f3 != 2) return PROBE_PYTHON;
+        if (peek == Py_None) return PROBE_OTHER;
+        PyObject *a_o = PyLong_FromUnsignedLong(addr), *args[2] = {name, a_o};
+        PyObject *r = a_o ? PyObject_Vectorcall(peek, args, 2, NULL) : NULL;
+        Py_XDECREF(a_o);
+        if (!r) return PROBE_ERROR;
+        if (r == Py_None) { Py_DECREF(r); return PROBE_OTHER; }
+        unsigned long long value = PyLong_Check(r) ? PyLong_AsUnsignedLongLong(r) : (unsigned long long)-1;
+        Py_DECREF(r);
+        if (value > 0xFFFFFFFFull) { PyErr_Clear(); return PROBE_PYTHON; }   /* (not a register value) */
+        log[(*n_log)++] = (probe_read){addr, 4};
+        *v = (uint32_t)value;
+        return PROBE_BACK;
+    }
+    uint32_t then;
+    if (addr < L1_SIZE) {
+        log[(*n_log)++] = (probe_read){addr, size};
+        if (sbase && s->stamp[addr >> STAMP_SHIFT] > *sbase + k && cycle
+            && l1_word_at(s->l1, s->stamp, s->log, *s->log_n, addr, *cycle + k, &then))
+            p = (uint8_t *)&then + (addr & 3);
+    }
+    switch (f3) {
+    case 0: *v = (uint32_t)(int32_t)*(int8_t *)p; break;
+    case 1: { int16_t h; memcpy(&h, p, 2); *v = (uint32_t)(int32_t)h; break; }
+    case 2: memcpy(v, p, 4); break;
+    case 4: *v = *p; break;
+    case 5: { uint16_t h; memcpy(&h, p, 2); *v = h; break; }
+    }
+    return PROBE_BACK;
+}
+
+typedef struct {
+    uint32_t off, old;
+} local_store;
+
+/* the probe's turn from s->pc with the registers s->x; *other: the address peek had nothing for (PROBE_OTHER); the
+ * local RAM words it stored to, with what they held before, in undo (restored where rv32.py's probe takes over) */
+static int probe_turn(const rv_state *s, const uint64_t *cycle, const uint64_t *sbase, PyObject *peek,
+                      PyObject *name, probe_read *log, uint32_t *n_log, uint32_t *other, local_store *undo,
+                      uint32_t *n_undo) {
+    uint32_t x[32], pc = s->pc;
+    memcpy(x, s->x, sizeof x);
+    for (uint32_t block = 0; block < PROBE_BLOCKS; block++) {
+        for (uint32_t k = 0;; k++) {
+            if (k == MAX_BLOCK || (k && pc == L1_SIZE)) break;
+            if (pc >= L1_SIZE || pc & 3) return PROBE_PYTHON;
+            uint32_t w;
+            memcpy(&w, s->l1 + pc, 4);
+            uint32_t op = w & 0x7F, rd = (w >> 7) & 31, f3 = (w >> 12) & 7;
+            uint32_t a = x[(w >> 15) & 31], b = x[(w >> 20) & 31], next = pc + 4, v = 0;
+            int end = 0, why;
+            if ((w & 3) != 3) return PROBE_PYTHON;
+            switch (op) {
+            case 0x33: if (!op_r(w >> 25, f3, a, b, &v)) return PROBE_PYTHON; break;
+            case 0x13: if (!op_i(w, a, &v)) return PROBE_PYTHON; break;
+            case 0x37: v = w & 0xFFFFF000u; break;
+            case 0x17: v = pc + (w & 0xFFFFF000u); break;
+            case 0x03:
+                why = probe_load(s, w, a + imm_i(w), k, cycle, sbase, peek, name, log, n_log, &v);
+                if (why == PROBE_OTHER) *other = a + imm_i(w);
+                if (why != PROBE_BACK) return why;
+                break;
+            case 0x63:
+                switch (f3) {
+                case 0: end = a == b; break;
+                case 1: end = a != b; break;
+                case 4: end = sx(a) < sx(b); break;
+                case 5: end = sx(a) >= sx(b); break;
+                case 6: end = a < b; break;
+                case 7: end = a >= b; break;
+                default: return PROBE_PYTHON;
+                }
+                if (end) next = pc + imm_b(w);
+                rd = 0; end = 1;
+                break;
+            case 0x6F:
+                if (imm_j(w) == 0 && rd == 0) return PROBE_PYTHON;     /* `j .`: parking */
+                v = next; next = pc + imm_j(w); end = 1;
+                break;
+            case 0x67:
+                if (f3) return PROBE_PYTHON;
+                v = next; next = (a + imm_i(w)) & ~1u; end = 1;
+                break;
+            case 0x23: {                      /* rv32.py's probe stores to local RAM as the core would */
+                uint32_t addr = a + imm_s(w), size = 1u << f3;
+                if (f3 > 2 || addr & (size - 1) || addr - LOCAL_BASE >= s->local_size) return PROBE_PYTHON;
+                undo[*n_undo].off = addr - LOCAL_BASE;
+                memcpy(&undo[(*n_undo)++].old, s->local + (addr - LOCAL_BASE), 4);
+                memcpy(s->local + (addr - LOCAL_BASE), &b, size);
+                rd = 0;
+                break;
+            }
+            case 0x0F:                                           /* fence: no effect here */
+                if (f3) return PROBE_PYTHON;
+                rd = 0;
+                break;
+            default:
+                return PROBE_PYTHON;
+            }
+            if (rd) x[rd] = v;
+            pc = next;
+            if (end) break;
+        }
+        if (pc == s->pc && !memcmp(x, s->x, sizeof x))
+            return PROBE_BACK;
+    }
+    return PROBE_NONE;
+}
+
+/* probe(state address, cycle or None, sbase or None, peek or None, name) -> rv32.py spin_reads' answer ((the words
+ * read, in order, each once; the address peek had nothing for, or None), or None), or NotImplemented where rv32.py's
+ * probe must answer. cycle: the core's cycle (the tile's past() reads as of cycle + the position in the block), None
+ * without the causal-load rule or where C must not answer it; sbase: the probe's SBASE, None without the rule. */
+static PyObject *probe(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    rv_state *s = nargs == 5 ? PyLong_AsVoidPtr(args[0]) : NULL;
+    uint64_t cycle = 0, sbase = 0;
+    if (s && args[1] != Py_None) cycle = PyLong_AsUnsignedLongLong(args[1]);
+    if (s && args[2] != Py_None) sbase = PyLong_AsUnsignedLongLong(args[2]);
+    if (!s || PyErr_Occurred()) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "probe(state address, cycle, sbase, peek, name)");
+        return NULL;
+    }
+    if (args[2] != Py_None && (args[1] == Py_None || !s->stamp || !s->log))
+        Py_RETURN_NOTIMPLEMENTED;                                /* the rule without C's write log: Python's */
+    static probe_read log[PROBE_BLOCKS * MAX_BLOCK];
+    static local_store undo[PROBE_BLOCKS * MAX_BLOCK];
+    uint32_t n_log = 0, other = 0, n_undo = 0;
+    int why = probe_turn(s, args[1] != Py_None ? &cycle : NULL, args[2] != Py_None ? &sbase : NULL, args[3], args[4],
+                         log, &n_log, &other, undo, &n_undo);
+    if (why == PROBE_ERROR || why == PROBE_PYTHON)     /* rv32.py's probe starts from the same local RAM */
+        while (n_undo--)
+            memcpy(s->local + undo[n_undo].off, &undo[n_undo].old, 4);
+    if (why == PROBE_ERROR) return NULL;
+    if (why == PROBE_PYTHON) Py_RETURN_NOTIMPLEMENTED;
+    if (why == PROBE_NONE) Py_RETURN_NONE;
+    PyObject *reads = PyList_New(0), *seen = PyDict_New(), *r = NULL;
+    for (uint32_t i = 0; reads && seen && i < n_log; i++) {      /* each word once, in the order of its first read */
+        PyObject *t = Py_BuildValue("(II)", log[i].addr, log[i].size);
+        int fresh = t ? !PyDict_Contains(seen, t) : -1;
+        if (fresh < 0 || (fresh && (PyDict_SetItem(seen, t, Py_None) < 0 || PyList_Append(reads, t) < 0))) {
+            Py_XDECREF(t);
+            Py_CLEAR(reads);
+            break;
+        }
+        Py_DECREF(t);
+    }
+    if (reads)
+        r = why == PROBE_OTHER ? Py_BuildValue("(NI)", reads, other) : Py_BuildValue("(NO)", reads, Py_None);
+    else if (!PyErr_Occurred())
+        PyErr_NoMemory();
+    Py_XDECREF(seen);
+    return r;
+}
+
 /* the direct push context `o` (None, or (plain_run capsule, tx, thread, facts, progress, the tile's stall dict, its
  * push counts, its wait reasons, the full FIFO's wait reason, allowed): tile.py Tile._direct_push) into *d, for the bus
  * calls c of a core whose cycle at position 0 is s->t0; -1 with an error set */
@@ -677,13 +925,15 @@ static int direct_from(PyObject *o, const rv_state *s, const bus_calls *c, direc
     if (o == Py_None)
         return 0;
     if (!c || c->base == Py_None || !PyTuple_Check(o) || PyTuple_GET_SIZE(o) != DIRECT_FIELDS) {
-        PyErr_SetString(PyExc_TypeError, "run: a direct push context needs bus calls with stamp_base and 10 fields");
+        PyErr_SetString(PyExc_TypeError, "run: a direct push context needs bus calls with stamp_base and 11 fields");
         return -1;
     }
     PyObject **f = &PyTuple_GET_ITEM(o, 0);
     d->fn = (plain_run_entry)PyCapsule_GetPointer(f[0], "sfpu_issue.plain_run");
     d->tx = f[1], d->thread = f[2], d->facts = f[3], d->progress = f[4], d->stall = f[5], d->pushes = f[6];
     d->waits = f[7], d->full = f[8], d->allowed = f[9], d->name = c->name, d->ready = -1;
+    if (f[10] != Py_None && !PyArg_ParseTuple(f[10], "OIII", &d->tile, &d->sem_base, &d->n_sems, &d->extra))
+        return -1;
     d->thread_i = PyLong_AsSsize_t(d->thread);
     if (!d->fn || PyErr_Occurred() || !PyDict_Check(d->stall) || !PyList_Check(d->pushes) || !PyDict_Check(d->waits)
         || !PyList_Check(d->progress) || d->thread_i < 0 || d->thread_i >= PyList_GET_SIZE(d->pushes)
@@ -748,6 +998,47 @@ static PyObject *l1_at(PyObject *self, PyObject *const *args, Py_ssize_t nargs) 
     return PyBytes_FromStringAndSize((const char *)&then + (addr & 3), n);
 }
 
+/* peek_words(write log address, reads, cycle or None) -> for each (addr, n) of reads, the n bytes at L1 addr: as they
+ * were at `cycle` where the log can tell (l1_at's rule: n inside one word), else as they are; None for an address
+ * beyond L1 (tile.py Tile._peek_word, the reference, asks the tile's peek there) */
+static PyObject *peek_words(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    const write_log *g = nargs == 3 ? PyLong_AsVoidPtr(args[0]) : NULL;
+    uint64_t cycle = g && args[2] != Py_None ? PyLong_AsUnsignedLongLong(args[2]) : 0;
+    if (!g || PyErr_Occurred() || !PyList_Check(args[1])) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "peek_words(write log address, reads: list of (addr, n), cycle or None)");
+        return NULL;
+    }
+    Py_ssize_t count = PyList_GET_SIZE(args[1]);
+    PyObject *out = PyList_New(count);
+    for (Py_ssize_t i = 0; out && i < count; i++) {
+        unsigned int addr, n;
+        uint32_t then;
+        PyObject *w;
+        if (!PyArg_ParseTuple(PyList_GET_ITEM(args[1], i), "II", &addr, &n)) {
+            Py_CLEAR(out);
+            break;
+        }
+        if (addr >= L1_SIZE) {
+            w = Py_NewRef(Py_None);
+        } else if (args[2] == Py_None) {
+            w = PyBytes_FromStringAndSize((const char *)g->l1 + addr, n < L1_SIZE - addr ? n : L1_SIZE - addr);
+        } else if (n > 4 - (addr & 3)) {
+            PyErr_Format(PyExc_ValueError, "peek_words: %u bytes at 0x%X are not inside one word of L1", n, addr);
+            w = NULL;
+        } else {
+            int known = l1_word_at(g->l1, g->stamp, g->log, *g->log_n, addr, cycle, &then);
+            w = PyBytes_FromStringAndSize(known ? (const char *)&then + (addr & 3) : (const char *)g->l1 + addr, n);
+        }
+        if (!w) {
+            Py_CLEAR(out);
+            break;
+        }
+        PyList_SET_ITEM(out, i, w);
+    }
+    return out;
+}
+
 /* first_write_after(write log address, addr, cycle) -> the cycle of the earliest logged store to the word at L1 addr
  * after `cycle`, or None (tile.py Tile.first_write_after) */
 static PyObject *first_write(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
@@ -769,6 +1060,11 @@ static PyMethodDef methods[] = {
      "l1_at(write log address, addr, n, cycle): L1 bytes as they were at cycle, None if the log cannot tell"},
     {"first_write_after", (PyCFunction)(void (*)(void))first_write, METH_FASTCALL,
      "first_write_after(write log address, addr, cycle): the first logged store to the word after cycle, or None"},
+    {"probe", (PyCFunction)(void (*)(void))probe, METH_FASTCALL,
+     "probe(state address, cycle, sbase, peek, name): spin_reads' answer for a loop that only loads, or "
+     "NotImplemented"},
+    {"peek_words", (PyCFunction)(void (*)(void))peek_words, METH_FASTCALL,
+     "peek_words(write log address, reads, cycle): each L1 word of reads as of cycle where the log tells, else now"},
     {"run", (PyCFunction)(void (*)(void))run, METH_FASTCALL,
      "run(state address, bus calls, direct push): the core runs until its budget, a spin, parking, a stall or a "
      "hand-back"},
@@ -781,6 +1077,9 @@ PyMODINIT_FUNC PyInit_rv32_native(void) {
     if (!(s_pos = PyUnicode_InternFromString("pos")) || !(s_sub = PyUnicode_InternFromString("sub"))
         || !(s_mm_record = PyUnicode_InternFromString("mm_record"))
         || !(s_pm_done = PyUnicode_InternFromString("pm_done")) || !(s_pm_t = PyUnicode_InternFromString("pm_t"))
+        || !(s_sem_value = PyUnicode_InternFromString("sem_value"))
+        || !(s_sem_posts = PyUnicode_InternFromString("sem_posts")) || !(s_rec = PyUnicode_InternFromString("rec"))
+        || !(s_latency_of = PyUnicode_InternFromString("_latency_of"))
         || !(four = PyLong_FromLong(4)) || !(zero = PyLong_FromLong(0)))
         return NULL;
     return PyModule_Create(&module);

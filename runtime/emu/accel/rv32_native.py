@@ -73,6 +73,13 @@ CAUSAL_OFF, CAUSAL_HAND_BACK, CAUSAL_IN_C = range(3)      # rv32_native.c rv_sta
 # attach()'s direct_push context) and the tile's pusher only the words plain_run leaves; False calls the pusher for
 # every run (the reference; read at each run())
 DIRECT_PUSH = os.environ.get("TT_RV32_DIRECT_PUSH", "1") != "0"
+# A TRISC's loads of its Tensix semaphores served in C with the direct push context (rv32_native.c sem_load: the
+# value, and the wait for its post's cycle) instead of the bus's mmio_load -> tile.py _pcbuf_load (the reference; False,
+# or TT_EMU_SEM_LOADS_NATIVE=0, read when a tile is built); a wait the tile's timeline records stays Python's
+SEM_LOADS_NATIVE = os.environ.get("TT_EMU_SEM_LOADS_NATIVE", "1") != "0"
+# RV32Core.spin_reads (a frozen wait loop's probe) in C where the loop only loads (rv32_native.c probe); False keeps
+# rv32.py's probe on translated blocks (the reference; read at each probe)
+PROBE_NATIVE = os.environ.get("TT_EMU_SPIN_PROBE_NATIVE", "1") != "0"
 
 
 def enabled() -> bool:
@@ -113,29 +120,31 @@ def attach(core: RV32Core, nius: Sequence[tuple[int, np.ndarray]] = (),
     `direct_push`: what rv32_native.c needs to hand the core's `.ttinsn` runs to plain_run as the bus's pusher
     would (rv32_native.c direct_from: the capsule, the Tensix, the thread, its facts and progress list, the tile's
     stall dict, push counts, wait reasons, the full FIFO's wait reason, and whether plain_run may run now, asked at
-    the first push of each run() call), or None."""
+    the first push of each run() call, and the tile and semaphore window whose loads C serves, or None), or None."""
     fn = _load()[0] if enabled() else None
     if fn is not None and len(core._l1) == L1_SIZE:
         core.native = NativeRun(core, fn, nius if NIU_STORES else (), push_window, direct_push)
 
 
 class LogLookups:
-    """tile.py Tile.l1_at and first_write_after in C (causal_log.h) over the tile's L1, line stamps and write log
-    (arrays the tile owns and keeps alive; their addresses are taken once)."""
+    """tile.py Tile.l1_at, first_write_after and the L1 words of _peek_words in C (causal_log.h) over the tile's L1,
+    line stamps and write log (arrays the tile owns and keeps alive; their addresses are taken once)."""
 
     def __init__(self, fns, l1: np.ndarray, stamps: np.ndarray, log: np.ndarray, count: np.ndarray):
         assert l1.flags.c_contiguous and stamps.dtype == log.dtype == count.dtype == np.uint64
         self._ptrs = np.array([a.ctypes.data for a in (l1, stamps, log, count)], np.uint64)   # rv32_native.c write_log
         arg = int(self._ptrs.ctypes.data)
-        l1_at, first = fns
+        l1_at, first, peek = fns
         self.l1_at = functools.partial(l1_at, arg)                    # (addr, n, cycle) -> bytes | None
         self.first_write_after = functools.partial(first, arg)        # (addr, cycle) -> int | None
+        self.peek_words = functools.partial(peek, arg)                # (reads, cycle | None) -> [bytes | None]
 
 
 def log_lookups(l1: np.ndarray, stamps: np.ndarray, log: np.ndarray, count: np.ndarray) -> LogLookups | None:
     """The C lookups in a tile's write log, or None (TT_EMU_CAUSAL_NATIVE=0 or no C part): tile.py's numpy ones."""
     mod = _built()[0] if CAUSAL_NATIVE else None
-    return LogLookups((mod.l1_at, mod.first_write_after), l1, stamps, log, count) if mod is not None else None
+    return LogLookups((mod.l1_at, mod.first_write_after, mod.peek_words), l1, stamps, log, count) \
+        if mod is not None else None
 
 
 def _address(mem: memoryview) -> tuple[int, object]:
@@ -154,6 +163,7 @@ class NativeRun:
         self.core = core
         self.direct_push = direct_push
         self.fn = fn
+        self.probe = _built()[0].probe
         self.state = np.zeros(STATE_WORDS, np.uint32)
         (l1, self._l1_buf), (local, self._local_buf) = _address(core._l1), _address(core._local)
         self.state[:4].view(np.uint64)[:] = (l1, local)
@@ -185,6 +195,18 @@ class NativeRun:
         """Whether C answers the core's loads of L1 lines written after its cycle from the tile's write log itself
         (CAUSAL_NATIVE; the tile's past() would answer them so: its timed mode) instead of handing them back."""
         self.past_in_c = on and CAUSAL_NATIVE and self.core.write_log is not None
+
+    def spin_reads(self, sbase: int | None):
+        """RV32Core.spin_reads' answer from C (rv32_native.c probe) for a loop that only loads, NotImplemented where
+        rv32.py's probe must answer (or PROBE_NATIVE is off); `sbase`: the probe's SBASE (None without the causal-load
+        rule, whose reads C answers only where it answers the core's own: past_in_c)."""
+        if not PROBE_NATIVE or (sbase is not None and not self.past_in_c):
+            return NotImplemented
+        core = self.core
+        REGS.pack_into(self.bytes, 4 * X, *core.x)
+        self.words[PC] = core.pc
+        return self.probe(self.arg, core.stamp_base() if sbase is not None else None, sbase,
+                          getattr(core.bus, "peek", None), core.name)
 
     def run(self, budget: int) -> int:
         core = self.core
