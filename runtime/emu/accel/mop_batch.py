@@ -89,7 +89,7 @@ class MopBatchMixin:
             if an is False:
                 return 0
             addrs_np, need_rows, per_rep = an
-            if self.strict and need_rows is not None and not self.dst.written[need_rows].all():
+            if self.strict and need_rows is not None and np.count_nonzero(self.dst.written[need_rows]) < need_rows.size:
                 return 0
         else:
             akey = None
@@ -205,7 +205,7 @@ class MopBatchMixin:
                     program.flags.writeable = False
                     self._batch_runs[rkey] = program
             sfpu.instructions += k * p
-            sfpu_native.run_program(sfpu, program)
+            sfpu_native.run_program(sfpu, program, flags_kept=True)     # (_batch_plan: batchable, no flags)
             sfpu.cycle = c
         n = k * p
         if n == len(ready):

@@ -139,10 +139,13 @@ def run(sfpu, records: list) -> None:
     run_program(sfpu, np.array(records, dtype=np.int32))
 
 
-def run_program(sfpu, prog: np.ndarray) -> None:
-    """run() of records already in an int32 array, one record a row."""
+def run_program(sfpu, prog: np.ndarray, flags_kept: bool = False) -> None:
+    """run() of records already in an int32 array, one record a row. `flags_kept`: the caller proved that no record
+    reads or writes a lane flag (sfpu_batch.batchable without flags), so the SFPU's cached lane enables stay valid
+    (recomputing them costs a MOP batch ~6 us)."""
     done = _load()[0].sfpu_run(*_state(sfpu, "run"), prog.ctypes.data, len(prog))
-    sfpu.invalidate()
+    if not flags_kept:
+        sfpu.invalidate()
     if done != len(prog):
         raise EmuUnimplemented(f"sfpu_native.run: op code {prog[done][0]} is not the C part's")
     traffic["C"] += done
