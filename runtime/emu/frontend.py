@@ -48,6 +48,7 @@ def _opcode(name: str) -> int:
 
 _OP_MOP, _OP_MOP_CFG, _OP_REPLAY, _OP_NOP = _opcode("MOP"), _opcode("MOP_CFG"), _opcode("REPLAY"), _opcode("NOP")
 _REPLAY_FIELDS: dict[int, dict] = {}      # REPLAY word -> decoded fields (read only)
+_MOP_EXPANSIONS: dict[tuple, tuple] = {}  # (MOP word, mask_hi, *MopCfg) -> mop_expansion() (read only)
 MOP_EXPANDER_OPS = frozenset({_OP_MOP, _OP_MOP_CFG})   # opcodes the MOP expander consumes: never recorded for replay
 _USED_BITS = {n: INSTRUCTIONS[n].used_bits() for n in ("MOP", "MOP_CFG", "REPLAY")}    # the words the expanders check
 
@@ -158,6 +159,9 @@ class FrontendMixin:
                         # see all row steps). Equivalent: nothing reads mop_out in between, and the only frontend
                         # timing of a MOP-emitted REPLAY is the idempotent long_replay_in_mop above.
                         mo = th.mop_out
+                        if mo and mo[-1] == w and mo.count(w) == len(mo):   # (all of them: one extend)
+                            ready.extend(seq * len(mo))
+                            mo.clear()
                         while mo and mo[0] == w:
                             mo.popleft()
                             ready.extend(seq)
@@ -176,56 +180,71 @@ class FrontendMixin:
         return exe
 
     def _expand_mop(self, th: ThreadState, w: int) -> None:
+        """The MOP expander: MOP word w's output (mop_expansion, cached: a pure function of the word, the mask's upper
+        half and the MOP config) appended to th.mop_out."""
         self._check_reserved_word(w, "MOP")
-        f = INSTRUCTIONS["MOP"].decode(w)
-        cfg = th.mop_cfg
-        out = th.mop_out
-        if f["mop_type"] == 0:
-            if f["loop_count"] > 31 or cfg[1] > 3:
-                # ttsim (the verified model) supports only a 32-bit mask walk and the two flag bits
-                raise EmuUnimplemented(f"Tensix: MOP template 0 word 0x{w:08X} with loop_count={f['loop_count']}, "
-                                       f"MopCfg[1]=0x{cfg[1]:X}")
-            mask = (th.mask_hi << 16) | f["zmask_lo16_or_loop_count"]
-            has_b, has_a123 = cfg[1] & 1, cfg[1] & 2
-            for _ in range(f["loop_count"] + 1):
-                if mask & 1 == 0:
-                    out.append(cfg[3])
-                    if has_a123:
-                        out.extend(cfg[4:7])
-                    if has_b:
-                        out.append(cfg[2])
-                else:
-                    out.append(cfg[7])
-                    if has_b:
-                        out.append(cfg[8])
-                mask >>= 1
-            return
-        outer, inner = cfg[0], cfg[1]
-        if f["zmask_lo16_or_loop_count"] or f["loop_count"] or not 1 <= outer <= 32 or not 1 <= inner <= 64:
-            # ttsim's supported subset of template 1 (it does not model the OuterCount==1/InnerCount==0 bug)
-            raise EmuUnimplemented(f"Tensix: MOP template 1 word 0x{w:08X} with OuterCount={outer}, "
-                                   f"InnerCount={inner} (supported: 1..32, 1..64, count/mask fields 0)")
-        start, end0, end1, loop, loop1, last0, last1 = cfg[2], cfg[3], cfg[4], cfg[5], cfg[6], cfg[7], cfg[8]
-
-        def is_nop(x):
-            return x >> 24 == _OP_NOP
-
-        flip = 0
-        if not is_nop(loop1):
-            flip = loop ^ loop1
-            inner *= 2
-        for j in range(outer):
-            if not is_nop(start):
-                out.append(start)
-            for i in range(inner):
-                out.append(loop if i != inner - 1 else (last1 if j != outer - 1 else last0))
-                loop ^= flip
-            if not is_nop(end0):
-                out.append(end0)
-                if not is_nop(end1):
-                    out.append(end1)
+        key = (w, th.mask_hi, *th.mop_cfg)
+        words = _MOP_EXPANSIONS.get(key)
+        if words is None:
+            words = mop_expansion(w, th.mask_hi, th.mop_cfg)
+            if len(_MOP_EXPANSIONS) >= 4096:
+                _MOP_EXPANSIONS.clear()
+            _MOP_EXPANSIONS[key] = words
+        th.mop_out.extend(words)
 
     def _check_reserved_word(self, w: int, name: str) -> None:
         reserved = w & ~_USED_BITS[name] & 0xFFFFFFFF
         if self.strict and reserved:
             raise EmuUnspecified(f"Tensix: word 0x{w:08X} ({name}) sets reserved bits 0x{reserved:08X}")
+
+
+def mop_expansion(w: int, mask_hi: int, cfg: list) -> tuple:
+    """The words the MOP expander emits for MOP word w with MOP_CFG's upper mask bits `mask_hi` and the MOP config
+    `cfg` (templates 0 and 1, MOPExpander.md), or EmuUnimplemented outside ttsim's supported subset."""
+    f = INSTRUCTIONS["MOP"].decode(w)
+    out = []
+    if f["mop_type"] == 0:
+        if f["loop_count"] > 31 or cfg[1] > 3:
+            # ttsim (the verified model) supports only a 32-bit mask walk and the two flag bits
+            raise EmuUnimplemented(f"Tensix: MOP template 0 word 0x{w:08X} with loop_count={f['loop_count']}, "
+                                   f"MopCfg[1]=0x{cfg[1]:X}")
+        mask = (mask_hi << 16) | f["zmask_lo16_or_loop_count"]
+        has_b, has_a123 = cfg[1] & 1, cfg[1] & 2
+        for _ in range(f["loop_count"] + 1):
+            if mask & 1 == 0:
+                out.append(cfg[3])
+                if has_a123:
+                    out.extend(cfg[4:7])
+                if has_b:
+                    out.append(cfg[2])
+            else:
+                out.append(cfg[7])
+                if has_b:
+                    out.append(cfg[8])
+            mask >>= 1
+        return tuple(out)
+    outer, inner = cfg[0], cfg[1]
+    if f["zmask_lo16_or_loop_count"] or f["loop_count"] or not 1 <= outer <= 32 or not 1 <= inner <= 64:
+        # ttsim's supported subset of template 1 (it does not model the OuterCount==1/InnerCount==0 bug)
+        raise EmuUnimplemented(f"Tensix: MOP template 1 word 0x{w:08X} with OuterCount={outer}, "
+                               f"InnerCount={inner} (supported: 1..32, 1..64, count/mask fields 0)")
+    start, end0, end1, loop, loop1, last0, last1 = cfg[2], cfg[3], cfg[4], cfg[5], cfg[6], cfg[7], cfg[8]
+
+    def is_nop(x):
+        return x >> 24 == _OP_NOP
+
+    flip = 0
+    if not is_nop(loop1):
+        flip = loop ^ loop1
+        inner *= 2
+    for j in range(outer):
+        if not is_nop(start):
+            out.append(start)
+        for i in range(inner):
+            out.append(loop if i != inner - 1 else (last1 if j != outer - 1 else last0))
+            loop ^= flip
+        if not is_nop(end0):
+            out.append(end0)
+            if not is_nop(end1):
+                out.append(end1)
+    return tuple(out)

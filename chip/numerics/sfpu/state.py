@@ -82,7 +82,7 @@ class VectorUnitState:
         UseLaneFlagsForLaneEnable or LaneConfig calls `invalidate()` (so must anyone poking that state directly)."""
         if self._en is None:
             self._en = (self.lane_flags | ~self.use_lane_flags) & ~self._row_mask
-            self.all_enabled = bool(self._en.all())
+            self.all_enabled = np.count_nonzero(self._en) == self._en.size     # (all(): 9x the cost here)
         return self._en
 
     def invalidate(self) -> None:

@@ -526,9 +526,7 @@ class DeferralMixin:
         """Run the k repetitions of the p-word body at dq[i] as one batch if provably equivalent: (entries done, 0);
         else (0, how many entries to run one by one before trying again)."""
         sfpu = self.raw_sfpu
-        lf, use = sfpu.lane_flags, sfpu.use_lane_flags
-        s_lf = 1 if lf.all() else 0 if not lf.any() else None
-        s_use = 1 if use.all() else 0 if not use.any() else None
+        s_lf, s_use = uniform_flags(sfpu)
         if s_lf is None or s_use is None:
             return 0, 1               # mid-body (flags set by data): step until a point where they are uniform
         key = (tuple(words[i:i + p]), s_lf, s_use)
@@ -756,9 +754,11 @@ def entries_sum(e: tuple) -> tuple:
 
 
 def uniform_flags(sfpu) -> tuple:
-    """(LaneFlags, UseLaneFlagsForLaneEnable) as 0 / 1 when equal on all lanes, else None."""
+    """(LaneFlags, UseLaneFlagsForLaneEnable) as 0 / 1 when equal on all lanes, else None. (count_nonzero: 0.4 us
+    a flag array, where all() and any() cost 3.5 us each; a MOP's drain and a pushed run ask once.)"""
     lf, use = sfpu.lane_flags, sfpu.use_lane_flags
-    return (1 if lf.all() else 0 if not lf.any() else None, 1 if use.all() else 0 if not use.any() else None)
+    n, m = np.count_nonzero(lf), np.count_nonzero(use)
+    return (1 if n == lf.size else 0 if n == 0 else None, 1 if m == use.size else 0 if m == 0 else None)
 
 
 def _dq_period(words: list, i: int, n: int) -> tuple[int, int]:
