@@ -41,7 +41,8 @@ _PLAIN_FACTS = struct.Struct("<12q")      # sfpu_issue_native.c's plain_facts
 # the handlers whose common case tile_handlers.c runs (a word whose handler is another function, e.g. a test's spy,
 # keeps calling it)
 _C_HANDLED = {"UNPACR": unpack_pack.UnpackPackMixin.UNPACR, "PACR": unpack_pack.UnpackPackMixin.PACR,
-              "MVMUL": FpuMixin.MVMUL, "ELWMUL": FpuMixin.ELWMUL, "ELWADD": FpuMixin.ELWADD, "ELWSUB": FpuMixin.ELWSUB}
+              "MVMUL": FpuMixin.MVMUL, "ELWMUL": FpuMixin.ELWMUL, "ELWADD": FpuMixin.ELWADD, "ELWSUB": FpuMixin.ELWSUB,
+              "MOVA2D": FpuMixin.MOVA2D}
 
 
 def tile_handlers_in_c() -> bool:

@@ -122,10 +122,10 @@ enum { ELW_MUL = 0, ELW_ADD = 1, ELW_SUB = 2 };
 
 /* One ELWMUL / ELWADD / ELWSUB's data effect on an fp32 Dst with 8-bit-exponent sources: Dst32b rows rd..rd+7 =
  * (Dst, or 0 without `accumulate`) + SrcA rows ra..ra+7 op SrcB rows rb..rb+7 (`bcast` bit 1: SrcB's first row to
- * every row, bit 0: its column 0 to every column), one rounding (accumulate_row). The operands' 19-bit views, zero tests
- * (SrcB's only when `flush`: ALU_ACC_CTRL_Zero_Flag_disabled_src=0) and terms are fpu_math.elwmul19's (one fidelity
- * phase of the product) and elwadd19's (the smaller magnitude aligned on an 11-bit grid). Rows marked as tile_mvmul
- * marks them. */
+ * every row, bit 0: its column 0 to every column), one rounding (accumulate_row). The operands' 19-bit views, zero
+ * tests (SrcB's only when `flush`: ALU_ACC_CTRL_Zero_Flag_disabled_src=0) and terms are fpu_math.elwmul19's (one
+ * fidelity phase of the product) and elwadd19's (the smaller magnitude aligned on an 11-bit grid). Rows marked as
+ * tile_mvmul marks them. */
 static void tile_elw(const uint32_t *srca, int ra, const uint32_t *srcb, int rb, uint32_t *rows32, uint8_t *written,
               uint8_t *cleared16, int rd, uint32_t mask_a, uint32_t mask_b, int op, int bcast, int flush,
               int accumulate, int phase) {

@@ -23,15 +23,18 @@
  * TT_EMU_TILE_HANDLERS_NATIVE, the tile data in C, the handlers' setup caches on). */
 #include "tile_data.c"
 
-enum { H_NONE = 0, H_UNPACR = 1, H_PACR = 2, H_MVMUL = 3, H_ELWMUL = 4, H_ELWADD = 5, H_ELWSUB = 6, H_CODES };
-/* per Src format code (fpu_math): which operand lists admit it, and its 5-bit-exponent style */
-enum { FMT_MM_A = 1, FMT_MM_B = 2, FMT_ELW_A = 4, FMT_ELW_B = 8, FMT_5BIT = 16 };
+enum { H_NONE = 0, H_UNPACR = 1, H_PACR = 2, H_MVMUL = 3, H_ELWMUL = 4, H_ELWADD = 5, H_ELWSUB = 6, H_MOVA2D = 7,
+       H_CODES };
+/* per Src format code (fpu_math): which operand lists admit it, its 5-bit-exponent style, whether MOVA2D writes it
+ * as Dst16b BF16 */
+enum { FMT_MM_A = 1, FMT_MM_B = 2, FMT_ELW_A = 4, FMT_ELW_B = 8, FMT_5BIT = 16, FMT_MOV_BF16 = 32 };
 
 static long long handler_taken[H_CODES];     /* words each handler code ran in C (tests assert C was taken) */
 static uint32_t src19_mask_of[16];           /* fpu_math.src19_mask */
 static int fmt_class[16];
 static PyObject *k_sel, *k_addr_mode, *k_set_dat_valid, *k_last, *k_dst, *k_instr_mod19, *k_dest_accum_en,
-    *k_clear_dvalid, *h_srca, *h_srcb, *h_srca_valid, *h_srcb_valid, *h_srca_format, *h_srcb_format, *h_l1, *h_dst_obj,
+    *k_clear_dvalid, *k_instr_mod, *k_src, *k_dest_32b_lo, *h_srca, *h_srcb, *h_srca_valid, *h_srcb_valid,
+    *h_srca_format, *h_srcb_format, *h_l1, *h_dst_obj,
     *h_rows32, *h_written, *h_cleared16, *h_adc_cr, *h_unpack_setups, *h_pack_setups, *h_packer_open,
     *h_packer_addr, *h_packer_exp_addr, *h_packer_tpg, *h_fid;
 
@@ -72,7 +75,8 @@ static int tile_handlers_init(void) {
     struct { PyObject **p; const char *s; } names[] = {
         {&k_sel, "unpack_block_selection"}, {&k_addr_mode, "addr_mode"}, {&k_set_dat_valid, "set_dat_valid"},
         {&k_last, "last"}, {&k_dst, "dst"}, {&k_instr_mod19, "instr_mod19"}, {&k_dest_accum_en, "dest_accum_en"},
-        {&k_clear_dvalid, "clear_dvalid"}, {&h_srca, "srca"}, {&h_srcb, "srcb"}, {&h_srca_valid, "srca_valid"},
+        {&k_clear_dvalid, "clear_dvalid"}, {&k_instr_mod, "instr_mod"}, {&k_src, "src"},
+        {&k_dest_32b_lo, "dest_32b_lo"}, {&h_srca, "srca"}, {&h_srcb, "srcb"}, {&h_srca_valid, "srca_valid"},
         {&h_srcb_valid, "srcb_valid"}, {&h_srca_format, "srca_format"}, {&h_srcb_format, "srcb_format"},
         {&h_l1, "l1"}, {&h_dst_obj, "_dst"}, {&h_rows32, "rows32"}, {&h_written, "written"},
         {&h_cleared16, "cleared16"}, {&h_adc_cr, "adc_cr"}, {&h_unpack_setups, "_unpack_setups"},
@@ -490,7 +494,45 @@ out:
     return r;
 }
 
-/* ------------------------------------------------------------------------------------------------ MVMUL, ELW* */
+/* ---------------------------------------------------------------------------------------------- MVMUL, ELW*, MOVA2D */
+/* A thread's RWCs (a, a_cr, b, b_cr, d, d_cr in rwc_keys' order, then fid) from its RWC dict; 0 or -1 */
+static int rwc_read(PyObject *rwc, long long out[7]) {
+    for (int k = 0; k < 7; k++) {
+        PyObject *v = PyDict_GetItemWithError(rwc, k < 6 ? rwc_keys[k] : h_fid);
+        if (!v || get_ll(v, "RWC", &out[k])) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_TypeError, "tile_handler: a thread's RWCs are not a dict of ints");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int rwc_write(PyObject *rwc, const long long v[7]) {
+    for (int k = 0; k < 7; k++) {
+        PyObject *o = PyLong_FromLongLong(v[k]);
+        int bad = !o || PyDict_SetItem(rwc, k < 6 ? rwc_keys[k] : h_fid, o) < 0;
+        Py_XDECREF(o);
+        if (bad)
+            return -1;
+    }
+    return 0;
+}
+
+/* apply_addr_mod(addr_mode) with its fidelity step on the RWCs rwc_read gave (tc: the thread config words
+ * fpu_tcfg_read reads); -1 where it raises (ADDR_MOD bias, DestCToCR with Clear / CR), nothing changed then */
+static int rwc_addr_mod(const long long *tc, long long addr_mode, long long rwc[7]) {
+    long long ab = tc[12 + addr_mode], dm = tc[28 + addr_mode], n[7];
+    memcpy(n, rwc, sizeof n);
+    if (tc[47 + addr_mode] || upd(n, ab & 0x3F, ab >> 7 & 1, ab >> 6 & 1, 0, src_rwc_mask)
+        || upd(n + 2, ab >> 8 & 0x3F, ab >> 15 & 1, ab >> 14 & 1, 0, src_rwc_mask)
+        || upd(n + 4, dm & 0x3FF, dm >> 11 & 1, dm >> 10 & 1, dm >> 12 & 1, dst_rwc_mask))
+        return -1;
+    n[6] = dm >> 15 & 1 ? 0 : (n[6] + (dm >> 13 & 3)) & 3;
+    memcpy(rwc, n, sizeof n);
+    return 0;
+}
+
 /* Everything the FPU words' common case reads, and _finish's new counters and banks, decided before any change. */
 typedef struct {
     long long rwc[7];            /* a, a_cr, b, b_cr, d, d_cr (rwc_keys' order), fid */
@@ -515,14 +557,8 @@ static int fpu_plan_make(PyObject *tx, PyObject *rwc, const long long *c, const 
         || (ok_a = PyObject_IsTrue(PyList_GET_ITEM(va, p->bank_a & 1))) < 0
         || (ok_b = PyObject_IsTrue(PyList_GET_ITEM(vb, p->bank_b & 1))) < 0)
         goto out;
-    for (int k = 0; k < 6; k++) {
-        PyObject *v = PyDict_GetItemWithError(rwc, rwc_keys[k]);
-        if (!v || get_ll(v, "RWC", &p->rwc[k]))
-            goto rwc_error;
-    }
-    PyObject *fid = PyDict_GetItemWithError(rwc, h_fid);
-    if (!fid || get_ll(fid, "RWC", &p->rwc[6]))
-        goto rwc_error;
+    if (rwc_read(rwc, p->rwc))
+        goto out;
     if (!ok_a || !ok_b) {                            /* _banks_ready's reason */
         *why = PyUnicode_FromFormat("%s: Src%c bank %lld not valid (waiting for the unpacker)", name, ok_a ? 'B' : 'A',
                                     ok_a ? p->bank_b & 1 : p->bank_a & 1);
@@ -549,19 +585,11 @@ static int fpu_plan_make(PyObject *tx, PyObject *rwc, const long long *c, const 
     p->phase = (p->rwc[6] + tc[11]) & 3;
     p->flush = !(c[2] & 1);
     /* _finish: apply_addr_mod(addr_mode) (no bias state; not DestCToCR with Clear / CR), then the bank release */
-    long long ab = tc[12 + addr_mode], dm = tc[28 + addr_mode];
-    if (tc[47 + addr_mode] || upd(p->rwc, ab & 0x3F, ab >> 7 & 1, ab >> 6 & 1, 0, src_rwc_mask)
-        || upd(p->rwc + 2, ab >> 8 & 0x3F, ab >> 15 & 1, ab >> 14 & 1, 0, src_rwc_mask)
-        || upd(p->rwc + 4, dm & 0x3FF, dm >> 11 & 1, dm >> 10 & 1, dm >> 12 & 1, dst_rwc_mask))
+    if (rwc_addr_mod(tc, addr_mode, p->rwc))
         goto out;
-    p->rwc[6] = dm >> 15 & 1 ? 0 : (p->rwc[6] + (dm >> 13 & 3)) & 3;
     p->release_a = clear_dvalid & 1 ? (tc[7] & 1 ? 1 : 2) : 0;     /* 2: valid flag cleared too */
     p->release_b = clear_dvalid & 2 ? (tc[7] & 2 ? 1 : 2) : 0;
     r = 1;
-    goto out;
-rwc_error:
-    if (!PyErr_Occurred())
-        PyErr_SetString(PyExc_TypeError, "tile_handler: a thread's RWCs are not a dict of ints");
 out:
     Py_XDECREF(va);
     Py_XDECREF(vb);
@@ -572,13 +600,8 @@ out:
 
 /* _finish's changes: the new RWCs, then the bank release */
 static int fpu_plan_commit(PyObject *tx, PyObject *rwc, const fpu_plan *p) {
-    for (int k = 0; k < 7; k++) {
-        PyObject *v = PyLong_FromLongLong(p->rwc[k]);
-        int bad = !v || PyDict_SetItem(rwc, k < 6 ? rwc_keys[k] : h_fid, v) < 0;
-        Py_XDECREF(v);
-        if (bad)
-            return -1;
-    }
+    if (rwc_write(rwc, p->rwc))
+        return -1;
     for (int side = 0; side < 2; side++) {
         int release = side ? p->release_b : p->release_a;
         if (!release)
@@ -663,6 +686,82 @@ static int h_fpu(PyObject *tx, PyObject *thobj, PyObject *fields, PyObject *cfg,
     return r;
 }
 
+/* MOVA2D of 8 rows (instr_mod 2) from a SrcA bank of a format it writes as Dst16b BF16 (not TF32, not dest_32b_lo):
+ * tensix_fpu.MOVA2D with _mov_to_dst's Dst.write16 (the high halves of Dst32b rows for Dst16b rows with bit 3 clear,
+ * the low halves, shuffled, for the others), then apply_addr_mod. */
+static int h_mova2d(PyObject *tx, PyObject *thobj, PyObject *fields, PyObject *cfg, PyObject *tcfg, PyObject **why) {
+    long long c[221], tc[55], mod, dst_field, src_field, lo, addr_mode, bank, fmt, rwc_v[7];
+    if (field(fields, k_instr_mod, &mod) || field(fields, k_dst, &dst_field) || field(fields, k_src, &src_field)
+        || field(fields, k_dest_32b_lo, &lo) || field(fields, k_addr_mode, &addr_mode)
+        || attr_ll(tx, s_srca_matrix_bank, &bank))
+        return -1;
+    if (mod != 2 || dst_field & 7 || src_field & 7 || (bank & 1) != bank || (addr_mode & 7) != addr_mode)
+        return 0;                                    /* (what the handler refuses before the bank test) */
+    PyObject *valid = PyObject_GetAttr(tx, h_srca_valid);
+    int ok = valid && PyList_Check(valid) && PyList_GET_SIZE(valid) == 2 ? PyObject_IsTrue(PyList_GET_ITEM(valid, bank))
+                                                                         : -1;
+    Py_XDECREF(valid);
+    if (ok < 0) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "tile_handler: the Src banks' valid flags are not a list of 2");
+        return -1;
+    }
+    if (!ok) {
+        *why = PyUnicode_FromFormat("MOVA2D: SrcA bank %lld not valid (waiting for the unpacker)", bank);
+        return *why ? 2 : -1;
+    }
+    PyObject *fmts = PyObject_GetAttr(tx, h_srca_format), *rwc = fmts ? PyObject_GetAttr(thobj, s_rwc) : NULL;
+    int r = -1;
+    if (!rwc || !PyDict_Check(rwc) || list_lls(fmts, bank, 1, &fmt) || list_pick(cfg, 221, fpu_cfg_read, 4, c)
+        || list_pick(tcfg, 55, fpu_tcfg_read, 29, tc) || rwc_read(rwc, rwc_v)) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "tile_handler: a thread's RWCs are not a dict");
+        goto out;
+    }
+    r = 0;
+    if (tc[2] & 1)                                   /* _mov_fmt: the declared format, else the bank's */
+        fmt = c[0] >> 4 & 1 ? c[0] & 0xF : c[1] >> 17 & 0xF;
+    long long sr = src_field + rwc_v[0], rd = ((tc[1] & 0xFFF) + rwc_v[4] + dst_field) & dst_rwc_mask;
+    if (c[220] & 3 || fmt < 0 || fmt > 15 || !(fmt_class[fmt] & FMT_MOV_BF16) || lo || sr % 8 || sr < 0 || sr >= 64
+        || rd % 8 || rd + 8 > 1024 || rwc_addr_mod(tc, addr_mode, rwc_v))
+        goto out;
+    Py_buffer sa, dv[3];
+    if (attr_buffer(tx, h_srca, &sa, 4, 2 * 64 * 16 * 4)) {
+        r = -1;
+        goto out;
+    }
+    if (dst_buffers(tx, dv)) {
+        PyBuffer_Release(&sa);
+        r = -1;
+        goto out;
+    }
+    /* taken: from here on the state changes */
+    const uint32_t *v = (const uint32_t *)sa.buf + (bank * 64 + sr) * 16;
+    int high = !(rd & 8);
+    uint32_t *rows32 = dv[0].buf;
+    for (long long i = 0; i < 8; i++) {
+        long long r32 = ((rd + i) >> 4 << 3 | (rd + i) & 7) & 511;         /* dst.py's _row16_to_32 */
+        uint32_t *row = rows32 + r32 * 16;
+        for (int col = 0; col < 16; col++) {
+            uint32_t w = v[i * 16 + col];
+            if (!(c[2] & 1) && !(w & 0x7F800000u))
+                w = 0;                               /* denormals (and -0) flushed unless Zero_Flag_disabled_src */
+            row[col] = high ? (w & 0xFFFF0000u) | (row[col] & 0xFFFFu)
+                            : (row[col] & 0xFFFF0000u) | shuffle_bf16(w >> 16);
+        }
+        ((uint8_t *)dv[1].buf)[r32] = 1;
+        ((uint8_t *)dv[2].buf)[rd + i] = 0;
+    }
+    PyBuffer_Release(&sa);
+    for (int i = 0; i < 3; i++)
+        PyBuffer_Release(&dv[i]);
+    r = rwc_write(rwc, rwc_v) ? -1 : 1;
+out:
+    Py_XDECREF(fmts);
+    Py_XDECREF(rwc);
+    return r;
+}
+
 /* The handler of word `code` (H_*) in C for thread object `thobj`, after plain_word ran the Wait Gate and flushed the
  * deferred work: 1 done, 2 blocked on a Src bank (*why: the handler's reason, a new reference), 0 not taken (run the
  * Python handler), -1 on an error (see the top of this file). */
@@ -676,7 +775,9 @@ static int tile_handler(PyObject *tx, PyObject *thobj, PyObject *fields, long lo
         r = h_unpacr(tx, thobj, fields, cfg, tcfg, why);
     } else if (code == H_PACR) {
         r = h_pacr(tx, thobj, fields, cfg, tcfg);
-    } else if (code >= H_MVMUL && code < H_CODES) {
+    } else if (code == H_MOVA2D) {
+        r = h_mova2d(tx, thobj, fields, cfg, tcfg, why);
+    } else if (code >= H_MVMUL && code <= H_ELWSUB) {
         r = h_fpu(tx, thobj, fields, cfg, tcfg, (int)code, why);
     } else {
         PyErr_Format(PyExc_ValueError, "tile_handler: no handler code %lld", code);
