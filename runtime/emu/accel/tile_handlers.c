@@ -1,6 +1,7 @@
 /* The common case of the tile words' handlers in C, for the issue path (included by sfpu_issue_native.c, whose
  * plain_word calls tile_handler before the Python handler): UNPACR (unpack_pack.py), PACR and its address modifier,
- * MVMUL and ELWMUL / ELWADD / ELWSUB (tensix_fpu.py) with apply_addr_mod and the bank release. The state they read
+ * MVMUL and ELWMUL / ELWADD / ELWSUB (tensix_fpu.py) with apply_addr_mod and the bank release, MOVA2D into a 16-bit
+ * Dst row (tensix_fpu.py) and the ADC setters SETADC / SETADCXY / SETADCZW / SETADCXX (config.py). The state they read
  * and write is the Tensix's own Python objects (config and ThreadConfig lists, ADC lists, the RWC dict, the banks'
  * valid and format lists, the numpy Src banks, Dst and L1), read through the C API, so the Python handlers, which
  * stay the reference, see exactly what C left.
@@ -24,7 +25,7 @@
 #include "tile_data.c"
 
 enum { H_NONE = 0, H_UNPACR = 1, H_PACR = 2, H_MVMUL = 3, H_ELWMUL = 4, H_ELWADD = 5, H_ELWSUB = 6, H_MOVA2D = 7,
-       H_CODES };
+       H_SETADC = 8, H_SETADCXY = 9, H_SETADCZW = 10, H_SETADCXX = 11, H_CODES };
 /* per Src format code (fpu_math): which operand lists admit it, its 5-bit-exponent style, whether MOVA2D writes it
  * as Dst16b BF16 */
 enum { FMT_MM_A = 1, FMT_MM_B = 2, FMT_ELW_A = 4, FMT_ELW_B = 8, FMT_5BIT = 16, FMT_MOV_BF16 = 32 };
@@ -33,7 +34,8 @@ static long long handler_taken[H_CODES];     /* words each handler code ran in C
 static uint32_t src19_mask_of[16];           /* fpu_math.src19_mask */
 static int fmt_class[16];
 static PyObject *k_sel, *k_addr_mode, *k_set_dat_valid, *k_last, *k_dst, *k_instr_mod19, *k_dest_accum_en,
-    *k_clear_dvalid, *k_instr_mod, *k_src, *k_dest_32b_lo, *h_srca, *h_srcb, *h_srca_valid, *h_srcb_valid,
+    *k_clear_dvalid, *k_instr_mod, *k_src, *k_dest_32b_lo, *k_cnt_set_mask, *k_value, *k_dimension_index,
+    *k_channel_index, *k_bit_mask, *k_ch_xy[4], *k_x_start, *k_x_end2, *h_srca, *h_srcb, *h_srca_valid, *h_srcb_valid,
     *h_srca_format, *h_srcb_format, *h_l1, *h_dst_obj,
     *h_rows32, *h_written, *h_cleared16, *h_adc_cr, *h_unpack_setups, *h_pack_setups, *h_packer_open,
     *h_packer_addr, *h_packer_exp_addr, *h_packer_tpg, *h_fid;
@@ -76,7 +78,11 @@ static int tile_handlers_init(void) {
         {&k_sel, "unpack_block_selection"}, {&k_addr_mode, "addr_mode"}, {&k_set_dat_valid, "set_dat_valid"},
         {&k_last, "last"}, {&k_dst, "dst"}, {&k_instr_mod19, "instr_mod19"}, {&k_dest_accum_en, "dest_accum_en"},
         {&k_clear_dvalid, "clear_dvalid"}, {&k_instr_mod, "instr_mod"}, {&k_src, "src"},
-        {&k_dest_32b_lo, "dest_32b_lo"}, {&h_srca, "srca"}, {&h_srcb, "srcb"}, {&h_srca_valid, "srca_valid"},
+        {&k_dest_32b_lo, "dest_32b_lo"}, {&k_cnt_set_mask, "cnt_set_mask"}, {&k_value, "value"},
+        {&k_dimension_index, "dimension_index"}, {&k_channel_index, "channel_index"}, {&k_bit_mask, "bit_mask"},
+        {&k_ch_xy[0], "ch0_x"}, {&k_ch_xy[1], "ch0_y"}, {&k_ch_xy[2], "ch1_x"}, {&k_ch_xy[3], "ch1_y"},
+        {&k_x_start, "x_start"}, {&k_x_end2, "x_end2"}, {&h_srca, "srca"}, {&h_srcb, "srcb"},
+        {&h_srca_valid, "srca_valid"},
         {&h_srcb_valid, "srcb_valid"}, {&h_srca_format, "srca_format"}, {&h_srcb_format, "srcb_format"},
         {&h_l1, "l1"}, {&h_dst_obj, "_dst"}, {&h_rows32, "rows32"}, {&h_written, "written"},
         {&h_cleared16, "cleared16"}, {&h_adc_cr, "adc_cr"}, {&h_unpack_setups, "_unpack_setups"},
@@ -762,6 +768,64 @@ out:
     return r;
 }
 
+/* ------------------------------------------------------------------------------------------------ ADC setters */
+static const long long adc_mask[4] = {0x3FFFF, 0x1FFF, 0xFF, 0xFF};      /* config.ADC_MASK, per dimension */
+
+/* SETADC, SETADCXY, SETADCZW, SETADCXX (config.py): up to four (channel, dimension, value) writes to the ADC and
+ * its _Cr shadow of every set cnt_set_mask names (_adc_sets: unpacker 0, unpacker 1, packer) */
+static int h_adc(PyObject *thobj, PyObject *fields, long long code) {
+    long long sets, n = 0, ch[4], dim[4], val[4];
+    if (field(fields, k_cnt_set_mask, &sets))
+        return -1;
+    if (code == H_SETADC) {
+        if (field(fields, k_value, &val[0]) || field(fields, k_channel_index, &ch[0])
+            || field(fields, k_dimension_index, &dim[0]))
+            return -1;
+        if (val[0] > 0xFFFF || ch[0] < 0 || ch[0] > 1 || dim[0] < 0 || dim[0] > 3)
+            return 0;                                /* (the handler refuses a thread override) */
+        val[0] &= adc_mask[dim[0]];
+        n = 1;
+    } else if (code == H_SETADCXX) {
+        if (field(fields, k_x_start, &val[0]) || field(fields, k_x_end2, &val[1]))
+            return -1;
+        ch[0] = dim[0] = dim[1] = 0;
+        ch[1] = 1;
+        n = 2;
+    } else {                                         /* SETADCXY / ZW: bit i of bit_mask writes ch0 x, y, ch1 x, y */
+        long long mask, v;
+        if (field(fields, k_bit_mask, &mask))
+            return -1;
+        for (int bit = 0; bit < 4; bit++) {
+            if (!(mask >> bit & 1))
+                continue;
+            if (field(fields, k_ch_xy[bit], &v))
+                return -1;
+            ch[n] = bit >> 1;
+            dim[n] = (bit & 1) + (code == H_SETADCZW ? 2 : 0);
+            val[n] = v & adc_mask[dim[n]];
+            n++;
+        }
+    }
+    PyObject *adc[2] = {PyObject_GetAttr(thobj, s_adc), PyObject_GetAttr(thobj, h_adc_cr)};
+    int r = -1;
+    long long check[8];
+    if (!adc[0] || !adc[1])
+        goto out;
+    for (int s = 0; s < 3; s++)                      /* (the shapes first: nothing changes on an error) */
+        if (sets >> s & 1 && (adc_read(adc[0], s, check) || adc_read(adc[1], s, check)))
+            goto out;
+    for (int s = 0; s < 3; s++)
+        for (int k = 0; sets >> s & 1 && k < n; k++)
+            for (int j = 0; j < 2; j++)
+                if (set_item_ll(PyList_GET_ITEM(PyList_GET_ITEM(adc[j], s), ch[k]), dim[k], val[k]))
+                    goto out;
+    r = 1;
+out:
+    Py_XDECREF(adc[0]);
+    Py_XDECREF(adc[1]);
+    return r;
+}
+
 /* The handler of word `code` (H_*) in C for thread object `thobj`, after plain_word ran the Wait Gate and flushed the
  * deferred work: 1 done, 2 blocked on a Src bank (*why: the handler's reason, a new reference), 0 not taken (run the
  * Python handler), -1 on an error (see the top of this file). */
@@ -775,6 +839,8 @@ static int tile_handler(PyObject *tx, PyObject *thobj, PyObject *fields, long lo
         r = h_unpacr(tx, thobj, fields, cfg, tcfg, why);
     } else if (code == H_PACR) {
         r = h_pacr(tx, thobj, fields, cfg, tcfg);
+    } else if (code >= H_SETADC && code < H_CODES) {
+        r = h_adc(thobj, fields, code);
     } else if (code == H_MOVA2D) {
         r = h_mova2d(tx, thobj, fields, cfg, tcfg, why);
     } else if (code >= H_MVMUL && code <= H_ELWSUB) {
