@@ -126,6 +126,9 @@ enum { ELW_MUL = 0, ELW_ADD = 1, ELW_SUB = 2 };
  * tests (SrcB's only when `flush`: ALU_ACC_CTRL_Zero_Flag_disabled_src=0) and terms are fpu_math.elwmul19's (one
  * fidelity phase of the product) and elwadd19's (the smaller magnitude aligned on an 11-bit grid). Rows marked as
  * tile_mvmul marks them. */
+#if defined(__x86_64__) && defined(__GLIBC__) && (defined(__clang__) || __GNUC__ >= 6)
+__attribute__((target_clones("avx2", "default")))     /* (accumulate_row's variable shifts: see mvmul_steps) */
+#endif
 static void tile_elw(const uint32_t *srca, int ra, const uint32_t *srcb, int rb, uint32_t *rows32, uint8_t *written,
               uint8_t *cleared16, int rd, uint32_t mask_a, uint32_t mask_b, int op, int bcast, int flush,
               int accumulate, int phase) {
