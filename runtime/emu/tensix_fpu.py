@@ -733,7 +733,7 @@ _MOVD2A_FMTS = frozenset({fm.FP32, fm.FP16, fm.TF32, fm.BF16, fm.BFP8_B, fm.BFP4
 
 def tile_format_tables() -> tuple[tuple, tuple]:
     """Per Src format code, for tile_handlers.c: fpu_math.src19_mask, and which of MVMUL's / ELW*'s SrcA / SrcB lists
-    admit it (bits 1, 2, 4, 8), 16 for a 5-bit-exponent format."""
-    lists = (_MM_SRCA, _MM_SRCB, _ELW_SRCA, _ELW_SRCB, fm.FMT_5BIT_EXP)
+    admit it (bits 1, 2, 4, 8), 16 for a 5-bit-exponent format, 32 for one MOVA2D writes as Dst16b BF16."""
+    lists = (_MM_SRCA, _MM_SRCB, _ELW_SRCA, _ELW_SRCB, fm.FMT_5BIT_EXP, _MOV_8BIT - {fm.TF32})
     return (tuple(fm.src19_mask(f) for f in range(16)),
             tuple(sum(1 << i for i, fmts in enumerate(lists) if f in fmts) for f in range(16)))

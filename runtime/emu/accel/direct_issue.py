@@ -33,6 +33,7 @@ from tt_backend.runtime.emu.accel import sfpu_issue_native, tile_native
 from tt_backend.runtime.emu.cycles import FPU_DST_WRITERS, K_FPU, K_SFPU, K_UNPACK, SRC_READERS
 from tt_backend.runtime.emu.frontend import MOP_EXPANDER_OPS
 from tt_backend.runtime.emu import unpack_pack
+from tt_backend.runtime.emu.config import ConfigMixin
 from tt_backend.runtime.emu.tensix_fpu import FpuMixin
 
 DIRECT_ISSUE = os.environ.get("TT_EMU_DIRECT_ISSUE", "1") != "0"
@@ -41,7 +42,9 @@ _PLAIN_FACTS = struct.Struct("<12q")      # sfpu_issue_native.c's plain_facts
 # the handlers whose common case tile_handlers.c runs (a word whose handler is another function, e.g. a test's spy,
 # keeps calling it)
 _C_HANDLED = {"UNPACR": unpack_pack.UnpackPackMixin.UNPACR, "PACR": unpack_pack.UnpackPackMixin.PACR,
-              "MVMUL": FpuMixin.MVMUL, "ELWMUL": FpuMixin.ELWMUL, "ELWADD": FpuMixin.ELWADD, "ELWSUB": FpuMixin.ELWSUB}
+              "MVMUL": FpuMixin.MVMUL, "ELWMUL": FpuMixin.ELWMUL, "ELWADD": FpuMixin.ELWADD, "ELWSUB": FpuMixin.ELWSUB,
+              "MOVA2D": FpuMixin.MOVA2D, **{name: getattr(ConfigMixin, name) for name in
+                                             ("SETADC", "SETADCXY", "SETADCZW", "SETADCXX")}}
 
 
 def tile_handlers_in_c() -> bool:

@@ -122,27 +122,30 @@ enum { ELW_MUL = 0, ELW_ADD = 1, ELW_SUB = 2 };
 
 /* One ELWMUL / ELWADD / ELWSUB's data effect on an fp32 Dst with 8-bit-exponent sources: Dst32b rows rd..rd+7 =
  * (Dst, or 0 without `accumulate`) + SrcA rows ra..ra+7 op SrcB rows rb..rb+7 (`bcast` bit 1: SrcB's first row to
- * every row, bit 0: its column 0 to every column), one rounding (accumulate2). The operands' 19-bit views, zero tests
- * (SrcB's only when `flush`: ALU_ACC_CTRL_Zero_Flag_disabled_src=0) and terms are fpu_math.elwmul19's (one fidelity
- * phase of the product) and elwadd19's (the smaller magnitude aligned on an 11-bit grid). Rows marked as tile_mvmul
- * marks them. */
+ * every row, bit 0: its column 0 to every column), one rounding (accumulate_row). The operands' 19-bit views, zero
+ * tests (SrcB's only when `flush`: ALU_ACC_CTRL_Zero_Flag_disabled_src=0) and terms are fpu_math.elwmul19's (one
+ * fidelity phase of the product) and elwadd19's (the smaller magnitude aligned on an 11-bit grid). Rows marked as
+ * tile_mvmul marks them. */
+#if defined(__x86_64__) && defined(__GLIBC__) && (defined(__clang__) || __GNUC__ >= 6)
+__attribute__((target_clones("avx2", "default")))     /* (accumulate_row's variable shifts: see mvmul_steps) */
+#endif
 static void tile_elw(const uint32_t *srca, int ra, const uint32_t *srcb, int rb, uint32_t *rows32, uint8_t *written,
               uint8_t *cleared16, int rd, uint32_t mask_a, uint32_t mask_b, int op, int bcast, int flush,
               int accumulate, int phase) {
     int64_t adj = -127 - (phase & 1 ? 5 : 0) - (phase & 2 ? 7 : 0);       /* exp_prod_adj(fp32_acc, phase, exp8) */
-    for (int r = 0; r < 8; r++)
+    for (int r = 0; r < 8; r++) {
+        int32_t ts[16] = {0}, te[16] = {0}, tm[16] = {0};                /* one term per column */
         for (int c = 0; c < 16; c++) {
             uint32_t bw = srcb[(rb + (bcast & 2 ? 0 : r)) * 16 + (bcast & 1 ? 0 : c)] ^ (op == ELW_SUB ? 1u << 31 : 0);
             int64_t a = (srca[(ra + r) * 16 + c] & mask_a) >> 13 & 0x7FFFF, b = (bw & mask_b) >> 13 & 0x7FFFF;
             int za = (a & 0x3FFFF) < 0x400, zb = flush && (b & 0x3FFFF) < 0x400;
-            int64_t ts[2] = {0, 0}, te[2] = {0, 0}, tm[2] = {0, 0};      /* (the second term stays zero) */
             if (op == ELW_MUL) {
                 int64_t exp = (a >> 10 & 0xFF) + (b >> 10 & 0xFF) + adj;
                 int64_t ma = (a & 0x3FF) | 0x400, mb = (b & 0x3FF) | 0x400;
                 if (!(za || zb || exp <= 0)) {
-                    ts[0] = (a >> 18 ^ b >> 18) & 1;
-                    te[0] = exp;
-                    tm[0] = ((phase & 1 ? ma >> 1 & 31 : ma >> 6) * (phase & 2 ? (mb & 15) << 3 : mb >> 4)) << 13;
+                    ts[c] = (a >> 18 ^ b >> 18) & 1;
+                    te[c] = exp;
+                    tm[c] = ((phase & 1 ? ma >> 1 & 31 : ma >> 6) * (phase & 2 ? (mb & 15) << 3 : mb >> 4)) << 13;
                 }                          /* (a zero term's exponent, max(adj, 0), is 0 with 8-bit exponents) */
             } else {
                 if (za)
@@ -158,13 +161,22 @@ static void tile_elw(const uint32_t *srca, int ra, const uint32_t *srcb, int rb,
                 int64_t ma = a ? (a & 0x3FF) | 0x400 : 0, mb = b ? (b & 0x3FF) | 0x400 : 0;
                 int64_t ds = d < 1 ? 1 : d > 11 ? 11 : d;
                 mb = d <= 0 ? mb : d < 12 ? (mb + ((int64_t)1 << (ds - 1))) >> ds : 0;
-                ts[0] = a >> 18 & 1;
-                te[0] = ea;
-                tm[0] = (ts[0] == (b >> 18 & 1) ? ma + mb : ma - mb) << 13;
+                ts[c] = a >> 18 & 1;
+                te[c] = ea;
+                tm[c] = (ts[c] == (b >> 18 & 1) ? ma + mb : ma - mb) << 13;
             }
-            uint32_t *out = rows32 + (rd + r) * 16 + c;
-            *out = accumulate2(accumulate ? *out : 0, ts, te, tm);
         }
+        uint32_t *out = rows32 + (rd + r) * 16;
+        if (!accumulate)
+            memset(out, 0, 16 * sizeof *out);
+        for (int h = 0; h < 2; h++) {                  /* accumulate_row's 8 lanes; the second term stays zero */
+            row_i terms[6] = {{0}};
+            memcpy(&terms[0], ts + 8 * h, sizeof terms[0]);
+            memcpy(&terms[2], te + 8 * h, sizeof terms[0]);
+            memcpy(&terms[4], tm + 8 * h, sizeof terms[0]);
+            accumulate_row(out + 8 * h, terms, terms + 2, terms + 4);
+        }
+    }
     memset(written + rd, 1, 8);
     memset(cleared16 + 2 * rd, 0, 16);
 }

@@ -1,6 +1,7 @@
 /* The common case of the tile words' handlers in C, for the issue path (included by sfpu_issue_native.c, whose
  * plain_word calls tile_handler before the Python handler): UNPACR (unpack_pack.py), PACR and its address modifier,
- * MVMUL and ELWMUL / ELWADD / ELWSUB (tensix_fpu.py) with apply_addr_mod and the bank release. The state they read
+ * MVMUL and ELWMUL / ELWADD / ELWSUB (tensix_fpu.py) with apply_addr_mod and the bank release, MOVA2D into a 16-bit
+ * Dst row (tensix_fpu.py) and the ADC setters SETADC / SETADCXY / SETADCZW / SETADCXX (config.py). The state they read
  * and write is the Tensix's own Python objects (config and ThreadConfig lists, ADC lists, the RWC dict, the banks'
  * valid and format lists, the numpy Src banks, Dst and L1), read through the C API, so the Python handlers, which
  * stay the reference, see exactly what C left.
@@ -23,15 +24,19 @@
  * TT_EMU_TILE_HANDLERS_NATIVE, the tile data in C, the handlers' setup caches on). */
 #include "tile_data.c"
 
-enum { H_NONE = 0, H_UNPACR = 1, H_PACR = 2, H_MVMUL = 3, H_ELWMUL = 4, H_ELWADD = 5, H_ELWSUB = 6, H_CODES };
-/* per Src format code (fpu_math): which operand lists admit it, and its 5-bit-exponent style */
-enum { FMT_MM_A = 1, FMT_MM_B = 2, FMT_ELW_A = 4, FMT_ELW_B = 8, FMT_5BIT = 16 };
+enum { H_NONE = 0, H_UNPACR = 1, H_PACR = 2, H_MVMUL = 3, H_ELWMUL = 4, H_ELWADD = 5, H_ELWSUB = 6, H_MOVA2D = 7,
+       H_SETADC = 8, H_SETADCXY = 9, H_SETADCZW = 10, H_SETADCXX = 11, H_CODES };
+/* per Src format code (fpu_math): which operand lists admit it, its 5-bit-exponent style, whether MOVA2D writes it
+ * as Dst16b BF16 */
+enum { FMT_MM_A = 1, FMT_MM_B = 2, FMT_ELW_A = 4, FMT_ELW_B = 8, FMT_5BIT = 16, FMT_MOV_BF16 = 32 };
 
 static long long handler_taken[H_CODES];     /* words each handler code ran in C (tests assert C was taken) */
 static uint32_t src19_mask_of[16];           /* fpu_math.src19_mask */
 static int fmt_class[16];
 static PyObject *k_sel, *k_addr_mode, *k_set_dat_valid, *k_last, *k_dst, *k_instr_mod19, *k_dest_accum_en,
-    *k_clear_dvalid, *h_srca, *h_srcb, *h_srca_valid, *h_srcb_valid, *h_srca_format, *h_srcb_format, *h_l1, *h_dst_obj,
+    *k_clear_dvalid, *k_instr_mod, *k_src, *k_dest_32b_lo, *k_cnt_set_mask, *k_value, *k_dimension_index,
+    *k_channel_index, *k_bit_mask, *k_ch_xy[4], *k_x_start, *k_x_end2, *h_srca, *h_srcb, *h_srca_valid, *h_srcb_valid,
+    *h_srca_format, *h_srcb_format, *h_l1, *h_dst_obj,
     *h_rows32, *h_written, *h_cleared16, *h_adc_cr, *h_unpack_setups, *h_pack_setups, *h_packer_open,
     *h_packer_addr, *h_packer_exp_addr, *h_packer_tpg, *h_fid;
 
@@ -72,7 +77,12 @@ static int tile_handlers_init(void) {
     struct { PyObject **p; const char *s; } names[] = {
         {&k_sel, "unpack_block_selection"}, {&k_addr_mode, "addr_mode"}, {&k_set_dat_valid, "set_dat_valid"},
         {&k_last, "last"}, {&k_dst, "dst"}, {&k_instr_mod19, "instr_mod19"}, {&k_dest_accum_en, "dest_accum_en"},
-        {&k_clear_dvalid, "clear_dvalid"}, {&h_srca, "srca"}, {&h_srcb, "srcb"}, {&h_srca_valid, "srca_valid"},
+        {&k_clear_dvalid, "clear_dvalid"}, {&k_instr_mod, "instr_mod"}, {&k_src, "src"},
+        {&k_dest_32b_lo, "dest_32b_lo"}, {&k_cnt_set_mask, "cnt_set_mask"}, {&k_value, "value"},
+        {&k_dimension_index, "dimension_index"}, {&k_channel_index, "channel_index"}, {&k_bit_mask, "bit_mask"},
+        {&k_ch_xy[0], "ch0_x"}, {&k_ch_xy[1], "ch0_y"}, {&k_ch_xy[2], "ch1_x"}, {&k_ch_xy[3], "ch1_y"},
+        {&k_x_start, "x_start"}, {&k_x_end2, "x_end2"}, {&h_srca, "srca"}, {&h_srcb, "srcb"},
+        {&h_srca_valid, "srca_valid"},
         {&h_srcb_valid, "srcb_valid"}, {&h_srca_format, "srca_format"}, {&h_srcb_format, "srcb_format"},
         {&h_l1, "l1"}, {&h_dst_obj, "_dst"}, {&h_rows32, "rows32"}, {&h_written, "written"},
         {&h_cleared16, "cleared16"}, {&h_adc_cr, "adc_cr"}, {&h_unpack_setups, "_unpack_setups"},
@@ -122,18 +132,50 @@ static int list_pick(PyObject *list, Py_ssize_t size, const int *idx, int n, lon
     return 0;
 }
 
-/* A buffer of an attribute of o: C-contiguous, `itemsize`-byte items, at least `len` bytes; 0 or -1. */
+/* The numpy arrays attr_buffer handed out last (strong references, so an address is not reused while here, and numpy
+ * refuses to resize an array referenced elsewhere: the data pointer stays valid; the emulator never makes its state
+ * arrays read-only). A hit skips PyObject_GetBuffer and its release, a fifth of the tile handlers' time in C. */
+#define BUFFER_MEMO 16
+static struct { PyObject *obj; void *buf; Py_ssize_t len, itemsize; } buffer_memo[BUFFER_MEMO];
+static int buffer_memo_next;
+
+/* A buffer of an attribute of o: C-contiguous, writable, `itemsize`-byte items, at least `len` bytes; 0 or -1. For a
+ * numpy array the view holds no export (v->obj NULL: PyBuffer_Release does nothing; the memo keeps the array alive);
+ * any other object's view is an export the caller releases. */
 static int attr_buffer(PyObject *o, PyObject *name, Py_buffer *v, Py_ssize_t itemsize, Py_ssize_t len) {
     PyObject *a = PyObject_GetAttr(o, name);
     if (!a)
         return -1;
-    int r = PyObject_GetBuffer(a, v, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE);
-    Py_DECREF(a);
-    if (r < 0)
-        return -1;
+    int i = 0;
+    while (i < BUFFER_MEMO && buffer_memo[i].obj != a)
+        i++;
+    if (i == BUFFER_MEMO) {
+        int r = PyObject_GetBuffer(a, v, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE);
+        if (r < 0 || strcmp(Py_TYPE(a)->tp_name, "numpy.ndarray")) {
+            Py_DECREF(a);
+            if (r == 0 && (v->itemsize != itemsize || v->len < len)) {
+                PyErr_Format(PyExc_TypeError, "tile_handler: %U is not a buffer of %zd-byte items", name, itemsize);
+                PyBuffer_Release(v);
+                r = -1;
+            }
+            return r;
+        }
+        i = buffer_memo_next;
+        buffer_memo_next = (i + 1) % BUFFER_MEMO;
+        Py_XSETREF(buffer_memo[i].obj, a);                /* (takes the reference GetAttr gave) */
+        buffer_memo[i].buf = v->buf;
+        buffer_memo[i].len = v->len;
+        buffer_memo[i].itemsize = v->itemsize;
+        PyBuffer_Release(v);
+    } else {
+        Py_DECREF(a);
+    }
+    memset(v, 0, sizeof *v);
+    v->buf = buffer_memo[i].buf;
+    v->len = buffer_memo[i].len;
+    v->itemsize = buffer_memo[i].itemsize;
     if (v->itemsize != itemsize || v->len < len) {
         PyErr_Format(PyExc_TypeError, "tile_handler: %U is not a buffer of %zd-byte items", name, itemsize);
-        PyBuffer_Release(v);
         return -1;
     }
     return 0;
@@ -490,7 +532,45 @@ out:
     return r;
 }
 
-/* ------------------------------------------------------------------------------------------------ MVMUL, ELW* */
+/* ---------------------------------------------------------------------------------------------- MVMUL, ELW*, MOVA2D */
+/* A thread's RWCs (a, a_cr, b, b_cr, d, d_cr in rwc_keys' order, then fid) from its RWC dict; 0 or -1 */
+static int rwc_read(PyObject *rwc, long long out[7]) {
+    for (int k = 0; k < 7; k++) {
+        PyObject *v = PyDict_GetItemWithError(rwc, k < 6 ? rwc_keys[k] : h_fid);
+        if (!v || get_ll(v, "RWC", &out[k])) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_TypeError, "tile_handler: a thread's RWCs are not a dict of ints");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int rwc_write(PyObject *rwc, const long long v[7]) {
+    for (int k = 0; k < 7; k++) {
+        PyObject *o = PyLong_FromLongLong(v[k]);
+        int bad = !o || PyDict_SetItem(rwc, k < 6 ? rwc_keys[k] : h_fid, o) < 0;
+        Py_XDECREF(o);
+        if (bad)
+            return -1;
+    }
+    return 0;
+}
+
+/* apply_addr_mod(addr_mode) with its fidelity step on the RWCs rwc_read gave (tc: the thread config words
+ * fpu_tcfg_read reads); -1 where it raises (ADDR_MOD bias, DestCToCR with Clear / CR), nothing changed then */
+static int rwc_addr_mod(const long long *tc, long long addr_mode, long long rwc[7]) {
+    long long ab = tc[12 + addr_mode], dm = tc[28 + addr_mode], n[7];
+    memcpy(n, rwc, sizeof n);
+    if (tc[47 + addr_mode] || upd(n, ab & 0x3F, ab >> 7 & 1, ab >> 6 & 1, 0, src_rwc_mask)
+        || upd(n + 2, ab >> 8 & 0x3F, ab >> 15 & 1, ab >> 14 & 1, 0, src_rwc_mask)
+        || upd(n + 4, dm & 0x3FF, dm >> 11 & 1, dm >> 10 & 1, dm >> 12 & 1, dst_rwc_mask))
+        return -1;
+    n[6] = dm >> 15 & 1 ? 0 : (n[6] + (dm >> 13 & 3)) & 3;
+    memcpy(rwc, n, sizeof n);
+    return 0;
+}
+
 /* Everything the FPU words' common case reads, and _finish's new counters and banks, decided before any change. */
 typedef struct {
     long long rwc[7];            /* a, a_cr, b, b_cr, d, d_cr (rwc_keys' order), fid */
@@ -515,14 +595,8 @@ static int fpu_plan_make(PyObject *tx, PyObject *rwc, const long long *c, const 
         || (ok_a = PyObject_IsTrue(PyList_GET_ITEM(va, p->bank_a & 1))) < 0
         || (ok_b = PyObject_IsTrue(PyList_GET_ITEM(vb, p->bank_b & 1))) < 0)
         goto out;
-    for (int k = 0; k < 6; k++) {
-        PyObject *v = PyDict_GetItemWithError(rwc, rwc_keys[k]);
-        if (!v || get_ll(v, "RWC", &p->rwc[k]))
-            goto rwc_error;
-    }
-    PyObject *fid = PyDict_GetItemWithError(rwc, h_fid);
-    if (!fid || get_ll(fid, "RWC", &p->rwc[6]))
-        goto rwc_error;
+    if (rwc_read(rwc, p->rwc))
+        goto out;
     if (!ok_a || !ok_b) {                            /* _banks_ready's reason */
         *why = PyUnicode_FromFormat("%s: Src%c bank %lld not valid (waiting for the unpacker)", name, ok_a ? 'B' : 'A',
                                     ok_a ? p->bank_b & 1 : p->bank_a & 1);
@@ -549,19 +623,11 @@ static int fpu_plan_make(PyObject *tx, PyObject *rwc, const long long *c, const 
     p->phase = (p->rwc[6] + tc[11]) & 3;
     p->flush = !(c[2] & 1);
     /* _finish: apply_addr_mod(addr_mode) (no bias state; not DestCToCR with Clear / CR), then the bank release */
-    long long ab = tc[12 + addr_mode], dm = tc[28 + addr_mode];
-    if (tc[47 + addr_mode] || upd(p->rwc, ab & 0x3F, ab >> 7 & 1, ab >> 6 & 1, 0, src_rwc_mask)
-        || upd(p->rwc + 2, ab >> 8 & 0x3F, ab >> 15 & 1, ab >> 14 & 1, 0, src_rwc_mask)
-        || upd(p->rwc + 4, dm & 0x3FF, dm >> 11 & 1, dm >> 10 & 1, dm >> 12 & 1, dst_rwc_mask))
+    if (rwc_addr_mod(tc, addr_mode, p->rwc))
         goto out;
-    p->rwc[6] = dm >> 15 & 1 ? 0 : (p->rwc[6] + (dm >> 13 & 3)) & 3;
     p->release_a = clear_dvalid & 1 ? (tc[7] & 1 ? 1 : 2) : 0;     /* 2: valid flag cleared too */
     p->release_b = clear_dvalid & 2 ? (tc[7] & 2 ? 1 : 2) : 0;
     r = 1;
-    goto out;
-rwc_error:
-    if (!PyErr_Occurred())
-        PyErr_SetString(PyExc_TypeError, "tile_handler: a thread's RWCs are not a dict of ints");
 out:
     Py_XDECREF(va);
     Py_XDECREF(vb);
@@ -572,13 +638,8 @@ out:
 
 /* _finish's changes: the new RWCs, then the bank release */
 static int fpu_plan_commit(PyObject *tx, PyObject *rwc, const fpu_plan *p) {
-    for (int k = 0; k < 7; k++) {
-        PyObject *v = PyLong_FromLongLong(p->rwc[k]);
-        int bad = !v || PyDict_SetItem(rwc, k < 6 ? rwc_keys[k] : h_fid, v) < 0;
-        Py_XDECREF(v);
-        if (bad)
-            return -1;
-    }
+    if (rwc_write(rwc, p->rwc))
+        return -1;
     for (int side = 0; side < 2; side++) {
         int release = side ? p->release_b : p->release_a;
         if (!release)
@@ -663,6 +724,140 @@ static int h_fpu(PyObject *tx, PyObject *thobj, PyObject *fields, PyObject *cfg,
     return r;
 }
 
+/* MOVA2D of 8 rows (instr_mod 2) from a SrcA bank of a format it writes as Dst16b BF16 (not TF32, not dest_32b_lo):
+ * tensix_fpu.MOVA2D with _mov_to_dst's Dst.write16 (the high halves of Dst32b rows for Dst16b rows with bit 3 clear,
+ * the low halves, shuffled, for the others), then apply_addr_mod. */
+static int h_mova2d(PyObject *tx, PyObject *thobj, PyObject *fields, PyObject *cfg, PyObject *tcfg, PyObject **why) {
+    long long c[221], tc[55], mod, dst_field, src_field, lo, addr_mode, bank, fmt, rwc_v[7];
+    if (field(fields, k_instr_mod, &mod) || field(fields, k_dst, &dst_field) || field(fields, k_src, &src_field)
+        || field(fields, k_dest_32b_lo, &lo) || field(fields, k_addr_mode, &addr_mode)
+        || attr_ll(tx, s_srca_matrix_bank, &bank))
+        return -1;
+    if (mod != 2 || dst_field & 7 || src_field & 7 || (bank & 1) != bank || (addr_mode & 7) != addr_mode)
+        return 0;                                    /* (what the handler refuses before the bank test) */
+    PyObject *valid = PyObject_GetAttr(tx, h_srca_valid);
+    int ok = valid && PyList_Check(valid) && PyList_GET_SIZE(valid) == 2 ? PyObject_IsTrue(PyList_GET_ITEM(valid, bank))
+                                                                         : -1;
+    Py_XDECREF(valid);
+    if (ok < 0) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "tile_handler: the Src banks' valid flags are not a list of 2");
+        return -1;
+    }
+    if (!ok) {
+        *why = PyUnicode_FromFormat("MOVA2D: SrcA bank %lld not valid (waiting for the unpacker)", bank);
+        return *why ? 2 : -1;
+    }
+    PyObject *fmts = PyObject_GetAttr(tx, h_srca_format), *rwc = fmts ? PyObject_GetAttr(thobj, s_rwc) : NULL;
+    int r = -1;
+    if (!rwc || !PyDict_Check(rwc) || list_lls(fmts, bank, 1, &fmt) || list_pick(cfg, 221, fpu_cfg_read, 4, c)
+        || list_pick(tcfg, 55, fpu_tcfg_read, 29, tc) || rwc_read(rwc, rwc_v)) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "tile_handler: a thread's RWCs are not a dict");
+        goto out;
+    }
+    r = 0;
+    if (tc[2] & 1)                                   /* _mov_fmt: the declared format, else the bank's */
+        fmt = c[0] >> 4 & 1 ? c[0] & 0xF : c[1] >> 17 & 0xF;
+    long long sr = src_field + rwc_v[0], rd = ((tc[1] & 0xFFF) + rwc_v[4] + dst_field) & dst_rwc_mask;
+    if (c[220] & 3 || fmt < 0 || fmt > 15 || !(fmt_class[fmt] & FMT_MOV_BF16) || lo || sr % 8 || sr < 0 || sr >= 64
+        || rd % 8 || rd + 8 > 1024 || rwc_addr_mod(tc, addr_mode, rwc_v))
+        goto out;
+    Py_buffer sa, dv[3];
+    if (attr_buffer(tx, h_srca, &sa, 4, 2 * 64 * 16 * 4)) {
+        r = -1;
+        goto out;
+    }
+    if (dst_buffers(tx, dv)) {
+        PyBuffer_Release(&sa);
+        r = -1;
+        goto out;
+    }
+    /* taken: from here on the state changes */
+    const uint32_t *v = (const uint32_t *)sa.buf + (bank * 64 + sr) * 16;
+    int high = !(rd & 8);
+    uint32_t *rows32 = dv[0].buf;
+    for (long long i = 0; i < 8; i++) {
+        long long r32 = ((rd + i) >> 4 << 3 | (rd + i) & 7) & 511;         /* dst.py's _row16_to_32 */
+        uint32_t *row = rows32 + r32 * 16;
+        for (int col = 0; col < 16; col++) {
+            uint32_t w = v[i * 16 + col];
+            if (!(c[2] & 1) && !(w & 0x7F800000u))
+                w = 0;                               /* denormals (and -0) flushed unless Zero_Flag_disabled_src */
+            row[col] = high ? (w & 0xFFFF0000u) | (row[col] & 0xFFFFu)
+                            : (row[col] & 0xFFFF0000u) | shuffle_bf16(w >> 16);
+        }
+        ((uint8_t *)dv[1].buf)[r32] = 1;
+        ((uint8_t *)dv[2].buf)[rd + i] = 0;
+    }
+    PyBuffer_Release(&sa);
+    for (int i = 0; i < 3; i++)
+        PyBuffer_Release(&dv[i]);
+    r = rwc_write(rwc, rwc_v) ? -1 : 1;
+out:
+    Py_XDECREF(fmts);
+    Py_XDECREF(rwc);
+    return r;
+}
+
+/* ------------------------------------------------------------------------------------------------ ADC setters */
+static const long long adc_mask[4] = {0x3FFFF, 0x1FFF, 0xFF, 0xFF};      /* config.ADC_MASK, per dimension */
+
+/* SETADC, SETADCXY, SETADCZW, SETADCXX (config.py): up to four (channel, dimension, value) writes to the ADC and
+ * its _Cr shadow of every set cnt_set_mask names (_adc_sets: unpacker 0, unpacker 1, packer) */
+static int h_adc(PyObject *thobj, PyObject *fields, long long code) {
+    long long sets, n = 0, ch[4], dim[4], val[4];
+    if (field(fields, k_cnt_set_mask, &sets))
+        return -1;
+    if (code == H_SETADC) {
+        if (field(fields, k_value, &val[0]) || field(fields, k_channel_index, &ch[0])
+            || field(fields, k_dimension_index, &dim[0]))
+            return -1;
+        if (val[0] > 0xFFFF || ch[0] < 0 || ch[0] > 1 || dim[0] < 0 || dim[0] > 3)
+            return 0;                                /* (the handler refuses a thread override) */
+        val[0] &= adc_mask[dim[0]];
+        n = 1;
+    } else if (code == H_SETADCXX) {
+        if (field(fields, k_x_start, &val[0]) || field(fields, k_x_end2, &val[1]))
+            return -1;
+        ch[0] = dim[0] = dim[1] = 0;
+        ch[1] = 1;
+        n = 2;
+    } else {                                         /* SETADCXY / ZW: bit i of bit_mask writes ch0 x, y, ch1 x, y */
+        long long mask, v;
+        if (field(fields, k_bit_mask, &mask))
+            return -1;
+        for (int bit = 0; bit < 4; bit++) {
+            if (!(mask >> bit & 1))
+                continue;
+            if (field(fields, k_ch_xy[bit], &v))
+                return -1;
+            ch[n] = bit >> 1;
+            dim[n] = (bit & 1) + (code == H_SETADCZW ? 2 : 0);
+            val[n] = v & adc_mask[dim[n]];
+            n++;
+        }
+    }
+    PyObject *adc[2] = {PyObject_GetAttr(thobj, s_adc), PyObject_GetAttr(thobj, h_adc_cr)};
+    int r = -1;
+    long long check[8];
+    if (!adc[0] || !adc[1])
+        goto out;
+    for (int s = 0; s < 3; s++)                      /* (the shapes first: nothing changes on an error) */
+        if (sets >> s & 1 && (adc_read(adc[0], s, check) || adc_read(adc[1], s, check)))
+            goto out;
+    for (int s = 0; s < 3; s++)
+        for (int k = 0; sets >> s & 1 && k < n; k++)
+            for (int j = 0; j < 2; j++)
+                if (set_item_ll(PyList_GET_ITEM(PyList_GET_ITEM(adc[j], s), ch[k]), dim[k], val[k]))
+                    goto out;
+    r = 1;
+out:
+    Py_XDECREF(adc[0]);
+    Py_XDECREF(adc[1]);
+    return r;
+}
+
 /* The handler of word `code` (H_*) in C for thread object `thobj`, after plain_word ran the Wait Gate and flushed the
  * deferred work: 1 done, 2 blocked on a Src bank (*why: the handler's reason, a new reference), 0 not taken (run the
  * Python handler), -1 on an error (see the top of this file). */
@@ -676,7 +871,11 @@ static int tile_handler(PyObject *tx, PyObject *thobj, PyObject *fields, long lo
         r = h_unpacr(tx, thobj, fields, cfg, tcfg, why);
     } else if (code == H_PACR) {
         r = h_pacr(tx, thobj, fields, cfg, tcfg);
-    } else if (code >= H_MVMUL && code < H_CODES) {
+    } else if (code >= H_SETADC && code < H_CODES) {
+        r = h_adc(thobj, fields, code);
+    } else if (code == H_MOVA2D) {
+        r = h_mova2d(tx, thobj, fields, cfg, tcfg, why);
+    } else if (code >= H_MVMUL && code <= H_ELWSUB) {
         r = h_fpu(tx, thobj, fields, cfg, tcfg, (int)code, why);
     } else {
         PyErr_Format(PyExc_ValueError, "tile_handler: no handler code %lld", code);
