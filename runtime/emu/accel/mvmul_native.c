@@ -63,12 +63,13 @@ static inline __attribute__((always_inline)) void accumulate_row(uint32_t *dst, 
 }
 
 /* Built for AVX2 beside the baseline where the compiler and C library can pick at load time (GCC / clang ifuncs on
- * glibc): the variable shifts and 32-bit multiplies vectorise only with AVX2. */
+ * glibc): the variable shifts and 32-bit multiplies vectorise only with AVX2. Static, behind the plain mvmul_steps
+ * below: clang 14 exports a cloned function's dispatcher as `mvmul_steps.ifunc`, which ctypes cannot find. */
 #if defined(__x86_64__) && defined(__GLIBC__) && (defined(__clang__) || __GNUC__ >= 6)
 __attribute__((target_clones("avx2", "default")))
 #endif
-void mvmul_steps(const uint32_t *srca, const uint32_t *srcb, uint32_t mask_a, uint32_t mask_b, const int32_t *phase,
-                 const int32_t *slot, int32_t steps, uint32_t *dst) {
+static void mvmul_steps_cloned(const uint32_t *srca, const uint32_t *srcb, uint32_t mask_a, uint32_t mask_b,
+                               const int32_t *phase, const int32_t *slot, int32_t steps, uint32_t *dst) {
     for (int s = 0; s < steps; s++) {
         int p = phase[s];
         int adj = -127 - (p & 1 ? 5 : 0) - (p & 2 ? 7 : 0);        /* exp_prod_adj(fp32_acc, p, exp8) */
@@ -115,4 +116,9 @@ void mvmul_steps(const uint32_t *srca, const uint32_t *srcb, uint32_t mask_a, ui
             accumulate_row(d + mh * 8, ts, te, tm);
         }
     }
+}
+
+void mvmul_steps(const uint32_t *srca, const uint32_t *srcb, uint32_t mask_a, uint32_t mask_b, const int32_t *phase,
+                 const int32_t *slot, int32_t steps, uint32_t *dst) {
+    mvmul_steps_cloned(srca, srcb, mask_a, mask_b, phase, slot, steps, dst);
 }

@@ -106,7 +106,7 @@ def _load() -> tuple[object | None, str]:
     try:
         path = build()
         fn = ctypes.CDLL(str(path)).mvmul_steps
-    except OSError as e:
+    except (OSError, AttributeError) as e:       # AttributeError: built, but without the exported mvmul_steps
         return None, f"Python (numpy) path: the C part is unavailable: {e}"
     fn.restype = None
     ptr, u32, i32 = ctypes.c_void_p, ctypes.c_uint32, ctypes.c_int32
