@@ -74,6 +74,12 @@ def issue_run():
     return _entry("issue_run", ISSUE_NATIVE)
 
 
+def push_word():
+    """The C part's push_word (issue_run of a one-word run, for deferral.push), or None when it is off or
+    unavailable."""
+    return _entry("push_word", ISSUE_NATIVE)
+
+
 def ready_run():
     """The C part's ready_run (see sfpu_issue_native.c), or None when it is off or unavailable."""
     return _entry("ready_run", READY_NATIVE)
