@@ -1,6 +1,6 @@
 /* The Tensix's issue of the words a core pushes one at a time, in C (loaded by sfpu_issue_native.py): the SFPU words
- * (issue_run; ready_run for those a REPLAY put in the ready queue; pack_records; find_period, mop_batch's period
- * search) and the others (plain_run, drain_run, further below).
+ * (issue_run; push_word for one pushed by its own push(); ready_run for those a REPLAY put in the ready queue;
+ * pack_records; find_period, mop_batch's period search) and the others (plain_run, drain_run, further below).
  *
  * A CPython extension module. Its hot function, issue_run: for a run of `.ttinsn` words pushed to a thread whose
  * frontend is empty (no FIFO, MOP or ready words, no REPLAY load), it does for each deferrable SFPU word what
