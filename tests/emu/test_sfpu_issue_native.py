@@ -1,7 +1,8 @@
 """The C part's issue of SFPU words pushed one at a time (runtime/emu/accel/sfpu_issue_native.c: issue_run in
-deferral.push_many, pack_records when the queue executes) against the Python path (TT_EMU_SFPU_ISSUE_NATIVE=0): random
-programs of SFPU words (MAD-class auto-stalls, two-cycle SFPSWAP, lane-flag writers, Dst loads and stores, words the
-latched Wait Gate holds) mixed with plain words, pushed in runs over the three threads, leave the same frontend, cycle
+deferral.push_many, push_word in deferral.push, pack_records when the queue executes) against the Python path
+(TT_EMU_SFPU_ISSUE_NATIVE=0): random programs of SFPU words (MAD-class auto-stalls, two-cycle SFPSWAP, lane-flag
+writers, Dst loads and stores, words the latched Wait Gate holds) mixed with plain words, pushed in runs (push_many) or
+word by word (push) over the three threads, leave the same frontend, cycle
 model, Vector Unit timing and deferred queue after every push, the same Dst, LRegs and lane flags at the end, and the
 same strict errors; a whole-tile long body and compiled kernels give the same bytes and cycles."""
 from __future__ import annotations
@@ -88,12 +89,35 @@ def _snapshot(tx: Tensix, ret) -> tuple:
 _DST_ACCESS = {isa.INSTRUCTIONS[n].opcode for n in ("SFPLOAD", "SFPSTORE")}
 
 
+def _push_words(tx: Tensix, thread: int, words: tuple, t: int) -> int:
+    """push() of each word in turn, as push_many pushes them in one call (pm_done / pm_t as it leaves them on an
+    error)."""
+    for k, w in enumerate(words):
+        try:
+            t = tx.push(thread, w, t) + 1
+        except BaseException:
+            tx.pm_done, tx.pm_t = k, t
+            raise
+    return t
+
+
 def _run(seed: int, strict: bool, native: bool, monkeypatch) -> tuple[list, list]:
     """The program's trace (a snapshot after every push, then Dst, LRegs and lane flags, or the error's text) and how
-    many words the C part issued: [all, SFPLOAD / SFPSTORE]."""
+    many words the C part issued: [all, SFPLOAD / SFPSTORE, those of all pushed on their own (push_word)]. Every
+    third step pushes its words one push() at a time."""
     monkeypatch.setattr(sfpu_issue_native, "ISSUE_NATIVE", native)
-    taken = [0, 0]
+    taken = [0, 0, 0]
     real = sfpu_issue_native._load()[0].issue_run
+    real_word = sfpu_issue_native._load()[0].push_word
+
+    def counted_word(*a):
+        r = real_word(*a)
+        if r is not None:
+            taken[0] += 1
+            taken[1] += a[1] >> 24 in _DST_ACCESS
+            taken[2] += 1
+        return r
+    monkeypatch.setattr(sfpu_issue_native, "push_word", lambda: counted_word if native else None)
 
     def counted(*a):
         r = real(*a)
@@ -116,7 +140,8 @@ def _run(seed: int, strict: bool, native: bool, monkeypatch) -> tuple[list, list
             if i % 8 == 7:     # as if the FPU had just written a Dst block: an SFPLOAD of it too soon is a strict error
                 tx.tm.dst_fpu_write[rng.randrange(64)] = max(tx.tm.clock) - rng.randrange(3)
             try:
-                ret = clock[thread] = tx.push_many(thread, words, clock[thread] + gap)
+                push = _push_words if i % 3 == 2 else Tensix.push_many
+                ret = clock[thread] = push(tx, thread, words, clock[thread] + gap)
             except Stall:
                 ret = ("stall", tx.pm_done, tx.pm_t, tx.step())
             trace.append(_snapshot(tx, ret))
@@ -137,14 +162,15 @@ def test_random_programs_identical(seed, strict, monkeypatch):
     a, _ = _run(seed, strict, True, monkeypatch)
     b, none = _run(seed, strict, False, monkeypatch)
     assert a == b
-    assert none == [0, 0]
+    assert none == [0, 0, 0]
 
 
 def test_random_programs_reach_the_c_part(monkeypatch):
-    """Most of the random words, SFPLOAD / SFPSTORE among them, are issued by the C part, and the programs end in
-    errors as well as in final states."""
+    """Most of the random words, SFPLOAD / SFPSTORE among them, are issued by the C part, also words pushed on their
+    own, and the programs end in errors as well as in final states."""
     runs = [_run(seed, strict, True, monkeypatch) for seed in range(6) for strict in (False, True)]
     assert sum(t[0] for _, t in runs) > 15000 and sum(t[1] for _, t in runs) > 1000
+    assert sum(t[2] for _, t in runs) > 3000
     ends = [isinstance(trace[-1][0], str) for trace, _ in runs]
     assert any(ends) and not all(ends)
 

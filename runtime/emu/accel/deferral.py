@@ -62,6 +62,8 @@ class DeferralMixin:
         self._fast: dict[int, tuple | None] = {}   # the entry points' per-word facts: word -> _fast_info()
         self._records: dict[int, tuple | None] = {}  # word -> sfpu_native.record() (None: not the C part's)
         self._cword: dict[int, tuple] = {}         # deferrable word -> sfpu_issue_native.word_facts()
+        self._c_ctx = None                         # the last _c_timing() (the cycle model's lists, made with it)
+        self._push_word = sfpu_issue_native.push_word()   # push()'s C part (None: off or unavailable), chosen once
         self._dst_view = DstView(self)
         self.dst = dst
 
@@ -108,6 +110,31 @@ class DeferralMixin:
         if fast is None or (th.latch is not None and th.latch.block & fast[3]):   # not deferrable / held by the gate
             return super(DeferralMixin, self).push(thread, word, t)
         tm = self.tm
+        push_word = self._push_word
+        if push_word is not None and th.replay_load is None and word in self._cword and tm.rec is None \
+                and tm.sfpu.rec is None and "issue" not in tm.__dict__:
+            # the C part (push_word: issue_run's rules for a one-word run); None: it did not take the word, nothing
+            # changed, the Python path below goes on with it
+            dq = self.deferred
+            sfpu = self.raw_sfpu
+            if dq or sfpu.is_plain():
+                cfg = self.cfg
+                c0, c1 = cfg[0], cfg[1]
+                ctx = self._c_ctx
+                if ctx is None or ctx[0] is not tm.clock:
+                    ctx = self._c_timing()
+                r = push_word(ctx, word, t, thread, self._cword, dq,
+                              FLAG_CODE[self._dq_flags if dq else uniform_flags(sfpu)], c0, c1, thread,
+                              th.blocked is not None, tm.event_t, DQ_MAX, 0 if th.latch is None else th.latch.block,
+                              self._c_memory(th, c0, c1) if fast[2] else None)
+                if r is not None:
+                    _, t, self.issue_t, fl, _ = r
+                    self._dq_flags = FLAG_STATES[fl]
+                    if fast[2]:                   # (defer names the Dst access it takes: error messages)
+                        self.current = (thread, word, fast[0])
+                    th.blocked = None
+                    self.instructions[thread] += 1
+                    return t - 1
         t = tm.accept_take(thread, t)
         if th.replay_load is not None:
             self.replay_record(th, word)          # (recorded, and issued below)
@@ -299,7 +326,8 @@ class DeferralMixin:
         """The cycle model's state the C issue runs (issue_run, ready_run) read and write: the per-thread lists and
         the SFPU's timing."""
         tm = self.tm
-        return tm.clock, tm.fe, tm.gate, tm.after_mop, tm.first, tm.stalls, tm.issued, tm.taken, tm.sfpu
+        self._c_ctx = ctx = (tm.clock, tm.fe, tm.gate, tm.after_mop, tm.first, tm.stalls, tm.issued, tm.taken, tm.sfpu)
+        return ctx
 
     def _c_memory(self, th: ThreadState, c0: int, c1: int) -> tuple:
         """What the C issue runs read and write for SFPLOAD / SFPSTORE: the thread's config and RWCs, Dst's written

@@ -1,6 +1,6 @@
 /* The Tensix's issue of the words a core pushes one at a time, in C (loaded by sfpu_issue_native.py): the SFPU words
- * (issue_run; ready_run for those a REPLAY put in the ready queue; pack_records; find_period, mop_batch's period
- * search) and the others (plain_run, drain_run, further below).
+ * (issue_run; push_word for one pushed by its own push(); ready_run for those a REPLAY put in the ready queue;
+ * pack_records; find_period, mop_batch's period search) and the others (plain_run, drain_run, further below).
  *
  * A CPython extension module. Its hot function, issue_run: for a run of `.ttinsn` words pushed to a thread whose
  * frontend is empty (no FIFO, MOP or ready words, no REPLAY load), it does for each deferrable SFPU word what
@@ -20,6 +20,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <structmember.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -62,9 +63,13 @@ static int attr_ll(PyObject *o, PyObject *name, long long *out) {
     PyObject *v = PyObject_GetAttr(o, name);
     if (!v)
         return -1;
-    int r = get_ll(v, PyUnicode_AsUTF8(name), out);
+    *out = PyLong_AsLongLong(v);
     Py_DECREF(v);
-    return r;
+    if (*out == -1 && PyErr_Occurred()) {
+        PyErr_Format(PyExc_TypeError, "sfpu_issue: %U is not an integer", name);
+        return -1;
+    }
+    return 0;
 }
 
 static int set_attr_ll(PyObject *o, PyObject *name, long long v) {
@@ -97,6 +102,83 @@ static int upd(long long *r, long long incr, int clear, int cr, int c_to_cr, lon
     return 0;
 }
 
+/* The deferred queue's entry of word w (rec: its cword record), as push_many / defer build it: (w, name, fields,
+ * None or (is_store, vd, mode, addr) of a Dst access, Dst base, issue cycle c, cfg0, cfg1, thread). Filled in place
+ * (PyTuple_Pack's and Py_BuildValue's argument handling cost more than the rest of a word's issue). */
+static PyObject *queue_entry(PyObject *w, PyObject *rec, const word_facts *f, long long mode, long long addr,
+                             long long dst_base, long long c, PyObject *cfg0, PyObject *cfg1, PyObject *thobj) {
+    PyObject *e = PyTuple_New(9), *mem = f->is_mem ? PyTuple_New(4) : Py_NewRef(Py_None);
+    PyObject *c_o = PyLong_FromLongLong(c), *base = f->is_mem ? PyLong_FromLongLong(dst_base) : Py_NewRef(zero);
+    if (!e || !mem || !c_o || !base) {
+        Py_XDECREF(e), Py_XDECREF(mem), Py_XDECREF(c_o), Py_XDECREF(base);
+        return NULL;
+    }
+    if (f->is_mem) {
+        PyObject *vd = PyLong_FromLongLong(f->vd), *mo = PyLong_FromLongLong(mode), *ad = PyLong_FromLongLong(addr);
+        PyTuple_SET_ITEM(mem, 0, Py_NewRef(f->is_store ? Py_True : Py_False));
+        PyTuple_SET_ITEM(mem, 1, vd);
+        PyTuple_SET_ITEM(mem, 2, mo);
+        PyTuple_SET_ITEM(mem, 3, ad);
+        if (!vd || !mo || !ad) {
+            Py_DECREF(e), Py_DECREF(mem), Py_DECREF(c_o), Py_DECREF(base);
+            return NULL;
+        }
+    }
+    PyObject *items[9] = {Py_NewRef(w), Py_NewRef(PyTuple_GET_ITEM(rec, 0)), Py_NewRef(PyTuple_GET_ITEM(rec, 1)),
+                          mem, base, c_o, Py_NewRef(cfg0), Py_NewRef(cfg1), Py_NewRef(thobj)};
+    for (int k = 0; k < 9; k++)
+        PyTuple_SET_ITEM(e, k, items[k]);
+    return e;
+}
+
+/* The Vector Unit's timing state (cycles.SfpuTiming, a class with __slots__) is read and written at its slots' offsets,
+ * which the slots' member descriptors give (getattr / setattr cost more than a whole pushed word's issue otherwise):
+ * resolved once per class, checked on every call. Order: mad_cycle, mad_writes, mad_macro, nop_only_cycle,
+ * busy_until, strict. */
+enum { T_MAD_CYCLE, T_MAD_WRITES, T_MAD_MACRO, T_NOP_ONLY, T_BUSY, T_STRICT, N_TIMING };
+static PyTypeObject *timing_type;
+static Py_ssize_t timing_off[N_TIMING];
+
+static int timing_slots(PyObject *st) {
+    PyTypeObject *tp = Py_TYPE(st);
+    if (tp == timing_type)
+        return 0;
+    PyObject *names[N_TIMING] = {s_mad_cycle, s_mad_writes, s_mad_macro, s_nop_only_cycle, s_busy_until, s_strict};
+    Py_ssize_t off[N_TIMING];
+    for (int k = 0; k < N_TIMING; k++) {
+        PyObject *d = PyObject_GetAttr((PyObject *)tp, names[k]);
+        int ok = d && Py_IS_TYPE(d, &PyMemberDescr_Type) && ((PyMemberDescrObject *)d)->d_member->type == T_OBJECT_EX;
+        if (ok)
+            off[k] = ((PyMemberDescrObject *)d)->d_member->offset;
+        Py_XDECREF(d);
+        if (!ok) {
+            PyErr_Clear();
+            PyErr_Format(PyExc_TypeError, "sfpu_issue: %s.%U is not a __slots__ member", tp->tp_name, names[k]);
+            return -1;
+        }
+    }
+    memcpy(timing_off, off, sizeof off);
+    Py_INCREF(tp);
+    Py_XSETREF(timing_type, tp);
+    return 0;
+}
+
+static int slot_ll(PyObject *st, int k, long long *out) {
+    PyObject *v = *(PyObject **)((char *)st + timing_off[k]);
+    if (!v) {
+        PyErr_SetString(PyExc_AttributeError, "sfpu_issue: an SfpuTiming slot is unset");
+        return -1;
+    }
+    return get_ll(v, "SfpuTiming slot", out);
+}
+
+static int set_slot(PyObject *st, int k, PyObject *v) {      /* (steals v) */
+    if (!v)
+        return -1;
+    Py_XSETREF(*(PyObject **)((char *)st + timing_off[k]), v);
+    return 0;
+}
+
 /* issue_run(ctx, words, j, t, thread, cword, dq, flags, cfg0, cfg1, thread_obj, was_blocked, event_t, dq_max,
  *           latch_block, mem)
  * ctx: (clock, fe, gate, after_mop, first, stalls, issued, taken, sfpu timing) of the cycle model;
@@ -105,8 +187,9 @@ static int upd(long long *r, long long incr, int clear, int cr, int c_to_cr, lon
  * mem: None (stop at SFPLOAD / SFPSTORE), or (the thread's ThreadConfig list, its RWC dict, Dst's rows-written bool
  * array, the cycle model's dst_fpu_write dict, the mode Mod0 0 resolves to).
  * Returns None when words[j] is not taken, else (next j, next push time, last issue cycle, flags, index of the last
- * SFPLOAD / SFPSTORE taken or -1). sfpu_run is issue_run (pushed) and ready_run (not pushed, below). */
-static PyObject *sfpu_run(PyObject *const *args, Py_ssize_t nargs, int pushed) {
+ * SFPLOAD / SFPSTORE taken or -1). sfpu_run is issue_run (pushed), push_word (pushed, `words` one word, below) and
+ * ready_run (not pushed, below). */
+static PyObject *sfpu_run(PyObject *const *args, Py_ssize_t nargs, int pushed, int one_word) {
     if (nargs != 16) {
         PyErr_SetString(PyExc_TypeError, "issue_run / ready_run take 16 arguments");
         return NULL;
@@ -119,7 +202,7 @@ static PyObject *sfpu_run(PyObject *const *args, Py_ssize_t nargs, int pushed) {
         || get_ll(args[13], "dq_max", &dq_max) || get_ll(args[14], "latch_block", &latch_block))
         return NULL;
     int was_blocked = PyObject_IsTrue(args[11]);
-    if (!PyTuple_Check(ctx) || PyTuple_GET_SIZE(ctx) != 9 || !PyTuple_Check(words) || !PyDict_Check(cword)
+    if (!PyTuple_Check(ctx) || PyTuple_GET_SIZE(ctx) != 9 || !(one_word || PyTuple_Check(words)) || !PyDict_Check(cword)
         || !PyList_Check(dq) || was_blocked < 0 || th < 0 || th > 2
         || (mem != Py_None
             && (!PyTuple_Check(mem) || PyTuple_GET_SIZE(mem) != 5 || !PyList_Check(PyTuple_GET_ITEM(mem, 0))
@@ -128,11 +211,12 @@ static PyObject *sfpu_run(PyObject *const *args, Py_ssize_t nargs, int pushed) {
         PyErr_SetString(PyExc_TypeError, "issue_run: arguments of the wrong kind");
         return NULL;
     }
-    Py_ssize_t n = PyTuple_GET_SIZE(words), j = (Py_ssize_t)j0;
+    PyObject *const *wv = one_word ? &args[1] : &PyTuple_GET_ITEM(words, 0);
+    Py_ssize_t n = one_word ? 1 : PyTuple_GET_SIZE(words), j = (Py_ssize_t)j0;
     /* the common refusal (a word not seen yet, a full queue) answered before the state is read */
     if (j < 0 || j >= n || PyList_GET_SIZE(dq) >= dq_max)
         Py_RETURN_NONE;
-    PyObject *rec = PyDict_GetItemWithError(cword, PyTuple_GET_ITEM(words, j));
+    PyObject *rec = PyDict_GetItemWithError(cword, wv[j]);
     if (!rec) {
         if (PyErr_Occurred())
             return NULL;
@@ -155,17 +239,23 @@ static PyObject *sfpu_run(PyObject *const *args, Py_ssize_t nargs, int pushed) {
         || get_ll(PyList_GetItem(stalls_l, th), "stalls", &stalls)
         || get_ll(PyList_GetItem(issued_l, th), "issued", &issued)
         || (first_o != Py_None && get_ll(first_o, "first", &first))
-        || attr_ll(st, s_mad_cycle, &mad_cycle) || attr_ll(st, s_mad_writes, &mad_writes)
-        || attr_ll(st, s_mad_macro, &mad_macro) || attr_ll(st, s_nop_only_cycle, &nop_only)
-        || attr_ll(st, s_busy_until, &busy) || attr_ll(st, s_strict, &strict))
+        || timing_slots(st) || slot_ll(st, T_MAD_CYCLE, &mad_cycle) || slot_ll(st, T_MAD_WRITES, &mad_writes)
+        || slot_ll(st, T_MAD_MACRO, &mad_macro) || slot_ll(st, T_NOP_ONLY, &nop_only)
+        || slot_ll(st, T_BUSY, &busy) || slot_ll(st, T_STRICT, &strict))
         return NULL;
     int has_first = first_o != Py_None, after_mop = PyObject_IsTrue(after_o);
-    /* taken: when the last `depth` words left the FIFO (a deque with maxlen depth), oldest first */
+    /* the values as read: only what changed is written back (a word pushed on its own changes few of them) */
+    const long long stalls0 = stalls, fe0 = fe, mad_cycle0 = mad_cycle, mad_writes0 = mad_writes;
+    const long long mad_macro0 = mad_macro, nop_only0 = nop_only, busy0 = busy;
+    const int after_mop0 = after_mop;
+    /* taken: when the last `depth` words left the FIFO (a deque with maxlen depth), oldest first. Word k of the run
+     * reads at most the k-th oldest of them (a full ring's oldest, then the next): only the first n - j are read in
+     * (a word pushed on its own, deferral.push, reads one) */
     long long ring[MAX_DEPTH];
     Py_ssize_t qlen = pushed ? PySequence_Size(q) : 0;        /* (words already taken leave the FIFO alone) */
     if (qlen < 0 || qlen > depth || after_mop < 0)
         return NULL;
-    for (Py_ssize_t i = 0; i < qlen; i++) {
+    for (Py_ssize_t i = 0; i < qlen && i < n - j; i++) {
         PyObject *v = PySequence_GetItem(q, i);
         int bad = !v || get_ll(v, "taken", &ring[i]);
         Py_XDECREF(v);
@@ -206,9 +296,8 @@ static PyObject *sfpu_run(PyObject *const *args, Py_ssize_t nargs, int pushed) {
     PyObject *result = NULL;
 
     while (j < n) {
-        PyObject *w = PyTuple_GET_ITEM(words, j);
-        rec = PyDict_GetItemWithError(cword, w);
-        if (!rec) {
+        PyObject *w = wv[j];
+        if (j > (Py_ssize_t)j0 && !(rec = PyDict_GetItemWithError(cword, w))) {   /* (words[j0]'s: looked up above) */
             if (PyErr_Occurred())
                 goto fail;
             break;
@@ -317,18 +406,7 @@ static PyObject *sfpu_run(PyObject *const *args, Py_ssize_t nargs, int pushed) {
             b = c + 1;
         }
         /* the deferred queue's entry, as push_many / defer build it */
-        PyObject *entry;
-        if (f->is_mem) {
-            entry = Py_BuildValue("(OOO(OLLL)LLOOO)", w, PyTuple_GET_ITEM(rec, 0), PyTuple_GET_ITEM(rec, 1),
-                                  f->is_store ? Py_True : Py_False, f->vd, mode, addr, dst_base, c, cfg0, cfg1, thobj);
-        } else {
-            PyObject *c_o = PyLong_FromLongLong(c);
-            if (!c_o)
-                goto fail;
-            entry = PyTuple_Pack(9, w, PyTuple_GET_ITEM(rec, 0), PyTuple_GET_ITEM(rec, 1), Py_None, zero, c_o, cfg0,
-                                 cfg1, thobj);
-            Py_DECREF(c_o);
-        }
+        PyObject *entry = queue_entry(w, rec, f, mode, addr, dst_base, c, cfg0, cfg1, thobj);
         /* Untracked by the cyclic GC, as CPython untracks tuples of atoms: the containers it holds (the decoded fields,
          * cfg0, cfg1) are shared by every entry of the word and never refer back. (Tracked, the queue's tens of thousands of entries
          * made the collections the GC runs during a long body cost 3-4x the issue itself.) */
@@ -386,13 +464,17 @@ static PyObject *sfpu_run(PyObject *const *args, Py_ssize_t nargs, int pushed) {
     }
 
     /* write the state back */
-    if (set_item_ll(clock_l, th, clock) || set_item_ll(stalls_l, th, stalls) || set_item_ll(issued_l, th, issued)
-        || (first_o == Py_None && set_item_ll(first_l, th, first)))
+    if (set_item_ll(clock_l, th, clock) || (stalls != stalls0 && set_item_ll(stalls_l, th, stalls))
+        || set_item_ll(issued_l, th, issued) || (first_o == Py_None && set_item_ll(first_l, th, first)))
         goto fail;
     if (pushed) {
-        Py_INCREF(Py_False);
-        if (set_item_ll(fe_l, th, fe) || PyList_SetItem(after_l, th, Py_False))
+        if (fe != fe0 && set_item_ll(fe_l, th, fe))
             goto fail;
+        if (after_mop0) {
+            Py_INCREF(Py_False);
+            if (PyList_SetItem(after_l, th, Py_False))
+                goto fail;
+        }
     }
     Py_ssize_t keep = appended < depth ? appended : depth;   /* the deque keeps the newest `depth` */
     for (Py_ssize_t i = qlen - keep; i < qlen; i++) {
@@ -403,9 +485,11 @@ static PyObject *sfpu_run(PyObject *const *args, Py_ssize_t nargs, int pushed) {
             goto fail;
         Py_DECREF(r);
     }
-    if (set_attr_ll(st, s_mad_cycle, mad_cycle) || set_attr_ll(st, s_mad_writes, mad_writes)
-        || PyObject_SetAttr(st, s_mad_macro, mad_macro ? Py_True : Py_False)
-        || set_attr_ll(st, s_nop_only_cycle, nop_only) || set_attr_ll(st, s_busy_until, busy))
+    if ((mad_cycle != mad_cycle0 && set_slot(st, T_MAD_CYCLE, PyLong_FromLongLong(mad_cycle)))
+        || (mad_writes != mad_writes0 && set_slot(st, T_MAD_WRITES, PyLong_FromLongLong(mad_writes)))
+        || (mad_macro != mad_macro0 && set_slot(st, T_MAD_MACRO, Py_NewRef(mad_macro ? Py_True : Py_False)))
+        || (nop_only != nop_only0 && set_slot(st, T_NOP_ONLY, PyLong_FromLongLong(nop_only)))
+        || (busy != busy0 && set_slot(st, T_BUSY, PyLong_FromLongLong(busy))))
         goto fail;
     if (last_mem >= 0) {
         for (int k = 0; k < 6; k++) {
@@ -416,7 +500,15 @@ static PyObject *sfpu_run(PyObject *const *args, Py_ssize_t nargs, int pushed) {
                 goto fail;
         }
     }
-    result = Py_BuildValue("(nLLLn)", j, t, last_c, fl, last_mem);
+    result = PyTuple_New(5);          /* (j, t, last_c, fl, last_mem), without Py_BuildValue's format parsing */
+    if (!result)
+        goto fail;
+    PyObject *items[5] = {PyLong_FromSsize_t(j), PyLong_FromLongLong(t), PyLong_FromLongLong(last_c),
+                          PyLong_FromLongLong(fl), PyLong_FromSsize_t(last_mem)};
+    for (int k = 0; k < 5; k++)
+        PyTuple_SET_ITEM(result, k, items[k]);
+    if (!items[0] || !items[1] || !items[2] || !items[3] || !items[4])
+        Py_CLEAR(result);
     goto out;
 fail:
     result = NULL;
@@ -427,7 +519,20 @@ out:
 }
 
 static PyObject *issue_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    return sfpu_run(args, nargs, 1);
+    return sfpu_run(args, nargs, 1, 0);
+}
+
+/* push_word(ctx, word, t, thread, cword, dq, flags, cfg0, cfg1, thread_obj, was_blocked, event_t, dq_max, latch_block,
+ * mem): issue_run of the one-word run (word,) from j = 0, for deferral.push (a word pushed on its own), without the
+ * tuple; the same result. */
+static PyObject *push_word(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 15) {
+        PyErr_SetString(PyExc_TypeError, "push_word takes 15 arguments");
+        return NULL;
+    }
+    PyObject *all[16] = {args[0], args[1], zero};
+    memcpy(all + 3, args + 2, 13 * sizeof *args);
+    return sfpu_run(all, 16, 1, 1);
 }
 
 /* ready_run(ctx, words, j, 0, thread, ...): issue_run's arguments and result for words the frontend has taken already,
@@ -435,7 +540,7 @@ static PyObject *issue_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
  * but without the FIFO's accept and the MOP expander's take (the FIFO record, the frontend cycle and the MOP
  * transition stay as they are; the returned push time is the given one). */
 static PyObject *ready_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    return sfpu_run(args, nargs, 0);
+    return sfpu_run(args, nargs, 0, 0);
 }
 
 /* find_period(words, most) -> (p, k): mop_batch.find_period of the first `most` items of the iterable `words` (a thread's
@@ -1374,6 +1479,7 @@ static PyMethodDef methods[] = {
      "src_rwc_mask, fpu_to_sfpload_gap)"},
     {"issue_run", (PyCFunction)(void (*)(void))issue_run, METH_FASTCALL, "see the module comment"},
     {"ready_run", (PyCFunction)(void (*)(void))ready_run, METH_FASTCALL, "see its comment"},
+    {"push_word", (PyCFunction)(void (*)(void))push_word, METH_FASTCALL, "see its comment"},
     {"find_period", (PyCFunction)(void (*)(void))find_period, METH_FASTCALL, "see its comment"},
     {"pack_records", (PyCFunction)(void (*)(void))pack_records, METH_FASTCALL, "see its comment"},
     {"configure_plain", configure_plain, METH_VARARGS, "configure_plain(unpack_bytes_per_cycle, pack_bytes_per_cycle, "

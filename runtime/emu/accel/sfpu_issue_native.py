@@ -5,8 +5,9 @@ state codes it uses.
 deferral.py's push_many issues a deferrable SFPU word that reaches an empty thread in about 1.5 us of Python (accept,
 issue rule, flag state, queue entry; an SFPLOAD / SFPSTORE through push() and defer(), with its Dst address, rows
 written and RWC update, in about 4 us). The C part does the same for a whole run of such words in one call (issue_run)
-and hands every other word back to the Python path; ready_run does the same for a run of such words at the head of a
-thread's ready queue (a REPLAY's expansion: deferral.drain_deferrable), which the frontend has taken already. When
+and hands every other word back to the Python path; push_word does it for a word pushed by its own push() call (a
+one-word run); ready_run does the same for a run of such words at the head of a thread's ready queue (a REPLAY's
+expansion: deferral.drain_deferrable), which the frontend has taken already. When
 the queue executes, pack_records turns the queued entries into sfpu_native's records in one call. Python stays the
 reference (tests/emu/test_sfpu_issue_native.py pins cycles, the deferred queue and bits to it). `ISSUE_NATIVE =
 False` (or TT_EMU_SFPU_ISSUE_NATIVE=0) keeps every pushed word on the Python path, `READY_NATIVE = False` (or
@@ -72,6 +73,12 @@ def _entry(name: str, on: bool):
 def issue_run():
     """The C part's issue_run (see sfpu_issue_native.c), or None when it is off or unavailable."""
     return _entry("issue_run", ISSUE_NATIVE)
+
+
+def push_word():
+    """The C part's push_word (issue_run of a one-word run, for deferral.push), or None when it is off or
+    unavailable."""
+    return _entry("push_word", ISSUE_NATIVE)
 
 
 def ready_run():
