@@ -206,16 +206,28 @@ DST_GROUPS = 2
 assert DST_GROUPS == 2, "compute.c.j2 alternates two Dst groups ((t - tile_begin) & 1)"
 
 
-def second_dst_group(plan: TilePlan, inputs: list[dict], fpu_ops: list[FpuOp]) -> int | None:
+def second_dst_group(plan: TilePlan, inputs: list[dict], fpu_ops: list[FpuOp],
+                     red: ReducePlan | None = None) -> int | None:
     """The offset in slots of the second Dst group, None with one tile per core or no room for one. Every tile's group
     holds the inputs unpacked to Dst per tile, the FPU results, the output and the SFPU's spills (the per-tile slots);
     the first group (offset 0) holds as well the inputs sent and unpacked once (a head the SFPU setup reads), which
     stay there for every tile. The offset is the smallest at which the per-tile slots, moved, stay inside Dst and meet
-    none of the first group's slots: neither its per-tile slots nor the once-sent head's."""
+    none of the first group's slots: neither its per-tile slots nor the once-sent head's.
+    A reduction (`red`) alternates its input tiles the same way, its accumulator living in an LReg; the lane combine
+    and the post-reduce program write the group of the output's last tile (its accumulator and output slots are
+    per-tile slots too). Only a one-pass reduction of 32 row steps (a two-pass one's first-pass results and a short
+    one's step-group results stay in Dst across tiles), and only with one output per core: a tile that produces no
+    output gives its group back as soon as its SFPU pass is done, so with several outputs a later output's lane
+    combine could overwrite its group's output slot while the packer still reads the earlier output there."""
     if plan.n_tiles <= plan.cores:      # one tile per core: nothing to overlap
+        return None
+    if red is not None and (red.pass1 is not None or red.steps != 32 or red.groups > plan.cores):
         return None
     per_tile = {s["j"] for s in inputs if s["dst"] and not s["once"]} | {o.slot for o in fpu_ops} \
         | set(range(plan.sfpu.out_slot, max(plan.sfpu.dst_slots, plan.sfpu.out_slot + 1)))
+    if red is not None:
+        per_tile |= set(range(red.acc_slot, red.acc_slot + red.n_acc)) \
+            | set(range(red.post.out_slot, max(red.post.dst_slots, red.post.out_slot + 1)))
     first = per_tile | {s["j"] for s in inputs if s["dst"] and s["once"]}
     for k in range(1, MAX_SLOTS - max(per_tile)):
         if not {x + k for x in per_tile} & first:
@@ -310,7 +322,7 @@ def render_tile_kernel(plan: TilePlan, generator: str, red: ReducePlan | None = 
         # a head whose window load is one NoC flit (the bytes a link moves per cycle: a scalar) is read before the
         # first tile's reads, which it delays by that one cycle; a larger one after them
         s["head_first"] = plan.buffers[s["buf"]].nbytes <= NOC_BYTES_PER_CYCLE
-    ctx["group"] = second_dst_group(plan, inputs, fpu_ops) if red is None else None
+    ctx["group"] = second_dst_group(plan, inputs, fpu_ops, red)
     ctx["dst_groups"] = DST_GROUPS if ctx["group"] else 1
     if ctx["group"]:
         ctx["w"] = ctx["w"] | dst_token_words(DST_GROUPS) | {"seminit_unpacked": word_u32(
