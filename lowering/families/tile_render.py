@@ -241,12 +241,15 @@ def second_dst_group(plan: TilePlan, inputs: list[dict], fpu_ops: list[FpuOp],
 
 
 def fpu_on_unpacker(fpu_ops: list[FpuOp], group: int | None, inputs: list[dict]) -> bool:
-    """Whether TRISC0's thread issues the FPU ops, right behind their operands' unpacks: FPU ops beside Dst inputs
-    that are all fp32 (a bf16 one reaches Dst through TRISC1's ELWADDs), with two Dst groups. Any thread may issue
-    any unit's instructions (per-thread RWCs, MATH_Offset and ADDR_MODs: ISA `ELWMUL.md`), so tile t+1's ops run in
-    the other group while TRISC1's thread issues tile t's SFPU body (issue #10 item 3: FPU and SFPU in parallel);
-    TRISC0's thread posts UNPACKED once more per tile, after the ops."""
-    return bool(fpu_ops) and bool(group) and not any(s["fmt"] == "bf16" and s["dst"] for s in inputs)
+    """Whether TRISC0's thread issues the FPU op, right behind its operands' unpacks: one FPU op, two Dst groups, and
+    no input unpacked to Dst after the core's first tile (a head sent once at most), so the unpackers' formats are
+    written for the first tile only and TRISC0's RISC-V pushes little more per tile than the unpacks and the op. Any
+    thread may issue any unit's instructions (per-thread RWCs, MATH_Offset and ADDR_MODs: ISA `ELWMUL.md`), so tile
+    t+1's op runs in the other group while TRISC1's thread issues tile t's SFPU body (issue #10 item 3: FPU and SFPU
+    in parallel); TRISC0's thread posts UNPACKED once more per tile, after the op. With a Dst input per tile (fp32
+    x*y + y, MUL pinned to the FPU, 4 tiles on one core: 2,556 -> 2,600 cycles) TRISC0's per-tile words outweigh
+    the overlap, so those keep the op on TRISC1."""
+    return len(fpu_ops) == 1 and bool(group) and all(s["once"] for s in inputs if s["dst"])
 
 
 def _face_replays(fpu: list[dict], w: dict) -> None:
@@ -358,10 +361,6 @@ def render_tile_kernel(plan: TilePlan, generator: str, red: ReducePlan | None = 
     ctx["group"] = second_dst_group(plan, inputs, fpu_ops, red)
     ctx["dst_groups"] = DST_GROUPS if ctx["group"] else 1
     ctx["fpu_on_unpacker"] = fpu_on_unpacker(fpu_ops, ctx["group"], inputs)
-    # one FPU op and no input unpacked to Dst after the core's first tile: the unpackers' formats stay as that tile
-    # set them, so later tiles write only the operands' addresses (TRISC0's RISC-V pushes fewer words per tile)
-    ctx["fpu_config_once"] = ctx["fpu_on_unpacker"] and len(fpu_ops) == 1 and all(
-        s["once"] for s in inputs if s["dst"])
     ctx["lagged_pops"] = ctx["fpu_on_unpacker"] and -(-plan.n_tiles // plan.cores) <= CB_DEPTH
     if ctx["fpu_on_unpacker"]:
         _face_replays(ctx["fpu"], ctx["w"])
