@@ -10,7 +10,7 @@ from __future__ import annotations
 from tt_backend.lowering.codegen.words import word_u32
 
 # --- Tensix words (docs/sfpu_path.md §3-7, 10) -------------------------------------------------------
-SEM_UNPACKED, SEM_MATHDONE, SEM_FREE = 0, 1, 2
+SEM_UNPACKED, SEM_MATHDONE, SEM_FREE, SEM_UNPACK_READ = 0, 1, 2, 3
 
 
 def tensix_words() -> dict:

@@ -7,11 +7,12 @@ from tt_backend.lowering.codegen.args_header import ArgsHeader
 from tt_backend.lowering.codegen.c_exprs import INDEX_LOAD, INDEX_LOAD_TYPE
 from tt_backend.lowering.codegen.sources import kernel_sources
 from tt_backend.lowering.codegen.mvmul import dst_token_words
-from tt_backend.lowering.codegen.tensix import (FORMAT_CODE, PACK_CFG, SEM_UNPACKED, UNPACK_CFG, UNPACK_CFG_COMMON,
+from tt_backend.lowering.codegen.tensix import (FORMAT_CODE, PACK_CFG, SEM_UNPACK_READ, SEM_UNPACKED, UNPACK_CFG,
+                                                UNPACK_CFG_COMMON,
                                                 alu_format_word, tensix_words)
 from tt_backend.lowering.codegen.words import hex_u32, word_u32
 from tt_backend.lowering.codegen.l1 import STAGING_BYTES
-from tt_backend.lowering.codegen.replay import replay_issue
+from tt_backend.lowering.codegen.replay import REPLAY_WORDS, replay_issue
 from tt_backend.lowering.codegen.sfpu_codegen import MAX_SLOTS, SETUP
 from tt_backend.lowering.families.mover_cost import NOC_BYTES_PER_CYCLE, reads_in_flight
 from tt_backend.lowering.families.tile_plan import (CB_DEPTH, READ_AHEAD, WRITE_AHEAD, ReducePlan, TilePlan,
@@ -151,6 +152,10 @@ def fpu_words() -> dict:
         "wrcfg_gpr10_cfg112": word_u32("WRCFG", gpr_address=10, cfg_reg=112),
         "wrcfg_gpr11_cfg120": word_u32("WRCFG", gpr_address=11, cfg_reg=120),
         "wrcfg_gpr12_cfg124": word_u32("WRCFG", gpr_address=12, cfg_reg=124),
+        # B1 sync; C1/C2 unpackers | C4 FPU (fpu_on_unpacker: TRISC0's thread posts UNPACKED after its FPU ops); B1
+        # sync; C11 SFPU (TRISC1's thread then waits only for its SFPU body)
+        "stall_sync_fpu_unpack": word_u32("STALLWAIT", stall_res=0x2, wait_res=0x16),
+        "stall_sync_sfpu": word_u32("STALLWAIT", stall_res=0x2, wait_res=0x800),
         "unpacr_srcb_face": word_u32("UNPACR", unpack_block_selection=1, addr_mode=0x01, ovrd_thread_id=1,
                                      set_dat_valid=1, last=1),
         "elw_block": {k: word_u32(k, addr_mode=3, dst=0) for k in ("ELWMUL", "ELWADD", "ELWSUB")},
@@ -206,21 +211,64 @@ DST_GROUPS = 2
 assert DST_GROUPS == 2, "compute.c.j2 alternates two Dst groups ((t - tile_begin) & 1)"
 
 
-def second_dst_group(plan: TilePlan, inputs: list[dict], fpu_ops: list[FpuOp]) -> int | None:
+def second_dst_group(plan: TilePlan, inputs: list[dict], fpu_ops: list[FpuOp],
+                     red: ReducePlan | None = None) -> int | None:
     """The offset in slots of the second Dst group, None with one tile per core or no room for one. Every tile's group
     holds the inputs unpacked to Dst per tile, the FPU results, the output and the SFPU's spills (the per-tile slots);
     the first group (offset 0) holds as well the inputs sent and unpacked once (a head the SFPU setup reads), which
     stay there for every tile. The offset is the smallest at which the per-tile slots, moved, stay inside Dst and meet
-    none of the first group's slots: neither its per-tile slots nor the once-sent head's."""
+    none of the first group's slots: neither its per-tile slots nor the once-sent head's.
+    A reduction (`red`) alternates its input tiles the same way, its accumulator living in an LReg; the lane combine
+    and the post-reduce program write the group of the output's last tile (its accumulator and output slots are
+    per-tile slots too). Only a one-pass reduction of 32 row steps (a two-pass one's first-pass results and a short
+    one's step-group results stay in Dst across tiles), and only with one output per core: a tile that produces no
+    output gives its group back as soon as its SFPU pass is done, so with several outputs a later output's lane
+    combine could overwrite its group's output slot while the packer still reads the earlier output there."""
     if plan.n_tiles <= plan.cores:      # one tile per core: nothing to overlap
+        return None
+    if red is not None and (red.pass1 is not None or red.steps != 32 or red.groups > plan.cores):
         return None
     per_tile = {s["j"] for s in inputs if s["dst"] and not s["once"]} | {o.slot for o in fpu_ops} \
         | set(range(plan.sfpu.out_slot, max(plan.sfpu.dst_slots, plan.sfpu.out_slot + 1)))
+    if red is not None:
+        per_tile |= set(range(red.acc_slot, red.acc_slot + red.n_acc)) \
+            | set(range(red.post.out_slot, max(red.post.dst_slots, red.post.out_slot + 1)))
     first = per_tile | {s["j"] for s in inputs if s["dst"] and s["once"]}
     for k in range(1, MAX_SLOTS - max(per_tile)):
         if not {x + k for x in per_tile} & first:
             return k
     return None
+
+
+def fpu_on_unpacker(fpu_ops: list[FpuOp], group: int | None, inputs: list[dict]) -> bool:
+    """Whether TRISC0's thread issues the FPU op, right behind its operands' unpacks: one FPU op, two Dst groups, and
+    no input unpacked to Dst after the core's first tile (a head sent once at most), so the unpackers' formats are
+    written for the first tile only and TRISC0's RISC-V pushes little more per tile than the unpacks and the op. Any
+    thread may issue any unit's instructions (per-thread RWCs, MATH_Offset and ADDR_MODs: ISA `ELWMUL.md`), so tile
+    t+1's op runs in the other group while TRISC1's thread issues tile t's SFPU body (issue #10 item 3: FPU and SFPU
+    in parallel); TRISC0's thread posts UNPACKED once more per tile, after the op. With a Dst input per tile (fp32
+    x*y + y, MUL pinned to the FPU, 4 tiles on one core: 2,556 -> 2,600 cycles) TRISC0's per-tile words outweigh
+    the overlap, so those keep the op on TRISC1."""
+    return len(fpu_ops) == 1 and bool(group) and all(s["once"] for s in inputs if s["dst"])
+
+
+def _face_replays(fpu: list[dict], w: dict) -> None:
+    """fpu_on_unpacker: each FPU op's per-face words (its phases over the face's blocks, the banks given back) recorded
+    once in TRISC0's replay buffer, one after the other, so that TRISC0's RISC-V pushes one REPLAY per face instead of
+    the words (it pushes the operands' unpacks and configuration as well, and would otherwise be the slower side).
+    Sets each op's "face_words" and, where they all fit the buffer, "face_record" / "face_replay" (else None)."""
+    start = 0
+    for c in fpu:
+        c["face_words"] = [w["elw_block"][c["kind"]], w["elw_phase"][c["kind"]]] * (c["phases"] - 1) \
+            + [w["elw_block"][c["kind"]], w["elw_face"][c["kind"]], w["setrwc_release"]]
+        c["face_start"], start = start, start + len(c["face_words"])
+    fits = start <= REPLAY_WORDS
+    for c in fpu:
+        n = len(c["face_words"])
+        c["face_record"] = word_u32("REPLAY", load_mode=1, execute_while_loading=0, len=n,
+                                    start_idx=c["face_start"]) if fits else None
+        c["face_replay"] = word_u32("REPLAY", load_mode=0, execute_while_loading=0, len=n,
+                                    start_idx=c["face_start"]) if fits else None
 
 
 def render_tile_kernel(plan: TilePlan, generator: str, red: ReducePlan | None = None, fpu_ops: list[FpuOp] = (),
@@ -310,11 +358,27 @@ def render_tile_kernel(plan: TilePlan, generator: str, red: ReducePlan | None = 
         # a head whose window load is one NoC flit (the bytes a link moves per cycle: a scalar) is read before the
         # first tile's reads, which it delays by that one cycle; a larger one after them
         s["head_first"] = plan.buffers[s["buf"]].nbytes <= NOC_BYTES_PER_CYCLE
-    ctx["group"] = second_dst_group(plan, inputs, fpu_ops) if red is None else None
+    ctx["group"] = second_dst_group(plan, inputs, fpu_ops, red)
     ctx["dst_groups"] = DST_GROUPS if ctx["group"] else 1
+    ctx["fpu_on_unpacker"] = fpu_on_unpacker(fpu_ops, ctx["group"], inputs)
+    ctx["lagged_pops"] = ctx["fpu_on_unpacker"] and -(-plan.n_tiles // plan.cores) <= CB_DEPTH
+    if ctx["fpu_on_unpacker"]:
+        _face_replays(ctx["fpu"], ctx["w"])
+        # TRISC0's RISC-V pops a tile's CB slots once its thread posts UNPACK_READ (the unpackers are done with
+        # them) instead of draining its thread (TTSync) per tile: it goes on to the next tile's words while the FPU
+        # ops run. Where a core's tiles all fit its CBs (no read waits for a popped slot) it pops them one tile late,
+        # after pushing the next tile's words (E_2048 on one core, 2 tiles: 1,996 -> 1,980 cycles); with more tiles
+        # at once (RMSNorm's x * (1/r) * w at 16 tiles: 6,317 one tile late, 6,156 at once). At most the two tiles
+        # FREE lets in flight are posted and not yet taken.
+        ctx["w"] = ctx["w"] | {
+            "seminit_unpack_read": word_u32("SEMINIT", max_value=DST_GROUPS, init_value=0,
+                                            sem_sel=1 << SEM_UNPACK_READ),
+            "sempost_unpack_read": word_u32("SEMPOST", sem_sel=1 << SEM_UNPACK_READ),
+            "stall_sync_unpack01": word_u32("STALLWAIT", stall_res=0x2, wait_res=0x6)}   # B1 sync; C1/C2
     if ctx["group"]:
+        posts = 2 if ctx["fpu_on_unpacker"] and ctx["setup_first"] else 1     # UNPACKED posts per tile
         ctx["w"] = ctx["w"] | dst_token_words(DST_GROUPS) | {"seminit_unpacked": word_u32(
-            "SEMINIT", max_value=DST_GROUPS, init_value=0, sem_sel=1 << SEM_UNPACKED)}
+            "SEMINIT", max_value=DST_GROUPS * posts, init_value=0, sem_sel=1 << SEM_UNPACKED)}
         for o, c in zip(fpu_ops, ctx["fpu"]):
             c["zeroacc_b"] = zeroacc_words(o, ctx["group"]) if o.kind == "ELWMUL" else []
     datums = red is not None

@@ -14,6 +14,7 @@
 #define TT_SEM_UNPACKED 0u   /* T0 -> T1: input tiles are in Dst (fp32 path) / all unpacks issued and done */
 #define TT_SEM_MATHDONE 1u   /* T1 -> T2: output tile computed in Dst */
 #define TT_SEM_FREE 2u       /* T2 -> T0: the Dst group may be overwritten */
+#define TT_SEM_UNPACK_READ 3u   /* T0's thread -> its RISC-V: the unpackers have read a tile's CB slots */
 #define TT_SEM_MASK(s) (1u << (s))
 
 /* config word i, written from the RISC-V: only before the thread has pushed anything that reads it */
