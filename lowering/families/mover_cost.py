@@ -169,7 +169,8 @@ def window_reload_cycles(runs: dict, datums: float) -> float:
 #     outputs' costs 0.61 .. 1.05). All of them had at least 8 reduce slots per output cell; with fewer (RED_STEPS 2
 #     or 4, lanes 1: short reductions over many outputs) the compiler unrolls the cell's loops and neither these
 #     figures nor the older ones fit (brisc busy per tile of 256 cells: 8,625 for x.sum(0) of 2 x 256, 15,020 for
-#     3 x 256): such walks keep the slot and datum figures alone (RED_WALK_MIN_SLOTS). The other modes keep the tile pipeline's per-datum figures (READ_PER_DATUM);
+#     3 x 256): such walks keep the slot and datum figures alone (RED_WALK_MIN_SLOTS). The other modes keep the tile
+#     pipeline's per-datum figures (READ_PER_DATUM);
 #   * the FPU sum's tilizing reader (templates/blocks/tilize.c.j2 `reduction`): a 32-element line of the tile whose
 #     data goes to SrcB is two straight 16-element copies when it is full (5.6 per slot: x.sum(1) 64x512, 256x256)
 #     or zeros when it is past the outputs or K (2.5: 4096-long sum, one line per tile), else (a partial line, data

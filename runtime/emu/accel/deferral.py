@@ -63,7 +63,6 @@ class DeferralMixin:
         self._records: dict[int, tuple | None] = {}  # word -> sfpu_native.record() (None: not the C part's)
         self._cword: dict[int, tuple] = {}         # deferrable word -> sfpu_issue_native.word_facts()
         self._c_ctx = None                         # the last _c_timing() (the cycle model's lists, made with it)
-        self._push_word = sfpu_issue_native.push_word()   # push()'s C part (None: off or unavailable), chosen once
         self._dst_view = DstView(self)
         self.dst = dst
 
@@ -110,7 +109,7 @@ class DeferralMixin:
         if fast is None or (th.latch is not None and th.latch.block & fast[3]):   # not deferrable / held by the gate
             return super(DeferralMixin, self).push(thread, word, t)
         tm = self.tm
-        push_word = self._push_word
+        push_word = sfpu_issue_native.push_word()       # (the switch read at each call, as push_many's issue_run)
         if push_word is not None and th.replay_load is None and word in self._cword and tm.rec is None \
                 and tm.sfpu.rec is None and "issue" not in tm.__dict__:
             # the C part (push_word: issue_run's rules for a one-word run); None: it did not take the word, nothing
@@ -121,7 +120,7 @@ class DeferralMixin:
                 cfg = self.cfg
                 c0, c1 = cfg[0], cfg[1]
                 ctx = self._c_ctx
-                if ctx is None or ctx[0] is not tm.clock:
+                if ctx is None or ctx[0] is not tm.clock:    # (a new tm; its lists are never rebound: tm.FIXED)
                     ctx = self._c_timing()
                 r = push_word(ctx, word, t, thread, self._cword, dq,
                               FLAG_CODE[self._dq_flags if dq else uniform_flags(sfpu)], c0, c1, thread,

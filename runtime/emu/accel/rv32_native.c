@@ -329,12 +329,12 @@ static int sem_load(rv_state *s, const bus_calls *c, direct_push *d, uint32_t ad
     if (addr - d->sem_base >= 4 * d->n_sems)
         return 0;
     PyObject *rec = PyObject_GetAttr(d->tile, s_rec), *timed = rec ? PyObject_GetAttr(d->tile, s_latency_of) : NULL;
-    int latency = timed ? PySequence_Contains(timed, d->name) : -1;
+    int latency = timed ? PySequence_Contains(timed, d->name) : -1, recording = rec != Py_None;
     Py_XDECREF(rec);
     Py_XDECREF(timed);
     if (latency < 0)
         return -1;
-    if (rec != Py_None)
+    if (recording)
         return 0;
     if (stall_of(d, &stall))
         return -1;
@@ -793,7 +793,7 @@ static int probe_load(const rv_state *s, uint32_t w, uint32_t addr, uint32_t k, 
 }
 
 typedef struct {
-    uint32_t off, old;
+    uint32_t off, old, size;      /* the store's bytes only: an sb / sh may end at the last byte of local RAM */
 } local_store;
 
 /* the probe's turn from s->pc with the registers s->x; *other: the address peek had nothing for (PROBE_OTHER); the
@@ -848,7 +848,8 @@ static int probe_turn(const rv_state *s, const uint64_t *cycle, const uint64_t *
                 uint32_t addr = a + imm_s(w), size = 1u << f3;
                 if (f3 > 2 || addr & (size - 1) || addr - LOCAL_BASE >= s->local_size) return PROBE_PYTHON;
                 undo[*n_undo].off = addr - LOCAL_BASE;
-                memcpy(&undo[(*n_undo)++].old, s->local + (addr - LOCAL_BASE), 4);
+                undo[*n_undo].size = size;
+                memcpy(&undo[(*n_undo)++].old, s->local + (addr - LOCAL_BASE), size);
                 memcpy(s->local + (addr - LOCAL_BASE), &b, size);
                 rd = 0;
                 break;
@@ -893,7 +894,7 @@ static PyObject *probe(PyObject *self, PyObject *const *args, Py_ssize_t nargs) 
                          log, &n_log, &other, undo, &n_undo);
     if (why == PROBE_ERROR || why == PROBE_PYTHON)     /* rv32.py's probe starts from the same local RAM */
         while (n_undo--)
-            memcpy(s->local + undo[n_undo].off, &undo[n_undo].old, 4);
+            memcpy(s->local + undo[n_undo].off, &undo[n_undo].old, undo[n_undo].size);
     if (why == PROBE_ERROR) return NULL;
     if (why == PROBE_PYTHON) Py_RETURN_NOTIMPLEMENTED;
     if (why == PROBE_NONE) Py_RETURN_NONE;
@@ -917,7 +918,8 @@ static PyObject *probe(PyObject *self, PyObject *const *args, Py_ssize_t nargs) 
 }
 
 /* the direct push context `o` (None, or (plain_run capsule, tx, thread, facts, progress, the tile's stall dict, its
- * push counts, its wait reasons, the full FIFO's wait reason, allowed): tile.py Tile._direct_push) into *d, for the bus
+ * push counts, its wait reasons, the full FIFO's wait reason, allowed, the semaphore window (tile, base, n, extra) or
+ * None): tile.py Tile._direct_push) into *d, for the bus
  * calls c of a core whose cycle at position 0 is s->t0; -1 with an error set */
 static int direct_from(PyObject *o, const rv_state *s, const bus_calls *c, direct_push *d) {
     long long stall;
