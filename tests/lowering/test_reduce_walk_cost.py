@@ -35,3 +35,13 @@ def test_each_output_pays_its_ranges_and_a_max_its_pad_read():
     # 4 slots per output (256 cells of x.sum(0) over 3 x 256): loops the compiler unrolls, where the output figures
     # were not measured; only the slots and datums are priced
     assert _reader((3, 256), lambda x: x.max(0)) == _reader((3, 256), lambda x: x.sum(0))
+
+
+def test_output_figures_apply_only_where_measured(monkeypatch):
+    """A larger per-output figure moves the reader of 8 slots per output cell (120 x 6) by exactly that much per
+    output, and leaves the 4-slot layout (3 x 256) where it was (the max / sum comparison above cannot tell)."""
+    before = {shape: _reader(shape, lambda x: x.sum(len(shape) - 1 if shape == (120, 6) else 0))
+              for shape in ((120, 6), (3, 256))}
+    monkeypatch.setattr(mover_cost, "RED_WALK_PER_OUTPUT", mover_cost.RED_WALK_PER_OUTPUT + 100)
+    assert _reader((120, 6), lambda x: x.sum(1)) - before[(120, 6)] == 120 * 100
+    assert _reader((3, 256), lambda x: x.sum(0)) == before[(3, 256)]
