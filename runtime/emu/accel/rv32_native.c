@@ -118,6 +118,19 @@ static uint32_t orcb(uint32_t v) {
     return r;
 }
 
+/* opcode 0x63: whether the branch of funct3 f3 is taken on (a, b) into *taken; 0 when f3 names no branch */
+static int branch_taken(uint32_t f3, uint32_t a, uint32_t b, int *taken) {
+    switch (f3) {
+    case 0: *taken = a == b; return 1;
+    case 1: *taken = a != b; return 1;
+    case 4: *taken = sx(a) < sx(b); return 1;
+    case 5: *taken = sx(a) >= sx(b); return 1;
+    case 6: *taken = a < b; return 1;
+    case 7: *taken = a >= b; return 1;
+    default: return 0;
+    }
+}
+
 /* opcode 0x33 (R-type, M, Zba, Zbb, pack); 0 when (funct7, funct3) is not an instruction rv32.py knows */
 static int op_r(uint32_t f7, uint32_t f3, uint32_t a, uint32_t b, uint32_t *out) {
     uint32_t r;
@@ -681,15 +694,7 @@ static int rv_run(rv_state *s, const bus_calls *c, direct_push *d) {
         }
         case 0x63: {
             int taken;
-            switch (f3) {
-            case 0: taken = a == b; break;
-            case 1: taken = a != b; break;
-            case 4: taken = sx(a) < sx(b); break;
-            case 5: taken = sx(a) >= sx(b); break;
-            case 6: taken = a < b; break;
-            case 7: taken = a >= b; break;
-            default: goto python;
-            }
+            if (!branch_taken(f3, a, b, &taken)) goto python;
             if (taken) next = pc + imm_b(w);
             rd = 0; end = 1;
             break;
@@ -824,15 +829,7 @@ static int probe_turn(const rv_state *s, const uint64_t *cycle, const uint64_t *
                 if (why != PROBE_BACK) return why;
                 break;
             case 0x63:
-                switch (f3) {
-                case 0: end = a == b; break;
-                case 1: end = a != b; break;
-                case 4: end = sx(a) < sx(b); break;
-                case 5: end = sx(a) >= sx(b); break;
-                case 6: end = a < b; break;
-                case 7: end = a >= b; break;
-                default: return PROBE_PYTHON;
-                }
+                if (!branch_taken(f3, a, b, &end)) return PROBE_PYTHON;
                 if (end) next = pc + imm_b(w);
                 rd = 0; end = 1;
                 break;
