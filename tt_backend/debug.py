@@ -38,7 +38,8 @@ def after_lowering(plan, elfs: dict[str, bytes]) -> None:
 
 
 def after_launch(name: str, stats: tuple | None) -> None:
-    """DEBUG>=2: the emulated cycles of one launch (stats = the device's stats() before and after; None on targets
-    without a cycle model, where tinygrad's wall-time line is all there is)."""
+    """DEBUG>=2: the emulated cycles of one kernel (stats = the device's stats() before it and after each of its
+    launches, placement_eval.measured_cycles; None on targets without a cycle model, where tinygrad's wall-time line
+    is all there is)."""
     if DEBUG >= 2 and (mc := measured_cycles(stats)) is not None:
         print(f"    {name}: {cycles_line(mc).rstrip()}")

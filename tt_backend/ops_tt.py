@@ -497,7 +497,8 @@ class TTProgram(Program):
             from tt_backend.placement_eval import check, measured_cycles, record_cycles
         if hasattr(target, "set_timed"):   # the emulator: its cycle model only when this launch reports cycles
             target.set_timed(bool(reports))
-        stats0 = target.stats() if reports and hasattr(target, "stats") else None
+        # the stats before the first launch and after each one: a staged kernel's launches run one after another
+        snaps = [target.stats()] if reports and hasattr(target, "stats") else None
         # per-lane timelines: for trace.json (TT_DUMP) and tinygrad's profiler (PROFILE=1 / VIZ=1)
         if timeline := ("report" in self.meta or profiler.enabled()):
             recording = hasattr(target, "timeline_begin")
@@ -513,15 +514,16 @@ class TTProgram(Program):
                     args = [_arg_word(a, where) for a in launch["args"]]
                     per_tile = [[_arg_word(a, where) for a in b] for b in launch["tile_args"]] \
                         if "tile_args" in launch else None
-                    launch_stats0 = target.stats() if record_to is not None else None
                     with self.dev.recovering(f"kernel {launch['name']}"):
                         seconds += driver.launch(target, elfs, args, timeout_s=t, label=launch["name"],
                                                  per_tile=per_tile, tile_xys=launch.get("tile_xys")).seconds
-                    if record_to is not None and (mc := measured_cycles((launch_stats0, target.stats()))):
-                        predictions.record(record_to, launch["name"], launch["prediction"], mc["max"])
+                    if snaps is not None:
+                        snaps.append(target.stats())
+                        if record_to is not None and (mc := measured_cycles(tuple(snaps[-2:]))):
+                            predictions.record(record_to, launch["name"], launch["prediction"], mc["max"])
             finally:
                 recorded = target.timeline_end() if timeline and recording else None
-            stats = (stats0, target.stats()) if stats0 is not None else None
+            stats = tuple(snaps) if snaps is not None else None
             if before is not None:
                 check(self.meta, before, [target.read_dram(a, d["nbytes"]) for a, d in zip(addrs, self.meta["buffers"])],
                       stats)

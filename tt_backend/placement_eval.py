@@ -213,13 +213,27 @@ def check_meta(ast, pl, budget: float | None) -> dict:
 
 
 def measured_cycles(stats: tuple | None) -> dict | None:
-    """Per-core cycles of one launch from the emulator's cycle model (runtime/emu/cycles.py): stats after minus
-    before; `max` = the slowest core (the kernel's time, RISC-V reader/writer included). A core's `cycles` are its
-    retired instructions (cumulative) plus its stall cycles since its last release, so the stalls of the previous
-    launch (`stall_cycles` before) are added back."""
-    if not stats or not all(isinstance(s.get("cycles"), dict) for s in stats):
+    """Per-core cycles of a kernel from the emulator's cycle model (runtime/emu/cycles.py). stats = stats() before the
+    kernel's first launch and after each of its launches (one launch: before and after; a staged kernel,
+    lowering/families/staged.py: one more per stage). Its launches run one after another, so a core's cycles are the
+    sum over the launches and `max` (the kernel's time, RISC-V reader/writer included) the sum of each launch's
+    slowest core."""
+    if not stats or len(stats) < 2 or not all(isinstance(s.get("cycles"), dict) for s in stats):
         return None
-    a, b = stats
+    total: dict[str, int] = {}
+    slowest = 0
+    for a, b in zip(stats, stats[1:]):
+        one = _launch_cycles(a, b)
+        for k, v in one.items():
+            total[k] = total.get(k, 0) + v
+        slowest += max(one.values(), default=0)
+    return {**total, "max": slowest if total else None}
+
+
+def _launch_cycles(a: dict, b: dict) -> dict[str, int]:
+    """One launch's cycles per core: stats after minus before. A core's `cycles` are its retired instructions
+    (cumulative) plus its stall cycles since its last release, so the stalls of the previous launch (`stall_cycles`
+    before) are added back."""
     # a launch over several tiles (the emulated chip's `tiles`): per core, the slowest tile among those that ran; the
     # stats before the chip's first many-tile launch are the device's own tile's alone
     before = a.get("tiles") or {f"{layout.TILE_XY[0]},{layout.TILE_XY[1]}": a}
@@ -231,7 +245,7 @@ def measured_cycles(stats: tuple | None) -> dict | None:
         stall0 = ta.get("stall_cycles") or {}
         for k, v in tb["cycles"].items():
             c[k] = max(c.get(k, 0), int(v) - int(ta.get("cycles", {}).get(k, 0)) + int(stall0.get(k, 0)))
-    return {**c, "max": max(c.values()) if c else None}
+    return c
 
 
 def record_cycles(meta: dict, stats: tuple | None) -> dict | None:

@@ -89,12 +89,12 @@ class Timeline:
 
 
 def launch_counts(stats: tuple | None) -> dict:
-    """From the emulator's stats() before/after a launch: RISC-V instructions retired per core, Tensix instructions
-    issued per thread, and each core's cycles (report.json's measured_cycles)."""
+    """From the emulator's stats() before a kernel and after each of its launches: RISC-V instructions retired per
+    core, Tensix instructions issued per thread, and each core's cycles (report.json's measured_cycles)."""
     cycles = measured_cycles(stats)
     if cycles is None:
         return {}
-    a, b = stats
+    a, b = stats[0], stats[-1]
     issued = [y - x for x, y in zip(a["tensix_cycles"]["issued"], b["tensix_cycles"]["issued"])] \
         if a.get("tensix_cycles") and b.get("tensix_cycles") else None
     return {"instructions retired": {c: int(b["instructions"][c]) - int(a["instructions"].get(c, 0))
@@ -115,9 +115,10 @@ def from_recording(kernel: str, target: str, recording: dict, wall_s: float | No
                     counts={"window cycles": recording["cycles"], **launch_counts(stats)})
 
 
-def from_emulator_totals(kernel: str, target: str, stats: tuple[dict, dict], wall_s: float | None = None) -> Timeline:
-    """stats = the emulator's stats() before and after the launch (what report.json's measured_cycles come from)."""
-    before, after = stats
+def from_emulator_totals(kernel: str, target: str, stats: tuple[dict, ...], wall_s: float | None = None) -> Timeline:
+    """stats = the emulator's stats() before the kernel and after each of its launches (what report.json's
+    measured_cycles come from)."""
+    before, after = stats[0], stats[-1]
     cycles = measured_cycles(stats)
     intervals = []
     for core in layout.CORES:
@@ -126,7 +127,7 @@ def from_emulator_totals(kernel: str, target: str, stats: tuple[dict, dict], wal
         instret = int(after["instructions"][core]) - int(before["instructions"].get(core, 0))
         intervals.append(Interval(core, 0, cycles[core], args={
             "total cycles": cycles[core], "instructions retired": instret,
-            "stall cycles": int(after["stall_cycles"].get(core, 0))}))
+            "stall cycles": sum(int(s["stall_cycles"].get(core, 0)) for s in stats[1:])}))
     note = ("per-core totals from the emulator's cycle model: each core's bar spans its release to the cycle it "
             "finished (instructions retired + stall cycles); this device recorded no timeline, so when within the "
             "launch each unit was busy or stalled is not known")

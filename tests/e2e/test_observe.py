@@ -14,6 +14,7 @@ import sys
 import numpy as np
 import pytest
 
+from tt_backend import predictions
 from tt_backend.chip import layout
 
 from tests.support import REPO_ROOT
@@ -278,6 +279,34 @@ def test_trace_under_tt_dump_matches_the_report(tmp_path):
         unpacked = [a for lane, a, _, cat in spans if lane.startswith("unpack") and cat == "busy"]
         packed = [b for lane, _, b, cat in spans if lane == "pack" and cat == "busy"]
         assert meta["compute_span_cycles"] == max(packed) - min(unpacked) > 0
+
+
+# A reduction feeding another over other elements: tinygrad fuses it into one kernel that no one-pass family lowers,
+# so the TT device runs it as two launches in one call (lowering/families/staged.py).
+STAGED = """
+import numpy as np
+from tinygrad import Tensor
+x = Tensor(np.random.default_rng(3).standard_normal((8, 40)).astype(np.float32), device='TT').realize()
+(x - x.mean()).square().sum(0).realize()
+"""
+
+
+def test_staged_kernel_cycles_are_its_launches_in_sequence(tmp_path):
+    """A staged kernel's launches run one after another: report.json's emulated cycles (and DEBUG=2's line) are the
+    sum of each launch's slowest core (each launch's own row of TT_PREDICTIONS), which is also the length of the
+    kernel's trace window."""
+    rows = tmp_path / "predictions.jsonl"
+    r = _python(STAGED, DEVICE="TT", TT_DUMP=str(tmp_path / "dump"), TT_CORES="1", TT_PREDICTIONS=str(rows), DEBUG="2")
+    assert r.returncode == 0, r.stderr[-3000:]
+    (rep_path,) = [p for p in (tmp_path / "dump").glob("*/report.json") if json.loads(p.read_text()).get("staged")]
+    rep = json.loads(rep_path.read_text())
+    stages = [s["kernel"] for s in rep["stages"]]
+    launches = [row["emulated"] for row in predictions.load(str(rows)) if row["kernel"] in stages]
+    assert len(stages) >= 2 and len(launches) == len(stages)
+    assert rep["emulated_cycles"] == rep["measured_cycles"]["max"] == sum(launches)
+    window = json.loads((rep_path.parent / "trace.json").read_text())["otherData"]["counts"]["window cycles"]
+    assert rep["emulated_cycles"] == window
+    assert f"{rep['name']}: emulated cycles: {sum(launches)} " in r.stdout
 
 
 # ----------------------------------------------------------------------------------------------- tinygrad's knobs
