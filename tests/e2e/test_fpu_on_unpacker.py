@@ -76,7 +76,8 @@ def test_fpu_ops_on_the_unpacker_thread_same_bits_fewer_cycles(n, monkeypatch):
 NORM_RTOL = 2.72e-3
 
 
-@pytest.mark.parametrize("n, cores", [(3 * TILE_ELEMS, 1), (7 * TILE_ELEMS, 3)], ids=["3_tiles_1_core", "7_tiles_3_cores"])
+@pytest.mark.parametrize("n, cores", [(3 * TILE_ELEMS, 1), (7 * TILE_ELEMS, 3)],
+                         ids=["3_tiles_1_core", "7_tiles_3_cores"])
 def test_fpu_ops_on_the_unpacker_thread_match_numpy(n, cores):
     plan = norm_plan(n, cores)
     assert "this thread issues the FPU ops too" in plan.render()["trisc0"]
