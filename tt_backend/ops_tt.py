@@ -70,7 +70,9 @@ def pack_bundle(plan, elfs: list[dict[str, bytes]], extra: dict | None = None) -
     meta = {"name": plan.name, "launches": launches, "outs": plan.out_slots,
             "scratch": [b.nbytes for b in getattr(plan, "scratch", [])],
             "buffers": [{"slot": b.slot, "dtype": b.dtype, "nbytes": b.nbytes} for b in plan.buffers]}
-    meta.update(extra or {})     # "report": report.json path (TT_DUMP), "check": TT_CHECK's reference (placement_eval)
+    # "report": report.json path (TT_DUMP; "stage_reports" a staged kernel's stages' ones), "check": TT_CHECK's
+    # reference (placement_eval)
+    meta.update(extra or {})
     head = json.dumps(meta, sort_keys=True).encode()
     return MAGIC + struct.pack("<I", len(head)) + head + b"".join(blobs)
 
@@ -235,7 +237,7 @@ def build_bundle(variant: UOp, name: str, tt_target) -> tuple:
     from tt_backend.lowering.select import lower
     from tt_backend.placement_eval import check_meta, placer   # placement under TT_ERR_BUDGET(_SAMPLED), TT_PLACE; TT_CHECK
     plan = lower(variant, name, placer(knobs.err_budget(), knobs.place_spec(), sampled=knobs.budget_sampled()))
-    d, key, texts, elf_sets = knobs.dump_dir(), variant.key.hex()[:8], [], []
+    d, key, texts, elf_sets, stage_reports = knobs.dump_dir(), variant.key.hex()[:8], [], [], []
     for stage in plan.launches:     # a staged plan (lowering/families/staged.py): each stage is a kernel of its own
         for_target(stage, tt_target)
         stage.use_cores(min(knobs.cores() or tt_target.tiles, tt_target.tiles))
@@ -244,12 +246,15 @@ def build_bundle(variant: UOp, name: str, tt_target) -> tuple:
         texts.append(format_source(sources, headers))
         if d is not None:
             stage_dir = dump.write_kernel(d, stage, sources, headers, elfs, key=key)
+            stage_reports.append(str(stage_dir / "report.json"))
         debug.after_lowering(stage, elfs)
     source = "\n".join(texts)
     extra = {}
     if d is not None:
         extra["report"] = str((stage_dir if len(plan.launches) == 1 else dump.write_staged(d, plan, key))
                               / "report.json")
+        if len(plan.launches) > 1:
+            extra["stage_reports"] = stage_reports     # each launch's own cycles go into its stage's report
     if knobs.check():
         extra["check"] = check_meta(variant, plan.placement, knobs.err_budget())
     if DEBUG >= 4: print(source)
@@ -529,6 +534,8 @@ class TTProgram(Program):
                       stats)
             elif stats is not None:
                 record_cycles(self.meta, stats)
+            for i, rep in enumerate(self.meta.get("stage_reports", []) if stats is not None else []):
+                record_cycles({"report": rep}, stats[i:i + 2])
             if timeline:
                 tl = trace.from_launch(self.name, target.name, stats, seconds, recorded)
                 if "report" in self.meta: trace.write(tl, Path(self.meta["report"]).parent)

@@ -293,8 +293,8 @@ x = Tensor(np.random.default_rng(3).standard_normal((8, 40)).astype(np.float32),
 
 def test_staged_kernel_cycles_are_its_launches_in_sequence(tmp_path):
     """A staged kernel's launches run one after another: report.json's emulated cycles (and DEBUG=2's line) are the
-    sum of each launch's slowest core (each launch's own row of TT_PREDICTIONS), which is also the length of the
-    kernel's trace window."""
+    sum of each launch's slowest core (each launch's own row of TT_PREDICTIONS, and its stage's report.json), which is
+    also the length of the kernel's trace window."""
     rows = tmp_path / "predictions.jsonl"
     r = _python(STAGED, DEVICE="TT", TT_DUMP=str(tmp_path / "dump"), TT_CORES="1", TT_PREDICTIONS=str(rows), DEBUG="2")
     assert r.returncode == 0, r.stderr[-3000:]
@@ -304,6 +304,9 @@ def test_staged_kernel_cycles_are_its_launches_in_sequence(tmp_path):
     launches = [row["emulated"] for row in predictions.load(str(rows)) if row["kernel"] in stages]
     assert len(stages) >= 2 and len(launches) == len(stages)
     assert rep["emulated_cycles"] == rep["measured_cycles"]["max"] == sum(launches)
+    stage_reps = {json.loads(p.read_text())["name"]: json.loads(p.read_text()) for p in rep_path.parent.parent.glob(
+        f"{rep['name']}_s*/report.json")}
+    assert [stage_reps[k]["emulated_cycles"] for k in stages] == launches
     window = json.loads((rep_path.parent / "trace.json").read_text())["otherData"]["counts"]["window cycles"]
     assert rep["emulated_cycles"] == window
     assert f"{rep['name']}: emulated cycles: {sum(launches)} " in r.stdout
