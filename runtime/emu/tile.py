@@ -63,8 +63,8 @@ CAUSAL_LOADS = os.environ.get("TT_EMU_CAUSAL_LOADS", "1") != "0"
 # False (or TT_EMU_PEEK_NATIVE=0) reads each through _peek_word, the reference
 PEEK_NATIVE = os.environ.get("TT_EMU_PEEK_NATIVE", "1") != "0"
 # A frozen core's thaw test (_thaw: has a word its wait loop reads changed, and from which cycle does it run again) in
-# one C call (rv32_native.c thaw) where its reads are all L1 words; False (or TT_EMU_THAW_NATIVE=0) keeps
-# _thaw_in_python, the reference
+# one C call (rv32_native.c thaw; a semaphore read through peek); False (or TT_EMU_THAW_NATIVE=0) keeps _thaw_in_python,
+# the reference
 THAW_NATIVE = os.environ.get("TT_EMU_THAW_NATIVE", "1") != "0"
 WRITE_LOG = 1024        # the RISC-V stores to L1 a tile remembers for that rule (l1_log); rv32_native.c LOG_SIZE
 RESPONSE_COUNTERS = (RD_RESP_RECEIVED, WR_ACK_RECEIVED, ATOMIC_RESP_RECEIVED)   # counted when a request completes
@@ -879,11 +879,11 @@ class Tile:
         latest cycle a changed L1 word's line was written (RISC-V store, NoC write or atomic), if that is later than
         its own: on silicon it polled until then (a semaphore's read waits for its post itself). Under the causal-load
         rule the words are compared as of the core's cycle, and words unchanged then resume it at the first logged
-        store to one of them after it. A core whose run() ends where it is may stay frozen (False). In C where the
-        loop reads only L1 words (THAW_NATIVE), else _thaw_in_python."""
+        store to one of them after it. A core whose run() ends where it is may stay frozen (False). In C
+        (THAW_NATIVE), which asks peek for the registers read, else _thaw_in_python."""
         if CAUSAL_LOADS and THAW_NATIVE and self._log_lookups is not None:
             reads, seen = self._frozen[who]
-            answer = self._log_lookups.thaw(reads, seen, self.cycles(who), self._thaw_key.get(who))
+            answer = self._log_lookups.thaw(reads, seen, self.cycles(who), self._thaw_key.get(who), self.peek, who)
             if answer is not NotImplemented:
                 self._thaw_key[who], resume = answer
                 if resume is None:

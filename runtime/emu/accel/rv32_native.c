@@ -1054,56 +1054,86 @@ static PyObject *first_write(PyObject *self, PyObject *const *args, Py_ssize_t n
     return PyLong_FromUnsignedLongLong(first);
 }
 
-/* thaw(write log address, reads, seen, cycle, last key or None) -> (key, resume cycle or None): tile.py Tile._thaw's
- * decision under the causal-load rule for a frozen wait loop whose reads (addr, n) are all L1 words (n inside one
- * word), in one call; NotImplemented where one is not (a semaphore: the tile's peek answers it in Python). `seen`: the
- * words as _freeze read them at the core's cycle. The key is the log's count and the words as they are now (one bytes
- * object: _thaw's (count, words) tuple, whose reads do not change while the core is frozen); the same key as `last`
- * means nothing was written since: (last, None) at once. Otherwise the words as of `cycle`: a changed one resumes the
- * core (at the latest stamp of the changed lines the log cannot place, 0 if it places all of them), an unchanged set
- * at the first logged store after `cycle` to a word read, None (stays frozen) without one. */
+/* thaw(write log address, reads, seen, cycle, last key or None, peek, who) -> (key, resume cycle or None): tile.py
+ * Tile._thaw's decision under the causal-load rule for a frozen wait loop, in one call. reads: (addr, n), an L1 word
+ * (n inside one word) or a register the tile's peek(who, addr) answers (a semaphore: an int, or None); NotImplemented
+ * where peek answers something else. `seen`: the words as _freeze read them at the core's cycle. The key is the log's
+ * count and the words as they are now (one bytes object: _thaw's (count, words) tuple, whose reads do not change while
+ * the core is frozen); the same key as `last` means nothing was written since: (last, None) at once. Otherwise the
+ * words as of `cycle`: a changed one resumes the core (at the latest stamp of the changed L1 lines the log cannot
+ * place, 0 if there is none), an unchanged set at the first logged store after `cycle` to an L1 word read, None (stays
+ * frozen) without one. */
+enum { THAW_MAX_READS = 64, REG_KEY = 9 };      /* a register's part of the key: None / int, and 8 bytes of value */
 static PyObject *thaw(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    const write_log *g = nargs == 5 ? PyLong_AsVoidPtr(args[0]) : NULL;
+    const write_log *g = nargs == 7 ? PyLong_AsVoidPtr(args[0]) : NULL;
     uint64_t cycle = g ? PyLong_AsUnsignedLongLong(args[3]) : 0;
     if (!g || PyErr_Occurred() || !PyList_Check(args[1]) || !PyList_Check(args[2])
         || PyList_GET_SIZE(args[1]) != PyList_GET_SIZE(args[2])) {
         if (!PyErr_Occurred())
-            PyErr_SetString(PyExc_TypeError, "thaw(write log address, reads, seen: lists of one length, cycle, last)");
+            PyErr_SetString(PyExc_TypeError, "thaw(write log address, reads, seen: lists of one length, cycle, last, "
+                                             "peek, who)");
         return NULL;
     }
     Py_ssize_t count = PyList_GET_SIZE(args[1]), total = 8;
-    enum { MAX_READS = 64 };
-    unsigned int addr[MAX_READS], n[MAX_READS];
-    if (count > MAX_READS)
+    unsigned int addr[THAW_MAX_READS], n[THAW_MAX_READS];
+    PyObject *reg[THAW_MAX_READS] = {0}, *out = NULL, *key = NULL;
+    if (count > THAW_MAX_READS)
         Py_RETURN_NOTIMPLEMENTED;
     for (Py_ssize_t i = 0; i < count; i++) {
         if (!PyArg_ParseTuple(PyList_GET_ITEM(args[1], i), "II", &addr[i], &n[i]))
-            return NULL;
-        if (addr[i] >= L1_SIZE)
-            Py_RETURN_NOTIMPLEMENTED;
+            goto done;
+        if (addr[i] >= L1_SIZE) {               /* a register: as the tile's peek reads it */
+            PyObject *call[2] = {args[6], PyTuple_GET_ITEM(PyList_GET_ITEM(args[1], i), 0)};   /* (a tuple: parsed) */
+            reg[i] = PyObject_Vectorcall(args[5], call, 2, NULL);
+            if (!reg[i])
+                goto done;
+            if (reg[i] != Py_None && (!PyLong_CheckExact(reg[i]) || _PyLong_Sign(reg[i]) < 0
+                                      || PyLong_AsUnsignedLongLong(reg[i]) == (unsigned long long)-1)) {
+                PyErr_Clear();
+                out = Py_NewRef(Py_NotImplemented);
+                goto done;
+            }
+            total += REG_KEY;
+            continue;
+        }
         if (n[i] > 4 - (addr[i] & 3)) {
             PyErr_Format(PyExc_ValueError, "thaw: %u bytes at 0x%X are not inside one word of L1", n[i], addr[i]);
-            return NULL;
+            goto done;
         }
         total += n[i];
     }
-    PyObject *key = PyBytes_FromStringAndSize(NULL, total);
-    if (!key)
-        return NULL;
+    if (!(key = PyBytes_FromStringAndSize(NULL, total)))
+        goto done;
     char *k = PyBytes_AS_STRING(key);
     uint64_t log_n = *g->log_n;
     memcpy(k, &log_n, 8);
-    for (Py_ssize_t i = 0, at = 8; i < count; at += n[i], i++)
-        memcpy(k + at, g->l1 + addr[i], n[i]);
+    for (Py_ssize_t i = 0, at = 8; i < count; i++) {
+        if (reg[i]) {
+            uint64_t v = reg[i] == Py_None ? 0 : PyLong_AsUnsignedLongLong(reg[i]);
+            k[at] = reg[i] != Py_None;
+            memcpy(k + at + 1, &v, 8);
+            at += REG_KEY;
+        } else {
+            memcpy(k + at, g->l1 + addr[i], n[i]);
+            at += n[i];
+        }
+    }
     PyObject *last = args[4];
     if (PyBytes_Check(last) && PyBytes_GET_SIZE(last) == total && !memcmp(PyBytes_AS_STRING(last), k, total)) {
-        Py_DECREF(key);
-        return Py_BuildValue("(OO)", last, Py_None);
+        out = Py_BuildValue("(OO)", last, Py_None);
+        goto done;
     }
     int changed = 0, found = 0;
     uint64_t resume = 0, first;
     for (Py_ssize_t i = 0; i < count; i++) {
         PyObject *old = PyList_GET_ITEM(args[2], i);
+        if (reg[i]) {
+            int differs = PyObject_RichCompareBool(reg[i], old, Py_NE);
+            if (differs < 0)
+                goto done;
+            changed |= differs;
+            continue;
+        }
         uint32_t then;
         int known = l1_word_at(g->l1, g->stamp, g->log, log_n, addr[i], cycle, &then);
         const char *now = known ? (const char *)&then + (addr[i] & 3) : (const char *)g->l1 + addr[i];
@@ -1114,13 +1144,17 @@ static PyObject *thaw(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
             resume = g->stamp[addr[i] >> STAMP_SHIFT];
     }
     for (Py_ssize_t i = 0; !changed && i < count; i++)
-        if (first_write_after(g->log, log_n, addr[i], cycle, &first) && (!found || first < resume)) {
+        if (!reg[i] && first_write_after(g->log, log_n, addr[i], cycle, &first) && (!found || first < resume)) {
             resume = first;
             found = 1;
         }
-    if (!changed && !found)
-        return Py_BuildValue("(NO)", key, Py_None);
-    return Py_BuildValue("(NK)", key, (unsigned long long)resume);
+    out = !changed && !found ? Py_BuildValue("(OO)", key, Py_None) : Py_BuildValue("(OK)", key,
+                                                                                     (unsigned long long)resume);
+done:
+    for (Py_ssize_t i = 0; i < count; i++)
+        Py_XDECREF(reg[i]);
+    Py_XDECREF(key);
+    return out;
 }
 
 static PyMethodDef methods[] = {
@@ -1134,7 +1168,8 @@ static PyMethodDef methods[] = {
     {"peek_words", (PyCFunction)(void (*)(void))peek_words, METH_FASTCALL,
      "peek_words(write log address, reads, cycle): each L1 word of reads as of cycle where the log tells, else now"},
     {"thaw", (PyCFunction)(void (*)(void))thaw, METH_FASTCALL,
-     "thaw(write log address, reads, seen, cycle, last key): a frozen loop's new key and resume cycle (or None)"},
+     "thaw(write log address, reads, seen, cycle, last key, peek, who): a frozen loop's new key and resume "
+     "cycle (or None)"},
     {"run", (PyCFunction)(void (*)(void))run, METH_FASTCALL,
      "run(state address, bus calls, direct push): the core runs until its budget, a spin, parking, a stall or a "
      "hand-back"},

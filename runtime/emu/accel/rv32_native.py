@@ -138,7 +138,7 @@ class LogLookups:
         self.l1_at = functools.partial(l1_at, arg)                    # (addr, n, cycle) -> bytes | None
         self.first_write_after = functools.partial(first, arg)        # (addr, cycle) -> int | None
         self.peek_words = functools.partial(peek, arg)                # (reads, cycle | None) -> [bytes | None]
-        self.thaw = functools.partial(thaw, arg)    # (reads, seen, cycle, last key) -> (key, cycle | None) | NotImpl.
+        self.thaw = functools.partial(thaw, arg)    # (reads, seen, cycle, last key, peek, who) -> (key, cycle | None)
 
 
 def log_lookups(l1: np.ndarray, stamps: np.ndarray, log: np.ndarray, count: np.ndarray) -> LogLookups | None:
