@@ -38,7 +38,8 @@ def reserve():
 
 
 def send():
-    """The C send(NIU context, initiator), or None when it is off or unavailable (read at each call: tests switch it)."""
+    """The C send(NIU context, initiator), or None when it is off or unavailable (read at each call: tests switch
+    it)."""
     mod = _load()[0] if SEND_NATIVE else None
     return mod.send if mod is not None else None
 
