@@ -33,7 +33,7 @@ from tt_backend.chip.errors import EmuUndefined, EmuUnimplemented, EmuUnspecifie
 from tt_backend.chip.grid import Grid, dram_bank, is_dram_xy, route
 
 from .cycles import DRAM_LATENCY, NOC_BYTES_PER_CYCLE, NOC_HOP_LATENCY, NOC_NIU_LATENCY, noc_cycles
-from .dram import Dram
+from .dram import PAGE_BITS, Dram
 from .accel import noc_native
 
 MAX_LEN = 16384
@@ -123,6 +123,11 @@ class Niu:
         self.counters: dict[int, int] = {}                     # kept across launches, like the hardware
         self.requests = {"read": 0, "write": 0, "atomic": 0, "inline": 0}
         self.bytes = {"read": 0, "write": 0}
+        # the endpoints _endpoint resolved, by coordinate word, as the C send reads them (noc_native.c endpoint_of):
+        # (x, y), the tile's L1 or None, the DRAM bank's pages or None, the bytes addressable there, the bank or None
+        self._c_peers: dict[int, tuple] = {self.own: (self.tile_xy, self.l1, None, layout.L1_SIZE, None)}
+        self._c_context = (self.regs, self.own, self._c_peers, self.counters, self.requests, self.bytes, self.sent,
+                           PAGE_BITS)
 
     # ---- register access (offset = addr - base, 32-bit only: the tile checks size) ----
     def load(self, offset: int) -> int:
@@ -185,14 +190,15 @@ class Niu:
 
     def _endpoint(self, hi: int, role: str) -> tuple[tuple[int, int], Dram | NocTarget]:
         """The translated coordinates and the endpoint (a DRAM bank or a Tensix tile) of unicast coordinate word
-        `hi`."""
+        `hi` (remembered for the C send)."""
         if hi >> 12:
             raise EmuUndefined(f"NoC{self.index}: {role} coordinate word 0x{hi:X} has bits above 11 set on a unicast")
         x, y = hi & 0x3F, (hi >> 6) & 0x3F
-        if hi == self.own:
-            return (x, y), self.tile
-        ep = self.peer(x, y)
+        ep = self.tile if hi == self.own else self.peer(x, y)
         if ep is not None:
+            if hi not in self._c_peers:
+                self._c_peers[hi] = ((x, y), None, ep.pages, ep.size, dram_bank(x, y)) if isinstance(ep, Dram) else \
+                    ((x, y), ep.l1_array, None, layout.L1_SIZE, None)
             return (x, y), ep
         if x in (0, 9):
             raise EmuUnimplemented(f"NoC{self.index}: {role} ({x},{y}) is a physical DRAM coordinate; use the "
@@ -233,6 +239,13 @@ class Niu:
                           None if isinstance(ep, Dram) else dst))
 
     def _send(self, buf: int) -> None:
+        """The command of initiator `buf`: in C where it is a unicast read or write between L1 and a DRAM bank or L1
+        the NIU has met (noc_native.send; NIU_SEND_NATIVE), else _send_in_python, the reference."""
+        fast = noc_native.send()
+        if fast is None or fast(self._c_context, buf) is NotImplemented:
+            self._send_in_python(buf)
+
+    def _send_in_python(self, buf: int) -> None:
         r = self.regs[buf].tolist()
         ctrl = r[CTRL >> 2]
         name = f"NoC{self.index} initiator {buf} (NOC_CTRL=0x{ctrl:X})"

@@ -62,6 +62,10 @@ CAUSAL_LOADS = os.environ.get("TT_EMU_CAUSAL_LOADS", "1") != "0"
 # A frozen core's L1 words read in C (_peek_words; rv32_native.c peek_words) with the causal-load rule's C lookups;
 # False (or TT_EMU_PEEK_NATIVE=0) reads each through _peek_word, the reference
 PEEK_NATIVE = os.environ.get("TT_EMU_PEEK_NATIVE", "1") != "0"
+# A frozen core's thaw test (_thaw: has a word its wait loop reads changed, and from which cycle does it run again) in
+# one C call (rv32_native.c thaw; a semaphore read through peek); False (or TT_EMU_THAW_NATIVE=0) keeps _thaw_in_python,
+# the reference
+THAW_NATIVE = os.environ.get("TT_EMU_THAW_NATIVE", "1") != "0"
 WRITE_LOG = 1024        # the RISC-V stores to L1 a tile remembers for that rule (l1_log); rv32_native.c LOG_SIZE
 RESPONSE_COUNTERS = (RD_RESP_RECEIVED, WR_ACK_RECEIVED, ATOMIC_RESP_RECEIVED)   # counted when a request completes
 CORE_BITS = {c: 1 << b for c, b in layout.SOFT_RESET_BIT.items()}
@@ -140,8 +144,9 @@ class Tile:
             self.l1_at, self.first_write_after = self._log_lookups.l1_at, self._log_lookups.first_write_after
         self._frozen: dict[str, tuple[list[tuple[int, int]], list[bytes | int | None]]] = {}
         # causal loads: per frozen core, the write log's count and its words as they are, when _thaw last found it
-        # must stay frozen: the same again means nothing was written since (_thaw's quick answer)
-        self._thaw_key: dict[str, tuple[int, list[bytes | int | None]]] = {}
+        # must stay frozen: the same again means nothing was written since (_thaw's quick answer; C's thaw keeps the
+        # two in one bytes object)
+        self._thaw_key: dict[str, tuple[int, list[bytes | int | None]] | bytes] = {}
         self._self_timed: set[str] = set()                  # spinning on an NIU response counter (_freeze)
         self.rec = None                                      # a timeline.TimelineRecorder (timeline_begin/_end)
         self.mailboxes = mb.Mailboxes()                      # the 16 B/T0/T1/T2 mailboxes (mailbox.py)
@@ -874,7 +879,22 @@ class Tile:
         latest cycle a changed L1 word's line was written (RISC-V store, NoC write or atomic), if that is later than
         its own: on silicon it polled until then (a semaphore's read waits for its post itself). Under the causal-load
         rule the words are compared as of the core's cycle, and words unchanged then resume it at the first logged
-        store to one of them after it. A core whose run() ends where it is may stay frozen (False)."""
+        store to one of them after it. A core whose run() ends where it is may stay frozen (False). In C
+        (THAW_NATIVE), which asks peek for the registers read, else _thaw_in_python."""
+        if CAUSAL_LOADS and THAW_NATIVE and self._log_lookups is not None:
+            reads, seen = self._frozen[who]
+            answer = self._log_lookups.thaw(reads, seen, self.cycles(who), self._thaw_key.get(who), self.peek, who)
+            if answer is not NotImplemented:
+                self._thaw_key[who], resume = answer
+                if resume is None:
+                    return False
+                del self._frozen[who]
+                self._wait_until(who, resume, tl.SPIN_WRITE)
+                return True
+        return self._thaw_in_python(who)
+
+    def _thaw_in_python(self, who: str) -> bool:
+        """_thaw's reference: the same decision through _peek_words, l1_at and first_write_after."""
         reads, seen = self._frozen[who]
         if CAUSAL_LOADS:
             key = (int(self.l1_log_n[0]), self._peek_words(who, reads))

@@ -4,6 +4,7 @@ already in the past), resources that repeat in one transfer, offsets and lengths
 lists after each of a run of reservations. And compiled kernels with the C part on and off: the same bytes and the
 same emulated cycles, the C part really taken."""
 import copy
+import hashlib
 import random
 
 import numpy as np
@@ -15,7 +16,11 @@ from tt_backend.lowering.codegen.sources import split
 from tt_backend.runtime.compile import compile_kernel
 from tt_backend.runtime.emu.accel import noc_native
 from tt_backend.runtime.emu.device import EmuDevice
-from tt_backend.runtime.emu.noc import Busy, Fabric
+from tt_backend.chip import layout
+from tt_backend.chip.errors import EmuError
+from tt_backend.chip.grid import dram_bank, is_dram_xy
+from tt_backend.runtime.emu.dram import PAGE_SIZE, Dram
+from tt_backend.runtime.emu.noc import CMD_CTRL, INITIATOR_STRIDE, Busy, Fabric, Niu, xy_word
 
 pytestmark = pytest.mark.skipif(noc_native.reserve() is None, reason=noc_native.status())
 
@@ -62,7 +67,8 @@ def test_reserve_refuses_what_is_no_busy_list():
 @pytest.mark.needs_cc
 def test_kernels_identical(monkeypatch):
     """An elementwise kernel's DRAM reads and writes and a 2x2 matmul grid's multicasts: the same bytes and cycles of
-    every core with the C part on and off, and C reserved the transfers."""
+    every core with the C part (reservations and sends) on and off, and C reserved the transfers and made most
+    sends."""
     grid = matmul_plan(64, "HiFi2")
     grid.use_cores(4)
     ew = elementwise_plan(40)
@@ -73,12 +79,129 @@ def test_kernels_identical(monkeypatch):
         calls[noc_native.NATIVE] += 1
         return python(res, s0, d)
     monkeypatch.setattr(Fabric, "_reserve_in_python", staticmethod(counted))
+    sends, send = {True: 0, False: 0}, Niu._send_in_python
+
+    def counted_send(self, buf):
+        sends[noc_native.SEND_NATIVE] += 1
+        return send(self, buf)
+    monkeypatch.setattr(Niu, "_send_in_python", counted_send)
     for plan, arrays in ((ew, elementwise_inputs(ew, np.random.default_rng(40))), (grid, matmul_arrays(grid))):
         elfs = compile_kernel(*split(plan.render()), plan.name)
         runs = []
         for on in (True, False):
             monkeypatch.setattr(noc_native, "NATIVE", on)
+            monkeypatch.setattr(noc_native, "SEND_NATIVE", on)
             dev = EmuDevice()
             runs.append(([launch_plan(dev, plan, arrays, elfs)[0] for _ in range(2)], dev.stats()))
         assert runs[0] == runs[1]
     assert calls[True] == 0 and calls[False] > 50, calls
+    assert sends[True] < sends[False] / 4, sends
+
+
+class _Tile:
+    """What an NIU reaches at a Tensix tile (noc.NocTarget): its L1 and a register read and write that note the call."""
+
+    def __init__(self, seed: int):
+        self.l1_array = np.random.default_rng(seed).integers(0, 256, layout.L1_SIZE, dtype=np.uint8)
+        self.mmio: list = []
+
+    def noc_mmio_read32(self, addr: int) -> int:
+        self.mmio.append(("read", addr))
+        return addr & 0xFFFF
+
+    def noc_mmio_write32(self, addr: int, value: int) -> None:
+        self.mmio.append(("write", addr, value))
+
+
+def _world(index: int) -> tuple[Niu, dict, list]:
+    """An NIU at layout.TILE_XY, a second tile at (2, 2), the 8 DRAM banks (pages written before and not), nothing
+    at (3, 2)."""
+    own, other = _Tile(1), _Tile(2)
+    banks = [Dram() for _ in range(8)]
+    for b, bank in enumerate(banks):
+        bank.write(b * PAGE_SIZE + PAGE_SIZE - 4096, np.arange(8192, dtype=np.uint8))       # two pages, one boundary
+    peers = {layout.TILE_XY: own, (2, 2): other}
+
+    def peer(x: int, y: int):
+        return banks[dram_bank(x, y)] if is_dram_xy(x, y) else peers.get((x, y))
+    return Niu(index, own, peer), peers, banks
+
+
+def _command(rng: random.Random, niu: Niu) -> list[int]:
+    """NIU registers 0x00..0x2C of one initiator for a random request: mostly unicast reads and writes that succeed
+    (DRAM pages crossed, present and absent, L1 to L1 on the own tile and another), else one with a defect of every
+    kind a request may have (Python's checks, MMIO, requests C leaves to Python)."""
+    own, bank = niu.own, rng.randrange(8)
+    peer = rng.choice([xy_word(rng.choice((17, 18)), rng.randrange(12, 24))] * 4 + [own, xy_word(2, 2)])
+    kind = rng.choice((0x10, 0x2, 0x12))
+    n = rng.choice([1, 4, 16, 64, 2048, 4096, 16384])
+    far = rng.choice([bank * PAGE_SIZE + PAGE_SIZE - 4096 + 64 * rng.randrange(100), 64 * rng.randrange(1 << 14),
+                      7 * PAGE_SIZE + 64 * rng.randrange(1 << 14)])
+    if peer >> 6 == 2:                                         # a tile: an L1 address
+        far %= layout.L1_SIZE - 16384
+    near = 64 * rng.randrange(layout.L1_SIZE // 64 - 300)
+    defect = rng.randrange(12) if rng.random() < 0.3 else None
+    if defect == 0:
+        peer = rng.choice((xy_word(3, 2), xy_word(0, 12), 1 << 12))        # nothing there, physical DRAM, bad word
+    elif defect == 1:
+        kind = rng.choice((0x0, 0x1, 0x3, 0x12 | 0x8, 0x10 | 0x8, 0x12 | 0x20, 0x12 | 0x100, 0x12 | 0x200))
+    elif defect == 2:
+        n = rng.choice((0, 16385))
+    elif defect == 3:
+        far = rng.choice((layout.DRAM_BANK_SIZE - 64 * rng.randrange(300), 1 << 33))
+    elif defect == 4:
+        near = layout.L1_SIZE - 16 * rng.randrange(300)
+    elif defect == 5:
+        near = 0xFF000000 + 16 * rng.randrange(4)
+        n = rng.choice((4, 8))
+    elif defect == 6:
+        near += rng.choice((8, 16, 32, 48))                    # congruent mod 16 or not, mod 64 or not
+    targ, ret = (far, near) if kind & 3 == 0 else (near, far)
+    regs = [0] * 12
+    regs[0], regs[1], regs[3], regs[4] = targ & 0xFFFFFFFF, targ >> 32, ret & 0xFFFFFFFF, ret >> 32
+    regs[2], regs[5] = (peer, own) if kind & 3 == 0 else (own, peer)
+    if defect == 7:
+        regs[2 if kind & 3 == 0 else 5] = peer                # RET_HI / TARG_HI not the own tile
+    regs[7], regs[8] = kind, n
+    return regs
+
+
+def _state(niu: Niu, peers: dict, banks: list) -> tuple:
+    digest = lambda a: hashlib.sha1(a.tobytes()).hexdigest()
+    return (dict(niu.counters), dict(niu.requests), dict(niu.bytes), [digest(t.l1_array) for t in peers.values()],
+            [t.mmio[:] for t in peers.values()], [{p: digest(a) for p, a in b.pages.items()} for b in banks])
+
+
+@pytest.mark.parametrize("index", (0, 1))
+def test_send_matches_python(index, monkeypatch):
+    """Niu._send in C (noc_native.send) against _send_in_python, the reference: two NIUs in twin worlds given the same
+    random commands, one with the C send, one without; the same state (counters, tallies, the sent records, every L1
+    and DRAM page, register traffic) and the same errors after each, and C took most of them."""
+    rng = random.Random(5 + index)
+    worlds = [_world(index) for _ in range(2)]
+    taken, python = 0, Niu._send_in_python
+
+    def counted(self, buf):
+        if noc_native.SEND_NATIVE:
+            counted.left += 1
+        return python(self, buf)
+    counted.left = 0
+    monkeypatch.setattr(Niu, "_send_in_python", counted)
+    for step in range(500):
+        buf, regs = rng.randrange(4), _command(rng, worlds[0][0])
+        outcome = []
+        for on, (niu, peers, banks) in zip((True, False), worlds):
+            monkeypatch.setattr(noc_native, "SEND_NATIVE", on)
+            niu.regs[buf] = regs
+            try:
+                niu.store(buf * INITIATOR_STRIDE + CMD_CTRL, 1)
+                outcome.append(("ok", niu.sent[:], niu.counters.copy()))
+            except EmuError as e:
+                outcome.append((type(e), str(e), niu.counters.copy()))
+            niu.sent.clear()
+        assert outcome[0] == outcome[1], (step, regs)
+        if step % 100 == 0:
+            assert _state(*worlds[0]) == _state(*worlds[1]), step
+        taken += outcome[0][0] == "ok"
+    assert _state(*worlds[0]) == _state(*worlds[1])
+    assert taken > 250 and taken - counted.left > 200, (taken, counted.left)

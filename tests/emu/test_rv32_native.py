@@ -516,11 +516,76 @@ def test_write_log_lookups_match_python():
     assert past > 100 and unknown > 10        # past values reconstructed, and the log's unknowns (NoC writes, wraps)
 
 
+
+def test_thaw_matches_python(monkeypatch):
+    """A frozen core's thaw test in C (Tile._thaw, THAW_NATIVE) against _thaw_in_python, the reference: wait loops of
+    1-6 L1 reads (words, halves, bytes) and now and then a Tensix semaphore, frozen at a random cycle, then RISC-V
+    stores logged before and after it, NoC writes stamping lines, semaphores changed, the ring wrapping; from each
+    state the same answer, resume cycle and frozen set, and a core that stays frozen asked again at once (the key's
+    quick answer) stays frozen on both. A register peek answers with something else than an int goes to Python
+    (NotImplemented)."""
+    rng = random.Random(31)
+    tile = Tile()
+    assert tile._log_lookups is not None
+    lines = [0x6000 + 16 * i for i in range(5)]
+    outcomes = {"frozen": 0, "changed": 0, "later store": 0}
+    with_semaphore = {False: 0, True: 0}                # loops reading a semaphore: staying frozen, thawed
+
+    def write(lo: int, hi: int) -> None:
+        addr, cycle = rng.choice(lines) + rng.randrange(16), rng.randrange(lo, hi)
+        if rng.random() < 0.05:
+            tile.stamp_l1(addr & ~15, 16, cycle)                     # a NoC write: not in the log
+            return
+        tile.l1_stamp[addr >> STAMP_SHIFT] = max(int(tile.l1_stamp[addr >> STAMP_SHIFT]), cycle)
+        tile._log_write(addr, cycle)
+        tile.l1_array[addr] = rng.randrange(4)                      # few values: writes that change nothing too
+
+    def ask(in_c: bool, state: tuple) -> tuple:
+        frozen, stall, key = state
+        tile._frozen["trisc0"], tile._stall["trisc0"] = frozen, stall
+        tile._thaw_key.pop("trisc0", None)
+        if key is not None:
+            tile._thaw_key["trisc0"] = key
+        monkeypatch.setattr(tile_module, "THAW_NATIVE", in_c)
+        answers = [tile._thaw("trisc0")]
+        if not answers[0]:
+            answers.append(tile._thaw("trisc0"))                   # nothing written since: the quick answer
+        return answers, tile._stall["trisc0"], "trisc0" in tile._frozen
+
+    for case in range(600):
+        now = 5000 + 1000 * case                 # emulated time moves on, as in a run: the cores near each other
+        for _ in range(rng.randrange(1, 12)):
+            write(max(now - 3000, 0), now + 500)
+        reads = []
+        for _ in range(rng.randrange(1, 7)):
+            n = rng.choice((1, 2, 4))
+            reads.append((rng.choice(lines) + n * rng.randrange(16 // n), n))
+        if rng.random() < 0.4:
+            reads.insert(rng.randrange(len(reads) + 1), (layout.SEMAPHORE_BASE + 4 * rng.randrange(2), 4))
+        stall = now - tile.cycles("trisc0") + tile._stall["trisc0"]
+        tile._stall["trisc0"] = stall
+        frozen = (reads, tile._peek_words("trisc0", reads, tile.cycles("trisc0")))
+        for _ in range(rng.randrange(0, 8)):
+            write(now - 2500, now + 1000)
+        if rng.random() < 0.2:
+            tile.tensix.sem_value[rng.randrange(2)] ^= 1
+        c, py = ask(True, (frozen, stall, None)), ask(False, (frozen, stall, None))
+        assert c == py, (case, reads)
+        outcome = "frozen" if c[2] else "changed" if c[1] == stall else "later store"
+        outcomes[outcome] += 1
+        if any(a >= layout.L1_SIZE for a, _ in reads):
+            with_semaphore[outcome != "frozen"] += 1
+    assert min(outcomes.values()) > 20, outcomes
+    assert min(with_semaphore.values()) > 20, with_semaphore
+    reads = [(lines[0], 4), (layout.SEMAPHORE_BASE, 4)]
+    assert tile._log_lookups.thaw(reads, [b"", 0], 0, None, lambda who, a: 1.5, "trisc0") is NotImplemented
+
 def _same_with_and_without_c(plan, arrays, monkeypatch) -> None:
     """The kernel on C making the bus calls, answering causal loads from the write log and pushing to plain_run itself;
     then C making the bus calls, with those loads handed back to tile.py's past() (rv32_native.CAUSAL_NATIVE), every
     push through the tile's pushers (DIRECT_PUSH), frozen loops probed by rv32.py (PROBE_NATIVE), semaphore loads
-    through the bus (SEM_LOADS_NATIVE) and frozen cores' words read one by one (tile.PEEK_NATIVE); C's pieces;
+    through the bus (SEM_LOADS_NATIVE), frozen cores' words read one by one (tile.PEEK_NATIVE) and their thaw test in
+    Python (tile.THAW_NATIVE); C's pieces;
     Python: the same bytes and cycles. With C answering and pushing, past(), the Tensix's push_run (whose plain_run
     calls C now makes) and _pcbuf_load are called less: the reference calls them, so the rule, the pushes and the
     semaphore loads are exercised."""
@@ -546,6 +611,7 @@ def _same_with_and_without_c(plan, arrays, monkeypatch) -> None:
         monkeypatch.setattr(rv32_native, "PROBE_NATIVE", in_c)
         monkeypatch.setattr(rv32_native, "SEM_LOADS_NATIVE", in_c)
         monkeypatch.setattr(tile_module, "PEEK_NATIVE", in_c)
+        monkeypatch.setattr(tile_module, "THAW_NATIVE", in_c)
         calls[key] = {"past": 0, "push_run": 0, "pcbuf": 0}
         dev = EmuDevice()
         out = [launch_plan(dev, plan, arrays, elfs)[0] for _ in range(2)]      # a warm device relaunched too

@@ -1,9 +1,12 @@
-"""The NoC time model's reservation in C (noc_native.c, a CPython extension module built by native.py).
+"""The NoC time model's reservation and an NIU's common send in C (noc_native.c, a CPython extension module built by
+native.py).
 
-noc.py's Fabric._reserve (with Busy.free_from and Busy.take) is the reference: tests/emu/test_noc_native.py pins the
-cycles and the busy lists of both together on random resources. `NATIVE = False` (or TT_EMU_NOC_NATIVE=0) keeps the
-Python path; without a host compiler or Python's headers it stays there too (`python -m tt_backend info` says which
-runs, and why).
+noc.py's Fabric._reserve (with Busy.free_from and Busy.take) is the reference of reserve: tests/emu/test_noc_native.py
+pins the cycles and the busy lists of both together on random resources. `NATIVE = False` (or TT_EMU_NOC_NATIVE=0)
+keeps the Python path; without a host compiler or Python's headers it stays there too (`python -m tt_backend info` says
+which runs, and why). Niu._send_in_python is the reference of send (a unicast read or write between L1 and a DRAM bank
+or L1): the same test file pins the NIUs' state after random commands; `SEND_NATIVE = False` (or
+TT_EMU_NIU_SEND_NATIVE=0) keeps every send in Python.
 """
 from __future__ import annotations
 
@@ -15,6 +18,7 @@ from tt_backend.runtime.emu.accel import native
 
 SOURCE = Path(__file__).with_name("noc_native.c")
 NATIVE = os.environ.get("TT_EMU_NOC_NATIVE", "1") != "0"
+SEND_NATIVE = os.environ.get("TT_EMU_NIU_SEND_NATIVE", "1") != "0"
 
 
 @functools.lru_cache(maxsize=None)
@@ -33,6 +37,14 @@ def reserve():
     return mod.reserve if mod is not None else None
 
 
+def send():
+    """The C send(NIU context, initiator), or None when it is off or unavailable (read at each call: tests switch
+    it)."""
+    mod = _load()[0] if SEND_NATIVE else None
+    return mod.send if mod is not None else None
+
+
 def status() -> str:
     """Which path reserves the NoC's links, ports and banks, for `python -m tt_backend info`."""
-    return _load()[1] if NATIVE else "Python: TT_EMU_NOC_NATIVE=0"
+    why = _load()[1] if NATIVE else "Python: TT_EMU_NOC_NATIVE=0"
+    return why if SEND_NATIVE or not NATIVE else f"{why}; sends in Python (TT_EMU_NIU_SEND_NATIVE=0)"

@@ -1054,6 +1054,109 @@ static PyObject *first_write(PyObject *self, PyObject *const *args, Py_ssize_t n
     return PyLong_FromUnsignedLongLong(first);
 }
 
+/* thaw(write log address, reads, seen, cycle, last key or None, peek, who) -> (key, resume cycle or None): tile.py
+ * Tile._thaw's decision under the causal-load rule for a frozen wait loop, in one call. reads: (addr, n), an L1 word
+ * (n inside one word) or a register the tile's peek(who, addr) answers (a semaphore: an int, or None); NotImplemented
+ * where peek answers something else. `seen`: the words as _freeze read them at the core's cycle. The key is the log's
+ * count and the words as they are now (one bytes object: _thaw's (count, words) tuple, whose reads do not change while
+ * the core is frozen); the same key as `last` means nothing was written since: (last, None) at once. Otherwise the
+ * words as of `cycle`: a changed one resumes the core (at the latest stamp of the changed L1 lines the log cannot
+ * place, 0 if there is none), an unchanged set at the first logged store after `cycle` to an L1 word read, None (stays
+ * frozen) without one. */
+enum { THAW_MAX_READS = 64, REG_KEY = 9 };      /* a register's part of the key: None / int, and 8 bytes of value */
+static PyObject *thaw(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    const write_log *g = nargs == 7 ? PyLong_AsVoidPtr(args[0]) : NULL;
+    uint64_t cycle = g ? PyLong_AsUnsignedLongLong(args[3]) : 0;
+    if (!g || PyErr_Occurred() || !PyList_Check(args[1]) || !PyList_Check(args[2])
+        || PyList_GET_SIZE(args[1]) != PyList_GET_SIZE(args[2])) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "thaw(write log address, reads, seen: lists of one length, cycle, last, "
+                                             "peek, who)");
+        return NULL;
+    }
+    Py_ssize_t count = PyList_GET_SIZE(args[1]), total = 8;
+    unsigned int addr[THAW_MAX_READS], n[THAW_MAX_READS];
+    PyObject *reg[THAW_MAX_READS] = {0}, *out = NULL, *key = NULL;
+    if (count > THAW_MAX_READS)
+        Py_RETURN_NOTIMPLEMENTED;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        if (!PyArg_ParseTuple(PyList_GET_ITEM(args[1], i), "II", &addr[i], &n[i]))
+            goto done;
+        if (addr[i] >= L1_SIZE) {               /* a register: as the tile's peek reads it */
+            PyObject *call[2] = {args[6], PyTuple_GET_ITEM(PyList_GET_ITEM(args[1], i), 0)};   /* (a tuple: parsed) */
+            reg[i] = PyObject_Vectorcall(args[5], call, 2, NULL);
+            if (!reg[i])
+                goto done;
+            if (reg[i] != Py_None && (!PyLong_CheckExact(reg[i]) || _PyLong_Sign(reg[i]) < 0
+                                      || PyLong_AsUnsignedLongLong(reg[i]) == (unsigned long long)-1)) {
+                PyErr_Clear();
+                out = Py_NewRef(Py_NotImplemented);
+                goto done;
+            }
+            total += REG_KEY;
+            continue;
+        }
+        if (n[i] > 4 - (addr[i] & 3)) {
+            PyErr_Format(PyExc_ValueError, "thaw: %u bytes at 0x%X are not inside one word of L1", n[i], addr[i]);
+            goto done;
+        }
+        total += n[i];
+    }
+    if (!(key = PyBytes_FromStringAndSize(NULL, total)))
+        goto done;
+    char *k = PyBytes_AS_STRING(key);
+    uint64_t log_n = *g->log_n;
+    memcpy(k, &log_n, 8);
+    for (Py_ssize_t i = 0, at = 8; i < count; i++) {
+        if (reg[i]) {
+            uint64_t v = reg[i] == Py_None ? 0 : PyLong_AsUnsignedLongLong(reg[i]);
+            k[at] = reg[i] != Py_None;
+            memcpy(k + at + 1, &v, 8);
+            at += REG_KEY;
+        } else {
+            memcpy(k + at, g->l1 + addr[i], n[i]);
+            at += n[i];
+        }
+    }
+    PyObject *last = args[4];
+    if (PyBytes_Check(last) && PyBytes_GET_SIZE(last) == total && !memcmp(PyBytes_AS_STRING(last), k, total)) {
+        out = Py_BuildValue("(OO)", last, Py_None);
+        goto done;
+    }
+    int changed = 0, found = 0;
+    uint64_t resume = 0, first;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *old = PyList_GET_ITEM(args[2], i);
+        if (reg[i]) {
+            int differs = PyObject_RichCompareBool(reg[i], old, Py_NE);
+            if (differs < 0)
+                goto done;
+            changed |= differs;
+            continue;
+        }
+        uint32_t then;
+        int known = l1_word_at(g->l1, g->stamp, g->log, log_n, addr[i], cycle, &then);
+        const char *now = known ? (const char *)&then + (addr[i] & 3) : (const char *)g->l1 + addr[i];
+        if (PyBytes_Check(old) && PyBytes_GET_SIZE(old) == n[i] && !memcmp(PyBytes_AS_STRING(old), now, n[i]))
+            continue;
+        changed = 1;
+        if (!known && g->stamp[addr[i] >> STAMP_SHIFT] > resume)
+            resume = g->stamp[addr[i] >> STAMP_SHIFT];
+    }
+    for (Py_ssize_t i = 0; !changed && i < count; i++)
+        if (!reg[i] && first_write_after(g->log, log_n, addr[i], cycle, &first) && (!found || first < resume)) {
+            resume = first;
+            found = 1;
+        }
+    out = !changed && !found ? Py_BuildValue("(OO)", key, Py_None) : Py_BuildValue("(OK)", key,
+                                                                                     (unsigned long long)resume);
+done:
+    for (Py_ssize_t i = 0; i < count; i++)
+        Py_XDECREF(reg[i]);
+    Py_XDECREF(key);
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"l1_at", (PyCFunction)(void (*)(void))l1_at, METH_FASTCALL,
      "l1_at(write log address, addr, n, cycle): L1 bytes as they were at cycle, None if the log cannot tell"},
@@ -1064,6 +1167,9 @@ static PyMethodDef methods[] = {
      "NotImplemented"},
     {"peek_words", (PyCFunction)(void (*)(void))peek_words, METH_FASTCALL,
      "peek_words(write log address, reads, cycle): each L1 word of reads as of cycle where the log tells, else now"},
+    {"thaw", (PyCFunction)(void (*)(void))thaw, METH_FASTCALL,
+     "thaw(write log address, reads, seen, cycle, last key, peek, who): a frozen loop's new key and resume "
+     "cycle (or None)"},
     {"run", (PyCFunction)(void (*)(void))run, METH_FASTCALL,
      "run(state address, bus calls, direct push): the core runs until its budget, a spin, parking, a stall or a "
      "hand-back"},

@@ -127,23 +127,24 @@ def attach(core: RV32Core, nius: Sequence[tuple[int, np.ndarray]] = (),
 
 
 class LogLookups:
-    """tile.py Tile.l1_at, first_write_after and the L1 words of _peek_words in C (causal_log.h) over the tile's L1,
-    line stamps and write log (arrays the tile owns and keeps alive; their addresses are taken once)."""
+    """tile.py Tile.l1_at, first_write_after, the L1 words of _peek_words and _thaw's decision in C (causal_log.h) over
+    the tile's L1, line stamps and write log (arrays the tile owns and keeps alive; their addresses are taken once)."""
 
     def __init__(self, fns, l1: np.ndarray, stamps: np.ndarray, log: np.ndarray, count: np.ndarray):
         assert l1.flags.c_contiguous and stamps.dtype == log.dtype == count.dtype == np.uint64
         self._ptrs = np.array([a.ctypes.data for a in (l1, stamps, log, count)], np.uint64)   # rv32_native.c write_log
         arg = int(self._ptrs.ctypes.data)
-        l1_at, first, peek = fns
+        l1_at, first, peek, thaw = fns
         self.l1_at = functools.partial(l1_at, arg)                    # (addr, n, cycle) -> bytes | None
         self.first_write_after = functools.partial(first, arg)        # (addr, cycle) -> int | None
         self.peek_words = functools.partial(peek, arg)                # (reads, cycle | None) -> [bytes | None]
+        self.thaw = functools.partial(thaw, arg)    # (reads, seen, cycle, last key, peek, who) -> (key, cycle | None)
 
 
 def log_lookups(l1: np.ndarray, stamps: np.ndarray, log: np.ndarray, count: np.ndarray) -> LogLookups | None:
     """The C lookups in a tile's write log, or None (TT_EMU_CAUSAL_NATIVE=0 or no C part): tile.py's numpy ones."""
     mod = _built()[0] if CAUSAL_NATIVE else None
-    return LogLookups((mod.l1_at, mod.first_write_after, mod.peek_words), l1, stamps, log, count) \
+    return LogLookups((mod.l1_at, mod.first_write_after, mod.peek_words, mod.thaw), l1, stamps, log, count) \
         if mod is not None else None
 
 
