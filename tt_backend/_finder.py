@@ -7,7 +7,8 @@ classes are identical however they are reached). It is installed at interpreter 
 
 It also watches one tinygrad module, `tinygrad.engine.realize`: the moment that module has executed,
 `tt_backend.schedule_guard` wraps its `run_linear` (a failed schedule never leaves buffers that read as computed) and
-`tt_backend.tinygrad_knobs` declares the TT kernel's buffer limit to tinygrad's scheduler.
+`tt_backend.tinygrad_knobs` declares the TT kernel's buffer limit to tinygrad's scheduler and, at PARALLEL=1, has
+schedules with a TT kernel compiled in the calling process (tinygrad_knobs module doc).
 That has to happen before the first schedule runs and before tinygrad.tensor copies the name, which is long before
 tinygrad opens the TT device (the first schedule already runs when tinygrad first imports ops_tt).
 
@@ -63,6 +64,7 @@ class _GuardAfterExec:
         from tt_backend import schedule_guard, tinygrad_knobs
         schedule_guard.install()
         tinygrad_knobs.declare_kernel_limits()
+        tinygrad_knobs.compile_in_process_at_one_worker()
 
 
 class TTFinder:

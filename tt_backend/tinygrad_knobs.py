@@ -15,12 +15,19 @@ process) rather than silently. (tinygrad's DEBUG levels: tt_backend/debug.py.)
   elementwise, at rtol = atol = 1e-3). Under a TT_ERR_BUDGET the placement may use reduced-precision FPU paths whose
   elementwise error exceeds that tolerance by design; the notice says so, so that a mismatch is read as the budget at
   work and not as a bug.
+* `PARALLEL` (tinygrad's compile worker pool; by default the CPU count divided by pytest-xdist's worker count): at
+  `PARALLEL=1` the pool is one spawned process that lowers and compiles a schedule's kernels one after another while
+  the caller waits, i.e. no parallelism, but a process start, tinygrad's and tt_backend's imports and cold per-process
+  caches (compiler plans, templates) every 16 kernels (`BEAM_MAX_TASKS_PER_CHILD`), and every AST and program pickled
+  across. Schedules with a TT kernel therefore compile in the calling process when PARALLEL is 1
+  (`compile_in_process_at_one_worker`; docs/tinygrad.md §5 has the measurement). Other values are left to tinygrad.
 """
 from __future__ import annotations
 
 import sys
 
-from tinygrad.helpers import VALIDATE_WITH_CPU
+from tinygrad.helpers import PARALLEL, VALIDATE_WITH_CPU, Context
+from tinygrad.uop.ops import Ops, UOp
 
 from tt_backend import knobs
 
@@ -75,3 +82,26 @@ class _WithTTDevices(dict):
         if isinstance(device, str) and device.startswith("TT:") and device not in self:
             device = "TT"
         return super().get(device, default)
+
+
+def _on_tt(device) -> bool:
+    names = device if isinstance(device, tuple) else (device,)
+    return any(isinstance(d, str) and d.split(":", 1)[0] == "TT" for d in names)
+
+
+def compile_in_process_at_one_worker() -> None:
+    """Wrap tinygrad's lower_and_compile (engine/realize.py, called once per schedule by compile_linear): at
+    PARALLEL=1 a schedule with a TT kernel is compiled in this process (see the module doc). Called by the import hook
+    as soon as tinygrad.engine.realize has executed."""
+    from tinygrad.engine import realize     # lazy: as in declare_kernel_limits
+    inner = realize.lower_and_compile
+    if getattr(inner, "__tt_one_worker__", False): return
+
+    def lower_and_compile(linear: UOp) -> UOp:
+        if PARALLEL.value != 1 or not any(c.op is Ops.CALL and _on_tt(c.device) for c in linear.src):
+            return inner(linear)
+        with Context(PARALLEL=0):           # get_worker_pool() answers None: the kernels compile here, in order
+            return inner(linear)
+    lower_and_compile.__tt_one_worker__ = True
+    lower_and_compile.__wrapped__ = inner
+    realize.lower_and_compile = lower_and_compile
