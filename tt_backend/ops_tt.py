@@ -495,8 +495,9 @@ class TTProgram(Program):
             # TT_PREDICTIONS) need these
             from tt_backend import debug, trace
             from tt_backend.placement_eval import check, measured_cycles, record_cycles
-        if hasattr(target, "set_timed"):   # the emulator: its cycle model only when this launch reports cycles
-            target.set_timed(bool(reports))
+        if hasattr(target, "set_timed"):   # the emulator: its cycle model only when this launch reports cycles or
+            # measures its compute part L1 to L1 (whose refusal of a waiting reader needs the cycle model's spin check)
+            target.set_timed(bool(reports) or knobs.l1_resident())
         stats0 = target.stats() if reports and hasattr(target, "stats") else None
         # per-lane timelines: for trace.json (TT_DUMP) and tinygrad's profiler (PROFILE=1 / VIZ=1)
         if timeline := ("report" in self.meta or profiler.enabled()):
@@ -516,7 +517,8 @@ class TTProgram(Program):
                     launch_stats0 = target.stats() if record_to is not None else None
                     with self.dev.recovering(f"kernel {launch['name']}"):
                         seconds += driver.launch(target, elfs, args, timeout_s=t, label=launch["name"],
-                                                 per_tile=per_tile, tile_xys=launch.get("tile_xys")).seconds
+                                                 per_tile=per_tile, tile_xys=launch.get("tile_xys"),
+                                                 l1_resident=knobs.l1_resident()).seconds
                     if record_to is not None and (mc := measured_cycles((launch_stats0, target.stats()))):
                         predictions.record(record_to, launch["name"], launch["prediction"], mc["max"])
             finally:
