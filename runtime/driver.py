@@ -11,6 +11,11 @@ ELFs on the first len(per_tile) tiles of `device.tile_xys()`, or on the tiles `t
 multicast to rectangles of the grid places them), each reached through `device.on_tile(xy)`
 (a `GridDevice`): every tile is loaded and given its arguments first, then all are released, then all are awaited;
 a failure or time-out stops and reports every tile.
+
+`l1_resident=True` measures a launch's compute part L1 to L1 (docs/performance.md §8.5): the reader (BRISC) is
+released alone and run to its end on every tile, so every input tile it moves is in its circular buffer, with the CB
+counters of its pushes, before the compute cores (TRISC0-2) and the writer are released. A reader that cannot end
+alone (its inputs need more slots than its CBs have, or it waits for the compute) is refused with a TTError.
 """
 from __future__ import annotations
 
@@ -141,6 +146,9 @@ def read_status(device: Device) -> dict[str, CoreInfo]:
     return out
 
 
+READER_STUCK_POLLS = 3       # advances in a row an L1-resident launch's reader may spin before it is refused
+
+
 def _release_mask(cores) -> int:
     return layout.ALL_CORES_RESET & ~sum(1 << layout.SOFT_RESET_BIT[c] for c in cores)
 
@@ -148,14 +156,14 @@ def _release_mask(cores) -> int:
 def launch(device: Device, elfs: dict[str, bytes], args: list[int], timeout_s: float = 30.0,
            budget: int = 20000, grace_budget: int = 20000, label: str = "",
            per_tile: list[list[int]] | None = None,
-           tile_xys: list[tuple[int, int]] | None = None) -> LaunchResult:
+           tile_xys: list[tuple[int, int]] | None = None, l1_resident: bool = False) -> LaunchResult:
     """Run one kernel (the module docstring). A launch longer than a few seconds shows a status line on a terminal
     (runtime/progress.py; `label` names the kernel there), cleared however the launch ends."""
     progress = for_terminal(device, label)
     try:
         tiles = on_tiles(device, len(per_tile) if per_tile else 1, label, tile_xys)
         tile_args = [list(block) for block in per_tile] if per_tile else [list(args)]
-        return _launch(device, tiles, elfs, tile_args, timeout_s, budget, grace_budget, progress)
+        return _launch(device, tiles, elfs, tile_args, timeout_s, budget, grace_budget, progress, l1_resident)
     finally:
         progress.close()
 
@@ -180,7 +188,7 @@ def on_tiles(device: Device, n: int, label: str = "",
 
 
 def _launch(device: Device, tiles, elfs: dict[str, bytes], tile_args: list[list[int]], timeout_s: float, budget: int,
-            grace_budget: int, progress: LaunchProgress | NoProgress) -> LaunchResult:
+            grace_budget: int, progress: LaunchProgress | NoProgress, l1_resident: bool = False) -> LaunchResult:
     unknown = set(elfs) - set(layout.CORES)
     if unknown:
         raise ValueError(f"unknown cores {sorted(unknown)}; expected a subset of {layout.CORES}")
@@ -191,11 +199,13 @@ def _launch(device: Device, tiles, elfs: dict[str, bytes], tile_args: list[list[
     generations = [_load(dev, loaded, args) for (_, dev), args in zip(tiles, tile_args)]
     # 5. release the launched cores of every tile (edge-triggered: they were all held above)
     t0 = time.perf_counter()
+    deadline = t0 + timeout_s
+    if l1_resident:
+        _run_reader_alone(device, tiles, loaded, generations, deadline, budget, grace_budget)
     for _, dev in tiles:
         dev.write32(layout.SOFT_RESET_0, _release_mask(loaded))
 
     # 6. wait
-    deadline = t0 + timeout_s
     while True:
         device.advance(budget)
         statuses = [read_status(dev) for _, dev in tiles]
@@ -208,6 +218,34 @@ def _launch(device: Device, tiles, elfs: dict[str, bytes], tile_args: list[list[
         if time.perf_counter() > deadline:
             raise DeviceTimeout(f"kernel did not finish within {timeout_s:.1f} s: "
                                 + _stop_and_report(tiles, grace_budget, loaded, generations))
+
+
+def _run_reader_alone(device: Device, tiles, loaded: dict[str, LoadedElf], generations: list[int], deadline: float,
+                      budget: int, grace_budget: int) -> None:
+    """The l1_resident launch's first part: BRISC released alone on every tile and run until each reports done. On a
+    device that tells a core polling in a wait loop (the emulator's `spinning`), a reader found so after
+    READER_STUCK_POLLS advances in a row waits for the held cores: refused at once, not at the timeout."""
+    if "brisc" not in loaded:
+        raise TTError("an L1-resident launch needs a reader (BRISC) to fill the circular buffers")
+    for _, dev in tiles:
+        dev.write32(layout.SOFT_RESET_0, _release_mask(["brisc"]))
+    stuck = 0
+    while True:
+        device.advance(budget)
+        statuses = [read_status(dev) for _, dev in tiles]
+        if any(status["brisc"].error for status in statuses):
+            raise TTError("kernel failed: " + _stop_and_report(tiles, grace_budget, {"brisc": loaded["brisc"]},
+                                                               generations))
+        running = [dev for (_, dev), status, g in zip(tiles, statuses, generations) if status["brisc"].done != g]
+        if not running:
+            return
+        spinning = [getattr(dev, "spinning", None) for dev in running]
+        stuck = stuck + 1 if all(s is not None and s("brisc") for s in spinning) else 0
+        if stuck >= READER_STUCK_POLLS or time.perf_counter() > deadline:
+            why = "waits with the compute cores held" if stuck else "did not finish in time"
+            raise TTError(f"no L1-resident launch: the reader {why} (its inputs need more slots than its circular "
+                          f"buffers hold, or it waits for the compute or the writer): "
+                          + _stop_and_report(tiles, grace_budget, {"brisc": loaded["brisc"]}, generations))
 
 
 def _load(device: Device, loaded: dict[str, LoadedElf], args: list[int]) -> int:

@@ -112,6 +112,16 @@ def sfpu_macro(environ=os.environ) -> bool:
     return _BOOLS[v]
 
 
+def l1_resident(environ=os.environ) -> bool:
+    """Whether each launch runs its reader to the end before the compute cores and the writer start (the compute part
+    measured L1 to L1: runtime/driver.py, docs/performance.md §8.5)."""
+    v = environ.get("TT_L1_RESIDENT", "").strip().lower()
+    if v not in _BOOLS:
+        raise TTError(f"TT_L1_RESIDENT={v!r}: expected 1 (each launch's inputs resident in L1 before its compute "
+                      f"starts) or 0 (streamed, the default)")
+    return _BOOLS[v]
+
+
 def place_spec(environ=os.environ) -> str | None:
     return environ.get("TT_PLACE", "").strip() or None
 
@@ -168,5 +178,6 @@ def timeout_s(environ=os.environ) -> float:
 
 def validate(environ=os.environ) -> None:
     """Parse every knob once (the TT device calls this when it opens)."""
-    for knob in (backend, err_budget, budget_sampled, cores, timeout_s, check, dump_dir, predictions_file, sfpu_macro):
+    for knob in (backend, err_budget, budget_sampled, cores, timeout_s, check, dump_dir, predictions_file, sfpu_macro,
+                 l1_resident):
         knob(environ)

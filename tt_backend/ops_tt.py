@@ -500,8 +500,9 @@ class TTProgram(Program):
             # TT_PREDICTIONS) need these
             from tt_backend import debug, trace
             from tt_backend.placement_eval import check, measured_cycles, record_cycles
-        if hasattr(target, "set_timed"):   # the emulator: its cycle model only when this launch reports cycles
-            target.set_timed(bool(reports))
+        if hasattr(target, "set_timed"):   # the emulator: its cycle model only when this launch reports cycles or
+            # measures its compute part L1 to L1 (whose refusal of a waiting reader needs the cycle model's spin check)
+            target.set_timed(bool(reports) or knobs.l1_resident())
         # the stats before the first launch and after each one: a staged kernel's launches run one after another
         snaps = [target.stats()] if reports and hasattr(target, "stats") else None
         # per-lane timelines: for trace.json (TT_DUMP) and tinygrad's profiler (PROFILE=1 / VIZ=1)
@@ -521,7 +522,8 @@ class TTProgram(Program):
                         if "tile_args" in launch else None
                     with self.dev.recovering(f"kernel {launch['name']}"):
                         seconds += driver.launch(target, elfs, args, timeout_s=t, label=launch["name"],
-                                                 per_tile=per_tile, tile_xys=launch.get("tile_xys")).seconds
+                                                 per_tile=per_tile, tile_xys=launch.get("tile_xys"),
+                                                 l1_resident=knobs.l1_resident()).seconds
                     if snaps is not None:
                         snaps.append(target.stats())
                         if record_to is not None and (mc := measured_cycles(tuple(snaps[-2:]))):

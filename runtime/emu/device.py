@@ -68,6 +68,11 @@ class EmuDevice:
     def core_state(self) -> dict[str, str]:
         return self.tile.state()
 
+    def spinning(self, core: str) -> bool:
+        """Whether `core` of this tile is polling in a wait loop (Tile.spinning): the driver's L1-resident launch
+        refuses a reader that keeps waiting while the other cores are held."""
+        return self.tile.spinning(core)
+
     def timeline_begin(self) -> None:
         """Record per-core and per-unit timelines of what runs next on this tile (runtime/emu/timeline.py)."""
         self.tile.timeline_begin()

@@ -486,8 +486,11 @@ class RV32Core:
                     raise _OtherRead(addr)
                 log.append((addr, size))
                 return value
+            # a store the turn reaches through the bus (MMIO: a semaphore's SEMGET, an NIU command) stops it like a
+            # push: the probe must not act (a turn that leaves the loop because a post landed would take it twice)
             ns = dict(self._ns, x=[0] * 32, C=_ProbeCore(), LOAD=load, FAIL=_probe_stop, AMO=_probe_stop,
-                      CSR=_probe_stop, SWAIT=_no_wait, PUSH=_probe_stop, PUSHP=_probe_stop, PUSHM=_probe_stop)
+                      CSR=_probe_stop, SWAIT=_no_wait, PUSH=_probe_stop, PUSHP=_probe_stop, PUSHM=_probe_stop,
+                      STORE=_probe_stop)
             if "PAST" in ns:      # the loop's reads see what the core's saw, and take no time
                 ns["PAST"] = lambda addr, size, signed, pos, _past=ns["PAST"]: _past(addr, size, signed, pos, False)
             for name, size in (("L1B", 1), ("L1b", 1), ("L1H", 2), ("L1h", 2), ("L1W", 4)):

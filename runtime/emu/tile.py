@@ -80,6 +80,7 @@ ALIAS_END = ALIAS_BASE + 0x2000 * len(ALIAS_SLOTS)
 PUSH_WINDOW = 0x10000          # INSTRN_BUF_BASE + n * PUSH_WINDOW: window n (0: the core's own thread; BRISC: 1, 2)
 CTRL_BASE = 0xFFB12000
 DISABLE_RESET = 0xFFB12224
+SPINNING = "spinning (polling memory/MMIO nobody has changed yet)"   # a core's wait after rv32 spin detection
 GPR_COUNT = 64
 GPR_ALIAS = 4 * GPR_COUNT      # a TRISC's 64 GPRs repeat every 256 bytes of REGFILE_BASE (MemoryOrdering.md)
 CFG_RISC_DEST_ACCESS_CTRL = 3  # config word of RISC_DEST_ACCESS_CTRL_SEC0..2 (bits 14+5*t: no_swizzle,
@@ -798,7 +799,7 @@ class Tile:
                     core.spinning = False      # a store-free loop that pops a mailbox changes state: not a spin
                 if core.spinning:
                     spinners.append(name)
-                    self._wait[name] = "spinning (polling memory/MMIO nobody has changed yet)"
+                    self._wait[name] = SPINNING
                     self._freeze(name)
                 else:
                     progress += n
@@ -1046,6 +1047,10 @@ class Tile:
         lines = [f"{k}: {v}" for k, v in self.state().items()]
         raise EmuDeadlock("deadlock: every released core and Tensix thread is waiting on something no core or thread "
                           "can provide:\n  " + "\n  ".join(lines))
+
+    def spinning(self, core: str) -> bool:
+        """Whether `core` ended its last turn in a wait loop (rv32 spin detection) and has not run on since."""
+        return self._wait[core] == SPINNING
 
     def state(self) -> dict[str, str]:
         out = {}

@@ -83,7 +83,7 @@ def test_launch_model_of_the_reader_modes():
     assert len(got) == 4
     for m in got:
         assert 0.75 <= m.predicted / m.emulated <= 1.25, m
-        assert 0 < m.l1_to_l1 < m.emulated, m      # the compute part, first unpack to last pack, inside the launch
+        assert 0 < m.streamed_span < m.emulated, m    # the compute part, first unpack to last pack, inside the launch
 
 
 def test_emu_bench_kernel_rows_same_bits_as_ttsim(ttsim_lib, monkeypatch, capsys):

@@ -654,3 +654,28 @@ def test_shared_translation_keyed_by_content():
         assert (in_local, bus.mmio.get(LOCAL_BASE + 0x1000)) == ((42, None) if local_size == 8192 else (None, 42))
     keys = [k for k in SHARED_BLOCKS if k[0] == CODE]
     assert len({k[4] for k in keys}) >= 3 and {k[1] for k in keys} >= {4096, 8192}
+
+
+def test_spin_probe_makes_no_bus_store():
+    """A semaphore take (poll an MMIO word until non-zero, then store to it): once the post lands, the probe's turn of
+    the stopped loop leaves it and reaches the take's store. The probe must stop there without the store (it was
+    made, so the core took the semaphore twice: a lost post that hung a kernel), and tell no wait loop (None)."""
+    sem = 0xFFB12000
+    words = [i_type(0, 21, 2, 5, op=0x03),            # lw x5, 0(x21)
+             b_type(-4, 0, 5, 0),                     # beq x5, x0, back to the load
+             s_type(0, 6, 21, 2),                     # sw x6, 0(x21): the take
+             PARK]
+    bus = RecordingBus()
+    bus.peek = lambda _who, addr: bus.mmio.get(addr, 0)
+    for i, w in enumerate(words):
+        struct.pack_into("<I", bus.l1, CODE + 4 * i, w)
+    core = RV32Core("trisc1", bus, CODE)
+    core.x[21], core.x[6] = sem, 1
+    core.run(100)
+    assert core.spinning and core.spin_reads() == ([(sem, 4)], None)     # polls the word: a wait loop
+    bus.mmio[sem] = 1                                                   # the post lands
+    stores = [a for a in bus.accesses if a[0] == "store"]
+    assert core.spin_reads() is None
+    assert [a for a in bus.accesses if a[0] == "store"] == stores and bus.mmio[sem] == 1
+    core.run(100)                                                       # the core itself takes it, once
+    assert core.parked and [a for a in bus.accesses if a[0] == "store"] == [("store", sem, 4, 1)]

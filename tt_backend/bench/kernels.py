@@ -11,8 +11,12 @@
 
 Columns: the placement's compute cycles (what the selector prices), the whole launch predicted by
 lowering/families/mover_cost.py (reader, compute and writer as a pipeline), the emulated cycles and their ratio, ...;
-`L1-L1` (program rows): the launch's compute part as issue 10 measures it, from the first unpack to the end of the
-last pack (trace.json's compute_span_cycles).
+two spans of a program row's launch, each from the first unpack to the end of the last pack (trace.json's
+compute_span_cycles): `stream` in the normal, streamed launch (it includes the compute's waits for the reader's later
+tiles), `L1-res` with TT_L1_RESIDENT=1 (the reader runs to its end before the compute cores start: every input tile
+already in L1, the compute part L1 to L1 as issue 10 measures it; '-' where the reader cannot end alone, its inputs
+needing more slots than its circular buffers hold; docs/performance.md §8.5). The L1-resident run's output must be
+the streamed run's bit for bit (and ttsim's, with --ttsim).
 Rows: bf16 matmul (M = K = N = 512) on the FPU at HiFi2 and HiFi4 (planned directly with that fidelity: the selector
 would pick HiFi3 for HiFi4's error), a bf16 256^3 matmul through tinygrad at TT_ERR_BUDGET=1e-2 and
 TT_BUDGET_SAMPLED=1 (the selector's fidelity; without the opt-in a matmul stays on the SFPU, docs/placement.md §3),
@@ -155,7 +159,8 @@ class Measured:
     cores: int | None = None              # grid rows: the cores the launch was split over, and the speed-up over one
     speedup: float | None = None
     bank: int | None = None               # the DRAM banks' time for the launch's bytes (the launch model's floor)
-    l1_to_l1: int | None = None           # program rows: the compute part, first unpack to last pack (trace.json)
+    streamed_span: int | None = None      # program rows: first unpack to last pack in the streamed launch
+    l1_span: int | None = None            # the same with the inputs resident in L1 first (TT_L1_RESIDENT=1)
 
     @property
     def dram_gbs(self) -> float | None:
@@ -292,23 +297,57 @@ def _run_program(code: str, env: dict, out: Path) -> float:
     return time.perf_counter() - t0
 
 
+def compute_spans(dump: Path) -> dict[str, int | None]:
+    """Kernel directory name -> its last launch's compute span (trace.json), for every kernel TT_DUMP wrote."""
+    spans = {}
+    for rep in sorted(dump.glob("*/report.json")):
+        trace = rep.parent / TRACE_NAME
+        spans[rep.parent.name] = json.loads(trace.read_text())["otherData"].get("compute_span_cycles") \
+            if trace.exists() else None
+    return spans
+
+
+def run_l1_resident(code: str, env: dict, tmp: Path, streamed: bytes) -> dict[str, int | None]:
+    """The program again with every launch's inputs resident in L1 before its compute starts (TT_L1_RESIDENT=1): the
+    spans per kernel directory, or {} where a launch's reader cannot end alone (the driver refuses it by name). Any
+    other failure, or a result that is not the streamed run's bit for bit, ends the bench."""
+    parent = {k: v for k, v in os.environ.items() if k != "DEV"}
+    dump = tmp / "dump_l1"
+    r = subprocess.run([sys.executable, "-c", code + _SAVE], capture_output=True, text=True,
+                       env={"TT_TIMEOUT": str(BENCH_TIMEOUT_S), **parent, **env, "TT_BACKEND": "emu",
+                            "TT_L1_RESIDENT": "1", "TT_DUMP": str(dump), "BENCH_OUT": str(tmp / "emu_l1.npy")})
+    if r.returncode and "no L1-resident launch" in r.stderr:
+        return {}
+    if r.returncode:
+        raise SystemExit(f"bench kernels: the L1-resident program failed:\n{r.stderr[-3000:]}")
+    if np.load(tmp / "emu_l1.npy").tobytes() != streamed:
+        raise SystemExit("bench kernels: the L1-resident run's output differs from the streamed run's")
+    return compute_spans(dump)
+
+
 def run_program(name: str, row: ProgramRow, ttsim_lib: str | None) -> list[Measured]:
     code = row.code.format(n=row.n)
     with tempfile.TemporaryDirectory(prefix="tt_bench_kernels_") as tmp:
-        dump, base = Path(tmp) / "dump", {"DEVICE": "TT", **row.env}
-        secs = _run_program(code, {**base, "TT_BACKEND": "emu", "TT_DUMP": str(dump)}, Path(tmp) / "emu.npy")
+        tmp = Path(tmp)
+        dump, base = tmp / "dump", {"DEVICE": "TT", **row.env}
+        secs = _run_program(code, {**base, "TT_BACKEND": "emu", "TT_DUMP": str(dump)}, tmp / "emu.npy")
+        streamed = np.load(tmp / "emu.npy").tobytes()
+        l1_spans = run_l1_resident(code, base, tmp, streamed)
         out = []
         for rep in sorted(dump.glob("*/report.json")):
             r = json.loads(rep.read_text())
             launch = r.get("predicted_launch_cycles") or {}
-            trace = rep.parent / TRACE_NAME
-            span = json.loads(trace.read_text())["otherData"].get("compute_span_cycles") if trace.exists() else None
             out.append(Measured(name, r["kernel"], r.get("predicted_cycles"), launch.get("total"),
                                 r.get("emulated_cycles"), secs, cores=launch.get("cores"), bank=launch.get("bank"),
-                                l1_to_l1=span))
+                                streamed_span=compute_spans(dump)[rep.parent.name],
+                                l1_span=l1_spans.get(rep.parent.name)))
         if ttsim_lib:
-            _run_program(code, {**base, "TT_BACKEND": "ttsim", "TT_SIMULATOR": ttsim_lib}, Path(tmp) / "sim.npy")
-            same = np.load(Path(tmp) / "emu.npy").tobytes() == np.load(Path(tmp) / "sim.npy").tobytes()
+            sim = {**base, "TT_BACKEND": "ttsim", "TT_SIMULATOR": ttsim_lib}
+            _run_program(code, sim, tmp / "sim.npy")
+            same = np.load(tmp / "sim.npy").tobytes() == streamed
+            if l1_spans:     # the L1-resident launches on ttsim too: the same bits
+                _run_program(code, {**sim, "TT_L1_RESIDENT": "1"}, tmp / "sim_l1.npy")
+                same = same and np.load(tmp / "sim_l1.npy").tobytes() == streamed
             for m in out: m.same_on_ttsim = same
     return out
 
@@ -347,7 +386,7 @@ def scaled(row, scale: int):
 
 def table(results: list[Measured]) -> str:
     lines = [f"{'row':<16} {'kernel':<24} {'compute':>9} {'predicted':>10} {'emulated':>10} {'pred/emu':>8} "
-             f"{'cores':>5} {'speed-up':>8} {'banks':>8} {'GB/s':>5} {'host s':>7} {'L1-L1':>7} {'ttsim':>9}"]
+             f"{'cores':>5} {'speed-up':>8} {'banks':>8} {'GB/s':>5} {'host s':>7} {'stream':>7} {'L1-res':>7} {'ttsim':>9}"]
     for m in results:
         ratio = f"{m.predicted / m.emulated:.2f}" if m.predicted and m.emulated else "-"
         same = {None: "-", True: "identical", False: "DIFFER"}[m.same_on_ttsim]
@@ -355,7 +394,7 @@ def table(results: list[Measured]) -> str:
         gbs = f"{m.dram_gbs:.0f}" if m.dram_gbs else "-"
         lines.append(f"{m.row:<16} {m.kernel:<24} {m.compute or '-':>9} {m.predicted or '-':>10} "
                      f"{m.emulated or '-':>10} {ratio:>8} {m.cores or '-':>5} {speed:>8} {m.bank or '-':>8} {gbs:>5} "
-                     f"{m.seconds:>7.1f} {m.l1_to_l1 or '-':>7} {same:>9}")
+                     f"{m.seconds:>7.1f} {m.streamed_span or '-':>7} {m.l1_span or '-':>7} {same:>9}")
     return "\n".join(lines)
 
 
