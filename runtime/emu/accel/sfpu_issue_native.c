@@ -7,7 +7,8 @@
  * deferral.py's push_many (and, for SFPLOAD / SFPSTORE, push() and DeferralMixin.defer) does: the FIFO accepts it and
  * the MOP expander takes it (cycles.TensixTiming.accept_take), the cycle model issues it (TensixTiming.issue_sfpu with
  * SfpuTiming.regular and, for a load, sfpload_hazard), the deferral's abstract lane-flag state follows it, its data
- * effect is appended to the deferred queue as the same tuple, and for a Dst access its address is resolved, a store's
+ * effect is appended to the deferred queue (as the same tuple to a list, as a record to a DeferredQueue:
+ * sfpu_queue.c), and for a Dst access its address is resolved, a store's
  * rows are marked written and the RWC address modifier applies (TensixFpu.apply_addr_mod without the fidelity
  * phase). It stops, with nothing changed for that word, at the first word it was not given facts for (cword), at a
  * word the Wait Gate's latch holds, at a full queue, and wherever the Python path raises or does more (a strict error
