@@ -156,7 +156,7 @@ def test_deferred_bodies_identical_with_c_part(python_op, monkeypatch):
     if python_op:
         record = sfpu_native.record
         monkeypatch.setattr(sfpu_native, "record", lambda name, f: None if name == python_op else record(name, f))
-    monkeypatch.setattr(deferral, "_dq_period", lambda words, i, n: (0, 0))     # no batch attempt
+    monkeypatch.setattr(deferral, "_dq_words", lambda dq: (lambda i, n: (0, 0), None))     # no batch attempt
     runs = [lambda: _tti_run(bench.LONG_BODY, setup=bench.LONG_SETUP, cfg1=bench.LONG_CFG1, tiles=2)]
     runs += [lambda body=body: _tti_run(body) for _, body in sorted(BODIES.items())]
     for run in runs:

@@ -103,8 +103,8 @@ def _push_words(tx: Tensix, thread: int, words: tuple, t: int) -> int:
 
 def _run(seed: int, strict: bool, native: bool, monkeypatch) -> tuple[list, list]:
     """The program's trace (a snapshot after every push, then Dst, LRegs and lane flags, or the error's text) and how
-    many words the C part issued: [all, SFPLOAD / SFPSTORE, those of all pushed on their own (push_word)]. Every
-    third step pushes its words one push() at a time."""
+    many words the C part issued: [all, SFPLOAD / SFPSTORE, those of all pushed on their own (push_word, push_one)].
+    Every third step pushes its words one push() at a time."""
     monkeypatch.setattr(sfpu_issue_native, "ISSUE_NATIVE", native)
     taken = [0, 0, 0]
     real = sfpu_issue_native._load()[0].issue_run
@@ -118,6 +118,16 @@ def _run(seed: int, strict: bool, native: bool, monkeypatch) -> tuple[list, list
             taken[2] += 1
         return r
     monkeypatch.setattr(sfpu_issue_native, "push_word", lambda: counted_word if native else None)
+    real_one = sfpu_issue_native._load()[0].push_one
+
+    def counted_one(*a):
+        r = real_one(*a)
+        if r is not None:
+            taken[0] += 1
+            taken[1] += a[2] >> 24 in _DST_ACCESS
+            taken[2] += 1
+        return r
+    monkeypatch.setattr(sfpu_issue_native, "push_one", lambda: counted_one if native else None)
 
     def counted(*a):
         r = real(*a)
@@ -324,3 +334,36 @@ def test_find_period_matches_python(monkeypatch):
             words[rng.randrange(len(words))] = rng.randrange(1 << 32)
         most = rng.choice((len(words), rng.randrange(len(words) + 1), 4096))
         assert period(deque(words), most) == find_period(words[:most]), (words, most)
+
+
+def test_deferred_queue_is_the_list():
+    """The C part's DeferredQueue (sfpu_queue.c) against the Python path's list of the same entries: the same items
+    (indexing, negative indices, slices, iteration), the same period search as deferral._dq_period from every entry,
+    the same body words, and the same sfpu_native records as pack_records, stopping at the same entry."""
+    from tt_backend.runtime.emu.accel import deferral
+    rng = random.Random(5)
+    names = {w: (f"OP{w % 7}", {"f": w % 5}) for w in range(40, 52)}
+    records = {w: tuple(rng.randrange(-9, 1 << 20) for _ in range(8)) for w in range(40, 50)}
+    records[50] = None                                     # (51: no record yet)
+    for _ in range(20):
+        body = [rng.randrange(40, 52) for _ in range(rng.randrange(1, 12))]
+        words = body * rng.randrange(1, 6) + [rng.randrange(40, 52) for _ in range(rng.randrange(0, 8))]
+        lst, q = [], sfpu_issue_native._load()[0].DeferredQueue()
+        for w in words:
+            mem = (rng.random() < 0.5, rng.randrange(8), rng.randrange(64), rng.randrange(512)) \
+                if rng.random() < 0.3 else None
+            e = (w, *names[w], mem, rng.randrange(1024) if mem else 0, rng.randrange(1 << 40), rng.randrange(1 << 32),
+                 rng.randrange(1 << 32), rng.randrange(3))
+            lst.append(e)
+            q.append(e)
+        n = len(lst)
+        assert len(q) == n and list(q) == lst and q[-1] == lst[-1] and q[1:n - 1] == lst[1:n - 1]
+        for i in range(n):
+            assert q.period(i, n, deferral.DQ_MAX_PERIOD) == deferral._dq_period(words, i, n)
+            assert q.words(i, n - i) == tuple(words[i:])
+            for hi in (i, n):
+                assert q.pack(i, hi, records) == sfpu_issue_native.pack_records()(lst[:hi], i, records)
+    with pytest.raises(IndexError):
+        q[n]
+    with pytest.raises(ValueError):
+        q.append((40, *names[40], None, 0, 0, 0, 0, 1 << 20))   # a thread the record cannot hold

@@ -55,7 +55,8 @@ _ALL4 = b"\x01" * 4      # Dst.written[r0:r0 + 4].tobytes() when all four rows a
 
 class DeferralMixin:
     def _init_deferral(self, dst) -> None:
-        self.deferred: list = []                   # queued data effects of issued SFPU instructions, in order
+        # queued data effects of issued SFPU instructions, in order (a list, or the C part's DeferredQueue: new_queue)
+        self.deferred = sfpu_issue_native.new_queue()
         self._dq_flags = None                      # abstract (LaneFlags, UseLaneFlags) after the deferred work
         self._dq_plans: dict[tuple, object] = {}   # (body, entry flag state) -> _dq_plan() result
         self._defer_info: dict[int, tuple | None] = {}
@@ -98,7 +99,13 @@ class DeferralMixin:
     # ------------------------------------------------------------------------------------------------ entry points
     def push(self, thread: int, word: int, t: int = 0) -> int:
         """FrontendMixin.push; a deferrable SFPU word reaching an empty thread is taken from the FIFO, issued and
-        queued at once (what drain() -> defer would do), also while a REPLAY load records and executes it."""
+        queued at once (what drain() -> defer would do), also while a REPLAY load records and executes it. With work
+        queued, the case that reaches the C part's push_word runs in C whole (sfpu_issue_native.push_one)."""
+        push_one = sfpu_issue_native.push_one()
+        if push_one is not None:
+            r = push_one(self, thread, word, t, DQ_MAX)
+            if r is not None:
+                return r
         th = self.threads[thread]
         if th.fifo or th.ready or th.mop_out or (th.replay_load is not None and not replay_executes(th, word)):
             return super(DeferralMixin, self).push(thread, word, t)     # (inline_calls recompiles: explicit super)
@@ -453,58 +460,61 @@ class DeferralMixin:
         dq = self.deferred
         if not dq:
             return
-        self.deferred = []
+        self.deferred = sfpu_issue_native.new_queue()
         self._dq_flags = None
         cur = self.current
         sfpu = self.raw_sfpu
         min_k = NATIVE_BATCH_MIN if sfpu_native.available() and sfpu.is_plain() else 2
         try:
             n = len(dq)
-            words = [e[0] for e in dq]
+            period, body_of = _dq_words(dq)
             i = tries = 0
             plain_until = -1          # entries before this index run one by one without another attempt
-            one_by_one = []           # entries to run one by one, executed before anything reads the SFPU's state
+            one_by_one = 0            # entries from here to i run one by one, before anything reads the SFPU's state
             while i < n:
                 seq = 1
                 if i >= plain_until and n - i >= 4:
-                    p, k = _dq_period(words, i, n)
+                    p, k = period(i, n)
                     if 2 <= k < min_k:
                         seq = p * k           # one by one in C: cheaper than a batch this short
                     elif k >= 2:
-                        if one_by_one:
-                            self._dq_exec_run(one_by_one)
-                            one_by_one = []
-                        done, seq = self._dq_batch(dq, words, i, p, k)
+                        self._dq_exec_run(dq, one_by_one, i)
+                        one_by_one = i
+                        done, seq = self._dq_batch(dq, body_of, i, p, k)
                         if done:
                             i += done
+                            one_by_one = i
                             tries = 0
                             continue
                         if seq == 1:  # this rotation of the body cannot start a batch here: try the next one,
                             tries += 1    # but after p failures no rotation can, so run the region one by one
                             if tries >= p:
                                 plain_until, tries = i + p * k, 0
-                one_by_one += dq[i:i + seq]
                 i += seq
-            self._dq_exec_run(one_by_one)
+            self._dq_exec_run(dq, one_by_one, n)
             last = dq[-1]
             sfpu.sfpu_fp32_enabled, sfpu.srcb_is_fp16 = sfpu_format_flags(last[6], last[7])
         finally:
             self.current = cur
 
-    def _dq_exec_run(self, entries: list) -> None:
-        """Execute queued entries in order, as _dq_exec would one by one: the C part's (sfpu_native) in one call per
-        run of them (packed into records by sfpu_issue_native.pack_records where it is built), the rest (none, while
-        the C part covers every deferrable instruction) through _dq_exec."""
-        if not entries:
+    def _dq_exec_run(self, entries, i: int, n: int) -> None:
+        """Execute queued entries[i:n] (a list or a DeferredQueue) in order, as _dq_exec would one by one: the C part's
+        (sfpu_native) in one call per run of them (packed into records by the DeferredQueue, or on a list by
+        sfpu_issue_native.pack_records where it is built), the rest (none, while the C part covers every deferrable
+        instruction) through _dq_exec."""
+        if i >= n:
             return
         sfpu = self.raw_sfpu
         if not sfpu_native.available() or not sfpu.is_plain():
-            for e in entries:
+            for e in entries[i:n]:
                 self._dq_exec(e)
             return
-        pack = sfpu_issue_native.pack_records()
+        if isinstance(entries, list):
+            entries, i, n = entries[i:n], 0, n - i
+            pack = sfpu_issue_native.pack_records()
+        else:
+            pack = partial(_pack_queue, n)
         run = []
-        i, n = 0, len(entries)
         while i < n:
             if pack is not None:
                 k, prog = pack(entries, i, self._records)
@@ -527,7 +537,7 @@ class DeferralMixin:
             mem = e[3]
             run.append(r if mem is None else sfpu_native.at_address(r, mem[2], mem[3]))
         self._dq_exec_c(run)
-        sfpu.cycle = entries[-1][5]
+        sfpu.cycle = entries[n - 1][5]
 
     def _record(self, e: tuple) -> tuple | None:
         """sfpu_native.record of queued entry e's word (cached per word)."""
@@ -549,14 +559,15 @@ class DeferralMixin:
         self.current = (t, w, name)
         self.execute_sfpu(name, fields, dst_base, c)   # (only work that cannot raise is deferred)
 
-    def _dq_batch(self, dq: list, words: list, i: int, p: int, k: int) -> tuple[int, int]:
+    def _dq_batch(self, dq, body_of, i: int, p: int, k: int) -> tuple[int, int]:
         """Run the k repetitions of the p-word body at dq[i] as one batch if provably equivalent: (entries done, 0);
-        else (0, how many entries to run one by one before trying again)."""
+        else (0, how many entries to run one by one before trying again). body_of(i, p): the words of dq[i:i + p], a
+        tuple."""
         sfpu = self.raw_sfpu
         s_lf, s_use = uniform_flags(sfpu)
         if s_lf is None or s_use is None:
             return 0, 1               # mid-body (flags set by data): step until a point where they are uniform
-        key = (tuple(words[i:i + p]), s_lf, s_use)
+        key = (body_of(i, p), s_lf, s_use)
         plan = self._dq_plans.get(key)
         if plan is None:
             plan = self._dq_plans[key] = self._dq_plan(key[0], s_lf, s_use)
@@ -614,7 +625,7 @@ class DeferralMixin:
                     for r in range(k):
                         lreg[chain_in] = regs[chain_in, r]
                         base = i + r * p
-                        self._dq_exec_run([dq[base + j] for j in chain])
+                        self._dq_exec_run([dq[base + j] for j in chain], 0, len(chain))
             sfpu.sfpu_fp32_enabled, sfpu.srcb_is_fp16 = sfpu_format_flags(last[6], last[7])
             self.current = (last[8], last[0], last[1])
             sfpu.cycle = last[5]
@@ -786,6 +797,20 @@ def uniform_flags(sfpu) -> tuple:
     lf, use = sfpu.lane_flags, sfpu.use_lane_flags
     n, m = np.count_nonzero(lf), np.count_nonzero(use)
     return (1 if n == lf.size else 0 if n == 0 else None, 1 if m == use.size else 0 if m == 0 else None)
+
+
+def _dq_words(dq) -> tuple:
+    """(period, body_of) over the deferred queue dq's words: period(i, n) is _dq_period's (p, k) from entry i of the
+    first n, body_of(i, p) the words of dq[i:i + p] as a tuple; a DeferredQueue answers both in C."""
+    if isinstance(dq, list):
+        words = [e[0] for e in dq]
+        return partial(_dq_period, words), lambda i, p: tuple(words[i:i + p])
+    return lambda i, n: dq.period(i, n, DQ_MAX_PERIOD), dq.words
+
+
+def _pack_queue(hi: int, dq, i: int, records: dict) -> tuple:
+    """pack_records' (k, bytes) for a DeferredQueue's entries i..hi."""
+    return dq.pack(i, hi, records)
 
 
 def _dq_period(words: list, i: int, n: int) -> tuple[int, int]:

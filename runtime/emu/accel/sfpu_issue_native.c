@@ -7,7 +7,8 @@
  * deferral.py's push_many (and, for SFPLOAD / SFPSTORE, push() and DeferralMixin.defer) does: the FIFO accepts it and
  * the MOP expander takes it (cycles.TensixTiming.accept_take), the cycle model issues it (TensixTiming.issue_sfpu with
  * SfpuTiming.regular and, for a load, sfpload_hazard), the deferral's abstract lane-flag state follows it, its data
- * effect is appended to the deferred queue as the same tuple, and for a Dst access its address is resolved, a store's
+ * effect is appended to the deferred queue (as the same tuple to a list, as a record to a DeferredQueue:
+ * sfpu_queue.c), and for a Dst access its address is resolved, a store's
  * rows are marked written and the RWC address modifier applies (TensixFpu.apply_addr_mod without the fidelity
  * phase). It stops, with nothing changed for that word, at the first word it was not given facts for (cword), at a
  * word the Wait Gate's latch holds, at a full queue, and wherever the Python path raises or does more (a strict error
@@ -101,6 +102,10 @@ static int upd(long long *r, long long incr, int clear, int cr, int c_to_cr, lon
     }
     return 0;
 }
+
+#include "sfpu_queue.c"     /* DeferredQueue: the deferred queue as packed records */
+
+#define DQ_SIZE(dq) (dq_is_queue(dq) ? ((DeferredQueue *)(dq))->n : PyList_GET_SIZE(dq))
 
 /* The deferred queue's entry of word w (rec: its cword record), as push_many / defer build it: (w, name, fields,
  * None or (is_store, vd, mode, addr) of a Dst access, Dst base, issue cycle c, cfg0, cfg1, thread). Filled in place
@@ -203,7 +208,7 @@ static PyObject *sfpu_run(PyObject *const *args, Py_ssize_t nargs, int pushed, i
         return NULL;
     int was_blocked = PyObject_IsTrue(args[11]);
     if (!PyTuple_Check(ctx) || PyTuple_GET_SIZE(ctx) != 9 || !(one_word || PyTuple_Check(words)) || !PyDict_Check(cword)
-        || !PyList_Check(dq) || was_blocked < 0 || th < 0 || th > 2
+        || !(PyList_Check(dq) || dq_is_queue(dq)) || was_blocked < 0 || th < 0 || th > 2
         || (mem != Py_None
             && (!PyTuple_Check(mem) || PyTuple_GET_SIZE(mem) != 5 || !PyList_Check(PyTuple_GET_ITEM(mem, 0))
                 || PyList_GET_SIZE(PyTuple_GET_ITEM(mem, 0)) < 64 || !PyDict_Check(PyTuple_GET_ITEM(mem, 1))
@@ -214,8 +219,13 @@ static PyObject *sfpu_run(PyObject *const *args, Py_ssize_t nargs, int pushed, i
     PyObject *const *wv = one_word ? &args[1] : &PyTuple_GET_ITEM(words, 0);
     Py_ssize_t n = one_word ? 1 : PyTuple_GET_SIZE(words), j = (Py_ssize_t)j0;
     /* the common refusal (a word not seen yet, a full queue) answered before the state is read */
-    if (j < 0 || j >= n || PyList_GET_SIZE(dq) >= dq_max)
+    if (j < 0 || j >= n || DQ_SIZE(dq) >= dq_max)
         Py_RETURN_NONE;
+    /* a DeferredQueue's records hold config words 0 and 1 and the thread as integers */
+    long long cfg0_v = 0, cfg1_v = 0, thread_v = 0;
+    if (dq_is_queue(dq) && (get_ll(cfg0, "cfg0", &cfg0_v) || get_ll(cfg1, "cfg1", &cfg1_v)
+                            || get_ll(thobj, "thread", &thread_v)))
+        return NULL;
     PyObject *rec = PyDict_GetItemWithError(cword, wv[j]);
     if (!rec) {
         if (PyErr_Occurred())
@@ -303,7 +313,7 @@ static PyObject *sfpu_run(PyObject *const *args, Py_ssize_t nargs, int pushed, i
             break;
         }
         const word_facts *f = (const word_facts *)PyBytes_AS_STRING(PyTuple_GET_ITEM(rec, 2));
-        if (PyList_GET_SIZE(dq) >= dq_max || (latch_block & f->block) || (f->is_mem && mem == Py_None))
+        if (DQ_SIZE(dq) >= dq_max || (latch_block & f->block) || (f->is_mem && mem == Py_None))
             break;
         /* defer(): the Dst access it queues, and the address modifier, which must not raise */
         long long dst_base = 0, mode = 0, addr = 0, nrwc[6];
@@ -405,18 +415,25 @@ static PyObject *sfpu_run(PyObject *const *args, Py_ssize_t nargs, int pushed, i
         } else if (c >= b) {
             b = c + 1;
         }
-        /* the deferred queue's entry, as push_many / defer build it */
-        PyObject *entry = queue_entry(w, rec, f, mode, addr, dst_base, c, cfg0, cfg1, thobj);
-        /* Untracked by the cyclic GC, as CPython untracks tuples of atoms: the containers it holds (the decoded fields,
-         * cfg0, cfg1) are shared by every entry of the word and never refer back. (Tracked, the queue's tens of thousands of entries
-         * made the collections the GC runs during a long body cost 3-4x the issue itself.) */
-        if (entry)
-            PyObject_GC_UnTrack(entry);
-        if (!entry || PyList_Append(dq, entry) < 0) {
-            Py_XDECREF(entry);
-            goto fail;
+        /* the deferred queue's entry, as push_many / defer build it (a DeferredQueue's: a record) */
+        if (dq_is_queue(dq)) {
+            if (dq_push((DeferredQueue *)dq, w, rec, (int)f->is_mem, (int)f->is_store, f->vd, mode, addr,
+                        f->is_mem ? dst_base : 0, c, cfg0_v, cfg1_v, thread_v))
+                goto fail;
+        } else {
+            PyObject *entry = queue_entry(w, rec, f, mode, addr, dst_base, c, cfg0, cfg1, thobj);
+            /* Untracked by the cyclic GC, as CPython untracks tuples of atoms: the containers it holds (the decoded
+             * fields, cfg0, cfg1) are shared by every entry of the word and never refer back. (Tracked, the queue's
+             * tens of thousands of entries made the collections the GC runs during a long body cost 3-4x the issue
+             * itself.) */
+            if (entry)
+                PyObject_GC_UnTrack(entry);
+            if (!entry || PyList_Append(dq, entry) < 0) {
+                Py_XDECREF(entry);
+                goto fail;
+            }
+            Py_DECREF(entry);
         }
-        Py_DECREF(entry);
         /* commit the word's effects on the cycle model, the RWCs and Dst's rows written */
         if (pushed) {
             long long left = a > clock ? a : clock;
@@ -1461,6 +1478,224 @@ out:                            /* (on an error, the words issued before it are 
     return result;
 }
 
+/* push_one(tx, thread, word, t, dq_max): deferral.push's C case whole, for a word pushed by its own push() call to a
+ * thread with deferred work queued: push() reads the Tensix's state, the word's facts and the cycle model's lists and
+ * calls push_word, then writes its results back; here those Python steps are C attribute reads and writes around the
+ * same push_word (about 4 us of push()'s bytecode per word before). Returns None, with nothing changed, wherever
+ * push() would not reach push_word with these arguments or push_word does not take the word, or where the queue is
+ * empty (push() then asks the SFPU whether it is plain and the lane flags' state): push() goes on as before. Else
+ * push()'s return value. */
+static PyObject *s_fast, *s_cword, *s_c_ctx, *s_rec, *s_sfpu_timing, *s_dq_flags, *s_dst_raw, *s_written,
+    *s_issue, *s_dict;
+static PyObject *flag_states[9];      /* deferral's FLAG_STATES: (lf, use), None for "differs between lanes" */
+static PyObject *one;
+
+/* getattr(o, name) for push_one's reads, as the generic lookup answers it but without its general steps (about half
+ * of push_one's cost was PyObject_GetAttr): for a type with the generic lookup, an attribute no class in the MRO
+ * defines is read from the instance's dict, a __slots__ member at its offset; anything else through PyObject_GetAttr. */
+static PyObject *get_attr(PyObject *o, PyObject *name) {
+    PyTypeObject *tp = Py_TYPE(o);
+    if (tp->tp_getattro == PyObject_GenericGetAttr) {
+        PyObject *d = _PyType_Lookup(tp, name);        /* (borrowed; the type's method cache answers it) */
+        if (!d) {
+            PyObject **dp = _PyObject_GetDictPtr(o);
+            PyObject *v = dp && *dp ? PyDict_GetItemWithError(*dp, name) : NULL;
+            if (v)
+                return Py_NewRef(v);
+            if (PyErr_Occurred())
+                return NULL;
+        } else if (Py_IS_TYPE(d, &PyMemberDescr_Type) && ((PyMemberDescrObject *)d)->d_member->type == T_OBJECT_EX) {
+            PyObject *v = *(PyObject **)((char *)o + ((PyMemberDescrObject *)d)->d_member->offset);
+            if (v)
+                return Py_NewRef(v);
+        }
+    }
+    return PyObject_GetAttr(o, name);
+}
+
+/* resolve_sfpu_mode (tensix_sfpu.py): SFPLOAD / SFPSTORE Mod0 0 resolved by config words 0 and 1 */
+static long long sfpu_mode_of(long long c0, long long c1) {
+    long long srcb = (c0 >> 9 & 1) ? (c0 >> 5 & 0xF) : (c1 >> 21 & 0xF);
+    int bf16_like = srcb == 0 || srcb == 4 || srcb == 5 || srcb == 6 || srcb == 7 || srcb == 15 || srcb == 8
+                    || srcb == 9;
+    return (c1 >> 30 & 1) ? 3 : !bf16_like ? 1 : 2;
+}
+
+static int flag_code(PyObject *fl, long long *code) {
+    if (!PyTuple_Check(fl) || PyTuple_GET_SIZE(fl) != 2)
+        return -1;
+    long long v[2];
+    for (int k = 0; k < 2; k++) {
+        PyObject *x = PyTuple_GET_ITEM(fl, k);
+        if (x == Py_None)
+            v[k] = 2;
+        else if (get_ll(x, "a lane-flag state", &v[k]) || v[k] < 0 || v[k] > 1)
+            return -1;
+    }
+    *code = v[0] * 3 + v[1];
+    return 0;
+}
+
+enum { O_THREADS, O_FIFO, O_READY, O_MOPOUT, O_REPLAY, O_FAST, O_LATCH, O_LBLOCK, O_CWORD, O_TM, O_REC, O_STIMING,
+       O_SREC, O_TMDICT, O_DQ, O_CFG, O_CTX, O_CLOCK, O_FLAGS, O_BLOCKED, O_EVENT, O_THCFG, O_RWC, O_DST, O_WRITTEN,
+       O_FPUW, O_MEM, O_R, O_INSTR, O_N };
+
+static PyObject *push_one(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 5) {
+        PyErr_SetString(PyExc_TypeError, "push_one(tx, thread, word, t, dq_max)");
+        return NULL;
+    }
+    PyObject *tx = args[0], *thread_o = args[1], *word = args[2], *o[O_N] = {NULL}, *result = NULL;
+    long long th, w, c0, c1, fl, latch_block = 0;
+    if (get_ll(thread_o, "thread", &th) || get_ll(word, "word", &w))
+        return NULL;
+    if (th < 0 || th > 2 || w < 0 || w > 0xFFFFFFFFll)    /* (push() masks the word first: its own path) */
+        Py_RETURN_NONE;
+#define GET(k, obj, name) (o[k] = get_attr((obj), (name)))
+    /* push()'s conditions (their order does not matter: none changes anything), the word's facts first: the
+     * cheapest refusal of a word that is not deferrable */
+    if (!GET(O_FAST, tx, s_fast) || !PyDict_Check(o[O_FAST]))
+        goto bad;
+    PyObject *fast = PyDict_GetItemWithError(o[O_FAST], word);
+    if (!fast) {
+        if (PyErr_Occurred())
+            goto out;
+        goto none;
+    }
+    if (fast == Py_None)
+        goto none;
+    PyObject *thobj;
+    if (!GET(O_THREADS, tx, s_threads) || !(thobj = PySequence_GetItem(o[O_THREADS], th)))
+        goto out;
+    Py_SETREF(o[O_THREADS], thobj);
+    int busy;
+    if (!GET(O_FIFO, thobj, s_fifo) || (busy = PyObject_IsTrue(o[O_FIFO])) < 0)
+        goto out;
+    if (!busy && (!GET(O_READY, thobj, s_ready) || (busy = PyObject_IsTrue(o[O_READY])) < 0))
+        goto out;
+    if (!busy && (!GET(O_MOPOUT, thobj, s_mop_out) || (busy = PyObject_IsTrue(o[O_MOPOUT])) < 0))
+        goto out;
+    if (!busy && !GET(O_REPLAY, thobj, s_replay_load))
+        goto out;
+    if (busy || o[O_REPLAY] != Py_None)
+        goto none;
+    if (!PyTuple_Check(fast) || PyTuple_GET_SIZE(fast) != 7)
+        goto bad;
+    long long fblock;
+    int is_mem = PyObject_IsTrue(PyTuple_GET_ITEM(fast, 2));
+    if (is_mem < 0 || get_ll(PyTuple_GET_ITEM(fast, 3), "block", &fblock) || !GET(O_LATCH, thobj, s_latch))
+        goto out;
+    if (o[O_LATCH] != Py_None) {
+        if (!GET(O_LBLOCK, o[O_LATCH], s_block) || get_ll(o[O_LBLOCK], "latch block", &latch_block))
+            goto out;
+        if (latch_block & fblock)
+            goto none;
+    }
+    if (!GET(O_CWORD, tx, s_cword) || !PyDict_Check(o[O_CWORD]))
+        goto bad;
+    int known = PyDict_Contains(o[O_CWORD], word);
+    if (known <= 0) {
+        if (known < 0)
+            goto out;
+        goto none;
+    }
+    if (!GET(O_TM, tx, s_tm) || !GET(O_REC, o[O_TM], s_rec) || !GET(O_STIMING, o[O_TM], s_sfpu_timing)
+        || !GET(O_SREC, o[O_STIMING], s_rec) || !GET(O_TMDICT, o[O_TM], s_dict))
+        goto out;
+    int spied = PyDict_Check(o[O_TMDICT]) ? PyDict_Contains(o[O_TMDICT], s_issue) : -1;
+    if (spied < 0)
+        goto out;
+    if (o[O_REC] != Py_None || o[O_SREC] != Py_None || spied)
+        goto none;
+    if (!GET(O_DQ, tx, s_deferred))
+        goto out;
+    Py_ssize_t queued = PyObject_Length(o[O_DQ]);
+    if (queued < 0)
+        goto out;
+    if (!queued)
+        goto none;
+    /* push_word's arguments, as push() builds them */
+    if (!GET(O_CFG, tx, s_cfg) || !GET(O_CTX, tx, s_c_ctx) || !GET(O_CLOCK, o[O_TM], s_clock))
+        goto out;
+    if (!PyTuple_Check(o[O_CTX]) || PyTuple_GET_SIZE(o[O_CTX]) < 1 || PyTuple_GET_ITEM(o[O_CTX], 0) != o[O_CLOCK])
+        goto none;                         /* (a new cycle model: push() makes its context) */
+    PyObject *c0o = PySequence_GetItem(o[O_CFG], 0), *c1o = c0o ? PySequence_GetItem(o[O_CFG], 1) : NULL;
+    int bad_cfg = !c1o || get_ll(c0o, "cfg0", &c0) || get_ll(c1o, "cfg1", &c1);
+    Py_XSETREF(o[O_CFG], c0o ? PyTuple_Pack(2, c0o, c1o ? c1o : Py_None) : NULL);
+    Py_XDECREF(c0o);
+    Py_XDECREF(c1o);
+    if (bad_cfg || !o[O_CFG])
+        goto out;
+    if (!GET(O_FLAGS, tx, s_dq_flags))
+        goto out;
+    if (flag_code(o[O_FLAGS], &fl))
+        goto bad;
+    if (!GET(O_BLOCKED, thobj, s_blocked) || !GET(O_EVENT, o[O_TM], s_event_t))
+        goto out;
+    PyObject *mem = Py_None;
+    if (is_mem) {
+        PyObject *mode;
+        if (!GET(O_THCFG, thobj, s_cfg) || !GET(O_RWC, thobj, s_rwc) || !GET(O_DST, tx, s_dst_raw)
+            || !GET(O_WRITTEN, o[O_DST], s_written) || !GET(O_FPUW, o[O_TM], s_dst_fpu_write)
+            || !(mode = PyLong_FromLongLong(sfpu_mode_of(c0, c1))))
+            goto out;
+        o[O_MEM] = PyTuple_Pack(5, o[O_THCFG], o[O_RWC], o[O_WRITTEN], o[O_FPUW], mode);
+        Py_DECREF(mode);
+        if (!(mem = o[O_MEM]))
+            goto out;
+    }
+    PyObject *flo = PyLong_FromLongLong(fl), *lbo = PyLong_FromLongLong(latch_block);
+    if (!flo || !lbo) {
+        Py_XDECREF(flo);
+        Py_XDECREF(lbo);
+        goto out;
+    }
+    PyObject *all[16] = {o[O_CTX], word, zero, args[3], thread_o, o[O_CWORD], o[O_DQ], flo,
+                         PyTuple_GET_ITEM(o[O_CFG], 0), PyTuple_GET_ITEM(o[O_CFG], 1), thread_o,
+                         o[O_BLOCKED] != Py_None ? Py_True : Py_False, o[O_EVENT], args[4], lbo, mem};
+    o[O_R] = sfpu_run(all, 16, 1, 1);
+    Py_DECREF(flo);
+    Py_DECREF(lbo);
+    if (!o[O_R])
+        goto out;
+    if (o[O_R] == Py_None)
+        goto none;
+    /* push()'s epilogue: issue_t, the flag state, the Dst access named for errors, unblocked, counted */
+    PyObject *r = o[O_R];
+    long long t_new, fl_new;
+    if (get_ll(PyTuple_GET_ITEM(r, 1), "t", &t_new) || get_ll(PyTuple_GET_ITEM(r, 3), "flags", &fl_new)
+        || fl_new < 0 || fl_new > 8 || PyObject_SetAttr(tx, s_issue_t, PyTuple_GET_ITEM(r, 2)) < 0
+        || PyObject_SetAttr(tx, s_dq_flags, flag_states[fl_new]) < 0)
+        goto out;
+    if (is_mem) {
+        PyObject *cur = PyTuple_Pack(3, thread_o, word, PyTuple_GET_ITEM(fast, 0));
+        int bad_cur = !cur || PyObject_SetAttr(tx, s_current, cur) < 0;
+        Py_XDECREF(cur);
+        if (bad_cur)
+            goto out;
+    }
+    if (PyObject_SetAttr(thobj, s_blocked, Py_None) < 0 || !GET(O_INSTR, tx, s_instructions))
+        goto out;
+    PyObject *n = PySequence_GetItem(o[O_INSTR], th), *n1 = n ? PyNumber_Add(n, one) : NULL;
+    int bad_n = !n1 || PySequence_SetItem(o[O_INSTR], th, n1) < 0;
+    Py_XDECREF(n);
+    Py_XDECREF(n1);
+    if (bad_n)
+        goto out;
+    result = PyLong_FromLongLong(t_new - 1);
+    goto out;
+#undef GET
+bad:
+    PyErr_SetString(PyExc_TypeError, "push_one: the Tensix's deferral state is of the wrong kind");
+    goto out;
+none:
+    result = Py_NewRef(Py_None);
+out:
+    for (int k = 0; k < O_N; k++)
+        Py_XDECREF(o[k]);
+    return result;
+}
+
 /* The module `m` with plain_run's C entry as the capsule PLAIN_RUN_CAPSULE ("sfpu_issue.plain_run"): the RISC-V C
  * core (rv32_native.c) calls it for its `.ttinsn` runs with plain_run's arguments, without a Python frame. */
 typedef PyObject *(*plain_run_entry)(PyObject *, PyObject *const *, Py_ssize_t);
@@ -1480,6 +1715,7 @@ static PyMethodDef methods[] = {
     {"issue_run", (PyCFunction)(void (*)(void))issue_run, METH_FASTCALL, "see the module comment"},
     {"ready_run", (PyCFunction)(void (*)(void))ready_run, METH_FASTCALL, "see its comment"},
     {"push_word", (PyCFunction)(void (*)(void))push_word, METH_FASTCALL, "see its comment"},
+    {"push_one", (PyCFunction)(void (*)(void))push_one, METH_FASTCALL, "see its comment"},
     {"find_period", (PyCFunction)(void (*)(void))find_period, METH_FASTCALL, "see its comment"},
     {"pack_records", (PyCFunction)(void (*)(void))pack_records, METH_FASTCALL, "see its comment"},
     {"configure_plain", configure_plain, METH_VARARGS, "configure_plain(unpack_bytes_per_cycle, pack_bytes_per_cycle, "
@@ -1528,7 +1764,29 @@ PyMODINIT_FUNC PyInit_sfpu_issue(void) {
     for (int k = 0; k < 6; k++)
         if (!(rwc_keys[k] = PyUnicode_InternFromString(keys[k])))
             return NULL;
-    if (tile_handlers_init())
+    struct { PyObject **p; const char *s; } push_names[] = {
+        {&s_fast, "_fast"}, {&s_cword, "_cword"}, {&s_c_ctx, "_c_ctx"}, {&s_rec, "rec"}, {&s_sfpu_timing, "sfpu"},
+        {&s_dq_flags, "_dq_flags"}, {&s_dst_raw, "_dst"}, {&s_written, "written"}, {&s_issue, "issue"},
+        {&s_dict, "__dict__"},
+    };
+    for (size_t k = 0; k < sizeof push_names / sizeof push_names[0]; k++)
+        if (!(*push_names[k].p = PyUnicode_InternFromString(push_names[k].s)))
+            return NULL;
+    for (int k = 0; k < 9; k++) {       /* code lf * 3 + use, 2 for None */
+        PyObject *lf = k / 3 == 2 ? Py_NewRef(Py_None) : PyLong_FromLong(k / 3);
+        PyObject *use = k % 3 == 2 ? Py_NewRef(Py_None) : PyLong_FromLong(k % 3);
+        flag_states[k] = lf && use ? PyTuple_Pack(2, lf, use) : NULL;
+        Py_XDECREF(lf);
+        Py_XDECREF(use);
+        if (!flag_states[k])
+            return NULL;
+    }
+    if (!(one = PyLong_FromLong(1)))
         return NULL;
-    return export_plain_run(PyModule_Create(&module));
+    if (tile_handlers_init() || PyType_Ready(&DeferredQueue_Type) < 0)
+        return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (m && PyModule_AddObjectRef(m, "DeferredQueue", (PyObject *)&DeferredQueue_Type) < 0)
+        Py_CLEAR(m);
+    return export_plain_run(m);
 }

@@ -7,8 +7,10 @@ issue rule, flag state, queue entry; an SFPLOAD / SFPSTORE through push() and de
 written and RWC update, in about 4 us). The C part does the same for a whole run of such words in one call (issue_run)
 and hands every other word back to the Python path; push_word does it for a word pushed by its own push() call (a
 one-word run); ready_run does the same for a run of such words at the head of a thread's ready queue (a REPLAY's
-expansion: deferral.drain_deferrable), which the frontend has taken already. When
-the queue executes, pack_records turns the queued entries into sfpu_native's records in one call. Python stays the
+expansion: deferral.drain_deferrable), which the frontend has taken already. With ISSUE_NATIVE the deferred queue itself
+is the C part's (new_queue: sfpu_queue.c's DeferredQueue, packed records; the C issue appends to it without creating
+a Python object, and its execution asks it for the period search and sfpu_native's records); on a list (the Python
+path's queue) pack_records turns the queued entries into those records in one call. Python stays the
 reference (tests/emu/test_sfpu_issue_native.py pins cycles, the deferred queue and bits to it). `ISSUE_NATIVE =
 False` (or TT_EMU_SFPU_ISSUE_NATIVE=0) keeps every pushed word on the Python path, `READY_NATIVE = False` (or
 TT_EMU_SFPU_READY_NATIVE=0) every word of a ready queue; without a host compiler or Python's headers they stay there
@@ -81,6 +83,12 @@ def push_word():
     return _entry("push_word", ISSUE_NATIVE)
 
 
+def push_one():
+    """The C part's push_one (deferral.push's case that reaches push_word, whole, for a thread with work queued), or
+    None when it is off or unavailable."""
+    return _entry("push_one", ISSUE_NATIVE)
+
+
 def ready_run():
     """The C part's ready_run (see sfpu_issue_native.c), or None when it is off or unavailable."""
     return _entry("ready_run", READY_NATIVE)
@@ -110,6 +118,14 @@ def plain_run_capsule():
 def drain_run():
     """The C part's drain_run (see sfpu_issue_native.c), or None when it is off or unavailable."""
     return _entry("drain_run", PLAIN_ISSUE_NATIVE)
+
+
+def new_queue():
+    """An empty deferred queue (deferral.py's `deferred`): the C part's DeferredQueue (sfpu_queue.c: packed records the
+    C issue appends to without a Python object per word) where it is built and ISSUE_NATIVE is on, else a list (the
+    Python path's, the reference)."""
+    mod = _load()[0] if ISSUE_NATIVE else None
+    return [] if mod is None else mod.DeferredQueue()
 
 
 def status() -> str:

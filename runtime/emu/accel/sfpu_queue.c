@@ -1,0 +1,383 @@
+/* The deferred SFPU queue (deferral.py's `deferred`) as packed C records, included by sfpu_issue_native.c.
+ *
+ * Before, every SFPU word the C issue (issue_run, push_word, ready_run) deferred became a 9-item Python tuple appended
+ * to a list (with a PyLong for its issue cycle and, for a Dst access, a 4-tuple), and executing the queue read the
+ * tuples back: a list of their words for the period search, list slices compared per candidate body, and
+ * pack_records converting each tuple into sfpu_native's record. In tile_long that object traffic (allocation,
+ * deallocation, the cyclic GC's passes over it) cost more than the issue rule and the numerics together.
+ *
+ * DeferredQueue keeps each entry as a C struct; the C issue appends without creating a Python object, and the queue's
+ * execution asks it for the period search (period), a body's words (words) and sfpu_native's records (pack) in one
+ * call each. It is still the sequence the Python path sees: len(), append() of the entry tuple the Python path builds
+ * (w, name, fields, None or (is_store, vd, mode, addr), Dst base, issue cycle, cfg0, cfg1, thread), and indexing or
+ * slicing, which builds those tuples back, equal to what was appended (tests/emu/test_sfpu_issue_native.py compares
+ * list(queue) against the Python path's list after every push). A word's name and decoded fields are kept once per
+ * queue in its word table (a word always decodes the same). */
+
+typedef struct {
+    int64_t c, cfg0, cfg1, dst_base;   /* issue cycle, config words 0 and 1, Dst base */
+    uint32_t w;                        /* the instruction word */
+    int32_t wid;                       /* index into the queue's word table */
+    int32_t vd, mode, addr;            /* a Dst access's LReg, mode and address */
+    int16_t thread;
+    uint8_t mem;                       /* 0: no Dst access, 1: SFPLOAD, 2: SFPSTORE */
+} dq_entry;
+
+typedef struct {
+    PyObject *names;                   /* a tuple whose items 0 and 1 are the word's name and decoded fields */
+    int has_record;                    /* rec below holds the word's sfpu_native record */
+    int32_t rec[8];
+} dq_word;
+
+typedef struct {
+    PyObject_HEAD
+    dq_entry *e;
+    Py_ssize_t n, cap;
+    dq_word *words;
+    Py_ssize_t nw, wcap;
+    PyObject *wid;                     /* dict: word -> index into `words` */
+    uint32_t last_w;                   /* the last word registered and its index (-1: none): bodies repeat words */
+    int32_t last_wid;
+} DeferredQueue;
+
+static PyTypeObject DeferredQueue_Type;
+
+static int dq_is_queue(PyObject *o) {
+    return Py_IS_TYPE(o, &DeferredQueue_Type);
+}
+
+/* The word table's index of word w (w_obj: it as a Python int), registering `names` for it on first sight. */
+static int32_t dq_word_id(DeferredQueue *q, PyObject *w_obj, uint32_t w, PyObject *names) {
+    if (q->last_wid >= 0 && q->last_w == w)
+        return q->last_wid;
+    PyObject *id = PyDict_GetItemWithError(q->wid, w_obj);
+    Py_ssize_t k;
+    if (id) {
+        k = PyLong_AsSsize_t(id);
+    } else {
+        if (PyErr_Occurred())
+            return -1;
+        if (q->nw == q->wcap) {
+            Py_ssize_t cap = q->wcap ? 2 * q->wcap : 64;
+            dq_word *p = PyMem_Realloc(q->words, (size_t)cap * sizeof *p);
+            if (!p) {
+                PyErr_NoMemory();
+                return -1;
+            }
+            q->words = p, q->wcap = cap;
+        }
+        k = q->nw;
+        PyObject *ko = PyLong_FromSsize_t(k);
+        if (!ko || PyDict_SetItem(q->wid, w_obj, ko) < 0) {
+            Py_XDECREF(ko);
+            return -1;
+        }
+        Py_DECREF(ko);
+        q->words[k] = (dq_word){Py_NewRef(names), 0, {0}};
+        q->nw++;
+    }
+    q->last_w = w, q->last_wid = (int32_t)k;
+    return (int32_t)k;
+}
+
+static dq_entry *dq_grow(DeferredQueue *q) {
+    if (q->n == q->cap) {
+        Py_ssize_t cap = q->cap ? 2 * q->cap : 1024;
+        dq_entry *p = PyMem_Realloc(q->e, (size_t)cap * sizeof *p);
+        if (!p) {
+            PyErr_NoMemory();
+            return NULL;
+        }
+        q->e = p, q->cap = cap;
+    }
+    return &q->e[q->n];
+}
+
+/* The C issue's append: word w_obj (rec: its cword record (name, fields, facts)) issued at cycle c. */
+static int dq_push(DeferredQueue *q, PyObject *w_obj, PyObject *rec, int is_mem, int is_store, long long vd,
+                   long long mode, long long addr, long long dst_base, long long c, long long cfg0, long long cfg1,
+                   long long thread) {
+    uint32_t w = (uint32_t)PyLong_AsUnsignedLong(w_obj);
+    if (w == (uint32_t)-1 && PyErr_Occurred())
+        return -1;
+    int32_t wid = dq_word_id(q, w_obj, w, rec);
+    dq_entry *e = wid < 0 ? NULL : dq_grow(q);
+    if (!e)
+        return -1;
+    *e = (dq_entry){c, cfg0, cfg1, dst_base, w, wid, (int32_t)vd, (int32_t)mode, (int32_t)addr, (int16_t)thread,
+                    (uint8_t)(is_mem ? 1 + is_store : 0)};
+    q->n++;
+    return 0;
+}
+
+static int in_i32(long long v) {
+    return v >= INT32_MIN && v <= INT32_MAX;
+}
+
+/* append(entry): the Python path's entry tuple, stored as a record (what it cannot hold exactly is refused). */
+static PyObject *dq_append(DeferredQueue *q, PyObject *t) {
+    if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != 9) {
+        PyErr_SetString(PyExc_TypeError, "DeferredQueue.append: an entry is a 9-tuple");
+        return NULL;
+    }
+    long long v[5], m[3] = {0, 0, 0};     /* Dst base, c, cfg0, cfg1, thread; vd, mode, addr */
+    for (int k = 0; k < 5; k++)
+        if (get_ll(PyTuple_GET_ITEM(t, 4 + k), "a queue entry's field", &v[k]))
+            return NULL;
+    PyObject *mem = PyTuple_GET_ITEM(t, 3);
+    int is_store = 0;
+    if (mem != Py_None) {
+        if (!PyTuple_Check(mem) || PyTuple_GET_SIZE(mem) != 4 || !PyBool_Check(PyTuple_GET_ITEM(mem, 0))) {
+            PyErr_SetString(PyExc_TypeError, "DeferredQueue.append: a Dst access is (is_store, vd, mode, addr)");
+            return NULL;
+        }
+        is_store = PyTuple_GET_ITEM(mem, 0) == Py_True;
+        for (int k = 0; k < 3; k++)
+            if (get_ll(PyTuple_GET_ITEM(mem, 1 + k), "a Dst access's field", &m[k]))
+                return NULL;
+    }
+    if (!in_i32(m[0]) || !in_i32(m[1]) || !in_i32(m[2]) || v[4] < 0 || v[4] > INT16_MAX) {
+        PyErr_SetString(PyExc_ValueError, "DeferredQueue.append: a field outside the record's range");
+        return NULL;
+    }
+    PyObject *names = PyTuple_GetSlice(t, 1, 3);
+    if (!names)
+        return NULL;
+    int r = dq_push(q, PyTuple_GET_ITEM(t, 0), names, mem != Py_None, is_store, m[0], m[1], m[2], v[0], v[1], v[2],
+                    v[3], v[4]);
+    Py_DECREF(names);
+    if (r < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+/* Entry i as the Python path's tuple. */
+static PyObject *dq_tuple(DeferredQueue *q, Py_ssize_t i) {
+    const dq_entry *e = &q->e[i];
+    PyObject *names = q->words[e->wid].names;
+    PyObject *mem = Py_NewRef(Py_None);
+    if (e->mem) {
+        Py_DECREF(mem);
+        mem = Py_BuildValue("(Oiii)", e->mem == 2 ? Py_True : Py_False, e->vd, e->mode, e->addr);
+        if (!mem)
+            return NULL;
+    }
+    return Py_BuildValue("(kOONLLLLi)", (unsigned long)e->w, PyTuple_GET_ITEM(names, 0), PyTuple_GET_ITEM(names, 1),
+                         mem, (long long)e->dst_base, (long long)e->c, (long long)e->cfg0, (long long)e->cfg1,
+                         (int)e->thread);
+}
+
+static Py_ssize_t dq_len(PyObject *o) {
+    return ((DeferredQueue *)o)->n;
+}
+
+static PyObject *dq_item(PyObject *o, Py_ssize_t i) {
+    DeferredQueue *q = (DeferredQueue *)o;
+    if (i < 0 || i >= q->n) {
+        PyErr_SetString(PyExc_IndexError, "DeferredQueue index out of range");
+        return NULL;
+    }
+    return dq_tuple(q, i);
+}
+
+static PyObject *dq_subscript(PyObject *o, PyObject *key) {
+    DeferredQueue *q = (DeferredQueue *)o;
+    if (PySlice_Check(key)) {
+        Py_ssize_t start, stop, step;
+        if (PySlice_Unpack(key, &start, &stop, &step) < 0)
+            return NULL;
+        Py_ssize_t len = PySlice_AdjustIndices(q->n, &start, &stop, step);
+        PyObject *out = PyList_New(len);
+        for (Py_ssize_t k = 0; out && k < len; k++) {
+            PyObject *t = dq_tuple(q, start + k * step);
+            if (!t)
+                Py_CLEAR(out);
+            else
+                PyList_SET_ITEM(out, k, t);
+        }
+        return out;
+    }
+    Py_ssize_t i = PyNumber_AsSsize_t(key, PyExc_IndexError);
+    if (i == -1 && PyErr_Occurred())
+        return NULL;
+    return dq_item(o, i < 0 ? i + q->n : i);
+}
+
+static int dq_range(DeferredQueue *q, Py_ssize_t lo, Py_ssize_t hi, const char *who) {
+    if (lo < 0 || lo > hi || hi > q->n) {
+        PyErr_Format(PyExc_IndexError, "DeferredQueue.%s: %zd..%zd outside the %zd entries", who, lo, hi, q->n);
+        return -1;
+    }
+    return 0;
+}
+
+/* period(i, n, most) -> (p, k): deferral._dq_period over the words of entries 0..n: the body length p <= most whose
+ * k >= 2 back-to-back repetitions from entry i cover most entries (the first such p among equals; a repetition count
+ * covering all but less than one body ends the search), (0, 0) when none. */
+static PyObject *dq_period(DeferredQueue *q, PyObject *const *args, Py_ssize_t nargs) {
+    Py_ssize_t i, n, most;
+    if (nargs != 3 || (i = PyLong_AsSsize_t(args[0])) == -1 || (n = PyLong_AsSsize_t(args[1])) == -1
+        || (most = PyLong_AsSsize_t(args[2])) == -1) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "DeferredQueue.period(i, n, most)");
+        return NULL;
+    }
+    if (dq_range(q, i, n, "period") || i == n)
+        return i == n && !PyErr_Occurred() ? Py_BuildValue("(ii)", 0, 0) : NULL;
+    const dq_entry *e = q->e;
+    uint32_t w0 = e[i].w;
+    Py_ssize_t best_p = 0, best_k = 0, lim = n < i + most + 1 ? n : i + most + 1;
+    for (Py_ssize_t j = i + 1; j < lim; j++) {
+        if (e[j].w != w0)
+            continue;
+        Py_ssize_t p = j - i;
+        if (i + 2 * p > n)
+            break;
+        Py_ssize_t k = 1;
+        for (;;) {
+            Py_ssize_t s = i + k * p, x = 0;
+            if (s + p > n)
+                break;
+            while (x < p && e[s + x].w == e[i + x].w)
+                x++;
+            if (x < p)
+                break;
+            k++;
+        }
+        if (k >= 2 && k * p > best_k * best_p) {
+            best_p = p, best_k = k;
+            if (n - i - k * p < p)
+                break;
+        }
+    }
+    return Py_BuildValue("(nn)", best_p, best_k);
+}
+
+/* words(i, p) -> the words of entries i..i+p, a tuple (a body's key). */
+static PyObject *dq_words(DeferredQueue *q, PyObject *const *args, Py_ssize_t nargs) {
+    Py_ssize_t i, p;
+    if (nargs != 2 || (i = PyLong_AsSsize_t(args[0])) == -1 || (p = PyLong_AsSsize_t(args[1])) == -1) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "DeferredQueue.words(i, p)");
+        return NULL;
+    }
+    if (p < 0 || dq_range(q, i, i + p, "words"))
+        return p < 0 ? (PyErr_SetString(PyExc_ValueError, "DeferredQueue.words: p < 0"), NULL) : NULL;
+    PyObject *out = PyTuple_New(p);
+    for (Py_ssize_t k = 0; out && k < p; k++) {
+        PyObject *w = PyLong_FromUnsignedLong(q->e[i + k].w);
+        if (!w)
+            Py_CLEAR(out);
+        else
+            PyTuple_SET_ITEM(out, k, w);
+    }
+    return out;
+}
+
+/* pack(i, hi, records) -> (k, bytes): pack_records (below) of entries i..hi: the sfpu_native records (8 int32s) of
+ * entries i, i + 1, ..., an SFPLOAD / SFPSTORE's with its mode and Dst address; stops at the first entry whose word
+ * has no record in `records` (word -> record) yet or a None one. A word's record is read from `records` once per
+ * queue. */
+static PyObject *dq_pack(DeferredQueue *q, PyObject *const *args, Py_ssize_t nargs) {
+    Py_ssize_t i0, hi;
+    if (nargs != 3 || !PyDict_Check(args[2]) || (i0 = PyLong_AsSsize_t(args[0])) == -1
+        || (hi = PyLong_AsSsize_t(args[1])) == -1) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "DeferredQueue.pack(i, hi, records: dict)");
+        return NULL;
+    }
+    if (dq_range(q, i0, hi, "pack"))
+        return NULL;
+    PyObject *out = PyBytes_FromStringAndSize(NULL, (hi - i0) * 8 * (Py_ssize_t)sizeof(int32_t));
+    if (!out)
+        return NULL;
+    int32_t *p = (int32_t *)PyBytes_AS_STRING(out);
+    Py_ssize_t i = i0;
+    for (; i < hi; i++, p += 8) {
+        const dq_entry *e = &q->e[i];
+        dq_word *wd = &q->words[e->wid];
+        if (!wd->has_record) {
+            PyObject *w = PyLong_FromUnsignedLong(e->w);
+            PyObject *r = w ? PyDict_GetItemWithError(args[2], w) : NULL;
+            Py_XDECREF(w);
+            if (!r) {
+                if (PyErr_Occurred())
+                    goto fail;
+                break;
+            }
+            if (r == Py_None)
+                break;
+            if (!PyTuple_Check(r) || PyTuple_GET_SIZE(r) != 8) {
+                PyErr_SetString(PyExc_TypeError, "DeferredQueue.pack: a record of the wrong shape");
+                goto fail;
+            }
+            for (int k = 0; k < 8; k++) {
+                long v = PyLong_AsLong(PyTuple_GET_ITEM(r, k));
+                if (v == -1 && PyErr_Occurred())
+                    goto fail;
+                wd->rec[k] = (int32_t)v;
+            }
+            wd->has_record = 1;
+        }
+        memcpy(p, wd->rec, sizeof wd->rec);
+        if (e->mem) {
+            p[1] = e->mode;
+            p[7] = e->addr;
+        }
+    }
+    if (_PyBytes_Resize(&out, (i - i0) * 8 * (Py_ssize_t)sizeof(int32_t)) < 0)
+        return NULL;
+    return Py_BuildValue("(nN)", i - i0, out);
+fail:
+    Py_DECREF(out);
+    return NULL;
+}
+
+static PyObject *dq_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
+    if (PyTuple_GET_SIZE(args) || (kw && PyDict_GET_SIZE(kw))) {
+        PyErr_SetString(PyExc_TypeError, "DeferredQueue() takes no arguments");
+        return NULL;
+    }
+    DeferredQueue *q = (DeferredQueue *)type->tp_alloc(type, 0);
+    if (!q)
+        return NULL;
+    q->last_wid = -1;
+    if (!(q->wid = PyDict_New())) {
+        Py_DECREF(q);
+        return NULL;
+    }
+    return (PyObject *)q;
+}
+
+static void dq_dealloc(DeferredQueue *q) {
+    for (Py_ssize_t k = 0; k < q->nw; k++)
+        Py_DECREF(q->words[k].names);
+    PyMem_Free(q->words);
+    PyMem_Free(q->e);
+    Py_XDECREF(q->wid);
+    Py_TYPE(q)->tp_free((PyObject *)q);
+}
+
+static PyMethodDef dq_methods[] = {
+    {"append", (PyCFunction)dq_append, METH_O, "append(entry): the Python path's entry tuple"},
+    {"period", (PyCFunction)(void (*)(void))dq_period, METH_FASTCALL, "period(i, n, most) -> (p, k)"},
+    {"words", (PyCFunction)(void (*)(void))dq_words, METH_FASTCALL, "words(i, p) -> tuple"},
+    {"pack", (PyCFunction)(void (*)(void))dq_pack, METH_FASTCALL, "pack(i, hi, records) -> (k, bytes)"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PySequenceMethods dq_as_sequence = {.sq_length = dq_len, .sq_item = dq_item};
+static PyMappingMethods dq_as_mapping = {.mp_length = dq_len, .mp_subscript = dq_subscript};
+
+static PyTypeObject DeferredQueue_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "sfpu_issue.DeferredQueue",
+    .tp_basicsize = sizeof(DeferredQueue),
+    .tp_dealloc = (destructor)dq_dealloc,
+    .tp_as_sequence = &dq_as_sequence,
+    .tp_as_mapping = &dq_as_mapping,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "the deferred SFPU queue as packed records (sfpu_queue.c)",
+    .tp_methods = dq_methods,
+    .tp_new = dq_new,
+};
