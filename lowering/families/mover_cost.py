@@ -535,9 +535,7 @@ def split_ranges(n_tiles: int, cores: int) -> list[tuple[int, int]]:
 # 549 cycles after its pack). The bursts pass the banks at DRAM_SUSTAINED_SHARE of their nominal bytes per cycle, what
 # the emulated fabric sustains with every core streaming (a packet holds its bank, links and ports at once, so the
 # free windows fragment): a*b+a's bytes over its emulated cycles, 512 x 512 on 16, 32, 64 and 128 cores 0.78 / 0.78 /
-# 0.82 / 0.83 and 2048 x 2048 on 13 cores 0.89. The floor below (on_grid) keeps the nominal rate: with the share
-# there the chooser split that 2048 x 2048 over 9 cores (169,231 emulated cycles) where 10 take 159,887 and 13
-# 149,701, the queueing near the knee being worse than either bound (not priced)
+# 0.82 / 0.83 and 2048 x 2048 on 13 cores 0.89 (the banks' own bound keeps the nominal rate: bank_queueing)
 DRAM_SUSTAINED_SHARE = 0.85
 
 
@@ -560,15 +558,33 @@ def grid_pipeline_cycles(n_tiles: int, reads: list[tuple[str, str, dict | None, 
                          before: float = 0.0, out_bytes_per_tile: int = 0, read_ahead: int = 0) -> dict:
     """tile_pipeline_cycles for a launch split over `cores` cores: the largest range's pipeline, delayed by the cores'
     bursts at the banks (lockstep_cycles: `out_bytes_per_tile` of the `dram_bytes_per_tile` are written; reads in
-    flight issue `read_ahead` tiles beyond the first before they wait, tile_plan.READ_AHEAD), at least
-    the DRAM banks' time for every core's bytes (`total`, emulated cycles); `price` adds CORE_LAUNCH_CYCLES per extra
-    core (what the choice of the count minimises)."""
+    flight issue `read_ahead` tiles beyond the first before they wait, tile_plan.READ_AHEAD), combined with the DRAM
+    banks' time for every core's bytes (bank_queueing; `total`, emulated cycles); `price` adds CORE_LAUNCH_CYCLES per
+    extra core (what the choice of the count minimises)."""
     per_core = -(-n_tiles // cores)
     one = tile_pipeline_cycles(per_core, reads, write, compute_per_tile, valid, before)
     window = min(per_core, read_ahead + 1) if reads_in_flight(reads) else 1
     one = {**one, "total": one["total"] + lockstep_cycles(cores, window * (dram_bytes_per_tile - out_bytes_per_tile),
                                                           out_bytes_per_tile)}
-    return on_grid(one, cores, per_core, n_tiles * dram_bytes_per_tile)
+    out = on_grid(one, cores, per_core, n_tiles * dram_bytes_per_tile)
+    total = round(bank_queueing(one["total"], n_tiles * dram_bytes_per_tile / DRAM_BYTES_PER_CYCLE))
+    return {**out, "total": total, "price": total + CORE_LAUNCH_CYCLES * (cores - 1)}
+
+
+# Near the knee, where the cores' reads together ask about what the banks move, they queue behind each other's packets
+# at the banks and each core's pipeline slows: a*b+a at 2048 x 2048 (fp32; one core's pipeline 315 emulated cycles per
+# tile, the banks' share of 9 / 10 / 13 cores' tiles 294 / 327 / 425) took 371 / 390 / 474 cycles per tile (169,231 /
+# 159,887 / 149,701 emulated), more than either bound. The launch takes the two bounds' p-norm: p = 3.6 from the 9- and
+# 10-core launches (13 cores, held out: predicted 0.98 of emulated; a+b at 1024 x 1024 on 8 cores 1.02). A hard
+# maximum let the chooser stop at the fewest cores that reach the banks' floor, the knee (10 cores, 6.8 % slower than 13)
+BANK_QUEUE_NORM = 3.6
+
+
+def bank_queueing(pipeline_cycles: float, bank_cycles: float) -> float:
+    """A grid launch whose cores' pipelines take `pipeline_cycles` and whose bytes take `bank_cycles` on the banks:
+    the two bounds' BANK_QUEUE_NORM-norm (the larger one where the other is far below it)."""
+    p = BANK_QUEUE_NORM
+    return (pipeline_cycles ** p + bank_cycles ** p) ** (1 / p)
 
 
 def on_grid(one: dict, cores: int, tiles_per_core: int, dram_bytes: int) -> dict:
