@@ -576,7 +576,8 @@ def grid_pipeline_cycles(n_tiles: int, reads: list[tuple[str, str, dict | None, 
 # tile, the banks' share of 9 / 10 / 13 cores' tiles 294 / 327 / 425) took 371 / 390 / 474 cycles per tile (169,231 /
 # 159,887 / 149,701 emulated), more than either bound. The launch takes the two bounds' p-norm: p = 3.6 from the 9- and
 # 10-core launches (13 cores, held out: predicted 0.98 of emulated; a+b at 1024 x 1024 on 8 cores 1.02). A hard
-# maximum let the chooser stop at the fewest cores that reach the banks' floor, the knee (10 cores, 6.8 % slower than 13)
+# maximum let the chooser stop at the fewest cores that reach the banks' floor, the knee (10 cores, 6.8 % slower than
+# 13)
 BANK_QUEUE_NORM = 3.6
 
 
