@@ -17,8 +17,8 @@ from tt_backend.lowering.codegen.sfpu_codegen import compile_sfpu
 from tt_backend.lowering.codegen.sfpu_macro import with_macro_schedule
 from tt_backend.chip.grid import Grid
 from tt_backend.lowering.families.family import Candidate, Family, Kernel
-from tt_backend.lowering.families.tile_plan import TilePlan, allocate_l1, window_bytes
-from tt_backend.lowering.families.tile_render import render_tile_kernel
+from tt_backend.lowering.families.tile_plan import READ_AHEAD, TilePlan, allocate_l1, window_bytes
+from tt_backend.lowering.families.tile_render import dst_overlap, render_tile_kernel
 from tt_backend.lowering.families.mover_cost import (compute_stage, gather_reload_cycles, grid_pipeline_cycles,
                                                      stream_datum_cycles, window_load_cycles)
 from tt_backend.lowering.families.tile_streams import column_windows, reader_mode, stream_ctx, tile_grid
@@ -62,9 +62,11 @@ class ElementwisePlan(TilePlan):
         dram = sum(DTYPE_SIZE[s.dtype] for s in self.inputs if s.value is None) + DTYPE_SIZE[self.output.dtype]
         dst = range(len(self.inputs)) if self.dst_inputs is None else self.dst_inputs
         fpu_ops = len(self.fpu_ops) + sum(self.inputs[j].tile_format == "bf16" for j in dst)
-        compute = compute_stage(self.placement.cycles, fpu_ops)
+        compute = compute_stage(self.placement.cycles, fpu_ops,
+                                dst_overlap(self, self.fpu_ops, self.dst_inputs, cores))
         out = grid_pipeline_cycles(self.n_tiles, reads, write, compute, cores, dram * TILE_ELEMS + reloaded,
-                                   self.n_elements / (self.n_tiles * TILE_ELEMS), before)
+                                   self.n_elements / (self.n_tiles * TILE_ELEMS), before,
+                                   DTYPE_SIZE[self.output.dtype] * TILE_ELEMS, READ_AHEAD)
         return {**out, "grid": "x".join(map(str, Grid().shape(cores)))}
 
     def _reads(self) -> tuple[list[tuple], int, float]:

@@ -296,7 +296,7 @@ def in_flight_read_cycles(reads: list[tuple[str, str, dict | None, float]], vali
 # The tile pipeline's compute (templates/compute.c.j2) keeps one Dst group in flight (semaphore FREE, max 1) where a
 # core has one tile or Dst has no room for a second group, so a tile's unpack, math and pack follow each other; with
 # more tiles than cores it keeps two (tile_render.second_dst_group: tile t + 1 is unpacked and computed while the packer
-# drains tile t), an overlap this model does not price yet (it charges the sum below either way). Beyond the unpack, FPU
+# drains tile t), priced below (DST_GROUPS_HANDOFF). Beyond the unpack, FPU
 # and SFPU cycles the placement prices, each tile pays the pack as the emulator times it (runtime/emu/cycles.py: the
 # packer's ADC x count of datums at 16 B per cycle, 64 cycles per tile of either format, where the placement prices 16 B
 # per cycle of the whole tile) and the three hand-offs between the threads (UNPACKED, MATHDONE, FREE: a SEMPOST, the
@@ -306,12 +306,28 @@ def in_flight_read_cycles(reads: list[tuple[str, str, dict | None, float]], vali
 # banks: 37 cycles each beyond the ELWADD's priced 31 (bf16 a*b+a: 205 per tile beyond unpack + FPU + SFPU).
 TILE_PACK_AND_HANDOFFS = 130
 FPU_OP_HANDOFF = 37
+# With two Dst groups the three threads work on different tiles, so a tile leaves at the pace of the slowest thread:
+# TRISC0's unpacks (and the FPU op where fpu_on_unpacker moves it there), TRISC1's FPU ops and SFPU program, TRISC2's
+# pack (the emulator's 64 cycles per tile, above), plus the hand-offs that thread still waits for. Measured on one
+# core, fp32, 256 x 256 (64 tiles, TT_DUMP per-core cycles, `bench kernels`-style launches of the plan): a.exp2() 1,247
+# and a.reciprocal() 2,556 emulated cycles per tile, their SFPU programs 1,134 and 2,468: 113 and 88 beyond the SFPU
+# thread, where the one-group sum charged 258 (unpack 64 + pack + hand-offs 130 + the placement's pack 64)
+DST_GROUPS_HANDOFF = 100
+PACK_EMULATED = 64
 
 
-def compute_stage(cycles: dict, fpu_ops: int) -> float:
+def compute_stage(cycles: dict, fpu_ops: int, overlap: str | None = None) -> float:
     """Per tile, the tile pipeline's compute of a placement's per-tile cycles (unpack, fpu, sfpu) with `fpu_ops` FPU
-    instruction groups (bf16 inputs' ELWADDs and the placement's FPU ops): their sum, the pack and the hand-offs."""
-    return cycles["unpack"] + cycles["fpu"] + cycles["sfpu"] + TILE_PACK_AND_HANDOFFS + FPU_OP_HANDOFF * fpu_ops
+    instruction groups (bf16 inputs' ELWADDs and the placement's FPU ops): with one Dst group (`overlap` None) their
+    sum, the pack and the hand-offs; with two (tile_render.dst_overlap: "groups", or "fpu_on_unpacker" where TRISC0
+    issues the FPU op) the slowest thread's part and the hand-offs."""
+    fpu = cycles["fpu"] + FPU_OP_HANDOFF * fpu_ops
+    if overlap is None:
+        return cycles["unpack"] + fpu + cycles["sfpu"] + TILE_PACK_AND_HANDOFFS
+    on_unpacker = overlap == "fpu_on_unpacker"
+    threads = (cycles["unpack"] + (fpu if on_unpacker else 0), cycles["sfpu"] + (0 if on_unpacker else fpu),
+               PACK_EMULATED)
+    return max(threads) + DST_GROUPS_HANDOFF
 
 
 # --- FPU matmul: per operand element tilized / output element untilized ------------------------------------------
@@ -507,15 +523,69 @@ def split_ranges(n_tiles: int, cores: int) -> list[tuple[int, int]]:
     return out
 
 
+# Cores released together meet at the banks twice (TT_DUMP per-core cycles, runtime/emu/noc.py Fabric: a packet holds
+# its bank, links and ports for its whole length, granted in the order the cores ask). At the start every core issues
+# its first tiles' reads at once (reader.c.j2: READ_AHEAD + 1 tiles in flight where reads_in_flight, else one tile's),
+# so the core served last gets its data only once every core's first window has passed the banks, and computes after
+# that: a*b+a and the demo expression at 512 x 512 on 128 cores (2 tiles each, 2 MB read) both had their slowest
+# core's reader done at 7,543 (the fastest at 1,366), the demo's slowest core then computing its two tiles
+# (7,543 -> 15,645). At the end, cores that finish together write their last tiles together: a bf16 -> fp32 cast of
+# 256 x 256 on 64 cores (one tile each: 128 KB read, 256 KB written) packed its tile by 1,308 and wrote it by 2,269.
+# Where the start was staggered by a longer read burst the writes spread over it (the demo's slowest core wrote
+# 549 cycles after its pack). The bursts pass the banks at DRAM_SUSTAINED_SHARE of their nominal bytes per cycle, what
+# the emulated fabric sustains with every core streaming (a packet holds its bank, links and ports at once, so the
+# free windows fragment): a*b+a's bytes over its emulated cycles, 512 x 512 on 16, 32, 64 and 128 cores 0.78 / 0.78 /
+# 0.82 / 0.83 and 2048 x 2048 on 13 cores 0.89 (the banks' own bound keeps the nominal rate: bank_queueing)
+DRAM_SUSTAINED_SHARE = 0.85
+
+
+def lockstep_cycles(cores: int, window_bytes: float, last_write_bytes: float) -> float:
+    """What the core served last waits beyond its own pipeline when `cores` cores start together: every core's first
+    read window of `window_bytes` through the banks before its data lands, and the last tiles' writes of
+    `last_write_bytes` per core where they outlast the start's stagger; each less the core's own bytes' flits, which
+    its pipeline already counts."""
+    if cores == 1:
+        return 0.0
+    rate = DRAM_BYTES_PER_CYCLE * DRAM_SUSTAINED_SHARE
+    start = cores * window_bytes / rate
+    end = cores * last_write_bytes / rate
+    return (max(0.0, start - window_bytes / NOC_BYTES_PER_CYCLE)
+            + max(0.0, end - start - last_write_bytes / NOC_BYTES_PER_CYCLE))
+
+
 def grid_pipeline_cycles(n_tiles: int, reads: list[tuple[str, str, dict | None, float]], write: tuple[str, str, float],
                          compute_per_tile: float, cores: int, dram_bytes_per_tile: int, valid: float = 1.0,
-                         before: float = 0.0) -> dict:
-    """tile_pipeline_cycles for a launch split over `cores` cores: the largest range's pipeline, at least the DRAM
-    banks' time for every core's bytes (`total`, emulated cycles); `price` adds CORE_LAUNCH_CYCLES per extra core (what
-    the choice of the count minimises)."""
+                         before: float = 0.0, out_bytes_per_tile: int = 0, read_ahead: int = 0) -> dict:
+    """tile_pipeline_cycles for a launch split over `cores` cores: the largest range's pipeline, delayed by the cores'
+    bursts at the banks (lockstep_cycles: `out_bytes_per_tile` of the `dram_bytes_per_tile` are written; reads in
+    flight issue `read_ahead` tiles beyond the first before they wait, tile_plan.READ_AHEAD), combined with the DRAM
+    banks' time for every core's bytes (bank_queueing; `total`, emulated cycles); `price` adds CORE_LAUNCH_CYCLES per
+    extra core (what the choice of the count minimises)."""
     per_core = -(-n_tiles // cores)
     one = tile_pipeline_cycles(per_core, reads, write, compute_per_tile, valid, before)
-    return on_grid(one, cores, per_core, n_tiles * dram_bytes_per_tile)
+    window = min(per_core, read_ahead + 1) if reads_in_flight(reads) else 1
+    one = {**one, "total": one["total"] + lockstep_cycles(cores, window * (dram_bytes_per_tile - out_bytes_per_tile),
+                                                          out_bytes_per_tile)}
+    out = on_grid(one, cores, per_core, n_tiles * dram_bytes_per_tile)
+    total = round(bank_queueing(one["total"], n_tiles * dram_bytes_per_tile / DRAM_BYTES_PER_CYCLE))
+    return {**out, "total": total, "price": total + CORE_LAUNCH_CYCLES * (cores - 1)}
+
+
+# Near the knee, where the cores' reads together ask about what the banks move, they queue behind each other's packets
+# at the banks and each core's pipeline slows: a*b+a at 2048 x 2048 (fp32; one core's pipeline 315 emulated cycles per
+# tile, the banks' share of 9 / 10 / 13 cores' tiles 294 / 327 / 425) took 371 / 390 / 474 cycles per tile (169,231 /
+# 159,887 / 149,701 emulated), more than either bound. The launch takes the two bounds' p-norm: p = 3.6 from the 9- and
+# 10-core launches (13 cores, held out: predicted 0.98 of emulated; a+b at 1024 x 1024 on 8 cores 1.02). A hard
+# maximum let the chooser stop at the fewest cores that reach the banks' floor, the knee (10 cores, 6.8 % slower than
+# 13)
+BANK_QUEUE_NORM = 3.6
+
+
+def bank_queueing(pipeline_cycles: float, bank_cycles: float) -> float:
+    """A grid launch whose cores' pipelines take `pipeline_cycles` and whose bytes take `bank_cycles` on the banks:
+    the two bounds' BANK_QUEUE_NORM-norm (the larger one where the other is far below it)."""
+    p = BANK_QUEUE_NORM
+    return (pipeline_cycles ** p + bank_cycles ** p) ** (1 / p)
 
 
 def on_grid(one: dict, cores: int, tiles_per_core: int, dram_bytes: int) -> dict:

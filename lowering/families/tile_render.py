@@ -212,7 +212,7 @@ assert DST_GROUPS == 2, "compute.c.j2 alternates two Dst groups ((t - tile_begin
 
 
 def second_dst_group(plan: TilePlan, inputs: list[dict], fpu_ops: list[FpuOp],
-                     red: ReducePlan | None = None) -> int | None:
+                     red: ReducePlan | None = None, cores: int | None = None) -> int | None:
     """The offset in slots of the second Dst group, None with one tile per core or no room for one. Every tile's group
     holds the inputs unpacked to Dst per tile, the FPU results, the output and the SFPU's spills (the per-tile slots);
     the first group (offset 0) holds as well the inputs sent and unpacked once (a head the SFPU setup reads), which
@@ -223,8 +223,9 @@ def second_dst_group(plan: TilePlan, inputs: list[dict], fpu_ops: list[FpuOp],
     per-tile slots too). Only a one-pass reduction of 32 row steps (a two-pass one's first-pass results and a short
     one's step-group results stay in Dst across tiles), and only with one output per core: a tile that produces no
     output gives its group back as soon as its SFPU pass is done, so with several outputs a later output's lane
-    combine could overwrite its group's output slot while the packer still reads the earlier output there."""
-    if plan.n_tiles <= plan.cores:      # one tile per core: nothing to overlap
+    combine could overwrite its group's output slot while the packer still reads the earlier output there.
+    `cores`: the launch's cores, if not the plan's (the launch model prices other counts)."""
+    if plan.n_tiles <= (plan.cores if cores is None else cores):      # one tile per core: nothing to overlap
         return None
     if red is not None and (red.pass1 is not None or red.steps != 32 or red.groups > plan.cores):
         return None
@@ -238,6 +239,40 @@ def second_dst_group(plan: TilePlan, inputs: list[dict], fpu_ops: list[FpuOp],
         if not {x + k for x in per_tile} & first:
             return k
     return None
+
+
+def input_roles(plan: TilePlan, inputs: list[dict], dst_inputs: list[int] | None, in_flight: bool,
+                red: ReducePlan | None = None) -> bool:
+    """Sets each input context's Dst roles ("dst", "dst_faces", "once", "head_first"); returns whether the SFPU setup
+    runs once per core (setup_once)."""
+    for s in inputs:
+        s["dst"] = dst_inputs is None or s["j"] in dst_inputs
+        # a head input's tile is read by the SFPU setup at row step 0 only: the faces holding its written datums
+        s["dst_faces"] = -(-s["runs"]["head"] // FACE_DATUMS) if s["runs"] and s["runs"]["head"] else TILE_FACES
+    # the SFPU setup computes from constants and uniform inputs only (scalars of the whole kernel,
+    # frontend.uniform_inputs): the same values for every tile, kept in LReg11-14, which the body only reads. It
+    # runs for a core's first tile only; a head (an input only the setup reads) is then sent and unpacked for that
+    # tile only, where the reader keeps its reads in flight. A setup that is the lane-enable reset alone (SETUP)
+    # stays per tile: TRISC1's first-tile test costs about what its one word does (2048^2 a*b+a on 13 cores:
+    # 151,458 cycles once against 150,988 per tile)
+    setup_once = red is None and len(plan.sfpu.setup) > len(SETUP)
+    # (a bf16 head reaches Dst through the math thread's ELWADDs from SrcA on every tile: it stays per tile)
+    for s in inputs:
+        s["once"] = setup_once and in_flight and bool(s["runs"] and s["runs"]["head"]) and s["fmt"] != "bf16"
+        # a head whose window load is one NoC flit (the bytes a link moves per cycle: a scalar) is read before the
+        # first tile's reads, which it delays by that one cycle; a larger one after them
+        s["head_first"] = plan.buffers[s["buf"]].nbytes <= NOC_BYTES_PER_CYCLE
+    return setup_once
+
+
+def dst_overlap(plan: TilePlan, fpu_ops: list[FpuOp], dst_inputs: list[int] | None, cores: int) -> str | None:
+    """How an elementwise launch on `cores` cores overlaps its threads, as render_tile_kernel decides it (for the
+    launch model, mover_cost.compute_stage): None (one Dst group), "groups" (two Dst groups) or "fpu_on_unpacker"."""
+    inputs = [stream_ctx(plan, s, j) for j, s in enumerate(plan.inputs)]
+    in_flight = bool(plan.inputs) and reads_in_flight([(s["mode"], s["fmt"], s["runs"]) for s in inputs])
+    input_roles(plan, inputs, dst_inputs, in_flight)
+    group = second_dst_group(plan, inputs, fpu_ops, cores=cores)
+    return None if not group else "fpu_on_unpacker" if fpu_on_unpacker(fpu_ops, group, inputs) else "groups"
 
 
 def fpu_on_unpacker(fpu_ops: list[FpuOp], group: int | None, inputs: list[dict]) -> bool:
@@ -334,30 +369,13 @@ def render_tile_kernel(plan: TilePlan, generator: str, red: ReducePlan | None = 
                    unp1_static={i: hex_u32(v) for i, v in UNP1_CFG_STATIC.items()})
     else:
         ctx["fpu"] = []
-    for s in inputs:
-        s["dst"] = dst_inputs is None or s["j"] in dst_inputs
-        # a head input's tile is read by the SFPU setup at row step 0 only: the faces holding its written datums
-        s["dst_faces"] = -(-s["runs"]["head"] // FACE_DATUMS) if s["runs"] and s["runs"]["head"] else TILE_FACES
+    ctx["setup_once"] = input_roles(plan, inputs, dst_inputs, ctx["in_flight"], red)
     ctx["any_fpu"] = bool(fpu_ops) or any(s["fmt"] == "bf16" and s["dst"] for s in inputs)
     # FPU ops beside Dst inputs that are all unpacked straight to Dst: the SFPU setup (which reads only Dst inputs,
     # uniform values hoisted out of the row loop) is issued before the FPU ops, once those inputs are in, and runs
     # while the unpackers bring the FPU's operands (a bf16 Dst input reaches Dst through an FPU ELWADD: not then)
     ctx["setup_first"] = bool(fpu_ops) and len(plan.sfpu.setup) > 0 and not any(
         s["fmt"] == "bf16" and s["dst"] for s in inputs)
-    # the SFPU setup computes from constants and uniform inputs only (scalars of the whole kernel,
-    # frontend.uniform_inputs): the same values for every tile, kept in LReg11-14, which the body only reads. It
-    # runs for a core's first tile only; a head (an input only the setup reads) is then sent and unpacked for that
-    # tile only, where the reader keeps its reads in flight. A setup that is the lane-enable reset alone (SETUP)
-    # stays per tile: TRISC1's first-tile test costs about what its one word does (2048^2 a*b+a on 13 cores:
-    # 151,458 cycles once against 150,988 per tile)
-    ctx["setup_once"] = red is None and len(plan.sfpu.setup) > len(SETUP)
-    # (a bf16 head reaches Dst through the math thread's ELWADDs from SrcA on every tile: it stays per tile)
-    for s in inputs:
-        s["once"] = ctx["setup_once"] and ctx["in_flight"] and bool(s["runs"] and s["runs"]["head"]) \
-            and s["fmt"] != "bf16"
-        # a head whose window load is one NoC flit (the bytes a link moves per cycle: a scalar) is read before the
-        # first tile's reads, which it delays by that one cycle; a larger one after them
-        s["head_first"] = plan.buffers[s["buf"]].nbytes <= NOC_BYTES_PER_CYCLE
     ctx["group"] = second_dst_group(plan, inputs, fpu_ops, red)
     ctx["dst_groups"] = DST_GROUPS if ctx["group"] else 1
     ctx["fpu_on_unpacker"] = fpu_on_unpacker(fpu_ops, ctx["group"], inputs)
