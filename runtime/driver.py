@@ -242,7 +242,7 @@ def _run_reader_alone(device: Device, tiles, loaded: dict[str, LoadedElf], gener
         spinning = [getattr(dev, "spinning", None) for dev in running]
         stuck = stuck + 1 if all(s is not None and s("brisc") for s in spinning) else 0
         if stuck >= READER_STUCK_POLLS or time.perf_counter() > deadline:
-            why = "waits with the compute cores held" if stuck else "did not finish in time"
+            why = "waits with the compute cores held" if stuck >= READER_STUCK_POLLS else "did not finish in time"
             raise TTError(f"no L1-resident launch: the reader {why} (its inputs need more slots than its circular "
                           f"buffers hold, or it waits for the compute or the writer): "
                           + _stop_and_report(tiles, grace_budget, {"brisc": loaded["brisc"]}, generations))

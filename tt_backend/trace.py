@@ -192,8 +192,8 @@ def to_json(trace: dict) -> str:
 
 def from_launch(kernel: str, target: str, stats: tuple | None, wall_s: float,
                 recording: dict | None = None) -> Timeline:
-    """The best timeline the sources give for one launch (stats: before/after stats(), None without a cycle model;
-    recording: the emulator's timeline_end(), None when the device has no recorder)."""
+    """The best timeline the sources give for one kernel (stats: stats() before it and after each of its launches,
+    None without a cycle model; recording: the emulator's timeline_end(), None when the device has no recorder)."""
     if recording is not None:
         return from_recording(kernel, target, recording, wall_s, stats)
     if stats is not None and measured_cycles(stats) is not None:

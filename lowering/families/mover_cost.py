@@ -296,14 +296,14 @@ def in_flight_read_cycles(reads: list[tuple[str, str, dict | None, float]], vali
 # The tile pipeline's compute (templates/compute.c.j2) keeps one Dst group in flight (semaphore FREE, max 1) where a
 # core has one tile or Dst has no room for a second group, so a tile's unpack, math and pack follow each other; with
 # more tiles than cores it keeps two (tile_render.second_dst_group: tile t + 1 is unpacked and computed while the packer
-# drains tile t), priced below (DST_GROUPS_HANDOFF). Beyond the unpack, FPU
-# and SFPU cycles the placement prices, each tile pays the pack as the emulator times it (runtime/emu/cycles.py: the
-# packer's ADC x count of datums at 16 B per cycle, 64 cycles per tile of either format, where the placement prices 16 B
-# per cycle of the whole tile) and the three hand-offs between the threads (UNPACKED, MATHDONE, FREE: a SEMPOST, the
-# next thread's RISC-V polling for it, the thread drained by STALLWAIT): 127-133 cycles per tile on one core over fp32
-# a*b+a, a+1, exp2 and a+b cast to bf16 at 512 x 512 (emulated per tile less unpack + FPU + SFPU). A bf16 input reaches
-# Dst through SrcA and an ELWADD (docs/sfpu_path.md §5.2), and an FPU op of the placement likewise waits for its Src
-# banks: 37 cycles each beyond the ELWADD's priced 31 (bf16 a*b+a: 205 per tile beyond unpack + FPU + SFPU).
+# drains tile t), priced below (DST_GROUPS_HANDOFF). Beyond the unpack, FPU and SFPU cycles the placement prices, each
+# tile pays the pack as the emulator times it (runtime/emu/cycles.py: the packer's ADC x count of datums at 16 B per
+# cycle, 64 cycles per tile of either format, where the placement prices 16 B per cycle of the whole tile) and the three
+# hand-offs between the threads (UNPACKED, MATHDONE, FREE: a SEMPOST, the next thread's RISC-V polling for it, the
+# thread drained by STALLWAIT): 127-133 cycles per tile on one core over fp32 a*b+a, a+1, exp2 and a+b cast to bf16 at
+# 512 x 512 (emulated per tile less unpack + FPU + SFPU). A bf16 input reaches Dst through SrcA and an ELWADD
+# (docs/sfpu_path.md §5.2), and an FPU op of the placement likewise waits for its Src banks: 37 cycles each beyond the
+# ELWADD's priced 31 (bf16 a*b+a: 205 per tile beyond unpack + FPU + SFPU).
 TILE_PACK_AND_HANDOFFS = 130
 FPU_OP_HANDOFF = 37
 # With two Dst groups the three threads work on different tiles, so a tile leaves at the pace of the slowest thread:

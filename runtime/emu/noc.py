@@ -190,7 +190,8 @@ class Niu:
 
     def _endpoint(self, hi: int, role: str) -> tuple[tuple[int, int], Dram | NocTarget]:
         """The translated coordinates and the endpoint (a DRAM bank or a Tensix tile) of unicast coordinate word
-        `hi` (remembered for the C send)."""
+        `hi` (remembered for the C send: a chip's tiles and banks keep their L1 arrays and page tables for its life;
+        Chip.adopt registers each tile once, when it is built)."""
         if hi >> 12:
             raise EmuUndefined(f"NoC{self.index}: {role} coordinate word 0x{hi:X} has bits above 11 set on a unicast")
         x, y = hi & 0x3F, (hi >> 6) & 0x3F

@@ -60,7 +60,8 @@ QUANTUM = 2000
 # (docs/ARCHITECTURE.md); "0" keeps the old behaviour (loads see the host-order state), for comparison only
 CAUSAL_LOADS = os.environ.get("TT_EMU_CAUSAL_LOADS", "1") != "0"
 # A frozen core's L1 words read in C (_peek_words; rv32_native.c peek_words) with the causal-load rule's C lookups;
-# False (or TT_EMU_PEEK_NATIVE=0) reads each through _peek_word, the reference
+# False (or TT_EMU_PEEK_NATIVE=0) reads each through _peek_word, the reference (the C thaw below reads the words it
+# tests itself: THAW_NATIVE off as well gives the Python path whole)
 PEEK_NATIVE = os.environ.get("TT_EMU_PEEK_NATIVE", "1") != "0"
 # A frozen core's thaw test (_thaw: has a word its wait loop reads changed, and from which cycle does it run again) in
 # one C call (rv32_native.c thaw; a semaphore read through peek); False (or TT_EMU_THAW_NATIVE=0) keeps _thaw_in_python,

@@ -148,9 +148,10 @@ def _command(rng: random.Random, niu: Niu) -> list[int]:
     elif defect == 2:
         n = rng.choice((0, 16385))
     elif defect == 3:
-        far = rng.choice((layout.DRAM_BANK_SIZE - 64 * rng.randrange(300), 1 << 33))
+        far = rng.choice((layout.DRAM_BANK_SIZE - 64 * rng.randrange(300), 1 << 33,
+                          (1 << 64) - 16 * rng.randrange(1, 300)))   # (the last: + n wraps past 2^64)
     elif defect == 4:
-        near = layout.L1_SIZE - 16 * rng.randrange(300)
+        near = rng.choice((layout.L1_SIZE - 16 * rng.randrange(300), (1 << 64) - 16 * rng.randrange(1, 300)))
     elif defect == 5:
         near = 0xFF000000 + 16 * rng.randrange(4)
         n = rng.choice((4, 8))

@@ -332,14 +332,14 @@ def run_program(name: str, row: ProgramRow, ttsim_lib: str | None) -> list[Measu
         dump, base = tmp / "dump", {"DEVICE": "TT", **row.env}
         secs = _run_program(code, {**base, "TT_BACKEND": "emu", "TT_DUMP": str(dump)}, tmp / "emu.npy")
         streamed = np.load(tmp / "emu.npy").tobytes()
-        l1_spans = run_l1_resident(code, base, tmp, streamed)
+        l1_spans, spans = run_l1_resident(code, base, tmp, streamed), compute_spans(dump)
         out = []
         for rep in sorted(dump.glob("*/report.json")):
             r = json.loads(rep.read_text())
             launch = r.get("predicted_launch_cycles") or {}
             out.append(Measured(name, r["kernel"], r.get("predicted_cycles"), launch.get("total"),
                                 r.get("emulated_cycles"), secs, cores=launch.get("cores"), bank=launch.get("bank"),
-                                streamed_span=compute_spans(dump)[rep.parent.name],
+                                streamed_span=spans[rep.parent.name],
                                 l1_span=l1_spans.get(rep.parent.name)))
         if ttsim_lib:
             sim = {**base, "TT_BACKEND": "ttsim", "TT_SIMULATOR": ttsim_lib}
@@ -386,7 +386,8 @@ def scaled(row, scale: int):
 
 def table(results: list[Measured]) -> str:
     lines = [f"{'row':<16} {'kernel':<24} {'compute':>9} {'predicted':>10} {'emulated':>10} {'pred/emu':>8} "
-             f"{'cores':>5} {'speed-up':>8} {'banks':>8} {'GB/s':>5} {'host s':>7} {'stream':>7} {'L1-res':>7} {'ttsim':>9}"]
+             f"{'cores':>5} {'speed-up':>8} {'banks':>8} {'GB/s':>5} {'host s':>7} {'stream':>7} {'L1-res':>7} "
+             f"{'ttsim':>9}"]
     for m in results:
         ratio = f"{m.predicted / m.emulated:.2f}" if m.predicted and m.emulated else "-"
         same = {None: "-", True: "identical", False: "DIFFER"}[m.same_on_ttsim]

@@ -174,7 +174,12 @@ static int endpoint_of(PyObject *peers, uint32_t hi, endpoint *e) {
 static int range_ok(const endpoint *e, unsigned long long addr, unsigned long long n) {
     if (e->pages == Py_None && addr >= MMIO_START && !(addr >> 32))
         return 0;
-    return addr + n <= e->size;
+    return addr <= e->size && n <= e->size - addr;     /* (not addr + n: a 64-bit address near 2^64 wraps) */
+}
+
+/* whether [off, + n) lies in a buffer of len bytes, without the wrap of off + n */
+static int fits(Py_ssize_t len, unsigned long long off, unsigned long long n) {
+    return off <= (unsigned long long)len && n <= (unsigned long long)len - off;
 }
 
 /* each page span of [addr, + n) of a DRAM bank: its page (a writable uint8 buffer, or NULL where the bank has none),
@@ -322,18 +327,17 @@ static PyObject *send(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
         return NULL;
     int bad = 0;
     if (src.pages != Py_None) {
-        bad = (unsigned long long)lv.len < to + length || dram_spans(&src, page_bits, from, length, span_read,
-                                                                       (uint8_t *)lv.buf + to);
+        bad = !fits(lv.len, to, length) || dram_spans(&src, page_bits, from, length, span_read, (uint8_t *)lv.buf + to);
     } else if (dst.pages != Py_None) {
-        bad = (unsigned long long)lv.len < from + length || dram_spans(&dst, page_bits, to, length, span_write,
-                                                                         (uint8_t *)lv.buf + from);
+        bad = !fits(lv.len, from, length) || dram_spans(&dst, page_bits, to, length, span_write,
+                                                        (uint8_t *)lv.buf + from);
     } else {
         Py_buffer dv;
         if (PyObject_GetBuffer(dst.l1, &dv, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) {
             PyBuffer_Release(&lv);
             return NULL;
         }
-        bad = (unsigned long long)lv.len < from + length || (unsigned long long)dv.len < to + length;
+        bad = !fits(lv.len, from, length) || !fits(dv.len, to, length);
         if (!bad)
             memmove((uint8_t *)dv.buf + to, (const uint8_t *)lv.buf + from, length);
         PyBuffer_Release(&dv);

@@ -1490,15 +1490,22 @@ static PyObject *s_fast, *s_cword, *s_c_ctx, *s_rec, *s_sfpu_timing, *s_dq_flags
 static PyObject *flag_states[9];      /* deferral's FLAG_STATES: (lf, use), None for "differs between lanes" */
 static PyObject *one;
 
-/* getattr(o, name) for push_one's reads, as the generic lookup answers it but without its general steps (about half
- * of push_one's cost was PyObject_GetAttr): for a type with the generic lookup, an attribute no class in the MRO
- * defines is read from the instance's dict, a __slots__ member at its offset; anything else through PyObject_GetAttr. */
+/* getattr(o, name) for push_one's reads, as the generic lookup answers it but without its general steps (about
+ * half of push_one's cost was PyObject_GetAttr): for a type with the generic lookup, an attribute no class in the MRO
+ * defines is read from the instance's dict (not for a managed dict: on 3.11+ _PyObject_GetDictPtr would turn the
+ * object's inline values into a dict for good), a __slots__ member at its offset; anything else through
+ * PyObject_GetAttr. */
+#ifdef Py_TPFLAGS_MANAGED_DICT
+#define MANAGED_DICT Py_TPFLAGS_MANAGED_DICT
+#else
+#define MANAGED_DICT 0
+#endif
 static PyObject *get_attr(PyObject *o, PyObject *name) {
     PyTypeObject *tp = Py_TYPE(o);
     if (tp->tp_getattro == PyObject_GenericGetAttr) {
         PyObject *d = _PyType_Lookup(tp, name);        /* (borrowed; the type's method cache answers it) */
         if (!d) {
-            PyObject **dp = _PyObject_GetDictPtr(o);
+            PyObject **dp = tp->tp_flags & MANAGED_DICT ? NULL : _PyObject_GetDictPtr(o);
             PyObject *v = dp && *dp ? PyDict_GetItemWithError(*dp, name) : NULL;
             if (v)
                 return Py_NewRef(v);
@@ -1602,7 +1609,7 @@ static PyObject *push_one(PyObject *self, PyObject *const *args, Py_ssize_t narg
     if (!GET(O_TM, tx, s_tm) || !GET(O_REC, o[O_TM], s_rec) || !GET(O_STIMING, o[O_TM], s_sfpu_timing)
         || !GET(O_SREC, o[O_STIMING], s_rec) || !GET(O_TMDICT, o[O_TM], s_dict))
         goto out;
-    int spied = PyDict_Check(o[O_TMDICT]) ? PyDict_Contains(o[O_TMDICT], s_issue) : -1;
+    int spied = PyDict_Check(o[O_TMDICT]) ? PyDict_Contains(o[O_TMDICT], s_issue) : 1;   /* (no dict: Python's) */
     if (spied < 0)
         goto out;
     if (o[O_REC] != Py_None || o[O_SREC] != Py_None || spied)
