@@ -108,26 +108,20 @@ def _run(seed: int, strict: bool, native: bool, monkeypatch) -> tuple[list, list
     monkeypatch.setattr(sfpu_issue_native, "ISSUE_NATIVE", native)
     taken = [0, 0, 0]
     real = sfpu_issue_native._load()[0].issue_run
-    real_word = sfpu_issue_native._load()[0].push_word
 
-    def counted_word(*a):
-        r = real_word(*a)
-        if r is not None:
-            taken[0] += 1
-            taken[1] += a[1] >> 24 in _DST_ACCESS
-            taken[2] += 1
-        return r
-    monkeypatch.setattr(sfpu_issue_native, "push_word", lambda: counted_word if native else None)
-    real_one = sfpu_issue_native._load()[0].push_one
-
-    def counted_one(*a):
-        r = real_one(*a)
-        if r is not None:
-            taken[0] += 1
-            taken[1] += a[2] >> 24 in _DST_ACCESS
-            taken[2] += 1
-        return r
-    monkeypatch.setattr(sfpu_issue_native, "push_one", lambda: counted_one if native else None)
+    def counting_one_word(c_call, word_arg: int):
+        """c_call (push_word / push_one: one word pushed on its own, its word argument at word_arg) counted."""
+        def counted_word(*a):
+            r = c_call(*a)
+            if r is not None:
+                taken[0] += 1
+                taken[1] += a[word_arg] >> 24 in _DST_ACCESS
+                taken[2] += 1
+            return r
+        return counted_word
+    for name, word_arg in (("push_word", 1), ("push_one", 2)):
+        counted_word = counting_one_word(getattr(sfpu_issue_native._load()[0], name), word_arg)
+        monkeypatch.setattr(sfpu_issue_native, name, lambda f=counted_word: f if native else None)
 
     def counted(*a):
         r = real(*a)

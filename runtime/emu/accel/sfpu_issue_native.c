@@ -103,6 +103,21 @@ static int upd(long long *r, long long incr, int clear, int cr, int c_to_cr, lon
     return 0;
 }
 
+/* sfpu_native.c's record of a word (an 8-tuple of ints, sfpu_native.record) into out; -1 with an exception set */
+static int record_ints(PyObject *r, int32_t out[8]) {
+    if (!PyTuple_Check(r) || PyTuple_GET_SIZE(r) != 8) {
+        PyErr_SetString(PyExc_TypeError, "sfpu_issue: an SFPU record of the wrong shape");
+        return -1;
+    }
+    for (int k = 0; k < 8; k++) {
+        long v = PyLong_AsLong(PyTuple_GET_ITEM(r, k));
+        if (v == -1 && PyErr_Occurred())
+            return -1;
+        out[k] = (int32_t)v;
+    }
+    return 0;
+}
+
 #include "sfpu_queue.c"     /* DeferredQueue: the deferred queue as packed records */
 
 #define DQ_SIZE(dq) (dq_is_queue(dq) ? ((DeferredQueue *)(dq))->n : PyList_GET_SIZE(dq))
@@ -645,14 +660,8 @@ static PyObject *pack_records(PyObject *self, PyObject *const *args, Py_ssize_t 
         }
         if (r == Py_None)
             break;
-        if (!PyTuple_Check(r) || PyTuple_GET_SIZE(r) != 8)
-            goto bad;
-        for (int k = 0; k < 8; k++) {
-            long v = PyLong_AsLong(PyTuple_GET_ITEM(r, k));
-            if (v == -1 && PyErr_Occurred())
-                goto fail;
-            p[k] = (int32_t)v;
-        }
+        if (record_ints(r, p) < 0)
+            goto fail;
         PyObject *mem = PyTuple_GET_ITEM(e, 3);      /* (is_store, vd, mode, addr) of a Dst access, else None */
         if (mem != Py_None) {
             if (!PyTuple_Check(mem) || PyTuple_GET_SIZE(mem) != 4)

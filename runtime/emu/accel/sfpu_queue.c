@@ -307,16 +307,8 @@ static PyObject *dq_pack(DeferredQueue *q, PyObject *const *args, Py_ssize_t nar
             }
             if (r == Py_None)
                 break;
-            if (!PyTuple_Check(r) || PyTuple_GET_SIZE(r) != 8) {
-                PyErr_SetString(PyExc_TypeError, "DeferredQueue.pack: a record of the wrong shape");
+            if (record_ints(r, wd->rec) < 0)
                 goto fail;
-            }
-            for (int k = 0; k < 8; k++) {
-                long v = PyLong_AsLong(PyTuple_GET_ITEM(r, k));
-                if (v == -1 && PyErr_Occurred())
-                    goto fail;
-                wd->rec[k] = (int32_t)v;
-            }
             wd->has_record = 1;
         }
         memcpy(p, wd->rec, sizeof wd->rec);
