@@ -118,6 +118,17 @@ static int record_ints(PyObject *r, int32_t out[8]) {
     return 0;
 }
 
+/* a word's record looked up in records (sfpu_native's table: word -> record, None for a word it does not run) into out:
+ * 1, or 0 where it has none (the packed run stops there), -1 with an exception set */
+static int lookup_record(PyObject *records, PyObject *word, int32_t out[8]) {
+    PyObject *r = PyDict_GetItemWithError(records, word);
+    if (!r)
+        return PyErr_Occurred() ? -1 : 0;
+    if (r == Py_None)
+        return 0;
+    return record_ints(r, out) < 0 ? -1 : 1;
+}
+
 #include "sfpu_queue.c"     /* DeferredQueue: the deferred queue as packed records */
 
 #define DQ_SIZE(dq) (dq_is_queue(dq) ? ((DeferredQueue *)(dq))->n : PyList_GET_SIZE(dq))
@@ -652,16 +663,11 @@ static PyObject *pack_records(PyObject *self, PyObject *const *args, Py_ssize_t 
         PyObject *e = PyList_GET_ITEM(entries, i);
         if (!PyTuple_Check(e) || PyTuple_GET_SIZE(e) < 4)
             goto bad;
-        PyObject *r = PyDict_GetItemWithError(records, PyTuple_GET_ITEM(e, 0));
-        if (!r) {
-            if (PyErr_Occurred())
-                goto fail;
-            break;
-        }
-        if (r == Py_None)
-            break;
-        if (record_ints(r, p) < 0)
+        int found = lookup_record(records, PyTuple_GET_ITEM(e, 0), p);
+        if (found < 0)
             goto fail;
+        if (!found)
+            break;
         PyObject *mem = PyTuple_GET_ITEM(e, 3);      /* (is_store, vd, mode, addr) of a Dst access, else None */
         if (mem != Py_None) {
             if (!PyTuple_Check(mem) || PyTuple_GET_SIZE(mem) != 4)

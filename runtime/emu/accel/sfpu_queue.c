@@ -298,17 +298,12 @@ static PyObject *dq_pack(DeferredQueue *q, PyObject *const *args, Py_ssize_t nar
         dq_word *wd = &q->words[e->wid];
         if (!wd->has_record) {
             PyObject *w = PyLong_FromUnsignedLong(e->w);
-            PyObject *r = w ? PyDict_GetItemWithError(args[2], w) : NULL;
+            int found = w ? lookup_record(args[2], w, wd->rec) : -1;
             Py_XDECREF(w);
-            if (!r) {
-                if (PyErr_Occurred())
-                    goto fail;
-                break;
-            }
-            if (r == Py_None)
-                break;
-            if (record_ints(r, wd->rec) < 0)
+            if (found < 0)
                 goto fail;
+            if (!found)
+                break;
             wd->has_record = 1;
         }
         memcpy(p, wd->rec, sizeof wd->rec);
