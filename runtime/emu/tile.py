@@ -22,7 +22,8 @@ a line keeps its last stamp, not the latest cycle. Causal loads (CAUSAL_LOADS, d
 aligned L1 load reads the word as it was at the core's cycle (`l1_at`, from the log of RISC-V stores `l1_log`), a
 frozen core whose words are unchanged at its cycle resumes at the first later logged store to one of them. A loop
 polling an NIU response counter keeps its own time (those reads wait for what they show); any other spinner's time
-is carried along with the cores that progressed (`_catch_up`). A round in which only such spinners ran ends run()
+is carried along with the cores that progressed (`_catch_up`), after polling once more at its own cycle when its
+probe found no turn back (what it polls was written after its last read but not after its cycle: `_freeze`). A round in which only such spinners ran ends run()
 early without a deadlock error, since they may be waiting for the host.
 Time comes from the cycle model (cycles.py): a core's cycle count is its instret plus the cycles it stalled (Tensix
 FIFO full / TTSync until the thread's work is done, slow MMIO loads), counted from the tile clock at its release;
@@ -150,6 +151,7 @@ class Tile:
         # two in one bytes object)
         self._thaw_key: dict[str, tuple[int, list[bytes | int | None]] | bytes] = {}
         self._self_timed: set[str] = set()                  # spinning on an NIU response counter (_freeze)
+        self._poll_again: dict[str, int] = {}               # per core, the wait loop (pc) it polls once more (_freeze)
         self.rec = None                                      # a timeline.TimelineRecorder (timeline_begin/_end)
         self.mailboxes = mb.Mailboxes()                      # the 16 B/T0/T1/T2 mailboxes (mailbox.py)
         self._mb_full = {c: False for c in mb.ENDS}           # the core's last mailbox write found no room
@@ -798,12 +800,13 @@ class Tile:
                 riscv += n
                 if core.spinning and pops != self.mailboxes.pops.get(name):
                     core.spinning = False      # a store-free loop that pops a mailbox changes state: not a spin
-                if core.spinning:
+                if core.spinning and self._freeze(name):
                     spinners.append(name)
                     self._wait[name] = SPINNING
-                    self._freeze(name)
                 else:
                     progress += n
+                    if self._poll_again and not core.spinning:
+                        self._poll_again.pop(name, None)      # it left the loop it polled once more
                 if self._tensix_busy():
                     tensix.step()
                 if total + riscv >= max_instructions:
@@ -823,17 +826,26 @@ class Tile:
                 break
         return total
 
-    def _freeze(self, who: str) -> None:
+    def _freeze(self, who: str) -> bool:
         """`who` stopped in a wait loop (rv32 spin detection). A loop reading only L1 (and local RAM) and Tensix
         semaphores (peek) is frozen: the core keeps its cycle and is not run again until one of the words it read
         changes (_thaw). A loop reading an NIU response counter is timed by that read (_times_its_reads): the core
         keeps its cycle too but polls again each round. Any other loop's core moves with the other cores
-        (_catch_up)."""
+        (_catch_up). False (not a spinner this round) for a loop whose probe finds no turn back to it the first time
+        there: a word it polls may have been written before its cycle by a core emulated after it in this round (the
+        start-up handshake's ready word), so it leaves the loop at its own cycle if run once more; a second time at
+        the same loop it is carried as before."""
         if not self._latency_of:
-            return
-        probe = self.cores[who].spin_reads()
+            return True
+        core = self.cores[who]
+        probe = core.spin_reads()
         if probe is None:
-            return
+            if self._poll_again.get(who) != core.pc:
+                self._poll_again[who] = core.pc
+                return False
+            del self._poll_again[who]
+            return True
+        self._poll_again.pop(who, None)
         reads, other = probe
         if other is None:
             t = self.cycles(who)
@@ -841,6 +853,7 @@ class Tile:
             self._thaw_key.pop(who, None)
         elif self._times_its_reads(other):
             self._self_timed.add(who)
+        return True
 
     def peek(self, who: str, addr: int) -> int | None:
         """A register `who` may read without effect, as spin_reads' probe reads it: a Tensix semaphore (its value;

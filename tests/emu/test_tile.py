@@ -438,6 +438,22 @@ def test_a_core_polling_l1_resumes_at_the_cycle_of_the_store_it_waits_for(tile):
     assert tile.instructions["brisc"] < 100                             # and polled once or twice, not each round
 
 
+@pytest.mark.needs_program_cc
+def test_a_poller_that_misses_a_store_landing_inside_its_last_turn_polls_again():
+    """The worker runs first in host order and raises the flag at a cycle inside the waiter's last loop turn: the
+    waiter's reads saw the flag unraised, its spin detection stopped it just after the store's cycle, and its probe
+    (as of that cycle) sees the flag and finds no turn back. It polls once more and leaves at its own cycle; it was
+    carried to the worker's cycle at the end of its quantum (about 2,000 cycles instead of ~60). The store's cycle is
+    moved across the loop's turns by DELAY nops."""
+    for delay in range(20, 64, 2):
+        tile = Tile()
+        launch(tile, {"ncrisc": build("wait_flag.c", "ncrisc", WORK=0, ABORT=1),
+                      "brisc": build("wait_flag.c", "brisc", WORK=1, DELAY=delay, POST=20_000)})
+        tile.run(10_000_000)
+        assert word(tile, FLAG + 8) == 2
+        assert tile.cycles("ncrisc") < 150, (delay, tile.cycles("ncrisc"), tile.cycles("brisc"))
+
+
 def test_a_noc_write_stamps_the_lines_it_lands_in_with_its_completion():
     chip = EmuDevice().chip
     sender, peer = chip.tile((2, 3)), chip.tile((3, 3))
