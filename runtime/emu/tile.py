@@ -833,8 +833,8 @@ class Tile:
         keeps its cycle too but polls again each round. Any other loop's core moves with the other cores
         (_catch_up). False (not a spinner this round) for a loop whose probe finds no turn back to it the first time
         there: a word it polls may have been written before its cycle by a core emulated after it in this round (the
-        start-up handshake's ready word), so it leaves the loop at its own cycle if run once more; a second time at
-        the same loop it is carried as before."""
+        start-up handshake's ready word), so it leaves the loop at its own cycle if run once more; spinning again in
+        that loop, it is carried as before until it leaves it."""
         if not self._latency_of:
             return True
         core = self.cores[who]
@@ -843,7 +843,6 @@ class Tile:
             if self._poll_again.get(who) != core.pc:
                 self._poll_again[who] = core.pc
                 return False
-            del self._poll_again[who]
             return True
         self._poll_again.pop(who, None)
         reads, other = probe
