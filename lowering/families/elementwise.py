@@ -19,8 +19,8 @@ from tt_backend.chip.grid import Grid
 from tt_backend.lowering.families.family import Candidate, Family, Kernel
 from tt_backend.lowering.families.tile_plan import READ_AHEAD, TilePlan, allocate_l1, window_bytes
 from tt_backend.lowering.families.tile_render import dst_overlap, render_tile_kernel
-from tt_backend.lowering.families.mover_cost import (compute_stage, gather_reload_cycles, grid_pipeline_cycles,
-                                                     stream_datum_cycles, window_load_cycles)
+from tt_backend.lowering.families.mover_cost import (column_fill_cycles, compute_stage, gather_reload_cycles,
+                                                     grid_pipeline_cycles, stream_datum_cycles, window_load_cycles)
 from tt_backend.lowering.families.tile_streams import column_windows, reader_mode, stream_ctx, tile_grid
 from tt_backend.lowering.families.window_walk import tile_window_loads
 from tt_backend.lowering.frontend import LoweredKernel
@@ -64,9 +64,13 @@ class ElementwisePlan(TilePlan):
         fpu_ops = len(self.fpu_ops) + sum(self.inputs[j].tile_format == "bf16" for j in dst)
         compute = compute_stage(self.placement.cycles, fpu_ops,
                                 dst_overlap(self, self.fpu_ops, self.dst_inputs, cores))
+        fills = [column_fill_cycles(r[2], DTYPE_SIZE[s.dtype], -(-self.n_tiles // cores),
+                                    self.tile_grid[0] if self.tile_grid else None)
+                 for s, r in zip(self.inputs, reads) if r[0] == "columns" and r[2].get("column_bytes")]
         out = grid_pipeline_cycles(self.n_tiles, reads, write, compute, cores, dram * TILE_ELEMS + reloaded,
-                                   self.n_elements / (self.n_tiles * TILE_ELEMS), before,
-                                   DTYPE_SIZE[self.output.dtype] * TILE_ELEMS, READ_AHEAD)
+                                   self.n_elements / (self.n_tiles * TILE_ELEMS), before + sum(c for c, _ in fills),
+                                   DTYPE_SIZE[self.output.dtype] * TILE_ELEMS, READ_AHEAD,
+                                   sum(b for _, b in fills))
         return {**out, "grid": "x".join(map(str, Grid().shape(cores)))}
 
     def _reads(self) -> tuple[list[tuple], int, float]:

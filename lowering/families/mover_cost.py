@@ -40,13 +40,15 @@ TILE_WRITE_FIXED = 78 + NOC_ROUND_TRIP
 # below). Not measured yet: bool widened / narrowed in place (given 1 per datum), computed streams and scatter writes
 # (given UNMEASURED_PER_DATUM, which modes missing from the table take).
 # A reduction's affine gather (lanes 1: 32 outputs' runs of k per tile, reader.c.j2 "red affine") over a buffer its
-# window does not hold whole: 49 per datum (the softmax's exp-sum over x, its max stream priced as "red const" beside
-# it: 52.8K brisc cycles per tile both at 512 x 512, 256 tiles, and at 384 x 384, 144 tiles; an older figure of 23
-# came from the 256 x 256 softmax, whose buffer is now resident and priced by reduce_walk_cycles).
+# window does not hold whole: 44.8 per datum (the softmax's exp-sum over x, 52.8K brisc cycles per tile both at
+# 512 x 512, 256 tiles, and at 384 x 384, 144 tiles, less its max stream's 6.7 per slot as "red const" below; an older
+# figure of 23 came from the 256 x 256 softmax, whose buffer is now resident and priced by reduce_walk_cycles).
 # A reduction stream indexed by the output alone (softmax's max in its sum: tile_streams k_const) replicates one value
-# per output cell: through the layout's datum table 2.5 per datum (the 256 x 256 softmax's sum less its max: 25 - 22.5),
-# with 32 lanes a word fill of the tile ("red fill", read_gather.c.j2 cell_const) 1.85 (64 x 1024 softmax sum: 2,420
-# cycles per tile, less the bulk read of x).
+# per output cell: through the layout's datum table a loop of 6 instructions per slot (the table's halfword load, the
+# address, the store: brisc.dis) and the cell's set-up, 6.7 per slot (brisc busy time of AdamW's r_2_4_4_2 with and
+# without such a stream, 2 outputs of 32 over a 1-tile walk: 14,388 - 7,502 = 6,886 per tile; it was 2.5, the
+# difference of two larger figures of the 256 x 256 softmax), with 32 lanes a word fill of the tile ("red fill",
+# read_gather.c.j2 cell_const) 1.85 (64 x 1024 softmax sum: 2,420 cycles per tile, less the bulk read of x).
 # Narrow integers and float16 ("contiguous convert") land in the slot's tail with one NoC read and are widened word by
 # word in place: 8.1 per datum (brisc busy time of int8 x + 1 at 256 x 256), and the writer narrows them back before
 # its write at 7.2 (ncrisc, the same kernel).
@@ -60,7 +62,7 @@ TILE_WRITE_FIXED = 78 + NOC_ROUND_TRIP
 GATHER_LOOP, GATHER_PER_RANGE = 11.8, 3.4
 UNMEASURED_PER_DATUM = 14.1
 READ_PER_DATUM = {"contiguous": 0.0, "contiguous bool": 1.0, "contiguous convert": 8.1, "red contiguous": 0.0,
-                  "strided": 5.5, "columns": 15.7, "gather": GATHER_LOOP, "red affine": 49.0, "red const": 2.5,
+                  "strided": 5.5, "columns": 15.7, "gather": GATHER_LOOP, "red affine": 44.8, "red const": 6.7,
                   "red fill": 1.85, "red mask": 8.5}
 # a bulk reader's pads past the valid datums of a tile, zeroed (or set to datum 0) by word stores (read_contiguous.c.j2
 # pad_fill): 1.4 per 32-bit word, brisc busy time of the softmax's row max over rows of 512 and 384 (one row per
@@ -81,6 +83,13 @@ GATHER_PAST_END_PER_SLOT = 7.3
 # the NoC charged one hop and no DRAM latency; the runs' NoC reads are issued back to back and waited for once, after
 # the tile's last run (read_runs.c.j2), so the round trip is paid once per tile
 READ_PER_RUN, READ_PER_RUN_DATUM = 74, 0.15     # a NoC read per run
+# A run that is not congruent mod 64 with its place in the CB slot (or shorter than direct_min, or of another element
+# size than the tile's) is copied out of the staging window (read_runs.c.j2 copy_run; which ones: run_copies.py):
+# tt_copy32 moves 8 words per 8 loads, 8 stores and 4 loop instructions, 2.5 cycles a datum (brisc busy time of
+# a[5:2905] + 1 on 3 cores, one tile each: 2,573 cycles for 1,024 words); tt_copy16 a halfword pair per word where the
+# parities agree (1.25 a datum), else 4 halfwords per 12 instructions (3): not measured, given 2 between them; a
+# converting copy, the widening loop of "contiguous convert"
+RUN_COPY_PER_DATUM = {(4, 4): 2.5, (2, 2): 2.0}
 # A strided walk through a buffer larger than its staging window (read_runs.c.j2 strided_run, tt_noc.h tt_window_span)
 # reloads the window whenever the next datum is outside it: `span` bytes from the datum on (dense walks) or just the
 # datum (span 0), one NoC read waited for. A run of `run` datums `step` bytes apart spans run * step bytes, so it
@@ -117,11 +126,71 @@ def tile_read_cycles(mode: str, tile_format: str, runs: dict | None = None, datu
         return READ_PER_RUN + NOC_ROUND_TRIP + READ_PER_RUN_DATUM * runs["head"]
     if mode in ("runs", "broadcast"):       # the tile's runs up to its last element, the rest zeroed by words
         return (READ_PER_RUN * max(1, datums // max(1, runs["run"] if runs else 1)) + NOC_ROUND_TRIP
-                + READ_PER_RUN_DATUM * datums + pad_fill_cycles(past_end, tile_format))
+                + READ_PER_RUN_DATUM * datums + pad_fill_cycles(past_end, tile_format)
+                + run_copy_cycles(runs, tile_format, datums))
     table = READ_PER_DATUM_RESIDENT if runs is not None and runs["resident"] else READ_PER_DATUM
     reloads = window_reload_cycles(runs, datums) if mode == "strided" and not runs["resident"] else 0
     per_datum = table.get(mode, READ_PER_DATUM.get(mode, UNMEASURED_PER_DATUM))
+    if mode == "columns" and runs.get("column_bytes"):     # the walk through segments; their fills are per core
+        per_datum = column_datum_cycles(runs["run"])
     return bulk + reloads + (per_datum + (datum_extra if mode in DATUM_EXTRA_MODES else 0)) * datums
+
+
+# A columns walk through segments (tile_streams.py RUN_MODES, read_runs.c.j2 column_segments) pays, per core, for
+# every column its tiles touch a segment fill each time the walk leaves the segment (the test over the columns from the
+# missing one up, the copy of the segment's bytes: tt_copy32), the fills' NoC reads (a block of COLUMN_BLOCK_BYTES
+# read into the bounce area per run of columns it reaches, or one read per column, all waited for once) and the
+# segment table's set-up (two words per slot); per datum, the walk: a block of whole runs copies column by column
+# out of the segments, a partial run (every datum of a tile in another column: runs of a tile or more) goes datum
+# by datum through the column's hit test. Measured as brisc busy time (TT_DUMP timelines): a.T of 256 x 128 fp32 on
+# 1, 4, 8 cores (32, 8, 4 tiles a core, every tile 4 rows of the 256 columns): 13.45K cycles per tile beyond a
+# core's 22.9K; less the copy of each datum's word into its segment, 10.6 per datum; the fixed part less the table
+# (6 per slot: 1,748 for 256) and the four 32 KB block reads (892 each), 68 per column fill with its ~12 words
+# (45 beside the copy). (a.T of 1100 x 150 on 81 cores, 2 tiles a core through 1024 columns: 148K instructions
+# less its 1,024 fills and the table, 33 per datum of the datum-by-datum walk.)
+COLUMN_TABLE_PER_SLOT, COLUMN_FILL_FIXED = 6, 45
+COLUMN_BLOCK_PER_DATUM, COLUMN_PARTIAL_PER_DATUM = 10.6, 33
+
+
+def column_datum_cycles(run: int) -> float:
+    """Per datum of a tile, the columns walk through segments for runs of `run` (COLUMN_BLOCK_PER_DATUM for the
+    tile's whole runs, COLUMN_PARTIAL_PER_DATUM for the rest)."""
+    whole = (TILE_ELEMS // run) * run / TILE_ELEMS if run < TILE_ELEMS else 0.0
+    return whole * COLUMN_BLOCK_PER_DATUM + (1 - whole) * COLUMN_PARTIAL_PER_DATUM
+
+
+def column_fill_cycles(runs: dict, esz: int, tiles: int, grid_rows: int | None) -> tuple[float, float]:
+    """(reader cycles, DRAM bytes) of one core's segment fills of a columns walk through segments over `tiles`
+    tiles (the launch model's per-core work before its tiles; grid_rows: the rows of the walk down grid columns,
+    tile_streams.tile_grid, or None)."""
+    run, seg, step = runs["run"], runs["column_bytes"], abs(runs["stride"]) * esz
+    if run < TILE_ELEMS:                    # every tile holds rows of every column
+        columns = run
+    elif grid_rows:                         # a core's tiles down a grid column share its tiles' columns
+        columns = min(run, TILE_ELEMS * -(-tiles // grid_rows))
+    else:
+        columns = min(run, TILE_ELEMS * tiles)
+    rows = tiles * TILE_ELEMS / columns       # the rows of each column the core reads
+    per_column = max(1, math.ceil((esz * (rows + 1) + 32) / seg))
+    fills = columns * per_column
+    nbytes = min(seg, 32 + esz * (rows / per_column + 1))     # a fill's copy, from the line of its first datum
+    copy = RUN_COPY_PER_DATUM[(4, 4)] * nbytes / 4               # tt_copy32 of the segment's words
+    cycles = COLUMN_TABLE_PER_SLOT * runs["slots"] + fills * (COLUMN_FILL_FIXED + copy)
+    if runs["column_block"]:                # a block read per run of columns it reaches
+        block = runs["column_block"]
+        loads = fills / max(1, block // max(1, step))
+        return cycles + loads * (NOC_ROUND_TRIP + block / NOC_BYTES_PER_CYCLE), loads * block
+    return (cycles + fills * (MM_NOC_REQUEST + nbytes / NOC_BYTES_PER_CYCLE) + per_column * NOC_ROUND_TRIP,
+            fills * nbytes)
+
+
+def run_copy_cycles(runs: dict | None, tile_format: str, datums: float) -> float:
+    """A runs walk's copies out of its window for `datums` datums of a tile (RUN_COPY_PER_DATUM)."""
+    if not runs or not runs.get("copied"):
+        return 0.0
+    esz, tsz = int(runs["step"][:-1]), TILE_BYTES[tile_format] // TILE_ELEMS     # a run's step is one element
+    per = RUN_COPY_PER_DATUM.get((esz, tsz), READ_PER_DATUM["contiguous convert"])
+    return runs["copied"] * datums * per
 
 
 def stream_datum_cycles(s: Stream, writer: bool = False, gather_ranges: int | None = None) -> float:
@@ -263,8 +332,8 @@ def tile_pipeline_cycles(n_tiles: int, reads: list[tuple], write: tuple, compute
     inputs' movers (`early`). A bulk writer keeps its writes in flight likewise (writer.c.j2): the last tile's
     acknowledgement is waited for once."""
     writer, fill = tile_write_cycles(*write, valid=valid), before
-    if write[0].startswith("contiguous"):
-        writer, fill = writer - NOC_ROUND_TRIP, NOC_ROUND_TRIP
+    if write[0].startswith("contiguous"):      # (the reader's work before its first tile stays in the fill)
+        writer, fill = writer - NOC_ROUND_TRIP, before + NOC_ROUND_TRIP
     if reads_in_flight(reads):
         return pipeline(n_tiles, in_flight_read_cycles(reads, valid), compute_per_tile, writer, NOC_ROUND_TRIP + fill)
     early = [r for r in reads if r[0] == "contiguous"]
@@ -336,14 +405,22 @@ def compute_stage(cycles: dict, fpu_ops: int, overlap: str | None = None) -> flo
 # copies into face rows, 32 elements per straight-line step; brisc instructions fitted on bf16 128^3 and 256^3 (1.2
 # per element + 87 per row) and fp32 64x256x64, 128^3 (1.95 per element, when a row waited for its own round trip).
 # cols: one NoC read per column and its wait. An fp32 operand rounded to bf16 tiles goes element by element through
-# fp32_to_bf16: not measured, given the rounding writer's old figure (10.5)
+# fp32_to_bf16 (a load, the NaN test, the rounding add, a halfword store and the loop: about 14 instructions): brisc
+# busy time of the walk after the rows' reads, per element, fp32 128 x 160 by 160 x 192 on 1 x 6 cores (TT_DUMP
+# timeline): A's 32 x 32 panels 16,376 cycles (16.0), B's 96 x 32 rows on brisc 14.2 and 64 x 32 on ncrisc 16.3
 MM_READ_PER_ELEM = {("rows", 2): 1.2, ("rows", 4): 1.95, ("cols", 2): 15.7, ("cols", 4): 15.7,
                     ("gather", 2): 14.1, ("gather", 4): 14.1}   # cols, gather: the tile pipeline's columns / gather
-MM_READ_ROUND_PER_ELEM = 10.5
+MM_READ_ROUND_PER_ELEM = 15.5
 MM_READ_PER_ROW = 87                               # rows: issuing the row's NoC read and walking its face rows
 MM_READ_PER_COL = 100 + NOC_ROUND_TRIP_EXTRA       # cols: one staged NoC read per column and its wait
 MM_STAGE_ROWS_BYTES = 16 * 1024                    # fpu_matmul.STAGE_ROWS_BYTES
 MM_NOC_REQUEST = 30                                # issuing one NoC request (tt_noc.h: ten MMIO stores and a read)
+# a packed output panel's row to DRAM (blocks/matmul_out.c.j2 panel_rows: the row's address and bounds check, then
+# tt_noc_write_dram: the bank and offset of the row's page and the request): 63 ncrisc instructions and two MMIO
+# reads of 6 cycles, 75 cycles a row (TT_DUMP timeline of r_256_256_256 on 8 x 8 cores, rows of 64 bytes; the bf16
+# 1024^3 grid's last row block, rows of 256 bytes, 2,806 cycles from the last pack to the end: 72 a row beside the
+# round trip), where one request alone was priced (MM_NOC_REQUEST) and the last row block's writes came out 0.45 short
+MM_PANEL_WRITE_PER_ROW = 75
 # the operand shares go out in multicasts of at most 2 KB (blocks/matmul_share.c.j2 MM_SHARE_PIECE): the emulator's
 # packet holds its links and every receiver's port for its whole length, and whole 8 KB panel shares on 8 x 8 waited
 # longer for a common free window (bf16 1024^3 on 8 x 8: 53,952 cycles in one piece, 48,876 in 2 KB pieces)
@@ -467,7 +544,8 @@ def matmul_cycles(spec, phases: int, read_modes: tuple[str, str], epilogue: int,
             drain = 0
         if packed_out:       # the panel's rows, one NoC write each, all in flight before one wait
             reader = reader_a
-            writer = MM_NOC_REQUEST * rows + NOC_ROUND_TRIP + DTYPE_SIZE[spec.out.dtype] * rows * cols / NOC_BYTES_PER_CYCLE
+            writer = (MM_PANEL_WRITE_PER_ROW * rows + NOC_ROUND_TRIP
+                      + DTYPE_SIZE[spec.out.dtype] * rows * cols / NOC_BYTES_PER_CYCLE)
         else:
             # the untilize split by rows (blocks/matmul_out.c.j2): the reader the upper 16 of each tile, the writer
             # the rest
@@ -555,19 +633,22 @@ def lockstep_cycles(cores: int, window_bytes: float, last_write_bytes: float) ->
 
 def grid_pipeline_cycles(n_tiles: int, reads: list[tuple[str, str, dict | None, float]], write: tuple[str, str, float],
                          compute_per_tile: float, cores: int, dram_bytes_per_tile: int, valid: float = 1.0,
-                         before: float = 0.0, out_bytes_per_tile: int = 0, read_ahead: int = 0) -> dict:
+                         before: float = 0.0, out_bytes_per_tile: int = 0, read_ahead: int = 0,
+                         core_bytes: float = 0.0) -> dict:
     """tile_pipeline_cycles for a launch split over `cores` cores: the largest range's pipeline, delayed by the cores'
     bursts at the banks (lockstep_cycles: `out_bytes_per_tile` of the `dram_bytes_per_tile` are written; reads in
     flight issue `read_ahead` tiles beyond the first before they wait, tile_plan.READ_AHEAD), combined with the DRAM
-    banks' time for every core's bytes (bank_queueing; `total`, emulated cycles); `price` adds CORE_LAUNCH_CYCLES per
-    extra core (what the choice of the count minimises)."""
+    banks' time for every core's bytes (bank_queueing; `total`, emulated cycles; `core_bytes`: what each core reads
+    beside its tiles, column segments' fills); `price` adds CORE_LAUNCH_CYCLES per extra core (what the choice of the
+    count minimises)."""
     per_core = -(-n_tiles // cores)
     one = tile_pipeline_cycles(per_core, reads, write, compute_per_tile, valid, before)
     window = min(per_core, read_ahead + 1) if reads_in_flight(reads) else 1
     one = {**one, "total": one["total"] + lockstep_cycles(cores, window * (dram_bytes_per_tile - out_bytes_per_tile),
                                                           out_bytes_per_tile)}
-    out = on_grid(one, cores, per_core, n_tiles * dram_bytes_per_tile)
-    total = round(bank_queueing(one["total"], n_tiles * dram_bytes_per_tile / DRAM_BYTES_PER_CYCLE))
+    dram = n_tiles * dram_bytes_per_tile + cores * core_bytes
+    out = on_grid(one, cores, per_core, dram)
+    total = round(bank_queueing(one["total"], dram / DRAM_BYTES_PER_CYCLE))
     return {**out, "total": total, "price": total + CORE_LAUNCH_CYCLES * (cores - 1)}
 
 

@@ -10,6 +10,7 @@ import math
 
 from tt_backend.lowering.codegen.c_exprs import DRAM_LOAD, DRAM_STORE, TILE_LOAD, TILE_STORE
 from tt_backend.lowering.codegen.l1 import STAGING_BYTES, aligned
+from tt_backend.lowering.families.run_copies import copied_share
 from tt_backend.lowering.families.tile_plan import ReducePlan, TilePlan, window_bytes
 from tt_backend.lowering.index import render_c_nested
 from tt_backend.lowering.plan import DTYPE_SIZE, ROW_STEP0_DATUMS, TILE_BYTES, TILE_ELEMS, TILE_NATIVE, Stream
@@ -238,8 +239,10 @@ def _affine_runs(plan: TilePlan, s: Stream, window: int) -> dict | None:
     bounce = (COLUMN_BLOCK_BYTES if mode == "columns" and not resident and column_blocks(stride, s.dtype)
               and column_bytes(run, esz, window - COLUMN_BLOCK_BYTES, slots) else 0)
     doc = " + ".join([f"{c} * o{i}" for i, (_, c) in enumerate(outer)] + [f"{stride} * q", str(const)])
+    tsz, direct_min = TILE_BYTES[s.tile_format] // TILE_ELEMS, max(1, DIRECT_MIN_BYTES // esz)
+    direct = mode == "runs" and esz == tsz      # runs congruent mod 64 go straight into the CB slot
     return {"mode": mode, "run": run, "stride": stride, "stride_u": _u32(stride), "step": _u32(stride * esz),
-            "neg": stride < 0, "direct_min": max(1, DIRECT_MIN_BYTES // esz),
+            "neg": stride < 0, "direct_min": direct_min,
             "init": init, "base": base, "advance": advance(len(outer) - 1) or "(void)0;", "doc": doc,
             "back": back, "span": span, "outer": outer, "resident": resident, "tight": tight, "block": block,
             "last_outer": f"o{len(outer) - 1}", "last_size": outer[-1][0] if outer else 1,
@@ -247,7 +250,10 @@ def _affine_runs(plan: TilePlan, s: Stream, window: int) -> dict | None:
             "column_block": bounce,
             "column_table": aligned(8 * slots), "slots": slots, "slot_mask": slots - 1 if slots < run else None,
             "grid": plan.tile_grid is not None,   # the core walks its tiles down grid columns (tile_grid)
-            "direct": mode == "runs" and esz == TILE_BYTES[s.tile_format] // TILE_ELEMS}
+            "direct": direct,
+            # the launch model's share of datums copied out of the window, not read straight into the slot
+            "copied": copied_share(run, tuple(outer), const, plan.n_elements, esz, tsz, direct_min, direct)
+            if mode == "runs" else 0.0}
 
 
 # --- the reduction reader's affine walk ------------------------------------------------------------------------

@@ -1,0 +1,51 @@
+"""The launch model's price of the elementwise reader's run walks (lowering/families/mover_cost.py): runs copied out of
+the staging window where they are not congruent with their CB slot (run_copies.py), a columns walk's segment fills
+per core and their block reads at the banks, and the reader's work before its first tile kept beside the writer's
+round trip."""
+from __future__ import annotations
+
+from tt_backend.lowering.families import mover_cost
+from tt_backend.lowering.families.run_copies import copied_share
+
+
+def test_runs_are_copied_where_they_are_not_congruent_with_their_slot():
+    # a[:, 16:80] of 48 x 80 fp32: every run starts 64 bytes into a 320-byte row and lands at 256 r in the slot
+    assert copied_share(64, ((48, 80),), 16, 48 * 64, 4, 4, 16, True) == 0.0
+    # a[5:2905]: one run 20 bytes off its slot
+    assert copied_share(2900, (), 5, 2900, 4, 4, 16, True) == 1.0
+    # a[:, 3:50] of 40 x 70: runs of 47 at 4 * (3 + 70 r) against 4 * 47 r in the slot, congruent every 16 runs
+    share = copied_share(47, ((40, 70),), 3, 40 * 47, 4, 4, 16, True)
+    assert 0.85 < share < 1.0
+    # another element size than the tile's (bf16 in DRAM, fp32 tile): no direct reads at all
+    assert copied_share(64, ((48, 80),), 16, 48 * 64, 2, 4, 32, False) == 1.0
+    runs = {"step": "4u", "copied": share}
+    plain = mover_cost.tile_read_cycles("runs", "fp32", {**runs, "run": 47, "copied": 0.0})
+    assert mover_cost.tile_read_cycles("runs", "fp32", {**runs, "run": 47}) == \
+        plain + share * 1024 * mover_cost.RUN_COPY_PER_DATUM[(4, 4)]
+
+
+def test_the_readers_work_before_its_first_tile_is_kept_beside_the_writers_round_trip():
+    reads = [("strided", "fp32", {"resident": True, "step": "8u"}, 0.0)]
+    write = ("contiguous", "fp32", 0.0)
+    without = mover_cost.tile_pipeline_cycles(4, reads, write, 500.0)
+    with_window = mover_cost.tile_pipeline_cycles(4, reads, write, 500.0, before=1000.0)
+    assert with_window["total"] - without["total"] == 1000
+
+
+def test_a_columns_walk_fills_each_column_once_per_core_and_its_blocks_go_to_the_banks():
+    # a.T of a 256 x 128 fp32 buffer: runs of 256 datums 512 bytes apart, 960-byte segments, 32 KB block fills
+    runs = {"run": 256, "column_bytes": 960, "column_block": 32768, "slots": 256, "stride": 128}
+    one, one_bytes = mover_cost.column_fill_cycles(runs, 4, 1, None)
+    many, many_bytes = mover_cost.column_fill_cycles(runs, 4, 32, None)
+    assert one_bytes == many_bytes == 4 * 32768        # 64 columns per block, every column filled once
+    assert many - one == 256 * mover_cost.RUN_COPY_PER_DATUM[(4, 4)] * 4 * (128 - 4) / 4   # 128 rows, not 4
+    # rows that outgrow a segment fill the column again
+    deep, deep_bytes = mover_cost.column_fill_cycles(runs, 4, 64, None)
+    assert deep_bytes == 2 * many_bytes and deep > 2 * one
+    # the blocks of 32 cores reach the banks beside the tiles' bytes
+    reads = [("columns", "fp32", {**runs, "resident": False}, 0.0)]
+    write = ("contiguous", "fp32", 0.0)
+    alone = mover_cost.grid_pipeline_cycles(32, reads, write, 400.0, 32, 8 * 1024)
+    filled = mover_cost.grid_pipeline_cycles(32, reads, write, 400.0, 32, 8 * 1024, core_bytes=one_bytes)
+    assert filled["bank"] == alone["bank"] + round(32 * one_bytes / mover_cost.DRAM_BYTES_PER_CYCLE)
+    assert filled["total"] > alone["total"]
