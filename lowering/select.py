@@ -17,6 +17,7 @@ from tt_backend.lowering.placement.placer import Placer
 from tt_backend.lowering.plan import Plan
 from tt_backend.lowering.prefix_split import split_prefix_reductions
 from tt_backend.lowering.quotient_split import split_quotients
+from tt_backend.lowering.stage_inline import inline_stages
 from tt_backend.lowering.store_split import split_stored_where
 
 
@@ -32,6 +33,7 @@ def lower(sink: UOp, name: str, placer: Placer | None = None) -> Plan:
     are folded to their closed forms first (lowering/index_fold.py), prefix reductions (cumsum) split into blocks
     (lowering/prefix_split.py), quotients and remainders of affine indices made affine where one case survives
     (lowering/quotient_split.py), load gates an enclosing WHERE tests dropped (lowering/implied_gates.py), a stored
-    WHERE on a range bound into one STORE per part (lowering/store_split.py)."""
-    rewritten = drop_implied_gates(split_quotients(split_prefix_reductions(fold_index_reductions(sink))))
+    WHERE on a range bound into one STORE per part (lowering/store_split.py), after the reads of local STAGE buffers
+    are recomputed in place (lowering/stage_inline.py)."""
+    rewritten = drop_implied_gates(split_quotients(split_prefix_reductions(fold_index_reductions(inline_stages(sink)))))
     return select(Kernel(split_stored_where(rewritten), name, placer))
