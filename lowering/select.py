@@ -9,6 +9,7 @@ from __future__ import annotations
 from tinygrad.uop.ops import UOp
 
 from tt_backend.lowering.families.family import Kernel, choose
+from tt_backend.lowering.families.fused_reduce import fused
 from tt_backend.lowering.families.registry import ONE_PASS, REGISTRY
 from tt_backend.lowering.families.staged import hoisted
 from tt_backend.lowering.implied_gates import drop_implied_gates
@@ -22,8 +23,9 @@ from tt_backend.lowering.store_split import split_stored_where
 
 
 def select(kernel: Kernel) -> Plan:
-    """A reduction many output elements share is computed once first (staged.hoisted); else the selector's rule."""
-    return hoisted(kernel, ONE_PASS) or choose(kernel, REGISTRY)
+    """Reductions and the elementwise over their elements in one launch where they fuse (fused_reduce.fused); else
+    a reduction many output elements share is computed once first (staged.hoisted); else the selector's rule."""
+    return fused(kernel) or hoisted(kernel, ONE_PASS) or choose(kernel, REGISTRY)
 
 
 def lower(sink: UOp, name: str, placer: Placer | None = None) -> Plan:

@@ -27,7 +27,9 @@ def stream_ctx(plan: TilePlan, s: Stream, j: int | None, red: ReducePlan | None 
     else:
         mode = "gather" if j is not None else "scatter"
     if red is not None:   # reduction layout (tile_plan.ReducePlan): the reader walks (output, reduce index) per datum
-        if j is None: mode = "red scatter"
+        if j is None and red.fused:   # one output tile per input tile (fused_reduce.py): a run, or per datum
+            mode = "red tile" if s.contiguous else "red out"
+        elif j is None: mode = "red scatter"
         elif j == red.mask_input: mode = "red mask"
         elif s.value is not None: mode = "red computed"
         elif s.contiguous: mode = "red contiguous"   # lowering/families/sfpu_reduce.py: 32 lanes, a tile is a run of the buffer
@@ -47,7 +49,8 @@ def stream_ctx(plan: TilePlan, s: Stream, j: int | None, red: ReducePlan | None 
     if nest is not None:
         mode = f"{mode} nested"
     name = f"in{j}" if j is not None else "out"
-    if mode in ("gather", "scatter", "red gather", "red affine", "red gather nested", "red scatter", *RUN_MODES) and f"stage_{name}" not in plan.l1:
+    if mode in ("gather", "scatter", "red gather", "red affine", "red gather nested", "red scatter", "red out",
+                *RUN_MODES) and f"stage_{name}" not in plan.l1:
         raise ValueError(f"{plan.name}: stream {name} is gathered but has no staging window (run allocate_l1)")
     return {
         "j": j, "buf": s.buf, "dtype": s.dtype, "fmt": fmt, "esz": esz, "mode": mode,
