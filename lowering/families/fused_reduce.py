@@ -213,10 +213,17 @@ def plan_fused(lk: LoweredKernel, budget: float | None = None) -> FusedReducePla
                     mask_input=mask_input, pad_clamp=pad_clamp, n_acc=0, steps=STEPS, pass1=pass1, fused=True,
                     pass2=pass2)
     rp.resident = rp.tiles_per_group <= CB_DEPTH
+    passes = [dags for dags in (pres[:len(level1)], pres[len(level1):], [post]) if dags]
+    rp.pass_inputs = tuple(sum(1 << p for p, dags in enumerate(passes) if any(reads(g, j) for g in dags))
+                           for j in range(n))
     out = lk.stream(lk.output)
     bulk = out.contiguous and out.dtype in TILE_NATIVE and (n_red * DTYPE_SIZE[out.dtype]) % WRITE_ALIGN == 0
     return FusedReducePlan(name=lk.name, ranges=lk.ranges, buffers=lk.buffers, inputs=streams,
                            output=replace(out, contiguous=bulk), sfpu=post_prog, ops=lk.ops, reduce=rp)
+
+
+def reads(dag, j: int) -> bool:
+    return any(nd.op == "LOAD" and nd.arg == j for nd in dag.nodes)
 
 
 # ------------------------------------------------------------------------------------------------ the family

@@ -125,6 +125,9 @@ class ReducePlan:
     # a group's tiles stay in the input CBs for all its passes (the reader sends them once, the unpacker re-reads
     # them and pops them after the last pass): fused reductions whose group fits the CBs
     resident: bool = False
+    # per input stream of a fused reduction: the passes that read it (bit p: pass p); a Dst-unpacked (fp32) stream
+    # is unpacked in those only (empty: every stream in every pass)
+    pass_inputs: tuple[int, ...] = ()
 
     @property
     def passes(self) -> int:

@@ -376,6 +376,10 @@ def render_tile_kernel(plan: TilePlan, generator: str, red: ReducePlan | None = 
     else:
         ctx["fpu"] = []
     ctx["setup_once"] = input_roles(plan, inputs, dst_inputs, ctx["in_flight"], red)
+    every = (1 << red.passes) - 1 if red is not None else 0
+    for s in inputs:       # a fused reduction's fp32 stream not read by every pass (bf16 ones: the ELWADDs take them)
+        mask = red.pass_inputs[s["j"]] if red is not None and red.pass_inputs else every
+        s["pass_mask"] = mask if s["fmt"] == "fp32" and mask != every else 0
     ctx["any_fpu"] = bool(fpu_ops) or any(s["fmt"] == "bf16" and s["dst"] for s in inputs)
     # FPU ops beside Dst inputs that are all unpacked straight to Dst: the SFPU setup (which reads only Dst inputs,
     # uniform values hoisted out of the row loop) is issued before the FPU ops, once those inputs are in, and runs

@@ -26,6 +26,7 @@ EPS = 1e-5
 def rms(x, w, b): return x * (x.square().mean(-1, keepdim=True) + EPS).rsqrt() * w
 def layer(x, w, b): return x.layernorm(eps=EPS) * w + b
 def softmax(x, w, b): return x.softmax(-1)
+def rms_transposed(x, w, b): return rms(x, w, b).T.contiguous()    # the writer's per-element path ("red out")
 
 
 def reference(name: str, x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -34,14 +35,15 @@ def reference(name: str, x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndar
     if name == "layer":
         d = x - x.mean(-1, keepdims=True)
         return d / np.sqrt((d * d).mean(-1, keepdims=True) + EPS) * w + b
+    if name == "rms_transposed": return reference("rms", x, w, b).T
     e = np.exp(x - x.max(-1, keepdims=True))
     return e / e.sum(-1, keepdims=True)
 
 
-FNS = {"rms": rms, "layer": layer, "softmax": softmax}
+FNS = {"rms": rms, "layer": layer, "softmax": softmax, "rms_transposed": rms_transposed}
 CASES = [("rms", (2048,), "float32"), ("rms", (1000,), "bfloat16"), ("rms", (3, 700), "float32"),
          ("rms", (3, 700), "bfloat16"), ("layer", (2048,), "float32"), ("layer", (3, 700), "bfloat16"),
-         ("softmax", (3, 700), "float32")]
+         ("softmax", (3, 700), "float32"), ("rms_transposed", (3, 700), "float32")]
 
 
 def inputs(shape, dtype):
@@ -113,7 +115,7 @@ def test_three_levels_are_staged():
 
 @pytest.mark.ttsim
 @pytest.mark.parametrize("name,shape,dtype", [("rms", (3, 700), "bfloat16"), ("layer", (1000,), "float32"),
-                                              ("softmax", (3, 700), "float32")], ids=str)
+                                              ("softmax", (3, 700), "float32"), ("rms_transposed", (3, 700), "float32")], ids=str)
 def test_fused_same_bits_on_ttsim(name, shape, dtype):
     arrays = inputs(shape, dtype)
     with Context(PCONTIG=2):
