@@ -6,6 +6,8 @@ none is left, the first refusal is raised (a family that could not lower the ker
 """
 from __future__ import annotations
 
+import math
+
 from tinygrad.uop.ops import UOp
 
 from tt_backend.lowering.families.family import Kernel, choose
@@ -23,9 +25,19 @@ from tt_backend.lowering.store_split import split_stored_where
 
 
 def select(kernel: Kernel) -> Plan:
-    """Reductions and the elementwise over their elements in one launch where they fuse (fused_reduce.fused); else
-    a reduction many output elements share is computed once first (staged.hoisted); else the selector's rule."""
-    return fused(kernel) or hoisted(kernel, ONE_PASS) or choose(kernel, REGISTRY)
+    """Reductions and the elementwise over their elements in one launch where they fuse (fused_reduce.fused), unless
+    the launch model prices the staged launches of a hoisted reduction lower (a reader gathering per datum in every
+    pass can cost more than a second launch); else a reduction many output elements share is computed once first
+    (staged.hoisted); else the selector's rule."""
+    one, staged = fused(kernel), hoisted(kernel, ONE_PASS)
+    if one is not None and (staged is None or launches_cycles(one) <= launches_cycles(staged)):
+        return one
+    return staged or choose(kernel, REGISTRY)
+
+
+def launches_cycles(plan: Plan) -> float:
+    """The plan's launches as the launch model prices them (math.inf where a launch has no model)."""
+    return sum(lc["total"] if (lc := p.launch_cycles()) else math.inf for p in plan.launches)
 
 
 def lower(sink: UOp, name: str, placer: Placer | None = None) -> Plan:

@@ -181,7 +181,7 @@ class SfpuReducePlan(TilePlan):
                 read += red_datum_read_cycles(c["mode"], valid, stream_datum_cycles(s, gather_ranges=0))
             else:
                 read += tile_read_cycles(c["mode"], s.tile_format, c["runs"])
-                if c["mode"] == "red contiguous":
+                if c["mode"] in ("red contiguous", "red k run"):
                     read += pad_fill_cycles((1 - valid) * TILE_ELEMS, s.tile_format)
             if f"stage_in{j}" in self.windows:
                 fill += window_load_cycles(self.buffers[s.buf].nbytes)

@@ -33,6 +33,7 @@ def stream_ctx(plan: TilePlan, s: Stream, j: int | None, red: ReducePlan | None 
         elif j == red.mask_input: mode = "red mask"
         elif s.value is not None: mode = "red computed"
         elif s.contiguous: mode = "red contiguous"   # lowering/families/sfpu_reduce.py: 32 lanes, a tile is a run of the buffer
+        elif red.fused and k_run(s, red): mode = "red k run"
         else: mode = "red gather"
     elif s.value is not None:
         mode = "computed"
@@ -310,6 +311,20 @@ def carry_chain(counters: list[tuple[str, int, int]], acc: str | None) -> str:
         return f"if (++{q} == {size}u) {{ {q} = 0;{' ' + inner if inner else ''} }}"
     return (f"if (++{q} < {size}u) {acc} += {_u32(c)}; "
             f"else {{ {q} = 0; {acc} -= {_u32(c * (size - 1))};{' ' + inner if inner else ''} }}")
+
+
+def k_run(s: Stream, red: ReducePlan) -> bool:
+    """Whether s reads element k of its buffer at (o, k) (a gamma beside rows of x), so that with 32 lanes a tile's
+    1024 consecutive k are one run of the buffer, the same for every output: one NoC read ("red k run", 64-byte
+    aligned as every tile's first k is)."""
+    n_out, c = len(red.out_sizes), s.coef
+    if red.lanes != 32 or c is None or s.valid is not None or s.value is not None or s.dtype not in TILE_NATIVE:
+        return False
+    stride, chained = 1, True
+    for coef, size in reversed(list(zip(c[n_out:-1], red.red_sizes))):
+        chained &= coef == stride or size == 1
+        stride *= size
+    return chained and c[-1] == 0 and all(x == 0 or size == 1 for x, size in zip(c[:n_out], red.out_sizes))
 
 
 def reduce_next_k(plan: TilePlan, red: ReducePlan) -> str:
