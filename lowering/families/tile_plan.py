@@ -163,9 +163,9 @@ class ReducePlan:
 
     def reads_in_flight(self, modes: list[str]) -> bool:
         """Whether the reader keeps reads in flight (templates/reader.c.j2): every input one NoC read per tile
-        ("red contiguous", "red k run"), each tile sent once, and a resident group leaving READ_AHEAD slots of each CB for the
-        next group's reads (else the reader could wait for a slot the group holds while the group's last tile is
-        still in flight)."""
+        ("red contiguous", "red k run"), each tile sent once, and a resident group leaving READ_AHEAD slots of each
+        CB for the next group's reads (else the reader could wait for a slot the group holds while the group's last
+        tile is still in flight)."""
         fits = self.pass1 is None or self.tiles_per_group <= CB_DEPTH - READ_AHEAD
         return self.sends == 1 and fits and all(m in ("red contiguous", "red k run") for m in modes)
 

@@ -115,7 +115,8 @@ def test_three_levels_are_staged():
 
 @pytest.mark.ttsim
 @pytest.mark.parametrize("name,shape,dtype", [("rms", (3, 700), "bfloat16"), ("layer", (1000,), "float32"),
-                                              ("softmax", (3, 700), "float32"), ("rms_transposed", (3, 700), "float32")], ids=str)
+                                              ("softmax", (3, 700), "float32"), ("rms_transposed", (3, 700), "float32"),
+                                              ("rms", (8, 1024), "float32")], ids=str)
 def test_fused_same_bits_on_ttsim(name, shape, dtype):
     arrays = inputs(shape, dtype)
     with Context(PCONTIG=2):
