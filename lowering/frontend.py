@@ -234,12 +234,14 @@ INT_DIVISION = (Ops.CDIV, Ops.CMOD, Ops.FLOORDIV, Ops.FLOORMOD)
 # ops that never appear inside a kernel we can lower: name them precisely
 REJECT = {Ops.SPECIAL: "SPECIAL (pre-launched kernels)",
           Ops.BARRIER: "BARRIER", Ops.WMMA: "WMMA", Ops.IF: "IF", Ops.AFTER: "AFTER (symbolic variables / assigns)",
-          Ops.BUFFER: "BUFFER (local/register buffers)", Ops.CUSTOM: "CUSTOM", Ops.CUSTOMI: "CUSTOMI"}
+          Ops.BUFFER: "BUFFER (local/register buffers)", Ops.CUSTOM: "CUSTOM", Ops.CUSTOMI: "CUSTOMI",
+          Ops.STAGE: "STAGE (a local buffer: lowering/stage_inline.py recomputes the reads it can)"}
 
 
 class _Lowerer:
-    def __init__(self, sink: UOp, name: str, params: dict[int, UOp]):
+    def __init__(self, sink: UOp, name: str, params: dict[int, UOp], fuse: dict[int, int] | None = None):
         self.sink, self.name, self.params = sink, name, params
+        self.fuse = fuse or {}        # output range id -> the reduce range id it is read as (lower_ast)
         self.dag = ValueDAG()
         self.memo: dict[UOp, int] = {}
         self.memo64: dict[UOp, tuple[int, int]] = {}     # uint64 uop -> (low, high) uint32 value ids (value64)
@@ -293,6 +295,17 @@ class _Lowerer:
             inner = [s for s in reds if s is not r and s in r.src[0].toposort()]
             if all(self.dependent_reduce(r, s) for s in inner):
                 alias.update(zip(mine, canon))
+        return alias
+
+    def fused_ranges(self) -> dict[UOp, UOp]:
+        """The output ranges `fuse` names, each mapped to its reduce range (lower() takes that range's canonical one
+        when it is aliased to a sibling's): the kernel is then lowered over the reductions' (output, k) space."""
+        by_id = {u.arg[0]: u for u in self.sink.toposort() if u.op is Ops.RANGE}
+        alias = {}
+        for out_id, red_id in self.fuse.items():
+            if out_id not in by_id or red_id not in by_id:
+                raise UnsupportedOp(f"{self.name}: no range {out_id} or {red_id} to fuse")
+            alias[by_id[out_id]] = by_id[red_id]
         return alias
 
     @staticmethod
@@ -566,7 +579,8 @@ class _Lowerer:
         out_index = store.src[0]
         if out_index.op is Ops.CAST: out_index = out_index.src[0]
         if out_index.op is not Ops.INDEX: raise UnsupportedOp(f"{self.name}: STORE to {out_index.op.name}")
-        self.alias = self.sibling_reduce_ranges()
+        sib = self.sibling_reduce_ranges()
+        self.alias = sib | {o: sib.get(r, r) for o, r in self.fused_ranges().items()}
         rngs = self.order_ranges(strip_invalid(out_index.src[1])[1])
         self.rvar = {r: i for i, r in enumerate(rngs)}
         self.rvar.update({a: self.rvar[c] for a, c in self.alias.items()})
@@ -678,8 +692,11 @@ def output_ranges(sink: UOp) -> frozenset:
     return frozenset(r for u in sink.toposort() if u.op is Ops.END for r in u.src[1:] if r.op is Ops.RANGE)
 
 
-def lower_ast(sink: UOp, name: str) -> LoweredKernel:
-    """The pure frontend: index expressions + value DAG (no SFPU code generation, no L1 allocation)."""
+def lower_ast(sink: UOp, name: str, fuse: dict[int, int] | None = None) -> LoweredKernel:
+    """The pure frontend: index expressions + value DAG (no SFPU code generation, no L1 allocation). `fuse` (output
+    range id -> reduce range id, lowering/families/fused_reduce.py): each such output range is read as that reduce
+    range, so an elementwise over a reduction's (output, k) space is lowered over that space (its loads at (o, n)
+    become the reduction's loads at (o, k))."""
     if sink.op is not Ops.SINK: raise UnsupportedOp(f"{name}: expected a SINK, got {sink.op.name}")
     # tinygrad's codegen runs its symbolic rewrites (`sym`) on every kernel before any device renders it, so the CPU
     # device computes POW by its decomposition and x * (1/(1+x)) as 1 - 1/(1+x) (sigmoid's gradient at -1000 is 0
@@ -697,17 +714,17 @@ def lower_ast(sink: UOp, name: str) -> LoweredKernel:
     collapsed = graph_rewrite(sink, pm_load_collapse)
     if collapsed is not sink:
         try:
-            return _lower_symbolic(collapsed, name, params)
+            return _lower_symbolic(collapsed, name, params, fuse)
         except UnsupportedOp:
             pass
-    return _lower_symbolic(sink, name, params)
+    return _lower_symbolic(sink, name, params, fuse)
 
 
-def _lower_symbolic(sink: UOp, name: str, params: dict) -> LoweredKernel:
+def _lower_symbolic(sink: UOp, name: str, params: dict, fuse: dict[int, int] | None = None) -> LoweredKernel:
     """`sym` (again after folding the constant boolean formulas it leaves: lowering/bool_fold.py), then nested sums
     merged where that recomputes nothing (`nested_sums`), then the lowering proper."""
     sink = graph_rewrite(sink, sym)
     if (folded := graph_rewrite(sink, constant_formulas)) is not sink: sink = graph_rewrite(folded, sym)
     sink = narrow_int64(sink)
-    return _Lowerer(graph_rewrite(sink, nested_sums, ctx=output_ranges(sink)), name, params).lower()
+    return _Lowerer(graph_rewrite(sink, nested_sums, ctx=output_ranges(sink)), name, params, fuse).lower()
 

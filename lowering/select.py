@@ -6,9 +6,12 @@ none is left, the first refusal is raised (a family that could not lower the ker
 """
 from __future__ import annotations
 
+import math
+
 from tinygrad.uop.ops import UOp
 
 from tt_backend.lowering.families.family import Kernel, choose
+from tt_backend.lowering.families.fused_reduce import fused
 from tt_backend.lowering.families.registry import ONE_PASS, REGISTRY
 from tt_backend.lowering.families.staged import hoisted
 from tt_backend.lowering.implied_gates import drop_implied_gates
@@ -17,12 +20,24 @@ from tt_backend.lowering.placement.placer import Placer
 from tt_backend.lowering.plan import Plan
 from tt_backend.lowering.prefix_split import split_prefix_reductions
 from tt_backend.lowering.quotient_split import split_quotients
+from tt_backend.lowering.stage_inline import inline_stages
 from tt_backend.lowering.store_split import split_stored_where
 
 
 def select(kernel: Kernel) -> Plan:
-    """A reduction many output elements share is computed once first (staged.hoisted); else the selector's rule."""
-    return hoisted(kernel, ONE_PASS) or choose(kernel, REGISTRY)
+    """Reductions and the elementwise over their elements in one launch where they fuse (fused_reduce.fused), unless
+    the launch model prices the staged launches of a hoisted reduction lower (a reader gathering per datum in every
+    pass can cost more than a second launch); else a reduction many output elements share is computed once first
+    (staged.hoisted); else the selector's rule."""
+    one, staged = fused(kernel), hoisted(kernel, ONE_PASS)
+    if one is not None and (staged is None or launches_cycles(one) <= launches_cycles(staged)):
+        return one
+    return staged or choose(kernel, REGISTRY)
+
+
+def launches_cycles(plan: Plan) -> float:
+    """The plan's launches as the launch model prices them (math.inf where a launch has no model)."""
+    return sum(lc["total"] if (lc := p.launch_cycles()) else math.inf for p in plan.launches)
 
 
 def lower(sink: UOp, name: str, placer: Placer | None = None) -> Plan:
@@ -32,6 +47,7 @@ def lower(sink: UOp, name: str, placer: Placer | None = None) -> Plan:
     are folded to their closed forms first (lowering/index_fold.py), prefix reductions (cumsum) split into blocks
     (lowering/prefix_split.py), quotients and remainders of affine indices made affine where one case survives
     (lowering/quotient_split.py), load gates an enclosing WHERE tests dropped (lowering/implied_gates.py), a stored
-    WHERE on a range bound into one STORE per part (lowering/store_split.py)."""
-    rewritten = drop_implied_gates(split_quotients(split_prefix_reductions(fold_index_reductions(sink))))
+    WHERE on a range bound into one STORE per part (lowering/store_split.py), after the reads of local STAGE buffers
+    are recomputed in place (lowering/stage_inline.py)."""
+    rewritten = drop_implied_gates(split_quotients(split_prefix_reductions(fold_index_reductions(inline_stages(sink)))))
     return select(Kernel(split_stored_where(rewritten), name, placer))

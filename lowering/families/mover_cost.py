@@ -62,6 +62,7 @@ TILE_WRITE_FIXED = 78 + NOC_ROUND_TRIP
 GATHER_LOOP, GATHER_PER_RANGE = 11.8, 3.4
 UNMEASURED_PER_DATUM = 14.1
 READ_PER_DATUM = {"contiguous": 0.0, "contiguous bool": 1.0, "contiguous convert": 8.1, "red contiguous": 0.0,
+                  "red k run": 0.0,
                   "strided": 5.5, "columns": 15.7, "gather": GATHER_LOOP, "red affine": 44.8, "red const": 6.7,
                   "red fill": 1.85, "red mask": 8.5}
 # a bulk reader's pads past the valid datums of a tile, zeroed (or set to datum 0) by word stores (read_contiguous.c.j2
@@ -107,7 +108,7 @@ WINDOW_RELOAD_FIXED = TILE_READ_FIXED
 DATUM_EXTRA_MODES = ("gather", "computed", "scatter", "contiguous convert")
 FLOAT16_WIDEN_EXTRA, FLOAT16_NARROW_EXTRA = 8 - 2, 17.5 - 1
 # modes that read a tile with one NoC transaction
-BULK_READS = ("contiguous", "contiguous bool", "contiguous convert", "red contiguous")
+BULK_READS = ("contiguous", "contiguous bool", "contiguous convert", "red contiguous", "red k run")
 PER_SLOT_READS = ("gather", "computed")     # modes whose loop walks every slot of the tile, past the last element too
 RUN_WALKS = ("strided", "columns")  # walks of read_runs.c.j2 that zero the slots past the last element by words
 

@@ -138,10 +138,31 @@ class SfpuReducePlan(TilePlan):
         first tile) next to the placement's compute (its per-group work spread over the group's tiles) and the
         writer's per-group scatter, as a pipeline over the largest core's groups; DRAM bytes: the k-dependent inputs'
         tiles and the outputs."""
-        # a plan without a placement report (two passes, or a model gap when it was placed): reduce_cycles directly
-        cyc = reduce_cycles(self) if self.placement is None else self.placement.cycles
+        cyc = self.compute_cycles()
         cores, rp, unit = self.cores if cores is None else cores, self.reduce, self.split_unit
         per_core = -(-rp.groups // cores) * unit
+        read, fill = self.read_cycles()
+        one = pipeline(per_core, read, cyc["total"] + cyc["per_group"] / unit, self.write_cycles(), fill)
+        dram = sum(DTYPE_SIZE[s.dtype] for s, dep in zip(self.inputs, rp.k_dep) if s.value is None and dep)
+        out = on_grid(one, cores, per_core, self.n_tiles * TILE_ELEMS * dram + self.out_bytes())
+        return {**out, "grid": "x".join(map(str, Grid().shape(cores)))}
+
+    def compute_cycles(self) -> dict:
+        """The compute's cycles (reduce_cycles' keys): the placement report's, or for a plan without one (two passes,
+        or a model gap when it was placed) reduce_cycles directly."""
+        return reduce_cycles(self) if self.placement is None else self.placement.cycles
+
+    def write_cycles(self) -> float:
+        """The writer's cycles per input tile: each group's outputs scattered once (the writer stops at the last)."""
+        rp = self.reduce
+        return group_write_cycles(min(rp.cells, rp.n_out)) / self.split_unit
+
+    def out_bytes(self) -> int:
+        return self.reduce.n_out * DTYPE_SIZE[self.output.dtype]
+
+    def read_cycles(self) -> tuple[float, float]:
+        """(the readers' cycles per input tile, their work before the first tile)."""
+        rp = self.reduce
         valid = rp.n_out * rp.n_red * rp.passes / (self.n_tiles * TILE_ELEMS)
         const = "red fill" if rp.lanes == 32 else "red const"      # a stream of one value per output cell
         read, fill, modes = 0.0, 0.0, []
@@ -160,17 +181,13 @@ class SfpuReducePlan(TilePlan):
                 read += red_datum_read_cycles(c["mode"], valid, stream_datum_cycles(s, gather_ranges=0))
             else:
                 read += tile_read_cycles(c["mode"], s.tile_format, c["runs"])
-                if c["mode"] == "red contiguous":
+                if c["mode"] in ("red contiguous", "red k run"):
                     read += pad_fill_cycles((1 - valid) * TILE_ELEMS, s.tile_format)
             if f"stage_in{j}" in self.windows:
                 fill += window_load_cycles(self.buffers[s.buf].nbytes)
-        if rp.pass1 is None and all(m == "red contiguous" for m in modes):   # reads in flight (reader.c.j2)
+        if rp.reads_in_flight(modes):
             read, fill = read - NOC_ROUND_TRIP * len(modes), fill + NOC_ROUND_TRIP
-        write = group_write_cycles(min(rp.cells, rp.n_out)) / unit      # the writer stops at the last output
-        one = pipeline(per_core, read, cyc["total"] + cyc["per_group"] / unit, write, fill)
-        dram = sum(DTYPE_SIZE[s.dtype] for s, dep in zip(self.inputs, rp.k_dep) if s.value is None and dep)
-        out = on_grid(one, cores, per_core, self.n_tiles * TILE_ELEMS * dram + rp.n_out * DTYPE_SIZE[self.output.dtype])
-        return {**out, "grid": "x".join(map(str, Grid().shape(cores)))}
+        return read * rp.sends / rp.passes, fill
 
     def render(self) -> dict[str, str]:
         return render_tile_kernel(self, GENERATOR, red=self.reduce)
@@ -417,7 +434,7 @@ def _plan_layout(lk: LoweredKernel, budget: float | None, reds: list[VNode], str
     progs = [compile_sfpu(pre, n, r.dtype, reserve=accs + ((COMP,) if comp else ()),
                           epilogue=fold_into(*ops[i], accs[i], comp))
              for i, (r, pre) in enumerate(zip(reds, pres))]
-    phase1 = progs[0] if n_acc == 1 else _chain(progs)
+    phase1 = progs[0] if n_acc == 1 else chain_programs(progs)
     post_prog = compile_sfpu(post, n + n_acc, lk.dag.nodes[dag.out].dtype)
     if post_prog.dst_slots > MAX_SLOTS or phase1.dst_slots > MAX_SLOTS:
         raise UnsupportedOp(f"{lk.name}: the reduction's SFPU programs need more than {MAX_SLOTS} Dst slots")
@@ -454,7 +471,7 @@ def _plan_layout(lk: LoweredKernel, budget: float | None, reds: list[VNode], str
     return plan
 
 
-def _chain(progs: list[SfpuProgram]) -> SfpuProgram:
+def chain_programs(progs: list[SfpuProgram]) -> SfpuProgram:
     """One row step running several phase-1 programs: each one's setup (its pooled constants differ) and body; only
     the last keeps the Dst-advancing final store (ADDR_MOD_DST_SEC1), the others store with address mode 0."""
     body: list[int] = []
@@ -470,6 +487,19 @@ def _chain(progs: list[SfpuProgram]) -> SfpuProgram:
 
 
 # ------------------------------------------------------------------------------------------------ two passes
+
+def pass_program(name: str, group: list[VNode], pres: list[ValueDAG], n_in: int, comp: bool) -> SfpuProgram:
+    """The per-row-step program of one pass: each reduction's pre-op (reading inputs 0..n_in-1) folded into its
+    accumulator ACCS[i] (comp: the one reduction a compensated sum), chained when there are several."""
+    accs = ACCS[:len(group)]
+    progs = [compile_sfpu(pre, n_in, r.dtype, reserve=accs + ((COMP,) if comp else ()),
+                          epilogue=fold_into(r.arg[0], r.dtype, accs[i], comp))
+             for i, (r, pre) in enumerate(zip(group, pres))]
+    prog = progs[0] if len(progs) == 1 else chain_programs(progs)
+    if prog.dst_slots > MAX_SLOTS:
+        raise UnsupportedOp(f"{name}: the reduction's SFPU programs need more than {MAX_SLOTS} Dst slots")
+    return prog
+
 
 def reduce_deps(dag: ValueDAG, r: VNode) -> set[int]:
     """Ids of the REDUCE nodes r's pre-op reads (the finished value of another reduction)."""
@@ -587,18 +617,8 @@ def plan_two_pass(lk: LoweredKernel, reds: list[VNode]) -> SfpuReducePlan:
     ops2 = [(r.arg[0], r.dtype) for r in p2]
     comp1, comp2 = compensated(*ops1[0], pres1[0], len(p1)), compensated(*ops2[0], pres2[0], len(p2))
 
-    def phase(group: list[VNode], group_pres: list[ValueDAG], n_in: int, comp: bool) -> SfpuProgram:
-        accs = ACCS[:len(group)]
-        progs = [compile_sfpu(pre, n_in, r.dtype, reserve=accs + ((COMP,) if comp else ()),
-                              epilogue=fold_into(r.arg[0], r.dtype, accs[i], comp))
-                 for i, (r, pre) in enumerate(zip(group, group_pres))]
-        prog = progs[0] if len(progs) == 1 else _chain(progs)
-        if prog.dst_slots > MAX_SLOTS:
-            raise UnsupportedOp(f"{lk.name}: the reduction's SFPU programs need more than {MAX_SLOTS} Dst slots")
-        return prog
-
-    prog1 = phase(p1, pres1, n, comp1)
-    prog2 = phase(p2, pres2, slot2, comp2)
+    prog1 = pass_program(lk.name, p1, pres1, n, comp1)
+    prog2 = pass_program(lk.name, p2, pres2, slot2, comp2)
     post_prog = compile_sfpu(post, slot2 + len(p2), lk.dag.nodes[dag.out].dtype)
     if post_prog.dst_slots > MAX_SLOTS:
         raise UnsupportedOp(f"{lk.name}: the reduction's SFPU programs need more than {MAX_SLOTS} Dst slots")
@@ -642,15 +662,20 @@ def plan_two_pass(lk: LoweredKernel, reds: list[VNode]) -> SfpuReducePlan:
 REDUCE_SAMPLE_MAX = 1 << 16     # sample points per distribution for a reduction's prediction (one output's K, capped)
 
 
+def streams_unpack_cycles(streams: list[Stream]) -> tuple[float, float]:
+    """(unpack, FPU) cycles per tile of the input streams: each unpacked, a bf16 one moved to Dst by ELWADDs."""
+    fmts = [s.tile_format for s in streams]
+    fpu = sum(COST["blocks_per_tile"] + COST["fpu_latency"] + COST["faces_per_tile"] * COST["fpu_setrwc"]
+              for f in fmts if f == "bf16")
+    return sum(unpack_cycles(f) for f in fmts), fpu
+
+
 def reduce_cycles(plan: SfpuReducePlan) -> dict:
     """Cost of a reduction kernel (same units and rules as lowering.placement.cost.cycles): per input tile the streams'
     unpack (+ the SrcA/ELWADD pass of a bf16 stream) and the phase-1 SFPU program; per output group the accumulator
     init, the lane combine (`finish`), the post program (once per step group) and the output tile's pack."""
     rp = plan.reduce
-    fmts = [s.tile_format for s in plan.inputs]
-    unpack = sum(unpack_cycles(f) for f in fmts)
-    fpu = sum(COST["blocks_per_tile"] + COST["fpu_latency"] + COST["faces_per_tile"] * COST["fpu_setrwc"]
-              for f in fmts if f == "bf16")
+    unpack, fpu = streams_unpack_cycles(plan.inputs)
     sfpu = sfpu_program_cycles(len(plan.sfpu.setup), len(plan.sfpu.body) + plan.sfpu.body_stalls)
     runs = 1 if rp.steps >= 32 else 32 // rp.steps
     group = (len(rp.acc_init) + len(rp.finish) + runs * (len(rp.post.setup) + len(rp.post.body)

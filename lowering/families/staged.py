@@ -19,6 +19,10 @@ what is left, so the staging ends; a kernel that no cut helps keeps the one-pass
 Before these cuts (and in `hoisted`, before the one-pass families are asked), a matmul fused into a bigger kernel is cut
 out into a matmul stage of its own (the contraction cut, below).
 
+A reduction and the elementwise over its own elements (tinygrad's PCONTIG=2 normalizations) is offered to
+lowering/families/fused_reduce.py first (lowering/select.py): one launch, unless the launch model prices the hoisted
+stages lower.
+
 The plugin runs the stages as launches of one program call, in order, with the scratch buffers allocated for the call
 and freed after (tt_backend/ops_tt.py). The family's one candidate is priced at infinity, so the selector takes it
 only when no one-pass plan exists.

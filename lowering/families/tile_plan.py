@@ -117,10 +117,21 @@ class ReducePlan:
     post_skip: list[int] = field(default_factory=list)     # steps < 32: INCRWC to the next group's result row
     pass1: ReducePass | None = None  # two-pass reductions: the first pass (each group's tiles stream twice)
     compensated: bool = False       # a float32 sum kept as (sum, rounding errors) (sfpu_reduce.compensated)
+    # a reduction and the elementwise that reads it (lowering/families/fused_reduce.py): the last pass is `post` run
+    # over every row step of every tile, one output tile per input tile; `pass2` a second level of reductions before
+    # it (results broadcast like pass1's); no accumulator of this plan's own
+    fused: bool = False
+    pass2: ReducePass | None = None
+    # a group's tiles stay in the input CBs for all its passes (the reader sends them once, the unpacker re-reads
+    # them and pops them after the last pass): fused reductions whose group fits the CBs
+    resident: bool = False
+    # per input stream of a fused reduction: the passes that read it (bit p: pass p); a Dst-unpacked (fp32) stream
+    # is unpacked in those only (empty: every stream in every pass)
+    pass_inputs: tuple[int, ...] = ()
 
     @property
     def passes(self) -> int:
-        return 1 if self.pass1 is None else 2
+        return 1 + (self.pass1 is not None) + (self.pass2 is not None)
 
     @property
     def n_out(self) -> int:
@@ -144,6 +155,19 @@ class ReducePlan:
 
     def out_datum(self, j: int) -> int:
         return reduce_out_datum(self.lanes, j, self.steps)
+
+    @property
+    def sends(self) -> int:
+        """How many times the reader sends each tile: once per pass, or once for a resident group."""
+        return 1 if self.resident else self.passes
+
+    def reads_in_flight(self, modes: list[str]) -> bool:
+        """Whether the reader keeps reads in flight (templates/reader.c.j2): every input one NoC read per tile
+        ("red contiguous", "red k run"), each tile sent once, and a resident group leaving READ_AHEAD slots of each
+        CB for the next group's reads (else the reader could wait for a slot the group holds while the group's last
+        tile is still in flight)."""
+        fits = self.pass1 is None or self.tiles_per_group <= CB_DEPTH - READ_AHEAD
+        return self.sends == 1 and fits and all(m in ("red contiguous", "red k run") for m in modes)
 
 
 def reduce_out_datum(lanes: int, j: int, steps: int = 32) -> int:

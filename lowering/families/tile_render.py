@@ -15,8 +15,8 @@ from tt_backend.lowering.codegen.l1 import STAGING_BYTES
 from tt_backend.lowering.codegen.replay import REPLAY_WORDS, replay_issue
 from tt_backend.lowering.codegen.sfpu_codegen import MAX_SLOTS, SETUP
 from tt_backend.lowering.families.mover_cost import NOC_BYTES_PER_CYCLE, reads_in_flight
-from tt_backend.lowering.families.tile_plan import (CB_DEPTH, READ_AHEAD, WRITE_AHEAD, ReducePlan, TilePlan,
-                                                    index_load_buffers, window_bytes)
+from tt_backend.lowering.families.tile_plan import (CB_DEPTH, READ_AHEAD, WRITE_AHEAD, ReducePass, ReducePlan,
+                                                    TilePlan, index_load_buffers, window_bytes)
 from tt_backend.lowering.families.tile_streams import reduce_datums, reduce_next_k, stream_ctx
 from tt_backend.lowering.placement.choice import FpuOp
 from tt_backend.lowering.plan import DTYPE_SIZE, TILE_BYTES, TILE_ELEMS
@@ -195,12 +195,17 @@ def _red_ctx(red: ReducePlan) -> dict:
         "lanes": red.lanes, "acc_slot": red.acc_slot, "steps": red.steps,
         "group_store": [hex_u32(x) for x in red.group_store],
         "post_skip": [hex_u32(x) for x in red.post_skip],
-        "pass1": None if red.pass1 is None else {   # two-pass reductions: the first pass
-            "setup": [hex_u32(x) for x in red.pass1.sfpu.setup],
-            "body": [hex_u32(x) for x in red.pass1.sfpu.body],
-            "acc_init": [hex_u32(x) for x in red.pass1.acc_init],
-            "finish": [hex_u32(x) for x in red.pass1.finish],
-            "group_store": [hex_u32(x) for x in red.pass1.group_store], "slot": red.pass1.slot}}
+        "pass1": _pass_ctx(red.pass1),   # two-pass reductions: the first pass
+        "pass2": _pass_ctx(red.pass2),   # a fused reduction's second level (fused_reduce.py)
+        "fused": red.fused, "resident": red.resident}
+
+
+def _pass_ctx(p: ReducePass | None) -> dict | None:
+    """An earlier pass of a multi-pass reduction (tile_plan.ReducePass) as C literals."""
+    return None if p is None else {
+        "setup": [hex_u32(x) for x in p.sfpu.setup], "body": [hex_u32(x) for x in p.sfpu.body],
+        "acc_init": [hex_u32(x) for x in p.acc_init], "finish": [hex_u32(x) for x in p.finish],
+        "group_store": [hex_u32(x) for x in p.group_store], "slot": p.slot}
 
 
 # Two Dst groups in flight (issue #10 item 3): the three threads alternate tile by tile between the slots the plan
@@ -348,7 +353,7 @@ def render_tile_kernel(plan: TilePlan, generator: str, red: ReducePlan | None = 
         # them, a head broadcast: mover_cost.reads_in_flight)
         "in_flight": bool(plan.inputs) and (reads_in_flight([(s["mode"], s["fmt"], s["runs"]) for s in inputs])
                                             if red is None else
-                                            red.pass1 is None and all(s["mode"] == "red contiguous" for s in inputs)),
+                                            red.reads_in_flight([s["mode"] for s in inputs])),
         "tile_decl": "tile_begin = tt_arg(ARG_TILE_BEGIN), tile_end = tt_arg(ARG_TILE_END)",
     }
     # SFPU body issue: a body of <= 32 words is recorded once in the replay buffer and each tile's 32 row steps are
@@ -362,7 +367,8 @@ def render_tile_kernel(plan: TilePlan, generator: str, red: ReducePlan | None = 
         ctx["out_slot"] = red.post.out_slot
     # a reduction's writer reads only its outputs' datums (ReducePlan.out_datum): the packer packs the faces that
     # hold them
-    ctx["out_faces"] = TILE_FACES if red is None else max(red.out_datum(j) for j in range(red.cells)) // FACE_DATUMS + 1
+    ctx["out_faces"] = TILE_FACES if red is None or red.fused else \
+        max(red.out_datum(j) for j in range(red.cells)) // FACE_DATUMS + 1
     if fpu_ops:   # FPU placement: operands to SrcA/SrcB, unpacker 0 reconfigured per input (so always "mixed")
         ctx["w"] = w | fpu_words()
         ctx.update(fpu=fpu_ctx(plan, fpu_ops), mixed=True,
@@ -370,6 +376,10 @@ def render_tile_kernel(plan: TilePlan, generator: str, red: ReducePlan | None = 
     else:
         ctx["fpu"] = []
     ctx["setup_once"] = input_roles(plan, inputs, dst_inputs, ctx["in_flight"], red)
+    every = (1 << red.passes) - 1 if red is not None else 0
+    for s in inputs:       # a fused reduction's fp32 stream not read by every pass (bf16 ones: the ELWADDs take them)
+        mask = red.pass_inputs[s["j"]] if red is not None and red.pass_inputs else every
+        s["pass_mask"] = mask if s["fmt"] == "fp32" and mask != every else 0
     ctx["any_fpu"] = bool(fpu_ops) or any(s["fmt"] == "bf16" and s["dst"] for s in inputs)
     # FPU ops beside Dst inputs that are all unpacked straight to Dst: the SFPU setup (which reads only Dst inputs,
     # uniform values hoisted out of the row loop) is issued before the FPU ops, once those inputs are in, and runs

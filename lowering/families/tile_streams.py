@@ -28,10 +28,13 @@ def stream_ctx(plan: TilePlan, s: Stream, j: int | None, red: ReducePlan | None 
     else:
         mode = "gather" if j is not None else "scatter"
     if red is not None:   # reduction layout (tile_plan.ReducePlan): the reader walks (output, reduce index) per datum
-        if j is None: mode = "red scatter"
+        if j is None and red.fused:   # one output tile per input tile (fused_reduce.py): a run, or per datum
+            mode = "red tile" if s.contiguous else "red out"
+        elif j is None: mode = "red scatter"
         elif j == red.mask_input: mode = "red mask"
         elif s.value is not None: mode = "red computed"
         elif s.contiguous: mode = "red contiguous"   # lowering/families/sfpu_reduce.py: 32 lanes, a tile is a run of the buffer
+        elif red.fused and k_run(s, red): mode = "red k run"
         else: mode = "red gather"
     elif s.value is not None:
         mode = "computed"
@@ -48,7 +51,8 @@ def stream_ctx(plan: TilePlan, s: Stream, j: int | None, red: ReducePlan | None 
     if nest is not None:
         mode = f"{mode} nested"
     name = f"in{j}" if j is not None else "out"
-    if mode in ("gather", "scatter", "red gather", "red affine", "red gather nested", "red scatter", *RUN_MODES) and f"stage_{name}" not in plan.l1:
+    if mode in ("gather", "scatter", "red gather", "red affine", "red gather nested", "red scatter", "red out",
+                *RUN_MODES) and f"stage_{name}" not in plan.l1:
         raise ValueError(f"{plan.name}: stream {name} is gathered but has no staging window (run allocate_l1)")
     return {
         "j": j, "buf": s.buf, "dtype": s.dtype, "fmt": fmt, "esz": esz, "mode": mode,
@@ -313,6 +317,20 @@ def carry_chain(counters: list[tuple[str, int, int]], acc: str | None) -> str:
         return f"if (++{q} == {size}u) {{ {q} = 0;{' ' + inner if inner else ''} }}"
     return (f"if (++{q} < {size}u) {acc} += {_u32(c)}; "
             f"else {{ {q} = 0; {acc} -= {_u32(c * (size - 1))};{' ' + inner if inner else ''} }}")
+
+
+def k_run(s: Stream, red: ReducePlan) -> bool:
+    """Whether s reads element k of its buffer at (o, k) (a gamma beside rows of x), so that with 32 lanes a tile's
+    1024 consecutive k are one run of the buffer, the same for every output: one NoC read ("red k run", 64-byte
+    aligned as every tile's first k is)."""
+    n_out, c = len(red.out_sizes), s.coef
+    if red.lanes != 32 or c is None or s.valid is not None or s.value is not None or s.dtype not in TILE_NATIVE:
+        return False
+    stride, chained = 1, True
+    for coef, size in reversed(list(zip(c[n_out:-1], red.red_sizes))):
+        chained &= coef == stride or size == 1
+        stride *= size
+    return chained and c[-1] == 0 and all(x == 0 or size == 1 for x, size in zip(c[:n_out], red.out_sizes))
 
 
 def reduce_next_k(plan: TilePlan, red: ReducePlan) -> str:

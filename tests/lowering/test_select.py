@@ -27,9 +27,11 @@ def family(name: str, *offers: tuple, matches: bool = True, refuse: str | None =
 
 
 def pick(monkeypatch, *families: Family):
-    """The selector's rule over fake families (no AST: no broadcast reduction to hoist, tests/lowering/test_staged.py)."""
+    """The selector's rule over fake families (no AST: no broadcast reduction to hoist, tests/lowering/test_staged.py,
+    no fused reduction, tests/e2e/test_fused_reduce.py)."""
     monkeypatch.setattr(select, "REGISTRY", families)
     monkeypatch.setattr(select, "hoisted", lambda kernel, one_pass: None)
+    monkeypatch.setattr(select, "fused", lambda kernel: None)
     return select.select(Kernel(None, "k"))
 
 

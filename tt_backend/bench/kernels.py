@@ -20,7 +20,8 @@ the streamed run's bit for bit (and ttsim's, with --ttsim).
 Rows: bf16 matmul (M = K = N = 512) on the FPU at HiFi2 and HiFi4 (planned directly with that fidelity: the selector
 would pick HiFi3 for HiFi4's error), a bf16 256^3 matmul through tinygrad at TT_ERR_BUDGET=1e-2 and
 TT_BUDGET_SAMPLED=1 (the selector's fidelity; without the opt-in a matmul stays on the SFPU, docs/placement.md §3),
-RMSNorm-2048 (bf16 x, fp32 gamma, TT_ERR_BUDGET=1e-2: x*gamma on the FPU), the README demo expression at 512x512 and
+RMSNorm-2048 (bf16 x, fp32 gamma, TT_ERR_BUDGET=1e-2: x*gamma on the FPU; `rmsnorm-fused` the same program under
+PCONTIG=2, one kernel: lowering/families/fused_reduce.py), the README demo expression at 512x512 and
 an fp32 elementwise a*b+a at 2048x2048; `grid`: the same a*b+a planned directly (macro-free, so that the same ELFs
 run on ttsim) and launched split over 1, 8 and 64 cores (the split forced, not the launch model's choice), with each
 run's speed-up over one core and host wall time (DRAM-bound at 64 cores); `demo-grid`: the demo expression likewise
@@ -114,6 +115,10 @@ class ProgramRow:
 
 _SAVE = "\nimport numpy as _np, os as _os; _np.save(_os.environ['BENCH_OUT'], out.numpy())\n"
 _RAND = "import numpy as np\nfrom tinygrad import Tensor, dtypes\nrng = np.random.default_rng(0)\n"
+_RMSNORM = (_RAND + "xb = (rng.standard_normal({n}).astype(np.float32).view(np.uint32) & 0xFFFF0000)"
+            ".view(np.float32)\nx = Tensor(xb.tolist(), dtype=dtypes.bfloat16).realize()\n"
+            "w = Tensor(rng.standard_normal({n}).astype(np.float32)).realize()\n"
+            "xf = x.float()\nout = (xf * (xf.square().mean(-1, keepdim=True) + 1e-5).rsqrt() * w).realize()")
 ROWS = {
     "matmul-hifi2": MatmulRow(512, "HiFi2"),
     "matmul-hifi4": MatmulRow(512, "HiFi4"),
@@ -121,12 +126,9 @@ ROWS = {
         "a = Tensor(rng.standard_normal(({n}, {n})).astype(np.float32), dtype=dtypes.bfloat16).realize()\n"
         "b = Tensor(rng.standard_normal(({n}, {n})).astype(np.float32), dtype=dtypes.bfloat16).realize()\n"
         "out = (a @ b).realize()"), {"TT_ERR_BUDGET": "1e-2", "TT_BUDGET_SAMPLED": "1"}),
-    "rmsnorm": ProgramRow(2048, _RAND + (
-        "xb = (rng.standard_normal({n}).astype(np.float32).view(np.uint32) & 0xFFFF0000).view(np.float32)\n"
-        "x = Tensor(xb.tolist(), dtype=dtypes.bfloat16).realize()\n"
-        "w = Tensor(rng.standard_normal({n}).astype(np.float32)).realize()\n"
-        "xf = x.float()\nout = (xf * (xf.square().mean(-1, keepdim=True) + 1e-5).rsqrt() * w).realize()"),
-        {"TT_ERR_BUDGET": "1e-2"}),
+    "rmsnorm": ProgramRow(2048, _RMSNORM, {"TT_ERR_BUDGET": "1e-2"}),
+    # the same program with tinygrad's partial-contiguous fusion: one kernel r_2048_2048 (fused_reduce.py)
+    "rmsnorm-fused": ProgramRow(2048, _RMSNORM, {"TT_ERR_BUDGET": "1e-2", "PCONTIG": "2"}),
     "demo": ProgramRow(512, _RAND + (
         "a = Tensor(rng.standard_normal(({n}, {n})).astype(np.float32)).realize()\n"
         "b = Tensor(rng.uniform(0.5, 2, ({n}, {n})).astype(np.float32)).realize()\n"

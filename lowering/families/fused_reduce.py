@@ -1,0 +1,249 @@
+"""The fused reduction family: reductions and the elementwise that reads them, over the reductions' own elements, in
+one launch.
+
+With PCONTIG=2 tinygrad fuses a normalization into one kernel: RMSNorm-2048 is r_2048_2048, out[n] = x[n] *
+rsqrt(mean_k(x[k]^2) + eps) * w[n], a REDUCE over k whose finished value an elementwise over n reads, n and k running
+over the same elements. A row norm (x of shape (R, N) normalized over its last axis) is the same per row r; a layer
+norm and a row softmax have two levels of reductions (mean, then the variance reading it; max, then the sum of
+exp(x - max)) before their elementwise. The one-pass families refuse such a kernel (a value after the reduction reads
+an input per reduce index) and the staged family would run it as two or three launches through a DRAM scratch.
+
+Here the kernel is lowered with each such output range read as the reduce range (frontend.lower_ast `fuse`): its
+loads at (r, n) are the reduction's at (r, k), one stream each, and the kernel is one pass structure over the
+reductions' (output, k) space in the SFPU reduction's 32-lane layout (tile_plan.ReducePlan: a tile is 1024 consecutive
+k of one output; sfpu_reduce.py's readers):
+  * level 1: the reductions that read no other fold each row step into their accumulators; after a group's last tile
+    the lane combine and lane_broadcast leave each result in every lane and row step of a Dst slot after the inputs
+    (sfpu_reduce.plan_two_pass's first pass);
+  * level 2 (optional): the reductions that read level 1's results, likewise into the next slots;
+  * the elementwise: the kernel's value with each reduction read from its slot, run over the 32 row steps of every
+    tile of the group once more, one output tile packed per input tile. The writer writes it as one run where the
+    output is contiguous over (output, k) in 16-byte multiples ("red tile"), else element by element through the
+    output index ("red out").
+The reader sends each group's tiles once per pass (RED_PASSES = levels + 1). The reductions' sums are in Dst between
+passes, never in DRAM, and there is no second launch.
+
+Refused (UnsupportedOp, the staged family then splits the kernel as before): several STOREs, an output range the
+reductions do not depend on that is not one reduce range of the same size (a norm over several axes), a reduction
+reading a level-2 result (three levels), reductions over different ranges, more than 3 reductions per level, programs
+beyond the 8 Dst slots.
+
+Candidate: one, priced by its launch (FusedReducePlan.launch_cycles), acceptable under any budget (the SFPU float32
+reductions and elementwise); `select.select` takes it before the staged hoists when it plans.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+from tinygrad.uop.ops import Ops, UOp
+
+from tt_backend.chip.errors import UnsupportedOp
+from tt_backend.lowering.codegen.sfpu_codegen import MAX_SLOTS, compile_sfpu
+from tt_backend.lowering.dag import VNode
+from tt_backend.lowering.families.family import Candidate, Family, Kernel, choose
+from tt_backend.lowering.families.mover_cost import tile_write_cycles
+from tt_backend.lowering.families.sfpu_reduce import (ACC, ACCS, IDENTITY, SfpuReducePlan, bulk_read, compensated,
+                                                      dedupe_streams, extract, finish_words, init_words,
+                                                      launch_price, pass_program, reduce_deps, reduce_shape,
+                                                      streams_unpack_cycles, zero_preserving)
+from tt_backend.lowering.families.staged import top_reductions
+from tt_backend.lowering.families.tile_plan import CB_DEPTH, ReducePass, ReducePlan, allocate_l1
+from tt_backend.lowering.families.tile_render import render_tile_kernel
+from tt_backend.lowering.families.tile_streams import stream_ctx
+from tt_backend.lowering.frontend import LoweredKernel, free_ranges, lower_ast, output_ranges
+from tt_backend.lowering.index import IndexExpr
+from tt_backend.lowering.placement.cost import pack_cycles, sfpu_program_cycles
+from tt_backend.lowering.rewrite import keep_uniform_reciprocals
+from tt_backend.lowering.plan import DTYPE_SIZE, TILE_ELEMS, TILE_NATIVE, Plan, Stream
+
+NAME = "fused_reduce"
+GENERATOR = "lowering/families/fused_reduce.py"
+LANES = STEPS = 32          # one output per tile group, a tile = 1024 consecutive k (the only layout planned here)
+WRITE_ALIGN = 16            # a bulk write needs slot and DRAM address congruent mod 16 (writer.c.j2)
+RECIPROCAL_ROUNDING = 2.0 ** -23   # x * (1/r) rounded twice against x / r once: within an ulp, relative 2^-23
+
+
+@dataclass
+class FusedReducePlan(SfpuReducePlan):
+    """An SfpuReducePlan whose ReducePlan is `fused`: earlier passes reduce, the last one writes a tile per tile."""
+
+    @property
+    def n_out_tiles(self) -> int:
+        return self.reduce.groups * self.reduce.tiles_per_group
+
+    def compute_cycles(self) -> dict:
+        return fused_cycles(self)
+
+    def sfpu_words(self) -> list[int]:
+        p2 = self.reduce.pass2
+        return super().sfpu_words() + ([] if p2 is None else p2.sfpu.setup + p2.sfpu.body + p2.acc_init + p2.finish)
+
+    def render(self) -> dict[str, str]:
+        return render_tile_kernel(self, GENERATOR, red=self.reduce)
+
+    def write_cycles(self) -> float:
+        """Per input tile: one output tile per tile of the last pass."""
+        c = stream_ctx(self, self.output, None, self.reduce)
+        mode = "contiguous" if c["mode"] == "red tile" else "scatter"
+        valid = self.reduce.n_red / (self.reduce.tiles_per_group * TILE_ELEMS)
+        return tile_write_cycles(mode, self.output.tile_format, valid=valid) / self.reduce.passes
+
+    def out_bytes(self) -> int:
+        return self.reduce.n_out * self.reduce.n_red * DTYPE_SIZE[self.output.dtype]
+
+
+def fused_cycles(plan: FusedReducePlan) -> dict:
+    """The compute's cycles per input tile (as sfpu_reduce.reduce_cycles): the streams' unpack and each pass's SFPU
+    program averaged over the passes, the packs of the last pass's tiles; per group the accumulators' init and
+    finish of the earlier passes."""
+    rp = plan.reduce
+    unpack, fpu = streams_unpack_cycles(plan.inputs)
+    levels = [p for p in (rp.pass1, rp.pass2) if p is not None]
+    progs = [p.sfpu for p in levels] + [rp.post]
+    sfpu = sum(sfpu_program_cycles(len(p.setup), len(p.body) + p.body_stalls) for p in progs) / rp.passes
+    pack = pack_cycles(plan.output.tile_format) / rp.passes
+    group = sum(len(p.acc_init) + len(p.finish) for p in levels)
+    per_tile = unpack + fpu + sfpu + pack
+    return {"unpack": unpack, "fpu": fpu, "sfpu": sfpu, "pack": pack, "total": per_tile, "tiles": plan.n_tiles,
+            "groups": rp.groups, "per_group": group, "kernel": plan.n_tiles * per_tile + rp.groups * group}
+
+
+# ------------------------------------------------------------------------------------------------ the match
+
+def fused_ranges(sink: UOp) -> dict[int, int] | None:
+    """{output range id: reduce range id} when the kernel is one STORE of a value over its reductions' (output, k)
+    space: the reductions' values depend on all output ranges but one, n, and they reduce over one range k of n's
+    size (the first reduction's; the frontend aliases the others' onto it). None otherwise."""
+    stores = [u for u in sink.toposort() if u.op is Ops.STORE]
+    if len(stores) != 1: return None
+    tops = top_reductions(stores[0].src[1])
+    reds = [u for u in sink.toposort() if u.op is Ops.REDUCE]
+    if not tops or len(reds[0].src) != 2: return None
+    memo: dict[UOp, frozenset] = {}
+    shared = frozenset().union(*(free_ranges(r, memo) for r in tops))
+    rest = output_ranges(sink) - shared
+    k = reds[0].src[1]
+    if len(rest) != 1 or k.op is not Ops.RANGE: return None
+    n = next(iter(rest))
+    return {n.arg[0]: k.arg[0]} if int(n.src[0].arg) == int(k.src[0].arg) else None
+
+
+def match(kernel: Kernel) -> LoweredKernel | None:
+    return kernel.shared(_lowered) if fused_ranges(kernel.sink) is not None else None
+
+
+def _lowered(kernel: Kernel) -> LoweredKernel:
+    return lower_ast(kernel.sink, kernel.name, fuse=fused_ranges(kernel.sink))
+
+
+# ------------------------------------------------------------------------------------------------ the plan
+
+def plan_fused(lk: LoweredKernel, budget: float | None = None) -> FusedReducePlan:
+    """The fused plan of a kernel lowered over its reductions' (output, k) space (module docstring), for the relative
+    error budget `budget` (None: float32-faithful)."""
+    lk = dedupe_streams(lk)
+    dag = lk.dag
+    reds = [n for n in dag.nodes if n.op == "REDUCE"]
+    deps = {r.id: reduce_deps(dag, r) for r in reds}
+    level1 = [r for r in reds if not deps[r.id]]
+    ids1 = {r.id for r in level1}
+    level2 = [r for r in reds if deps[r.id]]
+    if any(not deps[r.id] <= ids1 for r in level2):
+        raise UnsupportedOp(f"{lk.name}: a reduction reading a reduction that reads another one (three levels) is "
+                            "not fused (the staged family splits the kernel)")
+    if len(level1) > len(ACCS) or len(level2) > len(ACCS):
+        raise UnsupportedOp(f"{lk.name}: more than {len(ACCS)} reductions in one level of a fused reduction")
+    _, n_out_r, out_sizes, red_sizes = reduce_shape(lk, reds, "the elementwise")
+    n_red = math.prod(red_sizes)
+    streams = [replace(s, contiguous=bulk_read(s, LANES, n_red)) for s in map(lk.stream, lk.inputs)]
+    k_dep = [any(r >= n_out_r for r in s.ranges) for s in lk.inputs]
+
+    # pads (k >= K in a group's last tile): as plan_two_pass; the elementwise computes them and the writer skips them
+    has_pads = n_red % TILE_ELEMS != 0
+    pad_clamp = any(r.arg[0] == "MAX" for r in reds)
+    padded = {j for j, d in enumerate(k_dep) if d}
+    probe = {r.id: VNode(-1, "LOAD", r.dtype, (), 1 << 20) for r in level1}
+    pres = [extract(dag, r.srcs[0], {} if r in level1 else probe) for r in level1 + level2]
+    masked = [has_pads and r.arg[0] != "MAX" and (pad_clamp or r.arg[0] != "ADD" or not zero_preserving(pre, padded))
+              for r, pre in zip(level1 + level2, pres)]
+    mask_input = None
+    if any(masked):
+        mask_input = len(streams)
+        streams.append(Stream(lk.buf_index(lk.output.slot), "bool", IndexExpr.const(0)))
+        k_dep.append(True)
+    n = len(streams)
+    slot1, slot2 = n, n + len(level1)             # level 1's results, then level 2's, each broadcast
+    n_in = slot2 + len(level2)
+    leaf1 = {r.id: VNode(-1, "LOAD", r.dtype, (), slot1 + i) for i, r in enumerate(level1)}
+    leaf2 = {r.id: VNode(-1, "LOAD", r.dtype, (), slot2 + i) for i, r in enumerate(level2)}
+    pres = [extract(dag, r.srcs[0], {} if r in level1 else leaf1) for r in level1 + level2]
+    for r, pre, m in zip(level1 + level2, pres, masked):
+        if m:
+            ld = pre.add("LOAD", "bool", (), mask_input)
+            ident = pre.add("CONST", r.dtype, (), IDENTITY[(r.arg[0], r.dtype)])
+            pre.out = pre.add("WHERE", r.dtype, (ld, pre.out, ident))
+    if n_in + 1 > MAX_SLOTS:
+        raise UnsupportedOp(f"{lk.name}: {n} input streams and {len(reds)} reductions do not fit the {MAX_SLOTS} Dst "
+                            "slots of a fused reduction")
+    post = extract(dag, dag.out, leaf1 | leaf2)
+    # each group is one output, so its results fill their slots: what the elementwise computes from them alone
+    # (RMSNorm's rsqrt(mean + eps)) is hoisted into its setup, once per tile instead of per row step; under an error
+    # budget that allows one more rounding, x * (1/r) stays a product (rewrite.keep_uniform_reciprocals: the
+    # reciprocal hoisted too) instead of the correctly rounded quotient per element
+    uniform = frozenset(range(slot1, n_in))
+    if budget is not None and budget >= RECIPROCAL_ROUNDING:
+        post = keep_uniform_reciprocals(post, uniform)
+    post_prog = compile_sfpu(post, n_in, dag.nodes[dag.out].dtype, uniform=uniform)
+    if post_prog.dst_slots > MAX_SLOTS:
+        raise UnsupportedOp(f"{lk.name}: the fused elementwise needs more than {MAX_SLOTS} Dst slots")
+
+    def level(group: list[VNode], group_pres: list, n_in_level: int, slot: int) -> ReducePass:
+        ops = [(r.arg[0], r.dtype) for r in group]
+        comp = compensated(*ops[0], group_pres[0], len(group))
+        prog = pass_program(lk.name, group, group_pres, n_in_level, comp)
+        return ReducePass(op="+".join(o for o, _ in ops), sfpu=prog, acc_init=init_words(ops, comp),
+                          finish=finish_words(ops, LANES, slot, broadcast=True, comp=comp), slot=slot,
+                          n_acc=len(group))
+
+    pass1 = level(level1, pres[:len(level1)], n, slot1)
+    pass2 = level(level2, pres[len(level1):], slot2, slot2) if level2 else None
+    rp = ReducePlan(op=pass1.op, dtype=level1[0].dtype, out_sizes=out_sizes, red_sizes=red_sizes, lanes=LANES,
+                    acc_reg=ACC, acc_init=[], finish=[], acc_slot=slot1, post=post_prog, k_dep=k_dep,
+                    mask_input=mask_input, pad_clamp=pad_clamp, n_acc=0, steps=STEPS, pass1=pass1, fused=True,
+                    pass2=pass2)
+    rp.resident = rp.tiles_per_group <= CB_DEPTH
+    passes = [dags for dags in (pres[:len(level1)], pres[len(level1):], [post]) if dags]
+    rp.pass_inputs = tuple(sum(1 << p for p, dags in enumerate(passes) if any(reads(g, j) for g in dags))
+                           for j in range(n))
+    out = lk.stream(lk.output)
+    bulk = out.contiguous and out.dtype in TILE_NATIVE and (n_red * DTYPE_SIZE[out.dtype]) % WRITE_ALIGN == 0
+    return FusedReducePlan(name=lk.name, ranges=lk.ranges, buffers=lk.buffers, inputs=streams,
+                           output=replace(out, contiguous=bulk), sfpu=post_prog, ops=lk.ops, reduce=rp)
+
+
+def reads(dag, j: int) -> bool:
+    return any(nd.op == "LOAD" and nd.arg == j for nd in dag.nodes)
+
+
+# ------------------------------------------------------------------------------------------------ the family
+
+def candidates(kernel: Kernel, lk: LoweredKernel) -> list[Candidate]:
+    """The fused plan, priced by its launch (sfpu_reduce.launch_price), acceptable under any budget."""
+    plan = plan_fused(lk, kernel.budget)
+    return [Candidate(NAME, "SFPU fp32", launch_price(plan), None, True,
+                      lambda: allocate_l1(plan, resident_windows=True))]
+
+
+FAMILY = Family(NAME, match, candidates)
+
+
+def fused(kernel: Kernel) -> Plan | None:
+    """The kernel's fused plan (one launch), or None when it is not of the fused shape or this family refuses it (the
+    selector's other families and the staged cuts then take it)."""
+    if fused_ranges(kernel.sink) is None:
+        return None
+    try:
+        return choose(kernel, (FAMILY,))
+    except UnsupportedOp:
+        return None

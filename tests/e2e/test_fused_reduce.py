@@ -1,0 +1,125 @@
+"""Fused reductions (lowering/families/fused_reduce.py): with PCONTIG=2 tinygrad fuses a normalization into one kernel,
+a reduction and the elementwise over the same elements (RMSNorm, a layer norm's two levels, a row softmax's two
+levels), which runs as one launch: each group's tiles are reduced level by level, the results broadcast in Dst, then
+the elementwise packs one output tile per input tile.
+
+Each case checks that tinygrad's schedule has one kernel of that shape, that it is planned as one fused launch, and its
+result against float64 numpy on x as the device holds it (bf16 x rounded first). Tolerances: every level is a float32
+sum in lanes (error about sqrt(K) ulps of the sum) and the elementwise a few SFPU roundings on top: rtol 2e-5 of the
+largest |value|; ttsim runs the same ELFs and must give the emulator's bits.
+"""
+import numpy as np
+import pytest
+from tinygrad import Tensor, dtypes
+from tinygrad.helpers import Context
+from tinygrad.uop.ops import Ops
+
+from tt_backend.lowering.families.fused_reduce import FusedReducePlan
+from tt_backend.lowering.families.staged import StagedPlan
+from tt_backend.lowering.select import lower
+
+pytestmark = [pytest.mark.needs_cc, pytest.mark.usefixtures("serial_compile")]
+rng = np.random.default_rng(10)
+EPS = 1e-5
+
+
+def rms(x, w, b): return x * (x.square().mean(-1, keepdim=True) + EPS).rsqrt() * w
+def layer(x, w, b): return x.layernorm(eps=EPS) * w + b
+def softmax(x, w, b): return x.softmax(-1)
+def rms_transposed(x, w, b): return rms(x, w, b).T.contiguous()    # the writer's per-element path ("red out")
+
+
+def reference(name: str, x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
+    x = x.astype(np.float64)
+    if name == "rms": return x / np.sqrt((x * x).mean(-1, keepdims=True) + EPS) * w
+    if name == "layer":
+        d = x - x.mean(-1, keepdims=True)
+        return d / np.sqrt((d * d).mean(-1, keepdims=True) + EPS) * w + b
+    if name == "rms_transposed": return reference("rms", x, w, b).T
+    e = np.exp(x - x.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+FNS = {"rms": rms, "layer": layer, "softmax": softmax, "rms_transposed": rms_transposed}
+CASES = [("rms", (2048,), "float32"), ("rms", (1000,), "bfloat16"), ("rms", (3, 700), "float32"),
+         ("rms", (3, 700), "bfloat16"), ("layer", (2048,), "float32"), ("layer", (3, 700), "bfloat16"),
+         ("softmax", (3, 700), "float32"), ("rms_transposed", (3, 700), "float32")]
+
+
+def inputs(shape, dtype):
+    x = rng.standard_normal(shape).astype(np.float32)
+    if dtype == "bfloat16":
+        x = (x.view(np.uint32) & 0xFFFF0000).view(np.float32)     # exact in bf16
+    n = shape[-1]
+    return x, rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32)
+
+
+def program(name, arrays, dtype, device):
+    x, w, b = arrays
+    xt = Tensor(x.tolist(), dtype=getattr(dtypes, dtype), device=device).realize()   # bf16: exact, x is
+    return FNS[name](xt.float(), Tensor(w, device=device), Tensor(b, device=device))
+
+
+def fused_launches(name, shape, dtype) -> int:
+    """The launches of the program's reduction kernels under PCONTIG=2 (scheduled for the CPU device, lowered for
+    TT), each of which must be a fused plan."""
+    with Context(PCONTIG=2):
+        x = Tensor.empty(*shape, dtype=getattr(dtypes, dtype), device="CPU")
+        out = FNS[name](x.float(), Tensor.empty(shape[-1], device="CPU"), Tensor.empty(shape[-1], device="CPU"))
+        sched = out.schedule_linear()
+    sinks = [c.src[0] for c in sched.src if c.op is Ops.CALL and c.src[0].op is Ops.SINK]
+    plans = [lower(k, "k") for k in sinks if any(u.op is Ops.REDUCE for u in k.toposort())]
+    assert plans and all(isinstance(p, FusedReducePlan) for p in plans), [type(p).__name__ for p in plans]
+    return sum(len(p.launches) for p in plans)
+
+
+@pytest.mark.parametrize("name,shape,dtype", CASES, ids=lambda v: "x".join(map(str, v)) if isinstance(v, tuple) else v)
+def test_fused_matches_numpy(name, shape, dtype):
+    arrays = inputs(shape, dtype)
+    # one launch per reduction kernel: tinygrad makes one such kernel (a 1-D layer norm two: the mean's, then x - mean
+    # and its variance)
+    assert fused_launches(name, shape, dtype) == (2 if name == "layer" and len(shape) == 1 else 1)
+    with Context(PCONTIG=2):
+        got = program(name, arrays, dtype, "TT").numpy()
+    ref = reference(name, *arrays)
+    np.testing.assert_allclose(got, ref, rtol=2e-5, atol=2e-5 * np.abs(ref).max())
+
+
+def test_softmax_rows_of_1024():
+    """The brief's row softmax (8 x 1024, tinygrad's r_1024_1024_1024_8_1024): one launch in reasonable time."""
+    arrays = inputs((8, 1024), "float32")
+    assert fused_launches("softmax", (8, 1024), "float32") == 1
+    with Context(PCONTIG=2):
+        got = program("softmax", arrays, "float32", "TT").numpy()
+    ref = reference("softmax", *arrays)
+    np.testing.assert_allclose(got, ref, rtol=2e-5, atol=2e-5 * np.abs(ref).max())
+
+
+def test_three_levels_are_staged():
+    """A reduction reading one that reads another (three levels before the elementwise) is refused by the fused
+    family and staged as before, with the right result."""
+    x = rng.standard_normal((3, 40)).astype(np.float32)
+    def fn(t):
+        var = (t - t.mean(-1, keepdim=True)).square().mean(-1, keepdim=True)
+        return t * (t - var).square().mean(-1, keepdim=True)
+    with Context(PCONTIG=2):
+        (sink,) = [c.src[0] for c in fn(Tensor.empty(3, 40, device="CPU")).schedule_linear().src
+                   if c.op is Ops.CALL and c.src[0].op is Ops.SINK]
+        got = fn(Tensor(x, device="TT")).numpy()
+    assert isinstance(lower(sink, "k"), StagedPlan)
+    x64 = x.astype(np.float64)
+    var = ((x64 - x64.mean(-1, keepdims=True)) ** 2).mean(-1, keepdims=True)
+    ref = x64 * ((x64 - var) ** 2).mean(-1, keepdims=True)
+    np.testing.assert_allclose(got, ref, rtol=2e-5, atol=2e-5 * np.abs(ref).max())
+
+
+@pytest.mark.ttsim
+@pytest.mark.parametrize("name,shape,dtype", [("rms", (3, 700), "bfloat16"), ("layer", (1000,), "float32"),
+                                              ("softmax", (3, 700), "float32"), ("rms_transposed", (3, 700), "float32"),
+                                              ("rms", (8, 1024), "float32")], ids=str)
+def test_fused_same_bits_on_ttsim(name, shape, dtype):
+    arrays = inputs(shape, dtype)
+    with Context(PCONTIG=2):
+        sim = program(name, arrays, dtype, "TT:ttsim").numpy()
+        emu = program(name, arrays, dtype, "TT:emu").numpy()
+    assert sim.tobytes() == emu.tobytes()
