@@ -51,8 +51,17 @@ static PyObject *configure(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* PyLong_AsLongLong where long is as wide (LP64): the same values and errors, but CPython 3.11's PyLong_AsLongLong
+ * takes its generic byte-array path for any value of two or more 30-bit digits (instruction and config words),
+ * PyLong_AsLong a short loop */
+#if LONG_MAX == LLONG_MAX
+#define as_ll(o) ((long long)PyLong_AsLong(o))
+#else
+#define as_ll(o) PyLong_AsLongLong(o)
+#endif
+
 static int get_ll(PyObject *o, const char *what, long long *out) {
-    *out = PyLong_AsLongLong(o);
+    *out = as_ll(o);
     if (*out == -1 && PyErr_Occurred()) {
         PyErr_Format(PyExc_TypeError, "sfpu_issue: %s is not an integer", what);
         return -1;
@@ -64,7 +73,7 @@ static int attr_ll(PyObject *o, PyObject *name, long long *out) {
     PyObject *v = PyObject_GetAttr(o, name);
     if (!v)
         return -1;
-    *out = PyLong_AsLongLong(v);
+    *out = as_ll(v);
     Py_DECREF(v);
     if (*out == -1 && PyErr_Occurred()) {
         PyErr_Format(PyExc_TypeError, "sfpu_issue: %U is not an integer", name);
@@ -1639,7 +1648,7 @@ static int flag_code(PyObject *fl, long long *code) {
 
 enum { O_THREADS, O_FIFO, O_READY, O_MOPOUT, O_REPLAY, O_FAST, O_LATCH, O_LBLOCK, O_CWORD, O_TM, O_REC, O_STIMING,
        O_SREC, O_TMDICT, O_DQ, O_CFG, O_CTX, O_CLOCK, O_FLAGS, O_BLOCKED, O_EVENT, O_THCFG, O_RWC, O_DST, O_WRITTEN,
-       O_FPUW, O_MEM, O_R, O_INSTR, O_N };
+       O_FPUW, O_MEM, O_R, O_INSTR, O_C0, O_C1, O_N };
 
 static PyObject *push_one(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 5) {
@@ -1720,12 +1729,8 @@ static PyObject *push_one(PyObject *self, PyObject *const *args, Py_ssize_t narg
         goto out;
     if (!PyTuple_Check(o[O_CTX]) || PyTuple_GET_SIZE(o[O_CTX]) < 1 || PyTuple_GET_ITEM(o[O_CTX], 0) != o[O_CLOCK])
         goto none;                         /* (a new cycle model: push() makes its context) */
-    PyObject *c0o = PySequence_GetItem(o[O_CFG], 0), *c1o = c0o ? PySequence_GetItem(o[O_CFG], 1) : NULL;
-    int bad_cfg = !c1o || get_ll(c0o, "cfg0", &c0) || get_ll(c1o, "cfg1", &c1);
-    Py_XSETREF(o[O_CFG], c0o ? PyTuple_Pack(2, c0o, c1o ? c1o : Py_None) : NULL);
-    Py_XDECREF(c0o);
-    Py_XDECREF(c1o);
-    if (bad_cfg || !o[O_CFG])
+    if (!(o[O_C0] = PySequence_GetItem(o[O_CFG], 0)) || !(o[O_C1] = PySequence_GetItem(o[O_CFG], 1))
+        || get_ll(o[O_C0], "cfg0", &c0) || get_ll(o[O_C1], "cfg1", &c1))
         goto out;
     if (!GET(O_FLAGS, tx, s_dq_flags))
         goto out;
@@ -1752,7 +1757,7 @@ static PyObject *push_one(PyObject *self, PyObject *const *args, Py_ssize_t narg
         goto out;
     }
     PyObject *all[16] = {o[O_CTX], word, zero, args[3], thread_o, o[O_CWORD], o[O_DQ], flo,
-                         PyTuple_GET_ITEM(o[O_CFG], 0), PyTuple_GET_ITEM(o[O_CFG], 1), thread_o,
+                         o[O_C0], o[O_C1], thread_o,
                          o[O_BLOCKED] != Py_None ? Py_True : Py_False, o[O_EVENT], args[4], lbo, mem};
     o[O_R] = sfpu_run(all, 16, 1, 1);
     Py_DECREF(flo);
