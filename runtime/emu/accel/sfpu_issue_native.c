@@ -51,17 +51,8 @@ static PyObject *configure(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
-/* PyLong_AsLongLong where long is as wide (LP64): the same values and errors, but CPython 3.11's PyLong_AsLongLong
- * takes its generic byte-array path for any value of two or more 30-bit digits (instruction and config words),
- * PyLong_AsLong a short loop */
-#if LONG_MAX == LLONG_MAX
-#define as_ll(o) ((long long)PyLong_AsLong(o))
-#else
-#define as_ll(o) PyLong_AsLongLong(o)
-#endif
-
 static int get_ll(PyObject *o, const char *what, long long *out) {
-    *out = as_ll(o);
+    *out = PyLong_AsLongLong(o);
     if (*out == -1 && PyErr_Occurred()) {
         PyErr_Format(PyExc_TypeError, "sfpu_issue: %s is not an integer", what);
         return -1;
@@ -73,7 +64,7 @@ static int attr_ll(PyObject *o, PyObject *name, long long *out) {
     PyObject *v = PyObject_GetAttr(o, name);
     if (!v)
         return -1;
-    *out = as_ll(v);
+    *out = PyLong_AsLongLong(v);
     Py_DECREF(v);
     if (*out == -1 && PyErr_Occurred()) {
         PyErr_Format(PyExc_TypeError, "sfpu_issue: %U is not an integer", name);
