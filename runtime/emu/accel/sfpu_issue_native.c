@@ -1533,12 +1533,6 @@ static PyObject *one;
  * first read (_PyObject_GetDictPtr does so once for good; the interpreter's own attribute caches then use the dict's
  * hint instead of the inline slot: the bench rows that run Python paths did not change, docs/tools.md §2), so a read
  * is one dict look-up. */
-#ifdef Py_TPFLAGS_MANAGED_DICT
-#define MANAGED_DICT Py_TPFLAGS_MANAGED_DICT
-#else
-#define MANAGED_DICT 0
-#endif
-
 /* plain_name's memo: (type, its version tag, name) seen without a class attribute of that name. A type's version tag
  * changes whenever a class in its MRO is modified (PyType_Modified), and a tag is never given to two types, so an
  * entry can neither go stale nor name a later type at a reused address (the interpreter's method cache relies on the
