@@ -361,3 +361,37 @@ def test_deferred_queue_is_the_list():
         q[n]
     with pytest.raises(ValueError):
         q.append((40, *names[40], None, 0, 0, 0, 0, 1 << 20))   # a thread the record cannot hold
+
+
+def test_deferred_queue_word_memo_collisions():
+    """The queue's word table behind its memo of recent words (sfpu_queue.c's memo_w: direct-mapped by a hash of the
+    word): words sharing a memo slot, interleaved, and more distinct words than it has slots, give back the entries
+    appended, each with its own name and fields."""
+    slot = lambda w: (w * 2654435761 & 0xFFFFFFFF) >> 22
+    same = [w for w in range(1 << 16) if slot(w) == slot(7)][:4]
+    rng = random.Random(3)
+    words = same * 5 + rng.sample(range(1 << 20, 1 << 21), 1500) + same[::-1] * 3
+    lst, q = [], sfpu_issue_native._load()[0].DeferredQueue()
+    for w in words:
+        e = (w, f"OP{w}", {"w": w}, None, 0, rng.randrange(1 << 40), 1, 2, 1)
+        lst.append(e)
+        q.append(e)
+    assert len(same) == 4 and list(q) == lst and q.words(0, len(words)) == tuple(words)
+
+
+def test_push_one_honours_class_attributes_defined_later():
+    """push_one reads the Tensix's attributes from its instance dict only while no class in its MRO defines them (a
+    memo checked against the type's version tag): a property defined on the class afterwards is read through, and
+    deleting it brings the instance's value back."""
+    class Spied(Tensix):
+        pass
+    tx = Spied(np.zeros(layout.L1_SIZE, np.uint8), strict=True)
+    w = E("SFPMAD", lreg_src_a=1, lreg_src_b=2, lreg_src_c=3, lreg_dest=4, instr_mod1=0)
+    push_one = sfpu_issue_native._load()[0].push_one
+    t = tx.push(1, w) + 1                      # (the Python path: nothing queued yet)
+    assert push_one(tx, 1, w, t, 100) is not None and len(tx.deferred) == 2
+    Spied._fast = property(lambda self: {})    # no facts for any word: push() would not take it either
+    assert tx._fast == {}                      # (a type look-up: the class has a valid version tag again, a new one)
+    assert push_one(tx, 1, w, t + 1, 100) is None and len(tx.deferred) == 2
+    del Spied._fast
+    assert push_one(tx, 1, w, t + 2, 100) is not None and len(tx.deferred) == 3

@@ -87,6 +87,27 @@ static int set_item_ll(PyObject *list, Py_ssize_t i, long long v) {
     return p ? PyList_SetItem(list, i, p) : -1;      /* (steals p) */
 }
 
+/* seq.append(v), as PyObject_CallMethodOneArg(seq, "append", v) answers it: for a type that cannot change (the
+ * FIFO records and queues are collections.deque) its append descriptor is looked up once and called (the method
+ * look-up had cost more than the append itself) */
+static PyTypeObject *append_type;
+static PyObject *append_descr;
+static PyObject *append_call(PyObject *seq, PyObject *v) {
+    PyTypeObject *tp = Py_TYPE(seq);
+    if (tp != append_type && PyType_HasFeature(tp, Py_TPFLAGS_IMMUTABLETYPE)) {
+        PyObject *d = _PyType_Lookup(tp, s_append);
+        if (d && PyCallable_Check(d)) {
+            Py_INCREF(tp);
+            Py_XSETREF(append_type, tp);
+            Py_XSETREF(append_descr, Py_NewRef(d));
+        }
+    }
+    if (tp != append_type)
+        return PyObject_CallMethodOneArg(seq, s_append, v);
+    PyObject *args[2] = {seq, v};
+    return PyObject_Vectorcall(append_descr, args, 2, NULL);
+}
+
 /* TensixFpu._upd of one RWC (r[0] the counter, r[1] its _Cr shadow); -1 where it raises (nothing changed). */
 static int upd(long long *r, long long incr, int clear, int cr, int c_to_cr, long long mask) {
     if (c_to_cr) {
@@ -522,7 +543,7 @@ static PyObject *sfpu_run(PyObject *const *args, Py_ssize_t nargs, int pushed, i
     Py_ssize_t keep = appended < depth ? appended : depth;   /* the deque keeps the newest `depth` */
     for (Py_ssize_t i = qlen - keep; i < qlen; i++) {
         PyObject *v = PyLong_FromLongLong(ring[(head + i) % depth]);
-        PyObject *r = v ? PyObject_CallMethodOneArg(q, s_append, v) : NULL;
+        PyObject *r = v ? append_call(q, v) : NULL;
         Py_XDECREF(v);
         if (!r)
             goto fail;
@@ -1252,8 +1273,8 @@ static PyObject *plain_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
                     a = o;
             }
             PyObject *a_o = PyLong_FromLongLong(a), *r = NULL, *r2 = NULL, *r3 = NULL;
-            if (a_o && (r = PyObject_CallMethodOneArg(fifo, s_append, w))
-                && (r2 = PyObject_CallMethodOneArg(fifo_t, s_append, a_o)))
+            if (a_o && (r = append_call(fifo, w))
+                && (r2 = append_call(fifo_t, a_o)))
                 r3 = call_method(tx, s_drain, &tobj, 1);
             Py_XDECREF(a_o), Py_XDECREF(r), Py_XDECREF(r2), Py_XDECREF(r3);
             if (!r3)
@@ -1299,7 +1320,7 @@ static PyObject *plain_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
         if (bad || qlen < 0 || after < 0)
             goto out;
         PyObject *left = PyLong_FromLongLong(a > clock ? a : clock);
-        PyObject *r = left ? PyObject_CallMethodOneArg(q, s_append, left) : NULL;
+        PyObject *r = left ? append_call(q, left) : NULL;
         Py_XDECREF(left);
         bad = !r;
         Py_XDECREF(r);
@@ -1313,7 +1334,7 @@ static PyObject *plain_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
         if (bad || set_item_ll(fe_l, th, a > fe ? a : fe))
             goto out;
         /* at the head of the ready queue while the Wait Gate and the handler decide */
-        r = PyObject_CallMethodOneArg(ready, s_append, w);
+        r = append_call(ready, w);
         if (!r)
             goto out;
         Py_DECREF(r);
@@ -1419,7 +1440,7 @@ static PyObject *drain_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
             int bad = !r || get_ll(pt, "fifo_t", &push_t) || list_ll(L.clock, th, &clock) || list_ll(fe_l, th, &fe);
             int after = bad ? -1 : PyObject_IsTrue(PyList_GET_ITEM(after_l, th));
             PyObject *left = after < 0 ? NULL : PyLong_FromLongLong(push_t > clock ? push_t : clock);
-            PyObject *ap = left ? PyObject_CallMethodOneArg(PyList_GET_ITEM(L.taken, th), s_append, left) : NULL;
+            PyObject *ap = left ? append_call(PyList_GET_ITEM(L.taken, th), left) : NULL;
             bad = !ap;
             if (!bad && after) {
                 fe = (fe > clock + 1 ? fe : clock + 1) + mop_penalty;
@@ -1428,7 +1449,7 @@ static PyObject *drain_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
             }
             bad = bad || set_item_ll(fe_l, th, push_t > fe ? push_t : fe);
             Py_XDECREF(pt), Py_XDECREF(left), Py_XDECREF(ap);
-            r = bad ? NULL : PyObject_CallMethodOneArg(ready, s_append, w);
+            r = bad ? NULL : append_call(ready, w);
             Py_DECREF(w);
             if (!r)
                 goto out;
@@ -1506,33 +1527,86 @@ static PyObject *flag_states[9];      /* deferral's FLAG_STATES: (lf, use), None
 static PyObject *one;
 
 /* getattr(o, name) for push_one's reads, as the generic lookup answers it but without its general steps (about
- * half of push_one's cost was PyObject_GetAttr): for a type with the generic lookup, an attribute no class in the MRO
- * defines is read from the instance's dict (not for a managed dict: on 3.11+ _PyObject_GetDictPtr would turn the
- * object's inline values into a dict for good), a __slots__ member at its offset; anything else through
- * PyObject_GetAttr. */
-#ifdef Py_TPFLAGS_MANAGED_DICT
-#define MANAGED_DICT Py_TPFLAGS_MANAGED_DICT
-#else
-#define MANAGED_DICT 0
-#endif
-static PyObject *get_attr(PyObject *o, PyObject *name) {
-    PyTypeObject *tp = Py_TYPE(o);
-    if (tp->tp_getattro == PyObject_GenericGetAttr) {
-        PyObject *d = _PyType_Lookup(tp, name);        /* (borrowed; the type's method cache answers it) */
-        if (!d) {
-            PyObject **dp = tp->tp_flags & MANAGED_DICT ? NULL : _PyObject_GetDictPtr(o);
-            PyObject *v = dp && *dp ? PyDict_GetItemWithError(*dp, name) : NULL;
-            if (v)
-                return Py_NewRef(v);
-            if (PyErr_Occurred())
-                return NULL;
-        } else if (Py_IS_TYPE(d, &PyMemberDescr_Type) && ((PyMemberDescrObject *)d)->d_member->type == T_OBJECT_EX) {
-            PyObject *v = *(PyObject **)((char *)o + ((PyMemberDescrObject *)d)->d_member->offset);
-            if (v)
-                return Py_NewRef(v);
+ * half of push_one's cost was PyObject_GetAttr, then about 300 instructions a read): an attribute no class in the
+ * MRO defines (plain_name) is read from the instance's dict, a __slots__ member at its offset; anything else through
+ * PyObject_GetAttr. A managed instance dict (Python 3.11+: the attributes kept inline) is made a real dict on the
+ * first read (_PyObject_GetDictPtr does so once for good; the interpreter's own attribute caches then use the dict's
+ * hint instead of the inline slot: the bench rows that run Python paths did not change, docs/tools.md §2), so a read
+ * is one dict look-up. */
+/* plain_name's memo: (type, its version tag, name) seen without a class attribute of that name. A type's version tag
+ * changes whenever a class in its MRO is modified (PyType_Modified), and a tag is never given to two types, so an
+ * entry can neither go stale nor name a later type at a reused address (the interpreter's method cache relies on the
+ * same). */
+#define PLAIN_MEMO 256      /* (a power of 2; push_one reads some 30 (type, name) pairs) */
+#define PLAIN_PROBES 4
+static struct { PyTypeObject *tp; unsigned int version; PyObject *name; } plain_memo[PLAIN_MEMO];
+
+/* 1 when no class in tp's MRO defines `name` (the generic lookup then reads the instance's dict), else 0 (its
+ * descriptor is the type lookup's answer: d, borrowed) */
+static int plain_name(PyTypeObject *tp, PyObject *name, PyObject **d) {
+    size_t k = (size_t)((((uintptr_t)tp ^ (uintptr_t)name) * 0x9E3779B97F4A7C15ull) >> 56), free = PLAIN_MEMO;
+    int valid = PyType_HasFeature(tp, Py_TPFLAGS_VALID_VERSION_TAG);
+    *d = NULL;
+    for (int j = 0; j < PLAIN_PROBES; j++) {           /* (probing 4 slots: pairs that hash alike keep theirs) */
+        size_t i = (k + j) % PLAIN_MEMO;
+        if (plain_memo[i].tp == tp && plain_memo[i].name == name) {
+            if (valid && plain_memo[i].version == tp->tp_version_tag)
+                return 1;
+            free = i;
+            break;
         }
+        if (free == PLAIN_MEMO && !plain_memo[i].tp)
+            free = i;
     }
-    return PyObject_GetAttr(o, name);
+    *d = _PyType_Lookup(tp, name);       /* (borrowed; it gives tp a version tag where it has none) */
+    if (*d || !PyType_HasFeature(tp, Py_TPFLAGS_VALID_VERSION_TAG))
+        return !*d;
+    if (free == PLAIN_MEMO)
+        free = k;
+    plain_memo[free].tp = tp;
+    plain_memo[free].version = tp->tp_version_tag;
+    plain_memo[free].name = name;
+    return 1;
+}
+
+/* the instance dict of o for an attribute `name` no class defines (borrowed), or NULL: not such a one, or no dict */
+static PyObject *plain_dict(PyObject *o, PyObject *name, PyObject **d) {
+    PyTypeObject *tp = Py_TYPE(o);
+    if (tp->tp_getattro != PyObject_GenericGetAttr || !plain_name(tp, name, d))
+        return NULL;
+    PyObject **dp = _PyObject_GetDictPtr(o);
+    return dp && *dp && PyDict_CheckExact(*dp) ? *dp : NULL;
+}
+
+static PyObject *get_attr(PyObject *o, PyObject *name) {
+    PyObject *d, *dict = plain_dict(o, name, &d);
+    if (dict) {
+        PyObject *v = PyDict_GetItemWithError(dict, name);
+        if (v)
+            return Py_NewRef(v);
+        if (PyErr_Occurred())
+            return NULL;
+    } else if (d && Py_IS_TYPE(d, &PyMemberDescr_Type)
+               && ((PyMemberDescrObject *)d)->d_member->type == T_OBJECT_EX) {
+        PyObject *v = *(PyObject **)((char *)o + ((PyMemberDescrObject *)d)->d_member->offset);
+        if (v)
+            return Py_NewRef(v);
+    }
+    return PyObject_GetAttr(o, name);    /* (also the AttributeError of a missing one) */
+}
+
+/* setattr(o, name, v) for push_one's writes, as get_attr reads: into the instance's dict for an attribute no class
+ * defines, a __slots__ member at its offset */
+static int set_attr(PyObject *o, PyObject *name, PyObject *v) {
+    PyObject *d = NULL, *dict = Py_TYPE(o)->tp_setattro == PyObject_GenericSetAttr ? plain_dict(o, name, &d) : NULL;
+    if (dict)
+        return PyDict_SetItem(dict, name, v);
+    if (d && Py_IS_TYPE(d, &PyMemberDescr_Type) && ((PyMemberDescrObject *)d)->d_member->type == T_OBJECT_EX
+        && !(((PyMemberDescrObject *)d)->d_member->flags & READONLY)) {
+        Py_XSETREF(*(PyObject **)((char *)o + ((PyMemberDescrObject *)d)->d_member->offset), Py_NewRef(v));
+        return 0;
+    }
+    return PyObject_SetAttr(o, name, v);
 }
 
 /* resolve_sfpu_mode (tensix_sfpu.py): SFPLOAD / SFPSTORE Mod0 0 resolved by config words 0 and 1 */
@@ -1560,7 +1634,7 @@ static int flag_code(PyObject *fl, long long *code) {
 
 enum { O_THREADS, O_FIFO, O_READY, O_MOPOUT, O_REPLAY, O_FAST, O_LATCH, O_LBLOCK, O_CWORD, O_TM, O_REC, O_STIMING,
        O_SREC, O_TMDICT, O_DQ, O_CFG, O_CTX, O_CLOCK, O_FLAGS, O_BLOCKED, O_EVENT, O_THCFG, O_RWC, O_DST, O_WRITTEN,
-       O_FPUW, O_MEM, O_R, O_INSTR, O_N };
+       O_FPUW, O_MEM, O_R, O_INSTR, O_C0, O_C1, O_N };
 
 static PyObject *push_one(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 5) {
@@ -1641,12 +1715,8 @@ static PyObject *push_one(PyObject *self, PyObject *const *args, Py_ssize_t narg
         goto out;
     if (!PyTuple_Check(o[O_CTX]) || PyTuple_GET_SIZE(o[O_CTX]) < 1 || PyTuple_GET_ITEM(o[O_CTX], 0) != o[O_CLOCK])
         goto none;                         /* (a new cycle model: push() makes its context) */
-    PyObject *c0o = PySequence_GetItem(o[O_CFG], 0), *c1o = c0o ? PySequence_GetItem(o[O_CFG], 1) : NULL;
-    int bad_cfg = !c1o || get_ll(c0o, "cfg0", &c0) || get_ll(c1o, "cfg1", &c1);
-    Py_XSETREF(o[O_CFG], c0o ? PyTuple_Pack(2, c0o, c1o ? c1o : Py_None) : NULL);
-    Py_XDECREF(c0o);
-    Py_XDECREF(c1o);
-    if (bad_cfg || !o[O_CFG])
+    if (!(o[O_C0] = PySequence_GetItem(o[O_CFG], 0)) || !(o[O_C1] = PySequence_GetItem(o[O_CFG], 1))
+        || get_ll(o[O_C0], "cfg0", &c0) || get_ll(o[O_C1], "cfg1", &c1))
         goto out;
     if (!GET(O_FLAGS, tx, s_dq_flags))
         goto out;
@@ -1673,7 +1743,7 @@ static PyObject *push_one(PyObject *self, PyObject *const *args, Py_ssize_t narg
         goto out;
     }
     PyObject *all[16] = {o[O_CTX], word, zero, args[3], thread_o, o[O_CWORD], o[O_DQ], flo,
-                         PyTuple_GET_ITEM(o[O_CFG], 0), PyTuple_GET_ITEM(o[O_CFG], 1), thread_o,
+                         o[O_C0], o[O_C1], thread_o,
                          o[O_BLOCKED] != Py_None ? Py_True : Py_False, o[O_EVENT], args[4], lbo, mem};
     o[O_R] = sfpu_run(all, 16, 1, 1);
     Py_DECREF(flo);
@@ -1686,17 +1756,17 @@ static PyObject *push_one(PyObject *self, PyObject *const *args, Py_ssize_t narg
     PyObject *r = o[O_R];
     long long t_new, fl_new;
     if (get_ll(PyTuple_GET_ITEM(r, 1), "t", &t_new) || get_ll(PyTuple_GET_ITEM(r, 3), "flags", &fl_new)
-        || fl_new < 0 || fl_new > 8 || PyObject_SetAttr(tx, s_issue_t, PyTuple_GET_ITEM(r, 2)) < 0
-        || PyObject_SetAttr(tx, s_dq_flags, flag_states[fl_new]) < 0)
+        || fl_new < 0 || fl_new > 8 || set_attr(tx, s_issue_t, PyTuple_GET_ITEM(r, 2)) < 0
+        || set_attr(tx, s_dq_flags, flag_states[fl_new]) < 0)
         goto out;
     if (is_mem) {
         PyObject *cur = PyTuple_Pack(3, thread_o, word, PyTuple_GET_ITEM(fast, 0));
-        int bad_cur = !cur || PyObject_SetAttr(tx, s_current, cur) < 0;
+        int bad_cur = !cur || set_attr(tx, s_current, cur) < 0;
         Py_XDECREF(cur);
         if (bad_cur)
             goto out;
     }
-    if (PyObject_SetAttr(thobj, s_blocked, Py_None) < 0 || !GET(O_INSTR, tx, s_instructions))
+    if (set_attr(thobj, s_blocked, Py_None) < 0 || !GET(O_INSTR, tx, s_instructions))
         goto out;
     PyObject *n = PySequence_GetItem(o[O_INSTR], th), *n1 = n ? PyNumber_Add(n, one) : NULL;
     int bad_n = !n1 || PySequence_SetItem(o[O_INSTR], th, n1) < 0;

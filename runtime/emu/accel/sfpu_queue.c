@@ -14,6 +14,8 @@
  * list(queue) against the Python path's list after every push). A word's name and decoded fields are kept once per
  * queue in its word table (a word always decodes the same). */
 
+#define WID_MEMO 1024
+
 typedef struct {
     int64_t c, cfg0, cfg1, dst_base;   /* issue cycle, config words 0 and 1, Dst base */
     uint32_t w;                        /* the instruction word */
@@ -36,8 +38,11 @@ typedef struct {
     dq_word *words;
     Py_ssize_t nw, wcap;
     PyObject *wid;                     /* dict: word -> index into `words` */
-    uint32_t last_w;                   /* the last word registered and its index (-1: none): bodies repeat words */
-    int32_t last_wid;
+    /* words registered lately and their indices + 1 (0: none; the allocation zeroes it), direct-mapped by a hash of
+     * the word: a body repeats its words, and the dict look-up was about half of an append's cost (the bench's
+     * 171-word body: 91 % hits) */
+    uint32_t memo_w[WID_MEMO];
+    int32_t memo_wid1[WID_MEMO];
 } DeferredQueue;
 
 static PyTypeObject DeferredQueue_Type;
@@ -48,8 +53,9 @@ static int dq_is_queue(PyObject *o) {
 
 /* The word table's index of word w (w_obj: it as a Python int), registering `names` for it on first sight. */
 static int32_t dq_word_id(DeferredQueue *q, PyObject *w_obj, uint32_t w, PyObject *names) {
-    if (q->last_wid >= 0 && q->last_w == w)
-        return q->last_wid;
+    size_t m = (uint32_t)(w * 2654435761u) >> 22;      /* (Fibonacci hashing: WID_MEMO is 2^10) */
+    if (q->memo_wid1[m] && q->memo_w[m] == w)
+        return q->memo_wid1[m] - 1;
     PyObject *id = PyDict_GetItemWithError(q->wid, w_obj);
     Py_ssize_t k;
     if (id) {
@@ -76,7 +82,7 @@ static int32_t dq_word_id(DeferredQueue *q, PyObject *w_obj, uint32_t w, PyObjec
         q->words[k] = (dq_word){Py_NewRef(names), 0, {0}};
         q->nw++;
     }
-    q->last_w = w, q->last_wid = (int32_t)k;
+    q->memo_w[m] = w, q->memo_wid1[m] = (int32_t)k + 1;
     return (int32_t)k;
 }
 
@@ -328,7 +334,6 @@ static PyObject *dq_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
     DeferredQueue *q = (DeferredQueue *)type->tp_alloc(type, 0);
     if (!q)
         return NULL;
-    q->last_wid = -1;
     if (!(q->wid = PyDict_New())) {
         Py_DECREF(q);
         return NULL;
