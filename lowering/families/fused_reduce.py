@@ -43,19 +43,18 @@ from tt_backend.lowering.codegen.sfpu_codegen import MAX_SLOTS, compile_sfpu
 from tt_backend.lowering.dag import VNode
 from tt_backend.lowering.families.family import Candidate, Family, Kernel, choose
 from tt_backend.lowering.families.mover_cost import tile_write_cycles
-from tt_backend.lowering.families.sfpu_reduce import (ACC, ACCS, IDENTITY, SfpuReducePlan, bulk_read, compensated,
-                                                      dedupe_streams, extract, finish_words, init_words,
-                                                      launch_price, pass_program, reduce_deps, reduce_shape,
-                                                      streams_unpack_cycles, zero_preserving)
+from tt_backend.lowering.families.sfpu_reduce import (ACC, SfpuReducePlan, bulk_read, compensated, dedupe_streams,
+                                                      extract, finish_words, init_words, launch_price, masked_pres,
+                                                      pass_program, reduce_shape, reduction_levels,
+                                                      streams_unpack_cycles)
 from tt_backend.lowering.families.staged import top_reductions
 from tt_backend.lowering.families.tile_plan import CB_DEPTH, ReducePass, ReducePlan, allocate_l1
 from tt_backend.lowering.families.tile_render import render_tile_kernel
 from tt_backend.lowering.families.tile_streams import stream_ctx
 from tt_backend.lowering.frontend import LoweredKernel, free_ranges, lower_ast, output_ranges
-from tt_backend.lowering.index import IndexExpr
 from tt_backend.lowering.placement.cost import pack_cycles, sfpu_program_cycles
 from tt_backend.lowering.rewrite import keep_uniform_reciprocals
-from tt_backend.lowering.plan import DTYPE_SIZE, TILE_ELEMS, TILE_NATIVE, Plan, Stream
+from tt_backend.lowering.plan import DTYPE_SIZE, TILE_ELEMS, TILE_NATIVE, Plan
 
 NAME = "fused_reduce"
 GENERATOR = "lowering/families/fused_reduce.py"
@@ -144,45 +143,19 @@ def plan_fused(lk: LoweredKernel, budget: float | None = None) -> FusedReducePla
     error budget `budget` (None: float32-faithful)."""
     lk = dedupe_streams(lk)
     dag = lk.dag
-    reds = [n for n in dag.nodes if n.op == "REDUCE"]
-    deps = {r.id: reduce_deps(dag, r) for r in reds}
-    level1 = [r for r in reds if not deps[r.id]]
-    ids1 = {r.id for r in level1}
-    level2 = [r for r in reds if deps[r.id]]
-    if any(not deps[r.id] <= ids1 for r in level2):
-        raise UnsupportedOp(f"{lk.name}: a reduction reading a reduction that reads another one (three levels) is "
-                            "not fused (the staged family splits the kernel)")
-    if len(level1) > len(ACCS) or len(level2) > len(ACCS):
-        raise UnsupportedOp(f"{lk.name}: more than {len(ACCS)} reductions in one level of a fused reduction")
+    reds, level1, level2 = reduction_levels(lk, "three levels) is not fused", "one level of a fused reduction")
     _, n_out_r, out_sizes, red_sizes = reduce_shape(lk, reds, "the elementwise")
     n_red = math.prod(red_sizes)
     streams = [replace(s, contiguous=bulk_read(s, LANES, n_red)) for s in map(lk.stream, lk.inputs)]
     k_dep = [any(r >= n_out_r for r in s.ranges) for s in lk.inputs]
 
     # pads (k >= K in a group's last tile): as plan_two_pass; the elementwise computes them and the writer skips them
-    has_pads = n_red % TILE_ELEMS != 0
-    pad_clamp = any(r.arg[0] == "MAX" for r in reds)
-    padded = {j for j, d in enumerate(k_dep) if d}
-    probe = {r.id: VNode(-1, "LOAD", r.dtype, (), 1 << 20) for r in level1}
-    pres = [extract(dag, r.srcs[0], {} if r in level1 else probe) for r in level1 + level2]
-    masked = [has_pads and r.arg[0] != "MAX" and (pad_clamp or r.arg[0] != "ADD" or not zero_preserving(pre, padded))
-              for r, pre in zip(level1 + level2, pres)]
-    mask_input = None
-    if any(masked):
-        mask_input = len(streams)
-        streams.append(Stream(lk.buf_index(lk.output.slot), "bool", IndexExpr.const(0)))
-        k_dep.append(True)
+    pres, leaf1, mask_input = masked_pres(lk, streams, k_dep, level1, level2, n_red % TILE_ELEMS != 0)
+    pad_clamp = any(r.arg[0] == "MAX" for r in reds)     # then pads read real elements for every stream
     n = len(streams)
     slot1, slot2 = n, n + len(level1)             # level 1's results, then level 2's, each broadcast
     n_in = slot2 + len(level2)
-    leaf1 = {r.id: VNode(-1, "LOAD", r.dtype, (), slot1 + i) for i, r in enumerate(level1)}
     leaf2 = {r.id: VNode(-1, "LOAD", r.dtype, (), slot2 + i) for i, r in enumerate(level2)}
-    pres = [extract(dag, r.srcs[0], {} if r in level1 else leaf1) for r in level1 + level2]
-    for r, pre, m in zip(level1 + level2, pres, masked):
-        if m:
-            ld = pre.add("LOAD", "bool", (), mask_input)
-            ident = pre.add("CONST", r.dtype, (), IDENTITY[(r.arg[0], r.dtype)])
-            pre.out = pre.add("WHERE", r.dtype, (ld, pre.out, ident))
     if n_in + 1 > MAX_SLOTS:
         raise UnsupportedOp(f"{lk.name}: {n} input streams and {len(reds)} reductions do not fit the {MAX_SLOTS} Dst "
                             "slots of a fused reduction")

@@ -544,6 +544,52 @@ def dedupe_streams(lk: LoweredKernel) -> LoweredKernel:
 TWO_PASS_LANES = (1, 8, 32)     # lane_broadcast needs each output's lanes to be whole 8-lane rows (or one lane)
 
 
+def reduction_levels(lk: LoweredKernel, third_level: str, per_level: str) -> tuple[list, list, list]:
+    """(the kernel's REDUCE nodes, those reading no other: level 1, those reading level 1's results: level 2).
+    Refused with UnsupportedOp, the messages completed by the caller's form: a reduction reading a level-2 one (a
+    third level), more than len(ACCS) reductions in a level."""
+    dag = lk.dag
+    reds = [n for n in dag.nodes if n.op == "REDUCE"]
+    deps = {r.id: reduce_deps(dag, r) for r in reds}
+    p1 = [r for r in reds if not deps[r.id]]
+    p2 = [r for r in reds if deps[r.id]]
+    p1_ids = {r.id for r in p1}
+    if any(not deps[r.id] <= p1_ids for r in p2):
+        raise UnsupportedOp(f"{lk.name}: a reduction reading a reduction that reads another one ({third_level} "
+                            "(the staged family splits the kernel)")
+    if len(p1) > len(ACCS) or len(p2) > len(ACCS):
+        raise UnsupportedOp(f"{lk.name}: more than {len(ACCS)} reductions in {per_level}")
+    return reds, p1, p2
+
+
+def masked_pres(lk: LoweredKernel, streams: list[Stream], k_dep: list[bool], p1: list, p2: list,
+                has_pads: bool) -> tuple[list, dict, int | None]:
+    """The pre-ops of two reduction levels (reduction_levels), level 2's reading level 1's results broadcast in the
+    Dst slots after the streams (slot len(streams) + i). Where a group's last tile has pads (`has_pads`) and a pre-op
+    is not known to give its reduction's identity there (MAX reads element 0 instead; zero_preserving ADDs read 0), a
+    validity-mask stream is appended to `streams` and `k_dep` and the pre-op becomes where(mask, pre, identity).
+    Returns (the pre-ops of p1 + p2, level 1's results as Dst leaves by reduction id, the mask's stream or None)."""
+    dag, reds = lk.dag, p1 + p2
+    pad_clamp = any(r.arg[0] == "MAX" for r in reds)
+    padded = {j for j, d in enumerate(k_dep) if d}
+    probe = {r.id: VNode(-1, "LOAD", r.dtype, (), 1 << 20) for r in p1}    # (the slots are known after the mask)
+    masked = [has_pads and r.arg[0] != "MAX" and (pad_clamp or r.arg[0] != "ADD" or not zero_preserving(pre, padded))
+              for r, pre in zip(reds, (extract(dag, r.srcs[0], {} if r in p1 else probe) for r in reds))]
+    mask_input = None
+    if any(masked):
+        mask_input = len(streams)
+        streams.append(Stream(lk.buf_index(lk.output.slot), "bool", IndexExpr.const(0)))
+        k_dep.append(True)
+    leaf1 = {r.id: VNode(-1, "LOAD", r.dtype, (), len(streams) + i) for i, r in enumerate(p1)}
+    pres = [extract(dag, r.srcs[0], {} if r in p1 else leaf1) for r in reds]
+    for r, pre, m in zip(reds, pres, masked):
+        if m:
+            ld = pre.add("LOAD", "bool", (), mask_input)
+            ident = pre.add("CONST", r.dtype, (), IDENTITY[(r.arg[0], r.dtype)])
+            pre.out = pre.add("WHERE", r.dtype, (ld, pre.out, ident))
+    return pres, leaf1, mask_input
+
+
 def plan_two_pass(lk: LoweredKernel, reds: list[VNode]) -> SfpuReducePlan:
     """Reductions where one reads another's finished value in its pre-op (x.argmax(): max, then a max over
     (x == max) * reversed index; (x - x.max()).exp().sum(); (x - x.mean()).abs().sum()): two passes over each
@@ -560,16 +606,8 @@ def plan_two_pass(lk: LoweredKernel, reds: list[VNode]) -> SfpuReducePlan:
     reductions over different ranges, and programs that need more Dst slots than there are."""
     lk = dedupe_streams(lk)
     dag = lk.dag
-    reds = [n for n in dag.nodes if n.op == "REDUCE"]
-    deps = {r.id: reduce_deps(dag, r) for r in reds}
-    p1 = [r for r in reds if not deps[r.id]]
-    p2 = [r for r in reds if deps[r.id]]
-    p1_ids = {r.id for r in p1}
-    if any(not deps[r.id] <= p1_ids for r in p2):
-        raise UnsupportedOp(f"{lk.name}: a reduction reading a reduction that reads another one (three passes over "
-                            "the data) is not a two-pass reduction (the staged family splits the kernel)")
-    if len(p1) > len(ACCS) or len(p2) > len(ACCS):
-        raise UnsupportedOp(f"{lk.name}: more than {len(ACCS)} reductions in one pass of a two-pass reduction")
+    reds, p1, p2 = reduction_levels(lk, "three passes over the data) is not a two-pass reduction",
+                                    "one pass of a two-pass reduction")
     axes, n_out_r, out_sizes, red_sizes = reduce_shape(lk, reds, "another over other elements")
     n_out, n_red = math.prod(out_sizes), math.prod(red_sizes)
     lanes, steps = choose_layout(n_out, n_red, TWO_PASS_LANES)
@@ -577,32 +615,11 @@ def plan_two_pass(lk: LoweredKernel, reds: list[VNode]) -> SfpuReducePlan:
     streams = [replace(s, contiguous=bulk_read(s, lanes, n_red)) for s in map(lk.stream, lk.inputs)]
     k_dep = [any(r >= n_out_r for r in s.ranges) for s in lk.inputs]
 
-    has_pads = n_red % (steps * lanes) != 0
-    pad_clamp = any(r.arg[0] == "MAX" for r in reds)
-    padded = {j for j, d in enumerate(k_dep) if d}
-    # P2 pre-ops read P1 value i from slot `first + i`; the slot number is fixed once the mask stream is known
-    pres1 = [extract(dag, r.srcs[0], {}) for r in p1]
-    probe = {r.id: VNode(-1, "LOAD", r.dtype, (), 1 << 20) for r in p1}
-    pres2 = [extract(dag, r.srcs[0], probe) for r in p2]
-    pres = pres1 + pres2
-    masked = [has_pads and r.arg[0] != "MAX" and (pad_clamp or r.arg[0] != "ADD" or not zero_preserving(pre, padded))
-              for r, pre in zip(p1 + p2, pres)]
-    mask_input = None
-    if any(masked):
-        mask_input = len(streams)
-        streams.append(Stream(lk.buf_index(lk.output.slot), "bool", IndexExpr.const(0)))
-        k_dep.append(True)
+    pres, leaf1, mask_input = masked_pres(lk, streams, k_dep, p1, p2, n_red % (steps * lanes) != 0)
+    pad_clamp = any(r.arg[0] == "MAX" for r in reds)     # then pads read real elements for every stream
+    pres1, pres2 = pres[:len(p1)], pres[len(p1):]
     n = len(streams)
     slot1, slot2 = n, n + len(p1)          # P1 results (broadcast), then P2 results (finish, row 0)
-    # now the real slot numbers of the P1 values in the P2 pre-ops
-    leaf1 = {r.id: VNode(-1, "LOAD", r.dtype, (), slot1 + i) for i, r in enumerate(p1)}
-    pres2 = [extract(dag, r.srcs[0], leaf1) for r in p2]
-    pres = pres1 + pres2
-    for r, pre, m in zip(p1 + p2, pres, masked):
-        if m:
-            ld = pre.add("LOAD", "bool", (), mask_input)
-            ident = pre.add("CONST", r.dtype, (), IDENTITY[(r.arg[0], r.dtype)])
-            pre.out = pre.add("WHERE", r.dtype, (ld, pre.out, ident))
     if slot2 + len(p2) + 1 > MAX_SLOTS:
         raise UnsupportedOp(f"{lk.name}: {n} input streams and {len(reds)} reductions in two passes do not fit the "
                             f"{MAX_SLOTS} Dst slots")
