@@ -20,8 +20,9 @@ k of one output; sfpu_reduce.py's readers):
     tile of the group once more, one output tile packed per input tile. The writer writes it as one run where the
     output is contiguous over (output, k) in 16-byte multiples ("red tile"), else element by element through the
     output index ("red out").
-The reader sends each group's tiles once per pass (RED_PASSES = levels + 1). The reductions' sums are in Dst between
-passes, never in DRAM, and there is no second launch.
+A group of at most CB_DEPTH tiles (`resident`) is read from DRAM once and stays in its CBs for every pass (each
+stream waited for only in the passes that read it); a longer group is sent once per pass (RED_PASSES = levels + 1).
+The reductions' sums are in Dst between passes, never in DRAM, and there is no second launch.
 
 Refused (UnsupportedOp, the staged family then splits the kernel as before): several STOREs, an output range the
 reductions do not depend on that is not one reduce range of the same size (a norm over several axes), a reduction
@@ -29,7 +30,8 @@ reading a level-2 result (three levels), reductions over different ranges, more 
 beyond the 8 Dst slots.
 
 Candidate: one, priced by its launch (FusedReducePlan.launch_cycles), acceptable under any budget (the SFPU float32
-reductions and elementwise); `select.select` takes it before the staged hoists when it plans.
+reductions and elementwise); `select.select` takes it unless the launch model prices the staged hoist's launches
+lower.
 """
 from __future__ import annotations
 
@@ -66,10 +68,6 @@ RECIPROCAL_ROUNDING = 2.0 ** -23   # x * (1/r) rounded twice against x / r once:
 @dataclass
 class FusedReducePlan(SfpuReducePlan):
     """An SfpuReducePlan whose ReducePlan is `fused`: earlier passes reduce, the last one writes a tile per tile."""
-
-    @property
-    def n_out_tiles(self) -> int:
-        return self.reduce.groups * self.reduce.tiles_per_group
 
     def compute_cycles(self) -> dict:
         return fused_cycles(self)
@@ -125,7 +123,9 @@ def fused_ranges(sink: UOp) -> dict[int, int] | None:
     k = reds[0].src[1]
     if len(rest) != 1 or k.op is not Ops.RANGE: return None
     n = next(iter(rest))
-    return {n.arg[0]: k.arg[0]} if int(n.src[0].arg) == int(k.src[0].arg) else None
+    if n.src[0].op is not Ops.CONST or k.src[0].op is not Ops.CONST:    # a symbolic bound: the frontend refuses it
+        return None
+    return {n.arg[0]: k.arg[0]} if n.src[0].arg == k.src[0].arg else None
 
 
 def match(kernel: Kernel) -> LoweredKernel | None:
@@ -150,8 +150,7 @@ def plan_fused(lk: LoweredKernel, budget: float | None = None) -> FusedReducePla
     k_dep = [any(r >= n_out_r for r in s.ranges) for s in lk.inputs]
 
     # pads (k >= K in a group's last tile): as plan_two_pass; the elementwise computes them and the writer skips them
-    pres, leaf1, mask_input = masked_pres(lk, streams, k_dep, level1, level2, n_red % TILE_ELEMS != 0)
-    pad_clamp = any(r.arg[0] == "MAX" for r in reds)     # then pads read real elements for every stream
+    pres, leaf1, mask_input, pad_clamp = masked_pres(lk, streams, k_dep, level1, level2, n_red % TILE_ELEMS != 0)
     n = len(streams)
     slot1, slot2 = n, n + len(level1)             # level 1's results, then level 2's, each broadcast
     n_in = slot2 + len(level2)

@@ -137,14 +137,14 @@ class SfpuReducePlan(TilePlan):
         mode; an affine walk over a resident buffer by the tile's share of datums, its window read once before the
         first tile) next to the placement's compute (its per-group work spread over the group's tiles) and the
         writer's per-group scatter, as a pipeline over the largest core's groups; DRAM bytes: the k-dependent inputs'
-        tiles and the outputs."""
+        tiles as the reader sends them (a resident group's once, not once per pass) and the outputs."""
         cyc = self.compute_cycles()
         cores, rp, unit = self.cores if cores is None else cores, self.reduce, self.split_unit
         per_core = -(-rp.groups // cores) * unit
         read, fill = self.read_cycles()
         one = pipeline(per_core, read, cyc["total"] + cyc["per_group"] / unit, self.write_cycles(), fill)
         dram = sum(DTYPE_SIZE[s.dtype] for s, dep in zip(self.inputs, rp.k_dep) if s.value is None and dep)
-        out = on_grid(one, cores, per_core, self.n_tiles * TILE_ELEMS * dram + self.out_bytes())
+        out = on_grid(one, cores, per_core, self.n_tiles * rp.sends // rp.passes * TILE_ELEMS * dram + self.out_bytes())
         return {**out, "grid": "x".join(map(str, Grid().shape(cores)))}
 
     def compute_cycles(self) -> dict:
@@ -563,12 +563,13 @@ def reduction_levels(lk: LoweredKernel, third_level: str, per_level: str) -> tup
 
 
 def masked_pres(lk: LoweredKernel, streams: list[Stream], k_dep: list[bool], p1: list, p2: list,
-                has_pads: bool) -> tuple[list, dict, int | None]:
+                has_pads: bool) -> tuple[list, dict, int | None, bool]:
     """The pre-ops of two reduction levels (reduction_levels), level 2's reading level 1's results broadcast in the
     Dst slots after the streams (slot len(streams) + i). Where a group's last tile has pads (`has_pads`) and a pre-op
     is not known to give its reduction's identity there (MAX reads element 0 instead; zero_preserving ADDs read 0), a
     validity-mask stream is appended to `streams` and `k_dep` and the pre-op becomes where(mask, pre, identity).
-    Returns (the pre-ops of p1 + p2, level 1's results as Dst leaves by reduction id, the mask's stream or None)."""
+    Returns (the pre-ops of p1 + p2, level 1's results as Dst leaves by reduction id, the mask's stream or None,
+    whether pads read real elements: a MAX among the reductions, `pad_clamp`)."""
     dag, reds = lk.dag, p1 + p2
     pad_clamp = any(r.arg[0] == "MAX" for r in reds)
     padded = {j for j, d in enumerate(k_dep) if d}
@@ -587,7 +588,7 @@ def masked_pres(lk: LoweredKernel, streams: list[Stream], k_dep: list[bool], p1:
             ld = pre.add("LOAD", "bool", (), mask_input)
             ident = pre.add("CONST", r.dtype, (), IDENTITY[(r.arg[0], r.dtype)])
             pre.out = pre.add("WHERE", r.dtype, (ld, pre.out, ident))
-    return pres, leaf1, mask_input
+    return pres, leaf1, mask_input, pad_clamp
 
 
 def plan_two_pass(lk: LoweredKernel, reds: list[VNode]) -> SfpuReducePlan:
@@ -615,8 +616,7 @@ def plan_two_pass(lk: LoweredKernel, reds: list[VNode]) -> SfpuReducePlan:
     streams = [replace(s, contiguous=bulk_read(s, lanes, n_red)) for s in map(lk.stream, lk.inputs)]
     k_dep = [any(r >= n_out_r for r in s.ranges) for s in lk.inputs]
 
-    pres, leaf1, mask_input = masked_pres(lk, streams, k_dep, p1, p2, n_red % (steps * lanes) != 0)
-    pad_clamp = any(r.arg[0] == "MAX" for r in reds)     # then pads read real elements for every stream
+    pres, leaf1, mask_input, pad_clamp = masked_pres(lk, streams, k_dep, p1, p2, n_red % (steps * lanes) != 0)
     pres1, pres2 = pres[:len(p1)], pres[len(p1):]
     n = len(streams)
     slot1, slot2 = n, n + len(p1)          # P1 results (broadcast), then P2 results (finish, row 0)

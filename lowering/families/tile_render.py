@@ -377,8 +377,11 @@ def render_tile_kernel(plan: TilePlan, generator: str, red: ReducePlan | None = 
         ctx["fpu"] = []
     ctx["setup_once"] = input_roles(plan, inputs, dst_inputs, ctx["in_flight"], red)
     every = (1 << red.passes) - 1 if red is not None else 0
-    for s in inputs:       # a fused reduction's fp32 stream not read by every pass (bf16 ones: the ELWADDs take them)
-        mask = red.pass_inputs[s["j"]] if red is not None and red.pass_inputs else every
+    # a fused reduction's fp32 stream not read by every pass (bf16 ones: the ELWADDs take them) is waited for only in
+    # the passes that read it: only where the group stays resident in its CBs, since otherwise the reader sends every
+    # stream in every pass and each tile is popped, so each must be waited for
+    for s in inputs:
+        mask = red.pass_inputs[s["j"]] if red is not None and red.pass_inputs and red.resident else every
         s["pass_mask"] = mask if s["fmt"] == "fp32" and mask != every else 0
     ctx["any_fpu"] = bool(fpu_ops) or any(s["fmt"] == "bf16" and s["dst"] for s in inputs)
     # FPU ops beside Dst inputs that are all unpacked straight to Dst: the SFPU setup (which reads only Dst inputs,

@@ -486,6 +486,7 @@ class Tile:
                 self._stall[core] = 0
                 self._frozen.pop(core, None)
                 self._self_timed.discard(core)
+                self._poll_again.pop(core, None)
                 if self.rec is not None:
                     self.rec.released[core] = self.clock
                 self._wait[core] = self._fault[core] = ""

@@ -43,7 +43,8 @@ def reference(name: str, x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndar
 FNS = {"rms": rms, "layer": layer, "softmax": softmax, "rms_transposed": rms_transposed}
 CASES = [("rms", (2048,), "float32"), ("rms", (1000,), "bfloat16"), ("rms", (3, 700), "float32"),
          ("rms", (3, 700), "bfloat16"), ("layer", (2048,), "float32"), ("layer", (3, 700), "bfloat16"),
-         ("softmax", (3, 700), "float32"), ("rms_transposed", (3, 700), "float32")]
+         ("softmax", (3, 700), "float32"), ("rms_transposed", (3, 700), "float32"),
+         ("rms", (5000,), "float32")]     # a group of 5 tiles, more than the CBs hold: sent once per pass
 
 
 def inputs(shape, dtype):

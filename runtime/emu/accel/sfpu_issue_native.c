@@ -96,7 +96,7 @@ static PyObject *append_call(PyObject *seq, PyObject *v) {
     PyTypeObject *tp = Py_TYPE(seq);
     if (tp != append_type && PyType_HasFeature(tp, Py_TPFLAGS_IMMUTABLETYPE)) {
         PyObject *d = _PyType_Lookup(tp, s_append);
-        if (d && PyCallable_Check(d)) {
+        if (d && Py_IS_TYPE(d, &PyMethodDescr_Type)) {     /* called with seq as self below */
             Py_INCREF(tp);
             Py_XSETREF(append_type, tp);
             Py_XSETREF(append_descr, Py_NewRef(d));
@@ -1579,7 +1579,7 @@ static PyObject *plain_dict(PyObject *o, PyObject *name, PyObject **d) {
 }
 
 static PyObject *get_attr(PyObject *o, PyObject *name) {
-    PyObject *d, *dict = plain_dict(o, name, &d);
+    PyObject *d = NULL, *dict = plain_dict(o, name, &d);
     if (dict) {
         PyObject *v = PyDict_GetItemWithError(dict, name);
         if (v)
