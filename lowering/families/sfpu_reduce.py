@@ -574,15 +574,16 @@ def masked_pres(lk: LoweredKernel, streams: list[Stream], k_dep: list[bool], p1:
     pad_clamp = any(r.arg[0] == "MAX" for r in reds)
     padded = {j for j, d in enumerate(k_dep) if d}
     probe = {r.id: VNode(-1, "LOAD", r.dtype, (), 1 << 20) for r in p1}    # (the slots are known after the mask)
+    pres = [extract(dag, r.srcs[0], {} if r in p1 else probe) for r in reds]
     masked = [has_pads and r.arg[0] != "MAX" and (pad_clamp or r.arg[0] != "ADD" or not zero_preserving(pre, padded))
-              for r, pre in zip(reds, (extract(dag, r.srcs[0], {} if r in p1 else probe) for r in reds))]
+              for r, pre in zip(reds, pres)]
     mask_input = None
     if any(masked):
         mask_input = len(streams)
         streams.append(Stream(lk.buf_index(lk.output.slot), "bool", IndexExpr.const(0)))
         k_dep.append(True)
     leaf1 = {r.id: VNode(-1, "LOAD", r.dtype, (), len(streams) + i) for i, r in enumerate(p1)}
-    pres = [extract(dag, r.srcs[0], {} if r in p1 else leaf1) for r in reds]
+    pres = pres[:len(p1)] + [extract(dag, r.srcs[0], leaf1) for r in p2]     # level 2's with level 1's real slots
     for r, pre, m in zip(reds, pres, masked):
         if m:
             ld = pre.add("LOAD", "bool", (), mask_input)
