@@ -23,8 +23,9 @@ aligned L1 load reads the word as it was at the core's cycle (`l1_at`, from the 
 frozen core whose words are unchanged at its cycle resumes at the first later logged store to one of them. A loop
 polling an NIU response counter keeps its own time (those reads wait for what they show); any other spinner's time
 is carried along with the cores that progressed (`_catch_up`), after polling once more at its own cycle when its
-probe found no turn back (what it polls was written after its last read but not after its cycle: `_freeze`). A round in which only such spinners ran ends run()
-early without a deadlock error, since they may be waiting for the host.
+probe found no turn back (what it polls was written after its last read but not after its cycle: `_freeze`). A
+round in which only such spinners ran ends run() early without a deadlock error, since they may be waiting for the
+host.
 Time comes from the cycle model (cycles.py): a core's cycle count is its instret plus the cycles it stalled (Tensix
 FIFO full / TTSync until the thread's work is done, slow MMIO loads), counted from the tile clock at its release;
 Tensix threads carry their own issue cycles. `clock` (and WALL_CLOCK as the host sees it) is the latest cycle any
