@@ -402,22 +402,8 @@ def _plan_layout(lk: LoweredKernel, budget: float | None, reds: list[VNode], str
     streams = [replace(s, contiguous=bulk_read(s, lanes, n_red)) for s in streams]
     k_dep = list(k_dep)
 
-    pres = [extract(dag, r.srcs[0], {}) for r in reds]
-    has_pads = n_red % (steps * lanes) != 0
-    pad_clamp = any(r.arg[0] == "MAX" for r in reds)     # then pads read real elements for every stream
-    padded = {j for j, d in enumerate(k_dep) if d}
-    masked = [has_pads and r.arg[0] != "MAX" and (pad_clamp or r.arg[0] != "ADD" or not zero_preserving(pre, padded))
-              for r, pre in zip(reds, pres)]
-    mask_input = None
-    if any(masked):
-        mask_input = len(streams)
-        streams.append(Stream(lk.buf_index(lk.output.slot), "bool", IndexExpr.const(0)))
-        k_dep.append(True)
-    for r, pre, m in zip(reds, pres, masked):
-        if m:
-            ld = pre.add("LOAD", "bool", (), mask_input)
-            ident = pre.add("CONST", r.dtype, (), IDENTITY[(r.arg[0], r.dtype)])
-            pre.out = pre.add("WHERE", r.dtype, (ld, pre.out, ident))
+    # one level: pads masked where needed (pad_clamp: a MAX among them, then pads read real elements for every stream)
+    pres, _, mask_input, pad_clamp = masked_pres(lk, streams, k_dep, reds, [], n_red % (steps * lanes) != 0)
     n, n_acc = len(streams), len(reds)
     if n + n_acc + 1 > MAX_SLOTS:
         raise UnsupportedOp(f"{lk.name}: {n} input streams and {n_acc} reductions do not fit the {MAX_SLOTS} Dst slots")
@@ -564,8 +550,8 @@ def reduction_levels(lk: LoweredKernel, third_level: str, per_level: str) -> tup
 
 def masked_pres(lk: LoweredKernel, streams: list[Stream], k_dep: list[bool], p1: list, p2: list,
                 has_pads: bool) -> tuple[list, dict, int | None, bool]:
-    """The pre-ops of two reduction levels (reduction_levels), level 2's reading level 1's results broadcast in the
-    Dst slots after the streams (slot len(streams) + i). Where a group's last tile has pads (`has_pads`) and a pre-op
+    """The pre-ops of one or two reduction levels (reduction_levels; p2 empty: one), level 2's reading level 1's
+    results broadcast in the Dst slots after the streams (slot len(streams) + i). Where a group's last tile has pads (`has_pads`) and a pre-op
     is not known to give its reduction's identity there (MAX reads element 0 instead; zero_preserving ADDs read 0), a
     validity-mask stream is appended to `streams` and `k_dep` and the pre-op becomes where(mask, pre, identity).
     Returns (the pre-ops of p1 + p2, level 1's results as Dst leaves by reduction id, the mask's stream or None,
