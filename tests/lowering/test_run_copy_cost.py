@@ -18,10 +18,35 @@ def test_runs_are_copied_where_they_are_not_congruent_with_their_slot():
     assert 0.85 < share < 1.0
     # another element size than the tile's (bf16 in DRAM, fp32 tile): no direct reads at all
     assert copied_share(64, ((48, 80),), 16, 48 * 64, 2, 4, 32, False) == 1.0
-    runs = {"step": "4u", "copied": share}
-    plain = mover_cost.tile_read_cycles("runs", "fp32", {**runs, "run": 47, "copied": 0.0})
-    assert mover_cost.tile_read_cycles("runs", "fp32", {**runs, "run": 47}) == \
-        plain + share * 1024 * mover_cost.RUN_COPY_PER_DATUM[(4, 4)]
+    # each copied run of 47 words: five blocks of 8 and 7 words one by one
+    runs = {"step": "4u", "copied": share, "run": 47}
+    assert mover_cost.copy32_cycles(47) == 5 * mover_cost.COPY32_BLOCK + 7 * mover_cost.COPY32_TAIL
+    assert mover_cost.run_copy_cycles(runs, "fp32", 1024) == share * 1024 / 47 * mover_cost.copy32_cycles(47)
+    assert mover_cost.run_copy_cycles({**runs, "step": "2u"}, "fp32", 1024) == \
+        share * 1024 * mover_cost.READ_PER_DATUM["contiguous convert"]      # bf16 widened datum by datum
+
+
+def test_a_resident_runs_walk_pays_its_steps_and_copies_and_no_round_trip():
+    # x[:, 2:8] + 1 of a resident 512 x 10: runs of 6, every one copied, none can go straight into the slot
+    short = {"run": 6, "step": "4u", "copied": 1.0, "resident": True, "direct": True, "direct_min": 16}
+    # (the run the tile's edge cuts steps twice; its two parts copy its 6 words)
+    assert mover_cost.tile_read_cycles("runs", "fp32", short) == \
+        (1024 / 6 + 1) * mover_cost.RUN_STEP["runs"] + 1024 / 6 * mover_cost.copy32_cycles(6)
+    # runs of 32 can be long enough for a straight read: the compiled walk's dearer step
+    long = {**short, "run": 32}
+    assert mover_cost.tile_read_cycles("runs", "fp32", long) == 32 * (mover_cost.RUN_STEP["direct"]
+                                                                       + mover_cost.copy32_cycles(32))
+    # a buffer the window does not hold: the window check per run, and its reloads' wait
+    far = mover_cost.tile_read_cycles("runs", "fp32", {**long, "resident": False})
+    assert far == mover_cost.tile_read_cycles("runs", "fp32", long) + 32 * mover_cost.RUN_WINDOW_CHECK \
+        + mover_cost.NOC_ROUND_TRIP
+    # runs read straight into the slot: a request each and the tile's one wait
+    straight = mover_cost.tile_read_cycles("runs", "fp32", {**long, "copied": 0.0})
+    assert straight == 32 * (mover_cost.RUN_STEP["direct"] + mover_cost.MM_NOC_REQUEST) \
+        + mover_cost.NOC_ROUND_TRIP + 4096 / mover_cost.NOC_BYTES_PER_CYCLE
+    # a broadcast of runs of 8: the step and a fill of 8 words one by one
+    bcast = mover_cost.tile_read_cycles("broadcast", "fp32", {"run": 8, "resident": True, "head": None})
+    assert bcast == 128 * (mover_cost.RUN_STEP["broadcast"] + 8 * mover_cost.FILL32_TAIL)
 
 
 def test_the_readers_work_before_its_first_tile_is_kept_beside_the_writers_round_trip():
@@ -38,7 +63,8 @@ def test_a_columns_walk_fills_each_column_once_per_core_and_its_blocks_go_to_the
     one, one_bytes = mover_cost.column_fill_cycles(runs, 4, 1, None)
     many, many_bytes = mover_cost.column_fill_cycles(runs, 4, 32, None)
     assert one_bytes == many_bytes == 4 * 32768        # 64 columns per block, every column filled once
-    assert many - one == 256 * mover_cost.RUN_COPY_PER_DATUM[(4, 4)] * 4 * (128 - 4) / 4   # 128 rows, not 4
+    # 128 rows, not 4: each column's segment copy from its first datum's line, 137 words against 13
+    assert many - one == 256 * (mover_cost.copy32_cycles(137) - mover_cost.copy32_cycles(13))
     # rows that outgrow a segment fill the column again
     deep, deep_bytes = mover_cost.column_fill_cycles(runs, 4, 64, None)
     assert deep_bytes == 2 * many_bytes and deep > 2 * one
