@@ -75,9 +75,10 @@ class ElementwisePlan(TilePlan):
 
     def _reads(self) -> tuple[list[tuple], int, float]:
         """The launch model's input streams (mover_cost.tile_pipeline_cycles: mode, tile format, runs, cycles per datum
-        beyond the mode's figure), the bytes per tile the gathers' window reloads move (window_walk): the reloads
-        are priced per datum of the tile, and their bytes go to the DRAM banks with the tiles'; and the loads of the
-        windows that hold their buffer whole (resident), once per core before its first tile."""
+        beyond the mode's figure, the kernel's ranges), the bytes per tile the gathers' window reloads move
+        (window_walk): the reloads are priced per datum of the tile, and their bytes go to the DRAM banks with the
+        tiles'; and the loads of the windows that hold their buffer whole (resident), once per core before its first
+        tile."""
         reads, reloaded, before = [], 0, 0.0
         datums = min(TILE_ELEMS, self.n_elements)
         for j, s in enumerate(self.inputs):
@@ -91,7 +92,7 @@ class ElementwisePlan(TilePlan):
             nbytes = self.buffers[s.buf].nbytes
             if (c["runs"] or {}).get("resident") or (c["mode"] == "gather" and nbytes <= window_bytes(self, f"in{j}")):
                 before += window_load_cycles(nbytes)
-            reads.append((c["mode"], s.tile_format, c["runs"], extra))
+            reads.append((c["mode"], s.tile_format, c["runs"], extra, len(self.ranges)))
         return reads, reloaded, before
 
 

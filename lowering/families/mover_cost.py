@@ -81,8 +81,10 @@ WRITE_PER_DATUM = {"contiguous": 0.0, "contiguous bool": BOOL_PER_DATUM, "contig
 # The per-datum movers of the elementwise layout (read_gather.c.j2 by_index / computed) walk all 1024 slots of a tile;
 # a slot past the kernel's last element only stores 0 and steps the ranges: 7.3 cycles (brisc busy time of a 64-element
 # padded gather, E_8_8: 8,632 cycles for 960 such slots and 64 elements at the 22 per datum of the same gather at
-# 66 x 66). The bulk readers zero those slots by words instead (pad_fill_cycles).
-GATHER_PAST_END_PER_SLOT = 7.3
+# 66 x 66). The bulk readers zero those slots by words instead (pad_fill_cycles). Past two ranges the compiled step
+# of the ranges (args.h tt_iter_next) costs 4.6 more per slot and range: the same 64-element pad over 1 / 2 / 3 / 4
+# ranges (E_64, E_8_8, E_2_8_4 and E_4_2_8, E_2_2_2_8; 960 such slots each) took 8,114 / 8,632 / 13,458 / 17,994.
+GATHER_PAST_END_PER_SLOT, GATHER_PAST_END_PER_RANGE = 7.3, 4.6
 # Runs and broadcasts move run by run (read_runs.c.j2 copy_run / broadcast_run; a run ends at its tile's edge): per
 # run the walk's step (the run's length and address, the bounds check, the outer ranges' carry), then the copy out of
 # the staging window or the fill of one fetched value; a buffer the window does not hold whole also checks the window
@@ -92,12 +94,15 @@ GATHER_PAST_END_PER_SLOT = 7.3
 # 58 where the run can be long enough for a straight NoC read (`direct` walks, run >= direct_min: the compiled loop
 # keeps the direct path and spills registers around the copy; runs of 16 to 128: 57 .. 62); a broadcast's 20; not
 # resident 7 more (runs of 6 and 3 over 40 KB: 29, broadcasts of 2 to 4 over 36 KB: 6 .. 8 more). The copy is tt_copy32
-# (8 words per 8 loads, 8 stores and 3 loop instructions, then word by word: 5 each; a bf16 tile's halfwords in pairs),
+# (8 words per 8 loads, 8 stores and 3 loop instructions, then word by word: 5 each; a bf16 tile's halfwords in pairs
+# where the run's DRAM address and its place in the slot agree in halfword parity, else tt_copy16's halfword loop,
+# 4.5 a datum: -t[:, 1:65] of a bf16 64 x 72 on 4 cores, 5,935 brisc cycles per tile, against 2,671 for t[:, 2:66]),
 # the fill tt_fill32 (16 stores and the loop per 16 words, 1.36 a word as measured, then 3 a word). Runs read straight
 # into the CB slot (where congruent mod 64: run_copies.py) add a NoC request each and the tile's one wait.
 RUN_STEP = {"runs": 22, "direct": 58, "broadcast": 20}
 RUN_WINDOW_CHECK = 7
 COPY32_BLOCK, COPY32_TAIL, FILL32_BLOCK, FILL32_TAIL = 19, 5, 1.36 * 16, 3
+COPY16_SPLIT = 4.5
 # The older per-run figure of a broadcast read for the SFPU setup alone (head_broadcast: one fetch from a window read
 # once): 74 + 0.15 per datum (b[0] broadcast over a 64x64 and a 256x256 when the NoC charged one hop)
 READ_PER_RUN, READ_PER_RUN_DATUM = 74, 0.15
@@ -125,15 +130,17 @@ PER_SLOT_READS = ("gather", "computed")     # modes whose loop walks every slot 
 RUN_WALKS = ("strided", "columns")  # walks of read_runs.c.j2 that zero the slots past the last element by words
 
 
-def tile_read_cycles(mode: str, tile_format: str, runs: dict | None = None, datum_extra: float = 0.0, *,
-                     valid: float = 1.0) -> float:
+def tile_read_cycles(mode: str, tile_format: str, runs: dict | None = None, datum_extra: float = 0.0,
+                     ranges: int = 0, *, valid: float = 1.0) -> float:
     """Reader cycles per tile of one input stream: mode and run structure as tile_streams.stream_ctx gives them;
     `datum_extra`: what the stream adds per datum to a mode that touches every datum (DATUM_EXTRA_MODES) beyond the
-    mode's own figure (stream_datum_cycles); `valid`: the share of the tile's slots that hold elements (the
-    elementwise layout's partial last tile: the rest is zeroed)."""
+    mode's own figure (stream_datum_cycles); `ranges`: the kernel's iteration ranges (the per-slot walks' step);
+    `valid`: the share of the tile's slots that hold elements (the elementwise layout's partial last tile: the rest
+    is zeroed)."""
     datums, past_end = valid * TILE_ELEMS, (1 - valid) * TILE_ELEMS
+    past_end_slot = GATHER_PAST_END_PER_SLOT + GATHER_PAST_END_PER_RANGE * max(0, ranges - 2)
     bulk = (TILE_READ_FIXED + TILE_BYTES[tile_format] / NOC_BYTES_PER_CYCLE + pad_fill_cycles(past_end, tile_format)
-            if mode in BULK_READS else GATHER_PAST_END_PER_SLOT * past_end if mode in PER_SLOT_READS
+            if mode in BULK_READS else past_end_slot * past_end if mode in PER_SLOT_READS
             else pad_fill_cycles(past_end, tile_format) if mode in RUN_WALKS else 0)
     if head_broadcast(mode, runs):     # one fetch, the datums the SFPU setup reads
         return READ_PER_RUN + NOC_ROUND_TRIP + READ_PER_RUN_DATUM * runs["head"]
@@ -228,14 +235,15 @@ def run_walk_cycles(mode: str, runs: dict, tile_format: str, datums: float) -> f
 
 def run_copy_cycles(runs: dict | None, tile_format: str, datums: float) -> float:
     """A runs walk's copies out of its window for `datums` datums of a tile: tt_copy32 of each run's words where the
-    DRAM and tile element sizes agree (copy32_cycles), else the converting loop per datum."""
+    DRAM and tile element sizes agree (copy32_cycles; halfwords of differing parity COPY16_SPLIT each), else the
+    converting loop per datum."""
     if not runs or not runs.get("copied"):
         return 0.0
     esz, tsz = int(runs["step"][:-1]), TILE_BYTES[tile_format] // TILE_ELEMS     # a run's step is one element
     if esz != tsz:
         return runs["copied"] * datums * READ_PER_DATUM["contiguous convert"]
-    run = max(1, min(runs["run"], TILE_ELEMS))
-    return runs["copied"] * datums / run * copy32_cycles(run * tsz / 4)
+    run, split = max(1, min(runs["run"], TILE_ELEMS)), runs.get("split", 0.0)
+    return (runs["copied"] - split) * datums / run * copy32_cycles(run * tsz / 4) + split * datums * COPY16_SPLIT
 
 
 def stream_datum_cycles(s: Stream, writer: bool = False, gather_ranges: int | None = None) -> float:
@@ -367,8 +375,8 @@ def pipeline(n_tiles: int, reader: float, compute: float, writer: float, fill: f
 
 def tile_pipeline_cycles(n_tiles: int, reads: list[tuple], write: tuple, compute_per_tile: float,
                          valid: float = 1.0, before: float = 0.0) -> dict:
-    """The tile pipeline's launch: reads = (mode, tile format, run structure, datum extra) per input, write = (mode,
-    tile format, datum extra) of the output (tile_read_cycles; the datum extra may be left out);
+    """The tile pipeline's launch: reads = (mode, tile format, run structure, datum extra, ranges) per input, write =
+    (mode, tile format, datum extra) of the output (tile_read_cycles; the datum extra and ranges may be left out);
     compute_per_tile the compute's cycles per tile (compute_stage); valid: the share of the tiles' slots that hold
     elements (tile_read_cycles); before: the reader's work before its first tile (resident windows' loads).
     Where every input is plain contiguous (or a head broadcast beside them) the reader keeps several tiles' reads in

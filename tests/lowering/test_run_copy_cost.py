@@ -5,7 +5,7 @@ round trip."""
 from __future__ import annotations
 
 from tt_backend.lowering.families import mover_cost
-from tt_backend.lowering.families.run_copies import copied_share
+from tt_backend.lowering.families.run_copies import copied_share, split_share
 
 
 def test_runs_are_copied_where_they_are_not_congruent_with_their_slot():
@@ -75,3 +75,22 @@ def test_a_columns_walk_fills_each_column_once_per_core_and_its_blocks_go_to_the
     filled = mover_cost.grid_pipeline_cycles(32, reads, write, 400.0, 32, 8 * 1024, core_bytes=one_bytes)
     assert filled["bank"] == alone["bank"] + round(32 * one_bytes / mover_cost.DRAM_BYTES_PER_CYCLE)
     assert filled["total"] > alone["total"]
+
+
+def test_halfword_runs_whose_parities_differ_are_copied_halfword_by_halfword():
+    # -t[:, 2:66] and -t[:, 1:65] of a bf16 64 x 72: every run's parity agrees with its slot's, or none does;
+    # -t[:, 1:40] of 37 x 45: runs of 39 (odd) from rows of 45 (odd), so the two parities flip together
+    assert split_share(64, ((64, 72),), 2, 64 * 64) == 0.0
+    assert split_share(64, ((64, 72),), 1, 64 * 64) == 1.0
+    assert split_share(39, ((37, 45),), 1, 37 * 39) == 1.0
+    runs = {"run": 64, "step": "2u", "copied": 1.0}
+    words = mover_cost.run_copy_cycles({**runs, "split": 0.0}, "bf16", 1024)
+    assert words == 16 * mover_cost.copy32_cycles(32)
+    assert mover_cost.run_copy_cycles({**runs, "split": 1.0}, "bf16", 1024) == 1024 * mover_cost.COPY16_SPLIT
+
+
+def test_bool_bytes_are_widened_and_narrowed_datum_by_datum():
+    plain = mover_cost.tile_read_cycles("contiguous", "fp32")
+    assert mover_cost.tile_read_cycles("contiguous bool", "fp32") - plain == 1024 * mover_cost.BOOL_PER_DATUM
+    plain = mover_cost.tile_write_cycles("contiguous", "fp32", valid=0.5)
+    assert mover_cost.tile_write_cycles("contiguous bool", "fp32", valid=0.5) - plain == 512 * mover_cost.BOOL_PER_DATUM
