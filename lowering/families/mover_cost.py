@@ -165,16 +165,21 @@ def tile_read_cycles(mode: str, tile_format: str, runs: dict | None = None, datu
 # core's 22.9K; less the copy of each datum's word into its segment, 10.6 per datum; the fixed part less the table
 # (6 per slot: 1,748 for 256) and the four 32 KB block reads (892 each), 68 per column fill with its ~12 words
 # (45 beside the copy). (a.T of 1100 x 150 on 81 cores, 2 tiles a core through 1024 columns: 148K instructions
-# less its 1,024 fills and the table, 33 per datum of the datum-by-datum walk.)
+# less its 1,024 fills and the table, 33 per datum of the datum-by-datum walk.) The block's 10.6 per datum is its
+# columns' set-up and their datums' copies: a.T of 3 x 4000 and of 6 x 3000 (runs of 3 and 6, 341 and 170 datums of
+# each column per tile, one tile on each of 12 and 18 cores) walked their tile in 3,325 and 3,224 cycles, 3.1 a datum,
+# so each of the 256 columns of a tile of the 256 x 128 took 30 besides its 4 datums. Segments filled without blocks
+# are NoC reads straight into the segment: no copy.
 COLUMN_TABLE_PER_SLOT, COLUMN_FILL_FIXED = 6, 45
-COLUMN_BLOCK_PER_DATUM, COLUMN_PARTIAL_PER_DATUM = 10.6, 33
+COLUMN_BLOCK_PER_DATUM, COLUMN_BLOCK_PER_COLUMN, COLUMN_PARTIAL_PER_DATUM = 3.1, 30, 33
 
 
 def column_datum_cycles(run: int) -> float:
-    """Per datum of a tile, the columns walk through segments for runs of `run` (COLUMN_BLOCK_PER_DATUM for the
-    tile's whole runs, COLUMN_PARTIAL_PER_DATUM for the rest)."""
+    """Per datum of a tile, the columns walk through segments for runs of `run` (COLUMN_BLOCK_PER_DATUM and a share
+    of COLUMN_BLOCK_PER_COLUMN for the tile's whole runs, COLUMN_PARTIAL_PER_DATUM for the rest)."""
     whole = (TILE_ELEMS // run) * run / TILE_ELEMS if run < TILE_ELEMS else 0.0
-    return whole * COLUMN_BLOCK_PER_DATUM + (1 - whole) * COLUMN_PARTIAL_PER_DATUM
+    block = COLUMN_BLOCK_PER_DATUM + COLUMN_BLOCK_PER_COLUMN * run / TILE_ELEMS
+    return whole * block + (1 - whole) * COLUMN_PARTIAL_PER_DATUM
 
 
 def column_fill_cycles(runs: dict, esz: int, tiles: int, grid_rows: int | None) -> tuple[float, float]:
@@ -192,7 +197,7 @@ def column_fill_cycles(runs: dict, esz: int, tiles: int, grid_rows: int | None) 
     per_column = max(1, math.ceil((esz * (rows + 1) + 32) / seg))
     fills = columns * per_column
     nbytes = min(seg, 32 + esz * (rows / per_column + 1))     # a fill's copy, from the line of its first datum
-    copy = copy32_cycles(nbytes / 4)                             # tt_copy32 of the segment's words
+    copy = copy32_cycles(nbytes / 4) if runs["column_block"] else 0     # tt_copy32 of the segment's words
     cycles = COLUMN_TABLE_PER_SLOT * runs["slots"] + fills * (COLUMN_FILL_FIXED + copy)
     if runs["column_block"]:                # a block read per run of columns it reaches
         block = runs["column_block"]

@@ -4,6 +4,8 @@ per core and their block reads at the banks, and the reader's work before its fi
 round trip."""
 from __future__ import annotations
 
+import pytest
+
 from tt_backend.lowering.families import mover_cost
 from tt_backend.lowering.families.run_copies import copied_share, split_share
 
@@ -94,3 +96,13 @@ def test_bool_bytes_are_widened_and_narrowed_datum_by_datum():
     assert mover_cost.tile_read_cycles("contiguous bool", "fp32") - plain == 1024 * mover_cost.BOOL_PER_DATUM
     plain = mover_cost.tile_write_cycles("contiguous", "fp32", valid=0.5)
     assert mover_cost.tile_write_cycles("contiguous bool", "fp32", valid=0.5) - plain == 512 * mover_cost.BOOL_PER_DATUM
+
+
+def test_segments_filled_without_blocks_are_not_copied_and_short_columns_walk_cheaply():
+    # a.T of 3 x 4000: three columns, each filled by one NoC read straight into its segment
+    runs = {"run": 3, "column_bytes": 10880, "column_block": 0, "slots": 3, "stride": 4000}
+    cycles, nbytes = mover_cost.column_fill_cycles(runs, 4, 1, None)
+    assert cycles == 3 * 6 * 2 / 2 + 3 * (mover_cost.COLUMN_FILL_FIXED + mover_cost.MM_NOC_REQUEST
+                                           + nbytes / 3 / mover_cost.NOC_BYTES_PER_CYCLE) + mover_cost.NOC_ROUND_TRIP
+    # per datum: a column's set-up shared by its 341 datums of the tile, against 4 datums for runs of 256
+    assert mover_cost.column_datum_cycles(3) < 3.25 < mover_cost.column_datum_cycles(256) == pytest.approx(10.6)
