@@ -75,7 +75,7 @@ READ_PER_DATUM = {"contiguous": 0.0, "contiguous bool": BOOL_PER_DATUM, "contigu
 # The validity mask of a sum whose pre-op is not zero at pads ("red mask", 32 lanes): 8.5 per datum, the 512 x 512
 # softmax's exp-sum over rows of 512 (11.45K cycles per tile less x's bulk read and pads and the max's fill).
 PAD_FILL_PER_WORD = 1.4
-READ_PER_DATUM_RESIDENT = {"strided": 3.6, "columns": 3.7}
+READ_PER_DATUM_RESIDENT = {"columns": 3.7}       # strided: strided_datum_cycles
 WRITE_PER_DATUM = {"contiguous": 0.0, "contiguous bool": BOOL_PER_DATUM, "contiguous convert": 7.2,
                    "scatter": UNMEASURED_PER_DATUM}
 # The per-datum movers of the elementwise layout (read_gather.c.j2 by_index / computed) walk all 1024 slots of a tile;
@@ -101,6 +101,9 @@ GATHER_PAST_END_PER_SLOT, GATHER_PAST_END_PER_RANGE = 7.3, 4.6
 # into the CB slot (where congruent mod 64: run_copies.py) add a NoC request each and the tile's one wait.
 RUN_STEP = {"runs": 22, "direct": 58, "broadcast": 20}
 RUN_WINDOW_CHECK = 7
+# Runs farther apart than a quarter window (tile_streams: span 0) reload the window with just the run's bytes each
+# time: a NoC request and its round trip (a.permute(1, 0, 2) of 4 x 40 x 60, runs of 60 at a 9,600-byte step: per run
+# ~47 cycles of the reload beside the copy, then 353 waiting)
 COPY32_BLOCK, COPY32_TAIL, FILL32_BLOCK, FILL32_TAIL = 19, 5, 1.36 * 16, 3
 COPY16_SPLIT = 4.5
 # The older per-run figure of a broadcast read for the SFPU setup alone (head_broadcast: one fetch from a window read
@@ -151,7 +154,26 @@ def tile_read_cycles(mode: str, tile_format: str, runs: dict | None = None, datu
     per_datum = table.get(mode, READ_PER_DATUM.get(mode, UNMEASURED_PER_DATUM))
     if mode == "columns" and runs.get("column_bytes"):     # the walk through segments; their fills are per core
         per_datum = column_datum_cycles(runs["run"])
+    elif mode == "strided" and runs["resident"]:
+        per_datum = strided_datum_cycles(runs["run"])
     return bulk + reloads + (per_datum + (datum_extra if mode in DATUM_EXTRA_MODES else 0)) * datums
+
+
+# A strided walk over a resident buffer (read_runs.c.j2 strided_run) moves a run's datums four at a time (4 loads, 4
+# stores and the loop: 3 a datum) and the rest one by one, 11 a datum as compiled, after the run's step: 34 cycles,
+# 18 for runs of 4 to 7 (at most one block), 3 for runs of 2 and 3 (no block). Brisc busy time of x[:, 1::2] * 2 over
+# (2048 / n) x (2n + 1), one core, 2 tiles, runs of n = 2, 3, 4, 8, 16, 32, 64: 12.5, 12.0, 7.5, 7.3, 5.3, 4.1, 3.6
+# cycles a datum (a.flip(1) of 64 x 64, runs of 64: 3.6)
+STRIDED_BLOCK_PER_DATUM, STRIDED_TAIL_PER_DATUM = 3, 11
+STRIDED_STEP = ((8, 34), (4, 18), (0, 3))          # (shortest run, step)
+
+
+def strided_datum_cycles(run: int) -> float:
+    """Per datum, a resident strided walk's runs of `run` (STRIDED_STEP and the datums' moves)."""
+    run = max(1, min(run, TILE_ELEMS))
+    step = next(cycles for least, cycles in STRIDED_STEP if run >= least)
+    blocks = run // 4 * 4
+    return (step + STRIDED_BLOCK_PER_DATUM * blocks + STRIDED_TAIL_PER_DATUM * (run - blocks)) / run
 
 
 # A columns walk through segments (tile_streams.py RUN_MODES, read_runs.c.j2 column_segments) pays, per core, for
@@ -222,7 +244,9 @@ def fill32_cycles(words: float) -> float:
 def run_walk_cycles(mode: str, runs: dict, tile_format: str, datums: float) -> float:
     """A runs or broadcast walk's cycles for the `datums` datums of a tile (RUN_STEP): per run the step, the copy
     (run_copy_cycles) or the fill, the window checks of a buffer not resident; runs read straight into the slot a NoC
-    request each and the tile's one wait, a walk that is not resident the wait of its window reloads."""
+    request each and the tile's one wait, a walk that is not resident the wait of its window reloads: once per tile
+    where the window is reloaded a full span ahead, once per run it reads from the window where the runs lie farther
+    apart than a quarter window (span 0: each reload brings just the run's bytes: a NoC request and the round trip)."""
     run = max(1, min(runs["run"], TILE_ELEMS))
     n_runs = datums / run + (1 if TILE_ELEMS % run else 0)       # the runs the tile's edges cut count twice
     tsz = TILE_BYTES[tile_format] // TILE_ELEMS
@@ -230,11 +254,18 @@ def run_walk_cycles(mode: str, runs: dict, tile_format: str, datums: float) -> f
     step = RUN_STEP["broadcast" if mode == "broadcast" else "direct" if direct else "runs"]
     waits = 0 if runs.get("resident") else NOC_ROUND_TRIP
     step += RUN_WINDOW_CHECK if waits else 0
+    sparse = bool(waits) and not runs.get("span")
+    reload = MM_NOC_REQUEST + NOC_ROUND_TRIP
     if mode == "broadcast":
+        if sparse:
+            return n_runs * (step + fill32_cycles(datums / n_runs * tsz / 4) + reload)
         return n_runs * (step + fill32_cycles(datums / n_runs * tsz / 4)) + waits
     straight = 1 - runs["copied"]                 # the share of datums read straight into the slot
     reads = (NOC_ROUND_TRIP + straight * (n_runs * MM_NOC_REQUEST + datums * tsz / NOC_BYTES_PER_CYCLE)
              if straight > 0 else 0)
+    if sparse:               # every copied run its own reload, its bytes at 64 a cycle
+        waits = runs["copied"] * (n_runs * reload + datums * tsz / NOC_BYTES_PER_CYCLE)
+        return n_runs * step + waits + reads + run_copy_cycles(runs, tile_format, datums)
     return n_runs * step + max(waits, reads) + run_copy_cycles(runs, tile_format, datums)
 
 

@@ -51,8 +51,8 @@ def test_the_per_datum_movers_pay_the_index_math_and_the_float16_conversion():
         mover_cost.FLOAT16_NARROW_EXTRA
     plain = mover_cost.tile_read_cycles("gather", "fp32", None)
     assert mover_cost.tile_read_cycles("gather", "fp32", None, extra) == plain + extra * 1024
-    assert mover_cost.tile_read_cycles("strided", "fp32", {"resident": True}, extra) == \
-        mover_cost.tile_read_cycles("strided", "fp32", {"resident": True})
+    assert mover_cost.tile_read_cycles("strided", "fp32", {"resident": True, "run": 64}, extra) == \
+        mover_cost.tile_read_cycles("strided", "fp32", {"resident": True, "run": 64})
     assert mover_cost.tile_write_cycles("scatter", "fp32", extra, valid=0.5) == \
         mover_cost.tile_write_cycles("scatter", "fp32", valid=0.5) + extra * 512
 

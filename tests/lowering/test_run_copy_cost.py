@@ -39,7 +39,7 @@ def test_a_resident_runs_walk_pays_its_steps_and_copies_and_no_round_trip():
     assert mover_cost.tile_read_cycles("runs", "fp32", long) == 32 * (mover_cost.RUN_STEP["direct"]
                                                                        + mover_cost.copy32_cycles(32))
     # a buffer the window does not hold: the window check per run, and its reloads' wait
-    far = mover_cost.tile_read_cycles("runs", "fp32", {**long, "resident": False})
+    far = mover_cost.tile_read_cycles("runs", "fp32", {**long, "resident": False, "span": 32768})
     assert far == mover_cost.tile_read_cycles("runs", "fp32", long) + 32 * mover_cost.RUN_WINDOW_CHECK \
         + mover_cost.NOC_ROUND_TRIP
     # runs read straight into the slot: a request each and the tile's one wait
@@ -52,7 +52,7 @@ def test_a_resident_runs_walk_pays_its_steps_and_copies_and_no_round_trip():
 
 
 def test_the_readers_work_before_its_first_tile_is_kept_beside_the_writers_round_trip():
-    reads = [("strided", "fp32", {"resident": True, "step": "8u"}, 0.0)]
+    reads = [("strided", "fp32", {"resident": True, "step": "8u", "run": 64}, 0.0)]
     write = ("contiguous", "fp32", 0.0)
     without = mover_cost.tile_pipeline_cycles(4, reads, write, 500.0)
     with_window = mover_cost.tile_pipeline_cycles(4, reads, write, 500.0, before=1000.0)
@@ -106,3 +106,25 @@ def test_segments_filled_without_blocks_are_not_copied_and_short_columns_walk_ch
                                            + nbytes / 3 / mover_cost.NOC_BYTES_PER_CYCLE) + mover_cost.NOC_ROUND_TRIP
     # per datum: a column's set-up shared by its 341 datums of the tile, against 4 datums for runs of 256
     assert mover_cost.column_datum_cycles(3) < 3.25 < mover_cost.column_datum_cycles(256) == pytest.approx(10.6)
+
+
+def test_runs_far_apart_reload_the_window_once_per_run():
+    # a.permute(1, 0, 2) of 4 x 40 x 60: runs of 60 at a 9,600-byte step, span 0: each copied run its own NoC read
+    dense = {"run": 60, "step": "4u", "copied": 1.0, "resident": False, "direct": True, "direct_min": 16,
+             "span": 32768}
+    sparse = {**dense, "span": 0}
+    runs = 1024 / 60 + 1
+    extra = runs * (mover_cost.MM_NOC_REQUEST + mover_cost.NOC_ROUND_TRIP) + 4096 / mover_cost.NOC_BYTES_PER_CYCLE
+    assert mover_cost.tile_read_cycles("runs", "fp32", sparse) == pytest.approx(
+        mover_cost.tile_read_cycles("runs", "fp32", dense) - mover_cost.NOC_ROUND_TRIP + extra)
+    # a broadcast of one value per run, each from afar: a reload per run
+    bcast = {"run": 50, "resident": False, "head": None, "span": 0}
+    assert mover_cost.tile_read_cycles("broadcast", "fp32", bcast) > runs * mover_cost.NOC_ROUND_TRIP
+
+
+def test_a_resident_strided_walk_pays_its_runs_steps():
+    # runs of 64 move in blocks of four after one step; runs of 2 datum by datum after a cheap step
+    assert mover_cost.strided_datum_cycles(64) == pytest.approx(3 + 34 / 64)
+    assert mover_cost.strided_datum_cycles(2) == pytest.approx((3 + 2 * 11) / 2)
+    resident = {"run": 4, "resident": True, "step": "8u"}
+    assert mover_cost.tile_read_cycles("strided", "fp32", resident) == 1024 * (18 + 4 * 3) / 4
