@@ -19,15 +19,16 @@ from tt_backend.chip.grid import Grid
 from tt_backend.lowering.families.family import Candidate, Family, Kernel
 from tt_backend.lowering.families.tile_plan import READ_AHEAD, TilePlan, allocate_l1, window_bytes
 from tt_backend.lowering.families.tile_render import dst_overlap, render_tile_kernel
-from tt_backend.lowering.families.mover_cost import (column_fill_cycles, compute_stage, gather_reload_cycles,
-                                                     grid_pipeline_cycles, stream_datum_cycles, window_load_cycles)
+from tt_backend.lowering.families.mover_cost import (WALK_WIDEN_PER_DATUM, column_fill_cycles, compute_stage,
+                                                     gather_reload_cycles, grid_pipeline_cycles, stream_datum_cycles,
+                                                     window_load_cycles)
 from tt_backend.lowering.families.tile_streams import column_windows, reader_mode, stream_ctx, tile_grid
 from tt_backend.lowering.families.window_walk import tile_window_loads
 from tt_backend.lowering.frontend import LoweredKernel
 from tt_backend.lowering.graph import live_nodes
 from tt_backend.lowering.placement.choice import FpuOp, compile_split, split
 from tt_backend.lowering.placement.report import Placement
-from tt_backend.lowering.plan import DTYPE_SIZE, TILE_ELEMS
+from tt_backend.lowering.plan import DTYPE_SIZE, TILE_BYTES, TILE_ELEMS
 
 NAME = "elementwise"
 GENERATOR = "lowering/families/elementwise.py"
@@ -84,6 +85,8 @@ class ElementwisePlan(TilePlan):
         for j, s in enumerate(self.inputs):
             c = stream_ctx(self, s, j)
             extra = stream_datum_cycles(s, gather_ranges=len(self.ranges) if c["mode"] == "gather" else None)
+            if c["mode"] in ("strided", "columns") and c["esz"] != TILE_BYTES[s.tile_format] // TILE_ELEMS:
+                extra += WALK_WIDEN_PER_DATUM        # every datum converted on its way into the slot
             if c["mode"] == "gather":
                 loads, moved = tile_window_loads(s.index, s.valid, tuple(self.ranges), datums, c["esz"],
                                                  self.buffers[s.buf].nbytes, window_bytes(self, f"in{j}"))

@@ -121,12 +121,17 @@ WINDOW_RELOAD_FIXED = TILE_READ_FIXED
 # The per-datum figures above were measured on float32 and int8 streams whose index math is integer. What a stream
 # adds to them (stream_datum_cycles): its index math (index_cost.py: soft float, loaded indices) in the modes that
 # evaluate it per datum, and the float16 conversion (templates/device/tt_convert.h) in every mode that converts per
-# datum: widening a float16 normal takes 8 cycles where the int8 sign extension of the measured 8.1 takes 2, and
-# narrowing one 17.5 where int8's truncation takes 1 (instruction counts of the conversions on the emulator's RV32
-# core, a loop of 512 against the same loop without them, gcc -O2 -march=rv32im); denormals, infinities and NaNs
-# take other paths, not priced
-DATUM_EXTRA_MODES = ("gather", "computed", "scatter", "contiguous convert")
-FLOAT16_WIDEN_EXTRA, FLOAT16_NARROW_EXTRA = 8 - 2, 17.5 - 1
+# datum: widening a float16 normal takes 11 cycles more than the int8 sign extension of the measured 8.1, and
+# narrowing one 18 more than int8's truncation, as compiled in the movers (brisc / ncrisc busy time on one core,
+# 64 x 64: h.float() * 2 of float16 19.1 a datum against int8's 8.1; (x * 2).cast(float16) 25.2 against int8's 7.1;
+# the conversions alone, a loop of 512 against the same loop without them, gcc -O2 -march=rv32im, counted 8 - 2 and
+# 17.5 - 1); denormals, infinities and NaNs take other paths, not priced. The run walks (strided, columns and runs'
+# converting copies) convert every datum too: a narrow integer's sign extension 2 beyond the float32 walk
+# (WALK_WIDEN_PER_DATUM: h.float().T * 2 of int8 and int16 64 x 64, strided, 5.6 a datum against 3.6), float16's 11
+# beyond that (16.6)
+DATUM_EXTRA_MODES = ("gather", "computed", "scatter", "contiguous convert", "strided", "columns", "runs")
+FLOAT16_WIDEN_EXTRA, FLOAT16_NARROW_EXTRA = 11, 18
+WALK_WIDEN_PER_DATUM = 2
 # modes that read a tile with one NoC transaction
 BULK_READS = ("contiguous", "contiguous bool", "contiguous convert", "red contiguous", "red k run")
 PER_SLOT_READS = ("gather", "computed")     # modes whose loop walks every slot of the tile, past the last element too
@@ -148,7 +153,8 @@ def tile_read_cycles(mode: str, tile_format: str, runs: dict | None = None, datu
     if head_broadcast(mode, runs):     # one fetch, the datums the SFPU setup reads
         return READ_PER_RUN + NOC_ROUND_TRIP + READ_PER_RUN_DATUM * runs["head"]
     if mode in ("runs", "broadcast"):       # the tile's runs up to its last element, the rest zeroed by words
-        return run_walk_cycles(mode, runs, tile_format, datums) + pad_fill_cycles(past_end, tile_format)
+        return (run_walk_cycles(mode, runs, tile_format, datums) + pad_fill_cycles(past_end, tile_format)
+                + (datum_extra * datums if mode == "runs" else 0))
     table = READ_PER_DATUM_RESIDENT if runs is not None and runs["resident"] else READ_PER_DATUM
     reloads = window_reload_cycles(runs, datums) if mode == "strided" and not runs["resident"] else 0
     per_datum = table.get(mode, READ_PER_DATUM.get(mode, UNMEASURED_PER_DATUM))

@@ -51,8 +51,10 @@ def test_the_per_datum_movers_pay_the_index_math_and_the_float16_conversion():
         mover_cost.FLOAT16_NARROW_EXTRA
     plain = mover_cost.tile_read_cycles("gather", "fp32", None)
     assert mover_cost.tile_read_cycles("gather", "fp32", None, extra) == plain + extra * 1024
-    assert mover_cost.tile_read_cycles("strided", "fp32", {"resident": True, "run": 64}, extra) == \
-        mover_cost.tile_read_cycles("strided", "fp32", {"resident": True, "run": 64})
+    # a run walk converts every datum too (a float16 walk of an affine index: no index math, the conversion)
+    walk = mover_cost.stream_datum_cycles(Stream(buf=0, dtype="float16", index=r)) + mover_cost.WALK_WIDEN_PER_DATUM
+    assert mover_cost.tile_read_cycles("strided", "fp32", {"resident": True, "run": 64}, walk) == \
+        mover_cost.tile_read_cycles("strided", "fp32", {"resident": True, "run": 64}) + 13 * 1024
     assert mover_cost.tile_write_cycles("scatter", "fp32", extra, valid=0.5) == \
         mover_cost.tile_write_cycles("scatter", "fp32", valid=0.5) + extra * 512
 
