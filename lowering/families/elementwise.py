@@ -19,15 +19,16 @@ from tt_backend.chip.grid import Grid
 from tt_backend.lowering.families.family import Candidate, Family, Kernel
 from tt_backend.lowering.families.tile_plan import READ_AHEAD, TilePlan, allocate_l1, window_bytes
 from tt_backend.lowering.families.tile_render import dst_overlap, render_tile_kernel
-from tt_backend.lowering.families.mover_cost import (column_fill_cycles, compute_stage, gather_reload_cycles,
-                                                     grid_pipeline_cycles, stream_datum_cycles, window_load_cycles)
+from tt_backend.lowering.families.mover_cost import (WALK_WIDEN_PER_DATUM, column_fill_cycles, compute_stage,
+                                                     gather_reload_cycles, grid_pipeline_cycles, stream_datum_cycles,
+                                                     window_load_cycles)
 from tt_backend.lowering.families.tile_streams import column_windows, reader_mode, stream_ctx, tile_grid
 from tt_backend.lowering.families.window_walk import tile_window_loads
 from tt_backend.lowering.frontend import LoweredKernel
 from tt_backend.lowering.graph import live_nodes
 from tt_backend.lowering.placement.choice import FpuOp, compile_split, split
 from tt_backend.lowering.placement.report import Placement
-from tt_backend.lowering.plan import DTYPE_SIZE, TILE_ELEMS
+from tt_backend.lowering.plan import DTYPE_SIZE, TILE_BYTES, TILE_ELEMS
 
 NAME = "elementwise"
 GENERATOR = "lowering/families/elementwise.py"
@@ -75,14 +76,17 @@ class ElementwisePlan(TilePlan):
 
     def _reads(self) -> tuple[list[tuple], int, float]:
         """The launch model's input streams (mover_cost.tile_pipeline_cycles: mode, tile format, runs, cycles per datum
-        beyond the mode's figure), the bytes per tile the gathers' window reloads move (window_walk): the reloads
-        are priced per datum of the tile, and their bytes go to the DRAM banks with the tiles'; and the loads of the
-        windows that hold their buffer whole (resident), once per core before its first tile."""
+        beyond the mode's figure, the kernel's ranges), the bytes per tile the gathers' window reloads move
+        (window_walk): the reloads are priced per datum of the tile, and their bytes go to the DRAM banks with the
+        tiles'; and the loads of the windows that hold their buffer whole (resident), once per core before its first
+        tile."""
         reads, reloaded, before = [], 0, 0.0
         datums = min(TILE_ELEMS, self.n_elements)
         for j, s in enumerate(self.inputs):
             c = stream_ctx(self, s, j)
             extra = stream_datum_cycles(s, gather_ranges=len(self.ranges) if c["mode"] == "gather" else None)
+            if c["mode"] in ("strided", "columns") and c["esz"] != TILE_BYTES[s.tile_format] // TILE_ELEMS:
+                extra += WALK_WIDEN_PER_DATUM        # every datum converted on its way into the slot
             if c["mode"] == "gather":
                 loads, moved = tile_window_loads(s.index, s.valid, tuple(self.ranges), datums, c["esz"],
                                                  self.buffers[s.buf].nbytes, window_bytes(self, f"in{j}"))
@@ -91,7 +95,7 @@ class ElementwisePlan(TilePlan):
             nbytes = self.buffers[s.buf].nbytes
             if (c["runs"] or {}).get("resident") or (c["mode"] == "gather" and nbytes <= window_bytes(self, f"in{j}")):
                 before += window_load_cycles(nbytes)
-            reads.append((c["mode"], s.tile_format, c["runs"], extra))
+            reads.append((c["mode"], s.tile_format, c["runs"], extra, len(self.ranges)))
         return reads, reloaded, before
 
 

@@ -37,8 +37,11 @@ TILE_WRITE_FIXED = 78 + NOC_ROUND_TRIP
 # per datum, the modes that touch every datum on the RISC-V, measured as brisc busy time per datum on fp32 views: a
 # buffer that fits the staging window is read once ("resident", 64x64: a.T 3.7, a.flip(1) 3.6), a larger one through
 # window reloads (256x256: strided a.flip(1) 5.5, columns a.T 15.7); a gated gather (a pad) by its parts (GATHER_LOOP
-# below). Not measured yet: bool widened / narrowed in place (given 1 per datum), computed streams and scatter writes
-# (given UNMEASURED_PER_DATUM, which modes missing from the table take).
+# below). Bool bytes widened to words in place ("contiguous bool", read_contiguous.c.j2: a loop of 7 instructions per
+# datum, brisc busy time of a bool cast of 5,000 on 5 cores 7,222 per 1,024 datums) and narrowed back by the writer
+# (write_contiguous.c.j2, also 7: ncrisc 2,848 for the 400 datums of a uint32 -> bool cast) at BOOL_PER_DATUM. Not
+# measured yet: computed streams and scatter writes (given UNMEASURED_PER_DATUM, which modes missing from the table
+# take).
 # A reduction's affine gather (lanes 1: 32 outputs' runs of k per tile, reader.c.j2 "red affine") over a buffer its
 # window does not hold whole: 44.8 per datum (the softmax's exp-sum over x, 52.8K brisc cycles per tile both at
 # 512 x 512, 256 tiles, and at 384 x 384, 144 tiles, less its max stream's 6.7 per slot as "red const" below; an older
@@ -61,8 +64,9 @@ TILE_WRITE_FIXED = 78 + NOC_ROUND_TRIP
 # an older figure of the same gather on a 2-D pad before the index math was priced.
 GATHER_LOOP, GATHER_PER_RANGE = 11.8, 3.4
 UNMEASURED_PER_DATUM = 14.1
-READ_PER_DATUM = {"contiguous": 0.0, "contiguous bool": 1.0, "contiguous convert": 8.1, "red contiguous": 0.0,
-                  "red k run": 0.0,
+BOOL_PER_DATUM = 7.0
+READ_PER_DATUM = {"contiguous": 0.0, "contiguous bool": BOOL_PER_DATUM, "contiguous convert": 8.1,
+                  "red contiguous": 0.0, "red k run": 0.0,
                   "strided": 5.5, "columns": 15.7, "gather": GATHER_LOOP, "red affine": 44.8, "red const": 6.7,
                   "red fill": 1.85, "red mask": 8.5}
 # a bulk reader's pads past the valid datums of a tile, zeroed (or set to datum 0) by word stores (read_contiguous.c.j2
@@ -71,26 +75,42 @@ READ_PER_DATUM = {"contiguous": 0.0, "contiguous bool": 1.0, "contiguous convert
 # The validity mask of a sum whose pre-op is not zero at pads ("red mask", 32 lanes): 8.5 per datum, the 512 x 512
 # softmax's exp-sum over rows of 512 (11.45K cycles per tile less x's bulk read and pads and the max's fill).
 PAD_FILL_PER_WORD = 1.4
-READ_PER_DATUM_RESIDENT = {"strided": 3.6, "columns": 3.7}
-WRITE_PER_DATUM = {"contiguous": 0.0, "contiguous bool": 1.0, "contiguous convert": 7.2,
+READ_PER_DATUM_RESIDENT = {"columns": 3.7}       # strided: strided_datum_cycles
+WRITE_PER_DATUM = {"contiguous": 0.0, "contiguous bool": BOOL_PER_DATUM, "contiguous convert": 7.2,
                    "scatter": UNMEASURED_PER_DATUM}
 # The per-datum movers of the elementwise layout (read_gather.c.j2 by_index / computed) walk all 1024 slots of a tile;
 # a slot past the kernel's last element only stores 0 and steps the ranges: 7.3 cycles (brisc busy time of a 64-element
 # padded gather, E_8_8: 8,632 cycles for 960 such slots and 64 elements at the 22 per datum of the same gather at
-# 66 x 66). The bulk readers zero those slots by words instead (pad_fill_cycles).
-GATHER_PAST_END_PER_SLOT = 7.3
-# runs and broadcasts copy or replicate run by run out of the staging window: b[0] broadcast over a 64x64 (16 runs of
-# 64 per tile, 84 cycles each) and over a 256x256 (4 runs of 256, 113 each) gave 74 per run + 0.15 per datum when
-# the NoC charged one hop and no DRAM latency; the runs' NoC reads are issued back to back and waited for once, after
-# the tile's last run (read_runs.c.j2), so the round trip is paid once per tile
-READ_PER_RUN, READ_PER_RUN_DATUM = 74, 0.15     # a NoC read per run
-# A run that is not congruent mod 64 with its place in the CB slot (or shorter than direct_min, or of another element
-# size than the tile's) is copied out of the staging window (read_runs.c.j2 copy_run; which ones: run_copies.py):
-# tt_copy32 moves 8 words per 8 loads, 8 stores and 4 loop instructions, 2.5 cycles a datum (brisc busy time of
-# a[5:2905] + 1 on 3 cores, one tile each: 2,573 cycles for 1,024 words); tt_copy16 a halfword pair per word where the
-# parities agree (1.25 a datum), else 4 halfwords per 12 instructions (3): not measured, given 2 between them; a
-# converting copy, the widening loop of "contiguous convert"
-RUN_COPY_PER_DATUM = {(4, 4): 2.5, (2, 2): 2.0}
+# 66 x 66). The bulk readers zero those slots by words instead (pad_fill_cycles). Past two ranges the compiled step
+# of the ranges (args.h tt_iter_next) costs 4.6 more per slot and range: the same 64-element pad over 1 / 2 / 3 / 4
+# ranges (E_64, E_8_8, E_2_8_4 and E_4_2_8, E_2_2_2_8; 960 such slots each) took 8,114 / 8,632 / 13,458 / 17,994.
+GATHER_PAST_END_PER_SLOT, GATHER_PAST_END_PER_RANGE = 7.3, 4.6
+# Runs and broadcasts move run by run (read_runs.c.j2 copy_run / broadcast_run; a run ends at its tile's edge): per
+# run the walk's step (the run's length and address, the bounds check, the outer ranges' carry), then the copy out of
+# the staging window or the fill of one fetched value; a buffer the window does not hold whole also checks the window
+# per run (tt_window_span) and reloads it as the walk leaves it. Measured as brisc busy time per run on one core
+# (TT_DUMP timelines, fp32, x[:, 2:n+2] + 1 over (2048 / n) x (n + 4) and x + b of (2048 / n) x n with b (2048 / n) x 1,
+# 2 to 5 tiles, less a launch's ~400 cycles of set-up): a copied run's step 22 cycles (runs of 2 to 15: 18 .. 27),
+# 58 where the run can be long enough for a straight NoC read (`direct` walks, run >= direct_min: the compiled loop
+# keeps the direct path and spills registers around the copy; runs of 16 to 128: 57 .. 62); a broadcast's 20; not
+# resident 7 more (runs of 6 and 3 over 40 KB: 29, broadcasts of 2 to 4 over 36 KB: 6 .. 8 more). The copy is tt_copy32
+# (8 words per 8 loads, 8 stores and 3 loop instructions, then word by word: 5 each; a bf16 tile's halfwords in pairs
+# where the run's DRAM address and its place in the slot agree in halfword parity, else tt_copy16's halfword loop,
+# 4.5 a datum: -t[:, 1:65] of a bf16 64 x 72 on 4 cores, 5,935 brisc cycles per tile, against 2,671 for t[:, 2:66]),
+# the fill tt_fill32 (16 stores and the loop per 16 words, 1.36 a word as measured, then 3 a word). Runs read straight
+# into the CB slot (where congruent mod 64: run_copies.py) add a NoC request each and the tile's one wait.
+RUN_STEP = {"runs": 22, "direct": 58, "broadcast": 20}
+RUN_WINDOW_CHECK = 7
+# Runs farther apart than a quarter window (tile_streams: span 0) reload the window with just the run's bytes each
+# time: a NoC request and its round trip (a.permute(1, 0, 2) of 4 x 40 x 60, runs of 60 at a 9,600-byte step: per run
+# ~47 cycles of the reload beside the copy, then 353 waiting)
+COPY32_BLOCK, COPY32_TAIL, FILL32_BLOCK, FILL32_TAIL = 19, 5, 1.36 * 16, 3
+COPY16_SPLIT = 4.5
+# The older per-run figure of a broadcast read for the SFPU setup alone (head_broadcast: one fetch from a window read
+# once): 74 + 0.15 per datum (b[0] broadcast over a 64x64 and a 256x256 when the NoC charged one hop)
+READ_PER_RUN, READ_PER_RUN_DATUM = 74, 0.15
+# A run of another element size than the tile's is converted datum by datum out of the window: the widening loop of
+# "contiguous convert"
 # A strided walk through a buffer larger than its staging window (read_runs.c.j2 strided_run, tt_noc.h tt_window_span)
 # reloads the window whenever the next datum is outside it: `span` bytes from the datum on (dense walks) or just the
 # datum (span 0), one NoC read waited for. A run of `run` datums `step` bytes apart spans run * step bytes, so it
@@ -101,40 +121,65 @@ WINDOW_RELOAD_FIXED = TILE_READ_FIXED
 # The per-datum figures above were measured on float32 and int8 streams whose index math is integer. What a stream
 # adds to them (stream_datum_cycles): its index math (index_cost.py: soft float, loaded indices) in the modes that
 # evaluate it per datum, and the float16 conversion (templates/device/tt_convert.h) in every mode that converts per
-# datum: widening a float16 normal takes 8 cycles where the int8 sign extension of the measured 8.1 takes 2, and
-# narrowing one 17.5 where int8's truncation takes 1 (instruction counts of the conversions on the emulator's RV32
-# core, a loop of 512 against the same loop without them, gcc -O2 -march=rv32im); denormals, infinities and NaNs
-# take other paths, not priced
-DATUM_EXTRA_MODES = ("gather", "computed", "scatter", "contiguous convert")
-FLOAT16_WIDEN_EXTRA, FLOAT16_NARROW_EXTRA = 8 - 2, 17.5 - 1
+# datum: widening a float16 normal takes 11 cycles more than the int8 sign extension of the measured 8.1, and
+# narrowing one 18 more than int8's truncation, as compiled in the movers (brisc / ncrisc busy time on one core,
+# 64 x 64: h.float() * 2 of float16 19.1 a datum against int8's 8.1; (x * 2).cast(float16) 25.2 against int8's 7.1;
+# the conversions alone, a loop of 512 against the same loop without them, gcc -O2 -march=rv32im, counted 8 - 2 and
+# 17.5 - 1); denormals, infinities and NaNs take other paths, not priced. The run walks (strided, columns and runs'
+# converting copies) convert every datum too: a narrow integer's sign extension 2 beyond the float32 walk
+# (WALK_WIDEN_PER_DATUM: h.float().T * 2 of int8 and int16 64 x 64, strided, 5.6 a datum against 3.6), float16's 11
+# beyond that (16.6)
+DATUM_EXTRA_MODES = ("gather", "computed", "scatter", "contiguous convert", "strided", "columns", "runs")
+FLOAT16_WIDEN_EXTRA, FLOAT16_NARROW_EXTRA = 11, 18
+WALK_WIDEN_PER_DATUM = 2
 # modes that read a tile with one NoC transaction
 BULK_READS = ("contiguous", "contiguous bool", "contiguous convert", "red contiguous", "red k run")
 PER_SLOT_READS = ("gather", "computed")     # modes whose loop walks every slot of the tile, past the last element too
 RUN_WALKS = ("strided", "columns")  # walks of read_runs.c.j2 that zero the slots past the last element by words
 
 
-def tile_read_cycles(mode: str, tile_format: str, runs: dict | None = None, datum_extra: float = 0.0, *,
-                     valid: float = 1.0) -> float:
+def tile_read_cycles(mode: str, tile_format: str, runs: dict | None = None, datum_extra: float = 0.0,
+                     ranges: int = 0, *, valid: float = 1.0) -> float:
     """Reader cycles per tile of one input stream: mode and run structure as tile_streams.stream_ctx gives them;
     `datum_extra`: what the stream adds per datum to a mode that touches every datum (DATUM_EXTRA_MODES) beyond the
-    mode's own figure (stream_datum_cycles); `valid`: the share of the tile's slots that hold elements (the
-    elementwise layout's partial last tile: the rest is zeroed)."""
+    mode's own figure (stream_datum_cycles); `ranges`: the kernel's iteration ranges (the per-slot walks' step);
+    `valid`: the share of the tile's slots that hold elements (the elementwise layout's partial last tile: the rest
+    is zeroed)."""
     datums, past_end = valid * TILE_ELEMS, (1 - valid) * TILE_ELEMS
+    past_end_slot = GATHER_PAST_END_PER_SLOT + GATHER_PAST_END_PER_RANGE * max(0, ranges - 2)
     bulk = (TILE_READ_FIXED + TILE_BYTES[tile_format] / NOC_BYTES_PER_CYCLE + pad_fill_cycles(past_end, tile_format)
-            if mode in BULK_READS else GATHER_PAST_END_PER_SLOT * past_end if mode in PER_SLOT_READS
+            if mode in BULK_READS else past_end_slot * past_end if mode in PER_SLOT_READS
             else pad_fill_cycles(past_end, tile_format) if mode in RUN_WALKS else 0)
     if head_broadcast(mode, runs):     # one fetch, the datums the SFPU setup reads
         return READ_PER_RUN + NOC_ROUND_TRIP + READ_PER_RUN_DATUM * runs["head"]
     if mode in ("runs", "broadcast"):       # the tile's runs up to its last element, the rest zeroed by words
-        return (READ_PER_RUN * max(1, datums // max(1, runs["run"] if runs else 1)) + NOC_ROUND_TRIP
-                + READ_PER_RUN_DATUM * datums + pad_fill_cycles(past_end, tile_format)
-                + run_copy_cycles(runs, tile_format, datums))
+        return (run_walk_cycles(mode, runs, tile_format, datums) + pad_fill_cycles(past_end, tile_format)
+                + (datum_extra * datums if mode == "runs" else 0))
     table = READ_PER_DATUM_RESIDENT if runs is not None and runs["resident"] else READ_PER_DATUM
     reloads = window_reload_cycles(runs, datums) if mode == "strided" and not runs["resident"] else 0
     per_datum = table.get(mode, READ_PER_DATUM.get(mode, UNMEASURED_PER_DATUM))
     if mode == "columns" and runs.get("column_bytes"):     # the walk through segments; their fills are per core
         per_datum = column_datum_cycles(runs["run"])
+    elif mode == "strided" and runs["resident"]:
+        per_datum = strided_datum_cycles(runs["run"])
     return bulk + reloads + (per_datum + (datum_extra if mode in DATUM_EXTRA_MODES else 0)) * datums
+
+
+# A strided walk over a resident buffer (read_runs.c.j2 strided_run) moves a run's datums four at a time (4 loads, 4
+# stores and the loop: 3 a datum) and the rest one by one, 11 a datum as compiled, after the run's step: 34 cycles,
+# 18 for runs of 4 to 7 (at most one block), 3 for runs of 2 and 3 (no block). Brisc busy time of x[:, 1::2] * 2 over
+# (2048 / n) x (2n + 1), one core, 2 tiles, runs of n = 2, 3, 4, 8, 16, 32, 64: 12.5, 12.0, 7.5, 7.3, 5.3, 4.1, 3.6
+# cycles a datum (a.flip(1) of 64 x 64, runs of 64: 3.6)
+STRIDED_BLOCK_PER_DATUM, STRIDED_TAIL_PER_DATUM = 3, 11
+STRIDED_STEP = ((8, 34), (4, 18), (0, 3))          # (shortest run, step)
+
+
+def strided_datum_cycles(run: int) -> float:
+    """Per datum, a resident strided walk's runs of `run` (STRIDED_STEP and the datums' moves)."""
+    run = max(1, min(run, TILE_ELEMS))
+    step = next(cycles for least, cycles in STRIDED_STEP if run >= least)
+    blocks = run // 4 * 4
+    return (step + STRIDED_BLOCK_PER_DATUM * blocks + STRIDED_TAIL_PER_DATUM * (run - blocks)) / run
 
 
 # A columns walk through segments (tile_streams.py RUN_MODES, read_runs.c.j2 column_segments) pays, per core, for
@@ -148,16 +193,21 @@ def tile_read_cycles(mode: str, tile_format: str, runs: dict | None = None, datu
 # core's 22.9K; less the copy of each datum's word into its segment, 10.6 per datum; the fixed part less the table
 # (6 per slot: 1,748 for 256) and the four 32 KB block reads (892 each), 68 per column fill with its ~12 words
 # (45 beside the copy). (a.T of 1100 x 150 on 81 cores, 2 tiles a core through 1024 columns: 148K instructions
-# less its 1,024 fills and the table, 33 per datum of the datum-by-datum walk.)
+# less its 1,024 fills and the table, 33 per datum of the datum-by-datum walk.) The block's 10.6 per datum is its
+# columns' set-up and their datums' copies: a.T of 3 x 4000 and of 6 x 3000 (runs of 3 and 6, 341 and 170 datums of
+# each column per tile, one tile on each of 12 and 18 cores) walked their tile in 3,325 and 3,224 cycles, 3.1 a datum,
+# so each of the 256 columns of a tile of the 256 x 128 took 30 besides its 4 datums. Segments filled without blocks
+# are NoC reads straight into the segment: no copy.
 COLUMN_TABLE_PER_SLOT, COLUMN_FILL_FIXED = 6, 45
-COLUMN_BLOCK_PER_DATUM, COLUMN_PARTIAL_PER_DATUM = 10.6, 33
+COLUMN_BLOCK_PER_DATUM, COLUMN_BLOCK_PER_COLUMN, COLUMN_PARTIAL_PER_DATUM = 3.1, 30, 33
 
 
 def column_datum_cycles(run: int) -> float:
-    """Per datum of a tile, the columns walk through segments for runs of `run` (COLUMN_BLOCK_PER_DATUM for the
-    tile's whole runs, COLUMN_PARTIAL_PER_DATUM for the rest)."""
+    """Per datum of a tile, the columns walk through segments for runs of `run` (COLUMN_BLOCK_PER_DATUM and a share
+    of COLUMN_BLOCK_PER_COLUMN for the tile's whole runs, COLUMN_PARTIAL_PER_DATUM for the rest)."""
     whole = (TILE_ELEMS // run) * run / TILE_ELEMS if run < TILE_ELEMS else 0.0
-    return whole * COLUMN_BLOCK_PER_DATUM + (1 - whole) * COLUMN_PARTIAL_PER_DATUM
+    block = COLUMN_BLOCK_PER_DATUM + COLUMN_BLOCK_PER_COLUMN * run / TILE_ELEMS
+    return whole * block + (1 - whole) * COLUMN_PARTIAL_PER_DATUM
 
 
 def column_fill_cycles(runs: dict, esz: int, tiles: int, grid_rows: int | None) -> tuple[float, float]:
@@ -175,7 +225,7 @@ def column_fill_cycles(runs: dict, esz: int, tiles: int, grid_rows: int | None) 
     per_column = max(1, math.ceil((esz * (rows + 1) + 32) / seg))
     fills = columns * per_column
     nbytes = min(seg, 32 + esz * (rows / per_column + 1))     # a fill's copy, from the line of its first datum
-    copy = RUN_COPY_PER_DATUM[(4, 4)] * nbytes / 4               # tt_copy32 of the segment's words
+    copy = copy32_cycles(nbytes / 4) if runs["column_block"] else 0     # tt_copy32 of the segment's words
     cycles = COLUMN_TABLE_PER_SLOT * runs["slots"] + fills * (COLUMN_FILL_FIXED + copy)
     if runs["column_block"]:                # a block read per run of columns it reaches
         block = runs["column_block"]
@@ -185,13 +235,57 @@ def column_fill_cycles(runs: dict, esz: int, tiles: int, grid_rows: int | None) 
             fills * nbytes)
 
 
+def copy32_cycles(words: float) -> float:
+    """tt_copy32 of `words` words (COPY32_BLOCK per 8, COPY32_TAIL per word left)."""
+    blocks = words // 8
+    return COPY32_BLOCK * blocks + COPY32_TAIL * (words - 8 * blocks)
+
+
+def fill32_cycles(words: float) -> float:
+    """tt_fill32 of `words` words (FILL32_BLOCK per 16, FILL32_TAIL per word left)."""
+    blocks = words // 16
+    return FILL32_BLOCK * blocks + FILL32_TAIL * (words - 16 * blocks)
+
+
+def run_walk_cycles(mode: str, runs: dict, tile_format: str, datums: float) -> float:
+    """A runs or broadcast walk's cycles for the `datums` datums of a tile (RUN_STEP): per run the step, the copy
+    (run_copy_cycles) or the fill, the window checks of a buffer not resident; runs read straight into the slot a NoC
+    request each and the tile's one wait, a walk that is not resident the wait of its window reloads: once per tile
+    where the window is reloaded a full span ahead, once per run it reads from the window where the runs lie farther
+    apart than a quarter window (span 0: each reload brings just the run's bytes: a NoC request and the round trip)."""
+    run = max(1, min(runs["run"], TILE_ELEMS))
+    n_runs = datums / run + (1 if TILE_ELEMS % run else 0)       # the runs the tile's edges cut count twice
+    tsz = TILE_BYTES[tile_format] // TILE_ELEMS
+    direct = runs.get("direct") and runs["run"] >= runs["direct_min"]
+    step = RUN_STEP["broadcast" if mode == "broadcast" else "direct" if direct else "runs"]
+    waits = 0 if runs.get("resident") else NOC_ROUND_TRIP
+    step += RUN_WINDOW_CHECK if waits else 0
+    sparse = bool(waits) and not runs.get("span")
+    reload = MM_NOC_REQUEST + NOC_ROUND_TRIP
+    if mode == "broadcast":
+        if sparse:
+            return n_runs * (step + fill32_cycles(datums / n_runs * tsz / 4) + reload)
+        return n_runs * (step + fill32_cycles(datums / n_runs * tsz / 4)) + waits
+    straight = 1 - runs["copied"]                 # the share of datums read straight into the slot
+    reads = (NOC_ROUND_TRIP + straight * (n_runs * MM_NOC_REQUEST + datums * tsz / NOC_BYTES_PER_CYCLE)
+             if straight > 0 else 0)
+    if sparse:               # every copied run its own reload, its bytes at 64 a cycle
+        waits = runs["copied"] * (n_runs * reload + datums * tsz / NOC_BYTES_PER_CYCLE)
+        return n_runs * step + waits + reads + run_copy_cycles(runs, tile_format, datums)
+    return n_runs * step + max(waits, reads) + run_copy_cycles(runs, tile_format, datums)
+
+
 def run_copy_cycles(runs: dict | None, tile_format: str, datums: float) -> float:
-    """A runs walk's copies out of its window for `datums` datums of a tile (RUN_COPY_PER_DATUM)."""
+    """A runs walk's copies out of its window for `datums` datums of a tile: tt_copy32 of each run's words where the
+    DRAM and tile element sizes agree (copy32_cycles; halfwords of differing parity COPY16_SPLIT each), else the
+    converting loop per datum."""
     if not runs or not runs.get("copied"):
         return 0.0
     esz, tsz = int(runs["step"][:-1]), TILE_BYTES[tile_format] // TILE_ELEMS     # a run's step is one element
-    per = RUN_COPY_PER_DATUM.get((esz, tsz), READ_PER_DATUM["contiguous convert"])
-    return runs["copied"] * datums * per
+    if esz != tsz:
+        return runs["copied"] * datums * READ_PER_DATUM["contiguous convert"]
+    run, split = max(1, min(runs["run"], TILE_ELEMS)), runs.get("split", 0.0)
+    return (runs["copied"] - split) * datums / run * copy32_cycles(run * tsz / 4) + split * datums * COPY16_SPLIT
 
 
 def stream_datum_cycles(s: Stream, writer: bool = False, gather_ranges: int | None = None) -> float:
@@ -323,8 +417,8 @@ def pipeline(n_tiles: int, reader: float, compute: float, writer: float, fill: f
 
 def tile_pipeline_cycles(n_tiles: int, reads: list[tuple], write: tuple, compute_per_tile: float,
                          valid: float = 1.0, before: float = 0.0) -> dict:
-    """The tile pipeline's launch: reads = (mode, tile format, run structure, datum extra) per input, write = (mode,
-    tile format, datum extra) of the output (tile_read_cycles; the datum extra may be left out);
+    """The tile pipeline's launch: reads = (mode, tile format, run structure, datum extra, ranges) per input, write =
+    (mode, tile format, datum extra) of the output (tile_read_cycles; the datum extra and ranges may be left out);
     compute_per_tile the compute's cycles per tile (compute_stage); valid: the share of the tiles' slots that hold
     elements (tile_read_cycles); before: the reader's work before its first tile (resident windows' loads).
     Where every input is plain contiguous (or a head broadcast beside them) the reader keeps several tiles' reads in

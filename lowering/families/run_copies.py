@@ -15,6 +15,21 @@ from tt_backend.lowering.plan import TILE_ELEMS
 SAMPLE_TILES = 8
 
 
+def _runs(run: int, outer: tuple[tuple[int, int], ...], const: int, end: int):
+    """(first element, place in its tile, length) of each run cut at the tiles' edges, up to element `end`."""
+    e = 0
+    while e < end:
+        r, q = divmod(e, run)
+        first, rest = const + q, r
+        for size, coef in reversed(outer):
+            rest, o = divmod(rest, size)
+            first += coef * o
+        i = e % TILE_ELEMS
+        n = min(run - q, end - e, TILE_ELEMS - i)
+        yield first, i, n
+        e += n
+
+
 @lru_cache(maxsize=512)
 def copied_share(run: int, outer: tuple[tuple[int, int], ...], const: int, n_elements: int, esz: int, tsz: int,
                  direct_min: int, direct: bool) -> float:
@@ -24,16 +39,14 @@ def copied_share(run: int, outer: tuple[tuple[int, int], ...], const: int, n_ele
     end = min(n_elements, SAMPLE_TILES * TILE_ELEMS)
     if not direct or end <= 0:
         return 1.0
-    copied, e = 0, 0
-    while e < end:
-        r, q = divmod(e, run)
-        first, rest = const + q, r
-        for size, coef in reversed(outer):
-            rest, o = divmod(rest, size)
-            first += coef * o
-        i = e % TILE_ELEMS
-        n = min(run - q, end - e, TILE_ELEMS - i)
-        if (esz * first - tsz * i) % 64 or n < direct_min:
-            copied += n
-        e += n
+    copied = sum(n for first, i, n in _runs(run, outer, const, end) if (esz * first - tsz * i) % 64 or n < direct_min)
     return copied / end
+
+
+@lru_cache(maxsize=512)
+def split_share(run: int, outer: tuple[tuple[int, int], ...], const: int, n_elements: int) -> float:
+    """Of a halfword walk (bf16 in DRAM and in the tile), the share of the first SAMPLE_TILES tiles' datums in runs
+    whose DRAM address and place in the slot differ in their halfword parity: tt_copy16 moves those halfword by
+    halfword, the others a word at a time."""
+    end = min(n_elements, SAMPLE_TILES * TILE_ELEMS)
+    return sum(n for first, i, n in _runs(run, outer, const, end) if (first - i) % 2) / max(1, end)

@@ -10,7 +10,7 @@ import math
 
 from tt_backend.lowering.codegen.c_exprs import DRAM_LOAD, DRAM_STORE, TILE_LOAD, TILE_STORE
 from tt_backend.lowering.codegen.l1 import STAGING_BYTES, aligned
-from tt_backend.lowering.families.run_copies import copied_share
+from tt_backend.lowering.families.run_copies import copied_share, split_share
 from tt_backend.lowering.families.tile_plan import ReducePlan, TilePlan, window_bytes
 from tt_backend.lowering.index import render_c_nested
 from tt_backend.lowering.plan import DTYPE_SIZE, ROW_STEP0_DATUMS, TILE_BYTES, TILE_ELEMS, TILE_NATIVE, Stream
@@ -257,7 +257,10 @@ def _affine_runs(plan: TilePlan, s: Stream, window: int) -> dict | None:
             "direct": direct,
             # the launch model's share of datums copied out of the window, not read straight into the slot
             "copied": copied_share(run, tuple(outer), const, plan.n_elements, esz, tsz, direct_min, direct)
-            if mode == "runs" else 0.0}
+            if mode == "runs" else 0.0,
+            # of a halfword copy, the share in runs whose halfword parities differ (copied halfword by halfword)
+            "split": split_share(run, tuple(outer), const, plan.n_elements) if mode == "runs" and esz == tsz == 2
+            else 0.0}
 
 
 # --- the reduction reader's affine walk ------------------------------------------------------------------------

@@ -3,6 +3,8 @@ index_cost.py), where the tile pipeline's movers add it (mover_cost.stream_datum
 reloads of its walk (window_walk.py)."""
 from __future__ import annotations
 
+import pytest
+
 from tt_backend.lowering.families import index_cost, mover_cost
 from tt_backend.lowering.families.window_walk import tile_window_loads
 from tt_backend.lowering.index import IndexExpr
@@ -49,8 +51,10 @@ def test_the_per_datum_movers_pay_the_index_math_and_the_float16_conversion():
         mover_cost.FLOAT16_NARROW_EXTRA
     plain = mover_cost.tile_read_cycles("gather", "fp32", None)
     assert mover_cost.tile_read_cycles("gather", "fp32", None, extra) == plain + extra * 1024
-    assert mover_cost.tile_read_cycles("strided", "fp32", {"resident": True}, extra) == \
-        mover_cost.tile_read_cycles("strided", "fp32", {"resident": True})
+    # a run walk converts every datum too (a float16 walk of an affine index: no index math, the conversion)
+    walk = mover_cost.stream_datum_cycles(Stream(buf=0, dtype="float16", index=r)) + mover_cost.WALK_WIDEN_PER_DATUM
+    assert mover_cost.tile_read_cycles("strided", "fp32", {"resident": True, "run": 64}, walk) == \
+        mover_cost.tile_read_cycles("strided", "fp32", {"resident": True, "run": 64}) + 13 * 1024
     assert mover_cost.tile_write_cycles("scatter", "fp32", extra, valid=0.5) == \
         mover_cost.tile_write_cycles("scatter", "fp32", valid=0.5) + extra * 512
 
@@ -68,3 +72,13 @@ def test_the_window_walk_reloads_where_the_datums_leave_it():
     # a buffer the window holds whole is loaded once per launch; a loaded index is unknown on the host
     assert tile_window_loads(r1 * 8000 + r0 * 2, None, (4000, 3), 1024, 4, 32768, 32768) == (0, 0)
     assert tile_window_loads(IndexExpr("LOAD", "int", (r0,), arg=1), None, (4000, 3), 1024, 4, 96000, 32768) == (0, 0)
+
+
+def test_slots_past_the_end_step_every_range_past_two():
+    # a 64-element gather in one tile: its 960 slots past the end store 0 and step the ranges, a loop past two ranges
+    def past_end(ranges):
+        return mover_cost.tile_read_cycles("gather", "fp32", None, 0.0, ranges, valid=64 / 1024) - \
+            mover_cost.tile_read_cycles("gather", "fp32", None, 0.0, ranges, valid=1.0) * 64 / 1024
+    assert past_end(1) == past_end(2) == 960 * mover_cost.GATHER_PAST_END_PER_SLOT
+    step = 960 * mover_cost.GATHER_PAST_END_PER_RANGE
+    assert past_end(4) - past_end(3) == pytest.approx(step) and past_end(3) - past_end(2) == pytest.approx(step)

@@ -4,8 +4,10 @@ per core and their block reads at the banks, and the reader's work before its fi
 round trip."""
 from __future__ import annotations
 
+import pytest
+
 from tt_backend.lowering.families import mover_cost
-from tt_backend.lowering.families.run_copies import copied_share
+from tt_backend.lowering.families.run_copies import copied_share, split_share
 
 
 def test_runs_are_copied_where_they_are_not_congruent_with_their_slot():
@@ -18,14 +20,39 @@ def test_runs_are_copied_where_they_are_not_congruent_with_their_slot():
     assert 0.85 < share < 1.0
     # another element size than the tile's (bf16 in DRAM, fp32 tile): no direct reads at all
     assert copied_share(64, ((48, 80),), 16, 48 * 64, 2, 4, 32, False) == 1.0
-    runs = {"step": "4u", "copied": share}
-    plain = mover_cost.tile_read_cycles("runs", "fp32", {**runs, "run": 47, "copied": 0.0})
-    assert mover_cost.tile_read_cycles("runs", "fp32", {**runs, "run": 47}) == \
-        plain + share * 1024 * mover_cost.RUN_COPY_PER_DATUM[(4, 4)]
+    # each copied run of 47 words: five blocks of 8 and 7 words one by one
+    runs = {"step": "4u", "copied": share, "run": 47}
+    assert mover_cost.copy32_cycles(47) == 5 * mover_cost.COPY32_BLOCK + 7 * mover_cost.COPY32_TAIL
+    assert mover_cost.run_copy_cycles(runs, "fp32", 1024) == share * 1024 / 47 * mover_cost.copy32_cycles(47)
+    assert mover_cost.run_copy_cycles({**runs, "step": "2u"}, "fp32", 1024) == \
+        share * 1024 * mover_cost.READ_PER_DATUM["contiguous convert"]      # bf16 widened datum by datum
+
+
+def test_a_resident_runs_walk_pays_its_steps_and_copies_and_no_round_trip():
+    # x[:, 2:8] + 1 of a resident 512 x 10: runs of 6, every one copied, none can go straight into the slot
+    short = {"run": 6, "step": "4u", "copied": 1.0, "resident": True, "direct": True, "direct_min": 16}
+    # (the run the tile's edge cuts steps twice; its two parts copy its 6 words)
+    assert mover_cost.tile_read_cycles("runs", "fp32", short) == \
+        (1024 / 6 + 1) * mover_cost.RUN_STEP["runs"] + 1024 / 6 * mover_cost.copy32_cycles(6)
+    # runs of 32 can be long enough for a straight read: the compiled walk's dearer step
+    long = {**short, "run": 32}
+    assert mover_cost.tile_read_cycles("runs", "fp32", long) == 32 * (mover_cost.RUN_STEP["direct"]
+                                                                       + mover_cost.copy32_cycles(32))
+    # a buffer the window does not hold: the window check per run, and its reloads' wait
+    far = mover_cost.tile_read_cycles("runs", "fp32", {**long, "resident": False, "span": 32768})
+    assert far == mover_cost.tile_read_cycles("runs", "fp32", long) + 32 * mover_cost.RUN_WINDOW_CHECK \
+        + mover_cost.NOC_ROUND_TRIP
+    # runs read straight into the slot: a request each and the tile's one wait
+    straight = mover_cost.tile_read_cycles("runs", "fp32", {**long, "copied": 0.0})
+    assert straight == 32 * (mover_cost.RUN_STEP["direct"] + mover_cost.MM_NOC_REQUEST) \
+        + mover_cost.NOC_ROUND_TRIP + 4096 / mover_cost.NOC_BYTES_PER_CYCLE
+    # a broadcast of runs of 8: the step and a fill of 8 words one by one
+    bcast = mover_cost.tile_read_cycles("broadcast", "fp32", {"run": 8, "resident": True, "head": None})
+    assert bcast == 128 * (mover_cost.RUN_STEP["broadcast"] + 8 * mover_cost.FILL32_TAIL)
 
 
 def test_the_readers_work_before_its_first_tile_is_kept_beside_the_writers_round_trip():
-    reads = [("strided", "fp32", {"resident": True, "step": "8u"}, 0.0)]
+    reads = [("strided", "fp32", {"resident": True, "step": "8u", "run": 64}, 0.0)]
     write = ("contiguous", "fp32", 0.0)
     without = mover_cost.tile_pipeline_cycles(4, reads, write, 500.0)
     with_window = mover_cost.tile_pipeline_cycles(4, reads, write, 500.0, before=1000.0)
@@ -38,7 +65,8 @@ def test_a_columns_walk_fills_each_column_once_per_core_and_its_blocks_go_to_the
     one, one_bytes = mover_cost.column_fill_cycles(runs, 4, 1, None)
     many, many_bytes = mover_cost.column_fill_cycles(runs, 4, 32, None)
     assert one_bytes == many_bytes == 4 * 32768        # 64 columns per block, every column filled once
-    assert many - one == 256 * mover_cost.RUN_COPY_PER_DATUM[(4, 4)] * 4 * (128 - 4) / 4   # 128 rows, not 4
+    # 128 rows, not 4: each column's segment copy from its first datum's line, 137 words against 13
+    assert many - one == 256 * (mover_cost.copy32_cycles(137) - mover_cost.copy32_cycles(13))
     # rows that outgrow a segment fill the column again
     deep, deep_bytes = mover_cost.column_fill_cycles(runs, 4, 64, None)
     assert deep_bytes == 2 * many_bytes and deep > 2 * one
@@ -49,3 +77,54 @@ def test_a_columns_walk_fills_each_column_once_per_core_and_its_blocks_go_to_the
     filled = mover_cost.grid_pipeline_cycles(32, reads, write, 400.0, 32, 8 * 1024, core_bytes=one_bytes)
     assert filled["bank"] == alone["bank"] + round(32 * one_bytes / mover_cost.DRAM_BYTES_PER_CYCLE)
     assert filled["total"] > alone["total"]
+
+
+def test_halfword_runs_whose_parities_differ_are_copied_halfword_by_halfword():
+    # -t[:, 2:66] and -t[:, 1:65] of a bf16 64 x 72: every run's parity agrees with its slot's, or none does;
+    # -t[:, 1:40] of 37 x 45: runs of 39 (odd) from rows of 45 (odd), so the two parities flip together
+    assert split_share(64, ((64, 72),), 2, 64 * 64) == 0.0
+    assert split_share(64, ((64, 72),), 1, 64 * 64) == 1.0
+    assert split_share(39, ((37, 45),), 1, 37 * 39) == 1.0
+    runs = {"run": 64, "step": "2u", "copied": 1.0}
+    words = mover_cost.run_copy_cycles({**runs, "split": 0.0}, "bf16", 1024)
+    assert words == 16 * mover_cost.copy32_cycles(32)
+    assert mover_cost.run_copy_cycles({**runs, "split": 1.0}, "bf16", 1024) == 1024 * mover_cost.COPY16_SPLIT
+
+
+def test_bool_bytes_are_widened_and_narrowed_datum_by_datum():
+    plain = mover_cost.tile_read_cycles("contiguous", "fp32")
+    assert mover_cost.tile_read_cycles("contiguous bool", "fp32") - plain == 1024 * mover_cost.BOOL_PER_DATUM
+    plain = mover_cost.tile_write_cycles("contiguous", "fp32", valid=0.5)
+    assert mover_cost.tile_write_cycles("contiguous bool", "fp32", valid=0.5) - plain == 512 * mover_cost.BOOL_PER_DATUM
+
+
+def test_segments_filled_without_blocks_are_not_copied_and_short_columns_walk_cheaply():
+    # a.T of 3 x 4000: three columns, each filled by one NoC read straight into its segment
+    runs = {"run": 3, "column_bytes": 10880, "column_block": 0, "slots": 3, "stride": 4000}
+    cycles, nbytes = mover_cost.column_fill_cycles(runs, 4, 1, None)
+    assert cycles == 3 * 6 * 2 / 2 + 3 * (mover_cost.COLUMN_FILL_FIXED + mover_cost.MM_NOC_REQUEST
+                                           + nbytes / 3 / mover_cost.NOC_BYTES_PER_CYCLE) + mover_cost.NOC_ROUND_TRIP
+    # per datum: a column's set-up shared by its 341 datums of the tile, against 4 datums for runs of 256
+    assert mover_cost.column_datum_cycles(3) < 3.25 < mover_cost.column_datum_cycles(256) == pytest.approx(10.6)
+
+
+def test_runs_far_apart_reload_the_window_once_per_run():
+    # a.permute(1, 0, 2) of 4 x 40 x 60: runs of 60 at a 9,600-byte step, span 0: each copied run its own NoC read
+    dense = {"run": 60, "step": "4u", "copied": 1.0, "resident": False, "direct": True, "direct_min": 16,
+             "span": 32768}
+    sparse = {**dense, "span": 0}
+    runs = 1024 / 60 + 1
+    extra = runs * (mover_cost.MM_NOC_REQUEST + mover_cost.NOC_ROUND_TRIP) + 4096 / mover_cost.NOC_BYTES_PER_CYCLE
+    assert mover_cost.tile_read_cycles("runs", "fp32", sparse) == pytest.approx(
+        mover_cost.tile_read_cycles("runs", "fp32", dense) - mover_cost.NOC_ROUND_TRIP + extra)
+    # a broadcast of one value per run, each from afar: a reload per run
+    bcast = {"run": 50, "resident": False, "head": None, "span": 0}
+    assert mover_cost.tile_read_cycles("broadcast", "fp32", bcast) > runs * mover_cost.NOC_ROUND_TRIP
+
+
+def test_a_resident_strided_walk_pays_its_runs_steps():
+    # runs of 64 move in blocks of four after one step; runs of 2 datum by datum after a cheap step
+    assert mover_cost.strided_datum_cycles(64) == pytest.approx(3 + 34 / 64)
+    assert mover_cost.strided_datum_cycles(2) == pytest.approx((3 + 2 * 11) / 2)
+    resident = {"run": 4, "resident": True, "step": "8u"}
+    assert mover_cost.tile_read_cycles("strided", "fp32", resident) == 1024 * (18 + 4 * 3) / 4
