@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from tt_backend.chip import isa
+from tt_backend.chip.errors import EmuUnimplemented
 from tt_backend.chip.numerics.dst import Dst
 from tt_backend.chip.numerics.fma import _fma_exact
 from tt_backend.chip.numerics.sfpu.functional import FunctionalSFPU
@@ -270,3 +271,26 @@ def test_kernels_identical_with_deferral(kernel, ops, chain, batch_min, monkeypa
     assert all(off[op] > 0 and on[op] == 0 for op in ops), (on, off)
     assert max([len(c or ()) for c in split], default=0) >= (chain if batch_min == 2 else 0)
     assert runs[True][:2] == runs[False][:2]
+
+
+@pytest.mark.skipif(native.host_compiler() is None, reason="no host C compiler (cc, clang or gcc)")
+def test_run_at_takes_bytes_or_an_address_and_names_an_unknown_op():
+    """run_at on packed bytes and on a kept array's address: the same state as run(); an op code the C part does not
+    know stops the run there and is named (read back from the bytes or from the address)."""
+    rng = np.random.default_rng(3)
+    program = [_random_instruction(rng) for _ in range(30)]
+    records = [sfpu_native.record(n, f) if m is None else sfpu_native.at_address(sfpu_native.record(n, f), *m)
+               for n, f, m in program]
+    ref = _random_state(rng, all_on=True)
+    by_bytes, by_address = _copy(ref), _copy(ref)
+    sfpu_native.run(ref, records)
+    prog = np.array(records, dtype=np.int32)
+    sfpu_native.run_at(by_bytes, prog.tobytes(), len(prog))
+    sfpu_native.run_at(by_address, prog.ctypes.data, len(prog))
+    for state in (by_bytes, by_address):
+        for got, want in zip(_snapshot(state), _snapshot(ref)):
+            assert np.array_equal(got, want)
+    bad = np.array(records[:2] + [(99,) + (0,) * 7], dtype=np.int32)
+    for where in (bad.tobytes(), bad.ctypes.data):
+        with pytest.raises(EmuUnimplemented, match="op code 99 is not the C part's"):
+            sfpu_native.run_at(_copy(ref), where, len(bad))
