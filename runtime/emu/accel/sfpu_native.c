@@ -175,7 +175,7 @@ typedef struct {
  * instruction; with every lane on (the common case) the loops below run without a test. */
 static void lanes_on(State *s) {
     uint32_t on = 0;
-    for (int l = 0; l < LANES; l++) on |= (uint32_t)(s->lf[l] || !s->use[l]) << l;
+    for (int l = 0; l < LANES; l++) on |= (uint32_t)((s->lf[l] != 0) | (s->use[l] == 0)) << l;   /* (no branches) */
     s->on = on;
 }
 
@@ -196,8 +196,11 @@ static void write_enabled(State *s, int vd, const uint32_t *v) {    /* LReg[vd] 
 
 static void SFPLOAD(State *s, const int32_t *r) {
     int vd = r[5], addr = r[7];
-    if (s->on == ALL_ON) {
-        for (int l = 0; l < LANES; l++) s->lreg[vd][l] = DST_AT(s, addr, l);
+    if (s->on == ALL_ON) {        /* DST_AT row by row: lanes 8q..8q+7 from row (addr & ~3) + q, every other column */
+        const uint32_t (*rows)[16] = s->dst + (addr & ~3);
+        int half = addr >> 1 & 1;
+        for (int q = 0; q < 4; q++)
+            for (int c = 0; c < 8; c++) s->lreg[vd][8 * q + c] = rows[q][2 * c + half];
         return;
     }
     for (int l = 0; l < LANES; l++)
@@ -215,8 +218,12 @@ static uint32_t stored(int mode, uint32_t d) {     /* SFPSTORE: the Dst word of 
 
 static void SFPSTORE(State *s, const int32_t *r) {
     int mode = r[1], vd = r[5], addr = r[7];
-    if (s->on == ALL_ON) {              /* every lane: all four rows written */
-        for (int l = 0; l < LANES; l++) DST_AT(s, addr, l) = stored(mode, s->lreg[vd][l]);
+    if (s->on == ALL_ON) {              /* every lane (DST_AT row by row, as SFPLOAD): all four rows written */
+        uint32_t (*rows)[16] = s->dst + (addr & ~3), v[LANES];
+        int half = addr >> 1 & 1;
+        memcpy(v, s->lreg[vd], sizeof v);
+        for (int q = 0; q < 4; q++)
+            for (int c = 0; c < 8; c++) rows[q][2 * c + half] = stored(mode, v[8 * q + c]);
         memset(s->written + (addr & ~3), 1, LANES / 8);
         return;
     }
