@@ -111,7 +111,8 @@ def test_batch_program_cache_identical(name, monkeypatch):
     run = lambda: mop_run(CLOSED_BODIES[name], reps=16, setup=MM_SETUP, tiles=3)
     tx = run()
     assert len(tx._batch_runs) == 1
-    assert not next(iter(tx._batch_runs.values())).flags.writeable
+    program, address = next(iter(tx._batch_runs.values()))
+    assert not program.flags.writeable and address == program.ctypes.data
     cached = _full_state(tx)
     monkeypatch.setattr(sfpu_native, "NATIVE_SFPU", False)
     _same(cached, _full_state(run()))

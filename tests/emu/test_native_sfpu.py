@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from tt_backend.chip import isa
+from tt_backend.chip.errors import EmuUnimplemented
 from tt_backend.chip.numerics.dst import Dst
 from tt_backend.chip.numerics.fma import _fma_exact
 from tt_backend.chip.numerics.sfpu.functional import FunctionalSFPU
@@ -66,10 +67,11 @@ def _random_instruction(rng) -> tuple[str, dict, tuple | None]:
             return name, fields, mem
 
 
-def _random_state(rng) -> FunctionalSFPU:
+def _random_state(rng, all_on: bool = False) -> FunctionalSFPU:
+    """`all_on`: every lane enabled (all lane flags set), the C part's unmasked loops."""
     s = FunctionalSFPU(Dst())
     s.lreg[:] = _operands(rng, 17 * 32).reshape(17, 32)
-    s.lane_flags[:] = rng.integers(0, 2, 32)
+    s.lane_flags[:] = True if all_on else rng.integers(0, 2, 32)
     s.use_lane_flags[:] = rng.integers(0, 4, 32) > 0
     s.dst.rows32[:] = _operands(rng, 512 * 16).reshape(512, 16)
     s.dst.written[:] = rng.integers(0, 2, 512)
@@ -92,12 +94,13 @@ def _snapshot(s: FunctionalSFPU) -> tuple:
 
 @pytest.mark.parametrize("seed", range(6))
 def test_c_random_programs_match_functional_model(seed):
-    """60 random programs of 1-40 covered instructions per seed, each from a random state: the same LRegs, lane
-    flags, Dst words and written rows after the C part as after the functional model's handlers."""
+    """60 random programs of 1-40 covered instructions per seed, each from a random state (every other one with all
+    lanes enabled): the same LRegs, lane flags, Dst words and written rows after the C part as after the functional
+    model's handlers."""
     rng = np.random.default_rng(100 + seed)
     seen = set()
-    for _ in range(60):
-        ref = _random_state(rng)
+    for i in range(60):
+        ref = _random_state(rng, all_on=i % 2 == 1)
         c = _copy(ref)
         program = [_random_instruction(rng) for _ in range(int(rng.integers(1, 41)))]
         records = []
@@ -268,3 +271,26 @@ def test_kernels_identical_with_deferral(kernel, ops, chain, batch_min, monkeypa
     assert all(off[op] > 0 and on[op] == 0 for op in ops), (on, off)
     assert max([len(c or ()) for c in split], default=0) >= (chain if batch_min == 2 else 0)
     assert runs[True][:2] == runs[False][:2]
+
+
+@pytest.mark.skipif(native.host_compiler() is None, reason="no host C compiler (cc, clang or gcc)")
+def test_run_at_takes_bytes_or_an_address_and_names_an_unknown_op():
+    """run_at on packed bytes and on a kept array's address: the same state as run(); an op code the C part does not
+    know stops the run there and is named (read back from the bytes or from the address)."""
+    rng = np.random.default_rng(3)
+    program = [_random_instruction(rng) for _ in range(30)]
+    records = [sfpu_native.record(n, f) if m is None else sfpu_native.at_address(sfpu_native.record(n, f), *m)
+               for n, f, m in program]
+    ref = _random_state(rng, all_on=True)
+    by_bytes, by_address = _copy(ref), _copy(ref)
+    sfpu_native.run(ref, records)
+    prog = np.array(records, dtype=np.int32)
+    sfpu_native.run_at(by_bytes, prog.tobytes(), len(prog))
+    sfpu_native.run_at(by_address, prog.ctypes.data, len(prog))
+    for state in (by_bytes, by_address):
+        for got, want in zip(_snapshot(state), _snapshot(ref)):
+            assert np.array_equal(got, want)
+    bad = np.array(records[:2] + [(99,) + (0,) * 7], dtype=np.int32)
+    for where in (bad.tobytes(), bad.ctypes.data):
+        with pytest.raises(EmuUnimplemented, match="op code 99 is not the C part's"):
+            sfpu_native.run_at(_copy(ref), where, len(bad))

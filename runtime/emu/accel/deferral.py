@@ -522,7 +522,7 @@ class DeferralMixin:
                     self._dq_exec_c(run)
                     run = []
                     sfpu.instructions += k
-                    sfpu_native.run_program(sfpu, np.frombuffer(prog, np.int32).reshape(k, 8))
+                    sfpu_native.run_at(sfpu, prog, k)
                     i += k
                     if i == n:
                         break

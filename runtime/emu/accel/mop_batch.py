@@ -28,7 +28,7 @@ class MopBatchMixin:
         self._batch_bodies: dict[tuple, list] = {}         # (body, resolved modes) -> execute_batch's body list
         self._batch_timing: dict[tuple, tuple] = {}        # (body, k, batch_timing.key) -> batch_timing.memo()
         self._batch_programs: dict[tuple, tuple | None] = {}  # (body, resolved modes) -> _native_body() result
-        self._batch_runs: dict[tuple, np.ndarray] = {}     # (akey, resolved modes) -> the C part's whole program
+        self._batch_runs: dict[tuple, tuple] = {}   # (akey, resolved modes) -> the C part's whole program, its address
 
     def batch_sfpu(self, t: int, th: ThreadState) -> int:
         """Execute K >= BATCH_MIN_REPS back-to-back repetitions of one SFPU body at the head of the ready queue (what a
@@ -194,18 +194,19 @@ class MopBatchMixin:
             # reference order itself), the Dst addresses filled in from the RWC walk; in closed form the program
             # depends only on the address analysis' key and the modes: built once
             rkey = (akey, bkey[1]) if akey is not None else None
-            program = self._batch_runs.get(rkey)
-            if program is None:
+            kept = self._batch_runs.get(rkey)
+            if kept is None:
                 template, mem_rows = native
                 program = np.tile(template, (k, 1))
                 program[(np.arange(k)[:, None] * p + mem_rows).reshape(-1), -1] = addrs_np.reshape(-1)
+                program.flags.writeable = False
+                kept = program, program.ctypes.data
                 if rkey is not None:
                     if len(self._batch_runs) > 512:
                         self._batch_runs.clear()
-                    program.flags.writeable = False
-                    self._batch_runs[rkey] = program
+                    self._batch_runs[rkey] = kept
             sfpu.instructions += k * p
-            sfpu_native.run_program(sfpu, program, flags_kept=True)     # (_batch_plan: batchable, no flags)
+            sfpu_native.run_at(sfpu, kept[1], k * p, flags_kept=True)     # (_batch_plan: batchable, no flags)
             sfpu.cycle = c
         n = k * p
         if n == len(ready):

@@ -35,6 +35,10 @@ typedef struct {
 } word_facts;
 
 static int depth = 28, mop_penalty = 1, dst_rwc_mask = 1023, src_rwc_mask = 63, fpu_to_sfpload_gap = 4;
+/* getattr / setattr through the instance's dict or slot where no class defines the name (below: cheaper than
+ * PyObject_GetAttr's generic lookup, the same answers) */
+static PyObject *get_attr(PyObject *o, PyObject *name);
+static int set_attr(PyObject *o, PyObject *name, PyObject *v);
 static int64_t all_lregs = (1 << 17) - 1, load_modes = 0, store_modes = 0;   /* modes: bit per 32-bit Dst mode */
 static PyObject *zero;            /* the queue entry's unused Dst base */
 static PyObject *s_mad_cycle, *s_mad_writes, *s_mad_macro, *s_nop_only_cycle, *s_busy_until, *s_strict, *s_append;
@@ -61,7 +65,7 @@ static int get_ll(PyObject *o, const char *what, long long *out) {
 }
 
 static int attr_ll(PyObject *o, PyObject *name, long long *out) {
-    PyObject *v = PyObject_GetAttr(o, name);
+    PyObject *v = get_attr(o, name);
     if (!v)
         return -1;
     *out = PyLong_AsLongLong(v);
@@ -77,7 +81,7 @@ static int set_attr_ll(PyObject *o, PyObject *name, long long v) {
     PyObject *p = PyLong_FromLongLong(v);
     if (!p)
         return -1;
-    int r = PyObject_SetAttr(o, name, p);
+    int r = set_attr(o, name, p);
     Py_DECREF(p);
     return r;
 }
@@ -766,7 +770,7 @@ static int list_ll(PyObject *list, Py_ssize_t i, long long *out) {
 
 /* attribute `name` of o (a new reference), a list of at least `n` items */
 static PyObject *attr_list(PyObject *o, PyObject *name, Py_ssize_t n) {
-    PyObject *v = PyObject_GetAttr(o, name);
+    PyObject *v = get_attr(o, name);
     if (v && (!PyList_Check(v) || PyList_GET_SIZE(v) < n)) {
         PyErr_Format(PyExc_TypeError, "plain_run: %U is not a list of %zd", name, n);
         Py_CLEAR(v);
@@ -783,7 +787,7 @@ static PyObject *call_method(PyObject *o, PyObject *name, PyObject *const *args,
 
 /* TensixTiming._adc_count: the datums of the ADC set s's X range (16 when empty) */
 static int adc_count(PyObject *thobj, int s, long long *n) {
-    PyObject *adc = PyObject_GetAttr(thobj, s_adc);
+    PyObject *adc = get_attr(thobj, s_adc);
     if (!adc)
         return -1;
     PyObject *set = PyList_Check(adc) ? PyList_GetItem(adc, s) : NULL;
@@ -845,12 +849,12 @@ static int tm_lists_get(PyObject *tm, tm_lists *l) {
 
 /* TensixTiming._run_scheduled_sfpu: SFPLOADMACRO-scheduled work due by cycle c runs first */
 static int run_scheduled(PyObject *tx, PyObject *tm, long long c) {
-    PyObject *sfpu = PyObject_GetAttr(tx, s_raw_sfpu);
+    PyObject *sfpu = get_attr(tx, s_raw_sfpu);
     if (!sfpu)
         return -1;
     int due = 0;
     if (sfpu != Py_None) {
-        PyObject *sch = PyObject_GetAttr(sfpu, s_scheduled);
+        PyObject *sch = get_attr(sfpu, s_scheduled);
         due = sch ? PyObject_IsTrue(sch) : -1;
         Py_XDECREF(sch);
     }
@@ -889,9 +893,9 @@ static int bank_set(PyObject *d, PyObject *side, long long bank, long long v) {
  * FPU's busy time and the event that hands banks back */
 static int fpu_issue(PyObject *tx, PyObject *tm, const plain_facts *f, long long row, long long bank_a,
                      long long bank_b, long long *c) {
-    PyObject *dfw = PyObject_GetAttr(tm, s_dst_fpu_write);
-    PyObject *src_ready = dfw ? PyObject_GetAttr(tm, s_src_ready) : NULL;
-    PyObject *bank_read = src_ready ? PyObject_GetAttr(tm, s_bank_read) : NULL;
+    PyObject *dfw = get_attr(tm, s_dst_fpu_write);
+    PyObject *src_ready = dfw ? get_attr(tm, s_src_ready) : NULL;
+    PyObject *bank_read = src_ready ? get_attr(tm, s_bank_read) : NULL;
     int ok = 0;
     if (!dfw || !src_ready || !bank_read || !PyDict_Check(dfw) || !PyDict_Check(src_ready) || !PyDict_Check(bank_read)) {
         if (!PyErr_Occurred())
@@ -960,7 +964,7 @@ static int plain_word(PyObject *tx, PyObject *tm, const tm_lists *L, PyObject *t
     const plain_facts *f = (const plain_facts *)PyBytes_AS_STRING(PyTuple_GET_ITEM(rec, 4));
     PyObject *r;
     /* the Wait Gate: a latched wait instruction blocking this word holds it until its conditions are met */
-    PyObject *latch = PyObject_GetAttr(thobj, s_latch);
+    PyObject *latch = get_attr(thobj, s_latch);
     if (!latch)
         return -1;
     if (latch != Py_None) {
@@ -978,7 +982,7 @@ static int plain_word(PyObject *tx, PyObject *tm, const tm_lists *L, PyObject *t
             if (why != Py_None)
                 return handler_blocked(tx, thobj, why, Py_False);
             Py_DECREF(why);
-            if (PyObject_SetAttr(thobj, s_latch, Py_None))
+            if (set_attr(thobj, s_latch, Py_None))
                 return -1;
         } else {
             Py_DECREF(latch);
@@ -987,7 +991,7 @@ static int plain_word(PyObject *tx, PyObject *tm, const tm_lists *L, PyObject *t
         Py_DECREF(latch);
     }
     /* anything but a deferrable SFPU word: the deferred work first */
-    PyObject *dq = PyObject_GetAttr(tx, s_deferred);
+    PyObject *dq = get_attr(tx, s_deferred);
     if (!dq)
         return -1;
     Py_ssize_t queued = PyObject_Length(dq);
@@ -1005,7 +1009,7 @@ static int plain_word(PyObject *tx, PyObject *tm, const tm_lists *L, PyObject *t
     if (f->kind == K_UNPACK && attr_ll(tx, f->sel ? s_srcb_unpack_bank : s_srca_unpack_bank, &bank))
         return -1;
     if (f->kind == K_FPU) {
-        PyObject *cfg = attr_list(thobj, s_cfg, 2), *rwc = PyObject_GetAttr(thobj, s_rwc);
+        PyObject *cfg = attr_list(thobj, s_cfg, 2), *rwc = get_attr(thobj, s_rwc);
         PyObject *d = rwc && PyDict_Check(rwc) ? PyDict_GetItemWithError(rwc, s_d) : NULL;
         long long c1, rd;
         int bad = !cfg || !d || list_ll(cfg, 1, &c1) || get_ll(d, "RWC", &rd)
@@ -1036,7 +1040,7 @@ static int plain_word(PyObject *tx, PyObject *tm, const tm_lists *L, PyObject *t
     /* TensixTiming.issue (bank_wait: its handler had blocked it on a Src bank) */
     int bank_wait = 0;
     if (was_blocked) {
-        PyObject *bw = PyObject_GetAttr(thobj, s_bank_wait);
+        PyObject *bw = get_attr(thobj, s_bank_wait);
         bank_wait = bw ? PyObject_IsTrue(bw) : -1;
         Py_XDECREF(bw);
         if (bank_wait < 0)
@@ -1061,13 +1065,13 @@ static int plain_word(PyObject *tx, PyObject *tm, const tm_lists *L, PyObject *t
     if (was_blocked) {              /* woken by the release of its bank, its banks' data, or the latest event */
         long long woken, v;
         if (bank_wait && f->kind == K_UNPACK) {
-            PyObject *br = PyObject_GetAttr(tm, s_bank_read);
+            PyObject *br = get_attr(tm, s_bank_read);
             int bad = !br || !PyDict_Check(br) || bank_get(br, f->sel ? s_bank_b : s_bank_a, bank, &woken);
             Py_XDECREF(br);
             if (bad)
                 goto dict_error;
         } else if (bank_wait && f->kind == K_FPU && f->src_reader) {
-            PyObject *sr = PyObject_GetAttr(tm, s_src_ready);
+            PyObject *sr = get_attr(tm, s_src_ready);
             int bad = !sr || !PyDict_Check(sr) || bank_get(sr, s_bank_a, bank_a, &woken)
                       || bank_get(sr, s_bank_b, bank_b, &v);
             Py_XDECREF(sr);
@@ -1097,7 +1101,7 @@ static int plain_word(PyObject *tx, PyObject *tm, const tm_lists *L, PyObject *t
             c = ub;
         long long bits = n * element_bits_of[cfgw & 0xF], per = 8LL * unpack_bytes_per_cycle;
         long long done = c + (bits > per ? (bits + per - 1) / per : 1);
-        PyObject *src_ready = PyObject_GetAttr(tm, s_src_ready);
+        PyObject *src_ready = get_attr(tm, s_src_ready);
         PyObject *done_o = src_ready ? PyLong_FromLongLong(done) : NULL;
         key = done_o ? Py_BuildValue("(OL)", f->sel ? s_bank_b : s_bank_a, bank) : NULL;
         bad = !src_ready || !done_o || !key || set_item_ll(busy_l, f->sel, done)
@@ -1152,16 +1156,16 @@ static int plain_word(PyObject *tx, PyObject *tm, const tm_lists *L, PyObject *t
         || set_attr_ll(tx, s_issue_t, c))
         goto out;
     if (f->kind == K_WAIT) {                            /* the unit-busy conditions of the latch it left */
-        PyObject *lt = PyObject_GetAttr(thobj, s_latch);
+        PyObject *lt = get_attr(thobj, s_latch);
         if (!lt)
             goto out;
         if (lt != Py_None) {
             /* each call only while no exception is pending */
-            PyObject *kind = PyObject_GetAttr(lt, s_kind), *cond = NULL;
-            PyObject *blk = kind ? PyObject_GetAttr(lt, s_block) : NULL;
+            PyObject *kind = get_attr(lt, s_kind), *cond = NULL;
+            PyObject *blk = kind ? get_attr(lt, s_block) : NULL;
             int sw = blk ? PyObject_RichCompareBool(kind, s_stallwait, Py_EQ) : -1;
             if (sw == 1)
-                cond = PyObject_GetAttr(lt, s_cond);
+                cond = get_attr(lt, s_cond);
             else if (sw == 0)
                 cond = PyLong_FromLong(0);
             PyObject *c_o = cond ? PyLong_FromLongLong(c) : NULL;
@@ -1234,14 +1238,14 @@ static PyObject *plain_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
         PyErr_SetString(PyExc_ValueError, "plain_run: no such thread or position");
         return NULL;
     }
-    PyObject *tm = PyObject_GetAttr(tx, s_tm), *threads = tm ? attr_list(tx, s_threads, 3) : NULL;
+    PyObject *tm = get_attr(tx, s_tm), *threads = tm ? attr_list(tx, s_threads, 3) : NULL;
     PyObject *thobj = threads ? PyList_GET_ITEM(threads, th) : NULL;
-    PyObject *ready = thobj ? PyObject_GetAttr(thobj, s_ready) : NULL;
+    PyObject *ready = thobj ? get_attr(thobj, s_ready) : NULL;
     tm_lists L = {0};
     PyObject *instr_l = ready && !tm_lists_get(tm, &L) ? attr_list(tx, s_instructions, 3) : NULL;
-    PyObject *fifo = instr_l ? PyObject_GetAttr(thobj, s_fifo) : NULL;
-    PyObject *fifo_t = fifo ? PyObject_GetAttr(thobj, s_fifo_t) : NULL;
-    PyObject *mop_out = fifo_t ? PyObject_GetAttr(thobj, s_mop_out) : NULL;
+    PyObject *fifo = instr_l ? get_attr(thobj, s_fifo) : NULL;
+    PyObject *fifo_t = fifo ? get_attr(thobj, s_fifo_t) : NULL;
+    PyObject *mop_out = fifo_t ? get_attr(thobj, s_mop_out) : NULL;
     PyObject *result = NULL;
     if (!mop_out)
         goto out;
@@ -1284,8 +1288,8 @@ static PyObject *plain_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
             continue;
         }
         /* direct issue: the thread's frontend is empty; not while a REPLAY load records or a word is blocked */
-        PyObject *load = PyObject_GetAttr(thobj, s_replay_load);
-        PyObject *blocked = load ? PyObject_GetAttr(thobj, s_blocked) : NULL;
+        PyObject *load = get_attr(thobj, s_replay_load);
+        PyObject *blocked = load ? get_attr(thobj, s_blocked) : NULL;
         int busy = load && blocked && (load != Py_None || blocked != Py_None);
         Py_XDECREF(load);
         Py_XDECREF(blocked);
@@ -1338,7 +1342,7 @@ static PyObject *plain_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
         if (!r)
             goto out;
         Py_DECREF(r);
-        if (PyObject_SetAttr(tx, s_current, PyTuple_GET_ITEM(PyTuple_GET_ITEM(rec, 3), th)))
+        if (set_attr(tx, s_current, PyTuple_GET_ITEM(PyTuple_GET_ITEM(rec, 3), th)))
             goto out;
         long long c;
         int issued = plain_word(tx, tm, &L, thobj, tobj, th, rec, PyTuple_GET_ITEM(rec, 1), 0, &c);
@@ -1353,7 +1357,7 @@ static PyObject *plain_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
             goto out;
         Py_DECREF(r);
         long long cnt;
-        if (PyObject_SetAttr(thobj, s_blocked, Py_None) || list_ll(instr_l, th, &cnt)
+        if (set_attr(thobj, s_blocked, Py_None) || list_ll(instr_l, th, &cnt)
             || set_item_ll(instr_l, th, cnt + 1))
             goto out;
     }
@@ -1390,12 +1394,12 @@ static PyObject *drain_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
         PyErr_SetString(PyExc_ValueError, "drain_run: no such thread");
         return NULL;
     }
-    PyObject *tm = PyObject_GetAttr(tx, s_tm), *threads = tm ? attr_list(tx, s_threads, 3) : NULL;
+    PyObject *tm = get_attr(tx, s_tm), *threads = tm ? attr_list(tx, s_threads, 3) : NULL;
     PyObject *thobj = threads ? PyList_GET_ITEM(threads, th) : NULL;
-    PyObject *ready = thobj ? PyObject_GetAttr(thobj, s_ready) : NULL;
-    PyObject *fifo = ready ? PyObject_GetAttr(thobj, s_fifo) : NULL;
-    PyObject *fifo_t = fifo ? PyObject_GetAttr(thobj, s_fifo_t) : NULL;
-    PyObject *mop_out = fifo_t ? PyObject_GetAttr(thobj, s_mop_out) : NULL;
+    PyObject *ready = thobj ? get_attr(thobj, s_ready) : NULL;
+    PyObject *fifo = ready ? get_attr(thobj, s_fifo) : NULL;
+    PyObject *fifo_t = fifo ? get_attr(thobj, s_fifo_t) : NULL;
+    PyObject *mop_out = fifo_t ? get_attr(thobj, s_mop_out) : NULL;
     PyObject *result = NULL, *r;
     tm_lists L = {0};
     long long issued = 0;
@@ -1416,7 +1420,7 @@ static PyObject *drain_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
             }
             if (!nfifo)
                 break;
-            PyObject *load = PyObject_GetAttr(thobj, s_replay_load);
+            PyObject *load = get_attr(thobj, s_replay_load);
             if (!load)
                 goto out;
             Py_DECREF(load);
@@ -1468,7 +1472,7 @@ static PyObject *drain_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
             break;
         }
         if (!((const plain_facts *)PyBytes_AS_STRING(PyTuple_GET_ITEM(rec, 4)))->is_mvmul) {
-            PyObject *mm = PyObject_GetAttr(tx, s_mm_record);
+            PyObject *mm = get_attr(tx, s_mm_record);
             int recorded = mm ? PyObject_IsTrue(mm) : -1;
             Py_XDECREF(mm);
             if (recorded < 0)
@@ -1481,12 +1485,12 @@ static PyObject *drain_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
                 Py_DECREF(r);
             }
         }
-        PyObject *blocked = PyObject_GetAttr(thobj, s_blocked);
+        PyObject *blocked = get_attr(thobj, s_blocked);
         if (!blocked)
             goto out;
         int was_blocked = blocked != Py_None;
         Py_DECREF(blocked);
-        if (PyObject_SetAttr(tx, s_current, PyTuple_GET_ITEM(PyTuple_GET_ITEM(rec, 3), th)))
+        if (set_attr(tx, s_current, PyTuple_GET_ITEM(PyTuple_GET_ITEM(rec, 3), th)))
             goto out;
         long long c;
         int ok = plain_word(tx, tm, &L, thobj, tobj, th, rec, PyTuple_GET_ITEM(rec, 1), was_blocked, &c);
@@ -1498,7 +1502,7 @@ static PyObject *drain_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
         if (!r)
             goto out;
         Py_DECREF(r);
-        if (PyObject_SetAttr(thobj, s_blocked, Py_None))
+        if (set_attr(thobj, s_blocked, Py_None))
             goto out;
         issued++;
     }

@@ -166,12 +166,27 @@ typedef struct {
     uint8_t *lf, *use;            /* LaneFlags, UseLaneFlagsForLaneEnable */
     uint32_t (*dst)[16];          /* Dst32b rows */
     uint8_t *written;             /* Dst32b rows written since reset */
+    uint32_t on;                  /* bit l: lane l enabled (lf[l] || !use[l]); set by lanes_on after lf / use change */
 } State;
 
+#define ALL_ON 0xFFFFFFFFu
+
+/* The lane-enable mask from the flags: read per lane it had cost two byte loads and a branch on every lane of every
+ * instruction; with every lane on (the common case) the loops below run without a test. */
+static void lanes_on(State *s) {
+    uint32_t on = 0;
+    for (int l = 0; l < LANES; l++) on |= (uint32_t)((s->lf[l] != 0) | (s->use[l] == 0)) << l;   /* (no branches) */
+    s->on = on;
+}
+
 static int writable(int vd) { return vd < 8 || vd == 16; }
-static int enabled(const State *s, int l) { return s->lf[l] || !s->use[l]; }
+static int enabled(const State *s, int l) { return s->on >> l & 1; }
 
 static void write_enabled(State *s, int vd, const uint32_t *v) {    /* LReg[vd] := v on the enabled lanes */
+    if (s->on == ALL_ON) {
+        memcpy(s->lreg[vd], v, sizeof s->lreg[vd]);
+        return;
+    }
     for (int l = 0; l < LANES; l++)
         if (enabled(s, l)) s->lreg[vd][l] = v[l];
 }
@@ -181,21 +196,40 @@ static void write_enabled(State *s, int vd, const uint32_t *v) {    /* LReg[vd] 
 
 static void SFPLOAD(State *s, const int32_t *r) {
     int vd = r[5], addr = r[7];
+    if (s->on == ALL_ON) {        /* DST_AT row by row: lanes 8q..8q+7 from row (addr & ~3) + q, every other column */
+        const uint32_t (*rows)[16] = s->dst + (addr & ~3);
+        int half = addr >> 1 & 1;
+        for (int q = 0; q < 4; q++)
+            for (int c = 0; c < 8; c++) s->lreg[vd][8 * q + c] = rows[q][2 * c + half];
+        return;
+    }
     for (int l = 0; l < LANES; l++)
         if (enabled(s, l)) s->lreg[vd][l] = DST_AT(s, addr, l);
 }
 
+static uint32_t stored(int mode, uint32_t d) {     /* SFPSTORE: the Dst word of LReg word d */
+    if (mode == 3 && (d & 0x7F800000) == 0) d &= SIGN;   /* FP32: denormals flushed to signed zero */
+    if (mode == 7) {   /* HI16: the word as is in Dst's storage, whose canonical word unshuffles the high half */
+        uint32_t h = d >> 16;
+        d = ((h & 0x8000) | (h & 0xFF) << 7 | (h >> 8 & 0x7F)) << 16 | (d & 0xFFFF);
+    }
+    return d;
+}
+
 static void SFPSTORE(State *s, const int32_t *r) {
     int mode = r[1], vd = r[5], addr = r[7];
+    if (s->on == ALL_ON) {              /* every lane (DST_AT row by row, as SFPLOAD): all four rows written */
+        uint32_t (*rows)[16] = s->dst + (addr & ~3), v[LANES];
+        int half = addr >> 1 & 1;
+        memcpy(v, s->lreg[vd], sizeof v);
+        for (int q = 0; q < 4; q++)
+            for (int c = 0; c < 8; c++) rows[q][2 * c + half] = stored(mode, v[8 * q + c]);
+        memset(s->written + (addr & ~3), 1, LANES / 8);
+        return;
+    }
     for (int l = 0; l < LANES; l++) {
         if (!enabled(s, l)) continue;
-        uint32_t d = s->lreg[vd][l];
-        if (mode == 3 && (d & 0x7F800000) == 0) d &= SIGN;   /* FP32: denormals flushed to signed zero */
-        if (mode == 7) {   /* HI16: the word as is in Dst's storage, whose canonical word unshuffles the high half */
-            uint32_t h = d >> 16;
-            d = ((h & 0x8000) | (h & 0xFF) << 7 | (h >> 8 & 0x7F)) << 16 | (d & 0xFFFF);
-        }
-        DST_AT(s, addr, l) = d;
+        DST_AT(s, addr, l) = stored(mode, s->lreg[vd][l]);
         s->written[(addr & ~3) + l / 8] = 1;
     }
 }
@@ -242,10 +276,10 @@ static void SFPLOADI(State *s, const int32_t *r) {
     }
 }
 
-/* the element-wise LReg instructions without flags: value of lane l (the lane is enabled and VD writable) */
-static uint32_t lanewise(const State *s, int op, const int32_t *r, int l) {
-    int mod = r[1], vc = r[4], vd = r[5], imm = r[6];
-    uint32_t c = s->lreg[vc][l], d = s->lreg[vd][l];
+/* the element-wise LReg instructions without flags: a lane's value from its VC word c, its VD word d and its word x
+ * of LReg[Imm & 15] (the lane is enabled and VD writable) */
+__attribute__((always_inline)) static inline uint32_t lanewise(int op, int mod, int imm, uint32_t c, uint32_t d,
+                                                               uint32_t x) {
     switch (op) {
     case OP_SFPEXMAN: return (c & 0x7FFFFF) + (mod & 1 ? 0 : 1u << 23);
     case OP_SFPSETEXP: {
@@ -259,8 +293,8 @@ static uint32_t lanewise(const State *s, int op, const int32_t *r, int l) {
         e = mod & 1 ? (e == 255 ? e : (e + imm8) & 0xFF) : imm8;
         return (c & 0x807FFFFF) | e << 23;
     }
-    case OP_SFPAND: return s->lreg[mod & 1 ? imm & 15 : vd][l] & c;
-    case OP_SFPOR: return s->lreg[mod & 1 ? imm & 15 : vd][l] | c;
+    case OP_SFPAND: return (mod & 1 ? x : d) & c;
+    case OP_SFPOR: return (mod & 1 ? x : d) | c;
     case OP_SFPXOR: return d ^ c;
     case OP_SFPNOT: return ~c;
     case OP_SFPABS:
@@ -280,7 +314,7 @@ static uint32_t lanewise(const State *s, int op, const int32_t *r, int l) {
     case OP_SFPARECIP: {
         uint32_t sign = c & SIGN, mag = c - sign;
         if (mod == 0) return sign + approx_recip(mag);
-        if (mod == 1) return (int32_t)s->lreg[imm & 15][l] < 0 ? approx_recip(mag) : c;
+        if (mod == 1) return (int32_t)x < 0 ? approx_recip(mag) : c;
         return sign + approx_exp(mag);
     }
     case OP_SFPMOV: return mod & 1 ? c ^ SIGN : c;
@@ -289,29 +323,56 @@ static uint32_t lanewise(const State *s, int op, const int32_t *r, int l) {
     return d;
 }
 
+/* An element-wise instruction on every lane: the loop specialised per op code (lanewise inlined with a constant op)
+ * and on copies of the fields (a store through lreg may alias the record, so the compiler had reloaded them and
+ * dispatched on op for every lane); the values then written on the enabled lanes. */
+static void lanewise_run(State *s, int op, const int32_t *r) {
+    int mod = r[1], imm = r[6], vd = r[5];
+    const uint32_t *c = s->lreg[r[4]], *d = s->lreg[vd], *x = s->lreg[imm & 15];
+    uint32_t out[LANES];
+    switch (op) {
+#define LANEWISE(o) case o: for (int l = 0; l < LANES; l++) out[l] = lanewise(o, mod, imm, c[l], d[l], x[l]); break;
+    LANEWISE(OP_SFPEXMAN) LANEWISE(OP_SFPSETEXP) LANEWISE(OP_SFPSETMAN) LANEWISE(OP_SFPSETSGN) LANEWISE(OP_SFPDIVP2)
+    LANEWISE(OP_SFPAND) LANEWISE(OP_SFPOR) LANEWISE(OP_SFPXOR) LANEWISE(OP_SFPNOT) LANEWISE(OP_SFPABS)
+    LANEWISE(OP_SFPSHFT) LANEWISE(OP_SFPARECIP) LANEWISE(OP_SFPMOV) LANEWISE(OP_SFPCAST)
+#undef LANEWISE
+    default: for (int l = 0; l < LANES; l++) out[l] = d[l];
+    }
+    write_enabled(s, vd, out);
+}
+
 /* SFPEXEXP, SFPLZ, SFPIADD: a value and, for VD < 8, the lane flag (mode bits: 2 from the value, 8 inverted) */
 static void valued_flag(State *s, int op, const int32_t *r) {
     int mod = r[1], vc = r[4], vd = r[5], imm = r[6];
     if (!writable(vd)) return;
+    /* every lane computed into locals first (the byte stores to lf may alias anything: stored in the loop, they had
+     * made the compiler reload the record and the rows on every lane), then written on the enabled lanes */
+    const uint32_t *lc = s->lreg[vc], *ld = s->lreg[vd];
+    const uint8_t *lf = s->lf;
+    uint32_t value[LANES];
+    uint8_t flags[LANES];
     for (int l = 0; l < LANES; l++) {
-        if (!enabled(s, l)) continue;
-        uint32_t c = s->lreg[vc][l], v;
+        uint32_t c = lc[l], v;
         int flag;
         if (op == OP_SFPEXEXP) {
             int32_t e = (int32_t)(c >> 23 & 0xFF) - (mod & 1 ? 0 : 127);
             v = (uint32_t)e;
-            flag = mod & 2 ? e < 0 : s->lf[l];
+            flag = mod & 2 ? e < 0 : lf[l];
         } else if (op == OP_SFPLZ) {
             if (mod & 4) c &= 0x7FFFFFFF;
             v = clz32(c);
-            flag = mod & 2 ? c != 0 : s->lf[l];
+            flag = mod & 2 ? c != 0 : lf[l];
         } else {
-            v = mod & 1 ? c + (uint32_t)sext(imm & 0xFFF, 12) : mod & 2 ? c - s->lreg[vd][l] : c + s->lreg[vd][l];
-            flag = mod & 4 ? s->lf[l] : (int)(v >> 31);
+            v = mod & 1 ? c + (uint32_t)sext(imm & 0xFFF, 12) : mod & 2 ? c - ld[l] : c + ld[l];
+            flag = mod & 4 ? lf[l] : (int)(v >> 31);
         }
-        s->lreg[vd][l] = v;
-        if (vd < 8) s->lf[l] = (uint8_t)(mod & 8 ? !flag : flag);
+        value[l] = v;
+        flags[l] = (uint8_t)(mod & 8 ? !flag : flag);
     }
+    write_enabled(s, vd, value);
+    if (vd < 8)
+        for (int l = 0; l < LANES; l++)
+            if (enabled(s, l)) s->lf[l] = flags[l];
 }
 
 static void SFPSETCC(State *s, const int32_t *r) {
@@ -396,8 +457,9 @@ static void SFPTRANSP(State *s) {
 /* Execute n records from prog; returns how many ran (less than n at an op code this file does not know). */
 int32_t sfpu_run(uint32_t *lreg, uint8_t *lane_flags, uint8_t *use_lane_flags, uint32_t *dst, uint8_t *written,
                  const int32_t *prog, int32_t n) {
-    State st = {(uint32_t (*)[LANES])lreg, lane_flags, use_lane_flags, (uint32_t (*)[16])dst, written};
+    State st = {(uint32_t (*)[LANES])lreg, lane_flags, use_lane_flags, (uint32_t (*)[16])dst, written, 0};
     State *s = &st;
+    lanes_on(s);
     for (int32_t i = 0; i < n; i++) {
         const int32_t *r = prog + (int64_t)i * REC;
         int op = r[0], vd = r[5];
@@ -409,17 +471,16 @@ int32_t sfpu_run(uint32_t *lreg, uint8_t *lane_flags, uint8_t *use_lane_flags, u
         case OP_SFPMULI: if (writable(vd)) SFPMULI(s, r); break;
         case OP_SFPLOADI: if (vd < 8) SFPLOADI(s, r); break;   /* LReg[8..16]: SFPCONFIG only */
         case OP_SFPNOP: break;
-        case OP_SFPEXEXP: case OP_SFPLZ: case OP_SFPIADD: valued_flag(s, op, r); break;
-        case OP_SFPSETCC: SFPSETCC(s, r); break;
-        case OP_SFPENCC: SFPENCC(s, r); break;
-        case OP_SFPGT: case OP_SFPLE: compare(s, op, r); break;
+        case OP_SFPEXEXP: case OP_SFPLZ: case OP_SFPIADD: valued_flag(s, op, r); if (vd < 8) lanes_on(s); break;
+        case OP_SFPSETCC: SFPSETCC(s, r); lanes_on(s); break;
+        case OP_SFPENCC: SFPENCC(s, r); lanes_on(s); break;
+        case OP_SFPGT: case OP_SFPLE: compare(s, op, r); lanes_on(s); break;
         case OP_SFPMUL24: if (writable(vd)) SFPMUL24(s, r); break;
         case OP_SFPSWAP: SFPSWAP(s, r); break;
         case OP_SFPTRANSP: SFPTRANSP(s); break;
         default:
             if (op < 0 || op >= OP_COUNT) return i;
-            if (writable(vd))             /* lane l's value depends on lane l only: written as computed */
-                for (int l = 0; l < LANES; l++) if (enabled(s, l)) s->lreg[vd][l] = lanewise(s, op, r, l);
+            if (writable(vd)) lanewise_run(s, op, r);   /* lane l's value depends on lane l only */
         }
     }
     return n;

@@ -37,6 +37,7 @@ DST32_MODES = (3, 4, 12)      # SFPLOAD / SFPSTORE modes the C part moves: FP32,
 DST32_STORE_MODES = DST32_MODES + (7,)   # and HI16 for a store: its word as is (an SFPLOAD's HI16 reads Dst16b)
 DST32_MODES_OF = {False: DST32_MODES, True: DST32_STORE_MODES}   # by is_store: what a load / a store may use
 
+REC_BYTES = 8 * 4             # a record's size: eight int32 (sfpu_native.c's REC)
 # A record: op, mod, va, vb, vc, vd, imm, addr; per instruction, which field fills each of mod .. imm (None, or a
 # field the instruction lacks: 0).
 _FIELDS = {
@@ -143,11 +144,20 @@ def run_program(sfpu, prog: np.ndarray, flags_kept: bool = False) -> None:
     """run() of records already in an int32 array, one record a row. `flags_kept`: the caller proved that no record
     reads or writes a lane flag (sfpu_batch.batchable without flags), so the SFPU's cached lane enables stay valid
     (recomputing them costs a MOP batch ~6 us)."""
-    done = _load()[0].sfpu_run(*_state(sfpu, "run"), prog.ctypes.data, len(prog))
+    run_at(sfpu, prog.ctypes.data, len(prog), flags_kept)
+
+
+def run_at(sfpu, prog, n: int, flags_kept: bool = False) -> None:
+    """run_program() of the n records at `prog`: the address of an int32 array the caller keeps (a kept program's
+    `.ctypes.data` read once: it costs ~3.5 us a call) or a bytes object of packed records (read in place)."""
+    done = _load()[0].sfpu_run(*_state(sfpu, "run"), prog, n)
     if not flags_kept:
         sfpu.invalidate()
-    if done != len(prog):
-        raise EmuUnimplemented(f"sfpu_native.run: op code {prog[done][0]} is not the C part's")
+    if done != n:
+        at = REC_BYTES * done
+        op = (int.from_bytes(prog[at:at + 4], "little", signed=True) if isinstance(prog, bytes)
+              else ctypes.c_int32.from_address(prog + at).value)
+        raise EmuUnimplemented(f"sfpu_native.run: op code {op} is not the C part's")
     traffic["C"] += done
 
 

@@ -143,7 +143,7 @@ static int buffer_memo_next;
  * numpy array the view holds no export (v->obj NULL: PyBuffer_Release does nothing; the memo keeps the array alive);
  * any other object's view is an export the caller releases. */
 static int attr_buffer(PyObject *o, PyObject *name, Py_buffer *v, Py_ssize_t itemsize, Py_ssize_t len) {
-    PyObject *a = PyObject_GetAttr(o, name);
+    PyObject *a = get_attr(o, name);
     if (!a)
         return -1;
     int i = 0;
@@ -183,7 +183,7 @@ static int attr_buffer(PyObject *o, PyObject *name, Py_buffer *v, Py_ssize_t ite
 
 /* Dst32b, its `written` rows and `cleared16` flags (dst.py's Dst); 0 or -1 with nothing held */
 static int dst_buffers(PyObject *tx, Py_buffer v[3]) {
-    PyObject *d = PyObject_GetAttr(tx, h_dst_obj);
+    PyObject *d = get_attr(tx, h_dst_obj);
     if (!d)
         return -1;
     int r = -1;
@@ -245,7 +245,7 @@ static PyObject *cache_key(PyObject *fields, PyObject *const *lists, const int *
 /* the cached setup tuple of `n` items for `key` in the dict attribute `cache` of tx (borrowed), or NULL (not cached,
  * or an error: PyErr_Occurred tells) */
 static PyObject *cached(PyObject *tx, PyObject *cache, PyObject *key, Py_ssize_t n) {
-    PyObject *d = key ? PyObject_GetAttr(tx, cache) : NULL;
+    PyObject *d = key ? get_attr(tx, cache) : NULL;
     PyObject *v = d && PyDict_Check(d) ? PyDict_GetItemWithError(d, key) : NULL;
     Py_XDECREF(d);
     if (v && (!PyTuple_Check(v) || PyTuple_GET_SIZE(v) != n)) {
@@ -276,7 +276,7 @@ static int h_unpacr(PyObject *tx, PyObject *thobj, PyObject *fields, PyObject *c
     long long sel, bank, am, set_valid;
     if (field(fields, k_sel, &sel) || attr_ll(tx, sel ? s_srcb_unpack_bank : s_srca_unpack_bank, &bank))
         return -1;
-    PyObject *valid = PyObject_GetAttr(tx, sel ? h_srcb_valid : h_srca_valid);
+    PyObject *valid = get_attr(tx, sel ? h_srcb_valid : h_srca_valid);
     if (!valid)
         return -1;
     int busy = PyList_Check(valid) && PyList_GET_SIZE(valid) == 2 ? PyObject_IsTrue(PyList_GET_ITEM(valid, bank & 1))
@@ -304,7 +304,7 @@ static int h_unpacr(PyObject *tx, PyObject *thobj, PyObject *fields, PyObject *c
     for (int i = 1; i < 20; i++)
         if (setup_ll(setup, i, &s[i]))
             goto out;
-    PyObject *adc = PyObject_GetAttr(thobj, s_adc);
+    PyObject *adc = get_attr(thobj, s_adc);
     int bad = !adc || adc_read(adc, (int)sel, a) || list_pick(cfg, 141, unpack_cfg_read, 5, c)
               || field(fields, k_addr_mode, &am) || field(fields, k_set_dat_valid, &set_valid);
     if (bad) {
@@ -381,7 +381,7 @@ static int h_unpacr(PyObject *tx, PyObject *thobj, PyObject *fields, PyObject *c
     a[5] = (a[5] + (am >> 6 & 3)) & 0x1FFF;
     r = adc_write(adc, (int)sel, a) ? -1 : 1;
     if (r == 1 && set_valid) {                               /* _hand_to_fpu */
-        PyObject *fmts = PyObject_GetAttr(tx, sel ? h_srcb_format : h_srca_format);
+        PyObject *fmts = get_attr(tx, sel ? h_srcb_format : h_srca_format);
         Py_INCREF(Py_True);
         if (!fmts || PyList_SetItem(valid, bank & 1, Py_True) || !PyList_Check(fmts)
             || set_item_ll(fmts, bank & 1, out_fmt) || set_attr_ll(tx, sel ? s_srcb_unpack_bank : s_srca_unpack_bank,
@@ -441,8 +441,8 @@ static int h_pacr(PyObject *tx, PyObject *thobj, PyObject *fields, PyObject *cfg
     for (int i = 0; i < 19; i++)
         if (setup_ll(setup, i, &s[i]))
             return -1;
-    PyObject *adc = PyObject_GetAttr(thobj, s_adc), *adc_cr = adc ? PyObject_GetAttr(thobj, h_adc_cr) : NULL;
-    PyObject *op = adc_cr ? PyObject_GetAttr(tx, h_packer_open) : NULL;
+    PyObject *adc = get_attr(thobj, s_adc), *adc_cr = adc ? get_attr(thobj, h_adc_cr) : NULL;
+    PyObject *op = adc_cr ? get_attr(tx, h_packer_open) : NULL;
     PyObject *tpg = NULL;
     int r = -1;
     if (!op || (open = PyObject_IsTrue(op)) < 0 || adc_read(adc, 2, a) || adc_read(adc_cr, 2, cr)
@@ -472,7 +472,7 @@ static int h_pacr(PyObject *tx, PyObject *thobj, PyObject *fields, PyObject *cfg
         exp_addr = (c[69] + 1) * 16 + 16 * ((a[5] * (c[14] >> 16)) >> 4);
         paddr = exp_addr + (out_bits <= 8 ? 16 * (c68 >> 16) : 0);
     } else {
-        PyObject *old = PyObject_GetAttr(tx, h_packer_tpg);
+        PyObject *old = get_attr(tx, h_packer_tpg);
         int bad = !old || !PyTuple_Check(old) || PyTuple_GET_SIZE(old) != 3;
         for (int i = 0; !bad && i < 3; i++)
             bad = get_ll(PyTuple_GET_ITEM(old, i), "packer_tpg", &pos[i]);
@@ -519,8 +519,8 @@ static int h_pacr(PyObject *tx, PyObject *thobj, PyObject *fields, PyObject *cfg
         PyBuffer_Release(&dv[i]);
     r = -1;
     if ((exp_addr >= 0 && set_attr_ll(tx, h_packer_exp_addr, exp_addr))
-        || PyObject_SetAttr(tx, h_packer_tpg, tpg)
-        || PyObject_SetAttr(tx, h_packer_open, last ? Py_False : Py_True) || set_attr_ll(tx, h_packer_addr, end)
+        || set_attr(tx, h_packer_tpg, tpg)
+        || set_attr(tx, h_packer_open, last ? Py_False : Py_True) || set_attr_ll(tx, h_packer_addr, end)
         || adc_write(adc, 2, a) || adc_write(adc_cr, 2, cr))
         goto out;
     r = 1;
@@ -585,9 +585,9 @@ typedef struct {
 static int fpu_plan_make(PyObject *tx, PyObject *rwc, const long long *c, const long long *tc, long long dst_field,
                          long long addr_mode, long long clear_dvalid, int a_class, int b_class, int ra_align,
                          const char *name, fpu_plan *p, PyObject **why) {
-    PyObject *va = PyObject_GetAttr(tx, h_srca_valid), *vb = va ? PyObject_GetAttr(tx, h_srcb_valid) : NULL;
-    PyObject *fa_l = vb ? PyObject_GetAttr(tx, h_srca_format) : NULL;
-    PyObject *fb_l = fa_l ? PyObject_GetAttr(tx, h_srcb_format) : NULL;
+    PyObject *va = get_attr(tx, h_srca_valid), *vb = va ? get_attr(tx, h_srcb_valid) : NULL;
+    PyObject *fa_l = vb ? get_attr(tx, h_srca_format) : NULL;
+    PyObject *fb_l = fa_l ? get_attr(tx, h_srcb_format) : NULL;
     int r = -1, ok_a = -1, ok_b = -1;
     if (!fb_l || attr_ll(tx, s_srca_matrix_bank, &p->bank_a) || attr_ll(tx, s_srcb_matrix_bank, &p->bank_b)
         || list_lls(fa_l, p->bank_a & 1, 1, &p->fa) || list_lls(fb_l, p->bank_b & 1, 1, &p->fb)
@@ -646,7 +646,7 @@ static int fpu_plan_commit(PyObject *tx, PyObject *rwc, const fpu_plan *p) {
             continue;
         long long bank = side ? p->bank_b : p->bank_a;
         if (release == 2) {
-            PyObject *valid = PyObject_GetAttr(tx, side ? h_srcb_valid : h_srca_valid);
+            PyObject *valid = get_attr(tx, side ? h_srcb_valid : h_srca_valid);
             Py_INCREF(Py_False);
             int bad = !valid || PyList_SetItem(valid, bank & 1, Py_False) < 0;
             Py_XDECREF(valid);
@@ -676,7 +676,7 @@ static int h_fpu(PyObject *tx, PyObject *thobj, PyObject *fields, PyObject *cfg,
     if (dst_field & 7 || (addr_mode & 7) != addr_mode
         || (mvmul ? mod19 != 0 : (mul && accum) || mod19 < 0 || mod19 > 3))
         return 0;                /* (MVMUL's broadcast row, and what the handler refuses first) */
-    PyObject *rwc = PyObject_GetAttr(thobj, s_rwc);
+    PyObject *rwc = get_attr(thobj, s_rwc);
     if (!rwc)
         return -1;
     fpu_plan p;
@@ -688,7 +688,7 @@ static int h_fpu(PyObject *tx, PyObject *thobj, PyObject *fields, PyObject *cfg,
     if (r == 1 && !mvmul && !mul && p.phase)
         r = 0;                   /* ELWADD / ELWSUB in a fidelity phase: Python raises */
     if (r == 1 && mvmul) {       /* a pushed MVMUL run with steps recorded: fpu_batch flushes them, in Python */
-        PyObject *rec = PyObject_GetAttr(tx, s_mm_record);
+        PyObject *rec = get_attr(tx, s_mm_record);
         int recorded = rec ? (rec == Py_None ? 0 : PyObject_IsTrue(rec)) : -1;
         Py_XDECREF(rec);
         if (recorded || c[2] & 1)          /* (Zero_Flag_disabled_src: MVMUL refuses it) */
@@ -735,7 +735,7 @@ static int h_mova2d(PyObject *tx, PyObject *thobj, PyObject *fields, PyObject *c
         return -1;
     if (mod != 2 || dst_field & 7 || src_field & 7 || (bank & 1) != bank || (addr_mode & 7) != addr_mode)
         return 0;                                    /* (what the handler refuses before the bank test) */
-    PyObject *valid = PyObject_GetAttr(tx, h_srca_valid);
+    PyObject *valid = get_attr(tx, h_srca_valid);
     int ok = valid && PyList_Check(valid) && PyList_GET_SIZE(valid) == 2 ? PyObject_IsTrue(PyList_GET_ITEM(valid, bank))
                                                                          : -1;
     Py_XDECREF(valid);
@@ -748,7 +748,7 @@ static int h_mova2d(PyObject *tx, PyObject *thobj, PyObject *fields, PyObject *c
         *why = PyUnicode_FromFormat("MOVA2D: SrcA bank %lld not valid (waiting for the unpacker)", bank);
         return *why ? 2 : -1;
     }
-    PyObject *fmts = PyObject_GetAttr(tx, h_srca_format), *rwc = fmts ? PyObject_GetAttr(thobj, s_rwc) : NULL;
+    PyObject *fmts = get_attr(tx, h_srca_format), *rwc = fmts ? get_attr(thobj, s_rwc) : NULL;
     int r = -1;
     if (!rwc || !PyDict_Check(rwc) || list_lls(fmts, bank, 1, &fmt) || list_pick(cfg, 221, fpu_cfg_read, 4, c)
         || list_pick(tcfg, 55, fpu_tcfg_read, 29, tc) || rwc_read(rwc, rwc_v)) {
@@ -838,7 +838,7 @@ static int h_adc(PyObject *thobj, PyObject *fields, long long code) {
             n++;
         }
     }
-    PyObject *adc[2] = {PyObject_GetAttr(thobj, s_adc), PyObject_GetAttr(thobj, h_adc_cr)};
+    PyObject *adc[2] = {get_attr(thobj, s_adc), get_attr(thobj, h_adc_cr)};
     int r = -1;
     long long check[8];
     if (!adc[0] || !adc[1])
@@ -862,7 +862,7 @@ out:
  * deferred work: 1 done, 2 blocked on a Src bank (*why: the handler's reason, a new reference), 0 not taken (run the
  * Python handler), -1 on an error (see the top of this file). */
 static int tile_handler(PyObject *tx, PyObject *thobj, PyObject *fields, long long code, PyObject **why) {
-    PyObject *cfg = PyObject_GetAttr(tx, s_cfg), *tcfg = cfg ? PyObject_GetAttr(thobj, s_cfg) : NULL;
+    PyObject *cfg = get_attr(tx, s_cfg), *tcfg = cfg ? get_attr(thobj, s_cfg) : NULL;
     int r = -1;
     if (!tcfg || !PyList_Check(cfg) || !PyList_Check(tcfg) || !PyDict_Check(fields)) {
         if (!PyErr_Occurred())
