@@ -292,6 +292,15 @@ def fpu_on_unpacker(fpu_ops: list[FpuOp], group: int | None, inputs: list[dict])
     return len(fpu_ops) == 1 and bool(group) and all(s["once"] for s in inputs if s["dst"])
 
 
+def elwadd_on_unpacker(fpu_ops: list[FpuOp], group: int | None, inputs: list[dict]) -> bool:
+    """Whether TRISC0's thread moves the bf16 inputs into Dst itself (SrcA + 0 by ELWADD, `sfpu_path.md` §1.1), each
+    face's ELWADDs one face behind its unpacks, instead of TRISC1's thread: with two Dst groups, tile t+1's ELWADDs
+    then run while TRISC1's thread issues tile t's SFPU body (on TRISC1's they waited behind it, and the unpacker's
+    third face waited for them: the two Src banks), and TRISC1's thread issues SFPU words only. Kernels with FPU ops
+    are fpu_on_unpacker's or keep every FPU word on TRISC1."""
+    return bool(group) and not fpu_ops and any(s["fmt"] == "bf16" and s["dst"] for s in inputs)
+
+
 # fpu_on_unpacker: the first tile's operand set-up, the same on every core's first tile (the operands' formats, written
 # for that tile only, and its slots' addresses: each CB's first slot, a compile-time constant), in GPRs of their own,
 # (GPR, config register) per word. TRISC0 writes them before its first unpack, so the first tile's operands wait only
@@ -411,6 +420,16 @@ def render_tile_kernel(plan: TilePlan, generator: str, red: ReducePlan | None = 
     ctx["group"] = second_dst_group(plan, inputs, fpu_ops, red)
     ctx["dst_groups"] = DST_GROUPS if ctx["group"] else 1
     ctx["fpu_on_unpacker"] = fpu_on_unpacker(fpu_ops, ctx["group"], inputs)
+    ctx["elwadd_on_unpacker"] = elwadd_on_unpacker(fpu_ops, ctx["group"], inputs)
+    # TRISC1's thread then issues SFPU words only: it waits for its SFPU alone before a post, not for the FPU, which
+    # runs TRISC0's words of the next tile
+    ctx["math_on_unpacker"] = ctx["fpu_on_unpacker"] or ctx["elwadd_on_unpacker"]
+    if ctx["elwadd_on_unpacker"]:
+        # the zeroed SrcB bank waits for its own bank as an UNPACR does (stall_clr_cntrl, ISA WH
+        # `UNPACR_NOP_ZEROSRC.md` WaitLikeUnpacr), not for the FPU's current one: that one is freed by this thread's
+        # ELWADDs behind it, so the second face's NOP would wait for ever
+        ctx["w"] = ctx["w"] | fpu_words() | {"unpacr_nop_zero_srcb": word_u32(
+            "UNPACR_NOP", unpacker_select=1, set_dvalid=1, unpack_pop=1, stall_clr_cntrl=1)}
     ctx["lagged_pops"] = ctx["fpu_on_unpacker"] and -(-plan.n_tiles // plan.cores) <= CB_DEPTH
     if ctx["fpu_on_unpacker"]:
         _face_replays(ctx["fpu"], ctx["w"])
