@@ -292,6 +292,34 @@ def fpu_on_unpacker(fpu_ops: list[FpuOp], group: int | None, inputs: list[dict])
     return len(fpu_ops) == 1 and bool(group) and all(s["once"] for s in inputs if s["dst"])
 
 
+def elwadd_on_unpacker(fpu_ops: list[FpuOp], group: int | None, inputs: list[dict]) -> bool:
+    """Whether TRISC0's thread moves the bf16 inputs into Dst itself (SrcA + 0 by ELWADD, `sfpu_path.md` §1.1), each
+    face's ELWADDs one face behind its unpacks, instead of TRISC1's thread: with two Dst groups, tile t+1's ELWADDs
+    then run while TRISC1's thread issues tile t's SFPU body (on TRISC1's they waited behind it, and the unpacker's
+    third face waited for them: the two Src banks), and TRISC1's thread issues SFPU words only. Kernels with FPU ops
+    are fpu_on_unpacker's or keep every FPU word on TRISC1."""
+    return bool(group) and not fpu_ops and any(s["fmt"] == "bf16" and s["dst"] for s in inputs)
+
+
+# fpu_on_unpacker: the first tile's operand set-up, the same on every core's first tile (the operands' formats, written
+# for that tile only, and its slots' addresses: each CB's first slot, a compile-time constant), in GPRs of their own,
+# (GPR, config register) per word. TRISC0 writes them before its first unpack, so the first tile's operands wait only
+# for the WRCFGs behind a once-sent head's unpack, not for the RISC-V's address arithmetic and SETDMAREG pushes (the
+# head takes GPR4-9, the later tiles' addresses GPR4 and GPR12; a thread has 64 GPRs: ISA `SETDMAREG.md`)
+FIRST_TILE_GPRS = ((13, 64), (14, 72), (15, 73), (16, 57), (17, 84), (18, 112), (19, 120), (20, 76), (21, 124))
+
+
+def _first_tile_gprs(c: dict, unp_bf16: dict) -> None:
+    """Sets FPU op context c's "first_gprs": per config word of its first tile, the GPR, value (a C expression) and
+    WRCFG word."""
+    values = {64: c["cfg64"], 72: c["cfg72"], 73: hex_u32(unp_bf16[73]), 57: hex_u32(unp_bf16[57]),
+              84: "64u",   # SrcA rows 0-15 of the unpacker's bank
+              112: c["cfg112"], 120: c["cfg120"],
+              76: f"tt_l1_addr16(IN{c['a']}_CB)", 124: f"tt_l1_addr16(IN{c['b']}_CB)"}
+    c["first_gprs"] = [{"gpr": g, "value": values[cfg], "cfg": cfg,
+                        "wrcfg": word_u32("WRCFG", gpr_address=g, cfg_reg=cfg)} for g, cfg in FIRST_TILE_GPRS]
+
+
 def _face_replays(fpu: list[dict], w: dict) -> None:
     """fpu_on_unpacker: each FPU op's per-face words (its phases over the face's blocks, the banks given back) recorded
     once in TRISC0's replay buffer, one after the other, so that TRISC0's RISC-V pushes one REPLAY per face instead of
@@ -392,9 +420,21 @@ def render_tile_kernel(plan: TilePlan, generator: str, red: ReducePlan | None = 
     ctx["group"] = second_dst_group(plan, inputs, fpu_ops, red)
     ctx["dst_groups"] = DST_GROUPS if ctx["group"] else 1
     ctx["fpu_on_unpacker"] = fpu_on_unpacker(fpu_ops, ctx["group"], inputs)
+    ctx["elwadd_on_unpacker"] = elwadd_on_unpacker(fpu_ops, ctx["group"], inputs)
+    # TRISC1's thread then issues SFPU words only: it waits for its SFPU alone before a post, not for the FPU, which
+    # runs TRISC0's words of the next tile
+    ctx["math_on_unpacker"] = ctx["fpu_on_unpacker"] or ctx["elwadd_on_unpacker"]
+    if ctx["elwadd_on_unpacker"]:
+        # the zeroed SrcB bank waits for its own bank as an UNPACR does (stall_clr_cntrl, ISA WH
+        # `UNPACR_NOP_ZEROSRC.md` WaitLikeUnpacr), not for the FPU's current one: that one is freed by this thread's
+        # ELWADDs behind it, so the second face's NOP would wait for ever
+        ctx["w"] = ctx["w"] | fpu_words() | {"unpacr_nop_zero_srcb": word_u32(
+            "UNPACR_NOP", unpacker_select=1, set_dvalid=1, unpack_pop=1, stall_clr_cntrl=1)}
     ctx["lagged_pops"] = ctx["fpu_on_unpacker"] and -(-plan.n_tiles // plan.cores) <= CB_DEPTH
     if ctx["fpu_on_unpacker"]:
         _face_replays(ctx["fpu"], ctx["w"])
+        for c in ctx["fpu"]:
+            _first_tile_gprs(c, UNPACK_CFG["bf16"])
         # TRISC0's RISC-V pops a tile's CB slots once its thread posts UNPACK_READ (the unpackers are done with
         # them) instead of draining its thread (TTSync) per tile: it goes on to the next tile's words while the FPU
         # ops run. Where a core's tiles all fit its CBs (no read waits for a popped slot) it pops them one tile late,

@@ -86,13 +86,15 @@ def test_config_values_per_path():
     mixed = plan(b_dtype="bfloat16").render()["trisc0"]
     assert "unpack_select(0)" in mixed and "unpack_select(1)" in mixed and "tt_cfg_write(120, 0x00000005u)" in mixed
     # input 0 (fp32) goes to Dst slot 0 of the tile's Dst group (the plan has several tiles: the second group is 3
-    # slots on, past the per-tile slots 0-2), input 1 (bf16) through SrcA; TRISC1 ELWADDs only input 1 into slot 1
+    # slots on, past the per-tile slots 0-2), input 1 (bf16) through SrcA; TRISC0's thread ELWADDs only input 1 into
+    # slot 1 (elwadd_on_unpacker: 2 per face), TRISC1's none
     assert "/* Dest_cntx0_address: slot 0 of the tile's group" in mixed
     assert "tt_set_gpr(5, grp ? 3136u : 64u);" in mixed.splitlines()[mixed.splitlines().index(
         "            /* Dest_cntx0_address: slot 0 of the tile's group + the 4-row bias */") + 1]
     compute = plan(b_dtype="bfloat16").render()["trisc1"]
     math = compute[compute.index("#elif defined(TRISC_MATH)"):compute.index("#elif defined(TRISC_PACK)")]
-    assert "slot 1" in math and math.count("0x28008000u") == 2 and "0xB2010040u" in math
+    assert "slot 1" in mixed and mixed.count("0x28008000u") == 8 and "0xB2010040u" in mixed
+    assert "0x28008000u" not in math
 
 
 def test_second_dst_group():
