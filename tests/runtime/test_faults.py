@@ -384,11 +384,21 @@ def test_two_processes_share_one_cache(tmp_path):
     assert (info["entries"], info["unusable"], info["temporary"]) == (6, 0, 0)
 
 
+def cache_of_images_only(monkeypatch, tmp_path: Path, src: dict) -> Path:
+    """A cache directory, TT_CACHE_DIR from now on, into which builds write their images only: a process's first build
+    also stores the objects its images link (crt0, the device library), so `src` is built once in another directory
+    first and they are in memory (whichever tests this process ran before)."""
+    monkeypatch.setenv("TT_CACHE_DIR", str(tmp_path / "warm"))
+    cc.compile_kernel(src, {}, "warm")
+    monkeypatch.setenv("TT_CACHE_DIR", str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
 def test_a_damaged_cache_entry_is_rebuilt_with_one_warning(tmp_path, monkeypatch):
-    monkeypatch.setenv("TT_CACHE_DIR", str(tmp_path))
     src = {"brisc": "int kmain(void) { return 7; }"}
+    cdir = cache_of_images_only(monkeypatch, tmp_path, src)
     good = load_elf_segments(cc.compile_kernel(src, {}, "heal")["brisc"])
-    (entry,) = tmp_path.glob("*.elf")
+    (entry,) = cdir.glob("*.elf")
     for damage in (lambda b: b[:len(b) // 2], lambda b: b[:100] + bytes(len(b) - 100), lambda b: b""):
         entry.write_bytes(damage(entry.read_bytes()))
         with pytest.warns(TTWarning, match="is damaged .*discarded and rebuilt") as rec:
@@ -404,8 +414,9 @@ def test_a_damaged_cache_entry_is_rebuilt_with_one_warning(tmp_path, monkeypatch
 
 def test_cache_command_reports_and_clears_only_its_own_files(tmp_path, monkeypatch, capsys):
     from tt_backend import __main__ as cli
-    monkeypatch.setenv("TT_CACHE_DIR", str(tmp_path))
-    cc.compile_kernel({"brisc": "int kmain(void) { return 3; }"}, {}, "info")
+    src = {"brisc": "int kmain(void) { return 3; }"}
+    tmp_path = cache_of_images_only(monkeypatch, tmp_path, src)
+    cc.compile_kernel(src, {}, "info")
     (entry,) = tmp_path.glob("*.elf")
     (tmp_path / f"{'a' * 64}.elf").write_bytes(entry.read_bytes()[:-1])            # damaged
     (tmp_path / f"{'b' * 64}.elf").write_bytes(b"\x7fELF an older layout")        # stale
