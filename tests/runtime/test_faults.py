@@ -236,9 +236,7 @@ def test_an_interrupted_launch_leaves_the_device_usable(monkeypatch, how, target
     def advance(budget):
         calls.append(budget)
         if len(calls) == 1:
-            # raise_signal sends it to this thread (os.kill to the process may be taken by another thread, e.g. a
-            # compile worker, and handled only after the launch ended); Python raises it at the next bytecode
-            if how == "SIGINT": signal.raise_signal(signal.SIGINT)
+            if how == "SIGINT": os.kill(os.getpid(), signal.SIGINT)     # Python raises it at the next bytecode
             else: raise KeyboardInterrupt
         return type(old).advance(old, budget)
     monkeypatch.setattr(old, "advance", advance)
