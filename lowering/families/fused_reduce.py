@@ -41,6 +41,7 @@ from dataclasses import dataclass, replace
 from tinygrad.uop.ops import Ops, UOp
 
 from tt_backend.chip.errors import UnsupportedOp
+from tt_backend.chip.isa import decode
 from tt_backend.lowering.codegen.sfpu_codegen import MAX_SLOTS, compile_sfpu
 from tt_backend.lowering.dag import VNode
 from tt_backend.lowering.families.family import Candidate, Family, Kernel, choose
@@ -56,7 +57,7 @@ from tt_backend.lowering.families.tile_streams import stream_ctx
 from tt_backend.lowering.frontend import LoweredKernel, free_ranges, lower_ast, output_ranges
 from tt_backend.lowering.placement.cost import pack_cycles, sfpu_program_cycles
 from tt_backend.lowering.rewrite import keep_uniform_reciprocals
-from tt_backend.lowering.plan import DTYPE_SIZE, TILE_ELEMS, TILE_NATIVE, Plan
+from tt_backend.lowering.plan import DTYPE_SIZE, TILE_ELEMS, TILE_NATIVE, Plan, SfpuProgram
 
 NAME = "fused_reduce"
 GENERATOR = "lowering/families/fused_reduce.py"
@@ -170,16 +171,17 @@ def plan_fused(lk: LoweredKernel, budget: float | None = None) -> FusedReducePla
     if post_prog.dst_slots > MAX_SLOTS:
         raise UnsupportedOp(f"{lk.name}: the fused elementwise needs more than {MAX_SLOTS} Dst slots")
 
-    def level(group: list[VNode], group_pres: list, n_in_level: int, slot: int) -> ReducePass:
+    def level(group: list[VNode], group_pres: list, n_in_level: int, slot: int, later: list) -> ReducePass:
         ops = [(r.arg[0], r.dtype) for r in group]
         comp = compensated(*ops[0], group_pres[0], len(group))
         prog = pass_program(lk.name, group, group_pres, n_in_level, comp)
+        rows = rows_read(range(slot, slot + len(group)), later)
         return ReducePass(op="+".join(o for o, _ in ops), sfpu=prog, acc_init=init_words(ops, comp),
-                          finish=finish_words(ops, LANES, slot, broadcast=True, comp=comp), slot=slot,
+                          finish=finish_words(ops, LANES, slot, broadcast=True, comp=comp, rows=rows), slot=slot,
                           n_acc=len(group))
 
-    pass1 = level(level1, pres[:len(level1)], n, slot1)
-    pass2 = level(level2, pres[len(level1):], slot2, slot2) if level2 else None
+    pass2 = level(level2, pres[len(level1):], slot2, slot2, [post_prog]) if level2 else None
+    pass1 = level(level1, pres[:len(level1)], n, slot1, [post_prog] + ([pass2.sfpu] if pass2 else []))
     rp = ReducePlan(op=pass1.op, dtype=level1[0].dtype, out_sizes=out_sizes, red_sizes=red_sizes, lanes=LANES,
                     acc_reg=ACC, acc_init=[], finish=[], acc_slot=slot1, post=post_prog, k_dep=k_dep,
                     mask_input=mask_input, pad_clamp=pad_clamp, n_acc=0, steps=STEPS, pass1=pass1, fused=True,
@@ -192,6 +194,20 @@ def plan_fused(lk: LoweredKernel, budget: float | None = None) -> FusedReducePla
     bulk = out.contiguous and out.dtype in TILE_NATIVE and (n_red * DTYPE_SIZE[out.dtype]) % WRITE_ALIGN == 0
     return FusedReducePlan(name=lk.name, ranges=lk.ranges, buffers=lk.buffers, inputs=streams,
                            output=replace(out, contiguous=bulk), sfpu=post_prog, ops=lk.ops, reduce=rp)
+
+
+def rows_read(slots: range, later: list[SfpuProgram]) -> int:
+    """The row steps of a level's result slots that the later passes' programs read: all (STEPS) where a body loads
+    them, else 1 (a setup reads row step 0 only; RMSNorm's rsqrt(mean + eps)), so the finish stores 1 row step instead
+    of 32."""
+    for prog in later:
+        if prog.macro is not None:      # an SFPLOADMACRO schedule: its loads are not looked into
+            return STEPS
+        for word in prog.body:
+            name, f = decode(word)
+            if name == "SFPLOAD" and f["dest_reg_addr"] // 64 in slots:
+                return STEPS
+    return 1
 
 
 def reads(dag, j: int) -> bool:
