@@ -52,7 +52,7 @@ from tt_backend.lowering.families.sfpu_reduce import (ACC, SfpuReducePlan, bulk_
                                                       streams_unpack_cycles)
 from tt_backend.lowering.families.staged import top_reductions
 from tt_backend.lowering.families.tile_plan import CB_DEPTH, ReducePass, ReducePlan, allocate_l1
-from tt_backend.lowering.families.tile_render import render_tile_kernel
+from tt_backend.lowering.families.tile_render import input_roles, render_tile_kernel, second_dst_group
 from tt_backend.lowering.families.tile_streams import stream_ctx
 from tt_backend.lowering.frontend import LoweredKernel, free_ranges, lower_ast, output_ranges
 from tt_backend.lowering.placement.cost import pack_cycles, sfpu_program_cycles
@@ -94,7 +94,9 @@ class FusedReducePlan(SfpuReducePlan):
 def fused_cycles(plan: FusedReducePlan) -> dict:
     """The compute's cycles per input tile (as sfpu_reduce.reduce_cycles): the streams' unpack and each pass's SFPU
     program averaged over the passes, the packs of the last pass's tiles; per group the accumulators' init and
-    finish of the earlier passes."""
+    finish of the earlier passes. With two Dst groups (tile_render.second_dst_group) a tile's unpack and the previous
+    one's pack run beside its SFPU program: per tile the slowest of the three, the first unpack and the last pack
+    once per group."""
     rp = plan.reduce
     unpack, fpu = streams_unpack_cycles(plan.inputs)
     levels = [p for p in (rp.pass1, rp.pass2) if p is not None]
@@ -102,9 +104,19 @@ def fused_cycles(plan: FusedReducePlan) -> dict:
     sfpu = sum(sfpu_program_cycles(len(p.setup), len(p.body) + p.body_stalls) for p in progs) / rp.passes
     pack = pack_cycles(plan.output.tile_format) / rp.passes
     group = sum(len(p.acc_init) + len(p.finish) for p in levels)
-    per_tile = unpack + fpu + sfpu + pack
+    if two_dst_groups(plan):
+        per_tile, group = max(unpack + fpu, sfpu, pack), group + unpack + fpu + pack
+    else:
+        per_tile = unpack + fpu + sfpu + pack
     return {"unpack": unpack, "fpu": fpu, "sfpu": sfpu, "pack": pack, "total": per_tile, "tiles": plan.n_tiles,
             "groups": rp.groups, "per_group": group, "kernel": plan.n_tiles * per_tile + rp.groups * group}
+
+
+def two_dst_groups(plan: FusedReducePlan) -> bool:
+    """Whether the rendered kernel alternates two Dst groups (as render_tile_kernel decides it)."""
+    inputs = [stream_ctx(plan, s, j, plan.reduce) for j, s in enumerate(plan.inputs)]
+    input_roles(plan, inputs, None, False, plan.reduce)
+    return second_dst_group(plan, inputs, [], plan.reduce) is not None
 
 
 # ------------------------------------------------------------------------------------------------ the match

@@ -444,7 +444,7 @@ def render_tile_kernel(plan: TilePlan, generator: str, red: ReducePlan | None = 
     # a fused reduction with two Dst groups: TRISC0's thread copies its bf16 inputs from SrcA to Dst (the ELWADDs)
     # right behind their unpacks. On TRISC1's thread they waited behind the previous tile's SFPU pass (one thread
     # issues in order), and the unpacker's next SrcA bank behind them: the second group gained nothing (RMSNorm-2048
-    # fused: 2,719 -> .. cycles)
+    # fused: 2,719 -> 2,385 cycles)
     ctx["bf16_on_unpacker"] = bool(red is not None and red.fused and ctx["group"] and not fpu_ops
                                    and any(s["fmt"] == "bf16" and s["dst"] for s in inputs))
     if ctx["bf16_on_unpacker"]:
