@@ -41,8 +41,9 @@ from dataclasses import dataclass, replace
 from tinygrad.uop.ops import Ops, UOp
 
 from tt_backend.chip.errors import UnsupportedOp
-from tt_backend.chip.isa import decode
+from tt_backend.chip.isa import decode, encode
 from tt_backend.lowering.codegen.sfpu_codegen import MAX_SLOTS, compile_sfpu
+from tt_backend.lowering.codegen.sfpu_schedule import row_stalls
 from tt_backend.lowering.dag import VNode
 from tt_backend.lowering.families.family import Candidate, Family, Kernel, choose
 from tt_backend.lowering.families.mover_cost import tile_write_cycles
@@ -186,7 +187,7 @@ def plan_fused(lk: LoweredKernel, budget: float | None = None) -> FusedReducePla
     def level(group: list[VNode], group_pres: list, n_in_level: int, slot: int, later: list) -> ReducePass:
         ops = [(r.arg[0], r.dtype) for r in group]
         comp = compensated(*ops[0], group_pres[0], len(group))
-        prog = pass_program(lk.name, group, group_pres, n_in_level, comp)
+        prog = without_scratch_store(pass_program(lk.name, group, group_pres, n_in_level, comp), range(slot, n_in))
         rows = rows_read(range(slot, slot + len(group)), later)
         return ReducePass(op="+".join(o for o, _ in ops), sfpu=prog, acc_init=init_words(ops, comp),
                           finish=finish_words(ops, LANES, slot, broadcast=True, comp=comp, rows=rows), slot=slot,
@@ -206,6 +207,22 @@ def plan_fused(lk: LoweredKernel, budget: float | None = None) -> FusedReducePla
     bulk = out.contiguous and out.dtype in TILE_NATIVE and (n_red * DTYPE_SIZE[out.dtype]) % WRITE_ALIGN == 0
     return FusedReducePlan(name=lk.name, ranges=lk.ranges, buffers=lk.buffers, inputs=streams,
                            output=replace(out, contiguous=bulk), sfpu=post_prog, ops=lk.ops, reduce=rp)
+
+
+def without_scratch_store(prog: SfpuProgram, dead: range) -> SfpuProgram:
+    """A pass's row step without its last word where that is the store of the folded value into a slot of `dead`
+    (its own or a later level's result slots: nothing reads them before that level's finish writes them) whose only
+    use is to advance Dst's RWC (ADDR_MOD_DST_SEC1): the row step's last SFPLOAD advances it instead, after its own
+    access, where no Dst access follows it. One word less per row step (RMSNorm's sum: 4 words -> 3)."""
+    ins = [decode(w) for w in prog.body]
+    loads = [i for i, (name, _) in enumerate(ins) if name == "SFPLOAD"]
+    if not loads or ins[-1][0] != "SFPSTORE" or ins[-1][1]["sfpu_addr_mode"] != 1 \
+            or ins[-1][1]["dest_reg_addr"] // 64 not in dead or ins[loads[-1]][1]["sfpu_addr_mode"] != 0 \
+            or any(name in ("SFPLOAD", "SFPSTORE") for name, _ in ins[loads[-1] + 1:-1]):
+        return prog
+    body = ins[:-1]
+    body[loads[-1]] = ("SFPLOAD", {**body[loads[-1]][1], "sfpu_addr_mode": 1})
+    return replace(prog, body=[encode(name, **f) for name, f in body], body_stalls=row_stalls(body))
 
 
 def rows_read(slots: range, later: list[SfpuProgram]) -> int:
