@@ -43,12 +43,15 @@ from tinygrad.uop.ops import Ops, UOp
 from tt_backend.chip.errors import UnsupportedOp
 from tt_backend.chip.isa import decode, encode
 from tt_backend.lowering.codegen.sfpu_codegen import MAX_SLOTS, compile_sfpu
-from tt_backend.lowering.codegen.sfpu_schedule import row_stalls
+from tt_backend.chip.sfpu_regs import sfpu_regs
+from tt_backend.lowering.codegen import sfpu_ops as so
+from tt_backend.lowering.codegen.sfpu_codegen import assemble, const_bits
+from tt_backend.lowering.codegen.sfpu_schedule import pure, row_stalls
 from tt_backend.lowering.dag import VNode
 from tt_backend.lowering.families.family import Candidate, Family, Kernel, choose
 from tt_backend.lowering.families.mover_cost import tile_write_cycles
-from tt_backend.lowering.families.sfpu_reduce import (ACC, SfpuReducePlan, bulk_read, compensated, dedupe_streams,
-                                                      extract, finish_words, init_words, launch_price, masked_pres,
+from tt_backend.lowering.families.sfpu_reduce import (ACC, IDENTITY, SfpuReducePlan, bulk_read, compensated,
+                                                      dedupe_streams, extract, finish_words, init_words, launch_price, masked_pres,
                                                       pass_program, reduce_shape, reduction_levels,
                                                       streams_unpack_cycles)
 from tt_backend.lowering.families.staged import top_reductions
@@ -189,9 +192,9 @@ def plan_fused(lk: LoweredKernel, budget: float | None = None) -> FusedReducePla
         comp = compensated(*ops[0], group_pres[0], len(group))
         prog = without_scratch_store(pass_program(lk.name, group, group_pres, n_in_level, comp), range(slot, n_in))
         rows = rows_read(range(slot, slot + len(group)), later)
-        return ReducePass(op="+".join(o for o, _ in ops), sfpu=prog, acc_init=init_words(ops, comp),
-                          finish=finish_words(ops, LANES, slot, broadcast=True, comp=comp, rows=rows), slot=slot,
-                          n_acc=len(group))
+        return pipelined_fold(ReducePass(op="+".join(o for o, _ in ops), sfpu=prog, acc_init=init_words(ops, comp),
+                                         finish=finish_words(ops, LANES, slot, broadcast=True, comp=comp, rows=rows),
+                                         slot=slot, n_acc=len(group)), *ops[0])
 
     pass2 = level(level2, pres[len(level1):], slot2, slot2, [post_prog]) if level2 else None
     pass1 = level(level1, pres[:len(level1)], n, slot1, [post_prog] + ([pass2.sfpu] if pass2 else []))
@@ -223,6 +226,38 @@ def without_scratch_store(prog: SfpuProgram, dead: range) -> SfpuProgram:
     body = ins[:-1]
     body[loads[-1]] = ("SFPLOAD", {**body[loads[-1]][1], "sfpu_addr_mode": 1})
     return replace(prog, body=[encode(name, **f) for name, f in body], body_stalls=row_stalls(body))
+
+
+def pipelined_fold(p: ReducePass, op: str, dtype: str) -> ReducePass:
+    """A pass whose row step ends with its value's producer and the fold of that value into the accumulator (the fold
+    then waits for the producer: an automatic stall per row step) with the fold moved behind the row step's first
+    instruction, where it folds the previous row step's value: the accumulator sees the same values in the same
+    order, one row step later. The value register starts as the op's identity (acc_init: the first fold is a no-op)
+    and the finish folds the last row step's value first. Only where it removes stalls, with one accumulator, pure
+    instructions (no lane flags), a first instruction and a per-tile setup that touch neither the value nor the
+    accumulator, and no other instruction touching the accumulator (RMSNorm's sum: 4 -> 3 cycles per row step)."""
+    ins = [decode(w) for w in p.sfpu.body]
+    if p.n_acc != 1 or len(ins) < 3 or not all(pure(*i) for i in ins):
+        return p
+    first, prod, fold = ins[0], ins[-2], ins[-1]
+    written, acc = sfpu_regs(*prod)[2], 1 << ACC
+    if written not in [1 << b for b in range(8)]:       # the producer writes one LReg: the value
+        return p
+    value, value_bits = written, written.bit_length() - 1
+    fold_reads, _, fold_writes = sfpu_regs(*fold)
+    touched = [sfpu_regs(*i) for i in [first] + [decode(w) for w in p.sfpu.setup]]
+    if value == acc or fold_writes != acc or not fold_reads & value or fold_reads & 0xFF & ~(acc | value) \
+            or any((r | w) & (acc | value) for r, _, w in touched[:1]) \
+            or any(w & (acc | value) for _, _, w in touched) \
+            or any((sfpu_regs(*i)[0] | sfpu_regs(*i)[2]) & acc for i in ins[1:-1]):
+        return p
+    body = [first, fold] + ins[1:-1]
+    if row_stalls(body) >= row_stalls(ins):
+        return p
+    start = so.Emitter()
+    start.loadi(value_bits, const_bits(IDENTITY[(op, dtype)], dtype))
+    return replace(p, sfpu=replace(p.sfpu, body=[encode(n, **f) for n, f in body], body_stalls=row_stalls(body)),
+                   acc_init=p.acc_init + assemble(start.ins), finish=[p.sfpu.body[-1]] + p.finish)
 
 
 def rows_read(slots: range, later: list[SfpuProgram]) -> int:

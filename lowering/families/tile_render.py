@@ -211,17 +211,25 @@ def _pass_ctx(p: ReducePass | None) -> dict | None:
 
 def _pass_replays(red_ctx: dict, start: int) -> None:
     """A fused reduction's earlier passes: each pass's body recorded in TRISC1's replay buffer after the words already
-    there (`start`: the post's body, which the MOP replays), so that a row step is one REPLAY pushed by the RISC-V
-    instead of the body's words (the RISC-V's loop of 4 TTIs took 6 cycles per row step, the SFPU's 5). Sets each
-    pass context's "record" / "replay" where it fits the buffer (else None: its words are pushed)."""
-    for p in (red_ctx["pass1"], red_ctx["pass2"]):
-        if p is None:
-            continue
+    there (`start`: the post's body, which the MOP replays), as many row steps of it as fit (a power of two, the
+    other pass's one row step left room), so that the RISC-V pushes one REPLAY per that many row steps instead of the
+    body's words (a loop of 4 TTIs per row step took 6 cycles, the SFPU 5; one REPLAY per row step 3, as many as the
+    SFPU's 3-word body). Sets each pass context's "record" / "replay" / "record_words" / "replays" (REPLAYs per tile)
+    where one row step fits the buffer (else None: its words are pushed)."""
+    passes = [p for p in (red_ctx["pass1"], red_ctx["pass2"]) if p is not None]
+    for i, p in enumerate(passes):
         n = len(p["body"])
-        fits = start + n <= REPLAY_WORDS
-        p["record"] = word_u32("REPLAY", load_mode=1, execute_while_loading=0, len=n, start_idx=start) if fits else None
-        p["replay"] = word_u32("REPLAY", load_mode=0, execute_while_loading=0, len=n, start_idx=start) if fits else None
-        start += n if fits else 0
+        room = REPLAY_WORDS - start - sum(len(q["body"]) for q in passes[i + 1:])
+        rows = 1
+        while rows < 32 and 2 * rows * n <= room:
+            rows *= 2
+        fits = n <= room
+        p["record"] = word_u32("REPLAY", load_mode=1, execute_while_loading=0, len=rows * n,
+                               start_idx=start) if fits else None
+        p["replay"] = word_u32("REPLAY", load_mode=0, execute_while_loading=0, len=rows * n,
+                               start_idx=start) if fits else None
+        p["record_words"], p["replays"] = p["body"] * rows, 32 // rows
+        start += rows * n if fits else 0
 
 
 # Two Dst groups in flight (issue #10 item 3): the three threads alternate tile by tile between the slots the plan
