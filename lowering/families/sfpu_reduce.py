@@ -300,13 +300,14 @@ def init_words(ops: list[tuple[str, str]], comp: bool) -> list[int]:
 
 
 def finish_words(ops: list[tuple[str, str]], lanes: int, acc_slot: int, broadcast: bool = False,
-                 comp: bool = False) -> list[int]:
+                 comp: bool = False, rows: int = 32) -> list[int]:
     """After a group's last tile: combine each output's lanes of accumulator i (LReg ACCS[i], op/dtype ops[i]) and
     store row step 0 of Dst slot acc_slot + i. With several accumulators they are parked in their slots first (the
     32-lane combine's SFPTRANSP permutes LReg4-7) and reloaded one at a time. `broadcast` (the first pass of a
     two-pass reduction): every lane of each output gets its result (lane_broadcast), stored to all 32 row steps of
     the slot, so the second pass's pre-op reads it at any (row step, lane) of the output. `comp`: the one accumulator
-    is a compensated sum (ACC, COMP)."""
+    is a compensated sum (ACC, COMP). `rows`: the row steps a broadcast is stored to (1 where only setups, which
+    read row step 0, read it)."""
     fin = so.Emitter()
     fin.i("SFPNOP")                               # the last phase-1 combine may still be in flight
     gap = [("SFPNOP", {})] * DST_READ_GAP         # a written Dst block is unreadable for 4 cycles
@@ -320,7 +321,7 @@ def finish_words(ops: list[tuple[str, str]], lanes: int, acc_slot: int, broadcas
         res = lane_combine(fin, op, dtype, lanes, ACC, 0, COMP if comp else None)
         if broadcast:
             res = lane_broadcast(fin, lanes, res)
-            for step in range(32):
+            for step in range(rows):
                 fin.store(res, 64 * (acc_slot + i) + 2 * step)
         else:
             fin.store(res, 64 * (acc_slot + i))

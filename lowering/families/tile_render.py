@@ -20,6 +20,7 @@ from tt_backend.lowering.families.tile_plan import (CB_DEPTH, READ_AHEAD, WRITE_
 from tt_backend.lowering.families.tile_streams import reduce_datums, reduce_next_k, stream_ctx
 from tt_backend.lowering.placement.choice import FpuOp
 from tt_backend.lowering.plan import DTYPE_SIZE, TILE_BYTES, TILE_ELEMS
+from tt_backend.chip import isa
 from tt_backend.chip.errors import UnsupportedOp
 
 FACE_DATUMS = 256       # datums of one 16x16 face: one UNPACR (unpacker 0's x counter, `unp_adcxx_face`)
@@ -208,6 +209,29 @@ def _pass_ctx(p: ReducePass | None) -> dict | None:
         "group_store": [hex_u32(x) for x in p.group_store], "slot": p.slot}
 
 
+def _pass_replays(red_ctx: dict, start: int) -> None:
+    """A fused reduction's earlier passes: each pass's body recorded in TRISC1's replay buffer after the words already
+    there (`start`: the post's body, which the MOP replays), as many row steps of it as fit (a power of two, the
+    other pass's one row step left room), so that the RISC-V pushes one REPLAY per that many row steps instead of the
+    body's words (a loop of 4 TTIs per row step took 6 cycles, the SFPU 5; one REPLAY per row step 3, as many as the
+    SFPU's 3-word body). Sets each pass context's "record" / "replay" / "record_words" / "replays" (REPLAYs per tile)
+    where one row step fits the buffer (else None: its words are pushed)."""
+    passes = [p for p in (red_ctx["pass1"], red_ctx["pass2"]) if p is not None]
+    for i, p in enumerate(passes):
+        n = len(p["body"])
+        room = REPLAY_WORDS - start - sum(len(q["body"]) for q in passes[i + 1:])
+        rows = 1
+        while rows < 32 and 2 * rows * n <= room:
+            rows *= 2
+        fits = n <= room
+        p["record"] = word_u32("REPLAY", load_mode=1, execute_while_loading=0, len=rows * n,
+                               start_idx=start) if fits else None
+        p["replay"] = word_u32("REPLAY", load_mode=0, execute_while_loading=0, len=rows * n,
+                               start_idx=start) if fits else None
+        p["record_words"], p["replays"] = p["body"] * rows, 32 // rows
+        start += rows * n if fits else 0
+
+
 # Two Dst groups in flight (issue #10 item 3): the three threads alternate tile by tile between the slots the plan
 # names and the same slots `group` slots further on, so the unpacker fills tile t+1's group and the FPU and SFPU work
 # on it while the packer drains tile t's. The semaphores count up to DST_GROUPS (FREE starts full); compute.c.j2
@@ -232,18 +256,44 @@ def second_dst_group(plan: TilePlan, inputs: list[dict], fpu_ops: list[FpuOp],
     `cores`: the launch's cores, if not the plan's (the launch model prices other counts)."""
     if plan.n_tiles <= (plan.cores if cores is None else cores):      # one tile per core: nothing to overlap
         return None
-    if red is not None and (red.pass1 is not None or red.steps != 32 or red.groups > plan.cores):
+    if red is not None and not red.fused and (red.pass1 is not None or red.steps != 32 or red.groups > plan.cores):
         return None
     per_tile = {s["j"] for s in inputs if s["dst"] and not s["once"]} | {o.slot for o in fpu_ops} \
-        | set(range(plan.sfpu.out_slot, max(plan.sfpu.dst_slots, plan.sfpu.out_slot + 1)))
-    if red is not None:
-        per_tile |= set(range(red.acc_slot, red.acc_slot + red.n_acc)) \
-            | set(range(red.post.out_slot, max(red.post.dst_slots, red.post.out_slot + 1)))
-    first = per_tile | {s["j"] for s in inputs if s["dst"] and s["once"]}
-    for k in range(1, MAX_SLOTS - max(per_tile)):
-        if not {x + k for x in per_tile} & first:
+        | _slots(plan.sfpu.out_slot, plan.sfpu.dst_slots)
+    shared: set[int] = set()
+    if red is not None and red.fused:
+        per_tile |= _slots(red.post.out_slot, red.post.dst_slots)
+        levels = [p for p in (red.pass1, red.pass2) if p is not None]
+        level_slots = [set(range(p.slot, p.slot + p.n_acc)) for p in levels]
+        shared = set().union(*level_slots)
+        for i, p in enumerate(levels):     # a pass's scratch in its own or a later level's slots: dead while it runs
+            per_tile |= _slots(p.sfpu.out_slot, p.sfpu.dst_slots) - set().union(*level_slots[i:])
+    elif red is not None:
+        per_tile |= set(range(red.acc_slot, red.acc_slot + red.n_acc)) | _slots(red.post.out_slot, red.post.dst_slots)
+    moved = per_tile | shared
+    first = moved | {s["j"] for s in inputs if s["dst"] and s["once"]}
+    for k in range(1, MAX_SLOTS - max(moved)):
+        if not {x + k for x in moved} & first:
             return k
     return None
+
+
+def _slots(out_slot: int, dst_slots: int) -> set[int]:
+    """The Dst slots an SFPU program writes: its output slot and its spills up to dst_slots."""
+    return set(range(out_slot, max(dst_slots, out_slot + 1)))
+
+
+def shared_finish(words: list[int], slots: range, group: int) -> list[str]:
+    """A fused reduction's finish with two Dst groups: run with MATH_Offset 0, each of its stores to a level's result
+    slots (`slots`) is made twice, into the first group's slot and into the second group's (`group` slots on), so that
+    the later passes read the results in either group."""
+    out = []
+    for word in words:
+        out.append(word)
+        name, f = isa.decode(word)
+        if name == "SFPSTORE" and f["dest_reg_addr"] // 64 in slots:
+            out.append(isa.encode(name, **{**f, "dest_reg_addr": f["dest_reg_addr"] + 64 * group}))
+    return [hex_u32(x) for x in out]
 
 
 def input_roles(plan: TilePlan, inputs: list[dict], dst_inputs: list[int] | None, in_flight: bool,
@@ -393,6 +443,8 @@ def render_tile_kernel(plan: TilePlan, generator: str, red: ReducePlan | None = 
         ctx.update(issue)
     if red is not None:
         ctx["out_slot"] = red.post.out_slot
+        if red.fused and red.steps == 32:
+            _pass_replays(ctx["red"], len(ctx["sfpu"]["body"]) if issue is not None else 0)
     # a reduction's writer reads only its outputs' datums (ReducePlan.out_datum): the packer packs the faces that
     # hold them
     ctx["out_faces"] = TILE_FACES if red is None or red.fused else \
@@ -411,6 +463,7 @@ def render_tile_kernel(plan: TilePlan, generator: str, red: ReducePlan | None = 
     for s in inputs:
         mask = red.pass_inputs[s["j"]] if red is not None and red.pass_inputs and red.resident else every
         s["pass_mask"] = mask if s["fmt"] == "fp32" and mask != every else 0
+        s["first_pass"] = (s["pass_mask"] & -s["pass_mask"]).bit_length() - 1 if s["pass_mask"] else 0
     ctx["any_fpu"] = bool(fpu_ops) or any(s["fmt"] == "bf16" and s["dst"] for s in inputs)
     # FPU ops beside Dst inputs that are all unpacked straight to Dst: the SFPU setup (which reads only Dst inputs,
     # uniform values hoisted out of the row loop) is issued before the FPU ops, once those inputs are in, and runs
@@ -418,9 +471,22 @@ def render_tile_kernel(plan: TilePlan, generator: str, red: ReducePlan | None = 
     ctx["setup_first"] = bool(fpu_ops) and len(plan.sfpu.setup) > 0 and not any(
         s["fmt"] == "bf16" and s["dst"] for s in inputs)
     ctx["group"] = second_dst_group(plan, inputs, fpu_ops, red)
+    if red is not None and red.fused and ctx["group"]:
+        for p, c in ((red.pass1, ctx["red"]["pass1"]), (red.pass2, ctx["red"]["pass2"])):
+            if p is not None:
+                c["finish"] = shared_finish(p.finish, range(p.slot, p.slot + p.n_acc), ctx["group"])
     ctx["dst_groups"] = DST_GROUPS if ctx["group"] else 1
     ctx["fpu_on_unpacker"] = fpu_on_unpacker(fpu_ops, ctx["group"], inputs)
-    ctx["elwadd_on_unpacker"] = elwadd_on_unpacker(fpu_ops, ctx["group"], inputs)
+    # a fused reduction with two Dst groups: TRISC0's thread copies its bf16 inputs from SrcA to Dst (the ELWADDs)
+    # right behind their unpacks. On TRISC1's thread they waited behind the previous tile's SFPU pass (one thread
+    # issues in order), and the unpacker's next SrcA bank behind them: the second group gained nothing (RMSNorm-2048
+    # fused: 2,719 -> 2,385 cycles)
+    ctx["bf16_on_unpacker"] = bool(red is not None and red.fused and ctx["group"] and not fpu_ops
+                                   and any(s["fmt"] == "bf16" and s["dst"] for s in inputs))
+    if ctx["bf16_on_unpacker"]:
+        ctx["w"] = ctx["w"] | {"stall_sync_fpu_unpack": fpu_words()["stall_sync_fpu_unpack"]}
+    # elsewhere (no fused reduction): elwadd_on_unpacker, the same moves ordered for kernels of one pass
+    ctx["elwadd_on_unpacker"] = not ctx["bf16_on_unpacker"] and elwadd_on_unpacker(fpu_ops, ctx["group"], inputs)
     # TRISC1's thread then issues SFPU words only: it waits for its SFPU alone before a post, not for the FPU, which
     # runs TRISC0's words of the next tile
     ctx["math_on_unpacker"] = ctx["fpu_on_unpacker"] or ctx["elwadd_on_unpacker"]

@@ -54,13 +54,19 @@ static inline uint32_t tt_cb_reserve(tt_cb_t *cb)
     return tt_cb_slot_addr(cb);
 }
 
+/* the L1 address of the slot `ahead` slots past the current one, without waiting for it */
+static inline uint32_t tt_cb_slot_ahead(const tt_cb_t *cb, uint32_t ahead)
+{
+    uint32_t slot = cb->slot + ahead;
+    return cb->base + (slot < cb->depth ? slot : slot - cb->depth) * cb->slot_bytes;
+}
+
 /* producer: the slot `ahead` slots past the current one (tiles reserved and filling but not pushed yet: a reader with
  * several tiles' reads in flight), once it is free */
 static inline uint32_t tt_cb_reserve_ahead(tt_cb_t *cb, uint32_t ahead)
 {
     TT_WAIT_UNTIL(cb->count + ahead - TT_CB_POPPED(cb) < cb->depth);
-    uint32_t slot = cb->slot + ahead;
-    return cb->base + (slot < cb->depth ? slot : slot - cb->depth) * cb->slot_bytes;
+    return tt_cb_slot_ahead(cb, ahead);
 }
 
 /* producer: the slot's data is complete in L1 (NoC read waited for / packer idle) */
@@ -84,8 +90,7 @@ static inline uint32_t tt_cb_wait(tt_cb_t *cb)
 static inline uint32_t tt_cb_wait_ahead(tt_cb_t *cb, uint32_t ahead)
 {
     TT_WAIT_UNTIL(TT_CB_PUSHED(cb) - cb->count > ahead);
-    uint32_t slot = cb->slot + ahead;
-    return cb->base + (slot < cb->depth ? slot : slot - cb->depth) * cb->slot_bytes;
+    return tt_cb_slot_ahead(cb, ahead);
 }
 
 /* consumer: done reading the slot (after the unpacker / NoC write finished with it) */

@@ -179,6 +179,24 @@ static inline void tt_noc_write_dram(tt_noc_t *noc, uint32_t l1, uint32_t dram, 
     }
 }
 
+/* the first request of a write of L1 [l1, l1+len) to DRAM [dram, dram+len) set up in the NIU (the bytes that stay in
+ * one bank: returned), not sent: tt_noc_write_send sends it once the source is complete, so that a writer waiting
+ * for its source has the request's address work done before (the NIU is this core's writer's alone) */
+static inline uint32_t tt_noc_write_prepare(tt_noc_t *noc, uint32_t l1, uint32_t dram, uint32_t len)
+{
+    if ((dram ^ l1) & 15u) tt_fail(TT_ERR_NOC_ALIGN);
+    uint32_t n = tt_dram_piece(dram, len);
+    tt_noc_setup(noc, TT_NOC_CTRL_WRITE_ACKED, l1, noc->own_xy, tt_dram_bank_offset(dram), tt_dram_bank_xy(dram), n);
+    return n;
+}
+
+static inline void tt_noc_write_send(tt_noc_t *noc)
+{
+    tt_fence();
+    tt_noc_send(noc);
+    noc->wr_issued++;
+}
+
 static inline void tt_noc_write_wait(tt_noc_t *noc)
 {
     TT_WAIT_UNTIL((int32_t)(TT_NIU(noc, TT_NIU_MST_WR_ACK_RECEIVED) - noc->wr_issued) >= 0);

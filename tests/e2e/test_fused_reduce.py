@@ -44,7 +44,8 @@ FNS = {"rms": rms, "layer": layer, "softmax": softmax, "rms_transposed": rms_tra
 CASES = [("rms", (2048,), "float32"), ("rms", (1000,), "bfloat16"), ("rms", (3, 700), "float32"),
          ("rms", (3, 700), "bfloat16"), ("layer", (2048,), "float32"), ("layer", (3, 700), "bfloat16"),
          ("softmax", (3, 700), "float32"), ("rms_transposed", (3, 700), "float32"),
-         ("rms", (5000,), "float32")]     # a group of 5 tiles, more than the CBs hold: sent once per pass
+         ("rms", (5000,), "float32"),     # a group of 5 tiles, more than the CBs hold: sent once per pass
+         ("rms", (4, 2048), "bfloat16")]  # two Dst groups over several outputs, the next output's reads in flight
 
 
 def inputs(shape, dtype):
@@ -117,7 +118,8 @@ def test_three_levels_are_staged():
 @pytest.mark.ttsim
 @pytest.mark.parametrize("name,shape,dtype", [("rms", (3, 700), "bfloat16"), ("layer", (1000,), "float32"),
                                               ("softmax", (3, 700), "float32"), ("rms_transposed", (3, 700), "float32"),
-                                              ("rms", (8, 1024), "float32")], ids=str)
+                                              ("rms", (8, 1024), "float32"), ("rms", (4, 2048), "bfloat16")],
+                         ids=str)
 def test_fused_same_bits_on_ttsim(name, shape, dtype):
     arrays = inputs(shape, dtype)
     with Context(PCONTIG=2):
