@@ -253,6 +253,12 @@ def second_dst_group(plan: TilePlan, inputs: list[dict], fpu_ops: list[FpuOp],
     one's step-group results stay in Dst across tiles), and only with one output per core: a tile that produces no
     output gives its group back as soon as its SFPU pass is done, so with several outputs a later output's lane
     combine could overwrite its group's output slot while the packer still reads the earlier output there.
+    A fused reduction (all its passes alternate groups; the levels' result slots are shared by both groups) has the
+    same hazard where a core holds several groups of tiles: FREE is one count for both Dst groups, and the first tile
+    of a core's next group posts it from TRISC1 (no output) while the packer may still hold the last output tile of
+    the group before (its output CB full), so the tile after it enters that output's Dst group. It is kept only where
+    that tile does not write the slot the packer reads: not an output tile (a group's second tile is one when the
+    group has one tile and two passes) and no earlier pass's scratch in the output slot.
     `cores`: the launch's cores, if not the plan's (the launch model prices other counts)."""
     if plan.n_tiles <= (plan.cores if cores is None else cores):      # one tile per core: nothing to overlap
         return None
@@ -266,8 +272,12 @@ def second_dst_group(plan: TilePlan, inputs: list[dict], fpu_ops: list[FpuOp],
         levels = [p for p in (red.pass1, red.pass2) if p is not None]
         level_slots = [set(range(p.slot, p.slot + p.n_acc)) for p in levels]
         shared = set().union(*level_slots)
-        for i, p in enumerate(levels):     # a pass's scratch in its own or a later level's slots: dead while it runs
-            per_tile |= _slots(p.sfpu.out_slot, p.sfpu.dst_slots) - set().union(*level_slots[i:])
+        scratch = [_slots(p.sfpu.out_slot, p.sfpu.dst_slots) - set().union(*level_slots[i:])
+                   for i, p in enumerate(levels)]   # a pass's scratch in its own or a later level's slots: dead then
+        per_tile |= set().union(*scratch)
+        if red.groups > (plan.cores if cores is None else cores) and (
+                red.tiles_per_group * (red.passes - 1) < 2 or red.post.out_slot in set().union(*scratch)):
+            return None
     elif red is not None:
         per_tile |= set(range(red.acc_slot, red.acc_slot + red.n_acc)) | _slots(red.post.out_slot, red.post.dst_slots)
     moved = per_tile | shared
@@ -292,6 +302,7 @@ def shared_finish(words: list[int], slots: range, group: int) -> list[str]:
         out.append(word)
         name, f = isa.decode(word)
         if name == "SFPSTORE" and f["dest_reg_addr"] // 64 in slots:
+            assert f["sfpu_addr_mode"] == 0, "a store made twice must not advance Dst's RWC twice"
             out.append(isa.encode(name, **{**f, "dest_reg_addr": f["dest_reg_addr"] + 64 * group}))
     return [hex_u32(x) for x in out]
 

@@ -126,3 +126,26 @@ def test_fused_same_bits_on_ttsim(name, shape, dtype):
         sim = program(name, arrays, dtype, "TT:ttsim").numpy()
         emu = program(name, arrays, dtype, "TT:emu").numpy()
     assert sim.tobytes() == emu.tobytes()
+
+
+def fused_plan(name, shape, dtype) -> FusedReducePlan:
+    with Context(PCONTIG=2):
+        x = Tensor.empty(*shape, dtype=getattr(dtypes, dtype), device="CPU")
+        out = FNS[name](x.float(), Tensor.empty(shape[-1], device="CPU"), Tensor.empty(shape[-1], device="CPU"))
+        sinks = [c.src[0] for c in out.schedule_linear().src if c.op is Ops.CALL and c.src[0].op is Ops.SINK]
+    (plan,) = [p for p in (lower(k, "k") for k in sinks) if isinstance(p, FusedReducePlan)]
+    return plan
+
+
+@pytest.mark.parametrize("shape,dtype,cores,two_groups", [
+    ((3, 700), "float32", 3, True),      # one group of tiles per core
+    ((3, 700), "float32", 1, False),     # three on one core; a group's second tile is an output tile
+    ((4, 2048), "bfloat16", 1, True)])   # four on one core; a group's second tile has no output
+def test_two_dst_groups_only_where_a_freed_group_holds_no_unpacked_output(shape, dtype, cores, two_groups):
+    """FREE counts both Dst groups and a tile without output posts it from TRISC1, so on a core with several groups
+    of tiles the tile after a group's first can enter the Dst group whose output the packer still holds
+    (tile_render.second_dst_group): kept only where that tile writes no output."""
+    plan = fused_plan("rms", shape, dtype)
+    plan.cores = cores
+    compute = "".join(plan.render().values())
+    assert ("(t - " in compute and "& 1u;   /* this tile's Dst group */" in compute) == two_groups
