@@ -255,10 +255,12 @@ def second_dst_group(plan: TilePlan, inputs: list[dict], fpu_ops: list[FpuOp],
     combine could overwrite its group's output slot while the packer still reads the earlier output there.
     A fused reduction (all its passes alternate groups; the levels' result slots are shared by both groups) has the
     same hazard where a core holds several groups of tiles: FREE is one count for both Dst groups, and the first tile
-    of a core's next group posts it from TRISC1 (no output) while the packer may still hold the last output tile of
-    the group before (its output CB full), so the tile after it enters that output's Dst group. It is kept only where
-    that tile does not write the slot the packer reads: not an output tile (a group's second tile is one when the
-    group has one tile and two passes) and no earlier pass's scratch in the output slot.
+    of a core's next group posts it from TRISC1 (no output) while the packer may still hold the last output tile m of
+    the group before (its output CB full): then the next group's tiles without output are posted by TRISC1 too, and
+    each tile among them two, four, ... after m enters m's Dst group, up to the next group's first output tile. It is
+    kept only where none of those writes the slot the packer reads: the next first output tile is an even number of
+    tiles after m (a group's tiles before its outputs, tiles_per_group * (passes - 1), even) and no earlier pass's
+    scratch is in the output slot.
     `cores`: the launch's cores, if not the plan's (the launch model prices other counts)."""
     if plan.n_tiles <= (plan.cores if cores is None else cores):      # one tile per core: nothing to overlap
         return None
@@ -276,7 +278,7 @@ def second_dst_group(plan: TilePlan, inputs: list[dict], fpu_ops: list[FpuOp],
                    for i, p in enumerate(levels)]   # a pass's scratch in its own or a later level's slots: dead then
         per_tile |= set().union(*scratch)
         if red.groups > (plan.cores if cores is None else cores) and (
-                red.tiles_per_group * (red.passes - 1) < 2 or red.post.out_slot in set().union(*scratch)):
+                red.tiles_per_group * (red.passes - 1) % 2 or red.post.out_slot in set().union(*scratch)):
             return None
     elif red is not None:
         per_tile |= set(range(red.acc_slot, red.acc_slot + red.n_acc)) | _slots(red.post.out_slot, red.post.dst_slots)

@@ -139,12 +139,13 @@ def fused_plan(name, shape, dtype) -> FusedReducePlan:
 
 @pytest.mark.parametrize("shape,dtype,cores,two_groups", [
     ((3, 700), "float32", 3, True),      # one group of tiles per core
-    ((3, 700), "float32", 1, False),     # three on one core; a group's second tile is an output tile
-    ((4, 2048), "bfloat16", 1, True)])   # four on one core; a group's second tile has no output
+    ((3, 700), "float32", 1, False),     # three on one core, 1 tile before a group's outputs (odd)
+    ((2, 2500), "float32", 1, False),    # two on one core, 3 tiles before a group's outputs (odd)
+    ((4, 2048), "bfloat16", 1, True)])   # four on one core, 2 tiles before a group's outputs (even)
 def test_two_dst_groups_only_where_a_freed_group_holds_no_unpacked_output(shape, dtype, cores, two_groups):
     """FREE counts both Dst groups and a tile without output posts it from TRISC1, so on a core with several groups
-    of tiles the tile after a group's first can enter the Dst group whose output the packer still holds
-    (tile_render.second_dst_group): kept only where that tile writes no output."""
+    of tiles a later tile can enter the Dst group whose output the packer still holds (tile_render.second_dst_group):
+    kept only where no such tile writes an output."""
     plan = fused_plan("rms", shape, dtype)
     plan.cores = cores
     compute = "".join(plan.render().values())
