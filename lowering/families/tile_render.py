@@ -262,7 +262,8 @@ def second_dst_group(plan: TilePlan, inputs: list[dict], fpu_ops: list[FpuOp],
     tiles after m (a group's tiles before its outputs, tiles_per_group * (passes - 1), even) and no earlier pass's
     scratch is in the output slot.
     `cores`: the launch's cores, if not the plan's (the launch model prices other counts)."""
-    if plan.n_tiles <= (plan.cores if cores is None else cores):      # one tile per core: nothing to overlap
+    cores = plan.cores if cores is None else cores
+    if plan.n_tiles <= cores:      # one tile per core: nothing to overlap
         return None
     if red is not None and not red.fused and (red.pass1 is not None or red.steps != 32 or red.groups > plan.cores):
         return None
@@ -274,11 +275,10 @@ def second_dst_group(plan: TilePlan, inputs: list[dict], fpu_ops: list[FpuOp],
         levels = [p for p in (red.pass1, red.pass2) if p is not None]
         level_slots = [set(range(p.slot, p.slot + p.n_acc)) for p in levels]
         shared = set().union(*level_slots)
-        scratch = [_slots(p.sfpu.out_slot, p.sfpu.dst_slots) - set().union(*level_slots[i:])
-                   for i, p in enumerate(levels)]   # a pass's scratch in its own or a later level's slots: dead then
-        per_tile |= set().union(*scratch)
-        if red.groups > (plan.cores if cores is None else cores) and (
-                red.tiles_per_group * (red.passes - 1) % 2 or red.post.out_slot in set().union(*scratch)):
+        scratch = set().union(*(_slots(p.sfpu.out_slot, p.sfpu.dst_slots) - set().union(*level_slots[i:])
+                                for i, p in enumerate(levels)))   # a pass's scratch in its own or a later level's
+        per_tile |= scratch                                       # slots: dead while it runs
+        if red.groups > cores and (red.tiles_per_group * (red.passes - 1) % 2 or red.post.out_slot in scratch):
             return None
     elif red is not None:
         per_tile |= set(range(red.acc_slot, red.acc_slot + red.n_acc)) | _slots(red.post.out_slot, red.post.dst_slots)
@@ -493,13 +493,14 @@ def render_tile_kernel(plan: TilePlan, generator: str, red: ReducePlan | None = 
     # a fused reduction with two Dst groups: TRISC0's thread copies its bf16 inputs from SrcA to Dst (the ELWADDs)
     # right behind their unpacks. On TRISC1's thread they waited behind the previous tile's SFPU pass (one thread
     # issues in order), and the unpacker's next SrcA bank behind them: the second group gained nothing (RMSNorm-2048
-    # fused: 2,719 -> 2,385 cycles)
-    ctx["bf16_on_unpacker"] = bool(red is not None and red.fused and ctx["group"] and not fpu_ops
-                                   and any(s["fmt"] == "bf16" and s["dst"] for s in inputs))
+    # fused: 2,719 -> 2,385 cycles; bf16_on_unpacker). Other kernels make the same moves in the order measured for
+    # kernels of one pass (elwadd_on_unpacker)
+    moves_on_unpacker = elwadd_on_unpacker(fpu_ops, ctx["group"], inputs)
+    fused = red is not None and red.fused
+    ctx["bf16_on_unpacker"] = moves_on_unpacker and fused
+    ctx["elwadd_on_unpacker"] = moves_on_unpacker and not fused
     if ctx["bf16_on_unpacker"]:
         ctx["w"] = ctx["w"] | {"stall_sync_fpu_unpack": fpu_words()["stall_sync_fpu_unpack"]}
-    # elsewhere (no fused reduction): elwadd_on_unpacker, the same moves ordered for kernels of one pass
-    ctx["elwadd_on_unpacker"] = not ctx["bf16_on_unpacker"] and elwadd_on_unpacker(fpu_ops, ctx["group"], inputs)
     # TRISC1's thread then issues SFPU words only: it waits for its SFPU alone before a post, not for the FPU, which
     # runs TRISC0's words of the next tile
     ctx["math_on_unpacker"] = ctx["fpu_on_unpacker"] or ctx["elwadd_on_unpacker"]
