@@ -36,7 +36,7 @@ lower.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from tinygrad.uop.ops import Ops, UOp
 
@@ -56,10 +56,13 @@ from tt_backend.lowering.families.sfpu_reduce import (ACC, IDENTITY, SfpuReduceP
                                                       streams_unpack_cycles)
 from tt_backend.lowering.families.staged import top_reductions
 from tt_backend.lowering.families.tile_plan import CB_DEPTH, ReducePass, ReducePlan, allocate_l1
-from tt_backend.lowering.families.tile_render import input_roles, render_tile_kernel, second_dst_group
+from tt_backend.lowering.families.tile_render import dst_passes, input_roles, render_tile_kernel, second_dst_group
 from tt_backend.lowering.families.tile_streams import stream_ctx
 from tt_backend.lowering.frontend import LoweredKernel, free_ranges, lower_ast, output_ranges
-from tt_backend.lowering.placement.cost import pack_cycles, sfpu_program_cycles
+from tt_backend.lowering.graph import live_nodes
+from tt_backend.lowering.placement.choice import FpuOp, Split, compile_split
+from tt_backend.lowering.placement.cost import fpu_op_cycles, pack_cycles, sfpu_program_cycles, unpack_cycles
+from tt_backend.lowering.placement.placer import Placer
 from tt_backend.lowering.rewrite import keep_uniform_reciprocals
 from tt_backend.lowering.plan import DTYPE_SIZE, TILE_ELEMS, TILE_NATIVE, Plan, SfpuProgram
 
@@ -72,7 +75,10 @@ RECIPROCAL_ROUNDING = 2.0 ** -23   # x * (1/r) rounded twice against x / r once:
 
 @dataclass
 class FusedReducePlan(SfpuReducePlan):
-    """An SfpuReducePlan whose ReducePlan is `fused`: earlier passes reduce, the last one writes a tile per tile."""
+    """An SfpuReducePlan whose ReducePlan is `fused`: earlier passes reduce, the last one writes a tile per tile.
+    `fpu_ops`: the FPU ops of the last pass (the elementwise's placement, `plan_fused`), issued by TRISC0's thread
+    behind their operands' unpacks, before the last pass's SFPU program reads their results from Dst."""
+    fpu_ops: list[FpuOp] = field(default_factory=list)
 
     def compute_cycles(self) -> dict:
         return fused_cycles(self)
@@ -82,7 +88,7 @@ class FusedReducePlan(SfpuReducePlan):
         return super().sfpu_words() + ([] if p2 is None else p2.sfpu.setup + p2.sfpu.body + p2.acc_init + p2.finish)
 
     def render(self) -> dict[str, str]:
-        return render_tile_kernel(self, GENERATOR, red=self.reduce)
+        return render_tile_kernel(self, GENERATOR, red=self.reduce, fpu_ops=self.fpu_ops)
 
     def write_cycles(self) -> float:
         """Per input tile: one output tile per tile of the last pass."""
@@ -96,13 +102,22 @@ class FusedReducePlan(SfpuReducePlan):
 
 
 def fused_cycles(plan: FusedReducePlan) -> dict:
-    """The compute's cycles per input tile (as sfpu_reduce.reduce_cycles): the streams' unpack and each pass's SFPU
-    program averaged over the passes, the packs of the last pass's tiles; per group the accumulators' init and
-    finish of the earlier passes. With two Dst groups (tile_render.second_dst_group) a tile's unpack and the previous
-    one's pack run beside its SFPU program: per tile the slowest of the three, the first unpack and the last pack
-    once per group."""
+    """The compute's cycles per input tile (as sfpu_reduce.reduce_cycles): each pass's unpacks to Dst (the streams
+    it reads there, tile_render.dst_passes; a bf16 one moved by ELWADDs), the last pass's FPU ops with their
+    operands' unpacks, and each pass's SFPU program, averaged over the passes; the packs of the last pass's tiles;
+    per group the accumulators' init and finish of the earlier passes. With two Dst groups
+    (tile_render.second_dst_group) a tile's unpack and the previous one's pack run beside its SFPU program: per tile
+    the slowest of the three, the first unpack and the last pack once per group."""
     rp = plan.reduce
-    unpack, fpu = streams_unpack_cycles(plan.inputs)
+    unpack = fpu = 0.0
+    for p in range(rp.passes):
+        u, f = streams_unpack_cycles([s for j, s in enumerate(plan.inputs)
+                                      if dst_passes(rp, plan.fpu_ops, j) >> p & 1])
+        unpack, fpu = unpack + u, fpu + f
+    for o in plan.fpu_ops:
+        unpack += unpack_cycles(plan.inputs[o.a].tile_format) + unpack_cycles(plan.inputs[o.b].tile_format)
+        fpu += fpu_op_cycles(o)
+    unpack, fpu = unpack / rp.passes, fpu / rp.passes
     levels = [p for p in (rp.pass1, rp.pass2) if p is not None]
     progs = [p.sfpu for p in levels] + [rp.post]
     sfpu = sum(sfpu_program_cycles(len(p.setup), len(p.body) + p.body_stalls) for p in progs) / rp.passes
@@ -119,8 +134,8 @@ def fused_cycles(plan: FusedReducePlan) -> dict:
 def two_dst_groups(plan: FusedReducePlan) -> bool:
     """Whether the rendered kernel alternates two Dst groups (as render_tile_kernel decides it)."""
     inputs = [stream_ctx(plan, s, j, plan.reduce) for j, s in enumerate(plan.inputs)]
-    input_roles(plan, inputs, None, False, plan.reduce)
-    return second_dst_group(plan, inputs, [], plan.reduce) is not None
+    input_roles(plan, inputs, None, False, plan.reduce, plan.fpu_ops)
+    return second_dst_group(plan, inputs, plan.fpu_ops, plan.reduce) is not None
 
 
 # ------------------------------------------------------------------------------------------------ the match
@@ -155,9 +170,10 @@ def _lowered(kernel: Kernel) -> LoweredKernel:
 
 # ------------------------------------------------------------------------------------------------ the plan
 
-def plan_fused(lk: LoweredKernel, budget: float | None = None) -> FusedReducePlan:
-    """The fused plan of a kernel lowered over its reductions' (output, k) space (module docstring), for the relative
-    error budget `budget` (None: float32-faithful)."""
+def plan_fused(lk: LoweredKernel, placer: Placer | None = None) -> FusedReducePlan:
+    """The fused plan of a kernel lowered over its reductions' (output, k) space (module docstring); `placer`: the
+    error budget and the placement search for the elementwise (None: all on the SFPU, float32-faithful)."""
+    budget = placer.budget if placer is not None else None
     lk = dedupe_streams(lk)
     dag = lk.dag
     reds, level1, level2 = reduction_levels(lk, "three levels) is not fused", "one level of a fused reduction")
@@ -176,14 +192,22 @@ def plan_fused(lk: LoweredKernel, budget: float | None = None) -> FusedReducePla
         raise UnsupportedOp(f"{lk.name}: {n} input streams and {len(reds)} reductions do not fit the {MAX_SLOTS} Dst "
                             "slots of a fused reduction")
     post = extract(dag, dag.out, leaf1 | leaf2)
+    out_dtype = dag.nodes[dag.out].dtype
     # each group is one output, so its results fill their slots: what the elementwise computes from them alone
-    # (RMSNorm's rsqrt(mean + eps)) is hoisted into its setup, once per tile instead of per row step; under an error
-    # budget that allows one more rounding, x * (1/r) stays a product (rewrite.keep_uniform_reciprocals: the
-    # reciprocal hoisted too) instead of the correctly rounded quotient per element
+    # (RMSNorm's rsqrt(mean + eps)) is hoisted into its setup, once per tile instead of per row step
     uniform = frozenset(range(slot1, n_in))
-    if budget is not None and budget >= RECIPROCAL_ROUNDING:
-        post = keep_uniform_reciprocals(post, uniform)
-    post_prog = compile_sfpu(post, n_in, dag.nodes[dag.out].dtype, uniform=uniform)
+    early = [pres[:len(level1)], pres[len(level1):]]
+    resident = -(-n_red // (STEPS * LANES)) <= CB_DEPTH     # ReducePlan.resident, below
+    placement, sp, read = elementwise_placement(lk, placer, post, streams, level1 + level2, uniform, early, resident)
+    if sp is not None:
+        post_prog = compile_split(sp, out_dtype)
+    else:
+        # under an error budget that allows one more rounding, x * (1/r) stays a product
+        # (rewrite.keep_uniform_reciprocals: the reciprocal hoisted too) instead of the correctly rounded quotient per
+        # element
+        if budget is not None and budget >= RECIPROCAL_ROUNDING:
+            post = keep_uniform_reciprocals(post, uniform)
+        post_prog = compile_sfpu(post, n_in, out_dtype, uniform=uniform)
     if post_prog.dst_slots > MAX_SLOTS:
         raise UnsupportedOp(f"{lk.name}: the fused elementwise needs more than {MAX_SLOTS} Dst slots")
 
@@ -202,14 +226,46 @@ def plan_fused(lk: LoweredKernel, budget: float | None = None) -> FusedReducePla
                     acc_reg=ACC, acc_init=[], finish=[], acc_slot=slot1, post=post_prog, k_dep=k_dep,
                     mask_input=mask_input, pad_clamp=pad_clamp, n_acc=0, steps=STEPS, pass1=pass1, fused=True,
                     pass2=pass2)
-    rp.resident = rp.tiles_per_group <= CB_DEPTH
-    passes = [dags for dags in (pres[:len(level1)], pres[len(level1):], [post]) if dags]
-    rp.pass_inputs = tuple(sum(1 << p for p, dags in enumerate(passes) if any(reads(g, j) for g in dags))
-                           for j in range(n))
+    rp.resident = resident
+    rp.pass_inputs = read
     out = lk.stream(lk.output)
     bulk = out.contiguous and out.dtype in TILE_NATIVE and (n_red * DTYPE_SIZE[out.dtype]) % WRITE_ALIGN == 0
     return FusedReducePlan(name=lk.name, ranges=lk.ranges, buffers=lk.buffers, inputs=streams,
-                           output=replace(out, contiguous=bulk), sfpu=post_prog, ops=lk.ops, reduce=rp)
+                           output=replace(out, contiguous=bulk), sfpu=post_prog, ops=lk.ops, reduce=rp,
+                           placement=placement, fpu_ops=list(sp.fpu_ops) if sp is not None else [])
+
+
+def pass_inputs(passes: list[list], n: int) -> tuple[int, ...]:
+    """Per input stream the passes (bit p: pass p, each a list of value graphs) that load it."""
+    return tuple(sum(1 << p for p, dags in enumerate(passes) if any(reads(g, j) for g in dags)) for j in range(n))
+
+
+def elementwise_placement(lk: LoweredKernel, placer: Placer | None, post, streams: list, reds: list[VNode],
+                          uniform: frozenset[int], early: list[list], resident: bool) -> tuple:
+    """The last pass's elementwise placed by the placement search as an elementwise kernel's is (Placer.place_graph:
+    the same budget rules and cost model; the input streams are L1 tiles, the reductions' results are in Dst, which
+    only the SFPU reads): (the placement, its split with the FPU ops' results in Dst slots of their own, the passes
+    that read each stream from Dst: ReducePlan.pass_inputs; an FPU op's operands come through the Src banks), or
+    (None, None, those passes) where the search puts nothing on the FPU (the all-SFPU program is then compiled as
+    before).
+    An FPU op's result takes the slot of a stream no pass unpacks to Dst where one is free (RMSNorm: gamma's, fed to
+    the FPU only; a group that is not `resident` in its CBs has every stream unpacked in the earlier passes,
+    tile_render.dst_passes), so that the second Dst group still fits (tile_render.second_dst_group)."""
+    n, n_in = len(streams), len(streams) + len(reds)
+    pl = None if placer is None else placer.place_graph(
+        lk.name, post, [s.dtype for s in streams] + [r.dtype for r in reds], math.prod(lk.ranges), uniform,
+        frozenset(range(n)))
+    if pl is None or not pl.split.fpu_ops:
+        return None, None, pass_inputs([dags for dags in early if dags] + [[post]], n)
+    sp = pl.split
+    read = pass_inputs([dags for dags in early if dags] + [[sp.sfpu_dag]], n)
+    free = [j for j in range(n) if not read[j]] if resident else []
+    slots = {o.slot: (free + list(range(n_in, MAX_SLOTS)))[i] for i, o in enumerate(sp.fpu_ops)}
+    nodes = [VNode(v.id, v.op, v.dtype, v.srcs, slots.get(v.arg, v.arg) if v.op == "LOAD" else v.arg)
+             for v in sp.sfpu_dag.nodes]
+    sp = replace(sp, fpu_ops=[replace(o, slot=slots[o.slot]) for o in sp.fpu_ops],
+                 sfpu_dag=replace(sp.sfpu_dag, nodes=nodes), n_slots=max([n_in, *(s + 1 for s in slots.values())]))
+    return pl, sp, read
 
 
 def without_scratch_store(prog: SfpuProgram, dead: range) -> SfpuProgram:
@@ -275,16 +331,28 @@ def rows_read(slots: range, later: list[SfpuProgram]) -> int:
 
 
 def reads(dag, j: int) -> bool:
-    return any(nd.op == "LOAD" and nd.arg == j for nd in dag.nodes)
+    """Whether the graph's output depends on a LOAD of input j (a split's graph keeps the loads the FPU took, dead)."""
+    return any(dag.nodes[i].op == "LOAD" and dag.nodes[i].arg == j for i in live_nodes(dag))
 
 
 # ------------------------------------------------------------------------------------------------ the family
 
 def candidates(kernel: Kernel, lk: LoweredKernel) -> list[Candidate]:
-    """The fused plan, priced by its launch (sfpu_reduce.launch_price), acceptable under any budget."""
-    plan = plan_fused(lk, kernel.budget)
-    return [Candidate(NAME, "SFPU fp32", launch_price(plan), None, True,
-                      lambda: allocate_l1(plan, resident_windows=True))]
+    """The fused plan, priced by its launch (sfpu_reduce.launch_price), acceptable under any budget (its elementwise's
+    FPU ops by the placement search's rule)."""
+    plan = plan_fused(lk, kernel.placer)
+    pl = plan.placement
+    return [Candidate(NAME, "FPU+SFPU" if plan.fpu_ops else "SFPU fp32", launch_price(plan),
+                      None if pl is None else pl.predicted_error, True, lambda: built(plan))]
+
+
+def built(plan: FusedReducePlan) -> FusedReducePlan:
+    """The plan with its L1 placed; its placement report (the elementwise's, where it has FPU ops) priced as the
+    whole launch's compute (fused_cycles), as the selector compared it."""
+    plan = allocate_l1(plan, resident_windows=True)
+    if plan.placement is not None:
+        plan.placement.cycles = fused_cycles(plan)
+    return plan
 
 
 FAMILY = Family(NAME, match, candidates)

@@ -309,12 +309,31 @@ def shared_finish(words: list[int], slots: range, group: int) -> list[str]:
     return [hex_u32(x) for x in out]
 
 
+def dst_passes(red: ReducePlan, fpu_ops: list[FpuOp], j: int) -> int:
+    """The passes (bit p: pass p) of a fused reduction that unpack its input j to Dst. Where the group stays resident
+    in its CBs, those whose programs read it (ReducePlan.pass_inputs; an FPU op's operands come through the Src
+    banks); otherwise every pass, since the reader sends every stream in every pass and each tile must be waited for
+    and popped, but the last one where only its FPU ops read it (they wait for it)."""
+    if red.resident:
+        return red.pass_inputs[j]
+    last = 1 << (red.passes - 1)
+    fpu_only = any(j in (o.a, o.b) for o in fpu_ops) and not red.pass_inputs[j] & last
+    return (1 << red.passes) - 1 - (last if fpu_only else 0)
+
+
 def input_roles(plan: TilePlan, inputs: list[dict], dst_inputs: list[int] | None, in_flight: bool,
-                red: ReducePlan | None = None) -> bool:
-    """Sets each input context's Dst roles ("dst", "dst_faces", "once", "head_first"); returns whether the SFPU setup
-    runs once per core (setup_once)."""
+                red: ReducePlan | None = None, fpu_ops: list[FpuOp] = ()) -> bool:
+    """Sets each input context's Dst roles ("dst", "dst_faces", "once", "head_first"; a fused reduction's
+    "pass_mask": the passes that unpack it to Dst, 0 for every pass, and "first_pass": the first that waits for it);
+    returns whether the SFPU setup runs once per core (setup_once)."""
     for s in inputs:
         s["dst"] = dst_inputs is None or s["j"] in dst_inputs
+        s["pass_mask"] = s["first_pass"] = 0
+        if red is not None and red.fused:
+            every, mask = (1 << red.passes) - 1, dst_passes(red, fpu_ops, s["j"])
+            waits = mask | (1 << (red.passes - 1) if any(s["j"] in (o.a, o.b) for o in fpu_ops) else 0)
+            s["dst"], s["pass_mask"] = mask != 0, (mask if mask != every else 0)
+            s["first_pass"] = (waits & -waits).bit_length() - 1 if waits else 0
         # a head input's tile is read by the SFPU setup at row step 0 only: the faces holding its written datums
         s["dst_faces"] = -(-s["runs"]["head"] // FACE_DATUMS) if s["runs"] and s["runs"]["head"] else TILE_FACES
     # the SFPU setup computes from constants and uniform inputs only (scalars of the whole kernel,
@@ -370,6 +389,23 @@ def elwadd_on_unpacker(fpu_ops: list[FpuOp], group: int | None, inputs: list[dic
 # for the WRCFGs behind a once-sent head's unpack, not for the RISC-V's address arithmetic and SETDMAREG pushes (the
 # head takes GPR4-9, the later tiles' addresses GPR4 and GPR12; a thread has 64 GPRs: ISA `SETDMAREG.md`)
 FIRST_TILE_GPRS = ((13, 64), (14, 72), (15, 73), (16, 57), (17, 84), (18, 112), (19, 120), (20, 76), (21, 124))
+
+
+# fused_fpu: each FPU op's operand formats (the config words FIRST_TILE_GPRS writes but the addresses) in GPRs of
+# their own from FUSED_OP_GPRS on, written before TRISC0's loop: the op's WRCFGs follow the switch from another
+# configuration without the RISC-V's SETDMAREG pushes (compute.c.j2 fused_fpu, unpack.fpu_operands `state`)
+FUSED_OP_GPRS = 24
+ADDRESS_CFGS = (76, 124)
+
+
+def _config_gprs(c: dict, i: int, unp_bf16: dict) -> None:
+    """Sets the context c of a fused reduction's FPU op i's "config_gprs": as first_gprs, its formats only."""
+    _first_tile_gprs(c, unp_bf16)
+    cfgs = [cfg for _, cfg in FIRST_TILE_GPRS if cfg not in ADDRESS_CFGS]
+    first = {g["cfg"]: g for g in c.pop("first_gprs")}
+    c["config_gprs"] = [{**first[cfg], "gpr": g, "wrcfg": word_u32("WRCFG", gpr_address=g, cfg_reg=cfg)}
+                        for g, cfg in zip(range(FUSED_OP_GPRS + len(cfgs) * i, 64), cfgs)]
+    assert len(c["config_gprs"]) == len(cfgs), "a Tensix thread has 64 GPRs"
 
 
 def _first_tile_gprs(c: dict, unp_bf16: dict) -> None:
@@ -468,20 +504,14 @@ def render_tile_kernel(plan: TilePlan, generator: str, red: ReducePlan | None = 
                    unp1_static={i: hex_u32(v) for i, v in UNP1_CFG_STATIC.items()})
     else:
         ctx["fpu"] = []
-    ctx["setup_once"] = input_roles(plan, inputs, dst_inputs, ctx["in_flight"], red)
-    every = (1 << red.passes) - 1 if red is not None else 0
-    # a fused reduction's fp32 stream not read by every pass (bf16 ones: the ELWADDs take them) is waited for only in
-    # the passes that read it: only where the group stays resident in its CBs, since otherwise the reader sends every
-    # stream in every pass and each tile is popped, so each must be waited for
-    for s in inputs:
-        mask = red.pass_inputs[s["j"]] if red is not None and red.pass_inputs and red.resident else every
-        s["pass_mask"] = mask if s["fmt"] == "fp32" and mask != every else 0
-        s["first_pass"] = (s["pass_mask"] & -s["pass_mask"]).bit_length() - 1 if s["pass_mask"] else 0
-    ctx["any_fpu"] = bool(fpu_ops) or any(s["fmt"] == "bf16" and s["dst"] for s in inputs)
+    ctx["setup_once"] = input_roles(plan, inputs, dst_inputs, ctx["in_flight"], red, fpu_ops)
+    # TRISC1's thread issues FPU words before its SFPU program (a fused reduction's FPU ops are TRISC0's, fused_fpu)
+    ctx["any_fpu"] = (bool(fpu_ops) and not (red is not None and red.fused)) or any(
+        s["fmt"] == "bf16" and s["dst"] for s in inputs)
     # FPU ops beside Dst inputs that are all unpacked straight to Dst: the SFPU setup (which reads only Dst inputs,
     # uniform values hoisted out of the row loop) is issued before the FPU ops, once those inputs are in, and runs
     # while the unpackers bring the FPU's operands (a bf16 Dst input reaches Dst through an FPU ELWADD: not then)
-    ctx["setup_first"] = bool(fpu_ops) and len(plan.sfpu.setup) > 0 and not any(
+    ctx["setup_first"] = bool(fpu_ops) and red is None and len(plan.sfpu.setup) > 0 and not any(
         s["fmt"] == "bf16" and s["dst"] for s in inputs)
     ctx["group"] = second_dst_group(plan, inputs, fpu_ops, red)
     if red is not None and red.fused and ctx["group"]:
@@ -489,16 +519,20 @@ def render_tile_kernel(plan: TilePlan, generator: str, red: ReducePlan | None = 
             if p is not None:
                 c["finish"] = shared_finish(p.finish, range(p.slot, p.slot + p.n_acc), ctx["group"])
     ctx["dst_groups"] = DST_GROUPS if ctx["group"] else 1
-    ctx["fpu_on_unpacker"] = fpu_on_unpacker(fpu_ops, ctx["group"], inputs)
+    ctx["fpu_on_unpacker"] = (red is None or not red.fused) and fpu_on_unpacker(fpu_ops, ctx["group"], inputs)
     # a fused reduction with two Dst groups: TRISC0's thread copies its bf16 inputs from SrcA to Dst (the ELWADDs)
     # right behind their unpacks. On TRISC1's thread they waited behind the previous tile's SFPU pass (one thread
     # issues in order), and the unpacker's next SrcA bank behind them: the second group gained nothing (RMSNorm-2048
     # fused: 2,719 -> 2,385 cycles; bf16_on_unpacker). Other kernels make the same moves in the order measured for
     # kernels of one pass (elwadd_on_unpacker)
-    moves_on_unpacker = elwadd_on_unpacker(fpu_ops, ctx["group"], inputs)
     fused = red is not None and red.fused
-    ctx["bf16_on_unpacker"] = moves_on_unpacker and fused
-    ctx["elwadd_on_unpacker"] = moves_on_unpacker and not fused
+    ctx["bf16_on_unpacker"] = fused and elwadd_on_unpacker([], ctx["group"], inputs)
+    ctx["elwadd_on_unpacker"] = not fused and elwadd_on_unpacker(fpu_ops, ctx["group"], inputs)
+    # a fused reduction's FPU ops (its last pass's, fused_reduce.elementwise_placement) are issued by TRISC0's
+    # thread right behind their operands' unpacks, as fpu_on_unpacker's, with the unpackers configured per tile (the
+    # earlier passes unpack the streams to Dst); with two Dst groups tile t+1's ops then run while TRISC1's thread
+    # issues tile t's SFPU program
+    ctx["fused_fpu"] = fused and bool(fpu_ops)
     if ctx["bf16_on_unpacker"]:
         ctx["w"] = ctx["w"] | {"stall_sync_fpu_unpack": fpu_words()["stall_sync_fpu_unpack"]}
     # TRISC1's thread then issues SFPU words only: it waits for its SFPU alone before a post, not for the FPU, which
@@ -511,8 +545,12 @@ def render_tile_kernel(plan: TilePlan, generator: str, red: ReducePlan | None = 
         ctx["w"] = ctx["w"] | fpu_words() | {"unpacr_nop_zero_srcb": word_u32(
             "UNPACR_NOP", unpacker_select=1, set_dvalid=1, unpack_pop=1, stall_clr_cntrl=1)}
     ctx["lagged_pops"] = ctx["fpu_on_unpacker"] and -(-plan.n_tiles // plan.cores) <= CB_DEPTH
-    if ctx["fpu_on_unpacker"]:
+    if ctx["fpu_on_unpacker"] or ctx["fused_fpu"]:
         _face_replays(ctx["fpu"], ctx["w"])
+    if ctx["fused_fpu"]:
+        for i, c in enumerate(ctx["fpu"]):
+            _config_gprs(c, i, UNPACK_CFG["bf16"])
+    if ctx["fpu_on_unpacker"]:
         for c in ctx["fpu"]:
             _first_tile_gprs(c, UNPACK_CFG["bf16"])
         # TRISC0's RISC-V pops a tile's CB slots once its thread posts UNPACK_READ (the unpackers are done with

@@ -11,6 +11,7 @@ from typing import Callable
 import numpy as np
 
 from tt_backend.chip.errors import TTError
+from tt_backend.lowering.dag import ValueDAG
 from tt_backend.lowering.frontend import LoweredKernel
 from tt_backend.lowering.graph import live_nodes
 from tt_backend.lowering.placement.choice import Choice
@@ -43,16 +44,22 @@ class Placer:
     def place(self, lk: LoweredKernel) -> Placement:
         """The cheapest placement of an elementwise kernel within the budget (lowering.placement.search.place), its
         error predicted on samples from every distribution of `sample_dists` (the worst counts)."""
-        dts = [s.dtype for s in lk.inputs]
+        return self.place_graph(lk.name, lk.dag, [s.dtype for s in lk.inputs], math.prod(lk.ranges),
+                                lk.uniform_inputs)
+
+    def place_graph(self, kernel: str, dag: ValueDAG, dts: list[str], n_elements: int,
+                    uniform: frozenset[int] = frozenset(), l1_inputs: frozenset[int] | None = None) -> Placement:
+        """`place` for an elementwise value graph whose LOAD j reads an input of dtype dts[j] (`l1_inputs`: the
+        ones that are L1 tiles, search.place; a fused reduction's elementwise pass reads its results from Dst)."""
         xs = sample_sets(dts, SAMPLE_ELEMENTS, self.seed, self.sample_dists)
         evaluator = self.evaluator_for(dts) if self.evaluator_for is not None else None
-        pins = self.pins_for(lk.name)
-        pl = place(lk.name, lk.dag, dts, lk.dag.nodes[lk.dag.out].dtype, math.prod(lk.ranges), evaluator,
-                   self.budget, pins, samples=xs, uniform=lk.uniform_inputs,
+        pins = self.pins_for(kernel)
+        pl = place(kernel, dag, dts, dag.nodes[dag.out].dtype, n_elements, evaluator,
+                   self.budget, pins, samples=xs, uniform=uniform, l1_inputs=l1_inputs,
                    defer=True)                      # the report predicts, when one is asked for
         # node ids name nodes of the graph that runs (report.json's): a pin on any other id would be silently void
         ops = [v for v in live_nodes(pl.dag) if pl.dag.nodes[v].op not in ("LOAD", "CONST")]
         if missing := sorted(int(k) for k in pins if k.isdigit() and int(k) not in ops):
-            raise TTError(f"TT_PLACE pins {', '.join(f'n{k}' for k in missing)} but kernel {lk.name} has no such op "
+            raise TTError(f"TT_PLACE pins {', '.join(f'n{k}' for k in missing)} but kernel {kernel} has no such op "
                           f"node (its op nodes: {', '.join(f'n{v}' for v in ops)}; TT_DUMP's report.json lists them)")
         return pl

@@ -16,7 +16,8 @@ from typing import Callable
 import numpy as np
 
 from tt_backend.lowering.dag import ValueDAG
-from tt_backend.lowering.graph import fold_negated_add, fpu_candidates, live_nodes, reassociate_products, tile_graph
+from tt_backend.lowering.graph import (fold_negated_add, fpu_candidates, l1_source, live_nodes, reassociate_products,
+                                      tile_graph)
 from tt_backend.lowering.placement.choice import SFPU, Choice, FpuOp, Split, compile_split, options, split
 from tt_backend.lowering.placement.cost import cycles, fpu_op_cycles, sfpu_op_cycles
 from tt_backend.lowering.placement.pins import resolve_pins
@@ -56,10 +57,12 @@ class _Scored:
 def place(kernel: str, dag: ValueDAG, in_dtypes: list[str], out_dtype: str, n_elements: int,
           evaluator: Evaluator | None, budget: float | None = None, pins: dict[str, Choice] | None = None,
           samples: list | None = None, seed: int = 0, uniform: frozenset[int] = frozenset(),
-          defer: bool = False) -> Placement:
+          defer: bool = False, l1_inputs: frozenset[int] | None = None) -> Placement:
     """The cheapest placement whose predicted error <= SAFETY * budget (no budget: the float32-faithful one).
     Without an evaluator only the all-SFPU placement (and pins) can be priced, not checked: pins are then trusted.
     `uniform`: the inputs with one value at every point (choice.Split.uniform), priced with their work hoisted.
+    `l1_inputs`: the inputs that are L1 tiles an unpacker can hand to the FPU (None: all); the others are values
+    already in Dst (a fused reduction's results, fused_reduce.py), which only the SFPU reads.
     `defer`: a prediction the choice did not need (the all-SFPU placement, which a float32-faithful kernel without an
     exact FPU product takes unevaluated) is made when the report asks for it (Placement.predict), not here."""
     n_in = len(in_dtypes)
@@ -115,7 +118,8 @@ def place(kernel: str, dag: ValueDAG, in_dtypes: list[str], out_dtype: str, n_el
     base = score(dag, 0, {})
     best: tuple[_Scored, ValueDAG, bool, dict] | None = None
     for tag, (d, reassoc) in enumerate(variants):
-        cands = fpu_candidates(tile_graph(d))
+        cands = [v for v in fpu_candidates(tile_graph(d))
+                 if l1_inputs is None or all(l1_source(d, u).arg in l1_inputs for u in d.nodes[v].srcs)]
         pinned = resolve_pins(pins, d, cands)
         if pinned is None:
             continue
