@@ -150,3 +150,92 @@ def test_two_dst_groups_only_where_a_freed_group_holds_no_unpacked_output(shape,
     plan.cores = cores
     compute = "".join(plan.render().values())
     assert ("(t - " in compute and "& 1u;   /* this tile's Dst group */" in compute) == two_groups
+
+
+# ------------------------------------------------------------------------------------------------ the FPU under a budget
+
+BUDGET = 1e-2     # bench kernels' rmsnorm rows: the staged E_2048 takes x * gamma on the FPU under it
+
+
+def sinks(name, shape, xdtype, wdtype, pcontig):
+    with Context(PCONTIG=pcontig, SCACHE=0):     # tinygrad's schedule cache does not key on PCONTIG
+        x = Tensor.empty(*shape, dtype=getattr(dtypes, xdtype), device="CPU")
+        w = Tensor.empty(shape[-1], dtype=getattr(dtypes, wdtype), device="CPU")
+        out = FNS[name](x.float(), w.float(), Tensor.empty(shape[-1], device="CPU"))
+        return [c.src[0] for c in out.schedule_linear().src if c.op is Ops.CALL and c.src[0].op is Ops.SINK]
+
+
+def fpu_nodes(plan) -> list[dict]:
+    from tt_backend.dump import placement_report
+    return [n for n in placement_report(plan)["nodes"] if n["engine"] == "FPU"]
+
+
+def test_fused_rmsnorm_places_x_gamma_on_the_fpu_where_the_staged_kernel_does():
+    """RMSNorm-2048 (bf16 x, fp32 gamma, the bench row): under TT_ERR_BUDGET=1e-2 the staged program's E_2048 puts
+    x * gamma on the FPU; the fused kernel's elementwise pass, placed by the same search, does too (the same op,
+    fidelity and formats), as one ELWMUL of the two streams that TRISC0's thread issues in the last pass, and the
+    report says so; without a budget neither does (gamma is fp32: no exact FPU product)."""
+    from tt_backend.placement_eval import placer
+    reduces = lambda s: any(u.op is Ops.REDUCE for u in s.toposort())
+    (ew,) = [s for s in sinks("rms", (2048,), "bfloat16", "float32", 0) if not reduces(s)]
+    (fused,) = [s for s in sinks("rms", (2048,), "bfloat16", "float32", 2) if reduces(s)]
+    for budget, on_fpu in ((BUDGET, True), (None, False)):
+        e, f = lower(ew, "E", placer(budget)), lower(fused, "r", placer(budget))
+        assert isinstance(f, FusedReducePlan)
+        assert bool(fpu_nodes(e)) == on_fpu and bool(fpu_nodes(f)) == on_fpu, (budget, fpu_nodes(e), fpu_nodes(f))
+        if on_fpu:
+            (a,), (b,) = fpu_nodes(e), fpu_nodes(f)
+            assert (a["op"], a["fidelity"], a["formats"]) == (b["op"], b["fidelity"], b["formats"]) == (
+                "MUL", "HiFi3", {"srca": "bf16", "srcb": "tf32", "dst": "fp32", "l1": ["bfloat16", "float32"]})
+            (op,) = f.fpu_ops
+            assert (op.kind, {op.a, op.b}) == ("ELWMUL", {0, 1})       # x and gamma, the kernel's two streams
+            trisc0 = f.render()["trisc0"].split("#elif defined(TRISC_MATH)")[0]
+            assert "the last pass's FPU ops (fused_fpu)" in trisc0 and "ELWMUL, 3 fidelity phase(s)" in trisc0
+
+
+FPU_CASES = [("rms", (2048,), "bfloat16", "float32"),     # the bench row: two Dst groups
+             ("rms", (3, 700), "bfloat16", "bfloat16"),    # several rows, odd length, bf16 gamma: one Dst group
+             ("rms", (2, 1500), "float32", "float32"),     # fp32 x: both operands tf32
+             ("rms", (5000,), "bfloat16", "float32"),      # a group of 5 tiles, more than the CBs hold
+             ("layer", (3, 700), "bfloat16", "float32")]   # layer norm with a bias (no product of two streams)
+
+
+def budget_inputs(shape, xdtype, wdtype):
+    x, w, b = inputs(shape, xdtype)
+    return x, (w.view(np.uint32) & 0xFFFF0000).view(np.float32) if wdtype == "bfloat16" else w, b
+
+
+def run_budgeted(name, arrays, xdtype, wdtype, device, monkeypatch):
+    """(the program's result on `device` under TT_ERR_BUDGET=BUDGET, the fused plans lowered, its reference)."""
+    import tt_backend.lowering.select as sel
+    monkeypatch.setenv("TT_ERR_BUDGET", repr(BUDGET))
+    planned, real = [], sel.lower
+    monkeypatch.setattr(sel, "lower", lambda *args, **kw: planned.append(real(*args, **kw)) or planned[-1])
+    x, w, b = arrays
+    with Context(PCONTIG=2):
+        xt = Tensor(x.tolist(), dtype=getattr(dtypes, xdtype), device=device).realize()
+        wt = Tensor(w.tolist(), dtype=getattr(dtypes, wdtype), device=device).realize()
+        got = FNS[name](xt.float(), wt.float(), Tensor(b, device=device)).numpy()
+    return got, [p for p in planned if isinstance(p, FusedReducePlan)], reference(name, x, w, b)
+
+
+@pytest.mark.parametrize("name,shape,xdtype,wdtype", FPU_CASES, ids=str)
+def test_fused_under_a_budget_matches_numpy(name, shape, xdtype, wdtype, monkeypatch):
+    """Every element within the placement's all-data bound (each FPU product's operand truncation and dropped
+    fidelity bits, carried through the products: search.data_independent_bound) of numpy's float64 result, plus the
+    float32 tolerance of the cases above; RMSNorm's x * gamma on the FPU."""
+    got, plans, ref = run_budgeted(name, budget_inputs(shape, xdtype, wdtype), xdtype, wdtype, "TT", monkeypatch)
+    assert plans
+    bound = max((p.placement.bound or 0.0) if p.placement is not None else 0.0 for p in plans)
+    assert bool(fpu_nodes(plans[-1])) == (name == "rms") and bound <= BUDGET
+    np.testing.assert_array_less(np.abs(got - ref), (bound + 2e-5) * np.abs(ref) + 2e-5 * np.abs(ref).max())
+    assert np.linalg.norm(got - ref) / np.linalg.norm(ref) <= BUDGET
+
+
+@pytest.mark.ttsim
+@pytest.mark.parametrize("name,shape,xdtype,wdtype", FPU_CASES[:4], ids=str)
+def test_fused_fpu_same_bits_on_ttsim(name, shape, xdtype, wdtype, monkeypatch):
+    arrays = budget_inputs(shape, xdtype, wdtype)
+    sim, plans, _ = run_budgeted(name, arrays, xdtype, wdtype, "TT:ttsim", monkeypatch)
+    emu, _, _ = run_budgeted(name, arrays, xdtype, wdtype, "TT:emu", monkeypatch)
+    assert fpu_nodes(plans[-1]) and sim.tobytes() == emu.tobytes()
