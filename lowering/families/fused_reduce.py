@@ -17,7 +17,10 @@ k of one output; sfpu_reduce.py's readers):
     (sfpu_reduce.plan_two_pass's first pass);
   * level 2 (optional): the reductions that read level 1's results, likewise into the next slots;
   * the elementwise: the kernel's value with each reduction read from its slot, run over the 32 row steps of every
-    tile of the group once more, one output tile packed per input tile. The writer writes it as one run where the
+    tile of the group once more, one output tile packed per input tile. It is placed as an elementwise kernel is
+    (the placement search under the error budget, `elementwise_placement`): a product of two of its streams may run
+    on the FPU (RMSNorm's x * gamma under TT_ERR_BUDGET=1e-2: an ELWMUL at HiFi3, as in the staged E_2048), issued
+    by TRISC0's thread behind its operands' unpacks, and the SFPU program reads its result from Dst. The writer writes it as one run where the
     output is contiguous over (output, k) in 16-byte multiples ("red tile"), else element by element through the
     output index ("red out").
 A group of at most CB_DEPTH tiles (`resident`) is read from DRAM once and stays in its CBs for every pass (each
@@ -30,8 +33,8 @@ reading a level-2 result (three levels), reductions over different ranges, more 
 beyond the 8 Dst slots.
 
 Candidate: one, priced by its launch (FusedReducePlan.launch_cycles), acceptable under any budget (the SFPU float32
-reductions and elementwise); `select.select` takes it unless the launch model prices the staged hoist's launches
-lower.
+reductions, the elementwise's FPU ops by the placement search's rule); `select.select` takes it unless the launch
+model prices the staged hoist's launches lower.
 """
 from __future__ import annotations
 

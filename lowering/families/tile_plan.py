@@ -125,8 +125,8 @@ class ReducePlan:
     # a group's tiles stay in the input CBs for all its passes (the reader sends them once, the unpacker re-reads
     # them and pops them after the last pass): fused reductions whose group fits the CBs
     resident: bool = False
-    # per input stream of a fused reduction: the passes that read it (bit p: pass p); a Dst-unpacked (fp32) stream
-    # is unpacked in those only (empty: every stream in every pass)
+    # per input stream of a fused reduction: the passes that read it from Dst (bit p: pass p; an FPU op's operands
+    # come through the Src banks); a resident group's stream is unpacked to Dst in those only (tile_render.dst_passes)
     pass_inputs: tuple[int, ...] = ()
 
     @property

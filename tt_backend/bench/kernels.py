@@ -21,7 +21,8 @@ Rows: bf16 matmul (M = K = N = 512) on the FPU at HiFi2 and HiFi4 (planned direc
 would pick HiFi3 for HiFi4's error), a bf16 256^3 matmul through tinygrad at TT_ERR_BUDGET=1e-2 and
 TT_BUDGET_SAMPLED=1 (the selector's fidelity; without the opt-in a matmul stays on the SFPU, docs/placement.md §3),
 RMSNorm-2048 (bf16 x, fp32 gamma, TT_ERR_BUDGET=1e-2: x*gamma on the FPU; `rmsnorm-fused` the same program under
-PCONTIG=2, one kernel: lowering/families/fused_reduce.py), the README demo expression at 512x512 and
+PCONTIG=2, one kernel, x*gamma on the FPU there too: lowering/families/fused_reduce.py; a program row's kernel column
+names the ops its placement puts on the FPU, "MUL:FPU-HiFi3"), the README demo expression at 512x512 and
 an fp32 elementwise a*b+a at 2048x2048; `grid`: the same a*b+a planned directly (macro-free, so that the same ELFs
 run on ttsim) and launched split over 1, 8 and 64 cores (the split forced, not the launch model's choice), with each
 run's speed-up over one core and host wall time (DRAM-bound at 64 cores); `demo-grid`: the demo expression likewise
@@ -127,7 +128,8 @@ ROWS = {
         "b = Tensor(rng.standard_normal(({n}, {n})).astype(np.float32), dtype=dtypes.bfloat16).realize()\n"
         "out = (a @ b).realize()"), {"TT_ERR_BUDGET": "1e-2", "TT_BUDGET_SAMPLED": "1"}),
     "rmsnorm": ProgramRow(2048, _RMSNORM, {"TT_ERR_BUDGET": "1e-2"}),
-    # the same program with tinygrad's partial-contiguous fusion: one kernel r_2048_2048 (fused_reduce.py)
+    # the same program with tinygrad's partial-contiguous fusion: one kernel r_2048_2048 (fused_reduce.py), x*gamma on
+    # the FPU (the elementwise pass's placement)
     "rmsnorm-fused": ProgramRow(2048, _RMSNORM, {"TT_ERR_BUDGET": "1e-2", "PCONTIG": "2"}),
     "demo": ProgramRow(512, _RAND + (
         "a = Tensor(rng.standard_normal(({n}, {n})).astype(np.float32)).realize()\n"
@@ -327,6 +329,13 @@ def run_l1_resident(code: str, env: dict, tmp: Path, streamed: bytes) -> dict[st
     return compute_spans(dump)
 
 
+def placed_name(report: dict) -> str:
+    """A program row's kernel as the table names it: with the ops its placement puts on the FPU and their fidelity
+    (report.json's nodes), e.g. "r_2048_2048 MUL:FPU-HiFi3" where x * gamma runs on the FPU."""
+    fpu = [f"{n['op']}:FPU-{n['fidelity'] or 'x'}" for n in report.get("nodes") or [] if n["engine"] == "FPU"]
+    return " ".join([report["kernel"], *fpu])
+
+
 def run_program(name: str, row: ProgramRow, ttsim_lib: str | None) -> list[Measured]:
     code = row.code.format(n=row.n)
     with tempfile.TemporaryDirectory(prefix="tt_bench_kernels_") as tmp:
@@ -339,7 +348,7 @@ def run_program(name: str, row: ProgramRow, ttsim_lib: str | None) -> list[Measu
         for rep in sorted(dump.glob("*/report.json")):
             r = json.loads(rep.read_text())
             launch = r.get("predicted_launch_cycles") or {}
-            out.append(Measured(name, r["kernel"], r.get("predicted_cycles"), launch.get("total"),
+            out.append(Measured(name, placed_name(r), r.get("predicted_cycles"), launch.get("total"),
                                 r.get("emulated_cycles"), secs, cores=launch.get("cores"), bank=launch.get("bank"),
                                 streamed_span=spans[rep.parent.name],
                                 l1_span=l1_spans.get(rep.parent.name)))
@@ -387,7 +396,7 @@ def scaled(row, scale: int):
 
 
 def table(results: list[Measured]) -> str:
-    lines = [f"{'row':<16} {'kernel':<24} {'compute':>9} {'predicted':>10} {'emulated':>10} {'pred/emu':>8} "
+    lines = [f"{'row':<16} {'kernel':<30} {'compute':>9} {'predicted':>10} {'emulated':>10} {'pred/emu':>8} "
              f"{'cores':>5} {'speed-up':>8} {'banks':>8} {'GB/s':>5} {'host s':>7} {'stream':>7} {'L1-res':>7} "
              f"{'ttsim':>9}"]
     for m in results:
@@ -395,7 +404,7 @@ def table(results: list[Measured]) -> str:
         same = {None: "-", True: "identical", False: "DIFFER"}[m.same_on_ttsim]
         speed = f"{m.speedup:.2f}" if m.speedup else "-"
         gbs = f"{m.dram_gbs:.0f}" if m.dram_gbs else "-"
-        lines.append(f"{m.row:<16} {m.kernel:<24} {m.compute or '-':>9} {m.predicted or '-':>10} "
+        lines.append(f"{m.row:<16} {m.kernel:<30} {m.compute or '-':>9} {m.predicted or '-':>10} "
                      f"{m.emulated or '-':>10} {ratio:>8} {m.cores or '-':>5} {speed:>8} {m.bank or '-':>8} {gbs:>5} "
                      f"{m.seconds:>7.1f} {m.streamed_span or '-':>7} {m.l1_span or '-':>7} {same:>9}")
     return "\n".join(lines)
