@@ -20,9 +20,9 @@ k of one output; sfpu_reduce.py's readers):
     tile of the group once more, one output tile packed per input tile. It is placed as an elementwise kernel is
     (the placement search under the error budget, `elementwise_placement`): a product of two of its streams may run
     on the FPU (RMSNorm's x * gamma under TT_ERR_BUDGET=1e-2: an ELWMUL at HiFi3, as in the staged E_2048), issued
-    by TRISC0's thread behind its operands' unpacks, and the SFPU program reads its result from Dst. The writer writes it as one run where the
-    output is contiguous over (output, k) in 16-byte multiples ("red tile"), else element by element through the
-    output index ("red out").
+    by TRISC0's thread behind its operands' unpacks, and the SFPU program reads its result from Dst. The writer
+    writes it as one run where the output is contiguous over (output, k) in 16-byte multiples ("red tile"), else
+    element by element through the output index ("red out").
 A group of at most CB_DEPTH tiles (`resident`) is read from DRAM once and stays in its CBs for every pass (each
 stream waited for only in the passes that read it); a longer group is sent once per pass (RED_PASSES = levels + 1).
 The reductions' sums are in Dst between passes, never in DRAM, and there is no second launch.
@@ -63,7 +63,7 @@ from tt_backend.lowering.families.tile_render import dst_passes, input_roles, re
 from tt_backend.lowering.families.tile_streams import stream_ctx
 from tt_backend.lowering.frontend import LoweredKernel, free_ranges, lower_ast, output_ranges
 from tt_backend.lowering.graph import live_nodes
-from tt_backend.lowering.placement.choice import FpuOp, Split, compile_split
+from tt_backend.lowering.placement.choice import FpuOp, compile_split
 from tt_backend.lowering.placement.cost import fpu_op_cycles, pack_cycles, sfpu_program_cycles, unpack_cycles
 from tt_backend.lowering.placement.placer import Placer
 from tt_backend.lowering.rewrite import keep_uniform_reciprocals

@@ -152,7 +152,7 @@ def test_two_dst_groups_only_where_a_freed_group_holds_no_unpacked_output(shape,
     assert ("(t - " in compute and "& 1u;   /* this tile's Dst group */" in compute) == two_groups
 
 
-# ------------------------------------------------------------------------------------------------ the FPU under a budget
+# ---------------------------------------------------------------------------------------------- the FPU under a budget
 
 BUDGET = 1e-2     # bench kernels' rmsnorm rows: the staged E_2048 takes x * gamma on the FPU under it
 
@@ -195,7 +195,7 @@ def test_fused_rmsnorm_places_x_gamma_on_the_fpu_where_the_staged_kernel_does():
 
 FPU_CASES = [("rms", (2048,), "bfloat16", "float32"),     # the bench row: two Dst groups
              ("rms", (3, 700), "bfloat16", "bfloat16"),    # several rows, odd length, bf16 gamma: one Dst group
-             ("rms", (2, 1500), "float32", "float32"),     # fp32 x: both operands tf32
+             ("rms", (2, 1500), "float32", "float32"),     # fp32 x: both operands tf32, two Dst groups, two rows
              ("rms", (5000,), "bfloat16", "float32"),      # a group of 5 tiles, more than the CBs hold
              ("layer", (3, 700), "bfloat16", "float32")]   # layer norm with a bias (no product of two streams)
 
@@ -209,6 +209,7 @@ def run_budgeted(name, arrays, xdtype, wdtype, device, monkeypatch):
     """(the program's result on `device` under TT_ERR_BUDGET=BUDGET, the fused plans lowered, its reference)."""
     import tt_backend.lowering.select as sel
     monkeypatch.setenv("TT_ERR_BUDGET", repr(BUDGET))
+    monkeypatch.setenv("TT_CORES", "1")     # a core's several rows: (2, 1500) alternates two Dst groups over them
     planned, real = [], sel.lower
     monkeypatch.setattr(sel, "lower", lambda *args, **kw: planned.append(real(*args, **kw)) or planned[-1])
     x, w, b = arrays
