@@ -38,6 +38,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
+import numpy as np
 from tinygrad.uop.ops import Ops, UOp
 
 from tt_backend.chip.errors import UnsupportedOp
@@ -49,7 +50,7 @@ from tt_backend.lowering.codegen.sfpu_codegen import assemble, const_bits
 from tt_backend.lowering.codegen.sfpu_schedule import pure, row_stalls
 from tt_backend.lowering.dag import VNode
 from tt_backend.lowering.families.family import Candidate, Family, Kernel, choose
-from tt_backend.lowering.families.mover_cost import tile_write_cycles
+from tt_backend.lowering.families.mover_cost import red_out_cycles, stream_datum_cycles, tile_write_cycles
 from tt_backend.lowering.families.sfpu_reduce import (ACC, IDENTITY, SfpuReducePlan, bulk_read, compensated,
                                                       dedupe_streams, extract, finish_words, init_words, launch_price, masked_pres,
                                                       pass_program, reduce_shape, reduction_levels,
@@ -61,7 +62,7 @@ from tt_backend.lowering.families.tile_streams import stream_ctx
 from tt_backend.lowering.frontend import LoweredKernel, free_ranges, lower_ast, output_ranges
 from tt_backend.lowering.placement.cost import pack_cycles, sfpu_program_cycles
 from tt_backend.lowering.rewrite import keep_uniform_reciprocals
-from tt_backend.lowering.plan import DTYPE_SIZE, TILE_ELEMS, TILE_NATIVE, Plan, SfpuProgram
+from tt_backend.lowering.plan import DTYPE_SIZE, TILE_ELEMS, TILE_NATIVE, Plan, SfpuProgram, Stream
 
 NAME = "fused_reduce"
 GENERATOR = "lowering/families/fused_reduce.py"
@@ -85,14 +86,30 @@ class FusedReducePlan(SfpuReducePlan):
         return render_tile_kernel(self, GENERATOR, red=self.reduce)
 
     def write_cycles(self) -> float:
-        """Per input tile: one output tile per tile of the last pass."""
-        c = stream_ctx(self, self.output, None, self.reduce)
-        mode = "contiguous" if c["mode"] == "red tile" else "scatter"
-        valid = self.reduce.n_red / (self.reduce.tiles_per_group * TILE_ELEMS)
-        return tile_write_cycles(mode, self.output.tile_format, valid=valid) / self.reduce.passes
+        """Per input tile: one output tile per tile of the last pass, one NoC write ("red tile") or by its runs of
+        consecutive addresses ("red out", out_runs)."""
+        rp = self.reduce
+        if stream_ctx(self, self.output, None, rp)["mode"] == "red tile":
+            valid = rp.n_red / (rp.tiles_per_group * TILE_ELEMS)
+            return tile_write_cycles("contiguous", self.output.tile_format, valid=valid) / rp.passes
+        datums, runs = out_runs(self.output, self.ranges, len(rp.out_sizes))
+        out = red_out_cycles(datums, runs, DTYPE_SIZE[self.output.dtype], stream_datum_cycles(self.output, writer=True))
+        return out / (rp.tiles_per_group * rp.passes)
 
     def out_bytes(self) -> int:
         return self.reduce.n_out * self.reduce.n_red * DTYPE_SIZE[self.output.dtype]
+
+
+def out_runs(out: Stream, ranges: tuple[int, ...], n_out_ranges: int) -> tuple[int, int]:
+    """(datums, runs) the scattered writer (fused_out) writes for the first output: its valid elements over the
+    reduce ranges in order, a run where an element's address follows the previous one's (the output index evaluated
+    on the host, lowering/index.py). Every output's elements are laid out alike where the index is affine."""
+    red = ranges[n_out_ranges:]
+    axes = [np.zeros(1, np.int64)] * n_out_ranges + list(np.unravel_index(np.arange(math.prod(red)), red))
+    at = np.broadcast_to(out.index.evaluate(axes), axes[-1].shape).astype(np.int64)
+    if out.valid is not None:
+        at = at[np.broadcast_to(out.valid.evaluate(axes), at.shape).astype(bool)]
+    return len(at), int(np.count_nonzero(np.diff(at) != 1)) + (len(at) > 0)
 
 
 def fused_cycles(plan: FusedReducePlan) -> dict:

@@ -407,6 +407,22 @@ def group_write_cycles(outputs: int) -> float:
     return TILE_WRITE_FIXED + RED_SCATTER_PER_OUTPUT * outputs
 
 
+# The fused reduction's scattered output (templates/blocks/scatter.c.j2 fused_out with the `ring` staging): per datum
+# the output index's ranges (tt_red_set), the address, the bounds check and the staging store; per run of consecutive
+# addresses one NoC write issued, not waited for (the staging holds 2,048 single-datum runs before the writer waits).
+# ncrisc busy + MMIO-stall time (TT_DUMP trace.json, fp32, one group of one tile per core, less the ~180 cycles of a
+# launch's set-up): RMSNorm over 3 x 701 written row-major (one run of 701 datums) 26.1 per datum; written transposed
+# (every datum its own run) 3 x 700 119.3 and 5 x 333 119.6 per datum, so 93 per run; a bf16 output 2 more per datum
+# (28.05, the rounding store)
+RED_OUT_PER_DATUM, RED_OUT_PER_RUN, RED_OUT_NARROW = 26.1, 93.0, 2.0
+
+
+def red_out_cycles(datums: float, runs: float, esz: int, datum_extra: float = 0.0) -> float:
+    """The fused reduction's scattered writer per output tile: `datums` elements in `runs` runs of `esz`-byte
+    elements; `datum_extra` as in tile_write_cycles."""
+    return (RED_OUT_PER_DATUM + (RED_OUT_NARROW if esz < 4 else 0.0) + datum_extra) * datums + RED_OUT_PER_RUN * runs
+
+
 def pipeline(n_tiles: int, reader: float, compute: float, writer: float, fill: float = 0.0) -> dict:
     """A launch of n_tiles through reader -> compute -> writer (per-tile cycles of each): the first tile passes every
     stage, the others leave at the slowest stage's rate. `fill`: work before the first tile can start."""

@@ -14,8 +14,10 @@ from tinygrad import Tensor, dtypes
 from tinygrad.helpers import Context
 from tinygrad.uop.ops import Ops
 
-from tt_backend.lowering.families.fused_reduce import FusedReducePlan
+from tt_backend.lowering.families.fused_reduce import FusedReducePlan, out_runs
+from tt_backend.lowering.families.mover_cost import red_out_cycles
 from tt_backend.lowering.families.staged import StagedPlan
+from tt_backend.lowering.families.tile_streams import stream_ctx
 from tt_backend.lowering.select import lower
 
 pytestmark = [pytest.mark.needs_cc, pytest.mark.usefixtures("serial_compile")]
@@ -45,7 +47,9 @@ CASES = [("rms", (2048,), "float32"), ("rms", (1000,), "bfloat16"), ("rms", (3, 
          ("rms", (3, 700), "bfloat16"), ("layer", (2048,), "float32"), ("layer", (3, 700), "bfloat16"),
          ("softmax", (3, 700), "float32"), ("rms_transposed", (3, 700), "float32"),
          ("rms", (5000,), "float32"),     # a group of 5 tiles, more than the CBs hold: sent once per pass
-         ("rms", (4, 2048), "bfloat16")]  # two Dst groups over several outputs, the next output's reads in flight
+         ("rms", (4, 2048), "bfloat16"),  # two Dst groups over several outputs, the next output's reads in flight
+         ("rms", (3, 701), "float32"),    # rows of 2,804 bytes: no bulk write, one run per row ("red out")
+         ("rms_transposed", (5, 333), "bfloat16"), ("rms_transposed", (2, 1500), "float32")]   # runs of one datum
 
 
 def inputs(shape, dtype):
@@ -118,6 +122,7 @@ def test_three_levels_are_staged():
 @pytest.mark.ttsim
 @pytest.mark.parametrize("name,shape,dtype", [("rms", (3, 700), "bfloat16"), ("layer", (1000,), "float32"),
                                               ("softmax", (3, 700), "float32"), ("rms_transposed", (3, 700), "float32"),
+                                              ("rms_transposed", (5, 333), "bfloat16"), ("rms", (3, 701), "float32"),
                                               ("rms", (8, 1024), "float32"), ("rms", (4, 2048), "bfloat16")],
                          ids=str)
 def test_fused_same_bits_on_ttsim(name, shape, dtype):
@@ -150,3 +155,19 @@ def test_two_dst_groups_only_where_a_freed_group_holds_no_unpacked_output(shape,
     plan.cores = cores
     compute = "".join(plan.render().values())
     assert ("(t - " in compute and "& 1u;   /* this tile's Dst group */" in compute) == two_groups
+
+
+@pytest.mark.parametrize("name,shape,runs", [("rms_transposed", (3, 700), 700), ("rms", (3, 701), 1),
+                                             ("rms", (3, 700), None)])
+def test_scattered_output_priced_by_its_runs(name, shape, runs):
+    """The writer of an output that is not one bulk write per tile ("red out") issues one NoC write per run of
+    consecutive addresses: a transposed output's every datum, a row of odd byte length one; the launch model counts
+    the runs of the first output (out_runs) and prices the writer by them (mover_cost.red_out_cycles)."""
+    plan = fused_plan(name, shape, "float32")
+    ctx = stream_ctx(plan, plan.output, None, plan.reduce)
+    assert ctx["mode"] == ("red tile" if runs is None else "red out")
+    if runs is not None:
+        assert out_runs(plan.output, plan.ranges, len(plan.reduce.out_sizes)) == (shape[1], runs)
+        rp = plan.reduce
+        per_output = plan.write_cycles() * rp.tiles_per_group * rp.passes
+        assert per_output == pytest.approx(red_out_cycles(shape[1], runs, 4))
