@@ -128,6 +128,9 @@ class ReducePlan:
     # per input stream of a fused reduction: the passes that read it (bit p: pass p); a Dst-unpacked (fp32) stream
     # is unpacked in those only (empty: every stream in every pass)
     pass_inputs: tuple[int, ...] = ()
+    # a fused reduction's output written per datum ("red out") whose index steps by this many elements per k: the
+    # writer steps from each tile's first address (templates/blocks/scatter.c.j2 fused_affine); None: by the index
+    out_step: int | None = None
 
     @property
     def passes(self) -> int:

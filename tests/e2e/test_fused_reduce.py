@@ -157,17 +157,34 @@ def test_two_dst_groups_only_where_a_freed_group_holds_no_unpacked_output(shape,
     assert ("(t - " in compute and "& 1u;   /* this tile's Dst group */" in compute) == two_groups
 
 
-@pytest.mark.parametrize("name,shape,runs", [("rms_transposed", (3, 700), 700), ("rms", (3, 701), 1),
-                                             ("rms", (3, 700), None)])
-def test_scattered_output_priced_by_its_runs(name, shape, runs):
-    """The writer of an output that is not one bulk write per tile ("red out") issues one NoC write per run of
-    consecutive addresses: a transposed output's every datum, a row of odd byte length one; the launch model counts
-    the runs of the first output (out_runs) and prices the writer by them (mover_cost.red_out_cycles)."""
+@pytest.mark.parametrize("name,shape,step,runs", [("rms_transposed", (3, 700), 3, 700), ("rms", (3, 701), 1, 1),
+                                                  ("rms", (3, 700), None, None)])
+def test_scattered_output_priced_by_its_path(name, shape, step, runs):
+    """An output that is not one bulk write per tile ("red out") whose index steps by a constant per k is written from
+    each tile's first address (ReducePlan.out_step): step 1 copies the tile as one run, another step writes each
+    datum with a NoC write of its own; the launch model prices the writer by that path and the runs of the first
+    output (out_runs, mover_cost.red_out_cycles). A row of 2,800 bytes is one bulk write per tile ("red tile")."""
     plan = fused_plan(name, shape, "float32")
-    ctx = stream_ctx(plan, plan.output, None, plan.reduce)
-    assert ctx["mode"] == ("red tile" if runs is None else "red out")
+    rp = plan.reduce
+    assert stream_ctx(plan, plan.output, None, rp)["mode"] == ("red tile" if runs is None else "red out")
+    assert rp.out_step == step
     if runs is not None:
-        assert out_runs(plan.output, plan.ranges, len(plan.reduce.out_sizes)) == (shape[1], runs)
-        rp = plan.reduce
+        assert out_runs(plan.output, plan.ranges, len(rp.out_sizes))[:2] == (shape[1], runs)
         per_output = plan.write_cycles() * rp.tiles_per_group * rp.passes
-        assert per_output == pytest.approx(red_out_cycles(shape[1], runs, 4))
+        assert per_output == pytest.approx(red_out_cycles(step, shape[1], runs, rp.tiles_per_group, 4))
+
+
+@pytest.mark.ttsim
+def test_scattered_output_by_index_same_bits_on_ttsim():
+    """The writer's per-datum path (an output index that does not step by a constant per k, each datum a NoC write
+    not waited for): conv_transpose2d's weight gradient on tests/e2e/test_quotient_split.py's seed-1 shapes
+    (r_2_4_4_2_2_3_3, fused, its output index constant over two of its three reduce ranges), on ttsim."""
+    g = np.random.default_rng(1)
+    cin, cout, k = int(g.integers(1, 4)), int(g.integers(1, 4)), int(g.integers(2, 4))
+    x = (g.integers(-16, 16, (int(g.integers(1, 3)), cin, *g.integers(3, 7, 2))) / 8).astype(np.float32)
+    w = (g.integers(-16, 16, (cin, cout, k, k)) / 8).astype(np.float32)
+
+    def grads(device: str) -> list[bytes]:
+        xt, wt = Tensor(x, device=device), Tensor(w, device=device)
+        return [t.numpy().tobytes() for t in xt.conv_transpose2d(wt).sum().gradient(xt, wt)]
+    assert grads("TT:ttsim") == grads("TT:emu")
