@@ -101,12 +101,15 @@ class FusedReducePlan(SfpuReducePlan):
         return out / (rp.tiles_per_group * rp.passes)
 
     def launch_cycles(self, cores: int | None = None) -> dict:
-        """SfpuReducePlan's pipeline, or where the writer bounds the launch, the writer's own time: the pipeline
-        spreads its work over every input tile, but its first output tile waits for the first group's earlier passes
-        (the first tile through reader and compute, then (passes - 1) x tiles_per_group of the slower), and then it
-        writes every output tile of the core's groups."""
+        """SfpuReducePlan's pipeline, or where a scattered writer ("red out": RISC-V work per datum, not a bulk
+        write's round trip, which overlaps) bounds the launch, the writer's own time: the pipeline spreads its work
+        over every input tile, but its first output tile waits for the first group's earlier passes (the first tile
+        through reader and compute, then (passes - 1) x tiles_per_group of the slower), and then it writes every
+        output tile of the core's groups."""
         lc = super().launch_cycles(cores)
         rp, cores = self.reduce, self.cores if cores is None else cores
+        if stream_ctx(self, self.output, None, rp)["mode"] != "red out":
+            return lc
         read, fill = self.read_cycles()
         cyc = self.compute_cycles()
         compute = cyc["total"] + cyc["per_group"] / self.split_unit
