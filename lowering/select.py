@@ -10,6 +10,8 @@ import math
 
 from tinygrad.uop.ops import UOp
 
+from tt_backend import knobs
+
 from tt_backend.lowering.families.family import Kernel, choose
 from tt_backend.lowering.families.fused_reduce import fused
 from tt_backend.lowering.families.registry import ONE_PASS, REGISTRY
@@ -17,7 +19,7 @@ from tt_backend.lowering.families.staged import hoisted
 from tt_backend.lowering.implied_gates import drop_implied_gates
 from tt_backend.lowering.index_fold import fold_index_reductions
 from tt_backend.lowering.placement.placer import Placer
-from tt_backend.lowering.plan import Plan
+from tt_backend.lowering.plan import TARGETS, Plan
 from tt_backend.lowering.prefix_split import split_prefix_reductions
 from tt_backend.lowering.quotient_split import split_quotients
 from tt_backend.lowering.stage_inline import inline_stages
@@ -27,17 +29,27 @@ from tt_backend.lowering.store_split import split_stored_where
 def select(kernel: Kernel) -> Plan:
     """Reductions and the elementwise over their elements in one launch where they fuse (fused_reduce.fused), unless
     the launch model prices the staged launches of a hoisted reduction lower (a reader gathering per datum in every
-    pass can cost more than a second launch); else a reduction many output elements share is computed once first
-    (staged.hoisted); else the selector's rule."""
+    pass, or a writer scattering per datum, can cost more than a second launch), each launch split over the cores the
+    driver will give it; else a reduction many output elements share is computed once first (staged.hoisted); else
+    the selector's rule."""
     one, staged = fused(kernel), hoisted(kernel, ONE_PASS)
     if one is not None and (staged is None or launches_cycles(one) <= launches_cycles(staged)):
         return one
     return staged or choose(kernel, REGISTRY)
 
 
-def launches_cycles(plan: Plan) -> float:
-    """The plan's launches as the launch model prices them (math.inf where a launch has no model)."""
-    return sum(lc["total"] if (lc := p.launch_cycles()) else math.inf for p in plan.launches)
+def launches_cycles(plan: Plan, max_cores: int | None = None) -> float:
+    """The plan's launches as the launch model prices them (math.inf where a launch has no model), each split as the
+    driver splits it (Plan.use_cores over at most `max_cores`, default TT_CORES or the emulator's grid: a fused
+    launch over few output groups and a staged pair over many tiles compare at one core, not as they run)."""
+    max_cores = max_cores or knobs.cores() or TARGETS["emu"].tiles
+    total = 0.0
+    for p in plan.launches:
+        if p.launch_cycles() is None:
+            return math.inf
+        p.use_cores(max_cores)
+        total += p.launch_cycles()["total"]
+    return total
 
 
 def lower(sink: UOp, name: str, placer: Placer | None = None) -> Plan:

@@ -22,7 +22,9 @@ k of one output; sfpu_reduce.py's readers):
     on the FPU (RMSNorm's x * gamma under TT_ERR_BUDGET=1e-2: an ELWMUL at HiFi3, as in the staged E_2048), issued
     by TRISC0's thread behind its operands' unpacks, and the SFPU program reads its result from Dst. The writer
     writes it as one run where the output is contiguous over (output, k) in 16-byte multiples ("red tile"), else
-    element by element through the output index ("red out").
+    ("red out") by runs of consecutive addresses, each run's NoC write not waited for: from each tile's first address
+    where the index steps by a constant per k (`out_step`: step 1 one copied run per tile, a transposed output one
+    write per datum), else through the output index per datum.
 A group of at most CB_DEPTH tiles (`resident`) is read from DRAM once and stays in its CBs for every pass (each
 stream waited for only in the passes that read it); a longer group is sent once per pass (RED_PASSES = levels + 1).
 The reductions' sums are in Dst between passes, never in DRAM, and there is no second launch.
@@ -41,6 +43,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 
+import numpy as np
 from tinygrad.uop.ops import Ops, UOp
 
 from tt_backend.chip.errors import UnsupportedOp
@@ -52,7 +55,7 @@ from tt_backend.lowering.codegen.sfpu_codegen import assemble, const_bits
 from tt_backend.lowering.codegen.sfpu_schedule import pure, row_stalls
 from tt_backend.lowering.dag import VNode
 from tt_backend.lowering.families.family import Candidate, Family, Kernel, choose
-from tt_backend.lowering.families.mover_cost import tile_write_cycles
+from tt_backend.lowering.families.mover_cost import red_out_cycles, tile_write_cycles
 from tt_backend.lowering.families.sfpu_reduce import (ACC, IDENTITY, SfpuReducePlan, bulk_read, compensated,
                                                       dedupe_streams, extract, finish_words, init_words, launch_price, masked_pres,
                                                       pass_program, reduce_shape, reduction_levels,
@@ -67,7 +70,7 @@ from tt_backend.lowering.placement.choice import FpuOp, compile_split
 from tt_backend.lowering.placement.cost import fpu_op_cycles, pack_cycles, sfpu_program_cycles, unpack_cycles
 from tt_backend.lowering.placement.placer import Placer
 from tt_backend.lowering.rewrite import keep_uniform_reciprocals
-from tt_backend.lowering.plan import DTYPE_SIZE, TILE_ELEMS, TILE_NATIVE, Plan, SfpuProgram
+from tt_backend.lowering.plan import DTYPE_SIZE, TILE_ELEMS, TILE_NATIVE, Plan, SfpuProgram, Stream
 
 NAME = "fused_reduce"
 GENERATOR = "lowering/families/fused_reduce.py"
@@ -94,14 +97,68 @@ class FusedReducePlan(SfpuReducePlan):
         return render_tile_kernel(self, GENERATOR, red=self.reduce, fpu_ops=self.fpu_ops)
 
     def write_cycles(self) -> float:
-        """Per input tile: one output tile per tile of the last pass."""
-        c = stream_ctx(self, self.output, None, self.reduce)
-        mode = "contiguous" if c["mode"] == "red tile" else "scatter"
-        valid = self.reduce.n_red / (self.reduce.tiles_per_group * TILE_ELEMS)
-        return tile_write_cycles(mode, self.output.tile_format, valid=valid) / self.reduce.passes
+        """Per input tile: one output tile per tile of the last pass, one NoC write ("red tile") or, per output, by
+        the writer's path (mover_cost.red_out_cycles: the index's step, the runs of consecutive addresses out_runs
+        counts)."""
+        rp = self.reduce
+        if stream_ctx(self, self.output, None, rp)["mode"] == "red tile":
+            valid = rp.n_red / (rp.tiles_per_group * TILE_ELEMS)
+            return tile_write_cycles("contiguous", self.output.tile_format, valid=valid) / rp.passes
+        datums, runs, first = out_runs(self.output, self.ranges, len(rp.out_sizes))
+        esz = DTYPE_SIZE[self.output.dtype]
+        out = red_out_cycles(rp.out_step, datums, runs, rp.tiles_per_group, esz, split=esz == 2 and first % 2 == 1)
+        return out / (rp.tiles_per_group * rp.passes)
+
+    def launch_cycles(self, cores: int | None = None) -> dict:
+        """SfpuReducePlan's pipeline, or where a scattered writer ("red out": RISC-V work per datum, not a bulk
+        write's round trip, which overlaps) bounds the launch, the writer's own time: the pipeline spreads its work
+        over every input tile, but its first output tile waits for the first group's earlier passes (the first tile
+        through reader and compute, then (passes - 1) x tiles_per_group of the slower), and then it writes every
+        output tile of the core's groups."""
+        lc = super().launch_cycles(cores)
+        rp, cores = self.reduce, self.cores if cores is None else cores
+        if stream_ctx(self, self.output, None, rp)["mode"] != "red out":
+            return lc
+        read, fill = self.read_cycles()
+        cyc = self.compute_cycles()
+        compute = cyc["total"] + cyc["per_group"] / self.split_unit
+        first = fill + read + compute + (rp.passes - 1) * rp.tiles_per_group * max(read, compute)
+        writes = -(-rp.groups // cores) * self.split_unit * self.write_cycles()
+        total = round(first + writes)
+        if total <= lc["total"]:
+            return lc
+        return {**lc, "total": total, "price": lc["price"] + total - lc["total"]}
 
     def out_bytes(self) -> int:
         return self.reduce.n_out * self.reduce.n_red * DTYPE_SIZE[self.output.dtype]
+
+
+def out_step(out: Stream, ranges: tuple[int, ...], n_out_ranges: int) -> int | None:
+    """The elements the output index steps per k, where the scattered writer can step from each tile's first address
+    instead of evaluating the index per datum (templates/blocks/scatter.c.j2 fused_affine): an ungated index, affine
+    in the reduce ranges as in one flattened range, of a dtype whose tile datums are its DRAM bytes; else None."""
+    co = out.index.coefficients(len(ranges)) if out.valid is None and out.dtype in TILE_NATIVE else None
+    red = [i for i in range(n_out_ranges, len(ranges)) if ranges[i] > 1]
+    if co is None or not red:
+        return None
+    step, inner = co[red[-1]], 1
+    for i in reversed(red):
+        if co[i] != step * inner:
+            return None
+        inner *= ranges[i]
+    return step
+
+
+def out_runs(out: Stream, ranges: tuple[int, ...], n_out_ranges: int) -> tuple[int, int, int]:
+    """(datums, runs, first index) the scattered writer writes for the first output: its valid elements over the
+    reduce ranges in order, a run where an element's address follows the previous one's (the output index evaluated
+    on the host, lowering/index.py). Every output's elements are laid out alike where the index is affine."""
+    red = ranges[n_out_ranges:]
+    axes = [np.zeros(1, np.int64)] * n_out_ranges + list(np.unravel_index(np.arange(math.prod(red)), red))
+    at = np.broadcast_to(out.index.evaluate(axes), axes[-1].shape).astype(np.int64)
+    if out.valid is not None:
+        at = at[np.broadcast_to(out.valid.evaluate(axes), at.shape).astype(bool)]
+    return len(at), int(np.count_nonzero(np.diff(at) != 1)) + (len(at) > 0), int(at[0]) if len(at) else 0
 
 
 def fused_cycles(plan: FusedReducePlan) -> dict:
@@ -233,6 +290,7 @@ def plan_fused(lk: LoweredKernel, placer: Placer | None = None) -> FusedReducePl
     rp.pass_inputs = read
     out = lk.stream(lk.output)
     bulk = out.contiguous and out.dtype in TILE_NATIVE and (n_red * DTYPE_SIZE[out.dtype]) % WRITE_ALIGN == 0
+    rp.out_step = None if bulk else out_step(out, lk.ranges, n_out_r)
     return FusedReducePlan(name=lk.name, ranges=lk.ranges, buffers=lk.buffers, inputs=streams,
                            output=replace(out, contiguous=bulk), sfpu=post_prog, ops=lk.ops, reduce=rp,
                            placement=placement, fpu_ops=list(sp.fpu_ops) if sp is not None else [])

@@ -407,6 +407,35 @@ def group_write_cycles(outputs: int) -> float:
     return TILE_WRITE_FIXED + RED_SCATTER_PER_OUTPUT * outputs
 
 
+# The fused reduction's scattered output ("red out", templates/blocks/scatter.c.j2 with the `ring` staging: each run's
+# NoC write issued and not waited for, the NIU's shared fields set once), ncrisc busy + MMIO-stall time per output
+# group (TT_DUMP trace.json, fp32, one group per core, less a launch's ~180 cycles of set-up):
+#   * an index that does not step by a constant per k (fused_out): per datum its ranges (tt_red_set), address, bounds
+#     check and staging store 26.1 (RMSNorm over 3 x 701 written row-major by this path: one run), per run one NoC
+#     write 90 (r_2_4_4_2_2_3_3 of a conv-transpose gradient: 32 single-datum runs, 116 per datum); a bf16 output 2
+#     more per datum;
+#   * stepping by 1 (fused_affine run_copy): tt_copy32 of the datums (copy32_cycles; bf16 halfwords of differing
+#     parity COPY16_SPLIT) and 120 per tile (its first address, the run's extension or write): 3 x 701 1,761 for one
+#     tile, 2 x 2501 6,327 for three;
+#   * stepping by another constant (fused_affine run_one: each datum a NoC write of its own): 34.4 per datum (RMSNorm
+#     written transposed: 3 x 700 34.5, 2 x 1500 34.3, 5 x 333 35.0)
+RED_OUT_PER_DATUM, RED_OUT_PER_RUN, RED_OUT_NARROW = 26.1, 90.0, 2.0
+RED_OUT_COPY_TILE, RED_OUT_ONE = 120.0, 34.4
+
+
+def red_out_cycles(step: int | None, datums: int, runs: int, tiles: int, esz: int, split: bool = False) -> float:
+    """The fused reduction's scattered writer for one output: `datums` elements of `esz` bytes in `runs` runs of
+    consecutive addresses over `tiles` tiles, the index stepping `step` elements per k (None: evaluated per datum);
+    `split`: a bf16 run whose halfwords differ in parity from the slot's."""
+    narrow = RED_OUT_NARROW if esz < 4 else 0.0
+    if step is None:
+        return (RED_OUT_PER_DATUM + narrow) * datums + RED_OUT_PER_RUN * runs
+    if step == 1:
+        copy = COPY16_SPLIT * datums if split else copy32_cycles(datums * esz / 4)
+        return RED_OUT_COPY_TILE * tiles + copy
+    return (RED_OUT_ONE + narrow) * datums
+
+
 def pipeline(n_tiles: int, reader: float, compute: float, writer: float, fill: float = 0.0) -> dict:
     """A launch of n_tiles through reader -> compute -> writer (per-tile cycles of each): the first tile passes every
     stage, the others leave at the slowest stage's rate. `fill`: work before the first tile can start."""

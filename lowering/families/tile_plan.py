@@ -128,6 +128,9 @@ class ReducePlan:
     # per input stream of a fused reduction: the passes that read it from Dst (bit p: pass p; an FPU op's operands
     # come through the Src banks); a resident group's stream is unpacked to Dst in those only (tile_render.dst_passes)
     pass_inputs: tuple[int, ...] = ()
+    # a fused reduction's output written per datum ("red out") whose index steps by this many elements per k: the
+    # writer steps from each tile's first address (templates/blocks/scatter.c.j2 fused_affine); None: by the index
+    out_step: int | None = None
 
     @property
     def passes(self) -> int:

@@ -198,7 +198,7 @@ def _red_ctx(red: ReducePlan) -> dict:
         "post_skip": [hex_u32(x) for x in red.post_skip],
         "pass1": _pass_ctx(red.pass1),   # two-pass reductions: the first pass
         "pass2": _pass_ctx(red.pass2),   # a fused reduction's second level (fused_reduce.py)
-        "fused": red.fused, "resident": red.resident}
+        "fused": red.fused, "resident": red.resident, "out_step": red.out_step}
 
 
 def _pass_ctx(p: ReducePass | None) -> dict | None:

@@ -14,8 +14,10 @@ from tinygrad import Tensor, dtypes
 from tinygrad.helpers import Context
 from tinygrad.uop.ops import Ops
 
-from tt_backend.lowering.families.fused_reduce import FusedReducePlan
+from tt_backend.lowering.families.fused_reduce import FusedReducePlan, out_runs
+from tt_backend.lowering.families.mover_cost import red_out_cycles
 from tt_backend.lowering.families.staged import StagedPlan
+from tt_backend.lowering.families.tile_streams import stream_ctx
 from tt_backend.lowering.select import lower
 
 pytestmark = [pytest.mark.needs_cc, pytest.mark.usefixtures("serial_compile")]
@@ -45,7 +47,9 @@ CASES = [("rms", (2048,), "float32"), ("rms", (1000,), "bfloat16"), ("rms", (3, 
          ("rms", (3, 700), "bfloat16"), ("layer", (2048,), "float32"), ("layer", (3, 700), "bfloat16"),
          ("softmax", (3, 700), "float32"), ("rms_transposed", (3, 700), "float32"),
          ("rms", (5000,), "float32"),     # a group of 5 tiles, more than the CBs hold: sent once per pass
-         ("rms", (4, 2048), "bfloat16")]  # two Dst groups over several outputs, the next output's reads in flight
+         ("rms", (4, 2048), "bfloat16"),  # two Dst groups over several outputs, the next output's reads in flight
+         ("rms", (3, 701), "float32"),    # rows of 2,804 bytes: no bulk write, one run per row ("red out")
+         ("rms_transposed", (5, 333), "bfloat16"), ("rms_transposed", (6, 1100), "float32")]   # runs of one datum
 
 
 def inputs(shape, dtype):
@@ -118,6 +122,7 @@ def test_three_levels_are_staged():
 @pytest.mark.ttsim
 @pytest.mark.parametrize("name,shape,dtype", [("rms", (3, 700), "bfloat16"), ("layer", (1000,), "float32"),
                                               ("softmax", (3, 700), "float32"), ("rms_transposed", (3, 700), "float32"),
+                                              ("rms_transposed", (5, 333), "bfloat16"), ("rms", (3, 701), "float32"),
                                               ("rms", (8, 1024), "float32"), ("rms", (4, 2048), "bfloat16")],
                          ids=str)
 def test_fused_same_bits_on_ttsim(name, shape, dtype):
@@ -240,3 +245,36 @@ def test_fused_fpu_same_bits_on_ttsim(name, shape, xdtype, wdtype, monkeypatch):
     sim, plans, _ = run_budgeted(name, arrays, xdtype, wdtype, "TT:ttsim", monkeypatch)
     emu, _, _ = run_budgeted(name, arrays, xdtype, wdtype, "TT:emu", monkeypatch)
     assert fpu_nodes(plans[-1]) and sim.tobytes() == emu.tobytes()
+
+
+@pytest.mark.parametrize("name,shape,step,runs", [("rms_transposed", (3, 700), 3, 700), ("rms", (3, 701), 1, 1),
+                                                  ("rms", (3, 700), None, None)])
+def test_scattered_output_priced_by_its_path(name, shape, step, runs):
+    """An output that is not one bulk write per tile ("red out") whose index steps by a constant per k is written from
+    each tile's first address (ReducePlan.out_step): step 1 copies the tile as one run, another step writes each
+    datum with a NoC write of its own; the launch model prices the writer by that path and the runs of the first
+    output (out_runs, mover_cost.red_out_cycles). A row of 2,800 bytes is one bulk write per tile ("red tile")."""
+    plan = fused_plan(name, shape, "float32")
+    rp = plan.reduce
+    assert stream_ctx(plan, plan.output, None, rp)["mode"] == ("red tile" if runs is None else "red out")
+    assert rp.out_step == step
+    if runs is not None:
+        assert out_runs(plan.output, plan.ranges, len(rp.out_sizes))[:2] == (shape[1], runs)
+        per_output = plan.write_cycles() * rp.tiles_per_group * rp.passes
+        assert per_output == pytest.approx(red_out_cycles(step, shape[1], runs, rp.tiles_per_group, 4))
+
+
+@pytest.mark.ttsim
+def test_scattered_output_by_index_same_bits_on_ttsim():
+    """The writer's per-datum path (an output index that does not step by a constant per k, each datum a NoC write
+    not waited for): conv_transpose2d's weight gradient on tests/e2e/test_quotient_split.py's seed-1 shapes
+    (r_2_4_4_2_2_3_3, fused, its output index constant over two of its three reduce ranges), on ttsim."""
+    g = np.random.default_rng(1)
+    cin, cout, k = int(g.integers(1, 4)), int(g.integers(1, 4)), int(g.integers(2, 4))
+    x = (g.integers(-16, 16, (int(g.integers(1, 3)), cin, *g.integers(3, 7, 2))) / 8).astype(np.float32)
+    w = (g.integers(-16, 16, (cin, cout, k, k)) / 8).astype(np.float32)
+
+    def grads(device: str) -> list[bytes]:
+        xt, wt = Tensor(x, device=device), Tensor(w, device=device)
+        return [t.numpy().tobytes() for t in xt.conv_transpose2d(wt).sum().gradient(xt, wt)]
+    assert grads("TT:ttsim") == grads("TT:emu")
