@@ -611,9 +611,61 @@ static PyObject *ready_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
     return sfpu_run(args, nargs, 0, 0);
 }
 
+/* The first `most` items of the iterable `words` (borrowed: the caller keeps `words` unchanged while it uses them) in a
+ * buffer this module keeps: their count, or -1 with an exception set. */
+static PyObject **word_buf;
+static Py_ssize_t word_cap;
+static Py_ssize_t first_words(PyObject *words, Py_ssize_t most) {
+    if (most > word_cap) {
+        PyObject **b = PyMem_Realloc(word_buf, (size_t)most * sizeof *b);
+        if (!b) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        word_buf = b, word_cap = most;
+    }
+    PyObject *it = PyObject_GetIter(words), *item;
+    if (!it)
+        return -1;
+    Py_ssize_t n = 0;
+    while (n < most && (item = PyIter_Next(it))) {
+        word_buf[n++] = item;
+        Py_DECREF(item);          /* (words holds it) */
+    }
+    Py_DECREF(it);
+    return PyErr_Occurred() ? -1 : n;
+}
+
+/* mop_batch.find_period's search over words w[0..n) (integers; mostly the same objects, compared by identity first):
+ * the body length p <= 32 whose k leading back-to-back repetitions cover most of them (the first such p among equals;
+ * (0, 0) when no body repeats). -1 with an exception set where a comparison raises. */
+static int best_period(PyObject **w, Py_ssize_t n, Py_ssize_t *best_p, Py_ssize_t *best_k) {
+    *best_p = *best_k = 0;
+    for (Py_ssize_t p = 1; p <= 32 && p <= n / 2; p++) {
+        Py_ssize_t k = 1;
+        for (;;) {
+            if ((k + 1) * p > n)
+                break;
+            Py_ssize_t i = 0;
+            for (; i < p; i++) {
+                int eq = PyObject_RichCompareBool(w[k * p + i], w[i], Py_EQ);   /* (1 at once for the same object) */
+                if (eq < 0)
+                    return -1;
+                if (!eq)
+                    break;
+            }
+            if (i < p)
+                break;
+            k++;
+        }
+        if (k >= 2 && k * p > *best_k * *best_p)
+            *best_p = p, *best_k = k;
+    }
+    return 0;
+}
+
 /* find_period(words, most) -> (p, k): mop_batch.find_period of the first `most` items of the iterable `words` (a thread's
- * ready queue, without copying it into a list): the body length p <= 32 whose k leading back-to-back repetitions cover
- * most of them (the first such p among equals; (0, 0) when no body repeats). Items are words (integers below 2^32). */
+ * ready queue, without copying it into a list): best_period. Items are words (integers below 2^32). */
 static PyObject *find_period(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     long long most;
     if (nargs != 2) {
@@ -626,40 +678,19 @@ static PyObject *find_period(PyObject *self, PyObject *const *args, Py_ssize_t n
         PyErr_SetString(PyExc_ValueError, "find_period: most outside 0..65536");
         return NULL;
     }
-    uint32_t *w = PyMem_Malloc((size_t)(most ? most : 1) * sizeof *w);
-    PyObject *it = w ? PyObject_GetIter(args[0]) : NULL;
-    if (!it) {
-        PyMem_Free(w);
-        return w ? NULL : PyErr_NoMemory();
-    }
-    Py_ssize_t n = 0;
-    PyObject *item;
-    while (n < most && (item = PyIter_Next(it))) {
-        unsigned long v = PyLong_AsUnsignedLong(item);
-        Py_DECREF(item);
+    Py_ssize_t n = first_words(args[0], (Py_ssize_t)most), p, k;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        unsigned long v = PyLong_AsUnsignedLong(word_buf[i]);
         if (v == (unsigned long)-1 && PyErr_Occurred())
-            break;
+            return NULL;
         if (v > 0xFFFFFFFFul) {
             PyErr_SetString(PyExc_ValueError, "find_period: a word above 2^32 - 1");
-            break;
+            return NULL;
         }
-        w[n++] = (uint32_t)v;
     }
-    Py_DECREF(it);
-    if (PyErr_Occurred()) {
-        PyMem_Free(w);
+    if (n < 0 || best_period(word_buf, n, &p, &k))
         return NULL;
-    }
-    Py_ssize_t best_p = 0, best_k = 0;
-    for (Py_ssize_t p = 1; p <= 32 && p <= n / 2; p++) {
-        Py_ssize_t k = 1;
-        while ((k + 1) * p <= n && !memcmp(w + k * p, w, (size_t)p * sizeof *w))
-            k++;
-        if (k >= 2 && k * p > best_k * best_p)
-            best_p = p, best_k = k;
-    }
-    PyMem_Free(w);
-    return Py_BuildValue("(nn)", best_p, best_k);
+    return Py_BuildValue("(nn)", p, k);
 }
 
 /* pack_records(entries, i, records) -> (k, bytes): the sfpu_native records (8 int32s each: op, mod, va, vb, vc, vd,
@@ -1805,6 +1836,8 @@ static PyObject *export_plain_run(PyObject *m) {
     return m;
 }
 
+#include "mop_batch_native.c"   /* batch_run: mop_batch.batch_sfpu's memo-hit case */
+
 static PyMethodDef methods[] = {
     {"configure", configure, METH_VARARGS, "configure(fifo_depth, mop_transition_penalty, all_lregs, load_modes, store_modes, dst_rwc_mask, "
      "src_rwc_mask, fpu_to_sfpload_gap)"},
@@ -1813,6 +1846,8 @@ static PyMethodDef methods[] = {
     {"push_word", (PyCFunction)(void (*)(void))push_word, METH_FASTCALL, "see its comment"},
     {"push_one", (PyCFunction)(void (*)(void))push_one, METH_FASTCALL, "see its comment"},
     {"find_period", (PyCFunction)(void (*)(void))find_period, METH_FASTCALL, "see its comment"},
+    {"batch_run", (PyCFunction)(void (*)(void))batch_run, METH_FASTCALL, "see mop_batch_native.c"},
+    {"configure_batch", configure_batch, METH_VARARGS, "configure_batch(address of sfpu_native.c's sfpu_run)"},
     {"pack_records", (PyCFunction)(void (*)(void))pack_records, METH_FASTCALL, "see its comment"},
     {"configure_plain", configure_plain, METH_VARARGS, "configure_plain(unpack_bytes_per_cycle, pack_bytes_per_cycle, "
      "element_bits, fpu_dst_read_latency, fifo_depth)"},
@@ -1879,7 +1914,7 @@ PyMODINIT_FUNC PyInit_sfpu_issue(void) {
     }
     if (!(one = PyLong_FromLong(1)))
         return NULL;
-    if (tile_handlers_init() || PyType_Ready(&DeferredQueue_Type) < 0)
+    if (tile_handlers_init() || batch_names() || PyType_Ready(&DeferredQueue_Type) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m && PyModule_AddObjectRef(m, "DeferredQueue", (PyObject *)&DeferredQueue_Type) < 0)
