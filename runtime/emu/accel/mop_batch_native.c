@@ -153,9 +153,7 @@ static PyObject *batch_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
     NEED(ready = get_attr(th, s_ready));
     Py_ssize_t n_words = first_words(ready, (Py_ssize_t)max_words), p, k;
     NEED(n_words >= 0);
-    for (Py_ssize_t i = 0; i < n_words; i++)
-        NEED(PyLong_CheckExact(word_buf[i]));
-    NEED(!best_period(word_buf, n_words, &p, &k));
+    best_period(word_val, n_words, &p, &k);
     if (k < min_reps) {
         result = PyLong_FromLong(0);
         goto out;

@@ -611,24 +611,47 @@ static PyObject *ready_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
     return sfpu_run(args, nargs, 0, 0);
 }
 
-/* The first `most` items of the iterable `words` (borrowed: the caller keeps `words` unchanged while it uses them) in a
- * buffer this module keeps: their count, or -1 with an exception set. */
+/* The first `most` items of the iterable `words` in buffers this module keeps: the objects (borrowed: the caller keeps
+ * `words` unchanged while it uses them) and their values as words. Their count; -1 with an exception set where an item
+ * is not an integer below 2^32 (find_period's errors) or the iteration fails. A ready queue holds few distinct word
+ * objects many times over: a value is converted once per object (a small memo by address, valid within the call,
+ * while `words` holds every object). */
 static PyObject **word_buf;
+static uint32_t *word_val;
 static Py_ssize_t word_cap;
 static Py_ssize_t first_words(PyObject *words, Py_ssize_t most) {
     if (most > word_cap) {
         PyObject **b = PyMem_Realloc(word_buf, (size_t)most * sizeof *b);
-        if (!b) {
+        if (b)
+            word_buf = b;
+        uint32_t *v = b ? PyMem_Realloc(word_val, (size_t)most * sizeof *v) : NULL;
+        if (!v) {
             PyErr_NoMemory();
             return -1;
         }
-        word_buf = b, word_cap = most;
+        word_val = v, word_cap = most;
     }
+    struct { PyObject *o; uint32_t v; } memo[64] = {{NULL, 0}};
     PyObject *it = PyObject_GetIter(words), *item;
     if (!it)
         return -1;
     Py_ssize_t n = 0;
     while (n < most && (item = PyIter_Next(it))) {
+        size_t h = ((uintptr_t)item >> 4) & 63;
+        if (memo[h].o != item) {
+            unsigned long v = PyLong_AsUnsignedLong(item);
+            if (v == (unsigned long)-1 && PyErr_Occurred()) {
+                Py_DECREF(item);
+                break;
+            }
+            if (v > 0xFFFFFFFFul) {
+                PyErr_SetString(PyExc_ValueError, "find_period: a word above 2^32 - 1");
+                Py_DECREF(item);
+                break;
+            }
+            memo[h].o = item, memo[h].v = (uint32_t)v;
+        }
+        word_val[n] = memo[h].v;
         word_buf[n++] = item;
         Py_DECREF(item);          /* (words holds it) */
     }
@@ -636,32 +659,17 @@ static Py_ssize_t first_words(PyObject *words, Py_ssize_t most) {
     return PyErr_Occurred() ? -1 : n;
 }
 
-/* mop_batch.find_period's search over words w[0..n) (integers; mostly the same objects, compared by identity first):
- * the body length p <= 32 whose k leading back-to-back repetitions cover most of them (the first such p among equals;
- * (0, 0) when no body repeats). -1 with an exception set where a comparison raises. */
-static int best_period(PyObject **w, Py_ssize_t n, Py_ssize_t *best_p, Py_ssize_t *best_k) {
+/* mop_batch.find_period's search over words w[0..n): the body length p <= 32 whose k leading back-to-back repetitions
+ * cover most of them (the first such p among equals; (0, 0) when no body repeats). */
+static void best_period(const uint32_t *w, Py_ssize_t n, Py_ssize_t *best_p, Py_ssize_t *best_k) {
     *best_p = *best_k = 0;
     for (Py_ssize_t p = 1; p <= 32 && p <= n / 2; p++) {
         Py_ssize_t k = 1;
-        for (;;) {
-            if ((k + 1) * p > n)
-                break;
-            Py_ssize_t i = 0;
-            for (; i < p; i++) {
-                int eq = PyObject_RichCompareBool(w[k * p + i], w[i], Py_EQ);   /* (1 at once for the same object) */
-                if (eq < 0)
-                    return -1;
-                if (!eq)
-                    break;
-            }
-            if (i < p)
-                break;
+        while ((k + 1) * p <= n && !memcmp(w + k * p, w, (size_t)p * sizeof *w))
             k++;
-        }
         if (k >= 2 && k * p > *best_k * *best_p)
             *best_p = p, *best_k = k;
     }
-    return 0;
 }
 
 /* find_period(words, most) -> (p, k): mop_batch.find_period of the first `most` items of the iterable `words` (a thread's
@@ -679,17 +687,9 @@ static PyObject *find_period(PyObject *self, PyObject *const *args, Py_ssize_t n
         return NULL;
     }
     Py_ssize_t n = first_words(args[0], (Py_ssize_t)most), p, k;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        unsigned long v = PyLong_AsUnsignedLong(word_buf[i]);
-        if (v == (unsigned long)-1 && PyErr_Occurred())
-            return NULL;
-        if (v > 0xFFFFFFFFul) {
-            PyErr_SetString(PyExc_ValueError, "find_period: a word above 2^32 - 1");
-            return NULL;
-        }
-    }
-    if (n < 0 || best_period(word_buf, n, &p, &k))
+    if (n < 0)
         return NULL;
+    best_period(word_val, n, &p, &k);
     return Py_BuildValue("(nn)", p, k);
 }
 
