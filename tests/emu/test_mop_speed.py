@@ -197,3 +197,12 @@ def test_batch_run_declines_where_the_memos_do_not_answer(case, monkeypatch):
                                                                       **{"reps": 8, **kw}))
     _same(on, off)
     assert outcomes["declined"] + outcomes["refused"] >= 1, outcomes
+
+
+def test_batch_run_switch(monkeypatch):
+    """BATCH_NATIVE = False (TT_EMU_MOP_BATCH_NATIVE=0) and the SFPU's C part off each leave batch_sfpu to Python."""
+    monkeypatch.setattr(sfpu_issue_native, "BATCH_NATIVE", False)
+    assert sfpu_issue_native.batch_run() is None and "TT_EMU_MOP_BATCH_NATIVE=0" in sfpu_issue_native.batch_status()
+    monkeypatch.setattr(sfpu_issue_native, "BATCH_NATIVE", True)
+    monkeypatch.setattr(sfpu_native, "NATIVE_SFPU", False)
+    assert sfpu_issue_native.batch_run() is None

@@ -166,6 +166,17 @@ def plain_status() -> str:
                                     "the tile handlers' common case: see their line)")
 
 
+def batch_status() -> str:
+    """Which path runs a MOP batch whose memos all hit, for `python -m tt_backend info`."""
+    if not BATCH_NATIVE:
+        return "Python: TT_EMU_MOP_BATCH_NATIVE=0"
+    if not sfpu_native.NATIVE_SFPU:
+        return "Python: TT_EMU_SFPU_NATIVE=0"
+    if _batch_part() is None:
+        return _load()[1] if _load()[0] is None else sfpu_native.status()
+    return "C (mop_batch_native.c, in the SFPU issue module) where batch_sfpu's memos all hit; the rest in Python"
+
+
 def word_facts(info: tuple, block: int, deferral: tuple) -> tuple:
     """What issue_run reads of one word (cached per word by the caller): (name, fields, packed facts). `info`:
     cycles.sfpu_info; `deferral`: DeferralMixin.deferral_of's facts."""
