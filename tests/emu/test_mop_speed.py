@@ -185,8 +185,9 @@ def test_batch_run_equals_batch_sfpu(name, monkeypatch):
 @pytest.mark.parametrize("case", ["lane_flags", "addr_mod", "recorded", "unwritten", "few_reps"])
 def test_batch_run_declines_where_the_memos_do_not_answer(case, monkeypatch):
     """Between the tiles, state the memos are keyed by (or that batch_sfpu refuses on) changes: lane enables
-    (SFPENCC, not cached until batch_sfpu asks), the address modifier's step, a timeline recorder, rows a load would read never written (strict), fewer repetitions than a batch takes. batch_run
-    declines or refuses there and the state equals batch_sfpu's Python path."""
+    (SFPENCC, not cached until batch_sfpu asks), the address modifier's step, a timeline recorder, rows a load
+    would read never written (strict), fewer repetitions than a batch takes. batch_run declines or refuses there
+    and the state equals batch_sfpu's Python path."""
     reset = E("SETRWC", rwc_cr=0, rwc_d=0, rwc_b=0, rwc_a=0, bit_mask=4, clear_ab_vld=0)
     drain = {"lane_flags": [E("SFPENCC", imm12_math=0, lreg_dest=0, instr_mod1=0), reset],
              "addr_mod": [E("SETC16", setc16_reg=29, setc16_value=4), reset],

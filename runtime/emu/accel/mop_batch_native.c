@@ -75,7 +75,8 @@ static int bind_arrays(PyObject *raw) {
         same &= a[k] == bound[k];
     r = 0;
     if (!same) {
-        static const Py_ssize_t bytes[N_BOUND] = {17 * 32 * 4, 32, 32, 512 * 16 * 4, 512}, size[N_BOUND] = {4, 1, 1, 4, 1};
+        static const Py_ssize_t bytes[N_BOUND] = {17 * 32 * 4, 32, 32, 512 * 16 * 4, 512};
+        static const Py_ssize_t size[N_BOUND] = {4, 1, 1, 4, 1};
         void *p[N_BOUND];
         for (int k = 0; k < N_BOUND; k++)
             if (!(p[k] = array_data(a[k], bytes[k], size[k])))
@@ -177,9 +178,7 @@ static PyObject *batch_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
     /* the loads' and stores' modes (sfpu_format_flags), the address modifiers' steps (addr_mod_steps) */
     long long c0, c1, v;
     NEED((g[G_CFG] = get_attr(tx, s_cfg)) && !list_int(g[G_CFG], 0, &c0) && !list_int(g[G_CFG], 1, &c1));
-    int fp32 = (int)(c1 >> 30 & 1);
-    long long srcb = (c0 >> 9 & 1) ? (c0 >> 5 & 0xF) : (c1 >> 21 & 0xF);
-    int srcb16 = !(srcb == 0 || srcb == 4 || srcb == 5 || srcb == 6 || srcb == 7 || srcb == 15 || srcb == 8 || srcb == 9);
+    int fp32 = (int)(c1 >> 30 & 1), srcb16 = srcb_fp16_like(c0, c1);
     NEED((g[G_THCFG] = get_attr(th, s_cfg)) && PyList_Check(g[G_THCFG]));
     NEED((g[G_RESOLVED] = PyTuple_New(nm)) && (g[G_STEPS] = PyTuple_New(nm)));
     for (Py_ssize_t j = 0; j < nm; j++) {
@@ -187,7 +186,7 @@ static PyObject *batch_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
         long long is_store, amode, mod0, ab, dm, bias;
         NEED(PyTuple_Check(mem) && PyTuple_GET_SIZE(mem) == 6 && !tuple_int(mem, 1, &is_store)
              && !tuple_int(mem, 3, &amode) && !tuple_int(mem, 5, &mod0) && amode >= 0 && amode < 8);
-        long long m = mod0 ? mod0 : fp32 ? 3 : srcb16 ? 1 : 2;
+        long long m = mod0 ? mod0 : sfpu_mode_of(c0, c1);
         NEED(m >= 0 && m < 64 && ((is_store ? store_modes : load_modes) >> m & 1));
         NEED(!list_int(g[G_THCFG], 47 + amode, &bias) && bias == 0);
         NEED(!list_int(g[G_THCFG], 12 + amode, &ab) && !list_int(g[G_THCFG], 28 + amode, &dm));
@@ -297,7 +296,8 @@ static PyObject *batch_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
         || set_item_ll(g[G_STALLS], t, stalls + d_stalls) || set_item_ll(g[G_ISSUED], t, issued + d_issued)
         || set_item_ll(g[G_CLOCK], t, c))
         goto out;
-    PyObject *rv[3] = {PyLong_FromLongLong((ra + k * per_rep[0]) & 0x3F), PyLong_FromLongLong((rb + k * per_rep[1]) & 0x3F),
+    PyObject *rv[3] = {PyLong_FromLongLong((ra + k * per_rep[0]) & 0x3F),
+                       PyLong_FromLongLong((rb + k * per_rep[1]) & 0x3F),
                        PyLong_FromLongLong((rwc_d + k * per_rep[2]) & 0x3FF)};
     PyObject *rk[3] = {s_bank_a, s_bank_b, s_d};
     int bad = 0;

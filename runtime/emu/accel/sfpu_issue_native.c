@@ -1644,12 +1644,15 @@ static int set_attr(PyObject *o, PyObject *name, PyObject *v) {
     return PyObject_SetAttr(o, name, v);
 }
 
+/* sfpu_format_flags (tensix_sfpu.py)'s second flag: the SrcB format MOD0_FMT_SRCB resolves by is FP16-like */
+static int srcb_fp16_like(long long c0, long long c1) {
+    long long srcb = (c0 >> 9 & 1) ? (c0 >> 5 & 0xF) : (c1 >> 21 & 0xF);
+    return !(srcb == 0 || srcb == 4 || srcb == 5 || srcb == 6 || srcb == 7 || srcb == 15 || srcb == 8 || srcb == 9);
+}
+
 /* resolve_sfpu_mode (tensix_sfpu.py): SFPLOAD / SFPSTORE Mod0 0 resolved by config words 0 and 1 */
 static long long sfpu_mode_of(long long c0, long long c1) {
-    long long srcb = (c0 >> 9 & 1) ? (c0 >> 5 & 0xF) : (c1 >> 21 & 0xF);
-    int bf16_like = srcb == 0 || srcb == 4 || srcb == 5 || srcb == 6 || srcb == 7 || srcb == 15 || srcb == 8
-                    || srcb == 9;
-    return (c1 >> 30 & 1) ? 3 : !bf16_like ? 1 : 2;
+    return (c1 >> 30 & 1) ? 3 : srcb_fp16_like(c0, c1) ? 1 : 2;
 }
 
 static int flag_code(PyObject *fl, long long *code) {
