@@ -21,5 +21,6 @@ python3 -c "from tt_backend.runtime.emu.accel import sfpu_native; print('emulato
 python3 -c "from tt_backend.runtime.emu.accel import rv32_native; print('emulator RISC-V cores:', rv32_native.status())"
 python3 -c "from tt_backend.runtime.emu.accel import sfpu_issue_native; print('emulator SFPU issue:', sfpu_issue_native.status())"
 python3 -c "from tt_backend.runtime.emu.accel import sfpu_issue_native; print('emulator other words:', sfpu_issue_native.plain_status())"
+python3 -c "from tt_backend.runtime.emu.accel import sfpu_issue_native as s; print('emulator MOP batches:', s.batch_status())"
 python3 -c "from tt_backend.runtime.emu.accel import tile_native; print('emulator tile words:', tile_native.status())"
 python3 -c "from tt_backend.runtime.emu.accel import noc_native; print('emulator NoC reservations:', noc_native.status())"

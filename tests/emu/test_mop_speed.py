@@ -1,7 +1,7 @@
 """The MOP path's speed work must not change results: the MOP expander's cache (frontend._expand_mop) against the
 expansion itself (frontend.mop_expansion), a MOP of identical REPLAYs expanded in one extend against the word-by-word
 loop, mop_batch's cached C programs against the numpy batch and the one-by-one path, and sfpu_native's bound array
-pointers following the arrays the SFPU holds."""
+pointers following the arrays the SFPU holds, and batch_sfpu's memo-hit case in C (batch_run) against its Python."""
 from __future__ import annotations
 
 import numpy as np
@@ -10,7 +10,8 @@ import pytest
 from tt_backend.chip import isa, layout
 from tt_backend.chip.errors import EmuUnimplemented
 from tt_backend.runtime.emu import frontend, tensix
-from tt_backend.runtime.emu.accel import deferral, native, sfpu_native
+from tt_backend.runtime.emu import bench
+from tt_backend.runtime.emu.accel import deferral, native, sfpu_issue_native, sfpu_native
 
 from tests.emu.test_emu_speed import CLOSED_BODIES, MM_SETUP, _full_state, _same
 from tests.support.tensix_runs import mop_run
@@ -137,3 +138,72 @@ def test_native_state_follows_the_arrays():
     sfpu_native.run(a, [sfpu_native.record("SFPLOADI", fields(0x4080))])
     assert (a.lreg[0] == 0x4080 << 16).all() and (old[0] == 0x4040 << 16).all()
 
+
+
+def _timing_state(tx) -> tuple:
+    """The cycle model's SFPU issue state and the Tensix's last instruction, beyond _full_state's stats."""
+    tm, st = tx.tm, tx.tm.sfpu
+    return (list(tm.clock), list(tm.stalls), list(tm.issued), st.mad_cycle, st.mad_writes, st.mad_macro,
+            st.nop_only_cycle, st.busy_until, tx.current, sfpu_native.traffic["C"])
+
+
+def _batch_runs_both(monkeypatch, run) -> tuple[dict, tuple, tuple]:
+    """run() with batch_run (counted) and with it off: (its outcomes by kind, state with it, state without it); the
+    C traffic counted from zero in each."""
+    outcomes = {"ran": 0, "refused": 0, "declined": 0}
+    c_run = sfpu_issue_native.batch_run()
+
+    def counted(*args):
+        n = c_run(*args)
+        outcomes["ran" if n > 0 else "refused" if n == 0 else "declined"] += 1
+        return n
+    states = []
+    for on in (True, False):
+        monkeypatch.setattr(sfpu_issue_native, "batch_run", (lambda: counted) if on else (lambda: None))
+        monkeypatch.setitem(sfpu_native.traffic, "C", 0)
+        tx = run()
+        states.append(_full_state(tx) + _timing_state(tx))
+    return outcomes, states[0], states[1]
+
+
+@pytest.mark.skipif(native.host_compiler() is None, reason="no host C compiler (cc, clang or gcc)")
+@pytest.mark.parametrize("name", sorted(CLOSED_BODIES))
+def test_batch_run_equals_batch_sfpu(name, monkeypatch):
+    """batch_run (mop_batch_native.c, batch_sfpu's memo-hit case) against batch_sfpu's Python: six tiles of one MOP
+    body, the Dst start moving (the RWC reset every other tile) so that both address keys hit; the same Dst, LRegs,
+    flags, cycle model, counters and C traffic, and the C part ran the batches whose memos it found."""
+    assert sfpu_issue_native.batch_run() is not None, sfpu_issue_native.status()
+    reset = E("SETRWC", rwc_cr=0, rwc_d=0, rwc_b=0, rwc_a=0, bit_mask=4, clear_ab_vld=0)
+    words = list(CLOSED_BODIES[name])
+    outcomes, on, off = _batch_runs_both(monkeypatch, lambda: mop_run(words, reps=8, setup=MM_SETUP, tiles=6,
+                                                                      drain=[reset] if name != "spill" else []))
+    _same(on, off)
+    assert outcomes["ran"] >= 2, outcomes
+
+
+@pytest.mark.skipif(native.host_compiler() is None, reason="no host C compiler (cc, clang or gcc)")
+@pytest.mark.parametrize("case", ["lane_flags", "addr_mod", "recorded", "unwritten", "few_reps"])
+def test_batch_run_declines_where_the_memos_do_not_answer(case, monkeypatch):
+    """Between the tiles, state the memos are keyed by (or that batch_sfpu refuses on) changes: lane enables
+    (SFPENCC, not cached until batch_sfpu asks), the address modifier's step, a timeline recorder, rows a load
+    would read never written (strict), fewer repetitions than a batch takes. batch_run declines or refuses there
+    and the state equals batch_sfpu's Python path."""
+    reset = E("SETRWC", rwc_cr=0, rwc_d=0, rwc_b=0, rwc_a=0, bit_mask=4, clear_ab_vld=0)
+    drain = {"lane_flags": [E("SFPENCC", imm12_math=0, lreg_dest=0, instr_mod1=0), reset],
+             "addr_mod": [E("SETC16", setc16_reg=29, setc16_value=4), reset],
+             "recorded": [reset], "unwritten": [], "few_reps": [reset]}[case]
+    kw = {"recorded": {"record": True}, "unwritten": {"dst_rows": 64}, "few_reps": {"reps": 3}}.get(case, {})
+    body = bench.exp2_body()
+    outcomes, on, off = _batch_runs_both(monkeypatch, lambda: mop_run(body, tiles=5, drain=drain,
+                                                                      **{"reps": 8, **kw}))
+    _same(on, off)
+    assert outcomes["declined"] + outcomes["refused"] >= 1, outcomes
+
+
+def test_batch_run_switch(monkeypatch):
+    """BATCH_NATIVE = False (TT_EMU_MOP_BATCH_NATIVE=0) and the SFPU's C part off each leave batch_sfpu to Python."""
+    monkeypatch.setattr(sfpu_issue_native, "BATCH_NATIVE", False)
+    assert sfpu_issue_native.batch_run() is None and "TT_EMU_MOP_BATCH_NATIVE=0" in sfpu_issue_native.batch_status()
+    monkeypatch.setattr(sfpu_issue_native, "BATCH_NATIVE", True)
+    monkeypatch.setattr(sfpu_native, "NATIVE_SFPU", False)
+    assert sfpu_issue_native.batch_run() is None

@@ -10,7 +10,7 @@ from itertools import islice
 
 import numpy as np
 
-from tt_backend.chip.errors import EmuError, EmuUnspecified
+from tt_backend.chip.errors import EmuError, EmuUnimplemented, EmuUnspecified
 from tt_backend.runtime.emu.accel import batch_timing, deferral, sfpu_batch, sfpu_issue_native, sfpu_native
 from tt_backend.runtime.emu.cycles import K_SFPU
 from tt_backend.runtime.emu.tensix_sfpu import sfpu_format_flags
@@ -44,7 +44,18 @@ class MopBatchMixin:
           simulated on a copy) never lets one repetition store to a Dst quad/column set another repetition touches
           (so instruction-major order equals row-major order), and (strict) every load reads written rows.
         Timing is not batched: every instruction gets its issue cycle from the cycle model in the original order
-        (identical cycle counts, auto-stalls and hazard errors); only data errors are excluded up front."""
+        (identical cycle counts, auto-stalls and hazard errors); only data errors are excluded up front.
+        Where every memo below hits, the C part (sfpu_issue_native.batch_run) does the batch instead, exactly as this
+        path would; it declines, with nothing changed, everywhere else (-1)."""
+        run = sfpu_issue_native.batch_run() if BATCH_CLOSED_FORM else None
+        if run is not None:
+            n = run(self, t, th, BATCH_MIN_REPS, BATCH_MAX_WORDS, deferral.NATIVE_BATCH_MIN)
+            if n > 0:
+                sfpu_native.traffic["C"] += n
+            if n >= 0:
+                return n             # (0: fewer than BATCH_MIN_REPS repetitions, the first refusal below)
+            if n < -1:
+                raise EmuUnimplemented(f"sfpu_native.run: a kept MOP program's record {-2 - n} is not the C part's")
         ready = th.ready
         period = sfpu_issue_native.find_period()
         if period is not None:

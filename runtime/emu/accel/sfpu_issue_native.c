@@ -611,9 +611,69 @@ static PyObject *ready_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
     return sfpu_run(args, nargs, 0, 0);
 }
 
+/* The first `most` items of the iterable `words` in buffers this module keeps: the objects (borrowed: the caller keeps
+ * `words` unchanged while it uses them) and their values as words. Their count; -1 with an exception set where an item
+ * is not an integer below 2^32 (find_period's errors) or the iteration fails. A ready queue holds few distinct word
+ * objects many times over: a value is converted once per object (a small memo by address, valid within the call,
+ * while `words` holds every object). */
+static PyObject **word_buf;
+static uint32_t *word_val;
+static Py_ssize_t word_cap;
+static Py_ssize_t first_words(PyObject *words, Py_ssize_t most) {
+    if (most > word_cap) {
+        PyObject **b = PyMem_Realloc(word_buf, (size_t)most * sizeof *b);
+        if (b)
+            word_buf = b;
+        uint32_t *v = b ? PyMem_Realloc(word_val, (size_t)most * sizeof *v) : NULL;
+        if (!v) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        word_val = v, word_cap = most;
+    }
+    struct { PyObject *o; uint32_t v; } memo[64] = {{NULL, 0}};
+    PyObject *it = PyObject_GetIter(words), *item;
+    if (!it)
+        return -1;
+    Py_ssize_t n = 0;
+    while (n < most && (item = PyIter_Next(it))) {
+        size_t h = ((uintptr_t)item >> 4) & 63;
+        if (memo[h].o != item) {
+            unsigned long v = PyLong_AsUnsignedLong(item);
+            if (v == (unsigned long)-1 && PyErr_Occurred()) {
+                Py_DECREF(item);
+                break;
+            }
+            if (v > 0xFFFFFFFFul) {
+                PyErr_SetString(PyExc_ValueError, "find_period: a word above 2^32 - 1");
+                Py_DECREF(item);
+                break;
+            }
+            memo[h].o = item, memo[h].v = (uint32_t)v;
+        }
+        word_val[n] = memo[h].v;
+        word_buf[n++] = item;
+        Py_DECREF(item);          /* (words holds it) */
+    }
+    Py_DECREF(it);
+    return PyErr_Occurred() ? -1 : n;
+}
+
+/* mop_batch.find_period's search over words w[0..n): the body length p <= 32 whose k leading back-to-back repetitions
+ * cover most of them (the first such p among equals; (0, 0) when no body repeats). */
+static void best_period(const uint32_t *w, Py_ssize_t n, Py_ssize_t *best_p, Py_ssize_t *best_k) {
+    *best_p = *best_k = 0;
+    for (Py_ssize_t p = 1; p <= 32 && p <= n / 2; p++) {
+        Py_ssize_t k = 1;
+        while ((k + 1) * p <= n && !memcmp(w + k * p, w, (size_t)p * sizeof *w))
+            k++;
+        if (k >= 2 && k * p > *best_k * *best_p)
+            *best_p = p, *best_k = k;
+    }
+}
+
 /* find_period(words, most) -> (p, k): mop_batch.find_period of the first `most` items of the iterable `words` (a thread's
- * ready queue, without copying it into a list): the body length p <= 32 whose k leading back-to-back repetitions cover
- * most of them (the first such p among equals; (0, 0) when no body repeats). Items are words (integers below 2^32). */
+ * ready queue, without copying it into a list): best_period. Items are words (integers below 2^32). */
 static PyObject *find_period(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     long long most;
     if (nargs != 2) {
@@ -626,40 +686,11 @@ static PyObject *find_period(PyObject *self, PyObject *const *args, Py_ssize_t n
         PyErr_SetString(PyExc_ValueError, "find_period: most outside 0..65536");
         return NULL;
     }
-    uint32_t *w = PyMem_Malloc((size_t)(most ? most : 1) * sizeof *w);
-    PyObject *it = w ? PyObject_GetIter(args[0]) : NULL;
-    if (!it) {
-        PyMem_Free(w);
-        return w ? NULL : PyErr_NoMemory();
-    }
-    Py_ssize_t n = 0;
-    PyObject *item;
-    while (n < most && (item = PyIter_Next(it))) {
-        unsigned long v = PyLong_AsUnsignedLong(item);
-        Py_DECREF(item);
-        if (v == (unsigned long)-1 && PyErr_Occurred())
-            break;
-        if (v > 0xFFFFFFFFul) {
-            PyErr_SetString(PyExc_ValueError, "find_period: a word above 2^32 - 1");
-            break;
-        }
-        w[n++] = (uint32_t)v;
-    }
-    Py_DECREF(it);
-    if (PyErr_Occurred()) {
-        PyMem_Free(w);
+    Py_ssize_t n = first_words(args[0], (Py_ssize_t)most), p, k;
+    if (n < 0)
         return NULL;
-    }
-    Py_ssize_t best_p = 0, best_k = 0;
-    for (Py_ssize_t p = 1; p <= 32 && p <= n / 2; p++) {
-        Py_ssize_t k = 1;
-        while ((k + 1) * p <= n && !memcmp(w + k * p, w, (size_t)p * sizeof *w))
-            k++;
-        if (k >= 2 && k * p > best_k * best_p)
-            best_p = p, best_k = k;
-    }
-    PyMem_Free(w);
-    return Py_BuildValue("(nn)", best_p, best_k);
+    best_period(word_val, n, &p, &k);
+    return Py_BuildValue("(nn)", p, k);
 }
 
 /* pack_records(entries, i, records) -> (k, bytes): the sfpu_native records (8 int32s each: op, mod, va, vb, vc, vd,
@@ -1613,12 +1644,15 @@ static int set_attr(PyObject *o, PyObject *name, PyObject *v) {
     return PyObject_SetAttr(o, name, v);
 }
 
+/* sfpu_format_flags (tensix_sfpu.py)'s second flag: the SrcB format MOD0_FMT_SRCB resolves by is FP16-like */
+static int srcb_fp16_like(long long c0, long long c1) {
+    long long srcb = (c0 >> 9 & 1) ? (c0 >> 5 & 0xF) : (c1 >> 21 & 0xF);
+    return !(srcb == 0 || srcb == 4 || srcb == 5 || srcb == 6 || srcb == 7 || srcb == 15 || srcb == 8 || srcb == 9);
+}
+
 /* resolve_sfpu_mode (tensix_sfpu.py): SFPLOAD / SFPSTORE Mod0 0 resolved by config words 0 and 1 */
 static long long sfpu_mode_of(long long c0, long long c1) {
-    long long srcb = (c0 >> 9 & 1) ? (c0 >> 5 & 0xF) : (c1 >> 21 & 0xF);
-    int bf16_like = srcb == 0 || srcb == 4 || srcb == 5 || srcb == 6 || srcb == 7 || srcb == 15 || srcb == 8
-                    || srcb == 9;
-    return (c1 >> 30 & 1) ? 3 : !bf16_like ? 1 : 2;
+    return (c1 >> 30 & 1) ? 3 : srcb_fp16_like(c0, c1) ? 1 : 2;
 }
 
 static int flag_code(PyObject *fl, long long *code) {
@@ -1805,6 +1839,8 @@ static PyObject *export_plain_run(PyObject *m) {
     return m;
 }
 
+#include "mop_batch_native.c"   /* batch_run: mop_batch.batch_sfpu's memo-hit case */
+
 static PyMethodDef methods[] = {
     {"configure", configure, METH_VARARGS, "configure(fifo_depth, mop_transition_penalty, all_lregs, load_modes, store_modes, dst_rwc_mask, "
      "src_rwc_mask, fpu_to_sfpload_gap)"},
@@ -1813,6 +1849,8 @@ static PyMethodDef methods[] = {
     {"push_word", (PyCFunction)(void (*)(void))push_word, METH_FASTCALL, "see its comment"},
     {"push_one", (PyCFunction)(void (*)(void))push_one, METH_FASTCALL, "see its comment"},
     {"find_period", (PyCFunction)(void (*)(void))find_period, METH_FASTCALL, "see its comment"},
+    {"batch_run", (PyCFunction)(void (*)(void))batch_run, METH_FASTCALL, "see mop_batch_native.c"},
+    {"configure_batch", configure_batch, METH_VARARGS, "configure_batch(address of sfpu_native.c's sfpu_run)"},
     {"pack_records", (PyCFunction)(void (*)(void))pack_records, METH_FASTCALL, "see its comment"},
     {"configure_plain", configure_plain, METH_VARARGS, "configure_plain(unpack_bytes_per_cycle, pack_bytes_per_cycle, "
      "element_bits, fpu_dst_read_latency, fifo_depth)"},
@@ -1879,7 +1917,7 @@ PyMODINIT_FUNC PyInit_sfpu_issue(void) {
     }
     if (!(one = PyLong_FromLong(1)))
         return NULL;
-    if (tile_handlers_init() || PyType_Ready(&DeferredQueue_Type) < 0)
+    if (tile_handlers_init() || batch_names() || PyType_Ready(&DeferredQueue_Type) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m && PyModule_AddObjectRef(m, "DeferredQueue", (PyObject *)&DeferredQueue_Type) < 0)

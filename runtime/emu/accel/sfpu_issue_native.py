@@ -19,16 +19,21 @@ too (`python -m tt_backend info` says which runs, and why).
 The same module issues the other words direct issue takes (accel/direct_issue.py: plain_run for pushed words,
 drain_run for Tensix._drain's loop), the issue rule of every non-SFPU kind in C, handlers called back in Python;
 `PLAIN_ISSUE_NATIVE = False` (or TT_EMU_PLAIN_ISSUE_NATIVE=0) keeps them on the Python path.
+
+batch_run (mop_batch_native.c) is mop_batch.batch_sfpu's case where all its memos hit (a MOP of identical REPLAYs
+issued again from the same address key and relative cycle-model state); `BATCH_NATIVE = False` (or
+TT_EMU_MOP_BATCH_NATIVE=0) leaves every batch to batch_sfpu's Python.
 """
 from __future__ import annotations
 
+import ctypes
 import functools
 import os
 import struct
 from pathlib import Path
 
 from tt_backend.chip.sfpu_regs import ALL_LREGS
-from tt_backend.runtime.emu.accel import native
+from tt_backend.runtime.emu.accel import native, sfpu_native
 from tt_backend.runtime.emu.accel.sfpu_native import DST32_MODES_OF
 from tt_backend.chip.numerics.formats import element_bits
 from tt_backend.runtime.emu.frontend import FIFO_DEPTH
@@ -41,6 +46,7 @@ ISSUE_NATIVE = os.environ.get("TT_EMU_SFPU_ISSUE_NATIVE", "1") != "0"
 READY_NATIVE = os.environ.get("TT_EMU_SFPU_READY_NATIVE", "1") != "0"
 PERIOD_NATIVE = os.environ.get("TT_EMU_SFPU_PERIOD_NATIVE", "1") != "0"
 PLAIN_ISSUE_NATIVE = os.environ.get("TT_EMU_PLAIN_ISSUE_NATIVE", "1") != "0"
+BATCH_NATIVE = os.environ.get("TT_EMU_MOP_BATCH_NATIVE", "1") != "0"
 
 # The deferral's abstract lane-flag state (LaneFlags, UseLaneFlagsForLaneEnable), each 0, 1 or None (differs between
 # lanes), as the C part codes it: lf * 3 + use, None as 2.
@@ -102,6 +108,22 @@ def find_period():
     return _part("find_period") if PERIOD_NATIVE else None
 
 
+@functools.lru_cache(maxsize=None)
+def _batch_part():
+    """batch_run with sfpu_native.c's sfpu_run handed to it, or None when either C part is unavailable."""
+    run, lib = _part("batch_run"), sfpu_native._load()[0]
+    if run is None or lib is None:
+        return None
+    _load()[0].configure_batch(ctypes.cast(lib.sfpu_run, ctypes.c_void_p).value)
+    return run
+
+
+def batch_run():
+    """The C part's batch_run (mop_batch_native.c: batch_sfpu's memo-hit case), or None when it is off (BATCH_NATIVE =
+    False, TT_EMU_MOP_BATCH_NATIVE=0), sfpu_native's C part is off, or either is unavailable."""
+    return _batch_part() if BATCH_NATIVE and sfpu_native.NATIVE_SFPU else None
+
+
 def pack_records():
     """The C part's pack_records (see sfpu_issue_native.c), or None when it is off or unavailable."""
     return _part("pack_records") if ISSUE_NATIVE else None
@@ -142,6 +164,17 @@ def plain_status() -> str:
     mod, why = _load()
     return why if mod is None else ("C for runs of the other words direct issue takes (handlers in Python, but for "
                                     "the tile handlers' common case: see their line)")
+
+
+def batch_status() -> str:
+    """Which path runs a MOP batch whose memos all hit, for `python -m tt_backend info`."""
+    if not BATCH_NATIVE:
+        return "Python: TT_EMU_MOP_BATCH_NATIVE=0"
+    if not sfpu_native.NATIVE_SFPU:
+        return "Python: TT_EMU_SFPU_NATIVE=0"
+    if _batch_part() is None:
+        return _load()[1] if _load()[0] is None else sfpu_native.status()
+    return "C (mop_batch_native.c, in the SFPU issue module) where batch_sfpu's memos all hit; the rest in Python"
 
 
 def word_facts(info: tuple, block: int, deferral: tuple) -> tuple:
