@@ -128,10 +128,15 @@ WINDOW_RELOAD_FIXED = TILE_READ_FIXED
 # 17.5 - 1); denormals, infinities and NaNs take other paths, not priced. The run walks (strided, columns and runs'
 # converting copies) convert every datum too: a narrow integer's sign extension 2 beyond the float32 walk
 # (WALK_WIDEN_PER_DATUM: h.float().T * 2 of int8 and int16 64 x 64, strided, 5.6 a datum against 3.6), float16's 11
-# beyond that (16.6)
+# beyond that (16.6). A bf16 tile's halfwords are moved as compiled from `(uint32_t)TT_L1_U16(p)` into a
+# `(uint16_t)` store: each load is followed by a redundant zero extension (sll, srl; brisc.dis of -a.T of a bf16
+# 64 x 600: 19 instructions per block of four datums against fp32's 11), WALK_HALFWORD_PER_DATUM beyond the float32
+# walk (one core, 4 tiles, brisc instructions bf16 against fp32: a.T of 8 x 512 and 40 x 100 columns, 64 x 64
+# strided: 1.97, 1.89, 1.94 a datum)
 DATUM_EXTRA_MODES = ("gather", "computed", "scatter", "contiguous convert", "strided", "columns", "runs")
 FLOAT16_WIDEN_EXTRA, FLOAT16_NARROW_EXTRA = 11, 18
 WALK_WIDEN_PER_DATUM = 2
+WALK_HALFWORD_PER_DATUM = 2
 # modes that read a tile with one NoC transaction
 BULK_READS = ("contiguous", "contiguous bool", "contiguous convert", "red contiguous", "red k run")
 PER_SLOT_READS = ("gather", "computed")     # modes whose loop walks every slot of the tile, past the last element too
@@ -210,10 +215,11 @@ def column_datum_cycles(run: int) -> float:
     return whole * block + (1 - whole) * COLUMN_PARTIAL_PER_DATUM
 
 
-def column_fill_cycles(runs: dict, esz: int, tiles: int, grid_rows: int | None) -> tuple[float, float]:
-    """(reader cycles, DRAM bytes) of one core's segment fills of a columns walk through segments over `tiles`
-    tiles (the launch model's per-core work before its tiles; grid_rows: the rows of the walk down grid columns,
-    tile_streams.tile_grid, or None)."""
+def column_fill_cycles(runs: dict, esz: int, tiles: int, grid_rows: int | None) -> tuple[float, float, float]:
+    """(reader cycles, DRAM bytes, the bytes of the first fill) of one core's segment fills of a columns walk through
+    segments over `tiles` tiles (the launch model's per-core work before its tiles; grid_rows: the rows of the walk
+    down grid columns, tile_streams.tile_grid, or None). The first fill is issued with the core's first tile: one
+    block, or every column's first segment (all of the first row's misses, waited for at once)."""
     run, seg, step = runs["run"], runs["column_bytes"], abs(runs["stride"]) * esz
     if run < TILE_ELEMS:                    # every tile holds rows of every column
         columns = run
@@ -230,9 +236,9 @@ def column_fill_cycles(runs: dict, esz: int, tiles: int, grid_rows: int | None) 
     if runs["column_block"]:                # a block read per run of columns it reaches
         block = runs["column_block"]
         loads = fills / max(1, block // max(1, step))
-        return cycles + loads * (NOC_ROUND_TRIP + block / NOC_BYTES_PER_CYCLE), loads * block
+        return cycles + loads * (NOC_ROUND_TRIP + block / NOC_BYTES_PER_CYCLE), loads * block, min(loads, 1) * block
     return (cycles + fills * (MM_NOC_REQUEST + nbytes / NOC_BYTES_PER_CYCLE) + per_column * NOC_ROUND_TRIP,
-            fills * nbytes)
+            fills * nbytes, columns * nbytes)
 
 
 def copy32_cycles(words: float) -> float:
@@ -729,18 +735,20 @@ def lockstep_cycles(cores: int, window_bytes: float, last_write_bytes: float) ->
 def grid_pipeline_cycles(n_tiles: int, reads: list[tuple[str, str, dict | None, float]], write: tuple[str, str, float],
                          compute_per_tile: float, cores: int, dram_bytes_per_tile: int, valid: float = 1.0,
                          before: float = 0.0, out_bytes_per_tile: int = 0, read_ahead: int = 0,
-                         core_bytes: float = 0.0) -> dict:
+                         core_bytes: float = 0.0, first_bytes: float = 0.0) -> dict:
     """tile_pipeline_cycles for a launch split over `cores` cores: the largest range's pipeline, delayed by the cores'
     bursts at the banks (lockstep_cycles: `out_bytes_per_tile` of the `dram_bytes_per_tile` are written; reads in
-    flight issue `read_ahead` tiles beyond the first before they wait, tile_plan.READ_AHEAD), combined with the DRAM
-    banks' time for every core's bytes (bank_queueing; `total`, emulated cycles; `core_bytes`: what each core reads
-    beside its tiles, column segments' fills); `price` adds CORE_LAUNCH_CYCLES per extra core (what the choice of the
-    count minimises)."""
+    flight issue `read_ahead` tiles beyond the first before they wait, tile_plan.READ_AHEAD; `first_bytes` of its
+    `core_bytes` each core reads with its first tile), combined with the DRAM banks' time for every core's bytes
+    (bank_queueing; `total`, emulated cycles; `core_bytes`: what each core reads beside its tiles, column segments'
+    fills); `price` adds CORE_LAUNCH_CYCLES per extra core (what the choice of the count minimises). The largest
+    range is the first core's, whose tiles are whole on a grid (the partial last tile is the last core's): `valid`
+    applies on one core only."""
     per_core = -(-n_tiles // cores)
-    one = tile_pipeline_cycles(per_core, reads, write, compute_per_tile, valid, before)
+    one = tile_pipeline_cycles(per_core, reads, write, compute_per_tile, valid if cores == 1 else 1.0, before)
     window = min(per_core, read_ahead + 1) if reads_in_flight(reads) else 1
-    one = {**one, "total": one["total"] + lockstep_cycles(cores, window * (dram_bytes_per_tile - out_bytes_per_tile),
-                                                          out_bytes_per_tile)}
+    start_bytes = window * (dram_bytes_per_tile - out_bytes_per_tile) + first_bytes
+    one = {**one, "total": one["total"] + lockstep_cycles(cores, start_bytes, out_bytes_per_tile)}
     dram = n_tiles * dram_bytes_per_tile + cores * core_bytes
     out = on_grid(one, cores, per_core, dram)
     total = round(bank_queueing(one["total"], dram / DRAM_BYTES_PER_CYCLE))
