@@ -20,7 +20,7 @@ from tt_backend.lowering.families.family import Candidate, Family, Kernel
 from tt_backend.lowering.families.tile_plan import READ_AHEAD, TilePlan, allocate_l1, window_bytes
 from tt_backend.lowering.families.tile_render import dst_overlap, render_tile_kernel
 from tt_backend.lowering.families.mover_cost import (WALK_HALFWORD_PER_DATUM, WALK_WIDEN_PER_DATUM, column_fill_cycles,
-                                                     compute_stage, gather_reload_cycles, grid_pipeline_cycles,
+                                                     column_walk_cycles, compute_stage, gather_reload_cycles, grid_pipeline_cycles,
                                                      stream_datum_cycles, window_load_cycles)
 from tt_backend.lowering.families.tile_streams import column_windows, reader_mode, stream_ctx, tile_grid
 from tt_backend.lowering.families.window_walk import tile_window_loads
@@ -65,6 +65,10 @@ class ElementwisePlan(TilePlan):
         fpu_ops = len(self.fpu_ops) + sum(self.inputs[j].tile_format == "bf16" for j in dst)
         compute = compute_stage(self.placement.cycles, fpu_ops,
                                 dst_overlap(self, self.fpu_ops, self.dst_inputs, cores))
+        if self.tile_grid is None:    # the slowest core's columns walks, replayed tile by tile
+            reads = [(m, f, {**runs, "walk_cycles": column_walk_cycles(runs, self.n_elements, cores)}, *rest)
+                     if m == "columns" and runs.get("column_bytes") else (m, f, runs, *rest)
+                     for m, f, runs, *rest in reads]
         fills = [column_fill_cycles(r[2], DTYPE_SIZE[s.dtype], -(-self.n_tiles // cores),
                                     self.tile_grid[0] if self.tile_grid else None)
                  for s, r in zip(self.inputs, reads) if r[0] == "columns" and r[2].get("column_bytes")]

@@ -12,6 +12,7 @@ template change that makes a loop faster or slower changes its number here; the 
 """
 from __future__ import annotations
 
+import functools
 import math
 
 from tt_backend.chip.interleave import N_BANKS
@@ -164,7 +165,8 @@ def tile_read_cycles(mode: str, tile_format: str, runs: dict | None = None, datu
     reloads = window_reload_cycles(runs, datums) if mode == "strided" and not runs["resident"] else 0
     per_datum = table.get(mode, READ_PER_DATUM.get(mode, UNMEASURED_PER_DATUM))
     if mode == "columns" and runs.get("column_bytes"):     # the walk through segments; their fills are per core
-        per_datum = column_datum_cycles(runs["run"])
+        per_datum = (runs["walk_cycles"] / datums if runs.get("walk_cycles") is not None
+                     else column_datum_cycles(runs["run"]))
     elif mode == "strided" and runs["resident"]:
         per_datum = strided_datum_cycles(runs["run"])
     return bulk + reloads + (per_datum + (datum_extra if mode in DATUM_EXTRA_MODES else 0)) * datums
@@ -213,6 +215,41 @@ def column_datum_cycles(run: int) -> float:
     whole = (TILE_ELEMS // run) * run / TILE_ELEMS if run < TILE_ELEMS else 0.0
     block = COLUMN_BLOCK_PER_DATUM + COLUMN_BLOCK_PER_COLUMN * run / TILE_ELEMS
     return whole * block + (1 - whole) * COLUMN_PARTIAL_PER_DATUM
+
+
+# Where a tile's runs do not line up with its edges, or cross the end of the last outer range (a block of whole runs
+# stops there: `room`), the walk of that tile pays more partial runs datum by datum and more blocks, each block the
+# set-up of every column. Which tiles do is replayed on the host (column_walk_tiles) and the slowest core's tiles
+# priced (column_walk_cycles): a.permute(2, 3, 0, 1) of 5 x 7 x 12 x 40 on 17 cores (runs of 35, the last outer range
+# 40) walked one block and 9 partial datums per tile in 10.7K .. 12.0K brisc instructions, two blocks and 44 partial
+# datums in 12.7K .. 14.6K (TT_DUMP per-core counts)
+@functools.lru_cache(maxsize=64)
+def column_walk_tiles(n_elements: int, run: int, last_size: int) -> tuple[float, ...]:
+    """Per tile, the columns walk's cycles by its parts (read_runs.c.j2 columns_run): partial runs datum by datum
+    (COLUMN_PARTIAL_PER_DATUM), blocks of whole runs up to the last outer range's end (per block COLUMN_BLOCK_PER_COLUMN
+    for each of the run's columns, COLUMN_BLOCK_PER_DATUM per datum)."""
+    out = []
+    for e in range(0, n_elements, TILE_ELEMS):
+        end, o = min(n_elements, e + TILE_ELEMS), e // run
+        q, cycles = e - o * run, 0.0
+        while e < end:
+            if q or end - e < run:
+                k = min(run - q, end - e)
+                cycles += COLUMN_PARTIAL_PER_DATUM * k
+                e, q, o = e + k, 0, o + 1
+                continue
+            nb = min((end - e) // run, last_size - o % last_size)
+            cycles += COLUMN_BLOCK_PER_COLUMN * run + COLUMN_BLOCK_PER_DATUM * nb * run
+            e, o = e + nb * run, o + nb
+        out.append(cycles)
+    return tuple(out)
+
+
+def column_walk_cycles(runs: dict, n_elements: int, cores: int) -> float:
+    """Per tile, the columns walk of the slowest core's tiles (column_walk_tiles over each core's range)."""
+    tiles = column_walk_tiles(n_elements, runs["run"], runs["last_size"])
+    per_core = -(-len(tiles) // cores)
+    return max(sum(tiles[b:e]) for b, e in split_ranges(len(tiles), cores)) / per_core
 
 
 def column_fill_cycles(runs: dict, esz: int, tiles: int, grid_rows: int | None) -> tuple[float, float, float]:
@@ -741,11 +778,14 @@ def grid_pipeline_cycles(n_tiles: int, reads: list[tuple[str, str, dict | None, 
     flight issue `read_ahead` tiles beyond the first before they wait, tile_plan.READ_AHEAD; `first_bytes` of its
     `core_bytes` each core reads with its first tile), combined with the DRAM banks' time for every core's bytes
     (bank_queueing; `total`, emulated cycles; `core_bytes`: what each core reads beside its tiles, column segments'
-    fills); `price` adds CORE_LAUNCH_CYCLES per extra core (what the choice of the count minimises). The largest
-    range is the first core's, whose tiles are whole on a grid (the partial last tile is the last core's): `valid`
-    applies on one core only."""
+    fills); `price` adds CORE_LAUNCH_CYCLES per extra core (what the choice of the count minimises). On a grid the
+    largest range is the first core's, whose tiles are whole: where a whole tile costs more than the tiles' average
+    share of elements (`valid`: walks that touch every datum), that core sets the pace."""
     per_core = -(-n_tiles // cores)
-    one = tile_pipeline_cycles(per_core, reads, write, compute_per_tile, valid if cores == 1 else 1.0, before)
+    one = tile_pipeline_cycles(per_core, reads, write, compute_per_tile, valid, before)
+    if cores > 1 and valid < 1.0:
+        one = max(one, tile_pipeline_cycles(per_core, reads, write, compute_per_tile, 1.0, before),
+                  key=lambda p: p["total"])
     window = min(per_core, read_ahead + 1) if reads_in_flight(reads) else 1
     start_bytes = window * (dram_bytes_per_tile - out_bytes_per_tile) + first_bytes
     one = {**one, "total": one["total"] + lockstep_cycles(cores, start_bytes, out_bytes_per_tile)}

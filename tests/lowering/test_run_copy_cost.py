@@ -147,7 +147,7 @@ def test_a_bf16_tiles_halfwords_pay_their_zero_extension_in_the_walks():
     assert bf16[3] - f32[3] == mover_cost.WALK_HALFWORD_PER_DATUM
 
 
-def test_on_a_grid_the_first_cores_tiles_are_whole_and_its_first_fill_joins_the_start_burst():
+def test_each_cores_first_column_fill_joins_the_start_burst():
     runs = {"run": 64, "column_bytes": 1024, "column_block": 32768, "slots": 64, "stride": 600, "resident": False}
     _, nbytes, first = mover_cost.column_fill_cycles(runs, 2, 1, None)
     assert first == 32768 < nbytes             # three blocks, the first read with the core's first tile
@@ -155,12 +155,23 @@ def test_on_a_grid_the_first_cores_tiles_are_whole_and_its_first_fill_joins_the_
     assert first == 64 * (32 + 2 * 17)          # no blocks: every column's first segment at once
     reads = [("columns", "bf16", runs, 0.0)]
     write = ("contiguous", "fp32", 0.0)
-    # 38 tiles, the last one partial: on one core every tile's share of datums, on a grid the first core's whole tile
-    one = mover_cost.grid_pipeline_cycles(38, reads, write, 700.0, 1, 6 * 1024, valid=0.6)
-    assert one == mover_cost.grid_pipeline_cycles(38, reads, write, 700.0, 1, 6 * 1024, valid=0.6, first_bytes=first)
-    part = mover_cost.grid_pipeline_cycles(38, reads, write, 700.0, 38, 6 * 1024, valid=0.6)
-    assert part == mover_cost.grid_pipeline_cycles(38, reads, write, 700.0, 38, 6 * 1024)
+    # one core: no other core's burst to wait for
+    one = mover_cost.grid_pipeline_cycles(38, reads, write, 700.0, 1, 6 * 1024)
+    assert one == mover_cost.grid_pipeline_cycles(38, reads, write, 700.0, 1, 6 * 1024, first_bytes=first)
     # every core's first block through the banks before the core served last has its data
+    alone = mover_cost.grid_pipeline_cycles(38, reads, write, 700.0, 38, 6 * 1024)
     burst = mover_cost.grid_pipeline_cycles(38, reads, write, 700.0, 38, 6 * 1024, first_bytes=32768)
     rate = mover_cost.DRAM_BYTES_PER_CYCLE * mover_cost.DRAM_SUSTAINED_SHARE
-    assert burst["total"] > part["total"] + 0.9 * (38 * 32768 / rate - 32768 / mover_cost.NOC_BYTES_PER_CYCLE)
+    assert burst["total"] > alone["total"] + 0.9 * (38 * 32768 / rate - 32768 / mover_cost.NOC_BYTES_PER_CYCLE)
+
+
+def test_on_a_grid_the_first_cores_whole_tiles_set_the_pace_of_a_walk():
+    runs = {"run": 21, "stride": 50, "resident": True, "column_bytes": 0}
+    reads, write = [("columns", "bf16", runs, 2.0)], ("contiguous", "fp32", 0.0)
+    # 2 tiles, the second of 26 elements: the first core walks a whole tile's 1024 datums
+    grid = mover_cost.grid_pipeline_cycles(2, reads, write, 700.0, 2, 6 * 1024, valid=1050 / 2048)
+    assert grid["total"] == mover_cost.grid_pipeline_cycles(2, reads, write, 700.0, 2, 6 * 1024)["total"]
+    # a bulk reader's partial tile zeroes its pads: the tiles' average share stays the price
+    bulk = [("contiguous", "bf16", None, 0.0)]
+    assert mover_cost.grid_pipeline_cycles(2, bulk, write, 700.0, 2, 6 * 1024, valid=0.5)["total"] > \
+        mover_cost.grid_pipeline_cycles(2, bulk, write, 700.0, 2, 6 * 1024)["total"]
