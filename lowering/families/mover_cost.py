@@ -780,10 +780,12 @@ def grid_pipeline_cycles(n_tiles: int, reads: list[tuple[str, str, dict | None, 
     (bank_queueing; `total`, emulated cycles; `core_bytes`: what each core reads beside its tiles, column segments'
     fills); `price` adds CORE_LAUNCH_CYCLES per extra core (what the choice of the count minimises). On a grid the
     largest range is the first core's, whose tiles are whole: where a whole tile costs more than the tiles' average
-    share of elements (`valid`: walks that touch every datum), that core sets the pace."""
+    share of elements (`valid`: walks that touch every datum), that core sets the pace. The per-slot gathers keep the
+    average share, their own model's (their loaded-index figure prices x[idx] 1.3 times its emulated cycles on one
+    core: with whole tiles getitem_rows on 3 cores went from 1.07 to 1.41)."""
     per_core = -(-n_tiles // cores)
     one = tile_pipeline_cycles(per_core, reads, write, compute_per_tile, valid, before)
-    if cores > 1 and valid < 1.0:
+    if cores > 1 and valid < 1.0 and not any(mode in PER_SLOT_READS for mode, *_ in reads):
         one = max(one, tile_pipeline_cycles(per_core, reads, write, compute_per_tile, 1.0, before),
                   key=lambda p: p["total"])
     window = min(per_core, read_ahead + 1) if reads_in_flight(reads) else 1
