@@ -20,8 +20,8 @@ from tt_backend.lowering.families.family import Candidate, Family, Kernel
 from tt_backend.lowering.families.tile_plan import READ_AHEAD, TilePlan, allocate_l1, window_bytes
 from tt_backend.lowering.families.tile_render import dst_overlap, render_tile_kernel
 from tt_backend.lowering.families.mover_cost import (WALK_HALFWORD_PER_DATUM, WALK_WIDEN_PER_DATUM, column_fill_cycles,
-                                                     column_walk_cycles, compute_stage, gather_reload_cycles, grid_pipeline_cycles,
-                                                     stream_datum_cycles, window_load_cycles)
+                                                     column_walk_cycles, compute_stage, gather_reload_cycles,
+                                                     grid_pipeline_cycles, stream_datum_cycles, window_load_cycles)
 from tt_backend.lowering.families.tile_streams import column_windows, reader_mode, stream_ctx, tile_grid
 from tt_backend.lowering.families.window_walk import tile_window_loads
 from tt_backend.lowering.frontend import LoweredKernel
