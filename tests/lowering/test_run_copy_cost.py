@@ -175,3 +175,15 @@ def test_on_a_grid_the_first_cores_whole_tiles_set_the_pace_of_a_walk():
     bulk = [("contiguous", "bf16", None, 0.0)]
     assert mover_cost.grid_pipeline_cycles(2, bulk, write, 700.0, 2, 6 * 1024, valid=0.5)["total"] > \
         mover_cost.grid_pipeline_cycles(2, bulk, write, 700.0, 2, 6 * 1024)["total"]
+
+
+def test_a_columns_walk_is_priced_by_the_slowest_cores_tiles_blocks_and_partial_runs():
+    # a.permute(2, 3, 0, 1) of 5 x 7 x 12 x 40: runs of 35, a block of whole runs stops where the outer 40 wraps
+    tiles = mover_cost.column_walk_tiles(16800, 35, 40)
+    block = mover_cost.COLUMN_BLOCK_PER_COLUMN * 35
+    assert tiles[0] == block + 1015 * mover_cost.COLUMN_BLOCK_PER_DATUM + 9 * mover_cost.COLUMN_PARTIAL_PER_DATUM
+    # tile 1 starts 9 datums into a run and crosses the wrap: two blocks and 26 + 18 partial datums
+    assert tiles[1] == 2 * block + 980 * mover_cost.COLUMN_BLOCK_PER_DATUM + 44 * mover_cost.COLUMN_PARTIAL_PER_DATUM
+    runs = {"run": 35, "last_size": 40}
+    assert mover_cost.column_walk_cycles(runs, 16800, 17) == max(tiles)
+    assert mover_cost.column_walk_cycles(runs, 16800, 1) == pytest.approx(sum(tiles) / len(tiles))
