@@ -19,9 +19,9 @@ from tt_backend.chip.grid import Grid
 from tt_backend.lowering.families.family import Candidate, Family, Kernel
 from tt_backend.lowering.families.tile_plan import READ_AHEAD, TilePlan, allocate_l1, window_bytes
 from tt_backend.lowering.families.tile_render import dst_overlap, render_tile_kernel
-from tt_backend.lowering.families.mover_cost import (WALK_WIDEN_PER_DATUM, column_fill_cycles, compute_stage,
-                                                     gather_reload_cycles, grid_pipeline_cycles, stream_datum_cycles,
-                                                     window_load_cycles)
+from tt_backend.lowering.families.mover_cost import (WALK_HALFWORD_PER_DATUM, WALK_WIDEN_PER_DATUM, column_fill_cycles,
+                                                     column_walk_cycles, compute_stage, gather_reload_cycles,
+                                                     grid_pipeline_cycles, stream_datum_cycles, window_load_cycles)
 from tt_backend.lowering.families.tile_streams import column_windows, reader_mode, stream_ctx, tile_grid
 from tt_backend.lowering.families.window_walk import tile_window_loads
 from tt_backend.lowering.frontend import LoweredKernel
@@ -65,13 +65,17 @@ class ElementwisePlan(TilePlan):
         fpu_ops = len(self.fpu_ops) + sum(self.inputs[j].tile_format == "bf16" for j in dst)
         compute = compute_stage(self.placement.cycles, fpu_ops,
                                 dst_overlap(self, self.fpu_ops, self.dst_inputs, cores))
+        if self.tile_grid is None:    # the slowest core's columns walks, replayed tile by tile
+            reads = [(m, f, {**runs, "walk_cycles": column_walk_cycles(runs, self.n_elements, cores)}, *rest)
+                     if m == "columns" and runs.get("column_bytes") else (m, f, runs, *rest)
+                     for m, f, runs, *rest in reads]
         fills = [column_fill_cycles(r[2], DTYPE_SIZE[s.dtype], -(-self.n_tiles // cores),
                                     self.tile_grid[0] if self.tile_grid else None)
                  for s, r in zip(self.inputs, reads) if r[0] == "columns" and r[2].get("column_bytes")]
         out = grid_pipeline_cycles(self.n_tiles, reads, write, compute, cores, dram * TILE_ELEMS + reloaded,
-                                   self.n_elements / (self.n_tiles * TILE_ELEMS), before + sum(c for c, _ in fills),
+                                   self.n_elements / (self.n_tiles * TILE_ELEMS), before + sum(c for c, _, _ in fills),
                                    DTYPE_SIZE[self.output.dtype] * TILE_ELEMS, READ_AHEAD,
-                                   sum(b for _, b in fills))
+                                   sum(b for _, b, _ in fills), sum(f for _, _, f in fills))
         return {**out, "grid": "x".join(map(str, Grid().shape(cores)))}
 
     def _reads(self) -> tuple[list[tuple], int, float]:
@@ -87,6 +91,8 @@ class ElementwisePlan(TilePlan):
             extra = stream_datum_cycles(s, gather_ranges=len(self.ranges) if c["mode"] == "gather" else None)
             if c["mode"] in ("strided", "columns") and c["esz"] != TILE_BYTES[s.tile_format] // TILE_ELEMS:
                 extra += WALK_WIDEN_PER_DATUM        # every datum converted on its way into the slot
+            elif c["mode"] in ("strided", "columns") and s.tile_format == "bf16":
+                extra += WALK_HALFWORD_PER_DATUM     # every halfword zero-extended on its way into the slot
             if c["mode"] == "gather":
                 loads, moved = tile_window_loads(s.index, s.valid, tuple(self.ranges), datums, c["esz"],
                                                  self.buffers[s.buf].nbytes, window_bytes(self, f"in{j}"))

@@ -12,6 +12,7 @@ template change that makes a loop faster or slower changes its number here; the 
 """
 from __future__ import annotations
 
+import functools
 import math
 
 from tt_backend.chip.interleave import N_BANKS
@@ -128,10 +129,15 @@ WINDOW_RELOAD_FIXED = TILE_READ_FIXED
 # 17.5 - 1); denormals, infinities and NaNs take other paths, not priced. The run walks (strided, columns and runs'
 # converting copies) convert every datum too: a narrow integer's sign extension 2 beyond the float32 walk
 # (WALK_WIDEN_PER_DATUM: h.float().T * 2 of int8 and int16 64 x 64, strided, 5.6 a datum against 3.6), float16's 11
-# beyond that (16.6)
+# beyond that (16.6). A bf16 tile's halfwords are moved as compiled from `(uint32_t)TT_L1_U16(p)` into a
+# `(uint16_t)` store: each load is followed by a redundant zero extension (sll, srl; brisc.dis of -a.T of a bf16
+# 64 x 600: 19 instructions per block of four datums against fp32's 11), WALK_HALFWORD_PER_DATUM beyond the float32
+# walk (one core, 4 tiles, brisc instructions bf16 against fp32: a.T of 8 x 512 and 40 x 100 columns, 64 x 64
+# strided: 1.97, 1.89, 1.94 a datum)
 DATUM_EXTRA_MODES = ("gather", "computed", "scatter", "contiguous convert", "strided", "columns", "runs")
 FLOAT16_WIDEN_EXTRA, FLOAT16_NARROW_EXTRA = 11, 18
 WALK_WIDEN_PER_DATUM = 2
+WALK_HALFWORD_PER_DATUM = 2
 # modes that read a tile with one NoC transaction
 BULK_READS = ("contiguous", "contiguous bool", "contiguous convert", "red contiguous", "red k run")
 PER_SLOT_READS = ("gather", "computed")     # modes whose loop walks every slot of the tile, past the last element too
@@ -159,7 +165,8 @@ def tile_read_cycles(mode: str, tile_format: str, runs: dict | None = None, datu
     reloads = window_reload_cycles(runs, datums) if mode == "strided" and not runs["resident"] else 0
     per_datum = table.get(mode, READ_PER_DATUM.get(mode, UNMEASURED_PER_DATUM))
     if mode == "columns" and runs.get("column_bytes"):     # the walk through segments; their fills are per core
-        per_datum = column_datum_cycles(runs["run"])
+        per_datum = (runs["walk_cycles"] / datums if runs.get("walk_cycles") is not None
+                     else column_datum_cycles(runs["run"]))
     elif mode == "strided" and runs["resident"]:
         per_datum = strided_datum_cycles(runs["run"])
     return bulk + reloads + (per_datum + (datum_extra if mode in DATUM_EXTRA_MODES else 0)) * datums
@@ -210,10 +217,46 @@ def column_datum_cycles(run: int) -> float:
     return whole * block + (1 - whole) * COLUMN_PARTIAL_PER_DATUM
 
 
-def column_fill_cycles(runs: dict, esz: int, tiles: int, grid_rows: int | None) -> tuple[float, float]:
-    """(reader cycles, DRAM bytes) of one core's segment fills of a columns walk through segments over `tiles`
-    tiles (the launch model's per-core work before its tiles; grid_rows: the rows of the walk down grid columns,
-    tile_streams.tile_grid, or None)."""
+# Where a tile's runs do not line up with its edges, or cross the end of the last outer range (a block of whole runs
+# stops there: `room`), the walk of that tile pays more partial runs datum by datum and more blocks, each block the
+# set-up of every column. Which tiles do is replayed on the host (column_walk_tiles) and the slowest core's tiles
+# priced (column_walk_cycles): a.permute(2, 3, 0, 1) of 5 x 7 x 12 x 40 on 17 cores (runs of 35, the last outer range
+# 40) walked one block and 9 partial datums per tile in 10.7K .. 12.0K brisc instructions, two blocks and 44 partial
+# datums in 12.7K .. 14.6K (TT_DUMP per-core counts)
+@functools.lru_cache(maxsize=64)
+def column_walk_tiles(n_elements: int, run: int, last_size: int) -> tuple[float, ...]:
+    """Per tile, the columns walk's cycles by its parts (read_runs.c.j2 columns_run): partial runs datum by datum
+    (COLUMN_PARTIAL_PER_DATUM), blocks of whole runs up to the last outer range's end (per block COLUMN_BLOCK_PER_COLUMN
+    for each of the run's columns, COLUMN_BLOCK_PER_DATUM per datum)."""
+    out = []
+    for e in range(0, n_elements, TILE_ELEMS):
+        end, o = min(n_elements, e + TILE_ELEMS), e // run
+        q, cycles = e - o * run, 0.0
+        while e < end:
+            if q or end - e < run:
+                k = min(run - q, end - e)
+                cycles += COLUMN_PARTIAL_PER_DATUM * k
+                e, q, o = e + k, 0, o + 1
+                continue
+            nb = min((end - e) // run, last_size - o % last_size)
+            cycles += COLUMN_BLOCK_PER_COLUMN * run + COLUMN_BLOCK_PER_DATUM * nb * run
+            e, o = e + nb * run, o + nb
+        out.append(cycles)
+    return tuple(out)
+
+
+def column_walk_cycles(runs: dict, n_elements: int, cores: int) -> float:
+    """Per tile, the columns walk of the slowest core's tiles (column_walk_tiles over each core's range)."""
+    tiles = column_walk_tiles(n_elements, runs["run"], runs["last_size"])
+    per_core = -(-len(tiles) // cores)
+    return max(sum(tiles[b:e]) for b, e in split_ranges(len(tiles), cores)) / per_core
+
+
+def column_fill_cycles(runs: dict, esz: int, tiles: int, grid_rows: int | None) -> tuple[float, float, float]:
+    """(reader cycles, DRAM bytes, the bytes of the first fill) of one core's segment fills of a columns walk through
+    segments over `tiles` tiles (the launch model's per-core work before its tiles; grid_rows: the rows of the walk
+    down grid columns, tile_streams.tile_grid, or None). The first fill is issued with the core's first tile: one
+    block, or every column's first segment (all of the first row's misses, waited for at once)."""
     run, seg, step = runs["run"], runs["column_bytes"], abs(runs["stride"]) * esz
     if run < TILE_ELEMS:                    # every tile holds rows of every column
         columns = run
@@ -230,9 +273,9 @@ def column_fill_cycles(runs: dict, esz: int, tiles: int, grid_rows: int | None) 
     if runs["column_block"]:                # a block read per run of columns it reaches
         block = runs["column_block"]
         loads = fills / max(1, block // max(1, step))
-        return cycles + loads * (NOC_ROUND_TRIP + block / NOC_BYTES_PER_CYCLE), loads * block
+        return cycles + loads * (NOC_ROUND_TRIP + block / NOC_BYTES_PER_CYCLE), loads * block, min(loads, 1) * block
     return (cycles + fills * (MM_NOC_REQUEST + nbytes / NOC_BYTES_PER_CYCLE) + per_column * NOC_ROUND_TRIP,
-            fills * nbytes)
+            fills * nbytes, columns * nbytes)
 
 
 def copy32_cycles(words: float) -> float:
@@ -758,18 +801,25 @@ def lockstep_cycles(cores: int, window_bytes: float, last_write_bytes: float) ->
 def grid_pipeline_cycles(n_tiles: int, reads: list[tuple[str, str, dict | None, float]], write: tuple[str, str, float],
                          compute_per_tile: float, cores: int, dram_bytes_per_tile: int, valid: float = 1.0,
                          before: float = 0.0, out_bytes_per_tile: int = 0, read_ahead: int = 0,
-                         core_bytes: float = 0.0) -> dict:
+                         core_bytes: float = 0.0, first_bytes: float = 0.0) -> dict:
     """tile_pipeline_cycles for a launch split over `cores` cores: the largest range's pipeline, delayed by the cores'
     bursts at the banks (lockstep_cycles: `out_bytes_per_tile` of the `dram_bytes_per_tile` are written; reads in
-    flight issue `read_ahead` tiles beyond the first before they wait, tile_plan.READ_AHEAD), combined with the DRAM
-    banks' time for every core's bytes (bank_queueing; `total`, emulated cycles; `core_bytes`: what each core reads
-    beside its tiles, column segments' fills); `price` adds CORE_LAUNCH_CYCLES per extra core (what the choice of the
-    count minimises)."""
+    flight issue `read_ahead` tiles beyond the first before they wait, tile_plan.READ_AHEAD; `first_bytes` of its
+    `core_bytes` each core reads with its first tile), combined with the DRAM banks' time for every core's bytes
+    (bank_queueing; `total`, emulated cycles; `core_bytes`: what each core reads beside its tiles, column segments'
+    fills); `price` adds CORE_LAUNCH_CYCLES per extra core (what the choice of the count minimises). On a grid the
+    largest range is the first core's, whose tiles are whole: where a whole tile costs more than the tiles' average
+    share of elements (`valid`: walks that touch every datum), that core sets the pace. The per-slot gathers keep the
+    average share, their own model's (their loaded-index figure prices x[idx] 1.3 times its emulated cycles on one
+    core: with whole tiles getitem_rows on 3 cores went from 1.07 to 1.41)."""
     per_core = -(-n_tiles // cores)
     one = tile_pipeline_cycles(per_core, reads, write, compute_per_tile, valid, before)
+    if cores > 1 and valid < 1.0 and not any(mode in PER_SLOT_READS for mode, *_ in reads):
+        one = max(one, tile_pipeline_cycles(per_core, reads, write, compute_per_tile, 1.0, before),
+                  key=lambda p: p["total"])
     window = min(per_core, read_ahead + 1) if reads_in_flight(reads) else 1
-    one = {**one, "total": one["total"] + lockstep_cycles(cores, window * (dram_bytes_per_tile - out_bytes_per_tile),
-                                                          out_bytes_per_tile)}
+    start_bytes = window * (dram_bytes_per_tile - out_bytes_per_tile) + first_bytes
+    one = {**one, "total": one["total"] + lockstep_cycles(cores, start_bytes, out_bytes_per_tile)}
     dram = n_tiles * dram_bytes_per_tile + cores * core_bytes
     out = on_grid(one, cores, per_core, dram)
     total = round(bank_queueing(one["total"], dram / DRAM_BYTES_PER_CYCLE))

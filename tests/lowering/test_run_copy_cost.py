@@ -62,13 +62,13 @@ def test_the_readers_work_before_its_first_tile_is_kept_beside_the_writers_round
 def test_a_columns_walk_fills_each_column_once_per_core_and_its_blocks_go_to_the_banks():
     # a.T of a 256 x 128 fp32 buffer: runs of 256 datums 512 bytes apart, 960-byte segments, 32 KB block fills
     runs = {"run": 256, "column_bytes": 960, "column_block": 32768, "slots": 256, "stride": 128}
-    one, one_bytes = mover_cost.column_fill_cycles(runs, 4, 1, None)
-    many, many_bytes = mover_cost.column_fill_cycles(runs, 4, 32, None)
+    one, one_bytes, _ = mover_cost.column_fill_cycles(runs, 4, 1, None)
+    many, many_bytes, _ = mover_cost.column_fill_cycles(runs, 4, 32, None)
     assert one_bytes == many_bytes == 4 * 32768        # 64 columns per block, every column filled once
     # 128 rows, not 4: each column's segment copy from its first datum's line, 137 words against 13
     assert many - one == 256 * (mover_cost.copy32_cycles(137) - mover_cost.copy32_cycles(13))
     # rows that outgrow a segment fill the column again
-    deep, deep_bytes = mover_cost.column_fill_cycles(runs, 4, 64, None)
+    deep, deep_bytes, _ = mover_cost.column_fill_cycles(runs, 4, 64, None)
     assert deep_bytes == 2 * many_bytes and deep > 2 * one
     # the blocks of 32 cores reach the banks beside the tiles' bytes
     reads = [("columns", "fp32", {**runs, "resident": False}, 0.0)]
@@ -101,7 +101,7 @@ def test_bool_bytes_are_widened_and_narrowed_datum_by_datum():
 def test_segments_filled_without_blocks_are_not_copied_and_short_columns_walk_cheaply():
     # a.T of 3 x 4000: three columns, each filled by one NoC read straight into its segment
     runs = {"run": 3, "column_bytes": 10880, "column_block": 0, "slots": 3, "stride": 4000}
-    cycles, nbytes = mover_cost.column_fill_cycles(runs, 4, 1, None)
+    cycles, nbytes, _ = mover_cost.column_fill_cycles(runs, 4, 1, None)
     assert cycles == 3 * 6 * 2 / 2 + 3 * (mover_cost.COLUMN_FILL_FIXED + mover_cost.MM_NOC_REQUEST
                                            + nbytes / 3 / mover_cost.NOC_BYTES_PER_CYCLE) + mover_cost.NOC_ROUND_TRIP
     # per datum: a column's set-up shared by its 341 datums of the tile, against 4 datums for runs of 256
@@ -128,3 +128,62 @@ def test_a_resident_strided_walk_pays_its_runs_steps():
     assert mover_cost.strided_datum_cycles(2) == pytest.approx((3 + 2 * 11) / 2)
     resident = {"run": 4, "resident": True, "step": "8u"}
     assert mover_cost.tile_read_cycles("strided", "fp32", resident) == 1024 * (18 + 4 * 3) / 4
+
+
+def _transpose_reads(dtype) -> list[tuple]:
+    """The launch model's input streams of -a.T for a 64 x 600 buffer of `dtype` (a columns walk with block fills)."""
+    from tinygrad import Tensor
+    from tinygrad.uop.ops import Ops
+    from tt_backend.lowering.select import lower
+    a = Tensor.empty(64, 600, device="CPU", dtype=dtype)
+    (call,) = [c for c in (-a.T).schedule_linear().src if c.op is Ops.CALL]
+    return lower(call.src[0], "t")._reads()[0]
+
+
+def test_a_bf16_tiles_halfwords_pay_their_zero_extension_in_the_walks():
+    from tinygrad import dtypes
+    (f32,), (bf16,) = _transpose_reads(dtypes.float32), _transpose_reads(dtypes.bfloat16)
+    assert f32[0] == bf16[0] == "columns" and (f32[1], bf16[1]) == ("fp32", "bf16")
+    assert bf16[3] - f32[3] == mover_cost.WALK_HALFWORD_PER_DATUM
+
+
+def test_each_cores_first_column_fill_joins_the_start_burst():
+    runs = {"run": 64, "column_bytes": 1024, "column_block": 32768, "slots": 64, "stride": 600, "resident": False}
+    _, nbytes, first = mover_cost.column_fill_cycles(runs, 2, 1, None)
+    assert first == 32768 < nbytes             # three blocks, the first read with the core's first tile
+    _, _, first = mover_cost.column_fill_cycles({**runs, "column_block": 0}, 2, 1, None)
+    assert first == 64 * (32 + 2 * 17)          # no blocks: every column's first segment at once
+    reads = [("columns", "bf16", runs, 0.0)]
+    write = ("contiguous", "fp32", 0.0)
+    # one core: no other core's burst to wait for
+    one = mover_cost.grid_pipeline_cycles(38, reads, write, 700.0, 1, 6 * 1024)
+    assert one == mover_cost.grid_pipeline_cycles(38, reads, write, 700.0, 1, 6 * 1024, first_bytes=first)
+    # every core's first block through the banks before the core served last has its data
+    alone = mover_cost.grid_pipeline_cycles(38, reads, write, 700.0, 38, 6 * 1024)
+    burst = mover_cost.grid_pipeline_cycles(38, reads, write, 700.0, 38, 6 * 1024, first_bytes=32768)
+    rate = mover_cost.DRAM_BYTES_PER_CYCLE * mover_cost.DRAM_SUSTAINED_SHARE
+    assert burst["total"] > alone["total"] + 0.9 * (38 * 32768 / rate - 32768 / mover_cost.NOC_BYTES_PER_CYCLE)
+
+
+def test_on_a_grid_the_first_cores_whole_tiles_set_the_pace_of_a_walk():
+    runs = {"run": 21, "stride": 50, "resident": True, "column_bytes": 0}
+    reads, write = [("columns", "bf16", runs, 2.0)], ("contiguous", "fp32", 0.0)
+    # 2 tiles, the second of 26 elements: the first core walks a whole tile's 1024 datums
+    grid = mover_cost.grid_pipeline_cycles(2, reads, write, 700.0, 2, 6 * 1024, valid=1050 / 2048)
+    assert grid["total"] == mover_cost.grid_pipeline_cycles(2, reads, write, 700.0, 2, 6 * 1024)["total"]
+    # a bulk reader's partial tile zeroes its pads: the tiles' average share stays the price
+    bulk = [("contiguous", "bf16", None, 0.0)]
+    assert mover_cost.grid_pipeline_cycles(2, bulk, write, 700.0, 2, 6 * 1024, valid=0.5)["total"] > \
+        mover_cost.grid_pipeline_cycles(2, bulk, write, 700.0, 2, 6 * 1024)["total"]
+
+
+def test_a_columns_walk_is_priced_by_the_slowest_cores_tiles_blocks_and_partial_runs():
+    # a.permute(2, 3, 0, 1) of 5 x 7 x 12 x 40: runs of 35, a block of whole runs stops where the outer 40 wraps
+    tiles = mover_cost.column_walk_tiles(16800, 35, 40)
+    block = mover_cost.COLUMN_BLOCK_PER_COLUMN * 35
+    assert tiles[0] == block + 1015 * mover_cost.COLUMN_BLOCK_PER_DATUM + 9 * mover_cost.COLUMN_PARTIAL_PER_DATUM
+    # tile 1 starts 9 datums into a run and crosses the wrap: two blocks and 26 + 18 partial datums
+    assert tiles[1] == 2 * block + 980 * mover_cost.COLUMN_BLOCK_PER_DATUM + 44 * mover_cost.COLUMN_PARTIAL_PER_DATUM
+    runs = {"run": 35, "last_size": 40}
+    assert mover_cost.column_walk_cycles(runs, 16800, 17) == max(tiles)
+    assert mover_cost.column_walk_cycles(runs, 16800, 1) == pytest.approx(sum(tiles) / len(tiles))
