@@ -17,6 +17,7 @@ from tt_backend.lowering.codegen.sfpu_codegen import compile_sfpu
 from tt_backend.lowering.codegen.sfpu_macro import with_macro_schedule
 from tt_backend.chip.grid import Grid
 from tt_backend.lowering.families.family import Candidate, Family, Kernel
+from tt_backend.lowering.families.index_cost import inlined_loads
 from tt_backend.lowering.families.tile_plan import READ_AHEAD, TilePlan, allocate_l1, window_bytes
 from tt_backend.lowering.families.tile_render import dst_overlap, render_tile_kernel
 from tt_backend.lowering.families.mover_cost import (WALK_WIDEN_PER_DATUM, column_fill_cycles, compute_stage,
@@ -82,9 +83,11 @@ class ElementwisePlan(TilePlan):
         tile."""
         reads, reloaded, before = [], 0, 0.0
         datums = min(TILE_ELEMS, self.n_elements)
+        inlined = inlined_loads([e for s in self.inputs for e in (s.index, s.valid)])
         for j, s in enumerate(self.inputs):
             c = stream_ctx(self, s, j)
-            extra = stream_datum_cycles(s, gather_ranges=len(self.ranges) if c["mode"] == "gather" else None)
+            extra = stream_datum_cycles(s, gather_ranges=len(self.ranges) if c["mode"] == "gather" else None,
+                                        inlined=inlined)
             if c["mode"] in ("strided", "columns") and c["esz"] != TILE_BYTES[s.tile_format] // TILE_ELEMS:
                 extra += WALK_WIDEN_PER_DATUM        # every datum converted on its way into the slot
             if c["mode"] == "gather":

@@ -288,14 +288,16 @@ def run_copy_cycles(runs: dict | None, tile_format: str, datums: float) -> float
     return (runs["copied"] - split) * datums / run * copy32_cycles(run * tsz / 4) + split * datums * COPY16_SPLIT
 
 
-def stream_datum_cycles(s: Stream, writer: bool = False, gather_ranges: int | None = None) -> float:
+def stream_datum_cycles(s: Stream, writer: bool = False, gather_ranges: int | None = None,
+                        inlined: frozenset[int] = frozenset()) -> float:
     """Cycles per datum stream `s` adds to its mover's mode figure (DATUM_EXTRA_MODES): its index math and its float16
     conversion; for the elementwise gather (`gather_ranges`: the kernel's iteration ranges) also the ranges and the
-    integer index math (GATHER_LOOP), which the other modes' figures hold."""
+    integer index math (GATHER_LOOP), which the other modes' figures hold; `inlined`: the index loaders the mover's
+    compiler inlines (index_cost.inlined_loads)."""
     exprs = [s.index, s.valid] if writer else [s.index, s.valid, s.value]
     convert = (FLOAT16_NARROW_EXTRA if writer else FLOAT16_WIDEN_EXTRA) if s.dtype == "float16" else 0
     walk = 0.0 if gather_ranges is None else GATHER_PER_RANGE * gather_ranges
-    return index_math_cycles(exprs, integer=gather_ranges is not None) + convert + walk
+    return index_math_cycles(exprs, integer=gather_ranges is not None, inlined=inlined) + convert + walk
 
 
 def gather_reload_cycles(loads: int, moved: int) -> float:
@@ -737,7 +739,8 @@ def grid_pipeline_cycles(n_tiles: int, reads: list[tuple[str, str, dict | None, 
     beside its tiles, column segments' fills); `price` adds CORE_LAUNCH_CYCLES per extra core (what the choice of the
     count minimises)."""
     per_core = -(-n_tiles // cores)
-    one = tile_pipeline_cycles(per_core, reads, write, compute_per_tile, valid, before)
+    # the largest range is the first core's: whole tiles, unless the launch has fewer elements than it has slots
+    one = tile_pipeline_cycles(per_core, reads, write, compute_per_tile, min(1.0, valid * n_tiles / per_core), before)
     window = min(per_core, read_ahead + 1) if reads_in_flight(reads) else 1
     one = {**one, "total": one["total"] + lockstep_cycles(cores, window * (dram_bytes_per_tile - out_bytes_per_tile),
                                                           out_bytes_per_tile)}

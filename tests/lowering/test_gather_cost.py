@@ -34,11 +34,30 @@ def test_float_math_once_per_structure_and_loads_at_every_occurrence():
     assert c.index_math_cycles([index, valid], integer=True) == 9 * c.INT_OP_CYCLES
     assert mover_cost.stream_datum_cycles(Stream(buf=0, dtype="float32", index=index, valid=valid),
                                           gather_ranges=2) == 9 * c.INT_OP_CYCLES + 2 * mover_cost.GATHER_PER_RANGE
-    # a loaded index wrapped for negative values: three calls in the rendered C, however the DAG shares them
+    # a loaded index wrapped for negative values: three calls in the rendered C, however the DAG shares them, of
+    # which the reader runs two (the test and the branch taken)
     ld = IndexExpr("LOAD", "int", (r,), arg=1)
     wrapped = IndexExpr("WHERE", "int", (ld.lt(0), ld + 40, ld))
-    assert c.index_math_cycles([wrapped * 33]) == 3 * c.LOAD_CYCLES
-    assert c.index_math_cycles([wrapped * 33, wrapped.lt(40)]) == 6 * c.LOAD_CYCLES
+    assert c.index_math_cycles([wrapped * 33]) == 2 * c.LOAD_CYCLES
+    assert c.index_math_cycles([wrapped * 33, wrapped.lt(40)]) == 4 * c.LOAD_CYCLES
+
+
+def test_loads_priced_as_run_and_inlined_where_gcc_inlines_them():
+    r = IndexExpr.range_var(0)
+    ld = IndexExpr("LOAD", "int", (r,), arg=1)
+    # a gate on loaded data: its test and the costlier branch (the gated value, mostly taken), not the cheap one
+    gated = IndexExpr("WHERE", "int", (ld.lt(0), ld * 3 + IndexExpr("LOAD", "int", (r + 1,), arg=2), IndexExpr.const(0)))
+    assert index_cost.index_math_cycles([gated]) == 3 * index_cost.LOAD_CYCLES
+    # max runs both operands in its test, then the larger once more
+    assert index_cost.index_math_cycles([IndexExpr("MAX", "int", (ld, IndexExpr.const(0)))]) == \
+        2 * index_cost.LOAD_CYCLES
+    # x.gather's index and validity call the loader from three places (inlined); x[idx]'s wrapped index from nine
+    valid = IndexExpr.all_of([IndexExpr("CMPNE", "bool", (ld.lt(0), IndexExpr.const(1))), ld.lt(50)])
+    assert index_cost.inlined_loads([ld + r * 50, valid]) == {1}
+    wrapped = IndexExpr("WHERE", "int", (ld.lt(0), ld + 40, ld))
+    assert index_cost.inlined_loads([wrapped * 33, IndexExpr.all_of([wrapped.lt(40), wrapped.lt(0)])]) == frozenset()
+    assert index_cost.index_math_cycles([ld + r * 50, valid], inlined=frozenset({1})) == \
+        3 * index_cost.LOAD_INLINED_CYCLES
 
 
 def test_the_per_datum_movers_pay_the_index_math_and_the_float16_conversion():
