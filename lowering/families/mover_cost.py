@@ -417,6 +417,15 @@ def pipeline(n_tiles: int, reader: float, compute: float, writer: float, fill: f
             "writer": round(writer * n_tiles), "total": round(total)}
 
 
+def l1_resident_cycles(n_tiles: int, reader: float, compute: float, writer: float, reader_fill: float = 0.0,
+                       writer_fill: float = 0.0) -> float:
+    """A launch measured L1 to L1 (TT_L1_RESIDENT=1, runtime/driver.py): the reader runs alone to its end, then the
+    compute cores and the writer start with every input tile in its CB, each core's cycles counted from its own
+    release: the slower of the reader's run (`reader_fill` before its first tile) and the compute and writer's
+    pipeline with nothing to wait for (`writer_fill`: the writer's work beyond its tiles, the last write's wait)."""
+    return max(reader_fill + n_tiles * reader, writer_fill + pipeline(n_tiles, 0.0, compute, writer)["total"])
+
+
 def tile_pipeline_cycles(n_tiles: int, reads: list[tuple], write: tuple, compute_per_tile: float,
                          valid: float = 1.0, before: float = 0.0) -> dict:
     """The tile pipeline's launch: reads = (mode, tile format, run structure, datum extra, ranges) per input, write =
@@ -427,16 +436,19 @@ def tile_pipeline_cycles(n_tiles: int, reads: list[tuple], write: tuple, compute
     flight (templates/reader.c.j2 `in_flight`, `reads_in_flight`): the round trip is paid once, in the fill, not per
     tile. Otherwise the plain contiguous inputs' reads are issued first and their round trip overlaps the other
     inputs' movers (`early`). A bulk writer keeps its writes in flight likewise (writer.c.j2): the last tile's
-    acknowledgement is waited for once."""
-    writer, fill = tile_write_cycles(*write, valid=valid), before
+    acknowledgement is waited for once. `l1_resident`: the launch measured L1 to L1 (l1_resident_cycles)."""
+    writer, fill, write_wait = tile_write_cycles(*write, valid=valid), before, 0.0
     if write[0].startswith("contiguous"):      # (the reader's work before its first tile stays in the fill)
-        writer, fill = writer - NOC_ROUND_TRIP, before + NOC_ROUND_TRIP
+        writer, fill, write_wait = writer - NOC_ROUND_TRIP, before + NOC_ROUND_TRIP, NOC_ROUND_TRIP
     if reads_in_flight(reads):
-        return pipeline(n_tiles, in_flight_read_cycles(reads, valid), compute_per_tile, writer, NOC_ROUND_TRIP + fill)
-    early = [r for r in reads if r[0] == "contiguous"]
-    others = sum(tile_read_cycles(*r, valid=valid) for r in reads if r[0] != "contiguous")
-    reader = in_flight_read_cycles(early, valid) + max(others, NOC_ROUND_TRIP if early else 0)
-    return pipeline(n_tiles, reader, compute_per_tile, writer, fill)
+        reader, reader_fill = in_flight_read_cycles(reads, valid), before + NOC_ROUND_TRIP
+        fill += NOC_ROUND_TRIP
+    else:
+        early = [r for r in reads if r[0] == "contiguous"]
+        others = sum(tile_read_cycles(*r, valid=valid) for r in reads if r[0] != "contiguous")
+        reader, reader_fill = in_flight_read_cycles(early, valid) + max(others, NOC_ROUND_TRIP if early else 0), before
+    return {**pipeline(n_tiles, reader, compute_per_tile, writer, fill),
+            "l1_resident": round(l1_resident_cycles(n_tiles, reader, compute_per_tile, writer, reader_fill, write_wait))}
 
 
 def head_broadcast(mode: str, runs: dict | None) -> bool:
