@@ -34,6 +34,8 @@ x.gather(1, idx) of a 32 x 50 one (three inlined loads) 70.7, 45 of them the loa
 """
 from __future__ import annotations
 
+import numpy as np
+
 from tt_backend.lowering.index import IndexExpr
 
 # libgcc's soft-float routines, cycles per call (measured as above), by index op on float operands
@@ -109,3 +111,36 @@ def index_math_cycles(exprs: list[IndexExpr | None], integer: bool = False,
             elif k not in pure and n.ranges():
                 pure[k] = node_cycles(n, integer, inlined)
     return sum(pure.values()) + sum(loaded.get(id(e), 0) for e in exprs if e is not None)
+
+
+def validity_terms(valid: IndexExpr | None) -> list[IndexExpr]:
+    """A validity's terms in the order C's `&&` evaluates them (the conjunction ALL and bool ANDs flattened)."""
+    if valid is None:
+        return []
+    if valid.op == "ALL" or valid.op == "AND" and valid.dtype == "bool":
+        return [t for s in valid.src for t in validity_terms(s)]
+    return [valid]
+
+
+def gated_math_cycles(index: IndexExpr, valid: IndexExpr | None, axes: list[np.ndarray]) -> float:
+    """Per element, the integer index math of a reader that tests the validity first and computes the index only
+    where it holds (templates/blocks/chunks.c.j2 `<operand>_index`): each validity term where the terms before it
+    held (C's `&&`), the index where all held, over the elements whose range values `axes` gives; a pure node
+    priced once, where it is first reached (the compiler evaluates a recurring expression once)."""
+    key: dict[int, tuple] = {}
+    seen: set[tuple] = set()
+
+    def new_cycles(e: IndexExpr) -> float:
+        out = 0.0
+        for n in e.toposort():
+            key[id(n)] = k = (n.op, n.dtype, n.arg, tuple(key[id(s)] for s in n.src))
+            if k not in seen and n.ranges():
+                seen.add(k)
+                out += node_cycles(n, integer=True)
+        return out
+    reach = np.ones(np.broadcast_shapes(*(a.shape for a in axes)), bool)
+    total = 0.0
+    for term in validity_terms(valid):
+        total += reach.mean() * new_cycles(term)
+        reach = reach & np.broadcast_to(term.evaluate(axes), reach.shape).astype(bool)
+    return total + reach.mean() * new_cycles(index)
