@@ -3,6 +3,7 @@ index_cost.py), where the tile pipeline's movers add it (mover_cost.stream_datum
 reloads of its walk (window_walk.py)."""
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from tt_backend.lowering.families import index_cost, mover_cost
@@ -101,3 +102,17 @@ def test_slots_past_the_end_step_every_range_past_two():
     assert past_end(1) == past_end(2) == 960 * mover_cost.GATHER_PAST_END_PER_SLOT
     step = 960 * mover_cost.GATHER_PAST_END_PER_RANGE
     assert past_end(4) - past_end(3) == pytest.approx(step) and past_end(3) - past_end(2) == pytest.approx(step)
+
+
+def test_an_index_behind_its_gate_is_computed_where_the_gate_holds():
+    # a 1-D pad of 2 on each side of an 8-wide row: datum r at r - 2, inside for 2 <= r < 10 (8 of 12)
+    r = IndexExpr.range_var(0)
+    first, second = IndexExpr("CMPNE", "bool", (r.lt(2), IndexExpr.const(1))), r.lt(10)
+    index = r + (-2)
+    axes = [np.arange(12)]
+    cycles = index_cost.gated_math_cycles(index, IndexExpr.all_of([first, second]), axes)
+    # the first term's two ops always, the second's one where the first held (10 of 12), the index's one (8 of 12)
+    assert cycles == pytest.approx(2 + 10 / 12 + 8 / 12)
+    # a term met again is not priced again; without a gate every op is priced
+    assert index_cost.gated_math_cycles(index, IndexExpr.all_of([first, first]), axes) == pytest.approx(2 + 10 / 12)
+    assert index_cost.gated_math_cycles(index, None, axes) == 1
