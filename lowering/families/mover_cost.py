@@ -751,12 +751,10 @@ def grid_pipeline_cycles(n_tiles: int, reads: list[tuple[str, str, dict | None, 
     beside its tiles, column segments' fills); `price` adds CORE_LAUNCH_CYCLES per extra core (what the choice of the
     count minimises)."""
     per_core = -(-n_tiles // cores)
-    # the slowest core: the first (the largest range, whole tiles where the launch has more elements than it has
-    # slots: a per-datum walk's longest) or the last (the partial tile, whose pads a bulk reader zeroes)
-    elements, (begin, end) = valid * n_tiles, split_ranges(n_tiles, cores)[-1]
-    one = max((tile_pipeline_cycles(tiles, reads, write, compute_per_tile, min(1.0, share / tiles), before)
-               for tiles, share in ((per_core, elements), (end - begin, elements - begin))),
-              key=lambda o: o["total"])
+    # a per-slot walk's slowest core is the first: the largest range, whole tiles where the launch has more elements
+    # than it has slots (the other modes keep the launch's share of elements)
+    first = min(1.0, valid * n_tiles / per_core) if any(r[0] in PER_SLOT_READS for r in reads) else valid
+    one = tile_pipeline_cycles(per_core, reads, write, compute_per_tile, first, before)
     window = min(per_core, read_ahead + 1) if reads_in_flight(reads) else 1
     one = {**one, "total": one["total"] + lockstep_cycles(cores, window * (dram_bytes_per_tile - out_bytes_per_tile),
                                                           out_bytes_per_tile)}
