@@ -98,7 +98,8 @@ def index_math_cycles(exprs: list[IndexExpr | None], integer: bool = False,
     """Per datum, a stream's expressions (index, validity, value; None: absent): the nodes that read a range and no
     buffer once per distinct structure (the C compiler evaluates a recurring pure expression once, and folds
     constants), the ones that load (and the math on what they load) as often as the reader evaluates them
-    (`evaluated_cycles`); integer ops when `integer`; the loaders of the slots in `inlined` inlined (`inlined_loads`)."""
+    (`evaluated_cycles`); integer ops when `integer`; the loaders of the slots in `inlined` inlined
+    (`inlined_loads`)."""
     key: dict[int, tuple] = {}          # node -> its structure (equal structures: one evaluation)
     loaded: dict[int, float] = {}       # node that loads -> the cycles of the rendered C under it
     pure: dict[tuple, float] = {}

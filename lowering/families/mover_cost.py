@@ -448,7 +448,8 @@ def tile_pipeline_cycles(n_tiles: int, reads: list[tuple], write: tuple, compute
         others = sum(tile_read_cycles(*r, valid=valid) for r in reads if r[0] != "contiguous")
         reader, reader_fill = in_flight_read_cycles(early, valid) + max(others, NOC_ROUND_TRIP if early else 0), before
     return {**pipeline(n_tiles, reader, compute_per_tile, writer, fill),
-            "l1_resident": round(l1_resident_cycles(n_tiles, reader, compute_per_tile, writer, reader_fill, write_wait))}
+            "l1_resident": round(l1_resident_cycles(n_tiles, reader, compute_per_tile, writer, reader_fill,
+                                                    write_wait))}
 
 
 def head_broadcast(mode: str, runs: dict | None) -> bool:

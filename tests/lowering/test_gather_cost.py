@@ -47,7 +47,8 @@ def test_loads_priced_as_run_and_inlined_where_gcc_inlines_them():
     r = IndexExpr.range_var(0)
     ld = IndexExpr("LOAD", "int", (r,), arg=1)
     # a gate on loaded data: its test and the costlier branch (the gated value, mostly taken), not the cheap one
-    gated = IndexExpr("WHERE", "int", (ld.lt(0), ld * 3 + IndexExpr("LOAD", "int", (r + 1,), arg=2), IndexExpr.const(0)))
+    other = IndexExpr("LOAD", "int", (r + 1,), arg=2)
+    gated = IndexExpr("WHERE", "int", (ld.lt(0), ld * 3 + other, IndexExpr.const(0)))
     assert index_cost.index_math_cycles([gated]) == 3 * index_cost.LOAD_CYCLES
     # max runs both operands in its test, then the larger once more
     assert index_cost.index_math_cycles([IndexExpr("MAX", "int", (ld, IndexExpr.const(0)))]) == \
