@@ -21,9 +21,10 @@ integer ops, each validity term where the terms before it held, the index where 
 by 8 x 3 x 3 x 3, padding 1, B (27 x 64, 84 % of it inside the image: 11.8 cycles of index math per element, 17 when
 every op was priced for every element) gathered, brisc busy 77.6K, 2.8K of it A's and the fixed part. Held out,
 conv3d's two matmuls (54 % inside) 1.27 / 1.22 -> 1.13 / 1.09. An operand's other per-element modes take the
-figure of the other operand's by the difference of the two stores (put8 against one store: 3.2). The gathers' window reloads are replayed on the host over the first row
-block (window_walk.window_loads), each its request, the round trip and its bytes. bf16 operands (a 16-bit load and
-a shift) are priced as fp32 ones, and rounded ones add the rounding (index_cost.ROUND_CYCLES).
+figure of the other operand's by the difference of the two stores (put8 against one store: 3.2). The gathers'
+window reloads are replayed on the host over the first row block (window_walk.window_loads), each its request, the
+round trip and its bytes. bf16 operands (a 16-bit load and a shift) are priced as fp32 ones, and rounded ones add
+the rounding (index_cost.ROUND_CYCLES).
 """
 from __future__ import annotations
 
