@@ -527,7 +527,8 @@ class TTProgram(Program):
                     if snaps is not None:
                         snaps.append(target.stats())
                         if record_to is not None and (mc := measured_cycles(tuple(snaps[-2:]))):
-                            predictions.record(record_to, launch["name"], launch["prediction"], mc["max"])
+                            predictions.record(record_to, launch["name"], launch["prediction"], mc["max"],
+                                               knobs.l1_resident())
             finally:
                 recorded = target.timeline_end() if timeline and recording else None
             stats = tuple(snaps) if snaps is not None else None

@@ -8,7 +8,8 @@ test suite or a script runs: `python -m tt_backend bench predictions` runs a pyt
 
 A row: {"kernel", "family" (the plan's class), "predicted" (launch total; None: the family has no launch model),
 "emulated", "cores", "grid", "tiles", "reader_modes" (how the reader moves each input), "test" (pytest's current test,
-when there is one)}.
+when there is one)}. A launch measured L1 to L1 (TT_L1_RESIDENT=1) is predicted so where its family's model prices
+that (the tile pipeline's `l1_resident`: the reader alone, then the compute and the writer).
 """
 from __future__ import annotations
 
@@ -25,12 +26,18 @@ def of_plan(plan) -> dict:
     total, cores and grid."""
     lc = plan.launch_cycles() or {}
     return {"family": type(plan).__name__, "predicted": lc.get("total"), "cores": lc.get("cores", plan.cores),
-            "grid": lc.get("grid"), "tiles": plan.n_tiles, "reader_modes": plan.reader_modes()}
+            "grid": lc.get("grid"), "tiles": plan.n_tiles, "reader_modes": plan.reader_modes(),
+            "predicted_l1_resident": lc.get("l1_resident")}
 
 
-def record(path: str, kernel: str, prediction: dict, emulated: int) -> None:
-    """Append one launch's row. One write of a whole line on a file opened for appending, so the rows of several
-    processes (pytest workers) do not interleave."""
+def record(path: str, kernel: str, prediction: dict, emulated: int, l1_resident: bool = False) -> None:
+    """Append one launch's row (`l1_resident`: the launch ran with its inputs resident in L1 first). One write of a
+    whole line on a file opened for appending, so the rows of several processes (pytest workers) do not
+    interleave."""
+    prediction = dict(prediction)
+    l1 = prediction.pop("predicted_l1_resident", None)
+    if l1_resident and l1 is not None:
+        prediction["predicted"] = l1
     row = {"kernel": kernel, **prediction, "emulated": emulated,
            "test": os.environ.get("PYTEST_CURRENT_TEST", "").rsplit(" (", 1)[0] or None}
     with open(path, "a") as f:

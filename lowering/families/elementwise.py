@@ -17,11 +17,13 @@ from tt_backend.lowering.codegen.sfpu_codegen import compile_sfpu
 from tt_backend.lowering.codegen.sfpu_macro import with_macro_schedule
 from tt_backend.chip.grid import Grid
 from tt_backend.lowering.families.family import Candidate, Family, Kernel
+from tt_backend.lowering.families.index_cost import inlined_loads
 from tt_backend.lowering.families.tile_plan import READ_AHEAD, TilePlan, allocate_l1, window_bytes
 from tt_backend.lowering.families.tile_render import dst_overlap, render_tile_kernel
-from tt_backend.lowering.families.mover_cost import (WALK_HALFWORD_PER_DATUM, WALK_WIDEN_PER_DATUM, column_fill_cycles,
-                                                     column_walk_cycles, compute_stage, gather_reload_cycles,
-                                                     grid_pipeline_cycles, stream_datum_cycles, window_load_cycles)
+from tt_backend.lowering.families.mover_cost import (NOC_ROUND_TRIP, WALK_HALFWORD_PER_DATUM, WALK_WIDEN_PER_DATUM,
+                                                     column_fill_cycles, column_walk_cycles, compute_stage,
+                                                     gather_reload_cycles, grid_pipeline_cycles, head_broadcast,
+                                                     reads_in_flight, stream_datum_cycles, window_load_cycles)
 from tt_backend.lowering.families.tile_streams import column_windows, reader_mode, stream_ctx, tile_grid
 from tt_backend.lowering.families.window_walk import tile_window_loads
 from tt_backend.lowering.frontend import LoweredKernel
@@ -83,12 +85,14 @@ class ElementwisePlan(TilePlan):
         beyond the mode's figure, the kernel's ranges), the bytes per tile the gathers' window reloads move
         (window_walk): the reloads are priced per datum of the tile, and their bytes go to the DRAM banks with the
         tiles'; and the loads of the windows that hold their buffer whole (resident), once per core before its first
-        tile."""
-        reads, reloaded, before = [], 0, 0.0
+        tile (a head broadcast's waited for with the first tile's reads where those are in flight: its bytes only)."""
+        reads, reloaded, windows = [], 0, []
         datums = min(TILE_ELEMS, self.n_elements)
+        inlined = inlined_loads([e for s in self.inputs for e in (s.index, s.valid)])
         for j, s in enumerate(self.inputs):
             c = stream_ctx(self, s, j)
-            extra = stream_datum_cycles(s, gather_ranges=len(self.ranges) if c["mode"] == "gather" else None)
+            extra = stream_datum_cycles(s, gather_ranges=len(self.ranges) if c["mode"] == "gather" else None,
+                                        inlined=inlined)
             if c["mode"] in ("strided", "columns") and c["esz"] != TILE_BYTES[s.tile_format] // TILE_ELEMS:
                 extra += WALK_WIDEN_PER_DATUM        # every datum converted on its way into the slot
             elif c["mode"] in ("strided", "columns") and s.tile_format == "bf16":
@@ -100,9 +104,10 @@ class ElementwisePlan(TilePlan):
                 reloaded += moved
             nbytes = self.buffers[s.buf].nbytes
             if (c["runs"] or {}).get("resident") or (c["mode"] == "gather" and nbytes <= window_bytes(self, f"in{j}")):
-                before += window_load_cycles(nbytes)
+                windows.append((window_load_cycles(nbytes), head_broadcast(c["mode"], c["runs"])))
             reads.append((c["mode"], s.tile_format, c["runs"], extra, len(self.ranges)))
-        return reads, reloaded, before
+        overlapped = NOC_ROUND_TRIP if reads_in_flight(reads) else 0.0
+        return reads, reloaded, sum(load - (overlapped if head else 0) for load, head in windows)
 
 
 def plan_sfpu(lk: LoweredKernel) -> ElementwisePlan:

@@ -331,14 +331,16 @@ def run_copy_cycles(runs: dict | None, tile_format: str, datums: float) -> float
     return (runs["copied"] - split) * datums / run * copy32_cycles(run * tsz / 4) + split * datums * COPY16_SPLIT
 
 
-def stream_datum_cycles(s: Stream, writer: bool = False, gather_ranges: int | None = None) -> float:
+def stream_datum_cycles(s: Stream, writer: bool = False, gather_ranges: int | None = None,
+                        inlined: frozenset[int] = frozenset()) -> float:
     """Cycles per datum stream `s` adds to its mover's mode figure (DATUM_EXTRA_MODES): its index math and its float16
     conversion; for the elementwise gather (`gather_ranges`: the kernel's iteration ranges) also the ranges and the
-    integer index math (GATHER_LOOP), which the other modes' figures hold."""
+    integer index math (GATHER_LOOP), which the other modes' figures hold; `inlined`: the index loaders the mover's
+    compiler inlines (index_cost.inlined_loads)."""
     exprs = [s.index, s.valid] if writer else [s.index, s.valid, s.value]
     convert = (FLOAT16_NARROW_EXTRA if writer else FLOAT16_WIDEN_EXTRA) if s.dtype == "float16" else 0
     walk = 0.0 if gather_ranges is None else GATHER_PER_RANGE * gather_ranges
-    return index_math_cycles(exprs, integer=gather_ranges is not None) + convert + walk
+    return index_math_cycles(exprs, integer=gather_ranges is not None, inlined=inlined) + convert + walk
 
 
 def gather_reload_cycles(loads: int, moved: int) -> float:
@@ -487,6 +489,15 @@ def pipeline(n_tiles: int, reader: float, compute: float, writer: float, fill: f
             "writer": round(writer * n_tiles), "total": round(total)}
 
 
+def l1_resident_cycles(n_tiles: int, reader: float, compute: float, writer: float, reader_fill: float = 0.0,
+                       writer_fill: float = 0.0) -> float:
+    """A launch measured L1 to L1 (TT_L1_RESIDENT=1, runtime/driver.py): the reader runs alone to its end, then the
+    compute cores and the writer start with every input tile in its CB, each core's cycles counted from its own
+    release: the slower of the reader's run (`reader_fill` before its first tile) and the compute and writer's
+    pipeline with nothing to wait for (`writer_fill`: the writer's work beyond its tiles, the last write's wait)."""
+    return max(reader_fill + n_tiles * reader, writer_fill + pipeline(n_tiles, 0.0, compute, writer)["total"])
+
+
 def tile_pipeline_cycles(n_tiles: int, reads: list[tuple], write: tuple, compute_per_tile: float,
                          valid: float = 1.0, before: float = 0.0) -> dict:
     """The tile pipeline's launch: reads = (mode, tile format, run structure, datum extra, ranges) per input, write =
@@ -497,16 +508,20 @@ def tile_pipeline_cycles(n_tiles: int, reads: list[tuple], write: tuple, compute
     flight (templates/reader.c.j2 `in_flight`, `reads_in_flight`): the round trip is paid once, in the fill, not per
     tile. Otherwise the plain contiguous inputs' reads are issued first and their round trip overlaps the other
     inputs' movers (`early`). A bulk writer keeps its writes in flight likewise (writer.c.j2): the last tile's
-    acknowledgement is waited for once."""
-    writer, fill = tile_write_cycles(*write, valid=valid), before
+    acknowledgement is waited for once. `l1_resident`: the launch measured L1 to L1 (l1_resident_cycles)."""
+    writer, fill, write_wait = tile_write_cycles(*write, valid=valid), before, 0.0
     if write[0].startswith("contiguous"):      # (the reader's work before its first tile stays in the fill)
-        writer, fill = writer - NOC_ROUND_TRIP, before + NOC_ROUND_TRIP
+        writer, fill, write_wait = writer - NOC_ROUND_TRIP, before + NOC_ROUND_TRIP, NOC_ROUND_TRIP
     if reads_in_flight(reads):
-        return pipeline(n_tiles, in_flight_read_cycles(reads, valid), compute_per_tile, writer, NOC_ROUND_TRIP + fill)
-    early = [r for r in reads if r[0] == "contiguous"]
-    others = sum(tile_read_cycles(*r, valid=valid) for r in reads if r[0] != "contiguous")
-    reader = in_flight_read_cycles(early, valid) + max(others, NOC_ROUND_TRIP if early else 0)
-    return pipeline(n_tiles, reader, compute_per_tile, writer, fill)
+        reader, reader_fill = in_flight_read_cycles(reads, valid), before + NOC_ROUND_TRIP
+        fill += NOC_ROUND_TRIP
+    else:
+        early = [r for r in reads if r[0] == "contiguous"]
+        others = sum(tile_read_cycles(*r, valid=valid) for r in reads if r[0] != "contiguous")
+        reader, reader_fill = in_flight_read_cycles(early, valid) + max(others, NOC_ROUND_TRIP if early else 0), before
+    return {**pipeline(n_tiles, reader, compute_per_tile, writer, fill),
+            "l1_resident": round(l1_resident_cycles(n_tiles, reader, compute_per_tile, writer, reader_fill,
+                                                    write_wait))}
 
 
 def head_broadcast(mode: str, runs: dict | None) -> bool:
@@ -809,12 +824,14 @@ def grid_pipeline_cycles(n_tiles: int, reads: list[tuple[str, str, dict | None, 
     (bank_queueing; `total`, emulated cycles; `core_bytes`: what each core reads beside its tiles, column segments'
     fills); `price` adds CORE_LAUNCH_CYCLES per extra core (what the choice of the count minimises). On a grid the
     largest range is the first core's, whose tiles are whole: where a whole tile costs more than the tiles' average
-    share of elements (`valid`: walks that touch every datum), that core sets the pace. The per-slot gathers keep the
-    average share, their own model's (their loaded-index figure prices x[idx] 1.3 times its emulated cycles on one
-    core: with whole tiles getitem_rows on 3 cores went from 1.07 to 1.41)."""
+    share of elements (`valid`: walks that touch every datum), that core sets the pace. A per-slot walk (gather,
+    computed) is priced on that core's share alone, whole tiles where the launch has more elements than it has slots
+    (x[idx] on 3 cores: 0.75 of the slots)."""
     per_core = -(-n_tiles // cores)
-    one = tile_pipeline_cycles(per_core, reads, write, compute_per_tile, valid, before)
-    if cores > 1 and valid < 1.0 and not any(mode in PER_SLOT_READS for mode, *_ in reads):
+    per_slot = any(mode in PER_SLOT_READS for mode, *_ in reads)
+    first = min(1.0, valid * n_tiles / per_core) if per_slot else valid
+    one = tile_pipeline_cycles(per_core, reads, write, compute_per_tile, first, before)
+    if cores > 1 and valid < 1.0 and not per_slot:
         one = max(one, tile_pipeline_cycles(per_core, reads, write, compute_per_tile, 1.0, before),
                   key=lambda p: p["total"])
     window = min(per_core, read_ahead + 1) if reads_in_flight(reads) else 1

@@ -15,19 +15,22 @@ TRISC1 per 8-k chunk: 4 x (column halves) passes of the B setup (5 SFPU words), 
 MOP's REPLAYs (10 words per row group) and one auto-stall per row group; 870 cycles per chunk at 8 row groups and
 both halves (64^3: thread 1 issues 694 per chunk), 337 at 2 row groups (8 x 64 x 32); at one row group and one half
 (4 x 64 x 16) the unpacker's 8 KB A chunk and 1 KB B chunk set the pace, 175 per chunk.
-Elements gathered by an index expression (mode "indexed": the range values stepped by a carry, the offset and the
-gate evaluated per element) take 26.3 beside their index math (index_cost.py, integer ops): conv2d of 1 x 3 x 8 x 8
-by 8 x 3 x 3 x 3, padding 1, B (27 x 64, 17 ops per element) gathered, brisc busy 77.6K, 2.8K of it A's and the
-fixed part. An operand's other per-element modes take the figure of the other operand's by the difference of the
-two stores (put8 against one store: 3.2). The gathers' window reloads are replayed on the host over the first row
-block (window_walk.window_loads), each its request, the round trip and its bytes. bf16 operands (a 16-bit load and
-a shift) are priced as fp32 ones, and rounded ones add the rounding (index_cost.ROUND_CYCLES).
+Elements gathered by an index expression (mode "indexed": the range values stepped by a carry, the gate tested and,
+where it holds, the offset computed per element) take 31.5 beside their index math (index_cost.gated_math_cycles:
+integer ops, each validity term where the terms before it held, the index where all held): conv2d of 1 x 3 x 8 x 8
+by 8 x 3 x 3 x 3, padding 1, B (27 x 64, 84 % of it inside the image: 11.8 cycles of index math per element, 17 when
+every op was priced for every element) gathered, brisc busy 77.6K, 2.8K of it A's and the fixed part. Held out,
+conv3d's two matmuls (54 % inside) 1.27 / 1.22 -> 1.13 / 1.09. An operand's other per-element modes take the
+figure of the other operand's by the difference of the two stores (put8 against one store: 3.2). The gathers'
+window reloads are replayed on the host over the first row block (window_walk.window_loads), each its request, the
+round trip and its bytes. bf16 operands (a 16-bit load and a shift) are priced as fp32 ones, and rounded ones add
+the rounding (index_cost.ROUND_CYCLES).
 """
 from __future__ import annotations
 
 import numpy as np
 
-from tt_backend.lowering.families.index_cost import ROUND_CYCLES, index_math_cycles
+from tt_backend.lowering.families.index_cost import ROUND_CYCLES, gated_math_cycles
 from tt_backend.lowering.families.matmul_spec import stage_bytes, stage_in_bytes
 from tt_backend.lowering.families.mover_cost import (MM_NOC_REQUEST, MM_WRITE_PER_ELEM, NOC_BYTES_PER_CYCLE,
                                                      NOC_ROUND_TRIP, on_grid, pipeline)
@@ -36,8 +39,8 @@ from tt_backend.lowering.families.window_walk import window_loads
 from tt_backend.lowering.plan import DTYPE_SIZE
 
 # brisc cycles per operand element by reader mode (matmul_spec.operand_ctx)
-A_PER_ELEM = {"rows": 9.7, "cols": 11.5, "gather": 35.6, "indexed": 26.3 + 9.7 - 6.5}
-B_PER_ELEM = {"rows": 6.5, "cols": 6.8, "gather": 35.6 + 6.5 - 9.7, "indexed": 26.3}
+A_PER_ELEM = {"rows": 9.7, "cols": 11.5, "gather": 35.6, "indexed": 31.5 + 9.7 - 6.5}
+B_PER_ELEM = {"rows": 6.5, "cols": 6.8, "gather": 35.6 + 6.5 - 9.7, "indexed": 31.5}
 READER_FIXED = 350
 ZERO_PER_WORD = 2.7
 # one replicated A element: zeros past K are put the same way, and those past M by put16 two per call, each with the
@@ -81,25 +84,38 @@ def operand_fetch_cycles(o, mode: str, rows: int, cols: int, stage: int, window:
     return rows / replayed * (loads * (NOC_ROUND_TRIP + MM_NOC_REQUEST) + moved / NOC_BYTES_PER_CYCLE)
 
 
-def element_offsets(o, rows: int, cols: int) -> np.ndarray:
-    """The byte offsets the reader fetches the block's elements from, row by row (chunks.c.j2 fill_a / fill_b gather
-    and indexed walks), gated-off elements left out."""
+def block_axes(o, rows: int, cols: int) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
+    """The block's elements row by row: (row, column, the gather's range values per element) (chunks.c.j2 fill_a /
+    fill_b gather and indexed walks; the ranges empty for an operand that is not gathered)."""
     r, c = (a.reshape(-1) for a in np.meshgrid(np.arange(rows), np.arange(cols), indexing="ij"))
     if o.gather is None:
-        return (o.offset + r * o.rs + c * o.cs) * DTYPE_SIZE[o.dtype]
+        return r, c, []
     g, axes = o.gather, [np.zeros_like(r)] * len(o.gather.sizes)
     for flat, group in ((r, g.groups[1]), (c, g.groups[2])):      # innermost range first, as the reader's _at
         for j, rng in enumerate(reversed(group)):
             axes[rng] = flat if j == len(group) - 1 else flat % g.sizes[rng]
             flat = flat // g.sizes[rng]
+    return r, c, axes
+
+
+def element_offsets(o, rows: int, cols: int) -> np.ndarray:
+    """The byte offsets the reader fetches the block's elements from, row by row, gated-off elements left out."""
+    r, c, axes = block_axes(o, rows, cols)
+    if o.gather is None:
+        return (o.offset + r * o.rs + c * o.cs) * DTYPE_SIZE[o.dtype]
+    g = o.gather
     at = np.broadcast_to(g.index.evaluate(axes), r.shape).astype(np.int64) * DTYPE_SIZE[o.dtype]
     return at if g.valid is None else at[np.broadcast_to(g.valid.evaluate(axes), r.shape).astype(bool)]
 
 
-def element_cycles(o, per_elem: dict, mode: str) -> float:
-    """The reader's cycles per element of operand `o` in `mode`: the mode's figure, its index math when gathered by
-    an index expression, the rounding of an fp32 operand rounded to bf16."""
-    extra = index_math_cycles([o.gather.index, o.gather.valid], integer=True) if mode == "indexed" else 0
+def element_cycles(o, per_elem: dict, mode: str, rows: int, cols: int) -> float:
+    """The reader's cycles per element of operand `o` in `mode` over its first `rows` x `cols` block: the mode's
+    figure, its index math when gathered by an index expression (the validity's terms and the index as far as the
+    reader gets with each element: index_cost.gated_math_cycles), the rounding of an fp32 operand rounded to bf16."""
+    extra = 0.0
+    if mode == "indexed":
+        replayed = min(rows, max(1, WALK_REPLAY_MAX // cols))
+        extra = gated_math_cycles(o.gather.index, o.gather.valid, block_axes(o, replayed, cols)[2])
     return per_elem[mode] + extra + (ROUND_CYCLES["bf16"] if o.dtype == "float32" and o.tile == "bf16" else 0)
 
 
@@ -111,13 +127,14 @@ def sfpu_matmul_cycles(plan, modes: tuple[str, str], row_groups: int, halves: in
     elements filled; its partial C tiles' pack and unpack are left out)."""
     s = plan.spec
     mt, nt, _ = plan.tiles
-    a_elem, b_elem = element_cycles(s.a, A_PER_ELEM, modes[0]), element_cycles(s.b, B_PER_ELEM, modes[1])
     cols = min(s.N, 32 * plan.ntg)
+    rows = min(32, s.M)
+    a_elem, b_elem = (element_cycles(s.a, A_PER_ELEM, modes[0], rows, s.K),
+                      element_cycles(s.b, B_PER_ELEM, modes[1], s.K, cols))
     kpad = 8 * plan.kc
     zero_b = ZERO_PER_WORD * plan.kc * plan.ntg * 256 if s.K < kpad or s.N < 32 * plan.ntg * plan.ng else 0
     stage, window = stage_bytes(s), stage_in_bytes(s)   # the gathers' window: STAGE_IN_BYTES
     fill_b = b_elem * s.K * cols + operand_fetch_cycles(s.b, modes[1], s.K, cols, stage, window)
-    rows = min(32, s.M)
     past_m = 4 * row_groups - rows if mt == 1 else 0        # rows the MOP computes past M (one row block)
     fill_a = (a_elem * rows * s.K + PUT8 * rows * (kpad - s.K)
               + operand_fetch_cycles(s.a, modes[0], rows, s.K, stage, window))

@@ -76,7 +76,8 @@ from tt_backend.lowering.families.matmul_match import kernel_matmul
 from tt_backend.lowering.families.tile_plan import ReducePass, ReducePlan, TilePlan, allocate_l1
 from tt_backend.lowering.families.tile_render import render_tile_kernel
 from tt_backend.lowering.families.mover_cost import (NOC_ROUND_TRIP, RED_PER_DATUM, RED_WALK_MIN_SLOTS,
-                                                     group_write_cycles, on_grid, pad_fill_cycles, pipeline,
+                                                     group_write_cycles, l1_resident_cycles, on_grid, pad_fill_cycles,
+                                                     pipeline,
                                                      red_datum_read_cycles, reduce_walk_cycles, stream_datum_cycles,
                                                      tile_read_cycles, window_load_cycles)
 from tt_backend.lowering.families.tile_streams import reader_mode, stream_ctx
@@ -142,7 +143,9 @@ class SfpuReducePlan(TilePlan):
         cores, rp, unit = self.cores if cores is None else cores, self.reduce, self.split_unit
         per_core = -(-rp.groups // cores) * unit
         read, fill = self.read_cycles()
-        one = pipeline(per_core, read, cyc["total"] + cyc["per_group"] / unit, self.write_cycles(), fill)
+        compute = cyc["total"] + cyc["per_group"] / unit
+        one = {**pipeline(per_core, read, compute, self.write_cycles(), fill),
+               "l1_resident": round(l1_resident_cycles(per_core, read, compute, self.write_cycles(), fill))}
         dram = sum(DTYPE_SIZE[s.dtype] for s, dep in zip(self.inputs, rp.k_dep) if s.value is None and dep)
         out = on_grid(one, cores, per_core, self.n_tiles * rp.sends // rp.passes * TILE_ELEMS * dram + self.out_bytes())
         return {**out, "grid": "x".join(map(str, Grid().shape(cores)))}

@@ -3,6 +3,7 @@ index_cost.py), where the tile pipeline's movers add it (mover_cost.stream_datum
 reloads of its walk (window_walk.py)."""
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from tt_backend.lowering.families import index_cost, mover_cost
@@ -34,11 +35,31 @@ def test_float_math_once_per_structure_and_loads_at_every_occurrence():
     assert c.index_math_cycles([index, valid], integer=True) == 9 * c.INT_OP_CYCLES
     assert mover_cost.stream_datum_cycles(Stream(buf=0, dtype="float32", index=index, valid=valid),
                                           gather_ranges=2) == 9 * c.INT_OP_CYCLES + 2 * mover_cost.GATHER_PER_RANGE
-    # a loaded index wrapped for negative values: three calls in the rendered C, however the DAG shares them
+    # a loaded index wrapped for negative values: three calls in the rendered C, however the DAG shares them, of
+    # which the reader runs two (the test and the branch taken)
     ld = IndexExpr("LOAD", "int", (r,), arg=1)
     wrapped = IndexExpr("WHERE", "int", (ld.lt(0), ld + 40, ld))
-    assert c.index_math_cycles([wrapped * 33]) == 3 * c.LOAD_CYCLES
-    assert c.index_math_cycles([wrapped * 33, wrapped.lt(40)]) == 6 * c.LOAD_CYCLES
+    assert c.index_math_cycles([wrapped * 33]) == 2 * c.LOAD_CYCLES
+    assert c.index_math_cycles([wrapped * 33, wrapped.lt(40)]) == 4 * c.LOAD_CYCLES
+
+
+def test_loads_priced_as_run_and_inlined_where_gcc_inlines_them():
+    r = IndexExpr.range_var(0)
+    ld = IndexExpr("LOAD", "int", (r,), arg=1)
+    # a gate on loaded data: its test and the costlier branch (the gated value, mostly taken), not the cheap one
+    other = IndexExpr("LOAD", "int", (r + 1,), arg=2)
+    gated = IndexExpr("WHERE", "int", (ld.lt(0), ld * 3 + other, IndexExpr.const(0)))
+    assert index_cost.index_math_cycles([gated]) == 3 * index_cost.LOAD_CYCLES
+    # max runs both operands in its test, then the larger once more
+    assert index_cost.index_math_cycles([IndexExpr("MAX", "int", (ld, IndexExpr.const(0)))]) == \
+        2 * index_cost.LOAD_CYCLES
+    # x.gather's index and validity call the loader from three places (inlined); x[idx]'s wrapped index from nine
+    valid = IndexExpr.all_of([IndexExpr("CMPNE", "bool", (ld.lt(0), IndexExpr.const(1))), ld.lt(50)])
+    assert index_cost.inlined_loads([ld + r * 50, valid]) == {1}
+    wrapped = IndexExpr("WHERE", "int", (ld.lt(0), ld + 40, ld))
+    assert index_cost.inlined_loads([wrapped * 33, IndexExpr.all_of([wrapped.lt(40), wrapped.lt(0)])]) == frozenset()
+    assert index_cost.index_math_cycles([ld + r * 50, valid], inlined=frozenset({1})) == \
+        3 * index_cost.LOAD_INLINED_CYCLES
 
 
 def test_the_per_datum_movers_pay_the_index_math_and_the_float16_conversion():
@@ -82,3 +103,17 @@ def test_slots_past_the_end_step_every_range_past_two():
     assert past_end(1) == past_end(2) == 960 * mover_cost.GATHER_PAST_END_PER_SLOT
     step = 960 * mover_cost.GATHER_PAST_END_PER_RANGE
     assert past_end(4) - past_end(3) == pytest.approx(step) and past_end(3) - past_end(2) == pytest.approx(step)
+
+
+def test_an_index_behind_its_gate_is_computed_where_the_gate_holds():
+    # a 1-D pad of 2 on each side of an 8-wide row: datum r at r - 2, inside for 2 <= r < 10 (8 of 12)
+    r = IndexExpr.range_var(0)
+    first, second = IndexExpr("CMPNE", "bool", (r.lt(2), IndexExpr.const(1))), r.lt(10)
+    index = r + (-2)
+    axes = [np.arange(12)]
+    cycles = index_cost.gated_math_cycles(index, IndexExpr.all_of([first, second]), axes)
+    # the first term's two ops always, the second's one where the first held (10 of 12), the index's one (8 of 12)
+    assert cycles == pytest.approx(2 + 10 / 12 + 8 / 12)
+    # a term met again is not priced again; without a gate every op is priced
+    assert index_cost.gated_math_cycles(index, IndexExpr.all_of([first, first]), axes) == pytest.approx(2 + 10 / 12)
+    assert index_cost.gated_math_cycles(index, None, axes) == 1
