@@ -26,33 +26,38 @@ from tt_backend.lowering.stage_inline import inline_stages
 from tt_backend.lowering.store_split import split_stored_where
 
 
-def select(kernel: Kernel) -> Plan:
+def select(kernel: Kernel, max_cores: int | None = None) -> Plan:
     """Reductions and the elementwise over their elements in one launch where they fuse (fused_reduce.fused), unless
     the launch model prices the staged launches of a hoisted reduction lower (a reader gathering per datum in every
     pass, or a writer scattering per datum, can cost more than a second launch), each launch split over the cores the
-    driver will give it; else a reduction many output elements share is computed once first (staged.hoisted); else
-    the selector's rule."""
+    driver will give it (at most `max_cores`: launches_cycles); else a reduction many output elements share is
+    computed once first (staged.hoisted); else the selector's rule."""
     one, staged = fused(kernel), hoisted(kernel, ONE_PASS)
-    if one is not None and (staged is None or launches_cycles(one) <= launches_cycles(staged)):
+    if one is not None and (staged is None or launches_cycles(one, max_cores) <= launches_cycles(staged, max_cores)):
         return one
     return staged or choose(kernel, REGISTRY)
 
 
 def launches_cycles(plan: Plan, max_cores: int | None = None) -> float:
     """The plan's launches as the launch model prices them (math.inf where a launch has no model), each split as the
-    driver splits it (Plan.use_cores over at most `max_cores`, default TT_CORES or the emulator's grid: a fused
-    launch over few output groups and a staged pair over many tiles compare at one core, not as they run)."""
-    max_cores = max_cores or knobs.cores() or TARGETS["emu"].tiles
+    driver splits it (Plan.use_cores over at most `max_cores`, the driver's count for its target: ops_tt passes it;
+    default TT_CORES or the emulator's grid, capped at the grid: a fused launch over few output groups and a staged
+    pair over many tiles compare at one core, not as they run). Each plan's core count is put back after: the driver
+    chooses its own (a count left on the plan would steer the Dst-group choice of the driver's use_cores)."""
+    grid = TARGETS["emu"].tiles
+    max_cores = max_cores or min(knobs.cores() or grid, grid)
     total = 0.0
     for p in plan.launches:
         if p.launch_cycles() is None:
             return math.inf
+        before = p.cores
         p.use_cores(max_cores)
         total += p.launch_cycles()["total"]
+        p.cores = before
     return total
 
 
-def lower(sink: UOp, name: str, placer: Placer | None = None) -> Plan:
+def lower(sink: UOp, name: str, placer: Placer | None = None, max_cores: int | None = None) -> Plan:
     """tinygrad kernel AST -> the selected plan (SFPU programs compiled, L1 allocated). Raises UnsupportedOp naming
     the problem. `placer` (injected by tt_backend: it needs the emulator's numeric models) lets engines be chosen
     by precision and cost; without one everything runs on the SFPU in float32. Reductions over pure index math
@@ -60,6 +65,7 @@ def lower(sink: UOp, name: str, placer: Placer | None = None) -> Plan:
     (lowering/prefix_split.py), quotients and remainders of affine indices made affine where one case survives
     (lowering/quotient_split.py), load gates an enclosing WHERE tests dropped (lowering/implied_gates.py), a stored
     WHERE on a range bound into one STORE per part (lowering/store_split.py), after the reads of local STAGE buffers
-    are recomputed in place (lowering/stage_inline.py)."""
+    are recomputed in place (lowering/stage_inline.py). `max_cores`: the most cores the driver will split a launch
+    over on its target (select prices the fused launch and the staged pair at it)."""
     rewritten = drop_implied_gates(split_quotients(split_prefix_reductions(fold_index_reductions(inline_stages(sink)))))
-    return select(Kernel(split_stored_where(rewritten), name, placer))
+    return select(Kernel(split_stored_where(rewritten), name, placer), max_cores)

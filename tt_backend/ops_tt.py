@@ -236,11 +236,13 @@ def build_bundle(variant: UOp, name: str, tt_target) -> tuple:
     from tt_backend.lowering.plan import for_target
     from tt_backend.lowering.select import lower
     from tt_backend.placement_eval import check_meta, placer   # placement under TT_ERR_BUDGET(_SAMPLED), TT_PLACE; TT_CHECK
-    plan = lower(variant, name, placer(knobs.err_budget(), knobs.place_spec(), sampled=knobs.budget_sampled()))
+    max_cores = min(knobs.cores() or tt_target.tiles, tt_target.tiles)      # a card's target has one tile
+    plan = lower(variant, name, placer(knobs.err_budget(), knobs.place_spec(), sampled=knobs.budget_sampled()),
+                 max_cores)
     d, key, texts, elf_sets, stage_reports = knobs.dump_dir(), variant.key.hex()[:8], [], [], []
     for stage in plan.launches:     # a staged plan (lowering/families/staged.py): each stage is a kernel of its own
         for_target(stage, tt_target)
-        stage.use_cores(min(knobs.cores() or tt_target.tiles, tt_target.tiles))
+        stage.use_cores(max_cores)
         sources, headers, elfs = compile_stage(stage)
         elf_sets.append(elfs)
         texts.append(format_source(sources, headers))

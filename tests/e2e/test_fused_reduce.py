@@ -279,3 +279,16 @@ def test_scattered_output_by_index_same_bits_on_ttsim():
         xt, wt = Tensor(x, device=device), Tensor(w, device=device)
         return [t.numpy().tobytes() for t in xt.conv_transpose2d(wt).sum().gradient(xt, wt)]
     assert grads("TT:ttsim") == grads("TT:emu")
+
+
+def test_fused_or_staged_chosen_at_the_targets_core_count(monkeypatch):
+    """select prices the fused launch and the staged pair split over the cores the driver gives them on its target
+    (ops_tt passes max_cores: a card's target has one tile): RMSNorm-2048 without a budget is one fused launch on one
+    core and two staged launches where more cores split the elementwise; the plans it priced keep no core count."""
+    from tt_backend.placement_eval import placer
+    monkeypatch.delenv("TT_CORES", raising=False)
+    (sink,) = [s for s in sinks("rms", (2048,), "bfloat16", "float32", 2) if any(u.op is Ops.REDUCE for u in
+                                                                                 s.toposort())]
+    one, many = lower(sink, "r", placer(None), max_cores=1), lower(sink, "r", placer(None), max_cores=120)
+    assert isinstance(one, FusedReducePlan) and isinstance(many, StagedPlan)
+    assert all(p.cores == 1 for plan in (one, many) for p in plan.launches)
