@@ -109,6 +109,19 @@ class FusedReducePlan(SfpuReducePlan):
         out = red_out_cycles(rp.out_step, datums, runs, rp.tiles_per_group, esz, split=esz == 2 and first % 2 == 1)
         return out / (rp.tiles_per_group * rp.passes)
 
+    def pipeline_cycles(self, tiles: int, read: float, compute: float, fill: float) -> dict:
+        """A group sent once per pass (not `resident`) runs pass by pass: a pass needs the earlier passes' results, so
+        the reader runs ahead by what the CBs hold only, and each pass goes at its own slower stage, not at the
+        passes' average (RMSNorm of 5000 fp32, 5 tiles a pass: the first pass the reader's 1.2K a tile, the last the
+        SFPU's 2.8K, TT_DUMP timeline); a resident group's tiles, read once, keep SfpuReducePlan's pipeline."""
+        one = super().pipeline_cycles(tiles, read, compute, fill)
+        rp = self.reduce
+        if rp.resident or rp.passes == 1:
+            return one
+        cyc, write = self.compute_cycles(), self.write_cycles()
+        group = rp.tiles_per_group * sum(max(read, c, write) for c in cyc["per_pass"]) + cyc["per_group"]
+        return {**one, "total": round(fill + read + write + tiles // self.split_unit * group)}
+
     def launch_cycles(self, cores: int | None = None) -> dict:
         """SfpuReducePlan's pipeline, or where a scattered writer ("red out": RISC-V work per datum, not a bulk
         write's round trip, which overlaps) bounds the launch, the writer's own time: the pipeline spreads its work
@@ -169,26 +182,30 @@ def fused_cycles(plan: FusedReducePlan) -> dict:
     (tile_render.second_dst_group) a tile's unpack and the previous one's pack run beside its SFPU program: per tile
     the slowest of the three, the first unpack and the last pack once per group."""
     rp = plan.reduce
-    unpack = fpu = 0.0
+    levels = [p for p in (rp.pass1, rp.pass2) if p is not None]
+    progs = [p.sfpu for p in levels] + [rp.post]
+    unpacks, fpus = [], []
     for p in range(rp.passes):
         u, f = streams_unpack_cycles([s for j, s in enumerate(plan.inputs)
                                       if dst_passes(rp, plan.fpu_ops, j) >> p & 1])
-        unpack, fpu = unpack + u, fpu + f
+        unpacks.append(u)
+        fpus.append(f)
     for o in plan.fpu_ops:
-        unpack += unpack_cycles(plan.inputs[o.a].tile_format) + unpack_cycles(plan.inputs[o.b].tile_format)
-        fpu += fpu_op_cycles(o)
-    unpack, fpu = unpack / rp.passes, fpu / rp.passes
-    levels = [p for p in (rp.pass1, rp.pass2) if p is not None]
-    progs = [p.sfpu for p in levels] + [rp.post]
-    sfpu = sum(sfpu_program_cycles(len(p.setup), len(p.body) + p.body_stalls) for p in progs) / rp.passes
-    pack = pack_cycles(plan.output.tile_format) / rp.passes
+        unpacks[-1] += unpack_cycles(plan.inputs[o.a].tile_format) + unpack_cycles(plan.inputs[o.b].tile_format)
+        fpus[-1] += fpu_op_cycles(o)
+    sfpus = [sfpu_program_cycles(len(p.setup), len(p.body) + p.body_stalls) for p in progs]
+    packs = [0.0] * (rp.passes - 1) + [pack_cycles(plan.output.tile_format)]
+    unpack, fpu, sfpu, pack = (sum(c) / rp.passes for c in (unpacks, fpus, sfpus, packs))
     group = sum(len(p.acc_init) + len(p.finish) for p in levels)
-    if two_dst_groups(plan):
+    two = two_dst_groups(plan)
+    if two:
         per_tile, group = max(unpack + fpu, sfpu, pack), group + unpack + fpu + pack
     else:
         per_tile = unpack + fpu + sfpu + pack
+    per_pass = [max(u + f, s, k) if two else u + f + s + k for u, f, s, k in zip(unpacks, fpus, sfpus, packs)]
     return {"unpack": unpack, "fpu": fpu, "sfpu": sfpu, "pack": pack, "total": per_tile, "tiles": plan.n_tiles,
-            "groups": rp.groups, "per_group": group, "kernel": plan.n_tiles * per_tile + rp.groups * group}
+            "groups": rp.groups, "per_group": group, "kernel": plan.n_tiles * per_tile + rp.groups * group,
+            "per_pass": per_pass}
 
 
 def two_dst_groups(plan: FusedReducePlan) -> bool:

@@ -144,11 +144,15 @@ class SfpuReducePlan(TilePlan):
         per_core = -(-rp.groups // cores) * unit
         read, fill = self.read_cycles()
         compute = cyc["total"] + cyc["per_group"] / unit
-        one = {**pipeline(per_core, read, compute, self.write_cycles(), fill),
+        one = {**self.pipeline_cycles(per_core, read, compute, fill),
                "l1_resident": round(l1_resident_cycles(per_core, read, compute, self.write_cycles(), fill))}
         dram = sum(DTYPE_SIZE[s.dtype] for s, dep in zip(self.inputs, rp.k_dep) if s.value is None and dep)
         out = on_grid(one, cores, per_core, self.n_tiles * rp.sends // rp.passes * TILE_ELEMS * dram + self.out_bytes())
         return {**out, "grid": "x".join(map(str, Grid().shape(cores)))}
+
+    def pipeline_cycles(self, tiles: int, read: float, compute: float, fill: float) -> dict:
+        """One core's `tiles` input tiles through reader, compute and writer at their per-tile averages."""
+        return pipeline(tiles, read, compute, self.write_cycles(), fill)
 
     def compute_cycles(self) -> dict:
         """The compute's cycles (reduce_cycles' keys): the placement report's, or for a plan without one (two passes,

@@ -15,7 +15,7 @@ from tinygrad.helpers import Context
 from tinygrad.uop.ops import Ops
 
 from tt_backend.lowering.families.fused_reduce import FusedReducePlan, out_runs
-from tt_backend.lowering.families.mover_cost import red_out_cycles
+from tt_backend.lowering.families.mover_cost import pipeline, red_out_cycles
 from tt_backend.lowering.families.staged import StagedPlan
 from tt_backend.lowering.families.tile_streams import stream_ctx
 from tt_backend.lowering.select import lower
@@ -246,6 +246,27 @@ def test_fused_fpu_same_bits_on_ttsim(name, shape, xdtype, wdtype, monkeypatch):
     sim, plans, _ = run_budgeted(name, arrays, xdtype, wdtype, "TT:ttsim", monkeypatch)
     emu, _, _ = run_budgeted(name, arrays, xdtype, wdtype, "TT:emu", monkeypatch)
     assert fpu_nodes(plans[-1]) and sim.tobytes() == emu.tobytes()
+
+
+def test_group_sent_once_per_pass_priced_pass_by_pass():
+    """A group of more tiles than the CBs hold (RMSNorm of 5000 fp32: 5 tiles) is sent once per pass, and a pass waits
+    for the earlier passes' results: the launch goes at each pass's slower stage (the reader's in the sum of squares'
+    pass, the SFPU's in the elementwise's), above the pipeline at the passes' average (0.74 of emulated, now 0.98);
+    a resident group (2048: 2 tiles, read once) keeps the averaged pipeline."""
+    plan = fused_plan("rms", (5000,), "float32")
+    rp, cyc = plan.reduce, plan.compute_cycles()
+    read, fill = plan.read_cycles()
+    first, last = cyc["per_pass"]
+    assert not rp.resident and (rp.tiles_per_group, rp.passes) == (5, 2) and first < read < last
+    averaged = pipeline(plan.n_tiles, read, cyc["total"] + cyc["per_group"] / plan.split_unit, plan.write_cycles(),
+                        fill)
+    assert plan.launch_cycles(1)["total"] >= fill + rp.tiles_per_group * (read + last) > averaged["total"]
+    resident = fused_plan("rms", (2048,), "float32")
+    read, fill = resident.read_cycles()
+    cyc = resident.compute_cycles()
+    compute = cyc["total"] + cyc["per_group"] / resident.split_unit
+    assert resident.reduce.resident and resident.launch_cycles(1)["total"] == pipeline(
+        resident.n_tiles, read, compute, resident.write_cycles(), fill)["total"]
 
 
 @pytest.mark.parametrize("name,shape,step,runs", [("rms_transposed", (3, 700), 3, 700), ("rms", (3, 701), 1, 1),
