@@ -82,10 +82,11 @@ class ElementwisePlan(TilePlan):
 
     def _reads(self) -> tuple[list[tuple], int, float]:
         """The launch model's input streams (mover_cost.tile_pipeline_cycles: mode, tile format, runs, cycles per datum
-        beyond the mode's figure, the kernel's ranges), the bytes per tile the gathers' window reloads move
-        (window_walk): the reloads are priced per datum of the tile, and their bytes go to the DRAM banks with the
-        tiles'; and the loads of the windows that hold their buffer whole (resident), once per core before its first
-        tile (a head broadcast's waited for with the first tile's reads where those are in flight: its bytes only)."""
+        beyond the mode's figure, the kernel's ranges, whether its index math loads), the bytes per tile the gathers'
+        window reloads move (window_walk): the reloads are priced per datum of the tile, and their bytes go to the DRAM
+        banks with the tiles'; and the loads of the windows that hold their buffer whole (resident), once per core
+        before its first tile (a head broadcast's waited for with the first tile's reads where those are in flight: its
+        bytes only)."""
         reads, reloaded, windows = [], 0, []
         datums = min(TILE_ELEMS, self.n_elements)
         inlined = inlined_loads([e for s in self.inputs for e in (s.index, s.valid)])
@@ -105,7 +106,8 @@ class ElementwisePlan(TilePlan):
             nbytes = self.buffers[s.buf].nbytes
             if (c["runs"] or {}).get("resident") or (c["mode"] == "gather" and nbytes <= window_bytes(self, f"in{j}")):
                 windows.append((window_load_cycles(nbytes), head_broadcast(c["mode"], c["runs"])))
-            reads.append((c["mode"], s.tile_format, c["runs"], extra, len(self.ranges)))
+            loaded = any(e is not None and e.loads() for e in (s.index, s.valid))
+            reads.append((c["mode"], s.tile_format, c["runs"], extra, len(self.ranges), loaded))
         overlapped = NOC_ROUND_TRIP if reads_in_flight(reads) else 0.0
         return reads, reloaded, sum(load - (overlapped if head else 0) for load, head in windows)
 

@@ -86,6 +86,10 @@ WRITE_PER_DATUM = {"contiguous": 0.0, "contiguous bool": BOOL_PER_DATUM, "contig
 # of the ranges (args.h tt_iter_next) costs 4.6 more per slot and range: the same 64-element pad over 1 / 2 / 3 / 4
 # ranges (E_64, E_8_8, E_2_8_4 and E_4_2_8, E_2_2_2_8; 960 such slots each) took 8,114 / 8,632 / 13,458 / 17,994.
 GATHER_PAST_END_PER_SLOT, GATHER_PAST_END_PER_RANGE = 7.3, 4.6
+# A gather whose index or validity loads from a buffer (x[idx], index_cost.py) compiles its slot past the end to more
+# instructions: the zero is materialized per slot and the ranges stepped without branches (brisc.dis of r_3_8: 11
+# instructions against E_8_8's 7); 9.2 cycles counted in x[idx]'s compiled loop (index_cost.py's calibration)
+GATHER_LOADED_PAST_END_PER_SLOT = 9.2
 # Runs and broadcasts move run by run (read_runs.c.j2 copy_run / broadcast_run; a run ends at its tile's edge): per
 # run the walk's step (the run's length and address, the bounds check, the outer ranges' carry), then the copy out of
 # the staging window or the fill of one fetched value; a buffer the window does not hold whole also checks the window
@@ -145,14 +149,15 @@ RUN_WALKS = ("strided", "columns")  # walks of read_runs.c.j2 that zero the slot
 
 
 def tile_read_cycles(mode: str, tile_format: str, runs: dict | None = None, datum_extra: float = 0.0,
-                     ranges: int = 0, *, valid: float = 1.0) -> float:
+                     ranges: int = 0, loaded: bool = False, *, valid: float = 1.0) -> float:
     """Reader cycles per tile of one input stream: mode and run structure as tile_streams.stream_ctx gives them;
     `datum_extra`: what the stream adds per datum to a mode that touches every datum (DATUM_EXTRA_MODES) beyond the
     mode's own figure (stream_datum_cycles); `ranges`: the kernel's iteration ranges (the per-slot walks' step);
-    `valid`: the share of the tile's slots that hold elements (the elementwise layout's partial last tile: the rest
-    is zeroed)."""
+    `loaded`: a per-slot walk whose index math loads from a buffer; `valid`: the share of the tile's slots that hold
+    elements (the elementwise layout's partial last tile: the rest is zeroed)."""
     datums, past_end = valid * TILE_ELEMS, (1 - valid) * TILE_ELEMS
-    past_end_slot = GATHER_PAST_END_PER_SLOT + GATHER_PAST_END_PER_RANGE * max(0, ranges - 2)
+    past_end_slot = ((GATHER_LOADED_PAST_END_PER_SLOT if loaded else GATHER_PAST_END_PER_SLOT)
+                     + GATHER_PAST_END_PER_RANGE * max(0, ranges - 2))
     bulk = (TILE_READ_FIXED + TILE_BYTES[tile_format] / NOC_BYTES_PER_CYCLE + pad_fill_cycles(past_end, tile_format)
             if mode in BULK_READS else past_end_slot * past_end if mode in PER_SLOT_READS
             else pad_fill_cycles(past_end, tile_format) if mode in RUN_WALKS else 0)

@@ -97,12 +97,15 @@ def test_the_window_walk_reloads_where_the_datums_leave_it():
 
 def test_slots_past_the_end_step_every_range_past_two():
     # a 64-element gather in one tile: its 960 slots past the end store 0 and step the ranges, a loop past two ranges
-    def past_end(ranges):
-        return mover_cost.tile_read_cycles("gather", "fp32", None, 0.0, ranges, valid=64 / 1024) - \
-            mover_cost.tile_read_cycles("gather", "fp32", None, 0.0, ranges, valid=1.0) * 64 / 1024
+    def past_end(ranges, loaded=False):
+        return mover_cost.tile_read_cycles("gather", "fp32", None, 0.0, ranges, loaded, valid=64 / 1024) - \
+            mover_cost.tile_read_cycles("gather", "fp32", None, 0.0, ranges, loaded, valid=1.0) * 64 / 1024
     assert past_end(1) == past_end(2) == 960 * mover_cost.GATHER_PAST_END_PER_SLOT
     step = 960 * mover_cost.GATHER_PAST_END_PER_RANGE
     assert past_end(4) - past_end(3) == pytest.approx(step) and past_end(3) - past_end(2) == pytest.approx(step)
+    # a gather by loaded indices compiles its slot past the end to more instructions (r_3_8: 11 against 7)
+    assert past_end(1, loaded=True) == pytest.approx(960 * mover_cost.GATHER_LOADED_PAST_END_PER_SLOT)
+    assert past_end(3, loaded=True) - past_end(1, loaded=True) == pytest.approx(step)
 
 
 def test_an_index_behind_its_gate_is_computed_where_the_gate_holds():
