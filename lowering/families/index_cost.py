@@ -123,11 +123,12 @@ def validity_terms(valid: IndexExpr | None) -> list[IndexExpr]:
     return [valid]
 
 
-def gated_math_cycles(index: IndexExpr, valid: IndexExpr | None, axes: list[np.ndarray]) -> float:
+def gated_math_cycles(index: IndexExpr | None, valid: IndexExpr | None, axes: list[np.ndarray]) -> float:
     """Per element, the integer index math of a reader that tests the validity first and computes the index only
     where it holds (templates/blocks/chunks.c.j2 `<operand>_index`): each validity term where the terms before it
-    held (C's `&&`), the index where all held, over the elements whose range values `axes` gives; a pure node
-    priced once, where it is first reached (the compiler evaluates a recurring expression once)."""
+    held (C's `&&`), the index (if any: None for a conjunction alone) where all held, over the elements whose range
+    values `axes` gives; a pure node priced once, where it is first reached (the compiler evaluates a recurring
+    expression once)."""
     key: dict[int, tuple] = {}
     seen: set[tuple] = set()
 
@@ -144,4 +145,4 @@ def gated_math_cycles(index: IndexExpr, valid: IndexExpr | None, axes: list[np.n
     for term in validity_terms(valid):
         total += reach.mean() * new_cycles(term)
         reach = reach & np.broadcast_to(term.evaluate(axes), reach.shape).astype(bool)
-    return total + reach.mean() * new_cycles(index)
+    return total + (reach.mean() * new_cycles(index) if index is not None else 0.0)

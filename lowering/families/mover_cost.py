@@ -15,8 +15,11 @@ from __future__ import annotations
 import functools
 import math
 
+import numpy as np
+
 from tt_backend.chip.interleave import N_BANKS
-from tt_backend.lowering.families.index_cost import index_math_cycles
+from tt_backend.lowering.families.index_cost import gated_math_cycles, index_math_cycles
+from tt_backend.lowering.index import grid
 from tt_backend.lowering.placement.cost import pack_cycles, unpack_cycles
 from tt_backend.lowering.plan import DTYPE_SIZE, TILE_BYTES, TILE_ELEMS, Stream
 
@@ -400,16 +403,23 @@ FPU_REDUCE_ONES = 3 * TILE_ELEMS
 
 # The reduction layout's per-datum walks (tile_streams: "red gather", "red computed": a carry chain over the ranges,
 # the index, gate or value evaluated per datum; "... nested": nested loops, the index's terms hoisted to the loop
-# they depend on) per datum beside the stream's integer index math (index_cost.py, every term counted per datum), and
-# per slot past the outputs' reduce indices a stored zero (the elementwise gather's GATHER_PAST_END_PER_SLOT). The
-# carry chain's datum is priced by its parts as the elementwise gather's: the loop, window fetch and store and one
-# range's step (GATHER_LOOP + GATHER_PER_RANGE); brisc busy time per tile, one core: x.pad(((0, 0), (2, 3))).T.sum(1)
-# over 1500 x 4 (18,222; 0.73 of the slots datums, 6 ops: predicted 0.97 of it) and 200 x 20 (21,030: 0.82),
-# conv2d_relu's weight gradient (1 x 3 x 6 x 6 by 8 x 3 x 3 x 3, padding 1: four such streams of 16 to 22 ops,
-# 120,103: 1.26). The nested walks: the same pad-sum over 30 x 20 (9,607 per tile: 10.1 per datum beside its pad
-# slots, less its 6 ops), x.argmax()'s reversed index over 1,000 elements (5.6 per datum, its pass's tile less x's
-# resident walk, less its 2 ops).
-RED_PER_DATUM = {"red gather": GATHER_LOOP + GATHER_PER_RANGE, "red computed": GATHER_LOOP + GATHER_PER_RANGE,
+# they depend on) per datum beside the stream's integer index math, and per slot past the outputs' reduce indices a
+# stored zero (the elementwise gather's GATHER_PAST_END_PER_SLOT). The carry chain's math is priced as far as the C
+# gets (red_datum_math_cycles, branch predB): a gather's validity is a `&&` chain and its index and window fetch sit
+# behind it (read_gather.c.j2 reduce_by_index), a convolution gradient's computed mask is a `&&` chain too, so a term
+# is priced where the terms before it held (conv3d's weight gradient: its first term, a modulo, holds for half the
+# datums; 11 % of them inside). The gather's datum figure (the loop, carry, calls, store, and the fetch where inside),
+# RED_GATHER_PER_DATUM, is fitted with that math on the e2e launches that have such walks, brisc bound (predicted
+# launch over emulated, lead -> fitted): the six conv weight gradients of tests/e2e/test_conv_matmul.py (conv3d
+# 1.40 -> 1.06, conv2d_relu 1.22 -> 1.19, the others 0.98 .. 1.08 -> 0.82 .. 1.00) and sum_pad_long's x.pad().sum
+# (0.78 -> 1.06); one figure for both modes (22.7) took argmax's reversed index (a computed value, no conjunction)
+# from 1.07 to 1.26, so the computed walk keeps the figure measured with every op priced (GATHER_LOOP +
+# GATHER_PER_RANGE, measured on the same pad-sum over 1500 x 4 when every op was priced: 18,222 brisc busy per
+# tile). The nested walks: the same pad-sum over 30 x 20 (9,607 per tile: 10.1 per
+# datum beside its pad slots, less its 6 ops), x.argmax()'s reversed index over 1,000 elements (5.6 per datum, its
+# pass's tile less x's resident walk, less its 2 ops).
+RED_GATHER_PER_DATUM = 25.7
+RED_PER_DATUM = {"red gather": RED_GATHER_PER_DATUM, "red computed": GATHER_LOOP + GATHER_PER_RANGE,
                  "red gather nested": 10.1 - 6, "red computed nested": 5.6 - 2}
 
 
@@ -417,6 +427,30 @@ def red_datum_read_cycles(mode: str, valid: float, datum_extra: float) -> float:
     """A per-datum reduction stream's reader cycles per tile (RED_PER_DATUM): `valid` of its slots datums, each with
     `datum_extra` (its index math, stream_datum_cycles), the others zeroed."""
     return ((RED_PER_DATUM[mode] + datum_extra) * valid + GATHER_PAST_END_PER_SLOT * (1 - valid)) * TILE_ELEMS
+
+
+# the iteration points a reduction gather's gated index math is averaged over: the whole space up to this many, else
+# this many drawn uniformly (a fixed seed: the prediction is deterministic)
+RED_GATED_POINTS = 1 << 16
+
+
+def red_datum_math_cycles(s: Stream, ranges: tuple[int, ...]) -> float:
+    """Per datum, what a "red gather" or "red computed" stream adds to RED_PER_DATUM, averaged over the kernel's
+    iteration space (index_cost.gated_math_cycles): a gather's validity tested term by term (C's `&&`) and its index
+    computed only where the validity holds (read_gather.c.j2 reduce_by_index); a computed value that is a
+    conjunction (a convolution gradient's mask) evaluated up to its first false term; and a float16 conversion. An
+    expression that loads from a buffer (x[idx].sum()) has values the host cannot evaluate: priced as every other
+    per-datum stream (stream_datum_cycles)."""
+    if any(e is not None and e.loads() for e in (s.index, s.valid, s.value)):
+        return stream_datum_cycles(s, gather_ranges=0)
+    if math.prod(ranges) <= RED_GATED_POINTS:
+        axes = list(grid(ranges))
+    else:
+        rng = np.random.default_rng(0)
+        axes = [rng.integers(0, n, RED_GATED_POINTS) for n in ranges]
+    math_cycles = (gated_math_cycles(None, s.value, axes) if s.value is not None
+                   else gated_math_cycles(s.index, s.valid, axes))
+    return math_cycles + (FLOAT16_WIDEN_EXTRA if s.dtype == "float16" else 0)
 
 
 def pad_fill_cycles(pads: float, tile_format: str) -> float:

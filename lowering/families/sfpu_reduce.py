@@ -78,7 +78,8 @@ from tt_backend.lowering.families.tile_render import render_tile_kernel
 from tt_backend.lowering.families.mover_cost import (NOC_ROUND_TRIP, RED_PER_DATUM, RED_WALK_MIN_SLOTS,
                                                      group_write_cycles, l1_resident_cycles, on_grid, pad_fill_cycles,
                                                      pipeline,
-                                                     red_datum_read_cycles, reduce_walk_cycles, stream_datum_cycles,
+                                                     red_datum_read_cycles, red_datum_math_cycles, reduce_walk_cycles,
+                                                     stream_datum_cycles,
                                                      tile_read_cycles, window_load_cycles)
 from tt_backend.lowering.families.tile_streams import reader_mode, stream_ctx
 from tt_backend.lowering.frontend import LoweredKernel
@@ -185,7 +186,9 @@ class SfpuReducePlan(TilePlan):
                 pads = rp.n_out * rp.passes / self.n_tiles if priced and c["pad_read"] and rp.n_red % slots else 0
                 read += reduce_walk_cycles(valid, visits, len(self.ranges), pads)
             elif c["mode"] in RED_PER_DATUM:
-                read += red_datum_read_cycles(c["mode"], valid, stream_datum_cycles(s, gather_ranges=0))
+                extra = (red_datum_math_cycles(s, self.ranges) if c["mode"] in ("red gather", "red computed")
+                         else stream_datum_cycles(s, gather_ranges=0))
+                read += red_datum_read_cycles(c["mode"], valid, extra)
             else:
                 read += tile_read_cycles(c["mode"], s.tile_format, c["runs"])
                 if c["mode"] in ("red contiguous", "red k run"):

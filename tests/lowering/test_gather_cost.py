@@ -120,3 +120,17 @@ def test_an_index_behind_its_gate_is_computed_where_the_gate_holds():
     # a term met again is not priced again; without a gate every op is priced
     assert index_cost.gated_math_cycles(index, IndexExpr.all_of([first, first]), axes) == pytest.approx(2 + 10 / 12)
     assert index_cost.gated_math_cycles(index, None, axes) == 1
+
+
+def test_a_reduction_stream_prices_its_math_as_far_as_its_conjunctions_reach():
+    # a conv gradient's padded read over ranges (12, 4): inside for 2 <= r0 < 10, its index computed only there
+    r0, r1 = IndexExpr.range_var(0), IndexExpr.range_var(1)
+    first, second = IndexExpr("CMPNE", "bool", (r0.lt(2), IndexExpr.const(1))), r0.lt(10)
+    gathered = Stream(buf=0, dtype="float32", index=r0 * 4 + r1, valid=IndexExpr.all_of([first, second]))
+    assert mover_cost.red_datum_math_cycles(gathered, (12, 4)) == pytest.approx(2 + 10 / 12 + 8 / 12 * 2)
+    # a computed mask stops at its first false term (C's `&&`): the same conjunction as a value
+    mask = Stream(buf=0, dtype="float32", index=None, value=IndexExpr.all_of([first, second]))
+    assert mover_cost.red_datum_math_cycles(mask, (12, 4)) == pytest.approx(2 + 10 / 12)
+    # a loaded index has values the host cannot evaluate: every op priced where the reader has it
+    loaded = Stream(buf=0, dtype="float32", index=IndexExpr("LOAD", "int", (r0,), arg=1), valid=first)
+    assert mover_cost.red_datum_math_cycles(loaded, (12, 4)) == mover_cost.stream_datum_cycles(loaded, gather_ranges=0)
