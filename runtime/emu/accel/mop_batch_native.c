@@ -94,9 +94,8 @@ out:
     return r;
 }
 
-/* item i of a list as a C integer; 1 (no error) where it is not one */
-static int list_int(PyObject *list, Py_ssize_t i, long long *out) {
-    PyObject *v = PyList_Check(list) && i < PyList_GET_SIZE(list) ? PyList_GET_ITEM(list, i) : NULL;
+/* v (borrowed, may be NULL) as a C integer; 1 (no error) where it is not one */
+static int int_of(PyObject *v, long long *out) {
     if (!v || !PyLong_Check(v))
         return 1;
     *out = PyLong_AsLongLong(v);
@@ -107,16 +106,13 @@ static int list_int(PyObject *list, Py_ssize_t i, long long *out) {
     return 0;
 }
 
+/* item i of a list (a list: the commit writes some of them back) or of a tuple as a C integer; 1 where it is not */
+static int list_int(PyObject *list, Py_ssize_t i, long long *out) {
+    return int_of(PyList_Check(list) && i < PyList_GET_SIZE(list) ? PyList_GET_ITEM(list, i) : NULL, out);
+}
+
 static int tuple_int(PyObject *t, Py_ssize_t i, long long *out) {
-    PyObject *v = PyTuple_Check(t) && i < PyTuple_GET_SIZE(t) ? PyTuple_GET_ITEM(t, i) : NULL;
-    if (!v || !PyLong_Check(v))
-        return 1;
-    *out = PyLong_AsLongLong(v);
-    if (*out == -1 && PyErr_Occurred()) {
-        PyErr_Clear();
-        return 1;
-    }
-    return 0;
+    return int_of(PyTuple_Check(t) && i < PyTuple_GET_SIZE(t) ? PyTuple_GET_ITEM(t, i) : NULL, out);
 }
 
 /* d[key] as a new reference, NULL (no error) where missing or d is not a dict */
