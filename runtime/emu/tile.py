@@ -175,7 +175,7 @@ class Tile:
             # a TRISC's store to its own push window is what its `.ttinsn` push is (_push_store -> _push, whose
             # timeline naming of the pusher is the TRISC's own anyway): the C part's runner calls the pusher for it
             window = (layout.INSTRN_BUF_BASE, PUSH_WINDOW, self._pusher(c)) if c in TRISC_THREAD else None
-            rv32_native.attach(core, niu_registers, window, self._direct_push(c))
+            rv32_native.attach(core, niu_registers, window, self._direct_push(c), self._niu_loads())
         self.set_timed(chip.timed)
 
     def _stamper(self, who: str) -> tuple[Callable[[int, int], None], np.ndarray, Callable[[], int]]:
@@ -300,6 +300,16 @@ class Tile:
         return (capsule, self.tensix, thread, facts, progress, self._stall, self.tensix_pushes, self._wait,
                 FIFO_FULL.format(thread), allowed, sems)
 
+    def _niu_loads(self) -> tuple | None:
+        """rv32_native.attach's niu_loads: what the C core needs to serve its loads of the NIUs' response counters and
+        NOC_CMD_CTRL as mmio_load -> _niu_load do (rv32_native.NIU_LOADS_NATIVE, read when the tile is built), or
+        None."""
+        extra = {riscv_mmio_extra(n.base + NIU_COUNTER_BASE + 4 * c) for n in self.nius for c in RESPONSE_COUNTERS}
+        if not rv32_native.NIU_LOADS_NATIVE or len(extra) != 1:
+            return None
+        return (self, self._stall, *extra, *(v for n, due, seen in zip(self.nius, self._niu_due, self._niu_seen)
+                                             for v in (n.base, n.counters, due, seen)))
+
     def _multi_pusher(self, who: str):
         """push(pos, words): the _pusher calls for a run of consecutive `.ttinsn` words at positions pos, pos + 1, ...
         in one call (Tensix.push_many when the model has it). If word j raises, words 0..j-1 took full effect (stall
@@ -366,7 +376,8 @@ class Tile:
         table.sort()
         self._mmio = table
         self._mmio_starts = [t[0] for t in table]
-        self._routes: dict[tuple, Callable] = {}    # (who, addr, size, store) -> handler; only valid routes cached
+        # (who, addr, size, store) -> a store's handler, a load's (handler, latency); only valid routes cached
+        self._routes: dict[tuple, Callable | tuple[Callable, int]] = {}
 
     def _route(self, who: str, addr: int, size: int, store: bool):
         i = bisect.bisect_right(self._mmio_starts, addr) - 1
@@ -393,18 +404,23 @@ class Tile:
         return self._local_mv[core]
 
     def mmio_load(self, core: str, addr: int, size: int) -> int:
-        t0 = None
-        if core in self._latency_of:
-            extra = riscv_mmio_extra(addr)                     # BabyRISCV/README.md load latencies
-            self._stall[core] += extra
-            if extra and self.rec is not None:
-                t0 = self.now(core) - extra                    # the timeline's stall starts before the latency
         key = (core, addr, size, False)
-        handler = self._routes.get(key)
-        if handler is None:
-            handler = self._routes[key] = self._route(core, addr, size, False)
-        if t0 is None:
+        route = self._routes.get(key)
+        if route is None:       # (the handler, the address's load latency: BabyRISCV/README.md)
+            extra = riscv_mmio_extra(addr)
+            try:
+                route = self._routes[key] = self._route(core, addr, size, False), extra
+            except EmuError:
+                if core in self._latency_of:
+                    self._stall[core] += extra         # a faulting load is charged its latency too
+                raise
+        handler, extra = route
+        if core not in self._latency_of:
             return handler(core, addr)
+        self._stall[core] += extra
+        if not extra or self.rec is None:
+            return handler(core, addr)
+        t0 = self.now(core) - extra                            # the timeline's stall starts before the latency
         value = handler(core, addr)      # recorded once the load returns: a blocked mailbox read takes it back
         self.rec.core_stall(core, t0, t0 + extra, tl.MMIO_LATENCY)
         return value
@@ -775,7 +791,8 @@ class Tile:
         `max_instructions` RISC-V + Tensix instructions have retired, or nothing can make progress (all waiting).
         Returns the instructions retired (RISC-V + Tensix)."""
         total = 0
-        tensix = self.tensix
+        tensix, cores, frozen, fault = self.tensix, self.cores, self._frozen, self._fault
+        busy = self._tensix_busy
         while total < max_instructions:
             before = list(tensix.instructions)     # pushes execute inside push(), so count by difference
             riscv = progress = 0
@@ -783,11 +800,11 @@ class Tile:
             # least advanced core first: the caller's budget may end the round after one core's quantum (Chip.run's
             # slices are one quantum), and a core that always ran first would race ahead in emulated time while the
             # others wait their turn; its L1 stores (a CB counter) would then be seen by cores still far behind it
-            for name in sorted(self.cores, key=self.cycles):
-                core = self.cores[name]
-                if not self.running(name):
+            for name in sorted(cores, key=self.cycles):
+                core = cores[name]
+                if self.soft_reset & CORE_BITS[name] or core.parked or fault[name]:     # (not self.running(name))
                     continue
-                if name in self._frozen and not self._thaw(name):
+                if name in frozen and not self._thaw(name):
                     spinners.append(name)     # what its wait loop reads is unchanged: it would spin again
                     continue
                 self._wait[name] = ""
@@ -809,11 +826,11 @@ class Tile:
                     progress += n
                     if self._poll_again and not core.spinning:
                         self._poll_again.pop(name, None)      # it left the loop it polled once more
-                if self._tensix_busy():
+                if busy():
                     tensix.step()
                 if total + riscv >= max_instructions:
                     break
-            if self._tensix_busy():
+            if busy():
                 tensix.step()
             per_thread = [a - b for a, b in zip(tensix.instructions, before)]
             total += riscv + sum(per_thread)
@@ -976,31 +993,36 @@ class Tile:
 
     def _niu_store(self, i: int, who: str, addr: int, value: int) -> None:
         niu = self.nius[i]
-        timed = who in self._latency_of
-        before = {c: niu.counters.get(c, 0) for c in RESPONSE_COUNTERS} if timed else None
-        niu.store(addr - layout.NOC_BASE[i], value)
-        if niu.sent:
-            if timed:
-                # transfers complete inside the store (noc.py); their time (the chip's NoC model, noc.Fabric) is
-                # charged to whoever later polls this NIU's response counters for their completion
-                start = self.now(who)
-                for kind, peer, n, bank, dst in niu.sent:
-                    done = (self.chip.fabric.multicast(i, self.xy, peer, n, start) if kind == "multicast" else
-                            self.chip.fabric.transfer(i, kind, self.xy, peer, n, start, bank))
-                    if dst is not None:       # the peers' lines written at the transfer's completion (_thaw)
-                        for xy in (peer if kind == "multicast" else (peer,)):
-                            self.chip.tiles[xy].stamp_l1(dst, n, done)
-                    for c in RESPONSE_COUNTERS:
-                        # one completion per request; a multicast's write acks, one per receiver, all at `done`
-                        count = (niu.counters.get(c, 0) - before[c]) & 0xFFFFFFFF
-                        for _ in range(count if kind == "multicast" else min(count, 1)):
-                            bisect.insort(self._niu_due[i].setdefault(c, []), done)
-                    busy_from = max(start, self._niu_busy[i])       # the timeline's NoC lane: busy until the last
-                    if done > busy_from:                              # outstanding transfer completes
-                        self._niu_busy[i] = done
-                        if self.rec is not None:
-                            self.rec.busy(f"noc{i}", busy_from, done)
+        if who not in self._latency_of:
+            niu.store(addr - layout.NOC_BASE[i], value)
             niu.sent.clear()
+            return
+        counters = niu.counters
+        before = [counters.get(c, 0) for c in RESPONSE_COUNTERS]
+        niu.store(addr - layout.NOC_BASE[i], value)
+        if not niu.sent:
+            return
+        # transfers complete inside the store (noc.py); their time (the chip's NoC model, noc.Fabric) is charged to
+        # whoever later polls this NIU's response counters for their completion
+        start, fabric, due = self.now(who), self.chip.fabric, self._niu_due[i]
+        for kind, peer, n, bank, dst in niu.sent:
+            multicast = kind == "multicast"
+            done = (fabric.multicast(i, self.xy, peer, n, start) if multicast else
+                    fabric.transfer(i, kind, self.xy, peer, n, start, bank))
+            if dst is not None:       # the peers' lines written at the transfer's completion (_thaw)
+                for xy in (peer if multicast else (peer,)):
+                    self.chip.tiles[xy].stamp_l1(dst, n, done)
+            for c, was in zip(RESPONSE_COUNTERS, before):
+                # one completion per request; a multicast's write acks, one per receiver, all at `done`
+                count = (counters.get(c, 0) - was) & 0xFFFFFFFF
+                for _ in range(count if multicast else min(count, 1)):
+                    bisect.insort(due.setdefault(c, []), done)
+            busy_from = max(start, self._niu_busy[i])       # the timeline's NoC lane: busy until the last
+            if done > busy_from:                              # outstanding transfer completes
+                self._niu_busy[i] = done
+                if self.rec is not None:
+                    self.rec.busy(f"noc{i}", busy_from, done)
+        niu.sent.clear()
 
     def _niu_load(self, i: int, who: str, addr: int) -> int:
         """An NIU register read. A response counter (reads, write acks, atomics) shows only the requests complete at

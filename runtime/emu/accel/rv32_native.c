@@ -546,6 +546,141 @@ static int niu_store(rv_state *s, uint32_t addr, uint32_t v) {
     return 0;
 }
 
+/* An NIU response counter's or NOC_CMD_CTRL's load served in C (rv32_native.py NIU_LOADS_NATIVE; tile.py mmio_load ->
+ * _niu_load is the reference): run()'s fourth argument, borrowed for one call: the tile, its stall dict, the NIU window's MMIO latency,
+ * then per NIU its window, its counters (noc.py Niu.counters) and the tile's due completions and last shown counts
+ * (tile.py _niu_due[i], _niu_seen[i]). A counter shows the requests complete at the core's cycle; a read that would
+ * show what the last one showed while requests are due waits for the next completion (tile.py _niu_load). */
+#define NIU_LOAD_FIELDS 11
+#define NIU_COUNTER_BASE 0x200u
+#define NIU_RESPONSE_COUNTERS 3u       /* ATOMIC_RESP_RECEIVED, WR_ACK_RECEIVED, RD_RESP_RECEIVED (noc.py 0, 1, 2) */
+#define NIU_CMD_CTRL 0x40u
+typedef struct {
+    PyObject *tile, *stall, *name;     /* NULL tile: every NIU load is Python's */
+    uint32_t extra, base[2];
+    PyObject *counters[2], *due[2], *seen[2];
+    long long nbase;                   /* the core's cycle less its stall (tbase + instret): fixed during one run() */
+} niu_loads;
+
+/* run()'s NIU load context from its fourth argument (None: none); -1 with an error set */
+static int niu_loads_from(PyObject *o, const rv_state *s, const bus_calls *c, niu_loads *g) {
+    memset(g, 0, sizeof *g);
+    if (o == Py_None)
+        return 0;
+    if (!c || c->base == Py_None || !PyTuple_Check(o) || PyTuple_GET_SIZE(o) != NIU_LOAD_FIELDS) {
+        PyErr_SetString(PyExc_TypeError, "run: an NIU load context needs bus calls with stamp_base and 11 fields");
+        return -1;
+    }
+    PyObject **f = &PyTuple_GET_ITEM(o, 0), *stall;
+    g->tile = f[0], g->stall = f[1], g->name = c->name;
+    g->extra = (uint32_t)PyLong_AsUnsignedLong(f[2]);
+    for (int i = 0; i < 2; i++) {
+        g->base[i] = (uint32_t)PyLong_AsUnsignedLong(f[3 + 4 * i]);
+        g->counters[i] = f[4 + 4 * i], g->due[i] = f[5 + 4 * i], g->seen[i] = f[6 + 4 * i];
+        if (!PyErr_Occurred() && (!PyDict_Check(g->counters[i]) || !PyDict_Check(g->due[i])
+                                  || !PyDict_Check(g->seen[i])))
+            PyErr_SetString(PyExc_TypeError, "run: an NIU load context's counters, due and seen are dicts");
+    }
+    if (PyErr_Occurred() || !PyDict_Check(g->stall))
+        goto bad;
+    if (!(stall = PyDict_GetItemWithError(g->stall, g->name))) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_KeyError, "run: the tile keeps no stall for the core");
+        goto bad;
+    }
+    g->nbase = (long long)s->t0 - PyLong_AsLongLong(stall);
+    if (!PyErr_Occurred())
+        return 0;
+bad:
+    if (!PyErr_Occurred())
+        PyErr_SetString(PyExc_TypeError, "run: an NIU load context of the wrong shape");
+    return -1;
+}
+
+/* del due[:bisect_right(due, now)] on a sorted list of ints; -1 with an error set */
+static int drop_done(PyObject *due, long long now) {
+    Py_ssize_t k = 0, n = PyList_GET_SIZE(due);
+    for (; k < n; k++) {
+        long long t = PyLong_AsLongLong(PyList_GET_ITEM(due, k));
+        if (t == -1 && PyErr_Occurred())
+            return -1;
+        if (t > now)
+            break;
+    }
+    return k ? PyList_SetSlice(due, 0, k, NULL) : 0;
+}
+
+/* tile.py mmio_load + _niu_load for a response counter or NOC_CMD_CTRL at addr into *v: 1 served, 0 not one C serves (another
+ * register, a tile recording a timeline), -1 with an error set */
+static int niu_load(rv_state *s, const bus_calls *c, const niu_loads *g, uint32_t addr, uint32_t *v) {
+    int i = 0;
+    uint32_t reg = 0;
+    for (; i < 2; i++)
+        if (addr - g->base[i] < NIU_INITIATORS * NIU_INITIATOR_STRIDE) {
+            reg = (addr - g->base[i]) % NIU_INITIATOR_STRIDE;
+            break;
+        }
+    if (i == 2 || (reg != NIU_CMD_CTRL && reg - NIU_COUNTER_BASE >= 4 * NIU_RESPONSE_COUNTERS))
+        return 0;
+    PyObject *rec = PyObject_GetAttr(g->tile, s_rec), *timed = rec ? PyObject_GetAttr(g->tile, s_latency_of) : NULL;
+    int latency = timed ? PySequence_Contains(timed, g->name) : -1, recording = rec != Py_None;
+    Py_XDECREF(rec);
+    Py_XDECREF(timed);
+    if (latency < 0)
+        return -1;
+    if (recording)
+        return 0;
+    /* NOC_CMD_CTRL reads 0 (a request completes inside its send: noc.py), and has no due completions */
+    PyObject *key = PyLong_FromLong(((long)reg - (long)NIU_COUNTER_BASE) >> 2), *o, *pos = NULL, *stall_o = NULL;
+    long long value = 0, stall = 0, was = 0;
+    int bad = !key;
+    if (!bad && reg != NIU_CMD_CTRL && (o = PyDict_GetItemWithError(g->counters[i], key)))
+        bad = (value = PyLong_AsLongLong(o)) == -1 && PyErr_Occurred();
+    bad = bad || PyErr_Occurred();
+    if (!bad && latency) {
+        if (!(o = PyDict_GetItemWithError(g->stall, g->name))) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_KeyError, "NIU load: the tile keeps no stall for the core");
+            bad = 1;
+        } else {
+            bad = (was = PyLong_AsLongLong(o)) == -1 && PyErr_Occurred();
+        }
+        stall = was + g->extra;
+        PyObject *due = bad ? NULL : PyDict_GetItemWithError(g->due[i], key);
+        bad = bad || PyErr_Occurred() || (due && !PyList_Check(due));
+        if (!bad && due && PyList_GET_SIZE(due)) {
+            long long now = g->nbase + stall + s->done;
+            bad = drop_done(due, now) < 0;
+            Py_ssize_t n = bad ? 0 : PyList_GET_SIZE(due);
+            PyObject *seen = n ? PyDict_GetItemWithError(g->seen[i], key) : NULL;
+            if (n && seen && PyLong_AsLongLong(seen) == (long long)((uint64_t)(value - n) & 0xFFFFFFFFu)) {
+                long long first = PyLong_AsLongLong(PyList_GET_ITEM(due, 0));
+                if (first > now)
+                    stall += first - now;              /* tile.py _wait_until(due[0]) */
+                bad = PyErr_Occurred() || drop_done(due, g->nbase + stall + s->done) < 0;
+            }
+            bad = bad || PyErr_Occurred();
+            if (!bad) {
+                value = (long long)((uint64_t)(value - PyList_GET_SIZE(due)) & 0xFFFFFFFFu);
+                PyObject *shown = PyLong_FromLongLong(value);
+                bad = !shown || PyDict_SetItem(g->seen[i], key, shown) < 0;
+                Py_XDECREF(shown);
+            }
+        }
+    }
+    if (!bad && latency && stall != was)
+        bad = !(stall_o = PyLong_FromLongLong(stall)) || PyDict_SetItem(g->stall, g->name, stall_o) < 0;
+    if (!bad)                           /* as the bus call would leave it */
+        bad = !(pos = PyLong_FromUnsignedLong(s->done)) || PyObject_SetAttr(c->core, s_pos, pos) < 0;
+    Py_XDECREF(key);
+    Py_XDECREF(pos);
+    Py_XDECREF(stall_o);
+    if (bad)
+        return -1;
+    *v = (uint32_t)value;
+    return 1;
+}
+
 static inline void log_write(rv_state *s, uint32_t addr, uint64_t cycle) {   /* tile.py Tile._log_write */
     uint64_t *e = s->log + 4 * ((*s->log_n)++ % LOG_SIZE);
     uint32_t word = addr & ~3u, old;
@@ -553,7 +688,7 @@ static inline void log_write(rv_state *s, uint32_t addr, uint64_t cycle) {   /* 
     e[0] = addr >> STAMP_SHIFT; e[1] = cycle; e[2] = word; e[3] = old;
 }
 
-static int rv_run(rv_state *s, const bus_calls *c, direct_push *d) {
+static int rv_run(rv_state *s, const bus_calls *c, direct_push *d, const niu_loads *g) {
     uint32_t *x = s->x, pc = s->pc, sub = 0;
     int stale = 0;                                               /* t0 older than the last bus call */
     for (;;) {
@@ -604,6 +739,8 @@ static int rv_run(rv_state *s, const bus_calls *c, direct_push *d) {
             uint8_t *p;
             if (c && f3 == 2 && mmio_word(s, addr)) {            /* a load has no effect on the spin snapshot */
                 int got = d->n_sems ? sem_load(s, c, d, addr, &v) : 0;
+                if (!got && g->tile)
+                    got = niu_load(s, c, g, addr, &v);
                 if (got < 0)
                     goto bus_error;
                 stale = 1;
@@ -945,13 +1082,15 @@ static int direct_from(PyObject *o, const rv_state *s, const bus_calls *c, direc
     return 0;
 }
 
-/* run(address of an rv_state, bus_calls tuple or None, direct push context or None) -> RV_BUDGET ... RV_STALL: the
- * address is rv32_native.py's state array's; an error a bus call raised leaves with pc and done at the culprit */
+/* run(address of an rv_state, bus_calls tuple or None, direct push context or None, NIU load context or None) ->
+ * RV_BUDGET ... RV_STALL: the address is rv32_native.py's state array's; an error a bus call raised leaves with pc and
+ * done at the culprit */
 static PyObject *run(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    rv_state *s = nargs == 3 ? PyLong_AsVoidPtr(args[0]) : NULL;
+    rv_state *s = nargs == 4 ? PyLong_AsVoidPtr(args[0]) : NULL;
     if (!s) {
         if (!PyErr_Occurred())
-            PyErr_SetString(PyExc_TypeError, "run(state address, bus calls: tuple or None, direct push or None)");
+            PyErr_SetString(PyExc_TypeError, "run(state address, bus calls: tuple or None, direct push or None, NIU "
+                                             "loads or None)");
         return NULL;
     }
     bus_calls c;
@@ -965,9 +1104,11 @@ static PyObject *run(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
         for (int i = 0; i < BUS_CALLS; i++)
             slot[i] = PyTuple_GET_ITEM(args[1], i);
     }
-    if (direct_from(args[2], s, args[1] != Py_None ? &c : NULL, &d))
+    niu_loads g;
+    if (direct_from(args[2], s, args[1] != Py_None ? &c : NULL, &d)
+        || niu_loads_from(args[3], s, args[1] != Py_None ? &c : NULL, &g))
         return NULL;
-    int why = rv_run(s, args[1] != Py_None ? &c : NULL, &d);
+    int why = rv_run(s, args[1] != Py_None ? &c : NULL, &d, &g);
     return why == RV_ERROR ? NULL : PyLong_FromLong(why);
 }
 
@@ -1171,8 +1312,8 @@ static PyMethodDef methods[] = {
      "thaw(write log address, reads, seen, cycle, last key, peek, who): a frozen loop's new key and resume "
      "cycle (or None)"},
     {"run", (PyCFunction)(void (*)(void))run, METH_FASTCALL,
-     "run(state address, bus calls, direct push): the core runs until its budget, a spin, parking, a stall or a "
-     "hand-back"},
+     "run(state address, bus calls, direct push, NIU loads): the core runs until its budget, a spin, parking, a stall "
+     "or a hand-back"},
     {NULL, NULL, 0, NULL},
 };
 

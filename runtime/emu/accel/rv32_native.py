@@ -77,6 +77,12 @@ DIRECT_PUSH = os.environ.get("TT_RV32_DIRECT_PUSH", "1") != "0"
 # value, and the wait for its post's cycle) instead of the bus's mmio_load -> tile.py _pcbuf_load (the reference; False,
 # or TT_EMU_SEM_LOADS_NATIVE=0, read when a tile is built); a wait the tile's timeline records stays Python's
 SEM_LOADS_NATIVE = os.environ.get("TT_EMU_SEM_LOADS_NATIVE", "1") != "0"
+# An NIU response counter's load (a core polling for its reads' data or its writes' acks) and NOC_CMD_CTRL's (polled
+# before each request) served in C with the tile's NIU load context (rv32_native.c niu_load: the latency, the count of
+# the requests complete at the core's cycle, the wait for the next completion) instead of the bus's mmio_load ->
+# tile.py _niu_load (the reference; False, or TT_EMU_NIU_LOADS_NATIVE=0, read when a tile is built); a tile recording
+# a timeline hands them back
+NIU_LOADS_NATIVE = os.environ.get("TT_EMU_NIU_LOADS_NATIVE", "1") != "0"
 # RV32Core.spin_reads (a frozen wait loop's probe) in C where the loop only loads (rv32_native.c probe); False keeps
 # rv32.py's probe on translated blocks (the reference; read at each probe)
 PROBE_NATIVE = os.environ.get("TT_EMU_SPIN_PROBE_NATIVE", "1") != "0"
@@ -112,7 +118,7 @@ def status() -> str:
 
 def attach(core: RV32Core, nius: Sequence[tuple[int, np.ndarray]] = (),
            push_window: tuple[int, int, Callable[[int, int], None]] | None = None,
-           direct_push: tuple | None = None) -> None:
+           direct_push: tuple | None = None, niu_loads: tuple | None = None) -> None:
     """Hand `core`'s run() to the C part when it is enabled and built; otherwise the core keeps the Python path.
     `nius`: (window base address, uint32 register file) of the NIUs whose command registers C may fill (at most 2).
     `push_window`: (base, size, push(pos, word)): a word store there has exactly push's effects (the bus's mmio_store
@@ -120,10 +126,13 @@ def attach(core: RV32Core, nius: Sequence[tuple[int, np.ndarray]] = (),
     `direct_push`: what rv32_native.c needs to hand the core's `.ttinsn` runs to plain_run as the bus's pusher
     would (rv32_native.c direct_from: the capsule, the Tensix, the thread, its facts and progress list, the tile's
     stall dict, push counts, wait reasons, the full FIFO's wait reason, and whether plain_run may run now, asked at
-    the first push of each run() call, and the tile and semaphore window whose loads C serves, or None), or None."""
+    the first push of each run() call, and the tile and semaphore window whose loads C serves, or None), or None.
+    `niu_loads`: what rv32_native.c niu_load needs to serve the core's loads of the NIUs' response counters and
+    NOC_CMD_CTRL (the tile, its stall dict, the NIU windows' MMIO latency, then per NIU its window base, its counters
+    and the tile's due completions and last shown counts), or None."""
     fn = _load()[0] if enabled() else None
     if fn is not None and len(core._l1) == L1_SIZE:
-        core.native = NativeRun(core, fn, nius if NIU_STORES else (), push_window, direct_push)
+        core.native = NativeRun(core, fn, nius if NIU_STORES else (), push_window, direct_push, niu_loads)
 
 
 class LogLookups:
@@ -160,9 +169,10 @@ class NativeRun:
 
     def __init__(self, core: RV32Core, fn, nius: Sequence[tuple[int, np.ndarray]],
                  push_window: tuple[int, int, Callable[[int, int], None]] | None,
-                 direct_push: tuple | None = None):
+                 direct_push: tuple | None = None, niu_loads: tuple | None = None):
         self.core = core
         self.direct_push = direct_push
+        self.niu_loads = niu_loads
         self.fn = fn
         self.probe = _built()[0].probe
         self.state = np.zeros(STATE_WORDS, np.uint32)
@@ -225,13 +235,14 @@ class NativeRun:
         base, t0, ns = core.stamp_base, self.t0, core._ns
         causal = "PAST" in ns and self.stamps is not None
         S[CAUSAL] = (CAUSAL_IN_C if self.past_in_c else CAUSAL_HAND_BACK) if causal else CAUSAL_OFF
-        calls = direct = None
+        calls = direct = niu_loads = None
         if MMIO_EXITS:          # rv32_native.c bus_calls
             bus = core.bus
             calls = (core, core.name, bus.mmio_load, bus.mmio_store, self.push, ns.get("PUSHP"), ns.get("PUSHM"),
                      bus.push_tensix, base, Stall)
-            if DIRECT_PUSH and base is not None:
-                direct = self.direct_push
+            if base is not None:
+                direct = self.direct_push if DIRECT_PUSH else None
+                niu_loads = self.niu_loads
         try:
             while True:
                 if base is not None:
@@ -240,7 +251,7 @@ class NativeRun:
                         ns["SBASE"] = int(t0[0])  # a handed-back load's stamp test (rv32.py set_stamp_wait): a lower
                                                   # bound of the cycle, also after bus calls C made stalled the core
                 try:
-                    why = fn(arg, calls, direct)
+                    why = fn(arg, calls, direct, niu_loads)
                 except BaseException:
                     core.pc = S[PC]     # a bus call C made raised: pc and done name the culprit
                     raise
