@@ -33,10 +33,10 @@ static inline uint32_t tt_minu(uint32_t x, uint32_t y)
  * 101 << 31 then << 24 leaves nothing. */
 static inline uint32_t tt_f16_to_f32(uint32_t h)
 {
-    uint32_t sign = (h & 0x8000u) << 16, a = h & 0x7FFFu;
+    uint32_t sign = (h >> 15) << 31, a = h & 0x7FFFu;          /* shifts, not a mask: one constant less to load */
     if (a >= 0x7C00u) return sign | 0x7F800000u | ((a & 0x3FFu) << 13);             /* inf, NaN */
     uint32_t c = tt_clz(tt_minu(a, 0x400u));
-    return sign | ((((133u - c) << ((31u - c) & 31u)) + a) << ((c - 8u) & 31u));
+    return sign | ((((133u - c) << (~c & 31u)) + a) << ((c - 8u) & 31u));          /* ~c & 31 = 31 - c mod 32 */
 }
 
 /* a float32 bit pattern as a C float (index math reading a float buffer: lowering/codegen/c_exprs.py INDEX_LOAD) */
