@@ -133,7 +133,7 @@ WINDOW_RELOAD_FIXED = TILE_READ_FIXED
 # narrowing one 18 more than int8's truncation, as compiled in the movers (brisc / ncrisc busy time on one core,
 # 64 x 64: h.float() * 2 of float16 19.1 a datum against int8's 8.1; (x * 2).cast(float16) 25.2 against int8's 7.1;
 # the conversions alone, a loop of 512 against the same loop without them, gcc -O2 -march=rv32im, counted 8 - 2 and
-# 17.5 - 1); denormals, infinities and NaNs take other paths, not priced. The run walks (strided, columns and runs'
+# 17.5 - 1; other values below). The run walks (strided, columns and runs'
 # converting copies) convert every datum too: a narrow integer's sign extension 2 beyond the float32 walk
 # (WALK_WIDEN_PER_DATUM: h.float().T * 2 of int8 and int16 64 x 64, strided, 5.6 a datum against 3.6), float16's 11
 # beyond that (16.6). A bf16 tile's halfwords are moved as compiled from `(uint32_t)TT_L1_U16(p)` into a
@@ -142,6 +142,9 @@ WINDOW_RELOAD_FIXED = TILE_READ_FIXED
 # walk (one core, 4 tiles, brisc instructions bf16 against fp32: a.T of 8 x 512 and 40 x 100 columns, 64 x 64
 # strided: 1.97, 1.89, 1.94 a datum)
 DATUM_EXTRA_MODES = ("gather", "computed", "scatter", "contiguous convert", "strided", "columns", "runs")
+# The widening (tt_convert.h) takes one path for zeros, denormals and normals alike (Zbb clz: 19 a datum in the bulk
+# reader's loop, as normals took before, where a denormal took 21 + 5 per normalising shift), infinities and NaNs a
+# shorter one (16, not priced); the narrowing's denormals, infinities and NaNs take other paths, not priced.
 FLOAT16_WIDEN_EXTRA, FLOAT16_NARROW_EXTRA = 11, 18
 WALK_WIDEN_PER_DATUM = 2
 WALK_HALFWORD_PER_DATUM = 2

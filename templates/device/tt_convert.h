@@ -7,17 +7,36 @@
 
 #include <stdint.h>
 
+/* Zbb's clz and minu: the baby cores implement Zbb (tt-isa-documentation, BlackholeA0/TensixTile/BabyRISCV/
+ * InstructionSet.md), but the project compiles for rv32im (runtime/compile.py), so the compiler never emits them:
+ * encoded by hand with .insn, which GNU as and LLVM's integrated assembler accept under -march=rv32im */
+static inline uint32_t tt_clz(uint32_t x)
+{
+    uint32_t n;
+    __asm__(".insn i 0x13, 1, %0, %1, 0x600" : "=r"(n) : "r"(x));          /* clz: OP-IMM, funct3 1, imm 0x600 */
+    return n;
+}
+
+static inline uint32_t tt_minu(uint32_t x, uint32_t y)
+{
+    uint32_t n;
+    __asm__(".insn r 0x33, 5, 5, %0, %1, %2" : "=r"(n) : "r"(x), "r"(y));   /* minu: OP, funct3 5, funct7 5 */
+    return n;
+}
+
+/* One straight path for zeros, denormals and normals, so that a datum's cost does not depend on its value (a
+ * denormal used to be normalised by a loop, one pass per leading zero); only inf and NaN branch off (a shorter path).
+ * c = clz(min(a, 0x400)) is 21 for a normal, 22..31 for a denormal (21 + the shift that brings its leading one to bit
+ * 10) and 32 for a zero. ((133 - c) << (31 - c)) + a, shifted left by c - 8, puts a's bits below float32's exponent
+ * field and 133 - c in that field: 112 + e for a normal (e in a's bits 10..14), 133 - c + 1 for a denormal (its
+ * leading one carries into the exponent). For a zero both shifts are taken mod 32, as sll takes them (31 and 24):
+ * 101 << 31 then << 24 leaves nothing. */
 static inline uint32_t tt_f16_to_f32(uint32_t h)
 {
-    uint32_t sign = (h & 0x8000u) << 16, e = (h >> 10) & 0x1Fu, m = h & 0x3FFu;
-    if (e == 0x1Fu) return sign | 0x7F800000u | (m << 13);             /* inf, NaN */
-    if (e == 0u) {
-        if (m == 0u) return sign;                                       /* +-0 */
-        e = 113u;                                                        /* denormal: normalise (m * 2^-24) */
-        while (!(m & 0x400u)) { m <<= 1; e--; }
-        return sign | (e << 23) | ((m & 0x3FFu) << 13);
-    }
-    return sign | ((e + 112u) << 23) | (m << 13);
+    uint32_t sign = (h >> 15) << 31, a = h & 0x7FFFu;          /* shifts, not a mask: one constant less to load */
+    if (a >= 0x7C00u) return sign | 0x7F800000u | ((a & 0x3FFu) << 13);             /* inf, NaN */
+    uint32_t c = tt_clz(tt_minu(a, 0x400u));
+    return sign | ((((133u - c) << (~c & 31u)) + a) << ((c - 8u) & 31u));          /* ~c & 31 = 31 - c mod 32 */
 }
 
 /* a float32 bit pattern as a C float (index math reading a float buffer: lowering/codegen/c_exprs.py INDEX_LOAD) */
