@@ -29,6 +29,7 @@ from itertools import islice
 import numpy as np
 
 from tt_backend.chip.errors import EmuError, EmuUnspecified
+from tt_backend.chip.isa import INSTRUCTIONS
 from tt_backend.chip.numerics.sfpu.state import FLAG_WRITERS
 from tt_backend.runtime.emu.accel import sfpu_batch, sfpu_issue_native, sfpu_native
 from tt_backend.runtime.emu.accel.inline import inline_calls
@@ -50,6 +51,7 @@ DQ_MAX_PERIOD = 2048      # longest body _dq_period looks for
 # anyway. The MOP batches (mop_batch.py) follow the same rule.
 NATIVE_BATCH_MIN = 512
 _UNSET = object()
+_OP_REPLAY = INSTRUCTIONS["REPLAY"].opcode
 _ALL4 = b"\x01" * 4      # Dst.written[r0:r0 + 4].tobytes() when all four rows are written
 
 
@@ -63,6 +65,7 @@ class DeferralMixin:
         self._fast: dict[int, tuple | None] = {}   # the entry points' per-word facts: word -> _fast_info()
         self._records: dict[int, tuple | None] = {}  # word -> sfpu_native.record() (None: not the C part's)
         self._cword: dict[int, tuple] = {}         # deferrable word -> sfpu_issue_native.word_facts()
+        self._replays: dict[int, tuple | None] = {}  # REPLAY word -> replay_spec() (sfpu_issue_native's replay_push)
         self._c_ctx = None                         # the last _c_timing() (the cycle model's lists, made with it)
         self._dst_view = DstView(self)
         self.dst = dst
@@ -103,7 +106,8 @@ class DeferralMixin:
         queued, the case that reaches the C part's push_word runs in C whole (sfpu_issue_native.push_one)."""
         push_one = sfpu_issue_native.push_one()
         if push_one is not None:
-            r = push_one(self, thread, word, t, DQ_MAX)
+            r = push_one(self, thread, word, t, DQ_MAX, sfpu_issue_native.REPLAY_NATIVE and
+                         sfpu_issue_native.READY_NATIVE)
             if r is not None:
                 return r
         th = self.threads[thread]
@@ -113,7 +117,11 @@ class DeferralMixin:
         fast = self._fast.get(word, _UNSET)
         if fast is _UNSET:
             fast = self._fast_info(word)
-        if fast is None or (th.latch is not None and th.latch.block & fast[3]):   # not deferrable / held by the gate
+        if fast is None:                          # not deferrable (a REPLAY: push_one's replay_push takes it next time)
+            if word >> 24 == _OP_REPLAY and word not in self._replays:
+                self._replays[word] = replay_spec(word)
+            return super(DeferralMixin, self).push(thread, word, t)
+        if th.latch is not None and th.latch.block & fast[3]:          # held by the Wait Gate
             return super(DeferralMixin, self).push(thread, word, t)
         tm = self.tm
         push_word = sfpu_issue_native.push_word()       # (the switch read at each call, as push_many's issue_run)
@@ -784,6 +792,17 @@ class DstView:
         if tx.deferred:
             tx.flush_deferred()
         setattr(tx._dst, name, value)
+
+
+def replay_spec(word: int) -> tuple | None:
+    """What sfpu_issue_native.c's replay_push reads of a REPLAY word: (start, count) for one that replays the buffer
+    (no load, count 1..32, no reserved bits: FrontendMixin.next_instruction expands it without a check that can
+    raise), else None."""
+    f = INSTRUCTIONS["REPLAY"].decode(word)
+    if f["load_mode"] or f["execute_while_loading"] or not 1 <= f["len"] <= 32 or \
+            word & ~INSTRUCTIONS["REPLAY"].used_bits() & 0xFFFFFFFF:
+        return None
+    return f["start_idx"], f["len"]
 
 
 def entries_sum(e: tuple) -> tuple:

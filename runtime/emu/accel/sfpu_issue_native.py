@@ -13,7 +13,9 @@ a Python object, and its execution asks it for the period search and sfpu_native
 path's queue) pack_records turns the queued entries into those records in one call. Python stays the
 reference (tests/emu/test_sfpu_issue_native.py pins cycles, the deferred queue and bits to it). `ISSUE_NATIVE =
 False` (or TT_EMU_SFPU_ISSUE_NATIVE=0) keeps every pushed word on the Python path, `READY_NATIVE = False` (or
-TT_EMU_SFPU_READY_NATIVE=0) every word of a ready queue; without a host compiler or Python's headers they stay there
+TT_EMU_SFPU_READY_NATIVE=0) every word of a ready queue, `REPLAY_NATIVE = False` (or TT_EMU_REPLAY_PUSH_NATIVE=0) a
+REPLAY pushed on its own to a thread with work queued (push_one's replay_push: the frontend's expansion and the
+drain around ready_run in C); without a host compiler or Python's headers they stay there
 too (`python -m tt_backend info` says which runs, and why).
 
 The same module issues the other words direct issue takes (accel/direct_issue.py: plain_run for pushed words,
@@ -47,6 +49,7 @@ READY_NATIVE = os.environ.get("TT_EMU_SFPU_READY_NATIVE", "1") != "0"
 PERIOD_NATIVE = os.environ.get("TT_EMU_SFPU_PERIOD_NATIVE", "1") != "0"
 PLAIN_ISSUE_NATIVE = os.environ.get("TT_EMU_PLAIN_ISSUE_NATIVE", "1") != "0"
 BATCH_NATIVE = os.environ.get("TT_EMU_MOP_BATCH_NATIVE", "1") != "0"
+REPLAY_NATIVE = os.environ.get("TT_EMU_REPLAY_PUSH_NATIVE", "1") != "0"
 
 # The deferral's abstract lane-flag state (LaneFlags, UseLaneFlagsForLaneEnable), each 0, 1 or None (differs between
 # lanes), as the C part codes it: lf * 3 + use, None as 2.
@@ -69,6 +72,8 @@ def _load() -> tuple[object | None, str]:
     mod.configure_plain(UNPACK_BYTES_PER_CYCLE, PACK_BYTES_PER_CYCLE, tuple(element_bits(f) for f in range(16)),
                         FPU_DST_READ_LATENCY, FIFO_DEPTH)
     mod.configure_tiles(*tile_format_tables())
+    from tt_backend.runtime.emu.accel.mop_batch import BATCH_MIN_REPS     # (mop_batch imports this module)
+    mod.configure_replay(BATCH_MIN_REPS)
     return mod, f"C ({path}) for runs of deferrable SFPU words pushed to an empty thread"
 
 
