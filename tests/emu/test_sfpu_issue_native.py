@@ -101,11 +101,14 @@ def _push_words(tx: Tensix, thread: int, words: tuple, t: int) -> int:
     return t
 
 
-def _run(seed: int, strict: bool, native: bool, monkeypatch) -> tuple[list, list]:
+def _run(seed: int, strict: bool, native: bool, monkeypatch, entry: bool = False) -> tuple[list, list]:
     """The program's trace (a snapshot after every push, then Dst, LRegs and lane flags, or the error's text) and how
     many words the C part issued: [all, SFPLOAD / SFPSTORE, those of all pushed on their own (push_word, push_one)].
-    Every third step pushes its words one push() at a time."""
+    Every third step pushes its words one push() at a time. Without `entry` the Tensix's push is DeferralMixin.push
+    (which calls push_one through the counting loader), with it the C part's push_entry (push_one not counted)."""
     monkeypatch.setattr(sfpu_issue_native, "ISSUE_NATIVE", native)
+    if not entry:
+        monkeypatch.setattr(sfpu_issue_native, "push_entry", lambda: None)
     taken = [0, 0, 0]
     real = sfpu_issue_native._load()[0].issue_run
 
@@ -160,13 +163,15 @@ def _run(seed: int, strict: bool, native: bool, monkeypatch) -> tuple[list, list
 @pytest.mark.parametrize("strict", [False, True])
 @pytest.mark.parametrize("seed", range(8))
 def test_random_programs_identical(seed, strict, monkeypatch):
-    """The same trace with the C part on and off; an error (strict: a stall-blind read after a MAD; an address
-    modifier with a bias or CToCR combined; an odd Dst address) is raised after the same state at the same word (the
-    C part leaves that word to the Python path)."""
+    """The same trace with the C part on and off, and with push() as the C part's push_entry; an error (strict: a
+    stall-blind read after a MAD; an address modifier with a bias or CToCR combined; an odd Dst address) is raised
+    after the same state at the same word (the C part leaves that word to the Python path)."""
     a, _ = _run(seed, strict, True, monkeypatch)
     b, none = _run(seed, strict, False, monkeypatch)
     assert a == b
     assert none == [0, 0, 0]
+    monkeypatch.undo()
+    assert _run(seed, strict, True, monkeypatch, entry=True)[0] == b       # (push() as push_entry)
 
 
 def test_random_programs_reach_the_c_part(monkeypatch):
@@ -433,11 +438,13 @@ def _replay_push_program(seed: int) -> list[tuple[int, tuple[int, ...]]]:
     return steps
 
 
-def _replay_push_run(seed: int, strict: bool, native: bool, monkeypatch) -> tuple[list, list]:
+def _replay_push_run(seed: int, strict: bool, native: bool, monkeypatch, entry: bool = False) -> tuple[list, list]:
     """The program's trace (a snapshot after every step, with each thread's batch_skip and Tensix.current, then Dst,
     LRegs and lane flags, or the error's text) and how many REPLAYs push_one took: [all, those whose expansion ready_run
-    left in part to Tensix.drain]."""
+    left in part to Tensix.drain] (not counted with `entry`: push() as push_entry, as in _run)."""
     monkeypatch.setattr(sfpu_issue_native, "REPLAY_NATIVE", native)
+    if not entry:
+        monkeypatch.setattr(sfpu_issue_native, "push_entry", lambda: None)
     taken, inside = [0, 0], [False]
     real = sfpu_issue_native._load()[0].push_one
 
@@ -483,6 +490,7 @@ def test_replay_push_identical(seed, monkeypatch):
         b, none = _replay_push_run(seed, strict, False, monkeypatch)
         assert a == b
         assert none == [0, 0]
+        assert _replay_push_run(seed, strict, True, monkeypatch, entry=True)[0] == b
         taken = [x + y for x, y in zip(taken, n)]
     assert taken[0] > 20 and taken[1] > 0
 
@@ -517,3 +525,32 @@ def test_bench_sfpu_identical(monkeypatch):
         runs[on] = (r["cycles"], r["sfpu_instructions"], _snapshot(tx, None), tx.dst.rows32.tolist(),
                     s.lreg.tolist(), s.lane_flags.tolist())
     assert runs[True] == runs[False]
+
+
+def test_push_entry_is_push(monkeypatch):
+    """A Tensix's push as the C part's push_entry: bound where DeferralMixin.push is the class's push (a subclass that
+    overrides it keeps its own); positional and keyword arguments and the switches flipped after the Tensix was made
+    (ISSUE_NATIVE read at each call) give the same state after every push as DeferralMixin.push itself."""
+    class Own(Tensix):
+        def push(self, thread, word, t=0):
+            return Tensix.push(self, thread, word, t)
+    assert "push" not in vars(Own(np.zeros(layout.L1_SIZE, np.uint8)))
+    rng = random.Random(7)
+    words = [_sfpu(rng) for _ in range(12)]
+    program = [rng.choice(words) for _ in range(300)]
+    traces = []
+    for entry in (True, False):
+        monkeypatch.setattr(sfpu_issue_native, "ISSUE_NATIVE", True)
+        tx = Tensix(np.zeros(layout.L1_SIZE, np.uint8), strict=False)
+        if not entry:
+            tx.push = Tensix.push.__get__(tx)
+        assert ("push_entry" in str(tx.push)) == entry
+        trace, t = [], 0
+        for i, w in enumerate(program):
+            if i == 200:
+                monkeypatch.setattr(sfpu_issue_native, "ISSUE_NATIVE", False)
+            t = (tx.push(1, w, t=t) if i % 5 == 0 else tx.push(1, w) if i % 7 == 0 else tx.push(1, w, t)) + 1
+            trace.append(_snapshot(tx, t))
+        s = tx.sfpu
+        traces.append(trace + [(tx.dst.rows32.tolist(), s.lreg.tolist(), s.lane_flags.tolist())])
+    assert traces[0] == traces[1]

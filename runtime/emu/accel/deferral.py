@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from functools import partial
 from itertools import islice
+from types import MethodType
 
 import numpy as np
 
@@ -69,6 +70,11 @@ class DeferralMixin:
         self._c_ctx = None                         # the last _c_timing() (the cycle model's lists, made with it)
         self._dst_view = DstView(self)
         self.dst = dst
+        # push() in C where it can be (a class that overrides push keeps its own): one C call per pushed word instead
+        # of push()'s Python frame around push_one (sfpu_issue_native.push_entry)
+        entry = sfpu_issue_native.push_entry() if type(self).push is DeferralMixin.push else None
+        if entry is not None:
+            self.push = MethodType(entry, self)
 
     # ------------------------------------------------------------------------------------------------ state views
     # Deferred work changes LRegs, lane flags and Dst only when executed; every access to `sfpu` or `dst` from outside
@@ -103,13 +109,19 @@ class DeferralMixin:
     def push(self, thread: int, word: int, t: int = 0) -> int:
         """FrontendMixin.push; a deferrable SFPU word reaching an empty thread is taken from the FIFO, issued and
         queued at once (what drain() -> defer would do), also while a REPLAY load records and executes it. With work
-        queued, the case that reaches the C part's push_word runs in C whole (sfpu_issue_native.push_one)."""
+        queued, the case that reaches the C part's push_word runs in C whole (sfpu_issue_native.push_one), as does a
+        REPLAY's there (its replay_push); where the C part is built, a Tensix's `push` is its push_entry, which does
+        the same in C and calls push_python for the rest (_init_deferral)."""
         push_one = sfpu_issue_native.push_one()
         if push_one is not None:
             r = push_one(self, thread, word, t, DQ_MAX, sfpu_issue_native.REPLAY_NATIVE and
                          sfpu_issue_native.READY_NATIVE)
             if r is not None:
                 return r
+        return self.push_python(thread, word, t)
+
+    def push_python(self, thread: int, word: int, t: int = 0) -> int:
+        """push() where the C part's push_one did not take the word (or is off)."""
         th = self.threads[thread]
         if th.fifo or th.ready or th.mop_out or (th.replay_load is not None and not replay_executes(th, word)):
             return super(DeferralMixin, self).push(thread, word, t)     # (inline_calls recompiles: explicit super)
@@ -863,7 +875,7 @@ def _dq_period(words: list, i: int, n: int) -> tuple[int, int]:
 # of `bench emu` sfpu, sfpu_long and tile_long (measured), so they run with the rules expanded in place, generated
 # from the rules' one definition (cycles.TensixTiming; inline.py).
 _RULES = {"accept_take": TensixTiming.accept_take, "issue_sfpu": TensixTiming.issue_sfpu}
-DeferralMixin.push = inline_calls(DeferralMixin.push, _RULES)
+DeferralMixin.push_python = inline_calls(DeferralMixin.push_python, _RULES)
 DeferralMixin.push_many = inline_calls(DeferralMixin.push_many, _RULES, ("tm", TensixTiming.FIXED))
 DeferralMixin.drain_deferrable = inline_calls(DeferralMixin.drain_deferrable, {"issue_sfpu": TensixTiming.issue_sfpu},
                                               ("tm", TensixTiming.FIXED))

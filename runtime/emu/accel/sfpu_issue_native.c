@@ -2051,6 +2051,66 @@ out:
     return result;
 }
 
+/* push_entry(tx, thread, word, t=0): DeferralMixin.push in C, bound as a Tensix's `push` (deferral._init_deferral):
+ * push_one with push()'s arguments (deferral.DQ_MAX, REPLAY_NATIVE and READY_NATIVE, read at each call as push()
+ * reads them), and where it does not take the word, or ISSUE_NATIVE is off, DeferralMixin.push_python(tx, thread,
+ * word, t): push()'s Python frame, about a sixth of a word's cost in bench emu's sfpu_long, goes. configure_push hands
+ * over the two modules' dicts and push_python. */
+static PyObject *entry_switches, *entry_deferral, *entry_rest;
+static PyObject *s_issue_native, *s_replay_native, *s_ready_native, *s_dq_max;
+
+static PyObject *configure_push(PyObject *self, PyObject *args) {
+    PyObject *sw, *df, *rest;
+    if (!PyArg_ParseTuple(args, "O!O!O", &PyDict_Type, &sw, &PyDict_Type, &df, &rest))
+        return NULL;
+    Py_XSETREF(entry_switches, Py_NewRef(sw));
+    Py_XSETREF(entry_deferral, Py_NewRef(df));
+    Py_XSETREF(entry_rest, Py_NewRef(rest));
+    Py_RETURN_NONE;
+}
+
+/* the truth of d[key] (-1 with an exception where it is missing or has none) */
+static int dict_flag(PyObject *d, PyObject *key) {
+    PyObject *v = PyDict_GetItemWithError(d, key);
+    if (!v) {
+        if (!PyErr_Occurred())
+            PyErr_Format(PyExc_KeyError, "push_entry: %U is missing", key);
+        return -1;
+    }
+    return PyObject_IsTrue(v);
+}
+
+static PyObject *push_entry(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (!entry_rest) {
+        PyErr_SetString(PyExc_TypeError, "push_entry: configure_push was not called");
+        return NULL;
+    }
+    if (!kwnames && (nargs == 3 || nargs == 4)) {
+        int on = dict_flag(entry_switches, s_issue_native);
+        if (on < 0)
+            return NULL;
+        if (on) {
+            PyObject *dq_max = PyDict_GetItemWithError(entry_deferral, s_dq_max);
+            int replays = dq_max ? dict_flag(entry_switches, s_replay_native) : -1;
+            if (replays > 0)
+                replays = dict_flag(entry_switches, s_ready_native);
+            if (replays < 0) {
+                if (!PyErr_Occurred())
+                    PyErr_SetString(PyExc_KeyError, "push_entry: DQ_MAX is missing");
+                return NULL;
+            }
+            PyObject *a[6] = {args[0], args[1], args[2], nargs == 4 ? args[3] : zero, dq_max,
+                              replays ? Py_True : Py_False};
+            PyObject *r = push_one(self, a, 6);
+            if (r != Py_None)
+                return r;                 /* (its result, or NULL: its error) */
+            Py_DECREF(r);
+        }
+    }
+    return PyObject_Vectorcall(entry_rest, args, nargs, kwnames);
+}
+
 /* The module `m` with plain_run's C entry as the capsule PLAIN_RUN_CAPSULE ("sfpu_issue.plain_run"): the RISC-V C
  * core (rv32_native.c) calls it for its `.ttinsn` runs with plain_run's arguments, without a Python frame. */
 typedef PyObject *(*plain_run_entry)(PyObject *, PyObject *const *, Py_ssize_t);
@@ -2074,6 +2134,8 @@ static PyMethodDef methods[] = {
     {"push_word", (PyCFunction)(void (*)(void))push_word, METH_FASTCALL, "see its comment"},
     {"push_one", (PyCFunction)(void (*)(void))push_one, METH_FASTCALL, "see its comment"},
     {"configure_replay", configure_replay, METH_VARARGS, "configure_replay(batch_sfpu's BATCH_MIN_REPS)"},
+    {"push_entry", (PyCFunction)(void (*)(void))push_entry, METH_FASTCALL | METH_KEYWORDS, "see its comment"},
+    {"configure_push", configure_push, METH_VARARGS, "configure_push(switches dict, deferral's dict, push_python)"},
     {"find_period", (PyCFunction)(void (*)(void))find_period, METH_FASTCALL, "see its comment"},
     {"batch_run", (PyCFunction)(void (*)(void))batch_run, METH_FASTCALL, "see mop_batch_native.c"},
     {"configure_batch", configure_batch, METH_VARARGS, "configure_batch(address of sfpu_native.c's sfpu_run)"},
@@ -2128,7 +2190,8 @@ PyMODINIT_FUNC PyInit_sfpu_issue(void) {
         {&s_fast, "_fast"}, {&s_cword, "_cword"}, {&s_c_ctx, "_c_ctx"}, {&s_rec, "rec"}, {&s_sfpu_timing, "sfpu"},
         {&s_dq_flags, "_dq_flags"}, {&s_dst_raw, "_dst"}, {&s_written, "written"}, {&s_issue, "issue"},
         {&s_dict, "__dict__"}, {&s_replays, "_replays"}, {&s_replay_buf, "replay_buf"},
-        {&s_extend, "extend"},
+        {&s_extend, "extend"}, {&s_issue_native, "ISSUE_NATIVE"}, {&s_replay_native, "REPLAY_NATIVE"},
+        {&s_ready_native, "READY_NATIVE"}, {&s_dq_max, "DQ_MAX"},
     };
     for (size_t k = 0; k < sizeof push_names / sizeof push_names[0]; k++)
         if (!(*push_names[k].p = PyUnicode_InternFromString(push_names[k].s)))

@@ -102,6 +102,25 @@ def push_one():
     return _part("push_one") if ISSUE_NATIVE else None
 
 
+@functools.lru_cache(maxsize=None)
+def _entry_part():
+    """push_entry configured with the switches it reads at each call (this module's ISSUE_NATIVE, REPLAY_NATIVE and
+    READY_NATIVE, deferral.DQ_MAX) and the Python rest of push() (DeferralMixin.push_python), or None when the C part
+    is unavailable."""
+    mod = _load()[0]
+    if mod is None:
+        return None
+    from tt_backend.runtime.emu.accel import deferral          # (deferral imports this module)
+    mod.configure_push(globals(), vars(deferral), deferral.DeferralMixin.push_python)
+    return mod.push_entry
+
+
+def push_entry():
+    """The C part's push_entry (DeferralMixin.push in C: push_one, else push_python), for a Tensix to bind as its
+    `push`, or None when it is off or unavailable."""
+    return _entry_part() if ISSUE_NATIVE else None
+
+
 def ready_run():
     """The C part's ready_run (see sfpu_issue_native.c), or None when it is off or unavailable."""
     return _part("ready_run") if READY_NATIVE else None
