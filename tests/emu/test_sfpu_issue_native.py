@@ -509,6 +509,8 @@ def test_replay_push_declines_a_batch(monkeypatch):
     assert push_one(tx, 1, replay(8), t, 100000, True) is None and _snapshot(tx, None) == before
     assert push_one(tx, 1, replay(6), t, 100000, False) is None and _snapshot(tx, None) == before
     assert push_one(tx, 1, replay(6), t, 100000, True) == t and len(tx.deferred) == len(before[13]) + 6
+    monkeypatch.setattr(sfpu_issue_native, "REPLAY_NATIVE", False)       # (what `python -m tt_backend info` says)
+    assert "TT_EMU_REPLAY_PUSH_NATIVE=0" in sfpu_issue_native.replay_status()
 
 
 def test_bench_sfpu_identical(monkeypatch):

@@ -190,6 +190,16 @@ def plain_status() -> str:
                                     "the tile handlers' common case: see their line)")
 
 
+def replay_status() -> str:
+    """Which path takes a REPLAY pushed on its own, for `python -m tt_backend info`."""
+    for on, switch in ((ISSUE_NATIVE, "TT_EMU_SFPU_ISSUE_NATIVE"), (READY_NATIVE, "TT_EMU_SFPU_READY_NATIVE"),
+                       (REPLAY_NATIVE, "TT_EMU_REPLAY_PUSH_NATIVE")):
+        if not on:
+            return f"Python: {switch}=0"
+    mod, why = _load()
+    return why if mod is None else "C (push_one's replay_push) with SFPU work queued and no batch to try; else Python"
+
+
 def batch_status() -> str:
     """Which path runs a MOP batch whose memos all hit, for `python -m tt_backend info`."""
     if not BATCH_NATIVE:
