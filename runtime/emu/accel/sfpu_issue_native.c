@@ -1852,19 +1852,15 @@ static PyObject *replay_push(PyObject *tx, PyObject *thread_o, long long th, PyO
             goto out;
     }
     if (done < count) {          /* the rest from the ready queue, by Tensix.drain */
-        PyObject *rest = PyTuple_GetSlice(o[R_WORDS], done, count), *r = NULL;
-        if (rest) {
-            r = PyObject_CallMethodOneArg(o[R_READY], s_extend, rest);
-            Py_DECREF(rest);
-        }
-        if (!r || set_attr_ll(thobj, s_batch_skip, count >= 8 ? count : 0))
-            goto out_r;
-        Py_DECREF(r);
-        r = call_method(tx, s_drain, &thread_o, 1);
-out_r:
-        Py_XDECREF(r);
+        PyObject *rest = PyTuple_GetSlice(o[R_WORDS], done, count);
+        PyObject *r = rest ? PyObject_CallMethodOneArg(o[R_READY], s_extend, rest) : NULL;
+        Py_XDECREF(rest);
         if (!r)
             goto out;
+        Py_DECREF(r);
+        if (set_attr_ll(thobj, s_batch_skip, count >= 8 ? count : 0) || !(r = call_method(tx, s_drain, &thread_o, 1)))
+            goto out;
+        Py_DECREF(r);
     } else if (set_attr_ll(thobj, s_batch_skip, 0)) {
         goto out;
     }
