@@ -108,7 +108,7 @@ def _run(seed: int, strict: bool, native: bool, monkeypatch, entry: bool = False
     (which calls push_one through the counting loader), with it the C part's push_entry (push_one not counted)."""
     monkeypatch.setattr(sfpu_issue_native, "ISSUE_NATIVE", native)
     if not entry:
-        monkeypatch.setattr(sfpu_issue_native, "push_entry", lambda: None)
+        monkeypatch.setattr(sfpu_issue_native, "push_entry", lambda *_: None)
     taken = [0, 0, 0]
     real = sfpu_issue_native._load()[0].issue_run
 
@@ -444,7 +444,7 @@ def _replay_push_run(seed: int, strict: bool, native: bool, monkeypatch, entry: 
     left in part to Tensix.drain] (not counted with `entry`: push() as push_entry, as in _run)."""
     monkeypatch.setattr(sfpu_issue_native, "REPLAY_NATIVE", native)
     if not entry:
-        monkeypatch.setattr(sfpu_issue_native, "push_entry", lambda: None)
+        monkeypatch.setattr(sfpu_issue_native, "push_entry", lambda *_: None)
     taken, inside = [0, 0], [False]
     real = sfpu_issue_native._load()[0].push_one
 

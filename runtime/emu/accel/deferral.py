@@ -72,7 +72,8 @@ class DeferralMixin:
         self.dst = dst
         # push() in C where it can be (a class that overrides push keeps its own): one C call per pushed word instead
         # of push()'s Python frame around push_one (sfpu_issue_native.push_entry)
-        entry = sfpu_issue_native.push_entry() if type(self).push is DeferralMixin.push else None
+        entry = sfpu_issue_native.push_entry(globals(), DeferralMixin.push_python) \
+            if type(self).push is DeferralMixin.push else None
         if entry is not None:
             self.push = MethodType(entry, self)
 

@@ -1674,27 +1674,20 @@ static int flag_code(PyObject *fl, long long *code) {
  * empty thread with deferred work queued, in C: what FrontendMixin.push -> Tensix.drain -> _drain do for it there.
  * The FIFO accepts the word and the MOP expander takes it (TensixTiming.accept, take); the replay expander puts the
  * buffer's `count` words from `start` in the ready queue; when there are 8 or more, batch_sfpu tries them and finds
- * fewer than BATCH_MIN_REPS repetitions (a run of more is left to Python: the check comes before any change), so
- * batch_skip is their count; drain_deferrable issues them as ready_run does (sfpu_run, not pushed), and the drain
- * ends with the thread empty (batch_skip 0). tx._replays maps such a REPLAY word to (start, count) (deferral.py's
- * replay_spec: no reserved bits, count 1..32). Where ready_run stops short of the last word, the words left go to
- * the ready queue and Tensix.drain takes them from there as _drain's loop would have (the words issued counted after
- * it returns, as _drain counts them). Returns None with nothing changed wherever push() would do anything else (no
- * facts for the word, a busy or blocked thread, a latched Wait Gate, MVMULs recorded, a timeline or spied cycle
- * model, an empty or full queue, a new cycle model, a first word without C facts, a batch to try); else push()'s
- * return value, the cycle the push was accepted. */
-static PyObject *s_replays, *s_replay_buf, *s_extend;
-static long long replay_min_reps = 4;
-
-static PyObject *configure_replay(PyObject *self, PyObject *args) {
-    if (!PyArg_ParseTuple(args, "L", &replay_min_reps))
-        return NULL;
-    Py_RETURN_NONE;
-}
+ * fewer than BATCH_MIN_REPS repetitions (tx._batch_min_reps; a run of more is left to Python: the check comes before
+ * any change), so batch_skip is their count; drain_deferrable issues them as ready_run does (sfpu_run, not pushed),
+ * and the drain ends with the thread empty (batch_skip 0). tx._replays maps such a REPLAY word to (start, count)
+ * (deferral.py's replay_spec: no reserved bits, count 1..32). Where ready_run stops short of the last word, the
+ * words left go to the ready queue and Tensix.drain takes them from there as _drain's loop would have (the words
+ * issued counted after it returns, as _drain counts them). Returns None with nothing changed wherever push() would
+ * do anything else (no facts for the word, a busy or blocked thread, a latched Wait Gate, MVMULs recorded, a timeline
+ * or spied cycle model, an empty or full queue, a new cycle model, a first word without C facts, a batch to try);
+ * else push()'s return value, the cycle the push was accepted. */
+static PyObject *s_replays, *s_replay_buf, *s_extend, *s_batch_min_reps;
 
 enum { R_REPLAYS, R_THREADS, R_FIFO, R_READY, R_MOPOUT, R_LOAD, R_LATCH, R_BLOCKED, R_MM, R_TM, R_REC, R_STIMING,
        R_SREC, R_TMDICT, R_DQ, R_CTX, R_CLOCK, R_CWORD, R_RB, R_WORDS, R_CFG, R_C0, R_C1, R_FLAGS, R_EVENT, R_THCFG,
-       R_RWC, R_DST, R_WRITTEN, R_FPUW, R_MEM, R_FLO, R_R, R_A, R_INSTR, R_N };
+       R_RWC, R_DST, R_WRITTEN, R_FPUW, R_MEM, R_FLO, R_R, R_A, R_INSTR, R_MINREPS, R_N };
 
 static PyObject *replay_push(PyObject *tx, PyObject *thread_o, long long th, PyObject *word, PyObject *t_o,
                              PyObject *dq_max_o) {
@@ -1778,8 +1771,11 @@ static PyObject *replay_push(PyObject *tx, PyObject *thread_o, long long th, PyO
     }
     if (count >= 8) {
         Py_ssize_t p, k;
+        long long min_reps;
         best_period(vals, (Py_ssize_t)count, &p, &k);
-        if (k >= replay_min_reps)
+        if (!GET(R_MINREPS, tx, s_batch_min_reps) || get_ll(o[R_MINREPS], "batch min reps", &min_reps))
+            goto out;
+        if (k >= min_reps)
             goto none;
     }
     /* ready_run's arguments, as deferral._ready_run_c builds them */
@@ -2129,7 +2125,6 @@ static PyMethodDef methods[] = {
     {"ready_run", (PyCFunction)(void (*)(void))ready_run, METH_FASTCALL, "see its comment"},
     {"push_word", (PyCFunction)(void (*)(void))push_word, METH_FASTCALL, "see its comment"},
     {"push_one", (PyCFunction)(void (*)(void))push_one, METH_FASTCALL, "see its comment"},
-    {"configure_replay", configure_replay, METH_VARARGS, "configure_replay(batch_sfpu's BATCH_MIN_REPS)"},
     {"push_entry", (PyCFunction)(void (*)(void))push_entry, METH_FASTCALL | METH_KEYWORDS, "see its comment"},
     {"configure_push", configure_push, METH_VARARGS, "configure_push(switches dict, deferral's dict, push_python)"},
     {"find_period", (PyCFunction)(void (*)(void))find_period, METH_FASTCALL, "see its comment"},
@@ -2186,8 +2181,8 @@ PyMODINIT_FUNC PyInit_sfpu_issue(void) {
         {&s_fast, "_fast"}, {&s_cword, "_cword"}, {&s_c_ctx, "_c_ctx"}, {&s_rec, "rec"}, {&s_sfpu_timing, "sfpu"},
         {&s_dq_flags, "_dq_flags"}, {&s_dst_raw, "_dst"}, {&s_written, "written"}, {&s_issue, "issue"},
         {&s_dict, "__dict__"}, {&s_replays, "_replays"}, {&s_replay_buf, "replay_buf"},
-        {&s_extend, "extend"}, {&s_issue_native, "ISSUE_NATIVE"}, {&s_replay_native, "REPLAY_NATIVE"},
-        {&s_ready_native, "READY_NATIVE"}, {&s_dq_max, "DQ_MAX"},
+        {&s_extend, "extend"}, {&s_batch_min_reps, "_batch_min_reps"}, {&s_issue_native, "ISSUE_NATIVE"},
+        {&s_replay_native, "REPLAY_NATIVE"}, {&s_ready_native, "READY_NATIVE"}, {&s_dq_max, "DQ_MAX"},
     };
     for (size_t k = 0; k < sizeof push_names / sizeof push_names[0]; k++)
         if (!(*push_names[k].p = PyUnicode_InternFromString(push_names[k].s)))

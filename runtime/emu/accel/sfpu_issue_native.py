@@ -72,8 +72,6 @@ def _load() -> tuple[object | None, str]:
     mod.configure_plain(UNPACK_BYTES_PER_CYCLE, PACK_BYTES_PER_CYCLE, tuple(element_bits(f) for f in range(16)),
                         FPU_DST_READ_LATENCY, FIFO_DEPTH)
     mod.configure_tiles(*tile_format_tables())
-    from tt_backend.runtime.emu.accel.mop_batch import BATCH_MIN_REPS     # (mop_batch imports this module)
-    mod.configure_replay(BATCH_MIN_REPS)
     return mod, f"C ({path}) for runs of deferrable SFPU words pushed to an empty thread"
 
 
@@ -102,23 +100,15 @@ def push_one():
     return _part("push_one") if ISSUE_NATIVE else None
 
 
-@functools.lru_cache(maxsize=None)
-def _entry_part():
-    """push_entry configured with the switches it reads at each call (this module's ISSUE_NATIVE, REPLAY_NATIVE and
-    READY_NATIVE, deferral.DQ_MAX) and the Python rest of push() (DeferralMixin.push_python), or None when the C part
-    is unavailable."""
-    mod = _load()[0]
+def push_entry(deferral_globals: dict, push_python):
+    """The C part's push_entry (DeferralMixin.push in C: push_one, else push_python), for a Tensix to bind as its
+    `push`, configured with what it reads at each call (this module's ISSUE_NATIVE, REPLAY_NATIVE and READY_NATIVE,
+    deferral's DQ_MAX in `deferral_globals`) and push()'s Python rest; or None when it is off or unavailable."""
+    mod = _load()[0] if ISSUE_NATIVE else None
     if mod is None:
         return None
-    from tt_backend.runtime.emu.accel import deferral          # (deferral imports this module)
-    mod.configure_push(globals(), vars(deferral), deferral.DeferralMixin.push_python)
+    mod.configure_push(globals(), deferral_globals, push_python)
     return mod.push_entry
-
-
-def push_entry():
-    """The C part's push_entry (DeferralMixin.push in C: push_one, else push_python), for a Tensix to bind as its
-    `push`, or None when it is off or unavailable."""
-    return _entry_part() if ISSUE_NATIVE else None
 
 
 def ready_run():
