@@ -95,6 +95,7 @@ def info() -> int:
                                  ("emulator SFPU words pushed one by one", sfpu_issue_native.status()),
                                  ("emulator other words pushed one by one", sfpu_issue_native.plain_status()),
                                  ("emulator MOP batches (memo hits)", sfpu_issue_native.batch_status()),
+                                 ("emulator REPLAYs pushed one by one", sfpu_issue_native.replay_status()),
                                  ("emulator UNPACR/PACR/MVMUL/ELW data", tile_native.status()),
                                  ("emulator UNPACR/PACR/MVMUL/ELW handlers", direct_issue.tile_handlers_status()),
                                  ("emulator RISC-V cores", rv32_native.status()),

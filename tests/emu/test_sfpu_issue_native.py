@@ -101,11 +101,14 @@ def _push_words(tx: Tensix, thread: int, words: tuple, t: int) -> int:
     return t
 
 
-def _run(seed: int, strict: bool, native: bool, monkeypatch) -> tuple[list, list]:
+def _run(seed: int, strict: bool, native: bool, monkeypatch, entry: bool = False) -> tuple[list, list]:
     """The program's trace (a snapshot after every push, then Dst, LRegs and lane flags, or the error's text) and how
     many words the C part issued: [all, SFPLOAD / SFPSTORE, those of all pushed on their own (push_word, push_one)].
-    Every third step pushes its words one push() at a time."""
+    Every third step pushes its words one push() at a time. Without `entry` the Tensix's push is DeferralMixin.push
+    (which calls push_one through the counting loader), with it the C part's push_entry (push_one not counted)."""
     monkeypatch.setattr(sfpu_issue_native, "ISSUE_NATIVE", native)
+    if not entry:
+        monkeypatch.setattr(sfpu_issue_native, "push_entry", lambda *_: None)
     taken = [0, 0, 0]
     real = sfpu_issue_native._load()[0].issue_run
 
@@ -160,13 +163,15 @@ def _run(seed: int, strict: bool, native: bool, monkeypatch) -> tuple[list, list
 @pytest.mark.parametrize("strict", [False, True])
 @pytest.mark.parametrize("seed", range(8))
 def test_random_programs_identical(seed, strict, monkeypatch):
-    """The same trace with the C part on and off; an error (strict: a stall-blind read after a MAD; an address
-    modifier with a bias or CToCR combined; an odd Dst address) is raised after the same state at the same word (the
-    C part leaves that word to the Python path)."""
+    """The same trace with the C part on and off, and with push() as the C part's push_entry; an error (strict: a
+    stall-blind read after a MAD; an address modifier with a bias or CToCR combined; an odd Dst address) is raised
+    after the same state at the same word (the C part leaves that word to the Python path)."""
     a, _ = _run(seed, strict, True, monkeypatch)
     b, none = _run(seed, strict, False, monkeypatch)
     assert a == b
     assert none == [0, 0, 0]
+    monkeypatch.undo()
+    assert _run(seed, strict, True, monkeypatch, entry=True)[0] == b       # (push() as push_entry)
 
 
 def test_random_programs_reach_the_c_part(monkeypatch):
@@ -389,9 +394,165 @@ def test_push_one_honours_class_attributes_defined_later():
     w = E("SFPMAD", lreg_src_a=1, lreg_src_b=2, lreg_src_c=3, lreg_dest=4, instr_mod1=0)
     push_one = sfpu_issue_native._load()[0].push_one
     t = tx.push(1, w) + 1                      # (the Python path: nothing queued yet)
-    assert push_one(tx, 1, w, t, 100) is not None and len(tx.deferred) == 2
+    assert push_one(tx, 1, w, t, 100, False) is not None and len(tx.deferred) == 2
     Spied._fast = property(lambda self: {})    # no facts for any word: push() would not take it either
     assert tx._fast == {}                      # (a type look-up: the class has a valid version tag again, a new one)
-    assert push_one(tx, 1, w, t + 1, 100) is None and len(tx.deferred) == 2
+    assert push_one(tx, 1, w, t + 1, 100, False) is None and len(tx.deferred) == 2
     del Spied._fast
-    assert push_one(tx, 1, w, t + 2, 100) is not None and len(tx.deferred) == 3
+    assert push_one(tx, 1, w, t + 2, 100, False) is not None and len(tx.deferred) == 3
+
+
+_OP_REPLAY = isa.INSTRUCTIONS["REPLAY"].opcode
+
+
+def _replay_push_program(seed: int) -> list[tuple[int, tuple[int, ...]]]:
+    """(thread, words pushed one push() each) per step: REPLAY loads of 16-word bodies into three slots of the replay
+    buffer (one wrapping round its end; a few plain words among the SFPU words, which ready_run does not issue; one
+    body of a word and an SFPNOP alternating, whose replays of 8 or more words batch_sfpu tries), then mostly
+    REPLAYs of them pushed on their own (whole or in part), SFPU words (so that work is queued) and plain words (no
+    MOP: no MOP config here)."""
+    rng = random.Random(seed)
+    mop = isa.INSTRUCTIONS["MOP"].opcode
+    sfpu, plain = [_sfpu(rng) for _ in range(20)], [w for w in (_plain(rng) for _ in range(8)) if w >> 24 != mop]
+    starts = (0, 12, 28)
+    steps = []
+    for thread in (1, 0):
+        for start in starts:
+            if start == 12:
+                body = (rng.choice(sfpu), E("SFPNOP")) * 8
+            else:
+                body = tuple(rng.choice(plain) if rng.random() < 0.06 else rng.choice(sfpu) for _ in range(16))
+            steps.append((thread, (E("REPLAY", load_mode=1, execute_while_loading=0, len=16, start_idx=start),)
+                          + body))
+    for _ in range(120):
+        r = rng.random()
+        if r < 0.06:
+            words = (rng.choice(plain),)
+        elif r < 0.2:
+            words = (rng.choice(sfpu),)
+        else:
+            replay = E("REPLAY", load_mode=0, execute_while_loading=0, len=rng.randrange(1, 17),
+                       start_idx=rng.choice(starts))
+            words = (replay,) * rng.randrange(1, 3)
+        steps.append((rng.choice((1, 1, 0)), words))
+    return steps
+
+
+def _replay_push_run(seed: int, strict: bool, native: bool, monkeypatch, entry: bool = False) -> tuple[list, list]:
+    """The program's trace (a snapshot after every step, with each thread's batch_skip and Tensix.current, then Dst,
+    LRegs and lane flags, or the error's text) and how many REPLAYs push_one took: [all, those whose expansion ready_run
+    left in part to Tensix.drain] (not counted with `entry`: push() as push_entry, as in _run)."""
+    monkeypatch.setattr(sfpu_issue_native, "REPLAY_NATIVE", native)
+    if not entry:
+        monkeypatch.setattr(sfpu_issue_native, "push_entry", lambda *_: None)
+    taken, inside = [0, 0], [False]
+    real = sfpu_issue_native._load()[0].push_one
+
+    def counted(*a):
+        inside[0] = a[2] >> 24 == _OP_REPLAY
+        try:
+            r = real(*a)
+        finally:
+            inside[0] = False
+        taken[0] += r is not None and a[2] >> 24 == _OP_REPLAY
+        return r
+    monkeypatch.setattr(sfpu_issue_native, "push_one", lambda: counted)
+    tx = Tensix(np.zeros(layout.L1_SIZE, np.uint8), strict=strict)
+    tx.dst.write_rows32(0, np.random.default_rng(seed).standard_normal((256, 16)).astype(np.float32).view(np.uint32))
+    drain = tx.drain
+
+    def drain_counted(thread: int) -> int:
+        taken[1] += inside[0]
+        return drain(thread)
+    tx.drain = drain_counted
+    clock, trace = [0, 0, 0], []
+    try:
+        for thread, words in _replay_push_program(seed):
+            try:
+                ret = clock[thread] = _push_words(tx, thread, words, clock[thread] + 1)
+            except Stall:
+                ret = ("stall", tx.pm_done, tx.pm_t, tx.step())
+            trace.append((_snapshot(tx, ret), [th.batch_skip for th in tx.threads], tx.current))
+    except EmuError as e:
+        return trace + [(str(e), tx.pm_done, tx.pm_t)], taken
+    s = tx.sfpu
+    return trace + [(tx.dst.rows32.tolist(), s.lreg.tolist(), s.lane_flags.tolist())], taken
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_replay_push_identical(seed, monkeypatch):
+    """A REPLAY pushed on its own (push_one's replay_push, TT_EMU_REPLAY_PUSH_NATIVE): the same trace after every push
+    with it on and off, strict errors included; it took REPLAYs, some of them only in part (a plain word or a word
+    ready_run leaves to Python in the expansion), and declined others (a batch to try, nothing queued)."""
+    taken = [0, 0]
+    for strict in (False, True):
+        a, n = _replay_push_run(seed, strict, True, monkeypatch)
+        b, none = _replay_push_run(seed, strict, False, monkeypatch)
+        assert a == b
+        assert none == [0, 0]
+        assert _replay_push_run(seed, strict, True, monkeypatch, entry=True)[0] == b
+        taken = [x + y for x, y in zip(taken, n)]
+    assert taken[0] > 20 and taken[1] > 0
+
+
+def test_replay_push_declines_a_batch(monkeypatch):
+    """A REPLAY whose expansion batch_sfpu would batch (8 or more words, at least BATCH_MIN_REPS repetitions) is left
+    to the Python path, with nothing changed; a shorter one of the same body is taken."""
+    tx = Tensix(np.zeros(layout.L1_SIZE, np.uint8), strict=True)
+    w = E("SFPMAD", lreg_src_a=1, lreg_src_b=2, lreg_src_c=3, lreg_dest=4, instr_mod1=0)
+    nop = E("SFPNOP")
+    t = _push_words(tx, 1, (E("REPLAY", load_mode=1, execute_while_loading=0, len=8, start_idx=0),) + (w, nop) * 4, 0)
+    replay = lambda n: E("REPLAY", load_mode=0, execute_while_loading=0, len=n, start_idx=0)
+    t = _push_words(tx, 1, (replay(8), replay(6), w), t)     # (the Python path: the words' facts; then work queued)
+    push_one = sfpu_issue_native._load()[0].push_one
+    before = _snapshot(tx, None)
+    assert push_one(tx, 1, replay(8), t, 100000, True) is None and _snapshot(tx, None) == before
+    assert push_one(tx, 1, replay(6), t, 100000, False) is None and _snapshot(tx, None) == before
+    assert push_one(tx, 1, replay(6), t, 100000, True) == t and len(tx.deferred) == len(before[13]) + 6
+    monkeypatch.setattr(sfpu_issue_native, "REPLAY_NATIVE", False)       # (what `python -m tt_backend info` says)
+    assert "TT_EMU_REPLAY_PUSH_NATIVE=0" in sfpu_issue_native.replay_status()
+
+
+def test_bench_sfpu_identical(monkeypatch):
+    """bench emu's sfpu row (a REPLAY of three exp2 row bodies pushed on its own, again and again): the same cycles,
+    cycle model, Dst, LRegs and lane flags with replay_push on and off."""
+    runs = {}
+    for on in (True, False):
+        monkeypatch.setattr(sfpu_issue_native, "REPLAY_NATIVE", on)
+        made = []
+        monkeypatch.setattr(bench, "Tensix", lambda *a, **k: made.append(Tensix(*a, **k)) or made[-1])
+        r = bench.bench_sfpu(384)
+        tx = made[0]
+        s = tx.sfpu
+        runs[on] = (r["cycles"], r["sfpu_instructions"], _snapshot(tx, None), tx.dst.rows32.tolist(),
+                    s.lreg.tolist(), s.lane_flags.tolist())
+    assert runs[True] == runs[False]
+
+
+def test_push_entry_is_push(monkeypatch):
+    """A Tensix's push as the C part's push_entry: bound where DeferralMixin.push is the class's push (a subclass that
+    overrides it keeps its own); positional and keyword arguments and the switches flipped after the Tensix was made
+    (ISSUE_NATIVE read at each call) give the same state after every push as DeferralMixin.push itself."""
+    class Own(Tensix):
+        def push(self, thread, word, t=0):
+            return Tensix.push(self, thread, word, t)
+    assert "push" not in vars(Own(np.zeros(layout.L1_SIZE, np.uint8)))
+    rng = random.Random(7)
+    words = [_sfpu(rng) for _ in range(12)]
+    program = [rng.choice(words) for _ in range(300)]
+    traces = []
+    for entry in (True, False):
+        monkeypatch.setattr(sfpu_issue_native, "ISSUE_NATIVE", True)
+        tx = Tensix(np.zeros(layout.L1_SIZE, np.uint8), strict=False)
+        if not entry:
+            tx.push = Tensix.push.__get__(tx)
+        assert ("push_entry" in str(tx.push)) == entry
+        trace, t = [], 0
+        for i, w in enumerate(program):
+            if i == 200:
+                monkeypatch.setattr(sfpu_issue_native, "ISSUE_NATIVE", False)
+            t = (tx.push(1, w, t=t) if i % 5 == 0 else tx.push(1, w) if i % 7 == 0 else tx.push(1, w, t)) + 1
+            trace.append(_snapshot(tx, t))
+        s = tx.sfpu
+        traces.append(trace + [(tx.dst.rows32.tolist(), s.lreg.tolist(), s.lane_flags.tolist())])
+    assert traces[0] == traces[1]

@@ -25,10 +25,12 @@ from __future__ import annotations
 
 from functools import partial
 from itertools import islice
+from types import MethodType
 
 import numpy as np
 
 from tt_backend.chip.errors import EmuError, EmuUnspecified
+from tt_backend.chip.isa import INSTRUCTIONS
 from tt_backend.chip.numerics.sfpu.state import FLAG_WRITERS
 from tt_backend.runtime.emu.accel import sfpu_batch, sfpu_issue_native, sfpu_native
 from tt_backend.runtime.emu.accel.inline import inline_calls
@@ -50,6 +52,7 @@ DQ_MAX_PERIOD = 2048      # longest body _dq_period looks for
 # anyway. The MOP batches (mop_batch.py) follow the same rule.
 NATIVE_BATCH_MIN = 512
 _UNSET = object()
+_OP_REPLAY = INSTRUCTIONS["REPLAY"].opcode
 _ALL4 = b"\x01" * 4      # Dst.written[r0:r0 + 4].tobytes() when all four rows are written
 
 
@@ -63,9 +66,16 @@ class DeferralMixin:
         self._fast: dict[int, tuple | None] = {}   # the entry points' per-word facts: word -> _fast_info()
         self._records: dict[int, tuple | None] = {}  # word -> sfpu_native.record() (None: not the C part's)
         self._cword: dict[int, tuple] = {}         # deferrable word -> sfpu_issue_native.word_facts()
+        self._replays: dict[int, tuple | None] = {}  # REPLAY word -> replay_spec() (sfpu_issue_native's replay_push)
         self._c_ctx = None                         # the last _c_timing() (the cycle model's lists, made with it)
         self._dst_view = DstView(self)
         self.dst = dst
+        # push() in C where it can be (a class that overrides push keeps its own): one C call per pushed word instead
+        # of push()'s Python frame around push_one (sfpu_issue_native.push_entry)
+        entry = sfpu_issue_native.push_entry(globals(), DeferralMixin.push_python) \
+            if type(self).push is DeferralMixin.push else None
+        if entry is not None:
+            self.push = MethodType(entry, self)
 
     # ------------------------------------------------------------------------------------------------ state views
     # Deferred work changes LRegs, lane flags and Dst only when executed; every access to `sfpu` or `dst` from outside
@@ -100,12 +110,19 @@ class DeferralMixin:
     def push(self, thread: int, word: int, t: int = 0) -> int:
         """FrontendMixin.push; a deferrable SFPU word reaching an empty thread is taken from the FIFO, issued and
         queued at once (what drain() -> defer would do), also while a REPLAY load records and executes it. With work
-        queued, the case that reaches the C part's push_word runs in C whole (sfpu_issue_native.push_one)."""
+        queued, the case that reaches the C part's push_word runs in C whole (sfpu_issue_native.push_one), as does a
+        REPLAY's there (its replay_push); where the C part is built, a Tensix's `push` is its push_entry, which does
+        the same in C and calls push_python for the rest (_init_deferral)."""
         push_one = sfpu_issue_native.push_one()
         if push_one is not None:
-            r = push_one(self, thread, word, t, DQ_MAX)
+            r = push_one(self, thread, word, t, DQ_MAX, sfpu_issue_native.REPLAY_NATIVE and
+                         sfpu_issue_native.READY_NATIVE)
             if r is not None:
                 return r
+        return self.push_python(thread, word, t)
+
+    def push_python(self, thread: int, word: int, t: int = 0) -> int:
+        """push() where the C part's push_one did not take the word (or is off)."""
         th = self.threads[thread]
         if th.fifo or th.ready or th.mop_out or (th.replay_load is not None and not replay_executes(th, word)):
             return super(DeferralMixin, self).push(thread, word, t)     # (inline_calls recompiles: explicit super)
@@ -113,7 +130,11 @@ class DeferralMixin:
         fast = self._fast.get(word, _UNSET)
         if fast is _UNSET:
             fast = self._fast_info(word)
-        if fast is None or (th.latch is not None and th.latch.block & fast[3]):   # not deferrable / held by the gate
+        if fast is None:                          # not deferrable (a REPLAY: push_one's replay_push takes it next time)
+            if word >> 24 == _OP_REPLAY and word not in self._replays:
+                self._replays[word] = replay_spec(word)
+            return super(DeferralMixin, self).push(thread, word, t)
+        if th.latch is not None and th.latch.block & fast[3]:          # held by the Wait Gate
             return super(DeferralMixin, self).push(thread, word, t)
         tm = self.tm
         push_word = sfpu_issue_native.push_word()       # (the switch read at each call, as push_many's issue_run)
@@ -786,6 +807,17 @@ class DstView:
         setattr(tx._dst, name, value)
 
 
+def replay_spec(word: int) -> tuple | None:
+    """What sfpu_issue_native.c's replay_push reads of a REPLAY word: (start, count) for one that replays the buffer
+    (no load, count 1..32, no reserved bits: FrontendMixin.next_instruction expands it without a check that can
+    raise), else None."""
+    f = INSTRUCTIONS["REPLAY"].decode(word)
+    if f["load_mode"] or f["execute_while_loading"] or not 1 <= f["len"] <= 32 or \
+            word & ~INSTRUCTIONS["REPLAY"].used_bits() & 0xFFFFFFFF:
+        return None
+    return f["start_idx"], f["len"]
+
+
 def entries_sum(e: tuple) -> tuple:
     """(name, fields) of a queued entry, as sfpu_batch.running_sum takes them."""
     return e[1], e[2]
@@ -844,7 +876,7 @@ def _dq_period(words: list, i: int, n: int) -> tuple[int, int]:
 # of `bench emu` sfpu, sfpu_long and tile_long (measured), so they run with the rules expanded in place, generated
 # from the rules' one definition (cycles.TensixTiming; inline.py).
 _RULES = {"accept_take": TensixTiming.accept_take, "issue_sfpu": TensixTiming.issue_sfpu}
-DeferralMixin.push = inline_calls(DeferralMixin.push, _RULES)
+DeferralMixin.push_python = inline_calls(DeferralMixin.push_python, _RULES)
 DeferralMixin.push_many = inline_calls(DeferralMixin.push_many, _RULES, ("tm", TensixTiming.FIXED))
 DeferralMixin.drain_deferrable = inline_calls(DeferralMixin.drain_deferrable, {"issue_sfpu": TensixTiming.issue_sfpu},
                                               ("tm", TensixTiming.FIXED))

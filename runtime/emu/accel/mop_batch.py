@@ -29,6 +29,7 @@ class MopBatchMixin:
         self._batch_timing: dict[tuple, tuple] = {}        # (body, k, batch_timing.key) -> batch_timing.memo()
         self._batch_programs: dict[tuple, tuple | None] = {}  # (body, resolved modes) -> _native_body() result
         self._batch_runs: dict[tuple, tuple] = {}   # (akey, resolved modes) -> the C part's whole program, its address
+        self._batch_min_reps = BATCH_MIN_REPS       # (read by sfpu_issue_native.c's replay_push: no batch to try)
 
     def batch_sfpu(self, t: int, th: ThreadState) -> int:
         """Execute K >= BATCH_MIN_REPS back-to-back repetitions of one SFPU body at the head of the ready queue (what a

@@ -1549,13 +1549,13 @@ out:                            /* (on an error, the words issued before it are 
     return result;
 }
 
-/* push_one(tx, thread, word, t, dq_max): deferral.push's C case whole, for a word pushed by its own push() call to a
- * thread with deferred work queued: push() reads the Tensix's state, the word's facts and the cycle model's lists and
- * calls push_word, then writes its results back; here those Python steps are C attribute reads and writes around the
- * same push_word (about 4 us of push()'s bytecode per word before). Returns None, with nothing changed, wherever
- * push() would not reach push_word with these arguments or push_word does not take the word, or where the queue is
- * empty (push() then asks the SFPU whether it is plain and the lane flags' state): push() goes on as before. Else
- * push()'s return value. */
+/* push_one(tx, thread, word, t, dq_max, replays): deferral.push's C case whole, for a word pushed by its own push()
+ * call to a thread with deferred work queued: push() reads the Tensix's state, the word's facts and the cycle model's
+ * lists and calls push_word, then writes its results back; here those Python steps are C attribute reads and writes
+ * around the same push_word (about 4 us of push()'s bytecode per word before). A word that is not deferrable goes to
+ * replay_push (above) when `replays` is true. Returns None, with nothing changed, wherever push() would not reach
+ * push_word with these arguments or push_word does not take the word, or where the queue is empty (push() then asks
+ * the SFPU whether it is plain and the lane flags' state): push() goes on as before. Else push()'s return value. */
 static PyObject *s_fast, *s_cword, *s_c_ctx, *s_rec, *s_sfpu_timing, *s_dq_flags, *s_dst_raw, *s_written,
     *s_issue, *s_dict;
 static PyObject *flag_states[9];      /* deferral's FLAG_STATES: (lf, use), None for "differs between lanes" */
@@ -1670,13 +1670,228 @@ static int flag_code(PyObject *fl, long long *code) {
     return 0;
 }
 
+/* replay_push(tx, thread, word, t, dq_max): push()'s path for a REPLAY word (replay, not load) pushed on its own to an
+ * empty thread with deferred work queued, in C: what FrontendMixin.push -> Tensix.drain -> _drain do for it there.
+ * The FIFO accepts the word and the MOP expander takes it (TensixTiming.accept, take); the replay expander puts the
+ * buffer's `count` words from `start` in the ready queue; when there are 8 or more, batch_sfpu tries them and finds
+ * fewer than BATCH_MIN_REPS repetitions (tx._batch_min_reps; a run of more is left to Python: the check comes before
+ * any change), so batch_skip is their count; drain_deferrable issues them as ready_run does (sfpu_run, not pushed),
+ * and the drain ends with the thread empty (batch_skip 0). tx._replays maps such a REPLAY word to (start, count)
+ * (deferral.py's replay_spec: no reserved bits, count 1..32). Where ready_run stops short of the last word, the
+ * words left go to the ready queue and Tensix.drain takes them from there as _drain's loop would have (the words
+ * issued counted after it returns, as _drain counts them). Returns None with nothing changed wherever push() would
+ * do anything else (no facts for the word, a busy or blocked thread, a latched Wait Gate, MVMULs recorded, a timeline
+ * or spied cycle model, an empty or full queue, a new cycle model, a first word without C facts, a batch to try);
+ * else push()'s return value, the cycle the push was accepted. */
+static PyObject *s_replays, *s_replay_buf, *s_extend, *s_batch_min_reps;
+
+enum { R_REPLAYS, R_THREADS, R_FIFO, R_READY, R_MOPOUT, R_LOAD, R_LATCH, R_BLOCKED, R_MM, R_TM, R_REC, R_STIMING,
+       R_SREC, R_TMDICT, R_DQ, R_CTX, R_CLOCK, R_CWORD, R_RB, R_WORDS, R_CFG, R_C0, R_C1, R_FLAGS, R_EVENT, R_THCFG,
+       R_RWC, R_DST, R_WRITTEN, R_FPUW, R_MEM, R_FLO, R_R, R_A, R_INSTR, R_MINREPS, R_N };
+
+static PyObject *replay_push(PyObject *tx, PyObject *thread_o, long long th, PyObject *word, PyObject *t_o,
+                             PyObject *dq_max_o) {
+    PyObject *o[R_N] = {NULL}, *result = NULL;
+    long long start, count, t, dq_max, c0, c1, fl;
+#define GET(k, obj, name) (o[k] = get_attr((obj), (name)))
+    if (!GET(R_REPLAYS, tx, s_replays))
+        goto out;
+    if (!PyDict_Check(o[R_REPLAYS]))
+        goto none;
+    PyObject *spec = PyDict_GetItemWithError(o[R_REPLAYS], word);
+    if (!spec) {
+        if (PyErr_Occurred())
+            goto out;
+        goto none;
+    }
+    if (spec == Py_None)
+        goto none;
+    if (!PyTuple_Check(spec) || PyTuple_GET_SIZE(spec) != 2 || get_ll(PyTuple_GET_ITEM(spec, 0), "start", &start)
+        || get_ll(PyTuple_GET_ITEM(spec, 1), "count", &count) || get_ll(t_o, "t", &t)
+        || get_ll(dq_max_o, "dq_max", &dq_max))
+        goto bad;
+    if (start < 0 || start > 31 || count < 1 || count > 32)
+        goto bad;
+    /* the thread: empty, no REPLAY load, no latch, not blocked; no MVMULs recorded */
+    PyObject *thobj;
+    if (!GET(R_THREADS, tx, s_threads) || !(thobj = PySequence_GetItem(o[R_THREADS], th)))
+        goto out;
+    Py_SETREF(o[R_THREADS], thobj);
+    if (!GET(R_FIFO, thobj, s_fifo) || !GET(R_READY, thobj, s_ready) || !GET(R_MOPOUT, thobj, s_mop_out)
+        || !GET(R_LOAD, thobj, s_replay_load) || !GET(R_LATCH, thobj, s_latch) || !GET(R_BLOCKED, thobj, s_blocked)
+        || !GET(R_MM, tx, s_mm_record))
+        goto out;
+    for (int k = R_FIFO; k <= R_MOPOUT; k++) {
+        Py_ssize_t len = PyObject_Length(o[k]);
+        if (len < 0)
+            goto out;
+        if (len)
+            goto none;
+    }
+    if (o[R_LOAD] != Py_None || o[R_LATCH] != Py_None || o[R_BLOCKED] != Py_None || o[R_MM] != Py_None)
+        goto none;
+    /* the cycle model: no timeline, not spied, the C context made with it; the queue: not empty, not full */
+    if (!GET(R_TM, tx, s_tm) || !GET(R_REC, o[R_TM], s_rec) || !GET(R_STIMING, o[R_TM], s_sfpu_timing)
+        || !GET(R_SREC, o[R_STIMING], s_rec) || !GET(R_TMDICT, o[R_TM], s_dict) || !GET(R_DQ, tx, s_deferred)
+        || !GET(R_CTX, tx, s_c_ctx) || !GET(R_CLOCK, o[R_TM], s_clock) || !GET(R_CWORD, tx, s_cword))
+        goto out;
+    int spied = PyDict_Check(o[R_TMDICT]) ? PyDict_Contains(o[R_TMDICT], s_issue) : 1;
+    if (spied < 0)
+        goto out;
+    if (o[R_REC] != Py_None || o[R_SREC] != Py_None || spied)
+        goto none;
+    Py_ssize_t queued = PyObject_Length(o[R_DQ]);
+    if (queued < 0)
+        goto out;
+    if (!queued || queued >= dq_max || !PyDict_Check(o[R_CWORD]) || !PyTuple_Check(o[R_CTX])
+        || PyTuple_GET_SIZE(o[R_CTX]) != 9 || PyTuple_GET_ITEM(o[R_CTX], 0) != o[R_CLOCK])
+        goto none;
+    /* the words the replay expander emits; the first must be one the C issue knows (an SFPU word: batch_sfpu and
+     * drain_deferrable are tried), and no batch may be due */
+    if (!GET(R_RB, thobj, s_replay_buf))
+        goto out;
+    if (!PyList_Check(o[R_RB]) || PyList_GET_SIZE(o[R_RB]) != 32)
+        goto bad;
+    if (!(o[R_WORDS] = PyTuple_New(count)))
+        goto out;
+    uint32_t vals[32];
+    for (long long i = 0; i < count; i++) {
+        PyObject *w = PyList_GET_ITEM(o[R_RB], (start + i) % 32);
+        unsigned long v = PyLong_AsUnsignedLong(w);
+        if (v == (unsigned long)-1 && PyErr_Occurred())
+            goto out;
+        vals[i] = (uint32_t)v;
+        PyTuple_SET_ITEM(o[R_WORDS], i, Py_NewRef(w));
+    }
+    int known = PyDict_Contains(o[R_CWORD], PyTuple_GET_ITEM(o[R_WORDS], 0));
+    if (known <= 0) {
+        if (known < 0)
+            goto out;
+        goto none;
+    }
+    if (count >= 8) {
+        Py_ssize_t p, k;
+        long long min_reps;
+        best_period(vals, (Py_ssize_t)count, &p, &k);
+        if (!GET(R_MINREPS, tx, s_batch_min_reps) || get_ll(o[R_MINREPS], "batch min reps", &min_reps))
+            goto out;
+        if (k >= min_reps)
+            goto none;
+    }
+    /* ready_run's arguments, as deferral._ready_run_c builds them */
+    PyObject *mode;
+    if (!GET(R_CFG, tx, s_cfg) || !(o[R_C0] = PySequence_GetItem(o[R_CFG], 0))
+        || !(o[R_C1] = PySequence_GetItem(o[R_CFG], 1)) || get_ll(o[R_C0], "cfg0", &c0) || get_ll(o[R_C1], "cfg1", &c1)
+        || !GET(R_FLAGS, tx, s_dq_flags) || !GET(R_EVENT, o[R_TM], s_event_t) || !GET(R_THCFG, thobj, s_cfg)
+        || !GET(R_RWC, thobj, s_rwc) || !GET(R_DST, tx, s_dst_raw) || !GET(R_WRITTEN, o[R_DST], s_written)
+        || !GET(R_FPUW, o[R_TM], s_dst_fpu_write) || !(mode = PyLong_FromLongLong(sfpu_mode_of(c0, c1))))
+        goto out;
+    o[R_MEM] = PyTuple_Pack(5, o[R_THCFG], o[R_RWC], o[R_WRITTEN], o[R_FPUW], mode);
+    Py_DECREF(mode);
+    if (!o[R_MEM])
+        goto out;
+    if (flag_code(o[R_FLAGS], &fl))
+        goto bad;
+    if (!(o[R_FLO] = PyLong_FromLongLong(fl)))
+        goto out;
+    /* from here on the push takes effect: TensixTiming.accept, then take (not a MOP) */
+    PyObject *ctx = o[R_CTX], *q = PyList_GetItem(PyTuple_GET_ITEM(ctx, 7), th);
+    long long a = t, left, clock, fe, oldest;
+    Py_ssize_t qlen = q ? PySequence_Size(q) : -1;
+    if (qlen < 0 || list_ll(PyTuple_GET_ITEM(ctx, 0), th, &clock) || list_ll(PyTuple_GET_ITEM(ctx, 1), th, &fe))
+        goto out;
+    int after = PyObject_IsTrue(PyList_GET_ITEM(PyTuple_GET_ITEM(ctx, 3), th));
+    if (after < 0)
+        goto out;
+    if (qlen == depth) {
+        PyObject *v = PySequence_GetItem(q, 0);
+        int bad_v = !v || get_ll(v, "taken", &oldest);
+        Py_XDECREF(v);
+        if (bad_v)
+            goto out;
+        if (oldest > t)
+            a = oldest;
+    }
+    left = a > clock ? a : clock;
+    PyObject *left_o = PyLong_FromLongLong(left), *ap = left_o ? append_call(q, left_o) : NULL;
+    Py_XDECREF(left_o);
+    if (!ap)
+        goto out;
+    Py_DECREF(ap);
+    if (after) {
+        fe = (fe > clock + 1 ? fe : clock + 1) + mop_penalty;
+        if (PyList_SetItem(PyTuple_GET_ITEM(ctx, 3), th, Py_NewRef(Py_False)) < 0)
+            goto out;
+    }
+    if (set_item_ll(PyTuple_GET_ITEM(ctx, 1), th, a > fe ? a : fe))
+        goto out;
+    /* drain_deferrable's ready_run over the whole expansion */
+    PyObject *all[16] = {ctx, o[R_WORDS], zero, zero, thread_o, o[R_CWORD], o[R_DQ], o[R_FLO], o[R_C0], o[R_C1],
+                         thread_o, Py_False, o[R_EVENT], dq_max_o, zero, o[R_MEM]};
+    if (!(o[R_R] = sfpu_run(all, 16, 0, 0)))
+        goto out;
+    Py_ssize_t done = 0;
+    if (o[R_R] != Py_None) {     /* its epilogue (_ready_run_c): issue_t, the flag state, the word named, unblocked */
+        PyObject *r = o[R_R];
+        long long fl_new;
+        if (get_ll(PyTuple_GET_ITEM(r, 0), "j", &fl_new))
+            goto out;
+        done = (Py_ssize_t)fl_new;
+        if (get_ll(PyTuple_GET_ITEM(r, 3), "flags", &fl_new) || fl_new < 0 || fl_new > 8
+            || set_attr(tx, s_issue_t, PyTuple_GET_ITEM(r, 2)) < 0 || set_attr(tx, s_dq_flags, flag_states[fl_new]) < 0)
+            goto out;
+        PyObject *last = PyTuple_GET_ITEM(o[R_WORDS], done - 1), *rec = PyDict_GetItemWithError(o[R_CWORD], last);
+        PyObject *cur = rec ? PyTuple_Pack(3, thread_o, last, PyTuple_GET_ITEM(rec, 0)) : NULL;
+        int bad_cur = !cur || set_attr(tx, s_current, cur) < 0;
+        Py_XDECREF(cur);
+        if (bad_cur)
+            goto out;
+    }
+    if (done < count) {          /* the rest from the ready queue, by Tensix.drain */
+        PyObject *rest = PyTuple_GetSlice(o[R_WORDS], done, count);
+        PyObject *r = rest ? PyObject_CallMethodOneArg(o[R_READY], s_extend, rest) : NULL;
+        Py_XDECREF(rest);
+        if (!r)
+            goto out;
+        Py_DECREF(r);
+        if (set_attr_ll(thobj, s_batch_skip, count >= 8 ? count : 0) || !(r = call_method(tx, s_drain, &thread_o, 1)))
+            goto out;
+        Py_DECREF(r);
+    } else if (set_attr_ll(thobj, s_batch_skip, 0)) {
+        goto out;
+    }
+    /* _drain's count of the words issued (those of the drain above counted by it) */
+    if (done) {
+        if (!GET(R_INSTR, tx, s_instructions))
+            goto out;
+        PyObject *n = PySequence_GetItem(o[R_INSTR], th), *d = n ? PyLong_FromSsize_t(done) : NULL;
+        PyObject *n1 = d ? PyNumber_Add(n, d) : NULL;
+        int bad_n = !n1 || PySequence_SetItem(o[R_INSTR], th, n1) < 0;
+        Py_XDECREF(n), Py_XDECREF(d), Py_XDECREF(n1);
+        if (bad_n)
+            goto out;
+    }
+    result = PyLong_FromLongLong(a);
+    goto out;
+#undef GET
+bad:
+    PyErr_SetString(PyExc_TypeError, "replay_push: the Tensix's replay state is of the wrong kind");
+    goto out;
+none:
+    result = Py_NewRef(Py_None);
+out:
+    for (int k = 0; k < R_N; k++)
+        Py_XDECREF(o[k]);
+    return result;
+}
+
 enum { O_THREADS, O_FIFO, O_READY, O_MOPOUT, O_REPLAY, O_FAST, O_LATCH, O_LBLOCK, O_CWORD, O_TM, O_REC, O_STIMING,
        O_SREC, O_TMDICT, O_DQ, O_CFG, O_CTX, O_CLOCK, O_FLAGS, O_BLOCKED, O_EVENT, O_THCFG, O_RWC, O_DST, O_WRITTEN,
        O_FPUW, O_MEM, O_R, O_INSTR, O_C0, O_C1, O_N };
 
 static PyObject *push_one(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 5) {
-        PyErr_SetString(PyExc_TypeError, "push_one(tx, thread, word, t, dq_max)");
+    if (nargs != 6) {
+        PyErr_SetString(PyExc_TypeError, "push_one(tx, thread, word, t, dq_max, replays)");
         return NULL;
     }
     PyObject *tx = args[0], *thread_o = args[1], *word = args[2], *o[O_N] = {NULL}, *result = NULL;
@@ -1691,13 +1906,15 @@ static PyObject *push_one(PyObject *self, PyObject *const *args, Py_ssize_t narg
     if (!GET(O_FAST, tx, s_fast) || !PyDict_Check(o[O_FAST]))
         goto bad;
     PyObject *fast = PyDict_GetItemWithError(o[O_FAST], word);
-    if (!fast) {
-        if (PyErr_Occurred())
+    if (!fast && PyErr_Occurred())
+        goto out;
+    if (!fast || fast == Py_None) {      /* not deferrable: a REPLAY's case, if asked for (replays true) */
+        int replays = PyObject_IsTrue(args[5]);
+        if (replays < 0)
             goto out;
-        goto none;
+        result = replays ? replay_push(tx, thread_o, th, word, args[3], args[4]) : Py_NewRef(Py_None);
+        goto out;
     }
-    if (fast == Py_None)
-        goto none;
     PyObject *thobj;
     if (!GET(O_THREADS, tx, s_threads) || !(thobj = PySequence_GetItem(o[O_THREADS], th)))
         goto out;
@@ -1826,6 +2043,66 @@ out:
     return result;
 }
 
+/* push_entry(tx, thread, word, t=0): DeferralMixin.push in C, bound as a Tensix's `push` (deferral._init_deferral):
+ * push_one with push()'s arguments (deferral.DQ_MAX, REPLAY_NATIVE and READY_NATIVE, read at each call as push()
+ * reads them), and where it does not take the word, or ISSUE_NATIVE is off, DeferralMixin.push_python(tx, thread,
+ * word, t): push()'s Python frame goes (bench emu's sfpu_long: 14.6k -> 13.5k instructions a word, callgrind).
+ * configure_push hands over the two modules' dicts and push_python. */
+static PyObject *entry_switches, *entry_deferral, *entry_rest;
+static PyObject *s_issue_native, *s_replay_native, *s_ready_native, *s_dq_max;
+
+static PyObject *configure_push(PyObject *self, PyObject *args) {
+    PyObject *sw, *df, *rest;
+    if (!PyArg_ParseTuple(args, "O!O!O", &PyDict_Type, &sw, &PyDict_Type, &df, &rest))
+        return NULL;
+    Py_XSETREF(entry_switches, Py_NewRef(sw));
+    Py_XSETREF(entry_deferral, Py_NewRef(df));
+    Py_XSETREF(entry_rest, Py_NewRef(rest));
+    Py_RETURN_NONE;
+}
+
+/* the truth of d[key] (-1 with an exception where it is missing or has none) */
+static int dict_flag(PyObject *d, PyObject *key) {
+    PyObject *v = PyDict_GetItemWithError(d, key);
+    if (!v) {
+        if (!PyErr_Occurred())
+            PyErr_Format(PyExc_KeyError, "push_entry: %U is missing", key);
+        return -1;
+    }
+    return PyObject_IsTrue(v);
+}
+
+static PyObject *push_entry(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (!entry_rest) {
+        PyErr_SetString(PyExc_TypeError, "push_entry: configure_push was not called");
+        return NULL;
+    }
+    if (!kwnames && (nargs == 3 || nargs == 4)) {
+        int on = dict_flag(entry_switches, s_issue_native);
+        if (on < 0)
+            return NULL;
+        if (on) {
+            PyObject *dq_max = PyDict_GetItemWithError(entry_deferral, s_dq_max);
+            int replays = dq_max ? dict_flag(entry_switches, s_replay_native) : -1;
+            if (replays > 0)
+                replays = dict_flag(entry_switches, s_ready_native);
+            if (replays < 0) {
+                if (!PyErr_Occurred())
+                    PyErr_SetString(PyExc_KeyError, "push_entry: DQ_MAX is missing");
+                return NULL;
+            }
+            PyObject *a[6] = {args[0], args[1], args[2], nargs == 4 ? args[3] : zero, dq_max,
+                              replays ? Py_True : Py_False};
+            PyObject *r = push_one(self, a, 6);
+            if (r != Py_None)
+                return r;                 /* (its result, or NULL: its error) */
+            Py_DECREF(r);
+        }
+    }
+    return PyObject_Vectorcall(entry_rest, args, nargs, kwnames);
+}
+
 /* The module `m` with plain_run's C entry as the capsule PLAIN_RUN_CAPSULE ("sfpu_issue.plain_run"): the RISC-V C
  * core (rv32_native.c) calls it for its `.ttinsn` runs with plain_run's arguments, without a Python frame. */
 typedef PyObject *(*plain_run_entry)(PyObject *, PyObject *const *, Py_ssize_t);
@@ -1848,6 +2125,8 @@ static PyMethodDef methods[] = {
     {"ready_run", (PyCFunction)(void (*)(void))ready_run, METH_FASTCALL, "see its comment"},
     {"push_word", (PyCFunction)(void (*)(void))push_word, METH_FASTCALL, "see its comment"},
     {"push_one", (PyCFunction)(void (*)(void))push_one, METH_FASTCALL, "see its comment"},
+    {"push_entry", (PyCFunction)(void (*)(void))push_entry, METH_FASTCALL | METH_KEYWORDS, "see its comment"},
+    {"configure_push", configure_push, METH_VARARGS, "configure_push(switches dict, deferral's dict, push_python)"},
     {"find_period", (PyCFunction)(void (*)(void))find_period, METH_FASTCALL, "see its comment"},
     {"batch_run", (PyCFunction)(void (*)(void))batch_run, METH_FASTCALL, "see mop_batch_native.c"},
     {"configure_batch", configure_batch, METH_VARARGS, "configure_batch(address of sfpu_native.c's sfpu_run)"},
@@ -1901,7 +2180,9 @@ PyMODINIT_FUNC PyInit_sfpu_issue(void) {
     struct { PyObject **p; const char *s; } push_names[] = {
         {&s_fast, "_fast"}, {&s_cword, "_cword"}, {&s_c_ctx, "_c_ctx"}, {&s_rec, "rec"}, {&s_sfpu_timing, "sfpu"},
         {&s_dq_flags, "_dq_flags"}, {&s_dst_raw, "_dst"}, {&s_written, "written"}, {&s_issue, "issue"},
-        {&s_dict, "__dict__"},
+        {&s_dict, "__dict__"}, {&s_replays, "_replays"}, {&s_replay_buf, "replay_buf"},
+        {&s_extend, "extend"}, {&s_batch_min_reps, "_batch_min_reps"}, {&s_issue_native, "ISSUE_NATIVE"},
+        {&s_replay_native, "REPLAY_NATIVE"}, {&s_ready_native, "READY_NATIVE"}, {&s_dq_max, "DQ_MAX"},
     };
     for (size_t k = 0; k < sizeof push_names / sizeof push_names[0]; k++)
         if (!(*push_names[k].p = PyUnicode_InternFromString(push_names[k].s)))

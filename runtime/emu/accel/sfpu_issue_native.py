@@ -13,7 +13,9 @@ a Python object, and its execution asks it for the period search and sfpu_native
 path's queue) pack_records turns the queued entries into those records in one call. Python stays the
 reference (tests/emu/test_sfpu_issue_native.py pins cycles, the deferred queue and bits to it). `ISSUE_NATIVE =
 False` (or TT_EMU_SFPU_ISSUE_NATIVE=0) keeps every pushed word on the Python path, `READY_NATIVE = False` (or
-TT_EMU_SFPU_READY_NATIVE=0) every word of a ready queue; without a host compiler or Python's headers they stay there
+TT_EMU_SFPU_READY_NATIVE=0) every word of a ready queue, `REPLAY_NATIVE = False` (or TT_EMU_REPLAY_PUSH_NATIVE=0) a
+REPLAY pushed on its own to a thread with work queued (push_one's replay_push: the frontend's expansion and the
+drain around ready_run in C); without a host compiler or Python's headers they stay there
 too (`python -m tt_backend info` says which runs, and why).
 
 The same module issues the other words direct issue takes (accel/direct_issue.py: plain_run for pushed words,
@@ -47,6 +49,7 @@ READY_NATIVE = os.environ.get("TT_EMU_SFPU_READY_NATIVE", "1") != "0"
 PERIOD_NATIVE = os.environ.get("TT_EMU_SFPU_PERIOD_NATIVE", "1") != "0"
 PLAIN_ISSUE_NATIVE = os.environ.get("TT_EMU_PLAIN_ISSUE_NATIVE", "1") != "0"
 BATCH_NATIVE = os.environ.get("TT_EMU_MOP_BATCH_NATIVE", "1") != "0"
+REPLAY_NATIVE = os.environ.get("TT_EMU_REPLAY_PUSH_NATIVE", "1") != "0"
 
 # The deferral's abstract lane-flag state (LaneFlags, UseLaneFlagsForLaneEnable), each 0, 1 or None (differs between
 # lanes), as the C part codes it: lf * 3 + use, None as 2.
@@ -95,6 +98,17 @@ def push_one():
     """The C part's push_one (deferral.push's case that reaches push_word, whole, for a thread with work queued), or
     None when it is off or unavailable."""
     return _part("push_one") if ISSUE_NATIVE else None
+
+
+def push_entry(deferral_globals: dict, push_python):
+    """The C part's push_entry (DeferralMixin.push in C: push_one, else push_python), for a Tensix to bind as its
+    `push`, configured with what it reads at each call (this module's ISSUE_NATIVE, REPLAY_NATIVE and READY_NATIVE,
+    deferral's DQ_MAX in `deferral_globals`) and push()'s Python rest; or None when it is off or unavailable."""
+    mod = _load()[0] if ISSUE_NATIVE else None
+    if mod is None:
+        return None
+    mod.configure_push(globals(), deferral_globals, push_python)
+    return mod.push_entry
 
 
 def ready_run():
@@ -164,6 +178,16 @@ def plain_status() -> str:
     mod, why = _load()
     return why if mod is None else ("C for runs of the other words direct issue takes (handlers in Python, but for "
                                     "the tile handlers' common case: see their line)")
+
+
+def replay_status() -> str:
+    """Which path takes a REPLAY pushed on its own, for `python -m tt_backend info`."""
+    for on, switch in ((ISSUE_NATIVE, "TT_EMU_SFPU_ISSUE_NATIVE"), (READY_NATIVE, "TT_EMU_SFPU_READY_NATIVE"),
+                       (REPLAY_NATIVE, "TT_EMU_REPLAY_PUSH_NATIVE")):
+        if not on:
+            return f"Python: {switch}=0"
+    mod, why = _load()
+    return why if mod is None else "C (push_one's replay_push) with SFPU work queued and no batch to try; else Python"
 
 
 def batch_status() -> str:
