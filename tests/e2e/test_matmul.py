@@ -422,6 +422,10 @@ def test_tinygrad_device_fp32_with_budget(monkeypatch, tmp_path):
     (report,) = [json.loads(p.read_text()) for p in tmp_path.glob("r_*/report.json")]
     assert report["predicted_launch_cycles"]["cores"] > 1
     assert abs(report["predicted_launch_cycles"]["total"] / report["emulated_cycles"] - 1) <= 0.25
+    # every tile's cores in the report (trace.json records the first tile only); the slowest is the launch's time
+    tiles = report["tile_cycles"]
+    assert len(tiles) == report["predicted_launch_cycles"]["cores"]
+    assert max(max(c.values()) for c in tiles.values()) == report["emulated_cycles"]
 
 
 @pytest.mark.needs_cc
