@@ -231,21 +231,46 @@ def measured_cycles(stats: tuple | None) -> dict | None:
 
 
 def _launch_cycles(a: dict, b: dict) -> dict[str, int]:
-    """One launch's cycles per core: stats after minus before. A core's `cycles` are its retired instructions
-    (cumulative) plus its stall cycles since its last release, so the stalls of the previous launch (`stall_cycles`
-    before) are added back."""
-    # a launch over several tiles (the emulated chip's `tiles`): per core, the slowest tile among those that ran; the
-    # stats before the chip's first many-tile launch are the device's own tile's alone
-    before = a.get("tiles") or {f"{layout.TILE_XY[0]},{layout.TILE_XY[1]}": a}
-    pairs = [(before.get(k, {}), t) for k, t in b["tiles"].items()] if "tiles" in b else [(a, b)]
+    """One launch's cycles per core: stats after minus before, over several tiles the slowest tile's."""
     c: dict[str, int] = {}
-    for ta, tb in pairs:
+    for one in _tile_cycles(a, b).values():
+        for k, v in one.items():
+            c[k] = max(c.get(k, 0), v)
+    return c
+
+
+def _tile_cycles(a: dict, b: dict) -> dict[str, dict[str, int]]:
+    """One launch's cycles per tile ("x,y") and core: stats after minus before. A core's `cycles` are its retired
+    instructions (cumulative) plus its stall cycles since its last release, so the stalls of the previous launch
+    (`stall_cycles` before) are added back."""
+    # a launch over several tiles (the emulated chip's `tiles`): the tiles that ran; the stats before the chip's first
+    # many-tile launch are the device's own tile's alone
+    own = f"{layout.TILE_XY[0]},{layout.TILE_XY[1]}"
+    before = a.get("tiles") or {own: a}
+    pairs = [(k, before.get(k, {}), t) for k, t in b["tiles"].items()] if "tiles" in b else [(own, a, b)]
+    out: dict[str, dict[str, int]] = {}
+    for xy, ta, tb in pairs:
         if ta and ta.get("instructions") == tb.get("instructions"):
             continue                                     # a tile this launch did not use
         stall0 = ta.get("stall_cycles") or {}
-        for k, v in tb["cycles"].items():
-            c[k] = max(c.get(k, 0), int(v) - int(ta.get("cycles", {}).get(k, 0)) + int(stall0.get(k, 0)))
-    return c
+        out[xy] = {k: int(v) - int(ta.get("cycles", {}).get(k, 0)) + int(stall0.get(k, 0))
+                   for k, v in tb["cycles"].items()}
+    return out
+
+
+def tile_cycles(stats: tuple | None) -> dict[str, dict[str, int]] | None:
+    """Per tile ("x,y") of a launch over several tiles, each core's cycles from its release to its last instruction
+    (summed over a staged kernel's launches, as measured_cycles): which tile and core finished last. TT_DUMP's
+    trace.json records the device's first tile only; None for a one-tile kernel or without a cycle model."""
+    if not stats or len(stats) < 2 or not all(isinstance(s.get("cycles"), dict) for s in stats):
+        return None
+    total: dict[str, dict[str, int]] = {}
+    for a, b in zip(stats, stats[1:]):
+        for xy, one in _tile_cycles(a, b).items():
+            t = total.setdefault(xy, {})
+            for k, v in one.items():
+                t[k] = t.get(k, 0) + v
+    return total if len(total) > 1 else None
 
 
 def record_cycles(meta: dict, stats: tuple | None) -> dict | None:
@@ -256,10 +281,13 @@ def record_cycles(meta: dict, stats: tuple | None) -> dict | None:
     if mc is not None and rep and Path(rep).exists():
         r = json.loads(Path(rep).read_text())
         r["measured_cycles"], r["emulated_cycles"] = mc, mc["max"]
+        if (tiles := tile_cycles(stats)) is not None:
+            r["tile_cycles"] = tiles
         dump.replace_text(Path(rep), json.dumps(r, indent=1))
         txt = Path(rep).with_suffix(".txt")
         if txt.exists():
-            dump.replace_text(txt, txt.read_text() + cycles_line(mc, r.get("predicted_cycles")))
+            dump.replace_text(txt, txt.read_text() + cycles_line(mc, r.get("predicted_cycles"))
+                              + (tiles_line(tiles) if tiles is not None else ""))
     return mc
 
 
@@ -268,6 +296,12 @@ def cycles_line(mc: dict, predicted=None) -> str:
     cores = ", ".join(f"{k} {v}" for k, v in mc.items() if k != "max")
     return (f"emulated cycles: {mc['max']} (slowest core; {cores})"
             + ("" if predicted is None else f"; predicted compute cycles {predicted}") + "\n")
+
+
+def tiles_line(tiles: dict[str, dict[str, int]]) -> str:
+    """report.txt's line for a launch over several tiles: each tile's last core to finish, slowest tile first."""
+    ends = sorted(((max(c.values()), xy, max(c, key=c.get)) for xy, c in tiles.items()), reverse=True)
+    return "per tile (cycles to its last core's end): " + ", ".join(f"{xy} {n} {core}" for n, xy, core in ends) + "\n"
 
 
 def check(meta: dict, buffers_before: list[bytes], buffers_after: list[bytes], stats: tuple | None = None) -> dict:

@@ -655,7 +655,10 @@ MM_SHARE_PIECE = 2048
 MM_PANEL_READ_PER_ROW = 87
 # writer (blocks/untilize.c.j2 untilize_row: a tile row of word copies, + one NoC write per output row), ncrisc busy
 # time per element after its half of B: 1.4 per bf16 element (256^3, 64x64x512: 1.43, 1.37) and 2.4 per fp32 one
-# (fp32 out 256x64x256); round_bf16 as fp32 (rounded by the epilogue)
+# (fp32 out 256x64x256); round_bf16 as fp32 (rounded by the epilogue). Each row's NoC write is priced apart
+# (MM_PANEL_WRITE_PER_ROW, the same tt_noc_write_dram, and the rows' wait): rows of 32 columns on a 2 x 2 grid
+# (r_64_64_64, r_80_40_36 fp32; TT_DUMP timelines of every tile) took 2.8K cycles for a tile's 16 rows, 1.2K priced
+# by the element alone; at the 256-512 columns these figures were measured on it adds 0.15-0.3 an element
 MM_WRITE_PER_ELEM = {"bf16": 1.4, "round_bf16": 2.4, "fp32": 2.4}
 # per K block of an output tile: the unpackers take a whole tile each (its L1 bytes at 64 B per cycle,
 # placement.cost.unpack_cycles: 32 cycles for a bf16 tile, 64 for an fp32 one) while the FPU runs 16 MVMULs per
@@ -689,6 +692,19 @@ MM_EPILOGUE_FIXED = 105
 # tile (pack_cycles) waited for before the next epilogue
 MM_K_BLOCK_OVERLAP = 5
 MM_PACK_ROWS = 212
+# A tilized operand's tiles that reach past an edge are zeroed before the valid elements overwrite them, and a
+# row-major A panel's rows past M likewise (blocks/tilize.c.j2, matmul_reader.c.j2 read_a_rows: zero_words, a store,
+# an add and a branch per word): 3,061 cycles for an fp32 tile on the timeline of r_80_40_36 on 2 x 2 (TT_DUMP, every
+# tile recorded), 1,489 for a bf16 one (r_64_48_40), 1,650 for 16 rows of a 64-element bf16 panel
+MM_ZERO_PER_WORD = 3
+# per row of a word-copied tilize (mode "rows", not rounded), beside MM_READ_PER_ROW's read and the copies: the row's
+# source and tile-row addresses and the chunk loop's entry; the row's last partial face row (cols % 16 elements)
+# goes element by element. Measured on the timelines (each core's brisc, between the rows' read wait and the next
+# phase): fp32 rows of 64 / 32 / 32 / 16 valid columns 166 / 98 / 104 / 87 cycles a row (1.95 an element priced:
+# 41 / 36 / 42 / 56 beside it); bf16 rows of 32 69 and 72 (1.2 an element: 31, 34); rows of 4 fp32 and 8 bf16
+# valid columns 89 and 119 (12 and 11 an element beside the row's set-up)
+MM_COPY_PER_ROW = {2: 32, 4: 42}
+MM_COPY_PARTIAL_PER_ELEM = 11.5
 
 
 def epilogue_cycles(words: int, steps: int) -> int:
@@ -709,47 +725,92 @@ def share_cycles(cores: int, nbytes: int) -> float:
 def matmul_cycles(spec, phases: int, read_modes: tuple[str, str], epilogue: int, b_split: bool, block_cols: int,
                   grid: tuple[int, int] = (1, 1), group: int = 1, packed_out: bool = False) -> dict:
     """The FPU matmul's launch (lowering/families/fpu_matmul.py) on a `grid` of (rows, columns) cores, each with its
-    block of the output (the largest block sets the time): read_modes = the A and B operands' reader modes
+    block of the output (the largest block sets the pace): read_modes = the A and B operands' reader modes
     (matmul_spec.operand_ctx; A "panel": kept row-major, fpu_matmul.a_panel_rows), epilogue = the SFPU epilogue's
     cycles per output tile (epilogue_cycles), group = the output tiles that share each A tile in SrcB, packed_out =
     the packer writes the output rows into a row-major panel (matmul_spec.out_packed_rows: the writer only sends
-    them). Per batch and per block of up to `block_cols` of the core's column tiles the reader tilizes b_rows of B's
-    rows before A's first panel (the pipeline's fill; the writer tilizes the others at the same time); then per output
-    row block one A panel, the block's tile products and its rows written. At least the DRAM banks' time for every
+    them). Per batch and per block of up to `block_cols` of the core's column tiles every core's reader reads its
+    share of the block's first A panel and its half of its share of B (the writer the other half at the same time),
+    then shares them; a core sends its A only after its B, and every core's products wait for its grid row's A and
+    its grid column's B, so the block starts when the slowest core's shares are in (grid_fill). Then per output row
+    block one A panel, the block's tile products and its rows written. At least the DRAM banks' time for every
     core's bytes."""
     mt, nt, kt = spec.tiles
     a_mode, b_mode = read_modes
     gr, gc = grid
     mtc, ntc = -(-mt // gr), -(-nt // gc)                            # the largest core's row blocks, column tiles
 
-    def read(mode: str, o, rows: int, cols: int) -> float:
+    def read(mode: str, o, rows: int, cols: int, zeroed: int = 0) -> float:
+        """`rows` x `cols` valid elements of operand `o` read into L1, `zeroed` bytes of edge tiles zeroed first."""
+        if rows <= 0 or cols <= 0:
+            return MM_ZERO_PER_WORD * zeroed / 4
         if mode in ("panel", "tensix"):        # one NoC read per row straight into place, one wait
-            return (MM_PANEL_READ_PER_ROW * rows + NOC_ROUND_TRIP
+            return (MM_PANEL_READ_PER_ROW * rows + NOC_ROUND_TRIP + MM_ZERO_PER_WORD * zeroed / 4
                     + DTYPE_SIZE[o.dtype] * rows * cols / NOC_BYTES_PER_CYCLE)
         rounds = o.dtype == "float32" and o.tile == "bf16"          # matmul_spec.operand_ctx's "round"
         per = MM_READ_ROUND_PER_ELEM if mode == "rows" and rounds else MM_READ_PER_ELEM[(mode, DTYPE_SIZE[o.dtype])]
         if mode == "rows":                     # batches of rows per NoC wait (blocks/tilize.c.j2 `pitch`)
             pitch = (DTYPE_SIZE[o.dtype] * cols + 127) & ~63
             lines = MM_READ_PER_ROW * rows + NOC_ROUND_TRIP * -(-rows // max(1, MM_STAGE_ROWS_BYTES // pitch))
+            if not rounds:                     # word copies: the row's set-up, its last partial face row by elements
+                lines += rows * (MM_COPY_PER_ROW[DTYPE_SIZE[o.dtype]] + cols % 16 * (MM_COPY_PARTIAL_PER_ELEM - per))
         else:
             lines = MM_READ_PER_COL * cols if mode == "cols" else 0
-        return per * rows * cols + lines
+        return per * rows * cols + lines + MM_ZERO_PER_WORD * zeroed / 4
     out = "bf16" if spec.out.dtype == "bfloat16" else "round_bf16" if spec.round_bf16 else "fp32"
     rows = min(32, spec.M)                                            # per row block: one A panel
     tb = 2048 if spec.a.tile == "bf16" else 4096                  # a tile in L1
     a_kt, b_kt = -(-kt // gc), -(-kt // gr)                           # the largest share of the K tiles
-    if a_mode == "panel":        # a row-major panel is shared by rows: each core reads whole rows of A
-        a_rows = -(-32 // gc)
-        reader_a = read(a_mode, spec.a, min(rows, a_rows), spec.K) + share_cycles(gc, a_rows * 2 * spec.K)
-    else:
-        reader_a = read(a_mode, spec.a, rows, min(spec.K, 32 * a_kt)) + share_cycles(gc, a_kt * tb)
+    a_share = share_cycles(gc, -(-32 // gc) * 2 * spec.K if a_mode == "panel" else a_kt * tb)
     # thread 0's issue per tile product: a row-major operand's face-row walk, A's once per group, B's every time
     walks = (MM_FACE_ROW_ISSUE / group if a_mode == "panel" else 0) + (MM_B_FACE_ROW_ISSUE if b_mode == "panel" else 0)
     unpack = max(unpack_cycles("bf16" if tb == 2048 else "fp32"), walks)
     # B's share in halves when the reader and the writer each fill one (B tilized by both, or read for the Tensix):
     # the reader reads its half of the rows, and each sends its own half (NoC0 and NoC1)
     halves = 2 if b_split or b_mode == "tensix" else 1
-    b_rows = min(spec.K, 32 * -(-b_kt // halves))
+
+    def a_read(mt0: int, share: tuple[int, int]) -> float:
+        """One core's share of row block mt0's A panel: rows of the row-major panel (rows past M zeroed), else K
+        tiles tilized (edge tiles zeroed first)."""
+        valid = max(0, min(32, spec.M - 32 * mt0))
+        if a_mode == "panel":
+            got = max(0, min(share[1], valid) - share[0])
+            return read(a_mode, spec.a, got, spec.K, (share[1] - share[0] - got) * 2 * spec.K)
+        cols = max(0, min(spec.K, 32 * share[1]) - 32 * share[0])
+        edge = sum(valid < 32 or 32 * t + 32 > spec.K for t in range(*share))
+        return read(a_mode, spec.a, valid, cols, edge * tb)
+
+    def b_read(k0: int, k1: int, cols: int, ct: int) -> float:
+        """K tiles [k0, k1) of a block of B's `ct` column tiles (`cols` valid columns), edge tiles zeroed first."""
+        krows = max(0, min(spec.K, 32 * k1) - 32 * k0)
+        edge = 0 if b_mode in ("panel", "tensix") else sum(
+            32 * t + 32 > spec.K or 32 * u + 32 > cols for t in range(k0, k1) for u in range(ct))
+        return read(b_mode, spec.b, krows, cols, edge * tb)
+
+    def out_rows(n: int, cols: int) -> float:
+        """n rows of an output row block untilized and written, one NoC write per row, then their wait."""
+        return (MM_WRITE_PER_ELEM[out] * n * cols + MM_PANEL_WRITE_PER_ROW * n + NOC_ROUND_TRIP) if n else 0
+
+    def grid_fill(block: int, block_ct: int) -> float:
+        """The `block`-th column block's start: every core's reader reads its share of the block's first A panel and
+        its half of its B share (the writer the other half), then the row's A and the column's B are exchanged."""
+        slowest = 0.0
+        for (mt0, _), (bk0, bk1) in zip(split_ranges(mt, gr), split_ranges(kt, gr)):
+            bkm = bk0 + (bk1 - bk0 + 1) // 2 if halves == 2 else bk1
+            for (nt0, nt1), a_sh in zip(split_ranges(nt, gc),
+                                        split_ranges(32 if a_mode == "panel" else kt, gc)):
+                c0 = nt0 + block * block_cols
+                if c0 >= nt1:
+                    continue
+                ct = min(block_cols, nt1 - c0)
+                cols = min(spec.N - 32 * c0, 32 * ct)
+                # "tensix": the core's share tilized on the Tensix once both halves are read
+                tilize = MM_TILIZE_PASS_PER_TILE * (bk1 - bk0) * ct if b_mode == "tensix" else 0
+                slowest = max(slowest, max(a_read(mt0, a_sh) + b_read(bk0, bkm, cols, ct),
+                                           b_read(bkm, bk1, cols, ct)) + tilize)
+        return slowest + a_share + share_cycles(gr, b_kt * block_ct * tb // halves)
+    # every later A panel: the largest share of a whole row block
+    reader_a = max(a_read(0, sh) for sh in split_ranges(32 if a_mode == "panel" else kt, gc)) + a_share
     launch, reader_all, compute_all, writer_all = 0, 0, 0, 0
     for c0 in range(0, ntc, block_cols):                             # the core's blocks of B's columns
         ct = min(block_cols, ntc - c0)
@@ -770,19 +831,18 @@ def matmul_cycles(spec, phases: int, read_modes: tuple[str, str], epilogue: int,
             reader = reader_a
             writer = (MM_PANEL_WRITE_PER_ROW * rows + NOC_ROUND_TRIP
                       + DTYPE_SIZE[spec.out.dtype] * rows * cols / NOC_BYTES_PER_CYCLE)
+            last = writer
         else:
             # the untilize split by rows (blocks/matmul_out.c.j2): the reader the upper 16 of each tile, the writer
-            # the rest
-            upper = min(16, rows)
-            reader = reader_a + MM_WRITE_PER_ELEM[out] * upper * cols
-            writer = MM_WRITE_PER_ELEM[out] * (rows - upper) * cols
-        fill = read(b_mode, spec.b, b_rows, cols) + share_cycles(gr, b_kt * ct * tb // halves)
-        if b_mode == "tensix":   # the share tilized on the Tensix before it is shared
-            fill += MM_TILIZE_PASS_PER_TILE * b_kt * ct
+            # the rest; the last row block's halves at once
+            upper = out_rows(min(16, rows), cols)
+            reader, writer = reader_a + upper, out_rows(rows - min(16, rows), cols)
+            last = max(upper, writer)
+        fill = grid_fill(c0 // block_cols, ct)
         # the tile products and the writer's untilize overlap since the writer's row writes are in flight together
         # (they added up while each NoC request waited for the previous one: runtime/emu/tile.py _niu_load)
-        launch += spec.n_batch * pipeline(mtc, reader, compute, writer, fill)["total"]
-        reader_all += spec.n_batch * (fill + mtc * reader)
+        launch += spec.n_batch * (fill + compute + last + (mtc - 1) * max(reader, compute, writer))
+        reader_all += spec.n_batch * (fill + (mtc - 1) * reader_a + mtc * (reader - reader_a))
         compute_all += spec.n_batch * mtc * compute
         writer_all += spec.n_batch * mtc * writer
     launch += drain

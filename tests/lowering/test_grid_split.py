@@ -85,12 +85,12 @@ def test_reductions_split_by_whole_output_groups():
 
 # ---------------------------------------------------------------------------------------- the FPU matmul's grid
 
-def _matmul_plan(m: int, k: int, n: int):
+def _matmul_plan(m: int, k: int, n: int, dtype: str = "bfloat16"):
     from tinygrad import dtypes
     from tt_backend.lowering.families.fpu_matmul import plan_matmul
     from tt_backend.lowering.families.matmul_spec import match_matmul
-    a = Tensor.empty(m, k, device="CPU", dtype=dtypes.bfloat16)
-    b = Tensor.empty(k, n, device="CPU", dtype=dtypes.bfloat16)
+    a = Tensor.empty(m, k, device="CPU", dtype=getattr(dtypes, dtype))
+    b = Tensor.empty(k, n, device="CPU", dtype=getattr(dtypes, dtype))
     call = [c for c in (a @ b).schedule_linear().src if c.op is Ops.CALL][-1]
     return plan_matmul(match_matmul(call.src[0]), "mm", "HiFi2")
 
@@ -123,6 +123,16 @@ def test_matmul_core_arguments_rectangles_and_semaphores():
         peers = w[sem + 4 * len(SEMAPHORES):]
         assert peers == [x | y << 6 for x, y in xys[3 * i:3 * i + 3] + xys[j::3]]
     assert plan.arg_words(list(range(len(plan.buffers))))[base:base + 10] == [0, 5, 0, 7, 1, 0, 1, 0, 0, 0]
+
+
+def test_matmul_grid_starts_when_its_slowest_core_has_shared():
+    """Every core's products wait for its grid row's A and its grid column's B, and a core sends its A only after
+    its B: a grid's block starts when the slowest core's shares are in (mover_cost.matmul_cycles grid_fill). With
+    N = 36 the second grid column's B share is 4 columns of an edge tile, zeroed first and copied element by element,
+    slower than the first column's 32 columns: the launch predicted slower than with N = 64, as emulated (22,405
+    against 19,588 cycles on 2 x 2, docs/performance.md §8.1); pricing the widest shares alone made them equal."""
+    narrow, wide = _matmul_plan(40, 80, 36, "float32"), _matmul_plan(40, 80, 64, "float32")
+    assert narrow.launch_cycles((2, 2))["total"] > wide.launch_cycles((2, 2))["total"]
 
 
 def test_matmul_grid_choice_within_the_cap_and_the_chip():
