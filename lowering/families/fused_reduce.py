@@ -132,7 +132,7 @@ class FusedReducePlan(SfpuReducePlan):
         rp, cores = self.reduce, self.cores if cores is None else cores
         if stream_ctx(self, self.output, None, rp)["mode"] != "red out":
             return lc
-        read, fill = self.read_cycles()
+        read, fill = self.read_cycles(cores)
         cyc = self.compute_cycles()
         compute = cyc["total"] + cyc["per_group"] / self.split_unit
         first = fill + read + compute + (rp.passes - 1) * rp.tiles_per_group * max(read, compute)

@@ -123,6 +123,13 @@ def validity_terms(valid: IndexExpr | None) -> list[IndexExpr]:
     return [valid]
 
 
+def inside_fraction(valid: IndexExpr | None, axes: list[np.ndarray]) -> float:
+    """The share of the elements whose range values `axes` gives where the validity holds (all without one)."""
+    if valid is None:
+        return 1.0
+    return float(np.broadcast_to(valid.evaluate(axes), np.broadcast_shapes(*(a.shape for a in axes))).mean())
+
+
 def gated_math_cycles(index: IndexExpr | None, valid: IndexExpr | None, axes: list[np.ndarray]) -> float:
     """Per element, the integer index math of a reader that tests the validity first and computes the index only
     where it holds (templates/blocks/chunks.c.j2 `<operand>_index`): each validity term where the terms before it

@@ -18,7 +18,7 @@ import math
 import numpy as np
 
 from tt_backend.chip.interleave import N_BANKS
-from tt_backend.lowering.families.index_cost import gated_math_cycles, index_math_cycles
+from tt_backend.lowering.families.index_cost import gated_math_cycles, index_math_cycles, inside_fraction
 from tt_backend.lowering.index import grid
 from tt_backend.lowering.placement.cost import pack_cycles, unpack_cycles
 from tt_backend.lowering.plan import DTYPE_SIZE, TILE_BYTES, TILE_ELEMS, Stream
@@ -411,18 +411,28 @@ FPU_REDUCE_ONES = 3 * TILE_ELEMS
 # gets (red_datum_math_cycles, branch predB): a gather's validity is a `&&` chain and its index and window fetch sit
 # behind it (read_gather.c.j2 reduce_by_index), a convolution gradient's computed mask is a `&&` chain too, so a term
 # is priced where the terms before it held (conv3d's weight gradient: its first term, a modulo, holds for half the
-# datums; 11 % of them inside). The gather's datum figure (the loop, carry, calls, store, and the fetch where inside),
-# RED_GATHER_PER_DATUM, is fitted with that math on the e2e launches that have such walks, brisc bound (predicted
-# launch over emulated, lead -> fitted): the six conv weight gradients of tests/e2e/test_conv_matmul.py (conv3d
-# 1.40 -> 1.06, conv2d_relu 1.22 -> 1.19, the others 0.98 .. 1.08 -> 0.82 .. 1.00) and sum_pad_long's x.pad().sum
-# (0.78 -> 1.06); one figure for both modes (22.7) took argmax's reversed index (a computed value, no conjunction)
-# from 1.07 to 1.26, so the computed walk keeps the figure measured with every op priced (GATHER_LOOP +
-# GATHER_PER_RANGE, measured on the same pad-sum over 1500 x 4 when every op was priced: 18,222 brisc busy per
-# tile). The nested walks: the same pad-sum over 30 x 20 (9,607 per tile: 10.1 per
-# datum beside its pad slots, less its 6 ops), x.argmax()'s reversed index over 1,000 elements (5.6 per datum, its
-# pass's tile less x's resident walk, less its 2 ops).
-RED_GATHER_PER_DATUM = 25.7
-RED_PER_DATUM = {"red gather": RED_GATHER_PER_DATUM, "red computed": GATHER_LOOP + GATHER_PER_RANGE,
+# datums; 11 % of them inside). The computed walk keeps the figure measured with every op priced (GATHER_LOOP +
+# GATHER_PER_RANGE, measured on the pad-sum x.pad().T.sum(1) over 1500 x 4 when every op was priced: 18,222 brisc busy
+# per tile; one figure for both modes took argmax's reversed index, a computed value with no conjunction, from 1.07 to
+# 1.26). The nested walks: the same pad-sum over 30 x 20 (9,607 per tile: 10.1 per datum beside its pad slots, less
+# its 6 ops), x.argmax()'s reversed index over 1,000 elements (5.6 per datum, its pass's tile less x's resident walk,
+# less its 2 ops).
+# The gather by its parts (branch predConv), measured on reductions built for it, x.pad(((0, 0), (2, 2))).T.sum(1) of
+# 1536 x 4 and 1536 x 12 (6 tiles of 256 reduce slots per output, 8 and 16 outputs: no empty cell, no slot past K;
+# 50 % and 75 % inside) and of 3072 x 4 and 3072 x 12, one core, every brisc block's executions counted
+# (TT_RV32_NATIVE=0, TT_DUMP brisc.dis): per datum 13 or 14 instructions on every path (the datum table's halfword,
+# the slot's address, the store, the range step and its carry, the loop test with the validity's branch), where the
+# validity holds the index and tt_window_fetch (RED_GATHER_FETCH 11, as in the SFPU matmul's readers: the byte offset,
+# the bounds and window checks, the L1 address, the load), where it does not v = 0 and a jump (GATED_OFF 2).
+# RED_GATHER_LOOP is brisc busy time per datum less the priced fetch, zeros and index math: 10.1, 11.7, 11.1, 11.5 in
+# the four (the math prices a validity's `(r < 2) != 1` as two ops where gcc tests the range with one branch), 11.
+# The flat figure it replaces, 25.7 with the math, had been fitted on multi-core launches whose slowest core holds
+# more datums, or more of them inside, than the average share the model gave every core (sum_pad_long on 3 cores:
+# 6,000 against 4,500; a conv gradient's outputs at the image's edges have fewer inside), so it took in that share: on
+# one core it priced sum_pad_long 1.33 and conv2d_relu's gradient 1.23 of emulated (now 1.02, 0.98). The carry-chain
+# walks are now priced on their slowest core's groups (sfpu_reduce.datum_walk_cycles).
+RED_GATHER_LOOP, RED_GATHER_FETCH, GATED_OFF = 11, 11, 2
+RED_PER_DATUM = {"red gather": RED_GATHER_LOOP, "red computed": GATHER_LOOP + GATHER_PER_RANGE,
                  "red gather nested": 10.1 - 6, "red computed nested": 5.6 - 2}
 
 
@@ -435,24 +445,36 @@ def red_datum_read_cycles(mode: str, valid: float, datum_extra: float) -> float:
 # the iteration points a reduction gather's gated index math is averaged over: the whole space up to this many, else
 # this many drawn uniformly (a fixed seed: the prediction is deterministic)
 RED_GATED_POINTS = 1 << 16
+RED_GATED_CORE_POINTS = 1 << 12     # the same over one core's outputs (sfpu_reduce.datum_walk_cycles, every core)
 
 
-def red_datum_math_cycles(s: Stream, ranges: tuple[int, ...]) -> float:
+def red_datum_math_cycles(s: Stream, ranges: tuple[int, ...], points: tuple[int, int] | None = None) -> float:
     """Per datum, what a "red gather" or "red computed" stream adds to RED_PER_DATUM, averaged over the kernel's
-    iteration space (index_cost.gated_math_cycles): a gather's validity tested term by term (C's `&&`) and its index
-    computed only where the validity holds (read_gather.c.j2 reduce_by_index); a computed value that is a
+    iteration space, or over its points [start, stop) in row-major order (`points`: a core's outputs, the outermost
+    ranges) (index_cost.gated_math_cycles): a gather's validity tested term by term (C's `&&`), its index
+    computed and its element fetched only where the validity holds, a zero stored where not (read_gather.c.j2
+    reduce_by_index); a computed value that is a
     conjunction (a convolution gradient's mask) evaluated up to its first false term; and a float16 conversion. An
     expression that loads from a buffer (x[idx].sum()) has values the host cannot evaluate: priced as every other
-    per-datum stream (stream_datum_cycles)."""
+    per-datum stream (stream_datum_cycles), a gather's fetch for every datum."""
     if any(e is not None and e.loads() for e in (s.index, s.valid, s.value)):
-        return stream_datum_cycles(s, gather_ranges=0)
-    if math.prod(ranges) <= RED_GATED_POINTS:
+        return stream_datum_cycles(s, gather_ranges=0) + (RED_GATHER_FETCH if s.value is None else 0)
+    if points is not None:
+        start, stop = points
+        flat = (np.arange(start, stop) if stop - start <= RED_GATED_CORE_POINTS
+                else np.random.default_rng(0).integers(start, stop, RED_GATED_CORE_POINTS))
+        axes = list(np.unravel_index(flat, ranges))
+    elif math.prod(ranges) <= RED_GATED_POINTS:
         axes = list(grid(ranges))
     else:
         rng = np.random.default_rng(0)
         axes = [rng.integers(0, n, RED_GATED_POINTS) for n in ranges]
-    math_cycles = (gated_math_cycles(None, s.value, axes) if s.value is not None
-                   else gated_math_cycles(s.index, s.valid, axes))
+    if s.value is not None:
+        math_cycles = gated_math_cycles(None, s.value, axes)
+    else:
+        inside = inside_fraction(s.valid, axes)
+        math_cycles = (gated_math_cycles(s.index, s.valid, axes) + inside * RED_GATHER_FETCH
+                       + (1 - inside) * GATED_OFF)
     return math_cycles + (FLOAT16_WIDEN_EXTRA if s.dtype == "float16" else 0)
 
 

@@ -15,12 +15,19 @@ TRISC1 per 8-k chunk: 4 x (column halves) passes of the B setup (5 SFPU words), 
 MOP's REPLAYs (10 words per row group) and one auto-stall per row group; 870 cycles per chunk at 8 row groups and
 both halves (64^3: thread 1 issues 694 per chunk), 337 at 2 row groups (8 x 64 x 32); at one row group and one half
 (4 x 64 x 16) the unpacker's 8 KB A chunk and 1 KB B chunk set the pace, 175 per chunk.
-Elements gathered by an index expression (mode "indexed": the range values stepped by a carry, the gate tested and,
-where it holds, the offset computed per element) take 31.5 beside their index math (index_cost.gated_math_cycles:
-integer ops, each validity term where the terms before it held, the index where all held): conv2d of 1 x 3 x 8 x 8
-by 8 x 3 x 3 x 3, padding 1, B (27 x 64, 84 % of it inside the image: 11.8 cycles of index math per element, 17 when
-every op was priced for every element) gathered, brisc busy 77.6K, 2.8K of it A's and the fixed part. Held out,
-conv3d's two matmuls (54 % inside) 1.27 / 1.22 -> 1.13 / 1.09. An operand's other per-element modes take the
+Elements walked one by one (modes "gather", "indexed": chunks.c.j2 fill_a / fill_b) are priced by the parts of the
+compiled walk, instructions counted per path in the readers TT_DUMP writes (brisc.dis, each block's executions
+counted on the emulator): the store, the column counter and its carry and the loop test, 5.4 an element (conv2d
+stride 2 groups 2: 5 and the carry every fourth); b_elem's chunk address, 17.2 (conv2d of 1 x 3 x 8 x 8 by
+8 x 3 x 3 x 3, padding 1, B 27 x 64: its loop 22.6 an element against 5.4), which gcc replaces by a 4-byte step where
+the group's columns fit one 16-column half (N <= 16: n >> 4 and n >> 5 are known zero); the window fetch
+(tt_window_fetch: the byte offset, the bounds and window checks, the L1 address, the load) only where the gate
+holds, 11.5 (11 and 12 in the two); and where both operands are walked so, gcc keeps tt_window_fetch out of line
+(two call sites), 21 more a fetch (the arguments, the call, the saved registers: conv1d groups 3's weight gradient,
+33 against 12). Beside them the index math (index_cost.gated_math_cycles: integer ops, each validity term where the
+terms before it held, the index where all held). The calibration conv2d (84 % inside) is priced 44.1 an element,
+brisc busy 77.6K (the flat 31.5 with 11.8 of math before); conv2d stride 2 groups 2 (B 18 x 16, 69 % inside) 30.9
+against about 28 counted, where the flat figure priced 49. An operand's other per-element modes take the
 figure of the other operand's by the difference of the two stores (put8 against one store: 3.2). The gathers'
 window reloads are replayed on the host over the first row block (window_walk.window_loads), each its request, the
 round trip and its bytes. bf16 operands (a 16-bit load and a shift) are priced as fp32 ones, and rounded ones add
@@ -30,7 +37,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tt_backend.lowering.families.index_cost import ROUND_CYCLES, gated_math_cycles
+from tt_backend.lowering.families.index_cost import ROUND_CYCLES, gated_math_cycles, inside_fraction
 from tt_backend.lowering.families.matmul_spec import stage_bytes, stage_in_bytes
 from tt_backend.lowering.families.mover_cost import (MM_NOC_REQUEST, MM_WRITE_PER_ELEM, NOC_BYTES_PER_CYCLE,
                                                      NOC_ROUND_TRIP, on_grid, pipeline)
@@ -38,9 +45,17 @@ from tt_backend.lowering.placement.cost import pack_cycles
 from tt_backend.lowering.families.window_walk import window_loads
 from tt_backend.lowering.plan import DTYPE_SIZE
 
-# brisc cycles per operand element by reader mode (matmul_spec.operand_ctx)
-A_PER_ELEM = {"rows": 9.7, "cols": 11.5, "gather": 35.6, "indexed": 31.5 + 9.7 - 6.5}
-B_PER_ELEM = {"rows": 6.5, "cols": 6.8, "gather": 35.6 + 6.5 - 9.7, "indexed": 31.5}
+# brisc cycles per operand element by reader mode (matmul_spec.operand_ctx); "indexed" and "gather" (element by
+# element) are B's walk by its parts below, A's adds put8's 3.2 over one store
+PUT8_OVER_STORE = 9.7 - 6.5
+A_PER_ELEM = {"rows": 9.7, "cols": 11.5, "gather": 35.6}
+B_PER_ELEM = {"rows": 6.5, "cols": 6.8, "gather": 35.6 - PUT8_OVER_STORE}
+# an element-by-element walk by its parts (instructions counted in compiled readers, docstring): the store, the column
+# counter and its carry, the loop test (WALK); b_elem's chunk address (B_ADDR: gcc steps it by 4 bytes instead where
+# the group's columns fit one 16-column half, N <= 16); tt_window_fetch where the gate holds (FETCH: the bounds and
+# window checks, the L1 address, the load), called out of line where both operands are walked so (FETCH_CALL more)
+WALK, B_ADDR, FETCH, FETCH_CALL = 5.4, 17.2, 11.5, 21
+ELEMENT_WALKS = ("gather", "indexed")
 READER_FIXED = 350
 ZERO_PER_WORD = 2.7
 # one replicated A element: zeros past K are put the same way, and those past M by put16 two per call, each with the
@@ -108,15 +123,30 @@ def element_offsets(o, rows: int, cols: int) -> np.ndarray:
     return at if g.valid is None else at[np.broadcast_to(g.valid.evaluate(axes), r.shape).astype(bool)]
 
 
-def element_cycles(o, per_elem: dict, mode: str, rows: int, cols: int) -> float:
-    """The reader's cycles per element of operand `o` in `mode` over its first `rows` x `cols` block: the mode's
-    figure, its index math when gathered by an index expression (the validity's terms and the index as far as the
-    reader gets with each element: index_cost.gated_math_cycles), the rounding of an fp32 operand rounded to bf16."""
-    extra = 0.0
-    if mode == "indexed":
-        replayed = min(rows, max(1, WALK_REPLAY_MAX // cols))
-        extra = gated_math_cycles(o.gather.index, o.gather.valid, block_axes(o, replayed, cols)[2])
-    return per_elem[mode] + extra + (ROUND_CYCLES["bf16"] if o.dtype == "float32" and o.tile == "bf16" else 0)
+def walk_cycles(o, operand: str, mode: str, rows: int, cols: int, both: bool) -> float:
+    """Per element of operand `o` ("a" or "b") walked element by element in `mode` over its first `rows` x `cols`
+    block (chunks.c.j2 fill_a / fill_b), by the walk's parts: B's figure for a strided gather less what its columns
+    save (an address stepped where they fit one half), an index expression's walk with its fetch only where the gate
+    holds and its index math (the validity's terms and the index as far as the reader gets with each element:
+    index_cost.gated_math_cycles); the fetch out of line when `both` operands are walked so."""
+    stepped = operand == "b" and cols <= 16
+    if mode == "gather":
+        figure = B_PER_ELEM["gather"] - (B_ADDR if stepped else 0) + (FETCH_CALL if both else 0)
+        return figure + (PUT8_OVER_STORE if operand == "a" else 0)
+    replayed = min(rows, max(1, WALK_REPLAY_MAX // cols))
+    g, axes = o.gather, block_axes(o, replayed, cols)[2]
+    return (WALK + (0 if stepped else B_ADDR) + inside_fraction(g.valid, axes) * (FETCH + (FETCH_CALL if both else 0))
+            + gated_math_cycles(g.index, g.valid, axes) + (PUT8_OVER_STORE if operand == "a" else 0))
+
+
+def element_cycles(o, operand: str, modes: tuple[str, str], rows: int, cols: int) -> float:
+    """The reader's cycles per element of operand `o` ("a" or "b", read in modes[0] / modes[1]) over its first `rows`
+    x `cols` block: the mode's figure or its walk by parts (walk_cycles), the rounding of an fp32 operand rounded to
+    bf16."""
+    mode = modes[operand == "b"]
+    figure = (walk_cycles(o, operand, mode, rows, cols, all(m in ELEMENT_WALKS for m in modes))
+              if mode in ELEMENT_WALKS else (A_PER_ELEM if operand == "a" else B_PER_ELEM)[mode])
+    return figure + (ROUND_CYCLES["bf16"] if o.dtype == "float32" and o.tile == "bf16" else 0)
 
 
 def sfpu_matmul_cycles(plan, modes: tuple[str, str], row_groups: int, halves: int, cores: int) -> dict:
@@ -129,8 +159,7 @@ def sfpu_matmul_cycles(plan, modes: tuple[str, str], row_groups: int, halves: in
     mt, nt, _ = plan.tiles
     cols = min(s.N, 32 * plan.ntg)
     rows = min(32, s.M)
-    a_elem, b_elem = (element_cycles(s.a, A_PER_ELEM, modes[0], rows, s.K),
-                      element_cycles(s.b, B_PER_ELEM, modes[1], s.K, cols))
+    a_elem, b_elem = element_cycles(s.a, "a", modes, rows, s.K), element_cycles(s.b, "b", modes, s.K, cols)
     kpad = 8 * plan.kc
     zero_b = ZERO_PER_WORD * plan.kc * plan.ntg * 256 if s.K < kpad or s.N < 32 * plan.ntg * plan.ng else 0
     stage, window = stage_bytes(s), stage_in_bytes(s)   # the gathers' window: STAGE_IN_BYTES

@@ -143,7 +143,7 @@ class SfpuReducePlan(TilePlan):
         cyc = self.compute_cycles()
         cores, rp, unit = self.cores if cores is None else cores, self.reduce, self.split_unit
         per_core = -(-rp.groups // cores) * unit
-        read, fill = self.read_cycles()
+        read, fill = self.read_cycles(cores)
         compute = cyc["total"] + cyc["per_group"] / unit
         one = {**self.pipeline_cycles(per_core, read, compute, fill),
                "l1_resident": round(l1_resident_cycles(per_core, read, compute, self.write_cycles(), fill))}
@@ -168,8 +168,28 @@ class SfpuReducePlan(TilePlan):
     def out_bytes(self) -> int:
         return self.reduce.n_out * DTYPE_SIZE[self.output.dtype]
 
-    def read_cycles(self) -> tuple[float, float]:
-        """(the readers' cycles per input tile, their work before the first tile)."""
+    def datum_walk_cycles(self, s, mode: str, cores: int) -> float:
+        """A carry-chain walk's reader cycles per tile ("red gather", "red computed": mover_cost.RED_PER_DATUM) on
+        the slowest of `cores` cores, each with whole groups: its datums (the last group's empty cells are on the
+        last core) and the share of them its validity reaches (a conv gradient's outputs at the image's edges have
+        fewer), in a tile of the largest core's."""
+        rp = self.reduce
+        per_core = -(-rp.groups // cores)
+        if per_core == rp.groups:
+            valid = rp.n_out * rp.n_red / (rp.groups * rp.tiles_per_group * TILE_ELEMS)
+            return red_datum_read_cycles(mode, valid, red_datum_math_cycles(s, self.ranges))
+        slowest = 0.0
+        for g0 in range(0, rp.groups, per_core):
+            o0, o1 = g0 * rp.cells, min(rp.n_out, (g0 + per_core) * rp.cells)
+            tiles = (min(rp.groups, g0 + per_core) - g0) * rp.tiles_per_group
+            extra = red_datum_math_cycles(s, self.ranges, (o0 * rp.n_red, o1 * rp.n_red))
+            valid = (o1 - o0) * rp.n_red / (tiles * TILE_ELEMS)
+            slowest = max(slowest, red_datum_read_cycles(mode, valid, extra) * tiles)
+        return slowest / (per_core * rp.tiles_per_group)
+
+    def read_cycles(self, cores: int = 1) -> tuple[float, float]:
+        """(the readers' cycles per input tile, their work before the first tile); the carry-chain walks on the
+        slowest of `cores` cores (datum_walk_cycles)."""
         rp = self.reduce
         valid = rp.n_out * rp.n_red * rp.passes / (self.n_tiles * TILE_ELEMS)
         const = "red fill" if rp.lanes == 32 else "red const"      # a stream of one value per output cell
@@ -185,10 +205,10 @@ class SfpuReducePlan(TilePlan):
                 visits = rp.n_out * rp.tiles_per_group * rp.passes / self.n_tiles if priced else 0
                 pads = rp.n_out * rp.passes / self.n_tiles if priced and c["pad_read"] and rp.n_red % slots else 0
                 read += reduce_walk_cycles(valid, visits, len(self.ranges), pads)
+            elif c["mode"] in ("red gather", "red computed"):
+                read += self.datum_walk_cycles(s, c["mode"], cores)
             elif c["mode"] in RED_PER_DATUM:
-                extra = (red_datum_math_cycles(s, self.ranges) if c["mode"] in ("red gather", "red computed")
-                         else stream_datum_cycles(s, gather_ranges=0))
-                read += red_datum_read_cycles(c["mode"], valid, extra)
+                read += red_datum_read_cycles(c["mode"], valid, stream_datum_cycles(s, gather_ranges=0))
             else:
                 read += tile_read_cycles(c["mode"], s.tile_format, c["runs"])
                 if c["mode"] in ("red contiguous", "red k run"):

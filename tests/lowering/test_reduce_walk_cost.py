@@ -5,6 +5,7 @@ layouts of at least mover_cost.RED_WALK_MIN_SLOTS slots per output cell where th
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from tinygrad import Tensor
 from tinygrad.uop.ops import Ops
 
@@ -45,3 +46,28 @@ def test_output_figures_apply_only_where_measured(monkeypatch):
     monkeypatch.setattr(mover_cost, "RED_WALK_PER_OUTPUT", mover_cost.RED_WALK_PER_OUTPUT + 100)
     assert _reader((120, 6), lambda x: x.sum(1)) - before[(120, 6)] == 120 * 100
     assert _reader((3, 256), lambda x: x.sum(0)) == before[(3, 256)]
+
+
+def _plan(shape, fn) -> SfpuReducePlan:
+    x = Tensor(np.zeros(shape, np.float32), device="PYTHON").realize()
+    (call,) = [c for c in fn(x).schedule_linear().src if c.op is Ops.CALL]
+    return allocate_l1(lower(call.src[0], "k"), resident_windows=True)
+
+
+
+def test_a_carry_chain_walk_is_priced_on_its_slowest_core():
+    """A gathered reduction's per-datum walk (mover_cost.RED_PER_DATUM "red gather") on a grid costs what its slowest
+    core's groups hold: x.pad(((0, 0), (2, 3))).T.sum(1) of 1500 x 4 (sum_pad_long), 9 outputs of 1500 in groups of
+    4 cells, one group per core on 3 cores: cores 0 and 1 4 outputs (2 inside) against the average 3; on one core
+    the launch's average."""
+    partial = _plan((1500, 4), lambda x: x.pad(((0, 0), (2, 3))).T.sum(1))
+    assert partial.reader_modes() == ["red gather"]
+    s, ranges = partial.inputs[0], partial.ranges
+    # cores 0 and 1 hold 6,000 datums each, half of them inside; core 1's validity reaches its second term on all
+    core0, core1 = (mover_cost.red_datum_read_cycles("red gather", 6000 / (6 * 1024),
+                                                     mover_cost.red_datum_math_cycles(s, ranges, points))
+                    for points in ((0, 6000), (6000, 12000)))
+    assert partial.read_cycles(3)[0] == pytest.approx(core1) and core1 > core0
+    average = mover_cost.red_datum_read_cycles("red gather", 13500 / (18 * 1024),
+                                               mover_cost.red_datum_math_cycles(s, ranges))
+    assert partial.read_cycles(1)[0] == pytest.approx(average) and core0 > average
