@@ -175,6 +175,16 @@ class SfpuReducePlan(TilePlan):
         fewer), in a tile of the largest core's."""
         rp = self.reduce
         per_core = -(-rp.groups // cores)
+        # use_cores prices every core count, and many counts give the same whole groups a core: priced once each
+        key = (id(s), mode, per_core, rp.groups, rp.cells, rp.n_out, rp.n_red, rp.tiles_per_group, self.ranges)
+        memo = self.__dict__.setdefault("_walk_memo", {})
+        hit = memo.get(key)
+        if hit is None or hit[0] is not s:
+            memo[key] = hit = (s, self._datum_walk_cycles(s, mode, per_core))
+        return hit[1]
+
+    def _datum_walk_cycles(self, s, mode: str, per_core: int) -> float:
+        rp = self.reduce
         if per_core == rp.groups:
             valid = rp.n_out * rp.n_red / (rp.groups * rp.tiles_per_group * TILE_ELEMS)
             return red_datum_read_cycles(mode, valid, red_datum_math_cycles(s, self.ranges))
