@@ -330,6 +330,17 @@ static int direct_run(rv_state *s, const bus_calls *c, direct_push *d, PyObject 
     return -1;
 }
 
+/* Whether a bus load of core `name` on `tile` pays the MMIO latency (*latency: the name in tile._latency_of); 1 where
+ * the tile records a timeline (Python's bus call records the load's stalls), 0 otherwise, -1 with an error set */
+static int load_timing(PyObject *tile, PyObject *name, int *latency) {
+    PyObject *rec = PyObject_GetAttr(tile, s_rec), *timed = rec ? PyObject_GetAttr(tile, s_latency_of) : NULL;
+    *latency = timed ? PySequence_Contains(timed, name) : -1;
+    int recording = rec != Py_None;
+    Py_XDECREF(rec);
+    Py_XDECREF(timed);
+    return *latency < 0 ? -1 : recording;
+}
+
 /* A TRISC's 32-bit load in the direct push context's semaphore window (tile.py mmio_load -> _pcbuf_load, the
  * reference): the core's stall grows by the window's MMIO latency in the timed mode (the core is in the tile's
  * _latency_of); the value is the Tensix's sem_value[i], and a nonzero one is seen from the cycle of the oldest counted
@@ -341,14 +352,9 @@ static int sem_load(rv_state *s, const bus_calls *c, direct_push *d, uint32_t ad
     long long value, posted = 0, stall, was;
     if (addr - d->sem_base >= 4 * d->n_sems)
         return 0;
-    PyObject *rec = PyObject_GetAttr(d->tile, s_rec), *timed = rec ? PyObject_GetAttr(d->tile, s_latency_of) : NULL;
-    int latency = timed ? PySequence_Contains(timed, d->name) : -1, recording = rec != Py_None;
-    Py_XDECREF(rec);
-    Py_XDECREF(timed);
-    if (latency < 0)
-        return -1;
+    int latency, recording = load_timing(d->tile, d->name, &latency);
     if (recording)
-        return 0;
+        return recording < 0 ? -1 : 0;
     if (stall_of(d, &stall))
         return -1;
     was = stall;
@@ -622,14 +628,9 @@ static int niu_load(rv_state *s, const bus_calls *c, const niu_loads *g, uint32_
         }
     if (i == 2 || (reg != NIU_CMD_CTRL && reg - NIU_COUNTER_BASE >= 4 * NIU_RESPONSE_COUNTERS))
         return 0;
-    PyObject *rec = PyObject_GetAttr(g->tile, s_rec), *timed = rec ? PyObject_GetAttr(g->tile, s_latency_of) : NULL;
-    int latency = timed ? PySequence_Contains(timed, g->name) : -1, recording = rec != Py_None;
-    Py_XDECREF(rec);
-    Py_XDECREF(timed);
-    if (latency < 0)
-        return -1;
+    int latency, recording = load_timing(g->tile, g->name, &latency);
     if (recording)
-        return 0;
+        return recording < 0 ? -1 : 0;
     /* NOC_CMD_CTRL reads 0 (a request completes inside its send: noc.py), and has no due completions */
     PyObject *key = PyLong_FromLong(((long)reg - (long)NIU_COUNTER_BASE) >> 2), *o, *pos = NULL, *stall_o = NULL;
     long long value = 0, stall = 0, was = 0;
