@@ -15,7 +15,7 @@ import pytest
 from tt_backend.chip import isa, layout
 from tt_backend.chip.errors import EmuError
 from tt_backend.runtime.emu import bench
-from tt_backend.runtime.emu.accel import sfpu_issue_native
+from tt_backend.runtime.emu.accel import mop_batch, sfpu_issue_native
 from tt_backend.runtime.emu.rv32 import Stall
 from tt_backend.runtime.emu.tensix import Tensix
 
@@ -511,6 +511,26 @@ def test_replay_push_declines_a_batch(monkeypatch):
     assert push_one(tx, 1, replay(6), t, 100000, True) == t and len(tx.deferred) == len(before[13]) + 6
     monkeypatch.setattr(sfpu_issue_native, "REPLAY_NATIVE", False)       # (what `python -m tt_backend info` says)
     assert "TT_EMU_REPLAY_PUSH_NATIVE=0" in sfpu_issue_native.replay_status()
+
+
+def test_replay_push_reads_batch_min_reps_at_each_push(monkeypatch):
+    """BATCH_MIN_REPS changed after the Tensix was built: replay_push leaves to batch_sfpu the REPLAY it would now
+    batch (two repetitions of a 4-word body), so the state is the Python path's."""
+    def run(replay_native):
+        monkeypatch.setattr(sfpu_issue_native, "REPLAY_NATIVE", replay_native)
+        monkeypatch.setattr(mop_batch, "BATCH_MIN_REPS", 4)
+        tx = Tensix(np.zeros(layout.L1_SIZE, np.uint8), strict=False)
+        monkeypatch.setattr(mop_batch, "BATCH_MIN_REPS", 2)
+        w = E("SFPMAD", lreg_src_a=1, lreg_src_b=2, lreg_src_c=3, lreg_dest=4, instr_mod1=0)
+        w2 = E("SFPMAD", lreg_src_a=1, lreg_src_b=2, lreg_src_c=3, lreg_dest=5, instr_mod1=0)
+        nop = E("SFPNOP")
+        t = _push_words(tx, 1, (E("REPLAY", load_mode=1, execute_while_loading=0, len=8, start_idx=0),)
+                        + (w, nop, w2, nop) * 2, 0)
+        replay = E("REPLAY", load_mode=0, execute_while_loading=0, len=8, start_idx=0)
+        t = _push_words(tx, 1, (replay, w), t)        # the words' facts learnt, work queued
+        t = _push_words(tx, 1, (replay,), t)
+        return _snapshot(tx, t), tx.dst.rows32.tolist(), tx.sfpu.lreg.tolist()
+    assert run(True) == run(False)
 
 
 def test_bench_sfpu_identical(monkeypatch):

@@ -29,7 +29,12 @@ class MopBatchMixin:
         self._batch_timing: dict[tuple, tuple] = {}        # (body, k, batch_timing.key) -> batch_timing.memo()
         self._batch_programs: dict[tuple, tuple | None] = {}  # (body, resolved modes) -> _native_body() result
         self._batch_runs: dict[tuple, tuple] = {}   # (akey, resolved modes) -> the C part's whole program, its address
-        self._batch_min_reps = BATCH_MIN_REPS       # (read by sfpu_issue_native.c's replay_push: no batch to try)
+
+    @property
+    def _batch_min_reps(self) -> int:
+        """BATCH_MIN_REPS as batch_sfpu reads it, at each call (read by sfpu_issue_native.c's replay_push, which takes
+        a REPLAY only where batch_sfpu would find no batch to try)."""
+        return BATCH_MIN_REPS
 
     def batch_sfpu(self, t: int, th: ThreadState) -> int:
         """Execute K >= BATCH_MIN_REPS back-to-back repetitions of one SFPU body at the head of the ready queue (what a
