@@ -266,8 +266,10 @@ def _replay_program(seed: int) -> list[tuple[int, tuple[int, ...]]]:
 
 
 def _replay_run(seed: int, strict: bool, native: bool, monkeypatch) -> tuple[list, int]:
-    """The REPLAY program's trace (as _run's) and how many words ready_run issued."""
+    """The REPLAY program's trace (as _run's) and how many words ready_run issued (drain_deferrable's: replay_push,
+    which push_many's REPLAYs reach, is off; test_replay_push_* cover it)."""
     monkeypatch.setattr(sfpu_issue_native, "READY_NATIVE", native)
+    monkeypatch.setattr(sfpu_issue_native, "REPLAY_NATIVE", False)
     taken = [0]
     real = sfpu_issue_native._load()[0].ready_run
 
@@ -438,10 +440,12 @@ def _replay_push_program(seed: int) -> list[tuple[int, tuple[int, ...]]]:
     return steps
 
 
-def _replay_push_run(seed: int, strict: bool, native: bool, monkeypatch, entry: bool = False) -> tuple[list, list]:
+def _replay_push_run(seed: int, strict: bool, native: bool, monkeypatch, entry: bool = False,
+                     many: bool = False) -> tuple[list, list]:
     """The program's trace (a snapshot after every step, with each thread's batch_skip and Tensix.current, then Dst,
     LRegs and lane flags, or the error's text) and how many REPLAYs push_one took: [all, those whose expansion ready_run
-    left in part to Tensix.drain] (not counted with `entry`: push() as push_entry, as in _run)."""
+    left in part to Tensix.drain] (not counted with `entry`: push() as push_entry, as in _run). `many`: each step's
+    words in one push_many call (a core's `.ttinsn` run), else one push() each."""
     monkeypatch.setattr(sfpu_issue_native, "REPLAY_NATIVE", native)
     if not entry:
         monkeypatch.setattr(sfpu_issue_native, "push_entry", lambda *_: None)
@@ -469,7 +473,8 @@ def _replay_push_run(seed: int, strict: bool, native: bool, monkeypatch, entry: 
     try:
         for thread, words in _replay_push_program(seed):
             try:
-                ret = clock[thread] = _push_words(tx, thread, words, clock[thread] + 1)
+                t = clock[thread] + 1
+                ret = clock[thread] = tx.push_many(thread, words, t) if many else _push_words(tx, thread, words, t)
             except Stall:
                 ret = ("stall", tx.pm_done, tx.pm_t, tx.step())
             trace.append((_snapshot(tx, ret), [th.batch_skip for th in tx.threads], tx.current))
@@ -493,6 +498,19 @@ def test_replay_push_identical(seed, monkeypatch):
         assert _replay_push_run(seed, strict, True, monkeypatch, entry=True)[0] == b
         taken = [x + y for x, y in zip(taken, n)]
     assert taken[0] > 20 and taken[1] > 0
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_replay_push_from_push_many_identical(seed, monkeypatch):
+    """The REPLAYs of a run pushed in one push_many call (a TRISC's `.ttinsn` run) reach push() and so replay_push:
+    the same trace as pushing the words one push() each on the Python path, and replay_push took REPLAYs there."""
+    taken = 0
+    for strict in (False, True):
+        a, n = _replay_push_run(seed, strict, True, monkeypatch, many=True)
+        assert a == _replay_push_run(seed, strict, False, monkeypatch)[0]
+        assert _replay_push_run(seed, strict, True, monkeypatch, entry=True, many=True)[0] == a
+        taken += n[0]
+    assert taken > 20
 
 
 def test_replay_push_declines_a_batch(monkeypatch):

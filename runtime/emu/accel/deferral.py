@@ -254,6 +254,10 @@ class DeferralMixin:
                     if fast is _UNSET:
                         fast = self._fast_info(word)
                 if busy or fast is None:
+                    if word >> 24 == _OP_REPLAY:  # push(): its C part takes a REPLAY (replay_push); push_run never
+                        t = push(thread, word, t) + 1
+                        j += 1
+                        continue
                     try:
                         r = push_run(thread, words, j, t)
                     except BaseException:
