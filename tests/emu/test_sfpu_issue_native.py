@@ -15,7 +15,7 @@ import pytest
 from tt_backend.chip import isa, layout
 from tt_backend.chip.errors import EmuError
 from tt_backend.runtime.emu import bench
-from tt_backend.runtime.emu.accel import mop_batch, sfpu_issue_native
+from tt_backend.runtime.emu.accel import deferral, mop_batch, sfpu_issue_native
 from tt_backend.runtime.emu.rv32 import Stall
 from tt_backend.runtime.emu.tensix import Tensix
 
@@ -105,7 +105,8 @@ def _run(seed: int, strict: bool, native: bool, monkeypatch, entry: bool = False
     """The program's trace (a snapshot after every push, then Dst, LRegs and lane flags, or the error's text) and how
     many words the C part issued: [all, SFPLOAD / SFPSTORE, those of all pushed on their own (push_word, push_one)].
     Every third step pushes its words one push() at a time. Without `entry` the Tensix's push is DeferralMixin.push
-    (which calls push_one through the counting loader), with it the C part's push_entry (push_one not counted)."""
+    (which calls push_one through the counting loader) and its push_many the class's, with it the C part's push_entry
+    and push_many_entry (push_one and their issue_run calls not counted)."""
     monkeypatch.setattr(sfpu_issue_native, "ISSUE_NATIVE", native)
     if not entry:
         monkeypatch.setattr(sfpu_issue_native, "push_entry", lambda *_: None)
@@ -134,6 +135,7 @@ def _run(seed: int, strict: bool, native: bool, monkeypatch, entry: bool = False
         return r
     monkeypatch.setattr(sfpu_issue_native, "issue_run", lambda: counted if native else None)
     tx = Tensix(np.zeros(layout.L1_SIZE, np.uint8), strict=strict)
+    many = (lambda tx, *a: tx.push_many(*a)) if entry else Tensix.push_many      # (the instance's: push_many_entry)
     # (half of Dst written: a strict load of the rest raises unless a store with every lane enabled wrote it first)
     tx.dst.write_rows32(0, np.random.default_rng(seed).standard_normal((256, 16)).astype(np.float32).view(np.uint32))
     rng = random.Random(seed)
@@ -147,7 +149,7 @@ def _run(seed: int, strict: bool, native: bool, monkeypatch, entry: bool = False
             if i % 8 == 7:     # as if the FPU had just written a Dst block: an SFPLOAD of it too soon is a strict error
                 tx.tm.dst_fpu_write[rng.randrange(64)] = max(tx.tm.clock) - rng.randrange(3)
             try:
-                push = _push_words if i % 3 == 2 else Tensix.push_many
+                push = _push_words if i % 3 == 2 else many
                 ret = clock[thread] = push(tx, thread, words, clock[thread] + gap)
             except Stall:
                 ret = ("stall", tx.pm_done, tx.pm_t, tx.step())
@@ -172,6 +174,29 @@ def test_random_programs_identical(seed, strict, monkeypatch):
     assert none == [0, 0, 0]
     monkeypatch.undo()
     assert _run(seed, strict, True, monkeypatch, entry=True)[0] == b       # (push() as push_entry)
+
+
+def test_push_many_entry_takes_runs(monkeypatch):
+    """The Tensix's push_many is the C part's push_many_entry (not with TT_EMU_SFPU_ISSUE_NATIVE=0): many runs it
+    issues whole, without the class's push_many (test_random_programs_identical: the same trace as the Python
+    path's)."""
+    monkeypatch.setattr(sfpu_issue_native, "ISSUE_NATIVE", False)
+    assert "push_many" not in vars(Tensix(np.zeros(layout.L1_SIZE, np.uint8)))
+    monkeypatch.undo()
+    calls = [0]
+    cls_many = Tensix.push_many
+
+    def counted(tx, *a):
+        calls[0] += 1
+        return cls_many(tx, *a)
+    monkeypatch.setattr(Tensix, "push_many", counted)
+    monkeypatch.setattr(deferral, "ISSUE_RUN_FIRST", deferral.ISSUE_RUN_FIRST | {counted})
+    runs = 0
+    for seed in range(4):
+        trace, _ = _run(seed, False, True, monkeypatch, entry=True)
+        pushes = sum(1 for e in trace[:-1] if e[0] != "step")      # the steps reached (the last entry: the end)
+        runs += sum(1 for i in range(pushes) if i % 3 != 2)         # (every third step: push() per word)
+    assert runs > 300 and calls[0] < runs - 100    # (the class's push_many: every run without the entry)
 
 
 def test_random_programs_reach_the_c_part(monkeypatch):

@@ -76,6 +76,11 @@ class DeferralMixin:
             if type(self).push is DeferralMixin.push else None
         if entry is not None:
             self.push = MethodType(entry, self)
+        # push_many likewise (push_many_entry): its issue_run call for a run's deferrable head in C, else the class's
+        many = sfpu_issue_native.push_many_entry(globals(), DeferralMixin.push_python) \
+            if type(self).push_many in ISSUE_RUN_FIRST else None
+        if many is not None:
+            self.push_many = MethodType(many, self)
 
     # ------------------------------------------------------------------------------------------------ state views
     # Deferred work changes LRegs, lane flags and Dst only when executed; every access to `sfpu` or `dst` from outside
@@ -882,5 +887,8 @@ def _dq_period(words: list, i: int, n: int) -> tuple[int, int]:
 _RULES = {"accept_take": TensixTiming.accept_take, "issue_sfpu": TensixTiming.issue_sfpu}
 DeferralMixin.push_python = inline_calls(DeferralMixin.push_python, _RULES)
 DeferralMixin.push_many = inline_calls(DeferralMixin.push_many, _RULES, ("tm", TensixTiming.FIXED))
+# the push_many functions whose first step, for a run with C facts for its first word reaching an empty thread with
+# work queued, is DeferralMixin.push_many's issue_run call (where push_many_entry may do it; fpu_batch adds its own)
+ISSUE_RUN_FIRST = {DeferralMixin.push_many}
 DeferralMixin.drain_deferrable = inline_calls(DeferralMixin.drain_deferrable, {"issue_sfpu": TensixTiming.issue_sfpu},
                                               ("tm", TensixTiming.FIXED))

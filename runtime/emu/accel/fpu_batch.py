@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from tt_backend.chip.numerics import fpu_math as fm
-from tt_backend.runtime.emu.accel import native
+from tt_backend.runtime.emu.accel import deferral, native
 
 BATCH_MVMUL = True       # tests turn it off to compare with the per-instruction handler
 NATIVE_MVMUL = True      # the runs' numerics in C (accel/native.py) where it is built; tests compare with numpy's
@@ -96,3 +96,7 @@ class FpuBatchMixin:
             new = fm.mvmul19_batch(fm.src19(srca, fa), fm.src19(srcb, fb), phases, slots, old).astype(np.uint32)
         for row, vals in zip(blocks, new):
             dst.write_rows32(row, vals)
+
+
+# a run's head of deferrable SFPU words holds no MVMUL: push_many hands it to DeferralMixin.push_many as it is
+deferral.ISSUE_RUN_FIRST.add(FpuBatchMixin.push_many)

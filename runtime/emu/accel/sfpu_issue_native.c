@@ -2103,6 +2103,244 @@ static PyObject *push_entry(PyObject *self, PyObject *const *args, size_t nargsf
     return PyObject_Vectorcall(entry_rest, args, nargs, kwnames);
 }
 
+/* many_one(tx, thread, words, t, dq_max): push_many's issue_run call for the run of deferrable words at the head of
+ * `words` (deferral.DeferralMixin.push_many, its first pass round its loop), in C: where the thread is empty (no FIFO
+ * words, ready words, MOP output or REPLAY load), no timeline is recorded, the cycle model is not spied, its C context
+ * is the current one (push_one's rule), work is queued (so push_many's `dq or sfpu.is_plain()` holds and the flag
+ * state is tx._dq_flags) and words[0] has C facts: issue_run over words from 0 with push_many's arguments and its
+ * epilogue (issue_t, the flag state, the Dst access named for errors, unblocked, the words counted). Returns (i, t):
+ * i words issued, the next push at t; None with nothing changed wherever push_many would do anything else first. */
+enum { M_THREADS, M_FIFO, M_READY, M_MOPOUT, M_LOAD, M_CWORD, M_TM, M_REC, M_STIMING, M_SREC, M_TMDICT, M_DQ, M_CTX,
+       M_CLOCK, M_CFG, M_C0, M_C1, M_FLAGS, M_BLOCKED, M_EVENT, M_LATCH, M_LBLOCK, M_THCFG, M_RWC, M_DST, M_WRITTEN,
+       M_FPUW, M_MEM, M_R, M_INSTR, M_N };
+
+static PyObject *many_one(PyObject *tx, PyObject *thread_o, PyObject *words, PyObject *t_o, PyObject *dq_max) {
+    PyObject *o[M_N] = {NULL}, *result = NULL;
+    long long th, c0, c1, fl, latch_block = 0;
+    if (get_ll(thread_o, "thread", &th))
+        return NULL;
+    if (th < 0 || th > 2 || !PyTuple_Check(words) || PyTuple_GET_SIZE(words) < 1 || !PyLong_Check(t_o))
+        Py_RETURN_NONE;
+#define GET(k, obj, name) (o[k] = get_attr((obj), (name)))
+    if (!GET(M_CWORD, tx, s_cword) || !PyDict_Check(o[M_CWORD]))
+        goto bad;
+    int known = PyDict_Contains(o[M_CWORD], PyTuple_GET_ITEM(words, 0));
+    if (known <= 0) {
+        if (known < 0)
+            goto out;
+        goto none;
+    }
+    PyObject *thobj;
+    if (!GET(M_THREADS, tx, s_threads) || !(thobj = PySequence_GetItem(o[M_THREADS], th)))
+        goto out;
+    Py_SETREF(o[M_THREADS], thobj);
+    if (!GET(M_FIFO, thobj, s_fifo) || !GET(M_READY, thobj, s_ready) || !GET(M_MOPOUT, thobj, s_mop_out)
+        || !GET(M_LOAD, thobj, s_replay_load))
+        goto out;
+    for (int k = M_FIFO; k <= M_MOPOUT; k++) {
+        Py_ssize_t len = PyObject_Length(o[k]);
+        if (len < 0)
+            goto out;
+        if (len)
+            goto none;
+    }
+    if (o[M_LOAD] != Py_None)
+        goto none;
+    if (!GET(M_TM, tx, s_tm) || !GET(M_REC, o[M_TM], s_rec) || !GET(M_STIMING, o[M_TM], s_sfpu_timing)
+        || !GET(M_SREC, o[M_STIMING], s_rec) || !GET(M_TMDICT, o[M_TM], s_dict))
+        goto out;
+    int spied = PyDict_Check(o[M_TMDICT]) ? PyDict_Contains(o[M_TMDICT], s_issue) : 1;
+    if (spied < 0)
+        goto out;
+    if (o[M_REC] != Py_None || o[M_SREC] != Py_None || spied)
+        goto none;
+    if (!GET(M_DQ, tx, s_deferred))
+        goto out;
+    Py_ssize_t queued = PyObject_Length(o[M_DQ]);
+    if (queued < 0)
+        goto out;
+    if (!queued)
+        goto none;
+    if (!GET(M_CFG, tx, s_cfg) || !GET(M_CTX, tx, s_c_ctx) || !GET(M_CLOCK, o[M_TM], s_clock))
+        goto out;
+    if (!PyTuple_Check(o[M_CTX]) || PyTuple_GET_SIZE(o[M_CTX]) < 1 || PyTuple_GET_ITEM(o[M_CTX], 0) != o[M_CLOCK])
+        goto none;                         /* (a new cycle model: push_many makes its context) */
+    if (!(o[M_C0] = PySequence_GetItem(o[M_CFG], 0)) || !(o[M_C1] = PySequence_GetItem(o[M_CFG], 1))
+        || get_ll(o[M_C0], "cfg0", &c0) || get_ll(o[M_C1], "cfg1", &c1))
+        goto out;
+    if (!GET(M_FLAGS, tx, s_dq_flags))
+        goto out;
+    if (flag_code(o[M_FLAGS], &fl))
+        goto bad;
+    if (!GET(M_BLOCKED, thobj, s_blocked) || !GET(M_EVENT, o[M_TM], s_event_t) || !GET(M_LATCH, thobj, s_latch))
+        goto out;
+    if (o[M_LATCH] != Py_None && (!GET(M_LBLOCK, o[M_LATCH], s_block)
+                                  || get_ll(o[M_LBLOCK], "latch block", &latch_block)))
+        goto out;
+    /* push_many passes the Dst access context (deferral._c_memory) with every run */
+    PyObject *mode;
+    if (!GET(M_THCFG, thobj, s_cfg) || !GET(M_RWC, thobj, s_rwc) || !GET(M_DST, tx, s_dst_raw)
+        || !GET(M_WRITTEN, o[M_DST], s_written) || !GET(M_FPUW, o[M_TM], s_dst_fpu_write)
+        || !(mode = PyLong_FromLongLong(sfpu_mode_of(c0, c1))))
+        goto out;
+    o[M_MEM] = PyTuple_Pack(5, o[M_THCFG], o[M_RWC], o[M_WRITTEN], o[M_FPUW], mode);
+    Py_DECREF(mode);
+    if (!o[M_MEM])
+        goto out;
+    PyObject *flo = PyLong_FromLongLong(fl), *lbo = PyLong_FromLongLong(latch_block);
+    if (!flo || !lbo) {
+        Py_XDECREF(flo);
+        Py_XDECREF(lbo);
+        goto out;
+    }
+    PyObject *all[16] = {o[M_CTX], words, zero, t_o, thread_o, o[M_CWORD], o[M_DQ], flo, o[M_C0], o[M_C1], thread_o,
+                         o[M_BLOCKED] != Py_None ? Py_True : Py_False, o[M_EVENT], dq_max, lbo, o[M_MEM]};
+    o[M_R] = sfpu_run(all, 16, 1, 0);
+    Py_DECREF(flo);
+    Py_DECREF(lbo);
+    if (!o[M_R])
+        goto out;
+    if (o[M_R] == Py_None)
+        goto none;
+    /* push_many's epilogue of an issue_run call */
+    PyObject *r = o[M_R];
+    long long i, last_mem, fl_new;
+    if (get_ll(PyTuple_GET_ITEM(r, 0), "i", &i) || get_ll(PyTuple_GET_ITEM(r, 3), "flags", &fl_new)
+        || get_ll(PyTuple_GET_ITEM(r, 4), "last_mem", &last_mem) || fl_new < 0 || fl_new > 8
+        || i < 1 || i > PyTuple_GET_SIZE(words) || last_mem >= i
+        || set_attr(tx, s_issue_t, PyTuple_GET_ITEM(r, 2)) < 0 || set_attr(tx, s_dq_flags, flag_states[fl_new]) < 0)
+        goto out;
+    if (last_mem >= 0) {
+        PyObject *w = PyTuple_GET_ITEM(words, last_mem), *rec = PyDict_GetItemWithError(o[M_CWORD], w);
+        if (!rec || !PyTuple_Check(rec) || PyTuple_GET_SIZE(rec) < 1) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_TypeError, "many_one: a word's C facts of the wrong shape");
+            goto out;
+        }
+        PyObject *cur = PyTuple_Pack(3, thread_o, w, PyTuple_GET_ITEM(rec, 0));
+        int bad_cur = !cur || set_attr(tx, s_current, cur) < 0;
+        Py_XDECREF(cur);
+        if (bad_cur)
+            goto out;
+    }
+    if (set_attr(thobj, s_blocked, Py_None) < 0 || !GET(M_INSTR, tx, s_instructions))
+        goto out;
+    PyObject *n = PySequence_GetItem(o[M_INSTR], th), *di = PyLong_FromLongLong(i),
+             *n1 = n && di ? PyNumber_Add(n, di) : NULL;
+    int bad_n = !n1 || PySequence_SetItem(o[M_INSTR], th, n1) < 0;
+    Py_XDECREF(n);
+    Py_XDECREF(di);
+    Py_XDECREF(n1);
+    if (bad_n)
+        goto out;
+    result = PyTuple_Pack(2, PyTuple_GET_ITEM(r, 0), PyTuple_GET_ITEM(r, 1));
+    goto out;
+#undef GET
+bad:
+    PyErr_SetString(PyExc_TypeError, "many_one: the Tensix's deferral state is of the wrong kind");
+    goto out;
+none:
+    result = Py_NewRef(Py_None);
+out:
+    for (int k = 0; k < M_N; k++)
+        Py_XDECREF(o[k]);
+    return result;
+}
+
+/* push_many_entry(tx, thread, words, t): a Tensix's push_many in C (deferral._init_deferral binds it where the class's
+ * push_many is one whose run of deferrable words at the head is DeferralMixin.push_many's issue_run call): many_one
+ * (ISSUE_NATIVE and DQ_MAX read at each call, as push_many reads them), then the class's push_many for the words it
+ * left, if any (pm_done made relative to the whole run where that raises); every other case: the class's push_many.
+ * The Python frames of the pushes of a TRISC's `.ttinsn` run go (tile.py Tile._multi_pusher). */
+static PyObject *s_push_many, *s_pm_done;
+
+static PyObject *push_many_entry(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (!entry_switches) {
+        PyErr_SetString(PyExc_TypeError, "push_many_entry: configure_push was not called");
+        return NULL;
+    }
+    if (nargs < 1) {
+        PyErr_SetString(PyExc_TypeError, "push_many_entry(tx, thread, words, t)");
+        return NULL;
+    }
+    PyObject *rest = PyObject_GetAttr((PyObject *)Py_TYPE(args[0]), s_push_many), *r = NULL;
+    if (!rest)
+        return NULL;
+    Py_ssize_t i = 0;
+    PyObject *t = NULL;
+    if (!kwnames && nargs == 4) {
+        int on = dict_flag(entry_switches, s_issue_native);
+        PyObject *dq_max = on > 0 ? PyDict_GetItemWithError(entry_deferral, s_dq_max) : NULL;
+        if (on < 0 || (on && !dq_max)) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_KeyError, "push_many_entry: DQ_MAX is missing");
+            goto out;
+        }
+        if (on) {
+            PyObject *taken = many_one(args[0], args[1], args[2], args[3], dq_max);
+            if (!taken)
+                goto fail_first;
+            if (taken != Py_None) {
+                i = PyLong_AsSsize_t(PyTuple_GET_ITEM(taken, 0));
+                t = Py_NewRef(PyTuple_GET_ITEM(taken, 1));
+                Py_DECREF(taken);
+                if (i == PyTuple_GET_SIZE(args[2])) {
+                    r = t;
+                    goto out;
+                }
+                PyObject *left = PyTuple_GetSlice(args[2], i, PyTuple_GET_SIZE(args[2]));
+                if (left) {
+                    PyObject *a[4] = {args[0], args[1], left, t};
+                    r = PyObject_Vectorcall(rest, a, 4, NULL);
+                    Py_DECREF(left);
+                }
+                Py_DECREF(t);
+                if (!r) {                  /* pm_done: the word that raised, counted from the whole run's start */
+                    PyObject *et, *ev, *tb;
+                    PyErr_Fetch(&et, &ev, &tb);
+                    PyObject *j = PyObject_GetAttr(args[0], s_pm_done), *j1 = NULL;
+                    if (j) {
+                        PyObject *di = PyLong_FromSsize_t(i);
+                        j1 = di ? PyNumber_Add(j, di) : NULL;
+                        Py_XDECREF(di);
+                    }
+                    if (!j1 || PyObject_SetAttr(args[0], s_pm_done, j1) < 0) {
+                        Py_XDECREF(j);
+                        Py_XDECREF(j1);
+                        Py_XDECREF(et);
+                        Py_XDECREF(ev);
+                        Py_XDECREF(tb);
+                        goto out;
+                    }
+                    Py_DECREF(j);
+                    Py_DECREF(j1);
+                    PyErr_Restore(et, ev, tb);
+                }
+                goto out;
+            }
+            Py_DECREF(taken);
+        }
+    }
+    r = PyObject_Vectorcall(rest, args, nargs, kwnames);
+    goto out;
+fail_first:                                /* issue_run raised at the run's start: push_many's contract */
+    {
+        PyObject *et, *ev, *tb;
+        PyErr_Fetch(&et, &ev, &tb);
+        if (PyObject_SetAttr(args[0], s_pm_done, zero) < 0 || PyObject_SetAttrString(args[0], "pm_t", args[3]) < 0) {
+            Py_XDECREF(et);
+            Py_XDECREF(ev);
+            Py_XDECREF(tb);
+            goto out;
+        }
+        PyErr_Restore(et, ev, tb);
+    }
+out:
+    Py_DECREF(rest);
+    return r;
+}
+
 /* The module `m` with plain_run's C entry as the capsule PLAIN_RUN_CAPSULE ("sfpu_issue.plain_run"): the RISC-V C
  * core (rv32_native.c) calls it for its `.ttinsn` runs with plain_run's arguments, without a Python frame. */
 typedef PyObject *(*plain_run_entry)(PyObject *, PyObject *const *, Py_ssize_t);
@@ -2126,6 +2364,8 @@ static PyMethodDef methods[] = {
     {"push_word", (PyCFunction)(void (*)(void))push_word, METH_FASTCALL, "see its comment"},
     {"push_one", (PyCFunction)(void (*)(void))push_one, METH_FASTCALL, "see its comment"},
     {"push_entry", (PyCFunction)(void (*)(void))push_entry, METH_FASTCALL | METH_KEYWORDS, "see its comment"},
+    {"push_many_entry", (PyCFunction)(void (*)(void))push_many_entry, METH_FASTCALL | METH_KEYWORDS,
+     "see its comment"},
     {"configure_push", configure_push, METH_VARARGS, "configure_push(switches dict, deferral's dict, push_python)"},
     {"find_period", (PyCFunction)(void (*)(void))find_period, METH_FASTCALL, "see its comment"},
     {"batch_run", (PyCFunction)(void (*)(void))batch_run, METH_FASTCALL, "see mop_batch_native.c"},
@@ -2183,6 +2423,7 @@ PyMODINIT_FUNC PyInit_sfpu_issue(void) {
         {&s_dict, "__dict__"}, {&s_replays, "_replays"}, {&s_replay_buf, "replay_buf"},
         {&s_extend, "extend"}, {&s_batch_min_reps, "_batch_min_reps"}, {&s_issue_native, "ISSUE_NATIVE"},
         {&s_replay_native, "REPLAY_NATIVE"}, {&s_ready_native, "READY_NATIVE"}, {&s_dq_max, "DQ_MAX"},
+        {&s_push_many, "push_many"}, {&s_pm_done, "pm_done"},
     };
     for (size_t k = 0; k < sizeof push_names / sizeof push_names[0]; k++)
         if (!(*push_names[k].p = PyUnicode_InternFromString(push_names[k].s)))

@@ -111,6 +111,12 @@ def push_entry(deferral_globals: dict, push_python):
     return mod.push_entry
 
 
+def push_many_entry(deferral_globals: dict, push_python):
+    """The C part's push_many_entry (DeferralMixin.push_many's issue_run call of a run's head in C, then the class's
+    push_many), configured as push_entry is; None when it is off or unavailable."""
+    return None if push_entry(deferral_globals, push_python) is None else _load()[0].push_many_entry
+
+
 def ready_run():
     """The C part's ready_run (see sfpu_issue_native.c), or None when it is off or unavailable."""
     return _part("ready_run") if READY_NATIVE else None
