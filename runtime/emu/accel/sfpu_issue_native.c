@@ -1670,6 +1670,40 @@ static int flag_code(PyObject *fl, long long *code) {
     return 0;
 }
 
+/* The cycle model and the deferred queue as the C issue takes them (push()'s conditions, shared by replay_push,
+ * push_one and many_one): no timeline recorded (tm.rec and its SFPU timing's rec None), tm.issue not spied (not in
+ * tm's instance dict; no dict: Python's), the queue not empty, the C context made with this cycle model
+ * (tx._c_ctx[0] is tm.clock). New references to tm, the queue and the context in *tm, *dq, *ctx as far as it got
+ * (the caller releases them), the queue's length in *queued; 1 taken, 0 Python's path, -1 with an error set. */
+static int plain_issue_state(PyObject *tx, PyObject **tm, PyObject **dq, PyObject **ctx, Py_ssize_t *queued) {
+    PyObject *rec = NULL, *stiming = NULL, *srec = NULL, *tmdict = NULL, *clock = NULL;
+    int r = -1, spied = 1;
+    if (!(*tm = get_attr(tx, s_tm)) || !(rec = get_attr(*tm, s_rec)) || !(stiming = get_attr(*tm, s_sfpu_timing))
+        || !(srec = get_attr(stiming, s_rec)) || !(tmdict = get_attr(*tm, s_dict))
+        || (spied = PyDict_Check(tmdict) ? PyDict_Contains(tmdict, s_issue) : 1) < 0)
+        goto out;
+    if (rec != Py_None || srec != Py_None || spied) {
+        r = 0;
+        goto out;
+    }
+    if (!(*dq = get_attr(tx, s_deferred)) || (*queued = PyObject_Length(*dq)) < 0)
+        goto out;
+    if (!*queued) {
+        r = 0;
+        goto out;
+    }
+    if (!(*ctx = get_attr(tx, s_c_ctx)) || !(clock = get_attr(*tm, s_clock)))
+        goto out;
+    r = PyTuple_Check(*ctx) && PyTuple_GET_SIZE(*ctx) >= 1 && PyTuple_GET_ITEM(*ctx, 0) == clock;
+out:
+    Py_XDECREF(rec);
+    Py_XDECREF(stiming);
+    Py_XDECREF(srec);
+    Py_XDECREF(tmdict);
+    Py_XDECREF(clock);
+    return r;
+}
+
 /* replay_push(tx, thread, word, t, dq_max): push()'s path for a REPLAY word (replay, not load) pushed on its own to an
  * empty thread with deferred work queued, in C: what FrontendMixin.push -> Tensix.drain -> _drain do for it there.
  * The FIFO accepts the word and the MOP expander takes it (TensixTiming.accept, take); the replay expander puts the
@@ -1685,8 +1719,8 @@ static int flag_code(PyObject *fl, long long *code) {
  * else push()'s return value, the cycle the push was accepted. */
 static PyObject *s_replays, *s_replay_buf, *s_extend, *s_batch_min_reps;
 
-enum { R_REPLAYS, R_THREADS, R_FIFO, R_READY, R_MOPOUT, R_LOAD, R_LATCH, R_BLOCKED, R_MM, R_TM, R_REC, R_STIMING,
-       R_SREC, R_TMDICT, R_DQ, R_CTX, R_CLOCK, R_CWORD, R_RB, R_WORDS, R_CFG, R_C0, R_C1, R_FLAGS, R_EVENT, R_THCFG,
+enum { R_REPLAYS, R_THREADS, R_FIFO, R_READY, R_MOPOUT, R_LOAD, R_LATCH, R_BLOCKED, R_MM, R_TM, R_DQ, R_CTX,
+       R_CWORD, R_RB, R_WORDS, R_CFG, R_C0, R_C1, R_FLAGS, R_EVENT, R_THCFG,
        R_RWC, R_DST, R_WRITTEN, R_FPUW, R_MEM, R_FLO, R_R, R_A, R_INSTR, R_MINREPS, R_N };
 
 static PyObject *replay_push(PyObject *tx, PyObject *thread_o, long long th, PyObject *word, PyObject *t_o,
@@ -1730,21 +1764,17 @@ static PyObject *replay_push(PyObject *tx, PyObject *thread_o, long long th, PyO
     }
     if (o[R_LOAD] != Py_None || o[R_LATCH] != Py_None || o[R_BLOCKED] != Py_None || o[R_MM] != Py_None)
         goto none;
-    /* the cycle model: no timeline, not spied, the C context made with it; the queue: not empty, not full */
-    if (!GET(R_TM, tx, s_tm) || !GET(R_REC, o[R_TM], s_rec) || !GET(R_STIMING, o[R_TM], s_sfpu_timing)
-        || !GET(R_SREC, o[R_STIMING], s_rec) || !GET(R_TMDICT, o[R_TM], s_dict) || !GET(R_DQ, tx, s_deferred)
-        || !GET(R_CTX, tx, s_c_ctx) || !GET(R_CLOCK, o[R_TM], s_clock) || !GET(R_CWORD, tx, s_cword))
-        goto out;
-    int spied = PyDict_Check(o[R_TMDICT]) ? PyDict_Contains(o[R_TMDICT], s_issue) : 1;
-    if (spied < 0)
-        goto out;
-    if (o[R_REC] != Py_None || o[R_SREC] != Py_None || spied)
+    /* the cycle model and the queue as the C issue takes them (plain_issue_state); the queue not full */
+    Py_ssize_t queued;
+    int plain = plain_issue_state(tx, &o[R_TM], &o[R_DQ], &o[R_CTX], &queued);
+    if (plain <= 0) {
+        if (plain < 0)
+            goto out;
         goto none;
-    Py_ssize_t queued = PyObject_Length(o[R_DQ]);
-    if (queued < 0)
+    }
+    if (!GET(R_CWORD, tx, s_cword))
         goto out;
-    if (!queued || queued >= dq_max || !PyDict_Check(o[R_CWORD]) || !PyTuple_Check(o[R_CTX])
-        || PyTuple_GET_SIZE(o[R_CTX]) != 9 || PyTuple_GET_ITEM(o[R_CTX], 0) != o[R_CLOCK])
+    if (queued >= dq_max || !PyDict_Check(o[R_CWORD]) || PyTuple_GET_SIZE(o[R_CTX]) != 9)
         goto none;
     /* the words the replay expander emits; the first must be one the C issue knows (an SFPU word: batch_sfpu and
      * drain_deferrable are tried), and no batch may be due */
@@ -1885,8 +1915,8 @@ out:
     return result;
 }
 
-enum { O_THREADS, O_FIFO, O_READY, O_MOPOUT, O_REPLAY, O_FAST, O_LATCH, O_LBLOCK, O_CWORD, O_TM, O_REC, O_STIMING,
-       O_SREC, O_TMDICT, O_DQ, O_CFG, O_CTX, O_CLOCK, O_FLAGS, O_BLOCKED, O_EVENT, O_THCFG, O_RWC, O_DST, O_WRITTEN,
+enum { O_THREADS, O_FIFO, O_READY, O_MOPOUT, O_REPLAY, O_FAST, O_LATCH, O_LBLOCK, O_CWORD, O_TM, O_DQ,
+       O_CFG, O_CTX, O_FLAGS, O_BLOCKED, O_EVENT, O_THCFG, O_RWC, O_DST, O_WRITTEN,
        O_FPUW, O_MEM, O_R, O_INSTR, O_C0, O_C1, O_N };
 
 static PyObject *push_one(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
@@ -1950,26 +1980,16 @@ static PyObject *push_one(PyObject *self, PyObject *const *args, Py_ssize_t narg
             goto out;
         goto none;
     }
-    if (!GET(O_TM, tx, s_tm) || !GET(O_REC, o[O_TM], s_rec) || !GET(O_STIMING, o[O_TM], s_sfpu_timing)
-        || !GET(O_SREC, o[O_STIMING], s_rec) || !GET(O_TMDICT, o[O_TM], s_dict))
-        goto out;
-    int spied = PyDict_Check(o[O_TMDICT]) ? PyDict_Contains(o[O_TMDICT], s_issue) : 1;   /* (no dict: Python's) */
-    if (spied < 0)
-        goto out;
-    if (o[O_REC] != Py_None || o[O_SREC] != Py_None || spied)
+    Py_ssize_t queued;             /* (a new cycle model: push() makes its context) */
+    int plain = plain_issue_state(tx, &o[O_TM], &o[O_DQ], &o[O_CTX], &queued);
+    if (plain <= 0) {
+        if (plain < 0)
+            goto out;
         goto none;
-    if (!GET(O_DQ, tx, s_deferred))
-        goto out;
-    Py_ssize_t queued = PyObject_Length(o[O_DQ]);
-    if (queued < 0)
-        goto out;
-    if (!queued)
-        goto none;
+    }
     /* push_word's arguments, as push() builds them */
-    if (!GET(O_CFG, tx, s_cfg) || !GET(O_CTX, tx, s_c_ctx) || !GET(O_CLOCK, o[O_TM], s_clock))
+    if (!GET(O_CFG, tx, s_cfg))
         goto out;
-    if (!PyTuple_Check(o[O_CTX]) || PyTuple_GET_SIZE(o[O_CTX]) < 1 || PyTuple_GET_ITEM(o[O_CTX], 0) != o[O_CLOCK])
-        goto none;                         /* (a new cycle model: push() makes its context) */
     if (!(o[O_C0] = PySequence_GetItem(o[O_CFG], 0)) || !(o[O_C1] = PySequence_GetItem(o[O_CFG], 1))
         || get_ll(o[O_C0], "cfg0", &c0) || get_ll(o[O_C1], "cfg1", &c1))
         goto out;
@@ -2110,8 +2130,8 @@ static PyObject *push_entry(PyObject *self, PyObject *const *args, size_t nargsf
  * state is tx._dq_flags) and words[0] has C facts: issue_run over words from 0 with push_many's arguments and its
  * epilogue (issue_t, the flag state, the Dst access named for errors, unblocked, the words counted). Returns (i, t):
  * i words issued, the next push at t; None with nothing changed wherever push_many would do anything else first. */
-enum { M_THREADS, M_FIFO, M_READY, M_MOPOUT, M_LOAD, M_CWORD, M_TM, M_REC, M_STIMING, M_SREC, M_TMDICT, M_DQ, M_CTX,
-       M_CLOCK, M_CFG, M_C0, M_C1, M_FLAGS, M_BLOCKED, M_EVENT, M_LATCH, M_LBLOCK, M_THCFG, M_RWC, M_DST, M_WRITTEN,
+enum { M_THREADS, M_FIFO, M_READY, M_MOPOUT, M_LOAD, M_CWORD, M_TM, M_DQ, M_CTX, M_CFG,
+       M_C0, M_C1, M_FLAGS, M_BLOCKED, M_EVENT, M_LATCH, M_LBLOCK, M_THCFG, M_RWC, M_DST, M_WRITTEN,
        M_FPUW, M_MEM, M_R, M_INSTR, M_N };
 
 static PyObject *many_one(PyObject *tx, PyObject *thread_o, PyObject *words, PyObject *t_o, PyObject *dq_max) {
@@ -2146,25 +2166,15 @@ static PyObject *many_one(PyObject *tx, PyObject *thread_o, PyObject *words, PyO
     }
     if (o[M_LOAD] != Py_None)
         goto none;
-    if (!GET(M_TM, tx, s_tm) || !GET(M_REC, o[M_TM], s_rec) || !GET(M_STIMING, o[M_TM], s_sfpu_timing)
-        || !GET(M_SREC, o[M_STIMING], s_rec) || !GET(M_TMDICT, o[M_TM], s_dict))
-        goto out;
-    int spied = PyDict_Check(o[M_TMDICT]) ? PyDict_Contains(o[M_TMDICT], s_issue) : 1;
-    if (spied < 0)
-        goto out;
-    if (o[M_REC] != Py_None || o[M_SREC] != Py_None || spied)
+    Py_ssize_t queued;             /* (a new cycle model: push_many makes its context) */
+    int plain = plain_issue_state(tx, &o[M_TM], &o[M_DQ], &o[M_CTX], &queued);
+    if (plain <= 0) {
+        if (plain < 0)
+            goto out;
         goto none;
-    if (!GET(M_DQ, tx, s_deferred))
+    }
+    if (!GET(M_CFG, tx, s_cfg))
         goto out;
-    Py_ssize_t queued = PyObject_Length(o[M_DQ]);
-    if (queued < 0)
-        goto out;
-    if (!queued)
-        goto none;
-    if (!GET(M_CFG, tx, s_cfg) || !GET(M_CTX, tx, s_c_ctx) || !GET(M_CLOCK, o[M_TM], s_clock))
-        goto out;
-    if (!PyTuple_Check(o[M_CTX]) || PyTuple_GET_SIZE(o[M_CTX]) < 1 || PyTuple_GET_ITEM(o[M_CTX], 0) != o[M_CLOCK])
-        goto none;                         /* (a new cycle model: push_many makes its context) */
     if (!(o[M_C0] = PySequence_GetItem(o[M_CFG], 0)) || !(o[M_C1] = PySequence_GetItem(o[M_CFG], 1))
         || get_ll(o[M_C0], "cfg0", &c0) || get_ll(o[M_C1], "cfg1", &c1))
         goto out;
