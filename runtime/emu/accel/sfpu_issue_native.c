@@ -1670,6 +1670,33 @@ static int flag_code(PyObject *fl, long long *code) {
     return 0;
 }
 
+/* The Tensix's config words 0 and 1 (the SFPU's formats: sfpu_mode_of, sfpu_format_flags) as objects (new references
+ * in *c0o and *c1o, as far as it got: the caller releases them) and as values; 0, or -1 with an error set */
+static int sfpu_cfg_words(PyObject *tx, PyObject **c0o, PyObject **c1o, long long *c0, long long *c1) {
+    PyObject *cfg = get_attr(tx, s_cfg);
+    int bad = !cfg || !(*c0o = PySequence_GetItem(cfg, 0)) || !(*c1o = PySequence_GetItem(cfg, 1))
+              || get_ll(*c0o, "cfg0", c0) || get_ll(*c1o, "cfg1", c1);
+    Py_XDECREF(cfg);
+    return bad ? -1 : 0;
+}
+
+/* The Dst access context of an SFPU load or store (deferral._c_memory): the thread's config and RWCs, Dst's written
+ * rows, the FPU's pending Dst writes, the SFPU's load / store mode; a new reference, NULL with an error set */
+static PyObject *dst_access(PyObject *tx, PyObject *thobj, PyObject *tm, long long c0, long long c1) {
+    PyObject *thcfg = get_attr(thobj, s_cfg), *rwc = thcfg ? get_attr(thobj, s_rwc) : NULL;
+    PyObject *dst = rwc ? get_attr(tx, s_dst_raw) : NULL, *written = dst ? get_attr(dst, s_written) : NULL;
+    PyObject *fpuw = written ? get_attr(tm, s_dst_fpu_write) : NULL;
+    PyObject *mode = fpuw ? PyLong_FromLongLong(sfpu_mode_of(c0, c1)) : NULL;
+    PyObject *mem = mode ? PyTuple_Pack(5, thcfg, rwc, written, fpuw, mode) : NULL;
+    Py_XDECREF(thcfg);
+    Py_XDECREF(rwc);
+    Py_XDECREF(dst);
+    Py_XDECREF(written);
+    Py_XDECREF(fpuw);
+    Py_XDECREF(mode);
+    return mem;
+}
+
 /* The cycle model and the deferred queue as the C issue takes them (push()'s conditions, shared by replay_push,
  * push_one and many_one): no timeline recorded (tm.rec and its SFPU timing's rec None), tm.issue not spied (not in
  * tm's instance dict; no dict: Python's), the queue not empty, the C context made with this cycle model
@@ -1720,8 +1747,7 @@ out:
 static PyObject *s_replays, *s_replay_buf, *s_extend, *s_batch_min_reps;
 
 enum { R_REPLAYS, R_THREADS, R_FIFO, R_READY, R_MOPOUT, R_LOAD, R_LATCH, R_BLOCKED, R_MM, R_TM, R_DQ, R_CTX,
-       R_CWORD, R_RB, R_WORDS, R_CFG, R_C0, R_C1, R_FLAGS, R_EVENT, R_THCFG,
-       R_RWC, R_DST, R_WRITTEN, R_FPUW, R_MEM, R_FLO, R_R, R_A, R_INSTR, R_MINREPS, R_N };
+       R_CWORD, R_RB, R_WORDS, R_C0, R_C1, R_FLAGS, R_EVENT, R_MEM, R_FLO, R_R, R_A, R_INSTR, R_MINREPS, R_N };
 
 static PyObject *replay_push(PyObject *tx, PyObject *thread_o, long long th, PyObject *word, PyObject *t_o,
                              PyObject *dq_max_o) {
@@ -1809,16 +1835,8 @@ static PyObject *replay_push(PyObject *tx, PyObject *thread_o, long long th, PyO
             goto none;
     }
     /* ready_run's arguments, as deferral._ready_run_c builds them */
-    PyObject *mode;
-    if (!GET(R_CFG, tx, s_cfg) || !(o[R_C0] = PySequence_GetItem(o[R_CFG], 0))
-        || !(o[R_C1] = PySequence_GetItem(o[R_CFG], 1)) || get_ll(o[R_C0], "cfg0", &c0) || get_ll(o[R_C1], "cfg1", &c1)
-        || !GET(R_FLAGS, tx, s_dq_flags) || !GET(R_EVENT, o[R_TM], s_event_t) || !GET(R_THCFG, thobj, s_cfg)
-        || !GET(R_RWC, thobj, s_rwc) || !GET(R_DST, tx, s_dst_raw) || !GET(R_WRITTEN, o[R_DST], s_written)
-        || !GET(R_FPUW, o[R_TM], s_dst_fpu_write) || !(mode = PyLong_FromLongLong(sfpu_mode_of(c0, c1))))
-        goto out;
-    o[R_MEM] = PyTuple_Pack(5, o[R_THCFG], o[R_RWC], o[R_WRITTEN], o[R_FPUW], mode);
-    Py_DECREF(mode);
-    if (!o[R_MEM])
+    if (sfpu_cfg_words(tx, &o[R_C0], &o[R_C1], &c0, &c1) || !GET(R_FLAGS, tx, s_dq_flags)
+        || !GET(R_EVENT, o[R_TM], s_event_t) || !(o[R_MEM] = dst_access(tx, thobj, o[R_TM], c0, c1)))
         goto out;
     if (flag_code(o[R_FLAGS], &fl))
         goto bad;
@@ -1916,8 +1934,7 @@ out:
 }
 
 enum { O_THREADS, O_FIFO, O_READY, O_MOPOUT, O_REPLAY, O_FAST, O_LATCH, O_LBLOCK, O_CWORD, O_TM, O_DQ,
-       O_CFG, O_CTX, O_FLAGS, O_BLOCKED, O_EVENT, O_THCFG, O_RWC, O_DST, O_WRITTEN,
-       O_FPUW, O_MEM, O_R, O_INSTR, O_C0, O_C1, O_N };
+       O_CTX, O_FLAGS, O_BLOCKED, O_EVENT, O_MEM, O_R, O_INSTR, O_C0, O_C1, O_N };
 
 static PyObject *push_one(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 6) {
@@ -1988,10 +2005,7 @@ static PyObject *push_one(PyObject *self, PyObject *const *args, Py_ssize_t narg
         goto none;
     }
     /* push_word's arguments, as push() builds them */
-    if (!GET(O_CFG, tx, s_cfg))
-        goto out;
-    if (!(o[O_C0] = PySequence_GetItem(o[O_CFG], 0)) || !(o[O_C1] = PySequence_GetItem(o[O_CFG], 1))
-        || get_ll(o[O_C0], "cfg0", &c0) || get_ll(o[O_C1], "cfg1", &c1))
+    if (sfpu_cfg_words(tx, &o[O_C0], &o[O_C1], &c0, &c1))
         goto out;
     if (!GET(O_FLAGS, tx, s_dq_flags))
         goto out;
@@ -2000,17 +2014,8 @@ static PyObject *push_one(PyObject *self, PyObject *const *args, Py_ssize_t narg
     if (!GET(O_BLOCKED, thobj, s_blocked) || !GET(O_EVENT, o[O_TM], s_event_t))
         goto out;
     PyObject *mem = Py_None;
-    if (is_mem) {
-        PyObject *mode;
-        if (!GET(O_THCFG, thobj, s_cfg) || !GET(O_RWC, thobj, s_rwc) || !GET(O_DST, tx, s_dst_raw)
-            || !GET(O_WRITTEN, o[O_DST], s_written) || !GET(O_FPUW, o[O_TM], s_dst_fpu_write)
-            || !(mode = PyLong_FromLongLong(sfpu_mode_of(c0, c1))))
-            goto out;
-        o[O_MEM] = PyTuple_Pack(5, o[O_THCFG], o[O_RWC], o[O_WRITTEN], o[O_FPUW], mode);
-        Py_DECREF(mode);
-        if (!(mem = o[O_MEM]))
-            goto out;
-    }
+    if (is_mem && !(mem = o[O_MEM] = dst_access(tx, thobj, o[O_TM], c0, c1)))
+        goto out;
     PyObject *flo = PyLong_FromLongLong(fl), *lbo = PyLong_FromLongLong(latch_block);
     if (!flo || !lbo) {
         Py_XDECREF(flo);
@@ -2130,9 +2135,8 @@ static PyObject *push_entry(PyObject *self, PyObject *const *args, size_t nargsf
  * state is tx._dq_flags) and words[0] has C facts: issue_run over words from 0 with push_many's arguments and its
  * epilogue (issue_t, the flag state, the Dst access named for errors, unblocked, the words counted). Returns (i, t):
  * i words issued, the next push at t; None with nothing changed wherever push_many would do anything else first. */
-enum { M_THREADS, M_FIFO, M_READY, M_MOPOUT, M_LOAD, M_CWORD, M_TM, M_DQ, M_CTX, M_CFG,
-       M_C0, M_C1, M_FLAGS, M_BLOCKED, M_EVENT, M_LATCH, M_LBLOCK, M_THCFG, M_RWC, M_DST, M_WRITTEN,
-       M_FPUW, M_MEM, M_R, M_INSTR, M_N };
+enum { M_THREADS, M_FIFO, M_READY, M_MOPOUT, M_LOAD, M_CWORD, M_TM, M_DQ, M_CTX,
+       M_C0, M_C1, M_FLAGS, M_BLOCKED, M_EVENT, M_LATCH, M_LBLOCK, M_MEM, M_R, M_INSTR, M_N };
 
 static PyObject *many_one(PyObject *tx, PyObject *thread_o, PyObject *words, PyObject *t_o, PyObject *dq_max) {
     PyObject *o[M_N] = {NULL}, *result = NULL;
@@ -2173,10 +2177,7 @@ static PyObject *many_one(PyObject *tx, PyObject *thread_o, PyObject *words, PyO
             goto out;
         goto none;
     }
-    if (!GET(M_CFG, tx, s_cfg))
-        goto out;
-    if (!(o[M_C0] = PySequence_GetItem(o[M_CFG], 0)) || !(o[M_C1] = PySequence_GetItem(o[M_CFG], 1))
-        || get_ll(o[M_C0], "cfg0", &c0) || get_ll(o[M_C1], "cfg1", &c1))
+    if (sfpu_cfg_words(tx, &o[M_C0], &o[M_C1], &c0, &c1))
         goto out;
     if (!GET(M_FLAGS, tx, s_dq_flags))
         goto out;
@@ -2188,14 +2189,7 @@ static PyObject *many_one(PyObject *tx, PyObject *thread_o, PyObject *words, PyO
                                   || get_ll(o[M_LBLOCK], "latch block", &latch_block)))
         goto out;
     /* push_many passes the Dst access context (deferral._c_memory) with every run */
-    PyObject *mode;
-    if (!GET(M_THCFG, thobj, s_cfg) || !GET(M_RWC, thobj, s_rwc) || !GET(M_DST, tx, s_dst_raw)
-        || !GET(M_WRITTEN, o[M_DST], s_written) || !GET(M_FPUW, o[M_TM], s_dst_fpu_write)
-        || !(mode = PyLong_FromLongLong(sfpu_mode_of(c0, c1))))
-        goto out;
-    o[M_MEM] = PyTuple_Pack(5, o[M_THCFG], o[M_RWC], o[M_WRITTEN], o[M_FPUW], mode);
-    Py_DECREF(mode);
-    if (!o[M_MEM])
+    if (!(o[M_MEM] = dst_access(tx, thobj, o[M_TM], c0, c1)))
         goto out;
     PyObject *flo = PyLong_FromLongLong(fl), *lbo = PyLong_FromLongLong(latch_block);
     if (!flo || !lbo) {
