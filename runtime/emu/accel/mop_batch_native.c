@@ -26,7 +26,7 @@ static PyObject *configure_batch(PyObject *self, PyObject *args) {
 }
 
 static int batch_names(void) {
-    struct { PyObject **p; const char *s; } names[] = {
+    name_ref names[] = {
         {&s_batch_plans, "_batch_plans"}, {&s_batch_addr_cache, "_batch_addr_cache"},
         {&s_batch_timing, "_batch_timing"}, {&s_batch_programs, "_batch_programs"}, {&s_batch_runs, "_batch_runs"},
         {&s_en_cache, "_en"}, {&s_all_enabled, "all_enabled"}, {&s_flags_after, "_flags_after"},
@@ -35,10 +35,7 @@ static int batch_names(void) {
         {&s_fp32_enabled, "sfpu_fp32_enabled"}, {&s_srcb_is_fp16, "srcb_is_fp16"}, {&s_cycle, "cycle"},
         {&s_clear, "clear"},
     };
-    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
-        if (!(*names[k].p = PyUnicode_InternFromString(names[k].s)))
-            return -1;
-    return 0;
+    return INTERN_NAMES(names);
 }
 
 /* The SFPU arrays sfpu_run takes (sfpu_native._state's: LRegs (17, 32) uint32, lane flags and their use (32,) bool,

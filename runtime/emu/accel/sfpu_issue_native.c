@@ -38,6 +38,16 @@ static int depth = 28, mop_penalty = 1, dst_rwc_mask = 1023, src_rwc_mask = 63, 
 /* getattr / setattr through the instance's dict or slot where no class defines the name (below: cheaper than
  * PyObject_GetAttr's generic lookup, the same answers) */
 static PyObject *get_attr(PyObject *o, PyObject *name);
+/* attribute names interned once at module start: a table of (where to keep it, its name); 0, or -1 with an error set
+ * (used here and by the included tile_handlers.c and mop_batch_native.c) */
+typedef struct { PyObject **p; const char *s; } name_ref;
+static int intern_names(const name_ref *names, size_t n) {
+    for (size_t k = 0; k < n; k++)
+        if (!(*names[k].p = PyUnicode_InternFromString(names[k].s)))
+            return -1;
+    return 0;
+}
+#define INTERN_NAMES(table) intern_names((table), sizeof (table) / sizeof (table)[0])
 static int set_attr(PyObject *o, PyObject *name, PyObject *v);
 static int64_t all_lregs = (1 << 17) - 1, load_modes = 0, store_modes = 0;   /* modes: bit per 32-bit Dst mode */
 static PyObject *zero;            /* the queue entry's unused Dst base */
@@ -1559,7 +1569,6 @@ out:                            /* (on an error, the words issued before it are 
 static PyObject *s_fast, *s_cword, *s_c_ctx, *s_rec, *s_sfpu_timing, *s_dq_flags, *s_dst_raw, *s_written,
     *s_issue, *s_dict;
 static PyObject *flag_states[9];      /* deferral's FLAG_STATES: (lf, use), None for "differs between lanes" */
-static PyObject *one;
 
 /* getattr(o, name) for push_one's reads, as the generic lookup answers it but without its general steps (about
  * half of push_one's cost was PyObject_GetAttr, then about 300 instructions a read): an attribute no class in the
@@ -1670,6 +1679,39 @@ static int flag_code(PyObject *fl, long long *code) {
     return 0;
 }
 
+/* What an issue_run call's caller does with its result (push()'s, push_many's and _ready_run_c's epilogues): the
+ * Tensix's issue_t (r[2]) and flag state (r[3], a flag_states code); 0, or -1 with an error set */
+static int issue_epilogue(PyObject *tx, PyObject *r) {
+    long long fl;
+    if (get_ll(PyTuple_GET_ITEM(r, 3), "flags", &fl))
+        return -1;
+    if (fl < 0 || fl > 8) {
+        PyErr_SetString(PyExc_ValueError, "issue_run: a lane-flag state out of range");
+        return -1;
+    }
+    return set_attr(tx, s_issue_t, PyTuple_GET_ITEM(r, 2)) < 0 || set_attr(tx, s_dq_flags, flag_states[fl]) < 0 ? -1 : 0;
+}
+
+/* Tensix.current = (thread, word, what): the Dst access an error names; 0, or -1 with an error set */
+static int set_current(PyObject *tx, PyObject *thread_o, PyObject *word, PyObject *what) {
+    PyObject *cur = PyTuple_Pack(3, thread_o, word, what);
+    int bad = !cur || set_attr(tx, s_current, cur) < 0;
+    Py_XDECREF(cur);
+    return bad ? -1 : 0;
+}
+
+/* tx.instructions[th] += n: the words issued, counted as _drain counts them; 0, or -1 with an error set */
+static int count_issued(PyObject *tx, long long th, long long n) {
+    PyObject *instr = get_attr(tx, s_instructions), *was = instr ? PySequence_GetItem(instr, th) : NULL;
+    PyObject *d = was ? PyLong_FromLongLong(n) : NULL, *now = d ? PyNumber_Add(was, d) : NULL;
+    int bad = !now || PySequence_SetItem(instr, th, now) < 0;
+    Py_XDECREF(instr);
+    Py_XDECREF(was);
+    Py_XDECREF(d);
+    Py_XDECREF(now);
+    return bad ? -1 : 0;
+}
+
 /* The Tensix's config words 0 and 1 (the SFPU's formats: sfpu_mode_of, sfpu_format_flags) as objects (new references
  * in *c0o and *c1o, as far as it got: the caller releases them) and as values; 0, or -1 with an error set */
 static int sfpu_cfg_words(PyObject *tx, PyObject **c0o, PyObject **c1o, long long *c0, long long *c1) {
@@ -1747,7 +1789,7 @@ out:
 static PyObject *s_replays, *s_replay_buf, *s_extend, *s_batch_min_reps;
 
 enum { R_REPLAYS, R_THREADS, R_FIFO, R_READY, R_MOPOUT, R_LOAD, R_LATCH, R_BLOCKED, R_MM, R_TM, R_DQ, R_CTX,
-       R_CWORD, R_RB, R_WORDS, R_C0, R_C1, R_FLAGS, R_EVENT, R_MEM, R_FLO, R_R, R_A, R_INSTR, R_MINREPS, R_N };
+       R_CWORD, R_RB, R_WORDS, R_C0, R_C1, R_FLAGS, R_EVENT, R_MEM, R_FLO, R_R, R_A, R_MINREPS, R_N };
 
 static PyObject *replay_push(PyObject *tx, PyObject *thread_o, long long th, PyObject *word, PyObject *t_o,
                              PyObject *dq_max_o) {
@@ -1881,18 +1923,17 @@ static PyObject *replay_push(PyObject *tx, PyObject *thread_o, long long th, PyO
     Py_ssize_t done = 0;
     if (o[R_R] != Py_None) {     /* its epilogue (_ready_run_c): issue_t, the flag state, the word named, unblocked */
         PyObject *r = o[R_R];
-        long long fl_new;
-        if (get_ll(PyTuple_GET_ITEM(r, 0), "j", &fl_new))
+        long long j;
+        if (get_ll(PyTuple_GET_ITEM(r, 0), "j", &j) || issue_epilogue(tx, r))
             goto out;
-        done = (Py_ssize_t)fl_new;
-        if (get_ll(PyTuple_GET_ITEM(r, 3), "flags", &fl_new) || fl_new < 0 || fl_new > 8
-            || set_attr(tx, s_issue_t, PyTuple_GET_ITEM(r, 2)) < 0 || set_attr(tx, s_dq_flags, flag_states[fl_new]) < 0)
-            goto out;
+        done = (Py_ssize_t)j;
         PyObject *last = PyTuple_GET_ITEM(o[R_WORDS], done - 1), *rec = PyDict_GetItemWithError(o[R_CWORD], last);
-        PyObject *cur = rec ? PyTuple_Pack(3, thread_o, last, PyTuple_GET_ITEM(rec, 0)) : NULL;
-        int bad_cur = !cur || set_attr(tx, s_current, cur) < 0;
-        Py_XDECREF(cur);
-        if (bad_cur)
+        if (!rec) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_KeyError, "replay_push: the last word issued has no C facts");
+            goto out;
+        }
+        if (set_current(tx, thread_o, last, PyTuple_GET_ITEM(rec, 0)))
             goto out;
     }
     if (done < count) {          /* the rest from the ready queue, by Tensix.drain */
@@ -1909,16 +1950,8 @@ static PyObject *replay_push(PyObject *tx, PyObject *thread_o, long long th, PyO
         goto out;
     }
     /* _drain's count of the words issued (those of the drain above counted by it) */
-    if (done) {
-        if (!GET(R_INSTR, tx, s_instructions))
-            goto out;
-        PyObject *n = PySequence_GetItem(o[R_INSTR], th), *d = n ? PyLong_FromSsize_t(done) : NULL;
-        PyObject *n1 = d ? PyNumber_Add(n, d) : NULL;
-        int bad_n = !n1 || PySequence_SetItem(o[R_INSTR], th, n1) < 0;
-        Py_XDECREF(n), Py_XDECREF(d), Py_XDECREF(n1);
-        if (bad_n)
-            goto out;
-    }
+    if (done && count_issued(tx, th, done))
+        goto out;
     result = PyLong_FromLongLong(a);
     goto out;
 #undef GET
@@ -1934,7 +1967,7 @@ out:
 }
 
 enum { O_THREADS, O_FIFO, O_READY, O_MOPOUT, O_REPLAY, O_FAST, O_LATCH, O_LBLOCK, O_CWORD, O_TM, O_DQ,
-       O_CTX, O_FLAGS, O_BLOCKED, O_EVENT, O_MEM, O_R, O_INSTR, O_C0, O_C1, O_N };
+       O_CTX, O_FLAGS, O_BLOCKED, O_EVENT, O_MEM, O_R, O_C0, O_C1, O_N };
 
 static PyObject *push_one(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 6) {
@@ -2034,25 +2067,10 @@ static PyObject *push_one(PyObject *self, PyObject *const *args, Py_ssize_t narg
         goto none;
     /* push()'s epilogue: issue_t, the flag state, the Dst access named for errors, unblocked, counted */
     PyObject *r = o[O_R];
-    long long t_new, fl_new;
-    if (get_ll(PyTuple_GET_ITEM(r, 1), "t", &t_new) || get_ll(PyTuple_GET_ITEM(r, 3), "flags", &fl_new)
-        || fl_new < 0 || fl_new > 8 || set_attr(tx, s_issue_t, PyTuple_GET_ITEM(r, 2)) < 0
-        || set_attr(tx, s_dq_flags, flag_states[fl_new]) < 0)
-        goto out;
-    if (is_mem) {
-        PyObject *cur = PyTuple_Pack(3, thread_o, word, PyTuple_GET_ITEM(fast, 0));
-        int bad_cur = !cur || set_attr(tx, s_current, cur) < 0;
-        Py_XDECREF(cur);
-        if (bad_cur)
-            goto out;
-    }
-    if (set_attr(thobj, s_blocked, Py_None) < 0 || !GET(O_INSTR, tx, s_instructions))
-        goto out;
-    PyObject *n = PySequence_GetItem(o[O_INSTR], th), *n1 = n ? PyNumber_Add(n, one) : NULL;
-    int bad_n = !n1 || PySequence_SetItem(o[O_INSTR], th, n1) < 0;
-    Py_XDECREF(n);
-    Py_XDECREF(n1);
-    if (bad_n)
+    long long t_new;
+    if (get_ll(PyTuple_GET_ITEM(r, 1), "t", &t_new) || issue_epilogue(tx, r)
+        || (is_mem && set_current(tx, thread_o, word, PyTuple_GET_ITEM(fast, 0)))
+        || set_attr(thobj, s_blocked, Py_None) < 0 || count_issued(tx, th, 1))
         goto out;
     result = PyLong_FromLongLong(t_new - 1);
     goto out;
@@ -2136,7 +2154,7 @@ static PyObject *push_entry(PyObject *self, PyObject *const *args, size_t nargsf
  * epilogue (issue_t, the flag state, the Dst access named for errors, unblocked, the words counted). Returns (i, t):
  * i words issued, the next push at t; None with nothing changed wherever push_many would do anything else first. */
 enum { M_THREADS, M_FIFO, M_READY, M_MOPOUT, M_LOAD, M_CWORD, M_TM, M_DQ, M_CTX,
-       M_C0, M_C1, M_FLAGS, M_BLOCKED, M_EVENT, M_LATCH, M_LBLOCK, M_MEM, M_R, M_INSTR, M_N };
+       M_C0, M_C1, M_FLAGS, M_BLOCKED, M_EVENT, M_LATCH, M_LBLOCK, M_MEM, M_R, M_N };
 
 static PyObject *many_one(PyObject *tx, PyObject *thread_o, PyObject *words, PyObject *t_o, PyObject *dq_max) {
     PyObject *o[M_N] = {NULL}, *result = NULL;
@@ -2208,11 +2226,14 @@ static PyObject *many_one(PyObject *tx, PyObject *thread_o, PyObject *words, PyO
         goto none;
     /* push_many's epilogue of an issue_run call */
     PyObject *r = o[M_R];
-    long long i, last_mem, fl_new;
-    if (get_ll(PyTuple_GET_ITEM(r, 0), "i", &i) || get_ll(PyTuple_GET_ITEM(r, 3), "flags", &fl_new)
-        || get_ll(PyTuple_GET_ITEM(r, 4), "last_mem", &last_mem) || fl_new < 0 || fl_new > 8
-        || i < 1 || i > PyTuple_GET_SIZE(words) || last_mem >= i
-        || set_attr(tx, s_issue_t, PyTuple_GET_ITEM(r, 2)) < 0 || set_attr(tx, s_dq_flags, flag_states[fl_new]) < 0)
+    long long i, last_mem;
+    if (get_ll(PyTuple_GET_ITEM(r, 0), "i", &i) || get_ll(PyTuple_GET_ITEM(r, 4), "last_mem", &last_mem))
+        goto out;
+    if (i < 1 || i > PyTuple_GET_SIZE(words) || last_mem >= i) {
+        PyErr_SetString(PyExc_ValueError, "many_one: issue_run's count of words out of range");
+        goto out;
+    }
+    if (issue_epilogue(tx, r))
         goto out;
     if (last_mem >= 0) {
         PyObject *w = PyTuple_GET_ITEM(words, last_mem), *rec = PyDict_GetItemWithError(o[M_CWORD], w);
@@ -2221,21 +2242,10 @@ static PyObject *many_one(PyObject *tx, PyObject *thread_o, PyObject *words, PyO
                 PyErr_SetString(PyExc_TypeError, "many_one: a word's C facts of the wrong shape");
             goto out;
         }
-        PyObject *cur = PyTuple_Pack(3, thread_o, w, PyTuple_GET_ITEM(rec, 0));
-        int bad_cur = !cur || set_attr(tx, s_current, cur) < 0;
-        Py_XDECREF(cur);
-        if (bad_cur)
+        if (set_current(tx, thread_o, w, PyTuple_GET_ITEM(rec, 0)))
             goto out;
     }
-    if (set_attr(thobj, s_blocked, Py_None) < 0 || !GET(M_INSTR, tx, s_instructions))
-        goto out;
-    PyObject *n = PySequence_GetItem(o[M_INSTR], th), *di = PyLong_FromLongLong(i),
-             *n1 = n && di ? PyNumber_Add(n, di) : NULL;
-    int bad_n = !n1 || PySequence_SetItem(o[M_INSTR], th, n1) < 0;
-    Py_XDECREF(n);
-    Py_XDECREF(di);
-    Py_XDECREF(n1);
-    if (bad_n)
+    if (set_attr(thobj, s_blocked, Py_None) < 0 || count_issued(tx, th, i))
         goto out;
     result = PyTuple_Pack(2, PyTuple_GET_ITEM(r, 0), PyTuple_GET_ITEM(r, 1));
     goto out;
@@ -2395,7 +2405,7 @@ PyMODINIT_FUNC PyInit_sfpu_issue(void) {
         !(s_strict = PyUnicode_InternFromString("strict")) || !(s_append = PyUnicode_InternFromString("append")) ||
         !(zero = PyLong_FromLong(0)))
         return NULL;
-    struct { PyObject **p; const char *s; } names[] = {
+    name_ref names[] = {
         {&s_tm, "tm"}, {&s_threads, "threads"}, {&s_deferred, "deferred"}, {&s_flush_deferred, "flush_deferred"},
         {&s_current, "current"}, {&s_latch, "latch"}, {&s_block, "block"}, {&s_latch_unmet, "latch_unmet"},
         {&s_blocked, "blocked"}, {&s_handler_blocked, "handler_blocked"}, {&s_popleft, "popleft"}, {&s_ready, "ready"},
@@ -2414,14 +2424,13 @@ PyMODINIT_FUNC PyInit_sfpu_issue(void) {
         {&s_mm_record, "mm_record"}, {&s_flush_mvmul, "flush_mvmul"}, {&s_drain, "drain"},
         {&s_work_done, "work_done"},
     };
-    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
-        if (!(*names[k].p = PyUnicode_InternFromString(names[k].s)))
-            return NULL;
+    if (INTERN_NAMES(names))
+        return NULL;
     const char *keys[6] = {"a", "a_cr", "b", "b_cr", "d", "d_cr"};
     for (int k = 0; k < 6; k++)
         if (!(rwc_keys[k] = PyUnicode_InternFromString(keys[k])))
             return NULL;
-    struct { PyObject **p; const char *s; } push_names[] = {
+    name_ref push_names[] = {
         {&s_fast, "_fast"}, {&s_cword, "_cword"}, {&s_c_ctx, "_c_ctx"}, {&s_rec, "rec"}, {&s_sfpu_timing, "sfpu"},
         {&s_dq_flags, "_dq_flags"}, {&s_dst_raw, "_dst"}, {&s_written, "written"}, {&s_issue, "issue"},
         {&s_dict, "__dict__"}, {&s_replays, "_replays"}, {&s_replay_buf, "replay_buf"},
@@ -2429,9 +2438,8 @@ PyMODINIT_FUNC PyInit_sfpu_issue(void) {
         {&s_replay_native, "REPLAY_NATIVE"}, {&s_ready_native, "READY_NATIVE"}, {&s_dq_max, "DQ_MAX"},
         {&s_push_many, "push_many"}, {&s_pm_done, "pm_done"},
     };
-    for (size_t k = 0; k < sizeof push_names / sizeof push_names[0]; k++)
-        if (!(*push_names[k].p = PyUnicode_InternFromString(push_names[k].s)))
-            return NULL;
+    if (INTERN_NAMES(push_names))
+        return NULL;
     for (int k = 0; k < 9; k++) {       /* code lf * 3 + use, 2 for None */
         PyObject *lf = k / 3 == 2 ? Py_NewRef(Py_None) : PyLong_FromLong(k / 3);
         PyObject *use = k % 3 == 2 ? Py_NewRef(Py_None) : PyLong_FromLong(k % 3);
@@ -2441,8 +2449,6 @@ PyMODINIT_FUNC PyInit_sfpu_issue(void) {
         if (!flag_states[k])
             return NULL;
     }
-    if (!(one = PyLong_FromLong(1)))
-        return NULL;
     if (tile_handlers_init() || batch_names() || PyType_Ready(&DeferredQueue_Type) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&module);

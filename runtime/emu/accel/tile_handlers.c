@@ -74,7 +74,7 @@ static PyObject *handler_counts(PyObject *self, PyObject *unused) {
 }
 
 static int tile_handlers_init(void) {
-    struct { PyObject **p; const char *s; } names[] = {
+    name_ref names[] = {
         {&k_sel, "unpack_block_selection"}, {&k_addr_mode, "addr_mode"}, {&k_set_dat_valid, "set_dat_valid"},
         {&k_last, "last"}, {&k_dst, "dst"}, {&k_instr_mod19, "instr_mod19"}, {&k_dest_accum_en, "dest_accum_en"},
         {&k_clear_dvalid, "clear_dvalid"}, {&k_instr_mod, "instr_mod"}, {&k_src, "src"},
@@ -90,10 +90,7 @@ static int tile_handlers_init(void) {
         {&h_packer_addr, "packer_addr"}, {&h_packer_exp_addr, "packer_exp_addr"}, {&h_packer_tpg, "packer_tpg"},
         {&h_fid, "fid"},
     };
-    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
-        if (!(*names[k].p = PyUnicode_InternFromString(names[k].s)))
-            return -1;
-    return 0;
+    return INTERN_NAMES(names);
 }
 
 /* ------------------------------------------------------------------------------------------------ state access */
