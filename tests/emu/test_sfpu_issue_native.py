@@ -18,6 +18,7 @@ from tt_backend.runtime.emu import bench
 from tt_backend.runtime.emu.accel import deferral, mop_batch, sfpu_issue_native
 from tt_backend.runtime.emu.rv32 import Stall
 from tt_backend.runtime.emu.tensix import Tensix
+from tt_backend.runtime.emu.thread_state import Latch
 
 E = isa.encode
 pytestmark = pytest.mark.skipif(sfpu_issue_native.issue_run() is None, reason=sfpu_issue_native.status())
@@ -619,3 +620,73 @@ def test_push_entry_is_push(monkeypatch):
         s = tx.sfpu
         traces.append(trace + [(tx.dst.rows32.tolist(), s.lreg.tolist(), s.lane_flags.tolist())])
     assert traces[0] == traces[1]
+
+
+def _long_pushes(memo: bool, native: bool, monkeypatch) -> tuple[list, list]:
+    """bench emu's sfpu_long shape for two tiles (the second with the first's STALLWAIT still latched), each word by
+    its own push(), with the state changed from outside now and then as Python code may change it between pushes (the
+    cycle model's event_t with the thread blocked, the thread's latch, a new config word 1, the Tensix's _dq_flags
+    rebound to an equal tuple): (ret, clock, issued, issue_t, flag state) after every push and a whole snapshot
+    every 97th, then Dst, LRegs and lane flags."""
+    monkeypatch.setattr(sfpu_issue_native, "ISSUE_NATIVE", native)
+    monkeypatch.setattr(sfpu_issue_native, "PUSH_MEMO_NATIVE", memo)
+    tx = Tensix(np.zeros(layout.L1_SIZE, np.uint8), strict=True)
+    tx.dst.write_rows32(0, bench.long_inputs())
+    tx.cfg_write(1, bench.LONG_CFG1)
+    tx.push(1, 0xB21D0002)
+    words = (bench.LONG_PROLOGUE + bench.LONG_SETUP + bench.LONG_BODY * 6 + bench.LONG_EPILOGUE) * 2
+    trace, th = [], tx.threads[1]
+    for i, w in enumerate(words):
+        if i % 211 == 17:
+            th.blocked, tx.tm.event_t = "test", max(tx.tm.clock) + 5
+        if i % 307 == 31:
+            tx._dq_flags = tuple(tx._dq_flags) if tx._dq_flags is not None else None
+        if i % 401 == 47 and th.latch is None:
+            th.latch = Latch("STALLWAIT", 0, (), 0, 0)         # (blocks nothing)
+        elif i % 401 == 99 and th.latch is not None and th.latch.block == 0:
+            th.latch = None
+        if i == 700:
+            tx.cfg_write(1, bench.LONG_CFG1)
+        r = tx.push(1, w)
+        trace.append((r, list(tx.tm.clock), list(tx.tm.issued), tx.issue_t, tx._dq_flags))
+        if i % 97 == 0:
+            trace.append(_snapshot(tx, r))
+    tx.settle()
+    s = tx.sfpu
+    return trace + [(tx.dst.rows32.tolist(), s.lreg.tolist(), s.lane_flags.tolist())]
+
+
+def test_push_memo_identical(monkeypatch):
+    """push_one's memo of the Tensix's state (push_memo.c, TT_EMU_PUSH_MEMO_NATIVE): the long body's words pushed one
+    at a time give the same results, cycle model and queue after every push, and the same bits, with the memo on,
+    off and with the Python path, also where the state changes between pushes; the memo takes most of the words."""
+    counts = sfpu_issue_native._load()[0].push_memo_counts
+    before = counts()
+    on = _long_pushes(True, True, monkeypatch)
+    taken, filled = (a - b for a, b in zip(counts(), before))
+    assert taken > 1500 and filled < taken / 5          # (of some 2,100 words)
+    before = counts()
+    assert _long_pushes(False, True, monkeypatch) == on and counts() == before
+    assert _long_pushes(True, False, monkeypatch) == on
+
+
+def test_push_memo_follows_class_and_instance_changes():
+    """The memo is not used once the Tensix's class defines one of the attributes it reads (the class's version tag),
+    nor after the cycle model or the thread's latch changed; push_one decides as it would without it."""
+    class Spied(Tensix):
+        pass
+    tx = Spied(np.zeros(layout.L1_SIZE, np.uint8), strict=True)
+    w = E("SFPMAD", lreg_src_a=1, lreg_src_b=2, lreg_src_c=3, lreg_dest=4, instr_mod1=0)
+    push_one = sfpu_issue_native._load()[0].push_one
+    t = tx.push(1, w) + 1
+    for k in range(3):                         # (the first fills the memo, the next take it)
+        assert push_one(tx, 1, w, t + k, 100, False, True) is not None
+    Spied._fast = property(lambda self: {})
+    assert push_one(tx, 1, w, t + 3, 100, False, True) is None and len(tx.deferred) == 4
+    del Spied._fast
+    assert push_one(tx, 1, w, t + 4, 100, False, True) is not None and len(tx.deferred) == 5
+    tx.tm.sfpu.rec = object()                  # (a timeline's recorder: the Python path's)
+    assert push_one(tx, 1, w, t + 5, 100, False, True) is None
+    tx.tm.sfpu.rec = None
+    tx.threads[1].latch = Latch("STALLWAIT", 0, (), 0xFFFF, 0)    # (holds every word)
+    assert push_one(tx, 1, w, t + 6, 100, False, True) is None and len(tx.deferred) == 5

@@ -1966,12 +1966,14 @@ out:
     return result;
 }
 
+#include "push_memo.c"     /* push_one's memo of the Tensix's deferral state: push_fast */
+
 enum { O_THREADS, O_FIFO, O_READY, O_MOPOUT, O_REPLAY, O_FAST, O_LATCH, O_LBLOCK, O_CWORD, O_TM, O_DQ,
        O_CTX, O_FLAGS, O_BLOCKED, O_EVENT, O_MEM, O_R, O_C0, O_C1, O_N };
 
 static PyObject *push_one(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 6) {
-        PyErr_SetString(PyExc_TypeError, "push_one(tx, thread, word, t, dq_max, replays)");
+    if (nargs != 6 && nargs != 7) {
+        PyErr_SetString(PyExc_TypeError, "push_one(tx, thread, word, t, dq_max, replays[, memo])");
         return NULL;
     }
     PyObject *tx = args[0], *thread_o = args[1], *word = args[2], *o[O_N] = {NULL}, *result = NULL;
@@ -1980,6 +1982,14 @@ static PyObject *push_one(PyObject *self, PyObject *const *args, Py_ssize_t narg
         return NULL;
     if (th < 0 || th > 2 || w < 0 || w > 0xFFFFFFFFll)    /* (push() masks the word first: its own path) */
         Py_RETURN_NONE;
+    int memo = nargs == 7 ? PyObject_IsTrue(args[6]) : 0;
+    if (memo < 0)
+        return NULL;
+    if (memo) {                                            /* the steady state: push_memo.c */
+        int taken = push_fast(tx, th, thread_o, word, args[3], args[4], &result);
+        if (taken)
+            return taken > 0 ? result : NULL;
+    }
 #define GET(k, obj, name) (o[k] = get_attr((obj), (name)))
     /* push()'s conditions (their order does not matter: none changes anything), the word's facts first: the
      * cheapest refusal of a word that is not deferrable */
@@ -2072,6 +2082,8 @@ static PyObject *push_one(PyObject *self, PyObject *const *args, Py_ssize_t narg
         || (is_mem && set_current(tx, thread_o, word, PyTuple_GET_ITEM(fast, 0)))
         || set_attr(thobj, s_blocked, Py_None) < 0 || count_issued(tx, th, 1))
         goto out;
+    if (memo && !is_mem && !get_ll(PyTuple_GET_ITEM(r, 3), "flags", &fl))
+        push_memo_fill(tx, th, fl);
     result = PyLong_FromLongLong(t_new - 1);
     goto out;
 #undef GET
@@ -2092,7 +2104,7 @@ out:
  * word, t): push()'s Python frame goes (bench emu's sfpu_long: 14.6k -> 13.5k instructions a word, callgrind).
  * configure_push hands over the two modules' dicts and push_python. */
 static PyObject *entry_switches, *entry_deferral, *entry_rest;
-static PyObject *s_issue_native, *s_replay_native, *s_ready_native, *s_dq_max;
+static PyObject *s_issue_native, *s_replay_native, *s_ready_native, *s_dq_max, *s_push_memo_native;
 
 static PyObject *configure_push(PyObject *self, PyObject *args) {
     PyObject *sw, *df, *rest;
@@ -2115,6 +2127,38 @@ static int dict_flag(PyObject *d, PyObject *key) {
     return PyObject_IsTrue(v);
 }
 
+/* The switches push_entry and push_many_entry read at each call (ISSUE_NATIVE; with it DQ_MAX, REPLAY_NATIVE and
+ * READY_NATIVE, PUSH_MEMO_NATIVE), kept while the two module dicts keep their version tags (push_memo.c: any
+ * assignment to a module global changes its dict's); 0, or -1 with an error set */
+static struct { PyObject *sw, *df; uint64_t vsw, vdf; int on, replays, memo; PyObject *dq_max; } entry_now;
+static int entry_read(void) {
+    if (entry_now.sw == entry_switches && entry_now.df == entry_deferral && dict_version(entry_switches) == entry_now.vsw
+        && dict_version(entry_deferral) == entry_now.vdf)
+        return 0;
+    entry_now.sw = entry_now.df = NULL;
+    int on = dict_flag(entry_switches, s_issue_native), replays = 0, memo = 0;
+    PyObject *dq_max = NULL;
+    if (on < 0)
+        return -1;
+    if (on) {
+        dq_max = PyDict_GetItemWithError(entry_deferral, s_dq_max);
+        replays = dq_max ? dict_flag(entry_switches, s_replay_native) : -1;
+        if (replays > 0)
+            replays = dict_flag(entry_switches, s_ready_native);
+        if (replays >= 0)
+            memo = dict_flag(entry_switches, s_push_memo_native);
+        if (replays < 0 || memo < 0) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_KeyError, "push_entry: DQ_MAX is missing");
+            return -1;
+        }
+    }
+    entry_now.on = on, entry_now.replays = replays, entry_now.memo = memo, entry_now.dq_max = dq_max;
+    entry_now.vsw = dict_version(entry_switches), entry_now.vdf = dict_version(entry_deferral);
+    entry_now.sw = entry_switches, entry_now.df = entry_deferral;
+    return 0;
+}
+
 static PyObject *push_entry(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
     if (!entry_rest) {
@@ -2122,22 +2166,12 @@ static PyObject *push_entry(PyObject *self, PyObject *const *args, size_t nargsf
         return NULL;
     }
     if (!kwnames && (nargs == 3 || nargs == 4)) {
-        int on = dict_flag(entry_switches, s_issue_native);
-        if (on < 0)
+        if (entry_read())
             return NULL;
-        if (on) {
-            PyObject *dq_max = PyDict_GetItemWithError(entry_deferral, s_dq_max);
-            int replays = dq_max ? dict_flag(entry_switches, s_replay_native) : -1;
-            if (replays > 0)
-                replays = dict_flag(entry_switches, s_ready_native);
-            if (replays < 0) {
-                if (!PyErr_Occurred())
-                    PyErr_SetString(PyExc_KeyError, "push_entry: DQ_MAX is missing");
-                return NULL;
-            }
-            PyObject *a[6] = {args[0], args[1], args[2], nargs == 4 ? args[3] : zero, dq_max,
-                              replays ? Py_True : Py_False};
-            PyObject *r = push_one(self, a, 6);
+        if (entry_now.on) {
+            PyObject *a[7] = {args[0], args[1], args[2], nargs == 4 ? args[3] : zero, entry_now.dq_max,
+                              entry_now.replays ? Py_True : Py_False, entry_now.memo ? Py_True : Py_False};
+            PyObject *r = push_one(self, a, 7);
             if (r != Py_None)
                 return r;                 /* (its result, or NULL: its error) */
             Py_DECREF(r);
@@ -2284,14 +2318,10 @@ static PyObject *push_many_entry(PyObject *self, PyObject *const *args, size_t n
     Py_ssize_t i = 0;
     PyObject *t = NULL;
     if (!kwnames && nargs == 4) {
-        int on = dict_flag(entry_switches, s_issue_native);
-        PyObject *dq_max = on > 0 ? PyDict_GetItemWithError(entry_deferral, s_dq_max) : NULL;
-        if (on < 0 || (on && !dq_max)) {
-            if (!PyErr_Occurred())
-                PyErr_SetString(PyExc_KeyError, "push_many_entry: DQ_MAX is missing");
+        if (entry_read())
             goto out;
-        }
-        if (on) {
+        PyObject *dq_max = entry_now.dq_max;
+        if (entry_now.on) {
             PyObject *taken = many_one(args[0], args[1], args[2], args[3], dq_max);
             if (!taken)
                 goto fail_first;
@@ -2377,6 +2407,7 @@ static PyMethodDef methods[] = {
     {"ready_run", (PyCFunction)(void (*)(void))ready_run, METH_FASTCALL, "see its comment"},
     {"push_word", (PyCFunction)(void (*)(void))push_word, METH_FASTCALL, "see its comment"},
     {"push_one", (PyCFunction)(void (*)(void))push_one, METH_FASTCALL, "see its comment"},
+    {"push_memo_counts", push_memo_counts, METH_NOARGS, "see push_memo.c"},
     {"push_entry", (PyCFunction)(void (*)(void))push_entry, METH_FASTCALL | METH_KEYWORDS, "see its comment"},
     {"push_many_entry", (PyCFunction)(void (*)(void))push_many_entry, METH_FASTCALL | METH_KEYWORDS,
      "see its comment"},
@@ -2436,6 +2467,7 @@ PyMODINIT_FUNC PyInit_sfpu_issue(void) {
         {&s_dict, "__dict__"}, {&s_replays, "_replays"}, {&s_replay_buf, "replay_buf"},
         {&s_extend, "extend"}, {&s_batch_min_reps, "_batch_min_reps"}, {&s_issue_native, "ISSUE_NATIVE"},
         {&s_replay_native, "REPLAY_NATIVE"}, {&s_ready_native, "READY_NATIVE"}, {&s_dq_max, "DQ_MAX"},
+        {&s_push_memo_native, "PUSH_MEMO_NATIVE"},
         {&s_push_many, "push_many"}, {&s_pm_done, "pm_done"},
     };
     if (INTERN_NAMES(push_names))

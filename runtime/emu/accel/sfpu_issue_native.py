@@ -50,6 +50,7 @@ PERIOD_NATIVE = os.environ.get("TT_EMU_SFPU_PERIOD_NATIVE", "1") != "0"
 PLAIN_ISSUE_NATIVE = os.environ.get("TT_EMU_PLAIN_ISSUE_NATIVE", "1") != "0"
 BATCH_NATIVE = os.environ.get("TT_EMU_MOP_BATCH_NATIVE", "1") != "0"
 REPLAY_NATIVE = os.environ.get("TT_EMU_REPLAY_PUSH_NATIVE", "1") != "0"
+PUSH_MEMO_NATIVE = os.environ.get("TT_EMU_PUSH_MEMO_NATIVE", "1") != "0"   # push_one's memo (push_memo.c)
 
 # The deferral's abstract lane-flag state (LaneFlags, UseLaneFlagsForLaneEnable), each 0, 1 or None (differs between
 # lanes), as the C part codes it: lf * 3 + use, None as 2.
@@ -102,8 +103,8 @@ def push_one():
 
 def push_entry(deferral_globals: dict, push_python):
     """The C part's push_entry (DeferralMixin.push in C: push_one, else push_python), for a Tensix to bind as its
-    `push`, configured with what it reads at each call (this module's ISSUE_NATIVE, REPLAY_NATIVE and READY_NATIVE,
-    deferral's DQ_MAX in `deferral_globals`) and push()'s Python rest; or None when it is off or unavailable."""
+    `push`, configured with what it reads at each call (this module's ISSUE_NATIVE, REPLAY_NATIVE, READY_NATIVE and
+    PUSH_MEMO_NATIVE, deferral's DQ_MAX in `deferral_globals`) and push()'s Python rest; or None when it is off or unavailable."""
     mod = _load()[0] if ISSUE_NATIVE else None
     if mod is None:
         return None

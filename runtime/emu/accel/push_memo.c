@@ -1,0 +1,223 @@
+/* push_one's memo of a Tensix's deferral state (included by sfpu_issue_native.c, next to push_one).
+ *
+ * push_one reads some twenty attributes of the Tensix, its thread, its cycle model and the SFPU timing per pushed
+ * word (about 3.6k of its 10.8k x86 instructions a word in bench emu's sfpu_long, callgrind) and all but a few are the
+ * same objects from one word to the next. The memo keeps, per thread, those objects as a plain push found them (the
+ * thread empty, no latch, no REPLAY load, no timeline, tm.issue not spied, work queued) and when they may be reused:
+ * while the Tensix's and the cycle model's instance dicts have the version tags they had then (CPython's dict version,
+ * PEP 509: globally unique, changed by every change of the dict, also by the interpreter's specialised attribute
+ * stores) and the classes of the Tensix, thread, cycle model and SFPU timing have their version tags (changed by any
+ * change of a class in the MRO: a class attribute defined later, tests/emu/test_sfpu_issue_native.py). What can
+ * change without either is read on every word: the thread (tx.threads[th]), the thread's __slots__ (FIFO, ready queue,
+ * MOP output, REPLAY load, latch, blocked), the latched wait's block mask (a slot of the latch class the memo was
+ * filled with), the SFPU timing's `rec` slot, the queue's length, config words 0 and 1, the instruction counts. The objects are borrowed: the dicts hold them while their versions stand.
+ * push_fast answers with the memo or declines (0: push_one's full path then runs, and fills the memo where it takes
+ * a word without Dst access). TT_EMU_PUSH_MEMO_NATIVE=0 turns it off (push_entry's switch). */
+
+typedef struct {
+    PyObject *tx, *txd, *tm, *tmd, *thobj, *stiming;
+    uint64_t vtx, vtm;
+    unsigned int tv_tx, tv_tm, tv_th, tv_st, tv_latch;
+    PyTypeObject *latch_tp;           /* the latch's class (NULL: none was latched) and its `block` slot */
+    Py_ssize_t block_off;
+    PyObject *threads, *fast, *cword, *dq, *ctx, *cfg, *instructions, *event_t;
+    Py_ssize_t off[6], rec_off;       /* ThreadState's fifo, ready, mop_out, replay_load, latch, blocked; rec */
+    long long fl;                     /* the lane-flag code of tx._dq_flags */
+} push_memo;
+enum { PM_FIFO, PM_READY, PM_MOPOUT, PM_LOAD, PM_LATCH, PM_BLOCKED };
+static push_memo push_memos[3];
+static long long memo_taken, memo_filled;      /* words push_fast took, memos filled (push_memo_counts) */
+
+/* the version tag of a class whose tag is valid, else 0 (never a valid tag) */
+static unsigned int type_tag(PyTypeObject *tp) {
+    return PyType_HasFeature(tp, Py_TPFLAGS_VALID_VERSION_TAG) ? tp->tp_version_tag : 0;
+}
+
+/* the offset of the writable __slots__ member `name` of tp, or -1 where it is not one */
+static Py_ssize_t slot_offset(PyTypeObject *tp, PyObject *name) {
+    PyObject *d = _PyType_Lookup(tp, name);
+    if (!d || !Py_IS_TYPE(d, &PyMemberDescr_Type))
+        return -1;
+    PyMemberDef *m = ((PyMemberDescrObject *)d)->d_member;
+    return m->type == T_OBJECT_EX && !(m->flags & READONLY) ? m->offset : -1;
+}
+#define SLOT(o, off) (*(PyObject **)((char *)(o) + (off)))
+
+/* o's instance dict where every name in names[0..n) is read from it by get_attr and written by set_attr (no class
+ * defines it, generic get / set), else NULL; borrowed */
+static PyObject *plain_dict_of(PyObject *o, PyObject *const *names, int n) {
+    PyObject *dict = NULL;
+    if (Py_TYPE(o)->tp_setattro != PyObject_GenericSetAttr)
+        return NULL;
+    for (int k = 0; k < n; k++) {
+        PyObject *d, *dk = plain_dict(o, names[k], &d);
+        if (!dk || (dict && dk != dict))
+            return NULL;
+        dict = dk;
+    }
+    return dict;
+}
+
+static uint64_t dict_version(PyObject *d) {
+    return ((PyDictObject *)d)->ma_version_tag;
+}
+
+/* The memo of thread th filled from the Tensix as it is now, just after push_one took a word (fl: the flag code it
+ * left), or cleared where that state is not the plain one push_fast takes. No error: where a read fails, it clears
+ * the memo and the error. */
+static void push_memo_fill(PyObject *tx, long long th, long long fl) {
+    push_memo *m = &push_memos[th], z = {0};
+    *m = z;
+    PyObject *txn[] = {s_threads, s_fast, s_cword, s_tm, s_deferred, s_c_ctx, s_cfg, s_instructions, s_dq_flags,
+                       s_issue_t};
+    PyObject *tmn[] = {s_rec, s_sfpu_timing, s_clock, s_event_t};
+    PyObject *txd = plain_dict_of(tx, txn, 10);
+    if (!txd)
+        goto clear;
+    PyObject *v[10];
+    for (int k = 0; k < 10; k++)
+        if (!(v[k] = PyDict_GetItemWithError(txd, txn[k])))
+            goto clear;
+    PyObject *threads = v[0], *tm = v[3], *ctx = v[5];
+    if (!PyList_CheckExact(threads) || PyList_GET_SIZE(threads) <= th || !PyDict_CheckExact(v[1])
+        || !PyDict_CheckExact(v[2]) || !dq_is_queue(v[4]) || !PyTuple_CheckExact(ctx) || PyTuple_GET_SIZE(ctx) != 9
+        || !PyList_CheckExact(v[6]) || PyList_GET_SIZE(v[6]) < 2 || !PyList_CheckExact(v[7])
+        || PyList_GET_SIZE(v[7]) <= th)
+        goto clear;
+    PyObject *thobj = PyList_GET_ITEM(threads, th), *tmd = plain_dict_of(tm, tmn, 4);
+    if (!tmd || PyDict_Contains(tmd, s_issue) != 0)
+        goto clear;
+    PyObject *tv[4];
+    for (int k = 0; k < 4; k++)
+        if (!(tv[k] = PyDict_GetItemWithError(tmd, tmn[k])))
+            goto clear;
+    if (tv[0] != Py_None || PyTuple_GET_ITEM(ctx, 0) != tv[2] || !PyLong_CheckExact(tv[3]))
+        goto clear;
+    PyObject *thn[6] = {s_fifo, s_ready, s_mop_out, s_replay_load, s_latch, s_blocked};
+    for (int k = 0; k < 6; k++)
+        if ((m->off[k] = slot_offset(Py_TYPE(thobj), thn[k])) < 0)
+            goto clear;
+    PyObject *st = tv[1];
+    PyObject *latch = SLOT(thobj, m->off[PM_LATCH]);
+    if ((m->rec_off = slot_offset(Py_TYPE(st), s_rec)) < 0 || SLOT(thobj, m->off[PM_LOAD]) != Py_None || !latch)
+        goto clear;
+    if (latch != Py_None) {
+        m->latch_tp = Py_TYPE(latch);
+        if ((m->block_off = slot_offset(m->latch_tp, s_block)) < 0 || !(m->tv_latch = type_tag(m->latch_tp)))
+            goto clear;
+    }
+    m->txd = txd, m->tm = tm, m->tmd = tmd, m->thobj = thobj, m->stiming = st;
+    m->threads = threads, m->fast = v[1], m->cword = v[2], m->dq = v[4], m->ctx = ctx, m->cfg = v[6];
+    m->instructions = v[7], m->event_t = tv[3], m->fl = fl;
+    m->tv_tx = type_tag(Py_TYPE(tx)), m->tv_tm = type_tag(Py_TYPE(tm)), m->tv_th = type_tag(Py_TYPE(thobj));
+    m->tv_st = type_tag(Py_TYPE(st));
+    if (!m->tv_tx || !m->tv_tm || !m->tv_th || !m->tv_st)
+        goto clear;
+    m->vtx = dict_version(txd), m->vtm = dict_version(tmd);
+    m->tx = tx;
+    memo_filled++;
+    return;
+clear:
+    *m = z;
+    PyErr_Clear();
+}
+
+/* the memo of thread th, where it still describes tx (the checks above), else NULL */
+static push_memo *push_memo_valid(PyObject *tx, long long th) {
+    push_memo *m = &push_memos[th];
+    if (m->tx != tx || type_tag(Py_TYPE(tx)) != m->tv_tx)
+        return NULL;
+    PyObject **dp = _PyObject_GetDictPtr(tx);
+    if (!dp || *dp != m->txd || dict_version(m->txd) != m->vtx)
+        return NULL;
+    if (PyList_GET_SIZE(m->threads) <= th || PyList_GET_ITEM(m->threads, th) != m->thobj
+        || type_tag(Py_TYPE(m->thobj)) != m->tv_th || type_tag(Py_TYPE(m->tm)) != m->tv_tm)
+        return NULL;
+    PyObject **tdp = _PyObject_GetDictPtr(m->tm);
+    if (!tdp || *tdp != m->tmd || dict_version(m->tmd) != m->vtm || type_tag(Py_TYPE(m->stiming)) != m->tv_st)
+        return NULL;
+    return m;
+}
+
+/* push_one's case through the memo: 1 with *result push()'s return value, 0 declined (nothing changed: push_one's
+ * full path decides), -1 with an error set */
+static int push_fast(PyObject *tx, long long th, PyObject *thread_o, PyObject *word, PyObject *t_o, PyObject *dq_max,
+                     PyObject **result) {
+    push_memo *m = push_memo_valid(tx, th);
+    if (!m)
+        return 0;
+    PyObject *thobj = m->thobj;
+    for (int k = PM_FIFO; k <= PM_MOPOUT; k++) {
+        PyObject *q = SLOT(thobj, m->off[k]);
+        int busy = q ? PyObject_IsTrue(q) : 1;
+        if (busy)
+            return busy < 0 ? -1 : 0;
+    }
+    PyObject *rec = SLOT(m->stiming, m->rec_off), *blocked = SLOT(thobj, m->off[PM_BLOCKED]);
+    PyObject *latch = SLOT(thobj, m->off[PM_LATCH]), *lb = NULL;
+    if (SLOT(thobj, m->off[PM_LOAD]) != Py_None || !latch || rec != Py_None || !blocked || !DQ_SIZE(m->dq)
+        || PyList_GET_SIZE(m->cfg) < 2)
+        return 0;
+    long long latch_block = 0;
+    if (latch != Py_None) {              /* (a latch of another class than the memo's: push_one's full path) */
+        if (Py_TYPE(latch) != m->latch_tp || type_tag(m->latch_tp) != m->tv_latch
+            || !(lb = SLOT(latch, m->block_off)))
+            return 0;
+        if (get_ll(lb, "latch block", &latch_block))
+            return -1;
+    }
+    PyObject *fast = PyDict_GetItemWithError(m->fast, word);
+    if (!fast)
+        return PyErr_Occurred() ? -1 : 0;
+    if (!PyTuple_Check(fast) || PyTuple_GET_SIZE(fast) != 7 || PyTuple_GET_ITEM(fast, 2) != Py_False)
+        return 0;                                  /* (not deferrable, or a Dst access: push_one's full path) */
+    PyObject *c0 = Py_NewRef(PyList_GET_ITEM(m->cfg, 0)), *c1 = Py_NewRef(PyList_GET_ITEM(m->cfg, 1));
+    PyObject *flo = PyLong_FromLongLong(m->fl), *lbo = PyLong_FromLongLong(latch_block), *r = NULL;
+    if (flo && lbo) {
+        PyObject *all[16] = {m->ctx, word, zero, t_o, thread_o, m->cword, m->dq, flo, c0, c1, thread_o,
+                             blocked != Py_None ? Py_True : Py_False, m->event_t, dq_max, lbo, Py_None};
+        r = sfpu_run(all, 16, 1, 1);
+    }
+    Py_XDECREF(flo);
+    Py_XDECREF(lbo);
+    Py_DECREF(c0);
+    Py_DECREF(c1);
+    if (!r)
+        return -1;
+    if (r == Py_None) {
+        Py_DECREF(r);
+        return 0;
+    }
+    /* push()'s epilogue (push_one's): issue_t, the flag state, unblocked, counted; the memo follows its own writes */
+    long long t_new, fl;
+    int bad = get_ll(PyTuple_GET_ITEM(r, 1), "t", &t_new) || get_ll(PyTuple_GET_ITEM(r, 3), "flags", &fl);
+    if (!bad && (fl < 0 || fl > 8)) {
+        PyErr_SetString(PyExc_ValueError, "issue_run: a lane-flag state out of range");
+        bad = 1;
+    }
+    bad = bad || PyDict_SetItem(m->txd, s_issue_t, PyTuple_GET_ITEM(r, 2)) < 0
+          || PyDict_SetItem(m->txd, s_dq_flags, flag_states[fl]) < 0;
+    Py_DECREF(r);
+    if (!bad) {
+        Py_SETREF(SLOT(thobj, m->off[PM_BLOCKED]), Py_NewRef(Py_None));
+        PyObject *one = PyLong_FromLong(1), *n = PyList_GET_ITEM(m->instructions, th);
+        PyObject *n1 = one ? PyNumber_Add(n, one) : NULL;
+        Py_XDECREF(one);
+        if (!n1 || PyList_SetItem(m->instructions, th, n1) < 0)
+            bad = 1;
+    }
+    if (bad) {
+        m->tx = NULL;
+        return -1;
+    }
+    m->vtx = dict_version(m->txd);
+    m->fl = fl;
+    memo_taken++;
+    *result = PyLong_FromLongLong(t_new - 1);
+    return *result ? 1 : -1;
+}
+
+/* push_memo_counts(): (words push_fast took, memos filled) since the module was loaded: tests see the memo used */
+static PyObject *push_memo_counts(PyObject *self, PyObject *unused) {
+    return Py_BuildValue("(LL)", memo_taken, memo_filled);
+}
