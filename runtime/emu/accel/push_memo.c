@@ -3,16 +3,17 @@
  * push_one reads some twenty attributes of the Tensix, its thread, its cycle model and the SFPU timing per pushed
  * word (about 3.6k of its 10.8k x86 instructions a word in bench emu's sfpu_long, callgrind) and all but a few are the
  * same objects from one word to the next. The memo keeps, per thread, those objects as a plain push found them (the
- * thread empty, no latch, no REPLAY load, no timeline, tm.issue not spied, work queued) and when they may be reused:
- * while the Tensix's and the cycle model's instance dicts have the version tags they had then (CPython's dict version,
- * PEP 509: globally unique, changed by every change of the dict, also by the interpreter's specialised attribute
- * stores) and the classes of the Tensix, thread, cycle model and SFPU timing have their version tags (changed by any
- * change of a class in the MRO: a class attribute defined later, tests/emu/test_sfpu_issue_native.py). What can
- * change without either is read on every word: the thread (tx.threads[th]), the thread's __slots__ (FIFO, ready queue,
- * MOP output, REPLAY load, latch, blocked), the latched wait's block mask (a slot of the latch class the memo was
- * filled with), the SFPU timing's `rec` slot, the queue's length, config words 0 and 1, the instruction counts. The objects are borrowed: the dicts hold them while their versions stand.
- * push_fast answers with the memo or declines (0: push_one's full path then runs, and fills the memo where it takes
- * a word without Dst access). TT_EMU_PUSH_MEMO_NATIVE=0 turns it off (push_entry's switch). */
+ * thread empty, no REPLAY load, no timeline, tm.issue not spied, work queued) and when they may be reused: while the
+ * Tensix's and the cycle model's instance dicts have the version tags they had then (CPython's dict version, PEP 509:
+ * globally unique, changed by every change of the dict, also by the interpreter's specialised attribute stores) and
+ * the classes of the Tensix, thread, cycle model and SFPU timing have theirs (changed by any change of a class in the
+ * MRO: a class attribute defined later, tests/emu/test_sfpu_issue_native.py). What can change without either is read
+ * on every word: the thread (tx.threads[th]), its __slots__ (FIFO, ready queue, MOP output, REPLAY load, latch,
+ * blocked), the latched wait's block mask (a slot of the latch class the memo was filled with), the SFPU timing's
+ * `rec` slot, the queue's length, config words 0 and 1, the instruction counts. The objects are borrowed: the dicts
+ * hold them while their versions stand. push_fast answers with the memo or declines (0: push_one's full path then
+ * runs, and fills the memo where it takes a word without Dst access). TT_EMU_PUSH_MEMO_NATIVE=0 turns it off
+ * (push_entry's switch). */
 
 typedef struct {
     PyObject *tx, *txd, *tm, *tmd, *thobj, *stiming;
@@ -122,6 +123,48 @@ clear:
     PyErr_Clear();
 }
 
+/* A word's facts (tx._fast[word]) and C facts (tx._cword[word], NULL: none) by its value: two dict look-ups of an
+ * int key cost some 550 instructions a word (SFPU words differ mostly in their high bits, and the dicts' slots are
+ * chosen by the low ones). Open addressing over 4 slots (a long body has some 140 distinct words); valid while both
+ * dicts are the ones it was filled from with the version tags they had then (they change when a word is first
+ * decoded or the SFPU is replaced), emptied otherwise. The objects are borrowed: the dicts hold them. */
+#define WORD_MEMO 512      /* (a power of 2) */
+#define WORD_PROBES 4
+typedef struct { uint32_t w; PyObject *fast, *rec; } word_entry;
+static struct { PyObject *fastd, *cwordd; uint64_t vf, vc; word_entry e[WORD_MEMO]; } word_memo;
+
+/* the entry of word w (fast NULL: an error set) */
+static word_entry word_facts_of(PyObject *fastd, PyObject *cwordd, PyObject *word, uint32_t w) {
+    word_entry miss = {0};
+    if (word_memo.fastd != fastd || word_memo.cwordd != cwordd || dict_version(fastd) != word_memo.vf
+        || dict_version(cwordd) != word_memo.vc) {
+        memset(&word_memo, 0, sizeof word_memo);
+        word_memo.fastd = fastd, word_memo.cwordd = cwordd;
+        word_memo.vf = dict_version(fastd), word_memo.vc = dict_version(cwordd);
+    }
+    uint32_t k = (uint32_t)(w * 0x9E3779B1u) >> 23;
+    word_entry *e = NULL;
+    for (int j = 0; j < WORD_PROBES; j++) {
+        word_entry *x = &word_memo.e[(k + j) % WORD_MEMO];
+        if (!x->fast) {
+            e = x;
+            break;
+        }
+        if (x->w == w)
+            return *x;
+    }
+    PyObject *fast = PyDict_GetItemWithError(fastd, word), *rec = fast ? PyDict_GetItemWithError(cwordd, word) : NULL;
+    if (!fast || (!rec && PyErr_Occurred())) {
+        if (!PyErr_Occurred())      /* (no facts yet: push_one's full path, not an error) */
+            miss.fast = Py_None;
+        return miss;
+    }
+    word_entry found = {w, fast, rec};
+    if (e)                          /* (all four slots taken: not kept) */
+        *e = found;
+    return found;
+}
+
 /* the memo of thread th, where it still describes tx (the checks above), else NULL */
 static push_memo *push_memo_valid(PyObject *tx, long long th) {
     push_memo *m = &push_memos[th];
@@ -141,8 +184,8 @@ static push_memo *push_memo_valid(PyObject *tx, long long th) {
 
 /* push_one's case through the memo: 1 with *result push()'s return value, 0 declined (nothing changed: push_one's
  * full path decides), -1 with an error set */
-static int push_fast(PyObject *tx, long long th, PyObject *thread_o, PyObject *word, PyObject *t_o, PyObject *dq_max,
-                     PyObject **result) {
+static int push_fast(PyObject *tx, long long th, PyObject *thread_o, PyObject *word, uint32_t w, PyObject *t_o,
+                     PyObject *dq_max, PyObject **result) {
     push_memo *m = push_memo_valid(tx, th);
     if (!m)
         return 0;
@@ -166,17 +209,19 @@ static int push_fast(PyObject *tx, long long th, PyObject *thread_o, PyObject *w
         if (get_ll(lb, "latch block", &latch_block))
             return -1;
     }
-    PyObject *fast = PyDict_GetItemWithError(m->fast, word);
+    word_entry facts = word_facts_of(m->fast, m->cword, word, w);
+    PyObject *fast = facts.fast;
     if (!fast)
-        return PyErr_Occurred() ? -1 : 0;
-    if (!PyTuple_Check(fast) || PyTuple_GET_SIZE(fast) != 7 || PyTuple_GET_ITEM(fast, 2) != Py_False)
-        return 0;                                  /* (not deferrable, or a Dst access: push_one's full path) */
+        return -1;
+    if (!facts.rec || !PyTuple_Check(fast) || PyTuple_GET_SIZE(fast) != 7 || PyTuple_GET_ITEM(fast, 2) != Py_False)
+        return 0;               /* (not deferrable, no C facts, or a Dst access: push_one's full path) */
     PyObject *c0 = Py_NewRef(PyList_GET_ITEM(m->cfg, 0)), *c1 = Py_NewRef(PyList_GET_ITEM(m->cfg, 1));
     PyObject *flo = PyLong_FromLongLong(m->fl), *lbo = PyLong_FromLongLong(latch_block), *r = NULL;
+    run_io io = {facts.rec};
     if (flo && lbo) {
         PyObject *all[16] = {m->ctx, word, zero, t_o, thread_o, m->cword, m->dq, flo, c0, c1, thread_o,
                              blocked != Py_None ? Py_True : Py_False, m->event_t, dq_max, lbo, Py_None};
-        r = sfpu_run(all, 16, 1, 1);
+        r = sfpu_run_io(all, 16, 1, 1, &io);
     }
     Py_XDECREF(flo);
     Py_XDECREF(lbo);
@@ -189,15 +234,17 @@ static int push_fast(PyObject *tx, long long th, PyObject *thread_o, PyObject *w
         return 0;
     }
     /* push()'s epilogue (push_one's): issue_t, the flag state, unblocked, counted; the memo follows its own writes */
-    long long t_new, fl;
-    int bad = get_ll(PyTuple_GET_ITEM(r, 1), "t", &t_new) || get_ll(PyTuple_GET_ITEM(r, 3), "flags", &fl);
+    Py_DECREF(r);
+    long long fl = io.fl;
+    PyObject *issue_t = PyLong_FromLongLong(io.last_c);
+    int bad = !issue_t;
     if (!bad && (fl < 0 || fl > 8)) {
         PyErr_SetString(PyExc_ValueError, "issue_run: a lane-flag state out of range");
         bad = 1;
     }
-    bad = bad || PyDict_SetItem(m->txd, s_issue_t, PyTuple_GET_ITEM(r, 2)) < 0
-          || PyDict_SetItem(m->txd, s_dq_flags, flag_states[fl]) < 0;
-    Py_DECREF(r);
+    bad = bad || PyDict_SetItem(m->txd, s_issue_t, issue_t) < 0       /* (the flag state: an equal tuple kept) */
+          || (fl != m->fl && PyDict_SetItem(m->txd, s_dq_flags, flag_states[fl]) < 0);
+    Py_XDECREF(issue_t);
     if (!bad) {
         Py_SETREF(SLOT(thobj, m->off[PM_BLOCKED]), Py_NewRef(Py_None));
         PyObject *one = PyLong_FromLong(1), *n = PyList_GET_ITEM(m->instructions, th);
@@ -213,7 +260,7 @@ static int push_fast(PyObject *tx, long long th, PyObject *thread_o, PyObject *w
     m->vtx = dict_version(m->txd);
     m->fl = fl;
     memo_taken++;
-    *result = PyLong_FromLongLong(t_new - 1);
+    *result = PyLong_FromLongLong(io.t - 1);
     return *result ? 1 : -1;
 }
 

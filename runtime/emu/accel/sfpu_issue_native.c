@@ -255,7 +255,18 @@ static int set_slot(PyObject *st, int k, PyObject *v) {      /* (steals v) */
  * Returns None when words[j] is not taken, else (next j, next push time, last issue cycle, flags, index of the last
  * SFPLOAD / SFPSTORE taken or -1). sfpu_run is issue_run (pushed), push_word (pushed, `words` one word, below) and
  * ready_run (not pushed, below). */
+typedef struct {
+    PyObject *rec0;                   /* in: words[j]'s C facts where the caller has them (borrowed), else NULL */
+    long long j, t, last_c, fl, last_mem;   /* out: the result's items, where it was taken */
+} run_io;
+static PyObject *sfpu_run_io(PyObject *const *args, Py_ssize_t nargs, int pushed, int one_word, run_io *io);
 static PyObject *sfpu_run(PyObject *const *args, Py_ssize_t nargs, int pushed, int one_word) {
+    return sfpu_run_io(args, nargs, pushed, one_word, NULL);
+}
+
+/* sfpu_run with, where io is given, the first word's C facts from io and its result in io (Py_True where it took
+ * words: no result tuple; push_memo.c's caller) */
+static PyObject *sfpu_run_io(PyObject *const *args, Py_ssize_t nargs, int pushed, int one_word, run_io *io) {
     if (nargs != 16) {
         PyErr_SetString(PyExc_TypeError, "issue_run / ready_run take 16 arguments");
         return NULL;
@@ -287,7 +298,7 @@ static PyObject *sfpu_run(PyObject *const *args, Py_ssize_t nargs, int pushed, i
     if (dq_is_queue(dq) && (get_ll(cfg0, "cfg0", &cfg0_v) || get_ll(cfg1, "cfg1", &cfg1_v)
                             || get_ll(thobj, "thread", &thread_v)))
         return NULL;
-    PyObject *rec = PyDict_GetItemWithError(cword, wv[j]);
+    PyObject *rec = io && io->rec0 ? io->rec0 : PyDict_GetItemWithError(cword, wv[j]);
     if (!rec) {
         if (PyErr_Occurred())
             return NULL;
@@ -577,6 +588,11 @@ static PyObject *sfpu_run(PyObject *const *args, Py_ssize_t nargs, int pushed, i
             if (bad)
                 goto fail;
         }
+    }
+    if (io) {
+        io->j = j, io->t = t, io->last_c = last_c, io->fl = fl, io->last_mem = last_mem;
+        result = Py_NewRef(Py_True);
+        goto out;
     }
     result = PyTuple_New(5);          /* (j, t, last_c, fl, last_mem), without Py_BuildValue's format parsing */
     if (!result)
@@ -1986,7 +2002,7 @@ static PyObject *push_one(PyObject *self, PyObject *const *args, Py_ssize_t narg
     if (memo < 0)
         return NULL;
     if (memo) {                                            /* the steady state: push_memo.c */
-        int taken = push_fast(tx, th, thread_o, word, args[3], args[4], &result);
+        int taken = push_fast(tx, th, thread_o, word, (uint32_t)w, args[3], args[4], &result);
         if (taken)
             return taken > 0 ? result : NULL;
     }
@@ -2132,8 +2148,8 @@ static int dict_flag(PyObject *d, PyObject *key) {
  * assignment to a module global changes its dict's); 0, or -1 with an error set */
 static struct { PyObject *sw, *df; uint64_t vsw, vdf; int on, replays, memo; PyObject *dq_max; } entry_now;
 static int entry_read(void) {
-    if (entry_now.sw == entry_switches && entry_now.df == entry_deferral && dict_version(entry_switches) == entry_now.vsw
-        && dict_version(entry_deferral) == entry_now.vdf)
+    if (entry_now.sw == entry_switches && entry_now.df == entry_deferral
+        && dict_version(entry_switches) == entry_now.vsw && dict_version(entry_deferral) == entry_now.vdf)
         return 0;
     entry_now.sw = entry_now.df = NULL;
     int on = dict_flag(entry_switches, s_issue_native), replays = 0, memo = 0;
