@@ -1757,10 +1757,11 @@ static PyObject *dst_access(PyObject *tx, PyObject *thobj, PyObject *tm, long lo
 
 /* The cycle model and the deferred queue as the C issue takes them (push()'s conditions, shared by replay_push,
  * push_one and many_one): no timeline recorded (tm.rec and its SFPU timing's rec None), tm.issue not spied (not in
- * tm's instance dict; no dict: Python's), the queue not empty, the C context made with this cycle model
- * (tx._c_ctx[0] is tm.clock). New references to tm, the queue and the context in *tm, *dq, *ctx as far as it got
- * (the caller releases them), the queue's length in *queued; 1 taken, 0 Python's path, -1 with an error set. */
-static int plain_issue_state(PyObject *tx, PyObject **tm, PyObject **dq, PyObject **ctx, Py_ssize_t *queued) {
+ * tm's instance dict; no dict: Python's), the queue not empty (unless empty_ok), the C context made with this cycle
+ * model (tx._c_ctx[0] is tm.clock). New references to tm, the queue and the context in *tm, *dq, *ctx as far as it
+ * got (the caller releases them), the queue's length in *queued; 1 taken, 0 Python's path, -1 with an error set. */
+static int plain_issue_state(PyObject *tx, PyObject **tm, PyObject **dq, PyObject **ctx, Py_ssize_t *queued,
+                             int empty_ok) {
     PyObject *rec = NULL, *stiming = NULL, *srec = NULL, *tmdict = NULL, *clock = NULL;
     int r = -1, spied = 1;
     if (!(*tm = get_attr(tx, s_tm)) || !(rec = get_attr(*tm, s_rec)) || !(stiming = get_attr(*tm, s_sfpu_timing))
@@ -1773,7 +1774,7 @@ static int plain_issue_state(PyObject *tx, PyObject **tm, PyObject **dq, PyObjec
     }
     if (!(*dq = get_attr(tx, s_deferred)) || (*queued = PyObject_Length(*dq)) < 0)
         goto out;
-    if (!*queued) {
+    if (!*queued && !empty_ok) {
         r = 0;
         goto out;
     }
@@ -1790,7 +1791,8 @@ out:
 }
 
 /* replay_push(tx, thread, word, t, dq_max): push()'s path for a REPLAY word (replay, not load) pushed on its own to an
- * empty thread with deferred work queued, in C: what FrontendMixin.push -> Tensix.drain -> _drain do for it there.
+ * empty thread, in C: what FrontendMixin.push -> Tensix.drain -> _drain do for it there (with nothing queued, where
+ * the SFPU is plain: the first REPLAY after the queue executed; push_entry's configure_push gives uniform_flags).
  * The FIFO accepts the word and the MOP expander takes it (TensixTiming.accept, take); the replay expander puts the
  * buffer's `count` words from `start` in the ready queue; when there are 8 or more, batch_sfpu tries them and finds
  * fewer than BATCH_MIN_REPS repetitions (tx._batch_min_reps; a run of more is left to Python: the check comes before
@@ -1800,9 +1802,11 @@ out:
  * words left go to the ready queue and Tensix.drain takes them from there as _drain's loop would have (the words
  * issued counted after it returns, as _drain counts them). Returns None with nothing changed wherever push() would
  * do anything else (no facts for the word, a busy or blocked thread, a latched Wait Gate, MVMULs recorded, a timeline
- * or spied cycle model, an empty or full queue, a new cycle model, a first word without C facts, a batch to try);
+ * or spied cycle model, a full queue, an empty one with the SFPU not plain, a new cycle model, a first word without C
+ * facts, a batch to try);
  * else push()'s return value, the cycle the push was accepted. */
-static PyObject *s_replays, *s_replay_buf, *s_extend, *s_batch_min_reps;
+static PyObject *entry_deferral;   /* deferral's module dict (configure_push, below): its uniform_flags */
+static PyObject *s_replays, *s_replay_buf, *s_extend, *s_batch_min_reps, *s_is_plain, *s_uniform_flags;
 
 enum { R_REPLAYS, R_THREADS, R_FIFO, R_READY, R_MOPOUT, R_LOAD, R_LATCH, R_BLOCKED, R_MM, R_TM, R_DQ, R_CTX,
        R_CWORD, R_RB, R_WORDS, R_C0, R_C1, R_FLAGS, R_EVENT, R_MEM, R_FLO, R_R, R_A, R_MINREPS, R_N };
@@ -1848,9 +1852,10 @@ static PyObject *replay_push(PyObject *tx, PyObject *thread_o, long long th, PyO
     }
     if (o[R_LOAD] != Py_None || o[R_LATCH] != Py_None || o[R_BLOCKED] != Py_None || o[R_MM] != Py_None)
         goto none;
-    /* the cycle model and the queue as the C issue takes them (plain_issue_state); the queue not full */
+    /* the cycle model and the queue as the C issue takes them (plain_issue_state: an empty queue too where
+     * uniform_flags can be asked, below); the queue not full */
     Py_ssize_t queued;
-    int plain = plain_issue_state(tx, &o[R_TM], &o[R_DQ], &o[R_CTX], &queued);
+    int plain = plain_issue_state(tx, &o[R_TM], &o[R_DQ], &o[R_CTX], &queued, entry_deferral != NULL);
     if (plain <= 0) {
         if (plain < 0)
             goto out;
@@ -1892,9 +1897,26 @@ static PyObject *replay_push(PyObject *tx, PyObject *thread_o, long long th, PyO
         if (k >= min_reps)
             goto none;
     }
-    /* ready_run's arguments, as deferral._ready_run_c builds them */
-    if (sfpu_cfg_words(tx, &o[R_C0], &o[R_C1], &c0, &c1) || !GET(R_FLAGS, tx, s_dq_flags)
-        || !GET(R_EVENT, o[R_TM], s_event_t) || !(o[R_MEM] = dst_access(tx, thobj, o[R_TM], c0, c1)))
+    /* ready_run's arguments, as deferral._ready_run_c builds them: with nothing queued, only for a plain SFPU
+     * (sfpu.is_plain()), with the lane-flag state deferral.uniform_flags reads from it */
+    if (!queued) {
+        PyObject *sfpu = get_attr(tx, s_raw_sfpu), *is_plain = sfpu ? call_method(sfpu, s_is_plain, NULL, 0) : NULL;
+        int yes = is_plain ? PyObject_IsTrue(is_plain) : -1;
+        PyObject *uniform = yes > 0 ? PyDict_GetItemWithError(entry_deferral, s_uniform_flags) : NULL;
+        if (yes > 0 && !uniform && !PyErr_Occurred())
+            PyErr_SetString(PyExc_KeyError, "replay_push: deferral.uniform_flags is missing");
+        o[R_FLAGS] = uniform ? PyObject_CallOneArg(uniform, sfpu) : NULL;
+        Py_XDECREF(sfpu);
+        Py_XDECREF(is_plain);
+        if (!yes)
+            goto none;
+        if (!o[R_FLAGS])
+            goto out;
+    } else if (!GET(R_FLAGS, tx, s_dq_flags)) {
+        goto out;
+    }
+    if (sfpu_cfg_words(tx, &o[R_C0], &o[R_C1], &c0, &c1) || !GET(R_EVENT, o[R_TM], s_event_t)
+        || !(o[R_MEM] = dst_access(tx, thobj, o[R_TM], c0, c1)))
         goto out;
     if (flag_code(o[R_FLAGS], &fl))
         goto bad;
@@ -2057,7 +2079,7 @@ static PyObject *push_one(PyObject *self, PyObject *const *args, Py_ssize_t narg
         goto none;
     }
     Py_ssize_t queued;             /* (a new cycle model: push() makes its context) */
-    int plain = plain_issue_state(tx, &o[O_TM], &o[O_DQ], &o[O_CTX], &queued);
+    int plain = plain_issue_state(tx, &o[O_TM], &o[O_DQ], &o[O_CTX], &queued, 0);
     if (plain <= 0) {
         if (plain < 0)
             goto out;
@@ -2239,7 +2261,7 @@ static PyObject *many_one(PyObject *tx, PyObject *thread_o, PyObject *words, PyO
     if (o[M_LOAD] != Py_None)
         goto none;
     Py_ssize_t queued;             /* (a new cycle model: push_many makes its context) */
-    int plain = plain_issue_state(tx, &o[M_TM], &o[M_DQ], &o[M_CTX], &queued);
+    int plain = plain_issue_state(tx, &o[M_TM], &o[M_DQ], &o[M_CTX], &queued, 0);
     if (plain <= 0) {
         if (plain < 0)
             goto out;
@@ -2481,7 +2503,8 @@ PyMODINIT_FUNC PyInit_sfpu_issue(void) {
         {&s_fast, "_fast"}, {&s_cword, "_cword"}, {&s_c_ctx, "_c_ctx"}, {&s_rec, "rec"}, {&s_sfpu_timing, "sfpu"},
         {&s_dq_flags, "_dq_flags"}, {&s_dst_raw, "_dst"}, {&s_written, "written"}, {&s_issue, "issue"},
         {&s_dict, "__dict__"}, {&s_replays, "_replays"}, {&s_replay_buf, "replay_buf"},
-        {&s_extend, "extend"}, {&s_batch_min_reps, "_batch_min_reps"}, {&s_issue_native, "ISSUE_NATIVE"},
+        {&s_extend, "extend"}, {&s_is_plain, "is_plain"}, {&s_uniform_flags, "uniform_flags"},
+        {&s_batch_min_reps, "_batch_min_reps"}, {&s_issue_native, "ISSUE_NATIVE"},
         {&s_replay_native, "REPLAY_NATIVE"}, {&s_ready_native, "READY_NATIVE"}, {&s_dq_max, "DQ_MAX"},
         {&s_push_memo_native, "PUSH_MEMO_NATIVE"},
         {&s_push_many, "push_many"}, {&s_pm_done, "pm_done"},

@@ -104,7 +104,8 @@ def push_one():
 def push_entry(deferral_globals: dict, push_python):
     """The C part's push_entry (DeferralMixin.push in C: push_one, else push_python), for a Tensix to bind as its
     `push`, configured with what it reads at each call (this module's ISSUE_NATIVE, REPLAY_NATIVE, READY_NATIVE and
-    PUSH_MEMO_NATIVE, deferral's DQ_MAX in `deferral_globals`) and push()'s Python rest; or None when it is off or unavailable."""
+    PUSH_MEMO_NATIVE, deferral's DQ_MAX and uniform_flags in `deferral_globals`) and push()'s Python rest; or None when
+    it is off or unavailable."""
     mod = _load()[0] if ISSUE_NATIVE else None
     if mod is None:
         return None
