@@ -50,10 +50,12 @@ from .riscv_dst import RISCV_BASE as DST_RISCV_BASE, RISCV_ELEM as DST_RISCV_ELE
     RiscvDstAccess
 from . import mailbox as mb
 from . import timeline as tl
-from .noc import (ATOMIC_RESP_RECEIVED, COUNTER_BASE as NIU_COUNTER_BASE, INITIATOR_STRIDE as NIU_INITIATOR_STRIDE,
-                  RD_RESP_RECEIVED, WINDOW_SIZE as NIU_WINDOW, WR_ACK_RECEIVED, Niu)
+from .noc import (ATOMIC_RESP_RECEIVED, CMD_CTRL as NIU_CMD_CTRL, COUNTER_BASE as NIU_COUNTER_BASE,
+                  DRAM_BANK_BYTES_PER_CYCLE, INITIATOR_STRIDE as NIU_INITIATOR_STRIDE, RD_RESP_RECEIVED,
+                  WINDOW_SIZE as NIU_WINDOW, WR_ACK_RECEIVED, Niu)
+from .cycles import DRAM_LATENCY, NOC_BYTES_PER_CYCLE, NOC_HOP_LATENCY, NOC_NIU_LATENCY
 from .rv32 import STAMP_SHIFT, RV32Core, Stall
-from .accel import rv32_native
+from .accel import noc_native, rv32_native
 from .tensix import Tensix
 
 QUANTUM = 2000
@@ -132,6 +134,13 @@ class Tile:
         # polling it has not seen yet (sorted); the counter reads lower by their number until their cycle
         self._niu_due: list[dict[int, list[int]]] = [{}, {}]
         self._niu_seen: list[dict[int, int]] = [{}, {}]     # the count each counter last showed
+        # a send with its time in C (noc_native.issue; _niu_store's timed part is the reference): the function, its
+        # capsule for the C cores, and per NIU what it reads and updates (noc_native.c TIMING_FIELDS)
+        self._issue = noc_native.issue()
+        fabric = chip.fabric
+        self._issue_timing = [(fabric, fabric._paths, i, self.xy, chip.tiles, self._niu_due[i], self._niu_busy,
+                               (NOC_BYTES_PER_CYCLE, DRAM_BANK_BYTES_PER_CYCLE, NOC_NIU_LATENCY, NOC_HOP_LATENCY,
+                                DRAM_LATENCY, STAMP_SHIFT)) for i in (0, 1)]
         # cycle model: per 16-byte L1 line the cycle of its last write by a RISC-V store or a NoC write / atomic
         # (rv32.py set_stamper, _niu_store), and per core stopped in a wait loop on L1 words (and semaphores) what it
         # read there (_freeze): such a core resumes when a word changes, at the cycle of that write
@@ -175,7 +184,7 @@ class Tile:
             # a TRISC's store to its own push window is what its `.ttinsn` push is (_push_store -> _push, whose
             # timeline naming of the pusher is the TRISC's own anyway): the C part's runner calls the pusher for it
             window = (layout.INSTRN_BUF_BASE, PUSH_WINDOW, self._pusher(c)) if c in TRISC_THREAD else None
-            rv32_native.attach(core, niu_registers, window, self._direct_push(c), self._niu_loads())
+            rv32_native.attach(core, niu_registers, window, self._direct_push(c), self._niu_loads(), self._niu_sends())
         self.set_timed(chip.timed)
 
     def _stamper(self, who: str) -> tuple[Callable[[int, int], None], np.ndarray, Callable[[], int]]:
@@ -309,6 +318,14 @@ class Tile:
             return None
         return (self, self._stall, *extra, *(v for n, due, seen in zip(self.nius, self._niu_due, self._niu_seen)
                                              for v in (n.base, n.counters, due, seen)))
+
+    def _niu_sends(self) -> tuple | None:
+        """rv32_native.attach's niu_sends: what the C core needs to make its sends with their time as mmio_store ->
+        _niu_store do (noc_native.issue, read when the tile is built), or None."""
+        if self._issue is None:
+            return None
+        return (self._issue[1], self, self._stall, *(v for n, timing in zip(self.nius, self._issue_timing)
+                                                    for v in (n.base, n._c_context, timing)))
 
     def _multi_pusher(self, who: str):
         """push(pos, words): the _pusher calls for a run of consecutive `.ttinsn` words at positions pos, pos + 1, ...
@@ -997,9 +1014,15 @@ class Tile:
             niu.store(addr - layout.NOC_BASE[i], value)
             niu.sent.clear()
             return
+        offset = addr - layout.NOC_BASE[i]
+        if self._issue is not None and value == 1 and offset % NIU_INITIATOR_STRIDE == NIU_CMD_CTRL \
+                and self.rec is None:      # the send and its time below in one C call, where it can
+            if self._issue[0](niu._c_context, offset // NIU_INITIATOR_STRIDE, self._issue_timing[i],
+                              self.now(who)) is not NotImplemented:
+                return
         counters = niu.counters
         before = [counters.get(c, 0) for c in RESPONSE_COUNTERS]
-        niu.store(addr - layout.NOC_BASE[i], value)
+        niu.store(offset, value)
         if not niu.sent:
             return
         # transfers complete inside the store (noc.py); their time (the chip's NoC model, noc.Fabric) is charged to

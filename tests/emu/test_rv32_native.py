@@ -22,7 +22,7 @@ from tt_backend.chip.isa import ttinsn
 from tt_backend.lowering.codegen.sources import split
 from tt_backend.lowering.select import lower
 from tt_backend.runtime.compile import compile_kernel
-from tt_backend.runtime.emu.accel import native, rv32_native
+from tt_backend.runtime.emu.accel import native, noc_native, rv32_native
 from tt_backend.runtime.emu.accel.direct_issue import DirectIssueMixin
 from tt_backend.runtime.emu.device import EmuDevice
 from tt_backend.runtime.emu.noc import INITIATOR_STRIDE as NIU_INITIATOR_STRIDE
@@ -585,10 +585,11 @@ def _same_with_and_without_c(plan, arrays, monkeypatch) -> None:
     then C making the bus calls, with those loads handed back to tile.py's past() (rv32_native.CAUSAL_NATIVE), every
     push through the tile's pushers (DIRECT_PUSH), frozen loops probed by rv32.py (PROBE_NATIVE), semaphore loads
     through the bus (SEM_LOADS_NATIVE), NIU response counter and NOC_CMD_CTRL loads through the bus
-    (NIU_LOADS_NATIVE), frozen cores' words read one by one (tile.PEEK_NATIVE) and their thaw test in Python
-    (tile.THAW_NATIVE); C's pieces; Python: the same bytes and cycles. With C answering and pushing, past(), the
-    Tensix's push_run (whose plain_run calls C now makes), _pcbuf_load and _niu_load are called less: the reference
-    calls them, so the rule, the pushes, the semaphore loads and the NIU polls are exercised."""
+    (NIU_LOADS_NATIVE), sends through the bus and timed in Python (noc_native.ISSUE_NATIVE), frozen cores' words read
+    one by one (tile.PEEK_NATIVE) and their thaw test in Python (tile.THAW_NATIVE); C's pieces; Python: the same bytes
+    and cycles. With C answering and pushing, past(), the Tensix's push_run (whose plain_run calls C now makes),
+    _pcbuf_load, _niu_load and _niu_store are called less: the reference calls them, so the rule, the pushes, the
+    semaphore loads, the NIU polls and the sends are exercised."""
     elfs = compile_kernel(*split(plan.render()), plan.name)
     runs, calls, loader, push_run = {}, {}, Tile._past_loader, DirectIssueMixin.push_run
 
@@ -604,6 +605,8 @@ def _same_with_and_without_c(plan, arrays, monkeypatch) -> None:
     monkeypatch.setattr(Tile, "_pcbuf_load", lambda self, *a: count("pcbuf") or pcbuf(self, *a))
     niu_load = Tile._niu_load
     monkeypatch.setattr(Tile, "_niu_load", lambda self, *a: count("niu") or niu_load(self, *a))
+    niu_store = Tile._niu_store
+    monkeypatch.setattr(Tile, "_niu_store", lambda self, *a: count("send") or niu_store(self, *a))
     for key in (("1", True, True), ("1", True, False), ("1", False, False), ("0", False, False)):
         env, exits, in_c = key
         monkeypatch.setenv("TT_RV32_NATIVE", env)
@@ -613,9 +616,10 @@ def _same_with_and_without_c(plan, arrays, monkeypatch) -> None:
         monkeypatch.setattr(rv32_native, "PROBE_NATIVE", in_c)
         monkeypatch.setattr(rv32_native, "SEM_LOADS_NATIVE", in_c)
         monkeypatch.setattr(rv32_native, "NIU_LOADS_NATIVE", in_c)
+        monkeypatch.setattr(noc_native, "ISSUE_NATIVE", in_c)
         monkeypatch.setattr(tile_module, "PEEK_NATIVE", in_c)
         monkeypatch.setattr(tile_module, "THAW_NATIVE", in_c)
-        calls[key] = {"past": 0, "push_run": 0, "pcbuf": 0, "niu": 0}
+        calls[key] = {"past": 0, "push_run": 0, "pcbuf": 0, "niu": 0, "send": 0}
         dev = EmuDevice()
         out = [launch_plan(dev, plan, arrays, elfs)[0] for _ in range(2)]      # a warm device relaunched too
         attached = {core.native is not None for tile in dev.chip.tiles.values() for core in tile.cores.values()}
@@ -626,6 +630,7 @@ def _same_with_and_without_c(plan, arrays, monkeypatch) -> None:
     c, reference = calls["1", True, True], calls["1", True, False]
     assert c["past"] < reference["past"] and c["push_run"] < reference["push_run"], calls
     assert c["pcbuf"] < reference["pcbuf"] and c["niu"] < reference["niu"], calls
+    assert c["send"] < reference["send"], calls
 
 
 @pytest.mark.needs_cc

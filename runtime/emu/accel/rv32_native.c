@@ -568,6 +568,19 @@ typedef struct {
     long long nbase;                   /* the core's cycle less its stall (tbase + instret): fixed during one run() */
 } niu_loads;
 
+/* the core's cycle less its stall at run()'s start (*nbase; s->t0 is exact there) from the tile's stall dict; -1
+ * with an error set */
+static int cycle_base(PyObject *stall, PyObject *name, const rv_state *s, long long *nbase) {
+    PyObject *o = PyDict_Check(stall) ? PyDict_GetItemWithError(stall, name) : NULL;
+    if (!o) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_KeyError, "run: the tile keeps no stall for the core");
+        return -1;
+    }
+    *nbase = (long long)s->t0 - PyLong_AsLongLong(o);
+    return PyErr_Occurred() ? -1 : 0;
+}
+
 /* run()'s NIU load context from its fourth argument (None: none); -1 with an error set */
 static int niu_loads_from(PyObject *o, const rv_state *s, const bus_calls *c, niu_loads *g) {
     memset(g, 0, sizeof *g);
@@ -577,7 +590,7 @@ static int niu_loads_from(PyObject *o, const rv_state *s, const bus_calls *c, ni
         PyErr_SetString(PyExc_TypeError, "run: an NIU load context needs bus calls with stamp_base and 11 fields");
         return -1;
     }
-    PyObject **f = &PyTuple_GET_ITEM(o, 0), *stall;
+    PyObject **f = &PyTuple_GET_ITEM(o, 0);
     g->tile = f[0], g->stall = f[1], g->name = c->name;
     g->extra = (uint32_t)PyLong_AsUnsignedLong(f[2]);
     for (int i = 0; i < 2; i++) {
@@ -589,13 +602,7 @@ static int niu_loads_from(PyObject *o, const rv_state *s, const bus_calls *c, ni
     }
     if (PyErr_Occurred() || !PyDict_Check(g->stall))
         goto bad;
-    if (!(stall = PyDict_GetItemWithError(g->stall, g->name))) {
-        if (!PyErr_Occurred())
-            PyErr_SetString(PyExc_KeyError, "run: the tile keeps no stall for the core");
-        goto bad;
-    }
-    g->nbase = (long long)s->t0 - PyLong_AsLongLong(stall);
-    if (!PyErr_Occurred())
+    if (!cycle_base(g->stall, g->name, s, &g->nbase))
         return 0;
 bad:
     if (!PyErr_Occurred())
@@ -682,6 +689,70 @@ static int niu_load(rv_state *s, const bus_calls *c, const niu_loads *g, uint32_
     return 1;
 }
 
+/* A core's NOC_CMD_CTRL store (a send) made in C with its time (noc_native.py ISSUE_NATIVE; tile.py mmio_store ->
+ * _niu_store is the reference): run()'s fifth argument, borrowed for one call: noc_native's issue capsule, the tile,
+ * its stall dict, then per NIU its window, its send context (noc.py Niu._c_context) and its timing context (tile.py
+ * Tile._issue_timing). issue makes the request and times it issued at the core's cycle, or leaves it to the bus call
+ * (a request kind or route it does not take; then nothing changed). */
+#define NIU_SEND_FIELDS 9
+typedef int (*issue_entry)(PyObject *ctx, long buf, PyObject *timing, long long start, long long *done);
+typedef struct {
+    issue_entry fn;                    /* NULL: every send is Python's */
+    PyObject *tile, *stall, *name;
+    uint32_t base[2];
+    PyObject *ctx[2], *timing[2];
+    long long nbase;                   /* the core's cycle less its stall (tbase + instret): fixed during one run() */
+} niu_sends;
+
+/* run()'s send context from its fifth argument (None: none); -1 with an error set */
+static int niu_sends_from(PyObject *o, const rv_state *s, const bus_calls *c, niu_sends *e) {
+    memset(e, 0, sizeof *e);
+    if (o == Py_None)
+        return 0;
+    if (!c || c->base == Py_None || !PyTuple_Check(o) || PyTuple_GET_SIZE(o) != NIU_SEND_FIELDS) {
+        PyErr_SetString(PyExc_TypeError, "run: a send context needs bus calls with stamp_base and 9 fields");
+        return -1;
+    }
+    PyObject **f = &PyTuple_GET_ITEM(o, 0);
+    e->fn = (issue_entry)PyCapsule_GetPointer(f[0], "noc_native.issue");
+    e->tile = f[1], e->stall = f[2], e->name = c->name;
+    for (int i = 0; i < 2; i++) {
+        e->base[i] = (uint32_t)PyLong_AsUnsignedLong(f[3 + 3 * i]);
+        e->ctx[i] = f[4 + 3 * i], e->timing[i] = f[5 + 3 * i];
+    }
+    return !e->fn || PyErr_Occurred() || cycle_base(e->stall, e->name, s, &e->nbase) ? -1 : 0;
+}
+
+/* a 32-bit store of v at addr as tile.py _niu_store's timed path makes it where it is a send issue takes: 1 made, 0
+ * the bus call's (another register or value, a tile recording a timeline or untimed, what issue leaves), -1 with an
+ * error set */
+static int niu_send(rv_state *s, const bus_calls *c, const niu_sends *e, uint32_t addr, uint32_t v) {
+    int i = 0;
+    for (; i < 2 && addr - e->base[i] >= NIU_INITIATORS * NIU_INITIATOR_STRIDE; i++) {}
+    if (i == 2 || v != 1 || (addr - e->base[i]) % NIU_INITIATOR_STRIDE != NIU_CMD_CTRL)
+        return 0;
+    int latency, recording = load_timing(e->tile, e->name, &latency);
+    if (recording || !latency)
+        return recording < 0 ? -1 : 0;
+    long long stall, done;
+    PyObject *o = PyDict_GetItemWithError(e->stall, e->name);
+    if (!o) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_KeyError, "NIU send: the tile keeps no stall for the core");
+        return -1;
+    }
+    if ((stall = PyLong_AsLongLong(o)) == -1 && PyErr_Occurred())
+        return -1;
+    int made = e->fn(e->ctx[i], (long)((addr - e->base[i]) / NIU_INITIATOR_STRIDE), e->timing[i],
+                     e->nbase + stall + s->done, &done);
+    if (made <= 0)
+        return made;
+    PyObject *pos = PyLong_FromUnsignedLong(s->done);  /* as the bus call would leave it */
+    int bad = !pos || PyObject_SetAttr(c->core, s_pos, pos) < 0;
+    Py_XDECREF(pos);
+    return bad ? -1 : 1;
+}
+
 static inline void log_write(rv_state *s, uint32_t addr, uint64_t cycle) {   /* tile.py Tile._log_write */
     uint64_t *e = s->log + 4 * ((*s->log_n)++ % LOG_SIZE);
     uint32_t word = addr & ~3u, old;
@@ -689,7 +760,7 @@ static inline void log_write(rv_state *s, uint32_t addr, uint64_t cycle) {   /* 
     e[0] = addr >> STAMP_SHIFT; e[1] = cycle; e[2] = word; e[3] = old;
 }
 
-static int rv_run(rv_state *s, const bus_calls *c, direct_push *d, const niu_loads *g) {
+static int rv_run(rv_state *s, const bus_calls *c, direct_push *d, const niu_loads *g, const niu_sends *e) {
     uint32_t *x = s->x, pc = s->pc, sub = 0;
     int stale = 0;                                               /* t0 older than the last bus call */
     for (;;) {
@@ -804,6 +875,13 @@ static int rv_run(rv_state *s, const bus_calls *c, direct_push *d, const niu_loa
                 goto python;
             } else if (!niu_store(s, addr, b)) {
                 if (!c || !mmio_word(s, addr)) goto python;
+                int sent = e->fn ? niu_send(s, c, e, addr, b) : 0;
+                if (sent < 0)
+                    goto bus_error;
+                if (sent) {                                      /* (no stall: t0 as it was) */
+                    rd = 0;
+                    break;
+                }
                 int window = c->window != Py_None && addr - s->push_base < s->push_size;
                 int pushed = window ? window_push(s, c, d, b) : 0;
                 if (pushed < 0)
@@ -1083,15 +1161,15 @@ static int direct_from(PyObject *o, const rv_state *s, const bus_calls *c, direc
     return 0;
 }
 
-/* run(address of an rv_state, bus_calls tuple or None, direct push context or None, NIU load context or None) ->
- * RV_BUDGET ... RV_STALL: the address is rv32_native.py's state array's; an error a bus call raised leaves with pc and
- * done at the culprit */
+/* run(address of an rv_state, bus_calls tuple or None, direct push context or None, NIU load context or None, send
+ * context or None) -> RV_BUDGET ... RV_STALL: the address is rv32_native.py's state array's; an error a bus call
+ * raised leaves with pc and done at the culprit */
 static PyObject *run(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    rv_state *s = nargs == 4 ? PyLong_AsVoidPtr(args[0]) : NULL;
+    rv_state *s = nargs == 5 ? PyLong_AsVoidPtr(args[0]) : NULL;
     if (!s) {
         if (!PyErr_Occurred())
             PyErr_SetString(PyExc_TypeError, "run(state address, bus calls: tuple or None, direct push or None, NIU "
-                                             "loads or None)");
+                                             "loads or None, sends or None)");
         return NULL;
     }
     bus_calls c;
@@ -1106,10 +1184,12 @@ static PyObject *run(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
             slot[i] = PyTuple_GET_ITEM(args[1], i);
     }
     niu_loads g;
+    niu_sends e;
     if (direct_from(args[2], s, args[1] != Py_None ? &c : NULL, &d)
-        || niu_loads_from(args[3], s, args[1] != Py_None ? &c : NULL, &g))
+        || niu_loads_from(args[3], s, args[1] != Py_None ? &c : NULL, &g)
+        || niu_sends_from(args[4], s, args[1] != Py_None ? &c : NULL, &e))
         return NULL;
-    int why = rv_run(s, args[1] != Py_None ? &c : NULL, &d, &g);
+    int why = rv_run(s, args[1] != Py_None ? &c : NULL, &d, &g, &e);
     return why == RV_ERROR ? NULL : PyLong_FromLong(why);
 }
 
@@ -1313,8 +1393,8 @@ static PyMethodDef methods[] = {
      "thaw(write log address, reads, seen, cycle, last key, peek, who): a frozen loop's new key and resume "
      "cycle (or None)"},
     {"run", (PyCFunction)(void (*)(void))run, METH_FASTCALL,
-     "run(state address, bus calls, direct push, NIU loads): the core runs until its budget, a spin, parking, a stall "
-     "or a hand-back"},
+     "run(state address, bus calls, direct push, NIU loads, sends): the core runs until its budget, a spin, parking, "
+     "a stall or a hand-back"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -118,7 +118,7 @@ def status() -> str:
 
 def attach(core: RV32Core, nius: Sequence[tuple[int, np.ndarray]] = (),
            push_window: tuple[int, int, Callable[[int, int], None]] | None = None,
-           direct_push: tuple | None = None, niu_loads: tuple | None = None) -> None:
+           direct_push: tuple | None = None, niu_loads: tuple | None = None, niu_sends: tuple | None = None) -> None:
     """Hand `core`'s run() to the C part when it is enabled and built; otherwise the core keeps the Python path.
     `nius`: (window base address, uint32 register file) of the NIUs whose command registers C may fill (at most 2).
     `push_window`: (base, size, push(pos, word)): a word store there has exactly push's effects (the bus's mmio_store
@@ -129,10 +129,13 @@ def attach(core: RV32Core, nius: Sequence[tuple[int, np.ndarray]] = (),
     the first push of each run() call, and the tile and semaphore window whose loads C serves, or None), or None.
     `niu_loads`: what rv32_native.c niu_load needs to serve the core's loads of the NIUs' response counters and
     NOC_CMD_CTRL (the tile, its stall dict, the NIU windows' MMIO latency, then per NIU its window base, its counters
-    and the tile's due completions and last shown counts), or None."""
+    and the tile's due completions and last shown counts), or None.
+    `niu_sends`: what rv32_native.c niu_send needs to make the core's sends (NOC_CMD_CTRL stores) with their time as
+    mmio_store -> tile.py _niu_store do (noc_native's issue capsule, the tile, its stall dict, then per NIU its window
+    base, its send context and its timing context), or None."""
     fn = _load()[0] if enabled() else None
     if fn is not None and len(core._l1) == L1_SIZE:
-        core.native = NativeRun(core, fn, nius if NIU_STORES else (), push_window, direct_push, niu_loads)
+        core.native = NativeRun(core, fn, nius if NIU_STORES else (), push_window, direct_push, niu_loads, niu_sends)
 
 
 class LogLookups:
@@ -169,10 +172,11 @@ class NativeRun:
 
     def __init__(self, core: RV32Core, fn, nius: Sequence[tuple[int, np.ndarray]],
                  push_window: tuple[int, int, Callable[[int, int], None]] | None,
-                 direct_push: tuple | None = None, niu_loads: tuple | None = None):
+                 direct_push: tuple | None = None, niu_loads: tuple | None = None, niu_sends: tuple | None = None):
         self.core = core
         self.direct_push = direct_push
         self.niu_loads = niu_loads
+        self.niu_sends = niu_sends
         self.fn = fn
         self.probe = _built()[0].probe
         self.state = np.zeros(STATE_WORDS, np.uint32)
@@ -235,14 +239,14 @@ class NativeRun:
         base, t0, ns = core.stamp_base, self.t0, core._ns
         causal = "PAST" in ns and self.stamps is not None
         S[CAUSAL] = (CAUSAL_IN_C if self.past_in_c else CAUSAL_HAND_BACK) if causal else CAUSAL_OFF
-        calls = direct = niu_loads = None
+        calls = direct = niu_loads = niu_sends = None
         if MMIO_EXITS:          # rv32_native.c bus_calls
             bus = core.bus
             calls = (core, core.name, bus.mmio_load, bus.mmio_store, self.push, ns.get("PUSHP"), ns.get("PUSHM"),
                      bus.push_tensix, base, Stall)
             if base is not None:
                 direct = self.direct_push if DIRECT_PUSH else None
-                niu_loads = self.niu_loads
+                niu_loads, niu_sends = self.niu_loads, self.niu_sends
         try:
             while True:
                 if base is not None:
@@ -251,7 +255,7 @@ class NativeRun:
                         ns["SBASE"] = int(t0[0])  # a handed-back load's stamp test (rv32.py set_stamp_wait): a lower
                                                   # bound of the cycle, also after bus calls C made stalled the core
                 try:
-                    why = fn(arg, calls, direct, niu_loads)
+                    why = fn(arg, calls, direct, niu_loads, niu_sends)
                 except BaseException:
                     core.pc = S[PC]     # a bus call C made raised: pc and done name the culprit
                     raise
