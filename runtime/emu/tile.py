@@ -94,6 +94,7 @@ CFG_DEST_ACCESS_CFG = 220      # bit 0 swizzle_32b, bit 1 remap_addrs
 N_SEMAPHORES = 8
 HOST = "host"
 FIFO_FULL = "Tensix thread {} instruction FIFO full"   # a pusher's wait reason (_pusher, _multi_pusher, _direct_push)
+TTSYNC_WAIT = "TTSync: waiting for Tensix thread {} to go idle"   # a TTSync load's (_pcbuf_load, _direct_push)
 
 
 class Tile:
@@ -294,18 +295,21 @@ class Tile:
         """rv32_native.attach's direct_push for `who`: the C core hands its `.ttinsn` runs to the Tensix's plain_run
         itself, doing _multi_pusher's accounting, where the Tensix's push_run would call plain_run
         (DirectIssueMixin.c_push_entry, whose switches are read here, when the tile is built); None for a core without
-        a thread or a Tensix without that path. With it C also serves the core's semaphore loads (_pcbuf_load's, the
-        reference)."""
+        a thread or a Tensix without that path. With it C also serves the core's semaphore loads, TTSync loads and
+        stores and semaphore stores (_pcbuf_load's and _pcbuf_store's, the reference)."""
         thread = THREAD_OF.get(who)
         entry = getattr(self.tensix, "c_push_entry", None) if self._timed else None
         entry = entry() if thread is not None and entry is not None else None
         if entry is None:
             return None
         capsule, facts, progress, allowed = entry
-        # the semaphore loads C may serve (rv32_native.c sem_load): a TRISC's, with the window's one MMIO latency
-        extra = {riscv_mmio_extra(layout.SEMAPHORE_BASE + 4 * i) for i in range(N_SEMAPHORES)}
-        sems = (self, layout.SEMAPHORE_BASE, N_SEMAPHORES, *extra) if (
-            rv32_native.SEM_LOADS_NATIVE and who in TRISC_THREAD and len(extra) == 1) else None
+        # the PC buffer accesses C may serve, a TRISC's, with the window's one MMIO latency: the semaphore loads
+        # (rv32_native.c sem_load), the TTSync loads and stores and the semaphore stores (ttsync_load, pcbuf_store)
+        extra = {riscv_mmio_extra(a) for a in (layout.TENSIX_SYNC, *range(layout.SEMAPHORE_BASE, layout.SEMAPHORE_BASE
+                                                                            + 4 * N_SEMAPHORES, 4))}
+        loads, stores = rv32_native.SEM_LOADS_NATIVE, rv32_native.PCBUF_NATIVE
+        sems = (self, layout.SEMAPHORE_BASE, N_SEMAPHORES, *extra, loads, layout.TENSIX_SYNC if stores else 0,
+                TTSYNC_WAIT.format(thread)) if (loads or stores) and who in TRISC_THREAD and len(extra) == 1 else None
         return (capsule, self.tensix, thread, facts, progress, self._stall, self.tensix_pushes, self._wait,
                 FIFO_FULL.format(thread), allowed, sems)
 
@@ -625,7 +629,7 @@ class Tile:
         if off == layout.TENSIX_SYNC - layout.PC_BUF_BASE:
             t = self._thread(who, "TTSync (0xFFE80004)")
             if not self.tensix.thread_idle(t):
-                self._wait[who] = f"TTSync: waiting for Tensix thread {t} to go idle"
+                self._wait[who] = TTSYNC_WAIT.format(t)
                 raise Stall()
             if self._timed:
                 self._wait_until(who, self.tensix.thread_done(t), tl.TTSYNC)

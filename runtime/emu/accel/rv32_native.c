@@ -69,6 +69,7 @@ enum { CAUSAL_OFF = 0, CAUSAL_HAND_BACK = 1, CAUSAL_IN_C = 2 };
 typedef struct { PyObject *core, *name, *load, *store, *window, *pushp, *pushm, *push, *base, *stall; } bus_calls;
 _Static_assert(sizeof(bus_calls) == BUS_CALLS * sizeof(PyObject *), "filled slot by slot");
 static PyObject *s_pos, *s_sub, *s_mm_record, *s_pm_done, *s_pm_t, *s_sem_value, *s_sem_posts, *s_rec, *s_latency_of, *four, *zero;
+static PyObject *s_thread_idle, *s_thread_done, *s_sem_mmio_write;
 
 /* plain_run's C entry (sfpu_issue_native.c's capsule "sfpu_issue.plain_run"), called with plain_run's arguments */
 typedef PyObject *(*plain_run_entry)(PyObject *, PyObject *const *, Py_ssize_t);
@@ -81,8 +82,12 @@ typedef PyObject *(*plain_run_entry)(PyObject *, PyObject *const *, Py_ssize_t);
 typedef struct {
     plain_run_entry fn;                /* NULL: every run goes to the pusher */
     PyObject *tx, *thread, *facts, *progress, *stall, *pushes, *waits, *full, *allowed, *name;
-    PyObject *tile;                    /* the tile whose semaphore window C serves (sem_load), or NULL */
-    uint32_t sem_base, n_sems, extra;  /* that window: n_sems words from sem_base (0: none), its MMIO latency */
+    PyObject *tile;                    /* the tile whose PC buffer C serves (sem_load, pcbuf_store), or NULL */
+    uint32_t sem_base, n_sems, extra;  /* the semaphore window: n_sems words from sem_base, its MMIO latency */
+    int sem_loads;                     /* C serves the semaphore loads (sem_load) */
+    uint32_t sync;                     /* TTSync's address: C serves its loads and stores and the semaphore stores (0:
+                                        * the bus calls do) */
+    PyObject *sync_wait;               /* the wait reason of a TTSync load while the thread is busy */
     Py_ssize_t thread_i;
     long long base;                    /* the core's cycle less its stall (tbase + instret): fixed during one run() */
     int ready;                         /* allowed() as asked at the run's first push: 1, 0 (pushers only), -1 not yet */
@@ -341,6 +346,80 @@ static int load_timing(PyObject *tile, PyObject *name, int *latency) {
     return *latency < 0 ? -1 : recording;
 }
 
+/* core.pos = s->done, as a bus call sets it, and the core's stall in the tile's dict (unless it is `was`); -1 with an
+ * error set */
+static int bus_effects(rv_state *s, const bus_calls *c, direct_push *d, long long stall, long long was) {
+    PyObject *pos = PyLong_FromUnsignedLong(s->done), *o = stall != was ? PyLong_FromLongLong(stall) : NULL;
+    int bad = !pos || PyObject_SetAttr(c->core, s_pos, pos) < 0 || (stall != was && (!o
+              || PyDict_SetItem(d->stall, d->name, o) < 0));
+    Py_XDECREF(pos);
+    Py_XDECREF(o);
+    return bad ? -1 : 0;
+}
+
+/* a cycle the Tensix answers for the core's thread: tx.<method>(thread) as a C integer into *v; -1 with an error */
+static int thread_cycle(const direct_push *d, PyObject *method, long long *v) {
+    PyObject *args[2] = {d->tx, d->thread}, *r = PyObject_VectorcallMethod(method, args, 2, NULL);
+    *v = r ? PyLong_AsLongLong(r) : -1;
+    Py_XDECREF(r);
+    return *v == -1 && PyErr_Occurred() ? -1 : 0;
+}
+
+/* A TRISC's TTSync load (tile.py mmio_load -> _pcbuf_load, the reference): the MMIO latency in the timed mode (the
+ * core is in the tile's _latency_of), then, while the Tensix's thread_idle says no, a Stall with the wait reason set
+ * (the latency stays charged, as there); else the core waits until thread_done and reads 0. 1 with *v set, 0 where
+ * the bus call must do it (a tile recording a timeline), -1 with an error set (the Stall among them). */
+static int ttsync_load(rv_state *s, const bus_calls *c, direct_push *d, uint32_t *v) {
+    int latency, recording = load_timing(d->tile, d->name, &latency);
+    long long stall, was, done;
+    if (recording)
+        return recording < 0 ? -1 : 0;
+    if (stall_of(d, &was))
+        return -1;
+    stall = was + (latency ? d->extra : 0);
+    PyObject *args[2] = {d->tx, d->thread}, *r = PyObject_VectorcallMethod(s_thread_idle, args, 2, NULL);
+    int idle = r ? PyObject_IsTrue(r) : -1;
+    Py_XDECREF(r);
+    if (idle < 0 || bus_effects(s, c, d, stall, was))
+        return -1;
+    if (!idle) {
+        if (PyDict_SetItem(d->waits, d->name, d->sync_wait) == 0)
+            PyErr_SetNone(c->stall);
+        return -1;
+    }
+    if (thread_cycle(d, s_thread_done, &done))
+        return -1;
+    was = stall;
+    if (done > d->base + stall + s->done)            /* tile.py _wait_until */
+        stall = done - d->base - s->done;
+    if (bus_effects(s, c, d, stall, was))
+        return -1;
+    *v = 0;
+    return 1;
+}
+
+/* A TRISC's 32-bit store in its PC buffer (tile.py mmio_store -> _pcbuf_store, the reference): TTSync's is discarded,
+ * a semaphore's is the Tensix's sem_mmio_write(i, value, the core's cycle). 1 made, 0 where the bus call must (another
+ * address, or C serves none: d->sync 0), -1 with an error set. */
+static int pcbuf_store(rv_state *s, const bus_calls *c, direct_push *d, uint32_t addr, uint32_t value) {
+    long long stall;
+    if (!d->sync || (addr != d->sync && addr - d->sem_base >= 4 * d->n_sems))
+        return 0;
+    if (stall_of(d, &stall) || bus_effects(s, c, d, stall, stall))
+        return -1;
+    if (addr == d->sync)
+        return 1;
+    PyObject *i = PyLong_FromUnsignedLong((addr - d->sem_base) >> 2), *v = i ? PyLong_FromUnsignedLong(value) : NULL;
+    PyObject *t = v ? PyLong_FromLongLong(d->base + stall + s->done) : NULL, *r = NULL;
+    if (t) {
+        PyObject *args[4] = {d->tx, i, v, t};
+        r = PyObject_VectorcallMethod(s_sem_mmio_write, args, 4, NULL);
+    }
+    Py_XDECREF(i), Py_XDECREF(v), Py_XDECREF(t);
+    Py_XDECREF(r);
+    return r ? 1 : -1;
+}
+
 /* A TRISC's 32-bit load in the direct push context's semaphore window (tile.py mmio_load -> _pcbuf_load, the
  * reference): the core's stall grows by the window's MMIO latency in the timed mode (the core is in the tile's
  * _latency_of); the value is the Tensix's sem_value[i], and a nonzero one is seen from the cycle of the oldest counted
@@ -350,7 +429,7 @@ static int load_timing(PyObject *tile, PyObject *name, int *latency) {
 static int sem_load(rv_state *s, const bus_calls *c, direct_push *d, uint32_t addr, uint32_t *v) {
     uint32_t i = (addr - d->sem_base) >> 2;
     long long value, posted = 0, stall, was;
-    if (addr - d->sem_base >= 4 * d->n_sems)
+    if (!d->sem_loads || addr - d->sem_base >= 4 * d->n_sems)
         return 0;
     int latency, recording = load_timing(d->tile, d->name, &latency);
     if (recording)
@@ -386,12 +465,7 @@ static int sem_load(rv_state *s, const bus_calls *c, direct_push *d, uint32_t ad
         if (posted > now)
             stall += posted - now;
     }
-    PyObject *pos = PyLong_FromUnsignedLong(s->done), *o = stall != was ? PyLong_FromLongLong(stall) : NULL;
-    int bad = !pos || PyObject_SetAttr(c->core, s_pos, pos) < 0 || (stall != was && (!o
-              || PyDict_SetItem(d->stall, d->name, o) < 0));
-    Py_XDECREF(pos);
-    Py_XDECREF(o);
-    if (bad)
+    if (bus_effects(s, c, d, stall, was))
         return -1;
     *v = (uint32_t)value;
     return 1;
@@ -810,7 +884,7 @@ static int rv_run(rv_state *s, const bus_calls *c, direct_push *d, const niu_loa
             uint32_t addr = a + imm_i(w), size = f3 == 2 ? 4 : (f3 & 3) == 1 ? 2 : 1;
             uint8_t *p;
             if (c && f3 == 2 && mmio_word(s, addr)) {            /* a load has no effect on the spin snapshot */
-                int got = d->n_sems ? sem_load(s, c, d, addr, &v) : 0;
+                int got = !d->tile ? 0 : addr == d->sync ? ttsync_load(s, c, d, &v) : sem_load(s, c, d, addr, &v);
                 if (!got && g->tile)
                     got = niu_load(s, c, g, addr, &v);
                 if (got < 0)
@@ -876,6 +950,8 @@ static int rv_run(rv_state *s, const bus_calls *c, direct_push *d, const niu_loa
             } else if (!niu_store(s, addr, b)) {
                 if (!c || !mmio_word(s, addr)) goto python;
                 int sent = e->fn ? niu_send(s, c, e, addr, b) : 0;
+                if (!sent && d->tile)
+                    sent = pcbuf_store(s, c, d, addr, b);
                 if (sent < 0)
                     goto bus_error;
                 if (sent) {                                      /* (no stall: t0 as it was) */
@@ -1084,18 +1160,34 @@ static int probe_turn(const rv_state *s, const uint64_t *cycle, const uint64_t *
     return PROBE_NONE;
 }
 
-/* probe(state address, cycle or None, sbase or None, peek or None, name) -> rv32.py spin_reads' answer ((the words
+/* the core's registers (rv32.py core.x: a list of 32 ints in 0 .. 2**32) and pc into the state; -1 with an error set */
+static int regs_in(rv_state *s, PyObject *x, PyObject *pc) {
+    if (!PyList_Check(x) || PyList_GET_SIZE(x) != 32) {
+        PyErr_SetString(PyExc_TypeError, "the core's registers: a list of 32 ints");
+        return -1;
+    }
+    for (int i = 0; i < 32; i++)
+        s->x[i] = (uint32_t)PyLong_AsUnsignedLong(PyList_GET_ITEM(x, i));
+    s->pc = (uint32_t)PyLong_AsUnsignedLong(pc);
+    return PyErr_Occurred() ? -1 : 0;
+}
+
+/* probe(state address, x, pc, cycle or None, sbase or None, peek or None, name) -> rv32.py spin_reads' answer (the
+ * turn from pc with the registers x, both kept in the state as run() keeps them) ((the words
  * read, in order, each once; the address peek had nothing for, or None), or None), or NotImplemented where rv32.py's
  * probe must answer. cycle: the core's cycle (the tile's past() reads as of cycle + the position in the block), None
  * without the causal-load rule or where C must not answer it; sbase: the probe's SBASE, None without the rule. */
 static PyObject *probe(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    rv_state *s = nargs == 5 ? PyLong_AsVoidPtr(args[0]) : NULL;
+    rv_state *s = nargs == 7 ? PyLong_AsVoidPtr(args[0]) : NULL;
     uint64_t cycle = 0, sbase = 0;
-    if (s && args[1] != Py_None) cycle = PyLong_AsUnsignedLongLong(args[1]);
-    if (s && args[2] != Py_None) sbase = PyLong_AsUnsignedLongLong(args[2]);
+    if (s && !regs_in(s, args[1], args[2])) {
+        args += 2;
+        if (args[1] != Py_None) cycle = PyLong_AsUnsignedLongLong(args[1]);
+        if (args[2] != Py_None) sbase = PyLong_AsUnsignedLongLong(args[2]);
+    }
     if (!s || PyErr_Occurred()) {
         if (!PyErr_Occurred())
-            PyErr_SetString(PyExc_TypeError, "probe(state address, cycle, sbase, peek, name)");
+            PyErr_SetString(PyExc_TypeError, "probe(state address, x, pc, cycle, sbase, peek, name)");
         return NULL;
     }
     if (args[2] != Py_None && (args[1] == Py_None || !s->stamp || !s->log))
@@ -1131,9 +1223,9 @@ static PyObject *probe(PyObject *self, PyObject *const *args, Py_ssize_t nargs) 
 }
 
 /* the direct push context `o` (None, or (plain_run capsule, tx, thread, facts, progress, the tile's stall dict, its
- * push counts, its wait reasons, the full FIFO's wait reason, allowed, the semaphore window (tile, base, n, extra) or
- * None): tile.py Tile._direct_push) into *d, for the bus
- * calls c of a core whose cycle at position 0 is s->t0; -1 with an error set */
+ * push counts, its wait reasons, the full FIFO's wait reason, allowed, the PC buffer C serves (tile, semaphore base, n,
+ * extra, semaphore loads or not, TTSync's address or 0, a TTSync load's wait reason) or None): tile.py
+ * Tile._direct_push) into *d, for the bus calls c of a core whose cycle at position 0 is s->t0; -1 with an error set */
 static int direct_from(PyObject *o, const rv_state *s, const bus_calls *c, direct_push *d) {
     long long stall;
     memset(d, 0, sizeof *d);
@@ -1147,7 +1239,8 @@ static int direct_from(PyObject *o, const rv_state *s, const bus_calls *c, direc
     d->fn = (plain_run_entry)PyCapsule_GetPointer(f[0], "sfpu_issue.plain_run");
     d->tx = f[1], d->thread = f[2], d->facts = f[3], d->progress = f[4], d->stall = f[5], d->pushes = f[6];
     d->waits = f[7], d->full = f[8], d->allowed = f[9], d->name = c->name, d->ready = -1;
-    if (f[10] != Py_None && !PyArg_ParseTuple(f[10], "OIII", &d->tile, &d->sem_base, &d->n_sems, &d->extra))
+    if (f[10] != Py_None && !PyArg_ParseTuple(f[10], "OIIIpIU", &d->tile, &d->sem_base, &d->n_sems, &d->extra,
+                                              &d->sem_loads, &d->sync, &d->sync_wait))
         return -1;
     d->thread_i = PyLong_AsSsize_t(d->thread);
     if (!d->fn || PyErr_Occurred() || !PyDict_Check(d->stall) || !PyList_Check(d->pushes) || !PyDict_Check(d->waits)
@@ -1159,6 +1252,50 @@ static int direct_from(PyObject *o, const rv_state *s, const bus_calls *c, direc
     }
     d->base = (long long)s->t0 - stall;
     return 0;
+}
+
+/* begin(state address, x, pc, budget, multi_push, causal): a quantum's start (rv32_native.py NativeRun.run): the
+ * registers and pc into the state, nothing done yet, no block begun, no spin snapshot */
+static PyObject *begin(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    rv_state *s = nargs == 6 ? PyLong_AsVoidPtr(args[0]) : NULL;
+    if (!s || regs_in(s, args[1], args[2])) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "begin(state address, x, pc, budget, multi_push, causal)");
+        return NULL;
+    }
+    s->budget = (uint32_t)PyLong_AsUnsignedLong(args[3]);
+    s->multi_push = (uint32_t)PyObject_IsTrue(args[4]);
+    s->causal = (uint32_t)PyLong_AsUnsignedLong(args[5]);
+    if (PyErr_Occurred())
+        return NULL;
+    s->done = s->in_block = s->chain = 0;
+    s->spin_pc = NO_SPIN;
+    Py_RETURN_NONE;
+}
+
+/* end(state address, x): the state's registers back into the list x (only those that differ: the rest keep their
+ * objects) */
+static PyObject *end(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    rv_state *s = nargs == 2 ? PyLong_AsVoidPtr(args[0]) : NULL;
+    if (!s || !PyList_Check(args[1]) || PyList_GET_SIZE(args[1]) != 32) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "end(state address, x: a list of 32 ints)");
+        return NULL;
+    }
+    for (int i = 0; i < 32; i++) {
+        PyObject *old = PyList_GET_ITEM(args[1], i);
+        unsigned long was = PyLong_AsUnsignedLong(old);
+        if (was == (unsigned long)-1 && PyErr_Occurred())
+            return NULL;
+        if (was == s->x[i])
+            continue;
+        PyObject *v = PyLong_FromUnsignedLong(s->x[i]);
+        if (!v)
+            return NULL;
+        PyList_SET_ITEM(args[1], i, v);
+        Py_DECREF(old);
+    }
+    Py_RETURN_NONE;
 }
 
 /* run(address of an rv_state, bus_calls tuple or None, direct push context or None, NIU load context or None, send
@@ -1385,13 +1522,17 @@ static PyMethodDef methods[] = {
     {"first_write_after", (PyCFunction)(void (*)(void))first_write, METH_FASTCALL,
      "first_write_after(write log address, addr, cycle): the first logged store to the word after cycle, or None"},
     {"probe", (PyCFunction)(void (*)(void))probe, METH_FASTCALL,
-     "probe(state address, cycle, sbase, peek, name): spin_reads' answer for a loop that only loads, or "
+     "probe(state address, x, pc, cycle, sbase, peek, name): spin_reads' answer for a loop that only loads, or "
      "NotImplemented"},
     {"peek_words", (PyCFunction)(void (*)(void))peek_words, METH_FASTCALL,
      "peek_words(write log address, reads, cycle): each L1 word of reads as of cycle where the log tells, else now"},
     {"thaw", (PyCFunction)(void (*)(void))thaw, METH_FASTCALL,
      "thaw(write log address, reads, seen, cycle, last key, peek, who): a frozen loop's new key and resume "
      "cycle (or None)"},
+    {"begin", (PyCFunction)(void (*)(void))begin, METH_FASTCALL,
+     "begin(state address, x, pc, budget, multi_push, causal): a quantum's registers, pc and counters into the state"},
+    {"end", (PyCFunction)(void (*)(void))end, METH_FASTCALL,
+     "end(state address, x): the state's registers back into the list x"},
     {"run", (PyCFunction)(void (*)(void))run, METH_FASTCALL,
      "run(state address, bus calls, direct push, NIU loads, sends): the core runs until its budget, a spin, parking, "
      "a stall or a hand-back"},
@@ -1407,6 +1548,9 @@ PyMODINIT_FUNC PyInit_rv32_native(void) {
         || !(s_sem_value = PyUnicode_InternFromString("sem_value"))
         || !(s_sem_posts = PyUnicode_InternFromString("sem_posts")) || !(s_rec = PyUnicode_InternFromString("rec"))
         || !(s_latency_of = PyUnicode_InternFromString("_latency_of"))
+        || !(s_thread_idle = PyUnicode_InternFromString("thread_idle"))
+        || !(s_thread_done = PyUnicode_InternFromString("thread_done"))
+        || !(s_sem_mmio_write = PyUnicode_InternFromString("sem_mmio_write"))
         || !(four = PyLong_FromLong(4)) || !(zero = PyLong_FromLong(0)))
         return NULL;
     return PyModule_Create(&module);

@@ -26,7 +26,6 @@ from __future__ import annotations
 import ctypes
 import functools
 import os
-import struct
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -49,6 +48,7 @@ HANDBACK_SPAN = 16
 PYTHON_QUANTA = 16
 BUDGET_CAP = 1 << 31        # the C state counts in uint32; a larger budget is cut at a block boundary beyond it anyway
 # rv32_native.c's rv_state as uint32 words: the L1 and local RAM pointers (words 0-3), then these fields
+# (rv32_native.c begin sets MULTI_PUSH, PC, the counters and CAUSAL from the core at each run(), end copies x back)
 LOCAL_SIZE, MULTI_PUSH, PC, DONE, BUDGET, IN_BLOCK, SPIN_PC, CHAIN, EXIT_N, CAUSAL = range(4, 14)
 NIU_REGS, NIU_BASE = 14, 18  # two pointers to the NIUs' register files (0: stores there go to Python), their windows
 X = 20                      # x[32], then spin_x[32]
@@ -56,7 +56,6 @@ STAMP, T0 = X + 64, X + 66  # uint64 each: the L1 store records (rv32.py set_sta
 LOG = X + 68                # two pointers: the tile's L1 write log and its count (rv32.py set_stamper)
 PUSH_BASE, PUSH_SIZE = X + 72, X + 73   # the push window whose word stores C hands to attach()'s push
 STATE_WORDS = X + 74
-REGS = struct.Struct("<32I")    # x[32] in the state (packed and unpacked at each run(): the cheapest copy)
 # The stores that fill an NIU's command registers are kept by C in the NIU's register file (rv32_native.c niu_store);
 # False hands each of them back to Python's Niu.store (the reference), as without the C part
 NIU_STORES = True
@@ -83,6 +82,12 @@ SEM_LOADS_NATIVE = os.environ.get("TT_EMU_SEM_LOADS_NATIVE", "1") != "0"
 # tile.py _niu_load (the reference; False, or TT_EMU_NIU_LOADS_NATIVE=0, read when a tile is built); a tile recording
 # a timeline hands them back
 NIU_LOADS_NATIVE = os.environ.get("TT_EMU_NIU_LOADS_NATIVE", "1") != "0"
+# A TRISC's TTSync loads (the MMIO latency, the Stall while its thread is busy, the wait for thread_done) and stores
+# (discarded) and its semaphore stores (the Tensix's sem_mmio_write at the core's cycle) made in C with the direct push
+# context (rv32_native.c ttsync_load, pcbuf_store) instead of the bus's mmio_load / mmio_store -> tile.py _pcbuf_load /
+# _pcbuf_store (the reference; False, or TT_EMU_PCBUF_NATIVE=0, read when a tile is built); a load the tile's timeline
+# records stays Python's
+PCBUF_NATIVE = os.environ.get("TT_EMU_PCBUF_NATIVE", "1") != "0"
 # RV32Core.spin_reads (a frozen wait loop's probe) in C where the loop only loads (rv32_native.c probe); False keeps
 # rv32.py's probe on translated blocks (the reference; read at each probe)
 PROBE_NATIVE = os.environ.get("TT_EMU_SPIN_PROBE_NATIVE", "1") != "0"
@@ -178,7 +183,8 @@ class NativeRun:
         self.niu_loads = niu_loads
         self.niu_sends = niu_sends
         self.fn = fn
-        self.probe = _built()[0].probe
+        mod = _built()[0]
+        self.probe, self.begin, self.end = mod.probe, mod.begin, mod.end
         self.state = np.zeros(STATE_WORDS, np.uint32)
         (l1, self._l1_buf), (local, self._local_buf) = _address(core._l1), _address(core._local)
         self.state[:4].view(np.uint64)[:] = (l1, local)
@@ -218,9 +224,7 @@ class NativeRun:
         if not PROBE_NATIVE or (sbase is not None and not self.past_in_c):
             return NotImplemented
         core = self.core
-        REGS.pack_into(self.bytes, 4 * X, *core.x)
-        self.words[PC] = core.pc
-        return self.probe(self.arg, core.stamp_base() if sbase is not None else None, sbase,
+        return self.probe(self.arg, core.x, core.pc, core.stamp_base() if sbase is not None else None, sbase,
                           getattr(core.bus, "peek", None), core.name)
 
     def run(self, budget: int) -> int:
@@ -233,12 +237,10 @@ class NativeRun:
         handbacks = 0
         S, x, fn, arg = self.words, core.x, self.fn, self.arg
         core.spinning = False
-        REGS.pack_into(self.bytes, 4 * X, *x)
-        S[PC], S[DONE], S[BUDGET], S[IN_BLOCK] = core.pc, 0, min(max(budget, 0), BUDGET_CAP), 0
-        S[SPIN_PC], S[CHAIN], S[MULTI_PUSH] = NO_SPIN, 0, "PUSHM" in core._ns
         base, t0, ns = core.stamp_base, self.t0, core._ns
         causal = "PAST" in ns and self.stamps is not None
-        S[CAUSAL] = (CAUSAL_IN_C if self.past_in_c else CAUSAL_HAND_BACK) if causal else CAUSAL_OFF
+        self.begin(arg, x, core.pc, min(max(budget, 0), BUDGET_CAP), "PUSHM" in ns,
+                   (CAUSAL_IN_C if self.past_in_c else CAUSAL_HAND_BACK) if causal else CAUSAL_OFF)
         calls = direct = niu_loads = niu_sends = None
         if MMIO_EXITS:          # rv32_native.c bus_calls
             bus = core.bus
@@ -277,9 +279,9 @@ class NativeRun:
         except BaseException:          # core.pc names the culprit (the piece's handler or block_source set it)
             core.instret += S[DONE] + ((core.pc - S[PC]) >> 2)
             core.pos = 0
-            x[:] = REGS.unpack_from(self.bytes, 4 * X)
+            self.end(arg, x)
             raise
-        x[:] = REGS.unpack_from(self.bytes, 4 * X)
+        self.end(arg, x)
         core.pc = S[PC]
         done = S[DONE]
         core.instret += done
