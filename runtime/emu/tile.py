@@ -150,9 +150,14 @@ class Tile:
         # before the store) in a ring, and their count: what a word held at a given cycle (l1_at)
         self.l1_log = np.zeros(4 * WRITE_LOG, np.uint64)
         self.l1_log_n = np.zeros(1, np.uint64)
+        # the log's index by line for the C lookups (causal_log.h log_index: per line 1 + the number of its newest
+        # logged store, per ring slot 1 + the number of the line's store before it; 0: none)
+        self.l1_log_head = np.zeros(layout.L1_SIZE >> STAMP_SHIFT, np.uint64)
+        self.l1_log_prev = np.zeros(WRITE_LOG, np.uint64)
+        self._write_log = (self.l1_log, self.l1_log_n, self.l1_log_head, self.l1_log_prev)
         # the same answers in C (causal_log.h; kept referenced: it holds the addresses C reads); the methods stay the
         # reference
-        self._log_lookups = rv32_native.log_lookups(self.l1_array, self.l1_stamp, self.l1_log, self.l1_log_n) \
+        self._log_lookups = rv32_native.log_lookups(self.l1_array, self.l1_stamp, *self._write_log) \
             if CAUSAL_LOADS else None
         if self._log_lookups is not None:
             self.l1_at, self.first_write_after = self._log_lookups.l1_at, self._log_lookups.first_write_after
@@ -176,7 +181,7 @@ class Tile:
                 core.set_pusher("PUSHM", self._multi_pusher(c))
         for c, core in self.cores.items():
             if CAUSAL_LOADS:
-                core.set_stamper(*self._stamper(c), (self.l1_log, self.l1_log_n))
+                core.set_stamper(*self._stamper(c), self._write_log)
                 core.set_stamp_wait(*self._past_loader(c))
             else:
                 core.set_stamper(*self._stamper(c))
@@ -206,9 +211,11 @@ class Tile:
         """Log a RISC-V store to L1 `addr` at `cycle`, before it lands (rv32_native.c log_write likewise)."""
         n = int(self.l1_log_n[0])
         i = 4 * (n % WRITE_LOG)
-        word = addr & ~3
-        self.l1_log[i:i + 4] = (addr >> STAMP_SHIFT, cycle, word, int(self.l1_array[word:word + 4].view(np.uint32)[0]))
+        word, line = addr & ~3, addr >> STAMP_SHIFT
+        self.l1_log[i:i + 4] = (line, cycle, word, int(self.l1_array[word:word + 4].view(np.uint32)[0]))
         self.l1_log_n[0] = n + 1
+        self.l1_log_prev[n % WRITE_LOG] = self.l1_log_head[line]       # (the index; causal_log.h log_index)
+        self.l1_log_head[line] = n + 1
 
     def l1_at(self, addr: int, n: int, cycle: int) -> bytes | None:
         """The n bytes at L1 `addr` (inside one aligned word) as they were at `cycle`: the stores logged after it

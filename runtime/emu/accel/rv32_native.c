@@ -53,11 +53,14 @@ typedef struct {
     uint64_t *log, *log_n;             /* the tile's L1 write log (tile.py Tile.l1_log): a ring of LOG_SIZE entries
                                         * (line, cycle, word address, the word before the store); its count */
     uint32_t push_base, push_size;     /* the core's own Tensix push window (bus_calls.window), size 0: none */
+    uint64_t *log_head, *log_prev;     /* the write log's index by line (causal_log.h log_index) */
 } rv_state;
-/* the word offsets rv32_native.py writes: X = 20, STAMP = 84, T0 = 86, LOG = 88, PUSH_BASE = 92, STATE_WORDS = 94 */
+/* the word offsets rv32_native.py writes: X = 20, STAMP = 84, T0 = 86, LOG = 88, PUSH_BASE = 92, LOG_INDEX = 94,
+ * STATE_WORDS = 98 */
 _Static_assert(offsetof(rv_state, x) == 4 * 20 && offsetof(rv_state, stamp) == 4 * 84 &&
                offsetof(rv_state, t0) == 4 * 86 && offsetof(rv_state, log) == 4 * 88 &&
-               offsetof(rv_state, push_base) == 4 * 92 && sizeof(rv_state) == 4 * 94, "rv32_native.py's word offsets");
+               offsetof(rv_state, push_base) == 4 * 92 && offsetof(rv_state, log_head) == 4 * 94 &&
+               sizeof(rv_state) == 4 * 98, "rv32_native.py's word offsets");
 /* rv_state.causal (rv32.py set_stamp_wait; rv32_native.py NativeRun.run): no rule; such a load is Python's; C reads
  * it from the write log (l1_word_at) and hands back only what the log cannot answer (the core then waits in Python) */
 enum { CAUSAL_OFF = 0, CAUSAL_HAND_BACK = 1, CAUSAL_IN_C = 2 };
@@ -255,17 +258,19 @@ static PyObject *ttinsn_words(const rv_state *s, uint32_t pc, uint32_t n) {
     return words;
 }
 
-/* the core's stall as the tile keeps it (d->stall[d->name]) into *v; -1 with an error set */
-static int stall_of(const direct_push *d, long long *v) {
-    PyObject *o = PyDict_GetItemWithError(d->stall, d->name);
+/* the core's stall as the tile keeps it (stall[name], the tile's dict) into *v; -1 with an error set */
+static int stall_in(PyObject *stall, PyObject *name, long long *v) {
+    PyObject *o = PyDict_Check(stall) ? PyDict_GetItemWithError(stall, name) : NULL;
     if (!o) {
         if (!PyErr_Occurred())
-            PyErr_SetString(PyExc_KeyError, "direct push: the tile keeps no stall for the core");
+            PyErr_SetString(PyExc_KeyError, "run: the tile keeps no stall for the core");
         return -1;
     }
     *v = PyLong_AsLongLong(o);
     return *v == -1 && PyErr_Occurred() ? -1 : 0;
 }
+
+static int stall_of(const direct_push *d, long long *v) { return stall_in(d->stall, d->name, v); }
 
 /* the pusher's bookkeeping for the j words pushed from cycle t on whose next push time is `next` (tile.py
  * Tile._multi_pusher): the core's stall grows by what they waited, the thread's push count by j; s->t0 follows */
@@ -645,14 +650,11 @@ typedef struct {
 /* the core's cycle less its stall at run()'s start (*nbase; s->t0 is exact there) from the tile's stall dict; -1
  * with an error set */
 static int cycle_base(PyObject *stall, PyObject *name, const rv_state *s, long long *nbase) {
-    PyObject *o = PyDict_Check(stall) ? PyDict_GetItemWithError(stall, name) : NULL;
-    if (!o) {
-        if (!PyErr_Occurred())
-            PyErr_SetString(PyExc_KeyError, "run: the tile keeps no stall for the core");
+    long long v;
+    if (stall_in(stall, name, &v))
         return -1;
-    }
-    *nbase = (long long)s->t0 - PyLong_AsLongLong(o);
-    return PyErr_Occurred() ? -1 : 0;
+    *nbase = (long long)s->t0 - v;
+    return 0;
 }
 
 /* run()'s NIU load context from its fourth argument (None: none); -1 with an error set */
@@ -720,13 +722,7 @@ static int niu_load(rv_state *s, const bus_calls *c, const niu_loads *g, uint32_
         bad = (value = PyLong_AsLongLong(o)) == -1 && PyErr_Occurred();
     bad = bad || PyErr_Occurred();
     if (!bad && latency) {
-        if (!(o = PyDict_GetItemWithError(g->stall, g->name))) {
-            if (!PyErr_Occurred())
-                PyErr_SetString(PyExc_KeyError, "NIU load: the tile keeps no stall for the core");
-            bad = 1;
-        } else {
-            bad = (was = PyLong_AsLongLong(o)) == -1 && PyErr_Occurred();
-        }
+        bad = stall_in(g->stall, g->name, &was) < 0;
         stall = was + g->extra;
         PyObject *due = bad ? NULL : PyDict_GetItemWithError(g->due[i], key);
         bad = bad || PyErr_Occurred() || (due && !PyList_Check(due));
@@ -809,13 +805,7 @@ static int niu_send(rv_state *s, const bus_calls *c, const niu_sends *e, uint32_
     if (recording || !latency)
         return recording < 0 ? -1 : 0;
     long long stall, done;
-    PyObject *o = PyDict_GetItemWithError(e->stall, e->name);
-    if (!o) {
-        if (!PyErr_Occurred())
-            PyErr_SetString(PyExc_KeyError, "NIU send: the tile keeps no stall for the core");
-        return -1;
-    }
-    if ((stall = PyLong_AsLongLong(o)) == -1 && PyErr_Occurred())
+    if (stall_in(e->stall, e->name, &stall))
         return -1;
     int made = e->fn(e->ctx[i], (long)((addr - e->base[i]) / NIU_INITIATOR_STRIDE), e->timing[i],
                      e->nbase + stall + s->done, &done);
@@ -828,10 +818,11 @@ static int niu_send(rv_state *s, const bus_calls *c, const niu_sends *e, uint32_
 }
 
 static inline void log_write(rv_state *s, uint32_t addr, uint64_t cycle) {   /* tile.py Tile._log_write */
-    uint64_t *e = s->log + 4 * ((*s->log_n)++ % LOG_SIZE);
+    uint64_t n = (*s->log_n)++, *e = s->log + 4 * (n % LOG_SIZE);
     uint32_t word = addr & ~3u, old;
     memcpy(&old, s->l1 + word, 4);
     e[0] = addr >> STAMP_SHIFT; e[1] = cycle; e[2] = word; e[3] = old;
+    log_index(s->log_head, s->log_prev, e[0], n);
 }
 
 static int rv_run(rv_state *s, const bus_calls *c, direct_push *d, const niu_loads *g, const niu_sends *e) {
@@ -917,7 +908,8 @@ static int rv_run(rv_state *s, const bus_calls *c, direct_push *d, const niu_loa
                         goto bus_error;
                     stale = 0;
                 }
-                if (!l1_word_at(s->l1, s->stamp, s->log, *s->log_n, addr, s->t0 + s->done, &then)) goto python;
+                if (!l1_word_at(s->l1, s->stamp, s->log, *s->log_n, s->log_head, s->log_prev, addr, s->t0 + s->done,
+                                &then)) goto python;
                 p = (uint8_t *)&then + (addr & 3);               /* little-endian host, as the stores */
             }
             switch (f3) {
@@ -1076,7 +1068,7 @@ static int probe_load(const rv_state *s, uint32_t w, uint32_t addr, uint32_t k, 
     if (addr < L1_SIZE) {
         log[(*n_log)++] = (probe_read){addr, size};
         if (sbase && s->stamp[addr >> STAMP_SHIFT] > *sbase + k && cycle
-            && l1_word_at(s->l1, s->stamp, s->log, *s->log_n, addr, *cycle + k, &then))
+            && l1_word_at(s->l1, s->stamp, s->log, *s->log_n, s->log_head, s->log_prev, addr, *cycle + k, &then))
             p = (uint8_t *)&then + (addr & 3);
     }
     switch (f3) {
@@ -1172,10 +1164,9 @@ static int regs_in(rv_state *s, PyObject *x, PyObject *pc) {
     return PyErr_Occurred() ? -1 : 0;
 }
 
-/* probe(state address, x, pc, cycle or None, sbase or None, peek or None, name) -> rv32.py spin_reads' answer (the
- * turn from pc with the registers x, both kept in the state as run() keeps them) ((the words
- * read, in order, each once; the address peek had nothing for, or None), or None), or NotImplemented where rv32.py's
- * probe must answer. cycle: the core's cycle (the tile's past() reads as of cycle + the position in the block), None
+/* probe(state address, x, pc, cycle or None, sbase or None, peek or None, name) -> rv32.py spin_reads' answer for
+ * the turn from pc with the registers x (both kept in the state, as run() keeps them): (the words read, in order, each
+ * once; the address peek had nothing for, or None), or None; NotImplemented where rv32.py's probe must answer. cycle: the core's cycle (the tile's past() reads as of cycle + the position in the block), None
  * without the causal-load rule or where C must not answer it; sbase: the probe's SBASE, None without the rule. */
 static PyObject *probe(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     rv_state *s = nargs == 7 ? PyLong_AsVoidPtr(args[0]) : NULL;
@@ -1330,9 +1321,9 @@ static PyObject *run(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     return why == RV_ERROR ? NULL : PyLong_FromLong(why);
 }
 
-/* the tile's write log for the lookups below: the addresses of L1, the line stamps, the ring and its count
- * (rv32_native.py LogLookups) */
-typedef struct { uint8_t *l1; uint64_t *stamp, *log, *log_n; } write_log;
+/* the tile's write log for the lookups below: the addresses of L1, the line stamps, the ring, its count and its
+ * index (rv32_native.py LogLookups) */
+typedef struct { uint8_t *l1; uint64_t *stamp, *log, *log_n, *head, *prev; } write_log;
 
 /* l1_at(write log address, addr, n, cycle) -> the n bytes at L1 addr (inside one aligned word) as they were at
  * `cycle`, or None when the log cannot tell (tile.py Tile.l1_at) */
@@ -1351,7 +1342,7 @@ static PyObject *l1_at(PyObject *self, PyObject *const *args, Py_ssize_t nargs) 
         PyErr_Format(PyExc_ValueError, "l1_at: %u bytes at 0x%X are not inside one word of L1", n, addr);
         return NULL;
     }
-    if (!l1_word_at(g->l1, g->stamp, g->log, *g->log_n, addr, cycle, &then))
+    if (!l1_word_at(g->l1, g->stamp, g->log, *g->log_n, g->head, g->prev, addr, cycle, &then))
         Py_RETURN_NONE;
     return PyBytes_FromStringAndSize((const char *)&then + (addr & 3), n);
 }
@@ -1385,7 +1376,7 @@ static PyObject *peek_words(PyObject *self, PyObject *const *args, Py_ssize_t na
             PyErr_Format(PyExc_ValueError, "peek_words: %u bytes at 0x%X are not inside one word of L1", n, addr);
             w = NULL;
         } else {
-            int known = l1_word_at(g->l1, g->stamp, g->log, *g->log_n, addr, cycle, &then);
+            int known = l1_word_at(g->l1, g->stamp, g->log, *g->log_n, g->head, g->prev, addr, cycle, &then);
             w = PyBytes_FromStringAndSize(known ? (const char *)&then + (addr & 3) : (const char *)g->l1 + addr, n);
         }
         if (!w) {
@@ -1408,8 +1399,8 @@ static PyObject *first_write(PyObject *self, PyObject *const *args, Py_ssize_t n
             PyErr_SetString(PyExc_TypeError, "first_write_after(write log address, addr, cycle)");
         return NULL;
     }
-    if (!first_write_after(g->log, *g->log_n, addr, cycle, &first))
-        Py_RETURN_NONE;
+    if (addr >= L1_SIZE || !first_write_after(g->log, *g->log_n, g->head, g->prev, addr, cycle, &first))
+        Py_RETURN_NONE;                                          /* (nothing beyond L1 is logged) */
     return PyLong_FromUnsignedLongLong(first);
 }
 
@@ -1494,7 +1485,7 @@ static PyObject *thaw(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
             continue;
         }
         uint32_t then;
-        int known = l1_word_at(g->l1, g->stamp, g->log, log_n, addr[i], cycle, &then);
+        int known = l1_word_at(g->l1, g->stamp, g->log, log_n, g->head, g->prev, addr[i], cycle, &then);
         const char *now = known ? (const char *)&then + (addr[i] & 3) : (const char *)g->l1 + addr[i];
         if (PyBytes_Check(old) && PyBytes_GET_SIZE(old) == n[i] && !memcmp(PyBytes_AS_STRING(old), now, n[i]))
             continue;
@@ -1503,7 +1494,8 @@ static PyObject *thaw(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
             resume = g->stamp[addr[i] >> STAMP_SHIFT];
     }
     for (Py_ssize_t i = 0; !changed && i < count; i++)
-        if (!reg[i] && first_write_after(g->log, log_n, addr[i], cycle, &first) && (!found || first < resume)) {
+        if (!reg[i] && first_write_after(g->log, log_n, g->head, g->prev, addr[i], cycle, &first)
+            && (!found || first < resume)) {
             resume = first;
             found = 1;
         }

@@ -55,7 +55,8 @@ X = 20                      # x[32], then spin_x[32]
 STAMP, T0 = X + 64, X + 66  # uint64 each: the L1 store records (rv32.py set_stamper) and the quantum's base cycle
 LOG = X + 68                # two pointers: the tile's L1 write log and its count (rv32.py set_stamper)
 PUSH_BASE, PUSH_SIZE = X + 72, X + 73   # the push window whose word stores C hands to attach()'s push
-STATE_WORDS = X + 74
+LOG_INDEX = X + 74          # two pointers: the write log's index by line (per line, per ring slot)
+STATE_WORDS = X + 78
 # The stores that fill an NIU's command registers are kept by C in the NIU's register file (rv32_native.c niu_store);
 # False hands each of them back to Python's Niu.store (the reference), as without the C part
 NIU_STORES = True
@@ -147,9 +148,11 @@ class LogLookups:
     """tile.py Tile.l1_at, first_write_after, the L1 words of _peek_words and _thaw's decision in C (causal_log.h) over
     the tile's L1, line stamps and write log (arrays the tile owns and keeps alive; their addresses are taken once)."""
 
-    def __init__(self, fns, l1: np.ndarray, stamps: np.ndarray, log: np.ndarray, count: np.ndarray):
-        assert l1.flags.c_contiguous and stamps.dtype == log.dtype == count.dtype == np.uint64
-        self._ptrs = np.array([a.ctypes.data for a in (l1, stamps, log, count)], np.uint64)   # rv32_native.c write_log
+    def __init__(self, fns, l1: np.ndarray, stamps: np.ndarray, log: np.ndarray, count: np.ndarray, head: np.ndarray,
+                 prev: np.ndarray):
+        arrays = (stamps, log, count, head, prev)
+        assert l1.flags.c_contiguous and all(a.dtype == np.uint64 and a.flags.c_contiguous for a in arrays)
+        self._ptrs = np.array([a.ctypes.data for a in (l1, *arrays)], np.uint64)   # rv32_native.c write_log
         arg = int(self._ptrs.ctypes.data)
         l1_at, first, peek, thaw = fns
         self.l1_at = functools.partial(l1_at, arg)                    # (addr, n, cycle) -> bytes | None
@@ -158,11 +161,13 @@ class LogLookups:
         self.thaw = functools.partial(thaw, arg)    # (reads, seen, cycle, last key, peek, who) -> (key, cycle | None)
 
 
-def log_lookups(l1: np.ndarray, stamps: np.ndarray, log: np.ndarray, count: np.ndarray) -> LogLookups | None:
-    """The C lookups in a tile's write log, or None (TT_EMU_CAUSAL_NATIVE=0 or no C part): tile.py's numpy ones."""
+def log_lookups(l1: np.ndarray, stamps: np.ndarray, log: np.ndarray, count: np.ndarray, head: np.ndarray,
+                prev: np.ndarray) -> LogLookups | None:
+    """The C lookups in a tile's write log (ring, count, index by line: causal_log.h), or None
+    (TT_EMU_CAUSAL_NATIVE=0 or no C part): tile.py's numpy ones."""
     mod = _built()[0] if CAUSAL_NATIVE else None
-    return LogLookups((mod.l1_at, mod.first_write_after, mod.peek_words, mod.thaw), l1, stamps, log, count) \
-        if mod is not None else None
+    return LogLookups((mod.l1_at, mod.first_write_after, mod.peek_words, mod.thaw), l1, stamps, log, count, head,
+                      prev) if mod is not None else None
 
 
 def _address(mem: memoryview) -> tuple[int, object]:
@@ -204,7 +209,9 @@ class NativeRun:
         if core.stamps is not None:
             self.state[STAMP:STAMP + 2].view(np.uint64)[0] = core.stamps.ctypes.data
         if core.write_log is not None:
-            self.state[LOG:LOG + 4].view(np.uint64)[:] = [a.ctypes.data for a in core.write_log]
+            log, count, head, prev = core.write_log
+            self.state[LOG:LOG + 4].view(np.uint64)[:] = (log.ctypes.data, count.ctypes.data)
+            self.state[LOG_INDEX:LOG_INDEX + 4].view(np.uint64)[:] = (head.ctypes.data, prev.ctypes.data)
         self.t0 = memoryview(self.state[T0:T0 + 2].view(np.uint64))   # (a memoryview: the cheapest item store)
         self.words = memoryview(self.state)
         self.bytes = self.words.cast("B")
