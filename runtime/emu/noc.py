@@ -475,7 +475,9 @@ class Fabric:
         key = (noc, kind, initiator, peer, bank)
         path = self._paths.get(key) if ROUTE_CACHE else None
         if path is None:
-            path = self._paths[key] = self._path(*key)
+            path = self._path(*key)
+            if ROUTE_CACHE:       # (noc_native.c issue times only the routes cached here)
+                self._paths[key] = path
         res, lead, hops = path
         flits = -(-nbytes // NOC_BYTES_PER_CYCLE)
         d = max(flits, -(-nbytes // DRAM_BANK_BYTES_PER_CYCLE)) if bank is not None else flits

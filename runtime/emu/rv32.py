@@ -362,7 +362,7 @@ class RV32Core:
         self.stamp_base: Callable[[], int] | None = None
         # the tile's L1 write log (a ring of (line, cycle, word address, the word replaced) and its count), which
         # the native runner's stores append to as the stamper does (set_stamper)
-        self.write_log: tuple[np.ndarray, np.ndarray] | None = None
+        self.write_log: tuple[np.ndarray, ...] | None = None
         self._probe: tuple[dict, list] | None = None     # spin_reads' namespace and read log, built on first use
         self._probe_blocks: dict[int, Callable[[int], int]] = {}
         # namespace of the generated functions: register file, memory views, helpers
@@ -388,11 +388,12 @@ class RV32Core:
             self._ns[kind] = fn
 
     def set_stamper(self, fn: Callable[[int, int], None], stamps: np.ndarray, base: Callable[[], int],
-                    write_log: tuple[np.ndarray, np.ndarray] | None = None) -> None:
+                    write_log: tuple[np.ndarray, ...] | None = None) -> None:
         """Report every store to L1 (and atomic) to `fn(addr, pos)` from now on. The native runner writes the same
         record itself: `stamps[addr >> STAMP_SHIFT] = base() + pos` (`base()`: the core's cycle at position 0 of the
         running quantum, stalls so far included), and appends (line, that cycle, word address, the word it replaces)
-        to `write_log` (a ring of such uint64 quadruples, and its count) as `fn` does, before the store lands. Blocks
+        to `write_log` (a ring of such uint64 quadruples, its count, and its index by line: causal_log.h log_index)
+        as `fn` does, before the store lands. Blocks
         already translated keep what they were translated with."""
         self.stamper, self.stamps, self.stamp_base, self.write_log = fn, stamps, base, write_log
         self._ns["STAMP"] = fn

@@ -50,10 +50,12 @@ from .riscv_dst import RISCV_BASE as DST_RISCV_BASE, RISCV_ELEM as DST_RISCV_ELE
     RiscvDstAccess
 from . import mailbox as mb
 from . import timeline as tl
-from .noc import (ATOMIC_RESP_RECEIVED, COUNTER_BASE as NIU_COUNTER_BASE, INITIATOR_STRIDE as NIU_INITIATOR_STRIDE,
-                  RD_RESP_RECEIVED, WINDOW_SIZE as NIU_WINDOW, WR_ACK_RECEIVED, Niu)
+from .noc import (ATOMIC_RESP_RECEIVED, CMD_CTRL as NIU_CMD_CTRL, COUNTER_BASE as NIU_COUNTER_BASE,
+                  DRAM_BANK_BYTES_PER_CYCLE, INITIATOR_STRIDE as NIU_INITIATOR_STRIDE, RD_RESP_RECEIVED,
+                  WINDOW_SIZE as NIU_WINDOW, WR_ACK_RECEIVED, Niu)
+from .cycles import DRAM_LATENCY, NOC_BYTES_PER_CYCLE, NOC_HOP_LATENCY, NOC_NIU_LATENCY
 from .rv32 import STAMP_SHIFT, RV32Core, Stall
-from .accel import rv32_native
+from .accel import noc_native, rv32_native
 from .tensix import Tensix
 
 QUANTUM = 2000
@@ -92,6 +94,7 @@ CFG_DEST_ACCESS_CFG = 220      # bit 0 swizzle_32b, bit 1 remap_addrs
 N_SEMAPHORES = 8
 HOST = "host"
 FIFO_FULL = "Tensix thread {} instruction FIFO full"   # a pusher's wait reason (_pusher, _multi_pusher, _direct_push)
+TTSYNC_WAIT = "TTSync: waiting for Tensix thread {} to go idle"   # a TTSync load's (_pcbuf_load, _direct_push)
 
 
 class Tile:
@@ -132,6 +135,13 @@ class Tile:
         # polling it has not seen yet (sorted); the counter reads lower by their number until their cycle
         self._niu_due: list[dict[int, list[int]]] = [{}, {}]
         self._niu_seen: list[dict[int, int]] = [{}, {}]     # the count each counter last showed
+        # a send with its time in C (noc_native.issue; _niu_store's timed part is the reference): the function, its
+        # capsule for the C cores, and per NIU what it reads and updates (noc_native.c TIMING_FIELDS)
+        self._issue = noc_native.issue()
+        fabric = chip.fabric
+        self._issue_timing = [(fabric, fabric._paths, i, self.xy, chip.tiles, self._niu_due[i], self._niu_busy,
+                               (NOC_BYTES_PER_CYCLE, DRAM_BANK_BYTES_PER_CYCLE, NOC_NIU_LATENCY, NOC_HOP_LATENCY,
+                                DRAM_LATENCY, STAMP_SHIFT)) for i in (0, 1)]
         # cycle model: per 16-byte L1 line the cycle of its last write by a RISC-V store or a NoC write / atomic
         # (rv32.py set_stamper, _niu_store), and per core stopped in a wait loop on L1 words (and semaphores) what it
         # read there (_freeze): such a core resumes when a word changes, at the cycle of that write
@@ -140,9 +150,14 @@ class Tile:
         # before the store) in a ring, and their count: what a word held at a given cycle (l1_at)
         self.l1_log = np.zeros(4 * WRITE_LOG, np.uint64)
         self.l1_log_n = np.zeros(1, np.uint64)
+        # the log's index by line for the C lookups (causal_log.h log_index: per line 1 + the number of its newest
+        # logged store, per ring slot 1 + the number of the line's store before it; 0: none)
+        self.l1_log_head = np.zeros(layout.L1_SIZE >> STAMP_SHIFT, np.uint64)
+        self.l1_log_prev = np.zeros(WRITE_LOG, np.uint64)
+        self._write_log = (self.l1_log, self.l1_log_n, self.l1_log_head, self.l1_log_prev)
         # the same answers in C (causal_log.h; kept referenced: it holds the addresses C reads); the methods stay the
         # reference
-        self._log_lookups = rv32_native.log_lookups(self.l1_array, self.l1_stamp, self.l1_log, self.l1_log_n) \
+        self._log_lookups = rv32_native.log_lookups(self.l1_array, self.l1_stamp, *self._write_log) \
             if CAUSAL_LOADS else None
         if self._log_lookups is not None:
             self.l1_at, self.first_write_after = self._log_lookups.l1_at, self._log_lookups.first_write_after
@@ -166,7 +181,7 @@ class Tile:
                 core.set_pusher("PUSHM", self._multi_pusher(c))
         for c, core in self.cores.items():
             if CAUSAL_LOADS:
-                core.set_stamper(*self._stamper(c), (self.l1_log, self.l1_log_n))
+                core.set_stamper(*self._stamper(c), self._write_log)
                 core.set_stamp_wait(*self._past_loader(c))
             else:
                 core.set_stamper(*self._stamper(c))
@@ -175,7 +190,7 @@ class Tile:
             # a TRISC's store to its own push window is what its `.ttinsn` push is (_push_store -> _push, whose
             # timeline naming of the pusher is the TRISC's own anyway): the C part's runner calls the pusher for it
             window = (layout.INSTRN_BUF_BASE, PUSH_WINDOW, self._pusher(c)) if c in TRISC_THREAD else None
-            rv32_native.attach(core, niu_registers, window, self._direct_push(c), self._niu_loads())
+            rv32_native.attach(core, niu_registers, window, self._direct_push(c), self._niu_loads(), self._niu_sends())
         self.set_timed(chip.timed)
 
     def _stamper(self, who: str) -> tuple[Callable[[int, int], None], np.ndarray, Callable[[], int]]:
@@ -196,9 +211,11 @@ class Tile:
         """Log a RISC-V store to L1 `addr` at `cycle`, before it lands (rv32_native.c log_write likewise)."""
         n = int(self.l1_log_n[0])
         i = 4 * (n % WRITE_LOG)
-        word = addr & ~3
-        self.l1_log[i:i + 4] = (addr >> STAMP_SHIFT, cycle, word, int(self.l1_array[word:word + 4].view(np.uint32)[0]))
+        word, line = addr & ~3, addr >> STAMP_SHIFT
+        self.l1_log[i:i + 4] = (line, cycle, word, int(self.l1_array[word:word + 4].view(np.uint32)[0]))
         self.l1_log_n[0] = n + 1
+        self.l1_log_prev[n % WRITE_LOG] = self.l1_log_head[line]       # (the index; causal_log.h log_index)
+        self.l1_log_head[line] = n + 1
 
     def l1_at(self, addr: int, n: int, cycle: int) -> bytes | None:
         """The n bytes at L1 `addr` (inside one aligned word) as they were at `cycle`: the stores logged after it
@@ -285,18 +302,21 @@ class Tile:
         """rv32_native.attach's direct_push for `who`: the C core hands its `.ttinsn` runs to the Tensix's plain_run
         itself, doing _multi_pusher's accounting, where the Tensix's push_run would call plain_run
         (DirectIssueMixin.c_push_entry, whose switches are read here, when the tile is built); None for a core without
-        a thread or a Tensix without that path. With it C also serves the core's semaphore loads (_pcbuf_load's, the
-        reference)."""
+        a thread or a Tensix without that path. With it C also serves the core's semaphore loads, TTSync loads and
+        stores and semaphore stores (_pcbuf_load's and _pcbuf_store's, the reference)."""
         thread = THREAD_OF.get(who)
         entry = getattr(self.tensix, "c_push_entry", None) if self._timed else None
         entry = entry() if thread is not None and entry is not None else None
         if entry is None:
             return None
         capsule, facts, progress, allowed = entry
-        # the semaphore loads C may serve (rv32_native.c sem_load): a TRISC's, with the window's one MMIO latency
-        extra = {riscv_mmio_extra(layout.SEMAPHORE_BASE + 4 * i) for i in range(N_SEMAPHORES)}
-        sems = (self, layout.SEMAPHORE_BASE, N_SEMAPHORES, *extra) if (
-            rv32_native.SEM_LOADS_NATIVE and who in TRISC_THREAD and len(extra) == 1) else None
+        # the PC buffer accesses C may serve, a TRISC's, with the window's one MMIO latency: the semaphore loads
+        # (rv32_native.c sem_load), the TTSync loads and stores and the semaphore stores (ttsync_load, pcbuf_store)
+        extra = {riscv_mmio_extra(a) for a in (layout.TENSIX_SYNC, *range(layout.SEMAPHORE_BASE, layout.SEMAPHORE_BASE
+                                                                            + 4 * N_SEMAPHORES, 4))}
+        loads, stores = rv32_native.SEM_LOADS_NATIVE, rv32_native.PCBUF_NATIVE
+        sems = (self, layout.SEMAPHORE_BASE, N_SEMAPHORES, *extra, loads, layout.TENSIX_SYNC if stores else 0,
+                TTSYNC_WAIT.format(thread)) if (loads or stores) and who in TRISC_THREAD and len(extra) == 1 else None
         return (capsule, self.tensix, thread, facts, progress, self._stall, self.tensix_pushes, self._wait,
                 FIFO_FULL.format(thread), allowed, sems)
 
@@ -309,6 +329,14 @@ class Tile:
             return None
         return (self, self._stall, *extra, *(v for n, due, seen in zip(self.nius, self._niu_due, self._niu_seen)
                                              for v in (n.base, n.counters, due, seen)))
+
+    def _niu_sends(self) -> tuple | None:
+        """rv32_native.attach's niu_sends: what the C core needs to make its sends with their time as mmio_store ->
+        _niu_store do (noc_native.issue, read when the tile is built), or None."""
+        if self._issue is None:
+            return None
+        return (self._issue[1], self, self._stall, *(v for n, timing in zip(self.nius, self._issue_timing)
+                                                    for v in (n.base, n._c_context, timing)))
 
     def _multi_pusher(self, who: str):
         """push(pos, words): the _pusher calls for a run of consecutive `.ttinsn` words at positions pos, pos + 1, ...
@@ -608,7 +636,7 @@ class Tile:
         if off == layout.TENSIX_SYNC - layout.PC_BUF_BASE:
             t = self._thread(who, "TTSync (0xFFE80004)")
             if not self.tensix.thread_idle(t):
-                self._wait[who] = f"TTSync: waiting for Tensix thread {t} to go idle"
+                self._wait[who] = TTSYNC_WAIT.format(t)
                 raise Stall()
             if self._timed:
                 self._wait_until(who, self.tensix.thread_done(t), tl.TTSYNC)
@@ -997,9 +1025,15 @@ class Tile:
             niu.store(addr - layout.NOC_BASE[i], value)
             niu.sent.clear()
             return
+        offset = addr - layout.NOC_BASE[i]
+        if self._issue is not None and value == 1 and offset % NIU_INITIATOR_STRIDE == NIU_CMD_CTRL \
+                and self.rec is None:      # the send and its time below in one C call, where it can
+            if self._issue[0](niu._c_context, offset // NIU_INITIATOR_STRIDE, self._issue_timing[i],
+                              self.now(who)) is not NotImplemented:
+                return
         counters = niu.counters
         before = [counters.get(c, 0) for c in RESPONSE_COUNTERS]
-        niu.store(addr - layout.NOC_BASE[i], value)
+        niu.store(offset, value)
         if not niu.sent:
             return
         # transfers complete inside the store (noc.py); their time (the chip's NoC model, noc.Fabric) is charged to

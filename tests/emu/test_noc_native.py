@@ -21,6 +21,7 @@ from tt_backend.chip.errors import EmuError
 from tt_backend.chip.grid import dram_bank, is_dram_xy
 from tt_backend.runtime.emu.dram import PAGE_SIZE, Dram
 from tt_backend.runtime.emu.noc import CMD_CTRL, INITIATOR_STRIDE, Busy, Fabric, Niu, xy_word
+from tt_backend.runtime.emu.tile import Tile
 
 pytestmark = pytest.mark.skipif(noc_native.reserve() is None, reason=noc_native.status())
 
@@ -206,3 +207,56 @@ def test_send_matches_python(index, monkeypatch):
         taken += outcome[0][0] == "ok"
     assert _state(*worlds[0]) == _state(*worlds[1])
     assert taken > 250 and taken - counted.left > 200, (taken, counted.left)
+
+
+def _timed_state(tile: Tile, index: int) -> tuple:
+    """What a timed send leaves on a tile and its chip: the NIU's tallies, the due completions, the busy ends, the
+    fabric's busy lists and counts, and the L1, the line stamps and the DRAM pages of the chip."""
+    digest = lambda a: hashlib.sha1(a.tobytes()).hexdigest()
+    niu, chip = tile.nius[index], tile.chip
+    return (dict(niu.counters), dict(niu.requests), dict(niu.bytes), repr(tile._niu_due), tile._niu_busy[:],
+            {k: (b.starts[:], b.ends[:]) for k, b in chip.fabric.busy.items()}, chip.fabric.stats(),
+            {xy: (digest(t.l1_array), digest(t.l1_stamp)) for xy, t in chip.tiles.items()},
+            [{p: digest(a) for p, a in b.pages.items()} for b in chip.banks])
+
+
+@pytest.mark.parametrize("index", (0, 1))
+def test_issue_matches_python(index, monkeypatch):
+    """A send with its time in C (noc_native.issue, from Tile._niu_store) against the reference (Niu.store and
+    Fabric.transfer, the peer's stamps, the due completion and busy end in Python): two tiles in twin chips given the
+    same random commands issued at random cycles; the same errors, tallies, due completions, busy lists, stamps, L1
+    and DRAM after each, and C timed most of them."""
+    rng = random.Random(11 + index)
+    tiles = []
+    for on in (True, False):
+        monkeypatch.setattr(noc_native, "ISSUE_NATIVE", on)
+        tiles.append(Tile())
+    assert tiles[0]._issue is not None and tiles[1]._issue is None
+    for tile in tiles:
+        tile.chip.tile((2, 2)).write_l1(0, np.random.default_rng(2).integers(0, 256, layout.L1_SIZE, dtype=np.uint8))
+        for b, bank in enumerate(tile.chip.banks):
+            bank.write(b * PAGE_SIZE + PAGE_SIZE - 4096, np.arange(8192, dtype=np.uint8))
+    timed, transfer = {True: 0, False: 0}, Fabric.transfer
+
+    def counted(self, *a):
+        timed[self is tiles[0].chip.fabric] += 1
+        return transfer(self, *a)
+    monkeypatch.setattr(Fabric, "transfer", counted)
+    made = 0
+    for step in range(400):
+        buf, regs, start = rng.randrange(4), _command(rng, tiles[0].nius[index]), rng.randrange(0, 60_000)
+        outcome = []
+        for tile in tiles:
+            tile._stall["brisc"] = start
+            tile.nius[index].regs[buf] = regs
+            try:
+                tile._niu_store(index, "brisc", layout.NOC_BASE[index] + buf * INITIATOR_STRIDE + CMD_CTRL, 1)
+                outcome.append("ok")
+            except EmuError as e:
+                outcome.append((type(e), str(e)))
+        assert outcome[0] == outcome[1], (step, regs)
+        if step % 50 == 0:
+            assert _timed_state(tiles[0], index) == _timed_state(tiles[1], index), step
+        made += outcome[0] == "ok"
+    assert _timed_state(tiles[0], index) == _timed_state(tiles[1], index)
+    assert made > 200 and timed[False] == made and timed[True] < made / 4, (made, timed)

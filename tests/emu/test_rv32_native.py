@@ -22,12 +22,12 @@ from tt_backend.chip.isa import ttinsn
 from tt_backend.lowering.codegen.sources import split
 from tt_backend.lowering.select import lower
 from tt_backend.runtime.compile import compile_kernel
-from tt_backend.runtime.emu.accel import native, rv32_native
+from tt_backend.runtime.emu.accel import native, noc_native, rv32_native
 from tt_backend.runtime.emu.accel.direct_issue import DirectIssueMixin
 from tt_backend.runtime.emu.device import EmuDevice
 from tt_backend.runtime.emu.noc import INITIATOR_STRIDE as NIU_INITIATOR_STRIDE
 from tt_backend.runtime.emu.rv32 import LOCAL_BASE, STAMP_SHIFT, RV32Core, Stall
-from tt_backend.runtime.emu import tile as tile_module
+from tt_backend.runtime.emu import bench, tile as tile_module
 from tt_backend.runtime.emu.tile import Tile
 
 from tests.emu.test_rv32 import (CODE, PARK, R_OPS, RecordingBus, b_type, i_type, jal, r_type, s_type, u_type)
@@ -584,11 +584,12 @@ def _same_with_and_without_c(plan, arrays, monkeypatch) -> None:
     """The kernel on C making the bus calls, answering causal loads from the write log and pushing to plain_run itself;
     then C making the bus calls, with those loads handed back to tile.py's past() (rv32_native.CAUSAL_NATIVE), every
     push through the tile's pushers (DIRECT_PUSH), frozen loops probed by rv32.py (PROBE_NATIVE), semaphore loads
-    through the bus (SEM_LOADS_NATIVE), NIU response counter and NOC_CMD_CTRL loads through the bus
-    (NIU_LOADS_NATIVE), frozen cores' words read one by one (tile.PEEK_NATIVE) and their thaw test in Python
-    (tile.THAW_NATIVE); C's pieces; Python: the same bytes and cycles. With C answering and pushing, past(), the
-    Tensix's push_run (whose plain_run calls C now makes), _pcbuf_load and _niu_load are called less: the reference
-    calls them, so the rule, the pushes, the semaphore loads and the NIU polls are exercised."""
+    through the bus (SEM_LOADS_NATIVE), TTSync loads and stores and semaphore stores too (PCBUF_NATIVE), NIU response
+    counter and NOC_CMD_CTRL loads through the bus (NIU_LOADS_NATIVE), sends through the bus and timed in Python
+    (noc_native.ISSUE_NATIVE), frozen cores' words read one by one (tile.PEEK_NATIVE) and their thaw test in Python
+    (tile.THAW_NATIVE); C's pieces; Python: the same bytes and cycles. With C answering and pushing, past(), the Tensix's push_run (whose plain_run calls C now makes),
+    _pcbuf_load, _niu_load and _niu_store are called less: the reference calls them, so the rule, the pushes, the
+    semaphore loads, the NIU polls and the sends are exercised."""
     elfs = compile_kernel(*split(plan.render()), plan.name)
     runs, calls, loader, push_run = {}, {}, Tile._past_loader, DirectIssueMixin.push_run
 
@@ -604,6 +605,8 @@ def _same_with_and_without_c(plan, arrays, monkeypatch) -> None:
     monkeypatch.setattr(Tile, "_pcbuf_load", lambda self, *a: count("pcbuf") or pcbuf(self, *a))
     niu_load = Tile._niu_load
     monkeypatch.setattr(Tile, "_niu_load", lambda self, *a: count("niu") or niu_load(self, *a))
+    niu_store = Tile._niu_store
+    monkeypatch.setattr(Tile, "_niu_store", lambda self, *a: count("send") or niu_store(self, *a))
     for key in (("1", True, True), ("1", True, False), ("1", False, False), ("0", False, False)):
         env, exits, in_c = key
         monkeypatch.setenv("TT_RV32_NATIVE", env)
@@ -613,9 +616,11 @@ def _same_with_and_without_c(plan, arrays, monkeypatch) -> None:
         monkeypatch.setattr(rv32_native, "PROBE_NATIVE", in_c)
         monkeypatch.setattr(rv32_native, "SEM_LOADS_NATIVE", in_c)
         monkeypatch.setattr(rv32_native, "NIU_LOADS_NATIVE", in_c)
+        monkeypatch.setattr(rv32_native, "PCBUF_NATIVE", in_c)
+        monkeypatch.setattr(noc_native, "ISSUE_NATIVE", in_c)
         monkeypatch.setattr(tile_module, "PEEK_NATIVE", in_c)
         monkeypatch.setattr(tile_module, "THAW_NATIVE", in_c)
-        calls[key] = {"past": 0, "push_run": 0, "pcbuf": 0, "niu": 0}
+        calls[key] = {"past": 0, "push_run": 0, "pcbuf": 0, "niu": 0, "send": 0}
         dev = EmuDevice()
         out = [launch_plan(dev, plan, arrays, elfs)[0] for _ in range(2)]      # a warm device relaunched too
         attached = {core.native is not None for tile in dev.chip.tiles.values() for core in tile.cores.values()}
@@ -626,6 +631,7 @@ def _same_with_and_without_c(plan, arrays, monkeypatch) -> None:
     c, reference = calls["1", True, True], calls["1", True, False]
     assert c["past"] < reference["past"] and c["push_run"] < reference["push_run"], calls
     assert c["pcbuf"] < reference["pcbuf"] and c["niu"] < reference["niu"], calls
+    assert c["send"] < reference["send"], calls
 
 
 @pytest.mark.needs_cc
@@ -653,3 +659,47 @@ def test_matmul_grid_identical(monkeypatch):
     plan = matmul_plan(64, "HiFi2")
     plan.use_cores(4)
     _same_with_and_without_c(plan, matmul_arrays(plan), monkeypatch)
+
+
+def _pcbuf_program() -> dict[str, list[int]]:
+    """TRISC1: SEMINIT and SEMWAIT on semaphore 1 and an SFPNOP pushed, a TTSync store and load (the load waits: its
+    thread is blocked until the post), a semaphore 1 load, park. TRISC0: a delay loop, RISC-V stores to semaphore 1: a post, a
+    SEMGET and a post again, park."""
+    r, sem1 = bench.ttinsn, layout.SEMAPHORE_BASE + 4
+    t1 = [r(isa.encode("SEMINIT", sem_sel=2, init_value=0, max_value=15)),
+          r(isa.encode("SEMWAIT", sem_sel=2, wait_sem_cond=1, stall_res=1 << 8)), r(isa.encode("SFPNOP"))]
+    t1 += bench.li(9, layout.TENSIX_SYNC) + [bench.sw(0, 9, 0), bench.i_type(0, 9, 2, 10, 0x03)]
+    t1 += bench.li(11, sem1) + [bench.i_type(0, 11, 2, 12, 0x03), bench.J_SELF]
+    t0 = bench.li(5, 300) + [bench.i_type(-1, 5, 0, 5, 0x13), bench.b_type(-4, 0, 5, 1)] + bench.li(6, sem1)
+    t0 += bench.li(7, 1)
+    t0 += [bench.sw(0, 6, 0), bench.sw(7, 6, 0), bench.sw(0, 6, 0), bench.J_SELF]
+    return {"trisc1": t1, "trisc0": t0}
+
+
+@pytest.mark.needs_cc
+def test_pcbuf_accesses_in_c_match_the_bus(monkeypatch):
+    """A TRISC's TTSync loads and stores and semaphore stores made in C (rv32_native.PCBUF_NATIVE: ttsync_load, with
+    its Stall while the thread waits on a semaphore, and pcbuf_store) against the bus calls (_pcbuf_load /
+    _pcbuf_store, the reference): the same registers, pcs, instructions, stall cycles, waits and tile.stats() after
+    every step of a tile run in small steps, and C made them."""
+    calls = {True: 0, False: 0}
+    load, store = Tile._pcbuf_load, Tile._pcbuf_store
+    monkeypatch.setattr(Tile, "_pcbuf_load", lambda self, *a: calls.__setitem__(on, calls[on] + 1) or load(self, *a))
+    monkeypatch.setattr(Tile, "_pcbuf_store", lambda self, *a: calls.__setitem__(on, calls[on] + 1) or store(self, *a))
+    traces = []
+    for on in (True, False):
+        monkeypatch.setattr(rv32_native, "PCBUF_NATIVE", on)
+        tile = Tile(quantum=40)
+        bench.launch_words(tile, _pcbuf_program())
+        trace, waited = [], False
+        for _ in range(200):
+            n = tile.run(60)
+            waited |= "TTSync" in tile._wait["trisc1"]
+            trace.append((n, {k: (c.pc, c.instret, list(c.x)) for k, c in tile.cores.items()}, dict(tile._wait),
+                          dict(tile._stall), tile.stats()))
+            if not any(tile.running(k) for k in layout.CORES):
+                break
+        assert waited and tile.cores["trisc1"].x[12] == 1 and tile.cores["trisc1"].parked
+        traces.append(trace)
+    assert traces[0] == traces[1]
+    assert calls[False] >= 5 and calls[True] == 0, calls

@@ -69,23 +69,19 @@ static int take(PyObject *starts, PyObject *ends, long long s, long long d) {
     return bad ? -1 : 0;
 }
 
-/* reserve(res: list of (Busy, offset), s0, d) -> s: Fabric._reserve's cycle, the resources taken there */
-static PyObject *reserve(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    long long s0 = nargs == 3 ? PyLong_AsLongLong(args[1]) : 0, d = nargs == 3 ? PyLong_AsLongLong(args[2]) : 0;
-    if (nargs != 3 || !PyList_Check(args[0]) || PyErr_Occurred()) {
-        if (!PyErr_Occurred())
-            PyErr_SetString(PyExc_TypeError, "reserve(res: list of (Busy, offset), s0, d)");
-        return NULL;
-    }
-    Py_ssize_t n = PyList_GET_SIZE(args[0]);
-    PyObject **lists = PyMem_Calloc(2 * (size_t)(n ? n : 1), sizeof *lists), *r = NULL;
+/* Fabric._reserve's cycle for res (a list of (Busy, offset)) from s0 for d cycles into *s, the resources taken
+ * there; -1 with an error set */
+static int reserve_in(PyObject *res, long long s0, long long d, long long *s_out) {
+    Py_ssize_t n = PyList_GET_SIZE(res);
+    PyObject **lists = PyMem_Calloc(2 * (size_t)(n ? n : 1), sizeof *lists);
     long long *off = PyMem_Calloc((size_t)(n ? n : 1), sizeof *off), s = s0;
+    int r = -1;
     if (!lists || !off) {
         PyErr_NoMemory();
         goto done;
     }
     for (Py_ssize_t k = 0; k < n; k++) {        /* each resource's lists (new references) and offset */
-        PyObject *item = PyList_GET_ITEM(args[0], k), *busy;
+        PyObject *item = PyList_GET_ITEM(res, k), *busy;
         if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 2) {
             PyErr_SetString(PyExc_TypeError, "reserve: res holds (Busy, offset) pairs");
             goto done;
@@ -118,13 +114,25 @@ static PyObject *reserve(PyObject *self, PyObject *const *args, Py_ssize_t nargs
     for (Py_ssize_t k = 0; k < n; k++)
         if (take(lists[2 * k], lists[2 * k + 1], s + off[k], d) < 0 || PyErr_Occurred())
             goto done;
-    r = PyLong_FromLongLong(s);
+    *s_out = s;
+    r = 0;
 done:
     for (Py_ssize_t k = 0; lists && k < 2 * n; k++)
         Py_XDECREF(lists[k]);
     PyMem_Free(lists);
     PyMem_Free(off);
     return r;
+}
+
+/* reserve(res: list of (Busy, offset), s0, d) -> s: Fabric._reserve's cycle, the resources taken there */
+static PyObject *reserve(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    long long s0 = nargs == 3 ? PyLong_AsLongLong(args[1]) : 0, d = nargs == 3 ? PyLong_AsLongLong(args[2]) : 0, s;
+    if (nargs != 3 || !PyList_Check(args[0]) || PyErr_Occurred()) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "reserve(res: list of (Busy, offset), s0, d)");
+        return NULL;
+    }
+    return reserve_in(args[0], s0, d, &s) < 0 ? NULL : PyLong_FromLongLong(s);
 }
 
 /* ---- Niu._send's common case (noc.py Niu._send_in_python is the reference): a unicast read into this tile's L1 or
@@ -256,86 +264,100 @@ static int add_to(PyObject *d, PyObject *name, unsigned long long by) {
     return bad ? -1 : 0;
 }
 
-/* send(context, initiator) -> None when the send is done as Niu._send_in_python does it, NotImplemented (nothing
- * changed) where Python must do it: another request kind, a check that fails (Python raises), an MMIO address, a peer
- * not met yet, a DRAM page a write would have to create. context: (regs, own coordinate word, peers, counters,
- * requests, bytes, sent, DRAM page bits) of one NIU (Niu._c_context). */
-static PyObject *send(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    PyObject *ctx = nargs == 2 ? args[0] : NULL;
-    long buf = ctx ? PyLong_AsLong(args[1]) : -1;
-    if (!ctx || !PyTuple_Check(ctx) || PyTuple_GET_SIZE(ctx) != 8 || buf < 0 || buf > 3) {
-        if (!PyErr_Occurred())
-            PyErr_SetString(PyExc_TypeError, "send(NIU context: a tuple of 8, initiator 0..3)");
-        return NULL;
+/* A unicast read or write Niu._send_in_python would make without an error, decoded from one initiator's registers
+ * (plan_send) and then made (move). */
+typedef struct {
+    uint32_t ctrl, kind, length;
+    unsigned long long from, to;
+    endpoint src, dst;
+    int peer_is_src;                            /* a read's peer is its source, a write's its destination */
+    PyObject *counters, *requests, *bytes, *sent;
+    int page_bits;
+} xfer;
+
+/* the command of initiator `buf` of the NIU context ctx (Niu._c_context: (regs, own coordinate word, peers, counters,
+ * requests, bytes, sent, DRAM page bits)) into *t: 1 when C can make it, 0 where Python must (another request kind, a
+ * check that fails, an MMIO address, a peer not met yet, a DRAM page a write would have to create), -1 with an error
+ * set; nothing changed in any case */
+static int plan_send(PyObject *ctx, long buf, xfer *t) {
+    if (!PyTuple_Check(ctx) || PyTuple_GET_SIZE(ctx) != 8 || buf < 0 || buf > 3) {
+        PyErr_SetString(PyExc_TypeError, "send: an NIU context (a tuple of 8) and an initiator 0..3");
+        return -1;
     }
     PyObject *regs = PyTuple_GET_ITEM(ctx, 0), *peers = PyTuple_GET_ITEM(ctx, 2);
-    PyObject *counters = PyTuple_GET_ITEM(ctx, 3), *requests = PyTuple_GET_ITEM(ctx, 4);
-    PyObject *bytes = PyTuple_GET_ITEM(ctx, 5), *sent = PyTuple_GET_ITEM(ctx, 6);
+    t->counters = PyTuple_GET_ITEM(ctx, 3), t->requests = PyTuple_GET_ITEM(ctx, 4);
+    t->bytes = PyTuple_GET_ITEM(ctx, 5), t->sent = PyTuple_GET_ITEM(ctx, 6);
     uint32_t own = (uint32_t)PyLong_AsUnsignedLong(PyTuple_GET_ITEM(ctx, 1));
-    int page_bits = (int)PyLong_AsLong(PyTuple_GET_ITEM(ctx, 7));
+    t->page_bits = (int)PyLong_AsLong(PyTuple_GET_ITEM(ctx, 7));
     if (PyErr_Occurred())
-        return NULL;
-    if (!PyDict_Check(peers) || !PyDict_Check(counters) || !PyDict_Check(requests) || !PyDict_Check(bytes)
-        || !PyList_Check(sent) || page_bits < 1 || page_bits > 40) {
+        return -1;
+    if (!PyDict_Check(peers) || !PyDict_Check(t->counters) || !PyDict_Check(t->requests) || !PyDict_Check(t->bytes)
+        || !PyList_Check(t->sent) || t->page_bits < 1 || t->page_bits > 40) {
         PyErr_SetString(PyExc_TypeError, "send: the NIU context's peers, tallies, sent list or page bits");
-        return NULL;
+        return -1;
     }
     Py_buffer rv;
     if (PyObject_GetBuffer(regs, &rv, PyBUF_C_CONTIGUOUS) < 0)
-        return NULL;
+        return -1;
     if (rv.len != 4 * NIU_REGS * 4) {
         PyBuffer_Release(&rv);
         PyErr_SetString(PyExc_ValueError, "send: the NIU's registers are not 4 x 12 uint32");
-        return NULL;
+        return -1;
     }
     uint32_t r[NIU_REGS];
     memcpy(r, (const uint32_t *)rv.buf + buf * NIU_REGS, sizeof r);
     PyBuffer_Release(&rv);
-    uint32_t ctrl = r[R_CTRL], kind = ctrl & CTRL_TYPE, length = r[R_AT_LEN_BE];
-    unsigned long long targ = (unsigned long long)r[R_TARG_MID] << 32 | r[R_TARG_LO];
-    unsigned long long ret = (unsigned long long)r[R_RET_MID] << 32 | r[R_RET_LO];
+    uint32_t ctrl = t->ctrl = r[R_CTRL], kind = t->kind = ctrl & CTRL_TYPE, length = t->length = r[R_AT_LEN_BE];
+    unsigned long long from = t->from = (unsigned long long)r[R_TARG_MID] << 32 | r[R_TARG_LO];
+    unsigned long long to = t->to = (unsigned long long)r[R_RET_MID] << 32 | r[R_RET_LO];
     if (ctrl & (CTRL_FATAL | CTRL_BRCST | CTRL_PATH_RESERVE | CTRL_WR_INLINE) || (kind != 0 && kind != 2)
         || length < 1 || length > MAX_LEN)
-        Py_RETURN_NOTIMPLEMENTED;
-    endpoint src, dst, *peer;
-    unsigned long long from = targ, to = ret;
+        return 0;
+    t->peer_is_src = kind == 0;
     if (kind == 0) {                            /* a read: from the peer at TARG_HI into this tile */
         if (!(ctrl & CTRL_RESP_MARKED) || r[R_RET_HI] != own || r[R_TARG_HI] >> 12
-            || !endpoint_of(peers, r[R_TARG_HI], &src) || !endpoint_of(peers, own, &dst))
-            goto python;
-        peer = &src;
+            || !endpoint_of(peers, r[R_TARG_HI], &t->src) || !endpoint_of(peers, own, &t->dst))
+            return PyErr_Occurred() ? -1 : 0;
     } else {                                    /* a write: from this tile to the peer at RET_HI */
-        if (r[R_TARG_HI] != own || r[R_RET_HI] >> 12 || !endpoint_of(peers, own, &src)
-            || !endpoint_of(peers, r[R_RET_HI], &dst))
-            goto python;
-        peer = &dst;
+        if (r[R_TARG_HI] != own || r[R_RET_HI] >> 12 || !endpoint_of(peers, own, &t->src)
+            || !endpoint_of(peers, r[R_RET_HI], &t->dst))
+            return PyErr_Occurred() ? -1 : 0;
     }
-    if (src.pages != Py_None && dst.pages != Py_None)
-        goto python;                            /* (the own tile is never a DRAM bank) */
-    if ((from - to) & ((kind == 0 && src.pages != Py_None ? 64 : 16) - 1) || !range_ok(&src, from, length)
-        || !range_ok(&dst, to, length))
-        goto python;
-    if (dst.pages != Py_None) {                 /* a write must not create a page: Python does */
-        int missing = dram_spans(&dst, page_bits, to, length, span_missing, NULL);
+    if (t->src.pages != Py_None && t->dst.pages != Py_None)
+        return 0;                               /* (the own tile is never a DRAM bank) */
+    if ((from - to) & ((kind == 0 && t->src.pages != Py_None ? 64 : 16) - 1) || !range_ok(&t->src, from, length)
+        || !range_ok(&t->dst, to, length))
+        return PyErr_Occurred() ? -1 : 0;
+    if (t->dst.pages != Py_None) {              /* a write must not create a page: Python does */
+        int missing = dram_spans(&t->dst, t->page_bits, to, length, span_missing, NULL);
         if (missing)
-            return missing < 0 ? NULL : Py_NewRef(Py_NotImplemented);
+            return missing < 0 ? -1 : 0;
     }
+    return 1;
+}
+
+/* the request `t` made as Niu._send_in_python makes it: the data moved, the counters bumped, the tallies, and
+ * Niu._record's entry appended to the NIU's sent list when `record`; -1 with an error set */
+static int move(const xfer *t, int record) {
     /* the data: DRAM -> L1, L1 -> DRAM, or L1 -> L1 (possibly the same tile: moved as through a copy) */
+    const endpoint *src = &t->src, *dst = &t->dst, *peer = t->peer_is_src ? src : dst;
+    unsigned long long from = t->from, to = t->to, length = t->length;
     Py_buffer lv;
-    const endpoint *tile = src.pages == Py_None ? &src : &dst;
+    const endpoint *tile = src->pages == Py_None ? src : dst;
     if (PyObject_GetBuffer(tile->l1, &lv, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0)
-        return NULL;
+        return -1;
     int bad = 0;
-    if (src.pages != Py_None) {
-        bad = !fits(lv.len, to, length) || dram_spans(&src, page_bits, from, length, span_read, (uint8_t *)lv.buf + to);
-    } else if (dst.pages != Py_None) {
-        bad = !fits(lv.len, from, length) || dram_spans(&dst, page_bits, to, length, span_write,
+    if (src->pages != Py_None) {
+        bad = !fits(lv.len, to, length) || dram_spans(src, t->page_bits, from, length, span_read,
+                                                      (uint8_t *)lv.buf + to);
+    } else if (dst->pages != Py_None) {
+        bad = !fits(lv.len, from, length) || dram_spans(dst, t->page_bits, to, length, span_write,
                                                         (uint8_t *)lv.buf + from);
     } else {
         Py_buffer dv;
-        if (PyObject_GetBuffer(dst.l1, &dv, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) {
+        if (PyObject_GetBuffer(dst->l1, &dv, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) {
             PyBuffer_Release(&lv);
-            return NULL;
+            return -1;
         }
         bad = !fits(lv.len, from, length) || !fits(dv.len, to, length);
         if (!bad)
@@ -346,43 +368,211 @@ static PyObject *send(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (bad) {
         if (!PyErr_Occurred())
             PyErr_SetString(PyExc_ValueError, "send: an L1 array is shorter than its endpoint's size");
-        return NULL;
+        return -1;
     }
-    /* Niu._record's entry and the tallies */
-    PyObject *bank = PyTuple_GET_ITEM(peer->desc, 4), *where = kind == 0 || dst.pages != Py_None ? NULL
-        : PyLong_FromUnsignedLongLong(to);
-    PyObject *n = PyLong_FromUnsignedLong(length), *rec = NULL;
-    if (n && (kind == 0 || dst.pages != Py_None || where))
-        rec = PyTuple_Pack(5, kind == 0 ? s_read : s_write, PyTuple_GET_ITEM(peer->desc, 0), n, bank,
-                           where ? where : Py_None);
-    Py_XDECREF(n), Py_XDECREF(where);
-    if (!rec || PyList_Append(sent, rec) < 0) {
-        Py_XDECREF(rec);
-        return NULL;
+    if (record) {                               /* Niu._record's entry */
+        PyObject *bank = PyTuple_GET_ITEM(peer->desc, 4), *where = t->kind == 0 || dst->pages != Py_None ? NULL
+            : PyLong_FromUnsignedLongLong(to);
+        PyObject *n = PyLong_FromUnsignedLongLong(length), *rec = NULL;
+        if (n && (t->kind == 0 || dst->pages != Py_None || where))
+            rec = PyTuple_Pack(5, t->kind == 0 ? s_read : s_write, PyTuple_GET_ITEM(peer->desc, 0), n, bank,
+                               where ? where : Py_None);
+        Py_XDECREF(n), Py_XDECREF(where);
+        if (!rec || PyList_Append(t->sent, rec) < 0) {
+            Py_XDECREF(rec);
+            return -1;
+        }
+        Py_DECREF(rec);
     }
-    Py_DECREF(rec);
-    PyObject *name = kind == 0 ? s_read : s_write;
-    if (add_to(requests, name, 1) < 0 || add_to(bytes, name, length) < 0)
-        return NULL;
-    if (kind == 0)
-        bad = bump(counters, RD_RESP_RECEIVED);
-    else if (ctrl & CTRL_RESP_MARKED)
-        bad = bump(counters, NONPOSTED_WR_REQ_SENT) || bump(counters, WR_ACK_RECEIVED);
+    PyObject *name = t->kind == 0 ? s_read : s_write;
+    if (add_to(t->requests, name, 1) < 0 || add_to(t->bytes, name, length) < 0)
+        return -1;
+    if (t->kind == 0)
+        bad = bump(t->counters, RD_RESP_RECEIVED);
+    else if (t->ctrl & CTRL_RESP_MARKED)
+        bad = bump(t->counters, NONPOSTED_WR_REQ_SENT) || bump(t->counters, WR_ACK_RECEIVED);
     else
-        bad = bump(counters, POSTED_WR_REQ_SENT);
-    if (bad)
+        bad = bump(t->counters, POSTED_WR_REQ_SENT);
+    return bad ? -1 : 0;
+}
+
+/* send(context, initiator) -> None when the send is done as Niu._send_in_python does it, NotImplemented (nothing
+ * changed) where Python must do it (plan_send). context: Niu._c_context. */
+static PyObject *send(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    xfer t;
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "send(NIU context, initiator 0..3)");
+        return NULL;
+    }
+    long buf = PyLong_AsLong(args[1]);
+    int how = PyErr_Occurred() ? -1 : plan_send(args[0], buf, &t);
+    if (how <= 0)
+        return how < 0 ? NULL : Py_NewRef(Py_NotImplemented);
+    if (move(&t, 1) < 0)
         return NULL;
     Py_RETURN_NONE;
-python:
-    if (PyErr_Occurred())
+}
+
+/* ---- the send with its time (tile.py Tile._niu_store's timed part, with noc.py Fabric.transfer, is the reference):
+ * the request made as send makes it (its record is the time model's only: not kept), then the transfer's completion
+ * from its route's cached resources (Fabric._paths; a route not cached yet is Python's, which caches it), the
+ * reservation, the peer tile's L1 lines stamped for a write there, the completion due on the response counter it
+ * bumps, and the NIU's busy end. The timing context, one per NIU of a tile (tile.py Tile._issue_timing): (fabric,
+ * its route cache, the NoC index, the tile's (x, y), the chip's tiles, the tile's due completions of this NIU, the
+ * tile's NIU busy ends, (NoC bytes per cycle, DRAM bank bytes per cycle, NIU latency, hop latency, DRAM latency,
+ * stamp shift)). */
+#define TIMING_FIELDS 8
+static PyObject *s_transfers, *s_wait_cycles, *s_l1_stamp;
+
+/* o.name += by (a Python int attribute) */
+static int add_attr(PyObject *o, PyObject *name, long long by) {
+    PyObject *old = PyObject_GetAttr(o, name), *inc = old ? PyLong_FromLongLong(by) : NULL;
+    PyObject *now = inc ? PyNumber_Add(old, inc) : NULL;
+    int bad = !now || PyObject_SetAttr(o, name, now) < 0;
+    Py_XDECREF(old), Py_XDECREF(inc), Py_XDECREF(now);
+    return bad ? -1 : 0;
+}
+
+/* bisect.insort(due.setdefault(counter, []), done); -1 with an error set */
+static int insort_due(PyObject *due, long counter, long long done) {
+    PyObject *key = PyLong_FromLong(counter), *list = key ? PyDict_GetItemWithError(due, key) : NULL;
+    PyObject *v = key && !PyErr_Occurred() ? PyLong_FromLongLong(done) : NULL;
+    int bad = !v;
+    if (!bad && !list) {
+        bad = !(list = PyList_New(0)) || PyDict_SetItem(due, key, list) < 0;
+        Py_XDECREF(list);                       /* (the dict holds it) */
+    } else if (!bad && !PyList_Check(list)) {
+        PyErr_SetString(PyExc_TypeError, "issue: a due list that is no list");
+        bad = 1;
+    }
+    if (!bad) {
+        Py_ssize_t lo = 0, hi = PyList_GET_SIZE(list);
+        while (lo < hi && !bad) {
+            Py_ssize_t mid = (lo + hi) / 2;
+            long long m = at(list, mid);
+            bad = m == -1 && PyErr_Occurred();
+            if (done < m) hi = mid;
+            else lo = mid + 1;
+        }
+        bad = bad || PyList_Insert(list, lo, v) < 0;
+    }
+    Py_XDECREF(key), Py_XDECREF(v);
+    return bad ? -1 : 0;
+}
+
+/* the lines of [addr, + n) of the tile's L1 stamped with at least `cycle` (tile.py Tile.stamp_l1); -1 with an error */
+static int stamp_lines(PyObject *tile, unsigned long long addr, unsigned long long n, unsigned long long cycle,
+                       int shift) {
+    PyObject *stamps = PyObject_GetAttr(tile, s_l1_stamp);
+    Py_buffer b;
+    if (!stamps || PyObject_GetBuffer(stamps, &b, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) {
+        Py_XDECREF(stamps);
+        return -1;
+    }
+    Py_DECREF(stamps);
+    unsigned long long first = addr >> shift, last = (addr + n - 1) >> shift;
+    int bad = b.itemsize != 8 || (unsigned long long)b.len / 8 <= last;
+    for (uint64_t *line = (uint64_t *)b.buf + first; !bad && line <= (uint64_t *)b.buf + last; line++)
+        if (*line < cycle)
+            *line = cycle;
+    PyBuffer_Release(&b);
+    if (bad)
+        PyErr_SetString(PyExc_ValueError, "issue: a tile's L1 stamps are no uint64 array covering the write");
+    return bad ? -1 : 0;
+}
+
+/* The send of initiator `buf` issued at cycle `start` with its time (above): 1 with *done its completion, 0 where
+ * Python must (plan_send's cases, a route not cached), -1 with an error set. Also the C entry of the capsule
+ * "noc_native.issue" (rv32_native.c calls it for a core's NOC_CMD_CTRL store). */
+static int issue_at(PyObject *ctx, long buf, PyObject *timing, long long start, long long *done) {
+    xfer t;
+    long long k[6];
+    if (!PyTuple_Check(timing) || PyTuple_GET_SIZE(timing) != TIMING_FIELDS) {
+        PyErr_SetString(PyExc_TypeError, "issue: a timing context is a tuple of 8");
+        return -1;
+    }
+    PyObject **f = &PyTuple_GET_ITEM(timing, 0);
+    if (!PyArg_ParseTuple(f[7], "LLLLLL", &k[0], &k[1], &k[2], &k[3], &k[4], &k[5]))
+        return -1;
+    if (!PyDict_Check(f[1]) || !PyDict_Check(f[4]) || !PyDict_Check(f[5]) || !PyList_Check(f[6])) {
+        PyErr_SetString(PyExc_TypeError, "issue: the timing context's route cache, tiles, due or busy ends");
+        return -1;
+    }
+    int how = plan_send(ctx, buf, &t);
+    if (how <= 0)
+        return how;
+    const endpoint *peer = t.peer_is_src ? &t.src : &t.dst;
+    PyObject *bank = PyTuple_GET_ITEM(peer->desc, 4), *xy = PyTuple_GET_ITEM(peer->desc, 0);
+    PyObject *key = PyTuple_Pack(5, f[2], t.kind == 0 ? s_read : s_write, f[3], xy, bank);
+    PyObject *path = key ? PyDict_GetItemWithError(f[1], key) : NULL;
+    Py_XDECREF(key);
+    if (!path)
+        return PyErr_Occurred() ? -1 : 0;
+    long long lead, hops, s;
+    if (!PyTuple_Check(path) || PyTuple_GET_SIZE(path) != 3 || !PyList_Check(PyTuple_GET_ITEM(path, 0))) {
+        PyErr_SetString(PyExc_TypeError, "issue: a cached route is (resources, lead, hops)");
+        return -1;
+    }
+    lead = PyLong_AsLongLong(PyTuple_GET_ITEM(path, 1));
+    hops = PyLong_AsLongLong(PyTuple_GET_ITEM(path, 2));
+    PyObject *target = NULL;
+    if (!t.peer_is_src && t.dst.pages == Py_None && !(target = PyDict_GetItemWithError(f[4], xy)) && !PyErr_Occurred())
+        PyErr_SetString(PyExc_KeyError, "issue: the chip has no tile at a write's destination");
+    if (PyErr_Occurred() || move(&t, 0) < 0)
+        return -1;
+    /* Fabric.transfer */
+    long long n = t.length, flits = (n + k[0] - 1) / k[0], d = flits, dram = bank != Py_None;
+    if (dram && (n + k[1] - 1) / k[1] > d)
+        d = (n + k[1] - 1) / k[1];
+    if (reserve_in(PyTuple_GET_ITEM(path, 0), start + lead, d, &s) < 0 || add_attr(f[0], s_transfers, 1) < 0
+        || add_attr(f[0], s_wait_cycles, s - (start + lead)) < 0)
+        return -1;
+    *done = s + 2 * k[2] + k[3] * (hops > 1 ? hops : 1) + flits + (dram ? k[4] : 0) - lead + (d - flits);
+    /* tile.py Tile._niu_store: the peer's lines, the due completion, the NIU's busy end */
+    if (target && stamp_lines(target, t.to, t.length, (unsigned long long)*done, (int)k[5]) < 0)
+        return -1;
+    long counter = t.kind == 0 ? RD_RESP_RECEIVED : t.ctrl & CTRL_RESP_MARKED ? WR_ACK_RECEIVED : -1;
+    if (counter >= 0 && insort_due(f[5], counter, *done) < 0)
+        return -1;
+    Py_ssize_t i = PyLong_AsSsize_t(f[2]);
+    if (i < 0 || i >= PyList_GET_SIZE(f[6])) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_IndexError, "issue: the NoC index has no busy end");
+        return -1;
+    }
+    long long busy = at(f[6], i);
+    if (busy == -1 && PyErr_Occurred())
+        return -1;
+    if (*done > (start > busy ? start : busy)) {
+        PyObject *o = PyLong_FromLongLong(*done);
+        if (!o || PyList_SetItem(f[6], i, o) < 0)
+            return -1;
+    }
+    return 1;
+}
+
+/* issue(NIU context, initiator, timing context, start) -> the completion cycle, or NotImplemented (nothing changed)
+ * where Python must make the send and time it */
+static PyObject *issue(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "issue(NIU context, initiator, timing context, start)");
         return NULL;
-    Py_RETURN_NOTIMPLEMENTED;
+    }
+    long long start = PyLong_AsLongLong(args[3]), done;
+    long buf = PyLong_AsLong(args[1]);
+    int how = PyErr_Occurred() ? -1 : issue_at(args[0], buf, args[2], start, &done);
+    if (how <= 0)
+        return how < 0 ? NULL : Py_NewRef(Py_NotImplemented);
+    return PyLong_FromLongLong(done);
 }
 
 static PyMethodDef methods[] = {
     {"send", (PyCFunction)(void (*)(void))send, METH_FASTCALL,
      "send(NIU context, initiator): a unicast read or write between L1 and DRAM or L1 as Niu._send_in_python does it, "
      "or NotImplemented"},
+    {"issue", (PyCFunction)(void (*)(void))issue, METH_FASTCALL,
+     "issue(NIU context, initiator, timing context, start): send's request with its time (the completion cycle), or "
+     "NotImplemented"},
     {"reserve", (PyCFunction)(void (*)(void))reserve, METH_FASTCALL,
      "reserve(res, s0, d): the first cycle from s0 at which every (Busy, offset) of res is free for d cycles; taken"},
     {NULL, NULL, 0, NULL},
@@ -392,7 +582,17 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "noc_native", NULL, -
 
 PyMODINIT_FUNC PyInit_noc_native(void) {
     if (!(s_starts = PyUnicode_InternFromString("starts")) || !(s_ends = PyUnicode_InternFromString("ends"))
-        || !(s_read = PyUnicode_InternFromString("read")) || !(s_write = PyUnicode_InternFromString("write")))
+        || !(s_read = PyUnicode_InternFromString("read")) || !(s_write = PyUnicode_InternFromString("write"))
+        || !(s_transfers = PyUnicode_InternFromString("transfers"))
+        || !(s_wait_cycles = PyUnicode_InternFromString("wait_cycles"))
+        || !(s_l1_stamp = PyUnicode_InternFromString("l1_stamp")))
         return NULL;
-    return PyModule_Create(&module);
+    PyObject *mod = PyModule_Create(&module), *capsule = mod ? PyCapsule_New((void *)issue_at, "noc_native.issue", NULL)
+        : NULL;
+    if (!capsule || PyModule_AddObject(mod, "issue_entry", capsule) < 0) {   /* (steals the capsule on success) */
+        Py_XDECREF(capsule);
+        Py_XDECREF(mod);
+        return NULL;
+    }
+    return mod;
 }

@@ -6,7 +6,11 @@ pins the cycles and the busy lists of both together on random resources. `NATIVE
 keeps the Python path; without a host compiler or Python's headers it stays there too (`python -m tt_backend info` says
 which runs, and why). Niu._send_in_python is the reference of send (a unicast read or write between L1 and a DRAM bank
 or L1): the same test file pins the NIUs' state after random commands; `SEND_NATIVE = False` (or
-TT_EMU_NIU_SEND_NATIVE=0) keeps every send in Python.
+TT_EMU_NIU_SEND_NATIVE=0) keeps every send in Python. tile.py Tile._niu_store's timed part (the send, Fabric.transfer,
+the peer's L1 stamps, the completion due on the response counter, the NIU's busy end) is the reference of issue, which
+a core's NOC_CMD_CTRL store reaches from rv32_native.c without the bus call (tests/emu/test_noc_native.py and
+test_rv32_native.py pin both); `ISSUE_NATIVE = False` (or TT_EMU_NOC_ISSUE_NATIVE=0, read when a tile is built) keeps
+the Python path; it needs the reservation and the send in C too.
 """
 from __future__ import annotations
 
@@ -19,6 +23,7 @@ from tt_backend.runtime.emu.accel import native
 SOURCE = Path(__file__).with_name("noc_native.c")
 NATIVE = os.environ.get("TT_EMU_NOC_NATIVE", "1") != "0"
 SEND_NATIVE = os.environ.get("TT_EMU_NIU_SEND_NATIVE", "1") != "0"
+ISSUE_NATIVE = os.environ.get("TT_EMU_NOC_ISSUE_NATIVE", "1") != "0"
 
 
 @functools.lru_cache(maxsize=None)
@@ -44,7 +49,16 @@ def send():
     return mod.send if mod is not None else None
 
 
+def issue():
+    """(the C issue(NIU context, initiator, timing context, start), its capsule for rv32_native.c), or None when it,
+    the reservation or the send is off or the C part is unavailable (asked when a tile is built)."""
+    mod = _load()[0] if NATIVE and SEND_NATIVE and ISSUE_NATIVE else None
+    return (mod.issue, mod.issue_entry) if mod is not None else None
+
+
 def status() -> str:
     """Which path reserves the NoC's links, ports and banks, for `python -m tt_backend info`."""
     why = _load()[1] if NATIVE else "Python: TT_EMU_NOC_NATIVE=0"
-    return why if SEND_NATIVE or not NATIVE else f"{why}; sends in Python (TT_EMU_NIU_SEND_NATIVE=0)"
+    if NATIVE and not SEND_NATIVE:
+        return f"{why}; sends in Python (TT_EMU_NIU_SEND_NATIVE=0)"
+    return why if ISSUE_NATIVE or not NATIVE else f"{why}; the sends' time in Python (TT_EMU_NOC_ISSUE_NATIVE=0)"

@@ -53,11 +53,14 @@ typedef struct {
     uint64_t *log, *log_n;             /* the tile's L1 write log (tile.py Tile.l1_log): a ring of LOG_SIZE entries
                                         * (line, cycle, word address, the word before the store); its count */
     uint32_t push_base, push_size;     /* the core's own Tensix push window (bus_calls.window), size 0: none */
+    uint64_t *log_head, *log_prev;     /* the write log's index by line (causal_log.h log_index) */
 } rv_state;
-/* the word offsets rv32_native.py writes: X = 20, STAMP = 84, T0 = 86, LOG = 88, PUSH_BASE = 92, STATE_WORDS = 94 */
+/* the word offsets rv32_native.py writes: X = 20, STAMP = 84, T0 = 86, LOG = 88, PUSH_BASE = 92, LOG_INDEX = 94,
+ * STATE_WORDS = 98 */
 _Static_assert(offsetof(rv_state, x) == 4 * 20 && offsetof(rv_state, stamp) == 4 * 84 &&
                offsetof(rv_state, t0) == 4 * 86 && offsetof(rv_state, log) == 4 * 88 &&
-               offsetof(rv_state, push_base) == 4 * 92 && sizeof(rv_state) == 4 * 94, "rv32_native.py's word offsets");
+               offsetof(rv_state, push_base) == 4 * 92 && offsetof(rv_state, log_head) == 4 * 94 &&
+               sizeof(rv_state) == 4 * 98, "rv32_native.py's word offsets");
 /* rv_state.causal (rv32.py set_stamp_wait; rv32_native.py NativeRun.run): no rule; such a load is Python's; C reads
  * it from the write log (l1_word_at) and hands back only what the log cannot answer (the core then waits in Python) */
 enum { CAUSAL_OFF = 0, CAUSAL_HAND_BACK = 1, CAUSAL_IN_C = 2 };
@@ -69,6 +72,7 @@ enum { CAUSAL_OFF = 0, CAUSAL_HAND_BACK = 1, CAUSAL_IN_C = 2 };
 typedef struct { PyObject *core, *name, *load, *store, *window, *pushp, *pushm, *push, *base, *stall; } bus_calls;
 _Static_assert(sizeof(bus_calls) == BUS_CALLS * sizeof(PyObject *), "filled slot by slot");
 static PyObject *s_pos, *s_sub, *s_mm_record, *s_pm_done, *s_pm_t, *s_sem_value, *s_sem_posts, *s_rec, *s_latency_of, *four, *zero;
+static PyObject *s_thread_idle, *s_thread_done, *s_sem_mmio_write;
 
 /* plain_run's C entry (sfpu_issue_native.c's capsule "sfpu_issue.plain_run"), called with plain_run's arguments */
 typedef PyObject *(*plain_run_entry)(PyObject *, PyObject *const *, Py_ssize_t);
@@ -81,8 +85,12 @@ typedef PyObject *(*plain_run_entry)(PyObject *, PyObject *const *, Py_ssize_t);
 typedef struct {
     plain_run_entry fn;                /* NULL: every run goes to the pusher */
     PyObject *tx, *thread, *facts, *progress, *stall, *pushes, *waits, *full, *allowed, *name;
-    PyObject *tile;                    /* the tile whose semaphore window C serves (sem_load), or NULL */
-    uint32_t sem_base, n_sems, extra;  /* that window: n_sems words from sem_base (0: none), its MMIO latency */
+    PyObject *tile;                    /* the tile whose PC buffer C serves (sem_load, pcbuf_store), or NULL */
+    uint32_t sem_base, n_sems, extra;  /* the semaphore window: n_sems words from sem_base, its MMIO latency */
+    int sem_loads;                     /* C serves the semaphore loads (sem_load) */
+    uint32_t sync;                     /* TTSync's address: C serves its loads and stores and the semaphore stores (0:
+                                        * the bus calls do) */
+    PyObject *sync_wait;               /* the wait reason of a TTSync load while the thread is busy */
     Py_ssize_t thread_i;
     long long base;                    /* the core's cycle less its stall (tbase + instret): fixed during one run() */
     int ready;                         /* allowed() as asked at the run's first push: 1, 0 (pushers only), -1 not yet */
@@ -250,17 +258,19 @@ static PyObject *ttinsn_words(const rv_state *s, uint32_t pc, uint32_t n) {
     return words;
 }
 
-/* the core's stall as the tile keeps it (d->stall[d->name]) into *v; -1 with an error set */
-static int stall_of(const direct_push *d, long long *v) {
-    PyObject *o = PyDict_GetItemWithError(d->stall, d->name);
+/* the core's stall as the tile keeps it (stall[name], the tile's dict) into *v; -1 with an error set */
+static int stall_in(PyObject *stall, PyObject *name, long long *v) {
+    PyObject *o = PyDict_Check(stall) ? PyDict_GetItemWithError(stall, name) : NULL;
     if (!o) {
         if (!PyErr_Occurred())
-            PyErr_SetString(PyExc_KeyError, "direct push: the tile keeps no stall for the core");
+            PyErr_SetString(PyExc_KeyError, "run: the tile keeps no stall for the core");
         return -1;
     }
     *v = PyLong_AsLongLong(o);
     return *v == -1 && PyErr_Occurred() ? -1 : 0;
 }
+
+static int stall_of(const direct_push *d, long long *v) { return stall_in(d->stall, d->name, v); }
 
 /* the pusher's bookkeeping for the j words pushed from cycle t on whose next push time is `next` (tile.py
  * Tile._multi_pusher): the core's stall grows by what they waited, the thread's push count by j; s->t0 follows */
@@ -341,6 +351,80 @@ static int load_timing(PyObject *tile, PyObject *name, int *latency) {
     return *latency < 0 ? -1 : recording;
 }
 
+/* core.pos = s->done, as a bus call sets it, and the core's stall in the tile's dict (unless it is `was`); -1 with an
+ * error set */
+static int bus_effects(rv_state *s, const bus_calls *c, direct_push *d, long long stall, long long was) {
+    PyObject *pos = PyLong_FromUnsignedLong(s->done), *o = stall != was ? PyLong_FromLongLong(stall) : NULL;
+    int bad = !pos || PyObject_SetAttr(c->core, s_pos, pos) < 0 || (stall != was && (!o
+              || PyDict_SetItem(d->stall, d->name, o) < 0));
+    Py_XDECREF(pos);
+    Py_XDECREF(o);
+    return bad ? -1 : 0;
+}
+
+/* a cycle the Tensix answers for the core's thread: tx.<method>(thread) as a C integer into *v; -1 with an error */
+static int thread_cycle(const direct_push *d, PyObject *method, long long *v) {
+    PyObject *args[2] = {d->tx, d->thread}, *r = PyObject_VectorcallMethod(method, args, 2, NULL);
+    *v = r ? PyLong_AsLongLong(r) : -1;
+    Py_XDECREF(r);
+    return *v == -1 && PyErr_Occurred() ? -1 : 0;
+}
+
+/* A TRISC's TTSync load (tile.py mmio_load -> _pcbuf_load, the reference): the MMIO latency in the timed mode (the
+ * core is in the tile's _latency_of), then, while the Tensix's thread_idle says no, a Stall with the wait reason set
+ * (the latency stays charged, as there); else the core waits until thread_done and reads 0. 1 with *v set, 0 where
+ * the bus call must do it (a tile recording a timeline), -1 with an error set (the Stall among them). */
+static int ttsync_load(rv_state *s, const bus_calls *c, direct_push *d, uint32_t *v) {
+    int latency, recording = load_timing(d->tile, d->name, &latency);
+    long long stall, was, done;
+    if (recording)
+        return recording < 0 ? -1 : 0;
+    if (stall_of(d, &was))
+        return -1;
+    stall = was + (latency ? d->extra : 0);
+    PyObject *args[2] = {d->tx, d->thread}, *r = PyObject_VectorcallMethod(s_thread_idle, args, 2, NULL);
+    int idle = r ? PyObject_IsTrue(r) : -1;
+    Py_XDECREF(r);
+    if (idle < 0 || bus_effects(s, c, d, stall, was))
+        return -1;
+    if (!idle) {
+        if (PyDict_SetItem(d->waits, d->name, d->sync_wait) == 0)
+            PyErr_SetNone(c->stall);
+        return -1;
+    }
+    if (thread_cycle(d, s_thread_done, &done))
+        return -1;
+    was = stall;
+    if (done > d->base + stall + s->done)            /* tile.py _wait_until */
+        stall = done - d->base - s->done;
+    if (bus_effects(s, c, d, stall, was))
+        return -1;
+    *v = 0;
+    return 1;
+}
+
+/* A TRISC's 32-bit store in its PC buffer (tile.py mmio_store -> _pcbuf_store, the reference): TTSync's is discarded,
+ * a semaphore's is the Tensix's sem_mmio_write(i, value, the core's cycle). 1 made, 0 where the bus call must (another
+ * address, or C serves none: d->sync 0), -1 with an error set. */
+static int pcbuf_store(rv_state *s, const bus_calls *c, direct_push *d, uint32_t addr, uint32_t value) {
+    long long stall;
+    if (!d->sync || (addr != d->sync && addr - d->sem_base >= 4 * d->n_sems))
+        return 0;
+    if (stall_of(d, &stall) || bus_effects(s, c, d, stall, stall))
+        return -1;
+    if (addr == d->sync)
+        return 1;
+    PyObject *i = PyLong_FromUnsignedLong((addr - d->sem_base) >> 2), *v = i ? PyLong_FromUnsignedLong(value) : NULL;
+    PyObject *t = v ? PyLong_FromLongLong(d->base + stall + s->done) : NULL, *r = NULL;
+    if (t) {
+        PyObject *args[4] = {d->tx, i, v, t};
+        r = PyObject_VectorcallMethod(s_sem_mmio_write, args, 4, NULL);
+    }
+    Py_XDECREF(i), Py_XDECREF(v), Py_XDECREF(t);
+    Py_XDECREF(r);
+    return r ? 1 : -1;
+}
+
 /* A TRISC's 32-bit load in the direct push context's semaphore window (tile.py mmio_load -> _pcbuf_load, the
  * reference): the core's stall grows by the window's MMIO latency in the timed mode (the core is in the tile's
  * _latency_of); the value is the Tensix's sem_value[i], and a nonzero one is seen from the cycle of the oldest counted
@@ -350,7 +434,7 @@ static int load_timing(PyObject *tile, PyObject *name, int *latency) {
 static int sem_load(rv_state *s, const bus_calls *c, direct_push *d, uint32_t addr, uint32_t *v) {
     uint32_t i = (addr - d->sem_base) >> 2;
     long long value, posted = 0, stall, was;
-    if (addr - d->sem_base >= 4 * d->n_sems)
+    if (!d->sem_loads || addr - d->sem_base >= 4 * d->n_sems)
         return 0;
     int latency, recording = load_timing(d->tile, d->name, &latency);
     if (recording)
@@ -386,12 +470,7 @@ static int sem_load(rv_state *s, const bus_calls *c, direct_push *d, uint32_t ad
         if (posted > now)
             stall += posted - now;
     }
-    PyObject *pos = PyLong_FromUnsignedLong(s->done), *o = stall != was ? PyLong_FromLongLong(stall) : NULL;
-    int bad = !pos || PyObject_SetAttr(c->core, s_pos, pos) < 0 || (stall != was && (!o
-              || PyDict_SetItem(d->stall, d->name, o) < 0));
-    Py_XDECREF(pos);
-    Py_XDECREF(o);
-    if (bad)
+    if (bus_effects(s, c, d, stall, was))
         return -1;
     *v = (uint32_t)value;
     return 1;
@@ -568,6 +647,16 @@ typedef struct {
     long long nbase;                   /* the core's cycle less its stall (tbase + instret): fixed during one run() */
 } niu_loads;
 
+/* the core's cycle less its stall at run()'s start (*nbase; s->t0 is exact there) from the tile's stall dict; -1
+ * with an error set */
+static int cycle_base(PyObject *stall, PyObject *name, const rv_state *s, long long *nbase) {
+    long long v;
+    if (stall_in(stall, name, &v))
+        return -1;
+    *nbase = (long long)s->t0 - v;
+    return 0;
+}
+
 /* run()'s NIU load context from its fourth argument (None: none); -1 with an error set */
 static int niu_loads_from(PyObject *o, const rv_state *s, const bus_calls *c, niu_loads *g) {
     memset(g, 0, sizeof *g);
@@ -577,7 +666,7 @@ static int niu_loads_from(PyObject *o, const rv_state *s, const bus_calls *c, ni
         PyErr_SetString(PyExc_TypeError, "run: an NIU load context needs bus calls with stamp_base and 11 fields");
         return -1;
     }
-    PyObject **f = &PyTuple_GET_ITEM(o, 0), *stall;
+    PyObject **f = &PyTuple_GET_ITEM(o, 0);
     g->tile = f[0], g->stall = f[1], g->name = c->name;
     g->extra = (uint32_t)PyLong_AsUnsignedLong(f[2]);
     for (int i = 0; i < 2; i++) {
@@ -589,13 +678,7 @@ static int niu_loads_from(PyObject *o, const rv_state *s, const bus_calls *c, ni
     }
     if (PyErr_Occurred() || !PyDict_Check(g->stall))
         goto bad;
-    if (!(stall = PyDict_GetItemWithError(g->stall, g->name))) {
-        if (!PyErr_Occurred())
-            PyErr_SetString(PyExc_KeyError, "run: the tile keeps no stall for the core");
-        goto bad;
-    }
-    g->nbase = (long long)s->t0 - PyLong_AsLongLong(stall);
-    if (!PyErr_Occurred())
+    if (!cycle_base(g->stall, g->name, s, &g->nbase))
         return 0;
 bad:
     if (!PyErr_Occurred())
@@ -639,13 +722,7 @@ static int niu_load(rv_state *s, const bus_calls *c, const niu_loads *g, uint32_
         bad = (value = PyLong_AsLongLong(o)) == -1 && PyErr_Occurred();
     bad = bad || PyErr_Occurred();
     if (!bad && latency) {
-        if (!(o = PyDict_GetItemWithError(g->stall, g->name))) {
-            if (!PyErr_Occurred())
-                PyErr_SetString(PyExc_KeyError, "NIU load: the tile keeps no stall for the core");
-            bad = 1;
-        } else {
-            bad = (was = PyLong_AsLongLong(o)) == -1 && PyErr_Occurred();
-        }
+        bad = stall_in(g->stall, g->name, &was) < 0;
         stall = was + g->extra;
         PyObject *due = bad ? NULL : PyDict_GetItemWithError(g->due[i], key);
         bad = bad || PyErr_Occurred() || (due && !PyList_Check(due));
@@ -682,14 +759,73 @@ static int niu_load(rv_state *s, const bus_calls *c, const niu_loads *g, uint32_
     return 1;
 }
 
+/* A core's NOC_CMD_CTRL store (a send) made in C with its time (noc_native.py ISSUE_NATIVE; tile.py mmio_store ->
+ * _niu_store is the reference): run()'s fifth argument, borrowed for one call: noc_native's issue capsule, the tile,
+ * its stall dict, then per NIU its window, its send context (noc.py Niu._c_context) and its timing context (tile.py
+ * Tile._issue_timing). issue makes the request and times it issued at the core's cycle, or leaves it to the bus call
+ * (a request kind or route it does not take; then nothing changed). */
+#define NIU_SEND_FIELDS 9
+typedef int (*issue_entry)(PyObject *ctx, long buf, PyObject *timing, long long start, long long *done);
+typedef struct {
+    issue_entry fn;                    /* NULL: every send is Python's */
+    PyObject *tile, *stall, *name;
+    uint32_t base[2];
+    PyObject *ctx[2], *timing[2];
+    long long nbase;                   /* the core's cycle less its stall (tbase + instret): fixed during one run() */
+} niu_sends;
+
+/* run()'s send context from its fifth argument (None: none); -1 with an error set */
+static int niu_sends_from(PyObject *o, const rv_state *s, const bus_calls *c, niu_sends *e) {
+    memset(e, 0, sizeof *e);
+    if (o == Py_None)
+        return 0;
+    if (!c || c->base == Py_None || !PyTuple_Check(o) || PyTuple_GET_SIZE(o) != NIU_SEND_FIELDS) {
+        PyErr_SetString(PyExc_TypeError, "run: a send context needs bus calls with stamp_base and 9 fields");
+        return -1;
+    }
+    PyObject **f = &PyTuple_GET_ITEM(o, 0);
+    e->fn = (issue_entry)PyCapsule_GetPointer(f[0], "noc_native.issue");
+    e->tile = f[1], e->stall = f[2], e->name = c->name;
+    for (int i = 0; i < 2; i++) {
+        e->base[i] = (uint32_t)PyLong_AsUnsignedLong(f[3 + 3 * i]);
+        e->ctx[i] = f[4 + 3 * i], e->timing[i] = f[5 + 3 * i];
+    }
+    return !e->fn || PyErr_Occurred() || cycle_base(e->stall, e->name, s, &e->nbase) ? -1 : 0;
+}
+
+/* a 32-bit store of v at addr as tile.py _niu_store's timed path makes it where it is a send issue takes: 1 made, 0
+ * the bus call's (another register or value, a tile recording a timeline or untimed, what issue leaves), -1 with an
+ * error set */
+static int niu_send(rv_state *s, const bus_calls *c, const niu_sends *e, uint32_t addr, uint32_t v) {
+    int i = 0;
+    for (; i < 2 && addr - e->base[i] >= NIU_INITIATORS * NIU_INITIATOR_STRIDE; i++) {}
+    if (i == 2 || v != 1 || (addr - e->base[i]) % NIU_INITIATOR_STRIDE != NIU_CMD_CTRL)
+        return 0;
+    int latency, recording = load_timing(e->tile, e->name, &latency);
+    if (recording || !latency)
+        return recording < 0 ? -1 : 0;
+    long long stall, done;
+    if (stall_in(e->stall, e->name, &stall))
+        return -1;
+    int made = e->fn(e->ctx[i], (long)((addr - e->base[i]) / NIU_INITIATOR_STRIDE), e->timing[i],
+                     e->nbase + stall + s->done, &done);
+    if (made <= 0)
+        return made;
+    PyObject *pos = PyLong_FromUnsignedLong(s->done);  /* as the bus call would leave it */
+    int bad = !pos || PyObject_SetAttr(c->core, s_pos, pos) < 0;
+    Py_XDECREF(pos);
+    return bad ? -1 : 1;
+}
+
 static inline void log_write(rv_state *s, uint32_t addr, uint64_t cycle) {   /* tile.py Tile._log_write */
-    uint64_t *e = s->log + 4 * ((*s->log_n)++ % LOG_SIZE);
+    uint64_t n = (*s->log_n)++, *e = s->log + 4 * (n % LOG_SIZE);
     uint32_t word = addr & ~3u, old;
     memcpy(&old, s->l1 + word, 4);
     e[0] = addr >> STAMP_SHIFT; e[1] = cycle; e[2] = word; e[3] = old;
+    log_index(s->log_head, s->log_prev, e[0], n);
 }
 
-static int rv_run(rv_state *s, const bus_calls *c, direct_push *d, const niu_loads *g) {
+static int rv_run(rv_state *s, const bus_calls *c, direct_push *d, const niu_loads *g, const niu_sends *e) {
     uint32_t *x = s->x, pc = s->pc, sub = 0;
     int stale = 0;                                               /* t0 older than the last bus call */
     for (;;) {
@@ -739,7 +875,7 @@ static int rv_run(rv_state *s, const bus_calls *c, direct_push *d, const niu_loa
             uint32_t addr = a + imm_i(w), size = f3 == 2 ? 4 : (f3 & 3) == 1 ? 2 : 1;
             uint8_t *p;
             if (c && f3 == 2 && mmio_word(s, addr)) {            /* a load has no effect on the spin snapshot */
-                int got = d->n_sems ? sem_load(s, c, d, addr, &v) : 0;
+                int got = !d->tile ? 0 : addr == d->sync ? ttsync_load(s, c, d, &v) : sem_load(s, c, d, addr, &v);
                 if (!got && g->tile)
                     got = niu_load(s, c, g, addr, &v);
                 if (got < 0)
@@ -772,7 +908,8 @@ static int rv_run(rv_state *s, const bus_calls *c, direct_push *d, const niu_loa
                         goto bus_error;
                     stale = 0;
                 }
-                if (!l1_word_at(s->l1, s->stamp, s->log, *s->log_n, addr, s->t0 + s->done, &then)) goto python;
+                if (!l1_word_at(s->l1, s->stamp, s->log, *s->log_n, s->log_head, s->log_prev, addr, s->t0 + s->done,
+                                &then)) goto python;
                 p = (uint8_t *)&then + (addr & 3);               /* little-endian host, as the stores */
             }
             switch (f3) {
@@ -804,6 +941,15 @@ static int rv_run(rv_state *s, const bus_calls *c, direct_push *d, const niu_loa
                 goto python;
             } else if (!niu_store(s, addr, b)) {
                 if (!c || !mmio_word(s, addr)) goto python;
+                int sent = e->fn ? niu_send(s, c, e, addr, b) : 0;
+                if (!sent && d->tile)
+                    sent = pcbuf_store(s, c, d, addr, b);
+                if (sent < 0)
+                    goto bus_error;
+                if (sent) {                                      /* (no stall: t0 as it was) */
+                    rd = 0;
+                    break;
+                }
                 int window = c->window != Py_None && addr - s->push_base < s->push_size;
                 int pushed = window ? window_push(s, c, d, b) : 0;
                 if (pushed < 0)
@@ -922,7 +1068,7 @@ static int probe_load(const rv_state *s, uint32_t w, uint32_t addr, uint32_t k, 
     if (addr < L1_SIZE) {
         log[(*n_log)++] = (probe_read){addr, size};
         if (sbase && s->stamp[addr >> STAMP_SHIFT] > *sbase + k && cycle
-            && l1_word_at(s->l1, s->stamp, s->log, *s->log_n, addr, *cycle + k, &then))
+            && l1_word_at(s->l1, s->stamp, s->log, *s->log_n, s->log_head, s->log_prev, addr, *cycle + k, &then))
             p = (uint8_t *)&then + (addr & 3);
     }
     switch (f3) {
@@ -1006,18 +1152,33 @@ static int probe_turn(const rv_state *s, const uint64_t *cycle, const uint64_t *
     return PROBE_NONE;
 }
 
-/* probe(state address, cycle or None, sbase or None, peek or None, name) -> rv32.py spin_reads' answer ((the words
- * read, in order, each once; the address peek had nothing for, or None), or None), or NotImplemented where rv32.py's
- * probe must answer. cycle: the core's cycle (the tile's past() reads as of cycle + the position in the block), None
+/* the core's registers (rv32.py core.x: a list of 32 ints in 0 .. 2**32) and pc into the state; -1 with an error set */
+static int regs_in(rv_state *s, PyObject *x, PyObject *pc) {
+    if (!PyList_Check(x) || PyList_GET_SIZE(x) != 32) {
+        PyErr_SetString(PyExc_TypeError, "the core's registers: a list of 32 ints");
+        return -1;
+    }
+    for (int i = 0; i < 32; i++)
+        s->x[i] = (uint32_t)PyLong_AsUnsignedLong(PyList_GET_ITEM(x, i));
+    s->pc = (uint32_t)PyLong_AsUnsignedLong(pc);
+    return PyErr_Occurred() ? -1 : 0;
+}
+
+/* probe(state address, x, pc, cycle or None, sbase or None, peek or None, name) -> rv32.py spin_reads' answer for
+ * the turn from pc with the registers x (both kept in the state, as run() keeps them): (the words read, in order, each
+ * once; the address peek had nothing for, or None), or None; NotImplemented where rv32.py's probe must answer. cycle: the core's cycle (the tile's past() reads as of cycle + the position in the block), None
  * without the causal-load rule or where C must not answer it; sbase: the probe's SBASE, None without the rule. */
 static PyObject *probe(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    rv_state *s = nargs == 5 ? PyLong_AsVoidPtr(args[0]) : NULL;
+    rv_state *s = nargs == 7 ? PyLong_AsVoidPtr(args[0]) : NULL;
     uint64_t cycle = 0, sbase = 0;
-    if (s && args[1] != Py_None) cycle = PyLong_AsUnsignedLongLong(args[1]);
-    if (s && args[2] != Py_None) sbase = PyLong_AsUnsignedLongLong(args[2]);
+    if (s && !regs_in(s, args[1], args[2])) {
+        args += 2;
+        if (args[1] != Py_None) cycle = PyLong_AsUnsignedLongLong(args[1]);
+        if (args[2] != Py_None) sbase = PyLong_AsUnsignedLongLong(args[2]);
+    }
     if (!s || PyErr_Occurred()) {
         if (!PyErr_Occurred())
-            PyErr_SetString(PyExc_TypeError, "probe(state address, cycle, sbase, peek, name)");
+            PyErr_SetString(PyExc_TypeError, "probe(state address, x, pc, cycle, sbase, peek, name)");
         return NULL;
     }
     if (args[2] != Py_None && (args[1] == Py_None || !s->stamp || !s->log))
@@ -1053,9 +1214,9 @@ static PyObject *probe(PyObject *self, PyObject *const *args, Py_ssize_t nargs) 
 }
 
 /* the direct push context `o` (None, or (plain_run capsule, tx, thread, facts, progress, the tile's stall dict, its
- * push counts, its wait reasons, the full FIFO's wait reason, allowed, the semaphore window (tile, base, n, extra) or
- * None): tile.py Tile._direct_push) into *d, for the bus
- * calls c of a core whose cycle at position 0 is s->t0; -1 with an error set */
+ * push counts, its wait reasons, the full FIFO's wait reason, allowed, the PC buffer C serves (tile, semaphore base, n,
+ * extra, semaphore loads or not, TTSync's address or 0, a TTSync load's wait reason) or None): tile.py
+ * Tile._direct_push) into *d, for the bus calls c of a core whose cycle at position 0 is s->t0; -1 with an error set */
 static int direct_from(PyObject *o, const rv_state *s, const bus_calls *c, direct_push *d) {
     long long stall;
     memset(d, 0, sizeof *d);
@@ -1069,7 +1230,8 @@ static int direct_from(PyObject *o, const rv_state *s, const bus_calls *c, direc
     d->fn = (plain_run_entry)PyCapsule_GetPointer(f[0], "sfpu_issue.plain_run");
     d->tx = f[1], d->thread = f[2], d->facts = f[3], d->progress = f[4], d->stall = f[5], d->pushes = f[6];
     d->waits = f[7], d->full = f[8], d->allowed = f[9], d->name = c->name, d->ready = -1;
-    if (f[10] != Py_None && !PyArg_ParseTuple(f[10], "OIII", &d->tile, &d->sem_base, &d->n_sems, &d->extra))
+    if (f[10] != Py_None && !PyArg_ParseTuple(f[10], "OIIIpIU", &d->tile, &d->sem_base, &d->n_sems, &d->extra,
+                                              &d->sem_loads, &d->sync, &d->sync_wait))
         return -1;
     d->thread_i = PyLong_AsSsize_t(d->thread);
     if (!d->fn || PyErr_Occurred() || !PyDict_Check(d->stall) || !PyList_Check(d->pushes) || !PyDict_Check(d->waits)
@@ -1083,15 +1245,59 @@ static int direct_from(PyObject *o, const rv_state *s, const bus_calls *c, direc
     return 0;
 }
 
-/* run(address of an rv_state, bus_calls tuple or None, direct push context or None, NIU load context or None) ->
- * RV_BUDGET ... RV_STALL: the address is rv32_native.py's state array's; an error a bus call raised leaves with pc and
- * done at the culprit */
+/* begin(state address, x, pc, budget, multi_push, causal): a quantum's start (rv32_native.py NativeRun.run): the
+ * registers and pc into the state, nothing done yet, no block begun, no spin snapshot */
+static PyObject *begin(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    rv_state *s = nargs == 6 ? PyLong_AsVoidPtr(args[0]) : NULL;
+    if (!s || regs_in(s, args[1], args[2])) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "begin(state address, x, pc, budget, multi_push, causal)");
+        return NULL;
+    }
+    s->budget = (uint32_t)PyLong_AsUnsignedLong(args[3]);
+    s->multi_push = (uint32_t)PyObject_IsTrue(args[4]);
+    s->causal = (uint32_t)PyLong_AsUnsignedLong(args[5]);
+    if (PyErr_Occurred())
+        return NULL;
+    s->done = s->in_block = s->chain = 0;
+    s->spin_pc = NO_SPIN;
+    Py_RETURN_NONE;
+}
+
+/* end(state address, x): the state's registers back into the list x (only those that differ: the rest keep their
+ * objects) */
+static PyObject *end(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    rv_state *s = nargs == 2 ? PyLong_AsVoidPtr(args[0]) : NULL;
+    if (!s || !PyList_Check(args[1]) || PyList_GET_SIZE(args[1]) != 32) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "end(state address, x: a list of 32 ints)");
+        return NULL;
+    }
+    for (int i = 0; i < 32; i++) {
+        PyObject *old = PyList_GET_ITEM(args[1], i);
+        unsigned long was = PyLong_AsUnsignedLong(old);
+        if (was == (unsigned long)-1 && PyErr_Occurred())
+            return NULL;
+        if (was == s->x[i])
+            continue;
+        PyObject *v = PyLong_FromUnsignedLong(s->x[i]);
+        if (!v)
+            return NULL;
+        PyList_SET_ITEM(args[1], i, v);
+        Py_DECREF(old);
+    }
+    Py_RETURN_NONE;
+}
+
+/* run(address of an rv_state, bus_calls tuple or None, direct push context or None, NIU load context or None, send
+ * context or None) -> RV_BUDGET ... RV_STALL: the address is rv32_native.py's state array's; an error a bus call
+ * raised leaves with pc and done at the culprit */
 static PyObject *run(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    rv_state *s = nargs == 4 ? PyLong_AsVoidPtr(args[0]) : NULL;
+    rv_state *s = nargs == 5 ? PyLong_AsVoidPtr(args[0]) : NULL;
     if (!s) {
         if (!PyErr_Occurred())
             PyErr_SetString(PyExc_TypeError, "run(state address, bus calls: tuple or None, direct push or None, NIU "
-                                             "loads or None)");
+                                             "loads or None, sends or None)");
         return NULL;
     }
     bus_calls c;
@@ -1106,16 +1312,18 @@ static PyObject *run(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
             slot[i] = PyTuple_GET_ITEM(args[1], i);
     }
     niu_loads g;
+    niu_sends e;
     if (direct_from(args[2], s, args[1] != Py_None ? &c : NULL, &d)
-        || niu_loads_from(args[3], s, args[1] != Py_None ? &c : NULL, &g))
+        || niu_loads_from(args[3], s, args[1] != Py_None ? &c : NULL, &g)
+        || niu_sends_from(args[4], s, args[1] != Py_None ? &c : NULL, &e))
         return NULL;
-    int why = rv_run(s, args[1] != Py_None ? &c : NULL, &d, &g);
+    int why = rv_run(s, args[1] != Py_None ? &c : NULL, &d, &g, &e);
     return why == RV_ERROR ? NULL : PyLong_FromLong(why);
 }
 
-/* the tile's write log for the lookups below: the addresses of L1, the line stamps, the ring and its count
- * (rv32_native.py LogLookups) */
-typedef struct { uint8_t *l1; uint64_t *stamp, *log, *log_n; } write_log;
+/* the tile's write log for the lookups below: the addresses of L1, the line stamps, the ring, its count and its
+ * index (rv32_native.py LogLookups) */
+typedef struct { uint8_t *l1; uint64_t *stamp, *log, *log_n, *head, *prev; } write_log;
 
 /* l1_at(write log address, addr, n, cycle) -> the n bytes at L1 addr (inside one aligned word) as they were at
  * `cycle`, or None when the log cannot tell (tile.py Tile.l1_at) */
@@ -1134,7 +1342,7 @@ static PyObject *l1_at(PyObject *self, PyObject *const *args, Py_ssize_t nargs) 
         PyErr_Format(PyExc_ValueError, "l1_at: %u bytes at 0x%X are not inside one word of L1", n, addr);
         return NULL;
     }
-    if (!l1_word_at(g->l1, g->stamp, g->log, *g->log_n, addr, cycle, &then))
+    if (!l1_word_at(g->l1, g->stamp, g->log, *g->log_n, g->head, g->prev, addr, cycle, &then))
         Py_RETURN_NONE;
     return PyBytes_FromStringAndSize((const char *)&then + (addr & 3), n);
 }
@@ -1168,7 +1376,7 @@ static PyObject *peek_words(PyObject *self, PyObject *const *args, Py_ssize_t na
             PyErr_Format(PyExc_ValueError, "peek_words: %u bytes at 0x%X are not inside one word of L1", n, addr);
             w = NULL;
         } else {
-            int known = l1_word_at(g->l1, g->stamp, g->log, *g->log_n, addr, cycle, &then);
+            int known = l1_word_at(g->l1, g->stamp, g->log, *g->log_n, g->head, g->prev, addr, cycle, &then);
             w = PyBytes_FromStringAndSize(known ? (const char *)&then + (addr & 3) : (const char *)g->l1 + addr, n);
         }
         if (!w) {
@@ -1191,8 +1399,8 @@ static PyObject *first_write(PyObject *self, PyObject *const *args, Py_ssize_t n
             PyErr_SetString(PyExc_TypeError, "first_write_after(write log address, addr, cycle)");
         return NULL;
     }
-    if (!first_write_after(g->log, *g->log_n, addr, cycle, &first))
-        Py_RETURN_NONE;
+    if (addr >= L1_SIZE || !first_write_after(g->log, *g->log_n, g->head, g->prev, addr, cycle, &first))
+        Py_RETURN_NONE;                                          /* (nothing beyond L1 is logged) */
     return PyLong_FromUnsignedLongLong(first);
 }
 
@@ -1277,7 +1485,7 @@ static PyObject *thaw(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
             continue;
         }
         uint32_t then;
-        int known = l1_word_at(g->l1, g->stamp, g->log, log_n, addr[i], cycle, &then);
+        int known = l1_word_at(g->l1, g->stamp, g->log, log_n, g->head, g->prev, addr[i], cycle, &then);
         const char *now = known ? (const char *)&then + (addr[i] & 3) : (const char *)g->l1 + addr[i];
         if (PyBytes_Check(old) && PyBytes_GET_SIZE(old) == n[i] && !memcmp(PyBytes_AS_STRING(old), now, n[i]))
             continue;
@@ -1286,7 +1494,8 @@ static PyObject *thaw(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
             resume = g->stamp[addr[i] >> STAMP_SHIFT];
     }
     for (Py_ssize_t i = 0; !changed && i < count; i++)
-        if (!reg[i] && first_write_after(g->log, log_n, addr[i], cycle, &first) && (!found || first < resume)) {
+        if (!reg[i] && first_write_after(g->log, log_n, g->head, g->prev, addr[i], cycle, &first)
+            && (!found || first < resume)) {
             resume = first;
             found = 1;
         }
@@ -1305,16 +1514,20 @@ static PyMethodDef methods[] = {
     {"first_write_after", (PyCFunction)(void (*)(void))first_write, METH_FASTCALL,
      "first_write_after(write log address, addr, cycle): the first logged store to the word after cycle, or None"},
     {"probe", (PyCFunction)(void (*)(void))probe, METH_FASTCALL,
-     "probe(state address, cycle, sbase, peek, name): spin_reads' answer for a loop that only loads, or "
+     "probe(state address, x, pc, cycle, sbase, peek, name): spin_reads' answer for a loop that only loads, or "
      "NotImplemented"},
     {"peek_words", (PyCFunction)(void (*)(void))peek_words, METH_FASTCALL,
      "peek_words(write log address, reads, cycle): each L1 word of reads as of cycle where the log tells, else now"},
     {"thaw", (PyCFunction)(void (*)(void))thaw, METH_FASTCALL,
      "thaw(write log address, reads, seen, cycle, last key, peek, who): a frozen loop's new key and resume "
      "cycle (or None)"},
+    {"begin", (PyCFunction)(void (*)(void))begin, METH_FASTCALL,
+     "begin(state address, x, pc, budget, multi_push, causal): a quantum's registers, pc and counters into the state"},
+    {"end", (PyCFunction)(void (*)(void))end, METH_FASTCALL,
+     "end(state address, x): the state's registers back into the list x"},
     {"run", (PyCFunction)(void (*)(void))run, METH_FASTCALL,
-     "run(state address, bus calls, direct push, NIU loads): the core runs until its budget, a spin, parking, a stall "
-     "or a hand-back"},
+     "run(state address, bus calls, direct push, NIU loads, sends): the core runs until its budget, a spin, parking, "
+     "a stall or a hand-back"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1327,6 +1540,9 @@ PyMODINIT_FUNC PyInit_rv32_native(void) {
         || !(s_sem_value = PyUnicode_InternFromString("sem_value"))
         || !(s_sem_posts = PyUnicode_InternFromString("sem_posts")) || !(s_rec = PyUnicode_InternFromString("rec"))
         || !(s_latency_of = PyUnicode_InternFromString("_latency_of"))
+        || !(s_thread_idle = PyUnicode_InternFromString("thread_idle"))
+        || !(s_thread_done = PyUnicode_InternFromString("thread_done"))
+        || !(s_sem_mmio_write = PyUnicode_InternFromString("sem_mmio_write"))
         || !(four = PyLong_FromLong(4)) || !(zero = PyLong_FromLong(0)))
         return NULL;
     return PyModule_Create(&module);

@@ -26,7 +26,6 @@ from __future__ import annotations
 import ctypes
 import functools
 import os
-import struct
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -49,14 +48,15 @@ HANDBACK_SPAN = 16
 PYTHON_QUANTA = 16
 BUDGET_CAP = 1 << 31        # the C state counts in uint32; a larger budget is cut at a block boundary beyond it anyway
 # rv32_native.c's rv_state as uint32 words: the L1 and local RAM pointers (words 0-3), then these fields
+# (rv32_native.c begin sets MULTI_PUSH, PC, the counters and CAUSAL from the core at each run(), end copies x back)
 LOCAL_SIZE, MULTI_PUSH, PC, DONE, BUDGET, IN_BLOCK, SPIN_PC, CHAIN, EXIT_N, CAUSAL = range(4, 14)
 NIU_REGS, NIU_BASE = 14, 18  # two pointers to the NIUs' register files (0: stores there go to Python), their windows
 X = 20                      # x[32], then spin_x[32]
 STAMP, T0 = X + 64, X + 66  # uint64 each: the L1 store records (rv32.py set_stamper) and the quantum's base cycle
 LOG = X + 68                # two pointers: the tile's L1 write log and its count (rv32.py set_stamper)
 PUSH_BASE, PUSH_SIZE = X + 72, X + 73   # the push window whose word stores C hands to attach()'s push
-STATE_WORDS = X + 74
-REGS = struct.Struct("<32I")    # x[32] in the state (packed and unpacked at each run(): the cheapest copy)
+LOG_INDEX = X + 74          # two pointers: the write log's index by line (per line, per ring slot)
+STATE_WORDS = X + 78
 # The stores that fill an NIU's command registers are kept by C in the NIU's register file (rv32_native.c niu_store);
 # False hands each of them back to Python's Niu.store (the reference), as without the C part
 NIU_STORES = True
@@ -83,6 +83,12 @@ SEM_LOADS_NATIVE = os.environ.get("TT_EMU_SEM_LOADS_NATIVE", "1") != "0"
 # tile.py _niu_load (the reference; False, or TT_EMU_NIU_LOADS_NATIVE=0, read when a tile is built); a tile recording
 # a timeline hands them back
 NIU_LOADS_NATIVE = os.environ.get("TT_EMU_NIU_LOADS_NATIVE", "1") != "0"
+# A TRISC's TTSync loads (the MMIO latency, the Stall while its thread is busy, the wait for thread_done) and stores
+# (discarded) and its semaphore stores (the Tensix's sem_mmio_write at the core's cycle) made in C with the direct push
+# context (rv32_native.c ttsync_load, pcbuf_store) instead of the bus's mmio_load / mmio_store -> tile.py _pcbuf_load /
+# _pcbuf_store (the reference; False, or TT_EMU_PCBUF_NATIVE=0, read when a tile is built); a load the tile's timeline
+# records stays Python's
+PCBUF_NATIVE = os.environ.get("TT_EMU_PCBUF_NATIVE", "1") != "0"
 # RV32Core.spin_reads (a frozen wait loop's probe) in C where the loop only loads (rv32_native.c probe); False keeps
 # rv32.py's probe on translated blocks (the reference; read at each probe)
 PROBE_NATIVE = os.environ.get("TT_EMU_SPIN_PROBE_NATIVE", "1") != "0"
@@ -118,7 +124,7 @@ def status() -> str:
 
 def attach(core: RV32Core, nius: Sequence[tuple[int, np.ndarray]] = (),
            push_window: tuple[int, int, Callable[[int, int], None]] | None = None,
-           direct_push: tuple | None = None, niu_loads: tuple | None = None) -> None:
+           direct_push: tuple | None = None, niu_loads: tuple | None = None, niu_sends: tuple | None = None) -> None:
     """Hand `core`'s run() to the C part when it is enabled and built; otherwise the core keeps the Python path.
     `nius`: (window base address, uint32 register file) of the NIUs whose command registers C may fill (at most 2).
     `push_window`: (base, size, push(pos, word)): a word store there has exactly push's effects (the bus's mmio_store
@@ -129,19 +135,24 @@ def attach(core: RV32Core, nius: Sequence[tuple[int, np.ndarray]] = (),
     the first push of each run() call, and the tile and semaphore window whose loads C serves, or None), or None.
     `niu_loads`: what rv32_native.c niu_load needs to serve the core's loads of the NIUs' response counters and
     NOC_CMD_CTRL (the tile, its stall dict, the NIU windows' MMIO latency, then per NIU its window base, its counters
-    and the tile's due completions and last shown counts), or None."""
+    and the tile's due completions and last shown counts), or None.
+    `niu_sends`: what rv32_native.c niu_send needs to make the core's sends (NOC_CMD_CTRL stores) with their time as
+    mmio_store -> tile.py _niu_store do (noc_native's issue capsule, the tile, its stall dict, then per NIU its window
+    base, its send context and its timing context), or None."""
     fn = _load()[0] if enabled() else None
     if fn is not None and len(core._l1) == L1_SIZE:
-        core.native = NativeRun(core, fn, nius if NIU_STORES else (), push_window, direct_push, niu_loads)
+        core.native = NativeRun(core, fn, nius if NIU_STORES else (), push_window, direct_push, niu_loads, niu_sends)
 
 
 class LogLookups:
     """tile.py Tile.l1_at, first_write_after, the L1 words of _peek_words and _thaw's decision in C (causal_log.h) over
     the tile's L1, line stamps and write log (arrays the tile owns and keeps alive; their addresses are taken once)."""
 
-    def __init__(self, fns, l1: np.ndarray, stamps: np.ndarray, log: np.ndarray, count: np.ndarray):
-        assert l1.flags.c_contiguous and stamps.dtype == log.dtype == count.dtype == np.uint64
-        self._ptrs = np.array([a.ctypes.data for a in (l1, stamps, log, count)], np.uint64)   # rv32_native.c write_log
+    def __init__(self, fns, l1: np.ndarray, stamps: np.ndarray, log: np.ndarray, count: np.ndarray, head: np.ndarray,
+                 prev: np.ndarray):
+        arrays = (stamps, log, count, head, prev)
+        assert l1.flags.c_contiguous and all(a.dtype == np.uint64 and a.flags.c_contiguous for a in arrays)
+        self._ptrs = np.array([a.ctypes.data for a in (l1, *arrays)], np.uint64)   # rv32_native.c write_log
         arg = int(self._ptrs.ctypes.data)
         l1_at, first, peek, thaw = fns
         self.l1_at = functools.partial(l1_at, arg)                    # (addr, n, cycle) -> bytes | None
@@ -150,11 +161,13 @@ class LogLookups:
         self.thaw = functools.partial(thaw, arg)    # (reads, seen, cycle, last key, peek, who) -> (key, cycle | None)
 
 
-def log_lookups(l1: np.ndarray, stamps: np.ndarray, log: np.ndarray, count: np.ndarray) -> LogLookups | None:
-    """The C lookups in a tile's write log, or None (TT_EMU_CAUSAL_NATIVE=0 or no C part): tile.py's numpy ones."""
+def log_lookups(l1: np.ndarray, stamps: np.ndarray, log: np.ndarray, count: np.ndarray, head: np.ndarray,
+                prev: np.ndarray) -> LogLookups | None:
+    """The C lookups in a tile's write log (ring, count, index by line: causal_log.h), or None
+    (TT_EMU_CAUSAL_NATIVE=0 or no C part): tile.py's numpy ones."""
     mod = _built()[0] if CAUSAL_NATIVE else None
-    return LogLookups((mod.l1_at, mod.first_write_after, mod.peek_words, mod.thaw), l1, stamps, log, count) \
-        if mod is not None else None
+    return LogLookups((mod.l1_at, mod.first_write_after, mod.peek_words, mod.thaw), l1, stamps, log, count, head,
+                      prev) if mod is not None else None
 
 
 def _address(mem: memoryview) -> tuple[int, object]:
@@ -169,12 +182,14 @@ class NativeRun:
 
     def __init__(self, core: RV32Core, fn, nius: Sequence[tuple[int, np.ndarray]],
                  push_window: tuple[int, int, Callable[[int, int], None]] | None,
-                 direct_push: tuple | None = None, niu_loads: tuple | None = None):
+                 direct_push: tuple | None = None, niu_loads: tuple | None = None, niu_sends: tuple | None = None):
         self.core = core
         self.direct_push = direct_push
         self.niu_loads = niu_loads
+        self.niu_sends = niu_sends
         self.fn = fn
-        self.probe = _built()[0].probe
+        mod = _built()[0]
+        self.probe, self.begin, self.end = mod.probe, mod.begin, mod.end
         self.state = np.zeros(STATE_WORDS, np.uint32)
         (l1, self._l1_buf), (local, self._local_buf) = _address(core._l1), _address(core._local)
         self.state[:4].view(np.uint64)[:] = (l1, local)
@@ -194,7 +209,9 @@ class NativeRun:
         if core.stamps is not None:
             self.state[STAMP:STAMP + 2].view(np.uint64)[0] = core.stamps.ctypes.data
         if core.write_log is not None:
-            self.state[LOG:LOG + 4].view(np.uint64)[:] = [a.ctypes.data for a in core.write_log]
+            log, count, head, prev = core.write_log
+            self.state[LOG:LOG + 4].view(np.uint64)[:] = (log.ctypes.data, count.ctypes.data)
+            self.state[LOG_INDEX:LOG_INDEX + 4].view(np.uint64)[:] = (head.ctypes.data, prev.ctypes.data)
         self.t0 = memoryview(self.state[T0:T0 + 2].view(np.uint64))   # (a memoryview: the cheapest item store)
         self.words = memoryview(self.state)
         self.bytes = self.words.cast("B")
@@ -214,9 +231,7 @@ class NativeRun:
         if not PROBE_NATIVE or (sbase is not None and not self.past_in_c):
             return NotImplemented
         core = self.core
-        REGS.pack_into(self.bytes, 4 * X, *core.x)
-        self.words[PC] = core.pc
-        return self.probe(self.arg, core.stamp_base() if sbase is not None else None, sbase,
+        return self.probe(self.arg, core.x, core.pc, core.stamp_base() if sbase is not None else None, sbase,
                           getattr(core.bus, "peek", None), core.name)
 
     def run(self, budget: int) -> int:
@@ -229,20 +244,18 @@ class NativeRun:
         handbacks = 0
         S, x, fn, arg = self.words, core.x, self.fn, self.arg
         core.spinning = False
-        REGS.pack_into(self.bytes, 4 * X, *x)
-        S[PC], S[DONE], S[BUDGET], S[IN_BLOCK] = core.pc, 0, min(max(budget, 0), BUDGET_CAP), 0
-        S[SPIN_PC], S[CHAIN], S[MULTI_PUSH] = NO_SPIN, 0, "PUSHM" in core._ns
         base, t0, ns = core.stamp_base, self.t0, core._ns
         causal = "PAST" in ns and self.stamps is not None
-        S[CAUSAL] = (CAUSAL_IN_C if self.past_in_c else CAUSAL_HAND_BACK) if causal else CAUSAL_OFF
-        calls = direct = niu_loads = None
+        self.begin(arg, x, core.pc, min(max(budget, 0), BUDGET_CAP), "PUSHM" in ns,
+                   (CAUSAL_IN_C if self.past_in_c else CAUSAL_HAND_BACK) if causal else CAUSAL_OFF)
+        calls = direct = niu_loads = niu_sends = None
         if MMIO_EXITS:          # rv32_native.c bus_calls
             bus = core.bus
             calls = (core, core.name, bus.mmio_load, bus.mmio_store, self.push, ns.get("PUSHP"), ns.get("PUSHM"),
                      bus.push_tensix, base, Stall)
             if base is not None:
                 direct = self.direct_push if DIRECT_PUSH else None
-                niu_loads = self.niu_loads
+                niu_loads, niu_sends = self.niu_loads, self.niu_sends
         try:
             while True:
                 if base is not None:
@@ -251,7 +264,7 @@ class NativeRun:
                         ns["SBASE"] = int(t0[0])  # a handed-back load's stamp test (rv32.py set_stamp_wait): a lower
                                                   # bound of the cycle, also after bus calls C made stalled the core
                 try:
-                    why = fn(arg, calls, direct, niu_loads)
+                    why = fn(arg, calls, direct, niu_loads, niu_sends)
                 except BaseException:
                     core.pc = S[PC]     # a bus call C made raised: pc and done name the culprit
                     raise
@@ -273,9 +286,9 @@ class NativeRun:
         except BaseException:          # core.pc names the culprit (the piece's handler or block_source set it)
             core.instret += S[DONE] + ((core.pc - S[PC]) >> 2)
             core.pos = 0
-            x[:] = REGS.unpack_from(self.bytes, 4 * X)
+            self.end(arg, x)
             raise
-        x[:] = REGS.unpack_from(self.bytes, 4 * X)
+        self.end(arg, x)
         core.pc = S[PC]
         done = S[DONE]
         core.instret += done
