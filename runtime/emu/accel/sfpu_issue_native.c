@@ -101,25 +101,29 @@ static int set_item_ll(PyObject *list, Py_ssize_t i, long long v) {
     return p ? PyList_SetItem(list, i, p) : -1;      /* (steals p) */
 }
 
-/* seq.append(v), as PyObject_CallMethodOneArg(seq, "append", v) answers it: for a type that cannot change (the
- * FIFO records and queues are collections.deque) its append descriptor is looked up once and called (the method
- * look-up had cost more than the append itself) */
-static PyTypeObject *append_type;
-static PyObject *append_descr;
-static PyObject *append_call(PyObject *seq, PyObject *v) {
+/* seq.name(*args) (n of them, at most 1), as PyObject_VectorcallMethod answers it: for a type that cannot change (the
+ * FIFO records and queues are collections.deque) the method's descriptor is looked up once and called (the method
+ * look-up had cost more than the append or popleft itself) */
+typedef struct { PyTypeObject *tp; PyObject *descr; } method_memo;
+static PyObject *memo_call(method_memo *m, PyObject *name, PyObject *seq, PyObject *const *args, size_t n) {
     PyTypeObject *tp = Py_TYPE(seq);
-    if (tp != append_type && PyType_HasFeature(tp, Py_TPFLAGS_IMMUTABLETYPE)) {
-        PyObject *d = _PyType_Lookup(tp, s_append);
+    if (tp != m->tp && PyType_HasFeature(tp, Py_TPFLAGS_IMMUTABLETYPE)) {
+        PyObject *d = _PyType_Lookup(tp, name);
         if (d && Py_IS_TYPE(d, &PyMethodDescr_Type)) {     /* called with seq as self below */
             Py_INCREF(tp);
-            Py_XSETREF(append_type, tp);
-            Py_XSETREF(append_descr, Py_NewRef(d));
+            Py_XSETREF(m->tp, tp);
+            Py_XSETREF(m->descr, Py_NewRef(d));
         }
     }
-    if (tp != append_type)
-        return PyObject_CallMethodOneArg(seq, s_append, v);
-    PyObject *args[2] = {seq, v};
-    return PyObject_Vectorcall(append_descr, args, 2, NULL);
+    PyObject *stack[2] = {seq, n ? args[0] : NULL};
+    if (tp != m->tp)
+        return PyObject_VectorcallMethod(name, stack, (n + 1) | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+    return PyObject_Vectorcall(m->descr, stack, n + 1, NULL);
+}
+
+static method_memo append_memo;
+static PyObject *append_call(PyObject *seq, PyObject *v) {
+    return memo_call(&append_memo, s_append, seq, &v, 1);
 }
 
 /* TensixFpu._upd of one RWC (r[0] the counter, r[1] its _Cr shadow); -1 where it raises (nothing changed). */
@@ -804,6 +808,11 @@ static PyObject *configure_plain(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+static method_memo popleft_memo;
+static PyObject *popleft_call(PyObject *seq) {
+    return memo_call(&popleft_memo, s_popleft, seq, NULL, 0);
+}
+
 static int list_ll(PyObject *list, Py_ssize_t i, long long *out) {
     PyObject *v = PyList_GetItem(list, i);
     return v ? get_ll(v, "list item", out) : -1;
@@ -909,9 +918,22 @@ static int run_scheduled(PyObject *tx, PyObject *tm, long long c) {
     return r ? 0 : -1;
 }
 
+/* The bank tables' key (side, bank) (a new reference): for banks 0-3 one tuple per key made once (building the tuple
+ * with Py_BuildValue for every look-up had cost more than the look-up) */
+#define BANK_KEYS 4
+static PyObject *bank_keys[2][BANK_KEYS];
+static PyObject *bank_key(PyObject *side, long long bank) {
+    int s = side == s_bank_b;
+    if (bank < 0 || bank >= BANK_KEYS)
+        return Py_BuildValue("(OL)", side, bank);
+    if (!bank_keys[s][bank])
+        bank_keys[s][bank] = Py_BuildValue("(OL)", side, bank);
+    return Py_XNewRef(bank_keys[s][bank]);
+}
+
 /* d[(side, bank)] (a Src bank's cycle; default 0) */
 static int bank_get(PyObject *d, PyObject *side, long long bank, long long *out) {
-    PyObject *key = Py_BuildValue("(OL)", side, bank);
+    PyObject *key = bank_key(side, bank);
     if (!key)
         return -1;
     PyObject *v = PyDict_GetItemWithError(d, key);
@@ -923,7 +945,7 @@ static int bank_get(PyObject *d, PyObject *side, long long bank, long long *out)
 }
 
 static int bank_set(PyObject *d, PyObject *side, long long bank, long long v) {
-    PyObject *key = Py_BuildValue("(OL)", side, bank), *val = PyLong_FromLongLong(v);
+    PyObject *key = bank_key(side, bank), *val = PyLong_FromLongLong(v);
     int r = key && val ? PyDict_SetItem(d, key, val) : -1;
     Py_XDECREF(key);
     Py_XDECREF(val);
@@ -1144,7 +1166,7 @@ static int plain_word(PyObject *tx, PyObject *tm, const tm_lists *L, PyObject *t
         long long done = c + (bits > per ? (bits + per - 1) / per : 1);
         PyObject *src_ready = get_attr(tm, s_src_ready);
         PyObject *done_o = src_ready ? PyLong_FromLongLong(done) : NULL;
-        key = done_o ? Py_BuildValue("(OL)", f->sel ? s_bank_b : s_bank_a, bank) : NULL;
+        key = done_o ? bank_key(f->sel ? s_bank_b : s_bank_a, bank) : NULL;
         bad = !src_ready || !done_o || !key || set_item_ll(busy_l, f->sel, done)
               || PyObject_SetItem(src_ready, key, done_o) < 0 || set_attr_max(tm, s_event_t, done)
               || record_work(tm, th, done);
@@ -1393,7 +1415,7 @@ static PyObject *plain_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
         t = a + 1;
         if (!issued)
             break;                                      /* blocked: it stays at the head */
-        r = PyObject_CallMethodNoArgs(ready, s_popleft);
+        r = popleft_call(ready);
         if (!r)
             goto out;
         Py_DECREF(r);
@@ -1477,8 +1499,8 @@ static PyObject *drain_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
                 break;
             }
             /* TensixTiming.take of a word that is not a MOP */
-            PyObject *pt = PyObject_CallMethodNoArgs(fifo_t, s_popleft);
-            r = pt ? PyObject_CallMethodNoArgs(fifo, s_popleft) : NULL;
+            PyObject *pt = popleft_call(fifo_t);
+            r = pt ? popleft_call(fifo) : NULL;
             Py_XDECREF(r);
             long long push_t, clock, fe;
             PyObject *fe_l = L.fe, *after_l = L.after_mop;
@@ -1539,7 +1561,7 @@ static PyObject *drain_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
             goto out;
         if (!ok)
             break;                                      /* blocked: it stays at the head */
-        r = PyObject_CallMethodNoArgs(ready, s_popleft);
+        r = popleft_call(ready);
         if (!r)
             goto out;
         Py_DECREF(r);
