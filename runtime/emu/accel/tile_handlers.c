@@ -638,8 +638,11 @@ static int rwc_read(PyObject *rwc, long long out[7]) {
     return 0;
 }
 
-static int rwc_write(PyObject *rwc, const long long v[7]) {
+/* the counters that changed from `old` to `v` written back (an unchanged one keeps its equal int) */
+static int rwc_write(PyObject *rwc, const long long old[7], const long long v[7]) {
     for (int k = 0; k < 7; k++) {
+        if (v[k] == old[k])
+            continue;
         PyObject *o = PyLong_FromLongLong(v[k]);
         int bad = !o || PyDict_SetItem(rwc, k < 6 ? rwc_keys[k] : h_fid, o) < 0;
         Py_XDECREF(o);
@@ -666,6 +669,7 @@ static int rwc_addr_mod(const long long *tc, long long addr_mode, long long rwc[
 /* Everything the FPU words' common case reads, and _finish's new counters and banks, decided before any change. */
 typedef struct {
     long long rwc[7];            /* a, a_cr, b, b_cr, d, d_cr (rwc_keys' order), fid */
+    long long rwc_before[7];     /* (the same before the word) */
     long long bank_a, bank_b, fa, fb, ra, rb, rd, phase, flush;    /* ra, rb: the Src rows (RWCs before the word) */
     int release_a, release_b;    /* _release_banks: the bank goes back to the unpacker (else only the FPU moves on) */
 } fpu_plan;
@@ -689,6 +693,7 @@ static int fpu_plan_make(run_view *rv, PyObject *rwc, const long long *c, const 
         return -1;
     if (rwc_read(rwc, p->rwc))
         return -1;
+    memcpy(p->rwc_before, p->rwc, sizeof p->rwc);
     if (!ok_a || !ok_b) {                            /* _banks_ready's reason */
         *why = PyUnicode_FromFormat("%s: Src%c bank %lld not valid (waiting for the unpacker)", name, ok_a ? 'B' : 'A',
                                     ok_a ? p->bank_b & 1 : p->bank_a & 1);
@@ -722,7 +727,7 @@ static int fpu_plan_make(run_view *rv, PyObject *rwc, const long long *c, const 
 
 /* _finish's changes: the new RWCs, then the bank release */
 static int fpu_plan_commit(run_view *rv, PyObject *rwc, const fpu_plan *p) {
-    if (rwc_write(rwc, p->rwc))
+    if (rwc_write(rwc, p->rwc_before, p->rwc))
         return -1;
     for (int side = 0; side < 2; side++) {
         int release = side ? p->release_b : p->release_a;
@@ -807,7 +812,7 @@ static int h_fpu(run_view *rv, PyObject *fields, PyObject *cfg, PyObject *tcfg, 
  * the low halves, shuffled, for the others), then apply_addr_mod. */
 static int h_mova2d(run_view *rv, PyObject *fields, PyObject *cfg, PyObject *tcfg, PyObject **why) {
     PyObject *tx = rv->tx;
-    long long c[221], tc[55], mod, dst_field, src_field, lo, addr_mode, bank, fmt, rwc_v[7];
+    long long c[221], tc[55], mod, dst_field, src_field, lo, addr_mode, bank, fmt, rwc_v[7], rwc_before[7];
     if (field(fields, k_instr_mod, &mod) || field(fields, k_dst, &dst_field) || field(fields, k_src, &src_field)
         || field(fields, k_dest_32b_lo, &lo) || field(fields, k_addr_mode, &addr_mode)
         || attr_ll(tx, s_srca_matrix_bank, &bank))
@@ -830,6 +835,7 @@ static int h_mova2d(run_view *rv, PyObject *fields, PyObject *cfg, PyObject *tcf
     if (!rwc || list_lls(fmts, bank, 1, &fmt) || list_pick(cfg, 221, fpu_cfg_read, 4, c)
         || list_pick(tcfg, 55, fpu_tcfg_read, 29, tc) || rwc_read(rwc, rwc_v))
         return -1;
+    memcpy(rwc_before, rwc_v, sizeof rwc_v);
     if (tc[2] & 1)                                   /* _mov_fmt: the declared format, else the bank's */
         fmt = c[0] >> 4 & 1 ? c[0] & 0xF : c[1] >> 17 & 0xF;
     long long sr = src_field + rwc_v[0], rd = ((tc[1] & 0xFFF) + rwc_v[4] + dst_field) & dst_rwc_mask;
@@ -863,7 +869,7 @@ static int h_mova2d(run_view *rv, PyObject *fields, PyObject *cfg, PyObject *tcf
     PyBuffer_Release(&sa);
     for (int i = 0; i < 3; i++)
         PyBuffer_Release(&dv[i]);
-    return rwc_write(rwc, rwc_v) ? -1 : 1;
+    return rwc_write(rwc, rwc_before, rwc_v) ? -1 : 1;
 }
 
 /* ------------------------------------------------------------------------------------------------ ADC setters */
