@@ -886,12 +886,29 @@ static void tm_lists_release(tm_lists *l) {
     Py_CLEAR(l->taken);
 }
 
+/* The lists of the cycle model whose `clock` list was read last (strong references: that list cannot be freed, so its
+ * address names that model): TensixTiming.FIXED binds them once, so the same clock list means the same lists, and a
+ * call reads one attribute instead of eight. */
+static tm_lists tm_memo;
+
 static int tm_lists_get(PyObject *tm, tm_lists *l) {
-    if ((l->clock = attr_list(tm, s_clock, 3)) && (l->fe = attr_list(tm, s_fe, 3)) && (l->gate = attr_list(tm, s_gate, 3))
+    PyObject *clock = attr_list(tm, s_clock, 3);
+    if (clock && clock == tm_memo.clock) {
+        Py_DECREF(clock);
+        PyObject **from = &tm_memo.clock, **to = &l->clock;
+        for (size_t i = 0; i < sizeof(tm_lists) / sizeof(PyObject *); i++)
+            to[i] = Py_NewRef(from[i]);
+        return 0;
+    }
+    if ((l->clock = clock) && (l->fe = attr_list(tm, s_fe, 3)) && (l->gate = attr_list(tm, s_gate, 3))
         && (l->after_mop = attr_list(tm, s_after_mop, 3)) && (l->first = attr_list(tm, s_first, 3))
         && (l->stalls = attr_list(tm, s_stalls, 3)) && (l->issued = attr_list(tm, s_issued, 3))
-        && (l->taken = attr_list(tm, s_taken, 3)))
+        && (l->taken = attr_list(tm, s_taken, 3))) {
+        PyObject **from = &l->clock, **to = &tm_memo.clock;
+        for (size_t i = 0; i < sizeof(tm_lists) / sizeof(PyObject *); i++)
+            Py_XSETREF(to[i], Py_NewRef(from[i]));
         return 0;
+    }
     tm_lists_release(l);
     return -1;
 }
@@ -1283,6 +1300,7 @@ static PyObject *plain_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
     PyObject *mop_out = fifo_t ? get_attr(thobj, s_mop_out) : NULL;
     PyObject *result = NULL;
     run_view rv = {tx, tm, thobj};
+    long long at_j = -1, at_t = 0;                     /* the word being pushed, for `progress` if an exception leaves */
     if (!mop_out)
         goto out;
     PyObject *q = PyList_GET_ITEM(L.taken, th);
@@ -1299,8 +1317,7 @@ static PyObject *plain_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
                 goto out;
             if (nfifo >= fifo_depth || wv < 0 || wv > 0xFFFFFFFFLL)
                 break;                                  /* (the Python path raises the Stall, masks the word) */
-            if (set_item_ll(progress, 0, j) || set_item_ll(progress, 1, t))
-                goto out;
+            at_j = j, at_t = t;
             long long a = t;                            /* TensixTiming.accept */
             if (PySequence_Size(q) == depth) {
                 PyObject *oldest = PySequence_GetItem(q, 0);
@@ -1342,8 +1359,7 @@ static PyObject *plain_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
             break;
         if (((const plain_facts *)PyBytes_AS_STRING(PyTuple_GET_ITEM(rec, 4)))->is_mvmul != recording)
             break;                                      /* (the drain's MVMUL recording: direct_issue.push's rule) */
-        if (set_item_ll(progress, 0, j) || set_item_ll(progress, 1, t))
-            goto out;
+        at_j = j, at_t = t;
         /* accept_take */
         long long clock, fe, a = t;
         PyObject *after_l = L.after_mop, *fe_l = L.fe;
@@ -1400,6 +1416,13 @@ static PyObject *plain_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
     }
     result = Py_BuildValue("(LL)", j, t);
 out:
+    if (!result && at_j >= 0) {
+        PyObject *et, *ev, *tb;
+        PyErr_Fetch(&et, &ev, &tb);
+        if (set_item_ll(progress, 0, at_j) || set_item_ll(progress, 1, at_t))
+            PyErr_Clear();                              /* (the first exception is the one to report) */
+        PyErr_Restore(et, ev, tb);
+    }
     view_drop(&rv);
     Py_XDECREF(tm);
     Py_XDECREF(threads);
