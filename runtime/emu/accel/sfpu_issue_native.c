@@ -1300,7 +1300,7 @@ static PyObject *plain_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
     PyObject *mop_out = fifo_t ? get_attr(thobj, s_mop_out) : NULL;
     PyObject *result = NULL;
     run_view rv = {tx, tm, thobj};
-    long long at_j = -1, at_t = 0;                     /* the word being pushed, for `progress` if an exception leaves */
+    long long at_j = -1, at_t = 0;          /* the word being pushed, for `progress` if an exception leaves */
     if (!mop_out)
         goto out;
     PyObject *q = PyList_GET_ITEM(L.taken, th);

@@ -112,7 +112,8 @@ static const struct { int owner; PyObject **name; } view_items[V_N] = {
     [V_DST_FPU_WRITE] = {VO_TM, &s_dst_fpu_write}, [V_SRC_READY] = {VO_TM, &s_src_ready},
     [V_BANK_READ] = {VO_TM, &s_bank_read}, [V_WORK_DONE] = {VO_TM, &s_work_done},
     [V_UNPACK_BUSY] = {VO_TM, &s_unpack_busy},
-    [V_RAW_SFPU] = {VO_TX, &s_raw_sfpu}, [V_DEFERRED] = {VO_TX, &s_deferred}, [V_TH_CFG] = {VO_TH, &s_cfg}, [V_ADC] = {VO_TH, &s_adc},
+    [V_RAW_SFPU] = {VO_TX, &s_raw_sfpu}, [V_DEFERRED] = {VO_TX, &s_deferred}, [V_TH_CFG] = {VO_TH, &s_cfg},
+    [V_ADC] = {VO_TH, &s_adc},
     [V_ADC_CR] = {VO_TH, &h_adc_cr}, [V_RWC] = {VO_TH, &s_rwc},
 };
 typedef struct {
