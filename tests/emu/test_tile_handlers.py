@@ -186,3 +186,77 @@ def test_replaced_handler_keeps_being_called(monkeypatch):
     after = counts()
     code = tile_native.HANDLER_CODES["PACR"]
     assert len(calls) > 20 and after[code] == before[code] and after[1] > before[1]     # (UNPACR still in C)
+
+
+def _unpack_tx() -> Tensix:
+    """A Tensix set up as _run sets it up (unpackers, FPU, packer configured; L1 and Dst random)."""
+    data = np.random.default_rng(3)
+    tx = Tensix(np.zeros(layout.L1_SIZE, np.uint8), strict=True)
+    tx.l1[IN_A:OUT] = data.standard_normal((OUT - IN_A) // 4).astype(np.float32).view(np.uint8)
+    tx.dst.write_rows32(0, data.standard_normal((512, 16)).astype(np.float32).view(np.uint32))
+    for i, v in _SETUP:
+        tx.cfg_write(i, v)
+    for t, w in ((0, E("SETC16", setc16_reg=5, setc16_value=4)), (0, 0x5160000A), (0, 0x5460000F), (0, 0x5E6FFC00)):
+        tx.push(t, w)
+    return tx
+
+
+def test_setup_memo_follows_the_setup_cache(monkeypatch):
+    """UNPACR's setup memo (setup_lookup) answers only while the handler's setup cache is as it was: cleared, the next
+    UNPACR of a remembered configuration is Python's again (which caches it anew), then C's; the state matches the
+    Python handlers' after every word."""
+    code = tile_native.HANDLER_CODES["UNPACR"]
+    counts = sfpu_issue_native._load()[0].handler_counts
+    word = E("UNPACR", unpack_block_selection=0, addr_mode=1, set_dat_valid=0, ovrd_thread_id=1, last=1)
+    runs = []
+    for on in (True, False):
+        monkeypatch.setattr(tile_native, "HANDLERS_NATIVE", on)
+        tx, trace, in_c = _unpack_tx(), [], []
+        for step in range(6):
+            if step == 3:
+                tx._unpack_setups.clear()
+            before = counts()[code]
+            tx.push(0, word, 0)
+            in_c.append(counts()[code] - before)
+            trace.append(_snapshot(tx))
+        assert len(tx._unpack_setups) == 1
+        runs.append(trace)
+        if on:
+            assert in_c == [0, 1, 1, 0, 1, 1], in_c          # (first: Python checks it; after the clear: again)
+    assert runs[0] == runs[1]
+
+
+def test_run_view_dropped_at_python(monkeypatch):
+    """A Python handler between C words of one pushed run may rebind the containers C reads (here SETRWC's spy gives
+    the thread a new RWC dict and the Tensix new Src valid lists): the C words after it use the new ones, as the
+    Python path does (run_view's drop at each call into Python)."""
+    setrwc = type(_unpack_tx()).SETRWC
+
+    def rebinding_setrwc(self, t, f):
+        self.threads[t].rwc = dict(self.threads[t].rwc)
+        self.srca_valid, self.srcb_valid = list(self.srca_valid), list(self.srcb_valid)
+        return setrwc(self, t, f)
+
+    monkeypatch.setattr(Tensix, "SETRWC", rebinding_setrwc)
+    counts = sfpu_issue_native._load()[0].handler_counts
+    mm = tile_native.HANDLER_CODES["MVMUL"]
+    unpack = tuple(E("UNPACR", unpack_block_selection=sel, addr_mode=0, set_dat_valid=1, ovrd_thread_id=1, last=1)
+                   for sel in (0, 1))
+    run = (E("MVMUL", dst=0, instr_mod19=0, clear_dvalid=0, addr_mode=1),
+           E("SETRWC", bit_mask=0, rwc_a=0, rwc_b=0, rwc_d=0, rwc_cr=0, clear_ab_vld=0),
+           E("MVMUL", dst=8, instr_mod19=0, clear_dvalid=3, addr_mode=1))
+    runs = []
+    for on in (True, False):
+        monkeypatch.setattr(sfpu_issue_native, "PLAIN_ISSUE_NATIVE", on)
+        tx, trace = _unpack_tx(), []
+        before = counts()[mm]
+        for _ in range(4):              # (the run waits for the banks: the drain takes it whole once they are valid)
+            tx.push_many(1, run, 0)
+            for w in unpack:
+                tx.push(0, w, 0)
+            while tx.step():
+                pass
+            trace.append(_snapshot(tx))
+        runs.append(trace)
+        assert (counts()[mm] - before > 0) == on
+    assert runs[0] == runs[1]

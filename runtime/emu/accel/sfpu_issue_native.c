@@ -101,25 +101,29 @@ static int set_item_ll(PyObject *list, Py_ssize_t i, long long v) {
     return p ? PyList_SetItem(list, i, p) : -1;      /* (steals p) */
 }
 
-/* seq.append(v), as PyObject_CallMethodOneArg(seq, "append", v) answers it: for a type that cannot change (the
- * FIFO records and queues are collections.deque) its append descriptor is looked up once and called (the method
- * look-up had cost more than the append itself) */
-static PyTypeObject *append_type;
-static PyObject *append_descr;
-static PyObject *append_call(PyObject *seq, PyObject *v) {
+/* seq.name(*args) (n of them, at most 1), as PyObject_VectorcallMethod answers it: for a type that cannot change (the
+ * FIFO records and queues are collections.deque) the method's descriptor is looked up once and called (the method
+ * look-up had cost more than the append or popleft itself) */
+typedef struct { PyTypeObject *tp; PyObject *descr; } method_memo;
+static PyObject *memo_call(method_memo *m, PyObject *name, PyObject *seq, PyObject *const *args, size_t n) {
     PyTypeObject *tp = Py_TYPE(seq);
-    if (tp != append_type && PyType_HasFeature(tp, Py_TPFLAGS_IMMUTABLETYPE)) {
-        PyObject *d = _PyType_Lookup(tp, s_append);
+    if (tp != m->tp && PyType_HasFeature(tp, Py_TPFLAGS_IMMUTABLETYPE)) {
+        PyObject *d = _PyType_Lookup(tp, name);
         if (d && Py_IS_TYPE(d, &PyMethodDescr_Type)) {     /* called with seq as self below */
             Py_INCREF(tp);
-            Py_XSETREF(append_type, tp);
-            Py_XSETREF(append_descr, Py_NewRef(d));
+            Py_XSETREF(m->tp, tp);
+            Py_XSETREF(m->descr, Py_NewRef(d));
         }
     }
-    if (tp != append_type)
-        return PyObject_CallMethodOneArg(seq, s_append, v);
-    PyObject *args[2] = {seq, v};
-    return PyObject_Vectorcall(append_descr, args, 2, NULL);
+    PyObject *stack[2] = {seq, n ? args[0] : NULL};
+    if (tp != m->tp)
+        return PyObject_VectorcallMethod(name, stack, (n + 1) | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+    return PyObject_Vectorcall(m->descr, stack, n + 1, NULL);
+}
+
+static method_memo append_memo;
+static PyObject *append_call(PyObject *seq, PyObject *v) {
+    return memo_call(&append_memo, s_append, seq, &v, 1);
 }
 
 /* TensixFpu._upd of one RWC (r[0] the counter, r[1] its _Cr shadow); -1 where it raises (nothing changed). */
@@ -820,6 +824,13 @@ static PyObject *configure_plain(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+#include "tile_handlers.c"     /* tile_handler: UNPACR, PACR, MVMUL and ELW*'s common case in C */
+
+static method_memo popleft_memo;
+static PyObject *popleft_call(PyObject *seq) {
+    return memo_call(&popleft_memo, s_popleft, seq, NULL, 0);
+}
+
 static int list_ll(PyObject *list, Py_ssize_t i, long long *out) {
     PyObject *v = PyList_GetItem(list, i);
     return v ? get_ll(v, "list item", out) : -1;
@@ -843,8 +854,8 @@ static PyObject *call_method(PyObject *o, PyObject *name, PyObject *const *args,
 }
 
 /* TensixTiming._adc_count: the datums of the ADC set s's X range (16 when empty) */
-static int adc_count(PyObject *thobj, int s, long long *n) {
-    PyObject *adc = get_attr(thobj, s_adc);
+static int adc_count(run_view *rv, int s, long long *n) {
+    PyObject *adc = view_get(rv, V_ADC);
     if (!adc)
         return -1;
     PyObject *set = PyList_Check(adc) ? PyList_GetItem(adc, s) : NULL;
@@ -852,7 +863,6 @@ static int adc_count(PyObject *thobj, int s, long long *n) {
     PyObject *ch1 = set && PyList_Check(set) ? PyList_GetItem(set, 1) : NULL;
     long long x0, x1;
     int bad = !ch0 || !ch1 || !PyList_Check(ch0) || !PyList_Check(ch1) || list_ll(ch0, 0, &x0) || list_ll(ch1, 0, &x1);
-    Py_DECREF(adc);
     if (bad) {
         if (!PyErr_Occurred())
             PyErr_SetString(PyExc_TypeError, "plain_run: a thread's ADCs are not lists");
@@ -870,12 +880,10 @@ static int set_attr_max(PyObject *o, PyObject *name, long long v) {
 }
 
 /* TensixTiming.work_done[th] = max(it, done): thread th's FPU / unpacker / packer work ends by `done` */
-static int record_work(PyObject *tm, long long th, long long done) {
-    PyObject *l = attr_list(tm, s_work_done, 3);
+static int record_work(run_view *rv, long long th, long long done) {
+    PyObject *l = view_list(rv, V_WORK_DONE);
     long long old;
-    int bad = !l || list_ll(l, th, &old) || (done > old && set_item_ll(l, th, done));
-    Py_XDECREF(l);
-    return bad ? -1 : 0;
+    return !l || list_ll(l, th, &old) || (done > old && set_item_ll(l, th, done)) ? -1 : 0;
 }
 
 /* The cycle model's per-thread lists, read once per call (TensixTiming.FIXED: bound once, then mutated in place). */
@@ -894,19 +902,36 @@ static void tm_lists_release(tm_lists *l) {
     Py_CLEAR(l->taken);
 }
 
+/* The lists of the cycle model whose `clock` list was read last (strong references: that list cannot be freed, so its
+ * address names that model): TensixTiming.FIXED binds them once, so the same clock list means the same lists, and a
+ * call reads one attribute instead of eight. */
+static tm_lists tm_memo;
+
 static int tm_lists_get(PyObject *tm, tm_lists *l) {
-    if ((l->clock = attr_list(tm, s_clock, 3)) && (l->fe = attr_list(tm, s_fe, 3)) && (l->gate = attr_list(tm, s_gate, 3))
+    PyObject *clock = attr_list(tm, s_clock, 3);
+    if (clock && clock == tm_memo.clock) {
+        Py_DECREF(clock);
+        PyObject **from = &tm_memo.clock, **to = &l->clock;
+        for (size_t i = 0; i < sizeof(tm_lists) / sizeof(PyObject *); i++)
+            to[i] = Py_NewRef(from[i]);
+        return 0;
+    }
+    if ((l->clock = clock) && (l->fe = attr_list(tm, s_fe, 3)) && (l->gate = attr_list(tm, s_gate, 3))
         && (l->after_mop = attr_list(tm, s_after_mop, 3)) && (l->first = attr_list(tm, s_first, 3))
         && (l->stalls = attr_list(tm, s_stalls, 3)) && (l->issued = attr_list(tm, s_issued, 3))
-        && (l->taken = attr_list(tm, s_taken, 3)))
+        && (l->taken = attr_list(tm, s_taken, 3))) {
+        PyObject **from = &l->clock, **to = &tm_memo.clock;
+        for (size_t i = 0; i < sizeof(tm_lists) / sizeof(PyObject *); i++)
+            Py_XSETREF(to[i], Py_NewRef(from[i]));
         return 0;
+    }
     tm_lists_release(l);
     return -1;
 }
 
 /* TensixTiming._run_scheduled_sfpu: SFPLOADMACRO-scheduled work due by cycle c runs first */
-static int run_scheduled(PyObject *tx, PyObject *tm, long long c) {
-    PyObject *sfpu = get_attr(tx, s_raw_sfpu);
+static int run_scheduled(run_view *rv, long long c) {
+    PyObject *sfpu = view_get(rv, V_RAW_SFPU);
     if (!sfpu)
         return -1;
     int due = 0;
@@ -915,19 +940,32 @@ static int run_scheduled(PyObject *tx, PyObject *tm, long long c) {
         due = sch ? PyObject_IsTrue(sch) : -1;
         Py_XDECREF(sch);
     }
-    Py_DECREF(sfpu);
     if (due <= 0)
         return due;
     PyObject *c_o = PyLong_FromLongLong(c);
-    PyObject *r = c_o ? call_method(tm, s_run_scheduled, &c_o, 1) : NULL;
+    PyObject *r = c_o ? call_method(rv->tm, s_run_scheduled, &c_o, 1) : NULL;
+    view_drop(rv);
     Py_XDECREF(c_o);
     Py_XDECREF(r);
     return r ? 0 : -1;
 }
 
+/* The bank tables' key (side, bank) (a new reference): for banks 0-3 one tuple per key made once (building the tuple
+ * with Py_BuildValue for every look-up had cost more than the look-up) */
+#define BANK_KEYS 4
+static PyObject *bank_keys[2][BANK_KEYS];
+static PyObject *bank_key(PyObject *side, long long bank) {
+    int s = side == s_bank_b;
+    if (bank < 0 || bank >= BANK_KEYS)
+        return Py_BuildValue("(OL)", side, bank);
+    if (!bank_keys[s][bank])
+        bank_keys[s][bank] = Py_BuildValue("(OL)", side, bank);
+    return Py_XNewRef(bank_keys[s][bank]);
+}
+
 /* d[(side, bank)] (a Src bank's cycle; default 0) */
 static int bank_get(PyObject *d, PyObject *side, long long bank, long long *out) {
-    PyObject *key = Py_BuildValue("(OL)", side, bank);
+    PyObject *key = bank_key(side, bank);
     if (!key)
         return -1;
     PyObject *v = PyDict_GetItemWithError(d, key);
@@ -939,7 +977,7 @@ static int bank_get(PyObject *d, PyObject *side, long long bank, long long *out)
 }
 
 static int bank_set(PyObject *d, PyObject *side, long long bank, long long v) {
-    PyObject *key = Py_BuildValue("(OL)", side, bank), *val = PyLong_FromLongLong(v);
+    PyObject *key = bank_key(side, bank), *val = PyLong_FromLongLong(v);
     int r = key && val ? PyDict_SetItem(d, key, val) : -1;
     Py_XDECREF(key);
     Py_XDECREF(val);
@@ -948,26 +986,21 @@ static int bank_set(PyObject *d, PyObject *side, long long bank, long long v) {
 
 /* TensixTiming.issue's FPU part: the Dst read-after-write auto-stall, the Src banks' data, the banks it held, the
  * FPU's busy time and the event that hands banks back */
-static int fpu_issue(PyObject *tx, PyObject *tm, const plain_facts *f, long long row, long long bank_a,
-                     long long bank_b, long long *c) {
-    PyObject *dfw = get_attr(tm, s_dst_fpu_write);
-    PyObject *src_ready = dfw ? get_attr(tm, s_src_ready) : NULL;
-    PyObject *bank_read = src_ready ? get_attr(tm, s_bank_read) : NULL;
-    int ok = 0;
-    if (!dfw || !src_ready || !bank_read || !PyDict_Check(dfw) || !PyDict_Check(src_ready) || !PyDict_Check(bank_read)) {
-        if (!PyErr_Occurred())
-            PyErr_SetString(PyExc_TypeError, "plain_run: the FPU timing's tables are not dicts");
-        goto out;
-    }
+static int fpu_issue(run_view *rv, const plain_facts *f, long long row, long long bank_a, long long bank_b,
+                     long long *c) {
+    PyObject *dfw = view_dict(rv, V_DST_FPU_WRITE), *src_ready = dfw ? view_dict(rv, V_SRC_READY) : NULL;
+    PyObject *bank_read = src_ready ? view_dict(rv, V_BANK_READ) : NULL;
+    if (!bank_read)
+        return -1;
     if (f->dst_writer) {
         PyObject *blk = PyLong_FromLongLong(row >> 3);
         if (!blk)
-            goto out;
+            return -1;
         PyObject *w = PyDict_GetItemWithError(dfw, blk);
         long long wc;
         if ((!w && PyErr_Occurred()) || (w && w != Py_None && get_ll(w, "dst_fpu_write", &wc))) {
             Py_DECREF(blk);
-            goto out;
+            return -1;
         }
         if (w && w != Py_None && *c < wc + dst_read_latency)
             *c = wc + dst_read_latency;
@@ -975,7 +1008,7 @@ static int fpu_issue(PyObject *tx, PyObject *tm, const plain_facts *f, long long
             long long ra, rb;
             if (bank_get(src_ready, s_bank_a, bank_a, &ra) || bank_get(src_ready, s_bank_b, bank_b, &rb)) {
                 Py_DECREF(blk);
-                goto out;
+                return -1;
             }
             if (ra > *c)
                 *c = ra;
@@ -987,24 +1020,18 @@ static int fpu_issue(PyObject *tx, PyObject *tm, const plain_facts *f, long long
         Py_XDECREF(c_o);
         Py_DECREF(blk);
         if (bad)
-            goto out;
+            return -1;
     }
-    if (bank_set(bank_read, s_bank_a, bank_a, *c) || bank_set(bank_read, s_bank_b, bank_b, *c)
-        || run_scheduled(tx, tm, *c) || set_attr_max(tm, s_fpu_busy, *c + f->latency)
-        || set_attr_max(tm, s_event_t, *c))
-        goto out;
-    ok = 1;
-out:
-    Py_XDECREF(dfw);
-    Py_XDECREF(src_ready);
-    Py_XDECREF(bank_read);
-    return ok ? 0 : -1;
+    return bank_set(bank_read, s_bank_a, bank_a, *c) || bank_set(bank_read, s_bank_b, bank_b, *c)
+           || run_scheduled(rv, *c) || set_attr_max(rv->tm, s_fpu_busy, *c + f->latency)
+           || set_attr_max(rv->tm, s_event_t, *c) ? -1 : 0;
 }
 
 /* Tensix.handler_blocked(thread, why, bank): the word waits; 0, or -1 with an exception set. Takes `why`'s reference. */
-static int handler_blocked(PyObject *tx, PyObject *thobj, PyObject *why, PyObject *bank) {
-    PyObject *hb[3] = {thobj, why, bank};
-    PyObject *r = call_method(tx, s_handler_blocked, hb, 3);
+static int handler_blocked(run_view *rv, PyObject *why, PyObject *bank) {
+    PyObject *hb[3] = {rv->th, why, bank};
+    PyObject *r = call_method(rv->tx, s_handler_blocked, hb, 3);
+    view_drop(rv);
     Py_DECREF(why);
     if (!r)
         return -1;
@@ -1012,12 +1039,11 @@ static int handler_blocked(PyObject *tx, PyObject *thobj, PyObject *why, PyObjec
     return 0;
 }
 
-#include "tile_handlers.c"     /* tile_handler: UNPACR, PACR, MVMUL and ELW*'s common case in C */
-
 /* One word, at the head of the ready queue already: the Wait Gate, the handler, the issue rule. 1 when it issued, 0
  * when it blocked, -1 on an error. */
-static int plain_word(PyObject *tx, PyObject *tm, const tm_lists *L, PyObject *thobj, PyObject *tobj, long long th,
-                      PyObject *rec, PyObject *fields, int was_blocked, long long *issue) {
+static int plain_word(run_view *rv, const tm_lists *L, PyObject *tobj, long long th, PyObject *rec, PyObject *fields,
+                      int was_blocked, long long *issue) {
+    PyObject *tx = rv->tx, *tm = rv->tm, *thobj = rv->th;
     const plain_facts *f = (const plain_facts *)PyBytes_AS_STRING(PyTuple_GET_ITEM(rec, 4));
     PyObject *r;
     /* the Wait Gate: a latched wait instruction blocking this word holds it until its conditions are met */
@@ -1033,11 +1059,12 @@ static int plain_word(PyObject *tx, PyObject *tm, const tm_lists *L, PyObject *t
         if (f->block == -1 ? lb == 0x1FF : (lb & f->block) != 0) {
             PyObject *args[2] = {tobj, latch};
             PyObject *why = call_method(tx, s_latch_unmet, args, 2);
+            view_drop(rv);
             Py_DECREF(latch);
             if (!why)
                 return -1;
             if (why != Py_None)
-                return handler_blocked(tx, thobj, why, Py_False);
+                return handler_blocked(rv, why, Py_False);
             Py_DECREF(why);
             if (set_attr(thobj, s_latch, Py_None))
                 return -1;
@@ -1048,15 +1075,13 @@ static int plain_word(PyObject *tx, PyObject *tm, const tm_lists *L, PyObject *t
         Py_DECREF(latch);
     }
     /* anything but a deferrable SFPU word: the deferred work first */
-    PyObject *dq = get_attr(tx, s_deferred);
-    if (!dq)
-        return -1;
-    Py_ssize_t queued = PyObject_Length(dq);
-    Py_DECREF(dq);
+    PyObject *dq = view_get(rv, V_DEFERRED);
+    Py_ssize_t queued = dq ? PyObject_Length(dq) : -1;
     if (queued < 0)
         return -1;
     if (queued) {
         r = call_method(tx, s_flush_deferred, NULL, 0);
+        view_drop(rv);
         if (!r)
             return -1;
         Py_DECREF(r);
@@ -1066,14 +1091,11 @@ static int plain_word(PyObject *tx, PyObject *tm, const tm_lists *L, PyObject *t
     if (f->kind == K_UNPACK && attr_ll(tx, f->sel ? s_srcb_unpack_bank : s_srca_unpack_bank, &bank))
         return -1;
     if (f->kind == K_FPU) {
-        PyObject *cfg = attr_list(thobj, s_cfg, 2), *rwc = get_attr(thobj, s_rwc);
+        PyObject *cfg = view_list(rv, V_TH_CFG), *rwc = cfg ? view_get(rv, V_RWC) : NULL;
         PyObject *d = rwc && PyDict_Check(rwc) ? PyDict_GetItemWithError(rwc, s_d) : NULL;
         long long c1, rd;
-        int bad = !cfg || !d || list_ll(cfg, 1, &c1) || get_ll(d, "RWC", &rd)
-                  || attr_ll(tx, s_srca_matrix_bank, &bank_a) || attr_ll(tx, s_srcb_matrix_bank, &bank_b);
-        Py_XDECREF(cfg);
-        Py_XDECREF(rwc);
-        if (bad) {
+        if (!d || list_ll(cfg, 1, &c1) || get_ll(d, "RWC", &rd) || attr_ll(tx, s_srca_matrix_bank, &bank_a)
+            || attr_ll(tx, s_srcb_matrix_bank, &bank_b)) {
             if (!PyErr_Occurred())
                 PyErr_SetString(PyExc_TypeError, "plain_run: a thread's RWCs are not a dict with \"d\"");
             return -1;
@@ -1081,19 +1103,20 @@ static int plain_word(PyObject *tx, PyObject *tm, const tm_lists *L, PyObject *t
         row = ((c1 & 0xFFF) + rd + f->dst) & 0x1FF;
     }
     PyObject *why = NULL;
-    int in_c = f->c_handler ? tile_handler(tx, thobj, fields, f->c_handler, &why) : 0;
+    int in_c = f->c_handler ? tile_handler(rv, fields, f->c_handler, &why) : 0;
     if (in_c < 0)
         return -1;
     if (!in_c) {
         PyObject *hargs[2] = {tobj, fields};
         why = PyObject_Vectorcall(PyTuple_GET_ITEM(rec, 2), hargs, 2, NULL);
+        view_drop(rv);
         if (!why)
             return -1;
         if (why == Py_None)
             Py_CLEAR(why);
     }
     if (why)
-        return handler_blocked(tx, thobj, why, (f->kind == K_FPU || f->kind == K_UNPACK) ? Py_True : Py_False);
+        return handler_blocked(rv, why, (f->kind == K_FPU || f->kind == K_UNPACK) ? Py_True : Py_False);
     /* TensixTiming.issue (bank_wait: its handler had blocked it on a Src bank) */
     int bank_wait = 0;
     if (was_blocked) {
@@ -1104,7 +1127,7 @@ static int plain_word(PyObject *tx, PyObject *tm, const tm_lists *L, PyObject *t
             return -1;
     }
     PyObject *clock_l = L->clock, *fe_l = L->fe, *gate_l = L->gate, *first_l = L->first, *stalls_l = L->stalls;
-    PyObject *issued_l = L->issued, *busy_l = NULL, *key = NULL;
+    PyObject *issued_l = L->issued, *key = NULL;
     int ok = 0;
     long long clock, fe, mask, until, c;
     if (list_ll(clock_l, th, &clock) || list_ll(fe_l, th, &fe))
@@ -1122,18 +1145,13 @@ static int plain_word(PyObject *tx, PyObject *tm, const tm_lists *L, PyObject *t
     if (was_blocked) {              /* woken by the release of its bank, its banks' data, or the latest event */
         long long woken, v;
         if (bank_wait && f->kind == K_UNPACK) {
-            PyObject *br = get_attr(tm, s_bank_read);
-            int bad = !br || !PyDict_Check(br) || bank_get(br, f->sel ? s_bank_b : s_bank_a, bank, &woken);
-            Py_XDECREF(br);
-            if (bad)
-                goto dict_error;
+            PyObject *br = view_dict(rv, V_BANK_READ);
+            if (!br || bank_get(br, f->sel ? s_bank_b : s_bank_a, bank, &woken))
+                goto out;
         } else if (bank_wait && f->kind == K_FPU && f->src_reader) {
-            PyObject *sr = get_attr(tm, s_src_ready);
-            int bad = !sr || !PyDict_Check(sr) || bank_get(sr, s_bank_a, bank_a, &woken)
-                      || bank_get(sr, s_bank_b, bank_b, &v);
-            Py_XDECREF(sr);
-            if (bad)
-                goto dict_error;
+            PyObject *sr = view_dict(rv, V_SRC_READY);
+            if (!sr || bank_get(sr, s_bank_a, bank_a, &woken) || bank_get(sr, s_bank_b, bank_b, &v))
+                goto out;
             if (v > woken)
                 woken = v;
             if (attr_ll(tm, s_nop_t, &v))
@@ -1148,40 +1166,36 @@ static int plain_word(PyObject *tx, PyObject *tm, const tm_lists *L, PyObject *t
     }
     if (f->kind == K_UNPACK) {
         long long ub, n, cfgw;
-        PyObject *cfg = attr_list(tx, s_cfg, 113);
-        int bad = !cfg || list_ll(cfg, f->sel ? 112 : 64, &cfgw);
-        Py_XDECREF(cfg);
-        if (bad || !(busy_l = attr_list(tm, s_unpack_busy, 2)) || list_ll(busy_l, f->sel, &ub)
-            || adc_count(thobj, (int)f->sel, &n))
+        PyObject *cfg = view_list(rv, V_TX_CFG), *busy_l = cfg ? view_list(rv, V_UNPACK_BUSY) : NULL;
+        if (!busy_l || list_ll(cfg, f->sel ? 112 : 64, &cfgw) || list_ll(busy_l, f->sel, &ub)
+            || adc_count(rv, (int)f->sel, &n))
             goto out;
         if (ub > c)
             c = ub;
         long long bits = n * element_bits_of[cfgw & 0xF], per = 8LL * unpack_bytes_per_cycle;
         long long done = c + (bits > per ? (bits + per - 1) / per : 1);
-        PyObject *src_ready = get_attr(tm, s_src_ready);
+        PyObject *src_ready = view_get(rv, V_SRC_READY);
         PyObject *done_o = src_ready ? PyLong_FromLongLong(done) : NULL;
-        key = done_o ? Py_BuildValue("(OL)", f->sel ? s_bank_b : s_bank_a, bank) : NULL;
-        bad = !src_ready || !done_o || !key || set_item_ll(busy_l, f->sel, done)
-              || PyObject_SetItem(src_ready, key, done_o) < 0 || set_attr_max(tm, s_event_t, done)
-              || record_work(tm, th, done);
-        Py_XDECREF(src_ready);
+        key = done_o ? bank_key(f->sel ? s_bank_b : s_bank_a, bank) : NULL;
+        int bad = !key || set_item_ll(busy_l, f->sel, done) || PyObject_SetItem(src_ready, key, done_o) < 0
+                  || set_attr_max(tm, s_event_t, done) || record_work(rv, th, done);
         Py_XDECREF(done_o);
         if (bad)
             goto out;
     } else if (f->kind == K_FPU) {
         long long fb;
-        if (fpu_issue(tx, tm, f, row, bank_a, bank_b, &c) || attr_ll(tm, s_fpu_busy, &fb) || record_work(tm, th, fb))
+        if (fpu_issue(rv, f, row, bank_a, bank_b, &c) || attr_ll(tm, s_fpu_busy, &fb) || record_work(rv, th, fb))
             goto out;
     } else if (f->kind == K_PACK) {
         long long pb, n;
-        if (run_scheduled(tx, tm, c) || attr_ll(tm, s_pack_busy, &pb) || adc_count(thobj, 2, &n))
+        if (run_scheduled(rv, c) || attr_ll(tm, s_pack_busy, &pb) || adc_count(rv, 2, &n))
             goto out;
         if (pb > c)
             c = pb;
         long long bytes = n * 4;
         long long done = c + (bytes > pack_bytes_per_cycle ? (bytes + pack_bytes_per_cycle - 1) / pack_bytes_per_cycle
                                                            : 1);
-        if (set_attr_ll(tm, s_pack_busy, done) || record_work(tm, th, done))
+        if (set_attr_ll(tm, s_pack_busy, done) || record_work(rv, th, done))
             goto out;
     } else if (f->is_unpacr_nop) {
         if (set_attr_ll(tm, s_nop_t, c))
@@ -1192,6 +1206,7 @@ static int plain_word(PyObject *tx, PyObject *tm, const tm_lists *L, PyObject *t
         if (f->is_sempost) {
             PyObject *a[2] = {PyLong_FromLongLong(f->sem_sel), PyLong_FromLongLong(c)};
             r = a[0] && a[1] ? call_method(tx, s_stamp_posts, a, 2) : NULL;
+            view_drop(rv);
             Py_XDECREF(a[0]);
             Py_XDECREF(a[1]);
             if (!r)
@@ -1228,6 +1243,7 @@ static int plain_word(PyObject *tx, PyObject *tm, const tm_lists *L, PyObject *t
             PyObject *c_o = cond ? PyLong_FromLongLong(c) : NULL;
             PyObject *a[4] = {tobj, c_o, cond, blk};
             r = c_o && cond && blk ? call_method(tm, s_waited, a, 4) : NULL;
+            view_drop(rv);
             Py_XDECREF(kind);
             Py_XDECREF(cond);
             Py_XDECREF(blk);
@@ -1242,12 +1258,7 @@ static int plain_word(PyObject *tx, PyObject *tm, const tm_lists *L, PyObject *t
     }
     *issue = c;
     ok = 1;
-    goto out;
-dict_error:
-    if (!PyErr_Occurred())
-        PyErr_SetString(PyExc_TypeError, "plain_run: the cycle model's bank tables are not dicts");
 out:
-    Py_XDECREF(busy_l);
     Py_XDECREF(key);
     return ok ? 1 : -1;
 }
@@ -1304,6 +1315,8 @@ static PyObject *plain_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
     PyObject *fifo_t = fifo ? get_attr(thobj, s_fifo_t) : NULL;
     PyObject *mop_out = fifo_t ? get_attr(thobj, s_mop_out) : NULL;
     PyObject *result = NULL;
+    run_view rv = {tx, tm, thobj};
+    long long at_j = -1, at_t = 0;          /* the word being pushed, for `progress` if an exception leaves */
     if (!mop_out)
         goto out;
     PyObject *q = PyList_GET_ITEM(L.taken, th);
@@ -1320,8 +1333,7 @@ static PyObject *plain_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
                 goto out;
             if (nfifo >= fifo_depth || wv < 0 || wv > 0xFFFFFFFFLL)
                 break;                                  /* (the Python path raises the Stall, masks the word) */
-            if (set_item_ll(progress, 0, j) || set_item_ll(progress, 1, t))
-                goto out;
+            at_j = j, at_t = t;
             long long a = t;                            /* TensixTiming.accept */
             if (PySequence_Size(q) == depth) {
                 PyObject *oldest = PySequence_GetItem(q, 0);
@@ -1337,6 +1349,7 @@ static PyObject *plain_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
             if (a_o && (r = append_call(fifo, w))
                 && (r2 = append_call(fifo_t, a_o)))
                 r3 = call_method(tx, s_drain, &tobj, 1);
+            view_drop(&rv);
             Py_XDECREF(a_o), Py_XDECREF(r), Py_XDECREF(r2), Py_XDECREF(r3);
             if (!r3)
                 goto out;
@@ -1362,8 +1375,7 @@ static PyObject *plain_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
             break;
         if (((const plain_facts *)PyBytes_AS_STRING(PyTuple_GET_ITEM(rec, 4)))->is_mvmul != recording)
             break;                                      /* (the drain's MVMUL recording: direct_issue.push's rule) */
-        if (set_item_ll(progress, 0, j) || set_item_ll(progress, 1, t))
-            goto out;
+        at_j = j, at_t = t;
         /* accept_take */
         long long clock, fe, a = t;
         PyObject *after_l = L.after_mop, *fe_l = L.fe;
@@ -1402,14 +1414,14 @@ static PyObject *plain_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
         if (set_attr(tx, s_current, PyTuple_GET_ITEM(PyTuple_GET_ITEM(rec, 3), th)))
             goto out;
         long long c;
-        int issued = plain_word(tx, tm, &L, thobj, tobj, th, rec, PyTuple_GET_ITEM(rec, 1), 0, &c);
+        int issued = plain_word(&rv, &L, tobj, th, rec, PyTuple_GET_ITEM(rec, 1), 0, &c);
         if (issued < 0)
             goto out;
         j++;
         t = a + 1;
         if (!issued)
             break;                                      /* blocked: it stays at the head */
-        r = PyObject_CallMethodNoArgs(ready, s_popleft);
+        r = popleft_call(ready);
         if (!r)
             goto out;
         Py_DECREF(r);
@@ -1420,6 +1432,14 @@ static PyObject *plain_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
     }
     result = Py_BuildValue("(LL)", j, t);
 out:
+    if (!result && at_j >= 0) {
+        PyObject *et, *ev, *tb;
+        PyErr_Fetch(&et, &ev, &tb);
+        if (set_item_ll(progress, 0, at_j) || set_item_ll(progress, 1, at_t))
+            PyErr_Clear();                              /* (the first exception is the one to report) */
+        PyErr_Restore(et, ev, tb);
+    }
+    view_drop(&rv);
     Py_XDECREF(tm);
     Py_XDECREF(threads);
     Py_XDECREF(ready);
@@ -1459,6 +1479,7 @@ static PyObject *drain_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
     PyObject *mop_out = fifo_t ? get_attr(thobj, s_mop_out) : NULL;
     PyObject *result = NULL, *r;
     tm_lists L = {0};
+    run_view rv = {tx, tm, thobj};
     long long issued = 0;
     int more = 0;
     if (!mop_out || tm_lists_get(tm, &L))
@@ -1493,8 +1514,8 @@ static PyObject *drain_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
                 break;
             }
             /* TensixTiming.take of a word that is not a MOP */
-            PyObject *pt = PyObject_CallMethodNoArgs(fifo_t, s_popleft);
-            r = pt ? PyObject_CallMethodNoArgs(fifo, s_popleft) : NULL;
+            PyObject *pt = popleft_call(fifo_t);
+            r = pt ? popleft_call(fifo) : NULL;
             Py_XDECREF(r);
             long long push_t, clock, fe;
             PyObject *fe_l = L.fe, *after_l = L.after_mop;
@@ -1537,6 +1558,7 @@ static PyObject *drain_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
             if (recorded) {                             /* anything else sees the recorded MVMULs' Dst */
                 PyObject *keep = Py_True;
                 r = call_method(tx, s_flush_mvmul, &keep, 1);
+                view_drop(&rv);
                 if (!r)
                     goto out;
                 Py_DECREF(r);
@@ -1550,12 +1572,12 @@ static PyObject *drain_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
         if (set_attr(tx, s_current, PyTuple_GET_ITEM(PyTuple_GET_ITEM(rec, 3), th)))
             goto out;
         long long c;
-        int ok = plain_word(tx, tm, &L, thobj, tobj, th, rec, PyTuple_GET_ITEM(rec, 1), was_blocked, &c);
+        int ok = plain_word(&rv, &L, tobj, th, rec, PyTuple_GET_ITEM(rec, 1), was_blocked, &c);
         if (ok < 0)
             goto out;
         if (!ok)
             break;                                      /* blocked: it stays at the head */
-        r = PyObject_CallMethodNoArgs(ready, s_popleft);
+        r = popleft_call(ready);
         if (!r)
             goto out;
         Py_DECREF(r);
@@ -1565,6 +1587,7 @@ static PyObject *drain_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
     }
     result = Py_BuildValue("(LO)", issued, more ? Py_True : Py_False);
 out:                            /* (on an error, the words issued before it are not counted: as _drain) */
+    view_drop(&rv);
     tm_lists_release(&L);
     Py_XDECREF(tm);
     Py_XDECREF(threads);

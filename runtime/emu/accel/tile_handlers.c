@@ -93,6 +93,70 @@ static int tile_handlers_init(void) {
     return INTERN_NAMES(names);
 }
 
+/* ------------------------------------------------------------------------------------------------ a run's view
+ * The containers plain_word and the handlers read (lists, dicts, numpy arrays and the Dst object: the Python state
+ * binds them once and mutates them in place), each read by get_attr at its first use in a plain_run / drain_run call
+ * and kept until that call's next call into Python (a handler, flush_deferred, the latch's condition, ...; view_drop),
+ * which is the only code that could rebind one: between two such calls only this C runs, and it rebinds none, so each
+ * answer is the one get_attr would give. (An MVMUL made 28 attribute reads, 18 of them of these.) */
+enum { V_TX_CFG, V_SRCA_VALID, V_SRCB_VALID, V_SRCA_FORMAT, V_SRCB_FORMAT, V_UNPACK_SETUPS, V_PACK_SETUPS, V_L1,
+       V_SRCA, V_SRCB, V_DST, V_ROWS32, V_WRITTEN, V_CLEARED16, V_DST_FPU_WRITE, V_SRC_READY, V_BANK_READ,
+       V_WORK_DONE, V_UNPACK_BUSY, V_RAW_SFPU, V_DEFERRED, V_TH_CFG, V_ADC, V_ADC_CR, V_RWC, V_N };
+enum { VO_TX, VO_TM, VO_TH, VO_DST };              /* whose attribute (VO_DST: the V_DST item's) */
+static const struct { int owner; PyObject **name; } view_items[V_N] = {
+    [V_TX_CFG] = {VO_TX, &s_cfg}, [V_SRCA_VALID] = {VO_TX, &h_srca_valid}, [V_SRCB_VALID] = {VO_TX, &h_srcb_valid},
+    [V_SRCA_FORMAT] = {VO_TX, &h_srca_format}, [V_SRCB_FORMAT] = {VO_TX, &h_srcb_format},
+    [V_UNPACK_SETUPS] = {VO_TX, &h_unpack_setups}, [V_PACK_SETUPS] = {VO_TX, &h_pack_setups}, [V_L1] = {VO_TX, &h_l1},
+    [V_SRCA] = {VO_TX, &h_srca}, [V_SRCB] = {VO_TX, &h_srcb}, [V_DST] = {VO_TX, &h_dst_obj},
+    [V_ROWS32] = {VO_DST, &h_rows32}, [V_WRITTEN] = {VO_DST, &h_written}, [V_CLEARED16] = {VO_DST, &h_cleared16},
+    [V_DST_FPU_WRITE] = {VO_TM, &s_dst_fpu_write}, [V_SRC_READY] = {VO_TM, &s_src_ready},
+    [V_BANK_READ] = {VO_TM, &s_bank_read}, [V_WORK_DONE] = {VO_TM, &s_work_done},
+    [V_UNPACK_BUSY] = {VO_TM, &s_unpack_busy},
+    [V_RAW_SFPU] = {VO_TX, &s_raw_sfpu}, [V_DEFERRED] = {VO_TX, &s_deferred}, [V_TH_CFG] = {VO_TH, &s_cfg},
+    [V_ADC] = {VO_TH, &s_adc},
+    [V_ADC_CR] = {VO_TH, &h_adc_cr}, [V_RWC] = {VO_TH, &s_rwc},
+};
+typedef struct {
+    PyObject *tx, *tm, *th;                    /* (borrowed: the caller holds them for the call) */
+    PyObject *v[V_N];                          /* (strong references, NULL until read) */
+} run_view;
+
+/* item k (borrowed: the view holds it until view_drop), or NULL with an exception set */
+static PyObject *view_get(run_view *rv, int k) {
+    if (!rv->v[k]) {
+        int o = view_items[k].owner;
+        PyObject *owner = o == VO_TX ? rv->tx : o == VO_TM ? rv->tm : o == VO_TH ? rv->th : view_get(rv, V_DST);
+        rv->v[k] = owner ? get_attr(owner, *view_items[k].name) : NULL;
+    }
+    return rv->v[k];
+}
+
+/* item k, a list (borrowed), or NULL with an exception set */
+static PyObject *view_list(run_view *rv, int k) {
+    PyObject *l = view_get(rv, k);
+    if (l && !PyList_Check(l)) {
+        PyErr_Format(PyExc_TypeError, "plain issue: %U is not a list", *view_items[k].name);
+        return NULL;
+    }
+    return l;
+}
+
+/* item k, a dict (borrowed), or NULL with an exception set */
+static PyObject *view_dict(run_view *rv, int k) {
+    PyObject *d = view_get(rv, k);
+    if (d && !PyDict_Check(d)) {
+        PyErr_Format(PyExc_TypeError, "plain issue: %U is not a dict", *view_items[k].name);
+        return NULL;
+    }
+    return d;
+}
+
+/* forget every item read: Python ran and may have rebound one */
+static void view_drop(run_view *rv) {
+    for (int k = 0; k < V_N; k++)
+        Py_CLEAR(rv->v[k]);
+}
+
 /* ------------------------------------------------------------------------------------------------ state access */
 static int field(PyObject *fields, PyObject *key, long long *out) {
     PyObject *v = PyDict_GetItemWithError(fields, key);
@@ -129,18 +193,18 @@ static int list_pick(PyObject *list, Py_ssize_t size, const int *idx, int n, lon
     return 0;
 }
 
-/* The numpy arrays attr_buffer handed out last (strong references, so an address is not reused while here, and numpy
+/* The numpy arrays view_buffer handed out last (strong references, so an address is not reused while here, and numpy
  * refuses to resize an array referenced elsewhere: the data pointer stays valid; the emulator never makes its state
  * arrays read-only). A hit skips PyObject_GetBuffer and its release, a fifth of the tile handlers' time in C. */
 #define BUFFER_MEMO 16
 static struct { PyObject *obj; void *buf; Py_ssize_t len, itemsize; } buffer_memo[BUFFER_MEMO];
 static int buffer_memo_next;
 
-/* A buffer of an attribute of o: C-contiguous, writable, `itemsize`-byte items, at least `len` bytes; 0 or -1. For a
+/* A buffer of the view's item k: C-contiguous, writable, `itemsize`-byte items, at least `len` bytes; 0 or -1. For a
  * numpy array the view holds no export (v->obj NULL: PyBuffer_Release does nothing; the memo keeps the array alive);
  * any other object's view is an export the caller releases. */
-static int attr_buffer(PyObject *o, PyObject *name, Py_buffer *v, Py_ssize_t itemsize, Py_ssize_t len) {
-    PyObject *a = get_attr(o, name);
+static int view_buffer(run_view *rv, int k, Py_buffer *v, Py_ssize_t itemsize, Py_ssize_t len) {
+    PyObject *a = view_get(rv, k), *name = *view_items[k].name;
     if (!a)
         return -1;
     int i = 0;
@@ -149,7 +213,6 @@ static int attr_buffer(PyObject *o, PyObject *name, Py_buffer *v, Py_ssize_t ite
     if (i == BUFFER_MEMO) {
         int r = PyObject_GetBuffer(a, v, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE);
         if (r < 0 || strcmp(Py_TYPE(a)->tp_name, "numpy.ndarray")) {
-            Py_DECREF(a);
             if (r == 0 && (v->itemsize != itemsize || v->len < len)) {
                 PyErr_Format(PyExc_TypeError, "tile_handler: %U is not a buffer of %zd-byte items", name, itemsize);
                 PyBuffer_Release(v);
@@ -159,13 +222,11 @@ static int attr_buffer(PyObject *o, PyObject *name, Py_buffer *v, Py_ssize_t ite
         }
         i = buffer_memo_next;
         buffer_memo_next = (i + 1) % BUFFER_MEMO;
-        Py_XSETREF(buffer_memo[i].obj, a);                /* (takes the reference GetAttr gave) */
+        Py_XSETREF(buffer_memo[i].obj, Py_NewRef(a));
         buffer_memo[i].buf = v->buf;
         buffer_memo[i].len = v->len;
         buffer_memo[i].itemsize = v->itemsize;
         PyBuffer_Release(v);
-    } else {
-        Py_DECREF(a);
     }
     memset(v, 0, sizeof *v);
     v->buf = buffer_memo[i].buf;
@@ -179,14 +240,11 @@ static int attr_buffer(PyObject *o, PyObject *name, Py_buffer *v, Py_ssize_t ite
 }
 
 /* Dst32b, its `written` rows and `cleared16` flags (dst.py's Dst); 0 or -1 with nothing held */
-static int dst_buffers(PyObject *tx, Py_buffer v[3]) {
-    PyObject *d = get_attr(tx, h_dst_obj);
-    if (!d)
-        return -1;
+static int dst_buffers(run_view *rv, Py_buffer v[3]) {
     int r = -1;
-    if (!attr_buffer(d, h_rows32, &v[0], 4, 512 * 16 * 4)) {
-        if (!attr_buffer(d, h_written, &v[1], 1, 512)) {
-            if (!attr_buffer(d, h_cleared16, &v[2], 1, 1024))
+    if (!view_buffer(rv, V_ROWS32, &v[0], 4, 512 * 16 * 4)) {
+        if (!view_buffer(rv, V_WRITTEN, &v[1], 1, 512)) {
+            if (!view_buffer(rv, V_CLEARED16, &v[2], 1, 1024))
                 r = 0;
             else
                 PyBuffer_Release(&v[1]);
@@ -194,7 +252,6 @@ static int dst_buffers(PyObject *tx, Py_buffer v[3]) {
         if (r)
             PyBuffer_Release(&v[0]);
     }
-    Py_DECREF(d);
     return r;
 }
 
@@ -239,19 +296,6 @@ static PyObject *cache_key(PyObject *fields, PyObject *const *lists, const int *
     return key;
 }
 
-/* the cached setup tuple of `n` items for `key` in the dict attribute `cache` of tx (borrowed), or NULL (not cached,
- * or an error: PyErr_Occurred tells) */
-static PyObject *cached(PyObject *tx, PyObject *cache, PyObject *key, Py_ssize_t n) {
-    PyObject *d = key ? get_attr(tx, cache) : NULL;
-    PyObject *v = d && PyDict_Check(d) ? PyDict_GetItemWithError(d, key) : NULL;
-    Py_XDECREF(d);
-    if (v && (!PyTuple_Check(v) || PyTuple_GET_SIZE(v) != n)) {
-        PyErr_SetString(PyExc_TypeError, "tile_handler: a cached setup of the wrong shape");
-        return NULL;
-    }
-    return v;
-}
-
 /* item i of a setup tuple as an integer (None -> -1; bools as 0 / 1) */
 static int setup_ll(PyObject *setup, Py_ssize_t i, long long *out) {
     PyObject *v = PyTuple_GET_ITEM(setup, i);
@@ -262,6 +306,85 @@ static int setup_ll(PyObject *setup, Py_ssize_t i, long long *out) {
     return get_ll(v, "setup item", out);
 }
 
+/* The setup look-ups' memo: a handler's key as integers (id(f), then its config words), the dict it was looked up in
+ * with the dict's version tag then, and the setup's items from `first` on as setup_ll reads them. A dict's version
+ * tag changes with every change to it and is never given to two dicts, so while it is the same the dict's answer for
+ * the key is too: a hit skips building the key tuple, hashing it and comparing its 23 items (most of an UNPACR's cost
+ * in C before). Python 3.12 deprecated the tag: there every look-up goes to the dict. */
+#define SETUP_MEMO 8
+#define SETUP_KEY 23
+#define SETUP_ITEMS 20
+#define SETUP_MEMO_ON (PY_VERSION_HEX < 0x030C0000)
+typedef struct {
+    PyObject *dict;                 /* (compared only, never dereferenced: the tag says whether it is the same dict) */
+    uint64_t version;
+    long long key[SETUP_KEY], s[SETUP_ITEMS];
+} setup_entry;
+typedef struct { setup_entry e[SETUP_MEMO]; int next; } setup_memo;
+static setup_memo unpack_memo, pack_memo;
+
+static uint64_t dict_version(PyObject *d) {
+#if SETUP_MEMO_ON
+    return ((PyDictObject *)d)->ma_version_tag;
+#else
+    (void)d;
+    return 0;
+#endif
+}
+
+/* The setup of `fields` under the config words of `lists` at `idx` (n of them, `which` list each) from the view's dict
+ * k, a tuple of ns items: 1 with s[first..ns) filled, 0 where it is not cached (Python checks the configuration), -1
+ * on an error. */
+static int setup_lookup(run_view *rv, int k, setup_memo *m, PyObject *fields, PyObject *const *lists, const int *which,
+                        const int *idx, int n, int ns, int first, long long *s) {
+    PyObject *d = view_get(rv, k);
+    if (!d || !PyDict_Check(d)) {
+        if (d)
+            PyErr_SetString(PyExc_TypeError, "tile_handler: a setup cache that is not a dict");
+        return -1;
+    }
+    long long key[SETUP_KEY];
+    int exact = SETUP_MEMO_ON && n + 1 <= SETUP_KEY && ns <= SETUP_ITEMS;
+    key[0] = (long long)(uintptr_t)fields;
+    for (int i = 0; exact && i < n; i++) {
+        PyObject *l = lists[which[i]];
+        int overflow = 0;
+        if (PyList_GET_SIZE(l) <= idx[i] || !PyLong_CheckExact(PyList_GET_ITEM(l, idx[i])))
+            exact = 0;                               /* (the tuple path says what is wrong) */
+        else if ((key[i + 1] = PyLong_AsLongLongAndOverflow(PyList_GET_ITEM(l, idx[i]), &overflow)), overflow)
+            exact = 0;
+    }
+    uint64_t version = dict_version(d);
+    for (int j = 0; exact && j < SETUP_MEMO; j++) {
+        setup_entry *e = &m->e[j];
+        if (e->dict == d && e->version == version && !memcmp(e->key, key, sizeof(long long) * (size_t)(n + 1))) {
+            memcpy(s + first, e->s + first, sizeof(long long) * (size_t)(ns - first));
+            return 1;
+        }
+    }
+    PyObject *tk = cache_key(fields, lists, which, idx, n);
+    PyObject *setup = tk ? PyDict_GetItemWithError(d, tk) : NULL;
+    Py_XDECREF(tk);
+    if (!setup)
+        return PyErr_Occurred() ? -1 : 0;
+    if (!PyTuple_Check(setup) || PyTuple_GET_SIZE(setup) != ns) {
+        PyErr_SetString(PyExc_TypeError, "tile_handler: a cached setup of the wrong shape");
+        return -1;
+    }
+    for (int i = first; i < ns; i++)
+        if (setup_ll(setup, i, &s[i]))
+            return -1;
+    if (exact) {
+        setup_entry *e = &m->e[m->next];
+        m->next = (m->next + 1) % SETUP_MEMO;
+        e->dict = d;
+        e->version = version;
+        memcpy(e->key, key, sizeof(long long) * (size_t)(n + 1));
+        memcpy(e->s + first, s + first, sizeof(long long) * (size_t)(ns - first));
+    }
+    return 1;
+}
+
 /* ------------------------------------------------------------------------------------------------ UNPACR */
 static const int unpack_key_list[22] = {1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
 static const int unpack_key_idx[22] = {0, 5, 41, 1, 50, 56, 57, 58, 59, 62, 64, 65, 70, 71, 72, 73, 86, 112, 113, 119,
@@ -269,17 +392,17 @@ static const int unpack_key_idx[22] = {0, 5, 41, 1, 50, 56, 57, 58, 59, 62, 64, 
 
 static const int unpack_cfg_read[5] = {76, 84, 92, 124, 140};    /* the base, offset and Dst context words */
 
-static int h_unpacr(PyObject *tx, PyObject *thobj, PyObject *fields, PyObject *cfg, PyObject *tcfg, PyObject **why) {
+static int h_unpacr(run_view *rv, PyObject *fields, PyObject *cfg, PyObject *tcfg, PyObject **why) {
+    PyObject *tx = rv->tx;
     long long sel, bank, am, set_valid;
     if (field(fields, k_sel, &sel) || attr_ll(tx, sel ? s_srcb_unpack_bank : s_srca_unpack_bank, &bank))
         return -1;
-    PyObject *valid = get_attr(tx, sel ? h_srcb_valid : h_srca_valid);
+    PyObject *valid = view_get(rv, sel ? V_SRCB_VALID : V_SRCA_VALID);
     if (!valid)
         return -1;
     int busy = PyList_Check(valid) && PyList_GET_SIZE(valid) == 2 ? PyObject_IsTrue(PyList_GET_ITEM(valid, bank & 1))
                                                                    : -1;
     if (busy) {                                              /* still valid: the handler's reason */
-        Py_DECREF(valid);
         if (busy < 0) {
             if (!PyErr_Occurred())
                 PyErr_SetString(PyExc_TypeError, "tile_handler: the Src banks' valid flags are not a list of 2");
@@ -289,76 +412,61 @@ static int h_unpacr(PyObject *tx, PyObject *thobj, PyObject *fields, PyObject *c
         return *why ? 2 : -1;
     }
     PyObject *lists[2] = {cfg, tcfg};
-    PyObject *key = cache_key(fields, lists, unpack_key_list, unpack_key_idx, 22);
-    PyObject *setup = cached(tx, h_unpack_setups, key, 20);
-    Py_XDECREF(key);
     long long s[20], c[141], a[8];
-    if (!setup) {
-        Py_DECREF(valid);
-        return PyErr_Occurred() ? -1 : 0;                    /* a configuration not seen yet: Python checks it */
-    }
-    int r = -1;
-    for (int i = 1; i < 20; i++)
-        if (setup_ll(setup, i, &s[i]))
-            goto out;
-    PyObject *adc = get_attr(thobj, s_adc);
-    int bad = !adc || adc_read(adc, (int)sel, a) || list_pick(cfg, 141, unpack_cfg_read, 5, c)
-              || field(fields, k_addr_mode, &am) || field(fields, k_set_dat_valid, &set_valid);
-    if (bad) {
-        Py_XDECREF(adc);
-        goto out;
-    }
+    int found = setup_lookup(rv, V_UNPACK_SETUPS, &unpack_memo, fields, lists, unpack_key_list, unpack_key_idx, 22, 20,
+                             1, s);
+    if (found <= 0)
+        return found;                                        /* 0: a configuration not seen yet: Python checks it */
+    PyObject *adc = view_get(rv, V_ADC);
+    if (!adc || adc_read(adc, (int)sel, a) || list_pick(cfg, 141, unpack_cfg_read, 5, c)
+        || field(fields, k_addr_mode, &am) || field(fields, k_set_dat_valid, &set_valid))
+        return -1;
     long long in_bits = s[1], out_align = s[2], x_dim = s[3], y_dim = s[4], z_dim = s[5], exp_section = s[10];
     long long tileize = s[14], to_dst = s[15], add_dest_cntr = s[16], burst = s[17], out_fmt = s[18], kind = s[19];
-    r = 0;
     /* (a kind tile_data.c does not know, or whose datum size is not the setup's, is Python's: tile_unpack would refuse
      * it after the state changed) */
     if (kind < 0 || kind >= UNP_KINDS || in_bits != 8 * unp_in_bytes[kind] || tileize || a[0] > a[4] || a[7]
         || out_align <= 0)
-        goto adc_out;
+        return 0;
     long long count = a[4] - a[0] + 1;
     long long first = a[0] + a[1] * x_dim + a[2] * x_dim * y_dim + a[3] * x_dim * y_dim * z_dim;
     long long base = sel ? c[124] : c[76], offset = (sel ? c[140] : c[92]) & 0xFFFF;
     long long start_bits = ((base + offset + 1) * 16 + exp_section) * 8 + first * in_bits;
     long long dst_addr = (a[5] * s[6] + a[6] * s[7] + a[7] * s[8]);
     if (dst_addr < 0)
-        goto adc_out;
+        return 0;
     dst_addr /= out_align;
     if (!sel) {
         long long ctx = c[84] & 0xFFFF;
         dst_addr = add_dest_cntr ? dst_addr + ctx : ctx;
         if (dst_addr < 64)                                   /* the dropped rows (or strict mode's error) */
-            goto adc_out;
+            return 0;
         dst_addr -= 64;
     }
     if (dst_addr % 16 || (burst && count > 16 && dst_addr / 16 % burst) || start_bits & 7)
-        goto adc_out;
+        return 0;
     Py_buffer l1, tgt, dv[3];
-    if (attr_buffer(tx, h_l1, &l1, 1, 0)) {
-        r = -1;
-        goto adc_out;
-    }
+    if (view_buffer(rv, V_L1, &l1, 1, 0))
+        return -1;
     if (start_bits < 0 || start_bits + count * in_bits > (long long)l1.len * 8) {
         PyBuffer_Release(&l1);
-        goto adc_out;
+        return 0;
     }
     uint32_t *target;
     if (to_dst) {
         if ((dst_addr + count + 15) / 16 > 512) {
             PyBuffer_Release(&l1);
-            goto adc_out;
+            return 0;
         }
-        if (dst_buffers(tx, dv)) {
+        if (dst_buffers(rv, dv)) {
             PyBuffer_Release(&l1);
-            r = -1;
-            goto adc_out;
+            return -1;
         }
         target = dv[0].buf;
     } else {
-        if (dst_addr + count > 64 * 16 || attr_buffer(tx, sel ? h_srcb : h_srca, &tgt, 4, 2 * 64 * 16 * 4)) {
+        if (dst_addr + count > 64 * 16 || view_buffer(rv, sel ? V_SRCB : V_SRCA, &tgt, 4, 2 * 64 * 16 * 4)) {
             PyBuffer_Release(&l1);
-            r = PyErr_Occurred() ? -1 : 0;                   /* (beyond SrcB / SrcA's row wrap: Python) */
-            goto adc_out;
+            return PyErr_Occurred() ? -1 : 0;                /* (beyond SrcB / SrcA's row wrap: Python) */
         }
         target = (uint32_t *)tgt.buf + (bank & 1) * 64 * 16;
     }
@@ -376,20 +484,15 @@ static int h_unpacr(PyObject *tx, PyObject *thobj, PyObject *fields, PyObject *c
     a[1] = (a[1] + (am >> 2 & 3)) & 0x1FFF;
     a[6] = (a[6] + (am >> 4 & 3)) & 0xFF;
     a[5] = (a[5] + (am >> 6 & 3)) & 0x1FFF;
-    r = adc_write(adc, (int)sel, a) ? -1 : 1;
+    int r = adc_write(adc, (int)sel, a) ? -1 : 1;
     if (r == 1 && set_valid) {                               /* _hand_to_fpu */
-        PyObject *fmts = get_attr(tx, sel ? h_srcb_format : h_srca_format);
+        PyObject *fmts = view_get(rv, sel ? V_SRCB_FORMAT : V_SRCA_FORMAT);
         Py_INCREF(Py_True);
         if (!fmts || PyList_SetItem(valid, bank & 1, Py_True) || !PyList_Check(fmts)
             || set_item_ll(fmts, bank & 1, out_fmt) || set_attr_ll(tx, sel ? s_srcb_unpack_bank : s_srca_unpack_bank,
                                                                    bank ^ 1))
             r = -1;
-        Py_XDECREF(fmts);
     }
-adc_out:
-    Py_DECREF(adc);
-out:
-    Py_DECREF(valid);
     return r;
 }
 
@@ -427,18 +530,13 @@ static int pack_addr_mod(long long m, long long a[8], long long cr[8]) {
 static const int pack_cfg_read[12] = {14, 20, 21, 22, 23, 24, 25, 26, 27, 28, 69, 180};
 static const int pack_tcfg_read[5] = {0, 37, 38, 39, 40};     /* CFG_STATE_ID, ADDR_MOD_PACK_SEC0..3 */
 
-static int h_pacr(PyObject *tx, PyObject *thobj, PyObject *fields, PyObject *cfg, PyObject *tcfg) {
-    PyObject *lists[1] = {cfg};
-    PyObject *key = cache_key(fields, lists, pack_key_list, pack_key_idx, 13);
-    PyObject *setup = cached(tx, h_pack_setups, key, 19);
-    Py_XDECREF(key);
-    if (!setup)
-        return PyErr_Occurred() ? -1 : 0;
+static int h_pacr(run_view *rv, PyObject *fields, PyObject *cfg, PyObject *tcfg) {
+    PyObject *tx = rv->tx, *lists[1] = {cfg};
     long long s[19], c[181], tc[53], a[8], cr[8], am, last, open, paddr, pos[3] = {0, 0, 0};
-    for (int i = 0; i < 19; i++)
-        if (setup_ll(setup, i, &s[i]))
-            return -1;
-    PyObject *adc = get_attr(thobj, s_adc), *adc_cr = adc ? get_attr(thobj, h_adc_cr) : NULL;
+    int found = setup_lookup(rv, V_PACK_SETUPS, &pack_memo, fields, lists, pack_key_list, pack_key_idx, 13, 19, 0, s);
+    if (found <= 0)
+        return found;
+    PyObject *adc = view_get(rv, V_ADC), *adc_cr = adc ? view_get(rv, V_ADC_CR) : NULL;
     PyObject *op = adc_cr ? get_attr(tx, h_packer_open) : NULL;
     PyObject *tpg = NULL;
     int r = -1;
@@ -495,7 +593,7 @@ static int h_pacr(PyObject *tx, PyObject *thobj, PyObject *fields, PyObject *cfg
         goto out;
     }
     Py_buffer l1, dv[3];
-    if (attr_buffer(tx, h_l1, &l1, 1, 0)) {
+    if (view_buffer(rv, V_L1, &l1, 1, 0)) {
         r = -1;
         goto out;
     }
@@ -503,7 +601,7 @@ static int h_pacr(PyObject *tx, PyObject *thobj, PyObject *fields, PyObject *cfg
         PyBuffer_Release(&l1);
         goto out;
     }
-    if (dst_buffers(tx, dv)) {
+    if (dst_buffers(rv, dv)) {
         PyBuffer_Release(&l1);
         r = -1;
         goto out;
@@ -522,8 +620,6 @@ static int h_pacr(PyObject *tx, PyObject *thobj, PyObject *fields, PyObject *cfg
         goto out;
     r = 1;
 out:
-    Py_XDECREF(adc);
-    Py_XDECREF(adc_cr);
     Py_XDECREF(op);
     Py_XDECREF(tpg);
     return r;
@@ -543,8 +639,11 @@ static int rwc_read(PyObject *rwc, long long out[7]) {
     return 0;
 }
 
-static int rwc_write(PyObject *rwc, const long long v[7]) {
+/* the counters that changed from `old` to `v` written back (an unchanged one keeps its equal int) */
+static int rwc_write(PyObject *rwc, const long long old[7], const long long v[7]) {
     for (int k = 0; k < 7; k++) {
+        if (v[k] == old[k])
+            continue;
         PyObject *o = PyLong_FromLongLong(v[k]);
         int bad = !o || PyDict_SetItem(rwc, k < 6 ? rwc_keys[k] : h_fid, o) < 0;
         Py_XDECREF(o);
@@ -571,6 +670,7 @@ static int rwc_addr_mod(const long long *tc, long long addr_mode, long long rwc[
 /* Everything the FPU words' common case reads, and _finish's new counters and banks, decided before any change. */
 typedef struct {
     long long rwc[7];            /* a, a_cr, b, b_cr, d, d_cr (rwc_keys' order), fid */
+    long long rwc_before[7];     /* (the same before the word) */
     long long bank_a, bank_b, fa, fb, ra, rb, rd, phase, flush;    /* ra, rb: the Src rows (RWCs before the word) */
     int release_a, release_b;    /* _release_banks: the bank goes back to the unpacker (else only the FPU moves on) */
 } fpu_plan;
@@ -579,63 +679,56 @@ typedef struct {
  * (apply_addr_mod with its fidelity step, _release_banks) for a word `name` whose Src lists admit `a_class` /
  * `b_class`: 1 with p filled (p->rwc already the counters after the word), 2 with *why set (a new reference: the
  * reason it waits for a Src bank), 0 where Python takes the word, -1 on an error. */
-static int fpu_plan_make(PyObject *tx, PyObject *rwc, const long long *c, const long long *tc, long long dst_field,
+static int fpu_plan_make(run_view *rv, PyObject *rwc, const long long *c, const long long *tc, long long dst_field,
                          long long addr_mode, long long clear_dvalid, int a_class, int b_class, int ra_align,
                          const char *name, fpu_plan *p, PyObject **why) {
-    PyObject *va = get_attr(tx, h_srca_valid), *vb = va ? get_attr(tx, h_srcb_valid) : NULL;
-    PyObject *fa_l = vb ? get_attr(tx, h_srca_format) : NULL;
-    PyObject *fb_l = fa_l ? get_attr(tx, h_srcb_format) : NULL;
-    int r = -1, ok_a = -1, ok_b = -1;
+    PyObject *tx = rv->tx, *va = view_get(rv, V_SRCA_VALID), *vb = va ? view_get(rv, V_SRCB_VALID) : NULL;
+    PyObject *fa_l = vb ? view_get(rv, V_SRCA_FORMAT) : NULL;
+    PyObject *fb_l = fa_l ? view_get(rv, V_SRCB_FORMAT) : NULL;
+    int ok_a = -1, ok_b = -1;
     if (!fb_l || attr_ll(tx, s_srca_matrix_bank, &p->bank_a) || attr_ll(tx, s_srcb_matrix_bank, &p->bank_b)
         || list_lls(fa_l, p->bank_a & 1, 1, &p->fa) || list_lls(fb_l, p->bank_b & 1, 1, &p->fb)
         || !PyList_Check(va) || !PyList_Check(vb) || PyList_GET_SIZE(va) != 2 || PyList_GET_SIZE(vb) != 2
         || (ok_a = PyObject_IsTrue(PyList_GET_ITEM(va, p->bank_a & 1))) < 0
         || (ok_b = PyObject_IsTrue(PyList_GET_ITEM(vb, p->bank_b & 1))) < 0)
-        goto out;
+        return -1;
     if (rwc_read(rwc, p->rwc))
-        goto out;
+        return -1;
+    memcpy(p->rwc_before, p->rwc, sizeof p->rwc);
     if (!ok_a || !ok_b) {                            /* _banks_ready's reason */
         *why = PyUnicode_FromFormat("%s: Src%c bank %lld not valid (waiting for the unpacker)", name, ok_a ? 'B' : 'A',
                                     ok_a ? p->bank_b & 1 : p->bank_a & 1);
-        r = *why ? 2 : -1;
-        goto out;
+        return *why ? 2 : -1;
     }
-    r = 0;
     if (c[0] >> 4 & 1 || c[1] & 7 || c[220] & 3 || c[1] >> 31 & 1 || !(c[1] >> 29 & 1))
-        goto out;                                    /* not fp32-Dst, non-INT8, non-stochastic math */
+        return 0;                                    /* not fp32-Dst, non-INT8, non-stochastic math */
     if (tc[2] & 1)
         p->fa = c[1] >> 17 & 0xF;                    /* _implied_formats: DISABLE_IMPLIED_SRCA_FMT */
     if (tc[3] & 1)
         p->fb = c[1] >> 21 & 0xF;
     if (p->fa < 0 || p->fa > 15 || p->fb < 0 || p->fb > 15 || fmt_class[p->fa] & FMT_5BIT
         || !(fmt_class[p->fa] & a_class) || !(fmt_class[p->fb] & b_class))
-        goto out;
+        return 0;
     p->ra = p->rwc[0];
     p->rb = p->rwc[2];
     if (p->ra % ra_align || p->rb % 8 || p->ra < 0 || p->ra + 16 > 64 || p->rb < 0 || p->rb + 8 > 64)
-        goto out;                                    /* (rows past the Src bank: Python's slice says what happens) */
+        return 0;                                    /* (rows past the Src bank: Python's slice says what happens) */
     p->rd = ((tc[1] & 0xFFF) + p->rwc[4] + dst_field) & 1023;
     if (p->rd % 8 || p->rd + 8 > 512)
-        goto out;
+        return 0;
     p->phase = (p->rwc[6] + tc[11]) & 3;
     p->flush = !(c[2] & 1);
     /* _finish: apply_addr_mod(addr_mode) (no bias state; not DestCToCR with Clear / CR), then the bank release */
     if (rwc_addr_mod(tc, addr_mode, p->rwc))
-        goto out;
+        return 0;
     p->release_a = clear_dvalid & 1 ? (tc[7] & 1 ? 1 : 2) : 0;     /* 2: valid flag cleared too */
     p->release_b = clear_dvalid & 2 ? (tc[7] & 2 ? 1 : 2) : 0;
-    r = 1;
-out:
-    Py_XDECREF(va);
-    Py_XDECREF(vb);
-    Py_XDECREF(fa_l);
-    Py_XDECREF(fb_l);
-    return r;
+    return 1;
 }
 
 /* _finish's changes: the new RWCs, then the bank release */
-static int fpu_plan_commit(PyObject *tx, PyObject *rwc, const fpu_plan *p) {
-    if (rwc_write(rwc, p->rwc))
+static int fpu_plan_commit(run_view *rv, PyObject *rwc, const fpu_plan *p) {
+    if (rwc_write(rwc, p->rwc_before, p->rwc))
         return -1;
     for (int side = 0; side < 2; side++) {
         int release = side ? p->release_b : p->release_a;
@@ -643,14 +736,11 @@ static int fpu_plan_commit(PyObject *tx, PyObject *rwc, const fpu_plan *p) {
             continue;
         long long bank = side ? p->bank_b : p->bank_a;
         if (release == 2) {
-            PyObject *valid = get_attr(tx, side ? h_srcb_valid : h_srca_valid);
-            Py_INCREF(Py_False);
-            int bad = !valid || PyList_SetItem(valid, bank & 1, Py_False) < 0;
-            Py_XDECREF(valid);
-            if (bad)
+            PyObject *valid = view_list(rv, side ? V_SRCB_VALID : V_SRCA_VALID);
+            if (!valid || PyList_SetItem(valid, bank & 1, Py_NewRef(Py_False)) < 0)
                 return -1;
         }
-        if (set_attr_ll(tx, side ? s_srcb_matrix_bank : s_srca_matrix_bank, bank ^ 1))
+        if (set_attr_ll(rv->tx, side ? s_srcb_matrix_bank : s_srca_matrix_bank, bank ^ 1))
             return -1;
     }
     return 0;
@@ -661,8 +751,7 @@ static const int fpu_tcfg_read[29] = {1,  2,  3,  7,  11, 12, 13, 14, 15, 16, 17
                                       30, 31, 32, 33, 34, 35, 47, 48, 49, 50, 51, 52, 53, 54};  /* ADDR_MOD_*_SEC0..7 */
 
 /* MVMUL (no broadcast row) and ELWMUL / ELWADD / ELWSUB */
-static int h_fpu(PyObject *tx, PyObject *thobj, PyObject *fields, PyObject *cfg, PyObject *tcfg, int code,
-                 PyObject **why) {
+static int h_fpu(run_view *rv, PyObject *fields, PyObject *cfg, PyObject *tcfg, int code, PyObject **why) {
     long long c[221], tc[55], dst_field, addr_mode, clear_dvalid, mod19, accum = 0;
     if (list_pick(cfg, 221, fpu_cfg_read, 4, c) || list_pick(tcfg, 55, fpu_tcfg_read, 29, tc)
         || field(fields, k_dst, &dst_field) || field(fields, k_addr_mode, &addr_mode)
@@ -673,31 +762,30 @@ static int h_fpu(PyObject *tx, PyObject *thobj, PyObject *fields, PyObject *cfg,
     if (dst_field & 7 || (addr_mode & 7) != addr_mode
         || (mvmul ? mod19 != 0 : (mul && accum) || mod19 < 0 || mod19 > 3))
         return 0;                /* (MVMUL's broadcast row, and what the handler refuses first) */
-    PyObject *rwc = get_attr(thobj, s_rwc);
+    PyObject *rwc = view_dict(rv, V_RWC);
     if (!rwc)
         return -1;
     fpu_plan p;
     static const char *names[H_CODES] = {[H_MVMUL] = "MVMUL", [H_ELWMUL] = "ELWMUL", [H_ELWADD] = "ELWADD",
                                          [H_ELWSUB] = "ELWSUB"};
-    int r = PyDict_Check(rwc) ? fpu_plan_make(tx, rwc, c, tc, dst_field, addr_mode, clear_dvalid,
-                                              mvmul ? FMT_MM_A : FMT_ELW_A, mvmul ? FMT_MM_B : FMT_ELW_B,
-                                              mvmul ? 16 : 8, names[code], &p, why) : -1;
+    int r = fpu_plan_make(rv, rwc, c, tc, dst_field, addr_mode, clear_dvalid, mvmul ? FMT_MM_A : FMT_ELW_A,
+                          mvmul ? FMT_MM_B : FMT_ELW_B, mvmul ? 16 : 8, names[code], &p, why);
     if (r == 1 && !mvmul && !mul && p.phase)
         r = 0;                   /* ELWADD / ELWSUB in a fidelity phase: Python raises */
     if (r == 1 && mvmul) {       /* a pushed MVMUL run with steps recorded: fpu_batch flushes them, in Python */
-        PyObject *rec = get_attr(tx, s_mm_record);
+        PyObject *rec = get_attr(rv->tx, s_mm_record);
         int recorded = rec ? (rec == Py_None ? 0 : PyObject_IsTrue(rec)) : -1;
         Py_XDECREF(rec);
         if (recorded || c[2] & 1)          /* (Zero_Flag_disabled_src: MVMUL refuses it) */
             r = recorded < 0 ? -1 : 0;
     }
     Py_buffer sa, sb, dv[3];
-    if (r == 1 && attr_buffer(tx, h_srca, &sa, 4, 2 * 64 * 16 * 4))
+    if (r == 1 && view_buffer(rv, V_SRCA, &sa, 4, 2 * 64 * 16 * 4))
         r = -1;
-    else if (r == 1 && attr_buffer(tx, h_srcb, &sb, 4, 2 * 64 * 16 * 4)) {
+    else if (r == 1 && view_buffer(rv, V_SRCB, &sb, 4, 2 * 64 * 16 * 4)) {
         PyBuffer_Release(&sa);
         r = -1;
-    } else if (r == 1 && dst_buffers(tx, dv)) {
+    } else if (r == 1 && dst_buffers(rv, dv)) {
         PyBuffer_Release(&sa);
         PyBuffer_Release(&sb);
         r = -1;
@@ -715,27 +803,26 @@ static int h_fpu(PyObject *tx, PyObject *thobj, PyObject *fields, PyObject *cfg,
         PyBuffer_Release(&sb);
         for (int i = 0; i < 3; i++)
             PyBuffer_Release(&dv[i]);
-        r = fpu_plan_commit(tx, rwc, &p) ? -1 : 1;
+        r = fpu_plan_commit(rv, rwc, &p) ? -1 : 1;
     }
-    Py_DECREF(rwc);
     return r;
 }
 
 /* MOVA2D of 8 rows (instr_mod 2) from a SrcA bank of a format it writes as Dst16b BF16 (not TF32, not dest_32b_lo):
  * tensix_fpu.MOVA2D with _mov_to_dst's Dst.write16 (the high halves of Dst32b rows for Dst16b rows with bit 3 clear,
  * the low halves, shuffled, for the others), then apply_addr_mod. */
-static int h_mova2d(PyObject *tx, PyObject *thobj, PyObject *fields, PyObject *cfg, PyObject *tcfg, PyObject **why) {
-    long long c[221], tc[55], mod, dst_field, src_field, lo, addr_mode, bank, fmt, rwc_v[7];
+static int h_mova2d(run_view *rv, PyObject *fields, PyObject *cfg, PyObject *tcfg, PyObject **why) {
+    PyObject *tx = rv->tx;
+    long long c[221], tc[55], mod, dst_field, src_field, lo, addr_mode, bank, fmt, rwc_v[7], rwc_before[7];
     if (field(fields, k_instr_mod, &mod) || field(fields, k_dst, &dst_field) || field(fields, k_src, &src_field)
         || field(fields, k_dest_32b_lo, &lo) || field(fields, k_addr_mode, &addr_mode)
         || attr_ll(tx, s_srca_matrix_bank, &bank))
         return -1;
     if (mod != 2 || dst_field & 7 || src_field & 7 || (bank & 1) != bank || (addr_mode & 7) != addr_mode)
         return 0;                                    /* (what the handler refuses before the bank test) */
-    PyObject *valid = get_attr(tx, h_srca_valid);
+    PyObject *valid = view_get(rv, V_SRCA_VALID);
     int ok = valid && PyList_Check(valid) && PyList_GET_SIZE(valid) == 2 ? PyObject_IsTrue(PyList_GET_ITEM(valid, bank))
                                                                          : -1;
-    Py_XDECREF(valid);
     if (ok < 0) {
         if (!PyErr_Occurred())
             PyErr_SetString(PyExc_TypeError, "tile_handler: the Src banks' valid flags are not a list of 2");
@@ -745,30 +832,23 @@ static int h_mova2d(PyObject *tx, PyObject *thobj, PyObject *fields, PyObject *c
         *why = PyUnicode_FromFormat("MOVA2D: SrcA bank %lld not valid (waiting for the unpacker)", bank);
         return *why ? 2 : -1;
     }
-    PyObject *fmts = get_attr(tx, h_srca_format), *rwc = fmts ? get_attr(thobj, s_rwc) : NULL;
-    int r = -1;
-    if (!rwc || !PyDict_Check(rwc) || list_lls(fmts, bank, 1, &fmt) || list_pick(cfg, 221, fpu_cfg_read, 4, c)
-        || list_pick(tcfg, 55, fpu_tcfg_read, 29, tc) || rwc_read(rwc, rwc_v)) {
-        if (!PyErr_Occurred())
-            PyErr_SetString(PyExc_TypeError, "tile_handler: a thread's RWCs are not a dict");
-        goto out;
-    }
-    r = 0;
+    PyObject *fmts = view_get(rv, V_SRCA_FORMAT), *rwc = fmts ? view_dict(rv, V_RWC) : NULL;
+    if (!rwc || list_lls(fmts, bank, 1, &fmt) || list_pick(cfg, 221, fpu_cfg_read, 4, c)
+        || list_pick(tcfg, 55, fpu_tcfg_read, 29, tc) || rwc_read(rwc, rwc_v))
+        return -1;
+    memcpy(rwc_before, rwc_v, sizeof rwc_v);
     if (tc[2] & 1)                                   /* _mov_fmt: the declared format, else the bank's */
         fmt = c[0] >> 4 & 1 ? c[0] & 0xF : c[1] >> 17 & 0xF;
     long long sr = src_field + rwc_v[0], rd = ((tc[1] & 0xFFF) + rwc_v[4] + dst_field) & dst_rwc_mask;
     if (c[220] & 3 || fmt < 0 || fmt > 15 || !(fmt_class[fmt] & FMT_MOV_BF16) || lo || sr % 8 || sr < 0 || sr >= 64
         || rd % 8 || rd + 8 > 1024 || rwc_addr_mod(tc, addr_mode, rwc_v))
-        goto out;
+        return 0;
     Py_buffer sa, dv[3];
-    if (attr_buffer(tx, h_srca, &sa, 4, 2 * 64 * 16 * 4)) {
-        r = -1;
-        goto out;
-    }
-    if (dst_buffers(tx, dv)) {
+    if (view_buffer(rv, V_SRCA, &sa, 4, 2 * 64 * 16 * 4))
+        return -1;
+    if (dst_buffers(rv, dv)) {
         PyBuffer_Release(&sa);
-        r = -1;
-        goto out;
+        return -1;
     }
     /* taken: from here on the state changes */
     const uint32_t *v = (const uint32_t *)sa.buf + (bank * 64 + sr) * 16;
@@ -790,11 +870,7 @@ static int h_mova2d(PyObject *tx, PyObject *thobj, PyObject *fields, PyObject *c
     PyBuffer_Release(&sa);
     for (int i = 0; i < 3; i++)
         PyBuffer_Release(&dv[i]);
-    r = rwc_write(rwc, rwc_v) ? -1 : 1;
-out:
-    Py_XDECREF(fmts);
-    Py_XDECREF(rwc);
-    return r;
+    return rwc_write(rwc, rwc_before, rwc_v) ? -1 : 1;
 }
 
 /* ------------------------------------------------------------------------------------------------ ADC setters */
@@ -802,7 +878,7 @@ static const long long adc_mask[4] = {0x3FFFF, 0x1FFF, 0xFF, 0xFF};      /* conf
 
 /* SETADC, SETADCXY, SETADCZW, SETADCXX (config.py): up to four (channel, dimension, value) writes to the ADC and
  * its _Cr shadow of every set cnt_set_mask names (_adc_sets: unpacker 0, unpacker 1, packer) */
-static int h_adc(PyObject *thobj, PyObject *fields, long long code) {
+static int h_adc(run_view *rv, PyObject *fields, long long code) {
     long long sets, n = 0, ch[4], dim[4], val[4];
     if (field(fields, k_cnt_set_mask, &sets))
         return -1;
@@ -835,50 +911,43 @@ static int h_adc(PyObject *thobj, PyObject *fields, long long code) {
             n++;
         }
     }
-    PyObject *adc[2] = {get_attr(thobj, s_adc), get_attr(thobj, h_adc_cr)};
-    int r = -1;
+    PyObject *adc[2] = {view_get(rv, V_ADC), view_get(rv, V_ADC_CR)};
     long long check[8];
     if (!adc[0] || !adc[1])
-        goto out;
+        return -1;
     for (int s = 0; s < 3; s++)                      /* (the shapes first: nothing changes on an error) */
         if (sets >> s & 1 && (adc_read(adc[0], s, check) || adc_read(adc[1], s, check)))
-            goto out;
+            return -1;
     for (int s = 0; s < 3; s++)
         for (int k = 0; sets >> s & 1 && k < n; k++)
             for (int j = 0; j < 2; j++)
                 if (set_item_ll(PyList_GET_ITEM(PyList_GET_ITEM(adc[j], s), ch[k]), dim[k], val[k]))
-                    goto out;
-    r = 1;
-out:
-    Py_XDECREF(adc[0]);
-    Py_XDECREF(adc[1]);
-    return r;
+                    return -1;
+    return 1;
 }
 
 /* The handler of word `code` (H_*) in C for thread object `thobj`, after plain_word ran the Wait Gate and flushed the
  * deferred work: 1 done, 2 blocked on a Src bank (*why: the handler's reason, a new reference), 0 not taken (run the
  * Python handler), -1 on an error (see the top of this file). */
-static int tile_handler(PyObject *tx, PyObject *thobj, PyObject *fields, long long code, PyObject **why) {
-    PyObject *cfg = get_attr(tx, s_cfg), *tcfg = cfg ? get_attr(thobj, s_cfg) : NULL;
+static int tile_handler(run_view *rv, PyObject *fields, long long code, PyObject **why) {
+    PyObject *cfg = view_get(rv, V_TX_CFG), *tcfg = cfg ? view_get(rv, V_TH_CFG) : NULL;
     int r = -1;
     if (!tcfg || !PyList_Check(cfg) || !PyList_Check(tcfg) || !PyDict_Check(fields)) {
         if (!PyErr_Occurred())
             PyErr_SetString(PyExc_TypeError, "tile_handler: config words or fields of the wrong kind");
     } else if (code == H_UNPACR) {
-        r = h_unpacr(tx, thobj, fields, cfg, tcfg, why);
+        r = h_unpacr(rv, fields, cfg, tcfg, why);
     } else if (code == H_PACR) {
-        r = h_pacr(tx, thobj, fields, cfg, tcfg);
+        r = h_pacr(rv, fields, cfg, tcfg);
     } else if (code >= H_SETADC && code < H_CODES) {
-        r = h_adc(thobj, fields, code);
+        r = h_adc(rv, fields, code);
     } else if (code == H_MOVA2D) {
-        r = h_mova2d(tx, thobj, fields, cfg, tcfg, why);
+        r = h_mova2d(rv, fields, cfg, tcfg, why);
     } else if (code >= H_MVMUL && code <= H_ELWSUB) {
-        r = h_fpu(tx, thobj, fields, cfg, tcfg, (int)code, why);
+        r = h_fpu(rv, fields, cfg, tcfg, (int)code, why);
     } else {
         PyErr_Format(PyExc_ValueError, "tile_handler: no handler code %lld", code);
     }
-    Py_XDECREF(cfg);
-    Py_XDECREF(tcfg);
     if (r == 1)
         handler_taken[code]++;
     return r;
