@@ -59,10 +59,6 @@ static PyObject *plain_dict_of(PyObject *o, PyObject *const *names, int n) {
     return dict;
 }
 
-static uint64_t dict_version(PyObject *d) {
-    return ((PyDictObject *)d)->ma_version_tag;
-}
-
 /* The memo of thread th filled from the Tensix as it is now, just after push_one took a word (fl: the flag code it
  * left), or cleared where that state is not the plain one push_fast takes. No error: where a read fails, it clears
  * the memo and the error. */
@@ -72,7 +68,7 @@ static void push_memo_fill(PyObject *tx, long long th, long long fl) {
     PyObject *txn[] = {s_threads, s_fast, s_cword, s_tm, s_deferred, s_c_ctx, s_cfg, s_instructions, s_dq_flags,
                        s_issue_t};
     PyObject *tmn[] = {s_rec, s_sfpu_timing, s_clock, s_event_t};
-    PyObject *txd = plain_dict_of(tx, txn, 10);
+    PyObject *txd = DICT_TAGS ? plain_dict_of(tx, txn, 10) : NULL;     /* (no tags: no memo) */
     if (!txd)
         goto clear;
     PyObject *v[10];

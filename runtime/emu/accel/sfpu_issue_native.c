@@ -49,6 +49,18 @@ static int intern_names(const name_ref *names, size_t n) {
 }
 #define INTERN_NAMES(table) intern_names((table), sizeof (table) / sizeof (table)[0])
 static int set_attr(PyObject *o, PyObject *name, PyObject *v);
+/* CPython's dict version tag (PEP 509): every change of a dict changes it and no two dicts are given the same one, so an
+ * equal tag means the same, unchanged dict. The memos keyed on it (push_memo.c, the push switches, tile_handlers.c's
+ * setup look-up) need it; Python 3.12 deprecated it, and there DICT_TAGS is 0 and those memos are off. */
+#define DICT_TAGS (PY_VERSION_HEX < 0x030C0000)
+static uint64_t dict_version(PyObject *d) {
+#if DICT_TAGS
+    return ((PyDictObject *)d)->ma_version_tag;
+#else
+    (void)d;
+    return 0;
+#endif
+}
 static int64_t all_lregs = (1 << 17) - 1, load_modes = 0, store_modes = 0;   /* modes: bit per 32-bit Dst mode */
 static PyObject *zero;            /* the queue entry's unused Dst base */
 static PyObject *s_mad_cycle, *s_mad_writes, *s_mad_macro, *s_nop_only_cycle, *s_busy_until, *s_strict, *s_append;
@@ -2193,7 +2205,7 @@ static int dict_flag(PyObject *d, PyObject *key) {
  * assignment to a module global changes its dict's); 0, or -1 with an error set */
 static struct { PyObject *sw, *df; uint64_t vsw, vdf; int on, replays, memo; PyObject *dq_max; } entry_now;
 static int entry_read(void) {
-    if (entry_now.sw == entry_switches && entry_now.df == entry_deferral
+    if (DICT_TAGS && entry_now.sw == entry_switches && entry_now.df == entry_deferral
         && dict_version(entry_switches) == entry_now.vsw && dict_version(entry_deferral) == entry_now.vdf)
         return 0;
     entry_now.sw = entry_now.df = NULL;

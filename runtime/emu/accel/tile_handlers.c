@@ -310,11 +310,10 @@ static int setup_ll(PyObject *setup, Py_ssize_t i, long long *out) {
  * with the dict's version tag then, and the setup's items from `first` on as setup_ll reads them. A dict's version
  * tag changes with every change to it and is never given to two dicts, so while it is the same the dict's answer for
  * the key is too: a hit skips building the key tuple, hashing it and comparing its 23 items (most of an UNPACR's cost
- * in C before). Python 3.12 deprecated the tag: there every look-up goes to the dict. */
+ * in C before). Without the tag (DICT_TAGS) every look-up goes to the dict. */
 #define SETUP_MEMO 8
 #define SETUP_KEY 23
 #define SETUP_ITEMS 20
-#define SETUP_MEMO_ON (PY_VERSION_HEX < 0x030C0000)
 typedef struct {
     PyObject *dict;                 /* (compared only, never dereferenced: the tag says whether it is the same dict) */
     uint64_t version;
@@ -322,15 +321,6 @@ typedef struct {
 } setup_entry;
 typedef struct { setup_entry e[SETUP_MEMO]; int next; } setup_memo;
 static setup_memo unpack_memo, pack_memo;
-
-static uint64_t dict_version(PyObject *d) {
-#if SETUP_MEMO_ON
-    return ((PyDictObject *)d)->ma_version_tag;
-#else
-    (void)d;
-    return 0;
-#endif
-}
 
 /* The setup of `fields` under the config words of `lists` at `idx` (n of them, `which` list each) from the view's dict
  * k, a tuple of ns items: 1 with s[first..ns) filled, 0 where it is not cached (Python checks the configuration), -1
@@ -344,7 +334,7 @@ static int setup_lookup(run_view *rv, int k, setup_memo *m, PyObject *fields, Py
         return -1;
     }
     long long key[SETUP_KEY];
-    int exact = SETUP_MEMO_ON && n + 1 <= SETUP_KEY && ns <= SETUP_ITEMS;
+    int exact = DICT_TAGS && n + 1 <= SETUP_KEY && ns <= SETUP_ITEMS;
     key[0] = (long long)(uintptr_t)fields;
     for (int i = 0; exact && i < n; i++) {
         PyObject *l = lists[which[i]];
