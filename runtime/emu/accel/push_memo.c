@@ -29,18 +29,9 @@ enum { PM_FIFO, PM_READY, PM_MOPOUT, PM_LOAD, PM_LATCH, PM_BLOCKED };
 static push_memo push_memos[3];
 static long long memo_taken, memo_filled;      /* words push_fast took, memos filled (push_memo_counts) */
 
-/* the version tag of a class whose tag is valid, else 0 (never a valid tag) */
-static unsigned int type_tag(PyTypeObject *tp) {
-    return PyType_HasFeature(tp, Py_TPFLAGS_VALID_VERSION_TAG) ? tp->tp_version_tag : 0;
-}
-
 /* the offset of the writable __slots__ member `name` of tp, or -1 where it is not one */
 static Py_ssize_t slot_offset(PyTypeObject *tp, PyObject *name) {
-    PyObject *d = _PyType_Lookup(tp, name);
-    if (!d || !Py_IS_TYPE(d, &PyMemberDescr_Type))
-        return -1;
-    PyMemberDef *m = ((PyMemberDescrObject *)d)->d_member;
-    return m->type == T_OBJECT_EX && !(m->flags & READONLY) ? m->offset : -1;
+    return member_offset(_PyType_Lookup(tp, name), 1);
 }
 #define SLOT(o, off) (*(PyObject **)((char *)(o) + (off)))
 
@@ -231,6 +222,7 @@ static int push_fast(PyObject *tx, long long th, PyObject *thread_o, PyObject *w
     }
     /* push()'s epilogue (push_one's): issue_t, the flag state, unblocked, counted; the memo follows its own writes */
     Py_DECREF(r);
+    int unchanged = dict_version(m->txd) == m->vtx;      /* (the run changed nothing in the dict: re-armed below) */
     long long fl = io.fl;
     PyObject *issue_t = PyLong_FromLongLong(io.last_c);
     int bad = !issue_t;
@@ -241,6 +233,10 @@ static int push_fast(PyObject *tx, long long th, PyObject *thread_o, PyObject *w
     bad = bad || PyDict_SetItem(m->txd, s_issue_t, issue_t) < 0       /* (the flag state: an equal tuple kept) */
           || (fl != m->fl && PyDict_SetItem(m->txd, s_dq_flags, flag_states[fl]) < 0);
     Py_XDECREF(issue_t);
+    if (!bad && PyList_GET_SIZE(m->instructions) <= th) {     /* (shrunk in place: the dict's version stands) */
+        PyErr_SetString(PyExc_IndexError, "push_one: the Tensix's instruction counts lost the thread's entry");
+        bad = 1;
+    }
     if (!bad) {
         Py_SETREF(SLOT(thobj, m->off[PM_BLOCKED]), Py_NewRef(Py_None));
         PyObject *one = PyLong_FromLong(1), *n = PyList_GET_ITEM(m->instructions, th);
@@ -253,7 +249,10 @@ static int push_fast(PyObject *tx, long long th, PyObject *thread_o, PyObject *w
         m->tx = NULL;
         return -1;
     }
-    m->vtx = dict_version(m->txd);
+    if (unchanged)
+        m->vtx = dict_version(m->txd);
+    else
+        m->tx = NULL;
     m->fl = fl;
     memo_taken++;
     *result = PyLong_FromLongLong(io.t - 1);

@@ -61,6 +61,19 @@ static uint64_t dict_version(PyObject *d) {
     return 0;
 #endif
 }
+/* a class's version tag (changed by any change of a class in its MRO, never given to two classes) where it is valid,
+ * else 0 (never a valid tag) */
+static unsigned int type_tag(PyTypeObject *tp) {
+    return PyType_HasFeature(tp, Py_TPFLAGS_VALID_VERSION_TAG) ? tp->tp_version_tag : 0;
+}
+/* the offset of the __slots__ member (an object slot; a writable one if asked) the class attribute `descr` describes,
+ * else -1 */
+static Py_ssize_t member_offset(PyObject *descr, int writable) {
+    if (!descr || !Py_IS_TYPE(descr, &PyMemberDescr_Type))
+        return -1;
+    PyMemberDef *m = ((PyMemberDescrObject *)descr)->d_member;
+    return m->type == T_OBJECT_EX && !(writable && (m->flags & READONLY)) ? m->offset : -1;
+}
 static int64_t all_lregs = (1 << 17) - 1, load_modes = 0, store_modes = 0;   /* modes: bit per 32-bit Dst mode */
 static PyObject *zero;            /* the queue entry's unused Dst base */
 static PyObject *s_mad_cycle, *s_mad_writes, *s_mad_macro, *s_nop_only_cycle, *s_busy_until, *s_strict, *s_append;
@@ -229,11 +242,9 @@ static int timing_slots(PyObject *st) {
     Py_ssize_t off[N_TIMING];
     for (int k = 0; k < N_TIMING; k++) {
         PyObject *d = PyObject_GetAttr((PyObject *)tp, names[k]);
-        int ok = d && Py_IS_TYPE(d, &PyMemberDescr_Type) && ((PyMemberDescrObject *)d)->d_member->type == T_OBJECT_EX;
-        if (ok)
-            off[k] = ((PyMemberDescrObject *)d)->d_member->offset;
+        off[k] = member_offset(d, 0);
         Py_XDECREF(d);
-        if (!ok) {
+        if (off[k] < 0) {
             PyErr_Clear();
             PyErr_Format(PyExc_TypeError, "sfpu_issue: %s.%U is not a __slots__ member", tp->tp_name, names[k]);
             return -1;
@@ -1640,12 +1651,12 @@ static struct { PyTypeObject *tp; unsigned int version; PyObject *name; } plain_
  * descriptor is the type lookup's answer: d, borrowed) */
 static int plain_name(PyTypeObject *tp, PyObject *name, PyObject **d) {
     size_t k = (size_t)((((uintptr_t)tp ^ (uintptr_t)name) * 0x9E3779B97F4A7C15ull) >> 56), free = PLAIN_MEMO;
-    int valid = PyType_HasFeature(tp, Py_TPFLAGS_VALID_VERSION_TAG);
+    unsigned int tag = type_tag(tp);
     *d = NULL;
     for (int j = 0; j < PLAIN_PROBES; j++) {           /* (probing 4 slots: pairs that hash alike keep theirs) */
         size_t i = (k + j) % PLAIN_MEMO;
         if (plain_memo[i].tp == tp && plain_memo[i].name == name) {
-            if (valid && plain_memo[i].version == tp->tp_version_tag)
+            if (tag && plain_memo[i].version == tag)
                 return 1;
             free = i;
             break;
@@ -1654,12 +1665,12 @@ static int plain_name(PyTypeObject *tp, PyObject *name, PyObject **d) {
             free = i;
     }
     *d = _PyType_Lookup(tp, name);       /* (borrowed; it gives tp a version tag where it has none) */
-    if (*d || !PyType_HasFeature(tp, Py_TPFLAGS_VALID_VERSION_TAG))
+    if (*d || !(tag = type_tag(tp)))
         return !*d;
     if (free == PLAIN_MEMO)
         free = k;
     plain_memo[free].tp = tp;
-    plain_memo[free].version = tp->tp_version_tag;
+    plain_memo[free].version = tag;
     plain_memo[free].name = name;
     return 1;
 }
@@ -1681,9 +1692,8 @@ static PyObject *get_attr(PyObject *o, PyObject *name) {
             return Py_NewRef(v);
         if (PyErr_Occurred())
             return NULL;
-    } else if (d && Py_IS_TYPE(d, &PyMemberDescr_Type)
-               && ((PyMemberDescrObject *)d)->d_member->type == T_OBJECT_EX) {
-        PyObject *v = *(PyObject **)((char *)o + ((PyMemberDescrObject *)d)->d_member->offset);
+    } else if (member_offset(d, 0) >= 0) {
+        PyObject *v = *(PyObject **)((char *)o + member_offset(d, 0));
         if (v)
             return Py_NewRef(v);
     }
@@ -1696,9 +1706,9 @@ static int set_attr(PyObject *o, PyObject *name, PyObject *v) {
     PyObject *d = NULL, *dict = Py_TYPE(o)->tp_setattro == PyObject_GenericSetAttr ? plain_dict(o, name, &d) : NULL;
     if (dict)
         return PyDict_SetItem(dict, name, v);
-    if (d && Py_IS_TYPE(d, &PyMemberDescr_Type) && ((PyMemberDescrObject *)d)->d_member->type == T_OBJECT_EX
-        && !(((PyMemberDescrObject *)d)->d_member->flags & READONLY)) {
-        Py_XSETREF(*(PyObject **)((char *)o + ((PyMemberDescrObject *)d)->d_member->offset), Py_NewRef(v));
+    Py_ssize_t off = member_offset(d, 1);
+    if (off >= 0) {
+        Py_XSETREF(*(PyObject **)((char *)o + off), Py_NewRef(v));
         return 0;
     }
     return PyObject_SetAttr(o, name, v);

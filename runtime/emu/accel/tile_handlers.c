@@ -845,7 +845,7 @@ static int h_mova2d(run_view *rv, PyObject *fields, PyObject *cfg, PyObject *tcf
     int high = !(rd & 8);
     uint32_t *rows32 = dv[0].buf;
     for (long long i = 0; i < 8; i++) {
-        long long r32 = ((rd + i) >> 4 << 3 | (rd + i) & 7) & 511;         /* dst.py's _row16_to_32 */
+        long long r32 = ((rd + i) >> 4 << 3 | ((rd + i) & 7)) & 511;         /* dst.py's _row16_to_32 */
         uint32_t *row = rows32 + r32 * 16;
         for (int col = 0; col < 16; col++) {
             uint32_t w = v[i * 16 + col];
