@@ -125,7 +125,9 @@ def test_cache_dir_naming_a_file_costs_one_warning(clean_env, files):
     with pytest.warns(TTWarning, match=r"TT compile cache .*/file cannot be used \(Not a directory\): kernels are "
                                        r"compiled but not cached") as rec:
         got = (Tensor(x, device="TT") * 3 + k).numpy()
-    assert len(rec) == 1
+    # (counted among the backend's own warnings: another test's object collected inside the block may add its own)
+    seen = [f"{w.category.__name__}: {w.message}" for w in rec]
+    assert sum(issubclass(w.category, TTWarning) for w in rec) == 1, seen
     np.testing.assert_array_equal(got, x * 3 + k)
     assert Path(files["file"]).read_text() == "not a directory\n"
 
