@@ -703,3 +703,17 @@ def test_pcbuf_accesses_in_c_match_the_bus(monkeypatch):
         traces.append(trace)
     assert traces[0] == traces[1]
     assert calls[False] >= 5 and calls[True] == 0, calls
+
+
+@pytest.mark.parametrize("in_c", [True, False])
+def test_a_malformed_due_list_raises_a_type_error(in_c, monkeypatch):
+    """A response counter's due completions that are not a list (tile._niu_due's contract broken): the poll raises
+    TypeError in C (niu_load) as in Python (_niu_load), not a SystemError from an error without an exception."""
+    from tt_backend.runtime.emu.noc import COUNTER_BASE, RD_RESP_RECEIVED
+    monkeypatch.setattr(rv32_native, "NIU_LOADS_NATIVE", in_c)
+    tile = Tile()
+    poll = bench.li(1, layout.NOC_BASE[0] + COUNTER_BASE + 4 * RD_RESP_RECEIVED) + [i_type(0, 1, 2, 2, 0x03)]
+    tile._niu_due[0][RD_RESP_RECEIVED] = (5,)
+    bench.launch_words(tile, {"brisc": poll + [bench.J_SELF]})
+    with pytest.raises(TypeError):
+        tile.run(1000)

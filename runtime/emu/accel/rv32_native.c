@@ -725,7 +725,11 @@ static int niu_load(rv_state *s, const bus_calls *c, const niu_loads *g, uint32_
         bad = stall_in(g->stall, g->name, &was) < 0;
         stall = was + g->extra;
         PyObject *due = bad ? NULL : PyDict_GetItemWithError(g->due[i], key);
-        bad = bad || PyErr_Occurred() || (due && !PyList_Check(due));
+        bad = bad || PyErr_Occurred();
+        if (!bad && due && !PyList_Check(due)) {
+            PyErr_SetString(PyExc_TypeError, "niu_load: a response counter's due completions are not a list");
+            bad = 1;
+        }
         if (!bad && due && PyList_GET_SIZE(due)) {
             long long now = g->nbase + stall + s->done;
             bad = drop_done(due, now) < 0;
