@@ -644,7 +644,7 @@ static int rwc_write(PyObject *rwc, const long long old[7], const long long v[7]
 }
 
 /* apply_addr_mod(addr_mode) with its fidelity step on the RWCs rwc_read gave (tc: the thread config words
- * fpu_tcfg_read reads); -1 where it raises (ADDR_MOD bias, DestCToCR with Clear / CR), nothing changed then */
+ * fpu_tcfg_pick reads); -1 where it raises (ADDR_MOD bias, DestCToCR with Clear / CR), nothing changed then */
 static int rwc_addr_mod(const long long *tc, long long addr_mode, long long rwc[7]) {
     long long ab = tc[12 + addr_mode], dm = tc[28 + addr_mode], n[7];
     memcpy(n, rwc, sizeof n);
@@ -737,21 +737,33 @@ static int fpu_plan_commit(run_view *rv, PyObject *rwc, const fpu_plan *p) {
 }
 
 static const int fpu_cfg_read[4] = {0, 1, 2, 220};
-static const int fpu_tcfg_read[29] = {1,  2,  3,  7,  11, 12, 13, 14, 15, 16, 17, 18, 19, 28, 29,
-                                      30, 31, 32, 33, 34, 35, 47, 48, 49, 50, 51, 52, 53, 54};  /* ADDR_MOD_*_SEC0..7 */
+static const int fpu_tcfg_read[5] = {1, 2, 3, 7, 11};
+static const int addr_mod_base[3] = {12, 28, 47};        /* ADDR_MOD_AB_SEC0, ADDR_MOD_DST_SEC0, ADDR_MOD_BIAS_SEC0 */
+
+/* The thread config words an FPU word reads (fpu_tcfg_read) and, of the 24 ADDR_MOD_*_SEC words, the three of its
+ * `addr_mode` (0-7); the other 21 are not read */
+static int fpu_tcfg_pick(PyObject *tcfg, long long addr_mode, long long tc[55]) {
+    if (list_pick(tcfg, 55, fpu_tcfg_read, 5, tc))
+        return -1;
+    int am[3];
+    for (int k = 0; k < 3; k++)
+        am[k] = addr_mod_base[k] + (int)addr_mode;
+    return list_pick(tcfg, 55, am, 3, tc);
+}
 
 /* MVMUL (no broadcast row) and ELWMUL / ELWADD / ELWSUB */
 static int h_fpu(run_view *rv, PyObject *fields, PyObject *cfg, PyObject *tcfg, int code, PyObject **why) {
     long long c[221], tc[55], dst_field, addr_mode, clear_dvalid, mod19, accum = 0;
-    if (list_pick(cfg, 221, fpu_cfg_read, 4, c) || list_pick(tcfg, 55, fpu_tcfg_read, 29, tc)
-        || field(fields, k_dst, &dst_field) || field(fields, k_addr_mode, &addr_mode)
-        || field(fields, k_clear_dvalid, &clear_dvalid) || field(fields, k_instr_mod19, &mod19)
-        || (code != H_MVMUL && field(fields, k_dest_accum_en, &accum)))
+    if (list_pick(cfg, 221, fpu_cfg_read, 4, c) || field(fields, k_dst, &dst_field)
+        || field(fields, k_addr_mode, &addr_mode) || field(fields, k_clear_dvalid, &clear_dvalid)
+        || field(fields, k_instr_mod19, &mod19) || (code != H_MVMUL && field(fields, k_dest_accum_en, &accum)))
         return -1;
     int mvmul = code == H_MVMUL, mul = code == H_ELWMUL;
     if (dst_field & 7 || (addr_mode & 7) != addr_mode
         || (mvmul ? mod19 != 0 : (mul && accum) || mod19 < 0 || mod19 > 3))
         return 0;                /* (MVMUL's broadcast row, and what the handler refuses first) */
+    if (fpu_tcfg_pick(tcfg, addr_mode, tc))
+        return -1;
     PyObject *rwc = view_dict(rv, V_RWC);
     if (!rwc)
         return -1;
@@ -824,7 +836,7 @@ static int h_mova2d(run_view *rv, PyObject *fields, PyObject *cfg, PyObject *tcf
     }
     PyObject *fmts = view_get(rv, V_SRCA_FORMAT), *rwc = fmts ? view_dict(rv, V_RWC) : NULL;
     if (!rwc || list_lls(fmts, bank, 1, &fmt) || list_pick(cfg, 221, fpu_cfg_read, 4, c)
-        || list_pick(tcfg, 55, fpu_tcfg_read, 29, tc) || rwc_read(rwc, rwc_v))
+        || fpu_tcfg_pick(tcfg, addr_mode, tc) || rwc_read(rwc, rwc_v))
         return -1;
     memcpy(rwc_before, rwc_v, sizeof rwc_v);
     if (tc[2] & 1)                                   /* _mov_fmt: the declared format, else the bank's */
