@@ -95,11 +95,11 @@ def test_gathered_walks_are_predicted_as_compiled(name, grads, monkeypatch, tmp_
     cg.to_program_cache.clear()             # compiled again, so TT_DUMP writes their reports
     fn, shapes = CASES[name]
     arrays = _arrays(shapes, 19)
-    if grads:
-        run(fn, arrays, "TT")
+    if grads:     # (emulated cycles: the emulator by name, also where TT_SIMULATOR makes ttsim the default target)
+        run(fn, arrays, "TT:emu")
     else:
         with Context(DEV="TT"):
-            fn(*[Tensor(a, device="TT") for a in arrays]).realize()
+            fn(*[Tensor(a, device="TT:emu") for a in arrays]).realize()
     reports = [json.loads(p.read_text()) for p in tmp_path.glob("*/report.json")]
     ratios = {r["kernel"]: r["predicted_launch_cycles"]["total"] / r["emulated_cycles"] for r in reports
               if r.get("ops") == ["MATMUL[fp32,SFPU]"]}

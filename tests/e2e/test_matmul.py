@@ -415,7 +415,7 @@ def test_tinygrad_device_fp32_with_budget(monkeypatch, tmp_path):
     b = rng.standard_normal((80, 36)).astype(np.float32)
     planned, real = [], lm.plan_matmul
     monkeypatch.setattr(lm, "plan_matmul", lambda *args, **kw: planned.append(real(*args, **kw)) or planned[-1])
-    got = (Tensor(a, device="TT") @ Tensor(b, device="TT")).numpy()
+    got = (Tensor(a, device="TT:emu") @ Tensor(b, device="TT:emu")).numpy()
     cpu = (Tensor(a, device="CPU") @ Tensor(b, device="CPU")).numpy()
     assert [p.src_format for p in planned] == ["tf32"] and planned[0].predicted_err <= SAFETY * 1e-2
     assert rel_l2(got, cpu) <= 1e-2
@@ -648,7 +648,7 @@ def test_tinygrad_device_fp32_sfpu(monkeypatch, tmp_path):
     monkeypatch.setattr(sm, "plan_sfpu_matmul", lambda *args, **kw: planned.append(real(*args, **kw)) or planned[-1])
     a = rng.standard_normal((44, 76)).astype(np.float32)     # a shape no other test compiles (program cache)
     b = rng.standard_normal((76, 36)).astype(np.float32)
-    got = (Tensor(a, device="TT") @ Tensor(b, device="TT")).numpy()
+    got = (Tensor(a, device="TT:emu") @ Tensor(b, device="TT:emu")).numpy()
     assert len(planned) == 1
     cpu = (Tensor(a, device="CPU") @ Tensor(b, device="CPU")).numpy()
     assert (np.abs(got - cpu) / (np.abs(a) @ np.abs(b))).max() <= 2 * 76 * 2.0 ** -24
