@@ -1835,6 +1835,42 @@ out:
     return r;
 }
 
+/* The issue block: what push_one and many_one read before their issue, in this order in each one's own slots (a
+ * tx._cword, then issue_inputs' new references; the caller releases them) */
+enum { B_CWORD, B_TM, B_DQ, B_CTX, B_C0, B_C1, B_FLAGS, B_BLOCKED, B_EVENT, B_N };
+
+/* push()'s and push_many's reads after the thread's own checks, into in[B_TM..B_EVENT]: plain_issue_state, the SFPU's
+ * config words, the lane-flag state and its code *fl, the thread's blocked and the cycle model's event_t. 1 plain (all
+ * read), 0 Python's path, -1 with an error set, -2 a lane-flag state of the wrong kind (the caller's error names it) */
+static int issue_inputs(PyObject *tx, PyObject *thobj, PyObject **in, long long *c0, long long *c1, long long *fl) {
+    Py_ssize_t queued;             /* (a new cycle model: push() and push_many make its context) */
+    int plain = plain_issue_state(tx, &in[B_TM], &in[B_DQ], &in[B_CTX], &queued, 0);
+    if (plain <= 0)
+        return plain;
+    if (sfpu_cfg_words(tx, &in[B_C0], &in[B_C1], c0, c1) || !(in[B_FLAGS] = get_attr(tx, s_dq_flags)))
+        return -1;
+    if (flag_code(in[B_FLAGS], fl))
+        return -2;
+    if (!(in[B_BLOCKED] = get_attr(thobj, s_blocked)) || !(in[B_EVENT] = get_attr(in[B_TM], s_event_t)))
+        return -1;
+    return 1;
+}
+
+/* sfpu_run on `words` (one word: push()'s arguments; a tuple: push_many's) from the issue block `in`, with the flag
+ * code fl, the latch's block mask and the Dst access context mem (None: none): its result, NULL with an error set */
+static PyObject *issue_block_run(PyObject *const *in, PyObject *words, PyObject *t_o, PyObject *thread_o,
+                                 PyObject *dq_max, long long fl, long long latch_block, PyObject *mem, int one_word) {
+    PyObject *flo = PyLong_FromLongLong(fl), *lbo = PyLong_FromLongLong(latch_block), *r = NULL;
+    if (flo && lbo) {
+        PyObject *all[16] = {in[B_CTX], words, zero, t_o, thread_o, in[B_CWORD], in[B_DQ], flo, in[B_C0], in[B_C1],
+                             thread_o, in[B_BLOCKED] != Py_None ? Py_True : Py_False, in[B_EVENT], dq_max, lbo, mem};
+        r = sfpu_run(all, 16, 1, one_word);
+    }
+    Py_XDECREF(flo);
+    Py_XDECREF(lbo);
+    return r;
+}
+
 /* replay_push(tx, thread, word, t, dq_max): push()'s path for a REPLAY word (replay, not load) pushed on its own to an
  * empty thread, in C: what FrontendMixin.push -> Tensix.drain -> _drain do for it there (with nothing queued, where
  * the SFPU is plain: the first REPLAY after the queue executed; push_entry's configure_push gives uniform_flags).
@@ -2051,8 +2087,8 @@ out:
 
 #include "push_memo.c"     /* push_one's memo of the Tensix's deferral state: push_fast */
 
-enum { O_THREADS, O_FIFO, O_READY, O_MOPOUT, O_REPLAY, O_FAST, O_LATCH, O_LBLOCK, O_CWORD, O_TM, O_DQ,
-       O_CTX, O_FLAGS, O_BLOCKED, O_EVENT, O_MEM, O_R, O_C0, O_C1, O_N };
+enum { O_THREADS, O_FIFO, O_READY, O_MOPOUT, O_REPLAY, O_FAST, O_LATCH, O_LBLOCK, O_CWORD, O_MEM = O_CWORD + B_N, O_R,
+       O_N };       /* (O_CWORD: the issue block) */
 
 static PyObject *push_one(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 6 && nargs != 7) {
@@ -2123,38 +2159,18 @@ static PyObject *push_one(PyObject *self, PyObject *const *args, Py_ssize_t narg
             goto out;
         goto none;
     }
-    Py_ssize_t queued;             /* (a new cycle model: push() makes its context) */
-    int plain = plain_issue_state(tx, &o[O_TM], &o[O_DQ], &o[O_CTX], &queued, 0);
-    if (plain <= 0) {
-        if (plain < 0)
-            goto out;
-        goto none;
-    }
     /* push_word's arguments, as push() builds them */
-    if (sfpu_cfg_words(tx, &o[O_C0], &o[O_C1], &c0, &c1))
-        goto out;
-    if (!GET(O_FLAGS, tx, s_dq_flags))
-        goto out;
-    if (flag_code(o[O_FLAGS], &fl))
+    int plain = issue_inputs(tx, thobj, &o[O_CWORD], &c0, &c1, &fl);
+    if (plain == 0)
+        goto none;
+    if (plain == -2)
         goto bad;
-    if (!GET(O_BLOCKED, thobj, s_blocked) || !GET(O_EVENT, o[O_TM], s_event_t))
+    if (plain < 0)
         goto out;
     PyObject *mem = Py_None;
-    if (is_mem && !(mem = o[O_MEM] = dst_access(tx, thobj, o[O_TM], c0, c1)))
+    if (is_mem && !(mem = o[O_MEM] = dst_access(tx, thobj, o[O_CWORD + B_TM], c0, c1)))
         goto out;
-    PyObject *flo = PyLong_FromLongLong(fl), *lbo = PyLong_FromLongLong(latch_block);
-    if (!flo || !lbo) {
-        Py_XDECREF(flo);
-        Py_XDECREF(lbo);
-        goto out;
-    }
-    PyObject *all[16] = {o[O_CTX], word, zero, args[3], thread_o, o[O_CWORD], o[O_DQ], flo,
-                         o[O_C0], o[O_C1], thread_o,
-                         o[O_BLOCKED] != Py_None ? Py_True : Py_False, o[O_EVENT], args[4], lbo, mem};
-    o[O_R] = sfpu_run(all, 16, 1, 1);
-    Py_DECREF(flo);
-    Py_DECREF(lbo);
-    if (!o[O_R])
+    if (!(o[O_R] = issue_block_run(&o[O_CWORD], word, args[3], thread_o, args[4], fl, latch_block, mem, 1)))
         goto out;
     if (o[O_R] == Py_None)
         goto none;
@@ -2270,8 +2286,8 @@ static PyObject *push_entry(PyObject *self, PyObject *const *args, size_t nargsf
  * state is tx._dq_flags) and words[0] has C facts: issue_run over words from 0 with push_many's arguments and its
  * epilogue (issue_t, the flag state, the Dst access named for errors, unblocked, the words counted). Returns (i, t):
  * i words issued, the next push at t; None with nothing changed wherever push_many would do anything else first. */
-enum { M_THREADS, M_FIFO, M_READY, M_MOPOUT, M_LOAD, M_CWORD, M_TM, M_DQ, M_CTX,
-       M_C0, M_C1, M_FLAGS, M_BLOCKED, M_EVENT, M_LATCH, M_LBLOCK, M_MEM, M_R, M_N };
+enum { M_THREADS, M_FIFO, M_READY, M_MOPOUT, M_LOAD, M_CWORD, M_LATCH = M_CWORD + B_N, M_LBLOCK, M_MEM, M_R,
+       M_N };       /* (M_CWORD: the issue block) */
 
 static PyObject *many_one(PyObject *tx, PyObject *thread_o, PyObject *words, PyObject *t_o, PyObject *dq_max) {
     PyObject *o[M_N] = {NULL}, *result = NULL;
@@ -2305,39 +2321,20 @@ static PyObject *many_one(PyObject *tx, PyObject *thread_o, PyObject *words, PyO
     }
     if (o[M_LOAD] != Py_None)
         goto none;
-    Py_ssize_t queued;             /* (a new cycle model: push_many makes its context) */
-    int plain = plain_issue_state(tx, &o[M_TM], &o[M_DQ], &o[M_CTX], &queued, 0);
-    if (plain <= 0) {
-        if (plain < 0)
-            goto out;
+    int plain = issue_inputs(tx, thobj, &o[M_CWORD], &c0, &c1, &fl);
+    if (plain == 0)
         goto none;
-    }
-    if (sfpu_cfg_words(tx, &o[M_C0], &o[M_C1], &c0, &c1))
-        goto out;
-    if (!GET(M_FLAGS, tx, s_dq_flags))
-        goto out;
-    if (flag_code(o[M_FLAGS], &fl))
+    if (plain == -2)
         goto bad;
-    if (!GET(M_BLOCKED, thobj, s_blocked) || !GET(M_EVENT, o[M_TM], s_event_t) || !GET(M_LATCH, thobj, s_latch))
+    if (plain < 0 || !GET(M_LATCH, thobj, s_latch))
         goto out;
     if (o[M_LATCH] != Py_None && (!GET(M_LBLOCK, o[M_LATCH], s_block)
                                   || get_ll(o[M_LBLOCK], "latch block", &latch_block)))
         goto out;
     /* push_many passes the Dst access context (deferral._c_memory) with every run */
-    if (!(o[M_MEM] = dst_access(tx, thobj, o[M_TM], c0, c1)))
+    if (!(o[M_MEM] = dst_access(tx, thobj, o[M_CWORD + B_TM], c0, c1)))
         goto out;
-    PyObject *flo = PyLong_FromLongLong(fl), *lbo = PyLong_FromLongLong(latch_block);
-    if (!flo || !lbo) {
-        Py_XDECREF(flo);
-        Py_XDECREF(lbo);
-        goto out;
-    }
-    PyObject *all[16] = {o[M_CTX], words, zero, t_o, thread_o, o[M_CWORD], o[M_DQ], flo, o[M_C0], o[M_C1], thread_o,
-                         o[M_BLOCKED] != Py_None ? Py_True : Py_False, o[M_EVENT], dq_max, lbo, o[M_MEM]};
-    o[M_R] = sfpu_run(all, 16, 1, 0);
-    Py_DECREF(flo);
-    Py_DECREF(lbo);
-    if (!o[M_R])
+    if (!(o[M_R] = issue_block_run(&o[M_CWORD], words, t_o, thread_o, dq_max, fl, latch_block, o[M_MEM], 0)))
         goto out;
     if (o[M_R] == Py_None)
         goto none;
