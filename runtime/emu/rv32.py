@@ -469,14 +469,16 @@ class RV32Core:
         self.pos = 0
         return done
 
-    def spin_reads(self) -> tuple[list[tuple[int, int]], int | None] | None:
+    def spin_reads(self, seen_at: int | None = None) -> tuple | None:
         """What one turn of the wait loop at `pc` reads, for a core that run() stopped there `spinning`: the loop's
         pure blocks run again on a copy of the registers, with L1 views that log each read and the bus's `peek` (a
         register read without effect, None where a read has one) for other loads. Returns (the words read, as
         (address, size), in order: L1 words, and registers the bus could peek; the first address it could not, None
         if none: the turn stops there), or None when the loop does not come back to `pc` with the same registers
         within SPIN_CHAIN + 2 blocks or does something else (a misaligned access, a CSR, an illegal word).
-        Local RAM reads are not listed (only the core itself writes its local RAM)."""
+        Local RAM reads are not listed (only the core itself writes its local RAM). With `seen_at` (a cycle: tile.py
+        _freeze under the causal-load rule) the C probe may add a third item to a turn that comes back: the words
+        read as they were at that cycle (tile.py _peek_words' answer, in the same call)."""
         if self._probe is None:
             log: list[tuple[int, int]] = []
             peek = getattr(self.bus, "peek", None)
@@ -499,7 +501,7 @@ class RV32Core:
             self._probe = ns, log
         ns, log = self._probe
         if self.native is not None:
-            answer = self.native.spin_reads(ns.get("SBASE"))
+            answer = self.native.spin_reads(ns.get("SBASE"), seen_at)
             if answer is not NotImplemented:
                 return answer
         regs = ns["x"]

@@ -820,7 +820,8 @@ class Tile:
         Returns the instructions retired (RISC-V + Tensix)."""
         total = 0
         tensix, cores, frozen, fault = self.tensix, self.cores, self._frozen, self._fault
-        busy = self._tensix_busy
+        busy, wait, self_timed, pops_of = self._tensix_busy, self._wait, self._self_timed, self.mailboxes.pops
+        tbase, stall = self._tbase, self._stall
         while total < max_instructions:
             before = list(tensix.instructions)     # pushes execute inside push(), so count by difference
             riscv = progress = 0
@@ -828,28 +829,28 @@ class Tile:
             # least advanced core first: the caller's budget may end the round after one core's quantum (Chip.run's
             # slices are one quantum), and a core that always ran first would race ahead in emulated time while the
             # others wait their turn; its L1 stores (a CB counter) would then be seen by cores still far behind it
-            for name in sorted(cores, key=self.cycles):
+            for name in sorted(cores, key=lambda c: tbase[c] + cores[c].instret + stall[c]):   # (self.cycles)
                 core = cores[name]
                 if self.soft_reset & CORE_BITS[name] or core.parked or fault[name]:     # (not self.running(name))
                     continue
                 if name in frozen and not self._thaw(name):
                     spinners.append(name)     # what its wait loop reads is unchanged: it would spin again
                     continue
-                self._wait[name] = ""
-                self._self_timed.discard(name)
-                pops = self.mailboxes.pops.get(name)
-                try:
-                    n = core.run(min(self.quantum, max_instructions - total - riscv))
+                wait[name] = ""
+                self_timed.discard(name)
+                pops = pops_of.get(name)
+                try:     # (core.run: the native runner's when the core has one)
+                    n = (core.native or core).run(min(self.quantum, max_instructions - total - riscv))
                 except EmuError as e:
                     # the core stays stopped at the culprit until its next release; the tile stays usable
                     self._fault[name] = str(e)
                     raise type(e)(f"{e} [{name} pc=0x{core.pc:08X}]") from e
                 riscv += n
-                if core.spinning and pops != self.mailboxes.pops.get(name):
+                if core.spinning and pops != pops_of.get(name):
                     core.spinning = False      # a store-free loop that pops a mailbox changes state: not a spin
                 if core.spinning and self._freeze(name):
                     spinners.append(name)
-                    self._wait[name] = SPINNING
+                    wait[name] = SPINNING
                 else:
                     progress += n
                     if self._poll_again and not core.spinning:
@@ -885,17 +886,18 @@ class Tile:
         if not self._latency_of:
             return True
         core = self.cores[who]
-        probe = core.spin_reads()
+        t = self._tbase[who] + core.instret + self._stall[who]         # (self.cycles(who))
+        # the C probe reads the words at t itself (in _peek_words' place) where _peek_words would ask C
+        probe = core.spin_reads(t if PEEK_NATIVE and self._log_lookups is not None else None)
         if probe is None:
             if self._poll_again.get(who) != core.pc:
                 self._poll_again[who] = core.pc
                 return False
             return True
         self._poll_again.pop(who, None)
-        reads, other = probe
+        reads, other = probe[:2]
         if other is None:
-            t = self.cycles(who)
-            self._frozen[who] = (reads, self._peek_words(who, reads, t))
+            self._frozen[who] = (reads, probe[2] if len(probe) == 3 else self._peek_words(who, reads, t))
             self._thaw_key.pop(who, None)
         elif self._times_its_reads(other):
             self._self_timed.add(who)
@@ -944,7 +946,8 @@ class Tile:
         (THAW_NATIVE), which asks peek for the registers read, else _thaw_in_python."""
         if CAUSAL_LOADS and THAW_NATIVE and self._log_lookups is not None:
             reads, seen = self._frozen[who]
-            answer = self._log_lookups.thaw(reads, seen, self.cycles(who), self._thaw_key.get(who), self.peek, who)
+            answer = self._log_lookups.thaw(reads, seen, self._tbase[who] + self.cores[who].instret + self._stall[who],
+                                            self._thaw_key.get(who), self.peek, who)     # (at self.cycles(who))
             if answer is not NotImplemented:
                 self._thaw_key[who], resume = answer
                 if resume is None:

@@ -1168,21 +1168,51 @@ static int regs_in(rv_state *s, PyObject *x, PyObject *pc) {
     return PyErr_Occurred() ? -1 : 0;
 }
 
+/* the words a frozen wait loop read, as tile.py Tile._peek_words gives them at `cycle` for _freeze: each L1 word of
+ * `reads` ((addr, n) tuples, n inside one word) as it was at `cycle` where the write log can tell, else as it is; a
+ * register (beyond L1) as peek(name, addr) answers it */
+static PyObject *probe_seen(const rv_state *s, PyObject *reads, uint64_t cycle, PyObject *peek, PyObject *name) {
+    Py_ssize_t count = PyList_GET_SIZE(reads);
+    PyObject *out = PyList_New(count);
+    for (Py_ssize_t i = 0; out && i < count; i++) {
+        PyObject *t = PyList_GET_ITEM(reads, i), *w;
+        uint32_t addr = (uint32_t)PyLong_AsUnsignedLong(PyTuple_GET_ITEM(t, 0)), then;
+        uint32_t n = (uint32_t)PyLong_AsUnsignedLong(PyTuple_GET_ITEM(t, 1));
+        if (addr >= L1_SIZE) {
+            PyObject *call[2] = {name, PyTuple_GET_ITEM(t, 0)};
+            w = PyObject_Vectorcall(peek, call, 2, NULL);
+        } else {
+            int known = l1_word_at(s->l1, s->stamp, s->log, *s->log_n, s->log_head, s->log_prev, addr, cycle, &then);
+            w = PyBytes_FromStringAndSize(known ? (const char *)&then + (addr & 3) : (const char *)s->l1 + addr, n);
+        }
+        if (!w) {
+            Py_CLEAR(out);
+            break;
+        }
+        PyList_SET_ITEM(out, i, w);
+    }
+    return out;
+}
+
 /* probe(state address, x, pc, cycle or None, sbase or None, peek or None, name) -> rv32.py spin_reads' answer for
  * the turn from pc with the registers x (both kept in the state, as run() keeps them): (the words read, in order, each
  * once; the address peek had nothing for, or None), or None; NotImplemented where rv32.py's probe must answer. cycle: the core's cycle (the tile's past() reads as of cycle + the position in the block), None
- * without the causal-load rule or where C must not answer it; sbase: the probe's SBASE, None without the rule. */
+ * without the causal-load rule or where C must not answer it; sbase: the probe's SBASE, None without the rule. With a
+ * seen cycle (tile.py _freeze, under the causal-load rule with the tile's write log in the state), a turn that comes
+ * back answers (the words read, None, what they held at that cycle: probe_seen) instead. */
 static PyObject *probe(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    rv_state *s = nargs == 7 ? PyLong_AsVoidPtr(args[0]) : NULL;
-    uint64_t cycle = 0, sbase = 0;
+    rv_state *s = nargs == 7 || nargs == 8 ? PyLong_AsVoidPtr(args[0]) : NULL;
+    uint64_t cycle = 0, sbase = 0, seen_at = 0;
+    PyObject *seen_arg = nargs == 8 ? args[7] : Py_None;
     if (s && !regs_in(s, args[1], args[2])) {
+        if (seen_arg != Py_None) seen_at = PyLong_AsUnsignedLongLong(seen_arg);
         args += 2;
         if (args[1] != Py_None) cycle = PyLong_AsUnsignedLongLong(args[1]);
         if (args[2] != Py_None) sbase = PyLong_AsUnsignedLongLong(args[2]);
     }
     if (!s || PyErr_Occurred()) {
         if (!PyErr_Occurred())
-            PyErr_SetString(PyExc_TypeError, "probe(state address, x, pc, cycle, sbase, peek, name)");
+            PyErr_SetString(PyExc_TypeError, "probe(state address, x, pc, cycle, sbase, peek, name[, seen cycle])");
         return NULL;
     }
     if (args[2] != Py_None && (args[1] == Py_None || !s->stamp || !s->log))
@@ -1209,7 +1239,13 @@ static PyObject *probe(PyObject *self, PyObject *const *args, Py_ssize_t nargs) 
         }
         Py_DECREF(t);
     }
-    if (reads)
+    if (reads && why != PROBE_OTHER && seen_arg != Py_None && s->log) {
+        PyObject *words = probe_seen(s, reads, seen_at, args[3], args[4]);
+        if (words)
+            r = Py_BuildValue("(NON)", reads, Py_None, words);     /* (N: both given to the tuple, or dropped) */
+        else
+            Py_DECREF(reads);
+    } else if (reads)
         r = why == PROBE_OTHER ? Py_BuildValue("(NI)", reads, other) : Py_BuildValue("(NO)", reads, Py_None);
     else if (!PyErr_Occurred())
         PyErr_NoMemory();

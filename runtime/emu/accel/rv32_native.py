@@ -224,15 +224,15 @@ class NativeRun:
         (CAUSAL_NATIVE; the tile's past() would answer them so: its timed mode) instead of handing them back."""
         self.past_in_c = on and CAUSAL_NATIVE and self.core.write_log is not None
 
-    def spin_reads(self, sbase: int | None):
+    def spin_reads(self, sbase: int | None, seen_at: int | None = None):
         """RV32Core.spin_reads' answer from C (rv32_native.c probe) for a loop that only loads, NotImplemented where
         rv32.py's probe must answer (or PROBE_NATIVE is off); `sbase`: the probe's SBASE (None without the causal-load
-        rule, whose reads C answers only where it answers the core's own: past_in_c)."""
+        rule, whose reads C answers only where it answers the core's own: past_in_c); `seen_at`: RV32Core.spin_reads'."""
         if not PROBE_NATIVE or (sbase is not None and not self.past_in_c):
             return NotImplemented
         core = self.core
         return self.probe(self.arg, core.x, core.pc, core.stamp_base() if sbase is not None else None, sbase,
-                          getattr(core.bus, "peek", None), core.name)
+                          getattr(core.bus, "peek", None), core.name, seen_at)
 
     def run(self, budget: int) -> int:
         core = self.core
