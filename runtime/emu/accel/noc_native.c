@@ -6,6 +6,7 @@
  * accel/native.py; loaded by accel/noc_native.py. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <structmember.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -69,6 +70,38 @@ static int take(PyObject *starts, PyObject *ends, long long s, long long d) {
     return bad ? -1 : 0;
 }
 
+/* The Busy class's slots: where its instances keep `starts` and `ends` (the member descriptors' offsets, found on the
+ * first Busy seen), so that a reservation reads the lists without an attribute look-up each; another type's objects
+ * (a subclass among them) go through PyObject_GetAttr */
+static PyTypeObject *busy_type;
+static Py_ssize_t busy_starts_at, busy_ends_at;
+
+/* the offset of a `name` slot (a T_OBJECT_EX member) of type t, or -1 */
+static Py_ssize_t slot_offset(PyTypeObject *t, PyObject *name) {
+    PyObject *descr = _PyType_Lookup(t, name);       /* (borrowed) */
+    if (!descr || !Py_IS_TYPE(descr, &PyMemberDescr_Type))
+        return -1;
+    PyMemberDef *m = ((PyMemberDescrObject *)descr)->d_member;
+    return m->type == T_OBJECT_EX && !(m->flags & READONLY) ? m->offset : -1;
+}
+
+/* busy.<name> (slot: the offset of its slot for the Busy type) as a new reference, or NULL with an error set */
+static PyObject *busy_list(PyObject *busy, PyObject *name, Py_ssize_t *slot) {
+    if (!busy_type && Py_TYPE(busy)->tp_dictoffset == 0) {
+        Py_ssize_t a = slot_offset(Py_TYPE(busy), s_starts), b = slot_offset(Py_TYPE(busy), s_ends);
+        if (a >= 0 && b >= 0) {
+            busy_starts_at = a, busy_ends_at = b;
+            busy_type = (PyTypeObject *)Py_NewRef(Py_TYPE(busy));
+        }
+    }
+    if (Py_TYPE(busy) == busy_type) {
+        PyObject *v = *(PyObject **)((char *)busy + *slot);
+        if (v)
+            return Py_NewRef(v);
+    }
+    return PyObject_GetAttr(busy, name);
+}
+
 /* Fabric._reserve's cycle for res (a list of (Busy, offset)) from s0 for d cycles into *s, the resources taken
  * there; -1 with an error set */
 static int reserve_in(PyObject *res, long long s0, long long d, long long *s_out) {
@@ -87,8 +120,8 @@ static int reserve_in(PyObject *res, long long s0, long long d, long long *s_out
             goto done;
         }
         busy = PyTuple_GET_ITEM(item, 0);
-        lists[2 * k] = PyObject_GetAttr(busy, s_starts);
-        lists[2 * k + 1] = lists[2 * k] ? PyObject_GetAttr(busy, s_ends) : NULL;
+        lists[2 * k] = busy_list(busy, s_starts, &busy_starts_at);
+        lists[2 * k + 1] = lists[2 * k] ? busy_list(busy, s_ends, &busy_ends_at) : NULL;
         off[k] = PyLong_AsLongLong(PyTuple_GET_ITEM(item, 1));
         if (!lists[2 * k + 1] || PyErr_Occurred())
             goto done;
