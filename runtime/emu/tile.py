@@ -988,9 +988,11 @@ class Tile:
         quantum; on silicon it would have kept polling while the others worked. One frozen on the words it reads
         (_thaw moves it) or polling an NIU response counter keeps its time; any other moves with the others': to the
         latest cycle a core that did progress has reached (the tile clock if none did)."""
+        if not spinners or not self._latency_of:
+            return
         timed = self._frozen.keys() | self._self_timed
         spinners = [c for c in spinners if c not in timed]
-        if not spinners or not self._latency_of:
+        if not spinners:
             return
         busy = [self.cycles(c) for c in self.cores if c not in spinners and c not in timed
                 and not self.soft_reset & CORE_BITS[c] and not self.cores[c].parked and not self._fault[c]]
@@ -1100,10 +1102,10 @@ class Tile:
         return self._tbase[core] + self.cores[core].instret + self._stall[core]
 
     def _advance_clock(self) -> None:
-        c = self.clock
-        for name in self.cores:
+        c, tbase, stall = self.clock, self._tbase, self._stall
+        for name, core in self.cores.items():
             if not self.soft_reset & CORE_BITS[name]:
-                c = max(c, self.cycles(name))
+                c = max(c, tbase[name] + core.instret + stall[name])     # (self.cycles(name))
         tm = getattr(self.tensix, "tm", None)
         if tm is not None:
             c = max(c, *tm.clock)
