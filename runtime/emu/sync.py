@@ -9,6 +9,10 @@ from tt_backend.chip.errors import EmuDeadlock, EmuUnspecified
 from tt_backend.runtime.emu.frontend import B6
 from tt_backend.runtime.emu.thread_state import Latch
 
+# per 8-bit semaphore mask (sem_sel), the semaphores it selects in order: SEMPOST / SEMGET / SEMINIT / a SEMWAIT latch
+# and stamp_posts ask once per instruction
+SEM_LISTS = tuple(tuple(i for i in range(8) if mask >> i & 1) for mask in range(256))
+
 
 class SyncMixin:
     def _init_sync(self) -> None:
@@ -29,7 +33,7 @@ class SyncMixin:
 
     def stamp_posts(self, mask: int, cycle: int) -> None:
         """The SEMPOST just executed on the semaphores of `mask` issued at `cycle` (known only after it executed)."""
-        for i in self._sem_list(mask):
+        for i in SEM_LISTS[mask & 0xFF]:
             if self.sem_posts[i]:
                 self.sem_posts[i][-1] = cycle
 
@@ -40,42 +44,41 @@ class SyncMixin:
         else:
             self._sem_post(i, "RISC-V store to semaphore (SEMPOST)", t)
 
-    def _sem_post(self, i: int, who: str, t: int = 0) -> None:
+    def _sem_post(self, i: int, who: str | None, t: int = 0) -> None:
+        """`who`: the poster for an error message; None: the Tensix instruction being executed (where())."""
         v = self.sem_value[i]
         if self.strict and v >= self.sem_max[i]:
             # ttsim: NonContractualBehavior sem_max (pf08); hardware ignores Max here and saturates at 15
-            raise EmuUnspecified(f"{who}: SEMPOST on semaphore {i} at Value {v} >= Max {self.sem_max[i]}")
+            raise EmuUnspecified(f"{who or self.where()}: SEMPOST on semaphore {i} at Value {v} >= Max "
+                                 f"{self.sem_max[i]}")
         if v < 15:
             self.sem_value[i] = v + 1
             self.sem_posts[i].append(t)
 
-    def _sem_get(self, i: int, who: str) -> None:
+    def _sem_get(self, i: int, who: str | None) -> None:
+        """`who` as _sem_post's."""
         v = self.sem_value[i]
         if v == 0:
             if self.strict:
-                raise EmuUnspecified(f"{who}: SEMGET on semaphore {i} at Value 0")
+                raise EmuUnspecified(f"{who or self.where()}: SEMGET on semaphore {i} at Value 0")
             return
         self.sem_value[i] = v - 1
         if self.sem_posts[i]:
             self.sem_posts[i].popleft()
 
-    @staticmethod
-    def _sem_list(mask: int) -> list[int]:
-        return [i for i in range(8) if mask >> i & 1]
-
     def SEMINIT(self, t, f):
-        for i in self._sem_list(f["sem_sel"]):
+        for i in SEM_LISTS[f["sem_sel"] & 0xFF]:
             self.sem_value[i] = f["init_value"]
             self.sem_max[i] = f["max_value"]
             self.sem_posts[i] = deque([0] * f["init_value"])
 
     def SEMPOST(self, t, f):
-        for i in self._sem_list(f["sem_sel"]):
-            self._sem_post(i, self.where())
+        for i in SEM_LISTS[f["sem_sel"] & 0xFF]:
+            self._sem_post(i, None)
 
     def SEMGET(self, t, f):
-        for i in self._sem_list(f["sem_sel"]):
-            self._sem_get(i, self.where())
+        for i in SEM_LISTS[f["sem_sel"] & 0xFF]:
+            self._sem_get(i, None)
 
     def SEMWAIT(self, t, f):
         w = self.current[1]
@@ -97,7 +100,7 @@ class SyncMixin:
     def latch_unmet(self, t: int, latch: Latch) -> str | None:
         """None if every condition of the latch is met, else why the thread keeps waiting."""
         if latch.kind == "SEMWAIT":
-            for i in self._sem_list(latch.sems):
+            for i in SEM_LISTS[latch.sems & 0xFF]:
                 v, m = self.sem_value[i], self.sem_max[i]
                 if latch.cond & 1 and v == 0:
                     return f"SEMWAIT sem{i} (value 0) [word 0x{latch.word:08X}]"
@@ -106,6 +109,8 @@ class SyncMixin:
             return None
         c = latch.cond
         # C0-C4, C9-C12: units and requests finish at issue in this model, so those conditions always hold.
+        if not c & 0x1E0:       # (none of C5-C8: the reason below is built only for a condition that holds it)
+            return None
         tail = f"[word 0x{latch.word:08X}]"
         if c & (1 << 5) and self.srca_valid[self.srca_unpack_bank]:
             return f"STALLWAIT C5: SrcA bank {self.srca_unpack_bank} not owned by the unpacker {tail}"
