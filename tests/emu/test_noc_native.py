@@ -63,6 +63,25 @@ def test_reserve_refuses_what_is_no_busy_list():
         fast([(Busy(), 0, 1)], 0, 1)
     with pytest.raises(AttributeError):
         fast([(object(), 0)], 0, 1)
+    unset = Busy()
+    del unset.starts                                   # (an empty slot: read through its descriptor, which raises)
+    with pytest.raises(AttributeError):
+        fast([(Busy(), 0), (unset, 0)], 0, 1)
+
+
+def test_reserve_reads_other_types_by_name():
+    """A Busy's lists are read from its slots; another type's (a subclass with a __dict__) by attribute look-up:
+    the same reservation either way."""
+    class Named(Busy):
+        pass
+    fast = noc_native.reserve()
+    res = [(Busy(), 0), (Named(), 2), (Named(), 5)]
+    for b, _ in res:
+        b.take(3, 5), b.take(20, 4)
+    ref = copy.deepcopy(res)
+    for s0, d in ((0, 6), (1, 3), (9, 12)):
+        assert fast(res, s0, d) == Fabric._reserve_in_python(ref, s0, d)
+        assert _lists(res) == _lists(ref)
 
 
 @pytest.mark.needs_cc
