@@ -821,7 +821,6 @@ class Tile:
         total = 0
         tensix, cores, frozen, fault = self.tensix, self.cores, self._frozen, self._fault
         busy, wait, self_timed, pops_of = self._tensix_busy, self._wait, self._self_timed, self.mailboxes.pops
-        tbase, stall = self._tbase, self._stall
         while total < max_instructions:
             before = list(tensix.instructions)     # pushes execute inside push(), so count by difference
             riscv = progress = 0
@@ -829,7 +828,7 @@ class Tile:
             # least advanced core first: the caller's budget may end the round after one core's quantum (Chip.run's
             # slices are one quantum), and a core that always ran first would race ahead in emulated time while the
             # others wait their turn; its L1 stores (a CB counter) would then be seen by cores still far behind it
-            for name in sorted(cores, key=lambda c: tbase[c] + cores[c].instret + stall[c]):   # (self.cycles)
+            for name in sorted(cores, key=self.cycles):
                 core = cores[name]
                 if self.soft_reset & CORE_BITS[name] or core.parked or fault[name]:     # (not self.running(name))
                     continue
@@ -886,7 +885,7 @@ class Tile:
         if not self._latency_of:
             return True
         core = self.cores[who]
-        t = self._tbase[who] + core.instret + self._stall[who]         # (self.cycles(who))
+        t = self.cycles(who)
         # the C probe reads the words at t itself (in _peek_words' place) where _peek_words would ask C
         probe = core.spin_reads(t if PEEK_NATIVE and self._log_lookups is not None else None)
         if probe is None:
@@ -946,8 +945,7 @@ class Tile:
         (THAW_NATIVE), which asks peek for the registers read, else _thaw_in_python."""
         if CAUSAL_LOADS and THAW_NATIVE and self._log_lookups is not None:
             reads, seen = self._frozen[who]
-            answer = self._log_lookups.thaw(reads, seen, self._tbase[who] + self.cores[who].instret + self._stall[who],
-                                            self._thaw_key.get(who), self.peek, who)     # (at self.cycles(who))
+            answer = self._log_lookups.thaw(reads, seen, self.cycles(who), self._thaw_key.get(who), self.peek, who)
             if answer is not NotImplemented:
                 self._thaw_key[who], resume = answer
                 if resume is None:
@@ -1102,10 +1100,10 @@ class Tile:
         return self._tbase[core] + self.cores[core].instret + self._stall[core]
 
     def _advance_clock(self) -> None:
-        c, tbase, stall = self.clock, self._tbase, self._stall
-        for name, core in self.cores.items():
+        c = self.clock
+        for name in self.cores:
             if not self.soft_reset & CORE_BITS[name]:
-                c = max(c, tbase[name] + core.instret + stall[name])     # (self.cycles(name))
+                c = max(c, self.cycles(name))
         tm = getattr(self.tensix, "tm", None)
         if tm is not None:
             c = max(c, *tm.clock)
