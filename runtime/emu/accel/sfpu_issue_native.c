@@ -1114,16 +1114,12 @@ static int plain_word(run_view *rv, const tm_lists *L, PyObject *tobj, long long
     if (f->kind == K_UNPACK && attr_ll(tx, f->sel ? s_srcb_unpack_bank : s_srca_unpack_bank, &bank))
         return -1;
     if (f->kind == K_FPU) {
-        PyObject *cfg = view_list(rv, V_TH_CFG), *rwc = cfg ? view_get(rv, V_RWC) : NULL;
-        PyObject *d = rwc && PyDict_Check(rwc) ? PyDict_GetItemWithError(rwc, s_d) : NULL;
-        long long c1, rd;
-        if (!d || list_ll(cfg, 1, &c1) || get_ll(d, "RWC", &rd) || attr_ll(tx, s_srca_matrix_bank, &bank_a)
-            || attr_ll(tx, s_srcb_matrix_bank, &bank_b)) {
-            if (!PyErr_Occurred())
-                PyErr_SetString(PyExc_TypeError, "plain_run: a thread's RWCs are not a dict with \"d\"");
+        PyObject *cfg = view_list(rv, V_TH_CFG), *rwc = cfg ? view_dict(rv, V_RWC) : NULL;
+        long long c1, rwc_v[7];
+        if (!rwc || list_ll(cfg, 1, &c1) || rwc_read(rwc, rwc_v) || attr_ll(tx, s_srca_matrix_bank, &bank_a)
+            || attr_ll(tx, s_srcb_matrix_bank, &bank_b))
             return -1;
-        }
-        row = ((c1 & 0xFFF) + rd + f->dst) & 0x1FF;
+        row = ((c1 & 0xFFF) + rwc_v[4] + f->dst) & 0x1FF;
     }
     PyObject *why = NULL;
     int in_c = f->c_handler ? tile_handler(rv, fields, f->c_handler, &why) : 0;
