@@ -1113,6 +1113,8 @@ static int plain_word(run_view *rv, const tm_lists *L, PyObject *tobj, long long
     long long bank = 0, row = 0, bank_a = 0, bank_b = 0;
     if (f->kind == K_UNPACK && attr_ll(tx, f->sel ? s_srcb_unpack_bank : s_srca_unpack_bank, &bank))
         return -1;
+    rv->banks = f->kind == K_UNPACK ? (f->sel ? BANKS_UNPACK_B : BANKS_UNPACK_A) : 0;
+    rv->unpack_bank = bank;
     if (f->kind == K_FPU) {
         PyObject *cfg = view_list(rv, V_TH_CFG), *rwc = cfg ? view_dict(rv, V_RWC) : NULL;
         long long c1, rwc_v[7];
@@ -1120,9 +1122,12 @@ static int plain_word(run_view *rv, const tm_lists *L, PyObject *tobj, long long
             || attr_ll(tx, s_srcb_matrix_bank, &bank_b))
             return -1;
         row = ((c1 & 0xFFF) + rwc_v[4] + f->dst) & 0x1FF;
+        rv->banks = BANKS_MATRIX;
+        rv->matrix_bank[0] = bank_a, rv->matrix_bank[1] = bank_b;
     }
     PyObject *why = NULL;
     int in_c = f->c_handler ? tile_handler(rv, fields, f->c_handler, &why) : 0;
+    rv->banks = 0;
     if (in_c < 0)
         return -1;
     if (!in_c) {

@@ -119,7 +119,21 @@ static const struct { int owner; PyObject **name; } view_items[V_N] = {
 typedef struct {
     PyObject *tx, *tm, *th;                    /* (borrowed: the caller holds them for the call) */
     PyObject *v[V_N];                          /* (strong references, NULL until read) */
+    /* the Src bank numbers plain_word read for its word's timing just before the handler runs (nothing runs in
+     * between), which the handler would read again: `banks` says which are set (BANKS_*) */
+    int banks;
+    long long matrix_bank[2], unpack_bank;
 } run_view;
+enum { BANKS_MATRIX = 1, BANKS_UNPACK_A = 2, BANKS_UNPACK_B = 4 };
+
+/* tx.srca_matrix_bank / srcb_matrix_bank (side 0 / 1), as plain_word read them where it did */
+static int matrix_bank(run_view *rv, int side, long long *out) {
+    if (rv->banks & BANKS_MATRIX) {
+        *out = rv->matrix_bank[side];
+        return 0;
+    }
+    return attr_ll(rv->tx, side ? s_srcb_matrix_bank : s_srca_matrix_bank, out);
+}
 
 /* item k (borrowed: the view holds it until view_drop), or NULL with an exception set */
 static PyObject *view_get(run_view *rv, int k) {
@@ -420,7 +434,11 @@ static int h_unpacr(run_view *rv, PyObject *fields, PyObject *cfg, PyObject *tcf
     PyObject *tx = rv->tx;
     static PyObject **const keys[] = {&k_sel, &k_addr_mode, &k_set_dat_valid};
     long long f[3], bank;
-    if (fields_read(fields, keys, 3, f) || attr_ll(tx, f[0] ? s_srcb_unpack_bank : s_srca_unpack_bank, &bank))
+    if (fields_read(fields, keys, 3, f))
+        return -1;
+    if (rv->banks & (f[0] ? BANKS_UNPACK_B : BANKS_UNPACK_A))
+        bank = rv->unpack_bank;
+    else if (attr_ll(tx, f[0] ? s_srcb_unpack_bank : s_srca_unpack_bank, &bank))
         return -1;
     long long sel = f[0], am = f[1], set_valid = f[2];
     PyObject *valid = view_get(rv, sel ? V_SRCB_VALID : V_SRCA_VALID);
@@ -743,7 +761,7 @@ static int fpu_plan_make(run_view *rv, PyObject *rwc, const long long *c, const 
     PyObject *fa_l = vb ? view_get(rv, V_SRCA_FORMAT) : NULL;
     PyObject *fb_l = fa_l ? view_get(rv, V_SRCB_FORMAT) : NULL;
     int ok_a = -1, ok_b = -1;
-    if (!fb_l || attr_ll(tx, s_srca_matrix_bank, &p->bank_a) || attr_ll(tx, s_srcb_matrix_bank, &p->bank_b)
+    if (!fb_l || matrix_bank(rv, 0, &p->bank_a) || matrix_bank(rv, 1, &p->bank_b)
         || list_lls(fa_l, p->bank_a & 1, 1, &p->fa) || list_lls(fb_l, p->bank_b & 1, 1, &p->fb)
         || !PyList_Check(va) || !PyList_Check(vb) || PyList_GET_SIZE(va) != 2 || PyList_GET_SIZE(vb) != 2
         || (ok_a = PyObject_IsTrue(PyList_GET_ITEM(va, p->bank_a & 1))) < 0
