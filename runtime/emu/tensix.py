@@ -167,8 +167,11 @@ class Tensix(FpuBatchMixin, DeferralMixin, DirectIssueMixin, MopBatchMixin, Fron
             w = self.next_instruction(th)
             if w is None:
                 break
-            if drain_c is not None and w not in facts:
-                facts[w] = self._plain_facts(w)         # (the C part takes it from its next time on)
+            if drain_c is not None:
+                if w not in facts:
+                    facts[w] = self._plain_facts(w)
+                if facts[w] is not None:
+                    continue                            # a word the C part takes, at the head now: its turn
             name, fields, handler, block, reserved, kind, info = self.decode(w)
             if self.mm_record and name != "MVMUL":
                 self.flush_mvmul(keep=True)             # anything else sees the recorded MVMULs' Dst

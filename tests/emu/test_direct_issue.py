@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import random
+import sys
 
 import numpy as np
 import pytest
@@ -207,6 +208,28 @@ def test_plain_words_in_c_error_mid_run(monkeypatch):
         states.append((tx.pm_done, tx.pm_t, _snapshot(tx, None)))
         assert bool(calls) == on
     assert states[0] == states[1] and states[0][0] == 3
+
+
+@needs_plain_c
+@pytest.mark.parametrize("seed", [3, 4])
+def test_expanded_words_issue_in_c(seed, monkeypatch):
+    """The words the MOP and REPLAY expanders emit that the C part takes (those with facts) are issued by drain_run,
+    the first word of an expansion too (never by the drain's Python loop, Tensix._drain -> issue_head), and the state
+    is the Python path's."""
+    in_python = []
+    issue_head = Tensix.issue_head
+
+    def counted(self, t, th, w, *a):
+        if self._plain.get(w) is not None and sys._getframe(1).f_code is Tensix._drain.__code__:
+            in_python.append(w)
+        return issue_head(self, t, th, w, *a)
+    monkeypatch.setattr(Tensix, "issue_head", counted)
+    program = [w for _, words, _ in _program(seed) for w in words]
+    assert any(w >> 24 == isa.INSTRUCTIONS["MOP"].opcode for w in program)
+    assert any(w >> 24 == isa.INSTRUCTIONS["REPLAY"].opcode for w in program)
+    a = _run(seed, False, True, monkeypatch, plain_c=True, timed=False)
+    assert not in_python
+    assert a == _run(seed, False, True, monkeypatch, plain_c=False, timed=False)
 
 
 def test_direct_path_is_taken(monkeypatch):

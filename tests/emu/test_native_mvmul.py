@@ -65,3 +65,25 @@ def test_c_mvmul_refuses_what_it_does_not_compute():
         native.mvmul_steps(z((2, 16, 16)), z((2, 8, 16)), fm.BF16, fm.BF16, [0, 0], [0, 1], z((1, 8, 16), np.uint32))
     with pytest.raises(EmuUnimplemented, match="8-bit-exponent"):
         native.mvmul_steps(z((1, 16, 16)), z((1, 8, 16)), fm.FP16, fm.FP16, [0], [0], z((1, 8, 16), np.uint32))
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_c_mvmul_products_at_the_underflow_edge_match_numpy(seed):
+    """Operands whose exponents put the products' exponents around 0: mvmul_native.c keeps the test for a product
+    with exponent <= 0 only in steps where one can occur (the operands' least exponents sum to at most the phase's
+    bias), so steps on both sides of that line, and nonzero products just above and below it, are compared."""
+    rng = np.random.default_rng(200 + seed)
+
+    def near(shape, lo, hi):
+        words = rng.integers(0, 1 << 32, shape, dtype=np.uint64) & ~np.uint64(0xFF << 23)
+        words |= rng.integers(lo, hi, shape).astype(np.uint64) << np.uint64(23)
+        return words.astype(np.uint32)
+    for _ in range(20):
+        steps = int(rng.integers(1, 16))
+        lo = int(rng.integers(58, 72))
+        srca, srcb = near((steps, 16, 16), lo, lo + 6), near((steps, 8, 16), lo, lo + 6)
+        dst = near((2, 8, 16), 1, 40)
+        phases, slots = rng.integers(0, 4, steps), rng.integers(0, 2, steps)
+        want = fm.mvmul19_batch(fm.src19(srca, fm.BF16), fm.src19(srcb, fm.BF16), list(phases), list(slots), dst)
+        got = native.mvmul_steps(srca, srcb, fm.BF16, fm.BF16, phases, slots, dst)
+        assert np.array_equal(got, want.astype(np.uint32))

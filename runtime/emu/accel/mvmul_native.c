@@ -62,6 +62,38 @@ static inline __attribute__((always_inline)) void accumulate_row(uint32_t *dst, 
     memcpy(dst, &w, sizeof w);
 }
 
+/* The two group terms (ts, te, tm: accumulate_row's) of half a Dst row: Dst row m's columns 8h .. 8h + 7, from SrcA's
+ * prepared rows (ae: exponents, am: signed fidelity slices times two, both [2k + h]) and SrcB's row m (be, bm). A
+ * group's products are aligned to its largest exponent emax and rounded half up in magnitude: for a product v of
+ * either sign, ((v + (v < 0 ? -1 : 0)) >> d + 1) >> 1 (floor shifts) is the magnitude's ((|v| >> d) + 1) >> 1 with
+ * v's sign, so no separate sign is needed. A product with exponent <= 0 is zero: `underflow` keeps that test, which
+ * the caller drops when no product of the step can have it (its operands' least exponents sum above 0); a zero
+ * operand's product is 0 either way (its slice is 0). */
+static inline __attribute__((always_inline)) void group_terms(const row_i *ae, const row_i *am, const int32_t *be,
+                                                              const int32_t *bm, int underflow, row_i ts[2],
+                                                              row_i te[2], row_i tm[2]) {
+    for (int g = 0; g < 2; g++) {
+        row_i e[8];
+        for (int k = 0; k < 8; k++)
+            e[k] = ae[2 * (8 * g + k)] + be[8 * g + k];
+        row_i emax = e[0];
+        for (int k = 1; k < 8; k++)
+            emax = VMAX(emax, e[k]);
+        row_i tot = VSPLAT(0);
+        for (int k = 0; k < 8; k++) {
+            row_i v = am[2 * (8 * g + k)] * bm[8 * g + k];
+            if (underflow)
+                v &= e[k] > 0;
+            row_i d = VMIN(emax - e[k], VSPLAT(30));
+            tot += (((v + (v >> 31)) >> d) + 1) >> 1;
+        }
+        row_i live = emax > 0, flip = tot < 0;
+        ts[g] = live & flip & 1;
+        te[g] = emax & live;
+        tm[g] = (((tot ^ flip) - flip) << 13) & live;
+    }
+}
+
 /* Built for AVX2 beside the baseline where the compiler and C library can pick at load time (GCC / clang ifuncs on
  * glibc): the variable shifts and 32-bit multiplies vectorise only with AVX2. Static, behind the plain mvmul_steps
  * below: clang 14 exports a cloned function's dispatcher as `mvmul_steps.ifunc`, which ctypes cannot find. */
@@ -73,46 +105,46 @@ static void mvmul_steps_cloned(const uint32_t *srca, const uint32_t *srcb, uint3
     for (int s = 0; s < steps; s++) {
         int p = phase[s];
         int adj = -127 - (p & 1 ? 5 : 0) - (p & 2 ? 7 : 0);        /* exp_prod_adj(fp32_acc, p, exp8) */
-        /* SrcA row k's exponents (ZERO_EXP for a zero), twice its fidelity slice of the mantissa, and sign (0 / -1) */
-        row_i a_exp[32], a_man2[32], a_sgn[32];    /* [2k + h]: row k's columns 8h .. 8h + 7 */
+        /* SrcA row k's exponents (ZERO_EXP for a zero) and twice its fidelity slice of the mantissa with its sign;
+         * amin: the least exponent of a nonzero word (255 when none) */
+        row_i a_exp[32], a_man2[32], amin = VSPLAT(255);    /* [2k + h]: row k's columns 8h .. 8h + 7 */
         for (int k = 0; k < 32; k++) {
             row_u w;
             memcpy(&w, srca + s * 256 + k * 8, sizeof w);
             row_i v = (row_i)((w & mask_a) >> 13), ea = v >> 10 & 0xFF, m11 = (v & 0x3FF) | 0x400, live = ea != 0;
+            row_i neg = -(v >> 18 & 1), man2 = ((p & 1 ? m11 >> 1 & 31 : m11 >> 6) << 1) & live;
             a_exp[k] = VSEL(live, ea, VSPLAT(ZERO_EXP));
-            a_man2[k] = ((p & 1 ? m11 >> 1 & 31 : m11 >> 6) << 1) & live;
-            a_sgn[k] = -(v >> 18 & 1);
+            a_man2[k] = (man2 ^ neg) - neg;
+            amin = VSEL(live, VMIN(amin, ea), amin);
         }
-        /* SrcB's exponents (with the phase's adjustment), fidelity slices and signs, one per (m, k) */
-        int32_t b_exp[128], b_man[128], b_sgn[128];
-        for (int i = 0; i < 128; i++) {
-            int v = (srcb[s * 128 + i] & mask_b) >> 13, eb = v >> 10 & 0xFF, m11 = (v & 0x3FF) | 0x400;
-            b_exp[i] = (eb ? eb : ZERO_EXP) + adj;
-            b_man[i] = eb ? (p & 2 ? (m11 & 15) << 3 : m11 >> 4) : 0;
-            b_sgn[i] = -(v >> 18 & 1);
+        /* SrcB's exponents (with the phase's adjustment) and signed fidelity slices, one per (m, k), 8 at a time;
+         * bmin as amin */
+        int32_t b_exp[128], b_man[128];
+        row_i bmin = VSPLAT(255);
+        for (int i = 0; i < 128; i += 8) {
+            row_u w;
+            memcpy(&w, srcb + s * 128 + i, sizeof w);
+            row_i v = (row_i)((w & mask_b) >> 13), eb = v >> 10 & 0xFF, m11 = (v & 0x3FF) | 0x400, live = eb != 0;
+            row_i neg = -(v >> 18 & 1), man = (p & 2 ? (m11 & 15) << 3 : m11 >> 4) & live;
+            row_i e = VSEL(live, eb, VSPLAT(ZERO_EXP)) + adj, sm = (man ^ neg) - neg;
+            memcpy(b_exp + i, &e, sizeof e);
+            memcpy(b_man + i, &sm, sizeof sm);
+            bmin = VSEL(live, VMIN(bmin, eb), bmin);
         }
+        int a_least = amin[0], b_least = bmin[0];
+        for (int i = 1; i < 8; i++) {
+            a_least = amin[i] < a_least ? amin[i] : a_least;
+            b_least = bmin[i] < b_least ? bmin[i] : b_least;
+        }
+        int underflow = a_least + b_least + adj <= 0;    /* (the least exponent a product of nonzero words has) */
         uint32_t *d = dst + slot[s] * 128;
         for (int mh = 0; mh < 16; mh++) {      /* Dst row m = mh / 2, columns 8h .. 8h + 7 (h = mh % 2) */
             int m = mh >> 1, h = mh & 1;
             row_i ts[2], te[2], tm[2];
-            for (int g = 0; g < 2; g++) {
-                const int32_t *be = b_exp + m * 16 + g * 8, *bm = b_man + m * 16 + g * 8, *bs = b_sgn + m * 16 + g * 8;
-                const row_i *ae = a_exp + g * 16 + h, *am = a_man2 + g * 16 + h, *as = a_sgn + g * 16 + h;
-                row_i emax = ae[0] + be[0];
-                for (int k = 1; k < 8; k++)
-                    emax = VMAX(emax, ae[2 * k] + be[k]);
-                /* a product with exponent <= 0 is zero; the rest aligned to emax, round half up */
-                row_i tot = VSPLAT(0);
-                for (int k = 0; k < 8; k++) {
-                    row_i e = ae[2 * k] + be[k], prod2 = (am[2 * k] * bm[k]) & (e > 0);
-                    row_i half = ((prod2 >> VMIN(emax - e, VSPLAT(31))) + 1) >> 1, neg = as[2 * k] ^ bs[k];
-                    tot += (half ^ neg) - neg;
-                }
-                row_i live = emax > 0, flip = tot < 0;
-                ts[g] = live & flip & 1;
-                te[g] = emax & live;
-                tm[g] = (((tot ^ flip) - flip) << 13) & live;
-            }
+            if (underflow)
+                group_terms(a_exp + h, a_man2 + h, b_exp + m * 16, b_man + m * 16, 1, ts, te, tm);
+            else
+                group_terms(a_exp + h, a_man2 + h, b_exp + m * 16, b_man + m * 16, 0, ts, te, tm);
             accumulate_row(d + mh * 8, ts, te, tm);
         }
     }

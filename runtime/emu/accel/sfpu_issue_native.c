@@ -1113,20 +1113,21 @@ static int plain_word(run_view *rv, const tm_lists *L, PyObject *tobj, long long
     long long bank = 0, row = 0, bank_a = 0, bank_b = 0;
     if (f->kind == K_UNPACK && attr_ll(tx, f->sel ? s_srcb_unpack_bank : s_srca_unpack_bank, &bank))
         return -1;
+    rv->banks = f->kind == K_UNPACK ? (f->sel ? BANKS_UNPACK_B : BANKS_UNPACK_A) : 0;
+    rv->unpack_bank = bank;
     if (f->kind == K_FPU) {
-        PyObject *cfg = view_list(rv, V_TH_CFG), *rwc = cfg ? view_get(rv, V_RWC) : NULL;
-        PyObject *d = rwc && PyDict_Check(rwc) ? PyDict_GetItemWithError(rwc, s_d) : NULL;
-        long long c1, rd;
-        if (!d || list_ll(cfg, 1, &c1) || get_ll(d, "RWC", &rd) || attr_ll(tx, s_srca_matrix_bank, &bank_a)
-            || attr_ll(tx, s_srcb_matrix_bank, &bank_b)) {
-            if (!PyErr_Occurred())
-                PyErr_SetString(PyExc_TypeError, "plain_run: a thread's RWCs are not a dict with \"d\"");
+        PyObject *cfg = view_list(rv, V_TH_CFG), *rwc = cfg ? view_dict(rv, V_RWC) : NULL;
+        long long c1, rwc_v[7];
+        if (!rwc || list_ll(cfg, 1, &c1) || rwc_read(rwc, rwc_v) || attr_ll(tx, s_srca_matrix_bank, &bank_a)
+            || attr_ll(tx, s_srcb_matrix_bank, &bank_b))
             return -1;
-        }
-        row = ((c1 & 0xFFF) + rd + f->dst) & 0x1FF;
+        row = ((c1 & 0xFFF) + rwc_v[4] + f->dst) & 0x1FF;
+        rv->banks = BANKS_MATRIX;
+        rv->matrix_bank[0] = bank_a, rv->matrix_bank[1] = bank_b;
     }
     PyObject *why = NULL;
     int in_c = f->c_handler ? tile_handler(rv, fields, f->c_handler, &why) : 0;
+    rv->banks = 0;
     if (in_c < 0)
         return -1;
     if (!in_c) {
@@ -1474,13 +1475,35 @@ out:
     return result;
 }
 
+/* TensixTiming.take of the FIFO's head word, not a MOP (popped from fifo and fifo_t): 0, or -1 with an exception */
+static int fifo_take(const tm_lists *L, long long th, PyObject *fifo, PyObject *fifo_t) {
+    PyObject *pt = popleft_call(fifo_t), *r = pt ? popleft_call(fifo) : NULL;
+    Py_XDECREF(r);
+    long long push_t, clock, fe;
+    PyObject *fe_l = L->fe, *after_l = L->after_mop;
+    int bad = !r || get_ll(pt, "fifo_t", &push_t) || list_ll(L->clock, th, &clock) || list_ll(fe_l, th, &fe);
+    int after = bad ? -1 : PyObject_IsTrue(PyList_GET_ITEM(after_l, th));
+    PyObject *left = after < 0 ? NULL : PyLong_FromLongLong(push_t > clock ? push_t : clock);
+    PyObject *ap = left ? append_call(PyList_GET_ITEM(L->taken, th), left) : NULL;
+    bad = !ap;
+    if (!bad && after) {
+        fe = (fe > clock + 1 ? fe : clock + 1) + mop_penalty;
+        Py_INCREF(Py_False);
+        bad = PyList_SetItem(after_l, th, Py_False) < 0;
+    }
+    bad = bad || set_item_ll(fe_l, th, push_t > fe ? push_t : fe);
+    Py_XDECREF(pt), Py_XDECREF(left), Py_XDECREF(ap);
+    return bad ? -1 : 0;
+}
+
 /* drain_run(tx, thread, facts) -> (issued, more): Tensix._drain's loop while the head of the thread's queue is a word
- * plain_run takes (its facts in `facts`), what next_instruction and issue_head do for it: a word from the FIFO (no MOP
- * expander output, no REPLAY load; the word not one the expanders act on, as no such word has facts) is taken
- * (TensixTiming.take) to the ready queue; the head, blocked before or not, goes through the Wait Gate, the handler and
- * the issue rule (plain_word); a recorded MVMUL run is executed before any other word (flush_mvmul(keep=True)).
- * Returns the words issued, and more = True when the head is left for Python's loop (a word without facts, MOP or
- * REPLAY work), False when the thread is empty or its head blocked. The caller counts the instructions. */
+ * plain_run takes (its facts in `facts`), what next_instruction and issue_head do for it: the next word of the MOP
+ * expander's output, else of the FIFO (no REPLAY load; the word not one the expanders act on, as no such word has
+ * facts) goes to the ready queue, the FIFO's taken (TensixTiming.take); the head, blocked before or not, goes through
+ * the Wait Gate, the handler and the issue rule (plain_word); a recorded MVMUL run is executed before any other word
+ * (flush_mvmul(keep=True)). Returns the words issued, and more = True when the head is left for Python's loop (a word
+ * without facts, REPLAY work), False when the thread is empty or its head blocked. The caller counts the
+ * instructions. */
 static PyObject *drain_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 3 || !PyDict_Check(args[2])) {
         PyErr_SetString(PyExc_TypeError, "drain_run(tx, thread, facts: dict)");
@@ -1515,17 +1538,13 @@ static PyObject *drain_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
             Py_ssize_t nmop = PyObject_Length(mop_out), nfifo = PyObject_Length(fifo);
             if (nmop < 0 || nfifo < 0 || set_attr_ll(thobj, s_batch_skip, 0))
                 goto out;
-            if (nmop) {
-                more = 1;
-                break;
-            }
-            if (!nfifo)
+            if (!nmop && !nfifo)
                 break;
             PyObject *load = get_attr(thobj, s_replay_load);
             if (!load)
                 goto out;
             Py_DECREF(load);
-            PyObject *w = PySequence_GetItem(fifo, 0);
+            PyObject *w = PySequence_GetItem(nmop ? mop_out : fifo, 0);     /* (the MOP expander's output first) */
             if (!w)
                 goto out;
             PyObject *rec = PyDict_GetItemWithError(facts, w);
@@ -1536,25 +1555,10 @@ static PyObject *drain_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
                 more = 1;
                 break;
             }
-            /* TensixTiming.take of a word that is not a MOP */
-            PyObject *pt = popleft_call(fifo_t);
-            r = pt ? popleft_call(fifo) : NULL;
+            /* a word the MOP expander emitted has no frontend timing; the FIFO's is taken (TensixTiming.take) */
+            r = nmop ? popleft_call(mop_out) : fifo_take(&L, th, fifo, fifo_t) ? NULL : Py_NewRef(Py_None);
             Py_XDECREF(r);
-            long long push_t, clock, fe;
-            PyObject *fe_l = L.fe, *after_l = L.after_mop;
-            int bad = !r || get_ll(pt, "fifo_t", &push_t) || list_ll(L.clock, th, &clock) || list_ll(fe_l, th, &fe);
-            int after = bad ? -1 : PyObject_IsTrue(PyList_GET_ITEM(after_l, th));
-            PyObject *left = after < 0 ? NULL : PyLong_FromLongLong(push_t > clock ? push_t : clock);
-            PyObject *ap = left ? append_call(PyList_GET_ITEM(L.taken, th), left) : NULL;
-            bad = !ap;
-            if (!bad && after) {
-                fe = (fe > clock + 1 ? fe : clock + 1) + mop_penalty;
-                Py_INCREF(Py_False);
-                bad = PyList_SetItem(after_l, th, Py_False) < 0;
-            }
-            bad = bad || set_item_ll(fe_l, th, push_t > fe ? push_t : fe);
-            Py_XDECREF(pt), Py_XDECREF(left), Py_XDECREF(ap);
-            r = bad ? NULL : append_call(ready, w);
+            r = r ? append_call(ready, w) : NULL;
             Py_DECREF(w);
             if (!r)
                 goto out;

@@ -119,7 +119,21 @@ static const struct { int owner; PyObject **name; } view_items[V_N] = {
 typedef struct {
     PyObject *tx, *tm, *th;                    /* (borrowed: the caller holds them for the call) */
     PyObject *v[V_N];                          /* (strong references, NULL until read) */
+    /* the Src bank numbers plain_word read for its word's timing just before the handler runs (nothing runs in
+     * between), which the handler would read again: `banks` says which are set (BANKS_*) */
+    int banks;
+    long long matrix_bank[2], unpack_bank;
 } run_view;
+enum { BANKS_MATRIX = 1, BANKS_UNPACK_A = 2, BANKS_UNPACK_B = 4 };
+
+/* tx.srca_matrix_bank / srcb_matrix_bank (side 0 / 1), as plain_word read them where it did */
+static int matrix_bank(run_view *rv, int side, long long *out) {
+    if (rv->banks & BANKS_MATRIX) {
+        *out = rv->matrix_bank[side];
+        return 0;
+    }
+    return attr_ll(rv->tx, side ? s_srcb_matrix_bank : s_srca_matrix_bank, out);
+}
 
 /* item k (borrowed: the view holds it until view_drop), or NULL with an exception set */
 static PyObject *view_get(run_view *rv, int k) {
@@ -166,6 +180,40 @@ static int field(PyObject *fields, PyObject *key, long long *out) {
         return -1;
     }
     return get_ll(v, "field", out);
+}
+
+/* The fields memo: a word's fields dict (compared only, never dereferenced), its version tag, the key set read (a
+ * static table of key names, named by its address) and their values. The decoder's fields dicts are kept and never
+ * changed, so each word's handler finds its fields here after its first time (4-5 dict look-ups a word before); the
+ * tag (see dict_version) makes an entry answer only for that dict unchanged. Without tags every read goes to the
+ * dict. */
+#define FIELDS_MEMO 64          /* (a power of 2: a launch's tile words have a few dozen distinct fields dicts) */
+#define FIELDS_MOST 6
+static struct {
+    PyObject *fields;
+    uint64_t version;
+    PyObject **const *keys;
+    long long v[FIELDS_MOST];
+} fields_memo[FIELDS_MEMO];
+
+/* the n fields `keys` names (n <= FIELDS_MOST) of `fields` into out: 0, or -1 with field's exception */
+static int fields_read(PyObject *fields, PyObject **const *keys, int n, long long *out) {
+    size_t i = (size_t)((((uintptr_t)fields ^ (uintptr_t)keys) * 0x9E3779B97F4A7C15ull) >> 58);
+    uint64_t tag = dict_version(fields);
+    if (DICT_TAGS && fields_memo[i].fields == fields && fields_memo[i].version == tag && fields_memo[i].keys == keys) {
+        memcpy(out, fields_memo[i].v, n * sizeof *out);
+        return 0;
+    }
+    for (int k = 0; k < n; k++)
+        if (field(fields, *keys[k], &out[k]))
+            return -1;
+    if (DICT_TAGS) {
+        fields_memo[i].fields = fields;
+        fields_memo[i].version = tag;
+        fields_memo[i].keys = keys;
+        memcpy(fields_memo[i].v, out, n * sizeof *out);
+    }
+    return 0;
 }
 
 /* n ints of `list` from index `first` (a list of at least first + n items) */
@@ -384,9 +432,15 @@ static const int unpack_cfg_read[5] = {76, 84, 92, 124, 140};    /* the base, of
 
 static int h_unpacr(run_view *rv, PyObject *fields, PyObject *cfg, PyObject *tcfg, PyObject **why) {
     PyObject *tx = rv->tx;
-    long long sel, bank, am, set_valid;
-    if (field(fields, k_sel, &sel) || attr_ll(tx, sel ? s_srcb_unpack_bank : s_srca_unpack_bank, &bank))
+    static PyObject **const keys[] = {&k_sel, &k_addr_mode, &k_set_dat_valid};
+    long long f[3], bank;
+    if (fields_read(fields, keys, 3, f))
         return -1;
+    if (rv->banks & (f[0] ? BANKS_UNPACK_B : BANKS_UNPACK_A))
+        bank = rv->unpack_bank;
+    else if (attr_ll(tx, f[0] ? s_srcb_unpack_bank : s_srca_unpack_bank, &bank))
+        return -1;
+    long long sel = f[0], am = f[1], set_valid = f[2];
     PyObject *valid = view_get(rv, sel ? V_SRCB_VALID : V_SRCA_VALID);
     if (!valid)
         return -1;
@@ -408,8 +462,7 @@ static int h_unpacr(run_view *rv, PyObject *fields, PyObject *cfg, PyObject *tcf
     if (found <= 0)
         return found;                                        /* 0: a configuration not seen yet: Python checks it */
     PyObject *adc = view_get(rv, V_ADC);
-    if (!adc || adc_read(adc, (int)sel, a) || list_pick(cfg, 141, unpack_cfg_read, 5, c)
-        || field(fields, k_addr_mode, &am) || field(fields, k_set_dat_valid, &set_valid))
+    if (!adc || adc_read(adc, (int)sel, a) || list_pick(cfg, 141, unpack_cfg_read, 5, c))
         return -1;
     long long in_bits = s[1], out_align = s[2], x_dim = s[3], y_dim = s[4], z_dim = s[5], exp_section = s[10];
     long long tileize = s[14], to_dst = s[15], add_dest_cntr = s[16], burst = s[17], out_fmt = s[18], kind = s[19];
@@ -521,8 +574,9 @@ static const int pack_cfg_read[12] = {14, 20, 21, 22, 23, 24, 25, 26, 27, 28, 69
 static const int pack_tcfg_read[5] = {0, 37, 38, 39, 40};     /* CFG_STATE_ID, ADDR_MOD_PACK_SEC0..3 */
 
 static int h_pacr(run_view *rv, PyObject *fields, PyObject *cfg, PyObject *tcfg) {
+    static PyObject **const pack_keys[] = {&k_addr_mode, &k_last};
     PyObject *tx = rv->tx, *lists[1] = {cfg};
-    long long s[19], c[181], tc[53], a[8], cr[8], am, last, open, paddr, pos[3] = {0, 0, 0};
+    long long s[19], c[181], tc[53], a[8], cr[8], f[2], am, last, open, paddr, pos[3] = {0, 0, 0};
     int found = setup_lookup(rv, V_PACK_SETUPS, &pack_memo, fields, lists, pack_key_list, pack_key_idx, 13, 19, 0, s);
     if (found <= 0)
         return found;
@@ -532,8 +586,9 @@ static int h_pacr(run_view *rv, PyObject *fields, PyObject *cfg, PyObject *tcfg)
     int r = -1;
     if (!op || (open = PyObject_IsTrue(op)) < 0 || adc_read(adc, 2, a) || adc_read(adc_cr, 2, cr)
         || list_pick(cfg, 181, pack_cfg_read, 12, c) || list_pick(tcfg, 53, pack_tcfg_read, 5, tc)
-        || field(fields, k_addr_mode, &am) || field(fields, k_last, &last) || attr_ll(tx, h_packer_addr, &paddr))
+        || fields_read(fields, pack_keys, 2, f) || attr_ll(tx, h_packer_addr, &paddr))
         goto out;
+    am = f[0], last = f[1];
     long long sel = s[0], c68 = s[1], rd32 = s[5], esz = s[12], out_bits = s[13], ys = s[14], zs = s[15], ws = s[16];
     long long kind = s[18], per = a[4] - a[0] + 1;
     r = 0;
@@ -616,8 +671,36 @@ out:
 }
 
 /* ---------------------------------------------------------------------------------------------- MVMUL, ELW*, MOVA2D */
+/* The RWC memo: a thread's RWC dict (compared only), its version tag after C last read or wrote it, and the seven
+ * counters then. The counters change with every FPU word, but mostly by C (rwc_write), which records the new tag and
+ * values: the next word's read is then a hit where Python has not written the dict since (7 dict look-ups a word
+ * before). */
+#define RWC_MEMO 4
+static struct { PyObject *dict; uint64_t version; long long v[7]; } rwc_memo[RWC_MEMO];
+static int rwc_memo_next;
+
+static void rwc_remember(PyObject *rwc, const long long v[7]) {
+    if (!DICT_TAGS)
+        return;
+    int i = 0;
+    while (i < RWC_MEMO && rwc_memo[i].dict != rwc)
+        i++;
+    if (i == RWC_MEMO) {
+        i = rwc_memo_next;
+        rwc_memo_next = (i + 1) % RWC_MEMO;
+    }
+    rwc_memo[i].dict = rwc;
+    rwc_memo[i].version = dict_version(rwc);
+    memcpy(rwc_memo[i].v, v, sizeof rwc_memo[i].v);
+}
+
 /* A thread's RWCs (a, a_cr, b, b_cr, d, d_cr in rwc_keys' order, then fid) from its RWC dict; 0 or -1 */
 static int rwc_read(PyObject *rwc, long long out[7]) {
+    for (int i = 0; DICT_TAGS && i < RWC_MEMO; i++)
+        if (rwc_memo[i].dict == rwc && rwc_memo[i].version == dict_version(rwc)) {
+            memcpy(out, rwc_memo[i].v, sizeof rwc_memo[i].v);
+            return 0;
+        }
     for (int k = 0; k < 7; k++) {
         PyObject *v = PyDict_GetItemWithError(rwc, k < 6 ? rwc_keys[k] : h_fid);
         if (!v || get_ll(v, "RWC", &out[k])) {
@@ -626,6 +709,7 @@ static int rwc_read(PyObject *rwc, long long out[7]) {
             return -1;
         }
     }
+    rwc_remember(rwc, out);
     return 0;
 }
 
@@ -640,6 +724,7 @@ static int rwc_write(PyObject *rwc, const long long old[7], const long long v[7]
         if (bad)
             return -1;
     }
+    rwc_remember(rwc, v);
     return 0;
 }
 
@@ -676,7 +761,7 @@ static int fpu_plan_make(run_view *rv, PyObject *rwc, const long long *c, const 
     PyObject *fa_l = vb ? view_get(rv, V_SRCA_FORMAT) : NULL;
     PyObject *fb_l = fa_l ? view_get(rv, V_SRCB_FORMAT) : NULL;
     int ok_a = -1, ok_b = -1;
-    if (!fb_l || attr_ll(tx, s_srca_matrix_bank, &p->bank_a) || attr_ll(tx, s_srcb_matrix_bank, &p->bank_b)
+    if (!fb_l || matrix_bank(rv, 0, &p->bank_a) || matrix_bank(rv, 1, &p->bank_b)
         || list_lls(fa_l, p->bank_a & 1, 1, &p->fa) || list_lls(fb_l, p->bank_b & 1, 1, &p->fb)
         || !PyList_Check(va) || !PyList_Check(vb) || PyList_GET_SIZE(va) != 2 || PyList_GET_SIZE(vb) != 2
         || (ok_a = PyObject_IsTrue(PyList_GET_ITEM(va, p->bank_a & 1))) < 0
@@ -753,11 +838,13 @@ static int fpu_tcfg_pick(PyObject *tcfg, long long addr_mode, long long tc[55]) 
 
 /* MVMUL (no broadcast row) and ELWMUL / ELWADD / ELWSUB */
 static int h_fpu(run_view *rv, PyObject *fields, PyObject *cfg, PyObject *tcfg, int code, PyObject **why) {
-    long long c[221], tc[55], dst_field, addr_mode, clear_dvalid, mod19, accum = 0;
-    if (list_pick(cfg, 221, fpu_cfg_read, 4, c) || field(fields, k_dst, &dst_field)
-        || field(fields, k_addr_mode, &addr_mode) || field(fields, k_clear_dvalid, &clear_dvalid)
-        || field(fields, k_instr_mod19, &mod19) || (code != H_MVMUL && field(fields, k_dest_accum_en, &accum)))
+    static PyObject **const mvmul_keys[] = {&k_dst, &k_addr_mode, &k_clear_dvalid, &k_instr_mod19};
+    static PyObject **const elw_keys[] = {&k_dst, &k_addr_mode, &k_clear_dvalid, &k_instr_mod19, &k_dest_accum_en};
+    long long c[221], tc[55], f[5] = {0};
+    if (list_pick(cfg, 221, fpu_cfg_read, 4, c)
+        || (code == H_MVMUL ? fields_read(fields, mvmul_keys, 4, f) : fields_read(fields, elw_keys, 5, f)))
         return -1;
+    long long dst_field = f[0], addr_mode = f[1], clear_dvalid = f[2], mod19 = f[3], accum = f[4];
     int mvmul = code == H_MVMUL, mul = code == H_ELWMUL;
     if (dst_field & 7 || (addr_mode & 7) != addr_mode
         || (mvmul ? mod19 != 0 : (mul && accum) || mod19 < 0 || mod19 > 3))
