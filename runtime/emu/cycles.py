@@ -198,6 +198,13 @@ def instr_kind(name: str, unit: str, f: dict):
     return K_PLAIN, None
 
 
+def _native_rows():
+    """The per-thread issue state in C (sfpu_issue_native.timing_rows: clock, fe, gate, after_mop, first, stalls,
+    issued, taken as views), or None: Python lists (TT_EMU_TIMING_NATIVE=0, or no C part)."""
+    from tt_backend.runtime.emu.accel import sfpu_issue_native     # (it imports this module's tables)
+    return sfpu_issue_native.timing_rows(FIFO_EFFECTIVE_DEPTH)
+
+
 class TensixTiming:
     """Issue cycles of the three Tensix threads and the busy-until times of the backend units they share."""
 
@@ -216,6 +223,11 @@ class TensixTiming:
         self.issued = [0, 0, 0]          # instructions issued (frontend penalties excluded)
         self.stalls = [0, 0, 0]          # cycles lost to stalls/waits between issues
         self.first = [None, None, None]  # first issue cycle per thread
+        self.after_mop = [False, False, False]
+        self.taken = [deque(maxlen=FIFO_EFFECTIVE_DEPTH) for _ in range(3)]   # when recent words left each FIFO
+        rows = _native_rows()            # the same state held in C, seen through views with these lists' semantics
+        if rows is not None:
+            self.clock, self.fe, self.gate, self.after_mop, self.first, self.stalls, self.issued, self.taken = rows
         self.event_t = 0                 # latest cycle a semaphore / Src bank / mutex changed (wakes blocked threads)
         self.unpack_busy = [0, 0]
         self.pack_busy = 0
@@ -226,8 +238,6 @@ class TensixTiming:
         self.bank_read = {}              # ("a"|"b", bank) -> issue cycle of the last FPU instruction that held it
         self.nop_t = 0                   # issue cycle of the latest UNPACR_NOP (a bank handed over without data)
         self.dst_fpu_write = {}          # Dst32b 8-row block -> issue cycle of the last FPU write
-        self.after_mop = [False, False, False]
-        self.taken = [deque(maxlen=FIFO_EFFECTIVE_DEPTH) for _ in range(3)]   # when recent words left each FIFO
         self.rec = None                  # a timeline.TimelineRecorder while one is attached (Tile.timeline_begin)
 
     # --- frontend ------------------------------------------------------------------------------------------

@@ -105,6 +105,12 @@ static int int_of(PyObject *v, long long *out) {
 
 /* item i of a list (a list: the commit writes some of them back) or of a tuple as a C integer; 1 where it is not */
 static int list_int(PyObject *list, Py_ssize_t i, long long *out) {
+    ThreadTiming *s = row_state(list);            /* (a row of the cycle model's C state) */
+    if (s) {
+        int bad = i >= 3 || row_ll(s, list, i, out);
+        PyErr_Clear();
+        return bad;
+    }
     return int_of(PyList_Check(list) && i < PyList_GET_SIZE(list) ? PyList_GET_ITEM(list, i) : NULL, out);
 }
 
@@ -234,10 +240,10 @@ static PyObject *batch_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
          && !list_int(g[G_ISSUED], t, &issued));
     if (b <= clock)
         b = clock + 1;
-    NEED(PyList_Check(g[G_FIRST]) && PyList_GET_SIZE(g[G_FIRST]) > t && PyList_GET_ITEM(g[G_FIRST], t) != Py_None);
-    NEED(PyList_Check(g[G_GATE]) && PyList_GET_SIZE(g[G_GATE]) > t);
-    PyObject *gate = PyList_GET_ITEM(g[G_GATE], t);
-    NEED(PyTuple_Check(gate) ? !tuple_int(gate, 1, &gate1) : !list_int(gate, 1, &gate1));
+    NEED((row_state(g[G_FIRST]) || PyList_Check(g[G_FIRST])) && first_unset(g[G_FIRST], t) == 0);
+    NEED(row_state(g[G_GATE]) || PyList_Check(g[G_GATE]));
+    long long gate0;
+    NEED(!gate_pair(g[G_GATE], t, &gate0, &gate1));
     NEED(gate1 <= b && PyDict_Check(g[G_FPUW]));
     Py_ssize_t pos = 0;
     PyObject *key_o, *val_o;

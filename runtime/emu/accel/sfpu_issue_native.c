@@ -26,6 +26,7 @@
 #include <string.h>
 
 #define MAX_DEPTH 64
+#include "timing_state.c"     /* ThreadTiming: the cycle model's per-thread issue state, and its views */
 
 /* Per-word facts, packed by sfpu_issue_native.word_facts in this order (little-endian int64s). */
 typedef struct {
@@ -122,6 +123,9 @@ static int set_attr_ll(PyObject *o, PyObject *name, long long v) {
 }
 
 static int set_item_ll(PyObject *list, Py_ssize_t i, long long v) {
+    ThreadTiming *s = row_state(list);            /* (a row of the cycle model's C state) */
+    if (s)
+        return row_set_ll(s, list, i, v);
     PyObject *p = PyLong_FromLongLong(v);
     return p ? PyList_SetItem(list, i, p) : -1;      /* (steals p) */
 }
@@ -317,8 +321,10 @@ static PyObject *sfpu_run_io(PyObject *const *args, Py_ssize_t nargs, int pushed
     }
     PyObject *const *wv = one_word ? &args[1] : &PyTuple_GET_ITEM(words, 0);
     Py_ssize_t n = one_word ? 1 : PyTuple_GET_SIZE(words), j = (Py_ssize_t)j0;
-    /* the common refusal (a word not seen yet, a full queue) answered before the state is read */
-    if (j < 0 || j >= n || DQ_SIZE(dq) >= dq_max)
+    /* the common refusal (a word not seen yet, a full queue; the cycle model's state in Python lists,
+     * TT_EMU_TIMING_NATIVE=0: Python's path) answered before the state is read */
+    ThreadTiming *S = row_state(PyTuple_GET_ITEM(ctx, 0));
+    if (j < 0 || j >= n || DQ_SIZE(dq) >= dq_max || !S || S->depth != depth)
         Py_RETURN_NONE;
     /* a DeferredQueue's records hold config words 0 and 1 and the thread as integers */
     long long cfg0_v = 0, cfg1_v = 0, thread_v = 0;
@@ -332,45 +338,26 @@ static PyObject *sfpu_run_io(PyObject *const *args, Py_ssize_t nargs, int pushed
         Py_RETURN_NONE;
     }
 
-    /* the cycle model's state of thread th and the Vector Unit */
-    PyObject *clock_l = PyTuple_GET_ITEM(ctx, 0), *fe_l = PyTuple_GET_ITEM(ctx, 1), *gate_l = PyTuple_GET_ITEM(ctx, 2);
-    PyObject *after_l = PyTuple_GET_ITEM(ctx, 3), *first_l = PyTuple_GET_ITEM(ctx, 4);
-    PyObject *stalls_l = PyTuple_GET_ITEM(ctx, 5), *issued_l = PyTuple_GET_ITEM(ctx, 6);
-    PyObject *taken_l = PyTuple_GET_ITEM(ctx, 7), *st = PyTuple_GET_ITEM(ctx, 8);
-    long long clock, fe, mask, until, stalls, issued, first = 0;
+    /* the cycle model's state of thread th (its C state: timing_state.c) and the Vector Unit */
+    PyObject *st = PyTuple_GET_ITEM(ctx, 8);
+    long long clock = S->clock[th], fe = S->fe[th], mask = S->gate_mask[th], until = S->gate_until[th];
+    long long stalls = S->stalls[th], issued = S->issued[th], first = S->first[th];
     long long mad_cycle, mad_writes, mad_macro, nop_only, busy, strict;
-    PyObject *gate = PyList_GetItem(gate_l, th), *first_o = PyList_GetItem(first_l, th);
-    PyObject *after_o = PyList_GetItem(after_l, th), *q = PyList_GetItem(taken_l, th);
-    if (!gate || !first_o || !after_o || !q || !PyTuple_Check(gate) || PyTuple_GET_SIZE(gate) != 2
-        || get_ll(PyList_GetItem(clock_l, th), "clock", &clock) || get_ll(PyList_GetItem(fe_l, th), "fe", &fe)
-        || get_ll(PyTuple_GET_ITEM(gate, 0), "gate mask", &mask)
-        || get_ll(PyTuple_GET_ITEM(gate, 1), "gate until", &until)
-        || get_ll(PyList_GetItem(stalls_l, th), "stalls", &stalls)
-        || get_ll(PyList_GetItem(issued_l, th), "issued", &issued)
-        || (first_o != Py_None && get_ll(first_o, "first", &first))
-        || timing_slots(st) || slot_ll(st, T_MAD_CYCLE, &mad_cycle) || slot_ll(st, T_MAD_WRITES, &mad_writes)
+    if (timing_slots(st) || slot_ll(st, T_MAD_CYCLE, &mad_cycle) || slot_ll(st, T_MAD_WRITES, &mad_writes)
         || slot_ll(st, T_MAD_MACRO, &mad_macro) || slot_ll(st, T_NOP_ONLY, &nop_only)
         || slot_ll(st, T_BUSY, &busy) || slot_ll(st, T_STRICT, &strict))
         return NULL;
-    int has_first = first_o != Py_None, after_mop = PyObject_IsTrue(after_o);
-    /* the values as read: only what changed is written back (a word pushed on its own changes few of them) */
-    const long long stalls0 = stalls, fe0 = fe, mad_cycle0 = mad_cycle, mad_writes0 = mad_writes;
+    int has_first = S->has_first[th], after_mop = S->after_mop[th];
+    /* the SFPU timing's values as read: only what changed is written back */
+    const long long mad_cycle0 = mad_cycle, mad_writes0 = mad_writes;
     const long long mad_macro0 = mad_macro, nop_only0 = nop_only, busy0 = busy;
-    const int after_mop0 = after_mop;
-    /* taken: when the last `depth` words left the FIFO (a deque with maxlen depth), oldest first. Word k of the run
-     * reads at most the k-th oldest of them (a full ring's oldest, then the next): only the first n - j are read in
-     * (a word pushed on its own, deferral.push, reads one) */
+    /* taken: when the last `depth` words left the FIFO, oldest first (a ring: ring[head] the oldest of qlen), copied
+     * and written back with the rest (words already taken leave the FIFO alone) */
     long long ring[MAX_DEPTH];
-    Py_ssize_t qlen = pushed ? PySequence_Size(q) : 0;        /* (words already taken leave the FIFO alone) */
-    if (qlen < 0 || qlen > depth || after_mop < 0)
-        return NULL;
-    for (Py_ssize_t i = 0; i < qlen && i < n - j; i++) {
-        PyObject *v = PySequence_GetItem(q, i);
-        int bad = !v || get_ll(v, "taken", &ring[i]);
-        Py_XDECREF(v);
-        if (bad)
-            return NULL;
-    }
+    Py_ssize_t qlen = pushed ? S->taken_len[th] : 0;
+    int head = S->taken_head[th];
+    if (pushed)
+        memcpy(ring, S->taken[th], sizeof ring);
     /* Dst access: the thread's config and RWCs, Dst's rows written, the FPU's last Dst writes */
     PyObject *cfg_l = NULL, *rwc_d = NULL, *fpu_w = NULL;
     long long rwc[6] = {0}, src_mode = 0;
@@ -399,8 +386,7 @@ static PyObject *sfpu_run_io(PyObject *const *args, Py_ssize_t nargs, int pushed
         }
     }
     unsigned char *wr = (unsigned char *)written.buf;
-    int head = 0;                 /* ring[head] is the oldest of qlen */
-    Py_ssize_t appended = 0, last_mem = -1;
+    Py_ssize_t last_mem = -1;
     long long last_c = 0;
     PyObject *result = NULL;
 
@@ -543,7 +529,6 @@ static PyObject *sfpu_run_io(PyObject *const *args, Py_ssize_t nargs, int pushed
                 ring[(head + qlen) % depth] = left;
                 qlen++;
             }
-            appended++;
             fe = nfe;
             after_mop = 0;
             t = a + 1;
@@ -580,26 +565,12 @@ static PyObject *sfpu_run_io(PyObject *const *args, Py_ssize_t nargs, int pushed
     }
 
     /* write the state back */
-    if (set_item_ll(clock_l, th, clock) || (stalls != stalls0 && set_item_ll(stalls_l, th, stalls))
-        || set_item_ll(issued_l, th, issued) || (first_o == Py_None && set_item_ll(first_l, th, first)))
-        goto fail;
+    S->clock[th] = clock, S->stalls[th] = stalls, S->issued[th] = issued;
+    S->first[th] = first, S->has_first[th] = 1;
     if (pushed) {
-        if (fe != fe0 && set_item_ll(fe_l, th, fe))
-            goto fail;
-        if (after_mop0) {
-            Py_INCREF(Py_False);
-            if (PyList_SetItem(after_l, th, Py_False))
-                goto fail;
-        }
-    }
-    Py_ssize_t keep = appended < depth ? appended : depth;   /* the deque keeps the newest `depth` */
-    for (Py_ssize_t i = qlen - keep; i < qlen; i++) {
-        PyObject *v = PyLong_FromLongLong(ring[(head + i) % depth]);
-        PyObject *r = v ? append_call(q, v) : NULL;
-        Py_XDECREF(v);
-        if (!r)
-            goto fail;
-        Py_DECREF(r);
+        S->fe[th] = fe, S->after_mop[th] = 0;
+        memcpy(S->taken[th], ring, sizeof ring);
+        S->taken_head[th] = head, S->taken_len[th] = (int)qlen;
     }
     if ((mad_cycle != mad_cycle0 && set_slot(st, T_MAD_CYCLE, PyLong_FromLongLong(mad_cycle)))
         || (mad_writes != mad_writes0 && set_slot(st, T_MAD_WRITES, PyLong_FromLongLong(mad_writes)))
@@ -855,6 +826,9 @@ static PyObject *popleft_call(PyObject *seq) {
 }
 
 static int list_ll(PyObject *list, Py_ssize_t i, long long *out) {
+    ThreadTiming *s = row_state(list);            /* (a row of the cycle model's C state) */
+    if (s)
+        return row_ll(s, list, i, out);
     PyObject *v = PyList_GetItem(list, i);
     return v ? get_ll(v, "list item", out) : -1;
 }
@@ -862,7 +836,7 @@ static int list_ll(PyObject *list, Py_ssize_t i, long long *out) {
 /* attribute `name` of o (a new reference), a list of at least `n` items */
 static PyObject *attr_list(PyObject *o, PyObject *name, Py_ssize_t n) {
     PyObject *v = get_attr(o, name);
-    if (v && (!PyList_Check(v) || PyList_GET_SIZE(v) < n)) {
+    if (v && !row_state(v) && (!PyList_Check(v) || PyList_GET_SIZE(v) < n)) {
         PyErr_Format(PyExc_TypeError, "plain_run: %U is not a list of %zd", name, n);
         Py_CLEAR(v);
     }
@@ -1153,15 +1127,8 @@ static int plain_word(run_view *rv, const tm_lists *L, PyObject *tobj, long long
     PyObject *issued_l = L->issued, *key = NULL;
     int ok = 0;
     long long clock, fe, mask, until, c;
-    if (list_ll(clock_l, th, &clock) || list_ll(fe_l, th, &fe))
+    if (list_ll(clock_l, th, &clock) || list_ll(fe_l, th, &fe) || gate_pair(gate_l, th, &mask, &until))
         goto out;
-    PyObject *gate = PyList_GET_ITEM(gate_l, th);
-    if (!PyTuple_Check(gate) || PyTuple_GET_SIZE(gate) != 2 || get_ll(PyTuple_GET_ITEM(gate, 0), "gate", &mask)
-        || get_ll(PyTuple_GET_ITEM(gate, 1), "gate", &until)) {
-        if (!PyErr_Occurred())
-            PyErr_SetString(PyExc_TypeError, "plain_run: a Wait Gate entry is not a pair");
-        goto out;
-    }
     c = clock + 1 > fe ? clock + 1 : fe;
     if (until > c && (f->block != -1 ? (f->block & mask) != 0 : mask == 0x1FF))
         c = until;
@@ -1237,8 +1204,10 @@ static int plain_word(run_view *rv, const tm_lists *L, PyObject *tobj, long long
             Py_DECREF(r);
         }
     }
-    PyObject *first_o = PyList_GET_ITEM(first_l, th);
-    if (first_o == Py_None) {
+    int unset = first_unset(first_l, th);
+    if (unset < 0)
+        goto out;
+    if (unset) {
         if (set_item_ll(first_l, th, c))
             goto out;
     } else if (c - clock - 1 > 0) {
@@ -1412,7 +1381,7 @@ static PyObject *plain_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
             if (!bad && o > t)
                 a = o;
         }
-        int after = bad ? -1 : PyObject_IsTrue(PyList_GET_ITEM(after_l, th));
+        int after = bad ? -1 : after_mop_of(after_l, th);
         if (bad || qlen < 0 || after < 0)
             goto out;
         PyObject *left = PyLong_FromLongLong(a > clock ? a : clock);
@@ -1422,10 +1391,8 @@ static PyObject *plain_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
         Py_XDECREF(r);
         if (after) {                                    /* the MOP transition penalty */
             fe = (fe > clock + 1 ? fe : clock + 1) + mop_penalty;
-            if (!bad) {
-                Py_INCREF(Py_False);
-                bad = PyList_SetItem(after_l, th, Py_False) < 0;
-            }
+            if (!bad)
+                bad = after_mop_clear(after_l, th) < 0;
         }
         if (bad || set_item_ll(fe_l, th, a > fe ? a : fe))
             goto out;
@@ -1543,14 +1510,13 @@ static PyObject *drain_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
             long long push_t, clock, fe;
             PyObject *fe_l = L.fe, *after_l = L.after_mop;
             int bad = !r || get_ll(pt, "fifo_t", &push_t) || list_ll(L.clock, th, &clock) || list_ll(fe_l, th, &fe);
-            int after = bad ? -1 : PyObject_IsTrue(PyList_GET_ITEM(after_l, th));
+            int after = bad ? -1 : after_mop_of(after_l, th);
             PyObject *left = after < 0 ? NULL : PyLong_FromLongLong(push_t > clock ? push_t : clock);
             PyObject *ap = left ? append_call(PyList_GET_ITEM(L.taken, th), left) : NULL;
             bad = !ap;
             if (!bad && after) {
                 fe = (fe > clock + 1 ? fe : clock + 1) + mop_penalty;
-                Py_INCREF(Py_False);
-                bad = PyList_SetItem(after_l, th, Py_False) < 0;
+                bad = after_mop_clear(after_l, th) < 0;
             }
             bad = bad || set_item_ll(fe_l, th, push_t > fe ? push_t : fe);
             Py_XDECREF(pt), Py_XDECREF(left), Py_XDECREF(ap);
@@ -1803,7 +1769,7 @@ static PyObject *dst_access(PyObject *tx, PyObject *thobj, PyObject *tm, long lo
 /* The cycle model and the deferred queue as the C issue takes them (push()'s conditions, shared by replay_push,
  * push_one and many_one): no timeline recorded (tm.rec and its SFPU timing's rec None), tm.issue not spied (not in
  * tm's instance dict; no dict: Python's), the queue not empty (unless empty_ok), the C context made with this cycle
- * model (tx._c_ctx[0] is tm.clock). New references to tm, the queue and the context in *tm, *dq, *ctx as far as it
+ * model (tx._c_ctx[0] is tm.clock), whose state is the C one (timing_state.c). New references to tm, the queue and the context in *tm, *dq, *ctx as far as it
  * got (the caller releases them), the queue's length in *queued; 1 taken, 0 Python's path, -1 with an error set. */
 static int plain_issue_state(PyObject *tx, PyObject **tm, PyObject **dq, PyObject **ctx, Py_ssize_t *queued,
                              int empty_ok) {
@@ -1825,7 +1791,8 @@ static int plain_issue_state(PyObject *tx, PyObject **tm, PyObject **dq, PyObjec
     }
     if (!(*ctx = get_attr(tx, s_c_ctx)) || !(clock = get_attr(*tm, s_clock)))
         goto out;
-    r = PyTuple_Check(*ctx) && PyTuple_GET_SIZE(*ctx) >= 1 && PyTuple_GET_ITEM(*ctx, 0) == clock;
+    r = PyTuple_Check(*ctx) && PyTuple_GET_SIZE(*ctx) >= 1 && PyTuple_GET_ITEM(*ctx, 0) == clock
+        && row_state(clock);
 out:
     Py_XDECREF(rec);
     Py_XDECREF(stiming);
@@ -2009,7 +1976,7 @@ static PyObject *replay_push(PyObject *tx, PyObject *thread_o, long long th, PyO
     Py_ssize_t qlen = q ? PySequence_Size(q) : -1;
     if (qlen < 0 || list_ll(PyTuple_GET_ITEM(ctx, 0), th, &clock) || list_ll(PyTuple_GET_ITEM(ctx, 1), th, &fe))
         goto out;
-    int after = PyObject_IsTrue(PyList_GET_ITEM(PyTuple_GET_ITEM(ctx, 3), th));
+    int after = after_mop_of(PyTuple_GET_ITEM(ctx, 3), th);
     if (after < 0)
         goto out;
     if (qlen == depth) {
@@ -2029,7 +1996,7 @@ static PyObject *replay_push(PyObject *tx, PyObject *thread_o, long long th, PyO
     Py_DECREF(ap);
     if (after) {
         fe = (fe > clock + 1 ? fe : clock + 1) + mop_penalty;
-        if (PyList_SetItem(PyTuple_GET_ITEM(ctx, 3), th, Py_NewRef(Py_False)) < 0)
+        if (after_mop_clear(PyTuple_GET_ITEM(ctx, 3), th) < 0)
             goto out;
     }
     if (set_item_ll(PyTuple_GET_ITEM(ctx, 1), th, a > fe ? a : fe))
@@ -2565,7 +2532,7 @@ PyMODINIT_FUNC PyInit_sfpu_issue(void) {
     if (tile_handlers_init() || batch_names() || PyType_Ready(&DeferredQueue_Type) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&module);
-    if (m && PyModule_AddObjectRef(m, "DeferredQueue", (PyObject *)&DeferredQueue_Type) < 0)
+    if (m && (PyModule_AddObjectRef(m, "DeferredQueue", (PyObject *)&DeferredQueue_Type) < 0 || timing_state_init(m)))
         Py_CLEAR(m);
     return export_plain_run(m);
 }

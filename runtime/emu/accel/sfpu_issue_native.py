@@ -51,6 +51,7 @@ PLAIN_ISSUE_NATIVE = os.environ.get("TT_EMU_PLAIN_ISSUE_NATIVE", "1") != "0"
 BATCH_NATIVE = os.environ.get("TT_EMU_MOP_BATCH_NATIVE", "1") != "0"
 REPLAY_NATIVE = os.environ.get("TT_EMU_REPLAY_PUSH_NATIVE", "1") != "0"
 PUSH_MEMO_NATIVE = os.environ.get("TT_EMU_PUSH_MEMO_NATIVE", "1") != "0"   # push_one's memo (push_memo.c)
+TIMING_NATIVE = os.environ.get("TT_EMU_TIMING_NATIVE", "1") != "0"     # the cycle model's state in C (timing_state.c)
 
 # The deferral's abstract lane-flag state (LaneFlags, UseLaneFlagsForLaneEnable), each 0, 1 or None (differs between
 # lanes), as the C part codes it: lf * 3 + use, None as 2.
@@ -82,6 +83,15 @@ def _part(name: str):
     word; through _load and getattr each ask cost about 2,300 instructions, now 1,500: callgrind, 100k asks.)"""
     mod = _load()[0]
     return None if mod is None else getattr(mod, name)
+
+
+def timing_rows(depth: int):
+    """The cycle model's per-thread issue state in C (timing_state.c's ThreadTiming, FIFO depth `depth`) as the views
+    cycles.TensixTiming binds: (clock, fe, gate, after_mop, first, stalls, issued, taken); None when it is off
+    (TIMING_NATIVE = False, TT_EMU_TIMING_NATIVE=0: Python lists, and the C issue of pushed SFPU words declines) or
+    unavailable."""
+    mod = _load()[0] if TIMING_NATIVE else None
+    return None if mod is None else mod.ThreadTiming(depth).rows()
 
 
 def issue_run():
