@@ -1769,8 +1769,9 @@ static PyObject *dst_access(PyObject *tx, PyObject *thobj, PyObject *tm, long lo
 /* The cycle model and the deferred queue as the C issue takes them (push()'s conditions, shared by replay_push,
  * push_one and many_one): no timeline recorded (tm.rec and its SFPU timing's rec None), tm.issue not spied (not in
  * tm's instance dict; no dict: Python's), the queue not empty (unless empty_ok), the C context made with this cycle
- * model (tx._c_ctx[0] is tm.clock), whose state is the C one (timing_state.c). New references to tm, the queue and the context in *tm, *dq, *ctx as far as it
- * got (the caller releases them), the queue's length in *queued; 1 taken, 0 Python's path, -1 with an error set. */
+ * model (tx._c_ctx[0] is tm.clock), whose state is the C one (timing_state.c). New references to tm, the queue and
+ * the context in *tm, *dq, *ctx as far as it got (the caller releases them), the queue's length in *queued; 1 taken,
+ * 0 Python's path, -1 with an error set. */
 static int plain_issue_state(PyObject *tx, PyObject **tm, PyObject **dq, PyObject **ctx, Py_ssize_t *queued,
                              int empty_ok) {
     PyObject *rec = NULL, *stiming = NULL, *srec = NULL, *tmdict = NULL, *clock = NULL;
