@@ -96,11 +96,13 @@ def noc_cycles(nbytes: int, hops: int = 1, dram: bool = False) -> int:
 
 
 # ---------------------------------------------------------------------------------------------------- SFPU hazards
-class SfpuTiming:
+class SfpuTimingRules:
     """Auto-stall and strict hazard rules of the Vector Unit, shared by regular instructions (via the Tensix) and
-    SFPLOADMACRO-scheduled ones (via the SFPU). `where()` names the instruction for error messages."""
+    SFPLOADMACRO-scheduled ones (via the SFPU). `where()` names the instruction for error messages. The rules of
+    SfpuTiming (its state in __slots__) and of sfpu_issue_native.sfpu_timing_class()'s class (the same state, the
+    fields the C issue reads on every word held as C members)."""
 
-    __slots__ = ("strict", "mad_cycle", "mad_writes", "mad_macro", "nop_only_cycle", "busy_until", "where", "rec")
+    __slots__ = ()
 
     def __init__(self, strict: bool = True):
         self.strict = strict
@@ -163,6 +165,10 @@ class SfpuTiming:
             self.busy_until = done
 
 
+class SfpuTiming(SfpuTimingRules):
+    __slots__ = ("strict", "mad_cycle", "mad_writes", "mad_macro", "nop_only_cycle", "busy_until", "where", "rec")
+
+
 def _regs(mask: int) -> str:
     return ",".join(str(i) for i in range(17) if mask >> i & 1)
 
@@ -198,6 +204,12 @@ def instr_kind(name: str, unit: str, f: dict):
     return K_PLAIN, None
 
 
+def _sfpu_timing_class() -> type:
+    """SfpuTiming, or where the state is held in C (TT_EMU_TIMING_NATIVE), its class with C members."""
+    from tt_backend.runtime.emu.accel import sfpu_issue_native     # (it imports this module's tables)
+    return sfpu_issue_native.sfpu_timing_class() or SfpuTiming
+
+
 def _native_rows():
     """The per-thread issue state in C (sfpu_issue_native.timing_rows: clock, fe, gate, after_mop, first, stalls,
     issued, taken as views), or None: Python lists (TT_EMU_TIMING_NATIVE=0, or no C part)."""
@@ -216,7 +228,7 @@ class TensixTiming:
 
     def __init__(self, tensix):
         self.tx = tensix
-        self.sfpu = SfpuTiming(tensix.strict)   # the Vector Unit's hazard state (handed to the SFPU it times)
+        self.sfpu = _sfpu_timing_class()(tensix.strict)   # the Vector Unit's hazard state (handed to the SFPU)
         self.clock = [0, 0, 0]           # issue cycle of each thread's latest instruction
         self.fe = [0, 0, 0]              # earliest cycle the frontend can deliver the next instruction
         self.gate = [(0, 0), (0, 0), (0, 0)]   # (block mask, first cycle it no longer blocks) of the Wait Gate

@@ -251,10 +251,15 @@ static PyObject *batch_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
         NEED(PyLong_Check(val_o) && !get_ll(val_o, "FPU write", &v) && v <= b - fpu_to_sfpload_gap);
     NEED(!slot_ll(g[G_ST], T_NOP_ONLY, &nop) && !slot_ll(g[G_ST], T_MAD_CYCLE, &mad) && nop <= b && mad <= b - 1
          && !slot_ll(g[G_ST], T_BUSY, &busy));
-    PyObject *mad_writes = *(PyObject **)((char *)g[G_ST] + timing_off[T_MAD_WRITES]);
-    PyObject *mad_macro = *(PyObject **)((char *)g[G_ST] + timing_off[T_MAD_MACRO]);
-    NEED(mad_writes && mad_macro);
-    PyObject *mad_state = mad == b - 1 ? PyTuple_Pack(2, mad_writes, mad_macro) : Py_NewRef(Py_None);
+    PyObject *mad_state = Py_None;
+    if (mad == b - 1) {
+        PyObject *mad_writes = slot_obj(g[G_ST], T_MAD_WRITES), *mad_macro = slot_obj(g[G_ST], T_MAD_MACRO);
+        mad_state = mad_writes && mad_macro ? PyTuple_Pack(2, mad_writes, mad_macro) : NULL;
+        Py_XDECREF(mad_writes);
+        Py_XDECREF(mad_macro);
+    } else {
+        Py_INCREF(mad_state);
+    }
     NEED(mad_state);
     g[G_KEY3] = Py_BuildValue("(LON)", b - clock, nop == b ? Py_True : Py_False, mad_state);
     NEED(g[G_KEY3] && (g[G_TKEY] = Py_BuildValue("(OnOO)", g[G_BODY], k, g[G_KEY3], Py_False)));

@@ -230,13 +230,14 @@ static PyObject *queue_entry(PyObject *w, PyObject *rec, const word_facts *f, lo
     return e;
 }
 
-/* The Vector Unit's timing state (cycles.SfpuTiming, a class with __slots__) is read and written at its slots' offsets,
- * which the slots' member descriptors give (getattr / setattr cost more than a whole pushed word's issue otherwise):
- * resolved once per class, checked on every call. Order: mad_cycle, mad_writes, mad_macro, nop_only_cycle,
- * busy_until, strict. */
+/* The Vector Unit's timing state (cycles.SfpuTiming, a class with __slots__, or sfpu_timing_class()'s, whose fields but
+ * `strict` are timing_state.c's SfpuTimingState members) is read and written at its members' offsets, which their
+ * member descriptors give (getattr / setattr cost more than a whole pushed word's issue otherwise): resolved once per
+ * class, checked on every call. Order: mad_cycle, mad_writes, mad_macro, nop_only_cycle, busy_until, strict. */
 enum { T_MAD_CYCLE, T_MAD_WRITES, T_MAD_MACRO, T_NOP_ONLY, T_BUSY, T_STRICT, N_TIMING };
 static PyTypeObject *timing_type;
 static Py_ssize_t timing_off[N_TIMING];
+static int timing_kind[N_TIMING];      /* the member's type: T_OBJECT_EX (a __slots__ member), T_LONGLONG or T_BOOL */
 
 static int timing_slots(PyObject *st) {
     PyTypeObject *tp = Py_TYPE(st);
@@ -244,24 +245,30 @@ static int timing_slots(PyObject *st) {
         return 0;
     PyObject *names[N_TIMING] = {s_mad_cycle, s_mad_writes, s_mad_macro, s_nop_only_cycle, s_busy_until, s_strict};
     Py_ssize_t off[N_TIMING];
+    int kind[N_TIMING];
     for (int k = 0; k < N_TIMING; k++) {
-        PyObject *d = PyObject_GetAttr((PyObject *)tp, names[k]);
-        off[k] = member_offset(d, 0);
-        Py_XDECREF(d);
-        if (off[k] < 0) {
-            PyErr_Clear();
-            PyErr_Format(PyExc_TypeError, "sfpu_issue: %s.%U is not a __slots__ member", tp->tp_name, names[k]);
+        PyObject *d = _PyType_Lookup(tp, names[k]);        /* (borrowed) */
+        PyMemberDef *m = d && Py_IS_TYPE(d, &PyMemberDescr_Type) ? ((PyMemberDescrObject *)d)->d_member : NULL;
+        if (!m || (m->flags & READONLY) || (m->type != T_OBJECT_EX && m->type != T_LONGLONG && m->type != T_BOOL)) {
+            PyErr_Format(PyExc_TypeError, "sfpu_issue: %s.%U is not a __slots__ or C member", tp->tp_name, names[k]);
             return -1;
         }
+        off[k] = m->offset, kind[k] = m->type;
     }
     memcpy(timing_off, off, sizeof off);
+    memcpy(timing_kind, kind, sizeof kind);
     Py_INCREF(tp);
     Py_XSETREF(timing_type, tp);
     return 0;
 }
 
 static int slot_ll(PyObject *st, int k, long long *out) {
-    PyObject *v = *(PyObject **)((char *)st + timing_off[k]);
+    char *p = (char *)st + timing_off[k];
+    if (timing_kind[k] != T_OBJECT_EX) {
+        *out = timing_kind[k] == T_BOOL ? *p : *(long long *)p;
+        return 0;
+    }
+    PyObject *v = *(PyObject **)p;
     if (!v) {
         PyErr_SetString(PyExc_AttributeError, "sfpu_issue: an SfpuTiming slot is unset");
         return -1;
@@ -269,11 +276,51 @@ static int slot_ll(PyObject *st, int k, long long *out) {
     return get_ll(v, "SfpuTiming slot", out);
 }
 
+/* the member's value as an object (a new reference, NULL with an error set) */
+static PyObject *slot_obj(PyObject *st, int k) {
+    char *p = (char *)st + timing_off[k];
+    if (timing_kind[k] == T_BOOL)
+        return PyBool_FromLong(*p);
+    if (timing_kind[k] == T_LONGLONG)
+        return PyLong_FromLongLong(*(long long *)p);
+    PyObject *v = *(PyObject **)p;
+    if (!v)
+        PyErr_SetString(PyExc_AttributeError, "sfpu_issue: an SfpuTiming slot is unset");
+    return Py_XNewRef(v);
+}
+
 static int set_slot(PyObject *st, int k, PyObject *v) {      /* (steals v) */
     if (!v)
         return -1;
-    Py_XSETREF(*(PyObject **)((char *)st + timing_off[k]), v);
+    char *p = (char *)st + timing_off[k];
+    if (timing_kind[k] == T_OBJECT_EX) {
+        Py_XSETREF(*(PyObject **)p, v);
+        return 0;
+    }
+    long long x;
+    int bad = timing_kind[k] == T_BOOL ? (x = PyObject_IsTrue(v)) < 0 : get_ll(v, "SfpuTiming member", &x);
+    Py_DECREF(v);
+    if (bad)
+        return -1;
+    if (timing_kind[k] == T_BOOL)
+        *p = (char)x;
+    else
+        *(long long *)p = x;
     return 0;
+}
+
+/* set_slot of the integer v (mad_macro: its truth) */
+static int set_slot_ll(PyObject *st, int k, long long v) {
+    char *p = (char *)st + timing_off[k];
+    if (timing_kind[k] == T_LONGLONG) {
+        *(long long *)p = v;
+        return 0;
+    }
+    if (timing_kind[k] == T_BOOL) {
+        *p = v != 0;
+        return 0;
+    }
+    return set_slot(st, k, k == T_MAD_MACRO ? PyBool_FromLong(v != 0) : PyLong_FromLongLong(v));
 }
 
 /* issue_run(ctx, words, j, t, thread, cword, dq, flags, cfg0, cfg1, thread_obj, was_blocked, event_t, dq_max,
@@ -572,11 +619,11 @@ static PyObject *sfpu_run_io(PyObject *const *args, Py_ssize_t nargs, int pushed
         memcpy(S->taken[th], ring, sizeof ring);
         S->taken_head[th] = head, S->taken_len[th] = (int)qlen;
     }
-    if ((mad_cycle != mad_cycle0 && set_slot(st, T_MAD_CYCLE, PyLong_FromLongLong(mad_cycle)))
-        || (mad_writes != mad_writes0 && set_slot(st, T_MAD_WRITES, PyLong_FromLongLong(mad_writes)))
-        || (mad_macro != mad_macro0 && set_slot(st, T_MAD_MACRO, Py_NewRef(mad_macro ? Py_True : Py_False)))
-        || (nop_only != nop_only0 && set_slot(st, T_NOP_ONLY, PyLong_FromLongLong(nop_only)))
-        || (busy != busy0 && set_slot(st, T_BUSY, PyLong_FromLongLong(busy))))
+    if ((mad_cycle != mad_cycle0 && set_slot_ll(st, T_MAD_CYCLE, mad_cycle))
+        || (mad_writes != mad_writes0 && set_slot_ll(st, T_MAD_WRITES, mad_writes))
+        || (mad_macro != mad_macro0 && set_slot_ll(st, T_MAD_MACRO, mad_macro))
+        || (nop_only != nop_only0 && set_slot_ll(st, T_NOP_ONLY, nop_only))
+        || (busy != busy0 && set_slot_ll(st, T_BUSY, busy)))
         goto fail;
     if (last_mem >= 0) {
         for (int k = 0; k < 6; k++) {

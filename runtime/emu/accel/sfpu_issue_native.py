@@ -94,6 +94,19 @@ def timing_rows(depth: int):
     return None if mod is None else mod.ThreadTiming(depth).rows()
 
 
+@functools.lru_cache(maxsize=None)
+def sfpu_timing_class():
+    """cycles.SfpuTiming's rules over timing_state.c's SfpuTimingState (mad_cycle, mad_writes, mad_macro,
+    nop_only_cycle and busy_until as C members, which the C issue reads and writes without converting them); None
+    when TIMING_NATIVE is off or the C part unavailable (cycles.SfpuTiming, its __slots__, then)."""
+    mod = _load()[0] if TIMING_NATIVE else None
+    if mod is None:
+        return None
+    from tt_backend.runtime.emu.cycles import SfpuTimingRules
+    return type("SfpuTiming", (mod.SfpuTimingState, SfpuTimingRules), {"__slots__": ("strict", "where", "rec"),
+                                                                        "__module__": SfpuTimingRules.__module__})
+
+
 def issue_run():
     """The C part's issue_run (see sfpu_issue_native.c), or None when it is off or unavailable."""
     return _part("issue_run") if ISSUE_NATIVE else None

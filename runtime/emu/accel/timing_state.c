@@ -48,6 +48,33 @@ static long long *row_ints(ThreadTiming *s, int row) {
     }
 }
 
+/* The Vector Unit's timing state (cycles.SfpuTiming's mad_cycle, mad_writes, mad_macro, nop_only_cycle and
+ * busy_until, read and written by the C issue on every SFPU word) as C members: SfpuTimingState is the base of the
+ * class sfpu_issue_native.sfpu_timing_class() makes with cycles.SfpuTimingRules (its methods) and the other slots. */
+typedef struct {
+    PyObject_HEAD
+    long long mad_cycle, mad_writes, nop_only_cycle, busy_until;
+    char mad_macro;
+} SfpuTimingState;
+
+static PyMemberDef sfpu_state_members[] = {
+    {"mad_cycle", T_LONGLONG, offsetof(SfpuTimingState, mad_cycle), 0, "issue cycle of the last MAD-class instruction"},
+    {"mad_writes", T_LONGLONG, offsetof(SfpuTimingState, mad_writes), 0, "its destination LRegs"},
+    {"mad_macro", T_BOOL, offsetof(SfpuTimingState, mad_macro), 0, "it was scheduled by SFPLOADMACRO"},
+    {"nop_only_cycle", T_LONGLONG, offsetof(SfpuTimingState, nop_only_cycle), 0, "the cycle only SFPNOP is taken on"},
+    {"busy_until", T_LONGLONG, offsetof(SfpuTimingState, busy_until), 0, "the cycle the SFPU has no work left after"},
+    {NULL},
+};
+
+static PyTypeObject SfpuTimingState_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "sfpu_issue.SfpuTimingState",
+    .tp_basicsize = sizeof(SfpuTimingState),
+    .tp_new = PyType_GenericNew,
+    .tp_members = sfpu_state_members,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+    .tp_doc = "the Vector Unit's timing state as C members (see timing_state.c)",
+};
+
 /* ---------------------------------------------------------------------------------------------- TimingRow */
 static Py_ssize_t row_len(PyObject *self) {
     return 3;
@@ -295,9 +322,10 @@ static PyTypeObject ThreadTiming_Type = {
 
 static int timing_state_init(PyObject *m) {
     if (PyType_Ready(&ThreadTiming_Type) < 0 || PyType_Ready(&TimingRow_Type) < 0
-        || PyType_Ready(&TakenRing_Type) < 0)
+        || PyType_Ready(&TakenRing_Type) < 0 || PyType_Ready(&SfpuTimingState_Type) < 0)
         return -1;
-    return PyModule_AddObjectRef(m, "ThreadTiming", (PyObject *)&ThreadTiming_Type);
+    return PyModule_AddObjectRef(m, "ThreadTiming", (PyObject *)&ThreadTiming_Type) < 0
+           || PyModule_AddObjectRef(m, "SfpuTimingState", (PyObject *)&SfpuTimingState_Type) < 0 ? -1 : 0;
 }
 
 /* ------------------------------------------------------------- the other C readers' access (lists or views) */
