@@ -92,6 +92,26 @@ static PyObject *configure(PyObject *self, PyObject *args) {
 }
 
 static int get_ll(PyObject *o, const char *what, long long *out) {
+    if (PyLong_CheckExact(o)) {     /* an int of at most two 30-bit digits (cycles, words, config words): read here */
+#if PY_VERSION_HEX >= 0x030C0000
+        if (PyUnstable_Long_IsCompact((PyLongObject *)o)) {
+            *out = PyUnstable_Long_CompactValue((PyLongObject *)o);
+            return 0;
+        }
+#else
+        Py_ssize_t size = Py_SIZE(o);
+        const digit *d = ((PyLongObject *)o)->ob_digit;
+        if (size >= -1 && size <= 1) {
+            *out = size * (long long)d[0];
+            return 0;
+        }
+        if (size == 2 || size == -2) {
+            long long v = (long long)d[0] | (long long)d[1] << PyLong_SHIFT;
+            *out = size > 0 ? v : -v;
+            return 0;
+        }
+#endif
+    }
     *out = PyLong_AsLongLong(o);
     if (*out == -1 && PyErr_Occurred()) {
         PyErr_Format(PyExc_TypeError, "sfpu_issue: %s is not an integer", what);
@@ -335,7 +355,10 @@ static int set_slot_ll(PyObject *st, int k, long long v) {
  * ready_run (not pushed, below). */
 typedef struct {
     PyObject *rec0;                   /* in: words[j]'s C facts where the caller has them (borrowed), else NULL */
-    long long j, t, last_c, fl, last_mem;   /* out: the result's items, where it was taken */
+    int c_in;                         /* in: the integer arguments are these fields (j, t, fl, th, ...), not args' */
+    int was_blocked;
+    long long th, event_t, dq_max, latch_block, cfg0, cfg1;
+    long long j, t, last_c, fl, last_mem;   /* out: the result's items, where it was taken (in: with c_in) */
 } run_io;
 static PyObject *sfpu_run_io(PyObject *const *args, Py_ssize_t nargs, int pushed, int one_word, run_io *io);
 static PyObject *sfpu_run(PyObject *const *args, Py_ssize_t nargs, int pushed, int one_word) {
@@ -352,11 +375,17 @@ static PyObject *sfpu_run_io(PyObject *const *args, Py_ssize_t nargs, int pushed
     PyObject *ctx = args[0], *words = args[1], *cword = args[5], *dq = args[6];
     PyObject *cfg0 = args[8], *cfg1 = args[9], *thobj = args[10], *mem = args[15];
     long long j0, t, th, fl, event_t, dq_max, latch_block;
-    if (get_ll(args[2], "j", &j0) || get_ll(args[3], "t", &t) || get_ll(args[4], "thread", &th)
-        || get_ll(args[7], "flags", &fl) || get_ll(args[12], "event_t", &event_t)
-        || get_ll(args[13], "dq_max", &dq_max) || get_ll(args[14], "latch_block", &latch_block))
-        return NULL;
-    int was_blocked = PyObject_IsTrue(args[11]);
+    int was_blocked, c_in = io && io->c_in;
+    if (c_in) {                       /* (push_fast: no ints made to be read back here) */
+        j0 = io->j, t = io->t, th = io->th, fl = io->fl, event_t = io->event_t, dq_max = io->dq_max;
+        latch_block = io->latch_block, was_blocked = io->was_blocked;
+    } else {
+        if (get_ll(args[2], "j", &j0) || get_ll(args[3], "t", &t) || get_ll(args[4], "thread", &th)
+            || get_ll(args[7], "flags", &fl) || get_ll(args[12], "event_t", &event_t)
+            || get_ll(args[13], "dq_max", &dq_max) || get_ll(args[14], "latch_block", &latch_block))
+            return NULL;
+        was_blocked = PyObject_IsTrue(args[11]);
+    }
     if (!PyTuple_Check(ctx) || PyTuple_GET_SIZE(ctx) != 9 || !(one_word || PyTuple_Check(words)) || !PyDict_Check(cword)
         || !(PyList_Check(dq) || dq_is_queue(dq)) || was_blocked < 0 || th < 0 || th > 2
         || (mem != Py_None
@@ -375,8 +404,10 @@ static PyObject *sfpu_run_io(PyObject *const *args, Py_ssize_t nargs, int pushed
         Py_RETURN_NONE;
     /* a DeferredQueue's records hold config words 0 and 1 and the thread as integers */
     long long cfg0_v = 0, cfg1_v = 0, thread_v = 0;
-    if (dq_is_queue(dq) && (get_ll(cfg0, "cfg0", &cfg0_v) || get_ll(cfg1, "cfg1", &cfg1_v)
-                            || get_ll(thobj, "thread", &thread_v)))
+    if (c_in)
+        cfg0_v = io->cfg0, cfg1_v = io->cfg1, thread_v = th;
+    else if (dq_is_queue(dq) && (get_ll(cfg0, "cfg0", &cfg0_v) || get_ll(cfg1, "cfg1", &cfg1_v)
+                                 || get_ll(thobj, "thread", &thread_v)))
         return NULL;
     PyObject *rec = io && io->rec0 ? io->rec0 : PyDict_GetItemWithError(cword, wv[j]);
     if (!rec) {

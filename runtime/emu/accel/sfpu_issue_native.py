@@ -94,12 +94,16 @@ def timing_rows(depth: int):
     return None if mod is None else mod.ThreadTiming(depth).rows()
 
 
-@functools.lru_cache(maxsize=None)
 def sfpu_timing_class():
     """cycles.SfpuTiming's rules over timing_state.c's SfpuTimingState (mad_cycle, mad_writes, mad_macro,
     nop_only_cycle and busy_until as C members, which the C issue reads and writes without converting them); None
     when TIMING_NATIVE is off or the C part unavailable (cycles.SfpuTiming, its __slots__, then)."""
-    mod = _load()[0] if TIMING_NATIVE else None
+    return _sfpu_timing_class() if TIMING_NATIVE else None
+
+
+@functools.lru_cache(maxsize=None)
+def _sfpu_timing_class():
+    mod = _load()[0]
     if mod is None:
         return None
     from tt_backend.runtime.emu.cycles import SfpuTimingRules
