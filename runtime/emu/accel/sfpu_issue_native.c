@@ -91,7 +91,7 @@ static PyObject *configure(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
-static int get_ll(PyObject *o, const char *what, long long *out) {
+static inline int get_ll(PyObject *o, const char *what, long long *out) {
     if (PyLong_CheckExact(o)) {     /* an int of at most two 30-bit digits (cycles, words, config words): read here */
 #if PY_VERSION_HEX >= 0x030C0000
         if (PyUnstable_Long_IsCompact((PyLongObject *)o)) {
@@ -282,7 +282,7 @@ static int timing_slots(PyObject *st) {
     return 0;
 }
 
-static int slot_ll(PyObject *st, int k, long long *out) {
+static inline int slot_ll(PyObject *st, int k, long long *out) {
     char *p = (char *)st + timing_off[k];
     if (timing_kind[k] != T_OBJECT_EX) {
         *out = timing_kind[k] == T_BOOL ? *p : *(long long *)p;
@@ -429,13 +429,12 @@ static PyObject *sfpu_run_io(PyObject *const *args, Py_ssize_t nargs, int pushed
     /* the SFPU timing's values as read: only what changed is written back */
     const long long mad_cycle0 = mad_cycle, mad_writes0 = mad_writes;
     const long long mad_macro0 = mad_macro, nop_only0 = nop_only, busy0 = busy;
-    /* taken: when the last `depth` words left the FIFO, oldest first (a ring: ring[head] the oldest of qlen), copied
-     * and written back with the rest (words already taken leave the FIFO alone) */
-    long long ring[MAX_DEPTH];
+    /* taken: when the last `depth` words left the FIFO, oldest first (the C state's ring: ring[head] the oldest of
+     * qlen), a word's entry written where it is committed, head and length with the rest (words already taken leave
+     * the FIFO alone) */
+    long long *ring = S->taken[th];
     Py_ssize_t qlen = pushed ? S->taken_len[th] : 0;
     int head = S->taken_head[th];
-    if (pushed)
-        memcpy(ring, S->taken[th], sizeof ring);
     /* Dst access: the thread's config and RWCs, Dst's rows written, the FPU's last Dst writes */
     PyObject *cfg_l = NULL, *rwc_d = NULL, *fpu_w = NULL;
     long long rwc[6] = {0}, src_mode = 0;
@@ -647,7 +646,6 @@ static PyObject *sfpu_run_io(PyObject *const *args, Py_ssize_t nargs, int pushed
     S->first[th] = first, S->has_first[th] = 1;
     if (pushed) {
         S->fe[th] = fe, S->after_mop[th] = 0;
-        memcpy(S->taken[th], ring, sizeof ring);
         S->taken_head[th] = head, S->taken_len[th] = (int)qlen;
     }
     if ((mad_cycle != mad_cycle0 && set_slot_ll(st, T_MAD_CYCLE, mad_cycle))
