@@ -16,8 +16,13 @@ from tt_backend.runtime.emu.accel import sfpu_issue_native
 from tt_backend.runtime.emu.tensix import Tensix
 from tests.emu import test_sfpu_issue_native as issue_tests
 
-pytestmark = pytest.mark.skipif(sfpu_issue_native.timing_rows(cycles.FIFO_EFFECTIVE_DEPTH) is None,
-                                reason=sfpu_issue_native.status())
+pytestmark = pytest.mark.skipif(sfpu_issue_native._load()[0] is None, reason=sfpu_issue_native.status())
+
+
+@pytest.fixture(autouse=True)
+def _state_in_c(monkeypatch):
+    """(each test asks for the C state or the lists itself; the C part's own tests run with the C state)"""
+    monkeypatch.setattr(sfpu_issue_native, "TIMING_NATIVE", True)
 
 
 def _lists(depth: int) -> tuple:
