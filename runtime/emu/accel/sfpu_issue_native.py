@@ -203,7 +203,11 @@ def new_queue():
 
 def status() -> str:
     """Which path issues SFPU words pushed one at a time, for `python -m tt_backend info`."""
-    return _load()[1] if ISSUE_NATIVE else "Python: TT_EMU_SFPU_ISSUE_NATIVE=0"
+    if not ISSUE_NATIVE:
+        return "Python: TT_EMU_SFPU_ISSUE_NATIVE=0"
+    if not TIMING_NATIVE:      # (the C issue runs on the cycle model's C state)
+        return "Python: TT_EMU_TIMING_NATIVE=0 (the cycle model's state in Python lists)"
+    return _load()[1]
 
 
 def plain_status() -> str:
@@ -218,7 +222,7 @@ def plain_status() -> str:
 def replay_status() -> str:
     """Which path takes a REPLAY pushed on its own, for `python -m tt_backend info`."""
     for on, switch in ((ISSUE_NATIVE, "TT_EMU_SFPU_ISSUE_NATIVE"), (READY_NATIVE, "TT_EMU_SFPU_READY_NATIVE"),
-                       (REPLAY_NATIVE, "TT_EMU_REPLAY_PUSH_NATIVE")):
+                       (REPLAY_NATIVE, "TT_EMU_REPLAY_PUSH_NATIVE"), (TIMING_NATIVE, "TT_EMU_TIMING_NATIVE")):
         if not on:
             return f"Python: {switch}=0"
     mod, why = _load()
