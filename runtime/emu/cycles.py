@@ -166,6 +166,7 @@ class SfpuTimingRules:
 
 
 class SfpuTiming(SfpuTimingRules):
+    """The Vector Unit's timing state in __slots__ (the reference: TT_EMU_TIMING_NATIVE=0)."""
     __slots__ = ("strict", "mad_cycle", "mad_writes", "mad_macro", "nop_only_cycle", "busy_until", "where", "rec")
 
 
@@ -204,19 +205,6 @@ def instr_kind(name: str, unit: str, f: dict):
     return K_PLAIN, None
 
 
-def _sfpu_timing_class() -> type:
-    """SfpuTiming, or where the state is held in C (TT_EMU_TIMING_NATIVE), its class with C members."""
-    from tt_backend.runtime.emu.accel import sfpu_issue_native     # (it imports this module's tables)
-    return sfpu_issue_native.sfpu_timing_class() or SfpuTiming
-
-
-def _native_rows():
-    """The per-thread issue state in C (sfpu_issue_native.timing_rows: clock, fe, gate, after_mop, first, stalls,
-    issued, taken as views), or None: Python lists (TT_EMU_TIMING_NATIVE=0, or no C part)."""
-    from tt_backend.runtime.emu.accel import sfpu_issue_native     # (it imports this module's tables)
-    return sfpu_issue_native.timing_rows(FIFO_EFFECTIVE_DEPTH)
-
-
 class TensixTiming:
     """Issue cycles of the three Tensix threads and the busy-until times of the backend units they share."""
 
@@ -228,7 +216,10 @@ class TensixTiming:
 
     def __init__(self, tensix):
         self.tx = tensix
-        self.sfpu = _sfpu_timing_class()(tensix.strict)   # the Vector Unit's hazard state (handed to the SFPU)
+        # where the state the C issue reads on every word lives: a Tensix's DeferralMixin.timing_state() gives the C
+        # state's views and SfpuTiming class (timing_state.c), None (or no such method): Python lists, SfpuTiming
+        native = tensix.timing_state() if hasattr(tensix, "timing_state") else None
+        self.sfpu = (SfpuTiming if native is None else native[1])(tensix.strict)   # the Vector Unit's hazard state
         self.clock = [0, 0, 0]           # issue cycle of each thread's latest instruction
         self.fe = [0, 0, 0]              # earliest cycle the frontend can deliver the next instruction
         self.gate = [(0, 0), (0, 0), (0, 0)]   # (block mask, first cycle it no longer blocks) of the Wait Gate
@@ -237,9 +228,8 @@ class TensixTiming:
         self.first = [None, None, None]  # first issue cycle per thread
         self.after_mop = [False, False, False]
         self.taken = [deque(maxlen=FIFO_EFFECTIVE_DEPTH) for _ in range(3)]   # when recent words left each FIFO
-        rows = _native_rows()            # the same state held in C, seen through views with these lists' semantics
-        if rows is not None:
-            self.clock, self.fe, self.gate, self.after_mop, self.first, self.stalls, self.issued, self.taken = rows
+        if native is not None:           # the same state held in C, seen through views with these lists' semantics
+            self.clock, self.fe, self.gate, self.after_mop, self.first, self.stalls, self.issued, self.taken = native[0]
         self.event_t = 0                 # latest cycle a semaphore / Src bank / mutex changed (wakes blocked threads)
         self.unpack_busy = [0, 0]
         self.pack_busy = 0

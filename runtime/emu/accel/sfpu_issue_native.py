@@ -40,7 +40,8 @@ from tt_backend.runtime.emu.accel.sfpu_native import DST32_MODES_OF
 from tt_backend.chip.numerics.formats import element_bits
 from tt_backend.runtime.emu.frontend import FIFO_DEPTH
 from tt_backend.runtime.emu.cycles import (FIFO_EFFECTIVE_DEPTH, FPU_DST_READ_LATENCY, FPU_TO_SFPLOAD_GAP,
-                                           MOP_TRANSITION_PENALTY, PACK_BYTES_PER_CYCLE, UNPACK_BYTES_PER_CYCLE)
+                                           MOP_TRANSITION_PENALTY, PACK_BYTES_PER_CYCLE, UNPACK_BYTES_PER_CYCLE,
+                                           SfpuTimingRules)
 from tt_backend.runtime.emu.tensix_fpu import DST_RWC_MASK, SRC_RWC_MASK, tile_format_tables
 
 SOURCE = Path(__file__).with_name("sfpu_issue_native.c")
@@ -106,7 +107,6 @@ def _sfpu_timing_class():
     mod = _load()[0]
     if mod is None:
         return None
-    from tt_backend.runtime.emu.cycles import SfpuTimingRules
     return type("SfpuTiming", (mod.SfpuTimingState, SfpuTimingRules), {"__slots__": ("strict", "where", "rec"),
                                                                         "__module__": SfpuTimingRules.__module__})
 
