@@ -96,11 +96,13 @@ def noc_cycles(nbytes: int, hops: int = 1, dram: bool = False) -> int:
 
 
 # ---------------------------------------------------------------------------------------------------- SFPU hazards
-class SfpuTiming:
+class SfpuTimingRules:
     """Auto-stall and strict hazard rules of the Vector Unit, shared by regular instructions (via the Tensix) and
-    SFPLOADMACRO-scheduled ones (via the SFPU). `where()` names the instruction for error messages."""
+    SFPLOADMACRO-scheduled ones (via the SFPU). `where()` names the instruction for error messages. The rules of
+    SfpuTiming (its state in __slots__) and of sfpu_issue_native.sfpu_timing_class()'s class (the same state, the
+    fields the C issue reads on every word held as C members)."""
 
-    __slots__ = ("strict", "mad_cycle", "mad_writes", "mad_macro", "nop_only_cycle", "busy_until", "where", "rec")
+    __slots__ = ()
 
     def __init__(self, strict: bool = True):
         self.strict = strict
@@ -163,6 +165,11 @@ class SfpuTiming:
             self.busy_until = done
 
 
+class SfpuTiming(SfpuTimingRules):
+    """The Vector Unit's timing state in __slots__ (the reference: TT_EMU_TIMING_NATIVE=0)."""
+    __slots__ = ("strict", "mad_cycle", "mad_writes", "mad_macro", "nop_only_cycle", "busy_until", "where", "rec")
+
+
 def _regs(mask: int) -> str:
     return ",".join(str(i) for i in range(17) if mask >> i & 1)
 
@@ -209,13 +216,20 @@ class TensixTiming:
 
     def __init__(self, tensix):
         self.tx = tensix
-        self.sfpu = SfpuTiming(tensix.strict)   # the Vector Unit's hazard state (handed to the SFPU it times)
+        # where the state the C issue reads on every word lives: a Tensix's DeferralMixin.timing_state() gives the C
+        # state's views and SfpuTiming class (timing_state.c), None (or no such method): Python lists, SfpuTiming
+        native = tensix.timing_state() if hasattr(tensix, "timing_state") else None
+        self.sfpu = (SfpuTiming if native is None else native[1])(tensix.strict)   # the Vector Unit's hazard state
         self.clock = [0, 0, 0]           # issue cycle of each thread's latest instruction
         self.fe = [0, 0, 0]              # earliest cycle the frontend can deliver the next instruction
         self.gate = [(0, 0), (0, 0), (0, 0)]   # (block mask, first cycle it no longer blocks) of the Wait Gate
         self.issued = [0, 0, 0]          # instructions issued (frontend penalties excluded)
         self.stalls = [0, 0, 0]          # cycles lost to stalls/waits between issues
         self.first = [None, None, None]  # first issue cycle per thread
+        self.after_mop = [False, False, False]
+        self.taken = [deque(maxlen=FIFO_EFFECTIVE_DEPTH) for _ in range(3)]   # when recent words left each FIFO
+        if native is not None:           # the same state held in C, seen through views with these lists' semantics
+            self.clock, self.fe, self.gate, self.after_mop, self.first, self.stalls, self.issued, self.taken = native[0]
         self.event_t = 0                 # latest cycle a semaphore / Src bank / mutex changed (wakes blocked threads)
         self.unpack_busy = [0, 0]
         self.pack_busy = 0
@@ -226,8 +240,6 @@ class TensixTiming:
         self.bank_read = {}              # ("a"|"b", bank) -> issue cycle of the last FPU instruction that held it
         self.nop_t = 0                   # issue cycle of the latest UNPACR_NOP (a bank handed over without data)
         self.dst_fpu_write = {}          # Dst32b 8-row block -> issue cycle of the last FPU write
-        self.after_mop = [False, False, False]
-        self.taken = [deque(maxlen=FIFO_EFFECTIVE_DEPTH) for _ in range(3)]   # when recent words left each FIFO
         self.rec = None                  # a timeline.TimelineRecorder while one is attached (Tile.timeline_begin)
 
     # --- frontend ------------------------------------------------------------------------------------------

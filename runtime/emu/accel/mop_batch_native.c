@@ -105,6 +105,12 @@ static int int_of(PyObject *v, long long *out) {
 
 /* item i of a list (a list: the commit writes some of them back) or of a tuple as a C integer; 1 where it is not */
 static int list_int(PyObject *list, Py_ssize_t i, long long *out) {
+    ThreadTiming *s = row_state(list);            /* (a row of the cycle model's C state) */
+    if (s) {
+        int bad = i >= 3 || row_ll(s, list, i, out);
+        PyErr_Clear();
+        return bad;
+    }
     return int_of(PyList_Check(list) && i < PyList_GET_SIZE(list) ? PyList_GET_ITEM(list, i) : NULL, out);
 }
 
@@ -234,10 +240,10 @@ static PyObject *batch_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
          && !list_int(g[G_ISSUED], t, &issued));
     if (b <= clock)
         b = clock + 1;
-    NEED(PyList_Check(g[G_FIRST]) && PyList_GET_SIZE(g[G_FIRST]) > t && PyList_GET_ITEM(g[G_FIRST], t) != Py_None);
-    NEED(PyList_Check(g[G_GATE]) && PyList_GET_SIZE(g[G_GATE]) > t);
-    PyObject *gate = PyList_GET_ITEM(g[G_GATE], t);
-    NEED(PyTuple_Check(gate) ? !tuple_int(gate, 1, &gate1) : !list_int(gate, 1, &gate1));
+    NEED((row_state(g[G_FIRST]) || PyList_Check(g[G_FIRST])) && first_unset(g[G_FIRST], t) == 0);
+    NEED(row_state(g[G_GATE]) || PyList_Check(g[G_GATE]));
+    long long gate0;
+    NEED(!gate_pair(g[G_GATE], t, &gate0, &gate1));
     NEED(gate1 <= b && PyDict_Check(g[G_FPUW]));
     Py_ssize_t pos = 0;
     PyObject *key_o, *val_o;
@@ -245,10 +251,15 @@ static PyObject *batch_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
         NEED(PyLong_Check(val_o) && !get_ll(val_o, "FPU write", &v) && v <= b - fpu_to_sfpload_gap);
     NEED(!slot_ll(g[G_ST], T_NOP_ONLY, &nop) && !slot_ll(g[G_ST], T_MAD_CYCLE, &mad) && nop <= b && mad <= b - 1
          && !slot_ll(g[G_ST], T_BUSY, &busy));
-    PyObject *mad_writes = *(PyObject **)((char *)g[G_ST] + timing_off[T_MAD_WRITES]);
-    PyObject *mad_macro = *(PyObject **)((char *)g[G_ST] + timing_off[T_MAD_MACRO]);
-    NEED(mad_writes && mad_macro);
-    PyObject *mad_state = mad == b - 1 ? PyTuple_Pack(2, mad_writes, mad_macro) : Py_NewRef(Py_None);
+    PyObject *mad_state = Py_None;
+    if (mad == b - 1) {
+        PyObject *mad_writes = slot_obj(g[G_ST], T_MAD_WRITES), *mad_macro = slot_obj(g[G_ST], T_MAD_MACRO);
+        mad_state = mad_writes && mad_macro ? PyTuple_Pack(2, mad_writes, mad_macro) : NULL;
+        Py_XDECREF(mad_writes);
+        Py_XDECREF(mad_macro);
+    } else {
+        Py_INCREF(mad_state);
+    }
     NEED(mad_state);
     g[G_KEY3] = Py_BuildValue("(LON)", b - clock, nop == b ? Py_True : Py_False, mad_state);
     NEED(g[G_KEY3] && (g[G_TKEY] = Py_BuildValue("(OnOO)", g[G_BODY], k, g[G_KEY3], Py_False)));

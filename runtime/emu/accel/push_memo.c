@@ -202,16 +202,15 @@ static int push_fast(PyObject *tx, long long th, PyObject *thread_o, PyObject *w
         return -1;
     if (!facts.rec || !PyTuple_Check(fast) || PyTuple_GET_SIZE(fast) != 7 || PyTuple_GET_ITEM(fast, 2) != Py_False)
         return 0;               /* (not deferrable, no C facts, or a Dst access: push_one's full path) */
-    PyObject *c0 = Py_NewRef(PyList_GET_ITEM(m->cfg, 0)), *c1 = Py_NewRef(PyList_GET_ITEM(m->cfg, 1));
-    PyObject *flo = PyLong_FromLongLong(m->fl), *lbo = PyLong_FromLongLong(latch_block), *r = NULL;
-    run_io io = {facts.rec};
-    if (flo && lbo) {
-        PyObject *all[16] = {m->ctx, word, zero, t_o, thread_o, m->cword, m->dq, flo, c0, c1, thread_o,
-                             blocked != Py_None ? Py_True : Py_False, m->event_t, dq_max, lbo, Py_None};
+    PyObject *c0 = Py_NewRef(PyList_GET_ITEM(m->cfg, 0)), *c1 = Py_NewRef(PyList_GET_ITEM(m->cfg, 1)), *r = NULL;
+    run_io io = {facts.rec, 1, blocked != Py_None, th};      /* (the run's integer arguments as C values) */
+    io.fl = m->fl, io.latch_block = latch_block;
+    if (!get_ll(t_o, "t", &io.t) && !get_ll(m->event_t, "event_t", &io.event_t)
+        && !get_ll(dq_max, "dq_max", &io.dq_max) && !get_ll(c0, "cfg0", &io.cfg0) && !get_ll(c1, "cfg1", &io.cfg1)) {
+        PyObject *all[16] = {m->ctx, word, NULL, NULL, NULL, m->cword, m->dq, NULL, c0, c1, thread_o, NULL, NULL, NULL,
+                             NULL, Py_None};
         r = sfpu_run_io(all, 16, 1, 1, &io);
     }
-    Py_XDECREF(flo);
-    Py_XDECREF(lbo);
     Py_DECREF(c0);
     Py_DECREF(c1);
     if (!r)

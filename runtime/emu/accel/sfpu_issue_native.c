@@ -26,6 +26,7 @@
 #include <string.h>
 
 #define MAX_DEPTH 64
+#include "timing_state.c"     /* ThreadTiming: the cycle model's per-thread issue state, and its views */
 
 /* Per-word facts, packed by sfpu_issue_native.word_facts in this order (little-endian int64s). */
 typedef struct {
@@ -90,7 +91,27 @@ static PyObject *configure(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
-static int get_ll(PyObject *o, const char *what, long long *out) {
+static inline int get_ll(PyObject *o, const char *what, long long *out) {
+    if (PyLong_CheckExact(o)) {     /* an int of at most two 30-bit digits (cycles, words, config words): read here */
+#if PY_VERSION_HEX >= 0x030C0000
+        if (PyUnstable_Long_IsCompact((PyLongObject *)o)) {
+            *out = PyUnstable_Long_CompactValue((PyLongObject *)o);
+            return 0;
+        }
+#else
+        Py_ssize_t size = Py_SIZE(o);
+        const digit *d = ((PyLongObject *)o)->ob_digit;
+        if (size >= -1 && size <= 1) {
+            *out = size * (long long)d[0];
+            return 0;
+        }
+        if (size == 2 || size == -2) {
+            long long v = (long long)d[0] | (long long)d[1] << PyLong_SHIFT;
+            *out = size > 0 ? v : -v;
+            return 0;
+        }
+#endif
+    }
     *out = PyLong_AsLongLong(o);
     if (*out == -1 && PyErr_Occurred()) {
         PyErr_Format(PyExc_TypeError, "sfpu_issue: %s is not an integer", what);
@@ -122,6 +143,9 @@ static int set_attr_ll(PyObject *o, PyObject *name, long long v) {
 }
 
 static int set_item_ll(PyObject *list, Py_ssize_t i, long long v) {
+    ThreadTiming *s = row_state(list);            /* (a row of the cycle model's C state) */
+    if (s)
+        return row_set_ll(s, list, i, v);
     PyObject *p = PyLong_FromLongLong(v);
     return p ? PyList_SetItem(list, i, p) : -1;      /* (steals p) */
 }
@@ -226,13 +250,14 @@ static PyObject *queue_entry(PyObject *w, PyObject *rec, const word_facts *f, lo
     return e;
 }
 
-/* The Vector Unit's timing state (cycles.SfpuTiming, a class with __slots__) is read and written at its slots' offsets,
- * which the slots' member descriptors give (getattr / setattr cost more than a whole pushed word's issue otherwise):
- * resolved once per class, checked on every call. Order: mad_cycle, mad_writes, mad_macro, nop_only_cycle,
- * busy_until, strict. */
+/* The Vector Unit's timing state (cycles.SfpuTiming, a class with __slots__, or sfpu_timing_class()'s, whose fields but
+ * `strict` are timing_state.c's SfpuTimingState members) is read and written at its members' offsets, which their
+ * member descriptors give (getattr / setattr cost more than a whole pushed word's issue otherwise): resolved once per
+ * class, checked on every call. Order: mad_cycle, mad_writes, mad_macro, nop_only_cycle, busy_until, strict. */
 enum { T_MAD_CYCLE, T_MAD_WRITES, T_MAD_MACRO, T_NOP_ONLY, T_BUSY, T_STRICT, N_TIMING };
 static PyTypeObject *timing_type;
 static Py_ssize_t timing_off[N_TIMING];
+static int timing_kind[N_TIMING];      /* the member's type: T_OBJECT_EX (a __slots__ member), T_LONGLONG or T_BOOL */
 
 static int timing_slots(PyObject *st) {
     PyTypeObject *tp = Py_TYPE(st);
@@ -240,24 +265,30 @@ static int timing_slots(PyObject *st) {
         return 0;
     PyObject *names[N_TIMING] = {s_mad_cycle, s_mad_writes, s_mad_macro, s_nop_only_cycle, s_busy_until, s_strict};
     Py_ssize_t off[N_TIMING];
+    int kind[N_TIMING];
     for (int k = 0; k < N_TIMING; k++) {
-        PyObject *d = PyObject_GetAttr((PyObject *)tp, names[k]);
-        off[k] = member_offset(d, 0);
-        Py_XDECREF(d);
-        if (off[k] < 0) {
-            PyErr_Clear();
-            PyErr_Format(PyExc_TypeError, "sfpu_issue: %s.%U is not a __slots__ member", tp->tp_name, names[k]);
+        PyObject *d = _PyType_Lookup(tp, names[k]);        /* (borrowed) */
+        PyMemberDef *m = d && Py_IS_TYPE(d, &PyMemberDescr_Type) ? ((PyMemberDescrObject *)d)->d_member : NULL;
+        if (!m || (m->flags & READONLY) || (m->type != T_OBJECT_EX && m->type != T_LONGLONG && m->type != T_BOOL)) {
+            PyErr_Format(PyExc_TypeError, "sfpu_issue: %s.%U is not a __slots__ or C member", tp->tp_name, names[k]);
             return -1;
         }
+        off[k] = m->offset, kind[k] = m->type;
     }
     memcpy(timing_off, off, sizeof off);
+    memcpy(timing_kind, kind, sizeof kind);
     Py_INCREF(tp);
     Py_XSETREF(timing_type, tp);
     return 0;
 }
 
-static int slot_ll(PyObject *st, int k, long long *out) {
-    PyObject *v = *(PyObject **)((char *)st + timing_off[k]);
+static inline int slot_ll(PyObject *st, int k, long long *out) {
+    char *p = (char *)st + timing_off[k];
+    if (timing_kind[k] != T_OBJECT_EX) {
+        *out = timing_kind[k] == T_BOOL ? *p : *(long long *)p;
+        return 0;
+    }
+    PyObject *v = *(PyObject **)p;
     if (!v) {
         PyErr_SetString(PyExc_AttributeError, "sfpu_issue: an SfpuTiming slot is unset");
         return -1;
@@ -265,11 +296,51 @@ static int slot_ll(PyObject *st, int k, long long *out) {
     return get_ll(v, "SfpuTiming slot", out);
 }
 
+/* the member's value as an object (a new reference, NULL with an error set) */
+static PyObject *slot_obj(PyObject *st, int k) {
+    char *p = (char *)st + timing_off[k];
+    if (timing_kind[k] == T_BOOL)
+        return PyBool_FromLong(*p);
+    if (timing_kind[k] == T_LONGLONG)
+        return PyLong_FromLongLong(*(long long *)p);
+    PyObject *v = *(PyObject **)p;
+    if (!v)
+        PyErr_SetString(PyExc_AttributeError, "sfpu_issue: an SfpuTiming slot is unset");
+    return Py_XNewRef(v);
+}
+
 static int set_slot(PyObject *st, int k, PyObject *v) {      /* (steals v) */
     if (!v)
         return -1;
-    Py_XSETREF(*(PyObject **)((char *)st + timing_off[k]), v);
+    char *p = (char *)st + timing_off[k];
+    if (timing_kind[k] == T_OBJECT_EX) {
+        Py_XSETREF(*(PyObject **)p, v);
+        return 0;
+    }
+    long long x;
+    int bad = timing_kind[k] == T_BOOL ? (x = PyObject_IsTrue(v)) < 0 : get_ll(v, "SfpuTiming member", &x);
+    Py_DECREF(v);
+    if (bad)
+        return -1;
+    if (timing_kind[k] == T_BOOL)
+        *p = (char)x;
+    else
+        *(long long *)p = x;
     return 0;
+}
+
+/* set_slot of the integer v (mad_macro: its truth) */
+static int set_slot_ll(PyObject *st, int k, long long v) {
+    char *p = (char *)st + timing_off[k];
+    if (timing_kind[k] == T_LONGLONG) {
+        *(long long *)p = v;
+        return 0;
+    }
+    if (timing_kind[k] == T_BOOL) {
+        *p = v != 0;
+        return 0;
+    }
+    return set_slot(st, k, k == T_MAD_MACRO ? PyBool_FromLong(v != 0) : PyLong_FromLongLong(v));
 }
 
 /* issue_run(ctx, words, j, t, thread, cword, dq, flags, cfg0, cfg1, thread_obj, was_blocked, event_t, dq_max,
@@ -284,7 +355,10 @@ static int set_slot(PyObject *st, int k, PyObject *v) {      /* (steals v) */
  * ready_run (not pushed, below). */
 typedef struct {
     PyObject *rec0;                   /* in: words[j]'s C facts where the caller has them (borrowed), else NULL */
-    long long j, t, last_c, fl, last_mem;   /* out: the result's items, where it was taken */
+    int c_in;                         /* in: the integer arguments are these fields (j, t, fl, th, ...), not args' */
+    int was_blocked;
+    long long th, event_t, dq_max, latch_block, cfg0, cfg1;
+    long long j, t, last_c, fl, last_mem;   /* out: the result's items, where it was taken (in: with c_in) */
 } run_io;
 static PyObject *sfpu_run_io(PyObject *const *args, Py_ssize_t nargs, int pushed, int one_word, run_io *io);
 static PyObject *sfpu_run(PyObject *const *args, Py_ssize_t nargs, int pushed, int one_word) {
@@ -301,11 +375,17 @@ static PyObject *sfpu_run_io(PyObject *const *args, Py_ssize_t nargs, int pushed
     PyObject *ctx = args[0], *words = args[1], *cword = args[5], *dq = args[6];
     PyObject *cfg0 = args[8], *cfg1 = args[9], *thobj = args[10], *mem = args[15];
     long long j0, t, th, fl, event_t, dq_max, latch_block;
-    if (get_ll(args[2], "j", &j0) || get_ll(args[3], "t", &t) || get_ll(args[4], "thread", &th)
-        || get_ll(args[7], "flags", &fl) || get_ll(args[12], "event_t", &event_t)
-        || get_ll(args[13], "dq_max", &dq_max) || get_ll(args[14], "latch_block", &latch_block))
-        return NULL;
-    int was_blocked = PyObject_IsTrue(args[11]);
+    int was_blocked, c_in = io && io->c_in;
+    if (c_in) {                       /* (push_fast: no ints made to be read back here) */
+        j0 = io->j, t = io->t, th = io->th, fl = io->fl, event_t = io->event_t, dq_max = io->dq_max;
+        latch_block = io->latch_block, was_blocked = io->was_blocked;
+    } else {
+        if (get_ll(args[2], "j", &j0) || get_ll(args[3], "t", &t) || get_ll(args[4], "thread", &th)
+            || get_ll(args[7], "flags", &fl) || get_ll(args[12], "event_t", &event_t)
+            || get_ll(args[13], "dq_max", &dq_max) || get_ll(args[14], "latch_block", &latch_block))
+            return NULL;
+        was_blocked = PyObject_IsTrue(args[11]);
+    }
     if (!PyTuple_Check(ctx) || PyTuple_GET_SIZE(ctx) != 9 || !(one_word || PyTuple_Check(words)) || !PyDict_Check(cword)
         || !(PyList_Check(dq) || dq_is_queue(dq)) || was_blocked < 0 || th < 0 || th > 2
         || (mem != Py_None
@@ -317,13 +397,17 @@ static PyObject *sfpu_run_io(PyObject *const *args, Py_ssize_t nargs, int pushed
     }
     PyObject *const *wv = one_word ? &args[1] : &PyTuple_GET_ITEM(words, 0);
     Py_ssize_t n = one_word ? 1 : PyTuple_GET_SIZE(words), j = (Py_ssize_t)j0;
-    /* the common refusal (a word not seen yet, a full queue) answered before the state is read */
-    if (j < 0 || j >= n || DQ_SIZE(dq) >= dq_max)
+    /* the common refusal (a word not seen yet, a full queue; the cycle model's state in Python lists,
+     * TT_EMU_TIMING_NATIVE=0: Python's path) answered before the state is read */
+    ThreadTiming *S = row_state(PyTuple_GET_ITEM(ctx, 0));
+    if (j < 0 || j >= n || DQ_SIZE(dq) >= dq_max || !S || S->depth != depth)
         Py_RETURN_NONE;
     /* a DeferredQueue's records hold config words 0 and 1 and the thread as integers */
     long long cfg0_v = 0, cfg1_v = 0, thread_v = 0;
-    if (dq_is_queue(dq) && (get_ll(cfg0, "cfg0", &cfg0_v) || get_ll(cfg1, "cfg1", &cfg1_v)
-                            || get_ll(thobj, "thread", &thread_v)))
+    if (c_in)
+        cfg0_v = io->cfg0, cfg1_v = io->cfg1, thread_v = th;
+    else if (dq_is_queue(dq) && (get_ll(cfg0, "cfg0", &cfg0_v) || get_ll(cfg1, "cfg1", &cfg1_v)
+                                 || get_ll(thobj, "thread", &thread_v)))
         return NULL;
     PyObject *rec = io && io->rec0 ? io->rec0 : PyDict_GetItemWithError(cword, wv[j]);
     if (!rec) {
@@ -332,45 +416,25 @@ static PyObject *sfpu_run_io(PyObject *const *args, Py_ssize_t nargs, int pushed
         Py_RETURN_NONE;
     }
 
-    /* the cycle model's state of thread th and the Vector Unit */
-    PyObject *clock_l = PyTuple_GET_ITEM(ctx, 0), *fe_l = PyTuple_GET_ITEM(ctx, 1), *gate_l = PyTuple_GET_ITEM(ctx, 2);
-    PyObject *after_l = PyTuple_GET_ITEM(ctx, 3), *first_l = PyTuple_GET_ITEM(ctx, 4);
-    PyObject *stalls_l = PyTuple_GET_ITEM(ctx, 5), *issued_l = PyTuple_GET_ITEM(ctx, 6);
-    PyObject *taken_l = PyTuple_GET_ITEM(ctx, 7), *st = PyTuple_GET_ITEM(ctx, 8);
-    long long clock, fe, mask, until, stalls, issued, first = 0;
+    /* the cycle model's state of thread th (its C state: timing_state.c) and the Vector Unit */
+    PyObject *st = PyTuple_GET_ITEM(ctx, 8);
+    long long clock = S->clock[th], fe = S->fe[th], mask = S->gate_mask[th], until = S->gate_until[th];
+    long long stalls = S->stalls[th], issued = S->issued[th], first = S->first[th];
     long long mad_cycle, mad_writes, mad_macro, nop_only, busy, strict;
-    PyObject *gate = PyList_GetItem(gate_l, th), *first_o = PyList_GetItem(first_l, th);
-    PyObject *after_o = PyList_GetItem(after_l, th), *q = PyList_GetItem(taken_l, th);
-    if (!gate || !first_o || !after_o || !q || !PyTuple_Check(gate) || PyTuple_GET_SIZE(gate) != 2
-        || get_ll(PyList_GetItem(clock_l, th), "clock", &clock) || get_ll(PyList_GetItem(fe_l, th), "fe", &fe)
-        || get_ll(PyTuple_GET_ITEM(gate, 0), "gate mask", &mask)
-        || get_ll(PyTuple_GET_ITEM(gate, 1), "gate until", &until)
-        || get_ll(PyList_GetItem(stalls_l, th), "stalls", &stalls)
-        || get_ll(PyList_GetItem(issued_l, th), "issued", &issued)
-        || (first_o != Py_None && get_ll(first_o, "first", &first))
-        || timing_slots(st) || slot_ll(st, T_MAD_CYCLE, &mad_cycle) || slot_ll(st, T_MAD_WRITES, &mad_writes)
+    if (timing_slots(st) || slot_ll(st, T_MAD_CYCLE, &mad_cycle) || slot_ll(st, T_MAD_WRITES, &mad_writes)
         || slot_ll(st, T_MAD_MACRO, &mad_macro) || slot_ll(st, T_NOP_ONLY, &nop_only)
         || slot_ll(st, T_BUSY, &busy) || slot_ll(st, T_STRICT, &strict))
         return NULL;
-    int has_first = first_o != Py_None, after_mop = PyObject_IsTrue(after_o);
-    /* the values as read: only what changed is written back (a word pushed on its own changes few of them) */
-    const long long stalls0 = stalls, fe0 = fe, mad_cycle0 = mad_cycle, mad_writes0 = mad_writes;
+    int has_first = S->has_first[th], after_mop = S->after_mop[th];
+    /* the SFPU timing's values as read: only what changed is written back */
+    const long long mad_cycle0 = mad_cycle, mad_writes0 = mad_writes;
     const long long mad_macro0 = mad_macro, nop_only0 = nop_only, busy0 = busy;
-    const int after_mop0 = after_mop;
-    /* taken: when the last `depth` words left the FIFO (a deque with maxlen depth), oldest first. Word k of the run
-     * reads at most the k-th oldest of them (a full ring's oldest, then the next): only the first n - j are read in
-     * (a word pushed on its own, deferral.push, reads one) */
-    long long ring[MAX_DEPTH];
-    Py_ssize_t qlen = pushed ? PySequence_Size(q) : 0;        /* (words already taken leave the FIFO alone) */
-    if (qlen < 0 || qlen > depth || after_mop < 0)
-        return NULL;
-    for (Py_ssize_t i = 0; i < qlen && i < n - j; i++) {
-        PyObject *v = PySequence_GetItem(q, i);
-        int bad = !v || get_ll(v, "taken", &ring[i]);
-        Py_XDECREF(v);
-        if (bad)
-            return NULL;
-    }
+    /* taken: when the last `depth` words left the FIFO, oldest first (the C state's ring: ring[head] the oldest of
+     * qlen), a word's entry written where it is committed, head and length with the rest (words already taken leave
+     * the FIFO alone) */
+    long long *ring = S->taken[th];
+    Py_ssize_t qlen = pushed ? S->taken_len[th] : 0;
+    int head = S->taken_head[th];
     /* Dst access: the thread's config and RWCs, Dst's rows written, the FPU's last Dst writes */
     PyObject *cfg_l = NULL, *rwc_d = NULL, *fpu_w = NULL;
     long long rwc[6] = {0}, src_mode = 0;
@@ -399,8 +463,7 @@ static PyObject *sfpu_run_io(PyObject *const *args, Py_ssize_t nargs, int pushed
         }
     }
     unsigned char *wr = (unsigned char *)written.buf;
-    int head = 0;                 /* ring[head] is the oldest of qlen */
-    Py_ssize_t appended = 0, last_mem = -1;
+    Py_ssize_t last_mem = -1;
     long long last_c = 0;
     PyObject *result = NULL;
 
@@ -543,7 +606,6 @@ static PyObject *sfpu_run_io(PyObject *const *args, Py_ssize_t nargs, int pushed
                 ring[(head + qlen) % depth] = left;
                 qlen++;
             }
-            appended++;
             fe = nfe;
             after_mop = 0;
             t = a + 1;
@@ -580,32 +642,17 @@ static PyObject *sfpu_run_io(PyObject *const *args, Py_ssize_t nargs, int pushed
     }
 
     /* write the state back */
-    if (set_item_ll(clock_l, th, clock) || (stalls != stalls0 && set_item_ll(stalls_l, th, stalls))
-        || set_item_ll(issued_l, th, issued) || (first_o == Py_None && set_item_ll(first_l, th, first)))
-        goto fail;
+    S->clock[th] = clock, S->stalls[th] = stalls, S->issued[th] = issued;
+    S->first[th] = first, S->has_first[th] = 1;
     if (pushed) {
-        if (fe != fe0 && set_item_ll(fe_l, th, fe))
-            goto fail;
-        if (after_mop0) {
-            Py_INCREF(Py_False);
-            if (PyList_SetItem(after_l, th, Py_False))
-                goto fail;
-        }
+        S->fe[th] = fe, S->after_mop[th] = 0;
+        S->taken_head[th] = head, S->taken_len[th] = (int)qlen;
     }
-    Py_ssize_t keep = appended < depth ? appended : depth;   /* the deque keeps the newest `depth` */
-    for (Py_ssize_t i = qlen - keep; i < qlen; i++) {
-        PyObject *v = PyLong_FromLongLong(ring[(head + i) % depth]);
-        PyObject *r = v ? append_call(q, v) : NULL;
-        Py_XDECREF(v);
-        if (!r)
-            goto fail;
-        Py_DECREF(r);
-    }
-    if ((mad_cycle != mad_cycle0 && set_slot(st, T_MAD_CYCLE, PyLong_FromLongLong(mad_cycle)))
-        || (mad_writes != mad_writes0 && set_slot(st, T_MAD_WRITES, PyLong_FromLongLong(mad_writes)))
-        || (mad_macro != mad_macro0 && set_slot(st, T_MAD_MACRO, Py_NewRef(mad_macro ? Py_True : Py_False)))
-        || (nop_only != nop_only0 && set_slot(st, T_NOP_ONLY, PyLong_FromLongLong(nop_only)))
-        || (busy != busy0 && set_slot(st, T_BUSY, PyLong_FromLongLong(busy))))
+    if ((mad_cycle != mad_cycle0 && set_slot_ll(st, T_MAD_CYCLE, mad_cycle))
+        || (mad_writes != mad_writes0 && set_slot_ll(st, T_MAD_WRITES, mad_writes))
+        || (mad_macro != mad_macro0 && set_slot_ll(st, T_MAD_MACRO, mad_macro))
+        || (nop_only != nop_only0 && set_slot_ll(st, T_NOP_ONLY, nop_only))
+        || (busy != busy0 && set_slot_ll(st, T_BUSY, busy)))
         goto fail;
     if (last_mem >= 0) {
         for (int k = 0; k < 6; k++) {
@@ -855,6 +902,9 @@ static PyObject *popleft_call(PyObject *seq) {
 }
 
 static int list_ll(PyObject *list, Py_ssize_t i, long long *out) {
+    ThreadTiming *s = row_state(list);            /* (a row of the cycle model's C state) */
+    if (s)
+        return row_ll(s, list, i, out);
     PyObject *v = PyList_GetItem(list, i);
     return v ? get_ll(v, "list item", out) : -1;
 }
@@ -862,7 +912,7 @@ static int list_ll(PyObject *list, Py_ssize_t i, long long *out) {
 /* attribute `name` of o (a new reference), a list of at least `n` items */
 static PyObject *attr_list(PyObject *o, PyObject *name, Py_ssize_t n) {
     PyObject *v = get_attr(o, name);
-    if (v && (!PyList_Check(v) || PyList_GET_SIZE(v) < n)) {
+    if (v && !row_state(v) && (!PyList_Check(v) || PyList_GET_SIZE(v) < n)) {
         PyErr_Format(PyExc_TypeError, "plain_run: %U is not a list of %zd", name, n);
         Py_CLEAR(v);
     }
@@ -1154,15 +1204,8 @@ static int plain_word(run_view *rv, const tm_lists *L, PyObject *tobj, long long
     PyObject *issued_l = L->issued, *key = NULL;
     int ok = 0;
     long long clock, fe, mask, until, c;
-    if (list_ll(clock_l, th, &clock) || list_ll(fe_l, th, &fe))
+    if (list_ll(clock_l, th, &clock) || list_ll(fe_l, th, &fe) || gate_pair(gate_l, th, &mask, &until))
         goto out;
-    PyObject *gate = PyList_GET_ITEM(gate_l, th);
-    if (!PyTuple_Check(gate) || PyTuple_GET_SIZE(gate) != 2 || get_ll(PyTuple_GET_ITEM(gate, 0), "gate", &mask)
-        || get_ll(PyTuple_GET_ITEM(gate, 1), "gate", &until)) {
-        if (!PyErr_Occurred())
-            PyErr_SetString(PyExc_TypeError, "plain_run: a Wait Gate entry is not a pair");
-        goto out;
-    }
     c = clock + 1 > fe ? clock + 1 : fe;
     if (until > c && (f->block != -1 ? (f->block & mask) != 0 : mask == 0x1FF))
         c = until;
@@ -1238,8 +1281,10 @@ static int plain_word(run_view *rv, const tm_lists *L, PyObject *tobj, long long
             Py_DECREF(r);
         }
     }
-    PyObject *first_o = PyList_GET_ITEM(first_l, th);
-    if (first_o == Py_None) {
+    int unset = first_unset(first_l, th);
+    if (unset < 0)
+        goto out;
+    if (unset) {
         if (set_item_ll(first_l, th, c))
             goto out;
     } else if (c - clock - 1 > 0) {
@@ -1413,7 +1458,7 @@ static PyObject *plain_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
             if (!bad && o > t)
                 a = o;
         }
-        int after = bad ? -1 : PyObject_IsTrue(PyList_GET_ITEM(after_l, th));
+        int after = bad ? -1 : after_mop_of(after_l, th);
         if (bad || qlen < 0 || after < 0)
             goto out;
         PyObject *left = PyLong_FromLongLong(a > clock ? a : clock);
@@ -1423,10 +1468,8 @@ static PyObject *plain_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
         Py_XDECREF(r);
         if (after) {                                    /* the MOP transition penalty */
             fe = (fe > clock + 1 ? fe : clock + 1) + mop_penalty;
-            if (!bad) {
-                Py_INCREF(Py_False);
-                bad = PyList_SetItem(after_l, th, Py_False) < 0;
-            }
+            if (!bad)
+                bad = after_mop_clear(after_l, th) < 0;
         }
         if (bad || set_item_ll(fe_l, th, a > fe ? a : fe))
             goto out;
@@ -1482,14 +1525,13 @@ static int fifo_take(const tm_lists *L, long long th, PyObject *fifo, PyObject *
     long long push_t, clock, fe;
     PyObject *fe_l = L->fe, *after_l = L->after_mop;
     int bad = !r || get_ll(pt, "fifo_t", &push_t) || list_ll(L->clock, th, &clock) || list_ll(fe_l, th, &fe);
-    int after = bad ? -1 : PyObject_IsTrue(PyList_GET_ITEM(after_l, th));
+    int after = bad ? -1 : after_mop_of(after_l, th);
     PyObject *left = after < 0 ? NULL : PyLong_FromLongLong(push_t > clock ? push_t : clock);
     PyObject *ap = left ? append_call(PyList_GET_ITEM(L->taken, th), left) : NULL;
     bad = !ap;
     if (!bad && after) {
         fe = (fe > clock + 1 ? fe : clock + 1) + mop_penalty;
-        Py_INCREF(Py_False);
-        bad = PyList_SetItem(after_l, th, Py_False) < 0;
+        bad = after_mop_clear(after_l, th) < 0;
     }
     bad = bad || set_item_ll(fe_l, th, push_t > fe ? push_t : fe);
     Py_XDECREF(pt), Py_XDECREF(left), Py_XDECREF(ap);
@@ -1807,8 +1849,9 @@ static PyObject *dst_access(PyObject *tx, PyObject *thobj, PyObject *tm, long lo
 /* The cycle model and the deferred queue as the C issue takes them (push()'s conditions, shared by replay_push,
  * push_one and many_one): no timeline recorded (tm.rec and its SFPU timing's rec None), tm.issue not spied (not in
  * tm's instance dict; no dict: Python's), the queue not empty (unless empty_ok), the C context made with this cycle
- * model (tx._c_ctx[0] is tm.clock). New references to tm, the queue and the context in *tm, *dq, *ctx as far as it
- * got (the caller releases them), the queue's length in *queued; 1 taken, 0 Python's path, -1 with an error set. */
+ * model (tx._c_ctx[0] is tm.clock), whose state is the C one (timing_state.c). New references to tm, the queue and
+ * the context in *tm, *dq, *ctx as far as it got (the caller releases them), the queue's length in *queued; 1 taken,
+ * 0 Python's path, -1 with an error set. */
 static int plain_issue_state(PyObject *tx, PyObject **tm, PyObject **dq, PyObject **ctx, Py_ssize_t *queued,
                              int empty_ok) {
     PyObject *rec = NULL, *stiming = NULL, *srec = NULL, *tmdict = NULL, *clock = NULL;
@@ -1829,7 +1872,8 @@ static int plain_issue_state(PyObject *tx, PyObject **tm, PyObject **dq, PyObjec
     }
     if (!(*ctx = get_attr(tx, s_c_ctx)) || !(clock = get_attr(*tm, s_clock)))
         goto out;
-    r = PyTuple_Check(*ctx) && PyTuple_GET_SIZE(*ctx) >= 1 && PyTuple_GET_ITEM(*ctx, 0) == clock;
+    r = PyTuple_Check(*ctx) && PyTuple_GET_SIZE(*ctx) >= 1 && PyTuple_GET_ITEM(*ctx, 0) == clock
+        && row_state(clock);
 out:
     Py_XDECREF(rec);
     Py_XDECREF(stiming);
@@ -2013,7 +2057,7 @@ static PyObject *replay_push(PyObject *tx, PyObject *thread_o, long long th, PyO
     Py_ssize_t qlen = q ? PySequence_Size(q) : -1;
     if (qlen < 0 || list_ll(PyTuple_GET_ITEM(ctx, 0), th, &clock) || list_ll(PyTuple_GET_ITEM(ctx, 1), th, &fe))
         goto out;
-    int after = PyObject_IsTrue(PyList_GET_ITEM(PyTuple_GET_ITEM(ctx, 3), th));
+    int after = after_mop_of(PyTuple_GET_ITEM(ctx, 3), th);
     if (after < 0)
         goto out;
     if (qlen == depth) {
@@ -2033,7 +2077,7 @@ static PyObject *replay_push(PyObject *tx, PyObject *thread_o, long long th, PyO
     Py_DECREF(ap);
     if (after) {
         fe = (fe > clock + 1 ? fe : clock + 1) + mop_penalty;
-        if (PyList_SetItem(PyTuple_GET_ITEM(ctx, 3), th, Py_NewRef(Py_False)) < 0)
+        if (after_mop_clear(PyTuple_GET_ITEM(ctx, 3), th) < 0)
             goto out;
     }
     if (set_item_ll(PyTuple_GET_ITEM(ctx, 1), th, a > fe ? a : fe))
@@ -2569,7 +2613,7 @@ PyMODINIT_FUNC PyInit_sfpu_issue(void) {
     if (tile_handlers_init() || batch_names() || PyType_Ready(&DeferredQueue_Type) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&module);
-    if (m && PyModule_AddObjectRef(m, "DeferredQueue", (PyObject *)&DeferredQueue_Type) < 0)
+    if (m && (PyModule_AddObjectRef(m, "DeferredQueue", (PyObject *)&DeferredQueue_Type) < 0 || timing_state_init(m)))
         Py_CLEAR(m);
     return export_plain_run(m);
 }

@@ -40,7 +40,8 @@ from tt_backend.runtime.emu.accel.sfpu_native import DST32_MODES_OF
 from tt_backend.chip.numerics.formats import element_bits
 from tt_backend.runtime.emu.frontend import FIFO_DEPTH
 from tt_backend.runtime.emu.cycles import (FIFO_EFFECTIVE_DEPTH, FPU_DST_READ_LATENCY, FPU_TO_SFPLOAD_GAP,
-                                           MOP_TRANSITION_PENALTY, PACK_BYTES_PER_CYCLE, UNPACK_BYTES_PER_CYCLE)
+                                           MOP_TRANSITION_PENALTY, PACK_BYTES_PER_CYCLE, UNPACK_BYTES_PER_CYCLE,
+                                           SfpuTimingRules)
 from tt_backend.runtime.emu.tensix_fpu import DST_RWC_MASK, SRC_RWC_MASK, tile_format_tables
 
 SOURCE = Path(__file__).with_name("sfpu_issue_native.c")
@@ -51,6 +52,7 @@ PLAIN_ISSUE_NATIVE = os.environ.get("TT_EMU_PLAIN_ISSUE_NATIVE", "1") != "0"
 BATCH_NATIVE = os.environ.get("TT_EMU_MOP_BATCH_NATIVE", "1") != "0"
 REPLAY_NATIVE = os.environ.get("TT_EMU_REPLAY_PUSH_NATIVE", "1") != "0"
 PUSH_MEMO_NATIVE = os.environ.get("TT_EMU_PUSH_MEMO_NATIVE", "1") != "0"   # push_one's memo (push_memo.c)
+TIMING_NATIVE = os.environ.get("TT_EMU_TIMING_NATIVE", "1") != "0"     # the cycle model's state in C (timing_state.c)
 
 # The deferral's abstract lane-flag state (LaneFlags, UseLaneFlagsForLaneEnable), each 0, 1 or None (differs between
 # lanes), as the C part codes it: lf * 3 + use, None as 2.
@@ -82,6 +84,31 @@ def _part(name: str):
     word; through _load and getattr each ask cost about 2,300 instructions, now 1,500: callgrind, 100k asks.)"""
     mod = _load()[0]
     return None if mod is None else getattr(mod, name)
+
+
+def timing_rows(depth: int):
+    """The cycle model's per-thread issue state in C (timing_state.c's ThreadTiming, FIFO depth `depth`) as the views
+    cycles.TensixTiming binds: (clock, fe, gate, after_mop, first, stalls, issued, taken); None when it is off
+    (TIMING_NATIVE = False, TT_EMU_TIMING_NATIVE=0: Python lists, and the C issue of pushed SFPU words declines) or
+    unavailable."""
+    mod = _load()[0] if TIMING_NATIVE else None
+    return None if mod is None else mod.ThreadTiming(depth).rows()
+
+
+def sfpu_timing_class():
+    """cycles.SfpuTiming's rules over timing_state.c's SfpuTimingState (mad_cycle, mad_writes, mad_macro,
+    nop_only_cycle and busy_until as C members, which the C issue reads and writes without converting them); None
+    when TIMING_NATIVE is off or the C part unavailable (cycles.SfpuTiming, its __slots__, then)."""
+    return _sfpu_timing_class() if TIMING_NATIVE else None
+
+
+@functools.lru_cache(maxsize=None)
+def _sfpu_timing_class():
+    mod = _load()[0]
+    if mod is None:
+        return None
+    return type("SfpuTiming", (mod.SfpuTimingState, SfpuTimingRules), {"__slots__": ("strict", "where", "rec"),
+                                                                        "__module__": SfpuTimingRules.__module__})
 
 
 def issue_run():
@@ -176,7 +203,11 @@ def new_queue():
 
 def status() -> str:
     """Which path issues SFPU words pushed one at a time, for `python -m tt_backend info`."""
-    return _load()[1] if ISSUE_NATIVE else "Python: TT_EMU_SFPU_ISSUE_NATIVE=0"
+    if not ISSUE_NATIVE:
+        return "Python: TT_EMU_SFPU_ISSUE_NATIVE=0"
+    if not TIMING_NATIVE:      # (the C issue runs on the cycle model's C state)
+        return "Python: TT_EMU_TIMING_NATIVE=0 (the cycle model's state in Python lists)"
+    return _load()[1]
 
 
 def plain_status() -> str:
@@ -191,7 +222,7 @@ def plain_status() -> str:
 def replay_status() -> str:
     """Which path takes a REPLAY pushed on its own, for `python -m tt_backend info`."""
     for on, switch in ((ISSUE_NATIVE, "TT_EMU_SFPU_ISSUE_NATIVE"), (READY_NATIVE, "TT_EMU_SFPU_READY_NATIVE"),
-                       (REPLAY_NATIVE, "TT_EMU_REPLAY_PUSH_NATIVE")):
+                       (REPLAY_NATIVE, "TT_EMU_REPLAY_PUSH_NATIVE"), (TIMING_NATIVE, "TT_EMU_TIMING_NATIVE")):
         if not on:
             return f"Python: {switch}=0"
     mod, why = _load()

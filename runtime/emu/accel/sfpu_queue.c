@@ -103,9 +103,14 @@ static dq_entry *dq_grow(DeferredQueue *q) {
 static int dq_push(DeferredQueue *q, PyObject *w_obj, PyObject *rec, int is_mem, int is_store, long long vd,
                    long long mode, long long addr, long long dst_base, long long c, long long cfg0, long long cfg1,
                    long long thread) {
-    uint32_t w = (uint32_t)PyLong_AsUnsignedLong(w_obj);
-    if (w == (uint32_t)-1 && PyErr_Occurred())
+    long long wv;
+    if (get_ll(w_obj, "a queued word", &wv))
         return -1;
+    if (wv < 0 || wv > 0xFFFFFFFFLL) {
+        PyErr_SetString(PyExc_OverflowError, "DeferredQueue: a queued word is not 32-bit");
+        return -1;
+    }
+    uint32_t w = (uint32_t)wv;
     int32_t wid = dq_word_id(q, w_obj, w, rec);
     dq_entry *e = wid < 0 ? NULL : dq_grow(q);
     if (!e)

@@ -1,0 +1,407 @@
+/* The cycle model's per-thread issue state held in C (included by sfpu_issue_native.c; loaded by
+ * sfpu_issue_native.timing_rows for cycles.TensixTiming).
+ *
+ * TensixTiming's clock, fe, gate, after_mop, first, stalls and issued (one entry per Tensix thread) and taken (per
+ * thread, when the last `depth` words left the FIFO) are read and written by the C issue on every pushed SFPU word.
+ * Kept in Python lists and deques, those reads and writes were most of sfpu_run_io's cost (callgrind of bench emu's
+ * sfpu_long: some 1.8k of its 3k x86 instructions a word converting ints and calling list / deque methods). Here they
+ * live in one C struct per cycle model (ThreadTiming), which the C issue reads and writes directly; Python sees them
+ * through views with the lists' and deques' semantics for what the cycle model does with them: TimingRow (a fixed
+ * list of 3: item get / set, len, iteration, == and repr as a list; gate's items are (mask, until) pairs, first's an
+ * int or None, after_mop's bools) and TakenRing (a deque with maxlen `depth`: len, item get, iteration, append).
+ * TT_EMU_TIMING_NATIVE=0 keeps the lists (cycles.py's reference; the C issue of pushed SFPU words then declines).
+ */
+
+enum { ROW_CLOCK, ROW_FE, ROW_STALLS, ROW_ISSUED, ROW_FIRST, ROW_AFTER_MOP, ROW_GATE, N_ROWS };
+
+typedef struct {
+    PyObject_HEAD
+    long long clock[3], fe[3], stalls[3], issued[3], first[3], gate_mask[3], gate_until[3];
+    char has_first[3], after_mop[3];
+    long long taken[3][MAX_DEPTH];     /* ring buffers: taken[th][(taken_head[th] + i) % depth] is the i-th oldest */
+    int taken_head[3], taken_len[3], depth;
+} ThreadTiming;
+
+typedef struct {
+    PyObject_HEAD
+    ThreadTiming *s;
+    int row;
+} TimingRow;
+
+typedef struct {
+    PyObject_HEAD
+    ThreadTiming *s;
+    int th;
+} TakenRing;
+
+static PyTypeObject ThreadTiming_Type, TimingRow_Type, TakenRing_Type;
+
+/* the int64 array of an integer row (clock, fe, stalls, issued; first's values, gate's until) */
+static long long *row_ints(ThreadTiming *s, int row) {
+    switch (row) {
+    case ROW_CLOCK: return s->clock;
+    case ROW_FE: return s->fe;
+    case ROW_STALLS: return s->stalls;
+    case ROW_ISSUED: return s->issued;
+    case ROW_FIRST: return s->first;
+    default: return s->gate_until;
+    }
+}
+
+/* The Vector Unit's timing state (cycles.SfpuTiming's mad_cycle, mad_writes, mad_macro, nop_only_cycle and
+ * busy_until, read and written by the C issue on every SFPU word) as C members: SfpuTimingState is the base of the
+ * class sfpu_issue_native.sfpu_timing_class() makes with cycles.SfpuTimingRules (its methods) and the other slots. */
+typedef struct {
+    PyObject_HEAD
+    long long mad_cycle, mad_writes, nop_only_cycle, busy_until;
+    char mad_macro;
+} SfpuTimingState;
+
+static PyMemberDef sfpu_state_members[] = {
+    {"mad_cycle", T_LONGLONG, offsetof(SfpuTimingState, mad_cycle), 0, "issue cycle of the last MAD-class instruction"},
+    {"mad_writes", T_LONGLONG, offsetof(SfpuTimingState, mad_writes), 0, "its destination LRegs"},
+    {"mad_macro", T_BOOL, offsetof(SfpuTimingState, mad_macro), 0, "it was scheduled by SFPLOADMACRO"},
+    {"nop_only_cycle", T_LONGLONG, offsetof(SfpuTimingState, nop_only_cycle), 0, "the cycle only SFPNOP is taken on"},
+    {"busy_until", T_LONGLONG, offsetof(SfpuTimingState, busy_until), 0, "the cycle the SFPU has no work left after"},
+    {NULL},
+};
+
+static PyTypeObject SfpuTimingState_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "sfpu_issue.SfpuTimingState",
+    .tp_basicsize = sizeof(SfpuTimingState),
+    .tp_new = PyType_GenericNew,
+    .tp_members = sfpu_state_members,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+    .tp_doc = "the Vector Unit's timing state as C members (see timing_state.c)",
+};
+
+/* ---------------------------------------------------------------------------------------------- TimingRow */
+static Py_ssize_t row_len(PyObject *self) {
+    return 3;
+}
+
+static PyObject *row_item(PyObject *self, Py_ssize_t i) {
+    TimingRow *r = (TimingRow *)self;
+    ThreadTiming *s = r->s;
+    if (i < 0 || i >= 3) {
+        PyErr_SetString(PyExc_IndexError, "list index out of range");
+        return NULL;
+    }
+    switch (r->row) {
+    case ROW_FIRST:
+        return s->has_first[i] ? PyLong_FromLongLong(s->first[i]) : Py_NewRef(Py_None);
+    case ROW_AFTER_MOP:
+        return PyBool_FromLong(s->after_mop[i]);
+    case ROW_GATE:
+        return Py_BuildValue("(LL)", s->gate_mask[i], s->gate_until[i]);
+    default:
+        return PyLong_FromLongLong(row_ints(s, r->row)[i]);
+    }
+}
+
+static int int_value(PyObject *v, long long *out) {
+    if (!PyLong_Check(v)) {
+        PyErr_Format(PyExc_TypeError, "a cycle-model entry takes an int, not %.100s", Py_TYPE(v)->tp_name);
+        return -1;
+    }
+    *out = PyLong_AsLongLong(v);
+    return *out == -1 && PyErr_Occurred() ? -1 : 0;
+}
+
+static int row_ass_item(PyObject *self, Py_ssize_t i, PyObject *v) {
+    TimingRow *r = (TimingRow *)self;
+    ThreadTiming *s = r->s;
+    if (i < 0 || i >= 3) {
+        PyErr_SetString(PyExc_IndexError, "list assignment index out of range");
+        return -1;
+    }
+    if (!v) {
+        PyErr_SetString(PyExc_TypeError, "a cycle-model row has a fixed length");
+        return -1;
+    }
+    switch (r->row) {
+    case ROW_FIRST:
+        if (v == Py_None) {
+            s->has_first[i] = 0;
+            return 0;
+        }
+        if (int_value(v, &s->first[i]))
+            return -1;
+        s->has_first[i] = 1;
+        return 0;
+    case ROW_AFTER_MOP: {
+        int b = PyObject_IsTrue(v);
+        if (b < 0)
+            return -1;
+        s->after_mop[i] = (char)b;
+        return 0;
+    }
+    case ROW_GATE: {
+        long long mask, until;
+        PyObject *p = PySequence_Fast(v, "a Wait Gate entry is a (mask, until) pair");
+        if (!p)
+            return -1;
+        int bad = PySequence_Fast_GET_SIZE(p) != 2;
+        if (bad)
+            PyErr_SetString(PyExc_TypeError, "a Wait Gate entry is a (mask, until) pair");
+        bad = bad || int_value(PySequence_Fast_GET_ITEM(p, 0), &mask)
+              || int_value(PySequence_Fast_GET_ITEM(p, 1), &until);
+        Py_DECREF(p);
+        if (bad)
+            return -1;
+        s->gate_mask[i] = mask, s->gate_until[i] = until;
+        return 0;
+    }
+    default:
+        return int_value(v, &row_ints(s, r->row)[i]);
+    }
+}
+
+/* == and != (and the orderings) as the list it stands for */
+static PyObject *as_list_compare(PyObject *self, PyObject *other, int op) {
+    PyObject *a = PySequence_List(self), *b = NULL, *r = NULL;
+    if (a && (Py_IS_TYPE(other, &TimingRow_Type) || Py_IS_TYPE(other, &TakenRing_Type)))
+        b = PySequence_List(other);
+    else if (a)
+        b = Py_NewRef(other);
+    if (b)
+        r = PyObject_RichCompare(a, b, op);
+    Py_XDECREF(a);
+    Py_XDECREF(b);
+    return r;
+}
+
+static PyObject *as_list_repr(PyObject *self) {
+    PyObject *a = PySequence_List(self), *r = a ? PyObject_Repr(a) : NULL;
+    Py_XDECREF(a);
+    return r;
+}
+
+static void row_dealloc(PyObject *self) {
+    Py_XDECREF(((TimingRow *)self)->s);
+    Py_TYPE(self)->tp_free(self);
+}
+
+static PySequenceMethods row_seq = {.sq_length = row_len, .sq_item = row_item, .sq_ass_item = row_ass_item};
+
+static PyTypeObject TimingRow_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "sfpu_issue.TimingRow",
+    .tp_basicsize = sizeof(TimingRow),
+    .tp_dealloc = row_dealloc,
+    .tp_as_sequence = &row_seq,
+    .tp_hash = PyObject_HashNotImplemented,
+    .tp_richcompare = as_list_compare,
+    .tp_repr = as_list_repr,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "one per-thread row of the cycle model's C state, seen as a list of 3",
+};
+
+/* ---------------------------------------------------------------------------------------------- TakenRing */
+static Py_ssize_t ring_len(PyObject *self) {
+    TakenRing *q = (TakenRing *)self;
+    return q->s->taken_len[q->th];
+}
+
+static PyObject *ring_item(PyObject *self, Py_ssize_t i) {
+    TakenRing *q = (TakenRing *)self;
+    ThreadTiming *s = q->s;
+    if (i < 0 || i >= s->taken_len[q->th]) {
+        PyErr_SetString(PyExc_IndexError, "deque index out of range");
+        return NULL;
+    }
+    return PyLong_FromLongLong(s->taken[q->th][(s->taken_head[q->th] + i) % s->depth]);
+}
+
+/* the ring of thread th keeps the newest `depth` values: v goes in, the oldest out when it is full */
+static void ring_push(ThreadTiming *s, int th, long long v) {
+    if (s->taken_len[th] == s->depth) {
+        s->taken[th][s->taken_head[th]] = v;
+        s->taken_head[th] = (s->taken_head[th] + 1) % s->depth;
+    } else {
+        s->taken[th][(s->taken_head[th] + s->taken_len[th]) % s->depth] = v;
+        s->taken_len[th]++;
+    }
+}
+
+static PyObject *ring_append(PyObject *self, PyObject *v) {
+    TakenRing *q = (TakenRing *)self;
+    long long x;
+    if (int_value(v, &x))
+        return NULL;
+    ring_push(q->s, q->th, x);
+    Py_RETURN_NONE;
+}
+
+static PyObject *ring_maxlen(PyObject *self, void *unused) {
+    return PyLong_FromLong(((TakenRing *)self)->s->depth);
+}
+
+static void ring_dealloc(PyObject *self) {
+    Py_XDECREF(((TakenRing *)self)->s);
+    Py_TYPE(self)->tp_free(self);
+}
+
+static PySequenceMethods ring_seq = {.sq_length = ring_len, .sq_item = ring_item};
+static PyMethodDef ring_methods[] = {
+    {"append", ring_append, METH_O, "append(v): v is the newest; the oldest leaves a full ring"},
+    {NULL, NULL, 0, NULL},
+};
+static PyGetSetDef ring_getset[] = {{"maxlen", ring_maxlen, NULL, "the ring's capacity", NULL}, {NULL}};
+
+static PyTypeObject TakenRing_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "sfpu_issue.TakenRing",
+    .tp_basicsize = sizeof(TakenRing),
+    .tp_dealloc = ring_dealloc,
+    .tp_as_sequence = &ring_seq,
+    .tp_methods = ring_methods,
+    .tp_getset = ring_getset,
+    .tp_hash = PyObject_HashNotImplemented,
+    .tp_richcompare = as_list_compare,
+    .tp_repr = as_list_repr,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_SEQUENCE,
+    .tp_doc = "when the last `maxlen` words left a thread's FIFO, oldest first (a deque with maxlen, in C)",
+};
+
+/* ---------------------------------------------------------------------------------------------- ThreadTiming */
+static PyObject *timing_new(PyTypeObject *tp, PyObject *args, PyObject *kw) {
+    int d;
+    if (!PyArg_ParseTuple(args, "i", &d))
+        return NULL;
+    if (d < 1 || d > MAX_DEPTH) {
+        PyErr_Format(PyExc_ValueError, "ThreadTiming: FIFO depth %d outside 1..%d", d, MAX_DEPTH);
+        return NULL;
+    }
+    ThreadTiming *s = (ThreadTiming *)tp->tp_alloc(tp, 0);      /* (zeroed: the cycle model's initial state) */
+    if (s)
+        s->depth = d;
+    return (PyObject *)s;
+}
+
+/* rows(): (clock, fe, gate, after_mop, first, stalls, issued, taken): the views TensixTiming binds (taken a list of
+ * the three threads' rings) */
+static PyObject *timing_rows(PyObject *self, PyObject *unused) {
+    static const int order[7] = {ROW_CLOCK, ROW_FE, ROW_GATE, ROW_AFTER_MOP, ROW_FIRST, ROW_STALLS, ROW_ISSUED};
+    PyObject *out = PyTuple_New(8), *taken = PyList_New(3);
+    if (!out || !taken)
+        goto fail;
+    for (int k = 0; k < 7; k++) {
+        TimingRow *r = PyObject_New(TimingRow, &TimingRow_Type);
+        if (!r)
+            goto fail;
+        r->s = (ThreadTiming *)Py_NewRef(self), r->row = order[k];
+        PyTuple_SET_ITEM(out, k, (PyObject *)r);
+    }
+    for (int th = 0; th < 3; th++) {
+        TakenRing *q = PyObject_New(TakenRing, &TakenRing_Type);
+        if (!q)
+            goto fail;
+        q->s = (ThreadTiming *)Py_NewRef(self), q->th = th;
+        PyList_SET_ITEM(taken, th, (PyObject *)q);
+    }
+    PyTuple_SET_ITEM(out, 7, taken);
+    return out;
+fail:
+    Py_XDECREF(out);
+    Py_XDECREF(taken);
+    return NULL;
+}
+
+static PyMethodDef timing_methods[] = {
+    {"rows", timing_rows, METH_NOARGS, "(clock, fe, gate, after_mop, first, stalls, issued, taken) as views"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject ThreadTiming_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "sfpu_issue.ThreadTiming",
+    .tp_basicsize = sizeof(ThreadTiming),
+    .tp_new = timing_new,
+    .tp_methods = timing_methods,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "ThreadTiming(depth): the cycle model's per-thread issue state (see timing_state.c)",
+};
+
+static int timing_state_init(PyObject *m) {
+    if (PyType_Ready(&ThreadTiming_Type) < 0 || PyType_Ready(&TimingRow_Type) < 0
+        || PyType_Ready(&TakenRing_Type) < 0 || PyType_Ready(&SfpuTimingState_Type) < 0)
+        return -1;
+    return PyModule_AddObjectRef(m, "ThreadTiming", (PyObject *)&ThreadTiming_Type) < 0
+           || PyModule_AddObjectRef(m, "SfpuTimingState", (PyObject *)&SfpuTimingState_Type) < 0 ? -1 : 0;
+}
+
+/* ------------------------------------------------------------- the other C readers' access (lists or views) */
+/* the C state `row` (a TensixTiming attribute) is a view of, or NULL: a Python list (TT_EMU_TIMING_NATIVE=0) */
+static ThreadTiming *row_state(PyObject *row) {
+    return Py_IS_TYPE(row, &TimingRow_Type) ? ((TimingRow *)row)->s : NULL;
+}
+
+/* gate[i] of a view or of a list of pairs: 0, or -1 with an error set */
+static int gate_pair(PyObject *gate_l, Py_ssize_t i, long long *mask, long long *until) {
+    ThreadTiming *s = row_state(gate_l);
+    if (s) {
+        *mask = s->gate_mask[i], *until = s->gate_until[i];
+        return 0;
+    }
+    PyObject *g = PyList_GetItem(gate_l, i);
+    if (!g)
+        return -1;
+    if (!PyTuple_Check(g) || PyTuple_GET_SIZE(g) != 2) {
+        PyErr_SetString(PyExc_TypeError, "a Wait Gate entry is not a pair");
+        return -1;
+    }
+    *mask = PyLong_AsLongLong(PyTuple_GET_ITEM(g, 0));
+    *until = PyLong_AsLongLong(PyTuple_GET_ITEM(g, 1));
+    return PyErr_Occurred() ? -1 : 0;
+}
+
+/* an integer row's item i of a view (row_state(row) is s): 0, or -1 with an error set (an unset `first`, gate) */
+static int row_ll(ThreadTiming *s, PyObject *row, Py_ssize_t i, long long *out) {
+    int k = ((TimingRow *)row)->row;
+    if (i < 0 || i >= 3 || k == ROW_GATE || (k == ROW_FIRST && !s->has_first[i])) {
+        PyErr_SetString(PyExc_TypeError, "sfpu_issue: a cycle-model item is not an integer");
+        return -1;
+    }
+    *out = k == ROW_AFTER_MOP ? s->after_mop[i] : row_ints(s, k)[i];
+    return 0;
+}
+
+static int row_set_ll(ThreadTiming *s, PyObject *row, Py_ssize_t i, long long v) {
+    int k = ((TimingRow *)row)->row;
+    if (i < 0 || i >= 3 || k == ROW_GATE) {
+        PyErr_SetString(PyExc_TypeError, "sfpu_issue: not an integer item of the cycle model");
+        return -1;
+    }
+    if (k == ROW_AFTER_MOP)
+        s->after_mop[i] = v != 0;
+    else
+        row_ints(s, k)[i] = v;
+    if (k == ROW_FIRST)
+        s->has_first[i] = 1;
+    return 0;
+}
+
+/* first[i] is None: 1, else 0; -1 with an error set */
+static int first_unset(PyObject *first_l, Py_ssize_t i) {
+    ThreadTiming *s = row_state(first_l);
+    if (s)
+        return !s->has_first[i];
+    PyObject *v = PyList_GetItem(first_l, i);
+    return v ? v == Py_None : -1;
+}
+
+/* after_mop[i]'s truth (-1 with an error set), and after_mop[i] = False */
+static int after_mop_of(PyObject *after_l, Py_ssize_t i) {
+    ThreadTiming *s = row_state(after_l);
+    if (s)
+        return s->after_mop[i];
+    PyObject *v = PyList_GetItem(after_l, i);
+    return v ? PyObject_IsTrue(v) : -1;
+}
+
+static int after_mop_clear(PyObject *after_l, Py_ssize_t i) {
+    ThreadTiming *s = row_state(after_l);
+    if (s) {
+        s->after_mop[i] = 0;
+        return 0;
+    }
+    return PyList_SetItem(after_l, i, Py_NewRef(Py_False));
+}

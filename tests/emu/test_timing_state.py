@@ -1,0 +1,141 @@
+"""The cycle model's per-thread issue state held in C (runtime/emu/accel/timing_state.c: TensixTiming's clock, fe,
+gate, after_mop, first, stalls, issued and taken, SfpuTiming's mad_cycle .. busy_until) against the Python lists,
+deques and __slots__ it replaces (TT_EMU_TIMING_NATIVE=0): the views answer as the lists do, and random programs, the
+bench's long bodies and the decline cases leave the same cycles, Dst bits and thread state after every step."""
+from __future__ import annotations
+
+import random
+from collections import deque
+
+import numpy as np
+import pytest
+
+from tt_backend.chip import layout
+from tt_backend.runtime.emu import bench, cycles
+from tt_backend.runtime.emu.accel import sfpu_issue_native
+from tt_backend.runtime.emu.tensix import Tensix
+from tests.emu import test_sfpu_issue_native as issue_tests
+
+pytestmark = pytest.mark.skipif(sfpu_issue_native._load()[0] is None, reason=sfpu_issue_native.status())
+
+
+@pytest.fixture(autouse=True)
+def _state_in_c(monkeypatch):
+    """(each test asks for the C state or the lists itself; the C part's own tests run with the C state)"""
+    monkeypatch.setattr(sfpu_issue_native, "TIMING_NATIVE", True)
+
+
+def _lists(depth: int) -> tuple:
+    return ([0, 0, 0], [0, 0, 0], [(0, 0), (0, 0), (0, 0)], [False, False, False], [None, None, None], [0, 0, 0],
+            [0, 0, 0], [deque(maxlen=depth) for _ in range(3)])
+
+
+def _item(rng: random.Random, k: int):
+    if k == 2:
+        return (rng.randrange(-1, 0x200), rng.randrange(1 << 40))
+    if k == 3:
+        return rng.random() < 0.5
+    if k == 4 and rng.random() < 0.3:
+        return None
+    return rng.randrange(-20, 1 << 40)
+
+
+def test_views_answer_as_lists():
+    """Random item writes, ring appends and reads: every view equals, reads, iterates and prints as its list."""
+    rng = random.Random(5)
+    depth = 5
+    views, lists = sfpu_issue_native.timing_rows(depth), _lists(depth)
+    for _ in range(3000):
+        k, t = rng.randrange(8), rng.randrange(3)
+        if k == 7:
+            v = rng.randrange(1 << 50)
+            views[7][t].append(v)
+            lists[7][t].append(v)
+        else:
+            v = _item(rng, k)
+            views[k][t] = v
+            lists[k][t] = v
+        for view, lst in zip(views[:7], lists[:7]):
+            assert view == lst and list(view) == lst and repr(view) == repr(lst) and len(view) == 3
+            assert [view[i] for i in range(-3, 3)] == [lst[i] for i in range(-3, 3)]
+            assert [type(x) for x in view] == [type(x) for x in lst]
+        for ring, q in zip(views[7], lists[7]):
+            assert list(ring) == list(q) and len(ring) == len(q) and bool(ring) == bool(q)
+            assert ring.maxlen == q.maxlen and (not q or (ring[0], ring[-1]) == (q[0], q[-1]))
+    with pytest.raises(IndexError):
+        views[0][3]
+    with pytest.raises(IndexError):
+        sfpu_issue_native.timing_rows(depth)[7][0][0]
+    with pytest.raises(TypeError):
+        views[0][0] = "1"
+    with pytest.raises(TypeError):
+        views[2][0] = (1, 2, 3)
+
+
+def test_sfpu_timing_members_answer_as_slots():
+    """SfpuTiming's state as C members reads back what was written, as its __slots__ class does."""
+    native, ref = sfpu_issue_native.sfpu_timing_class()(True), cycles.SfpuTiming(True)
+    fields = ("mad_cycle", "mad_writes", "mad_macro", "nop_only_cycle", "busy_until")
+    assert [getattr(native, f) for f in fields] == [getattr(ref, f) for f in fields]
+    for st in (native, ref):
+        st.mad_cycle, st.mad_writes, st.mad_macro, st.nop_only_cycle, st.busy_until = 7, 0x1FFFF, True, -10, 1 << 40
+    assert [getattr(native, f) for f in fields] == [getattr(ref, f) for f in fields]
+    assert isinstance(native, cycles.SfpuTimingRules) and native.strict and native.where() == "SFPU"
+
+
+def _with_state(native: bool, monkeypatch) -> None:
+    monkeypatch.setattr(sfpu_issue_native, "TIMING_NATIVE", native)
+
+
+def _kinds(tx: Tensix) -> tuple:
+    return type(tx.tm.clock).__name__, type(tx.tm.sfpu).__mro__[1].__name__
+
+
+@pytest.mark.parametrize("strict", [False, True])
+@pytest.mark.parametrize("seed", range(4))
+def test_random_programs_identical(seed, strict, monkeypatch):
+    """test_sfpu_issue_native's random programs (snapshots of the frontend, the cycle model, the Vector Unit timing,
+    the deferred queue and Dst after every push; errors) with the state in C (the C issue taking the words) and in
+    Python lists (the Python path taking them)."""
+    runs = {}
+    for native in (True, False):
+        _with_state(native, monkeypatch)
+        assert _kinds(Tensix(np.zeros(layout.L1_SIZE, np.uint8))) == (
+            ("TimingRow", "SfpuTimingState") if native else ("list", "SfpuTimingRules"))
+        runs[native] = issue_tests._run(seed, strict, True, monkeypatch)
+    assert runs[True][0] == runs[False][0]
+    assert runs[True][1][0] > 0 and runs[False][1][0] == 0         # (words the C issue took)
+
+
+@pytest.mark.parametrize("case", ["bias", "fpu_write", "ctocr_clear"])
+def test_decline_cases_identical(case, monkeypatch):
+    """The words the C issue leaves to Python (an address modifier that raises, a too-early load of FPU-written rows):
+    the same traces and state with the state in C and in Python lists."""
+    traces = {}
+    for native in (True, False):
+        _with_state(native, monkeypatch)
+        traces[native] = issue_tests._scripted(case, True, monkeypatch)
+    assert traces[True] == traces[False]
+
+
+def _row_state(row: str, native: bool, monkeypatch) -> tuple:
+    """A bench emu row on a small size with the state in C or in lists: its result (cycles, checksum) and the cycle
+    model's state after it."""
+    _with_state(native, monkeypatch)
+    made = []
+    monkeypatch.setattr(bench, "_recording", lambda emu: made.append(emu) or emu)
+    size = {"sfpu_long": 1, "tile_long": 1, "sfpu": 256, "sfpu_mop": 8, "tile": 4}[row]
+    r = getattr(bench, "bench_" + row)(size)
+    tx = made[0] if isinstance(made[0], Tensix) else made[0].tensix
+    tm, st = tx.tm, tx.tm.sfpu
+    return ({k: v for k, v in r.items() if k not in ("seconds", "per_second", "vs_ttsim")}, tm.stats(),
+            [list(x) for x in (tm.clock, tm.fe, tm.gate, tm.after_mop, tm.first, tm.stalls, tm.issued)],
+            [list(q) for q in tm.taken], (st.mad_cycle, st.mad_writes, st.mad_macro, st.nop_only_cycle, st.busy_until),
+            tx.dst.rows32.tobytes())
+
+
+@pytest.mark.parametrize("row", ["sfpu_long", "tile_long", "sfpu", "sfpu_mop", "tile"])
+def test_bench_rows_identical(row, monkeypatch):
+    """The bench's rows: the same cycles, checksums, Dst bits and cycle-model state with the state in C and in
+    Python lists."""
+    assert _row_state(row, True, monkeypatch) == _row_state(row, False, monkeypatch)
