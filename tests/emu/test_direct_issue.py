@@ -305,6 +305,48 @@ def test_bank_wait_retried_when_banks_change(monkeypatch):
     assert a[-2][2][8][1] == 2                            # T1 executed both MVMULs
 
 
+def _busy_bank_wait_trace(retry: bool, plain_c: bool, monkeypatch) -> tuple[list, int]:
+    """MVMULs on T1 blocked on SrcA and SrcB with words pushed behind them (push_many into a busy thread: the FIFO and
+    the drain, plain_run's or push()'s) while T0's UNPACR_NOPs hand the banks over one at a time: the state after every
+    push, and how often Python's src_bank_state ran (plain_run answers drain's bank test for an unchanged wait)."""
+    monkeypatch.setattr(tensix, "RETRY_ON_BANK_CHANGE", retry)
+    monkeypatch.setattr(sfpu_issue_native, "PLAIN_ISSUE_NATIVE", plain_c)
+    calls, bank_state = [0], Tensix.src_bank_state
+
+    def counted(self):
+        calls[0] += 1
+        return bank_state(self)
+    monkeypatch.setattr(Tensix, "src_bank_state", counted)
+    tx = Tensix(np.zeros(layout.L1_SIZE, np.uint8), strict=False)
+    tx.cfg[72] = tx.cfg[120] = 5                          # the unpackers' formats (BF16) the FPU sees
+    tx.cfg[1] |= 1 << 29                                  # a 32-bit Dst
+    mvmul = E("MVMUL", dst=0, addr_mode=0, instr_mod19=0, clear_dvalid=3)
+    nop = lambda sel: E("UNPACR_NOP", unpack_pop=1, set_dvalid=1, stall_clr_cntrl=1, unpacker_select=sel)
+    behind = lambda k: E("SETDMAREG", reg_index_16b=k, set_signals_mode=0, payload=k + 1)
+    program = [(1, mvmul), (1, behind(0)), (1, behind(1)), (0, nop(0)), (1, behind(2)), (1, behind(3)), (0, nop(1)),
+               (1, behind(4)), (1, mvmul), (1, behind(5)), (1, behind(6)), (0, nop(1)), (1, behind(7)), (0, nop(0)),
+               (1, behind(8)), (1, behind(9))]
+    trace, t = [], 0
+    for thread, word in program:
+        t = tx.push_many(thread, (word,), t)
+        trace.append((_snapshot(tx, t), bank_state(tx)))
+    return trace + [tx.dst.rows32[:8].tolist()], calls[0]
+
+
+@needs_plain_c
+def test_bank_wait_answered_in_c(monkeypatch):
+    """plain_run's own test of a thread blocked on unchanged Src banks (Tensix.drain's first test) gives the states
+    of push() and Tensix.drain: it retries once a bank changed (both MVMULs ran, each after its second bank), skips
+    Python's test while none did, and with RETRY_ON_BANK_CHANGE off leaves every push's drain to Python."""
+    ref_on, n_ref_on = _busy_bank_wait_trace(True, False, monkeypatch)
+    c_on, n_c_on = _busy_bank_wait_trace(True, True, monkeypatch)
+    ref_off, n_ref_off = _busy_bank_wait_trace(False, False, monkeypatch)
+    c_off, n_c_off = _busy_bank_wait_trace(False, True, monkeypatch)
+    assert c_on == ref_on == ref_off == c_off
+    assert [step[0][8][1] for step in ref_on[:-1]] == [0] * 7 + [6] * 7 + [11, 12]        # (T1's words executed)
+    assert n_c_on < n_ref_on and n_c_off == n_ref_off
+
+
 @pytest.mark.needs_cc
 def test_bank_waits_are_skipped(monkeypatch):
     """In a matmul, retries of an instruction blocked on a Src bank that find the banks unchanged are skipped: fewer

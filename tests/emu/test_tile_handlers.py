@@ -1,9 +1,10 @@
-"""The common case of the UNPACR, PACR, MVMUL, ELW*, MOVA2D and SETADC* handlers in C (runtime/emu/accel/
-tile_handlers.c, called from the C issue path) against the Python handlers (tile_native.HANDLERS_NATIVE off): random
-programs of tile words over the three threads (unpacks to SrcA / SrcB / Dst in several formats, bank handovers and
-waits, MVMULs and ELW* with random broadcast, accumulate, release and address modes, MOVA2Ds into both halves of Dst
-rows, PACRs over every read interface, ADC changes by every SETADC*, RWC / address-modifier changes, config changes
-that leave the common case: INT8 math, a 16-bit Dst, edge masks that drop datums, unknown pack formats, ADDR_MOD bias)
+"""The common case of the UNPACR, PACR, MVMUL, ELW*, MOVA2D, SETADC*, SETDMAREG, SETC16 and WRCFG handlers in C
+(runtime/emu/accel/tile_handlers.c, called from the C issue path) against the Python handlers
+(tile_native.HANDLERS_NATIVE off): random programs of tile words over the three threads (unpacks to SrcA / SrcB / Dst
+in several formats, bank handovers and waits, MVMULs and ELW* with random broadcast, accumulate, release and address
+modes, MOVA2Ds into both halves of Dst rows, PACRs over every read interface, ADC changes by every SETADC*, RWC /
+address-modifier changes, config changes from the host and in-stream through GPRs (SETDMAREG, WRCFG), some that leave
+the common case: INT8 math, a 16-bit Dst, edge masks that drop datums, unknown pack formats, ADDR_MOD bias)
 give the same state after every step and the same error; each handler really ran in C. And whole compiled kernels
 (also tests/emu/test_direct_issue.py's SWITCHES)."""
 from __future__ import annotations
@@ -20,6 +21,7 @@ from tt_backend.lowering.codegen.sources import split
 from tt_backend.runtime.compile import compile_kernel
 from tt_backend.runtime.emu import unpack_pack
 from tt_backend.runtime.emu.accel import sfpu_issue_native, tile_native
+from tt_backend.runtime.emu.config import CFG_WORDS
 from tt_backend.runtime.emu.device import EmuDevice
 from tt_backend.runtime.emu.rv32 import Stall
 from tt_backend.runtime.emu.tensix import Tensix
@@ -41,6 +43,26 @@ _CFG_CHANGES = (((1, 0x6AAA0000), (70, 0x551)), ((1, 0x60AA0000), (70, 0x001)), 
                 ((64, 0x04000010), (72, 0x24)), ((64, 0x04000015), (72, 0x25)), ((24, 0x0FFF),), ((24, 0xFFFF),),
                 ((84, 0x00400040),))
 _CFG_ERRORS = (((1, 0xE0AA0000),), ((1, 0x40AA0000),), ((70, 0x0A1),), ((84, 0x00400000),), ((2, 1),))
+
+
+def _setters(rng: random.Random) -> list[int]:
+    """In-stream register and config writes: a config change of _CFG_CHANGES through a GPR
+    (SETDMAREG's two halves, then WRCFG), or four config words read into GPRs (RDCFG) and written back by a 128-bit
+    WRCFG naming any word of the four; rarely a form the handlers raise at (SETDMAREG's set_signals_mode, SETC16 past
+    ThreadConfig, WRCFG in config state bank 1)."""
+    g = rng.randrange(64)
+    if rng.random() < 0.6:
+        i, v = rng.choice(rng.choice(_CFG_CHANGES))
+        return [E("SETDMAREG", reg_index_16b=2 * g, set_signals_mode=0, payload=v & 0xFFFF),
+                E("SETDMAREG", reg_index_16b=2 * g + 1, set_signals_mode=0, payload=v >> 16),
+                E("WRCFG", cfg_reg=i, wr128b=0, gpr_address=g)]
+    if rng.random() < 0.95:
+        base, g = rng.choice((0, 12, 64, 72, 84, 112, 120)), g & ~3
+        return [*(E("RDCFG", cfg_reg=base + k, gpr_address=g + k) for k in range(4)),
+                E("WRCFG", cfg_reg=base + rng.randrange(4), wr128b=1, gpr_address=g + rng.randrange(4))]
+    return [rng.choice((E("SETDMAREG", reg_index_16b=rng.randrange(128), set_signals_mode=1, payload=1),
+                        E("SETC16", setc16_reg=rng.randrange(68, 256), setc16_value=1))),
+            E("SETC16", setc16_reg=0, setc16_value=1), E("WRCFG", cfg_reg=1, wr128b=0, gpr_address=g)]
 
 
 def _round(rng: random.Random, packs: tuple[int, ...]) -> list[tuple[int, int]]:
@@ -98,9 +120,9 @@ def _round(rng: random.Random, packs: tuple[int, ...]) -> list[tuple[int, int]]:
 
 def _snapshot(tx: Tensix) -> tuple:
     """Everything the tile handlers read or write, and the cycle model's per-thread counts."""
-    th = [(repr(t.adc), repr(t.adc_cr), dict(t.rwc), list(t.cfg), t.blocked) for t in tx.threads]
-    return (th, tx.srca.tobytes(), tx.srcb.tobytes(), list(tx.srca_valid), list(tx.srcb_valid), tx.srca_unpack_bank,
-            tx.srcb_unpack_bank, tx.srca_matrix_bank, tx.srcb_matrix_bank, list(tx.srca_format),
+    th = [(repr(t.adc), repr(t.adc_cr), dict(t.rwc), list(t.cfg), list(t.gpr), t.blocked) for t in tx.threads]
+    return (th, list(tx.cfg), tx.srca.tobytes(), tx.srcb.tobytes(), list(tx.srca_valid), list(tx.srcb_valid),
+            tx.srca_unpack_bank, tx.srcb_unpack_bank, tx.srca_matrix_bank, tx.srcb_matrix_bank, list(tx.srca_format),
             list(tx.srcb_format), tx.dst.rows32.tobytes(), tx.dst.written.tobytes(), tx.dst.cleared16.tobytes(),
             tx.l1[OUT:OUT + 0x8000].tobytes(), tx.packer_open, tx.packer_addr, tx.packer_exp_addr, tx.packer_tpg,
             tx.tm.stats(), list(tx.instructions))
@@ -108,7 +130,7 @@ def _snapshot(tx: Tensix) -> tuple:
 
 def _run(seed: int, strict: bool, handlers_c: bool, monkeypatch) -> list:
     monkeypatch.setattr(tile_native, "HANDLERS_NATIVE", handlers_c)
-    rng = random.Random(seed)
+    rng, setters = random.Random(seed), random.Random(seed + 1000)
     data = np.random.default_rng(seed)
     tx = Tensix(np.zeros(layout.L1_SIZE, np.uint8), strict=strict)
     tx.l1[IN_A:OUT] = data.standard_normal((OUT - IN_A) // 4).astype(np.float32).view(np.uint8)
@@ -127,7 +149,12 @@ def _run(seed: int, strict: bool, handlers_c: bool, monkeypatch) -> list:
             if rng.random() < 0.15:
                 for i, v in rng.choice(_CFG_ERRORS if rng.random() < 0.1 else _CFG_CHANGES):
                     tx.cfg_write(i, v)
-            for t, w in _round(rng, packs):
+            words = _round(rng, packs)
+            if setters.random() < 0.3:        # (their own generator: the seed's tile words stay as they were)
+                thread, extra = setters.randrange(3), _setters(setters)
+                for at, w in zip(sorted(setters.sample(range(len(words) + len(extra)), len(extra))), extra):
+                    words.insert(at, (thread, w))
+            for t, w in words:
                 try:
                     tx.push(t, w, 0)
                 except Stall:
@@ -140,7 +167,7 @@ def _run(seed: int, strict: bool, handlers_c: bool, monkeypatch) -> list:
     return trace
 
 
-@pytest.mark.parametrize("seed,strict", [(0, True), (7, True), (6, False), (11, False)])
+@pytest.mark.parametrize("seed,strict", [(0, True), (7, True), (6, False), (11, False), (1, True), (5, False)])
 def test_random_tile_programs_identical(seed, strict, monkeypatch):
     """State by state the same with the handlers in C and in Python (and the same error, where one comes), with
     every handler code taken in C."""
@@ -155,7 +182,7 @@ def test_random_tile_programs_identical(seed, strict, monkeypatch):
 
 @pytest.mark.needs_cc
 @pytest.mark.parametrize("kernel,codes", [("mm_HiFi2", ("UNPACR", "PACR", "MVMUL", "MOVA2D")),
-                                          ("ew_bf16_64", ("UNPACR", "PACR", "ELWMUL", "ELWADD"))])
+                                          ("ew_bf16_64", ("UNPACR", "PACR", "ELWMUL", "ELWADD", "SETDMAREG", "WRCFG"))])
 def test_kernels_identical_with_handlers_in_c(kernel, codes, monkeypatch):
     """Two warm launches of a compiled kernel with the handlers in C and in Python: the same output bytes and every
     core's and Tensix thread's cycles, and the kernel's tile handlers really ran in C."""
@@ -175,6 +202,40 @@ def test_kernels_identical_with_handlers_in_c(kernel, codes, monkeypatch):
     assert len(set(runs[0][0][0])) > 1                                        # (a real output, not a constant fill)
 
 
+_SET_GPR = (E("SETDMAREG", reg_index_16b=6, set_signals_mode=0, payload=0xBEEF),
+            E("SETDMAREG", reg_index_16b=7, set_signals_mode=0, payload=0x60AA))
+
+
+@pytest.mark.parametrize("last", [E("SETDMAREG", reg_index_16b=7, set_signals_mode=1, payload=1),
+                                  E("SETC16", setc16_reg=68, setc16_value=1),
+                                  E("WRCFG", cfg_reg=CFG_WORDS, wr128b=0, gpr_address=3),
+                                  E("WRCFG", cfg_reg=CFG_WORDS + 1, wr128b=1, gpr_address=3)])
+def test_register_setters_raise_in_python(last, monkeypatch):
+    """SETDMAREG, SETC16 and WRCFG: C takes the plain forms (GPR halves, a 128-bit WRCFG; on a second Tensix SETC16
+    selecting config state bank 1) and leaves to Python the forms the handler raises at (`last`; then WRCFG in state
+    bank 1): the same states and errors as the Python handlers."""
+    counts = sfpu_issue_native._load()[0].handler_counts
+    codes = [tile_native.HANDLER_CODES[n] for n in ("SETDMAREG", "SETC16", "WRCFG")]
+    bank1 = (E("SETC16", setc16_reg=0, setc16_value=1), E("WRCFG", cfg_reg=1, wr128b=0, gpr_address=3))
+    runs = []
+    for on in (True, False):
+        monkeypatch.setattr(tile_native, "HANDLERS_NATIVE", on)
+        trace, before = [], counts()
+        for program in ((_SET_GPR, (E("WRCFG", cfg_reg=1, wr128b=1, gpr_address=2),), (last,)), (bank1,)):
+            tx = Tensix(np.zeros(layout.L1_SIZE, np.uint8))
+            for words in program:
+                try:
+                    tx.push_many(0, words, 0)
+                except EmuError as e:
+                    trace.append(str(e))
+                trace.append(_snapshot(tx))
+        runs.append(trace)
+        assert [counts()[c] - before[c] for c in codes] == ([2, 1, 1] if on else [0, 0, 0])
+    assert runs[0] == runs[1]
+    assert runs[0][1][0][0][4][3] == runs[0][1][1][3] == 0x60AABEEF      # (GPR 3; config words 0-3 from GPRs 0-3)
+    assert [i for i, x in enumerate(runs[0]) if isinstance(x, str)] == [2, 4]          # (`last`, bank 1's WRCFG)
+
+
 def test_replaced_handler_keeps_being_called(monkeypatch):
     """A handler replaced on the class (a test's spy) is called for every word: C takes none of its words."""
     calls = []
@@ -182,7 +243,7 @@ def test_replaced_handler_keeps_being_called(monkeypatch):
     monkeypatch.setattr(unpack_pack.UnpackPackMixin, "PACR", lambda self, t, f: calls.append(1) or pacr(self, t, f))
     counts = sfpu_issue_native._load()[0].handler_counts
     before = counts()
-    _run(7, True, True, monkeypatch)
+    _run(6, False, True, monkeypatch)
     after = counts()
     code = tile_native.HANDLER_CODES["PACR"]
     assert len(calls) > 20 and after[code] == before[code] and after[1] > before[1]     # (UNPACR still in C)

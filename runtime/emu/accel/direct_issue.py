@@ -14,9 +14,10 @@ recording wrapper, Tensix.drain, acts on) take the reference path, as does an un
 the reference raises it).
 
 Such words are issued in C where it is built (push_run: sfpu_issue_native.c's plain_run, a run of them pushed in one
-go, or one), their handlers called back in Python except the common case of UNPACR, PACR, MVMUL and ELW*, which runs
-in C too (tile_handlers.c); it does exactly what push() does for each of them (TT_EMU_PLAIN_ISSUE_NATIVE=0 keeps them
-on push(), TT_EMU_TILE_HANDLERS_NATIVE=0 keeps every handler in Python).
+go, or one), their handlers called back in Python except the common case of UNPACR, PACR, MVMUL, ELW*, MOVA2D and the
+ADC and register setters (SETADC*, SETDMAREG, SETC16, WRCFG), which runs in C too (tile_handlers.c); it does exactly
+what push() does for each of them (TT_EMU_PLAIN_ISSUE_NATIVE=0 keeps them on push(), TT_EMU_TILE_HANDLERS_NATIVE=0
+keeps every handler in Python).
 
 `DIRECT_ISSUE = False` (or TT_EMU_DIRECT_ISSUE=0) keeps every push on the reference path; tests/emu/test_direct_issue.py
 pins bits, cycles and errors of this path to it. Mixed into tensix.Tensix after DeferralMixin (whose push hands the
@@ -44,7 +45,8 @@ _PLAIN_FACTS = struct.Struct("<12q")      # sfpu_issue_native.c's plain_facts
 _C_HANDLED = {"UNPACR": unpack_pack.UnpackPackMixin.UNPACR, "PACR": unpack_pack.UnpackPackMixin.PACR,
               "MVMUL": FpuMixin.MVMUL, "ELWMUL": FpuMixin.ELWMUL, "ELWADD": FpuMixin.ELWADD, "ELWSUB": FpuMixin.ELWSUB,
               "MOVA2D": FpuMixin.MOVA2D, **{name: getattr(ConfigMixin, name) for name in
-                                             ("SETADC", "SETADCXY", "SETADCZW", "SETADCXX")}}
+                                             ("SETADC", "SETADCXY", "SETADCZW", "SETADCXX", "SETDMAREG",
+                                              "SETC16", "WRCFG")}}
 
 
 def tile_handlers_in_c() -> bool:

@@ -1349,6 +1349,59 @@ static int plain_record(PyObject *facts, PyObject *w, const char *who, PyObject 
     return 1;
 }
 
+/* Tensix.drain's first test in C, for plain_run's pushes into a busy thread (about ten thousand a matmul256 launch
+ * find its thread blocked on the same Src banks): 1 when drain(thread) would return 0 at once, having changed nothing
+ * (the thread's head word blocked in its handler on a Src bank, tensix.RETRY_ON_BANK_CHANGE on, read at each call so
+ * that a test turning it off reaches Python, and the banks as they were then: src_bank_state's eight items), 0 when
+ * drain must run (also where `drain` is not Tensix.drain itself: a spy on the class or the instance), -1 with an
+ * exception set. */
+static PyObject *tensix_module, *tensix_drain, *s_retry_on_bank_change, *s_bank_state;
+static int drain_idle(run_view *rv) {
+    if (!tensix_module) {               /* (first use: tensix.py imports this module, so not at its start) */
+        PyObject *mod = PyImport_ImportModule("tt_backend.runtime.emu.tensix");
+        PyObject *cls = mod ? PyObject_GetAttrString(mod, "Tensix") : NULL;
+        tensix_drain = cls ? PyObject_GetAttrString(cls, "drain") : NULL;
+        Py_XDECREF(cls);
+        if (!tensix_drain || !(s_retry_on_bank_change = PyUnicode_InternFromString("RETRY_ON_BANK_CHANGE"))
+            || !(s_bank_state = PyUnicode_InternFromString("bank_state"))) {
+            Py_XDECREF(mod);
+            Py_CLEAR(tensix_drain);
+            return -1;
+        }
+        tensix_module = mod;
+    }
+    PyObject **dp = _PyObject_GetDictPtr(rv->tx), *own = dp && *dp ? PyDict_GetItemWithError(*dp, s_drain) : NULL;
+    if (own || PyErr_Occurred() || _PyType_Lookup(Py_TYPE(rv->tx), s_drain) != tensix_drain)
+        return PyErr_Occurred() ? -1 : 0;
+    PyObject *retry = PyDict_GetItemWithError(PyModule_GetDict(tensix_module), s_retry_on_bank_change);
+    if (!retry)
+        return PyErr_Occurred() ? -1 : 0;
+    PyObject *th = rv->th, *v = get_attr(th, s_bank_wait);
+    int idle = v ? PyObject_IsTrue(v) : -1;
+    Py_XDECREF(v);
+    if (idle > 0) {
+        v = get_attr(th, s_blocked);
+        idle = v ? v != Py_None : -1;
+        Py_XDECREF(v);
+    }
+    if (idle > 0)
+        idle = PyObject_IsTrue(retry);
+    PyObject *state = idle > 0 ? get_attr(th, s_bank_state) : NULL;
+    if (!state)
+        return idle > 0 ? -1 : idle;
+    PyObject *va = view_list(rv, V_SRCA_VALID), *vb = va ? view_list(rv, V_SRCB_VALID) : NULL;
+    PyObject *const side[4] = {s_srca_unpack_bank, s_srca_matrix_bank, s_srcb_unpack_bank, s_srcb_matrix_bank};
+    idle = !vb ? -1 : PyTuple_CheckExact(state) && PyTuple_GET_SIZE(state) == 8 && PyList_GET_SIZE(va) == 2
+                          && PyList_GET_SIZE(vb) == 2;
+    for (int i = 0; idle > 0 && i < 8; i++) {   /* (src_bank_state's order: valid A0 A1 B0 B1, then the banks) */
+        PyObject *now = i < 4 ? Py_NewRef(PyList_GET_ITEM(i < 2 ? va : vb, i & 1)) : get_attr(rv->tx, side[i - 4]);
+        idle = now ? PyObject_RichCompareBool(PyTuple_GET_ITEM(state, i), now, Py_EQ) : -1;
+        Py_XDECREF(now);
+    }
+    Py_DECREF(state);
+    return idle;
+}
+
 /* plain_run(tx, words, j, t, thread, facts, progress, recording) -> (next j, next push time)
  * tx: the Tensix; facts: word -> (name, fields, handler, (tx.current for threads 0, 1, 2), packed plain_facts) or
  * None; progress: a list whose items 0 and 1 hold (j, push time) of the word being pushed when an exception leaves;
@@ -1415,9 +1468,10 @@ static PyObject *plain_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
                     a = o;
             }
             PyObject *a_o = PyLong_FromLongLong(a), *r = NULL, *r2 = NULL, *r3 = NULL;
-            if (a_o && (r = append_call(fifo, w))
-                && (r2 = append_call(fifo_t, a_o)))
-                r3 = call_method(tx, s_drain, &tobj, 1);
+            if (a_o && (r = append_call(fifo, w)) && (r2 = append_call(fifo_t, a_o))) {
+                int idle = drain_idle(&rv);
+                r3 = idle < 0 ? NULL : idle ? Py_NewRef(Py_None) : call_method(tx, s_drain, &tobj, 1);
+            }
             view_drop(&rv);
             Py_XDECREF(a_o), Py_XDECREF(r), Py_XDECREF(r2), Py_XDECREF(r3);
             if (!r3)

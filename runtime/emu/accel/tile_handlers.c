@@ -1,7 +1,8 @@
 /* The common case of the tile words' handlers in C, for the issue path (included by sfpu_issue_native.c, whose
  * plain_word calls tile_handler before the Python handler): UNPACR (unpack_pack.py), PACR and its address modifier,
  * MVMUL and ELWMUL / ELWADD / ELWSUB (tensix_fpu.py) with apply_addr_mod and the bank release, MOVA2D into a 16-bit
- * Dst row (tensix_fpu.py) and the ADC setters SETADC / SETADCXY / SETADCZW / SETADCXX (config.py). The state they read
+ * Dst row (tensix_fpu.py), the ADC setters SETADC / SETADCXY / SETADCZW / SETADCXX and the register setters SETDMAREG,
+ * SETC16 and WRCFG (config.py). The state they read
  * and write is the Tensix's own Python objects (config and ThreadConfig lists, ADC lists, the RWC dict, the banks'
  * valid and format lists, the numpy Src banks, Dst and L1), read through the C API, so the Python handlers, which
  * stay the reference, see exactly what C left.
@@ -25,7 +26,8 @@
 #include "tile_data.c"
 
 enum { H_NONE = 0, H_UNPACR = 1, H_PACR = 2, H_MVMUL = 3, H_ELWMUL = 4, H_ELWADD = 5, H_ELWSUB = 6, H_MOVA2D = 7,
-       H_SETADC = 8, H_SETADCXY = 9, H_SETADCZW = 10, H_SETADCXX = 11, H_CODES };
+       H_SETADC = 8, H_SETADCXY = 9, H_SETADCZW = 10, H_SETADCXX = 11, H_SETDMAREG = 12, H_SETC16 = 13, H_WRCFG = 14,
+       H_CODES };
 /* per Src format code (fpu_math): which operand lists admit it, its 5-bit-exponent style, whether MOVA2D writes it
  * as Dst16b BF16 */
 enum { FMT_MM_A = 1, FMT_MM_B = 2, FMT_ELW_A = 4, FMT_ELW_B = 8, FMT_5BIT = 16, FMT_MOV_BF16 = 32 };
@@ -35,8 +37,9 @@ static uint32_t src19_mask_of[16];           /* fpu_math.src19_mask */
 static int fmt_class[16];
 static PyObject *k_sel, *k_addr_mode, *k_set_dat_valid, *k_last, *k_dst, *k_instr_mod19, *k_dest_accum_en,
     *k_clear_dvalid, *k_instr_mod, *k_src, *k_dest_32b_lo, *k_cnt_set_mask, *k_value, *k_dimension_index,
-    *k_channel_index, *k_bit_mask, *k_ch_xy[4], *k_x_start, *k_x_end2, *h_srca, *h_srcb, *h_srca_valid, *h_srcb_valid,
-    *h_srca_format, *h_srcb_format, *h_l1, *h_dst_obj,
+    *k_channel_index, *k_bit_mask, *k_ch_xy[4], *k_x_start, *k_x_end2, *k_set_signals_mode, *k_reg_index_16b,
+    *k_payload, *k_setc16_reg, *k_setc16_value, *k_cfg_reg, *k_wr128b, *k_gpr_address, *h_gpr, *h_srca, *h_srcb,
+    *h_srca_valid, *h_srcb_valid, *h_srca_format, *h_srcb_format, *h_l1, *h_dst_obj,
     *h_rows32, *h_written, *h_cleared16, *h_adc_cr, *h_unpack_setups, *h_pack_setups, *h_packer_open,
     *h_packer_addr, *h_packer_exp_addr, *h_packer_tpg, *h_fid;
 
@@ -81,7 +84,10 @@ static int tile_handlers_init(void) {
         {&k_dest_32b_lo, "dest_32b_lo"}, {&k_cnt_set_mask, "cnt_set_mask"}, {&k_value, "value"},
         {&k_dimension_index, "dimension_index"}, {&k_channel_index, "channel_index"}, {&k_bit_mask, "bit_mask"},
         {&k_ch_xy[0], "ch0_x"}, {&k_ch_xy[1], "ch0_y"}, {&k_ch_xy[2], "ch1_x"}, {&k_ch_xy[3], "ch1_y"},
-        {&k_x_start, "x_start"}, {&k_x_end2, "x_end2"}, {&h_srca, "srca"}, {&h_srcb, "srcb"},
+        {&k_x_start, "x_start"}, {&k_x_end2, "x_end2"}, {&k_set_signals_mode, "set_signals_mode"},
+        {&k_reg_index_16b, "reg_index_16b"}, {&k_payload, "payload"}, {&k_setc16_reg, "setc16_reg"},
+        {&k_setc16_value, "setc16_value"}, {&k_cfg_reg, "cfg_reg"}, {&k_wr128b, "wr128b"},
+        {&k_gpr_address, "gpr_address"}, {&h_gpr, "gpr"}, {&h_srca, "srca"}, {&h_srcb, "srcb"},
         {&h_srca_valid, "srca_valid"},
         {&h_srcb_valid, "srcb_valid"}, {&h_srca_format, "srca_format"}, {&h_srcb_format, "srcb_format"},
         {&h_l1, "l1"}, {&h_dst_obj, "_dst"}, {&h_rows32, "rows32"}, {&h_written, "written"},
@@ -101,7 +107,7 @@ static int tile_handlers_init(void) {
  * answer is the one get_attr would give. (An MVMUL made 28 attribute reads, 18 of them of these.) */
 enum { V_TX_CFG, V_SRCA_VALID, V_SRCB_VALID, V_SRCA_FORMAT, V_SRCB_FORMAT, V_UNPACK_SETUPS, V_PACK_SETUPS, V_L1,
        V_SRCA, V_SRCB, V_DST, V_ROWS32, V_WRITTEN, V_CLEARED16, V_DST_FPU_WRITE, V_SRC_READY, V_BANK_READ,
-       V_WORK_DONE, V_UNPACK_BUSY, V_RAW_SFPU, V_DEFERRED, V_TH_CFG, V_ADC, V_ADC_CR, V_RWC, V_N };
+       V_WORK_DONE, V_UNPACK_BUSY, V_RAW_SFPU, V_DEFERRED, V_TH_CFG, V_ADC, V_ADC_CR, V_RWC, V_GPR, V_N };
 enum { VO_TX, VO_TM, VO_TH, VO_DST };              /* whose attribute (VO_DST: the V_DST item's) */
 static const struct { int owner; PyObject **name; } view_items[V_N] = {
     [V_TX_CFG] = {VO_TX, &s_cfg}, [V_SRCA_VALID] = {VO_TX, &h_srca_valid}, [V_SRCB_VALID] = {VO_TX, &h_srcb_valid},
@@ -114,7 +120,7 @@ static const struct { int owner; PyObject **name; } view_items[V_N] = {
     [V_UNPACK_BUSY] = {VO_TM, &s_unpack_busy},
     [V_RAW_SFPU] = {VO_TX, &s_raw_sfpu}, [V_DEFERRED] = {VO_TX, &s_deferred}, [V_TH_CFG] = {VO_TH, &s_cfg},
     [V_ADC] = {VO_TH, &s_adc},
-    [V_ADC_CR] = {VO_TH, &h_adc_cr}, [V_RWC] = {VO_TH, &s_rwc},
+    [V_ADC_CR] = {VO_TH, &h_adc_cr}, [V_RWC] = {VO_TH, &s_rwc}, [V_GPR] = {VO_TH, &h_gpr},
 };
 typedef struct {
     PyObject *tx, *tm, *th;                    /* (borrowed: the caller holds them for the call) */
@@ -1015,6 +1021,49 @@ static int h_adc(run_view *rv, PyObject *fields, long long code) {
     return 1;
 }
 
+/* ------------------------------------------------------------------------------------------------ register setters
+ * SETDMAREG (one 16-bit half of a GPR), SETC16 (one ThreadConfig word) and WRCFG (one or four backend config words
+ * from GPRs), config.py's handlers: a word they raise at (SETDMAREG's set_signals_mode form, a register or config
+ * index out of range, WRCFG in config state bank 1) is left to them. WRCFG stores the GPR items themselves, as the
+ * list assignment does. */
+static int h_setter(run_view *rv, PyObject *fields, PyObject *cfg, PyObject *tcfg, long long code) {
+    static PyObject **const dma_keys[] = {&k_set_signals_mode, &k_reg_index_16b, &k_payload};
+    static PyObject **const c16_keys[] = {&k_setc16_reg, &k_setc16_value};
+    static PyObject **const wr_keys[] = {&k_cfg_reg, &k_wr128b, &k_gpr_address};
+    long long f[3], old;
+    if (code == H_SETC16) {
+        if (fields_read(fields, c16_keys, 2, f))
+            return -1;
+        if (f[0] < 0 || f[0] >= PyList_GET_SIZE(tcfg))          /* (the list is THREAD_CFG_WORDS long) */
+            return 0;
+        return set_item_ll(tcfg, (Py_ssize_t)f[0], f[1]) ? -1 : 1;
+    }
+    PyObject *gpr = view_list(rv, V_GPR);
+    if (!gpr)
+        return -1;
+    Py_ssize_t ngpr = PyList_GET_SIZE(gpr);
+    if (code == H_SETDMAREG) {
+        if (fields_read(fields, dma_keys, 3, f))
+            return -1;
+        long long g = f[1] >> 1;
+        if (f[0] || f[1] < 0 || g >= ngpr)
+            return 0;
+        if (list_lls(gpr, g, 1, &old))
+            return -1;
+        return set_item_ll(gpr, (Py_ssize_t)g, f[1] & 1 ? (old & 0xFFFF) | f[2] << 16 : (old & 0xFFFF0000) | f[2])
+            ? -1 : 1;
+    }
+    if (fields_read(fields, wr_keys, 3, f) || list_lls(tcfg, 0, 1, &old))
+        return -1;
+    long long n = f[1] ? 4 : 1, idx = f[1] ? f[0] & ~3 : f[0], g = f[1] ? f[2] & ~3 : f[2];
+    if (old & 1 || idx < 0 || idx + n > PyList_GET_SIZE(cfg) || g < 0 || g + n > ngpr)
+        return 0;                                    /* (check_state_bank; the list is CFG_WORDS long) */
+    for (long long k = 0; k < n; k++)
+        if (PyList_SetItem(cfg, (Py_ssize_t)(idx + k), Py_NewRef(PyList_GET_ITEM(gpr, g + k))) < 0)
+            return -1;
+    return 1;
+}
+
 /* The handler of word `code` (H_*) in C for thread object `thobj`, after plain_word ran the Wait Gate and flushed the
  * deferred work: 1 done, 2 blocked on a Src bank (*why: the handler's reason, a new reference), 0 not taken (run the
  * Python handler), -1 on an error (see the top of this file). */
@@ -1028,8 +1077,10 @@ static int tile_handler(run_view *rv, PyObject *fields, long long code, PyObject
         r = h_unpacr(rv, fields, cfg, tcfg, why);
     } else if (code == H_PACR) {
         r = h_pacr(rv, fields, cfg, tcfg);
-    } else if (code >= H_SETADC && code < H_CODES) {
+    } else if (code >= H_SETADC && code <= H_SETADCXX) {
         r = h_adc(rv, fields, code);
+    } else if (code >= H_SETDMAREG && code < H_CODES) {
+        r = h_setter(rv, fields, cfg, tcfg, code);
     } else if (code == H_MOVA2D) {
         r = h_mova2d(rv, fields, cfg, tcfg, why);
     } else if (code >= H_MVMUL && code <= H_ELWSUB) {
