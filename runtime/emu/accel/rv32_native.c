@@ -1168,6 +1168,19 @@ static int regs_in(rv_state *s, PyObject *x, PyObject *pc) {
     return PyErr_Occurred() ? -1 : 0;
 }
 
+/* the n bytes at L1 address addr as they were at `cycle` where the write log can tell, else as they are (tile.py
+ * _peek_word's answer at a cycle): a bytes object, or NULL with ValueError where they are not inside one word */
+static PyObject *l1_bytes_at(const uint8_t *l1, const uint64_t *stamp, const uint64_t *log, uint64_t count,
+                             const uint64_t *head, const uint64_t *prev, uint32_t addr, uint32_t n, uint64_t cycle) {
+    uint32_t then;
+    if (n > 4 - (addr & 3)) {
+        PyErr_Format(PyExc_ValueError, "%u bytes at 0x%X are not inside one word of L1", n, addr);
+        return NULL;
+    }
+    int known = l1_word_at(l1, stamp, log, count, head, prev, addr, cycle, &then);
+    return PyBytes_FromStringAndSize(known ? (const char *)&then + (addr & 3) : (const char *)l1 + addr, n);
+}
+
 /* the words a frozen wait loop read, as tile.py Tile._peek_words gives them at `cycle` for _freeze: each L1 word of
  * `reads` ((addr, n) tuples, n inside one word) as it was at `cycle` where the write log can tell, else as it is; a
  * register (beyond L1) as peek(name, addr) answers it */
@@ -1176,14 +1189,13 @@ static PyObject *probe_seen(const rv_state *s, PyObject *reads, uint64_t cycle, 
     PyObject *out = PyList_New(count);
     for (Py_ssize_t i = 0; out && i < count; i++) {
         PyObject *t = PyList_GET_ITEM(reads, i), *w;
-        uint32_t addr = (uint32_t)PyLong_AsUnsignedLong(PyTuple_GET_ITEM(t, 0)), then;
+        uint32_t addr = (uint32_t)PyLong_AsUnsignedLong(PyTuple_GET_ITEM(t, 0));
         uint32_t n = (uint32_t)PyLong_AsUnsignedLong(PyTuple_GET_ITEM(t, 1));
         if (addr >= L1_SIZE) {
             PyObject *call[2] = {name, PyTuple_GET_ITEM(t, 0)};
             w = PyObject_Vectorcall(peek, call, 2, NULL);
         } else {
-            int known = l1_word_at(s->l1, s->stamp, s->log, *s->log_n, s->log_head, s->log_prev, addr, cycle, &then);
-            w = PyBytes_FromStringAndSize(known ? (const char *)&then + (addr & 3) : (const char *)s->l1 + addr, n);
+            w = l1_bytes_at(s->l1, s->stamp, s->log, *s->log_n, s->log_head, s->log_prev, addr, n, cycle);
         }
         if (!w) {
             Py_CLEAR(out);
@@ -1402,7 +1414,6 @@ static PyObject *peek_words(PyObject *self, PyObject *const *args, Py_ssize_t na
     PyObject *out = PyList_New(count);
     for (Py_ssize_t i = 0; out && i < count; i++) {
         unsigned int addr, n;
-        uint32_t then;
         PyObject *w;
         if (!PyArg_ParseTuple(PyList_GET_ITEM(args[1], i), "II", &addr, &n)) {
             Py_CLEAR(out);
@@ -1412,12 +1423,8 @@ static PyObject *peek_words(PyObject *self, PyObject *const *args, Py_ssize_t na
             w = Py_NewRef(Py_None);
         } else if (args[2] == Py_None) {
             w = PyBytes_FromStringAndSize((const char *)g->l1 + addr, n < L1_SIZE - addr ? n : L1_SIZE - addr);
-        } else if (n > 4 - (addr & 3)) {
-            PyErr_Format(PyExc_ValueError, "peek_words: %u bytes at 0x%X are not inside one word of L1", n, addr);
-            w = NULL;
         } else {
-            int known = l1_word_at(g->l1, g->stamp, g->log, *g->log_n, g->head, g->prev, addr, cycle, &then);
-            w = PyBytes_FromStringAndSize(known ? (const char *)&then + (addr & 3) : (const char *)g->l1 + addr, n);
+            w = l1_bytes_at(g->l1, g->stamp, g->log, *g->log_n, g->head, g->prev, addr, n, cycle);
         }
         if (!w) {
             Py_CLEAR(out);

@@ -227,7 +227,8 @@ class NativeRun:
     def spin_reads(self, sbase: int | None, seen_at: int | None = None):
         """RV32Core.spin_reads' answer from C (rv32_native.c probe) for a loop that only loads, NotImplemented where
         rv32.py's probe must answer (or PROBE_NATIVE is off); `sbase`: the probe's SBASE (None without the causal-load
-        rule, whose reads C answers only where it answers the core's own: past_in_c); `seen_at`: RV32Core.spin_reads'."""
+        rule, whose reads C answers only where it answers the core's own: past_in_c); `seen_at`: as
+        RV32Core.spin_reads'."""
         if not PROBE_NATIVE or (sbase is not None and not self.past_in_c):
             return NotImplemented
         core = self.core

@@ -92,7 +92,8 @@ static PyObject *configure(PyObject *self, PyObject *args) {
 }
 
 static inline int get_ll(PyObject *o, const char *what, long long *out) {
-    if (PyLong_CheckExact(o)) {     /* an int of at most two 30-bit digits (cycles, words, config words): read here */
+    if (PyLong_CheckExact(o)) {     /* cycles, words, config words read here: before 3.12 an int of at most two
+                                     * 30-bit digits, from 3.12 a compact (one-digit) int */
 #if PY_VERSION_HEX >= 0x030C0000
         if (PyUnstable_Long_IsCompact((PyLongObject *)o)) {
             *out = PyUnstable_Long_CompactValue((PyLongObject *)o);

@@ -89,8 +89,8 @@ def _part(name: str):
 def timing_rows(depth: int):
     """The cycle model's per-thread issue state in C (timing_state.c's ThreadTiming, FIFO depth `depth`) as the views
     cycles.TensixTiming binds: (clock, fe, gate, after_mop, first, stalls, issued, taken); None when it is off
-    (TIMING_NATIVE = False, TT_EMU_TIMING_NATIVE=0: Python lists, and the C issue of pushed SFPU words declines) or
-    unavailable."""
+    (TIMING_NATIVE = False, TT_EMU_TIMING_NATIVE=0: Python lists, and the C issue of SFPU words declines: issue_run,
+    push_word, ready_run) or unavailable."""
     mod = _load()[0] if TIMING_NATIVE else None
     return None if mod is None else mod.ThreadTiming(depth).rows()
 

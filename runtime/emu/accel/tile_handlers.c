@@ -763,7 +763,7 @@ typedef struct {
 static int fpu_plan_make(run_view *rv, PyObject *rwc, const long long *c, const long long *tc, long long dst_field,
                          long long addr_mode, long long clear_dvalid, int a_class, int b_class, int ra_align,
                          const char *name, fpu_plan *p, PyObject **why) {
-    PyObject *tx = rv->tx, *va = view_get(rv, V_SRCA_VALID), *vb = va ? view_get(rv, V_SRCB_VALID) : NULL;
+    PyObject *va = view_get(rv, V_SRCA_VALID), *vb = va ? view_get(rv, V_SRCB_VALID) : NULL;
     PyObject *fa_l = vb ? view_get(rv, V_SRCA_FORMAT) : NULL;
     PyObject *fb_l = fa_l ? view_get(rv, V_SRCB_FORMAT) : NULL;
     int ok_a = -1, ok_b = -1;

@@ -8,8 +8,10 @@
  * live in one C struct per cycle model (ThreadTiming), which the C issue reads and writes directly; Python sees them
  * through views with the lists' and deques' semantics for what the cycle model does with them: TimingRow (a fixed
  * list of 3: item get / set, len, iteration, == and repr as a list; gate's items are (mask, until) pairs, first's an
- * int or None, after_mop's bools) and TakenRing (a deque with maxlen `depth`: len, item get, iteration, append).
- * TT_EMU_TIMING_NATIVE=0 keeps the lists (cycles.py's reference; the C issue of pushed SFPU words then declines).
+ * int or None, after_mop's bools) and TakenRing (a deque with maxlen `depth` for len, item get, iteration and append;
+ * == and repr as a list, not as a deque: the cycle model and the tests compare list(ring)). TT_EMU_TIMING_NATIVE=0
+ * keeps the lists (cycles.py's reference; the C issue of SFPU words, sfpu_run_io under issue_run, push_word and
+ * ready_run, then declines).
  */
 
 enum { ROW_CLOCK, ROW_FE, ROW_STALLS, ROW_ISSUED, ROW_FIRST, ROW_AFTER_MOP, ROW_GATE, N_ROWS };
