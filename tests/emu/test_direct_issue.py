@@ -278,15 +278,22 @@ def test_matmul_grid_identical(module, switch, monkeypatch):
     _same_kernel_runs(plan, matmul_arrays(plan), monkeypatch, module, switch)
 
 
-def _bank_wait_trace(on: bool, monkeypatch) -> list:
-    """MVMULs on T1 waiting for SrcA and SrcB, which T0's UNPACR_NOPs hand over one bank at a time (and the MVMULs'
-    clear_dvalid hands back): the state after every push and step."""
-    monkeypatch.setattr(tensix, "RETRY_ON_BANK_CHANGE", on)
+def _bank_wait_setup():
+    """A Tensix whose FPU sees BF16 Src data into a 32-bit Dst, an MVMUL that hands both banks back (clear_dvalid), and
+    the UNPACR_NOP (by unpacker) that hands one bank over."""
     tx = Tensix(np.zeros(layout.L1_SIZE, np.uint8), strict=False)
     tx.cfg[72] = tx.cfg[120] = 5                          # the unpackers' formats (BF16) the FPU sees
     tx.cfg[1] |= 1 << 29                                  # a 32-bit Dst
     mvmul = E("MVMUL", dst=0, addr_mode=0, instr_mod19=0, clear_dvalid=3)
     nop = lambda sel: E("UNPACR_NOP", unpack_pop=1, set_dvalid=1, stall_clr_cntrl=1, unpacker_select=sel)
+    return tx, mvmul, nop
+
+
+def _bank_wait_trace(on: bool, monkeypatch) -> list:
+    """MVMULs on T1 waiting for SrcA and SrcB, which T0's UNPACR_NOPs hand over one bank at a time (and the MVMULs'
+    clear_dvalid hands back): the state after every push and step."""
+    monkeypatch.setattr(tensix, "RETRY_ON_BANK_CHANGE", on)
+    tx, mvmul, nop = _bank_wait_setup()
     trace = []
     try:
         for thread, word in [(1, mvmul), (1, mvmul), (0, nop(0)), (0, nop(1)), (0, nop(0)), (0, nop(1))]:
@@ -317,11 +324,7 @@ def _busy_bank_wait_trace(retry: bool, plain_c: bool, monkeypatch) -> tuple[list
         calls[0] += 1
         return bank_state(self)
     monkeypatch.setattr(Tensix, "src_bank_state", counted)
-    tx = Tensix(np.zeros(layout.L1_SIZE, np.uint8), strict=False)
-    tx.cfg[72] = tx.cfg[120] = 5                          # the unpackers' formats (BF16) the FPU sees
-    tx.cfg[1] |= 1 << 29                                  # a 32-bit Dst
-    mvmul = E("MVMUL", dst=0, addr_mode=0, instr_mod19=0, clear_dvalid=3)
-    nop = lambda sel: E("UNPACR_NOP", unpack_pop=1, set_dvalid=1, stall_clr_cntrl=1, unpacker_select=sel)
+    tx, mvmul, nop = _bank_wait_setup()
     behind = lambda k: E("SETDMAREG", reg_index_16b=k, set_signals_mode=0, payload=k + 1)
     program = [(1, mvmul), (1, behind(0)), (1, behind(1)), (0, nop(0)), (1, behind(2)), (1, behind(3)), (0, nop(1)),
                (1, behind(4)), (1, mvmul), (1, behind(5)), (1, behind(6)), (0, nop(1)), (1, behind(7)), (0, nop(0)),

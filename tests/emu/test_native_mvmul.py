@@ -38,21 +38,23 @@ def test_c_mvmul_runs_match_numpy(seed):
         assert np.array_equal(got, want.astype(np.uint32))
 
 
+def with_exponents(rng, shape, lo, hi) -> np.ndarray:
+    """Random float32 words of `shape` whose biased exponents lie in [lo, hi)."""
+    words = rng.integers(0, 1 << 32, shape, dtype=np.uint64) & ~np.uint64(0xFF << 23)
+    words |= rng.integers(lo, hi, shape).astype(np.uint64) << np.uint64(23)
+    return words.astype(np.uint32)
+
+
 @pytest.mark.parametrize("seed", range(2))
 def test_c_mvmul_crowded_exponents_match_numpy(seed):
     """Operands and Dst values whose exponents lie within a few of each other, so products align by small shifts and
     Dst and the group terms add with carries, ties and cancellations to zero (the vector lanes' rounding paths)."""
     rng = np.random.default_rng(100 + seed)
-
-    def crowded(shape, lo, hi):
-        words = rng.integers(0, 1 << 32, shape, dtype=np.uint64) & ~np.uint64(0xFF << 23)
-        words |= rng.integers(lo, hi, shape).astype(np.uint64) << np.uint64(23)
-        return words.astype(np.uint32)
     for _ in range(20):
         steps = int(rng.integers(1, 24))
-        srca, srcb = crowded((steps, 16, 16), 125, 130), crowded((steps, 8, 16), 125, 130)
+        srca, srcb = with_exponents(rng, (steps, 16, 16), 125, 130), with_exponents(rng, (steps, 8, 16), 125, 130)
         srcb[:, :, 8:] = srcb[:, :, :8] ^ np.uint32(1 << 31)     # (group 1: group 0's SrcB negated)
-        dst = crowded((2, 8, 16), 120, 134)
+        dst = with_exponents(rng, (2, 8, 16), 120, 134)
         phases, slots = rng.integers(0, 4, steps), rng.integers(0, 2, steps)
         want = fm.mvmul19_batch(fm.src19(srca, fm.BF16), fm.src19(srcb, fm.BF16), list(phases), list(slots), dst)
         got = native.mvmul_steps(srca, srcb, fm.BF16, fm.BF16, phases, slots, dst)
@@ -73,16 +75,11 @@ def test_c_mvmul_products_at_the_underflow_edge_match_numpy(seed):
     with exponent <= 0 only in steps where one can occur (the operands' least exponents sum to at most the phase's
     bias), so steps on both sides of that line, and nonzero products just above and below it, are compared."""
     rng = np.random.default_rng(200 + seed)
-
-    def near(shape, lo, hi):
-        words = rng.integers(0, 1 << 32, shape, dtype=np.uint64) & ~np.uint64(0xFF << 23)
-        words |= rng.integers(lo, hi, shape).astype(np.uint64) << np.uint64(23)
-        return words.astype(np.uint32)
     for _ in range(20):
         steps = int(rng.integers(1, 16))
         lo = int(rng.integers(58, 72))
-        srca, srcb = near((steps, 16, 16), lo, lo + 6), near((steps, 8, 16), lo, lo + 6)
-        dst = near((2, 8, 16), 1, 40)
+        srca, srcb = with_exponents(rng, (steps, 16, 16), lo, lo + 6), with_exponents(rng, (steps, 8, 16), lo, lo + 6)
+        dst = with_exponents(rng, (2, 8, 16), 1, 40)
         phases, slots = rng.integers(0, 4, steps), rng.integers(0, 2, steps)
         want = fm.mvmul19_batch(fm.src19(srca, fm.BF16), fm.src19(srcb, fm.BF16), list(phases), list(slots), dst)
         got = native.mvmul_steps(srca, srcb, fm.BF16, fm.BF16, phases, slots, dst)
