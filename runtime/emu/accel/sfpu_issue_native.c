@@ -430,12 +430,9 @@ static PyObject *sfpu_run_io(PyObject *const *args, Py_ssize_t nargs, int pushed
     /* the SFPU timing's values as read: only what changed is written back */
     const long long mad_cycle0 = mad_cycle, mad_writes0 = mad_writes;
     const long long mad_macro0 = mad_macro, nop_only0 = nop_only, busy0 = busy;
-    /* taken: when the last `depth` words left the FIFO, oldest first (the C state's ring: ring[head] the oldest of
-     * qlen), a word's entry written where it is committed, head and length with the rest (words already taken leave
-     * the FIFO alone) */
-    long long *ring = S->taken[th];
-    Py_ssize_t qlen = pushed ? S->taken_len[th] : 0;
-    int head = S->taken_head[th];
+    /* taken: when the last `depth` words left the FIFO (the C state's ring, oldest first); a pushed word's departure
+     * goes in (ring_push) when the word is committed, as TensixTiming.take appends it */
+    const long long *ring = S->taken[th];
     /* Dst access: the thread's config and RWCs, Dst's rows written, the FPU's last Dst writes */
     PyObject *cfg_l = NULL, *rwc_d = NULL, *fpu_w = NULL;
     long long rwc[6] = {0}, src_mode = 0;
@@ -511,8 +508,8 @@ static PyObject *sfpu_run_io(PyObject *const *args, Py_ssize_t nargs, int pushed
         /* accept_take: a full FIFO (the last `depth` words all left after t) holds the push until the oldest left */
         long long a = t, nfe = fe;
         if (pushed) {
-            if (qlen == depth && ring[head] > t)
-                a = ring[head];
+            if (S->taken_len[th] == depth && ring[S->taken_head[th]] > t)
+                a = ring[S->taken_head[th]];
             if (after_mop)
                 nfe = (fe > clock + 1 ? fe : clock + 1) + mop_penalty;
             if (a > nfe)
@@ -599,14 +596,7 @@ static PyObject *sfpu_run_io(PyObject *const *args, Py_ssize_t nargs, int pushed
         }
         /* commit the word's effects on the cycle model, the RWCs and Dst's rows written */
         if (pushed) {
-            long long left = a > clock ? a : clock;
-            if (qlen == depth) {
-                ring[head] = left;
-                head = (head + 1) % depth;
-            } else {
-                ring[(head + qlen) % depth] = left;
-                qlen++;
-            }
+            ring_push(S, th, a > clock ? a : clock);
             fe = nfe;
             after_mop = 0;
             t = a + 1;
@@ -645,10 +635,8 @@ static PyObject *sfpu_run_io(PyObject *const *args, Py_ssize_t nargs, int pushed
     /* write the state back */
     S->clock[th] = clock, S->stalls[th] = stalls, S->issued[th] = issued;
     S->first[th] = first, S->has_first[th] = 1;
-    if (pushed) {
+    if (pushed)
         S->fe[th] = fe, S->after_mop[th] = 0;
-        S->taken_head[th] = head, S->taken_len[th] = (int)qlen;
-    }
     if ((mad_cycle != mad_cycle0 && set_slot_ll(st, T_MAD_CYCLE, mad_cycle))
         || (mad_writes != mad_writes0 && set_slot_ll(st, T_MAD_WRITES, mad_writes))
         || (mad_macro != mad_macro0 && set_slot_ll(st, T_MAD_MACRO, mad_macro))
@@ -1350,6 +1338,46 @@ static int plain_record(PyObject *facts, PyObject *w, const char *who, PyObject 
     return 1;
 }
 
+/* TensixTiming.accept then take, for a word pushed at t to thread th (the rows: the cycle model's lists or
+ * timing_state.c's views; q: taken[th]). accept (with `accept`): a full FIFO, whose last `depth` words all left after
+ * t, holds the push until the oldest left; without it the word was accepted at t and is taken from the FIFO now. take:
+ * its departure max(a, clock) goes into q, and fe = max(a, fe), fe first past the MOP transition penalty where
+ * after_mop (then cleared). *a_out: the accept cycle a. 0, or -1 with an exception set. */
+static int accept_take(PyObject *clock_l, PyObject *fe_l, PyObject *after_l, PyObject *q, long long th, long long t,
+                       int accept, long long *a_out) {
+    long long clock, fe, a = t;
+    if (list_ll(clock_l, th, &clock) || list_ll(fe_l, th, &fe))
+        return -1;
+    Py_ssize_t qlen = accept ? PySequence_Size(q) : 0;
+    if (qlen < 0)
+        return -1;
+    if (qlen == depth) {
+        PyObject *oldest = PySequence_GetItem(q, 0);
+        long long o;
+        int bad = !oldest || get_ll(oldest, "taken", &o);
+        Py_XDECREF(oldest);
+        if (bad)
+            return -1;
+        if (o > t)
+            a = o;
+    }
+    int after = after_mop_of(after_l, th);
+    if (after < 0)
+        return -1;
+    PyObject *left = PyLong_FromLongLong(a > clock ? a : clock), *r = left ? append_call(q, left) : NULL;
+    Py_XDECREF(left);
+    if (!r)
+        return -1;
+    Py_DECREF(r);
+    if (after) {                                        /* the MOP transition penalty */
+        fe = (fe > clock + 1 ? fe : clock + 1) + mop_penalty;
+        if (after_mop_clear(after_l, th) < 0)
+            return -1;
+    }
+    *a_out = a;
+    return set_item_ll(fe_l, th, a > fe ? a : fe);
+}
+
 /* Tensix.drain's first test in C, for plain_run's pushes into a busy thread (about ten thousand a matmul256 launch
  * find its thread blocked on the same Src banks): 1 when drain(thread) would return 0 at once, having changed nothing
  * (the thread's head word blocked in its handler on a Src bank, tensix.RETRY_ON_BANK_CHANGE on, read at each call so
@@ -1500,36 +1528,11 @@ static PyObject *plain_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
         if (((const plain_facts *)PyBytes_AS_STRING(PyTuple_GET_ITEM(rec, 4)))->is_mvmul != recording)
             break;                                      /* (the drain's MVMUL recording: direct_issue.push's rule) */
         at_j = j, at_t = t;
-        /* accept_take */
-        long long clock, fe, a = t;
-        PyObject *after_l = L.after_mop, *fe_l = L.fe;
-        int bad = list_ll(L.clock, th, &clock) || list_ll(fe_l, th, &fe);
-        Py_ssize_t qlen = bad ? -1 : PySequence_Size(q);
-        if (qlen == depth) {
-            PyObject *oldest = PySequence_GetItem(q, 0);
-            long long o;
-            bad = !oldest || get_ll(oldest, "taken", &o);
-            Py_XDECREF(oldest);
-            if (!bad && o > t)
-                a = o;
-        }
-        int after = bad ? -1 : after_mop_of(after_l, th);
-        if (bad || qlen < 0 || after < 0)
-            goto out;
-        PyObject *left = PyLong_FromLongLong(a > clock ? a : clock);
-        PyObject *r = left ? append_call(q, left) : NULL;
-        Py_XDECREF(left);
-        bad = !r;
-        Py_XDECREF(r);
-        if (after) {                                    /* the MOP transition penalty */
-            fe = (fe > clock + 1 ? fe : clock + 1) + mop_penalty;
-            if (!bad)
-                bad = after_mop_clear(after_l, th) < 0;
-        }
-        if (bad || set_item_ll(fe_l, th, a > fe ? a : fe))
+        long long a;
+        if (accept_take(L.clock, L.fe, L.after_mop, q, th, t, 1, &a))
             goto out;
         /* at the head of the ready queue while the Wait Gate and the handler decide */
-        r = append_call(ready, w);
+        PyObject *r = append_call(ready, w);
         if (!r)
             goto out;
         Py_DECREF(r);
@@ -1577,19 +1580,10 @@ out:
 static int fifo_take(const tm_lists *L, long long th, PyObject *fifo, PyObject *fifo_t) {
     PyObject *pt = popleft_call(fifo_t), *r = pt ? popleft_call(fifo) : NULL;
     Py_XDECREF(r);
-    long long push_t, clock, fe;
-    PyObject *fe_l = L->fe, *after_l = L->after_mop;
-    int bad = !r || get_ll(pt, "fifo_t", &push_t) || list_ll(L->clock, th, &clock) || list_ll(fe_l, th, &fe);
-    int after = bad ? -1 : after_mop_of(after_l, th);
-    PyObject *left = after < 0 ? NULL : PyLong_FromLongLong(push_t > clock ? push_t : clock);
-    PyObject *ap = left ? append_call(PyList_GET_ITEM(L->taken, th), left) : NULL;
-    bad = !ap;
-    if (!bad && after) {
-        fe = (fe > clock + 1 ? fe : clock + 1) + mop_penalty;
-        bad = after_mop_clear(after_l, th) < 0;
-    }
-    bad = bad || set_item_ll(fe_l, th, push_t > fe ? push_t : fe);
-    Py_XDECREF(pt), Py_XDECREF(left), Py_XDECREF(ap);
+    long long push_t, a;
+    int bad = !r || get_ll(pt, "fifo_t", &push_t)
+              || accept_take(L->clock, L->fe, L->after_mop, PyList_GET_ITEM(L->taken, th), th, push_t, 0, &a);
+    Py_XDECREF(pt);
     return bad ? -1 : 0;
 }
 
@@ -2108,34 +2102,9 @@ static PyObject *replay_push(PyObject *tx, PyObject *thread_o, long long th, PyO
         goto out;
     /* from here on the push takes effect: TensixTiming.accept, then take (not a MOP) */
     PyObject *ctx = o[R_CTX], *q = PyList_GetItem(PyTuple_GET_ITEM(ctx, 7), th);
-    long long a = t, left, clock, fe, oldest;
-    Py_ssize_t qlen = q ? PySequence_Size(q) : -1;
-    if (qlen < 0 || list_ll(PyTuple_GET_ITEM(ctx, 0), th, &clock) || list_ll(PyTuple_GET_ITEM(ctx, 1), th, &fe))
-        goto out;
-    int after = after_mop_of(PyTuple_GET_ITEM(ctx, 3), th);
-    if (after < 0)
-        goto out;
-    if (qlen == depth) {
-        PyObject *v = PySequence_GetItem(q, 0);
-        int bad_v = !v || get_ll(v, "taken", &oldest);
-        Py_XDECREF(v);
-        if (bad_v)
-            goto out;
-        if (oldest > t)
-            a = oldest;
-    }
-    left = a > clock ? a : clock;
-    PyObject *left_o = PyLong_FromLongLong(left), *ap = left_o ? append_call(q, left_o) : NULL;
-    Py_XDECREF(left_o);
-    if (!ap)
-        goto out;
-    Py_DECREF(ap);
-    if (after) {
-        fe = (fe > clock + 1 ? fe : clock + 1) + mop_penalty;
-        if (after_mop_clear(PyTuple_GET_ITEM(ctx, 3), th) < 0)
-            goto out;
-    }
-    if (set_item_ll(PyTuple_GET_ITEM(ctx, 1), th, a > fe ? a : fe))
+    long long a;
+    if (!q || accept_take(PyTuple_GET_ITEM(ctx, 0), PyTuple_GET_ITEM(ctx, 1), PyTuple_GET_ITEM(ctx, 3), q, th, t, 1,
+                          &a))
         goto out;
     /* drain_deferrable's ready_run over the whole expansion */
     PyObject *all[16] = {ctx, o[R_WORDS], zero, zero, thread_o, o[R_CWORD], o[R_DQ], o[R_FLO], o[R_C0], o[R_C1],
