@@ -26,6 +26,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 import warnings
 from pathlib import Path
@@ -240,10 +241,12 @@ def test_an_interrupted_launch_leaves_the_device_usable(monkeypatch, how, target
         if len(calls) == 1:
             if how == "KeyboardInterrupt": raise KeyboardInterrupt
             # Python runs the handler at its next check for signals, which a collection's __del__ could be (the
-            # interrupt would be printed and dropped there): no collection until the sleep, which the handler ends
+            # interrupt would be printed and dropped there): no collection until the sleep, which the handler ends.
+            # Sent to this thread: a process-directed kill may be taken by another thread (a compile pool's), which
+            # leaves this sleep uninterrupted
             gc.disable()
             try:
-                os.kill(os.getpid(), signal.SIGINT)
+                signal.pthread_kill(threading.get_ident(), signal.SIGINT)
                 time.sleep(30)
             finally:
                 gc.enable()
