@@ -10,10 +10,11 @@
  * MRO: a class attribute defined later, tests/emu/test_sfpu_issue_native.py). What can change without either is read
  * on every word: the thread (tx.threads[th]), its __slots__ (FIFO, ready queue, MOP output, REPLAY load, latch,
  * blocked), the latched wait's block mask (a slot of the latch class the memo was filled with), the SFPU timing's
- * `rec` slot, the queue's length, config words 0 and 1, the instruction counts. The objects are borrowed: the dicts
- * hold them while their versions stand. push_fast answers with the memo or declines (0: push_one's full path then
- * runs, and fills the memo where it takes a word without Dst access). TT_EMU_PUSH_MEMO_NATIVE=0 turns it off
- * (push_entry's switch). */
+ * `rec` slot, the queue's length, config words 0 and 1, the instruction counts, and the cycle model's event_t where
+ * it is a C member (timing_state.c; else an instance attribute, covered by the dict's version). The objects are
+ * borrowed: the dicts hold them while their versions stand. push_fast answers with the memo or declines (0: push_one's
+ * full path then runs, and fills the memo where it takes a word without Dst access). TT_EMU_PUSH_MEMO_NATIVE=0 turns
+ * it off (push_entry's switch). */
 
 typedef struct {
     PyObject *tx, *txd, *tm, *tmd, *thobj, *stiming;
@@ -22,6 +23,7 @@ typedef struct {
     PyTypeObject *latch_tp;           /* the latch's class (NULL: none was latched) and its `block` slot */
     Py_ssize_t block_off;
     PyObject *threads, *fast, *cword, *dq, *ctx, *cfg, *instructions, *event_t;
+    ThreadTiming *ts;                 /* the cycle model's C state (event_t read there; event_t NULL), or NULL */
     Py_ssize_t off[6], rec_off;       /* ThreadState's fifo, ready, mop_out, replay_load, latch, blocked; rec */
     long long fl;                     /* the lane-flag code of tx._dq_flags */
 } push_memo;
@@ -59,6 +61,7 @@ static void push_memo_fill(PyObject *tx, long long th, long long fl) {
     PyObject *txn[] = {s_threads, s_fast, s_cword, s_tm, s_deferred, s_c_ctx, s_cfg, s_instructions, s_dq_flags,
                        s_issue_t};
     PyObject *tmn[] = {s_rec, s_sfpu_timing, s_clock, s_event_t};
+    int n_tmn = 4;
     PyObject *txd = DICT_TAGS ? plain_dict_of(tx, txn, 10) : NULL;     /* (no tags: no memo) */
     if (!txd)
         goto clear;
@@ -69,17 +72,20 @@ static void push_memo_fill(PyObject *tx, long long th, long long fl) {
     PyObject *threads = v[0], *tm = v[3], *ctx = v[5];
     if (!PyList_CheckExact(threads) || PyList_GET_SIZE(threads) <= th || !PyDict_CheckExact(v[1])
         || !PyDict_CheckExact(v[2]) || !dq_is_queue(v[4]) || !PyTuple_CheckExact(ctx) || PyTuple_GET_SIZE(ctx) != 9
-        || !PyList_CheckExact(v[6]) || PyList_GET_SIZE(v[6]) < 2 || !PyList_CheckExact(v[7])
-        || PyList_GET_SIZE(v[7]) <= th)
+        || !PyList_CheckExact(v[6]) || PyList_GET_SIZE(v[6]) < 2
+        || (!row_state(v[7]) && (!PyList_CheckExact(v[7]) || PyList_GET_SIZE(v[7]) <= th)))
         goto clear;
-    PyObject *thobj = PyList_GET_ITEM(threads, th), *tmd = plain_dict_of(tm, tmn, 4);
+    m->ts = tm_state(tm);
+    if (m->ts)
+        n_tmn--;                      /* (event_t: a C member) */
+    PyObject *thobj = PyList_GET_ITEM(threads, th), *tmd = plain_dict_of(tm, tmn, n_tmn);
     if (!tmd || PyDict_Contains(tmd, s_issue) != 0)
         goto clear;
-    PyObject *tv[4];
-    for (int k = 0; k < 4; k++)
+    PyObject *tv[4] = {NULL};
+    for (int k = 0; k < n_tmn; k++)
         if (!(tv[k] = PyDict_GetItemWithError(tmd, tmn[k])))
             goto clear;
-    if (tv[0] != Py_None || PyTuple_GET_ITEM(ctx, 0) != tv[2] || !PyLong_CheckExact(tv[3]))
+    if (tv[0] != Py_None || PyTuple_GET_ITEM(ctx, 0) != tv[2] || (!m->ts && !PyLong_CheckExact(tv[3])))
         goto clear;
     PyObject *thn[6] = {s_fifo, s_ready, s_mop_out, s_replay_load, s_latch, s_blocked};
     for (int k = 0; k < 6; k++)
@@ -205,7 +211,9 @@ static int push_fast(PyObject *tx, long long th, PyObject *thread_o, PyObject *w
     PyObject *c0 = Py_NewRef(PyList_GET_ITEM(m->cfg, 0)), *c1 = Py_NewRef(PyList_GET_ITEM(m->cfg, 1)), *r = NULL;
     run_io io = {facts.rec, 1, blocked != Py_None, th};      /* (the run's integer arguments as C values) */
     io.fl = m->fl, io.latch_block = latch_block;
-    if (!get_ll(t_o, "t", &io.t) && !get_ll(m->event_t, "event_t", &io.event_t)
+    if (m->ts)
+        io.event_t = m->ts->event_t;
+    if (!get_ll(t_o, "t", &io.t) && (m->ts || !get_ll(m->event_t, "event_t", &io.event_t))
         && !get_ll(dq_max, "dq_max", &io.dq_max) && !get_ll(c0, "cfg0", &io.cfg0) && !get_ll(c1, "cfg1", &io.cfg1)) {
         PyObject *all[16] = {m->ctx, word, NULL, NULL, NULL, m->cword, m->dq, NULL, c0, c1, thread_o, NULL, NULL, NULL,
                              NULL, Py_None};
@@ -232,17 +240,23 @@ static int push_fast(PyObject *tx, long long th, PyObject *thread_o, PyObject *w
     bad = bad || PyDict_SetItem(m->txd, s_issue_t, issue_t) < 0       /* (the flag state: an equal tuple kept) */
           || (fl != m->fl && PyDict_SetItem(m->txd, s_dq_flags, flag_states[fl]) < 0);
     Py_XDECREF(issue_t);
-    if (!bad && PyList_GET_SIZE(m->instructions) <= th) {     /* (shrunk in place: the dict's version stands) */
+    ThreadTiming *counts = row_state(m->instructions);    /* (the counts as a row of the C state, else a list) */
+    if (!bad && !counts && PyList_GET_SIZE(m->instructions) <= th) {  /* (shrunk in place: its dict's version stands) */
         PyErr_SetString(PyExc_IndexError, "push_one: the Tensix's instruction counts lost the thread's entry");
         bad = 1;
     }
     if (!bad) {
         Py_SETREF(SLOT(thobj, m->off[PM_BLOCKED]), Py_NewRef(Py_None));
-        PyObject *one = PyLong_FromLong(1), *n = PyList_GET_ITEM(m->instructions, th);
-        PyObject *n1 = one ? PyNumber_Add(n, one) : NULL;
-        Py_XDECREF(one);
-        if (!n1 || PyList_SetItem(m->instructions, th, n1) < 0)
-            bad = 1;
+        long long n_was;
+        if (counts) {
+            bad = row_ll(counts, m->instructions, th, &n_was) || row_set_ll(counts, m->instructions, th, n_was + 1);
+        } else {
+            PyObject *one = PyLong_FromLong(1), *n = PyList_GET_ITEM(m->instructions, th);
+            PyObject *n1 = one ? PyNumber_Add(n, one) : NULL;
+            Py_XDECREF(one);
+            if (!n1 || PyList_SetItem(m->instructions, th, n1) < 0)
+                bad = 1;
+        }
     }
     if (bad) {
         m->tx = NULL;
