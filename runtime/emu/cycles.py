@@ -235,6 +235,7 @@ class TensixTiming:
         self.fpu_busy = 0
         self.work_done = [0, 0, 0]       # per thread: when its FPU / unpacker / packer instructions have finished
         self.executed = [0, 0, 0]        # the Tensix's instructions executed per thread (its `instructions`)
+        self.issue_t = 0                 # the Tensix's issue cycle of the instruction being executed (its `issue_t`)
         if rows is not None:             # the same state held in C, seen through views with these lists' semantics
             (self.clock, self.fe, self.gate, self.after_mop, self.first, self.stalls, self.issued, self.taken,
              self.unpack_busy, self.work_done, self.executed) = rows()

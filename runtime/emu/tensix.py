@@ -55,7 +55,6 @@ class Tensix(FpuBatchMixin, DeferralMixin, DirectIssueMixin, MopBatchMixin, Fron
         self.l1 = l1
         self.strict = strict
         self.current = (0, 0, "")                  # (thread, word, name) of the instruction being executed
-        self.issue_t = 0                           # issue cycle of the instruction being executed
         self.tm = (sfpu_issue_native.tensix_timing_class() or TensixTiming)(self)   # the cycle model (cycles.py)
         dst = Dst() if dst is None else dst
         self._init_deferral(dst)                   # Tensix.dst / .sfpu views over the deferred SFPU work
@@ -71,6 +70,16 @@ class Tensix(FpuBatchMixin, DeferralMixin, DirectIssueMixin, MopBatchMixin, Fron
         self._init_direct_issue()                  # plain words pushed to an empty thread (accel/direct_issue.py)
         self._decoded: dict[int, tuple] = {}
         self._handlers = self._build_handlers()
+
+    @property
+    def issue_t(self) -> int:
+        """Issue cycle of the instruction being executed: the cycle model holds it (tm.issue_t, a C member where its
+        state is in C: the C issue writes it there on every word)."""
+        return self.tm.issue_t
+
+    @issue_t.setter
+    def issue_t(self, c: int) -> None:
+        self.tm.issue_t = c
 
     # ------------------------------------------------------------------------------------------------ errors
     def where(self) -> str:

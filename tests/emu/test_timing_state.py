@@ -98,8 +98,8 @@ def test_sfpu_timing_members_answer_as_slots():
 
 def test_cycle_model_in_c_answers_as_python(monkeypatch):
     """The cycle model with its state in C: its ints are ints that read back what was written, its rows lists of the
-    lengths the Python model's have, the Tensix's instruction counts the model's row; a dropped Tensix is collected
-    (the views hold the model they belong to: a cycle the collector follows)."""
+    lengths the Python model's have, the Tensix's instruction counts and issue_t the model's; a dropped Tensix is
+    collected (the views hold the model they belong to: a cycle the collector follows)."""
     models = {}
     for native in (True, False):
         _with_state(native, monkeypatch)
@@ -110,7 +110,9 @@ def test_cycle_model_in_c_answers_as_python(monkeypatch):
             setattr(tm, name, (k + 3) << 36)
         tm.unpack_busy[1], tm.work_done[2] = 7, 9
         tx.instructions[1] += 5
+        tx.issue_t = 1 << 40
         assert tx.instructions is tm.executed and list(tx.instructions) == [0, 5, 0]
+        assert tm.issue_t == tx.issue_t == 1 << 40 and type(tx.issue_t) is int
     got = [[(getattr(tm, name), type(getattr(tm, name))) for name in SCALARS]
            + [list(tm.unpack_busy), list(tm.work_done), tm.stats()] for tm in (models[True], models[False])]
     assert got[0] == got[1]

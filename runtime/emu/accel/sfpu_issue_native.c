@@ -968,6 +968,21 @@ static int tm_set_max(PyObject *tm, PyObject *name, long long v) {
     return v > old ? tm_set(tm, name, v) : 0;
 }
 
+/* the cycle model's int `name` as an object (a new reference; NULL with an error set) */
+static PyObject *tm_obj(PyObject *tm, PyObject *name) {
+    long long *p = tm_scalar(tm, name);
+    return p ? PyLong_FromLongLong(*p) : get_attr(tm, name);
+}
+
+/* Tensix.issue_t = c: the cycle model's C member (the Tensix's property reads it there), else by name */
+static int set_issue_t(PyObject *tx, PyObject *tm, long long c) {
+    ThreadTiming *s = tm_state(tm);
+    if (!s)
+        return set_attr_ll(tx, s_issue_t, c);
+    s->issue_t = c;
+    return 0;
+}
+
 /* TensixTiming.work_done[th] = max(it, done): thread th's FPU / unpacker / packer work ends by `done` */
 static int record_work(run_view *rv, long long th, long long done) {
     ThreadTiming *s = tm_state(rv->tm);
@@ -1358,7 +1373,7 @@ static int plain_word(run_view *rv, const tm_lists *L, PyObject *tobj, long long
     }
     long long iss;
     if (set_item_ll(clock_l, th, c) || list_ll(issued_l, th, &iss) || set_item_ll(issued_l, th, iss + 1)
-        || set_attr_ll(tx, s_issue_t, c))
+        || set_issue_t(tx, tm, c))
         goto out;
     if (f->kind == K_WAIT) {                            /* the unit-busy conditions of the latch it left */
         PyObject *lt = th_get(thobj, TS_LATCH);
@@ -1911,16 +1926,16 @@ static int flag_code(PyObject *fl, long long *code) {
 }
 
 /* What an issue_run call's caller does with its result (push()'s, push_many's and _ready_run_c's epilogues): the
- * Tensix's issue_t (r[2]) and flag state (r[3], a flag_states code); 0, or -1 with an error set */
-static int issue_epilogue(PyObject *tx, PyObject *r) {
-    long long fl;
-    if (get_ll(PyTuple_GET_ITEM(r, 3), "flags", &fl))
+ * Tensix's issue_t (r[2]; tm its cycle model) and flag state (r[3], a flag_states code); 0, or -1 with an error set */
+static int issue_epilogue(PyObject *tx, PyObject *tm, PyObject *r) {
+    long long fl, c;
+    if (get_ll(PyTuple_GET_ITEM(r, 3), "flags", &fl) || get_ll(PyTuple_GET_ITEM(r, 2), "issue_t", &c))
         return -1;
     if (fl < 0 || fl > 8) {
         PyErr_SetString(PyExc_ValueError, "issue_run: a lane-flag state out of range");
         return -1;
     }
-    return set_attr(tx, s_issue_t, PyTuple_GET_ITEM(r, 2)) < 0 || set_attr(tx, s_dq_flags, flag_states[fl]) < 0 ? -1 : 0;
+    return set_issue_t(tx, tm, c) < 0 || set_attr(tx, s_dq_flags, flag_states[fl]) < 0 ? -1 : 0;
 }
 
 /* Tensix.current = (thread, word, what): the Dst access an error names; 0, or -1 with an error set */
@@ -1933,7 +1948,15 @@ static int set_current(PyObject *tx, PyObject *thread_o, PyObject *word, PyObjec
 
 /* tx.instructions[th] += n: the words issued, counted as _drain counts them; 0, or -1 with an error set */
 static int count_issued(PyObject *tx, long long th, long long n) {
-    PyObject *instr = get_attr(tx, s_instructions), *was = instr ? PySequence_GetItem(instr, th) : NULL;
+    PyObject *instr = get_attr(tx, s_instructions);
+    ThreadTiming *s = instr ? row_state(instr) : NULL;     /* (a row of the cycle model's C state: counted there) */
+    if (s) {
+        long long was;
+        int bad = row_ll(s, instr, th, &was) || row_set_ll(s, instr, th, was + n);
+        Py_DECREF(instr);
+        return bad ? -1 : 0;
+    }
+    PyObject *was = instr ? PySequence_GetItem(instr, th) : NULL;
     PyObject *d = was ? PyLong_FromLongLong(n) : NULL, *now = d ? PyNumber_Add(was, d) : NULL;
     int bad = !now || PySequence_SetItem(instr, th, now) < 0;
     Py_XDECREF(instr);
@@ -2023,7 +2046,7 @@ static int issue_inputs(PyObject *tx, PyObject *thobj, PyObject **in, long long 
         return -1;
     if (flag_code(in[B_FLAGS], fl))
         return -2;
-    if (!(in[B_BLOCKED] = get_attr(thobj, s_blocked)) || !(in[B_EVENT] = get_attr(in[B_TM], s_event_t)))
+    if (!(in[B_BLOCKED] = th_get(thobj, TS_BLOCKED)) || !(in[B_EVENT] = tm_obj(in[B_TM], s_event_t)))
         return -1;
     return 1;
 }
@@ -2168,7 +2191,7 @@ static PyObject *replay_push(PyObject *tx, PyObject *thread_o, long long th, PyO
     } else if (!GET(R_FLAGS, tx, s_dq_flags)) {
         goto out;
     }
-    if (sfpu_cfg_words(tx, &o[R_C0], &o[R_C1], &c0, &c1) || !GET(R_EVENT, o[R_TM], s_event_t)
+    if (sfpu_cfg_words(tx, &o[R_C0], &o[R_C1], &c0, &c1) || !(o[R_EVENT] = tm_obj(o[R_TM], s_event_t))
         || !(o[R_MEM] = dst_access(tx, thobj, o[R_TM], c0, c1)))
         goto out;
     if (flag_code(o[R_FLAGS], &fl))
@@ -2190,7 +2213,7 @@ static PyObject *replay_push(PyObject *tx, PyObject *thread_o, long long th, PyO
     if (o[R_R] != Py_None) {     /* its epilogue (_ready_run_c): issue_t, the flag state, the word named, unblocked */
         PyObject *r = o[R_R];
         long long j;
-        if (get_ll(PyTuple_GET_ITEM(r, 0), "j", &j) || issue_epilogue(tx, r))
+        if (get_ll(PyTuple_GET_ITEM(r, 0), "j", &j) || issue_epilogue(tx, o[R_TM], r))
             goto out;
         done = (Py_ssize_t)j;
         PyObject *last = PyTuple_GET_ITEM(o[R_WORDS], done - 1), *rec = PyDict_GetItemWithError(o[R_CWORD], last);
@@ -2324,9 +2347,9 @@ static PyObject *push_one(PyObject *self, PyObject *const *args, Py_ssize_t narg
     /* push()'s epilogue: issue_t, the flag state, the Dst access named for errors, unblocked, counted */
     PyObject *r = o[O_R];
     long long t_new;
-    if (get_ll(PyTuple_GET_ITEM(r, 1), "t", &t_new) || issue_epilogue(tx, r)
+    if (get_ll(PyTuple_GET_ITEM(r, 1), "t", &t_new) || issue_epilogue(tx, o[O_CWORD + B_TM], r)
         || (is_mem && set_current(tx, thread_o, word, PyTuple_GET_ITEM(fast, 0)))
-        || set_attr(thobj, s_blocked, Py_None) < 0 || count_issued(tx, th, 1))
+        || th_set(thobj, TS_BLOCKED, Py_None) < 0 || count_issued(tx, th, 1))
         goto out;
     if (memo && !is_mem && !get_ll(PyTuple_GET_ITEM(r, 3), "flags", &fl))
         push_memo_fill(tx, th, fl);
@@ -2494,7 +2517,7 @@ static PyObject *many_one(PyObject *tx, PyObject *thread_o, PyObject *words, PyO
         PyErr_SetString(PyExc_ValueError, "many_one: issue_run's count of words out of range");
         goto out;
     }
-    if (issue_epilogue(tx, r))
+    if (issue_epilogue(tx, o[M_CWORD + B_TM], r))
         goto out;
     if (last_mem >= 0) {
         PyObject *w = PyTuple_GET_ITEM(words, last_mem), *rec = PyDict_GetItemWithError(o[M_CWORD], w);
@@ -2506,7 +2529,7 @@ static PyObject *many_one(PyObject *tx, PyObject *thread_o, PyObject *words, PyO
         if (set_current(tx, thread_o, w, PyTuple_GET_ITEM(rec, 0)))
             goto out;
     }
-    if (set_attr(thobj, s_blocked, Py_None) < 0 || count_issued(tx, th, i))
+    if (th_set(thobj, TS_BLOCKED, Py_None) < 0 || count_issued(tx, th, i))
         goto out;
     result = PyTuple_Pack(2, PyTuple_GET_ITEM(r, 0), PyTuple_GET_ITEM(r, 1));
     goto out;

@@ -4,7 +4,8 @@
  * TensixTiming's clock, fe, gate, after_mop, first, stalls and issued (one entry per Tensix thread) and taken (per
  * thread, when the last `depth` words left the FIFO) are read and written by the C issue on every pushed SFPU word;
  * its event_t, fpu_busy, pack_busy, nop_t, unpack_busy (per unpacker) and work_done (per thread), and the Tensix's
- * instruction counts (per thread), by the C issue of every plain word (plain_word) or pushed word (push_fast).
+ * instruction counts (per thread) and issue_t, by the C issue of every plain word (plain_word) or pushed word
+ * (push_fast).
  * Kept in Python lists, deques and instance attributes, those reads and writes were most of sfpu_run_io's cost
  * (callgrind of bench emu's sfpu_long: some 1.8k of its 3k x86 instructions a word converting ints and calling list /
  * deque methods) and some 170 instructions an attribute in plain_word (matmul256). Here they live in one C struct per
@@ -31,6 +32,7 @@ typedef struct {
     long long event_t, fpu_busy, pack_busy, nop_t;     /* TensixTiming's scalars (its int members) */
     long long unpack_busy[2], work_done[3];
     long long instructions[3];                         /* the Tensix's words executed per thread */
+    long long issue_t;                                 /* the Tensix's issue cycle of the word being executed */
 } ThreadTiming;
 
 typedef struct {
@@ -350,6 +352,7 @@ static PyMemberDef timing_members[] = {
     {"fpu_busy", T_LONGLONG, offsetof(ThreadTiming, fpu_busy), 0, "the cycle the FPU is busy until"},
     {"pack_busy", T_LONGLONG, offsetof(ThreadTiming, pack_busy), 0, "the cycle the packer is busy until"},
     {"nop_t", T_LONGLONG, offsetof(ThreadTiming, nop_t), 0, "issue cycle of the latest UNPACR_NOP"},
+    {"issue_t", T_LONGLONG, offsetof(ThreadTiming, issue_t), 0, "the Tensix's: issue cycle of the word executed"},
     {NULL},
 };
 
