@@ -216,10 +216,11 @@ class TensixTiming:
 
     def __init__(self, tensix):
         self.tx = tensix
-        # where the state the C issue reads on every word lives: a Tensix's DeferralMixin.timing_state() gives the C
-        # state's views and SfpuTiming class (timing_state.c), None (or no such method): Python lists, SfpuTiming
-        native = tensix.timing_state() if hasattr(tensix, "timing_state") else None
-        self.sfpu = (SfpuTiming if native is None else native[1])(tensix.strict)   # the Vector Unit's hazard state
+        # where the state the C issue reads on every word lives: this class, Python lists and ints; the class
+        # sfpu_issue_native.tensix_timing_class() makes (timing_state.c's C struct under this class), C: its rows()
+        # are views with these lists' semantics, its ints C members, SFPU_TIMING the SfpuTiming class with C members
+        rows = getattr(self, "rows", None)
+        self.sfpu = (SfpuTiming if rows is None else self.SFPU_TIMING)(tensix.strict)   # the Vector Unit's hazards
         self.clock = [0, 0, 0]           # issue cycle of each thread's latest instruction
         self.fe = [0, 0, 0]              # earliest cycle the frontend can deliver the next instruction
         self.gate = [(0, 0), (0, 0), (0, 0)]   # (block mask, first cycle it no longer blocks) of the Wait Gate
@@ -228,13 +229,16 @@ class TensixTiming:
         self.first = [None, None, None]  # first issue cycle per thread
         self.after_mop = [False, False, False]
         self.taken = [deque(maxlen=FIFO_EFFECTIVE_DEPTH) for _ in range(3)]   # when recent words left each FIFO
-        if native is not None:           # the same state held in C, seen through views with these lists' semantics
-            self.clock, self.fe, self.gate, self.after_mop, self.first, self.stalls, self.issued, self.taken = native[0]
         self.event_t = 0                 # latest cycle a semaphore / Src bank / mutex changed (wakes blocked threads)
         self.unpack_busy = [0, 0]
         self.pack_busy = 0
         self.fpu_busy = 0
         self.work_done = [0, 0, 0]       # per thread: when its FPU / unpacker / packer instructions have finished
+        self.executed = [0, 0, 0]        # the Tensix's instructions executed per thread (its `instructions`)
+        self.issue_t = 0                 # the Tensix's issue cycle of the instruction being executed (its `issue_t`)
+        if rows is not None:             # the same state held in C, seen through views with these lists' semantics
+            (self.clock, self.fe, self.gate, self.after_mop, self.first, self.stalls, self.issued, self.taken,
+             self.unpack_busy, self.work_done, self.executed) = rows()
         self.macro_threads = 0           # bit t: thread t has issued an SFPLOADMACRO (done(): its SFPU part)
         self.src_ready = {}              # ("a"|"b", bank) -> cycle the unpacked data is there
         self.bank_read = {}              # ("a"|"b", bank) -> issue cycle of the last FPU instruction that held it

@@ -29,7 +29,7 @@ from tt_backend.chip.isa import INSTRUCTIONS, OPCODES
 from tt_backend.chip.numerics.dst import Dst
 from tt_backend.runtime.emu.accel.deferral import DeferralMixin
 from tt_backend.runtime.emu.accel.direct_issue import DirectIssueMixin
-from tt_backend.runtime.emu.accel import fpu_batch
+from tt_backend.runtime.emu.accel import fpu_batch, sfpu_issue_native
 from tt_backend.runtime.emu.accel.fpu_batch import FpuBatchMixin
 from tt_backend.runtime.emu.accel.mop_batch import MopBatchMixin
 from tt_backend.runtime.emu.config import ConfigMixin
@@ -55,13 +55,12 @@ class Tensix(FpuBatchMixin, DeferralMixin, DirectIssueMixin, MopBatchMixin, Fron
         self.l1 = l1
         self.strict = strict
         self.current = (0, 0, "")                  # (thread, word, name) of the instruction being executed
-        self.issue_t = 0                           # issue cycle of the instruction being executed
-        self.tm = TensixTiming(self)               # the cycle model (cycles.py)
+        self.tm = (sfpu_issue_native.tensix_timing_class() or TensixTiming)(self)   # the cycle model (cycles.py)
         dst = Dst() if dst is None else dst
         self._init_deferral(dst)                   # Tensix.dst / .sfpu views over the deferred SFPU work
         self.raw_sfpu = SFPU(dst, self.tm.sfpu, strict=strict) if sfpu is None else sfpu
         self.threads = [ThreadState(i) for i in range(3)]
-        self.instructions = [0, 0, 0]              # instructions executed per thread
+        self.instructions = self.tm.executed       # instructions executed per thread (the cycle model holds them)
         self._init_config()                        # config words (config.py)
         self._init_sync()                          # semaphores and mutexes (sync.py)
         self._init_src()                           # SrcA/SrcB banks and their ownership (tensix_fpu.py)
@@ -71,6 +70,16 @@ class Tensix(FpuBatchMixin, DeferralMixin, DirectIssueMixin, MopBatchMixin, Fron
         self._init_direct_issue()                  # plain words pushed to an empty thread (accel/direct_issue.py)
         self._decoded: dict[int, tuple] = {}
         self._handlers = self._build_handlers()
+
+    @property
+    def issue_t(self) -> int:
+        """Issue cycle of the instruction being executed: the cycle model holds it (tm.issue_t, a C member where its
+        state is in C: the C issue writes it there on every word)."""
+        return self.tm.issue_t
+
+    @issue_t.setter
+    def issue_t(self, c: int) -> None:
+        self.tm.issue_t = c
 
     # ------------------------------------------------------------------------------------------------ errors
     def where(self) -> str:

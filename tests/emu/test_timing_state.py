@@ -1,10 +1,13 @@
-"""The cycle model's per-thread issue state held in C (runtime/emu/accel/timing_state.c: TensixTiming's clock, fe,
-gate, after_mop, first, stalls, issued and taken, SfpuTiming's mad_cycle .. busy_until) against the Python lists,
-deques and __slots__ it replaces (TT_EMU_TIMING_NATIVE=0): the views answer as the lists do, and random programs, the
-bench's long bodies and the decline cases leave the same cycles, Dst bits and thread state after every step."""
+"""The cycle model's state held in C (runtime/emu/accel/timing_state.c: TensixTiming's clock, fe, gate, after_mop,
+first, stalls, issued, taken, unpack_busy and work_done, its event_t, fpu_busy, pack_busy and nop_t, the Tensix's
+instruction counts, SfpuTiming's mad_cycle .. busy_until) against the Python lists, deques, ints and __slots__ it
+replaces (TT_EMU_TIMING_NATIVE=0): the views and members answer as the lists and attributes do, and random programs,
+the bench's rows and the decline cases leave the same cycles, Dst bits, cycle-model and thread state."""
 from __future__ import annotations
 
+import gc
 import random
+import weakref
 from collections import deque
 
 import numpy as np
@@ -14,6 +17,7 @@ from tt_backend.chip import layout
 from tt_backend.runtime.emu import bench, cycles
 from tt_backend.runtime.emu.accel import sfpu_issue_native
 from tt_backend.runtime.emu.tensix import Tensix
+from tests.emu import test_direct_issue as direct_tests
 from tests.emu import test_sfpu_issue_native as issue_tests
 
 pytestmark = pytest.mark.skipif(sfpu_issue_native._load()[0] is None, reason=sfpu_issue_native.status())
@@ -25,9 +29,13 @@ def _state_in_c(monkeypatch):
     monkeypatch.setattr(sfpu_issue_native, "TIMING_NATIVE", True)
 
 
+RING = 7          # timing_rows(): the rows, taken (the rings) at 7
+SCALARS = ("event_t", "fpu_busy", "pack_busy", "nop_t")
+
+
 def _lists(depth: int) -> tuple:
     return ([0, 0, 0], [0, 0, 0], [(0, 0), (0, 0), (0, 0)], [False, False, False], [None, None, None], [0, 0, 0],
-            [0, 0, 0], [deque(maxlen=depth) for _ in range(3)])
+            [0, 0, 0], [deque(maxlen=depth) for _ in range(3)], [0, 0], [0, 0, 0], [0, 0, 0])
 
 
 def _item(rng: random.Random, k: int):
@@ -45,25 +53,30 @@ def test_views_answer_as_lists():
     rng = random.Random(5)
     depth = 5
     views, lists = sfpu_issue_native.timing_rows(depth), _lists(depth)
+    assert len(views) == len(lists)
     for _ in range(3000):
-        k, t = rng.randrange(8), rng.randrange(3)
-        if k == 7:
+        k = rng.randrange(len(lists))
+        t = rng.randrange(len(lists[k]))
+        if k == RING:
             v = rng.randrange(1 << 50)
-            views[7][t].append(v)
-            lists[7][t].append(v)
+            views[k][t].append(v)
+            lists[k][t].append(v)
         else:
             v = _item(rng, k)
             views[k][t] = v
             lists[k][t] = v
-        for view, lst in zip(views[:7], lists[:7]):
-            assert view == lst and list(view) == lst and repr(view) == repr(lst) and len(view) == 3
-            assert [view[i] for i in range(-3, 3)] == [lst[i] for i in range(-3, 3)]
+        for view, lst in zip(views[:RING] + views[RING + 1:], lists[:RING] + lists[RING + 1:]):
+            n = len(lst)
+            assert view == lst and list(view) == lst and repr(view) == repr(lst) and len(view) == n
+            assert [view[i] for i in range(-n, n)] == [lst[i] for i in range(-n, n)]
             assert [type(x) for x in view] == [type(x) for x in lst]
-        for ring, q in zip(views[7], lists[7]):
+        for ring, q in zip(views[RING], lists[RING]):
             assert list(ring) == list(q) and len(ring) == len(q) and bool(ring) == bool(q)
             assert ring.maxlen == q.maxlen and (not q or (ring[0], ring[-1]) == (q[0], q[-1]))
     with pytest.raises(IndexError):
         views[0][3]
+    with pytest.raises(IndexError):
+        views[8][2]                       # (unpack_busy: one entry per unpacker)
     with pytest.raises(IndexError):
         sfpu_issue_native.timing_rows(depth)[7][0][0]
     with pytest.raises(TypeError):
@@ -81,6 +94,34 @@ def test_sfpu_timing_members_answer_as_slots():
         st.mad_cycle, st.mad_writes, st.mad_macro, st.nop_only_cycle, st.busy_until = 7, 0x1FFFF, True, -10, 1 << 40
     assert [getattr(native, f) for f in fields] == [getattr(ref, f) for f in fields]
     assert isinstance(native, cycles.SfpuTimingRules) and native.strict and native.where() == "SFPU"
+
+
+def test_cycle_model_in_c_answers_as_python(monkeypatch):
+    """The cycle model with its state in C: its ints are ints that read back what was written, its rows lists of the
+    lengths the Python model's have, the Tensix's instruction counts and issue_t the model's; a dropped Tensix is
+    collected (the views hold the model they belong to: a cycle the collector follows)."""
+    models = {}
+    for native in (True, False):
+        _with_state(native, monkeypatch)
+        tx = Tensix(np.zeros(layout.L1_SIZE, np.uint8))
+        tm = models[native] = tx.tm
+        assert isinstance(tm, cycles.TensixTiming) and (type(tm) is cycles.TensixTiming) != native
+        for k, name in enumerate(SCALARS):
+            setattr(tm, name, (k + 3) << 36)
+        tm.unpack_busy[1], tm.work_done[2] = 7, 9
+        tx.instructions[1] += 5
+        tx.issue_t = 1 << 40
+        assert tx.instructions is tm.executed and list(tx.instructions) == [0, 5, 0]
+        assert tm.issue_t == tx.issue_t == 1 << 40 and type(tx.issue_t) is int
+    got = [[(getattr(tm, name), type(getattr(tm, name))) for name in SCALARS]
+           + [list(tm.unpack_busy), list(tm.work_done), tm.stats()] for tm in (models[True], models[False])]
+    assert got[0] == got[1]
+    _with_state(True, monkeypatch)
+    with pytest.raises(TypeError):
+        models[True].event_t = "1"
+    alive = weakref.ref(Tensix(np.zeros(layout.L1_SIZE, np.uint8)).tm)
+    gc.collect()
+    assert alive() is None
 
 
 def _with_state(native: bool, monkeypatch) -> None:
@@ -128,8 +169,11 @@ def _row_state(row: str, native: bool, monkeypatch) -> tuple:
     r = getattr(bench, "bench_" + row)(size)
     tx = made[0] if isinstance(made[0], Tensix) else made[0].tensix
     tm, st = tx.tm, tx.tm.sfpu
+    threads = [(th.latch is None, th.blocked, th.bank_wait, th.replay_load, th.batch_skip) for th in tx.threads]
     return ({k: v for k, v in r.items() if k not in ("seconds", "per_second", "vs_ttsim")}, tm.stats(),
-            [list(x) for x in (tm.clock, tm.fe, tm.gate, tm.after_mop, tm.first, tm.stalls, tm.issued)],
+            [getattr(tm, name) for name in SCALARS], list(tx.instructions), tx.issue_t, threads,
+            [list(x) for x in (tm.clock, tm.fe, tm.gate, tm.after_mop, tm.first, tm.stalls, tm.issued, tm.unpack_busy,
+                               tm.work_done)],
             [list(q) for q in tm.taken], (st.mad_cycle, st.mad_writes, st.mad_macro, st.nop_only_cycle, st.busy_until),
             tx.dst.rows32.tobytes())
 
@@ -139,3 +183,25 @@ def test_bench_rows_identical(row, monkeypatch):
     """The bench's rows: the same cycles, checksums, Dst bits and cycle-model state with the state in C and in
     Python lists."""
     assert _row_state(row, True, monkeypatch) == _row_state(row, False, monkeypatch)
+
+
+@pytest.mark.parametrize("seed,plain_c", [(6, True), (7, True), (2, False)])
+def test_plain_programs_identical(seed, plain_c, monkeypatch):
+    """test_direct_issue's random programs of plain words (semaphores, Wait Gate latches, MOP and REPLAY expansion,
+    deferred SFPU words), issued by the C part (plain_run, drain_run) or by Python: the same state after every step
+    with the cycle model's state in C and in Python lists and ints."""
+    runs = {}
+    for native in (True, False):
+        _with_state(native, monkeypatch)
+        runs[native] = direct_tests._run(seed, False, True, monkeypatch, plain_c=plain_c, timed=False, wait_share=0.2)
+    assert runs[True] == runs[False] and not isinstance(runs[True][-1], str)
+
+
+@pytest.mark.needs_cc
+def test_matmul_grid_identical(monkeypatch):
+    """bf16 64^3 on a 2x2 grid (unpacks, MVMUL runs, packs, Src bank waits, semaphores between cores): the same bytes
+    and stats with the cycle model's state in C and in Python lists and ints."""
+    plan = direct_tests.matmul_plan(64, "HiFi2")
+    plan.use_cores(4)
+    direct_tests._same_kernel_runs(plan, direct_tests.matmul_arrays(plan), monkeypatch, sfpu_issue_native,
+                                   "TIMING_NATIVE")

@@ -35,7 +35,7 @@ from tt_backend.chip.numerics.sfpu.state import FLAG_WRITERS
 from tt_backend.runtime.emu.accel import sfpu_batch, sfpu_issue_native, sfpu_native
 from tt_backend.runtime.emu.accel.inline import inline_calls
 from tt_backend.runtime.emu.accel.sfpu_issue_native import FLAG_CODE, FLAG_STATES
-from tt_backend.runtime.emu.cycles import FIFO_EFFECTIVE_DEPTH, K_SFPU, TensixTiming
+from tt_backend.runtime.emu.cycles import K_SFPU, TensixTiming
 from tt_backend.runtime.emu.frontend import replay_executes
 from tt_backend.runtime.emu.sfpu import SFPU
 from tt_backend.runtime.emu.tensix_sfpu import resolve_sfpu_mode, sfpu_format_flags
@@ -357,13 +357,6 @@ class DeferralMixin:
             was_blocked = False
             n += 1
         return n
-
-    def timing_state(self) -> tuple | None:
-        """Where the cycle model (cycles.TensixTiming, which asks its Tensix) keeps the state the C issue reads on every
-        word: (its per-thread rows as views of timing_state.c's C struct, the SfpuTiming class with C members), or None
-        for Python lists and cycles.SfpuTiming (TT_EMU_TIMING_NATIVE=0, or no C part)."""
-        rows = sfpu_issue_native.timing_rows(FIFO_EFFECTIVE_DEPTH)
-        return None if rows is None else (rows, sfpu_issue_native.sfpu_timing_class())
 
     def _c_timing(self) -> tuple:
         """The cycle model's state the C issue runs (issue_run, ready_run) read and write: the per-thread lists and

@@ -10,10 +10,11 @@
  * MRO: a class attribute defined later, tests/emu/test_sfpu_issue_native.py). What can change without either is read
  * on every word: the thread (tx.threads[th]), its __slots__ (FIFO, ready queue, MOP output, REPLAY load, latch,
  * blocked), the latched wait's block mask (a slot of the latch class the memo was filled with), the SFPU timing's
- * `rec` slot, the queue's length, config words 0 and 1, the instruction counts. The objects are borrowed: the dicts
- * hold them while their versions stand. push_fast answers with the memo or declines (0: push_one's full path then
- * runs, and fills the memo where it takes a word without Dst access). TT_EMU_PUSH_MEMO_NATIVE=0 turns it off
- * (push_entry's switch). */
+ * `rec` slot, the queue's length, config words 0 and 1, and the cycle model's C state (timing_state.c: event_t read
+ * there, issue_t and the instruction counts written there; the memo needs it, as the C issue of SFPU words does). The
+ * objects are borrowed: the dicts hold them while their versions stand. push_fast answers with the memo or declines (0: push_one's
+ * full path then runs, and fills the memo where it takes a word without Dst access). TT_EMU_PUSH_MEMO_NATIVE=0 turns
+ * it off (push_entry's switch). */
 
 typedef struct {
     PyObject *tx, *txd, *tm, *tmd, *thobj, *stiming;
@@ -21,7 +22,8 @@ typedef struct {
     unsigned int tv_tx, tv_tm, tv_th, tv_st, tv_latch;
     PyTypeObject *latch_tp;           /* the latch's class (NULL: none was latched) and its `block` slot */
     Py_ssize_t block_off;
-    PyObject *threads, *fast, *cword, *dq, *ctx, *cfg, *instructions, *event_t;
+    PyObject *threads, *fast, *cword, *dq, *ctx, *cfg;
+    ThreadTiming *ts;                 /* the cycle model's C state (tm's; also the Tensix's instruction counts') */
     Py_ssize_t off[6], rec_off;       /* ThreadState's fifo, ready, mop_out, replay_load, latch, blocked; rec */
     long long fl;                     /* the lane-flag code of tx._dq_flags */
 } push_memo;
@@ -56,30 +58,29 @@ static PyObject *plain_dict_of(PyObject *o, PyObject *const *names, int n) {
 static void push_memo_fill(PyObject *tx, long long th, long long fl) {
     push_memo *m = &push_memos[th], z = {0};
     *m = z;
-    PyObject *txn[] = {s_threads, s_fast, s_cword, s_tm, s_deferred, s_c_ctx, s_cfg, s_instructions, s_dq_flags,
-                       s_issue_t};
-    PyObject *tmn[] = {s_rec, s_sfpu_timing, s_clock, s_event_t};
-    PyObject *txd = DICT_TAGS ? plain_dict_of(tx, txn, 10) : NULL;     /* (no tags: no memo) */
+    PyObject *txn[] = {s_threads, s_fast, s_cword, s_tm, s_deferred, s_c_ctx, s_cfg, s_instructions, s_dq_flags};
+    PyObject *tmn[] = {s_rec, s_sfpu_timing, s_clock};
+    PyObject *txd = DICT_TAGS ? plain_dict_of(tx, txn, 9) : NULL;     /* (no tags: no memo) */
     if (!txd)
         goto clear;
-    PyObject *v[10];
-    for (int k = 0; k < 10; k++)
+    PyObject *v[9];
+    for (int k = 0; k < 9; k++)
         if (!(v[k] = PyDict_GetItemWithError(txd, txn[k])))
             goto clear;
     PyObject *threads = v[0], *tm = v[3], *ctx = v[5];
     if (!PyList_CheckExact(threads) || PyList_GET_SIZE(threads) <= th || !PyDict_CheckExact(v[1])
         || !PyDict_CheckExact(v[2]) || !dq_is_queue(v[4]) || !PyTuple_CheckExact(ctx) || PyTuple_GET_SIZE(ctx) != 9
-        || !PyList_CheckExact(v[6]) || PyList_GET_SIZE(v[6]) < 2 || !PyList_CheckExact(v[7])
-        || PyList_GET_SIZE(v[7]) <= th)
+        || !PyList_CheckExact(v[6]) || PyList_GET_SIZE(v[6]) < 2 || !(m->ts = tm_state(tm))
+        || row_state(v[7]) != m->ts || ((TimingRow *)v[7])->row != ROW_INSTRUCTIONS)
         goto clear;
-    PyObject *thobj = PyList_GET_ITEM(threads, th), *tmd = plain_dict_of(tm, tmn, 4);
+    PyObject *thobj = PyList_GET_ITEM(threads, th), *tmd = plain_dict_of(tm, tmn, 3);
     if (!tmd || PyDict_Contains(tmd, s_issue) != 0)
         goto clear;
-    PyObject *tv[4];
-    for (int k = 0; k < 4; k++)
+    PyObject *tv[3];
+    for (int k = 0; k < 3; k++)
         if (!(tv[k] = PyDict_GetItemWithError(tmd, tmn[k])))
             goto clear;
-    if (tv[0] != Py_None || PyTuple_GET_ITEM(ctx, 0) != tv[2] || !PyLong_CheckExact(tv[3]))
+    if (tv[0] != Py_None || PyTuple_GET_ITEM(ctx, 0) != tv[2])
         goto clear;
     PyObject *thn[6] = {s_fifo, s_ready, s_mop_out, s_replay_load, s_latch, s_blocked};
     for (int k = 0; k < 6; k++)
@@ -96,7 +97,7 @@ static void push_memo_fill(PyObject *tx, long long th, long long fl) {
     }
     m->txd = txd, m->tm = tm, m->tmd = tmd, m->thobj = thobj, m->stiming = st;
     m->threads = threads, m->fast = v[1], m->cword = v[2], m->dq = v[4], m->ctx = ctx, m->cfg = v[6];
-    m->instructions = v[7], m->event_t = tv[3], m->fl = fl;
+    m->fl = fl;
     m->tv_tx = type_tag(Py_TYPE(tx)), m->tv_tm = type_tag(Py_TYPE(tm)), m->tv_th = type_tag(Py_TYPE(thobj));
     m->tv_st = type_tag(Py_TYPE(st));
     if (!m->tv_tx || !m->tv_tm || !m->tv_th || !m->tv_st)
@@ -205,7 +206,8 @@ static int push_fast(PyObject *tx, long long th, PyObject *thread_o, PyObject *w
     PyObject *c0 = Py_NewRef(PyList_GET_ITEM(m->cfg, 0)), *c1 = Py_NewRef(PyList_GET_ITEM(m->cfg, 1)), *r = NULL;
     run_io io = {facts.rec, 1, blocked != Py_None, th};      /* (the run's integer arguments as C values) */
     io.fl = m->fl, io.latch_block = latch_block;
-    if (!get_ll(t_o, "t", &io.t) && !get_ll(m->event_t, "event_t", &io.event_t)
+    io.event_t = m->ts->event_t;
+    if (!get_ll(t_o, "t", &io.t)
         && !get_ll(dq_max, "dq_max", &io.dq_max) && !get_ll(c0, "cfg0", &io.cfg0) && !get_ll(c1, "cfg1", &io.cfg1)) {
         PyObject *all[16] = {m->ctx, word, NULL, NULL, NULL, m->cword, m->dq, NULL, c0, c1, thread_o, NULL, NULL, NULL,
                              NULL, Py_None};
@@ -223,26 +225,14 @@ static int push_fast(PyObject *tx, long long th, PyObject *thread_o, PyObject *w
     Py_DECREF(r);
     int unchanged = dict_version(m->txd) == m->vtx;      /* (the run changed nothing in the dict: re-armed below) */
     long long fl = io.fl;
-    PyObject *issue_t = PyLong_FromLongLong(io.last_c);
-    int bad = !issue_t;
-    if (!bad && (fl < 0 || fl > 8)) {
+    int bad = fl < 0 || fl > 8;
+    if (bad)
         PyErr_SetString(PyExc_ValueError, "issue_run: a lane-flag state out of range");
-        bad = 1;
-    }
-    bad = bad || PyDict_SetItem(m->txd, s_issue_t, issue_t) < 0       /* (the flag state: an equal tuple kept) */
-          || (fl != m->fl && PyDict_SetItem(m->txd, s_dq_flags, flag_states[fl]) < 0);
-    Py_XDECREF(issue_t);
-    if (!bad && PyList_GET_SIZE(m->instructions) <= th) {     /* (shrunk in place: the dict's version stands) */
-        PyErr_SetString(PyExc_IndexError, "push_one: the Tensix's instruction counts lost the thread's entry");
-        bad = 1;
-    }
+    bad = bad || (fl != m->fl && PyDict_SetItem(m->txd, s_dq_flags, flag_states[fl]) < 0);   /* (else: equal, kept) */
     if (!bad) {
+        m->ts->issue_t = io.last_c;
         Py_SETREF(SLOT(thobj, m->off[PM_BLOCKED]), Py_NewRef(Py_None));
-        PyObject *one = PyLong_FromLong(1), *n = PyList_GET_ITEM(m->instructions, th);
-        PyObject *n1 = one ? PyNumber_Add(n, one) : NULL;
-        Py_XDECREF(one);
-        if (!n1 || PyList_SetItem(m->instructions, th, n1) < 0)
-            bad = 1;
+        m->ts->instructions[th]++;
     }
     if (bad) {
         m->tx = NULL;

@@ -934,15 +934,63 @@ static int adc_count(run_view *rv, int s, long long *n) {
     return 0;
 }
 
-static int set_attr_max(PyObject *o, PyObject *name, long long v) {
+/* The cycle model's int `name` (event_t, fpu_busy, pack_busy, nop_t): its C member where the model holds its state in
+ * C (timing_state.c), else NULL (an instance attribute: read and written by name) */
+static long long *tm_scalar(PyObject *tm, PyObject *name) {
+    ThreadTiming *s = tm_state(tm);
+    if (!s)
+        return NULL;
+    return name == s_event_t ? &s->event_t : name == s_fpu_busy ? &s->fpu_busy : name == s_pack_busy ? &s->pack_busy
+           : name == s_nop_t ? &s->nop_t : NULL;
+}
+
+static int tm_get(PyObject *tm, PyObject *name, long long *out) {
+    long long *p = tm_scalar(tm, name);
+    if (!p)
+        return attr_ll(tm, name, out);
+    *out = *p;
+    return 0;
+}
+
+static int tm_set(PyObject *tm, PyObject *name, long long v) {
+    long long *p = tm_scalar(tm, name);
+    if (!p)
+        return set_attr_ll(tm, name, v);
+    *p = v;
+    return 0;
+}
+
+/* tm.name = max(tm.name, v) */
+static int tm_set_max(PyObject *tm, PyObject *name, long long v) {
     long long old;
-    if (attr_ll(o, name, &old))
+    if (tm_get(tm, name, &old))
         return -1;
-    return v > old ? set_attr_ll(o, name, v) : 0;
+    return v > old ? tm_set(tm, name, v) : 0;
+}
+
+/* the cycle model's int `name` as an object (a new reference; NULL with an error set) */
+static PyObject *tm_obj(PyObject *tm, PyObject *name) {
+    long long *p = tm_scalar(tm, name);
+    return p ? PyLong_FromLongLong(*p) : get_attr(tm, name);
+}
+
+/* Tensix.issue_t = c: the cycle model's C member (the Tensix's property reads it there), else by name */
+static int set_issue_t(PyObject *tx, PyObject *tm, long long c) {
+    ThreadTiming *s = tm_state(tm);
+    if (!s)
+        return set_attr_ll(tx, s_issue_t, c);
+    s->issue_t = c;
+    return 0;
 }
 
 /* TensixTiming.work_done[th] = max(it, done): thread th's FPU / unpacker / packer work ends by `done` */
 static int record_work(run_view *rv, long long th, long long done) {
+    ThreadTiming *s = tm_state(rv->tm);
+    if (s) {
+        if (done > s->work_done[th])
+            s->work_done[th] = done;
+        return 0;
+    }
     PyObject *l = view_list(rv, V_WORK_DONE);
     long long old;
     return !l || list_ll(l, th, &old) || (done > old && set_item_ll(l, th, done)) ? -1 : 0;
@@ -1085,8 +1133,8 @@ static int fpu_issue(run_view *rv, const plain_facts *f, long long row, long lon
             return -1;
     }
     return bank_set(bank_read, s_bank_a, bank_a, *c) || bank_set(bank_read, s_bank_b, bank_b, *c)
-           || run_scheduled(rv, *c) || set_attr_max(rv->tm, s_fpu_busy, *c + f->latency)
-           || set_attr_max(rv->tm, s_event_t, *c) ? -1 : 0;
+           || run_scheduled(rv, *c) || tm_set_max(rv->tm, s_fpu_busy, *c + f->latency)
+           || tm_set_max(rv->tm, s_event_t, *c) ? -1 : 0;
 }
 
 /* Tensix.handler_blocked(thread, why, bank): the word waits; 0, or -1 with an exception set. Takes `why`'s reference. */
@@ -1101,6 +1149,45 @@ static int handler_blocked(run_view *rv, PyObject *why, PyObject *bank) {
     return 0;
 }
 
+/* The thread's __slots__ (thread_state.ThreadState) the C issue reads and writes on every word: latch, blocked,
+ * bank_wait, replay_load, batch_skip, at their offsets, which their member descriptors give: resolved once per class
+ * and used while the class keeps its version tag (any change of a class in its MRO changes it, and no two classes get
+ * the same one). Through get_attr each read had cost some 170 instructions (callgrind of matmul256: 4 a word). */
+enum { TS_LATCH, TS_BLOCKED, TS_BANK_WAIT, TS_REPLAY_LOAD, TS_BATCH_SKIP, N_TS };
+static struct { PyTypeObject *tp; unsigned int tag; Py_ssize_t off[N_TS]; } ts_slots;
+static PyObject **const ts_names[N_TS] = {&s_latch, &s_blocked, &s_bank_wait, &s_replay_load, &s_batch_skip};
+
+/* the address of the slot k of thobj, or NULL: its class has no such writable slot (get_attr / set_attr then) */
+static PyObject **th_slot(PyObject *thobj, int k) {
+    PyTypeObject *tp = Py_TYPE(thobj);
+    unsigned int tag = type_tag(tp);
+    if (tp != ts_slots.tp || !tag || tag != ts_slots.tag) {
+        Py_ssize_t off[N_TS];
+        for (int i = 0; i < N_TS; i++)
+            if ((off[i] = member_offset(_PyType_Lookup(tp, *ts_names[i]), 1)) < 0)
+                return NULL;
+        if (!(tag = type_tag(tp)))       /* (_PyType_Lookup gave it one where it can have one) */
+            return NULL;
+        ts_slots.tp = tp, ts_slots.tag = tag;
+        memcpy(ts_slots.off, off, sizeof off);
+    }
+    return (PyObject **)((char *)thobj + ts_slots.off[k]);
+}
+
+/* thobj's slot k (a new reference), NULL with an error set */
+static PyObject *th_get(PyObject *thobj, int k) {
+    PyObject **p = th_slot(thobj, k);
+    return p && *p ? Py_NewRef(*p) : get_attr(thobj, *ts_names[k]);
+}
+
+static int th_set(PyObject *thobj, int k, PyObject *v) {
+    PyObject **p = th_slot(thobj, k);
+    if (!p)
+        return set_attr(thobj, *ts_names[k], v);
+    Py_XSETREF(*p, Py_NewRef(v));
+    return 0;
+}
+
 /* One word, at the head of the ready queue already: the Wait Gate, the handler, the issue rule. 1 when it issued, 0
  * when it blocked, -1 on an error. */
 static int plain_word(run_view *rv, const tm_lists *L, PyObject *tobj, long long th, PyObject *rec, PyObject *fields,
@@ -1109,7 +1196,7 @@ static int plain_word(run_view *rv, const tm_lists *L, PyObject *tobj, long long
     const plain_facts *f = (const plain_facts *)PyBytes_AS_STRING(PyTuple_GET_ITEM(rec, 4));
     PyObject *r;
     /* the Wait Gate: a latched wait instruction blocking this word holds it until its conditions are met */
-    PyObject *latch = get_attr(thobj, s_latch);
+    PyObject *latch = th_get(thobj, TS_LATCH);
     if (!latch)
         return -1;
     if (latch != Py_None) {
@@ -1128,7 +1215,7 @@ static int plain_word(run_view *rv, const tm_lists *L, PyObject *tobj, long long
             if (why != Py_None)
                 return handler_blocked(rv, why, Py_False);
             Py_DECREF(why);
-            if (set_attr(thobj, s_latch, Py_None))
+            if (th_set(thobj, TS_LATCH, Py_None))
                 return -1;
         } else {
             Py_DECREF(latch);
@@ -1183,7 +1270,7 @@ static int plain_word(run_view *rv, const tm_lists *L, PyObject *tobj, long long
     /* TensixTiming.issue (bank_wait: its handler had blocked it on a Src bank) */
     int bank_wait = 0;
     if (was_blocked) {
-        PyObject *bw = get_attr(thobj, s_bank_wait);
+        PyObject *bw = th_get(thobj, TS_BANK_WAIT);
         bank_wait = bw ? PyObject_IsTrue(bw) : -1;
         Py_XDECREF(bw);
         if (bank_wait < 0)
@@ -1210,11 +1297,11 @@ static int plain_word(run_view *rv, const tm_lists *L, PyObject *tobj, long long
                 goto out;
             if (v > woken)
                 woken = v;
-            if (attr_ll(tm, s_nop_t, &v))
+            if (tm_get(tm, s_nop_t, &v))
                 goto out;
             if (v > woken)
                 woken = v;
-        } else if (attr_ll(tm, s_event_t, &woken)) {
+        } else if (tm_get(tm, s_event_t, &woken)) {
             goto out;
         }
         if (woken + 1 > c)
@@ -1222,9 +1309,10 @@ static int plain_word(run_view *rv, const tm_lists *L, PyObject *tobj, long long
     }
     if (f->kind == K_UNPACK) {
         long long ub, n, cfgw;
-        PyObject *cfg = view_list(rv, V_TX_CFG), *busy_l = cfg ? view_list(rv, V_UNPACK_BUSY) : NULL;
-        if (!busy_l || list_ll(cfg, f->sel ? 112 : 64, &cfgw) || list_ll(busy_l, f->sel, &ub)
-            || adc_count(rv, (int)f->sel, &n))
+        ThreadTiming *s = tm_state(tm);                 /* (unpack_busy: its C row, else the list) */
+        PyObject *cfg = view_list(rv, V_TX_CFG), *busy_l = !cfg || s ? NULL : view_list(rv, V_UNPACK_BUSY);
+        if (!cfg || (!s && !busy_l) || list_ll(cfg, f->sel ? 112 : 64, &cfgw)
+            || (s ? (ub = s->unpack_busy[f->sel], 0) : list_ll(busy_l, f->sel, &ub)) || adc_count(rv, (int)f->sel, &n))
             goto out;
         if (ub > c)
             c = ub;
@@ -1233,31 +1321,33 @@ static int plain_word(run_view *rv, const tm_lists *L, PyObject *tobj, long long
         PyObject *src_ready = view_get(rv, V_SRC_READY);
         PyObject *done_o = src_ready ? PyLong_FromLongLong(done) : NULL;
         key = done_o ? bank_key(f->sel ? s_bank_b : s_bank_a, bank) : NULL;
-        int bad = !key || set_item_ll(busy_l, f->sel, done) || PyObject_SetItem(src_ready, key, done_o) < 0
-                  || set_attr_max(tm, s_event_t, done) || record_work(rv, th, done);
+        if (key && s)
+            s->unpack_busy[f->sel] = done;
+        int bad = !key || (!s && set_item_ll(busy_l, f->sel, done)) || PyObject_SetItem(src_ready, key, done_o) < 0
+                  || tm_set_max(tm, s_event_t, done) || record_work(rv, th, done);
         Py_XDECREF(done_o);
         if (bad)
             goto out;
     } else if (f->kind == K_FPU) {
         long long fb;
-        if (fpu_issue(rv, f, row, bank_a, bank_b, &c) || attr_ll(tm, s_fpu_busy, &fb) || record_work(rv, th, fb))
+        if (fpu_issue(rv, f, row, bank_a, bank_b, &c) || tm_get(tm, s_fpu_busy, &fb) || record_work(rv, th, fb))
             goto out;
     } else if (f->kind == K_PACK) {
         long long pb, n;
-        if (run_scheduled(rv, c) || attr_ll(tm, s_pack_busy, &pb) || adc_count(rv, 2, &n))
+        if (run_scheduled(rv, c) || tm_get(tm, s_pack_busy, &pb) || adc_count(rv, 2, &n))
             goto out;
         if (pb > c)
             c = pb;
         long long bytes = n * 4;
         long long done = c + (bytes > pack_bytes_per_cycle ? (bytes + pack_bytes_per_cycle - 1) / pack_bytes_per_cycle
                                                            : 1);
-        if (set_attr_ll(tm, s_pack_busy, done) || record_work(rv, th, done))
+        if (tm_set(tm, s_pack_busy, done) || record_work(rv, th, done))
             goto out;
     } else if (f->is_unpacr_nop) {
-        if (set_attr_ll(tm, s_nop_t, c))
+        if (tm_set(tm, s_nop_t, c))
             goto out;
     } else if (f->kind == K_SYNC) {
-        if (set_attr_max(tm, s_event_t, c))
+        if (tm_set_max(tm, s_event_t, c))
             goto out;
         if (f->is_sempost) {
             PyObject *a[2] = {PyLong_FromLongLong(f->sem_sel), PyLong_FromLongLong(c)};
@@ -1283,10 +1373,10 @@ static int plain_word(run_view *rv, const tm_lists *L, PyObject *tobj, long long
     }
     long long iss;
     if (set_item_ll(clock_l, th, c) || list_ll(issued_l, th, &iss) || set_item_ll(issued_l, th, iss + 1)
-        || set_attr_ll(tx, s_issue_t, c))
+        || set_issue_t(tx, tm, c))
         goto out;
     if (f->kind == K_WAIT) {                            /* the unit-busy conditions of the latch it left */
-        PyObject *lt = get_attr(thobj, s_latch);
+        PyObject *lt = th_get(thobj, TS_LATCH);
         if (!lt)
             goto out;
         if (lt != Py_None) {
@@ -1405,11 +1495,11 @@ static int drain_idle(run_view *rv) {
     PyObject *retry = PyDict_GetItemWithError(PyModule_GetDict(tensix_module), s_retry_on_bank_change);
     if (!retry)
         return PyErr_Occurred() ? -1 : 0;
-    PyObject *th = rv->th, *v = get_attr(th, s_bank_wait);
+    PyObject *th = rv->th, *v = th_get(th, TS_BANK_WAIT);
     int idle = v ? PyObject_IsTrue(v) : -1;
     Py_XDECREF(v);
     if (idle > 0) {
-        v = get_attr(th, s_blocked);
+        v = th_get(th, TS_BLOCKED);
         idle = v ? v != Py_None : -1;
         Py_XDECREF(v);
     }
@@ -1510,8 +1600,8 @@ static PyObject *plain_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
             continue;
         }
         /* direct issue: the thread's frontend is empty; not while a REPLAY load records or a word is blocked */
-        PyObject *load = get_attr(thobj, s_replay_load);
-        PyObject *blocked = load ? get_attr(thobj, s_blocked) : NULL;
+        PyObject *load = th_get(thobj, TS_REPLAY_LOAD);
+        PyObject *blocked = load ? th_get(thobj, TS_BLOCKED) : NULL;
         int busy = load && blocked && (load != Py_None || blocked != Py_None);
         Py_XDECREF(load);
         Py_XDECREF(blocked);
@@ -1551,7 +1641,7 @@ static PyObject *plain_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
             goto out;
         Py_DECREF(r);
         long long cnt;
-        if (set_attr(thobj, s_blocked, Py_None) || list_ll(instr_l, th, &cnt)
+        if (th_set(thobj, TS_BLOCKED, Py_None) || list_ll(instr_l, th, &cnt)
             || set_item_ll(instr_l, th, cnt + 1))
             goto out;
     }
@@ -1627,11 +1717,11 @@ static PyObject *drain_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
             goto out;
         if (nready == 0) {
             Py_ssize_t nmop = PyObject_Length(mop_out), nfifo = PyObject_Length(fifo);
-            if (nmop < 0 || nfifo < 0 || set_attr_ll(thobj, s_batch_skip, 0))
+            if (nmop < 0 || nfifo < 0 || th_set(thobj, TS_BATCH_SKIP, zero))
                 goto out;
             if (!nmop && !nfifo)
                 break;
-            PyObject *load = get_attr(thobj, s_replay_load);
+            PyObject *load = th_get(thobj, TS_REPLAY_LOAD);
             if (!load)
                 goto out;
             Py_DECREF(load);
@@ -1682,7 +1772,7 @@ static PyObject *drain_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
                 Py_DECREF(r);
             }
         }
-        PyObject *blocked = get_attr(thobj, s_blocked);
+        PyObject *blocked = th_get(thobj, TS_BLOCKED);
         if (!blocked)
             goto out;
         int was_blocked = blocked != Py_None;
@@ -1699,7 +1789,7 @@ static PyObject *drain_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
         if (!r)
             goto out;
         Py_DECREF(r);
-        if (set_attr(thobj, s_blocked, Py_None))
+        if (th_set(thobj, TS_BLOCKED, Py_None))
             goto out;
         issued++;
     }
@@ -1836,16 +1926,16 @@ static int flag_code(PyObject *fl, long long *code) {
 }
 
 /* What an issue_run call's caller does with its result (push()'s, push_many's and _ready_run_c's epilogues): the
- * Tensix's issue_t (r[2]) and flag state (r[3], a flag_states code); 0, or -1 with an error set */
-static int issue_epilogue(PyObject *tx, PyObject *r) {
-    long long fl;
-    if (get_ll(PyTuple_GET_ITEM(r, 3), "flags", &fl))
+ * Tensix's issue_t (r[2]; tm its cycle model) and flag state (r[3], a flag_states code); 0, or -1 with an error set */
+static int issue_epilogue(PyObject *tx, PyObject *tm, PyObject *r) {
+    long long fl, c;
+    if (get_ll(PyTuple_GET_ITEM(r, 3), "flags", &fl) || get_ll(PyTuple_GET_ITEM(r, 2), "issue_t", &c))
         return -1;
     if (fl < 0 || fl > 8) {
         PyErr_SetString(PyExc_ValueError, "issue_run: a lane-flag state out of range");
         return -1;
     }
-    return set_attr(tx, s_issue_t, PyTuple_GET_ITEM(r, 2)) < 0 || set_attr(tx, s_dq_flags, flag_states[fl]) < 0 ? -1 : 0;
+    return set_issue_t(tx, tm, c) < 0 || set_attr(tx, s_dq_flags, flag_states[fl]) < 0 ? -1 : 0;
 }
 
 /* Tensix.current = (thread, word, what): the Dst access an error names; 0, or -1 with an error set */
@@ -1858,7 +1948,15 @@ static int set_current(PyObject *tx, PyObject *thread_o, PyObject *word, PyObjec
 
 /* tx.instructions[th] += n: the words issued, counted as _drain counts them; 0, or -1 with an error set */
 static int count_issued(PyObject *tx, long long th, long long n) {
-    PyObject *instr = get_attr(tx, s_instructions), *was = instr ? PySequence_GetItem(instr, th) : NULL;
+    PyObject *instr = get_attr(tx, s_instructions);
+    ThreadTiming *s = instr ? row_state(instr) : NULL;     /* (a row of the cycle model's C state: counted there) */
+    if (s) {
+        long long was;
+        int bad = row_ll(s, instr, th, &was) || row_set_ll(s, instr, th, was + n);
+        Py_DECREF(instr);
+        return bad ? -1 : 0;
+    }
+    PyObject *was = instr ? PySequence_GetItem(instr, th) : NULL;
     PyObject *d = was ? PyLong_FromLongLong(n) : NULL, *now = d ? PyNumber_Add(was, d) : NULL;
     int bad = !now || PySequence_SetItem(instr, th, now) < 0;
     Py_XDECREF(instr);
@@ -1948,7 +2046,7 @@ static int issue_inputs(PyObject *tx, PyObject *thobj, PyObject **in, long long 
         return -1;
     if (flag_code(in[B_FLAGS], fl))
         return -2;
-    if (!(in[B_BLOCKED] = get_attr(thobj, s_blocked)) || !(in[B_EVENT] = get_attr(in[B_TM], s_event_t)))
+    if (!(in[B_BLOCKED] = th_get(thobj, TS_BLOCKED)) || !(in[B_EVENT] = tm_obj(in[B_TM], s_event_t)))
         return -1;
     return 1;
 }
@@ -2093,7 +2191,7 @@ static PyObject *replay_push(PyObject *tx, PyObject *thread_o, long long th, PyO
     } else if (!GET(R_FLAGS, tx, s_dq_flags)) {
         goto out;
     }
-    if (sfpu_cfg_words(tx, &o[R_C0], &o[R_C1], &c0, &c1) || !GET(R_EVENT, o[R_TM], s_event_t)
+    if (sfpu_cfg_words(tx, &o[R_C0], &o[R_C1], &c0, &c1) || !(o[R_EVENT] = tm_obj(o[R_TM], s_event_t))
         || !(o[R_MEM] = dst_access(tx, thobj, o[R_TM], c0, c1)))
         goto out;
     if (flag_code(o[R_FLAGS], &fl))
@@ -2115,7 +2213,7 @@ static PyObject *replay_push(PyObject *tx, PyObject *thread_o, long long th, PyO
     if (o[R_R] != Py_None) {     /* its epilogue (_ready_run_c): issue_t, the flag state, the word named, unblocked */
         PyObject *r = o[R_R];
         long long j;
-        if (get_ll(PyTuple_GET_ITEM(r, 0), "j", &j) || issue_epilogue(tx, r))
+        if (get_ll(PyTuple_GET_ITEM(r, 0), "j", &j) || issue_epilogue(tx, o[R_TM], r))
             goto out;
         done = (Py_ssize_t)j;
         PyObject *last = PyTuple_GET_ITEM(o[R_WORDS], done - 1), *rec = PyDict_GetItemWithError(o[R_CWORD], last);
@@ -2249,9 +2347,9 @@ static PyObject *push_one(PyObject *self, PyObject *const *args, Py_ssize_t narg
     /* push()'s epilogue: issue_t, the flag state, the Dst access named for errors, unblocked, counted */
     PyObject *r = o[O_R];
     long long t_new;
-    if (get_ll(PyTuple_GET_ITEM(r, 1), "t", &t_new) || issue_epilogue(tx, r)
+    if (get_ll(PyTuple_GET_ITEM(r, 1), "t", &t_new) || issue_epilogue(tx, o[O_CWORD + B_TM], r)
         || (is_mem && set_current(tx, thread_o, word, PyTuple_GET_ITEM(fast, 0)))
-        || set_attr(thobj, s_blocked, Py_None) < 0 || count_issued(tx, th, 1))
+        || th_set(thobj, TS_BLOCKED, Py_None) < 0 || count_issued(tx, th, 1))
         goto out;
     if (memo && !is_mem && !get_ll(PyTuple_GET_ITEM(r, 3), "flags", &fl))
         push_memo_fill(tx, th, fl);
@@ -2419,7 +2517,7 @@ static PyObject *many_one(PyObject *tx, PyObject *thread_o, PyObject *words, PyO
         PyErr_SetString(PyExc_ValueError, "many_one: issue_run's count of words out of range");
         goto out;
     }
-    if (issue_epilogue(tx, r))
+    if (issue_epilogue(tx, o[M_CWORD + B_TM], r))
         goto out;
     if (last_mem >= 0) {
         PyObject *w = PyTuple_GET_ITEM(words, last_mem), *rec = PyDict_GetItemWithError(o[M_CWORD], w);
@@ -2431,7 +2529,7 @@ static PyObject *many_one(PyObject *tx, PyObject *thread_o, PyObject *words, PyO
         if (set_current(tx, thread_o, w, PyTuple_GET_ITEM(rec, 0)))
             goto out;
     }
-    if (set_attr(thobj, s_blocked, Py_None) < 0 || count_issued(tx, th, i))
+    if (th_set(thobj, TS_BLOCKED, Py_None) < 0 || count_issued(tx, th, i))
         goto out;
     result = PyTuple_Pack(2, PyTuple_GET_ITEM(r, 0), PyTuple_GET_ITEM(r, 1));
     goto out;

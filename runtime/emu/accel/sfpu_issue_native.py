@@ -41,7 +41,7 @@ from tt_backend.chip.numerics.formats import element_bits
 from tt_backend.runtime.emu.frontend import FIFO_DEPTH
 from tt_backend.runtime.emu.cycles import (FIFO_EFFECTIVE_DEPTH, FPU_DST_READ_LATENCY, FPU_TO_SFPLOAD_GAP,
                                            MOP_TRANSITION_PENALTY, PACK_BYTES_PER_CYCLE, UNPACK_BYTES_PER_CYCLE,
-                                           SfpuTimingRules)
+                                           SfpuTimingRules, TensixTiming)
 from tt_backend.runtime.emu.tensix_fpu import DST_RWC_MASK, SRC_RWC_MASK, tile_format_tables
 
 SOURCE = Path(__file__).with_name("sfpu_issue_native.c")
@@ -87,12 +87,36 @@ def _part(name: str):
 
 
 def timing_rows(depth: int):
-    """The cycle model's per-thread issue state in C (timing_state.c's ThreadTiming, FIFO depth `depth`) as the views
-    cycles.TensixTiming binds: (clock, fe, gate, after_mop, first, stalls, issued, taken); None when it is off
+    """The cycle model's state in C (timing_state.c's ThreadTiming, FIFO depth `depth`, on its own) as the views
+    tensix_timing_class()'s cycle model binds: (clock, fe, gate, after_mop, first, stalls, issued, taken, unpack_busy,
+    work_done, instructions); None when it is off
     (TIMING_NATIVE = False, TT_EMU_TIMING_NATIVE=0: Python lists, and the C issue of SFPU words declines: issue_run,
     push_word, ready_run) or unavailable."""
     mod = _load()[0] if TIMING_NATIVE else None
     return None if mod is None else mod.ThreadTiming(depth).rows()
+
+
+def tensix_timing_class():
+    """cycles.TensixTiming over timing_state.c's ThreadTiming: the state the C issue reads and writes on every word in
+    one C struct (event_t, fpu_busy, pack_busy and nop_t its int members; its rows() the views of the per-thread
+    lists, unpack_busy, work_done and the Tensix's instruction counts, which its __init__ binds; SFPU_TIMING
+    sfpu_timing_class()); None when TIMING_NATIVE is off or the C part unavailable (cycles.TensixTiming: Python lists
+    and ints)."""
+    return _tensix_timing_class() if TIMING_NATIVE else None
+
+
+@functools.lru_cache(maxsize=None)
+def _tensix_timing_class():
+    mod = _load()[0]
+    if mod is None:
+        return None
+
+    def __new__(cls, tensix):
+        return mod.ThreadTiming.__new__(cls, FIFO_EFFECTIVE_DEPTH)
+
+    return type("TensixTiming", (mod.ThreadTiming, TensixTiming), {"__new__": __new__,
+                                                                    "SFPU_TIMING": _sfpu_timing_class(),
+                                                                    "__module__": TensixTiming.__module__})
 
 
 def sfpu_timing_class():

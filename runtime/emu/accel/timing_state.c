@@ -1,20 +1,27 @@
-/* The cycle model's per-thread issue state held in C (included by sfpu_issue_native.c; loaded by
- * sfpu_issue_native.timing_rows for cycles.TensixTiming).
+/* The cycle model's per-thread issue state held in C (included by sfpu_issue_native.c; the base of the cycle model
+ * class sfpu_issue_native.tensix_timing_class() makes with cycles.TensixTiming).
  *
  * TensixTiming's clock, fe, gate, after_mop, first, stalls and issued (one entry per Tensix thread) and taken (per
- * thread, when the last `depth` words left the FIFO) are read and written by the C issue on every pushed SFPU word.
- * Kept in Python lists and deques, those reads and writes were most of sfpu_run_io's cost (callgrind of bench emu's
- * sfpu_long: some 1.8k of its 3k x86 instructions a word converting ints and calling list / deque methods). Here they
- * live in one C struct per cycle model (ThreadTiming), which the C issue reads and writes directly; Python sees them
- * through views with the lists' and deques' semantics for what the cycle model does with them: TimingRow (a fixed
- * list of 3: item get / set, len, iteration, == and repr as a list; gate's items are (mask, until) pairs, first's an
- * int or None, after_mop's bools) and TakenRing (a deque with maxlen `depth` for len, item get, iteration and append;
- * == and repr as a list, not as a deque: the cycle model and the tests compare list(ring)). TT_EMU_TIMING_NATIVE=0
- * keeps the lists (cycles.py's reference; the C issue of SFPU words, sfpu_run_io under issue_run, push_word and
- * ready_run, then declines).
+ * thread, when the last `depth` words left the FIFO) are read and written by the C issue on every pushed SFPU word;
+ * its event_t, fpu_busy, pack_busy, nop_t, unpack_busy (per unpacker) and work_done (per thread), and the Tensix's
+ * instruction counts (per thread) and issue_t, by the C issue of every plain word (plain_word) or pushed word
+ * (push_fast).
+ * Kept in Python lists, deques and instance attributes, those reads and writes were most of sfpu_run_io's cost
+ * (callgrind of bench emu's sfpu_long: some 1.8k of its 3k x86 instructions a word converting ints and calling list /
+ * deque methods) and some 170 instructions an attribute in plain_word (matmul256). Here they live in one C struct per
+ * cycle model (ThreadTiming), which the C issue reads and writes directly; Python sees the scalars as int members of
+ * the cycle model and the rest through views with the lists' and deques' semantics for what the cycle model does with
+ * them: TimingRow (a fixed list of 3, or of 2 for unpack_busy: item get / set, len, iteration, == and repr as a list;
+ * gate's items are (mask, until) pairs, first's an int or None, after_mop's bools) and TakenRing (a deque with maxlen
+ * `depth` for len, item get, iteration and append; == and repr as a list, not as a deque: the cycle model and the
+ * tests compare list(ring)). The views hold the cycle model (the Tensix's Python attributes hold them: a cycle the
+ * garbage collector sees through their tp_traverse). TT_EMU_TIMING_NATIVE=0 keeps the lists and plain int attributes
+ * (cycles.py's reference; the C issue of SFPU words, sfpu_run_io under issue_run, push_word and ready_run, then
+ * declines).
  */
 
-enum { ROW_CLOCK, ROW_FE, ROW_STALLS, ROW_ISSUED, ROW_FIRST, ROW_AFTER_MOP, ROW_GATE, N_ROWS };
+enum { ROW_CLOCK, ROW_FE, ROW_STALLS, ROW_ISSUED, ROW_FIRST, ROW_AFTER_MOP, ROW_GATE, ROW_UNPACK_BUSY, ROW_WORK_DONE,
+       ROW_INSTRUCTIONS, N_ROWS };
 
 typedef struct {
     PyObject_HEAD
@@ -22,6 +29,10 @@ typedef struct {
     char has_first[3], after_mop[3];
     long long taken[3][MAX_DEPTH];     /* ring buffers: taken[th][(taken_head[th] + i) % depth] is the i-th oldest */
     int taken_head[3], taken_len[3], depth;
+    long long event_t, fpu_busy, pack_busy, nop_t;     /* TensixTiming's scalars (its int members) */
+    long long unpack_busy[2], work_done[3];
+    long long instructions[3];                         /* the Tensix's words executed per thread */
+    long long issue_t;                                 /* the Tensix's issue cycle of the word being executed */
 } ThreadTiming;
 
 typedef struct {
@@ -46,8 +57,16 @@ static long long *row_ints(ThreadTiming *s, int row) {
     case ROW_STALLS: return s->stalls;
     case ROW_ISSUED: return s->issued;
     case ROW_FIRST: return s->first;
+    case ROW_UNPACK_BUSY: return s->unpack_busy;
+    case ROW_WORK_DONE: return s->work_done;
+    case ROW_INSTRUCTIONS: return s->instructions;
     default: return s->gate_until;
     }
+}
+
+/* the row's length: one entry per thread, per unpacker for unpack_busy */
+static Py_ssize_t row_n(int row) {
+    return row == ROW_UNPACK_BUSY ? 2 : 3;
 }
 
 /* The Vector Unit's timing state (cycles.SfpuTiming's mad_cycle, mad_writes, mad_macro, nop_only_cycle and
@@ -79,13 +98,13 @@ static PyTypeObject SfpuTimingState_Type = {
 
 /* ---------------------------------------------------------------------------------------------- TimingRow */
 static Py_ssize_t row_len(PyObject *self) {
-    return 3;
+    return row_n(((TimingRow *)self)->row);
 }
 
 static PyObject *row_item(PyObject *self, Py_ssize_t i) {
     TimingRow *r = (TimingRow *)self;
     ThreadTiming *s = r->s;
-    if (i < 0 || i >= 3) {
+    if (i < 0 || i >= row_n(r->row)) {
         PyErr_SetString(PyExc_IndexError, "list index out of range");
         return NULL;
     }
@@ -113,7 +132,7 @@ static int int_value(PyObject *v, long long *out) {
 static int row_ass_item(PyObject *self, Py_ssize_t i, PyObject *v) {
     TimingRow *r = (TimingRow *)self;
     ThreadTiming *s = r->s;
-    if (i < 0 || i >= 3) {
+    if (i < 0 || i >= row_n(r->row)) {
         PyErr_SetString(PyExc_IndexError, "list assignment index out of range");
         return -1;
     }
@@ -179,9 +198,16 @@ static PyObject *as_list_repr(PyObject *self) {
     return r;
 }
 
+/* a view holds its state, which may be the cycle model whose attribute it is: the collector follows that reference */
+static int row_traverse(PyObject *self, visitproc visit, void *arg) {
+    Py_VISIT(((TimingRow *)self)->s);
+    return 0;
+}
+
 static void row_dealloc(PyObject *self) {
+    PyObject_GC_UnTrack(self);
     Py_XDECREF(((TimingRow *)self)->s);
-    Py_TYPE(self)->tp_free(self);
+    PyObject_GC_Del(self);
 }
 
 static PySequenceMethods row_seq = {.sq_length = row_len, .sq_item = row_item, .sq_ass_item = row_ass_item};
@@ -190,11 +216,12 @@ static PyTypeObject TimingRow_Type = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "sfpu_issue.TimingRow",
     .tp_basicsize = sizeof(TimingRow),
     .tp_dealloc = row_dealloc,
+    .tp_traverse = row_traverse,
     .tp_as_sequence = &row_seq,
     .tp_hash = PyObject_HashNotImplemented,
     .tp_richcompare = as_list_compare,
     .tp_repr = as_list_repr,
-    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
     .tp_doc = "one per-thread row of the cycle model's C state, seen as a list of 3",
 };
 
@@ -238,9 +265,15 @@ static PyObject *ring_maxlen(PyObject *self, void *unused) {
     return PyLong_FromLong(((TakenRing *)self)->s->depth);
 }
 
+static int ring_traverse(PyObject *self, visitproc visit, void *arg) {
+    Py_VISIT(((TakenRing *)self)->s);
+    return 0;
+}
+
 static void ring_dealloc(PyObject *self) {
+    PyObject_GC_UnTrack(self);
     Py_XDECREF(((TakenRing *)self)->s);
-    Py_TYPE(self)->tp_free(self);
+    PyObject_GC_Del(self);
 }
 
 static PySequenceMethods ring_seq = {.sq_length = ring_len, .sq_item = ring_item};
@@ -254,13 +287,14 @@ static PyTypeObject TakenRing_Type = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "sfpu_issue.TakenRing",
     .tp_basicsize = sizeof(TakenRing),
     .tp_dealloc = ring_dealloc,
+    .tp_traverse = ring_traverse,
     .tp_as_sequence = &ring_seq,
     .tp_methods = ring_methods,
     .tp_getset = ring_getset,
     .tp_hash = PyObject_HashNotImplemented,
     .tp_richcompare = as_list_compare,
     .tp_repr = as_list_repr,
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_SEQUENCE,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_SEQUENCE | Py_TPFLAGS_HAVE_GC,
     .tp_doc = "when the last `maxlen` words left a thread's FIFO, oldest first (a deque with maxlen, in C)",
 };
 
@@ -279,28 +313,32 @@ static PyObject *timing_new(PyTypeObject *tp, PyObject *args, PyObject *kw) {
     return (PyObject *)s;
 }
 
-/* rows(): (clock, fe, gate, after_mop, first, stalls, issued, taken): the views TensixTiming binds (taken a list of
- * the three threads' rings) */
+/* rows(): (clock, fe, gate, after_mop, first, stalls, issued, taken, unpack_busy, work_done, instructions): the views
+ * the cycle model binds (taken a list of the three threads' rings; instructions the Tensix's) */
 static PyObject *timing_rows(PyObject *self, PyObject *unused) {
-    static const int order[7] = {ROW_CLOCK, ROW_FE, ROW_GATE, ROW_AFTER_MOP, ROW_FIRST, ROW_STALLS, ROW_ISSUED};
-    PyObject *out = PyTuple_New(8), *taken = PyList_New(3);
+    static const int order[] = {ROW_CLOCK, ROW_FE, ROW_GATE, ROW_AFTER_MOP, ROW_FIRST, ROW_STALLS, ROW_ISSUED,
+                                ROW_UNPACK_BUSY, ROW_WORK_DONE, ROW_INSTRUCTIONS};
+    enum { N_ORDER = sizeof order / sizeof order[0], TAKEN_AT = 7 };
+    PyObject *out = PyTuple_New(N_ORDER + 1), *taken = PyList_New(3);
     if (!out || !taken)
         goto fail;
-    for (int k = 0; k < 7; k++) {
-        TimingRow *r = PyObject_New(TimingRow, &TimingRow_Type);
+    for (int k = 0; k < N_ORDER; k++) {
+        TimingRow *r = PyObject_GC_New(TimingRow, &TimingRow_Type);
         if (!r)
             goto fail;
         r->s = (ThreadTiming *)Py_NewRef(self), r->row = order[k];
-        PyTuple_SET_ITEM(out, k, (PyObject *)r);
+        PyObject_GC_Track(r);
+        PyTuple_SET_ITEM(out, k < TAKEN_AT ? k : k + 1, (PyObject *)r);
     }
     for (int th = 0; th < 3; th++) {
-        TakenRing *q = PyObject_New(TakenRing, &TakenRing_Type);
+        TakenRing *q = PyObject_GC_New(TakenRing, &TakenRing_Type);
         if (!q)
             goto fail;
         q->s = (ThreadTiming *)Py_NewRef(self), q->th = th;
+        PyObject_GC_Track(q);
         PyList_SET_ITEM(taken, th, (PyObject *)q);
     }
-    PyTuple_SET_ITEM(out, 7, taken);
+    PyTuple_SET_ITEM(out, TAKEN_AT, taken);
     return out;
 fail:
     Py_XDECREF(out);
@@ -308,8 +346,19 @@ fail:
     return NULL;
 }
 
+/* TensixTiming's scalars, as its int attributes */
+static PyMemberDef timing_members[] = {
+    {"event_t", T_LONGLONG, offsetof(ThreadTiming, event_t), 0, "latest cycle a semaphore / Src bank / mutex changed"},
+    {"fpu_busy", T_LONGLONG, offsetof(ThreadTiming, fpu_busy), 0, "the cycle the FPU is busy until"},
+    {"pack_busy", T_LONGLONG, offsetof(ThreadTiming, pack_busy), 0, "the cycle the packer is busy until"},
+    {"nop_t", T_LONGLONG, offsetof(ThreadTiming, nop_t), 0, "issue cycle of the latest UNPACR_NOP"},
+    {"issue_t", T_LONGLONG, offsetof(ThreadTiming, issue_t), 0, "the Tensix's: issue cycle of the word executed"},
+    {NULL},
+};
+
 static PyMethodDef timing_methods[] = {
-    {"rows", timing_rows, METH_NOARGS, "(clock, fe, gate, after_mop, first, stalls, issued, taken) as views"},
+    {"rows", timing_rows, METH_NOARGS,
+     "(clock, fe, gate, after_mop, first, stalls, issued, taken, unpack_busy, work_done, instructions) as views"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -318,7 +367,8 @@ static PyTypeObject ThreadTiming_Type = {
     .tp_basicsize = sizeof(ThreadTiming),
     .tp_new = timing_new,
     .tp_methods = timing_methods,
-    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_members = timing_members,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
     .tp_doc = "ThreadTiming(depth): the cycle model's per-thread issue state (see timing_state.c)",
 };
 
@@ -334,6 +384,11 @@ static int timing_state_init(PyObject *m) {
 /* the C state `row` (a TensixTiming attribute) is a view of, or NULL: a Python list (TT_EMU_TIMING_NATIVE=0) */
 static ThreadTiming *row_state(PyObject *row) {
     return Py_IS_TYPE(row, &TimingRow_Type) ? ((TimingRow *)row)->s : NULL;
+}
+
+/* the C state of the cycle model tm (the class tensix_timing_class() makes), or NULL: its state is Python's */
+static ThreadTiming *tm_state(PyObject *tm) {
+    return PyObject_TypeCheck(tm, &ThreadTiming_Type) ? (ThreadTiming *)tm : NULL;
 }
 
 /* gate[i] of a view or of a list of pairs: 0, or -1 with an error set */
@@ -358,7 +413,7 @@ static int gate_pair(PyObject *gate_l, Py_ssize_t i, long long *mask, long long 
 /* an integer row's item i of a view (row_state(row) is s): 0, or -1 with an error set (an unset `first`, gate) */
 static int row_ll(ThreadTiming *s, PyObject *row, Py_ssize_t i, long long *out) {
     int k = ((TimingRow *)row)->row;
-    if (i < 0 || i >= 3 || k == ROW_GATE || (k == ROW_FIRST && !s->has_first[i])) {
+    if (i < 0 || i >= row_n(k) || k == ROW_GATE || (k == ROW_FIRST && !s->has_first[i])) {
         PyErr_SetString(PyExc_TypeError, "sfpu_issue: a cycle-model item is not an integer");
         return -1;
     }
@@ -368,7 +423,7 @@ static int row_ll(ThreadTiming *s, PyObject *row, Py_ssize_t i, long long *out) 
 
 static int row_set_ll(ThreadTiming *s, PyObject *row, Py_ssize_t i, long long v) {
     int k = ((TimingRow *)row)->row;
-    if (i < 0 || i >= 3 || k == ROW_GATE) {
+    if (i < 0 || i >= row_n(k) || k == ROW_GATE) {
         PyErr_SetString(PyExc_TypeError, "sfpu_issue: not an integer item of the cycle model");
         return -1;
     }
