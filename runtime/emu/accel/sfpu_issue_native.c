@@ -1119,9 +1119,7 @@ static int plain_word(run_view *rv, const tm_lists *L, PyObject *tobj, long long
             return -1;
         }
         if (f->block == -1 ? lb == 0x1FF : (lb & f->block) != 0) {
-            PyObject *args[2] = {tobj, latch};
-            PyObject *why = call_method(tx, s_latch_unmet, args, 2);
-            view_drop(rv);
+            PyObject *why = latch_why(rv, tobj, latch);
             Py_DECREF(latch);
             if (!why)
                 return -1;
@@ -1259,16 +1257,8 @@ static int plain_word(run_view *rv, const tm_lists *L, PyObject *tobj, long long
     } else if (f->kind == K_SYNC) {
         if (set_attr_max(tm, s_event_t, c))
             goto out;
-        if (f->is_sempost) {
-            PyObject *a[2] = {PyLong_FromLongLong(f->sem_sel), PyLong_FromLongLong(c)};
-            r = a[0] && a[1] ? call_method(tx, s_stamp_posts, a, 2) : NULL;
-            view_drop(rv);
-            Py_XDECREF(a[0]);
-            Py_XDECREF(a[1]);
-            if (!r)
-                goto out;
-            Py_DECREF(r);
-        }
+        if (f->is_sempost && sem_stamp(rv, f->sem_sel, c))
+            goto out;
     }
     int unset = first_unset(first_l, th);
     if (unset < 0)
@@ -1285,35 +1275,8 @@ static int plain_word(run_view *rv, const tm_lists *L, PyObject *tobj, long long
     if (set_item_ll(clock_l, th, c) || list_ll(issued_l, th, &iss) || set_item_ll(issued_l, th, iss + 1)
         || set_attr_ll(tx, s_issue_t, c))
         goto out;
-    if (f->kind == K_WAIT) {                            /* the unit-busy conditions of the latch it left */
-        PyObject *lt = get_attr(thobj, s_latch);
-        if (!lt)
-            goto out;
-        if (lt != Py_None) {
-            /* each call only while no exception is pending */
-            PyObject *kind = get_attr(lt, s_kind), *cond = NULL;
-            PyObject *blk = kind ? get_attr(lt, s_block) : NULL;
-            int sw = blk ? PyObject_RichCompareBool(kind, s_stallwait, Py_EQ) : -1;
-            if (sw == 1)
-                cond = get_attr(lt, s_cond);
-            else if (sw == 0)
-                cond = PyLong_FromLong(0);
-            PyObject *c_o = cond ? PyLong_FromLongLong(c) : NULL;
-            PyObject *a[4] = {tobj, c_o, cond, blk};
-            r = c_o && cond && blk ? call_method(tm, s_waited, a, 4) : NULL;
-            view_drop(rv);
-            Py_XDECREF(kind);
-            Py_XDECREF(cond);
-            Py_XDECREF(blk);
-            Py_XDECREF(c_o);
-            Py_DECREF(lt);
-            if (!r)
-                goto out;
-            Py_DECREF(r);
-        } else {
-            Py_DECREF(lt);
-        }
-    }
+    if (f->kind == K_WAIT && wait_release(rv, L->gate, tobj, th, c))    /* the unit-busy conditions of its latch */
+        goto out;
     *issue = c;
     ok = 1;
 out:
