@@ -16,7 +16,7 @@ the reference raises it).
 Such words are issued in C where it is built (push_run: sfpu_issue_native.c's plain_run, a run of them pushed in one
 go, or one), their handlers called back in Python except the common case of UNPACR, PACR, MVMUL, ELW*, MOVA2D, the
 ADC and register setters (SETADC*, SETDMAREG, SETC16, WRCFG), the waits and semaphores (STALLWAIT, SEMWAIT, SEMPOST,
-SEMGET) and SETRWC, which runs in C too (tile_handlers.c); it does exactly
+SEMGET), SETRWC and ZEROACC, which runs in C too (tile_handlers.c); it does exactly
 what push() does for each of them (TT_EMU_PLAIN_ISSUE_NATIVE=0 keeps them on push(), TT_EMU_TILE_HANDLERS_NATIVE=0
 keeps every handler in Python).
 
@@ -46,9 +46,9 @@ _PLAIN_FACTS = struct.Struct("<12q")      # sfpu_issue_native.c's plain_facts
 # keeps calling it)
 _C_HANDLED = {"UNPACR": unpack_pack.UnpackPackMixin.UNPACR, "PACR": unpack_pack.UnpackPackMixin.PACR,
               "MVMUL": FpuMixin.MVMUL, "ELWMUL": FpuMixin.ELWMUL, "ELWADD": FpuMixin.ELWADD, "ELWSUB": FpuMixin.ELWSUB,
-              "MOVA2D": FpuMixin.MOVA2D, "SETRWC": FpuMixin.SETRWC,
-              **{name: getattr(ConfigMixin, name) for name in ("SETADC", "SETADCXY", "SETADCZW", "SETADCXX", "SETDMAREG",
-                                                               "SETC16", "WRCFG")},
+              "MOVA2D": FpuMixin.MOVA2D, "SETRWC": FpuMixin.SETRWC, "ZEROACC": FpuMixin.ZEROACC,
+              **{name: getattr(ConfigMixin, name) for name in ("SETADC", "SETADCXY", "SETADCZW", "SETADCXX",
+                                                               "SETDMAREG", "SETC16", "WRCFG")},
               **{name: getattr(SyncMixin, name) for name in ("STALLWAIT", "SEMWAIT", "SEMPOST", "SEMGET")}}
 
 

@@ -27,7 +27,7 @@
 
 enum { H_NONE = 0, H_UNPACR = 1, H_PACR = 2, H_MVMUL = 3, H_ELWMUL = 4, H_ELWADD = 5, H_ELWSUB = 6, H_MOVA2D = 7,
        H_SETADC = 8, H_SETADCXY = 9, H_SETADCZW = 10, H_SETADCXX = 11, H_SETDMAREG = 12, H_SETC16 = 13, H_WRCFG = 14,
-       H_STALLWAIT = 15, H_SEMWAIT = 16, H_SEMPOST = 17, H_SEMGET = 18, H_SETRWC = 19, H_CODES };
+       H_STALLWAIT = 15, H_SEMWAIT = 16, H_SEMPOST = 17, H_SEMGET = 18, H_SETRWC = 19, H_ZEROACC = 20, H_CODES };
 /* per Src format code (fpu_math): which operand lists admit it, its 5-bit-exponent style, whether MOVA2D writes it
  * as Dst16b BF16 */
 enum { FMT_MM_A = 1, FMT_MM_B = 2, FMT_ELW_A = 4, FMT_ELW_B = 8, FMT_5BIT = 16, FMT_MOV_BF16 = 32 };
@@ -43,7 +43,8 @@ static PyObject *k_sel, *k_addr_mode, *k_set_dat_valid, *k_last, *k_dst, *k_inst
     *h_rows32, *h_written, *h_cleared16, *h_adc_cr, *h_unpack_setups, *h_pack_setups, *h_packer_open,
     *h_packer_addr, *h_packer_exp_addr, *h_packer_tpg, *h_fid, *k_wait_res, *k_stall_res, *k_wait_sem_cond,
     *k_sem_sel, *k_rwc_cr, *k_rwc_a, *k_rwc_b, *k_rwc_d, *k_clear_ab_vld, *h_sem_value, *h_sem_max, *h_sem_posts,
-    *h_sems, *h_word, *h_semwait, *h_sfpu_busy, *h_latch_type;
+    *h_sems, *h_word, *h_semwait, *h_sfpu_busy, *h_latch_type, *k_clear_mode, *k_use_32_bit_mode,
+    *k_clear_zero_flags, *k_where;
 
 /* configure_tiles(src19 masks (16), format classes (16)) */
 static PyObject *configure_tiles(PyObject *self, PyObject *args) {
@@ -100,7 +101,8 @@ static int tile_handlers_init(void) {
         {&k_sem_sel, "sem_sel"}, {&k_rwc_cr, "rwc_cr"}, {&k_rwc_a, "rwc_a"}, {&k_rwc_b, "rwc_b"}, {&k_rwc_d, "rwc_d"},
         {&k_clear_ab_vld, "clear_ab_vld"}, {&h_sem_value, "sem_value"}, {&h_sem_max, "sem_max"},
         {&h_sem_posts, "sem_posts"}, {&h_sems, "sems"}, {&h_word, "word"}, {&h_semwait, "SEMWAIT"},
-        {&h_sfpu_busy, "sfpu_busy"}, {&h_latch_type, "Latch"},
+        {&h_sfpu_busy, "sfpu_busy"}, {&h_latch_type, "Latch"}, {&k_clear_mode, "clear_mode"},
+        {&k_use_32_bit_mode, "use_32_bit_mode"}, {&k_clear_zero_flags, "clear_zero_flags"}, {&k_where, "where"},
     };
     return INTERN_NAMES(names);
 }
@@ -1070,6 +1072,79 @@ static int h_setter(run_view *rv, PyObject *fields, PyObject *cfg, PyObject *tcf
     return 1;
 }
 
+/* ------------------------------------------------------------------------------------------------ ZEROACC
+ * tensix_fpu.ZEROACC with Dst.undefine32 / undefine16 on the Dst arrays, then (one-row and 16-row modes)
+ * apply_addr_mod; a form it raises at (Revert, a Dst remap, a row or face out of range, INT8 math, ADDR_MOD bias or
+ * DestCToCR with Clear / CR) is left to it. */
+static void zeroacc_rows(Py_buffer dv[3], long long first, long long n, int dst32b) {
+    uint32_t *rows32 = dv[0].buf;
+    uint8_t *written = dv[1].buf, *cleared16 = dv[2].buf;
+    for (long long r = first; r < first + n; r++) {
+        if (dst32b) {                                /* undefine32: the whole row, its high half's mark */
+            long long r32 = r & 511;
+            memset(rows32 + r32 * 16, 0, 16 * sizeof *rows32);
+            cleared16[(r32 & 0x1F8) << 1 | (r32 & 7)] = 1;
+            written[r32] = 0;
+        } else {                                     /* undefine16: one half of a Dst32b row */
+            long long r16 = r & 1023, r32 = (r16 >> 4) << 3 | (r16 & 7);
+            uint32_t keep = r16 & 8 ? 0xFFFF0000u : 0x0000FFFFu;
+            for (int col = 0; col < 16; col++)
+                rows32[r32 * 16 + col] &= keep;
+            cleared16[r16] = 1;
+            written[r32] = 0;
+        }
+    }
+}
+
+static int h_zeroacc(run_view *rv, PyObject *fields, PyObject *cfg, PyObject *tcfg) {
+    static PyObject **const keys[] = {&k_clear_mode, &k_use_32_bit_mode, &k_clear_zero_flags, &k_where, &k_addr_mode};
+    long long f[5], c[221], tc[55], rwc_v[7], rwc_before[7];
+    PyObject *rwc = view_dict(rv, V_RWC);
+    if (!rwc || fields_read(fields, keys, 5, f) || list_pick(cfg, 221, fpu_cfg_read, 4, c))
+        return -1;
+    long long mode = f[0] | f[1] << 2, imm = f[3], addr_mode = f[4], first, n;
+    int dst32b, moves = (mode & 3) <= 1;
+    if (f[2] || c[220] & 3 || (addr_mode & 7) != addr_mode)
+        return 0;                                    /* (Revert, a Dst remap: the handler raises) */
+    if (fpu_tcfg_pick(tcfg, addr_mode, tc) || rwc_read(rwc, rwc_v))
+        return -1;
+    memcpy(rwc_before, rwc_v, sizeof rwc_v);
+    long long offset = (tc[1] & 0xFFF) + rwc_v[4];
+    int absolute = c[220] >> 3 & 1;
+    if (mode == 0 || mode == 4) {                    /* one row: Dst32b with a 32-bit Dst, else Dst16b */
+        first = imm + offset, n = 1, dst32b = c[1] >> 29 & 1;
+        if (first >= 1024 || c[1] >> 31 & 1 || (dst32b && first >= 512))
+            return 0;
+    } else if (mode == 1) {                          /* 16 Dst16b rows */
+        first = 16 * (imm + (!absolute && offset & 512 ? 32 : 0)), n = 16, dst32b = 0;
+        if (first >= 64 * 16)
+            return 0;
+    } else if (mode == 5) {                          /* 16 Dst32b rows */
+        first = 16 * (imm + (!absolute && offset & 0x300 ? 16 : 0)), n = 16, dst32b = 1;
+        if (first >= 32 * 16)
+            return 0;
+    } else if (mode == 2 || mode == 6) {             /* half of Dst */
+        first = 512 * imm, n = 512, dst32b = 0;
+        if (imm > 1)
+            return 0;
+    } else if (mode == 3 || mode == 7) {             /* all of Dst */
+        first = 0, n = 1024, dst32b = 0;
+        if (imm)
+            return 0;
+    } else {
+        return 0;
+    }
+    if (first < 0 || (moves && rwc_addr_mod(tc, addr_mode, rwc_v)))
+        return 0;
+    Py_buffer dv[3];
+    if (dst_buffers(rv, dv))
+        return -1;
+    zeroacc_rows(dv, first, n, dst32b);              /* taken: from here on the state changes */
+    for (int i = 0; i < 3; i++)
+        PyBuffer_Release(&dv[i]);
+    return moves && rwc_write(rwc, rwc_before, rwc_v) ? -1 : 1;
+}
+
 /* ------------------------------------------------------------------------------------------------ sync unit, RWCs
  * STALLWAIT and SEMWAIT (the latch they leave on the thread), SEMPOST and SEMGET (sync.py) and SETRWC (tensix_fpu.py);
  * and for plain_word what it asked Python around a word: whether a latch's conditions are met (latch_unmet: C answers
@@ -1161,7 +1236,8 @@ static int h_wait(run_view *rv, PyObject *fields, long long code) {
     static PyObject **const stall_keys[] = {&k_wait_res, &k_stall_res};
     static PyObject **const sem_keys[] = {&k_wait_sem_cond, &k_sem_sel, &k_stall_res};
     long long f[3];
-    if (sync_refs() || (code == H_STALLWAIT ? fields_read(fields, stall_keys, 2, f) : fields_read(fields, sem_keys, 3, f)))
+    if (sync_refs()
+        || (code == H_STALLWAIT ? fields_read(fields, stall_keys, 2, f) : fields_read(fields, sem_keys, 3, f)))
         return -1;
     PyObject *cur = get_attr(rv->tx, s_current), *latch = NULL;
     if (cur && (!PyTuple_Check(cur) || PyTuple_GET_SIZE(cur) != 3))
@@ -1407,6 +1483,8 @@ static int tile_handler(run_view *rv, PyObject *fields, long long code, PyObject
         r = h_sem(rv, fields, code);
     } else if (code == H_SETRWC) {
         r = h_setrwc(rv, fields, tcfg);
+    } else if (code == H_ZEROACC) {
+        r = h_zeroacc(rv, fields, cfg, tcfg);
     } else if (code == H_MOVA2D) {
         r = h_mova2d(rv, fields, cfg, tcfg, why);
     } else if (code >= H_MVMUL && code <= H_ELWSUB) {
