@@ -29,7 +29,7 @@ from tt_backend.chip.isa import INSTRUCTIONS, OPCODES
 from tt_backend.chip.numerics.dst import Dst
 from tt_backend.runtime.emu.accel.deferral import DeferralMixin
 from tt_backend.runtime.emu.accel.direct_issue import DirectIssueMixin
-from tt_backend.runtime.emu.accel import fpu_batch
+from tt_backend.runtime.emu.accel import fpu_batch, sfpu_issue_native
 from tt_backend.runtime.emu.accel.fpu_batch import FpuBatchMixin
 from tt_backend.runtime.emu.accel.mop_batch import MopBatchMixin
 from tt_backend.runtime.emu.config import ConfigMixin
@@ -102,7 +102,10 @@ class Tensix(FpuBatchMixin, DeferralMixin, DirectIssueMixin, MopBatchMixin, Fron
 
     def step(self) -> int:
         """Drain all three threads until none can move; returns the instructions executed. (A thread with nothing
-        queued has nothing to drain.)"""
+        queued has nothing to drain.) The C part runs this loop where it is on (sfpu_issue_native.step_run)."""
+        step_run = sfpu_issue_native.step_run()
+        if step_run is not None:
+            return step_run(self)
         total = 0
         threads = self.threads
         while True:

@@ -78,11 +78,15 @@ class DirectIssueMixin:
 
     def push(self, thread: int, word: int, t: int = 0) -> int:
         """FrontendMixin.push; a plain word reaching an empty thread is issued at once, or recorded into a REPLAY load
-        (see the module docstring)."""
+        (see the module docstring); any word reaching a thread with work queued goes through push_run, whose C part
+        does what FrontendMixin.push does (accept, FIFO, drain: that drain's test of a thread blocked on unchanged Src
+        banks in C)."""
         th = self.threads[thread]
         load = th.replay_load
-        if th.fifo or th.ready or th.mop_out or not DIRECT_ISSUE or (load is not None and
-                                                                      (word >> 24) & 0xFF in MOP_EXPANDER_OPS):
+        if th.fifo or th.ready or th.mop_out:       # queued behind the thread's work, which drains: in C where it can
+            r = self.push_run(thread, (word,), 0, t)
+            return super().push(thread, word, t) if r is None else r[1] - 1
+        if not DIRECT_ISSUE or (load is not None and (word >> 24) & 0xFF in MOP_EXPANDER_OPS):
             return super().push(thread, word, t)
         word &= 0xFFFFFFFF
         if load is not None and not load[2]:        # recorded, not executed: that is all the frontend does with it

@@ -1342,11 +1342,11 @@ static int accept_take(PyObject *clock_l, PyObject *fe_l, PyObject *after_l, PyO
 }
 
 /* Tensix.drain's first test in C, for plain_run's pushes into a busy thread (about ten thousand a matmul256 launch
- * find its thread blocked on the same Src banks): 1 when drain(thread) would return 0 at once, having changed nothing
- * (the thread's head word blocked in its handler on a Src bank, tensix.RETRY_ON_BANK_CHANGE on, read at each call so
- * that a test turning it off reaches Python, and the banks as they were then: src_bank_state's eight items), 0 when
- * drain must run (also where `drain` is not Tensix.drain itself: a spy on the class or the instance), -1 with an
- * exception set. */
+ * find its thread blocked on the same Src banks) and step_run's drains: 1 when drain(thread) would return 0 at once,
+ * having changed nothing (the thread's head word blocked in its handler on a Src bank, tensix.RETRY_ON_BANK_CHANGE
+ * on, read at each call so that a test turning it off reaches Python, and the banks as they were then:
+ * src_bank_state's eight items), 0 when drain must run (also where `drain` is not Tensix.drain itself: a spy on the
+ * class or the instance), -1 with an exception set. */
 static PyObject *tensix_module, *tensix_drain, *s_retry_on_bank_change, *s_bank_state;
 static int drain_idle(run_view *rv) {
     if (!tensix_module) {               /* (first use: tensix.py imports this module, so not at its start) */
@@ -1362,9 +1362,9 @@ static int drain_idle(run_view *rv) {
         }
         tensix_module = mod;
     }
-    PyObject **dp = _PyObject_GetDictPtr(rv->tx), *own = dp && *dp ? PyDict_GetItemWithError(*dp, s_drain) : NULL;
-    if (own || PyErr_Occurred() || _PyType_Lookup(Py_TYPE(rv->tx), s_drain) != tensix_drain)
-        return PyErr_Occurred() ? -1 : 0;
+    int ref = method_is_ref(rv->tx, s_drain, tensix_drain);
+    if (ref <= 0)
+        return ref;
     PyObject *retry = PyDict_GetItemWithError(PyModule_GetDict(tensix_module), s_retry_on_bank_change);
     if (!retry)
         return PyErr_Occurred() ? -1 : 0;
@@ -1677,6 +1677,72 @@ out:                            /* (on an error, the words issued before it are 
     Py_XDECREF(fifo_t);
     Py_XDECREF(mop_out);
     return result;
+}
+
+/* step_run(tx) -> instructions executed: Tensix.step's loop: the Wait Gate's latches polled (poll_latches: a latch
+ * whose conditions are met is forgotten; latch_met decides, Python's latch_unmet where it cannot, a replaced
+ * poll_latches is called instead), then each thread with work queued drained (tx.drain(thread), Python's) unless
+ * drain_idle says that drain would return 0 at once (blocked on unchanged Src banks), until no thread moves. */
+static PyObject *step_run(PyObject *self, PyObject *tx) {
+    PyObject *tm = get_attr(tx, s_tm), *threads = tm ? attr_list(tx, s_threads, 3) : NULL, *r;
+    run_view rv = {tx, tm, NULL};
+    long long total = 0, n, done;
+    int poll_ref = !threads || sync_refs() ? -1 : method_is_ref(tx, h_poll_latches, ref_poll_latches);
+    int bad = poll_ref < 0;
+    while (!bad) {
+        if (!poll_ref) {
+            r = PyObject_CallMethodNoArgs(tx, h_poll_latches);
+            view_drop(&rv);
+            bad = !r;
+            Py_XDECREF(r);
+        }
+        for (int t = 0; !bad && poll_ref && t < 3; t++) {      /* sync.poll_latches */
+            view_drop(&rv);                                     /* (the view's thread items are the old thread's) */
+            rv.th = PyList_GET_ITEM(threads, t);
+            PyObject *latch = get_attr(rv.th, s_latch), *tobj = PyLong_FromLong(t);
+            int met = !latch || !tobj ? -1 : latch == Py_None ? 0 : latch_met(&rv, latch);
+            if (met == 2) {
+                PyObject *stack[3] = {tx, tobj, latch};
+                r = PyObject_VectorcallMethod(s_latch_unmet, stack, 3 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+                view_drop(&rv);
+                met = !r ? -1 : r == Py_None;
+                Py_XDECREF(r);
+            }
+            bad = met < 0 || (met == 1 && set_attr(rv.th, s_latch, Py_None));
+            Py_XDECREF(latch);
+            Py_XDECREF(tobj);
+        }
+        for (int t = n = 0; !bad && t < 3; t++) {
+            view_drop(&rv);
+            rv.th = PyList_GET_ITEM(threads, t);
+            int busy = 0;
+            PyObject *const queues[3] = {s_fifo, s_mop_out, s_ready};
+            for (int k = 0; !busy && k < 3; k++) {
+                PyObject *q = get_attr(rv.th, queues[k]);
+                busy = q ? PyObject_IsTrue(q) : -1;
+                Py_XDECREF(q);
+            }
+            int idle = busy > 0 ? drain_idle(&rv) : 0;
+            if (busy < 0 || idle < 0) {
+                bad = 1;
+            } else if (busy && !idle) {
+                PyObject *tobj = PyLong_FromLong(t);
+                r = tobj ? PyObject_CallMethodOneArg(tx, s_drain, tobj) : NULL;
+                view_drop(&rv);
+                bad = !r || get_ll(r, "drain", &done);
+                n += bad ? 0 : done;
+                Py_XDECREF(r);
+                Py_XDECREF(tobj);
+            }
+        }
+        if (bad || !n)
+            break;
+        total += n;
+    }
+    view_drop(&rv);
+    Py_XDECREF(tm);
+    Py_XDECREF(threads);
+    return bad ? NULL : PyLong_FromLongLong(total);
 }
 
 /* push_one(tx, thread, word, t, dq_max, replays): deferral.push's C case whole, for a word pushed by its own push()
@@ -2535,6 +2601,7 @@ static PyMethodDef methods[] = {
      "element_bits, fpu_dst_read_latency, fifo_depth)"},
     {"plain_run", (PyCFunction)(void (*)(void))plain_run, METH_FASTCALL, "see its comment"},
     {"drain_run", (PyCFunction)(void (*)(void))drain_run, METH_FASTCALL, "see its comment"},
+    {"step_run", step_run, METH_O, "see its comment"},
     {"configure_tiles", configure_tiles, METH_VARARGS, "configure_tiles(src19 masks, format classes)"},
     {"handler_counts", handler_counts, METH_NOARGS, "words each tile handler code ran in C"},
     {NULL, NULL, 0, NULL},

@@ -44,7 +44,7 @@ static PyObject *k_sel, *k_addr_mode, *k_set_dat_valid, *k_last, *k_dst, *k_inst
     *h_packer_addr, *h_packer_exp_addr, *h_packer_tpg, *h_fid, *k_wait_res, *k_stall_res, *k_wait_sem_cond,
     *k_sem_sel, *k_rwc_cr, *k_rwc_a, *k_rwc_b, *k_rwc_d, *k_clear_ab_vld, *h_sem_value, *h_sem_max, *h_sem_posts,
     *h_sems, *h_word, *h_semwait, *h_sfpu_busy, *h_latch_type, *k_clear_mode, *k_use_32_bit_mode,
-    *k_clear_zero_flags, *k_where;
+    *k_clear_zero_flags, *k_where, *h_poll_latches;
 
 /* configure_tiles(src19 masks (16), format classes (16)) */
 static PyObject *configure_tiles(PyObject *self, PyObject *args) {
@@ -103,6 +103,7 @@ static int tile_handlers_init(void) {
         {&h_sem_posts, "sem_posts"}, {&h_sems, "sems"}, {&h_word, "word"}, {&h_semwait, "SEMWAIT"},
         {&h_sfpu_busy, "sfpu_busy"}, {&h_latch_type, "Latch"}, {&k_clear_mode, "clear_mode"},
         {&k_use_32_bit_mode, "use_32_bit_mode"}, {&k_clear_zero_flags, "clear_zero_flags"}, {&k_where, "where"},
+        {&h_poll_latches, "poll_latches"},
     };
     return INTERN_NAMES(names);
 }
@@ -1152,7 +1153,7 @@ static int h_zeroacc(run_view *rv, PyObject *fields, PyObject *cfg, PyObject *tc
  * (TensixTiming.waited) and a SEMPOST's post stamps (stamp_posts). A handler declines (0) where the Python one raises
  * (strict: a SEMPOST at Max, a SEMGET at zero; releasing a Src bank that is not valid), and each question goes to the
  * Python method where that method is not the reference one (a spy on the class or the instance). */
-static PyObject *sync_module, *ref_latch_unmet, *ref_stamp_posts, *ref_waited;
+static PyObject *sync_module, *ref_latch_unmet, *ref_stamp_posts, *ref_waited, *ref_poll_latches;
 static int list_ll(PyObject *list, Py_ssize_t i, long long *out);     /* (sfpu_issue_native.c: a list or a view) */
 static long long stallwait_lag, b6_block;
 
@@ -1169,12 +1170,14 @@ static int sync_refs(void) {
     int ok = b6 && !get_ll(lag, "STALLWAIT_LAG", &stallwait_lag) && !get_ll(b6, "B6", &b6_block)
              && (ref_latch_unmet = PyObject_GetAttr(mixin, s_latch_unmet))
              && (ref_stamp_posts = PyObject_GetAttr(mixin, s_stamp_posts))
-             && (ref_waited = PyObject_GetAttr(timing, s_waited));
+             && (ref_waited = PyObject_GetAttr(timing, s_waited))
+             && (ref_poll_latches = PyObject_GetAttr(mixin, h_poll_latches));
     Py_XDECREF(cycles), Py_XDECREF(mixin), Py_XDECREF(timing), Py_XDECREF(lag), Py_XDECREF(b6);
     if (!ok) {
         Py_CLEAR(ref_latch_unmet);
         Py_CLEAR(ref_stamp_posts);
         Py_CLEAR(ref_waited);
+        Py_CLEAR(ref_poll_latches);
         Py_XDECREF(sync);
         return -1;
     }
@@ -1330,13 +1333,13 @@ static int h_setrwc(run_view *rv, PyObject *fields, PyObject *tcfg) {
     return 1;
 }
 
-/* whether the latch's conditions are all met, as sync.latch_unmet decides it: 1, 0 (not met, or not the reference
- * method: ask it), -1 with an exception set */
+/* whether the latch's conditions are all met, as sync.latch_unmet decides it: 1 met, 0 not met, 2 ask that method
+ * (it is not the reference one, or the state is not what it expects), -1 with an exception set */
 static int latch_met(run_view *rv, PyObject *latch) {
     int ref = sync_refs() ? -1 : method_is_ref(rv->tx, s_latch_unmet, ref_latch_unmet);
     PyObject *kind = ref > 0 ? get_attr(latch, s_kind) : NULL;
     if (!kind)
-        return ref > 0 ? -1 : ref;
+        return ref > 0 ? -1 : ref < 0 ? -1 : 2;
     int sem = PyObject_RichCompareBool(kind, h_semwait, Py_EQ);
     Py_DECREF(kind);
     long long cond, sems, v[8], m[8];
@@ -1365,7 +1368,7 @@ static int latch_met(run_view *rv, PyObject *latch) {
         if (!valid || attr_ll(rv->tx, bank_of[k], &bank))
             return -1;
         if ((bank & 1) != bank || PyList_GET_SIZE(valid) != 2)
-            return 0;
+            return 2;
         int owned = PyObject_IsTrue(PyList_GET_ITEM(valid, bank));      /* (valid: the FPU owns the bank) */
         if (owned < 0)
             return -1;
@@ -1378,7 +1381,7 @@ static int latch_met(run_view *rv, PyObject *latch) {
 /* Tensix.latch_unmet(thread, latch) for plain_word's Wait Gate (a new reference: None when met, else the reason) */
 static PyObject *latch_why(run_view *rv, PyObject *tobj, PyObject *latch) {
     int met = latch_met(rv, latch);
-    if (met)
+    if (met == 1 || met < 0)
         return met < 0 ? NULL : Py_NewRef(Py_None);
     PyObject *stack[3] = {rv->tx, tobj, latch};
     PyObject *why = PyObject_VectorcallMethod(s_latch_unmet, stack, 3 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
