@@ -395,9 +395,10 @@ def test_sync_handlers_decline_where_python_raises(program, strict, monkeypatch)
 
 
 def test_sync_questions_go_to_replaced_methods():
-    """latch_unmet, stamp_posts, poll_latches, drain and the cycle model's waited replaced on the instance (a test's
-    spy) are called by the C issue path and step_run instead of their own answers, with the same states as the
-    reference methods give in C (the last SEMPOST waits for a SrcA bank the FPU never gets: step() polls and drains)."""
+    """latch_unmet, stamp_posts, poll_latches, drain, handler_blocked and the cycle model's waited replaced on the
+    instance (a test's spy) are called by the C issue path and step_run instead of their own answers, with the same
+    states as the reference methods give in C (the last SEMPOST waits for a SrcA bank the FPU never gets: step() polls
+    and drains). (A replaced src_bank_state: test_direct_issue.test_bank_wait_answered_in_c.)"""
     words = (E("SEMINIT", sem_sel=2, init_value=0, max_value=4), E("SEMPOST", sem_sel=2),
              E("STALLWAIT", wait_res=0x10, stall_res=0x1FF), E("SEMPOST", sem_sel=2),
              E("SEMWAIT", wait_sem_cond=1, sem_sel=2, stall_res=0x1FF), E("SEMGET", sem_sel=2),
@@ -407,7 +408,7 @@ def test_sync_questions_go_to_replaced_methods():
         tx, trace = Tensix(np.zeros(layout.L1_SIZE, np.uint8)), []
         if spied:
             for owner, name in ((tx, "latch_unmet"), (tx, "stamp_posts"), (tx, "poll_latches"), (tx, "drain"),
-                                (tx.tm, "waited")):
+                                (tx, "handler_blocked"), (tx.tm, "waited")):
                 method = getattr(owner, name)
                 setattr(owner, name, lambda *a, _m=method, _n=name: calls.append(_n) or _m(*a))
         for w in words:
@@ -417,4 +418,5 @@ def test_sync_questions_go_to_replaced_methods():
         runs.append(trace)
     assert runs[0] == runs[1]
     assert runs[0][-1][2][0][1][5].startswith("STALLWAIT C7")                    # (T1 blocked at the Wait Gate)
-    assert sorted(set(calls)) == ["drain", "latch_unmet", "poll_latches", "stamp_posts", "waited"], calls
+    assert sorted(set(calls)) == ["drain", "handler_blocked", "latch_unmet", "poll_latches", "stamp_posts",
+                                  "waited"], calls

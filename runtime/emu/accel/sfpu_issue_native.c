@@ -1089,11 +1089,63 @@ static int fpu_issue(run_view *rv, const plain_facts *f, long long row, long lon
            || set_attr_max(rv->tm, s_event_t, *c) ? -1 : 0;
 }
 
-/* Tensix.handler_blocked(thread, why, bank): the word waits; 0, or -1 with an exception set. Takes `why`'s reference. */
+/* tensix.py's module and the Tensix methods C stands in for (Tensix.drain's first test, handler_blocked,
+ * src_bank_state), read at the first use (tensix.py imports this module, so not at its start): 0, or -1 */
+static PyObject *tensix_module, *tensix_drain, *tensix_handler_blocked, *tensix_src_bank_state,
+    *s_retry_on_bank_change, *s_bank_state, *s_src_bank_state;
+static int tensix_refs(void) {
+    if (tensix_module)
+        return 0;
+    PyObject *mod = PyImport_ImportModule("tt_backend.runtime.emu.tensix");
+    PyObject *cls = mod ? PyObject_GetAttrString(mod, "Tensix") : NULL;
+    int ok = cls && (s_retry_on_bank_change = PyUnicode_InternFromString("RETRY_ON_BANK_CHANGE"))
+             && (s_bank_state = PyUnicode_InternFromString("bank_state"))
+             && (s_src_bank_state = PyUnicode_InternFromString("src_bank_state"))
+             && (tensix_drain = PyObject_GetAttr(cls, s_drain))
+             && (tensix_handler_blocked = PyObject_GetAttr(cls, s_handler_blocked))
+             && (tensix_src_bank_state = PyObject_GetAttr(cls, s_src_bank_state));
+    Py_XDECREF(cls);
+    if (!ok) {
+        Py_XDECREF(mod);
+        Py_CLEAR(tensix_drain);
+        Py_CLEAR(tensix_handler_blocked);
+        Py_CLEAR(tensix_src_bank_state);
+        return -1;
+    }
+    tensix_module = mod;
+    return 0;
+}
+
+/* Tensix.handler_blocked(thread, why, bank): the word waits; 0, or -1 with an exception set. Takes `why`'s reference.
+ * For the reference methods in C: the thread's blocked reason and bank_wait, and with a bank wait the Src banks'
+ * state as src_bank_state gives it (valid A0 A1 B0 B1, then the unpacker's and the FPU's bank of SrcA and SrcB). */
 static int handler_blocked(run_view *rv, PyObject *why, PyObject *bank) {
-    PyObject *hb[3] = {rv->th, why, bank};
-    PyObject *r = call_method(rv->tx, s_handler_blocked, hb, 3);
-    view_drop(rv);
+    int ref = tensix_refs() ? -1 : method_is_ref(rv->tx, s_handler_blocked, tensix_handler_blocked);
+    if (ref > 0 && bank == Py_True)
+        ref = method_is_ref(rv->tx, s_src_bank_state, tensix_src_bank_state);
+    PyObject *r = NULL;
+    if (ref == 0) {
+        PyObject *hb[3] = {rv->th, why, bank};
+        r = call_method(rv->tx, s_handler_blocked, hb, 3);
+        view_drop(rv);
+    } else if (ref > 0 && !set_attr(rv->th, s_blocked, why) && !set_attr(rv->th, s_bank_wait, bank)) {
+        PyObject *va = bank == Py_True ? view_list(rv, V_SRCA_VALID) : NULL;
+        PyObject *vb = va ? view_list(rv, V_SRCB_VALID) : NULL;
+        PyObject *const side[4] = {s_srca_unpack_bank, s_srca_matrix_bank, s_srcb_unpack_bank, s_srcb_matrix_bank};
+        PyObject *state = vb && PyList_GET_SIZE(va) == 2 && PyList_GET_SIZE(vb) == 2 ? PyTuple_New(8) : NULL;
+        for (int i = 0; state && i < 8; i++) {
+            PyObject *item = i < 4 ? Py_NewRef(PyList_GET_ITEM(i < 2 ? va : vb, i & 1)) : get_attr(rv->tx, side[i - 4]);
+            if (!item)
+                Py_CLEAR(state);
+            else
+                PyTuple_SET_ITEM(state, i, item);
+        }
+        if (vb && !state && !PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "plain_run: the Src banks' valid flags are not lists of 2");
+        r = bank != Py_True ? Py_NewRef(Py_None) : state && !set_attr(rv->th, s_bank_state, state) ? Py_NewRef(Py_None)
+                                                                                                  : NULL;
+        Py_XDECREF(state);
+    }
     Py_DECREF(why);
     if (!r)
         return -1;
@@ -1347,21 +1399,9 @@ static int accept_take(PyObject *clock_l, PyObject *fe_l, PyObject *after_l, PyO
  * on, read at each call so that a test turning it off reaches Python, and the banks as they were then:
  * src_bank_state's eight items), 0 when drain must run (also where `drain` is not Tensix.drain itself: a spy on the
  * class or the instance), -1 with an exception set. */
-static PyObject *tensix_module, *tensix_drain, *s_retry_on_bank_change, *s_bank_state;
 static int drain_idle(run_view *rv) {
-    if (!tensix_module) {               /* (first use: tensix.py imports this module, so not at its start) */
-        PyObject *mod = PyImport_ImportModule("tt_backend.runtime.emu.tensix");
-        PyObject *cls = mod ? PyObject_GetAttrString(mod, "Tensix") : NULL;
-        tensix_drain = cls ? PyObject_GetAttrString(cls, "drain") : NULL;
-        Py_XDECREF(cls);
-        if (!tensix_drain || !(s_retry_on_bank_change = PyUnicode_InternFromString("RETRY_ON_BANK_CHANGE"))
-            || !(s_bank_state = PyUnicode_InternFromString("bank_state"))) {
-            Py_XDECREF(mod);
-            Py_CLEAR(tensix_drain);
-            return -1;
-        }
-        tensix_module = mod;
-    }
+    if (tensix_refs())
+        return -1;
     int ref = method_is_ref(rv->tx, s_drain, tensix_drain);
     if (ref <= 0)
         return ref;
