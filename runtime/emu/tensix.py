@@ -111,7 +111,10 @@ class Tensix(FpuBatchMixin, DeferralMixin, DirectIssueMixin, MopBatchMixin, Fron
 
     def step(self) -> int:
         """Drain all three threads until none can move; returns the instructions executed. (A thread with nothing
-        queued has nothing to drain.)"""
+        queued has nothing to drain.) The C part runs this loop where it is on (sfpu_issue_native.step_run)."""
+        step_run = sfpu_issue_native.step_run()
+        if step_run is not None:
+            return step_run(self)
         total = 0
         threads = self.threads
         while True:

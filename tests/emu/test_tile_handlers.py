@@ -1,12 +1,14 @@
-"""The common case of the UNPACR, PACR, MVMUL, ELW*, MOVA2D, SETADC*, SETDMAREG, SETC16 and WRCFG handlers in C
-(runtime/emu/accel/tile_handlers.c, called from the C issue path) against the Python handlers
-(tile_native.HANDLERS_NATIVE off): random programs of tile words over the three threads (unpacks to SrcA / SrcB / Dst
-in several formats, bank handovers and waits, MVMULs and ELW* with random broadcast, accumulate, release and address
-modes, MOVA2Ds into both halves of Dst rows, PACRs over every read interface, ADC changes by every SETADC*, RWC /
-address-modifier changes, config changes from the host and in-stream through GPRs (SETDMAREG, WRCFG), some that leave
-the common case: INT8 math, a 16-bit Dst, edge masks that drop datums, unknown pack formats, ADDR_MOD bias)
-give the same state after every step and the same error; each handler really ran in C. And whole compiled kernels
-(also tests/emu/test_direct_issue.py's SWITCHES)."""
+"""The common case of the UNPACR, PACR, MVMUL, ELW*, MOVA2D, SETADC*, SETDMAREG, SETC16, WRCFG, STALLWAIT, SEMWAIT,
+SEMPOST, SEMGET, SETRWC and ZEROACC handlers in C (runtime/emu/accel/tile_handlers.c, called from the C issue path)
+against the Python handlers (tile_native.HANDLERS_NATIVE off): random programs of tile words over the three threads
+(unpacks to SrcA / SrcB / Dst in several formats, bank handovers and waits, MVMULs and ELW* with random broadcast,
+accumulate, release and address modes, MOVA2Ds into both halves of Dst rows, PACRs over every read interface, ADC
+changes by every SETADC*, RWC / address-modifier changes, config changes from the host and in-stream through GPRs
+(SETDMAREG, WRCFG), STALLWAITs on the Src banks and units, a semaphore posted by T1 and waited for and taken by T2,
+ZEROACCs of every mode, some that leave the common case: INT8 math, a 16-bit Dst, edge masks that drop datums, unknown
+pack formats, ADDR_MOD bias) give the same state after every step and the same error; each handler really ran in C.
+And whole compiled kernels (also tests/emu/test_direct_issue.py's SWITCHES); the forms the sync handlers leave to
+Python, and the Wait Gate's questions asked of a replaced method."""
 from __future__ import annotations
 
 import random
@@ -65,6 +67,17 @@ def _setters(rng: random.Random) -> list[int]:
             E("SETC16", setc16_reg=0, setc16_value=1), E("WRCFG", cfg_reg=1, wr128b=0, gpr_address=g)]
 
 
+def _zeroacc(rng: random.Random) -> int:
+    """A ZEROACC of any mode (one row, a 16-row face, half or all of Dst; 16- or 32-bit rows) with a random address
+    modifier; rarely a form the handler raises at (Revert, a face or half out of range)."""
+    mode = rng.randrange(8)
+    where = {0: 64, 1: 32, 2: 2, 3: 1}[mode & 3] if mode != 5 else 16
+    if rng.random() < 0.03:
+        return E("ZEROACC", clear_mode=mode & 3, use_32_bit_mode=mode >> 2, where=where, clear_zero_flags=1)
+    return E("ZEROACC", clear_mode=mode & 3, use_32_bit_mode=mode >> 2, where=rng.randrange(where),
+             addr_mode=rng.randrange(8))
+
+
 def _round(rng: random.Random, packs: tuple[int, ...]) -> list[tuple[int, int]]:
     """(thread, word) of one round, the threads' words interleaved at random: T0 hands both Src banks to the FPU, T1
     computes on them (random counters and address modifiers) and releases both, T2 packs (words from `packs`, as a
@@ -77,6 +90,8 @@ def _round(rng: random.Random, packs: tuple[int, ...]) -> list[tuple[int, int]]:
                             set_dat_valid=1, ovrd_thread_id=1, last=1) if rng.random() < 0.9 else
                           E("UNPACR_NOP", unpacker_select=sel, unpack_pop=1, set_dvalid=1))
     t0 = [unpack(0), unpack(1)]
+    if rng.random() < 0.3:           # (a wait for the unpacker's banks, blocking the unpacks or not)
+        t0.insert(0, E("STALLWAIT", wait_res=rng.choice((0x20, 0x40, 0x60)), stall_res=rng.choice((0, 0x08, 0x1FF))))
     if rng.random() < 0.3:
         t0.insert(0, E("SETADCXY", cnt_set_mask=rng.choice((1, 2, 3)), bit_mask=rng.choice((2, 8, 10)), ch0_x=0,
                        ch0_y=rng.randrange(4), ch1_y=rng.randrange(4)))
@@ -101,9 +116,14 @@ def _round(rng: random.Random, packs: tuple[int, ...]) -> list[tuple[int, int]]:
             lambda: E("SETC16", setc16_reg=rng.randrange(28, 36),   # ADDR_MOD_DST_SEC0-7 (C reads the word's only)
                       setc16_value=rng.choice((0, 8, 0x400 | 8, 0x800, 0x1000 | 8, 0x8000 | 8))),
         ])())
+    if rng.random() < 0.5:           # (a wait for the FPU's banks or for units, blocking the FPU or everything)
+        t1.insert(0, E("STALLWAIT", wait_res=rng.choice((0x180, 0x80, 0x06, 0x18, 0x800, 0)),
+                       stall_res=rng.choice((0, 0x40, 0x1FF))))
     waited = any(isa.OPCODES[w >> 24].name in ("MVMUL", "ELWADD", "ELWSUB", "ELWMUL") for w in t1)
     t1.append(fpu(3) if rng.random() < 0.7 or not waited else     # (SETRWC does not wait for the banks)
               E("SETRWC", bit_mask=rng.randrange(16), rwc_a=0, rwc_b=0, rwc_d=0, rwc_cr=0, clear_ab_vld=3))
+    if rng.random() < 0.5:           # (T1 posts semaphore 1, T2 waits for it and takes it)
+        t1.append(E("SEMPOST", sem_sel=2))
     t2 = [rng.choice([
         lambda: rng.choice(packs), lambda: rng.choice(packs),
         lambda: E("SETADCXY", cnt_set_mask=4, bit_mask=rng.choice((2, 8, 10)), ch0_x=0, ch0_y=rng.randrange(4),
@@ -111,6 +131,12 @@ def _round(rng: random.Random, packs: tuple[int, ...]) -> list[tuple[int, int]]:
         lambda: E("SETC16", setc16_reg=rng.choice((37, 38, 39, 40)),
                   setc16_value=rng.choice((4, 0x1020, 0x2020, 0x20, 0x10 | 2, 0x8000, 0x1000 | 0x800))),
     ])() for _ in range(rng.randrange(1, 5))]
+    if rng.random() < 0.5:
+        if rng.random() < 0.9:
+            wait = E("SEMWAIT", wait_sem_cond=1, sem_sel=2, stall_res=rng.choice((0x06, 0x1FF)))
+            t2[:0] = [wait, E("SEMGET", sem_sel=2)]
+        else:
+            t2[:0] = [E("SEMWAIT", wait_sem_cond=0, sem_sel=2, stall_res=0)]
     queues = [[(t, w) for w in ws] for t, ws in enumerate((t0, t1, t2))]
     out = []
     while any(queues):
@@ -120,12 +146,14 @@ def _round(rng: random.Random, packs: tuple[int, ...]) -> list[tuple[int, int]]:
 
 def _snapshot(tx: Tensix) -> tuple:
     """Everything the tile handlers read or write, and the cycle model's per-thread counts."""
-    th = [(repr(t.adc), repr(t.adc_cr), dict(t.rwc), list(t.cfg), list(t.gpr), t.blocked) for t in tx.threads]
+    th = [(repr(t.adc), repr(t.adc_cr), dict(t.rwc), list(t.cfg), list(t.gpr), t.blocked,
+           t.latch and (t.latch.kind, t.latch.cond, t.latch.sems, t.latch.block, t.latch.word)) for t in tx.threads]
     return (th, list(tx.cfg), tx.srca.tobytes(), tx.srcb.tobytes(), list(tx.srca_valid), list(tx.srcb_valid),
             tx.srca_unpack_bank, tx.srcb_unpack_bank, tx.srca_matrix_bank, tx.srcb_matrix_bank, list(tx.srca_format),
             list(tx.srcb_format), tx.dst.rows32.tobytes(), tx.dst.written.tobytes(), tx.dst.cleared16.tobytes(),
             tx.l1[OUT:OUT + 0x8000].tobytes(), tx.packer_open, tx.packer_addr, tx.packer_exp_addr, tx.packer_tpg,
-            tx.tm.stats(), list(tx.instructions))
+            tx.tm.stats(), list(tx.instructions), list(tx.sem_value), list(tx.sem_max), [list(q) for q in tx.sem_posts],
+            list(tx.tm.gate))
 
 
 def _run(seed: int, strict: bool, handlers_c: bool, monkeypatch) -> list:
@@ -139,7 +167,7 @@ def _run(seed: int, strict: bool, handlers_c: bool, monkeypatch) -> list:
         tx.cfg_write(i, v)
     for t, w in ((0, E("SETC16", setc16_reg=5, setc16_value=4)), (0, 0x5160000A), (0, 0x5460000F), (0, 0x5E6FFC00),
                  (2, 0xB2250004), (2, 0xB2261020), (2, 0xB2272020), (2, 0x5180000B), (2, 0x5480000F),
-                 (2, 0x5E803C00), (1, 0x37000007)):
+                 (2, 0x5E803C00), (1, 0x37000007), (1, E("SEMINIT", sem_sel=2, init_value=0, max_value=15))):
         tx.push(t, w)
     packs = tuple(E("PACR", read_intf_sel=rng.choice((0, 1, 3, 5, 10)), last=rng.randrange(2),
                     addr_mode=rng.randrange(4)) for _ in range(4))
@@ -152,6 +180,8 @@ def _run(seed: int, strict: bool, handlers_c: bool, monkeypatch) -> list:
             words = _round(rng, packs)
             if setters.random() < 0.3:        # (their own generator: the seed's tile words stay as they were)
                 thread, extra = setters.randrange(3), _setters(setters)
+                if setters.random() < 0.5:
+                    extra.append(_zeroacc(setters))
                 for at, w in zip(sorted(setters.sample(range(len(words) + len(extra)), len(extra))), extra):
                     words.insert(at, (thread, w))
             for t, w in words:
@@ -167,7 +197,7 @@ def _run(seed: int, strict: bool, handlers_c: bool, monkeypatch) -> list:
     return trace
 
 
-@pytest.mark.parametrize("seed,strict", [(0, True), (7, True), (6, False), (11, False), (1, True), (5, False)])
+@pytest.mark.parametrize("seed,strict", [(3, True), (8, True), (6, False), (12, False), (1, True), (5, False)])
 def test_random_tile_programs_identical(seed, strict, monkeypatch):
     """State by state the same with the handlers in C and in Python (and the same error, where one comes), with
     every handler code taken in C."""
@@ -181,8 +211,10 @@ def test_random_tile_programs_identical(seed, strict, monkeypatch):
 
 
 @pytest.mark.needs_cc
-@pytest.mark.parametrize("kernel,codes", [("mm_HiFi2", ("UNPACR", "PACR", "MVMUL", "MOVA2D")),
-                                          ("ew_bf16_64", ("UNPACR", "PACR", "ELWMUL", "ELWADD", "SETDMAREG", "WRCFG"))])
+@pytest.mark.parametrize("kernel,codes", [("mm_HiFi2", ("UNPACR", "PACR", "MVMUL", "MOVA2D", "STALLWAIT", "SEMPOST",
+                                                        "SETRWC", "ZEROACC")),
+                                          ("ew_bf16_64", ("UNPACR", "PACR", "ELWMUL", "ELWADD", "SETDMAREG", "WRCFG",
+                                                          "STALLWAIT", "SEMPOST"))])
 def test_kernels_identical_with_handlers_in_c(kernel, codes, monkeypatch):
     """Two warm launches of a compiled kernel with the handlers in C and in Python: the same output bytes and every
     core's and Tensix thread's cycles, and the kernel's tile handlers really ran in C."""
@@ -321,3 +353,70 @@ def test_run_view_dropped_at_python(monkeypatch):
         runs.append(trace)
         assert (counts()[mm] - before > 0) == on
     assert runs[0] == runs[1]
+
+
+# (programs of thread 1, pushed word by word, then the Tensix stepped) where the sync handlers and SETRWC leave a word
+# to Python: a SEMPOST at Max (strict: raises at semaphore 0 before semaphore 1 changes), a SEMGET at zero (strict:
+# raises at semaphore 0; else semaphore 1 is taken), SETRWC releasing a SrcB bank the FPU does not own (raises, strict
+# or not, after its counters changed), a SEMWAIT without a condition (the default STALLWAIT) and one on Max, a ZEROACC
+# of a 16-row face out of range (raises)
+_DECLINES = ((E("SEMINIT", sem_sel=3, init_value=1, max_value=2), E("SEMPOST", sem_sel=3), E("SEMPOST", sem_sel=3)),
+             (E("SEMINIT", sem_sel=2, init_value=2, max_value=4), E("SEMGET", sem_sel=2), E("SEMGET", sem_sel=3)),
+             (E("SETRWC", bit_mask=7, rwc_a=1, rwc_b=2, rwc_d=8, rwc_cr=0, clear_ab_vld=2),),
+             (E("SEMINIT", sem_sel=1, init_value=2, max_value=2), E("SEMWAIT", wait_sem_cond=0, sem_sel=1, stall_res=0),
+              E("SEMWAIT", wait_sem_cond=2, sem_sel=1, stall_res=2), E("SEMGET", sem_sel=1), E("SEMPOST", sem_sel=1)),
+             (E("ZEROACC", clear_mode=1, use_32_bit_mode=1, where=1, addr_mode=1),
+              E("ZEROACC", clear_mode=1, use_32_bit_mode=0, where=70)))
+
+
+@pytest.mark.parametrize("strict", [True, False])
+@pytest.mark.parametrize("program", range(len(_DECLINES)))
+def test_sync_handlers_decline_where_python_raises(program, strict, monkeypatch):
+    """The same states and errors with the handlers in C and in Python where the handler raises or a SEMWAIT waits;
+    C took words of each program (the ones before the raise)."""
+    counts = sfpu_issue_native._load()[0].handler_counts
+    codes = [tile_native.HANDLER_CODES[n] for n in ("SEMPOST", "SEMGET", "SETRWC", "SEMWAIT", "ZEROACC")]
+    runs = []
+    for on in (True, False):
+        monkeypatch.setattr(tile_native, "HANDLERS_NATIVE", on)
+        tx, trace, before = Tensix(np.zeros(layout.L1_SIZE, np.uint8), strict=strict), [], counts()
+        try:
+            for w in _DECLINES[program]:
+                tx.push(1, w, 0)
+                trace.append(_snapshot(tx))
+            trace.append(("step", tx.step(), _snapshot(tx)))
+        except EmuError as e:
+            trace.append(str(e))
+        runs.append(trace)
+        taken = sum(counts()[c] - before[c] for c in codes)
+        assert taken > 0 if on and program != 2 else taken == 0
+    assert runs[0] == runs[1]
+    assert isinstance(runs[0][-1], str) == (strict and program < 2 or program in (2, 4))
+
+
+def test_sync_questions_go_to_replaced_methods():
+    """latch_unmet, stamp_posts, poll_latches, drain, handler_blocked and the cycle model's waited replaced on the
+    instance (a test's spy) are called by the C issue path and step_run instead of their own answers, with the same
+    states as the reference methods give in C (the last SEMPOST waits for a SrcA bank the FPU never gets: step() polls
+    and drains). (A replaced src_bank_state: test_direct_issue.test_bank_wait_answered_in_c.)"""
+    words = (E("SEMINIT", sem_sel=2, init_value=0, max_value=4), E("SEMPOST", sem_sel=2),
+             E("STALLWAIT", wait_res=0x10, stall_res=0x1FF), E("SEMPOST", sem_sel=2),
+             E("SEMWAIT", wait_sem_cond=1, sem_sel=2, stall_res=0x1FF), E("SEMGET", sem_sel=2),
+             E("STALLWAIT", wait_res=0x80, stall_res=0x1FF), E("SEMPOST", sem_sel=2))
+    runs, calls = [], []
+    for spied in (True, False):
+        tx, trace = Tensix(np.zeros(layout.L1_SIZE, np.uint8)), []
+        if spied:
+            for owner, name in ((tx, "latch_unmet"), (tx, "stamp_posts"), (tx, "poll_latches"), (tx, "drain"),
+                                (tx, "handler_blocked"), (tx.tm, "waited")):
+                method = getattr(owner, name)
+                setattr(owner, name, lambda *a, _m=method, _n=name: calls.append(_n) or _m(*a))
+        for w in words:
+            tx.push(1, w, 0)
+            trace.append(_snapshot(tx))
+        trace.append((tx.step(), tx.step(), _snapshot(tx)))
+        runs.append(trace)
+    assert runs[0] == runs[1]
+    assert runs[0][-1][2][0][1][5].startswith("STALLWAIT C7")                    # (T1 blocked at the Wait Gate)
+    assert sorted(set(calls)) == ["drain", "handler_blocked", "latch_unmet", "poll_latches", "stamp_posts",
+                                  "waited"], calls

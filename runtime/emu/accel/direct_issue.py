@@ -14,8 +14,9 @@ recording wrapper, Tensix.drain, acts on) take the reference path, as does an un
 the reference raises it).
 
 Such words are issued in C where it is built (push_run: sfpu_issue_native.c's plain_run, a run of them pushed in one
-go, or one), their handlers called back in Python except the common case of UNPACR, PACR, MVMUL, ELW*, MOVA2D and the
-ADC and register setters (SETADC*, SETDMAREG, SETC16, WRCFG), which runs in C too (tile_handlers.c); it does exactly
+go, or one), their handlers called back in Python except the common case of UNPACR, PACR, MVMUL, ELW*, MOVA2D, the
+ADC and register setters (SETADC*, SETDMAREG, SETC16, WRCFG), the waits and semaphores (STALLWAIT, SEMWAIT, SEMPOST,
+SEMGET), SETRWC and ZEROACC, which runs in C too (tile_handlers.c); it does exactly
 what push() does for each of them (TT_EMU_PLAIN_ISSUE_NATIVE=0 keeps them on push(), TT_EMU_TILE_HANDLERS_NATIVE=0
 keeps every handler in Python).
 
@@ -35,6 +36,7 @@ from tt_backend.runtime.emu.cycles import FPU_DST_WRITERS, K_FPU, K_SFPU, K_UNPA
 from tt_backend.runtime.emu.frontend import MOP_EXPANDER_OPS
 from tt_backend.runtime.emu import unpack_pack
 from tt_backend.runtime.emu.config import ConfigMixin
+from tt_backend.runtime.emu.sync import SyncMixin
 from tt_backend.runtime.emu.tensix_fpu import FpuMixin
 
 DIRECT_ISSUE = os.environ.get("TT_EMU_DIRECT_ISSUE", "1") != "0"
@@ -44,9 +46,10 @@ _PLAIN_FACTS = struct.Struct("<12q")      # sfpu_issue_native.c's plain_facts
 # keeps calling it)
 _C_HANDLED = {"UNPACR": unpack_pack.UnpackPackMixin.UNPACR, "PACR": unpack_pack.UnpackPackMixin.PACR,
               "MVMUL": FpuMixin.MVMUL, "ELWMUL": FpuMixin.ELWMUL, "ELWADD": FpuMixin.ELWADD, "ELWSUB": FpuMixin.ELWSUB,
-              "MOVA2D": FpuMixin.MOVA2D, **{name: getattr(ConfigMixin, name) for name in
-                                             ("SETADC", "SETADCXY", "SETADCZW", "SETADCXX", "SETDMAREG",
-                                              "SETC16", "WRCFG")}}
+              "MOVA2D": FpuMixin.MOVA2D, "SETRWC": FpuMixin.SETRWC, "ZEROACC": FpuMixin.ZEROACC,
+              **{name: getattr(ConfigMixin, name) for name in ("SETADC", "SETADCXY", "SETADCZW", "SETADCXX",
+                                                               "SETDMAREG", "SETC16", "WRCFG")},
+              **{name: getattr(SyncMixin, name) for name in ("STALLWAIT", "SEMWAIT", "SEMPOST", "SEMGET")}}
 
 
 def tile_handlers_in_c() -> bool:
@@ -75,11 +78,15 @@ class DirectIssueMixin:
 
     def push(self, thread: int, word: int, t: int = 0) -> int:
         """FrontendMixin.push; a plain word reaching an empty thread is issued at once, or recorded into a REPLAY load
-        (see the module docstring)."""
+        (see the module docstring); any word reaching a thread with work queued goes through push_run, whose C part
+        does what FrontendMixin.push does (accept, FIFO, drain: that drain's test of a thread blocked on unchanged Src
+        banks in C)."""
         th = self.threads[thread]
         load = th.replay_load
-        if th.fifo or th.ready or th.mop_out or not DIRECT_ISSUE or (load is not None and
-                                                                      (word >> 24) & 0xFF in MOP_EXPANDER_OPS):
+        if th.fifo or th.ready or th.mop_out:       # queued behind the thread's work, which drains: in C where it can
+            r = self.push_run(thread, (word,), 0, t)
+            return super().push(thread, word, t) if r is None else r[1] - 1
+        if not DIRECT_ISSUE or (load is not None and (word >> 24) & 0xFF in MOP_EXPANDER_OPS):
             return super().push(thread, word, t)
         word &= 0xFFFFFFFF
         if load is not None and not load[2]:        # recorded, not executed: that is all the frontend does with it

@@ -1137,11 +1137,63 @@ static int fpu_issue(run_view *rv, const plain_facts *f, long long row, long lon
            || tm_set_max(rv->tm, s_event_t, *c) ? -1 : 0;
 }
 
-/* Tensix.handler_blocked(thread, why, bank): the word waits; 0, or -1 with an exception set. Takes `why`'s reference. */
+/* tensix.py's module and the Tensix methods C stands in for (Tensix.drain's first test, handler_blocked,
+ * src_bank_state), read at the first use (tensix.py imports this module, so not at its start): 0, or -1 */
+static PyObject *tensix_module, *tensix_drain, *tensix_handler_blocked, *tensix_src_bank_state,
+    *s_retry_on_bank_change, *s_bank_state, *s_src_bank_state;
+static int tensix_refs(void) {
+    if (tensix_module)
+        return 0;
+    PyObject *mod = PyImport_ImportModule("tt_backend.runtime.emu.tensix");
+    PyObject *cls = mod ? PyObject_GetAttrString(mod, "Tensix") : NULL;
+    int ok = cls && (s_retry_on_bank_change = PyUnicode_InternFromString("RETRY_ON_BANK_CHANGE"))
+             && (s_bank_state = PyUnicode_InternFromString("bank_state"))
+             && (s_src_bank_state = PyUnicode_InternFromString("src_bank_state"))
+             && (tensix_drain = PyObject_GetAttr(cls, s_drain))
+             && (tensix_handler_blocked = PyObject_GetAttr(cls, s_handler_blocked))
+             && (tensix_src_bank_state = PyObject_GetAttr(cls, s_src_bank_state));
+    Py_XDECREF(cls);
+    if (!ok) {
+        Py_XDECREF(mod);
+        Py_CLEAR(tensix_drain);
+        Py_CLEAR(tensix_handler_blocked);
+        Py_CLEAR(tensix_src_bank_state);
+        return -1;
+    }
+    tensix_module = mod;
+    return 0;
+}
+
+/* Tensix.handler_blocked(thread, why, bank): the word waits; 0, or -1 with an exception set. Takes `why`'s reference.
+ * For the reference methods in C: the thread's blocked reason and bank_wait, and with a bank wait the Src banks'
+ * state as src_bank_state gives it (valid A0 A1 B0 B1, then the unpacker's and the FPU's bank of SrcA and SrcB). */
 static int handler_blocked(run_view *rv, PyObject *why, PyObject *bank) {
-    PyObject *hb[3] = {rv->th, why, bank};
-    PyObject *r = call_method(rv->tx, s_handler_blocked, hb, 3);
-    view_drop(rv);
+    int ref = tensix_refs() ? -1 : method_is_ref(rv->tx, s_handler_blocked, tensix_handler_blocked);
+    if (ref > 0 && bank == Py_True)
+        ref = method_is_ref(rv->tx, s_src_bank_state, tensix_src_bank_state);
+    PyObject *r = NULL;
+    if (ref == 0) {
+        PyObject *hb[3] = {rv->th, why, bank};
+        r = call_method(rv->tx, s_handler_blocked, hb, 3);
+        view_drop(rv);
+    } else if (ref > 0 && !set_attr(rv->th, s_blocked, why) && !set_attr(rv->th, s_bank_wait, bank)) {
+        PyObject *va = bank == Py_True ? view_list(rv, V_SRCA_VALID) : NULL;
+        PyObject *vb = va ? view_list(rv, V_SRCB_VALID) : NULL;
+        PyObject *const side[4] = {s_srca_unpack_bank, s_srca_matrix_bank, s_srcb_unpack_bank, s_srcb_matrix_bank};
+        PyObject *state = vb && PyList_GET_SIZE(va) == 2 && PyList_GET_SIZE(vb) == 2 ? PyTuple_New(8) : NULL;
+        for (int i = 0; state && i < 8; i++) {
+            PyObject *item = i < 4 ? Py_NewRef(PyList_GET_ITEM(i < 2 ? va : vb, i & 1)) : get_attr(rv->tx, side[i - 4]);
+            if (!item)
+                Py_CLEAR(state);
+            else
+                PyTuple_SET_ITEM(state, i, item);
+        }
+        if (vb && !state && !PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "plain_run: the Src banks' valid flags are not lists of 2");
+        r = bank != Py_True ? Py_NewRef(Py_None) : state && !set_attr(rv->th, s_bank_state, state) ? Py_NewRef(Py_None)
+                                                                                                  : NULL;
+        Py_XDECREF(state);
+    }
     Py_DECREF(why);
     if (!r)
         return -1;
@@ -1206,9 +1258,7 @@ static int plain_word(run_view *rv, const tm_lists *L, PyObject *tobj, long long
             return -1;
         }
         if (f->block == -1 ? lb == 0x1FF : (lb & f->block) != 0) {
-            PyObject *args[2] = {tobj, latch};
-            PyObject *why = call_method(tx, s_latch_unmet, args, 2);
-            view_drop(rv);
+            PyObject *why = latch_why(rv, tobj, latch);
             Py_DECREF(latch);
             if (!why)
                 return -1;
@@ -1349,16 +1399,8 @@ static int plain_word(run_view *rv, const tm_lists *L, PyObject *tobj, long long
     } else if (f->kind == K_SYNC) {
         if (tm_set_max(tm, s_event_t, c))
             goto out;
-        if (f->is_sempost) {
-            PyObject *a[2] = {PyLong_FromLongLong(f->sem_sel), PyLong_FromLongLong(c)};
-            r = a[0] && a[1] ? call_method(tx, s_stamp_posts, a, 2) : NULL;
-            view_drop(rv);
-            Py_XDECREF(a[0]);
-            Py_XDECREF(a[1]);
-            if (!r)
-                goto out;
-            Py_DECREF(r);
-        }
+        if (f->is_sempost && sem_stamp(rv, f->sem_sel, c))
+            goto out;
     }
     int unset = first_unset(first_l, th);
     if (unset < 0)
@@ -1375,35 +1417,8 @@ static int plain_word(run_view *rv, const tm_lists *L, PyObject *tobj, long long
     if (set_item_ll(clock_l, th, c) || list_ll(issued_l, th, &iss) || set_item_ll(issued_l, th, iss + 1)
         || set_issue_t(tx, tm, c))
         goto out;
-    if (f->kind == K_WAIT) {                            /* the unit-busy conditions of the latch it left */
-        PyObject *lt = th_get(thobj, TS_LATCH);
-        if (!lt)
-            goto out;
-        if (lt != Py_None) {
-            /* each call only while no exception is pending */
-            PyObject *kind = get_attr(lt, s_kind), *cond = NULL;
-            PyObject *blk = kind ? get_attr(lt, s_block) : NULL;
-            int sw = blk ? PyObject_RichCompareBool(kind, s_stallwait, Py_EQ) : -1;
-            if (sw == 1)
-                cond = get_attr(lt, s_cond);
-            else if (sw == 0)
-                cond = PyLong_FromLong(0);
-            PyObject *c_o = cond ? PyLong_FromLongLong(c) : NULL;
-            PyObject *a[4] = {tobj, c_o, cond, blk};
-            r = c_o && cond && blk ? call_method(tm, s_waited, a, 4) : NULL;
-            view_drop(rv);
-            Py_XDECREF(kind);
-            Py_XDECREF(cond);
-            Py_XDECREF(blk);
-            Py_XDECREF(c_o);
-            Py_DECREF(lt);
-            if (!r)
-                goto out;
-            Py_DECREF(r);
-        } else {
-            Py_DECREF(lt);
-        }
-    }
+    if (f->kind == K_WAIT && wait_release(rv, L->gate, tobj, th, c))    /* the unit-busy conditions of its latch */
+        goto out;
     *issue = c;
     ok = 1;
 out:
@@ -1469,29 +1484,17 @@ static int accept_take(PyObject *clock_l, PyObject *fe_l, PyObject *after_l, PyO
 }
 
 /* Tensix.drain's first test in C, for plain_run's pushes into a busy thread (about ten thousand a matmul256 launch
- * find its thread blocked on the same Src banks): 1 when drain(thread) would return 0 at once, having changed nothing
- * (the thread's head word blocked in its handler on a Src bank, tensix.RETRY_ON_BANK_CHANGE on, read at each call so
- * that a test turning it off reaches Python, and the banks as they were then: src_bank_state's eight items), 0 when
- * drain must run (also where `drain` is not Tensix.drain itself: a spy on the class or the instance), -1 with an
- * exception set. */
-static PyObject *tensix_module, *tensix_drain, *s_retry_on_bank_change, *s_bank_state;
+ * find its thread blocked on the same Src banks) and step_run's drains: 1 when drain(thread) would return 0 at once,
+ * having changed nothing (the thread's head word blocked in its handler on a Src bank, tensix.RETRY_ON_BANK_CHANGE
+ * on, read at each call so that a test turning it off reaches Python, and the banks as they were then:
+ * src_bank_state's eight items), 0 when drain must run (also where `drain` is not Tensix.drain itself: a spy on the
+ * class or the instance), -1 with an exception set. */
 static int drain_idle(run_view *rv) {
-    if (!tensix_module) {               /* (first use: tensix.py imports this module, so not at its start) */
-        PyObject *mod = PyImport_ImportModule("tt_backend.runtime.emu.tensix");
-        PyObject *cls = mod ? PyObject_GetAttrString(mod, "Tensix") : NULL;
-        tensix_drain = cls ? PyObject_GetAttrString(cls, "drain") : NULL;
-        Py_XDECREF(cls);
-        if (!tensix_drain || !(s_retry_on_bank_change = PyUnicode_InternFromString("RETRY_ON_BANK_CHANGE"))
-            || !(s_bank_state = PyUnicode_InternFromString("bank_state"))) {
-            Py_XDECREF(mod);
-            Py_CLEAR(tensix_drain);
-            return -1;
-        }
-        tensix_module = mod;
-    }
-    PyObject **dp = _PyObject_GetDictPtr(rv->tx), *own = dp && *dp ? PyDict_GetItemWithError(*dp, s_drain) : NULL;
-    if (own || PyErr_Occurred() || _PyType_Lookup(Py_TYPE(rv->tx), s_drain) != tensix_drain)
-        return PyErr_Occurred() ? -1 : 0;
+    if (tensix_refs())
+        return -1;
+    int ref = method_is_ref(rv->tx, s_drain, tensix_drain);
+    if (ref <= 0)
+        return ref;
     PyObject *retry = PyDict_GetItemWithError(PyModule_GetDict(tensix_module), s_retry_on_bank_change);
     if (!retry)
         return PyErr_Occurred() ? -1 : 0;
@@ -1804,6 +1807,72 @@ out:                            /* (on an error, the words issued before it are 
     Py_XDECREF(fifo_t);
     Py_XDECREF(mop_out);
     return result;
+}
+
+/* step_run(tx) -> instructions executed: Tensix.step's loop: the Wait Gate's latches polled (poll_latches: a latch
+ * whose conditions are met is forgotten; latch_met decides, Python's latch_unmet where it cannot, a replaced
+ * poll_latches is called instead), then each thread with work queued drained (tx.drain(thread), Python's) unless
+ * drain_idle says that drain would return 0 at once (blocked on unchanged Src banks), until no thread moves. */
+static PyObject *step_run(PyObject *self, PyObject *tx) {
+    PyObject *tm = get_attr(tx, s_tm), *threads = tm ? attr_list(tx, s_threads, 3) : NULL, *r;
+    run_view rv = {tx, tm, NULL};
+    long long total = 0, n, done;
+    int poll_ref = !threads || sync_refs() ? -1 : method_is_ref(tx, h_poll_latches, ref_poll_latches);
+    int bad = poll_ref < 0;
+    while (!bad) {
+        if (!poll_ref) {
+            r = PyObject_CallMethodNoArgs(tx, h_poll_latches);
+            view_drop(&rv);
+            bad = !r;
+            Py_XDECREF(r);
+        }
+        for (int t = 0; !bad && poll_ref && t < 3; t++) {      /* sync.poll_latches */
+            view_drop(&rv);                                     /* (the view's thread items are the old thread's) */
+            rv.th = PyList_GET_ITEM(threads, t);
+            PyObject *latch = get_attr(rv.th, s_latch), *tobj = PyLong_FromLong(t);
+            int met = !latch || !tobj ? -1 : latch == Py_None ? 0 : latch_met(&rv, latch);
+            if (met == 2) {
+                PyObject *stack[3] = {tx, tobj, latch};
+                r = PyObject_VectorcallMethod(s_latch_unmet, stack, 3 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+                view_drop(&rv);
+                met = !r ? -1 : r == Py_None;
+                Py_XDECREF(r);
+            }
+            bad = met < 0 || (met == 1 && set_attr(rv.th, s_latch, Py_None));
+            Py_XDECREF(latch);
+            Py_XDECREF(tobj);
+        }
+        for (int t = n = 0; !bad && t < 3; t++) {
+            view_drop(&rv);
+            rv.th = PyList_GET_ITEM(threads, t);
+            int busy = 0;
+            PyObject *const queues[3] = {s_fifo, s_mop_out, s_ready};
+            for (int k = 0; !busy && k < 3; k++) {
+                PyObject *q = get_attr(rv.th, queues[k]);
+                busy = q ? PyObject_IsTrue(q) : -1;
+                Py_XDECREF(q);
+            }
+            int idle = busy > 0 ? drain_idle(&rv) : 0;
+            if (busy < 0 || idle < 0) {
+                bad = 1;
+            } else if (busy && !idle) {
+                PyObject *tobj = PyLong_FromLong(t);
+                r = tobj ? PyObject_CallMethodOneArg(tx, s_drain, tobj) : NULL;
+                view_drop(&rv);
+                bad = !r || get_ll(r, "drain", &done);
+                n += bad ? 0 : done;
+                Py_XDECREF(r);
+                Py_XDECREF(tobj);
+            }
+        }
+        if (bad || !n)
+            break;
+        total += n;
+    }
+    view_drop(&rv);
+    Py_XDECREF(tm);
+    Py_XDECREF(threads);
+    return bad ? NULL : PyLong_FromLongLong(total);
 }
 
 /* push_one(tx, thread, word, t, dq_max, replays): deferral.push's C case whole, for a word pushed by its own push()
@@ -2670,6 +2739,7 @@ static PyMethodDef methods[] = {
      "element_bits, fpu_dst_read_latency, fifo_depth)"},
     {"plain_run", (PyCFunction)(void (*)(void))plain_run, METH_FASTCALL, "see its comment"},
     {"drain_run", (PyCFunction)(void (*)(void))drain_run, METH_FASTCALL, "see its comment"},
+    {"step_run", step_run, METH_O, "see its comment"},
     {"configure_tiles", configure_tiles, METH_VARARGS, "configure_tiles(src19 masks, format classes)"},
     {"handler_counts", handler_counts, METH_NOARGS, "words each tile handler code ran in C"},
     {NULL, NULL, 0, NULL},

@@ -19,8 +19,9 @@ drain around ready_run in C); without a host compiler or Python's headers they s
 too (`python -m tt_backend info` says which runs, and why).
 
 The same module issues the other words direct issue takes (accel/direct_issue.py: plain_run for pushed words,
-drain_run for Tensix._drain's loop), the issue rule of every non-SFPU kind in C, handlers called back in Python;
-`PLAIN_ISSUE_NATIVE = False` (or TT_EMU_PLAIN_ISSUE_NATIVE=0) keeps them on the Python path.
+drain_run for Tensix._drain's loop), the issue rule of every non-SFPU kind in C, handlers called back in Python, and
+runs Tensix.step's loop (step_run: the latches polled, a thread blocked on unchanged Src banks skipped without a
+Python drain call); `PLAIN_ISSUE_NATIVE = False` (or TT_EMU_PLAIN_ISSUE_NATIVE=0) keeps them on the Python path.
 
 batch_run (mop_batch_native.c) is mop_batch.batch_sfpu's case where all its memos hit (a MOP of identical REPLAYs
 issued again from the same address key and relative cycle-model state); `BATCH_NATIVE = False` (or
@@ -215,6 +216,11 @@ def plain_run_capsule():
 def drain_run():
     """The C part's drain_run (see sfpu_issue_native.c), or None when it is off or unavailable."""
     return _part("drain_run") if PLAIN_ISSUE_NATIVE else None
+
+
+def step_run():
+    """The C part's step_run (Tensix.step's loop, see sfpu_issue_native.c), or None when it is off or unavailable."""
+    return _part("step_run") if PLAIN_ISSUE_NATIVE else None
 
 
 def new_queue():

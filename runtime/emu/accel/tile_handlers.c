@@ -27,7 +27,7 @@
 
 enum { H_NONE = 0, H_UNPACR = 1, H_PACR = 2, H_MVMUL = 3, H_ELWMUL = 4, H_ELWADD = 5, H_ELWSUB = 6, H_MOVA2D = 7,
        H_SETADC = 8, H_SETADCXY = 9, H_SETADCZW = 10, H_SETADCXX = 11, H_SETDMAREG = 12, H_SETC16 = 13, H_WRCFG = 14,
-       H_CODES };
+       H_STALLWAIT = 15, H_SEMWAIT = 16, H_SEMPOST = 17, H_SEMGET = 18, H_SETRWC = 19, H_ZEROACC = 20, H_CODES };
 /* per Src format code (fpu_math): which operand lists admit it, its 5-bit-exponent style, whether MOVA2D writes it
  * as Dst16b BF16 */
 enum { FMT_MM_A = 1, FMT_MM_B = 2, FMT_ELW_A = 4, FMT_ELW_B = 8, FMT_5BIT = 16, FMT_MOV_BF16 = 32 };
@@ -41,7 +41,10 @@ static PyObject *k_sel, *k_addr_mode, *k_set_dat_valid, *k_last, *k_dst, *k_inst
     *k_payload, *k_setc16_reg, *k_setc16_value, *k_cfg_reg, *k_wr128b, *k_gpr_address, *h_gpr, *h_srca, *h_srcb,
     *h_srca_valid, *h_srcb_valid, *h_srca_format, *h_srcb_format, *h_l1, *h_dst_obj,
     *h_rows32, *h_written, *h_cleared16, *h_adc_cr, *h_unpack_setups, *h_pack_setups, *h_packer_open,
-    *h_packer_addr, *h_packer_exp_addr, *h_packer_tpg, *h_fid;
+    *h_packer_addr, *h_packer_exp_addr, *h_packer_tpg, *h_fid, *k_wait_res, *k_stall_res, *k_wait_sem_cond,
+    *k_sem_sel, *k_rwc_cr, *k_rwc_a, *k_rwc_b, *k_rwc_d, *k_clear_ab_vld, *h_sem_value, *h_sem_max, *h_sem_posts,
+    *h_sems, *h_word, *h_semwait, *h_sfpu_busy, *h_latch_type, *k_clear_mode, *k_use_32_bit_mode,
+    *k_clear_zero_flags, *k_where, *h_poll_latches;
 
 /* configure_tiles(src19 masks (16), format classes (16)) */
 static PyObject *configure_tiles(PyObject *self, PyObject *args) {
@@ -94,7 +97,13 @@ static int tile_handlers_init(void) {
         {&h_cleared16, "cleared16"}, {&h_adc_cr, "adc_cr"}, {&h_unpack_setups, "_unpack_setups"},
         {&h_pack_setups, "_pack_setups"}, {&h_packer_open, "packer_open"},
         {&h_packer_addr, "packer_addr"}, {&h_packer_exp_addr, "packer_exp_addr"}, {&h_packer_tpg, "packer_tpg"},
-        {&h_fid, "fid"},
+        {&h_fid, "fid"}, {&k_wait_res, "wait_res"}, {&k_stall_res, "stall_res"}, {&k_wait_sem_cond, "wait_sem_cond"},
+        {&k_sem_sel, "sem_sel"}, {&k_rwc_cr, "rwc_cr"}, {&k_rwc_a, "rwc_a"}, {&k_rwc_b, "rwc_b"}, {&k_rwc_d, "rwc_d"},
+        {&k_clear_ab_vld, "clear_ab_vld"}, {&h_sem_value, "sem_value"}, {&h_sem_max, "sem_max"},
+        {&h_sem_posts, "sem_posts"}, {&h_sems, "sems"}, {&h_word, "word"}, {&h_semwait, "SEMWAIT"},
+        {&h_sfpu_busy, "sfpu_busy"}, {&h_latch_type, "Latch"}, {&k_clear_mode, "clear_mode"},
+        {&k_use_32_bit_mode, "use_32_bit_mode"}, {&k_clear_zero_flags, "clear_zero_flags"}, {&k_where, "where"},
+        {&h_poll_latches, "poll_latches"},
     };
     return INTERN_NAMES(names);
 }
@@ -1064,6 +1073,396 @@ static int h_setter(run_view *rv, PyObject *fields, PyObject *cfg, PyObject *tcf
     return 1;
 }
 
+/* ------------------------------------------------------------------------------------------------ ZEROACC
+ * tensix_fpu.ZEROACC with Dst.undefine32 / undefine16 on the Dst arrays, then (one-row and 16-row modes)
+ * apply_addr_mod; a form it raises at (Revert, a Dst remap, a row or face out of range, INT8 math, ADDR_MOD bias or
+ * DestCToCR with Clear / CR) is left to it. */
+static void zeroacc_rows(Py_buffer dv[3], long long first, long long n, int dst32b) {
+    uint32_t *rows32 = dv[0].buf;
+    uint8_t *written = dv[1].buf, *cleared16 = dv[2].buf;
+    for (long long r = first; r < first + n; r++) {
+        if (dst32b) {                                /* undefine32: the whole row, its high half's mark */
+            long long r32 = r & 511;
+            memset(rows32 + r32 * 16, 0, 16 * sizeof *rows32);
+            cleared16[(r32 & 0x1F8) << 1 | (r32 & 7)] = 1;
+            written[r32] = 0;
+        } else {                                     /* undefine16: one half of a Dst32b row */
+            long long r16 = r & 1023, r32 = (r16 >> 4) << 3 | (r16 & 7);
+            uint32_t keep = r16 & 8 ? 0xFFFF0000u : 0x0000FFFFu;
+            for (int col = 0; col < 16; col++)
+                rows32[r32 * 16 + col] &= keep;
+            cleared16[r16] = 1;
+            written[r32] = 0;
+        }
+    }
+}
+
+static int h_zeroacc(run_view *rv, PyObject *fields, PyObject *cfg, PyObject *tcfg) {
+    static PyObject **const keys[] = {&k_clear_mode, &k_use_32_bit_mode, &k_clear_zero_flags, &k_where, &k_addr_mode};
+    long long f[5], c[221], tc[55], rwc_v[7], rwc_before[7];
+    PyObject *rwc = view_dict(rv, V_RWC);
+    if (!rwc || fields_read(fields, keys, 5, f) || list_pick(cfg, 221, fpu_cfg_read, 4, c))
+        return -1;
+    long long mode = f[0] | f[1] << 2, imm = f[3], addr_mode = f[4], first, n;
+    int dst32b, moves = (mode & 3) <= 1;
+    if (f[2] || c[220] & 3 || (addr_mode & 7) != addr_mode)
+        return 0;                                    /* (Revert, a Dst remap: the handler raises) */
+    if (fpu_tcfg_pick(tcfg, addr_mode, tc) || rwc_read(rwc, rwc_v))
+        return -1;
+    memcpy(rwc_before, rwc_v, sizeof rwc_v);
+    long long offset = (tc[1] & 0xFFF) + rwc_v[4];
+    int absolute = c[220] >> 3 & 1;
+    if (mode == 0 || mode == 4) {                    /* one row: Dst32b with a 32-bit Dst, else Dst16b */
+        first = imm + offset, n = 1, dst32b = c[1] >> 29 & 1;
+        if (first >= 1024 || c[1] >> 31 & 1 || (dst32b && first >= 512))
+            return 0;
+    } else if (mode == 1) {                          /* 16 Dst16b rows */
+        first = 16 * (imm + (!absolute && offset & 512 ? 32 : 0)), n = 16, dst32b = 0;
+        if (first >= 64 * 16)
+            return 0;
+    } else if (mode == 5) {                          /* 16 Dst32b rows */
+        first = 16 * (imm + (!absolute && offset & 0x300 ? 16 : 0)), n = 16, dst32b = 1;
+        if (first >= 32 * 16)
+            return 0;
+    } else if (mode == 2 || mode == 6) {             /* half of Dst */
+        first = 512 * imm, n = 512, dst32b = 0;
+        if (imm > 1)
+            return 0;
+    } else if (mode == 3 || mode == 7) {             /* all of Dst */
+        first = 0, n = 1024, dst32b = 0;
+        if (imm)
+            return 0;
+    } else {
+        return 0;
+    }
+    if (first < 0 || (moves && rwc_addr_mod(tc, addr_mode, rwc_v)))
+        return 0;
+    Py_buffer dv[3];
+    if (dst_buffers(rv, dv))
+        return -1;
+    zeroacc_rows(dv, first, n, dst32b);              /* taken: from here on the state changes */
+    for (int i = 0; i < 3; i++)
+        PyBuffer_Release(&dv[i]);
+    return moves && rwc_write(rwc, rwc_before, rwc_v) ? -1 : 1;
+}
+
+/* ------------------------------------------------------------------------------------------------ sync unit, RWCs
+ * STALLWAIT and SEMWAIT (the latch they leave on the thread), SEMPOST and SEMGET (sync.py) and SETRWC (tensix_fpu.py);
+ * and for plain_word what it asked Python around a word: whether a latch's conditions are met (latch_unmet: C answers
+ * "met"; the reason text of an unmet one stays Python's), the release of a wait's unit-busy conditions
+ * (TensixTiming.waited) and a SEMPOST's post stamps (stamp_posts). A handler declines (0) where the Python one raises
+ * (strict: a SEMPOST at Max, a SEMGET at zero; releasing a Src bank that is not valid), and each question goes to the
+ * Python method where that method is not the reference one (a spy on the class or the instance). */
+static PyObject *sync_module, *ref_latch_unmet, *ref_stamp_posts, *ref_waited, *ref_poll_latches;
+static int list_ll(PyObject *list, Py_ssize_t i, long long *out);     /* (sfpu_issue_native.c: a list or a view) */
+static long long stallwait_lag, b6_block;
+
+/* the sync module and the reference methods, read at the first use (the modules import this one) */
+static int sync_refs(void) {
+    if (sync_module)
+        return 0;
+    PyObject *sync = PyImport_ImportModule("tt_backend.runtime.emu.sync");
+    PyObject *cycles = sync ? PyImport_ImportModule("tt_backend.runtime.emu.cycles") : NULL;
+    PyObject *mixin = cycles ? PyObject_GetAttrString(sync, "SyncMixin") : NULL;
+    PyObject *timing = mixin ? PyObject_GetAttrString(cycles, "TensixTiming") : NULL;
+    PyObject *lag = timing ? PyObject_GetAttrString(cycles, "STALLWAIT_LAG") : NULL;
+    PyObject *b6 = lag ? PyObject_GetAttrString(sync, "B6") : NULL;
+    int ok = b6 && !get_ll(lag, "STALLWAIT_LAG", &stallwait_lag) && !get_ll(b6, "B6", &b6_block)
+             && (ref_latch_unmet = PyObject_GetAttr(mixin, s_latch_unmet))
+             && (ref_stamp_posts = PyObject_GetAttr(mixin, s_stamp_posts))
+             && (ref_waited = PyObject_GetAttr(timing, s_waited))
+             && (ref_poll_latches = PyObject_GetAttr(mixin, h_poll_latches));
+    Py_XDECREF(cycles), Py_XDECREF(mixin), Py_XDECREF(timing), Py_XDECREF(lag), Py_XDECREF(b6);
+    if (!ok) {
+        Py_CLEAR(ref_latch_unmet);
+        Py_CLEAR(ref_stamp_posts);
+        Py_CLEAR(ref_waited);
+        Py_CLEAR(ref_poll_latches);
+        Py_XDECREF(sync);
+        return -1;
+    }
+    sync_module = sync;
+    return 0;
+}
+
+/* whether o.name is `ref` as its class has it (not replaced on the class or the instance): 1, 0, or -1 with an
+ * exception set */
+static int method_is_ref(PyObject *o, PyObject *name, PyObject *ref) {
+    PyObject **dp = _PyObject_GetDictPtr(o), *own = dp && *dp ? PyDict_GetItemWithError(*dp, name) : NULL;
+    if (own || PyErr_Occurred())
+        return PyErr_Occurred() ? -1 : 0;
+    return _PyType_Lookup(Py_TYPE(o), name) == ref;
+}
+
+/* the semaphores a mask selects, in order (sync.SEM_LISTS): their count */
+static int sems_of(long long mask, int out[8]) {
+    int n = 0;
+    for (int i = 0; i < 8; i++)
+        if (mask >> i & 1)
+            out[n++] = i;
+    return n;
+}
+
+/* the Tensix's semaphore values and maxima (each a list of 8) into v and m, and its posts list (a new reference, or
+ * NULL with an exception set) */
+static PyObject *sem_state(PyObject *tx, long long v[8], long long m[8]) {
+    PyObject *val = get_attr(tx, h_sem_value), *max = val ? get_attr(tx, h_sem_max) : NULL;
+    PyObject *posts = max ? get_attr(tx, h_sem_posts) : NULL;
+    if (posts && (!PyList_Check(posts) || PyList_GET_SIZE(posts) != 8 || list_lls(val, 0, 8, v)
+                  || list_lls(max, 0, 8, m))) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "tile_handler: the semaphores' posts are not a list of 8");
+        Py_CLEAR(posts);
+    }
+    Py_XDECREF(val);
+    Py_XDECREF(max);
+    return posts;
+}
+
+/* sync.Latch(kind, cond, sems, block, word), the class sync.py names (Latch.__init__ sets its own slots only: the view
+ * stays valid) */
+static PyObject *new_latch(PyObject *kind, long long cond, long long sems, long long block, PyObject *word) {
+    PyObject *cls = PyDict_GetItemWithError(PyModule_GetDict(sync_module), h_latch_type);
+    if (!cls) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_AttributeError, "sync.Latch");
+        return NULL;
+    }
+    PyObject *a[5] = {kind, PyLong_FromLongLong(cond), PyLong_FromLongLong(sems), PyLong_FromLongLong(block), word};
+    PyObject *r = a[1] && a[2] && a[3] ? PyObject_Vectorcall(cls, a, 5, NULL) : NULL;
+    Py_XDECREF(a[1]), Py_XDECREF(a[2]), Py_XDECREF(a[3]);
+    return r;
+}
+
+/* STALLWAIT and SEMWAIT: the latch, whose word is the one being executed (Tensix.current) */
+static int h_wait(run_view *rv, PyObject *fields, long long code) {
+    static PyObject **const stall_keys[] = {&k_wait_res, &k_stall_res};
+    static PyObject **const sem_keys[] = {&k_wait_sem_cond, &k_sem_sel, &k_stall_res};
+    long long f[3];
+    if (sync_refs()
+        || (code == H_STALLWAIT ? fields_read(fields, stall_keys, 2, f) : fields_read(fields, sem_keys, 3, f)))
+        return -1;
+    PyObject *cur = get_attr(rv->tx, s_current), *latch = NULL;
+    if (cur && (!PyTuple_Check(cur) || PyTuple_GET_SIZE(cur) != 3))
+        PyErr_SetString(PyExc_TypeError, "tile_handler: Tensix.current is not a 3-tuple");
+    else if (cur && code == H_STALLWAIT)
+        latch = new_latch(s_stallwait, f[0] ? f[0] : 0x0F, 0, f[1] ? f[1] : b6_block, PyTuple_GET_ITEM(cur, 1));
+    else if (cur)                /* SEMWAIT.md: no condition = STALLWAIT with the default condition mask */
+        latch = f[0] ? new_latch(h_semwait, f[0], f[1], f[2] ? f[2] : b6_block, PyTuple_GET_ITEM(cur, 1))
+                     : new_latch(s_stallwait, 0x0F, 0, f[2] ? f[2] : b6_block, PyTuple_GET_ITEM(cur, 1));
+    Py_XDECREF(cur);
+    int r = latch ? set_attr(rv->th, s_latch, latch) : -1;
+    Py_XDECREF(latch);
+    return r ? -1 : 1;
+}
+
+/* SEMPOST and SEMGET on the semaphores of sem_sel: decided for all of them before anything changes */
+static int h_sem(run_view *rv, PyObject *fields, long long code) {
+    static PyObject **const keys[] = {&k_sem_sel};
+    long long mask, v[8], m[8];
+    int sems[8];
+    if (fields_read(fields, keys, 1, &mask))
+        return -1;
+    PyObject *strict_o = get_attr(rv->tx, s_strict), *posts = strict_o ? sem_state(rv->tx, v, m) : NULL;
+    PyObject *val = posts ? get_attr(rv->tx, h_sem_value) : NULL;
+    int strict = val ? PyObject_IsTrue(strict_o) : -1, n = sems_of(mask & 0xFF, sems), r = strict < 0 ? -1 : 1;
+    for (int k = 0; strict > 0 && k < n; k++)
+        if (code == H_SEMPOST ? v[sems[k]] >= m[sems[k]] : v[sems[k]] == 0)
+            r = 0;                               /* (the handler raises at this semaphore: Python's) */
+    for (int k = 0; r == 1 && k < n; k++) {
+        int i = sems[k];
+        PyObject *q = PyList_GET_ITEM(posts, i), *res;
+        if (code == H_SEMPOST && v[i] < 15) {
+            res = set_item_ll(val, i, v[i] + 1) ? NULL : append_call(q, zero);
+        } else if (code == H_SEMGET && v[i] > 0) {
+            Py_ssize_t len = set_item_ll(val, i, v[i] - 1) ? -1 : PyObject_Length(q);
+            res = len > 0 ? PyObject_CallMethodNoArgs(q, s_popleft) : len == 0 ? Py_NewRef(Py_None) : NULL;
+        } else {
+            continue;                            /* (SEMPOST at 15 saturates, SEMGET at zero does nothing) */
+        }
+        if (!res)
+            r = -1;
+        Py_XDECREF(res);
+    }
+    Py_XDECREF(strict_o), Py_XDECREF(posts), Py_XDECREF(val);
+    return r;
+}
+
+/* SETRWC: the counters it sets, then the bank release (_release_banks) */
+static int h_setrwc(run_view *rv, PyObject *fields, PyObject *tcfg) {
+    static PyObject **const keys[] = {&k_bit_mask, &k_rwc_cr, &k_rwc_a, &k_rwc_b, &k_rwc_d, &k_clear_ab_vld};
+    long long f[6], r[7], old[7], cfg7 = 0, bank[2] = {0, 0};
+    PyObject *rwc = view_dict(rv, V_RWC), *valid[2] = {NULL, NULL};
+    if (!rwc || fields_read(fields, keys, 6, f) || rwc_read(rwc, r))
+        return -1;
+    long long m = f[0], crs = f[1], release = f[5];
+    memcpy(old, r, sizeof r);
+    if (m & 1)
+        r[0] = r[1] = (f[2] + (crs & 1 ? r[1] : 0)) & src_rwc_mask;
+    if (m & 2)
+        r[2] = r[3] = (f[3] + (crs & 2 ? r[3] : 0)) & src_rwc_mask;
+    if (m & 4 || crs & 8)
+        r[4] = r[5] = (f[4] + (crs & 8 ? r[4] : crs & 4 ? r[5] : 0)) & dst_rwc_mask;
+    if (m & 8)
+        r[6] = 0;
+    if (release && (list_lls(tcfg, 7, 1, &cfg7) || attr_ll(rv->tx, s_srca_matrix_bank, &bank[0])
+                    || attr_ll(rv->tx, s_srcb_matrix_bank, &bank[1])))
+        return -1;
+    for (int side = 0; side < 2; side++) {       /* (the bank tests first: a release that raises is Python's) */
+        if (!(release >> side & 1) || cfg7 >> side & 1)
+            continue;
+        valid[side] = view_list(rv, side ? V_SRCB_VALID : V_SRCA_VALID);
+        if (!valid[side])
+            return -1;
+        if ((bank[side] & 1) != bank[side] || PyList_GET_SIZE(valid[side]) != 2)
+            return 0;
+        int ok = PyObject_IsTrue(PyList_GET_ITEM(valid[side], bank[side]));
+        if (ok <= 0)
+            return ok;
+    }
+    if (rwc_write(rwc, old, r))
+        return -1;
+    for (int side = 0; side < 2; side++) {
+        if (!(release >> side & 1))
+            continue;
+        if (valid[side] && PyList_SetItem(valid[side], bank[side], Py_NewRef(Py_False)) < 0)
+            return -1;
+        if (set_attr_ll(rv->tx, side ? s_srcb_matrix_bank : s_srca_matrix_bank, bank[side] ^ 1))
+            return -1;
+    }
+    return 1;
+}
+
+/* whether the latch's conditions are all met, as sync.latch_unmet decides it: 1 met, 0 not met, 2 ask that method
+ * (it is not the reference one, or the state is not what it expects), -1 with an exception set */
+static int latch_met(run_view *rv, PyObject *latch) {
+    int ref = sync_refs() ? -1 : method_is_ref(rv->tx, s_latch_unmet, ref_latch_unmet);
+    PyObject *kind = ref > 0 ? get_attr(latch, s_kind) : NULL;
+    if (!kind)
+        return ref > 0 ? -1 : ref < 0 ? -1 : 2;
+    int sem = PyObject_RichCompareBool(kind, h_semwait, Py_EQ);
+    Py_DECREF(kind);
+    long long cond, sems, v[8], m[8];
+    if (sem < 0 || attr_ll(latch, s_cond, &cond))
+        return -1;
+    if (sem) {
+        int idx[8], n;
+        PyObject *posts = attr_ll(latch, h_sems, &sems) ? NULL : sem_state(rv->tx, v, m);
+        if (!posts)
+            return -1;
+        Py_DECREF(posts);
+        n = sems_of(sems & 0xFF, idx);
+        for (int k = 0; k < n; k++)
+            if ((cond & 1 && v[idx[k]] == 0) || (cond & 2 && v[idx[k]] >= m[idx[k]]))
+                return 0;
+        return 1;
+    }
+    if (!(cond & 0x1E0))         /* C0-C4, C9-C12 hold at once in this model; C5-C8: the Src banks' owners */
+        return 1;
+    PyObject *const bank_of[4] = {s_srca_unpack_bank, s_srcb_unpack_bank, s_srca_matrix_bank, s_srcb_matrix_bank};
+    for (int k = 0; k < 4; k++) {
+        if (!(cond >> (5 + k) & 1))
+            continue;
+        PyObject *valid = view_list(rv, k & 1 ? V_SRCB_VALID : V_SRCA_VALID);
+        long long bank;
+        if (!valid || attr_ll(rv->tx, bank_of[k], &bank))
+            return -1;
+        if ((bank & 1) != bank || PyList_GET_SIZE(valid) != 2)
+            return 2;
+        int owned = PyObject_IsTrue(PyList_GET_ITEM(valid, bank));      /* (valid: the FPU owns the bank) */
+        if (owned < 0)
+            return -1;
+        if (owned == (k < 2))
+            return 0;
+    }
+    return 1;
+}
+
+/* Tensix.latch_unmet(thread, latch) for plain_word's Wait Gate (a new reference: None when met, else the reason) */
+static PyObject *latch_why(run_view *rv, PyObject *tobj, PyObject *latch) {
+    int met = latch_met(rv, latch);
+    if (met == 1 || met < 0)
+        return met < 0 ? NULL : Py_NewRef(Py_None);
+    PyObject *stack[3] = {rv->tx, tobj, latch};
+    PyObject *why = PyObject_VectorcallMethod(s_latch_unmet, stack, 3 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+    view_drop(rv);
+    return why;
+}
+
+/* After a wait instruction issued at c on thread `tobj` (th): TensixTiming.waited(thread, c, cond, block) for the latch
+ * it left (a STALLWAIT's cond, 0 for a SEMWAIT's), in C for the reference method: its unit-busy conditions hold until
+ * the units are idle (the Vector Unit's busy time asked of tm.sfpu_busy()), and the block mask lifts STALLWAIT_LAG
+ * later. 0, or -1 with an exception set. */
+static int wait_release(run_view *rv, PyObject *gate_l, PyObject *tobj, long long th, long long c) {
+    PyObject *lt = get_attr(rv->th, s_latch);
+    if (!lt || lt == Py_None) {
+        Py_XDECREF(lt);
+        return lt ? 0 : -1;
+    }
+    PyObject *kind = get_attr(lt, s_kind), *blk = kind ? get_attr(lt, s_block) : NULL, *res = NULL;
+    int sw = blk ? PyObject_RichCompareBool(kind, s_stallwait, Py_EQ) : -1;
+    PyObject *cond = sw == 1 ? get_attr(lt, s_cond) : sw == 0 ? PyLong_FromLong(0) : NULL;
+    int ref = !cond ? -1 : sync_refs() ? -1 : method_is_ref(rv->tm, s_waited, ref_waited);
+    long long cd = 0, release = c + 1, v;
+    if (ref == 0) {
+        PyObject *c_o = PyLong_FromLongLong(c);
+        PyObject *stack[5] = {rv->tm, tobj, c_o, cond, blk};
+        res = c_o ? PyObject_VectorcallMethod(s_waited, stack, 5 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL) : NULL;
+        view_drop(rv);
+        Py_XDECREF(c_o);
+    } else if (ref == 1 && !get_ll(cond, "cond", &cd)) {
+        PyObject *busy = cd & 6 ? view_list(rv, V_UNPACK_BUSY) : NULL;
+        int bad = cd & 6 && !busy;
+        for (int i = 0; !bad && i < 2; i++)
+            if (cd >> (i + 1) & 1 && !(bad = list_ll(busy, i, &v)) && v > release)
+                release = v;
+        if (!bad && cd & 8 && !(bad = attr_ll(rv->tm, s_pack_busy, &v)) && v > release)
+            release = v;
+        if (!bad && cd & 16 && !(bad = attr_ll(rv->tm, s_fpu_busy, &v)) && v > release)
+            release = v;
+        if (!bad && cd & (1 << 11)) {
+            PyObject *s = PyObject_CallMethodNoArgs(rv->tm, h_sfpu_busy);
+            view_drop(rv);
+            bad = !s || get_ll(s, "sfpu_busy", &v);
+            Py_XDECREF(s);
+            if (!bad && v > release)
+                release = v;
+        }
+        PyObject *pair = bad ? NULL : Py_BuildValue("(OL)", blk, release + stallwait_lag);
+        res = pair && PySequence_SetItem(gate_l, th, pair) == 0 ? Py_NewRef(Py_None) : NULL;
+        Py_XDECREF(pair);
+    }
+    Py_DECREF(lt), Py_XDECREF(kind), Py_XDECREF(blk), Py_XDECREF(cond);
+    Py_XDECREF(res);
+    return res ? 0 : -1;
+}
+
+/* After a SEMPOST of the semaphores of `mask` issued at c: Tensix.stamp_posts(mask, c), in C for the reference method
+ * (each one's newest counted post gets the cycle). 0, or -1 with an exception set. */
+static int sem_stamp(run_view *rv, long long mask, long long c) {
+    int ref = sync_refs() ? -1 : method_is_ref(rv->tx, s_stamp_posts, ref_stamp_posts), sems[8], r = -1;
+    PyObject *a[3] = {rv->tx, PyLong_FromLongLong(mask), PyLong_FromLongLong(c)}, *res = NULL;
+    if (ref == 0 && a[1] && a[2]) {
+        res = PyObject_VectorcallMethod(s_stamp_posts, a, 3 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+        view_drop(rv);
+        r = res ? 0 : -1;
+    } else if (ref == 1 && a[2]) {
+        PyObject *posts = get_attr(rv->tx, h_sem_posts);
+        int n = sems_of(mask & 0xFF, sems);
+        r = posts && PyList_Check(posts) && PyList_GET_SIZE(posts) == 8 ? 0 : -1;
+        if (posts && r)
+            PyErr_SetString(PyExc_TypeError, "plain_run: the semaphores' posts are not a list of 8");
+        for (int k = 0; !r && k < n; k++) {
+            PyObject *q = PyList_GET_ITEM(posts, sems[k]);
+            Py_ssize_t len = PyObject_Length(q);
+            r = len < 0 || (len > 0 && PySequence_SetItem(q, len - 1, a[2]) < 0) ? -1 : 0;
+        }
+        Py_XDECREF(posts);
+    }
+    Py_XDECREF(a[1]), Py_XDECREF(a[2]), Py_XDECREF(res);
+    return r;
+}
+
 /* The handler of word `code` (H_*) in C for thread object `thobj`, after plain_word ran the Wait Gate and flushed the
  * deferred work: 1 done, 2 blocked on a Src bank (*why: the handler's reason, a new reference), 0 not taken (run the
  * Python handler), -1 on an error (see the top of this file). */
@@ -1079,8 +1478,16 @@ static int tile_handler(run_view *rv, PyObject *fields, long long code, PyObject
         r = h_pacr(rv, fields, cfg, tcfg);
     } else if (code >= H_SETADC && code <= H_SETADCXX) {
         r = h_adc(rv, fields, code);
-    } else if (code >= H_SETDMAREG && code < H_CODES) {
+    } else if (code >= H_SETDMAREG && code <= H_WRCFG) {
         r = h_setter(rv, fields, cfg, tcfg, code);
+    } else if (code == H_STALLWAIT || code == H_SEMWAIT) {
+        r = h_wait(rv, fields, code);
+    } else if (code == H_SEMPOST || code == H_SEMGET) {
+        r = h_sem(rv, fields, code);
+    } else if (code == H_SETRWC) {
+        r = h_setrwc(rv, fields, tcfg);
+    } else if (code == H_ZEROACC) {
+        r = h_zeroacc(rv, fields, cfg, tcfg);
     } else if (code == H_MOVA2D) {
         r = h_mova2d(rv, fields, cfg, tcfg, why);
     } else if (code >= H_MVMUL && code <= H_ELWSUB) {

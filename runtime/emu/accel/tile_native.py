@@ -23,14 +23,16 @@ from tt_backend.runtime.emu.accel import native
 
 SOURCE = Path(__file__).with_name("tile_native.c")
 NATIVE = os.environ.get("TT_EMU_TILE_NATIVE", "1") != "0"
-# The common case of the UNPACR, PACR, MVMUL, ELW*, MOVA2D, SETADC*, SETDMAREG, SETC16 and WRCFG handlers themselves
-# in C, called from the C issue path (tile_handlers.c, built into sfpu_issue_native.c): the word runs without entering
-# Python. Needs NATIVE and the handlers' setup caches; TT_EMU_TILE_HANDLERS_NATIVE=0 keeps the handlers in Python.
+# The common case of the UNPACR, PACR, MVMUL, ELW*, MOVA2D, SETADC*, SETDMAREG, SETC16, WRCFG, STALLWAIT, SEMWAIT,
+# SEMPOST, SEMGET, SETRWC and ZEROACC handlers themselves in C, called from the C issue path (tile_handlers.c, built
+# into sfpu_issue_native.c): the word runs without entering Python. Needs NATIVE and the handlers' setup caches;
+# TT_EMU_TILE_HANDLERS_NATIVE=0 keeps the handlers in Python.
 HANDLERS_NATIVE = os.environ.get("TT_EMU_TILE_HANDLERS_NATIVE", "1") != "0"
 # handler name -> tile_handlers.c's H_* code
 HANDLER_CODES = {"UNPACR": 1, "PACR": 2, "MVMUL": 3, "ELWMUL": 4, "ELWADD": 5, "ELWSUB": 6, "MOVA2D": 7,
                  "SETADC": 8, "SETADCXY": 9, "SETADCZW": 10, "SETADCXX": 11, "SETDMAREG": 12, "SETC16": 13,
-                 "WRCFG": 14}
+                 "WRCFG": 14, "STALLWAIT": 15, "SEMWAIT": 16, "SEMPOST": 17, "SEMGET": 18, "SETRWC": 19,
+                 "ZEROACC": 20}
 
 # (In_data_format, Out_data_format, into Dst) -> tile_native.c's unpacker conversion code
 UNPACK_KINDS = {(F.FP32, F.FP32, True): 0, (F.FP32, F.TF32, True): 0, (F.INT32, F.INT32, True): 0,
