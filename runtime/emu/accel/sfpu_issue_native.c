@@ -2550,7 +2550,7 @@ static PyObject *export_plain_run(PyObject *m) {
     return m;
 }
 
-#include "mop_batch_native.c"   /* batch_run: mop_batch.batch_sfpu's memo-hit case */
+#include "mop_batch_native.c"   /* batch_run: mop_batch.batch_sfpu's memo-hit case; mop_push: a MOP's push */
 
 static PyMethodDef methods[] = {
     {"configure", configure, METH_VARARGS, "configure(fifo_depth, mop_transition_penalty, all_lregs, load_modes, store_modes, dst_rwc_mask, "
@@ -2566,6 +2566,7 @@ static PyMethodDef methods[] = {
     {"configure_push", configure_push, METH_VARARGS, "configure_push(switches dict, deferral's dict, push_python)"},
     {"find_period", (PyCFunction)(void (*)(void))find_period, METH_FASTCALL, "see its comment"},
     {"batch_run", (PyCFunction)(void (*)(void))batch_run, METH_FASTCALL, "see mop_batch_native.c"},
+    {"mop_push", (PyCFunction)(void (*)(void))mop_push, METH_FASTCALL, "see mop_batch_native.c"},
     {"configure_batch", configure_batch, METH_VARARGS, "configure_batch(address of sfpu_native.c's sfpu_run)"},
     {"pack_records", (PyCFunction)(void (*)(void))pack_records, METH_FASTCALL, "see its comment"},
     {"configure_plain", configure_plain, METH_VARARGS, "configure_plain(unpack_bytes_per_cycle, pack_bytes_per_cycle, "
