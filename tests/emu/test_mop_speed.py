@@ -200,6 +200,67 @@ def test_batch_run_declines_where_the_memos_do_not_answer(case, monkeypatch):
     assert outcomes["declined"] + outcomes["refused"] >= 1, outcomes
 
 
+@pytest.mark.skipif(native.host_compiler() is None, reason="no host C compiler (cc, clang or gcc)")
+@pytest.mark.parametrize("lanes", ["all", "none"])
+def test_batch_run_flushes_the_work_queued_ahead(lanes, monkeypatch):
+    """A SFPENCC pushed with the MOP in one run (elementwise512's compute kernel) is deferred, so the queue holds it
+    when batch_sfpu tries the MOP's repetitions: batch_run executes it first (its small flush: sfpu_run of the packed
+    entry) and caches the lane enables, as batch_sfpu's `self.sfpu` and `enabled()` do. All lanes enabled, it then takes
+    the batch; every lane disabled (SFPENCC setting UseLaneFlags with the flags clear), it declines and batch_sfpu's
+    Python runs the words one by one. Either way the state equals the Python path's."""
+    encc = {"all": E("SFPENCC", imm12_math=0, lreg_dest=0, instr_mod1=0),
+            "none": E("SFPENCC", imm12_math=1, lreg_dest=0, instr_mod1=10)}[lanes]
+    python_flushes = []          # per run: the queue lengths flush_deferred's Python executed
+    words_of = deferral._dq_words
+
+    def counted(dq):             # (called by flush_deferred's Python, not by batch_run's small flush)
+        python_flushes[-1].append(len(dq))
+        return words_of(dq)
+    monkeypatch.setattr(deferral, "_dq_words", counted)
+
+    def run():
+        python_flushes.append([])
+        return mop_run(bench.exp2_body(), tiles=5, lead=[encc], reps=8)
+    outcomes, on, off = _batch_runs_both(monkeypatch, run)
+    _same(on, off)
+    assert outcomes["ran" if lanes == "all" else "declined"] >= 4, outcomes
+    with_c, without = python_flushes
+    assert without.count(1) == 5 and with_c.count(1) == 1, python_flushes   # (the first tile: no memos yet)
+
+
+@pytest.mark.skipif(native.host_compiler() is None, reason="no host C compiler (cc, clang or gcc)")
+@pytest.mark.parametrize("case", ["batch", "alone", "lanes_off", "few_reps", "recorded", "unwritten"])
+def test_mop_push_equals_the_python_push(case, monkeypatch):
+    """mop_push (mop_batch_native.c: a MOP of identical REPLAYs pushed to an idle thread, up to batch_sfpu) against
+    push()'s Python path (MOP_PUSH_NATIVE off), the MOP pushed behind a SFPENCC in one push_many as the compute kernel
+    does: the whole expansion batched (batch; alone: the MOP pushed on its own, 40 cycles after the thread's clock, so
+    that its accept and take set the frontend's cycle), the batch declined with the lanes off or refused with too few
+    repetitions and the words left to Tensix.drain (lanes_off, few_reps, unwritten: strict mode's unwritten rows), a
+    timeline recorded (recorded: None, Python's path). The same Dst, LRegs, flags, cycle model, counters and C
+    traffic."""
+    assert sfpu_issue_native.mop_push() is not None, sfpu_issue_native.status()
+    encc = E("SFPENCC", imm12_math=1 if case == "lanes_off" else 0, lreg_dest=0,
+             instr_mod1=10 if case == "lanes_off" else 0)
+    kw = {"few_reps": {"reps": 3}, "recorded": {"record": True}, "unwritten": {"dst_rows": 64}}.get(case, {})
+    expanded = []                # per run: the MOPs the Python expander expanded (mop_push reads its cache instead)
+    expand = frontend.FrontendMixin._expand_mop
+
+    def counted(self, th, w):
+        expanded[-1] += 1
+        expand(self, th, w)
+    monkeypatch.setattr(frontend.FrontendMixin, "_expand_mop", counted)
+    states = []
+    for on in (True, False):
+        monkeypatch.setattr(sfpu_issue_native, "MOP_PUSH_NATIVE", on)     # (read by push_many_entry's C too)
+        monkeypatch.setitem(sfpu_native.traffic, "C", 0)
+        frontend._MOP_EXPANSIONS.clear()       # (the expander's cache: the first MOP finds nothing, mop_push declines)
+        expanded.append(0)
+        tx = mop_run(bench.exp2_body(), tiles=5, lead=[] if case == "alone" else [encc], **{"reps": 8, **kw})
+        states.append(_full_state(tx) + _timing_state(tx))
+    _same(*states)
+    assert expanded == [5 if case == "recorded" else 1, 5], expanded
+
+
 def test_batch_run_switch(monkeypatch):
     """BATCH_NATIVE = False (TT_EMU_MOP_BATCH_NATIVE=0) and the SFPU's C part off each leave batch_sfpu to Python."""
     monkeypatch.setattr(sfpu_issue_native, "BATCH_NATIVE", False)

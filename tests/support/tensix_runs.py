@@ -12,10 +12,11 @@ E = isa.encode
 
 
 def mop_run(body, reps=32, strict=True, dst_rows=512, tiles=2, setup=(), record=False, data=None,
-            drain=()) -> Tensix:
+            drain=(), lead=None) -> Tensix:
     """Push `body` as MOP(template 1: reps x REPLAY) straight into thread 1, `tiles` times (each followed by the words
-    `drain`), over Dst rows of `data` (default: seeded random data); returns the Tensix, with the timeline recorder it
-    ran under as `tx.rec` (None unless `record`)."""
+    `drain`; given `lead`, each MOP with those words ahead of it in one push_many 40 cycles after the thread's clock, as
+    a TRISC pushes a `.ttinsn` run), over Dst rows of `data` (default: seeded random data); returns the Tensix, with the
+    timeline recorder it ran under as `tx.rec` (None unless `record`)."""
     tx = Tensix(np.zeros(layout.L1_SIZE, np.uint8), strict=strict)
     tx.rec = None
     if record:
@@ -34,7 +35,11 @@ def mop_run(body, reps=32, strict=True, dst_rows=512, tiles=2, setup=(), record=
         tx.push(1, w)
     for _ in range(tiles):
         tx.push(1, reset)
-        tx.push(1, E("MOP", mop_type=1, loop_count=0, zmask_lo16_or_loop_count=0))
+        mop = E("MOP", mop_type=1, loop_count=0, zmask_lo16_or_loop_count=0)
+        if lead is not None:
+            tx.push_many(1, (*lead, mop), tx.tm.clock[1] + 40)
+        else:
+            tx.push(1, mop)
         for w in drain:
             tx.push(1, w)
     return tx

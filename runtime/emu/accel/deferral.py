@@ -53,6 +53,7 @@ DQ_MAX_PERIOD = 2048      # longest body _dq_period looks for
 NATIVE_BATCH_MIN = 512
 _UNSET = object()
 _OP_REPLAY = INSTRUCTIONS["REPLAY"].opcode
+_OP_MOP = INSTRUCTIONS["MOP"].opcode
 _ALL4 = b"\x01" * 4      # Dst.written[r0:r0 + 4].tobytes() when all four rows are written
 
 
@@ -218,6 +219,7 @@ class DeferralMixin:
         pass_on = super(DeferralMixin, self).push    # where push() hands a word the deferral does not take
         push_run = self.push_run
         issue_run = sfpu_issue_native.issue_run() if tm.rec is None and tm.sfpu.rec is None else None
+        mop_push = sfpu_issue_native.mop_push()
         try:
             th = self.threads[thread]
             fifo = th.fifo
@@ -259,6 +261,12 @@ class DeferralMixin:
                     if fast is _UNSET:
                         fast = self._fast_info(word)
                 if busy or fast is None:
+                    if word >> 24 == _OP_MOP and mop_push is not None and not busy:
+                        a = mop_push(self, thread, word, t)     # push()'s path to the batch in C, where it can
+                        if a is not None:
+                            t = a + 1
+                            j += 1
+                            continue
                     if word >> 24 == _OP_REPLAY:  # push(): its C part takes a REPLAY (replay_push); push_run never
                         t = push(thread, word, t) + 1
                         j += 1

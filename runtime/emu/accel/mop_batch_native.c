@@ -5,23 +5,31 @@
  * what is left is ~25 us of Python reading the state those memos are keyed by. batch_run reads the same state, looks
  * the same keys up, and where every look-up hits does what batch_sfpu's memo-hit path does: the cycle model advanced
  * by the timing memo, the RWCs by the repetitions' increments, the kept program run by sfpu_native.c's sfpu_run, the
- * words popped. Anything else (a miss, a refusal, deferred work queued, lane enables not cached, a blocked thread, a
- * timeline recorder, a structure not as expected) returns 0 with nothing changed, and batch_sfpu's Python, the
- * reference, takes the batch (tests/emu/test_mop_speed.py pins the two together). */
+ * words popped; deferred work queued ahead of the MOP (elementwise512's SFPENCC a tile) is executed and the lane
+ * enables cached first, as batch_sfpu's `self.sfpu` and `enabled()` do. Anything else (a miss, a refusal, a blocked
+ * thread, a timeline recorder, a structure not as expected) returns -1 with nothing changed but that, and batch_sfpu's
+ * Python, the reference, takes the batch (tests/emu/test_mop_speed.py pins the two together). */
 
 static PyObject *s_batch_plans, *s_batch_addr_cache, *s_batch_timing, *s_batch_programs, *s_batch_runs, *s_en_cache,
     *s_all_enabled, *s_flags_after, *s_lane_config_any, *s_lreg, *s_lane_flags, *s_use_lane_flags, *s_dst_name,
-    *s_rows32, *s_fp32_enabled, *s_srcb_is_fp16, *s_cycle, *s_clear;
+    *s_rows32, *s_fp32_enabled, *s_srcb_is_fp16, *s_cycle, *s_clear, *s_enabled, *s_records_cache, *s_c_key;
 
 typedef int32_t (*sfpu_run_fn)(uint32_t *lreg, uint8_t *lane_flags, uint8_t *use_lane_flags, uint32_t *dst,
                                uint8_t *written, const int32_t *prog, int32_t n);
 static sfpu_run_fn batch_sfpu_run;      /* sfpu_native.c's sfpu_run (configure_batch: its address in that library) */
+/* configure_batch's too: sfpu_native.traffic, DeferralMixin.flush_deferred (the reference the small flush below stands
+ * in for: a class that overrides it keeps its own), sfpu_issue_native.new_queue */
+static PyObject *batch_traffic, *batch_flush_ref, *batch_new_queue;
 
 static PyObject *configure_batch(PyObject *self, PyObject *args) {
     unsigned long long addr;
-    if (!PyArg_ParseTuple(args, "K", &addr))
+    PyObject *traffic, *flush, *new_queue;
+    if (!PyArg_ParseTuple(args, "KO!OO", &addr, &PyDict_Type, &traffic, &flush, &new_queue))
         return NULL;
     batch_sfpu_run = (sfpu_run_fn)(uintptr_t)addr;
+    Py_XSETREF(batch_traffic, Py_NewRef(traffic));
+    Py_XSETREF(batch_flush_ref, Py_NewRef(flush));
+    Py_XSETREF(batch_new_queue, Py_NewRef(new_queue));
     Py_RETURN_NONE;
 }
 
@@ -33,7 +41,7 @@ static int batch_names(void) {
         {&s_lane_config_any, "lane_config_any"}, {&s_lreg, "lreg"}, {&s_lane_flags, "lane_flags"},
         {&s_use_lane_flags, "use_lane_flags"}, {&s_dst_name, "dst"}, {&s_rows32, "rows32"},
         {&s_fp32_enabled, "sfpu_fp32_enabled"}, {&s_srcb_is_fp16, "srcb_is_fp16"}, {&s_cycle, "cycle"},
-        {&s_clear, "clear"},
+        {&s_clear, "clear"}, {&s_enabled, "enabled"}, {&s_records_cache, "_records"}, {&s_c_key, "C"},
     };
     return INTERN_NAMES(names);
 }
@@ -126,6 +134,96 @@ static PyObject *dict_get(PyObject *d, PyObject *key) {
     return Py_XNewRef(v);
 }
 
+/* DeferralMixin.flush_deferred of queue dq (a DeferredQueue of fewer than 4 entries: no period search, no batch, the
+ * entries run one by one) where the SFPU is plain (the caller checked) and every entry's word has its sfpu_native record
+ * in tx._records: what _dq_exec_run's one packed call does (the records run by sfpu_run on the arrays bind_arrays
+ * bound, the lane enables invalidated, the SFPU's instruction count and sfpu_native.traffic["C"] counted, its cycle the
+ * last entry's issue cycle), then flush_deferred's own epilogue (the SFPU's formats from the last entry's config words,
+ * a new queue, no flag state). 1 done, 0 not this case (nothing changed: the caller calls flush_deferred), -1 with an
+ * error set, -2 - done where sfpu_run stopped at record `done` (as batch_run's). */
+static int batch_small_flush(PyObject *tx, PyObject *dq, PyObject *raw, Py_ssize_t *stopped) {
+    if (!dq_is_queue(dq) || !batch_traffic || !batch_flush_ref)
+        return 0;
+    DeferredQueue *q = (DeferredQueue *)dq;
+    Py_ssize_t n = q->n;
+    if (n < 1 || n >= 4)
+        return 0;
+    PyObject *flush = PyObject_GetAttr((PyObject *)Py_TYPE(tx), s_flush_deferred);
+    int own = flush && PyFunction_Check(flush) && flush == batch_flush_ref;
+    Py_XDECREF(flush);
+    if (!flush) {
+        PyErr_Clear();
+        return 0;
+    }
+    if (!own || bind_arrays(raw) != 0) {
+        PyErr_Clear();
+        return 0;
+    }
+    PyObject *records = get_attr(tx, s_records_cache);
+    if (!records || !PyDict_Check(records)) {
+        Py_XDECREF(records);
+        PyErr_Clear();
+        return 0;
+    }
+    int32_t prog[3 * 8];
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const dq_entry *e = &q->e[i];
+        dq_word *wd = &q->words[e->wid];
+        if (!wd->has_record) {
+            PyObject *w = PyLong_FromUnsignedLong(e->w);
+            int found = w ? lookup_record(records, w, wd->rec) : -1;
+            Py_XDECREF(w);
+            if (found <= 0) {
+                Py_DECREF(records);
+                return found;              /* (0: a word without a record: _dq_exec_run's Python takes it) */
+            }
+            wd->has_record = 1;
+        }
+        memcpy(prog + 8 * i, wd->rec, sizeof wd->rec);
+        if (e->mem) {
+            prog[8 * i + 1] = e->mode;
+            prog[8 * i + 7] = e->addr;
+        }
+    }
+    Py_DECREF(records);
+    const dq_entry *last = &q->e[n - 1];
+    long long instructions, c0 = last->cfg0, c1 = last->cfg1;
+    if (attr_ll(raw, s_instructions, &instructions) < 0)
+        return -1;
+    PyObject *fresh = PyObject_CallNoArgs(batch_new_queue);
+    if (!fresh)
+        return -1;
+    /* flush_deferred's order: the new queue and no flag state first, then the run, the counts, the cycle, the formats */
+    int bad = set_attr(tx, s_deferred, fresh) < 0 || set_attr(tx, s_dq_flags, Py_None) < 0
+              || set_attr_ll(raw, s_instructions, instructions + n) < 0;
+    Py_DECREF(fresh);
+    if (bad)
+        return -1;
+    int32_t done = batch_sfpu_run(bound_ptr[B_LREG], bound_ptr[B_LF], bound_ptr[B_USE], bound_ptr[B_ROWS],
+                                  bound_ptr[B_WRITTEN], prog, (int32_t)n);
+    if (set_attr(raw, s_en_cache, Py_None) < 0)
+        return -1;
+    if (done != n) {
+        *stopped = done;
+        return -2;
+    }
+    PyObject *was = PyDict_GetItemWithError(batch_traffic, s_c_key);
+    long long count;
+    if (!was || get_ll(was, "traffic", &count)) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_KeyError, "sfpu_native.traffic has no 'C'");
+        return -1;
+    }
+    PyObject *now = PyLong_FromLongLong(count + n);
+    bad = !now || PyDict_SetItem(batch_traffic, s_c_key, now) < 0;
+    Py_XDECREF(now);
+    if (bad || set_attr_ll(raw, s_cycle, last->c) < 0
+        || set_attr(raw, s_fp32_enabled, c1 >> 30 & 1 ? Py_True : Py_False) < 0
+        || set_attr(raw, s_srcb_is_fp16, srcb_fp16_like(c0, c1) ? Py_True : Py_False) < 0)
+        return -1;
+    return 1;
+}
+
 enum { G_PLANS, G_BODY, G_PLAN, G_DQ, G_RAW, G_EN, G_ALLEN, G_SCHED, G_FAFTER, G_LCANY, G_CFG, G_THCFG, G_RWC, G_AKEY,
        G_STEPS, G_ADDRS, G_AN, G_STRICT, G_DSTRAW, G_WRITTEN, G_TM, G_BLOCKED, G_REC, G_ST, G_CLOCK, G_FE, G_FIRST,
        G_GATE, G_FPUW, G_STALLS, G_ISSUED, G_KEY3, G_TKEY, G_TIMING, G_MEMO, G_RESOLVED, G_BKEY, G_PROGRAMS, G_NATIVE,
@@ -167,9 +265,39 @@ static PyObject *batch_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
     NEED(PyList_Check(entries) && PyList_GET_SIZE(entries) == p && PyList_Check(mems));
     Py_ssize_t nm = PyList_GET_SIZE(mems);
     NEED(nm <= 32);
-    /* the SFPU as `self.sfpu` gives it with nothing deferred: lane enables cached, all on, the plain state */
-    NEED((g[G_DQ] = get_attr(tx, s_deferred)) && PyObject_Length(g[G_DQ]) == 0);
-    NEED((g[G_RAW] = get_attr(tx, s_raw_sfpu)) && (g[G_EN] = get_attr(g[G_RAW], s_en_cache)) && g[G_EN] != Py_None);
+    /* the SFPU as batch_sfpu's `self.sfpu` and `sfpu.enabled()` leave it, at the same point (after the plan): deferred
+     * work executed (flush_deferred; a SFPENCC pushed ahead of the MOP), the lane enables cached; then all on, the
+     * plain state. A decline after this point leaves the flushed queue and the cache, which batch_sfpu's own calls
+     * would find so: they do nothing then */
+    Py_ssize_t queued;
+    NEED((g[G_DQ] = get_attr(tx, s_deferred)) && (queued = PyObject_Length(g[G_DQ])) >= 0);
+    NEED(g[G_RAW] = get_attr(tx, s_raw_sfpu));
+    if (queued) {                              /* (a flush that raises: as batch_sfpu's self.sfpu raises) */
+        Py_ssize_t stopped = 0;
+        PyObject *plain_o = call_method(g[G_RAW], s_is_plain, NULL, 0);     /* (_dq_exec_run's test) */
+        int small = plain_o ? PyObject_IsTrue(plain_o) : -1;
+        Py_XDECREF(plain_o);
+        if (small > 0)
+            small = batch_small_flush(tx, g[G_DQ], g[G_RAW], &stopped);
+        if (small == -2) {
+            result = PyLong_FromSsize_t(-2 - stopped);
+            goto out;
+        }
+        if (small < 0)
+            goto out;
+        if (small == 0) {
+            PyObject *r = call_method(tx, s_flush_deferred, NULL, 0);
+            if (!r)
+                goto out;
+            Py_DECREF(r);
+        }
+    }
+    NEED(g[G_EN] = get_attr(g[G_RAW], s_en_cache));
+    if (g[G_EN] == Py_None) {
+        Py_SETREF(g[G_EN], call_method(g[G_RAW], s_enabled, NULL, 0));
+        if (!g[G_EN])
+            goto out;
+    }
     NEED((g[G_ALLEN] = get_attr(g[G_RAW], s_all_enabled)) && PyObject_IsTrue(g[G_ALLEN]) == 1);
     NEED((g[G_SCHED] = get_attr(g[G_RAW], s_scheduled)) && PyObject_IsTrue(g[G_SCHED]) == 0);
     NEED((g[G_FAFTER] = get_attr(g[G_RAW], s_flags_after)) && g[G_FAFTER] == Py_None);
@@ -345,4 +473,212 @@ out:
     return result;
 #undef NEED
 #undef DECLINE
+}
+
+/* mop_push(tx, thread, word, t) -> the accepted cycle, or None with nothing changed: FrontendMixin.push of a MOP word
+ * to an idle thread (nothing in its FIFO, MOP output or ready queue, no REPLAY load, not blocked, no latched wait, no
+ * MVMUL recording) whose expansion is K identical REPLAYs of a buffered body of 2 or more words (elementwise512's
+ * compute kernel: a tile's SFPU body as one MOP), in C up to batch_sfpu: the FIFO's accept and the MOP expander's
+ * take (TensixTiming.accept, take(is_mop=True)), the expansion from frontend's cache (_MOP_EXPANSIONS; a miss: None,
+ * the Python path fills it), the replay expander's K x body into the ready queue (the first REPLAY's
+ * long_replay_in_mop clears after_mop), then batch_sfpu itself (a method call: its switches, the C batch_run and its
+ * Python reference as ever). Where it takes every word, the drain ends there (the thread empty, blocked None, the
+ * words counted); anything else is left in the ready queue to Tensix.drain, which continues exactly where _drain's
+ * loop would (next_instruction finds the ready queue filled; batch_sfpu asked again answers the same, having changed
+ * nothing). The class's drain and _drain must be Tensix's, the cycle model neither recorded nor spied, the MOP and
+ * REPLAY words free of reserved bits in strict mode (else None: Python raises). */
+static PyObject *mop_frontend, *mop_drain_ref, *mop_pydrain_ref, *s_mop_expansions, *s_replay_fields, *s_used_bits,
+    *s_op_replay, *s_op_mop, *s_mask_hi, *s_mop_cfg, *s_len, *s_start_idx, *s_load_mode, *s_ewl, *s_batch_sfpu_name,
+    *s_pydrain, *s_mop_name, *s_replay_name;
+
+static int mop_init(void) {
+    if (mop_frontend)
+        return 0;
+    name_ref names[] = {
+        {&s_mop_expansions, "_MOP_EXPANSIONS"}, {&s_replay_fields, "_REPLAY_FIELDS"}, {&s_used_bits, "_USED_BITS"},
+        {&s_op_replay, "_OP_REPLAY"}, {&s_op_mop, "_OP_MOP"}, {&s_mask_hi, "mask_hi"}, {&s_mop_cfg, "mop_cfg"},
+        {&s_len, "len"}, {&s_start_idx, "start_idx"}, {&s_load_mode, "load_mode"},
+        {&s_ewl, "execute_while_loading"}, {&s_batch_sfpu_name, "batch_sfpu"}, {&s_pydrain, "_drain"},
+        {&s_mop_name, "MOP"}, {&s_replay_name, "REPLAY"},
+    };
+    if (INTERN_NAMES(names))
+        return -1;
+    /* (first use: frontend.py and tensix.py import this module, so not at its start) */
+    PyObject *fmod = PyImport_ImportModule("tt_backend.runtime.emu.frontend");
+    PyObject *tmod = fmod ? PyImport_ImportModule("tt_backend.runtime.emu.tensix") : NULL;
+    PyObject *cls = tmod ? PyObject_GetAttrString(tmod, "Tensix") : NULL;
+    PyObject *drain = cls ? PyObject_GetAttr(cls, s_drain) : NULL, *pydrain = drain ? PyObject_GetAttr(cls, s_pydrain)
+                                                                                    : NULL;
+    Py_XDECREF(tmod);
+    Py_XDECREF(cls);
+    if (!pydrain) {
+        Py_XDECREF(fmod);
+        Py_XDECREF(drain);
+        return -1;
+    }
+    mop_drain_ref = drain;
+    mop_pydrain_ref = pydrain;
+    mop_frontend = PyModule_GetDict(fmod);      /* (the module stays imported: a borrowed dict is safe) */
+    Py_INCREF(mop_frontend);
+    Py_DECREF(fmod);
+    return 0;
+}
+
+/* frontend's module-level int `name` (through its dict) and, with `bits_of`, _USED_BITS[bits_of]: 0, 1 where absent */
+static int mop_frontend_ll(PyObject *name, PyObject *bits_of, long long *out) {
+    PyObject *v = PyDict_GetItemWithError(mop_frontend, name);
+    if (v && bits_of)
+        v = PyDict_Check(v) ? PyDict_GetItemWithError(v, bits_of) : NULL;
+    if (!v || !PyLong_Check(v)) {
+        PyErr_Clear();
+        return 1;
+    }
+    return get_ll(v, "frontend constant", out) ? (PyErr_Clear(), 1) : 0;
+}
+
+/* fields[name] of a decoded REPLAY (a dict) as a C integer: 0, 1 where absent */
+static int mop_field(PyObject *fields, PyObject *name, long long *out) {
+    PyObject *v = PyDict_GetItemWithError(fields, name);
+    if (!v || !PyLong_Check(v) || get_ll(v, "REPLAY field", out)) {
+        PyErr_Clear();
+        return 1;
+    }
+    return 0;
+}
+
+enum { P_TM, P_REC, P_ST, P_SREC, P_TMDICT, P_THREADS, P_TH, P_FIFO, P_READY, P_MOPOUT, P_LOAD, P_BLOCKED, P_LATCH,
+       P_MM, P_STRICT, P_MASK, P_CFG, P_KEY, P_EXP, P_FIELDS, P_RB, P_SEQ, P_EXT, P_N, P_DRAINED, P_NUM };
+
+static PyObject *mop_push(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    long long th, t, w, op_mop, op_replay, used_mop, used_replay;
+    if (nargs != 4 || get_ll(args[1], "thread", &th) || get_ll(args[2], "word", &w) || get_ll(args[3], "t", &t)) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "mop_push(tx, thread, word, t)");
+        return NULL;
+    }
+    if (mop_init())
+        return NULL;
+    PyObject *tx = args[0], *o[P_NUM] = {NULL}, *result = NULL;
+    tm_lists L = {0};
+    int have_lists = 0;
+#define NONE_IF(cond) do { if (cond) { PyErr_Clear(); result = Py_NewRef(Py_None); goto out; } } while (0)
+    NONE_IF(th < 0 || th > 2 || w < 0 || w > 0xFFFFFFFFLL);
+    NONE_IF(mop_frontend_ll(s_op_mop, NULL, &op_mop) || mop_frontend_ll(s_op_replay, NULL, &op_replay)
+            || mop_frontend_ll(s_used_bits, s_mop_name, &used_mop)
+            || mop_frontend_ll(s_used_bits, s_replay_name, &used_replay) || (w >> 24) != op_mop);
+    /* Tensix.drain and _drain themselves (no override on the class or the instance) */
+    PyObject **dp = _PyObject_GetDictPtr(tx);
+    int own = dp && *dp && (PyDict_GetItemWithError(*dp, s_drain) || PyDict_GetItemWithError(*dp, s_pydrain));
+    if (PyErr_Occurred())
+        goto out;
+    NONE_IF(own || _PyType_Lookup(Py_TYPE(tx), s_drain) != mop_drain_ref
+            || _PyType_Lookup(Py_TYPE(tx), s_pydrain) != mop_pydrain_ref);
+    /* the cycle model neither recorded nor spied (the C issue paths' rule) */
+    NONE_IF(!(o[P_TM] = get_attr(tx, s_tm)) || !(o[P_REC] = get_attr(o[P_TM], s_rec)) || o[P_REC] != Py_None
+            || !(o[P_ST] = get_attr(o[P_TM], s_sfpu_timing)) || !(o[P_SREC] = get_attr(o[P_ST], s_rec))
+            || o[P_SREC] != Py_None || !(o[P_TMDICT] = get_attr(o[P_TM], s_dict)) || !PyDict_Check(o[P_TMDICT]));
+    int spied = PyDict_Contains(o[P_TMDICT], s_issue);
+    if (spied < 0)
+        goto out;
+    NONE_IF(spied);
+    /* the thread idle */
+    NONE_IF(!(o[P_THREADS] = get_attr(tx, s_threads)) || !(o[P_TH] = PySequence_GetItem(o[P_THREADS], th)));
+    PyObject *thobj = o[P_TH];
+    NONE_IF(!(o[P_FIFO] = get_attr(thobj, s_fifo)) || !(o[P_READY] = get_attr(thobj, s_ready))
+            || !(o[P_MOPOUT] = get_attr(thobj, s_mop_out)) || PyObject_Length(o[P_FIFO]) != 0
+            || PyObject_Length(o[P_READY]) != 0 || PyObject_Length(o[P_MOPOUT]) != 0);
+    NONE_IF(!(o[P_LOAD] = get_attr(thobj, s_replay_load)) || o[P_LOAD] != Py_None
+            || !(o[P_BLOCKED] = get_attr(thobj, s_blocked)) || o[P_BLOCKED] != Py_None
+            || !(o[P_LATCH] = get_attr(thobj, s_latch)) || o[P_LATCH] != Py_None
+            || !(o[P_MM] = get_attr(tx, s_mm_record)) || o[P_MM] != Py_None);
+    int strict;
+    NONE_IF(!(o[P_STRICT] = get_attr(tx, s_strict)) || (strict = PyObject_IsTrue(o[P_STRICT])) < 0);
+    NONE_IF(strict && (w & ~used_mop & 0xFFFFFFFFLL));
+    /* the expansion, from the expander's cache: K identical REPLAYs */
+    NONE_IF(!(o[P_MASK] = get_attr(thobj, s_mask_hi)) || !(o[P_CFG] = get_attr(thobj, s_mop_cfg))
+            || !PyList_Check(o[P_CFG]) || !(o[P_KEY] = PyTuple_New(2 + PyList_GET_SIZE(o[P_CFG]))));
+    PyTuple_SET_ITEM(o[P_KEY], 0, Py_NewRef(args[2]));
+    PyTuple_SET_ITEM(o[P_KEY], 1, Py_NewRef(o[P_MASK]));
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(o[P_CFG]); i++)
+        PyTuple_SET_ITEM(o[P_KEY], 2 + i, Py_NewRef(PyList_GET_ITEM(o[P_CFG], i)));
+    PyObject *cache = PyDict_GetItemWithError(mop_frontend, s_mop_expansions);
+    NONE_IF(!cache || !PyDict_Check(cache) || !(o[P_EXP] = dict_get(cache, o[P_KEY])) || !PyTuple_Check(o[P_EXP]));
+    Py_ssize_t k = PyTuple_GET_SIZE(o[P_EXP]);
+    NONE_IF(k < 1);
+    PyObject *rw = PyTuple_GET_ITEM(o[P_EXP], 0);
+    long long r;
+    NONE_IF(!PyLong_Check(rw) || get_ll(rw, "REPLAY", &r) || (r >> 24) != op_replay
+            || (strict && (r & ~used_replay & 0xFFFFFFFFLL)));
+    for (Py_ssize_t i = 1; i < k; i++) {
+        int same = PyObject_RichCompareBool(PyTuple_GET_ITEM(o[P_EXP], i), rw, Py_EQ);
+        if (same < 0)
+            goto out;
+        NONE_IF(!same);
+    }
+    PyObject *fields_cache = PyDict_GetItemWithError(mop_frontend, s_replay_fields);
+    long long count, start, load_mode, ewl;
+    NONE_IF(!fields_cache || !PyDict_Check(fields_cache) || !(o[P_FIELDS] = dict_get(fields_cache, rw))
+            || !PyDict_Check(o[P_FIELDS]) || mop_field(o[P_FIELDS], s_len, &count)
+            || mop_field(o[P_FIELDS], s_start_idx, &start) || mop_field(o[P_FIELDS], s_load_mode, &load_mode)
+            || mop_field(o[P_FIELDS], s_ewl, &ewl));
+    NONE_IF(count < 2 || count > 32 || start < 0 || start > 31 || load_mode || ewl || count * k < 8);
+    NONE_IF(!(o[P_RB] = get_attr(thobj, s_replay_buf)) || !PyList_Check(o[P_RB]) || PyList_GET_SIZE(o[P_RB]) != 32);
+    NONE_IF(!(o[P_SEQ] = PyList_New((Py_ssize_t)(count * k))));
+    for (Py_ssize_t i = 0; i < count * k; i++)
+        PyList_SET_ITEM(o[P_SEQ], i, Py_NewRef(PyList_GET_ITEM(o[P_RB], (start + i % count) % 32)));
+    NONE_IF(tm_lists_get(o[P_TM], &L));
+    have_lists = 1;
+    /* from here on the push takes effect: accept, then take of a MOP (no transition penalty; after_mop set by the take
+     * and cleared by the long REPLAY it emits) */
+    PyObject *q = PyList_GetItem(L.taken, th);
+    long long clock, fe, a = t;
+    if (!q || list_ll(L.clock, th, &clock) || list_ll(L.fe, th, &fe))
+        goto out;
+    Py_ssize_t qlen = PySequence_Size(q);
+    if (qlen < 0)
+        goto out;
+    if (qlen == depth) {
+        PyObject *oldest = PySequence_GetItem(q, 0);
+        long long old;
+        int bad = !oldest || get_ll(oldest, "taken", &old);
+        Py_XDECREF(oldest);
+        if (bad)
+            goto out;
+        if (old > t)
+            a = old;
+    }
+    PyObject *left = PyLong_FromLongLong(a > clock ? a : clock), *ap = left ? append_call(q, left) : NULL;
+    Py_XDECREF(left);
+    if (!ap)
+        goto out;
+    Py_DECREF(ap);
+    if (set_item_ll(L.fe, th, a > fe ? a : fe) || after_mop_clear(L.after_mop, th) < 0
+        || set_attr_ll(thobj, s_batch_skip, 0) < 0)
+        goto out;
+    if (!(o[P_EXT] = call_method(o[P_READY], s_extend, &o[P_SEQ], 1)))
+        goto out;
+    /* _drain's batch_sfpu (K_SFPU at the head: a batch is only found for an SFPU body) */
+    PyObject *call[2] = {args[1], thobj};
+    long long n;
+    if (!(o[P_N] = call_method(tx, s_batch_sfpu_name, call, 2)) || get_ll(o[P_N], "batch_sfpu", &n))
+        goto out;
+    if (n == count * k) {                      /* the whole expansion: the drain ends with the thread empty */
+        if (set_attr(thobj, s_blocked, Py_None) < 0 || count_issued(tx, th, n))
+            goto out;
+    } else {                                   /* the rest is Tensix.drain's, which counts its own words */
+        if (n > 0 && set_attr(thobj, s_blocked, Py_None) < 0)
+            goto out;
+        if (!(o[P_DRAINED] = call_method(tx, s_drain, &args[1], 1)))
+            goto out;
+        if (n > 0 && count_issued(tx, th, n))
+            goto out;
+    }
+    result = PyLong_FromLongLong(a);
+out:
+    if (have_lists)
+        tm_lists_release(&L);
+    for (int i = 0; i < P_NUM; i++)
+        Py_XDECREF(o[i]);
+    return result;
+#undef NONE_IF
 }

@@ -2525,6 +2525,34 @@ static PyObject *push_entry(PyObject *self, PyObject *const *args, size_t nargsf
  * state is tx._dq_flags) and words[0] has C facts: issue_run over words from 0 with push_many's arguments and its
  * epilogue (issue_t, the flag state, the Dst access named for errors, unblocked, the words counted). Returns (i, t):
  * i words issued, the next push at t; None with nothing changed wherever push_many would do anything else first. */
+/* issue_inputs for push_many's run with nothing queued (plain_issue_state's empty_ok): its `dq or sfpu.is_plain()`
+ * test and the lane-flag state deferral.uniform_flags reads from the SFPU (as replay_push asks it); 1 plain, 0 Python's
+ * path (work queued: issue_inputs' case; the SFPU not plain), -1 with an error set, -2 a lane-flag state of the wrong
+ * kind */
+static int many_idle_inputs(PyObject *tx, PyObject *thobj, PyObject **in, long long *c0, long long *c1, long long *fl) {
+    Py_ssize_t queued;
+    int plain = plain_issue_state(tx, &in[B_TM], &in[B_DQ], &in[B_CTX], &queued, 1);
+    if (plain <= 0 || queued)
+        return plain < 0 ? -1 : 0;
+    PyObject *sfpu = get_attr(tx, s_raw_sfpu), *is_plain = sfpu ? call_method(sfpu, s_is_plain, NULL, 0) : NULL;
+    int yes = is_plain ? PyObject_IsTrue(is_plain) : -1;
+    PyObject *uniform = yes > 0 ? PyDict_GetItemWithError(entry_deferral, s_uniform_flags) : NULL;
+    if (yes > 0 && !uniform && !PyErr_Occurred())
+        PyErr_SetString(PyExc_KeyError, "many_one: deferral.uniform_flags is missing");
+    in[B_FLAGS] = uniform ? PyObject_CallOneArg(uniform, sfpu) : NULL;
+    Py_XDECREF(sfpu);
+    Py_XDECREF(is_plain);
+    if (yes <= 0 || !in[B_FLAGS])
+        return yes == 0 ? 0 : -1;
+    if (sfpu_cfg_words(tx, &in[B_C0], &in[B_C1], c0, c1))
+        return -1;
+    if (flag_code(in[B_FLAGS], fl))
+        return -2;
+    if (!(in[B_BLOCKED] = get_attr(thobj, s_blocked)) || !(in[B_EVENT] = get_attr(in[B_TM], s_event_t)))
+        return -1;
+    return 1;
+}
+
 enum { M_THREADS, M_FIFO, M_READY, M_MOPOUT, M_LOAD, M_CWORD, M_LATCH = M_CWORD + B_N, M_LBLOCK, M_MEM, M_R,
        M_N };       /* (M_CWORD: the issue block) */
 
@@ -2561,6 +2589,11 @@ static PyObject *many_one(PyObject *tx, PyObject *thread_o, PyObject *words, PyO
     if (o[M_LOAD] != Py_None)
         goto none;
     int plain = issue_inputs(tx, thobj, &o[M_CWORD], &c0, &c1, &fl);
+    if (plain == 0) {                      /* nothing queued: push_many's `sfpu.is_plain()` and uniform_flags */
+        for (int k = B_TM; k < B_N; k++)
+            Py_CLEAR(o[M_CWORD + k]);
+        plain = many_idle_inputs(tx, thobj, &o[M_CWORD], &c0, &c1, &fl);
+    }
     if (plain == 0)
         goto none;
     if (plain == -2)
@@ -2621,6 +2654,42 @@ out:
  * The Python frames of the pushes of a TRISC's `.ttinsn` run go (tile.py Tile._multi_pusher). */
 static PyObject *s_push_many, *s_pm_done;
 
+/* After many_one's words, the next one to mop_push (mop_batch_native.c), as DeferralMixin.push_many's loop would hand
+ * it a MOP first (MOP_PUSH_NATIVE read at each call; mop_push answers None for any other word); taken, *i and *t move
+ * past it. 0, or -1 with the exception set and pm_done / pm_t naming the word (push_many's contract) */
+static PyObject *mop_push(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+static PyObject *s_mop_push_native;
+
+static int many_mop(PyObject *tx, PyObject *thread_o, PyObject *w, Py_ssize_t *i, PyObject **t) {
+    if (!s_mop_push_native && !(s_mop_push_native = PyUnicode_InternFromString("MOP_PUSH_NATIVE")))
+        return -1;
+    int on = dict_flag(entry_switches, s_mop_push_native);
+    if (on <= 0)
+        return on;
+    PyObject *a[4] = {tx, thread_o, w, *t}, *r = mop_push(NULL, a, 4);
+    long long at;
+    if (!r) {
+        PyObject *et, *ev, *tb, *j = PyLong_FromSsize_t(*i);
+        PyErr_Fetch(&et, &ev, &tb);
+        if (!j || PyObject_SetAttr(tx, s_pm_done, j) < 0 || PyObject_SetAttrString(tx, "pm_t", *t) < 0)
+            PyErr_Clear();
+        Py_XDECREF(j);
+        PyErr_Restore(et, ev, tb);
+        return -1;
+    }
+    if (r == Py_None) {
+        Py_DECREF(r);
+        return 0;
+    }
+    PyObject *next = get_ll(r, "mop_push", &at) ? NULL : PyLong_FromLongLong(at + 1);
+    Py_DECREF(r);
+    if (!next)
+        return -1;
+    Py_SETREF(*t, next);
+    *i += 1;
+    return 0;
+}
+
 static PyObject *push_many_entry(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
     if (!entry_switches) {
@@ -2648,6 +2717,10 @@ static PyObject *push_many_entry(PyObject *self, PyObject *const *args, size_t n
                 i = PyLong_AsSsize_t(PyTuple_GET_ITEM(taken, 0));
                 t = Py_NewRef(PyTuple_GET_ITEM(taken, 1));
                 Py_DECREF(taken);
+                if (i < PyTuple_GET_SIZE(args[2]) && many_mop(args[0], args[1], PyTuple_GET_ITEM(args[2], i), &i, &t)) {
+                    Py_DECREF(t);              /* (mop_push raised: pm_done and pm_t name the MOP) */
+                    goto out;
+                }
                 if (i == PyTuple_GET_SIZE(args[2])) {
                     r = t;
                     goto out;
@@ -2717,7 +2790,7 @@ static PyObject *export_plain_run(PyObject *m) {
     return m;
 }
 
-#include "mop_batch_native.c"   /* batch_run: mop_batch.batch_sfpu's memo-hit case */
+#include "mop_batch_native.c"   /* batch_run: mop_batch.batch_sfpu's memo-hit case; mop_push: a MOP's push */
 
 static PyMethodDef methods[] = {
     {"configure", configure, METH_VARARGS, "configure(fifo_depth, mop_transition_penalty, all_lregs, load_modes, store_modes, dst_rwc_mask, "
@@ -2733,6 +2806,7 @@ static PyMethodDef methods[] = {
     {"configure_push", configure_push, METH_VARARGS, "configure_push(switches dict, deferral's dict, push_python)"},
     {"find_period", (PyCFunction)(void (*)(void))find_period, METH_FASTCALL, "see its comment"},
     {"batch_run", (PyCFunction)(void (*)(void))batch_run, METH_FASTCALL, "see mop_batch_native.c"},
+    {"mop_push", (PyCFunction)(void (*)(void))mop_push, METH_FASTCALL, "see mop_batch_native.c"},
     {"configure_batch", configure_batch, METH_VARARGS, "configure_batch(address of sfpu_native.c's sfpu_run)"},
     {"pack_records", (PyCFunction)(void (*)(void))pack_records, METH_FASTCALL, "see its comment"},
     {"configure_plain", configure_plain, METH_VARARGS, "configure_plain(unpack_bytes_per_cycle, pack_bytes_per_cycle, "

@@ -51,6 +51,7 @@ READY_NATIVE = os.environ.get("TT_EMU_SFPU_READY_NATIVE", "1") != "0"
 PERIOD_NATIVE = os.environ.get("TT_EMU_SFPU_PERIOD_NATIVE", "1") != "0"
 PLAIN_ISSUE_NATIVE = os.environ.get("TT_EMU_PLAIN_ISSUE_NATIVE", "1") != "0"
 BATCH_NATIVE = os.environ.get("TT_EMU_MOP_BATCH_NATIVE", "1") != "0"
+MOP_PUSH_NATIVE = os.environ.get("TT_EMU_MOP_PUSH_NATIVE", "1") != "0"    # a MOP's push in C (mop_batch_native.c)
 REPLAY_NATIVE = os.environ.get("TT_EMU_REPLAY_PUSH_NATIVE", "1") != "0"
 PUSH_MEMO_NATIVE = os.environ.get("TT_EMU_PUSH_MEMO_NATIVE", "1") != "0"   # push_one's memo (push_memo.c)
 TIMING_NATIVE = os.environ.get("TT_EMU_TIMING_NATIVE", "1") != "0"     # the cycle model's state in C (timing_state.c)
@@ -188,7 +189,9 @@ def _batch_part():
     run, lib = _part("batch_run"), sfpu_native._load()[0]
     if run is None or lib is None:
         return None
-    _load()[0].configure_batch(ctypes.cast(lib.sfpu_run, ctypes.c_void_p).value)
+    from tt_backend.runtime.emu.accel import deferral     # (deferral imports this module)
+    _load()[0].configure_batch(ctypes.cast(lib.sfpu_run, ctypes.c_void_p).value, sfpu_native.traffic,
+                               deferral.DeferralMixin.flush_deferred, new_queue)
     return run
 
 
@@ -196,6 +199,12 @@ def batch_run():
     """The C part's batch_run (mop_batch_native.c: batch_sfpu's memo-hit case), or None when it is off (BATCH_NATIVE =
     False, TT_EMU_MOP_BATCH_NATIVE=0), sfpu_native's C part is off, or either is unavailable."""
     return _batch_part() if BATCH_NATIVE and sfpu_native.NATIVE_SFPU else None
+
+
+def mop_push():
+    """The C part's mop_push (mop_batch_native.c: FrontendMixin.push of a MOP of identical REPLAYs to an idle thread,
+    up to batch_sfpu), or None when it is off (MOP_PUSH_NATIVE = False, TT_EMU_MOP_PUSH_NATIVE=0) or unavailable."""
+    return _part("mop_push") if MOP_PUSH_NATIVE else None
 
 
 def pack_records():
