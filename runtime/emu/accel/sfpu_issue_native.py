@@ -100,10 +100,10 @@ def timing_rows(depth: int):
 
 def tensix_timing_class():
     """cycles.TensixTiming over timing_state.c's ThreadTiming: the state the C issue reads and writes on every word in
-    one C struct (event_t, fpu_busy, pack_busy and nop_t its int members; its rows() the views of the per-thread
-    lists, unpack_busy, work_done and the Tensix's instruction counts, which its __init__ binds; SFPU_TIMING
-    sfpu_timing_class()); None when TIMING_NATIVE is off or the C part unavailable (cycles.TensixTiming: Python lists
-    and ints)."""
+    one C struct (event_t, fpu_busy, pack_busy, nop_t and the Tensix's issue_t its int members; its rows() the views
+    of the per-thread lists, unpack_busy, work_done and the Tensix's instruction counts, which its __init__ binds;
+    SFPU_TIMING sfpu_timing_class()); None when TIMING_NATIVE is off or the C part unavailable (cycles.TensixTiming:
+    Python lists and ints)."""
     return _tensix_timing_class() if TIMING_NATIVE else None
 
 

@@ -1,5 +1,5 @@
-/* The cycle model's per-thread issue state held in C (included by sfpu_issue_native.c; the base of the cycle model
- * class sfpu_issue_native.tensix_timing_class() makes with cycles.TensixTiming).
+/* The cycle model's state the C issue reads and writes on every word, held in C (included by sfpu_issue_native.c;
+ * the base of the cycle model class sfpu_issue_native.tensix_timing_class() makes with cycles.TensixTiming).
  *
  * TensixTiming's clock, fe, gate, after_mop, first, stalls and issued (one entry per Tensix thread) and taken (per
  * thread, when the last `depth` words left the FIFO) are read and written by the C issue on every pushed SFPU word;
