@@ -17,20 +17,32 @@ static PyObject *s_batch_plans, *s_batch_addr_cache, *s_batch_timing, *s_batch_p
 typedef int32_t (*sfpu_run_fn)(uint32_t *lreg, uint8_t *lane_flags, uint8_t *use_lane_flags, uint32_t *dst,
                                uint8_t *written, const int32_t *prog, int32_t n);
 static sfpu_run_fn batch_sfpu_run;      /* sfpu_native.c's sfpu_run (configure_batch: its address in that library) */
-/* configure_batch's too: sfpu_native.traffic, DeferralMixin.flush_deferred (the reference the small flush below stands
- * in for: a class that overrides it keeps its own), sfpu_issue_native.new_queue */
-static PyObject *batch_traffic, *batch_flush_ref, *batch_new_queue;
+/* configure_batch's too: sfpu_native.traffic, sfpu_issue_native.new_queue; and DeferralMixin.flush_deferred (the
+ * reference the small flush below stands in for: a class that overrides it keeps its own), found at first use
+ * (deferral.py imports this module) */
+static PyObject *batch_traffic, *batch_new_queue, *batch_flush_ref;
 
 static PyObject *configure_batch(PyObject *self, PyObject *args) {
     unsigned long long addr;
-    PyObject *traffic, *flush, *new_queue;
-    if (!PyArg_ParseTuple(args, "KO!OO", &addr, &PyDict_Type, &traffic, &flush, &new_queue))
+    PyObject *traffic, *new_queue;
+    if (!PyArg_ParseTuple(args, "KO!O", &addr, &PyDict_Type, &traffic, &new_queue))
         return NULL;
     batch_sfpu_run = (sfpu_run_fn)(uintptr_t)addr;
     Py_XSETREF(batch_traffic, Py_NewRef(traffic));
-    Py_XSETREF(batch_flush_ref, Py_NewRef(flush));
     Py_XSETREF(batch_new_queue, Py_NewRef(new_queue));
     Py_RETURN_NONE;
+}
+
+/* DeferralMixin.flush_deferred (borrowed: the class keeps it), or NULL with an error set */
+static PyObject *batch_flush_reference(void) {
+    if (!batch_flush_ref) {
+        PyObject *mod = PyImport_ImportModule("tt_backend.runtime.emu.accel.deferral");
+        PyObject *cls = mod ? PyObject_GetAttrString(mod, "DeferralMixin") : NULL;
+        batch_flush_ref = cls ? PyObject_GetAttr(cls, s_flush_deferred) : NULL;
+        Py_XDECREF(cls);
+        Py_XDECREF(mod);
+    }
+    return batch_flush_ref;
 }
 
 static int batch_names(void) {
@@ -142,14 +154,22 @@ static PyObject *dict_get(PyObject *d, PyObject *key) {
  * a new queue, no flag state). 1 done, 0 not this case (nothing changed: the caller calls flush_deferred), -1 with an
  * error set, -2 - done where sfpu_run stopped at record `done` (as batch_run's). */
 static int batch_small_flush(PyObject *tx, PyObject *dq, PyObject *raw, Py_ssize_t *stopped) {
-    if (!dq_is_queue(dq) || !batch_traffic || !batch_flush_ref)
+    if (!dq_is_queue(dq) || !batch_traffic || !batch_new_queue)
         return 0;
     DeferredQueue *q = (DeferredQueue *)dq;
     Py_ssize_t n = q->n;
     if (n < 1 || n >= 4)
         return 0;
+    PyObject *ref = batch_flush_reference();
+    if (!ref)
+        return -1;
+    PyObject **dp = _PyObject_GetDictPtr(tx);            /* (an instance's own flush_deferred: a spy's) */
+    if (dp && *dp && PyDict_GetItemWithError(*dp, s_flush_deferred))
+        return 0;
+    if (PyErr_Occurred())
+        return -1;
     PyObject *flush = PyObject_GetAttr((PyObject *)Py_TYPE(tx), s_flush_deferred);
-    int own = flush && PyFunction_Check(flush) && flush == batch_flush_ref;
+    int own = flush && flush == ref;
     Py_XDECREF(flush);
     if (!flush) {
         PyErr_Clear();

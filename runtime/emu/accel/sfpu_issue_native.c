@@ -2640,7 +2640,8 @@ static PyMethodDef methods[] = {
     {"find_period", (PyCFunction)(void (*)(void))find_period, METH_FASTCALL, "see its comment"},
     {"batch_run", (PyCFunction)(void (*)(void))batch_run, METH_FASTCALL, "see mop_batch_native.c"},
     {"mop_push", (PyCFunction)(void (*)(void))mop_push, METH_FASTCALL, "see mop_batch_native.c"},
-    {"configure_batch", configure_batch, METH_VARARGS, "configure_batch(address of sfpu_native.c's sfpu_run)"},
+    {"configure_batch", configure_batch, METH_VARARGS, "configure_batch(address of sfpu_native.c's sfpu_run, "
+     "sfpu_native.traffic, new_queue)"},
     {"pack_records", (PyCFunction)(void (*)(void))pack_records, METH_FASTCALL, "see its comment"},
     {"configure_plain", configure_plain, METH_VARARGS, "configure_plain(unpack_bytes_per_cycle, pack_bytes_per_cycle, "
      "element_bits, fpu_dst_read_latency, fifo_depth)"},
