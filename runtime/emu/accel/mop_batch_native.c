@@ -1,14 +1,15 @@
-/* batch_run: mop_batch.MopBatchMixin.batch_sfpu's steady case in C (included by sfpu_issue_native.c, whose attribute
- * helpers and interned names it uses). A MOP of identical REPLAYs puts K repetitions of one SFPU body in a thread's
- * ready queue; once batch_sfpu has run that body from the same address key and relative cycle-model state, every
- * analysis it makes is in its memos (the body's plan, the Dst address analysis, the timing memo, the C program), and
- * what is left is ~25 us of Python reading the state those memos are keyed by. batch_run reads the same state, looks
- * the same keys up, and where every look-up hits does what batch_sfpu's memo-hit path does: the cycle model advanced
- * by the timing memo, the RWCs by the repetitions' increments, the kept program run by sfpu_native.c's sfpu_run, the
- * words popped; deferred work queued ahead of the MOP (elementwise512's SFPENCC a tile) is executed and the lane
- * enables cached first, as batch_sfpu's `self.sfpu` and `enabled()` do. Anything else (a miss, a refusal, a blocked
- * thread, a timeline recorder, a structure not as expected) returns -1 with nothing changed but that, and batch_sfpu's
- * Python, the reference, takes the batch (tests/emu/test_mop_speed.py pins the two together). */
+/* batch_run: mop_batch.MopBatchMixin.batch_sfpu's steady case in C, and mop_push (below): a MOP's push up to it
+ * (included by sfpu_issue_native.c, whose attribute helpers and interned names they use). A MOP of identical REPLAYs
+ * puts K repetitions of one SFPU body in a thread's ready queue; once batch_sfpu has run that body from the same
+ * address key and relative cycle-model state, every analysis it makes is in its memos (the body's plan, the Dst address
+ * analysis, the timing memo, the C program), and what is left is ~25 us of Python reading the state those memos are
+ * keyed by. batch_run reads the same state, looks the same keys up, and where every look-up hits does what batch_sfpu's
+ * memo-hit path does: the cycle model advanced by the timing memo, the RWCs by the repetitions' increments, the kept
+ * program run by sfpu_native.c's sfpu_run, the words popped; deferred work queued ahead of the MOP (elementwise512's
+ * SFPENCC a tile) is executed and the lane enables cached first, as batch_sfpu's `self.sfpu` and `enabled()` do.
+ * Anything else (a miss, a refusal, a blocked thread, a timeline recorder, a structure not as expected) returns -1 with
+ * nothing changed but that, and batch_sfpu's Python, the reference, takes the batch (tests/emu/test_mop_speed.py pins
+ * the two together). */
 
 static PyObject *s_batch_plans, *s_batch_addr_cache, *s_batch_timing, *s_batch_programs, *s_batch_runs, *s_en_cache,
     *s_all_enabled, *s_flags_after, *s_lane_config_any, *s_lreg, *s_lane_flags, *s_use_lane_flags, *s_dst_name,
@@ -147,12 +148,12 @@ static PyObject *dict_get(PyObject *d, PyObject *key) {
 }
 
 /* DeferralMixin.flush_deferred of queue dq (a DeferredQueue of fewer than 4 entries: no period search, no batch, the
- * entries run one by one) where the SFPU is plain (the caller checked) and every entry's word has its sfpu_native record
- * in tx._records: what _dq_exec_run's one packed call does (the records run by sfpu_run on the arrays bind_arrays
- * bound, the lane enables invalidated, the SFPU's instruction count and sfpu_native.traffic["C"] counted, its cycle the
- * last entry's issue cycle), then flush_deferred's own epilogue (the SFPU's formats from the last entry's config words,
- * a new queue, no flag state). 1 done, 0 not this case (nothing changed: the caller calls flush_deferred), -1 with an
- * error set, -2 - done where sfpu_run stopped at record `done` (as batch_run's). */
+ * entries run one by one) where the SFPU is plain (the caller checked) and every entry's word has its sfpu_native
+ * record in tx._records: what _dq_exec_run's one packed call does (the records run by sfpu_run on the arrays
+ * bind_arrays bound, the lane enables invalidated, the SFPU's instruction count and sfpu_native.traffic["C"] counted,
+ * its cycle the last entry's issue cycle), then flush_deferred's own epilogue (the SFPU's formats from the last entry's
+ * config words, a new queue, no flag state). 1 done, 0 not this case (nothing changed: the caller calls
+ * flush_deferred), -1 with an error set, -2 - done where sfpu_run stopped at record `done` (as batch_run's). */
 static int batch_small_flush(PyObject *tx, PyObject *dq, PyObject *raw, Py_ssize_t *stopped) {
     if (!dq_is_queue(dq) || !batch_traffic || !batch_new_queue)
         return 0;
@@ -213,7 +214,7 @@ static int batch_small_flush(PyObject *tx, PyObject *dq, PyObject *raw, Py_ssize
     PyObject *fresh = PyObject_CallNoArgs(batch_new_queue);
     if (!fresh)
         return -1;
-    /* flush_deferred's order: the new queue and no flag state first, then the run, the counts, the cycle, the formats */
+    /* flush_deferred's order: the new queue and no flag state, then the run, the counts, the cycle, the formats */
     int bad = set_attr(tx, s_deferred, fresh) < 0 || set_attr(tx, s_dq_flags, Py_None) < 0
               || set_attr_ll(raw, s_instructions, instructions + n) < 0;
     Py_DECREF(fresh);
