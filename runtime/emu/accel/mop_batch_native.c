@@ -499,18 +499,19 @@ out:
 /* mop_push(tx, thread, word, t) -> the accepted cycle, or None with nothing changed: FrontendMixin.push of a MOP word
  * to an idle thread (nothing in its FIFO, MOP output or ready queue, no REPLAY load, not blocked, no latched wait, no
  * MVMUL recording) whose expansion is K identical REPLAYs of a buffered body of 2 or more words (elementwise512's
- * compute kernel: a tile's SFPU body as one MOP), in C up to batch_sfpu: the FIFO's accept and the MOP expander's
- * take (TensixTiming.accept, take(is_mop=True)), the expansion from frontend's cache (_MOP_EXPANSIONS; a miss: None,
- * the Python path fills it), the replay expander's K x body into the ready queue (the first REPLAY's
- * long_replay_in_mop clears after_mop), then batch_sfpu itself (a method call: its switches, the C batch_run and its
- * Python reference as ever). Where it takes every word, the drain ends there (the thread empty, blocked None, the
- * words counted); anything else is left in the ready queue to Tensix.drain, which continues exactly where _drain's
- * loop would (next_instruction finds the ready queue filled; batch_sfpu asked again answers the same, having changed
- * nothing). The class's drain and _drain must be Tensix's, the cycle model neither recorded nor spied, the MOP and
- * REPLAY words free of reserved bits in strict mode (else None: Python raises). */
+ * compute kernel: a tile's SFPU body as one MOP), in C up to batch_sfpu: the FIFO's accept and the MOP expander's take
+ * (TensixTiming.accept, take(is_mop=True)), the expansion from frontend's cache (_MOP_EXPANSIONS; a miss: None, the
+ * Python path fills it), the replay expander's K x body into the ready queue (the first REPLAY's long_replay_in_mop
+ * clears after_mop), then batch_sfpu itself for an SFPU word at the head (a method call: its switches, the C batch_run
+ * and its Python reference as ever; no batch found: batch_skip, as _drain sets it). Where it takes every word, the
+ * drain ends there (the thread empty, blocked None, the words counted); anything else is left in the ready queue to
+ * Tensix.drain, which continues exactly where _drain's loop would (next_instruction finds the ready queue filled,
+ * batch_skip as _drain left it). The class's drain and _drain must be Tensix's, the
+ * cycle model neither recorded nor spied, the MOP and REPLAY words free of reserved bits in strict mode (else None:
+ * Python raises). */
 static PyObject *mop_frontend, *mop_drain_ref, *mop_pydrain_ref, *s_mop_expansions, *s_replay_fields, *s_used_bits,
     *s_op_replay, *s_op_mop, *s_mask_hi, *s_mop_cfg, *s_len, *s_start_idx, *s_load_mode, *s_ewl, *s_batch_sfpu_name,
-    *s_pydrain, *s_mop_name, *s_replay_name;
+    *s_pydrain, *s_mop_name, *s_replay_name, *s_decoded_cache;
 
 static int mop_init(void) {
     if (mop_frontend)
@@ -520,7 +521,7 @@ static int mop_init(void) {
         {&s_op_replay, "_OP_REPLAY"}, {&s_op_mop, "_OP_MOP"}, {&s_mask_hi, "mask_hi"}, {&s_mop_cfg, "mop_cfg"},
         {&s_len, "len"}, {&s_start_idx, "start_idx"}, {&s_load_mode, "load_mode"},
         {&s_ewl, "execute_while_loading"}, {&s_batch_sfpu_name, "batch_sfpu"}, {&s_pydrain, "_drain"},
-        {&s_mop_name, "MOP"}, {&s_replay_name, "REPLAY"},
+        {&s_mop_name, "MOP"}, {&s_replay_name, "REPLAY"}, {&s_decoded_cache, "_decoded"},
     };
     if (INTERN_NAMES(names))
         return -1;
@@ -678,16 +679,27 @@ static PyObject *mop_push(PyObject *self, PyObject *const *args, Py_ssize_t narg
         goto out;
     if (!(o[P_EXT] = call_method(o[P_READY], s_extend, &o[P_SEQ], 1)))
         goto out;
-    /* _drain's batch_sfpu (K_SFPU at the head: a batch is only found for an SFPU body) */
-    PyObject *call[2] = {args[1], thobj};
-    long long n;
-    if (!(o[P_N] = call_method(tx, s_batch_sfpu_name, call, 2)) || get_ll(o[P_N], "batch_sfpu", &n))
+    /* _drain's batch_sfpu for an SFPU word at the head (its kind from the decoder's cache; not cached: the drain
+     * decodes it and decides), and the batch_skip it sets where that finds no batch */
+    PyObject *decoded = get_attr(tx, s_decoded_cache), *d = decoded ? dict_get(decoded, PyList_GET_ITEM(o[P_SEQ], 0))
+                                                                     : NULL;
+    long long kind = -1, n = 0;
+    int sfpu_head = d && PyTuple_Check(d) && PyTuple_GET_SIZE(d) == 7 && !tuple_int(d, 5, &kind) && kind == K_SFPU;
+    Py_XDECREF(d);
+    Py_XDECREF(decoded);
+    if (PyErr_Occurred())
         goto out;
+    if (sfpu_head) {
+        PyObject *call[2] = {args[1], thobj};
+        if (!(o[P_N] = call_method(tx, s_batch_sfpu_name, call, 2)) || get_ll(o[P_N], "batch_sfpu", &n))
+            goto out;
+    }
     if (n == count * k) {                      /* the whole expansion: the drain ends with the thread empty */
         if (set_attr(thobj, s_blocked, Py_None) < 0 || count_issued(tx, th, n))
             goto out;
     } else {                                   /* the rest is Tensix.drain's, which counts its own words */
-        if (n > 0 && set_attr(thobj, s_blocked, Py_None) < 0)
+        if ((n > 0 && set_attr(thobj, s_blocked, Py_None) < 0)
+            || (sfpu_head && n == 0 && set_attr_ll(thobj, s_batch_skip, count * k) < 0))
             goto out;
         if (!(o[P_DRAINED] = call_method(tx, s_drain, &args[1], 1)))
             goto out;
