@@ -229,15 +229,15 @@ def test_batch_run_flushes_the_work_queued_ahead(lanes, monkeypatch):
 
 
 @pytest.mark.skipif(native.host_compiler() is None, reason="no host C compiler (cc, clang or gcc)")
-@pytest.mark.parametrize("case", ["batch", "alone", "lanes_off", "few_reps", "recorded", "unwritten"])
+@pytest.mark.parametrize("case", ["batch", "alone", "lanes_off", "few_reps", "recorded", "unwritten", "not_sfpu"])
 def test_mop_push_equals_the_python_push(case, monkeypatch):
     """mop_push (mop_batch_native.c: a MOP of identical REPLAYs pushed to an idle thread, up to batch_sfpu) against
     push()'s Python path (MOP_PUSH_NATIVE off), the MOP pushed behind a SFPENCC in one push_many as the compute kernel
     does: the whole expansion batched (batch; alone: the MOP pushed on its own, 40 cycles after the thread's clock, so
     that its accept and take set the frontend's cycle), the batch declined with the lanes off or refused with too few
-    repetitions and the words left to Tensix.drain (lanes_off, few_reps, unwritten: strict mode's unwritten rows), a
-    timeline recorded (recorded: None, Python's path). The same Dst, LRegs, flags, cycle model, counters and C
-    traffic."""
+    repetitions and the words left to Tensix.drain (lanes_off, few_reps, unwritten: strict mode's unwritten rows;
+    not_sfpu: a body of NOPs, no batch asked), a timeline recorded (recorded: None, Python's path). The same Dst,
+    LRegs, flags, cycle model, counters, C traffic and threads' queues, batch_skip and blocked state."""
     assert sfpu_issue_native.mop_push() is not None, sfpu_issue_native.status()
     encc = E("SFPENCC", imm12_math=1 if case == "lanes_off" else 0, lreg_dest=0,
              instr_mod1=10 if case == "lanes_off" else 0)
@@ -255,8 +255,10 @@ def test_mop_push_equals_the_python_push(case, monkeypatch):
         monkeypatch.setitem(sfpu_native.traffic, "C", 0)
         frontend._MOP_EXPANSIONS.clear()       # (the expander's cache: the first MOP finds nothing, mop_push declines)
         expanded.append(0)
-        tx = mop_run(bench.exp2_body(), tiles=5, lead=[] if case == "alone" else [encc], **{"reps": 8, **kw})
-        states.append(_full_state(tx) + _timing_state(tx))
+        body = [NOP] * 3 if case == "not_sfpu" else bench.exp2_body()
+        tx = mop_run(body, tiles=5, lead=[] if case == "alone" else [encc], **{"reps": 8, **kw})
+        threads = tuple((list(th.ready), th.batch_skip, th.blocked, list(th.fifo)) for th in tx.threads)
+        states.append(_full_state(tx) + _timing_state(tx) + (threads,))
     _same(*states)
     assert expanded == [5 if case == "recorded" else 1, 5], expanded
 

@@ -1,14 +1,15 @@
-/* batch_run: mop_batch.MopBatchMixin.batch_sfpu's steady case in C (included by sfpu_issue_native.c, whose attribute
- * helpers and interned names it uses). A MOP of identical REPLAYs puts K repetitions of one SFPU body in a thread's
- * ready queue; once batch_sfpu has run that body from the same address key and relative cycle-model state, every
- * analysis it makes is in its memos (the body's plan, the Dst address analysis, the timing memo, the C program), and
- * what is left is ~25 us of Python reading the state those memos are keyed by. batch_run reads the same state, looks
- * the same keys up, and where every look-up hits does what batch_sfpu's memo-hit path does: the cycle model advanced
- * by the timing memo, the RWCs by the repetitions' increments, the kept program run by sfpu_native.c's sfpu_run, the
- * words popped; deferred work queued ahead of the MOP (elementwise512's SFPENCC a tile) is executed and the lane
- * enables cached first, as batch_sfpu's `self.sfpu` and `enabled()` do. Anything else (a miss, a refusal, a blocked
- * thread, a timeline recorder, a structure not as expected) returns -1 with nothing changed but that, and batch_sfpu's
- * Python, the reference, takes the batch (tests/emu/test_mop_speed.py pins the two together). */
+/* batch_run: mop_batch.MopBatchMixin.batch_sfpu's steady case in C, and mop_push (below): a MOP's push up to it
+ * (included by sfpu_issue_native.c, whose attribute helpers and interned names they use). A MOP of identical REPLAYs
+ * puts K repetitions of one SFPU body in a thread's ready queue; once batch_sfpu has run that body from the same
+ * address key and relative cycle-model state, every analysis it makes is in its memos (the body's plan, the Dst address
+ * analysis, the timing memo, the C program), and what is left is ~25 us of Python reading the state those memos are
+ * keyed by. batch_run reads the same state, looks the same keys up, and where every look-up hits does what batch_sfpu's
+ * memo-hit path does: the cycle model advanced by the timing memo, the RWCs by the repetitions' increments, the kept
+ * program run by sfpu_native.c's sfpu_run, the words popped; deferred work queued ahead of the MOP (elementwise512's
+ * SFPENCC a tile) is executed and the lane enables cached first, as batch_sfpu's `self.sfpu` and `enabled()` do.
+ * Anything else (a miss, a refusal, a blocked thread, a timeline recorder, a structure not as expected) returns -1 with
+ * nothing changed but that, and batch_sfpu's Python, the reference, takes the batch (tests/emu/test_mop_speed.py pins
+ * the two together). */
 
 static PyObject *s_batch_plans, *s_batch_addr_cache, *s_batch_timing, *s_batch_programs, *s_batch_runs, *s_en_cache,
     *s_all_enabled, *s_flags_after, *s_lane_config_any, *s_lreg, *s_lane_flags, *s_use_lane_flags, *s_dst_name,
@@ -17,20 +18,32 @@ static PyObject *s_batch_plans, *s_batch_addr_cache, *s_batch_timing, *s_batch_p
 typedef int32_t (*sfpu_run_fn)(uint32_t *lreg, uint8_t *lane_flags, uint8_t *use_lane_flags, uint32_t *dst,
                                uint8_t *written, const int32_t *prog, int32_t n);
 static sfpu_run_fn batch_sfpu_run;      /* sfpu_native.c's sfpu_run (configure_batch: its address in that library) */
-/* configure_batch's too: sfpu_native.traffic, DeferralMixin.flush_deferred (the reference the small flush below stands
- * in for: a class that overrides it keeps its own), sfpu_issue_native.new_queue */
-static PyObject *batch_traffic, *batch_flush_ref, *batch_new_queue;
+/* configure_batch's too: sfpu_native.traffic, sfpu_issue_native.new_queue; and DeferralMixin.flush_deferred (the
+ * reference the small flush below stands in for: a class that overrides it keeps its own), found at first use
+ * (deferral.py imports this module) */
+static PyObject *batch_traffic, *batch_new_queue, *batch_flush_ref;
 
 static PyObject *configure_batch(PyObject *self, PyObject *args) {
     unsigned long long addr;
-    PyObject *traffic, *flush, *new_queue;
-    if (!PyArg_ParseTuple(args, "KO!OO", &addr, &PyDict_Type, &traffic, &flush, &new_queue))
+    PyObject *traffic, *new_queue;
+    if (!PyArg_ParseTuple(args, "KO!O", &addr, &PyDict_Type, &traffic, &new_queue))
         return NULL;
     batch_sfpu_run = (sfpu_run_fn)(uintptr_t)addr;
     Py_XSETREF(batch_traffic, Py_NewRef(traffic));
-    Py_XSETREF(batch_flush_ref, Py_NewRef(flush));
     Py_XSETREF(batch_new_queue, Py_NewRef(new_queue));
     Py_RETURN_NONE;
+}
+
+/* DeferralMixin.flush_deferred (borrowed: the class keeps it), or NULL with an error set */
+static PyObject *batch_flush_reference(void) {
+    if (!batch_flush_ref) {
+        PyObject *mod = PyImport_ImportModule("tt_backend.runtime.emu.accel.deferral");
+        PyObject *cls = mod ? PyObject_GetAttrString(mod, "DeferralMixin") : NULL;
+        batch_flush_ref = cls ? PyObject_GetAttr(cls, s_flush_deferred) : NULL;
+        Py_XDECREF(cls);
+        Py_XDECREF(mod);
+    }
+    return batch_flush_ref;
 }
 
 static int batch_names(void) {
@@ -135,21 +148,29 @@ static PyObject *dict_get(PyObject *d, PyObject *key) {
 }
 
 /* DeferralMixin.flush_deferred of queue dq (a DeferredQueue of fewer than 4 entries: no period search, no batch, the
- * entries run one by one) where the SFPU is plain (the caller checked) and every entry's word has its sfpu_native record
- * in tx._records: what _dq_exec_run's one packed call does (the records run by sfpu_run on the arrays bind_arrays
- * bound, the lane enables invalidated, the SFPU's instruction count and sfpu_native.traffic["C"] counted, its cycle the
- * last entry's issue cycle), then flush_deferred's own epilogue (the SFPU's formats from the last entry's config words,
- * a new queue, no flag state). 1 done, 0 not this case (nothing changed: the caller calls flush_deferred), -1 with an
- * error set, -2 - done where sfpu_run stopped at record `done` (as batch_run's). */
+ * entries run one by one) where the SFPU is plain (the caller checked) and every entry's word has its sfpu_native
+ * record in tx._records: what _dq_exec_run's one packed call does (the records run by sfpu_run on the arrays
+ * bind_arrays bound, the lane enables invalidated, the SFPU's instruction count and sfpu_native.traffic["C"] counted,
+ * its cycle the last entry's issue cycle), then flush_deferred's own epilogue (the SFPU's formats from the last entry's
+ * config words, a new queue, no flag state). 1 done, 0 not this case (nothing changed: the caller calls
+ * flush_deferred), -1 with an error set, -2 - done where sfpu_run stopped at record `done` (as batch_run's). */
 static int batch_small_flush(PyObject *tx, PyObject *dq, PyObject *raw, Py_ssize_t *stopped) {
-    if (!dq_is_queue(dq) || !batch_traffic || !batch_flush_ref)
+    if (!dq_is_queue(dq) || !batch_traffic || !batch_new_queue)
         return 0;
     DeferredQueue *q = (DeferredQueue *)dq;
     Py_ssize_t n = q->n;
     if (n < 1 || n >= 4)
         return 0;
+    PyObject *ref = batch_flush_reference();
+    if (!ref)
+        return -1;
+    PyObject **dp = _PyObject_GetDictPtr(tx);            /* (an instance's own flush_deferred: a spy's) */
+    if (dp && *dp && PyDict_GetItemWithError(*dp, s_flush_deferred))
+        return 0;
+    if (PyErr_Occurred())
+        return -1;
     PyObject *flush = PyObject_GetAttr((PyObject *)Py_TYPE(tx), s_flush_deferred);
-    int own = flush && PyFunction_Check(flush) && flush == batch_flush_ref;
+    int own = flush && flush == ref;
     Py_XDECREF(flush);
     if (!flush) {
         PyErr_Clear();
@@ -193,7 +214,7 @@ static int batch_small_flush(PyObject *tx, PyObject *dq, PyObject *raw, Py_ssize
     PyObject *fresh = PyObject_CallNoArgs(batch_new_queue);
     if (!fresh)
         return -1;
-    /* flush_deferred's order: the new queue and no flag state first, then the run, the counts, the cycle, the formats */
+    /* flush_deferred's order: the new queue and no flag state, then the run, the counts, the cycle, the formats */
     int bad = set_attr(tx, s_deferred, fresh) < 0 || set_attr(tx, s_dq_flags, Py_None) < 0
               || set_attr_ll(raw, s_instructions, instructions + n) < 0;
     Py_DECREF(fresh);
@@ -478,18 +499,19 @@ out:
 /* mop_push(tx, thread, word, t) -> the accepted cycle, or None with nothing changed: FrontendMixin.push of a MOP word
  * to an idle thread (nothing in its FIFO, MOP output or ready queue, no REPLAY load, not blocked, no latched wait, no
  * MVMUL recording) whose expansion is K identical REPLAYs of a buffered body of 2 or more words (elementwise512's
- * compute kernel: a tile's SFPU body as one MOP), in C up to batch_sfpu: the FIFO's accept and the MOP expander's
- * take (TensixTiming.accept, take(is_mop=True)), the expansion from frontend's cache (_MOP_EXPANSIONS; a miss: None,
- * the Python path fills it), the replay expander's K x body into the ready queue (the first REPLAY's
- * long_replay_in_mop clears after_mop), then batch_sfpu itself (a method call: its switches, the C batch_run and its
- * Python reference as ever). Where it takes every word, the drain ends there (the thread empty, blocked None, the
- * words counted); anything else is left in the ready queue to Tensix.drain, which continues exactly where _drain's
- * loop would (next_instruction finds the ready queue filled; batch_sfpu asked again answers the same, having changed
- * nothing). The class's drain and _drain must be Tensix's, the cycle model neither recorded nor spied, the MOP and
- * REPLAY words free of reserved bits in strict mode (else None: Python raises). */
+ * compute kernel: a tile's SFPU body as one MOP), in C up to batch_sfpu: the FIFO's accept and the MOP expander's take
+ * (TensixTiming.accept, take(is_mop=True)), the expansion from frontend's cache (_MOP_EXPANSIONS; a miss: None, the
+ * Python path fills it), the replay expander's K x body into the ready queue (the first REPLAY's long_replay_in_mop
+ * clears after_mop), then batch_sfpu itself for an SFPU word at the head (a method call: its switches, the C batch_run
+ * and its Python reference as ever; no batch found: batch_skip, as _drain sets it). Where it takes every word, the
+ * drain ends there (the thread empty, blocked None, the words counted); anything else is left in the ready queue to
+ * Tensix.drain, which continues exactly where _drain's loop would (next_instruction finds the ready queue filled,
+ * batch_skip as _drain left it). The class's drain and _drain must be Tensix's, the
+ * cycle model neither recorded nor spied, the MOP and REPLAY words free of reserved bits in strict mode (else None:
+ * Python raises). */
 static PyObject *mop_frontend, *mop_drain_ref, *mop_pydrain_ref, *s_mop_expansions, *s_replay_fields, *s_used_bits,
     *s_op_replay, *s_op_mop, *s_mask_hi, *s_mop_cfg, *s_len, *s_start_idx, *s_load_mode, *s_ewl, *s_batch_sfpu_name,
-    *s_pydrain, *s_mop_name, *s_replay_name;
+    *s_pydrain, *s_mop_name, *s_replay_name, *s_decoded_cache;
 
 static int mop_init(void) {
     if (mop_frontend)
@@ -499,7 +521,7 @@ static int mop_init(void) {
         {&s_op_replay, "_OP_REPLAY"}, {&s_op_mop, "_OP_MOP"}, {&s_mask_hi, "mask_hi"}, {&s_mop_cfg, "mop_cfg"},
         {&s_len, "len"}, {&s_start_idx, "start_idx"}, {&s_load_mode, "load_mode"},
         {&s_ewl, "execute_while_loading"}, {&s_batch_sfpu_name, "batch_sfpu"}, {&s_pydrain, "_drain"},
-        {&s_mop_name, "MOP"}, {&s_replay_name, "REPLAY"},
+        {&s_mop_name, "MOP"}, {&s_replay_name, "REPLAY"}, {&s_decoded_cache, "_decoded"},
     };
     if (INTERN_NAMES(names))
         return -1;
@@ -657,16 +679,27 @@ static PyObject *mop_push(PyObject *self, PyObject *const *args, Py_ssize_t narg
         goto out;
     if (!(o[P_EXT] = call_method(o[P_READY], s_extend, &o[P_SEQ], 1)))
         goto out;
-    /* _drain's batch_sfpu (K_SFPU at the head: a batch is only found for an SFPU body) */
-    PyObject *call[2] = {args[1], thobj};
-    long long n;
-    if (!(o[P_N] = call_method(tx, s_batch_sfpu_name, call, 2)) || get_ll(o[P_N], "batch_sfpu", &n))
+    /* _drain's batch_sfpu for an SFPU word at the head (its kind from the decoder's cache; not cached: the drain
+     * decodes it and decides), and the batch_skip it sets where that finds no batch */
+    PyObject *decoded = get_attr(tx, s_decoded_cache), *d = decoded ? dict_get(decoded, PyList_GET_ITEM(o[P_SEQ], 0))
+                                                                     : NULL;
+    long long kind = -1, n = 0;
+    int sfpu_head = d && PyTuple_Check(d) && PyTuple_GET_SIZE(d) == 7 && !tuple_int(d, 5, &kind) && kind == K_SFPU;
+    Py_XDECREF(d);
+    Py_XDECREF(decoded);
+    if (PyErr_Occurred())
         goto out;
+    if (sfpu_head) {
+        PyObject *call[2] = {args[1], thobj};
+        if (!(o[P_N] = call_method(tx, s_batch_sfpu_name, call, 2)) || get_ll(o[P_N], "batch_sfpu", &n))
+            goto out;
+    }
     if (n == count * k) {                      /* the whole expansion: the drain ends with the thread empty */
         if (set_attr(thobj, s_blocked, Py_None) < 0 || count_issued(tx, th, n))
             goto out;
     } else {                                   /* the rest is Tensix.drain's, which counts its own words */
-        if (n > 0 && set_attr(thobj, s_blocked, Py_None) < 0)
+        if ((n > 0 && set_attr(thobj, s_blocked, Py_None) < 0)
+            || (sfpu_head && n == 0 && set_attr_ll(thobj, s_batch_skip, count * k) < 0))
             goto out;
         if (!(o[P_DRAINED] = call_method(tx, s_drain, &args[1], 1)))
             goto out;

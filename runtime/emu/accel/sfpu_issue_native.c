@@ -2518,13 +2518,6 @@ static PyObject *push_entry(PyObject *self, PyObject *const *args, size_t nargsf
     return PyObject_Vectorcall(entry_rest, args, nargs, kwnames);
 }
 
-/* many_one(tx, thread, words, t, dq_max): push_many's issue_run call for the run of deferrable words at the head of
- * `words` (deferral.DeferralMixin.push_many, its first pass round its loop), in C: where the thread is empty (no FIFO
- * words, ready words, MOP output or REPLAY load), no timeline is recorded, the cycle model is not spied, its C context
- * is the current one (push_one's rule), work is queued (so push_many's `dq or sfpu.is_plain()` holds and the flag
- * state is tx._dq_flags) and words[0] has C facts: issue_run over words from 0 with push_many's arguments and its
- * epilogue (issue_t, the flag state, the Dst access named for errors, unblocked, the words counted). Returns (i, t):
- * i words issued, the next push at t; None with nothing changed wherever push_many would do anything else first. */
 /* issue_inputs for push_many's run with nothing queued (plain_issue_state's empty_ok): its `dq or sfpu.is_plain()`
  * test and the lane-flag state deferral.uniform_flags reads from the SFPU (as replay_push asks it); 1 plain, 0 Python's
  * path (work queued: issue_inputs' case; the SFPU not plain), -1 with an error set, -2 a lane-flag state of the wrong
@@ -2553,6 +2546,13 @@ static int many_idle_inputs(PyObject *tx, PyObject *thobj, PyObject **in, long l
     return 1;
 }
 
+/* many_one(tx, thread, words, t, dq_max): push_many's issue_run call for the run of deferrable words at the head of
+ * `words` (deferral.DeferralMixin.push_many, its first pass round its loop), in C: where the thread is empty (no FIFO
+ * words, ready words, MOP output or REPLAY load), no timeline is recorded, the cycle model is not spied, its C context
+ * is the current one (push_one's rule), work is queued (so push_many's `dq or sfpu.is_plain()` holds and the flag
+ * state is tx._dq_flags) and words[0] has C facts: issue_run over words from 0 with push_many's arguments and its
+ * epilogue (issue_t, the flag state, the Dst access named for errors, unblocked, the words counted). Returns (i, t):
+ * i words issued, the next push at t; None with nothing changed wherever push_many would do anything else first. */
 enum { M_THREADS, M_FIFO, M_READY, M_MOPOUT, M_LOAD, M_CWORD, M_LATCH = M_CWORD + B_N, M_LBLOCK, M_MEM, M_R,
        M_N };       /* (M_CWORD: the issue block) */
 
@@ -2655,8 +2655,9 @@ out:
 static PyObject *s_push_many, *s_pm_done;
 
 /* After many_one's words, the next one to mop_push (mop_batch_native.c), as DeferralMixin.push_many's loop would hand
- * it a MOP first (MOP_PUSH_NATIVE read at each call; mop_push answers None for any other word); taken, *i and *t move
- * past it. 0, or -1 with the exception set and pm_done / pm_t naming the word (push_many's contract) */
+ * it a MOP first (MOP_PUSH_NATIVE read at each call; mop_push answers None for any other word); where it takes the
+ * word, *i and *t move past it. 0, or -1 with the exception set and pm_done / pm_t naming the word (push_many's
+ * contract) */
 static PyObject *mop_push(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 static PyObject *s_mop_push_native;
 
@@ -2807,7 +2808,8 @@ static PyMethodDef methods[] = {
     {"find_period", (PyCFunction)(void (*)(void))find_period, METH_FASTCALL, "see its comment"},
     {"batch_run", (PyCFunction)(void (*)(void))batch_run, METH_FASTCALL, "see mop_batch_native.c"},
     {"mop_push", (PyCFunction)(void (*)(void))mop_push, METH_FASTCALL, "see mop_batch_native.c"},
-    {"configure_batch", configure_batch, METH_VARARGS, "configure_batch(address of sfpu_native.c's sfpu_run)"},
+    {"configure_batch", configure_batch, METH_VARARGS, "configure_batch(address of sfpu_native.c's sfpu_run, "
+     "sfpu_native.traffic, new_queue)"},
     {"pack_records", (PyCFunction)(void (*)(void))pack_records, METH_FASTCALL, "see its comment"},
     {"configure_plain", configure_plain, METH_VARARGS, "configure_plain(unpack_bytes_per_cycle, pack_bytes_per_cycle, "
      "element_bits, fpu_dst_read_latency, fifo_depth)"},

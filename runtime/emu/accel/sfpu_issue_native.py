@@ -189,9 +189,7 @@ def _batch_part():
     run, lib = _part("batch_run"), sfpu_native._load()[0]
     if run is None or lib is None:
         return None
-    from tt_backend.runtime.emu.accel import deferral     # (deferral imports this module)
-    _load()[0].configure_batch(ctypes.cast(lib.sfpu_run, ctypes.c_void_p).value, sfpu_native.traffic,
-                               deferral.DeferralMixin.flush_deferred, new_queue)
+    _load()[0].configure_batch(ctypes.cast(lib.sfpu_run, ctypes.c_void_p).value, sfpu_native.traffic, new_queue)
     return run
 
 
