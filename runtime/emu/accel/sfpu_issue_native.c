@@ -2541,7 +2541,7 @@ static int many_idle_inputs(PyObject *tx, PyObject *thobj, PyObject **in, long l
         return -1;
     if (flag_code(in[B_FLAGS], fl))
         return -2;
-    if (!(in[B_BLOCKED] = get_attr(thobj, s_blocked)) || !(in[B_EVENT] = get_attr(in[B_TM], s_event_t)))
+    if (!(in[B_BLOCKED] = th_get(thobj, TS_BLOCKED)) || !(in[B_EVENT] = tm_obj(in[B_TM], s_event_t)))
         return -1;
     return 1;
 }

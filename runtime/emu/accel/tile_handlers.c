@@ -1411,14 +1411,15 @@ static int wait_release(run_view *rv, PyObject *gate_l, PyObject *tobj, long lon
         view_drop(rv);
         Py_XDECREF(c_o);
     } else if (ref == 1 && !get_ll(cond, "cond", &cd)) {
-        PyObject *busy = cd & 6 ? view_list(rv, V_UNPACK_BUSY) : NULL;
-        int bad = cd & 6 && !busy;
+        ThreadTiming *s = tm_state(rv->tm);            /* (the units' busy times: its C members, else by name) */
+        PyObject *busy = cd & 6 && !s ? view_list(rv, V_UNPACK_BUSY) : NULL;
+        int bad = cd & 6 && !s && !busy;
         for (int i = 0; !bad && i < 2; i++)
-            if (cd >> (i + 1) & 1 && !(bad = list_ll(busy, i, &v)) && v > release)
+            if (cd >> (i + 1) & 1 && !(bad = s ? (v = s->unpack_busy[i], 0) : list_ll(busy, i, &v)) && v > release)
                 release = v;
-        if (!bad && cd & 8 && !(bad = attr_ll(rv->tm, s_pack_busy, &v)) && v > release)
+        if (!bad && cd & 8 && !(bad = s ? (v = s->pack_busy, 0) : attr_ll(rv->tm, s_pack_busy, &v)) && v > release)
             release = v;
-        if (!bad && cd & 16 && !(bad = attr_ll(rv->tm, s_fpu_busy, &v)) && v > release)
+        if (!bad && cd & 16 && !(bad = s ? (v = s->fpu_busy, 0) : attr_ll(rv->tm, s_fpu_busy, &v)) && v > release)
             release = v;
         if (!bad && cd & (1 << 11)) {
             PyObject *s = PyObject_CallMethodNoArgs(rv->tm, h_sfpu_busy);
