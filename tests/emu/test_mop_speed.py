@@ -141,10 +141,13 @@ def test_native_state_follows_the_arrays():
 
 
 def _timing_state(tx) -> tuple:
-    """The cycle model's SFPU issue state and the Tensix's last instruction, beyond _full_state's stats."""
+    """The cycle model's issue state (with what a MOP's accept and take write: the frontend's cycle, after_mop, the
+    FIFO departures, the Wait Gate, event_t), its SFPU issue state and the Tensix's last instruction, beyond
+    _full_state's stats."""
     tm, st = tx.tm, tx.tm.sfpu
-    return (list(tm.clock), list(tm.stalls), list(tm.issued), st.mad_cycle, st.mad_writes, st.mad_macro,
-            st.nop_only_cycle, st.busy_until, tx.current, sfpu_native.traffic["C"])
+    return (list(tm.clock), list(tm.stalls), list(tm.issued), list(tm.fe), list(tm.after_mop), list(tm.gate),
+            [list(q) for q in tm.taken], tm.event_t, st.mad_cycle, st.mad_writes, st.mad_macro, st.nop_only_cycle,
+            st.busy_until, tx.current, sfpu_native.traffic["C"])
 
 
 def _batch_runs_both(monkeypatch, run) -> tuple[dict, tuple, tuple]:

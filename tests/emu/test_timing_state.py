@@ -13,7 +13,7 @@ from collections import deque
 import numpy as np
 import pytest
 
-from tt_backend.chip import layout
+from tt_backend.chip import isa, layout
 from tt_backend.runtime.emu import bench, cycles
 from tt_backend.runtime.emu.accel import sfpu_issue_native
 from tt_backend.runtime.emu.tensix import Tensix
@@ -119,7 +119,13 @@ def test_cycle_model_in_c_answers_as_python(monkeypatch):
     _with_state(True, monkeypatch)
     with pytest.raises(TypeError):
         models[True].event_t = "1"
-    alive = weakref.ref(Tensix(np.zeros(layout.L1_SIZE, np.uint8)).tm)
+    dropped = Tensix(np.zeros(layout.L1_SIZE, np.uint8))
+    dropped.push_many(1, (isa.encode("SETDMAREG", reg_index_16b=0, set_signals_mode=0, payload=1),
+                          isa.encode("STALLWAIT", wait_res=0x10, stall_res=0x1FF)), 0)
+    dropped.step()                      # (it issued: nothing the C issue keeps between calls may hold it)
+    assert dropped.instructions[1] == 2
+    alive = weakref.ref(dropped.tm)
+    del dropped
     gc.collect()
     assert alive() is None
 

@@ -1014,7 +1014,8 @@ static void tm_lists_release(tm_lists *l) {
 
 /* The lists of the cycle model whose `clock` list was read last (strong references: that list cannot be freed, so its
  * address names that model): TensixTiming.FIXED binds them once, so the same clock list means the same lists, and a
- * call reads one attribute instead of eight. */
+ * call reads one attribute instead of eight. Only Python lists are kept: a model with its state in C is held by its
+ * views (timing_state.c), so keeping them would keep the last Tensix that issued alive after it is dropped. */
 static tm_lists tm_memo;
 
 static int tm_lists_get(PyObject *tm, tm_lists *l) {
@@ -1031,7 +1032,7 @@ static int tm_lists_get(PyObject *tm, tm_lists *l) {
         && (l->stalls = attr_list(tm, s_stalls, 3)) && (l->issued = attr_list(tm, s_issued, 3))
         && (l->taken = attr_list(tm, s_taken, 3))) {
         PyObject **from = &l->clock, **to = &tm_memo.clock;
-        for (size_t i = 0; i < sizeof(tm_lists) / sizeof(PyObject *); i++)
+        for (size_t i = 0; !tm_state(tm) && i < sizeof(tm_lists) / sizeof(PyObject *); i++)
             Py_XSETREF(to[i], Py_NewRef(from[i]));
         return 0;
     }
