@@ -95,9 +95,10 @@ def info() -> int:
                                  ("emulator SFPU words pushed one by one", sfpu_issue_native.status()),
                                  ("emulator other words pushed one by one", sfpu_issue_native.plain_status()),
                                  ("emulator MOP batches (memo hits)", sfpu_issue_native.batch_status()),
+                                 ("emulator MOPs pushed to an idle thread", sfpu_issue_native.mop_push_status()),
                                  ("emulator REPLAYs pushed one by one", sfpu_issue_native.replay_status()),
                                  ("emulator UNPACR/PACR/MVMUL/ELW data", tile_native.status()),
-                                 ("emulator UNPACR/PACR/MVMUL/ELW handlers", direct_issue.tile_handlers_status()),
+                                 ("emulator tile, wait and semaphore handlers", direct_issue.tile_handlers_status()),
                                  ("emulator RISC-V cores", rv32_native.status()),
                                  ("emulator NoC reservations", noc_native.status()), compile_cache_row()]
     w = max(len(k) for k, _ in rows)

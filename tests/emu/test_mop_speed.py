@@ -266,6 +266,13 @@ def test_mop_push_equals_the_python_push(case, monkeypatch):
     assert expanded == [5 if case == "recorded" else 1, 5], expanded
 
 
+def test_mop_push_switch(monkeypatch):
+    """MOP_PUSH_NATIVE = False (TT_EMU_MOP_PUSH_NATIVE=0) leaves a MOP's push to Python, and `info` says so."""
+    monkeypatch.setattr(sfpu_issue_native, "MOP_PUSH_NATIVE", False)
+    assert sfpu_issue_native.mop_push() is None
+    assert sfpu_issue_native.mop_push_status() == "Python: TT_EMU_MOP_PUSH_NATIVE=0"
+
+
 def test_batch_run_switch(monkeypatch):
     """BATCH_NATIVE = False (TT_EMU_MOP_BATCH_NATIVE=0) and the SFPU's C part off each leave batch_sfpu to Python."""
     monkeypatch.setattr(sfpu_issue_native, "BATCH_NATIVE", False)

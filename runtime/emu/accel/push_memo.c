@@ -12,9 +12,9 @@
  * blocked), the latched wait's block mask (a slot of the latch class the memo was filled with), the SFPU timing's
  * `rec` slot, the queue's length, config words 0 and 1, and the cycle model's C state (timing_state.c: event_t read
  * there, issue_t and the instruction counts written there; the memo needs it, as the C issue of SFPU words does). The
- * objects are borrowed: the dicts hold them while their versions stand. push_fast answers with the memo or declines (0: push_one's
- * full path then runs, and fills the memo where it takes a word without Dst access). TT_EMU_PUSH_MEMO_NATIVE=0 turns
- * it off (push_entry's switch). */
+ * objects are borrowed: the dicts hold them while their versions stand. push_fast answers with the memo or declines
+ * (0: push_one's full path then runs, and fills the memo where it takes a word without Dst access).
+ * TT_EMU_PUSH_MEMO_NATIVE=0 turns it off (push_entry's switch). */
 
 typedef struct {
     PyObject *tx, *txd, *tm, *tmd, *thobj, *stiming;

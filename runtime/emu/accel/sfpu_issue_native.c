@@ -1829,8 +1829,8 @@ static PyObject *step_run(PyObject *self, PyObject *tx) {
         }
         for (int t = 0; !bad && poll_ref && t < 3; t++) {      /* sync.poll_latches */
             view_drop(&rv);                                     /* (the view's thread items are the old thread's) */
-            rv.th = PyList_GET_ITEM(threads, t);
-            PyObject *latch = get_attr(rv.th, s_latch), *tobj = PyLong_FromLong(t);
+            PyObject *th = rv.th = Py_NewRef(PyList_GET_ITEM(threads, t));    /* (held across latch_unmet's call) */
+            PyObject *latch = th_get(th, TS_LATCH), *tobj = PyLong_FromLong(t);
             int met = !latch || !tobj ? -1 : latch == Py_None ? 0 : latch_met(&rv, latch);
             if (met == 2) {
                 PyObject *stack[3] = {tx, tobj, latch};
@@ -1839,9 +1839,10 @@ static PyObject *step_run(PyObject *self, PyObject *tx) {
                 met = !r ? -1 : r == Py_None;
                 Py_XDECREF(r);
             }
-            bad = met < 0 || (met == 1 && set_attr(rv.th, s_latch, Py_None));
+            bad = met < 0 || (met == 1 && th_set(th, TS_LATCH, Py_None));
             Py_XDECREF(latch);
             Py_XDECREF(tobj);
+            Py_DECREF(th);
         }
         for (int t = n = 0; !bad && t < 3; t++) {
             view_drop(&rv);
@@ -2666,30 +2667,34 @@ static int many_mop(PyObject *tx, PyObject *thread_o, PyObject *w, Py_ssize_t *i
     if (!s_mop_push_native && !(s_mop_push_native = PyUnicode_InternFromString("MOP_PUSH_NATIVE")))
         return -1;
     int on = dict_flag(entry_switches, s_mop_push_native);
-    if (on <= 0)
-        return on;
+    if (on <= 0) {
+        if (on == 0)
+            return 0;
+        goto fail;
+    }
     PyObject *a[4] = {tx, thread_o, w, *t}, *r = mop_push(NULL, a, 4);
     long long at;
-    if (!r) {
-        PyObject *et, *ev, *tb, *j = PyLong_FromSsize_t(*i);
-        PyErr_Fetch(&et, &ev, &tb);
-        if (!j || PyObject_SetAttr(tx, s_pm_done, j) < 0 || PyObject_SetAttrString(tx, "pm_t", *t) < 0)
-            PyErr_Clear();
-        Py_XDECREF(j);
-        PyErr_Restore(et, ev, tb);
-        return -1;
-    }
+    if (!r)
+        goto fail;
     if (r == Py_None) {
         Py_DECREF(r);
         return 0;
     }
+    *i += 1;                                           /* (the MOP is taken) */
     PyObject *next = get_ll(r, "mop_push", &at) ? NULL : PyLong_FromLongLong(at + 1);
     Py_DECREF(r);
     if (!next)
-        return -1;
+        goto fail;
     Py_SETREF(*t, next);
-    *i += 1;
     return 0;
+fail:;                                                 /* push_many's contract: pm_done and pm_t say how far it got */
+    PyObject *et, *ev, *tb, *j = PyLong_FromSsize_t(*i);
+    PyErr_Fetch(&et, &ev, &tb);
+    if (!j || PyObject_SetAttr(tx, s_pm_done, j) < 0 || PyObject_SetAttrString(tx, "pm_t", *t) < 0)
+        PyErr_Clear();
+    Py_XDECREF(j);
+    PyErr_Restore(et, ev, tb);
+    return -1;
 }
 
 static PyObject *push_many_entry(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames) {

@@ -256,6 +256,15 @@ def plain_status() -> str:
                                     "the tile handlers' common case: see their line)")
 
 
+def mop_push_status() -> str:
+    """Which path takes a MOP pushed to an idle thread, for `python -m tt_backend info`."""
+    if not MOP_PUSH_NATIVE:
+        return "Python: TT_EMU_MOP_PUSH_NATIVE=0"
+    mod, why = _load()
+    return why if mod is None else ("C (mop_batch_native.c's mop_push) for a MOP of identical REPLAYs pushed to an idle "
+                                    "thread, up to its batch; else Python")
+
+
 def replay_status() -> str:
     """Which path takes a REPLAY pushed on its own, for `python -m tt_backend info`."""
     for on, switch in ((ISSUE_NATIVE, "TT_EMU_SFPU_ISSUE_NATIVE"), (READY_NATIVE, "TT_EMU_SFPU_READY_NATIVE"),

@@ -43,7 +43,7 @@ static PyObject *k_sel, *k_addr_mode, *k_set_dat_valid, *k_last, *k_dst, *k_inst
     *h_rows32, *h_written, *h_cleared16, *h_adc_cr, *h_unpack_setups, *h_pack_setups, *h_packer_open,
     *h_packer_addr, *h_packer_exp_addr, *h_packer_tpg, *h_fid, *k_wait_res, *k_stall_res, *k_wait_sem_cond,
     *k_sem_sel, *k_rwc_cr, *k_rwc_a, *k_rwc_b, *k_rwc_d, *k_clear_ab_vld, *h_sem_value, *h_sem_max, *h_sem_posts,
-    *h_sems, *h_word, *h_semwait, *h_sfpu_busy, *h_latch_type, *k_clear_mode, *k_use_32_bit_mode,
+    *h_sems, *h_semwait, *h_sfpu_busy, *h_latch_type, *k_clear_mode, *k_use_32_bit_mode,
     *k_clear_zero_flags, *k_where, *h_poll_latches;
 
 /* configure_tiles(src19 masks (16), format classes (16)) */
@@ -100,7 +100,7 @@ static int tile_handlers_init(void) {
         {&h_fid, "fid"}, {&k_wait_res, "wait_res"}, {&k_stall_res, "stall_res"}, {&k_wait_sem_cond, "wait_sem_cond"},
         {&k_sem_sel, "sem_sel"}, {&k_rwc_cr, "rwc_cr"}, {&k_rwc_a, "rwc_a"}, {&k_rwc_b, "rwc_b"}, {&k_rwc_d, "rwc_d"},
         {&k_clear_ab_vld, "clear_ab_vld"}, {&h_sem_value, "sem_value"}, {&h_sem_max, "sem_max"},
-        {&h_sem_posts, "sem_posts"}, {&h_sems, "sems"}, {&h_word, "word"}, {&h_semwait, "SEMWAIT"},
+        {&h_sem_posts, "sem_posts"}, {&h_sems, "sems"}, {&h_semwait, "SEMWAIT"},
         {&h_sfpu_busy, "sfpu_busy"}, {&h_latch_type, "Latch"}, {&k_clear_mode, "clear_mode"},
         {&k_use_32_bit_mode, "use_32_bit_mode"}, {&k_clear_zero_flags, "clear_zero_flags"}, {&k_where, "where"},
         {&h_poll_latches, "poll_latches"},
@@ -1411,15 +1411,15 @@ static int wait_release(run_view *rv, PyObject *gate_l, PyObject *tobj, long lon
         view_drop(rv);
         Py_XDECREF(c_o);
     } else if (ref == 1 && !get_ll(cond, "cond", &cd)) {
-        ThreadTiming *s = tm_state(rv->tm);            /* (the units' busy times: its C members, else by name) */
-        PyObject *busy = cd & 6 && !s ? view_list(rv, V_UNPACK_BUSY) : NULL;
-        int bad = cd & 6 && !s && !busy;
+        ThreadTiming *ts = tm_state(rv->tm);           /* (the units' busy times: its C members, else by name) */
+        PyObject *busy = cd & 6 && !ts ? view_list(rv, V_UNPACK_BUSY) : NULL;
+        int bad = cd & 6 && !ts && !busy;
         for (int i = 0; !bad && i < 2; i++)
-            if (cd >> (i + 1) & 1 && !(bad = s ? (v = s->unpack_busy[i], 0) : list_ll(busy, i, &v)) && v > release)
+            if (cd >> (i + 1) & 1 && !(bad = ts ? (v = ts->unpack_busy[i], 0) : list_ll(busy, i, &v)) && v > release)
                 release = v;
-        if (!bad && cd & 8 && !(bad = s ? (v = s->pack_busy, 0) : attr_ll(rv->tm, s_pack_busy, &v)) && v > release)
+        if (!bad && cd & 8 && !(bad = ts ? (v = ts->pack_busy, 0) : attr_ll(rv->tm, s_pack_busy, &v)) && v > release)
             release = v;
-        if (!bad && cd & 16 && !(bad = s ? (v = s->fpu_busy, 0) : attr_ll(rv->tm, s_fpu_busy, &v)) && v > release)
+        if (!bad && cd & 16 && !(bad = ts ? (v = ts->fpu_busy, 0) : attr_ll(rv->tm, s_fpu_busy, &v)) && v > release)
             release = v;
         if (!bad && cd & (1 << 11)) {
             PyObject *s = PyObject_CallMethodNoArgs(rv->tm, h_sfpu_busy);

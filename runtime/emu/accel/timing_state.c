@@ -222,7 +222,7 @@ static PyTypeObject TimingRow_Type = {
     .tp_richcompare = as_list_compare,
     .tp_repr = as_list_repr,
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
-    .tp_doc = "one per-thread row of the cycle model's C state, seen as a list of 3",
+    .tp_doc = "one row of the cycle model's C state (per thread, or per unpacker: unpack_busy), seen as a list",
 };
 
 /* ---------------------------------------------------------------------------------------------- TakenRing */
@@ -369,7 +369,7 @@ static PyTypeObject ThreadTiming_Type = {
     .tp_methods = timing_methods,
     .tp_members = timing_members,
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
-    .tp_doc = "ThreadTiming(depth): the cycle model's per-thread issue state (see timing_state.c)",
+    .tp_doc = "ThreadTiming(depth): the cycle model's issue state in C: per thread and the Tensix's scalars (see timing_state.c)",
 };
 
 static int timing_state_init(PyObject *m) {
