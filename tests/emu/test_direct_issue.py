@@ -19,7 +19,7 @@ from tt_backend.chip import isa, layout
 from tt_backend.chip.errors import EmuError
 from tt_backend.lowering.codegen.sources import split
 from tt_backend.runtime.compile import compile_kernel
-from tt_backend.runtime.emu import tensix, timeline
+from tt_backend.runtime.emu import frontend, tensix, timeline
 from tt_backend.runtime.emu.accel import deferral, direct_issue, sfpu_issue_native, tile_native
 from tt_backend.runtime.emu.device import EmuDevice
 from tt_backend.runtime.emu.frontend import FrontendMixin
@@ -369,3 +369,78 @@ def test_bank_waits_are_skipped(monkeypatch):
         monkeypatch.setattr(Tensix, "_banks_ready", counted)
         launch_plan(EmuDevice(), plan, matmul_arrays(plan), elfs)
     assert calls[True] < calls[False]
+
+
+_NEXT_INSTRUCTION = FrontendMixin.next_instruction      # (each counting wrapper wraps this one, not the last one)
+
+
+def _fifo_head_replays(monkeypatch) -> dict:
+    """What Python's next_instruction finds at a thread's FIFO head with nothing expanded before it and no load under
+    way: the REPLAY words that play back ("playback", in order), the number that start a load ("load")."""
+    seen = {"playback": [], "load": 0}
+    next_instruction = _NEXT_INSTRUCTION
+    op = isa.INSTRUCTIONS["REPLAY"].opcode
+
+    def counted(self, th):
+        if not th.ready and not th.mop_out and th.fifo and th.replay_load is None and th.fifo[0] >> 24 == op:
+            if isa.INSTRUCTIONS["REPLAY"].decode(th.fifo[0])["load_mode"]:
+                seen["load"] += 1
+            else:
+                seen["playback"].append(th.fifo[0])
+        return next_instruction(self, th)
+    monkeypatch.setattr(FrontendMixin, "next_instruction", counted)
+    return seen
+
+
+@needs_plain_c
+@pytest.mark.parametrize("seed", [2, 5])
+def test_fifo_replays_expand_in_c(seed, monkeypatch):
+    """A REPLAY that plays back from the FIFO's head is expanded by drain_run (its words then issued there too), not
+    by Python's next_instruction (except a word's first time: it fills frontend's field cache, which drain_run
+    reads); a REPLAY load there is left to Python (declined); the states are the Python path's."""
+    frontend._REPLAY_FIELDS.clear()
+    seen = _fifo_head_replays(monkeypatch)
+    a = _run(seed, False, True, monkeypatch, plain_c=True, timed=False)
+    in_c = dict(seen)
+    seen.update(playback=[], load=0)
+    assert a == _run(seed, False, True, monkeypatch, plain_c=False, timed=False)
+    assert len(in_c["playback"]) == len(set(in_c["playback"])) and in_c["load"] > 0
+    assert len(seen["playback"]) > 2 * len(in_c["playback"])
+
+
+def _replay_behind_trace(plain_c: bool, monkeypatch) -> tuple[list, dict]:
+    """T1: a REPLAY load of two words, an MVMUL blocked on the Src banks, then pushed behind it (into the FIFO) a
+    playback of the two words, another word and a playback with a reserved bit set; T0's UNPACR_NOPs hand the banks
+    over, then a step. Strict: the state after every push, then the error; and what Python's next_instruction
+    found."""
+    monkeypatch.setattr(sfpu_issue_native, "PLAIN_ISSUE_NATIVE", plain_c)
+    seen = _fifo_head_replays(monkeypatch)
+    tx, mvmul, nop = _bank_wait_setup()
+    tx.strict = True
+    dma = lambda k: E("SETDMAREG", reg_index_16b=k, set_signals_mode=0, payload=k + 1)
+    replay = lambda load, n: E("REPLAY", load_mode=load, execute_while_loading=0, len=n, start_idx=3)
+    program = [(1, replay(1, 2)), (1, dma(1)), (1, dma(2)), (1, mvmul), (1, replay(0, 2)), (1, dma(3)),
+               (1, replay(0, 2) | 1 << 2), (0, nop(0)), (0, nop(1))]
+    trace, t = [], 0
+    try:
+        for thread, word in program:
+            t = tx.push_many(thread, (word,), t)
+            trace.append(_snapshot(tx, t))
+        tx.step()
+    except EmuError as e:
+        trace.append(str(e))
+    return trace, seen
+
+
+@needs_plain_c
+def test_fifo_replay_declined_where_python_raises(monkeypatch):
+    """drain_run expands a valid playback behind a blocked word and leaves to Python one with reserved bits (strict:
+    Python raises) and one whose fields frontend has not cached yet: the same states and error as the Python path."""
+    frontend._REPLAY_FIELDS.clear()                   # (the valid playback's first time: Python fills the cache)
+    c, seen_c = _replay_behind_trace(True, monkeypatch)
+    c2, seen_c2 = _replay_behind_trace(True, monkeypatch)
+    ref, seen_ref = _replay_behind_trace(False, monkeypatch)
+    assert c == c2 == ref and "reserved bits" in c[-1]
+    valid = E("REPLAY", load_mode=0, execute_while_loading=0, len=2, start_idx=3)
+    assert seen_ref["playback"] == seen_c["playback"] == [valid, valid | 1 << 2]    # (C's first run: a cache miss)
+    assert seen_c2["playback"] == [valid | 1 << 2]

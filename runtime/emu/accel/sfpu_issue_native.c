@@ -1681,6 +1681,63 @@ static int fifo_take(const tm_lists *L, long long th, PyObject *fifo, PyObject *
     return bad ? -1 : 0;
 }
 
+/* frontend's constants and caches and the replay buffer's names, which mop_batch_native.c (included below) defines */
+static PyObject *mop_frontend, *s_op_replay, *s_used_bits, *s_replay_name, *s_replay_fields, *s_len, *s_start_idx,
+    *s_load_mode, *s_ewl, *s_replay_buf, *s_extend;
+static int mop_init(void);
+static int mop_frontend_ll(PyObject *name, PyObject *bits_of, long long *out);
+static int mop_field(PyObject *fields, PyObject *name, long long *out);
+static PyObject *dict_get(PyObject *d, PyObject *key);
+
+/* drain_run's replay expander for word w at the FIFO's head, no REPLAY load under way (next_instruction's REPLAY
+ * that plays back, not from a MOP): the FIFO's take (TensixTiming.take, not a MOP), then the buffered words
+ * replay_buf[start_idx + i mod 32], i < len, to the ready queue. matmul256's unpacker REPLAYs come this way, some 770
+ * a warm launch, each a Python next_instruction and a second drain_run call before. 1 when it expanded w; 0 when w is
+ * left to Python's next_instruction, nothing changed: not a REPLAY, reserved bits set in strict mode (Python raises),
+ * a load (load_mode), len 0 or execute_while_loading alone (Python raises), its fields not in frontend's cache yet
+ * (Python fills it); -1 with an exception set. */
+static int drain_replay(PyObject *tx, const tm_lists *L, long long th, PyObject *thobj, PyObject *w, PyObject *fifo,
+                        PyObject *fifo_t, PyObject *ready) {
+    long long wv, op_replay, used, count, start, load_mode, ewl;
+    if (!PyLong_Check(w) || get_ll(w, "word", &wv) || mop_init())
+        return -1;
+    if (mop_frontend_ll(s_op_replay, NULL, &op_replay) || wv < 0 || wv > 0xFFFFFFFFLL || (wv >> 24) != op_replay
+        || mop_frontend_ll(s_used_bits, s_replay_name, &used))
+        return 0;
+    PyObject *strict_o = get_attr(tx, s_strict);
+    int strict = strict_o ? PyObject_IsTrue(strict_o) : -1;
+    Py_XDECREF(strict_o);
+    if (strict < 0)
+        return -1;
+    if (strict && (wv & ~used & 0xFFFFFFFFLL))
+        return 0;
+    PyObject *cache = PyDict_GetItemWithError(mop_frontend, s_replay_fields);
+    PyObject *fields = cache ? dict_get(cache, w) : NULL;
+    int usable = fields && PyDict_Check(fields) && !mop_field(fields, s_len, &count)
+                 && !mop_field(fields, s_start_idx, &start) && !mop_field(fields, s_load_mode, &load_mode)
+                 && !mop_field(fields, s_ewl, &ewl);
+    Py_XDECREF(fields);
+    if (PyErr_Occurred())
+        return -1;
+    if (!usable || load_mode || ewl || count < 1 || count > 32 || start < 0 || start > 31)
+        return 0;
+    PyObject *rb = get_attr(thobj, s_replay_buf);
+    if (!rb)
+        return -1;
+    PyObject *seq = PyList_Check(rb) && PyList_GET_SIZE(rb) == 32 ? PyList_New((Py_ssize_t)count) : NULL;
+    for (Py_ssize_t i = 0; seq && i < count; i++)
+        PyList_SET_ITEM(seq, i, Py_NewRef(PyList_GET_ITEM(rb, (start + i) % 32)));
+    Py_DECREF(rb);
+    if (!seq)
+        return PyErr_Occurred() ? -1 : 0;
+    PyObject *r = fifo_take(L, th, fifo, fifo_t) ? NULL : call_method(ready, s_extend, &seq, 1);
+    Py_DECREF(seq);
+    if (!r)
+        return -1;
+    Py_DECREF(r);
+    return 1;
+}
+
 /* drain_run(tx, thread, facts) -> (issued, more): Tensix._drain's loop while the head of the thread's queue is a word
  * plain_run takes (its facts in `facts`), what next_instruction and issue_head do for it: the next word of the MOP
  * expander's output, else of the FIFO (no REPLAY load; the word not one the expanders act on, as no such word has
@@ -1734,9 +1791,13 @@ static PyObject *drain_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
                 goto out;
             PyObject *rec = PyDict_GetItemWithError(facts, w);
             if (load != Py_None || !rec || rec == Py_None) {
+                int expanded = PyErr_Occurred() ? -1 : load == Py_None && !nmop
+                                                           ? drain_replay(tx, &L, th, thobj, w, fifo, fifo_t, ready) : 0;
                 Py_DECREF(w);
-                if (PyErr_Occurred())
+                if (expanded < 0)
                     goto out;
+                if (expanded)
+                    continue;                           /* its words at the head now */
                 more = 1;
                 break;
             }
