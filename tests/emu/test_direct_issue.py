@@ -444,3 +444,40 @@ def test_fifo_replay_declined_where_python_raises(monkeypatch):
     valid = E("REPLAY", load_mode=0, execute_while_loading=0, len=2, start_idx=3)
     assert seen_ref["playback"] == seen_c["playback"] == [valid, valid | 1 << 2]    # (C's first run: a cache miss)
     assert seen_c2["playback"] == [valid | 1 << 2]
+
+
+def _launches_and_drains(plan, arrays, elfs, monkeypatch, spy: bool) -> tuple:
+    """The kernel launched twice on a fresh device (bytes, stats) and how often Tensix.drain's Python code ran; with
+    `spy`, Tensix.drain wrapped (a replaced drain: step_run and plain_run then call it, as the Python path does)."""
+    code, calls = Tensix.drain.__code__, [0]
+    if spy:
+        drain = Tensix.drain
+        monkeypatch.setattr(Tensix, "drain", lambda self, t: drain(self, t))
+
+    def profile(frame, event, arg):
+        if event == "call" and frame.f_code is code:
+            calls[0] += 1
+    dev = EmuDevice()
+    sys.setprofile(profile)
+    try:
+        out = [launch_plan(dev, plan, arrays, elfs)[0] for _ in range(2)]
+    finally:
+        sys.setprofile(None)
+    return (out, dev.stats()), calls[0]
+
+
+@needs_plain_c
+@pytest.mark.needs_cc
+@pytest.mark.parametrize("tile_c", [True, False])
+def test_drain_in_c_identical(tile_c, monkeypatch):
+    """step_run's and plain_run's drains in C (cdrain_run: the MVMUL recording, drain_run, Tensix._drain for what it
+    leaves) give the bytes and stats of Tensix.drain, which they call instead where it is replaced (declined); with
+    tile_native off, MVMULs record under the C drain's recording and run at its flush."""
+    monkeypatch.setattr(tile_native, "NATIVE", tile_c)
+    plan = matmul_plan(64, "HiFi2")
+    plan.use_cores(4)
+    arrays, elfs = matmul_arrays(plan), compile_kernel(*split(plan.render()), plan.name)
+    in_c, n_c = _launches_and_drains(plan, arrays, elfs, monkeypatch, spy=False)
+    in_python, n_python = _launches_and_drains(plan, arrays, elfs, monkeypatch, spy=True)
+    assert in_c == in_python
+    assert n_c < n_python // 2

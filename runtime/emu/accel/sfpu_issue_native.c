@@ -1525,6 +1525,8 @@ static int drain_idle(run_view *rv) {
     return idle;
 }
 
+static PyObject *cdrain_run(run_view *rv, PyObject *tobj);     /* (below: Tensix.drain in C) */
+
 /* plain_run(tx, words, j, t, thread, facts, progress, recording) -> (next j, next push time)
  * tx: the Tensix; facts: word -> (name, fields, handler, (tx.current for threads 0, 1, 2), packed plain_facts) or
  * None; progress: a list whose items 0 and 1 hold (j, push time) of the word being pushed when an exception leaves;
@@ -1593,7 +1595,7 @@ static PyObject *plain_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
             PyObject *a_o = PyLong_FromLongLong(a), *r = NULL, *r2 = NULL, *r3 = NULL;
             if (a_o && (r = append_call(fifo, w)) && (r2 = append_call(fifo_t, a_o))) {
                 int idle = drain_idle(&rv);
-                r3 = idle < 0 ? NULL : idle ? Py_NewRef(Py_None) : call_method(tx, s_drain, &tobj, 1);
+                r3 = idle < 0 ? NULL : idle ? Py_NewRef(Py_None) : cdrain_run(&rv, tobj);
             }
             view_drop(&rv);
             Py_XDECREF(a_o), Py_XDECREF(r), Py_XDECREF(r2), Py_XDECREF(r3);
@@ -1791,8 +1793,8 @@ static PyObject *drain_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
                 goto out;
             PyObject *rec = PyDict_GetItemWithError(facts, w);
             if (load != Py_None || !rec || rec == Py_None) {
-                int expanded = PyErr_Occurred() ? -1 : load == Py_None && !nmop
-                                                           ? drain_replay(tx, &L, th, thobj, w, fifo, fifo_t, ready) : 0;
+                int expanded = PyErr_Occurred() ? -1 : load != Py_None || nmop ? 0
+                                                       : drain_replay(tx, &L, th, thobj, w, fifo, fifo_t, ready);
                 Py_DECREF(w);
                 if (expanded < 0)
                     goto out;
@@ -1871,6 +1873,130 @@ out:                            /* (on an error, the words issued before it are 
     return result;
 }
 
+/* the names and the counting helper defined further down (push_one's and mop_batch_native.c's) */
+static PyObject *s_rec, *s_sfpu_timing, *s_dict, *s_issue;
+static int count_issued(PyObject *tx, long long th, long long n);
+
+/* Tensix's own _drain, drain_in_c and flush_mvmul, the Tensix's facts dict's name, fpu_batch's module dict (its
+ * BATCH_MVMUL, read at each drain: tests turn it off) */
+static struct {
+    PyObject *pydrain, *drain_in_c, *flush, *s_pydrain, *s_drain_in_c, *s_plain, *fpu_batch, *s_batch;
+} cdrain;
+static int cdrain_refs(void) {
+    if (cdrain.fpu_batch)
+        return 0;
+    if (tensix_refs())
+        return -1;
+    PyObject *cls = PyObject_GetAttrString(tensix_module, "Tensix");
+    PyObject *fb = cls ? PyImport_ImportModule("tt_backend.runtime.emu.accel.fpu_batch") : NULL;
+    int ok = fb && (cdrain.s_pydrain = PyUnicode_InternFromString("_drain"))
+             && (cdrain.s_drain_in_c = PyUnicode_InternFromString("drain_in_c"))
+             && (cdrain.s_plain = PyUnicode_InternFromString("_plain"))
+             && (cdrain.s_batch = PyUnicode_InternFromString("BATCH_MVMUL"))
+             && (cdrain.pydrain = PyObject_GetAttr(cls, cdrain.s_pydrain))
+             && (cdrain.drain_in_c = PyObject_GetAttr(cls, cdrain.s_drain_in_c))
+             && (cdrain.flush = PyObject_GetAttr(cls, s_flush_mvmul));
+    Py_XDECREF(cls);
+    if (!ok) {
+        Py_XDECREF(fb);
+        return -1;
+    }
+    cdrain.fpu_batch = PyModule_GetDict(fb);    /* (the module stays imported: a borrowed dict is safe) */
+    Py_INCREF(cdrain.fpu_batch);
+    Py_DECREF(fb);
+    return 0;
+}
+
+/* 1 where the drain may run in C: drain, _drain, drain_in_c and flush_mvmul Tensix's own (no spy on the class or the
+ * instance) and DirectIssueMixin._c_issue_allowed's test passed (no timeline recorded, the cycle model not spied);
+ * 0 where not, -1 with an exception set */
+static int cdrain_allowed(PyObject *tx, PyObject *tm) {
+    int ok = method_is_ref(tx, s_drain, tensix_drain);
+    if (ok > 0)
+        ok = method_is_ref(tx, cdrain.s_pydrain, cdrain.pydrain);
+    if (ok > 0)
+        ok = method_is_ref(tx, cdrain.s_drain_in_c, cdrain.drain_in_c);
+    if (ok > 0)
+        ok = method_is_ref(tx, s_flush_mvmul, cdrain.flush);
+    PyObject *rec = ok > 0 ? get_attr(tm, s_rec) : NULL, *st = rec ? get_attr(tm, s_sfpu_timing) : NULL;
+    PyObject *srec = st ? get_attr(st, s_rec) : NULL, *d = srec ? get_attr(tm, s_dict) : NULL;
+    if (d)
+        ok = rec == Py_None && srec == Py_None && PyDict_Check(d) ? !PyDict_Contains(d, s_issue) : 0;
+    else if (ok > 0)
+        ok = -1;
+    Py_XDECREF(rec);
+    Py_XDECREF(st);
+    Py_XDECREF(srec);
+    Py_XDECREF(d);
+    return ok < 0 ? -1 : ok;
+}
+
+/* Tensix.drain(thread) past its first test (the caller's drain_idle answered it), for step_run's and plain_run's
+ * drains (matmul256: some 1,180 a warm launch, each a Python drain, _drain and drain_in_c, most of them issuing
+ * everything in drain_run): the MVMUL recording around it (mm_record = [] unless one records already or
+ * fpu_batch.BATCH_MVMUL is off; then flush_mvmul, called where it has recorded steps, else mm_record = None as it
+ * sets it, also when the drain raises), and _drain's loop: drain_run on the Tensix's facts, then where that leaves
+ * the head to Python (more) Tensix._drain itself, which goes on from there (its first drain_run returns at once).
+ * The words drain_run issued are counted as _drain counts its own: not where the drain raises. Where cdrain_allowed
+ * says no, Tensix.drain is called. The executed instructions (a new int), or NULL with an exception set. */
+static PyObject *cdrain_run(run_view *rv, PyObject *tobj) {
+    long long th, issued = 0;
+    int ok = cdrain_refs() || get_ll(tobj, "thread", &th) ? -1 : cdrain_allowed(rv->tx, rv->tm);
+    if (ok <= 0)
+        return ok < 0 ? NULL : call_method(rv->tx, s_drain, &tobj, 1);
+    PyObject *tx = rv->tx, *mm = get_attr(tx, s_mm_record), *batch = PyDict_GetItemWithError(cdrain.fpu_batch,
+                                                                                                cdrain.s_batch);
+    int record = !mm || !batch ? -1 : mm == Py_None ? PyObject_IsTrue(batch) : 0;
+    Py_XDECREF(mm);
+    if (record < 0) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_AttributeError, "fpu_batch.BATCH_MVMUL");
+        return NULL;
+    }
+    PyObject *fresh = record ? PyList_New(0) : NULL;
+    if (record && (!fresh || set_attr(tx, s_mm_record, fresh))) {
+        Py_XDECREF(fresh);
+        return NULL;
+    }
+    Py_XDECREF(fresh);
+    PyObject *facts = get_attr(tx, cdrain.s_plain), *rest = NULL, *r = NULL;
+    if (facts) {
+        PyObject *a[3] = {tx, tobj, facts};
+        r = drain_run(NULL, a, 3);
+    }
+    view_drop(rv);
+    if (r && (get_ll(PyTuple_GET_ITEM(r, 0), "drain_run", &issued)
+              || !(rest = PyTuple_GET_ITEM(r, 1) == Py_True ? call_method(tx, cdrain.s_pydrain, &tobj, 1)
+                                                              : PyLong_FromLong(0))))
+        Py_CLEAR(r);
+    view_drop(rv);
+    PyObject *n = rest ? PyLong_FromLongLong(issued) : NULL, *total = n ? PyNumber_Add(n, rest) : NULL;
+    if (total && count_issued(tx, th, issued))
+        Py_CLEAR(total);
+    Py_XDECREF(facts);
+    Py_XDECREF(r);
+    Py_XDECREF(rest);
+    Py_XDECREF(n);
+    if (record) {                                       /* flush_mvmul(), also where the drain raised */
+        PyObject *et, *ev, *tb;
+        PyErr_Fetch(&et, &ev, &tb);
+        PyObject *recs = get_attr(tx, s_mm_record);
+        int empty = !recs ? -1 : PyList_CheckExact(recs) && PyList_GET_SIZE(recs) == 0;
+        Py_XDECREF(recs);
+        PyObject *f = empty < 0 ? NULL : empty ? (set_attr(tx, s_mm_record, Py_None) ? NULL : Py_NewRef(Py_None))
+                                               : PyObject_CallMethodNoArgs(tx, s_flush_mvmul);
+        view_drop(rv);
+        if (!f) {                                       /* (flush_mvmul's error replaces the drain's, as in Python) */
+            Py_XDECREF(et), Py_XDECREF(ev), Py_XDECREF(tb);
+            Py_CLEAR(total);
+        } else {
+            Py_DECREF(f);
+            PyErr_Restore(et, ev, tb);
+        }
+    }
+    return total;
+}
+
 /* step_run(tx) -> instructions executed: Tensix.step's loop: the Wait Gate's latches polled (poll_latches: a latch
  * whose conditions are met is forgotten; latch_met decides, Python's latch_unmet where it cannot, a replaced
  * poll_latches is called instead), then each thread with work queued drained (tx.drain(thread), Python's) unless
@@ -1920,7 +2046,7 @@ static PyObject *step_run(PyObject *self, PyObject *tx) {
                 bad = 1;
             } else if (busy && !idle) {
                 PyObject *tobj = PyLong_FromLong(t);
-                r = tobj ? PyObject_CallMethodOneArg(tx, s_drain, tobj) : NULL;
+                r = tobj ? cdrain_run(&rv, tobj) : NULL;
                 view_drop(&rv);
                 bad = !r || get_ll(r, "drain", &done);
                 n += bad ? 0 : done;
