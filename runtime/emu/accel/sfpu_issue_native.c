@@ -1531,9 +1531,9 @@ static PyObject *cdrain_run(run_view *rv, PyObject *tobj);     /* (below: Tensix
  * tx: the Tensix; facts: word -> (name, fields, handler, (tx.current for threads 0, 1, 2), packed plain_facts) or
  * None; progress: a list whose items 0 and 1 hold (j, push time) of the word being pushed when an exception leaves;
  * recording: an MVMUL run records (accel/fpu_batch.py): only MVMULs are taken then, else no MVMUL.
- * A word pushed while the thread has work queued goes into its FIFO and the thread drains (FrontendMixin.push), any
- * word; else it is issued directly (plain_word) if it has facts and the thread holds no REPLAY load and no blocked
- * word. It stops before a word it does not take (a full FIFO: the Python path raises the Stall).
+ * A word pushed while the thread has work queued goes into its FIFO and the thread drains (FrontendMixin.push; the
+ * drain: cdrain_run), any word; else it is issued directly (plain_word) if it has facts and the thread holds no
+ * REPLAY load and no blocked word. It stops before a word it does not take (a full FIFO: the Python path raises the Stall).
  * The caller has checked that no timeline is attached and direct issue is on. */
 static PyObject *plain_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 8 || !PyTuple_Check(args[1]) || !PyDict_Check(args[5]) || !PyList_Check(args[6])
@@ -1743,11 +1743,11 @@ static int drain_replay(PyObject *tx, const tm_lists *L, long long th, PyObject 
 /* drain_run(tx, thread, facts) -> (issued, more): Tensix._drain's loop while the head of the thread's queue is a word
  * plain_run takes (its facts in `facts`), what next_instruction and issue_head do for it: the next word of the MOP
  * expander's output, else of the FIFO (no REPLAY load; the word not one the expanders act on, as no such word has
- * facts) goes to the ready queue, the FIFO's taken (TensixTiming.take); the head, blocked before or not, goes through
- * the Wait Gate, the handler and the issue rule (plain_word); a recorded MVMUL run is executed before any other word
- * (flush_mvmul(keep=True)). Returns the words issued, and more = True when the head is left for Python's loop (a word
- * without facts, REPLAY work), False when the thread is empty or its head blocked. The caller counts the
- * instructions. */
+ * facts) goes to the ready queue, the FIFO's taken (TensixTiming.take), and a REPLAY that plays back from the FIFO's
+ * head is expanded (drain_replay); the head, blocked before or not, goes through the Wait Gate, the handler and the
+ * issue rule (plain_word); a recorded MVMUL run is executed before any other word (flush_mvmul(keep=True)). Returns
+ * the words issued, and more = True when the head is left for Python's loop (a word without facts, MOP work, a REPLAY
+ * drain_replay leaves), False when the thread is empty or its head blocked. The caller counts the instructions. */
 static PyObject *drain_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 3 || !PyDict_Check(args[2])) {
         PyErr_SetString(PyExc_TypeError, "drain_run(tx, thread, facts: dict)");
@@ -1999,7 +1999,7 @@ static PyObject *cdrain_run(run_view *rv, PyObject *tobj) {
 
 /* step_run(tx) -> instructions executed: Tensix.step's loop: the Wait Gate's latches polled (poll_latches: a latch
  * whose conditions are met is forgotten; latch_met decides, Python's latch_unmet where it cannot, a replaced
- * poll_latches is called instead), then each thread with work queued drained (tx.drain(thread), Python's) unless
+ * poll_latches is called instead), then each thread with work queued drained (tx.drain(thread): cdrain_run) unless
  * drain_idle says that drain would return 0 at once (blocked on unchanged Src banks), until no thread moves. */
 static PyObject *step_run(PyObject *self, PyObject *tx) {
     PyObject *tm = get_attr(tx, s_tm), *threads = tm ? attr_list(tx, s_threads, 3) : NULL, *r;
