@@ -1533,8 +1533,8 @@ static PyObject *cdrain_run(run_view *rv, PyObject *tobj);     /* (below: Tensix
  * recording: an MVMUL run records (accel/fpu_batch.py): only MVMULs are taken then, else no MVMUL.
  * A word pushed while the thread has work queued goes into its FIFO and the thread drains (FrontendMixin.push; the
  * drain: cdrain_run), any word; else it is issued directly (plain_word) if it has facts and the thread holds no
- * REPLAY load and no blocked word. It stops before a word it does not take (a full FIFO: the Python path raises the Stall).
- * The caller has checked that no timeline is attached and direct issue is on. */
+ * REPLAY load and no blocked word. It stops before a word it does not take (a full FIFO: the Python path raises the
+ * Stall). The caller has checked that no timeline is attached and direct issue is on. */
 static PyObject *plain_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 8 || !PyTuple_Check(args[1]) || !PyDict_Check(args[5]) || !PyList_Check(args[6])
         || PyList_GET_SIZE(args[6]) != 2) {
