@@ -1100,10 +1100,12 @@ class Tile:
         return self._tbase[core] + self.cores[core].instret + self._stall[core]
 
     def _advance_clock(self) -> None:
-        c = self.clock
-        for name in self.cores:
-            if not self.soft_reset & CORE_BITS[name]:
-                c = max(c, self.cycles(name))
+        c, tbase, stall, held = self.clock, self._tbase, self._stall, self.soft_reset
+        for name, core in self.cores.items():     # (cycles() inline: called after every round)
+            if not held & CORE_BITS[name]:
+                t = tbase[name] + core.instret + stall[name]
+                if t > c:
+                    c = t
         tm = getattr(self.tensix, "tm", None)
         if tm is not None:
             c = max(c, *tm.clock)

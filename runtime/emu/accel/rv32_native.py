@@ -218,6 +218,16 @@ class NativeRun:
         self.arg = self.state.ctypes.data
         self.python_quanta = 0          # quanta left to run on the Python blocks before C is measured again
         self.past_in_c = False          # answer_past_loads
+        self.calls: tuple | None = None  # _bus_calls
+
+    def _bus_calls(self) -> tuple:
+        """rv32_native.c's bus_calls tuple, built once (its bound methods cost ~0.3 us a quantum to rebuild); the core
+        drops it when its pushers or stamper change (rv32.py set_pusher, set_stamper)."""
+        core = self.core
+        bus, ns = core.bus, core._ns
+        self.calls = (core, core.name, bus.mmio_load, bus.mmio_store, self.push, ns.get("PUSHP"), ns.get("PUSHM"),
+                      bus.push_tensix, core.stamp_base, Stall)
+        return self.calls
 
     def answer_past_loads(self, on: bool) -> None:
         """Whether C answers the core's loads of L1 lines written after its cycle from the tile's write log itself
@@ -251,9 +261,7 @@ class NativeRun:
                    (CAUSAL_IN_C if self.past_in_c else CAUSAL_HAND_BACK) if causal else CAUSAL_OFF)
         calls = direct = niu_loads = niu_sends = None
         if MMIO_EXITS:          # rv32_native.c bus_calls
-            bus = core.bus
-            calls = (core, core.name, bus.mmio_load, bus.mmio_store, self.push, ns.get("PUSHP"), ns.get("PUSHM"),
-                     bus.push_tensix, base, Stall)
+            calls = self.calls or self._bus_calls()
             if base is not None:
                 direct = self.direct_push if DIRECT_PUSH else None
                 niu_loads, niu_sends = self.niu_loads, self.niu_sends
