@@ -209,6 +209,27 @@ def test_loop_with_an_effect_is_no_spin(effect):
     assert _trace(poll, 1, True) == want and want[-1][4]
 
 
+def test_pushers_set_between_quanta_take_the_next_pushes():
+    """The C runner keeps its bus calls between quanta: a pusher set after one quantum receives the next quantum's
+    pushes (set_pusher drops the kept calls), on C as on the Python blocks."""
+    words = [ttinsn(0x11), b_type(4, 0, 0, 0), ttinsn(0x22), ttinsn(0x33), PARK]     # the branch ends a block
+    for on_c in (False, True):
+        bus = RecordingBus()
+        for i, w in enumerate(words):
+            struct.pack_into("<I", bus.l1, CODE + 4 * i, w)
+        core = RV32Core("trisc0", bus, CODE)
+        _give_pushers(core, bus)
+        if on_c:
+            rv32_native.attach(core)
+            assert core.native is not None
+        assert core.run(1) == 2 and bus.tensix == [0x11]
+        later: list = []
+        core.set_pusher("PUSHP", lambda pos, word: later.append(word))
+        core.set_pusher("PUSHM", lambda pos, run: later.extend(run))
+        core.run(100)
+        assert core.parked and bus.tensix == [0x11] and later == [0x22, 0x33], (on_c, bus.tensix, later)
+
+
 @pytest.mark.parametrize("exits", [True, False])
 def test_hands_back_only_what_python_models(exits, monkeypatch):
     """A counting loop stays in C; its MMIO loads, pushes and CSR reads come back to Python one instruction (or one
