@@ -606,6 +606,33 @@ def test_thaw_matches_python(monkeypatch):
     reads = [(lines[0], 4), (layout.SEMAPHORE_BASE, 4)]
     assert tile._log_lookups.thaw(reads, [b"", 0], 0, None, lambda who, a: 1.5, "trisc0") is NotImplemented
 
+def test_register_table_reads_as_peek(monkeypatch):
+    """C's thaw and spin probe read a TRISC's semaphores from the Tile's table (Tile.reg_peek, SEM_PEEK_NATIVE) as
+    Tile.peek answers them: inside the window (an aligned word or not), just outside it, elsewhere in MMIO, for each
+    core; the table's semaphores are the Tensix's own list (a post shows at once); a malformed table raises."""
+    tile = Tile()
+    tile.tensix.sem_value[:] = [3, 0, 7, 1, 15, 2, 0, 9]
+    thaw = tile._log_lookups.thaw
+    base, end = layout.SEMAPHORE_BASE, layout.SEMAPHORE_BASE + 4 * tile_module.N_SEMAPHORES
+    addrs = [base - 4, base, base + 1, base + 4, base + 30, end - 4, end - 1, end, 0xFFB12000, 0xFFFFFFFC]
+    tables = 0
+    for who in tile.cores:
+        table = tile.reg_peek(who)
+        tables += isinstance(table, tuple)
+        for addr in addrs:
+            for seen in (tile.peek(who, addr), 0, None):
+                assert thaw([(addr, 4)], [seen], 0, None, table, who) == thaw([(addr, 4)], [seen], 0, None,
+                                                                              tile.peek, who), (who, hex(addr))
+        tile.tensix.sem_value[0] += 1
+        assert thaw([(base, 4)], [tile.peek(who, base)], 0, None, table, who)[1] is None
+    assert tables == len(tile.cores)
+    for bad in ((base, 8), (base, 9, tile.tensix.sem_value), ("base", 8, None), (base, 8, (0,) * 8)):
+        with pytest.raises(TypeError):
+            thaw([(base, 4)], [0], 0, None, bad, "trisc0")
+    monkeypatch.setattr(tile_module, "SEM_PEEK_NATIVE", False)
+    assert Tile().reg_peek("trisc0").__func__ is Tile.peek
+
+
 def _same_with_and_without_c(plan, arrays, monkeypatch) -> None:
     """The kernel on C making the bus calls, answering causal loads from the write log and pushing to plain_run itself;
     then C making the bus calls, with those loads handed back to tile.py's past() (rv32_native.CAUSAL_NATIVE), every
@@ -646,6 +673,7 @@ def _same_with_and_without_c(plan, arrays, monkeypatch) -> None:
         monkeypatch.setattr(noc_native, "ISSUE_NATIVE", in_c)
         monkeypatch.setattr(tile_module, "PEEK_NATIVE", in_c)
         monkeypatch.setattr(tile_module, "THAW_NATIVE", in_c)
+        monkeypatch.setattr(tile_module, "SEM_PEEK_NATIVE", in_c)
         calls[key] = {"past": 0, "push_run": 0, "pcbuf": 0, "niu": 0, "send": 0}
         dev = EmuDevice()
         out = [launch_plan(dev, plan, arrays, elfs)[0] for _ in range(2)]      # a warm device relaunched too

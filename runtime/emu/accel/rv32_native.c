@@ -1030,6 +1030,33 @@ static int rv_run(rv_state *s, const bus_calls *c, direct_push *d, const niu_loa
     return RV_PYTHON;
 }
 
+/* a register's value as the tile's peek(name, addr) answers it (tile.py Tile.peek), a new reference or NULL with an
+ * error set: through `peek`, or where `peek` is a table (tile.py Tile.reg_peek: the window base, its count of words and
+ * the list of their values, or None for a core that may peek none) without a Python call: the list's item for an
+ * address inside the window, None elsewhere. `addr_o`: addr as a Python int, or NULL (made where the call needs it) */
+static PyObject *reg_peek(PyObject *peek, PyObject *name, PyObject *addr_o, uint32_t addr) {
+    if (!PyTuple_Check(peek)) {
+        PyObject *made = addr_o ? NULL : PyLong_FromUnsignedLong(addr), *call[2] = {name, addr_o ? addr_o : made};
+        PyObject *r = call[1] ? PyObject_Vectorcall(peek, call, 2, NULL) : NULL;
+        Py_XDECREF(made);
+        return r;
+    }
+    PyObject *values = PyTuple_GET_SIZE(peek) == 3 ? PyTuple_GET_ITEM(peek, 2) : NULL;
+    unsigned long base = values ? PyLong_AsUnsignedLong(PyTuple_GET_ITEM(peek, 0)) : 0;
+    unsigned long count = values ? PyLong_AsUnsignedLong(PyTuple_GET_ITEM(peek, 1)) : 0;
+    if (!values || PyErr_Occurred() || (values != Py_None && (!PyList_Check(values)
+                                                              || (Py_ssize_t)count > PyList_GET_SIZE(values)))) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "peek table: (window base, words, their values: a list of at least "
+                                             "that many, or None)");
+        return NULL;
+    }
+    uint32_t off = addr - (uint32_t)base;
+    if (values == Py_None || off >= 4 * count)
+        return Py_NewRef(Py_None);
+    return Py_NewRef(PyList_GET_ITEM(values, off >> 2));
+}
+
 /* rv32.py RV32Core.spin_reads for a core run() stopped spinning, where its probe only loads (the common wait loop):
  * one turn of the loop from pc on a copy of the registers, block by block as rv32.py translates them (a block ends
  * after a branch or jump, after MAX_BLOCK instructions, at the end of L1), the registers compared after each of at
@@ -1056,9 +1083,7 @@ static int probe_load(const rv_state *s, uint32_t w, uint32_t addr, uint32_t k, 
     if (!(p = fast(s, addr, size))) {
         if (f3 != 2) return PROBE_PYTHON;
         if (peek == Py_None) return PROBE_OTHER;
-        PyObject *a_o = PyLong_FromUnsignedLong(addr), *args[2] = {name, a_o};
-        PyObject *r = a_o ? PyObject_Vectorcall(peek, args, 2, NULL) : NULL;
-        Py_XDECREF(a_o);
+        PyObject *r = reg_peek(peek, name, NULL, addr);
         if (!r) return PROBE_ERROR;
         if (r == Py_None) { Py_DECREF(r); return PROBE_OTHER; }
         unsigned long long value = PyLong_Check(r) ? PyLong_AsUnsignedLongLong(r) : (unsigned long long)-1;
@@ -1192,8 +1217,7 @@ static PyObject *probe_seen(const rv_state *s, PyObject *reads, uint64_t cycle, 
         uint32_t addr = (uint32_t)PyLong_AsUnsignedLong(PyTuple_GET_ITEM(t, 0));
         uint32_t n = (uint32_t)PyLong_AsUnsignedLong(PyTuple_GET_ITEM(t, 1));
         if (addr >= L1_SIZE) {
-            PyObject *call[2] = {name, PyTuple_GET_ITEM(t, 0)};
-            w = PyObject_Vectorcall(peek, call, 2, NULL);
+            w = reg_peek(peek, name, PyTuple_GET_ITEM(t, 0), addr);
         } else {
             w = l1_bytes_at(s->l1, s->stamp, s->log, *s->log_n, s->log_head, s->log_prev, addr, n, cycle);
         }
@@ -1480,8 +1504,7 @@ static PyObject *thaw(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
         if (!PyArg_ParseTuple(PyList_GET_ITEM(args[1], i), "II", &addr[i], &n[i]))
             goto done;
         if (addr[i] >= L1_SIZE) {               /* a register: as the tile's peek reads it */
-            PyObject *call[2] = {args[6], PyTuple_GET_ITEM(PyList_GET_ITEM(args[1], i), 0)};   /* (a tuple: parsed) */
-            reg[i] = PyObject_Vectorcall(args[5], call, 2, NULL);
+            reg[i] = reg_peek(args[5], args[6], PyTuple_GET_ITEM(PyList_GET_ITEM(args[1], i), 0), addr[i]);
             if (!reg[i])
                 goto done;
             if (reg[i] != Py_None && (!PyLong_CheckExact(reg[i]) || _PyLong_Sign(reg[i]) < 0

@@ -242,8 +242,10 @@ class NativeRun:
         if not PROBE_NATIVE or (sbase is not None and not self.past_in_c):
             return NotImplemented
         core = self.core
-        return self.probe(self.arg, core.x, core.pc, core.stamp_base() if sbase is not None else None, sbase,
-                          getattr(core.bus, "peek", None), core.name, seen_at)
+        reg_peek = getattr(core.bus, "reg_peek", None)      # (a tile's: its peek, or a table C reads it by)
+        peek = reg_peek(core.name) if reg_peek is not None else getattr(core.bus, "peek", None)
+        return self.probe(self.arg, core.x, core.pc, core.stamp_base() if sbase is not None else None, sbase, peek,
+                          core.name, seen_at)
 
     def run(self, budget: int) -> int:
         core = self.core
