@@ -670,6 +670,7 @@ def _same_with_and_without_c(plan, arrays, monkeypatch) -> None:
         monkeypatch.setattr(rv32_native, "SEM_LOADS_NATIVE", in_c)
         monkeypatch.setattr(rv32_native, "NIU_LOADS_NATIVE", in_c)
         monkeypatch.setattr(rv32_native, "PCBUF_NATIVE", in_c)
+        monkeypatch.setattr(rv32_native, "SEM_STORES_NATIVE", in_c)
         monkeypatch.setattr(noc_native, "ISSUE_NATIVE", in_c)
         monkeypatch.setattr(tile_module, "PEEK_NATIVE", in_c)
         monkeypatch.setattr(tile_module, "THAW_NATIVE", in_c)
@@ -757,6 +758,53 @@ def test_pcbuf_accesses_in_c_match_the_bus(monkeypatch):
         traces.append(trace)
     assert traces[0] == traces[1]
     assert calls[False] >= 5 and calls[True] == 0, calls
+
+
+@pytest.mark.needs_cc
+@pytest.mark.parametrize("strict", [False, True])
+def test_semaphore_stores_in_c_match_sem_mmio_write(strict, monkeypatch):
+    """A TRISC's RISC-V stores to its semaphores made by C itself (rv32_native.SEM_STORES_NATIVE: sem_store) against
+    the Tensix's sem_mmio_write (the reference): random posts and gets on semaphores with random values, maxima and
+    counted posts leave the same values, posts, event cycle, core state and stats; in strict mode the first post at
+    Max or get at 0 raises the same error on both. C made the stores it could."""
+    rng = random.Random(7 + strict)
+    writes = Tile.__dict__["_pcbuf_store"]
+    for case in range(6):
+        sems = [rng.randrange(8) for _ in range(40)]
+        words = []
+        for i, k in enumerate(sems):
+            words += bench.li(6, layout.SEMAPHORE_BASE + 4 * k) + bench.li(7, rng.choice((0, 1, 2, 3, 0xFFFFFFFE)))
+            words += [bench.sw(7, 6, 0)] + bench.li(5, rng.randrange(3)) * (i % 3)
+        init = [(rng.randrange(16), rng.choice((3, 8, 15))) for _ in range(8)]
+        seen = []
+        for in_c in (True, False):
+            monkeypatch.setattr(rv32_native, "SEM_STORES_NATIVE", in_c)
+            calls = []
+            monkeypatch.setattr(Tile, "_pcbuf_store", lambda self, *a: calls.append(a) or writes(self, *a))
+            tile = Tile(quantum=rng.choice((7, 50)))
+            tx = tile.tensix
+            tx.strict = strict
+            for i, (v, m) in enumerate(init):
+                tx.sem_value[i], tx.sem_max[i] = min(v, m) if strict else v, m
+                tx.sem_posts[i].extend(range(10 * i, 10 * i + tx.sem_value[i]))
+            bench.launch_words(tile, {"trisc0": words + [bench.J_SELF]})
+            error = None
+            try:
+                for _ in range(100):
+                    tile.run(30)
+                    if not tile.running("trisc0") or tile.spinning("trisc0"):
+                        break
+            except EmuError as e:
+                error = str(e)
+            core = tile.cores["trisc0"]
+            seen.append((error, list(tx.sem_value), [list(q) for q in tx.sem_posts], tx.tm.event_t, core.pc,
+                         core.instret, dict(tile._stall), tile.stats()))
+            if in_c:
+                assert tile.cores["trisc0"].native is not None
+                made_in_c = len(calls)
+        assert seen[0] == seen[1], case
+        assert made_in_c <= (1 if seen[0][0] else 0), made_in_c      # (only the culprit's store goes to Python)
+        assert (seen[0][0] is not None) == strict, seen[0][0]
 
 
 @pytest.mark.parametrize("in_c", [True, False])

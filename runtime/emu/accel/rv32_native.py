@@ -89,6 +89,10 @@ NIU_LOADS_NATIVE = os.environ.get("TT_EMU_NIU_LOADS_NATIVE", "1") != "0"
 # _pcbuf_store (the reference; False, or TT_EMU_PCBUF_NATIVE=0, read when a tile is built); a load the tile's timeline
 # records stays Python's
 PCBUF_NATIVE = os.environ.get("TT_EMU_PCBUF_NATIVE", "1") != "0"
+# Where C makes a semaphore store (PCBUF_NATIVE), the post or get itself (rv32_native.c sem_store) instead of calling
+# the Tensix's sem_mmio_write (the reference; False, or TT_EMU_SEM_STORES_NATIVE=0, read when a tile is built); strict
+# mode's errors are the method's
+SEM_STORES_NATIVE = os.environ.get("TT_EMU_SEM_STORES_NATIVE", "1") != "0"
 # RV32Core.spin_reads (a frozen wait loop's probe) in C where the loop only loads (rv32_native.c probe); False keeps
 # rv32.py's probe on translated blocks (the reference; read at each probe)
 PROBE_NATIVE = os.environ.get("TT_EMU_SPIN_PROBE_NATIVE", "1") != "0"
