@@ -965,14 +965,15 @@ class Tile:
         (THAW_NATIVE), which asks peek for the registers read, else _thaw_in_python."""
         if CAUSAL_LOADS and THAW_NATIVE and self._log_lookups is not None:
             reads, seen = self._frozen[who]
-            answer = self._log_lookups.thaw(reads, seen, self.cycles(who), self._thaw_key.get(who),
-                                            self._reg_peeks[who], who)
+            t = self.cycles(who)
+            answer = self._log_lookups.thaw(reads, seen, t, self._thaw_key.get(who), self._reg_peeks[who], who)
             if answer is not NotImplemented:
                 self._thaw_key[who], resume = answer
                 if resume is None:
                     return False
                 del self._frozen[who]
-                self._wait_until(who, resume, tl.SPIN_WRITE)
+                if resume > t:          # (no earlier: _wait_until would not move it)
+                    self._wait_until(who, resume, tl.SPIN_WRITE)
                 return True
         return self._thaw_in_python(who)
 

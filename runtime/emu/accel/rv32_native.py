@@ -223,6 +223,7 @@ class NativeRun:
         self.python_quanta = 0          # quanta left to run on the Python blocks before C is measured again
         self.past_in_c = False          # answer_past_loads
         self.calls: tuple | None = None  # _bus_calls
+        self.peek = NotImplemented      # what spin_reads' probe reads registers by, once asked
 
     def _bus_calls(self) -> tuple:
         """rv32_native.c's bus_calls tuple, built once (its bound methods cost ~0.3 us a quantum to rebuild); the core
@@ -246,10 +247,11 @@ class NativeRun:
         if not PROBE_NATIVE or (sbase is not None and not self.past_in_c):
             return NotImplemented
         core = self.core
-        reg_peek = getattr(core.bus, "reg_peek", None)      # (a tile's: its peek, or a table C reads it by)
-        peek = reg_peek(core.name) if reg_peek is not None else getattr(core.bus, "peek", None)
-        return self.probe(self.arg, core.x, core.pc, core.stamp_base() if sbase is not None else None, sbase, peek,
-                          core.name, seen_at)
+        if self.peek is NotImplemented:     # (a tile's reg_peek: its peek, or a table C reads it by; fixed)
+            reg_peek = getattr(core.bus, "reg_peek", None)
+            self.peek = reg_peek(core.name) if reg_peek is not None else getattr(core.bus, "peek", None)
+        return self.probe(self.arg, core.x, core.pc, core.stamp_base() if sbase is not None else None, sbase,
+                          self.peek, core.name, seen_at)
 
     def run(self, budget: int) -> int:
         core = self.core
@@ -274,10 +276,10 @@ class NativeRun:
         try:
             while True:
                 if base is not None:
-                    t0[0] = base()      # a piece may have stalled the core: the stores after it are that much later
+                    t0[0] = b = base()  # a piece may have stalled the core: the stores after it are that much later
                     if causal:
-                        ns["SBASE"] = int(t0[0])  # a handed-back load's stamp test (rv32.py set_stamp_wait): a lower
-                                                  # bound of the cycle, also after bus calls C made stalled the core
+                        ns["SBASE"] = b     # a handed-back load's stamp test (rv32.py set_stamp_wait): a lower
+                                            # bound of the cycle, also after bus calls C made stalled the core
                 try:
                     why = fn(arg, calls, direct, niu_loads, niu_sends)
                 except BaseException:
