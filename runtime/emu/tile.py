@@ -322,7 +322,8 @@ class Tile:
                                                                             + 4 * N_SEMAPHORES, 4))}
         loads, stores = rv32_native.SEM_LOADS_NATIVE, rv32_native.PCBUF_NATIVE
         sems = (self, layout.SEMAPHORE_BASE, N_SEMAPHORES, *extra, loads, layout.TENSIX_SYNC if stores else 0,
-                TTSYNC_WAIT.format(thread), rv32_native.SEM_STORES_NATIVE) if (loads or stores) and who in TRISC_THREAD and len(extra) == 1 else None
+                TTSYNC_WAIT.format(thread), rv32_native.SEM_STORES_NATIVE) \
+            if (loads or stores) and who in TRISC_THREAD and len(extra) == 1 else None
         return (capsule, self.tensix, thread, facts, progress, self._stall, self.tensix_pushes, self._wait,
                 FIFO_FULL.format(thread), allowed, sems)
 

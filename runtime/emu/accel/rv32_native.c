@@ -411,7 +411,8 @@ static int ttsync_load(rv_state *s, const bus_calls *c, direct_push *d, uint32_t
  * nothing at 0), an even one adds one counted from t (SEMPOST; saturating at 15). 1 made, 0 where the method must
  * (strict mode's errors: a SEMGET at 0, a SEMPOST at the semaphore's Max; nothing changed), -1 with an error set. */
 static int sem_store(const direct_push *d, uint32_t i, uint32_t value, long long t) {
-    PyObject *values = PyObject_GetAttr(d->tx, s_sem_value), *maxima = values ? PyObject_GetAttr(d->tx, s_sem_max) : NULL;
+    PyObject *values = PyObject_GetAttr(d->tx, s_sem_value);
+    PyObject *maxima = values ? PyObject_GetAttr(d->tx, s_sem_max) : NULL;
     PyObject *posts = maxima ? PyObject_GetAttr(d->tx, s_sem_posts) : NULL;
     PyObject *strict_o = posts ? PyObject_GetAttr(d->tx, s_strict) : NULL, *tm = NULL, *q = NULL, *r = NULL;
     int done = -1, strict = strict_o ? PyObject_IsTrue(strict_o) : -1;
@@ -424,8 +425,9 @@ static int sem_store(const direct_push *d, uint32_t i, uint32_t value, long long
                                          "its semaphores");
         goto out;
     }
-    if (((v = PyLong_AsLongLong(PyList_GET_ITEM(values, i))) == -1 || (max = PyLong_AsLongLong(PyList_GET_ITEM(maxima, i)))
-         == -1) && PyErr_Occurred())
+    v = PyLong_AsLongLong(PyList_GET_ITEM(values, i));
+    max = v == -1 && PyErr_Occurred() ? -1 : PyLong_AsLongLong(PyList_GET_ITEM(maxima, i));
+    if (PyErr_Occurred())
         goto out;
     if (strict && (value & 1 ? v == 0 : v >= max)) {
         done = 0;                                    /* (sem_mmio_write raises, naming the store) */
