@@ -386,6 +386,12 @@ class RV32Core:
             self._ns.pop(kind, None)
         else:
             self._ns[kind] = fn
+        self._drop_bus_calls()
+
+    def _drop_bus_calls(self) -> None:
+        """The native runner's bus-call tuple names the pushers and the stamp base: rebuilt at its next run()."""
+        if self.native is not None:
+            self.native.calls = None
 
     def set_stamper(self, fn: Callable[[int, int], None], stamps: np.ndarray, base: Callable[[], int],
                     write_log: tuple[np.ndarray, ...] | None = None) -> None:
@@ -397,6 +403,7 @@ class RV32Core:
         already translated keep what they were translated with."""
         self.stamper, self.stamps, self.stamp_base, self.write_log = fn, stamps, base, write_log
         self._ns["STAMP"] = fn
+        self._drop_bus_calls()
 
     def set_stamp_wait(self, past: Callable[..., int], wait: Callable[[int, int], None]) -> None:
         """The causal-load rule (after set_stamper): an aligned L1 load of a line stamped later than the core's cycle

@@ -56,6 +56,7 @@ from .noc import (ATOMIC_RESP_RECEIVED, CMD_CTRL as NIU_CMD_CTRL, COUNTER_BASE a
 from .cycles import DRAM_LATENCY, NOC_BYTES_PER_CYCLE, NOC_HOP_LATENCY, NOC_NIU_LATENCY
 from .rv32 import STAMP_SHIFT, RV32Core, Stall
 from .accel import noc_native, rv32_native
+from .sync import SyncMixin
 from .tensix import Tensix
 
 QUANTUM = 2000
@@ -71,6 +72,10 @@ PEEK_NATIVE = os.environ.get("TT_EMU_PEEK_NATIVE", "1") != "0"
 # one C call (rv32_native.c thaw; a semaphore read through peek); False (or TT_EMU_THAW_NATIVE=0) keeps _thaw_in_python,
 # the reference
 THAW_NATIVE = os.environ.get("TT_EMU_THAW_NATIVE", "1") != "0"
+# The C thaw test and spin probe read a TRISC's semaphores from the Tensix's values themselves (reg_peek's table;
+# rv32_native.c reg_peek) instead of calling peek for each; False (or TT_EMU_SEM_PEEK_NATIVE=0, read when a tile is
+# built) hands them peek, the reference
+SEM_PEEK_NATIVE = os.environ.get("TT_EMU_SEM_PEEK_NATIVE", "1") != "0"
 WRITE_LOG = 1024        # the RISC-V stores to L1 a tile remembers for that rule (l1_log); rv32_native.c LOG_SIZE
 RESPONSE_COUNTERS = (RD_RESP_RECEIVED, WR_ACK_RECEIVED, ATOMIC_RESP_RECEIVED)   # counted when a request completes
 CORE_BITS = {c: 1 << b for c, b in layout.SOFT_RESET_BIT.items()}
@@ -168,6 +173,7 @@ class Tile:
         self._thaw_key: dict[str, tuple[int, list[bytes | int | None]] | bytes] = {}
         self._self_timed: set[str] = set()                  # spinning on an NIU response counter (_freeze)
         self._poll_again: dict[str, int] = {}               # per core, the wait loop (pc) it polls once more (_freeze)
+        self._reg_peeks = {c: self._reg_peek(c) for c in self.cores}    # what C's thaw and probe read registers by
         self.rec = None                                      # a timeline.TimelineRecorder (timeline_begin/_end)
         self.mailboxes = mb.Mailboxes()                      # the 16 B/T0/T1/T2 mailboxes (mailbox.py)
         self._mb_full = {c: False for c in mb.ENDS}           # the core's last mailbox write found no room
@@ -316,7 +322,8 @@ class Tile:
                                                                             + 4 * N_SEMAPHORES, 4))}
         loads, stores = rv32_native.SEM_LOADS_NATIVE, rv32_native.PCBUF_NATIVE
         sems = (self, layout.SEMAPHORE_BASE, N_SEMAPHORES, *extra, loads, layout.TENSIX_SYNC if stores else 0,
-                TTSYNC_WAIT.format(thread)) if (loads or stores) and who in TRISC_THREAD and len(extra) == 1 else None
+                TTSYNC_WAIT.format(thread), rv32_native.SEM_STORES_NATIVE) \
+            if (loads or stores) and who in TRISC_THREAD and len(extra) == 1 else None
         return (capsule, self.tensix, thread, facts, progress, self._stall, self.tensix_pushes, self._wait,
                 FIFO_FULL.format(thread), allowed, sems)
 
@@ -909,6 +916,20 @@ class Tile:
             return self.tensix.sem_read((addr - layout.SEMAPHORE_BASE) >> 2)
         return None
 
+    def reg_peek(self, who: str):
+        """What C reads `who`'s registers by where peek would (rv32_native.c reg_peek): this tile's peek."""
+        return self._reg_peeks[who]
+
+    def _reg_peek(self, who: str):
+        """peek's answers for `who` as a table C reads without a call (SEM_PEEK_NATIVE: the semaphore window's base,
+        its count of words and the Tensix's list of their values; None instead of the list for a core that may peek
+        none), or the method itself (the reference; a Tensix that keeps its semaphores otherwise)."""
+        values = getattr(self.tensix, "sem_value", None)
+        if not SEM_PEEK_NATIVE or not isinstance(values, list) \
+                or getattr(type(self.tensix), "sem_read", None) is not SyncMixin.sem_read:
+            return self.peek
+        return layout.SEMAPHORE_BASE, N_SEMAPHORES, values if who in TRISC_THREAD else None
+
     def _peek_word(self, who: str, addr: int, n: int, cycle: int | None = None) -> bytes | int | None:
         """What `who` reads at `addr` at `cycle` (as of that cycle under the causal-load rule, where known; as it is
         now without a cycle)."""
@@ -945,13 +966,15 @@ class Tile:
         (THAW_NATIVE), which asks peek for the registers read, else _thaw_in_python."""
         if CAUSAL_LOADS and THAW_NATIVE and self._log_lookups is not None:
             reads, seen = self._frozen[who]
-            answer = self._log_lookups.thaw(reads, seen, self.cycles(who), self._thaw_key.get(who), self.peek, who)
+            t = self.cycles(who)
+            answer = self._log_lookups.thaw(reads, seen, t, self._thaw_key.get(who), self._reg_peeks[who], who)
             if answer is not NotImplemented:
                 self._thaw_key[who], resume = answer
                 if resume is None:
                     return False
                 del self._frozen[who]
-                self._wait_until(who, resume, tl.SPIN_WRITE)
+                if resume > t:          # (no earlier: _wait_until would not move it)
+                    self._wait_until(who, resume, tl.SPIN_WRITE)
                 return True
         return self._thaw_in_python(who)
 
@@ -1100,10 +1123,12 @@ class Tile:
         return self._tbase[core] + self.cores[core].instret + self._stall[core]
 
     def _advance_clock(self) -> None:
-        c = self.clock
-        for name in self.cores:
-            if not self.soft_reset & CORE_BITS[name]:
-                c = max(c, self.cycles(name))
+        c, tbase, stall, held = self.clock, self._tbase, self._stall, self.soft_reset
+        for name, core in self.cores.items():     # (cycles() inline: called after every round)
+            if not held & CORE_BITS[name]:
+                t = tbase[name] + core.instret + stall[name]
+                if t > c:
+                    c = t
         tm = getattr(self.tensix, "tm", None)
         if tm is not None:
             c = max(c, *tm.clock)

@@ -209,6 +209,27 @@ def test_loop_with_an_effect_is_no_spin(effect):
     assert _trace(poll, 1, True) == want and want[-1][4]
 
 
+def test_pushers_set_between_quanta_take_the_next_pushes():
+    """The C runner keeps its bus calls between quanta: a pusher set after one quantum receives the next quantum's
+    pushes (set_pusher drops the kept calls), on C as on the Python blocks."""
+    words = [ttinsn(0x11), b_type(4, 0, 0, 0), ttinsn(0x22), ttinsn(0x33), PARK]     # the branch ends a block
+    for on_c in (False, True):
+        bus = RecordingBus()
+        for i, w in enumerate(words):
+            struct.pack_into("<I", bus.l1, CODE + 4 * i, w)
+        core = RV32Core("trisc0", bus, CODE)
+        _give_pushers(core, bus)
+        if on_c:
+            rv32_native.attach(core)
+            assert core.native is not None
+        assert core.run(1) == 2 and bus.tensix == [0x11]
+        later: list = []
+        core.set_pusher("PUSHP", lambda pos, word: later.append(word))
+        core.set_pusher("PUSHM", lambda pos, run: later.extend(run))
+        core.run(100)
+        assert core.parked and bus.tensix == [0x11] and later == [0x22, 0x33], (on_c, bus.tensix, later)
+
+
 @pytest.mark.parametrize("exits", [True, False])
 def test_hands_back_only_what_python_models(exits, monkeypatch):
     """A counting loop stays in C; its MMIO loads, pushes and CSR reads come back to Python one instruction (or one
@@ -585,6 +606,33 @@ def test_thaw_matches_python(monkeypatch):
     reads = [(lines[0], 4), (layout.SEMAPHORE_BASE, 4)]
     assert tile._log_lookups.thaw(reads, [b"", 0], 0, None, lambda who, a: 1.5, "trisc0") is NotImplemented
 
+def test_register_table_reads_as_peek(monkeypatch):
+    """C's thaw and spin probe read a TRISC's semaphores from the Tile's table (Tile.reg_peek, SEM_PEEK_NATIVE) as
+    Tile.peek answers them: inside the window (an aligned word or not), just outside it, elsewhere in MMIO, for each
+    core; the table's semaphores are the Tensix's own list (a post shows at once); a malformed table raises."""
+    tile = Tile()
+    tile.tensix.sem_value[:] = [3, 0, 7, 1, 15, 2, 0, 9]
+    thaw = tile._log_lookups.thaw
+    base, end = layout.SEMAPHORE_BASE, layout.SEMAPHORE_BASE + 4 * tile_module.N_SEMAPHORES
+    addrs = [base - 4, base, base + 1, base + 4, base + 30, end - 4, end - 1, end, 0xFFB12000, 0xFFFFFFFC]
+    tables = 0
+    for who in tile.cores:
+        table = tile.reg_peek(who)
+        tables += isinstance(table, tuple)
+        for addr in addrs:
+            for seen in (tile.peek(who, addr), 0, None):
+                assert thaw([(addr, 4)], [seen], 0, None, table, who) == thaw([(addr, 4)], [seen], 0, None,
+                                                                              tile.peek, who), (who, hex(addr))
+        tile.tensix.sem_value[0] += 1
+        assert thaw([(base, 4)], [tile.peek(who, base)], 0, None, table, who)[1] is None
+    assert tables == len(tile.cores)
+    for bad in ((base, 8), (base, 9, tile.tensix.sem_value), ("base", 8, None), (base, 8, (0,) * 8)):
+        with pytest.raises(TypeError):
+            thaw([(base, 4)], [0], 0, None, bad, "trisc0")
+    monkeypatch.setattr(tile_module, "SEM_PEEK_NATIVE", False)
+    assert Tile().reg_peek("trisc0").__func__ is Tile.peek
+
+
 def _same_with_and_without_c(plan, arrays, monkeypatch) -> None:
     """The kernel on C making the bus calls, answering causal loads from the write log and pushing to plain_run itself;
     then C making the bus calls, with those loads handed back to tile.py's past() (rv32_native.CAUSAL_NATIVE), every
@@ -622,9 +670,11 @@ def _same_with_and_without_c(plan, arrays, monkeypatch) -> None:
         monkeypatch.setattr(rv32_native, "SEM_LOADS_NATIVE", in_c)
         monkeypatch.setattr(rv32_native, "NIU_LOADS_NATIVE", in_c)
         monkeypatch.setattr(rv32_native, "PCBUF_NATIVE", in_c)
+        monkeypatch.setattr(rv32_native, "SEM_STORES_NATIVE", in_c)
         monkeypatch.setattr(noc_native, "ISSUE_NATIVE", in_c)
         monkeypatch.setattr(tile_module, "PEEK_NATIVE", in_c)
         monkeypatch.setattr(tile_module, "THAW_NATIVE", in_c)
+        monkeypatch.setattr(tile_module, "SEM_PEEK_NATIVE", in_c)
         calls[key] = {"past": 0, "push_run": 0, "pcbuf": 0, "niu": 0, "send": 0}
         dev = EmuDevice()
         out = [launch_plan(dev, plan, arrays, elfs)[0] for _ in range(2)]      # a warm device relaunched too
@@ -708,6 +758,53 @@ def test_pcbuf_accesses_in_c_match_the_bus(monkeypatch):
         traces.append(trace)
     assert traces[0] == traces[1]
     assert calls[False] >= 5 and calls[True] == 0, calls
+
+
+@pytest.mark.needs_cc
+@pytest.mark.parametrize("strict", [False, True])
+def test_semaphore_stores_in_c_match_sem_mmio_write(strict, monkeypatch):
+    """A TRISC's RISC-V stores to its semaphores made by C itself (rv32_native.SEM_STORES_NATIVE: sem_store) against
+    the Tensix's sem_mmio_write (the reference): random posts and gets on semaphores with random values, maxima and
+    counted posts leave the same values, posts, event cycle, core state and stats; in strict mode the first post at
+    Max or get at 0 raises the same error on both. C made the stores it could."""
+    rng = random.Random(7 + strict)
+    writes = Tile.__dict__["_pcbuf_store"]
+    for case in range(6):
+        sems = [rng.randrange(8) for _ in range(40)]
+        words = []
+        for i, k in enumerate(sems):
+            words += bench.li(6, layout.SEMAPHORE_BASE + 4 * k) + bench.li(7, rng.choice((0, 1, 2, 3, 0xFFFFFFFE)))
+            words += [bench.sw(7, 6, 0)] + bench.li(5, rng.randrange(3)) * (i % 3)
+        init = [(rng.randrange(16), rng.choice((3, 8, 15))) for _ in range(8)]
+        seen = []
+        for in_c in (True, False):
+            monkeypatch.setattr(rv32_native, "SEM_STORES_NATIVE", in_c)
+            calls = []
+            monkeypatch.setattr(Tile, "_pcbuf_store", lambda self, *a: calls.append(a) or writes(self, *a))
+            tile = Tile(quantum=rng.choice((7, 50)))
+            tx = tile.tensix
+            tx.strict = strict
+            for i, (v, m) in enumerate(init):
+                tx.sem_value[i], tx.sem_max[i] = min(v, m) if strict else v, m
+                tx.sem_posts[i].extend(range(10 * i, 10 * i + tx.sem_value[i]))
+            bench.launch_words(tile, {"trisc0": words + [bench.J_SELF]})
+            error = None
+            try:
+                for _ in range(100):
+                    tile.run(30)
+                    if not tile.running("trisc0") or tile.spinning("trisc0"):
+                        break
+            except EmuError as e:
+                error = str(e)
+            core = tile.cores["trisc0"]
+            seen.append((error, list(tx.sem_value), [list(q) for q in tx.sem_posts], tx.tm.event_t, core.pc,
+                         core.instret, dict(tile._stall), tile.stats()))
+            if in_c:
+                assert tile.cores["trisc0"].native is not None
+                made_in_c = len(calls)
+        assert seen[0] == seen[1], case
+        assert made_in_c <= (1 if seen[0][0] else 0), made_in_c      # (only the culprit's store goes to Python)
+        assert (seen[0][0] is not None) == strict, seen[0][0]
 
 
 @pytest.mark.parametrize("in_c", [True, False])

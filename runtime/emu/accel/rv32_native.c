@@ -72,7 +72,8 @@ enum { CAUSAL_OFF = 0, CAUSAL_HAND_BACK = 1, CAUSAL_IN_C = 2 };
 typedef struct { PyObject *core, *name, *load, *store, *window, *pushp, *pushm, *push, *base, *stall; } bus_calls;
 _Static_assert(sizeof(bus_calls) == BUS_CALLS * sizeof(PyObject *), "filled slot by slot");
 static PyObject *s_pos, *s_sub, *s_mm_record, *s_pm_done, *s_pm_t, *s_sem_value, *s_sem_posts, *s_rec, *s_latency_of, *four, *zero;
-static PyObject *s_thread_idle, *s_thread_done, *s_sem_mmio_write;
+static PyObject *s_thread_idle, *s_thread_done, *s_sem_mmio_write, *s_sem_max, *s_strict, *s_tm, *s_event_t, *s_popleft,
+    *s_append;
 
 /* plain_run's C entry (sfpu_issue_native.c's capsule "sfpu_issue.plain_run"), called with plain_run's arguments */
 typedef PyObject *(*plain_run_entry)(PyObject *, PyObject *const *, Py_ssize_t);
@@ -91,6 +92,8 @@ typedef struct {
     uint32_t sync;                     /* TTSync's address: C serves its loads and stores and the semaphore stores (0:
                                         * the bus calls do) */
     PyObject *sync_wait;               /* the wait reason of a TTSync load while the thread is busy */
+    int sem_stores;                    /* C makes a semaphore store's post or get itself (sem_store), not through the
+                                        * Tensix's sem_mmio_write */
     Py_ssize_t thread_i;
     long long base;                    /* the core's cycle less its stall (tbase + instret): fixed during one run() */
     int ready;                         /* allowed() as asked at the run's first push: 1, 0 (pushers only), -1 not yet */
@@ -403,6 +406,63 @@ static int ttsync_load(rv_state *s, const bus_calls *c, direct_push *d, uint32_t
     return 1;
 }
 
+/* sync.py SyncMixin.sem_mmio_write(i, value, t) without its Python frames (d->sem_stores): the Tensix's latest event
+ * cycle (tm.event_t) moves on to t, then an odd value takes one from semaphore i and its oldest counted post (SEMGET;
+ * nothing at 0), an even one adds one counted from t (SEMPOST; saturating at 15). 1 made, 0 where the method must
+ * (strict mode's errors: a SEMGET at 0, a SEMPOST at the semaphore's Max; nothing changed), -1 with an error set. */
+static int sem_store(const direct_push *d, uint32_t i, uint32_t value, long long t) {
+    PyObject *values = PyObject_GetAttr(d->tx, s_sem_value);
+    PyObject *maxima = values ? PyObject_GetAttr(d->tx, s_sem_max) : NULL;
+    PyObject *posts = maxima ? PyObject_GetAttr(d->tx, s_sem_posts) : NULL;
+    PyObject *strict_o = posts ? PyObject_GetAttr(d->tx, s_strict) : NULL, *tm = NULL, *q = NULL, *r = NULL;
+    int done = -1, strict = strict_o ? PyObject_IsTrue(strict_o) : -1;
+    long long v = 0, max = 0, event = 0;
+    if (strict < 0)
+        goto out;
+    if (!PyList_Check(values) || !PyList_Check(maxima) || !PyList_Check(posts) || i >= PyList_GET_SIZE(values)
+        || i >= PyList_GET_SIZE(maxima) || i >= PyList_GET_SIZE(posts)) {
+        PyErr_SetString(PyExc_TypeError, "sem_store: the Tensix's sem_value, sem_max and sem_posts are not lists of "
+                                         "its semaphores");
+        goto out;
+    }
+    v = PyLong_AsLongLong(PyList_GET_ITEM(values, i));
+    max = v == -1 && PyErr_Occurred() ? -1 : PyLong_AsLongLong(PyList_GET_ITEM(maxima, i));
+    if (PyErr_Occurred())
+        goto out;
+    if (strict && (value & 1 ? v == 0 : v >= max)) {
+        done = 0;                                    /* (sem_mmio_write raises, naming the store) */
+        goto out;
+    }
+    if (!(tm = PyObject_GetAttr(d->tx, s_tm)) || !(r = PyObject_GetAttr(tm, s_event_t))
+        || ((event = PyLong_AsLongLong(r)) == -1 && PyErr_Occurred()))
+        goto out;
+    Py_CLEAR(r);
+    if (t > event && (!(r = PyLong_FromLongLong(t)) || PyObject_SetAttr(tm, s_event_t, r) < 0))
+        goto out;
+    Py_CLEAR(r);
+    q = Py_NewRef(PyList_GET_ITEM(posts, i));
+    if (value & 1 ? v == 0 : v >= 15) {
+        done = 1;                                    /* (SEMGET at 0 does nothing, SEMPOST at 15 saturates) */
+        goto out;
+    }
+    if (!(r = PyLong_FromLongLong(value & 1 ? v - 1 : v + 1)) || PyList_SetItem(values, i, Py_NewRef(r)) < 0)
+        goto out;
+    Py_CLEAR(r);
+    if (value & 1) {
+        Py_ssize_t n = PyObject_Length(q);
+        r = n > 0 ? PyObject_CallMethodNoArgs(q, s_popleft) : n == 0 ? Py_NewRef(Py_None) : NULL;
+    } else {
+        PyObject *t_o = PyLong_FromLongLong(t);
+        r = t_o ? PyObject_CallMethodOneArg(q, s_append, t_o) : NULL;
+        Py_XDECREF(t_o);
+    }
+    done = r ? 1 : -1;
+out:
+    Py_XDECREF(values), Py_XDECREF(maxima), Py_XDECREF(posts), Py_XDECREF(strict_o), Py_XDECREF(tm), Py_XDECREF(q);
+    Py_XDECREF(r);
+    return done;
+}
+
 /* A TRISC's 32-bit store in its PC buffer (tile.py mmio_store -> _pcbuf_store, the reference): TTSync's is discarded,
  * a semaphore's is the Tensix's sem_mmio_write(i, value, the core's cycle). 1 made, 0 where the bus call must (another
  * address, or C serves none: d->sync 0), -1 with an error set. */
@@ -414,6 +474,9 @@ static int pcbuf_store(rv_state *s, const bus_calls *c, direct_push *d, uint32_t
         return -1;
     if (addr == d->sync)
         return 1;
+    int made = d->sem_stores ? sem_store(d, (addr - d->sem_base) >> 2, value, d->base + stall + s->done) : 0;
+    if (made)
+        return made;
     PyObject *i = PyLong_FromUnsignedLong((addr - d->sem_base) >> 2), *v = i ? PyLong_FromUnsignedLong(value) : NULL;
     PyObject *t = v ? PyLong_FromLongLong(d->base + stall + s->done) : NULL, *r = NULL;
     if (t) {
@@ -1030,6 +1093,33 @@ static int rv_run(rv_state *s, const bus_calls *c, direct_push *d, const niu_loa
     return RV_PYTHON;
 }
 
+/* a register's value as the tile's peek(name, addr) answers it (tile.py Tile.peek), a new reference or NULL with an
+ * error set: through `peek`, or where `peek` is a table (tile.py Tile.reg_peek: the window base, its count of words and
+ * the list of their values, or None for a core that may peek none) without a Python call: the list's item for an
+ * address inside the window, None elsewhere. `addr_o`: addr as a Python int, or NULL (made where the call needs it) */
+static PyObject *reg_peek(PyObject *peek, PyObject *name, PyObject *addr_o, uint32_t addr) {
+    if (!PyTuple_Check(peek)) {
+        PyObject *made = addr_o ? NULL : PyLong_FromUnsignedLong(addr), *call[2] = {name, addr_o ? addr_o : made};
+        PyObject *r = call[1] ? PyObject_Vectorcall(peek, call, 2, NULL) : NULL;
+        Py_XDECREF(made);
+        return r;
+    }
+    PyObject *values = PyTuple_GET_SIZE(peek) == 3 ? PyTuple_GET_ITEM(peek, 2) : NULL;
+    unsigned long base = values ? PyLong_AsUnsignedLong(PyTuple_GET_ITEM(peek, 0)) : 0;
+    unsigned long count = values ? PyLong_AsUnsignedLong(PyTuple_GET_ITEM(peek, 1)) : 0;
+    if (!values || PyErr_Occurred() || (values != Py_None && (!PyList_Check(values)
+                                                              || (Py_ssize_t)count > PyList_GET_SIZE(values)))) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "peek table: (window base, words, their values: a list of at least "
+                                             "that many, or None)");
+        return NULL;
+    }
+    uint32_t off = addr - (uint32_t)base;
+    if (values == Py_None || off >= 4 * count)
+        return Py_NewRef(Py_None);
+    return Py_NewRef(PyList_GET_ITEM(values, off >> 2));
+}
+
 /* rv32.py RV32Core.spin_reads for a core run() stopped spinning, where its probe only loads (the common wait loop):
  * one turn of the loop from pc on a copy of the registers, block by block as rv32.py translates them (a block ends
  * after a branch or jump, after MAX_BLOCK instructions, at the end of L1), the registers compared after each of at
@@ -1056,9 +1146,7 @@ static int probe_load(const rv_state *s, uint32_t w, uint32_t addr, uint32_t k, 
     if (!(p = fast(s, addr, size))) {
         if (f3 != 2) return PROBE_PYTHON;
         if (peek == Py_None) return PROBE_OTHER;
-        PyObject *a_o = PyLong_FromUnsignedLong(addr), *args[2] = {name, a_o};
-        PyObject *r = a_o ? PyObject_Vectorcall(peek, args, 2, NULL) : NULL;
-        Py_XDECREF(a_o);
+        PyObject *r = reg_peek(peek, name, NULL, addr);
         if (!r) return PROBE_ERROR;
         if (r == Py_None) { Py_DECREF(r); return PROBE_OTHER; }
         unsigned long long value = PyLong_Check(r) ? PyLong_AsUnsignedLongLong(r) : (unsigned long long)-1;
@@ -1192,8 +1280,7 @@ static PyObject *probe_seen(const rv_state *s, PyObject *reads, uint64_t cycle, 
         uint32_t addr = (uint32_t)PyLong_AsUnsignedLong(PyTuple_GET_ITEM(t, 0));
         uint32_t n = (uint32_t)PyLong_AsUnsignedLong(PyTuple_GET_ITEM(t, 1));
         if (addr >= L1_SIZE) {
-            PyObject *call[2] = {name, PyTuple_GET_ITEM(t, 0)};
-            w = PyObject_Vectorcall(peek, call, 2, NULL);
+            w = reg_peek(peek, name, PyTuple_GET_ITEM(t, 0), addr);
         } else {
             w = l1_bytes_at(s->l1, s->stamp, s->log, *s->log_n, s->log_head, s->log_prev, addr, n, cycle);
         }
@@ -1282,8 +1369,8 @@ static int direct_from(PyObject *o, const rv_state *s, const bus_calls *c, direc
     d->fn = (plain_run_entry)PyCapsule_GetPointer(f[0], "sfpu_issue.plain_run");
     d->tx = f[1], d->thread = f[2], d->facts = f[3], d->progress = f[4], d->stall = f[5], d->pushes = f[6];
     d->waits = f[7], d->full = f[8], d->allowed = f[9], d->name = c->name, d->ready = -1;
-    if (f[10] != Py_None && !PyArg_ParseTuple(f[10], "OIIIpIU", &d->tile, &d->sem_base, &d->n_sems, &d->extra,
-                                              &d->sem_loads, &d->sync, &d->sync_wait))
+    if (f[10] != Py_None && !PyArg_ParseTuple(f[10], "OIIIpIUp", &d->tile, &d->sem_base, &d->n_sems, &d->extra,
+                                              &d->sem_loads, &d->sync, &d->sync_wait, &d->sem_stores))
         return -1;
     d->thread_i = PyLong_AsSsize_t(d->thread);
     if (!d->fn || PyErr_Occurred() || !PyDict_Check(d->stall) || !PyList_Check(d->pushes) || !PyDict_Check(d->waits)
@@ -1480,8 +1567,7 @@ static PyObject *thaw(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
         if (!PyArg_ParseTuple(PyList_GET_ITEM(args[1], i), "II", &addr[i], &n[i]))
             goto done;
         if (addr[i] >= L1_SIZE) {               /* a register: as the tile's peek reads it */
-            PyObject *call[2] = {args[6], PyTuple_GET_ITEM(PyList_GET_ITEM(args[1], i), 0)};   /* (a tuple: parsed) */
-            reg[i] = PyObject_Vectorcall(args[5], call, 2, NULL);
+            reg[i] = reg_peek(args[5], args[6], PyTuple_GET_ITEM(PyList_GET_ITEM(args[1], i), 0), addr[i]);
             if (!reg[i])
                 goto done;
             if (reg[i] != Py_None && (!PyLong_CheckExact(reg[i]) || _PyLong_Sign(reg[i]) < 0
@@ -1590,6 +1676,9 @@ PyMODINIT_FUNC PyInit_rv32_native(void) {
         || !(s_thread_idle = PyUnicode_InternFromString("thread_idle"))
         || !(s_thread_done = PyUnicode_InternFromString("thread_done"))
         || !(s_sem_mmio_write = PyUnicode_InternFromString("sem_mmio_write"))
+        || !(s_sem_max = PyUnicode_InternFromString("sem_max")) || !(s_strict = PyUnicode_InternFromString("strict"))
+        || !(s_tm = PyUnicode_InternFromString("tm")) || !(s_event_t = PyUnicode_InternFromString("event_t"))
+        || !(s_popleft = PyUnicode_InternFromString("popleft")) || !(s_append = PyUnicode_InternFromString("append"))
         || !(four = PyLong_FromLong(4)) || !(zero = PyLong_FromLong(0)))
         return NULL;
     return PyModule_Create(&module);

@@ -89,6 +89,10 @@ NIU_LOADS_NATIVE = os.environ.get("TT_EMU_NIU_LOADS_NATIVE", "1") != "0"
 # _pcbuf_store (the reference; False, or TT_EMU_PCBUF_NATIVE=0, read when a tile is built); a load the tile's timeline
 # records stays Python's
 PCBUF_NATIVE = os.environ.get("TT_EMU_PCBUF_NATIVE", "1") != "0"
+# Where C makes a semaphore store (PCBUF_NATIVE), the post or get itself (rv32_native.c sem_store) instead of calling
+# the Tensix's sem_mmio_write (the reference; False, or TT_EMU_SEM_STORES_NATIVE=0, read when a tile is built); strict
+# mode's errors are the method's
+SEM_STORES_NATIVE = os.environ.get("TT_EMU_SEM_STORES_NATIVE", "1") != "0"
 # RV32Core.spin_reads (a frozen wait loop's probe) in C where the loop only loads (rv32_native.c probe); False keeps
 # rv32.py's probe on translated blocks (the reference; read at each probe)
 PROBE_NATIVE = os.environ.get("TT_EMU_SPIN_PROBE_NATIVE", "1") != "0"
@@ -218,6 +222,17 @@ class NativeRun:
         self.arg = self.state.ctypes.data
         self.python_quanta = 0          # quanta left to run on the Python blocks before C is measured again
         self.past_in_c = False          # answer_past_loads
+        self.calls: tuple | None = None  # _bus_calls
+        self.peek = NotImplemented      # what spin_reads' probe reads registers by, once asked
+
+    def _bus_calls(self) -> tuple:
+        """rv32_native.c's bus_calls tuple, built once (its bound methods cost ~0.3 us a quantum to rebuild); the core
+        drops it when its pushers or stamper change (rv32.py set_pusher, set_stamper)."""
+        core = self.core
+        bus, ns = core.bus, core._ns
+        self.calls = (core, core.name, bus.mmio_load, bus.mmio_store, self.push, ns.get("PUSHP"), ns.get("PUSHM"),
+                      bus.push_tensix, core.stamp_base, Stall)
+        return self.calls
 
     def answer_past_loads(self, on: bool) -> None:
         """Whether C answers the core's loads of L1 lines written after its cycle from the tile's write log itself
@@ -232,8 +247,11 @@ class NativeRun:
         if not PROBE_NATIVE or (sbase is not None and not self.past_in_c):
             return NotImplemented
         core = self.core
+        if self.peek is NotImplemented:     # (a tile's reg_peek: its peek, or a table C reads it by; fixed)
+            reg_peek = getattr(core.bus, "reg_peek", None)
+            self.peek = reg_peek(core.name) if reg_peek is not None else getattr(core.bus, "peek", None)
         return self.probe(self.arg, core.x, core.pc, core.stamp_base() if sbase is not None else None, sbase,
-                          getattr(core.bus, "peek", None), core.name, seen_at)
+                          self.peek, core.name, seen_at)
 
     def run(self, budget: int) -> int:
         core = self.core
@@ -251,19 +269,17 @@ class NativeRun:
                    (CAUSAL_IN_C if self.past_in_c else CAUSAL_HAND_BACK) if causal else CAUSAL_OFF)
         calls = direct = niu_loads = niu_sends = None
         if MMIO_EXITS:          # rv32_native.c bus_calls
-            bus = core.bus
-            calls = (core, core.name, bus.mmio_load, bus.mmio_store, self.push, ns.get("PUSHP"), ns.get("PUSHM"),
-                     bus.push_tensix, base, Stall)
+            calls = self.calls or self._bus_calls()
             if base is not None:
                 direct = self.direct_push if DIRECT_PUSH else None
                 niu_loads, niu_sends = self.niu_loads, self.niu_sends
         try:
             while True:
                 if base is not None:
-                    t0[0] = base()      # a piece may have stalled the core: the stores after it are that much later
+                    t0[0] = b = base()  # a piece may have stalled the core: the stores after it are that much later
                     if causal:
-                        ns["SBASE"] = int(t0[0])  # a handed-back load's stamp test (rv32.py set_stamp_wait): a lower
-                                                  # bound of the cycle, also after bus calls C made stalled the core
+                        ns["SBASE"] = b     # a handed-back load's stamp test (rv32.py set_stamp_wait): a lower
+                                            # bound of the cycle, also after bus calls C made stalled the core
                 try:
                     why = fn(arg, calls, direct, niu_loads, niu_sends)
                 except BaseException:
