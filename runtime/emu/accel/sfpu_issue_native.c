@@ -2343,6 +2343,7 @@ static PyObject *issue_block_run(PyObject *const *in, PyObject *words, PyObject 
  * else push()'s return value, the cycle the push was accepted. */
 static PyObject *entry_deferral;   /* deferral's module dict (configure_push, below): its uniform_flags */
 static PyObject *s_replays, *s_replay_buf, *s_extend, *s_batch_min_reps, *s_is_plain, *s_uniform_flags;
+static int plain_sfpu_flags(PyObject *tx, PyObject **flags, const char *who);
 
 enum { R_REPLAYS, R_THREADS, R_FIFO, R_READY, R_MOPOUT, R_LOAD, R_LATCH, R_BLOCKED, R_MM, R_TM, R_DQ, R_CTX,
        R_CWORD, R_RB, R_WORDS, R_C0, R_C1, R_FLAGS, R_EVENT, R_MEM, R_FLO, R_R, R_A, R_MINREPS, R_N };
@@ -2436,17 +2437,10 @@ static PyObject *replay_push(PyObject *tx, PyObject *thread_o, long long th, PyO
     /* ready_run's arguments, as deferral._ready_run_c builds them: with nothing queued, only for a plain SFPU
      * (sfpu.is_plain()), with the lane-flag state deferral.uniform_flags reads from it */
     if (!queued) {
-        PyObject *sfpu = get_attr(tx, s_raw_sfpu), *is_plain = sfpu ? call_method(sfpu, s_is_plain, NULL, 0) : NULL;
-        int yes = is_plain ? PyObject_IsTrue(is_plain) : -1;
-        PyObject *uniform = yes > 0 ? PyDict_GetItemWithError(entry_deferral, s_uniform_flags) : NULL;
-        if (yes > 0 && !uniform && !PyErr_Occurred())
-            PyErr_SetString(PyExc_KeyError, "replay_push: deferral.uniform_flags is missing");
-        o[R_FLAGS] = uniform ? PyObject_CallOneArg(uniform, sfpu) : NULL;
-        Py_XDECREF(sfpu);
-        Py_XDECREF(is_plain);
+        int yes = plain_sfpu_flags(tx, &o[R_FLAGS], "replay_push");
         if (!yes)
             goto none;
-        if (!o[R_FLAGS])
+        if (yes < 0)
             goto out;
     } else if (!GET(R_FLAGS, tx, s_dq_flags)) {
         goto out;
@@ -2513,6 +2507,21 @@ out:
     for (int k = 0; k < R_N; k++)
         Py_XDECREF(o[k]);
     return result;
+}
+
+/* With nothing queued, the C issue takes a run only for a plain SFPU (sfpu.is_plain()), with the lane-flag state
+ * deferral.uniform_flags reads from it, as deferral._ready_run_c asks them: 1 with *flags set (a new reference), 0
+ * the SFPU is not plain, -1 with an error set. `who` names the caller in the error. */
+static int plain_sfpu_flags(PyObject *tx, PyObject **flags, const char *who) {
+    PyObject *sfpu = get_attr(tx, s_raw_sfpu), *is_plain = sfpu ? call_method(sfpu, s_is_plain, NULL, 0) : NULL;
+    int yes = is_plain ? PyObject_IsTrue(is_plain) : -1;
+    PyObject *uniform = yes > 0 ? PyDict_GetItemWithError(entry_deferral, s_uniform_flags) : NULL;
+    if (yes > 0 && !uniform && !PyErr_Occurred())
+        PyErr_Format(PyExc_KeyError, "%s: deferral.uniform_flags is missing", who);
+    *flags = uniform ? PyObject_CallOneArg(uniform, sfpu) : NULL;
+    Py_XDECREF(sfpu);
+    Py_XDECREF(is_plain);
+    return yes <= 0 ? yes : *flags ? 1 : -1;
 }
 
 #include "push_memo.c"     /* push_one's memo of the Tensix's deferral state: push_fast */
@@ -2718,16 +2727,9 @@ static int many_idle_inputs(PyObject *tx, PyObject *thobj, PyObject **in, long l
     int plain = plain_issue_state(tx, &in[B_TM], &in[B_DQ], &in[B_CTX], &queued, 1);
     if (plain <= 0 || queued)
         return plain < 0 ? -1 : 0;
-    PyObject *sfpu = get_attr(tx, s_raw_sfpu), *is_plain = sfpu ? call_method(sfpu, s_is_plain, NULL, 0) : NULL;
-    int yes = is_plain ? PyObject_IsTrue(is_plain) : -1;
-    PyObject *uniform = yes > 0 ? PyDict_GetItemWithError(entry_deferral, s_uniform_flags) : NULL;
-    if (yes > 0 && !uniform && !PyErr_Occurred())
-        PyErr_SetString(PyExc_KeyError, "many_one: deferral.uniform_flags is missing");
-    in[B_FLAGS] = uniform ? PyObject_CallOneArg(uniform, sfpu) : NULL;
-    Py_XDECREF(sfpu);
-    Py_XDECREF(is_plain);
-    if (yes <= 0 || !in[B_FLAGS])
-        return yes == 0 ? 0 : -1;
+    int yes = plain_sfpu_flags(tx, &in[B_FLAGS], "many_one");
+    if (yes <= 0)
+        return yes;
     if (sfpu_cfg_words(tx, &in[B_C0], &in[B_C1], c0, c1))
         return -1;
     if (flag_code(in[B_FLAGS], fl))
