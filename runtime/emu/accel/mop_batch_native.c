@@ -653,22 +653,9 @@ static PyObject *mop_push(PyObject *self, PyObject *const *args, Py_ssize_t narg
     /* from here on the push takes effect: accept, then take of a MOP (no transition penalty; after_mop set by the take
      * and cleared by the long REPLAY it emits) */
     PyObject *q = PyList_GetItem(L.taken, th);
-    long long clock, fe, a = t;
-    if (!q || list_ll(L.clock, th, &clock) || list_ll(L.fe, th, &fe))
+    long long clock, fe, a;
+    if (!q || list_ll(L.clock, th, &clock) || list_ll(L.fe, th, &fe) || fifo_accept(q, t, &a))
         goto out;
-    Py_ssize_t qlen = PySequence_Size(q);
-    if (qlen < 0)
-        goto out;
-    if (qlen == depth) {
-        PyObject *oldest = PySequence_GetItem(q, 0);
-        long long old;
-        int bad = !oldest || get_ll(oldest, "taken", &old);
-        Py_XDECREF(oldest);
-        if (bad)
-            goto out;
-        if (old > t)
-            a = old;
-    }
     PyObject *left = PyLong_FromLongLong(a > clock ? a : clock), *ap = left ? append_call(q, left) : NULL;
     Py_XDECREF(left);
     if (!ap)

@@ -1444,17 +1444,12 @@ static int plain_record(PyObject *facts, PyObject *w, const char *who, PyObject 
     return 1;
 }
 
-/* TensixTiming.accept then take, for a word pushed at t to thread th (the rows: the cycle model's lists or
- * timing_state.c's views; q: taken[th]). accept (with `accept`): a full FIFO, whose last `depth` words all left after
- * t, holds the push until the oldest left; without it the word was accepted at t and is taken from the FIFO now. take:
- * its departure max(a, clock) goes into q, and fe = max(a, fe), fe first past the MOP transition penalty where
- * after_mop (then cleared). *a_out: the accept cycle a. 0, or -1 with an exception set. */
-static int accept_take(PyObject *clock_l, PyObject *fe_l, PyObject *after_l, PyObject *q, long long th, long long t,
-                       int accept, long long *a_out) {
-    long long clock, fe, a = t;
-    if (list_ll(clock_l, th, &clock) || list_ll(fe_l, th, &fe))
-        return -1;
-    Py_ssize_t qlen = accept ? PySequence_Size(q) : 0;
+/* TensixTiming.accept for a word pushed at t to a thread whose recent FIFO departures are q (taken[th]): a full FIFO,
+ * whose last `depth` words all left after t, holds the push until the oldest left. *a: the accept cycle. 0, or -1 with
+ * an exception set. */
+static int fifo_accept(PyObject *q, long long t, long long *a) {
+    *a = t;
+    Py_ssize_t qlen = PySequence_Size(q);
     if (qlen < 0)
         return -1;
     if (qlen == depth) {
@@ -1465,8 +1460,21 @@ static int accept_take(PyObject *clock_l, PyObject *fe_l, PyObject *after_l, PyO
         if (bad)
             return -1;
         if (o > t)
-            a = o;
+            *a = o;
     }
+    return 0;
+}
+
+/* TensixTiming.accept then take, for a word pushed at t to thread th (the rows: the cycle model's lists or
+ * timing_state.c's views; q: taken[th]). accept (with `accept`): a full FIFO, whose last `depth` words all left after
+ * t, holds the push until the oldest left; without it the word was accepted at t and is taken from the FIFO now. take:
+ * its departure max(a, clock) goes into q, and fe = max(a, fe), fe first past the MOP transition penalty where
+ * after_mop (then cleared). *a_out: the accept cycle a. 0, or -1 with an exception set. */
+static int accept_take(PyObject *clock_l, PyObject *fe_l, PyObject *after_l, PyObject *q, long long th, long long t,
+                       int accept, long long *a_out) {
+    long long clock, fe, a = t;
+    if (list_ll(clock_l, th, &clock) || list_ll(fe_l, th, &fe) || (accept && fifo_accept(q, t, &a)))
+        return -1;
     int after = after_mop_of(after_l, th);
     if (after < 0)
         return -1;
@@ -1581,17 +1589,9 @@ static PyObject *plain_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
             if (nfifo >= fifo_depth || wv < 0 || wv > 0xFFFFFFFFLL)
                 break;                                  /* (the Python path raises the Stall, masks the word) */
             at_j = j, at_t = t;
-            long long a = t;                            /* TensixTiming.accept */
-            if (PySequence_Size(q) == depth) {
-                PyObject *oldest = PySequence_GetItem(q, 0);
-                long long o;
-                int bad = !oldest || get_ll(oldest, "taken", &o);
-                Py_XDECREF(oldest);
-                if (bad)
-                    goto out;
-                if (o > t)
-                    a = o;
-            }
+            long long a;
+            if (fifo_accept(q, t, &a))                  /* TensixTiming.accept */
+                goto out;
             PyObject *a_o = PyLong_FromLongLong(a), *r = NULL, *r2 = NULL, *r3 = NULL;
             if (a_o && (r = append_call(fifo, w)) && (r2 = append_call(fifo_t, a_o))) {
                 int idle = drain_idle(&rv);
@@ -2294,15 +2294,23 @@ out:
  * tx._cword, then issue_inputs' new references; the caller releases them) */
 enum { B_CWORD, B_TM, B_DQ, B_CTX, B_C0, B_C1, B_FLAGS, B_BLOCKED, B_EVENT, B_N };
 
+static int plain_sfpu_flags(PyObject *tx, PyObject **flags, const char *who);
+
 /* push()'s and push_many's reads after the thread's own checks, into in[B_TM..B_EVENT]: plain_issue_state, the SFPU's
- * config words, the lane-flag state and its code *fl, the thread's blocked and the cycle model's event_t. 1 plain (all
- * read), 0 Python's path, -1 with an error set, -2 a lane-flag state of the wrong kind (the caller's error names it) */
-static int issue_inputs(PyObject *tx, PyObject *thobj, PyObject **in, long long *c0, long long *c1, long long *fl) {
+ * config words, the lane-flag state and its code *fl, the thread's blocked and the cycle model's event_t. With
+ * empty_ok (push_many's run with nothing queued), an empty queue is taken too, for a plain SFPU, with the lane-flag
+ * state deferral.uniform_flags reads from it (push_many's `dq or sfpu.is_plain()` test); else the queue's flags.
+ * 1 plain (all read), 0 Python's path, -1 with an error set, -2 a lane-flag state of the wrong kind (the caller's error
+ * names it) */
+static int issue_inputs(PyObject *tx, PyObject *thobj, PyObject **in, long long *c0, long long *c1, long long *fl,
+                        int empty_ok) {
     Py_ssize_t queued;             /* (a new cycle model: push() and push_many make its context) */
-    int plain = plain_issue_state(tx, &in[B_TM], &in[B_DQ], &in[B_CTX], &queued, 0);
+    int plain = plain_issue_state(tx, &in[B_TM], &in[B_DQ], &in[B_CTX], &queued, empty_ok);
     if (plain <= 0)
         return plain;
-    if (sfpu_cfg_words(tx, &in[B_C0], &in[B_C1], c0, c1) || !(in[B_FLAGS] = get_attr(tx, s_dq_flags)))
+    if (!queued && (plain = plain_sfpu_flags(tx, &in[B_FLAGS], "many_one")) <= 0)
+        return plain;
+    if (sfpu_cfg_words(tx, &in[B_C0], &in[B_C1], c0, c1) || (queued && !(in[B_FLAGS] = get_attr(tx, s_dq_flags))))
         return -1;
     if (flag_code(in[B_FLAGS], fl))
         return -2;
@@ -2343,7 +2351,6 @@ static PyObject *issue_block_run(PyObject *const *in, PyObject *words, PyObject 
  * else push()'s return value, the cycle the push was accepted. */
 static PyObject *entry_deferral;   /* deferral's module dict (configure_push, below): its uniform_flags */
 static PyObject *s_replays, *s_replay_buf, *s_extend, *s_batch_min_reps, *s_is_plain, *s_uniform_flags;
-static int plain_sfpu_flags(PyObject *tx, PyObject **flags, const char *who);
 
 enum { R_REPLAYS, R_THREADS, R_FIFO, R_READY, R_MOPOUT, R_LOAD, R_LATCH, R_BLOCKED, R_MM, R_TM, R_DQ, R_CTX,
        R_CWORD, R_RB, R_WORDS, R_C0, R_C1, R_FLAGS, R_EVENT, R_MEM, R_FLO, R_R, R_A, R_MINREPS, R_N };
@@ -2599,7 +2606,7 @@ static PyObject *push_one(PyObject *self, PyObject *const *args, Py_ssize_t narg
         goto none;
     }
     /* push_word's arguments, as push() builds them */
-    int plain = issue_inputs(tx, thobj, &o[O_CWORD], &c0, &c1, &fl);
+    int plain = issue_inputs(tx, thobj, &o[O_CWORD], &c0, &c1, &fl, 0);
     if (plain == 0)
         goto none;
     if (plain == -2)
@@ -2718,27 +2725,6 @@ static PyObject *push_entry(PyObject *self, PyObject *const *args, size_t nargsf
     return PyObject_Vectorcall(entry_rest, args, nargs, kwnames);
 }
 
-/* issue_inputs for push_many's run with nothing queued (plain_issue_state's empty_ok): its `dq or sfpu.is_plain()`
- * test and the lane-flag state deferral.uniform_flags reads from the SFPU (as replay_push asks it); 1 plain, 0 Python's
- * path (work queued: issue_inputs' case; the SFPU not plain), -1 with an error set, -2 a lane-flag state of the wrong
- * kind */
-static int many_idle_inputs(PyObject *tx, PyObject *thobj, PyObject **in, long long *c0, long long *c1, long long *fl) {
-    Py_ssize_t queued;
-    int plain = plain_issue_state(tx, &in[B_TM], &in[B_DQ], &in[B_CTX], &queued, 1);
-    if (plain <= 0 || queued)
-        return plain < 0 ? -1 : 0;
-    int yes = plain_sfpu_flags(tx, &in[B_FLAGS], "many_one");
-    if (yes <= 0)
-        return yes;
-    if (sfpu_cfg_words(tx, &in[B_C0], &in[B_C1], c0, c1))
-        return -1;
-    if (flag_code(in[B_FLAGS], fl))
-        return -2;
-    if (!(in[B_BLOCKED] = th_get(thobj, TS_BLOCKED)) || !(in[B_EVENT] = tm_obj(in[B_TM], s_event_t)))
-        return -1;
-    return 1;
-}
-
 /* many_one(tx, thread, words, t, dq_max): push_many's issue_run call for the run of deferrable words at the head of
  * `words` (deferral.DeferralMixin.push_many, its first pass round its loop), in C: where the thread is empty (no FIFO
  * words, ready words, MOP output or REPLAY load), no timeline is recorded, the cycle model is not spied, its C context
@@ -2781,12 +2767,7 @@ static PyObject *many_one(PyObject *tx, PyObject *thread_o, PyObject *words, PyO
     }
     if (o[M_LOAD] != Py_None)
         goto none;
-    int plain = issue_inputs(tx, thobj, &o[M_CWORD], &c0, &c1, &fl);
-    if (plain == 0) {                      /* nothing queued: push_many's `sfpu.is_plain()` and uniform_flags */
-        for (int k = B_TM; k < B_N; k++)
-            Py_CLEAR(o[M_CWORD + k]);
-        plain = many_idle_inputs(tx, thobj, &o[M_CWORD], &c0, &c1, &fl);
-    }
+    int plain = issue_inputs(tx, thobj, &o[M_CWORD], &c0, &c1, &fl, 1);
     if (plain == 0)
         goto none;
     if (plain == -2)
