@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import random
 import struct
+import sys
 
 import numpy as np
 import pytest
@@ -27,7 +28,7 @@ from tt_backend.runtime.emu.accel.direct_issue import DirectIssueMixin
 from tt_backend.runtime.emu.device import EmuDevice
 from tt_backend.runtime.emu.noc import INITIATOR_STRIDE as NIU_INITIATOR_STRIDE
 from tt_backend.runtime.emu.rv32 import LOCAL_BASE, STAMP_SHIFT, RV32Core, Stall
-from tt_backend.runtime.emu import bench, tile as tile_module
+from tt_backend.runtime.emu import bench, rv32, tile as tile_module
 from tt_backend.runtime.emu.tile import Tile
 
 from tests.emu.test_rv32 import (CODE, PARK, R_OPS, RecordingBus, b_type, i_type, jal, r_type, s_type, u_type)
@@ -116,7 +117,7 @@ def _give_pushers(core: RV32Core, bus: RecordingBus) -> None:
         for j, word in enumerate(words):
             try:
                 push(pos + j, word)
-            except Stall:
+            except BaseException:       # (Tile._multi_pusher's contract: core.sub names the word that raised)
                 core.sub = j
                 raise
     core.set_pusher("PUSHP", push)
@@ -194,6 +195,65 @@ def test_random_programs_match_python(chunk, monkeypatch):
         seen.add("error" if isinstance(last[0], str) else "parked" if last[3] else "running")
         seen.update("spinning" for step in want if isinstance(step[0], int) and step[4])
     assert {"error", "parked", "spinning"} <= seen
+
+
+def _push_run_program(rng: random.Random) -> list[int]:
+    """A loop (1-3 turns) of a few ALU words, so that its run starts anywhere in a block, then a run of 1-300 `.ttinsn`
+    words (now and then one that raises: a word ending in 0x55, see _faulty); then a poll of an MMIO word (a spin)."""
+    run = [ttinsn(rng.getrandbits(30) & ~0xFF | rng.choice([0x10, 0x24, 0x7F])) for _ in range(rng.randrange(1, 300))]
+    if rng.random() < 0.2:
+        run[rng.randrange(len(run))] = ttinsn(0x1234055)
+    body = [i_type(3, 6, 0, 6)] * rng.randrange(0, 70) + run
+    poll = [i_type(4 * rng.randrange(16), MMIO, 2, 7, op=0x03), b_type(-4, 0, 7, 0)]
+    return [i_type(rng.randrange(1, 4), 0, 0, 5)] + body + [i_type(-1, 5, 0, 5), b_type(-4 * (len(body) + 1), 0, 5, 1)] \
+        + poll + [PARK]
+
+
+@pytest.mark.parametrize("chunk", range(2))
+def test_push_runs_joined_across_block_starts_match_python(chunk, monkeypatch):
+    """Runs of `.ttinsn` words longer than what is left of their block, quantum by quantum with budgets that end
+    inside, at and after block starts, and pushes that stall or raise at a random word (before and after a block
+    start): C joining each run across the block starts it reaches (one PUSHM call; rv32_native.JOINED_RUNS_NATIVE),
+    C cutting them where rv32.py's blocks do, and rv32.py (the reference) give the same traces."""
+    runs: list[int] = []
+    give = _give_pushers
+
+    def counted_pushers(core, bus):
+        give(core, bus)
+        push_many = core._ns["PUSHM"]
+        core.set_pusher("PUSHM", lambda pos, words: runs.append(len(words)) or push_many(pos, words))
+    monkeypatch.setattr(sys.modules[__name__], "_give_pushers", counted_pushers)
+    longest = {}
+    for seed in range(2 * chunk * 40 + 1, 2 * chunk * 40 + 81, 2):      # odd: the tile's pushers (see _core)
+        words = _push_run_program(random.Random(seed))
+        want = _trace(words, seed, False)
+        for joined in (True, False):
+            monkeypatch.setattr(rv32_native, "JOINED_RUNS_NATIVE", joined)
+            runs.clear()
+            assert _trace(words, seed, True) == want, f"seed {seed}, joined {joined}"
+            longest[joined] = max(runs + [longest.get(joined, 0)])
+    assert longest[True] > rv32.MAX_BLOCK >= longest[False]
+
+
+@pytest.mark.needs_cc
+def test_tile_long_joined_runs_identical(monkeypatch):
+    """The tile_long row (a 171-word SFPU body pushed per row step through the Tensix's push_many, TTSync per tile)
+    with its runs joined across block starts and cut there: the same cycles, Tensix cycles and instructions, RISC-V
+    instructions and Dst checksum; joined, the body goes in one push_many call."""
+    results, runs = {}, []
+    multi = Tile._multi_pusher
+
+    def counted(self, who):
+        push = multi(self, who)
+        return lambda pos, words: runs.append(len(words)) or push(pos, words)
+    monkeypatch.setattr(Tile, "_multi_pusher", counted)
+    for joined in (True, False):
+        monkeypatch.setattr(rv32_native, "JOINED_RUNS_NATIVE", joined)
+        runs.clear()
+        r = bench.bench_tile_long(2)
+        results[joined] = {k: v for k, v in r.items() if k not in ("seconds", "per_second", "vs_ttsim")}
+        assert max(runs) == (len(bench.LONG_BODY) if joined else rv32.MAX_BLOCK)
+    assert results[True] == results[False]
 
 
 @pytest.mark.parametrize("effect", IMPURE)
@@ -639,7 +699,7 @@ def _same_with_and_without_c(plan, arrays, monkeypatch) -> None:
     push through the tile's pushers (DIRECT_PUSH), frozen loops probed by rv32.py (PROBE_NATIVE), semaphore loads
     through the bus (SEM_LOADS_NATIVE), TTSync loads and stores and semaphore stores too (PCBUF_NATIVE), NIU response
     counter and NOC_CMD_CTRL loads through the bus (NIU_LOADS_NATIVE), sends through the bus and timed in Python
-    (noc_native.ISSUE_NATIVE), frozen cores' words read one by one (tile.PEEK_NATIVE) and their thaw test in Python
+    (noc_native.ISSUE_NATIVE), runs of pushes cut at block starts (JOINED_RUNS_NATIVE), frozen cores' words read one by one (tile.PEEK_NATIVE) and their thaw test in Python
     (tile.THAW_NATIVE); C's pieces; Python: the same bytes and cycles. With C answering and pushing, past(), the Tensix's push_run (whose plain_run calls C now makes),
     _pcbuf_load, _niu_load and _niu_store are called less: the reference calls them, so the rule, the pushes, the
     semaphore loads, the NIU polls and the sends are exercised."""
@@ -671,6 +731,7 @@ def _same_with_and_without_c(plan, arrays, monkeypatch) -> None:
         monkeypatch.setattr(rv32_native, "NIU_LOADS_NATIVE", in_c)
         monkeypatch.setattr(rv32_native, "PCBUF_NATIVE", in_c)
         monkeypatch.setattr(rv32_native, "SEM_STORES_NATIVE", in_c)
+        monkeypatch.setattr(rv32_native, "JOINED_RUNS_NATIVE", in_c)
         monkeypatch.setattr(noc_native, "ISSUE_NATIVE", in_c)
         monkeypatch.setattr(tile_module, "PEEK_NATIVE", in_c)
         monkeypatch.setattr(tile_module, "THAW_NATIVE", in_c)

@@ -43,7 +43,7 @@ enum { RV_ERROR = -1, RV_BUDGET = 0, RV_SPIN = 1, RV_PARKED = 2, RV_PYTHON = 3, 
 /* shared with accel/rv32_native.py (STATE_FIELDS there): uint32 words after the two pointers */
 typedef struct {
     uint8_t *l1, *local;
-    uint32_t local_size, multi_push;   /* multi_push: the bus gave PUSHM (runs of `.ttinsn` words in one call) */
+    uint32_t local_size, multi_push;   /* multi_push: the bus gave PUSHM (runs of `.ttinsn` words in one call; MULTI_*) */
     uint32_t pc, done, budget, in_block, spin_pc, chain, exit_n;
     uint32_t causal;                   /* the causal-load rule for loads of lines stamped after t0 + done (CAUSAL_*) */
     uint32_t *niu_regs[2];             /* each NIU's initiator registers (noc.py Niu.regs), or NULL: Python's */
@@ -61,6 +61,9 @@ _Static_assert(offsetof(rv_state, x) == 4 * 20 && offsetof(rv_state, stamp) == 4
                offsetof(rv_state, t0) == 4 * 86 && offsetof(rv_state, log) == 4 * 88 &&
                offsetof(rv_state, push_base) == 4 * 92 && offsetof(rv_state, log_head) == 4 * 94 &&
                sizeof(rv_state) == 4 * 98, "rv32_native.py's word offsets");
+/* rv_state.multi_push (rv32_native.py NativeRun.run): each `.ttinsn` word pushed on its own (no PUSHM); runs cut at
+ * block starts as rv32.py's blocks cut them; runs joined across block starts where C makes the bus calls (ttinsn_run) */
+enum { MULTI_OFF = 0, MULTI_BLOCK = 1, MULTI_JOIN = 2 };
 /* rv_state.causal (rv32.py set_stamp_wait; rv32_native.py NativeRun.run): no rule; such a load is Python's; C reads
  * it from the write log (l1_word_at) and hands back only what the log cannot answer (the core then waits in Python) */
 enum { CAUSAL_OFF = 0, CAUSAL_HAND_BACK = 1, CAUSAL_IN_C = 2 };
@@ -892,6 +895,25 @@ static inline void log_write(rv_state *s, uint32_t addr, uint64_t cycle) {   /* 
     log_index(s->log_head, s->log_prev, e[0], n);
 }
 
+/* How many `.ttinsn` words from pc on make one run (one PUSHM call). Within the current block; or, where `join` (the
+ * bus calls are C's, so no translated piece sees the run), on across the block starts the run reaches while the
+ * budget lasts: at such a start the core's only work is a snapshot for the spin test, which the run's next push
+ * clears again, so the pushes and state are those of the runs cut there, pushed in one push_many call instead of one
+ * per block (the Tensix's push_many is push() of each word in turn). *starts: the block starts inside the run. */
+static uint32_t ttinsn_run(const rv_state *s, uint32_t pc, int join, uint32_t *starts) {
+    uint32_t n = 1;
+    *starts = 0;
+    while (pc + 4 * n < L1_SIZE && (s->l1[pc + 4 * n] & 3) != 3) {
+        if ((s->in_block + n) % MAX_BLOCK == 0) {
+            if (!join || s->done + n >= s->budget)
+                break;
+            ++*starts;
+        }
+        n++;
+    }
+    return n;
+}
+
 static int rv_run(rv_state *s, const bus_calls *c, direct_push *d, const niu_loads *g, const niu_sends *e) {
     uint32_t *x = s->x, pc = s->pc, sub = 0;
     int stale = 0;                                               /* t0 older than the last bus call */
@@ -916,9 +938,9 @@ static int rv_run(rv_state *s, const bus_calls *c, direct_push *d, const niu_loa
         uint32_t a = x[(w >> 15) & 31], b = x[(w >> 20) & 31], next = pc + 4, v = 0;
         int end = 0;                                             /* a branch or jump: the block ends after it */
         if ((w & 3) != 3) {                                      /* .ttinsn: Python pushes the run */
-            uint32_t n = 1;
+            uint32_t n = 1, starts = 0;
             if (s->multi_push)
-                while (pc + 4 * n < L1_SIZE && s->in_block + n < MAX_BLOCK && (s->l1[pc + 4 * n] & 3) != 3) n++;
+                n = ttinsn_run(s, pc, c && s->multi_push == MULTI_JOIN, &starts);
             s->spin_pc = NO_SPIN;
             if (!c) {
                 s->exit_n = n; s->pc = pc;
@@ -927,10 +949,14 @@ static int rv_run(rv_state *s, const bus_calls *c, direct_push *d, const niu_loa
             int pushers = push_run(s, c, d, pc, n, &sub);
             if (pushers < 0)
                 goto bus_error;
+            if (starts) {                                        /* what the block starts inside the run left */
+                memcpy(s->spin_x, x, sizeof s->spin_x);
+                s->chain = 0;
+            }
             stale = pushers;
             pc += 4 * n;
             s->done += n;
-            s->in_block += n;
+            s->in_block += n - starts * MAX_BLOCK;
             continue;
         }
         switch (op) {
@@ -1394,7 +1420,7 @@ static PyObject *begin(PyObject *self, PyObject *const *args, Py_ssize_t nargs) 
         return NULL;
     }
     s->budget = (uint32_t)PyLong_AsUnsignedLong(args[3]);
-    s->multi_push = (uint32_t)PyObject_IsTrue(args[4]);
+    s->multi_push = (uint32_t)PyLong_AsUnsignedLong(args[4]);
     s->causal = (uint32_t)PyLong_AsUnsignedLong(args[5]);
     if (PyErr_Occurred())
         return NULL;

@@ -93,6 +93,11 @@ PCBUF_NATIVE = os.environ.get("TT_EMU_PCBUF_NATIVE", "1") != "0"
 # the Tensix's sem_mmio_write (the reference; False, or TT_EMU_SEM_STORES_NATIVE=0, read when a tile is built); strict
 # mode's errors are the method's
 SEM_STORES_NATIVE = os.environ.get("TT_EMU_SEM_STORES_NATIVE", "1") != "0"
+# Where C makes the bus calls, a run of `.ttinsn` words goes on across the block starts it reaches while the budget
+# lasts, in one pusher call (rv32_native.c ttinsn_run: a 171-word SFPU body pushed as one run, not three); False cuts
+# the runs where rv32.py's blocks cut them (the reference; False, or TT_EMU_JOINED_RUNS_NATIVE=0, read at each run())
+JOINED_RUNS_NATIVE = os.environ.get("TT_EMU_JOINED_RUNS_NATIVE", "1") != "0"
+MULTI_OFF, MULTI_BLOCK, MULTI_JOIN = range(3)      # rv32_native.c rv_state.multi_push
 # RV32Core.spin_reads (a frozen wait loop's probe) in C where the loop only loads (rv32_native.c probe); False keeps
 # rv32.py's probe on translated blocks (the reference; read at each probe)
 PROBE_NATIVE = os.environ.get("TT_EMU_SPIN_PROBE_NATIVE", "1") != "0"
@@ -265,7 +270,8 @@ class NativeRun:
         core.spinning = False
         base, t0, ns = core.stamp_base, self.t0, core._ns
         causal = "PAST" in ns and self.stamps is not None
-        self.begin(arg, x, core.pc, min(max(budget, 0), BUDGET_CAP), "PUSHM" in ns,
+        multi = (MULTI_JOIN if JOINED_RUNS_NATIVE else MULTI_BLOCK) if "PUSHM" in ns else MULTI_OFF
+        self.begin(arg, x, core.pc, min(max(budget, 0), BUDGET_CAP), multi,
                    (CAUSAL_IN_C if self.past_in_c else CAUSAL_HAND_BACK) if causal else CAUSAL_OFF)
         calls = direct = niu_loads = niu_sends = None
         if MMIO_EXITS:          # rv32_native.c bus_calls
