@@ -181,6 +181,7 @@ class Tile:
         self._dst_view = RiscvDstAccess(dst) if dst is not None else None
         self._build_mmio_table()
         chip.adopt(self.xy, self)
+        self._many_pushers: dict[str, tuple] = {}            # per core, its PUSHM pusher and push_many (_multi_pusher)
         for c, core in self.cores.items():                   # `.ttinsn` pushes: one closure per core (_pusher)
             if THREAD_OF.get(c) is not None:
                 core.set_pusher("PUSHP", self._pusher(c))
@@ -308,7 +309,8 @@ class Tile:
         """rv32_native.attach's direct_push for `who`: the C core hands its `.ttinsn` runs to the Tensix's plain_run
         itself, doing _multi_pusher's accounting, where the Tensix's push_run would call plain_run
         (DirectIssueMixin.c_push_entry, whose switches are read here, when the tile is built); None for a core without
-        a thread or a Tensix without that path. With it C also serves the core's semaphore loads, TTSync loads and
+        a thread or a Tensix without that path. The words plain_run leaves C hands to the Tensix's push_many where the
+        core's PUSHM is still _multi_pusher's pusher, doing its accounting too. With it C also serves the core's semaphore loads, TTSync loads and
         stores and semaphore stores (_pcbuf_load's and _pcbuf_store's, the reference)."""
         thread = THREAD_OF.get(who)
         entry = getattr(self.tensix, "c_push_entry", None) if self._timed else None
@@ -324,8 +326,11 @@ class Tile:
         sems = (self, layout.SEMAPHORE_BASE, N_SEMAPHORES, *extra, loads, layout.TENSIX_SYNC if stores else 0,
                 TTSYNC_WAIT.format(thread), rv32_native.SEM_STORES_NATIVE) \
             if (loads or stores) and who in TRISC_THREAD and len(extra) == 1 else None
+        # while the core's PUSHM is this tile's pusher, C calls the push_many it calls itself, with its accounting
+        # (rv32_native.c direct_many)
+        many = self._many_pushers.get(who, (None, None)) if rv32_native.DIRECT_MANY_NATIVE else (None, None)
         return (capsule, self.tensix, thread, facts, progress, self._stall, self.tensix_pushes, self._wait,
-                FIFO_FULL.format(thread), allowed, sems)
+                FIFO_FULL.format(thread), allowed, sems, *many)
 
     def _niu_loads(self) -> tuple | None:
         """rv32_native.attach's niu_loads: what the C core needs to serve its loads of the NIUs' response counters and
@@ -381,6 +386,7 @@ class Tile:
                 raise
             stall[who] += t - t0 - len(words)
             pushes[thread] += len(words)
+        self._many_pushers[who] = push, many                 # (what C may call in push's place: _direct_push)
         return push
 
     # ------------------------------------------------------------------ MMIO routing

@@ -699,7 +699,7 @@ def _same_with_and_without_c(plan, arrays, monkeypatch) -> None:
     push through the tile's pushers (DIRECT_PUSH), frozen loops probed by rv32.py (PROBE_NATIVE), semaphore loads
     through the bus (SEM_LOADS_NATIVE), TTSync loads and stores and semaphore stores too (PCBUF_NATIVE), NIU response
     counter and NOC_CMD_CTRL loads through the bus (NIU_LOADS_NATIVE), sends through the bus and timed in Python
-    (noc_native.ISSUE_NATIVE), runs of pushes cut at block starts (JOINED_RUNS_NATIVE), frozen cores' words read one by one (tile.PEEK_NATIVE) and their thaw test in Python
+    (noc_native.ISSUE_NATIVE), runs of pushes cut at block starts (JOINED_RUNS_NATIVE) and all given to the pushers (DIRECT_MANY_NATIVE), frozen cores' words read one by one (tile.PEEK_NATIVE) and their thaw test in Python
     (tile.THAW_NATIVE); C's pieces; Python: the same bytes and cycles. With C answering and pushing, past(), the Tensix's push_run (whose plain_run calls C now makes),
     _pcbuf_load, _niu_load and _niu_store are called less: the reference calls them, so the rule, the pushes, the
     semaphore loads, the NIU polls and the sends are exercised."""
@@ -732,6 +732,7 @@ def _same_with_and_without_c(plan, arrays, monkeypatch) -> None:
         monkeypatch.setattr(rv32_native, "PCBUF_NATIVE", in_c)
         monkeypatch.setattr(rv32_native, "SEM_STORES_NATIVE", in_c)
         monkeypatch.setattr(rv32_native, "JOINED_RUNS_NATIVE", in_c)
+        monkeypatch.setattr(rv32_native, "DIRECT_MANY_NATIVE", in_c)
         monkeypatch.setattr(noc_native, "ISSUE_NATIVE", in_c)
         monkeypatch.setattr(tile_module, "PEEK_NATIVE", in_c)
         monkeypatch.setattr(tile_module, "THAW_NATIVE", in_c)
@@ -819,6 +820,72 @@ def test_pcbuf_accesses_in_c_match_the_bus(monkeypatch):
         traces.append(trace)
     assert traces[0] == traces[1]
     assert calls[False] >= 5 and calls[True] == 0, calls
+
+
+def _sfpu_run_program(bad: bool) -> dict[str, list[int]]:
+    """TRISC1: SEMINIT, a SEMWAIT on semaphore 2 that blocks its thread, then a run of 108 SFPU words (12 exp2 rows;
+    its FIFO fills while the thread waits: the push Stalls), with `bad` an unknown opcode as its 51st word; a TTSync
+    store and load, park. TRISC0: a delay loop, then a RISC-V post to semaphore 2, park."""
+    r, sem2 = bench.ttinsn, layout.SEMAPHORE_BASE + 8
+    body = bench.exp2_body() * 12
+    if bad:
+        body[50] = 0xBF000000
+    t1 = [r(isa.encode("SEMINIT", sem_sel=4, init_value=0, max_value=15)),
+          r(isa.encode("SEMWAIT", sem_sel=4, wait_sem_cond=1, stall_res=1 << 8))] + [r(w) for w in body]
+    t1 += bench.li(9, layout.TENSIX_SYNC) + [bench.sw(0, 9, 0), bench.i_type(0, 9, 2, 10, 0x03), bench.J_SELF]
+    t0 = bench.li(5, 300) + [bench.i_type(-1, 5, 0, 5, 0x13), bench.b_type(-4, 0, 5, 1)] + bench.li(6, sem2)
+    t0 += bench.li(7, 1) + [bench.sw(0, 6, 0), bench.J_SELF]
+    return {"trisc1": t1, "trisc0": t0}
+
+
+@pytest.mark.needs_cc
+@pytest.mark.parametrize("bad", [False, True])
+def test_direct_many_matches_the_pusher(bad, monkeypatch):
+    """The SFPU runs plain_run leaves, handed by C to the Tensix's push_many itself (rv32_native.DIRECT_MANY_NATIVE:
+    direct_many) and through the tile's PUSHM pusher (the reference), in small steps: the same registers, pcs,
+    instructions, stall cycles, waits (the FIFO-full Stall), Tensix push counts, pm_done / pm_t, tile.stats() after
+    every step, and with `bad` the same error at the same word. C called the pusher only with the switch off, or where
+    the core's PUSHM was replaced."""
+    calls = {}
+    multi = Tile._multi_pusher
+
+    def counted(self, who):                  # the tile's own pusher, counted
+        push = multi(self, who)
+
+        def pusher(pos, words):
+            calls[key] += 1
+            return push(pos, words)
+        self._many_pushers[who] = pusher, self._many_pushers[who][1]
+        return pusher
+    monkeypatch.setattr(Tile, "_multi_pusher", counted)
+    traces = {}
+    for key in ("C", "pusher", "replaced"):
+        monkeypatch.setattr(rv32_native, "DIRECT_MANY_NATIVE", key != "pusher")
+        calls[key] = 0
+        tile = Tile(quantum=40)
+        tile.tensix.dst.write_rows32(0, bench.long_inputs())
+        bench.launch_words(tile, _sfpu_run_program(bad))
+        core = tile.cores["trisc1"]
+        if key == "replaced":                # a PUSHM set after the tile was built (calling the pusher): C calls it
+            push = core._ns["PUSHM"]
+            core.set_pusher("PUSHM", lambda pos, words: push(pos, words))
+        trace, waited = [], False
+        for _ in range(300):
+            try:
+                n = tile.run(60)
+            except EmuError as e:
+                trace.append((type(e).__name__, str(e), core.pc, core.instret, core.sub, dict(tile._stall)))
+                break
+            waited |= "FIFO" in tile._wait["trisc1"]
+            trace.append((n, {k: (c.pc, c.instret, list(c.x)) for k, c in tile.cores.items()}, dict(tile._wait),
+                          dict(tile._stall), list(tile.tensix_pushes), tile.stats()))
+            if not any(tile.running(k) for k in layout.CORES):
+                break
+        trace.append((tile.tensix.pm_done, tile.tensix.pm_t, tile.stats()))
+        assert waited and (isinstance(trace[-2][0], str) == bad)
+        traces[key] = trace
+    assert traces["C"] == traces["pusher"] == traces["replaced"]
+    assert calls["C"] == 0 and calls["pusher"] >= 2 and calls["replaced"] == calls["pusher"], calls
 
 
 @pytest.mark.needs_cc

@@ -84,11 +84,14 @@ typedef PyObject *(*plain_run_entry)(PyObject *, PyObject *const *, Py_ssize_t);
 /* A TRISC's `.ttinsn` runs handed to plain_run from here (rv32_native.py DIRECT_PUSH; the tile's direct push context,
  * run()'s third argument, borrowed for one call): what the tile's pusher (tile.py Tile._multi_pusher) and the Tensix's
  * push_many -> push_run do for the words plain_run takes, the core's stall and the thread's push count kept in the
- * tile's dict and list; the words it leaves (no facts yet, SFPU words, MVMULs, a full FIFO) go to the pusher. */
-#define DIRECT_FIELDS 11
+ * tile's dict and list; the words it leaves (no facts yet, SFPU words, MVMULs, a full FIFO) go to the pusher, or
+ * where it is the tile's own, to the push_many it calls, with its accounting (direct_many). */
+#define DIRECT_FIELDS 13
 typedef struct {
     plain_run_entry fn;                /* NULL: every run goes to the pusher */
     PyObject *tx, *thread, *facts, *progress, *stall, *pushes, *waits, *full, *allowed, *name;
+    PyObject *pushm, *many;            /* the tile's PUSHM pusher for the core and the push_many it calls, which C calls
+                                        * itself while the core's PUSHM is that pusher (direct_many); many NULL: never */
     PyObject *tile;                    /* the tile whose PC buffer C serves (sem_load, pcbuf_store), or NULL */
     uint32_t sem_base, n_sems, extra;  /* the semaphore window: n_sems words from sem_base, its MMIO latency */
     int sem_loads;                     /* C serves the semaphore loads (sem_load) */
@@ -346,6 +349,50 @@ static int direct_run(rv_state *s, const bus_calls *c, direct_push *d, PyObject 
     return -1;
 }
 
+/* The tile's PUSHM pusher's call for words[k:m] of the tuple `words` pushed from position s->done + k on (tile.py
+ * Tile._multi_pusher's push, made here without its frame): the Tensix's push_many at the core's exact cycle, then the
+ * pusher's accounting (direct_account). If word j of them raises: the words before it accounted as the pusher does
+ * (the Tensix's pm_done / pm_t), core.sub and *sub = j, a Stall's wait reason, -1 with the error kept (a bookkeeping
+ * error replaces it, as in the pusher). 0: pushed, s->t0 exact */
+static int direct_many(rv_state *s, const bus_calls *c, direct_push *d, PyObject *words, uint32_t k, uint32_t m,
+                       uint32_t *sub) {
+    long long stall, j = 0, next;
+    *sub = 0;
+    if (stall_of(d, &stall))
+        return -1;
+    long long t = d->base + stall + s->done + k;   /* the pusher's tbase + instret + stall + pos of words[k] */
+    PyObject *run = PyTuple_GetSlice(words, k, m), *t_o = run ? PyLong_FromLongLong(t) : NULL, *r = NULL;
+    if (t_o) {
+        PyObject *args[3] = {d->thread, run, t_o};
+        r = PyObject_Vectorcall(d->many, args, 3, NULL);
+    }
+    Py_XDECREF(run);
+    Py_XDECREF(t_o);
+    if (r) {
+        next = PyLong_AsLongLong(r);
+        Py_DECREF(r);
+        return (next == -1 && PyErr_Occurred()) || direct_account(s, d, t, m - k, next) ? -1 : 0;
+    }
+    if (!t_o)
+        return -1;
+    PyObject *et, *ev, *tb;
+    PyErr_Fetch(&et, &ev, &tb);
+    PyObject *j_o = PyObject_GetAttr(d->tx, s_pm_done), *t_j = j_o ? PyObject_GetAttr(d->tx, s_pm_t) : NULL;
+    int bad = !t_j || PyObject_SetAttr(c->core, s_sub, j_o) < 0
+              || ((j = PyLong_AsLongLong(j_o)) == -1 && PyErr_Occurred())
+              || ((next = PyLong_AsLongLong(t_j)) == -1 && PyErr_Occurred()) || direct_account(s, d, t, j, next)
+              || (et && PyErr_GivenExceptionMatches(et, c->stall) && PyDict_SetItem(d->waits, d->name, d->full) < 0);
+    Py_XDECREF(j_o);
+    Py_XDECREF(t_j);
+    if (bad) {
+        Py_XDECREF(et), Py_XDECREF(ev), Py_XDECREF(tb);
+        return -1;
+    }
+    PyErr_Restore(et, ev, tb);
+    *sub = (uint32_t)j;
+    return -1;
+}
+
 /* Whether a bus load of core `name` on `tile` pays the MMIO latency (*latency: the name in tile._latency_of); 1 where
  * the tile records a timeline (Python's bus call records the load's stalls), 0 otherwise, -1 with an error set */
 static int load_timing(PyObject *tile, PyObject *name, int *latency) {
@@ -571,9 +618,11 @@ static int plain_takes(const direct_push *d, PyObject *word) {
     return PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(rec, 0), "MVMUL") != 0;
 }
 
-/* the pushers' part of push_run: the n words at pc (PUSHM if `multi`, else PUSHP, else push_tensix) */
-static int push_python(rv_state *s, const bus_calls *c, uint32_t pc, uint32_t n, int multi, uint32_t *sub) {
-    PyObject *words = multi ? ttinsn_words(s, pc, n) : NULL, *r = NULL, *w = NULL;
+/* the pushers' part of push_run: the n words at pc (PUSHM if `multi`, else PUSHP, else push_tensix); `run`: those
+ * words as the tuple PUSHM is given (a new reference, taken here), or NULL to read them */
+static int push_python(rv_state *s, const bus_calls *c, uint32_t pc, uint32_t n, int multi, PyObject *run,
+                       uint32_t *sub) {
+    PyObject *words = multi ? (run ? run : ttinsn_words(s, pc, n)) : NULL, *r = NULL, *w = NULL;
     *sub = 0;
     if (multi) {
         PyObject *args[2] = {NULL, words};
@@ -603,13 +652,14 @@ static int push_python(rv_state *s, const bus_calls *c, uint32_t pc, uint32_t n,
 
 /* the pushes of the `.ttinsn` run of n words at pc: to plain_run where d allows; each stretch of words it leaves, up
  * to the next word it may take, through the pushers (PUSHM for several, else PUSHP, else push_tensix), so that the
- * Tensix's push_many sees whole runs of SFPU words and MVMULs. On an error, *sub = the word that raised (PUSHM sets
- * core.sub). 0: only plain_run ran (s->t0 is exact), 1: a pusher was called, -1: an error */
+ * Tensix's push_many sees whole runs of SFPU words and MVMULs; where PUSHM is the tile's own pusher, to that push_many
+ * from here (direct_many). On an error, *sub = the word that raised (PUSHM sets core.sub). 0: only plain_run and
+ * push_many ran (s->t0 is exact), 1: a pusher was called, -1: an error */
 static int push_run(rv_state *s, const bus_calls *c, direct_push *d, uint32_t pc, uint32_t n, uint32_t *sub) {
     int multi = n > 1, pushers = 0, ready = direct_ready(d);
     *sub = 0;
     if (ready <= 0)
-        return ready < 0 ? -1 : push_python(s, c, pc, n, multi, sub);
+        return ready < 0 ? -1 : push_python(s, c, pc, n, multi, NULL, sub);
     PyObject *words = ttinsn_words(s, pc, n);
     if (!words)
         return -1;
@@ -631,15 +681,21 @@ static int push_run(rv_state *s, const bus_calls *c, direct_push *d, uint32_t pc
             *sub = k;
             break;
         }
-        s->done += k;                               /* the pushers take words[k:m] at their positions */
-        int r = push_python(s, c, pc + 4 * k, m - k, multi, sub);
-        s->done -= k;
+        int r;
+        if (multi && d->many && c->pushm == d->pushm) {
+            r = direct_many(s, c, d, words, k, m, sub);
+        } else {
+            PyObject *run = multi ? PyTuple_GetSlice(words, k, m) : NULL;
+            s->done += k;                           /* the pushers take words[k:m] at their positions */
+            r = multi && !run ? -1 : push_python(s, c, pc + 4 * k, m - k, multi, run, sub);
+            s->done -= k;
+            pushers = r < 0 ? pushers : 1;
+        }
         if (r < 0) {
             *sub += k;
             pushers = -1;
             break;
         }
-        pushers = 1;
         k = m;
     }
     Py_DECREF(words);
@@ -1380,7 +1436,8 @@ static PyObject *probe(PyObject *self, PyObject *const *args, Py_ssize_t nargs) 
 
 /* the direct push context `o` (None, or (plain_run capsule, tx, thread, facts, progress, the tile's stall dict, its
  * push counts, its wait reasons, the full FIFO's wait reason, allowed, the PC buffer C serves (tile, semaphore base, n,
- * extra, semaphore loads or not, TTSync's address or 0, a TTSync load's wait reason) or None): tile.py
+ * extra, semaphore loads or not, TTSync's address or 0, a TTSync load's wait reason) or None, the tile's PUSHM pusher
+ * and its push_many or two Nones): tile.py
  * Tile._direct_push) into *d, for the bus calls c of a core whose cycle at position 0 is s->t0; -1 with an error set */
 static int direct_from(PyObject *o, const rv_state *s, const bus_calls *c, direct_push *d) {
     long long stall;
@@ -1388,13 +1445,14 @@ static int direct_from(PyObject *o, const rv_state *s, const bus_calls *c, direc
     if (o == Py_None)
         return 0;
     if (!c || c->base == Py_None || !PyTuple_Check(o) || PyTuple_GET_SIZE(o) != DIRECT_FIELDS) {
-        PyErr_SetString(PyExc_TypeError, "run: a direct push context needs bus calls with stamp_base and 11 fields");
+        PyErr_SetString(PyExc_TypeError, "run: a direct push context needs bus calls with stamp_base and 13 fields");
         return -1;
     }
     PyObject **f = &PyTuple_GET_ITEM(o, 0);
     d->fn = (plain_run_entry)PyCapsule_GetPointer(f[0], "sfpu_issue.plain_run");
     d->tx = f[1], d->thread = f[2], d->facts = f[3], d->progress = f[4], d->stall = f[5], d->pushes = f[6];
     d->waits = f[7], d->full = f[8], d->allowed = f[9], d->name = c->name, d->ready = -1;
+    d->pushm = f[11], d->many = f[12] != Py_None ? f[12] : NULL;
     if (f[10] != Py_None && !PyArg_ParseTuple(f[10], "OIIIpIUp", &d->tile, &d->sem_base, &d->n_sems, &d->extra,
                                               &d->sem_loads, &d->sync, &d->sync_wait, &d->sem_stores))
         return -1;

@@ -98,6 +98,11 @@ SEM_STORES_NATIVE = os.environ.get("TT_EMU_SEM_STORES_NATIVE", "1") != "0"
 # the runs where rv32.py's blocks cut them (the reference; False, or TT_EMU_JOINED_RUNS_NATIVE=0, read at each run())
 JOINED_RUNS_NATIVE = os.environ.get("TT_EMU_JOINED_RUNS_NATIVE", "1") != "0"
 MULTI_OFF, MULTI_BLOCK, MULTI_JOIN = range(3)      # rv32_native.c rv_state.multi_push
+# With the direct push context, the runs plain_run leaves (SFPU words, MVMULs, ...) go from C to the Tensix's push_many
+# that the tile's PUSHM pusher calls, with the pusher's accounting (rv32_native.c direct_many), while the core's PUSHM
+# is that pusher; False calls the pusher (tile.py Tile._multi_pusher, the reference; False, or
+# TT_EMU_DIRECT_MANY_NATIVE=0, read when a tile is built)
+DIRECT_MANY_NATIVE = os.environ.get("TT_EMU_DIRECT_MANY_NATIVE", "1") != "0"
 # RV32Core.spin_reads (a frozen wait loop's probe) in C where the loop only loads (rv32_native.c probe); False keeps
 # rv32.py's probe on translated blocks (the reference; read at each probe)
 PROBE_NATIVE = os.environ.get("TT_EMU_SPIN_PROBE_NATIVE", "1") != "0"
@@ -141,7 +146,9 @@ def attach(core: RV32Core, nius: Sequence[tuple[int, np.ndarray]] = (),
     `direct_push`: what rv32_native.c needs to hand the core's `.ttinsn` runs to plain_run as the bus's pusher
     would (rv32_native.c direct_from: the capsule, the Tensix, the thread, its facts and progress list, the tile's
     stall dict, push counts, wait reasons, the full FIFO's wait reason, and whether plain_run may run now, asked at
-    the first push of each run() call, and the tile and semaphore window whose loads C serves, or None), or None.
+    the first push of each run() call, the tile and semaphore window whose loads C serves, or None, and the tile's
+    PUSHM pusher for the core and the push_many it calls, which C calls itself while that is the core's PUSHM, or two
+    Nones), or None.
     `niu_loads`: what rv32_native.c niu_load needs to serve the core's loads of the NIUs' response counters and
     NOC_CMD_CTRL (the tile, its stall dict, the NIU windows' MMIO latency, then per NIU its window base, its counters
     and the tile's due completions and last shown counts), or None.
