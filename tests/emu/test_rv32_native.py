@@ -699,7 +699,7 @@ def _same_with_and_without_c(plan, arrays, monkeypatch) -> None:
     push through the tile's pushers (DIRECT_PUSH), frozen loops probed by rv32.py (PROBE_NATIVE), semaphore loads
     through the bus (SEM_LOADS_NATIVE), TTSync loads and stores and semaphore stores too (PCBUF_NATIVE), NIU response
     counter and NOC_CMD_CTRL loads through the bus (NIU_LOADS_NATIVE), sends through the bus and timed in Python
-    (noc_native.ISSUE_NATIVE), runs of pushes cut at block starts (JOINED_RUNS_NATIVE) and all given to the pushers (DIRECT_MANY_NATIVE), frozen cores' words read one by one (tile.PEEK_NATIVE) and their thaw test in Python
+    (noc_native.ISSUE_NATIVE), runs of pushes cut at block starts (JOINED_RUNS_NATIVE) and all given to the pushers (DIRECT_MANY_NATIVE), every word's facts looked up (NEVER_PLAIN_NATIVE), frozen cores' words read one by one (tile.PEEK_NATIVE) and their thaw test in Python
     (tile.THAW_NATIVE); C's pieces; Python: the same bytes and cycles. With C answering and pushing, past(), the Tensix's push_run (whose plain_run calls C now makes),
     _pcbuf_load, _niu_load and _niu_store are called less: the reference calls them, so the rule, the pushes, the
     semaphore loads, the NIU polls and the sends are exercised."""
@@ -733,6 +733,7 @@ def _same_with_and_without_c(plan, arrays, monkeypatch) -> None:
         monkeypatch.setattr(rv32_native, "SEM_STORES_NATIVE", in_c)
         monkeypatch.setattr(rv32_native, "JOINED_RUNS_NATIVE", in_c)
         monkeypatch.setattr(rv32_native, "DIRECT_MANY_NATIVE", in_c)
+        monkeypatch.setattr(rv32_native, "NEVER_PLAIN_NATIVE", in_c)
         monkeypatch.setattr(noc_native, "ISSUE_NATIVE", in_c)
         monkeypatch.setattr(tile_module, "PEEK_NATIVE", in_c)
         monkeypatch.setattr(tile_module, "THAW_NATIVE", in_c)
@@ -886,6 +887,26 @@ def test_direct_many_matches_the_pusher(bad, monkeypatch):
         traces[key] = trace
     assert traces["C"] == traces["pusher"] == traces["replaced"]
     assert calls["C"] == 0 and calls["pusher"] >= 2 and calls["replaced"] == calls["pusher"], calls
+
+
+def test_never_plain_ops_have_no_facts():
+    """The opcodes whose facts look-up C skips (DirectIssueMixin.never_plain_ops) against _plain_facts, the reference:
+    no word of such an opcode (random fields, all-zero and all-one fields) has plain_run's facts, while most other
+    opcodes' words do (so the table is no blanket); a spied _plain_facts gives no table."""
+    tx = Tile().tensix
+    never = tx.never_plain_ops()
+    assert len(never) == 256
+    rng = random.Random(5)
+    with_facts = 0
+    for op in range(256):
+        words = [op << 24, op << 24 | 0xFFFFFF] + [op << 24 | rng.getrandbits(24) for _ in range(40)]
+        facts = [tx._plain_facts(w) for w in words]
+        if never[op]:
+            assert facts == [None] * len(words), hex(op)
+        with_facts += any(f is not None for f in facts)
+    assert 0 < sum(never) < 256 - 40 and with_facts > 40
+    tx._plain_facts = lambda word: None
+    assert tx.never_plain_ops() is None
 
 
 @pytest.mark.needs_cc

@@ -30,7 +30,7 @@ import os
 import struct
 
 from tt_backend.chip.errors import EmuError
-from tt_backend.chip.isa import INSTRUCTIONS
+from tt_backend.chip.isa import INSTRUCTIONS, OPCODES
 from tt_backend.runtime.emu.accel import sfpu_issue_native, tile_native
 from tt_backend.runtime.emu.cycles import FPU_DST_WRITERS, K_FPU, K_SFPU, K_UNPACK, SRC_READERS
 from tt_backend.runtime.emu.frontend import MOP_EXPANDER_OPS
@@ -151,6 +151,16 @@ class DirectIssueMixin:
         if capsule is None or not DIRECT_ISSUE:
             return None
         return capsule, self._plain, self._plain_progress, self._c_issue_allowed
+
+    def never_plain_ops(self) -> bytes | None:
+        """Per opcode, 1 where no word of it ever has plain_run's facts (_plain_facts is None for the expanders' words,
+        SFPU words and unknown opcodes), so that a caller in C may skip its look-up of such a word's facts
+        (rv32_native.c plain_takes); None where _plain_facts, _direct_info or decode is not the class's own (a spy),
+        whose answers this cannot know."""
+        if any(n in self.__dict__ for n in ("_plain_facts", "_direct_info", "decode")) or any(
+                getattr(type(self), n) is not getattr(DirectIssueMixin, n) for n in ("_plain_facts", "_direct_info")):
+            return None
+        return bytes(op in _EXPANDER_OPS or op not in OPCODES or OPCODES[op].unit == "sfpu" for op in range(256))
 
     def drain_in_c(self):
         """The C part's drain_run (Tensix._drain's loop for the words plain_run takes) where it may run, else None."""

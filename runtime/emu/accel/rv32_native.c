@@ -86,12 +86,13 @@ typedef PyObject *(*plain_run_entry)(PyObject *, PyObject *const *, Py_ssize_t);
  * push_many -> push_run do for the words plain_run takes, the core's stall and the thread's push count kept in the
  * tile's dict and list; the words it leaves (no facts yet, SFPU words, MVMULs, a full FIFO) go to the pusher, or
  * where it is the tile's own, to the push_many it calls, with its accounting (direct_many). */
-#define DIRECT_FIELDS 13
+#define DIRECT_FIELDS 14
 typedef struct {
     plain_run_entry fn;                /* NULL: every run goes to the pusher */
     PyObject *tx, *thread, *facts, *progress, *stall, *pushes, *waits, *full, *allowed, *name;
     PyObject *pushm, *many;            /* the tile's PUSHM pusher for the core and the push_many it calls, which C calls
                                         * itself while the core's PUSHM is that pusher (direct_many); many NULL: never */
+    const char *never_plain;           /* per opcode, nonzero where no word has facts (plain_takes), or NULL */
     PyObject *tile;                    /* the tile whose PC buffer C serves (sem_load, pcbuf_store), or NULL */
     uint32_t sem_base, n_sems, extra;  /* the semaphore window: n_sems words from sem_base, its MMIO latency */
     int sem_loads;                     /* C serves the semaphore loads (sem_load) */
@@ -254,13 +255,18 @@ static PyObject *bus_call(rv_state *s, const bus_calls *c, PyObject *fn, PyObjec
     return r;
 }
 
+/* word j of the `.ttinsn` run at pc as pushed (isa.from_ttinsn) */
+static inline uint32_t run_word(const rv_state *s, uint32_t pc, uint32_t j) {
+    uint32_t insn;
+    memcpy(&insn, s->l1 + pc + 4 * j, 4);
+    return rotr(insn, 2);
+}
+
 /* the `.ttinsn` run of n words at pc as the tuple of the words pushed (isa.from_ttinsn), or NULL */
 static PyObject *ttinsn_words(const rv_state *s, uint32_t pc, uint32_t n) {
     PyObject *words = PyTuple_New(n);
     for (uint32_t j = 0; words && j < n; j++) {
-        uint32_t insn;
-        memcpy(&insn, s->l1 + pc + 4 * j, 4);
-        PyObject *v = PyLong_FromUnsignedLong(rotr(insn, 2));
+        PyObject *v = PyLong_FromUnsignedLong(run_word(s, pc, j));
         if (!v) { Py_CLEAR(words); break; }
         PyTuple_SET_ITEM(words, j, v);
     }
@@ -605,9 +611,12 @@ static int direct_ready(direct_push *d) {
     return d->ready;
 }
 
-/* whether plain_run may take `word` where the thread's frontend is empty: direct_issue.py recorded facts for it (a
- * 5-tuple named by its [0]) and it is no MVMUL (whose runs the Tensix's push_many records whole); -1 on an error */
-static int plain_takes(const direct_push *d, PyObject *word) {
+/* whether plain_run may take `word` (its value: raw) where the thread's frontend is empty: direct_issue.py recorded
+ * facts for it (a 5-tuple named by its [0]) and it is no MVMUL (whose runs the Tensix's push_many records whole); no
+ * look-up for an opcode none of whose words have facts (d->never_plain); -1 on an error */
+static int plain_takes(const direct_push *d, PyObject *word, uint32_t raw) {
+    if (d->never_plain && d->never_plain[raw >> 24])
+        return 0;
     PyObject *rec = PyDict_GetItemWithError(d->facts, word);
     if (!rec || rec == Py_None)
         return PyErr_Occurred() ? -1 : 0;
@@ -665,7 +674,7 @@ static int push_run(rv_state *s, const bus_calls *c, direct_push *d, uint32_t pc
         return -1;
     uint32_t k = 0, m;
     while (k < n) {
-        int take = plain_takes(d, PyTuple_GET_ITEM(words, k));
+        int take = plain_takes(d, PyTuple_GET_ITEM(words, k), run_word(s, pc, k));
         if (take > 0) {
             if (direct_run(s, c, d, words, k, &k, 1)) {
                 *sub = k;
@@ -675,7 +684,8 @@ static int push_run(rv_state *s, const bus_calls *c, direct_push *d, uint32_t pc
             if (k == n)
                 break;
         }
-        for (m = k + 1; take >= 0 && m < n && !(take = plain_takes(d, PyTuple_GET_ITEM(words, m))); m++) {}
+        for (m = k + 1; take >= 0 && m < n && !(take = plain_takes(d, PyTuple_GET_ITEM(words, m), run_word(s, pc, m)));
+             m++) {}
         if (take < 0) {
             pushers = -1;
             *sub = k;
@@ -709,7 +719,7 @@ static int window_push(rv_state *s, const bus_calls *c, direct_push *d, uint32_t
     if (ready <= 0)
         return ready;
     PyObject *one = Py_BuildValue("(k)", (unsigned long)word);
-    int take = one ? plain_takes(d, PyTuple_GET_ITEM(one, 0)) : -1;
+    int take = one ? plain_takes(d, PyTuple_GET_ITEM(one, 0), word) : -1;
     uint32_t taken = 0;
     if (take > 0 && direct_run(s, c, d, one, 0, &taken, 0))
         take = -1;
@@ -1445,7 +1455,7 @@ static int direct_from(PyObject *o, const rv_state *s, const bus_calls *c, direc
     if (o == Py_None)
         return 0;
     if (!c || c->base == Py_None || !PyTuple_Check(o) || PyTuple_GET_SIZE(o) != DIRECT_FIELDS) {
-        PyErr_SetString(PyExc_TypeError, "run: a direct push context needs bus calls with stamp_base and 13 fields");
+        PyErr_SetString(PyExc_TypeError, "run: a direct push context needs bus calls with stamp_base and 14 fields");
         return -1;
     }
     PyObject **f = &PyTuple_GET_ITEM(o, 0);
@@ -1453,6 +1463,11 @@ static int direct_from(PyObject *o, const rv_state *s, const bus_calls *c, direc
     d->tx = f[1], d->thread = f[2], d->facts = f[3], d->progress = f[4], d->stall = f[5], d->pushes = f[6];
     d->waits = f[7], d->full = f[8], d->allowed = f[9], d->name = c->name, d->ready = -1;
     d->pushm = f[11], d->many = f[12] != Py_None ? f[12] : NULL;
+    if (f[13] != Py_None && (!PyBytes_Check(f[13]) || PyBytes_GET_SIZE(f[13]) != 256)) {
+        PyErr_SetString(PyExc_TypeError, "run: a direct push context's opcode table is 256 bytes or None");
+        return -1;
+    }
+    d->never_plain = f[13] != Py_None ? PyBytes_AS_STRING(f[13]) : NULL;
     if (f[10] != Py_None && !PyArg_ParseTuple(f[10], "OIIIpIUp", &d->tile, &d->sem_base, &d->n_sems, &d->extra,
                                               &d->sem_loads, &d->sync, &d->sync_wait, &d->sem_stores))
         return -1;

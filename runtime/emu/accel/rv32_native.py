@@ -103,6 +103,10 @@ MULTI_OFF, MULTI_BLOCK, MULTI_JOIN = range(3)      # rv32_native.c rv_state.mult
 # is that pusher; False calls the pusher (tile.py Tile._multi_pusher, the reference; False, or
 # TT_EMU_DIRECT_MANY_NATIVE=0, read when a tile is built)
 DIRECT_MANY_NATIVE = os.environ.get("TT_EMU_DIRECT_MANY_NATIVE", "1") != "0"
+# With the direct push context, C skips the look-up of plain_run's facts for a word whose opcode never has them (the
+# Tensix's never_plain_ops: SFPU words, the expanders'); False looks up every word (the reference; False, or
+# TT_EMU_NEVER_PLAIN_NATIVE=0, read when a tile is built)
+NEVER_PLAIN_NATIVE = os.environ.get("TT_EMU_NEVER_PLAIN_NATIVE", "1") != "0"
 # RV32Core.spin_reads (a frozen wait loop's probe) in C where the loop only loads (rv32_native.c probe); False keeps
 # rv32.py's probe on translated blocks (the reference; read at each probe)
 PROBE_NATIVE = os.environ.get("TT_EMU_SPIN_PROBE_NATIVE", "1") != "0"
@@ -148,7 +152,7 @@ def attach(core: RV32Core, nius: Sequence[tuple[int, np.ndarray]] = (),
     stall dict, push counts, wait reasons, the full FIFO's wait reason, and whether plain_run may run now, asked at
     the first push of each run() call, the tile and semaphore window whose loads C serves, or None, and the tile's
     PUSHM pusher for the core and the push_many it calls, which C calls itself while that is the core's PUSHM, or two
-    Nones), or None.
+    Nones, and per opcode whether its words never have plain_run's facts, or None), or None.
     `niu_loads`: what rv32_native.c niu_load needs to serve the core's loads of the NIUs' response counters and
     NOC_CMD_CTRL (the tile, its stall dict, the NIU windows' MMIO latency, then per NIU its window base, its counters
     and the tile's due completions and last shown counts), or None.
