@@ -331,8 +331,9 @@ class Tile:
         many = self._many_pushers.get(who, (None, None)) if rv32_native.DIRECT_MANY_NATIVE else (None, None)
         # the opcodes whose words never have plain_run's facts: C skips their look-up (rv32_native.c plain_takes)
         never = self.tensix.never_plain_ops() if rv32_native.NEVER_PLAIN_NATIVE else None
+        runs = {} if rv32_native.KEPT_RUNS_NATIVE else None   # the core's runs' word tuples by pc (C's run_words)
         return (capsule, self.tensix, thread, facts, progress, self._stall, self.tensix_pushes, self._wait,
-                FIFO_FULL.format(thread), allowed, sems, *many, never)
+                FIFO_FULL.format(thread), allowed, sems, *many, never, runs)
 
     def _niu_loads(self) -> tuple | None:
         """rv32_native.attach's niu_loads: what the C core needs to serve its loads of the NIUs' response counters and

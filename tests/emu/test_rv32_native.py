@@ -699,7 +699,7 @@ def _same_with_and_without_c(plan, arrays, monkeypatch) -> None:
     push through the tile's pushers (DIRECT_PUSH), frozen loops probed by rv32.py (PROBE_NATIVE), semaphore loads
     through the bus (SEM_LOADS_NATIVE), TTSync loads and stores and semaphore stores too (PCBUF_NATIVE), NIU response
     counter and NOC_CMD_CTRL loads through the bus (NIU_LOADS_NATIVE), sends through the bus and timed in Python
-    (noc_native.ISSUE_NATIVE), runs of pushes cut at block starts (JOINED_RUNS_NATIVE) and all given to the pushers (DIRECT_MANY_NATIVE), every word's facts looked up (NEVER_PLAIN_NATIVE), frozen cores' words read one by one (tile.PEEK_NATIVE) and their thaw test in Python
+    (noc_native.ISSUE_NATIVE), runs of pushes cut at block starts (JOINED_RUNS_NATIVE) and all given to the pushers (DIRECT_MANY_NATIVE), every word's facts looked up (NEVER_PLAIN_NATIVE), each run's tuple built anew (KEPT_RUNS_NATIVE), frozen cores' words read one by one (tile.PEEK_NATIVE) and their thaw test in Python
     (tile.THAW_NATIVE); C's pieces; Python: the same bytes and cycles. With C answering and pushing, past(), the Tensix's push_run (whose plain_run calls C now makes),
     _pcbuf_load, _niu_load and _niu_store are called less: the reference calls them, so the rule, the pushes, the
     semaphore loads, the NIU polls and the sends are exercised."""
@@ -734,6 +734,7 @@ def _same_with_and_without_c(plan, arrays, monkeypatch) -> None:
         monkeypatch.setattr(rv32_native, "JOINED_RUNS_NATIVE", in_c)
         monkeypatch.setattr(rv32_native, "DIRECT_MANY_NATIVE", in_c)
         monkeypatch.setattr(rv32_native, "NEVER_PLAIN_NATIVE", in_c)
+        monkeypatch.setattr(rv32_native, "KEPT_RUNS_NATIVE", in_c)
         monkeypatch.setattr(noc_native, "ISSUE_NATIVE", in_c)
         monkeypatch.setattr(tile_module, "PEEK_NATIVE", in_c)
         monkeypatch.setattr(tile_module, "THAW_NATIVE", in_c)
@@ -887,6 +888,44 @@ def test_direct_many_matches_the_pusher(bad, monkeypatch):
         traces[key] = trace
     assert traces["C"] == traces["pusher"] == traces["replaced"]
     assert calls["C"] == 0 and calls["pusher"] >= 2 and calls["replaced"] == calls["pusher"], calls
+
+
+def _loop_program(body: list[int]) -> dict[str, list[int]]:
+    """TRISC1: four turns of a loop pushing `body` as one `.ttinsn` run, STALLWAIT, TTSync store and load, park."""
+    r = bench.ttinsn
+    t1 = bench.li(5, 4) + [r(w) for w in body] + [bench.i_type(-1, 5, 0, 5, 0x13), bench.b_type(-4 * (len(body) + 1),
+                                                                                          0, 5, 1)]
+    t1 += [r(w) for w in bench.LONG_EPILOGUE] + bench.li(9, layout.TENSIX_SYNC)
+    return {"trisc1": t1 + [bench.sw(0, 9, 0), bench.i_type(0, 9, 2, 10, 0x03), bench.J_SELF]}
+
+
+@pytest.mark.needs_cc
+def test_kept_runs_follow_l1(monkeypatch):
+    """A loop's run of SFPU words, its tuple kept by pc (rv32_native.KEPT_RUNS_NATIVE: run_words), then the same tile
+    relaunched with other words of the same length at the same pc: the second launch pushes the new words (its Dst
+    differs from the first's), and both launches' cycles and Dst are those of building every tuple anew (the
+    reference); the kept tuple is the one C pushed last."""
+    first = bench.exp2_body() * 3
+    second = list(first)
+    second[1], second[2] = first[2], first[1]
+    results = {}
+    for kept in (True, False):
+        monkeypatch.setattr(rv32_native, "KEPT_RUNS_NATIVE", kept)
+        tile = Tile()
+        tile.tensix.dst.write_rows32(0, bench.long_inputs())
+        out = []
+        for body in (first, second):
+            bench.launch_words(tile, _loop_program(body))
+            bench.run_tile(tile, 100_000)
+            out.append((tile.stats(), tile.tensix.dst.rows32[:64].tobytes()))
+            tile.write32(layout.SOFT_RESET_0, 0x47800)
+            runs = tile.cores["trisc1"].native.direct_push[-1]
+            assert (runs is not None) == kept
+            if kept:
+                assert [words for _, words in runs.values() if len(words) == len(body)] == [tuple(body)]
+        assert out[0][1] != out[1][1]
+        results[kept] = out
+    assert results[True] == results[False]
 
 
 def test_never_plain_ops_have_no_facts():

@@ -86,13 +86,14 @@ typedef PyObject *(*plain_run_entry)(PyObject *, PyObject *const *, Py_ssize_t);
  * push_many -> push_run do for the words plain_run takes, the core's stall and the thread's push count kept in the
  * tile's dict and list; the words it leaves (no facts yet, SFPU words, MVMULs, a full FIFO) go to the pusher, or
  * where it is the tile's own, to the push_many it calls, with its accounting (direct_many). */
-#define DIRECT_FIELDS 14
+#define DIRECT_FIELDS 15
 typedef struct {
     plain_run_entry fn;                /* NULL: every run goes to the pusher */
     PyObject *tx, *thread, *facts, *progress, *stall, *pushes, *waits, *full, *allowed, *name;
     PyObject *pushm, *many;            /* the tile's PUSHM pusher for the core and the push_many it calls, which C calls
                                         * itself while the core's PUSHM is that pusher (direct_many); many NULL: never */
     const char *never_plain;           /* per opcode, nonzero where no word has facts (plain_takes), or NULL */
+    PyObject *runs;                    /* the core's runs' tuples kept by pc (run_words), or NULL */
     PyObject *tile;                    /* the tile whose PC buffer C serves (sem_load, pcbuf_store), or NULL */
     uint32_t sem_base, n_sems, extra;  /* the semaphore window: n_sems words from sem_base, its MMIO latency */
     int sem_loads;                     /* C serves the semaphore loads (sem_load) */
@@ -595,6 +596,27 @@ static int sem_load(rv_state *s, const bus_calls *c, direct_push *d, uint32_t ad
     return 1;
 }
 
+/* the `.ttinsn` run of n words at pc as the tuple of the words pushed (ttinsn_words), kept in d->runs by pc with the
+ * run's bytes in L1: where they are still those, the kept tuple again instead of n new ints (a loop's body pushed
+ * each turn); otherwise a new one, kept in its place. A new reference, or NULL */
+static PyObject *run_words(const rv_state *s, const direct_push *d, uint32_t pc, uint32_t n) {
+    if (!d->runs)
+        return ttinsn_words(s, pc, n);
+    PyObject *key = PyLong_FromUnsignedLong(pc), *kept = key ? PyDict_GetItemWithError(d->runs, key) : NULL;
+    PyObject *words = NULL, *raw = NULL, *entry = NULL;
+    if (kept && PyTuple_Check(kept) && PyTuple_GET_SIZE(kept) == 2 && PyBytes_Check(PyTuple_GET_ITEM(kept, 0))
+        && PyBytes_GET_SIZE(PyTuple_GET_ITEM(kept, 0)) == 4 * (Py_ssize_t)n
+        && !memcmp(PyBytes_AS_STRING(PyTuple_GET_ITEM(kept, 0)), s->l1 + pc, 4 * (size_t)n)) {
+        words = Py_NewRef(PyTuple_GET_ITEM(kept, 1));
+    } else if (key && !PyErr_Occurred() && (words = ttinsn_words(s, pc, n))
+               && (!(raw = PyBytes_FromStringAndSize((const char *)s->l1 + pc, 4 * (Py_ssize_t)n))
+                   || !(entry = PyTuple_Pack(2, raw, words)) || PyDict_SetItem(d->runs, key, entry) < 0)) {
+        Py_CLEAR(words);
+    }
+    Py_XDECREF(key), Py_XDECREF(raw), Py_XDECREF(entry);
+    return words;
+}
+
 /* whether plain_run may run in this run() call (d->allowed(), asked once: direct_issue.py _c_issue_allowed); -1 with
  * an error set */
 static int direct_ready(direct_push *d) {
@@ -669,7 +691,7 @@ static int push_run(rv_state *s, const bus_calls *c, direct_push *d, uint32_t pc
     *sub = 0;
     if (ready <= 0)
         return ready < 0 ? -1 : push_python(s, c, pc, n, multi, NULL, sub);
-    PyObject *words = ttinsn_words(s, pc, n);
+    PyObject *words = run_words(s, d, pc, n);
     if (!words)
         return -1;
     uint32_t k = 0, m;
@@ -1455,7 +1477,7 @@ static int direct_from(PyObject *o, const rv_state *s, const bus_calls *c, direc
     if (o == Py_None)
         return 0;
     if (!c || c->base == Py_None || !PyTuple_Check(o) || PyTuple_GET_SIZE(o) != DIRECT_FIELDS) {
-        PyErr_SetString(PyExc_TypeError, "run: a direct push context needs bus calls with stamp_base and 14 fields");
+        PyErr_SetString(PyExc_TypeError, "run: a direct push context needs bus calls with stamp_base and 15 fields");
         return -1;
     }
     PyObject **f = &PyTuple_GET_ITEM(o, 0);
@@ -1468,6 +1490,11 @@ static int direct_from(PyObject *o, const rv_state *s, const bus_calls *c, direc
         return -1;
     }
     d->never_plain = f[13] != Py_None ? PyBytes_AS_STRING(f[13]) : NULL;
+    if (f[14] != Py_None && !PyDict_Check(f[14])) {
+        PyErr_SetString(PyExc_TypeError, "run: a direct push context's kept runs are a dict or None");
+        return -1;
+    }
+    d->runs = f[14] != Py_None ? f[14] : NULL;
     if (f[10] != Py_None && !PyArg_ParseTuple(f[10], "OIIIpIUp", &d->tile, &d->sem_base, &d->n_sems, &d->extra,
                                               &d->sem_loads, &d->sync, &d->sync_wait, &d->sem_stores))
         return -1;

@@ -107,6 +107,10 @@ DIRECT_MANY_NATIVE = os.environ.get("TT_EMU_DIRECT_MANY_NATIVE", "1") != "0"
 # Tensix's never_plain_ops: SFPU words, the expanders'); False looks up every word (the reference; False, or
 # TT_EMU_NEVER_PLAIN_NATIVE=0, read when a tile is built)
 NEVER_PLAIN_NATIVE = os.environ.get("TT_EMU_NEVER_PLAIN_NATIVE", "1") != "0"
+# With the direct push context, the tuple of a run's words is kept by its pc with the run's bytes and given again while
+# L1 holds those bytes (rv32_native.c run_words: a loop's body pushed each turn makes no new ints); False builds each
+# run's tuple anew (the reference; False, or TT_EMU_KEPT_RUNS_NATIVE=0, read when a tile is built)
+KEPT_RUNS_NATIVE = os.environ.get("TT_EMU_KEPT_RUNS_NATIVE", "1") != "0"
 # RV32Core.spin_reads (a frozen wait loop's probe) in C where the loop only loads (rv32_native.c probe); False keeps
 # rv32.py's probe on translated blocks (the reference; read at each probe)
 PROBE_NATIVE = os.environ.get("TT_EMU_SPIN_PROBE_NATIVE", "1") != "0"
@@ -152,7 +156,8 @@ def attach(core: RV32Core, nius: Sequence[tuple[int, np.ndarray]] = (),
     stall dict, push counts, wait reasons, the full FIFO's wait reason, and whether plain_run may run now, asked at
     the first push of each run() call, the tile and semaphore window whose loads C serves, or None, and the tile's
     PUSHM pusher for the core and the push_many it calls, which C calls itself while that is the core's PUSHM, or two
-    Nones, and per opcode whether its words never have plain_run's facts, or None), or None.
+    Nones, per opcode whether its words never have plain_run's facts, or None, and a dict C keeps the core's runs'
+    tuples in, or None), or None.
     `niu_loads`: what rv32_native.c niu_load needs to serve the core's loads of the NIUs' response counters and
     NOC_CMD_CTRL (the tile, its stall dict, the NIU windows' MMIO latency, then per NIU its window base, its counters
     and the tile's due completions and last shown counts), or None.
