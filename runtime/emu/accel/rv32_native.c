@@ -605,7 +605,8 @@ static PyObject *run_words(const rv_state *s, const direct_push *d, uint32_t pc,
     PyObject *key = PyLong_FromUnsignedLong(pc), *kept = key ? PyDict_GetItemWithError(d->runs, key) : NULL;
     PyObject *words = NULL, *raw = NULL, *entry = NULL;
     if (kept && PyTuple_Check(kept) && PyTuple_GET_SIZE(kept) == 2 && PyBytes_Check(PyTuple_GET_ITEM(kept, 0))
-        && PyBytes_GET_SIZE(PyTuple_GET_ITEM(kept, 0)) == 4 * (Py_ssize_t)n
+        && PyBytes_GET_SIZE(PyTuple_GET_ITEM(kept, 0)) == 4 * (Py_ssize_t)n && PyTuple_Check(PyTuple_GET_ITEM(kept, 1))
+        && PyTuple_GET_SIZE(PyTuple_GET_ITEM(kept, 1)) == (Py_ssize_t)n
         && !memcmp(PyBytes_AS_STRING(PyTuple_GET_ITEM(kept, 0)), s->l1 + pc, 4 * (size_t)n)) {
         words = Py_NewRef(PyTuple_GET_ITEM(kept, 1));
     } else if (key && !PyErr_Occurred() && (words = ttinsn_words(s, pc, n))
