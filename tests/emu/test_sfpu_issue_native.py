@@ -8,6 +8,7 @@ same strict errors; a whole-tile long body and compiled kernels give the same by
 from __future__ import annotations
 
 import random
+from collections import deque
 
 import numpy as np
 import pytest
@@ -351,7 +352,6 @@ def test_find_period_matches_python(monkeypatch):
         runs[on] = {k: v for k, v in r.items() if k not in ("seconds", "per_second", "vs_ttsim")}
     assert runs[True] == runs[False]
     monkeypatch.setattr(sfpu_issue_native, "PERIOD_NATIVE", True)
-    from collections import deque
     from tt_backend.runtime.emu.accel.mop_batch import find_period
     period = sfpu_issue_native.find_period()
     rng = random.Random(0)
@@ -691,5 +691,14 @@ def test_push_memo_follows_class_and_instance_changes():
     tx.tm.sfpu.rec = object()                  # (a timeline's recorder: the Python path's)
     assert push_one(tx, 1, w, t + 5, 100, False, True) is None
     tx.tm.sfpu.rec = None
-    tx.threads[1].latch = Latch("STALLWAIT", 0, (), 0xFFFF, 0)    # (holds every word)
+    th = tx.threads[1]
+    for queue in (th.fifo, th.ready, th.mop_out):      # (a word waiting in the frontend: push() queues behind it)
+        queue.append(w)
+        assert push_one(tx, 1, w, t + 6, 100, False, True) is None and len(tx.deferred) == 5
+        queue.clear()
+    th.ready = [w]                                     # (a list, not a deque: its truth all the same)
     assert push_one(tx, 1, w, t + 6, 100, False, True) is None and len(tx.deferred) == 5
+    th.ready = deque()
+    assert push_one(tx, 1, w, t + 6, 100, False, True) is not None and len(tx.deferred) == 6
+    tx.threads[1].latch = Latch("STALLWAIT", 0, (), 0xFFFF, 0)    # (holds every word)
+    assert push_one(tx, 1, w, t + 7, 100, False, True) is None and len(tx.deferred) == 6

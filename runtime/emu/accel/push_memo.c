@@ -34,6 +34,9 @@ enum { PM_FIFO, PM_READY, PM_MOPOUT, PM_LOAD, PM_LATCH, PM_BLOCKED };
 static push_memo push_memos[3];
 static long long memo_taken, memo_filled;      /* words push_fast took, memos filled (push_memo_counts) */
 
+/* collections.deque, the type of a thread's FIFO, ready queue and MOP output (push_memo_fill looks it up) */
+static PyTypeObject *deque_type;
+
 /* the offset of the writable __slots__ member `name` of tp, or -1 where it is not one */
 static Py_ssize_t slot_offset(PyTypeObject *tp, PyObject *name) {
     return member_offset(_PyType_Lookup(tp, name), 1);
@@ -68,6 +71,16 @@ static void push_memo_fill(PyObject *tx, long long th, long long fl) {
     PyObject *txd = DICT_TAGS ? plain_dict_of(tx, txn, 10) : NULL;    /* (no tags: no memo) */
     if (!txd)
         goto clear;
+    if (!deque_type) {
+        PyObject *collections = PyImport_ImportModule("collections");
+        PyObject *dq_tp = collections ? PyObject_GetAttrString(collections, "deque") : NULL;
+        Py_XDECREF(collections);
+        if (!dq_tp || !PyType_Check(dq_tp)) {
+            Py_XDECREF(dq_tp);
+            goto clear;
+        }
+        deque_type = (PyTypeObject *)dq_tp;        /* (kept: a reference held for the module's life) */
+    }
     PyObject *v[9];
     for (int k = 0; k < 9; k++)
         if (!(v[k] = PyDict_GetItemWithError(txd, txn[k])))
@@ -158,6 +171,17 @@ static word_entry word_facts_of(PyObject *fastd, PyObject *cwordd, PyObject *wor
     return found;
 }
 
+/* whether a thread's word queue q holds words (1), 0 empty, -1 with an error set; an unset slot counts as busy (the
+ * full path then decides). A list's or deque's length is its object's size field (CPython's deque keeps it there, as
+ * its len() reads it): PyObject_IsTrue's protocol walk costs more than the rest of the test. */
+static int queue_busy(PyObject *q) {
+    if (!q)
+        return 1;
+    if ((deque_type && Py_IS_TYPE(q, deque_type)) || PyList_CheckExact(q))
+        return Py_SIZE(q) != 0;
+    return PyObject_IsTrue(q);
+}
+
 /* the memo of thread th, where it still describes tx (the checks above), else NULL */
 static push_memo *push_memo_valid(PyObject *tx, long long th) {
     push_memo *m = &push_memos[th];
@@ -184,8 +208,7 @@ static int push_fast(PyObject *tx, long long th, PyObject *thread_o, PyObject *w
         return 0;
     PyObject *thobj = m->thobj;
     for (int k = PM_FIFO; k <= PM_MOPOUT; k++) {
-        PyObject *q = SLOT(thobj, m->off[k]);
-        int busy = q ? PyObject_IsTrue(q) : 1;
+        int busy = queue_busy(SLOT(thobj, m->off[k]));
         if (busy)
             return busy < 0 ? -1 : 0;
     }
