@@ -180,6 +180,45 @@ def test_random_programs_identical(seed, strict, monkeypatch):
     assert _run(seed, strict, True, monkeypatch, entry=True)[0] == b       # (push() as push_entry)
 
 
+def _many_words_trace(monkeypatch, memo: bool) -> list:
+    """More distinct words than the C issue's memo of word facts holds (cword_rec: 1,024 slots), each decoded by a
+    first pass, then pushed again in runs (push_many's issue_run) and one at a time, interleaved with words of a small
+    body: a snapshot after every run, then the bits."""
+    monkeypatch.setattr(sfpu_issue_native, "WORD_MEMO_NATIVE", memo)
+    rng = random.Random(5)
+    many = list(dict.fromkeys(E("SFPLOADI", lreg_ind=rng.randrange(8), instr_mod0=rng.choice((0, 2, 8, 10)),
+                                imm16=rng.randrange(1 << 16)) for _ in range(2500)))
+    body = [_sfpu(rng) for _ in range(12)]
+    tx = Tensix(np.zeros(layout.L1_SIZE, np.uint8), strict=False)
+    trace, t = [], 0
+    for k in range(0, len(many), 50):
+        t = tx.push_many(1, tuple(many[k:k + 50]) + tuple(body), t)
+    for k in range(0, len(many), 50):
+        run = tuple(w for pair in zip(many[k:k + 50], rng.choices(body, k=50)) for w in pair)
+        t = tx.push_many(1, run, t) if k % 100 else _push_words(tx, 1, run, t)
+        trace.append(_snapshot(tx, t))
+    s = tx.sfpu
+    return trace + [(tx.dst.rows32.tolist(), s.lreg.tolist(), s.lane_flags.tolist())]
+
+
+def test_word_memo_identical(monkeypatch):
+    """The C issue's memo of word facts (cword_rec, TT_EMU_WORD_MEMO_NATIVE): the same trace on and off for the
+    random programs and for more distinct words than it holds, and the same tile_long row."""
+    for seed in range(3):
+        runs = []
+        for memo in (True, False):
+            monkeypatch.setattr(sfpu_issue_native, "WORD_MEMO_NATIVE", memo)
+            runs.append(_run(seed, True, True, monkeypatch, entry=True))
+            monkeypatch.undo()
+        assert runs[0] == runs[1]
+    assert _many_words_trace(monkeypatch, True) == _many_words_trace(monkeypatch, False)
+    rows = []
+    for memo in (True, False):
+        monkeypatch.setattr(sfpu_issue_native, "WORD_MEMO_NATIVE", memo)
+        rows.append({k: v for k, v in bench.bench_tile_long(2).items() if k not in ("seconds", "per_second", "vs_ttsim")})
+    assert rows[0] == rows[1]
+
+
 def test_push_many_entry_takes_runs(monkeypatch):
     """The Tensix's push_many is the C part's push_many_entry (not with TT_EMU_SFPU_ISSUE_NATIVE=0): many runs it
     issues whole, without the class's push_many (test_random_programs_identical: the same trace as the Python
