@@ -272,8 +272,8 @@ static void SFPMULI(State *s, const int32_t *r) {  /* BF16ToFP32(Imm16) * VD + 0
 }
 
 /* SFPLOADI: every lane gets the same word, or (Mod0 8, 10) the same half beside the half it keeps: the mode decided
- * once per instruction, not per lane (a long body's constants are SFPLOADI pairs, a third of its words), and the
- * lanes written as bit masks: keep keeps the old word's bits, set the new ones, on the enabled lanes */
+ * once per instruction, not per lane (a long body's constants are SFPLOADI pairs, a third of its words): keep keeps
+ * the old word's bits, set sets the new ones, on the enabled lanes */
 static void SFPLOADI(State *s, const int32_t *r) {
     int mod = r[1], vd = r[5];
     uint32_t imm = (uint32_t)r[6] & 0xFFFF, keep = 0, set;
@@ -286,10 +286,12 @@ static void SFPLOADI(State *s, const int32_t *r) {
     default: set = imm, keep = 0xFFFF0000; break;   /* 10 */
     }
     uint32_t *d = s->lreg[vd];
-    for (int l = 0; l < LANES; l++) {
-        uint32_t on = 0u - (s->on >> l & 1);          /* all ones on an enabled lane */
-        d[l] = (d[l] & (keep | ~on)) | (set & on);
+    if (s->on == ALL_ON) {          /* (the common case: a loop the compiler vectorises) */
+        for (int l = 0; l < LANES; l++) d[l] = (d[l] & keep) | set;
+        return;
     }
+    for (int l = 0; l < LANES; l++)
+        if (enabled(s, l)) d[l] = (d[l] & keep) | set;
 }
 
 /* the element-wise LReg instructions without flags: a lane's value from its VC word c, its VD word d and its word x
