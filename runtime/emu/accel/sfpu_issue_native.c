@@ -490,7 +490,8 @@ static PyObject *sfpu_run_io(PyObject *const *args, Py_ssize_t nargs, int pushed
     /* Dst access: the thread's config and RWCs, Dst's rows written, the FPU's last Dst writes */
     PyObject *cfg_l = NULL, *rwc_d = NULL, *fpu_w = NULL;
     long long rwc[6] = {0}, src_mode = 0;
-    Py_buffer written = {0};
+    Py_buffer written;             /* (filled by PyObject_GetBuffer with a Dst access; else only these two are read) */
+    written.obj = NULL, written.buf = NULL;
     if (mem != Py_None) {
         cfg_l = PyTuple_GET_ITEM(mem, 0);
         rwc_d = PyTuple_GET_ITEM(mem, 1);
@@ -2595,7 +2596,7 @@ static PyObject *push_one(PyObject *self, PyObject *const *args, Py_ssize_t narg
         PyErr_SetString(PyExc_TypeError, "push_one(tx, thread, word, t, dq_max, replays[, memo])");
         return NULL;
     }
-    PyObject *tx = args[0], *thread_o = args[1], *word = args[2], *o[O_N] = {NULL}, *result = NULL;
+    PyObject *tx = args[0], *thread_o = args[1], *word = args[2];
     long long th, w, c0, c1, fl, latch_block = 0;
     if (get_ll(thread_o, "thread", &th) || get_ll(word, "word", &w))
         return NULL;
@@ -2605,10 +2606,12 @@ static PyObject *push_one(PyObject *self, PyObject *const *args, Py_ssize_t narg
     if (memo < 0)
         return NULL;
     if (memo) {                                            /* the steady state: push_memo.c */
-        int taken = push_fast(tx, th, thread_o, word, (uint32_t)w, args[3], args[4], &result);
+        PyObject *taken_t;
+        int taken = push_fast(tx, th, thread_o, word, (uint32_t)w, args[3], args[4], &taken_t);
         if (taken)
-            return taken > 0 ? result : NULL;
+            return taken > 0 ? taken_t : NULL;
     }
+    PyObject *o[O_N] = {NULL}, *result = NULL;     /* (the full path's references: not zeroed for push_fast's words) */
 #define GET(k, obj, name) (o[k] = get_attr((obj), (name)))
     /* push()'s conditions (their order does not matter: none changes anything), the word's facts first: the
      * cheapest refusal of a word that is not deferrable */
