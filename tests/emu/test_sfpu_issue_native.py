@@ -222,21 +222,19 @@ def test_word_memo_identical(monkeypatch):
 
 @pytest.mark.parametrize("strict", [False, True])
 def test_shared_facts_identical(strict, monkeypatch):
-    """Word facts and C records shared by every Tensix (deferral.SHARED_FACTS, TT_EMU_SHARED_FACTS): a Tensix that
-    takes them from the shared tables (the second run of a program, the first filled them) has the same trace and
-    the same per-word facts and records as one that works out its own (off), strict and not (its own key)."""
+    """Word facts shared by every Tensix (deferral.SHARED_FACTS, TT_EMU_SHARED_FACTS): a Tensix that takes them from
+    the shared table (the second run of a program, the first filled it) has the same trace and the same per-word
+    facts as one that works out its own (off), strict and not (its own key)."""
     runs = []
     for shared in (True, False):
         monkeypatch.setattr(deferral, "SHARED_FACTS", shared)
         monkeypatch.setattr(deferral, "_SHARED_FACTS", {})
-        monkeypatch.setattr(deferral, "_SHARED_RECORDS", {})
         for seed in (0, 1, 0):
             made = []
             monkeypatch.setattr(Tensix, "__init__", _recording_init(made))
             trace, _ = _run(seed, strict, True, monkeypatch, entry=True)
             tx = made[0]
-            runs.append((trace, *(_comparable(dict(d)) for d in (tx._fast, tx._cword, tx._defer_info)),
-                         {w: tx._records[w] for w in tx._fast if w in tx._records}))
+            runs.append((trace, *(_comparable(dict(d)) for d in (tx._fast, tx._cword, tx._defer_info))))
         assert bool(deferral._SHARED_FACTS) == shared
         monkeypatch.undo()
     assert runs[:3] == runs[3:]

@@ -50,7 +50,6 @@ DEFER_SFPU = True         # tests turn the deferral off to compare with one-by-o
 # them). TT_EMU_SHARED_FACTS=0: each Tensix works out its own.
 SHARED_FACTS = os.environ.get("TT_EMU_SHARED_FACTS", "1") != "0"
 _SHARED_FACTS: dict[tuple, tuple] = {}
-_SHARED_RECORDS: dict[int, tuple | None] = {}
 DQ_MAX = 16384            # deferred instructions before the queue is executed anyway
 DQ_MAX_PERIOD = 2048      # longest body _dq_period looks for
 # With the C part (sfpu_native), fewer repetitions than this run one by one in C rather than as a numpy batch: a batch
@@ -74,9 +73,7 @@ class DeferralMixin:
         self._dq_plans: dict[tuple, object] = {}   # (body, entry flag state) -> _dq_plan() result
         self._defer_info: dict[int, tuple | None] = {}
         self._fast: dict[int, tuple | None] = {}   # the entry points' per-word facts: word -> _fast_info()
-        # word -> sfpu_native.record() (None: not the C part's); a word's decoded name and fields alone give it, so
-        # with SHARED_FACTS every Tensix shares one table
-        self._records: dict[int, tuple | None] = _SHARED_RECORDS if SHARED_FACTS else {}
+        self._records: dict[int, tuple | None] = {}  # word -> sfpu_native.record() (None: not the C part's)
         self._cword: dict[int, tuple] = {}         # deferrable word -> sfpu_issue_native.word_facts()
         self._replays: dict[int, tuple | None] = {}  # REPLAY word -> replay_spec() (sfpu_issue_native's replay_push)
         self._c_ctx = None                         # the last _c_timing() (the cycle model's lists, made with it)
