@@ -202,9 +202,30 @@ def _many_words_trace(monkeypatch, memo: bool) -> list:
     return trace + [(tx.dst.rows32.tolist(), s.lreg.tolist(), s.lane_flags.tolist())]
 
 
+def _changed_facts_trace(monkeypatch, memo: bool) -> list:
+    """Two words pushed (in runs and one at a time) until the memos hold them, then the Tensix's C facts of the two
+    swapped (the queue executed first: its word table keeps a word's first facts) and pushed again, twice: a snapshot
+    after every run, then the bits. The C issue must read the dict as it is now."""
+    monkeypatch.setattr(sfpu_issue_native, "WORD_MEMO_NATIVE", memo)
+    a = E("SFPMAD", lreg_src_a=1, lreg_src_b=2, lreg_src_c=3, lreg_dest=4, instr_mod1=0)
+    b = E("SFPLOADI", lreg_ind=4, instr_mod0=0, imm16=0x3F80)
+    tx = Tensix(np.zeros(layout.L1_SIZE, np.uint8), strict=False)
+    trace, t = [], 0
+    for k, how in enumerate("pmppmmp"):     # (each swap's first words through push(), then push_many, in turn)
+        if k in (3, 5):
+            tx.settle()
+            tx._cword[a], tx._cword[b] = tx._cword[b], tx._cword[a]
+        t = tx.push_many(1, (a, b) * 8, t) if how == "m" else _push_words(tx, 1, (a, b) * 8, t)
+        trace.append(_snapshot(tx, t))
+    s = tx.sfpu
+    return trace + [(tx.dst.rows32.tolist(), s.lreg.tolist(), s.lane_flags.tolist())]
+
+
 def test_word_memo_identical(monkeypatch):
     """The C issue's memo of word facts (cword_rec, TT_EMU_WORD_MEMO_NATIVE): the same trace on and off for the
-    random programs and for more distinct words than it holds, and the same tile_long row."""
+    random programs, for more distinct words than it holds, for words whose facts the Tensix changed, and the same
+    tile_long row."""
+    assert _changed_facts_trace(monkeypatch, True) == _changed_facts_trace(monkeypatch, False)
     for seed in range(3):
         runs = []
         for memo in (True, False):

@@ -226,11 +226,17 @@ static int lookup_record(PyObject *records, PyObject *word, int32_t out[8]) {
  * its callers' first look: a dict look-up of an SFPU word (a large int key: its hash and the probe) cost ~300 x86
  * instructions, a tenth of tile_long's; this memo's ~30. Open addressing over 4 slots of 1,024, valid while `cword` is
  * the dict it was filled from with the version tag it had then (it changes when a word is first decoded or the SFPU
- * is replaced), emptied otherwise; the records are borrowed (the dict holds them while its version stands). Off
- * (WORD_MEMO_NATIVE, TT_EMU_WORD_MEMO_NATIVE=0; read with the push switches, entry_read): the dict look-up each time. */
+ * is replaced); emptied otherwise, by a new epoch (a slot of an older one is free: clearing the table each time had
+ * cost a first tile's 150 new words 2 M instructions); the records are borrowed (the dict holds them while its
+ * version stands). Off (WORD_MEMO_NATIVE, TT_EMU_WORD_MEMO_NATIVE=0; read with the push switches, entry_read): the
+ * dict look-up each time. */
 #define CWORD_MEMO 1024      /* (a power of 2) */
 #define CWORD_PROBES 4
-static struct { PyObject *d; uint64_t v; struct { uint32_t w; PyObject *rec; } e[CWORD_MEMO]; } cword_memo;
+static struct {
+    PyObject *d;
+    uint64_t v, epoch;              /* (the slots start in epoch 0, the first fill makes it 1) */
+    struct { uint64_t epoch; uint32_t w; PyObject *rec; } e[CWORD_MEMO];
+} cword_memo;
 static int word_memo_on(void);
 
 /* the word of an int object (exact, 0 <= w < 2^32) into *w: 1, else 0 (no error) */
@@ -256,14 +262,14 @@ static PyObject *cword_rec(PyObject *cword, PyObject *word) {
     if (on <= 0)
         return on < 0 ? NULL : PyDict_GetItemWithError(cword, word);
     if (cword_memo.d != cword || dict_version(cword) != cword_memo.v) {
-        memset(&cword_memo, 0, sizeof cword_memo);
         cword_memo.d = cword, cword_memo.v = dict_version(cword);
+        cword_memo.epoch++;
     }
     uint32_t k = (uint32_t)(w * 0x9E3779B1u) >> 22;
     int free = -1;
     for (int j = 0; j < CWORD_PROBES; j++) {
         int i = (int)((k + (uint32_t)j) % CWORD_MEMO);
-        if (!cword_memo.e[i].rec) {
+        if (cword_memo.e[i].epoch != cword_memo.epoch) {
             free = i;
             break;
         }
@@ -271,8 +277,10 @@ static PyObject *cword_rec(PyObject *cword, PyObject *word) {
             return cword_memo.e[i].rec;
     }
     PyObject *rec = PyDict_GetItemWithError(cword, word);
-    if (rec && free >= 0)           /* (all four slots taken: not kept) */
+    if (rec && free >= 0) {         /* (all four slots taken: not kept) */
+        cword_memo.e[free].epoch = cword_memo.epoch;
         cword_memo.e[free].w = w, cword_memo.e[free].rec = rec;
+    }
     return rec;
 }
 
