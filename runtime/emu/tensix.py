@@ -22,6 +22,8 @@ in that case it must not have changed any state.
 """
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from tt_backend.chip.errors import EmuUndefined, EmuUnimplemented, EmuUnspecified
@@ -43,6 +45,22 @@ from tt_backend.runtime.emu.thread_state import ThreadState
 from tt_backend.runtime.emu.unpack_pack import UnpackPackMixin
 
 RETRY_ON_BANK_CHANGE = True    # drain() skips a thread blocked on unchanged Src banks; tests turn it off to compare
+# decode()'s per-word part that no instance changes (name, fields, Wait Gate class, reserved bits, timing kind and info)
+# kept for every Tensix: a fresh one (each bench row, each test) decoded its words again, ~2.7 us each (sfpu_long: 152
+# words, 3 % of a launch). TT_EMU_SHARED_DECODE=0: each instance decodes its own words.
+SHARED_DECODE = os.environ.get("TT_EMU_SHARED_DECODE", "1") != "0"
+_STATIC_DECODE: dict[int, tuple] = {}
+
+
+def _static_decode(w: int) -> tuple:
+    """(name, fields, Wait Gate block class, reserved bits set, timing kind, timing info) of a word: what decode()
+    gives but the instance's handler."""
+    ins = OPCODES.get(w >> 24)
+    if ins is None:
+        raise EmuUndefined(f"Tensix: unknown opcode 0x{w >> 24:02X} in word 0x{w:08X}")
+    fields = ins.decode(w)
+    kind, info = instr_kind(ins.name, ins.unit, fields)
+    return ins.name, fields, block_bits(ins.name), w & ~ins.used_bits() & 0xFFFFFFFF, kind, info
 
 
 class Tensix(FpuBatchMixin, DeferralMixin, DirectIssueMixin, MopBatchMixin, FrontendMixin, SyncMixin, ConfigMixin,
@@ -132,13 +150,13 @@ class Tensix(FpuBatchMixin, DeferralMixin, DirectIssueMixin, MopBatchMixin, Fron
         """(name, fields, handler, Wait Gate block class, reserved bits set, timing kind, timing info) of a word."""
         d = self._decoded.get(w)
         if d is None:
-            ins = OPCODES.get(w >> 24)
-            if ins is None:
-                raise EmuUndefined(f"Tensix: unknown opcode 0x{w >> 24:02X} in word 0x{w:08X}")
-            reserved = w & ~ins.used_bits() & 0xFFFFFFFF
-            fields = ins.decode(w)
-            kind, info = instr_kind(ins.name, ins.unit, fields)
-            d = (ins.name, fields, self._handlers.get(ins.name), block_bits(ins.name), reserved, kind, info)
+            s = _STATIC_DECODE.get(w) if SHARED_DECODE else None
+            if s is None:
+                s = _static_decode(w)
+                if SHARED_DECODE:
+                    _STATIC_DECODE[w] = s
+            name, fields, block, reserved, kind, info = s
+            d = (name, fields, self._handlers.get(name), block, reserved, kind, info)
             self._decoded[w] = d
         return d
 

@@ -115,10 +115,12 @@ def test_c_random_programs_match_functional_model(seed):
     assert len(seen) >= 25          # (nearly) every covered instruction drawn
 
 
-@pytest.mark.parametrize("name", ["SFPMUL24", "SFPSWAP", "SFPTRANSP"])
-def test_c_single_instructions_match_functional_model(name):
-    """Every covered mode of one instruction, 400 times from a random state each: the same state after the C part as
-    after the functional model (the random programs above draw each of them only a few dozen times)."""
+@pytest.mark.parametrize("all_on", [False, True])
+@pytest.mark.parametrize("name", ["SFPMUL24", "SFPSWAP", "SFPTRANSP", "SFPLOADI", "SFPSETCC"])
+def test_c_single_instructions_match_functional_model(name, all_on):
+    """Every covered mode of one instruction, 400 times from a random state each (all_on: every lane enabled, the
+    whole-row paths): the same state after the C part as after the functional model (the random programs above draw
+    each of them only a few dozen times)."""
     rng = np.random.default_rng(7)
     fields_of = isa.INSTRUCTIONS[name].fields
     ran = 0
@@ -128,7 +130,7 @@ def test_c_single_instructions_match_functional_model(name):
         r = sfpu_native.record(name, fields)
         if r is None:
             continue
-        ref = _random_state(rng)
+        ref = _random_state(rng, all_on)
         c = _copy(ref)
         ref.execute(name, fields, 0)
         sfpu_native.run(c, [r])

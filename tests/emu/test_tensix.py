@@ -646,3 +646,35 @@ def test_mutexes():
     assert tx.step() == 3 and tx.mutex_holder[2] is None and tx.thread_cfg(1, 1) == 8
     with pytest.raises(EmuError, match="mutex index 1"):
         tx.push(2, encode("ATGETM", mutex_index=1))
+
+
+def test_shared_decode_identical(monkeypatch):
+    """decode() with its per-word part shared by every Tensix (tensix.SHARED_DECODE, TT_EMU_SHARED_DECODE): for random
+    words of every opcode (and unknown ones), a second Tensix gets from the shared table what a Tensix decoding its
+    own words gets: the same name, fields, Wait Gate class, reserved bits and timing, its own handler, the same error
+    for an unknown opcode."""
+    import random
+    from tt_backend.chip import layout
+    from tt_backend.chip.isa import OPCODES
+    from tt_backend.runtime.emu import tensix
+
+    rng = random.Random(3)
+    words = [op << 24 | rng.randrange(1 << 24) for op in range(256) for _ in range(3)]
+
+    def decoded(shared: bool) -> list:
+        monkeypatch.setattr(tensix, "SHARED_DECODE", shared)
+        monkeypatch.setattr(tensix, "_STATIC_DECODE", {})
+        out = []
+        for k in range(2):                         # (the second Tensix: from the shared table, where it is on)
+            tx = Tensix(np.zeros(layout.L1_SIZE, np.uint8))
+            for w in words:
+                try:
+                    name, fields, handler, *rest = tx.decode(w)
+                except EmuError as e:
+                    out.append((w, type(e), str(e)))
+                    continue
+                assert handler is tx._handlers.get(name)       # (the instance's own)
+                out.append((w, name, dict(fields), handler is None, *rest))
+        assert len(tensix._STATIC_DECODE) == (sum(w >> 24 in OPCODES for w in words) if shared else 0)
+        return out
+    assert decoded(True) == decoded(False)

@@ -13,8 +13,11 @@
  * `rec` slot, the queue's length, config words 0 and 1, and the cycle model's C state (timing_state.c: event_t read
  * there, issue_t and the instruction counts written there; the memo needs it, as the C issue of SFPU words does). The
  * objects are borrowed: the dicts hold them while their versions stand. push_fast answers with the memo or declines
- * (0: push_one's full path then runs, and fills the memo where it takes a word without Dst access).
- * TT_EMU_PUSH_MEMO_NATIVE=0 turns it off (push_entry's switch). */
+ * (0: push_one's full path then runs, and fills the memo where it takes a word without Dst access). It takes an
+ * SFPLOAD / SFPSTORE too, with the Dst access context read for the word (dst_access) and tx.current written, its own
+ * change of the dict, which it follows (before, each Dst access went the full path and its write of `current` sent
+ * the next word there too: 4 of the long body's 171 words cost ~1/12 of its issue). TT_EMU_PUSH_MEMO_NATIVE=0 turns
+ * it off (push_entry's switch). */
 
 typedef struct {
     PyObject *tx, *txd, *tm, *tmd, *thobj, *stiming;
@@ -30,6 +33,9 @@ typedef struct {
 enum { PM_FIFO, PM_READY, PM_MOPOUT, PM_LOAD, PM_LATCH, PM_BLOCKED };
 static push_memo push_memos[3];
 static long long memo_taken, memo_filled;      /* words push_fast took, memos filled (push_memo_counts) */
+
+/* collections.deque, the type of a thread's FIFO, ready queue and MOP output (push_memo_fill looks it up) */
+static PyTypeObject *deque_type;
 
 /* the offset of the writable __slots__ member `name` of tp, or -1 where it is not one */
 static Py_ssize_t slot_offset(PyTypeObject *tp, PyObject *name) {
@@ -58,11 +64,23 @@ static PyObject *plain_dict_of(PyObject *o, PyObject *const *names, int n) {
 static void push_memo_fill(PyObject *tx, long long th, long long fl) {
     push_memo *m = &push_memos[th], z = {0};
     *m = z;
-    PyObject *txn[] = {s_threads, s_fast, s_cword, s_tm, s_deferred, s_c_ctx, s_cfg, s_instructions, s_dq_flags};
+    /* (read below, but `current`: written by a Dst access, in the dict like the others, so the memo follows it) */
+    PyObject *txn[] = {s_threads, s_fast, s_cword, s_tm, s_deferred, s_c_ctx, s_cfg, s_instructions, s_dq_flags,
+                       s_current};
     PyObject *tmn[] = {s_rec, s_sfpu_timing, s_clock};
-    PyObject *txd = DICT_TAGS ? plain_dict_of(tx, txn, 9) : NULL;     /* (no tags: no memo) */
+    PyObject *txd = DICT_TAGS ? plain_dict_of(tx, txn, 10) : NULL;    /* (no tags: no memo) */
     if (!txd)
         goto clear;
+    if (!deque_type) {
+        PyObject *collections = PyImport_ImportModule("collections");
+        PyObject *dq_tp = collections ? PyObject_GetAttrString(collections, "deque") : NULL;
+        Py_XDECREF(collections);
+        if (!dq_tp || !PyType_Check(dq_tp)) {
+            Py_XDECREF(dq_tp);
+            goto clear;
+        }
+        deque_type = (PyTypeObject *)dq_tp;        /* (kept: a reference held for the module's life) */
+    }
     PyObject *v[9];
     for (int k = 0; k < 9; k++)
         if (!(v[k] = PyDict_GetItemWithError(txd, txn[k])))
@@ -153,6 +171,17 @@ static word_entry word_facts_of(PyObject *fastd, PyObject *cwordd, PyObject *wor
     return found;
 }
 
+/* whether a thread's word queue q holds words (1), 0 empty, -1 with an error set; an unset slot counts as busy (the
+ * full path then decides). A list's or deque's length is its object's size field (CPython's deque keeps it there, as
+ * its len() reads it): PyObject_IsTrue's protocol walk costs more than the rest of the test. */
+static int queue_busy(PyObject *q) {
+    if (!q)
+        return 1;
+    if ((deque_type && Py_IS_TYPE(q, deque_type)) || PyList_CheckExact(q))
+        return Py_SIZE(q) != 0;
+    return PyObject_IsTrue(q);
+}
+
 /* the memo of thread th, where it still describes tx (the checks above), else NULL */
 static push_memo *push_memo_valid(PyObject *tx, long long th) {
     push_memo *m = &push_memos[th];
@@ -179,8 +208,7 @@ static int push_fast(PyObject *tx, long long th, PyObject *thread_o, PyObject *w
         return 0;
     PyObject *thobj = m->thobj;
     for (int k = PM_FIFO; k <= PM_MOPOUT; k++) {
-        PyObject *q = SLOT(thobj, m->off[k]);
-        int busy = q ? PyObject_IsTrue(q) : 1;
+        int busy = queue_busy(SLOT(thobj, m->off[k]));
         if (busy)
             return busy < 0 ? -1 : 0;
     }
@@ -201,27 +229,34 @@ static int push_fast(PyObject *tx, long long th, PyObject *thread_o, PyObject *w
     PyObject *fast = facts.fast;
     if (!fast)
         return -1;
-    if (!facts.rec || !PyTuple_Check(fast) || PyTuple_GET_SIZE(fast) != 7 || PyTuple_GET_ITEM(fast, 2) != Py_False)
-        return 0;               /* (not deferrable, no C facts, or a Dst access: push_one's full path) */
+    if (!facts.rec || !PyTuple_Check(fast) || PyTuple_GET_SIZE(fast) != 7)
+        return 0;               /* (not deferrable or no C facts: push_one's full path) */
+    int is_mem = PyTuple_GET_ITEM(fast, 2) == Py_True;
+    if (!is_mem && PyTuple_GET_ITEM(fast, 2) != Py_False)
+        return 0;
     PyObject *c0 = Py_NewRef(PyList_GET_ITEM(m->cfg, 0)), *c1 = Py_NewRef(PyList_GET_ITEM(m->cfg, 1)), *r = NULL;
+    PyObject *mem = NULL;
     run_io io = {facts.rec, 1, blocked != Py_None, th};      /* (the run's integer arguments as C values) */
     io.fl = m->fl, io.latch_block = latch_block;
     io.event_t = m->ts->event_t;
     if (!get_ll(t_o, "t", &io.t)
-        && !get_ll(dq_max, "dq_max", &io.dq_max) && !get_ll(c0, "cfg0", &io.cfg0) && !get_ll(c1, "cfg1", &io.cfg1)) {
+        && !get_ll(dq_max, "dq_max", &io.dq_max) && !get_ll(c0, "cfg0", &io.cfg0) && !get_ll(c1, "cfg1", &io.cfg1)
+        && (!is_mem || (mem = dst_access(tx, thobj, m->tm, io.cfg0, io.cfg1)))) {
         PyObject *all[16] = {m->ctx, word, NULL, NULL, NULL, m->cword, m->dq, NULL, c0, c1, thread_o, NULL, NULL, NULL,
-                             NULL, Py_None};
+                             NULL, is_mem ? mem : Py_None};
         r = sfpu_run_io(all, 16, 1, 1, &io);
     }
     Py_DECREF(c0);
     Py_DECREF(c1);
+    Py_XDECREF(mem);
     if (!r)
         return -1;
     if (r == Py_None) {
         Py_DECREF(r);
         return 0;
     }
-    /* push()'s epilogue (push_one's): issue_t, the flag state, unblocked, counted; the memo follows its own writes */
+    /* push()'s epilogue (push_one's): issue_t, the flag state, the Dst access named for errors, unblocked, counted;
+     * the memo follows its own writes */
     Py_DECREF(r);
     int unchanged = dict_version(m->txd) == m->vtx;      /* (the run changed nothing in the dict: re-armed below) */
     long long fl = io.fl;
@@ -229,6 +264,7 @@ static int push_fast(PyObject *tx, long long th, PyObject *thread_o, PyObject *w
     if (bad)
         PyErr_SetString(PyExc_ValueError, "issue_run: a lane-flag state out of range");
     bad = bad || (fl != m->fl && PyDict_SetItem(m->txd, s_dq_flags, flag_states[fl]) < 0);   /* (else: equal, kept) */
+    bad = bad || (is_mem && set_current(tx, thread_o, word, PyTuple_GET_ITEM(fast, 0)));
     if (!bad) {
         m->ts->issue_t = io.last_c;
         Py_SETREF(SLOT(thobj, m->off[PM_BLOCKED]), Py_NewRef(Py_None));

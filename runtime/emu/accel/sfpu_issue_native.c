@@ -222,6 +222,68 @@ static int lookup_record(PyObject *records, PyObject *word, int32_t out[8]) {
 
 #define DQ_SIZE(dq) (dq_is_queue(dq) ? ((DeferredQueue *)(dq))->n : PyList_GET_SIZE(dq))
 
+/* A word's C facts (cword[word]: name, fields, packed word_facts) by its value, for the issue loop (sfpu_run_io) and
+ * its callers' first look: a dict look-up of an SFPU word (a large int key: its hash and the probe) cost ~300 x86
+ * instructions, a tenth of tile_long's; this memo's ~30. Open addressing over 4 slots of 1,024, valid while `cword` is
+ * the dict it was filled from with the version tag it had then (it changes when a word is first decoded or the SFPU
+ * is replaced); emptied otherwise, by a new epoch (a slot of an older one is free: clearing the table each time had
+ * cost a first tile's 150 new words 2 M instructions); the records are borrowed (the dict holds them while its
+ * version stands). Off (WORD_MEMO_NATIVE, TT_EMU_WORD_MEMO_NATIVE=0; read with the push switches, entry_read): the
+ * dict look-up each time. */
+#define CWORD_MEMO 1024      /* (a power of 2) */
+#define CWORD_PROBES 4
+static struct {
+    PyObject *d;
+    uint64_t v, epoch;              /* (the slots start in epoch 0, the first fill makes it 1) */
+    struct { uint64_t epoch; uint32_t w; PyObject *rec; } e[CWORD_MEMO];
+} cword_memo;
+static int word_memo_on(void);
+
+/* the word of an int object (exact, 0 <= w < 2^32) into *w: 1, else 0 (no error) */
+static int word_value(PyObject *o, uint32_t *w) {
+#if DICT_TAGS          /* (before 3.12: the sign in ob_size, 30-bit digits) */
+    Py_ssize_t size = PyLong_CheckExact(o) ? Py_SIZE(o) : -1;
+    if (size < 0 || size > 2)
+        return 0;
+    const digit *d = ((PyLongObject *)o)->ob_digit;
+    unsigned long long v = size == 0 ? 0 : size == 1 ? d[0] : d[0] | (unsigned long long)d[1] << PyLong_SHIFT;
+    *w = (uint32_t)v;
+    return v <= 0xFFFFFFFFull;
+#else
+    (void)o, (void)w;
+    return 0;
+#endif
+}
+
+/* cword[word], borrowed; NULL where it has none, with an error set where the look-up (or the switch's read) failed */
+static PyObject *cword_rec(PyObject *cword, PyObject *word) {
+    uint32_t w;
+    int on = word_value(word, &w) ? word_memo_on() : 0;
+    if (on <= 0)
+        return on < 0 ? NULL : PyDict_GetItemWithError(cword, word);
+    if (cword_memo.d != cword || dict_version(cword) != cword_memo.v) {
+        cword_memo.d = cword, cword_memo.v = dict_version(cword);
+        cword_memo.epoch++;
+    }
+    uint32_t k = (uint32_t)(w * 0x9E3779B1u) >> 22;
+    int free = -1;
+    for (int j = 0; j < CWORD_PROBES; j++) {
+        int i = (int)((k + (uint32_t)j) % CWORD_MEMO);
+        if (cword_memo.e[i].epoch != cword_memo.epoch) {
+            free = i;
+            break;
+        }
+        if (cword_memo.e[i].w == w)
+            return cword_memo.e[i].rec;
+    }
+    PyObject *rec = PyDict_GetItemWithError(cword, word);
+    if (rec && free >= 0) {         /* (all four slots taken: not kept) */
+        cword_memo.e[free].epoch = cword_memo.epoch;
+        cword_memo.e[free].w = w, cword_memo.e[free].rec = rec;
+    }
+    return rec;
+}
+
 /* The deferred queue's entry of word w (rec: its cword record), as push_many / defer build it: (w, name, fields,
  * None or (is_store, vd, mode, addr) of a Dst access, Dst base, issue cycle c, cfg0, cfg1, thread). Filled in place
  * (PyTuple_Pack's and Py_BuildValue's argument handling cost more than the rest of a word's issue). */
@@ -410,7 +472,7 @@ static PyObject *sfpu_run_io(PyObject *const *args, Py_ssize_t nargs, int pushed
     else if (dq_is_queue(dq) && (get_ll(cfg0, "cfg0", &cfg0_v) || get_ll(cfg1, "cfg1", &cfg1_v)
                                  || get_ll(thobj, "thread", &thread_v)))
         return NULL;
-    PyObject *rec = io && io->rec0 ? io->rec0 : PyDict_GetItemWithError(cword, wv[j]);
+    PyObject *rec = io && io->rec0 ? io->rec0 : cword_rec(cword, wv[j]);
     if (!rec) {
         if (PyErr_Occurred())
             return NULL;
@@ -436,7 +498,8 @@ static PyObject *sfpu_run_io(PyObject *const *args, Py_ssize_t nargs, int pushed
     /* Dst access: the thread's config and RWCs, Dst's rows written, the FPU's last Dst writes */
     PyObject *cfg_l = NULL, *rwc_d = NULL, *fpu_w = NULL;
     long long rwc[6] = {0}, src_mode = 0;
-    Py_buffer written = {0};
+    Py_buffer written;             /* (filled by PyObject_GetBuffer with a Dst access; else only these two are read) */
+    written.obj = NULL, written.buf = NULL;
     if (mem != Py_None) {
         cfg_l = PyTuple_GET_ITEM(mem, 0);
         rwc_d = PyTuple_GET_ITEM(mem, 1);
@@ -467,7 +530,7 @@ static PyObject *sfpu_run_io(PyObject *const *args, Py_ssize_t nargs, int pushed
 
     while (j < n) {
         PyObject *w = wv[j];
-        if (j > (Py_ssize_t)j0 && !(rec = PyDict_GetItemWithError(cword, w))) {   /* (words[j0]'s: looked up above) */
+        if (j > (Py_ssize_t)j0 && !(rec = cword_rec(cword, w))) {   /* (words[j0]'s: looked up above) */
             if (PyErr_Occurred())
                 goto fail;
             break;
@@ -2541,7 +2604,7 @@ static PyObject *push_one(PyObject *self, PyObject *const *args, Py_ssize_t narg
         PyErr_SetString(PyExc_TypeError, "push_one(tx, thread, word, t, dq_max, replays[, memo])");
         return NULL;
     }
-    PyObject *tx = args[0], *thread_o = args[1], *word = args[2], *o[O_N] = {NULL}, *result = NULL;
+    PyObject *tx = args[0], *thread_o = args[1], *word = args[2];
     long long th, w, c0, c1, fl, latch_block = 0;
     if (get_ll(thread_o, "thread", &th) || get_ll(word, "word", &w))
         return NULL;
@@ -2551,10 +2614,12 @@ static PyObject *push_one(PyObject *self, PyObject *const *args, Py_ssize_t narg
     if (memo < 0)
         return NULL;
     if (memo) {                                            /* the steady state: push_memo.c */
-        int taken = push_fast(tx, th, thread_o, word, (uint32_t)w, args[3], args[4], &result);
+        PyObject *taken_t;
+        int taken = push_fast(tx, th, thread_o, word, (uint32_t)w, args[3], args[4], &taken_t);
         if (taken)
-            return taken > 0 ? result : NULL;
+            return taken > 0 ? taken_t : NULL;
     }
+    PyObject *o[O_N] = {NULL}, *result = NULL;     /* (the full path's references: not zeroed for push_fast's words) */
 #define GET(k, obj, name) (o[k] = get_attr((obj), (name)))
     /* push()'s conditions (their order does not matter: none changes anything), the word's facts first: the
      * cheapest refusal of a word that is not deferrable */
@@ -2675,7 +2740,8 @@ static int dict_flag(PyObject *d, PyObject *key) {
 /* The switches push_entry and push_many_entry read at each call (ISSUE_NATIVE; with it DQ_MAX, REPLAY_NATIVE and
  * READY_NATIVE, PUSH_MEMO_NATIVE), kept while the two module dicts keep their version tags (push_memo.c: any
  * assignment to a module global changes its dict's); 0, or -1 with an error set */
-static struct { PyObject *sw, *df; uint64_t vsw, vdf; int on, replays, memo; PyObject *dq_max; } entry_now;
+static struct { PyObject *sw, *df; uint64_t vsw, vdf; int on, replays, memo, word_memo; PyObject *dq_max; } entry_now;
+static PyObject *s_word_memo_native;
 static int entry_read(void) {
     if (DICT_TAGS && entry_now.sw == entry_switches && entry_now.df == entry_deferral
         && dict_version(entry_switches) == entry_now.vsw && dict_version(entry_deferral) == entry_now.vdf)
@@ -2698,10 +2764,24 @@ static int entry_read(void) {
             return -1;
         }
     }
+    if (!s_word_memo_native && !(s_word_memo_native = PyUnicode_InternFromString("WORD_MEMO_NATIVE")))
+        return -1;
+    int word_memo = dict_flag(entry_switches, s_word_memo_native);
+    if (word_memo < 0)
+        return -1;
     entry_now.on = on, entry_now.replays = replays, entry_now.memo = memo, entry_now.dq_max = dq_max;
+    entry_now.word_memo = word_memo;
     entry_now.vsw = dict_version(entry_switches), entry_now.vdf = dict_version(entry_deferral);
     entry_now.sw = entry_switches, entry_now.df = entry_deferral;
     return 0;
+}
+
+/* cword_rec's switch: WORD_MEMO_NATIVE as entry_read last read it (0 before configure_push: no memo), -1 with an
+ * error set */
+static int word_memo_on(void) {
+    if (!entry_switches)
+        return 0;
+    return entry_read() ? -1 : entry_now.word_memo;
 }
 
 static PyObject *push_entry(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
@@ -2745,9 +2825,8 @@ static PyObject *many_one(PyObject *tx, PyObject *thread_o, PyObject *words, PyO
 #define GET(k, obj, name) (o[k] = get_attr((obj), (name)))
     if (!GET(M_CWORD, tx, s_cword) || !PyDict_Check(o[M_CWORD]))
         goto bad;
-    int known = PyDict_Contains(o[M_CWORD], PyTuple_GET_ITEM(words, 0));
-    if (known <= 0) {
-        if (known < 0)
+    if (!cword_rec(o[M_CWORD], PyTuple_GET_ITEM(words, 0))) {
+        if (PyErr_Occurred())
             goto out;
         goto none;
     }

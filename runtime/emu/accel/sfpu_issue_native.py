@@ -15,7 +15,9 @@ reference (tests/emu/test_sfpu_issue_native.py pins cycles, the deferred queue a
 False` (or TT_EMU_SFPU_ISSUE_NATIVE=0) keeps every pushed word on the Python path, `READY_NATIVE = False` (or
 TT_EMU_SFPU_READY_NATIVE=0) every word of a ready queue, `REPLAY_NATIVE = False` (or TT_EMU_REPLAY_PUSH_NATIVE=0) a
 REPLAY pushed on its own to a thread with work queued (push_one's replay_push: the frontend's expansion and the
-drain around ready_run in C); without a host compiler or Python's headers they stay there
+drain around ready_run in C), `WORD_MEMO_NATIVE = False` (or TT_EMU_WORD_MEMO_NATIVE=0) makes the C issue look
+each word's C facts up in the Tensix's dict instead of its memo (cword_rec); without a host compiler or Python's
+headers they stay there
 too (`python -m tt_backend info` says which runs, and why).
 
 The same module issues the other words direct issue takes (accel/direct_issue.py: plain_run for pushed words,
@@ -54,6 +56,7 @@ BATCH_NATIVE = os.environ.get("TT_EMU_MOP_BATCH_NATIVE", "1") != "0"
 MOP_PUSH_NATIVE = os.environ.get("TT_EMU_MOP_PUSH_NATIVE", "1") != "0"    # a MOP's push in C (mop_batch_native.c)
 REPLAY_NATIVE = os.environ.get("TT_EMU_REPLAY_PUSH_NATIVE", "1") != "0"
 PUSH_MEMO_NATIVE = os.environ.get("TT_EMU_PUSH_MEMO_NATIVE", "1") != "0"   # push_one's memo (push_memo.c)
+WORD_MEMO_NATIVE = os.environ.get("TT_EMU_WORD_MEMO_NATIVE", "1") != "0"   # the issue's memo of word facts (cword_rec)
 TIMING_NATIVE = os.environ.get("TT_EMU_TIMING_NATIVE", "1") != "0"     # the cycle model's state in C (timing_state.c)
 
 # The deferral's abstract lane-flag state (LaneFlags, UseLaneFlagsForLaneEnable), each 0, 1 or None (differs between

@@ -173,9 +173,22 @@ typedef struct {
 
 /* The lane-enable mask from the flags: read per lane it had cost two byte loads and a branch on every lane of every
  * instruction; with every lane on (the common case) the loops below run without a test. */
-static void lanes_on(State *s) {
+#define BYTES_LSB 0x0101010101010101ull
+static uint64_t nonzero_bytes(const uint8_t *p) {     /* 8 bytes from p: 1 in each byte that is not 0, else 0 */
+    uint64_t x;
+    memcpy(&x, p, 8);
+    return (((x & 0x7F * BYTES_LSB) + 0x7F * BYTES_LSB) | x) >> 7 & BYTES_LSB;
+}
+static void lanes_on(State *s) {        /* (8 lanes a step: called after every flag instruction) */
     uint32_t on = 0;
-    for (int l = 0; l < LANES; l++) on |= (uint32_t)((s->lf[l] != 0) | (s->use[l] == 0)) << l;   /* (no branches) */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    for (int l = 0; l < LANES; l += 8) {   /* the multiply gathers byte k's bit 0 into bit 56 + k (no carries) */
+        uint64_t b = nonzero_bytes(s->lf + l) | (nonzero_bytes(s->use + l) ^ BYTES_LSB);
+        on |= (uint32_t)((b * 0x0102040810204080ull) >> 56) << l;
+    }
+#else
+    for (int l = 0; l < LANES; l++) on |= (uint32_t)((s->lf[l] != 0) | (s->use[l] == 0)) << l;
+#endif
     s->on = on;
 }
 
@@ -258,22 +271,27 @@ static void SFPMULI(State *s, const int32_t *r) {  /* BF16ToFP32(Imm16) * VD + 0
     write_enabled(s, vd, out);
 }
 
+/* SFPLOADI: every lane gets the same word, or (Mod0 8, 10) the same half beside the half it keeps: the mode decided
+ * once per instruction, not per lane (a long body's constants are SFPLOADI pairs, a third of its words): keep keeps
+ * the old word's bits, set sets the new ones, on the enabled lanes */
 static void SFPLOADI(State *s, const int32_t *r) {
     int mod = r[1], vd = r[5];
-    uint32_t imm = (uint32_t)r[6] & 0xFFFF;
-    for (int l = 0; l < LANES; l++) {
-        if (!enabled(s, l)) continue;
-        uint32_t old = s->lreg[vd][l], v;
-        switch (mod) {
-        case 0: v = imm << 16; break;
-        case 1: v = (imm >> 15) << 31 | ((imm >> 10 & 0x1F) + 112) << 23 | (imm & 0x3FF) << 13; break;
-        case 2: v = imm; break;
-        case 4: v = (uint32_t)sext((int32_t)imm, 16); break;
-        case 8: v = imm << 16 | (old & 0xFFFF); break;
-        default: v = (old & 0xFFFF0000) | imm; break;   /* 10 */
-        }
-        s->lreg[vd][l] = v;
+    uint32_t imm = (uint32_t)r[6] & 0xFFFF, keep = 0, set;
+    switch (mod) {
+    case 0: set = imm << 16; break;
+    case 1: set = (imm >> 15) << 31 | ((imm >> 10 & 0x1F) + 112) << 23 | (imm & 0x3FF) << 13; break;
+    case 2: set = imm; break;
+    case 4: set = (uint32_t)sext((int32_t)imm, 16); break;
+    case 8: set = imm << 16, keep = 0xFFFF; break;
+    default: set = imm, keep = 0xFFFF0000; break;   /* 10 */
     }
+    uint32_t *d = s->lreg[vd];
+    if (s->on == ALL_ON) {          /* (the common case: a loop the compiler vectorises) */
+        for (int l = 0; l < LANES; l++) d[l] = (d[l] & keep) | set;
+        return;
+    }
+    for (int l = 0; l < LANES; l++)
+        if (enabled(s, l)) d[l] = (d[l] & keep) | set;
 }
 
 /* the element-wise LReg instructions without flags: a lane's value from its VC word c, its VD word d and its word x
