@@ -179,6 +179,7 @@ class Tile:
         self._self_timed: set[str] = set()                  # spinning on an NIU response counter (_freeze)
         self._poll_again: dict[str, int] = {}               # per core, the wait loop (pc) it polls once more (_freeze)
         self._reg_peeks = {c: self._reg_peek(c) for c in self.cores}    # what C's thaw and probe read registers by
+        self._stamp_bases: dict[str, Callable[[], int]] = {}  # each core's cycle as _stamper gives it its stamp base
         self.rec = None                                      # a timeline.TimelineRecorder (timeline_begin/_end)
         self.mailboxes = mb.Mailboxes()                      # the 16 B/T0/T1/T2 mailboxes (mailbox.py)
         self._mb_full = {c: False for c in mb.ENDS}           # the core's last mailbox write found no room
@@ -216,7 +217,8 @@ class Tile:
         def stamp_logged(addr: int, pos: int) -> None:       # (called before the store: the log keeps the old word)
             t = stamps[addr >> STAMP_SHIFT] = tbase[who] + core.instret + stall[who] + pos
             log_write(addr, t)
-        return stamp_logged if CAUSAL_LOADS else stamp, stamps, lambda: tbase[who] + core.instret + stall[who]
+        base = self._stamp_bases[who] = lambda: tbase[who] + core.instret + stall[who]    # (the C round's own)
+        return stamp_logged if CAUSAL_LOADS else stamp, stamps, base
 
     def _log_write(self, addr: int, cycle: int) -> None:
         """Log a RISC-V store to L1 `addr` at `cycle`, before it lands (rv32_native.c log_write likewise)."""
@@ -915,8 +917,21 @@ class Tile:
                self._fault, self._wait, self._self_timed, self.mailboxes.pops, self._stall, self._tbase,
                self._poll_again, self._thaw_key, self._reg_peeks, thaw_log, probe_at, bool(self._latency_of),
                tensix if plain_idle else None, tensix, self.quantum, SPINNING, EmuError,
-               rv32_native.MMIO_EXITS, rv32_native.DIRECT_PUSH, rv32_native.PROBE_NATIVE)
+               rv32_native.MMIO_EXITS, rv32_native.DIRECT_PUSH, rv32_native.PROBE_NATIVE,
+               tuple(self._native_runner(c) for c in names))
         return lambda left: fn(ctx, left)
+
+    def _native_runner(self, who: str) -> tuple | None:
+        """What the C round reads of core `who`'s runner once per run() (rv32_native.c RN_*: no core's quantum changes
+        them), or None for a core without the C part: the runner, the core's registers, namespace and stamp base
+        (and whether it is this tile's own, _stamper's, which C then computes itself), the runner's stamps, state
+        address, C function, direct push, NIU load and send contexts."""
+        core = self.cores[who]
+        native = core.native
+        if native is None:
+            return None
+        return (native, core.x, core._ns, core.stamp_base, core.stamp_base is self._stamp_bases.get(who),
+                native.stamps, native.arg, native.fn, native.direct_push, native.niu_loads, native.niu_sends)
 
     def _freeze(self, who: str) -> bool:
         """`who` stopped in a wait loop (rv32 spin detection). A loop reading only L1 (and local RAM) and Tensix

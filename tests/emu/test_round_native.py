@@ -82,12 +82,16 @@ def _state(tile: Tile) -> tuple:
             dict(tile._poll_again), sorted(tile._self_timed), tile.clock, tile.stats())
 
 
-def _trace(programs: dict, quantum: int, seed: int, factory=None) -> list:
+def _trace(programs: dict, quantum: int, seed: int, factory=None, based=None) -> list:
     """tile.run in steps of random budgets until every core is parked or faulted (NCRISC held in reset for the first
-    steps): each step's return (or error) and the tile's state after it."""
+    steps): each step's return (or error) and the tile's state after it. `based`: a list that counts the calls of
+    TRISC1's stamp base, which is then not the tile's own (the C round calls it instead of reading the cycle)."""
     rng = random.Random(seed)
     tile = Tile(factory, quantum=quantum)
     bench.launch_words(tile, programs)
+    if based is not None:
+        core, own = tile.cores["trisc1"], tile.cores["trisc1"].stamp_base
+        core.stamp_base = lambda: based.append(1) or own()
     tile.write32(layout.SOFT_RESET_0, tile_module.CORE_BITS["ncrisc"])     # NCRISC held in reset a few steps
     trace = []
     for step in range(3000):
@@ -153,14 +157,15 @@ def test_round_steps_match_python(seed, monkeypatch):
 
 
 @pytest.mark.needs_cc
-def test_round_asks_an_own_thread_idle(monkeypatch):
-    """A Tensix whose thread_idle is not frontend.py's: the C round asks it (as _round does) and both agree."""
+def test_round_asks_an_own_thread_idle_and_stamp_base(monkeypatch):
+    """A Tensix whose thread_idle is not frontend.py's and a core whose stamp base is not the tile's: the C round asks
+    them (as _round does) and both agree."""
     def run():
-        _AskedTensix.asked = 0
-        trace = _trace(_pcbuf_program(), 40, 5, _AskedTensix)
-        return trace, _AskedTensix.asked
+        _AskedTensix.asked, based = 0, []
+        trace = _trace(_pcbuf_program(), 40, 5, _AskedTensix, based)
+        return trace, _AskedTensix.asked, len(based)
     c, py = _both(monkeypatch, run)
-    assert c == py and c[1] > 100
+    assert c == py and c[1] > 100 and c[2] > 10
 
 
 @pytest.mark.needs_cc

@@ -1649,7 +1649,10 @@ done:
  * thaw or probe Python must answer, a stepping Tensix). The context is tile.py Tile._native_round's tuple. */
 enum { RC_TILE, RC_NAMES, RC_CORES, RC_BITS, RC_FROZEN, RC_FAULT, RC_WAIT, RC_SELF_TIMED, RC_POPS, RC_STALL, RC_TBASE,
        RC_POLL_AGAIN, RC_THAW_KEY, RC_REG_PEEKS, RC_THAW_LOG, RC_PROBE_AT, RC_LATENCY, RC_IDLE, RC_TENSIX, RC_QUANTUM,
-       RC_SPINNING, RC_EMU_ERROR, RC_MMIO_EXITS, RC_DIRECT_PUSH, RC_PROBE_NATIVE, RC_FIELDS };
+       RC_SPINNING, RC_EMU_ERROR, RC_MMIO_EXITS, RC_DIRECT_PUSH, RC_PROBE_NATIVE, RC_RUNNERS, RC_FIELDS };
+/* per core, what its runner and core hold fixed during one run() (Tile._native_runner: no core changes them), or
+ * None for a core without the C part */
+enum { RN_NATIVE, RN_X, RN_NS, RN_BASE, RN_OWN_BASE, RN_STAMPS, RN_ARG, RN_FN, RN_DIRECT, RN_LOADS, RN_SENDS, RN_FIELDS };
 enum { ROUND_MAX_CORES = 8 };
 #define BUDGET_CAP 0x80000000LL          /* rv32_native.py BUDGET_CAP */
 
@@ -1659,9 +1662,8 @@ typedef struct {
     int probe_at, latency, mmio_exits, direct_push, probe_native;
 } round_ctx;
 
-static PyObject *s_instret, *s_parked, *s_spinning, *s_native, *s_soft_reset, *s_python_quanta, *s_x, *s_pc, *s_ns,
-    *s_stamp_base, *s_stamps, *s_past_in_c, *s_calls, *s_bus_calls, *s_direct_push, *s_niu_loads, *s_niu_sends, *s_fn,
-    *s_arg, *s_resume, *s_run, *s_thaw_m, *s_thaw_in_python, *s_freeze, *s_probe_attr, *s_peek, *s_peek_words,
+static PyObject *s_instret, *s_parked, *s_spinning, *s_soft_reset, *s_python_quanta, *s_pc, *s_past_in_c, *s_calls,
+    *s_bus_calls, *s_resume, *s_run, *s_thaw_m, *s_thaw_in_python, *s_freeze, *s_probe_attr, *s_peek, *s_peek_words,
     *s_times_its_reads, *s_core_failed, *s_threads, *s_fifo, *s_mop_out, *s_ready, *s_step, *s_empty, *s_pushm_key,
     *s_past_key, *s_sbase_key;
 
@@ -1814,12 +1816,22 @@ static int round_failed(const round_ctx *r, PyObject *name) {
     return -1;
 }
 
+/* core.stamp_base() of core i with runner fields u: the tile's own (Tile._stamper's lambda, tbase + instret + stall)
+ * read here, another called; a new reference, or NULL with an error set */
+static PyObject *round_base(const round_ctx *r, Py_ssize_t i, PyObject *const *u) {
+    long long t;
+    if (u[RN_OWN_BASE] != Py_True)
+        return PyObject_CallNoArgs(u[RN_BASE]);
+    return round_cycles(r, i, &t) ? NULL : PyLong_FromLongLong(t);
+}
+
 /* core.run(budget): the runner's C part called as NativeRun.run calls it where no Python quanta are owed (begin,
  * the stamp base, the first call; a hand-back goes on in NativeRun.resume, as does every other case: NativeRun.run,
  * or rv32.py's run for a core without the C part). *n: the instructions retired; 0, or -1 with an error set. */
 static int round_quantum(const round_ctx *r, Py_ssize_t i, long long budget, long long *n) {
-    PyObject *core = PyTuple_GET_ITEM(r->f[RC_CORES], i), *native = PyObject_GetAttr(core, s_native);
-    PyObject *budget_o = native ? PyLong_FromLongLong(budget) : NULL, *res = NULL;
+    PyObject *core = PyTuple_GET_ITEM(r->f[RC_CORES], i), *runner = PyTuple_GET_ITEM(r->f[RC_RUNNERS], i);
+    PyObject *native = runner != Py_None ? PyTuple_GET_ITEM(runner, RN_NATIVE) : Py_None;
+    PyObject *budget_o = PyLong_FromLongLong(budget), *res = NULL;
     long long owed = 0;
     if (!budget_o || (native != Py_None && attr_ll(native, s_python_quanta, &owed)))
         goto out;
@@ -1827,14 +1839,14 @@ static int round_quantum(const round_ctx *r, Py_ssize_t i, long long budget, lon
         res = PyObject_CallMethodOneArg(native == Py_None ? core : native, s_run, budget_o);
         goto out;
     }
-    PyObject *x = PyObject_GetAttr(core, s_x), *pc = x ? PyObject_GetAttr(core, s_pc) : NULL;
-    PyObject *ns = pc ? PyObject_GetAttr(core, s_ns) : NULL, *base = ns ? PyObject_GetAttr(core, s_stamp_base) : NULL;
-    PyObject *stamps = base ? PyObject_GetAttr(native, s_stamps) : NULL;
-    PyObject *arg = stamps ? PyObject_GetAttr(native, s_arg) : NULL, *calls = NULL, *fn = NULL, *why = NULL;
-    PyObject *direct = Py_NewRef(Py_None), *loads = Py_NewRef(Py_None), *sends = Py_NewRef(Py_None);
-    rv_state *s = arg ? PyLong_AsVoidPtr(arg) : NULL;
+    PyObject **u = &PyTuple_GET_ITEM(runner, 0);
+    PyObject *x = u[RN_X], *ns = u[RN_NS], *base = u[RN_BASE], *stamps = u[RN_STAMPS], *arg = u[RN_ARG];
+    PyObject *pc = PyObject_GetAttr(core, s_pc), *calls = NULL, *why = NULL;
+    PyObject *direct = base != Py_None && r->direct_push ? u[RN_DIRECT] : Py_None;
+    PyObject *loads = base != Py_None ? u[RN_LOADS] : Py_None, *sends = base != Py_None ? u[RN_SENDS] : Py_None;
+    rv_state *s = pc ? PyLong_AsVoidPtr(arg) : NULL;
     int causal = 0, past = 0, multi = 0, begun = 0;
-    if (!s || !PyDict_Check(ns) || PyObject_SetAttr(core, s_spinning, Py_False) < 0)
+    if (!s || PyObject_SetAttr(core, s_spinning, Py_False) < 0)
         goto done;
     if ((causal = PyDict_Contains(ns, s_past_key)) < 0 || (causal && (past = attr_true(native, s_past_in_c)) < 0)
         || (multi = PyDict_Contains(ns, s_pushm_key)) < 0 || regs_in(s, x, pc))
@@ -1853,14 +1865,8 @@ static int round_quantum(const round_ctx *r, Py_ssize_t i, long long budget, lon
         if (!(calls = PyObject_CallMethodNoArgs(native, s_bus_calls)))
             goto done;
     }
-    if (base != Py_None) {
-        if (r->direct_push)
-            Py_SETREF(direct, PyObject_GetAttr(native, s_direct_push));
-        Py_SETREF(loads, PyObject_GetAttr(native, s_niu_loads));
-        Py_SETREF(sends, PyObject_GetAttr(native, s_niu_sends));
-        if (!direct || !loads || !sends)
-            goto done;
-        PyObject *b = PyObject_CallNoArgs(base);   /* a piece may have stalled the core (NativeRun.resume) */
+    if (base != Py_None) {                  /* a piece may have stalled the core (NativeRun.resume) */
+        PyObject *b = round_base(r, i, u);
         if (!b)
             goto done;
         s->t0 = PyLong_AsUnsignedLongLong(b);
@@ -1869,10 +1875,8 @@ static int round_quantum(const round_ctx *r, Py_ssize_t i, long long budget, lon
         if (bad)
             goto done;
     }
-    if (!(fn = PyObject_GetAttr(native, s_fn)))
-        goto done;
     PyObject *fargs[5] = {arg, calls, direct, loads, sends};
-    if (!(why = PyObject_Vectorcall(fn, fargs, 5, NULL))) {
+    if (!(why = PyObject_Vectorcall(u[RN_FN], fargs, 5, NULL))) {
         PyObject *type, *value, *tb, *pc_now = PyLong_FromUnsignedLong(s->pc);    /* pc names the culprit */
         PyErr_Fetch(&type, &value, &tb);
         if (pc_now)
@@ -1911,20 +1915,10 @@ done:
         PyErr_Clear();
         PyErr_Restore(type, value, tb);
     }
-    Py_XDECREF(x);
     Py_XDECREF(pc);
-    Py_XDECREF(ns);
-    Py_XDECREF(base);
-    Py_XDECREF(stamps);
-    Py_XDECREF(arg);
     Py_XDECREF(calls);
-    Py_XDECREF(fn);
     Py_XDECREF(why);
-    Py_XDECREF(direct);
-    Py_XDECREF(loads);
-    Py_XDECREF(sends);
 out:
-    Py_XDECREF(native);
     Py_XDECREF(budget_o);
     if (!res)
         return -1;
@@ -1943,34 +1937,25 @@ static int round_freeze(const round_ctx *r, Py_ssize_t i) {
     PyObject *core = PyTuple_GET_ITEM(r->f[RC_CORES], i);
     if (!r->probe_at || !r->probe_native)
         return call_true(tile, s_freeze, name);
-    PyObject *native = PyObject_GetAttr(core, s_native), *probed = NULL, *ns = NULL, *peek = NULL;
-    PyObject *sbase = NULL, *stamp = NULL, *t_o = NULL, *arg = NULL, *x = NULL, *pc = NULL, *res = NULL;
-    int out = -1, python = native == Py_None, past = 1;
+    PyObject *runner = PyTuple_GET_ITEM(r->f[RC_RUNNERS], i), *probed = NULL, *peek = NULL, *sbase = NULL;
+    PyObject *stamp = NULL, *t_o = NULL, *pc = NULL, *res = NULL;
+    PyObject *const *u = runner != Py_None ? &PyTuple_GET_ITEM(runner, 0) : NULL;
+    int out = -1, python = !u, past = 1;
     long long t;
-    if (!native || python || !(probed = PyObject_GetAttr(core, s_probe_attr)) || !(ns = PyObject_GetAttr(core, s_ns))
-        || !(peek = PyObject_GetAttr(native, s_peek)))
+    if (python || !(probed = PyObject_GetAttr(core, s_probe_attr)) || !(peek = PyObject_GetAttr(u[RN_NATIVE], s_peek)))
         goto done;
-    if (!PyDict_Check(ns)) {
-        PyErr_SetString(PyExc_TypeError, "round: the core's namespace is not a dict");
-        goto done;
-    }
-    if (!(sbase = PyDict_GetItemWithError(ns, s_sbase_key)) && PyErr_Occurred())
+    if (!(sbase = PyDict_GetItemWithError(u[RN_NS], s_sbase_key)) && PyErr_Occurred())
         goto done;
     sbase = Py_NewRef(sbase ? sbase : Py_None);
-    if (sbase != Py_None && (past = attr_true(native, s_past_in_c)) < 0)
+    if (sbase != Py_None && (past = attr_true(u[RN_NATIVE], s_past_in_c)) < 0)
         goto done;
     /* rv32.py spin_reads' first call (it builds core._probe), a probe only Python answers, an unresolved peek */
     python = probed == Py_None || !past || peek == Py_NotImplemented;
     if (python || round_cycles(r, i, &t) || !(t_o = PyLong_FromLongLong(t)))
         goto done;
-    if (sbase == Py_None)
-        stamp = Py_NewRef(Py_None);
-    else if (!(stamp = PyObject_CallMethodNoArgs(core, s_stamp_base)))
+    if (!(stamp = sbase == Py_None ? Py_NewRef(Py_None) : round_base(r, i, u)) || !(pc = PyObject_GetAttr(core, s_pc)))
         goto done;
-    if (!(arg = PyObject_GetAttr(native, s_arg)) || !(x = PyObject_GetAttr(core, s_x))
-        || !(pc = PyObject_GetAttr(core, s_pc)))
-        goto done;
-    PyObject *pargs[8] = {arg, x, pc, stamp, sbase, peek, name, t_o};
+    PyObject *pargs[8] = {u[RN_ARG], u[RN_X], pc, stamp, sbase, peek, name, t_o};
     if (!(res = probe(NULL, pargs, 8)))
         goto done;
     if ((python = res == Py_NotImplemented))
@@ -2006,15 +1991,11 @@ static int round_freeze(const round_ctx *r, Py_ssize_t i) {
     }
     out = 1;
 done:
-    Py_XDECREF(native);
     Py_XDECREF(probed);
-    Py_XDECREF(ns);
     Py_XDECREF(peek);
     Py_XDECREF(sbase);
     Py_XDECREF(stamp);
     Py_XDECREF(t_o);
-    Py_XDECREF(arg);
-    Py_XDECREF(x);
     Py_XDECREF(pc);
     Py_XDECREF(res);
     return python && !PyErr_Occurred() ? call_true(tile, s_freeze, name) : out;
@@ -2117,6 +2098,21 @@ static int round_turn(const round_ctx *r, Py_ssize_t i, long long left, long lon
     return busy;
 }
 
+/* the context's runners: one per core, None or a tuple of RN_FIELDS whose registers are a list of 32 and namespace a
+ * dict (regs_in and the look-ups below rely on it) */
+static int runners_ok(const round_ctx *r) {
+    PyObject *runners = r->f[RC_RUNNERS];
+    if (!PyTuple_Check(runners) || PyTuple_GET_SIZE(runners) != r->n_cores)
+        return 0;
+    for (Py_ssize_t i = 0; i < r->n_cores; i++) {
+        PyObject *u = PyTuple_GET_ITEM(runners, i);
+        if (u != Py_None && (!PyTuple_Check(u) || PyTuple_GET_SIZE(u) != RN_FIELDS || !PyDict_Check(PyTuple_GET_ITEM(u, RN_NS))
+                             || !PyList_Check(PyTuple_GET_ITEM(u, RN_X))))
+            return 0;
+    }
+    return 1;
+}
+
 /* round(context, left) -> (RISC-V instructions retired, those of cores that did not end spinning, spinners):
  * tile.py Tile._round(left) */
 static PyObject *round_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
@@ -2135,7 +2131,7 @@ static PyObject *round_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
         || PyTuple_GET_SIZE(r.f[RC_BITS]) != r.n_cores || !PyDict_Check(r.f[RC_FROZEN]) || !PyDict_Check(r.f[RC_FAULT])
         || !PyDict_Check(r.f[RC_WAIT]) || !PySet_Check(r.f[RC_SELF_TIMED]) || !PyDict_Check(r.f[RC_POPS])
         || !PyDict_Check(r.f[RC_STALL]) || !PyDict_Check(r.f[RC_TBASE]) || !PyDict_Check(r.f[RC_POLL_AGAIN])
-        || !PyDict_Check(r.f[RC_THAW_KEY]) || !PyDict_Check(r.f[RC_REG_PEEKS])) {
+        || !PyDict_Check(r.f[RC_THAW_KEY]) || !PyDict_Check(r.f[RC_REG_PEEKS]) || !runners_ok(&r)) {
         PyErr_SetString(PyExc_TypeError, "round: a context of the wrong shape");
         return NULL;
     }
@@ -2207,22 +2203,12 @@ PyMODINIT_FUNC PyInit_rv32_native(void) {
         || !(s_instret = PyUnicode_InternFromString("instret"))
         || !(s_parked = PyUnicode_InternFromString("parked"))
         || !(s_spinning = PyUnicode_InternFromString("spinning"))
-        || !(s_native = PyUnicode_InternFromString("native"))
         || !(s_soft_reset = PyUnicode_InternFromString("soft_reset"))
         || !(s_python_quanta = PyUnicode_InternFromString("python_quanta"))
-        || !(s_x = PyUnicode_InternFromString("x"))
         || !(s_pc = PyUnicode_InternFromString("pc"))
-        || !(s_ns = PyUnicode_InternFromString("_ns"))
-        || !(s_stamp_base = PyUnicode_InternFromString("stamp_base"))
-        || !(s_stamps = PyUnicode_InternFromString("stamps"))
         || !(s_past_in_c = PyUnicode_InternFromString("past_in_c"))
         || !(s_calls = PyUnicode_InternFromString("calls"))
         || !(s_bus_calls = PyUnicode_InternFromString("_bus_calls"))
-        || !(s_direct_push = PyUnicode_InternFromString("direct_push"))
-        || !(s_niu_loads = PyUnicode_InternFromString("niu_loads"))
-        || !(s_niu_sends = PyUnicode_InternFromString("niu_sends"))
-        || !(s_fn = PyUnicode_InternFromString("fn"))
-        || !(s_arg = PyUnicode_InternFromString("arg"))
         || !(s_resume = PyUnicode_InternFromString("resume"))
         || !(s_run = PyUnicode_InternFromString("run"))
         || !(s_thaw_m = PyUnicode_InternFromString("_thaw"))
