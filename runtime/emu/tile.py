@@ -77,9 +77,9 @@ THAW_NATIVE = os.environ.get("TT_EMU_THAW_NATIVE", "1") != "0"
 # rv32_native.c reg_peek) instead of calling peek for each; False (or TT_EMU_SEM_PEEK_NATIVE=0, read when a tile is
 # built) hands them peek, the reference
 SEM_PEEK_NATIVE = os.environ.get("TT_EMU_SEM_PEEK_NATIVE", "1") != "0"
-# run()'s round (each core's thaw, quantum and probe, the Tensix's idle test) in one C call (rv32_native.c round), which
-# asks this tile's methods for what it does not decide itself; False (or TT_EMU_ROUND_NATIVE=0) keeps _round, the
-# reference (read at each run())
+# run()'s rounds (each core's thaw, quantum and probe, the Tensix's idle test and step, the catch-up and the clock) in
+# one C call (rv32_native.c run_rounds), which asks this tile's methods for what it does not decide itself; False (or
+# TT_EMU_ROUND_NATIVE=0) keeps run's loop and _round, the reference (read at each run())
 ROUND_NATIVE = os.environ.get("TT_EMU_ROUND_NATIVE", "1") != "0"
 WRITE_LOG = 1024        # the RISC-V stores to L1 a tile remembers for that rule (l1_log); rv32_native.c LOG_SIZE
 RESPONSE_COUNTERS = (RD_RESP_RECEIVED, WR_ACK_RECEIVED, ATOMIC_RESP_RECEIVED)   # counted when a request completes
@@ -832,12 +832,14 @@ class Tile:
         """Run until every released core is parked (and the Tensix has nothing it can do), or about
         `max_instructions` RISC-V + Tensix instructions have retired, or nothing can make progress (all waiting).
         Returns the instructions retired (RISC-V + Tensix)."""
+        native = self._native_rounds()
+        if native is not None:
+            return native(max_instructions)
         total = 0
         tensix, busy = self.tensix, self._tensix_busy
-        round_ = self._native_round() or self._round
         while total < max_instructions:
             before = list(tensix.instructions)     # pushes execute inside push(), so count by difference
-            riscv, progress, spinners = round_(max_instructions - total)
+            riscv, progress, spinners = self._round(max_instructions - total)
             if busy():
                 tensix.step()
             per_thread = [a - b for a, b in zip(tensix.instructions, before)]
@@ -845,18 +847,23 @@ class Tile:
             self._catch_up(spinners)
             self._advance_clock()
             if progress == 0 and not any(per_thread):   # everyone parked, spinning, in reset or blocked
-                if not spinners:
-                    self._check_deadlock()           # spinning cores may be waiting for the host: not a deadlock
-                if not self._tensix_busy() and hasattr(tensix, "settle"):
-                    tensix.settle()                  # nothing left to issue: scheduled SFPU work runs out
-                    self._advance_clock()
+                self._nothing_progressed(spinners)
                 break
         return total
+
+    def _nothing_progressed(self, spinners: list[str]) -> None:
+        """The end of run() after a round in which no core and no Tensix thread progressed: a deadlock unless a core
+        spins (it may wait for the host); with nothing left to issue, scheduled SFPU work runs out."""
+        if not spinners:
+            self._check_deadlock()
+        if not self._tensix_busy() and hasattr(self.tensix, "settle"):
+            self.tensix.settle()
+            self._advance_clock()
 
     def _round(self, left: int) -> tuple[int, int, list[str]]:
         """One round of run(): each released core a quantum in turn (of at most `left` RISC-V instructions in all),
         the Tensix stepped after each. Returns (RISC-V instructions retired, those of cores that did not end
-        spinning, the cores that spin or stay frozen). The reference of rv32_native.c round (ROUND_NATIVE)."""
+        spinning, the cores that spin or stay frozen). The reference of rv32_native.c run_rounds (ROUND_NATIVE)."""
         riscv = progress = 0
         spinners = []
         tensix, cores, frozen, fault = self.tensix, self.cores, self._frozen, self._fault
@@ -900,11 +907,11 @@ class Tile:
         self._fault[name] = str(e)
         raise type(e)(f"{e} [{name} pc=0x{self.cores[name].pc:08X}]") from e
 
-    def _native_round(self):
-        """_round in C for this run() call (rv32_native.c round: the same decisions, asking this tile's methods
-        where it does not make them itself), or None: ROUND_NATIVE off, no C part, or a timeline recording (whose
-        stalls and waits the Python path records)."""
-        fn = rv32_native.round_fn() if ROUND_NATIVE and self.rec is None else None
+    def _native_rounds(self):
+        """run(max_instructions) in C for this call (rv32_native.c run_rounds: the same rounds and decisions as _round
+        and run's loop, asking this tile's methods where it does not make them itself), or None: ROUND_NATIVE off,
+        no C part, or a timeline recording (whose stalls and waits the Python path records)."""
+        fn = rv32_native.rounds_fn() if ROUND_NATIVE and self.rec is None else None
         if fn is None:
             return None
         lookups, tensix = self._log_lookups, self.tensix
@@ -919,7 +926,7 @@ class Tile:
                tensix if plain_idle else None, tensix, self.quantum, SPINNING, EmuError,
                rv32_native.MMIO_EXITS, rv32_native.DIRECT_PUSH, rv32_native.PROBE_NATIVE,
                tuple(self._native_runner(c) for c in names))
-        return lambda left: fn(ctx, left)
+        return lambda max_instructions: fn(ctx, max_instructions)
 
     def _native_runner(self, who: str) -> tuple | None:
         """What the C round reads of core `who`'s runner once per run() (rv32_native.c RN_*: no core's quantum changes

@@ -1,4 +1,5 @@
-"""tile.py Tile.run's round in C (rv32_native.c round, tile.ROUND_NATIVE) against Tile._round, the reference: tiles of
+"""tile.py Tile.run's rounds in C (rv32_native.c run_rounds, tile.ROUND_NATIVE) against run's loop and Tile._round, the
+reference: tiles of
 hand-assembled programs (cores polling L1 words other cores write, dense hand-backs that send a core to the Python
 blocks, a faulting core, semaphore waits and a TTSync stall) run in steps of random budgets with small quanta, so
 that rounds end after any core, give the same instructions, registers, pcs, waits, stalls, frozen and polled state,
@@ -108,26 +109,26 @@ def _trace(programs: dict, quantum: int, seed: int, factory=None, based=None) ->
 
 
 def _both(monkeypatch, run) -> tuple:
-    """run() with the round in C, then with _round (the reference), counting the rounds each made."""
+    """run() with the rounds in C, then with run's loop and _round (the reference), counting the calls each made."""
     counts, out = {}, {}
-    c_round, py_round = rv32_native.round_fn(), Tile._round
-    assert c_round is not None
+    c_rounds, py_round = rv32_native.rounds_fn(), Tile._round
+    assert c_rounds is not None
 
     def counted_c(ctx, left):
         counts[on]["c"] += 1
-        return c_round(ctx, left)
+        return c_rounds(ctx, left)
 
     def counted_py(self, left):
         counts[on]["python"] += 1
         return py_round(self, left)
-    monkeypatch.setattr(rv32_native, "round_fn", lambda: counted_c)
+    monkeypatch.setattr(rv32_native, "rounds_fn", lambda: counted_c)
     monkeypatch.setattr(Tile, "_round", counted_py)
     for on in (True, False):
         monkeypatch.setattr(tile_module, "ROUND_NATIVE", on)
         counts[on] = {"c": 0, "python": 0}
         out[on] = run()
-    assert counts[True]["python"] == 0 and counts[True]["c"] > 10, counts
-    assert counts[False]["c"] == 0 and counts[False]["python"] == counts[True]["c"], counts
+    assert counts[True]["python"] == 0 and counts[True]["c"] > 0, counts
+    assert counts[False]["c"] == 0 and counts[False]["python"] >= counts[True]["c"], counts
     return out[True], out[False]
 
 

@@ -1641,12 +1641,13 @@ done:
     return out;
 }
 
-/* ------------------------------------------------------------------------------------------ the scheduler's round */
-/* tile.py Tile._round in one call (its reference; ROUND_NATIVE there): each released core's thaw test, quantum and
- * wait-loop probe in turn, least advanced first, and the Tensix's idle test after each quantum. It makes in C what
+/* ----------------------------------------------------------------------------------------- the scheduler's rounds */
+/* tile.py Tile.run's rounds in one call (run's loop and Tile._round are the reference; ROUND_NATIVE there): per round
+ * each released core's thaw test, quantum and wait-loop probe in turn, least advanced first, and the Tensix's idle
+ * test after each quantum; after it the spinners' catch-up and the tile's clock. It makes in C what
  * the Python path makes through C calls anyway (the thaw, NativeRun.run's begin / run / end, the probe) and asks
  * the tile's and the runner's own methods for everything else (a core on the Python blocks or handing back, a
- * thaw or probe Python must answer, a stepping Tensix). The context is tile.py Tile._native_round's tuple. */
+ * thaw or probe Python must answer, a stepping Tensix). The context is tile.py Tile._native_rounds' tuple. */
 enum { RC_TILE, RC_NAMES, RC_CORES, RC_BITS, RC_FROZEN, RC_FAULT, RC_WAIT, RC_SELF_TIMED, RC_POPS, RC_STALL, RC_TBASE,
        RC_POLL_AGAIN, RC_THAW_KEY, RC_REG_PEEKS, RC_THAW_LOG, RC_PROBE_AT, RC_LATENCY, RC_IDLE, RC_TENSIX, RC_QUANTUM,
        RC_SPINNING, RC_EMU_ERROR, RC_MMIO_EXITS, RC_DIRECT_PUSH, RC_PROBE_NATIVE, RC_RUNNERS, RC_FIELDS };
@@ -1660,12 +1661,13 @@ typedef struct {
     PyObject **f;                        /* the context's fields */
     Py_ssize_t n_cores;
     int probe_at, latency, mmio_exits, direct_push, probe_native;
+    long long quantum;
 } round_ctx;
 
 static PyObject *s_instret, *s_parked, *s_spinning, *s_soft_reset, *s_python_quanta, *s_pc, *s_past_in_c, *s_calls,
     *s_bus_calls, *s_resume, *s_run, *s_thaw_m, *s_thaw_in_python, *s_freeze, *s_probe_attr, *s_peek, *s_peek_words,
     *s_times_its_reads, *s_core_failed, *s_threads, *s_fifo, *s_mop_out, *s_ready, *s_step, *s_empty, *s_pushm_key,
-    *s_past_key, *s_sbase_key;
+    *s_past_key, *s_sbase_key, *s_instructions, *s_clock, *s_catch_up, *s_nothing_progressed;
 
 /* getattr(o, name) as a C long long: 0, or -1 with an error set */
 static int attr_ll(PyObject *o, PyObject *name, long long *v) {
@@ -2113,51 +2115,166 @@ static int runners_ok(const round_ctx *r) {
     return 1;
 }
 
-/* round(context, left) -> (RISC-V instructions retired, those of cores that did not end spinning, spinners):
- * tile.py Tile._round(left) */
-static PyObject *round_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    (void)self;
-    round_ctx r;
-    long long left = nargs == 2 ? PyLong_AsLongLong(args[1]) : 0, quantum = 0;
-    if (nargs != 2 || PyErr_Occurred() || !PyTuple_Check(args[0]) || PyTuple_GET_SIZE(args[0]) != RC_FIELDS) {
-        if (!PyErr_Occurred())
-            PyErr_SetString(PyExc_TypeError, "round(context: tile.py Tile._native_round's tuple, left)");
-        return NULL;
-    }
-    r.f = &PyTuple_GET_ITEM(args[0], 0);
-    r.n_cores = PyTuple_Check(r.f[RC_NAMES]) ? PyTuple_GET_SIZE(r.f[RC_NAMES]) : -1;
-    if (r.n_cores < 0 || r.n_cores > ROUND_MAX_CORES || !PyTuple_Check(r.f[RC_CORES])
-        || PyTuple_GET_SIZE(r.f[RC_CORES]) != r.n_cores || !PyTuple_Check(r.f[RC_BITS])
-        || PyTuple_GET_SIZE(r.f[RC_BITS]) != r.n_cores || !PyDict_Check(r.f[RC_FROZEN]) || !PyDict_Check(r.f[RC_FAULT])
-        || !PyDict_Check(r.f[RC_WAIT]) || !PySet_Check(r.f[RC_SELF_TIMED]) || !PyDict_Check(r.f[RC_POPS])
-        || !PyDict_Check(r.f[RC_STALL]) || !PyDict_Check(r.f[RC_TBASE]) || !PyDict_Check(r.f[RC_POLL_AGAIN])
-        || !PyDict_Check(r.f[RC_THAW_KEY]) || !PyDict_Check(r.f[RC_REG_PEEKS]) || !runners_ok(&r)) {
+/* the context tuple into *r; 0, or -1 with an error set */
+static int round_ctx_from(PyObject *ctx, round_ctx *r) {
+    if (!PyTuple_Check(ctx) || PyTuple_GET_SIZE(ctx) != RC_FIELDS) {
         PyErr_SetString(PyExc_TypeError, "round: a context of the wrong shape");
-        return NULL;
+        return -1;
     }
-    quantum = PyLong_AsLongLong(r.f[RC_QUANTUM]);
-    if ((r.probe_at = PyObject_IsTrue(r.f[RC_PROBE_AT])) < 0 || (r.latency = PyObject_IsTrue(r.f[RC_LATENCY])) < 0
-        || (r.mmio_exits = PyObject_IsTrue(r.f[RC_MMIO_EXITS])) < 0
-        || (r.direct_push = PyObject_IsTrue(r.f[RC_DIRECT_PUSH])) < 0
-        || (r.probe_native = PyObject_IsTrue(r.f[RC_PROBE_NATIVE])) < 0 || PyErr_Occurred())
-        return NULL;
+    r->f = &PyTuple_GET_ITEM(ctx, 0);
+    r->n_cores = PyTuple_Check(r->f[RC_NAMES]) ? PyTuple_GET_SIZE(r->f[RC_NAMES]) : -1;
+    if (r->n_cores < 0 || r->n_cores > ROUND_MAX_CORES || !PyTuple_Check(r->f[RC_CORES])
+        || PyTuple_GET_SIZE(r->f[RC_CORES]) != r->n_cores || !PyTuple_Check(r->f[RC_BITS])
+        || PyTuple_GET_SIZE(r->f[RC_BITS]) != r->n_cores || !PyDict_Check(r->f[RC_FROZEN])
+        || !PyDict_Check(r->f[RC_FAULT]) || !PyDict_Check(r->f[RC_WAIT]) || !PySet_Check(r->f[RC_SELF_TIMED])
+        || !PyDict_Check(r->f[RC_POPS]) || !PyDict_Check(r->f[RC_STALL]) || !PyDict_Check(r->f[RC_TBASE])
+        || !PyDict_Check(r->f[RC_POLL_AGAIN]) || !PyDict_Check(r->f[RC_THAW_KEY]) || !PyDict_Check(r->f[RC_REG_PEEKS])
+        || !runners_ok(r)) {
+        PyErr_SetString(PyExc_TypeError, "round: a context of the wrong shape");
+        return -1;
+    }
+    r->quantum = PyLong_AsLongLong(r->f[RC_QUANTUM]);
+    if ((r->probe_at = PyObject_IsTrue(r->f[RC_PROBE_AT])) < 0 || (r->latency = PyObject_IsTrue(r->f[RC_LATENCY])) < 0
+        || (r->mmio_exits = PyObject_IsTrue(r->f[RC_MMIO_EXITS])) < 0
+        || (r->direct_push = PyObject_IsTrue(r->f[RC_DIRECT_PUSH])) < 0
+        || (r->probe_native = PyObject_IsTrue(r->f[RC_PROBE_NATIVE])) < 0 || PyErr_Occurred())
+        return -1;
+    return 0;
+}
+
+/* Tile._round(left): *riscv and *progress, and the spinners (a new list), or NULL with an error set */
+static PyObject *one_round(const round_ctx *r, long long left, long long *riscv, long long *progress) {
     /* least advanced first (sorted by Tile.cycles: stable, so ties keep the tile's order of cores) */
     long long cycles[ROUND_MAX_CORES];
     Py_ssize_t order[ROUND_MAX_CORES];
-    for (Py_ssize_t i = 0; i < r.n_cores; i++) {
-        if (round_cycles(&r, i, &cycles[i]))
+    for (Py_ssize_t i = 0; i < r->n_cores; i++) {
+        if (round_cycles(r, i, &cycles[i]))
             return NULL;
         Py_ssize_t k = i;
         for (; k > 0 && cycles[order[k - 1]] > cycles[i]; k--)
             order[k] = order[k - 1];
         order[k] = i;
     }
-    long long riscv = 0, progress = 0;
+    *riscv = *progress = 0;
     PyObject *spinners = PyList_New(0);
-    for (Py_ssize_t k = 0; spinners && k < r.n_cores && riscv < left; k++)
-        if (round_turn(&r, order[k], left, quantum, &riscv, &progress, spinners))
+    for (Py_ssize_t k = 0; spinners && k < r->n_cores && *riscv < left; k++)
+        if (round_turn(r, order[k], left, r->quantum, riscv, progress, spinners))
             Py_CLEAR(spinners);
-    return spinners ? Py_BuildValue("(LLN)", riscv, progress, spinners) : NULL;
+    return spinners;
+}
+
+/* the Tensix's instructions per thread (tensix.instructions: 3 ints) into v; 0, or -1 with an error set */
+static int tensix_counts(const round_ctx *r, long long v[3]) {
+    PyObject *l = PyObject_GetAttr(r->f[RC_TENSIX], s_instructions);
+    int bad = !l;
+    for (Py_ssize_t t = 0; !bad && t < 3; t++) {
+        PyObject *o = PySequence_GetItem(l, t);
+        v[t] = o ? PyLong_AsLongLong(o) : -1;
+        bad = !o || (v[t] == -1 && PyErr_Occurred());
+        Py_XDECREF(o);
+    }
+    Py_XDECREF(l);
+    return bad ? -1 : 0;
+}
+
+/* Tile._advance_clock: the tile's clock to the latest cycle of a core out of reset and of the Tensix's threads (its
+ * cycle model's clock); 0, or -1 with an error set */
+static int round_advance(const round_ctx *r) {
+    PyObject *tile = r->f[RC_TILE];
+    long long c, held;
+    if (attr_ll(tile, s_clock, &c) || attr_ll(tile, s_soft_reset, &held))
+        return -1;
+    for (Py_ssize_t i = 0; i < r->n_cores; i++) {
+        long long bit = PyLong_AsLongLong(PyTuple_GET_ITEM(r->f[RC_BITS], i)), t;
+        if (bit == -1 && PyErr_Occurred())
+            return -1;
+        if (held & bit)
+            continue;
+        if (round_cycles(r, i, &t))
+            return -1;
+        if (t > c)
+            c = t;
+    }
+    PyObject *tm = PyObject_GetAttr(r->f[RC_TENSIX], s_tm), *clock = NULL;     /* (getattr(tensix, "tm", None)) */
+    if (!tm) {
+        if (!PyErr_ExceptionMatches(PyExc_AttributeError))
+            return -1;
+        PyErr_Clear();
+    }
+    if (tm && tm != Py_None) {
+        Py_ssize_t n = (clock = PyObject_GetAttr(tm, s_clock)) ? PySequence_Length(clock) : -1;
+        for (Py_ssize_t t = 0; n >= 0 && t < n; t++) {
+            PyObject *o = PySequence_GetItem(clock, t);
+            long long v = o ? PyLong_AsLongLong(o) : -1;
+            if (!o || (v == -1 && PyErr_Occurred()))
+                n = -1;
+            else if (v > c)
+                c = v;
+            Py_XDECREF(o);
+        }
+        Py_XDECREF(clock);
+        if (n < 0) {
+            Py_DECREF(tm);
+            return -1;
+        }
+    }
+    Py_XDECREF(tm);
+    PyObject *c_o = PyLong_FromLongLong(c);
+    int bad = !c_o || PyObject_SetAttr(tile, s_clock, c_o) < 0;
+    Py_XDECREF(c_o);
+    return bad ? -1 : 0;
+}
+
+/* run(context, max_instructions) -> the instructions retired: tile.py Tile.run's loop of rounds, each one_round
+ * (_round), the Tensix stepped while busy, the spinners caught up (_catch_up, asked where it has some to move), the
+ * clock advanced; a round where nothing progressed ends it through Tile._nothing_progressed. */
+static PyObject *round_loop(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    round_ctx r;
+    long long max_instructions = nargs == 2 ? PyLong_AsLongLong(args[1]) : 0, total = 0;
+    if (nargs != 2 || PyErr_Occurred()) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "run_rounds(context: tile.py Tile._native_rounds' tuple, max_instructions)");
+        return NULL;
+    }
+    if (round_ctx_from(args[0], &r))
+        return NULL;
+    while (total < max_instructions) {
+        long long before[3], after[3], riscv, progress, tensix = 0;
+        PyObject *spinners = tensix_counts(&r, before) ? NULL : one_round(&r, max_instructions - total, &riscv,
+                                                                          &progress);
+        if (!spinners)
+            return NULL;
+        int busy = round_busy(&r), bad = busy < 0;
+        if (busy > 0) {
+            PyObject *res = PyObject_CallMethodNoArgs(r.f[RC_TENSIX], s_step);
+            bad = !res;
+            Py_XDECREF(res);
+        }
+        if (!bad && !(bad = tensix_counts(&r, after)))
+            for (int t = 0; t < 3; t++)
+                tensix |= after[t] - before[t], total += after[t] - before[t];
+        total += riscv;
+        if (!bad && PyList_GET_SIZE(spinners) && r.latency) {
+            PyObject *res = PyObject_CallMethodOneArg(r.f[RC_TILE], s_catch_up, spinners);
+            bad = !res;
+            Py_XDECREF(res);
+        }
+        bad = bad || round_advance(&r);
+        if (!bad && progress == 0 && !tensix) {       /* everyone parked, spinning, in reset or blocked */
+            PyObject *res = PyObject_CallMethodOneArg(r.f[RC_TILE], s_nothing_progressed, spinners);
+            bad = !res;
+            Py_XDECREF(res);
+            Py_DECREF(spinners);
+            if (bad)
+                return NULL;
+            break;
+        }
+        Py_DECREF(spinners);
+        if (bad)
+            return NULL;
+    }
+    return PyLong_FromLongLong(total);
 }
 
 static PyMethodDef methods[] = {
@@ -2180,8 +2297,8 @@ static PyMethodDef methods[] = {
     {"run", (PyCFunction)(void (*)(void))run, METH_FASTCALL,
      "run(state address, bus calls, direct push, NIU loads, sends): the core runs until its budget, a spin, parking, "
      "a stall or a hand-back"},
-    {"round", (PyCFunction)(void (*)(void))round_run, METH_FASTCALL,
-     "round(context, left): tile.py Tile._round in one call: (RISC-V instructions, progress, spinners)"},
+    {"run_rounds", (PyCFunction)(void (*)(void))round_loop, METH_FASTCALL,
+     "run_rounds(context, max_instructions): tile.py Tile.run's rounds in one call: the instructions retired"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -2228,6 +2345,9 @@ PyMODINIT_FUNC PyInit_rv32_native(void) {
         || !(s_pushm_key = PyUnicode_InternFromString("PUSHM"))
         || !(s_past_key = PyUnicode_InternFromString("PAST"))
         || !(s_sbase_key = PyUnicode_InternFromString("SBASE"))
+        || !(s_instructions = PyUnicode_InternFromString("instructions"))
+        || !(s_clock = PyUnicode_InternFromString("clock")) || !(s_catch_up = PyUnicode_InternFromString("_catch_up"))
+        || !(s_nothing_progressed = PyUnicode_InternFromString("_nothing_progressed"))
         || !(four = PyLong_FromLong(4)) || !(zero = PyLong_FromLong(0)))
         return NULL;
     return PyModule_Create(&module);

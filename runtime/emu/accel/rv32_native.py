@@ -118,11 +118,11 @@ def _load() -> tuple[object | None, str]:
     return (mod.run if mod is not None else None), why
 
 
-def round_fn():
-    """rv32_native.c round (tile.py Tile._round in one C call), or None without the C part or with the cores kept on
-    the Python path (TT_RV32_NATIVE=0)."""
+def rounds_fn():
+    """rv32_native.c run_rounds (tile.py Tile.run's rounds in one C call), or None without the C part or with the
+    cores kept on the Python path (TT_RV32_NATIVE=0)."""
     mod = _built()[0] if enabled() else None
-    return mod.round if mod is not None else None
+    return mod.run_rounds if mod is not None else None
 
 
 def status() -> str:
@@ -164,7 +164,7 @@ class LogLookups:
         arrays = (stamps, log, count, head, prev)
         assert l1.flags.c_contiguous and all(a.dtype == np.uint64 and a.flags.c_contiguous for a in arrays)
         self._ptrs = np.array([a.ctypes.data for a in (l1, *arrays)], np.uint64)   # rv32_native.c write_log
-        self.arg = arg = int(self._ptrs.ctypes.data)    # (rv32_native.c round's thaw reads it)
+        self.arg = arg = int(self._ptrs.ctypes.data)    # (rv32_native.c run_rounds' thaw reads it)
         l1_at, first, peek, thaw = fns
         self.l1_at = functools.partial(l1_at, arg)                    # (addr, n, cycle) -> bytes | None
         self.first_write_after = functools.partial(first, arg)        # (addr, cycle) -> int | None
@@ -275,7 +275,7 @@ class NativeRun:
 
     def resume(self, why: int | None) -> int:
         """run() from begin() on: the C part's calls, each hand-back's piece, the quantum's end. `why`: what the C
-        part's first call returned when a caller made it (rv32_native.c round: RV_PYTHON), None to make it here."""
+        part's first call returned when a caller made it (rv32_native.c run_rounds: RV_PYTHON), None to make it here."""
         core = self.core
         handbacks = 0
         S, x, fn, arg = self.words, core.x, self.fn, self.arg
