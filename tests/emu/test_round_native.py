@@ -33,6 +33,7 @@ CSR_READ = bench.i_type(0xC00, 0, 2, 7, op=0x73)          # rdcycle x7: handed b
 ILLEGAL = 0xFFFFFFFF                                       # opcode 0x7F: no instruction
 MAILBOX_TO_BRISC = layout.MAILBOX_BASE                   # TRISC0 writing here pushes onto T0 -> B
 MAILBOX_FROM_TRISC0 = layout.MAILBOX_BASE + 0x1000       # BRISC reading here pops T0 -> B
+WIDE, WIDE_READS = 0x6100, 70                              # more words than C's thaw compares (THAW_MAX_READS)
 ZEROS = 6                                                 # more than a mailbox holds: TRISC0 waits for BRISC's pops
 HARTID = bench.i_type(0xF14, 0, 2, 10, op=0x73)           # csrr x10, mhartid: a constant, which no probe reads
 
@@ -48,11 +49,13 @@ def _delay(reg: int, n: int) -> list[int]:
 
 def _flag_program(rng: random.Random) -> dict[str, list[int]]:
     """TRISC0 works a while, sets FLAG to 1, reads a CSR in a tight loop (hand-backs: its next quanta run on the
-    Python blocks), sets FLAG to 2, sends BRISC zeros and then a one by mailbox and parks. TRISC1 polls FLAG (frozen until it changes), copies it to FLAG2, polls
-    until FLAG is 2 and parks. BRISC polls FLAG2, then pops its mailbox until the one (a loop
-    without a store whose registers repeat, but whose pops change the mailboxes: no spin). NCRISC works, then polls until FLAG2 is 3 in a loop that reads a CSR (a loop
-    no probe can follow: it polls once more, then moves with the others), and parks. TRISC2 works, then runs into an illegal
-    word (a fault: the core stays stopped, the tile usable)."""
+    Python blocks), sets FLAG to 2, sends BRISC zeros and then a one by mailbox and parks. TRISC1 polls FLAG (frozen
+    until it changes), copies it to FLAG2, polls until FLAG is 2, sets FLAG2 to 3 and parks. BRISC polls FLAG2 in a
+    loop that also reads WIDE_READS other words (frozen, and thawed by _thaw_in_python: C's thaw compares fewer),
+    then pops its mailbox until the one (a loop without a store whose registers repeat, but whose pops change the
+    mailboxes: no spin) and parks. NCRISC works, then polls until FLAG2 is 3 in a loop that reads a CSR (a loop no
+    probe can follow: it polls once more, then moves with the others), and parks. TRISC2 works, then runs into an
+    illegal word (a fault: the core stays stopped, the tile usable)."""
     t0 = _delay(5, rng.randrange(200, 600)) + bench.li(6, FLAG) + bench.li(7, 1) + [bench.sw(7, 6, 0)]
     t0 += bench.li(8, rng.randrange(20, 60)) + [CSR_READ, bench.i_type(-1, 8, 0, 8, 0x13), bench.b_type(-8, 0, 8, 1)]
     t0 += bench.li(7, 2) + [bench.sw(7, 6, 0)] + bench.li(11, MAILBOX_TO_BRISC) + [bench.sw(0, 11, 0)] * ZEROS
@@ -60,7 +63,8 @@ def _flag_program(rng: random.Random) -> dict[str, list[int]]:
     t1 = bench.li(6, FLAG) + [_lw(7, 6), bench.b_type(-4, 0, 7, 0)] + bench.li(9, FLAG2) + [bench.sw(7, 9, 0)]
     t1 += [_lw(7, 6), bench.i_type(-2, 7, 0, 8, 0x13), bench.b_type(-8, 0, 8, 1)]
     t1 += bench.li(7, 3) + [bench.sw(7, 9, 0), bench.J_SELF]
-    br = bench.li(6, FLAG2) + [_lw(7, 6), bench.b_type(-4, 0, 7, 0)]
+    wide = [bench.i_type(4 * i, 12, 2, 13, op=0x03) for i in range(WIDE_READS)]      # lw x13, 4i(x12)
+    br = bench.li(6, FLAG2) + bench.li(12, WIDE) + wide + [_lw(7, 6), bench.b_type(-4 * (WIDE_READS + 1), 0, 7, 0)]
     br += bench.li(11, MAILBOX_FROM_TRISC0) + [_lw(7, 11), bench.b_type(-4, 0, 7, 0), bench.J_SELF]
     nc = _delay(5, rng.randrange(5, 20)) + bench.li(6, FLAG2)
     nc += [_lw(7, 6), HARTID, bench.i_type(-3, 7, 0, 8, 0x13), bench.b_type(-12, 0, 8, 1), bench.J_SELF]
@@ -141,10 +145,12 @@ def test_round_steps_match_python(seed, monkeypatch):
     rng = random.Random(seed)
     programs = _flag_program(rng)
     quantum = rng.choice((13, 40, 150))
-    handed_back = []
-    resume = rv32_native.NativeRun.resume
+    handed_back, thawed_in_python = [], []
+    resume, thaw_in_python = rv32_native.NativeRun.resume, Tile._thaw_in_python
     monkeypatch.setattr(rv32_native.NativeRun, "resume",
                         lambda self, why: handed_back.append(why) or resume(self, why))
+    monkeypatch.setattr(Tile, "_thaw_in_python",
+                        lambda self, who: thawed_in_python.append(who) or thaw_in_python(self, who))
     c, py = _both(monkeypatch, lambda: _trace(programs, quantum, seed))
     assert c == py
     states = [s for _, s in c]
@@ -153,6 +159,7 @@ def test_round_steps_match_python(seed, monkeypatch):
     assert any(isinstance(out, tuple) and "trisc2" in out[1] for out, _ in c)           # the fault, named
     assert states[-1][3]["trisc2"] and states[-1][0]["trisc1"][3]                       # faulted; TRISC1 parked
     assert rv32_native.RV_PYTHON in handed_back                                         # resume after a hand-back
+    assert "brisc" in thawed_in_python or quantum < 2 * WIDE_READS     # the wide loop (where a quantum sees it spin)
     c, py = _both(monkeypatch, lambda: _trace(_pcbuf_program(), 40, seed))
     assert c == py and any("TTSync" in s[1]["trisc1"] for _, s in c)
 
