@@ -1653,7 +1653,8 @@ enum { RC_TILE, RC_NAMES, RC_CORES, RC_BITS, RC_FROZEN, RC_FAULT, RC_WAIT, RC_SE
        RC_SPINNING, RC_EMU_ERROR, RC_MMIO_EXITS, RC_DIRECT_PUSH, RC_PROBE_NATIVE, RC_RUNNERS, RC_FIELDS };
 /* per core, what its runner and core hold fixed during one run() (Tile._native_runner: no core changes them), or
  * None for a core without the C part */
-enum { RN_NATIVE, RN_X, RN_NS, RN_BASE, RN_OWN_BASE, RN_STAMPS, RN_ARG, RN_FN, RN_DIRECT, RN_LOADS, RN_SENDS, RN_FIELDS };
+enum { RN_NATIVE, RN_X, RN_NS, RN_BASE, RN_OWN_BASE, RN_STAMPS, RN_ARG, RN_FN, RN_DIRECT, RN_LOADS, RN_SENDS,
+       RN_FIELDS };
 enum { ROUND_MAX_CORES = 8 };
 #define BUDGET_CAP 0x80000000LL          /* rv32_native.py BUDGET_CAP */
 
@@ -2108,8 +2109,8 @@ static int runners_ok(const round_ctx *r) {
         return 0;
     for (Py_ssize_t i = 0; i < r->n_cores; i++) {
         PyObject *u = PyTuple_GET_ITEM(runners, i);
-        if (u != Py_None && (!PyTuple_Check(u) || PyTuple_GET_SIZE(u) != RN_FIELDS || !PyDict_Check(PyTuple_GET_ITEM(u, RN_NS))
-                             || !PyList_Check(PyTuple_GET_ITEM(u, RN_X))))
+        if (u != Py_None && (!PyTuple_Check(u) || PyTuple_GET_SIZE(u) != RN_FIELDS
+                             || !PyDict_Check(PyTuple_GET_ITEM(u, RN_NS)) || !PyList_Check(PyTuple_GET_ITEM(u, RN_X))))
             return 0;
     }
     return 1;
@@ -2234,7 +2235,7 @@ static PyObject *round_loop(PyObject *self, PyObject *const *args, Py_ssize_t na
     long long max_instructions = nargs == 2 ? PyLong_AsLongLong(args[1]) : 0, total = 0;
     if (nargs != 2 || PyErr_Occurred()) {
         if (!PyErr_Occurred())
-            PyErr_SetString(PyExc_TypeError, "run_rounds(context: tile.py Tile._native_rounds' tuple, max_instructions)");
+            PyErr_SetString(PyExc_TypeError, "run_rounds(context: Tile._native_rounds' tuple, max_instructions)");
         return NULL;
     }
     if (round_ctx_from(args[0], &r))
