@@ -2226,8 +2226,23 @@ static int round_advance(const round_ctx *r) {
     return bad ? -1 : 0;
 }
 
+/* Whether Tile._catch_up(spinners) has a core to move: some spinner neither frozen nor timed by its reads, in the
+ * timed mode (it returns at once otherwise); 1 / 0, -1 with an error set */
+static int untimed_spinners(const round_ctx *r, PyObject *spinners) {
+    if (!r->latency)
+        return 0;
+    for (Py_ssize_t k = 0; k < PyList_GET_SIZE(spinners); k++) {
+        PyObject *name = PyList_GET_ITEM(spinners, k);
+        int frozen = PyDict_Contains(r->f[RC_FROZEN], name);
+        int timed = frozen ? frozen : PySet_Contains(r->f[RC_SELF_TIMED], name);
+        if (timed <= 0)
+            return timed < 0 ? -1 : 1;
+    }
+    return 0;
+}
+
 /* run(context, max_instructions) -> the instructions retired: tile.py Tile.run's loop of rounds, each one_round
- * (_round), the Tensix stepped while busy, the spinners caught up (_catch_up, asked where it has some to move), the
+ * (_round), the Tensix stepped while busy, the spinners caught up (_catch_up, asked where it has one to move), the
  * clock advanced; a round where nothing progressed ends it through Tile._nothing_progressed. */
 static PyObject *round_loop(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
@@ -2256,7 +2271,9 @@ static PyObject *round_loop(PyObject *self, PyObject *const *args, Py_ssize_t na
             for (int t = 0; t < 3; t++)
                 tensix |= after[t] - before[t], total += after[t] - before[t];
         total += riscv;
-        if (!bad && PyList_GET_SIZE(spinners) && r.latency) {
+        int loose = bad ? -1 : untimed_spinners(&r, spinners);
+        bad = loose < 0;
+        if (loose > 0) {
             PyObject *res = PyObject_CallMethodOneArg(r.f[RC_TILE], s_catch_up, spinners);
             bad = !res;
             Py_XDECREF(res);
