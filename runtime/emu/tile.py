@@ -45,6 +45,7 @@ from tt_backend.chip.errors import EmuDeadlock, EmuError, EmuUndefined, EmuUnimp
 
 from .chip import Chip
 from .dram import as_bytes
+from .frontend import FrontendMixin
 from .cycles import FPU_DST_READ_LATENCY, riscv_mmio_extra
 from .riscv_dst import RISCV_BASE as DST_RISCV_BASE, RISCV_ELEM as DST_RISCV_ELEM, RISCV_SIZE as DST_RISCV_SIZE, \
     RiscvDstAccess
@@ -76,6 +77,10 @@ THAW_NATIVE = os.environ.get("TT_EMU_THAW_NATIVE", "1") != "0"
 # rv32_native.c reg_peek) instead of calling peek for each; False (or TT_EMU_SEM_PEEK_NATIVE=0, read when a tile is
 # built) hands them peek, the reference
 SEM_PEEK_NATIVE = os.environ.get("TT_EMU_SEM_PEEK_NATIVE", "1") != "0"
+# run()'s rounds (each core's thaw, quantum and probe, the Tensix's idle test and step, the catch-up and the clock) in
+# one C call (rv32_native.c run_rounds), which asks this tile's methods for what it does not decide itself; False (or
+# TT_EMU_ROUND_NATIVE=0) keeps run's loop and _round, the reference (read at each run())
+ROUND_NATIVE = os.environ.get("TT_EMU_ROUND_NATIVE", "1") != "0"
 WRITE_LOG = 1024        # the RISC-V stores to L1 a tile remembers for that rule (l1_log); rv32_native.c LOG_SIZE
 RESPONSE_COUNTERS = (RD_RESP_RECEIVED, WR_ACK_RECEIVED, ATOMIC_RESP_RECEIVED)   # counted when a request completes
 CORE_BITS = {c: 1 << b for c, b in layout.SOFT_RESET_BIT.items()}
@@ -174,6 +179,7 @@ class Tile:
         self._self_timed: set[str] = set()                  # spinning on an NIU response counter (_freeze)
         self._poll_again: dict[str, int] = {}               # per core, the wait loop (pc) it polls once more (_freeze)
         self._reg_peeks = {c: self._reg_peek(c) for c in self.cores}    # what C's thaw and probe read registers by
+        self._stamp_bases: dict[str, Callable[[], int]] = {}  # each core's cycle as _stamper gives it its stamp base
         self.rec = None                                      # a timeline.TimelineRecorder (timeline_begin/_end)
         self.mailboxes = mb.Mailboxes()                      # the 16 B/T0/T1/T2 mailboxes (mailbox.py)
         self._mb_full = {c: False for c in mb.ENDS}           # the core's last mailbox write found no room
@@ -212,7 +218,8 @@ class Tile:
         def stamp_logged(addr: int, pos: int) -> None:       # (called before the store: the log keeps the old word)
             t = stamps[addr >> STAMP_SHIFT] = tbase[who] + core.instret + stall[who] + pos
             log_write(addr, t)
-        return stamp_logged if CAUSAL_LOADS else stamp, stamps, lambda: tbase[who] + core.instret + stall[who]
+        base = self._stamp_bases[who] = lambda: tbase[who] + core.instret + stall[who]    # (the C round's own)
+        return stamp_logged if CAUSAL_LOADS else stamp, stamps, base
 
     def _log_write(self, addr: int, cycle: int) -> None:
         """Log a RISC-V store to L1 `addr` at `cycle`, before it lands (rv32_native.c log_write likewise)."""
@@ -834,46 +841,14 @@ class Tile:
         """Run until every released core is parked (and the Tensix has nothing it can do), or about
         `max_instructions` RISC-V + Tensix instructions have retired, or nothing can make progress (all waiting).
         Returns the instructions retired (RISC-V + Tensix)."""
+        native = self._native_rounds()
+        if native is not None:
+            return native(max_instructions)
         total = 0
-        tensix, cores, frozen, fault = self.tensix, self.cores, self._frozen, self._fault
-        busy, wait, self_timed, pops_of = self._tensix_busy, self._wait, self._self_timed, self.mailboxes.pops
+        tensix, busy = self.tensix, self._tensix_busy
         while total < max_instructions:
             before = list(tensix.instructions)     # pushes execute inside push(), so count by difference
-            riscv = progress = 0
-            spinners = []
-            # least advanced core first: the caller's budget may end the round after one core's quantum (Chip.run's
-            # slices are one quantum), and a core that always ran first would race ahead in emulated time while the
-            # others wait their turn; its L1 stores (a CB counter) would then be seen by cores still far behind it
-            for name in sorted(cores, key=self.cycles):
-                core = cores[name]
-                if self.soft_reset & CORE_BITS[name] or core.parked or fault[name]:     # (not self.running(name))
-                    continue
-                if name in frozen and not self._thaw(name):
-                    spinners.append(name)     # what its wait loop reads is unchanged: it would spin again
-                    continue
-                wait[name] = ""
-                self_timed.discard(name)
-                pops = pops_of.get(name)
-                try:     # (core.run: the native runner's when the core has one)
-                    n = (core.native or core).run(min(self.quantum, max_instructions - total - riscv))
-                except EmuError as e:
-                    # the core stays stopped at the culprit until its next release; the tile stays usable
-                    self._fault[name] = str(e)
-                    raise type(e)(f"{e} [{name} pc=0x{core.pc:08X}]") from e
-                riscv += n
-                if core.spinning and pops != pops_of.get(name):
-                    core.spinning = False      # a store-free loop that pops a mailbox changes state: not a spin
-                if core.spinning and self._freeze(name):
-                    spinners.append(name)
-                    wait[name] = SPINNING
-                else:
-                    progress += n
-                    if self._poll_again and not core.spinning:
-                        self._poll_again.pop(name, None)      # it left the loop it polled once more
-                if busy():
-                    tensix.step()
-                if total + riscv >= max_instructions:
-                    break
+            riscv, progress, spinners = self._round(max_instructions - total)
             if busy():
                 tensix.step()
             per_thread = [a - b for a, b in zip(tensix.instructions, before)]
@@ -881,13 +856,99 @@ class Tile:
             self._catch_up(spinners)
             self._advance_clock()
             if progress == 0 and not any(per_thread):   # everyone parked, spinning, in reset or blocked
-                if not spinners:
-                    self._check_deadlock()           # spinning cores may be waiting for the host: not a deadlock
-                if not self._tensix_busy() and hasattr(tensix, "settle"):
-                    tensix.settle()                  # nothing left to issue: scheduled SFPU work runs out
-                    self._advance_clock()
+                self._nothing_progressed(spinners)
                 break
         return total
+
+    def _nothing_progressed(self, spinners: list[str]) -> None:
+        """The end of run() after a round in which no core and no Tensix thread progressed: a deadlock unless a core
+        spins (it may wait for the host); with nothing left to issue, scheduled SFPU work runs out."""
+        if not spinners:
+            self._check_deadlock()
+        if not self._tensix_busy() and hasattr(self.tensix, "settle"):
+            self.tensix.settle()
+            self._advance_clock()
+
+    def _round(self, left: int) -> tuple[int, int, list[str]]:
+        """One round of run(): each released core a quantum in turn (of at most `left` RISC-V instructions in all),
+        the Tensix stepped after each. Returns (RISC-V instructions retired, those of cores that did not end
+        spinning, the cores that spin or stay frozen). The reference of rv32_native.c run_rounds (ROUND_NATIVE)."""
+        riscv = progress = 0
+        spinners = []
+        tensix, cores, frozen, fault = self.tensix, self.cores, self._frozen, self._fault
+        busy, wait, self_timed, pops_of = self._tensix_busy, self._wait, self._self_timed, self.mailboxes.pops
+        # least advanced core first: the caller's budget may end the round after one core's quantum (Chip.run's
+        # slices are one quantum), and a core that always ran first would race ahead in emulated time while the
+        # others wait their turn; its L1 stores (a CB counter) would then be seen by cores still far behind it
+        for name in sorted(cores, key=self.cycles):
+            core = cores[name]
+            if self.soft_reset & CORE_BITS[name] or core.parked or fault[name]:     # (not self.running(name))
+                continue
+            if name in frozen and not self._thaw(name):
+                spinners.append(name)     # what its wait loop reads is unchanged: it would spin again
+                continue
+            wait[name] = ""
+            self_timed.discard(name)
+            pops = pops_of.get(name)
+            try:     # (core.run: the native runner's when the core has one)
+                n = (core.native or core).run(min(self.quantum, left - riscv))
+            except EmuError as e:
+                self._core_failed(name, e)
+            riscv += n
+            if core.spinning and pops != pops_of.get(name):
+                core.spinning = False      # a store-free loop that pops a mailbox changes state: not a spin
+            if core.spinning and self._freeze(name):
+                spinners.append(name)
+                wait[name] = SPINNING
+            else:
+                progress += n
+                if self._poll_again and not core.spinning:
+                    self._poll_again.pop(name, None)      # it left the loop it polled once more
+            if busy():
+                tensix.step()
+            if riscv >= left:
+                break
+        return riscv, progress, spinners
+
+    def _core_failed(self, name: str, e: EmuError) -> None:
+        """Core `name`'s quantum raised `e`: the core stays stopped at the culprit until its next release (the tile
+        stays usable); raises e again, naming the core and its pc."""
+        self._fault[name] = str(e)
+        raise type(e)(f"{e} [{name} pc=0x{self.cores[name].pc:08X}]") from e
+
+    def _native_rounds(self):
+        """run(max_instructions) in C for this call (rv32_native.c run_rounds: the same rounds and decisions as _round
+        and run's loop, asking this tile's methods where it does not make them itself), or None: ROUND_NATIVE off,
+        no C part, or a timeline recording (whose stalls and waits the Python path records)."""
+        fn = rv32_native.rounds_fn() if ROUND_NATIVE and self.rec is None else None
+        if fn is None:
+            return None
+        lookups, tensix = self._log_lookups, self.tensix
+        names = tuple(self.cores)
+        # the thaw (_thaw's C call) and the probe (_freeze's) made in C where the Python path would make them so
+        thaw_log = lookups.arg if CAUSAL_LOADS and THAW_NATIVE and lookups is not None else None
+        probe_at = PEEK_NATIVE and lookups is not None
+        plain_idle = getattr(type(tensix), "thread_idle", None) is FrontendMixin.thread_idle
+        ctx = (self, names, tuple(self.cores.values()), tuple(CORE_BITS[c] for c in names), self._frozen,
+               self._fault, self._wait, self._self_timed, self.mailboxes.pops, self._stall, self._tbase,
+               self._poll_again, self._thaw_key, self._reg_peeks, thaw_log, probe_at, bool(self._latency_of),
+               tensix if plain_idle else None, tensix, self.quantum, SPINNING, EmuError,
+               rv32_native.MMIO_EXITS, rv32_native.DIRECT_PUSH, rv32_native.PROBE_NATIVE,
+               rv32_native.JOINED_RUNS_NATIVE,
+               tuple(self._native_runner(c) for c in names))
+        return lambda max_instructions: fn(ctx, max_instructions)
+
+    def _native_runner(self, who: str) -> tuple | None:
+        """What the C round reads of core `who`'s runner once per run() (rv32_native.c RN_*: no core's quantum changes
+        them), or None for a core without the C part: the runner, the core's registers, namespace and stamp base
+        (and whether it is this tile's own, _stamper's, which C then computes itself), the runner's stamps, state
+        address, C function, direct push, NIU load and send contexts."""
+        core = self.cores[who]
+        native = core.native
+        if native is None:
+            return None
+        return (native, core.x, core._ns, core.stamp_base, core.stamp_base is self._stamp_bases.get(who),
+                native.stamps, native.arg, native.fn, native.direct_push, native.niu_loads, native.niu_sends)
 
     def _freeze(self, who: str) -> bool:
         """`who` stopped in a wait loop (rv32 spin detection). A loop reading only L1 (and local RAM) and Tensix

@@ -1768,6 +1768,661 @@ done:
     return out;
 }
 
+/* ----------------------------------------------------------------------------------------- the scheduler's rounds */
+/* tile.py Tile.run's rounds in one call (run's loop and Tile._round are the reference; ROUND_NATIVE there): per round
+ * each released core's thaw test, quantum and wait-loop probe in turn, least advanced first, and the Tensix's idle
+ * test after each quantum; after it the spinners' catch-up and the tile's clock. It makes in C what
+ * the Python path makes through C calls anyway (the thaw, NativeRun.run's begin / run / end, the probe) and asks
+ * the tile's and the runner's own methods for everything else (a core on the Python blocks or handing back, a
+ * thaw or probe Python must answer, a stepping Tensix). The context is tile.py Tile._native_rounds' tuple. */
+enum { RC_TILE, RC_NAMES, RC_CORES, RC_BITS, RC_FROZEN, RC_FAULT, RC_WAIT, RC_SELF_TIMED, RC_POPS, RC_STALL, RC_TBASE,
+       RC_POLL_AGAIN, RC_THAW_KEY, RC_REG_PEEKS, RC_THAW_LOG, RC_PROBE_AT, RC_LATENCY, RC_IDLE, RC_TENSIX, RC_QUANTUM,
+       RC_SPINNING, RC_EMU_ERROR, RC_MMIO_EXITS, RC_DIRECT_PUSH, RC_PROBE_NATIVE, RC_JOINED_RUNS, RC_RUNNERS, RC_FIELDS };
+/* per core, what its runner and core hold fixed during one run() (Tile._native_runner: no core changes them), or
+ * None for a core without the C part */
+enum { RN_NATIVE, RN_X, RN_NS, RN_BASE, RN_OWN_BASE, RN_STAMPS, RN_ARG, RN_FN, RN_DIRECT, RN_LOADS, RN_SENDS,
+       RN_FIELDS };
+enum { ROUND_MAX_CORES = 8 };
+#define BUDGET_CAP 0x80000000LL          /* rv32_native.py BUDGET_CAP */
+
+typedef struct {
+    PyObject **f;                        /* the context's fields */
+    Py_ssize_t n_cores;
+    int probe_at, latency, mmio_exits, direct_push, probe_native, joined_runs;
+    long long quantum;
+} round_ctx;
+
+static PyObject *s_instret, *s_parked, *s_spinning, *s_soft_reset, *s_python_quanta, *s_pc, *s_past_in_c, *s_calls,
+    *s_bus_calls, *s_resume, *s_run, *s_thaw_m, *s_thaw_in_python, *s_freeze, *s_probe_attr, *s_peek, *s_peek_words,
+    *s_times_its_reads, *s_core_failed, *s_threads, *s_fifo, *s_mop_out, *s_ready, *s_step, *s_empty, *s_pushm_key,
+    *s_past_key, *s_sbase_key, *s_instructions, *s_clock, *s_catch_up, *s_nothing_progressed;
+
+/* getattr(o, name) as a C long long: 0, or -1 with an error set */
+static int attr_ll(PyObject *o, PyObject *name, long long *v) {
+    PyObject *a = PyObject_GetAttr(o, name);
+    if (!a)
+        return -1;
+    *v = PyLong_AsLongLong(a);
+    Py_DECREF(a);
+    return *v == -1 && PyErr_Occurred() ? -1 : 0;
+}
+
+/* getattr(o, name)'s truth: 1 / 0, -1 with an error set */
+static int attr_true(PyObject *o, PyObject *name) {
+    PyObject *a = PyObject_GetAttr(o, name);
+    int t = a ? PyObject_IsTrue(a) : -1;
+    Py_XDECREF(a);
+    return t;
+}
+
+/* d[key] as a C long long (a KeyError if missing): 0, or -1 with an error set */
+static int dict_ll(PyObject *d, PyObject *key, long long *v) {
+    PyObject *o = PyDict_GetItemWithError(d, key);
+    if (!o) {
+        if (!PyErr_Occurred())
+            PyErr_SetObject(PyExc_KeyError, key);
+        return -1;
+    }
+    *v = PyLong_AsLongLong(o);
+    return *v == -1 && PyErr_Occurred() ? -1 : 0;
+}
+
+/* obj.name += by (an int attribute): 0, or -1 with an error set */
+static int attr_add(PyObject *o, PyObject *name, long long by) {
+    long long v;
+    PyObject *n;
+    if (attr_ll(o, name, &v) || !(n = PyLong_FromLongLong(v + by)))
+        return -1;
+    int r = PyObject_SetAttr(o, name, n);
+    Py_DECREF(n);
+    return r;
+}
+
+/* Tile.cycles(name) of core i: tbase + instret + stall */
+static int round_cycles(const round_ctx *r, Py_ssize_t i, long long *t) {
+    PyObject *name = PyTuple_GET_ITEM(r->f[RC_NAMES], i);
+    long long tbase, instret, stall;
+    if (dict_ll(r->f[RC_TBASE], name, &tbase) || attr_ll(PyTuple_GET_ITEM(r->f[RC_CORES], i), s_instret, &instret)
+        || dict_ll(r->f[RC_STALL], name, &stall))
+        return -1;
+    *t = tbase + instret + stall;
+    return 0;
+}
+
+/* a method's truth: 1 / 0, -1 with an error set */
+static int call_true(PyObject *o, PyObject *method, PyObject *arg) {
+    PyObject *res = PyObject_CallMethodOneArg(o, method, arg);
+    int t = res ? PyObject_IsTrue(res) : -1;
+    Py_XDECREF(res);
+    return t;
+}
+
+/* Tile._thaw(name) for frozen core i: 1 runs again, 0 stays frozen, -1 with an error set. C's thaw where _thaw would
+ * call it (the context's write log), its answer applied as _thaw applies it (no timeline: _wait_until's stall). */
+static int round_thaw(const round_ctx *r, Py_ssize_t i) {
+    PyObject *tile = r->f[RC_TILE], *name = PyTuple_GET_ITEM(r->f[RC_NAMES], i);
+    if (r->f[RC_THAW_LOG] == Py_None)
+        return call_true(tile, s_thaw_m, name);
+    PyObject *entry = PyDict_GetItemWithError(r->f[RC_FROZEN], name);
+    PyObject *peek = entry ? PyDict_GetItemWithError(r->f[RC_REG_PEEKS], name) : NULL;
+    long long t;
+    if (!peek || !PyTuple_Check(entry) || PyTuple_GET_SIZE(entry) != 2 || round_cycles(r, i, &t)) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "round: a frozen core's (reads, seen) or its peek is missing");
+        return -1;
+    }
+    PyObject *last = PyDict_GetItemWithError(r->f[RC_THAW_KEY], name);
+    if (!last && PyErr_Occurred())
+        return -1;
+    PyObject *t_o = PyLong_FromLongLong(t);
+    if (!t_o)
+        return -1;
+    PyObject *args[7] = {r->f[RC_THAW_LOG], PyTuple_GET_ITEM(entry, 0), PyTuple_GET_ITEM(entry, 1), t_o,
+                         last ? last : Py_None, peek, name};
+    PyObject *answer = thaw(NULL, args, 7);
+    Py_DECREF(t_o);
+    if (!answer)
+        return -1;
+    if (answer == Py_NotImplemented) {
+        Py_DECREF(answer);
+        return call_true(tile, s_thaw_in_python, name);
+    }
+    int out = -1;
+    PyObject *resume = PyTuple_GET_ITEM(answer, 1);
+    if (PyDict_SetItem(r->f[RC_THAW_KEY], name, PyTuple_GET_ITEM(answer, 0)) < 0)
+        goto done;
+    if (resume == Py_None) {
+        out = 0;
+        goto done;
+    }
+    long long at = PyLong_AsLongLong(resume);
+    if ((at == -1 && PyErr_Occurred()) || PyDict_DelItem(r->f[RC_FROZEN], name) < 0)
+        goto done;
+    if (at > t) {                        /* _wait_until(name, at): a later resume cycle is a stall until then */
+        long long stall;
+        PyObject *v;
+        if (dict_ll(r->f[RC_STALL], name, &stall) || !(v = PyLong_FromLongLong(stall + at - t)))
+            goto done;
+        int bad = PyDict_SetItem(r->f[RC_STALL], name, v);
+        Py_DECREF(v);
+        if (bad < 0)
+            goto done;
+    }
+    out = 1;
+done:
+    Py_DECREF(answer);
+    return out;
+}
+
+/* The error of core `name`'s quantum: an EmuError goes through Tile._core_failed (the core's fault, the error
+ * naming it), handled as the except clause of _round would; -1 always */
+static int round_failed(const round_ctx *r, PyObject *name) {
+    PyObject *type, *exc, *tb;
+    PyErr_Fetch(&type, &exc, &tb);
+    PyErr_NormalizeException(&type, &exc, &tb);
+    if (tb && exc)
+        PyException_SetTraceback(exc, tb);
+    int emu = exc ? PyObject_IsInstance(exc, r->f[RC_EMU_ERROR]) : 0;
+    if (emu <= 0) {
+        if (emu < 0) {
+            Py_XDECREF(type);
+            Py_XDECREF(exc);
+            Py_XDECREF(tb);
+        } else
+            PyErr_Restore(type, exc, tb);
+        return -1;
+    }
+    PyObject *was = PyErr_GetHandledException();
+    PyErr_SetHandledException(exc);
+    PyObject *res = PyObject_CallMethodObjArgs(r->f[RC_TILE], s_core_failed, name, exc, NULL);
+    PyErr_SetHandledException(was);
+    Py_XDECREF(was);
+    Py_XDECREF(res);
+    Py_XDECREF(type);
+    Py_DECREF(exc);
+    Py_XDECREF(tb);
+    if (res && !PyErr_Occurred())
+        PyErr_SetString(PyExc_RuntimeError, "round: Tile._core_failed returned");
+    return -1;
+}
+
+/* core.stamp_base() of core i with runner fields u: the tile's own (Tile._stamper's lambda, tbase + instret + stall)
+ * read here, another called; a new reference, or NULL with an error set */
+static PyObject *round_base(const round_ctx *r, Py_ssize_t i, PyObject *const *u) {
+    long long t;
+    if (u[RN_OWN_BASE] != Py_True)
+        return PyObject_CallNoArgs(u[RN_BASE]);
+    return round_cycles(r, i, &t) ? NULL : PyLong_FromLongLong(t);
+}
+
+/* core.run(budget): the runner's C part called as NativeRun.run calls it where no Python quanta are owed (begin,
+ * the stamp base, the first call; a hand-back goes on in NativeRun.resume, as does every other case: NativeRun.run,
+ * or rv32.py's run for a core without the C part). *n: the instructions retired; 0, or -1 with an error set. */
+static int round_quantum(const round_ctx *r, Py_ssize_t i, long long budget, long long *n) {
+    PyObject *core = PyTuple_GET_ITEM(r->f[RC_CORES], i), *runner = PyTuple_GET_ITEM(r->f[RC_RUNNERS], i);
+    PyObject *native = runner != Py_None ? PyTuple_GET_ITEM(runner, RN_NATIVE) : Py_None;
+    PyObject *budget_o = PyLong_FromLongLong(budget), *res = NULL;
+    long long owed = 0;
+    if (!budget_o || (native != Py_None && attr_ll(native, s_python_quanta, &owed)))
+        goto out;
+    if (native == Py_None || owed || !r->mmio_exits) {
+        res = PyObject_CallMethodOneArg(native == Py_None ? core : native, s_run, budget_o);
+        goto out;
+    }
+    PyObject **u = &PyTuple_GET_ITEM(runner, 0);
+    PyObject *x = u[RN_X], *ns = u[RN_NS], *base = u[RN_BASE], *stamps = u[RN_STAMPS], *arg = u[RN_ARG];
+    PyObject *pc = PyObject_GetAttr(core, s_pc), *calls = NULL, *why = NULL;
+    PyObject *direct = base != Py_None && r->direct_push ? u[RN_DIRECT] : Py_None;
+    PyObject *loads = base != Py_None ? u[RN_LOADS] : Py_None, *sends = base != Py_None ? u[RN_SENDS] : Py_None;
+    rv_state *s = pc ? PyLong_AsVoidPtr(arg) : NULL;
+    int causal = 0, past = 0, multi = 0, begun = 0;
+    if (!s || PyObject_SetAttr(core, s_spinning, Py_False) < 0)
+        goto done;
+    if ((causal = PyDict_Contains(ns, s_past_key)) < 0 || (causal && (past = attr_true(native, s_past_in_c)) < 0)
+        || (multi = PyDict_Contains(ns, s_pushm_key)) < 0 || regs_in(s, x, pc))
+        goto done;
+    causal = causal && stamps != Py_None;
+    s->budget = (uint32_t)(budget < 0 ? 0 : budget > BUDGET_CAP ? BUDGET_CAP : budget);
+    s->multi_push = multi ? (r->joined_runs ? MULTI_JOIN : MULTI_BLOCK) : MULTI_OFF;    /* NativeRun.run's */
+    s->causal = causal ? (past ? CAUSAL_IN_C : CAUSAL_HAND_BACK) : CAUSAL_OFF;
+    s->done = s->in_block = s->chain = 0;
+    s->spin_pc = NO_SPIN;
+    begun = 1;
+    if (!(calls = PyObject_GetAttr(native, s_calls)))       /* (NativeRun._bus_calls, built once) */
+        goto done;
+    if (calls == Py_None) {
+        Py_DECREF(calls);
+        if (!(calls = PyObject_CallMethodNoArgs(native, s_bus_calls)))
+            goto done;
+    }
+    if (base != Py_None) {                  /* a piece may have stalled the core (NativeRun.resume) */
+        PyObject *b = round_base(r, i, u);
+        if (!b)
+            goto done;
+        s->t0 = PyLong_AsUnsignedLongLong(b);
+        int bad = PyErr_Occurred() || (causal && PyDict_SetItem(ns, s_sbase_key, b) < 0);
+        Py_DECREF(b);
+        if (bad)
+            goto done;
+    }
+    PyObject *fargs[5] = {arg, calls, direct, loads, sends};
+    if (!(why = PyObject_Vectorcall(u[RN_FN], fargs, 5, NULL))) {
+        PyObject *type, *value, *tb, *pc_now = PyLong_FromUnsignedLong(s->pc);    /* pc names the culprit */
+        PyErr_Fetch(&type, &value, &tb);
+        if (pc_now)
+            PyObject_SetAttr(core, s_pc, pc_now);
+        Py_XDECREF(pc_now);
+        PyErr_Restore(type, value, tb);
+        goto done;
+    }
+    long w = PyLong_AsLong(why);
+    if (w == -1 && PyErr_Occurred())
+        goto done;
+    if (w == RV_PYTHON) {
+        begun = 0;                          /* (resume ends the quantum, also on an error) */
+        res = PyObject_CallMethodOneArg(native, s_resume, why);
+        goto done;
+    }
+    PyObject *eargs[2] = {arg, x}, *e = end(NULL, eargs, 2), *pc_o = e ? PyLong_FromUnsignedLong(s->pc) : NULL;
+    begun = 0;
+    Py_XDECREF(e);
+    if (pc_o && PyObject_SetAttr(core, s_pc, pc_o) == 0 && attr_add(core, s_instret, s->done) == 0
+        && PyObject_SetAttr(core, s_pos, zero) == 0
+        && PyObject_SetAttr(core, s_spinning, w == RV_SPIN ? Py_True : Py_False) == 0
+        && PyObject_SetAttr(core, s_parked, w == RV_PARKED ? Py_True : Py_False) == 0)
+        res = PyLong_FromUnsignedLong(s->done);
+    Py_XDECREF(pc_o);
+done:
+    if (begun) {                            /* NativeRun.resume's except clause: the culprit's instructions retired */
+        PyObject *type, *value, *tb;
+        PyErr_Fetch(&type, &value, &tb);
+        long long now_pc;
+        if (attr_ll(core, s_pc, &now_pc) == 0 && attr_add(core, s_instret, s->done + ((now_pc - s->pc) >> 2)) == 0
+            && PyObject_SetAttr(core, s_pos, zero) == 0) {
+            PyObject *eargs[2] = {arg, x}, *e = end(NULL, eargs, 2);
+            Py_XDECREF(e);
+        }
+        PyErr_Clear();
+        PyErr_Restore(type, value, tb);
+    }
+    Py_XDECREF(pc);
+    Py_XDECREF(calls);
+    Py_XDECREF(why);
+out:
+    Py_XDECREF(budget_o);
+    if (!res)
+        return -1;
+    *n = PyLong_AsLongLong(res);
+    Py_DECREF(res);
+    return *n == -1 && PyErr_Occurred() ? -1 : 0;
+}
+
+/* Tile._freeze(name) for core i, which its quantum left spinning: 1 a spinner this round, 0 not, -1 with an error
+ * set. The C probe where _freeze would reach it (core.spin_reads -> NativeRun.spin_reads with the core's cycle as
+ * seen_at), its answer applied as _freeze applies it; _freeze itself wherever Python decides or answers. */
+static int round_freeze(const round_ctx *r, Py_ssize_t i) {
+    if (!r->latency)
+        return 1;
+    PyObject *tile = r->f[RC_TILE], *name = PyTuple_GET_ITEM(r->f[RC_NAMES], i);
+    PyObject *core = PyTuple_GET_ITEM(r->f[RC_CORES], i);
+    if (!r->probe_at || !r->probe_native)
+        return call_true(tile, s_freeze, name);
+    PyObject *runner = PyTuple_GET_ITEM(r->f[RC_RUNNERS], i), *probed = NULL, *peek = NULL, *sbase = NULL;
+    PyObject *stamp = NULL, *t_o = NULL, *pc = NULL, *res = NULL;
+    PyObject *const *u = runner != Py_None ? &PyTuple_GET_ITEM(runner, 0) : NULL;
+    int out = -1, python = !u, past = 1;
+    long long t;
+    if (python || !(probed = PyObject_GetAttr(core, s_probe_attr)) || !(peek = PyObject_GetAttr(u[RN_NATIVE], s_peek)))
+        goto done;
+    if (!(sbase = PyDict_GetItemWithError(u[RN_NS], s_sbase_key)) && PyErr_Occurred())
+        goto done;
+    sbase = Py_NewRef(sbase ? sbase : Py_None);
+    if (sbase != Py_None && (past = attr_true(u[RN_NATIVE], s_past_in_c)) < 0)
+        goto done;
+    /* rv32.py spin_reads' first call (it builds core._probe), a probe only Python answers, an unresolved peek */
+    python = probed == Py_None || !past || peek == Py_NotImplemented;
+    if (python || round_cycles(r, i, &t) || !(t_o = PyLong_FromLongLong(t)))
+        goto done;
+    if (!(stamp = sbase == Py_None ? Py_NewRef(Py_None) : round_base(r, i, u)) || !(pc = PyObject_GetAttr(core, s_pc)))
+        goto done;
+    PyObject *pargs[8] = {u[RN_ARG], u[RN_X], pc, stamp, sbase, peek, name, t_o};
+    if (!(res = probe(NULL, pargs, 8)))
+        goto done;
+    if ((python = res == Py_NotImplemented))
+        goto done;
+    PyObject *poll = r->f[RC_POLL_AGAIN];
+    if (res == Py_None) {                   /* no turn back: polled once more, unless already at this loop */
+        PyObject *prev = PyDict_GetItemWithError(poll, name);
+        int other = prev ? PyObject_RichCompareBool(prev, pc, Py_NE) : !PyErr_Occurred();
+        if (other < 0 || (other && PyDict_SetItem(poll, name, pc) < 0))
+            goto done;
+        out = !other;
+        goto done;
+    }
+    int has = PyDict_Contains(poll, name);
+    if (has < 0 || (has && PyDict_DelItem(poll, name) < 0))
+        goto done;
+    PyObject *reads = PyTuple_GET_ITEM(res, 0), *other = PyTuple_GET_ITEM(res, 1);
+    if (other == Py_None) {
+        PyObject *seen = PyTuple_GET_SIZE(res) == 3 ? Py_NewRef(PyTuple_GET_ITEM(res, 2))
+                                                    : PyObject_CallMethodObjArgs(tile, s_peek_words, name, reads, t_o,
+                                                                                 NULL);
+        PyObject *entry = seen ? PyTuple_Pack(2, reads, seen) : NULL;
+        Py_XDECREF(seen);
+        int bad = !entry || PyDict_SetItem(r->f[RC_FROZEN], name, entry) < 0;
+        Py_XDECREF(entry);
+        if (bad || ((has = PyDict_Contains(r->f[RC_THAW_KEY], name)) < 0)
+            || (has && PyDict_DelItem(r->f[RC_THAW_KEY], name) < 0))
+            goto done;
+    } else {
+        int timed = call_true(tile, s_times_its_reads, other);
+        if (timed < 0 || (timed && PySet_Add(r->f[RC_SELF_TIMED], name) < 0))
+            goto done;
+    }
+    out = 1;
+done:
+    Py_XDECREF(probed);
+    Py_XDECREF(peek);
+    Py_XDECREF(sbase);
+    Py_XDECREF(stamp);
+    Py_XDECREF(t_o);
+    Py_XDECREF(pc);
+    Py_XDECREF(res);
+    return python && !PyErr_Occurred() ? call_true(tile, s_freeze, name) : out;
+}
+
+/* Tile._tensix_busy: a thread with words in its FIFO, MOP expander or ready queue (frontend.py thread_idle, read
+ * here where the Tensix's is that method, else asked); 1 / 0, -1 with an error set */
+static int round_busy(const round_ctx *r) {
+    PyObject *plain = r->f[RC_IDLE], *tensix = r->f[RC_TENSIX];
+    if (plain == Py_None) {
+        for (long t = 0; t < 3; t++) {
+            PyObject *t_o = PyLong_FromLong(t);
+            int idle = t_o ? call_true(tensix, s_thread_idle, t_o) : -1;
+            Py_XDECREF(t_o);
+            if (idle <= 0)
+                return idle < 0 ? -1 : 1;
+        }
+        return 0;
+    }
+    PyObject *threads = PyObject_GetAttr(plain, s_threads);
+    int busy = threads ? 0 : -1;
+    PyObject *const names[3] = {s_fifo, s_mop_out, s_ready};
+    for (Py_ssize_t t = 0; busy == 0 && t < 3; t++) {
+        PyObject *th = PySequence_GetItem(threads, t);
+        for (int k = 0; th && busy == 0 && k < 3; k++)
+            busy = attr_true(th, names[k]);
+        if (!th)
+            busy = -1;
+        Py_XDECREF(th);
+    }
+    Py_XDECREF(threads);
+    return busy;
+}
+
+/* one core's turn of the round (_round's loop body) for core i: *riscv and *progress grow, spinners may get its name;
+ * 0, or -1 with an error set */
+static int round_turn(const round_ctx *r, Py_ssize_t i, long long left, long long quantum, long long *riscv,
+                      long long *progress, PyObject *spinners) {
+    PyObject *name = PyTuple_GET_ITEM(r->f[RC_NAMES], i), *core = PyTuple_GET_ITEM(r->f[RC_CORES], i);
+    long long reset, bit = PyLong_AsLongLong(PyTuple_GET_ITEM(r->f[RC_BITS], i));
+    if ((bit == -1 && PyErr_Occurred()) || attr_ll(r->f[RC_TILE], s_soft_reset, &reset))
+        return -1;
+    if (reset & bit)
+        return 0;
+    int parked = attr_true(core, s_parked), frozen;
+    PyObject *fault = parked == 0 ? PyDict_GetItemWithError(r->f[RC_FAULT], name) : NULL;
+    int faulted = fault ? PyObject_IsTrue(fault) : -1;
+    if (parked || faulted) {
+        if (!fault && parked == 0 && !PyErr_Occurred())
+            PyErr_SetObject(PyExc_KeyError, name);
+        return parked > 0 || faulted > 0 ? 0 : -1;
+    }
+    if ((frozen = PyDict_Contains(r->f[RC_FROZEN], name)) < 0)
+        return -1;
+    if (frozen) {
+        int thawed = round_thaw(r, i);
+        if (thawed <= 0)
+            return thawed < 0 ? -1 : PyList_Append(spinners, name);
+    }
+    if (PyDict_SetItem(r->f[RC_WAIT], name, s_empty) < 0 || PySet_Discard(r->f[RC_SELF_TIMED], name) < 0)
+        return -1;
+    PyObject *pops = PyDict_GetItemWithError(r->f[RC_POPS], name);
+    if (!pops && PyErr_Occurred())
+        return -1;
+    pops = Py_NewRef(pops ? pops : Py_None);
+    long long n, budget = left - *riscv < quantum ? left - *riscv : quantum;
+    if (round_quantum(r, i, budget, &n)) {
+        Py_DECREF(pops);
+        return round_failed(r, name);
+    }
+    *riscv += n;
+    int spinning = attr_true(core, s_spinning), frz = 0;
+    if (spinning > 0) {
+        PyObject *now = PyDict_GetItemWithError(r->f[RC_POPS], name);
+        int moved = now || !PyErr_Occurred() ? PyObject_RichCompareBool(pops, now ? now : Py_None, Py_NE) : -1;
+        if (moved < 0 || (moved && PyObject_SetAttr(core, s_spinning, Py_False) < 0))
+            spinning = -1;
+        else if (moved)
+            spinning = 0;       /* a store-free loop that pops a mailbox changes state: not a spin */
+    }
+    Py_DECREF(pops);
+    if (spinning < 0 || (spinning && (frz = round_freeze(r, i)) < 0))
+        return -1;
+    if (frz) {
+        if (PyList_Append(spinners, name) < 0 || PyDict_SetItem(r->f[RC_WAIT], name, r->f[RC_SPINNING]) < 0)
+            return -1;
+    } else {
+        *progress += n;
+        PyObject *poll = r->f[RC_POLL_AGAIN];
+        int has = !spinning && PyDict_GET_SIZE(poll) ? PyDict_Contains(poll, name) : 0;
+        if (has < 0 || (has && PyDict_DelItem(poll, name) < 0))
+            return -1;
+    }
+    int busy = round_busy(r);
+    if (busy > 0) {
+        PyObject *res = PyObject_CallMethodNoArgs(r->f[RC_TENSIX], s_step);
+        Py_XDECREF(res);
+        busy = res ? 0 : -1;
+    }
+    return busy;
+}
+
+/* the context's runners: one per core, None or a tuple of RN_FIELDS whose registers are a list of 32 and namespace a
+ * dict (regs_in and the look-ups below rely on it) */
+static int runners_ok(const round_ctx *r) {
+    PyObject *runners = r->f[RC_RUNNERS];
+    if (!PyTuple_Check(runners) || PyTuple_GET_SIZE(runners) != r->n_cores)
+        return 0;
+    for (Py_ssize_t i = 0; i < r->n_cores; i++) {
+        PyObject *u = PyTuple_GET_ITEM(runners, i);
+        if (u != Py_None && (!PyTuple_Check(u) || PyTuple_GET_SIZE(u) != RN_FIELDS
+                             || !PyDict_Check(PyTuple_GET_ITEM(u, RN_NS)) || !PyList_Check(PyTuple_GET_ITEM(u, RN_X))))
+            return 0;
+    }
+    return 1;
+}
+
+/* the context tuple into *r; 0, or -1 with an error set */
+static int round_ctx_from(PyObject *ctx, round_ctx *r) {
+    if (!PyTuple_Check(ctx) || PyTuple_GET_SIZE(ctx) != RC_FIELDS) {
+        PyErr_SetString(PyExc_TypeError, "round: a context of the wrong shape");
+        return -1;
+    }
+    r->f = &PyTuple_GET_ITEM(ctx, 0);
+    r->n_cores = PyTuple_Check(r->f[RC_NAMES]) ? PyTuple_GET_SIZE(r->f[RC_NAMES]) : -1;
+    if (r->n_cores < 0 || r->n_cores > ROUND_MAX_CORES || !PyTuple_Check(r->f[RC_CORES])
+        || PyTuple_GET_SIZE(r->f[RC_CORES]) != r->n_cores || !PyTuple_Check(r->f[RC_BITS])
+        || PyTuple_GET_SIZE(r->f[RC_BITS]) != r->n_cores || !PyDict_Check(r->f[RC_FROZEN])
+        || !PyDict_Check(r->f[RC_FAULT]) || !PyDict_Check(r->f[RC_WAIT]) || !PySet_Check(r->f[RC_SELF_TIMED])
+        || !PyDict_Check(r->f[RC_POPS]) || !PyDict_Check(r->f[RC_STALL]) || !PyDict_Check(r->f[RC_TBASE])
+        || !PyDict_Check(r->f[RC_POLL_AGAIN]) || !PyDict_Check(r->f[RC_THAW_KEY]) || !PyDict_Check(r->f[RC_REG_PEEKS])
+        || !runners_ok(r)) {
+        PyErr_SetString(PyExc_TypeError, "round: a context of the wrong shape");
+        return -1;
+    }
+    r->quantum = PyLong_AsLongLong(r->f[RC_QUANTUM]);
+    if ((r->probe_at = PyObject_IsTrue(r->f[RC_PROBE_AT])) < 0 || (r->latency = PyObject_IsTrue(r->f[RC_LATENCY])) < 0
+        || (r->mmio_exits = PyObject_IsTrue(r->f[RC_MMIO_EXITS])) < 0
+        || (r->direct_push = PyObject_IsTrue(r->f[RC_DIRECT_PUSH])) < 0
+        || (r->probe_native = PyObject_IsTrue(r->f[RC_PROBE_NATIVE])) < 0
+        || (r->joined_runs = PyObject_IsTrue(r->f[RC_JOINED_RUNS])) < 0 || PyErr_Occurred())
+        return -1;
+    return 0;
+}
+
+/* Tile._round(left): *riscv and *progress, and the spinners (a new list), or NULL with an error set */
+static PyObject *one_round(const round_ctx *r, long long left, long long *riscv, long long *progress) {
+    /* least advanced first (sorted by Tile.cycles: stable, so ties keep the tile's order of cores) */
+    long long cycles[ROUND_MAX_CORES];
+    Py_ssize_t order[ROUND_MAX_CORES];
+    for (Py_ssize_t i = 0; i < r->n_cores; i++) {
+        if (round_cycles(r, i, &cycles[i]))
+            return NULL;
+        Py_ssize_t k = i;
+        for (; k > 0 && cycles[order[k - 1]] > cycles[i]; k--)
+            order[k] = order[k - 1];
+        order[k] = i;
+    }
+    *riscv = *progress = 0;
+    PyObject *spinners = PyList_New(0);
+    for (Py_ssize_t k = 0; spinners && k < r->n_cores && *riscv < left; k++)
+        if (round_turn(r, order[k], left, r->quantum, riscv, progress, spinners))
+            Py_CLEAR(spinners);
+    return spinners;
+}
+
+/* the Tensix's instructions per thread (tensix.instructions: 3 ints) into v; 0, or -1 with an error set */
+static int tensix_counts(const round_ctx *r, long long v[3]) {
+    PyObject *l = PyObject_GetAttr(r->f[RC_TENSIX], s_instructions);
+    int bad = !l;
+    for (Py_ssize_t t = 0; !bad && t < 3; t++) {
+        PyObject *o = PySequence_GetItem(l, t);
+        v[t] = o ? PyLong_AsLongLong(o) : -1;
+        bad = !o || (v[t] == -1 && PyErr_Occurred());
+        Py_XDECREF(o);
+    }
+    Py_XDECREF(l);
+    return bad ? -1 : 0;
+}
+
+/* Tile._advance_clock: the tile's clock to the latest cycle of a core out of reset and of the Tensix's threads (its
+ * cycle model's clock); 0, or -1 with an error set */
+static int round_advance(const round_ctx *r) {
+    PyObject *tile = r->f[RC_TILE];
+    long long c, held;
+    if (attr_ll(tile, s_clock, &c) || attr_ll(tile, s_soft_reset, &held))
+        return -1;
+    for (Py_ssize_t i = 0; i < r->n_cores; i++) {
+        long long bit = PyLong_AsLongLong(PyTuple_GET_ITEM(r->f[RC_BITS], i)), t;
+        if (bit == -1 && PyErr_Occurred())
+            return -1;
+        if (held & bit)
+            continue;
+        if (round_cycles(r, i, &t))
+            return -1;
+        if (t > c)
+            c = t;
+    }
+    PyObject *tm = PyObject_GetAttr(r->f[RC_TENSIX], s_tm), *clock = NULL;     /* (getattr(tensix, "tm", None)) */
+    if (!tm) {
+        if (!PyErr_ExceptionMatches(PyExc_AttributeError))
+            return -1;
+        PyErr_Clear();
+    }
+    if (tm && tm != Py_None) {
+        Py_ssize_t n = (clock = PyObject_GetAttr(tm, s_clock)) ? PySequence_Length(clock) : -1;
+        for (Py_ssize_t t = 0; n >= 0 && t < n; t++) {
+            PyObject *o = PySequence_GetItem(clock, t);
+            long long v = o ? PyLong_AsLongLong(o) : -1;
+            if (!o || (v == -1 && PyErr_Occurred()))
+                n = -1;
+            else if (v > c)
+                c = v;
+            Py_XDECREF(o);
+        }
+        Py_XDECREF(clock);
+        if (n < 0) {
+            Py_DECREF(tm);
+            return -1;
+        }
+    }
+    Py_XDECREF(tm);
+    PyObject *c_o = PyLong_FromLongLong(c);
+    int bad = !c_o || PyObject_SetAttr(tile, s_clock, c_o) < 0;
+    Py_XDECREF(c_o);
+    return bad ? -1 : 0;
+}
+
+/* Whether Tile._catch_up(spinners) has a core to move: some spinner neither frozen nor timed by its reads, in the
+ * timed mode (it returns at once otherwise); 1 / 0, -1 with an error set */
+static int untimed_spinners(const round_ctx *r, PyObject *spinners) {
+    if (!r->latency)
+        return 0;
+    for (Py_ssize_t k = 0; k < PyList_GET_SIZE(spinners); k++) {
+        PyObject *name = PyList_GET_ITEM(spinners, k);
+        int frozen = PyDict_Contains(r->f[RC_FROZEN], name);
+        int timed = frozen ? frozen : PySet_Contains(r->f[RC_SELF_TIMED], name);
+        if (timed <= 0)
+            return timed < 0 ? -1 : 1;
+    }
+    return 0;
+}
+
+/* run(context, max_instructions) -> the instructions retired: tile.py Tile.run's loop of rounds, each one_round
+ * (_round), the Tensix stepped while busy, the spinners caught up (_catch_up, asked where it has one to move), the
+ * clock advanced; a round where nothing progressed ends it through Tile._nothing_progressed. */
+static PyObject *round_loop(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    round_ctx r;
+    long long max_instructions = nargs == 2 ? PyLong_AsLongLong(args[1]) : 0, total = 0;
+    if (nargs != 2 || PyErr_Occurred()) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "run_rounds(context: Tile._native_rounds' tuple, max_instructions)");
+        return NULL;
+    }
+    if (round_ctx_from(args[0], &r))
+        return NULL;
+    while (total < max_instructions) {
+        long long before[3], after[3], riscv, progress, tensix = 0;
+        PyObject *spinners = tensix_counts(&r, before) ? NULL : one_round(&r, max_instructions - total, &riscv,
+                                                                          &progress);
+        if (!spinners)
+            return NULL;
+        int busy = round_busy(&r), bad = busy < 0;
+        if (busy > 0) {
+            PyObject *res = PyObject_CallMethodNoArgs(r.f[RC_TENSIX], s_step);
+            bad = !res;
+            Py_XDECREF(res);
+        }
+        if (!bad && !(bad = tensix_counts(&r, after)))
+            for (int t = 0; t < 3; t++)
+                tensix |= after[t] - before[t], total += after[t] - before[t];
+        total += riscv;
+        int loose = bad ? -1 : untimed_spinners(&r, spinners);
+        bad = loose < 0;
+        if (loose > 0) {
+            PyObject *res = PyObject_CallMethodOneArg(r.f[RC_TILE], s_catch_up, spinners);
+            bad = !res;
+            Py_XDECREF(res);
+        }
+        bad = bad || round_advance(&r);
+        if (!bad && progress == 0 && !tensix) {       /* everyone parked, spinning, in reset or blocked */
+            PyObject *res = PyObject_CallMethodOneArg(r.f[RC_TILE], s_nothing_progressed, spinners);
+            bad = !res;
+            Py_XDECREF(res);
+            Py_DECREF(spinners);
+            if (bad)
+                return NULL;
+            break;
+        }
+        Py_DECREF(spinners);
+        if (bad)
+            return NULL;
+    }
+    return PyLong_FromLongLong(total);
+}
+
 static PyMethodDef methods[] = {
     {"l1_at", (PyCFunction)(void (*)(void))l1_at, METH_FASTCALL,
      "l1_at(write log address, addr, n, cycle): L1 bytes as they were at cycle, None if the log cannot tell"},
@@ -1788,6 +2443,8 @@ static PyMethodDef methods[] = {
     {"run", (PyCFunction)(void (*)(void))run, METH_FASTCALL,
      "run(state address, bus calls, direct push, NIU loads, sends): the core runs until its budget, a spin, parking, "
      "a stall or a hand-back"},
+    {"run_rounds", (PyCFunction)(void (*)(void))round_loop, METH_FASTCALL,
+     "run_rounds(context, max_instructions): tile.py Tile.run's rounds in one call: the instructions retired"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1806,6 +2463,37 @@ PyMODINIT_FUNC PyInit_rv32_native(void) {
         || !(s_sem_max = PyUnicode_InternFromString("sem_max")) || !(s_strict = PyUnicode_InternFromString("strict"))
         || !(s_tm = PyUnicode_InternFromString("tm")) || !(s_event_t = PyUnicode_InternFromString("event_t"))
         || !(s_popleft = PyUnicode_InternFromString("popleft")) || !(s_append = PyUnicode_InternFromString("append"))
+        || !(s_instret = PyUnicode_InternFromString("instret"))
+        || !(s_parked = PyUnicode_InternFromString("parked"))
+        || !(s_spinning = PyUnicode_InternFromString("spinning"))
+        || !(s_soft_reset = PyUnicode_InternFromString("soft_reset"))
+        || !(s_python_quanta = PyUnicode_InternFromString("python_quanta"))
+        || !(s_pc = PyUnicode_InternFromString("pc"))
+        || !(s_past_in_c = PyUnicode_InternFromString("past_in_c"))
+        || !(s_calls = PyUnicode_InternFromString("calls"))
+        || !(s_bus_calls = PyUnicode_InternFromString("_bus_calls"))
+        || !(s_resume = PyUnicode_InternFromString("resume"))
+        || !(s_run = PyUnicode_InternFromString("run"))
+        || !(s_thaw_m = PyUnicode_InternFromString("_thaw"))
+        || !(s_thaw_in_python = PyUnicode_InternFromString("_thaw_in_python"))
+        || !(s_freeze = PyUnicode_InternFromString("_freeze"))
+        || !(s_probe_attr = PyUnicode_InternFromString("_probe"))
+        || !(s_peek = PyUnicode_InternFromString("peek"))
+        || !(s_peek_words = PyUnicode_InternFromString("_peek_words"))
+        || !(s_times_its_reads = PyUnicode_InternFromString("_times_its_reads"))
+        || !(s_core_failed = PyUnicode_InternFromString("_core_failed"))
+        || !(s_threads = PyUnicode_InternFromString("threads"))
+        || !(s_fifo = PyUnicode_InternFromString("fifo"))
+        || !(s_mop_out = PyUnicode_InternFromString("mop_out"))
+        || !(s_ready = PyUnicode_InternFromString("ready"))
+        || !(s_step = PyUnicode_InternFromString("step"))
+        || !(s_empty = PyUnicode_InternFromString(""))
+        || !(s_pushm_key = PyUnicode_InternFromString("PUSHM"))
+        || !(s_past_key = PyUnicode_InternFromString("PAST"))
+        || !(s_sbase_key = PyUnicode_InternFromString("SBASE"))
+        || !(s_instructions = PyUnicode_InternFromString("instructions"))
+        || !(s_clock = PyUnicode_InternFromString("clock")) || !(s_catch_up = PyUnicode_InternFromString("_catch_up"))
+        || !(s_nothing_progressed = PyUnicode_InternFromString("_nothing_progressed"))
         || !(four = PyLong_FromLong(4)) || !(zero = PyLong_FromLong(0)))
         return NULL;
     return PyModule_Create(&module);

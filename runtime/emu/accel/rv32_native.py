@@ -136,6 +136,13 @@ def _load() -> tuple[object | None, str]:
     return (mod.run if mod is not None else None), why
 
 
+def rounds_fn():
+    """rv32_native.c run_rounds (tile.py Tile.run's rounds in one C call), or None without the C part or with the
+    cores kept on the Python path (TT_RV32_NATIVE=0)."""
+    mod = _built()[0] if enabled() else None
+    return mod.run_rounds if mod is not None else None
+
+
 def status() -> str:
     """Which path runs the RISC-V cores, for `python -m tt_backend info`."""
     if not enabled():
@@ -178,7 +185,7 @@ class LogLookups:
         arrays = (stamps, log, count, head, prev)
         assert l1.flags.c_contiguous and all(a.dtype == np.uint64 and a.flags.c_contiguous for a in arrays)
         self._ptrs = np.array([a.ctypes.data for a in (l1, *arrays)], np.uint64)   # rv32_native.c write_log
-        arg = int(self._ptrs.ctypes.data)
+        self.arg = arg = int(self._ptrs.ctypes.data)    # (rv32_native.c run_rounds' thaw reads it)
         l1_at, first, peek, thaw = fns
         self.l1_at = functools.partial(l1_at, arg)                    # (addr, n, cycle) -> bytes | None
         self.first_write_after = functools.partial(first, arg)        # (addr, cycle) -> int | None
@@ -281,14 +288,21 @@ class NativeRun:
         if self.python_quanta:
             self.python_quanta -= 1
             return core.run_blocks(budget)
+        core.spinning = False
+        causal = "PAST" in core._ns and self.stamps is not None
+        multi = (MULTI_JOIN if JOINED_RUNS_NATIVE else MULTI_BLOCK) if "PUSHM" in core._ns else MULTI_OFF
+        self.begin(self.arg, core.x, core.pc, min(max(budget, 0), BUDGET_CAP), multi,
+                   (CAUSAL_IN_C if self.past_in_c else CAUSAL_HAND_BACK) if causal else CAUSAL_OFF)
+        return self.resume(None)
+
+    def resume(self, why: int | None) -> int:
+        """run() from begin() on: the C part's calls, each hand-back's piece, the quantum's end. `why`: what the C
+        part's first call returned when a caller made it (rv32_native.c run_rounds: RV_PYTHON), None to make it here."""
+        core = self.core
         handbacks = 0
         S, x, fn, arg = self.words, core.x, self.fn, self.arg
-        core.spinning = False
         base, t0, ns = core.stamp_base, self.t0, core._ns
         causal = "PAST" in ns and self.stamps is not None
-        multi = (MULTI_JOIN if JOINED_RUNS_NATIVE else MULTI_BLOCK) if "PUSHM" in ns else MULTI_OFF
-        self.begin(arg, x, core.pc, min(max(budget, 0), BUDGET_CAP), multi,
-                   (CAUSAL_IN_C if self.past_in_c else CAUSAL_HAND_BACK) if causal else CAUSAL_OFF)
         calls = direct = niu_loads = niu_sends = None
         if MMIO_EXITS:          # rv32_native.c bus_calls
             calls = self.calls or self._bus_calls()
@@ -297,6 +311,22 @@ class NativeRun:
                 niu_loads, niu_sends = self.niu_loads, self.niu_sends
         try:
             while True:
+                if why is not None:
+                    if why != RV_PYTHON:
+                        break
+                    pc, n, done = S[PC], S[EXIT_N], S[DONE]
+                    handbacks += 1
+                    piece, loaded, dirty = core.piece(pc, n)
+                    for r in loaded:
+                        x[r] = S[X + r]
+                    try:
+                        S[PC] = piece(done)
+                    except Stall:          # retried by the next run(): the instructions before the culprit retired
+                        S[PC], S[DONE] = core.pc, done + ((core.pc - pc) >> 2)
+                        break
+                    for r in dirty:
+                        S[X + r] = x[r]
+                    S[DONE], S[IN_BLOCK] = done + n, S[IN_BLOCK] + n
                 if base is not None:
                     t0[0] = b = base()  # a piece may have stalled the core: the stores after it are that much later
                     if causal:
@@ -307,21 +337,6 @@ class NativeRun:
                 except BaseException:
                     core.pc = S[PC]     # a bus call C made raised: pc and done name the culprit
                     raise
-                if why != RV_PYTHON:
-                    break
-                pc, n, done = S[PC], S[EXIT_N], S[DONE]
-                handbacks += 1
-                piece, loaded, dirty = core.piece(pc, n)
-                for r in loaded:
-                    x[r] = S[X + r]
-                try:
-                    S[PC] = piece(done)
-                except Stall:          # retried by the next run(): the instructions before the culprit retired
-                    S[PC], S[DONE] = core.pc, done + ((core.pc - pc) >> 2)
-                    break
-                for r in dirty:
-                    S[X + r] = x[r]
-                S[DONE], S[IN_BLOCK] = done + n, S[IN_BLOCK] + n
         except BaseException:          # core.pc names the culprit (the piece's handler or block_source set it)
             core.instret += S[DONE] + ((core.pc - S[PC]) >> 2)
             core.pos = 0
