@@ -239,13 +239,27 @@ def test_push_runs_joined_across_block_starts_match_python(chunk, monkeypatch):
 def test_tile_long_joined_runs_identical(monkeypatch):
     """The tile_long row (a 171-word SFPU body pushed per row step through the Tensix's push_many, TTSync per tile)
     with its runs joined across block starts and cut there: the same cycles, Tensix cycles and instructions, RISC-V
-    instructions and Dst checksum; joined, the body goes in one push_many call."""
-    results, runs = {}, []
+    instructions and Dst checksum; joined, the body goes in one push_many call. The runs are counted where they
+    reach the Tensix: C's direct_many (the tile's own pusher stays registered, so C takes that path, as in a real
+    launch) or the pusher, where C hands a run to it."""
+    results, runs, via = {}, [], {"C": 0, "pusher": 0}
     multi = Tile._multi_pusher
 
     def counted(self, who):
         push = multi(self, who)
-        return lambda pos, words: runs.append(len(words)) or push(pos, words)
+        many = self._many_pushers[who][1]
+
+        def pusher(pos, words):
+            via["pusher"] += 1
+            runs.append(len(words))
+            return push(pos, words)
+
+        def counted_many(thread, words, t):
+            via["C"] += 1
+            runs.append(len(words))
+            return many(thread, words, t)
+        self._many_pushers[who] = pusher, counted_many
+        return pusher
     monkeypatch.setattr(Tile, "_multi_pusher", counted)
     for joined in (True, False):
         monkeypatch.setattr(rv32_native, "JOINED_RUNS_NATIVE", joined)
@@ -254,6 +268,7 @@ def test_tile_long_joined_runs_identical(monkeypatch):
         results[joined] = {k: v for k, v in r.items() if k not in ("seconds", "per_second", "vs_ttsim")}
         assert max(runs) == (len(bench.LONG_BODY) if joined else rv32.MAX_BLOCK)
     assert results[True] == results[False]
+    assert via["C"] > 0 and via["pusher"] == 0, via
 
 
 @pytest.mark.parametrize("effect", IMPURE)

@@ -365,7 +365,7 @@ static int direct_many(rv_state *s, const bus_calls *c, direct_push *d, PyObject
                        uint32_t *sub) {
     long long stall, j = 0, next;
     *sub = 0;
-    if (stall_of(d, &stall))
+    if (stall_of(d, &stall) || PyObject_SetAttr(c->core, s_sub, zero) < 0)    /* as push_python before PUSHM */
         return -1;
     long long t = d->base + stall + s->done + k;   /* the pusher's tbase + instret + stall + pos of words[k] */
     PyObject *run = PyTuple_GetSlice(words, k, m), *t_o = run ? PyLong_FromLongLong(t) : NULL, *r = NULL;
