@@ -160,6 +160,8 @@ class Tensix(FpuBatchMixin, DeferralMixin, DirectIssueMixin, MopBatchMixin, Fron
             self._decoded[w] = d
         return d
 
+    reference_decode = decode     # what a class-level spy on decode leaves behind (DirectIssueMixin.never_plain_ops)
+
     def drain(self, t: int) -> int:
         """_drain, recording the data effect of back-to-back MVMULs and executing them at once (accel/fpu_batch.py)
         before any other instruction and when it returns, unless a pushed MVMUL run records already. A thread whose

@@ -946,7 +946,8 @@ def test_kept_runs_follow_l1(monkeypatch):
 def test_never_plain_ops_have_no_facts():
     """The opcodes whose facts look-up C skips (DirectIssueMixin.never_plain_ops) against _plain_facts, the reference:
     no word of such an opcode (random fields, all-zero and all-one fields) has plain_run's facts, while most other
-    opcodes' words do (so the table is no blanket); a spied _plain_facts gives no table."""
+    opcodes' words do (so the table is no blanket); a spied _plain_facts, or decode spied on the class, gives no
+    table."""
     tx = Tile().tensix
     never = tx.never_plain_ops()
     assert len(never) == 256
@@ -959,6 +960,10 @@ def test_never_plain_ops_have_no_facts():
             assert facts == [None] * len(words), hex(op)
         with_facts += any(f is not None for f in facts)
     assert 0 < sum(never) < 256 - 40 and with_facts > 40
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(type(tx), "decode", lambda self, w: type(tx).reference_decode(self, w))
+        assert tx.never_plain_ops() is None
+    assert tx.never_plain_ops() == never
     tx._plain_facts = lambda word: None
     assert tx.never_plain_ops() is None
 

@@ -155,10 +155,12 @@ class DirectIssueMixin:
     def never_plain_ops(self) -> bytes | None:
         """Per opcode, 1 where no word of it ever has plain_run's facts (_plain_facts is None for the expanders' words,
         SFPU words and unknown opcodes), so that a caller in C may skip its look-up of such a word's facts
-        (rv32_native.c plain_takes); None where _plain_facts, _direct_info or decode is not the class's own (a spy),
-        whose answers this cannot know."""
+        (rv32_native.c plain_takes); None where _plain_facts, _direct_info or decode is not the class's own (a spy on
+        the instance or the class when the tile is built), whose answers this cannot know."""
+        cls = type(self)
         if any(n in self.__dict__ for n in ("_plain_facts", "_direct_info", "decode")) or any(
-                getattr(type(self), n) is not getattr(DirectIssueMixin, n) for n in ("_plain_facts", "_direct_info")):
+                getattr(cls, n) is not getattr(DirectIssueMixin, n) for n in ("_plain_facts", "_direct_info")) \
+                or getattr(cls, "decode", None) is not getattr(cls, "reference_decode", None):
             return None
         return bytes(op in _EXPANDER_OPS or op not in OPCODES or OPCODES[op].unit == "sfpu" for op in range(256))
 
