@@ -91,7 +91,19 @@ static PyObject *configure(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
-static inline int get_ll(PyObject *o, const char *what, long long *out) {
+/* get_ll's general case: any int (PyLong_AsLongLong), a TypeError naming `what` otherwise */
+static int get_ll_slow(PyObject *o, const char *what, long long *out) {
+    *out = PyLong_AsLongLong(o);
+    if (*out == -1 && PyErr_Occurred()) {
+        PyErr_Format(PyExc_TypeError, "sfpu_issue: %s is not an integer", what);
+        return -1;
+    }
+    return 0;
+}
+
+/* *out = the int o, 0; -1 with a TypeError naming `what`. The small int read in line at every call (gcc kept the whole
+ * function out of line: ~24 instructions a call, three a pushed word in push_fast alone), the rest out of line. */
+__attribute__((always_inline)) static inline int get_ll(PyObject *o, const char *what, long long *out) {
     if (PyLong_CheckExact(o)) {     /* cycles, words, config words read here: before 3.12 an int of at most two
                                      * 30-bit digits, from 3.12 a compact (one-digit) int */
 #if PY_VERSION_HEX >= 0x030C0000
@@ -113,12 +125,7 @@ static inline int get_ll(PyObject *o, const char *what, long long *out) {
         }
 #endif
     }
-    *out = PyLong_AsLongLong(o);
-    if (*out == -1 && PyErr_Occurred()) {
-        PyErr_Format(PyExc_TypeError, "sfpu_issue: %s is not an integer", what);
-        return -1;
-    }
-    return 0;
+    return get_ll_slow(o, what, out);
 }
 
 static int attr_ll(PyObject *o, PyObject *name, long long *out) {
@@ -345,7 +352,7 @@ static int timing_slots(PyObject *st) {
     return 0;
 }
 
-static inline int slot_ll(PyObject *st, int k, long long *out) {
+__attribute__((always_inline)) static inline int slot_ll(PyObject *st, int k, long long *out) {
     char *p = (char *)st + timing_off[k];
     if (timing_kind[k] != T_OBJECT_EX) {
         *out = timing_kind[k] == T_BOOL ? *p : *(long long *)p;
