@@ -183,12 +183,14 @@ static int queue_busy(PyObject *q) {
 }
 
 /* push()'s result, the int v, for push_fast: the cycle a word was accepted at grows from one push to the next (no
- * value repeats to cache), and a caller that drops it (the bench's and tile.py's pushers) left a new int to allocate
+ * value repeats to cache), and a caller that drops it at once (bench emu's sfpu_long loop) left a new int to allocate
  * and free per word, ~75 instructions of ~3k. Where the int this returned last is held by nothing else (its only
  * reference is this cache's) and v fits its one 30-bit digit, that object is given v and returned again: no one can
  * see the change. Otherwise (held by a caller, a small int, another size, CPython 3.12's int layout) a new int.
  * A new reference; NULL with an error set. */
+#if PY_VERSION_HEX < 0x030C0000
 static PyObject *reused_int;
+#endif
 static PyObject *result_int(long long v) {
 #if PY_VERSION_HEX < 0x030C0000
     if (v > 256 && v < (1LL << PyLong_SHIFT)) {
