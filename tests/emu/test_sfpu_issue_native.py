@@ -776,37 +776,6 @@ def test_push_memo_identical(monkeypatch):
     assert _long_pushes(True, False, monkeypatch) == on
 
 
-def _dropped_results(memo: bool, monkeypatch) -> tuple[list, list, list]:
-    """The long body's words pushed one at a time as the bench pushes them, most results dropped at once (their values
-    kept as text, which holds no reference to the int) and every 7th held: (the values in order, the held ints, the
-    values they had when returned)."""
-    monkeypatch.setattr(sfpu_issue_native, "PUSH_MEMO_NATIVE", memo)
-    tx = Tensix(np.zeros(layout.L1_SIZE, np.uint8), strict=True)
-    tx.dst.write_rows32(0, bench.long_inputs())
-    tx.cfg_write(1, bench.LONG_CFG1)
-    tx.push(1, 0xB21D0002)
-    values, held, held_values = [], [], []
-    for i, w in enumerate(bench.LONG_PROLOGUE + bench.LONG_SETUP + bench.LONG_BODY * 8 + bench.LONG_EPILOGUE):
-        if i % 7 == 3:
-            held.append(tx.push(1, w))
-            held_values.append(str(held[-1]))
-            values.append(held_values[-1])
-        else:
-            values.append(str(tx.push(1, w)))
-    return values, held, held_values
-
-
-def test_push_result_int_reused_only_when_unheld(monkeypatch):
-    """push_fast's result int (push_memo.c's result_int, which gives a dropped result's object the next value): the
-    values pushed results have with the memo on are those of the memo off, and a result a caller still holds keeps
-    its value while later pushes return theirs; the results are past the small ints, where the object is reused."""
-    on, held, held_values = _dropped_results(True, monkeypatch)
-    off, _, _ = _dropped_results(False, monkeypatch)
-    assert on == off and sum(int(v) > 256 for v in on) > len(on) // 2
-    big = [r for r in held if r > 256]                  # (distinct objects: none handed out twice while held)
-    assert [str(r) for r in held] == held_values and len({id(r) for r in big}) == len(big) > 100
-
-
 def test_push_memo_follows_class_and_instance_changes():
     """The memo is not used once the Tensix's class defines one of the attributes it reads (the class's version tag),
     nor after the cycle model or the thread's latch changed; push_one decides as it would without it."""

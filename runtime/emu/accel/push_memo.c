@@ -182,31 +182,6 @@ static int queue_busy(PyObject *q) {
     return PyObject_IsTrue(q);
 }
 
-/* push()'s result, the int v, for push_fast: the cycle a word was accepted at grows from one push to the next (no
- * value repeats to cache), and a caller that drops it at once (bench emu's sfpu_long loop) left a new int to allocate
- * and free per word, ~75 instructions of ~3k. Where the int this returned last is held by nothing else (its only
- * reference is this cache's) and v fits its one 30-bit digit, that object is given v and returned again: no one can
- * see the change. Otherwise (held by a caller, a small int, another size, CPython 3.12's int layout) a new int.
- * A new reference; NULL with an error set. */
-#if PY_VERSION_HEX < 0x030C0000
-static PyObject *reused_int;
-#endif
-static PyObject *result_int(long long v) {
-#if PY_VERSION_HEX < 0x030C0000
-    if (v > 256 && v < (1LL << PyLong_SHIFT)) {
-        if (reused_int && Py_REFCNT(reused_int) == 1 && Py_SIZE(reused_int) == 1) {
-            ((PyLongObject *)reused_int)->ob_digit[0] = (digit)v;
-            return Py_NewRef(reused_int);
-        }
-        PyObject *r = PyLong_FromLongLong(v);
-        if (r)
-            Py_XSETREF(reused_int, Py_NewRef(r));
-        return r;
-    }
-#endif
-    return PyLong_FromLongLong(v);
-}
-
 /* the memo of thread th, where it still describes tx (the checks above), else NULL */
 static push_memo *push_memo_valid(PyObject *tx, long long th) {
     push_memo *m = &push_memos[th];
@@ -305,7 +280,7 @@ static int push_fast(PyObject *tx, long long th, PyObject *thread_o, PyObject *w
         m->tx = NULL;
     m->fl = fl;
     memo_taken++;
-    *result = result_int(io.t - 1);
+    *result = PyLong_FromLongLong(io.t - 1);
     return *result ? 1 : -1;
 }
 
