@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import random
 from collections import deque
-from functools import partial
 
 import numpy as np
 import pytest
@@ -239,48 +238,6 @@ def test_word_memo_identical(monkeypatch):
         monkeypatch.setattr(sfpu_issue_native, "WORD_MEMO_NATIVE", memo)
         rows.append({k: v for k, v in bench.bench_tile_long(2).items() if k not in ("seconds", "per_second", "vs_ttsim")})
     assert rows[0] == rows[1]
-
-
-@pytest.mark.parametrize("strict", [False, True])
-def test_shared_facts_identical(strict, monkeypatch):
-    """Word facts shared by every Tensix (deferral.SHARED_FACTS, TT_EMU_SHARED_FACTS): a Tensix that takes them from
-    the shared table (the second run of a program, the first filled it) has the same trace and the same per-word
-    facts as one that works out its own (off), strict and not (its own key)."""
-    runs = []
-    for shared in (True, False):
-        monkeypatch.setattr(deferral, "SHARED_FACTS", shared)
-        monkeypatch.setattr(deferral, "_SHARED_FACTS", {})
-        for seed in (0, 1, 0):
-            made = []
-            monkeypatch.setattr(Tensix, "__init__", _recording_init(made))
-            trace, _ = _run(seed, strict, True, monkeypatch, entry=True)
-            tx = made[0]
-            runs.append((trace, *(_comparable(dict(d)) for d in (tx._fast, tx._cword, tx._defer_info))))
-        assert bool(deferral._SHARED_FACTS) == shared
-        monkeypatch.undo()
-    assert runs[:3] == runs[3:]
-
-
-def _comparable(x):
-    """x with each functools.partial in it (a word's lane-flag transfer, equal only to itself) as its function and
-    arguments"""
-    if isinstance(x, partial):
-        return x.func, _comparable(x.args), x.keywords
-    if isinstance(x, (tuple, list)):
-        return type(x)(_comparable(v) for v in x)
-    if isinstance(x, dict):
-        return {k: _comparable(v) for k, v in x.items()}
-    return x
-
-
-def _recording_init(made: list):
-    """Tensix.__init__ that also appends the new Tensix to `made`."""
-    init = Tensix.__init__
-
-    def recorded(self, *a, **k):
-        init(self, *a, **k)
-        made.append(self)
-    return recorded
 
 
 def test_push_many_entry_takes_runs(monkeypatch):

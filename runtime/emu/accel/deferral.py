@@ -23,7 +23,6 @@ SFPU issue rule (TensixTiming.issue_sfpu). Mixed into tensix.Tensix.
 """
 from __future__ import annotations
 
-import os
 from functools import partial
 from itertools import islice
 from types import MethodType
@@ -43,13 +42,6 @@ from tt_backend.runtime.emu.tensix_sfpu import resolve_sfpu_mode, sfpu_format_fl
 from tt_backend.runtime.emu.thread_state import ThreadState
 
 DEFER_SFPU = True         # tests turn the deferral off to compare with one-by-one execution
-# _fast_info's answer for a word (its facts, its deferral facts, its C facts) kept for every Tensix of the same class,
-# strictness and SFPU class while DEFER_SFPU stands: a fresh Tensix (each bench row, each test's) worked them out
-# again for each word it met, ~2 us a word (bench emu's sfpu_long: 152 words, 2 % of a launch). They depend on the
-# word and those alone; the objects are shared, as one Tensix shares them between its words' uses (none changes
-# them). TT_EMU_SHARED_FACTS=0: each Tensix works out its own.
-SHARED_FACTS = os.environ.get("TT_EMU_SHARED_FACTS", "1") != "0"
-_SHARED_FACTS: dict[tuple, tuple] = {}
 DQ_MAX = 16384            # deferred instructions before the queue is executed anyway
 DQ_MAX_PERIOD = 2048      # longest body _dq_period looks for
 # With the C part (sfpu_native), fewer repetitions than this run one by one in C rather than as a numpy batch: a batch
@@ -438,33 +430,19 @@ class DeferralMixin:
                 partial(sfpu_batch.flag_transfer, name, fields) if name in FLAG_WRITERS else None)
 
     def _fast_info(self, w: int):
-        key = (w, type(self), self.strict, type(self.raw_sfpu), DEFER_SFPU)
-        facts = _SHARED_FACTS.get(key) if SHARED_FACTS else None
-        if facts is None:
-            facts = self._word_facts(w)
-            if SHARED_FACTS:
-                _SHARED_FACTS[key] = facts
-        fast, d, cword = facts
-        if d is not _UNSET:
-            self._defer_info.setdefault(w, d)     # (as deferral_of leaves it: its first answer kept)
-        if cword is not None:
-            self._cword[w] = cword
-        self._fast[w] = fast
-        return fast
-
-    def _word_facts(self, w: int) -> tuple:
-        """_fast_info's facts of word w worked out: (its facts or None, deferral_of's answer or _UNSET where it was
-        not asked, its C facts or None)."""
         try:
             name, fields, handler, block, reserved, kind, info = self.decode(w)
         except EmuError:
-            return None, _UNSET, None              # (raised in order by drain())
-        if kind != K_SFPU:
-            return None, _UNSET, None
-        d = self.deferral_of(w, name, fields, handler, reserved)
-        if d is None:
-            return None, None, None
-        return (name, fields, d[2], block, info, d[8], d), d, sfpu_issue_native.word_facts(info, block, d)
+            fast = None                            # raised in order by drain()
+        else:
+            fast = None
+            if kind == K_SFPU:
+                d = self.deferral_of(w, name, fields, handler, reserved)
+                if d is not None:
+                    fast = (name, fields, d[2], block, info, d[8], d)
+                    self._cword[w] = sfpu_issue_native.word_facts(info, block, d)
+        self._fast[w] = fast
+        return fast
 
     def defer(self, t: int, th: ThreadState, w: int, d: tuple, block: int, info, was_blocked: bool) -> bool:
         """Issue the SFPU instruction `w` at the head of thread t now and queue its data effect; False (nothing
