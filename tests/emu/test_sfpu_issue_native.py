@@ -223,21 +223,26 @@ def _changed_facts_trace(monkeypatch, memo: bool) -> list:
 def test_word_memo_identical(monkeypatch):
     """The C issue's memo of word facts (cword_rec, TT_EMU_WORD_MEMO_NATIVE): the same trace on and off for the
     random programs, for more distinct words than it holds, for words whose facts the Tensix changed, and the same
-    tile_long row."""
+    tile_long row, strict and not; the memo answers look-ups only where it is on (word_memo_hits)."""
+    hits = sfpu_issue_native._load()[0].word_memo_hits
     assert _changed_facts_trace(monkeypatch, True) == _changed_facts_trace(monkeypatch, False)
-    for seed in range(3):
-        runs = []
+    for seed in range(4):
+        runs, answered = [], []
         for memo in (True, False):
             monkeypatch.setattr(sfpu_issue_native, "WORD_MEMO_NATIVE", memo)
-            runs.append(_run(seed, True, True, monkeypatch, entry=True))
+            before = hits()
+            runs.append(_run(seed, seed % 2 == 0, True, monkeypatch, entry=True))
+            answered.append(hits() - before)
             monkeypatch.undo()
-        assert runs[0] == runs[1]
+        assert runs[0] == runs[1] and answered[0] > 0 and answered[1] == 0, answered
     assert _many_words_trace(monkeypatch, True) == _many_words_trace(monkeypatch, False)
-    rows = []
+    rows, answered = [], []
     for memo in (True, False):
         monkeypatch.setattr(sfpu_issue_native, "WORD_MEMO_NATIVE", memo)
+        before = hits()
         rows.append({k: v for k, v in bench.bench_tile_long(2).items() if k not in ("seconds", "per_second", "vs_ttsim")})
-    assert rows[0] == rows[1]
+        answered.append(hits() - before)
+    assert rows[0] == rows[1] and answered[0] > 1000 and answered[1] == 0, answered
 
 
 def test_push_many_entry_takes_runs(monkeypatch):

@@ -243,6 +243,7 @@ static struct {
     PyObject *d;
     uint64_t v, epoch;              /* (the slots start in epoch 0, the first fill makes it 1) */
     struct { uint64_t epoch; uint32_t w; PyObject *rec; } e[CWORD_MEMO];
+    long long hits;                 /* look-ups the memo answered (word_memo_hits: tests see it used) */
 } cword_memo;
 static int word_memo_on(void);
 
@@ -280,8 +281,10 @@ static PyObject *cword_rec(PyObject *cword, PyObject *word) {
             free = i;
             break;
         }
-        if (cword_memo.e[i].w == w)
+        if (cword_memo.e[i].w == w) {
+            cword_memo.hits++;
             return cword_memo.e[i].rec;
+        }
     }
     PyObject *rec = PyDict_GetItemWithError(cword, word);
     if (rec && free >= 0) {         /* (all four slots taken: not kept) */
@@ -289,6 +292,12 @@ static PyObject *cword_rec(PyObject *cword, PyObject *word) {
         cword_memo.e[free].w = w, cword_memo.e[free].rec = rec;
     }
     return rec;
+}
+
+/* word_memo_hits(): the look-ups cword_rec's memo answered since the module was loaded */
+static PyObject *word_memo_hits(PyObject *self, PyObject *unused) {
+    (void)self, (void)unused;
+    return PyLong_FromLongLong(cword_memo.hits);
 }
 
 /* The deferred queue's entry of word w (rec: its cword record), as push_many / defer build it: (w, name, fields,
@@ -3065,6 +3074,7 @@ static PyMethodDef methods[] = {
     {"push_word", (PyCFunction)(void (*)(void))push_word, METH_FASTCALL, "see its comment"},
     {"push_one", (PyCFunction)(void (*)(void))push_one, METH_FASTCALL, "see its comment"},
     {"push_memo_counts", push_memo_counts, METH_NOARGS, "see push_memo.c"},
+    {"word_memo_hits", word_memo_hits, METH_NOARGS, "look-ups cword_rec's memo answered (tests)"},
     {"push_entry", (PyCFunction)(void (*)(void))push_entry, METH_FASTCALL | METH_KEYWORDS, "see its comment"},
     {"push_many_entry", (PyCFunction)(void (*)(void))push_many_entry, METH_FASTCALL | METH_KEYWORDS,
      "see its comment"},
