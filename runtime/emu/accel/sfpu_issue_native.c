@@ -1512,6 +1512,13 @@ static int plain_record(PyObject *facts, PyObject *w, const char *who, PyObject 
  * an exception set. */
 static int fifo_accept(PyObject *q, long long t, long long *a) {
     *a = t;
+    int rth;
+    ThreadTiming *rs = ring_state(q, &rth);
+    if (rs) {                                           /* (a view of the C state: len(q) and q[0] read directly) */
+        if (rs->taken_len[rth] == depth && ring_oldest(rs, rth) > t)
+            *a = ring_oldest(rs, rth);
+        return 0;
+    }
     Py_ssize_t qlen = PySequence_Size(q);
     if (qlen < 0)
         return -1;
@@ -1528,6 +1535,21 @@ static int fifo_accept(PyObject *q, long long t, long long *a) {
     return 0;
 }
 
+/* q.append(v) for taken[th] (a ring of the C state: pushed directly; a deque: its append): 0, or -1 with an
+ * exception set */
+static int ring_push_ll(PyObject *q, long long v) {
+    int rth;
+    ThreadTiming *rs = ring_state(q, &rth);
+    if (rs) {
+        ring_push(rs, rth, v);
+        return 0;
+    }
+    PyObject *o = PyLong_FromLongLong(v), *r = o ? append_call(q, o) : NULL;
+    Py_XDECREF(o);
+    Py_XDECREF(r);
+    return r ? 0 : -1;
+}
+
 /* TensixTiming.accept then take, for a word pushed at t to thread th (the rows: the cycle model's lists or
  * timing_state.c's views; q: taken[th]). accept (with `accept`): a full FIFO, whose last `depth` words all left after
  * t, holds the push until the oldest left; without it the word was accepted at t and is taken from the FIFO now. take:
@@ -1541,11 +1563,8 @@ static int accept_take(PyObject *clock_l, PyObject *fe_l, PyObject *after_l, PyO
     int after = after_mop_of(after_l, th);
     if (after < 0)
         return -1;
-    PyObject *left = PyLong_FromLongLong(a > clock ? a : clock), *r = left ? append_call(q, left) : NULL;
-    Py_XDECREF(left);
-    if (!r)
+    if (ring_push_ll(q, a > clock ? a : clock))
         return -1;
-    Py_DECREF(r);
     if (after) {                                        /* the MOP transition penalty */
         fe = (fe > clock + 1 ? fe : clock + 1) + mop_penalty;
         if (after_mop_clear(after_l, th) < 0)

@@ -436,6 +436,22 @@ static int row_set_ll(ThreadTiming *s, PyObject *row, Py_ssize_t i, long long v)
     return 0;
 }
 
+/* the C state of the ring q (a view of taken[th], *th set to its thread), or NULL: q is a Python deque
+ * (TT_EMU_TIMING_NATIVE=0). fifo_accept and accept_take then read and push its values directly: through its sequence
+ * methods (PySequence_Size, an int object for q[0], an append method call) each push had cost some 300 x86
+ * instructions (callgrind of elementwise512: 11 M a launch in accept_take). */
+static ThreadTiming *ring_state(PyObject *q, int *th) {
+    if (!Py_IS_TYPE(q, &TakenRing_Type))
+        return NULL;
+    *th = ((TakenRing *)q)->th;
+    return ((TakenRing *)q)->s;
+}
+
+/* the oldest value of thread th's ring (q[0]; the ring is not empty) */
+static long long ring_oldest(const ThreadTiming *s, int th) {
+    return s->taken[th][s->taken_head[th]];
+}
+
 /* first[i] is None: 1, else 0; -1 with an error set */
 static int first_unset(PyObject *first_l, Py_ssize_t i) {
     ThreadTiming *s = row_state(first_l);
