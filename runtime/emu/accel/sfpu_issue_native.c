@@ -1077,26 +1077,30 @@ static void tm_lists_release(tm_lists *l) {
 
 /* The lists of the cycle model whose `clock` list was read last (strong references: that list cannot be freed, so its
  * address names that model): TensixTiming.FIXED binds them once, so the same clock list means the same lists, and a
- * call reads one attribute instead of eight. Only Python lists are kept: a model with its state in C is held by its
- * views (timing_state.c), so keeping them would keep the last Tensix that issued alive after it is dropped. */
+ * call reads one attribute instead of eight. Only Python lists are kept here: a model with its state in C is held by
+ * its views (timing_state.c), so keeping them here would keep the last Tensix that issued alive after it is dropped;
+ * that model keeps its own memo (ThreadTiming.bound, traversed by the garbage collector). */
 static tm_lists tm_memo;
 
 static int tm_lists_get(PyObject *tm, tm_lists *l) {
+    enum { N = sizeof(tm_lists) / sizeof(PyObject *) };
+    ThreadTiming *s = tm_state(tm);
+    PyObject **memo = s ? s->bound : &tm_memo.clock;    /* (the C state keeps its own: ThreadTiming.bound) */
     PyObject *clock = attr_list(tm, s_clock, 3);
-    if (clock && clock == tm_memo.clock) {
+    if (clock && clock == memo[0]) {
         Py_DECREF(clock);
-        PyObject **from = &tm_memo.clock, **to = &l->clock;
-        for (size_t i = 0; i < sizeof(tm_lists) / sizeof(PyObject *); i++)
-            to[i] = Py_NewRef(from[i]);
+        PyObject **to = &l->clock;
+        for (size_t i = 0; i < N; i++)
+            to[i] = Py_NewRef(memo[i]);
         return 0;
     }
     if ((l->clock = clock) && (l->fe = attr_list(tm, s_fe, 3)) && (l->gate = attr_list(tm, s_gate, 3))
         && (l->after_mop = attr_list(tm, s_after_mop, 3)) && (l->first = attr_list(tm, s_first, 3))
         && (l->stalls = attr_list(tm, s_stalls, 3)) && (l->issued = attr_list(tm, s_issued, 3))
         && (l->taken = attr_list(tm, s_taken, 3))) {
-        PyObject **from = &l->clock, **to = &tm_memo.clock;
-        for (size_t i = 0; !tm_state(tm) && i < sizeof(tm_lists) / sizeof(PyObject *); i++)
-            Py_XSETREF(to[i], Py_NewRef(from[i]));
+        PyObject **from = &l->clock;
+        for (size_t i = 0; i < N; i++)
+            Py_XSETREF(memo[i], Py_NewRef(from[i]));
         return 0;
     }
     tm_lists_release(l);
