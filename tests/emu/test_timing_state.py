@@ -216,7 +216,7 @@ def test_matmul_grid_identical(monkeypatch):
 def _full_fifo_push(native: bool, plain_c: bool, monkeypatch) -> tuple:
     """Thread 1's FIFO full when a run of plain words is pushed (its last FIFO_EFFECTIVE_DEPTH departures, oldest
     first 40, 43, ..., all after the push at 10), then a second run: what push_many returns, the state after each,
-    and how many words the C issue (plain_run) took."""
+    and how many words the C issue (plain_run) took; the dropped Tensix's cycle model is collected."""
     _with_state(native, monkeypatch)
     monkeypatch.setattr(direct_tests.direct_issue, "DIRECT_ISSUE", True)
     monkeypatch.setattr(sfpu_issue_native, "PLAIN_ISSUE_NATIVE", plain_c)
@@ -235,6 +235,10 @@ def _full_fifo_push(native: bool, plain_c: bool, monkeypatch) -> tuple:
     for t in (10, 60):
         ret = tx.push_many(1, words, t)
         states.append(direct_tests._snapshot(tx, ret))
+    model = weakref.ref(tx.tm)              # (plain_run's memo of its attributes, tm_lists_get, does not keep it)
+    del tx
+    gc.collect()
+    assert model() is None
     return states, taken[0]
 
 
