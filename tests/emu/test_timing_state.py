@@ -211,3 +211,44 @@ def test_matmul_grid_identical(monkeypatch):
     plan.use_cores(4)
     direct_tests._same_kernel_runs(plan, direct_tests.matmul_arrays(plan), monkeypatch, sfpu_issue_native,
                                    "TIMING_NATIVE")
+
+
+def _full_fifo_push(native: bool, plain_c: bool, monkeypatch) -> tuple:
+    """Thread 1's FIFO full when a run of plain words is pushed (its last FIFO_EFFECTIVE_DEPTH departures, oldest
+    first 40, 43, ..., all after the push at 10), then a second run: what push_many returns, the state after each,
+    and how many words the C issue (plain_run) took; the dropped Tensix's cycle model is collected."""
+    _with_state(native, monkeypatch)
+    monkeypatch.setattr(direct_tests.direct_issue, "DIRECT_ISSUE", True)
+    monkeypatch.setattr(sfpu_issue_native, "PLAIN_ISSUE_NATIVE", plain_c)
+    taken, plain_run = [0], sfpu_issue_native.plain_run
+
+    def counting():
+        run = plain_run()
+        return None if run is None else lambda *a: (lambda r: (taken.__setitem__(0, taken[0] + r[0] - a[2]), r)[1])(
+            run(*a))
+    monkeypatch.setattr(sfpu_issue_native, "plain_run", counting)
+    tx = Tensix(np.zeros(layout.L1_SIZE, np.uint8))
+    for i in range(cycles.FIFO_EFFECTIVE_DEPTH):
+        tx.tm.taken[1].append(40 + 3 * i)
+    words = tuple(isa.encode("SETDMAREG", reg_index_16b=i % 8, set_signals_mode=0, payload=i) for i in range(40))
+    states = []
+    for t in (10, 60):
+        ret = tx.push_many(1, words, t)
+        states.append(direct_tests._snapshot(tx, ret))
+    model = weakref.ref(tx.tm)              # (plain_run's memo of its attributes, tm_lists_get, does not keep it)
+    del tx
+    gc.collect()
+    assert model() is None
+    return states, taken[0]
+
+
+@pytest.mark.skipif(sfpu_issue_native.plain_run() is None, reason=sfpu_issue_native.plain_status())
+def test_full_fifo_accept_identical(monkeypatch):
+    """A full FIFO holding a direct push (TensixTiming.accept: the oldest departure) and the departures appended
+    after it (take), read and pushed directly on the C state's rings by plain_run (fifo_accept, ring_push_ll): the
+    same returns and state as the Python path on lists and deques, the hold really taken."""
+    c_states, c_taken = _full_fifo_push(True, True, monkeypatch)
+    py_states, py_taken = _full_fifo_push(False, False, monkeypatch)
+    assert c_taken == 80 and py_taken == 0
+    assert c_states == py_states
+    assert c_states[0][0] > 40 + 3 * (cycles.FIFO_EFFECTIVE_DEPTH - 1)        # (each push waited for a departure)

@@ -656,11 +656,8 @@ static PyObject *mop_push(PyObject *self, PyObject *const *args, Py_ssize_t narg
     long long clock, fe, a;
     if (!q || list_ll(L.clock, th, &clock) || list_ll(L.fe, th, &fe) || fifo_accept(q, t, &a))
         goto out;
-    PyObject *left = PyLong_FromLongLong(a > clock ? a : clock), *ap = left ? append_call(q, left) : NULL;
-    Py_XDECREF(left);
-    if (!ap)
+    if (ring_push_ll(q, a > clock ? a : clock))
         goto out;
-    Py_DECREF(ap);
     if (set_item_ll(L.fe, th, a > fe ? a : fe) || after_mop_clear(L.after_mop, th) < 0
         || set_attr_ll(thobj, s_batch_skip, 0) < 0)
         goto out;

@@ -1093,26 +1093,30 @@ static void tm_lists_release(tm_lists *l) {
 
 /* The lists of the cycle model whose `clock` list was read last (strong references: that list cannot be freed, so its
  * address names that model): TensixTiming.FIXED binds them once, so the same clock list means the same lists, and a
- * call reads one attribute instead of eight. Only Python lists are kept: a model with its state in C is held by its
- * views (timing_state.c), so keeping them would keep the last Tensix that issued alive after it is dropped. */
+ * call reads one attribute instead of eight. Only Python lists are kept here: a model with its state in C is held by
+ * its views (timing_state.c), so keeping them here would keep the last Tensix that issued alive after it is dropped;
+ * that model keeps its own memo (ThreadTiming.bound, traversed by the garbage collector). */
 static tm_lists tm_memo;
 
 static int tm_lists_get(PyObject *tm, tm_lists *l) {
+    enum { N = sizeof(tm_lists) / sizeof(PyObject *) };
+    ThreadTiming *s = tm_state(tm);
+    PyObject **memo = s ? s->bound : &tm_memo.clock;    /* (the C state keeps its own: ThreadTiming.bound) */
     PyObject *clock = attr_list(tm, s_clock, 3);
-    if (clock && clock == tm_memo.clock) {
+    if (clock && clock == memo[0]) {
         Py_DECREF(clock);
-        PyObject **from = &tm_memo.clock, **to = &l->clock;
-        for (size_t i = 0; i < sizeof(tm_lists) / sizeof(PyObject *); i++)
-            to[i] = Py_NewRef(from[i]);
+        PyObject **to = &l->clock;
+        for (size_t i = 0; i < N; i++)
+            to[i] = Py_NewRef(memo[i]);
         return 0;
     }
     if ((l->clock = clock) && (l->fe = attr_list(tm, s_fe, 3)) && (l->gate = attr_list(tm, s_gate, 3))
         && (l->after_mop = attr_list(tm, s_after_mop, 3)) && (l->first = attr_list(tm, s_first, 3))
         && (l->stalls = attr_list(tm, s_stalls, 3)) && (l->issued = attr_list(tm, s_issued, 3))
         && (l->taken = attr_list(tm, s_taken, 3))) {
-        PyObject **from = &l->clock, **to = &tm_memo.clock;
-        for (size_t i = 0; !tm_state(tm) && i < sizeof(tm_lists) / sizeof(PyObject *); i++)
-            Py_XSETREF(to[i], Py_NewRef(from[i]));
+        PyObject **from = &l->clock;
+        for (size_t i = 0; i < N; i++)
+            Py_XSETREF(memo[i], Py_NewRef(from[i]));
         return 0;
     }
     tm_lists_release(l);
@@ -1528,6 +1532,13 @@ static int plain_record(PyObject *facts, PyObject *w, const char *who, PyObject 
  * an exception set. */
 static int fifo_accept(PyObject *q, long long t, long long *a) {
     *a = t;
+    int rth;
+    ThreadTiming *rs = ring_state(q, &rth);
+    if (rs) {                                           /* (a view of the C state: len(q) and q[0] read directly) */
+        if (rs->taken_len[rth] == depth && ring_oldest(rs, rth) > t)
+            *a = ring_oldest(rs, rth);
+        return 0;
+    }
     Py_ssize_t qlen = PySequence_Size(q);
     if (qlen < 0)
         return -1;
@@ -1544,6 +1555,21 @@ static int fifo_accept(PyObject *q, long long t, long long *a) {
     return 0;
 }
 
+/* q.append(v) for taken[th] (a ring of the C state: pushed directly; a deque: its append): 0, or -1 with an
+ * exception set */
+static int ring_push_ll(PyObject *q, long long v) {
+    int rth;
+    ThreadTiming *rs = ring_state(q, &rth);
+    if (rs) {
+        ring_push(rs, rth, v);
+        return 0;
+    }
+    PyObject *o = PyLong_FromLongLong(v), *r = o ? append_call(q, o) : NULL;
+    Py_XDECREF(o);
+    Py_XDECREF(r);
+    return r ? 0 : -1;
+}
+
 /* TensixTiming.accept then take, for a word pushed at t to thread th (the rows: the cycle model's lists or
  * timing_state.c's views; q: taken[th]). accept (with `accept`): a full FIFO, whose last `depth` words all left after
  * t, holds the push until the oldest left; without it the word was accepted at t and is taken from the FIFO now. take:
@@ -1557,11 +1583,8 @@ static int accept_take(PyObject *clock_l, PyObject *fe_l, PyObject *after_l, PyO
     int after = after_mop_of(after_l, th);
     if (after < 0)
         return -1;
-    PyObject *left = PyLong_FromLongLong(a > clock ? a : clock), *r = left ? append_call(q, left) : NULL;
-    Py_XDECREF(left);
-    if (!r)
+    if (ring_push_ll(q, a > clock ? a : clock))
         return -1;
-    Py_DECREF(r);
     if (after) {                                        /* the MOP transition penalty */
         fe = (fe > clock + 1 ? fe : clock + 1) + mop_penalty;
         if (after_mop_clear(after_l, th) < 0)

@@ -20,6 +20,7 @@
  * declines).
  */
 
+enum { TIMING_BOUND = 8 };
 enum { ROW_CLOCK, ROW_FE, ROW_STALLS, ROW_ISSUED, ROW_FIRST, ROW_AFTER_MOP, ROW_GATE, ROW_UNPACK_BUSY, ROW_WORK_DONE,
        ROW_INSTRUCTIONS, N_ROWS };
 
@@ -33,6 +34,10 @@ typedef struct {
     long long unpack_busy[2], work_done[3];
     long long instructions[3];                         /* the Tensix's words executed per thread */
     long long issue_t;                                 /* the Tensix's issue cycle of the word being executed */
+    /* the attributes of the cycle model plain_run and drain_run read on every call (clock, fe, gate, after_mop,
+     * first, stalls, issued: the views, and taken: the list of rings), as tm_lists_get read them last (strong
+     * references: the model and its views form a cycle the garbage collector sees through timing_traverse) */
+    PyObject *bound[TIMING_BOUND];
 } ThreadTiming;
 
 typedef struct {
@@ -346,6 +351,26 @@ fail:
     return NULL;
 }
 
+static int timing_traverse(PyObject *self, visitproc visit, void *arg) {
+    ThreadTiming *s = (ThreadTiming *)self;
+    for (int i = 0; i < TIMING_BOUND; i++)
+        Py_VISIT(s->bound[i]);
+    return 0;
+}
+
+static int timing_clear(PyObject *self) {
+    ThreadTiming *s = (ThreadTiming *)self;
+    for (int i = 0; i < TIMING_BOUND; i++)
+        Py_CLEAR(s->bound[i]);
+    return 0;
+}
+
+static void timing_dealloc(PyObject *self) {
+    PyObject_GC_UnTrack(self);
+    timing_clear(self);
+    Py_TYPE(self)->tp_free(self);
+}
+
 /* TensixTiming's scalars, as its int attributes */
 static PyMemberDef timing_members[] = {
     {"event_t", T_LONGLONG, offsetof(ThreadTiming, event_t), 0, "latest cycle a semaphore / Src bank / mutex changed"},
@@ -368,7 +393,10 @@ static PyTypeObject ThreadTiming_Type = {
     .tp_new = timing_new,
     .tp_methods = timing_methods,
     .tp_members = timing_members,
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
+    .tp_traverse = timing_traverse,
+    .tp_clear = timing_clear,
+    .tp_dealloc = timing_dealloc,
     .tp_doc = "ThreadTiming(depth): the cycle model's issue state in C: per thread and the Tensix's scalars (see timing_state.c)",
 };
 
@@ -434,6 +462,22 @@ static int row_set_ll(ThreadTiming *s, PyObject *row, Py_ssize_t i, long long v)
     if (k == ROW_FIRST)
         s->has_first[i] = 1;
     return 0;
+}
+
+/* the C state of the ring q (a view of taken[th], *th set to its thread), or NULL: q is a Python deque
+ * (TT_EMU_TIMING_NATIVE=0). fifo_accept and accept_take then read and push its values directly: through its sequence
+ * methods (PySequence_Size, an int object for q[0], an append method call) each push had cost some 300 x86
+ * instructions (callgrind of elementwise512: 11 M a launch in accept_take). */
+static ThreadTiming *ring_state(PyObject *q, int *th) {
+    if (!Py_IS_TYPE(q, &TakenRing_Type))
+        return NULL;
+    *th = ((TakenRing *)q)->th;
+    return ((TakenRing *)q)->s;
+}
+
+/* the oldest value of thread th's ring (q[0]; the ring is not empty) */
+static long long ring_oldest(const ThreadTiming *s, int th) {
+    return s->taken[th][s->taken_head[th]];
 }
 
 /* first[i] is None: 1, else 0; -1 with an error set */
