@@ -315,10 +315,11 @@ class Tile:
     def _direct_push(self, who: str) -> tuple | None:
         """rv32_native.attach's direct_push for `who`: the C core hands its `.ttinsn` runs to the Tensix's plain_run
         itself, doing _multi_pusher's accounting, where the Tensix's push_run would call plain_run
-        (DirectIssueMixin.c_push_entry, whose switches are read here, when the tile is built); None for a core without
-        a thread or a Tensix without that path. The words plain_run leaves C hands to the Tensix's push_many where the
-        core's PUSHM is still _multi_pusher's pusher, doing its accounting too. With it C also serves the core's semaphore loads, TTSync loads and
-        stores and semaphore stores (_pcbuf_load's and _pcbuf_store's, the reference)."""
+        (DirectIssueMixin.c_push_entry, whose switches are read here, when the tile is built); None for a core without a
+        thread or a Tensix without that path. The words plain_run leaves C hands to the Tensix's push_many where the
+        core's PUSHM is still _multi_pusher's pusher, doing its accounting too. With it C also serves the core's
+        semaphore loads, TTSync loads and stores and semaphore stores (_pcbuf_load's and _pcbuf_store's, the
+        reference)."""
         thread = THREAD_OF.get(who)
         entry = getattr(self.tensix, "c_push_entry", None) if self._timed else None
         entry = entry() if thread is not None and entry is not None else None

@@ -714,10 +714,12 @@ def _same_with_and_without_c(plan, arrays, monkeypatch) -> None:
     push through the tile's pushers (DIRECT_PUSH), frozen loops probed by rv32.py (PROBE_NATIVE), semaphore loads
     through the bus (SEM_LOADS_NATIVE), TTSync loads and stores and semaphore stores too (PCBUF_NATIVE), NIU response
     counter and NOC_CMD_CTRL loads through the bus (NIU_LOADS_NATIVE), sends through the bus and timed in Python
-    (noc_native.ISSUE_NATIVE), runs of pushes cut at block starts (JOINED_RUNS_NATIVE) and all given to the pushers (DIRECT_MANY_NATIVE), every word's facts looked up (NEVER_PLAIN_NATIVE), each run's tuple built anew (KEPT_RUNS_NATIVE), frozen cores' words read one by one (tile.PEEK_NATIVE) and their thaw test in Python
-    (tile.THAW_NATIVE); C's pieces; Python: the same bytes and cycles. With C answering and pushing, past(), the Tensix's push_run (whose plain_run calls C now makes),
-    _pcbuf_load, _niu_load and _niu_store are called less: the reference calls them, so the rule, the pushes, the
-    semaphore loads, the NIU polls and the sends are exercised."""
+    (noc_native.ISSUE_NATIVE), runs of pushes cut at block starts (JOINED_RUNS_NATIVE) and all given to the pushers
+    (DIRECT_MANY_NATIVE), every word's facts looked up (NEVER_PLAIN_NATIVE), each run's tuple built anew
+    (KEPT_RUNS_NATIVE), frozen cores' words read one by one (tile.PEEK_NATIVE) and their thaw test in Python
+    (tile.THAW_NATIVE); C's pieces; Python: the same bytes and cycles. With C answering and pushing, past(), the
+    Tensix's push_run (whose plain_run calls C now makes), _pcbuf_load, _niu_load and _niu_store are called less: the
+    reference calls them, so the rule, the pushes, the semaphore loads, the NIU polls and the sends are exercised."""
     elfs = compile_kernel(*split(plan.render()), plan.name)
     runs, calls, loader, push_run = {}, {}, Tile._past_loader, DirectIssueMixin.push_run
 

@@ -240,7 +240,8 @@ def test_word_memo_identical(monkeypatch):
     for memo in (True, False):
         monkeypatch.setattr(sfpu_issue_native, "WORD_MEMO_NATIVE", memo)
         before = hits()
-        rows.append({k: v for k, v in bench.bench_tile_long(2).items() if k not in ("seconds", "per_second", "vs_ttsim")})
+        row = bench.bench_tile_long(2)
+        rows.append({k: v for k, v in row.items() if k not in ("seconds", "per_second", "vs_ttsim")})
         answered.append(hits() - before)
     assert rows[0] == rows[1] and answered[0] > 1000 and answered[1] == 0, answered
 

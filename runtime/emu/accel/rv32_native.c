@@ -43,7 +43,8 @@ enum { RV_ERROR = -1, RV_BUDGET = 0, RV_SPIN = 1, RV_PARKED = 2, RV_PYTHON = 3, 
 /* shared with accel/rv32_native.py (STATE_FIELDS there): uint32 words after the two pointers */
 typedef struct {
     uint8_t *l1, *local;
-    uint32_t local_size, multi_push;   /* multi_push: the bus gave PUSHM (runs of `.ttinsn` words in one call; MULTI_*) */
+    uint32_t local_size, multi_push;   /* multi_push: the bus gave PUSHM (runs of `.ttinsn` words in one call;
+                                        * MULTI_*) */
     uint32_t pc, done, budget, in_block, spin_pc, chain, exit_n;
     uint32_t causal;                   /* the causal-load rule for loads of lines stamped after t0 + done (CAUSAL_*) */
     uint32_t *niu_regs[2];             /* each NIU's initiator registers (noc.py Niu.regs), or NULL: Python's */
@@ -1777,7 +1778,8 @@ done:
  * thaw or probe Python must answer, a stepping Tensix). The context is tile.py Tile._native_rounds' tuple. */
 enum { RC_TILE, RC_NAMES, RC_CORES, RC_BITS, RC_FROZEN, RC_FAULT, RC_WAIT, RC_SELF_TIMED, RC_POPS, RC_STALL, RC_TBASE,
        RC_POLL_AGAIN, RC_THAW_KEY, RC_REG_PEEKS, RC_THAW_LOG, RC_PROBE_AT, RC_LATENCY, RC_IDLE, RC_TENSIX, RC_QUANTUM,
-       RC_SPINNING, RC_EMU_ERROR, RC_MMIO_EXITS, RC_DIRECT_PUSH, RC_PROBE_NATIVE, RC_JOINED_RUNS, RC_RUNNERS, RC_FIELDS };
+       RC_SPINNING, RC_EMU_ERROR, RC_MMIO_EXITS, RC_DIRECT_PUSH, RC_PROBE_NATIVE, RC_JOINED_RUNS, RC_RUNNERS,
+       RC_FIELDS };
 /* per core, what its runner and core hold fixed during one run() (Tile._native_runner: no core changes them), or
  * None for a core without the C part */
 enum { RN_NATIVE, RN_X, RN_NS, RN_BASE, RN_OWN_BASE, RN_STAMPS, RN_ARG, RN_FN, RN_DIRECT, RN_LOADS, RN_SENDS,
