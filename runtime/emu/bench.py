@@ -16,8 +16,9 @@ Kernels (no compiler needed: RISC-V programs are assembled here, Tensix words co
              tile, straight into a Tensix thread.
 * `tile_long` - the same through the whole tile: TRISC1 runs the template's loop (MATH_Offset, SETRWC, setup words,
              32 x the 171 body words as .ttinsn, STALLWAIT, TTSync per tile).
+Each fixed row is timed warm, the best of 3 calls after one untimed call (best_of), as the kernel rows' launches are.
 The reference bar is ttsim at ~4 M SFPU instructions/s and ~8.5 M RISC-V instructions/s (docs/tools.md
-§2); the target for the emulator is >= 10 % of the SFPU figure.
+§2); the emulator's target (issue #12) is to reach it: `vs ttsim` >= 100 % on every row.
 """
 from __future__ import annotations
 
@@ -317,6 +318,20 @@ def bench_tile(tiles: int = 64) -> dict:
 
 
 KERNELS = ("riscv", "sfpu", "sfpu_mop", "tile", "sfpu_long", "tile_long")
+REPEAT = 3                                        # timed calls of a fixed row after one warm-up call: the best counts
+TIMES = ("seconds", "per_second", "vs_ttsim")     # what differs between the calls of a row
+
+
+def best_of(row) -> dict:
+    """A fixed row measured warm, as the kernel rows' launches are (tt_backend/bench/emu.py): one untimed call (the
+    first use of each word and path), then the fastest of REPEAT calls. Each call does the same work on a fresh Tensix
+    or tile, so all but the times must be equal: a difference is an error."""
+    row()
+    results = [row() for _ in range(REPEAT)]
+    same = [{k: v for k, v in r.items() if k not in TIMES} for r in results]
+    if any(s != same[0] for s in same):
+        raise RuntimeError(f"bench emu: the {results[0]['kernel']} row's repeated calls differ: {same}")
+    return min(results, key=lambda r: r["seconds"])
 
 
 def main(argv: list[str] | None = None, extra_rows: dict | None = None) -> int:
@@ -344,7 +359,7 @@ def main(argv: list[str] | None = None, extra_rows: dict | None = None) -> int:
             "sfpu_long": lambda: bench_sfpu_long(2 if q else 8),
             "tile_long": lambda: bench_tile_long(2 if q else 8),
             **{k: (lambda f=f: f(q)) for k, f in extra_rows.items()}}
-    results = [runs[k]() for k in args.kernels or names]
+    results = [best_of(runs[k]) if k in KERNELS else runs[k]() for k in args.kernels or names]
     if args.json:
         print(json.dumps(results))
         return 0

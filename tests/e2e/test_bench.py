@@ -1,7 +1,7 @@
 """`python -m tt_backend bench`: every registered benchmark imports and has its entry point, the SFPU matmul
 benchmark runs one small shape on the emulator with its error within the bound it prints (K * 2^-24), and `bench
-kernels`' launch model predicts small kernels' emulated cycles (matmul, reader modes) within 25 %, and `bench emu`'s
-whole-kernel rows give ttsim's bits."""
+kernels`' launch model predicts small kernels' emulated cycles (matmul, reader modes) within 25 %, `bench emu`'s
+whole-kernel rows give ttsim's bits and its fixed rows are timed warm, best of 3."""
 import importlib
 import re
 
@@ -10,6 +10,7 @@ import pytest
 from tt_backend import bench
 from tt_backend.bench import emu as emu_bench
 from tt_backend.bench import kernels
+from tt_backend.runtime.emu import bench as fixed_rows
 
 
 @pytest.mark.parametrize("name", list(bench.BENCHES))
@@ -112,3 +113,19 @@ def test_build_benchmark_times_every_stage(capsys):
         assert len(_row(out, stage)) == 5 and all(float(x) >= 0 for x in _row(out, stage)[1:]), stage
     assert int(_row(out, "a*b")[9]) == 4 and int(_row(out, "a+b")[9]) == 0
     assert EVAL_STATS["evaluated"] == evaluated
+
+
+def test_fixed_rows_timed_warm_best_of_three():
+    """`bench emu`'s fixed rows (runtime/emu/bench.py best_of): one untimed call, then the fastest of three, whose
+    results but the times must agree; a row whose calls differ otherwise is an error, not a figure. Run on the
+    quick sfpu_long row, then on a stand-in row whose cycles change from call to call."""
+    calls = []
+    row = lambda: calls.append(1) or fixed_rows.bench_sfpu_long(1)
+    best = fixed_rows.best_of(row)
+    assert len(calls) == 1 + fixed_rows.REPEAT and best["kernel"] == "sfpu_long" and best["cycles"] > 0
+    seconds = iter([0.05, 0.2, 0.1, 0.4])
+    timed = fixed_rows.best_of(lambda: {"kernel": "k", "cycles": 7, "seconds": next(seconds)})
+    assert timed["seconds"] == 0.1                 # (0.05: the warm-up call's, not counted)
+    cycles = iter(range(10))
+    with pytest.raises(RuntimeError, match="repeated calls differ"):
+        fixed_rows.best_of(lambda: {"kernel": "k", "cycles": next(cycles), "seconds": 1.0})
