@@ -1512,8 +1512,16 @@ static int direct_from(PyObject *o, const rv_state *s, const bus_calls *c, direc
     return 0;
 }
 
+/* a quantum's start once the registers and pc are in the state (regs_in): its budget, push and causal-load modes,
+ * nothing done yet, no block begun, no spin snapshot (begin's, and run_rounds' round_quantum's) */
+static void quantum_start(rv_state *s, uint32_t budget, uint32_t multi_push, uint32_t causal) {
+    s->budget = budget, s->multi_push = multi_push, s->causal = causal;
+    s->done = s->in_block = s->chain = 0;
+    s->spin_pc = NO_SPIN;
+}
+
 /* begin(state address, x, pc, budget, multi_push, causal): a quantum's start (rv32_native.py NativeRun.run): the
- * registers and pc into the state, nothing done yet, no block begun, no spin snapshot */
+ * registers and pc into the state, then quantum_start */
 static PyObject *begin(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     rv_state *s = nargs == 6 ? PyLong_AsVoidPtr(args[0]) : NULL;
     if (!s || regs_in(s, args[1], args[2])) {
@@ -1521,13 +1529,11 @@ static PyObject *begin(PyObject *self, PyObject *const *args, Py_ssize_t nargs) 
             PyErr_SetString(PyExc_TypeError, "begin(state address, x, pc, budget, multi_push, causal)");
         return NULL;
     }
-    s->budget = (uint32_t)PyLong_AsUnsignedLong(args[3]);
-    s->multi_push = (uint32_t)PyLong_AsUnsignedLong(args[4]);
-    s->causal = (uint32_t)PyLong_AsUnsignedLong(args[5]);
+    uint32_t budget = (uint32_t)PyLong_AsUnsignedLong(args[3]), multi_push = (uint32_t)PyLong_AsUnsignedLong(args[4]);
+    uint32_t causal = (uint32_t)PyLong_AsUnsignedLong(args[5]);
     if (PyErr_Occurred())
         return NULL;
-    s->done = s->in_block = s->chain = 0;
-    s->spin_pc = NO_SPIN;
+    quantum_start(s, budget, multi_push, causal);
     Py_RETURN_NONE;
 }
 
@@ -1984,11 +1990,9 @@ static int round_quantum(const round_ctx *r, Py_ssize_t i, long long budget, lon
         || (multi = PyDict_Contains(ns, s_pushm_key)) < 0 || regs_in(s, x, pc))
         goto done;
     causal = causal && stamps != Py_None;
-    s->budget = (uint32_t)(budget < 0 ? 0 : budget > BUDGET_CAP ? BUDGET_CAP : budget);
-    s->multi_push = multi ? (r->joined_runs ? MULTI_JOIN : MULTI_BLOCK) : MULTI_OFF;    /* NativeRun.run's */
-    s->causal = causal ? (past ? CAUSAL_IN_C : CAUSAL_HAND_BACK) : CAUSAL_OFF;
-    s->done = s->in_block = s->chain = 0;
-    s->spin_pc = NO_SPIN;
+    quantum_start(s, (uint32_t)(budget < 0 ? 0 : budget > BUDGET_CAP ? BUDGET_CAP : budget),     /* NativeRun.run's */
+                  multi ? (r->joined_runs ? MULTI_JOIN : MULTI_BLOCK) : MULTI_OFF,
+                  causal ? (past ? CAUSAL_IN_C : CAUSAL_HAND_BACK) : CAUSAL_OFF);
     begun = 1;
     if (!(calls = PyObject_GetAttr(native, s_calls)))       /* (NativeRun._bus_calls, built once) */
         goto done;
