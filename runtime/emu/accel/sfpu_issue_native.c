@@ -1079,6 +1079,7 @@ static int record_work(run_view *rv, long long th, long long done) {
 typedef struct {
     PyObject *clock, *fe, *gate, *after_mop, *first, *stalls, *issued, *taken;
 } tm_lists;
+_Static_assert(sizeof(tm_lists) == TIMING_BOUND * sizeof(PyObject *), "ThreadTiming.bound keeps one tm_lists");
 
 static void tm_lists_release(tm_lists *l) {
     Py_CLEAR(l->clock);
@@ -1527,32 +1528,34 @@ static int plain_record(PyObject *facts, PyObject *w, const char *who, PyObject 
     return 1;
 }
 
+/* whether the FIFO's ring q (taken[th]) holds `depth` words (1, *oldest = q[0]) or fewer (0); -1 with an exception
+ * set. A view of the C state is read directly; a deque through len(q) and q[0]. */
+static int fifo_full_oldest(PyObject *q, long long *oldest) {
+    int rth;
+    ThreadTiming *rs = ring_state(q, &rth);
+    if (rs) {
+        if (rs->taken_len[rth] != depth)
+            return 0;
+        *oldest = ring_oldest(rs, rth);
+        return 1;
+    }
+    Py_ssize_t qlen = PySequence_Size(q);
+    if (qlen != depth)
+        return qlen < 0 ? -1 : 0;
+    PyObject *o = PySequence_GetItem(q, 0);
+    int bad = !o || get_ll(o, "taken", oldest);
+    Py_XDECREF(o);
+    return bad ? -1 : 1;
+}
+
 /* TensixTiming.accept for a word pushed at t to a thread whose recent FIFO departures are q (taken[th]): a full FIFO,
  * whose last `depth` words all left after t, holds the push until the oldest left. *a: the accept cycle. 0, or -1 with
  * an exception set. */
 static int fifo_accept(PyObject *q, long long t, long long *a) {
-    *a = t;
-    int rth;
-    ThreadTiming *rs = ring_state(q, &rth);
-    if (rs) {                                           /* (a view of the C state: len(q) and q[0] read directly) */
-        if (rs->taken_len[rth] == depth && ring_oldest(rs, rth) > t)
-            *a = ring_oldest(rs, rth);
-        return 0;
-    }
-    Py_ssize_t qlen = PySequence_Size(q);
-    if (qlen < 0)
-        return -1;
-    if (qlen == depth) {
-        PyObject *oldest = PySequence_GetItem(q, 0);
-        long long o;
-        int bad = !oldest || get_ll(oldest, "taken", &o);
-        Py_XDECREF(oldest);
-        if (bad)
-            return -1;
-        if (o > t)
-            *a = o;
-    }
-    return 0;
+    long long oldest;
+    int full = fifo_full_oldest(q, &oldest);
+    *a = full > 0 && oldest > t ? oldest : t;
+    return full < 0 ? -1 : 0;
 }
 
 /* q.append(v) for taken[th] (a ring of the C state: pushed directly; a deque: its append): 0, or -1 with an
@@ -2754,6 +2757,7 @@ out:
  * configure_push hands over the two modules' dicts and push_python. */
 static PyObject *entry_switches, *entry_deferral, *entry_rest;
 static PyObject *s_issue_native, *s_replay_native, *s_ready_native, *s_dq_max, *s_push_memo_native;
+static PyObject *s_word_memo_native;
 
 static PyObject *configure_push(PyObject *self, PyObject *args) {
     PyObject *sw, *df, *rest;
@@ -2780,7 +2784,6 @@ static int dict_flag(PyObject *d, PyObject *key) {
  * READY_NATIVE, PUSH_MEMO_NATIVE), kept while the two module dicts keep their version tags (push_memo.c: any
  * assignment to a module global changes its dict's); 0, or -1 with an error set */
 static struct { PyObject *sw, *df; uint64_t vsw, vdf; int on, replays, memo, word_memo; PyObject *dq_max; } entry_now;
-static PyObject *s_word_memo_native;
 static int entry_read(void) {
     if (DICT_TAGS && entry_now.sw == entry_switches && entry_now.df == entry_deferral
         && dict_version(entry_switches) == entry_now.vsw && dict_version(entry_deferral) == entry_now.vdf)
@@ -2803,8 +2806,6 @@ static int entry_read(void) {
             return -1;
         }
     }
-    if (!s_word_memo_native && !(s_word_memo_native = PyUnicode_InternFromString("WORD_MEMO_NATIVE")))
-        return -1;
     int word_memo = dict_flag(entry_switches, s_word_memo_native);
     if (word_memo < 0)
         return -1;
@@ -3161,7 +3162,7 @@ PyMODINIT_FUNC PyInit_sfpu_issue(void) {
         {&s_extend, "extend"}, {&s_is_plain, "is_plain"}, {&s_uniform_flags, "uniform_flags"},
         {&s_batch_min_reps, "_batch_min_reps"}, {&s_issue_native, "ISSUE_NATIVE"},
         {&s_replay_native, "REPLAY_NATIVE"}, {&s_ready_native, "READY_NATIVE"}, {&s_dq_max, "DQ_MAX"},
-        {&s_push_memo_native, "PUSH_MEMO_NATIVE"},
+        {&s_push_memo_native, "PUSH_MEMO_NATIVE"}, {&s_word_memo_native, "WORD_MEMO_NATIVE"},
         {&s_push_many, "push_many"}, {&s_pm_done, "pm_done"},
     };
     if (INTERN_NAMES(push_names))
