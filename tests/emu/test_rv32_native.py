@@ -265,7 +265,7 @@ def test_tile_long_joined_runs_identical(monkeypatch):
         monkeypatch.setattr(rv32_native, "JOINED_RUNS_NATIVE", joined)
         runs.clear()
         r = bench.bench_tile_long(2)
-        results[joined] = {k: v for k, v in r.items() if k not in ("seconds", "per_second", "vs_ttsim")}
+        results[joined] = {k: v for k, v in r.items() if k not in bench.TIMES}
         assert max(runs) == (len(bench.LONG_BODY) if joined else rv32.MAX_BLOCK)
     assert results[True] == results[False]
     assert via["C"] > 0 and via["pusher"] == 0, via

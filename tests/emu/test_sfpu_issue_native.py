@@ -241,7 +241,7 @@ def test_word_memo_identical(monkeypatch):
         monkeypatch.setattr(sfpu_issue_native, "WORD_MEMO_NATIVE", memo)
         before = hits()
         row = bench.bench_tile_long(2)
-        rows.append({k: v for k, v in row.items() if k not in ("seconds", "per_second", "vs_ttsim")})
+        rows.append({k: v for k, v in row.items() if k not in bench.TIMES})
         answered.append(hits() - before)
     assert rows[0] == rows[1] and answered[0] > 1000 and answered[1] == 0, answered
 
@@ -285,7 +285,7 @@ def test_tile_long_identical(monkeypatch):
     for on in (True, False):
         monkeypatch.setattr(sfpu_issue_native, "ISSUE_NATIVE", on)
         r = bench.bench_tile_long(2)
-        runs[on] = {k: v for k, v in r.items() if k not in ("seconds", "per_second", "vs_ttsim")}
+        runs[on] = {k: v for k, v in r.items() if k not in bench.TIMES}
     assert runs[True] == runs[False]
 
 
@@ -415,7 +415,7 @@ def test_find_period_matches_python(monkeypatch):
     for on in (True, False):
         monkeypatch.setattr(sfpu_issue_native, "PERIOD_NATIVE", on)
         r = bench.bench_sfpu_mop(8)
-        runs[on] = {k: v for k, v in r.items() if k not in ("seconds", "per_second", "vs_ttsim")}
+        runs[on] = {k: v for k, v in r.items() if k not in bench.TIMES}
     assert runs[True] == runs[False]
     monkeypatch.setattr(sfpu_issue_native, "PERIOD_NATIVE", True)
     from tt_backend.runtime.emu.accel.mop_batch import find_period

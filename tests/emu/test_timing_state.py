@@ -176,7 +176,7 @@ def _row_state(row: str, native: bool, monkeypatch) -> tuple:
     tx = made[0] if isinstance(made[0], Tensix) else made[0].tensix
     tm, st = tx.tm, tx.tm.sfpu
     threads = [(th.latch is None, th.blocked, th.bank_wait, th.replay_load, th.batch_skip) for th in tx.threads]
-    return ({k: v for k, v in r.items() if k not in ("seconds", "per_second", "vs_ttsim")}, tm.stats(),
+    return ({k: v for k, v in r.items() if k not in bench.TIMES}, tm.stats(),
             [getattr(tm, name) for name in SCALARS], list(tx.instructions), tx.issue_t, threads,
             [list(x) for x in (tm.clock, tm.fe, tm.gate, tm.after_mop, tm.first, tm.stalls, tm.issued, tm.unpack_busy,
                                tm.work_done)],
