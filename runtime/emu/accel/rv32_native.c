@@ -79,8 +79,11 @@ static PyObject *s_pos, *s_sub, *s_mm_record, *s_pm_done, *s_pm_t, *s_sem_value,
 static PyObject *s_thread_idle, *s_thread_done, *s_sem_mmio_write, *s_sem_max, *s_strict, *s_tm, *s_event_t, *s_popleft,
     *s_append;
 
-/* plain_run's C entry (sfpu_issue_native.c's capsule "sfpu_issue.plain_run"), called with plain_run's arguments */
+/* plain_run's C entries (sfpu_issue_native.c's capsules): "sfpu_issue.plain_run", called with plain_run's arguments,
+ * and "sfpu_issue.plain_run_c" (tx, words, thread, facts, &j, &t): 0 with (j, t) = (next j, next push time), -1 with
+ * (j, t) = the word that raised and its push time */
 typedef PyObject *(*plain_run_entry)(PyObject *, PyObject *const *, Py_ssize_t);
+typedef int (*plain_run_c_entry)(PyObject *, PyObject *, PyObject *, PyObject *, long long *, long long *);
 
 /* A TRISC's `.ttinsn` runs handed to plain_run from here (rv32_native.py DIRECT_PUSH; the tile's direct push context,
  * run()'s third argument, borrowed for one call): what the tile's pusher (tile.py Tile._multi_pusher) and the Tensix's
@@ -89,7 +92,8 @@ typedef PyObject *(*plain_run_entry)(PyObject *, PyObject *const *, Py_ssize_t);
  * where it is the tile's own, to the push_many it calls, with its accounting (direct_many). */
 #define DIRECT_FIELDS 15
 typedef struct {
-    plain_run_entry fn;                /* NULL: every run goes to the pusher */
+    plain_run_entry fn;                /* NULL: every run goes to the pusher (unless cfn) */
+    plain_run_c_entry cfn;             /* plain_run_c, called instead of fn where the context gives it */
     PyObject *tx, *thread, *facts, *progress, *stall, *pushes, *waits, *full, *allowed, *name;
     PyObject *pushm, *many;            /* the tile's PUSHM pusher for the core and the push_many it calls, which C calls
                                         * itself while the core's PUSHM is that pusher (direct_many); many NULL: never */
@@ -296,9 +300,11 @@ static int direct_account(rv_state *s, direct_push *d, long long t, long long j,
     PyObject *o = PyList_GetItem(d->pushes, d->thread_i), *v = NULL, *p = NULL;
     if (!o || stall_of(d, &stall) || ((pushed = PyLong_AsLongLong(o)) == -1 && PyErr_Occurred()))
         return -1;
-    stall += next - t - j;
-    int bad = !(v = PyLong_FromLongLong(stall)) || PyDict_SetItem(d->stall, d->name, v) < 0
-              || !(p = PyLong_FromLongLong(pushed + j)) || PyList_SetItem(d->pushes, d->thread_i, p) < 0;
+    long long waited = next - t - j;
+    stall += waited;
+    /* (a run that waited nothing leaves the stall as it is: an equal int, where most of elementwise512's runs are) */
+    int bad = waited && (!(v = PyLong_FromLongLong(stall)) || PyDict_SetItem(d->stall, d->name, v) < 0);
+    bad = bad || !(p = PyLong_FromLongLong(pushed + j)) || PyList_SetItem(d->pushes, d->thread_i, p) < 0;
     Py_XDECREF(v);
     if (bad && !p)
         return -1;
@@ -306,19 +312,13 @@ static int direct_account(rv_state *s, direct_push *d, long long t, long long j,
     return bad ? -1 : 0;
 }
 
-/* plain_run for words[j0:] of the tuple `words` pushed from position s->done on, at the core's exact cycle: *end = the
- * word it stopped before; on an error (at word *end, the words before it accounted as the pusher does, and core.sub
- * set to it when `run_sub`: the `.ttinsn` run's pusher does that, the push window's does not) -1 */
-static int direct_run(rv_state *s, const bus_calls *c, direct_push *d, PyObject *words, uint32_t j0, uint32_t *end,
-                      int run_sub) {
-    long long stall, j = j0, next;
-    *end = j0;
-    if (!words || stall_of(d, &stall))
-        return -1;
-    long long t = d->base + stall + s->done + j0;  /* the pusher's tbase + instret + stall + pos of words[j0] */
+/* plain_run's Python-callable (the reference entry; TT_EMU_PLAIN_ENTRY_NATIVE=0) for words[j0:] pushed from cycle t on,
+ * the progress list set first to what pm_done / pm_t become if it raises before its first word (push_run sets the
+ * same): 0 with (*j, *next) = (next j, next push time); 1 when plain_run raised, (*j, *next) = the word that raised and
+ * its push time (progress's items); -1 on another error (nothing pushed to account) */
+static int plain_call_ref(direct_push *d, PyObject *words, long long j0, long long t, long long *j, long long *next) {
     PyObject *rec = PyObject_GetAttr(d->tx, s_mm_record), *t_o = rec ? PyLong_FromLongLong(t) : NULL, *r = NULL;
-    PyObject *j_o = t_o ? PyLong_FromUnsignedLong(j0) : NULL;
-    /* what pm_done / pm_t become if plain_run raises before its first word (push_run sets the same) */
+    PyObject *j_o = t_o ? PyLong_FromLongLong(j0) : NULL;
     if (j_o && (PyList_SetItem(d->progress, 0, Py_NewRef(j_o)) < 0
                 || PyList_SetItem(d->progress, 1, Py_NewRef(t_o)) < 0))
         Py_CLEAR(j_o);
@@ -329,25 +329,60 @@ static int direct_run(rv_state *s, const bus_calls *c, direct_push *d, PyObject 
     }
     Py_XDECREF(rec), Py_XDECREF(t_o), Py_XDECREF(j_o);
     if (r) {
-        int bad = !PyArg_ParseTuple(r, "LL", &j, &next);
+        int bad = !PyArg_ParseTuple(r, "LL", j, next);
         Py_DECREF(r);
-        if (bad || direct_account(s, d, t, j - j0, next))
+        return bad ? -1 : 0;
+    }
+    if (!j_o)
+        return -1;
+    PyObject *et, *ev, *tb;
+    PyErr_Fetch(&et, &ev, &tb);
+    PyObject *j_e = PyList_GetItem(d->progress, 0), *t_j = PyList_GetItem(d->progress, 1);
+    int bad = !j_e || !t_j || ((*j = PyLong_AsLongLong(j_e)) == -1 && PyErr_Occurred())
+              || ((*next = PyLong_AsLongLong(t_j)) == -1 && PyErr_Occurred());
+    if (bad) {                                      /* (the bookkeeping's own error replaces plain_run's) */
+        Py_XDECREF(et), Py_XDECREF(ev), Py_XDECREF(tb);
+        return -1;
+    }
+    PyErr_Restore(et, ev, tb);
+    return 1;
+}
+
+/* plain_run's C entry (plain_run_c) for words[j0:] pushed from cycle t on: plain_call_ref's answers without its
+ * argument and result objects */
+static int plain_call_c(direct_push *d, PyObject *words, long long j0, long long t, long long *j, long long *next) {
+    *j = j0, *next = t;
+    return d->cfn(d->tx, words, d->thread, d->facts, j, next) ? 1 : 0;
+}
+
+/* plain_run for words[j0:] of the tuple `words` pushed from position s->done on, at the core's exact cycle: *end = the
+ * word it stopped before; on an error (at word *end, the words before it accounted as the pusher does, and core.sub
+ * set to it when `run_sub`: the `.ttinsn` run's pusher does that, the push window's does not) -1 */
+static int direct_run(rv_state *s, const bus_calls *c, direct_push *d, PyObject *words, uint32_t j0, uint32_t *end,
+                      int run_sub) {
+    long long stall, j, next;
+    *end = j0;
+    if (!words || stall_of(d, &stall))
+        return -1;
+    long long t = d->base + stall + s->done + j0;  /* the pusher's tbase + instret + stall + pos of words[j0] */
+    int raised = d->cfn ? plain_call_c(d, words, j0, t, &j, &next) : plain_call_ref(d, words, j0, t, &j, &next);
+    if (raised < 0)
+        return -1;
+    if (!raised) {
+        if (direct_account(s, d, t, j - j0, next))
             return -1;
         *end = (uint32_t)j;
         return 0;
     }
-    if (!j_o)
-        return -1;
-    /* plain_run raised at progress[0] (pushed at progress[1]): push_run's pm_done / pm_t, the pusher's accounting and
-     * core.sub, and a Stall's wait reason, the error kept */
+    /* plain_run raised at word j (pushed at `next`): push_run's pm_done / pm_t, the pusher's accounting and core.sub,
+     * and a Stall's wait reason, the error kept */
     PyObject *et, *ev, *tb;
     PyErr_Fetch(&et, &ev, &tb);
-    PyObject *j_e = PyList_GetItem(d->progress, 0), *t_j = PyList_GetItem(d->progress, 1);
-    int bad = !j_e || !t_j || PyObject_SetAttr(d->tx, s_pm_done, j_e) || PyObject_SetAttr(d->tx, s_pm_t, t_j)
-              || (run_sub && PyObject_SetAttr(c->core, s_sub, j_e))
-              || ((j = PyLong_AsLongLong(j_e)) == -1 && PyErr_Occurred())
-              || ((next = PyLong_AsLongLong(t_j)) == -1 && PyErr_Occurred()) || direct_account(s, d, t, j - j0, next)
+    PyObject *j_e = PyLong_FromLongLong(j), *t_j = j_e ? PyLong_FromLongLong(next) : NULL;
+    int bad = !t_j || PyObject_SetAttr(d->tx, s_pm_done, j_e) || PyObject_SetAttr(d->tx, s_pm_t, t_j)
+              || (run_sub && PyObject_SetAttr(c->core, s_sub, j_e)) || direct_account(s, d, t, j - j0, next)
               || (et && PyErr_GivenExceptionMatches(et, c->stall) && PyDict_SetItem(d->waits, d->name, d->full) < 0);
+    Py_XDECREF(j_e), Py_XDECREF(t_j);
     if (bad) {                                      /* (the bookkeeping's own error replaces plain_run's) */
         Py_XDECREF(et), Py_XDECREF(ev), Py_XDECREF(tb);
         return -1;
@@ -622,7 +657,7 @@ static PyObject *run_words(const rv_state *s, const direct_push *d, uint32_t pc,
 /* whether plain_run may run in this run() call (d->allowed(), asked once: direct_issue.py _c_issue_allowed); -1 with
  * an error set */
 static int direct_ready(direct_push *d) {
-    if (!d->fn)
+    if (!d->fn && !d->cfn)
         return 0;
     if (d->ready < 0) {
         PyObject *r = PyObject_CallNoArgs(d->allowed);
@@ -1483,7 +1518,10 @@ static int direct_from(PyObject *o, const rv_state *s, const bus_calls *c, direc
         return -1;
     }
     PyObject **f = &PyTuple_GET_ITEM(o, 0);
-    d->fn = (plain_run_entry)PyCapsule_GetPointer(f[0], "sfpu_issue.plain_run");
+    if (PyCapsule_IsValid(f[0], "sfpu_issue.plain_run_c"))
+        d->cfn = (plain_run_c_entry)PyCapsule_GetPointer(f[0], "sfpu_issue.plain_run_c");
+    else
+        d->fn = (plain_run_entry)PyCapsule_GetPointer(f[0], "sfpu_issue.plain_run");
     d->tx = f[1], d->thread = f[2], d->facts = f[3], d->progress = f[4], d->stall = f[5], d->pushes = f[6];
     d->waits = f[7], d->full = f[8], d->allowed = f[9], d->name = c->name, d->ready = -1;
     d->pushm = f[11], d->many = f[12] != Py_None ? f[12] : NULL;
@@ -1501,8 +1539,8 @@ static int direct_from(PyObject *o, const rv_state *s, const bus_calls *c, direc
                                               &d->sem_loads, &d->sync, &d->sync_wait, &d->sem_stores))
         return -1;
     d->thread_i = PyLong_AsSsize_t(d->thread);
-    if (!d->fn || PyErr_Occurred() || !PyDict_Check(d->stall) || !PyList_Check(d->pushes) || !PyDict_Check(d->waits)
-        || !PyList_Check(d->progress) || d->thread_i < 0 || d->thread_i >= PyList_GET_SIZE(d->pushes)
+    if ((!d->fn && !d->cfn) || PyErr_Occurred() || !PyDict_Check(d->stall) || !PyList_Check(d->pushes)
+        || !PyDict_Check(d->waits) || !PyList_Check(d->progress) || d->thread_i < 0 || d->thread_i >= PyList_GET_SIZE(d->pushes)
         || stall_of(d, &stall)) {
         if (!PyErr_Occurred())
             PyErr_SetString(PyExc_TypeError, "run: a direct push context of the wrong shape");

@@ -1287,12 +1287,15 @@ static int handler_blocked(run_view *rv, PyObject *why, PyObject *bank) {
 }
 
 /* The thread's __slots__ (thread_state.ThreadState) the C issue reads and writes on every word: latch, blocked,
- * bank_wait, replay_load, batch_skip, at their offsets, which their member descriptors give: resolved once per class
+ * bank_wait, replay_load, batch_skip, and the queues plain_run reads on each call (ready, fifo, fifo_t, mop_out), at
+ * their offsets, which their member descriptors give: resolved once per class
  * and used while the class keeps its version tag (any change of a class in its MRO changes it, and no two classes get
  * the same one). Through get_attr each read had cost some 170 instructions (callgrind of matmul256: 4 a word). */
-enum { TS_LATCH, TS_BLOCKED, TS_BANK_WAIT, TS_REPLAY_LOAD, TS_BATCH_SKIP, N_TS };
+enum { TS_LATCH, TS_BLOCKED, TS_BANK_WAIT, TS_REPLAY_LOAD, TS_BATCH_SKIP, TS_READY, TS_FIFO, TS_FIFO_T, TS_MOP_OUT,
+       N_TS };
 static struct { PyTypeObject *tp; unsigned int tag; Py_ssize_t off[N_TS]; } ts_slots;
-static PyObject **const ts_names[N_TS] = {&s_latch, &s_blocked, &s_bank_wait, &s_replay_load, &s_batch_skip};
+static PyObject **const ts_names[N_TS] = {&s_latch, &s_blocked, &s_bank_wait, &s_replay_load, &s_batch_skip, &s_ready,
+                                          &s_fifo, &s_fifo_t, &s_mop_out};
 
 /* the address of the slot k of thobj, or NULL: its class has no such writable slot (get_attr / set_attr then) */
 static PyObject **th_slot(PyObject *thobj, int k) {
@@ -1640,43 +1643,31 @@ static int drain_idle(run_view *rv) {
 
 static PyObject *cdrain_run(run_view *rv, PyObject *tobj);     /* (below: Tensix.drain in C) */
 
-/* plain_run(tx, words, j, t, thread, facts, progress, recording) -> (next j, next push time)
- * tx: the Tensix; facts: word -> (name, fields, handler, (tx.current for threads 0, 1, 2), packed plain_facts) or
- * None; progress: a list whose items 0 and 1 hold (j, push time) of the word being pushed when an exception leaves;
- * recording: an MVMUL run records (accel/fpu_batch.py): only MVMULs are taken then, else no MVMUL.
+/* plain_run's work for words[j:] of the tuple `words` pushed to thread th (tobj: its int) from cycle t on, shared by
+ * the Python-callable plain_run and the C entry plain_run_c (below). facts: word -> (name, fields, handler, (tx.current
+ * for threads 0, 1, 2), packed plain_facts) or None; recording: an MVMUL run records (accel/fpu_batch.py): only MVMULs
+ * are taken then, else no MVMUL.
  * A word pushed while the thread has work queued goes into its FIFO and the thread drains (FrontendMixin.push; the
  * drain: cdrain_run), any word; else it is issued directly (plain_word) if it has facts and the thread holds no
  * REPLAY load and no blocked word. It stops before a word it does not take (a full FIFO: the Python path raises the
- * Stall). The caller has checked that no timeline is attached and direct issue is on. */
-static PyObject *plain_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 8 || !PyTuple_Check(args[1]) || !PyDict_Check(args[5]) || !PyList_Check(args[6])
-        || PyList_GET_SIZE(args[6]) != 2) {
-        PyErr_SetString(PyExc_TypeError, "plain_run(tx, words: tuple, j, t, thread, facts: dict, progress: list, "
-                                         "recording)");
-        return NULL;
-    }
-    int recording = PyObject_IsTrue(args[7]);
-    if (recording < 0)
-        return NULL;
-    PyObject *tx = args[0], *words = args[1], *tobj = args[4], *facts = args[5], *progress = args[6];
-    long long j, t, th;
-    if (get_ll(args[2], "j", &j) || get_ll(args[3], "t", &t) || get_ll(tobj, "thread", &th))
-        return NULL;
-    if (th < 0 || th > 2 || j < 0) {
-        PyErr_SetString(PyExc_ValueError, "plain_run: no such thread or position");
-        return NULL;
-    }
+ * Stall). The caller has checked that no timeline is attached and direct issue is on. 0 with *j_io / *t_io = (next j,
+ * next push time); -1 with an exception set and *at_j / *at_t = the word being pushed then and its push time (*at_j
+ * -1: before the first word was pushed). The thread's queues are read from their slots (th_get): an attribute read
+ * each had cost ~145 x86 instructions a call. */
+static int plain_run_core(PyObject *tx, PyObject *words, PyObject *tobj, long long th, PyObject *facts, int recording,
+                          long long *j_io, long long *t_io, long long *at_j, long long *at_t) {
+    long long j = *j_io, t = *t_io;
     PyObject *tm = get_attr(tx, s_tm), *threads = tm ? attr_list(tx, s_threads, 3) : NULL;
     PyObject *thobj = threads ? PyList_GET_ITEM(threads, th) : NULL;
-    PyObject *ready = thobj ? get_attr(thobj, s_ready) : NULL;
+    PyObject *ready = thobj ? th_get(thobj, TS_READY) : NULL;
     tm_lists L = {0};
     PyObject *instr_l = ready && !tm_lists_get(tm, &L) ? attr_list(tx, s_instructions, 3) : NULL;
-    PyObject *fifo = instr_l ? get_attr(thobj, s_fifo) : NULL;
-    PyObject *fifo_t = fifo ? get_attr(thobj, s_fifo_t) : NULL;
-    PyObject *mop_out = fifo_t ? get_attr(thobj, s_mop_out) : NULL;
-    PyObject *result = NULL;
+    PyObject *fifo = instr_l ? th_get(thobj, TS_FIFO) : NULL;
+    PyObject *fifo_t = fifo ? th_get(thobj, TS_FIFO_T) : NULL;
+    PyObject *mop_out = fifo_t ? th_get(thobj, TS_MOP_OUT) : NULL;
+    int ok = 0;
     run_view rv = {tx, tm, thobj};
-    long long at_j = -1, at_t = 0;          /* the word being pushed, for `progress` if an exception leaves */
+    *at_j = -1, *at_t = 0;                  /* the word being pushed, for the caller if an exception leaves */
     if (!mop_out)
         goto out;
     PyObject *q = PyList_GET_ITEM(L.taken, th);
@@ -1693,7 +1684,7 @@ static PyObject *plain_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
                 goto out;
             if (nfifo >= fifo_depth || wv < 0 || wv > 0xFFFFFFFFLL)
                 break;                                  /* (the Python path raises the Stall, masks the word) */
-            at_j = j, at_t = t;
+            *at_j = j, *at_t = t;
             long long a;
             if (fifo_accept(q, t, &a))                  /* TensixTiming.accept */
                 goto out;
@@ -1728,7 +1719,7 @@ static PyObject *plain_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
             break;
         if (((const plain_facts *)PyBytes_AS_STRING(PyTuple_GET_ITEM(rec, 4)))->is_mvmul != recording)
             break;                                      /* (the drain's MVMUL recording: direct_issue.push's rule) */
-        at_j = j, at_t = t;
+        *at_j = j, *at_t = t;
         long long a;
         if (accept_take(L.clock, L.fe, L.after_mop, q, th, t, 1, &a))
             goto out;
@@ -1756,15 +1747,9 @@ static PyObject *plain_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
             || set_item_ll(instr_l, th, cnt + 1))
             goto out;
     }
-    result = Py_BuildValue("(LL)", j, t);
+    ok = 1;
+    *j_io = j, *t_io = t;
 out:
-    if (!result && at_j >= 0) {
-        PyObject *et, *ev, *tb;
-        PyErr_Fetch(&et, &ev, &tb);
-        if (set_item_ll(progress, 0, at_j) || set_item_ll(progress, 1, at_t))
-            PyErr_Clear();                              /* (the first exception is the one to report) */
-        PyErr_Restore(et, ev, tb);
-    }
     view_drop(&rv);
     Py_XDECREF(tm);
     Py_XDECREF(threads);
@@ -1774,7 +1759,71 @@ out:
     Py_XDECREF(fifo);
     Py_XDECREF(fifo_t);
     Py_XDECREF(mop_out);
-    return result;
+    return ok ? 0 : -1;
+}
+
+/* plain_run(tx, words, j, t, thread, facts, progress, recording) -> (next j, next push time): plain_run_core from
+ * Python (direct_issue.py push_run). progress: a list whose items 0 and 1 hold (j, push time) of the word being pushed
+ * when an exception leaves (left as they were if none was). */
+static PyObject *plain_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 8 || !PyTuple_Check(args[1]) || !PyDict_Check(args[5]) || !PyList_Check(args[6])
+        || PyList_GET_SIZE(args[6]) != 2) {
+        PyErr_SetString(PyExc_TypeError, "plain_run(tx, words: tuple, j, t, thread, facts: dict, progress: list, "
+                                         "recording)");
+        return NULL;
+    }
+    int recording = PyObject_IsTrue(args[7]);
+    if (recording < 0)
+        return NULL;
+    PyObject *progress = args[6];
+    long long j, t, th, at_j, at_t;
+    if (get_ll(args[2], "j", &j) || get_ll(args[3], "t", &t) || get_ll(args[4], "thread", &th))
+        return NULL;
+    if (th < 0 || th > 2 || j < 0) {
+        PyErr_SetString(PyExc_ValueError, "plain_run: no such thread or position");
+        return NULL;
+    }
+    if (!plain_run_core(args[0], args[1], args[4], th, args[5], recording, &j, &t, &at_j, &at_t))
+        return Py_BuildValue("(LL)", j, t);
+    if (at_j >= 0) {
+        PyObject *et, *ev, *tb;
+        PyErr_Fetch(&et, &ev, &tb);
+        if (set_item_ll(progress, 0, at_j) || set_item_ll(progress, 1, at_t))
+            PyErr_Clear();                              /* (the first exception is the one to report) */
+        PyErr_Restore(et, ev, tb);
+    }
+    return NULL;
+}
+
+/* plain_run's C entry for rv32_native.c's pushes (the capsule "sfpu_issue.plain_run_c"; sfpu_issue_native.py
+ * PLAIN_ENTRY_NATIVE): plain_run_core for the Tensix tx's thread `tobj` (an int 0..2), the MVMUL recording read from
+ * tx.mm_record as push_run reads it, without plain_run's argument parsing, result tuple or progress list (each ~0.5-1k
+ * x86 instructions a call, some 5,500 calls an elementwise512 launch). 0 with *j_io / *t_io = (next j, next push
+ * time); -1 with an exception set and *j_io / *t_io = the word being pushed then and its push time (as given if it
+ * raised before the first word). */
+static int plain_run_c(PyObject *tx, PyObject *words, PyObject *tobj, PyObject *facts, long long *j_io,
+                       long long *t_io) {
+    long long th, at_j, at_t;
+    if (!PyTuple_Check(words) || !PyDict_Check(facts)) {
+        PyErr_SetString(PyExc_TypeError, "plain_run_c(tx, words: tuple, thread, facts: dict, j, t)");
+        return -1;
+    }
+    if (get_ll(tobj, "thread", &th))
+        return -1;
+    if (th < 0 || th > 2 || *j_io < 0) {
+        PyErr_SetString(PyExc_ValueError, "plain_run: no such thread or position");
+        return -1;
+    }
+    PyObject *mm = get_attr(tx, s_mm_record);
+    if (!mm)
+        return -1;
+    int recording = mm != Py_None;
+    Py_DECREF(mm);
+    if (!plain_run_core(tx, words, tobj, th, facts, recording, j_io, t_io, &at_j, &at_t))
+        return 0;
+    if (at_j >= 0)
+        *j_io = at_j, *t_io = at_t;
+    return -1;
 }
 
 /* TensixTiming.take of the FIFO's head word, not a MOP (popped from fifo and fifo_t): 0, or -1 with an exception */
@@ -3075,13 +3124,22 @@ out:
     return r;
 }
 
-/* The module `m` with plain_run's C entry as the capsule PLAIN_RUN_CAPSULE ("sfpu_issue.plain_run"): the RISC-V C
- * core (rv32_native.c) calls it for its `.ttinsn` runs with plain_run's arguments, without a Python frame. */
+/* The module `m` with plain_run's C entries as capsules for the RISC-V C core (rv32_native.c), which calls them for its
+ * `.ttinsn` runs without a Python frame: PLAIN_RUN_CAPSULE ("sfpu_issue.plain_run", the Python-callable with its
+ * arguments) and PLAIN_RUN_C_CAPSULE ("sfpu_issue.plain_run_c", plain_run_c). */
 typedef PyObject *(*plain_run_entry)(PyObject *, PyObject *const *, Py_ssize_t);
+typedef int (*plain_run_c_entry)(PyObject *, PyObject *, PyObject *, PyObject *, long long *, long long *);
 static PyObject *export_plain_run(PyObject *m) {
     PyObject *cap = m ? PyCapsule_New((void *)(plain_run_entry)plain_run, "sfpu_issue.plain_run", NULL) : NULL;
+    PyObject *cap_c = m ? PyCapsule_New((void *)(plain_run_c_entry)plain_run_c, "sfpu_issue.plain_run_c", NULL) : NULL;
     if (!cap || PyModule_AddObject(m, "PLAIN_RUN_CAPSULE", cap) < 0) {
         Py_XDECREF(cap);
+        Py_XDECREF(cap_c);
+        Py_XDECREF(m);
+        return NULL;
+    }
+    if (!cap_c || PyModule_AddObject(m, "PLAIN_RUN_C_CAPSULE", cap_c) < 0) {
+        Py_XDECREF(cap_c);
         Py_XDECREF(m);
         return NULL;
     }

@@ -52,6 +52,9 @@ ISSUE_NATIVE = os.environ.get("TT_EMU_SFPU_ISSUE_NATIVE", "1") != "0"
 READY_NATIVE = os.environ.get("TT_EMU_SFPU_READY_NATIVE", "1") != "0"
 PERIOD_NATIVE = os.environ.get("TT_EMU_SFPU_PERIOD_NATIVE", "1") != "0"
 PLAIN_ISSUE_NATIVE = os.environ.get("TT_EMU_PLAIN_ISSUE_NATIVE", "1") != "0"
+# the RISC-V C core calls plain_run's C entry (plain_run_c: no argument tuple, result tuple or progress list) rather
+# than the Python-callable (read when a tile is built, by plain_run_capsule)
+PLAIN_ENTRY_NATIVE = os.environ.get("TT_EMU_PLAIN_ENTRY_NATIVE", "1") != "0"
 BATCH_NATIVE = os.environ.get("TT_EMU_MOP_BATCH_NATIVE", "1") != "0"
 MOP_PUSH_NATIVE = os.environ.get("TT_EMU_MOP_PUSH_NATIVE", "1") != "0"    # a MOP's push in C (mop_batch_native.c)
 REPLAY_NATIVE = os.environ.get("TT_EMU_REPLAY_PUSH_NATIVE", "1") != "0"
@@ -219,8 +222,10 @@ def plain_run():
 
 
 def plain_run_capsule():
-    """plain_run's C entry as a capsule ("sfpu_issue.plain_run", for rv32_native.c's pushes), or None as plain_run()."""
-    return _part("PLAIN_RUN_CAPSULE") if PLAIN_ISSUE_NATIVE else None
+    """plain_run's C entry as a capsule for rv32_native.c's pushes: "sfpu_issue.plain_run_c" (plain_run_c) where
+    PLAIN_ENTRY_NATIVE is on, else "sfpu_issue.plain_run" (the Python-callable plain_run, the reference); None as
+    plain_run()."""
+    return _part("PLAIN_RUN_C_CAPSULE" if PLAIN_ENTRY_NATIVE else "PLAIN_RUN_CAPSULE") if PLAIN_ISSUE_NATIVE else None
 
 
 def drain_run():
