@@ -6,9 +6,11 @@ bytes with the same cycles on every core. Also the drain's skip of a thread bloc
 (tensix.RETRY_ON_BANK_CHANGE): a bank handover step by step, and whole kernels."""
 from __future__ import annotations
 
+import ctypes
 import functools
 import random
 import sys
+from collections import deque
 
 import numpy as np
 import pytest
@@ -210,6 +212,71 @@ def test_plain_words_in_c_error_mid_run(monkeypatch):
     assert states[0] == states[1] and states[0][0] == 3
 
 
+def _plain_run_c_callable(taken: list):
+    """plain_run's C entry (the capsule PLAIN_RUN_C_CAPSULE, which rv32_native.c calls) made callable as plain_run is
+    (direct_issue.py push_run's call): (next j, next push time), or the error with progress naming the word that raised;
+    each call's words taken counted into `taken`."""
+    get = ctypes.pythonapi.PyCapsule_GetPointer
+    get.restype, get.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
+    ll = ctypes.POINTER(ctypes.c_longlong)
+    entry = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object, ctypes.py_object, ctypes.py_object, ctypes.py_object,
+                              ll, ll)(get(sfpu_issue_native._part("PLAIN_RUN_C_CAPSULE"), b"sfpu_issue.plain_run_c"))
+
+    def run(tx, words, j, t, thread, facts, progress, recording):
+        assert recording == (tx.mm_record is not None)      # (the C entry reads it from tx itself)
+        jj, tt = ctypes.c_longlong(j), ctypes.c_longlong(t)
+        try:
+            entry(tx, words, thread, facts, ctypes.byref(jj), ctypes.byref(tt))
+        except BaseException:
+            progress[0], progress[1] = jj.value, tt.value
+            raise
+        taken.append(jj.value - j)
+        return jj.value, tt.value
+    return run
+
+
+@needs_plain_c
+@pytest.mark.parametrize("seed,strict", [(6, False), (8, False), (0, True), (7, True)])
+def test_plain_run_c_entry_identical(seed, strict, monkeypatch):
+    """plain_run's C entry (what rv32_native.c calls for a TRISC's runs: TT_EMU_PLAIN_ENTRY_NATIVE) in push_run's
+    place against the Python path, state by state (strict: the same error after the same states, the word that
+    raised named by pm_done / pm_t), and it really takes words."""
+    taken = []
+    monkeypatch.setattr(sfpu_issue_native, "plain_run", lambda: _plain_run_c_callable(taken))
+    a = _run(seed, strict, True, monkeypatch, plain_c=True, timed=False, wait_share=0.2)
+    assert sum(taken) > (5 if strict else 100)
+    assert a == _run(seed, strict, True, monkeypatch, plain_c=False, timed=False, wait_share=0.2)
+    assert isinstance(a[-1], str) == strict
+
+
+@needs_plain_c
+@pytest.mark.parametrize("entry", ["python", "c"])
+def test_plain_run_reads_replaced_queues(entry, monkeypatch):
+    """plain_run reads a thread's queues from their slots at each call: queues replaced between two pushes (a word
+    waiting in a new FIFO, then a new empty one) are the ones it sees (a word pushed behind a queued one goes through
+    the FIFO and the drain, one pushed to an empty frontend issues directly), the state the Python path's."""
+    taken = []
+    if entry == "c":
+        monkeypatch.setattr(sfpu_issue_native, "plain_run", lambda: _plain_run_c_callable(taken))
+    words = (E("SETDMAREG", reg_index_16b=3, payload=7), E("NOP"), E("SEMINIT", sem_sel=1, init_value=0, max_value=2))
+    states = []
+    for on in (True, False):
+        monkeypatch.setattr(sfpu_issue_native, "PLAIN_ISSUE_NATIVE", on)
+        tx = Tensix(np.zeros(layout.L1_SIZE, np.uint8), strict=True)
+        tx.push_many(0, words, 0)
+        th = tx.threads[0]
+        th.fifo, th.fifo_t = deque([E("SETDMAREG", reg_index_16b=5, payload=9)]), deque([10])
+        trace = [_snapshot(tx, tx.push_many(0, words, 10))]
+        th.fifo, th.fifo_t, th.ready, th.mop_out = deque(), deque(), deque(), deque()
+        trace.append(_snapshot(tx, tx.push_many(0, words, 40)))
+        states.append(trace)
+    assert states[0] == states[1]
+    first, second = states[0]
+    assert first[1][0][9][2] == 9 << 16 and first[8] == [7, 0, 0]      # (the new FIFO's SETDMAREG issued, then ours)
+    assert second[8] == [10, 0, 0]
+    assert entry == "python" or sum(taken) >= 2 * len(words)
+
+
 @needs_plain_c
 @pytest.mark.parametrize("seed", [3, 4])
 def test_expanded_words_issue_in_c(seed, monkeypatch):
@@ -259,7 +326,8 @@ def _same_kernel_runs(plan, arrays, monkeypatch, module, switch: str) -> None:
 
 
 SWITCHES = [(direct_issue, "DIRECT_ISSUE"), (tensix, "RETRY_ON_BANK_CHANGE"),
-            (sfpu_issue_native, "PLAIN_ISSUE_NATIVE"), (tile_native, "HANDLERS_NATIVE")]
+            (sfpu_issue_native, "PLAIN_ISSUE_NATIVE"), (tile_native, "HANDLERS_NATIVE"),
+            (sfpu_issue_native, "PLAIN_ENTRY_NATIVE")]
 
 
 @pytest.mark.needs_cc

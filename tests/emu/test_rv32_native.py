@@ -6,6 +6,7 @@ gather, an elementwise kernel with partial tiles, a matmul on a 2x2 grid) give t
 cycles of every core and Tensix thread (EmuDevice.stats())."""
 from __future__ import annotations
 
+import ctypes
 import random
 import struct
 import sys
@@ -23,7 +24,7 @@ from tt_backend.chip.isa import ttinsn
 from tt_backend.lowering.codegen.sources import split
 from tt_backend.lowering.select import lower
 from tt_backend.runtime.compile import compile_kernel
-from tt_backend.runtime.emu.accel import native, noc_native, rv32_native
+from tt_backend.runtime.emu.accel import native, noc_native, rv32_native, sfpu_issue_native
 from tt_backend.runtime.emu.accel.direct_issue import DirectIssueMixin
 from tt_backend.runtime.emu.device import EmuDevice
 from tt_backend.runtime.emu.noc import INITIATOR_STRIDE as NIU_INITIATOR_STRIDE
@@ -556,16 +557,21 @@ def test_niu_command_registers_stay_in_c(exits, monkeypatch):
     assert tile.nius[0].regs[1].tolist() == [499, 499, 0, 499, 499, 0, 0, 499, 499, 0, 0, 0] and core.x[6] == 499
 
 
-def test_direct_push_error_mid_run_matches_pushers(monkeypatch):
+@pytest.mark.parametrize("entry_c", [True, False])
+def test_direct_push_error_mid_run_matches_pushers(entry_c, monkeypatch):
     """A TRISC's run of `.ttinsn` words whose fourth raises (a SEMPOST past the semaphore's maximum), handed to
-    plain_run by C itself (rv32_native.DIRECT_PUSH) and through the tile's pusher: the same error, pc at the culprit,
+    plain_run by C itself (rv32_native.DIRECT_PUSH; through plain_run's C entry or its Python-callable:
+    sfpu_issue_native.PLAIN_ENTRY_NATIVE) and through the tile's pusher: the same error, pc at the culprit,
     instructions retired, core stall, push counts, Tensix state; C took the run (no pusher call)."""
     run = (isa.encode("SEMINIT", sem_sel=1, init_value=0, max_value=1), isa.encode("SETDMAREG", reg_index_16b=3,
            payload=7), isa.encode("SEMPOST", sem_sel=1), isa.encode("SEMPOST", sem_sel=1), isa.encode("NOP"))
+    monkeypatch.setattr(sfpu_issue_native, "PLAIN_ENTRY_NATIVE", entry_c)
     results = []
     for direct in (True, False):
         monkeypatch.setattr(rv32_native, "DIRECT_PUSH", direct)
         tile = Tile()
+        capsule = tile._direct_push("trisc0")[0]
+        assert ctypes.pythonapi.PyCapsule_IsValid(ctypes.py_object(capsule), b"sfpu_issue.plain_run_c") == entry_c
         core = tile.cores["trisc0"]
         for i, w in enumerate([ttinsn(x) for x in run] + [PARK]):
             struct.pack_into("<I", tile.l1, CODE + 4 * i, w)
