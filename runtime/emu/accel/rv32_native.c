@@ -26,6 +26,7 @@
  * headers; loaded by accel/rv32_native.py. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <structmember.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -2175,6 +2176,46 @@ done:
     return python && !PyErr_Occurred() ? call_true(tile, s_freeze, name) : out;
 }
 
+/* The queues round_busy tests, a thread's fifo, mop_out and ready (thread_state.ThreadState's __slots__), at their
+ * offsets, which their member descriptors give: resolved once per class and used while the class keeps its version
+ * tag (any change of a class in its MRO changes it, and no two classes get the same one); a class without such slots
+ * is asked by attribute. Through PyObject_GetAttr each test had cost ~170 x86 instructions, nine a round. */
+static struct { PyTypeObject *tp; unsigned int tag; Py_ssize_t off[3]; } queue_slots;
+
+/* the offset of the writable object slot `name` of class tp, or -1 */
+static Py_ssize_t slot_offset(PyTypeObject *tp, PyObject *name) {
+    PyObject *descr = _PyType_Lookup(tp, name);
+    if (!descr || !Py_IS_TYPE(descr, &PyMemberDescr_Type))
+        return -1;
+    PyMemberDef *m = ((PyMemberDescrObject *)descr)->d_member;
+    return m->type == T_OBJECT_EX && !(m->flags & READONLY) ? m->offset : -1;
+}
+
+/* the address of th's queue slot k (0 fifo, 1 mop_out, 2 ready), or NULL where its class has none */
+static PyObject **queue_slot(PyObject *th, int k) {
+    PyTypeObject *tp = Py_TYPE(th);
+    unsigned int tag = PyType_HasFeature(tp, Py_TPFLAGS_VALID_VERSION_TAG) ? tp->tp_version_tag : 0;
+    if (tp != queue_slots.tp || !tag || tag != queue_slots.tag) {
+        PyObject *const names[3] = {s_fifo, s_mop_out, s_ready};
+        Py_ssize_t off[3];
+        for (int i = 0; i < 3; i++)
+            if ((off[i] = slot_offset(tp, names[i])) < 0)
+                return NULL;
+        if (!PyType_HasFeature(tp, Py_TPFLAGS_VALID_VERSION_TAG))     /* (_PyType_Lookup gave it one if it can) */
+            return NULL;
+        queue_slots.tp = tp, queue_slots.tag = tp->tp_version_tag;
+        memcpy(queue_slots.off, off, sizeof off);
+    }
+    return (PyObject **)((char *)th + queue_slots.off[k]);
+}
+
+/* the truth of th's queue k: 1 / 0, -1 with an error set */
+static int queue_true(PyObject *th, int k) {
+    static PyObject **const names[3] = {&s_fifo, &s_mop_out, &s_ready};
+    PyObject **p = queue_slot(th, k);
+    return p && *p ? PyObject_IsTrue(*p) : attr_true(th, *names[k]);
+}
+
 /* Tile._tensix_busy: a thread with words in its FIFO, MOP expander or ready queue (frontend.py thread_idle, read
  * here where the Tensix's is that method, else asked); 1 / 0, -1 with an error set */
 static int round_busy(const round_ctx *r) {
@@ -2191,11 +2232,10 @@ static int round_busy(const round_ctx *r) {
     }
     PyObject *threads = PyObject_GetAttr(plain, s_threads);
     int busy = threads ? 0 : -1;
-    PyObject *const names[3] = {s_fifo, s_mop_out, s_ready};
     for (Py_ssize_t t = 0; busy == 0 && t < 3; t++) {
         PyObject *th = PySequence_GetItem(threads, t);
         for (int k = 0; th && busy == 0 && k < 3; k++)
-            busy = attr_true(th, names[k]);
+            busy = queue_true(th, k);
         if (!th)
             busy = -1;
         Py_XDECREF(th);
