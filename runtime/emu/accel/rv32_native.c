@@ -1445,6 +1445,26 @@ static PyObject *probe_seen(const rv_state *s, PyObject *reads, uint64_t cycle, 
     return out;
 }
 
+/* the probe's reads as its answer lists them: [(addr, size), ...], each word once in the order of its first read
+ * (a compare over the log, which holds at most PROBE_BLOCKS * MAX_BLOCK reads, instead of a dict of tuples: some 2k
+ * x86 instructions a probe); NULL with an error set */
+static PyObject *probe_reads(const probe_read *log, uint32_t n_log) {
+    PyObject *reads = PyList_New(0);
+    for (uint32_t i = 0; reads && i < n_log; i++) {
+        uint32_t k = 0;
+        while (k < i && (log[k].addr != log[i].addr || log[k].size != log[i].size))
+            k++;
+        if (k < i)
+            continue;                                   /* (read before) */
+        PyObject *a = PyLong_FromUnsignedLong(log[i].addr), *b = a ? PyLong_FromUnsignedLong(log[i].size) : NULL;
+        PyObject *t = b ? PyTuple_Pack(2, a, b) : NULL;
+        Py_XDECREF(a), Py_XDECREF(b);
+        if (!t || PyList_Append(reads, t) < 0)
+            Py_CLEAR(reads);
+        Py_XDECREF(t);
+    }
+    return reads;
+}
 /* probe(state address, x, pc, cycle or None, sbase or None, peek or None, name) -> rv32.py spin_reads' answer for
  * the turn from pc with the registers x (both kept in the state, as run() keeps them): (the words read, in order, each
  * once; the address peek had nothing for, or None), or None; NotImplemented where rv32.py's probe must answer. cycle: the core's cycle (the tile's past() reads as of cycle + the position in the block), None
@@ -1479,17 +1499,7 @@ static PyObject *probe(PyObject *self, PyObject *const *args, Py_ssize_t nargs) 
     if (why == PROBE_ERROR) return NULL;
     if (why == PROBE_PYTHON) Py_RETURN_NOTIMPLEMENTED;
     if (why == PROBE_NONE) Py_RETURN_NONE;
-    PyObject *reads = PyList_New(0), *seen = PyDict_New(), *r = NULL;
-    for (uint32_t i = 0; reads && seen && i < n_log; i++) {      /* each word once, in the order of its first read */
-        PyObject *t = Py_BuildValue("(II)", log[i].addr, log[i].size);
-        int fresh = t ? !PyDict_Contains(seen, t) : -1;
-        if (fresh < 0 || (fresh && (PyDict_SetItem(seen, t, Py_None) < 0 || PyList_Append(reads, t) < 0))) {
-            Py_XDECREF(t);
-            Py_CLEAR(reads);
-            break;
-        }
-        Py_DECREF(t);
-    }
+    PyObject *reads = probe_reads(log, n_log), *r = NULL;
     if (reads && why != PROBE_OTHER && seen_arg != Py_None && s->log) {
         PyObject *words = probe_seen(s, reads, seen_at, args[3], args[4]);
         if (words)
@@ -1500,7 +1510,6 @@ static PyObject *probe(PyObject *self, PyObject *const *args, Py_ssize_t nargs) 
         r = why == PROBE_OTHER ? Py_BuildValue("(NI)", reads, other) : Py_BuildValue("(NO)", reads, Py_None);
     else if (!PyErr_Occurred())
         PyErr_NoMemory();
-    Py_XDECREF(seen);
     return r;
 }
 
