@@ -1550,7 +1550,8 @@ static int direct_from(PyObject *o, const rv_state *s, const bus_calls *c, direc
         return -1;
     d->thread_i = PyLong_AsSsize_t(d->thread);
     if ((!d->fn && !d->cfn) || PyErr_Occurred() || !PyDict_Check(d->stall) || !PyList_Check(d->pushes)
-        || !PyDict_Check(d->waits) || !PyList_Check(d->progress) || d->thread_i < 0 || d->thread_i >= PyList_GET_SIZE(d->pushes)
+        || !PyDict_Check(d->waits) || !PyList_Check(d->progress) || d->thread_i < 0
+        || d->thread_i >= PyList_GET_SIZE(d->pushes)
         || stall_of(d, &stall)) {
         if (!PyErr_Occurred())
             PyErr_SetString(PyExc_TypeError, "run: a direct push context of the wrong shape");
@@ -1720,6 +1721,21 @@ static PyObject *first_write(PyObject *self, PyObject *const *args, Py_ssize_t n
     return PyLong_FromUnsignedLongLong(first);
 }
 
+/* one of thaw's reads, a tuple (addr, size), into *addr and *n as PyArg_ParseTuple's "II" takes them (masked to 32
+ * bits), without its format parsing (~350 x86 instructions a read); 0, or -1 with a TypeError */
+static int thaw_read(PyObject *t, unsigned int *addr, unsigned int *n) {
+    if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != 2) {
+        PyErr_SetString(PyExc_TypeError, "thaw: a read is a tuple (addr, size)");
+        return -1;
+    }
+    unsigned long a = PyLong_AsUnsignedLongMask(PyTuple_GET_ITEM(t, 0)), b = 0;
+    if ((a == (unsigned long)-1 && PyErr_Occurred())
+        || ((b = PyLong_AsUnsignedLongMask(PyTuple_GET_ITEM(t, 1))) == (unsigned long)-1 && PyErr_Occurred()))
+        return -1;
+    *addr = (unsigned int)a, *n = (unsigned int)b;
+    return 0;
+}
+
 /* thaw(write log address, reads, seen, cycle, last key or None, peek, who) -> (key, resume cycle or None): tile.py
  * Tile._thaw's decision under the causal-load rule for a frozen wait loop, in one call. reads: (addr, n), an L1 word
  * (n inside one word) or a register the tile's peek(who, addr) answers (a semaphore: an int, or None); NotImplemented
@@ -1746,7 +1762,7 @@ static PyObject *thaw(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (count > THAW_MAX_READS)
         Py_RETURN_NOTIMPLEMENTED;
     for (Py_ssize_t i = 0; i < count; i++) {
-        if (!PyArg_ParseTuple(PyList_GET_ITEM(args[1], i), "II", &addr[i], &n[i]))
+        if (thaw_read(PyList_GET_ITEM(args[1], i), &addr[i], &n[i]))
             goto done;
         if (addr[i] >= L1_SIZE) {               /* a register: as the tile's peek reads it */
             reg[i] = reg_peek(args[5], args[6], PyTuple_GET_ITEM(PyList_GET_ITEM(args[1], i), 0), addr[i]);
@@ -1785,7 +1801,7 @@ static PyObject *thaw(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     }
     PyObject *last = args[4];
     if (PyBytes_Check(last) && PyBytes_GET_SIZE(last) == total && !memcmp(PyBytes_AS_STRING(last), k, total)) {
-        out = Py_BuildValue("(OO)", last, Py_None);
+        out = PyTuple_Pack(2, last, Py_None);
         goto done;
     }
     int changed = 0, found = 0;
@@ -1814,8 +1830,9 @@ static PyObject *thaw(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
             resume = first;
             found = 1;
         }
-    out = !changed && !found ? Py_BuildValue("(OO)", key, Py_None) : Py_BuildValue("(OK)", key,
-                                                                                     (unsigned long long)resume);
+    PyObject *at = !changed && !found ? Py_NewRef(Py_None) : PyLong_FromUnsignedLongLong(resume);
+    out = at ? PyTuple_Pack(2, key, at) : NULL;
+    Py_XDECREF(at);
 done:
     for (Py_ssize_t i = 0; i < count; i++)
         Py_XDECREF(reg[i]);
