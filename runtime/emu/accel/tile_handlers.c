@@ -131,9 +131,12 @@ static const struct { int owner; PyObject **name; } view_items[V_N] = {
     [V_ADC] = {VO_TH, &s_adc},
     [V_ADC_CR] = {VO_TH, &h_adc_cr}, [V_RWC] = {VO_TH, &s_rwc}, [V_GPR] = {VO_TH, &h_gpr},
 };
+/* a numpy array's data as view_buffer found it (buf NULL: not found yet) */
+typedef struct { void *buf; Py_ssize_t len, itemsize; } item_data;
 typedef struct {
     PyObject *tx, *tm, *th;                    /* (borrowed: the caller holds them for the call) */
     PyObject *v[V_N];                          /* (strong references, NULL until read) */
+    item_data data[V_N];                       /* view_buffer's answer for v[k] while v[k] is held */
     /* the Src bank numbers plain_word read for its word's timing just before the handler runs (nothing runs in
      * between), which the handler would read again: `banks` says which are set (BANKS_*) */
     int banks;
@@ -182,8 +185,10 @@ static PyObject *view_dict(run_view *rv, int k) {
 
 /* forget every item read: Python ran and may have rebound one */
 static void view_drop(run_view *rv) {
-    for (int k = 0; k < V_N; k++)
+    for (int k = 0; k < V_N; k++) {
         Py_CLEAR(rv->v[k]);
+        rv->data[k].buf = NULL;
+    }
 }
 
 /* ------------------------------------------------------------------------------------------------ state access */
@@ -264,37 +269,47 @@ static struct { PyObject *obj; void *buf; Py_ssize_t len, itemsize; } buffer_mem
 static int buffer_memo_next;
 
 /* A buffer of the view's item k: C-contiguous, writable, `itemsize`-byte items, at least `len` bytes; 0 or -1. For a
- * numpy array the view holds no export (v->obj NULL: PyBuffer_Release does nothing; the memo keeps the array alive);
+ * numpy array the view holds no export (v->obj NULL: PyBuffer_Release does nothing; the memo keeps the array alive),
+ * and the run's view keeps the answer with the item (rv->data: the item it holds cannot be freed or resized, so its
+ * data stays where it was; the memo's scan and view_get were most of a PACR's three Dst buffers);
  * any other object's view is an export the caller releases. */
 static int view_buffer(run_view *rv, int k, Py_buffer *v, Py_ssize_t itemsize, Py_ssize_t len) {
-    PyObject *a = view_get(rv, k), *name = *view_items[k].name;
-    if (!a)
-        return -1;
-    int i = 0;
-    while (i < BUFFER_MEMO && buffer_memo[i].obj != a)
-        i++;
-    if (i == BUFFER_MEMO) {
-        int r = PyObject_GetBuffer(a, v, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE);
-        if (r < 0 || strcmp(Py_TYPE(a)->tp_name, "numpy.ndarray")) {
-            if (r == 0 && (v->itemsize != itemsize || v->len < len)) {
-                PyErr_Format(PyExc_TypeError, "tile_handler: %U is not a buffer of %zd-byte items", name, itemsize);
-                PyBuffer_Release(v);
-                r = -1;
+    PyObject *name = *view_items[k].name;
+    item_data *data = &rv->data[k];
+    if (!data->buf) {                /* (else the view's item, held since, is the array found then) */
+        PyObject *a = view_get(rv, k);
+        if (!a)
+            return -1;
+        int i = 0;
+        while (i < BUFFER_MEMO && buffer_memo[i].obj != a)
+            i++;
+        if (i == BUFFER_MEMO) {
+            int r = PyObject_GetBuffer(a, v, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE);
+            if (r < 0 || strcmp(Py_TYPE(a)->tp_name, "numpy.ndarray")) {
+                if (r == 0 && (v->itemsize != itemsize || v->len < len)) {
+                    PyErr_Format(PyExc_TypeError, "tile_handler: %U is not a buffer of %zd-byte items", name,
+                                 itemsize);
+                    PyBuffer_Release(v);
+                    r = -1;
+                }
+                return r;
             }
-            return r;
+            i = buffer_memo_next;
+            buffer_memo_next = (i + 1) % BUFFER_MEMO;
+            Py_XSETREF(buffer_memo[i].obj, Py_NewRef(a));
+            buffer_memo[i].buf = v->buf;
+            buffer_memo[i].len = v->len;
+            buffer_memo[i].itemsize = v->itemsize;
+            PyBuffer_Release(v);
         }
-        i = buffer_memo_next;
-        buffer_memo_next = (i + 1) % BUFFER_MEMO;
-        Py_XSETREF(buffer_memo[i].obj, Py_NewRef(a));
-        buffer_memo[i].buf = v->buf;
-        buffer_memo[i].len = v->len;
-        buffer_memo[i].itemsize = v->itemsize;
-        PyBuffer_Release(v);
+        data->buf = buffer_memo[i].buf;
+        data->len = buffer_memo[i].len;
+        data->itemsize = buffer_memo[i].itemsize;
     }
     memset(v, 0, sizeof *v);
-    v->buf = buffer_memo[i].buf;
-    v->len = buffer_memo[i].len;
-    v->itemsize = buffer_memo[i].itemsize;
+    v->buf = data->buf;
+    v->len = data->len;
+    v->itemsize = data->itemsize;
     if (v->itemsize != itemsize || v->len < len) {
         PyErr_Format(PyExc_TypeError, "tile_handler: %U is not a buffer of %zd-byte items", name, itemsize);
         return -1;
@@ -328,10 +343,13 @@ static int adc_read(PyObject *adc, int s, long long v[8]) {
     return list_lls(PyList_GET_ITEM(set, 0), 0, 4, v) || list_lls(PyList_GET_ITEM(set, 1), 0, 4, v + 4) ? -1 : 0;
 }
 
-static int adc_write(PyObject *adc, int s, const long long v[8]) {
+/* ADC set `s` written back as adc_read reads it: only the items that differ from `old` (adc_read's answer before the
+ * word; an unchanged item keeps its equal int, as rwc_write's counters do). A word moves two or three of the 8 (a
+ * PACR wrote 16 ints, each a new object and the old one's release, for the 2 to 4 that change). */
+static int adc_write(PyObject *adc, int s, const long long old[8], const long long v[8]) {
     PyObject *set = PyList_GET_ITEM(adc, s);
     for (int i = 0; i < 8; i++)
-        if (set_item_ll(PyList_GET_ITEM(set, i >> 2), i & 3, v[i]))
+        if (v[i] != old[i] && set_item_ll(PyList_GET_ITEM(set, i >> 2), i & 3, v[i]))
             return -1;
     return 0;
 }
@@ -359,6 +377,17 @@ static PyObject *cache_key(PyObject *fields, PyObject *const *lists, const int *
     return key;
 }
 
+/* o's value where it is an int that fits a long long: 0, else 1 with no exception set (the key's config words: the
+ * common small int read in line, where PyLong_AsLongLongAndOverflow was a call per word) */
+static int key_ll(PyObject *o, long long *out) {
+    if (!PyLong_CheckExact(o))
+        return 1;
+    if (!get_ll(o, "setup key", out))
+        return 0;
+    PyErr_Clear();                                   /* (get_ll_slow's overflow) */
+    return 1;
+}
+
 /* item i of a setup tuple as an integer (None -> -1; bools as 0 / 1) */
 static int setup_ll(PyObject *setup, Py_ssize_t i, long long *out) {
     PyObject *v = PyTuple_GET_ITEM(setup, i);
@@ -382,7 +411,7 @@ typedef struct {
     uint64_t version;
     long long key[SETUP_KEY], s[SETUP_ITEMS];
 } setup_entry;
-typedef struct { setup_entry e[SETUP_MEMO]; int next; } setup_memo;
+typedef struct { setup_entry e[SETUP_MEMO]; int next, last; } setup_memo;    /* last: the entry that answered last */
 static setup_memo unpack_memo, pack_memo;
 
 /* The setup of `fields` under the config words of `lists` at `idx` (n of them, `which` list each) from the view's dict
@@ -401,17 +430,15 @@ static int setup_lookup(run_view *rv, int k, setup_memo *m, PyObject *fields, Py
     key[0] = (long long)(uintptr_t)fields;
     for (int i = 0; exact && i < n; i++) {
         PyObject *l = lists[which[i]];
-        int overflow = 0;
-        if (PyList_GET_SIZE(l) <= idx[i] || !PyLong_CheckExact(PyList_GET_ITEM(l, idx[i])))
+        if (PyList_GET_SIZE(l) <= idx[i] || key_ll(PyList_GET_ITEM(l, idx[i]), &key[i + 1]))
             exact = 0;                               /* (the tuple path says what is wrong) */
-        else if ((key[i + 1] = PyLong_AsLongLongAndOverflow(PyList_GET_ITEM(l, idx[i]), &overflow)), overflow)
-            exact = 0;
     }
     uint64_t version = dict_version(d);
-    for (int j = 0; exact && j < SETUP_MEMO; j++) {
-        setup_entry *e = &m->e[j];
+    for (int j = 0; exact && j < SETUP_MEMO; j++) {  /* (the last answer first: a run repeats one configuration) */
+        setup_entry *e = &m->e[(m->last + j) % SETUP_MEMO];
         if (e->dict == d && e->version == version && !memcmp(e->key, key, sizeof(long long) * (size_t)(n + 1))) {
             memcpy(s + first, e->s + first, sizeof(long long) * (size_t)(ns - first));
+            m->last = (m->last + j) % SETUP_MEMO;
             return 1;
         }
     }
@@ -471,7 +498,7 @@ static int h_unpacr(run_view *rv, PyObject *fields, PyObject *cfg, PyObject *tcf
         return *why ? 2 : -1;
     }
     PyObject *lists[2] = {cfg, tcfg};
-    long long s[20], c[141], a[8];
+    long long s[20], c[141], a[8], a_before[8];
     int found = setup_lookup(rv, V_UNPACK_SETUPS, &unpack_memo, fields, lists, unpack_key_list, unpack_key_idx, 22, 20,
                              1, s);
     if (found <= 0)
@@ -479,6 +506,7 @@ static int h_unpacr(run_view *rv, PyObject *fields, PyObject *cfg, PyObject *tcf
     PyObject *adc = view_get(rv, V_ADC);
     if (!adc || adc_read(adc, (int)sel, a) || list_pick(cfg, 141, unpack_cfg_read, 5, c))
         return -1;
+    memcpy(a_before, a, sizeof a);
     long long in_bits = s[1], out_align = s[2], x_dim = s[3], y_dim = s[4], z_dim = s[5], exp_section = s[10];
     long long tileize = s[14], to_dst = s[15], add_dest_cntr = s[16], burst = s[17], out_fmt = s[18], kind = s[19];
     /* (a kind tile_data.c does not know, or whose datum size is not the setup's, is Python's: tile_unpack would refuse
@@ -542,7 +570,7 @@ static int h_unpacr(run_view *rv, PyObject *fields, PyObject *cfg, PyObject *tcf
     a[1] = (a[1] + (am >> 2 & 3)) & 0x1FFF;
     a[6] = (a[6] + (am >> 4 & 3)) & 0xFF;
     a[5] = (a[5] + (am >> 6 & 3)) & 0x1FFF;
-    int r = adc_write(adc, (int)sel, a) ? -1 : 1;
+    int r = adc_write(adc, (int)sel, a_before, a) ? -1 : 1;
     if (r == 1 && set_valid) {                               /* _hand_to_fpu */
         PyObject *fmts = view_get(rv, sel ? V_SRCB_FORMAT : V_SRCA_FORMAT);
         Py_INCREF(Py_True);
@@ -585,13 +613,29 @@ static int pack_addr_mod(long long m, long long a[8], long long cr[8]) {
     return 0;
 }
 
+/* the tuple (x, y, z) of ints (a new reference), or NULL with an exception set; without Py_BuildValue's format
+ * parsing, which had cost more than the tuple */
+static PyObject *ll_triple(long long x, long long y, long long z) {
+    PyObject *t = PyTuple_New(3);
+    const long long v[3] = {x, y, z};
+    for (int i = 0; t && i < 3; i++) {
+        PyObject *o = PyLong_FromLongLong(v[i]);
+        if (!o)
+            Py_CLEAR(t);
+        else
+            PyTuple_SET_ITEM(t, i, o);
+    }
+    return t;
+}
+
 static const int pack_cfg_read[12] = {14, 20, 21, 22, 23, 24, 25, 26, 27, 28, 69, 180};
 static const int pack_tcfg_read[5] = {0, 37, 38, 39, 40};     /* CFG_STATE_ID, ADDR_MOD_PACK_SEC0..3 */
 
 static int h_pacr(run_view *rv, PyObject *fields, PyObject *cfg, PyObject *tcfg) {
     static PyObject **const pack_keys[] = {&k_addr_mode, &k_last};
     PyObject *tx = rv->tx, *lists[1] = {cfg};
-    long long s[19], c[181], tc[53], a[8], cr[8], f[2], am, last, open, paddr, pos[3] = {0, 0, 0};
+    long long s[19], c[181], tc[53], a[8], cr[8], a_before[8], cr_before[8], f[2], am, last, open, paddr = 0;
+    long long pos[3] = {0, 0, 0};
     int found = setup_lookup(rv, V_PACK_SETUPS, &pack_memo, fields, lists, pack_key_list, pack_key_idx, 13, 19, 0, s);
     if (found <= 0)
         return found;
@@ -601,8 +645,10 @@ static int h_pacr(run_view *rv, PyObject *fields, PyObject *cfg, PyObject *tcfg)
     int r = -1;
     if (!op || (open = PyObject_IsTrue(op)) < 0 || adc_read(adc, 2, a) || adc_read(adc_cr, 2, cr)
         || list_pick(cfg, 181, pack_cfg_read, 12, c) || list_pick(tcfg, 53, pack_tcfg_read, 5, tc)
-        || fields_read(fields, pack_keys, 2, f) || attr_ll(tx, h_packer_addr, &paddr))
+        || fields_read(fields, pack_keys, 2, f) || (open && attr_ll(tx, h_packer_addr, &paddr)))
         goto out;
+    memcpy(a_before, a, sizeof a);
+    memcpy(cr_before, cr, sizeof cr);
     am = f[0], last = f[1];
     long long sel = s[0], c68 = s[1], rd32 = s[5], esz = s[12], out_bits = s[13], ys = s[14], zs = s[15], ws = s[16];
     long long kind = s[18], per = a[4] - a[0] + 1;
@@ -646,7 +692,7 @@ static int h_pacr(run_view *rv, PyObject *fields, PyObject *cfg, PyObject *tcfg)
         if ((c[24 + (mapping >> 2 * row & 3)] & 0xFFFF) != 0xFFFF)
             goto out;
     long long ylin = pos[1] + (pos[0] + count) / 16;
-    tpg = Py_BuildValue("(LLL)", (pos[0] + count) % 16, rpp ? ylin % rpp : ylin, rpp ? pos[2] + ylin / rpp : pos[2]);
+    tpg = ll_triple((pos[0] + count) % 16, rpp ? ylin % rpp : ylin, rpp ? pos[2] + ylin / rpp : pos[2]);
     long long nbytes = count * out_bits / 8, end = paddr + nbytes, pad = last ? (16 - end % 16) % 16 : 0;
     if (!tpg || out_bits % 8 || paddr < 0 || end < 0 || pack_addr_mod(tc[37 + am], a, cr)) {
         r = tpg ? 0 : -1;
@@ -673,10 +719,11 @@ static int h_pacr(run_view *rv, PyObject *fields, PyObject *cfg, PyObject *tcfg)
     for (int i = 0; i < 3; i++)
         PyBuffer_Release(&dv[i]);
     r = -1;
+    PyObject *now_open = last ? Py_False : Py_True;         /* (mid-stream it is True already: not written again) */
     if ((exp_addr >= 0 && set_attr_ll(tx, h_packer_exp_addr, exp_addr))
         || set_attr(tx, h_packer_tpg, tpg)
-        || set_attr(tx, h_packer_open, last ? Py_False : Py_True) || set_attr_ll(tx, h_packer_addr, end)
-        || adc_write(adc, 2, a) || adc_write(adc_cr, 2, cr))
+        || (op != now_open && set_attr(tx, h_packer_open, now_open)) || set_attr_ll(tx, h_packer_addr, end)
+        || adc_write(adc, 2, a_before, a) || adc_write(adc_cr, 2, cr_before, cr))
         goto out;
     r = 1;
 out:
