@@ -321,13 +321,18 @@ def test_setup_memo_follows_the_setup_cache(monkeypatch):
 
 def test_run_view_dropped_at_python(monkeypatch):
     """A Python handler between C words of one pushed run may rebind the containers C reads (here SETRWC's spy gives
-    the thread a new RWC dict and the Tensix new Src valid lists): the C words after it use the new ones, as the
-    Python path does (run_view's drop at each call into Python)."""
+    the thread a new RWC dict, the Tensix new Src valid lists and Src banks, Dst new row and flag arrays): the C words
+    after it use the new ones, as the Python path does (run_view's drop at each call into Python, the arrays' data
+    pointers it keeps with them included: the old arrays stay alive in view_buffer's memo, so a kept pointer would
+    write them and leave the new ones as they were)."""
     setrwc = type(_unpack_tx()).SETRWC
 
     def rebinding_setrwc(self, t, f):
         self.threads[t].rwc = dict(self.threads[t].rwc)
         self.srca_valid, self.srcb_valid = list(self.srca_valid), list(self.srcb_valid)
+        self.srca, self.srcb = self.srca.copy(), self.srcb.copy()
+        d = self.dst
+        d.rows32, d.written, d.cleared16 = d.rows32.copy(), d.written.copy(), d.cleared16.copy()
         return setrwc(self, t, f)
 
     monkeypatch.setattr(Tensix, "SETRWC", rebinding_setrwc)

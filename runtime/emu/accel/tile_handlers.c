@@ -1476,7 +1476,9 @@ static int wait_release(run_view *rv, PyObject *gate_l, PyObject *tobj, long lon
             if (!bad && v > release)
                 release = v;
         }
-        PyObject *pair = bad ? NULL : Py_BuildValue("(OL)", blk, release + stallwait_lag);
+        PyObject *until = bad ? NULL : PyLong_FromLongLong(release + stallwait_lag);
+        PyObject *pair = until ? PyTuple_Pack(2, blk, until) : NULL;       /* (Py_BuildValue's format cost more) */
+        Py_XDECREF(until);
         res = pair && PySequence_SetItem(gate_l, th, pair) == 0 ? Py_NewRef(Py_None) : NULL;
         Py_XDECREF(pair);
     }
