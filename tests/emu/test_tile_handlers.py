@@ -12,6 +12,7 @@ Python, and the Wait Gate's questions asked of a replaced method."""
 from __future__ import annotations
 
 import random
+import sys
 
 import numpy as np
 import pytest
@@ -21,7 +22,7 @@ from tt_backend.chip import isa, layout
 from tt_backend.chip.errors import EmuError
 from tt_backend.lowering.codegen.sources import split
 from tt_backend.runtime.compile import compile_kernel
-from tt_backend.runtime.emu import unpack_pack
+from tt_backend.runtime.emu import sync, thread_state, unpack_pack
 from tt_backend.runtime.emu.accel import sfpu_issue_native, tile_native
 from tt_backend.runtime.emu.config import CFG_WORDS
 from tt_backend.runtime.emu.device import EmuDevice
@@ -425,3 +426,42 @@ def test_sync_questions_go_to_replaced_methods():
     assert runs[0][-1][2][0][1][5].startswith("STALLWAIT C7")                    # (T1 blocked at the Wait Gate)
     assert sorted(set(calls)) == ["drain", "handler_blocked", "latch_unmet", "poll_latches", "stamp_posts",
                                   "waited"], calls
+
+
+def _run_counting_latch_inits(monkeypatch) -> tuple[list, int]:
+    """_run(8, strict, handlers in C) and how many times thread_state.Latch.__init__ ran in it."""
+    init, inits = thread_state.Latch.__init__.__code__, []
+    sys.setprofile(lambda frame, event, arg: event == "call" and frame.f_code is init and inits.append(1))
+    try:
+        return _run(8, True, True, monkeypatch), len(inits)
+    finally:
+        sys.setprofile(None)
+
+
+def test_latch_built_in_c_as_its_class_builds_it(monkeypatch):
+    """STALLWAIT / SEMWAIT's latch made in C (new_latch: the five slots thread_state.Latch.__init__ sets) gives the
+    same states after every step as the class called (latch_native off, TT_EMU_LATCH_NATIVE=0) and as the Python
+    handlers (test_random_tile_programs_identical), without running __init__ for the latches C made; where sync.py
+    names another class (here a subclass whose __init__ counts), that class is called for every latch."""
+    mod = sfpu_issue_native._load()[0]
+    try:
+        mod.latch_native(False)
+        called, inits_called = _run_counting_latch_inits(monkeypatch)
+        mod.latch_native(True)
+        built, inits_built = _run_counting_latch_inits(monkeypatch)
+    finally:
+        mod.latch_native(sfpu_issue_native.LATCH_NATIVE)
+    assert built == called
+    assert inits_built < inits_called / 2, (inits_built, inits_called)
+    made = []
+
+    class Counted(thread_state.Latch):
+        __slots__ = ()
+
+        def __init__(self, *args):
+            made.append(args)
+            super().__init__(*args)
+
+    monkeypatch.setattr(sync, "Latch", Counted)
+    assert _run(8, True, True, monkeypatch) == built
+    assert len(made) == inits_called

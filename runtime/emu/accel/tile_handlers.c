@@ -44,7 +44,7 @@ static PyObject *k_sel, *k_addr_mode, *k_set_dat_valid, *k_last, *k_dst, *k_inst
     *h_packer_addr, *h_packer_exp_addr, *h_packer_tpg, *h_fid, *k_wait_res, *k_stall_res, *k_wait_sem_cond,
     *k_sem_sel, *k_rwc_cr, *k_rwc_a, *k_rwc_b, *k_rwc_d, *k_clear_ab_vld, *h_sem_value, *h_sem_max, *h_sem_posts,
     *h_sems, *h_semwait, *h_sfpu_busy, *h_latch_type, *k_clear_mode, *k_use_32_bit_mode,
-    *k_clear_zero_flags, *k_where, *h_poll_latches;
+    *k_clear_zero_flags, *k_where, *h_poll_latches, *h_init, *h_word;
 
 /* configure_tiles(src19 masks (16), format classes (16)) */
 static PyObject *configure_tiles(PyObject *self, PyObject *args) {
@@ -62,6 +62,18 @@ static PyObject *configure_tiles(PyObject *self, PyObject *args) {
         src19_mask_of[i] = (uint32_t)m;
         fmt_class[i] = (int)c;
     }
+    Py_RETURN_NONE;
+}
+
+/* latch_native(on): whether new_latch may build a latch in C (sfpu_issue_native.LATCH_NATIVE; off: the class is
+ * called, as Python's handlers do) */
+static int latch_in_c = 1;
+static PyObject *latch_native(PyObject *self, PyObject *on) {
+    (void)self;
+    int v = PyObject_IsTrue(on);
+    if (v < 0)
+        return NULL;
+    latch_in_c = v;
     Py_RETURN_NONE;
 }
 
@@ -103,7 +115,7 @@ static int tile_handlers_init(void) {
         {&h_sem_posts, "sem_posts"}, {&h_sems, "sems"}, {&h_semwait, "SEMWAIT"},
         {&h_sfpu_busy, "sfpu_busy"}, {&h_latch_type, "Latch"}, {&k_clear_mode, "clear_mode"},
         {&k_use_32_bit_mode, "use_32_bit_mode"}, {&k_clear_zero_flags, "clear_zero_flags"}, {&k_where, "where"},
-        {&h_poll_latches, "poll_latches"},
+        {&h_poll_latches, "poll_latches"}, {&h_init, "__init__"}, {&h_word, "word"},
     };
     return INTERN_NAMES(names);
 }
@@ -1200,7 +1212,7 @@ static int h_zeroacc(run_view *rv, PyObject *fields, PyObject *cfg, PyObject *tc
  * (TensixTiming.waited) and a SEMPOST's post stamps (stamp_posts). A handler declines (0) where the Python one raises
  * (strict: a SEMPOST at Max, a SEMGET at zero; releasing a Src bank that is not valid), and each question goes to the
  * Python method where that method is not the reference one (a spy on the class or the instance). */
-static PyObject *sync_module, *ref_latch_unmet, *ref_stamp_posts, *ref_waited, *ref_poll_latches;
+static PyObject *sync_module, *ref_latch_unmet, *ref_stamp_posts, *ref_waited, *ref_poll_latches, *ref_latch_init;
 static int list_ll(PyObject *list, Py_ssize_t i, long long *out);     /* (sfpu_issue_native.c: a list or a view) */
 static long long stallwait_lag, b6_block;
 
@@ -1214,13 +1226,18 @@ static int sync_refs(void) {
     PyObject *timing = mixin ? PyObject_GetAttrString(cycles, "TensixTiming") : NULL;
     PyObject *lag = timing ? PyObject_GetAttrString(cycles, "STALLWAIT_LAG") : NULL;
     PyObject *b6 = lag ? PyObject_GetAttrString(sync, "B6") : NULL;
-    int ok = b6 && !get_ll(lag, "STALLWAIT_LAG", &stallwait_lag) && !get_ll(b6, "B6", &b6_block)
+    PyObject *state = b6 ? PyImport_ImportModule("tt_backend.runtime.emu.thread_state") : NULL;
+    PyObject *latch = state ? PyObject_GetAttr(state, h_latch_type) : NULL;
+    int ok = latch && !get_ll(lag, "STALLWAIT_LAG", &stallwait_lag) && !get_ll(b6, "B6", &b6_block)
+             && (ref_latch_init = PyObject_GetAttr(latch, h_init))
              && (ref_latch_unmet = PyObject_GetAttr(mixin, s_latch_unmet))
              && (ref_stamp_posts = PyObject_GetAttr(mixin, s_stamp_posts))
              && (ref_waited = PyObject_GetAttr(timing, s_waited))
              && (ref_poll_latches = PyObject_GetAttr(mixin, h_poll_latches));
     Py_XDECREF(cycles), Py_XDECREF(mixin), Py_XDECREF(timing), Py_XDECREF(lag), Py_XDECREF(b6);
+    Py_XDECREF(state), Py_XDECREF(latch);
     if (!ok) {
+        Py_CLEAR(ref_latch_init);
         Py_CLEAR(ref_latch_unmet);
         Py_CLEAR(ref_stamp_posts);
         Py_CLEAR(ref_waited);
@@ -1266,8 +1283,36 @@ static PyObject *sem_state(PyObject *tx, long long v[8], long long m[8]) {
     return posts;
 }
 
+/* The Latch class new_latch builds in C: one whose instances are made by type's call and object's __new__ and set up by
+ * thread_state.Latch's own __init__ (which sets its five __slots__ members and nothing else), with those members'
+ * offsets; kept while the class keeps its version tag (any change of it or a class in its MRO, a replaced __init__
+ * included, changes the tag). The Python call of the class had been most of a STALLWAIT's cost in C. */
+static PyObject **const latch_names[5] = {&s_kind, &s_cond, &h_sems, &s_block, &h_word};
+static struct { PyTypeObject *tp; unsigned int tag; Py_ssize_t off[5]; } latch_layout;
+
+/* 1 where `cls` is such a class (latch_layout then describes it), else 0 (the class is called) */
+static int latch_built_in_c(PyObject *cls) {
+    PyTypeObject *tp = (PyTypeObject *)cls;
+    if (!latch_in_c || !PyType_CheckExact(cls))
+        return 0;
+    unsigned int tag = type_tag(tp);
+    if (tp == latch_layout.tp && tag && tag == latch_layout.tag)
+        return 1;
+    if (tp->tp_new != PyBaseObject_Type.tp_new || _PyType_Lookup(tp, h_init) != ref_latch_init)
+        return 0;
+    Py_ssize_t off[5];
+    for (int i = 0; i < 5; i++)
+        if ((off[i] = member_offset(_PyType_Lookup(tp, *latch_names[i]), 1)) < 0)
+            return 0;
+    if (!(tag = type_tag(tp)))
+        return 0;
+    latch_layout.tp = tp, latch_layout.tag = tag;
+    memcpy(latch_layout.off, off, sizeof off);
+    return 1;
+}
+
 /* sync.Latch(kind, cond, sems, block, word), the class sync.py names (Latch.__init__ sets its own slots only: the view
- * stays valid) */
+ * stays valid): built in C where latch_built_in_c says the call would do just that, else the class is called */
 static PyObject *new_latch(PyObject *kind, long long cond, long long sems, long long block, PyObject *word) {
     PyObject *cls = PyDict_GetItemWithError(PyModule_GetDict(sync_module), h_latch_type);
     if (!cls) {
@@ -1276,7 +1321,15 @@ static PyObject *new_latch(PyObject *kind, long long cond, long long sems, long 
         return NULL;
     }
     PyObject *a[5] = {kind, PyLong_FromLongLong(cond), PyLong_FromLongLong(sems), PyLong_FromLongLong(block), word};
-    PyObject *r = a[1] && a[2] && a[3] ? PyObject_Vectorcall(cls, a, 5, NULL) : NULL;
+    PyObject *r = NULL;
+    if (a[1] && a[2] && a[3] && latch_built_in_c(cls)) {
+        PyTypeObject *tp = (PyTypeObject *)cls;
+        if ((r = tp->tp_alloc(tp, 0)))
+            for (int i = 0; i < 5; i++)
+                *(PyObject **)((char *)r + latch_layout.off[i]) = Py_NewRef(a[i]);
+    } else if (a[1] && a[2] && a[3]) {
+        r = PyObject_Vectorcall(cls, a, 5, NULL);
+    }
     Py_XDECREF(a[1]), Py_XDECREF(a[2]), Py_XDECREF(a[3]);
     return r;
 }
