@@ -22,13 +22,14 @@ from tt_backend.chip import isa, layout
 from tt_backend.chip.errors import EmuError
 from tt_backend.lowering.codegen.sources import split
 from tt_backend.runtime.compile import compile_kernel
-from tt_backend.runtime.emu import sync, thread_state, unpack_pack
+from tt_backend.runtime.emu import cycles, sync, thread_state, unpack_pack
 from tt_backend.runtime.emu.accel import sfpu_issue_native, tile_native
 from tt_backend.runtime.emu.config import CFG_WORDS
 from tt_backend.runtime.emu.device import EmuDevice
 from tt_backend.runtime.emu.rv32 import Stall
 from tt_backend.runtime.emu.tensix import Tensix
 
+from tests.emu import test_direct_issue
 from tests.emu.test_tile_native import KERNELS, _inputs
 
 E = isa.encode
@@ -440,17 +441,17 @@ def _run_counting_latch_inits(monkeypatch) -> tuple[list, int]:
 
 def test_latch_built_in_c_as_its_class_builds_it(monkeypatch):
     """STALLWAIT / SEMWAIT's latch made in C (new_latch: the five slots thread_state.Latch.__init__ sets) gives the
-    same states after every step as the class called (latch_native off, TT_EMU_LATCH_NATIVE=0) and as the Python
+    same states after every step as the class called (wait_native off, TT_EMU_WAIT_NATIVE=0) and as the Python
     handlers (test_random_tile_programs_identical), without running __init__ for the latches C made; where sync.py
     names another class (here a subclass whose __init__ counts), that class is called for every latch."""
     mod = sfpu_issue_native._load()[0]
     try:
-        mod.latch_native(False)
+        mod.wait_native(False)
         called, inits_called = _run_counting_latch_inits(monkeypatch)
-        mod.latch_native(True)
+        mod.wait_native(True)
         built, inits_built = _run_counting_latch_inits(monkeypatch)
     finally:
-        mod.latch_native(sfpu_issue_native.LATCH_NATIVE)
+        mod.wait_native(sfpu_issue_native.WAIT_NATIVE)
     assert built == called
     assert inits_built < inits_called / 2, (inits_built, inits_called)
     made = []
@@ -465,3 +466,26 @@ def test_latch_built_in_c_as_its_class_builds_it(monkeypatch):
     monkeypatch.setattr(sync, "Latch", Counted)
     assert _run(8, True, True, monkeypatch) == built
     assert len(made) == inits_called
+
+
+@pytest.mark.parametrize("seed", [6, 7])
+def test_wait_reads_sfpu_busy_in_c(seed, monkeypatch):
+    """A wait on the Vector Unit (STALLWAIT C11) issued in C after SFPU work reads what tm.sfpu_busy() would answer in C
+    (sfpu_busy_in_c: both methods the reference ones, nothing scheduled): the same states after every step as asking
+    the method (wait_native off, TT_EMU_WAIT_NATIVE=0), which then is asked more often."""
+    mod, code = sfpu_issue_native._load()[0], cycles.TensixTiming.sfpu_busy.__code__
+
+    def run(on: bool) -> tuple[list, int]:
+        mod.wait_native(on)
+        asked = []
+        sys.setprofile(lambda frame, event, arg: event == "call" and frame.f_code is code and asked.append(1))
+        try:
+            return test_direct_issue._run(seed, False, True, monkeypatch, plain_c=True, timed=False,
+                                          wait_share=0.2), len(asked)
+        finally:
+            sys.setprofile(None)
+            mod.wait_native(sfpu_issue_native.WAIT_NATIVE)
+
+    (in_c, asked_in_c), (asked, asked_always) = run(True), run(False)
+    assert in_c == asked
+    assert asked_in_c < asked_always, (asked_in_c, asked_always)

@@ -3116,7 +3116,7 @@ static PyMethodDef methods[] = {
     {"step_run", step_run, METH_O, "see its comment"},
     {"configure_tiles", configure_tiles, METH_VARARGS, "configure_tiles(src19 masks, format classes)"},
     {"handler_counts", handler_counts, METH_NOARGS, "words each tile handler code ran in C"},
-    {"latch_native", latch_native, METH_O, "latch_native(on): STALLWAIT / SEMWAIT's latch built in C or by its class"},
+    {"wait_native", wait_native, METH_O, "wait_native(on): the wait words' latch and SFPU busy time in C or Python"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -44,7 +44,7 @@ static PyObject *k_sel, *k_addr_mode, *k_set_dat_valid, *k_last, *k_dst, *k_inst
     *h_packer_addr, *h_packer_exp_addr, *h_packer_tpg, *h_fid, *k_wait_res, *k_stall_res, *k_wait_sem_cond,
     *k_sem_sel, *k_rwc_cr, *k_rwc_a, *k_rwc_b, *k_rwc_d, *k_clear_ab_vld, *h_sem_value, *h_sem_max, *h_sem_posts,
     *h_sems, *h_semwait, *h_sfpu_busy, *h_latch_type, *k_clear_mode, *k_use_32_bit_mode,
-    *k_clear_zero_flags, *k_where, *h_poll_latches, *h_init, *h_word;
+    *k_clear_zero_flags, *k_where, *h_poll_latches, *h_init, *h_word, *h_tx, *h_timing;
 
 /* configure_tiles(src19 masks (16), format classes (16)) */
 static PyObject *configure_tiles(PyObject *self, PyObject *args) {
@@ -65,15 +65,15 @@ static PyObject *configure_tiles(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
-/* latch_native(on): whether new_latch may build a latch in C (sfpu_issue_native.LATCH_NATIVE; off: the class is
- * called, as Python's handlers do) */
-static int latch_in_c = 1;
-static PyObject *latch_native(PyObject *self, PyObject *on) {
+/* wait_native(on): whether new_latch may build a latch in C and wait_release read the SFPU's busy time in C
+ * (sfpu_issue_native.WAIT_NATIVE; off: the Latch class is called and tm.sfpu_busy() asked, as before) */
+static int wait_in_c = 1;
+static PyObject *wait_native(PyObject *self, PyObject *on) {
     (void)self;
     int v = PyObject_IsTrue(on);
     if (v < 0)
         return NULL;
-    latch_in_c = v;
+    wait_in_c = v;
     Py_RETURN_NONE;
 }
 
@@ -116,6 +116,7 @@ static int tile_handlers_init(void) {
         {&h_sfpu_busy, "sfpu_busy"}, {&h_latch_type, "Latch"}, {&k_clear_mode, "clear_mode"},
         {&k_use_32_bit_mode, "use_32_bit_mode"}, {&k_clear_zero_flags, "clear_zero_flags"}, {&k_where, "where"},
         {&h_poll_latches, "poll_latches"}, {&h_init, "__init__"}, {&h_word, "word"},
+        {&h_tx, "tx"}, {&h_timing, "timing"},
     };
     return INTERN_NAMES(names);
 }
@@ -1212,7 +1213,8 @@ static int h_zeroacc(run_view *rv, PyObject *fields, PyObject *cfg, PyObject *tc
  * (TensixTiming.waited) and a SEMPOST's post stamps (stamp_posts). A handler declines (0) where the Python one raises
  * (strict: a SEMPOST at Max, a SEMGET at zero; releasing a Src bank that is not valid), and each question goes to the
  * Python method where that method is not the reference one (a spy on the class or the instance). */
-static PyObject *sync_module, *ref_latch_unmet, *ref_stamp_posts, *ref_waited, *ref_poll_latches, *ref_latch_init;
+static PyObject *sync_module, *ref_latch_unmet, *ref_stamp_posts, *ref_waited, *ref_poll_latches, *ref_latch_init,
+    *ref_sfpu_busy, *ref_busy_until;
 static int list_ll(PyObject *list, Py_ssize_t i, long long *out);     /* (sfpu_issue_native.c: a list or a view) */
 static long long stallwait_lag, b6_block;
 
@@ -1228,16 +1230,22 @@ static int sync_refs(void) {
     PyObject *b6 = lag ? PyObject_GetAttrString(sync, "B6") : NULL;
     PyObject *state = b6 ? PyImport_ImportModule("tt_backend.runtime.emu.thread_state") : NULL;
     PyObject *latch = state ? PyObject_GetAttr(state, h_latch_type) : NULL;
-    int ok = latch && !get_ll(lag, "STALLWAIT_LAG", &stallwait_lag) && !get_ll(b6, "B6", &b6_block)
+    PyObject *sfpu = latch ? PyImport_ImportModule("tt_backend.runtime.emu.sfpu") : NULL;
+    PyObject *sfpu_cls = sfpu ? PyObject_GetAttrString(sfpu, "SFPU") : NULL;
+    int ok = sfpu_cls && !get_ll(lag, "STALLWAIT_LAG", &stallwait_lag) && !get_ll(b6, "B6", &b6_block)
              && (ref_latch_init = PyObject_GetAttr(latch, h_init))
+             && (ref_sfpu_busy = PyObject_GetAttr(timing, h_sfpu_busy))
+             && (ref_busy_until = PyObject_GetAttr(sfpu_cls, s_busy_until))
              && (ref_latch_unmet = PyObject_GetAttr(mixin, s_latch_unmet))
              && (ref_stamp_posts = PyObject_GetAttr(mixin, s_stamp_posts))
              && (ref_waited = PyObject_GetAttr(timing, s_waited))
              && (ref_poll_latches = PyObject_GetAttr(mixin, h_poll_latches));
     Py_XDECREF(cycles), Py_XDECREF(mixin), Py_XDECREF(timing), Py_XDECREF(lag), Py_XDECREF(b6);
-    Py_XDECREF(state), Py_XDECREF(latch);
+    Py_XDECREF(state), Py_XDECREF(latch), Py_XDECREF(sfpu), Py_XDECREF(sfpu_cls);
     if (!ok) {
         Py_CLEAR(ref_latch_init);
+        Py_CLEAR(ref_sfpu_busy);
+        Py_CLEAR(ref_busy_until);
         Py_CLEAR(ref_latch_unmet);
         Py_CLEAR(ref_stamp_posts);
         Py_CLEAR(ref_waited);
@@ -1293,7 +1301,7 @@ static struct { PyTypeObject *tp; unsigned int tag; Py_ssize_t off[5]; } latch_l
 /* 1 where `cls` is such a class (latch_layout then describes it), else 0 (the class is called) */
 static int latch_built_in_c(PyObject *cls) {
     PyTypeObject *tp = (PyTypeObject *)cls;
-    if (!latch_in_c || !PyType_CheckExact(cls))
+    if (!wait_in_c || !PyType_CheckExact(cls))
         return 0;
     unsigned int tag = type_tag(tp);
     if (tp == latch_layout.tp && tag && tag == latch_layout.tag)
@@ -1489,6 +1497,35 @@ static PyObject *latch_why(run_view *rv, PyObject *tobj, PyObject *latch) {
     return why;
 }
 
+/* tm.sfpu_busy() without the two Python calls where they would read the state as C does: 1 with *v set, 0 where
+ * Python is asked, -1 with an exception set. That is where tm.sfpu_busy and tx.raw_sfpu.busy_until are the reference
+ * methods (cycles.TensixTiming.sfpu_busy, sfpu.SFPU.busy_until), tm.tx is this run's Tensix and no SFPLOADMACRO work
+ * is scheduled: the answer is then the SFPU timing's int busy_until (no SFPU: 0). (The two calls had cost ~7,000
+ * instructions a STALLWAIT on the SFPU.) */
+static int sfpu_busy_in_c(run_view *rv, long long *v) {
+    int ref = wait_in_c ? method_is_ref(rv->tm, h_sfpu_busy, ref_sfpu_busy) : 0;
+    PyObject *tx = ref > 0 ? get_attr(rv->tm, h_tx) : NULL, *raw = NULL;
+    Py_XDECREF(tx);                                  /* (compared only) */
+    if (ref <= 0 || !tx || tx != rv->tx)
+        return ref < 0 || (ref > 0 && !tx) ? -1 : 0;
+    if (!(raw = view_get(rv, V_RAW_SFPU)))
+        return -1;
+    if (raw == Py_None) {
+        *v = 0;
+        return 1;
+    }
+    if ((ref = method_is_ref(raw, s_busy_until, ref_busy_until)) <= 0)
+        return ref;
+    PyObject *sch = get_attr(raw, s_scheduled);
+    PyObject *timing = sch && PyList_CheckExact(sch) && !PyList_GET_SIZE(sch) ? get_attr(raw, h_timing) : NULL;
+    PyObject *until = timing ? get_attr(timing, s_busy_until) : NULL;
+    int r = until && PyLong_CheckExact(until) && !get_ll(until, "busy_until", v);
+    if (!r)            /* (work scheduled, another type, a missing attribute, an overflow: Python answers or raises) */
+        PyErr_Clear();
+    Py_XDECREF(sch), Py_XDECREF(timing), Py_XDECREF(until);
+    return r;
+}
+
 /* After a wait instruction issued at c on thread `tobj` (th): TensixTiming.waited(thread, c, cond, block) for the latch
  * it left (a STALLWAIT's cond, 0 for a SEMWAIT's), in C for the reference method: its unit-busy conditions hold until
  * the units are idle (the Vector Unit's busy time asked of tm.sfpu_busy()), and the block mask lifts STALLWAIT_LAG
@@ -1522,10 +1559,14 @@ static int wait_release(run_view *rv, PyObject *gate_l, PyObject *tobj, long lon
         if (!bad && cd & 16 && !(bad = ts ? (v = ts->fpu_busy, 0) : attr_ll(rv->tm, s_fpu_busy, &v)) && v > release)
             release = v;
         if (!bad && cd & (1 << 11)) {
-            PyObject *s = PyObject_CallMethodNoArgs(rv->tm, h_sfpu_busy);
-            view_drop(rv);
-            bad = !s || get_ll(s, "sfpu_busy", &v);
-            Py_XDECREF(s);
+            int in_c = sfpu_busy_in_c(rv, &v);
+            if (!in_c) {
+                PyObject *s = PyObject_CallMethodNoArgs(rv->tm, h_sfpu_busy);
+                view_drop(rv);
+                bad = !s || get_ll(s, "sfpu_busy", &v);
+                Py_XDECREF(s);
+            }
+            bad = bad || in_c < 0;
             if (!bad && v > release)
                 release = v;
         }
