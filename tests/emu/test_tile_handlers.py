@@ -321,6 +321,33 @@ def test_setup_memo_follows_the_setup_cache(monkeypatch):
     assert runs[0] == runs[1]
 
 
+def test_setup_memo_follows_the_config_words(monkeypatch):
+    """UNPACR's setup memo answers by the config words of its key: two configurations (FP32 and BF16 input), both in
+    the setup cache after their first UNPACR, alternated between words and written back as the same int objects or as
+    equal new ones, each UNPACR in C unpacking by its own (the memo's same-object check against its last answer, then
+    its compare of the values), the state as the Python handlers leave it after every word."""
+    code = tile_native.HANDLER_CODES["UNPACR"]
+    counts = sfpu_issue_native._load()[0].handler_counts
+    word = E("UNPACR", unpack_block_selection=0, addr_mode=1, set_dat_valid=0, ovrd_thread_id=1, last=1)
+    configs = (((64, 0x04000015), (72, 0x25)), ((64, 0x04000010), (72, 0x24)))
+    order = (0, 1, 0, 1, 1, 0, 0, 1, 0)
+    runs = []
+    for on in (True, False):
+        monkeypatch.setattr(tile_native, "HANDLERS_NATIVE", on)
+        tx, trace, in_c = _unpack_tx(), [], []
+        for step, which in enumerate(order):
+            for i, v in configs[which]:
+                tx.cfg_write(i, v if step % 3 else int(str(v)))      # (an equal int, not the same object)
+            before = counts()[code]
+            tx.push(0, word, 0)
+            in_c.append(counts()[code] - before)
+            trace.append(_snapshot(tx))
+        runs.append(trace)
+        if on:
+            assert in_c == [0, 0] + [1] * (len(order) - 2), in_c    # (each configuration's first: Python)
+    assert runs[0] == runs[1]
+
+
 def test_run_view_dropped_at_python(monkeypatch):
     """A Python handler between C words of one pushed run may rebind the containers C reads (here SETRWC's spy gives
     the thread a new RWC dict, the Tensix new Src valid lists and Src banks, Dst new row and flag arrays): the C words

@@ -423,9 +423,28 @@ typedef struct {
     PyObject *dict;                 /* (compared only, never dereferenced: the tag says whether it is the same dict) */
     uint64_t version;
     long long key[SETUP_KEY], s[SETUP_ITEMS];
+    PyObject *word[SETUP_KEY - 1];  /* the config words' int objects key[1..] was read from (strong references) */
 } setup_entry;
 typedef struct { setup_entry e[SETUP_MEMO]; int next, last; } setup_memo;    /* last: the entry that answered last */
 static setup_memo unpack_memo, pack_memo;
+
+/* whether the config words of `lists` at `idx` (n of them, `which` list each) are the very objects entry e holds: an
+ * int is immutable and e's reference keeps it from being freed, so the same objects are the same key (the common
+ * case: the config lists keep their items between words), found without reading the ints or comparing the key */
+static int setup_same_words(const setup_entry *e, PyObject *const *lists, const int *which, const int *idx, int n) {
+    for (int i = 0; i < n; i++) {
+        PyObject *l = lists[which[i]];
+        if (PyList_GET_SIZE(l) <= idx[i] || PyList_GET_ITEM(l, idx[i]) != e->word[i])
+            return 0;
+    }
+    return 1;
+}
+
+/* e's config word objects set to those of `lists` (the key just read from them: each an int) */
+static void setup_hold_words(setup_entry *e, PyObject *const *lists, const int *which, const int *idx, int n) {
+    for (int i = 0; i < n; i++)
+        Py_XSETREF(e->word[i], Py_NewRef(PyList_GET_ITEM(lists[which[i]], idx[i])));
+}
 
 /* The setup of `fields` under the config words of `lists` at `idx` (n of them, `which` list each) from the view's dict
  * k, a tuple of ns items: 1 with s[first..ns) filled, 0 where it is not cached (Python checks the configuration), -1
@@ -440,18 +459,25 @@ static int setup_lookup(run_view *rv, int k, setup_memo *m, PyObject *fields, Py
     }
     long long key[SETUP_KEY];
     int exact = DICT_TAGS && n + 1 <= SETUP_KEY && ns <= SETUP_ITEMS;
+    uint64_t version = dict_version(d);
+    setup_entry *last = &m->e[m->last];
     key[0] = (long long)(uintptr_t)fields;
+    if (exact && last->dict == d && last->version == version && last->key[0] == key[0]
+        && setup_same_words(last, lists, which, idx, n)) {
+        memcpy(s + first, last->s + first, sizeof(long long) * (size_t)(ns - first));
+        return 1;
+    }
     for (int i = 0; exact && i < n; i++) {
         PyObject *l = lists[which[i]];
         if (PyList_GET_SIZE(l) <= idx[i] || key_ll(PyList_GET_ITEM(l, idx[i]), &key[i + 1]))
             exact = 0;                               /* (the tuple path says what is wrong) */
     }
-    uint64_t version = dict_version(d);
     for (int j = 0; exact && j < SETUP_MEMO; j++) {  /* (the last answer first: a run repeats one configuration) */
         setup_entry *e = &m->e[(m->last + j) % SETUP_MEMO];
         if (e->dict == d && e->version == version && !memcmp(e->key, key, sizeof(long long) * (size_t)(n + 1))) {
             memcpy(s + first, e->s + first, sizeof(long long) * (size_t)(ns - first));
             m->last = (m->last + j) % SETUP_MEMO;
+            setup_hold_words(e, lists, which, idx, n);
             return 1;
         }
     }
@@ -474,6 +500,7 @@ static int setup_lookup(run_view *rv, int k, setup_memo *m, PyObject *fields, Py
         e->version = version;
         memcpy(e->key, key, sizeof(long long) * (size_t)(n + 1));
         memcpy(e->s + first, s + first, sizeof(long long) * (size_t)(ns - first));
+        setup_hold_words(e, lists, which, idx, n);
     }
     return 1;
 }
