@@ -460,12 +460,14 @@ static int setup_lookup(run_view *rv, int k, setup_memo *m, PyObject *fields, Py
     long long key[SETUP_KEY];
     int exact = DICT_TAGS && n + 1 <= SETUP_KEY && ns <= SETUP_ITEMS;
     uint64_t version = dict_version(d);
-    setup_entry *last = &m->e[m->last];
     key[0] = (long long)(uintptr_t)fields;
-    if (exact && last->dict == d && last->version == version && last->key[0] == key[0]
-        && setup_same_words(last, lists, which, idx, n)) {
-        memcpy(s + first, last->s + first, sizeof(long long) * (size_t)(ns - first));
-        return 1;
+    for (int j = 0; exact && j < SETUP_MEMO; j++) {  /* (an entry of this word holding the same config words) */
+        setup_entry *e = &m->e[(m->last + j) % SETUP_MEMO];
+        if (e->dict == d && e->version == version && e->key[0] == key[0] && setup_same_words(e, lists, which, idx, n)) {
+            memcpy(s + first, e->s + first, sizeof(long long) * (size_t)(ns - first));
+            m->last = (m->last + j) % SETUP_MEMO;
+            return 1;
+        }
     }
     for (int i = 0; exact && i < n; i++) {
         PyObject *l = lists[which[i]];
