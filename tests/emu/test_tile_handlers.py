@@ -389,6 +389,40 @@ def test_run_view_dropped_at_python(monkeypatch):
     assert runs[0] == runs[1]
 
 
+def test_packer_state_followed_across_python(monkeypatch):
+    """The packer state a PACR in C left (packer_open, packer_addr, packer_tpg, which the run's view keeps for the next
+    PACR) is read again after Python ran: SETRWC's spy between the PACRs of one pushed run moves the packer's address
+    and tile position, and the PACRs after it pack there, as on the Python path; the PACRs really run in C."""
+    setrwc = type(_unpack_tx()).SETRWC
+
+    def moving_setrwc(self, t, f):
+        self.packer_addr += 64
+        self.packer_tpg = (0, 1, 0)
+        return setrwc(self, t, f)
+
+    monkeypatch.setattr(Tensix, "SETRWC", moving_setrwc)
+    counts = sfpu_issue_native._load()[0].handler_counts
+    code = tile_native.HANDLER_CODES["PACR"]
+    pacr = lambda last: E("PACR", read_intf_sel=0, last=last, addr_mode=0)
+    run = (pacr(0), pacr(0), E("SETRWC", bit_mask=0, rwc_a=0, rwc_b=0, rwc_d=0, rwc_cr=0, clear_ab_vld=0), pacr(0),
+           pacr(1))
+    runs = []
+    for on in (True, False):
+        monkeypatch.setattr(sfpu_issue_native, "PLAIN_ISSUE_NATIVE", on)
+        tx, trace = _unpack_tx(), []
+        for w in (0xB2250004, 0xB2261020, 0xB2272020, 0x5180000B, 0x5480000F, 0x5E803C00):
+            tx.push(2, w)
+        before = counts()[code]
+        for _ in range(3):
+            tx.push_many(2, run, 0)
+            while tx.step():
+                pass
+            trace.append(_snapshot(tx))
+        runs.append(trace)
+        assert (counts()[code] - before >= 3 * 3) == on
+    assert runs[0] == runs[1]
+
+
 # (programs of thread 1, pushed word by word, then the Tensix stepped) where the sync handlers and SETRWC leave a word
 # to Python: a SEMPOST at Max (strict: raises at semaphore 0 before semaphore 1 changes), a SEMGET at zero (strict:
 # raises at semaphore 0; else semaphore 1 is taken), SETRWC releasing a SrcB bank the FPU does not own (raises, strict

@@ -150,6 +150,11 @@ typedef struct {
     PyObject *tx, *tm, *th;                    /* (borrowed: the caller holds them for the call) */
     PyObject *v[V_N];                          /* (strong references, NULL until read) */
     item_data data[V_N];                       /* view_buffer's answer for v[k] while v[k] is held */
+    /* the Tensix's packer_open, packer_addr and packer_tpg as this view's last PACR in C left them (packer_known):
+     * only h_pacr writes them in C, so they stay so until Python runs (view_drop) */
+    int packer_known;
+    PyObject *packer_open;                     /* (Py_True or Py_False) */
+    long long packer_addr, packer_tpg[3];
     /* the Src bank numbers plain_word read for its word's timing just before the handler runs (nothing runs in
      * between), which the handler would read again: `banks` says which are set (BANKS_*) */
     int banks;
@@ -202,6 +207,7 @@ static void view_drop(run_view *rv) {
         Py_CLEAR(rv->v[k]);
         rv->data[k].buf = NULL;
     }
+    rv->packer_known = 0;
 }
 
 /* ------------------------------------------------------------------------------------------------ state access */
@@ -682,12 +688,14 @@ static int h_pacr(run_view *rv, PyObject *fields, PyObject *cfg, PyObject *tcfg)
     if (found <= 0)
         return found;
     PyObject *adc = view_get(rv, V_ADC), *adc_cr = adc ? view_get(rv, V_ADC_CR) : NULL;
-    PyObject *op = adc_cr ? get_attr(tx, h_packer_open) : NULL;
+    int known = rv->packer_known;
+    PyObject *op = !adc_cr ? NULL : known ? Py_NewRef(rv->packer_open) : get_attr(tx, h_packer_open);
     PyObject *tpg = NULL;
     int r = -1;
     if (!op || (open = PyObject_IsTrue(op)) < 0 || adc_read(adc, 2, a) || adc_read(adc_cr, 2, cr)
         || list_pick(cfg, 181, pack_cfg_read, 12, c) || list_pick(tcfg, 53, pack_tcfg_read, 5, tc)
-        || fields_read(fields, pack_keys, 2, f) || (open && attr_ll(tx, h_packer_addr, &paddr)))
+        || fields_read(fields, pack_keys, 2, f)
+        || (open && (known ? (paddr = rv->packer_addr, 0) : attr_ll(tx, h_packer_addr, &paddr))))
         goto out;
     memcpy(a_before, a, sizeof a);
     memcpy(cr_before, cr, sizeof cr);
@@ -714,6 +722,8 @@ static int h_pacr(run_view *rv, PyObject *fields, PyObject *cfg, PyObject *tcfg)
             goto out;
         exp_addr = (c[69] + 1) * 16 + 16 * ((a[5] * (c[14] >> 16)) >> 4);
         paddr = exp_addr + (out_bits <= 8 ? 16 * (c68 >> 16) : 0);
+    } else if (known) {
+        memcpy(pos, rv->packer_tpg, sizeof pos);
     } else {
         PyObject *old = get_attr(tx, h_packer_tpg);
         int bad = !old || !PyTuple_Check(old) || PyTuple_GET_SIZE(old) != 3;
@@ -734,7 +744,8 @@ static int h_pacr(run_view *rv, PyObject *fields, PyObject *cfg, PyObject *tcfg)
         if ((c[24 + (mapping >> 2 * row & 3)] & 0xFFFF) != 0xFFFF)
             goto out;
     long long ylin = pos[1] + (pos[0] + count) / 16;
-    tpg = ll_triple((pos[0] + count) % 16, rpp ? ylin % rpp : ylin, rpp ? pos[2] + ylin / rpp : pos[2]);
+    const long long pos_after[3] = {(pos[0] + count) % 16, rpp ? ylin % rpp : ylin, rpp ? pos[2] + ylin / rpp : pos[2]};
+    tpg = ll_triple(pos_after[0], pos_after[1], pos_after[2]);
     long long nbytes = count * out_bits / 8, end = paddr + nbytes, pad = last ? (16 - end % 16) % 16 : 0;
     if (!tpg || out_bits % 8 || paddr < 0 || end < 0 || pack_addr_mod(tc[37 + am], a, cr)) {
         r = tpg ? 0 : -1;
@@ -767,6 +778,10 @@ static int h_pacr(run_view *rv, PyObject *fields, PyObject *cfg, PyObject *tcfg)
         || (op != now_open && set_attr(tx, h_packer_open, now_open)) || set_attr_ll(tx, h_packer_addr, end)
         || adc_write(adc, 2, a_before, a) || adc_write(adc_cr, 2, cr_before, cr))
         goto out;
+    rv->packer_known = 1;
+    rv->packer_open = now_open;
+    rv->packer_addr = end;
+    memcpy(rv->packer_tpg, pos_after, sizeof pos_after);
     r = 1;
 out:
     Py_XDECREF(op);
