@@ -994,8 +994,14 @@ static PyObject *call_method(PyObject *o, PyObject *name, PyObject *const *args,
     return PyObject_VectorcallMethod(name, stack, (n + 1) | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
 }
 
-/* TensixTiming._adc_count: the datums of the ADC set s's X range (16 when empty) */
+/* TensixTiming._adc_count: the datums of the ADC set s's X range (16 when empty); the range the word's handler in C
+ * read where it read this set (run_view.adc_x_set) */
 static int adc_count(run_view *rv, int s, long long *n) {
+    if (rv->adc_x_set == s + 1) {
+        long long x0 = rv->adc_x[0], x1 = rv->adc_x[1];
+        *n = x1 - x0 + 1 > 0 ? x1 - x0 + 1 : 16;
+        return 0;
+    }
     PyObject *adc = view_get(rv, V_ADC);
     if (!adc)
         return -1;
@@ -1387,6 +1393,7 @@ static int plain_word(run_view *rv, const tm_lists *L, PyObject *tobj, long long
         rv->matrix_bank[0] = bank_a, rv->matrix_bank[1] = bank_b;
     }
     PyObject *why = NULL;
+    rv->adc_x_set = 0;                  /* (an earlier word's: its handler may have been a SETADC*) */
     int in_c = f->c_handler ? tile_handler(rv, fields, f->c_handler, &why) : 0;
     rv->banks = 0;
     if (in_c < 0)

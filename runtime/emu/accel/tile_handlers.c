@@ -155,6 +155,10 @@ typedef struct {
     int packer_known;
     PyObject *packer_open;                     /* (Py_True or Py_False) */
     long long packer_addr, packer_tpg[3];
+    /* ADC set adc_x_set - 1's X range (x0, x1 of its two channels) as the word's handler in C read it (0: none);
+     * the handlers move only Y and Z, so it is the range after the word too, which its timing (adc_count) reads */
+    int adc_x_set;
+    long long adc_x[2];
     /* the Src bank numbers plain_word read for its word's timing just before the handler runs (nothing runs in
      * between), which the handler would read again: `banks` says which are set (BANKS_*) */
     int banks;
@@ -208,6 +212,7 @@ static void view_drop(run_view *rv) {
         rv->data[k].buf = NULL;
     }
     rv->packer_known = 0;
+    rv->adc_x_set = 0;
 }
 
 /* ------------------------------------------------------------------------------------------------ state access */
@@ -365,6 +370,13 @@ static int adc_read(PyObject *adc, int s, long long v[8]) {
 /* ADC set `s` written back as adc_read reads it: only the items that differ from `old` (adc_read's answer before the
  * word; an unchanged item keeps its equal int, as rwc_write's counters do). A word moves two or three of the 8 (a
  * PACR wrote 16 ints, each a new object and the old one's release, for the 2 to 4 that change). */
+/* the X range of ADC set s (a: as adc_read gives it) kept in the view for the word's timing */
+static void adc_x_keep(run_view *rv, int s, const long long a[8]) {
+    rv->adc_x_set = s + 1;
+    rv->adc_x[0] = a[0];
+    rv->adc_x[1] = a[4];
+}
+
 static int adc_write(PyObject *adc, int s, const long long old[8], const long long v[8]) {
     PyObject *set = PyList_GET_ITEM(adc, s);
     for (int i = 0; i < 8; i++)
@@ -555,6 +567,7 @@ static int h_unpacr(run_view *rv, PyObject *fields, PyObject *cfg, PyObject *tcf
     if (!adc || adc_read(adc, (int)sel, a) || list_pick(cfg, 141, unpack_cfg_read, 5, c))
         return -1;
     memcpy(a_before, a, sizeof a);
+    adc_x_keep(rv, (int)sel, a);
     long long in_bits = s[1], out_align = s[2], x_dim = s[3], y_dim = s[4], z_dim = s[5], exp_section = s[10];
     long long tileize = s[14], to_dst = s[15], add_dest_cntr = s[16], burst = s[17], out_fmt = s[18], kind = s[19];
     /* (a kind tile_data.c does not know, or whose datum size is not the setup's, is Python's: tile_unpack would refuse
@@ -699,6 +712,7 @@ static int h_pacr(run_view *rv, PyObject *fields, PyObject *cfg, PyObject *tcfg)
         goto out;
     memcpy(a_before, a, sizeof a);
     memcpy(cr_before, cr, sizeof cr);
+    adc_x_keep(rv, 2, a);
     am = f[0], last = f[1];
     long long sel = s[0], c68 = s[1], rd32 = s[5], esz = s[12], out_bits = s[13], ys = s[14], zs = s[15], ws = s[16];
     long long kind = s[18], per = a[4] - a[0] + 1;
