@@ -231,7 +231,8 @@ static int field(PyObject *fields, PyObject *key, long long *out) {
  * changed, so each word's handler finds its fields here after its first time (4-5 dict look-ups a word before); the
  * tag (see dict_version) makes an entry answer only for that dict unchanged. Without tags every read goes to the
  * dict. */
-#define FIELDS_MEMO 64          /* (a power of 2: a launch's tile words have a few dozen distinct fields dicts) */
+#define FIELDS_MEMO_BITS 10     /* (elementwise512 has hundreds of distinct fields dicts: 64 slots missed ~60 %) */
+#define FIELDS_MEMO (1 << FIELDS_MEMO_BITS)
 #define FIELDS_MOST 6
 static struct {
     PyObject *fields;
@@ -242,7 +243,7 @@ static struct {
 
 /* the n fields `keys` names (n <= FIELDS_MOST) of `fields` into out: 0, or -1 with field's exception */
 static int fields_read(PyObject *fields, PyObject **const *keys, int n, long long *out) {
-    size_t i = (size_t)((((uintptr_t)fields ^ (uintptr_t)keys) * 0x9E3779B97F4A7C15ull) >> 58);
+    size_t i = (size_t)((((uintptr_t)fields ^ (uintptr_t)keys) * 0x9E3779B97F4A7C15ull) >> (64 - FIELDS_MEMO_BITS));
     uint64_t tag = dict_version(fields);
     if (DICT_TAGS && fields_memo[i].fields == fields && fields_memo[i].version == tag && fields_memo[i].keys == keys) {
         memcpy(out, fields_memo[i].v, n * sizeof *out);
