@@ -1344,7 +1344,7 @@ static int plain_word(run_view *rv, const tm_lists *L, PyObject *tobj, long long
         return -1;
     if (latch != Py_None) {
         long long lb;
-        if (attr_ll(latch, s_block, &lb)) {
+        if (latch_ll(latch, LATCH_BLOCK, &lb)) {
             Py_DECREF(latch);
             return -1;
         }

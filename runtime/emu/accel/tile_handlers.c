@@ -1378,6 +1378,29 @@ static int latch_built_in_c(PyObject *cls) {
     return 1;
 }
 
+enum { LATCH_KIND, LATCH_COND, LATCH_SEMS, LATCH_BLOCK, LATCH_WORD };      /* (latch_names' order) */
+
+/* latch.<latch_names[k]> (a new reference; NULL with an exception set): the slot read at latch_layout's offset where
+ * the latch's class is the one described there, unchanged (get_attr's member path, without its type look-up), else
+ * get_attr */
+static PyObject *latch_get(PyObject *latch, int k) {
+    PyTypeObject *tp = Py_TYPE(latch);
+    if (tp == latch_layout.tp && latch_layout.tag && type_tag(tp) == latch_layout.tag) {
+        PyObject *v = *(PyObject **)((char *)latch + latch_layout.off[k]);
+        if (v)
+            return Py_NewRef(v);
+    }
+    return get_attr(latch, *latch_names[k]);
+}
+
+/* latch.<latch_names[k]> as an integer: 0, or -1 with an exception set */
+static int latch_ll(PyObject *latch, int k, long long *out) {
+    PyObject *v = latch_get(latch, k);
+    int r = v ? get_ll(v, "latch field", out) : -1;
+    Py_XDECREF(v);
+    return r;
+}
+
 /* sync.Latch(kind, cond, sems, block, word), the class sync.py names (Latch.__init__ sets its own slots only: the view
  * stays valid): built in C where latch_built_in_c says the call would do just that, else the class is called */
 static PyObject *new_latch(PyObject *kind, long long cond, long long sems, long long block, PyObject *word) {
@@ -1504,17 +1527,17 @@ static int h_setrwc(run_view *rv, PyObject *fields, PyObject *tcfg) {
  * (it is not the reference one, or the state is not what it expects), -1 with an exception set */
 static int latch_met(run_view *rv, PyObject *latch) {
     int ref = sync_refs() ? -1 : method_is_ref(rv->tx, s_latch_unmet, ref_latch_unmet);
-    PyObject *kind = ref > 0 ? get_attr(latch, s_kind) : NULL;
+    PyObject *kind = ref > 0 ? latch_get(latch, LATCH_KIND) : NULL;
     if (!kind)
         return ref > 0 ? -1 : ref < 0 ? -1 : 2;
     int sem = PyObject_RichCompareBool(kind, h_semwait, Py_EQ);
     Py_DECREF(kind);
     long long cond, sems, v[8], m[8];
-    if (sem < 0 || attr_ll(latch, s_cond, &cond))
+    if (sem < 0 || latch_ll(latch, LATCH_COND, &cond))
         return -1;
     if (sem) {
         int idx[8], n;
-        PyObject *posts = attr_ll(latch, h_sems, &sems) ? NULL : sem_state(rv->tx, v, m);
+        PyObject *posts = latch_ll(latch, LATCH_SEMS, &sems) ? NULL : sem_state(rv->tx, v, m);
         if (!posts)
             return -1;
         Py_DECREF(posts);
@@ -1595,9 +1618,9 @@ static int wait_release(run_view *rv, PyObject *gate_l, PyObject *tobj, long lon
         Py_XDECREF(lt);
         return lt ? 0 : -1;
     }
-    PyObject *kind = get_attr(lt, s_kind), *blk = kind ? get_attr(lt, s_block) : NULL, *res = NULL;
+    PyObject *kind = latch_get(lt, LATCH_KIND), *blk = kind ? latch_get(lt, LATCH_BLOCK) : NULL, *res = NULL;
     int sw = blk ? PyObject_RichCompareBool(kind, s_stallwait, Py_EQ) : -1;
-    PyObject *cond = sw == 1 ? get_attr(lt, s_cond) : sw == 0 ? PyLong_FromLong(0) : NULL;
+    PyObject *cond = sw == 1 ? latch_get(lt, LATCH_COND) : sw == 0 ? PyLong_FromLong(0) : NULL;
     int ref = !cond ? -1 : sync_refs() ? -1 : method_is_ref(rv->tm, s_waited, ref_waited);
     long long cd = 0, release = c + 1, v;
     if (ref == 0) {
