@@ -368,9 +368,6 @@ static int adc_read(PyObject *adc, int s, long long v[8]) {
     return list_lls(PyList_GET_ITEM(set, 0), 0, 4, v) || list_lls(PyList_GET_ITEM(set, 1), 0, 4, v + 4) ? -1 : 0;
 }
 
-/* ADC set `s` written back as adc_read reads it: only the items that differ from `old` (adc_read's answer before the
- * word; an unchanged item keeps its equal int, as rwc_write's counters do). A word moves two or three of the 8 (a
- * PACR wrote 16 ints, each a new object and the old one's release, for the 2 to 4 that change). */
 /* the X range of ADC set s (a: as adc_read gives it) kept in the view for the word's timing */
 static void adc_x_keep(run_view *rv, int s, const long long a[8]) {
     rv->adc_x_set = s + 1;
@@ -378,6 +375,9 @@ static void adc_x_keep(run_view *rv, int s, const long long a[8]) {
     rv->adc_x[1] = a[4];
 }
 
+/* ADC set `s` written back as adc_read reads it: only the items that differ from `old` (adc_read's answer before the
+ * word; an unchanged item keeps its equal int, as rwc_write's counters do). A word moves two or three of the 8 (a
+ * PACR wrote 16 ints, each a new object and the old one's release, for the 2 to 4 that change). */
 static int adc_write(PyObject *adc, int s, const long long old[8], const long long v[8]) {
     PyObject *set = PyList_GET_ITEM(adc, s);
     for (int i = 0; i < 8; i++)
