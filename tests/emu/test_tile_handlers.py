@@ -12,6 +12,7 @@ Python, and the Wait Gate's questions asked of a replaced method."""
 from __future__ import annotations
 
 import random
+import sys
 
 import numpy as np
 import pytest
@@ -21,13 +22,14 @@ from tt_backend.chip import isa, layout
 from tt_backend.chip.errors import EmuError
 from tt_backend.lowering.codegen.sources import split
 from tt_backend.runtime.compile import compile_kernel
-from tt_backend.runtime.emu import unpack_pack
+from tt_backend.runtime.emu import cycles, sync, thread_state, unpack_pack
 from tt_backend.runtime.emu.accel import sfpu_issue_native, tile_native
 from tt_backend.runtime.emu.config import CFG_WORDS
 from tt_backend.runtime.emu.device import EmuDevice
 from tt_backend.runtime.emu.rv32 import Stall
 from tt_backend.runtime.emu.tensix import Tensix
 
+from tests.emu import test_direct_issue
 from tests.emu.test_tile_native import KERNELS, _inputs
 
 E = isa.encode
@@ -319,15 +321,47 @@ def test_setup_memo_follows_the_setup_cache(monkeypatch):
     assert runs[0] == runs[1]
 
 
+def test_setup_memo_follows_the_config_words(monkeypatch):
+    """UNPACR's setup memo answers by the config words of its key: two configurations (FP32 and BF16 input), both in
+    the setup cache after their first UNPACR, alternated between words and written back as the same int objects or as
+    equal new ones, each UNPACR in C unpacking by its own (the memo's same-object check against its last answer, then
+    its compare of the values), the state as the Python handlers leave it after every word."""
+    code = tile_native.HANDLER_CODES["UNPACR"]
+    counts = sfpu_issue_native._load()[0].handler_counts
+    word = E("UNPACR", unpack_block_selection=0, addr_mode=1, set_dat_valid=0, ovrd_thread_id=1, last=1)
+    configs = (((64, 0x04000015), (72, 0x25)), ((64, 0x04000010), (72, 0x24)))
+    order = (0, 1, 0, 1, 1, 0, 0, 1, 0)
+    runs = []
+    for on in (True, False):
+        monkeypatch.setattr(tile_native, "HANDLERS_NATIVE", on)
+        tx, trace, in_c = _unpack_tx(), [], []
+        for step, which in enumerate(order):
+            for i, v in configs[which]:
+                tx.cfg_write(i, v if step % 3 else int(str(v)))      # (an equal int, not the same object)
+            before = counts()[code]
+            tx.push(0, word, 0)
+            in_c.append(counts()[code] - before)
+            trace.append(_snapshot(tx))
+        runs.append(trace)
+        if on:
+            assert in_c == [0, 0] + [1] * (len(order) - 2), in_c    # (each configuration's first: Python)
+    assert runs[0] == runs[1]
+
+
 def test_run_view_dropped_at_python(monkeypatch):
     """A Python handler between C words of one pushed run may rebind the containers C reads (here SETRWC's spy gives
-    the thread a new RWC dict and the Tensix new Src valid lists): the C words after it use the new ones, as the
-    Python path does (run_view's drop at each call into Python)."""
+    the thread a new RWC dict, the Tensix new Src valid lists and Src banks, Dst new row and flag arrays): the C words
+    after it use the new ones, as the Python path does (run_view's drop at each call into Python, the arrays' data
+    pointers it keeps with them included: the old arrays stay alive in view_buffer's memo, so a kept pointer would
+    write them and leave the new ones as they were)."""
     setrwc = type(_unpack_tx()).SETRWC
 
     def rebinding_setrwc(self, t, f):
         self.threads[t].rwc = dict(self.threads[t].rwc)
         self.srca_valid, self.srcb_valid = list(self.srca_valid), list(self.srcb_valid)
+        self.srca, self.srcb = self.srca.copy(), self.srcb.copy()
+        d = self.dst
+        d.rows32, d.written, d.cleared16 = d.rows32.copy(), d.written.copy(), d.cleared16.copy()
         return setrwc(self, t, f)
 
     monkeypatch.setattr(Tensix, "SETRWC", rebinding_setrwc)
@@ -352,6 +386,40 @@ def test_run_view_dropped_at_python(monkeypatch):
             trace.append(_snapshot(tx))
         runs.append(trace)
         assert (counts()[mm] - before > 0) == on
+    assert runs[0] == runs[1]
+
+
+def test_packer_state_followed_across_python(monkeypatch):
+    """The packer state a PACR in C left (packer_open, packer_addr, packer_tpg, which the run's view keeps for the next
+    PACR) is read again after Python ran: SETRWC's spy between the PACRs of one pushed run moves the packer's address
+    and tile position, and the PACRs after it pack there, as on the Python path; the PACRs really run in C."""
+    setrwc = type(_unpack_tx()).SETRWC
+
+    def moving_setrwc(self, t, f):
+        self.packer_addr += 64
+        self.packer_tpg = (0, 1, 0)
+        return setrwc(self, t, f)
+
+    monkeypatch.setattr(Tensix, "SETRWC", moving_setrwc)
+    counts = sfpu_issue_native._load()[0].handler_counts
+    code = tile_native.HANDLER_CODES["PACR"]
+    pacr = lambda last: E("PACR", read_intf_sel=0, last=last, addr_mode=0)
+    run = (pacr(0), pacr(0), E("SETRWC", bit_mask=0, rwc_a=0, rwc_b=0, rwc_d=0, rwc_cr=0, clear_ab_vld=0), pacr(0),
+           pacr(1))
+    runs = []
+    for on in (True, False):
+        monkeypatch.setattr(sfpu_issue_native, "PLAIN_ISSUE_NATIVE", on)
+        tx, trace = _unpack_tx(), []
+        for w in (0xB2250004, 0xB2261020, 0xB2272020, 0x5180000B, 0x5480000F, 0x5E803C00):
+            tx.push(2, w)
+        before = counts()[code]
+        for _ in range(3):
+            tx.push_many(2, run, 0)
+            while tx.step():
+                pass
+            trace.append(_snapshot(tx))
+        runs.append(trace)
+        assert (counts()[code] - before >= 3 * 3) == on
     assert runs[0] == runs[1]
 
 
@@ -420,3 +488,65 @@ def test_sync_questions_go_to_replaced_methods():
     assert runs[0][-1][2][0][1][5].startswith("STALLWAIT C7")                    # (T1 blocked at the Wait Gate)
     assert sorted(set(calls)) == ["drain", "handler_blocked", "latch_unmet", "poll_latches", "stamp_posts",
                                   "waited"], calls
+
+
+def _run_counting_latch_inits(monkeypatch) -> tuple[list, int]:
+    """_run(8, strict, handlers in C) and how many times thread_state.Latch.__init__ ran in it."""
+    init, inits = thread_state.Latch.__init__.__code__, []
+    sys.setprofile(lambda frame, event, arg: event == "call" and frame.f_code is init and inits.append(1))
+    try:
+        return _run(8, True, True, monkeypatch), len(inits)
+    finally:
+        sys.setprofile(None)
+
+
+def test_latch_built_in_c_as_its_class_builds_it(monkeypatch):
+    """STALLWAIT / SEMWAIT's latch made in C (new_latch: the five slots thread_state.Latch.__init__ sets) gives the
+    same states after every step as the class called (wait_native off, TT_EMU_WAIT_NATIVE=0) and as the Python
+    handlers (test_random_tile_programs_identical), without running __init__ for the latches C made; where sync.py
+    names another class (here a subclass whose __init__ counts), that class is called for every latch."""
+    mod = sfpu_issue_native._load()[0]
+    try:
+        mod.wait_native(False)
+        called, inits_called = _run_counting_latch_inits(monkeypatch)
+        mod.wait_native(True)
+        built, inits_built = _run_counting_latch_inits(monkeypatch)
+    finally:
+        mod.wait_native(sfpu_issue_native.WAIT_NATIVE)
+    assert built == called
+    assert inits_built < inits_called / 2, (inits_built, inits_called)
+    made = []
+
+    class Counted(thread_state.Latch):
+        __slots__ = ()
+
+        def __init__(self, *args):
+            made.append(args)
+            super().__init__(*args)
+
+    monkeypatch.setattr(sync, "Latch", Counted)
+    assert _run(8, True, True, monkeypatch) == built
+    assert len(made) == inits_called
+
+
+@pytest.mark.parametrize("seed", [6, 7])
+def test_wait_reads_sfpu_busy_in_c(seed, monkeypatch):
+    """A wait on the Vector Unit (STALLWAIT C11) issued in C after SFPU work reads what tm.sfpu_busy() would answer in C
+    (sfpu_busy_in_c: both methods the reference ones, nothing scheduled): the same states after every step as asking
+    the method (wait_native off, TT_EMU_WAIT_NATIVE=0), which then is asked more often."""
+    mod, code = sfpu_issue_native._load()[0], cycles.TensixTiming.sfpu_busy.__code__
+
+    def run(on: bool) -> tuple[list, int]:
+        mod.wait_native(on)
+        asked = []
+        sys.setprofile(lambda frame, event, arg: event == "call" and frame.f_code is code and asked.append(1))
+        try:
+            return test_direct_issue._run(seed, False, True, monkeypatch, plain_c=True, timed=False,
+                                          wait_share=0.2), len(asked)
+        finally:
+            sys.setprofile(None)
+            mod.wait_native(sfpu_issue_native.WAIT_NATIVE)
+
+    (in_c, asked_in_c), (asked, asked_always) = run(True), run(False)
+    assert in_c == asked
+    assert asked_in_c < asked_always, (asked_in_c, asked_always)

@@ -994,8 +994,14 @@ static PyObject *call_method(PyObject *o, PyObject *name, PyObject *const *args,
     return PyObject_VectorcallMethod(name, stack, (n + 1) | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
 }
 
-/* TensixTiming._adc_count: the datums of the ADC set s's X range (16 when empty) */
+/* TensixTiming._adc_count: the datums of the ADC set s's X range (16 when empty); the range the word's handler in C
+ * read where it read this set (run_view.adc_x_set) */
 static int adc_count(run_view *rv, int s, long long *n) {
+    if (rv->adc_x_set == s + 1) {
+        long long x0 = rv->adc_x[0], x1 = rv->adc_x[1];
+        *n = x1 - x0 + 1 > 0 ? x1 - x0 + 1 : 16;
+        return 0;
+    }
     PyObject *adc = view_get(rv, V_ADC);
     if (!adc)
         return -1;
@@ -1341,7 +1347,7 @@ static int plain_word(run_view *rv, const tm_lists *L, PyObject *tobj, long long
         return -1;
     if (latch != Py_None) {
         long long lb;
-        if (attr_ll(latch, s_block, &lb)) {
+        if (latch_ll(latch, LATCH_BLOCK, &lb)) {
             Py_DECREF(latch);
             return -1;
         }
@@ -1390,6 +1396,7 @@ static int plain_word(run_view *rv, const tm_lists *L, PyObject *tobj, long long
         rv->matrix_bank[0] = bank_a, rv->matrix_bank[1] = bank_b;
     }
     PyObject *why = NULL;
+    rv->adc_x_set = 0;                  /* (an earlier word's: its handler may have been a SETADC*) */
     int in_c = f->c_handler ? tile_handler(rv, fields, f->c_handler, &why) : 0;
     rv->banks = 0;
     if (in_c < 0)
@@ -3174,6 +3181,7 @@ static PyMethodDef methods[] = {
     {"step_run", step_run, METH_O, "see its comment"},
     {"configure_tiles", configure_tiles, METH_VARARGS, "configure_tiles(src19 masks, format classes)"},
     {"handler_counts", handler_counts, METH_NOARGS, "words each tile handler code ran in C"},
+    {"wait_native", wait_native, METH_O, "wait_native(on): the wait words' latch and SFPU busy time in C or Python"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -61,6 +61,7 @@ REPLAY_NATIVE = os.environ.get("TT_EMU_REPLAY_PUSH_NATIVE", "1") != "0"
 PUSH_MEMO_NATIVE = os.environ.get("TT_EMU_PUSH_MEMO_NATIVE", "1") != "0"   # push_one's memo (push_memo.c)
 WORD_MEMO_NATIVE = os.environ.get("TT_EMU_WORD_MEMO_NATIVE", "1") != "0"   # the issue's memo of word facts (cword_rec)
 TIMING_NATIVE = os.environ.get("TT_EMU_TIMING_NATIVE", "1") != "0"     # the cycle model's state in C (timing_state.c)
+WAIT_NATIVE = os.environ.get("TT_EMU_WAIT_NATIVE", "1") != "0"   # wait words' Latch built, SFPU busy time read in C
 
 # The deferral's abstract lane-flag state (LaneFlags, UseLaneFlagsForLaneEnable), each 0, 1 or None (differs between
 # lanes), as the C part codes it: lf * 3 + use, None as 2.
@@ -83,6 +84,7 @@ def _load() -> tuple[object | None, str]:
     mod.configure_plain(UNPACK_BYTES_PER_CYCLE, PACK_BYTES_PER_CYCLE, tuple(element_bits(f) for f in range(16)),
                         FPU_DST_READ_LATENCY, FIFO_DEPTH)
     mod.configure_tiles(*tile_format_tables())
+    mod.wait_native(WAIT_NATIVE)
     return mod, f"C ({path}) for runs of deferrable SFPU words pushed to an empty thread"
 
 

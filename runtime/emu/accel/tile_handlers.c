@@ -44,7 +44,7 @@ static PyObject *k_sel, *k_addr_mode, *k_set_dat_valid, *k_last, *k_dst, *k_inst
     *h_packer_addr, *h_packer_exp_addr, *h_packer_tpg, *h_fid, *k_wait_res, *k_stall_res, *k_wait_sem_cond,
     *k_sem_sel, *k_rwc_cr, *k_rwc_a, *k_rwc_b, *k_rwc_d, *k_clear_ab_vld, *h_sem_value, *h_sem_max, *h_sem_posts,
     *h_sems, *h_semwait, *h_sfpu_busy, *h_latch_type, *k_clear_mode, *k_use_32_bit_mode,
-    *k_clear_zero_flags, *k_where, *h_poll_latches;
+    *k_clear_zero_flags, *k_where, *h_poll_latches, *h_init, *h_word, *h_tx, *h_timing;
 
 /* configure_tiles(src19 masks (16), format classes (16)) */
 static PyObject *configure_tiles(PyObject *self, PyObject *args) {
@@ -62,6 +62,18 @@ static PyObject *configure_tiles(PyObject *self, PyObject *args) {
         src19_mask_of[i] = (uint32_t)m;
         fmt_class[i] = (int)c;
     }
+    Py_RETURN_NONE;
+}
+
+/* wait_native(on): whether new_latch may build a latch in C and wait_release read the SFPU's busy time in C
+ * (sfpu_issue_native.WAIT_NATIVE; off: the Latch class is called and tm.sfpu_busy() asked, as before) */
+static int wait_in_c = 1;
+static PyObject *wait_native(PyObject *self, PyObject *on) {
+    (void)self;
+    int v = PyObject_IsTrue(on);
+    if (v < 0)
+        return NULL;
+    wait_in_c = v;
     Py_RETURN_NONE;
 }
 
@@ -103,7 +115,8 @@ static int tile_handlers_init(void) {
         {&h_sem_posts, "sem_posts"}, {&h_sems, "sems"}, {&h_semwait, "SEMWAIT"},
         {&h_sfpu_busy, "sfpu_busy"}, {&h_latch_type, "Latch"}, {&k_clear_mode, "clear_mode"},
         {&k_use_32_bit_mode, "use_32_bit_mode"}, {&k_clear_zero_flags, "clear_zero_flags"}, {&k_where, "where"},
-        {&h_poll_latches, "poll_latches"},
+        {&h_poll_latches, "poll_latches"}, {&h_init, "__init__"}, {&h_word, "word"},
+        {&h_tx, "tx"}, {&h_timing, "timing"},
     };
     return INTERN_NAMES(names);
 }
@@ -131,9 +144,21 @@ static const struct { int owner; PyObject **name; } view_items[V_N] = {
     [V_ADC] = {VO_TH, &s_adc},
     [V_ADC_CR] = {VO_TH, &h_adc_cr}, [V_RWC] = {VO_TH, &s_rwc}, [V_GPR] = {VO_TH, &h_gpr},
 };
+/* a numpy array's data as view_buffer found it (buf NULL: not found yet) */
+typedef struct { void *buf; Py_ssize_t len, itemsize; } item_data;
 typedef struct {
     PyObject *tx, *tm, *th;                    /* (borrowed: the caller holds them for the call) */
     PyObject *v[V_N];                          /* (strong references, NULL until read) */
+    item_data data[V_N];                       /* view_buffer's answer for v[k] while v[k] is held */
+    /* the Tensix's packer_open, packer_addr and packer_tpg as this view's last PACR in C left them (packer_known):
+     * only h_pacr writes them in C, so they stay so until Python runs (view_drop) */
+    int packer_known;
+    PyObject *packer_open;                     /* (Py_True or Py_False) */
+    long long packer_addr, packer_tpg[3];
+    /* ADC set adc_x_set - 1's X range (x0, x1 of its two channels) as the word's handler in C read it (0: none);
+     * the handlers move only Y and Z, so it is the range after the word too, which its timing (adc_count) reads */
+    int adc_x_set;
+    long long adc_x[2];
     /* the Src bank numbers plain_word read for its word's timing just before the handler runs (nothing runs in
      * between), which the handler would read again: `banks` says which are set (BANKS_*) */
     int banks;
@@ -182,8 +207,12 @@ static PyObject *view_dict(run_view *rv, int k) {
 
 /* forget every item read: Python ran and may have rebound one */
 static void view_drop(run_view *rv) {
-    for (int k = 0; k < V_N; k++)
+    for (int k = 0; k < V_N; k++) {
         Py_CLEAR(rv->v[k]);
+        rv->data[k].buf = NULL;
+    }
+    rv->packer_known = 0;
+    rv->adc_x_set = 0;
 }
 
 /* ------------------------------------------------------------------------------------------------ state access */
@@ -202,7 +231,8 @@ static int field(PyObject *fields, PyObject *key, long long *out) {
  * changed, so each word's handler finds its fields here after its first time (4-5 dict look-ups a word before); the
  * tag (see dict_version) makes an entry answer only for that dict unchanged. Without tags every read goes to the
  * dict. */
-#define FIELDS_MEMO 64          /* (a power of 2: a launch's tile words have a few dozen distinct fields dicts) */
+#define FIELDS_MEMO_BITS 10     /* (elementwise512 has hundreds of distinct fields dicts: 64 slots missed ~60 %) */
+#define FIELDS_MEMO (1 << FIELDS_MEMO_BITS)
 #define FIELDS_MOST 6
 static struct {
     PyObject *fields;
@@ -213,7 +243,7 @@ static struct {
 
 /* the n fields `keys` names (n <= FIELDS_MOST) of `fields` into out: 0, or -1 with field's exception */
 static int fields_read(PyObject *fields, PyObject **const *keys, int n, long long *out) {
-    size_t i = (size_t)((((uintptr_t)fields ^ (uintptr_t)keys) * 0x9E3779B97F4A7C15ull) >> 58);
+    size_t i = (size_t)((((uintptr_t)fields ^ (uintptr_t)keys) * 0x9E3779B97F4A7C15ull) >> (64 - FIELDS_MEMO_BITS));
     uint64_t tag = dict_version(fields);
     if (DICT_TAGS && fields_memo[i].fields == fields && fields_memo[i].version == tag && fields_memo[i].keys == keys) {
         memcpy(out, fields_memo[i].v, n * sizeof *out);
@@ -264,37 +294,47 @@ static struct { PyObject *obj; void *buf; Py_ssize_t len, itemsize; } buffer_mem
 static int buffer_memo_next;
 
 /* A buffer of the view's item k: C-contiguous, writable, `itemsize`-byte items, at least `len` bytes; 0 or -1. For a
- * numpy array the view holds no export (v->obj NULL: PyBuffer_Release does nothing; the memo keeps the array alive);
+ * numpy array the view holds no export (v->obj NULL: PyBuffer_Release does nothing; the memo keeps the array alive),
+ * and the run's view keeps the answer with the item (rv->data: the item it holds cannot be freed or resized, so its
+ * data stays where it was; the memo's scan and view_get were most of a PACR's three Dst buffers);
  * any other object's view is an export the caller releases. */
 static int view_buffer(run_view *rv, int k, Py_buffer *v, Py_ssize_t itemsize, Py_ssize_t len) {
-    PyObject *a = view_get(rv, k), *name = *view_items[k].name;
-    if (!a)
-        return -1;
-    int i = 0;
-    while (i < BUFFER_MEMO && buffer_memo[i].obj != a)
-        i++;
-    if (i == BUFFER_MEMO) {
-        int r = PyObject_GetBuffer(a, v, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE);
-        if (r < 0 || strcmp(Py_TYPE(a)->tp_name, "numpy.ndarray")) {
-            if (r == 0 && (v->itemsize != itemsize || v->len < len)) {
-                PyErr_Format(PyExc_TypeError, "tile_handler: %U is not a buffer of %zd-byte items", name, itemsize);
-                PyBuffer_Release(v);
-                r = -1;
+    PyObject *name = *view_items[k].name;
+    item_data *data = &rv->data[k];
+    if (!data->buf) {                /* (else the view's item, held since, is the array found then) */
+        PyObject *a = view_get(rv, k);
+        if (!a)
+            return -1;
+        int i = 0;
+        while (i < BUFFER_MEMO && buffer_memo[i].obj != a)
+            i++;
+        if (i == BUFFER_MEMO) {
+            int r = PyObject_GetBuffer(a, v, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE);
+            if (r < 0 || strcmp(Py_TYPE(a)->tp_name, "numpy.ndarray")) {
+                if (r == 0 && (v->itemsize != itemsize || v->len < len)) {
+                    PyErr_Format(PyExc_TypeError, "tile_handler: %U is not a buffer of %zd-byte items", name,
+                                 itemsize);
+                    PyBuffer_Release(v);
+                    r = -1;
+                }
+                return r;
             }
-            return r;
+            i = buffer_memo_next;
+            buffer_memo_next = (i + 1) % BUFFER_MEMO;
+            Py_XSETREF(buffer_memo[i].obj, Py_NewRef(a));
+            buffer_memo[i].buf = v->buf;
+            buffer_memo[i].len = v->len;
+            buffer_memo[i].itemsize = v->itemsize;
+            PyBuffer_Release(v);
         }
-        i = buffer_memo_next;
-        buffer_memo_next = (i + 1) % BUFFER_MEMO;
-        Py_XSETREF(buffer_memo[i].obj, Py_NewRef(a));
-        buffer_memo[i].buf = v->buf;
-        buffer_memo[i].len = v->len;
-        buffer_memo[i].itemsize = v->itemsize;
-        PyBuffer_Release(v);
+        data->buf = buffer_memo[i].buf;
+        data->len = buffer_memo[i].len;
+        data->itemsize = buffer_memo[i].itemsize;
     }
     memset(v, 0, sizeof *v);
-    v->buf = buffer_memo[i].buf;
-    v->len = buffer_memo[i].len;
-    v->itemsize = buffer_memo[i].itemsize;
+    v->buf = data->buf;
+    v->len = data->len;
+    v->itemsize = data->itemsize;
     if (v->itemsize != itemsize || v->len < len) {
         PyErr_Format(PyExc_TypeError, "tile_handler: %U is not a buffer of %zd-byte items", name, itemsize);
         return -1;
@@ -328,10 +368,20 @@ static int adc_read(PyObject *adc, int s, long long v[8]) {
     return list_lls(PyList_GET_ITEM(set, 0), 0, 4, v) || list_lls(PyList_GET_ITEM(set, 1), 0, 4, v + 4) ? -1 : 0;
 }
 
-static int adc_write(PyObject *adc, int s, const long long v[8]) {
+/* the X range of ADC set s (a: as adc_read gives it) kept in the view for the word's timing */
+static void adc_x_keep(run_view *rv, int s, const long long a[8]) {
+    rv->adc_x_set = s + 1;
+    rv->adc_x[0] = a[0];
+    rv->adc_x[1] = a[4];
+}
+
+/* ADC set `s` written back as adc_read reads it: only the items that differ from `old` (adc_read's answer before the
+ * word; an unchanged item keeps its equal int, as rwc_write's counters do). A word moves two or three of the 8 (a
+ * PACR wrote 16 ints, each a new object and the old one's release, for the 2 to 4 that change). */
+static int adc_write(PyObject *adc, int s, const long long old[8], const long long v[8]) {
     PyObject *set = PyList_GET_ITEM(adc, s);
     for (int i = 0; i < 8; i++)
-        if (set_item_ll(PyList_GET_ITEM(set, i >> 2), i & 3, v[i]))
+        if (v[i] != old[i] && set_item_ll(PyList_GET_ITEM(set, i >> 2), i & 3, v[i]))
             return -1;
     return 0;
 }
@@ -359,6 +409,17 @@ static PyObject *cache_key(PyObject *fields, PyObject *const *lists, const int *
     return key;
 }
 
+/* o's value where it is an int that fits a long long: 0, else 1 with no exception set (the key's config words: the
+ * common small int read in line, where PyLong_AsLongLongAndOverflow was a call per word) */
+static int key_ll(PyObject *o, long long *out) {
+    if (!PyLong_CheckExact(o))
+        return 1;
+    if (!get_ll(o, "setup key", out))
+        return 0;
+    PyErr_Clear();                                   /* (get_ll_slow's overflow) */
+    return 1;
+}
+
 /* item i of a setup tuple as an integer (None -> -1; bools as 0 / 1) */
 static int setup_ll(PyObject *setup, Py_ssize_t i, long long *out) {
     PyObject *v = PyTuple_GET_ITEM(setup, i);
@@ -381,9 +442,28 @@ typedef struct {
     PyObject *dict;                 /* (compared only, never dereferenced: the tag says whether it is the same dict) */
     uint64_t version;
     long long key[SETUP_KEY], s[SETUP_ITEMS];
+    PyObject *word[SETUP_KEY - 1];  /* the config words' int objects key[1..] was read from (strong references) */
 } setup_entry;
-typedef struct { setup_entry e[SETUP_MEMO]; int next; } setup_memo;
+typedef struct { setup_entry e[SETUP_MEMO]; int next, last; } setup_memo;    /* last: the entry that answered last */
 static setup_memo unpack_memo, pack_memo;
+
+/* whether the config words of `lists` at `idx` (n of them, `which` list each) are the very objects entry e holds: an
+ * int is immutable and e's reference keeps it from being freed, so the same objects are the same key (the common
+ * case: the config lists keep their items between words), found without reading the ints or comparing the key */
+static int setup_same_words(const setup_entry *e, PyObject *const *lists, const int *which, const int *idx, int n) {
+    for (int i = 0; i < n; i++) {
+        PyObject *l = lists[which[i]];
+        if (PyList_GET_SIZE(l) <= idx[i] || PyList_GET_ITEM(l, idx[i]) != e->word[i])
+            return 0;
+    }
+    return 1;
+}
+
+/* e's config word objects set to those of `lists` (the key just read from them: each an int) */
+static void setup_hold_words(setup_entry *e, PyObject *const *lists, const int *which, const int *idx, int n) {
+    for (int i = 0; i < n; i++)
+        Py_XSETREF(e->word[i], Py_NewRef(PyList_GET_ITEM(lists[which[i]], idx[i])));
+}
 
 /* The setup of `fields` under the config words of `lists` at `idx` (n of them, `which` list each) from the view's dict
  * k, a tuple of ns items: 1 with s[first..ns) filled, 0 where it is not cached (Python checks the configuration), -1
@@ -398,20 +478,27 @@ static int setup_lookup(run_view *rv, int k, setup_memo *m, PyObject *fields, Py
     }
     long long key[SETUP_KEY];
     int exact = DICT_TAGS && n + 1 <= SETUP_KEY && ns <= SETUP_ITEMS;
+    uint64_t version = dict_version(d);
     key[0] = (long long)(uintptr_t)fields;
+    for (int j = 0; exact && j < SETUP_MEMO; j++) {  /* (an entry of this word holding the same config words) */
+        setup_entry *e = &m->e[(m->last + j) % SETUP_MEMO];
+        if (e->dict == d && e->version == version && e->key[0] == key[0] && setup_same_words(e, lists, which, idx, n)) {
+            memcpy(s + first, e->s + first, sizeof(long long) * (size_t)(ns - first));
+            m->last = (m->last + j) % SETUP_MEMO;
+            return 1;
+        }
+    }
     for (int i = 0; exact && i < n; i++) {
         PyObject *l = lists[which[i]];
-        int overflow = 0;
-        if (PyList_GET_SIZE(l) <= idx[i] || !PyLong_CheckExact(PyList_GET_ITEM(l, idx[i])))
+        if (PyList_GET_SIZE(l) <= idx[i] || key_ll(PyList_GET_ITEM(l, idx[i]), &key[i + 1]))
             exact = 0;                               /* (the tuple path says what is wrong) */
-        else if ((key[i + 1] = PyLong_AsLongLongAndOverflow(PyList_GET_ITEM(l, idx[i]), &overflow)), overflow)
-            exact = 0;
     }
-    uint64_t version = dict_version(d);
-    for (int j = 0; exact && j < SETUP_MEMO; j++) {
-        setup_entry *e = &m->e[j];
+    for (int j = 0; exact && j < SETUP_MEMO; j++) {  /* (the last answer first: a run repeats one configuration) */
+        setup_entry *e = &m->e[(m->last + j) % SETUP_MEMO];
         if (e->dict == d && e->version == version && !memcmp(e->key, key, sizeof(long long) * (size_t)(n + 1))) {
             memcpy(s + first, e->s + first, sizeof(long long) * (size_t)(ns - first));
+            m->last = (m->last + j) % SETUP_MEMO;
+            setup_hold_words(e, lists, which, idx, n);
             return 1;
         }
     }
@@ -434,6 +521,7 @@ static int setup_lookup(run_view *rv, int k, setup_memo *m, PyObject *fields, Py
         e->version = version;
         memcpy(e->key, key, sizeof(long long) * (size_t)(n + 1));
         memcpy(e->s + first, s + first, sizeof(long long) * (size_t)(ns - first));
+        setup_hold_words(e, lists, which, idx, n);
     }
     return 1;
 }
@@ -471,7 +559,7 @@ static int h_unpacr(run_view *rv, PyObject *fields, PyObject *cfg, PyObject *tcf
         return *why ? 2 : -1;
     }
     PyObject *lists[2] = {cfg, tcfg};
-    long long s[20], c[141], a[8];
+    long long s[20], c[141], a[8], a_before[8];
     int found = setup_lookup(rv, V_UNPACK_SETUPS, &unpack_memo, fields, lists, unpack_key_list, unpack_key_idx, 22, 20,
                              1, s);
     if (found <= 0)
@@ -479,6 +567,8 @@ static int h_unpacr(run_view *rv, PyObject *fields, PyObject *cfg, PyObject *tcf
     PyObject *adc = view_get(rv, V_ADC);
     if (!adc || adc_read(adc, (int)sel, a) || list_pick(cfg, 141, unpack_cfg_read, 5, c))
         return -1;
+    memcpy(a_before, a, sizeof a);
+    adc_x_keep(rv, (int)sel, a);
     long long in_bits = s[1], out_align = s[2], x_dim = s[3], y_dim = s[4], z_dim = s[5], exp_section = s[10];
     long long tileize = s[14], to_dst = s[15], add_dest_cntr = s[16], burst = s[17], out_fmt = s[18], kind = s[19];
     /* (a kind tile_data.c does not know, or whose datum size is not the setup's, is Python's: tile_unpack would refuse
@@ -542,7 +632,7 @@ static int h_unpacr(run_view *rv, PyObject *fields, PyObject *cfg, PyObject *tcf
     a[1] = (a[1] + (am >> 2 & 3)) & 0x1FFF;
     a[6] = (a[6] + (am >> 4 & 3)) & 0xFF;
     a[5] = (a[5] + (am >> 6 & 3)) & 0x1FFF;
-    int r = adc_write(adc, (int)sel, a) ? -1 : 1;
+    int r = adc_write(adc, (int)sel, a_before, a) ? -1 : 1;
     if (r == 1 && set_valid) {                               /* _hand_to_fpu */
         PyObject *fmts = view_get(rv, sel ? V_SRCB_FORMAT : V_SRCA_FORMAT);
         Py_INCREF(Py_True);
@@ -585,24 +675,45 @@ static int pack_addr_mod(long long m, long long a[8], long long cr[8]) {
     return 0;
 }
 
+/* the tuple (x, y, z) of ints (a new reference), or NULL with an exception set; without Py_BuildValue's format
+ * parsing, which had cost more than the tuple */
+static PyObject *ll_triple(long long x, long long y, long long z) {
+    PyObject *t = PyTuple_New(3);
+    const long long v[3] = {x, y, z};
+    for (int i = 0; t && i < 3; i++) {
+        PyObject *o = PyLong_FromLongLong(v[i]);
+        if (!o)
+            Py_CLEAR(t);
+        else
+            PyTuple_SET_ITEM(t, i, o);
+    }
+    return t;
+}
+
 static const int pack_cfg_read[12] = {14, 20, 21, 22, 23, 24, 25, 26, 27, 28, 69, 180};
 static const int pack_tcfg_read[5] = {0, 37, 38, 39, 40};     /* CFG_STATE_ID, ADDR_MOD_PACK_SEC0..3 */
 
 static int h_pacr(run_view *rv, PyObject *fields, PyObject *cfg, PyObject *tcfg) {
     static PyObject **const pack_keys[] = {&k_addr_mode, &k_last};
     PyObject *tx = rv->tx, *lists[1] = {cfg};
-    long long s[19], c[181], tc[53], a[8], cr[8], f[2], am, last, open, paddr, pos[3] = {0, 0, 0};
+    long long s[19], c[181], tc[53], a[8], cr[8], a_before[8], cr_before[8], f[2], am, last, open, paddr = 0;
+    long long pos[3] = {0, 0, 0};
     int found = setup_lookup(rv, V_PACK_SETUPS, &pack_memo, fields, lists, pack_key_list, pack_key_idx, 13, 19, 0, s);
     if (found <= 0)
         return found;
     PyObject *adc = view_get(rv, V_ADC), *adc_cr = adc ? view_get(rv, V_ADC_CR) : NULL;
-    PyObject *op = adc_cr ? get_attr(tx, h_packer_open) : NULL;
+    int known = rv->packer_known;
+    PyObject *op = !adc_cr ? NULL : known ? Py_NewRef(rv->packer_open) : get_attr(tx, h_packer_open);
     PyObject *tpg = NULL;
     int r = -1;
     if (!op || (open = PyObject_IsTrue(op)) < 0 || adc_read(adc, 2, a) || adc_read(adc_cr, 2, cr)
         || list_pick(cfg, 181, pack_cfg_read, 12, c) || list_pick(tcfg, 53, pack_tcfg_read, 5, tc)
-        || fields_read(fields, pack_keys, 2, f) || attr_ll(tx, h_packer_addr, &paddr))
+        || fields_read(fields, pack_keys, 2, f)
+        || (open && (known ? (paddr = rv->packer_addr, 0) : attr_ll(tx, h_packer_addr, &paddr))))
         goto out;
+    memcpy(a_before, a, sizeof a);
+    memcpy(cr_before, cr, sizeof cr);
+    adc_x_keep(rv, 2, a);
     am = f[0], last = f[1];
     long long sel = s[0], c68 = s[1], rd32 = s[5], esz = s[12], out_bits = s[13], ys = s[14], zs = s[15], ws = s[16];
     long long kind = s[18], per = a[4] - a[0] + 1;
@@ -626,6 +737,8 @@ static int h_pacr(run_view *rv, PyObject *fields, PyObject *cfg, PyObject *tcfg)
             goto out;
         exp_addr = (c[69] + 1) * 16 + 16 * ((a[5] * (c[14] >> 16)) >> 4);
         paddr = exp_addr + (out_bits <= 8 ? 16 * (c68 >> 16) : 0);
+    } else if (known) {
+        memcpy(pos, rv->packer_tpg, sizeof pos);
     } else {
         PyObject *old = get_attr(tx, h_packer_tpg);
         int bad = !old || !PyTuple_Check(old) || PyTuple_GET_SIZE(old) != 3;
@@ -646,7 +759,8 @@ static int h_pacr(run_view *rv, PyObject *fields, PyObject *cfg, PyObject *tcfg)
         if ((c[24 + (mapping >> 2 * row & 3)] & 0xFFFF) != 0xFFFF)
             goto out;
     long long ylin = pos[1] + (pos[0] + count) / 16;
-    tpg = Py_BuildValue("(LLL)", (pos[0] + count) % 16, rpp ? ylin % rpp : ylin, rpp ? pos[2] + ylin / rpp : pos[2]);
+    const long long pos_after[3] = {(pos[0] + count) % 16, rpp ? ylin % rpp : ylin, rpp ? pos[2] + ylin / rpp : pos[2]};
+    tpg = ll_triple(pos_after[0], pos_after[1], pos_after[2]);
     long long nbytes = count * out_bits / 8, end = paddr + nbytes, pad = last ? (16 - end % 16) % 16 : 0;
     if (!tpg || out_bits % 8 || paddr < 0 || end < 0 || pack_addr_mod(tc[37 + am], a, cr)) {
         r = tpg ? 0 : -1;
@@ -673,11 +787,16 @@ static int h_pacr(run_view *rv, PyObject *fields, PyObject *cfg, PyObject *tcfg)
     for (int i = 0; i < 3; i++)
         PyBuffer_Release(&dv[i]);
     r = -1;
+    PyObject *now_open = last ? Py_False : Py_True;         /* (mid-stream it is True already: not written again) */
     if ((exp_addr >= 0 && set_attr_ll(tx, h_packer_exp_addr, exp_addr))
         || set_attr(tx, h_packer_tpg, tpg)
-        || set_attr(tx, h_packer_open, last ? Py_False : Py_True) || set_attr_ll(tx, h_packer_addr, end)
-        || adc_write(adc, 2, a) || adc_write(adc_cr, 2, cr))
+        || (op != now_open && set_attr(tx, h_packer_open, now_open)) || set_attr_ll(tx, h_packer_addr, end)
+        || adc_write(adc, 2, a_before, a) || adc_write(adc_cr, 2, cr_before, cr))
         goto out;
+    rv->packer_known = 1;
+    rv->packer_open = now_open;
+    rv->packer_addr = end;
+    memcpy(rv->packer_tpg, pos_after, sizeof pos_after);
     r = 1;
 out:
     Py_XDECREF(op);
@@ -1153,7 +1272,8 @@ static int h_zeroacc(run_view *rv, PyObject *fields, PyObject *cfg, PyObject *tc
  * (TensixTiming.waited) and a SEMPOST's post stamps (stamp_posts). A handler declines (0) where the Python one raises
  * (strict: a SEMPOST at Max, a SEMGET at zero; releasing a Src bank that is not valid), and each question goes to the
  * Python method where that method is not the reference one (a spy on the class or the instance). */
-static PyObject *sync_module, *ref_latch_unmet, *ref_stamp_posts, *ref_waited, *ref_poll_latches;
+static PyObject *sync_module, *ref_latch_unmet, *ref_stamp_posts, *ref_waited, *ref_poll_latches, *ref_latch_init,
+    *ref_sfpu_busy, *ref_busy_until;
 static int list_ll(PyObject *list, Py_ssize_t i, long long *out);     /* (sfpu_issue_native.c: a list or a view) */
 static long long stallwait_lag, b6_block;
 
@@ -1167,13 +1287,24 @@ static int sync_refs(void) {
     PyObject *timing = mixin ? PyObject_GetAttrString(cycles, "TensixTiming") : NULL;
     PyObject *lag = timing ? PyObject_GetAttrString(cycles, "STALLWAIT_LAG") : NULL;
     PyObject *b6 = lag ? PyObject_GetAttrString(sync, "B6") : NULL;
-    int ok = b6 && !get_ll(lag, "STALLWAIT_LAG", &stallwait_lag) && !get_ll(b6, "B6", &b6_block)
+    PyObject *state = b6 ? PyImport_ImportModule("tt_backend.runtime.emu.thread_state") : NULL;
+    PyObject *latch = state ? PyObject_GetAttr(state, h_latch_type) : NULL;
+    PyObject *sfpu = latch ? PyImport_ImportModule("tt_backend.runtime.emu.sfpu") : NULL;
+    PyObject *sfpu_cls = sfpu ? PyObject_GetAttrString(sfpu, "SFPU") : NULL;
+    int ok = sfpu_cls && !get_ll(lag, "STALLWAIT_LAG", &stallwait_lag) && !get_ll(b6, "B6", &b6_block)
+             && (ref_latch_init = PyObject_GetAttr(latch, h_init))
+             && (ref_sfpu_busy = PyObject_GetAttr(timing, h_sfpu_busy))
+             && (ref_busy_until = PyObject_GetAttr(sfpu_cls, s_busy_until))
              && (ref_latch_unmet = PyObject_GetAttr(mixin, s_latch_unmet))
              && (ref_stamp_posts = PyObject_GetAttr(mixin, s_stamp_posts))
              && (ref_waited = PyObject_GetAttr(timing, s_waited))
              && (ref_poll_latches = PyObject_GetAttr(mixin, h_poll_latches));
     Py_XDECREF(cycles), Py_XDECREF(mixin), Py_XDECREF(timing), Py_XDECREF(lag), Py_XDECREF(b6);
+    Py_XDECREF(state), Py_XDECREF(latch), Py_XDECREF(sfpu), Py_XDECREF(sfpu_cls);
     if (!ok) {
+        Py_CLEAR(ref_latch_init);
+        Py_CLEAR(ref_sfpu_busy);
+        Py_CLEAR(ref_busy_until);
         Py_CLEAR(ref_latch_unmet);
         Py_CLEAR(ref_stamp_posts);
         Py_CLEAR(ref_waited);
@@ -1219,8 +1350,59 @@ static PyObject *sem_state(PyObject *tx, long long v[8], long long m[8]) {
     return posts;
 }
 
+/* The Latch class new_latch builds in C: one whose instances are made by type's call and object's __new__ and set up by
+ * thread_state.Latch's own __init__ (which sets its five __slots__ members and nothing else), with those members'
+ * offsets; kept while the class keeps its version tag (any change of it or a class in its MRO, a replaced __init__
+ * included, changes the tag). The Python call of the class had been most of a STALLWAIT's cost in C. */
+static PyObject **const latch_names[5] = {&s_kind, &s_cond, &h_sems, &s_block, &h_word};
+static struct { PyTypeObject *tp; unsigned int tag; Py_ssize_t off[5]; } latch_layout;
+
+/* 1 where `cls` is such a class (latch_layout then describes it), else 0 (the class is called) */
+static int latch_built_in_c(PyObject *cls) {
+    PyTypeObject *tp = (PyTypeObject *)cls;
+    if (!wait_in_c || !PyType_CheckExact(cls))
+        return 0;
+    unsigned int tag = type_tag(tp);
+    if (tp == latch_layout.tp && tag && tag == latch_layout.tag)
+        return 1;
+    if (tp->tp_new != PyBaseObject_Type.tp_new || _PyType_Lookup(tp, h_init) != ref_latch_init)
+        return 0;
+    Py_ssize_t off[5];
+    for (int i = 0; i < 5; i++)
+        if ((off[i] = member_offset(_PyType_Lookup(tp, *latch_names[i]), 1)) < 0)
+            return 0;
+    if (!(tag = type_tag(tp)))
+        return 0;
+    latch_layout.tp = tp, latch_layout.tag = tag;
+    memcpy(latch_layout.off, off, sizeof off);
+    return 1;
+}
+
+enum { LATCH_KIND, LATCH_COND, LATCH_SEMS, LATCH_BLOCK, LATCH_WORD };      /* (latch_names' order) */
+
+/* latch.<latch_names[k]> (a new reference; NULL with an exception set): the slot read at latch_layout's offset where
+ * the latch's class is the one described there, unchanged (get_attr's member path, without its type look-up), else
+ * get_attr */
+static PyObject *latch_get(PyObject *latch, int k) {
+    PyTypeObject *tp = Py_TYPE(latch);
+    if (tp == latch_layout.tp && latch_layout.tag && type_tag(tp) == latch_layout.tag) {
+        PyObject *v = *(PyObject **)((char *)latch + latch_layout.off[k]);
+        if (v)
+            return Py_NewRef(v);
+    }
+    return get_attr(latch, *latch_names[k]);
+}
+
+/* latch.<latch_names[k]> as an integer: 0, or -1 with an exception set */
+static int latch_ll(PyObject *latch, int k, long long *out) {
+    PyObject *v = latch_get(latch, k);
+    int r = v ? get_ll(v, "latch field", out) : -1;
+    Py_XDECREF(v);
+    return r;
+}
+
 /* sync.Latch(kind, cond, sems, block, word), the class sync.py names (Latch.__init__ sets its own slots only: the view
- * stays valid) */
+ * stays valid): built in C where latch_built_in_c says the call would do just that, else the class is called */
 static PyObject *new_latch(PyObject *kind, long long cond, long long sems, long long block, PyObject *word) {
     PyObject *cls = PyDict_GetItemWithError(PyModule_GetDict(sync_module), h_latch_type);
     if (!cls) {
@@ -1229,7 +1411,15 @@ static PyObject *new_latch(PyObject *kind, long long cond, long long sems, long 
         return NULL;
     }
     PyObject *a[5] = {kind, PyLong_FromLongLong(cond), PyLong_FromLongLong(sems), PyLong_FromLongLong(block), word};
-    PyObject *r = a[1] && a[2] && a[3] ? PyObject_Vectorcall(cls, a, 5, NULL) : NULL;
+    PyObject *r = NULL;
+    if (a[1] && a[2] && a[3] && latch_built_in_c(cls)) {
+        PyTypeObject *tp = (PyTypeObject *)cls;
+        if ((r = tp->tp_alloc(tp, 0)))
+            for (int i = 0; i < 5; i++)
+                *(PyObject **)((char *)r + latch_layout.off[i]) = Py_NewRef(a[i]);
+    } else if (a[1] && a[2] && a[3]) {
+        r = PyObject_Vectorcall(cls, a, 5, NULL);
+    }
     Py_XDECREF(a[1]), Py_XDECREF(a[2]), Py_XDECREF(a[3]);
     return r;
 }
@@ -1337,17 +1527,17 @@ static int h_setrwc(run_view *rv, PyObject *fields, PyObject *tcfg) {
  * (it is not the reference one, or the state is not what it expects), -1 with an exception set */
 static int latch_met(run_view *rv, PyObject *latch) {
     int ref = sync_refs() ? -1 : method_is_ref(rv->tx, s_latch_unmet, ref_latch_unmet);
-    PyObject *kind = ref > 0 ? get_attr(latch, s_kind) : NULL;
+    PyObject *kind = ref > 0 ? latch_get(latch, LATCH_KIND) : NULL;
     if (!kind)
         return ref > 0 ? -1 : ref < 0 ? -1 : 2;
     int sem = PyObject_RichCompareBool(kind, h_semwait, Py_EQ);
     Py_DECREF(kind);
     long long cond, sems, v[8], m[8];
-    if (sem < 0 || attr_ll(latch, s_cond, &cond))
+    if (sem < 0 || latch_ll(latch, LATCH_COND, &cond))
         return -1;
     if (sem) {
         int idx[8], n;
-        PyObject *posts = attr_ll(latch, h_sems, &sems) ? NULL : sem_state(rv->tx, v, m);
+        PyObject *posts = latch_ll(latch, LATCH_SEMS, &sems) ? NULL : sem_state(rv->tx, v, m);
         if (!posts)
             return -1;
         Py_DECREF(posts);
@@ -1389,6 +1579,35 @@ static PyObject *latch_why(run_view *rv, PyObject *tobj, PyObject *latch) {
     return why;
 }
 
+/* tm.sfpu_busy() without the two Python calls where they would read the state as C does: 1 with *v set, 0 where
+ * Python is asked, -1 with an exception set. That is where tm.sfpu_busy and tx.raw_sfpu.busy_until are the reference
+ * methods (cycles.TensixTiming.sfpu_busy, sfpu.SFPU.busy_until), tm.tx is this run's Tensix and no SFPLOADMACRO work
+ * is scheduled: the answer is then the SFPU timing's int busy_until (no SFPU: 0). (The two calls had cost ~7,000
+ * instructions a STALLWAIT on the SFPU.) */
+static int sfpu_busy_in_c(run_view *rv, long long *v) {
+    int ref = wait_in_c ? method_is_ref(rv->tm, h_sfpu_busy, ref_sfpu_busy) : 0;
+    PyObject *tx = ref > 0 ? get_attr(rv->tm, h_tx) : NULL, *raw = NULL;
+    Py_XDECREF(tx);                                  /* (compared only) */
+    if (ref <= 0 || !tx || tx != rv->tx)
+        return ref < 0 || (ref > 0 && !tx) ? -1 : 0;
+    if (!(raw = view_get(rv, V_RAW_SFPU)))
+        return -1;
+    if (raw == Py_None) {
+        *v = 0;
+        return 1;
+    }
+    if ((ref = method_is_ref(raw, s_busy_until, ref_busy_until)) <= 0)
+        return ref;
+    PyObject *sch = get_attr(raw, s_scheduled);
+    PyObject *timing = sch && PyList_CheckExact(sch) && !PyList_GET_SIZE(sch) ? get_attr(raw, h_timing) : NULL;
+    PyObject *until = timing ? get_attr(timing, s_busy_until) : NULL;
+    int r = until && PyLong_CheckExact(until) && !get_ll(until, "busy_until", v);
+    if (!r)            /* (work scheduled, another type, a missing attribute, an overflow: Python answers or raises) */
+        PyErr_Clear();
+    Py_XDECREF(sch), Py_XDECREF(timing), Py_XDECREF(until);
+    return r;
+}
+
 /* After a wait instruction issued at c on thread `tobj` (th): TensixTiming.waited(thread, c, cond, block) for the latch
  * it left (a STALLWAIT's cond, 0 for a SEMWAIT's), in C for the reference method: its unit-busy conditions hold until
  * the units are idle (the Vector Unit's busy time asked of tm.sfpu_busy()), and the block mask lifts STALLWAIT_LAG
@@ -1399,9 +1618,9 @@ static int wait_release(run_view *rv, PyObject *gate_l, PyObject *tobj, long lon
         Py_XDECREF(lt);
         return lt ? 0 : -1;
     }
-    PyObject *kind = get_attr(lt, s_kind), *blk = kind ? get_attr(lt, s_block) : NULL, *res = NULL;
+    PyObject *kind = latch_get(lt, LATCH_KIND), *blk = kind ? latch_get(lt, LATCH_BLOCK) : NULL, *res = NULL;
     int sw = blk ? PyObject_RichCompareBool(kind, s_stallwait, Py_EQ) : -1;
-    PyObject *cond = sw == 1 ? get_attr(lt, s_cond) : sw == 0 ? PyLong_FromLong(0) : NULL;
+    PyObject *cond = sw == 1 ? latch_get(lt, LATCH_COND) : sw == 0 ? PyLong_FromLong(0) : NULL;
     int ref = !cond ? -1 : sync_refs() ? -1 : method_is_ref(rv->tm, s_waited, ref_waited);
     long long cd = 0, release = c + 1, v;
     if (ref == 0) {
@@ -1422,14 +1641,20 @@ static int wait_release(run_view *rv, PyObject *gate_l, PyObject *tobj, long lon
         if (!bad && cd & 16 && !(bad = ts ? (v = ts->fpu_busy, 0) : attr_ll(rv->tm, s_fpu_busy, &v)) && v > release)
             release = v;
         if (!bad && cd & (1 << 11)) {
-            PyObject *s = PyObject_CallMethodNoArgs(rv->tm, h_sfpu_busy);
-            view_drop(rv);
-            bad = !s || get_ll(s, "sfpu_busy", &v);
-            Py_XDECREF(s);
+            int in_c = sfpu_busy_in_c(rv, &v);
+            if (!in_c) {
+                PyObject *s = PyObject_CallMethodNoArgs(rv->tm, h_sfpu_busy);
+                view_drop(rv);
+                bad = !s || get_ll(s, "sfpu_busy", &v);
+                Py_XDECREF(s);
+            }
+            bad = bad || in_c < 0;
             if (!bad && v > release)
                 release = v;
         }
-        PyObject *pair = bad ? NULL : Py_BuildValue("(OL)", blk, release + stallwait_lag);
+        PyObject *until = bad ? NULL : PyLong_FromLongLong(release + stallwait_lag);
+        PyObject *pair = until ? PyTuple_Pack(2, blk, until) : NULL;       /* (Py_BuildValue's format cost more) */
+        Py_XDECREF(until);
         res = pair && PySequence_SetItem(gate_l, th, pair) == 0 ? Py_NewRef(Py_None) : NULL;
         Py_XDECREF(pair);
     }
