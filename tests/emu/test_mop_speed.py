@@ -232,6 +232,103 @@ def test_batch_run_flushes_the_work_queued_ahead(lanes, monkeypatch):
 
 
 @pytest.mark.skipif(native.host_compiler() is None, reason="no host C compiler (cc, clang or gcc)")
+def test_batch_run_keeps_the_lane_enables_only_where_the_flush_left_them(monkeypatch):
+    """batch_run's small flush keeps the SFPU's cached lane enables where the flushed SFPENCC left them as they were
+    (enables_unchanged: no enabled() call after it) and drops them where it changed them: tiles whose SFPENCC turns
+    every lane on or off in a changing order. Fails if a cache were
+    kept stale (a batch would run with the old enables) or kept where the flags changed; the state equals the Python
+    path's after every tile, and the cache, where kept, is what enabled() computes."""
+    on, off = (E("SFPENCC", imm12_math=0, lreg_dest=0, instr_mod1=0),
+               E("SFPENCC", imm12_math=1, lreg_dest=0, instr_mod1=10))
+    order = [on, on, off, off, on, off, on, on, on]
+    mop = E("MOP", mop_type=1, loop_count=0, zmask_lo16_or_loop_count=0)
+    reset = E("SETRWC", rwc_cr=0, rwc_d=0, rwc_b=0, rwc_a=0, bit_mask=4, clear_ab_vld=0)
+    enabled_calls = []
+    sfpu_class = type(mop_run(bench.exp2_body(), tiles=0).raw_sfpu)
+    enabled = sfpu_class.enabled
+
+    def counted(self):
+        enabled_calls[-1] += self._en is None
+        return enabled(self)
+    monkeypatch.setattr(sfpu_class, "enabled", counted)
+
+    def run():
+        enabled_calls.append(0)
+        tx = mop_run(bench.exp2_body(), reps=8, tiles=0)
+        caches = []
+        for i, encc in enumerate(order):
+            tx.push(1, reset)
+            tx.push_many(1, (encc, mop), tx.tm.clock[1] + 40)
+            s = tx.raw_sfpu
+            if s._en is not None:
+                fresh = (s.lane_flags | ~s.use_lane_flags) & ~s._row_mask
+                assert np.array_equal(s._en, fresh) and bool(s.all_enabled) == bool(fresh.all()), i
+            caches.append((s._en is None, bool(s.all_enabled), _full_state(tx)))
+        return tx, caches
+    outcomes, states = {"ran": 0, "declined": 0, "refused": 0}, []
+    c_run = sfpu_issue_native.batch_run()
+
+    def counted_run(*args):
+        n = c_run(*args)
+        outcomes["ran" if n > 0 else "refused" if n == 0 else "declined"] += 1
+        return n
+    for use_c in (True, False):
+        monkeypatch.setattr(sfpu_issue_native, "batch_run", (lambda: counted_run) if use_c else (lambda: None))
+        monkeypatch.setitem(sfpu_native.traffic, "C", 0)
+        tx, caches = run()
+        states.append((_full_state(tx) + _timing_state(tx), [c[1:] for c in caches]))
+    _same(states[0][0], states[1][0])
+    for a, b in zip(states[0][1], states[1][1]):
+        assert a[0] == b[0]
+        _same(a[1], b[1])
+    assert outcomes["ran"] >= 3 and outcomes["declined"] >= 3, outcomes
+    # the flush kept the cache where the tile's SFPENCC repeated the one before (on after on: 3 times), so C asked
+    # enabled() that much less often than Python
+    assert enabled_calls[0] <= enabled_calls[1] - 3, enabled_calls
+
+
+@pytest.mark.skipif(native.host_compiler() is None, reason="no host C compiler (cc, clang or gcc)")
+@pytest.mark.parametrize("patched", ["new_queue", "is_plain"])
+def test_batch_run_small_flush_asks_a_replaced_helper(patched, monkeypatch):
+    """batch_run's small flush makes sfpu_issue_native.new_queue's queue and reads SFPU.is_plain's answer itself only
+    while they are the module's and the class's own: replaced (a counting wrapper), C calls the replacement from
+    inside batch_run, once a tile it takes, and the state is the Python path's."""
+    inside, asked = [False], []
+    if patched == "new_queue":
+        target, original = sfpu_issue_native, sfpu_issue_native.new_queue
+    else:
+        target = type(mop_run(bench.exp2_body(), tiles=0).raw_sfpu)
+        original = target.is_plain
+
+    def counted(*args):
+        asked[-1] += inside[0]
+        return original(*args)
+    monkeypatch.setattr(target, patched, counted)
+    c_run = sfpu_issue_native.batch_run()
+    ran = []
+
+    def watched(*args):
+        inside[0] = True
+        try:
+            n = c_run(*args)
+        finally:
+            inside[0] = False
+        ran[-1] += n > 0
+        return n
+    encc = E("SFPENCC", imm12_math=0, lreg_dest=0, instr_mod1=0)
+    states = []
+    for use_c in (True, False):
+        monkeypatch.setattr(sfpu_issue_native, "batch_run", (lambda: watched) if use_c else (lambda: None))
+        monkeypatch.setitem(sfpu_native.traffic, "C", 0)
+        asked.append(0)
+        ran.append(0)
+        tx = mop_run(bench.exp2_body(), tiles=4, lead=[encc], reps=8)
+        states.append(_full_state(tx) + _timing_state(tx))
+    _same(*states)
+    assert ran[0] >= 3 and asked[0] >= ran[0], (ran, asked)
+
+
+@pytest.mark.skipif(native.host_compiler() is None, reason="no host C compiler (cc, clang or gcc)")
 @pytest.mark.parametrize("case", ["batch", "alone", "lanes_off", "few_reps", "recorded", "unwritten", "not_sfpu"])
 def test_mop_push_equals_the_python_push(case, monkeypatch):
     """mop_push (mop_batch_native.c: a MOP of identical REPLAYs pushed to an idle thread, up to batch_sfpu) against

@@ -13,7 +13,8 @@
 
 static PyObject *s_batch_plans, *s_batch_addr_cache, *s_batch_timing, *s_batch_programs, *s_batch_runs, *s_en_cache,
     *s_all_enabled, *s_flags_after, *s_lane_config_any, *s_lreg, *s_lane_flags, *s_use_lane_flags, *s_dst_name,
-    *s_rows32, *s_fp32_enabled, *s_srcb_is_fp16, *s_cycle, *s_clear, *s_enabled, *s_records_cache, *s_c_key;
+    *s_rows32, *s_fp32_enabled, *s_srcb_is_fp16, *s_cycle, *s_clear, *s_enabled, *s_records_cache, *s_c_key,
+    *s_row_mask, *s_new_queue, *s_issue_native;
 
 typedef int32_t (*sfpu_run_fn)(uint32_t *lreg, uint8_t *lane_flags, uint8_t *use_lane_flags, uint32_t *dst,
                                uint8_t *written, const int32_t *prog, int32_t n);
@@ -55,6 +56,7 @@ static int batch_names(void) {
         {&s_use_lane_flags, "use_lane_flags"}, {&s_dst_name, "dst"}, {&s_rows32, "rows32"},
         {&s_fp32_enabled, "sfpu_fp32_enabled"}, {&s_srcb_is_fp16, "srcb_is_fp16"}, {&s_cycle, "cycle"},
         {&s_clear, "clear"}, {&s_enabled, "enabled"}, {&s_records_cache, "_records"}, {&s_c_key, "C"},
+        {&s_row_mask, "_row_mask"}, {&s_new_queue, "new_queue"}, {&s_issue_native, "ISSUE_NATIVE"},
     };
     return INTERN_NAMES(names);
 }
@@ -147,12 +149,107 @@ static PyObject *dict_get(PyObject *d, PyObject *key) {
     return Py_XNewRef(v);
 }
 
+/* sfpu_issue_native.new_queue(), which flush_deferred calls for its new queue: where that module's `new_queue` is still
+ * the function configure_batch was given and its ISSUE_NATIVE is on, what it returns (a DeferredQueue of this module)
+ * made here without its Python frame; else whatever the module's `new_queue` now returns. NULL with an error set */
+static PyObject *batch_fresh_queue(void) {
+    PyObject *globals = PyFunction_Check(batch_new_queue) ? PyFunction_GET_GLOBALS(batch_new_queue) : NULL;
+    PyObject *now = globals ? PyDict_GetItemWithError(globals, s_new_queue) : NULL;
+    PyObject *on = globals ? PyDict_GetItemWithError(globals, s_issue_native) : NULL;
+    if (PyErr_Occurred())
+        return NULL;
+    if (now == batch_new_queue && on == Py_True) {
+        PyObject *no_args = PyTuple_New(0);
+        PyObject *q = no_args ? dq_new(&DeferredQueue_Type, no_args, NULL) : NULL;
+        Py_XDECREF(no_args);
+        return q;
+    }
+    return PyObject_CallNoArgs(now ? now : batch_new_queue);
+}
+
+/* not o.<name>: 1 or 0, -1 with an error set */
+static int batch_attr_false(PyObject *o, PyObject *name) {
+    PyObject *v = get_attr(o, name);
+    int yes = v ? PyObject_IsTrue(v) : -1;
+    Py_XDECREF(v);
+    return yes < 0 ? -1 : !yes;
+}
+
+/* o.<name> is None: 1 or 0, -1 with an error set */
+static int batch_attr_none(PyObject *o, PyObject *name) {
+    PyObject *v = get_attr(o, name);
+    int none = v == Py_None;
+    Py_XDECREF(v);
+    return v ? none : -1;
+}
+
+/* sfpu.is_plain() (runtime/emu/sfpu.py's SFPU.is_plain: no scheduled work, no pending flag update, no LaneConfig bit)
+ * read here where raw's class has that method and the instance no own: 1 plain, 0 not, -1 with an error set */
+static PyObject *plain_ref;
+static int batch_is_plain(PyObject *raw) {
+    if (!plain_ref) {
+        PyObject *mod = PyImport_ImportModule("tt_backend.runtime.emu.sfpu");
+        PyObject *cls = mod ? PyObject_GetAttrString(mod, "SFPU") : NULL;
+        plain_ref = cls ? PyObject_GetAttr(cls, s_is_plain) : NULL;
+        Py_XDECREF(cls);
+        Py_XDECREF(mod);
+        if (!plain_ref)
+            return -1;
+    }
+    PyObject **dp = _PyObject_GetDictPtr(raw);
+    int own = dp && *dp && PyDict_GetItemWithError(*dp, s_is_plain);
+    if (PyErr_Occurred())
+        return -1;
+    if (own || _PyType_Lookup(Py_TYPE(raw), s_is_plain) != plain_ref) {
+        PyObject *r = call_method(raw, s_is_plain, NULL, 0);
+        int yes = r ? PyObject_IsTrue(r) : -1;
+        Py_XDECREF(r);
+        return yes;
+    }
+    int yes = batch_attr_false(raw, s_scheduled);          /* (in its order: `and` stops at the first no) */
+    if (yes == 1)
+        yes = batch_attr_none(raw, s_flags_after);
+    if (yes == 1)
+        yes = batch_attr_false(raw, s_lane_config_any);
+    return yes;
+}
+
+/* Whether raw._en, SfpuState.enabled()'s cache, holds what enabled() would compute now from the lane flags, their use
+ * (bound_ptr's, as sfpu_run left them) and the row mask, with all_enabled its count's answer: then invalidating it
+ * (flush_deferred's run does) and asking enabled() again (batch_sfpu does) would make an equal array and the same
+ * all_enabled, and the cache may stay. 1 it may, 0 not (None, not a 32-lane bool array, or another value) */
+static int enables_unchanged(PyObject *raw) {
+    PyObject *en = get_attr(raw, s_en_cache), *rm = NULL, *all_o = NULL;
+    int same = 0, all_was;
+    if (en && en != Py_None && (rm = get_attr(raw, s_row_mask)) && (all_o = get_attr(raw, s_all_enabled))
+        && (all_was = PyObject_IsTrue(all_o)) >= 0) {
+        const uint8_t *e = array_data(en, 32, 1), *r = array_data(rm, 32, 1);
+        const uint8_t *lf = bound_ptr[B_LF], *use = bound_ptr[B_USE];
+        if (e && r) {
+            int all = 1;
+            same = 1;
+            for (int i = 0; i < 32; i++) {
+                int on = (lf[i] || !use[i]) && !r[i];
+                same &= e[i] == on;
+                all &= on;
+            }
+            same &= all == all_was;
+        }
+    }
+    PyErr_Clear();
+    Py_XDECREF(en);
+    Py_XDECREF(rm);
+    Py_XDECREF(all_o);
+    return same;
+}
+
 /* DeferralMixin.flush_deferred of queue dq (a DeferredQueue of fewer than 4 entries: no period search, no batch, the
  * entries run one by one) where the SFPU is plain (the caller checked) and every entry's word has its sfpu_native
  * record in tx._records: what _dq_exec_run's one packed call does (the records run by sfpu_run on the arrays
- * bind_arrays bound, the lane enables invalidated, the SFPU's instruction count and sfpu_native.traffic["C"] counted,
- * its cycle the last entry's issue cycle), then flush_deferred's own epilogue (the SFPU's formats from the last entry's
- * config words, a new queue, no flag state). 1 done, 0 not this case (nothing changed: the caller calls
+ * bind_arrays bound, the lane enables invalidated (kept where enables_unchanged: the same cache again), the SFPU's
+ * instruction count and sfpu_native.traffic["C"] counted, its cycle the last entry's issue cycle), then
+ * flush_deferred's own epilogue (the SFPU's formats from the last entry's config words, a new queue (batch_fresh_queue),
+ * no flag state). 1 done, 0 not this case (nothing changed: the caller calls
  * flush_deferred), -1 with an error set, -2 - done where sfpu_run stopped at record `done` (as batch_run's). */
 static int batch_small_flush(PyObject *tx, PyObject *dq, PyObject *raw, Py_ssize_t *stopped) {
     if (!dq_is_queue(dq) || !batch_traffic || !batch_new_queue)
@@ -211,7 +308,7 @@ static int batch_small_flush(PyObject *tx, PyObject *dq, PyObject *raw, Py_ssize
     long long instructions, c0 = last->cfg0, c1 = last->cfg1;
     if (attr_ll(raw, s_instructions, &instructions) < 0)
         return -1;
-    PyObject *fresh = PyObject_CallNoArgs(batch_new_queue);
+    PyObject *fresh = batch_fresh_queue();
     if (!fresh)
         return -1;
     /* flush_deferred's order: the new queue and no flag state, then the run, the counts, the cycle, the formats */
@@ -222,7 +319,7 @@ static int batch_small_flush(PyObject *tx, PyObject *dq, PyObject *raw, Py_ssize
         return -1;
     int32_t done = batch_sfpu_run(bound_ptr[B_LREG], bound_ptr[B_LF], bound_ptr[B_USE], bound_ptr[B_ROWS],
                                   bound_ptr[B_WRITTEN], prog, (int32_t)n);
-    if (set_attr(raw, s_en_cache, Py_None) < 0)
+    if (!(done == n && enables_unchanged(raw)) && set_attr(raw, s_en_cache, Py_None) < 0)
         return -1;
     if (done != n) {
         *stopped = done;
@@ -295,9 +392,7 @@ static PyObject *batch_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
     NEED(g[G_RAW] = get_attr(tx, s_raw_sfpu));
     if (queued) {                              /* (a flush that raises: as batch_sfpu's self.sfpu raises) */
         Py_ssize_t stopped = 0;
-        PyObject *plain_o = call_method(g[G_RAW], s_is_plain, NULL, 0);     /* (_dq_exec_run's test) */
-        int small = plain_o ? PyObject_IsTrue(plain_o) : -1;
-        Py_XDECREF(plain_o);
+        int small = batch_is_plain(g[G_RAW]);     /* (_dq_exec_run's test) */
         if (small > 0)
             small = batch_small_flush(tx, g[G_DQ], g[G_RAW], &stopped);
         if (small == -2) {
@@ -509,6 +604,8 @@ out:
  * batch_skip as _drain left it). The class's drain and _drain must be Tensix's, the
  * cycle model neither recorded nor spied, the MOP and REPLAY words free of reserved bits in strict mode (else None:
  * Python raises). */
+/* the last expansion mop_push found to be K identical REPLAYs (held: its identity is not reused while it is kept) */
+static PyObject *mop_uniform_exp;
 static PyObject *mop_frontend, *mop_drain_ref, *mop_pydrain_ref, *s_mop_expansions, *s_replay_fields, *s_used_bits,
     *s_op_replay, *s_op_mop, *s_mask_hi, *s_mop_cfg, *s_len, *s_start_idx, *s_load_mode, *s_ewl, *s_batch_sfpu_name,
     *s_pydrain, *s_mop_name, *s_replay_name, *s_decoded_cache;
@@ -631,11 +728,14 @@ static PyObject *mop_push(PyObject *self, PyObject *const *args, Py_ssize_t narg
     long long r;
     NONE_IF(!PyLong_Check(rw) || get_ll(rw, "REPLAY", &r) || (r >> 24) != op_replay
             || (strict && (r & ~used_replay & 0xFFFFFFFFLL)));
-    for (Py_ssize_t i = 1; i < k; i++) {
-        int same = PyObject_RichCompareBool(PyTuple_GET_ITEM(o[P_EXP], i), rw, Py_EQ);
-        if (same < 0)
-            goto out;
-        NONE_IF(!same);
+    if (o[P_EXP] != mop_uniform_exp) {        /* (a tuple found uniform before is uniform: tuples do not change) */
+        for (Py_ssize_t i = 1; i < k; i++) {
+            int same = PyObject_RichCompareBool(PyTuple_GET_ITEM(o[P_EXP], i), rw, Py_EQ);
+            if (same < 0)
+                goto out;
+            NONE_IF(!same);
+        }
+        Py_XSETREF(mop_uniform_exp, Py_NewRef(o[P_EXP]));
     }
     PyObject *fields_cache = PyDict_GetItemWithError(mop_frontend, s_replay_fields);
     long long count, start, load_mode, ewl;
