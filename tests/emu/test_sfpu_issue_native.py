@@ -480,6 +480,29 @@ def test_deferred_queue_word_memo_collisions():
     assert len(same) == 4 and list(q) == lst and q.words(0, len(words)) == tuple(words)
 
 
+def test_deferred_queue_freed_and_taken_again_is_fresh():
+    """A freed queue is kept whole for the next new one (sfpu_queue.c's dq_kept), its word memo slots and word table
+    emptied: queues made one after the other, each from words of the last one's (memo hits would find the last one's
+    indices: another word's entries, or past the table's end) and from new ones, few distinct words or more than
+    dq_forget clears slot by slot (then the whole memo), give back exactly the entries appended."""
+    rng = random.Random(11)
+    pool = rng.sample(range(1 << 24), 600)
+    last = []
+    for trial in range(60):
+        fresh = rng.sample(pool, rng.choice((1, 3, 20, 300)))
+        words = [rng.choice(last) if last and rng.random() < 0.6 else rng.choice(fresh)
+                 for _ in range(rng.choice((40, 400)))]
+        q = sfpu_issue_native._load()[0].DeferredQueue()
+        lst = []
+        for w in words:
+            e = (w, f"OP{w}", {"w": w, "t": trial}, None, 0, rng.randrange(1 << 40), 1, 2, 1)
+            lst.append(e)
+            q.append(e)
+        assert list(q) == lst and q.words(0, len(words)) == tuple(words), trial
+        del q                                  # (freed: kept for the next queue)
+        last = words
+
+
 def test_push_one_honours_class_attributes_defined_later():
     """push_one reads the Tensix's attributes from its instance dict only while no class in its MRO defines them (a
     memo checked against the type's version tag): a property defined on the class afterwards is read through, and
