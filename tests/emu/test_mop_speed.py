@@ -4,6 +4,8 @@ loop, mop_batch's cached C programs against the numpy batch and the one-by-one p
 pointers following the arrays the SFPU holds, and batch_sfpu's memo-hit case in C (batch_run) against its Python."""
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import pytest
 
@@ -11,7 +13,7 @@ from tt_backend.chip import isa, layout
 from tt_backend.chip.errors import EmuUnimplemented
 from tt_backend.runtime.emu import frontend, tensix
 from tt_backend.runtime.emu import bench
-from tt_backend.runtime.emu.accel import deferral, native, sfpu_issue_native, sfpu_native
+from tt_backend.runtime.emu.accel import deferral, mop_batch, native, sfpu_issue_native, sfpu_native
 
 from tests.emu.test_emu_speed import CLOSED_BODIES, MM_SETUP, _full_state, _same
 from tests.support.tensix_runs import mop_run
@@ -377,3 +379,62 @@ def test_batch_run_switch(monkeypatch):
     monkeypatch.setattr(sfpu_issue_native, "BATCH_NATIVE", True)
     monkeypatch.setattr(sfpu_native, "NATIVE_SFPU", False)
     assert sfpu_issue_native.batch_run() is None
+
+
+@pytest.mark.skipif(native.host_compiler() is None, reason="no host C compiler (cc, clang or gcc)")
+@pytest.mark.parametrize("setting", ["as_built", "closed_form_off", "batch_native_off", "sfpu_native_off",
+                                     "native_min_2", "min_reps_64", "max_words_16", "batch_run_replaced",
+                                     "class_batch_sfpu", "instance_batch_sfpu"])
+def test_mop_push_calls_batch_run_as_batch_sfpu_would(setting, monkeypatch):
+    """mop_push asks batch_run itself (mop_batch_sfpu: no batch_sfpu frame) only while batch_sfpu would call it with
+    the same arguments: each switch or setting batch_sfpu reads changed, or batch_sfpu or batch_run replaced, it calls
+    the method (seen by a profile hook, which replaces nothing), and the state, queues and C traffic equal push()'s
+    Python path's (MOP_PUSH_NATIVE off) under the same setting, changed after two tiles (the memos filled), the
+    deferred queue and batch_skip after every tile too; as built, batch_sfpu's frame is never entered once the
+    memos are filled and the batch still runs in C, and BATCH_MIN_REPS / BATCH_MAX_WORDS, which it passes on, refuse
+    the batch there as in batch_sfpu."""
+    changes = {"closed_form_off": (mop_batch, "BATCH_CLOSED_FORM", False),
+               "batch_native_off": (sfpu_issue_native, "BATCH_NATIVE", False),
+               "sfpu_native_off": (sfpu_native, "NATIVE_SFPU", False),
+               "native_min_2": (deferral, "NATIVE_BATCH_MIN", 2), "min_reps_64": (mop_batch, "BATCH_MIN_REPS", 64),
+               "max_words_16": (mop_batch, "BATCH_MAX_WORDS", 16),
+               "batch_run_replaced": (sfpu_issue_native, "batch_run", lambda: None),
+               "class_batch_sfpu": (tensix.Tensix, "batch_sfpu", lambda self, t, th: mop_batch.MopBatchMixin.batch_sfpu(
+                   self, t, th))}
+    code = mop_batch.MopBatchMixin.batch_sfpu.__code__
+    frames = []
+
+    def hook(frame, event, arg):
+        if event == "call" and frame.f_code is code:
+            frames[-1] += 1
+    encc = E("SFPENCC", imm12_math=0, lreg_dest=0, instr_mod1=0)
+    mop = E("MOP", mop_type=1, loop_count=0, zmask_lo16_or_loop_count=0)
+    reset = E("SETRWC", rwc_cr=0, rwc_d=0, rwc_b=0, rwc_a=0, bit_mask=4, clear_ab_vld=0)
+    states = []
+    for on in (True, False):
+        monkeypatch.setattr(sfpu_issue_native, "MOP_PUSH_NATIVE", on)
+        monkeypatch.setitem(sfpu_native.traffic, "C", 0)
+        tx = mop_run(bench.exp2_body(), tiles=0)
+        trace = []                             # after each tile's push: what is queued, deferred, skipped
+        try:
+            for tile in range(7):
+                if tile == 2:                  # (the change after two tiles, which filled the memos as built)
+                    if setting in changes:
+                        monkeypatch.setattr(*changes[setting])
+                    if setting == "instance_batch_sfpu":
+                        tx.batch_sfpu = lambda t, th: mop_batch.MopBatchMixin.batch_sfpu(tx, t, th)
+                    frames.append(0)
+                    sys.setprofile(hook)
+                tx.push(1, reset)
+                tx.push_many(1, (encc, mop), tx.tm.clock[1] + 40)
+                trace.append((len(tx.deferred), tx.threads[1].batch_skip, len(tx.threads[1].ready)))
+        finally:
+            sys.setprofile(None)
+        threads = tuple((list(th.ready), th.batch_skip, th.blocked, list(th.fifo)) for th in tx.threads)
+        states.append(_full_state(tx) + _timing_state(tx) + (threads, trace))
+        monkeypatch.undo()                     # (the next pass's first two tiles as built again)
+    _same(*states)
+    if setting in ("as_built", "min_reps_64", "max_words_16"):     # (the last two: arguments it passes on)
+        assert frames == [0, 5], frames
+    else:
+        assert frames[0] == 5, frames

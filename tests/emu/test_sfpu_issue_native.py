@@ -429,6 +429,7 @@ def test_find_period_matches_python(monkeypatch):
             words[rng.randrange(len(words))] = rng.randrange(1 << 32)
         most = rng.choice((len(words), rng.randrange(len(words) + 1), 4096))
         assert period(deque(words), most) == find_period(words[:most]), (words, most)
+        assert period(words, most) == find_period(words[:most]), (words, most)      # (a list: read in place)
 
 
 def test_deferred_queue_is_the_list():

@@ -351,6 +351,9 @@ enum { G_PLANS, G_BODY, G_PLAN, G_DQ, G_RAW, G_EN, G_ALLEN, G_SCHED, G_FAFTER, G
  * 0 where batch_sfpu refuses at once (fewer than min_reps repetitions: its first test); -1 where this declines (nothing
  * changed: batch_sfpu's Python decides); -2 - done where sfpu_run stopped at record `done` (the cycle model advanced;
  * the caller raises as sfpu_native.run_at does). */
+static PyObject *batch_try(PyObject *tx, long long t, PyObject *th, long long min_reps, long long max_words,
+                           long long native_min, PyObject *words);
+
 static PyObject *batch_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     long long t, min_reps, max_words, native_min;
     if (nargs != 6 || get_ll(args[1], "thread", &t) || get_ll(args[3], "min_reps", &min_reps)
@@ -359,15 +362,22 @@ static PyObject *batch_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
             PyErr_SetString(PyExc_TypeError, "batch_run(tx, t, th, min_reps, max_words, native_min)");
         return NULL;
     }
+    return batch_try(args[0], t, args[2], min_reps, max_words, native_min, NULL);
+}
+
+/* batch_run's work; `words`: a list of the words in th's ready queue, in order (mop_push's, which just put them there),
+ * read instead of the queue, or NULL */
+static PyObject *batch_try(PyObject *tx, long long t, PyObject *th, long long min_reps, long long max_words,
+                           long long native_min, PyObject *words) {
     if (!batch_sfpu_run || t < 0 || t > 2 || max_words < 1 || max_words > 65536)
         return PyLong_FromLong(-1);
-    PyObject *tx = args[0], *th = args[2], *g[G_N] = {NULL}, *ready = NULL, *result = NULL;
+    PyObject *g[G_N] = {NULL}, *ready = NULL, *result = NULL;
     long long declined = 0;
 #define DECLINE do { PyErr_Clear(); declined = 1; goto out; } while (0)
 #define NEED(cond) do { if (!(cond)) DECLINE; } while (0)
     /* the ready queue's period (find_period) and body */
     NEED(ready = get_attr(th, s_ready));
-    Py_ssize_t n_words = first_words(ready, (Py_ssize_t)max_words), p, k;
+    Py_ssize_t n_words = first_words(words ? words : ready, (Py_ssize_t)max_words), p, k;
     NEED(n_words >= 0);
     best_period(word_val, n_words, &p, &k);
     if (k < min_reps) {
@@ -665,6 +675,127 @@ static int mop_field(PyObject *fields, PyObject *name, long long *out) {
     return 0;
 }
 
+/* The modules batch_sfpu's call of batch_run goes through (their dicts: the modules stay imported), MopBatchMixin's
+ * batch_sfpu and chip.errors.EmuUnimplemented, found at mop_push's first direct batch */
+static PyObject *direct_mop_batch, *direct_issue, *direct_sfpu_native, *direct_deferral, *direct_batch_sfpu,
+    *direct_unimplemented, *s_batch_closed_form, *s_batch_min_reps_g, *s_batch_max_words, *s_native_batch_min,
+    *s_batch_run_name, *s_batch_native, *s_native_sfpu, *s_traffic;
+
+static int direct_init(void) {
+    if (direct_unimplemented)
+        return 0;
+    name_ref names[] = {
+        {&s_batch_closed_form, "BATCH_CLOSED_FORM"}, {&s_batch_min_reps_g, "BATCH_MIN_REPS"},
+        {&s_batch_max_words, "BATCH_MAX_WORDS"}, {&s_native_batch_min, "NATIVE_BATCH_MIN"},
+        {&s_batch_run_name, "batch_run"}, {&s_batch_native, "BATCH_NATIVE"}, {&s_native_sfpu, "NATIVE_SFPU"},
+        {&s_traffic, "traffic"},
+    };
+    if (INTERN_NAMES(names))
+        return -1;
+    const char *mods[4] = {"tt_backend.runtime.emu.accel.mop_batch", "tt_backend.runtime.emu.accel.sfpu_issue_native",
+                           "tt_backend.runtime.emu.accel.sfpu_native", "tt_backend.runtime.emu.accel.deferral"};
+    PyObject **dicts[4] = {&direct_mop_batch, &direct_issue, &direct_sfpu_native, &direct_deferral};
+    for (int i = 0; i < 4; i++) {
+        PyObject *m = *dicts[i] ? NULL : PyImport_ImportModule(mods[i]);
+        if (!*dicts[i] && !m)
+            return -1;
+        if (m) {
+            *dicts[i] = Py_NewRef(PyModule_GetDict(m));
+            Py_DECREF(m);
+        }
+    }
+    PyObject *cls = PyDict_GetItemString(direct_mop_batch, "MopBatchMixin");
+    if (!direct_batch_sfpu && !(direct_batch_sfpu = cls ? PyObject_GetAttr(cls, s_batch_sfpu_name) : NULL)) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_AttributeError, "mop_batch.MopBatchMixin");
+        return -1;
+    }
+    PyObject *err = PyImport_ImportModule("tt_backend.chip.errors");
+    direct_unimplemented = err ? PyObject_GetAttrString(err, "EmuUnimplemented") : NULL;
+    Py_XDECREF(err);
+    return direct_unimplemented ? 0 : -1;
+}
+
+/* d[name] as a C integer where it is an int: 0, 1 where not */
+static int direct_ll(PyObject *d, PyObject *name, long long *out) {
+    PyObject *v = PyDict_GetItemWithError(d, name);
+    if (!v || !PyLong_CheckExact(v) || get_ll(v, "batch setting", out)) {
+        PyErr_Clear();
+        return 1;
+    }
+    return 0;
+}
+
+/* Whether tx.batch_sfpu(t, th) would be MopBatchMixin.batch_sfpu calling this module's batch_run (its
+ * BATCH_CLOSED_FORM, sfpu_issue_native.batch_run the module's own with BATCH_NATIVE and sfpu_native.NATIVE_SFPU on,
+ * sfpu_native.traffic the dict configure_batch was given), with the arguments it would pass: 1 (filled in), 0 not,
+ * -1 with an error set */
+static int direct_batch(PyObject *tx, long long *min_reps, long long *max_words, long long *native_min) {
+    if (direct_init())
+        return -1;
+    PyObject **dp = _PyObject_GetDictPtr(tx);
+    int own = dp && *dp && PyDict_GetItemWithError(*dp, s_batch_sfpu_name);
+    if (PyErr_Occurred())
+        return -1;
+    if (own || _PyType_Lookup(Py_TYPE(tx), s_batch_sfpu_name) != direct_batch_sfpu || !batch_sfpu_run)
+        return 0;
+    PyObject *run = PyDict_GetItemWithError(direct_issue, s_batch_run_name);
+    int ours = run && PyFunction_Check(run) && PyFunction_GET_GLOBALS(run) == direct_issue
+               && PyUnicode_Check(((PyFunctionObject *)run)->func_name)
+               && !PyUnicode_Compare(((PyFunctionObject *)run)->func_name, s_batch_run_name);
+    if (PyErr_Occurred())
+        return -1;
+    return ours && PyDict_GetItemWithError(direct_mop_batch, s_batch_closed_form) == Py_True
+           && PyDict_GetItemWithError(direct_issue, s_batch_native) == Py_True
+           && PyDict_GetItemWithError(direct_sfpu_native, s_native_sfpu) == Py_True
+           && PyDict_GetItemWithError(direct_sfpu_native, s_traffic) == batch_traffic
+           && !direct_ll(direct_mop_batch, s_batch_min_reps_g, min_reps)
+           && !direct_ll(direct_mop_batch, s_batch_max_words, max_words)
+           && !direct_ll(direct_deferral, s_native_batch_min, native_min);
+}
+
+/* batch_sfpu(t, th) for mop_push, which just put `words` (a list) in th's ready queue: batch_try on them where
+ * direct_batch says batch_sfpu would call batch_run, with what batch_sfpu does with its answer (the C traffic counted;
+ * -2 - done: its EmuUnimplemented); the method itself where not or batch_run declines (-1: its Python decides). A new
+ * reference to the count, NULL with an error set */
+static PyObject *mop_batch_sfpu(PyObject *tx, PyObject *t_o, long long t, PyObject *th, PyObject *words) {
+    long long min_reps, max_words, native_min, n;
+    int direct = direct_batch(tx, &min_reps, &max_words, &native_min);
+    if (direct < 0)
+        return NULL;
+    PyObject *r = direct ? batch_try(tx, t, th, min_reps, max_words, native_min, words) : NULL;
+    if (direct && (!r || get_ll(r, "batch_run", &n))) {
+        Py_XDECREF(r);
+        return NULL;
+    }
+    if (!direct || n == -1) {
+        Py_XDECREF(r);
+        PyObject *call[2] = {t_o, th};
+        return call_method(tx, s_batch_sfpu_name, call, 2);
+    }
+    if (n < -1) {
+        Py_DECREF(r);
+        PyErr_Format(direct_unimplemented, "sfpu_native.run: a kept MOP program's record %lld is not the C part's",
+                     -2 - n);
+        return NULL;
+    }
+    if (n > 0) {
+        PyObject *was = PyDict_GetItemWithError(batch_traffic, s_c_key);
+        long long count;
+        PyObject *now = NULL;
+        if (!was || get_ll(was, "traffic", &count) || !(now = PyLong_FromLongLong(count + n))
+            || PyDict_SetItem(batch_traffic, s_c_key, now) < 0) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_KeyError, "C");
+            Py_XDECREF(now);
+            Py_DECREF(r);
+            return NULL;
+        }
+        Py_DECREF(now);
+    }
+    return r;
+}
+
 enum { P_TM, P_REC, P_ST, P_SREC, P_TMDICT, P_THREADS, P_TH, P_FIFO, P_READY, P_MOPOUT, P_LOAD, P_BLOCKED, P_LATCH,
        P_MM, P_STRICT, P_MASK, P_CFG, P_KEY, P_EXP, P_FIELDS, P_RB, P_SEQ, P_EXT, P_N, P_DRAINED, P_NUM };
 
@@ -773,11 +904,8 @@ static PyObject *mop_push(PyObject *self, PyObject *const *args, Py_ssize_t narg
     Py_XDECREF(decoded);
     if (PyErr_Occurred())
         goto out;
-    if (sfpu_head) {
-        PyObject *call[2] = {args[1], thobj};
-        if (!(o[P_N] = call_method(tx, s_batch_sfpu_name, call, 2)) || get_ll(o[P_N], "batch_sfpu", &n))
-            goto out;
-    }
+    if (sfpu_head && (!(o[P_N] = mop_batch_sfpu(tx, args[1], th, thobj, o[P_SEQ])) || get_ll(o[P_N], "batch_sfpu", &n)))
+        goto out;
     if (n == count * k) {                      /* the whole expansion: the drain ends with the thread empty */
         if (set_attr(thobj, s_blocked, Py_None) < 0 || count_issued(tx, th, n))
             goto out;

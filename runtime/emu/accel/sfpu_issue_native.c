@@ -800,11 +800,13 @@ static Py_ssize_t first_words(PyObject *words, Py_ssize_t most) {
         word_val = v, word_cap = most;
     }
     struct { PyObject *o; uint32_t v; } memo[64] = {{NULL, 0}};
-    PyObject *it = PyObject_GetIter(words), *item;
-    if (!it)
+    int list = PyList_CheckExact(words);          /* (a list: read in place, no iterator) */
+    PyObject *it = list ? NULL : PyObject_GetIter(words), *item;
+    if (!list && !it)
         return -1;
     Py_ssize_t n = 0;
-    while (n < most && (item = PyIter_Next(it))) {
+    while (n < most && (item = list ? (n < PyList_GET_SIZE(words) ? Py_NewRef(PyList_GET_ITEM(words, n)) : NULL)
+                                    : PyIter_Next(it))) {
         size_t h = ((uintptr_t)item >> 4) & 63;
         if (memo[h].o != item) {
             unsigned long v = PyLong_AsUnsignedLong(item);
@@ -823,7 +825,7 @@ static Py_ssize_t first_words(PyObject *words, Py_ssize_t most) {
         word_buf[n++] = item;
         Py_DECREF(item);          /* (words holds it) */
     }
-    Py_DECREF(it);
+    Py_XDECREF(it);
     return PyErr_Occurred() ? -1 : n;
 }
 
