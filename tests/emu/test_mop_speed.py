@@ -438,3 +438,50 @@ def test_mop_push_calls_batch_run_as_batch_sfpu_would(setting, monkeypatch):
         assert frames == [0, 5], frames
     else:
         assert frames[0] == 5, frames
+
+
+@pytest.mark.skipif(native.host_compiler() is None, reason="no host C compiler (cc, clang or gcc)")
+@pytest.mark.parametrize("change", ["timing_memo", "plans_cleared", "second_tensix"])
+def test_batch_run_look_ups_follow_their_dicts(change, monkeypatch):
+    """batch_run remembers each memo dict's last look-up (look_memos) only while that dict is unchanged and the same
+    one: a timing memo rewritten between tiles (every stall and the clock 5 cycles later), the plans forgotten, or a
+    second Tensix's batches between the first one's, and the C path's state (cycles included) is still batch_sfpu's
+    Python's with the same change; it fails if a remembered value outlived its dict's change."""
+    mop = E("MOP", mop_type=1, loop_count=0, zmask_lo16_or_loop_count=0)
+    reset = E("SETRWC", rwc_cr=0, rwc_d=0, rwc_b=0, rwc_a=0, bit_mask=4, clear_ab_vld=0)
+    encc = E("SFPENCC", imm12_math=0, lreg_dest=0, instr_mod1=0)
+
+    def tile(tx):
+        tx.push(1, reset)
+        tx.push_many(1, (encc, mop), tx.tm.clock[1] + 40)
+
+    def run():
+        tx = mop_run(bench.exp2_body(), reps=8, tiles=0)
+        ones_to_twos = (np.arange(512 * 16, dtype=np.uint32).reshape(512, 16) & 0x7FFFFF) | 0x3F800000
+        other = mop_run(bench.exp2_body(), reps=8, tiles=0, data=ones_to_twos)
+        for i in range(8):
+            tile(tx)
+            if change == "second_tensix":
+                tile(other)
+            if i == 3 and change == "timing_memo":
+                for key, memo in tx._batch_timing.items():
+                    d_clock, nop, mad, busy, d_stalls, d_issued, gaps = memo
+                    tx._batch_timing[key] = (d_clock + 5, nop, mad, busy + 5, d_stalls + 5, d_issued, gaps)
+            if i == 3 and change == "plans_cleared":
+                tx._batch_plans.clear()
+        return tx, other
+    outcomes = {"ran": 0, "refused": 0, "declined": 0}
+    c_run = sfpu_issue_native.batch_run()
+
+    def counted(*args):
+        n = c_run(*args)
+        outcomes["ran" if n > 0 else "refused" if n == 0 else "declined"] += 1
+        return n
+    states = []
+    for on in (True, False):
+        monkeypatch.setattr(sfpu_issue_native, "batch_run", (lambda: counted) if on else (lambda: None))
+        monkeypatch.setitem(sfpu_native.traffic, "C", 0)
+        tx, other = run()
+        states.append(_full_state(tx) + _timing_state(tx) + _full_state(other) + _timing_state(other))
+    _same(*states)
+    assert outcomes["ran"] >= (10 if change == "second_tensix" else 5), outcomes

@@ -342,10 +342,147 @@ static int batch_small_flush(PyObject *tx, PyObject *dq, PyObject *raw, Py_ssize
     return 1;
 }
 
+/* batch_try's look-ups in batch_sfpu's five memo dicts (_batch_plans, _batch_addr_cache, _batch_timing,
+ * _batch_programs, _batch_runs), each remembering the last key it found: the key as C integers (the body's words and
+ * the numbers of the key tuple batch_sfpu builds, in order), the dict (held: its identity is not reused), its version
+ * tag and the value (held). An equal key in the same dict with the same tag finds the same value, so the key tuple is
+ * neither built nor hashed (elementwise512: every tile's five keys as the tile before's). Off without dict tags. */
+enum { L_PLANS, L_ADDRS, L_TIMING, L_PROGRAMS, L_RUNS, N_LOOK };
+#define LOOK_KEY_MAX (1 + 32 + 3 + 4 * 32)
+typedef struct {
+    PyObject *dict, *value;
+    uint64_t version;
+    Py_ssize_t n;
+    long long key[LOOK_KEY_MAX];
+} look_memo;
+static look_memo look_memos[N_LOOK];
+
+/* the value remembered for key[0..n) in d (a new reference), NULL where not (n < 0: not to be remembered) */
+static PyObject *look_hit(int which, PyObject *d, const long long *key, Py_ssize_t n) {
+    const look_memo *m = &look_memos[which];
+    if (!DICT_TAGS || n < 0 || m->dict != d || m->n != n || m->version != dict_version(d)
+        || memcmp(m->key, key, (size_t)n * sizeof *key))
+        return NULL;
+    return Py_NewRef(m->value);
+}
+
+/* remember d's value for key[0..n) (n < 0: nothing) */
+static void look_keep(int which, PyObject *d, const long long *key, Py_ssize_t n, PyObject *value) {
+    look_memo *m = &look_memos[which];
+    if (!DICT_TAGS || n < 0 || n > LOOK_KEY_MAX || !PyDict_Check(d))
+        return;
+    Py_XSETREF(m->dict, Py_NewRef(d));
+    Py_XSETREF(m->value, Py_NewRef(value));
+    m->version = dict_version(d), m->n = n;
+    memcpy(m->key, key, (size_t)n * sizeof *key);
+}
+
+/* d[key] through memo slot `which` (raw: key[0..n), see look_hit), `*py` the key tuple, built by make(ctx) only on a
+ * miss (the caller keeps it); a new reference, NULL (no error) where absent or make failed */
+static PyObject *look_get(int which, PyObject *d, const long long *key, Py_ssize_t n, PyObject **py,
+                          PyObject *(*make)(void *), void *ctx) {
+    PyObject *v = look_hit(which, d, key, n);
+    if (v)
+        return v;
+    if (!*py && !(*py = make(ctx)))
+        return NULL;
+    v = dict_get(d, *py);
+    if (v)
+        look_keep(which, d, key, n, v);
+    return v;
+}
+
+/* a tuple of the n integers v */
+static PyObject *ints_tuple(const long long *v, Py_ssize_t n) {
+    PyObject *t = PyTuple_New(n);
+    for (Py_ssize_t i = 0; t && i < n; i++) {
+        PyObject *o = PyLong_FromLongLong(v[i]);
+        if (!o)
+            Py_CLEAR(t);
+        else
+            PyTuple_SET_ITEM(t, i, o);
+    }
+    return t;
+}
+
+/* What batch_try's key tuples are built from (the raw keys' parts), and the tuples built so far (owned) */
+typedef struct {
+    Py_ssize_t p, k, nm;
+    long long start, steps[32][3], modes[32], dclock, nop_now;
+    PyObject *mad_state, *body, *modes_t, *akey, *key3;
+} batch_keys;
+
+static void batch_keys_release(batch_keys *b) {
+    Py_XDECREF(b->mad_state);
+    Py_XDECREF(b->body);
+    Py_XDECREF(b->modes_t);
+    Py_XDECREF(b->akey);
+    Py_XDECREF(b->key3);
+}
+
+/* the body's words (word_buf's first p) as a tuple: batch_sfpu's body, the plans' key */
+static PyObject *body_of(batch_keys *b) {
+    if (!b->body && (b->body = PyTuple_New(b->p)))
+        for (Py_ssize_t i = 0; i < b->p; i++)
+            PyTuple_SET_ITEM(b->body, i, Py_NewRef(word_buf[i]));
+    return b->body;
+}
+
+static PyObject *make_body(void *ctx) {
+    return Py_XNewRef(body_of(ctx));
+}
+
+static PyObject *modes_of(batch_keys *b) {
+    if (!b->modes_t)
+        b->modes_t = ints_tuple(b->modes, b->nm);
+    return b->modes_t;
+}
+
+/* (body, k, start address, steps): batch_sfpu's akey */
+static PyObject *make_akey(void *ctx) {
+    batch_keys *b = ctx;
+    if (b->akey)
+        return Py_NewRef(b->akey);
+    PyObject *steps = PyTuple_New(b->nm);
+    for (Py_ssize_t j = 0; steps && j < b->nm; j++) {
+        PyObject *st = ints_tuple(b->steps[j], 3);
+        if (!st)
+            Py_CLEAR(steps);
+        else
+            PyTuple_SET_ITEM(steps, j, st);
+    }
+    b->akey = steps && body_of(b) ? Py_BuildValue("(OnLO)", b->body, b->k, b->start, steps) : NULL;
+    Py_XDECREF(steps);
+    return Py_XNewRef(b->akey);
+}
+
+/* (body, k, (clock offset, nop now, mad state), False): batch_sfpu's timing key (no recorder) */
+static PyObject *make_tkey(void *ctx) {
+    batch_keys *b = ctx;
+    if (!b->key3)
+        b->key3 = Py_BuildValue("(LOO)", b->dclock, b->nop_now ? Py_True : Py_False, b->mad_state);
+    return b->key3 && body_of(b) ? Py_BuildValue("(OnOO)", b->body, b->k, b->key3, Py_False) : NULL;
+}
+
+/* (body, modes): batch_sfpu's bkey */
+static PyObject *make_bkey(void *ctx) {
+    batch_keys *b = ctx;
+    return body_of(b) && modes_of(b) ? PyTuple_Pack(2, b->body, b->modes_t) : NULL;
+}
+
+/* (akey, modes): batch_sfpu's rkey */
+static PyObject *make_rkey(void *ctx) {
+    batch_keys *b = ctx;
+    PyObject *akey = make_akey(b);
+    PyObject *r = akey && modes_of(b) ? PyTuple_Pack(2, akey, b->modes_t) : NULL;
+    Py_XDECREF(akey);
+    return r;
+}
+
 enum { G_PLANS, G_BODY, G_PLAN, G_DQ, G_RAW, G_EN, G_ALLEN, G_SCHED, G_FAFTER, G_LCANY, G_CFG, G_THCFG, G_RWC, G_AKEY,
-       G_STEPS, G_ADDRS, G_AN, G_STRICT, G_DSTRAW, G_WRITTEN, G_TM, G_BLOCKED, G_REC, G_ST, G_CLOCK, G_FE, G_FIRST,
-       G_GATE, G_FPUW, G_STALLS, G_ISSUED, G_KEY3, G_TKEY, G_TIMING, G_MEMO, G_RESOLVED, G_BKEY, G_PROGRAMS, G_NATIVE,
-       G_RKEY, G_RUNS, G_KEPT, G_CURRENT, G_N };
+       G_ADDRS, G_AN, G_STRICT, G_DSTRAW, G_WRITTEN, G_TM, G_BLOCKED, G_REC, G_ST, G_CLOCK, G_FE, G_FIRST, G_GATE,
+       G_FPUW, G_STALLS, G_ISSUED, G_TKEY, G_TIMING, G_MEMO, G_BKEY, G_PROGRAMS, G_NATIVE, G_RKEY, G_RUNS, G_KEPT,
+       G_CURRENT, G_N };
 
 /* batch_run(tx, t, th, min_reps, max_words, native_min) -> n: the words batch_sfpu's memo-hit path executed (n > 0);
  * 0 where batch_sfpu refuses at once (fewer than min_reps repetitions: its first test); -1 where this declines (nothing
@@ -372,6 +509,7 @@ static PyObject *batch_try(PyObject *tx, long long t, PyObject *th, long long mi
     if (!batch_sfpu_run || t < 0 || t > 2 || max_words < 1 || max_words > 65536)
         return PyLong_FromLong(-1);
     PyObject *g[G_N] = {NULL}, *ready = NULL, *result = NULL;
+    batch_keys bk = {0};
     long long declined = 0;
 #define DECLINE do { PyErr_Clear(); declined = 1; goto out; } while (0)
 #define NEED(cond) do { if (!(cond)) DECLINE; } while (0)
@@ -384,10 +522,20 @@ static PyObject *batch_try(PyObject *tx, long long t, PyObject *th, long long mi
         result = PyLong_FromLong(0);
         goto out;
     }
-    NEED(g[G_BODY] = PyTuple_New(p));
-    for (Py_ssize_t i = 0; i < p; i++)
-        PyTuple_SET_ITEM(g[G_BODY], i, Py_NewRef(word_buf[i]));
-    NEED((g[G_PLANS] = get_attr(tx, s_batch_plans)) && (g[G_PLAN] = dict_get(g[G_PLANS], g[G_BODY])));
+    /* the look-ups' raw keys (look_memos): [p, the body's words, k, start address, nm, steps, modes] for the plans (its
+     * first 1 + p), the address analysis (to the steps) and the kept runs (all); remembered only for a body of exact
+     * ints (what the dicts hash and compare as the raw key does) */
+    long long lk[LOOK_KEY_MAX], tk[1 + 32 + 3], pk[1 + 32 + 1 + 32];
+    int memo_ok = 1;
+    lk[0] = p;
+    for (Py_ssize_t i = 0; i < p; i++) {
+        lk[1 + i] = word_val[i];
+        memo_ok &= PyLong_CheckExact(word_buf[i]);
+    }
+    Py_ssize_t nb = 1 + p;
+    bk.p = p, bk.k = k;
+    NEED((g[G_PLANS] = get_attr(tx, s_batch_plans))
+         && (g[G_PLAN] = look_get(L_PLANS, g[G_PLANS], lk, memo_ok ? nb : -1, &g[G_BODY], make_body, &bk)));
     NEED(PyTuple_Check(g[G_PLAN]) && PyTuple_GET_SIZE(g[G_PLAN]) == 2);
     PyObject *entries = PyTuple_GET_ITEM(g[G_PLAN], 0), *mems = PyTuple_GET_ITEM(g[G_PLAN], 1);
     NEED(PyList_Check(entries) && PyList_GET_SIZE(entries) == p && PyList_Check(mems));
@@ -433,7 +581,7 @@ static PyObject *batch_try(PyObject *tx, long long t, PyObject *th, long long mi
     NEED((g[G_CFG] = get_attr(tx, s_cfg)) && !list_int(g[G_CFG], 0, &c0) && !list_int(g[G_CFG], 1, &c1));
     int fp32 = (int)(c1 >> 30 & 1), srcb16 = srcb_fp16_like(c0, c1);
     NEED((g[G_THCFG] = get_attr(th, s_cfg)) && PyList_Check(g[G_THCFG]));
-    NEED((g[G_RESOLVED] = PyTuple_New(nm)) && (g[G_STEPS] = PyTuple_New(nm)));
+    bk.nm = nm;
     for (Py_ssize_t j = 0; j < nm; j++) {
         PyObject *mem = PyList_GET_ITEM(mems, j);
         long long is_store, amode, mod0, ab, dm, bias;
@@ -444,20 +592,21 @@ static PyObject *batch_try(PyObject *tx, long long t, PyObject *th, long long mi
         NEED(!list_int(g[G_THCFG], 47 + amode, &bias) && bias == 0);
         NEED(!list_int(g[G_THCFG], 12 + amode, &ab) && !list_int(g[G_THCFG], 28 + amode, &dm));
         NEED(!(ab & 0xC0C0) && !(dm & 0x1C00));
-        PyObject *mo = PyLong_FromLongLong(m), *st = Py_BuildValue("(LLL)", ab & 0x3F, ab >> 8 & 0x3F, dm & 0x3FF);
-        if (mo)
-            PyTuple_SET_ITEM(g[G_RESOLVED], j, mo);
-        if (st)
-            PyTuple_SET_ITEM(g[G_STEPS], j, st);
-        NEED(mo && st);
+        bk.modes[j] = m;
+        bk.steps[j][0] = ab & 0x3F, bk.steps[j][1] = ab >> 8 & 0x3F, bk.steps[j][2] = dm & 0x3FF;
     }
     /* the Dst address analysis (batch_addrs) of (body, k, start address, steps) */
     long long base_cfg, rwc_d, per_rep[3];
     NEED(!list_int(g[G_THCFG], 1, &base_cfg) && (g[G_RWC] = get_attr(th, s_rwc)) && PyDict_Check(g[G_RWC]));
     PyObject *d_o = PyDict_GetItemWithError(g[G_RWC], s_d);
     NEED(d_o && PyLong_Check(d_o) && !get_ll(d_o, "RWC", &rwc_d));
-    NEED(g[G_AKEY] = Py_BuildValue("(OnLO)", g[G_BODY], k, (base_cfg & 0xFFF) + rwc_d, g[G_STEPS]));
-    NEED((g[G_ADDRS] = get_attr(tx, s_batch_addr_cache)) && (g[G_AN] = dict_get(g[G_ADDRS], g[G_AKEY])));
+    bk.start = (base_cfg & 0xFFF) + rwc_d;
+    lk[nb] = k, lk[nb + 1] = bk.start, lk[nb + 2] = nm;
+    for (Py_ssize_t j = 0; j < nm; j++)
+        memcpy(&lk[nb + 3 + 3 * j], bk.steps[j], sizeof bk.steps[j]);
+    Py_ssize_t na = nb + 3 + 3 * nm;
+    NEED((g[G_ADDRS] = get_attr(tx, s_batch_addr_cache))
+         && (g[G_AN] = look_get(L_ADDRS, g[G_ADDRS], lk, memo_ok ? na : -1, &g[G_AKEY], make_akey, &bk)));
     NEED(PyTuple_Check(g[G_AN]) && PyTuple_GET_SIZE(g[G_AN]) == 3);
     PyObject *need_rows = PyTuple_GET_ITEM(g[G_AN], 1), *per = PyTuple_GET_ITEM(g[G_AN], 2);
     for (int j = 0; j < 3; j++)
@@ -505,19 +654,21 @@ static PyObject *batch_try(PyObject *tx, long long t, PyObject *th, long long mi
         NEED(PyLong_Check(val_o) && !get_ll(val_o, "FPU write", &v) && v <= b - fpu_to_sfpload_gap);
     NEED(!slot_ll(g[G_ST], T_NOP_ONLY, &nop) && !slot_ll(g[G_ST], T_MAD_CYCLE, &mad) && nop <= b && mad <= b - 1
          && !slot_ll(g[G_ST], T_BUSY, &busy));
-    PyObject *mad_state = Py_None;
     if (mad == b - 1) {
         PyObject *mad_writes = slot_obj(g[G_ST], T_MAD_WRITES), *mad_macro = slot_obj(g[G_ST], T_MAD_MACRO);
-        mad_state = mad_writes && mad_macro ? PyTuple_Pack(2, mad_writes, mad_macro) : NULL;
+        bk.mad_state = mad_writes && mad_macro ? PyTuple_Pack(2, mad_writes, mad_macro) : NULL;
         Py_XDECREF(mad_writes);
         Py_XDECREF(mad_macro);
     } else {
-        Py_INCREF(mad_state);
+        bk.mad_state = Py_NewRef(Py_None);
     }
-    NEED(mad_state);
-    g[G_KEY3] = Py_BuildValue("(LON)", b - clock, nop == b ? Py_True : Py_False, mad_state);
-    NEED(g[G_KEY3] && (g[G_TKEY] = Py_BuildValue("(OnOO)", g[G_BODY], k, g[G_KEY3], Py_False)));
-    NEED((g[G_TIMING] = get_attr(tx, s_batch_timing)) && (g[G_MEMO] = dict_get(g[G_TIMING], g[G_TKEY])));
+    NEED(bk.mad_state);
+    bk.dclock = b - clock, bk.nop_now = nop == b;
+    memcpy(tk, lk, (size_t)nb * sizeof *lk);    /* [p, the body's words, k, clock offset, nop now] (no mad state) */
+    tk[nb] = k, tk[nb + 1] = bk.dclock, tk[nb + 2] = bk.nop_now;
+    Py_ssize_t nt = memo_ok && bk.mad_state == Py_None ? nb + 3 : -1;
+    NEED((g[G_TIMING] = get_attr(tx, s_batch_timing))
+         && (g[G_MEMO] = look_get(L_TIMING, g[G_TIMING], tk, nt, &g[G_TKEY], make_tkey, &bk)));
     PyObject *memo = g[G_MEMO];
     long long d_clock, d_busy, d_stalls, d_issued, nop_rel = 0, mad_rel = 0;
     NEED(PyTuple_Check(memo) && PyTuple_GET_SIZE(memo) == 7 && PyTuple_GET_ITEM(memo, 6) == Py_None
@@ -528,10 +679,16 @@ static PyObject *batch_try(PyObject *tx, long long t, PyObject *th, long long mi
     NEED(mad_m == Py_None || (PyTuple_Check(mad_m) && PyTuple_GET_SIZE(mad_m) == 3 && !tuple_int(mad_m, 0, &mad_rel)));
     /* the kept C program of (address key, modes) */
     NEED(k < native_min);
-    NEED((g[G_BKEY] = PyTuple_Pack(2, g[G_BODY], g[G_RESOLVED])) && (g[G_PROGRAMS] = get_attr(tx, s_batch_programs))
-         && (g[G_NATIVE] = dict_get(g[G_PROGRAMS], g[G_BKEY])) && PyTuple_Check(g[G_NATIVE]));
-    NEED((g[G_RKEY] = PyTuple_Pack(2, g[G_AKEY], g[G_RESOLVED])) && (g[G_RUNS] = get_attr(tx, s_batch_runs))
-         && (g[G_KEPT] = dict_get(g[G_RUNS], g[G_RKEY])));
+    memcpy(pk, lk, (size_t)nb * sizeof *lk);    /* [p, the body's words, nm, modes] */
+    pk[nb] = nm;
+    memcpy(&pk[nb + 1], bk.modes, (size_t)nm * sizeof *bk.modes);
+    memcpy(&lk[na], bk.modes, (size_t)nm * sizeof *bk.modes);
+    NEED((g[G_PROGRAMS] = get_attr(tx, s_batch_programs))
+         && (g[G_NATIVE] = look_get(L_PROGRAMS, g[G_PROGRAMS], pk, memo_ok ? nb + 1 + nm : -1, &g[G_BKEY], make_bkey,
+                                    &bk))
+         && PyTuple_Check(g[G_NATIVE]));
+    NEED((g[G_RUNS] = get_attr(tx, s_batch_runs))
+         && (g[G_KEPT] = look_get(L_RUNS, g[G_RUNS], lk, memo_ok ? na + nm : -1, &g[G_RKEY], make_rkey, &bk)));
     long long prog_addr, n = (long long)k * p, instructions;
     NEED(PyTuple_Check(g[G_KEPT]) && PyTuple_GET_SIZE(g[G_KEPT]) == 2 && !tuple_int(g[G_KEPT], 1, &prog_addr)
          && prog_addr && n <= INT32_MAX);
@@ -596,6 +753,7 @@ out:
     Py_XDECREF(ready);
     for (int j = 0; j < G_N; j++)
         Py_XDECREF(g[j]);
+    batch_keys_release(&bk);
     return result;
 #undef NEED
 #undef DECLINE
