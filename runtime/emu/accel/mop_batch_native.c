@@ -343,11 +343,13 @@ static int batch_small_flush(PyObject *tx, PyObject *dq, PyObject *raw, Py_ssize
 }
 
 /* batch_try's look-ups in batch_sfpu's five memo dicts (_batch_plans, _batch_addr_cache, _batch_timing,
- * _batch_programs, _batch_runs), each remembering the last key it found: the key as C integers (the body's words and
- * the numbers of the key tuple batch_sfpu builds, in order), the dict (held: its identity is not reused), its version
- * tag and the value (held). An equal key in the same dict with the same tag finds the same value, so the key tuple is
- * neither built nor hashed (elementwise512: every tile's five keys as the tile before's). Off without dict tags. */
+ * _batch_programs, _batch_runs), each remembering the last LOOK_SLOTS keys it found: the key as C integers (the body's
+ * words and the numbers of the key tuple batch_sfpu builds, in order), the dict (held: its identity is not reused),
+ * its version tag and the value (held). An equal key in the same dict with the same tag finds the same value, so the
+ * key tuple is neither built nor hashed (elementwise512: its tiles' keys take two Dst start addresses in turn). Off
+ * without dict tags. */
 enum { L_PLANS, L_ADDRS, L_TIMING, L_PROGRAMS, L_RUNS, N_LOOK };
+#define LOOK_SLOTS 4
 #define LOOK_KEY_MAX (1 + 32 + 3 + 4 * 32)
 typedef struct {
     PyObject *dict, *value;
@@ -355,22 +357,28 @@ typedef struct {
     Py_ssize_t n;
     long long key[LOOK_KEY_MAX];
 } look_memo;
-static look_memo look_memos[N_LOOK];
+static look_memo look_memos[N_LOOK][LOOK_SLOTS];
+static int look_next[N_LOOK];            /* the slot the next kept key replaces (in turn) */
 
 /* the value remembered for key[0..n) in d (a new reference), NULL where not (n < 0: not to be remembered) */
 static PyObject *look_hit(int which, PyObject *d, const long long *key, Py_ssize_t n) {
-    const look_memo *m = &look_memos[which];
-    if (!DICT_TAGS || n < 0 || m->dict != d || m->n != n || m->version != dict_version(d)
-        || memcmp(m->key, key, (size_t)n * sizeof *key))
+    if (!DICT_TAGS || n < 0)
         return NULL;
-    return Py_NewRef(m->value);
+    for (int i = 0; i < LOOK_SLOTS; i++) {
+        const look_memo *m = &look_memos[which][i];
+        if (m->dict == d && m->n == n && m->version == dict_version(d)
+            && !memcmp(m->key, key, (size_t)n * sizeof *key))
+            return Py_NewRef(m->value);
+    }
+    return NULL;
 }
 
 /* remember d's value for key[0..n) (n < 0: nothing) */
 static void look_keep(int which, PyObject *d, const long long *key, Py_ssize_t n, PyObject *value) {
-    look_memo *m = &look_memos[which];
     if (!DICT_TAGS || n < 0 || n > LOOK_KEY_MAX || !PyDict_Check(d))
         return;
+    look_memo *m = &look_memos[which][look_next[which]];
+    look_next[which] = (look_next[which] + 1) % LOOK_SLOTS;
     Py_XSETREF(m->dict, Py_NewRef(d));
     Py_XSETREF(m->value, Py_NewRef(value));
     m->version = dict_version(d), m->n = n;
