@@ -792,3 +792,40 @@ def test_push_memo_follows_class_and_instance_changes():
     assert push_one(tx, 1, w, t + 6, 100, False, True) is not None and len(tx.deferred) == 6
     tx.threads[1].latch = Latch("STALLWAIT", 0, (), 0xFFFF, 0)    # (holds every word)
     assert push_one(tx, 1, w, t + 7, 100, False, True) is None and len(tx.deferred) == 6
+
+
+@pytest.mark.parametrize("lanes", [(0, 0), (1, 1), (1, 0), (0, 1), ("mixed", 0), ("mixed", 1), (0, "mixed"),
+                                   ("mixed", "mixed")])
+def test_push_many_lane_flags_read_as_uniform_flags(lanes, monkeypatch):
+    """A run of SFPU words pushed with nothing queued (push_many's `many_one`) reads the SFPU's lane flags and their
+    use as deferral.uniform_flags gives them (counted in C while it is deferral's own function): under every
+    combination of all-clear, all-set and mixed flags, the same queue, flag state kept with it (`_dq_flags`), Dst,
+    LRegs and cycles as with the function called (a wrapper in its place, which C then calls); the wrapper asked once
+    per run."""
+    from tests.emu.test_emu_speed import _full_state, _same
+    from tests.support.tensix_runs import mop_run
+    uniform, calls = deferral.uniform_flags, []
+
+    def wrapped(sfpu):
+        calls.append(1)
+        return uniform(sfpu)
+    rng = np.random.default_rng(sum(hash(str(v)) & 0xFF for v in lanes))
+    pattern = rng.integers(0, 2, 32).astype(bool)
+    pattern[:2] = (False, True)                             # (mixed: neither all clear nor all set)
+    states = []
+    for replaced in (False, True):
+        if replaced:
+            monkeypatch.setattr(deferral, "uniform_flags", wrapped)
+        tx = mop_run(bench.exp2_body(), tiles=0)
+        s = tx.raw_sfpu
+        for arr, v in ((s.lane_flags, lanes[0]), (s.use_lane_flags, lanes[1])):
+            arr[:] = pattern if v == "mixed" else bool(v)
+        s.invalidate()
+        queued = []                            # after each run: the queue's length and the flag state it keeps
+        for _ in range(3):
+            tx.push_many(1, tuple(bench.exp2_body()), tx.tm.clock[1] + 40)
+            queued.append((len(tx.deferred), tx._dq_flags))
+            tx.settle()
+        states.append(_full_state(tx) + (list(tx.tm.clock), list(tx.tm.stalls), queued))
+    assert len(calls) >= 3, calls
+    _same(*states)

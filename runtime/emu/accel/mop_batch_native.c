@@ -214,6 +214,34 @@ static int batch_is_plain(PyObject *raw) {
     return yes;
 }
 
+/* deferral.uniform_flags(sfpu): (LaneFlags, UseLaneFlagsForLaneEnable), each 1 / 0 where equal on all 32 lanes, else
+ * None; counted here where `uniform` is deferral's own function and both are 32-lane bool arrays, else called. A new
+ * reference, NULL with an error set */
+static PyObject *batch_uniform_flags(PyObject *uniform, PyObject *sfpu) {
+    PyObject *name = PyFunction_Check(uniform) ? ((PyFunctionObject *)uniform)->func_name : NULL;
+    int own = name && PyFunction_GET_GLOBALS(uniform) == entry_deferral && PyUnicode_Check(name)
+              && !PyUnicode_Compare(name, s_uniform_flags);
+    PyObject *lf = own ? get_attr(sfpu, s_lane_flags) : NULL, *use = lf ? get_attr(sfpu, s_use_lane_flags) : NULL;
+    const uint8_t *a = use ? array_data(lf, 32, 1) : NULL, *b = a ? array_data(use, 32, 1) : NULL;
+    PyObject *r = NULL;
+    if (b) {
+        int n = 0, m = 0;
+        for (int i = 0; i < 32; i++)
+            n += a[i] != 0, m += b[i] != 0;
+        PyObject *codes[2] = {n == 32 ? PyLong_FromLong(1) : n == 0 ? PyLong_FromLong(0) : Py_NewRef(Py_None),
+                              m == 32 ? PyLong_FromLong(1) : m == 0 ? PyLong_FromLong(0) : Py_NewRef(Py_None)};
+        r = codes[0] && codes[1] ? PyTuple_Pack(2, codes[0], codes[1]) : NULL;
+        Py_XDECREF(codes[0]);
+        Py_XDECREF(codes[1]);
+    }
+    Py_XDECREF(lf);
+    Py_XDECREF(use);
+    if (b)
+        return r;
+    PyErr_Clear();               /* (not this case: the function itself, which raises what it raises) */
+    return PyObject_CallOneArg(uniform, sfpu);
+}
+
 /* Whether raw._en, SfpuState.enabled()'s cache, holds what enabled() would compute now from the lane flags, their use
  * (bound_ptr's, as sfpu_run left them) and the row mask, with all_enabled its count's answer: then invalidating it
  * (flush_deferred's run does) and asking enabled() again (batch_sfpu does) would make an equal array and the same
