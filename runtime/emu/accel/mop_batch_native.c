@@ -167,6 +167,23 @@ static PyObject *batch_fresh_queue(void) {
     return PyObject_CallNoArgs(now ? now : batch_new_queue);
 }
 
+/* Whether class tp's attribute `name` is `ref`, remembered by the class's version tag (a change of the class or of
+ * one in its MRO changes it; no two classes are given one): the type look-up is made once per class state, not on
+ * every call (its cache is shared by every class and name, and a colliding pair misses there each time) */
+typedef struct {
+    unsigned int tag;
+    int same;
+} class_memo;
+
+static int class_attr_is(PyTypeObject *tp, PyObject *name, PyObject *ref, class_memo *m) {
+    unsigned int tag = type_tag(tp);
+    if (tag && tag == m->tag)
+        return m->same;
+    m->same = _PyType_Lookup(tp, name) == ref;
+    m->tag = type_tag(tp);                   /* (the look-up gives the class a valid tag) */
+    return m->same;
+}
+
 /* not o.<name>: 1 or 0, -1 with an error set */
 static int batch_attr_false(PyObject *o, PyObject *name) {
     PyObject *v = get_attr(o, name);
@@ -200,7 +217,8 @@ static int batch_is_plain(PyObject *raw) {
     int own = dp && *dp && PyDict_GetItemWithError(*dp, s_is_plain);
     if (PyErr_Occurred())
         return -1;
-    if (own || _PyType_Lookup(Py_TYPE(raw), s_is_plain) != plain_ref) {
+    static class_memo plain_class;
+    if (own || !class_attr_is(Py_TYPE(raw), s_is_plain, plain_ref, &plain_class)) {
         PyObject *r = call_method(raw, s_is_plain, NULL, 0);
         int yes = r ? PyObject_IsTrue(r) : -1;
         Py_XDECREF(r);
@@ -931,7 +949,8 @@ static int direct_batch(PyObject *tx, long long *min_reps, long long *max_words,
     int own = dp && *dp && PyDict_GetItemWithError(*dp, s_batch_sfpu_name);
     if (PyErr_Occurred())
         return -1;
-    if (own || _PyType_Lookup(Py_TYPE(tx), s_batch_sfpu_name) != direct_batch_sfpu || !batch_sfpu_run)
+    static class_memo batch_class;
+    if (own || !class_attr_is(Py_TYPE(tx), s_batch_sfpu_name, direct_batch_sfpu, &batch_class) || !batch_sfpu_run)
         return 0;
     PyObject *run = PyDict_GetItemWithError(direct_issue, s_batch_run_name);
     int ours = run && PyFunction_Check(run) && PyFunction_GET_GLOBALS(run) == direct_issue
@@ -1015,8 +1034,9 @@ static PyObject *mop_push(PyObject *self, PyObject *const *args, Py_ssize_t narg
     int own = dp && *dp && (PyDict_GetItemWithError(*dp, s_drain) || PyDict_GetItemWithError(*dp, s_pydrain));
     if (PyErr_Occurred())
         goto out;
-    NONE_IF(own || _PyType_Lookup(Py_TYPE(tx), s_drain) != mop_drain_ref
-            || _PyType_Lookup(Py_TYPE(tx), s_pydrain) != mop_pydrain_ref);
+    static class_memo drain_class, pydrain_class;
+    NONE_IF(own || !class_attr_is(Py_TYPE(tx), s_drain, mop_drain_ref, &drain_class)
+            || !class_attr_is(Py_TYPE(tx), s_pydrain, mop_pydrain_ref, &pydrain_class));
     /* the cycle model neither recorded nor spied (the C issue paths' rule) */
     NONE_IF(!(o[P_TM] = get_attr(tx, s_tm)) || !(o[P_REC] = get_attr(o[P_TM], s_rec)) || o[P_REC] != Py_None
             || !(o[P_ST] = get_attr(o[P_TM], s_sfpu_timing)) || !(o[P_SREC] = get_attr(o[P_ST], s_rec))
