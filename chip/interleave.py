@@ -60,6 +60,27 @@ def bank_spans(addr: int, size: int) -> list[tuple[int, int, list[tuple[int, int
     return [(bank, off, pieces) for bank, (off, pieces) in sorted(spans.items())]
 
 
+def bank_shares(addr: int, size: int) -> list[tuple[int, int, int, int, int]]:
+    """bank_spans in closed form, per bank touched: (bank, bank offset, column, start, length). The range's pages,
+    counted from the one holding `addr`, laid out as rows of eight pages (page j at row j // 8, column j mod 8): a
+    column is one bank's share, rows of whole pages but its first `start` bytes (column 0: `addr`'s offset in its page)
+    and the bytes after the range's end; `length` bytes of it are the share, bank_spans' pieces of that bank joined.
+    Sorted by bank, as bank_spans is. Eight entries at most, whatever the size (bank_spans makes one piece a page)."""
+    if size <= 0:
+        return []
+    lead, first = addr & (PAGE_BYTES - 1), addr >> PAGE_SHIFT
+    pages = (lead + size + PAGE_BYTES - 1) >> PAGE_SHIFT
+    tail = pages * PAGE_BYTES - lead - size                  # bytes of the last page after the range
+    shares = []
+    for column in range(min(N_BANKS, pages)):
+        rows = (pages - column + N_BANKS - 1) // N_BANKS
+        start = lead if column == 0 else 0
+        end = rows * PAGE_BYTES - (tail if (pages - 1 - column) % N_BANKS == 0 else 0)
+        bank, off = locate(addr if column == 0 else (first + column) << PAGE_SHIFT)
+        shares.append((bank, off, column, start, end - start))
+    return sorted(shares)
+
+
 def write(addr: int, data, write_bank: Callable[[tuple[int, int], int, bytes], None]) -> None:
     """Host write of `data` at DRAM address `addr`: one `write_bank(bank xy, bank offset, bytes)` per bank touched."""
     data = memoryview(data).cast("B")

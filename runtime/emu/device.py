@@ -10,6 +10,7 @@ from __future__ import annotations
 from tt_backend.chip import interleave, layout
 
 from .chip import Chip
+from .dram import read_interleaved, vector_worth, write_interleaved
 from .tile import Tile
 
 
@@ -44,9 +45,14 @@ class EmuDevice:
         return self.tile.read32(addr)
 
     def write_dram(self, addr: int, data: bytes) -> None:
-        interleave.write(addr, data, self.write_bank)
+        if vector_worth(addr, memoryview(data).nbytes):
+            write_interleaved(addr, data, self.write_bank)
+        else:
+            interleave.write(addr, data, self.write_bank)
 
     def read_dram(self, addr: int, size: int) -> bytes:
+        if vector_worth(addr, size):
+            return read_interleaved(addr, size, self.read_bank)
         return interleave.read(addr, size, self.read_bank)
 
     def write_bank(self, xy: tuple[int, int], addr: int, data: bytes) -> None:

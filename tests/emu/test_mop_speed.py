@@ -4,6 +4,8 @@ loop, mop_batch's cached C programs against the numpy batch and the one-by-one p
 pointers following the arrays the SFPU holds, and batch_sfpu's memo-hit case in C (batch_run) against its Python."""
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import pytest
 
@@ -11,7 +13,7 @@ from tt_backend.chip import isa, layout
 from tt_backend.chip.errors import EmuUnimplemented
 from tt_backend.runtime.emu import frontend, tensix
 from tt_backend.runtime.emu import bench
-from tt_backend.runtime.emu.accel import deferral, native, sfpu_issue_native, sfpu_native
+from tt_backend.runtime.emu.accel import deferral, mop_batch, native, sfpu_issue_native, sfpu_native
 
 from tests.emu.test_emu_speed import CLOSED_BODIES, MM_SETUP, _full_state, _same
 from tests.support.tensix_runs import mop_run
@@ -232,6 +234,103 @@ def test_batch_run_flushes_the_work_queued_ahead(lanes, monkeypatch):
 
 
 @pytest.mark.skipif(native.host_compiler() is None, reason="no host C compiler (cc, clang or gcc)")
+def test_batch_run_keeps_the_lane_enables_only_where_the_flush_left_them(monkeypatch):
+    """batch_run's small flush keeps the SFPU's cached lane enables where the flushed SFPENCC left them as they were
+    (enables_unchanged: no enabled() call after it) and drops them where it changed them: tiles whose SFPENCC turns
+    every lane on or off in a changing order. Fails if a cache were
+    kept stale (a batch would run with the old enables) or kept where the flags changed; the state equals the Python
+    path's after every tile, and the cache, where kept, is what enabled() computes."""
+    on, off = (E("SFPENCC", imm12_math=0, lreg_dest=0, instr_mod1=0),
+               E("SFPENCC", imm12_math=1, lreg_dest=0, instr_mod1=10))
+    order = [on, on, off, off, on, off, on, on, on]
+    mop = E("MOP", mop_type=1, loop_count=0, zmask_lo16_or_loop_count=0)
+    reset = E("SETRWC", rwc_cr=0, rwc_d=0, rwc_b=0, rwc_a=0, bit_mask=4, clear_ab_vld=0)
+    enabled_calls = []
+    sfpu_class = type(mop_run(bench.exp2_body(), tiles=0).raw_sfpu)
+    enabled = sfpu_class.enabled
+
+    def counted(self):
+        enabled_calls[-1] += self._en is None
+        return enabled(self)
+    monkeypatch.setattr(sfpu_class, "enabled", counted)
+
+    def run():
+        enabled_calls.append(0)
+        tx = mop_run(bench.exp2_body(), reps=8, tiles=0)
+        caches = []
+        for i, encc in enumerate(order):
+            tx.push(1, reset)
+            tx.push_many(1, (encc, mop), tx.tm.clock[1] + 40)
+            s = tx.raw_sfpu
+            if s._en is not None:
+                fresh = (s.lane_flags | ~s.use_lane_flags) & ~s._row_mask
+                assert np.array_equal(s._en, fresh) and bool(s.all_enabled) == bool(fresh.all()), i
+            caches.append((s._en is None, bool(s.all_enabled), _full_state(tx)))
+        return tx, caches
+    outcomes, states = {"ran": 0, "declined": 0, "refused": 0}, []
+    c_run = sfpu_issue_native.batch_run()
+
+    def counted_run(*args):
+        n = c_run(*args)
+        outcomes["ran" if n > 0 else "refused" if n == 0 else "declined"] += 1
+        return n
+    for use_c in (True, False):
+        monkeypatch.setattr(sfpu_issue_native, "batch_run", (lambda: counted_run) if use_c else (lambda: None))
+        monkeypatch.setitem(sfpu_native.traffic, "C", 0)
+        tx, caches = run()
+        states.append((_full_state(tx) + _timing_state(tx), [c[1:] for c in caches]))
+    _same(states[0][0], states[1][0])
+    for a, b in zip(states[0][1], states[1][1]):
+        assert a[0] == b[0]
+        _same(a[1], b[1])
+    assert outcomes["ran"] >= 3 and outcomes["declined"] >= 3, outcomes
+    # the flush kept the cache where the tile's SFPENCC repeated the one before (on after on: 3 times), so C asked
+    # enabled() that much less often than Python
+    assert enabled_calls[0] <= enabled_calls[1] - 3, enabled_calls
+
+
+@pytest.mark.skipif(native.host_compiler() is None, reason="no host C compiler (cc, clang or gcc)")
+@pytest.mark.parametrize("patched", ["new_queue", "is_plain"])
+def test_batch_run_small_flush_asks_a_replaced_helper(patched, monkeypatch):
+    """batch_run's small flush makes sfpu_issue_native.new_queue's queue and reads SFPU.is_plain's answer itself only
+    while they are the module's and the class's own: replaced (a counting wrapper), C calls the replacement from
+    inside batch_run, once a tile it takes, and the state is the Python path's."""
+    inside, asked = [False], []
+    if patched == "new_queue":
+        target, original = sfpu_issue_native, sfpu_issue_native.new_queue
+    else:
+        target = type(mop_run(bench.exp2_body(), tiles=0).raw_sfpu)
+        original = target.is_plain
+
+    def counted(*args):
+        asked[-1] += inside[0]
+        return original(*args)
+    monkeypatch.setattr(target, patched, counted)
+    c_run = sfpu_issue_native.batch_run()
+    ran = []
+
+    def watched(*args):
+        inside[0] = True
+        try:
+            n = c_run(*args)
+        finally:
+            inside[0] = False
+        ran[-1] += n > 0
+        return n
+    encc = E("SFPENCC", imm12_math=0, lreg_dest=0, instr_mod1=0)
+    states = []
+    for use_c in (True, False):
+        monkeypatch.setattr(sfpu_issue_native, "batch_run", (lambda: watched) if use_c else (lambda: None))
+        monkeypatch.setitem(sfpu_native.traffic, "C", 0)
+        asked.append(0)
+        ran.append(0)
+        tx = mop_run(bench.exp2_body(), tiles=4, lead=[encc], reps=8)
+        states.append(_full_state(tx) + _timing_state(tx))
+    _same(*states)
+    assert ran[0] >= 3 and asked[0] >= ran[0], (ran, asked)
+
+
+@pytest.mark.skipif(native.host_compiler() is None, reason="no host C compiler (cc, clang or gcc)")
 @pytest.mark.parametrize("case", ["batch", "alone", "lanes_off", "few_reps", "recorded", "unwritten", "not_sfpu"])
 def test_mop_push_equals_the_python_push(case, monkeypatch):
     """mop_push (mop_batch_native.c: a MOP of identical REPLAYs pushed to an idle thread, up to batch_sfpu) against
@@ -280,3 +379,109 @@ def test_batch_run_switch(monkeypatch):
     monkeypatch.setattr(sfpu_issue_native, "BATCH_NATIVE", True)
     monkeypatch.setattr(sfpu_native, "NATIVE_SFPU", False)
     assert sfpu_issue_native.batch_run() is None
+
+
+@pytest.mark.skipif(native.host_compiler() is None, reason="no host C compiler (cc, clang or gcc)")
+@pytest.mark.parametrize("setting", ["as_built", "closed_form_off", "batch_native_off", "sfpu_native_off",
+                                     "native_min_2", "min_reps_64", "max_words_16", "batch_run_replaced",
+                                     "class_batch_sfpu", "instance_batch_sfpu"])
+def test_mop_push_calls_batch_run_as_batch_sfpu_would(setting, monkeypatch):
+    """mop_push asks batch_run itself (mop_batch_sfpu: no batch_sfpu frame) only while batch_sfpu would call it with
+    the same arguments: each switch or setting batch_sfpu reads changed, or batch_sfpu or batch_run replaced, it calls
+    the method (seen by a profile hook, which replaces nothing), and the state, queues and C traffic equal push()'s
+    Python path's (MOP_PUSH_NATIVE off) under the same setting, changed after two tiles (the memos filled), the
+    deferred queue and batch_skip after every tile too; as built, batch_sfpu's frame is never entered once the
+    memos are filled and the batch still runs in C, and BATCH_MIN_REPS / BATCH_MAX_WORDS, which it passes on, refuse
+    the batch there as in batch_sfpu."""
+    changes = {"closed_form_off": (mop_batch, "BATCH_CLOSED_FORM", False),
+               "batch_native_off": (sfpu_issue_native, "BATCH_NATIVE", False),
+               "sfpu_native_off": (sfpu_native, "NATIVE_SFPU", False),
+               "native_min_2": (deferral, "NATIVE_BATCH_MIN", 2), "min_reps_64": (mop_batch, "BATCH_MIN_REPS", 64),
+               "max_words_16": (mop_batch, "BATCH_MAX_WORDS", 16),
+               "batch_run_replaced": (sfpu_issue_native, "batch_run", lambda: None),
+               "class_batch_sfpu": (tensix.Tensix, "batch_sfpu", lambda self, t, th: mop_batch.MopBatchMixin.batch_sfpu(
+                   self, t, th))}
+    code = mop_batch.MopBatchMixin.batch_sfpu.__code__
+    frames = []
+
+    def hook(frame, event, arg):
+        if event == "call" and frame.f_code is code:
+            frames[-1] += 1
+    encc = E("SFPENCC", imm12_math=0, lreg_dest=0, instr_mod1=0)
+    mop = E("MOP", mop_type=1, loop_count=0, zmask_lo16_or_loop_count=0)
+    reset = E("SETRWC", rwc_cr=0, rwc_d=0, rwc_b=0, rwc_a=0, bit_mask=4, clear_ab_vld=0)
+    states = []
+    for on in (True, False):
+        monkeypatch.setattr(sfpu_issue_native, "MOP_PUSH_NATIVE", on)
+        monkeypatch.setitem(sfpu_native.traffic, "C", 0)
+        tx = mop_run(bench.exp2_body(), tiles=0)
+        trace = []                             # after each tile's push: what is queued, deferred, skipped
+        try:
+            for tile in range(7):
+                if tile == 2:                  # (the change after two tiles, which filled the memos as built)
+                    if setting in changes:
+                        monkeypatch.setattr(*changes[setting])
+                    if setting == "instance_batch_sfpu":
+                        tx.batch_sfpu = lambda t, th: mop_batch.MopBatchMixin.batch_sfpu(tx, t, th)
+                    frames.append(0)
+                    sys.setprofile(hook)
+                tx.push(1, reset)
+                tx.push_many(1, (encc, mop), tx.tm.clock[1] + 40)
+                trace.append((len(tx.deferred), tx.threads[1].batch_skip, len(tx.threads[1].ready)))
+        finally:
+            sys.setprofile(None)
+        threads = tuple((list(th.ready), th.batch_skip, th.blocked, list(th.fifo)) for th in tx.threads)
+        states.append(_full_state(tx) + _timing_state(tx) + (threads, trace))
+        monkeypatch.undo()                     # (the next pass's first two tiles as built again)
+    _same(*states)
+    if setting in ("as_built", "min_reps_64", "max_words_16"):     # (the last two: arguments it passes on)
+        assert frames == [0, 5], frames
+    else:
+        assert frames[0] == 5, frames
+
+
+@pytest.mark.skipif(native.host_compiler() is None, reason="no host C compiler (cc, clang or gcc)")
+@pytest.mark.parametrize("change", ["timing_memo", "plans_cleared", "second_tensix"])
+def test_batch_run_look_ups_follow_their_dicts(change, monkeypatch):
+    """batch_run remembers each memo dict's last look-up (look_memos) only while that dict is unchanged and the same
+    one: a timing memo rewritten between tiles (every stall and the clock 5 cycles later), the plans forgotten, or a
+    second Tensix's batches between the first one's, and the C path's state (cycles included) is still batch_sfpu's
+    Python's with the same change; it fails if a remembered value outlived its dict's change."""
+    mop = E("MOP", mop_type=1, loop_count=0, zmask_lo16_or_loop_count=0)
+    reset = E("SETRWC", rwc_cr=0, rwc_d=0, rwc_b=0, rwc_a=0, bit_mask=4, clear_ab_vld=0)
+    encc = E("SFPENCC", imm12_math=0, lreg_dest=0, instr_mod1=0)
+
+    def tile(tx):
+        tx.push(1, reset)
+        tx.push_many(1, (encc, mop), tx.tm.clock[1] + 40)
+
+    def run():
+        tx = mop_run(bench.exp2_body(), reps=8, tiles=0)
+        ones_to_twos = (np.arange(512 * 16, dtype=np.uint32).reshape(512, 16) & 0x7FFFFF) | 0x3F800000
+        other = mop_run(bench.exp2_body(), reps=8, tiles=0, data=ones_to_twos)
+        for i in range(8):
+            tile(tx)
+            if change == "second_tensix":
+                tile(other)
+            if i == 3 and change == "timing_memo":
+                for key, memo in tx._batch_timing.items():
+                    d_clock, nop, mad, busy, d_stalls, d_issued, gaps = memo
+                    tx._batch_timing[key] = (d_clock + 5, nop, mad, busy + 5, d_stalls + 5, d_issued, gaps)
+            if i == 3 and change == "plans_cleared":
+                tx._batch_plans.clear()
+        return tx, other
+    outcomes = {"ran": 0, "refused": 0, "declined": 0}
+    c_run = sfpu_issue_native.batch_run()
+
+    def counted(*args):
+        n = c_run(*args)
+        outcomes["ran" if n > 0 else "refused" if n == 0 else "declined"] += 1
+        return n
+    states = []
+    for on in (True, False):
+        monkeypatch.setattr(sfpu_issue_native, "batch_run", (lambda: counted) if on else (lambda: None))
+        monkeypatch.setitem(sfpu_native.traffic, "C", 0)
+        tx, other = run()
+        states.append(_full_state(tx) + _timing_state(tx) + _full_state(other) + _timing_state(other))
+    _same(*states)
+    assert outcomes["ran"] >= (10 if change == "second_tensix" else 5), outcomes

@@ -429,6 +429,7 @@ def test_find_period_matches_python(monkeypatch):
             words[rng.randrange(len(words))] = rng.randrange(1 << 32)
         most = rng.choice((len(words), rng.randrange(len(words) + 1), 4096))
         assert period(deque(words), most) == find_period(words[:most]), (words, most)
+        assert period(words, most) == find_period(words[:most]), (words, most)      # (a list: read in place)
 
 
 def test_deferred_queue_is_the_list():
@@ -478,6 +479,29 @@ def test_deferred_queue_word_memo_collisions():
         lst.append(e)
         q.append(e)
     assert len(same) == 4 and list(q) == lst and q.words(0, len(words)) == tuple(words)
+
+
+def test_deferred_queue_freed_and_taken_again_is_fresh():
+    """A freed queue is kept whole for the next new one (sfpu_queue.c's dq_kept), its word memo slots and word table
+    emptied: queues made one after the other, each from words of the last one's (memo hits would find the last one's
+    indices: another word's entries, or past the table's end) and from new ones, few distinct words or more than
+    dq_forget clears slot by slot (then the whole memo), give back exactly the entries appended."""
+    rng = random.Random(11)
+    pool = rng.sample(range(1 << 24), 600)
+    last = []
+    for trial in range(60):
+        fresh = rng.sample(pool, rng.choice((1, 3, 20, 300)))
+        words = [rng.choice(last) if last and rng.random() < 0.6 else rng.choice(fresh)
+                 for _ in range(rng.choice((40, 400)))]
+        q = sfpu_issue_native._load()[0].DeferredQueue()
+        lst = []
+        for w in words:
+            e = (w, f"OP{w}", {"w": w, "t": trial}, None, 0, rng.randrange(1 << 40), 1, 2, 1)
+            lst.append(e)
+            q.append(e)
+        assert list(q) == lst and q.words(0, len(words)) == tuple(words), trial
+        del q                                  # (freed: kept for the next queue)
+        last = words
 
 
 def test_push_one_honours_class_attributes_defined_later():
@@ -768,3 +792,40 @@ def test_push_memo_follows_class_and_instance_changes():
     assert push_one(tx, 1, w, t + 6, 100, False, True) is not None and len(tx.deferred) == 6
     tx.threads[1].latch = Latch("STALLWAIT", 0, (), 0xFFFF, 0)    # (holds every word)
     assert push_one(tx, 1, w, t + 7, 100, False, True) is None and len(tx.deferred) == 6
+
+
+@pytest.mark.parametrize("lanes", [(0, 0), (1, 1), (1, 0), (0, 1), ("mixed", 0), ("mixed", 1), (0, "mixed"),
+                                   ("mixed", "mixed")])
+def test_push_many_lane_flags_read_as_uniform_flags(lanes, monkeypatch):
+    """A run of SFPU words pushed with nothing queued (push_many's `many_one`) reads the SFPU's lane flags and their
+    use as deferral.uniform_flags gives them (counted in C while it is deferral's own function): under every
+    combination of all-clear, all-set and mixed flags, the same queue, flag state kept with it (`_dq_flags`), Dst,
+    LRegs and cycles as with the function called (a wrapper in its place, which C then calls); the wrapper asked once
+    per run."""
+    from tests.emu.test_emu_speed import _full_state, _same
+    from tests.support.tensix_runs import mop_run
+    uniform, calls = deferral.uniform_flags, []
+
+    def wrapped(sfpu):
+        calls.append(1)
+        return uniform(sfpu)
+    rng = np.random.default_rng(sum(hash(str(v)) & 0xFF for v in lanes))
+    pattern = rng.integers(0, 2, 32).astype(bool)
+    pattern[:2] = (False, True)                             # (mixed: neither all clear nor all set)
+    states = []
+    for replaced in (False, True):
+        if replaced:
+            monkeypatch.setattr(deferral, "uniform_flags", wrapped)
+        tx = mop_run(bench.exp2_body(), tiles=0)
+        s = tx.raw_sfpu
+        for arr, v in ((s.lane_flags, lanes[0]), (s.use_lane_flags, lanes[1])):
+            arr[:] = pattern if v == "mixed" else bool(v)
+        s.invalidate()
+        queued = []                            # after each run: the queue's length and the flag state it keeps
+        for _ in range(3):
+            tx.push_many(1, tuple(bench.exp2_body()), tx.tm.clock[1] + 40)
+            queued.append((len(tx.deferred), tx._dq_flags))
+            tx.settle()
+        states.append(_full_state(tx) + (list(tx.tm.clock), list(tx.tm.stalls), queued))
+    assert len(calls) >= 3, calls
+    _same(*states)

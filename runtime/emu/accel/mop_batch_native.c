@@ -13,7 +13,8 @@
 
 static PyObject *s_batch_plans, *s_batch_addr_cache, *s_batch_timing, *s_batch_programs, *s_batch_runs, *s_en_cache,
     *s_all_enabled, *s_flags_after, *s_lane_config_any, *s_lreg, *s_lane_flags, *s_use_lane_flags, *s_dst_name,
-    *s_rows32, *s_fp32_enabled, *s_srcb_is_fp16, *s_cycle, *s_clear, *s_enabled, *s_records_cache, *s_c_key;
+    *s_rows32, *s_fp32_enabled, *s_srcb_is_fp16, *s_cycle, *s_clear, *s_enabled, *s_records_cache, *s_c_key,
+    *s_row_mask, *s_new_queue, *s_issue_native;
 
 typedef int32_t (*sfpu_run_fn)(uint32_t *lreg, uint8_t *lane_flags, uint8_t *use_lane_flags, uint32_t *dst,
                                uint8_t *written, const int32_t *prog, int32_t n);
@@ -55,6 +56,7 @@ static int batch_names(void) {
         {&s_use_lane_flags, "use_lane_flags"}, {&s_dst_name, "dst"}, {&s_rows32, "rows32"},
         {&s_fp32_enabled, "sfpu_fp32_enabled"}, {&s_srcb_is_fp16, "srcb_is_fp16"}, {&s_cycle, "cycle"},
         {&s_clear, "clear"}, {&s_enabled, "enabled"}, {&s_records_cache, "_records"}, {&s_c_key, "C"},
+        {&s_row_mask, "_row_mask"}, {&s_new_queue, "new_queue"}, {&s_issue_native, "ISSUE_NATIVE"},
     };
     return INTERN_NAMES(names);
 }
@@ -147,12 +149,153 @@ static PyObject *dict_get(PyObject *d, PyObject *key) {
     return Py_XNewRef(v);
 }
 
+/* sfpu_issue_native.new_queue(), which flush_deferred calls for its new queue: where that module's `new_queue` is still
+ * the function configure_batch was given and its ISSUE_NATIVE is on, what it returns (a DeferredQueue of this module)
+ * made here without its Python frame; else whatever the module's `new_queue` now returns. NULL with an error set */
+static PyObject *batch_fresh_queue(void) {
+    PyObject *globals = PyFunction_Check(batch_new_queue) ? PyFunction_GET_GLOBALS(batch_new_queue) : NULL;
+    PyObject *now = globals ? PyDict_GetItemWithError(globals, s_new_queue) : NULL;
+    PyObject *on = globals ? PyDict_GetItemWithError(globals, s_issue_native) : NULL;
+    if (PyErr_Occurred())
+        return NULL;
+    if (now == batch_new_queue && on == Py_True) {
+        PyObject *no_args = PyTuple_New(0);
+        PyObject *q = no_args ? dq_new(&DeferredQueue_Type, no_args, NULL) : NULL;
+        Py_XDECREF(no_args);
+        return q;
+    }
+    return PyObject_CallNoArgs(now ? now : batch_new_queue);
+}
+
+/* Whether class tp's attribute `name` is `ref`, remembered by the class's version tag (a change of the class or of
+ * one in its MRO changes it; no two classes are given one): the type look-up is made once per class state, not on
+ * every call (its cache is shared by every class and name, and a colliding pair misses there each time) */
+typedef struct {
+    unsigned int tag;
+    int same;
+} class_memo;
+
+static int class_attr_is(PyTypeObject *tp, PyObject *name, PyObject *ref, class_memo *m) {
+    unsigned int tag = type_tag(tp);
+    if (tag && tag == m->tag)
+        return m->same;
+    m->same = _PyType_Lookup(tp, name) == ref;
+    m->tag = type_tag(tp);                   /* (the look-up gives the class a valid tag) */
+    return m->same;
+}
+
+/* not o.<name>: 1 or 0, -1 with an error set */
+static int batch_attr_false(PyObject *o, PyObject *name) {
+    PyObject *v = get_attr(o, name);
+    int yes = v ? PyObject_IsTrue(v) : -1;
+    Py_XDECREF(v);
+    return yes < 0 ? -1 : !yes;
+}
+
+/* o.<name> is None: 1 or 0, -1 with an error set */
+static int batch_attr_none(PyObject *o, PyObject *name) {
+    PyObject *v = get_attr(o, name);
+    int none = v == Py_None;
+    Py_XDECREF(v);
+    return v ? none : -1;
+}
+
+/* sfpu.is_plain() (runtime/emu/sfpu.py's SFPU.is_plain: no scheduled work, no pending flag update, no LaneConfig bit)
+ * read here where raw's class has that method and the instance no own: 1 plain, 0 not, -1 with an error set */
+static PyObject *plain_ref;
+static int batch_is_plain(PyObject *raw) {
+    if (!plain_ref) {
+        PyObject *mod = PyImport_ImportModule("tt_backend.runtime.emu.sfpu");
+        PyObject *cls = mod ? PyObject_GetAttrString(mod, "SFPU") : NULL;
+        plain_ref = cls ? PyObject_GetAttr(cls, s_is_plain) : NULL;
+        Py_XDECREF(cls);
+        Py_XDECREF(mod);
+        if (!plain_ref)
+            return -1;
+    }
+    PyObject **dp = _PyObject_GetDictPtr(raw);
+    int own = dp && *dp && PyDict_GetItemWithError(*dp, s_is_plain);
+    if (PyErr_Occurred())
+        return -1;
+    static class_memo plain_class;
+    if (own || !class_attr_is(Py_TYPE(raw), s_is_plain, plain_ref, &plain_class)) {
+        PyObject *r = call_method(raw, s_is_plain, NULL, 0);
+        int yes = r ? PyObject_IsTrue(r) : -1;
+        Py_XDECREF(r);
+        return yes;
+    }
+    int yes = batch_attr_false(raw, s_scheduled);          /* (in its order: `and` stops at the first no) */
+    if (yes == 1)
+        yes = batch_attr_none(raw, s_flags_after);
+    if (yes == 1)
+        yes = batch_attr_false(raw, s_lane_config_any);
+    return yes;
+}
+
+/* deferral.uniform_flags(sfpu): (LaneFlags, UseLaneFlagsForLaneEnable), each 1 / 0 where equal on all 32 lanes, else
+ * None; counted here where `uniform` is deferral's own function and both are 32-lane bool arrays, else called. A new
+ * reference, NULL with an error set */
+static PyObject *batch_uniform_flags(PyObject *uniform, PyObject *sfpu) {
+    PyObject *name = PyFunction_Check(uniform) ? ((PyFunctionObject *)uniform)->func_name : NULL;
+    int own = name && PyFunction_GET_GLOBALS(uniform) == entry_deferral && PyUnicode_Check(name)
+              && !PyUnicode_Compare(name, s_uniform_flags);
+    PyObject *lf = own ? get_attr(sfpu, s_lane_flags) : NULL, *use = lf ? get_attr(sfpu, s_use_lane_flags) : NULL;
+    const uint8_t *a = use ? array_data(lf, 32, 1) : NULL, *b = a ? array_data(use, 32, 1) : NULL;
+    PyObject *r = NULL;
+    if (b) {
+        int n = 0, m = 0;
+        for (int i = 0; i < 32; i++)
+            n += a[i] != 0, m += b[i] != 0;
+        PyObject *codes[2] = {n == 32 ? PyLong_FromLong(1) : n == 0 ? PyLong_FromLong(0) : Py_NewRef(Py_None),
+                              m == 32 ? PyLong_FromLong(1) : m == 0 ? PyLong_FromLong(0) : Py_NewRef(Py_None)};
+        r = codes[0] && codes[1] ? PyTuple_Pack(2, codes[0], codes[1]) : NULL;
+        Py_XDECREF(codes[0]);
+        Py_XDECREF(codes[1]);
+    }
+    Py_XDECREF(lf);
+    Py_XDECREF(use);
+    if (b)
+        return r;
+    PyErr_Clear();               /* (not this case: the function itself, which raises what it raises) */
+    return PyObject_CallOneArg(uniform, sfpu);
+}
+
+/* Whether raw._en, SfpuState.enabled()'s cache, holds what enabled() would compute now from the lane flags, their use
+ * (bound_ptr's, as sfpu_run left them) and the row mask, with all_enabled its count's answer: then invalidating it
+ * (flush_deferred's run does) and asking enabled() again (batch_sfpu does) would make an equal array and the same
+ * all_enabled, and the cache may stay. 1 it may, 0 not (None, not a 32-lane bool array, or another value) */
+static int enables_unchanged(PyObject *raw) {
+    PyObject *en = get_attr(raw, s_en_cache), *rm = NULL, *all_o = NULL;
+    int same = 0, all_was;
+    if (en && en != Py_None && (rm = get_attr(raw, s_row_mask)) && (all_o = get_attr(raw, s_all_enabled))
+        && (all_was = PyObject_IsTrue(all_o)) >= 0) {
+        const uint8_t *e = array_data(en, 32, 1), *r = array_data(rm, 32, 1);
+        const uint8_t *lf = bound_ptr[B_LF], *use = bound_ptr[B_USE];
+        if (e && r) {
+            int all = 1;
+            same = 1;
+            for (int i = 0; i < 32; i++) {
+                int on = (lf[i] || !use[i]) && !r[i];
+                same &= e[i] == on;
+                all &= on;
+            }
+            same &= all == all_was;
+        }
+    }
+    PyErr_Clear();
+    Py_XDECREF(en);
+    Py_XDECREF(rm);
+    Py_XDECREF(all_o);
+    return same;
+}
+
 /* DeferralMixin.flush_deferred of queue dq (a DeferredQueue of fewer than 4 entries: no period search, no batch, the
  * entries run one by one) where the SFPU is plain (the caller checked) and every entry's word has its sfpu_native
  * record in tx._records: what _dq_exec_run's one packed call does (the records run by sfpu_run on the arrays
- * bind_arrays bound, the lane enables invalidated, the SFPU's instruction count and sfpu_native.traffic["C"] counted,
- * its cycle the last entry's issue cycle), then flush_deferred's own epilogue (the SFPU's formats from the last entry's
- * config words, a new queue, no flag state). 1 done, 0 not this case (nothing changed: the caller calls
+ * bind_arrays bound, the lane enables invalidated (kept where enables_unchanged: the same cache again), the SFPU's
+ * instruction count and sfpu_native.traffic["C"] counted, its cycle the last entry's issue cycle), then
+ * flush_deferred's own epilogue (the SFPU's formats from the last entry's config words, a new queue (batch_fresh_queue),
+ * no flag state). 1 done, 0 not this case (nothing changed: the caller calls
  * flush_deferred), -1 with an error set, -2 - done where sfpu_run stopped at record `done` (as batch_run's). */
 static int batch_small_flush(PyObject *tx, PyObject *dq, PyObject *raw, Py_ssize_t *stopped) {
     if (!dq_is_queue(dq) || !batch_traffic || !batch_new_queue)
@@ -211,7 +354,7 @@ static int batch_small_flush(PyObject *tx, PyObject *dq, PyObject *raw, Py_ssize
     long long instructions, c0 = last->cfg0, c1 = last->cfg1;
     if (attr_ll(raw, s_instructions, &instructions) < 0)
         return -1;
-    PyObject *fresh = PyObject_CallNoArgs(batch_new_queue);
+    PyObject *fresh = batch_fresh_queue();
     if (!fresh)
         return -1;
     /* flush_deferred's order: the new queue and no flag state, then the run, the counts, the cycle, the formats */
@@ -222,7 +365,7 @@ static int batch_small_flush(PyObject *tx, PyObject *dq, PyObject *raw, Py_ssize
         return -1;
     int32_t done = batch_sfpu_run(bound_ptr[B_LREG], bound_ptr[B_LF], bound_ptr[B_USE], bound_ptr[B_ROWS],
                                   bound_ptr[B_WRITTEN], prog, (int32_t)n);
-    if (set_attr(raw, s_en_cache, Py_None) < 0)
+    if (!(done == n && enables_unchanged(raw)) && set_attr(raw, s_en_cache, Py_None) < 0)
         return -1;
     if (done != n) {
         *stopped = done;
@@ -245,15 +388,163 @@ static int batch_small_flush(PyObject *tx, PyObject *dq, PyObject *raw, Py_ssize
     return 1;
 }
 
+/* batch_try's look-ups in batch_sfpu's five memo dicts (_batch_plans, _batch_addr_cache, _batch_timing,
+ * _batch_programs, _batch_runs), each remembering the last LOOK_SLOTS keys it found: the key as C integers (the body's
+ * words and the numbers of the key tuple batch_sfpu builds, in order), the dict (held: its identity is not reused),
+ * its version tag and the value (held). An equal key in the same dict with the same tag finds the same value, so the
+ * key tuple is neither built nor hashed (elementwise512: its tiles' keys take two Dst start addresses in turn). Off
+ * without dict tags. */
+enum { L_PLANS, L_ADDRS, L_TIMING, L_PROGRAMS, L_RUNS, N_LOOK };
+#define LOOK_SLOTS 4
+#define LOOK_KEY_MAX (1 + 32 + 3 + 4 * 32)
+typedef struct {
+    PyObject *dict, *value;
+    uint64_t version;
+    Py_ssize_t n;
+    long long key[LOOK_KEY_MAX];
+} look_memo;
+static look_memo look_memos[N_LOOK][LOOK_SLOTS];
+static int look_next[N_LOOK];            /* the slot the next kept key replaces (in turn) */
+
+/* the value remembered for key[0..n) in d (a new reference), NULL where not (n < 0: not to be remembered) */
+static PyObject *look_hit(int which, PyObject *d, const long long *key, Py_ssize_t n) {
+    if (!DICT_TAGS || n < 0)
+        return NULL;
+    for (int i = 0; i < LOOK_SLOTS; i++) {
+        const look_memo *m = &look_memos[which][i];
+        if (m->dict == d && m->n == n && m->version == dict_version(d)
+            && !memcmp(m->key, key, (size_t)n * sizeof *key))
+            return Py_NewRef(m->value);
+    }
+    return NULL;
+}
+
+/* remember d's value for key[0..n) (n < 0: nothing) */
+static void look_keep(int which, PyObject *d, const long long *key, Py_ssize_t n, PyObject *value) {
+    if (!DICT_TAGS || n < 0 || n > LOOK_KEY_MAX || !PyDict_Check(d))
+        return;
+    look_memo *m = &look_memos[which][look_next[which]];
+    look_next[which] = (look_next[which] + 1) % LOOK_SLOTS;
+    Py_XSETREF(m->dict, Py_NewRef(d));
+    Py_XSETREF(m->value, Py_NewRef(value));
+    m->version = dict_version(d), m->n = n;
+    memcpy(m->key, key, (size_t)n * sizeof *key);
+}
+
+/* d[key] through memo slot `which` (raw: key[0..n), see look_hit), `*py` the key tuple, built by make(ctx) only on a
+ * miss (the caller keeps it); a new reference, NULL (no error) where absent or make failed */
+static PyObject *look_get(int which, PyObject *d, const long long *key, Py_ssize_t n, PyObject **py,
+                          PyObject *(*make)(void *), void *ctx) {
+    PyObject *v = look_hit(which, d, key, n);
+    if (v)
+        return v;
+    if (!*py && !(*py = make(ctx)))
+        return NULL;
+    v = dict_get(d, *py);
+    if (v)
+        look_keep(which, d, key, n, v);
+    return v;
+}
+
+/* a tuple of the n integers v */
+static PyObject *ints_tuple(const long long *v, Py_ssize_t n) {
+    PyObject *t = PyTuple_New(n);
+    for (Py_ssize_t i = 0; t && i < n; i++) {
+        PyObject *o = PyLong_FromLongLong(v[i]);
+        if (!o)
+            Py_CLEAR(t);
+        else
+            PyTuple_SET_ITEM(t, i, o);
+    }
+    return t;
+}
+
+/* What batch_try's key tuples are built from (the raw keys' parts), and the tuples built so far (owned) */
+typedef struct {
+    Py_ssize_t p, k, nm;
+    long long start, steps[32][3], modes[32], dclock, nop_now;
+    PyObject *mad_state, *body, *modes_t, *akey, *key3;
+} batch_keys;
+
+static void batch_keys_release(batch_keys *b) {
+    Py_XDECREF(b->mad_state);
+    Py_XDECREF(b->body);
+    Py_XDECREF(b->modes_t);
+    Py_XDECREF(b->akey);
+    Py_XDECREF(b->key3);
+}
+
+/* the body's words (word_buf's first p) as a tuple: batch_sfpu's body, the plans' key */
+static PyObject *body_of(batch_keys *b) {
+    if (!b->body && (b->body = PyTuple_New(b->p)))
+        for (Py_ssize_t i = 0; i < b->p; i++)
+            PyTuple_SET_ITEM(b->body, i, Py_NewRef(word_buf[i]));
+    return b->body;
+}
+
+static PyObject *make_body(void *ctx) {
+    return Py_XNewRef(body_of(ctx));
+}
+
+static PyObject *modes_of(batch_keys *b) {
+    if (!b->modes_t)
+        b->modes_t = ints_tuple(b->modes, b->nm);
+    return b->modes_t;
+}
+
+/* (body, k, start address, steps): batch_sfpu's akey */
+static PyObject *make_akey(void *ctx) {
+    batch_keys *b = ctx;
+    if (b->akey)
+        return Py_NewRef(b->akey);
+    PyObject *steps = PyTuple_New(b->nm);
+    for (Py_ssize_t j = 0; steps && j < b->nm; j++) {
+        PyObject *st = ints_tuple(b->steps[j], 3);
+        if (!st)
+            Py_CLEAR(steps);
+        else
+            PyTuple_SET_ITEM(steps, j, st);
+    }
+    b->akey = steps && body_of(b) ? Py_BuildValue("(OnLO)", b->body, b->k, b->start, steps) : NULL;
+    Py_XDECREF(steps);
+    return Py_XNewRef(b->akey);
+}
+
+/* (body, k, (clock offset, nop now, mad state), False): batch_sfpu's timing key (no recorder) */
+static PyObject *make_tkey(void *ctx) {
+    batch_keys *b = ctx;
+    if (!b->key3)
+        b->key3 = Py_BuildValue("(LOO)", b->dclock, b->nop_now ? Py_True : Py_False, b->mad_state);
+    return b->key3 && body_of(b) ? Py_BuildValue("(OnOO)", b->body, b->k, b->key3, Py_False) : NULL;
+}
+
+/* (body, modes): batch_sfpu's bkey */
+static PyObject *make_bkey(void *ctx) {
+    batch_keys *b = ctx;
+    return body_of(b) && modes_of(b) ? PyTuple_Pack(2, b->body, b->modes_t) : NULL;
+}
+
+/* (akey, modes): batch_sfpu's rkey */
+static PyObject *make_rkey(void *ctx) {
+    batch_keys *b = ctx;
+    PyObject *akey = make_akey(b);
+    PyObject *r = akey && modes_of(b) ? PyTuple_Pack(2, akey, b->modes_t) : NULL;
+    Py_XDECREF(akey);
+    return r;
+}
+
 enum { G_PLANS, G_BODY, G_PLAN, G_DQ, G_RAW, G_EN, G_ALLEN, G_SCHED, G_FAFTER, G_LCANY, G_CFG, G_THCFG, G_RWC, G_AKEY,
-       G_STEPS, G_ADDRS, G_AN, G_STRICT, G_DSTRAW, G_WRITTEN, G_TM, G_BLOCKED, G_REC, G_ST, G_CLOCK, G_FE, G_FIRST,
-       G_GATE, G_FPUW, G_STALLS, G_ISSUED, G_KEY3, G_TKEY, G_TIMING, G_MEMO, G_RESOLVED, G_BKEY, G_PROGRAMS, G_NATIVE,
-       G_RKEY, G_RUNS, G_KEPT, G_CURRENT, G_N };
+       G_ADDRS, G_AN, G_STRICT, G_DSTRAW, G_WRITTEN, G_TM, G_BLOCKED, G_REC, G_ST, G_CLOCK, G_FE, G_FIRST, G_GATE,
+       G_FPUW, G_STALLS, G_ISSUED, G_TKEY, G_TIMING, G_MEMO, G_BKEY, G_PROGRAMS, G_NATIVE, G_RKEY, G_RUNS, G_KEPT,
+       G_CURRENT, G_N };
 
 /* batch_run(tx, t, th, min_reps, max_words, native_min) -> n: the words batch_sfpu's memo-hit path executed (n > 0);
  * 0 where batch_sfpu refuses at once (fewer than min_reps repetitions: its first test); -1 where this declines (nothing
  * changed: batch_sfpu's Python decides); -2 - done where sfpu_run stopped at record `done` (the cycle model advanced;
  * the caller raises as sfpu_native.run_at does). */
+static PyObject *batch_try(PyObject *tx, long long t, PyObject *th, long long min_reps, long long max_words,
+                           long long native_min, PyObject *words);
+
 static PyObject *batch_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     long long t, min_reps, max_words, native_min;
     if (nargs != 6 || get_ll(args[1], "thread", &t) || get_ll(args[3], "min_reps", &min_reps)
@@ -262,25 +553,43 @@ static PyObject *batch_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
             PyErr_SetString(PyExc_TypeError, "batch_run(tx, t, th, min_reps, max_words, native_min)");
         return NULL;
     }
+    return batch_try(args[0], t, args[2], min_reps, max_words, native_min, NULL);
+}
+
+/* batch_run's work; `words`: a list of the words in th's ready queue, in order (mop_push's, which just put them there),
+ * read instead of the queue, or NULL */
+static PyObject *batch_try(PyObject *tx, long long t, PyObject *th, long long min_reps, long long max_words,
+                           long long native_min, PyObject *words) {
     if (!batch_sfpu_run || t < 0 || t > 2 || max_words < 1 || max_words > 65536)
         return PyLong_FromLong(-1);
-    PyObject *tx = args[0], *th = args[2], *g[G_N] = {NULL}, *ready = NULL, *result = NULL;
+    PyObject *g[G_N] = {NULL}, *ready = NULL, *result = NULL;
+    batch_keys bk = {0};
     long long declined = 0;
 #define DECLINE do { PyErr_Clear(); declined = 1; goto out; } while (0)
 #define NEED(cond) do { if (!(cond)) DECLINE; } while (0)
     /* the ready queue's period (find_period) and body */
     NEED(ready = get_attr(th, s_ready));
-    Py_ssize_t n_words = first_words(ready, (Py_ssize_t)max_words), p, k;
+    Py_ssize_t n_words = first_words(words ? words : ready, (Py_ssize_t)max_words), p, k;
     NEED(n_words >= 0);
     best_period(word_val, n_words, &p, &k);
     if (k < min_reps) {
         result = PyLong_FromLong(0);
         goto out;
     }
-    NEED(g[G_BODY] = PyTuple_New(p));
-    for (Py_ssize_t i = 0; i < p; i++)
-        PyTuple_SET_ITEM(g[G_BODY], i, Py_NewRef(word_buf[i]));
-    NEED((g[G_PLANS] = get_attr(tx, s_batch_plans)) && (g[G_PLAN] = dict_get(g[G_PLANS], g[G_BODY])));
+    /* the look-ups' raw keys (look_memos): [p, the body's words, k, start address, nm, steps, modes] for the plans (its
+     * first 1 + p), the address analysis (to the steps) and the kept runs (all); remembered only for a body of exact
+     * ints (what the dicts hash and compare as the raw key does) */
+    long long lk[LOOK_KEY_MAX], tk[1 + 32 + 3], pk[1 + 32 + 1 + 32];
+    int memo_ok = 1;
+    lk[0] = p;
+    for (Py_ssize_t i = 0; i < p; i++) {
+        lk[1 + i] = word_val[i];
+        memo_ok &= PyLong_CheckExact(word_buf[i]);
+    }
+    Py_ssize_t nb = 1 + p;
+    bk.p = p, bk.k = k;
+    NEED((g[G_PLANS] = get_attr(tx, s_batch_plans))
+         && (g[G_PLAN] = look_get(L_PLANS, g[G_PLANS], lk, memo_ok ? nb : -1, &g[G_BODY], make_body, &bk)));
     NEED(PyTuple_Check(g[G_PLAN]) && PyTuple_GET_SIZE(g[G_PLAN]) == 2);
     PyObject *entries = PyTuple_GET_ITEM(g[G_PLAN], 0), *mems = PyTuple_GET_ITEM(g[G_PLAN], 1);
     NEED(PyList_Check(entries) && PyList_GET_SIZE(entries) == p && PyList_Check(mems));
@@ -295,9 +604,7 @@ static PyObject *batch_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
     NEED(g[G_RAW] = get_attr(tx, s_raw_sfpu));
     if (queued) {                              /* (a flush that raises: as batch_sfpu's self.sfpu raises) */
         Py_ssize_t stopped = 0;
-        PyObject *plain_o = call_method(g[G_RAW], s_is_plain, NULL, 0);     /* (_dq_exec_run's test) */
-        int small = plain_o ? PyObject_IsTrue(plain_o) : -1;
-        Py_XDECREF(plain_o);
+        int small = batch_is_plain(g[G_RAW]);     /* (_dq_exec_run's test) */
         if (small > 0)
             small = batch_small_flush(tx, g[G_DQ], g[G_RAW], &stopped);
         if (small == -2) {
@@ -328,7 +635,7 @@ static PyObject *batch_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
     NEED((g[G_CFG] = get_attr(tx, s_cfg)) && !list_int(g[G_CFG], 0, &c0) && !list_int(g[G_CFG], 1, &c1));
     int fp32 = (int)(c1 >> 30 & 1), srcb16 = srcb_fp16_like(c0, c1);
     NEED((g[G_THCFG] = get_attr(th, s_cfg)) && PyList_Check(g[G_THCFG]));
-    NEED((g[G_RESOLVED] = PyTuple_New(nm)) && (g[G_STEPS] = PyTuple_New(nm)));
+    bk.nm = nm;
     for (Py_ssize_t j = 0; j < nm; j++) {
         PyObject *mem = PyList_GET_ITEM(mems, j);
         long long is_store, amode, mod0, ab, dm, bias;
@@ -339,20 +646,21 @@ static PyObject *batch_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
         NEED(!list_int(g[G_THCFG], 47 + amode, &bias) && bias == 0);
         NEED(!list_int(g[G_THCFG], 12 + amode, &ab) && !list_int(g[G_THCFG], 28 + amode, &dm));
         NEED(!(ab & 0xC0C0) && !(dm & 0x1C00));
-        PyObject *mo = PyLong_FromLongLong(m), *st = Py_BuildValue("(LLL)", ab & 0x3F, ab >> 8 & 0x3F, dm & 0x3FF);
-        if (mo)
-            PyTuple_SET_ITEM(g[G_RESOLVED], j, mo);
-        if (st)
-            PyTuple_SET_ITEM(g[G_STEPS], j, st);
-        NEED(mo && st);
+        bk.modes[j] = m;
+        bk.steps[j][0] = ab & 0x3F, bk.steps[j][1] = ab >> 8 & 0x3F, bk.steps[j][2] = dm & 0x3FF;
     }
     /* the Dst address analysis (batch_addrs) of (body, k, start address, steps) */
     long long base_cfg, rwc_d, per_rep[3];
     NEED(!list_int(g[G_THCFG], 1, &base_cfg) && (g[G_RWC] = get_attr(th, s_rwc)) && PyDict_Check(g[G_RWC]));
     PyObject *d_o = PyDict_GetItemWithError(g[G_RWC], s_d);
     NEED(d_o && PyLong_Check(d_o) && !get_ll(d_o, "RWC", &rwc_d));
-    NEED(g[G_AKEY] = Py_BuildValue("(OnLO)", g[G_BODY], k, (base_cfg & 0xFFF) + rwc_d, g[G_STEPS]));
-    NEED((g[G_ADDRS] = get_attr(tx, s_batch_addr_cache)) && (g[G_AN] = dict_get(g[G_ADDRS], g[G_AKEY])));
+    bk.start = (base_cfg & 0xFFF) + rwc_d;
+    lk[nb] = k, lk[nb + 1] = bk.start, lk[nb + 2] = nm;
+    for (Py_ssize_t j = 0; j < nm; j++)
+        memcpy(&lk[nb + 3 + 3 * j], bk.steps[j], sizeof bk.steps[j]);
+    Py_ssize_t na = nb + 3 + 3 * nm;
+    NEED((g[G_ADDRS] = get_attr(tx, s_batch_addr_cache))
+         && (g[G_AN] = look_get(L_ADDRS, g[G_ADDRS], lk, memo_ok ? na : -1, &g[G_AKEY], make_akey, &bk)));
     NEED(PyTuple_Check(g[G_AN]) && PyTuple_GET_SIZE(g[G_AN]) == 3);
     PyObject *need_rows = PyTuple_GET_ITEM(g[G_AN], 1), *per = PyTuple_GET_ITEM(g[G_AN], 2);
     for (int j = 0; j < 3; j++)
@@ -400,19 +708,21 @@ static PyObject *batch_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
         NEED(PyLong_Check(val_o) && !get_ll(val_o, "FPU write", &v) && v <= b - fpu_to_sfpload_gap);
     NEED(!slot_ll(g[G_ST], T_NOP_ONLY, &nop) && !slot_ll(g[G_ST], T_MAD_CYCLE, &mad) && nop <= b && mad <= b - 1
          && !slot_ll(g[G_ST], T_BUSY, &busy));
-    PyObject *mad_state = Py_None;
     if (mad == b - 1) {
         PyObject *mad_writes = slot_obj(g[G_ST], T_MAD_WRITES), *mad_macro = slot_obj(g[G_ST], T_MAD_MACRO);
-        mad_state = mad_writes && mad_macro ? PyTuple_Pack(2, mad_writes, mad_macro) : NULL;
+        bk.mad_state = mad_writes && mad_macro ? PyTuple_Pack(2, mad_writes, mad_macro) : NULL;
         Py_XDECREF(mad_writes);
         Py_XDECREF(mad_macro);
     } else {
-        Py_INCREF(mad_state);
+        bk.mad_state = Py_NewRef(Py_None);
     }
-    NEED(mad_state);
-    g[G_KEY3] = Py_BuildValue("(LON)", b - clock, nop == b ? Py_True : Py_False, mad_state);
-    NEED(g[G_KEY3] && (g[G_TKEY] = Py_BuildValue("(OnOO)", g[G_BODY], k, g[G_KEY3], Py_False)));
-    NEED((g[G_TIMING] = get_attr(tx, s_batch_timing)) && (g[G_MEMO] = dict_get(g[G_TIMING], g[G_TKEY])));
+    NEED(bk.mad_state);
+    bk.dclock = b - clock, bk.nop_now = nop == b;
+    memcpy(tk, lk, (size_t)nb * sizeof *lk);    /* [p, the body's words, k, clock offset, nop now] (no mad state) */
+    tk[nb] = k, tk[nb + 1] = bk.dclock, tk[nb + 2] = bk.nop_now;
+    Py_ssize_t nt = memo_ok && bk.mad_state == Py_None ? nb + 3 : -1;
+    NEED((g[G_TIMING] = get_attr(tx, s_batch_timing))
+         && (g[G_MEMO] = look_get(L_TIMING, g[G_TIMING], tk, nt, &g[G_TKEY], make_tkey, &bk)));
     PyObject *memo = g[G_MEMO];
     long long d_clock, d_busy, d_stalls, d_issued, nop_rel = 0, mad_rel = 0;
     NEED(PyTuple_Check(memo) && PyTuple_GET_SIZE(memo) == 7 && PyTuple_GET_ITEM(memo, 6) == Py_None
@@ -423,10 +733,16 @@ static PyObject *batch_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
     NEED(mad_m == Py_None || (PyTuple_Check(mad_m) && PyTuple_GET_SIZE(mad_m) == 3 && !tuple_int(mad_m, 0, &mad_rel)));
     /* the kept C program of (address key, modes) */
     NEED(k < native_min);
-    NEED((g[G_BKEY] = PyTuple_Pack(2, g[G_BODY], g[G_RESOLVED])) && (g[G_PROGRAMS] = get_attr(tx, s_batch_programs))
-         && (g[G_NATIVE] = dict_get(g[G_PROGRAMS], g[G_BKEY])) && PyTuple_Check(g[G_NATIVE]));
-    NEED((g[G_RKEY] = PyTuple_Pack(2, g[G_AKEY], g[G_RESOLVED])) && (g[G_RUNS] = get_attr(tx, s_batch_runs))
-         && (g[G_KEPT] = dict_get(g[G_RUNS], g[G_RKEY])));
+    memcpy(pk, lk, (size_t)nb * sizeof *lk);    /* [p, the body's words, nm, modes] */
+    pk[nb] = nm;
+    memcpy(&pk[nb + 1], bk.modes, (size_t)nm * sizeof *bk.modes);
+    memcpy(&lk[na], bk.modes, (size_t)nm * sizeof *bk.modes);
+    NEED((g[G_PROGRAMS] = get_attr(tx, s_batch_programs))
+         && (g[G_NATIVE] = look_get(L_PROGRAMS, g[G_PROGRAMS], pk, memo_ok ? nb + 1 + nm : -1, &g[G_BKEY], make_bkey,
+                                    &bk))
+         && PyTuple_Check(g[G_NATIVE]));
+    NEED((g[G_RUNS] = get_attr(tx, s_batch_runs))
+         && (g[G_KEPT] = look_get(L_RUNS, g[G_RUNS], lk, memo_ok ? na + nm : -1, &g[G_RKEY], make_rkey, &bk)));
     long long prog_addr, n = (long long)k * p, instructions;
     NEED(PyTuple_Check(g[G_KEPT]) && PyTuple_GET_SIZE(g[G_KEPT]) == 2 && !tuple_int(g[G_KEPT], 1, &prog_addr)
          && prog_addr && n <= INT32_MAX);
@@ -491,6 +807,7 @@ out:
     Py_XDECREF(ready);
     for (int j = 0; j < G_N; j++)
         Py_XDECREF(g[j]);
+    batch_keys_release(&bk);
     return result;
 #undef NEED
 #undef DECLINE
@@ -509,6 +826,8 @@ out:
  * batch_skip as _drain left it). The class's drain and _drain must be Tensix's, the
  * cycle model neither recorded nor spied, the MOP and REPLAY words free of reserved bits in strict mode (else None:
  * Python raises). */
+/* the last expansion mop_push found to be K identical REPLAYs (held: its identity is not reused while it is kept) */
+static PyObject *mop_uniform_exp;
 static PyObject *mop_frontend, *mop_drain_ref, *mop_pydrain_ref, *s_mop_expansions, *s_replay_fields, *s_used_bits,
     *s_op_replay, *s_op_mop, *s_mask_hi, *s_mop_cfg, *s_len, *s_start_idx, *s_load_mode, *s_ewl, *s_batch_sfpu_name,
     *s_pydrain, *s_mop_name, *s_replay_name, *s_decoded_cache;
@@ -568,6 +887,128 @@ static int mop_field(PyObject *fields, PyObject *name, long long *out) {
     return 0;
 }
 
+/* The modules batch_sfpu's call of batch_run goes through (their dicts: the modules stay imported), MopBatchMixin's
+ * batch_sfpu and chip.errors.EmuUnimplemented, found at mop_push's first direct batch */
+static PyObject *direct_mop_batch, *direct_issue, *direct_sfpu_native, *direct_deferral, *direct_batch_sfpu,
+    *direct_unimplemented, *s_batch_closed_form, *s_batch_min_reps_g, *s_batch_max_words, *s_native_batch_min,
+    *s_batch_run_name, *s_batch_native, *s_native_sfpu, *s_traffic;
+
+static int direct_init(void) {
+    if (direct_unimplemented)
+        return 0;
+    name_ref names[] = {
+        {&s_batch_closed_form, "BATCH_CLOSED_FORM"}, {&s_batch_min_reps_g, "BATCH_MIN_REPS"},
+        {&s_batch_max_words, "BATCH_MAX_WORDS"}, {&s_native_batch_min, "NATIVE_BATCH_MIN"},
+        {&s_batch_run_name, "batch_run"}, {&s_batch_native, "BATCH_NATIVE"}, {&s_native_sfpu, "NATIVE_SFPU"},
+        {&s_traffic, "traffic"},
+    };
+    if (INTERN_NAMES(names))
+        return -1;
+    const char *mods[4] = {"tt_backend.runtime.emu.accel.mop_batch", "tt_backend.runtime.emu.accel.sfpu_issue_native",
+                           "tt_backend.runtime.emu.accel.sfpu_native", "tt_backend.runtime.emu.accel.deferral"};
+    PyObject **dicts[4] = {&direct_mop_batch, &direct_issue, &direct_sfpu_native, &direct_deferral};
+    for (int i = 0; i < 4; i++) {
+        PyObject *m = *dicts[i] ? NULL : PyImport_ImportModule(mods[i]);
+        if (!*dicts[i] && !m)
+            return -1;
+        if (m) {
+            *dicts[i] = Py_NewRef(PyModule_GetDict(m));
+            Py_DECREF(m);
+        }
+    }
+    PyObject *cls = PyDict_GetItemString(direct_mop_batch, "MopBatchMixin");
+    if (!direct_batch_sfpu && !(direct_batch_sfpu = cls ? PyObject_GetAttr(cls, s_batch_sfpu_name) : NULL)) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_AttributeError, "mop_batch.MopBatchMixin");
+        return -1;
+    }
+    PyObject *err = PyImport_ImportModule("tt_backend.chip.errors");
+    direct_unimplemented = err ? PyObject_GetAttrString(err, "EmuUnimplemented") : NULL;
+    Py_XDECREF(err);
+    return direct_unimplemented ? 0 : -1;
+}
+
+/* d[name] as a C integer where it is an int: 0, 1 where not */
+static int direct_ll(PyObject *d, PyObject *name, long long *out) {
+    PyObject *v = PyDict_GetItemWithError(d, name);
+    if (!v || !PyLong_CheckExact(v) || get_ll(v, "batch setting", out)) {
+        PyErr_Clear();
+        return 1;
+    }
+    return 0;
+}
+
+/* Whether tx.batch_sfpu(t, th) would be MopBatchMixin.batch_sfpu calling this module's batch_run (its
+ * BATCH_CLOSED_FORM, sfpu_issue_native.batch_run the module's own with BATCH_NATIVE and sfpu_native.NATIVE_SFPU on,
+ * sfpu_native.traffic the dict configure_batch was given), with the arguments it would pass: 1 (filled in), 0 not,
+ * -1 with an error set */
+static int direct_batch(PyObject *tx, long long *min_reps, long long *max_words, long long *native_min) {
+    if (direct_init())
+        return -1;
+    PyObject **dp = _PyObject_GetDictPtr(tx);
+    int own = dp && *dp && PyDict_GetItemWithError(*dp, s_batch_sfpu_name);
+    if (PyErr_Occurred())
+        return -1;
+    static class_memo batch_class;
+    if (own || !class_attr_is(Py_TYPE(tx), s_batch_sfpu_name, direct_batch_sfpu, &batch_class) || !batch_sfpu_run)
+        return 0;
+    PyObject *run = PyDict_GetItemWithError(direct_issue, s_batch_run_name);
+    int ours = run && PyFunction_Check(run) && PyFunction_GET_GLOBALS(run) == direct_issue
+               && PyUnicode_Check(((PyFunctionObject *)run)->func_name)
+               && !PyUnicode_Compare(((PyFunctionObject *)run)->func_name, s_batch_run_name);
+    if (PyErr_Occurred())
+        return -1;
+    return ours && PyDict_GetItemWithError(direct_mop_batch, s_batch_closed_form) == Py_True
+           && PyDict_GetItemWithError(direct_issue, s_batch_native) == Py_True
+           && PyDict_GetItemWithError(direct_sfpu_native, s_native_sfpu) == Py_True
+           && PyDict_GetItemWithError(direct_sfpu_native, s_traffic) == batch_traffic
+           && !direct_ll(direct_mop_batch, s_batch_min_reps_g, min_reps)
+           && !direct_ll(direct_mop_batch, s_batch_max_words, max_words)
+           && !direct_ll(direct_deferral, s_native_batch_min, native_min);
+}
+
+/* batch_sfpu(t, th) for mop_push, which just put `words` (a list) in th's ready queue: batch_try on them where
+ * direct_batch says batch_sfpu would call batch_run, with what batch_sfpu does with its answer (the C traffic counted;
+ * -2 - done: its EmuUnimplemented); the method itself where not or batch_run declines (-1: its Python decides). A new
+ * reference to the count, NULL with an error set */
+static PyObject *mop_batch_sfpu(PyObject *tx, PyObject *t_o, long long t, PyObject *th, PyObject *words) {
+    long long min_reps, max_words, native_min, n;
+    int direct = direct_batch(tx, &min_reps, &max_words, &native_min);
+    if (direct < 0)
+        return NULL;
+    PyObject *r = direct ? batch_try(tx, t, th, min_reps, max_words, native_min, words) : NULL;
+    if (direct && (!r || get_ll(r, "batch_run", &n))) {
+        Py_XDECREF(r);
+        return NULL;
+    }
+    if (!direct || n == -1) {
+        Py_XDECREF(r);
+        PyObject *call[2] = {t_o, th};
+        return call_method(tx, s_batch_sfpu_name, call, 2);
+    }
+    if (n < -1) {
+        Py_DECREF(r);
+        PyErr_Format(direct_unimplemented, "sfpu_native.run: a kept MOP program's record %lld is not the C part's",
+                     -2 - n);
+        return NULL;
+    }
+    if (n > 0) {
+        PyObject *was = PyDict_GetItemWithError(batch_traffic, s_c_key);
+        long long count;
+        PyObject *now = NULL;
+        if (!was || get_ll(was, "traffic", &count) || !(now = PyLong_FromLongLong(count + n))
+            || PyDict_SetItem(batch_traffic, s_c_key, now) < 0) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_KeyError, "C");
+            Py_XDECREF(now);
+            Py_DECREF(r);
+            return NULL;
+        }
+        Py_DECREF(now);
+    }
+    return r;
+}
+
 enum { P_TM, P_REC, P_ST, P_SREC, P_TMDICT, P_THREADS, P_TH, P_FIFO, P_READY, P_MOPOUT, P_LOAD, P_BLOCKED, P_LATCH,
        P_MM, P_STRICT, P_MASK, P_CFG, P_KEY, P_EXP, P_FIELDS, P_RB, P_SEQ, P_EXT, P_N, P_DRAINED, P_NUM };
 
@@ -593,8 +1034,9 @@ static PyObject *mop_push(PyObject *self, PyObject *const *args, Py_ssize_t narg
     int own = dp && *dp && (PyDict_GetItemWithError(*dp, s_drain) || PyDict_GetItemWithError(*dp, s_pydrain));
     if (PyErr_Occurred())
         goto out;
-    NONE_IF(own || _PyType_Lookup(Py_TYPE(tx), s_drain) != mop_drain_ref
-            || _PyType_Lookup(Py_TYPE(tx), s_pydrain) != mop_pydrain_ref);
+    static class_memo drain_class, pydrain_class;
+    NONE_IF(own || !class_attr_is(Py_TYPE(tx), s_drain, mop_drain_ref, &drain_class)
+            || !class_attr_is(Py_TYPE(tx), s_pydrain, mop_pydrain_ref, &pydrain_class));
     /* the cycle model neither recorded nor spied (the C issue paths' rule) */
     NONE_IF(!(o[P_TM] = get_attr(tx, s_tm)) || !(o[P_REC] = get_attr(o[P_TM], s_rec)) || o[P_REC] != Py_None
             || !(o[P_ST] = get_attr(o[P_TM], s_sfpu_timing)) || !(o[P_SREC] = get_attr(o[P_ST], s_rec))
@@ -631,11 +1073,14 @@ static PyObject *mop_push(PyObject *self, PyObject *const *args, Py_ssize_t narg
     long long r;
     NONE_IF(!PyLong_Check(rw) || get_ll(rw, "REPLAY", &r) || (r >> 24) != op_replay
             || (strict && (r & ~used_replay & 0xFFFFFFFFLL)));
-    for (Py_ssize_t i = 1; i < k; i++) {
-        int same = PyObject_RichCompareBool(PyTuple_GET_ITEM(o[P_EXP], i), rw, Py_EQ);
-        if (same < 0)
-            goto out;
-        NONE_IF(!same);
+    if (o[P_EXP] != mop_uniform_exp) {        /* (a tuple found uniform before is uniform: tuples do not change) */
+        for (Py_ssize_t i = 1; i < k; i++) {
+            int same = PyObject_RichCompareBool(PyTuple_GET_ITEM(o[P_EXP], i), rw, Py_EQ);
+            if (same < 0)
+                goto out;
+            NONE_IF(!same);
+        }
+        Py_XSETREF(mop_uniform_exp, Py_NewRef(o[P_EXP]));
     }
     PyObject *fields_cache = PyDict_GetItemWithError(mop_frontend, s_replay_fields);
     long long count, start, load_mode, ewl;
@@ -673,11 +1118,8 @@ static PyObject *mop_push(PyObject *self, PyObject *const *args, Py_ssize_t narg
     Py_XDECREF(decoded);
     if (PyErr_Occurred())
         goto out;
-    if (sfpu_head) {
-        PyObject *call[2] = {args[1], thobj};
-        if (!(o[P_N] = call_method(tx, s_batch_sfpu_name, call, 2)) || get_ll(o[P_N], "batch_sfpu", &n))
-            goto out;
-    }
+    if (sfpu_head && (!(o[P_N] = mop_batch_sfpu(tx, args[1], th, thobj, o[P_SEQ])) || get_ll(o[P_N], "batch_sfpu", &n)))
+        goto out;
     if (n == count * k) {                      /* the whole expansion: the drain ends with the thread empty */
         if (set_attr(thobj, s_blocked, Py_None) < 0 || count_issued(tx, th, n))
             goto out;

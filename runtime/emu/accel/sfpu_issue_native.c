@@ -800,11 +800,13 @@ static Py_ssize_t first_words(PyObject *words, Py_ssize_t most) {
         word_val = v, word_cap = most;
     }
     struct { PyObject *o; uint32_t v; } memo[64] = {{NULL, 0}};
-    PyObject *it = PyObject_GetIter(words), *item;
-    if (!it)
+    int list = PyList_CheckExact(words);          /* (a list: read in place, no iterator) */
+    PyObject *it = list ? NULL : PyObject_GetIter(words), *item;
+    if (!list && !it)
         return -1;
     Py_ssize_t n = 0;
-    while (n < most && (item = PyIter_Next(it))) {
+    while (n < most && (item = list ? (n < PyList_GET_SIZE(words) ? Py_NewRef(PyList_GET_ITEM(words, n)) : NULL)
+                                    : PyIter_Next(it))) {
         size_t h = ((uintptr_t)item >> 4) & 63;
         if (memo[h].o != item) {
             unsigned long v = PyLong_AsUnsignedLong(item);
@@ -823,7 +825,7 @@ static Py_ssize_t first_words(PyObject *words, Py_ssize_t most) {
         word_buf[n++] = item;
         Py_DECREF(item);          /* (words holds it) */
     }
-    Py_DECREF(it);
+    Py_XDECREF(it);
     return PyErr_Occurred() ? -1 : n;
 }
 
@@ -2680,15 +2682,17 @@ out:
 /* With nothing queued, the C issue takes a run only for a plain SFPU (sfpu.is_plain()), with the lane-flag state
  * deferral.uniform_flags reads from it, as deferral._ready_run_c asks them: 1 with *flags set (a new reference), 0
  * the SFPU is not plain, -1 with an error set. `who` names the caller in the error. */
+static int batch_is_plain(PyObject *raw);                            /* (mop_batch_native.c) */
+static PyObject *batch_uniform_flags(PyObject *uniform, PyObject *sfpu);  /* (mop_batch_native.c) */
+
 static int plain_sfpu_flags(PyObject *tx, PyObject **flags, const char *who) {
-    PyObject *sfpu = get_attr(tx, s_raw_sfpu), *is_plain = sfpu ? call_method(sfpu, s_is_plain, NULL, 0) : NULL;
-    int yes = is_plain ? PyObject_IsTrue(is_plain) : -1;
+    PyObject *sfpu = get_attr(tx, s_raw_sfpu);
+    int yes = sfpu ? batch_is_plain(sfpu) : -1;          /* (sfpu.is_plain(), its attributes read in C) */
     PyObject *uniform = yes > 0 ? PyDict_GetItemWithError(entry_deferral, s_uniform_flags) : NULL;
     if (yes > 0 && !uniform && !PyErr_Occurred())
         PyErr_Format(PyExc_KeyError, "%s: deferral.uniform_flags is missing", who);
-    *flags = uniform ? PyObject_CallOneArg(uniform, sfpu) : NULL;
+    *flags = uniform ? batch_uniform_flags(uniform, sfpu) : NULL;
     Py_XDECREF(sfpu);
-    Py_XDECREF(is_plain);
     return yes <= 0 ? yes : *flags ? 1 : -1;
 }
 
