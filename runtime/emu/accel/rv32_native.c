@@ -2154,7 +2154,9 @@ static int round_freeze(const round_ctx *r, Py_ssize_t i) {
     python = probed == Py_None || !past || peek == Py_NotImplemented;
     if (python || round_cycles(r, i, &t) || !(t_o = PyLong_FromLongLong(t)))
         goto done;
-    if (!(stamp = sbase == Py_None ? Py_NewRef(Py_None) : round_base(r, i, u)) || !(pc = PyObject_GetAttr(core, s_pc)))
+    /* the tile's own stamp base is the cycle just read (round_base's sum, and no Python ran since) */
+    stamp = sbase == Py_None ? Py_NewRef(Py_None) : u[RN_OWN_BASE] == Py_True ? Py_NewRef(t_o) : round_base(r, i, u);
+    if (!stamp || !(pc = PyObject_GetAttr(core, s_pc)))
         goto done;
     PyObject *pargs[8] = {u[RN_ARG], u[RN_X], pc, stamp, sbase, peek, name, t_o};
     if (!(res = probe(NULL, pargs, 8)))
