@@ -335,9 +335,13 @@ def test_setup_memo_follows_the_config_words(monkeypatch):
     for on in (True, False):
         monkeypatch.setattr(tile_native, "HANDLERS_NATIVE", on)
         tx, trace, in_c = _unpack_tx(), [], []
+        held = [{i: int(str(v)) for i, v in c} for c in configs]    # each configuration's words, one object each
         for step, which in enumerate(order):
             for i, v in configs[which]:
-                tx.cfg_write(i, v if step % 3 else int(str(v)))      # (an equal int, not the same object)
+                if step in (3, 6):
+                    tx.cfg_write(i, int(str(v)))                      # (an equal int, not the same object)
+                else:
+                    tx.cfg[i] = held[which][i]   # (the very object again: cfg_write would store a new int)
             before = counts()[code]
             tx.push(0, word, 0)
             in_c.append(counts()[code] - before)
@@ -527,6 +531,18 @@ def test_latch_built_in_c_as_its_class_builds_it(monkeypatch):
     monkeypatch.setattr(sync, "Latch", Counted)
     assert _run(8, True, True, monkeypatch) == built
     assert len(made) == inits_called
+    set_seen = []
+
+    class Watched(thread_state.Latch):     # (thread_state.Latch's own __init__, but its slots set through a spy)
+        __slots__ = ()
+
+        def __setattr__(self, name, value):
+            set_seen.append(name)
+            super().__setattr__(name, value)
+
+    monkeypatch.setattr(sync, "Latch", Watched)
+    assert _run(8, True, True, monkeypatch) == built
+    assert len(set_seen) == 5 * inits_called
 
 
 @pytest.mark.parametrize("seed", [6, 7])

@@ -446,27 +446,18 @@ static PyObject *look_get(int which, PyObject *d, const long long *key, Py_ssize
     return v;
 }
 
-/* a tuple of the n integers v */
-static PyObject *ints_tuple(const long long *v, Py_ssize_t n) {
-    PyObject *t = PyTuple_New(n);
-    for (Py_ssize_t i = 0; t && i < n; i++) {
-        PyObject *o = PyLong_FromLongLong(v[i]);
-        if (!o)
-            Py_CLEAR(t);
-        else
-            PyTuple_SET_ITEM(t, i, o);
-    }
-    return t;
-}
-
-/* What batch_try's key tuples are built from (the raw keys' parts), and the tuples built so far (owned) */
+/* What batch_try's key tuples are built from (the raw keys' parts), and the tuples built so far (owned). words: the
+ * body's p words, held: word_buf's items are borrowed from the ready queue and the buffer is shared, and a key may be
+ * built after Python ran (a flush, a replaced helper), which can push (first_words refills word_buf) or pop them. */
 typedef struct {
     Py_ssize_t p, k, nm;
     long long start, steps[32][3], modes[32], dclock, nop_now;
-    PyObject *mad_state, *body, *modes_t, *akey, *key3;
+    PyObject *words[32], *mad_state, *body, *modes_t, *akey, *key3;
 } batch_keys;
 
 static void batch_keys_release(batch_keys *b) {
+    for (Py_ssize_t i = 0; i < b->p; i++)
+        Py_XDECREF(b->words[i]);
     Py_XDECREF(b->mad_state);
     Py_XDECREF(b->body);
     Py_XDECREF(b->modes_t);
@@ -474,11 +465,11 @@ static void batch_keys_release(batch_keys *b) {
     Py_XDECREF(b->key3);
 }
 
-/* the body's words (word_buf's first p) as a tuple: batch_sfpu's body, the plans' key */
+/* the body's words as a tuple: batch_sfpu's body, the plans' key */
 static PyObject *body_of(batch_keys *b) {
     if (!b->body && (b->body = PyTuple_New(b->p)))
         for (Py_ssize_t i = 0; i < b->p; i++)
-            PyTuple_SET_ITEM(b->body, i, Py_NewRef(word_buf[i]));
+            PyTuple_SET_ITEM(b->body, i, Py_NewRef(b->words[i]));
     return b->body;
 }
 
@@ -581,10 +572,12 @@ static PyObject *batch_try(PyObject *tx, long long t, PyObject *th, long long mi
      * ints (what the dicts hash and compare as the raw key does) */
     long long lk[LOOK_KEY_MAX], tk[1 + 32 + 3], pk[1 + 32 + 1 + 32];
     int memo_ok = 1;
+    NEED(p <= 32);
     lk[0] = p;
     for (Py_ssize_t i = 0; i < p; i++) {
         lk[1 + i] = word_val[i];
         memo_ok &= PyLong_CheckExact(word_buf[i]);
+        bk.words[i] = Py_NewRef(word_buf[i]);
     }
     Py_ssize_t nb = 1 + p;
     bk.p = p, bk.k = k;

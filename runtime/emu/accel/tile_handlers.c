@@ -675,12 +675,11 @@ static int pack_addr_mod(long long m, long long a[8], long long cr[8]) {
     return 0;
 }
 
-/* the tuple (x, y, z) of ints (a new reference), or NULL with an exception set; without Py_BuildValue's format
- * parsing, which had cost more than the tuple */
-static PyObject *ll_triple(long long x, long long y, long long z) {
-    PyObject *t = PyTuple_New(3);
-    const long long v[3] = {x, y, z};
-    for (int i = 0; t && i < 3; i++) {
+/* a tuple of the n integers v (a new reference), or NULL with an exception set; without Py_BuildValue's format
+ * parsing, which had cost more than the tuple (also mop_batch_native.c's key tuples) */
+static PyObject *ints_tuple(const long long *v, Py_ssize_t n) {
+    PyObject *t = PyTuple_New(n);
+    for (Py_ssize_t i = 0; t && i < n; i++) {
         PyObject *o = PyLong_FromLongLong(v[i]);
         if (!o)
             Py_CLEAR(t);
@@ -760,7 +759,7 @@ static int h_pacr(run_view *rv, PyObject *fields, PyObject *cfg, PyObject *tcfg)
             goto out;
     long long ylin = pos[1] + (pos[0] + count) / 16;
     const long long pos_after[3] = {(pos[0] + count) % 16, rpp ? ylin % rpp : ylin, rpp ? pos[2] + ylin / rpp : pos[2]};
-    tpg = ll_triple(pos_after[0], pos_after[1], pos_after[2]);
+    tpg = ints_tuple(pos_after, 3);
     long long nbytes = count * out_bits / 8, end = paddr + nbytes, pad = last ? (16 - end % 16) % 16 : 0;
     if (!tpg || out_bits % 8 || paddr < 0 || end < 0 || pack_addr_mod(tc[37 + am], a, cr)) {
         r = tpg ? 0 : -1;
@@ -1365,8 +1364,9 @@ static int latch_built_in_c(PyObject *cls) {
     unsigned int tag = type_tag(tp);
     if (tp == latch_layout.tp && tag && tag == latch_layout.tag)
         return 1;
-    if (tp->tp_new != PyBaseObject_Type.tp_new || _PyType_Lookup(tp, h_init) != ref_latch_init)
-        return 0;
+    if (tp->tp_new != PyBaseObject_Type.tp_new || _PyType_Lookup(tp, h_init) != ref_latch_init
+        || tp->tp_setattro != PyObject_GenericSetAttr || tp->tp_getattro != PyObject_GenericGetAttr)
+        return 0;                              /* (an own __setattr__ / __getattribute__: the class's way) */
     Py_ssize_t off[5];
     for (int i = 0; i < 5; i++)
         if ((off[i] = member_offset(_PyType_Lookup(tp, *latch_names[i]), 1)) < 0)
