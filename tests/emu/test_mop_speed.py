@@ -152,9 +152,9 @@ def _timing_state(tx) -> tuple:
             st.busy_until, tx.current, sfpu_native.traffic["C"])
 
 
-def _batch_runs_both(monkeypatch, run) -> tuple[dict, tuple, tuple]:
-    """run() with batch_run (counted) and with it off: (its outcomes by kind, state with it, state without it); the
-    C traffic counted from zero in each."""
+def _batch_runs_both(monkeypatch, run, tensixes=lambda tx: (tx,)) -> tuple[dict, tuple, tuple]:
+    """run() with batch_run (counted) and with it off: (its outcomes by kind, state with it, state without it: of the
+    Tensixes `tensixes` finds in run()'s result); the C traffic counted from zero in each."""
     outcomes = {"ran": 0, "refused": 0, "declined": 0}
     c_run = sfpu_issue_native.batch_run()
 
@@ -166,8 +166,7 @@ def _batch_runs_both(monkeypatch, run) -> tuple[dict, tuple, tuple]:
     for on in (True, False):
         monkeypatch.setattr(sfpu_issue_native, "batch_run", (lambda: counted) if on else (lambda: None))
         monkeypatch.setitem(sfpu_native.traffic, "C", 0)
-        tx = run()
-        states.append(_full_state(tx) + _timing_state(tx))
+        states.append(sum((_full_state(tx) + _timing_state(tx) for tx in tensixes(run())), ()))
     return outcomes, states[0], states[1]
 
 
@@ -470,18 +469,6 @@ def test_batch_run_look_ups_follow_their_dicts(change, monkeypatch):
             if i == 3 and change == "plans_cleared":
                 tx._batch_plans.clear()
         return tx, other
-    outcomes = {"ran": 0, "refused": 0, "declined": 0}
-    c_run = sfpu_issue_native.batch_run()
-
-    def counted(*args):
-        n = c_run(*args)
-        outcomes["ran" if n > 0 else "refused" if n == 0 else "declined"] += 1
-        return n
-    states = []
-    for on in (True, False):
-        monkeypatch.setattr(sfpu_issue_native, "batch_run", (lambda: counted) if on else (lambda: None))
-        monkeypatch.setitem(sfpu_native.traffic, "C", 0)
-        tx, other = run()
-        states.append(_full_state(tx) + _timing_state(tx) + _full_state(other) + _timing_state(other))
+    outcomes, *states = _batch_runs_both(monkeypatch, run, tensixes=lambda pair: pair)
     _same(*states)
     assert outcomes["ran"] >= (10 if change == "second_tensix" else 5), outcomes

@@ -35,16 +35,23 @@ static PyObject *configure_batch(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
-/* DeferralMixin.flush_deferred (borrowed: the class keeps it), or NULL with an error set */
-static PyObject *batch_flush_reference(void) {
-    if (!batch_flush_ref) {
-        PyObject *mod = PyImport_ImportModule("tt_backend.runtime.emu.accel.deferral");
-        PyObject *cls = mod ? PyObject_GetAttrString(mod, "DeferralMixin") : NULL;
-        batch_flush_ref = cls ? PyObject_GetAttr(cls, s_flush_deferred) : NULL;
+/* module.cls.<name>, the reference method a fast path stands for, found once into *ref (held), or NULL with an error
+ * set */
+static PyObject *reference_method(PyObject **ref, const char *module, const char *cls_name, PyObject *name) {
+    if (!*ref) {
+        PyObject *mod = PyImport_ImportModule(module);
+        PyObject *cls = mod ? PyObject_GetAttrString(mod, cls_name) : NULL;
+        *ref = cls ? PyObject_GetAttr(cls, name) : NULL;
         Py_XDECREF(cls);
         Py_XDECREF(mod);
     }
-    return batch_flush_ref;
+    return *ref;
+}
+
+/* DeferralMixin.flush_deferred, or NULL with an error set */
+static PyObject *batch_flush_reference(void) {
+    return reference_method(&batch_flush_ref, "tt_backend.runtime.emu.accel.deferral", "DeferralMixin",
+                            s_flush_deferred);
 }
 
 static int batch_names(void) {
@@ -184,6 +191,15 @@ static int class_attr_is(PyTypeObject *tp, PyObject *name, PyObject *ref, class_
     return m->same;
 }
 
+/* whether obj.<name> is `ref` found on its class (class_attr_is, with the memo m), not shadowed by obj's own
+ * (an instance's own method: a spy's): 1 or 0, -1 with an error set */
+static int method_is_class_ref(PyObject *obj, PyObject *name, PyObject *ref, class_memo *m) {
+    PyObject **dp = _PyObject_GetDictPtr(obj);
+    if (dp && *dp && PyDict_GetItemWithError(*dp, name))
+        return 0;
+    return PyErr_Occurred() ? -1 : class_attr_is(Py_TYPE(obj), name, ref, m);
+}
+
 /* not o.<name>: 1 or 0, -1 with an error set */
 static int batch_attr_false(PyObject *o, PyObject *name) {
     PyObject *v = get_attr(o, name);
@@ -204,21 +220,13 @@ static int batch_attr_none(PyObject *o, PyObject *name) {
  * read here where raw's class has that method and the instance no own: 1 plain, 0 not, -1 with an error set */
 static PyObject *plain_ref;
 static int batch_is_plain(PyObject *raw) {
-    if (!plain_ref) {
-        PyObject *mod = PyImport_ImportModule("tt_backend.runtime.emu.sfpu");
-        PyObject *cls = mod ? PyObject_GetAttrString(mod, "SFPU") : NULL;
-        plain_ref = cls ? PyObject_GetAttr(cls, s_is_plain) : NULL;
-        Py_XDECREF(cls);
-        Py_XDECREF(mod);
-        if (!plain_ref)
-            return -1;
-    }
-    PyObject **dp = _PyObject_GetDictPtr(raw);
-    int own = dp && *dp && PyDict_GetItemWithError(*dp, s_is_plain);
-    if (PyErr_Occurred())
+    if (!reference_method(&plain_ref, "tt_backend.runtime.emu.sfpu", "SFPU", s_is_plain))
         return -1;
     static class_memo plain_class;
-    if (own || !class_attr_is(Py_TYPE(raw), s_is_plain, plain_ref, &plain_class)) {
+    int is_ref = method_is_class_ref(raw, s_is_plain, plain_ref, &plain_class);
+    if (is_ref < 0)
+        return -1;
+    if (!is_ref) {
         PyObject *r = call_method(raw, s_is_plain, NULL, 0);
         int yes = r ? PyObject_IsTrue(r) : -1;
         Py_XDECREF(r);
@@ -307,19 +315,11 @@ static int batch_small_flush(PyObject *tx, PyObject *dq, PyObject *raw, Py_ssize
     PyObject *ref = batch_flush_reference();
     if (!ref)
         return -1;
-    PyObject **dp = _PyObject_GetDictPtr(tx);            /* (an instance's own flush_deferred: a spy's) */
-    if (dp && *dp && PyDict_GetItemWithError(*dp, s_flush_deferred))
-        return 0;
-    if (PyErr_Occurred())
-        return -1;
-    PyObject *flush = PyObject_GetAttr((PyObject *)Py_TYPE(tx), s_flush_deferred);
-    int own = flush && flush == ref;
-    Py_XDECREF(flush);
-    if (!flush) {
-        PyErr_Clear();
-        return 0;
-    }
-    if (!own || bind_arrays(raw) != 0) {
+    static class_memo flush_class;          /* (an instance's own flush_deferred, a spy's, or the class's another) */
+    int is_ref = method_is_class_ref(tx, s_flush_deferred, ref, &flush_class);
+    if (is_ref <= 0)
+        return is_ref;
+    if (bind_arrays(raw) != 0) {
         PyErr_Clear();
         return 0;
     }
@@ -870,14 +870,19 @@ static int mop_frontend_ll(PyObject *name, PyObject *bits_of, long long *out) {
     return get_ll(v, "frontend constant", out) ? (PyErr_Clear(), 1) : 0;
 }
 
-/* fields[name] of a decoded REPLAY (a dict) as a C integer: 0, 1 where absent */
-static int mop_field(PyObject *fields, PyObject *name, long long *out) {
-    PyObject *v = PyDict_GetItemWithError(fields, name);
-    if (!v || !PyLong_Check(v) || get_ll(v, "REPLAY field", out)) {
+/* d[name] as a C integer where it is an int (with `exact`: not of a subclass, a bool), 0; 1 where not (no error) */
+static int dict_item_ll(PyObject *d, PyObject *name, int exact, const char *what, long long *out) {
+    PyObject *v = PyDict_GetItemWithError(d, name);
+    if (!v || !(exact ? PyLong_CheckExact(v) : PyLong_Check(v)) || get_ll(v, what, out)) {
         PyErr_Clear();
         return 1;
     }
     return 0;
+}
+
+/* fields[name] of a decoded REPLAY (a dict) as a C integer: 0, 1 where absent */
+static int mop_field(PyObject *fields, PyObject *name, long long *out) {
+    return dict_item_ll(fields, name, 0, "REPLAY field", out);
 }
 
 /* The modules batch_sfpu's call of batch_run goes through (their dicts: the modules stay imported), MopBatchMixin's
@@ -921,14 +926,9 @@ static int direct_init(void) {
     return direct_unimplemented ? 0 : -1;
 }
 
-/* d[name] as a C integer where it is an int: 0, 1 where not */
+/* d[name] as a C integer where it is an exact int: 0, 1 where not */
 static int direct_ll(PyObject *d, PyObject *name, long long *out) {
-    PyObject *v = PyDict_GetItemWithError(d, name);
-    if (!v || !PyLong_CheckExact(v) || get_ll(v, "batch setting", out)) {
-        PyErr_Clear();
-        return 1;
-    }
-    return 0;
+    return dict_item_ll(d, name, 1, "batch setting", out);
 }
 
 /* Whether tx.batch_sfpu(t, th) would be MopBatchMixin.batch_sfpu calling this module's batch_run (its
@@ -938,13 +938,10 @@ static int direct_ll(PyObject *d, PyObject *name, long long *out) {
 static int direct_batch(PyObject *tx, long long *min_reps, long long *max_words, long long *native_min) {
     if (direct_init())
         return -1;
-    PyObject **dp = _PyObject_GetDictPtr(tx);
-    int own = dp && *dp && PyDict_GetItemWithError(*dp, s_batch_sfpu_name);
-    if (PyErr_Occurred())
-        return -1;
     static class_memo batch_class;
-    if (own || !class_attr_is(Py_TYPE(tx), s_batch_sfpu_name, direct_batch_sfpu, &batch_class) || !batch_sfpu_run)
-        return 0;
+    int is_ref = method_is_class_ref(tx, s_batch_sfpu_name, direct_batch_sfpu, &batch_class);
+    if (is_ref <= 0 || !batch_sfpu_run)
+        return is_ref < 0 ? -1 : 0;
     PyObject *run = PyDict_GetItemWithError(direct_issue, s_batch_run_name);
     int ours = run && PyFunction_Check(run) && PyFunction_GET_GLOBALS(run) == direct_issue
                && PyUnicode_Check(((PyFunctionObject *)run)->func_name)
@@ -1023,13 +1020,13 @@ static PyObject *mop_push(PyObject *self, PyObject *const *args, Py_ssize_t narg
             || mop_frontend_ll(s_used_bits, s_mop_name, &used_mop)
             || mop_frontend_ll(s_used_bits, s_replay_name, &used_replay) || (w >> 24) != op_mop);
     /* Tensix.drain and _drain themselves (no override on the class or the instance) */
-    PyObject **dp = _PyObject_GetDictPtr(tx);
-    int own = dp && *dp && (PyDict_GetItemWithError(*dp, s_drain) || PyDict_GetItemWithError(*dp, s_pydrain));
-    if (PyErr_Occurred())
-        goto out;
     static class_memo drain_class, pydrain_class;
-    NONE_IF(own || !class_attr_is(Py_TYPE(tx), s_drain, mop_drain_ref, &drain_class)
-            || !class_attr_is(Py_TYPE(tx), s_pydrain, mop_pydrain_ref, &pydrain_class));
+    int drain_ref = method_is_class_ref(tx, s_drain, mop_drain_ref, &drain_class);
+    if (drain_ref > 0)
+        drain_ref = method_is_class_ref(tx, s_pydrain, mop_pydrain_ref, &pydrain_class);
+    if (drain_ref < 0)
+        goto out;
+    NONE_IF(!drain_ref);
     /* the cycle model neither recorded nor spied (the C issue paths' rule) */
     NONE_IF(!(o[P_TM] = get_attr(tx, s_tm)) || !(o[P_REC] = get_attr(o[P_TM], s_rec)) || o[P_REC] != Py_None
             || !(o[P_ST] = get_attr(o[P_TM], s_sfpu_timing)) || !(o[P_SREC] = get_attr(o[P_ST], s_rec))
