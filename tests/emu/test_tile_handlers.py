@@ -30,7 +30,7 @@ from tt_backend.runtime.emu.rv32 import Stall
 from tt_backend.runtime.emu.tensix import Tensix
 
 from tests.emu import test_direct_issue
-from tests.emu.test_tile_native import KERNELS, _inputs
+from tests.emu.test_tile_native import _SPECIALS, KERNELS, _inputs
 
 E = isa.encode
 pytestmark = pytest.mark.skipif(sfpu_issue_native.plain_run() is None or tile_native.module() is None,
@@ -158,6 +158,25 @@ def _snapshot(tx: Tensix) -> tuple:
             list(tx.tm.gate))
 
 
+# (thread, word) before a program: SrcA's SetOvrdWithAddr, the unpackers' and the packer's ADC ranges, the pack
+# address modifiers, the FPU's address modifier, and (last) T1's semaphore 2
+_START = ((0, E("SETC16", setc16_reg=5, setc16_value=4)), (0, 0x5160000A), (0, 0x5460000F), (0, 0x5E6FFC00),
+          (2, 0xB2250004), (2, 0xB2261020), (2, 0xB2272020), (2, 0x5180000B), (2, 0x5480000F), (2, 0x5E803C00),
+          (1, 0x37000007), (1, E("SEMINIT", sem_sel=2, init_value=0, max_value=15)))
+
+
+def _special_words(data: np.random.Generator, n: int) -> np.ndarray:
+    """n random 32-bit words, a quarter of them test_tile_native's special patterns (denormals, -0, Inf, NaN payloads,
+    rounding ties) and an eighth two 16-bit ones (the high halves of those, for 16-bit datums in either half)."""
+    x = data.integers(0, 1 << 32, n, dtype=np.uint64).astype(np.uint32)
+    specials = np.array(_SPECIALS, np.uint32)
+    pick = data.random(n)
+    x[pick < 0.25] = data.choice(specials, int((pick < 0.25).sum()))
+    half = (pick >= 0.25) & (pick < 0.375)
+    x[half] = data.choice(specials >> 16, int(half.sum())) << 16 | data.choice(specials >> 16, int(half.sum()))
+    return x
+
+
 def _run(seed: int, strict: bool, handlers_c: bool, monkeypatch) -> list:
     monkeypatch.setattr(tile_native, "HANDLERS_NATIVE", handlers_c)
     rng, setters = random.Random(seed), random.Random(seed + 1000)
@@ -167,9 +186,7 @@ def _run(seed: int, strict: bool, handlers_c: bool, monkeypatch) -> list:
     tx.dst.write_rows32(0, data.standard_normal((512, 16)).astype(np.float32).view(np.uint32))
     for i, v in _SETUP:
         tx.cfg_write(i, v)
-    for t, w in ((0, E("SETC16", setc16_reg=5, setc16_value=4)), (0, 0x5160000A), (0, 0x5460000F), (0, 0x5E6FFC00),
-                 (2, 0xB2250004), (2, 0xB2261020), (2, 0xB2272020), (2, 0x5180000B), (2, 0x5480000F),
-                 (2, 0x5E803C00), (1, 0x37000007), (1, E("SEMINIT", sem_sel=2, init_value=0, max_value=15))):
+    for t, w in _START:
         tx.push(t, w)
     packs = tuple(E("PACR", read_intf_sel=rng.choice((0, 1, 3, 5, 10)), last=rng.randrange(2),
                     addr_mode=rng.randrange(4)) for _ in range(4))
@@ -210,6 +227,54 @@ def test_random_tile_programs_identical(seed, strict, monkeypatch):
     assert sfpu_issue_native._load()[0].handler_counts() == tuple(b + t for b, t in zip(before, taken))  # (off: none)
     assert all(n > 0 for n in taken[1:]), taken
     assert len(a) > 100
+
+
+def _special_data_run(seed: int, formats: tuple, monkeypatch) -> list:
+    """A Tensix set up as _run's with `formats` written after _SETUP and _special_words as L1's inputs and Dst; 40
+    rounds of T0 unpacking both Src banks (random ADC steps), T1 adding them into Dst and releasing them, T2 packing
+    (a PACR of random read interface, last and address modifier): the snapshot after every word."""
+    rng, data = random.Random(seed), np.random.default_rng(seed)
+    tx = Tensix(np.zeros(layout.L1_SIZE, np.uint8), strict=True)
+    tx.l1[IN_A:OUT] = _special_words(data, (OUT - IN_A) // 4).view(np.uint8)
+    tx.dst.write_rows32(0, _special_words(data, 512 * 16).reshape(512, 16))
+    for i, v in _SETUP + formats:
+        tx.cfg_write(i, v)
+    for t, w in _START[:-1]:
+        tx.push(t, w)
+    trace = []
+    for _ in range(40):
+        words = [(0, E("UNPACR", unpack_block_selection=sel, addr_mode=rng.choice((0, 1, 0x41, 0x15)),
+                       set_dat_valid=1, ovrd_thread_id=1, last=1)) for sel in (0, 1)]
+        words.append((1, E("ELWADD", dst=8 * rng.randrange(4), instr_mod19=0, clear_dvalid=3, addr_mode=0)))
+        words += [(2, E("PACR", read_intf_sel=rng.choice((0, 1, 3, 5, 10)), last=rng.randrange(2),
+                        addr_mode=rng.randrange(4))) for _ in range(rng.randrange(1, 4))]
+        for t, w in words:
+            try:
+                tx.push(t, w, 0)
+            except Stall:
+                trace.append(("stall", tx.step()))
+            trace.append(_snapshot(tx))
+    return trace
+
+
+@pytest.mark.parametrize("formats", [(), ((64, 0x04000010), (72, 0x24), (112, 0x04000010), (120, 4)),
+                                     ((64, 0x04000010), (72, 0x25), (112, 0x04000010), (120, 5)),
+                                     ((64, 0x04000011), (72, 0x21), (112, 0x04000011), (120, 1)),
+                                     ((1, 0x6AAA0000), (70, 0x551))])
+@pytest.mark.parametrize("seed", [2, 9])
+def test_unpack_pack_special_data_identical(seed, formats, monkeypatch):
+    """UNPACR's and PACR's conversions on data with the special patterns (_special_words), BF16, FP32 (as TF32 or
+    BF16) or FP16 tiles into SrcA / SrcB, FP32 or BF16 packs: with the handlers and their data in C, snapshot by snapshot the same as with both
+    in Python (tile_native.NATIVE off: numpy's conversions), most UNPACRs and PACRs taken in C."""
+    counts = sfpu_issue_native._load()[0].handler_counts
+    before = counts()
+    monkeypatch.setattr(tile_native, "HANDLERS_NATIVE", True)
+    a = _special_data_run(seed, formats, monkeypatch)
+    taken = [n - b for b, n in zip(before, counts())]
+    monkeypatch.setattr(tile_native, "HANDLERS_NATIVE", False)
+    monkeypatch.setattr(tile_native, "NATIVE", False)
+    assert a == _special_data_run(seed, formats, monkeypatch)
+    assert taken[tile_native.HANDLER_CODES["UNPACR"]] > 60 and taken[tile_native.HANDLER_CODES["PACR"]] > 40, taken
 
 
 @pytest.mark.needs_cc

@@ -29,9 +29,40 @@ enum {
 static const int unp_in_bytes[UNP_KINDS] = {4, 4, 4, 2, 2};
 static const int pack_out_bytes[PACK_KINDS] = {4, 2, 2, 2};
 
-static inline uint32_t load_le(const uint8_t *p, int nbytes) {
-    return nbytes == 4 ? (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24
-                       : (uint32_t)p[0] | (uint32_t)p[1] << 8;
+/* One loop per conversion, with no per-datum branch or call, so that GCC vectorises each (the build's -O3); a datum
+ * is loaded by memcpy (L1 datums need not be aligned; the host is little-endian, as tile_pack's copy assumes). */
+static void unp_fp32_tf32(const uint8_t *p, int64_t n, uint32_t *out) {
+    for (int64_t i = 0; i < n; i++) {
+        uint32_t x;
+        memcpy(&x, p + 4 * i, 4);
+        out[i] = x & 0xFFFFE000u;
+    }
+}
+
+static void unp_fp32_bf16(const uint8_t *p, int64_t n, uint32_t *out) {
+    for (int64_t i = 0; i < n; i++) {
+        uint32_t x;
+        memcpy(&x, p + 4 * i, 4);
+        uint32_t normal = -(uint32_t)((x & 0x7F800000u) != 0);   /* exponent 0: only the sign is kept */
+        out[i] = x & (0x80000000u | (normal & 0x7FFF0000u));
+    }
+}
+
+static void unp_bf16(const uint8_t *p, int64_t n, uint32_t *out) {
+    for (int64_t i = 0; i < n; i++) {
+        uint16_t x;
+        memcpy(&x, p + 2 * i, 2);
+        out[i] = (uint32_t)x << 16;
+    }
+}
+
+static void unp_fp16(const uint8_t *p, int64_t n, uint32_t *out) {
+    for (int64_t i = 0; i < n; i++) {
+        uint16_t h;
+        memcpy(&h, p + 2 * i, 2);
+        uint32_t x = h;
+        out[i] = (x & 0x8000u) << 16 | (x & 0x7FFFu) << 13;
+    }
 }
 
 /* `count` datums of kind `kind` from l1[start..] into out[0..count); -1 when the L1 range is outside l1_bytes. */
@@ -40,30 +71,49 @@ static int tile_unpack(const uint8_t *l1, int64_t l1_bytes, int64_t start, int64
     if (start < 0 || count < 0 || start + count * nb > l1_bytes)
         return -1;
     const uint8_t *p = l1 + start;
-    for (int64_t i = 0; i < count; i++, p += nb) {
-        uint32_t x = load_le(p, nb), v;
-        switch (kind) {
-        case UNP_COPY32: v = x; break;
-        case UNP_FP32_TF32: v = x & 0xFFFFE000u; break;
-        case UNP_FP32_BF16: v = (x & 0x7F800000u ? x : x & 0x80000000u) & 0xFFFF0000u; break;
-        case UNP_BF16: v = x << 16; break;
-        default: v = (x & 0x8000u) << 16 | (x & 0x7FFFu) << 13; break;     /* UNP_FP16 */
-        }
-        out[i] = v;
+    switch (kind) {
+    case UNP_COPY32: memcpy(out, p, (size_t)count * 4); break;
+    case UNP_FP32_TF32: unp_fp32_tf32(p, count, out); break;
+    case UNP_FP32_BF16: unp_fp32_bf16(p, count, out); break;
+    case UNP_BF16: unp_bf16(p, count, out); break;
+    default: unp_fp16(p, count, out); break;
     }
     return 0;
 }
 
 static inline uint32_t fp32_to_bf16_round(uint32_t x) {
-    if ((x & 0x7FFFFFFFu) > 0x7F800000u)
-        x = (x & 0x80000000u) | 0x7F800000u;                 /* NaN -> Inf of the same sign */
-    uint32_t r = (uint32_t)(((uint64_t)x + 0x8000u) >> 16);   /* ties away from zero on the magnitude pattern */
+    uint32_t nan = -(uint32_t)((x & 0x7FFFFFFFu) > 0x7F800000u);
+    x = (x & ~nan) | (nan & ((x & 0x80000000u) | 0x7F800000u));   /* NaN -> Inf of the same sign */
+    uint32_t r = (x + 0x8000u) >> 16;     /* ties away from zero on the magnitude pattern (x <= 0xFF800000 now) */
     return (r & 0x7FFF) < 0x80 ? 0 : r;                      /* exponent 0 (denormal, either zero) -> +0 */
+}
+
+/* formats.early_bf16's clamps of a BF16 pattern: NaN -> Inf of the same sign, exponent 0 -> +0 */
+static inline uint32_t early_bf16_clamp(uint32_t h) {
+    h = (h & 0x7FFF) > 0x7F80 ? (h & 0x8000) | 0x7F80 : h;
+    return (h & 0x7FFF) < 0x80 ? 0 : h;
 }
 
 /* Dst's BF16 field order (Sign, Man(7), Exp(8)) and back: chip/numerics/dst.py */
 static inline uint32_t shuffle_bf16(uint32_t h) { return (h & 0x8000u) | (h & 0x7Fu) << 8 | (h >> 7 & 0xFFu); }
 static inline uint32_t unshuffle_bf16(uint32_t h) { return (h & 0x8000u) | (h & 0xFFu) << 7 | (h >> 8 & 0x7Fu); }
+
+/* A Dst row's 16 words -> 16-bit datums h[0..16) by `kind` (not PACK_COPY32), `high`: PACK_DST16_BF16's half. All
+ * 16 converted whatever the caller keeps (a fixed count: one vectorised loop a kind, no remainder). */
+static void pack_row16(const uint32_t *row, int kind, int high, uint16_t h[16]) {
+    if (kind == PACK_FP32_BF16)
+        for (int c = 0; c < 16; c++)
+            h[c] = (uint16_t)fp32_to_bf16_round(row[c]);
+    else if (kind == PACK_HI16)
+        for (int c = 0; c < 16; c++)
+            h[c] = (uint16_t)shuffle_bf16(row[c] >> 16);
+    else if (high)
+        for (int c = 0; c < 16; c++)
+            h[c] = (uint16_t)early_bf16_clamp(row[c] >> 16);
+    else
+        for (int c = 0; c < 16; c++)
+            h[c] = (uint16_t)early_bf16_clamp(unshuffle_bf16(row[c] & 0xFFFF));
+}
 
 /* Dst rows first, first + step, ... (n_rows of them; Dst32b rows, or Dst16b rows for PACK_DST16_BF16), the first
  * `per` columns of each, converted by `kind`, to l1[addr..]; the number of bytes written, or -1 when the L1 range is
@@ -75,6 +125,7 @@ static int64_t tile_pack(const uint32_t *rows32, int first, int n_rows, int step
     if (addr < 0 || addr + total > l1_bytes)
         return -1;
     uint8_t *p = l1 + addr;
+    uint16_t h[16];
     for (int r = 0; r < n_rows; r++) {
         int row_index = first + r * step, high = 1;
         if (kind == PACK_DST16_BF16) {        /* Dst16b row -> its Dst32b row and half (dst.py's _row16_to_32) */
@@ -87,22 +138,9 @@ static int64_t tile_pack(const uint32_t *rows32, int first, int n_rows, int step
             p += per * 4;
             continue;
         }
-        for (int c = 0; c < per; c++, p += 2) {
-            uint32_t v = row[c], h;
-            if (kind == PACK_FP32_BF16)
-                h = fp32_to_bf16_round(v);
-            else if (kind == PACK_HI16)
-                h = shuffle_bf16(v >> 16);
-            else {
-                h = high ? v >> 16 : unshuffle_bf16(v & 0xFFFF);
-                if ((h & 0x7FFF) > 0x7F80)
-                    h = (h & 0x8000) | 0x7F80;                    /* NaN -> Inf of the same sign */
-                if ((h & 0x7FFF) < 0x80)
-                    h = 0;                                        /* exponent 0 -> +0 */
-            }
-            p[0] = (uint8_t)h;
-            p[1] = (uint8_t)(h >> 8);
-        }
+        pack_row16(row, kind, high, h);
+        memcpy(p, h, (size_t)per * 2);        /* (little-endian host) */
+        p += per * 2;
     }
     return total;
 }
