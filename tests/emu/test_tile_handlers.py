@@ -204,16 +204,21 @@ def _run(seed: int, strict: bool, handlers_c: bool, monkeypatch) -> list:
                 for at, w in zip(sorted(setters.sample(range(len(words) + len(extra)), len(extra))), extra):
                     words.insert(at, (thread, w))
             for t, w in words:
-                try:
-                    tx.push(t, w, 0)
-                except Stall:
-                    trace.append(("stall", tx.step()))
-                trace.append(_snapshot(tx))
+                _push_traced(tx, t, w, trace)
                 if rng.random() < 0.2:
                     trace.append(("step", tx.step()))
     except EmuError as e:
         return trace + [str(e)]
     return trace
+
+
+def _push_traced(tx, t: int, w: int, trace: list) -> None:
+    """tx.push(t, w) onto `trace`: a Stall's step (the word dropped), then the snapshot after it."""
+    try:
+        tx.push(t, w, 0)
+    except Stall:
+        trace.append(("stall", tx.step()))
+    trace.append(_snapshot(tx))
 
 
 @pytest.mark.parametrize("seed,strict", [(3, True), (8, True), (6, False), (12, False), (1, True), (5, False)])
@@ -249,11 +254,7 @@ def _special_data_run(seed: int, formats: tuple, monkeypatch) -> list:
         words += [(2, E("PACR", read_intf_sel=rng.choice((0, 1, 3, 5, 10)), last=rng.randrange(2),
                         addr_mode=rng.randrange(4))) for _ in range(rng.randrange(1, 4))]
         for t, w in words:
-            try:
-                tx.push(t, w, 0)
-            except Stall:
-                trace.append(("stall", tx.step()))
-            trace.append(_snapshot(tx))
+            _push_traced(tx, t, w, trace)
     return trace
 
 
