@@ -174,31 +174,6 @@ static PyObject *batch_fresh_queue(void) {
     return PyObject_CallNoArgs(now ? now : batch_new_queue);
 }
 
-/* Whether class tp's attribute `name` is `ref`, remembered by the class's version tag (a change of the class or of
- * one in its MRO changes it; no two classes are given one): the type look-up is made once per class state, not on
- * every call (its cache is shared by every class and name, and a colliding pair misses there each time) */
-typedef struct {
-    unsigned int tag;
-    int same;
-} class_memo;
-
-static int class_attr_is(PyTypeObject *tp, PyObject *name, PyObject *ref, class_memo *m) {
-    unsigned int tag = type_tag(tp);
-    if (tag && tag == m->tag)
-        return m->same;
-    m->same = _PyType_Lookup(tp, name) == ref;
-    m->tag = type_tag(tp);                   /* (the look-up gives the class a valid tag) */
-    return m->same;
-}
-
-/* whether obj.<name> is `ref` found on its class (class_attr_is, with the memo m), not shadowed by obj's own
- * (an instance's own method: a spy's): 1 or 0, -1 with an error set */
-static int method_is_class_ref(PyObject *obj, PyObject *name, PyObject *ref, class_memo *m) {
-    PyObject **dp = _PyObject_GetDictPtr(obj);
-    if (dp && *dp && PyDict_GetItemWithError(*dp, name))
-        return 0;
-    return PyErr_Occurred() ? -1 : class_attr_is(Py_TYPE(obj), name, ref, m);
-}
 
 /* not o.<name>: 1 or 0, -1 with an error set */
 static int batch_attr_false(PyObject *o, PyObject *name) {
@@ -223,7 +198,7 @@ static int batch_is_plain(PyObject *raw) {
     if (!reference_method(&plain_ref, "tt_backend.runtime.emu.sfpu", "SFPU", s_is_plain))
         return -1;
     static class_memo plain_class;
-    int is_ref = method_is_class_ref(raw, s_is_plain, plain_ref, &plain_class);
+    int is_ref = method_is_ref(raw, s_is_plain, plain_ref, &plain_class);
     if (is_ref < 0)
         return -1;
     if (!is_ref) {
@@ -316,7 +291,7 @@ static int batch_small_flush(PyObject *tx, PyObject *dq, PyObject *raw, Py_ssize
     if (!ref)
         return -1;
     static class_memo flush_class;          /* (an instance's own flush_deferred, a spy's, or the class's another) */
-    int is_ref = method_is_class_ref(tx, s_flush_deferred, ref, &flush_class);
+    int is_ref = method_is_ref(tx, s_flush_deferred, ref, &flush_class);
     if (is_ref <= 0)
         return is_ref;
     if (bind_arrays(raw) != 0) {
@@ -939,7 +914,7 @@ static int direct_batch(PyObject *tx, long long *min_reps, long long *max_words,
     if (direct_init())
         return -1;
     static class_memo batch_class;
-    int is_ref = method_is_class_ref(tx, s_batch_sfpu_name, direct_batch_sfpu, &batch_class);
+    int is_ref = method_is_ref(tx, s_batch_sfpu_name, direct_batch_sfpu, &batch_class);
     if (is_ref <= 0 || !batch_sfpu_run)
         return is_ref < 0 ? -1 : 0;
     PyObject *run = PyDict_GetItemWithError(direct_issue, s_batch_run_name);
@@ -1021,9 +996,9 @@ static PyObject *mop_push(PyObject *self, PyObject *const *args, Py_ssize_t narg
             || mop_frontend_ll(s_used_bits, s_replay_name, &used_replay) || (w >> 24) != op_mop);
     /* Tensix.drain and _drain themselves (no override on the class or the instance) */
     static class_memo drain_class, pydrain_class;
-    int drain_ref = method_is_class_ref(tx, s_drain, mop_drain_ref, &drain_class);
+    int drain_ref = method_is_ref(tx, s_drain, mop_drain_ref, &drain_class);
     if (drain_ref > 0)
-        drain_ref = method_is_class_ref(tx, s_pydrain, mop_pydrain_ref, &pydrain_class);
+        drain_ref = method_is_ref(tx, s_pydrain, mop_pydrain_ref, &pydrain_class);
     if (drain_ref < 0)
         goto out;
     NONE_IF(!drain_ref);

@@ -37,10 +37,6 @@ static long long memo_taken, memo_filled;      /* words push_fast took, memos fi
 /* collections.deque, the type of a thread's FIFO, ready queue and MOP output (push_memo_fill looks it up) */
 static PyTypeObject *deque_type;
 
-/* the offset of the writable __slots__ member `name` of tp, or -1 where it is not one */
-static Py_ssize_t slot_offset(PyTypeObject *tp, PyObject *name) {
-    return member_offset(_PyType_Lookup(tp, name), 1);
-}
 #define SLOT(o, off) (*(PyObject **)((char *)(o) + (off)))
 
 /* o's instance dict where every name in names[0..n) is read from it by get_attr and written by set_attr (no class

@@ -75,6 +75,39 @@ static Py_ssize_t member_offset(PyObject *descr, int writable) {
     PyMemberDef *m = ((PyMemberDescrObject *)descr)->d_member;
     return m->type == T_OBJECT_EX && !(writable && (m->flags & READONLY)) ? m->offset : -1;
 }
+
+/* the offset of the writable __slots__ member `name` of tp, or -1 where it is not one */
+static Py_ssize_t slot_offset(PyTypeObject *tp, PyObject *name) {
+    return member_offset(_PyType_Lookup(tp, name), 1);
+}
+
+/* The offsets of a few writable __slots__ members of one class, kept while the class keeps its version tag (any
+ * change of a class in its MRO changes it, and no two classes get the same one): the thread's (th_slot) and the
+ * latch's (new_latch) */
+#define SLOT_LAYOUT_MOST 9
+typedef struct { PyTypeObject *tp; unsigned int tag; Py_ssize_t off[SLOT_LAYOUT_MOST]; } slot_layout;
+
+/* whether l describes tp as it is now */
+static int slot_layout_current(const slot_layout *l, PyTypeObject *tp) {
+    return tp == l->tp && l->tag && type_tag(tp) == l->tag;
+}
+
+/* 1 with l describing tp's members `names` (n <= SLOT_LAYOUT_MOST; resolved where l did not describe tp as it is
+ * now), 0 where one of them is not a writable object slot of tp (l unchanged) */
+static int slot_layout_of(slot_layout *l, PyTypeObject *tp, PyObject **const *names, int n) {
+    if (slot_layout_current(l, tp))
+        return 1;
+    Py_ssize_t off[SLOT_LAYOUT_MOST];
+    for (int i = 0; i < n; i++)
+        if ((off[i] = slot_offset(tp, *names[i])) < 0)
+            return 0;
+    unsigned int tag = type_tag(tp);         /* (_PyType_Lookup gave it one where it can have one) */
+    if (!tag)
+        return 0;
+    l->tp = tp, l->tag = tag;
+    memcpy(l->off, off, (size_t)n * sizeof *off);
+    return 1;
+}
 static int64_t all_lregs = (1 << 17) - 1, load_modes = 0, store_modes = 0;   /* modes: bit per 32-bit Dst mode */
 static PyObject *zero;            /* the queue entry's unused Dst base */
 static PyObject *s_mad_cycle, *s_mad_writes, *s_mad_macro, *s_nop_only_cycle, *s_busy_until, *s_strict, *s_append;
@@ -1261,9 +1294,9 @@ static int tensix_refs(void) {
  * For the reference methods in C: the thread's blocked reason and bank_wait, and with a bank wait the Src banks'
  * state as src_bank_state gives it (valid A0 A1 B0 B1, then the unpacker's and the FPU's bank of SrcA and SrcB). */
 static int handler_blocked(run_view *rv, PyObject *why, PyObject *bank) {
-    int ref = tensix_refs() ? -1 : method_is_ref(rv->tx, s_handler_blocked, tensix_handler_blocked);
+    int ref = tensix_refs() ? -1 : method_is_ref(rv->tx, s_handler_blocked, tensix_handler_blocked, NULL);
     if (ref > 0 && bank == Py_True)
-        ref = method_is_ref(rv->tx, s_src_bank_state, tensix_src_bank_state);
+        ref = method_is_ref(rv->tx, s_src_bank_state, tensix_src_bank_state, NULL);
     PyObject *r = NULL;
     if (ref == 0) {
         PyObject *hb[3] = {rv->th, why, bank};
@@ -1296,29 +1329,19 @@ static int handler_blocked(run_view *rv, PyObject *why, PyObject *bank) {
 
 /* The thread's __slots__ (thread_state.ThreadState) the C issue reads and writes on every word: latch, blocked,
  * bank_wait, replay_load, batch_skip, and the queues plain_run reads on each call (ready, fifo, fifo_t, mop_out), at
- * their offsets, which their member descriptors give: resolved once per class
- * and used while the class keeps its version tag (any change of a class in its MRO changes it, and no two classes get
- * the same one). Through get_attr each read had cost some 170 instructions (callgrind of matmul256: 4 a word). */
+ * their offsets (slot_layout). Through get_attr each read had cost some 170 instructions (callgrind of matmul256: 4 a
+ * word). */
 enum { TS_LATCH, TS_BLOCKED, TS_BANK_WAIT, TS_REPLAY_LOAD, TS_BATCH_SKIP, TS_READY, TS_FIFO, TS_FIFO_T, TS_MOP_OUT,
        N_TS };
-static struct { PyTypeObject *tp; unsigned int tag; Py_ssize_t off[N_TS]; } ts_slots;
+static slot_layout ts_slots;
+_Static_assert(N_TS <= SLOT_LAYOUT_MOST, "a slot_layout holds the thread's slots");
 static PyObject **const ts_names[N_TS] = {&s_latch, &s_blocked, &s_bank_wait, &s_replay_load, &s_batch_skip, &s_ready,
                                           &s_fifo, &s_fifo_t, &s_mop_out};
 
 /* the address of the slot k of thobj, or NULL: its class has no such writable slot (get_attr / set_attr then) */
 static PyObject **th_slot(PyObject *thobj, int k) {
-    PyTypeObject *tp = Py_TYPE(thobj);
-    unsigned int tag = type_tag(tp);
-    if (tp != ts_slots.tp || !tag || tag != ts_slots.tag) {
-        Py_ssize_t off[N_TS];
-        for (int i = 0; i < N_TS; i++)
-            if ((off[i] = member_offset(_PyType_Lookup(tp, *ts_names[i]), 1)) < 0)
-                return NULL;
-        if (!(tag = type_tag(tp)))       /* (_PyType_Lookup gave it one where it can have one) */
-            return NULL;
-        ts_slots.tp = tp, ts_slots.tag = tag;
-        memcpy(ts_slots.off, off, sizeof off);
-    }
+    if (!slot_layout_of(&ts_slots, Py_TYPE(thobj), ts_names, N_TS))
+        return NULL;
     return (PyObject **)((char *)thobj + ts_slots.off[k]);
 }
 
@@ -1618,7 +1641,7 @@ static int accept_take(PyObject *clock_l, PyObject *fe_l, PyObject *after_l, PyO
 static int drain_idle(run_view *rv) {
     if (tensix_refs())
         return -1;
-    int ref = method_is_ref(rv->tx, s_drain, tensix_drain);
+    int ref = method_is_ref(rv->tx, s_drain, tensix_drain, NULL);
     if (ref <= 0)
         return ref;
     PyObject *retry = PyDict_GetItemWithError(PyModule_GetDict(tensix_module), s_retry_on_bank_change);
@@ -2074,13 +2097,13 @@ static int cdrain_refs(void) {
  * instance) and DirectIssueMixin._c_issue_allowed's test passed (no timeline recorded, the cycle model not spied);
  * 0 where not, -1 with an exception set */
 static int cdrain_allowed(PyObject *tx, PyObject *tm) {
-    int ok = method_is_ref(tx, s_drain, tensix_drain);
+    int ok = method_is_ref(tx, s_drain, tensix_drain, NULL);
     if (ok > 0)
-        ok = method_is_ref(tx, cdrain.s_pydrain, cdrain.pydrain);
+        ok = method_is_ref(tx, cdrain.s_pydrain, cdrain.pydrain, NULL);
     if (ok > 0)
-        ok = method_is_ref(tx, cdrain.s_drain_in_c, cdrain.drain_in_c);
+        ok = method_is_ref(tx, cdrain.s_drain_in_c, cdrain.drain_in_c, NULL);
     if (ok > 0)
-        ok = method_is_ref(tx, s_flush_mvmul, cdrain.flush);
+        ok = method_is_ref(tx, s_flush_mvmul, cdrain.flush, NULL);
     PyObject *rec = ok > 0 ? get_attr(tm, s_rec) : NULL, *st = rec ? get_attr(tm, s_sfpu_timing) : NULL;
     PyObject *srec = st ? get_attr(st, s_rec) : NULL, *d = srec ? get_attr(tm, s_dict) : NULL;
     if (d) {
@@ -2170,7 +2193,7 @@ static PyObject *step_run(PyObject *self, PyObject *tx) {
     PyObject *tm = get_attr(tx, s_tm), *threads = tm ? attr_list(tx, s_threads, 3) : NULL, *r;
     run_view rv = {tx, tm, NULL};
     long long total = 0, n, done;
-    int poll_ref = !threads || sync_refs() ? -1 : method_is_ref(tx, h_poll_latches, ref_poll_latches);
+    int poll_ref = !threads || sync_refs() ? -1 : method_is_ref(tx, h_poll_latches, ref_poll_latches, NULL);
     int bad = poll_ref < 0;
     while (!bad) {
         if (!poll_ref) {

@@ -1315,13 +1315,30 @@ static int sync_refs(void) {
     return 0;
 }
 
+/* Whether class tp's attribute `name` is `ref`, remembered by the class's version tag (a change of the class or of
+ * one in its MRO changes it; no two classes are given one): the type look-up is made once per class state, not on
+ * every call (its cache is shared by every class and name, and a colliding pair misses there each time) */
+typedef struct {
+    unsigned int tag;
+    int same;
+} class_memo;
+
+static int class_attr_is(PyTypeObject *tp, PyObject *name, PyObject *ref, class_memo *m) {
+    unsigned int tag = type_tag(tp);
+    if (tag && tag == m->tag)
+        return m->same;
+    m->same = _PyType_Lookup(tp, name) == ref;
+    m->tag = type_tag(tp);                   /* (the look-up gives the class a valid tag) */
+    return m->same;
+}
+
 /* whether o.name is `ref` as its class has it (not replaced on the class or the instance): 1, 0, or -1 with an
- * exception set */
-static int method_is_ref(PyObject *o, PyObject *name, PyObject *ref) {
+ * exception set; the class's answer remembered in m (class_attr_is) where given, else looked up */
+static int method_is_ref(PyObject *o, PyObject *name, PyObject *ref, class_memo *m) {
     PyObject **dp = _PyObject_GetDictPtr(o), *own = dp && *dp ? PyDict_GetItemWithError(*dp, name) : NULL;
     if (own || PyErr_Occurred())
         return PyErr_Occurred() ? -1 : 0;
-    return _PyType_Lookup(Py_TYPE(o), name) == ref;
+    return m ? class_attr_is(Py_TYPE(o), name, ref, m) : _PyType_Lookup(Py_TYPE(o), name) == ref;
 }
 
 /* the semaphores a mask selects, in order (sync.SEM_LISTS): their count */
@@ -1354,28 +1371,20 @@ static PyObject *sem_state(PyObject *tx, long long v[8], long long m[8]) {
  * offsets; kept while the class keeps its version tag (any change of it or a class in its MRO, a replaced __init__
  * included, changes the tag). The Python call of the class had been most of a STALLWAIT's cost in C. */
 static PyObject **const latch_names[5] = {&s_kind, &s_cond, &h_sems, &s_block, &h_word};
-static struct { PyTypeObject *tp; unsigned int tag; Py_ssize_t off[5]; } latch_layout;
+static slot_layout latch_layout;
+_Static_assert(sizeof latch_names / sizeof *latch_names <= SLOT_LAYOUT_MOST, "a slot_layout holds the latch's slots");
 
 /* 1 where `cls` is such a class (latch_layout then describes it), else 0 (the class is called) */
 static int latch_built_in_c(PyObject *cls) {
     PyTypeObject *tp = (PyTypeObject *)cls;
     if (!wait_in_c || !PyType_CheckExact(cls))
         return 0;
-    unsigned int tag = type_tag(tp);
-    if (tp == latch_layout.tp && tag && tag == latch_layout.tag)
+    if (slot_layout_current(&latch_layout, tp))
         return 1;
     if (tp->tp_new != PyBaseObject_Type.tp_new || _PyType_Lookup(tp, h_init) != ref_latch_init
         || tp->tp_setattro != PyObject_GenericSetAttr || tp->tp_getattro != PyObject_GenericGetAttr)
         return 0;                              /* (an own __setattr__ / __getattribute__: the class's way) */
-    Py_ssize_t off[5];
-    for (int i = 0; i < 5; i++)
-        if ((off[i] = member_offset(_PyType_Lookup(tp, *latch_names[i]), 1)) < 0)
-            return 0;
-    if (!(tag = type_tag(tp)))
-        return 0;
-    latch_layout.tp = tp, latch_layout.tag = tag;
-    memcpy(latch_layout.off, off, sizeof off);
-    return 1;
+    return slot_layout_of(&latch_layout, tp, latch_names, (int)(sizeof latch_names / sizeof *latch_names));
 }
 
 enum { LATCH_KIND, LATCH_COND, LATCH_SEMS, LATCH_BLOCK, LATCH_WORD };      /* (latch_names' order) */
@@ -1384,8 +1393,7 @@ enum { LATCH_KIND, LATCH_COND, LATCH_SEMS, LATCH_BLOCK, LATCH_WORD };      /* (l
  * the latch's class is the one described there, unchanged (get_attr's member path, without its type look-up), else
  * get_attr */
 static PyObject *latch_get(PyObject *latch, int k) {
-    PyTypeObject *tp = Py_TYPE(latch);
-    if (tp == latch_layout.tp && latch_layout.tag && type_tag(tp) == latch_layout.tag) {
+    if (slot_layout_current(&latch_layout, Py_TYPE(latch))) {
         PyObject *v = *(PyObject **)((char *)latch + latch_layout.off[k]);
         if (v)
             return Py_NewRef(v);
@@ -1526,7 +1534,7 @@ static int h_setrwc(run_view *rv, PyObject *fields, PyObject *tcfg) {
 /* whether the latch's conditions are all met, as sync.latch_unmet decides it: 1 met, 0 not met, 2 ask that method
  * (it is not the reference one, or the state is not what it expects), -1 with an exception set */
 static int latch_met(run_view *rv, PyObject *latch) {
-    int ref = sync_refs() ? -1 : method_is_ref(rv->tx, s_latch_unmet, ref_latch_unmet);
+    int ref = sync_refs() ? -1 : method_is_ref(rv->tx, s_latch_unmet, ref_latch_unmet, NULL);
     PyObject *kind = ref > 0 ? latch_get(latch, LATCH_KIND) : NULL;
     if (!kind)
         return ref > 0 ? -1 : ref < 0 ? -1 : 2;
@@ -1585,7 +1593,7 @@ static PyObject *latch_why(run_view *rv, PyObject *tobj, PyObject *latch) {
  * is scheduled: the answer is then the SFPU timing's int busy_until (no SFPU: 0). (The two calls had cost ~7,000
  * instructions a STALLWAIT on the SFPU.) */
 static int sfpu_busy_in_c(run_view *rv, long long *v) {
-    int ref = wait_in_c ? method_is_ref(rv->tm, h_sfpu_busy, ref_sfpu_busy) : 0;
+    int ref = wait_in_c ? method_is_ref(rv->tm, h_sfpu_busy, ref_sfpu_busy, NULL) : 0;
     PyObject *tx = ref > 0 ? get_attr(rv->tm, h_tx) : NULL, *raw = NULL;
     Py_XDECREF(tx);                                  /* (compared only) */
     if (ref <= 0 || !tx || tx != rv->tx)
@@ -1596,7 +1604,7 @@ static int sfpu_busy_in_c(run_view *rv, long long *v) {
         *v = 0;
         return 1;
     }
-    if ((ref = method_is_ref(raw, s_busy_until, ref_busy_until)) <= 0)
+    if ((ref = method_is_ref(raw, s_busy_until, ref_busy_until, NULL)) <= 0)
         return ref;
     PyObject *sch = get_attr(raw, s_scheduled);
     PyObject *timing = sch && PyList_CheckExact(sch) && !PyList_GET_SIZE(sch) ? get_attr(raw, h_timing) : NULL;
@@ -1621,7 +1629,7 @@ static int wait_release(run_view *rv, PyObject *gate_l, PyObject *tobj, long lon
     PyObject *kind = latch_get(lt, LATCH_KIND), *blk = kind ? latch_get(lt, LATCH_BLOCK) : NULL, *res = NULL;
     int sw = blk ? PyObject_RichCompareBool(kind, s_stallwait, Py_EQ) : -1;
     PyObject *cond = sw == 1 ? latch_get(lt, LATCH_COND) : sw == 0 ? PyLong_FromLong(0) : NULL;
-    int ref = !cond ? -1 : sync_refs() ? -1 : method_is_ref(rv->tm, s_waited, ref_waited);
+    int ref = !cond ? -1 : sync_refs() ? -1 : method_is_ref(rv->tm, s_waited, ref_waited, NULL);
     long long cd = 0, release = c + 1, v;
     if (ref == 0) {
         PyObject *c_o = PyLong_FromLongLong(c);
@@ -1666,7 +1674,7 @@ static int wait_release(run_view *rv, PyObject *gate_l, PyObject *tobj, long lon
 /* After a SEMPOST of the semaphores of `mask` issued at c: Tensix.stamp_posts(mask, c), in C for the reference method
  * (each one's newest counted post gets the cycle). 0, or -1 with an exception set. */
 static int sem_stamp(run_view *rv, long long mask, long long c) {
-    int ref = sync_refs() ? -1 : method_is_ref(rv->tx, s_stamp_posts, ref_stamp_posts), sems[8], r = -1;
+    int ref = sync_refs() ? -1 : method_is_ref(rv->tx, s_stamp_posts, ref_stamp_posts, NULL), sems[8], r = -1;
     PyObject *a[3] = {rv->tx, PyLong_FromLongLong(mask), PyLong_FromLongLong(c)}, *res = NULL;
     if (ref == 0 && a[1] && a[2]) {
         res = PyObject_VectorcallMethod(s_stamp_posts, a, 3 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
