@@ -51,12 +51,39 @@ def _fmt(code: int) -> str:
     return f"{code} ({_FMT_NAMES.get(code, '?')})"
 
 
+# The packer's output stream state, one list the Tensix binds once (_packer) and PACR updates in place: the C PACR
+# (tile_handlers.c) reads and writes its items without an attribute look-up or write on the Tensix (four of them a
+# PACR had been ~40 % of its cost in C). The properties below are its names.
+_OPEN, _ADDR, _EXP_ADDR, _TPG = 0, 1, 2, 3      # (the tile position generator's X, Y, Z at _TPG.._TPG + 2)
+
+
+def _packer_item(i: int, doc: str) -> property:
+    def get(self):
+        return self._packer[i]
+
+    def set(self, v):
+        self._packer[i] = v
+    return property(get, set, doc=doc)
+
+
+def _get_tpg(self) -> tuple[int, int, int]:
+    return tuple(self._packer[_TPG:_TPG + 3])
+
+
+def _set_tpg(self, v) -> None:
+    x, y, z = v
+    self._packer[_TPG:_TPG + 3] = x, y, z
+
+
 class UnpackPackMixin:
+    packer_open = _packer_item(_OPEN, "a PACR stream is in progress (no `last` yet): continue at packer_addr")
+    packer_addr = _packer_item(_ADDR, "the L1 address the stream's next datums go to")
+    packer_exp_addr = _packer_item(_EXP_ADDR, "BFP output: where the next shared exponent byte goes")
+    packer_tpg = property(_get_tpg, _set_tpg, doc="edge-mask tile position generator (X, Y, Z), reset at each stream "
+                                                  "start")
+
     def _init_packer(self):
-        self.packer_open = False     # a PACR stream is in progress (no `last` yet): continue at packer_addr
-        self.packer_addr = 0
-        self.packer_exp_addr = 0     # BFP output: where the next shared exponent byte goes
-        self.packer_tpg = (0, 0, 0)  # edge-mask tile position generator (X, Y, Z), reset at each stream start
+        self._packer = [False, 0, 0, 0, 0, 0]    # open, addr, exp_addr, tpg X, Y, Z (the properties above)
         self._pack_setups: dict[tuple, tuple] = {}    # PACR's cache key -> _pack_setup()
         self._edge_keeps: dict[tuple, tuple] = {}     # _edge_keep's key -> (datums kept, position after, all kept)
         self._unpack_setups: dict[tuple, tuple] = {}  # UNPACR's cache key -> _unpack_setup()

@@ -40,8 +40,8 @@ static PyObject *k_sel, *k_addr_mode, *k_set_dat_valid, *k_last, *k_dst, *k_inst
     *k_channel_index, *k_bit_mask, *k_ch_xy[4], *k_x_start, *k_x_end2, *k_set_signals_mode, *k_reg_index_16b,
     *k_payload, *k_setc16_reg, *k_setc16_value, *k_cfg_reg, *k_wr128b, *k_gpr_address, *h_gpr, *h_srca, *h_srcb,
     *h_srca_valid, *h_srcb_valid, *h_srca_format, *h_srcb_format, *h_l1, *h_dst_obj,
-    *h_rows32, *h_written, *h_cleared16, *h_adc_cr, *h_unpack_setups, *h_pack_setups, *h_packer_open,
-    *h_packer_addr, *h_packer_exp_addr, *h_packer_tpg, *h_fid, *k_wait_res, *k_stall_res, *k_wait_sem_cond,
+    *h_rows32, *h_written, *h_cleared16, *h_adc_cr, *h_unpack_setups, *h_pack_setups, *h_packer,
+    *h_fid, *k_wait_res, *k_stall_res, *k_wait_sem_cond,
     *k_sem_sel, *k_rwc_cr, *k_rwc_a, *k_rwc_b, *k_rwc_d, *k_clear_ab_vld, *h_sem_value, *h_sem_max, *h_sem_posts,
     *h_sems, *h_semwait, *h_sfpu_busy, *h_latch_type, *k_clear_mode, *k_use_32_bit_mode,
     *k_clear_zero_flags, *k_where, *h_poll_latches, *h_init, *h_word, *h_tx, *h_timing;
@@ -107,8 +107,7 @@ static int tile_handlers_init(void) {
         {&h_srcb_valid, "srcb_valid"}, {&h_srca_format, "srca_format"}, {&h_srcb_format, "srcb_format"},
         {&h_l1, "l1"}, {&h_dst_obj, "_dst"}, {&h_rows32, "rows32"}, {&h_written, "written"},
         {&h_cleared16, "cleared16"}, {&h_adc_cr, "adc_cr"}, {&h_unpack_setups, "_unpack_setups"},
-        {&h_pack_setups, "_pack_setups"}, {&h_packer_open, "packer_open"},
-        {&h_packer_addr, "packer_addr"}, {&h_packer_exp_addr, "packer_exp_addr"}, {&h_packer_tpg, "packer_tpg"},
+        {&h_pack_setups, "_pack_setups"}, {&h_packer, "_packer"},
         {&h_fid, "fid"}, {&k_wait_res, "wait_res"}, {&k_stall_res, "stall_res"}, {&k_wait_sem_cond, "wait_sem_cond"},
         {&k_sem_sel, "sem_sel"}, {&k_rwc_cr, "rwc_cr"}, {&k_rwc_a, "rwc_a"}, {&k_rwc_b, "rwc_b"}, {&k_rwc_d, "rwc_d"},
         {&k_clear_ab_vld, "clear_ab_vld"}, {&h_sem_value, "sem_value"}, {&h_sem_max, "sem_max"},
@@ -129,7 +128,7 @@ static int tile_handlers_init(void) {
  * answer is the one get_attr would give. (An MVMUL made 28 attribute reads, 18 of them of these.) */
 enum { V_TX_CFG, V_SRCA_VALID, V_SRCB_VALID, V_SRCA_FORMAT, V_SRCB_FORMAT, V_UNPACK_SETUPS, V_PACK_SETUPS, V_L1,
        V_SRCA, V_SRCB, V_DST, V_ROWS32, V_WRITTEN, V_CLEARED16, V_DST_FPU_WRITE, V_SRC_READY, V_BANK_READ,
-       V_WORK_DONE, V_UNPACK_BUSY, V_RAW_SFPU, V_DEFERRED, V_TH_CFG, V_ADC, V_ADC_CR, V_RWC, V_GPR, V_N };
+       V_WORK_DONE, V_UNPACK_BUSY, V_RAW_SFPU, V_DEFERRED, V_TH_CFG, V_ADC, V_ADC_CR, V_RWC, V_GPR, V_PACKER, V_N };
 enum { VO_TX, VO_TM, VO_TH, VO_DST };              /* whose attribute (VO_DST: the V_DST item's) */
 static const struct { int owner; PyObject **name; } view_items[V_N] = {
     [V_TX_CFG] = {VO_TX, &s_cfg}, [V_SRCA_VALID] = {VO_TX, &h_srca_valid}, [V_SRCB_VALID] = {VO_TX, &h_srcb_valid},
@@ -143,6 +142,7 @@ static const struct { int owner; PyObject **name; } view_items[V_N] = {
     [V_RAW_SFPU] = {VO_TX, &s_raw_sfpu}, [V_DEFERRED] = {VO_TX, &s_deferred}, [V_TH_CFG] = {VO_TH, &s_cfg},
     [V_ADC] = {VO_TH, &s_adc},
     [V_ADC_CR] = {VO_TH, &h_adc_cr}, [V_RWC] = {VO_TH, &s_rwc}, [V_GPR] = {VO_TH, &h_gpr},
+    [V_PACKER] = {VO_TX, &h_packer},
 };
 /* a numpy array's data as view_buffer found it (buf NULL: not found yet) */
 typedef struct { void *buf; Py_ssize_t len, itemsize; } item_data;
@@ -150,11 +150,6 @@ typedef struct {
     PyObject *tx, *tm, *th;                    /* (borrowed: the caller holds them for the call) */
     PyObject *v[V_N];                          /* (strong references, NULL until read) */
     item_data data[V_N];                       /* view_buffer's answer for v[k] while v[k] is held */
-    /* the Tensix's packer_open, packer_addr and packer_tpg as this view's last PACR in C left them (packer_known):
-     * only h_pacr writes them in C, so they stay so until Python runs (view_drop) */
-    int packer_known;
-    PyObject *packer_open;                     /* (Py_True or Py_False) */
-    long long packer_addr, packer_tpg[3];
     /* ADC set adc_x_set - 1's X range (x0, x1 of its two channels) as the word's handler in C read it (0: none);
      * the handlers move only Y and Z, so it is the range after the word too, which its timing (adc_count) reads */
     int adc_x_set;
@@ -211,7 +206,6 @@ static void view_drop(run_view *rv) {
         Py_CLEAR(rv->v[k]);
         rv->data[k].buf = NULL;
     }
-    rv->packer_known = 0;
     rv->adc_x_set = 0;
 }
 
@@ -650,28 +644,56 @@ static const int pack_key_idx[13] = {0, 1, 2, 12, 13, 18, 19, 24, 28, 68, 70, 71
 static const int pacr_rows[11][3] = {[0] = {0, 4, 1}, [1] = {0, 1, 1}, [3] = {0, 2, 1}, [5] = {0, 2, 2},
                                      [10] = {1, 2, 2}};                  /* unpack_pack._PACR_ROWS */
 
-/* _pack_addr_mod's new packer ADCs (a: ADC, cr: its _Cr shadows, both as adc_read gives them); -1 where it raises */
-static int pack_addr_mod(long long m, long long a[8], long long cr[8]) {
+/* _pack_addr_mod's new packer ADCs (a: as adc_read gives them) and the _Cr shadows it sets (cr: as adc_read's order;
+ * bit i of *cr_set: cr[i] set). It reads one shadow, cr[1], only where pack_cr_read says so (the caller read it then);
+ * -1 where it raises. */
+static int pack_addr_mod(long long m, long long a[8], long long cr[8], int *cr_set) {
     if (m >> 10 & 1)
         return -1;
+    *cr_set = 0;
     if (m >> 5 & 1)
-        a[1] = cr[1] = 0;
+        a[1] = cr[1] = 0, *cr_set |= 1 << 1;
     else if (m >> 4 & 1)
-        a[1] = cr[1] = (cr[1] + (m & 0xF)) & 0x1FFF;
+        a[1] = cr[1] = (cr[1] + (m & 0xF)) & 0x1FFF, *cr_set |= 1 << 1;
     else
         a[1] = (a[1] + (m & 0xF)) & 0x1FFF;
     if (m >> 11 & 1)
-        a[5] = cr[5] = 0;
+        a[5] = cr[5] = 0, *cr_set |= 1 << 5;
     else
         a[5] = (a[5] + (m >> 6 & 0xF)) & 0x1FFF;
     if (m >> 13 & 1)
-        a[2] = cr[2] = 0;
+        a[2] = cr[2] = 0, *cr_set |= 1 << 2;
     else
         a[2] = (a[2] + (m >> 12 & 1)) & 0xFF;
     if (m >> 15 & 1)
-        a[6] = cr[6] = 0;
+        a[6] = cr[6] = 0, *cr_set |= 1 << 6;
     else
         a[6] = (a[6] + (m >> 14 & 1)) & 0xFF;
+    return 0;
+}
+
+/* whether pack_addr_mod(m) reads the shadow cr[1] (YsrcCR without YsrcClear): most address modifiers read no shadow,
+ * so the PACR reads none (it had read all 8, and compared all 8 to write them back) */
+static int pack_cr_read(long long m) {
+    return !(m >> 5 & 1) && m >> 4 & 1;
+}
+
+/* The shadow items of ADC set s that `set` names (bit i: item i in adc_read's order) written as v[i] where they
+ * differ (an equal one keeps its int); `adc_cr` as adc_read checks it. 0 or -1. */
+static int adc_items_write(PyObject *adc_cr, int s, int set, const long long v[8]) {
+    if (!set)
+        return 0;
+    PyObject *chans = PyList_Check(adc_cr) && PyList_GET_SIZE(adc_cr) > s ? PyList_GET_ITEM(adc_cr, s) : NULL;
+    if (!chans || !PyList_Check(chans) || PyList_GET_SIZE(chans) < 2) {
+        PyErr_SetString(PyExc_TypeError, "tile_handler: a thread's ADCs are not lists");
+        return -1;
+    }
+    for (int i = 0; i < 8; i++) {
+        PyObject *ch = PyList_GET_ITEM(chans, i >> 2);
+        long long old;
+        if (set >> i & 1 && (list_lls(ch, i & 3, 1, &old) || (old != v[i] && set_item_ll(ch, i & 3, v[i]))))
+            return -1;
+    }
     return 0;
 }
 
@@ -692,92 +714,97 @@ static PyObject *ints_tuple(const long long *v, Py_ssize_t n) {
 static const int pack_cfg_read[12] = {14, 20, 21, 22, 23, 24, 25, 26, 27, 28, 69, 180};
 static const int pack_tcfg_read[5] = {0, 37, 38, 39, 40};     /* CFG_STATE_ID, ADDR_MOD_PACK_SEC0..3 */
 
+/* The Tensix's packer stream state (unpack_pack.py's _packer: open, addr, exp_addr, then the tile position
+ * generator's X, Y, Z) as PACR reads it: whether the stream is open and the five ints. 0, or -1 with an exception set
+ * (not a list of six items, an int that is not one). */
+enum { PK_OPEN, PK_ADDR, PK_EXP_ADDR, PK_TPG, PK_N = PK_TPG + 3 };
+static int packer_read(PyObject *pk, int *open, long long v[PK_N]) {
+    if (!PyList_Check(pk) || PyList_GET_SIZE(pk) != PK_N) {
+        PyErr_SetString(PyExc_TypeError, "tile_handler: the packer state is not a list of six items");
+        return -1;
+    }
+    *open = PyObject_IsTrue(PyList_GET_ITEM(pk, PK_OPEN));
+    return *open < 0 ? -1 : list_lls(pk, PK_ADDR, PK_N - PK_ADDR, v + PK_ADDR);
+}
+
+/* The packer stream state after a PACR written back: the open flag and the ints that differ from `old` (an
+ * unchanged one keeps its equal int, as adc_write does). 0 or -1. */
+static int packer_write(PyObject *pk, PyObject *open, const long long old[PK_N], const long long v[PK_N]) {
+    if (PyList_GET_ITEM(pk, PK_OPEN) != open && PyList_SetItem(pk, PK_OPEN, Py_NewRef(open)) < 0)
+        return -1;
+    for (int i = PK_ADDR; i < PK_N; i++)
+        if (v[i] != old[i] && set_item_ll(pk, i, v[i]))
+            return -1;
+    return 0;
+}
+
 static int h_pacr(run_view *rv, PyObject *fields, PyObject *cfg, PyObject *tcfg) {
     static PyObject **const pack_keys[] = {&k_addr_mode, &k_last};
-    PyObject *tx = rv->tx, *lists[1] = {cfg};
-    long long s[19], c[181], tc[53], a[8], cr[8], a_before[8], cr_before[8], f[2], am, last, open, paddr = 0;
-    long long pos[3] = {0, 0, 0};
+    PyObject *lists[1] = {cfg};
+    int open;
+    long long s[19], c[181], tc[53], a[8], cr[8] = {0}, a_before[8], f[2], am, last, pk[PK_N] = {0}, pk_after[PK_N];
+    int cr_set;
     int found = setup_lookup(rv, V_PACK_SETUPS, &pack_memo, fields, lists, pack_key_list, pack_key_idx, 13, 19, 0, s);
     if (found <= 0)
         return found;
     PyObject *adc = view_get(rv, V_ADC), *adc_cr = adc ? view_get(rv, V_ADC_CR) : NULL;
-    int known = rv->packer_known;
-    PyObject *op = !adc_cr ? NULL : known ? Py_NewRef(rv->packer_open) : get_attr(tx, h_packer_open);
-    PyObject *tpg = NULL;
-    int r = -1;
-    if (!op || (open = PyObject_IsTrue(op)) < 0 || adc_read(adc, 2, a) || adc_read(adc_cr, 2, cr)
-        || list_pick(cfg, 181, pack_cfg_read, 12, c) || list_pick(tcfg, 53, pack_tcfg_read, 5, tc)
-        || fields_read(fields, pack_keys, 2, f)
-        || (open && (known ? (paddr = rv->packer_addr, 0) : attr_ll(tx, h_packer_addr, &paddr))))
-        goto out;
-    memcpy(a_before, a, sizeof a);
-    memcpy(cr_before, cr, sizeof cr);
-    adc_x_keep(rv, 2, a);
+    PyObject *packer = adc_cr ? view_get(rv, V_PACKER) : NULL;
+    if (!packer || packer_read(packer, &open, pk) || adc_read(adc, 2, a) || list_pick(cfg, 181, pack_cfg_read, 12, c)
+        || list_pick(tcfg, 53, pack_tcfg_read, 5, tc) || fields_read(fields, pack_keys, 2, f))
+        return -1;
     am = f[0], last = f[1];
+    if ((am & 3) == am && pack_cr_read(tc[37 + am]) && adc_read(adc_cr, 2, cr))
+        return -1;
+    memcpy(a_before, a, sizeof a);
+    memcpy(pk_after, pk, sizeof pk);
+    adc_x_keep(rv, 2, a);
     long long sel = s[0], c68 = s[1], rd32 = s[5], esz = s[12], out_bits = s[13], ys = s[14], zs = s[15], ws = s[16];
     long long kind = s[18], per = a[4] - a[0] + 1;
-    r = 0;
     if (kind < 0 || kind >= PACK_KINDS || out_bits != 8 * pack_out_bytes[kind] || tc[0] & 1 || a[0]
         || (per != 16 && !(per == 8 && sel == 1)) || esz <= 0 || ys % esz || zs % esz
         || ws % esz || sel < 0 || sel > 10 || !pacr_rows[sel][1] || (am & 3) != am)
-        goto out;
+        return 0;
     long long src_addr = (a[1] * ys + a[2] * zs + a[3] * ws) / esz;
     if (src_addr % 16)
-        goto out;
+        return 0;
     long long n_dst_rows = rd32 ? 512 : 1024, row0 = src_addr / 16 + (c[180] & 0xFFF);
     if (!rd32)
         row0 &= n_dst_rows - 1;
     long long first = pacr_rows[sel][0] + row0, n_rows = pacr_rows[sel][1], step = pacr_rows[sel][2];
     if (first + step * (n_rows - 1) >= n_dst_rows || first < 0)
-        goto out;
-    long long count = per * n_rows, exp_addr = -1;
+        return 0;
+    long long count = per * n_rows, *pos = pk_after + PK_TPG;
     if (!open) {                                              /* stream start */
         if (a[6] || a[7])
-            goto out;
-        exp_addr = (c[69] + 1) * 16 + 16 * ((a[5] * (c[14] >> 16)) >> 4);
-        paddr = exp_addr + (out_bits <= 8 ? 16 * (c68 >> 16) : 0);
-    } else if (known) {
-        memcpy(pos, rv->packer_tpg, sizeof pos);
-    } else {
-        PyObject *old = get_attr(tx, h_packer_tpg);
-        int bad = !old || !PyTuple_Check(old) || PyTuple_GET_SIZE(old) != 3;
-        for (int i = 0; !bad && i < 3; i++)
-            bad = get_ll(PyTuple_GET_ITEM(old, i), "packer_tpg", &pos[i]);
-        Py_XDECREF(old);
-        if (bad) {
-            r = -1;
-            if (!PyErr_Occurred())
-                PyErr_SetString(PyExc_TypeError, "tile_handler: packer_tpg is not a triple");
-            goto out;
-        }
+            return 0;
+        pk_after[PK_EXP_ADDR] = (c[69] + 1) * 16 + 16 * ((a[5] * (c[14] >> 16)) >> 4);
+        pk_after[PK_ADDR] = pk_after[PK_EXP_ADDR] + (out_bits <= 8 ? 16 * (c68 >> 16) : 0);
+        pos[0] = pos[1] = pos[2] = 0;
     }
     /* _edge_masks where every row's mask keeps all 16 columns (the rest is Python's): every datum kept, the tile
      * position generator advanced by `count` datums (X per datum, Y per 16, wrapping at pack_reads_per_xy_plane) */
     long long mapping = c[20 + (c[24] >> 17 & 3)], rpp = c[28] >> 8 & 0xFF;
     for (int row = 0; row < 16; row++)
         if ((c[24 + (mapping >> 2 * row & 3)] & 0xFFFF) != 0xFFFF)
-            goto out;
+            return 0;
     long long ylin = pos[1] + (pos[0] + count) / 16;
-    const long long pos_after[3] = {(pos[0] + count) % 16, rpp ? ylin % rpp : ylin, rpp ? pos[2] + ylin / rpp : pos[2]};
-    tpg = ints_tuple(pos_after, 3);
-    long long nbytes = count * out_bits / 8, end = paddr + nbytes, pad = last ? (16 - end % 16) % 16 : 0;
-    if (!tpg || out_bits % 8 || paddr < 0 || end < 0 || pack_addr_mod(tc[37 + am], a, cr)) {
-        r = tpg ? 0 : -1;
-        goto out;
-    }
+    pos[0] = (pos[0] + count) % 16;
+    pos[1] = rpp ? ylin % rpp : ylin;
+    pos[2] = rpp ? pos[2] + ylin / rpp : pos[2];
+    long long paddr = pk_after[PK_ADDR], nbytes = count * out_bits / 8, end = paddr + nbytes;
+    long long pad = last ? (16 - end % 16) % 16 : 0;
+    if (out_bits % 8 || paddr < 0 || end < 0 || pack_addr_mod(tc[37 + am], a, cr, &cr_set))
+        return 0;
     Py_buffer l1, dv[3];
-    if (view_buffer(rv, V_L1, &l1, 1, 0)) {
-        r = -1;
-        goto out;
-    }
+    if (view_buffer(rv, V_L1, &l1, 1, 0))
+        return -1;
     if (end + pad > l1.len) {
         PyBuffer_Release(&l1);
-        goto out;
+        return 0;
     }
     if (dst_buffers(rv, dv)) {
         PyBuffer_Release(&l1);
-        r = -1;
-        goto out;
+        return -1;
     }
     /* taken: from here on the state changes */
     tile_pack(dv[0].buf, (int)first, (int)n_rows, (int)step, (int)per, (int)kind, l1.buf, l1.len, paddr);
@@ -785,22 +812,11 @@ static int h_pacr(run_view *rv, PyObject *fields, PyObject *cfg, PyObject *tcfg)
     PyBuffer_Release(&l1);
     for (int i = 0; i < 3; i++)
         PyBuffer_Release(&dv[i]);
-    r = -1;
-    PyObject *now_open = last ? Py_False : Py_True;         /* (mid-stream it is True already: not written again) */
-    if ((exp_addr >= 0 && set_attr_ll(tx, h_packer_exp_addr, exp_addr))
-        || set_attr(tx, h_packer_tpg, tpg)
-        || (op != now_open && set_attr(tx, h_packer_open, now_open)) || set_attr_ll(tx, h_packer_addr, end)
-        || adc_write(adc, 2, a_before, a) || adc_write(adc_cr, 2, cr_before, cr))
-        goto out;
-    rv->packer_known = 1;
-    rv->packer_open = now_open;
-    rv->packer_addr = end;
-    memcpy(rv->packer_tpg, pos_after, sizeof pos_after);
-    r = 1;
-out:
-    Py_XDECREF(op);
-    Py_XDECREF(tpg);
-    return r;
+    pk_after[PK_ADDR] = end;
+    if (packer_write(packer, last ? Py_False : Py_True, pk, pk_after) || adc_write(adc, 2, a_before, a)
+        || adc_items_write(adc_cr, 2, cr_set, cr))
+        return -1;
+    return 1;
 }
 
 /* ---------------------------------------------------------------------------------------------- MVMUL, ELW*, MOVA2D */
