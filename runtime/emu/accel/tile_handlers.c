@@ -128,7 +128,8 @@ static int tile_handlers_init(void) {
  * answer is the one get_attr would give. (An MVMUL made 28 attribute reads, 18 of them of these.) */
 enum { V_TX_CFG, V_SRCA_VALID, V_SRCB_VALID, V_SRCA_FORMAT, V_SRCB_FORMAT, V_UNPACK_SETUPS, V_PACK_SETUPS, V_L1,
        V_SRCA, V_SRCB, V_DST, V_ROWS32, V_WRITTEN, V_CLEARED16, V_DST_FPU_WRITE, V_SRC_READY, V_BANK_READ,
-       V_WORK_DONE, V_UNPACK_BUSY, V_RAW_SFPU, V_DEFERRED, V_TH_CFG, V_ADC, V_ADC_CR, V_RWC, V_GPR, V_PACKER, V_N };
+       V_WORK_DONE, V_UNPACK_BUSY, V_RAW_SFPU, V_DEFERRED, V_TH_CFG, V_ADC, V_ADC_CR, V_RWC, V_GPR, V_PACKER, V_STRICT,
+       V_SEM_VALUE, V_SEM_MAX, V_SEM_POSTS, V_N };
 enum { VO_TX, VO_TM, VO_TH, VO_DST };              /* whose attribute (VO_DST: the V_DST item's) */
 static const struct { int owner; PyObject **name; } view_items[V_N] = {
     [V_TX_CFG] = {VO_TX, &s_cfg}, [V_SRCA_VALID] = {VO_TX, &h_srca_valid}, [V_SRCB_VALID] = {VO_TX, &h_srcb_valid},
@@ -142,7 +143,8 @@ static const struct { int owner; PyObject **name; } view_items[V_N] = {
     [V_RAW_SFPU] = {VO_TX, &s_raw_sfpu}, [V_DEFERRED] = {VO_TX, &s_deferred}, [V_TH_CFG] = {VO_TH, &s_cfg},
     [V_ADC] = {VO_TH, &s_adc},
     [V_ADC_CR] = {VO_TH, &h_adc_cr}, [V_RWC] = {VO_TH, &s_rwc}, [V_GPR] = {VO_TH, &h_gpr},
-    [V_PACKER] = {VO_TX, &h_packer},
+    [V_PACKER] = {VO_TX, &h_packer}, [V_STRICT] = {VO_TX, &s_strict}, [V_SEM_VALUE] = {VO_TX, &h_sem_value},
+    [V_SEM_MAX] = {VO_TX, &h_sem_max}, [V_SEM_POSTS] = {VO_TX, &h_sem_posts},
 };
 /* a numpy array's data as view_buffer found it (buf NULL: not found yet) */
 typedef struct { void *buf; Py_ssize_t len, itemsize; } item_data;
@@ -1117,38 +1119,40 @@ static const long long adc_mask[4] = {0x3FFFF, 0x1FFF, 0xFF, 0xFF};      /* conf
 /* SETADC, SETADCXY, SETADCZW, SETADCXX (config.py): up to four (channel, dimension, value) writes to the ADC and
  * its _Cr shadow of every set cnt_set_mask names (_adc_sets: unpacker 0, unpacker 1, packer) */
 static int h_adc(run_view *rv, PyObject *fields, long long code) {
-    long long sets, n = 0, ch[4], dim[4], val[4];
-    if (field(fields, k_cnt_set_mask, &sets))
-        return -1;
+    /* (each form's fields read at once through the fields memo: one look-up a field had been a third of the word) */
+    static PyObject **const adc_keys[] = {&k_cnt_set_mask, &k_value, &k_channel_index, &k_dimension_index};
+    static PyObject **const xx_keys[] = {&k_cnt_set_mask, &k_x_start, &k_x_end2};
+    static PyObject **const xy_keys[] = {&k_cnt_set_mask, &k_bit_mask, &k_ch_xy[0], &k_ch_xy[1], &k_ch_xy[2],
+                                         &k_ch_xy[3]};
+    long long f[6], sets, n = 0, ch[4], dim[4], val[4];
     if (code == H_SETADC) {
-        if (field(fields, k_value, &val[0]) || field(fields, k_channel_index, &ch[0])
-            || field(fields, k_dimension_index, &dim[0]))
+        if (fields_read(fields, adc_keys, 4, f))
             return -1;
+        val[0] = f[1], ch[0] = f[2], dim[0] = f[3];
         if (val[0] > 0xFFFF || ch[0] < 0 || ch[0] > 1 || dim[0] < 0 || dim[0] > 3)
             return 0;                                /* (the handler refuses a thread override) */
         val[0] &= adc_mask[dim[0]];
         n = 1;
     } else if (code == H_SETADCXX) {
-        if (field(fields, k_x_start, &val[0]) || field(fields, k_x_end2, &val[1]))
+        if (fields_read(fields, xx_keys, 3, f))
             return -1;
+        val[0] = f[1], val[1] = f[2];
         ch[0] = dim[0] = dim[1] = 0;
         ch[1] = 1;
         n = 2;
     } else {                                         /* SETADCXY / ZW: bit i of bit_mask writes ch0 x, y, ch1 x, y */
-        long long mask, v;
-        if (field(fields, k_bit_mask, &mask))
+        if (fields_read(fields, xy_keys, 6, f))
             return -1;
         for (int bit = 0; bit < 4; bit++) {
-            if (!(mask >> bit & 1))
+            if (!(f[1] >> bit & 1))
                 continue;
-            if (field(fields, k_ch_xy[bit], &v))
-                return -1;
             ch[n] = bit >> 1;
             dim[n] = (bit & 1) + (code == H_SETADCZW ? 2 : 0);
-            val[n] = v & adc_mask[dim[n]];
+            val[n] = f[2 + bit] & adc_mask[dim[n]];
             n++;
         }
     }
+    sets = f[0];
     PyObject *adc[2] = {view_get(rv, V_ADC), view_get(rv, V_ADC_CR)};
     long long check[8];
     if (!adc[0] || !adc[1])
@@ -1366,19 +1370,17 @@ static int sems_of(long long mask, int out[8]) {
     return n;
 }
 
-/* the Tensix's semaphore values and maxima (each a list of 8) into v and m, and its posts list (a new reference, or
- * NULL with an exception set) */
-static PyObject *sem_state(PyObject *tx, long long v[8], long long m[8]) {
-    PyObject *val = get_attr(tx, h_sem_value), *max = val ? get_attr(tx, h_sem_max) : NULL;
-    PyObject *posts = max ? get_attr(tx, h_sem_posts) : NULL;
+/* the Tensix's semaphore values and maxima (each a list of 8) into v and m, and its posts list (borrowed: the view
+ * holds it), or NULL with an exception set */
+static PyObject *sem_state(run_view *rv, long long v[8], long long m[8]) {
+    PyObject *val = view_get(rv, V_SEM_VALUE), *max = val ? view_get(rv, V_SEM_MAX) : NULL;
+    PyObject *posts = max ? view_get(rv, V_SEM_POSTS) : NULL;
     if (posts && (!PyList_Check(posts) || PyList_GET_SIZE(posts) != 8 || list_lls(val, 0, 8, v)
                   || list_lls(max, 0, 8, m))) {
         if (!PyErr_Occurred())
             PyErr_SetString(PyExc_TypeError, "tile_handler: the semaphores' posts are not a list of 8");
-        Py_CLEAR(posts);
+        return NULL;
     }
-    Py_XDECREF(val);
-    Py_XDECREF(max);
     return posts;
 }
 
@@ -1477,8 +1479,8 @@ static int h_sem(run_view *rv, PyObject *fields, long long code) {
     int sems[8];
     if (fields_read(fields, keys, 1, &mask))
         return -1;
-    PyObject *strict_o = get_attr(rv->tx, s_strict), *posts = strict_o ? sem_state(rv->tx, v, m) : NULL;
-    PyObject *val = posts ? get_attr(rv->tx, h_sem_value) : NULL;
+    PyObject *strict_o = view_get(rv, V_STRICT), *posts = strict_o ? sem_state(rv, v, m) : NULL;
+    PyObject *val = posts ? view_get(rv, V_SEM_VALUE) : NULL;
     int strict = val ? PyObject_IsTrue(strict_o) : -1, n = sems_of(mask & 0xFF, sems), r = strict < 0 ? -1 : 1;
     for (int k = 0; strict > 0 && k < n; k++)
         if (code == H_SEMPOST ? v[sems[k]] >= m[sems[k]] : v[sems[k]] == 0)
@@ -1498,7 +1500,6 @@ static int h_sem(run_view *rv, PyObject *fields, long long code) {
             r = -1;
         Py_XDECREF(res);
     }
-    Py_XDECREF(strict_o), Py_XDECREF(posts), Py_XDECREF(val);
     return r;
 }
 
@@ -1550,7 +1551,8 @@ static int h_setrwc(run_view *rv, PyObject *fields, PyObject *tcfg) {
 /* whether the latch's conditions are all met, as sync.latch_unmet decides it: 1 met, 0 not met, 2 ask that method
  * (it is not the reference one, or the state is not what it expects), -1 with an exception set */
 static int latch_met(run_view *rv, PyObject *latch) {
-    int ref = sync_refs() ? -1 : method_is_ref(rv->tx, s_latch_unmet, ref_latch_unmet, NULL);
+    static class_memo unmet_class;
+    int ref = sync_refs() ? -1 : method_is_ref(rv->tx, s_latch_unmet, ref_latch_unmet, &unmet_class);
     PyObject *kind = ref > 0 ? latch_get(latch, LATCH_KIND) : NULL;
     if (!kind)
         return ref > 0 ? -1 : ref < 0 ? -1 : 2;
@@ -1561,10 +1563,8 @@ static int latch_met(run_view *rv, PyObject *latch) {
         return -1;
     if (sem) {
         int idx[8], n;
-        PyObject *posts = latch_ll(latch, LATCH_SEMS, &sems) ? NULL : sem_state(rv->tx, v, m);
-        if (!posts)
+        if (latch_ll(latch, LATCH_SEMS, &sems) || !sem_state(rv, v, m))
             return -1;
-        Py_DECREF(posts);
         n = sems_of(sems & 0xFF, idx);
         for (int k = 0; k < n; k++)
             if ((cond & 1 && v[idx[k]] == 0) || (cond & 2 && v[idx[k]] >= m[idx[k]]))
@@ -1609,7 +1609,8 @@ static PyObject *latch_why(run_view *rv, PyObject *tobj, PyObject *latch) {
  * is scheduled: the answer is then the SFPU timing's int busy_until (no SFPU: 0). (The two calls had cost ~7,000
  * instructions a STALLWAIT on the SFPU.) */
 static int sfpu_busy_in_c(run_view *rv, long long *v) {
-    int ref = wait_in_c ? method_is_ref(rv->tm, h_sfpu_busy, ref_sfpu_busy, NULL) : 0;
+    static class_memo busy_class, until_class;
+    int ref = wait_in_c ? method_is_ref(rv->tm, h_sfpu_busy, ref_sfpu_busy, &busy_class) : 0;
     PyObject *tx = ref > 0 ? get_attr(rv->tm, h_tx) : NULL, *raw = NULL;
     Py_XDECREF(tx);                                  /* (compared only) */
     if (ref <= 0 || !tx || tx != rv->tx)
@@ -1620,7 +1621,7 @@ static int sfpu_busy_in_c(run_view *rv, long long *v) {
         *v = 0;
         return 1;
     }
-    if ((ref = method_is_ref(raw, s_busy_until, ref_busy_until, NULL)) <= 0)
+    if ((ref = method_is_ref(raw, s_busy_until, ref_busy_until, &until_class)) <= 0)
         return ref;
     PyObject *sch = get_attr(raw, s_scheduled);
     PyObject *timing = sch && PyList_CheckExact(sch) && !PyList_GET_SIZE(sch) ? get_attr(raw, h_timing) : NULL;
@@ -1645,7 +1646,8 @@ static int wait_release(run_view *rv, PyObject *gate_l, PyObject *tobj, long lon
     PyObject *kind = latch_get(lt, LATCH_KIND), *blk = kind ? latch_get(lt, LATCH_BLOCK) : NULL, *res = NULL;
     int sw = blk ? PyObject_RichCompareBool(kind, s_stallwait, Py_EQ) : -1;
     PyObject *cond = sw == 1 ? latch_get(lt, LATCH_COND) : sw == 0 ? PyLong_FromLong(0) : NULL;
-    int ref = !cond ? -1 : sync_refs() ? -1 : method_is_ref(rv->tm, s_waited, ref_waited, NULL);
+    static class_memo waited_class;
+    int ref = !cond ? -1 : sync_refs() ? -1 : method_is_ref(rv->tm, s_waited, ref_waited, &waited_class);
     long long cd = 0, release = c + 1, v;
     if (ref == 0) {
         PyObject *c_o = PyLong_FromLongLong(c);
@@ -1690,14 +1692,15 @@ static int wait_release(run_view *rv, PyObject *gate_l, PyObject *tobj, long lon
 /* After a SEMPOST of the semaphores of `mask` issued at c: Tensix.stamp_posts(mask, c), in C for the reference method
  * (each one's newest counted post gets the cycle). 0, or -1 with an exception set. */
 static int sem_stamp(run_view *rv, long long mask, long long c) {
-    int ref = sync_refs() ? -1 : method_is_ref(rv->tx, s_stamp_posts, ref_stamp_posts, NULL), sems[8], r = -1;
+    static class_memo stamp_class;
+    int ref = sync_refs() ? -1 : method_is_ref(rv->tx, s_stamp_posts, ref_stamp_posts, &stamp_class), sems[8], r = -1;
     PyObject *a[3] = {rv->tx, PyLong_FromLongLong(mask), PyLong_FromLongLong(c)}, *res = NULL;
     if (ref == 0 && a[1] && a[2]) {
         res = PyObject_VectorcallMethod(s_stamp_posts, a, 3 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
         view_drop(rv);
         r = res ? 0 : -1;
     } else if (ref == 1 && a[2]) {
-        PyObject *posts = get_attr(rv->tx, h_sem_posts);
+        PyObject *posts = view_get(rv, V_SEM_POSTS);
         int n = sems_of(mask & 0xFF, sems);
         r = posts && PyList_Check(posts) && PyList_GET_SIZE(posts) == 8 ? 0 : -1;
         if (posts && r)
@@ -1707,7 +1710,6 @@ static int sem_stamp(run_view *rv, long long mask, long long c) {
             Py_ssize_t len = PyObject_Length(q);
             r = len < 0 || (len > 0 && PySequence_SetItem(q, len - 1, a[2]) < 0) ? -1 : 0;
         }
-        Py_XDECREF(posts);
     }
     Py_XDECREF(a[1]), Py_XDECREF(a[2]), Py_XDECREF(res);
     return r;
