@@ -172,12 +172,79 @@ static int matrix_bank(run_view *rv, int side, long long *out) {
     return attr_ll(rv->tx, side ? s_srcb_matrix_bank : s_srca_matrix_bank, out);
 }
 
+/* The entry of a dict's keys where a name was found (a hint): a dict with string keys keeps each key at one index of
+ * its entries until the keys are rebuilt, and the Tensix's and its units' attribute dicts are not rebuilt between
+ * words, so the entry at the hint, where it still holds the very name, holds its value; that is checked, not assumed
+ * (the index within the entries in use, the key the same object), and anything else takes the dict's look-up. The
+ * look-up in the Tensix's dict of some 150 attributes, colliding names probed one by one, had cost ~120 instructions
+ * a read; every run's view reads its items again after Python ran (view_drop). The layout is CPython 3.11's
+ * (Include/internal/pycore_dict.h); other versions look up as before. */
+#if PY_VERSION_HEX >= 0x030B0000 && PY_VERSION_HEX < 0x030C0000
+#define DICT_HINTS 1
+typedef struct {               /* (3.11's struct _dictkeysobject) */
+    Py_ssize_t dk_refcnt;
+    uint8_t dk_log2_size, dk_log2_index_bytes, dk_kind;
+    uint32_t dk_version;
+    Py_ssize_t dk_usable, dk_nentries;
+    char dk_indices[];
+} keys_311;
+typedef struct { PyObject *key, *value; } str_entry_311;     /* (PyDictUnicodeEntry: the keys of kind 1 and 2) */
+
+/* the string-key entries of dict d, their count in *n; NULL where its keys are of the general kind */
+static str_entry_311 *dict_str_entries(PyDictObject *d, Py_ssize_t *n) {
+    keys_311 *k = (keys_311 *)d->ma_keys;
+    if (k->dk_kind != 1 && k->dk_kind != 2)
+        return NULL;
+    *n = k->dk_nentries;
+    return (str_entry_311 *)&k->dk_indices[(size_t)1 << k->dk_log2_index_bytes];
+}
+
+/* d[name] (borrowed; NULL with no exception: not there) read at *hint where the entry there holds `name`, else
+ * looked up, *hint then set to the entry that holds it */
+static PyObject *dict_get_hinted(PyObject *d, PyObject *name, Py_ssize_t *hint) {
+    PyDictObject *dict = (PyDictObject *)d;
+    Py_ssize_t n, i = *hint;
+    str_entry_311 *e = dict_str_entries(dict, &n);
+    if (e && i >= 0 && i < n && e[i].key == name) {
+        PyObject *v = dict->ma_values ? ((PyObject **)dict->ma_values)[i] : e[i].value;   /* (split: its values) */
+        if (v)
+            return v;
+    }
+    PyObject *v = PyDict_GetItemWithError(d, name);
+    for (i = 0; v && e && i < n; i++)               /* (a new hint: its entry; the key compared as the object) */
+        if (e[i].key == name) {
+            *hint = i;
+            break;
+        }
+    return v;
+}
+#else
+#define DICT_HINTS 0
+#endif
+
+static PyObject *plain_dict(PyObject *o, PyObject *name, PyObject **d);    /* (sfpu_issue_native.c, with get_attr) */
+
+/* get_attr(o, name) with the instance dict read at *hint (dict_get_hinted) */
+static PyObject *get_attr_hinted(PyObject *o, PyObject *name, Py_ssize_t *hint) {
+#if DICT_HINTS
+    PyObject *d = NULL, *dict = plain_dict(o, name, &d), *v = dict ? dict_get_hinted(dict, name, hint) : NULL;
+    if (v)
+        return Py_NewRef(v);
+    if (PyErr_Occurred())
+        return NULL;
+#else
+    (void)hint;
+#endif
+    return get_attr(o, name);
+}
+
 /* item k (borrowed: the view holds it until view_drop), or NULL with an exception set */
 static PyObject *view_get(run_view *rv, int k) {
+    static Py_ssize_t hints[V_N];                 /* (every Tensix binds its items in one order: one hint an item) */
     if (!rv->v[k]) {
         int o = view_items[k].owner;
         PyObject *owner = o == VO_TX ? rv->tx : o == VO_TM ? rv->tm : o == VO_TH ? rv->th : view_get(rv, V_DST);
-        rv->v[k] = owner ? get_attr(owner, *view_items[k].name) : NULL;
+        rv->v[k] = owner ? get_attr_hinted(owner, *view_items[k].name, &hints[k]) : NULL;
     }
     return rv->v[k];
 }
