@@ -493,6 +493,53 @@ def test_packer_state_followed_across_python(monkeypatch):
     assert runs[0] == runs[1]
 
 
+def _move_attributes(obj, names: tuple[str, ...]) -> None:
+    """obj's attributes `names` bound again to copies, last in its dict's order, and the dict grown (filler attributes)
+    until its keys are rebuilt: each name is then at another entry of the dict than before, and another name at its
+    old one."""
+    for name in names:
+        v = getattr(obj, name)
+        delattr(obj, name)
+        setattr(obj, name, v.copy())
+    for i in range(300):
+        setattr(obj, f"_filler{i}", i)
+
+
+def test_view_hints_follow_moved_attributes(monkeypatch):
+    """The run's view reads the containers of the Tensix and its Dst at the dict entry each was found at last
+    (get_attr_hinted): between pushed runs of UNPACRs and PACRs in C, L1, the packer state, the setup caches and Dst's
+    arrays are bound again to copies at other entries of rebuilt dicts, and the words after that read and write the
+    copies: state for state as with the look-ups (TT_EMU_DICT_HINTS_NATIVE=0) and as the Python handlers leave it,
+    the words in C where the handlers are."""
+    mod = sfpu_issue_native._load()[0]
+    codes = tuple(tile_native.HANDLER_CODES[n] for n in ("UNPACR", "PACR"))
+    unpack = E("UNPACR", unpack_block_selection=0, addr_mode=1, set_dat_valid=0, ovrd_thread_id=1, last=1)
+    pacr = lambda last: E("PACR", read_intf_sel=0, last=last, addr_mode=0)
+    runs = []
+    try:
+        for handlers_c, hints in ((True, True), (True, False), (False, False)):
+            monkeypatch.setattr(tile_native, "HANDLERS_NATIVE", handlers_c)
+            mod.dict_hints_native(hints)
+            tx, trace = _unpack_tx(), []
+            for w in (0xB2250004, 0xB2261020, 0xB2272020, 0x5180000B, 0x5480000F, 0x5E803C00):
+                tx.push(2, w)
+            before = [mod.handler_counts()[c] for c in codes]
+            for step in range(4):
+                tx.push_many(0, (unpack, unpack), 0)
+                tx.push_many(2, (pacr(0), pacr(0), pacr(1)), 0)
+                while tx.step():
+                    pass
+                trace.append(_snapshot(tx))
+                _move_attributes(tx, ("l1", "_packer", "_pack_setups", "_unpack_setups"))
+                _move_attributes(tx._dst, ("rows32", "written", "cleared16"))
+            runs.append(trace)
+            taken = [mod.handler_counts()[c] - b for c, b in zip(codes, before)]
+            assert all(n >= 4 for n in taken) == handlers_c, taken
+    finally:
+        mod.dict_hints_native(sfpu_issue_native.DICT_HINTS_NATIVE)
+    assert runs[0] == runs[1] == runs[2]
+
+
 # (programs of thread 1, pushed word by word, then the Tensix stepped) where the sync handlers and SETRWC leave a word
 # to Python: a SEMPOST at Max (strict: raises at semaphore 0 before semaphore 1 changes), a SEMGET at zero (strict:
 # raises at semaphore 0; else semaphore 1 is taken), SETRWC releasing a SrcB bank the FPU does not own (raises, strict

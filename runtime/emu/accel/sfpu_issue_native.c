@@ -3209,6 +3209,7 @@ static PyMethodDef methods[] = {
     {"configure_tiles", configure_tiles, METH_VARARGS, "configure_tiles(src19 masks, format classes)"},
     {"handler_counts", handler_counts, METH_NOARGS, "words each tile handler code ran in C"},
     {"wait_native", wait_native, METH_O, "wait_native(on): the wait words' latch and SFPU busy time in C or Python"},
+    {"dict_hints_native", dict_hints_native, METH_O, "dict_hints_native(on): the run's view read at dict hints or not"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -62,6 +62,8 @@ PUSH_MEMO_NATIVE = os.environ.get("TT_EMU_PUSH_MEMO_NATIVE", "1") != "0"   # pus
 WORD_MEMO_NATIVE = os.environ.get("TT_EMU_WORD_MEMO_NATIVE", "1") != "0"   # the issue's memo of word facts (cword_rec)
 TIMING_NATIVE = os.environ.get("TT_EMU_TIMING_NATIVE", "1") != "0"     # the cycle model's state in C (timing_state.c)
 WAIT_NATIVE = os.environ.get("TT_EMU_WAIT_NATIVE", "1") != "0"   # wait words' Latch built, SFPU busy time read in C
+# the run's view of the Tensix's containers read at the dict entry each was found at last (tile_handlers.c's hints)
+DICT_HINTS_NATIVE = os.environ.get("TT_EMU_DICT_HINTS_NATIVE", "1") != "0"
 
 # The deferral's abstract lane-flag state (LaneFlags, UseLaneFlagsForLaneEnable), each 0, 1 or None (differs between
 # lanes), as the C part codes it: lf * 3 + use, None as 2.
@@ -85,6 +87,7 @@ def _load() -> tuple[object | None, str]:
                         FPU_DST_READ_LATENCY, FIFO_DEPTH)
     mod.configure_tiles(*tile_format_tables())
     mod.wait_native(WAIT_NATIVE)
+    mod.dict_hints_native(DICT_HINTS_NATIVE)
     return mod, f"C ({path}) for runs of deferrable SFPU words pushed to an empty thread"
 
 

@@ -77,6 +77,18 @@ static PyObject *wait_native(PyObject *self, PyObject *on) {
     Py_RETURN_NONE;
 }
 
+/* dict_hints_native(on): whether the run's view reads its items at the dict entry where each was last
+ * (get_attr_hinted; sfpu_issue_native.DICT_HINTS_NATIVE; off: get_attr's look-up, as before) */
+static int hints_in_c = 1;
+static PyObject *dict_hints_native(PyObject *self, PyObject *on) {
+    (void)self;
+    int v = PyObject_IsTrue(on);
+    if (v < 0)
+        return NULL;
+    hints_in_c = v;
+    Py_RETURN_NONE;
+}
+
 /* handler_counts() -> the words each handler code ran in C since the module loaded (index: the code) */
 static PyObject *handler_counts(PyObject *self, PyObject *unused) {
     PyObject *t = PyTuple_New(H_CODES);
@@ -224,23 +236,40 @@ static PyObject *dict_get_hinted(PyObject *d, PyObject *name, Py_ssize_t *hint) 
 
 static PyObject *plain_dict(PyObject *o, PyObject *name, PyObject **d);    /* (sfpu_issue_native.c, with get_attr) */
 
-/* get_attr(o, name) with the instance dict read at *hint (dict_get_hinted) */
-static PyObject *get_attr_hinted(PyObject *o, PyObject *name, Py_ssize_t *hint) {
+/* Where get_attr_hinted last read a name: the object's class with its version tag then (0: none yet), whether no
+ * class in its MRO defines the name (plain: the instance's dict answers), and the dict entry (dict_get_hinted) */
+typedef struct { PyTypeObject *tp; unsigned int tag; int plain; Py_ssize_t ix; } attr_hint;
+
+/* get_attr(o, name), the class's answer (plain_dict's type look-up, ~80 instructions) remembered by its version tag
+ * and the instance dict read at the hint (dict_get_hinted) */
+static PyObject *get_attr_hinted(PyObject *o, PyObject *name, attr_hint *h) {
 #if DICT_HINTS
-    PyObject *d = NULL, *dict = plain_dict(o, name, &d), *v = dict ? dict_get_hinted(dict, name, hint) : NULL;
-    if (v)
+    PyTypeObject *tp = Py_TYPE(o);
+    PyObject *dict = NULL, *v;
+    if (!hints_in_c)
+        return get_attr(o, name);
+    if (h->tag && tp == h->tp && type_tag(tp) == h->tag) {
+        PyObject **dp = h->plain ? _PyObject_GetDictPtr(o) : NULL;
+        dict = dp && *dp && PyDict_CheckExact(*dp) ? *dp : NULL;
+    } else {
+        PyObject *d = NULL;
+        dict = plain_dict(o, name, &d);
+        h->tp = tp, h->plain = dict != NULL;
+        h->tag = dict || d ? type_tag(tp) : 0;            /* (d: a class defines it; else no dict: not remembered) */
+    }
+    if (dict && (v = dict_get_hinted(dict, name, &h->ix)))
         return Py_NewRef(v);
     if (PyErr_Occurred())
         return NULL;
 #else
-    (void)hint;
+    (void)h;
 #endif
     return get_attr(o, name);
 }
 
 /* item k (borrowed: the view holds it until view_drop), or NULL with an exception set */
 static PyObject *view_get(run_view *rv, int k) {
-    static Py_ssize_t hints[V_N];                 /* (every Tensix binds its items in one order: one hint an item) */
+    static attr_hint hints[V_N];                  /* (every Tensix binds its items in one order: one hint an item) */
     if (!rv->v[k]) {
         int o = view_items[k].owner;
         PyObject *owner = o == VO_TX ? rv->tx : o == VO_TM ? rv->tm : o == VO_TH ? rv->th : view_get(rv, V_DST);
