@@ -237,11 +237,12 @@ static PyObject *dict_get_hinted(PyObject *d, PyObject *name, Py_ssize_t *hint) 
 static PyObject *plain_dict(PyObject *o, PyObject *name, PyObject **d);    /* (sfpu_issue_native.c, with get_attr) */
 
 /* Where get_attr_hinted last read a name: the object's class with its version tag then (0: none yet), whether no
- * class in its MRO defines the name (plain: the instance's dict answers), and the dict entry (dict_get_hinted) */
-typedef struct { PyTypeObject *tp; unsigned int tag; int plain; Py_ssize_t ix; } attr_hint;
+ * class in its MRO defines the name (plain: the instance's dict answers) or else the offset of the __slots__ member
+ * the class's attribute describes (-1: neither), and the dict entry (dict_get_hinted) */
+typedef struct { PyTypeObject *tp; unsigned int tag; int plain; Py_ssize_t off, ix; } attr_hint;
 
-/* get_attr(o, name), the class's answer (plain_dict's type look-up, ~80 instructions) remembered by its version tag
- * and the instance dict read at the hint (dict_get_hinted) */
+/* get_attr(o, name), the class's answer (plain_dict's type look-up, ~80 instructions) remembered by its version tag:
+ * the instance dict read at the hint (dict_get_hinted), a __slots__ member at its offset */
 static PyObject *get_attr_hinted(PyObject *o, PyObject *name, attr_hint *h) {
 #if DICT_HINTS
     PyTypeObject *tp = Py_TYPE(o);
@@ -251,10 +252,12 @@ static PyObject *get_attr_hinted(PyObject *o, PyObject *name, attr_hint *h) {
     if (h->tag && tp == h->tp && type_tag(tp) == h->tag) {
         PyObject **dp = h->plain ? _PyObject_GetDictPtr(o) : NULL;
         dict = dp && *dp && PyDict_CheckExact(*dp) ? *dp : NULL;
+        if (h->off >= 0 && (v = *(PyObject **)((char *)o + h->off)))
+            return Py_NewRef(v);
     } else {
         PyObject *d = NULL;
         dict = plain_dict(o, name, &d);
-        h->tp = tp, h->plain = dict != NULL;
+        h->tp = tp, h->plain = dict != NULL, h->off = member_offset(d, 0);
         h->tag = dict || d ? type_tag(tp) : 0;            /* (d: a class defines it; else no dict: not remembered) */
     }
     if (dict && (v = dict_get_hinted(dict, name, &h->ix)))
@@ -1733,8 +1736,26 @@ static int sfpu_busy_in_c(run_view *rv, long long *v) {
  * it left (a STALLWAIT's cond, 0 for a SEMWAIT's), in C for the reference method: its unit-busy conditions hold until
  * the units are idle (the Vector Unit's busy time asked of tm.sfpu_busy()), and the block mask lifts STALLWAIT_LAG
  * later. 0, or -1 with an exception set. */
+/* gate[i] = (mask, until): on the cycle model's C row its two ints where mask is an int (the pair's objects not
+ * made), else the pair set as an item. 0, or -1 with an exception set. */
+static int gate_set(PyObject *gate_l, Py_ssize_t i, PyObject *mask, long long until) {
+    ThreadTiming *s = row_state(gate_l);
+    if (s && i >= 0 && i < 3 && PyLong_Check(mask)) {
+        long long m = PyLong_AsLongLong(mask);
+        if (m == -1 && PyErr_Occurred())
+            return -1;
+        s->gate_mask[i] = m, s->gate_until[i] = until;
+        return 0;
+    }
+    PyObject *u = PyLong_FromLongLong(until), *pair = u ? PyTuple_Pack(2, mask, u) : NULL;
+    int r = pair ? PySequence_SetItem(gate_l, i, pair) : -1;
+    Py_XDECREF(u), Py_XDECREF(pair);
+    return r;
+}
+
 static int wait_release(run_view *rv, PyObject *gate_l, PyObject *tobj, long long th, long long c) {
-    PyObject *lt = get_attr(rv->th, s_latch);
+    static attr_hint latch_hint;
+    PyObject *lt = get_attr_hinted(rv->th, s_latch, &latch_hint);
     if (!lt || lt == Py_None) {
         Py_XDECREF(lt);
         return lt ? 0 : -1;
@@ -1774,11 +1795,7 @@ static int wait_release(run_view *rv, PyObject *gate_l, PyObject *tobj, long lon
             if (!bad && v > release)
                 release = v;
         }
-        PyObject *until = bad ? NULL : PyLong_FromLongLong(release + stallwait_lag);
-        PyObject *pair = until ? PyTuple_Pack(2, blk, until) : NULL;       /* (Py_BuildValue's format cost more) */
-        Py_XDECREF(until);
-        res = pair && PySequence_SetItem(gate_l, th, pair) == 0 ? Py_NewRef(Py_None) : NULL;
-        Py_XDECREF(pair);
+        res = !bad && !gate_set(gate_l, th, blk, release + stallwait_lag) ? Py_NewRef(Py_None) : NULL;
     }
     Py_DECREF(lt), Py_XDECREF(kind), Py_XDECREF(blk), Py_XDECREF(cond);
     Py_XDECREF(res);
