@@ -493,6 +493,41 @@ def test_packer_state_followed_across_python(monkeypatch):
     assert runs[0] == runs[1]
 
 
+# (mapping word 20, mask words 25, 26) of PACR's edge masks: every row mask 0, 1 or a mix of masks 0-2, the masks
+# all ones (the C PACR packs) or one a row takes dropping columns (Python's), or one no row takes dropping them (C's)
+_EDGE_MASKS = ((0, 0, 0), (0x55555555, 0xFFFF, 0), (0x55555555, 0x00FF, 0xFFFF), (0x24924924, 0xFFFF, 0xFFFF),
+               (0x24924924, 0xFFFF, 0xF0FF), (0x11111111, 0xFFFF, 0x0000), (0xAAAAAAAA, 0x0000, 0xFFFF))
+
+
+def test_pack_edge_mask_mappings_identical(monkeypatch):
+    """PACRs under edge masks chosen row by row by the mapping word (edge_masks_keep_all): in C where every row's
+    mask keeps all 16 columns, whichever masks those are, and in Python where one row's does not; the state after
+    every PACR as the Python handlers leave it."""
+    code = tile_native.HANDLER_CODES["PACR"]
+    counts = sfpu_issue_native._load()[0].handler_counts
+    runs = []
+    for on in (True, False):
+        monkeypatch.setattr(tile_native, "HANDLERS_NATIVE", on)
+        tx, trace, in_c = _unpack_tx(), [], []
+        for w in (0xB2250004, 0xB2261020, 0xB2272020, 0x5180000B, 0x5480000F, 0x5E803C00):
+            tx.push(2, w)
+        for mapping, m25, m26 in _EDGE_MASKS:
+            for i, v in ((20, mapping), (25, m25), (26, m26)):
+                tx.cfg_write(i, v)
+            for last in (0, 1, 0, 1):       # (the first PACR of each word is Python's: it caches the setup)
+                before = counts()[code]
+                tx.push(2, E("PACR", read_intf_sel=0, last=last, addr_mode=0), 0)
+                in_c.append(counts()[code] - before)
+                trace.append(_snapshot(tx))
+        runs.append(trace)
+        if on:
+            kept = [all((0xFFFF, m25, m26, 0)[m >> 2 * row & 3] == 0xFFFF for row in range(16))   # (words 24-27)
+                    for m, m25, m26 in _EDGE_MASKS]
+            assert kept == [True, True, False, True, False, True, True]
+            assert in_c == [0, 0, 1, 1] + [int(k) for k in kept[1:] for _ in range(4)], in_c
+    assert runs[0] == runs[1]
+
+
 def _move_attributes(obj, names: tuple[str, ...]) -> None:
     """obj's attributes `names` bound again to copies, last in its dict's order, and the dict grown (filler attributes)
     until its keys are rebuilt: each name is then at another entry of the dict than before, and another name at its

@@ -539,18 +539,32 @@ typedef struct {
     long long key[SETUP_KEY], s[SETUP_ITEMS];
     PyObject *word[SETUP_KEY - 1];  /* the config words' int objects key[1..] was read from (strong references) */
 } setup_entry;
-typedef struct { setup_entry e[SETUP_MEMO]; int next, last; } setup_memo;    /* last: the entry that answered last */
+/* last: the entry that answered last; least: the lengths the key's lists need (its largest index + 1, once known:
+ * each memo serves one handler's key) */
+typedef struct { setup_entry e[SETUP_MEMO]; int next, last; Py_ssize_t least[2]; } setup_memo;
 static setup_memo unpack_memo, pack_memo;
 
-/* whether the config words of `lists` at `idx` (n of them, `which` list each) are the very objects entry e holds: an
- * int is immutable and e's reference keeps it from being freed, so the same objects are the same key (the common
- * case: the config lists keep their items between words), found without reading the ints or comparing the key */
-static int setup_same_words(const setup_entry *e, PyObject *const *lists, const int *which, const int *idx, int n) {
-    for (int i = 0; i < n; i++) {
-        PyObject *l = lists[which[i]];
-        if (PyList_GET_SIZE(l) <= idx[i] || PyList_GET_ITEM(l, idx[i]) != e->word[i])
+/* whether the config words of the lists' `items` at `idx` (n of them, `which` list each; the lists long enough) are
+ * the very objects entry e holds: an int is immutable and e's reference keeps it from being freed, so the same
+ * objects are the same key (the common case: the config lists keep their items between words), found without
+ * reading the ints or comparing the key */
+static int setup_same_words(const setup_entry *e, PyObject **const *items, const int *which, const int *idx, int n) {
+    for (int i = 0; i < n; i++)
+        if (items[which[i]][idx[i]] != e->word[i])
             return 0;
+    return 1;
+}
+
+/* whether `lists` (1 or 2 of them) are as long as m's key needs (m->least, found from which / idx at the first call) */
+static int setup_lists_long(setup_memo *m, PyObject *const *lists, const int *which, const int *idx, int n) {
+    if (!m->least[0]) {
+        for (int i = 0; i < n; i++)
+            if (idx[i] + 1 > m->least[which[i]])
+                m->least[which[i]] = idx[i] + 1;
     }
+    for (int l = 0; l < 2; l++)
+        if (m->least[l] && PyList_GET_SIZE(lists[l]) < m->least[l])
+            return 0;
     return 1;
 }
 
@@ -575,19 +589,20 @@ static int setup_lookup(run_view *rv, int k, setup_memo *m, PyObject *fields, Py
     int exact = DICT_TAGS && n + 1 <= SETUP_KEY && ns <= SETUP_ITEMS;
     uint64_t version = dict_version(d);
     key[0] = (long long)(uintptr_t)fields;
+    exact = exact && setup_lists_long(m, lists, which, idx, n);     /* (else the tuple path says what is wrong) */
+    PyObject **const items[2] = {exact ? ((PyListObject *)lists[0])->ob_item : NULL,
+                                 exact && m->least[1] ? ((PyListObject *)lists[1])->ob_item : NULL};
     for (int j = 0; exact && j < SETUP_MEMO; j++) {  /* (an entry of this word holding the same config words) */
         setup_entry *e = &m->e[(m->last + j) % SETUP_MEMO];
-        if (e->dict == d && e->version == version && e->key[0] == key[0] && setup_same_words(e, lists, which, idx, n)) {
+        if (e->dict == d && e->version == version && e->key[0] == key[0] && setup_same_words(e, items, which, idx, n)) {
             memcpy(s + first, e->s + first, sizeof(long long) * (size_t)(ns - first));
             m->last = (m->last + j) % SETUP_MEMO;
             return 1;
         }
     }
-    for (int i = 0; exact && i < n; i++) {
-        PyObject *l = lists[which[i]];
-        if (PyList_GET_SIZE(l) <= idx[i] || key_ll(PyList_GET_ITEM(l, idx[i]), &key[i + 1]))
+    for (int i = 0; exact && i < n; i++)
+        if (key_ll(items[which[i]][idx[i]], &key[i + 1]))
             exact = 0;                               /* (the tuple path says what is wrong) */
-    }
     for (int j = 0; exact && j < SETUP_MEMO; j++) {  /* (the last answer first: a run repeats one configuration) */
         setup_entry *e = &m->e[(m->last + j) % SETUP_MEMO];
         if (e->dict == d && e->version == version && !memcmp(e->key, key, sizeof(long long) * (size_t)(n + 1))) {
@@ -839,6 +854,21 @@ static int packer_write(PyObject *pk, PyObject *open, const long long old[PK_N],
     return 0;
 }
 
+/* whether every row's edge mask keeps all 16 columns (row r's mask: config word 24 + its 2-bit field r of the mapping
+ * word), checked per mask word where some is not all ones (a row's look-up had cost ~6 instructions, 16 a PACR) */
+static int edge_masks_keep_all(const long long *c) {
+    long long mapping = c[20 + (c[24] >> 17 & 3)];
+    int full = 0;
+    for (int k = 0; k < 4; k++)
+        full |= ((c[24 + k] & 0xFFFF) == 0xFFFF) << k;
+    if (full == 0xF || (!mapping && full & 1))
+        return 1;
+    for (int row = 0; row < 16; row++)
+        if (!(full >> (mapping >> 2 * row & 3) & 1))
+            return 0;
+    return 1;
+}
+
 static int h_pacr(run_view *rv, PyObject *fields, PyObject *cfg, PyObject *tcfg) {
     static PyObject **const pack_keys[] = {&k_addr_mode, &k_last};
     PyObject *lists[1] = {cfg};
@@ -884,10 +914,9 @@ static int h_pacr(run_view *rv, PyObject *fields, PyObject *cfg, PyObject *tcfg)
     }
     /* _edge_masks where every row's mask keeps all 16 columns (the rest is Python's): every datum kept, the tile
      * position generator advanced by `count` datums (X per datum, Y per 16, wrapping at pack_reads_per_xy_plane) */
-    long long mapping = c[20 + (c[24] >> 17 & 3)], rpp = c[28] >> 8 & 0xFF;
-    for (int row = 0; row < 16; row++)
-        if ((c[24 + (mapping >> 2 * row & 3)] & 0xFFFF) != 0xFFFF)
-            return 0;
+    long long rpp = c[28] >> 8 & 0xFF;
+    if (!edge_masks_keep_all(c))
+        return 0;
     long long ylin = pos[1] + (pos[0] + count) / 16;
     pos[0] = (pos[0] + count) % 16;
     pos[1] = rpp ? ylin % rpp : ylin;
