@@ -463,6 +463,18 @@ static int adc_read(PyObject *adc, int s, long long v[8]) {
     return list_lls(PyList_GET_ITEM(set, 0), 0, 4, v) || list_lls(PyList_GET_ITEM(set, 1), 0, 4, v + 4) ? -1 : 0;
 }
 
+/* whether ADC set s of `adc` is a list of two lists of at least 4 items, as adc_read reads it (the setters write
+ * items without reading them: adc_read's 8 int reads a set had been most of a SETADC*); 0 with a TypeError set */
+static int adc_shaped(PyObject *adc, int s) {
+    PyObject *set = PyList_Check(adc) && PyList_GET_SIZE(adc) > s ? PyList_GET_ITEM(adc, s) : NULL;
+    int ok = set && PyList_Check(set) && PyList_GET_SIZE(set) >= 2;
+    for (int ch = 0; ok && ch < 2; ch++)
+        ok = PyList_Check(PyList_GET_ITEM(set, ch)) && PyList_GET_SIZE(PyList_GET_ITEM(set, ch)) >= 4;
+    if (!ok)
+        PyErr_SetString(PyExc_TypeError, "tile_handler: a thread's ADCs are not lists");
+    return ok;
+}
+
 /* the X range of ADC set s (a: as adc_read gives it) kept in the view for the word's timing */
 static void adc_x_keep(run_view *rv, int s, const long long a[8]) {
     rv->adc_x_set = s + 1;
@@ -1282,11 +1294,10 @@ static int h_adc(run_view *rv, PyObject *fields, long long code) {
     }
     sets = f[0];
     PyObject *adc[2] = {view_get(rv, V_ADC), view_get(rv, V_ADC_CR)};
-    long long check[8];
     if (!adc[0] || !adc[1])
         return -1;
     for (int s = 0; s < 3; s++)                      /* (the shapes first: nothing changes on an error) */
-        if (sets >> s & 1 && (adc_read(adc[0], s, check) || adc_read(adc[1], s, check)))
+        if (sets >> s & 1 && (!adc_shaped(adc[0], s) || !adc_shaped(adc[1], s)))
             return -1;
     for (int s = 0; s < 3; s++)
         for (int k = 0; sets >> s & 1 && k < n; k++)
