@@ -453,16 +453,6 @@ static int dst_buffers(run_view *rv, Py_buffer v[3]) {
     return r;
 }
 
-/* ADC set `s` of a thread, as (x0, y0, z0, w0, x1, y1, z1, w1), from `adc` (ThreadState.adc or .adc_cr) */
-static int adc_read(PyObject *adc, int s, long long v[8]) {
-    PyObject *set = PyList_Check(adc) && PyList_GET_SIZE(adc) > s ? PyList_GET_ITEM(adc, s) : NULL;
-    if (!set || !PyList_Check(set) || PyList_GET_SIZE(set) < 2) {
-        PyErr_SetString(PyExc_TypeError, "tile_handler: a thread's ADCs are not lists");
-        return -1;
-    }
-    return list_lls(PyList_GET_ITEM(set, 0), 0, 4, v) || list_lls(PyList_GET_ITEM(set, 1), 0, 4, v + 4) ? -1 : 0;
-}
-
 /* whether ADC set s of `adc` is a list of two lists of at least 4 items, as adc_read reads it (the setters write
  * items without reading them: adc_read's 8 int reads a set had been most of a SETADC*); 0 with a TypeError set */
 static int adc_shaped(PyObject *adc, int s) {
@@ -473,6 +463,22 @@ static int adc_shaped(PyObject *adc, int s) {
     if (!ok)
         PyErr_SetString(PyExc_TypeError, "tile_handler: a thread's ADCs are not lists");
     return ok;
+}
+
+/* ADC set `s` of a thread, as (x0, y0, z0, w0, x1, y1, z1, w1), from `adc` (ThreadState.adc or .adc_cr): the shape
+ * checked once, then the 8 ints read from the channels' item arrays (list_lls' general loop twice had cost ~220
+ * instructions a set, read by every PACR and UNPACR) */
+static int adc_read(PyObject *adc, int s, long long v[8]) {
+    if (!adc_shaped(adc, s))
+        return -1;
+    PyObject *set = PyList_GET_ITEM(adc, s);
+    for (int ch = 0; ch < 2; ch++) {
+        PyObject **item = ((PyListObject *)PyList_GET_ITEM(set, ch))->ob_item;
+        for (int i = 0; i < 4; i++)
+            if (get_ll(item[i], "ADC", &v[4 * ch + i]))
+                return -1;
+    }
+    return 0;
 }
 
 /* the X range of ADC set s (a: as adc_read gives it) kept in the view for the word's timing */
@@ -811,11 +817,9 @@ static int pack_cr_read(long long m) {
 static int adc_items_write(PyObject *adc_cr, int s, int set, const long long v[8]) {
     if (!set)
         return 0;
-    PyObject *chans = PyList_Check(adc_cr) && PyList_GET_SIZE(adc_cr) > s ? PyList_GET_ITEM(adc_cr, s) : NULL;
-    if (!chans || !PyList_Check(chans) || PyList_GET_SIZE(chans) < 2) {
-        PyErr_SetString(PyExc_TypeError, "tile_handler: a thread's ADCs are not lists");
+    if (!adc_shaped(adc_cr, s))
         return -1;
-    }
+    PyObject *chans = PyList_GET_ITEM(adc_cr, s);
     for (int i = 0; i < 8; i++) {
         PyObject *ch = PyList_GET_ITEM(chans, i >> 2);
         long long old;
