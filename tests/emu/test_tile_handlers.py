@@ -460,9 +460,10 @@ def test_run_view_dropped_at_python(monkeypatch):
 
 
 def test_packer_state_followed_across_python(monkeypatch):
-    """The packer state a PACR in C left (packer_open, packer_addr, packer_tpg, which the run's view keeps for the next
-    PACR) is read again after Python ran: SETRWC's spy between the PACRs of one pushed run moves the packer's address
-    and tile position, and the PACRs after it pack there, as on the Python path; the PACRs really run in C."""
+    """The packer state a PACR in C left (packer_open, packer_addr, packer_tpg: items of the Tensix's _packer list) is
+    read again after Python ran: SETRWC's spy between the PACRs of one pushed run moves the packer's address and tile
+    position through the properties, and the PACRs after it pack there, as on the Python path; the PACRs really run in
+    C."""
     setrwc = type(_unpack_tx()).SETRWC
 
     def moving_setrwc(self, t, f):
