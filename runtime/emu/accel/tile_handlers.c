@@ -466,8 +466,7 @@ static int adc_shaped(PyObject *adc, int s) {
 }
 
 /* ADC set `s` of a thread, as (x0, y0, z0, w0, x1, y1, z1, w1), from `adc` (ThreadState.adc or .adc_cr): the shape
- * checked once, then the 8 ints read from the channels' item arrays (list_lls' general loop twice had cost ~220
- * instructions a set, read by every PACR and UNPACR) */
+ * checked as the setters check it, then the 8 ints read from the channels' item arrays */
 static int adc_read(PyObject *adc, int s, long long v[8]) {
     if (!adc_shaped(adc, s))
         return -1;
@@ -830,7 +829,7 @@ static int adc_items_write(PyObject *adc_cr, int s, int set, const long long v[8
 }
 
 /* a tuple of the n integers v (a new reference), or NULL with an exception set; without Py_BuildValue's format
- * parsing, which had cost more than the tuple (also mop_batch_native.c's key tuples) */
+ * parsing, which had cost more than the tuple (mop_batch_native.c's key tuples) */
 static PyObject *ints_tuple(const long long *v, Py_ssize_t n) {
     PyObject *t = PyTuple_New(n);
     for (Py_ssize_t i = 0; t && i < n; i++) {
