@@ -1359,6 +1359,19 @@ static int th_set(PyObject *thobj, int k, PyObject *v) {
     return 0;
 }
 
+/* Tensix.current = v (the word being executed), written for every word plain_run and drain_run issue: at its slot's
+ * offset (tensix.py keeps it in a slot), resolved once per class version, where the class stores it there (set_attr's
+ * look-ups had cost ~270 x86 instructions a word); set_attr otherwise (a class of its own __setattr__ or layout) */
+static slot_layout current_slot;
+static PyObject **const current_names[1] = {&s_current};
+static int put_current(PyObject *tx, PyObject *v) {
+    PyTypeObject *tp = Py_TYPE(tx);
+    if (tp->tp_setattro != PyObject_GenericSetAttr || !slot_layout_of(&current_slot, tp, current_names, 1))
+        return set_attr(tx, s_current, v);
+    Py_XSETREF(*(PyObject **)((char *)tx + current_slot.off[0]), Py_NewRef(v));
+    return 0;
+}
+
 /* One word, at the head of the ready queue already: the Wait Gate, the handler, the issue rule. 1 when it issued, 0
  * when it blocked, -1 on an error. */
 static int plain_word(run_view *rv, const tm_lists *L, PyObject *tobj, long long th, PyObject *rec, PyObject *fields,
@@ -1760,7 +1773,7 @@ static int plain_run_core(PyObject *tx, PyObject *words, PyObject *tobj, long lo
         if (!r)
             goto out;
         Py_DECREF(r);
-        if (set_attr(tx, s_current, PyTuple_GET_ITEM(PyTuple_GET_ITEM(rec, 3), th)))
+        if (put_current(tx, PyTuple_GET_ITEM(PyTuple_GET_ITEM(rec, 3), th)))
             goto out;
         long long c;
         int issued = plain_word(&rv, &L, tobj, th, rec, PyTuple_GET_ITEM(rec, 1), 0, &c);
@@ -2030,7 +2043,7 @@ static PyObject *drain_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
             goto out;
         int was_blocked = blocked != Py_None;
         Py_DECREF(blocked);
-        if (set_attr(tx, s_current, PyTuple_GET_ITEM(PyTuple_GET_ITEM(rec, 3), th)))
+        if (put_current(tx, PyTuple_GET_ITEM(PyTuple_GET_ITEM(rec, 3), th)))
             goto out;
         long long c;
         int ok = plain_word(&rv, &L, tobj, th, rec, PyTuple_GET_ITEM(rec, 1), was_blocked, &c);
