@@ -299,6 +299,47 @@ def test_expanded_words_issue_in_c(seed, monkeypatch):
     assert a == _run(seed, False, True, monkeypatch, plain_c=False, timed=False)
 
 
+def _repeated_runs_trace(seed: int, memo: bool, monkeypatch) -> tuple[list, int]:
+    """A few fixed tuples of words (one longer than the run memo's RUN_MEMO_WORDS) pushed again and again to random
+    threads, the words' facts changed between some pushes (two words' records swapped, so that a stale record would
+    issue the other word; a word's taken away, then given back): the state after every push, and the words whose facts
+    plain_run's run memo answered (sfpu_issue_native.FACTS_MEMO_NATIVE `memo`)."""
+    monkeypatch.setattr(sfpu_issue_native, "FACTS_MEMO_NATIVE", memo)
+    hits = sfpu_issue_native._load()[0].facts_memo_hits
+    before = hits()
+    rng = random.Random(seed)
+    runs = [tuple(_plain(rng, 0.02) for _ in range(n)) for n in (1, 3, 8, 40)]
+    tx = Tensix(np.zeros(layout.L1_SIZE, np.uint8), strict=False)
+    clock, trace = [0, 0, 0], []
+    for step in range(300):
+        thread, words = rng.randrange(3), rng.choice(runs)
+        facts = tx._plain
+        if step % 7 == 3 and len(facts) > 1:
+            a, b = rng.sample(sorted(facts), 2)
+            facts[a], facts[b] = facts[b], facts[a]
+        elif step % 11 == 5 and facts:
+            facts.pop(rng.choice(sorted(facts)))         # (push_run records it again where a run starts with it)
+        try:
+            ret = clock[thread] = tx.push_many(thread, words, clock[thread] + rng.randrange(3))
+        except Stall:
+            ret = ("stall", tx.step())
+        trace.append(_snapshot(tx, ret))
+        for _ in range(rng.randrange(4)):                # (blocked words retried: the threads' frontends empty)
+            trace.append(("step", tx.step()))
+    return trace, hits() - before
+
+
+@needs_plain_c
+@pytest.mark.parametrize("seed", [0, 1, 3])
+def test_facts_memo_identical(seed, monkeypatch):
+    """plain_run's memo of a run's facts by its tuple (TT_EMU_FACTS_MEMO_NATIVE) against the facts dict looked up for
+    each word: the same state push by push where the same tuples come again and their words' facts change between
+    pushes; the memo answers only where it is on."""
+    on, answered = _repeated_runs_trace(seed, True, monkeypatch)
+    off, none = _repeated_runs_trace(seed, False, monkeypatch)
+    assert on == off and answered > 200 and none == 0, (answered, none)
+
+
 def test_direct_path_is_taken(monkeypatch):
     """The random programs really exercise the direct path: most words never reach the reference push."""
     reference = {"n": 0}
@@ -327,7 +368,7 @@ def _same_kernel_runs(plan, arrays, monkeypatch, module, switch: str) -> None:
 
 SWITCHES = [(direct_issue, "DIRECT_ISSUE"), (tensix, "RETRY_ON_BANK_CHANGE"),
             (sfpu_issue_native, "PLAIN_ISSUE_NATIVE"), (tile_native, "HANDLERS_NATIVE"),
-            (sfpu_issue_native, "PLAIN_ENTRY_NATIVE")]
+            (sfpu_issue_native, "PLAIN_ENTRY_NATIVE"), (sfpu_issue_native, "FACTS_MEMO_NATIVE")]
 
 
 @pytest.mark.needs_cc

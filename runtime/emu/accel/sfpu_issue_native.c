@@ -1576,6 +1576,69 @@ static int plain_record(PyObject *facts, PyObject *w, const char *who, PyObject 
     return 1;
 }
 
+/* plain_run_core's memo of the facts of a run's words, by the run's tuple: rv32_native.c gives a run's tuple again
+ * while L1 holds its words (run_words), and plain_record's dict look-up of a word (a large int key: its hash, the probe
+ * and an int comparison) had cost ~310 x86 instructions a word. Direct-mapped by the tuple's address; an entry holds
+ * the tuple (so that no other tuple gets its address while it is kept) and the records of its first RUN_MEMO_WORDS
+ * words as plain_record found them (borrowed: the facts dict holds them while its version tag stands; Py_None where
+ * C does not take the word; NULL not looked up yet), valid for one facts dict with the version tag it had then (any
+ * change of the dict, such as a word's facts recorded, empties the entry). Off (FACTS_MEMO_NATIVE,
+ * TT_EMU_FACTS_MEMO_NATIVE=0; read with the push switches, entry_read) or without version tags: plain_record each
+ * time. */
+#define RUN_MEMO 256            /* entries (a power of 2) */
+#define RUN_MEMO_WORDS 32
+typedef struct {
+    PyObject *words, *facts;
+    uint64_t v;
+    PyObject *rec[RUN_MEMO_WORDS];
+} run_memo_entry;
+static run_memo_entry run_memo[RUN_MEMO];
+static long long run_memo_hits;         /* words the memo answered (facts_memo_hits: tests see it used) */
+static int facts_memo_on(void);
+
+/* the entry of the tuple `words` for the dict `facts` (emptied where it held another tuple, dict or version), NULL
+ * where the memo is off; -1 in *err with an exception set where the switch's read failed */
+static run_memo_entry *run_memo_for(PyObject *words, PyObject *facts, int *err) {
+    int on = DICT_TAGS ? facts_memo_on() : 0;
+    *err = on < 0;
+    if (on <= 0)
+        return NULL;
+    uintptr_t a = (uintptr_t)words;
+    run_memo_entry *e = &run_memo[(a >> 4 ^ a >> 12) & (RUN_MEMO - 1)];
+    if (e->words != words || e->facts != facts || e->v != dict_version(facts)) {
+        Py_XSETREF(e->words, Py_NewRef(words));
+        e->facts = facts, e->v = dict_version(facts);
+        memset(e->rec, 0, sizeof e->rec);
+    }
+    return e;
+}
+
+/* plain_record for words[j] (w) through the tuple's memo entry e (NULL: the memo is off): the same answers */
+static int run_record(run_memo_entry *e, PyObject *facts, PyObject *w, Py_ssize_t j, PyObject **rec) {
+    if (!e || j >= RUN_MEMO_WORDS)
+        return plain_record(facts, w, "plain_run", rec);
+    if (e->v != dict_version(facts)) {      /* (the facts changed since: a handler's Python recorded a word's) */
+        e->v = dict_version(facts);
+        memset(e->rec, 0, sizeof e->rec);
+    }
+    PyObject *r = e->rec[j];
+    if (r) {
+        run_memo_hits++;
+        *rec = r;
+        return r != Py_None;
+    }
+    int found = plain_record(facts, w, "plain_run", rec);
+    if (found >= 0 && e->v == dict_version(facts))          /* (the look-up left the dict as it was) */
+        e->rec[j] = found ? *rec : Py_None;
+    return found;
+}
+
+/* facts_memo_hits(): words of a pushed run whose facts the run memo answered since the module was loaded */
+static PyObject *facts_memo_hits(PyObject *self, PyObject *unused) {
+    (void)self, (void)unused;
+    return PyLong_FromLongLong(run_memo_hits);
+}
+
 /* whether the FIFO's ring q (taken[th]) holds `depth` words (1, *oldest = q[0]) or fewer (0); -1 with an exception
  * set. A view of the C state is read directly; a deque through len(q) and q[0]. */
 static int fifo_full_oldest(PyObject *q, long long *oldest) {
@@ -1713,7 +1776,9 @@ static int plain_run_core(PyObject *tx, PyObject *words, PyObject *tobj, long lo
     int ok = 0;
     run_view rv = {tx, tm, thobj};
     *at_j = -1, *at_t = 0;                  /* the word being pushed, for the caller if an exception leaves */
-    if (!mop_out)
+    int memo_err;
+    run_memo_entry *memo = mop_out ? run_memo_for(words, facts, &memo_err) : NULL;
+    if (!mop_out || memo_err)
         goto out;
     PyObject *q = PyList_GET_ITEM(L.taken, th);
     Py_ssize_t n = PyTuple_GET_SIZE(words);
@@ -1757,7 +1822,7 @@ static int plain_run_core(PyObject *tx, PyObject *words, PyObject *tobj, long lo
         if (busy)
             break;
         PyObject *rec;
-        int found = plain_record(facts, w, "plain_run", &rec);
+        int found = run_record(memo, facts, w, j, &rec);
         if (found < 0)
             goto out;
         if (!found)
@@ -2853,7 +2918,7 @@ out:
  * configure_push hands over the two modules' dicts and push_python. */
 static PyObject *entry_switches, *entry_deferral, *entry_rest;
 static PyObject *s_issue_native, *s_replay_native, *s_ready_native, *s_dq_max, *s_push_memo_native;
-static PyObject *s_word_memo_native;
+static PyObject *s_word_memo_native, *s_facts_memo_native;
 
 static PyObject *configure_push(PyObject *self, PyObject *args) {
     PyObject *sw, *df, *rest;
@@ -2879,7 +2944,12 @@ static int dict_flag(PyObject *d, PyObject *key) {
 /* The switches push_entry and push_many_entry read at each call (ISSUE_NATIVE; with it DQ_MAX, REPLAY_NATIVE and
  * READY_NATIVE, PUSH_MEMO_NATIVE), kept while the two module dicts keep their version tags (push_memo.c: any
  * assignment to a module global changes its dict's); 0, or -1 with an error set */
-static struct { PyObject *sw, *df; uint64_t vsw, vdf; int on, replays, memo, word_memo; PyObject *dq_max; } entry_now;
+static struct {
+    PyObject *sw, *df;
+    uint64_t vsw, vdf;
+    int on, replays, memo, word_memo, facts_memo;
+    PyObject *dq_max;
+} entry_now;
 static int entry_read(void) {
     if (DICT_TAGS && entry_now.sw == entry_switches && entry_now.df == entry_deferral
         && dict_version(entry_switches) == entry_now.vsw && dict_version(entry_deferral) == entry_now.vdf)
@@ -2903,10 +2973,11 @@ static int entry_read(void) {
         }
     }
     int word_memo = dict_flag(entry_switches, s_word_memo_native);
-    if (word_memo < 0)
+    int facts_memo = word_memo < 0 ? -1 : dict_flag(entry_switches, s_facts_memo_native);
+    if (facts_memo < 0)
         return -1;
     entry_now.on = on, entry_now.replays = replays, entry_now.memo = memo, entry_now.dq_max = dq_max;
-    entry_now.word_memo = word_memo;
+    entry_now.word_memo = word_memo, entry_now.facts_memo = facts_memo;
     entry_now.vsw = dict_version(entry_switches), entry_now.vdf = dict_version(entry_deferral);
     entry_now.sw = entry_switches, entry_now.df = entry_deferral;
     return 0;
@@ -2918,6 +2989,14 @@ static int word_memo_on(void) {
     if (!entry_switches)
         return 0;
     return entry_read() ? -1 : entry_now.word_memo;
+}
+
+/* run_record's switch: FACTS_MEMO_NATIVE as entry_read last read it (0 before configure_push: no memo), -1 with an
+ * error set */
+static int facts_memo_on(void) {
+    if (!entry_switches)
+        return 0;
+    return entry_read() ? -1 : entry_now.facts_memo;
 }
 
 static PyObject *push_entry(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
@@ -3204,6 +3283,7 @@ static PyMethodDef methods[] = {
     {"push_one", (PyCFunction)(void (*)(void))push_one, METH_FASTCALL, "see its comment"},
     {"push_memo_counts", push_memo_counts, METH_NOARGS, "see push_memo.c"},
     {"word_memo_hits", word_memo_hits, METH_NOARGS, "look-ups cword_rec's memo answered (tests)"},
+    {"facts_memo_hits", facts_memo_hits, METH_NOARGS, "words of pushed runs the run memo answered (tests)"},
     {"push_entry", (PyCFunction)(void (*)(void))push_entry, METH_FASTCALL | METH_KEYWORDS, "see its comment"},
     {"push_many_entry", (PyCFunction)(void (*)(void))push_many_entry, METH_FASTCALL | METH_KEYWORDS,
      "see its comment"},
@@ -3269,6 +3349,7 @@ PyMODINIT_FUNC PyInit_sfpu_issue(void) {
         {&s_batch_min_reps, "_batch_min_reps"}, {&s_issue_native, "ISSUE_NATIVE"},
         {&s_replay_native, "REPLAY_NATIVE"}, {&s_ready_native, "READY_NATIVE"}, {&s_dq_max, "DQ_MAX"},
         {&s_push_memo_native, "PUSH_MEMO_NATIVE"}, {&s_word_memo_native, "WORD_MEMO_NATIVE"},
+        {&s_facts_memo_native, "FACTS_MEMO_NATIVE"},
         {&s_push_many, "push_many"}, {&s_pm_done, "pm_done"},
     };
     if (INTERN_NAMES(push_names))
