@@ -190,6 +190,39 @@ def test_plain_words_in_c_identical(seed, strict, monkeypatch):
 
 
 @needs_plain_c
+@pytest.mark.parametrize("seed,strict", [(6, False), (9, False), (7, True)])
+def test_plain_rows_identical(seed, strict, monkeypatch):
+    """The C issue's reads and writes of the cycle model's rows in its C state (TT_EMU_PLAIN_ROWS_NATIVE: the FIFO's
+    accept and take, the issue rule's clock, front end, Wait Gate, first issue, stalls, issued and instruction counts)
+    against the same C issue through the rows' views, and both against the Python path, state by state."""
+    runs = []
+    for rows in (True, False):
+        monkeypatch.setattr(sfpu_issue_native, "PLAIN_ROWS_NATIVE", rows)
+        runs.append(_run(seed, strict, True, monkeypatch, plain_c=True, timed=False, wait_share=0.2))
+    assert runs[0] == runs[1] == _run(seed, strict, True, monkeypatch, plain_c=False, timed=False, wait_share=0.2)
+    assert isinstance(runs[0][-1], str) == strict
+
+
+def _pushed_behind_trace(monkeypatch, plain_c: bool, rows: bool) -> list:
+    """Runs pushed at earlier cycles than the thread's clock: its FIFO's last departures are later than the pushes, so
+    that a full FIFO holds each push until its oldest word left (TensixTiming.accept); the state after every push."""
+    monkeypatch.setattr(sfpu_issue_native, "PLAIN_ISSUE_NATIVE", plain_c)
+    monkeypatch.setattr(sfpu_issue_native, "PLAIN_ROWS_NATIVE", rows)
+    tx = Tensix(np.zeros(layout.L1_SIZE, np.uint8), strict=True)
+    words = tuple(E("SETDMAREG", reg_index_16b=i, payload=i + 1) for i in range(2 * frontend.FIFO_DEPTH))
+    return [_snapshot(tx, tx.push_many(th, words, t)) for th, t in ((0, 1000), (0, 0), (2, 50), (2, 40), (0, 990))]
+
+
+@needs_plain_c
+def test_plain_rows_fifo_hold_identical(monkeypatch):
+    """The C state's rows under the FIFO's hold of pushes behind the thread's clock: the same states as through the
+    views and as the Python path, and the hold really happened (a push accepted later than it was pushed)."""
+    a = _pushed_behind_trace(monkeypatch, True, True)
+    assert a == _pushed_behind_trace(monkeypatch, True, False) == _pushed_behind_trace(monkeypatch, False, True)
+    assert a[1][0] > 1000          # (the run pushed from cycle 0 was held behind the one pushed at 1000)
+
+
+@needs_plain_c
 def test_plain_words_in_c_error_mid_run(monkeypatch):
     """A handler raising inside a run the C part issues: the words before it took full effect, push_many's
     pm_done / pm_t name it, and the state is the Python path's."""
@@ -368,7 +401,8 @@ def _same_kernel_runs(plan, arrays, monkeypatch, module, switch: str) -> None:
 
 SWITCHES = [(direct_issue, "DIRECT_ISSUE"), (tensix, "RETRY_ON_BANK_CHANGE"),
             (sfpu_issue_native, "PLAIN_ISSUE_NATIVE"), (tile_native, "HANDLERS_NATIVE"),
-            (sfpu_issue_native, "PLAIN_ENTRY_NATIVE"), (sfpu_issue_native, "FACTS_MEMO_NATIVE")]
+            (sfpu_issue_native, "PLAIN_ENTRY_NATIVE"), (sfpu_issue_native, "FACTS_MEMO_NATIVE"),
+            (sfpu_issue_native, "PLAIN_ROWS_NATIVE")]
 
 
 @pytest.mark.needs_cc

@@ -1165,6 +1165,27 @@ static int tm_lists_get(PyObject *tm, tm_lists *l) {
     return -1;
 }
 
+static int rows_native_on(void);
+
+/* The C state whose rows L's lists are for thread th, each the view of its own row (taken[th]: the ring of thread th),
+ * or NULL: Python lists (TT_EMU_TIMING_NATIVE=0), views bound elsewhere, or PLAIN_ROWS_NATIVE off
+ * (TT_EMU_PLAIN_ROWS_NATIVE=0: list_ll and the others, the reference, then); -1 in *err with an exception set where
+ * the switch's read failed. With it plain_run_core and plain_word read and write the rows in the struct directly
+ * (accept_take_state, issue_rows_state): through list_ll and row_set_ll, each a type check and a row switch, the
+ * FIFO's accept and take and the issue's row updates had cost ~250 and ~150 x86 instructions a word. */
+static ThreadTiming *rows_state(const tm_lists *L, long long th, int *err) {
+    static const int rows[] = {ROW_CLOCK, ROW_FE, ROW_GATE, ROW_AFTER_MOP, ROW_FIRST, ROW_STALLS, ROW_ISSUED};
+    int on = rows_native_on();
+    *err = on < 0;
+    PyObject *const *l = &L->clock;
+    ThreadTiming *s = on > 0 ? row_state(l[0]) : NULL;
+    for (size_t i = 0; s && i < sizeof rows / sizeof rows[0]; i++)
+        if (row_state(l[i]) != s || ((TimingRow *)l[i])->row != rows[i])
+            return NULL;
+    int rth;
+    return s && ring_state(PyList_GET_ITEM(L->taken, th), &rth) == s && rth == th ? s : NULL;
+}
+
 /* TensixTiming._run_scheduled_sfpu: SFPLOADMACRO-scheduled work due by cycle c runs first */
 static int run_scheduled(run_view *rv, long long c) {
     PyObject *sfpu = view_get(rv, V_RAW_SFPU);
@@ -1372,10 +1393,38 @@ static int put_current(PyObject *tx, PyObject *v) {
     return 0;
 }
 
+/* TensixTiming.issue's rows for a word of thread th issued at c, the thread's clock having been `clock`: the first
+ * issue cycle, else the stall cycles since the last; the clock and the issued count. 0, or -1 with an error set. */
+static int issue_rows(const tm_lists *L, long long th, long long clock, long long c) {
+    int unset = first_unset(L->first, th);
+    if (unset < 0)
+        return -1;
+    if (unset) {
+        if (set_item_ll(L->first, th, c))
+            return -1;
+    } else if (c - clock - 1 > 0) {
+        long long s;
+        if (list_ll(L->stalls, th, &s) || set_item_ll(L->stalls, th, s + c - clock - 1))
+            return -1;
+    }
+    long long iss;
+    return set_item_ll(L->clock, th, c) || list_ll(L->issued, th, &iss) || set_item_ll(L->issued, th, iss + 1) ? -1 : 0;
+}
+
+/* issue_rows on the C state s whose rows they are (rows_state) */
+static void issue_rows_state(ThreadTiming *s, long long th, long long clock, long long c) {
+    if (!s->has_first[th])
+        s->first[th] = c, s->has_first[th] = 1;
+    else if (c - clock - 1 > 0)
+        s->stalls[th] += c - clock - 1;
+    s->clock[th] = c;
+    s->issued[th]++;
+}
+
 /* One word, at the head of the ready queue already: the Wait Gate, the handler, the issue rule. 1 when it issued, 0
  * when it blocked, -1 on an error. */
-static int plain_word(run_view *rv, const tm_lists *L, PyObject *tobj, long long th, PyObject *rec, PyObject *fields,
-                      int was_blocked, long long *issue) {
+static int plain_word(run_view *rv, const tm_lists *L, ThreadTiming *rs, PyObject *tobj, long long th, PyObject *rec,
+                      PyObject *fields, int was_blocked, long long *issue) {
     PyObject *tx = rv->tx, *tm = rv->tm, *thobj = rv->th;
     const plain_facts *f = (const plain_facts *)PyBytes_AS_STRING(PyTuple_GET_ITEM(rec, 4));
     PyObject *r;
@@ -1459,11 +1508,12 @@ static int plain_word(run_view *rv, const tm_lists *L, PyObject *tobj, long long
         if (bank_wait < 0)
             return -1;
     }
-    PyObject *clock_l = L->clock, *fe_l = L->fe, *gate_l = L->gate, *first_l = L->first, *stalls_l = L->stalls;
-    PyObject *issued_l = L->issued, *key = NULL;
+    PyObject *key = NULL;
     int ok = 0;
     long long clock, fe, mask, until, c;
-    if (list_ll(clock_l, th, &clock) || list_ll(fe_l, th, &fe) || gate_pair(gate_l, th, &mask, &until))
+    if (rs)
+        clock = rs->clock[th], fe = rs->fe[th], mask = rs->gate_mask[th], until = rs->gate_until[th];
+    else if (list_ll(L->clock, th, &clock) || list_ll(L->fe, th, &fe) || gate_pair(L->gate, th, &mask, &until))
         goto out;
     c = clock + 1 > fe ? clock + 1 : fe;
     if (until > c && (f->block != -1 ? (f->block & mask) != 0 : mask == 0x1FF))
@@ -1535,20 +1585,9 @@ static int plain_word(run_view *rv, const tm_lists *L, PyObject *tobj, long long
         if (f->is_sempost && sem_stamp(rv, f->sem_sel, c))
             goto out;
     }
-    int unset = first_unset(first_l, th);
-    if (unset < 0)
-        goto out;
-    if (unset) {
-        if (set_item_ll(first_l, th, c))
-            goto out;
-    } else if (c - clock - 1 > 0) {
-        long long s;
-        if (list_ll(stalls_l, th, &s) || set_item_ll(stalls_l, th, s + c - clock - 1))
-            goto out;
-    }
-    long long iss;
-    if (set_item_ll(clock_l, th, c) || list_ll(issued_l, th, &iss) || set_item_ll(issued_l, th, iss + 1)
-        || set_issue_t(tx, tm, c))
+    if (rs)
+        issue_rows_state(rs, th, clock, c);
+    if ((!rs && issue_rows(L, th, clock, c)) || set_issue_t(tx, tm, c))
         goto out;
     if (f->kind == K_WAIT && wait_release(rv, L->gate, tobj, th, c))    /* the unit-busy conditions of its latch */
         goto out;
@@ -1708,6 +1747,21 @@ static int accept_take(PyObject *clock_l, PyObject *fe_l, PyObject *after_l, PyO
     return set_item_ll(fe_l, th, a > fe ? a : fe);
 }
 
+/* accept_take for thread th on the C state s whose rows plain_run_core's are (rows_state): the same updates, read and
+ * written in s */
+static void accept_take_state(ThreadTiming *s, int th, long long t, long long *a_out) {
+    long long clock = s->clock[th], fe = s->fe[th], a = t;
+    if (s->taken_len[th] == depth && ring_oldest(s, th) > t)       /* (fifo_accept: a full FIFO holds the push) */
+        a = ring_oldest(s, th);
+    ring_push(s, th, a > clock ? a : clock);
+    if (s->after_mop[th]) {                                         /* the MOP transition penalty */
+        fe = (fe > clock + 1 ? fe : clock + 1) + mop_penalty;
+        s->after_mop[th] = 0;
+    }
+    *a_out = a;
+    s->fe[th] = a > fe ? a : fe;
+}
+
 /* Tensix.drain's first test in C, for plain_run's pushes into a busy thread (about ten thousand a matmul256 launch
  * find its thread blocked on the same Src banks) and step_run's drains: 1 when drain(thread) would return 0 at once,
  * having changed nothing (the thread's head word blocked in its handler on a Src bank, tensix.RETRY_ON_BANK_CHANGE
@@ -1776,10 +1830,14 @@ static int plain_run_core(PyObject *tx, PyObject *words, PyObject *tobj, long lo
     int ok = 0;
     run_view rv = {tx, tm, thobj};
     *at_j = -1, *at_t = 0;                  /* the word being pushed, for the caller if an exception leaves */
-    int memo_err;
+    int memo_err = 0, rows_err = 0;
     run_memo_entry *memo = mop_out ? run_memo_for(words, facts, &memo_err) : NULL;
-    if (!mop_out || memo_err)
+    ThreadTiming *rs = mop_out && !memo_err ? rows_state(&L, th, &rows_err) : NULL;
+    if (!mop_out || memo_err || rows_err)
         goto out;
+    /* (the instruction counts: tx.instructions, the C state's own row where rs is that state) */
+    long long *icount = rs && row_state(instr_l) == rs && ((TimingRow *)instr_l)->row == ROW_INSTRUCTIONS
+                            ? &rs->instructions[th] : NULL;
     PyObject *q = PyList_GET_ITEM(L.taken, th);
     Py_ssize_t n = PyTuple_GET_SIZE(words);
     while (j < n) {
@@ -1831,7 +1889,9 @@ static int plain_run_core(PyObject *tx, PyObject *words, PyObject *tobj, long lo
             break;                                      /* (the drain's MVMUL recording: direct_issue.push's rule) */
         *at_j = j, *at_t = t;
         long long a;
-        if (accept_take(L.clock, L.fe, L.after_mop, q, th, t, 1, &a))
+        if (rs)
+            accept_take_state(rs, (int)th, t, &a);
+        else if (accept_take(L.clock, L.fe, L.after_mop, q, th, t, 1, &a))
             goto out;
         /* at the head of the ready queue while the Wait Gate and the handler decide */
         PyObject *r = append_call(ready, w);
@@ -1841,7 +1901,7 @@ static int plain_run_core(PyObject *tx, PyObject *words, PyObject *tobj, long lo
         if (put_current(tx, PyTuple_GET_ITEM(PyTuple_GET_ITEM(rec, 3), th)))
             goto out;
         long long c;
-        int issued = plain_word(&rv, &L, tobj, th, rec, PyTuple_GET_ITEM(rec, 1), 0, &c);
+        int issued = plain_word(&rv, &L, rs, tobj, th, rec, PyTuple_GET_ITEM(rec, 1), 0, &c);
         if (issued < 0)
             goto out;
         j++;
@@ -1852,9 +1912,12 @@ static int plain_run_core(PyObject *tx, PyObject *words, PyObject *tobj, long lo
         if (!r)
             goto out;
         Py_DECREF(r);
+        if (th_set(thobj, TS_BLOCKED, Py_None))
+            goto out;
         long long cnt;
-        if (th_set(thobj, TS_BLOCKED, Py_None) || list_ll(instr_l, th, &cnt)
-            || set_item_ll(instr_l, th, cnt + 1))
+        if (icount)
+            ++*icount;
+        else if (list_ll(instr_l, th, &cnt) || set_item_ll(instr_l, th, cnt + 1))
             goto out;
     }
     ok = 1;
@@ -2035,8 +2098,9 @@ static PyObject *drain_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
     tm_lists L = {0};
     run_view rv = {tx, tm, thobj};
     long long issued = 0;
-    int more = 0;
-    if (!mop_out || tm_lists_get(tm, &L))
+    int more = 0, rows_err = 0;
+    ThreadTiming *rs = mop_out && !tm_lists_get(tm, &L) ? rows_state(&L, th, &rows_err) : NULL;
+    if (!L.clock || rows_err)
         goto out;
     for (;;) {
         Py_ssize_t nready = PyObject_Length(ready);
@@ -2111,7 +2175,7 @@ static PyObject *drain_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
         if (put_current(tx, PyTuple_GET_ITEM(PyTuple_GET_ITEM(rec, 3), th)))
             goto out;
         long long c;
-        int ok = plain_word(&rv, &L, tobj, th, rec, PyTuple_GET_ITEM(rec, 1), was_blocked, &c);
+        int ok = plain_word(&rv, &L, rs, tobj, th, rec, PyTuple_GET_ITEM(rec, 1), was_blocked, &c);
         if (ok < 0)
             goto out;
         if (!ok)
@@ -2918,7 +2982,7 @@ out:
  * configure_push hands over the two modules' dicts and push_python. */
 static PyObject *entry_switches, *entry_deferral, *entry_rest;
 static PyObject *s_issue_native, *s_replay_native, *s_ready_native, *s_dq_max, *s_push_memo_native;
-static PyObject *s_word_memo_native, *s_facts_memo_native;
+static PyObject *s_word_memo_native, *s_facts_memo_native, *s_plain_rows_native;
 
 static PyObject *configure_push(PyObject *self, PyObject *args) {
     PyObject *sw, *df, *rest;
@@ -2947,7 +3011,7 @@ static int dict_flag(PyObject *d, PyObject *key) {
 static struct {
     PyObject *sw, *df;
     uint64_t vsw, vdf;
-    int on, replays, memo, word_memo, facts_memo;
+    int on, replays, memo, word_memo, facts_memo, rows;
     PyObject *dq_max;
 } entry_now;
 static int entry_read(void) {
@@ -2974,10 +3038,11 @@ static int entry_read(void) {
     }
     int word_memo = dict_flag(entry_switches, s_word_memo_native);
     int facts_memo = word_memo < 0 ? -1 : dict_flag(entry_switches, s_facts_memo_native);
-    if (facts_memo < 0)
+    int rows = facts_memo < 0 ? -1 : dict_flag(entry_switches, s_plain_rows_native);
+    if (rows < 0)
         return -1;
     entry_now.on = on, entry_now.replays = replays, entry_now.memo = memo, entry_now.dq_max = dq_max;
-    entry_now.word_memo = word_memo, entry_now.facts_memo = facts_memo;
+    entry_now.word_memo = word_memo, entry_now.facts_memo = facts_memo, entry_now.rows = rows;
     entry_now.vsw = dict_version(entry_switches), entry_now.vdf = dict_version(entry_deferral);
     entry_now.sw = entry_switches, entry_now.df = entry_deferral;
     return 0;
@@ -2997,6 +3062,13 @@ static int facts_memo_on(void) {
     if (!entry_switches)
         return 0;
     return entry_read() ? -1 : entry_now.facts_memo;
+}
+
+/* rows_state's switch: PLAIN_ROWS_NATIVE as entry_read last read it (0 before configure_push), -1 with an error set */
+static int rows_native_on(void) {
+    if (!entry_switches)
+        return 0;
+    return entry_read() ? -1 : entry_now.rows;
 }
 
 static PyObject *push_entry(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
@@ -3349,7 +3421,7 @@ PyMODINIT_FUNC PyInit_sfpu_issue(void) {
         {&s_batch_min_reps, "_batch_min_reps"}, {&s_issue_native, "ISSUE_NATIVE"},
         {&s_replay_native, "REPLAY_NATIVE"}, {&s_ready_native, "READY_NATIVE"}, {&s_dq_max, "DQ_MAX"},
         {&s_push_memo_native, "PUSH_MEMO_NATIVE"}, {&s_word_memo_native, "WORD_MEMO_NATIVE"},
-        {&s_facts_memo_native, "FACTS_MEMO_NATIVE"},
+        {&s_facts_memo_native, "FACTS_MEMO_NATIVE"}, {&s_plain_rows_native, "PLAIN_ROWS_NATIVE"},
         {&s_push_many, "push_many"}, {&s_pm_done, "pm_done"},
     };
     if (INTERN_NAMES(push_names))
