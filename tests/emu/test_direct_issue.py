@@ -336,9 +336,9 @@ def _repeated_runs_trace(seed: int, memo: bool, monkeypatch) -> tuple[list, int]
     """A few fixed tuples of words (one longer than the run memo's RUN_MEMO_WORDS) pushed again and again to random
     threads, the words' facts changed between some pushes (two words' records swapped, so that a stale record would
     issue the other word; a word's taken away, then given back): the state after every push, and the words whose facts
-    plain_run's run memo answered (sfpu_issue_native.FACTS_MEMO_NATIVE `memo`)."""
-    monkeypatch.setattr(sfpu_issue_native, "FACTS_MEMO_NATIVE", memo)
-    hits = sfpu_issue_native._load()[0].facts_memo_hits
+    plain_run's run memo answered (sfpu_issue_native.PLAIN_MEMO_NATIVE `memo`)."""
+    monkeypatch.setattr(sfpu_issue_native, "PLAIN_MEMO_NATIVE", memo)
+    hits = lambda: sfpu_issue_native._load()[0].plain_memo_hits()[0]     # noqa: E731
     before = hits()
     rng = random.Random(seed)
     runs = [tuple(_plain(rng, 0.02) for _ in range(n)) for n in (1, 3, 8, 40)]
@@ -365,12 +365,47 @@ def _repeated_runs_trace(seed: int, memo: bool, monkeypatch) -> tuple[list, int]
 @needs_plain_c
 @pytest.mark.parametrize("seed", [0, 1, 3])
 def test_facts_memo_identical(seed, monkeypatch):
-    """plain_run's memo of a run's facts by its tuple (TT_EMU_FACTS_MEMO_NATIVE) against the facts dict looked up for
+    """plain_run's memo of a run's facts by its tuple (TT_EMU_PLAIN_MEMO_NATIVE) against the facts dict looked up for
     each word: the same state push by push where the same tuples come again and their words' facts change between
     pushes; the memo answers only where it is on."""
     on, answered = _repeated_runs_trace(seed, True, monkeypatch)
     off, none = _repeated_runs_trace(seed, False, monkeypatch)
     assert on == off and answered > 200 and none == 0, (answered, none)
+
+
+def _rebound_trace(memo: bool, monkeypatch) -> tuple[list, int]:
+    """The same run given to plain_run again and again (as rv32_native.c does: no Python between the calls) while the
+    Tensix's attributes plain_run reads are rebound between some calls (the instruction counts to a list, the threads
+    to a new list of the same threads; the cycle model's lists are bound once, TensixTiming.FIXED): the state after
+    every call, and the calls whose reads plain_run's Tensix memo answered (sfpu_issue_native.PLAIN_MEMO_NATIVE
+    `memo`)."""
+    monkeypatch.setattr(sfpu_issue_native, "PLAIN_MEMO_NATIVE", memo)
+    hits = lambda: sfpu_issue_native._load()[0].plain_memo_hits()[1]     # noqa: E731
+    before = hits()
+    tx = Tensix(np.zeros(layout.L1_SIZE, np.uint8), strict=True)
+    words = (E("SETDMAREG", reg_index_16b=3, payload=7), E("NOP"), E("SEMINIT", sem_sel=1, init_value=0, max_value=2))
+    rebind = [lambda: setattr(tx, "instructions", list(tx.instructions)), lambda: setattr(tx, "threads", list(tx.threads)),
+              lambda: setattr(tx, "instructions", [100, 200, 300])]
+    run, facts, progress = sfpu_issue_native.plain_run(), tx._plain, [0, 0]
+    facts.update((w, tx._plain_facts(w)) for w in words)
+    t, trace = 0, []
+    for k in range(14):
+        if k % 4 == 3:
+            rebind[k // 4]()
+        j, t = run(tx, words, 0, t + 3, k % 2, facts, progress, False)
+        trace.append(_snapshot(tx, (j, t)))
+    return trace, hits() - before
+
+
+@needs_plain_c
+def test_plain_memo_follows_rebound_attributes(monkeypatch):
+    """plain_run's memo of the Tensix's reads (its cycle model, threads, instruction counts and the model's lists, by
+    the instance dicts' version tags) against the reads made at each call: the same state where those attributes are
+    rebound between pushes (the rebound lists are the ones counted), and it answers only where it is on."""
+    on, answered = _rebound_trace(True, monkeypatch)
+    off, none = _rebound_trace(False, monkeypatch)
+    assert on == off and answered > 6 and none == 0, (answered, none)
+    assert on[-1][8] == [100 + 3, 200 + 2 * 3, 300]      # (counted in the list bound last, by the 3 runs after it)
 
 
 def test_direct_path_is_taken(monkeypatch):
@@ -401,7 +436,7 @@ def _same_kernel_runs(plan, arrays, monkeypatch, module, switch: str) -> None:
 
 SWITCHES = [(direct_issue, "DIRECT_ISSUE"), (tensix, "RETRY_ON_BANK_CHANGE"),
             (sfpu_issue_native, "PLAIN_ISSUE_NATIVE"), (tile_native, "HANDLERS_NATIVE"),
-            (sfpu_issue_native, "PLAIN_ENTRY_NATIVE"), (sfpu_issue_native, "FACTS_MEMO_NATIVE"),
+            (sfpu_issue_native, "PLAIN_ENTRY_NATIVE"), (sfpu_issue_native, "PLAIN_MEMO_NATIVE"),
             (sfpu_issue_native, "PLAIN_ROWS_NATIVE")]
 
 

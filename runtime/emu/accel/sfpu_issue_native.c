@@ -1621,8 +1621,8 @@ static int plain_record(PyObject *facts, PyObject *w, const char *who, PyObject 
  * the tuple (so that no other tuple gets its address while it is kept) and the records of its first RUN_MEMO_WORDS
  * words as plain_record found them (borrowed: the facts dict holds them while its version tag stands; Py_None where
  * C does not take the word; NULL not looked up yet), valid for one facts dict with the version tag it had then (any
- * change of the dict, such as a word's facts recorded, empties the entry). Off (FACTS_MEMO_NATIVE,
- * TT_EMU_FACTS_MEMO_NATIVE=0; read with the push switches, entry_read) or without version tags: plain_record each
+ * change of the dict, such as a word's facts recorded, empties the entry). Off (PLAIN_MEMO_NATIVE,
+ * TT_EMU_PLAIN_MEMO_NATIVE=0; read with the push switches, entry_read) or without version tags: plain_record each
  * time. */
 #define RUN_MEMO 256            /* entries (a power of 2) */
 #define RUN_MEMO_WORDS 32
@@ -1632,13 +1632,13 @@ typedef struct {
     PyObject *rec[RUN_MEMO_WORDS];
 } run_memo_entry;
 static run_memo_entry run_memo[RUN_MEMO];
-static long long run_memo_hits;         /* words the memo answered (facts_memo_hits: tests see it used) */
-static int facts_memo_on(void);
+static long long run_memo_hits;         /* words the memo answered (plain_memo_hits: tests see it used) */
+static int plain_memos_on(void);
 
 /* the entry of the tuple `words` for the dict `facts` (emptied where it held another tuple, dict or version), NULL
  * where the memo is off; -1 in *err with an exception set where the switch's read failed */
 static run_memo_entry *run_memo_for(PyObject *words, PyObject *facts, int *err) {
-    int on = DICT_TAGS ? facts_memo_on() : 0;
+    int on = DICT_TAGS ? plain_memos_on() : 0;
     *err = on < 0;
     if (on <= 0)
         return NULL;
@@ -1672,10 +1672,104 @@ static int run_record(run_memo_entry *e, PyObject *facts, PyObject *w, Py_ssize_
     return found;
 }
 
-/* facts_memo_hits(): words of a pushed run whose facts the run memo answered since the module was loaded */
-static PyObject *facts_memo_hits(PyObject *self, PyObject *unused) {
+/* plain_run_core's reads of the Tensix tx (its cycle model tm, threads and instruction counts) and of tm's lists
+ * (tm_lists_get), kept per Tensix while tx's and tm's instance dicts keep their version tags and their classes theirs:
+ * each dict then holds the same objects (any change of a dict changes its tag, no two dicts get the same one, and a
+ * class attribute defined later changes its class's). Those reads had cost ~1.3k x86 instructions a call (get_attr's
+ * and attr_list's look-ups; some 5,500 calls an elementwise512 launch); the Tensix's dict keeps its tag between most
+ * calls since `current` is a slot (tensix.py). Filled only where every name read is an attribute of the instance's
+ * dict (plain_dict_of); the objects are borrowed (the dicts hold them while their tags stand). Off with the run memo
+ * (PLAIN_MEMO_NATIVE) or without version tags. */
+#define TX_MEMO 8               /* entries (a power of 2), by the Tensix's address */
+typedef struct {
+    PyObject *tx, *txd, *tmd;   /* (tx only compared: a Tensix made later at its address has another dict) */
+    uint64_t vtx, vtm;
+    unsigned int tag_tx, tag_tm;
+    PyObject *tm, *threads, *instr, *lists[TIMING_BOUND];
+} tx_memo_entry;
+static tx_memo_entry tx_memo[TX_MEMO];
+static long long tx_memo_hits;          /* calls the memo answered (plain_memo_hits) */
+static PyObject *plain_dict_of(PyObject *o, PyObject *const *names, int n);      /* (push_memo.c) */
+
+static tx_memo_entry *tx_memo_slot(PyObject *tx) {
+    uintptr_t a = (uintptr_t)tx;
+    return &tx_memo[(a >> 4 ^ a >> 10) & (TX_MEMO - 1)];
+}
+
+/* whether `o`'s instance dict is `d` with the version tag v and its class has the tag `tag` (not 0) */
+static int dict_unchanged(PyObject *o, PyObject *d, uint64_t v, unsigned int tag) {
+    PyObject **dp = _PyObject_GetDictPtr(o);
+    return tag && type_tag(Py_TYPE(o)) == tag && dp && *dp == d && dict_version(d) == v;
+}
+
+/* tx's entry where it still describes tx, else NULL */
+static tx_memo_entry *tx_memo_valid(PyObject *tx) {
+    tx_memo_entry *e = tx_memo_slot(tx);
+    if (e->tx != tx || !dict_unchanged(tx, e->txd, e->vtx, e->tag_tx) || !dict_unchanged(e->tm, e->tmd, e->vtm, e->tag_tm))
+        return NULL;            /* (e->tm is checked after tx's dict, which holds it) */
+    if ((PyList_Check(e->threads) && PyList_GET_SIZE(e->threads) < 3)
+        || (PyList_Check(e->instr) && PyList_GET_SIZE(e->instr) < 3))
+        return NULL;            /* (a list shortened in place: attr_list's error then) */
+    return e;
+}
+
+/* tx's entry filled with what plain_run_core read (tm, threads, instr, L), where all of it is read from the
+ * instance dicts; else emptied */
+static void tx_memo_fill(PyObject *tx, PyObject *tm, PyObject *threads, PyObject *instr, const tm_lists *L) {
+    tx_memo_entry *e = tx_memo_slot(tx);
+    e->tx = NULL;
+    PyObject *const txn[3] = {s_tm, s_threads, s_instructions};
+    PyObject *const tmn[TIMING_BOUND] = {s_clock, s_fe, s_gate, s_after_mop, s_first, s_stalls, s_issued, s_taken};
+    PyObject *const *read = &L->clock;
+    PyObject *txd = plain_dict_of(tx, txn, 3), *tmd = txd ? plain_dict_of(tm, tmn, TIMING_BOUND) : NULL;
+    if (!tmd || PyDict_GetItem(txd, s_tm) != tm || PyDict_GetItem(txd, s_threads) != threads
+        || PyDict_GetItem(txd, s_instructions) != instr)
+        return;
+    for (int k = 0; k < TIMING_BOUND; k++)
+        if (PyDict_GetItem(tmd, tmn[k]) != read[k])
+            return;
+    e->txd = txd, e->tmd = tmd, e->vtx = dict_version(txd), e->vtm = dict_version(tmd);
+    e->tag_tx = type_tag(Py_TYPE(tx)), e->tag_tm = type_tag(Py_TYPE(tm));
+    e->tm = tm, e->threads = threads, e->instr = instr;
+    memcpy(e->lists, read, sizeof e->lists);
+    e->tx = tx;
+}
+
+/* tx.tm, tx.threads and tx.instructions (lists of 3 or the C state's views) and tm's lists into L, new references,
+ * through tx's memo entry where it holds: 0, or -1 with an exception set (all NULL) */
+static int tx_parts(PyObject *tx, PyObject **tm, PyObject **threads, PyObject **instr, tm_lists *L) {
+    int on = DICT_TAGS ? plain_memos_on() : 0;
+    tx_memo_entry *e = on > 0 ? tx_memo_valid(tx) : NULL;
+    *tm = *threads = *instr = NULL;
+    if (on < 0)
+        return -1;
+    if (e) {
+        tx_memo_hits++;
+        *tm = Py_NewRef(e->tm), *threads = Py_NewRef(e->threads), *instr = Py_NewRef(e->instr);
+        PyObject **to = &L->clock;
+        for (int k = 0; k < TIMING_BOUND; k++)
+            to[k] = Py_NewRef(e->lists[k]);
+        return 0;
+    }
+    *tm = get_attr(tx, s_tm);
+    *threads = *tm ? attr_list(tx, s_threads, 3) : NULL;
+    *instr = *threads && !tm_lists_get(*tm, L) ? attr_list(tx, s_instructions, 3) : NULL;
+    if (!*instr) {
+        Py_CLEAR(*tm);
+        Py_CLEAR(*threads);
+        tm_lists_release(L);
+        return -1;
+    }
+    if (on)
+        tx_memo_fill(tx, *tm, *threads, *instr, L);
+    return 0;
+}
+
+/* plain_memo_hits(): (words of a pushed run whose facts the run memo answered, plain_run calls whose Tensix reads its
+ * memo answered) since the module was loaded */
+static PyObject *plain_memo_hits(PyObject *self, PyObject *unused) {
     (void)self, (void)unused;
-    return PyLong_FromLongLong(run_memo_hits);
+    return Py_BuildValue("(LL)", run_memo_hits, tx_memo_hits);
 }
 
 /* whether the FIFO's ring q (taken[th]) holds `depth` words (1, *oldest = q[0]) or fewer (0); -1 with an exception
@@ -1819,12 +1913,12 @@ static PyObject *cdrain_run(run_view *rv, PyObject *tobj);     /* (below: Tensix
 static int plain_run_core(PyObject *tx, PyObject *words, PyObject *tobj, long long th, PyObject *facts, int recording,
                           long long *j_io, long long *t_io, long long *at_j, long long *at_t) {
     long long j = *j_io, t = *t_io;
-    PyObject *tm = get_attr(tx, s_tm), *threads = tm ? attr_list(tx, s_threads, 3) : NULL;
-    PyObject *thobj = threads ? PyList_GET_ITEM(threads, th) : NULL;
-    PyObject *ready = thobj ? th_get(thobj, TS_READY) : NULL;
+    PyObject *tm, *threads, *instr_l;
     tm_lists L = {0};
-    PyObject *instr_l = ready && !tm_lists_get(tm, &L) ? attr_list(tx, s_instructions, 3) : NULL;
-    PyObject *fifo = instr_l ? th_get(thobj, TS_FIFO) : NULL;
+    int parts_err = tx_parts(tx, &tm, &threads, &instr_l, &L);
+    PyObject *thobj = parts_err ? NULL : PyList_GET_ITEM(threads, th);
+    PyObject *ready = thobj ? th_get(thobj, TS_READY) : NULL;
+    PyObject *fifo = ready ? th_get(thobj, TS_FIFO) : NULL;
     PyObject *fifo_t = fifo ? th_get(thobj, TS_FIFO_T) : NULL;
     PyObject *mop_out = fifo_t ? th_get(thobj, TS_MOP_OUT) : NULL;
     int ok = 0;
@@ -2982,7 +3076,7 @@ out:
  * configure_push hands over the two modules' dicts and push_python. */
 static PyObject *entry_switches, *entry_deferral, *entry_rest;
 static PyObject *s_issue_native, *s_replay_native, *s_ready_native, *s_dq_max, *s_push_memo_native;
-static PyObject *s_word_memo_native, *s_facts_memo_native, *s_plain_rows_native;
+static PyObject *s_word_memo_native, *s_plain_memo_native, *s_plain_rows_native;
 
 static PyObject *configure_push(PyObject *self, PyObject *args) {
     PyObject *sw, *df, *rest;
@@ -3011,7 +3105,7 @@ static int dict_flag(PyObject *d, PyObject *key) {
 static struct {
     PyObject *sw, *df;
     uint64_t vsw, vdf;
-    int on, replays, memo, word_memo, facts_memo, rows;
+    int on, replays, memo, word_memo, plain_memos, rows;
     PyObject *dq_max;
 } entry_now;
 static int entry_read(void) {
@@ -3037,12 +3131,12 @@ static int entry_read(void) {
         }
     }
     int word_memo = dict_flag(entry_switches, s_word_memo_native);
-    int facts_memo = word_memo < 0 ? -1 : dict_flag(entry_switches, s_facts_memo_native);
-    int rows = facts_memo < 0 ? -1 : dict_flag(entry_switches, s_plain_rows_native);
+    int plain_memos = word_memo < 0 ? -1 : dict_flag(entry_switches, s_plain_memo_native);
+    int rows = plain_memos < 0 ? -1 : dict_flag(entry_switches, s_plain_rows_native);
     if (rows < 0)
         return -1;
     entry_now.on = on, entry_now.replays = replays, entry_now.memo = memo, entry_now.dq_max = dq_max;
-    entry_now.word_memo = word_memo, entry_now.facts_memo = facts_memo, entry_now.rows = rows;
+    entry_now.word_memo = word_memo, entry_now.plain_memos = plain_memos, entry_now.rows = rows;
     entry_now.vsw = dict_version(entry_switches), entry_now.vdf = dict_version(entry_deferral);
     entry_now.sw = entry_switches, entry_now.df = entry_deferral;
     return 0;
@@ -3056,12 +3150,12 @@ static int word_memo_on(void) {
     return entry_read() ? -1 : entry_now.word_memo;
 }
 
-/* run_record's switch: FACTS_MEMO_NATIVE as entry_read last read it (0 before configure_push: no memo), -1 with an
+/* run_record's switch: PLAIN_MEMO_NATIVE as entry_read last read it (0 before configure_push: no memo), -1 with an
  * error set */
-static int facts_memo_on(void) {
+static int plain_memos_on(void) {
     if (!entry_switches)
         return 0;
-    return entry_read() ? -1 : entry_now.facts_memo;
+    return entry_read() ? -1 : entry_now.plain_memos;
 }
 
 /* rows_state's switch: PLAIN_ROWS_NATIVE as entry_read last read it (0 before configure_push), -1 with an error set */
@@ -3355,7 +3449,7 @@ static PyMethodDef methods[] = {
     {"push_one", (PyCFunction)(void (*)(void))push_one, METH_FASTCALL, "see its comment"},
     {"push_memo_counts", push_memo_counts, METH_NOARGS, "see push_memo.c"},
     {"word_memo_hits", word_memo_hits, METH_NOARGS, "look-ups cword_rec's memo answered (tests)"},
-    {"facts_memo_hits", facts_memo_hits, METH_NOARGS, "words of pushed runs the run memo answered (tests)"},
+    {"plain_memo_hits", plain_memo_hits, METH_NOARGS, "words and calls plain_run's memos answered (tests)"},
     {"push_entry", (PyCFunction)(void (*)(void))push_entry, METH_FASTCALL | METH_KEYWORDS, "see its comment"},
     {"push_many_entry", (PyCFunction)(void (*)(void))push_many_entry, METH_FASTCALL | METH_KEYWORDS,
      "see its comment"},
@@ -3421,7 +3515,7 @@ PyMODINIT_FUNC PyInit_sfpu_issue(void) {
         {&s_batch_min_reps, "_batch_min_reps"}, {&s_issue_native, "ISSUE_NATIVE"},
         {&s_replay_native, "REPLAY_NATIVE"}, {&s_ready_native, "READY_NATIVE"}, {&s_dq_max, "DQ_MAX"},
         {&s_push_memo_native, "PUSH_MEMO_NATIVE"}, {&s_word_memo_native, "WORD_MEMO_NATIVE"},
-        {&s_facts_memo_native, "FACTS_MEMO_NATIVE"}, {&s_plain_rows_native, "PLAIN_ROWS_NATIVE"},
+        {&s_plain_memo_native, "PLAIN_MEMO_NATIVE"}, {&s_plain_rows_native, "PLAIN_ROWS_NATIVE"},
         {&s_push_many, "push_many"}, {&s_pm_done, "pm_done"},
     };
     if (INTERN_NAMES(push_names))
