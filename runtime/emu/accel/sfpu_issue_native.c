@@ -1681,27 +1681,37 @@ static int run_record(run_memo_entry *e, PyObject *facts, PyObject *w, Py_ssize_
 }
 
 /* plain_run_core's reads of the Tensix tx (its cycle model tm, threads and instruction counts) and of tm's lists
- * (tm_lists_get), kept per Tensix while tx's and tm's instance dicts keep their version tags and their classes theirs:
- * each dict then holds the same objects (any change of a dict changes its tag, no two dicts get the same one, and a
- * class attribute defined later changes its class's). Those reads had cost ~1.3k x86 instructions a call (get_attr's
- * and attr_list's look-ups; some 5,500 calls an elementwise512 launch); the Tensix's dict keeps its tag between most
- * calls since `current` is a slot (tensix.py). Filled only where every name read is an attribute of the instance's
- * dict (plain_dict_of); the objects are borrowed (the dicts hold them while their tags stand). Off with the run memo
- * (PLAIN_MEMO_NATIVE) or without version tags. */
+ * (tm_lists_get), kept per Tensix in two parts: tx's while tx's instance dict keeps its version tag and its class its
+ * tag, tm's lists while tm's do (a dict then holds the same objects: any change of a dict changes its tag, no two dicts
+ * get the same one, and a class attribute defined later changes its class's). Those reads had cost ~1.3k x86
+ * instructions a call (get_attr's and attr_list's look-ups; some 5,500 calls an elementwise512 launch); the Tensix's
+ * dict keeps its tag between most calls since `current` and the packer's position are slots (tensix.py), the cycle
+ * model's between nearly all. A part is filled only where each name read is an attribute of the instance's dict
+ * (plain_dict_of, once per class tag) and the dict did not change while it was read; the objects are borrowed (the
+ * dicts hold them while their tags stand). Off with the run memo (PLAIN_MEMO_NATIVE) or without version tags. */
 #define TX_MEMO 8               /* entries (a power of 2), by the Tensix's address */
 typedef struct {
-    PyObject *tx, *txd, *tmd;   /* (tx only compared: a Tensix made later at its address has another dict) */
-    uint64_t vtx, vtm;
-    unsigned int tag_tx, tag_tm;
-    PyObject *tm, *threads, *instr, *lists[TIMING_BOUND];
+    PyObject *tx, *txd;         /* (tx only compared: a Tensix made later at its address has another dict) */
+    uint64_t vtx;
+    unsigned int tag_tx, tag_tm;    /* the classes whose names were found plain (0: none yet) */
+    PyObject *tm, *threads, *instr;
+    PyObject *tmd;              /* (NULL: no lists kept) */
+    uint64_t vtm;
+    PyObject *lists[TIMING_BOUND];
 } tx_memo_entry;
 static tx_memo_entry tx_memo[TX_MEMO];
-static long long tx_memo_hits;          /* calls the memo answered (plain_memo_hits) */
+static long long tx_memo_hits;          /* calls whose reads the memo answered, lists included (plain_memo_hits) */
 static PyObject *plain_dict_of(PyObject *o, PyObject *const *names, int n);      /* (push_memo.c) */
 
 static tx_memo_entry *tx_memo_slot(PyObject *tx) {
     uintptr_t a = (uintptr_t)tx;
     return &tx_memo[(a >> 4 ^ a >> 10) & (TX_MEMO - 1)];
+}
+
+/* o's instance dict (borrowed) where it is an exact dict, else NULL */
+static PyObject *exact_dict(PyObject *o) {
+    PyObject **dp = _PyObject_GetDictPtr(o);
+    return dp && *dp && PyDict_CheckExact(*dp) ? *dp : NULL;
 }
 
 /* whether `o`'s instance dict is `d` with the version tag v and its class has the tag `tag` (not 0) */
@@ -1710,66 +1720,94 @@ static int dict_unchanged(PyObject *o, PyObject *d, uint64_t v, unsigned int tag
     return tag && type_tag(Py_TYPE(o)) == tag && dp && *dp == d && dict_version(d) == v;
 }
 
-/* tx's entry where it still describes tx, else NULL */
-static tx_memo_entry *tx_memo_valid(PyObject *tx) {
-    tx_memo_entry *e = tx_memo_slot(tx);
-    if (e->tx != tx || !dict_unchanged(tx, e->txd, e->vtx, e->tag_tx) || !dict_unchanged(e->tm, e->tmd, e->vtm, e->tag_tm))
-        return NULL;            /* (e->tm is checked after tx's dict, which holds it) */
-    if ((PyList_Check(e->threads) && PyList_GET_SIZE(e->threads) < 3)
-        || (PyList_Check(e->instr) && PyList_GET_SIZE(e->instr) < 3))
-        return NULL;            /* (a list shortened in place: attr_list's error then) */
-    return e;
+/* o's instance dict where the n `names` are attributes of it (plain_dict_of), asked once per class tag (*tag: the
+ * class last found so), else NULL */
+static PyObject *names_dict(PyObject *o, PyObject *const *names, int n, unsigned int *tag) {
+    unsigned int now = type_tag(Py_TYPE(o));
+    if (now && now == *tag)
+        return exact_dict(o);
+    PyObject *d = plain_dict_of(o, names, n);
+    *tag = d ? now : 0;
+    return d;
 }
 
-/* tx's entry filled with what plain_run_core read (tm, threads, instr, L), where all of it is read from the
- * instance dicts; else emptied */
-static void tx_memo_fill(PyObject *tx, PyObject *tm, PyObject *threads, PyObject *instr, const tm_lists *L) {
-    tx_memo_entry *e = tx_memo_slot(tx);
+/* tx.tm, tx.threads and tx.instructions (lists of 3 or the C state's views), new references, through tx's part of
+ * the entry e where it holds (else read, and that part filled): 0, or -1 with an exception set (all NULL) */
+static int tx_attrs(tx_memo_entry *e, PyObject *tx, PyObject **tm, PyObject **threads, PyObject **instr) {
+    if (e->tx == tx && dict_unchanged(tx, e->txd, e->vtx, e->tag_tx)
+        && !(PyList_Check(e->threads) && PyList_GET_SIZE(e->threads) < 3)
+        && !(PyList_Check(e->instr) && PyList_GET_SIZE(e->instr) < 3)) {    /* (shortened: attr_list's error) */
+        *tm = Py_NewRef(e->tm), *threads = Py_NewRef(e->threads), *instr = Py_NewRef(e->instr);
+        return 0;
+    }
     e->tx = NULL;
     PyObject *const txn[3] = {s_tm, s_threads, s_instructions};
-    PyObject *const tmn[TIMING_BOUND] = {s_clock, s_fe, s_gate, s_after_mop, s_first, s_stalls, s_issued, s_taken};
-    PyObject *const *read = &L->clock;
-    PyObject *txd = plain_dict_of(tx, txn, 3), *tmd = txd ? plain_dict_of(tm, tmn, TIMING_BOUND) : NULL;
-    if (!tmd || PyDict_GetItem(txd, s_tm) != tm || PyDict_GetItem(txd, s_threads) != threads
-        || PyDict_GetItem(txd, s_instructions) != instr)
-        return;
-    for (int k = 0; k < TIMING_BOUND; k++)
-        if (PyDict_GetItem(tmd, tmn[k]) != read[k])
-            return;
-    e->txd = txd, e->tmd = tmd, e->vtx = dict_version(txd), e->vtm = dict_version(tmd);
-    e->tag_tx = type_tag(Py_TYPE(tx)), e->tag_tm = type_tag(Py_TYPE(tm));
-    e->tm = tm, e->threads = threads, e->instr = instr;
-    memcpy(e->lists, read, sizeof e->lists);
-    e->tx = tx;
+    PyObject *txd = names_dict(tx, txn, 3, &e->tag_tx);
+    uint64_t v = txd ? dict_version(txd) : 0;
+    *tm = get_attr(tx, s_tm);
+    *threads = *tm ? attr_list(tx, s_threads, 3) : NULL;
+    *instr = *threads ? attr_list(tx, s_instructions, 3) : NULL;
+    if (!*instr) {
+        Py_CLEAR(*tm);
+        Py_CLEAR(*threads);
+        return -1;
+    }
+    if (txd && exact_dict(tx) == txd && dict_version(txd) == v) {  /* (read from the dict, which stayed as it was) */
+        e->tx = tx, e->txd = txd, e->vtx = v;
+        e->tm = *tm, e->threads = *threads, e->instr = *instr;
+    }
+    return 0;
 }
 
-/* tx.tm, tx.threads and tx.instructions (lists of 3 or the C state's views) and tm's lists into L, new references,
- * through tx's memo entry where it holds: 0, or -1 with an exception set (all NULL) */
+/* tm's lists into L (new references) through the entry e's lists where they hold for tm, else tm_lists_get (and
+ * those kept where they are tm's dict's own): 0, or -1 with an exception set (L empty) */
+static int tm_lists_memo(tx_memo_entry *e, PyObject *tm, tm_lists *L) {
+    PyObject **to = &L->clock;
+    if (e->tmd && e->tx && e->tm == tm && dict_unchanged(tm, e->tmd, e->vtm, e->tag_tm)) {
+        for (int k = 0; k < TIMING_BOUND; k++)
+            to[k] = Py_NewRef(e->lists[k]);
+        tx_memo_hits++;
+        return 0;
+    }
+    e->tmd = NULL;
+    if (tm_lists_get(tm, L))
+        return -1;
+    /* (tm_lists_get may answer from its own memo of the lists bound with the same clock list: kept only where they
+     * are what tm's dict holds now) */
+    PyObject *const tmn[TIMING_BOUND] = {s_clock, s_fe, s_gate, s_after_mop, s_first, s_stalls, s_issued, s_taken};
+    PyObject *tmd = e->tx && e->tm == tm ? names_dict(tm, tmn, TIMING_BOUND, &e->tag_tm) : NULL;
+    for (int k = 0; tmd && k < TIMING_BOUND; k++)
+        if (PyDict_GetItem(tmd, tmn[k]) != to[k])
+            tmd = NULL;
+    if (tmd) {
+        e->tmd = tmd, e->vtm = dict_version(tmd);
+        memcpy(e->lists, to, sizeof e->lists);
+    }
+    return 0;
+}
+
+/* tx.tm, tx.threads, tx.instructions and tm's lists, new references, through tx's memo entry where the memo is on:
+ * 0, or -1 with an exception set (all NULL) */
 static int tx_parts(PyObject *tx, PyObject **tm, PyObject **threads, PyObject **instr, tm_lists *L) {
     int on = DICT_TAGS ? plain_memos_on() : 0;
-    tx_memo_entry *e = on > 0 ? tx_memo_valid(tx) : NULL;
     *tm = *threads = *instr = NULL;
     if (on < 0)
         return -1;
-    if (e) {
-        tx_memo_hits++;
-        *tm = Py_NewRef(e->tm), *threads = Py_NewRef(e->threads), *instr = Py_NewRef(e->instr);
-        PyObject **to = &L->clock;
-        for (int k = 0; k < TIMING_BOUND; k++)
-            to[k] = Py_NewRef(e->lists[k]);
-        return 0;
+    if (!on) {
+        *tm = get_attr(tx, s_tm);
+        *threads = *tm ? attr_list(tx, s_threads, 3) : NULL;
+        *instr = *threads && !tm_lists_get(*tm, L) ? attr_list(tx, s_instructions, 3) : NULL;
+    } else {
+        tx_memo_entry *e = tx_memo_slot(tx);
+        if (!tx_attrs(e, tx, tm, threads, instr) && tm_lists_memo(e, *tm, L))
+            Py_CLEAR(*instr);
     }
-    *tm = get_attr(tx, s_tm);
-    *threads = *tm ? attr_list(tx, s_threads, 3) : NULL;
-    *instr = *threads && !tm_lists_get(*tm, L) ? attr_list(tx, s_instructions, 3) : NULL;
     if (!*instr) {
         Py_CLEAR(*tm);
         Py_CLEAR(*threads);
         tm_lists_release(L);
         return -1;
     }
-    if (on)
-        tx_memo_fill(tx, *tm, *threads, *instr, L);
     return 0;
 }
 
