@@ -408,6 +408,27 @@ def test_plain_memo_follows_rebound_attributes(monkeypatch):
     assert on[-1][8] == [100 + 3, 200 + 2 * 3, 300]      # (counted in the list bound last, by the 3 runs after it)
 
 
+@needs_plain_c
+@pytest.mark.parametrize("memo", [True, False])
+def test_plain_run_c_reads_the_recording(memo, monkeypatch):
+    """plain_run's C entry reads tx.mm_record (through its Tensix memo where PLAIN_MEMO_NATIVE is on): while an MVMUL
+    run records, a NOP is left to the Python path, also on the calls after the first (the memo's hits), and taken again
+    once the recording ends."""
+    monkeypatch.setattr(sfpu_issue_native, "PLAIN_MEMO_NATIVE", memo)
+    taken = []
+    run = _plain_run_c_callable(taken)
+    tx = Tensix(np.zeros(layout.L1_SIZE, np.uint8), strict=True)
+    words = (E("NOP"),)
+    tx._plain.update((w, tx._plain_facts(w)) for w in words)
+    t, mvmuls = 0, []
+    for recording in (None, mvmuls, mvmuls, mvmuls, None, None):
+        if tx.mm_record is not recording:          # (set only when it changes: the calls between find tx as it was)
+            tx.mm_record = recording
+        t = run(tx, words, 0, t + 3, 0, tx._plain, [0, 0], recording is not None)[1]
+    assert taken == [1, 0, 0, 0, 1, 1]
+    assert not memo or sfpu_issue_native._load()[0].plain_memo_hits()[1] > 0
+
+
 def test_direct_path_is_taken(monkeypatch):
     """The random programs really exercise the direct path: most words never reach the reference push."""
     reference = {"n": 0}

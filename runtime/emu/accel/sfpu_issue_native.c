@@ -1694,7 +1694,7 @@ typedef struct {
     PyObject *tx, *txd;         /* (tx only compared: a Tensix made later at its address has another dict) */
     uint64_t vtx;
     unsigned int tag_tx, tag_tm;    /* the classes whose names were found plain (0: none yet) */
-    PyObject *tm, *threads, *instr;
+    PyObject *tm, *threads, *instr, *mm;
     PyObject *tmd;              /* (NULL: no lists kept) */
     uint64_t vtm;
     PyObject *lists[TIMING_BOUND];
@@ -1731,22 +1731,27 @@ static PyObject *names_dict(PyObject *o, PyObject *const *names, int n, unsigned
     return d;
 }
 
-/* tx.tm, tx.threads and tx.instructions (lists of 3 or the C state's views), new references, through tx's part of
- * the entry e where it holds (else read, and that part filled): 0, or -1 with an exception set (all NULL) */
-static int tx_attrs(tx_memo_entry *e, PyObject *tx, PyObject **tm, PyObject **threads, PyObject **instr) {
+/* tx.tm, tx.threads and tx.instructions (lists of 3 or the C state's views) and tx.mm_record (its truth in *mm),
+ * new references, through tx's part of the entry e where it holds (else read, and that part filled): 0, or -1 with an
+ * exception set (all NULL) */
+static int tx_attrs(tx_memo_entry *e, PyObject *tx, PyObject **tm, PyObject **threads, PyObject **instr, int *mm) {
     if (e->tx == tx && dict_unchanged(tx, e->txd, e->vtx, e->tag_tx)
         && !(PyList_Check(e->threads) && PyList_GET_SIZE(e->threads) < 3)
         && !(PyList_Check(e->instr) && PyList_GET_SIZE(e->instr) < 3)) {    /* (shortened: attr_list's error) */
         *tm = Py_NewRef(e->tm), *threads = Py_NewRef(e->threads), *instr = Py_NewRef(e->instr);
+        *mm = e->mm != Py_None;
         return 0;
     }
     e->tx = NULL;
-    PyObject *const txn[3] = {s_tm, s_threads, s_instructions};
-    PyObject *txd = names_dict(tx, txn, 3, &e->tag_tx);
+    PyObject *const txn[4] = {s_mm_record, s_tm, s_threads, s_instructions};
+    PyObject *txd = names_dict(tx, txn, 4, &e->tag_tx);
     uint64_t v = txd ? dict_version(txd) : 0;
-    *tm = get_attr(tx, s_tm);
+    PyObject *mm_o = get_attr(tx, s_mm_record);
+    *mm = mm_o && mm_o != Py_None;
+    *tm = mm_o ? get_attr(tx, s_tm) : NULL;
     *threads = *tm ? attr_list(tx, s_threads, 3) : NULL;
     *instr = *threads ? attr_list(tx, s_instructions, 3) : NULL;
+    Py_XDECREF(mm_o);           /* (kept below only while tx's dict, which holds it, is as it was) */
     if (!*instr) {
         Py_CLEAR(*tm);
         Py_CLEAR(*threads);
@@ -1754,7 +1759,7 @@ static int tx_attrs(tx_memo_entry *e, PyObject *tx, PyObject **tm, PyObject **th
     }
     if (txd && exact_dict(tx) == txd && dict_version(txd) == v) {  /* (read from the dict, which stayed as it was) */
         e->tx = tx, e->txd = txd, e->vtx = v;
-        e->tm = *tm, e->threads = *threads, e->instr = *instr;
+        e->tm = *tm, e->threads = *threads, e->instr = *instr, e->mm = mm_o;
     }
     return 0;
 }
@@ -1786,20 +1791,23 @@ static int tm_lists_memo(tx_memo_entry *e, PyObject *tm, tm_lists *L) {
     return 0;
 }
 
-/* tx.tm, tx.threads, tx.instructions and tm's lists, new references, through tx's memo entry where the memo is on:
- * 0, or -1 with an exception set (all NULL) */
-static int tx_parts(PyObject *tx, PyObject **tm, PyObject **threads, PyObject **instr, tm_lists *L) {
+/* tx.tm, tx.threads, tx.instructions and tm's lists, new references, and whether tx.mm_record is not None (*mm),
+ * through tx's memo entry where the memo is on: 0, or -1 with an exception set (all NULL) */
+static int tx_parts(PyObject *tx, PyObject **tm, PyObject **threads, PyObject **instr, int *mm, tm_lists *L) {
     int on = DICT_TAGS ? plain_memos_on() : 0;
     *tm = *threads = *instr = NULL;
     if (on < 0)
         return -1;
     if (!on) {
-        *tm = get_attr(tx, s_tm);
+        PyObject *mm_o = get_attr(tx, s_mm_record);
+        *mm = mm_o && mm_o != Py_None;
+        *tm = mm_o ? get_attr(tx, s_tm) : NULL;
+        Py_XDECREF(mm_o);
         *threads = *tm ? attr_list(tx, s_threads, 3) : NULL;
         *instr = *threads && !tm_lists_get(*tm, L) ? attr_list(tx, s_instructions, 3) : NULL;
     } else {
         tx_memo_entry *e = tx_memo_slot(tx);
-        if (!tx_attrs(e, tx, tm, threads, instr) && tm_lists_memo(e, *tm, L))
+        if (!tx_attrs(e, tx, tm, threads, instr, mm) && tm_lists_memo(e, *tm, L))
             Py_CLEAR(*instr);
     }
     if (!*instr) {
@@ -1948,7 +1956,7 @@ static PyObject *cdrain_run(run_view *rv, PyObject *tobj);     /* (below: Tensix
 /* plain_run's work for words[j:] of the tuple `words` pushed to thread th (tobj: its int) from cycle t on, shared by
  * the Python-callable plain_run and the C entry plain_run_c (below). facts: word -> (name, fields, handler, (tx.current
  * for threads 0, 1, 2), packed plain_facts) or None; recording: an MVMUL run records (accel/fpu_batch.py): only MVMULs
- * are taken then, else no MVMUL.
+ * are taken then, else no MVMUL (-1: whether tx.mm_record is not None, read with the Tensix's other attributes).
  * A word pushed while the thread has work queued goes into its FIFO and the thread drains (FrontendMixin.push; the
  * drain: cdrain_run), any word; else it is issued directly (plain_word) if it has facts and the thread holds no
  * REPLAY load and no blocked word. It stops before a word it does not take (a full FIFO: the Python path raises the
@@ -1961,7 +1969,9 @@ static int plain_run_core(PyObject *tx, PyObject *words, PyObject *tobj, long lo
     long long j = *j_io, t = *t_io;
     PyObject *tm, *threads, *instr_l;
     tm_lists L = {0};
-    int parts_err = tx_parts(tx, &tm, &threads, &instr_l, &L);
+    int mm, parts_err = tx_parts(tx, &tm, &threads, &instr_l, &mm, &L);
+    if (recording < 0)
+        recording = mm;
     PyObject *thobj = parts_err ? NULL : PyList_GET_ITEM(threads, th);
     PyObject *ready = thobj ? th_get(thobj, TS_READY) : NULL;
     PyObject *fifo = ready ? th_get(thobj, TS_FIFO) : NULL;
@@ -2127,12 +2137,7 @@ static int plain_run_c(PyObject *tx, PyObject *words, PyObject *tobj, PyObject *
         PyErr_SetString(PyExc_ValueError, "plain_run: no such thread or position");
         return -1;
     }
-    PyObject *mm = get_attr(tx, s_mm_record);
-    if (!mm)
-        return -1;
-    int recording = mm != Py_None;
-    Py_DECREF(mm);
-    if (!plain_run_core(tx, words, tobj, th, facts, recording, j_io, t_io, &at_j, &at_t))
+    if (!plain_run_core(tx, words, tobj, th, facts, -1, j_io, t_io, &at_j, &at_t))
         return 0;
     if (at_j >= 0)
         *j_io = at_j, *t_io = at_t;
