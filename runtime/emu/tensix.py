@@ -65,11 +65,10 @@ def _static_decode(w: int) -> tuple:
 
 class Tensix(FpuBatchMixin, DeferralMixin, DirectIssueMixin, MopBatchMixin, FrontendMixin, SyncMixin, ConfigMixin,
              SfpuIssueMixin, UnpackPackMixin, FpuMixin):
-    # `current` (written for every word issued) and the packer's stream position (for every PACR: unpack_pack.py) are
-    # kept in slots, not the instance dict, so that those writes leave the dict's version tag alone and the C memos
-    # validated by it (plain_run's, push_memo.c's) keep hitting; the other attributes stay in the dict (the mixins
-    # declare no slots)
-    __slots__ = ("current", "packer_open", "packer_addr", "packer_exp_addr", "packer_tpg")
+    # `current` (written for every word issued) is kept in a slot, not the instance dict, so that its writes leave the
+    # dict's version tag alone and the C memos validated by it (plain_run's, push_memo.c's) keep hitting; the other
+    # attributes stay in the dict (the mixins declare no slots)
+    __slots__ = ("current",)
 
     def __init__(self, l1: np.ndarray, strict: bool = True, dst: Dst | None = None, sfpu=None):
         """`l1`: the tile's L1 (np.uint8, shared, not copied). `dst`/`sfpu` may be injected (tests); by default a

@@ -384,8 +384,8 @@ def _rebound_trace(memo: bool, monkeypatch) -> tuple[list, int]:
     before = hits()
     tx = Tensix(np.zeros(layout.L1_SIZE, np.uint8), strict=True)
     words = (E("SETDMAREG", reg_index_16b=3, payload=7), E("NOP"), E("SEMINIT", sem_sel=1, init_value=0, max_value=2))
-    rebind = [lambda: setattr(tx, "instructions", list(tx.instructions)), lambda: setattr(tx, "threads", list(tx.threads)),
-              lambda: setattr(tx, "instructions", [100, 200, 300])]
+    rebind = [lambda: setattr(tx, "instructions", list(tx.instructions)),
+              lambda: setattr(tx, "threads", list(tx.threads)), lambda: setattr(tx, "instructions", [100, 200, 300])]
     run, facts, progress = sfpu_issue_native.plain_run(), tx._plain, [0, 0]
     facts.update((w, tx._plain_facts(w)) for w in words)
     t, trace = 0, []

@@ -1685,8 +1685,8 @@ static int run_record(run_memo_entry *e, PyObject *facts, PyObject *w, Py_ssize_
  * tag, tm's lists while tm's do (a dict then holds the same objects: any change of a dict changes its tag, no two dicts
  * get the same one, and a class attribute defined later changes its class's). Those reads had cost ~1.3k x86
  * instructions a call (get_attr's and attr_list's look-ups; some 5,500 calls an elementwise512 launch); the Tensix's
- * dict keeps its tag between most calls since `current` and the packer's position are slots (tensix.py), the cycle
- * model's between nearly all. A part is filled only where each name read is an attribute of the instance's dict
+ * dict keeps its tag between most calls since `current` is a slot (tensix.py; the packer's position, written by every
+ * PACR, is what changes it most of the rest), the cycle model's between nearly all. A part is filled only where each name read is an attribute of the instance's dict
  * (plain_dict_of, once per class tag) and the dict did not change while it was read; the objects are borrowed (the
  * dicts hold them while their tags stand). Off with the run memo (PLAIN_MEMO_NATIVE) or without version tags. */
 #define TX_MEMO 8               /* entries (a power of 2), by the Tensix's address */
