@@ -65,6 +65,11 @@ def _static_decode(w: int) -> tuple:
 
 class Tensix(FpuBatchMixin, DeferralMixin, DirectIssueMixin, MopBatchMixin, FrontendMixin, SyncMixin, ConfigMixin,
              SfpuIssueMixin, UnpackPackMixin, FpuMixin):
+    # `current` (written for every word issued) is kept in a slot, not the instance dict, so that its writes leave the
+    # dict's version tag alone and the C memos validated by it (plain_run's, push_memo.c's) keep hitting; the other
+    # attributes stay in the dict (the mixins declare no slots)
+    __slots__ = ("current",)
+
     def __init__(self, l1: np.ndarray, strict: bool = True, dst: Dst | None = None, sfpu=None):
         """`l1`: the tile's L1 (np.uint8, shared, not copied). `dst`/`sfpu` may be injected (tests); by default a
         fresh Dst and the emulator's SFPU over it, timed by this Tensix's cycle model."""

@@ -190,6 +190,39 @@ def test_plain_words_in_c_identical(seed, strict, monkeypatch):
 
 
 @needs_plain_c
+@pytest.mark.parametrize("seed,strict", [(6, False), (9, False), (7, True)])
+def test_plain_rows_identical(seed, strict, monkeypatch):
+    """The C issue's reads and writes of the cycle model's rows in its C state (TT_EMU_PLAIN_ROWS_NATIVE: the FIFO's
+    accept and take, the issue rule's clock, front end, Wait Gate, first issue, stalls, issued and instruction counts)
+    against the same C issue through the rows' views, and both against the Python path, state by state."""
+    runs = []
+    for rows in (True, False):
+        monkeypatch.setattr(sfpu_issue_native, "PLAIN_ROWS_NATIVE", rows)
+        runs.append(_run(seed, strict, True, monkeypatch, plain_c=True, timed=False, wait_share=0.2))
+    assert runs[0] == runs[1] == _run(seed, strict, True, monkeypatch, plain_c=False, timed=False, wait_share=0.2)
+    assert isinstance(runs[0][-1], str) == strict
+
+
+def _pushed_behind_trace(monkeypatch, plain_c: bool, rows: bool) -> list:
+    """Runs pushed at earlier cycles than the thread's clock: its FIFO's last departures are later than the pushes, so
+    that a full FIFO holds each push until its oldest word left (TensixTiming.accept); the state after every push."""
+    monkeypatch.setattr(sfpu_issue_native, "PLAIN_ISSUE_NATIVE", plain_c)
+    monkeypatch.setattr(sfpu_issue_native, "PLAIN_ROWS_NATIVE", rows)
+    tx = Tensix(np.zeros(layout.L1_SIZE, np.uint8), strict=True)
+    words = tuple(E("SETDMAREG", reg_index_16b=i, payload=i + 1) for i in range(2 * frontend.FIFO_DEPTH))
+    return [_snapshot(tx, tx.push_many(th, words, t)) for th, t in ((0, 1000), (0, 0), (2, 50), (2, 40), (0, 990))]
+
+
+@needs_plain_c
+def test_plain_rows_fifo_hold_identical(monkeypatch):
+    """The C state's rows under the FIFO's hold of pushes behind the thread's clock: the same states as through the
+    views and as the Python path, and the hold really happened (a push accepted later than it was pushed)."""
+    a = _pushed_behind_trace(monkeypatch, True, True)
+    assert a == _pushed_behind_trace(monkeypatch, True, False) == _pushed_behind_trace(monkeypatch, False, True)
+    assert a[1][0] > 1000          # (the run pushed from cycle 0 was held behind the one pushed at 1000)
+
+
+@needs_plain_c
 def test_plain_words_in_c_error_mid_run(monkeypatch):
     """A handler raising inside a run the C part issues: the words before it took full effect, push_many's
     pm_done / pm_t name it, and the state is the Python path's."""
@@ -299,6 +332,103 @@ def test_expanded_words_issue_in_c(seed, monkeypatch):
     assert a == _run(seed, False, True, monkeypatch, plain_c=False, timed=False)
 
 
+def _repeated_runs_trace(seed: int, memo: bool, monkeypatch) -> tuple[list, int]:
+    """A few fixed tuples of words (one longer than the run memo's RUN_MEMO_WORDS) pushed again and again to random
+    threads, the words' facts changed between some pushes (two words' records swapped, so that a stale record would
+    issue the other word; a word's taken away, then given back): the state after every push, and the words whose facts
+    plain_run's run memo answered (sfpu_issue_native.PLAIN_MEMO_NATIVE `memo`)."""
+    monkeypatch.setattr(sfpu_issue_native, "PLAIN_MEMO_NATIVE", memo)
+    hits = lambda: sfpu_issue_native._load()[0].plain_memo_hits()[0]     # noqa: E731
+    before = hits()
+    rng = random.Random(seed)
+    runs = [tuple(_plain(rng, 0.02) for _ in range(n)) for n in (1, 3, 8, 40)]
+    tx = Tensix(np.zeros(layout.L1_SIZE, np.uint8), strict=False)
+    clock, trace = [0, 0, 0], []
+    for step in range(300):
+        thread, words = rng.randrange(3), rng.choice(runs)
+        facts = tx._plain
+        if step % 7 == 3 and len(facts) > 1:
+            a, b = rng.sample(sorted(facts), 2)
+            facts[a], facts[b] = facts[b], facts[a]
+        elif step % 11 == 5 and facts:
+            facts.pop(rng.choice(sorted(facts)))         # (push_run records it again where a run starts with it)
+        try:
+            ret = clock[thread] = tx.push_many(thread, words, clock[thread] + rng.randrange(3))
+        except Stall:
+            ret = ("stall", tx.step())
+        trace.append(_snapshot(tx, ret))
+        for _ in range(rng.randrange(4)):                # (blocked words retried: the threads' frontends empty)
+            trace.append(("step", tx.step()))
+    return trace, hits() - before
+
+
+@needs_plain_c
+@pytest.mark.parametrize("seed", [0, 1, 3])
+def test_facts_memo_identical(seed, monkeypatch):
+    """plain_run's memo of a run's facts by its tuple (TT_EMU_PLAIN_MEMO_NATIVE) against the facts dict looked up for
+    each word: the same state push by push where the same tuples come again and their words' facts change between
+    pushes; the memo answers only where it is on."""
+    on, answered = _repeated_runs_trace(seed, True, monkeypatch)
+    off, none = _repeated_runs_trace(seed, False, monkeypatch)
+    assert on == off and answered > 200 and none == 0, (answered, none)
+
+
+def _rebound_trace(memo: bool, monkeypatch) -> tuple[list, int]:
+    """The same run given to plain_run again and again (as rv32_native.c does: no Python between the calls) while the
+    Tensix's attributes plain_run reads are rebound between some calls (the instruction counts to a list, the threads
+    to a new list of the same threads; the cycle model's lists are bound once, TensixTiming.FIXED): the state after
+    every call, and the calls whose reads plain_run's Tensix memo answered (sfpu_issue_native.PLAIN_MEMO_NATIVE
+    `memo`)."""
+    monkeypatch.setattr(sfpu_issue_native, "PLAIN_MEMO_NATIVE", memo)
+    hits = lambda: sfpu_issue_native._load()[0].plain_memo_hits()[1]     # noqa: E731
+    before = hits()
+    tx = Tensix(np.zeros(layout.L1_SIZE, np.uint8), strict=True)
+    words = (E("SETDMAREG", reg_index_16b=3, payload=7), E("NOP"), E("SEMINIT", sem_sel=1, init_value=0, max_value=2))
+    rebind = [lambda: setattr(tx, "instructions", list(tx.instructions)),
+              lambda: setattr(tx, "threads", list(tx.threads)), lambda: setattr(tx, "instructions", [100, 200, 300])]
+    run, facts, progress = sfpu_issue_native.plain_run(), tx._plain, [0, 0]
+    facts.update((w, tx._plain_facts(w)) for w in words)
+    t, trace = 0, []
+    for k in range(14):
+        if k % 4 == 3:
+            rebind[k // 4]()
+        j, t = run(tx, words, 0, t + 3, k % 2, facts, progress, False)
+        trace.append(_snapshot(tx, (j, t)))
+    return trace, hits() - before
+
+
+@needs_plain_c
+def test_plain_memo_follows_rebound_attributes(monkeypatch):
+    """plain_run's memo of the Tensix's reads (its cycle model, threads, instruction counts and the model's lists, by
+    the instance dicts' version tags) against the reads made at each call: the same state where those attributes are
+    rebound between pushes (the rebound lists are the ones counted), and it answers only where it is on."""
+    on, answered = _rebound_trace(True, monkeypatch)
+    off, none = _rebound_trace(False, monkeypatch)
+    assert on == off and answered > 6 and none == 0, (answered, none)
+    assert on[-1][8] == [100 + 3, 200 + 2 * 3, 300]      # (counted in the list bound last, by the 3 runs after it)
+
+
+@needs_plain_c
+@pytest.mark.parametrize("memo", [True, False])
+def test_plain_run_c_reads_the_recording(memo, monkeypatch):
+    """plain_run's C entry reads tx.mm_record (through its Tensix memo where PLAIN_MEMO_NATIVE is on): while an MVMUL
+    run records, a NOP is left to the Python path, also on the calls after the first (the memo's hits), and taken again
+    once the recording ends."""
+    monkeypatch.setattr(sfpu_issue_native, "PLAIN_MEMO_NATIVE", memo)
+    taken = []
+    run = _plain_run_c_callable(taken)
+    tx = Tensix(np.zeros(layout.L1_SIZE, np.uint8), strict=True)
+    words = (E("NOP"),)
+    tx._plain.update((w, tx._plain_facts(w)) for w in words)
+    t, mvmuls = 0, []
+    for recording in (None, mvmuls, mvmuls, mvmuls, None, None):
+        if tx.mm_record is not recording:          # (set only when it changes: the calls between find tx as it was)
+            tx.mm_record = recording
+        t = run(tx, words, 0, t + 3, 0, tx._plain, [0, 0], recording is not None)[1]
+    assert taken == [1, 0, 0, 0, 1, 1]
+    assert not memo or sfpu_issue_native._load()[0].plain_memo_hits()[1] > 0
+
+
 def test_direct_path_is_taken(monkeypatch):
     """The random programs really exercise the direct path: most words never reach the reference push."""
     reference = {"n": 0}
@@ -327,7 +457,8 @@ def _same_kernel_runs(plan, arrays, monkeypatch, module, switch: str) -> None:
 
 SWITCHES = [(direct_issue, "DIRECT_ISSUE"), (tensix, "RETRY_ON_BANK_CHANGE"),
             (sfpu_issue_native, "PLAIN_ISSUE_NATIVE"), (tile_native, "HANDLERS_NATIVE"),
-            (sfpu_issue_native, "PLAIN_ENTRY_NATIVE")]
+            (sfpu_issue_native, "PLAIN_ENTRY_NATIVE"), (sfpu_issue_native, "PLAIN_MEMO_NATIVE"),
+            (sfpu_issue_native, "PLAIN_ROWS_NATIVE")]
 
 
 @pytest.mark.needs_cc

@@ -14,9 +14,10 @@
  * there, issue_t and the instruction counts written there; the memo needs it, as the C issue of SFPU words does). The
  * objects are borrowed: the dicts hold them while their versions stand. push_fast answers with the memo or declines
  * (0: push_one's full path then runs, and fills the memo where it takes a word without Dst access). It takes an
- * SFPLOAD / SFPSTORE too, with the Dst access context read for the word (dst_access) and tx.current written, its own
- * change of the dict, which it follows (before, each Dst access went the full path and its write of `current` sent
- * the next word there too: 4 of the long body's 171 words cost ~1/12 of its issue). TT_EMU_PUSH_MEMO_NATIVE=0 turns
+ * SFPLOAD / SFPSTORE too, with the Dst access context read for the word (dst_access) and tx.current written (a slot
+ * of the Tensix since w26; where a class keeps it in the dict, that change is followed: before, each Dst access went
+ * the full path and its write of `current` sent the next word there too, 4 of the long body's 171 words cost ~1/12 of
+ * its issue). TT_EMU_PUSH_MEMO_NATIVE=0 turns
  * it off (push_entry's switch). */
 
 typedef struct {
@@ -60,11 +61,10 @@ static PyObject *plain_dict_of(PyObject *o, PyObject *const *names, int n) {
 static void push_memo_fill(PyObject *tx, long long th, long long fl) {
     push_memo *m = &push_memos[th], z = {0};
     *m = z;
-    /* (read below, but `current`: written by a Dst access, in the dict like the others, so the memo follows it) */
-    PyObject *txn[] = {s_threads, s_fast, s_cword, s_tm, s_deferred, s_c_ctx, s_cfg, s_instructions, s_dq_flags,
-                       s_current};
+    /* (all read below; `current`, written by a Dst access, is not among them: tensix.py keeps it in a slot) */
+    PyObject *txn[] = {s_threads, s_fast, s_cword, s_tm, s_deferred, s_c_ctx, s_cfg, s_instructions, s_dq_flags};
     PyObject *tmn[] = {s_rec, s_sfpu_timing, s_clock};
-    PyObject *txd = DICT_TAGS ? plain_dict_of(tx, txn, 10) : NULL;    /* (no tags: no memo) */
+    PyObject *txd = DICT_TAGS ? plain_dict_of(tx, txn, 9) : NULL;     /* (no tags: no memo) */
     if (!txd)
         goto clear;
     if (!deque_type) {

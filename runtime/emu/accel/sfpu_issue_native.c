@@ -193,21 +193,27 @@ static int set_item_ll(PyObject *list, Py_ssize_t i, long long v) {
 
 /* seq.name(*args) (n of them, at most 1), as PyObject_VectorcallMethod answers it: for a type that cannot change (the
  * FIFO records and queues are collections.deque) the method's descriptor is looked up once and called (the method
- * look-up had cost more than the append or popleft itself) */
-typedef struct { PyTypeObject *tp; PyObject *descr; } method_memo;
+ * look-up had cost more than the append or popleft itself); a METH_O or METH_NOARGS method (deque's append and
+ * popleft) through its C function, which the descriptor's vectorcall would call after checking the argument count
+ * this call fixes (that dispatch had cost ~90 of the ~140 x86 instructions of a ready queue's append or popleft) */
+typedef struct { PyTypeObject *tp; PyObject *descr; PyCFunction meth; int flags; } method_memo;
 static PyObject *memo_call(method_memo *m, PyObject *name, PyObject *seq, PyObject *const *args, size_t n) {
     PyTypeObject *tp = Py_TYPE(seq);
     if (tp != m->tp && PyType_HasFeature(tp, Py_TPFLAGS_IMMUTABLETYPE)) {
         PyObject *d = _PyType_Lookup(tp, name);
         if (d && Py_IS_TYPE(d, &PyMethodDescr_Type)) {     /* called with seq as self below */
+            PyMethodDef *def = ((PyMethodDescrObject *)d)->d_method;
             Py_INCREF(tp);
             Py_XSETREF(m->tp, tp);
             Py_XSETREF(m->descr, Py_NewRef(d));
+            m->meth = def->ml_meth, m->flags = def->ml_flags;
         }
     }
     PyObject *stack[2] = {seq, n ? args[0] : NULL};
     if (tp != m->tp)
         return PyObject_VectorcallMethod(name, stack, (n + 1) | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+    if (m->flags == (n ? METH_O : METH_NOARGS))
+        return m->meth(seq, stack[1]);
     return PyObject_Vectorcall(m->descr, stack, n + 1, NULL);
 }
 
@@ -1165,6 +1171,27 @@ static int tm_lists_get(PyObject *tm, tm_lists *l) {
     return -1;
 }
 
+static int rows_native_on(void);
+
+/* The C state whose rows L's lists are for thread th, each the view of its own row (taken[th]: the ring of thread th),
+ * or NULL: Python lists (TT_EMU_TIMING_NATIVE=0), views bound elsewhere, or PLAIN_ROWS_NATIVE off
+ * (TT_EMU_PLAIN_ROWS_NATIVE=0: list_ll and the others, the reference, then); -1 in *err with an exception set where
+ * the switch's read failed. With it plain_run_core and plain_word read and write the rows in the struct directly
+ * (accept_take_state, issue_rows_state): through list_ll and row_set_ll, each a type check and a row switch, the
+ * FIFO's accept and take and the issue's row updates had cost ~250 and ~150 x86 instructions a word. */
+static ThreadTiming *rows_state(const tm_lists *L, long long th, int *err) {
+    static const int rows[] = {ROW_CLOCK, ROW_FE, ROW_GATE, ROW_AFTER_MOP, ROW_FIRST, ROW_STALLS, ROW_ISSUED};
+    int on = rows_native_on();
+    *err = on < 0;
+    PyObject *const *l = &L->clock;
+    ThreadTiming *s = on > 0 ? row_state(l[0]) : NULL;
+    for (size_t i = 0; s && i < sizeof rows / sizeof rows[0]; i++)
+        if (row_state(l[i]) != s || ((TimingRow *)l[i])->row != rows[i])
+            return NULL;
+    int rth;
+    return s && ring_state(PyList_GET_ITEM(L->taken, th), &rth) == s && rth == th ? s : NULL;
+}
+
 /* TensixTiming._run_scheduled_sfpu: SFPLOADMACRO-scheduled work due by cycle c runs first */
 static int run_scheduled(run_view *rv, long long c) {
     PyObject *sfpu = view_get(rv, V_RAW_SFPU);
@@ -1338,20 +1365,22 @@ _Static_assert(N_TS <= SLOT_LAYOUT_MOST, "a slot_layout holds the thread's slots
 static PyObject **const ts_names[N_TS] = {&s_latch, &s_blocked, &s_bank_wait, &s_replay_load, &s_batch_skip, &s_ready,
                                           &s_fifo, &s_fifo_t, &s_mop_out};
 
-/* the address of the slot k of thobj, or NULL: its class has no such writable slot (get_attr / set_attr then) */
-static PyObject **th_slot(PyObject *thobj, int k) {
-    if (!slot_layout_of(&ts_slots, Py_TYPE(thobj), ts_names, N_TS))
+/* the address of the slot k of thobj, or NULL: its class has no such writable slot (get_attr / set_attr then).
+ * Inline, the layout's check first: some 65,000 calls an elementwise512 launch had cost ~30 x86 instructions each. */
+static inline PyObject **th_slot(PyObject *thobj, int k) {
+    PyTypeObject *tp = Py_TYPE(thobj);
+    if (!slot_layout_current(&ts_slots, tp) && !slot_layout_of(&ts_slots, tp, ts_names, N_TS))
         return NULL;
     return (PyObject **)((char *)thobj + ts_slots.off[k]);
 }
 
 /* thobj's slot k (a new reference), NULL with an error set */
-static PyObject *th_get(PyObject *thobj, int k) {
+static inline PyObject *th_get(PyObject *thobj, int k) {
     PyObject **p = th_slot(thobj, k);
     return p && *p ? Py_NewRef(*p) : get_attr(thobj, *ts_names[k]);
 }
 
-static int th_set(PyObject *thobj, int k, PyObject *v) {
+static inline int th_set(PyObject *thobj, int k, PyObject *v) {
     PyObject **p = th_slot(thobj, k);
     if (!p)
         return set_attr(thobj, *ts_names[k], v);
@@ -1359,10 +1388,51 @@ static int th_set(PyObject *thobj, int k, PyObject *v) {
     return 0;
 }
 
+/* Tensix.current = v (the word being executed), written for every word plain_run and drain_run issue: at its slot's
+ * offset (tensix.py keeps it in a slot), resolved once per class version, where the class stores it there (set_attr's
+ * look-ups had cost ~270 x86 instructions a word); set_attr otherwise (a class of its own __setattr__ or layout) */
+static slot_layout current_slot;
+static PyObject **const current_names[1] = {&s_current};
+static int put_current(PyObject *tx, PyObject *v) {
+    PyTypeObject *tp = Py_TYPE(tx);
+    if (tp->tp_setattro != PyObject_GenericSetAttr || !slot_layout_of(&current_slot, tp, current_names, 1))
+        return set_attr(tx, s_current, v);
+    Py_XSETREF(*(PyObject **)((char *)tx + current_slot.off[0]), Py_NewRef(v));
+    return 0;
+}
+
+/* TensixTiming.issue's rows for a word of thread th issued at c, the thread's clock having been `clock`: the first
+ * issue cycle, else the stall cycles since the last; the clock and the issued count. 0, or -1 with an error set. */
+static int issue_rows(const tm_lists *L, long long th, long long clock, long long c) {
+    int unset = first_unset(L->first, th);
+    if (unset < 0)
+        return -1;
+    if (unset) {
+        if (set_item_ll(L->first, th, c))
+            return -1;
+    } else if (c - clock - 1 > 0) {
+        long long s;
+        if (list_ll(L->stalls, th, &s) || set_item_ll(L->stalls, th, s + c - clock - 1))
+            return -1;
+    }
+    long long iss;
+    return set_item_ll(L->clock, th, c) || list_ll(L->issued, th, &iss) || set_item_ll(L->issued, th, iss + 1) ? -1 : 0;
+}
+
+/* issue_rows on the C state s whose rows they are (rows_state) */
+static void issue_rows_state(ThreadTiming *s, long long th, long long clock, long long c) {
+    if (!s->has_first[th])
+        s->first[th] = c, s->has_first[th] = 1;
+    else if (c - clock - 1 > 0)
+        s->stalls[th] += c - clock - 1;
+    s->clock[th] = c;
+    s->issued[th]++;
+}
+
 /* One word, at the head of the ready queue already: the Wait Gate, the handler, the issue rule. 1 when it issued, 0
  * when it blocked, -1 on an error. */
-static int plain_word(run_view *rv, const tm_lists *L, PyObject *tobj, long long th, PyObject *rec, PyObject *fields,
-                      int was_blocked, long long *issue) {
+static int plain_word(run_view *rv, const tm_lists *L, ThreadTiming *rs, PyObject *tobj, long long th, PyObject *rec,
+                      PyObject *fields, int was_blocked, long long *issue) {
     PyObject *tx = rv->tx, *tm = rv->tm, *thobj = rv->th;
     const plain_facts *f = (const plain_facts *)PyBytes_AS_STRING(PyTuple_GET_ITEM(rec, 4));
     PyObject *r;
@@ -1446,11 +1516,12 @@ static int plain_word(run_view *rv, const tm_lists *L, PyObject *tobj, long long
         if (bank_wait < 0)
             return -1;
     }
-    PyObject *clock_l = L->clock, *fe_l = L->fe, *gate_l = L->gate, *first_l = L->first, *stalls_l = L->stalls;
-    PyObject *issued_l = L->issued, *key = NULL;
+    PyObject *key = NULL;
     int ok = 0;
     long long clock, fe, mask, until, c;
-    if (list_ll(clock_l, th, &clock) || list_ll(fe_l, th, &fe) || gate_pair(gate_l, th, &mask, &until))
+    if (rs)
+        clock = rs->clock[th], fe = rs->fe[th], mask = rs->gate_mask[th], until = rs->gate_until[th];
+    else if (list_ll(L->clock, th, &clock) || list_ll(L->fe, th, &fe) || gate_pair(L->gate, th, &mask, &until))
         goto out;
     c = clock + 1 > fe ? clock + 1 : fe;
     if (until > c && (f->block != -1 ? (f->block & mask) != 0 : mask == 0x1FF))
@@ -1522,20 +1593,9 @@ static int plain_word(run_view *rv, const tm_lists *L, PyObject *tobj, long long
         if (f->is_sempost && sem_stamp(rv, f->sem_sel, c))
             goto out;
     }
-    int unset = first_unset(first_l, th);
-    if (unset < 0)
-        goto out;
-    if (unset) {
-        if (set_item_ll(first_l, th, c))
-            goto out;
-    } else if (c - clock - 1 > 0) {
-        long long s;
-        if (list_ll(stalls_l, th, &s) || set_item_ll(stalls_l, th, s + c - clock - 1))
-            goto out;
-    }
-    long long iss;
-    if (set_item_ll(clock_l, th, c) || list_ll(issued_l, th, &iss) || set_item_ll(issued_l, th, iss + 1)
-        || set_issue_t(tx, tm, c))
+    if (rs)
+        issue_rows_state(rs, th, clock, c);
+    if ((!rs && issue_rows(L, th, clock, c)) || set_issue_t(tx, tm, c))
         goto out;
     if (f->kind == K_WAIT && wait_release(rv, L->gate, tobj, th, c))    /* the unit-busy conditions of its latch */
         goto out;
@@ -1561,6 +1621,209 @@ static int plain_record(PyObject *facts, PyObject *w, const char *who, PyObject 
     }
     *rec = r;
     return 1;
+}
+
+/* plain_run_core's memo of the facts of a run's words, by the run's tuple: rv32_native.c gives a run's tuple again
+ * while L1 holds its words (run_words), and plain_record's dict look-up of a word (a large int key: its hash, the probe
+ * and an int comparison) had cost ~310 x86 instructions a word. Direct-mapped by the tuple's address; an entry holds
+ * the tuple (so that no other tuple gets its address while it is kept) and the records of its first RUN_MEMO_WORDS
+ * words as plain_record found them (borrowed: the facts dict holds them while its version tag stands; Py_None where
+ * C does not take the word; NULL not looked up yet), valid for one facts dict with the version tag it had then (any
+ * change of the dict, such as a word's facts recorded, empties the entry). Off (PLAIN_MEMO_NATIVE,
+ * TT_EMU_PLAIN_MEMO_NATIVE=0; read with the push switches, entry_read) or without version tags: plain_record each
+ * time. */
+#define RUN_MEMO 256            /* entries (a power of 2) */
+#define RUN_MEMO_WORDS 32
+typedef struct {
+    PyObject *words, *facts;
+    uint64_t v;
+    PyObject *rec[RUN_MEMO_WORDS];
+} run_memo_entry;
+static run_memo_entry run_memo[RUN_MEMO];
+static long long run_memo_hits;         /* words the memo answered (plain_memo_hits: tests see it used) */
+static int plain_memos_on(void);
+
+/* the entry of the tuple `words` for the dict `facts` (emptied where it held another tuple, dict or version), NULL
+ * where the memo is off; -1 in *err with an exception set where the switch's read failed */
+static run_memo_entry *run_memo_for(PyObject *words, PyObject *facts, int *err) {
+    int on = DICT_TAGS ? plain_memos_on() : 0;
+    *err = on < 0;
+    if (on <= 0)
+        return NULL;
+    uintptr_t a = (uintptr_t)words;
+    run_memo_entry *e = &run_memo[(a >> 4 ^ a >> 12) & (RUN_MEMO - 1)];
+    if (e->words != words || e->facts != facts || e->v != dict_version(facts)) {
+        Py_XSETREF(e->words, Py_NewRef(words));
+        e->facts = facts, e->v = dict_version(facts);
+        memset(e->rec, 0, sizeof e->rec);
+    }
+    return e;
+}
+
+/* plain_record for words[j] (w) through the tuple's memo entry e (NULL: the memo is off): the same answers */
+static int run_record(run_memo_entry *e, PyObject *facts, PyObject *w, Py_ssize_t j, PyObject **rec) {
+    if (!e || j >= RUN_MEMO_WORDS)
+        return plain_record(facts, w, "plain_run", rec);
+    if (e->v != dict_version(facts)) {      /* (the facts changed since: a handler's Python recorded a word's) */
+        e->v = dict_version(facts);
+        memset(e->rec, 0, sizeof e->rec);
+    }
+    PyObject *r = e->rec[j];
+    if (r) {
+        run_memo_hits++;
+        *rec = r;
+        return r != Py_None;
+    }
+    int found = plain_record(facts, w, "plain_run", rec);
+    if (found >= 0 && e->v == dict_version(facts))          /* (the look-up left the dict as it was) */
+        e->rec[j] = found ? *rec : Py_None;
+    return found;
+}
+
+/* plain_run_core's reads of the Tensix tx (its cycle model tm, threads and instruction counts) and of tm's lists
+ * (tm_lists_get), kept per Tensix in two parts: tx's while tx's instance dict keeps its version tag and its class its
+ * tag, tm's lists while tm's do (a dict then holds the same objects: any change of a dict changes its tag, no two dicts
+ * get the same one, and a class attribute defined later changes its class's). Those reads had cost ~1.3k x86
+ * instructions a call (get_attr's and attr_list's look-ups; some 5,500 calls an elementwise512 launch); the Tensix's
+ * dict keeps its tag between most calls since `current` is a slot (tensix.py; the packer's position, written by every
+ * PACR, is what changes it most of the rest), the cycle model's between nearly all. A part is filled only where each name read is an attribute of the instance's dict
+ * (plain_dict_of, once per class tag) and the dict did not change while it was read; the objects are borrowed (the
+ * dicts hold them while their tags stand). Off with the run memo (PLAIN_MEMO_NATIVE) or without version tags. */
+#define TX_MEMO 8               /* entries (a power of 2), by the Tensix's address */
+typedef struct {
+    PyObject *tx, *txd;         /* (tx only compared: a Tensix made later at its address has another dict) */
+    uint64_t vtx;
+    unsigned int tag_tx, tag_tm;    /* the classes whose names were found plain (0: none yet) */
+    PyObject *tm, *threads, *instr, *mm;
+    PyObject *tmd;              /* (NULL: no lists kept) */
+    uint64_t vtm;
+    PyObject *lists[TIMING_BOUND];
+} tx_memo_entry;
+static tx_memo_entry tx_memo[TX_MEMO];
+static long long tx_memo_hits;          /* calls whose reads the memo answered, lists included (plain_memo_hits) */
+static PyObject *plain_dict_of(PyObject *o, PyObject *const *names, int n);      /* (push_memo.c) */
+
+static tx_memo_entry *tx_memo_slot(PyObject *tx) {
+    uintptr_t a = (uintptr_t)tx;
+    return &tx_memo[(a >> 4 ^ a >> 10) & (TX_MEMO - 1)];
+}
+
+/* o's instance dict (borrowed) where it is an exact dict, else NULL */
+static PyObject *exact_dict(PyObject *o) {
+    PyObject **dp = _PyObject_GetDictPtr(o);
+    return dp && *dp && PyDict_CheckExact(*dp) ? *dp : NULL;
+}
+
+/* whether `o`'s instance dict is `d` with the version tag v and its class has the tag `tag` (not 0) */
+static int dict_unchanged(PyObject *o, PyObject *d, uint64_t v, unsigned int tag) {
+    PyObject **dp = _PyObject_GetDictPtr(o);
+    return tag && type_tag(Py_TYPE(o)) == tag && dp && *dp == d && dict_version(d) == v;
+}
+
+/* o's instance dict where the n `names` are attributes of it (plain_dict_of), asked once per class tag (*tag: the
+ * class last found so), else NULL */
+static PyObject *names_dict(PyObject *o, PyObject *const *names, int n, unsigned int *tag) {
+    unsigned int now = type_tag(Py_TYPE(o));
+    if (now && now == *tag)
+        return exact_dict(o);
+    PyObject *d = plain_dict_of(o, names, n);
+    *tag = d ? now : 0;
+    return d;
+}
+
+/* tx.tm, tx.threads and tx.instructions (lists of 3 or the C state's views) and tx.mm_record (its truth in *mm),
+ * new references, through tx's part of the entry e where it holds (else read, and that part filled): 0, or -1 with an
+ * exception set (all NULL) */
+static int tx_attrs(tx_memo_entry *e, PyObject *tx, PyObject **tm, PyObject **threads, PyObject **instr, int *mm) {
+    if (e->tx == tx && dict_unchanged(tx, e->txd, e->vtx, e->tag_tx)
+        && !(PyList_Check(e->threads) && PyList_GET_SIZE(e->threads) < 3)
+        && !(PyList_Check(e->instr) && PyList_GET_SIZE(e->instr) < 3)) {    /* (shortened: attr_list's error) */
+        *tm = Py_NewRef(e->tm), *threads = Py_NewRef(e->threads), *instr = Py_NewRef(e->instr);
+        *mm = e->mm != Py_None;
+        return 0;
+    }
+    e->tx = NULL;
+    PyObject *const txn[4] = {s_mm_record, s_tm, s_threads, s_instructions};
+    PyObject *txd = names_dict(tx, txn, 4, &e->tag_tx);
+    uint64_t v = txd ? dict_version(txd) : 0;
+    PyObject *mm_o = get_attr(tx, s_mm_record);
+    *mm = mm_o && mm_o != Py_None;
+    *tm = mm_o ? get_attr(tx, s_tm) : NULL;
+    *threads = *tm ? attr_list(tx, s_threads, 3) : NULL;
+    *instr = *threads ? attr_list(tx, s_instructions, 3) : NULL;
+    Py_XDECREF(mm_o);           /* (kept below only while tx's dict, which holds it, is as it was) */
+    if (!*instr) {
+        Py_CLEAR(*tm);
+        Py_CLEAR(*threads);
+        return -1;
+    }
+    if (txd && exact_dict(tx) == txd && dict_version(txd) == v) {  /* (read from the dict, which stayed as it was) */
+        e->tx = tx, e->txd = txd, e->vtx = v;
+        e->tm = *tm, e->threads = *threads, e->instr = *instr, e->mm = mm_o;
+    }
+    return 0;
+}
+
+/* tm's lists into L (new references) through the entry e's lists where they hold for tm, else tm_lists_get (and
+ * those kept where they are tm's dict's own): 0, or -1 with an exception set (L empty) */
+static int tm_lists_memo(tx_memo_entry *e, PyObject *tm, tm_lists *L) {
+    PyObject **to = &L->clock;
+    if (e->tmd && e->tx && e->tm == tm && dict_unchanged(tm, e->tmd, e->vtm, e->tag_tm)) {
+        for (int k = 0; k < TIMING_BOUND; k++)
+            to[k] = Py_NewRef(e->lists[k]);
+        tx_memo_hits++;
+        return 0;
+    }
+    e->tmd = NULL;
+    if (tm_lists_get(tm, L))
+        return -1;
+    /* (tm_lists_get may answer from its own memo of the lists bound with the same clock list: kept only where they
+     * are what tm's dict holds now) */
+    PyObject *const tmn[TIMING_BOUND] = {s_clock, s_fe, s_gate, s_after_mop, s_first, s_stalls, s_issued, s_taken};
+    PyObject *tmd = e->tx && e->tm == tm ? names_dict(tm, tmn, TIMING_BOUND, &e->tag_tm) : NULL;
+    for (int k = 0; tmd && k < TIMING_BOUND; k++)
+        if (PyDict_GetItem(tmd, tmn[k]) != to[k])
+            tmd = NULL;
+    if (tmd) {
+        e->tmd = tmd, e->vtm = dict_version(tmd);
+        memcpy(e->lists, to, sizeof e->lists);
+    }
+    return 0;
+}
+
+/* tx.tm, tx.threads, tx.instructions and tm's lists, new references, and whether tx.mm_record is not None (*mm),
+ * through tx's memo entry where the memo is on: 0, or -1 with an exception set (all NULL) */
+static int tx_parts(PyObject *tx, PyObject **tm, PyObject **threads, PyObject **instr, int *mm, tm_lists *L) {
+    int on = DICT_TAGS ? plain_memos_on() : 0;
+    *tm = *threads = *instr = NULL;
+    if (on < 0)
+        return -1;
+    if (!on) {
+        PyObject *mm_o = get_attr(tx, s_mm_record);
+        *mm = mm_o && mm_o != Py_None;
+        *tm = mm_o ? get_attr(tx, s_tm) : NULL;
+        Py_XDECREF(mm_o);
+        *threads = *tm ? attr_list(tx, s_threads, 3) : NULL;
+        *instr = *threads && !tm_lists_get(*tm, L) ? attr_list(tx, s_instructions, 3) : NULL;
+    } else {
+        tx_memo_entry *e = tx_memo_slot(tx);
+        if (!tx_attrs(e, tx, tm, threads, instr, mm) && tm_lists_memo(e, *tm, L))
+            Py_CLEAR(*instr);
+    }
+    if (!*instr) {
+        Py_CLEAR(*tm);
+        Py_CLEAR(*threads);
+        tm_lists_release(L);
+        return -1;
+    }
+    return 0;
+}
+
+/* plain_memo_hits(): (words of a pushed run whose facts the run memo answered, plain_run calls whose Tensix reads its
+ * memo answered) since the module was loaded */
+static PyObject *plain_memo_hits(PyObject *self, PyObject *unused) {
+    (void)self, (void)unused;
+    return Py_BuildValue("(LL)", run_memo_hits, tx_memo_hits);
 }
 
 /* whether the FIFO's ring q (taken[th]) holds `depth` words (1, *oldest = q[0]) or fewer (0); -1 with an exception
@@ -1632,6 +1895,21 @@ static int accept_take(PyObject *clock_l, PyObject *fe_l, PyObject *after_l, PyO
     return set_item_ll(fe_l, th, a > fe ? a : fe);
 }
 
+/* accept_take for thread th on the C state s whose rows plain_run_core's are (rows_state): the same updates, read and
+ * written in s */
+static void accept_take_state(ThreadTiming *s, int th, long long t, long long *a_out) {
+    long long clock = s->clock[th], fe = s->fe[th], a = t;
+    if (s->taken_len[th] == depth && ring_oldest(s, th) > t)       /* (fifo_accept: a full FIFO holds the push) */
+        a = ring_oldest(s, th);
+    ring_push(s, th, a > clock ? a : clock);
+    if (s->after_mop[th]) {                                         /* the MOP transition penalty */
+        fe = (fe > clock + 1 ? fe : clock + 1) + mop_penalty;
+        s->after_mop[th] = 0;
+    }
+    *a_out = a;
+    s->fe[th] = a > fe ? a : fe;
+}
+
 /* Tensix.drain's first test in C, for plain_run's pushes into a busy thread (about ten thousand a matmul256 launch
  * find its thread blocked on the same Src banks) and step_run's drains: 1 when drain(thread) would return 0 at once,
  * having changed nothing (the thread's head word blocked in its handler on a Src bank, tensix.RETRY_ON_BANK_CHANGE
@@ -1678,7 +1956,7 @@ static PyObject *cdrain_run(run_view *rv, PyObject *tobj);     /* (below: Tensix
 /* plain_run's work for words[j:] of the tuple `words` pushed to thread th (tobj: its int) from cycle t on, shared by
  * the Python-callable plain_run and the C entry plain_run_c (below). facts: word -> (name, fields, handler, (tx.current
  * for threads 0, 1, 2), packed plain_facts) or None; recording: an MVMUL run records (accel/fpu_batch.py): only MVMULs
- * are taken then, else no MVMUL.
+ * are taken then, else no MVMUL (-1: whether tx.mm_record is not None, read with the Tensix's other attributes).
  * A word pushed while the thread has work queued goes into its FIFO and the thread drains (FrontendMixin.push; the
  * drain: cdrain_run), any word; else it is issued directly (plain_word) if it has facts and the thread holds no
  * REPLAY load and no blocked word. It stops before a word it does not take (a full FIFO: the Python path raises the
@@ -1689,19 +1967,27 @@ static PyObject *cdrain_run(run_view *rv, PyObject *tobj);     /* (below: Tensix
 static int plain_run_core(PyObject *tx, PyObject *words, PyObject *tobj, long long th, PyObject *facts, int recording,
                           long long *j_io, long long *t_io, long long *at_j, long long *at_t) {
     long long j = *j_io, t = *t_io;
-    PyObject *tm = get_attr(tx, s_tm), *threads = tm ? attr_list(tx, s_threads, 3) : NULL;
-    PyObject *thobj = threads ? PyList_GET_ITEM(threads, th) : NULL;
-    PyObject *ready = thobj ? th_get(thobj, TS_READY) : NULL;
+    PyObject *tm, *threads, *instr_l;
     tm_lists L = {0};
-    PyObject *instr_l = ready && !tm_lists_get(tm, &L) ? attr_list(tx, s_instructions, 3) : NULL;
-    PyObject *fifo = instr_l ? th_get(thobj, TS_FIFO) : NULL;
+    int mm, parts_err = tx_parts(tx, &tm, &threads, &instr_l, &mm, &L);
+    if (recording < 0)
+        recording = mm;
+    PyObject *thobj = parts_err ? NULL : PyList_GET_ITEM(threads, th);
+    PyObject *ready = thobj ? th_get(thobj, TS_READY) : NULL;
+    PyObject *fifo = ready ? th_get(thobj, TS_FIFO) : NULL;
     PyObject *fifo_t = fifo ? th_get(thobj, TS_FIFO_T) : NULL;
     PyObject *mop_out = fifo_t ? th_get(thobj, TS_MOP_OUT) : NULL;
     int ok = 0;
     run_view rv = {tx, tm, thobj};
     *at_j = -1, *at_t = 0;                  /* the word being pushed, for the caller if an exception leaves */
-    if (!mop_out)
+    int memo_err = 0, rows_err = 0;
+    run_memo_entry *memo = mop_out ? run_memo_for(words, facts, &memo_err) : NULL;
+    ThreadTiming *rs = mop_out && !memo_err ? rows_state(&L, th, &rows_err) : NULL;
+    if (!mop_out || memo_err || rows_err)
         goto out;
+    /* (the instruction counts: tx.instructions, the C state's own row where rs is that state) */
+    long long *icount = rs && row_state(instr_l) == rs && ((TimingRow *)instr_l)->row == ROW_INSTRUCTIONS
+                            ? &rs->instructions[th] : NULL;
     PyObject *q = PyList_GET_ITEM(L.taken, th);
     Py_ssize_t n = PyTuple_GET_SIZE(words);
     while (j < n) {
@@ -1744,7 +2030,7 @@ static int plain_run_core(PyObject *tx, PyObject *words, PyObject *tobj, long lo
         if (busy)
             break;
         PyObject *rec;
-        int found = plain_record(facts, w, "plain_run", &rec);
+        int found = run_record(memo, facts, w, j, &rec);
         if (found < 0)
             goto out;
         if (!found)
@@ -1753,17 +2039,19 @@ static int plain_run_core(PyObject *tx, PyObject *words, PyObject *tobj, long lo
             break;                                      /* (the drain's MVMUL recording: direct_issue.push's rule) */
         *at_j = j, *at_t = t;
         long long a;
-        if (accept_take(L.clock, L.fe, L.after_mop, q, th, t, 1, &a))
+        if (rs)
+            accept_take_state(rs, (int)th, t, &a);
+        else if (accept_take(L.clock, L.fe, L.after_mop, q, th, t, 1, &a))
             goto out;
         /* at the head of the ready queue while the Wait Gate and the handler decide */
         PyObject *r = append_call(ready, w);
         if (!r)
             goto out;
         Py_DECREF(r);
-        if (set_attr(tx, s_current, PyTuple_GET_ITEM(PyTuple_GET_ITEM(rec, 3), th)))
+        if (put_current(tx, PyTuple_GET_ITEM(PyTuple_GET_ITEM(rec, 3), th)))
             goto out;
         long long c;
-        int issued = plain_word(&rv, &L, tobj, th, rec, PyTuple_GET_ITEM(rec, 1), 0, &c);
+        int issued = plain_word(&rv, &L, rs, tobj, th, rec, PyTuple_GET_ITEM(rec, 1), 0, &c);
         if (issued < 0)
             goto out;
         j++;
@@ -1774,9 +2062,12 @@ static int plain_run_core(PyObject *tx, PyObject *words, PyObject *tobj, long lo
         if (!r)
             goto out;
         Py_DECREF(r);
+        if (th_set(thobj, TS_BLOCKED, Py_None))
+            goto out;
         long long cnt;
-        if (th_set(thobj, TS_BLOCKED, Py_None) || list_ll(instr_l, th, &cnt)
-            || set_item_ll(instr_l, th, cnt + 1))
+        if (icount)
+            ++*icount;
+        else if (list_ll(instr_l, th, &cnt) || set_item_ll(instr_l, th, cnt + 1))
             goto out;
     }
     ok = 1;
@@ -1846,12 +2137,7 @@ static int plain_run_c(PyObject *tx, PyObject *words, PyObject *tobj, PyObject *
         PyErr_SetString(PyExc_ValueError, "plain_run: no such thread or position");
         return -1;
     }
-    PyObject *mm = get_attr(tx, s_mm_record);
-    if (!mm)
-        return -1;
-    int recording = mm != Py_None;
-    Py_DECREF(mm);
-    if (!plain_run_core(tx, words, tobj, th, facts, recording, j_io, t_io, &at_j, &at_t))
+    if (!plain_run_core(tx, words, tobj, th, facts, -1, j_io, t_io, &at_j, &at_t))
         return 0;
     if (at_j >= 0)
         *j_io = at_j, *t_io = at_t;
@@ -1957,8 +2243,9 @@ static PyObject *drain_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
     tm_lists L = {0};
     run_view rv = {tx, tm, thobj};
     long long issued = 0;
-    int more = 0;
-    if (!mop_out || tm_lists_get(tm, &L))
+    int more = 0, rows_err = 0;
+    ThreadTiming *rs = mop_out && !tm_lists_get(tm, &L) ? rows_state(&L, th, &rows_err) : NULL;
+    if (!L.clock || rows_err)
         goto out;
     for (;;) {
         Py_ssize_t nready = PyObject_Length(ready);
@@ -2030,10 +2317,10 @@ static PyObject *drain_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
             goto out;
         int was_blocked = blocked != Py_None;
         Py_DECREF(blocked);
-        if (set_attr(tx, s_current, PyTuple_GET_ITEM(PyTuple_GET_ITEM(rec, 3), th)))
+        if (put_current(tx, PyTuple_GET_ITEM(PyTuple_GET_ITEM(rec, 3), th)))
             goto out;
         long long c;
-        int ok = plain_word(&rv, &L, tobj, th, rec, PyTuple_GET_ITEM(rec, 1), was_blocked, &c);
+        int ok = plain_word(&rv, &L, rs, tobj, th, rec, PyTuple_GET_ITEM(rec, 1), was_blocked, &c);
         if (ok < 0)
             goto out;
         if (!ok)
@@ -2840,7 +3127,7 @@ out:
  * configure_push hands over the two modules' dicts and push_python. */
 static PyObject *entry_switches, *entry_deferral, *entry_rest;
 static PyObject *s_issue_native, *s_replay_native, *s_ready_native, *s_dq_max, *s_push_memo_native;
-static PyObject *s_word_memo_native;
+static PyObject *s_word_memo_native, *s_plain_memo_native, *s_plain_rows_native;
 
 static PyObject *configure_push(PyObject *self, PyObject *args) {
     PyObject *sw, *df, *rest;
@@ -2866,7 +3153,12 @@ static int dict_flag(PyObject *d, PyObject *key) {
 /* The switches push_entry and push_many_entry read at each call (ISSUE_NATIVE; with it DQ_MAX, REPLAY_NATIVE and
  * READY_NATIVE, PUSH_MEMO_NATIVE), kept while the two module dicts keep their version tags (push_memo.c: any
  * assignment to a module global changes its dict's); 0, or -1 with an error set */
-static struct { PyObject *sw, *df; uint64_t vsw, vdf; int on, replays, memo, word_memo; PyObject *dq_max; } entry_now;
+static struct {
+    PyObject *sw, *df;
+    uint64_t vsw, vdf;
+    int on, replays, memo, word_memo, plain_memos, rows;
+    PyObject *dq_max;
+} entry_now;
 static int entry_read(void) {
     if (DICT_TAGS && entry_now.sw == entry_switches && entry_now.df == entry_deferral
         && dict_version(entry_switches) == entry_now.vsw && dict_version(entry_deferral) == entry_now.vdf)
@@ -2890,10 +3182,12 @@ static int entry_read(void) {
         }
     }
     int word_memo = dict_flag(entry_switches, s_word_memo_native);
-    if (word_memo < 0)
+    int plain_memos = word_memo < 0 ? -1 : dict_flag(entry_switches, s_plain_memo_native);
+    int rows = plain_memos < 0 ? -1 : dict_flag(entry_switches, s_plain_rows_native);
+    if (rows < 0)
         return -1;
     entry_now.on = on, entry_now.replays = replays, entry_now.memo = memo, entry_now.dq_max = dq_max;
-    entry_now.word_memo = word_memo;
+    entry_now.word_memo = word_memo, entry_now.plain_memos = plain_memos, entry_now.rows = rows;
     entry_now.vsw = dict_version(entry_switches), entry_now.vdf = dict_version(entry_deferral);
     entry_now.sw = entry_switches, entry_now.df = entry_deferral;
     return 0;
@@ -2905,6 +3199,21 @@ static int word_memo_on(void) {
     if (!entry_switches)
         return 0;
     return entry_read() ? -1 : entry_now.word_memo;
+}
+
+/* run_record's switch: PLAIN_MEMO_NATIVE as entry_read last read it (0 before configure_push: no memo), -1 with an
+ * error set */
+static int plain_memos_on(void) {
+    if (!entry_switches)
+        return 0;
+    return entry_read() ? -1 : entry_now.plain_memos;
+}
+
+/* rows_state's switch: PLAIN_ROWS_NATIVE as entry_read last read it (0 before configure_push), -1 with an error set */
+static int rows_native_on(void) {
+    if (!entry_switches)
+        return 0;
+    return entry_read() ? -1 : entry_now.rows;
 }
 
 static PyObject *push_entry(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
@@ -3191,6 +3500,7 @@ static PyMethodDef methods[] = {
     {"push_one", (PyCFunction)(void (*)(void))push_one, METH_FASTCALL, "see its comment"},
     {"push_memo_counts", push_memo_counts, METH_NOARGS, "see push_memo.c"},
     {"word_memo_hits", word_memo_hits, METH_NOARGS, "look-ups cword_rec's memo answered (tests)"},
+    {"plain_memo_hits", plain_memo_hits, METH_NOARGS, "words and calls plain_run's memos answered (tests)"},
     {"push_entry", (PyCFunction)(void (*)(void))push_entry, METH_FASTCALL | METH_KEYWORDS, "see its comment"},
     {"push_many_entry", (PyCFunction)(void (*)(void))push_many_entry, METH_FASTCALL | METH_KEYWORDS,
      "see its comment"},
@@ -3257,6 +3567,7 @@ PyMODINIT_FUNC PyInit_sfpu_issue(void) {
         {&s_batch_min_reps, "_batch_min_reps"}, {&s_issue_native, "ISSUE_NATIVE"},
         {&s_replay_native, "REPLAY_NATIVE"}, {&s_ready_native, "READY_NATIVE"}, {&s_dq_max, "DQ_MAX"},
         {&s_push_memo_native, "PUSH_MEMO_NATIVE"}, {&s_word_memo_native, "WORD_MEMO_NATIVE"},
+        {&s_plain_memo_native, "PLAIN_MEMO_NATIVE"}, {&s_plain_rows_native, "PLAIN_ROWS_NATIVE"},
         {&s_push_many, "push_many"}, {&s_pm_done, "pm_done"},
     };
     if (INTERN_NAMES(push_names))

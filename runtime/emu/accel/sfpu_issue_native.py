@@ -60,6 +60,11 @@ MOP_PUSH_NATIVE = os.environ.get("TT_EMU_MOP_PUSH_NATIVE", "1") != "0"    # a MO
 REPLAY_NATIVE = os.environ.get("TT_EMU_REPLAY_PUSH_NATIVE", "1") != "0"
 PUSH_MEMO_NATIVE = os.environ.get("TT_EMU_PUSH_MEMO_NATIVE", "1") != "0"   # push_one's memo (push_memo.c)
 WORD_MEMO_NATIVE = os.environ.get("TT_EMU_WORD_MEMO_NATIVE", "1") != "0"   # the issue's memo of word facts (cword_rec)
+# plain_run's memos: a run's words' facts by its tuple (run_record), the Tensix's attributes by its dict's version tag
+# (tx_parts); else the facts dict looked up for each word and the attributes read at each call
+PLAIN_MEMO_NATIVE = os.environ.get("TT_EMU_PLAIN_MEMO_NATIVE", "1") != "0"
+# plain_run's and drain_run's reads and writes of the cycle model's rows in its C state directly, else through the views
+PLAIN_ROWS_NATIVE = os.environ.get("TT_EMU_PLAIN_ROWS_NATIVE", "1") != "0"
 TIMING_NATIVE = os.environ.get("TT_EMU_TIMING_NATIVE", "1") != "0"     # the cycle model's state in C (timing_state.c)
 WAIT_NATIVE = os.environ.get("TT_EMU_WAIT_NATIVE", "1") != "0"   # wait words' Latch built, SFPU busy time read in C
 # the run's view of the Tensix's containers read at the dict entry each was found at last (tile_handlers.c's hints)
