@@ -331,8 +331,10 @@ class Tile:
         extra = {riscv_mmio_extra(a) for a in (layout.TENSIX_SYNC, *range(layout.SEMAPHORE_BASE, layout.SEMAPHORE_BASE
                                                                             + 4 * N_SEMAPHORES, 4))}
         loads, stores = rv32_native.SEM_LOADS_NATIVE, rv32_native.PCBUF_NATIVE
+        # (and the TTSync load's thread_idle read from the thread's queues while it is frontend.py's: ttsync_load)
+        idle = FrontendMixin.thread_idle if rv32_native.TTSYNC_IDLE_NATIVE else None
         sems = (self, layout.SEMAPHORE_BASE, N_SEMAPHORES, *extra, loads, layout.TENSIX_SYNC if stores else 0,
-                TTSYNC_WAIT.format(thread), rv32_native.SEM_STORES_NATIVE) \
+                TTSYNC_WAIT.format(thread), rv32_native.SEM_STORES_NATIVE, idle) \
             if (loads or stores) and who in TRISC_THREAD and len(extra) == 1 else None
         # while the core's PUSHM is this tile's pusher, C calls the push_many it calls itself, with its accounting
         # (rv32_native.c direct_many)

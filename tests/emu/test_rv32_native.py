@@ -10,6 +10,7 @@ import ctypes
 import random
 import struct
 import sys
+from typing import Callable
 
 import numpy as np
 import pytest
@@ -27,9 +28,11 @@ from tt_backend.runtime.compile import compile_kernel
 from tt_backend.runtime.emu.accel import native, noc_native, rv32_native, sfpu_issue_native
 from tt_backend.runtime.emu.accel.direct_issue import DirectIssueMixin
 from tt_backend.runtime.emu.device import EmuDevice
+from tt_backend.runtime.emu.frontend import FrontendMixin
 from tt_backend.runtime.emu.noc import INITIATOR_STRIDE as NIU_INITIATOR_STRIDE
 from tt_backend.runtime.emu.rv32 import LOCAL_BASE, STAMP_SHIFT, RV32Core, Stall
 from tt_backend.runtime.emu import bench, rv32, tile as tile_module
+from tt_backend.runtime.emu.tensix import Tensix
 from tt_backend.runtime.emu.tile import Tile
 
 from tests.emu.test_rv32 import (CODE, PARK, R_OPS, RecordingBus, b_type, i_type, jal, r_type, s_type, u_type)
@@ -722,7 +725,8 @@ def _same_with_and_without_c(plan, arrays, monkeypatch) -> None:
     counter and NOC_CMD_CTRL loads through the bus (NIU_LOADS_NATIVE), sends through the bus and timed in Python
     (noc_native.ISSUE_NATIVE), runs of pushes cut at block starts (JOINED_RUNS_NATIVE) and all given to the pushers
     (DIRECT_MANY_NATIVE), every word's facts looked up (NEVER_PLAIN_NATIVE), each run's tuple built anew
-    (KEPT_RUNS_NATIVE), frozen cores' words read one by one (tile.PEEK_NATIVE) and their thaw test in Python
+    (KEPT_RUNS_NATIVE), TTSync loads asking the Tensix's thread_idle (TTSYNC_IDLE_NATIVE), the tile's attributes read
+    at every load C serves (set_tile_memo(False)), frozen cores' words read one by one (tile.PEEK_NATIVE) and their thaw test in Python
     (tile.THAW_NATIVE); C's pieces; Python: the same bytes and cycles. With C answering and pushing, past(), the
     Tensix's push_run (whose plain_run calls C now makes), _pcbuf_load, _niu_load and _niu_store are called less: the
     reference calls them, so the rule, the pushes, the semaphore loads, the NIU polls and the sends are exercised."""
@@ -758,6 +762,8 @@ def _same_with_and_without_c(plan, arrays, monkeypatch) -> None:
         monkeypatch.setattr(rv32_native, "DIRECT_MANY_NATIVE", in_c)
         monkeypatch.setattr(rv32_native, "NEVER_PLAIN_NATIVE", in_c)
         monkeypatch.setattr(rv32_native, "KEPT_RUNS_NATIVE", in_c)
+        monkeypatch.setattr(rv32_native, "TTSYNC_IDLE_NATIVE", in_c)
+        rv32_native.set_tile_memo(in_c)
         monkeypatch.setattr(noc_native, "ISSUE_NATIVE", in_c)
         monkeypatch.setattr(tile_module, "PEEK_NATIVE", in_c)
         monkeypatch.setattr(tile_module, "THAW_NATIVE", in_c)
@@ -768,6 +774,7 @@ def _same_with_and_without_c(plan, arrays, monkeypatch) -> None:
         attached = {core.native is not None for tile in dev.chip.tiles.values() for core in tile.cores.values()}
         assert attached == {env == "1"}
         runs[key] = (out, dev.stats())
+    rv32_native.set_tile_memo(True)
     first, *rest = runs.values()
     assert all(r == first for r in rest)
     c, reference = calls["1", True, True], calls["1", True, False]
@@ -845,6 +852,74 @@ def test_pcbuf_accesses_in_c_match_the_bus(monkeypatch):
         traces.append(trace)
     assert traces[0] == traces[1]
     assert calls[False] >= 5 and calls[True] == 0, calls
+
+
+def _pcbuf_trace(tile: Tile, swaps: dict[int, Callable[[Tile], None]] = {}) -> list:
+    """_pcbuf_program's tile run in small steps, swaps[k](tile) made before step k: per step the instructions run, each
+    core's pc, instret and registers, the waits, the stalls and tile.stats()."""
+    bench.launch_words(tile, _pcbuf_program())
+    trace = []
+    for k in range(200):
+        if k in swaps:
+            swaps[k](tile)
+        n = tile.run(60)
+        trace.append((n, {k: (c.pc, c.instret, list(c.x)) for k, c in tile.cores.items()}, dict(tile._wait),
+                      dict(tile._stall), tile.stats()))
+        if not any(tile.running(k) for k in layout.CORES):
+            break
+    return trace
+
+
+@pytest.mark.needs_cc
+def test_ttsync_idle_in_c_matches_thread_idle(monkeypatch):
+    """A TTSync load's thread_idle answered by C from the thread's queues (rv32_native.TTSYNC_IDLE_NATIVE: ttsync_load
+    -> thread_idle) against the Tensix's method (the reference): the same trace step by step (_pcbuf_trace), the load
+    waiting while the thread is blocked; C asks the method none of those times, and a method the Tensix's class
+    overrides (here a spy) is called by C again, with the same trace."""
+    asked = []
+    reference = FrontendMixin.thread_idle
+    traces = {}
+    for key in ("reference", "in_c", "spied"):
+        monkeypatch.setattr(rv32_native, "TTSYNC_IDLE_NATIVE", key != "reference")
+        if key != "in_c":
+            monkeypatch.setattr(Tensix, "thread_idle", lambda self, t: asked.append((key, t)) or reference(self, t))
+        else:
+            monkeypatch.setattr(Tensix, "thread_idle", reference)
+        tile = Tile(quantum=40)
+        traces[key] = _pcbuf_trace(tile)
+        assert "TTSync" in str([step[2] for step in traces[key]]) and tile.cores["trisc1"].x[12] == 1
+    assert traces["in_c"] == traces["reference"] == traces["spied"]
+    by = {k: sum(1 for who, _ in asked if who == k) for k in traces}
+    assert by["in_c"] == 0 and by["reference"] >= 2 and by["spied"] == by["reference"], by
+
+
+@pytest.mark.needs_cc
+def test_tile_memo_follows_the_tiles_attributes(monkeypatch):
+    """The memo of the tile's attributes C's loads read (rv32_native.set_tile_memo: load_timing's rec and _latency_of)
+    against reading them at every load: the same trace step by step while _latency_of is swapped mid-run for a dict
+    without the cores (the loads then pay no MMIO latency: a trace that differs from one without the swap, so the
+    memo must follow it) and back, on a tile of a subclass too; a subclass whose `rec` is a class attribute is read by
+    attribute (the memo declines) with the same trace."""
+    swaps = {3: lambda t: setattr(t, "_latency_of", {}), 9: lambda t: setattr(t, "_latency_of", t._stall)}
+
+    class Sub(Tile):
+        pass
+
+    class ClassRec(Tile):
+        rec = None
+
+    traces = {}
+    try:
+        for memo in (True, False):
+            rv32_native.set_tile_memo(memo)
+            for cls in (Tile, Sub, ClassRec):
+                traces[memo, cls] = _pcbuf_trace(cls(quantum=40), swaps)
+        plain = _pcbuf_trace(Tile(quantum=40))
+    finally:
+        rv32_native.set_tile_memo(True)
+    first = traces[False, Tile]
+    assert all(t == first for t in traces.values())
+    assert plain != first
 
 
 def _sfpu_run_program(bad: bool) -> dict[str, list[int]]:

@@ -108,6 +108,8 @@ typedef struct {
     PyObject *sync_wait;               /* the wait reason of a TTSync load while the thread is busy */
     int sem_stores;                    /* C makes a semaphore store's post or get itself (sem_store), not through the
                                         * Tensix's sem_mmio_write */
+    PyObject *idle_ref;                /* frontend.py's thread_idle, which ttsync_load answers itself while it is the
+                                        * Tensix's (thread_idle), or None: always called */
     Py_ssize_t thread_i;
     long long base;                    /* the core's cycle less its stall (tbase + instret): fixed during one run() */
     int ready;                         /* allowed() as asked at the run's first push: 1, 0 (pushers only), -1 not yet */
@@ -437,11 +439,75 @@ static int direct_many(rv_state *s, const bus_calls *c, direct_push *d, PyObject
     return -1;
 }
 
+/* CPython's dict version tag (PEP 509; Python 3.12 deprecated it: there the memos keyed on it are off), as
+ * sfpu_issue_native.c reads it: every change of a dict changes it and no two dicts are given the same one, so an equal
+ * tag means the same, unchanged dict */
+#define DICT_TAGS (PY_VERSION_HEX < 0x030C0000)
+static uint64_t dict_version(PyObject *d) {
+#if DICT_TAGS
+    return ((PyDictObject *)d)->ma_version_tag;
+#else
+    (void)d;
+    return 0;
+#endif
+}
+
+/* a class's version tag (changed by any change of a class in its MRO, never given to two classes) where it is valid,
+ * else 0 */
+static unsigned int type_tag(PyTypeObject *tp) {
+    return PyType_HasFeature(tp, Py_TPFLAGS_VALID_VERSION_TAG) ? tp->tp_version_tag : 0;
+}
+
+/* load_timing's memo of the last tile's `rec` and `_latency_of` (borrowed from its dict): valid while the tile's class
+ * keeps its version tag (no class in its MRO defines either name, and the look-up is the generic one, so both are the
+ * instance dict's) and that dict its identity and version tag. Reading them by PyObject_GetAttr had cost ~520 x86
+ * instructions a load, some 7,000 loads an elementwise512 launch. tile_memo(False) (rv32_native.py TILE_MEMO_NATIVE)
+ * turns it off: every load reads both attributes, the reference. */
+static struct { PyTypeObject *tp; unsigned int tag; PyObject *dict; uint64_t version; PyObject *rec, *timed; } timing_memo;
+static int tile_memo_on = 1;
+
+/* the instance dict of `tile` where both names are plain attributes of its class (above), else NULL (borrowed) */
+static PyObject *timing_dict(PyObject *tile) {
+    PyTypeObject *tp = Py_TYPE(tile);
+    if (!DICT_TAGS || !tile_memo_on || tp->tp_getattro != PyObject_GenericGetAttr)
+        return NULL;
+    if (tp != timing_memo.tp || !timing_memo.tag || type_tag(tp) != timing_memo.tag) {
+        if (_PyType_Lookup(tp, s_rec) || _PyType_Lookup(tp, s_latency_of) || !type_tag(tp))
+            return NULL;                    /* (_PyType_Lookup gave tp a version tag where it can have one) */
+        timing_memo.tp = tp, timing_memo.tag = type_tag(tp), timing_memo.dict = NULL;
+    }
+    PyObject **dp = _PyObject_GetDictPtr(tile);
+    return dp && *dp && PyDict_CheckExact(*dp) ? *dp : NULL;
+}
+
+/* tile.rec and tile._latency_of (new references) from the memo where it holds, else read and the memo refilled; 0, or
+ * -1 with an error set */
+static int timing_attrs(PyObject *tile, PyObject **rec, PyObject **timed) {
+    PyObject *dict = timing_dict(tile);
+    if (dict && dict == timing_memo.dict && dict_version(dict) == timing_memo.version) {
+        *rec = Py_NewRef(timing_memo.rec), *timed = Py_NewRef(timing_memo.timed);
+        return 0;
+    }
+    *rec = PyObject_GetAttr(tile, s_rec);
+    *timed = *rec ? PyObject_GetAttr(tile, s_latency_of) : NULL;
+    if (!*timed) {
+        Py_CLEAR(*rec);
+        return -1;
+    }
+    timing_memo.dict = NULL;                /* (refilled only where the dict holds what was read) */
+    if (dict && PyDict_GetItemWithError(dict, s_rec) == *rec && PyDict_GetItemWithError(dict, s_latency_of) == *timed)
+        timing_memo.dict = dict, timing_memo.version = dict_version(dict), timing_memo.rec = *rec,
+        timing_memo.timed = *timed;
+    return 0;
+}
+
 /* Whether a bus load of core `name` on `tile` pays the MMIO latency (*latency: the name in tile._latency_of); 1 where
  * the tile records a timeline (Python's bus call records the load's stalls), 0 otherwise, -1 with an error set */
 static int load_timing(PyObject *tile, PyObject *name, int *latency) {
-    PyObject *rec = PyObject_GetAttr(tile, s_rec), *timed = rec ? PyObject_GetAttr(tile, s_latency_of) : NULL;
-    *latency = timed ? PySequence_Contains(timed, name) : -1;
+    PyObject *rec, *timed;
+    if (timing_attrs(tile, &rec, &timed))
+        return -1;
+    *latency = PyDict_CheckExact(timed) ? PyDict_Contains(timed, name) : PySequence_Contains(timed, name);
     int recording = rec != Py_None;
     Py_XDECREF(rec);
     Py_XDECREF(timed);
@@ -467,6 +533,38 @@ static int thread_cycle(const direct_push *d, PyObject *method, long long *v) {
     return *v == -1 && PyErr_Occurred() ? -1 : 0;
 }
 
+static int queue_true(PyObject *th, int k);
+static PyObject *s_threads;
+
+/* tx.thread_idle(thread) for the core's thread: read here from the thread's queues as frontend.py's method reads them
+ * (not (fifo or mop_out or ready)) while that method is the Tensix's (d->idle_ref is what its class's look-up finds,
+ * nothing in the instance's dict shadows it, the generic attribute look-up), else the method called. Its call had cost
+ * ~3,900 x86 instructions. 1 idle, 0 not, -1 with an error set. */
+static int thread_idle(const direct_push *d) {
+    PyObject *tx = d->tx, **dp;
+    int own = d->idle_ref != Py_None && Py_TYPE(tx)->tp_getattro == PyObject_GenericGetAttr
+        && _PyType_Lookup(Py_TYPE(tx), s_thread_idle) == d->idle_ref;
+    if (own && (dp = _PyObject_GetDictPtr(tx)) && *dp) {
+        PyObject *shadow = PyDict_GetItemWithError(*dp, s_thread_idle);
+        if (!shadow && PyErr_Occurred())
+            return -1;
+        own = !shadow;
+    }
+    if (!own) {
+        PyObject *args[2] = {tx, d->thread}, *r = PyObject_VectorcallMethod(s_thread_idle, args, 2, NULL);
+        int idle = r ? PyObject_IsTrue(r) : -1;
+        Py_XDECREF(r);
+        return idle;
+    }
+    PyObject *threads = PyObject_GetAttr(tx, s_threads), *th = threads ? PyObject_GetItem(threads, d->thread) : NULL;
+    int busy = th ? 0 : -1;
+    for (int k = 0; busy == 0 && k < 3; k++)
+        busy = queue_true(th, k);
+    Py_XDECREF(th);
+    Py_XDECREF(threads);
+    return busy < 0 ? -1 : !busy;
+}
+
 /* A TRISC's TTSync load (tile.py mmio_load -> _pcbuf_load, the reference): the MMIO latency in the timed mode (the
  * core is in the tile's _latency_of), then, while the Tensix's thread_idle says no, a Stall with the wait reason set
  * (the latency stays charged, as there); else the core waits until thread_done and reads 0. 1 with *v set, 0 where
@@ -479,9 +577,7 @@ static int ttsync_load(rv_state *s, const bus_calls *c, direct_push *d, uint32_t
     if (stall_of(d, &was))
         return -1;
     stall = was + (latency ? d->extra : 0);
-    PyObject *args[2] = {d->tx, d->thread}, *r = PyObject_VectorcallMethod(s_thread_idle, args, 2, NULL);
-    int idle = r ? PyObject_IsTrue(r) : -1;
-    Py_XDECREF(r);
+    int idle = thread_idle(d);
     if (idle < 0 || bus_effects(s, c, d, stall, was))
         return -1;
     if (!idle) {
@@ -778,8 +874,12 @@ static int window_push(rv_state *s, const bus_calls *c, direct_push *d, uint32_t
     int ready = direct_ready(d);
     if (ready <= 0)
         return ready;
-    PyObject *one = Py_BuildValue("(k)", (unsigned long)word);
-    int take = one ? plain_takes(d, PyTuple_GET_ITEM(one, 0), word) : -1;
+    PyObject *w = PyLong_FromUnsignedLong(word), *one = w ? PyTuple_New(1) : NULL;    /* (words[0], as push_run's) */
+    if (one)
+        PyTuple_SET_ITEM(one, 0, w);
+    else
+        Py_XDECREF(w);
+    int take = one ? plain_takes(d, w, word) : -1;
     uint32_t taken = 0;
     if (take > 0 && direct_run(s, c, d, one, 0, &taken, 0))
         take = -1;
@@ -1545,8 +1645,8 @@ static int direct_from(PyObject *o, const rv_state *s, const bus_calls *c, direc
         return -1;
     }
     d->runs = f[14] != Py_None ? f[14] : NULL;
-    if (f[10] != Py_None && !PyArg_ParseTuple(f[10], "OIIIpIUp", &d->tile, &d->sem_base, &d->n_sems, &d->extra,
-                                              &d->sem_loads, &d->sync, &d->sync_wait, &d->sem_stores))
+    if (f[10] != Py_None && !PyArg_ParseTuple(f[10], "OIIIpIUpO", &d->tile, &d->sem_base, &d->n_sems, &d->extra,
+                                              &d->sem_loads, &d->sync, &d->sync_wait, &d->sem_stores, &d->idle_ref))
         return -1;
     d->thread_i = PyLong_AsSsize_t(d->thread);
     if ((!d->fn && !d->cfn) || PyErr_Occurred() || !PyDict_Check(d->stall) || !PyList_Check(d->pushes)
@@ -2535,7 +2635,20 @@ static PyObject *round_loop(PyObject *self, PyObject *const *args, Py_ssize_t na
     return PyLong_FromLongLong(total);
 }
 
+/* tile_memo(on) -> None: whether load_timing keeps a tile's attributes between loads (timing_memo; rv32_native.py
+ * TILE_MEMO_NATIVE sets it when the module loads, the tests both ways); off, the memo is dropped */
+static PyObject *tile_memo(PyObject *self, PyObject *on) {
+    (void)self;
+    int v = PyObject_IsTrue(on);
+    if (v < 0)
+        return NULL;
+    tile_memo_on = v;
+    timing_memo.tp = NULL, timing_memo.dict = NULL;
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
+    {"tile_memo", tile_memo, METH_O, "tile_memo(on): whether bus loads keep the tile's rec and _latency_of reads"},
     {"l1_at", (PyCFunction)(void (*)(void))l1_at, METH_FASTCALL,
      "l1_at(write log address, addr, n, cycle): L1 bytes as they were at cycle, None if the log cannot tell"},
     {"first_write_after", (PyCFunction)(void (*)(void))first_write, METH_FASTCALL,

@@ -114,6 +114,14 @@ KEPT_RUNS_NATIVE = os.environ.get("TT_EMU_KEPT_RUNS_NATIVE", "1") != "0"
 # RV32Core.spin_reads (a frozen wait loop's probe) in C where the loop only loads (rv32_native.c probe); False keeps
 # rv32.py's probe on translated blocks (the reference; read at each probe)
 PROBE_NATIVE = os.environ.get("TT_EMU_SPIN_PROBE_NATIVE", "1") != "0"
+# C's TTSync load (PCBUF_NATIVE) answers the Tensix's thread_idle itself from the thread's queues while the Tensix's
+# is frontend.py's (rv32_native.c thread_idle); False calls the method (the reference; False, or
+# TT_EMU_TTSYNC_IDLE_NATIVE=0, read when a tile is built)
+TTSYNC_IDLE_NATIVE = os.environ.get("TT_EMU_TTSYNC_IDLE_NATIVE", "1") != "0"
+# The tile's attributes a bus load served in C reads (rec, _latency_of: rv32_native.c load_timing) kept while the
+# tile's dict and class are unchanged (their version tags); False reads them at every load (the reference; False, or
+# TT_EMU_TILE_MEMO_NATIVE=0, given to the module when it loads: set_tile_memo changes it later)
+TILE_MEMO_NATIVE = os.environ.get("TT_EMU_TILE_MEMO_NATIVE", "1") != "0"
 
 
 def enabled() -> bool:
@@ -127,7 +135,17 @@ def _built() -> tuple[object | None, str]:
         mod, path = native.load_extension(SOURCE, "rv32_native")
     except OSError as e:
         return None, f"Python: the C part is unavailable: {e}"
+    mod.tile_memo(TILE_MEMO_NATIVE)
     return mod, f"C, making the bus calls of MMIO words and pushes ({path})"
+
+
+def set_tile_memo(on: bool) -> None:
+    """TILE_MEMO_NATIVE from now on (the module's memo dropped either way), where the C part is built."""
+    global TILE_MEMO_NATIVE
+    TILE_MEMO_NATIVE = on
+    mod = _built()[0]
+    if mod is not None:
+        mod.tile_memo(on)
 
 
 def _load() -> tuple[object | None, str]:
