@@ -32,6 +32,7 @@ from tt_backend.runtime.emu.frontend import FrontendMixin
 from tt_backend.runtime.emu.noc import INITIATOR_STRIDE as NIU_INITIATOR_STRIDE
 from tt_backend.runtime.emu.rv32 import LOCAL_BASE, STAMP_SHIFT, RV32Core, Stall
 from tt_backend.runtime.emu import bench, rv32, tile as tile_module
+from tt_backend.runtime.emu.cycles import TensixTiming
 from tt_backend.runtime.emu.tensix import Tensix
 from tt_backend.runtime.emu.tile import Tile
 
@@ -725,7 +726,7 @@ def _same_with_and_without_c(plan, arrays, monkeypatch) -> None:
     counter and NOC_CMD_CTRL loads through the bus (NIU_LOADS_NATIVE), sends through the bus and timed in Python
     (noc_native.ISSUE_NATIVE), runs of pushes cut at block starts (JOINED_RUNS_NATIVE) and all given to the pushers
     (DIRECT_MANY_NATIVE), every word's facts looked up (NEVER_PLAIN_NATIVE), each run's tuple built anew
-    (KEPT_RUNS_NATIVE), TTSync loads asking the Tensix's thread_idle (TTSYNC_IDLE_NATIVE), the tile's attributes read
+    (KEPT_RUNS_NATIVE), TTSync loads asking the Tensix's thread_idle and thread_done (TTSYNC_NATIVE), the tile's attributes read
     at every load C serves (set_tile_memo(False)), frozen cores' words read one by one (tile.PEEK_NATIVE) and their thaw test in Python
     (tile.THAW_NATIVE); C's pieces; Python: the same bytes and cycles. With C answering and pushing, past(), the
     Tensix's push_run (whose plain_run calls C now makes), _pcbuf_load, _niu_load and _niu_store are called less: the
@@ -762,7 +763,7 @@ def _same_with_and_without_c(plan, arrays, monkeypatch) -> None:
         monkeypatch.setattr(rv32_native, "DIRECT_MANY_NATIVE", in_c)
         monkeypatch.setattr(rv32_native, "NEVER_PLAIN_NATIVE", in_c)
         monkeypatch.setattr(rv32_native, "KEPT_RUNS_NATIVE", in_c)
-        monkeypatch.setattr(rv32_native, "TTSYNC_IDLE_NATIVE", in_c)
+        monkeypatch.setattr(rv32_native, "TTSYNC_NATIVE", in_c)
         rv32_native.set_tile_memo(in_c)
         monkeypatch.setattr(noc_native, "ISSUE_NATIVE", in_c)
         monkeypatch.setattr(tile_module, "PEEK_NATIVE", in_c)
@@ -871,26 +872,43 @@ def _pcbuf_trace(tile: Tile, swaps: dict[int, Callable[[Tile], None]] = {}) -> l
 
 
 @pytest.mark.needs_cc
-def test_ttsync_idle_in_c_matches_thread_idle(monkeypatch):
-    """A TTSync load's thread_idle answered by C from the thread's queues (rv32_native.TTSYNC_IDLE_NATIVE: ttsync_load
-    -> thread_idle) against the Tensix's method (the reference): the same trace step by step (_pcbuf_trace), the load
-    waiting while the thread is blocked; C asks the method none of those times, and a method the Tensix's class
-    overrides (here a spy) is called by C again, with the same trace."""
+@pytest.mark.parametrize("state", ["as_run", "macro", "sfpu_late", "work_late"])
+def test_ttsync_queries_in_c_match_the_methods(state, monkeypatch):
+    """A TTSync load's thread_idle and thread_done answered by C (rv32_native.TTSYNC_NATIVE: ttsync_load ->
+    thread_idle from the thread's queues, thread_done from the cycle model's clock, work_done and SFPU busy-until)
+    against the Tensix's methods (the reference): the same trace step by step (_pcbuf_trace), the load waiting while
+    the thread is blocked. C asks neither method then; methods the Tensix's class overrides (spies) are called by C
+    again, with the same trace. Each term of thread_done decides in one `state`: the SFPU's busy-until set late (its
+    bound clock + 2 then counts), thread 1's work_done set late, or thread 1 marked as having issued an SFPLOADMACRO
+    (its SFPU part then the whole SFPU's busy-until: C leaves thread_done to the method, which asks sfpu_busy as often
+    as the reference does)."""
     asked = []
-    reference = FrontendMixin.thread_idle
+    idle, done, sfpu_busy = Tensix.thread_idle, Tensix.thread_done, TensixTiming.sfpu_busy
+    monkeypatch.setattr(TensixTiming, "sfpu_busy", lambda self: asked.append((key, "sfpu_busy")) or sfpu_busy(self))
     traces = {}
     for key in ("reference", "in_c", "spied"):
-        monkeypatch.setattr(rv32_native, "TTSYNC_IDLE_NATIVE", key != "reference")
-        if key != "in_c":
-            monkeypatch.setattr(Tensix, "thread_idle", lambda self, t: asked.append((key, t)) or reference(self, t))
-        else:
-            monkeypatch.setattr(Tensix, "thread_idle", reference)
+        monkeypatch.setattr(rv32_native, "TTSYNC_NATIVE", key != "reference")
+        spied = key != "in_c"
+        monkeypatch.setattr(Tensix, "thread_idle", (lambda self, t: asked.append((key, "idle")) or idle(self, t))
+                            if spied else idle)
+        monkeypatch.setattr(Tensix, "thread_done", (lambda self, t: asked.append((key, "done")) or done(self, t))
+                            if spied else done)
         tile = Tile(quantum=40)
+        tm = tile.tensix.tm
+        if state == "macro":
+            tm.macro_threads = 0b10
+        elif state == "sfpu_late":
+            tm.sfpu.busy_until = 5000
+        elif state == "work_late":
+            tm.work_done[1] = 3000
         traces[key] = _pcbuf_trace(tile)
         assert "TTSync" in str([step[2] for step in traces[key]]) and tile.cores["trisc1"].x[12] == 1
     assert traces["in_c"] == traces["reference"] == traces["spied"]
-    by = {k: sum(1 for who, _ in asked if who == k) for k in traces}
-    assert by["in_c"] == 0 and by["reference"] >= 2 and by["spied"] == by["reference"], by
+    by = {(k, what): sum(1 for a in asked if a == (k, what)) for k in traces for what in ("idle", "done", "sfpu_busy")}
+    assert by["in_c", "idle"] == by["in_c", "done"] == 0, by
+    assert by["reference", "idle"] >= 2 and by["reference", "done"] >= 1, by
+    assert all(by["spied", w] >= by["reference", w] for w in ("idle", "done")), str(by)   # (the round asks the spy too)
+    assert by["in_c", "sfpu_busy"] == by["reference", "sfpu_busy"], by
 
 
 @pytest.mark.needs_cc

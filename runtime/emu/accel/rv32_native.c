@@ -106,10 +106,12 @@ typedef struct {
     uint32_t sync;                     /* TTSync's address: C serves its loads and stores and the semaphore stores (0:
                                         * the bus calls do) */
     PyObject *sync_wait;               /* the wait reason of a TTSync load while the thread is busy */
+    PyObject *sync_refs;               /* (idle_ref, done_ref, tm_done_ref) below, or None */
     int sem_stores;                    /* C makes a semaphore store's post or get itself (sem_store), not through the
                                         * Tensix's sem_mmio_write */
-    PyObject *idle_ref;                /* frontend.py's thread_idle, which ttsync_load answers itself while it is the
-                                        * Tensix's (thread_idle), or None: always called */
+    PyObject *idle_ref, *done_ref, *tm_done_ref;   /* frontend.py's thread_idle, tensix.py's thread_done and
+                                        * cycles.py's TensixTiming.done, which ttsync_load answers itself while they
+                                        * are the Tensix's and its cycle model's (ttsync_query), or NULL: called */
     Py_ssize_t thread_i;
     long long base;                    /* the core's cycle less its stall (tbase + instret): fixed during one run() */
     int ready;                         /* allowed() as asked at the run's first push: 1, 0 (pushers only), -1 not yet */
@@ -525,44 +527,97 @@ static int bus_effects(rv_state *s, const bus_calls *c, direct_push *d, long lon
     return bad ? -1 : 0;
 }
 
-/* a cycle the Tensix answers for the core's thread: tx.<method>(thread) as a C integer into *v; -1 with an error */
-static int thread_cycle(const direct_push *d, PyObject *method, long long *v) {
-    PyObject *args[2] = {d->tx, d->thread}, *r = PyObject_VectorcallMethod(method, args, 2, NULL);
-    *v = r ? PyLong_AsLongLong(r) : -1;
-    Py_XDECREF(r);
-    return *v == -1 && PyErr_Occurred() ? -1 : 0;
+static int queue_true(PyObject *th, int k);
+static PyObject *s_threads, *s_clock, *s_done, *s_macro_threads, *s_work_done, *s_sfpu, *s_busy_until;
+
+/* whether o.<name> is the function `ref` its class defines: the generic attribute look-up, the class's look-up finds
+ * ref and the instance's dict does not shadow it; 1 / 0, -1 with an error set */
+static int own_method(PyObject *o, PyObject *name, PyObject *ref) {
+    PyObject **dp;
+    if (!ref || Py_TYPE(o)->tp_getattro != PyObject_GenericGetAttr || _PyType_Lookup(Py_TYPE(o), name) != ref)
+        return 0;
+    if (!(dp = _PyObject_GetDictPtr(o)) || !*dp)
+        return 1;
+    PyObject *shadow = PyDict_GetItemWithError(*dp, name);
+    return shadow ? 0 : PyErr_Occurred() ? -1 : 1;
 }
 
-static int queue_true(PyObject *th, int k);
-static PyObject *s_threads;
+/* tx.<method>(thread) for the core's thread (a new reference, or NULL with an error set) */
+static PyObject *thread_method(const direct_push *d, PyObject *method) {
+    PyObject *args[2] = {d->tx, d->thread};
+    return PyObject_VectorcallMethod(method, args, 2, NULL);
+}
 
-/* tx.thread_idle(thread) for the core's thread: read here from the thread's queues as frontend.py's method reads them
- * (not (fifo or mop_out or ready)) while that method is the Tensix's (d->idle_ref is what its class's look-up finds,
- * nothing in the instance's dict shadows it, the generic attribute look-up), else the method called. Its call had cost
- * ~3,900 x86 instructions. 1 idle, 0 not, -1 with an error set. */
+/* tx.thread_idle(thread): read here from the thread's queues as frontend.py's method reads them (not (fifo or mop_out
+ * or ready)) while that method is the Tensix's (own_method), else the method called. Its call had cost ~3,900 x86
+ * instructions. 1 idle, 0 not, -1 with an error set. */
 static int thread_idle(const direct_push *d) {
-    PyObject *tx = d->tx, **dp;
-    int own = d->idle_ref != Py_None && Py_TYPE(tx)->tp_getattro == PyObject_GenericGetAttr
-        && _PyType_Lookup(Py_TYPE(tx), s_thread_idle) == d->idle_ref;
-    if (own && (dp = _PyObject_GetDictPtr(tx)) && *dp) {
-        PyObject *shadow = PyDict_GetItemWithError(*dp, s_thread_idle);
-        if (!shadow && PyErr_Occurred())
-            return -1;
-        own = !shadow;
-    }
-    if (!own) {
-        PyObject *args[2] = {tx, d->thread}, *r = PyObject_VectorcallMethod(s_thread_idle, args, 2, NULL);
+    int own = own_method(d->tx, s_thread_idle, d->idle_ref);
+    if (own <= 0) {
+        PyObject *r = own < 0 ? NULL : thread_method(d, s_thread_idle);
         int idle = r ? PyObject_IsTrue(r) : -1;
         Py_XDECREF(r);
         return idle;
     }
-    PyObject *threads = PyObject_GetAttr(tx, s_threads), *th = threads ? PyObject_GetItem(threads, d->thread) : NULL;
+    PyObject *threads = PyObject_GetAttr(d->tx, s_threads), *th = threads ? PyObject_GetItem(threads, d->thread) : NULL;
     int busy = th ? 0 : -1;
     for (int k = 0; busy == 0 && k < 3; k++)
         busy = queue_true(th, k);
     Py_XDECREF(th);
     Py_XDECREF(threads);
     return busy < 0 ? -1 : !busy;
+}
+
+/* o.<name>, or o.<name>[key] where key is given, as a C long long where it is an int (exactly) that fits: 1, 0 where it
+ * is not (nothing raised), -1 with an error set */
+static int int_attr(PyObject *o, PyObject *name, PyObject *key, long long *v) {
+    PyObject *a = PyObject_GetAttr(o, name), *x = a && key ? PyObject_GetItem(a, key) : a ? Py_NewRef(a) : NULL;
+    int overflow = 0, ok = x && PyLong_CheckExact(x);
+    *v = ok ? PyLong_AsLongLongAndOverflow(x, &overflow) : 0;
+    Py_XDECREF(a);
+    Py_XDECREF(x);
+    if (!x || (*v == -1 && PyErr_Occurred()))
+        return -1;
+    return ok && !overflow;
+}
+
+/* tx.thread_done(thread) as tensix.py's method -> cycles.py TensixTiming.done compute it (max(clock[t] + 1,
+ * work_done[t], min(sfpu.busy_until, clock[t] + 2))) while both are the Tensix's and its cycle model's (own_method)
+ * and the thread has issued no SFPLOADMACRO (whose SFPU part asks the SFPU state itself), the values read being ints;
+ * else the method called. Its call had cost ~6,700 x86 instructions. 0 with *v, -1 with an error set. */
+static int thread_done(const direct_push *d, long long *v) {
+    PyObject *tm = NULL, *sfpu = NULL;
+    long long clock, macro, work, busy;
+    int in_c = own_method(d->tx, s_thread_done, d->done_ref);
+    if (in_c > 0)
+        in_c = (tm = PyObject_GetAttr(d->tx, s_tm)) ? own_method(tm, s_done, d->tm_done_ref) : -1;
+    if (in_c > 0)
+        in_c = int_attr(tm, s_macro_threads, NULL, &macro);
+    if (in_c > 0 && (macro >> d->thread_i & 1))
+        in_c = 0;
+    if (in_c > 0)
+        in_c = int_attr(tm, s_clock, d->thread, &clock);
+    if (in_c > 0)
+        in_c = int_attr(tm, s_work_done, d->thread, &work);
+    if (in_c > 0)
+        in_c = (sfpu = PyObject_GetAttr(tm, s_sfpu)) ? int_attr(sfpu, s_busy_until, NULL, &busy) : -1;
+    Py_XDECREF(tm);
+    Py_XDECREF(sfpu);
+    if (in_c < 0)
+        return -1;
+    if (!in_c) {
+        PyObject *r = thread_method(d, s_thread_done);
+        *v = r ? PyLong_AsLongLong(r) : -1;
+        Py_XDECREF(r);
+        return *v == -1 && PyErr_Occurred() ? -1 : 0;
+    }
+    long long sfpu_end = busy < clock + 2 ? busy : clock + 2;
+    *v = clock + 1;
+    if (work > *v)
+        *v = work;
+    if (sfpu_end > *v)
+        *v = sfpu_end;
+    return 0;
 }
 
 /* A TRISC's TTSync load (tile.py mmio_load -> _pcbuf_load, the reference): the MMIO latency in the timed mode (the
@@ -585,7 +640,7 @@ static int ttsync_load(rv_state *s, const bus_calls *c, direct_push *d, uint32_t
             PyErr_SetNone(c->stall);
         return -1;
     }
-    if (thread_cycle(d, s_thread_done, &done))
+    if (thread_done(d, &done))
         return -1;
     was = stall;
     if (done > d->base + stall + s->done)            /* tile.py _wait_until */
@@ -1646,7 +1701,10 @@ static int direct_from(PyObject *o, const rv_state *s, const bus_calls *c, direc
     }
     d->runs = f[14] != Py_None ? f[14] : NULL;
     if (f[10] != Py_None && !PyArg_ParseTuple(f[10], "OIIIpIUpO", &d->tile, &d->sem_base, &d->n_sems, &d->extra,
-                                              &d->sem_loads, &d->sync, &d->sync_wait, &d->sem_stores, &d->idle_ref))
+                                              &d->sem_loads, &d->sync, &d->sync_wait, &d->sem_stores, &d->sync_refs))
+        return -1;
+    if (d->tile && d->sync_refs != Py_None && !PyArg_ParseTuple(d->sync_refs, "OOO", &d->idle_ref, &d->done_ref,
+                                                                 &d->tm_done_ref))
         return -1;
     d->thread_i = PyLong_AsSsize_t(d->thread);
     if ((!d->fn && !d->cfn) || PyErr_Occurred() || !PyDict_Check(d->stall) || !PyList_Check(d->pushes)
@@ -2684,6 +2742,11 @@ PyMODINIT_FUNC PyInit_rv32_native(void) {
         || !(s_latency_of = PyUnicode_InternFromString("_latency_of"))
         || !(s_thread_idle = PyUnicode_InternFromString("thread_idle"))
         || !(s_thread_done = PyUnicode_InternFromString("thread_done"))
+        || !(s_done = PyUnicode_InternFromString("done"))
+        || !(s_macro_threads = PyUnicode_InternFromString("macro_threads"))
+        || !(s_work_done = PyUnicode_InternFromString("work_done"))
+        || !(s_sfpu = PyUnicode_InternFromString("sfpu"))
+        || !(s_busy_until = PyUnicode_InternFromString("busy_until"))
         || !(s_sem_mmio_write = PyUnicode_InternFromString("sem_mmio_write"))
         || !(s_sem_max = PyUnicode_InternFromString("sem_max")) || !(s_strict = PyUnicode_InternFromString("strict"))
         || !(s_tm = PyUnicode_InternFromString("tm")) || !(s_event_t = PyUnicode_InternFromString("event_t"))

@@ -114,10 +114,11 @@ KEPT_RUNS_NATIVE = os.environ.get("TT_EMU_KEPT_RUNS_NATIVE", "1") != "0"
 # RV32Core.spin_reads (a frozen wait loop's probe) in C where the loop only loads (rv32_native.c probe); False keeps
 # rv32.py's probe on translated blocks (the reference; read at each probe)
 PROBE_NATIVE = os.environ.get("TT_EMU_SPIN_PROBE_NATIVE", "1") != "0"
-# C's TTSync load (PCBUF_NATIVE) answers the Tensix's thread_idle itself from the thread's queues while the Tensix's
-# is frontend.py's (rv32_native.c thread_idle); False calls the method (the reference; False, or
-# TT_EMU_TTSYNC_IDLE_NATIVE=0, read when a tile is built)
-TTSYNC_IDLE_NATIVE = os.environ.get("TT_EMU_TTSYNC_IDLE_NATIVE", "1") != "0"
+# C's TTSync load (PCBUF_NATIVE) answers the Tensix's thread_idle (from the thread's queues) and thread_done (from the
+# cycle model's clock, work_done and SFPU busy-until) itself while they are frontend.py's, tensix.py's and cycles.py's
+# (rv32_native.c thread_idle, thread_done); False calls the methods (the reference; False, or TT_EMU_TTSYNC_NATIVE=0,
+# read when a tile is built)
+TTSYNC_NATIVE = os.environ.get("TT_EMU_TTSYNC_NATIVE", "1") != "0"
 # The tile's attributes a bus load served in C reads (rec, _latency_of: rv32_native.c load_timing) kept while the
 # tile's dict and class are unchanged (their version tags); False reads them at every load (the reference; False, or
 # TT_EMU_TILE_MEMO_NATIVE=0, given to the module when it loads: set_tile_memo changes it later)
