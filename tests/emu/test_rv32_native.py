@@ -727,7 +727,8 @@ def _same_with_and_without_c(plan, arrays, monkeypatch) -> None:
     (noc_native.ISSUE_NATIVE), runs of pushes cut at block starts (JOINED_RUNS_NATIVE) and all given to the pushers
     (DIRECT_MANY_NATIVE), every word's facts looked up (NEVER_PLAIN_NATIVE), each run's tuple built anew
     (KEPT_RUNS_NATIVE), TTSync loads asking the Tensix's thread_idle and thread_done (TTSYNC_NATIVE), the tile's attributes read
-    at every load C serves (set_tile_memo(False)), frozen cores' words read one by one (tile.PEEK_NATIVE) and their thaw test in Python
+    at every load C serves (set_tile_memo(False)), the stamp base after a bus call asked of its lambda
+    (set_own_base(False)), frozen cores' words read one by one (tile.PEEK_NATIVE) and their thaw test in Python
     (tile.THAW_NATIVE); C's pieces; Python: the same bytes and cycles. With C answering and pushing, past(), the
     Tensix's push_run (whose plain_run calls C now makes), _pcbuf_load, _niu_load and _niu_store are called less: the
     reference calls them, so the rule, the pushes, the semaphore loads, the NIU polls and the sends are exercised."""
@@ -765,6 +766,7 @@ def _same_with_and_without_c(plan, arrays, monkeypatch) -> None:
         monkeypatch.setattr(rv32_native, "KEPT_RUNS_NATIVE", in_c)
         monkeypatch.setattr(rv32_native, "TTSYNC_NATIVE", in_c)
         rv32_native.set_tile_memo(in_c)
+        rv32_native.set_own_base(in_c)
         monkeypatch.setattr(noc_native, "ISSUE_NATIVE", in_c)
         monkeypatch.setattr(tile_module, "PEEK_NATIVE", in_c)
         monkeypatch.setattr(tile_module, "THAW_NATIVE", in_c)
@@ -776,6 +778,7 @@ def _same_with_and_without_c(plan, arrays, monkeypatch) -> None:
         assert attached == {env == "1"}
         runs[key] = (out, dev.stats())
     rv32_native.set_tile_memo(True)
+    rv32_native.set_own_base(True)
     first, *rest = runs.values()
     assert all(r == first for r in rest)
     c, reference = calls["1", True, True], calls["1", True, False]
@@ -809,6 +812,45 @@ def test_matmul_grid_identical(monkeypatch):
     plan = matmul_plan(64, "HiFi2")
     plan.use_cores(4)
     _same_with_and_without_c(plan, matmul_arrays(plan), monkeypatch)
+
+
+@pytest.mark.needs_cc
+@pytest.mark.parametrize("kernel", ["elementwise", "matmul_grid"])
+def test_own_stamp_base_matches_the_lambda(kernel, monkeypatch):
+    """The stamp base C's run() computes itself after a bus call (rv32_native.set_own_base: refresh_t0 with the
+    round's tbase + instret + stall where the core's stamp base is the tile's own lambda) against calling that lambda
+    (the reference): the same output, stats and L1 line stamps of every tile (the stores after a bus call stamp their
+    lines with it), and C computed it: the lambdas are called less."""
+    if kernel == "elementwise":
+        plan = elementwise_plan(40)
+        arrays = elementwise_inputs(plan, np.random.default_rng(41))
+    else:
+        plan = matmul_plan(64, "HiFi2")
+        plan.use_cores(4)
+        arrays = matmul_arrays(plan)
+    elfs = compile_kernel(*split(plan.render()), plan.name)
+    runs, called = {}, {}
+    stamper = Tile._stamper
+
+    def counted_stamper(self, who):
+        stamp, stamps, base = stamper(self, who)
+        counted = self._stamp_bases[who] = lambda: called.__setitem__(on, called[on] + 1) or base()
+        return stamp, stamps, counted
+    monkeypatch.setattr(Tile, "_stamper", counted_stamper)
+    try:
+        for on in (True, False):
+            rv32_native.set_own_base(on)
+            called[on] = 0
+            dev = EmuDevice()
+            out = [launch_plan(dev, plan, arrays, elfs)[0] for _ in range(2)]
+            stamps = {xy: tile.l1_stamp.copy() for xy, tile in dev.chip.tiles.items()}
+            runs[on] = (out, dev.stats(), stamps)
+    finally:
+        rv32_native.set_own_base(True)
+    assert runs[True][:2] == runs[False][:2]
+    assert runs[True][2].keys() == runs[False][2].keys()
+    assert all(np.array_equal(runs[True][2][k], runs[False][2][k]) for k in runs[True][2])
+    assert called[False] > called[True], called
 
 
 def _pcbuf_program() -> dict[str, list[int]]:

@@ -942,8 +942,28 @@ static int window_push(rv_state *s, const bus_calls *c, direct_push *d, uint32_t
     return take < 0 ? -1 : (int)taken;
 }
 
+/* The stamp base of the core round_quantum runs where it is the tile's own (Tile._stamper's lambda, tbase[who] +
+ * core.instret + stall[who]), which refresh_t0 then computes as round_base does instead of calling it (a call had cost
+ * ~1,400 x86 instructions, some 1,200 an elementwise512 launch): the lambda, the round's context and the core's index,
+ * set by round_quantum around its run() call (and put back after it: a bus call may run another tile's round);
+ * base NULL: none. own_base_on: switched off by own_base(False) (rv32_native.py OWN_BASE_NATIVE), the lambda called. */
+typedef struct round_ctx round_ctx;
+typedef struct { PyObject *base; const round_ctx *r; Py_ssize_t i; } own_stamp_at;
+static own_stamp_at own_stamp;
+static int own_base_on = 1;
+static int round_cycles(const round_ctx *r, Py_ssize_t i, long long *t);
+
 /* the cycle model's stamp base again (stamp_base()): a bus call may have stalled the core */
 static int refresh_t0(rv_state *s, const bus_calls *c) {
+    long long t;
+    if (own_base_on && own_stamp.base && c->base == own_stamp.base) {
+        if (round_cycles(own_stamp.r, own_stamp.i, &t))
+            return -1;
+        if (t >= 0) {                       /* (a negative one: the lambda's answer raises in the conversion below) */
+            s->t0 = (uint64_t)t;
+            return 0;
+        }
+    }
     PyObject *v = PyObject_CallNoArgs(c->base);
     if (!v)
         return -1;
@@ -2016,12 +2036,12 @@ enum { RN_NATIVE, RN_X, RN_NS, RN_BASE, RN_OWN_BASE, RN_STAMPS, RN_ARG, RN_FN, R
 enum { ROUND_MAX_CORES = 8 };
 #define BUDGET_CAP 0x80000000LL          /* rv32_native.py BUDGET_CAP */
 
-typedef struct {
+struct round_ctx {
     PyObject **f;                        /* the context's fields */
     Py_ssize_t n_cores;
     int probe_at, latency, mmio_exits, direct_push, probe_native, joined_runs;
     long long quantum;
-} round_ctx;
+};
 
 static PyObject *s_instret, *s_parked, *s_spinning, *s_soft_reset, *s_python_quanta, *s_pc, *s_past_in_c, *s_calls,
     *s_bus_calls, *s_resume, *s_run, *s_thaw_m, *s_thaw_in_python, *s_freeze, *s_probe_attr, *s_peek, *s_peek_words,
@@ -2235,7 +2255,11 @@ static int round_quantum(const round_ctx *r, Py_ssize_t i, long long budget, lon
             goto done;
     }
     PyObject *fargs[5] = {arg, calls, direct, loads, sends};
-    if (!(why = PyObject_Vectorcall(u[RN_FN], fargs, 5, NULL))) {
+    own_stamp_at outer = own_stamp;
+    own_stamp.base = u[RN_OWN_BASE] == Py_True ? base : NULL, own_stamp.r = r, own_stamp.i = i;
+    why = PyObject_Vectorcall(u[RN_FN], fargs, 5, NULL);
+    own_stamp = outer;
+    if (!why) {
         PyObject *type, *value, *tb, *pc_now = PyLong_FromUnsignedLong(s->pc);    /* pc names the culprit */
         PyErr_Fetch(&type, &value, &tb);
         if (pc_now)
@@ -2705,8 +2729,20 @@ static PyObject *tile_memo(PyObject *self, PyObject *on) {
     Py_RETURN_NONE;
 }
 
+/* own_base(on) -> None: whether refresh_t0 computes the tile's own stamp base (own_stamp; rv32_native.py
+ * OWN_BASE_NATIVE sets it when the module loads, the tests both ways) */
+static PyObject *own_base(PyObject *self, PyObject *on) {
+    (void)self;
+    int v = PyObject_IsTrue(on);
+    if (v < 0)
+        return NULL;
+    own_base_on = v;
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
     {"tile_memo", tile_memo, METH_O, "tile_memo(on): whether bus loads keep the tile's rec and _latency_of reads"},
+    {"own_base", own_base, METH_O, "own_base(on): whether run() computes the tile's own stamp base itself"},
     {"l1_at", (PyCFunction)(void (*)(void))l1_at, METH_FASTCALL,
      "l1_at(write log address, addr, n, cycle): L1 bytes as they were at cycle, None if the log cannot tell"},
     {"first_write_after", (PyCFunction)(void (*)(void))first_write, METH_FASTCALL,

@@ -123,6 +123,10 @@ TTSYNC_NATIVE = os.environ.get("TT_EMU_TTSYNC_NATIVE", "1") != "0"
 # tile's dict and class are unchanged (their version tags); False reads them at every load (the reference; False, or
 # TT_EMU_TILE_MEMO_NATIVE=0, given to the module when it loads: set_tile_memo changes it later)
 TILE_MEMO_NATIVE = os.environ.get("TT_EMU_TILE_MEMO_NATIVE", "1") != "0"
+# Where a bus call may have stalled the core, C's run() computes the stamp base again itself (tbase + instret + stall,
+# as the round does) where it is the tile's own (Tile._stamper's lambda; rv32_native.c refresh_t0); False calls the
+# lambda (the reference; False, or TT_EMU_OWN_BASE_NATIVE=0, given to the module when it loads: set_own_base changes it)
+OWN_BASE_NATIVE = os.environ.get("TT_EMU_OWN_BASE_NATIVE", "1") != "0"
 
 
 def enabled() -> bool:
@@ -137,6 +141,7 @@ def _built() -> tuple[object | None, str]:
     except OSError as e:
         return None, f"Python: the C part is unavailable: {e}"
     mod.tile_memo(TILE_MEMO_NATIVE)
+    mod.own_base(OWN_BASE_NATIVE)
     return mod, f"C, making the bus calls of MMIO words and pushes ({path})"
 
 
@@ -147,6 +152,15 @@ def set_tile_memo(on: bool) -> None:
     mod = _built()[0]
     if mod is not None:
         mod.tile_memo(on)
+
+
+def set_own_base(on: bool) -> None:
+    """OWN_BASE_NATIVE from now on, where the C part is built."""
+    global OWN_BASE_NATIVE
+    OWN_BASE_NATIVE = on
+    mod = _built()[0]
+    if mod is not None:
+        mod.own_base(on)
 
 
 def _load() -> tuple[object | None, str]:
