@@ -525,8 +525,13 @@ static int issue_at(PyObject *ctx, long buf, PyObject *timing, long long start, 
         return -1;
     }
     PyObject **f = &PyTuple_GET_ITEM(timing, 0);
-    if (!PyArg_ParseTuple(f[7], "LLLLLL", &k[0], &k[1], &k[2], &k[3], &k[4], &k[5]))
+    if (!PyTuple_Check(f[7]) || PyTuple_GET_SIZE(f[7]) != 6) {
+        PyErr_SetString(PyExc_TypeError, "issue: the timing context's constants are a tuple of 6 ints");
         return -1;
+    }
+    for (int j = 0; j < 6; j++)                 /* (read one by one: PyArg_ParseTuple's format had cost ~800) */
+        if ((k[j] = PyLong_AsLongLong(PyTuple_GET_ITEM(f[7], j))) == -1 && PyErr_Occurred())
+            return -1;
     if (!PyDict_Check(f[1]) || !PyDict_Check(f[4]) || !PyDict_Check(f[5]) || !PyList_Check(f[6])) {
         PyErr_SetString(PyExc_TypeError, "issue: the timing context's route cache, tiles, due or busy ends");
         return -1;

@@ -1674,17 +1674,18 @@ static PyObject *probe(PyObject *self, PyObject *const *args, Py_ssize_t nargs) 
     if (why == PROBE_ERROR) return NULL;
     if (why == PROBE_PYTHON) Py_RETURN_NOTIMPLEMENTED;
     if (why == PROBE_NONE) Py_RETURN_NONE;
-    PyObject *reads = probe_reads(log, n_log), *r = NULL;
+    /* the answer's tuple packed from its items (Py_BuildValue's format parsing had cost ~500 x86 instructions) */
+    PyObject *reads = probe_reads(log, n_log), *r = NULL, *last = NULL;
     if (reads && why != PROBE_OTHER && seen_arg != Py_None && s->log) {
-        PyObject *words = probe_seen(s, reads, seen_at, args[3], args[4]);
-        if (words)
-            r = Py_BuildValue("(NON)", reads, Py_None, words);     /* (N: both given to the tuple, or dropped) */
-        else
-            Py_DECREF(reads);
-    } else if (reads)
-        r = why == PROBE_OTHER ? Py_BuildValue("(NI)", reads, other) : Py_BuildValue("(NO)", reads, Py_None);
-    else if (!PyErr_Occurred())
+        if ((last = probe_seen(s, reads, seen_at, args[3], args[4])))
+            r = PyTuple_Pack(3, reads, Py_None, last);
+    } else if (reads) {
+        last = why == PROBE_OTHER ? PyLong_FromUnsignedLong(other) : Py_NewRef(Py_None);
+        r = last ? PyTuple_Pack(2, reads, last) : NULL;
+    } else if (!PyErr_Occurred())
         PyErr_NoMemory();
+    Py_XDECREF(reads);
+    Py_XDECREF(last);
     return r;
 }
 
