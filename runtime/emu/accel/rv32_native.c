@@ -106,7 +106,6 @@ typedef struct {
     uint32_t sync;                     /* TTSync's address: C serves its loads and stores and the semaphore stores (0:
                                         * the bus calls do) */
     PyObject *sync_wait;               /* the wait reason of a TTSync load while the thread is busy */
-    PyObject *sync_refs;               /* (idle_ref, done_ref, tm_done_ref) below, or None */
     int sem_stores;                    /* C makes a semaphore store's post or get itself (sem_store), not through the
                                         * Tensix's sem_mmio_write */
     PyObject *idle_ref, *done_ref, *tm_done_ref;   /* frontend.py's thread_idle, tensix.py's thread_done and
@@ -1689,9 +1688,31 @@ static PyObject *probe(PyObject *self, PyObject *const *args, Py_ssize_t nargs) 
     return r;
 }
 
+/* the PC buffer context t (tile.py Tile._direct_push's `sems`: tile, semaphore base, n, extra, semaphore loads or
+ * not, TTSync's address or 0, a TTSync load's wait reason, semaphore stores or not, the TTSync methods C answers for
+ * (3) or None) into d, item by item (PyArg_ParseTuple's format parsing had cost ~800 x86 instructions a run() call);
+ * -1 with an error set */
+static int pcbuf_from(PyObject *t, direct_push *d) {
+    PyObject **f = PyTuple_Check(t) && PyTuple_GET_SIZE(t) == 9 ? &PyTuple_GET_ITEM(t, 0) : NULL;
+    PyObject *refs = f ? f[8] : NULL;
+    if (!f || !PyUnicode_Check(f[6]) || (refs != Py_None && (!PyTuple_Check(refs) || PyTuple_GET_SIZE(refs) != 3))) {
+        PyErr_SetString(PyExc_TypeError, "run: a PC buffer context of the wrong shape");
+        return -1;
+    }
+    d->tile = f[0], d->sync_wait = f[6];
+    d->sem_base = (uint32_t)PyLong_AsUnsignedLongMask(f[1]), d->n_sems = (uint32_t)PyLong_AsUnsignedLongMask(f[2]);
+    d->extra = (uint32_t)PyLong_AsUnsignedLongMask(f[3]), d->sync = (uint32_t)PyLong_AsUnsignedLongMask(f[5]);
+    if (PyErr_Occurred() || (d->sem_loads = PyObject_IsTrue(f[4])) < 0 || (d->sem_stores = PyObject_IsTrue(f[7])) < 0)
+        return -1;
+    if (refs != Py_None)
+        d->idle_ref = PyTuple_GET_ITEM(refs, 0), d->done_ref = PyTuple_GET_ITEM(refs, 1),
+        d->tm_done_ref = PyTuple_GET_ITEM(refs, 2);
+    return 0;
+}
+
 /* the direct push context `o` (None, or (plain_run capsule, tx, thread, facts, progress, the tile's stall dict, its
- * push counts, its wait reasons, the full FIFO's wait reason, allowed, the PC buffer C serves (tile, semaphore base, n,
- * extra, semaphore loads or not, TTSync's address or 0, a TTSync load's wait reason) or None, the tile's PUSHM pusher
+ * push counts, its wait reasons, the full FIFO's wait reason, allowed, the PC buffer C serves (pcbuf_from) or None,
+ * the tile's PUSHM pusher
  * and its push_many or two Nones): tile.py
  * Tile._direct_push) into *d, for the bus calls c of a core whose cycle at position 0 is s->t0; -1 with an error set */
 static int direct_from(PyObject *o, const rv_state *s, const bus_calls *c, direct_push *d) {
@@ -1721,11 +1742,7 @@ static int direct_from(PyObject *o, const rv_state *s, const bus_calls *c, direc
         return -1;
     }
     d->runs = f[14] != Py_None ? f[14] : NULL;
-    if (f[10] != Py_None && !PyArg_ParseTuple(f[10], "OIIIpIUpO", &d->tile, &d->sem_base, &d->n_sems, &d->extra,
-                                              &d->sem_loads, &d->sync, &d->sync_wait, &d->sem_stores, &d->sync_refs))
-        return -1;
-    if (d->tile && d->sync_refs != Py_None && !PyArg_ParseTuple(d->sync_refs, "OOO", &d->idle_ref, &d->done_ref,
-                                                                 &d->tm_done_ref))
+    if (f[10] != Py_None && pcbuf_from(f[10], d))
         return -1;
     d->thread_i = PyLong_AsSsize_t(d->thread);
     if ((!d->fn && !d->cfn) || PyErr_Occurred() || !PyDict_Check(d->stall) || !PyList_Check(d->pushes)
