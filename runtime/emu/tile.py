@@ -46,7 +46,7 @@ from tt_backend.chip.errors import EmuDeadlock, EmuError, EmuUndefined, EmuUnimp
 from .chip import Chip
 from .dram import as_bytes
 from .frontend import FrontendMixin
-from .cycles import FPU_DST_READ_LATENCY, riscv_mmio_extra
+from .cycles import FPU_DST_READ_LATENCY, TensixTiming, riscv_mmio_extra
 from .riscv_dst import RISCV_BASE as DST_RISCV_BASE, RISCV_ELEM as DST_RISCV_ELEM, RISCV_SIZE as DST_RISCV_SIZE, \
     RiscvDstAccess
 from . import mailbox as mb
@@ -105,6 +105,9 @@ N_SEMAPHORES = 8
 HOST = "host"
 FIFO_FULL = "Tensix thread {} instruction FIFO full"   # a pusher's wait reason (_pusher, _multi_pusher, _direct_push)
 TTSYNC_WAIT = "TTSync: waiting for Tensix thread {} to go idle"   # a TTSync load's (_pcbuf_load, _direct_push)
+# the methods a TTSync load asks, which rv32_native.c answers itself while they are the Tensix's and its cycle model's
+# (_direct_push; taken at import: a method replaced later is called)
+TTSYNC_METHODS = (FrontendMixin.thread_idle, Tensix.thread_done, TensixTiming.done)
 
 
 class Tile:
@@ -331,8 +334,10 @@ class Tile:
         extra = {riscv_mmio_extra(a) for a in (layout.TENSIX_SYNC, *range(layout.SEMAPHORE_BASE, layout.SEMAPHORE_BASE
                                                                             + 4 * N_SEMAPHORES, 4))}
         loads, stores = rv32_native.SEM_LOADS_NATIVE, rv32_native.PCBUF_NATIVE
+        # (and the TTSync load's thread_idle and thread_done answered there while they are these methods)
+        refs = TTSYNC_METHODS if rv32_native.TTSYNC_NATIVE else None
         sems = (self, layout.SEMAPHORE_BASE, N_SEMAPHORES, *extra, loads, layout.TENSIX_SYNC if stores else 0,
-                TTSYNC_WAIT.format(thread), rv32_native.SEM_STORES_NATIVE) \
+                TTSYNC_WAIT.format(thread), rv32_native.SEM_STORES_NATIVE, refs) \
             if (loads or stores) and who in TRISC_THREAD and len(extra) == 1 else None
         # while the core's PUSHM is this tile's pusher, C calls the push_many it calls itself, with its accounting
         # (rv32_native.c direct_many)

@@ -10,6 +10,7 @@ import ctypes
 import random
 import struct
 import sys
+from typing import Callable
 
 import numpy as np
 import pytest
@@ -27,9 +28,12 @@ from tt_backend.runtime.compile import compile_kernel
 from tt_backend.runtime.emu.accel import native, noc_native, rv32_native, sfpu_issue_native
 from tt_backend.runtime.emu.accel.direct_issue import DirectIssueMixin
 from tt_backend.runtime.emu.device import EmuDevice
+from tt_backend.runtime.emu.frontend import FrontendMixin
 from tt_backend.runtime.emu.noc import INITIATOR_STRIDE as NIU_INITIATOR_STRIDE
 from tt_backend.runtime.emu.rv32 import LOCAL_BASE, STAMP_SHIFT, RV32Core, Stall
 from tt_backend.runtime.emu import bench, rv32, tile as tile_module
+from tt_backend.runtime.emu.cycles import TensixTiming
+from tt_backend.runtime.emu.tensix import Tensix
 from tt_backend.runtime.emu.tile import Tile
 
 from tests.emu.test_rv32 import (CODE, PARK, R_OPS, RecordingBus, b_type, i_type, jal, r_type, s_type, u_type)
@@ -722,7 +726,9 @@ def _same_with_and_without_c(plan, arrays, monkeypatch) -> None:
     counter and NOC_CMD_CTRL loads through the bus (NIU_LOADS_NATIVE), sends through the bus and timed in Python
     (noc_native.ISSUE_NATIVE), runs of pushes cut at block starts (JOINED_RUNS_NATIVE) and all given to the pushers
     (DIRECT_MANY_NATIVE), every word's facts looked up (NEVER_PLAIN_NATIVE), each run's tuple built anew
-    (KEPT_RUNS_NATIVE), frozen cores' words read one by one (tile.PEEK_NATIVE) and their thaw test in Python
+    (KEPT_RUNS_NATIVE), TTSync loads asking the Tensix's thread_idle and thread_done (TTSYNC_NATIVE), the tile's attributes read
+    at every load C serves (set_tile_memo(False)), the stamp base after a bus call asked of its lambda
+    (set_own_base(False)), frozen cores' words read one by one (tile.PEEK_NATIVE) and their thaw test in Python
     (tile.THAW_NATIVE); C's pieces; Python: the same bytes and cycles. With C answering and pushing, past(), the
     Tensix's push_run (whose plain_run calls C now makes), _pcbuf_load, _niu_load and _niu_store are called less: the
     reference calls them, so the rule, the pushes, the semaphore loads, the NIU polls and the sends are exercised."""
@@ -758,6 +764,9 @@ def _same_with_and_without_c(plan, arrays, monkeypatch) -> None:
         monkeypatch.setattr(rv32_native, "DIRECT_MANY_NATIVE", in_c)
         monkeypatch.setattr(rv32_native, "NEVER_PLAIN_NATIVE", in_c)
         monkeypatch.setattr(rv32_native, "KEPT_RUNS_NATIVE", in_c)
+        monkeypatch.setattr(rv32_native, "TTSYNC_NATIVE", in_c)
+        rv32_native.set_tile_memo(in_c)
+        rv32_native.set_own_base(in_c)
         monkeypatch.setattr(noc_native, "ISSUE_NATIVE", in_c)
         monkeypatch.setattr(tile_module, "PEEK_NATIVE", in_c)
         monkeypatch.setattr(tile_module, "THAW_NATIVE", in_c)
@@ -768,6 +777,8 @@ def _same_with_and_without_c(plan, arrays, monkeypatch) -> None:
         attached = {core.native is not None for tile in dev.chip.tiles.values() for core in tile.cores.values()}
         assert attached == {env == "1"}
         runs[key] = (out, dev.stats())
+    rv32_native.set_tile_memo(True)
+    rv32_native.set_own_base(True)
     first, *rest = runs.values()
     assert all(r == first for r in rest)
     c, reference = calls["1", True, True], calls["1", True, False]
@@ -801,6 +812,45 @@ def test_matmul_grid_identical(monkeypatch):
     plan = matmul_plan(64, "HiFi2")
     plan.use_cores(4)
     _same_with_and_without_c(plan, matmul_arrays(plan), monkeypatch)
+
+
+@pytest.mark.needs_cc
+@pytest.mark.parametrize("kernel", ["elementwise", "matmul_grid"])
+def test_own_stamp_base_matches_the_lambda(kernel, monkeypatch):
+    """The stamp base C's run() computes itself after a bus call (rv32_native.set_own_base: refresh_t0 with the
+    round's tbase + instret + stall where the core's stamp base is the tile's own lambda) against calling that lambda
+    (the reference): the same output, stats and L1 line stamps of every tile (the stores after a bus call stamp their
+    lines with it), and C computed it: the lambdas are called less."""
+    if kernel == "elementwise":
+        plan = elementwise_plan(40)
+        arrays = elementwise_inputs(plan, np.random.default_rng(41))
+    else:
+        plan = matmul_plan(64, "HiFi2")
+        plan.use_cores(4)
+        arrays = matmul_arrays(plan)
+    elfs = compile_kernel(*split(plan.render()), plan.name)
+    runs, called = {}, {}
+    stamper = Tile._stamper
+
+    def counted_stamper(self, who):
+        stamp, stamps, base = stamper(self, who)
+        counted = self._stamp_bases[who] = lambda: called.__setitem__(on, called[on] + 1) or base()
+        return stamp, stamps, counted
+    monkeypatch.setattr(Tile, "_stamper", counted_stamper)
+    try:
+        for on in (True, False):
+            rv32_native.set_own_base(on)
+            called[on] = 0
+            dev = EmuDevice()
+            out = [launch_plan(dev, plan, arrays, elfs)[0] for _ in range(2)]
+            stamps = {xy: tile.l1_stamp.copy() for xy, tile in dev.chip.tiles.items()}
+            runs[on] = (out, dev.stats(), stamps)
+    finally:
+        rv32_native.set_own_base(True)
+    assert runs[True][:2] == runs[False][:2]
+    assert runs[True][2].keys() == runs[False][2].keys()
+    assert all(np.array_equal(runs[True][2][k], runs[False][2][k]) for k in runs[True][2])
+    assert called[False] > called[True], called
 
 
 def _pcbuf_program() -> dict[str, list[int]]:
@@ -845,6 +895,91 @@ def test_pcbuf_accesses_in_c_match_the_bus(monkeypatch):
         traces.append(trace)
     assert traces[0] == traces[1]
     assert calls[False] >= 5 and calls[True] == 0, calls
+
+
+def _pcbuf_trace(tile: Tile, swaps: dict[int, Callable[[Tile], None]] = {}) -> list:
+    """_pcbuf_program's tile run in small steps, swaps[k](tile) made before step k: per step the instructions run, each
+    core's pc, instret and registers, the waits, the stalls and tile.stats()."""
+    bench.launch_words(tile, _pcbuf_program())
+    trace = []
+    for k in range(200):
+        if k in swaps:
+            swaps[k](tile)
+        n = tile.run(60)
+        trace.append((n, {k: (c.pc, c.instret, list(c.x)) for k, c in tile.cores.items()}, dict(tile._wait),
+                      dict(tile._stall), tile.stats()))
+        if not any(tile.running(k) for k in layout.CORES):
+            break
+    return trace
+
+
+@pytest.mark.needs_cc
+@pytest.mark.parametrize("state", ["as_run", "macro", "sfpu_late", "work_late"])
+def test_ttsync_queries_in_c_match_the_methods(state, monkeypatch):
+    """A TTSync load's thread_idle and thread_done answered by C (rv32_native.TTSYNC_NATIVE: ttsync_load ->
+    thread_idle from the thread's queues, thread_done from the cycle model's clock, work_done and SFPU busy-until)
+    against the Tensix's methods (the reference): the same trace step by step (_pcbuf_trace), the load waiting while
+    the thread is blocked. C asks neither method then; methods the Tensix's class overrides (spies) are called by C
+    again, with the same trace. Each term of thread_done decides in one `state`: the SFPU's busy-until set late (its
+    bound clock + 2 then counts), thread 1's work_done set late, or thread 1 marked as having issued an SFPLOADMACRO
+    (its SFPU part then the whole SFPU's busy-until: C leaves thread_done to the method, which asks sfpu_busy as often
+    as the reference does)."""
+    asked = []
+    idle, done, sfpu_busy = Tensix.thread_idle, Tensix.thread_done, TensixTiming.sfpu_busy
+    monkeypatch.setattr(TensixTiming, "sfpu_busy", lambda self: asked.append((key, "sfpu_busy")) or sfpu_busy(self))
+    traces = {}
+    for key in ("reference", "in_c", "spied"):
+        monkeypatch.setattr(rv32_native, "TTSYNC_NATIVE", key != "reference")
+        spied = key != "in_c"
+        monkeypatch.setattr(Tensix, "thread_idle", (lambda self, t: asked.append((key, "idle")) or idle(self, t))
+                            if spied else idle)
+        monkeypatch.setattr(Tensix, "thread_done", (lambda self, t: asked.append((key, "done")) or done(self, t))
+                            if spied else done)
+        tile = Tile(quantum=40)
+        tm = tile.tensix.tm
+        if state == "macro":
+            tm.macro_threads = 0b10
+        elif state == "sfpu_late":
+            tm.sfpu.busy_until = 5000
+        elif state == "work_late":
+            tm.work_done[1] = 3000
+        traces[key] = _pcbuf_trace(tile)
+        assert "TTSync" in str([step[2] for step in traces[key]]) and tile.cores["trisc1"].x[12] == 1
+    assert traces["in_c"] == traces["reference"] == traces["spied"]
+    by = {(k, what): sum(1 for a in asked if a == (k, what)) for k in traces for what in ("idle", "done", "sfpu_busy")}
+    assert by["in_c", "idle"] == by["in_c", "done"] == 0, by
+    assert by["reference", "idle"] >= 2 and by["reference", "done"] >= 1, by
+    assert all(by["spied", w] >= by["reference", w] for w in ("idle", "done")), str(by)   # (the round asks the spy too)
+    assert by["in_c", "sfpu_busy"] == by["reference", "sfpu_busy"], by
+
+
+@pytest.mark.needs_cc
+def test_tile_memo_follows_the_tiles_attributes(monkeypatch):
+    """The memo of the tile's attributes C's loads read (rv32_native.set_tile_memo: load_timing's rec and _latency_of)
+    against reading them at every load: the same trace step by step while _latency_of is swapped mid-run for a dict
+    without the cores (the loads then pay no MMIO latency: a trace that differs from one without the swap, so the
+    memo must follow it) and back, on a tile of a subclass too; a subclass whose `rec` is a class attribute is read by
+    attribute (the memo declines) with the same trace."""
+    swaps = {3: lambda t: setattr(t, "_latency_of", {}), 9: lambda t: setattr(t, "_latency_of", t._stall)}
+
+    class Sub(Tile):
+        pass
+
+    class ClassRec(Tile):
+        rec = None
+
+    traces = {}
+    try:
+        for memo in (True, False):
+            rv32_native.set_tile_memo(memo)
+            for cls in (Tile, Sub, ClassRec):
+                traces[memo, cls] = _pcbuf_trace(cls(quantum=40), swaps)
+        plain = _pcbuf_trace(Tile(quantum=40))
+    finally:
+        rv32_native.set_tile_memo(True)
+    first = traces[False, Tile]
+    assert all(t == first for t in traces.values())
+    assert plain != first
 
 
 def _sfpu_run_program(bad: bool) -> dict[str, list[int]]:

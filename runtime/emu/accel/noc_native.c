@@ -104,10 +104,14 @@ static PyObject *busy_list(PyObject *busy, PyObject *name, Py_ssize_t *slot) {
 
 /* Fabric._reserve's cycle for res (a list of (Busy, offset)) from s0 for d cycles into *s, the resources taken
  * there; -1 with an error set */
+#define RESERVE_ON_STACK 16                     /* resources a route has (some ten): no allocation for those */
 static int reserve_in(PyObject *res, long long s0, long long d, long long *s_out) {
     Py_ssize_t n = PyList_GET_SIZE(res);
-    PyObject **lists = PyMem_Calloc(2 * (size_t)(n ? n : 1), sizeof *lists);
-    long long *off = PyMem_Calloc((size_t)(n ? n : 1), sizeof *off), s = s0;
+    PyObject *lists_here[2 * RESERVE_ON_STACK] = {NULL};
+    long long off_here[RESERVE_ON_STACK], s = s0;
+    int heap = n > RESERVE_ON_STACK;
+    PyObject **lists = heap ? PyMem_Calloc(2 * (size_t)n, sizeof *lists) : lists_here;
+    long long *off = heap ? PyMem_Calloc((size_t)n, sizeof *off) : off_here;
     int r = -1;
     if (!lists || !off) {
         PyErr_NoMemory();
@@ -152,8 +156,10 @@ static int reserve_in(PyObject *res, long long s0, long long d, long long *s_out
 done:
     for (Py_ssize_t k = 0; lists && k < 2 * n; k++)
         Py_XDECREF(lists[k]);
-    PyMem_Free(lists);
-    PyMem_Free(off);
+    if (heap) {
+        PyMem_Free(lists);
+        PyMem_Free(off);
+    }
     return r;
 }
 
@@ -457,8 +463,11 @@ static PyObject *send(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
 #define TIMING_FIELDS 8
 static PyObject *s_transfers, *s_wait_cycles, *s_l1_stamp;
 
-/* o.name += by (a Python int attribute) */
+/* o.name += by (a Python int attribute); nothing where by is 0 (the sum is the value it has: most transfers wait for
+ * nothing, and the read, add and write had cost ~800 x86 instructions) */
 static int add_attr(PyObject *o, PyObject *name, long long by) {
+    if (!by)
+        return 0;
     PyObject *old = PyObject_GetAttr(o, name), *inc = old ? PyLong_FromLongLong(by) : NULL;
     PyObject *now = inc ? PyNumber_Add(old, inc) : NULL;
     int bad = !now || PyObject_SetAttr(o, name, now) < 0;
@@ -525,8 +534,13 @@ static int issue_at(PyObject *ctx, long buf, PyObject *timing, long long start, 
         return -1;
     }
     PyObject **f = &PyTuple_GET_ITEM(timing, 0);
-    if (!PyArg_ParseTuple(f[7], "LLLLLL", &k[0], &k[1], &k[2], &k[3], &k[4], &k[5]))
+    if (!PyTuple_Check(f[7]) || PyTuple_GET_SIZE(f[7]) != 6) {
+        PyErr_SetString(PyExc_TypeError, "issue: the timing context's constants are a tuple of 6 ints");
         return -1;
+    }
+    for (int j = 0; j < 6; j++)                 /* (read one by one: PyArg_ParseTuple's format had cost ~800) */
+        if ((k[j] = PyLong_AsLongLong(PyTuple_GET_ITEM(f[7], j))) == -1 && PyErr_Occurred())
+            return -1;
     if (!PyDict_Check(f[1]) || !PyDict_Check(f[4]) || !PyDict_Check(f[5]) || !PyList_Check(f[6])) {
         PyErr_SetString(PyExc_TypeError, "issue: the timing context's route cache, tiles, due or busy ends");
         return -1;

@@ -108,6 +108,9 @@ typedef struct {
     PyObject *sync_wait;               /* the wait reason of a TTSync load while the thread is busy */
     int sem_stores;                    /* C makes a semaphore store's post or get itself (sem_store), not through the
                                         * Tensix's sem_mmio_write */
+    PyObject *idle_ref, *done_ref, *tm_done_ref;   /* frontend.py's thread_idle, tensix.py's thread_done and
+                                        * cycles.py's TensixTiming.done, which ttsync_load answers itself while they
+                                        * are the Tensix's and its cycle model's (ttsync_query), or NULL: called */
     Py_ssize_t thread_i;
     long long base;                    /* the core's cycle less its stall (tbase + instret): fixed during one run() */
     int ready;                         /* allowed() as asked at the run's first push: 1, 0 (pushers only), -1 not yet */
@@ -437,11 +440,75 @@ static int direct_many(rv_state *s, const bus_calls *c, direct_push *d, PyObject
     return -1;
 }
 
+/* CPython's dict version tag (PEP 509; Python 3.12 deprecated it: there the memos keyed on it are off), as
+ * sfpu_issue_native.c reads it: every change of a dict changes it and no two dicts are given the same one, so an equal
+ * tag means the same, unchanged dict */
+#define DICT_TAGS (PY_VERSION_HEX < 0x030C0000)
+static uint64_t dict_version(PyObject *d) {
+#if DICT_TAGS
+    return ((PyDictObject *)d)->ma_version_tag;
+#else
+    (void)d;
+    return 0;
+#endif
+}
+
+/* a class's version tag (changed by any change of a class in its MRO, never given to two classes) where it is valid,
+ * else 0 */
+static unsigned int type_tag(PyTypeObject *tp) {
+    return PyType_HasFeature(tp, Py_TPFLAGS_VALID_VERSION_TAG) ? tp->tp_version_tag : 0;
+}
+
+/* load_timing's memo of the last tile's `rec` and `_latency_of` (borrowed from its dict): valid while the tile's class
+ * keeps its version tag (no class in its MRO defines either name, and the look-up is the generic one, so both are the
+ * instance dict's) and that dict its identity and version tag. Reading them by PyObject_GetAttr had cost ~520 x86
+ * instructions a load, some 7,000 loads an elementwise512 launch. tile_memo(False) (rv32_native.py TILE_MEMO_NATIVE)
+ * turns it off: every load reads both attributes, the reference. */
+static struct { PyTypeObject *tp; unsigned int tag; PyObject *dict; uint64_t version; PyObject *rec, *timed; } timing_memo;
+static int tile_memo_on = 1;
+
+/* the instance dict of `tile` where both names are plain attributes of its class (above), else NULL (borrowed) */
+static PyObject *timing_dict(PyObject *tile) {
+    PyTypeObject *tp = Py_TYPE(tile);
+    if (!DICT_TAGS || !tile_memo_on || tp->tp_getattro != PyObject_GenericGetAttr)
+        return NULL;
+    if (tp != timing_memo.tp || !timing_memo.tag || type_tag(tp) != timing_memo.tag) {
+        if (_PyType_Lookup(tp, s_rec) || _PyType_Lookup(tp, s_latency_of) || !type_tag(tp))
+            return NULL;                    /* (_PyType_Lookup gave tp a version tag where it can have one) */
+        timing_memo.tp = tp, timing_memo.tag = type_tag(tp), timing_memo.dict = NULL;
+    }
+    PyObject **dp = _PyObject_GetDictPtr(tile);
+    return dp && *dp && PyDict_CheckExact(*dp) ? *dp : NULL;
+}
+
+/* tile.rec and tile._latency_of (new references) from the memo where it holds, else read and the memo refilled; 0, or
+ * -1 with an error set */
+static int timing_attrs(PyObject *tile, PyObject **rec, PyObject **timed) {
+    PyObject *dict = timing_dict(tile);
+    if (dict && dict == timing_memo.dict && dict_version(dict) == timing_memo.version) {
+        *rec = Py_NewRef(timing_memo.rec), *timed = Py_NewRef(timing_memo.timed);
+        return 0;
+    }
+    *rec = PyObject_GetAttr(tile, s_rec);
+    *timed = *rec ? PyObject_GetAttr(tile, s_latency_of) : NULL;
+    if (!*timed) {
+        Py_CLEAR(*rec);
+        return -1;
+    }
+    timing_memo.dict = NULL;                /* (refilled only where the dict holds what was read) */
+    if (dict && PyDict_GetItemWithError(dict, s_rec) == *rec && PyDict_GetItemWithError(dict, s_latency_of) == *timed)
+        timing_memo.dict = dict, timing_memo.version = dict_version(dict), timing_memo.rec = *rec,
+        timing_memo.timed = *timed;
+    return 0;
+}
+
 /* Whether a bus load of core `name` on `tile` pays the MMIO latency (*latency: the name in tile._latency_of); 1 where
  * the tile records a timeline (Python's bus call records the load's stalls), 0 otherwise, -1 with an error set */
 static int load_timing(PyObject *tile, PyObject *name, int *latency) {
-    PyObject *rec = PyObject_GetAttr(tile, s_rec), *timed = rec ? PyObject_GetAttr(tile, s_latency_of) : NULL;
-    *latency = timed ? PySequence_Contains(timed, name) : -1;
+    PyObject *rec, *timed;
+    if (timing_attrs(tile, &rec, &timed))
+        return -1;
+    *latency = PyDict_CheckExact(timed) ? PyDict_Contains(timed, name) : PySequence_Contains(timed, name);
     int recording = rec != Py_None;
     Py_XDECREF(rec);
     Py_XDECREF(timed);
@@ -459,12 +526,97 @@ static int bus_effects(rv_state *s, const bus_calls *c, direct_push *d, long lon
     return bad ? -1 : 0;
 }
 
-/* a cycle the Tensix answers for the core's thread: tx.<method>(thread) as a C integer into *v; -1 with an error */
-static int thread_cycle(const direct_push *d, PyObject *method, long long *v) {
-    PyObject *args[2] = {d->tx, d->thread}, *r = PyObject_VectorcallMethod(method, args, 2, NULL);
-    *v = r ? PyLong_AsLongLong(r) : -1;
-    Py_XDECREF(r);
-    return *v == -1 && PyErr_Occurred() ? -1 : 0;
+static int queue_true(PyObject *th, int k);
+static PyObject *s_threads, *s_clock, *s_done, *s_macro_threads, *s_work_done, *s_sfpu, *s_busy_until;
+
+/* whether o.<name> is the function `ref` its class defines: the generic attribute look-up, the class's look-up finds
+ * ref and the instance's dict does not shadow it; 1 / 0, -1 with an error set */
+static int own_method(PyObject *o, PyObject *name, PyObject *ref) {
+    PyObject **dp;
+    if (!ref || Py_TYPE(o)->tp_getattro != PyObject_GenericGetAttr || _PyType_Lookup(Py_TYPE(o), name) != ref)
+        return 0;
+    if (!(dp = _PyObject_GetDictPtr(o)) || !*dp)
+        return 1;
+    PyObject *shadow = PyDict_GetItemWithError(*dp, name);
+    return shadow ? 0 : PyErr_Occurred() ? -1 : 1;
+}
+
+/* tx.<method>(thread) for the core's thread (a new reference, or NULL with an error set) */
+static PyObject *thread_method(const direct_push *d, PyObject *method) {
+    PyObject *args[2] = {d->tx, d->thread};
+    return PyObject_VectorcallMethod(method, args, 2, NULL);
+}
+
+/* tx.thread_idle(thread): read here from the thread's queues as frontend.py's method reads them (not (fifo or mop_out
+ * or ready)) while that method is the Tensix's (own_method), else the method called. Its call had cost ~3,900 x86
+ * instructions. 1 idle, 0 not, -1 with an error set. */
+static int thread_idle(const direct_push *d) {
+    int own = own_method(d->tx, s_thread_idle, d->idle_ref);
+    if (own <= 0) {
+        PyObject *r = own < 0 ? NULL : thread_method(d, s_thread_idle);
+        int idle = r ? PyObject_IsTrue(r) : -1;
+        Py_XDECREF(r);
+        return idle;
+    }
+    PyObject *threads = PyObject_GetAttr(d->tx, s_threads), *th = threads ? PyObject_GetItem(threads, d->thread) : NULL;
+    int busy = th ? 0 : -1;
+    for (int k = 0; busy == 0 && k < 3; k++)
+        busy = queue_true(th, k);
+    Py_XDECREF(th);
+    Py_XDECREF(threads);
+    return busy < 0 ? -1 : !busy;
+}
+
+/* o.<name>, or o.<name>[key] where key is given, as a C long long where it is an int (exactly) that fits: 1, 0 where it
+ * is not (nothing raised), -1 with an error set */
+static int int_attr(PyObject *o, PyObject *name, PyObject *key, long long *v) {
+    PyObject *a = PyObject_GetAttr(o, name), *x = a && key ? PyObject_GetItem(a, key) : a ? Py_NewRef(a) : NULL;
+    int overflow = 0, ok = x && PyLong_CheckExact(x);
+    *v = ok ? PyLong_AsLongLongAndOverflow(x, &overflow) : 0;
+    Py_XDECREF(a);
+    Py_XDECREF(x);
+    if (!x || (*v == -1 && PyErr_Occurred()))
+        return -1;
+    return ok && !overflow;
+}
+
+/* tx.thread_done(thread) as tensix.py's method -> cycles.py TensixTiming.done compute it (max(clock[t] + 1,
+ * work_done[t], min(sfpu.busy_until, clock[t] + 2))) while both are the Tensix's and its cycle model's (own_method)
+ * and the thread has issued no SFPLOADMACRO (whose SFPU part asks the SFPU state itself), the values read being ints;
+ * else the method called. Its call had cost ~6,700 x86 instructions. 0 with *v, -1 with an error set. */
+static int thread_done(const direct_push *d, long long *v) {
+    PyObject *tm = NULL, *sfpu = NULL;
+    long long clock, macro, work, busy;
+    int in_c = own_method(d->tx, s_thread_done, d->done_ref);
+    if (in_c > 0)
+        in_c = (tm = PyObject_GetAttr(d->tx, s_tm)) ? own_method(tm, s_done, d->tm_done_ref) : -1;
+    if (in_c > 0)
+        in_c = int_attr(tm, s_macro_threads, NULL, &macro);
+    if (in_c > 0 && (macro >> d->thread_i & 1))
+        in_c = 0;
+    if (in_c > 0)
+        in_c = int_attr(tm, s_clock, d->thread, &clock);
+    if (in_c > 0)
+        in_c = int_attr(tm, s_work_done, d->thread, &work);
+    if (in_c > 0)
+        in_c = (sfpu = PyObject_GetAttr(tm, s_sfpu)) ? int_attr(sfpu, s_busy_until, NULL, &busy) : -1;
+    Py_XDECREF(tm);
+    Py_XDECREF(sfpu);
+    if (in_c < 0)
+        return -1;
+    if (!in_c) {
+        PyObject *r = thread_method(d, s_thread_done);
+        *v = r ? PyLong_AsLongLong(r) : -1;
+        Py_XDECREF(r);
+        return *v == -1 && PyErr_Occurred() ? -1 : 0;
+    }
+    long long sfpu_end = busy < clock + 2 ? busy : clock + 2;
+    *v = clock + 1;
+    if (work > *v)
+        *v = work;
+    if (sfpu_end > *v)
+        *v = sfpu_end;
+    return 0;
 }
 
 /* A TRISC's TTSync load (tile.py mmio_load -> _pcbuf_load, the reference): the MMIO latency in the timed mode (the
@@ -479,9 +631,7 @@ static int ttsync_load(rv_state *s, const bus_calls *c, direct_push *d, uint32_t
     if (stall_of(d, &was))
         return -1;
     stall = was + (latency ? d->extra : 0);
-    PyObject *args[2] = {d->tx, d->thread}, *r = PyObject_VectorcallMethod(s_thread_idle, args, 2, NULL);
-    int idle = r ? PyObject_IsTrue(r) : -1;
-    Py_XDECREF(r);
+    int idle = thread_idle(d);
     if (idle < 0 || bus_effects(s, c, d, stall, was))
         return -1;
     if (!idle) {
@@ -489,7 +639,7 @@ static int ttsync_load(rv_state *s, const bus_calls *c, direct_push *d, uint32_t
             PyErr_SetNone(c->stall);
         return -1;
     }
-    if (thread_cycle(d, s_thread_done, &done))
+    if (thread_done(d, &done))
         return -1;
     was = stall;
     if (done > d->base + stall + s->done)            /* tile.py _wait_until */
@@ -778,8 +928,12 @@ static int window_push(rv_state *s, const bus_calls *c, direct_push *d, uint32_t
     int ready = direct_ready(d);
     if (ready <= 0)
         return ready;
-    PyObject *one = Py_BuildValue("(k)", (unsigned long)word);
-    int take = one ? plain_takes(d, PyTuple_GET_ITEM(one, 0), word) : -1;
+    PyObject *w = PyLong_FromUnsignedLong(word), *one = w ? PyTuple_New(1) : NULL;    /* (words[0], as push_run's) */
+    if (one)
+        PyTuple_SET_ITEM(one, 0, w);
+    else
+        Py_XDECREF(w);
+    int take = one ? plain_takes(d, w, word) : -1;
     uint32_t taken = 0;
     if (take > 0 && direct_run(s, c, d, one, 0, &taken, 0))
         take = -1;
@@ -787,8 +941,28 @@ static int window_push(rv_state *s, const bus_calls *c, direct_push *d, uint32_t
     return take < 0 ? -1 : (int)taken;
 }
 
+/* The stamp base of the core round_quantum runs where it is the tile's own (Tile._stamper's lambda, tbase[who] +
+ * core.instret + stall[who]), which refresh_t0 then computes as round_base does instead of calling it (a call had cost
+ * ~1,400 x86 instructions, some 1,200 an elementwise512 launch): the lambda, the round's context and the core's index,
+ * set by round_quantum around its run() call (and put back after it: a bus call may run another tile's round);
+ * base NULL: none. own_base_on: switched off by own_base(False) (rv32_native.py OWN_BASE_NATIVE), the lambda called. */
+typedef struct round_ctx round_ctx;
+typedef struct { PyObject *base; const round_ctx *r; Py_ssize_t i; } own_stamp_at;
+static own_stamp_at own_stamp;
+static int own_base_on = 1;
+static int round_cycles(const round_ctx *r, Py_ssize_t i, long long *t);
+
 /* the cycle model's stamp base again (stamp_base()): a bus call may have stalled the core */
 static int refresh_t0(rv_state *s, const bus_calls *c) {
+    long long t;
+    if (own_base_on && own_stamp.base && c->base == own_stamp.base) {
+        if (round_cycles(own_stamp.r, own_stamp.i, &t))
+            return -1;
+        if (t >= 0) {                       /* (a negative one: the lambda's answer raises in the conversion below) */
+            s->t0 = (uint64_t)t;
+            return 0;
+        }
+    }
     PyObject *v = PyObject_CallNoArgs(c->base);
     if (!v)
         return -1;
@@ -1499,23 +1673,46 @@ static PyObject *probe(PyObject *self, PyObject *const *args, Py_ssize_t nargs) 
     if (why == PROBE_ERROR) return NULL;
     if (why == PROBE_PYTHON) Py_RETURN_NOTIMPLEMENTED;
     if (why == PROBE_NONE) Py_RETURN_NONE;
-    PyObject *reads = probe_reads(log, n_log), *r = NULL;
+    /* the answer's tuple packed from its items (Py_BuildValue's format parsing had cost ~500 x86 instructions) */
+    PyObject *reads = probe_reads(log, n_log), *r = NULL, *last = NULL;
     if (reads && why != PROBE_OTHER && seen_arg != Py_None && s->log) {
-        PyObject *words = probe_seen(s, reads, seen_at, args[3], args[4]);
-        if (words)
-            r = Py_BuildValue("(NON)", reads, Py_None, words);     /* (N: both given to the tuple, or dropped) */
-        else
-            Py_DECREF(reads);
-    } else if (reads)
-        r = why == PROBE_OTHER ? Py_BuildValue("(NI)", reads, other) : Py_BuildValue("(NO)", reads, Py_None);
-    else if (!PyErr_Occurred())
+        if ((last = probe_seen(s, reads, seen_at, args[3], args[4])))
+            r = PyTuple_Pack(3, reads, Py_None, last);
+    } else if (reads) {
+        last = why == PROBE_OTHER ? PyLong_FromUnsignedLong(other) : Py_NewRef(Py_None);
+        r = last ? PyTuple_Pack(2, reads, last) : NULL;
+    } else if (!PyErr_Occurred())
         PyErr_NoMemory();
+    Py_XDECREF(reads);
+    Py_XDECREF(last);
     return r;
 }
 
+/* the PC buffer context t (tile.py Tile._direct_push's `sems`: tile, semaphore base, n, extra, semaphore loads or
+ * not, TTSync's address or 0, a TTSync load's wait reason, semaphore stores or not, the TTSync methods C answers for
+ * (3) or None) into d, item by item (PyArg_ParseTuple's format parsing had cost ~800 x86 instructions a run() call);
+ * -1 with an error set */
+static int pcbuf_from(PyObject *t, direct_push *d) {
+    PyObject **f = PyTuple_Check(t) && PyTuple_GET_SIZE(t) == 9 ? &PyTuple_GET_ITEM(t, 0) : NULL;
+    PyObject *refs = f ? f[8] : NULL;
+    if (!f || !PyUnicode_Check(f[6]) || (refs != Py_None && (!PyTuple_Check(refs) || PyTuple_GET_SIZE(refs) != 3))) {
+        PyErr_SetString(PyExc_TypeError, "run: a PC buffer context of the wrong shape");
+        return -1;
+    }
+    d->tile = f[0], d->sync_wait = f[6];
+    d->sem_base = (uint32_t)PyLong_AsUnsignedLongMask(f[1]), d->n_sems = (uint32_t)PyLong_AsUnsignedLongMask(f[2]);
+    d->extra = (uint32_t)PyLong_AsUnsignedLongMask(f[3]), d->sync = (uint32_t)PyLong_AsUnsignedLongMask(f[5]);
+    if (PyErr_Occurred() || (d->sem_loads = PyObject_IsTrue(f[4])) < 0 || (d->sem_stores = PyObject_IsTrue(f[7])) < 0)
+        return -1;
+    if (refs != Py_None)
+        d->idle_ref = PyTuple_GET_ITEM(refs, 0), d->done_ref = PyTuple_GET_ITEM(refs, 1),
+        d->tm_done_ref = PyTuple_GET_ITEM(refs, 2);
+    return 0;
+}
+
 /* the direct push context `o` (None, or (plain_run capsule, tx, thread, facts, progress, the tile's stall dict, its
- * push counts, its wait reasons, the full FIFO's wait reason, allowed, the PC buffer C serves (tile, semaphore base, n,
- * extra, semaphore loads or not, TTSync's address or 0, a TTSync load's wait reason) or None, the tile's PUSHM pusher
+ * push counts, its wait reasons, the full FIFO's wait reason, allowed, the PC buffer C serves (pcbuf_from) or None,
+ * the tile's PUSHM pusher
  * and its push_many or two Nones): tile.py
  * Tile._direct_push) into *d, for the bus calls c of a core whose cycle at position 0 is s->t0; -1 with an error set */
 static int direct_from(PyObject *o, const rv_state *s, const bus_calls *c, direct_push *d) {
@@ -1545,8 +1742,7 @@ static int direct_from(PyObject *o, const rv_state *s, const bus_calls *c, direc
         return -1;
     }
     d->runs = f[14] != Py_None ? f[14] : NULL;
-    if (f[10] != Py_None && !PyArg_ParseTuple(f[10], "OIIIpIUp", &d->tile, &d->sem_base, &d->n_sems, &d->extra,
-                                              &d->sem_loads, &d->sync, &d->sync_wait, &d->sem_stores))
+    if (f[10] != Py_None && pcbuf_from(f[10], d))
         return -1;
     d->thread_i = PyLong_AsSsize_t(d->thread);
     if ((!d->fn && !d->cfn) || PyErr_Occurred() || !PyDict_Check(d->stall) || !PyList_Check(d->pushes)
@@ -1858,12 +2054,12 @@ enum { RN_NATIVE, RN_X, RN_NS, RN_BASE, RN_OWN_BASE, RN_STAMPS, RN_ARG, RN_FN, R
 enum { ROUND_MAX_CORES = 8 };
 #define BUDGET_CAP 0x80000000LL          /* rv32_native.py BUDGET_CAP */
 
-typedef struct {
+struct round_ctx {
     PyObject **f;                        /* the context's fields */
     Py_ssize_t n_cores;
     int probe_at, latency, mmio_exits, direct_push, probe_native, joined_runs;
     long long quantum;
-} round_ctx;
+};
 
 static PyObject *s_instret, *s_parked, *s_spinning, *s_soft_reset, *s_python_quanta, *s_pc, *s_past_in_c, *s_calls,
     *s_bus_calls, *s_resume, *s_run, *s_thaw_m, *s_thaw_in_python, *s_freeze, *s_probe_attr, *s_peek, *s_peek_words,
@@ -2077,7 +2273,11 @@ static int round_quantum(const round_ctx *r, Py_ssize_t i, long long budget, lon
             goto done;
     }
     PyObject *fargs[5] = {arg, calls, direct, loads, sends};
-    if (!(why = PyObject_Vectorcall(u[RN_FN], fargs, 5, NULL))) {
+    own_stamp_at outer = own_stamp;
+    own_stamp.base = u[RN_OWN_BASE] == Py_True ? base : NULL, own_stamp.r = r, own_stamp.i = i;
+    why = PyObject_Vectorcall(u[RN_FN], fargs, 5, NULL);
+    own_stamp = outer;
+    if (!why) {
         PyObject *type, *value, *tb, *pc_now = PyLong_FromUnsignedLong(s->pc);    /* pc names the culprit */
         PyErr_Fetch(&type, &value, &tb);
         if (pc_now)
@@ -2535,7 +2735,32 @@ static PyObject *round_loop(PyObject *self, PyObject *const *args, Py_ssize_t na
     return PyLong_FromLongLong(total);
 }
 
+/* tile_memo(on) -> None: whether load_timing keeps a tile's attributes between loads (timing_memo; rv32_native.py
+ * TILE_MEMO_NATIVE sets it when the module loads, the tests both ways); off, the memo is dropped */
+static PyObject *tile_memo(PyObject *self, PyObject *on) {
+    (void)self;
+    int v = PyObject_IsTrue(on);
+    if (v < 0)
+        return NULL;
+    tile_memo_on = v;
+    timing_memo.tp = NULL, timing_memo.dict = NULL;
+    Py_RETURN_NONE;
+}
+
+/* own_base(on) -> None: whether refresh_t0 computes the tile's own stamp base (own_stamp; rv32_native.py
+ * OWN_BASE_NATIVE sets it when the module loads, the tests both ways) */
+static PyObject *own_base(PyObject *self, PyObject *on) {
+    (void)self;
+    int v = PyObject_IsTrue(on);
+    if (v < 0)
+        return NULL;
+    own_base_on = v;
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
+    {"tile_memo", tile_memo, METH_O, "tile_memo(on): whether bus loads keep the tile's rec and _latency_of reads"},
+    {"own_base", own_base, METH_O, "own_base(on): whether run() computes the tile's own stamp base itself"},
     {"l1_at", (PyCFunction)(void (*)(void))l1_at, METH_FASTCALL,
      "l1_at(write log address, addr, n, cycle): L1 bytes as they were at cycle, None if the log cannot tell"},
     {"first_write_after", (PyCFunction)(void (*)(void))first_write, METH_FASTCALL,
@@ -2571,6 +2796,11 @@ PyMODINIT_FUNC PyInit_rv32_native(void) {
         || !(s_latency_of = PyUnicode_InternFromString("_latency_of"))
         || !(s_thread_idle = PyUnicode_InternFromString("thread_idle"))
         || !(s_thread_done = PyUnicode_InternFromString("thread_done"))
+        || !(s_done = PyUnicode_InternFromString("done"))
+        || !(s_macro_threads = PyUnicode_InternFromString("macro_threads"))
+        || !(s_work_done = PyUnicode_InternFromString("work_done"))
+        || !(s_sfpu = PyUnicode_InternFromString("sfpu"))
+        || !(s_busy_until = PyUnicode_InternFromString("busy_until"))
         || !(s_sem_mmio_write = PyUnicode_InternFromString("sem_mmio_write"))
         || !(s_sem_max = PyUnicode_InternFromString("sem_max")) || !(s_strict = PyUnicode_InternFromString("strict"))
         || !(s_tm = PyUnicode_InternFromString("tm")) || !(s_event_t = PyUnicode_InternFromString("event_t"))

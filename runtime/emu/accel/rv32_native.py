@@ -114,6 +114,19 @@ KEPT_RUNS_NATIVE = os.environ.get("TT_EMU_KEPT_RUNS_NATIVE", "1") != "0"
 # RV32Core.spin_reads (a frozen wait loop's probe) in C where the loop only loads (rv32_native.c probe); False keeps
 # rv32.py's probe on translated blocks (the reference; read at each probe)
 PROBE_NATIVE = os.environ.get("TT_EMU_SPIN_PROBE_NATIVE", "1") != "0"
+# C's TTSync load (PCBUF_NATIVE) answers the Tensix's thread_idle (from the thread's queues) and thread_done (from the
+# cycle model's clock, work_done and SFPU busy-until) itself while they are frontend.py's, tensix.py's and cycles.py's
+# (rv32_native.c thread_idle, thread_done); False calls the methods (the reference; False, or TT_EMU_TTSYNC_NATIVE=0,
+# read when a tile is built)
+TTSYNC_NATIVE = os.environ.get("TT_EMU_TTSYNC_NATIVE", "1") != "0"
+# The tile's attributes a bus load served in C reads (rec, _latency_of: rv32_native.c load_timing) kept while the
+# tile's dict and class are unchanged (their version tags); False reads them at every load (the reference; False, or
+# TT_EMU_TILE_MEMO_NATIVE=0, given to the module when it loads: set_tile_memo changes it later)
+TILE_MEMO_NATIVE = os.environ.get("TT_EMU_TILE_MEMO_NATIVE", "1") != "0"
+# Where a bus call may have stalled the core, C's run() computes the stamp base again itself (tbase + instret + stall,
+# as the round does) where it is the tile's own (Tile._stamper's lambda; rv32_native.c refresh_t0); False calls the
+# lambda (the reference; False, or TT_EMU_OWN_BASE_NATIVE=0, given to the module when it loads: set_own_base changes it)
+OWN_BASE_NATIVE = os.environ.get("TT_EMU_OWN_BASE_NATIVE", "1") != "0"
 
 
 def enabled() -> bool:
@@ -127,7 +140,27 @@ def _built() -> tuple[object | None, str]:
         mod, path = native.load_extension(SOURCE, "rv32_native")
     except OSError as e:
         return None, f"Python: the C part is unavailable: {e}"
+    mod.tile_memo(TILE_MEMO_NATIVE)
+    mod.own_base(OWN_BASE_NATIVE)
     return mod, f"C, making the bus calls of MMIO words and pushes ({path})"
+
+
+def set_tile_memo(on: bool) -> None:
+    """TILE_MEMO_NATIVE from now on (the module's memo dropped either way), where the C part is built."""
+    global TILE_MEMO_NATIVE
+    TILE_MEMO_NATIVE = on
+    mod = _built()[0]
+    if mod is not None:
+        mod.tile_memo(on)
+
+
+def set_own_base(on: bool) -> None:
+    """OWN_BASE_NATIVE from now on, where the C part is built."""
+    global OWN_BASE_NATIVE
+    OWN_BASE_NATIVE = on
+    mod = _built()[0]
+    if mod is not None:
+        mod.own_base(on)
 
 
 def _load() -> tuple[object | None, str]:
