@@ -464,7 +464,7 @@ class Fabric:
     def _res(self, key: tuple) -> Busy:
         b = self.busy.get(key)
         if b is None:
-            b = self.busy[key] = Busy()
+            b = self.busy[key] = (noc_native.busy_class() or Busy)()
         return b
 
     def transfer(self, noc: int, kind: str, initiator: tuple[int, int], peer: tuple[int, int], nbytes: int, t: int,

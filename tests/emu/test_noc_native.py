@@ -84,6 +84,69 @@ def test_reserve_reads_other_types_by_name():
         assert _lists(res) == _lists(ref)
 
 
+def _pairs(b) -> list:
+    return list(zip(b.starts, b.ends))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_c_busy_matches_python(seed):
+    """noc_native.Busy against noc.py's Busy: random takes (free spans, spans touching or overlapping several
+    intervals, before the first one), gap searches and forgets; the same answers and the same intervals after each."""
+    rng, kinds = random.Random(seed), {"merged": 0, "inserted": 0}
+    for _ in range(60):
+        ref, fast = Busy(), noc_native.busy_class()()
+        for _ in range(rng.randrange(1, 80)):
+            t, d = rng.randrange(0, 600), rng.choice([1, 2, 5, 16, 40])
+            op = rng.random()
+            if op < 0.45:
+                s = ref.free_from(t, d) if rng.random() < 0.5 else t      # (a busy span too: take merges it)
+                n = len(ref.starts)
+                ref.take(s, d), fast.take(s, d)
+                kinds["merged" if len(ref.starts) <= n else "inserted"] += 1
+            elif op < 0.9:
+                assert fast.free_from(t, d) == ref.free_from(t, d)
+            elif op < 0.95:
+                ref.forget_before(t), fast.forget_before(t)
+            assert _pairs(fast) == _pairs(ref)
+    assert min(kinds.values()) > 200, kinds
+
+
+def _c_copy(b: Busy):
+    """A C Busy with b's intervals."""
+    c = noc_native.busy_class()()
+    for s, e in zip(b.starts, b.ends):
+        c.take(s, e - s)
+    return c
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_reserve_on_c_busy_matches_python(seed):
+    """reserve over C Busy objects (some resources noc.py's Busy: a Fabric made before the switch changed) against
+    the Python reservation over noc.py's Busy: the same cycles and intervals."""
+    rng = random.Random(100 + seed)
+    fast, waited = noc_native.reserve(), 0
+    for _ in range(200):
+        pool = [_busy(rng) for _ in range(rng.randrange(1, 8))]
+        mine = {id(b): _c_copy(b) if rng.random() < 0.8 else copy.deepcopy(b) for b in pool}
+        ref = [(rng.choice(pool), rng.choice([0, 0, 5, 14, 23, 100])) for _ in range(rng.randrange(1, 20))]
+        res = [(mine[id(b)], off) for b, off in ref]
+        for _ in range(rng.randrange(1, 6)):
+            s0, d = rng.randrange(0, 400), rng.choice([1, 2, 16, 64, 257])
+            want = Fabric._reserve_in_python(ref, s0, d)
+            assert fast(res, s0, d) == want
+            assert [_pairs(b) for b, _ in res] == [_pairs(b) for b, _ in ref]
+            waited += want > s0
+    assert waited > 200
+
+
+def test_fabric_makes_c_busy_while_switched_on(monkeypatch):
+    """Fabric makes the C Busy while the reservation and BUSY_NATIVE are on, noc.py's otherwise."""
+    for native, busy, want in ((True, True, noc_native.busy_class()), (True, False, Busy), (False, True, Busy)):
+        monkeypatch.setattr(noc_native, "NATIVE", native)
+        monkeypatch.setattr(noc_native, "BUSY_NATIVE", busy)
+        assert type(Fabric(None)._res(("port", 0, 1, 2))) is want
+
+
 @pytest.mark.needs_cc
 def test_kernels_identical(monkeypatch):
     """An elementwise kernel's DRAM reads and writes and a 2x2 matmul grid's multicasts: the same bytes and cycles of

@@ -728,7 +728,7 @@ def _same_with_and_without_c(plan, arrays, monkeypatch) -> None:
     (DIRECT_MANY_NATIVE), every word's facts looked up (NEVER_PLAIN_NATIVE), each run's tuple built anew
     (KEPT_RUNS_NATIVE), TTSync loads asking the Tensix's thread_idle and thread_done (TTSYNC_NATIVE), the tile's attributes read
     at every load C serves (set_tile_memo(False)), the stamp base after a bus call asked of its lambda
-    (set_own_base(False)), frozen cores' words read one by one (tile.PEEK_NATIVE) and their thaw test in Python
+    (set_own_base(False)), every register read from its object (set_regs_memo(False)), frozen cores' words read one by one (tile.PEEK_NATIVE) and their thaw test in Python
     (tile.THAW_NATIVE); C's pieces; Python: the same bytes and cycles. With C answering and pushing, past(), the
     Tensix's push_run (whose plain_run calls C now makes), _pcbuf_load, _niu_load and _niu_store are called less: the
     reference calls them, so the rule, the pushes, the semaphore loads, the NIU polls and the sends are exercised."""
@@ -767,6 +767,7 @@ def _same_with_and_without_c(plan, arrays, monkeypatch) -> None:
         monkeypatch.setattr(rv32_native, "TTSYNC_NATIVE", in_c)
         rv32_native.set_tile_memo(in_c)
         rv32_native.set_own_base(in_c)
+        rv32_native.set_regs_memo(in_c)
         monkeypatch.setattr(noc_native, "ISSUE_NATIVE", in_c)
         monkeypatch.setattr(tile_module, "PEEK_NATIVE", in_c)
         monkeypatch.setattr(tile_module, "THAW_NATIVE", in_c)
@@ -779,6 +780,7 @@ def _same_with_and_without_c(plan, arrays, monkeypatch) -> None:
         runs[key] = (out, dev.stats())
     rv32_native.set_tile_memo(True)
     rv32_native.set_own_base(True)
+    rv32_native.set_regs_memo(True)
     first, *rest = runs.values()
     assert all(r == first for r in rest)
     c, reference = calls["1", True, True], calls["1", True, False]
@@ -1170,3 +1172,42 @@ def test_a_malformed_due_list_raises_a_type_error(in_c, monkeypatch):
     bench.launch_words(tile, {"brisc": poll + [bench.J_SELF]})
     with pytest.raises(TypeError):
         tile.run(1000)
+
+
+def _registers_in_and_out(seed: int) -> list:
+    """begin and end on two cores' register lists, with Python writing the lists between them as a core's blocks or
+    a test might (the same value as a new object, another value, one beyond 32 bits, a new list): what the state
+    read at each begin, and the lists' values and which of their objects end replaced."""
+    mod, rng, seen = rv32_native._built()[0], random.Random(seed), []
+    states = [np.zeros(rv32_native.STATE_WORDS, np.uint32) for _ in range(2)]
+    xs = [[rng.randrange(1 << 32) for _ in range(32)] for _ in range(2)]
+    for _ in range(400):
+        k = rng.randrange(2)
+        state, x = states[k], xs[k]
+        for _ in range(rng.choice([0, 0, 1, 3])):
+            i = rng.randrange(32)
+            x[i] = rng.choice([int(str(x[i])), rng.randrange(1 << 32), rng.randrange(300), (1 << 32) + x[i]])
+        if rng.random() < 0.05:
+            x = xs[k] = list(x)
+        mod.begin(state.ctypes.data, x, 4 * rng.randrange(64), 1, 0, 0)
+        seen.append(state[rv32_native.X:rv32_native.X + 32].tolist())
+        for i in rng.sample(range(32), rng.choice([0, 1, 4, 32])):
+            state[rv32_native.X + i] = rng.randrange(1 << 32)
+        before = [id(o) for o in x]
+        mod.end(state.ctypes.data, x)
+        seen.append((list(x), [id(o) == b for o, b in zip(x, before)]))
+    return seen
+
+
+@pytest.mark.needs_cc
+def test_register_memo_matches_reads(monkeypatch):
+    """begin and end with the register lists' objects kept (reg_memo) against every register read from its object:
+    the same registers in the state, the same values in the lists and the same objects replaced."""
+    if rv32_native._built()[0] is None:
+        pytest.skip("no C part")
+    runs = []
+    for on in (True, False):
+        rv32_native.set_regs_memo(on)
+        runs.append([_registers_in_and_out(seed) for seed in range(3)])
+    rv32_native.set_regs_memo(True)
+    assert runs[0] == runs[1]

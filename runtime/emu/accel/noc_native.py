@@ -10,7 +10,10 @@ TT_EMU_NIU_SEND_NATIVE=0) keeps every send in Python. tile.py Tile._niu_store's 
 the peer's L1 stamps, the completion due on the response counter, the NIU's busy end) is the reference of issue, which
 a core's NOC_CMD_CTRL store reaches from rv32_native.c without the bus call (tests/emu/test_noc_native.py and
 test_rv32_native.py pin both); `ISSUE_NATIVE = False` (or TT_EMU_NOC_ISSUE_NATIVE=0, read when a tile is built) keeps
-the Python path; it needs the reservation and the send in C too.
+the Python path; it needs the reservation and the send in C too. noc.py's Busy is the reference of the C Busy (its
+intervals as C integers, `starts` and `ends` new lists on each read), which Fabric makes while the reservation is in C:
+the same test file pins both on random takes, gap searches, forgets and reservations; `BUSY_NATIVE = False` (or
+TT_EMU_NOC_BUSY_NATIVE=0, read when a resource is first used) keeps noc.py's Busy.
 """
 from __future__ import annotations
 
@@ -24,6 +27,7 @@ SOURCE = Path(__file__).with_name("noc_native.c")
 NATIVE = os.environ.get("TT_EMU_NOC_NATIVE", "1") != "0"
 SEND_NATIVE = os.environ.get("TT_EMU_NIU_SEND_NATIVE", "1") != "0"
 ISSUE_NATIVE = os.environ.get("TT_EMU_NOC_ISSUE_NATIVE", "1") != "0"
+BUSY_NATIVE = os.environ.get("TT_EMU_NOC_BUSY_NATIVE", "1") != "0"
 
 
 @functools.lru_cache(maxsize=None)
@@ -40,6 +44,13 @@ def reserve():
     """The C reserve(res, s0, d), or None when it is off or unavailable (read at each call: tests switch it)."""
     mod = _load()[0] if NATIVE else None
     return mod.reserve if mod is not None else None
+
+
+def busy_class():
+    """The C Busy type, or None when it or the reservation is off or the C part is unavailable (asked when Fabric
+    makes a resource's Busy)."""
+    mod = _load()[0] if NATIVE and BUSY_NATIVE else None
+    return mod.Busy if mod is not None else None
 
 
 def send():
@@ -61,4 +72,6 @@ def status() -> str:
     why = _load()[1] if NATIVE else "Python: TT_EMU_NOC_NATIVE=0"
     if NATIVE and not SEND_NATIVE:
         return f"{why}; sends in Python (TT_EMU_NIU_SEND_NATIVE=0)"
+    if NATIVE and not BUSY_NATIVE:
+        why += "; noc.py's Busy lists (TT_EMU_NOC_BUSY_NATIVE=0)"
     return why if ISSUE_NATIVE or not NATIVE else f"{why}; the sends' time in Python (TT_EMU_NOC_ISSUE_NATIVE=0)"

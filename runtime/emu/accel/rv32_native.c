@@ -1570,14 +1570,90 @@ static int probe_turn(const rv_state *s, const uint64_t *cycle, const uint64_t *
     return PROBE_NONE;
 }
 
+/* ---- The registers' objects memo: a core's register list x (rv32.py core.x) comes back into the state at each
+ * quantum and probe (regs_in) and goes out at its end (end), 32 PyLong reads each way although Python rarely writes
+ * x between them. Kept per list: the int objects last read or written at each index with their values, each held (a
+ * strong reference: while held, no other object can take its address, so the same object at an index is the same
+ * value). An index whose object is the one held skips the read. A small direct-mapped table by the list's address;
+ * a list that takes another's slot evicts it. REGS_MEMO_NATIVE (rv32_native.py, TT_EMU_REGS_MEMO_NATIVE=0: every
+ * register read from its object, the reference) sets regs_memo_on through regs_memo(). */
+enum { REG_MEMO_SLOTS = 64 };
+typedef struct {
+    PyObject *list;                      /* the core's x (held), or NULL */
+    PyObject *obj[32];                   /* the object last seen at each index (held), or NULL */
+    unsigned long val[32];               /* its value */
+} reg_memo;
+static reg_memo reg_memos[REG_MEMO_SLOTS];
+static int regs_memo_on = 1;
+
+/* an entry emptied: its references dropped */
+static void reg_memo_clear(reg_memo *m) {
+    for (int i = 0; i < 32; i++)
+        Py_CLEAR(m->obj[i]);
+    Py_CLEAR(m->list);
+}
+
+/* x's entry (a new one, an older list's evicted, where x has none), or NULL where the memo is off */
+static reg_memo *reg_memo_of(PyObject *x) {
+    if (!regs_memo_on)
+        return NULL;
+    reg_memo *m = &reg_memos[((uintptr_t)x >> 6) % REG_MEMO_SLOTS];
+    if (m->list != x) {
+        reg_memo_clear(m);
+        m->list = Py_NewRef(x);
+    }
+    return m;
+}
+
+/* x[i]'s value as PyLong_AsUnsignedLong gives it (-1 with an error set), through m where it holds x[i] */
+static inline unsigned long reg_value(reg_memo *m, PyObject *x, int i) {
+    PyObject *o = PyList_GET_ITEM(x, i);
+    if (m && m->obj[i] == o)
+        return m->val[i];
+    unsigned long v = PyLong_AsUnsignedLong(o);
+    if (m && !(v == (unsigned long)-1 && PyErr_Occurred())) {
+        Py_XSETREF(m->obj[i], Py_NewRef(o));
+        m->val[i] = v;
+    }
+    return v;
+}
+
+/* x[i] = v (a new int) where m holds it too; -1 with an error set */
+static int reg_store(reg_memo *m, PyObject *x, int i, uint32_t v) {
+    PyObject *o = PyLong_FromUnsignedLong(v), *old = PyList_GET_ITEM(x, i);
+    if (!o)
+        return -1;
+    PyList_SET_ITEM(x, i, o);
+    Py_DECREF(old);
+    if (m) {
+        Py_XSETREF(m->obj[i], Py_NewRef(o));
+        m->val[i] = v;
+    }
+    return 0;
+}
+
+/* regs_memo(on) -> None: whether regs_in and end keep the register lists' objects (reg_memo; rv32_native.py
+ * REGS_MEMO_NATIVE sets it when the module loads, the tests both ways); the memo is dropped either way */
+static PyObject *regs_memo(PyObject *self, PyObject *on) {
+    (void)self;
+    int v = PyObject_IsTrue(on);
+    if (v < 0)
+        return NULL;
+    regs_memo_on = v;
+    for (int k = 0; k < REG_MEMO_SLOTS; k++)
+        reg_memo_clear(&reg_memos[k]);
+    Py_RETURN_NONE;
+}
+
 /* the core's registers (rv32.py core.x: a list of 32 ints in 0 .. 2**32) and pc into the state; -1 with an error set */
 static int regs_in(rv_state *s, PyObject *x, PyObject *pc) {
     if (!PyList_Check(x) || PyList_GET_SIZE(x) != 32) {
         PyErr_SetString(PyExc_TypeError, "the core's registers: a list of 32 ints");
         return -1;
     }
+    reg_memo *m = reg_memo_of(x);
     for (int i = 0; i < 32; i++)
-        s->x[i] = (uint32_t)PyLong_AsUnsignedLong(PyList_GET_ITEM(x, i));
+        s->x[i] = (uint32_t)reg_value(m, x, i);
     s->pc = (uint32_t)PyLong_AsUnsignedLong(pc);
     return PyErr_Occurred() ? -1 : 0;
 }
@@ -1791,18 +1867,13 @@ static PyObject *end(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
             PyErr_SetString(PyExc_TypeError, "end(state address, x: a list of 32 ints)");
         return NULL;
     }
+    reg_memo *m = reg_memo_of(args[1]);
     for (int i = 0; i < 32; i++) {
-        PyObject *old = PyList_GET_ITEM(args[1], i);
-        unsigned long was = PyLong_AsUnsignedLong(old);
+        unsigned long was = reg_value(m, args[1], i);
         if (was == (unsigned long)-1 && PyErr_Occurred())
             return NULL;
-        if (was == s->x[i])
-            continue;
-        PyObject *v = PyLong_FromUnsignedLong(s->x[i]);
-        if (!v)
+        if (was != s->x[i] && reg_store(m, args[1], i, s->x[i]) < 0)
             return NULL;
-        PyList_SET_ITEM(args[1], i, v);
-        Py_DECREF(old);
     }
     Py_RETURN_NONE;
 }
@@ -2761,6 +2832,7 @@ static PyObject *own_base(PyObject *self, PyObject *on) {
 static PyMethodDef methods[] = {
     {"tile_memo", tile_memo, METH_O, "tile_memo(on): whether bus loads keep the tile's rec and _latency_of reads"},
     {"own_base", own_base, METH_O, "own_base(on): whether run() computes the tile's own stamp base itself"},
+    {"regs_memo", regs_memo, METH_O, "regs_memo(on): whether the register lists' objects are kept between quanta"},
     {"l1_at", (PyCFunction)(void (*)(void))l1_at, METH_FASTCALL,
      "l1_at(write log address, addr, n, cycle): L1 bytes as they were at cycle, None if the log cannot tell"},
     {"first_write_after", (PyCFunction)(void (*)(void))first_write, METH_FASTCALL,

@@ -127,6 +127,11 @@ TILE_MEMO_NATIVE = os.environ.get("TT_EMU_TILE_MEMO_NATIVE", "1") != "0"
 # as the round does) where it is the tile's own (Tile._stamper's lambda; rv32_native.c refresh_t0); False calls the
 # lambda (the reference; False, or TT_EMU_OWN_BASE_NATIVE=0, given to the module when it loads: set_own_base changes it)
 OWN_BASE_NATIVE = os.environ.get("TT_EMU_OWN_BASE_NATIVE", "1") != "0"
+# A core's register list's int objects kept by C with their values between a quantum's end and the next quantum's
+# start or probe, each read again only where Python put another object at its index (rv32_native.c reg_memo); False
+# reads all 32 each time (the reference; False, or TT_EMU_REGS_MEMO_NATIVE=0, given to the module when it loads:
+# set_regs_memo changes it later)
+REGS_MEMO_NATIVE = os.environ.get("TT_EMU_REGS_MEMO_NATIVE", "1") != "0"
 
 
 def enabled() -> bool:
@@ -142,6 +147,7 @@ def _built() -> tuple[object | None, str]:
         return None, f"Python: the C part is unavailable: {e}"
     mod.tile_memo(TILE_MEMO_NATIVE)
     mod.own_base(OWN_BASE_NATIVE)
+    mod.regs_memo(REGS_MEMO_NATIVE)
     return mod, f"C, making the bus calls of MMIO words and pushes ({path})"
 
 
@@ -161,6 +167,15 @@ def set_own_base(on: bool) -> None:
     mod = _built()[0]
     if mod is not None:
         mod.own_base(on)
+
+
+def set_regs_memo(on: bool) -> None:
+    """REGS_MEMO_NATIVE from now on (the module's memo dropped either way), where the C part is built."""
+    global REGS_MEMO_NATIVE
+    REGS_MEMO_NATIVE = on
+    mod = _built()[0]
+    if mod is not None:
+        mod.regs_memo(on)
 
 
 def _load() -> tuple[object | None, str]:
