@@ -156,6 +156,41 @@ static PyObject *dict_get(PyObject *d, PyObject *key) {
     return Py_XNewRef(v);
 }
 
+/* The expansion mop_push has not yet put in the thread's ready queue (MOP_LAZY_NATIVE): the queue was empty, and
+ * batch_try, which runs the words from this list, takes them all in the common case, so the queue's extend and the
+ * batch's clear both go. Wherever anything else could look at the queue the words (those the batch left) are put there
+ * first, so that the queue holds what the reference's would: before a Python call in batch_try (lazy_fill:
+ * flush_deferred, enabled(), a replaced method), before batch_sfpu's Python after a decline, before Tensix.drain after
+ * a part batch or none, on an error (mop_push). `period`: the list repeats its first `period` objects (the REPLAY's
+ * body), which lets batch_try reuse the period search (lazy_period). */
+typedef struct {
+    PyObject *ready, *words;
+    Py_ssize_t period;
+    int in_ready;
+} lazy_words;
+static lazy_words *batch_lazy;       /* mop_push's, while its batch_try runs; NULL otherwise */
+
+/* put the lazy words from index `from` on in the ready queue (once); 0, -1 with an error set */
+static int lazy_fill_from(lazy_words *lw, Py_ssize_t from) {
+    if (!lw || lw->in_ready)
+        return 0;
+    lw->in_ready = 1;
+    if (lw == batch_lazy)
+        batch_lazy = NULL;
+    if (from >= PyList_GET_SIZE(lw->words))
+        return 0;
+    PyObject *rest = from ? PyList_GetSlice(lw->words, from, PyList_GET_SIZE(lw->words)) : Py_NewRef(lw->words);
+    PyObject *r = rest ? call_method(lw->ready, s_extend, &rest, 1) : NULL;
+    Py_XDECREF(rest);
+    Py_XDECREF(r);
+    return r ? 0 : -1;
+}
+
+/* all of batch_lazy's words in the ready queue before Python code runs; 0, -1 with an error set */
+static int lazy_fill(void) {
+    return lazy_fill_from(batch_lazy, 0);
+}
+
 /* sfpu_issue_native.new_queue(), which flush_deferred calls for its new queue: where that module's `new_queue` is still
  * the function configure_batch was given and its ISSUE_NATIVE is on, what it returns (a DeferredQueue of this module)
  * made here without its Python frame; else whatever the module's `new_queue` now returns. NULL with an error set */
@@ -171,7 +206,7 @@ static PyObject *batch_fresh_queue(void) {
         Py_XDECREF(no_args);
         return q;
     }
-    return PyObject_CallNoArgs(now ? now : batch_new_queue);
+    return lazy_fill() ? NULL : PyObject_CallNoArgs(now ? now : batch_new_queue);
 }
 
 
@@ -202,7 +237,7 @@ static int batch_is_plain(PyObject *raw) {
     if (is_ref < 0)
         return -1;
     if (!is_ref) {
-        PyObject *r = call_method(raw, s_is_plain, NULL, 0);
+        PyObject *r = lazy_fill() ? NULL : call_method(raw, s_is_plain, NULL, 0);
         int yes = r ? PyObject_IsTrue(r) : -1;
         Py_XDECREF(r);
         return yes;
@@ -509,7 +544,7 @@ enum { G_PLANS, G_BODY, G_PLAN, G_DQ, G_RAW, G_EN, G_ALLEN, G_SCHED, G_FAFTER, G
  * changed: batch_sfpu's Python decides); -2 - done where sfpu_run stopped at record `done` (the cycle model advanced;
  * the caller raises as sfpu_native.run_at does). */
 static PyObject *batch_try(PyObject *tx, long long t, PyObject *th, long long min_reps, long long max_words,
-                           long long native_min, PyObject *words);
+                           long long native_min, lazy_words *lw);
 
 static PyObject *batch_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     long long t, min_reps, max_words, native_min;
@@ -522,10 +557,46 @@ static PyObject *batch_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
     return batch_try(args[0], t, args[2], min_reps, max_words, native_min, NULL);
 }
 
-/* batch_run's work; `words`: a list of the words in th's ready queue, in order (mop_push's, which just put them there),
- * read instead of the queue, or NULL */
+/* The last period search of a periodic word list (lazy_period): its length, period, the period's word values and the
+ * answer (best_period's p, k) */
+static struct {
+    Py_ssize_t n, period, p, k;
+    uint32_t vals[32];
+} period_memo;
+
+/* first_words and best_period of the first `most` of lw's words, which repeat their first lw->period objects: the
+ * values of n words with that period are those of the first `period` ones, so an equal length, period and first
+ * values give the search's last answer, with only the first 32 words (best_period's p <= 32: word_buf's items batch_try
+ * reads) converted. n, or -1 with an exception set (first_words') */
+static Py_ssize_t lazy_period(lazy_words *lw, Py_ssize_t most, Py_ssize_t *p, Py_ssize_t *k) {
+    Py_ssize_t n = PyList_GET_SIZE(lw->words) < most ? PyList_GET_SIZE(lw->words) : most, per = lw->period;
+    Py_ssize_t head = first_words(lw->words, n < 32 ? n : 32);
+    if (head < 0)
+        return -1;
+    if (per < 1 || per > head || per > 32) {
+        n = first_words(lw->words, n);
+        if (n >= 0)
+            best_period(word_val, n, p, k);
+        return n;
+    }
+    if (period_memo.n == n && period_memo.period == per && !memcmp(period_memo.vals, word_val, (size_t)per * 4)) {
+        *p = period_memo.p, *k = period_memo.k;
+        return n;
+    }
+    period_memo.period = 0;                    /* (kept again below once the search is done) */
+    memcpy(period_memo.vals, word_val, (size_t)per * 4);
+    if (first_words(lw->words, n) != n)
+        return -1;
+    best_period(word_val, n, p, k);
+    period_memo.n = n, period_memo.period = per, period_memo.p = *p, period_memo.k = *k;
+    return n;
+}
+
+/* batch_run's work; `lw`: the words mop_push just expanded for th's empty ready queue (a list, read instead of the
+ * queue), there already (in_ready) or not yet (put there before batch_try's Python calls; a batch taken from the list
+ * leaves the queue as it is, mop_push queues the words after it), or NULL: the queue's */
 static PyObject *batch_try(PyObject *tx, long long t, PyObject *th, long long min_reps, long long max_words,
-                           long long native_min, PyObject *words) {
+                           long long native_min, lazy_words *lw) {
     if (!batch_sfpu_run || t < 0 || t > 2 || max_words < 1 || max_words > 65536)
         return PyLong_FromLong(-1);
     PyObject *g[G_N] = {NULL}, *ready = NULL, *result = NULL;
@@ -534,10 +605,14 @@ static PyObject *batch_try(PyObject *tx, long long t, PyObject *th, long long mi
 #define DECLINE do { PyErr_Clear(); declined = 1; goto out; } while (0)
 #define NEED(cond) do { if (!(cond)) DECLINE; } while (0)
     /* the ready queue's period (find_period) and body */
+    if (lw && !lw->in_ready)
+        batch_lazy = lw;
     NEED(ready = get_attr(th, s_ready));
-    Py_ssize_t n_words = first_words(words ? words : ready, (Py_ssize_t)max_words), p, k;
+    Py_ssize_t p, k, n_words = lw && lw->period ? lazy_period(lw, (Py_ssize_t)max_words, &p, &k)
+                                                : first_words(lw ? lw->words : ready, (Py_ssize_t)max_words);
     NEED(n_words >= 0);
-    best_period(word_val, n_words, &p, &k);
+    if (!(lw && lw->period))
+        best_period(word_val, n_words, &p, &k);
     if (k < min_reps) {
         result = PyLong_FromLong(0);
         goto out;
@@ -582,7 +657,7 @@ static PyObject *batch_try(PyObject *tx, long long t, PyObject *th, long long mi
         if (small < 0)
             goto out;
         if (small == 0) {
-            PyObject *r = call_method(tx, s_flush_deferred, NULL, 0);
+            PyObject *r = lazy_fill() ? NULL : call_method(tx, s_flush_deferred, NULL, 0);
             if (!r)
                 goto out;
             Py_DECREF(r);
@@ -590,7 +665,7 @@ static PyObject *batch_try(PyObject *tx, long long t, PyObject *th, long long mi
     }
     NEED(g[G_EN] = get_attr(g[G_RAW], s_en_cache));
     if (g[G_EN] == Py_None) {
-        Py_SETREF(g[G_EN], call_method(g[G_RAW], s_enabled, NULL, 0));
+        Py_SETREF(g[G_EN], lazy_fill() ? NULL : call_method(g[G_RAW], s_enabled, NULL, 0));
         if (!g[G_EN])
             goto out;
     }
@@ -756,7 +831,9 @@ static PyObject *batch_try(PyObject *tx, long long t, PyObject *th, long long mi
     if (set_attr_ll(g[G_RAW], s_cycle, c) < 0)
         goto out;
     PyObject *r = NULL;
-    if (n == PyObject_Length(ready))
+    if (batch_lazy == lw && lw)                /* (the words not in the queue: mop_push queues those after the batch) */
+        r = Py_NewRef(Py_None);
+    else if (n == PyObject_Length(ready))
         r = PyObject_CallMethodNoArgs(ready, s_clear);
     else
         for (long long i = 0; i < n; i++) {
@@ -772,6 +849,7 @@ static PyObject *batch_try(PyObject *tx, long long t, PyObject *th, long long mi
 out:
     if (declined)
         result = PyLong_FromLong(-1);
+    batch_lazy = NULL;                         /* (words still not queued: the caller queues them, mop_push) */
     Py_XDECREF(ready);
     for (int j = 0; j < G_N; j++)
         Py_XDECREF(g[j]);
@@ -932,22 +1010,24 @@ static int direct_batch(PyObject *tx, long long *min_reps, long long *max_words,
            && !direct_ll(direct_deferral, s_native_batch_min, native_min);
 }
 
-/* batch_sfpu(t, th) for mop_push, which just put `words` (a list) in th's ready queue: batch_try on them where
+/* batch_sfpu(t, th) for mop_push, which just expanded lw's words for th's ready queue: batch_try on them where
  * direct_batch says batch_sfpu would call batch_run, with what batch_sfpu does with its answer (the C traffic counted;
  * -2 - done: its EmuUnimplemented); the method itself where not or batch_run declines (-1: its Python decides). A new
  * reference to the count, NULL with an error set */
-static PyObject *mop_batch_sfpu(PyObject *tx, PyObject *t_o, long long t, PyObject *th, PyObject *words) {
+static PyObject *mop_batch_sfpu(PyObject *tx, PyObject *t_o, long long t, PyObject *th, lazy_words *lw) {
     long long min_reps, max_words, native_min, n;
     int direct = direct_batch(tx, &min_reps, &max_words, &native_min);
     if (direct < 0)
         return NULL;
-    PyObject *r = direct ? batch_try(tx, t, th, min_reps, max_words, native_min, words) : NULL;
+    PyObject *r = direct ? batch_try(tx, t, th, min_reps, max_words, native_min, lw) : NULL;
     if (direct && (!r || get_ll(r, "batch_run", &n))) {
         Py_XDECREF(r);
         return NULL;
     }
     if (!direct || n == -1) {
         Py_XDECREF(r);
+        if (lazy_fill_from(lw, 0))             /* (batch_sfpu's Python reads the queue) */
+            return NULL;
         PyObject *call[2] = {t_o, th};
         return call_method(tx, s_batch_sfpu_name, call, 2);
     }
@@ -975,7 +1055,18 @@ static PyObject *mop_batch_sfpu(PyObject *tx, PyObject *t_o, long long t, PyObje
 }
 
 enum { P_TM, P_REC, P_ST, P_SREC, P_TMDICT, P_THREADS, P_TH, P_FIFO, P_READY, P_MOPOUT, P_LOAD, P_BLOCKED, P_LATCH,
-       P_MM, P_STRICT, P_MASK, P_CFG, P_KEY, P_EXP, P_FIELDS, P_RB, P_SEQ, P_EXT, P_N, P_DRAINED, P_NUM };
+       P_MM, P_STRICT, P_MASK, P_CFG, P_KEY, P_EXP, P_FIELDS, P_RB, P_SEQ, P_N, P_DRAINED, P_NUM };
+
+/* sfpu_issue_native.MOP_LAZY_NATIVE (read at each push: lazy_words): 1 on, 0 off (or no switches configured: mop_push
+ * called on its own), -1 with an error set */
+static PyObject *s_mop_lazy_native;
+static int mop_lazy_on(void) {
+    if (!entry_switches)
+        return 0;
+    if (!s_mop_lazy_native && !(s_mop_lazy_native = PyUnicode_InternFromString("MOP_LAZY_NATIVE")))
+        return -1;
+    return dict_flag(entry_switches, s_mop_lazy_native);
+}
 
 static PyObject *mop_push(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     long long th, t, w, op_mop, op_replay, used_mop, used_replay;
@@ -988,6 +1079,7 @@ static PyObject *mop_push(PyObject *self, PyObject *const *args, Py_ssize_t narg
         return NULL;
     PyObject *tx = args[0], *o[P_NUM] = {NULL}, *result = NULL;
     tm_lists L = {0};
+    lazy_words lw = {NULL, NULL, 0, 1};
     int have_lists = 0;
 #define NONE_IF(cond) do { if (cond) { PyErr_Clear(); result = Py_NewRef(Py_None); goto out; } } while (0)
     NONE_IF(th < 0 || th > 2 || w < 0 || w > 0xFFFFFFFFLL);
@@ -1071,8 +1163,12 @@ static PyObject *mop_push(PyObject *self, PyObject *const *args, Py_ssize_t narg
     if (set_item_ll(L.fe, th, a > fe ? a : fe) || after_mop_clear(L.after_mop, th) < 0
         || set_attr_ll(thobj, s_batch_skip, 0) < 0)
         goto out;
-    if (!(o[P_EXT] = call_method(o[P_READY], s_extend, &o[P_SEQ], 1)))
+    lw = (lazy_words){o[P_READY], o[P_SEQ], count, 0};
+    int lazy = mop_lazy_on();
+    if (lazy <= 0 && (lazy < 0 || lazy_fill_from(&lw, 0)))    /* (off: the words in the queue now, as before) */
         goto out;
+    if (!lazy)
+        lw.period = 0;
     /* _drain's batch_sfpu for an SFPU word at the head (its kind from the decoder's cache; not cached: the drain
      * decodes it and decides), and the batch_skip it sets where that finds no batch */
     PyObject *decoded = get_attr(tx, s_decoded_cache), *d = decoded ? dict_get(decoded, PyList_GET_ITEM(o[P_SEQ], 0))
@@ -1081,15 +1177,15 @@ static PyObject *mop_push(PyObject *self, PyObject *const *args, Py_ssize_t narg
     int sfpu_head = d && PyTuple_Check(d) && PyTuple_GET_SIZE(d) == 7 && !tuple_int(d, 5, &kind) && kind == K_SFPU;
     Py_XDECREF(d);
     Py_XDECREF(decoded);
-    if (PyErr_Occurred())
+    if (PyErr_Occurred() || (!sfpu_head && lazy_fill_from(&lw, 0)))
         goto out;
-    if (sfpu_head && (!(o[P_N] = mop_batch_sfpu(tx, args[1], th, thobj, o[P_SEQ])) || get_ll(o[P_N], "batch_sfpu", &n)))
+    if (sfpu_head && (!(o[P_N] = mop_batch_sfpu(tx, args[1], th, thobj, &lw)) || get_ll(o[P_N], "batch_sfpu", &n)))
         goto out;
     if (n == count * k) {                      /* the whole expansion: the drain ends with the thread empty */
         if (set_attr(thobj, s_blocked, Py_None) < 0 || count_issued(tx, th, n))
             goto out;
     } else {                                   /* the rest is Tensix.drain's, which counts its own words */
-        if ((n > 0 && set_attr(thobj, s_blocked, Py_None) < 0)
+        if (lazy_fill_from(&lw, (Py_ssize_t)n) || (n > 0 && set_attr(thobj, s_blocked, Py_None) < 0)
             || (sfpu_head && n == 0 && set_attr_ll(thobj, s_batch_skip, count * k) < 0))
             goto out;
         if (!(o[P_DRAINED] = call_method(tx, s_drain, &args[1], 1)))
@@ -1099,6 +1195,13 @@ static PyObject *mop_push(PyObject *self, PyObject *const *args, Py_ssize_t narg
     }
     result = PyLong_FromLongLong(a);
 out:
+    if (!result && !lw.in_ready) {             /* (an error after the push took effect: the queue as the reference's) */
+        PyObject *et, *ev, *tb;
+        PyErr_Fetch(&et, &ev, &tb);
+        if (lazy_fill_from(&lw, 0))
+            PyErr_Clear();
+        PyErr_Restore(et, ev, tb);
+    }
     if (have_lists)
         tm_lists_release(&L);
     for (int i = 0; i < P_NUM; i++)
