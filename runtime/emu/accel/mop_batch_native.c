@@ -91,11 +91,14 @@ static void *array_data(PyObject *a, Py_ssize_t bytes, Py_ssize_t itemsize) {
 
 /* 0 with bound_ptr valid for raw's arrays, 1 where they are not the plain arrays (the Python path's), -1 on error */
 static int bind_arrays(PyObject *raw) {
-    PyObject *a[N_BOUND] = {NULL}, *dst = get_attr(raw, s_dst_name);
+    static attr_hint h[N_BOUND + 1];             /* (the arrays' reads and, last, raw.dst's) */
+    PyObject *a[N_BOUND] = {NULL}, *dst = get_attr_hinted(raw, s_dst_name, &h[N_BOUND]);
     int r = -1;
-    if (!dst || !(a[B_LREG] = get_attr(raw, s_lreg)) || !(a[B_LF] = get_attr(raw, s_lane_flags))
-        || !(a[B_USE] = get_attr(raw, s_use_lane_flags)) || !(a[B_ROWS] = get_attr(dst, s_rows32))
-        || !(a[B_WRITTEN] = get_attr(dst, s_written)))
+    if (!dst || !(a[B_LREG] = get_attr_hinted(raw, s_lreg, &h[B_LREG]))
+        || !(a[B_LF] = get_attr_hinted(raw, s_lane_flags, &h[B_LF]))
+        || !(a[B_USE] = get_attr_hinted(raw, s_use_lane_flags, &h[B_USE]))
+        || !(a[B_ROWS] = get_attr_hinted(dst, s_rows32, &h[B_ROWS]))
+        || !(a[B_WRITTEN] = get_attr_hinted(dst, s_written, &h[B_WRITTEN])))
         goto out;
     int same = 1;
     for (int k = 0; k < N_BOUND; k++)
@@ -283,9 +286,11 @@ static PyObject *batch_uniform_flags(PyObject *uniform, PyObject *sfpu) {
  * (flush_deferred's run does) and asking enabled() again (batch_sfpu does) would make an equal array and the same
  * all_enabled, and the cache may stay. 1 it may, 0 not (None, not a 32-lane bool array, or another value) */
 static int enables_unchanged(PyObject *raw) {
-    PyObject *en = get_attr(raw, s_en_cache), *rm = NULL, *all_o = NULL;
+    static attr_hint h[3];
+    PyObject *en = get_attr_hinted(raw, s_en_cache, &h[0]), *rm = NULL, *all_o = NULL;
     int same = 0, all_was;
-    if (en && en != Py_None && (rm = get_attr(raw, s_row_mask)) && (all_o = get_attr(raw, s_all_enabled))
+    if (en && en != Py_None && (rm = get_attr_hinted(raw, s_row_mask, &h[1]))
+        && (all_o = get_attr_hinted(raw, s_all_enabled, &h[2]))
         && (all_was = PyObject_IsTrue(all_o)) >= 0) {
         const uint8_t *e = array_data(en, 32, 1), *r = array_data(rm, 32, 1);
         const uint8_t *lf = bound_ptr[B_LF], *use = bound_ptr[B_USE];
@@ -599,6 +604,7 @@ static PyObject *batch_try(PyObject *tx, long long t, PyObject *th, long long mi
                            long long native_min, lazy_words *lw) {
     if (!batch_sfpu_run || t < 0 || t > 2 || max_words < 1 || max_words > 65536)
         return PyLong_FromLong(-1);
+    static attr_hint batch_hints[G_N];        /* (each slot read from one kind of object, by one name) */
     PyObject *g[G_N] = {NULL}, *ready = NULL, *result = NULL;
     batch_keys bk = {0};
     long long declined = 0;
@@ -607,7 +613,8 @@ static PyObject *batch_try(PyObject *tx, long long t, PyObject *th, long long mi
     /* the ready queue's period (find_period) and body */
     if (lw && !lw->in_ready)
         batch_lazy = lw;
-    NEED(ready = get_attr(th, s_ready));
+    static attr_hint ready_hint;
+    NEED(ready = get_attr_hinted(th, s_ready, &ready_hint));
     Py_ssize_t p, k, n_words = lw && lw->period ? lazy_period(lw, (Py_ssize_t)max_words, &p, &k)
                                                 : first_words(lw ? lw->words : ready, (Py_ssize_t)max_words);
     NEED(n_words >= 0);
@@ -631,7 +638,7 @@ static PyObject *batch_try(PyObject *tx, long long t, PyObject *th, long long mi
     }
     Py_ssize_t nb = 1 + p;
     bk.p = p, bk.k = k;
-    NEED((g[G_PLANS] = get_attr(tx, s_batch_plans))
+    NEED((g[G_PLANS] = get_attr_hinted(tx, s_batch_plans, &batch_hints[G_PLANS]))
          && (g[G_PLAN] = look_get(L_PLANS, g[G_PLANS], lk, memo_ok ? nb : -1, &g[G_BODY], make_body, &bk)));
     NEED(PyTuple_Check(g[G_PLAN]) && PyTuple_GET_SIZE(g[G_PLAN]) == 2);
     PyObject *entries = PyTuple_GET_ITEM(g[G_PLAN], 0), *mems = PyTuple_GET_ITEM(g[G_PLAN], 1);
@@ -643,8 +650,8 @@ static PyObject *batch_try(PyObject *tx, long long t, PyObject *th, long long mi
      * plain state. A decline after this point leaves the flushed queue and the cache, which batch_sfpu's own calls
      * would find so: they do nothing then */
     Py_ssize_t queued;
-    NEED((g[G_DQ] = get_attr(tx, s_deferred)) && (queued = PyObject_Length(g[G_DQ])) >= 0);
-    NEED(g[G_RAW] = get_attr(tx, s_raw_sfpu));
+    NEED((g[G_DQ] = get_attr_hinted(tx, s_deferred, &batch_hints[G_DQ])) && (queued = PyObject_Length(g[G_DQ])) >= 0);
+    NEED(g[G_RAW] = get_attr_hinted(tx, s_raw_sfpu, &batch_hints[G_RAW]));
     if (queued) {                              /* (a flush that raises: as batch_sfpu's self.sfpu raises) */
         Py_ssize_t stopped = 0;
         int small = batch_is_plain(g[G_RAW]);     /* (_dq_exec_run's test) */
@@ -663,21 +670,21 @@ static PyObject *batch_try(PyObject *tx, long long t, PyObject *th, long long mi
             Py_DECREF(r);
         }
     }
-    NEED(g[G_EN] = get_attr(g[G_RAW], s_en_cache));
+    NEED(g[G_EN] = get_attr_hinted(g[G_RAW], s_en_cache, &batch_hints[G_EN]));
     if (g[G_EN] == Py_None) {
         Py_SETREF(g[G_EN], lazy_fill() ? NULL : call_method(g[G_RAW], s_enabled, NULL, 0));
         if (!g[G_EN])
             goto out;
     }
-    NEED((g[G_ALLEN] = get_attr(g[G_RAW], s_all_enabled)) && PyObject_IsTrue(g[G_ALLEN]) == 1);
-    NEED((g[G_SCHED] = get_attr(g[G_RAW], s_scheduled)) && PyObject_IsTrue(g[G_SCHED]) == 0);
-    NEED((g[G_FAFTER] = get_attr(g[G_RAW], s_flags_after)) && g[G_FAFTER] == Py_None);
-    NEED((g[G_LCANY] = get_attr(g[G_RAW], s_lane_config_any)) && PyObject_IsTrue(g[G_LCANY]) == 0);
+    NEED((g[G_ALLEN] = get_attr_hinted(g[G_RAW], s_all_enabled, &batch_hints[G_ALLEN])) && PyObject_IsTrue(g[G_ALLEN]) == 1);
+    NEED((g[G_SCHED] = get_attr_hinted(g[G_RAW], s_scheduled, &batch_hints[G_SCHED])) && PyObject_IsTrue(g[G_SCHED]) == 0);
+    NEED((g[G_FAFTER] = get_attr_hinted(g[G_RAW], s_flags_after, &batch_hints[G_FAFTER])) && g[G_FAFTER] == Py_None);
+    NEED((g[G_LCANY] = get_attr_hinted(g[G_RAW], s_lane_config_any, &batch_hints[G_LCANY])) && PyObject_IsTrue(g[G_LCANY]) == 0);
     /* the loads' and stores' modes (sfpu_format_flags), the address modifiers' steps (addr_mod_steps) */
     long long c0, c1, v;
-    NEED((g[G_CFG] = get_attr(tx, s_cfg)) && !list_int(g[G_CFG], 0, &c0) && !list_int(g[G_CFG], 1, &c1));
+    NEED((g[G_CFG] = get_attr_hinted(tx, s_cfg, &batch_hints[G_CFG])) && !list_int(g[G_CFG], 0, &c0) && !list_int(g[G_CFG], 1, &c1));
     int fp32 = (int)(c1 >> 30 & 1), srcb16 = srcb_fp16_like(c0, c1);
-    NEED((g[G_THCFG] = get_attr(th, s_cfg)) && PyList_Check(g[G_THCFG]));
+    NEED((g[G_THCFG] = get_attr_hinted(th, s_cfg, &batch_hints[G_THCFG])) && PyList_Check(g[G_THCFG]));
     bk.nm = nm;
     for (Py_ssize_t j = 0; j < nm; j++) {
         PyObject *mem = PyList_GET_ITEM(mems, j);
@@ -694,7 +701,7 @@ static PyObject *batch_try(PyObject *tx, long long t, PyObject *th, long long mi
     }
     /* the Dst address analysis (batch_addrs) of (body, k, start address, steps) */
     long long base_cfg, rwc_d, per_rep[3];
-    NEED(!list_int(g[G_THCFG], 1, &base_cfg) && (g[G_RWC] = get_attr(th, s_rwc)) && PyDict_Check(g[G_RWC]));
+    NEED(!list_int(g[G_THCFG], 1, &base_cfg) && (g[G_RWC] = get_attr_hinted(th, s_rwc, &batch_hints[G_RWC])) && PyDict_Check(g[G_RWC]));
     PyObject *d_o = PyDict_GetItemWithError(g[G_RWC], s_d);
     NEED(d_o && PyLong_Check(d_o) && !get_ll(d_o, "RWC", &rwc_d));
     bk.start = (base_cfg & 0xFFF) + rwc_d;
@@ -702,17 +709,17 @@ static PyObject *batch_try(PyObject *tx, long long t, PyObject *th, long long mi
     for (Py_ssize_t j = 0; j < nm; j++)
         memcpy(&lk[nb + 3 + 3 * j], bk.steps[j], sizeof bk.steps[j]);
     Py_ssize_t na = nb + 3 + 3 * nm;
-    NEED((g[G_ADDRS] = get_attr(tx, s_batch_addr_cache))
+    NEED((g[G_ADDRS] = get_attr_hinted(tx, s_batch_addr_cache, &batch_hints[G_ADDRS]))
          && (g[G_AN] = look_get(L_ADDRS, g[G_ADDRS], lk, memo_ok ? na : -1, &g[G_AKEY], make_akey, &bk)));
     NEED(PyTuple_Check(g[G_AN]) && PyTuple_GET_SIZE(g[G_AN]) == 3);
     PyObject *need_rows = PyTuple_GET_ITEM(g[G_AN], 1), *per = PyTuple_GET_ITEM(g[G_AN], 2);
     for (int j = 0; j < 3; j++)
         NEED(!tuple_int(per, j, &per_rep[j]));
-    NEED((g[G_STRICT] = get_attr(tx, s_strict)));
+    NEED((g[G_STRICT] = get_attr_hinted(tx, s_strict, &batch_hints[G_STRICT])));
     int strict = PyObject_IsTrue(g[G_STRICT]);
     NEED(strict >= 0);
     if (strict && need_rows != Py_None) {      /* a load must find the rows written before the batch */
-        NEED((g[G_DSTRAW] = get_attr(tx, s_dst_raw)) && (g[G_WRITTEN] = get_attr(g[G_DSTRAW], s_written)));
+        NEED((g[G_DSTRAW] = get_attr_hinted(tx, s_dst_raw, &batch_hints[G_DSTRAW])) && (g[G_WRITTEN] = get_attr_hinted(g[G_DSTRAW], s_written, &batch_hints[G_WRITTEN])));
         Py_buffer rows, wr;
         NEED(PyObject_GetBuffer(need_rows, &rows, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) == 0);
         int bad = rows.itemsize != 8 || !rows.format || strchr("qlL", rows.format[strlen(rows.format) - 1]) == NULL;
@@ -728,13 +735,13 @@ static PyObject *batch_try(PyObject *tx, long long t, PyObject *th, long long mi
         NEED(!bad);
     }
     /* the timing memo under batch_timing.key's key */
-    NEED((g[G_TM] = get_attr(tx, s_tm)) && (g[G_BLOCKED] = get_attr(th, s_blocked)) && g[G_BLOCKED] == Py_None);
-    NEED((g[G_REC] = get_attr(g[G_TM], s_rec)) && g[G_REC] == Py_None);
-    NEED((g[G_ST] = get_attr(g[G_TM], s_sfpu_timing)) && !timing_slots(g[G_ST]));
-    NEED((g[G_CLOCK] = get_attr(g[G_TM], s_clock)) && (g[G_FE] = get_attr(g[G_TM], s_fe))
-         && (g[G_FIRST] = get_attr(g[G_TM], s_first)) && (g[G_GATE] = get_attr(g[G_TM], s_gate))
-         && (g[G_FPUW] = get_attr(g[G_TM], s_dst_fpu_write)) && (g[G_STALLS] = get_attr(g[G_TM], s_stalls))
-         && (g[G_ISSUED] = get_attr(g[G_TM], s_issued)));
+    NEED((g[G_TM] = get_attr_hinted(tx, s_tm, &batch_hints[G_TM])) && (g[G_BLOCKED] = get_attr_hinted(th, s_blocked, &batch_hints[G_BLOCKED])) && g[G_BLOCKED] == Py_None);
+    NEED((g[G_REC] = get_attr_hinted(g[G_TM], s_rec, &batch_hints[G_REC])) && g[G_REC] == Py_None);
+    NEED((g[G_ST] = get_attr_hinted(g[G_TM], s_sfpu_timing, &batch_hints[G_ST])) && !timing_slots(g[G_ST]));
+    NEED((g[G_CLOCK] = get_attr_hinted(g[G_TM], s_clock, &batch_hints[G_CLOCK])) && (g[G_FE] = get_attr_hinted(g[G_TM], s_fe, &batch_hints[G_FE]))
+         && (g[G_FIRST] = get_attr_hinted(g[G_TM], s_first, &batch_hints[G_FIRST])) && (g[G_GATE] = get_attr_hinted(g[G_TM], s_gate, &batch_hints[G_GATE]))
+         && (g[G_FPUW] = get_attr_hinted(g[G_TM], s_dst_fpu_write, &batch_hints[G_FPUW])) && (g[G_STALLS] = get_attr_hinted(g[G_TM], s_stalls, &batch_hints[G_STALLS]))
+         && (g[G_ISSUED] = get_attr_hinted(g[G_TM], s_issued, &batch_hints[G_ISSUED])));
     long long clock, b, gate1, nop, mad, busy, stalls, issued;
     NEED(!list_int(g[G_CLOCK], t, &clock) && !list_int(g[G_FE], t, &b) && !list_int(g[G_STALLS], t, &stalls)
          && !list_int(g[G_ISSUED], t, &issued));
@@ -764,7 +771,7 @@ static PyObject *batch_try(PyObject *tx, long long t, PyObject *th, long long mi
     memcpy(tk, lk, (size_t)nb * sizeof *lk);    /* [p, the body's words, k, clock offset, nop now] (no mad state) */
     tk[nb] = k, tk[nb + 1] = bk.dclock, tk[nb + 2] = bk.nop_now;
     Py_ssize_t nt = memo_ok && bk.mad_state == Py_None ? nb + 3 : -1;
-    NEED((g[G_TIMING] = get_attr(tx, s_batch_timing))
+    NEED((g[G_TIMING] = get_attr_hinted(tx, s_batch_timing, &batch_hints[G_TIMING]))
          && (g[G_MEMO] = look_get(L_TIMING, g[G_TIMING], tk, nt, &g[G_TKEY], make_tkey, &bk)));
     PyObject *memo = g[G_MEMO];
     long long d_clock, d_busy, d_stalls, d_issued, nop_rel = 0, mad_rel = 0;
@@ -780,11 +787,11 @@ static PyObject *batch_try(PyObject *tx, long long t, PyObject *th, long long mi
     pk[nb] = nm;
     memcpy(&pk[nb + 1], bk.modes, (size_t)nm * sizeof *bk.modes);
     memcpy(&lk[na], bk.modes, (size_t)nm * sizeof *bk.modes);
-    NEED((g[G_PROGRAMS] = get_attr(tx, s_batch_programs))
+    NEED((g[G_PROGRAMS] = get_attr_hinted(tx, s_batch_programs, &batch_hints[G_PROGRAMS]))
          && (g[G_NATIVE] = look_get(L_PROGRAMS, g[G_PROGRAMS], pk, memo_ok ? nb + 1 + nm : -1, &g[G_BKEY], make_bkey,
                                     &bk))
          && PyTuple_Check(g[G_NATIVE]));
-    NEED((g[G_RUNS] = get_attr(tx, s_batch_runs))
+    NEED((g[G_RUNS] = get_attr_hinted(tx, s_batch_runs, &batch_hints[G_RUNS]))
          && (g[G_KEPT] = look_get(L_RUNS, g[G_RUNS], lk, memo_ok ? na + nm : -1, &g[G_RKEY], make_rkey, &bk)));
     long long prog_addr, n = (long long)k * p, instructions;
     NEED(PyTuple_Check(g[G_KEPT]) && PyTuple_GET_SIZE(g[G_KEPT]) == 2 && !tuple_int(g[G_KEPT], 1, &prog_addr)
@@ -817,7 +824,7 @@ static PyObject *batch_try(PyObject *tx, long long t, PyObject *th, long long mi
         bad |= !rv[j] || PyDict_SetItem(g[G_RWC], rk[j], rv[j]) < 0;
         Py_XDECREF(rv[j]);
     }
-    if (bad || set_attr(tx, s_current, g[G_CURRENT]) < 0 || set_attr_ll(tx, s_issue_t, c) < 0
+    if (bad || set_attr(tx, s_current, g[G_CURRENT]) < 0 || set_issue_t(tx, g[G_TM], c) < 0
         || set_attr(g[G_RAW], s_fp32_enabled, fp32 ? Py_True : Py_False) < 0
         || set_attr(g[G_RAW], s_srcb_is_fp16, srcb16 ? Py_True : Py_False) < 0
         || set_attr_ll(g[G_RAW], s_instructions, instructions + n) < 0)
@@ -1077,6 +1084,7 @@ static PyObject *mop_push(PyObject *self, PyObject *const *args, Py_ssize_t narg
     }
     if (mop_init())
         return NULL;
+    static attr_hint push_hints[P_NUM];       /* (each slot read from one kind of object, by one name) */
     PyObject *tx = args[0], *o[P_NUM] = {NULL}, *result = NULL;
     tm_lists L = {0};
     lazy_words lw = {NULL, NULL, 0, 1};
@@ -1095,28 +1103,28 @@ static PyObject *mop_push(PyObject *self, PyObject *const *args, Py_ssize_t narg
         goto out;
     NONE_IF(!drain_ref);
     /* the cycle model neither recorded nor spied (the C issue paths' rule) */
-    NONE_IF(!(o[P_TM] = get_attr(tx, s_tm)) || !(o[P_REC] = get_attr(o[P_TM], s_rec)) || o[P_REC] != Py_None
-            || !(o[P_ST] = get_attr(o[P_TM], s_sfpu_timing)) || !(o[P_SREC] = get_attr(o[P_ST], s_rec))
-            || o[P_SREC] != Py_None || !(o[P_TMDICT] = get_attr(o[P_TM], s_dict)) || !PyDict_Check(o[P_TMDICT]));
+    NONE_IF(!(o[P_TM] = get_attr_hinted(tx, s_tm, &push_hints[P_TM])) || !(o[P_REC] = get_attr_hinted(o[P_TM], s_rec, &push_hints[P_REC])) || o[P_REC] != Py_None
+            || !(o[P_ST] = get_attr_hinted(o[P_TM], s_sfpu_timing, &push_hints[P_ST])) || !(o[P_SREC] = get_attr_hinted(o[P_ST], s_rec, &push_hints[P_SREC]))
+            || o[P_SREC] != Py_None || !(o[P_TMDICT] = get_attr_hinted(o[P_TM], s_dict, &push_hints[P_TMDICT])) || !PyDict_Check(o[P_TMDICT]));
     int spied = PyDict_Contains(o[P_TMDICT], s_issue);
     if (spied < 0)
         goto out;
     NONE_IF(spied);
     /* the thread idle */
-    NONE_IF(!(o[P_THREADS] = get_attr(tx, s_threads)) || !(o[P_TH] = PySequence_GetItem(o[P_THREADS], th)));
+    NONE_IF(!(o[P_THREADS] = get_attr_hinted(tx, s_threads, &push_hints[P_THREADS])) || !(o[P_TH] = PySequence_GetItem(o[P_THREADS], th)));
     PyObject *thobj = o[P_TH];
-    NONE_IF(!(o[P_FIFO] = get_attr(thobj, s_fifo)) || !(o[P_READY] = get_attr(thobj, s_ready))
-            || !(o[P_MOPOUT] = get_attr(thobj, s_mop_out)) || PyObject_Length(o[P_FIFO]) != 0
+    NONE_IF(!(o[P_FIFO] = get_attr_hinted(thobj, s_fifo, &push_hints[P_FIFO])) || !(o[P_READY] = get_attr_hinted(thobj, s_ready, &push_hints[P_READY]))
+            || !(o[P_MOPOUT] = get_attr_hinted(thobj, s_mop_out, &push_hints[P_MOPOUT])) || PyObject_Length(o[P_FIFO]) != 0
             || PyObject_Length(o[P_READY]) != 0 || PyObject_Length(o[P_MOPOUT]) != 0);
-    NONE_IF(!(o[P_LOAD] = get_attr(thobj, s_replay_load)) || o[P_LOAD] != Py_None
-            || !(o[P_BLOCKED] = get_attr(thobj, s_blocked)) || o[P_BLOCKED] != Py_None
-            || !(o[P_LATCH] = get_attr(thobj, s_latch)) || o[P_LATCH] != Py_None
-            || !(o[P_MM] = get_attr(tx, s_mm_record)) || o[P_MM] != Py_None);
+    NONE_IF(!(o[P_LOAD] = get_attr_hinted(thobj, s_replay_load, &push_hints[P_LOAD])) || o[P_LOAD] != Py_None
+            || !(o[P_BLOCKED] = get_attr_hinted(thobj, s_blocked, &push_hints[P_BLOCKED])) || o[P_BLOCKED] != Py_None
+            || !(o[P_LATCH] = get_attr_hinted(thobj, s_latch, &push_hints[P_LATCH])) || o[P_LATCH] != Py_None
+            || !(o[P_MM] = get_attr_hinted(tx, s_mm_record, &push_hints[P_MM])) || o[P_MM] != Py_None);
     int strict;
-    NONE_IF(!(o[P_STRICT] = get_attr(tx, s_strict)) || (strict = PyObject_IsTrue(o[P_STRICT])) < 0);
+    NONE_IF(!(o[P_STRICT] = get_attr_hinted(tx, s_strict, &push_hints[P_STRICT])) || (strict = PyObject_IsTrue(o[P_STRICT])) < 0);
     NONE_IF(strict && (w & ~used_mop & 0xFFFFFFFFLL));
     /* the expansion, from the expander's cache: K identical REPLAYs */
-    NONE_IF(!(o[P_MASK] = get_attr(thobj, s_mask_hi)) || !(o[P_CFG] = get_attr(thobj, s_mop_cfg))
+    NONE_IF(!(o[P_MASK] = get_attr_hinted(thobj, s_mask_hi, &push_hints[P_MASK])) || !(o[P_CFG] = get_attr_hinted(thobj, s_mop_cfg, &push_hints[P_CFG]))
             || !PyList_Check(o[P_CFG]) || !(o[P_KEY] = PyTuple_New(2 + PyList_GET_SIZE(o[P_CFG]))));
     PyTuple_SET_ITEM(o[P_KEY], 0, Py_NewRef(args[2]));
     PyTuple_SET_ITEM(o[P_KEY], 1, Py_NewRef(o[P_MASK]));
@@ -1146,7 +1154,7 @@ static PyObject *mop_push(PyObject *self, PyObject *const *args, Py_ssize_t narg
             || mop_field(o[P_FIELDS], s_start_idx, &start) || mop_field(o[P_FIELDS], s_load_mode, &load_mode)
             || mop_field(o[P_FIELDS], s_ewl, &ewl));
     NONE_IF(count < 2 || count > 32 || start < 0 || start > 31 || load_mode || ewl || count * k < 8);
-    NONE_IF(!(o[P_RB] = get_attr(thobj, s_replay_buf)) || !PyList_Check(o[P_RB]) || PyList_GET_SIZE(o[P_RB]) != 32);
+    NONE_IF(!(o[P_RB] = get_attr_hinted(thobj, s_replay_buf, &push_hints[P_RB])) || !PyList_Check(o[P_RB]) || PyList_GET_SIZE(o[P_RB]) != 32);
     NONE_IF(!(o[P_SEQ] = PyList_New((Py_ssize_t)(count * k))));
     for (Py_ssize_t i = 0; i < count * k; i++)
         PyList_SET_ITEM(o[P_SEQ], i, Py_NewRef(PyList_GET_ITEM(o[P_RB], (start + i % count) % 32)));
