@@ -281,6 +281,21 @@ static PyObject *batch_uniform_flags(PyObject *uniform, PyObject *sfpu) {
     return PyObject_CallOneArg(uniform, sfpu);
 }
 
+/* array_data(a, 32, 1) of a 32-lane bool array, its pointer kept with the array (held) in slot `which` for the next
+ * call with the same object (a buffer does not move: bind_arrays' rule); NULL where not such an array */
+static const uint8_t *lanes_data(PyObject *a, int which) {
+    static PyObject *kept[2];
+    static const uint8_t *kept_ptr[2];
+    if (a != kept[which]) {
+        const uint8_t *p = array_data(a, 32, 1);
+        if (!p)
+            return NULL;
+        Py_XSETREF(kept[which], Py_NewRef(a));
+        kept_ptr[which] = p;
+    }
+    return kept_ptr[which];
+}
+
 /* Whether raw._en, SfpuState.enabled()'s cache, holds what enabled() would compute now from the lane flags, their use
  * (bound_ptr's, as sfpu_run left them) and the row mask, with all_enabled its count's answer: then invalidating it
  * (flush_deferred's run does) and asking enabled() again (batch_sfpu does) would make an equal array and the same
@@ -292,7 +307,7 @@ static int enables_unchanged(PyObject *raw) {
     if (en && en != Py_None && (rm = get_attr_hinted(raw, s_row_mask, &h[1]))
         && (all_o = get_attr_hinted(raw, s_all_enabled, &h[2]))
         && (all_was = PyObject_IsTrue(all_o)) >= 0) {
-        const uint8_t *e = array_data(en, 32, 1), *r = array_data(rm, 32, 1);
+        const uint8_t *e = lanes_data(en, 0), *r = lanes_data(rm, 1);
         const uint8_t *lf = bound_ptr[B_LF], *use = bound_ptr[B_USE];
         if (e && r) {
             int all = 1;
