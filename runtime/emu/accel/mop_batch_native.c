@@ -621,6 +621,7 @@ static PyObject *batch_try(PyObject *tx, long long t, PyObject *th, long long mi
         return PyLong_FromLong(-1);
     static attr_hint batch_hints[G_N];        /* (each slot read from one kind of object, by one name) */
     PyObject *g[G_N] = {NULL}, *ready = NULL, *result = NULL;
+#define BGET(slot, o, name) (g[slot] = get_attr_hinted(o, name, &batch_hints[slot]))
     batch_keys bk = {0};
     long long declined = 0;
 #define DECLINE do { PyErr_Clear(); declined = 1; goto out; } while (0)
@@ -653,7 +654,7 @@ static PyObject *batch_try(PyObject *tx, long long t, PyObject *th, long long mi
     }
     Py_ssize_t nb = 1 + p;
     bk.p = p, bk.k = k;
-    NEED((g[G_PLANS] = get_attr_hinted(tx, s_batch_plans, &batch_hints[G_PLANS]))
+    NEED((BGET(G_PLANS, tx, s_batch_plans))
          && (g[G_PLAN] = look_get(L_PLANS, g[G_PLANS], lk, memo_ok ? nb : -1, &g[G_BODY], make_body, &bk)));
     NEED(PyTuple_Check(g[G_PLAN]) && PyTuple_GET_SIZE(g[G_PLAN]) == 2);
     PyObject *entries = PyTuple_GET_ITEM(g[G_PLAN], 0), *mems = PyTuple_GET_ITEM(g[G_PLAN], 1);
@@ -665,8 +666,8 @@ static PyObject *batch_try(PyObject *tx, long long t, PyObject *th, long long mi
      * plain state. A decline after this point leaves the flushed queue and the cache, which batch_sfpu's own calls
      * would find so: they do nothing then */
     Py_ssize_t queued;
-    NEED((g[G_DQ] = get_attr_hinted(tx, s_deferred, &batch_hints[G_DQ])) && (queued = PyObject_Length(g[G_DQ])) >= 0);
-    NEED(g[G_RAW] = get_attr_hinted(tx, s_raw_sfpu, &batch_hints[G_RAW]));
+    NEED((BGET(G_DQ, tx, s_deferred)) && (queued = PyObject_Length(g[G_DQ])) >= 0);
+    NEED(BGET(G_RAW, tx, s_raw_sfpu));
     if (queued) {                              /* (a flush that raises: as batch_sfpu's self.sfpu raises) */
         Py_ssize_t stopped = 0;
         int small = batch_is_plain(g[G_RAW]);     /* (_dq_exec_run's test) */
@@ -685,21 +686,21 @@ static PyObject *batch_try(PyObject *tx, long long t, PyObject *th, long long mi
             Py_DECREF(r);
         }
     }
-    NEED(g[G_EN] = get_attr_hinted(g[G_RAW], s_en_cache, &batch_hints[G_EN]));
+    NEED(BGET(G_EN, g[G_RAW], s_en_cache));
     if (g[G_EN] == Py_None) {
         Py_SETREF(g[G_EN], lazy_fill() ? NULL : call_method(g[G_RAW], s_enabled, NULL, 0));
         if (!g[G_EN])
             goto out;
     }
-    NEED((g[G_ALLEN] = get_attr_hinted(g[G_RAW], s_all_enabled, &batch_hints[G_ALLEN])) && PyObject_IsTrue(g[G_ALLEN]) == 1);
-    NEED((g[G_SCHED] = get_attr_hinted(g[G_RAW], s_scheduled, &batch_hints[G_SCHED])) && PyObject_IsTrue(g[G_SCHED]) == 0);
-    NEED((g[G_FAFTER] = get_attr_hinted(g[G_RAW], s_flags_after, &batch_hints[G_FAFTER])) && g[G_FAFTER] == Py_None);
-    NEED((g[G_LCANY] = get_attr_hinted(g[G_RAW], s_lane_config_any, &batch_hints[G_LCANY])) && PyObject_IsTrue(g[G_LCANY]) == 0);
+    NEED((BGET(G_ALLEN, g[G_RAW], s_all_enabled)) && PyObject_IsTrue(g[G_ALLEN]) == 1);
+    NEED((BGET(G_SCHED, g[G_RAW], s_scheduled)) && PyObject_IsTrue(g[G_SCHED]) == 0);
+    NEED((BGET(G_FAFTER, g[G_RAW], s_flags_after)) && g[G_FAFTER] == Py_None);
+    NEED((BGET(G_LCANY, g[G_RAW], s_lane_config_any)) && PyObject_IsTrue(g[G_LCANY]) == 0);
     /* the loads' and stores' modes (sfpu_format_flags), the address modifiers' steps (addr_mod_steps) */
     long long c0, c1, v;
-    NEED((g[G_CFG] = get_attr_hinted(tx, s_cfg, &batch_hints[G_CFG])) && !list_int(g[G_CFG], 0, &c0) && !list_int(g[G_CFG], 1, &c1));
+    NEED((BGET(G_CFG, tx, s_cfg)) && !list_int(g[G_CFG], 0, &c0) && !list_int(g[G_CFG], 1, &c1));
     int fp32 = (int)(c1 >> 30 & 1), srcb16 = srcb_fp16_like(c0, c1);
-    NEED((g[G_THCFG] = get_attr_hinted(th, s_cfg, &batch_hints[G_THCFG])) && PyList_Check(g[G_THCFG]));
+    NEED((BGET(G_THCFG, th, s_cfg)) && PyList_Check(g[G_THCFG]));
     bk.nm = nm;
     for (Py_ssize_t j = 0; j < nm; j++) {
         PyObject *mem = PyList_GET_ITEM(mems, j);
@@ -716,7 +717,7 @@ static PyObject *batch_try(PyObject *tx, long long t, PyObject *th, long long mi
     }
     /* the Dst address analysis (batch_addrs) of (body, k, start address, steps) */
     long long base_cfg, rwc_d, per_rep[3];
-    NEED(!list_int(g[G_THCFG], 1, &base_cfg) && (g[G_RWC] = get_attr_hinted(th, s_rwc, &batch_hints[G_RWC])) && PyDict_Check(g[G_RWC]));
+    NEED(!list_int(g[G_THCFG], 1, &base_cfg) && (BGET(G_RWC, th, s_rwc)) && PyDict_Check(g[G_RWC]));
     PyObject *d_o = PyDict_GetItemWithError(g[G_RWC], s_d);
     NEED(d_o && PyLong_Check(d_o) && !get_ll(d_o, "RWC", &rwc_d));
     bk.start = (base_cfg & 0xFFF) + rwc_d;
@@ -724,17 +725,17 @@ static PyObject *batch_try(PyObject *tx, long long t, PyObject *th, long long mi
     for (Py_ssize_t j = 0; j < nm; j++)
         memcpy(&lk[nb + 3 + 3 * j], bk.steps[j], sizeof bk.steps[j]);
     Py_ssize_t na = nb + 3 + 3 * nm;
-    NEED((g[G_ADDRS] = get_attr_hinted(tx, s_batch_addr_cache, &batch_hints[G_ADDRS]))
+    NEED((BGET(G_ADDRS, tx, s_batch_addr_cache))
          && (g[G_AN] = look_get(L_ADDRS, g[G_ADDRS], lk, memo_ok ? na : -1, &g[G_AKEY], make_akey, &bk)));
     NEED(PyTuple_Check(g[G_AN]) && PyTuple_GET_SIZE(g[G_AN]) == 3);
     PyObject *need_rows = PyTuple_GET_ITEM(g[G_AN], 1), *per = PyTuple_GET_ITEM(g[G_AN], 2);
     for (int j = 0; j < 3; j++)
         NEED(!tuple_int(per, j, &per_rep[j]));
-    NEED((g[G_STRICT] = get_attr_hinted(tx, s_strict, &batch_hints[G_STRICT])));
+    NEED((BGET(G_STRICT, tx, s_strict)));
     int strict = PyObject_IsTrue(g[G_STRICT]);
     NEED(strict >= 0);
     if (strict && need_rows != Py_None) {      /* a load must find the rows written before the batch */
-        NEED((g[G_DSTRAW] = get_attr_hinted(tx, s_dst_raw, &batch_hints[G_DSTRAW])) && (g[G_WRITTEN] = get_attr_hinted(g[G_DSTRAW], s_written, &batch_hints[G_WRITTEN])));
+        NEED((BGET(G_DSTRAW, tx, s_dst_raw)) && (BGET(G_WRITTEN, g[G_DSTRAW], s_written)));
         Py_buffer rows, wr;
         NEED(PyObject_GetBuffer(need_rows, &rows, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) == 0);
         int bad = rows.itemsize != 8 || !rows.format || strchr("qlL", rows.format[strlen(rows.format) - 1]) == NULL;
@@ -750,13 +751,13 @@ static PyObject *batch_try(PyObject *tx, long long t, PyObject *th, long long mi
         NEED(!bad);
     }
     /* the timing memo under batch_timing.key's key */
-    NEED((g[G_TM] = get_attr_hinted(tx, s_tm, &batch_hints[G_TM])) && (g[G_BLOCKED] = get_attr_hinted(th, s_blocked, &batch_hints[G_BLOCKED])) && g[G_BLOCKED] == Py_None);
-    NEED((g[G_REC] = get_attr_hinted(g[G_TM], s_rec, &batch_hints[G_REC])) && g[G_REC] == Py_None);
-    NEED((g[G_ST] = get_attr_hinted(g[G_TM], s_sfpu_timing, &batch_hints[G_ST])) && !timing_slots(g[G_ST]));
-    NEED((g[G_CLOCK] = get_attr_hinted(g[G_TM], s_clock, &batch_hints[G_CLOCK])) && (g[G_FE] = get_attr_hinted(g[G_TM], s_fe, &batch_hints[G_FE]))
-         && (g[G_FIRST] = get_attr_hinted(g[G_TM], s_first, &batch_hints[G_FIRST])) && (g[G_GATE] = get_attr_hinted(g[G_TM], s_gate, &batch_hints[G_GATE]))
-         && (g[G_FPUW] = get_attr_hinted(g[G_TM], s_dst_fpu_write, &batch_hints[G_FPUW])) && (g[G_STALLS] = get_attr_hinted(g[G_TM], s_stalls, &batch_hints[G_STALLS]))
-         && (g[G_ISSUED] = get_attr_hinted(g[G_TM], s_issued, &batch_hints[G_ISSUED])));
+    NEED((BGET(G_TM, tx, s_tm)) && (BGET(G_BLOCKED, th, s_blocked)) && g[G_BLOCKED] == Py_None);
+    NEED((BGET(G_REC, g[G_TM], s_rec)) && g[G_REC] == Py_None);
+    NEED((BGET(G_ST, g[G_TM], s_sfpu_timing)) && !timing_slots(g[G_ST]));
+    NEED((BGET(G_CLOCK, g[G_TM], s_clock)) && (BGET(G_FE, g[G_TM], s_fe))
+         && (BGET(G_FIRST, g[G_TM], s_first)) && (BGET(G_GATE, g[G_TM], s_gate))
+         && (BGET(G_FPUW, g[G_TM], s_dst_fpu_write)) && (BGET(G_STALLS, g[G_TM], s_stalls))
+         && (BGET(G_ISSUED, g[G_TM], s_issued)));
     long long clock, b, gate1, nop, mad, busy, stalls, issued;
     NEED(!list_int(g[G_CLOCK], t, &clock) && !list_int(g[G_FE], t, &b) && !list_int(g[G_STALLS], t, &stalls)
          && !list_int(g[G_ISSUED], t, &issued));
@@ -786,7 +787,7 @@ static PyObject *batch_try(PyObject *tx, long long t, PyObject *th, long long mi
     memcpy(tk, lk, (size_t)nb * sizeof *lk);    /* [p, the body's words, k, clock offset, nop now] (no mad state) */
     tk[nb] = k, tk[nb + 1] = bk.dclock, tk[nb + 2] = bk.nop_now;
     Py_ssize_t nt = memo_ok && bk.mad_state == Py_None ? nb + 3 : -1;
-    NEED((g[G_TIMING] = get_attr_hinted(tx, s_batch_timing, &batch_hints[G_TIMING]))
+    NEED((BGET(G_TIMING, tx, s_batch_timing))
          && (g[G_MEMO] = look_get(L_TIMING, g[G_TIMING], tk, nt, &g[G_TKEY], make_tkey, &bk)));
     PyObject *memo = g[G_MEMO];
     long long d_clock, d_busy, d_stalls, d_issued, nop_rel = 0, mad_rel = 0;
@@ -802,11 +803,11 @@ static PyObject *batch_try(PyObject *tx, long long t, PyObject *th, long long mi
     pk[nb] = nm;
     memcpy(&pk[nb + 1], bk.modes, (size_t)nm * sizeof *bk.modes);
     memcpy(&lk[na], bk.modes, (size_t)nm * sizeof *bk.modes);
-    NEED((g[G_PROGRAMS] = get_attr_hinted(tx, s_batch_programs, &batch_hints[G_PROGRAMS]))
+    NEED((BGET(G_PROGRAMS, tx, s_batch_programs))
          && (g[G_NATIVE] = look_get(L_PROGRAMS, g[G_PROGRAMS], pk, memo_ok ? nb + 1 + nm : -1, &g[G_BKEY], make_bkey,
                                     &bk))
          && PyTuple_Check(g[G_NATIVE]));
-    NEED((g[G_RUNS] = get_attr_hinted(tx, s_batch_runs, &batch_hints[G_RUNS]))
+    NEED((BGET(G_RUNS, tx, s_batch_runs))
          && (g[G_KEPT] = look_get(L_RUNS, g[G_RUNS], lk, memo_ok ? na + nm : -1, &g[G_RKEY], make_rkey, &bk)));
     long long prog_addr, n = (long long)k * p, instructions;
     NEED(PyTuple_Check(g[G_KEPT]) && PyTuple_GET_SIZE(g[G_KEPT]) == 2 && !tuple_int(g[G_KEPT], 1, &prog_addr)
@@ -877,6 +878,7 @@ out:
         Py_XDECREF(g[j]);
     batch_keys_release(&bk);
     return result;
+#undef BGET
 #undef NEED
 #undef DECLINE
 }
@@ -1101,6 +1103,7 @@ static PyObject *mop_push(PyObject *self, PyObject *const *args, Py_ssize_t narg
         return NULL;
     static attr_hint push_hints[P_NUM];       /* (each slot read from one kind of object, by one name) */
     PyObject *tx = args[0], *o[P_NUM] = {NULL}, *result = NULL;
+#define PGET(slot, obj, name) (o[slot] = get_attr_hinted(obj, name, &push_hints[slot]))
     tm_lists L = {0};
     lazy_words lw = {NULL, NULL, 0, 1};
     int have_lists = 0;
@@ -1118,28 +1121,34 @@ static PyObject *mop_push(PyObject *self, PyObject *const *args, Py_ssize_t narg
         goto out;
     NONE_IF(!drain_ref);
     /* the cycle model neither recorded nor spied (the C issue paths' rule) */
-    NONE_IF(!(o[P_TM] = get_attr_hinted(tx, s_tm, &push_hints[P_TM])) || !(o[P_REC] = get_attr_hinted(o[P_TM], s_rec, &push_hints[P_REC])) || o[P_REC] != Py_None
-            || !(o[P_ST] = get_attr_hinted(o[P_TM], s_sfpu_timing, &push_hints[P_ST])) || !(o[P_SREC] = get_attr_hinted(o[P_ST], s_rec, &push_hints[P_SREC]))
-            || o[P_SREC] != Py_None || !(o[P_TMDICT] = get_attr_hinted(o[P_TM], s_dict, &push_hints[P_TMDICT])) || !PyDict_Check(o[P_TMDICT]));
+    NONE_IF(!(PGET(P_TM, tx, s_tm))
+            || !(PGET(P_REC, o[P_TM], s_rec)) || o[P_REC] != Py_None
+            || !(PGET(P_ST, o[P_TM], s_sfpu_timing))
+            || !(PGET(P_SREC, o[P_ST], s_rec)) || o[P_SREC] != Py_None
+            || !(PGET(P_TMDICT, o[P_TM], s_dict)) || !PyDict_Check(o[P_TMDICT]));
     int spied = PyDict_Contains(o[P_TMDICT], s_issue);
     if (spied < 0)
         goto out;
     NONE_IF(spied);
     /* the thread idle */
-    NONE_IF(!(o[P_THREADS] = get_attr_hinted(tx, s_threads, &push_hints[P_THREADS])) || !(o[P_TH] = PySequence_GetItem(o[P_THREADS], th)));
+    NONE_IF(!(PGET(P_THREADS, tx, s_threads))
+            || !(o[P_TH] = PySequence_GetItem(o[P_THREADS], th)));
     PyObject *thobj = o[P_TH];
-    NONE_IF(!(o[P_FIFO] = get_attr_hinted(thobj, s_fifo, &push_hints[P_FIFO])) || !(o[P_READY] = get_attr_hinted(thobj, s_ready, &push_hints[P_READY]))
-            || !(o[P_MOPOUT] = get_attr_hinted(thobj, s_mop_out, &push_hints[P_MOPOUT])) || PyObject_Length(o[P_FIFO]) != 0
+    NONE_IF(!(PGET(P_FIFO, thobj, s_fifo))
+            || !(PGET(P_READY, thobj, s_ready))
+            || !(PGET(P_MOPOUT, thobj, s_mop_out)) || PyObject_Length(o[P_FIFO]) != 0
             || PyObject_Length(o[P_READY]) != 0 || PyObject_Length(o[P_MOPOUT]) != 0);
-    NONE_IF(!(o[P_LOAD] = get_attr_hinted(thobj, s_replay_load, &push_hints[P_LOAD])) || o[P_LOAD] != Py_None
-            || !(o[P_BLOCKED] = get_attr_hinted(thobj, s_blocked, &push_hints[P_BLOCKED])) || o[P_BLOCKED] != Py_None
-            || !(o[P_LATCH] = get_attr_hinted(thobj, s_latch, &push_hints[P_LATCH])) || o[P_LATCH] != Py_None
-            || !(o[P_MM] = get_attr_hinted(tx, s_mm_record, &push_hints[P_MM])) || o[P_MM] != Py_None);
+    NONE_IF(!(PGET(P_LOAD, thobj, s_replay_load)) || o[P_LOAD] != Py_None
+            || !(PGET(P_BLOCKED, thobj, s_blocked)) || o[P_BLOCKED] != Py_None
+            || !(PGET(P_LATCH, thobj, s_latch)) || o[P_LATCH] != Py_None
+            || !(PGET(P_MM, tx, s_mm_record)) || o[P_MM] != Py_None);
     int strict;
-    NONE_IF(!(o[P_STRICT] = get_attr_hinted(tx, s_strict, &push_hints[P_STRICT])) || (strict = PyObject_IsTrue(o[P_STRICT])) < 0);
+    NONE_IF(!(PGET(P_STRICT, tx, s_strict))
+            || (strict = PyObject_IsTrue(o[P_STRICT])) < 0);
     NONE_IF(strict && (w & ~used_mop & 0xFFFFFFFFLL));
     /* the expansion, from the expander's cache: K identical REPLAYs */
-    NONE_IF(!(o[P_MASK] = get_attr_hinted(thobj, s_mask_hi, &push_hints[P_MASK])) || !(o[P_CFG] = get_attr_hinted(thobj, s_mop_cfg, &push_hints[P_CFG]))
+    NONE_IF(!(PGET(P_MASK, thobj, s_mask_hi))
+            || !(PGET(P_CFG, thobj, s_mop_cfg))
             || !PyList_Check(o[P_CFG]) || !(o[P_KEY] = PyTuple_New(2 + PyList_GET_SIZE(o[P_CFG]))));
     PyTuple_SET_ITEM(o[P_KEY], 0, Py_NewRef(args[2]));
     PyTuple_SET_ITEM(o[P_KEY], 1, Py_NewRef(o[P_MASK]));
@@ -1169,7 +1178,8 @@ static PyObject *mop_push(PyObject *self, PyObject *const *args, Py_ssize_t narg
             || mop_field(o[P_FIELDS], s_start_idx, &start) || mop_field(o[P_FIELDS], s_load_mode, &load_mode)
             || mop_field(o[P_FIELDS], s_ewl, &ewl));
     NONE_IF(count < 2 || count > 32 || start < 0 || start > 31 || load_mode || ewl || count * k < 8);
-    NONE_IF(!(o[P_RB] = get_attr_hinted(thobj, s_replay_buf, &push_hints[P_RB])) || !PyList_Check(o[P_RB]) || PyList_GET_SIZE(o[P_RB]) != 32);
+    NONE_IF(!(PGET(P_RB, thobj, s_replay_buf)) || !PyList_Check(o[P_RB])
+            || PyList_GET_SIZE(o[P_RB]) != 32);
     NONE_IF(!(o[P_SEQ] = PyList_New((Py_ssize_t)(count * k))));
     for (Py_ssize_t i = 0; i < count * k; i++)
         PyList_SET_ITEM(o[P_SEQ], i, Py_NewRef(PyList_GET_ITEM(o[P_RB], (start + i % count) % 32)));
@@ -1200,15 +1210,17 @@ static PyObject *mop_push(PyObject *self, PyObject *const *args, Py_ssize_t narg
     int sfpu_head = d && PyTuple_Check(d) && PyTuple_GET_SIZE(d) == 7 && !tuple_int(d, 5, &kind) && kind == K_SFPU;
     Py_XDECREF(d);
     Py_XDECREF(decoded);
-    if (PyErr_Occurred() || (!sfpu_head && lazy_fill_from(&lw, 0)))
+    if (PyErr_Occurred())
         goto out;
     if (sfpu_head && (!(o[P_N] = mop_batch_sfpu(tx, args[1], th, thobj, &lw)) || get_ll(o[P_N], "batch_sfpu", &n)))
+        goto out;
+    if (lazy_fill_from(&lw, (Py_ssize_t)n))    /* (the words a batch left, all with none: as the reference's queue) */
         goto out;
     if (n == count * k) {                      /* the whole expansion: the drain ends with the thread empty */
         if (set_attr(thobj, s_blocked, Py_None) < 0 || count_issued(tx, th, n))
             goto out;
     } else {                                   /* the rest is Tensix.drain's, which counts its own words */
-        if (lazy_fill_from(&lw, (Py_ssize_t)n) || (n > 0 && set_attr(thobj, s_blocked, Py_None) < 0)
+        if ((n > 0 && set_attr(thobj, s_blocked, Py_None) < 0)
             || (sfpu_head && n == 0 && set_attr_ll(thobj, s_batch_skip, count * k) < 0))
             goto out;
         if (!(o[P_DRAINED] = call_method(tx, s_drain, &args[1], 1)))
@@ -1230,5 +1242,6 @@ out:
     for (int i = 0; i < P_NUM; i++)
         Py_XDECREF(o[i]);
     return result;
+#undef PGET
 #undef NONE_IF
 }
