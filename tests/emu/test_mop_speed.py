@@ -472,3 +472,72 @@ def test_batch_run_look_ups_follow_their_dicts(change, monkeypatch):
     outcomes, *states = _batch_runs_both(monkeypatch, run, tensixes=lambda pair: pair)
     _same(*states)
     assert outcomes["ran"] >= (10 if change == "second_tensix" else 5), outcomes
+
+
+def _more_tiles(tx, reps: int, tiles: int, lead: list) -> None:
+    """mop_run's tiles again on the same Tensix with `reps` repetitions a MOP (the expansion's length changes)."""
+    tx.mop_cfg_write(1, 1, reps)
+    reset = E("SETRWC", rwc_cr=0, rwc_d=0, rwc_b=0, rwc_a=0, bit_mask=4, clear_ab_vld=0)
+    mop = E("MOP", mop_type=1, loop_count=0, zmask_lo16_or_loop_count=0)
+    for _ in range(tiles):
+        tx.push(1, reset)
+        tx.push_many(1, (*lead, mop), tx.tm.clock[1] + 40)
+
+
+@pytest.mark.skipif(native.host_compiler() is None, reason="no host C compiler (cc, clang or gcc)")
+@pytest.mark.parametrize("case", ["batch", "alone", "lanes_off", "few_reps", "unwritten", "not_sfpu", "short_body",
+                                  "capped"])
+def test_mop_lazy_equals_the_ready_queue_first(case, monkeypatch):
+    """MOP_LAZY_NATIVE (mop_push's expansion put in the ready queue only where something else than its batch reads it,
+    and the period search reused for an equal body and length) against the expansion put there first (off): the
+    whole expansion batched (batch, alone, short_body: a 2-word body), the batch declined or refused and the words
+    left to Tensix.drain (lanes_off; few_reps: 3 repetitions, then 8; unwritten: strict mode's unwritten rows in the
+    later tiles), no batch asked (not_sfpu), a batch of 5 repetitions and the rest left to Tensix.drain (capped:
+    BATCH_MAX_WORDS; the words issued one by one invalidate the lane enables, and batch_try's enabled() call queues
+    the next expansion first). Each as 4 tiles, then 3 more with 5 more repetitions a MOP (the search's memo must not
+    answer for the new length), batch_sfpu's plans forgotten after the first of them (the next MOP's batch declined
+    before any Python runs). The same Dst, LRegs, flags, cycle model, counters, C traffic and queues; and only the
+    words of MOPs not batched by mop_push go through a queue's extend (a counting deque in every thread)."""
+    assert sfpu_issue_native.mop_push() is not None, sfpu_issue_native.status()
+    from collections import deque
+    from tt_backend.runtime.emu import thread_state
+    extended = [0]
+
+    class CountingDeque(deque):
+        def extend(self, words):
+            words = list(words)
+            extended[0] += len(words)
+            super().extend(words)
+    init = thread_state.ThreadState.__init__
+
+    def counting_init(self, *a, **kw):
+        init(self, *a, **kw)
+        self.ready = CountingDeque()
+    monkeypatch.setattr(thread_state.ThreadState, "__init__", counting_init)
+    if case == "capped":
+        monkeypatch.setattr(mop_batch, "BATCH_MAX_WORDS", 5 * len(bench.exp2_body()))
+    encc = E("SFPENCC", imm12_math=1 if case == "lanes_off" else 0, lreg_dest=0,
+             instr_mod1=10 if case == "lanes_off" else 0)
+    lead = [] if case == "alone" else [encc]
+    kw = {"few_reps": {"reps": 3}, "unwritten": {"dst_rows": 64}, "short_body": {"reps": 12}}.get(case, {})
+    reps = kw.pop("reps", 8)
+    body = {"not_sfpu": [NOP] * 3, "short_body": bench.exp2_body()[:2]}.get(case, bench.exp2_body())
+    states, counts = [], []
+    for on in (True, False):
+        monkeypatch.setattr(sfpu_issue_native, "MOP_LAZY_NATIVE", on)     # (read by mop_push at each push)
+        monkeypatch.setitem(sfpu_native.traffic, "C", 0)
+        frontend._MOP_EXPANSIONS.clear()
+        extended[0] = 0
+        tx = mop_run(body, tiles=4, lead=lead, reps=reps, **kw)
+        _more_tiles(tx, reps + 5, 1, lead)
+        tx._batch_plans.clear()
+        _more_tiles(tx, reps + 5, 2, lead)
+        counts.append(extended[0])
+        threads = tuple((list(th.ready), th.batch_skip, th.blocked, list(th.fifo)) for th in tx.threads)
+        states.append(_full_state(tx) + _timing_state(tx) + (threads,))
+    _same(*states)
+    if case in ("lanes_off", "not_sfpu", "capped"):     # (no batch, or the lane enables asked before each: every
+        assert counts[0] == counts[1] > 0, counts         # expansion queued, lazy or not)
+    else:                                       # (queued: the two MOPs of a new expansion (Python's push), the one
+        first = 4 if case == "few_reps" else 1  # whose plan was forgotten, few_reps' four of 3 repetitions)
+        assert counts[0] == (first * reps + 2 * (reps + 5)) * len(body) < counts[1], counts

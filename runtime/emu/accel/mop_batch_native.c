@@ -91,11 +91,14 @@ static void *array_data(PyObject *a, Py_ssize_t bytes, Py_ssize_t itemsize) {
 
 /* 0 with bound_ptr valid for raw's arrays, 1 where they are not the plain arrays (the Python path's), -1 on error */
 static int bind_arrays(PyObject *raw) {
-    PyObject *a[N_BOUND] = {NULL}, *dst = get_attr(raw, s_dst_name);
+    static attr_hint h[N_BOUND + 1];             /* (the arrays' reads and, last, raw.dst's) */
+    PyObject *a[N_BOUND] = {NULL}, *dst = get_attr_hinted(raw, s_dst_name, &h[N_BOUND]);
     int r = -1;
-    if (!dst || !(a[B_LREG] = get_attr(raw, s_lreg)) || !(a[B_LF] = get_attr(raw, s_lane_flags))
-        || !(a[B_USE] = get_attr(raw, s_use_lane_flags)) || !(a[B_ROWS] = get_attr(dst, s_rows32))
-        || !(a[B_WRITTEN] = get_attr(dst, s_written)))
+    if (!dst || !(a[B_LREG] = get_attr_hinted(raw, s_lreg, &h[B_LREG]))
+        || !(a[B_LF] = get_attr_hinted(raw, s_lane_flags, &h[B_LF]))
+        || !(a[B_USE] = get_attr_hinted(raw, s_use_lane_flags, &h[B_USE]))
+        || !(a[B_ROWS] = get_attr_hinted(dst, s_rows32, &h[B_ROWS]))
+        || !(a[B_WRITTEN] = get_attr_hinted(dst, s_written, &h[B_WRITTEN])))
         goto out;
     int same = 1;
     for (int k = 0; k < N_BOUND; k++)
@@ -156,6 +159,41 @@ static PyObject *dict_get(PyObject *d, PyObject *key) {
     return Py_XNewRef(v);
 }
 
+/* The expansion mop_push has not yet put in the thread's ready queue (MOP_LAZY_NATIVE): the queue was empty, and
+ * batch_try, which runs the words from this list, takes them all in the common case, so the queue's extend and the
+ * batch's clear both go. Wherever anything else could look at the queue the words (those the batch left) are put there
+ * first, so that the queue holds what the reference's would: before a Python call in batch_try (lazy_fill:
+ * flush_deferred, enabled(), a replaced method), before batch_sfpu's Python after a decline, before Tensix.drain after
+ * a part batch or none, on an error (mop_push). `period`: the list repeats its first `period` objects (the REPLAY's
+ * body), which lets batch_try reuse the period search (lazy_period). */
+typedef struct {
+    PyObject *ready, *words;
+    Py_ssize_t period;
+    int in_ready;
+} lazy_words;
+static lazy_words *batch_lazy;       /* mop_push's, while its batch_try runs; NULL otherwise */
+
+/* put the lazy words from index `from` on in the ready queue (once); 0, -1 with an error set */
+static int lazy_fill_from(lazy_words *lw, Py_ssize_t from) {
+    if (!lw || lw->in_ready)
+        return 0;
+    lw->in_ready = 1;
+    if (lw == batch_lazy)
+        batch_lazy = NULL;
+    if (from >= PyList_GET_SIZE(lw->words))
+        return 0;
+    PyObject *rest = from ? PyList_GetSlice(lw->words, from, PyList_GET_SIZE(lw->words)) : Py_NewRef(lw->words);
+    PyObject *r = rest ? call_method(lw->ready, s_extend, &rest, 1) : NULL;
+    Py_XDECREF(rest);
+    Py_XDECREF(r);
+    return r ? 0 : -1;
+}
+
+/* all of batch_lazy's words in the ready queue before Python code runs; 0, -1 with an error set */
+static int lazy_fill(void) {
+    return lazy_fill_from(batch_lazy, 0);
+}
+
 /* sfpu_issue_native.new_queue(), which flush_deferred calls for its new queue: where that module's `new_queue` is still
  * the function configure_batch was given and its ISSUE_NATIVE is on, what it returns (a DeferredQueue of this module)
  * made here without its Python frame; else whatever the module's `new_queue` now returns. NULL with an error set */
@@ -171,7 +209,7 @@ static PyObject *batch_fresh_queue(void) {
         Py_XDECREF(no_args);
         return q;
     }
-    return PyObject_CallNoArgs(now ? now : batch_new_queue);
+    return lazy_fill() ? NULL : PyObject_CallNoArgs(now ? now : batch_new_queue);
 }
 
 
@@ -202,7 +240,7 @@ static int batch_is_plain(PyObject *raw) {
     if (is_ref < 0)
         return -1;
     if (!is_ref) {
-        PyObject *r = call_method(raw, s_is_plain, NULL, 0);
+        PyObject *r = lazy_fill() ? NULL : call_method(raw, s_is_plain, NULL, 0);
         int yes = r ? PyObject_IsTrue(r) : -1;
         Py_XDECREF(r);
         return yes;
@@ -243,16 +281,33 @@ static PyObject *batch_uniform_flags(PyObject *uniform, PyObject *sfpu) {
     return PyObject_CallOneArg(uniform, sfpu);
 }
 
+/* array_data(a, 32, 1) of a 32-lane bool array, its pointer kept with the array (held) in slot `which` for the next
+ * call with the same object (a buffer does not move: bind_arrays' rule); NULL where not such an array */
+static const uint8_t *lanes_data(PyObject *a, int which) {
+    static PyObject *kept[2];
+    static const uint8_t *kept_ptr[2];
+    if (a != kept[which]) {
+        const uint8_t *p = array_data(a, 32, 1);
+        if (!p)
+            return NULL;
+        Py_XSETREF(kept[which], Py_NewRef(a));
+        kept_ptr[which] = p;
+    }
+    return kept_ptr[which];
+}
+
 /* Whether raw._en, SfpuState.enabled()'s cache, holds what enabled() would compute now from the lane flags, their use
  * (bound_ptr's, as sfpu_run left them) and the row mask, with all_enabled its count's answer: then invalidating it
  * (flush_deferred's run does) and asking enabled() again (batch_sfpu does) would make an equal array and the same
  * all_enabled, and the cache may stay. 1 it may, 0 not (None, not a 32-lane bool array, or another value) */
 static int enables_unchanged(PyObject *raw) {
-    PyObject *en = get_attr(raw, s_en_cache), *rm = NULL, *all_o = NULL;
+    static attr_hint h[3];
+    PyObject *en = get_attr_hinted(raw, s_en_cache, &h[0]), *rm = NULL, *all_o = NULL;
     int same = 0, all_was;
-    if (en && en != Py_None && (rm = get_attr(raw, s_row_mask)) && (all_o = get_attr(raw, s_all_enabled))
+    if (en && en != Py_None && (rm = get_attr_hinted(raw, s_row_mask, &h[1]))
+        && (all_o = get_attr_hinted(raw, s_all_enabled, &h[2]))
         && (all_was = PyObject_IsTrue(all_o)) >= 0) {
-        const uint8_t *e = array_data(en, 32, 1), *r = array_data(rm, 32, 1);
+        const uint8_t *e = lanes_data(en, 0), *r = lanes_data(rm, 1);
         const uint8_t *lf = bound_ptr[B_LF], *use = bound_ptr[B_USE];
         if (e && r) {
             int all = 1;
@@ -509,7 +564,7 @@ enum { G_PLANS, G_BODY, G_PLAN, G_DQ, G_RAW, G_EN, G_ALLEN, G_SCHED, G_FAFTER, G
  * changed: batch_sfpu's Python decides); -2 - done where sfpu_run stopped at record `done` (the cycle model advanced;
  * the caller raises as sfpu_native.run_at does). */
 static PyObject *batch_try(PyObject *tx, long long t, PyObject *th, long long min_reps, long long max_words,
-                           long long native_min, PyObject *words);
+                           long long native_min, lazy_words *lw);
 
 static PyObject *batch_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     long long t, min_reps, max_words, native_min;
@@ -522,22 +577,65 @@ static PyObject *batch_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
     return batch_try(args[0], t, args[2], min_reps, max_words, native_min, NULL);
 }
 
-/* batch_run's work; `words`: a list of the words in th's ready queue, in order (mop_push's, which just put them there),
- * read instead of the queue, or NULL */
+/* The last period search of a periodic word list (lazy_period): its length, period, the period's word values and the
+ * answer (best_period's p, k) */
+static struct {
+    Py_ssize_t n, period, p, k;
+    uint32_t vals[32];
+} period_memo;
+
+/* first_words and best_period of the first `most` of lw's words, which repeat their first lw->period objects: the
+ * values of n words with that period are those of the first `period` ones, so an equal length, period and first
+ * values give the search's last answer, with only the first 32 words (best_period's p <= 32: word_buf's items batch_try
+ * reads) converted. n, or -1 with an exception set (first_words') */
+static Py_ssize_t lazy_period(lazy_words *lw, Py_ssize_t most, Py_ssize_t *p, Py_ssize_t *k) {
+    Py_ssize_t n = PyList_GET_SIZE(lw->words) < most ? PyList_GET_SIZE(lw->words) : most, per = lw->period;
+    Py_ssize_t head = first_words(lw->words, n < 32 ? n : 32);
+    if (head < 0)
+        return -1;
+    if (per < 1 || per > head || per > 32) {
+        n = first_words(lw->words, n);
+        if (n >= 0)
+            best_period(word_val, n, p, k);
+        return n;
+    }
+    if (period_memo.n == n && period_memo.period == per && !memcmp(period_memo.vals, word_val, (size_t)per * 4)) {
+        *p = period_memo.p, *k = period_memo.k;
+        return n;
+    }
+    period_memo.period = 0;                    /* (kept again below once the search is done) */
+    memcpy(period_memo.vals, word_val, (size_t)per * 4);
+    if (first_words(lw->words, n) != n)
+        return -1;
+    best_period(word_val, n, p, k);
+    period_memo.n = n, period_memo.period = per, period_memo.p = *p, period_memo.k = *k;
+    return n;
+}
+
+/* batch_run's work; `lw`: the words mop_push just expanded for th's empty ready queue (a list, read instead of the
+ * queue), there already (in_ready) or not yet (put there before batch_try's Python calls; a batch taken from the list
+ * leaves the queue as it is, mop_push queues the words after it), or NULL: the queue's */
 static PyObject *batch_try(PyObject *tx, long long t, PyObject *th, long long min_reps, long long max_words,
-                           long long native_min, PyObject *words) {
+                           long long native_min, lazy_words *lw) {
     if (!batch_sfpu_run || t < 0 || t > 2 || max_words < 1 || max_words > 65536)
         return PyLong_FromLong(-1);
+    static attr_hint batch_hints[G_N];        /* (each slot read from one kind of object, by one name) */
     PyObject *g[G_N] = {NULL}, *ready = NULL, *result = NULL;
+#define BGET(slot, o, name) (g[slot] = get_attr_hinted(o, name, &batch_hints[slot]))
     batch_keys bk = {0};
     long long declined = 0;
 #define DECLINE do { PyErr_Clear(); declined = 1; goto out; } while (0)
 #define NEED(cond) do { if (!(cond)) DECLINE; } while (0)
     /* the ready queue's period (find_period) and body */
-    NEED(ready = get_attr(th, s_ready));
-    Py_ssize_t n_words = first_words(words ? words : ready, (Py_ssize_t)max_words), p, k;
+    if (lw && !lw->in_ready)
+        batch_lazy = lw;
+    static attr_hint ready_hint;
+    NEED(ready = get_attr_hinted(th, s_ready, &ready_hint));
+    Py_ssize_t p, k, n_words = lw && lw->period ? lazy_period(lw, (Py_ssize_t)max_words, &p, &k)
+                                                : first_words(lw ? lw->words : ready, (Py_ssize_t)max_words);
     NEED(n_words >= 0);
-    best_period(word_val, n_words, &p, &k);
+    if (!(lw && lw->period))
+        best_period(word_val, n_words, &p, &k);
     if (k < min_reps) {
         result = PyLong_FromLong(0);
         goto out;
@@ -556,7 +654,7 @@ static PyObject *batch_try(PyObject *tx, long long t, PyObject *th, long long mi
     }
     Py_ssize_t nb = 1 + p;
     bk.p = p, bk.k = k;
-    NEED((g[G_PLANS] = get_attr(tx, s_batch_plans))
+    NEED((BGET(G_PLANS, tx, s_batch_plans))
          && (g[G_PLAN] = look_get(L_PLANS, g[G_PLANS], lk, memo_ok ? nb : -1, &g[G_BODY], make_body, &bk)));
     NEED(PyTuple_Check(g[G_PLAN]) && PyTuple_GET_SIZE(g[G_PLAN]) == 2);
     PyObject *entries = PyTuple_GET_ITEM(g[G_PLAN], 0), *mems = PyTuple_GET_ITEM(g[G_PLAN], 1);
@@ -568,8 +666,8 @@ static PyObject *batch_try(PyObject *tx, long long t, PyObject *th, long long mi
      * plain state. A decline after this point leaves the flushed queue and the cache, which batch_sfpu's own calls
      * would find so: they do nothing then */
     Py_ssize_t queued;
-    NEED((g[G_DQ] = get_attr(tx, s_deferred)) && (queued = PyObject_Length(g[G_DQ])) >= 0);
-    NEED(g[G_RAW] = get_attr(tx, s_raw_sfpu));
+    NEED((BGET(G_DQ, tx, s_deferred)) && (queued = PyObject_Length(g[G_DQ])) >= 0);
+    NEED(BGET(G_RAW, tx, s_raw_sfpu));
     if (queued) {                              /* (a flush that raises: as batch_sfpu's self.sfpu raises) */
         Py_ssize_t stopped = 0;
         int small = batch_is_plain(g[G_RAW]);     /* (_dq_exec_run's test) */
@@ -582,27 +680,27 @@ static PyObject *batch_try(PyObject *tx, long long t, PyObject *th, long long mi
         if (small < 0)
             goto out;
         if (small == 0) {
-            PyObject *r = call_method(tx, s_flush_deferred, NULL, 0);
+            PyObject *r = lazy_fill() ? NULL : call_method(tx, s_flush_deferred, NULL, 0);
             if (!r)
                 goto out;
             Py_DECREF(r);
         }
     }
-    NEED(g[G_EN] = get_attr(g[G_RAW], s_en_cache));
+    NEED(BGET(G_EN, g[G_RAW], s_en_cache));
     if (g[G_EN] == Py_None) {
-        Py_SETREF(g[G_EN], call_method(g[G_RAW], s_enabled, NULL, 0));
+        Py_SETREF(g[G_EN], lazy_fill() ? NULL : call_method(g[G_RAW], s_enabled, NULL, 0));
         if (!g[G_EN])
             goto out;
     }
-    NEED((g[G_ALLEN] = get_attr(g[G_RAW], s_all_enabled)) && PyObject_IsTrue(g[G_ALLEN]) == 1);
-    NEED((g[G_SCHED] = get_attr(g[G_RAW], s_scheduled)) && PyObject_IsTrue(g[G_SCHED]) == 0);
-    NEED((g[G_FAFTER] = get_attr(g[G_RAW], s_flags_after)) && g[G_FAFTER] == Py_None);
-    NEED((g[G_LCANY] = get_attr(g[G_RAW], s_lane_config_any)) && PyObject_IsTrue(g[G_LCANY]) == 0);
+    NEED((BGET(G_ALLEN, g[G_RAW], s_all_enabled)) && PyObject_IsTrue(g[G_ALLEN]) == 1);
+    NEED((BGET(G_SCHED, g[G_RAW], s_scheduled)) && PyObject_IsTrue(g[G_SCHED]) == 0);
+    NEED((BGET(G_FAFTER, g[G_RAW], s_flags_after)) && g[G_FAFTER] == Py_None);
+    NEED((BGET(G_LCANY, g[G_RAW], s_lane_config_any)) && PyObject_IsTrue(g[G_LCANY]) == 0);
     /* the loads' and stores' modes (sfpu_format_flags), the address modifiers' steps (addr_mod_steps) */
     long long c0, c1, v;
-    NEED((g[G_CFG] = get_attr(tx, s_cfg)) && !list_int(g[G_CFG], 0, &c0) && !list_int(g[G_CFG], 1, &c1));
+    NEED((BGET(G_CFG, tx, s_cfg)) && !list_int(g[G_CFG], 0, &c0) && !list_int(g[G_CFG], 1, &c1));
     int fp32 = (int)(c1 >> 30 & 1), srcb16 = srcb_fp16_like(c0, c1);
-    NEED((g[G_THCFG] = get_attr(th, s_cfg)) && PyList_Check(g[G_THCFG]));
+    NEED((BGET(G_THCFG, th, s_cfg)) && PyList_Check(g[G_THCFG]));
     bk.nm = nm;
     for (Py_ssize_t j = 0; j < nm; j++) {
         PyObject *mem = PyList_GET_ITEM(mems, j);
@@ -619,7 +717,7 @@ static PyObject *batch_try(PyObject *tx, long long t, PyObject *th, long long mi
     }
     /* the Dst address analysis (batch_addrs) of (body, k, start address, steps) */
     long long base_cfg, rwc_d, per_rep[3];
-    NEED(!list_int(g[G_THCFG], 1, &base_cfg) && (g[G_RWC] = get_attr(th, s_rwc)) && PyDict_Check(g[G_RWC]));
+    NEED(!list_int(g[G_THCFG], 1, &base_cfg) && (BGET(G_RWC, th, s_rwc)) && PyDict_Check(g[G_RWC]));
     PyObject *d_o = PyDict_GetItemWithError(g[G_RWC], s_d);
     NEED(d_o && PyLong_Check(d_o) && !get_ll(d_o, "RWC", &rwc_d));
     bk.start = (base_cfg & 0xFFF) + rwc_d;
@@ -627,17 +725,17 @@ static PyObject *batch_try(PyObject *tx, long long t, PyObject *th, long long mi
     for (Py_ssize_t j = 0; j < nm; j++)
         memcpy(&lk[nb + 3 + 3 * j], bk.steps[j], sizeof bk.steps[j]);
     Py_ssize_t na = nb + 3 + 3 * nm;
-    NEED((g[G_ADDRS] = get_attr(tx, s_batch_addr_cache))
+    NEED((BGET(G_ADDRS, tx, s_batch_addr_cache))
          && (g[G_AN] = look_get(L_ADDRS, g[G_ADDRS], lk, memo_ok ? na : -1, &g[G_AKEY], make_akey, &bk)));
     NEED(PyTuple_Check(g[G_AN]) && PyTuple_GET_SIZE(g[G_AN]) == 3);
     PyObject *need_rows = PyTuple_GET_ITEM(g[G_AN], 1), *per = PyTuple_GET_ITEM(g[G_AN], 2);
     for (int j = 0; j < 3; j++)
         NEED(!tuple_int(per, j, &per_rep[j]));
-    NEED((g[G_STRICT] = get_attr(tx, s_strict)));
+    NEED((BGET(G_STRICT, tx, s_strict)));
     int strict = PyObject_IsTrue(g[G_STRICT]);
     NEED(strict >= 0);
     if (strict && need_rows != Py_None) {      /* a load must find the rows written before the batch */
-        NEED((g[G_DSTRAW] = get_attr(tx, s_dst_raw)) && (g[G_WRITTEN] = get_attr(g[G_DSTRAW], s_written)));
+        NEED((BGET(G_DSTRAW, tx, s_dst_raw)) && (BGET(G_WRITTEN, g[G_DSTRAW], s_written)));
         Py_buffer rows, wr;
         NEED(PyObject_GetBuffer(need_rows, &rows, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) == 0);
         int bad = rows.itemsize != 8 || !rows.format || strchr("qlL", rows.format[strlen(rows.format) - 1]) == NULL;
@@ -653,13 +751,13 @@ static PyObject *batch_try(PyObject *tx, long long t, PyObject *th, long long mi
         NEED(!bad);
     }
     /* the timing memo under batch_timing.key's key */
-    NEED((g[G_TM] = get_attr(tx, s_tm)) && (g[G_BLOCKED] = get_attr(th, s_blocked)) && g[G_BLOCKED] == Py_None);
-    NEED((g[G_REC] = get_attr(g[G_TM], s_rec)) && g[G_REC] == Py_None);
-    NEED((g[G_ST] = get_attr(g[G_TM], s_sfpu_timing)) && !timing_slots(g[G_ST]));
-    NEED((g[G_CLOCK] = get_attr(g[G_TM], s_clock)) && (g[G_FE] = get_attr(g[G_TM], s_fe))
-         && (g[G_FIRST] = get_attr(g[G_TM], s_first)) && (g[G_GATE] = get_attr(g[G_TM], s_gate))
-         && (g[G_FPUW] = get_attr(g[G_TM], s_dst_fpu_write)) && (g[G_STALLS] = get_attr(g[G_TM], s_stalls))
-         && (g[G_ISSUED] = get_attr(g[G_TM], s_issued)));
+    NEED((BGET(G_TM, tx, s_tm)) && (BGET(G_BLOCKED, th, s_blocked)) && g[G_BLOCKED] == Py_None);
+    NEED((BGET(G_REC, g[G_TM], s_rec)) && g[G_REC] == Py_None);
+    NEED((BGET(G_ST, g[G_TM], s_sfpu_timing)) && !timing_slots(g[G_ST]));
+    NEED((BGET(G_CLOCK, g[G_TM], s_clock)) && (BGET(G_FE, g[G_TM], s_fe))
+         && (BGET(G_FIRST, g[G_TM], s_first)) && (BGET(G_GATE, g[G_TM], s_gate))
+         && (BGET(G_FPUW, g[G_TM], s_dst_fpu_write)) && (BGET(G_STALLS, g[G_TM], s_stalls))
+         && (BGET(G_ISSUED, g[G_TM], s_issued)));
     long long clock, b, gate1, nop, mad, busy, stalls, issued;
     NEED(!list_int(g[G_CLOCK], t, &clock) && !list_int(g[G_FE], t, &b) && !list_int(g[G_STALLS], t, &stalls)
          && !list_int(g[G_ISSUED], t, &issued));
@@ -689,7 +787,7 @@ static PyObject *batch_try(PyObject *tx, long long t, PyObject *th, long long mi
     memcpy(tk, lk, (size_t)nb * sizeof *lk);    /* [p, the body's words, k, clock offset, nop now] (no mad state) */
     tk[nb] = k, tk[nb + 1] = bk.dclock, tk[nb + 2] = bk.nop_now;
     Py_ssize_t nt = memo_ok && bk.mad_state == Py_None ? nb + 3 : -1;
-    NEED((g[G_TIMING] = get_attr(tx, s_batch_timing))
+    NEED((BGET(G_TIMING, tx, s_batch_timing))
          && (g[G_MEMO] = look_get(L_TIMING, g[G_TIMING], tk, nt, &g[G_TKEY], make_tkey, &bk)));
     PyObject *memo = g[G_MEMO];
     long long d_clock, d_busy, d_stalls, d_issued, nop_rel = 0, mad_rel = 0;
@@ -705,11 +803,11 @@ static PyObject *batch_try(PyObject *tx, long long t, PyObject *th, long long mi
     pk[nb] = nm;
     memcpy(&pk[nb + 1], bk.modes, (size_t)nm * sizeof *bk.modes);
     memcpy(&lk[na], bk.modes, (size_t)nm * sizeof *bk.modes);
-    NEED((g[G_PROGRAMS] = get_attr(tx, s_batch_programs))
+    NEED((BGET(G_PROGRAMS, tx, s_batch_programs))
          && (g[G_NATIVE] = look_get(L_PROGRAMS, g[G_PROGRAMS], pk, memo_ok ? nb + 1 + nm : -1, &g[G_BKEY], make_bkey,
                                     &bk))
          && PyTuple_Check(g[G_NATIVE]));
-    NEED((g[G_RUNS] = get_attr(tx, s_batch_runs))
+    NEED((BGET(G_RUNS, tx, s_batch_runs))
          && (g[G_KEPT] = look_get(L_RUNS, g[G_RUNS], lk, memo_ok ? na + nm : -1, &g[G_RKEY], make_rkey, &bk)));
     long long prog_addr, n = (long long)k * p, instructions;
     NEED(PyTuple_Check(g[G_KEPT]) && PyTuple_GET_SIZE(g[G_KEPT]) == 2 && !tuple_int(g[G_KEPT], 1, &prog_addr)
@@ -742,7 +840,7 @@ static PyObject *batch_try(PyObject *tx, long long t, PyObject *th, long long mi
         bad |= !rv[j] || PyDict_SetItem(g[G_RWC], rk[j], rv[j]) < 0;
         Py_XDECREF(rv[j]);
     }
-    if (bad || set_attr(tx, s_current, g[G_CURRENT]) < 0 || set_attr_ll(tx, s_issue_t, c) < 0
+    if (bad || set_attr(tx, s_current, g[G_CURRENT]) < 0 || set_issue_t(tx, g[G_TM], c) < 0
         || set_attr(g[G_RAW], s_fp32_enabled, fp32 ? Py_True : Py_False) < 0
         || set_attr(g[G_RAW], s_srcb_is_fp16, srcb16 ? Py_True : Py_False) < 0
         || set_attr_ll(g[G_RAW], s_instructions, instructions + n) < 0)
@@ -756,7 +854,9 @@ static PyObject *batch_try(PyObject *tx, long long t, PyObject *th, long long mi
     if (set_attr_ll(g[G_RAW], s_cycle, c) < 0)
         goto out;
     PyObject *r = NULL;
-    if (n == PyObject_Length(ready))
+    if (batch_lazy == lw && lw)                /* (the words not in the queue: mop_push queues those after the batch) */
+        r = Py_NewRef(Py_None);
+    else if (n == PyObject_Length(ready))
         r = PyObject_CallMethodNoArgs(ready, s_clear);
     else
         for (long long i = 0; i < n; i++) {
@@ -772,11 +872,13 @@ static PyObject *batch_try(PyObject *tx, long long t, PyObject *th, long long mi
 out:
     if (declined)
         result = PyLong_FromLong(-1);
+    batch_lazy = NULL;                         /* (words still not queued: the caller queues them, mop_push) */
     Py_XDECREF(ready);
     for (int j = 0; j < G_N; j++)
         Py_XDECREF(g[j]);
     batch_keys_release(&bk);
     return result;
+#undef BGET
 #undef NEED
 #undef DECLINE
 }
@@ -932,22 +1034,24 @@ static int direct_batch(PyObject *tx, long long *min_reps, long long *max_words,
            && !direct_ll(direct_deferral, s_native_batch_min, native_min);
 }
 
-/* batch_sfpu(t, th) for mop_push, which just put `words` (a list) in th's ready queue: batch_try on them where
+/* batch_sfpu(t, th) for mop_push, which just expanded lw's words for th's ready queue: batch_try on them where
  * direct_batch says batch_sfpu would call batch_run, with what batch_sfpu does with its answer (the C traffic counted;
  * -2 - done: its EmuUnimplemented); the method itself where not or batch_run declines (-1: its Python decides). A new
  * reference to the count, NULL with an error set */
-static PyObject *mop_batch_sfpu(PyObject *tx, PyObject *t_o, long long t, PyObject *th, PyObject *words) {
+static PyObject *mop_batch_sfpu(PyObject *tx, PyObject *t_o, long long t, PyObject *th, lazy_words *lw) {
     long long min_reps, max_words, native_min, n;
     int direct = direct_batch(tx, &min_reps, &max_words, &native_min);
     if (direct < 0)
         return NULL;
-    PyObject *r = direct ? batch_try(tx, t, th, min_reps, max_words, native_min, words) : NULL;
+    PyObject *r = direct ? batch_try(tx, t, th, min_reps, max_words, native_min, lw) : NULL;
     if (direct && (!r || get_ll(r, "batch_run", &n))) {
         Py_XDECREF(r);
         return NULL;
     }
     if (!direct || n == -1) {
         Py_XDECREF(r);
+        if (lazy_fill_from(lw, 0))             /* (batch_sfpu's Python reads the queue) */
+            return NULL;
         PyObject *call[2] = {t_o, th};
         return call_method(tx, s_batch_sfpu_name, call, 2);
     }
@@ -975,7 +1079,18 @@ static PyObject *mop_batch_sfpu(PyObject *tx, PyObject *t_o, long long t, PyObje
 }
 
 enum { P_TM, P_REC, P_ST, P_SREC, P_TMDICT, P_THREADS, P_TH, P_FIFO, P_READY, P_MOPOUT, P_LOAD, P_BLOCKED, P_LATCH,
-       P_MM, P_STRICT, P_MASK, P_CFG, P_KEY, P_EXP, P_FIELDS, P_RB, P_SEQ, P_EXT, P_N, P_DRAINED, P_NUM };
+       P_MM, P_STRICT, P_MASK, P_CFG, P_KEY, P_EXP, P_FIELDS, P_RB, P_SEQ, P_N, P_DRAINED, P_NUM };
+
+/* sfpu_issue_native.MOP_LAZY_NATIVE (read at each push: lazy_words): 1 on, 0 off (or no switches configured: mop_push
+ * called on its own), -1 with an error set */
+static PyObject *s_mop_lazy_native;
+static int mop_lazy_on(void) {
+    if (!entry_switches)
+        return 0;
+    if (!s_mop_lazy_native && !(s_mop_lazy_native = PyUnicode_InternFromString("MOP_LAZY_NATIVE")))
+        return -1;
+    return dict_flag(entry_switches, s_mop_lazy_native);
+}
 
 static PyObject *mop_push(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     long long th, t, w, op_mop, op_replay, used_mop, used_replay;
@@ -986,8 +1101,11 @@ static PyObject *mop_push(PyObject *self, PyObject *const *args, Py_ssize_t narg
     }
     if (mop_init())
         return NULL;
+    static attr_hint push_hints[P_NUM];       /* (each slot read from one kind of object, by one name) */
     PyObject *tx = args[0], *o[P_NUM] = {NULL}, *result = NULL;
+#define PGET(slot, obj, name) (o[slot] = get_attr_hinted(obj, name, &push_hints[slot]))
     tm_lists L = {0};
+    lazy_words lw = {NULL, NULL, 0, 1};
     int have_lists = 0;
 #define NONE_IF(cond) do { if (cond) { PyErr_Clear(); result = Py_NewRef(Py_None); goto out; } } while (0)
     NONE_IF(th < 0 || th > 2 || w < 0 || w > 0xFFFFFFFFLL);
@@ -1003,28 +1121,34 @@ static PyObject *mop_push(PyObject *self, PyObject *const *args, Py_ssize_t narg
         goto out;
     NONE_IF(!drain_ref);
     /* the cycle model neither recorded nor spied (the C issue paths' rule) */
-    NONE_IF(!(o[P_TM] = get_attr(tx, s_tm)) || !(o[P_REC] = get_attr(o[P_TM], s_rec)) || o[P_REC] != Py_None
-            || !(o[P_ST] = get_attr(o[P_TM], s_sfpu_timing)) || !(o[P_SREC] = get_attr(o[P_ST], s_rec))
-            || o[P_SREC] != Py_None || !(o[P_TMDICT] = get_attr(o[P_TM], s_dict)) || !PyDict_Check(o[P_TMDICT]));
+    NONE_IF(!(PGET(P_TM, tx, s_tm))
+            || !(PGET(P_REC, o[P_TM], s_rec)) || o[P_REC] != Py_None
+            || !(PGET(P_ST, o[P_TM], s_sfpu_timing))
+            || !(PGET(P_SREC, o[P_ST], s_rec)) || o[P_SREC] != Py_None
+            || !(PGET(P_TMDICT, o[P_TM], s_dict)) || !PyDict_Check(o[P_TMDICT]));
     int spied = PyDict_Contains(o[P_TMDICT], s_issue);
     if (spied < 0)
         goto out;
     NONE_IF(spied);
     /* the thread idle */
-    NONE_IF(!(o[P_THREADS] = get_attr(tx, s_threads)) || !(o[P_TH] = PySequence_GetItem(o[P_THREADS], th)));
+    NONE_IF(!(PGET(P_THREADS, tx, s_threads))
+            || !(o[P_TH] = PySequence_GetItem(o[P_THREADS], th)));
     PyObject *thobj = o[P_TH];
-    NONE_IF(!(o[P_FIFO] = get_attr(thobj, s_fifo)) || !(o[P_READY] = get_attr(thobj, s_ready))
-            || !(o[P_MOPOUT] = get_attr(thobj, s_mop_out)) || PyObject_Length(o[P_FIFO]) != 0
+    NONE_IF(!(PGET(P_FIFO, thobj, s_fifo))
+            || !(PGET(P_READY, thobj, s_ready))
+            || !(PGET(P_MOPOUT, thobj, s_mop_out)) || PyObject_Length(o[P_FIFO]) != 0
             || PyObject_Length(o[P_READY]) != 0 || PyObject_Length(o[P_MOPOUT]) != 0);
-    NONE_IF(!(o[P_LOAD] = get_attr(thobj, s_replay_load)) || o[P_LOAD] != Py_None
-            || !(o[P_BLOCKED] = get_attr(thobj, s_blocked)) || o[P_BLOCKED] != Py_None
-            || !(o[P_LATCH] = get_attr(thobj, s_latch)) || o[P_LATCH] != Py_None
-            || !(o[P_MM] = get_attr(tx, s_mm_record)) || o[P_MM] != Py_None);
+    NONE_IF(!(PGET(P_LOAD, thobj, s_replay_load)) || o[P_LOAD] != Py_None
+            || !(PGET(P_BLOCKED, thobj, s_blocked)) || o[P_BLOCKED] != Py_None
+            || !(PGET(P_LATCH, thobj, s_latch)) || o[P_LATCH] != Py_None
+            || !(PGET(P_MM, tx, s_mm_record)) || o[P_MM] != Py_None);
     int strict;
-    NONE_IF(!(o[P_STRICT] = get_attr(tx, s_strict)) || (strict = PyObject_IsTrue(o[P_STRICT])) < 0);
+    NONE_IF(!(PGET(P_STRICT, tx, s_strict))
+            || (strict = PyObject_IsTrue(o[P_STRICT])) < 0);
     NONE_IF(strict && (w & ~used_mop & 0xFFFFFFFFLL));
     /* the expansion, from the expander's cache: K identical REPLAYs */
-    NONE_IF(!(o[P_MASK] = get_attr(thobj, s_mask_hi)) || !(o[P_CFG] = get_attr(thobj, s_mop_cfg))
+    NONE_IF(!(PGET(P_MASK, thobj, s_mask_hi))
+            || !(PGET(P_CFG, thobj, s_mop_cfg))
             || !PyList_Check(o[P_CFG]) || !(o[P_KEY] = PyTuple_New(2 + PyList_GET_SIZE(o[P_CFG]))));
     PyTuple_SET_ITEM(o[P_KEY], 0, Py_NewRef(args[2]));
     PyTuple_SET_ITEM(o[P_KEY], 1, Py_NewRef(o[P_MASK]));
@@ -1054,7 +1178,8 @@ static PyObject *mop_push(PyObject *self, PyObject *const *args, Py_ssize_t narg
             || mop_field(o[P_FIELDS], s_start_idx, &start) || mop_field(o[P_FIELDS], s_load_mode, &load_mode)
             || mop_field(o[P_FIELDS], s_ewl, &ewl));
     NONE_IF(count < 2 || count > 32 || start < 0 || start > 31 || load_mode || ewl || count * k < 8);
-    NONE_IF(!(o[P_RB] = get_attr(thobj, s_replay_buf)) || !PyList_Check(o[P_RB]) || PyList_GET_SIZE(o[P_RB]) != 32);
+    NONE_IF(!(PGET(P_RB, thobj, s_replay_buf)) || !PyList_Check(o[P_RB])
+            || PyList_GET_SIZE(o[P_RB]) != 32);
     NONE_IF(!(o[P_SEQ] = PyList_New((Py_ssize_t)(count * k))));
     for (Py_ssize_t i = 0; i < count * k; i++)
         PyList_SET_ITEM(o[P_SEQ], i, Py_NewRef(PyList_GET_ITEM(o[P_RB], (start + i % count) % 32)));
@@ -1071,8 +1196,12 @@ static PyObject *mop_push(PyObject *self, PyObject *const *args, Py_ssize_t narg
     if (set_item_ll(L.fe, th, a > fe ? a : fe) || after_mop_clear(L.after_mop, th) < 0
         || set_attr_ll(thobj, s_batch_skip, 0) < 0)
         goto out;
-    if (!(o[P_EXT] = call_method(o[P_READY], s_extend, &o[P_SEQ], 1)))
+    lw = (lazy_words){o[P_READY], o[P_SEQ], count, 0};
+    int lazy = mop_lazy_on();
+    if (lazy <= 0 && (lazy < 0 || lazy_fill_from(&lw, 0)))    /* (off: the words in the queue now, as before) */
         goto out;
+    if (!lazy)
+        lw.period = 0;
     /* _drain's batch_sfpu for an SFPU word at the head (its kind from the decoder's cache; not cached: the drain
      * decodes it and decides), and the batch_skip it sets where that finds no batch */
     PyObject *decoded = get_attr(tx, s_decoded_cache), *d = decoded ? dict_get(decoded, PyList_GET_ITEM(o[P_SEQ], 0))
@@ -1083,7 +1212,9 @@ static PyObject *mop_push(PyObject *self, PyObject *const *args, Py_ssize_t narg
     Py_XDECREF(decoded);
     if (PyErr_Occurred())
         goto out;
-    if (sfpu_head && (!(o[P_N] = mop_batch_sfpu(tx, args[1], th, thobj, o[P_SEQ])) || get_ll(o[P_N], "batch_sfpu", &n)))
+    if (sfpu_head && (!(o[P_N] = mop_batch_sfpu(tx, args[1], th, thobj, &lw)) || get_ll(o[P_N], "batch_sfpu", &n)))
+        goto out;
+    if (lazy_fill_from(&lw, (Py_ssize_t)n))    /* (the words a batch left, all with none: as the reference's queue) */
         goto out;
     if (n == count * k) {                      /* the whole expansion: the drain ends with the thread empty */
         if (set_attr(thobj, s_blocked, Py_None) < 0 || count_issued(tx, th, n))
@@ -1099,10 +1230,18 @@ static PyObject *mop_push(PyObject *self, PyObject *const *args, Py_ssize_t narg
     }
     result = PyLong_FromLongLong(a);
 out:
+    if (!result && !lw.in_ready) {             /* (an error after the push took effect: the queue as the reference's) */
+        PyObject *et, *ev, *tb;
+        PyErr_Fetch(&et, &ev, &tb);
+        if (lazy_fill_from(&lw, 0))
+            PyErr_Clear();
+        PyErr_Restore(et, ev, tb);
+    }
     if (have_lists)
         tm_lists_release(&L);
     for (int i = 0; i < P_NUM; i++)
         Py_XDECREF(o[i]);
     return result;
+#undef PGET
 #undef NONE_IF
 }

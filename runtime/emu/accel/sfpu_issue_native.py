@@ -57,6 +57,8 @@ PLAIN_ISSUE_NATIVE = os.environ.get("TT_EMU_PLAIN_ISSUE_NATIVE", "1") != "0"
 PLAIN_ENTRY_NATIVE = os.environ.get("TT_EMU_PLAIN_ENTRY_NATIVE", "1") != "0"
 BATCH_NATIVE = os.environ.get("TT_EMU_MOP_BATCH_NATIVE", "1") != "0"
 MOP_PUSH_NATIVE = os.environ.get("TT_EMU_MOP_PUSH_NATIVE", "1") != "0"    # a MOP's push in C (mop_batch_native.c)
+# mop_push's expansion put in the ready queue only where something else than its batch reads it (lazy_words)
+MOP_LAZY_NATIVE = os.environ.get("TT_EMU_MOP_LAZY_NATIVE", "1") != "0"
 REPLAY_NATIVE = os.environ.get("TT_EMU_REPLAY_PUSH_NATIVE", "1") != "0"
 PUSH_MEMO_NATIVE = os.environ.get("TT_EMU_PUSH_MEMO_NATIVE", "1") != "0"   # push_one's memo (push_memo.c)
 WORD_MEMO_NATIVE = os.environ.get("TT_EMU_WORD_MEMO_NATIVE", "1") != "0"   # the issue's memo of word facts (cword_rec)
