@@ -530,22 +530,22 @@ def test_pack_edge_mask_mappings_identical(monkeypatch):
 
 
 def _move_attributes(obj, names: tuple[str, ...]) -> None:
-    """obj's attributes `names` bound again to copies (an int to itself), last in its dict's order, and the dict grown
-    (filler attributes) until its keys are rebuilt: each name is then at another entry of the dict than before, and
-    another name at its old one."""
+    """obj's attributes `names` bound again to copies, last in its dict's order, and the dict grown (filler attributes)
+    until its keys are rebuilt: each name is then at another entry of the dict than before, and another name at its
+    old one."""
     for name in names:
         v = getattr(obj, name)
         delattr(obj, name)
-        setattr(obj, name, v if isinstance(v, int) else v.copy())
+        setattr(obj, name, v.copy())
     for i in range(300):
         setattr(obj, f"_filler{i}", i)
 
 
 def test_view_hints_follow_moved_attributes(monkeypatch):
     """The run's view reads the containers of the Tensix and its Dst at the dict entry each was found at last
-    (get_attr_hinted), and plain_word the bank numbers: between pushed runs of UNPACRs and PACRs in C, L1, the packer
-    state, the setup caches, the bank numbers and Dst's arrays are bound again to copies at other entries of rebuilt
-    dicts, and the words after that read and write the copies: state for state as with the look-ups (TT_EMU_DICT_HINTS_NATIVE=0) and as the Python handlers leave it,
+    (get_attr_hinted): between pushed runs of UNPACRs and PACRs in C, L1, the packer state, the setup caches and Dst's
+    arrays are bound again to copies at other entries of rebuilt dicts, and the words after that read and write the
+    copies: state for state as with the look-ups (TT_EMU_DICT_HINTS_NATIVE=0) and as the Python handlers leave it,
     the words in C where the handlers are."""
     mod = sfpu_issue_native._load()[0]
     codes = tuple(tile_native.HANDLER_CODES[n] for n in ("UNPACR", "PACR"))
@@ -566,8 +566,7 @@ def test_view_hints_follow_moved_attributes(monkeypatch):
                 while tx.step():
                     pass
                 trace.append(_snapshot(tx))
-                _move_attributes(tx, ("l1", "_packer", "_pack_setups", "_unpack_setups", "srca_unpack_bank",
-                                      "srcb_unpack_bank", "srca_matrix_bank", "srcb_matrix_bank"))
+                _move_attributes(tx, ("l1", "_packer", "_pack_setups", "_unpack_setups"))
                 _move_attributes(tx._dst, ("rows32", "written", "cleared16"))
             runs.append(trace)
             taken = [mod.handler_counts()[c] - b for c, b in zip(codes, before)]

@@ -1197,10 +1197,9 @@ static int run_scheduled(run_view *rv, long long c) {
     PyObject *sfpu = view_get(rv, V_RAW_SFPU);
     if (!sfpu)
         return -1;
-    static attr_hint scheduled_hint;            /* (a __slots__ member or the C state's: at its offset) */
     int due = 0;
     if (sfpu != Py_None) {
-        PyObject *sch = get_attr_hinted(sfpu, s_scheduled, &scheduled_hint);
+        PyObject *sch = get_attr(sfpu, s_scheduled);
         due = sch ? PyObject_IsTrue(sch) : -1;
         Py_XDECREF(sch);
     }
@@ -1476,19 +1475,16 @@ static int plain_word(run_view *rv, const tm_lists *L, ThreadTiming *rs, PyObjec
         Py_DECREF(r);
     }
     /* TensixTiming.pre: the state its timing needs from before the handler ran */
-    static attr_hint bank_hints[4];             /* (the unpack banks A and B, the matrix banks A and B) */
     long long bank = 0, row = 0, bank_a = 0, bank_b = 0;
-    if (f->kind == K_UNPACK && attr_ll_hinted(tx, f->sel ? s_srcb_unpack_bank : s_srca_unpack_bank,
-                                              &bank_hints[f->sel ? 1 : 0], &bank))
+    if (f->kind == K_UNPACK && attr_ll(tx, f->sel ? s_srcb_unpack_bank : s_srca_unpack_bank, &bank))
         return -1;
     rv->banks = f->kind == K_UNPACK ? (f->sel ? BANKS_UNPACK_B : BANKS_UNPACK_A) : 0;
     rv->unpack_bank = bank;
     if (f->kind == K_FPU) {
         PyObject *cfg = view_list(rv, V_TH_CFG), *rwc = cfg ? view_dict(rv, V_RWC) : NULL;
         long long c1, rwc_v[7];
-        if (!rwc || list_ll(cfg, 1, &c1) || rwc_read(rwc, rwc_v)
-            || attr_ll_hinted(tx, s_srca_matrix_bank, &bank_hints[2], &bank_a)
-            || attr_ll_hinted(tx, s_srcb_matrix_bank, &bank_hints[3], &bank_b))
+        if (!rwc || list_ll(cfg, 1, &c1) || rwc_read(rwc, rwc_v) || attr_ll(tx, s_srca_matrix_bank, &bank_a)
+            || attr_ll(tx, s_srcb_matrix_bank, &bank_b))
             return -1;
         row = ((c1 & 0xFFF) + rwc_v[4] + f->dst) & 0x1FF;
         rv->banks = BANKS_MATRIX;

@@ -276,21 +276,6 @@ static PyObject *get_attr_hinted(PyObject *o, PyObject *name, attr_hint *h) {
     return get_attr(o, name);
 }
 
-/* attr_ll(o, name, out) read through get_attr_hinted at the hint h (plain_word's bank numbers: get_attr's look-up in
- * the Tensix's dict had cost ~200 x86 instructions a read) */
-static int attr_ll_hinted(PyObject *o, PyObject *name, attr_hint *h, long long *out) {
-    PyObject *v = get_attr_hinted(o, name, h);
-    if (!v)
-        return -1;
-    *out = PyLong_AsLongLong(v);
-    Py_DECREF(v);
-    if (*out == -1 && PyErr_Occurred()) {
-        PyErr_Format(PyExc_TypeError, "sfpu_issue: %U is not an integer", name);
-        return -1;
-    }
-    return 0;
-}
-
 static PyObject *view_read(run_view *rv, int k);
 static attr_hint view_hints[V_N];          /* (every Tensix binds its items in one order: one hint an item) */
 
