@@ -576,6 +576,65 @@ def test_view_hints_follow_moved_attributes(monkeypatch):
     assert runs[0] == runs[1] == runs[2]
 
 
+def _rebind_view_items(tx, step: int) -> None:
+    """Between two pushed runs, the containers plain_run's view holds bound again to copies, a kind a step: the
+    Tensix's in its dict, Dst's in its own dict (the Tensix's unchanged), the threads' in their __slots__ (no dict
+    changes), nothing, and once L1 and the packer thread's ADC read through properties their classes gain (only the
+    classes' version tags change)."""
+    kind = step % 5
+    if kind == 0:
+        for name in ("l1", "_packer", "_pack_setups", "_unpack_setups", "srca_valid", "srcb_valid", "cfg"):
+            tx.__dict__[name] = tx.__dict__[name].copy()      # (as setattr; L1's, once a property reads it: unread)
+    elif kind == 1:
+        for name in ("rows32", "written", "cleared16"):
+            setattr(tx._dst, name, getattr(tx._dst, name).copy())
+    elif kind == 2:
+        for th in tx.threads:
+            th.cfg, th.adc, th.adc_cr, th.rwc = list(th.cfg), [[list(c) for c in s] for s in th.adc], \
+                [[list(c) for c in s] for s in th.adc_cr], dict(th.rwc)
+    elif step == 8:
+        tx.__dict__["_l1_b"] = tx.l1.copy()
+    elif step == 9:                 # (after a step that left the Tensix's dict as it was)
+        type(tx).l1 = property(lambda self: self.__dict__["_l1_b"])
+        box = [[[list(c) for c in s] for s in tx.threads[2].adc]]      # (the packer's ADC: its slot keeps the old)
+        type(tx.threads[2]).adc = property(lambda self: box[0], lambda self, v: box.__setitem__(0, v))
+
+
+def test_kept_view_follows_rebound_items(monkeypatch):
+    """plain_run's view kept from call to call (TT_EMU_VIEW_KEEP_NATIVE) against the items read anew at each call and
+    the Python handlers: the containers it holds bound again between pushed runs of UNPACRs and PACRs in C, in the
+    Tensix's dict, in Dst's, in the threads' slots and through a class property (_rebind_view_items), state by state
+    the same; the kept items answered only where it is on."""
+    mod = sfpu_issue_native._load()[0]
+    unpack = E("UNPACR", unpack_block_selection=0, addr_mode=1, set_dat_valid=0, ovrd_thread_id=1, last=1)
+    pacr = lambda last: E("PACR", read_intf_sel=0, last=last, addr_mode=0)      # noqa: E731
+    runs, kept = [], []
+    try:
+        for handlers_c, keep in ((True, True), (True, False), (False, False)):
+            monkeypatch.setattr(tile_native, "HANDLERS_NATIVE", handlers_c)
+            mod.view_keep_native(keep)
+            tx, trace = _unpack_tx(), []
+            tx.__class__ = type("KeptViewTensix", (Tensix,), {"__slots__": ()})   # (their own classes to change)
+            tx.threads[2].__class__ = type("KeptViewThread", (thread_state.ThreadState,), {"__slots__": ()})
+            for w in (0xB2250004, 0xB2261020, 0xB2272020, 0x5180000B, 0x5480000F, 0x5E803C00):
+                tx.push(2, w)
+            before = mod.view_keep_counts()
+            for step in range(15):
+                tx.push_many(0, (unpack, unpack), 0)
+                tx.push_many(2, (pacr(0), pacr(0), pacr(1)), 0)
+                tx.push_many(2, (pacr(0), pacr(1)), 0)
+                while tx.step():
+                    pass
+                trace.append(_snapshot(tx))
+                _rebind_view_items(tx, step)
+            runs.append(trace)
+            kept.append(mod.view_keep_counts() - before)
+    finally:
+        mod.view_keep_native(sfpu_issue_native.VIEW_KEEP_NATIVE)
+    assert kept[0] > 0 and kept[1] == kept[2] == 0, kept
+    assert runs[0] == runs[1] == runs[2]
+
+
 # (programs of thread 1, pushed word by word, then the Tensix stepped) where the sync handlers and SETRWC leave a word
 # to Python: a SEMPOST at Max (strict: raises at semaphore 0 before semaphore 1 changes), a SEMGET at zero (strict:
 # raises at semaphore 0; else semaphore 1 is taken), SETRWC releasing a SrcB bank the FPU does not own (raises, strict

@@ -1731,6 +1731,146 @@ static PyObject *names_dict(PyObject *o, PyObject *const *names, int n, unsigned
     return d;
 }
 
+/* plain_run_core's run's view kept from one call to the next for the same Tensix and thread: view_drop at each call's
+ * end had made the next read its items again (~5 a call, ~110 x86 instructions each through get_attr_hinted and
+ * view_get, some 5,500 calls an elementwise512 launch) and clear the view. An item is kept where its read was its
+ * owner's instance dict's (no class in the MRO defines the name and the class reads attributes generically: the
+ * hint's `plain`) or a __slots__ member's (the hint's offset), as the hint says for the owner's class at its version
+ * tag; the next call keeps it where the owner is the same object with its class at that tag and, for a dict item, the
+ * same dict at the version tag it had as the last call ended (any change of a dict changes its tag, and no two dicts
+ * get the same one), for a slot item the member still holding the item: get_attr would answer the item again. Between
+ * an item's read and the call's end only C ran, which rebinds no item (run_view's comment), so the tags taken at the
+ * end (C's own writes, such as the cycle model's ints, included) vouch for the items held then. An entry holds its
+ * items (strong references, as a view does) until it serves another Tensix or thread or drops them. Off
+ * (TT_EMU_VIEW_KEEP_NATIVE=0, view_keep_native), with the hints off or without version tags: each call reads its
+ * items anew. */
+#define VIEW_KEEP 8             /* entries (a power of 2), by the Tensix's address and the thread */
+/* (o, d only compared; dp: where o keeps its dict pointer, which stays there while o lives with its class) */
+typedef struct { PyObject *o, *d, **dp; uint64_t v; unsigned int tag; } owner_stamp;
+typedef struct {
+    run_view rv;                /* (rv.tx / tm / th: the last call's, only compared) */
+    long long th;
+    int busy;                   /* a call is using it (a nested call for the same Tensix and thread: a fresh view) */
+    owner_stamp own[4];         /* the owners (VO_TX, VO_TM, VO_TH, VO_DST) as the last call ended */
+} kept_view;
+static kept_view kept_views[VIEW_KEEP];
+static int keep_in_c = 1;
+static long long view_keep_hits;        /* owners whose items a call found kept (view_keep_counts) */
+
+/* the owner o as it is now (exact_dict: its dict, NULL where it has none; the version tags) */
+static void stamp_owner(owner_stamp *s, PyObject *o) {
+    s->o = o;
+    s->dp = o && !Py_TYPE(o)->tp_itemsize ? _PyObject_GetDictPtr(o) : NULL;     /* (a variable-size object's moves) */
+    s->d = s->dp && *s->dp && PyDict_CheckExact(*s->dp) ? *s->dp : NULL;
+    s->v = s->d ? dict_version(s->d) : 0;
+    s->tag = o ? type_tag(Py_TYPE(o)) : 0;
+}
+
+/* whether o is the object s stamped with its class at the same tag (0 no) and then (1) or also its dict the same
+ * dict at the same tag (2) */
+static int stamp_holds(const owner_stamp *s, PyObject *o) {
+    if (!o || o != s->o || !s->tag || type_tag(Py_TYPE(o)) != s->tag)
+        return 0;
+    return s->d && *s->dp == s->d && dict_version(s->d) == s->v ? 2 : 1;
+}
+
+/* the view's items `drop` dropped */
+static void view_forget(run_view *rv, uint32_t drop) {
+    for (uint32_t h = drop & rv->held; h; h &= h - 1) {
+        int k = __builtin_ctz(h);
+        Py_CLEAR(rv->v[k]);
+        rv->data[k].buf = NULL;
+    }
+    rv->held &= ~drop, rv->slots &= ~drop, rv->loose &= ~drop;
+}
+
+/* the items of owner code o (VO_*) */
+static uint32_t owner_mask[4];
+static inline uint32_t owner_items(int o) {
+    if (!owner_mask[VO_TX])
+        for (int k = 0; k < V_N; k++)
+            owner_mask[view_items[k].owner] |= 1u << k;
+    return owner_mask[o];
+}
+
+/* the view's items of owner code o (obj: that owner now, s: its stamp as the last call ended) that get_attr would
+ * read again as they are kept (obj the same object, its class at the same tag, and a dict item's dict at the same tag
+ * or a slot item's member still holding it), the others dropped */
+static inline void view_sift(run_view *rv, int o, PyObject *obj, const owner_stamp *s) {
+    uint32_t mine = rv->held & owner_items(o);
+    if (!mine)
+        return;
+    int holds = stamp_holds(s, obj);
+    uint32_t drop = !holds ? mine : holds == 1 ? mine & ~rv->slots : 0;
+    for (uint32_t h = mine & rv->slots & ~drop; h; h &= h - 1) {
+        int k = __builtin_ctz(h);
+        if (*(PyObject **)((char *)obj + rv->off[k]) != rv->v[k])
+            drop |= 1u << k;
+    }
+    view_keep_hits += (mine & ~drop) != 0;
+    if (drop)
+        view_forget(rv, drop);
+}
+
+/* The view for a plain_run call on thread th (thobj) of tx (cycle model tm): the kept one for them with the items that
+ * stand (view_sift; Dst's after the Tensix's, its object being the V_DST item), marked busy; else `fresh`, empty */
+static run_view *view_reuse(PyObject *tx, PyObject *tm, PyObject *thobj, long long th, run_view *fresh) {
+    uintptr_t a = (uintptr_t)tx;
+    kept_view *e = &kept_views[(a >> 4 ^ a >> 10 ^ (uintptr_t)th) & (VIEW_KEEP - 1)];
+    if (!keep_in_c || !hints_in_c || !DICT_TAGS || !thobj || e->busy) {
+        *fresh = (run_view){tx, tm, thobj};
+        return fresh;
+    }
+    run_view *rv = &e->rv;
+    if (rv->tx != tx || e->th != th) {
+        view_drop(rv);
+    } else {
+        PyObject *now[3] = {tx, tm, thobj};
+        for (int o = VO_TX; o <= VO_TH; o++)
+            view_sift(rv, o, now[o], &e->own[o]);
+        view_sift(rv, VO_DST, rv->held >> V_DST & 1 ? rv->v[V_DST] : NULL, &e->own[VO_DST]);
+    }
+    rv->tx = tx, rv->tm = tm, rv->th = thobj;
+    rv->adc_x_set = 0, rv->banks = 0;
+    e->th = th, e->busy = 1;
+    return rv;
+}
+
+/* the end of the call that used view rv (view_reuse's answer given `fresh`): a kept view's owners stamped as they
+ * are now, its items held for the next call; the fresh view dropped */
+static void view_keep(run_view *rv, run_view *fresh) {
+    if (rv == fresh) {
+        view_drop(rv);
+        return;
+    }
+    kept_view *e = (kept_view *)rv;         /* (an entry's first member) */
+    view_forget(rv, rv->loose);
+    PyObject *owners[4] = {rv->tx, rv->tm, rv->th, rv->held >> V_DST & 1 ? rv->v[V_DST] : NULL};
+    for (int o = 0; o < 4; o++)
+        stamp_owner(&e->own[o], owners[o]);
+    e->busy = 0;
+}
+
+/* view_keep_native(on): whether plain_run keeps its view between calls (sfpu_issue_native.VIEW_KEEP_NATIVE; off: the
+ * kept views dropped, each call reads its items anew) */
+static PyObject *view_keep_native(PyObject *self, PyObject *on) {
+    (void)self;
+    int v = PyObject_IsTrue(on);
+    if (v < 0)
+        return NULL;
+    keep_in_c = v;
+    for (int i = 0; !v && i < VIEW_KEEP; i++)
+        if (!kept_views[i].busy)
+            view_drop(&kept_views[i].rv), kept_views[i].rv.tx = NULL;
+    Py_RETURN_NONE;
+}
+
+/* view_keep_counts() -> how often a plain_run call found an owner's items kept, since the module was loaded */
+static PyObject *view_keep_counts(PyObject *self, PyObject *unused) {
+    (void)self, (void)unused;
+    return PyLong_FromLongLong(view_keep_hits);
+}
+
 /* tx.tm, tx.threads and tx.instructions (lists of 3 or the C state's views) and tx.mm_record (its truth in *mm),
  * new references, through tx's part of the entry e where it holds (else read, and that part filled): 0, or -1 with an
  * exception set (all NULL) */
@@ -1978,7 +2118,7 @@ static int plain_run_core(PyObject *tx, PyObject *words, PyObject *tobj, long lo
     PyObject *fifo_t = fifo ? th_get(thobj, TS_FIFO_T) : NULL;
     PyObject *mop_out = fifo_t ? th_get(thobj, TS_MOP_OUT) : NULL;
     int ok = 0;
-    run_view rv = {tx, tm, thobj};
+    run_view fresh, *rv = view_reuse(tx, tm, thobj, th, &fresh);    /* (kept from the last call where it stands) */
     *at_j = -1, *at_t = 0;                  /* the word being pushed, for the caller if an exception leaves */
     int memo_err = 0, rows_err = 0;
     run_memo_entry *memo = mop_out ? run_memo_for(words, facts, &memo_err) : NULL;
@@ -2008,10 +2148,10 @@ static int plain_run_core(PyObject *tx, PyObject *words, PyObject *tobj, long lo
                 goto out;
             PyObject *a_o = PyLong_FromLongLong(a), *r = NULL, *r2 = NULL, *r3 = NULL;
             if (a_o && (r = append_call(fifo, w)) && (r2 = append_call(fifo_t, a_o))) {
-                int idle = drain_idle(&rv);
-                r3 = idle < 0 ? NULL : idle ? Py_NewRef(Py_None) : cdrain_run(&rv, tobj);
+                int idle = drain_idle(rv);
+                r3 = idle < 0 ? NULL : idle ? Py_NewRef(Py_None) : cdrain_run(rv, tobj);
             }
-            view_drop(&rv);
+            view_drop(rv);
             Py_XDECREF(a_o), Py_XDECREF(r), Py_XDECREF(r2), Py_XDECREF(r3);
             if (!r3)
                 goto out;
@@ -2051,7 +2191,7 @@ static int plain_run_core(PyObject *tx, PyObject *words, PyObject *tobj, long lo
         if (put_current(tx, PyTuple_GET_ITEM(PyTuple_GET_ITEM(rec, 3), th)))
             goto out;
         long long c;
-        int issued = plain_word(&rv, &L, rs, tobj, th, rec, PyTuple_GET_ITEM(rec, 1), 0, &c);
+        int issued = plain_word(rv, &L, rs, tobj, th, rec, PyTuple_GET_ITEM(rec, 1), 0, &c);
         if (issued < 0)
             goto out;
         j++;
@@ -2073,7 +2213,7 @@ static int plain_run_core(PyObject *tx, PyObject *words, PyObject *tobj, long lo
     ok = 1;
     *j_io = j, *t_io = t;
 out:
-    view_drop(&rv);
+    view_keep(rv, &fresh);
     Py_XDECREF(tm);
     Py_XDECREF(threads);
     Py_XDECREF(ready);
@@ -3520,6 +3660,8 @@ static PyMethodDef methods[] = {
     {"handler_counts", handler_counts, METH_NOARGS, "words each tile handler code ran in C"},
     {"wait_native", wait_native, METH_O, "wait_native(on): the wait words' latch and SFPU busy time in C or Python"},
     {"dict_hints_native", dict_hints_native, METH_O, "dict_hints_native(on): the run's view read at dict hints or not"},
+    {"view_keep_native", view_keep_native, METH_O, "view_keep_native(on): plain_run's view kept between calls or not"},
+    {"view_keep_counts", view_keep_counts, METH_NOARGS, "view_keep_counts() -> owners' items plain_run found kept"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -71,6 +71,9 @@ TIMING_NATIVE = os.environ.get("TT_EMU_TIMING_NATIVE", "1") != "0"     # the cyc
 WAIT_NATIVE = os.environ.get("TT_EMU_WAIT_NATIVE", "1") != "0"   # wait words' Latch built, SFPU busy time read in C
 # the run's view of the Tensix's containers read at the dict entry each was found at last (tile_handlers.c's hints)
 DICT_HINTS_NATIVE = os.environ.get("TT_EMU_DICT_HINTS_NATIVE", "1") != "0"
+# plain_run's view of those containers kept from one call to the next while their owners' dicts and classes keep their
+# version tags (tile_handlers.c's items; sfpu_issue_native.c's view_reuse); else read anew at each call
+VIEW_KEEP_NATIVE = os.environ.get("TT_EMU_VIEW_KEEP_NATIVE", "1") != "0"
 
 # The deferral's abstract lane-flag state (LaneFlags, UseLaneFlagsForLaneEnable), each 0, 1 or None (differs between
 # lanes), as the C part codes it: lf * 3 + use, None as 2.
@@ -95,6 +98,7 @@ def _load() -> tuple[object | None, str]:
     mod.configure_tiles(*tile_format_tables())
     mod.wait_native(WAIT_NATIVE)
     mod.dict_hints_native(DICT_HINTS_NATIVE)
+    mod.view_keep_native(VIEW_KEEP_NATIVE)
     return mod, f"C ({path}) for runs of deferrable SFPU words pushed to an empty thread"
 
 

@@ -158,11 +158,17 @@ static const struct { int owner; PyObject **name; } view_items[V_N] = {
     [V_PACKER] = {VO_TX, &h_packer}, [V_STRICT] = {VO_TX, &s_strict}, [V_SEM_VALUE] = {VO_TX, &h_sem_value},
     [V_SEM_MAX] = {VO_TX, &h_sem_max}, [V_SEM_POSTS] = {VO_TX, &h_sem_posts},
 };
+_Static_assert(V_N <= 32, "run_view.held has a bit an item");
 /* a numpy array's data as view_buffer found it (buf NULL: not found yet) */
 typedef struct { void *buf; Py_ssize_t len, itemsize; } item_data;
 typedef struct {
     PyObject *tx, *tm, *th;                    /* (borrowed: the caller holds them for the call) */
     PyObject *v[V_N];                          /* (strong references, NULL until read) */
+    uint32_t held;                             /* the items held (bit k: v[k]), so that view_drop visits only those */
+    /* of those, the ones read from a __slots__ member (at off[k]) and the ones read neither from one nor from the
+     * owner's instance dict (a property, a class attribute, ...; or the hints off): what a kept view checks (below) */
+    uint32_t slots, loose;
+    Py_ssize_t off[V_N];
     item_data data[V_N];                       /* view_buffer's answer for v[k] while v[k] is held */
     /* ADC set adc_x_set - 1's X range (x0, x1 of its two channels) as the word's handler in C read it (0: none);
      * the handlers move only Y and Z, so it is the range after the word too, which its timing (adc_count) reads */
@@ -270,15 +276,42 @@ static PyObject *get_attr_hinted(PyObject *o, PyObject *name, attr_hint *h) {
     return get_attr(o, name);
 }
 
-/* item k (borrowed: the view holds it until view_drop), or NULL with an exception set */
-static PyObject *view_get(run_view *rv, int k) {
-    static attr_hint hints[V_N];                  /* (every Tensix binds its items in one order: one hint an item) */
-    if (!rv->v[k]) {
-        int o = view_items[k].owner;
-        PyObject *owner = o == VO_TX ? rv->tx : o == VO_TM ? rv->tm : o == VO_TH ? rv->th : view_get(rv, V_DST);
-        rv->v[k] = owner ? get_attr_hinted(owner, *view_items[k].name, &hints[k]) : NULL;
-    }
+static PyObject *view_read(run_view *rv, int k);
+static attr_hint view_hints[V_N];          /* (every Tensix binds its items in one order: one hint an item) */
+
+/* the owner of the view's item k (borrowed), NULL where it has none (VO_DST: the V_DST item, read if need be) */
+static PyObject *view_owner(run_view *rv, int k) {
+    int o = view_items[k].owner;
+    if (o != VO_DST)
+        return o == VO_TX ? rv->tx : o == VO_TM ? rv->tm : rv->th;
+    return rv->v[V_DST] ? rv->v[V_DST] : view_read(rv, V_DST);
+}
+
+/* the item k just read from `owner` into the view: held, and where the read came from (run_view.slots / loose), as
+ * its hint says for owner's class now */
+static void view_hold(run_view *rv, int k, PyObject *owner) {
+    const attr_hint *h = &view_hints[k];
+    uint32_t bit = 1u << k;
+    rv->held |= bit;
+    if (!hints_in_c || !h->tag || h->tp != Py_TYPE(owner) || type_tag(h->tp) != h->tag || (!h->plain && h->off < 0))
+        rv->loose |= bit;
+    else if (!h->plain)
+        rv->slots |= bit, rv->off[k] = h->off;
+}
+
+/* view_get's read of item k, not held yet */
+static PyObject *view_read(run_view *rv, int k) {
+    PyObject *owner = view_owner(rv, k);
+    rv->v[k] = owner ? get_attr_hinted(owner, *view_items[k].name, &view_hints[k]) : NULL;
+    if (rv->v[k])
+        view_hold(rv, k, owner);
     return rv->v[k];
+}
+
+/* item k (borrowed: the view holds it until view_drop), or NULL with an exception set (in line: some 110k reads an
+ * elementwise512 launch, nearly all of an item held) */
+static inline PyObject *view_get(run_view *rv, int k) {
+    return rv->v[k] ? rv->v[k] : view_read(rv, k);
 }
 
 /* item k, a list (borrowed), or NULL with an exception set */
@@ -303,10 +336,12 @@ static PyObject *view_dict(run_view *rv, int k) {
 
 /* forget every item read: Python ran and may have rebound one */
 static void view_drop(run_view *rv) {
-    for (int k = 0; k < V_N; k++) {
+    for (uint32_t h = rv->held; h; h &= h - 1) {
+        int k = __builtin_ctz(h);
         Py_CLEAR(rv->v[k]);
         rv->data[k].buf = NULL;
     }
+    rv->held = rv->slots = rv->loose = 0;
     rv->adc_x_set = 0;
 }
 
