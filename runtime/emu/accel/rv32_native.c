@@ -32,6 +32,7 @@
 #include <string.h>
 
 #include "causal_log.h"
+#include "py_tags.h"      /* dict_version, type_tag */
 
 #define L1_SIZE 0x180000u
 #define LOCAL_BASE 0xFFB00000u
@@ -438,25 +439,6 @@ static int direct_many(rv_state *s, const bus_calls *c, direct_push *d, PyObject
     PyErr_Restore(et, ev, tb);
     *sub = (uint32_t)j;
     return -1;
-}
-
-/* CPython's dict version tag (PEP 509; Python 3.12 deprecated it: there the memos keyed on it are off), as
- * sfpu_issue_native.c reads it: every change of a dict changes it and no two dicts are given the same one, so an equal
- * tag means the same, unchanged dict */
-#define DICT_TAGS (PY_VERSION_HEX < 0x030C0000)
-static uint64_t dict_version(PyObject *d) {
-#if DICT_TAGS
-    return ((PyDictObject *)d)->ma_version_tag;
-#else
-    (void)d;
-    return 0;
-#endif
-}
-
-/* a class's version tag (changed by any change of a class in its MRO, never given to two classes) where it is valid,
- * else 0 */
-static unsigned int type_tag(PyTypeObject *tp) {
-    return PyType_HasFeature(tp, Py_TPFLAGS_VALID_VERSION_TAG) ? tp->tp_version_tag : 0;
 }
 
 /* load_timing's memo of the last tile's `rec` and `_latency_of` (borrowed from its dict): valid while the tile's class

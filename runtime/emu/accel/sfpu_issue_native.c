@@ -24,6 +24,7 @@
 #include <structmember.h>
 #include <stdint.h>
 #include <string.h>
+#include "py_tags.h"      /* dict_version, type_tag: the memos' validity */
 
 #define MAX_DEPTH 64
 #include "timing_state.c"     /* ThreadTiming: the cycle model's per-thread issue state, and its views */
@@ -50,23 +51,6 @@ static int intern_names(const name_ref *names, size_t n) {
 }
 #define INTERN_NAMES(table) intern_names((table), sizeof (table) / sizeof (table)[0])
 static int set_attr(PyObject *o, PyObject *name, PyObject *v);
-/* CPython's dict version tag (PEP 509): every change of a dict changes it and no two dicts are given the same one, so an
- * equal tag means the same, unchanged dict. The memos keyed on it (push_memo.c, the push switches, tile_handlers.c's
- * setup look-up) need it; Python 3.12 deprecated it, and there DICT_TAGS is 0 and those memos are off. */
-#define DICT_TAGS (PY_VERSION_HEX < 0x030C0000)
-static uint64_t dict_version(PyObject *d) {
-#if DICT_TAGS
-    return ((PyDictObject *)d)->ma_version_tag;
-#else
-    (void)d;
-    return 0;
-#endif
-}
-/* a class's version tag (changed by any change of a class in its MRO, never given to two classes) where it is valid,
- * else 0 (never a valid tag) */
-static unsigned int type_tag(PyTypeObject *tp) {
-    return PyType_HasFeature(tp, Py_TPFLAGS_VALID_VERSION_TAG) ? tp->tp_version_tag : 0;
-}
 /* the offset of the __slots__ member (an object slot; a writable one if asked) the class attribute `descr` describes,
  * else -1 */
 static Py_ssize_t member_offset(PyObject *descr, int writable) {
