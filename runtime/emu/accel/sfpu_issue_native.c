@@ -1644,9 +1644,12 @@ static run_memo_entry *run_memo_for(PyObject *words, PyObject *facts, int *err) 
     return e;
 }
 
-/* plain_record for words[j] (w) through the tuple's memo entry e (NULL: the memo is off): the same answers */
-static int run_record(run_memo_entry *e, PyObject *facts, PyObject *w, Py_ssize_t j, PyObject **rec) {
-    if (!e || j >= RUN_MEMO_WORDS)
+/* plain_record for words[j] (w) through the tuple's memo entry e (NULL: the memo is off): the same answers. The entry
+ * answers only while it is still the tuple's and the dict's (a nested plain_run, from a handler's Python, may have
+ * taken it over for another tuple since the caller chose it). */
+static int run_record(run_memo_entry *e, PyObject *words, PyObject *facts, PyObject *w, Py_ssize_t j,
+                      PyObject **rec) {
+    if (!e || j >= RUN_MEMO_WORDS || e->words != words || e->facts != facts)
         return plain_record(facts, w, "plain_run", rec);
     if (e->v != dict_version(facts)) {      /* (the facts changed since: a handler's Python recorded a word's) */
         e->v = dict_version(facts);
@@ -1828,6 +1831,11 @@ static void view_keep(run_view *rv, run_view *fresh) {
         return;
     }
     kept_view *e = (kept_view *)rv;         /* (an entry's first member) */
+    if (!keep_in_c || !hints_in_c) {        /* (switched off during the call: view_keep_native skipped it, busy) */
+        view_drop(rv), rv->tx = NULL;
+        e->busy = 0;
+        return;
+    }
     view_forget(rv, rv->loose);
     PyObject *owners[4] = {rv->tx, rv->tm, rv->th, rv->held >> V_DST & 1 ? rv->v[V_DST] : NULL};
     for (int o = 0; o < 4; o++)
@@ -2154,7 +2162,7 @@ static int plain_run_core(PyObject *tx, PyObject *words, PyObject *tobj, long lo
         if (busy)
             break;
         PyObject *rec;
-        int found = run_record(memo, facts, w, j, &rec);
+        int found = run_record(memo, words, facts, w, j, &rec);
         if (found < 0)
             goto out;
         if (!found)

@@ -930,8 +930,10 @@ static int h_pacr(run_view *rv, PyObject *fields, PyObject *cfg, PyObject *tcfg)
         return found;
     PyObject *adc = view_get(rv, V_ADC), *adc_cr = adc ? view_get(rv, V_ADC_CR) : NULL;
     PyObject *packer = adc_cr ? view_get(rv, V_PACKER) : NULL;
-    if (!packer || packer_read(packer, &open, pk) || adc_read(adc, 2, a) || list_pick(cfg, 181, pack_cfg_read, 12, c)
-        || list_pick(tcfg, 53, pack_tcfg_read, 5, tc) || fields_read(fields, pack_keys, 2, f))
+    /* (adc_cr's shape checked before anything changes, as the PACR's write of it at the end relies on it) */
+    if (!packer || packer_read(packer, &open, pk) || adc_read(adc, 2, a) || !adc_shaped(adc_cr, 2)
+        || list_pick(cfg, 181, pack_cfg_read, 12, c) || list_pick(tcfg, 53, pack_tcfg_read, 5, tc)
+        || fields_read(fields, pack_keys, 2, f))
         return -1;
     am = f[0], last = f[1];
     if ((am & 3) == am && pack_cr_read(tc[37 + am]) && adc_read(adc_cr, 2, cr))
