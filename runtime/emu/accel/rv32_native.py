@@ -134,6 +134,11 @@ OWN_BASE_NATIVE = os.environ.get("TT_EMU_OWN_BASE_NATIVE", "1") != "0"
 REGS_MEMO_NATIVE = os.environ.get("TT_EMU_REGS_MEMO_NATIVE", "1") != "0"
 
 
+# the switches above the C part keeps a copy of: module global -> the C module's setter, given the global when the
+# module loads and again by the set_* functions below
+C_SWITCHES = {"TILE_MEMO_NATIVE": "tile_memo", "OWN_BASE_NATIVE": "own_base", "REGS_MEMO_NATIVE": "regs_memo"}
+
+
 def enabled() -> bool:
     return os.environ.get("TT_RV32_NATIVE", "1") != "0"
 
@@ -145,37 +150,30 @@ def _built() -> tuple[object | None, str]:
         mod, path = native.load_extension(SOURCE, "rv32_native")
     except OSError as e:
         return None, f"Python: the C part is unavailable: {e}"
-    mod.tile_memo(TILE_MEMO_NATIVE)
-    mod.own_base(OWN_BASE_NATIVE)
-    mod.regs_memo(REGS_MEMO_NATIVE)
+    for flag, setter in C_SWITCHES.items():
+        getattr(mod, setter)(globals()[flag])
     return mod, f"C, making the bus calls of MMIO words and pushes ({path})"
 
 
-def set_tile_memo(on: bool) -> None:
-    """TILE_MEMO_NATIVE from now on (the module's memo dropped either way), where the C part is built."""
-    global TILE_MEMO_NATIVE
-    TILE_MEMO_NATIVE = on
+def _set_switch(flag: str, on: bool) -> None:
+    """The module global `flag` (one of C_SWITCHES) is `on` from now on, and so is the C part's copy, where it is built
+    (tile_memo's and regs_memo's setters also drop what their memos held)."""
+    globals()[flag] = on
     mod = _built()[0]
     if mod is not None:
-        mod.tile_memo(on)
+        getattr(mod, C_SWITCHES[flag])(on)
+
+
+def set_tile_memo(on: bool) -> None:
+    _set_switch("TILE_MEMO_NATIVE", on)
 
 
 def set_own_base(on: bool) -> None:
-    """OWN_BASE_NATIVE from now on, where the C part is built."""
-    global OWN_BASE_NATIVE
-    OWN_BASE_NATIVE = on
-    mod = _built()[0]
-    if mod is not None:
-        mod.own_base(on)
+    _set_switch("OWN_BASE_NATIVE", on)
 
 
 def set_regs_memo(on: bool) -> None:
-    """REGS_MEMO_NATIVE from now on (the module's memo dropped either way), where the C part is built."""
-    global REGS_MEMO_NATIVE
-    REGS_MEMO_NATIVE = on
-    mod = _built()[0]
-    if mod is not None:
-        mod.regs_memo(on)
+    _set_switch("REGS_MEMO_NATIVE", on)
 
 
 def _load() -> tuple[object | None, str]:
