@@ -16,14 +16,24 @@ Kernels (no compiler needed: RISC-V programs are assembled here, Tensix words co
              tile, straight into a Tensix thread.
 * `tile_long` - the same through the whole tile: TRISC1 runs the template's loop (MATH_Offset, SETRWC, setup words,
              32 x the 171 body words as .ttinsn, STALLWAIT, TTSync per tile).
-Each fixed row is timed warm, the best of 3 calls after one untimed call (best_of), as the kernel rows' launches are.
-The reference bar is ttsim at ~4 M SFPU instructions/s and ~8.5 M RISC-V instructions/s (docs/tools.md
-§2); the emulator's target (issue #12) is to reach it: `vs ttsim` >= 100 % on every row.
+Each fixed row is timed warm, the best of 3 calls after one untimed call (best_of), as the kernel rows' launches are;
+wall (`seconds`) and this process's CPU (`cpu_seconds`, the mean of the 3 calls). riscv, tile and tile_long end with a done word stored to L1
+(done_store: one instruction before `j .`, so that a target whose parked cores cannot be seen shows the end too).
+
+Against ttsim (issue #12: every row >= 1.0 against ttsim measured in the same run): with TT_SIMULATOR set, each row's
+work runs on ttsim in the same run (runtime/emu/bench_side.py): riscv, tile and tile_long their own words; sfpu and
+sfpu_mop, which ttsim has no entry for (no RISC-V), against tile's program (the same exp2 body from the replay buffer
+through TRISC1); sfpu_long against tile_long's (the same 171 words pushed by TRISC1). `vs_ttsim_same_run` (table:
+`vs ttsim`) is the row's rate over ttsim's in instructions of the same kind, wall time; `vs_ttsim_same_run_cpu` the
+same in CPU time; `identical` whether both targets ended that program in the same state (done word, Dst rows).
+`vs_ttsim` (table: `vs ref`) stays the rate over ttsim's stored reference rates TTSIM_SFPU_PER_S and
+TTSIM_RISCV_PER_S (measured on another day and host, whose speed varies 1.5x over a session: a rough bar only).
 """
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import time
 
 import numpy as np
@@ -76,6 +86,18 @@ def li(rd: int, value: int) -> list[int]:
 J_SELF = 0x0000006F
 
 
+def done_addr(core: str) -> int:
+    """The L1 word a bench program stores a nonzero word to just before it parks (`j .`): the completion signal a host
+    polls between budgets on a target whose parked cores cannot be seen (ttsim; runtime/emu/bench_side.py). It is the
+    core's launch status word (chip/layout.py STATUS_BASE), within reach of `sw rs, imm(x0)`."""
+    return layout.STATUS_BASE + layout.STATUS_STRIDE * layout.CORES.index(core)
+
+
+def done_store(reg: int, core: str) -> int:
+    """sw reg, done_addr(core)(x0): one instruction, so a row's count moves by one."""
+    return sw(reg, 0, done_addr(core))
+
+
 def exp2_body() -> list[int]:
     """One 32-lane row of an exp2-shaped SFPU sequence (9 instructions, the last one advances Dst by 2)."""
     mad = lambda a, b, c, d: E("SFPMAD", lreg_src_a=a, lreg_src_b=b, lreg_src_c=c, lreg_dest=d, instr_mod1=0)
@@ -123,6 +145,9 @@ def long_inputs() -> np.ndarray:
     return rows
 
 
+DST_RESET = E("SETRWC", rwc_cr=0, rwc_d=0, rwc_b=0, rwc_a=0, bit_mask=4, clear_ab_vld=0)     # Dst RWC := 0
+
+
 def tensix_setup() -> list[int]:
     return [E("SETC16", setc16_reg=28 + 1, setc16_value=2)]      # ADDR_MOD_DST_SEC1: Dst += 2
 
@@ -147,22 +172,21 @@ def bench_sfpu(rows: int = 4096) -> dict:
     per = 32 // len(body)                                  # rows per replay buffer load
     rec = body * per
     words = tensix_setup() + [E("REPLAY", load_mode=1, execute_while_loading=0, len=len(rec), start_idx=0)] + rec
-    reset = E("SETRWC", rwc_cr=0, rwc_d=0, rwc_b=0, rwc_a=0, bit_mask=4, clear_ab_vld=0)
     for w in words:
         tx.push(1, w)
     n0 = tx.instructions[1]
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     done_rows = 0
     replay = E("REPLAY", load_mode=0, execute_while_loading=0, len=len(rec), start_idx=0)   # (not timed)
     while done_rows < rows:
         tx.push(1, replay)
         done_rows += per
         if done_rows % 128 < per:
-            tx.push(1, reset)                              # stay inside the 512 Dst rows
+            tx.push(1, DST_RESET)                              # stay inside the 512 Dst rows
     tx.settle()                                            # deferred SFPU work (accel/deferral.py) included
-    dt = time.perf_counter() - t0
+    dt, cpu = time.perf_counter() - t0, time.process_time() - c0
     n = tx.instructions[1] - n0
-    return {"kernel": "sfpu", "sfpu_instructions": n, "seconds": dt, "per_second": n / dt,
+    return {"kernel": "sfpu", "sfpu_instructions": n, "seconds": dt, "cpu_seconds": cpu, "per_second": n / dt,
             "vs_ttsim": n / dt / TTSIM_SFPU_PER_S, "cycles": tx.tm.clock[1] - (tx.tm.first[1] or 0)}
 
 
@@ -178,18 +202,17 @@ def bench_sfpu_mop(tiles: int = 128) -> dict:
         tx.mop_cfg_write(1, i, v)
     for w in tensix_setup() + [E("REPLAY", load_mode=1, execute_while_loading=0, len=len(body), start_idx=0)] + body:
         tx.push(1, w)
-    reset = E("SETRWC", rwc_cr=0, rwc_d=0, rwc_b=0, rwc_a=0, bit_mask=4, clear_ab_vld=0)
     mop = E("MOP", mop_type=1, loop_count=0, zmask_lo16_or_loop_count=0)
     n0 = tx.instructions[1]
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     for i in range(tiles):
         if i % 4 == 0:
-            tx.push(1, reset)                              # stay inside the 512 Dst rows
+            tx.push(1, DST_RESET)                              # stay inside the 512 Dst rows
         tx.push(1, mop)
     tx.settle()
-    dt = time.perf_counter() - t0
+    dt, cpu = time.perf_counter() - t0, time.process_time() - c0
     n = tx.instructions[1] - n0
-    return {"kernel": "sfpu_mop", "sfpu_instructions": n, "seconds": dt, "per_second": n / dt,
+    return {"kernel": "sfpu_mop", "sfpu_instructions": n, "seconds": dt, "cpu_seconds": cpu, "per_second": n / dt,
             "vs_ttsim": n / dt / TTSIM_SFPU_PER_S, "cycles": tx.tm.clock[1] - (tx.tm.first[1] or 0)}
 
 
@@ -201,23 +224,23 @@ def bench_sfpu_long(tiles: int = 8) -> dict:
     tx.push(1, 0xB21D0002)                                 # ADDR_MOD_DST_SEC1: Dst RWC += 2
     n0 = tx.instructions[1]
     push = tx.push              # bound once, as tile.py's pushers bind theirs: the row times the push, not the look-up
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     for _ in range(tiles):
         for w in LONG_PROLOGUE + LONG_SETUP + LONG_BODY * 32 + LONG_EPILOGUE:
             push(1, w)
     tx.settle()
-    dt = time.perf_counter() - t0
+    dt, cpu = time.perf_counter() - t0, time.process_time() - c0
     n = tx.instructions[1] - n0 - tiles * (len(LONG_PROLOGUE) + len(LONG_EPILOGUE))
-    return {"kernel": "sfpu_long", "sfpu_instructions": n, "seconds": dt, "per_second": n / dt,
+    return {"kernel": "sfpu_long", "sfpu_instructions": n, "seconds": dt, "cpu_seconds": cpu, "per_second": n / dt,
             "vs_ttsim": n / dt / TTSIM_SFPU_PER_S, "cycles": tx.tm.clock[1] - (tx.tm.first[1] or 0),
             "checksum": int(tx.dst.rows32[192:256].astype(np.uint64).sum())}
 
 
-def launch_tile_long(tile, tiles: int) -> None:
-    """Release `tile` with TRISC1 running the compute template's long-body loop (each SFPU word pushed on its own,
-    32 row steps per tile, TTSync after each tile) over `tiles` tiles; the other cores park."""
-    tile.tensix.dst.write_rows32(0, long_inputs())
-    prog = li(7, layout.TENSIX_CFG_BASE) + li(8, LONG_CFG1) + [sw(8, 7, 4)]
+def tile_long_program(tiles: int, fill: list[int] = ()) -> list[int]:
+    """TRISC1's words for the compute template's long-body loop (each SFPU word pushed on its own, 32 row steps per
+    tile, TTSync after each tile) over `tiles` tiles; `fill` (Tensix words, dst_fill) runs once after the config
+    write. Ends with done_store(x9 = TENSIX_SYNC) and `j .`."""
+    prog = li(7, layout.TENSIX_CFG_BASE) + li(8, LONG_CFG1) + [sw(8, 7, 4)] + [ttinsn(w) for w in fill]
     prog += [ttinsn(0xB21D0002)] + li(5, tiles) + li(9, layout.TENSIX_SYNC)
     tile_loop = len(prog)
     prog += [ttinsn(w) for w in LONG_PROLOGUE + LONG_SETUP] + [i_type(32, 0, 0, 6, 0x13)]     # x6 = 32 row steps
@@ -226,20 +249,28 @@ def launch_tile_long(tile, tiles: int) -> None:
     prog += [b_type(4 * (row_loop - len(prog)), 0, 6, 1)]
     prog += [ttinsn(w) for w in LONG_EPILOGUE] + [sw(0, 9, 0), i_type(0, 9, 2, 10, 0x03)]  # TTSync: sw, then lw
     prog += [i_type(-1, 5, 0, 5, 0x13)]
-    prog += [b_type(4 * (tile_loop - len(prog)), 0, 5, 1), J_SELF]
-    launch_words(tile, {"trisc1": prog})
+    prog += [b_type(4 * (tile_loop - len(prog)), 0, 5, 1), done_store(9, "trisc1"), J_SELF]
+    return prog
+
+
+def launch_tile_long(tile, tiles: int) -> None:
+    """Release `tile` with TRISC1 running tile_long_program over `tiles` tiles on long_inputs; the other cores park."""
+    tile.tensix.dst.write_rows32(0, long_inputs())
+    launch_words(tile, {"trisc1": tile_long_program(tiles)})
 
 
 def bench_tile_long(tiles: int = 8) -> dict:
     """TRISC1 runs the compute template's long-body loop; the other cores park."""
     tile = _recording(Tile())
     launch_tile_long(tile, tiles)
+    c0 = time.process_time()
     dt = run_tile(tile, 10_000_000)
+    cpu = time.process_time() - c0
     st = tile.stats()
     n_sfpu = tiles * (len(LONG_SETUP) + 32 * len(LONG_BODY))
     n_rv = sum(st["instructions"].values())
     return {"kernel": "tile_long", "sfpu_instructions": n_sfpu, "riscv_instructions": n_rv, "seconds": dt,
-            "per_second": n_sfpu / dt, "vs_ttsim": n_sfpu / dt / TTSIM_SFPU_PER_S,
+            "cpu_seconds": cpu, "per_second": n_sfpu / dt, "vs_ttsim": n_sfpu / dt / TTSIM_SFPU_PER_S,
             "cycles": st["cycles"]["trisc1"], "tensix_cycles": st["tensix_cycles"]["issue_cycle"][1],
             "tensix_instructions": st["tensix_instructions"][1],
             "checksum": int(tile.tensix.dst.rows32[192:256].astype(np.uint64).sum())}
@@ -248,6 +279,14 @@ def bench_tile_long(tiles: int = 8) -> dict:
 def launch_words(tile, programs: dict[str, list[int]]) -> None:
     """Put hand-assembled programs (lists of RISC-V words) at each core's image slot and release all five
     (the others park at once: `j .`)."""
+    load_words(tile, programs)
+    tile.write32(layout.SOFT_RESET_0, 0)
+
+
+def load_words(tile, programs: dict[str, list[int]]) -> None:
+    """launch_words without the release: images, BRISC's vector and the other cores' reset PCs. `tile` is anything
+    with write_l1 / write32 whose cores are held in reset (a fresh emulator Tile, or a device after its host held
+    them)."""
     for core in layout.CORES:
         tile.write_l1(layout.IMAGE_SLOT[core], np.array(programs.get(core, [J_SELF]), np.uint32).tobytes())
     tile.write_l1(0, np.array([jal_x0(layout.IMAGE_SLOT["brisc"])], np.uint32).tobytes())
@@ -256,11 +295,10 @@ def launch_words(tile, programs: dict[str, list[int]]) -> None:
     tile.write32(layout.TRISC_RESET_PC_OVERRIDE, 7)
     tile.write32(layout.NCRISC_RESET_PC, layout.IMAGE_SLOT["ncrisc"])
     tile.write32(layout.NCRISC_RESET_PC_OVERRIDE, 1)
-    tile.write32(layout.SOFT_RESET_0, 0)
 
 
 def run_tile(tile, budget: int) -> float:
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     while True:
         ran = tile.run(budget)
         if ran < budget or all(not tile.running(c) for c in layout.CORES):
@@ -268,22 +306,28 @@ def run_tile(tile, budget: int) -> float:
     return time.perf_counter() - t0
 
 
+def riscv_program(iters: int) -> list[int]:
+    """BRISC's counting loop: x6 counts to `iters` (x5 counts down), then x6 is the done word (done_store)."""
+    # x5 = iters; x6 = 0; loop: addi x6, x6, 1; addi x5, x5, -1; bne x5, x0, loop; sw x6, done; j .
+    return li(5, iters) + [i_type(0, 0, 0, 6, 0x13), i_type(1, 6, 0, 6, 0x13), i_type(-1, 5, 0, 5, 0x13),
+                           b_type(-8, 0, 5, 1), done_store(6, "brisc"), J_SELF]
+
+
 def bench_riscv(iters: int = 1_000_000) -> dict:
     tile = _recording(Tile())
-    # x5 = iters; loop: addi x6, x6, 1; addi x5, x5, -1; bne x5, x0, loop; j .
-    prog = li(5, iters) + [i_type(1, 6, 0, 6, 0x13), i_type(-1, 5, 0, 5, 0x13), b_type(-8, 0, 5, 1), J_SELF]
-    launch_words(tile, {"brisc": prog})
+    launch_words(tile, {"brisc": riscv_program(iters)})
+    c0 = time.process_time()
     dt = run_tile(tile, 50_000_000)
+    cpu = time.process_time() - c0
     n = tile.instructions["brisc"]
-    return {"kernel": "riscv", "riscv_instructions": n, "seconds": dt, "per_second": n / dt,
+    return {"kernel": "riscv", "riscv_instructions": n, "seconds": dt, "cpu_seconds": cpu, "per_second": n / dt,
             "vs_ttsim": n / dt / TTSIM_RISCV_PER_S, "cycles": tile.stats()["cycles"]["brisc"]}
 
 
-def bench_tile(tiles: int = 64) -> dict:
-    """TRISC1: per tile, one MOP (outer 4 x inner 1: REPLAY of 3 rows, 8 times per tile = 24 rows... see below)."""
-    tile = _recording(Tile())
-    tile.tensix.dst.write_rows32(0, np.random.default_rng(0).standard_normal((512, 16)).astype(np.float32)
-                                 .view(np.uint32))
+def tile_program(tiles: int, fill: list[int] = ()) -> list[int]:
+    """TRISC1's words for the exp2 body through the whole tile: the MOP config through MMIO (template 1: 11 x REPLAY
+    of a 3-row recording, ~ one 32-row tile), the recording, then per tile SETRWC (Dst := 0) and one MOP; TTSync and
+    done_store(x9) at the end. `fill` (Tensix words, dst_fill) runs once first."""
     body = exp2_body()
     per = 32 // len(body)
     rec = body * per                                      # 3 rows per replay
@@ -292,9 +336,8 @@ def bench_tile(tiles: int = 64) -> dict:
               E("REPLAY", load_mode=0, execute_while_loading=0, len=len(rec), start_idx=0),
               E("NOP"), E("REPLAY", load_mode=0, execute_while_loading=0, len=len(rec), start_idx=0),
               E("REPLAY", load_mode=0, execute_while_loading=0, len=len(rec), start_idx=0)]
-    reset = E("SETRWC", rwc_cr=0, rwc_d=0, rwc_b=0, rwc_a=0, bit_mask=4, clear_ab_vld=0)
     mop = E("MOP", mop_type=1, loop_count=0, zmask_lo16_or_loop_count=0)
-    prog = []
+    prog = [ttinsn(w) for w in fill]
     # MOP config through MMIO: x7 = 0xFFB80000; sw each word
     prog += li(7, 0xFFB80000)
     for i, v in enumerate(mopcfg):
@@ -304,34 +347,104 @@ def bench_tile(tiles: int = 64) -> dict:
     prog += [ttinsn(w) for w in rec]
     prog += li(5, tiles)
     loop = len(prog)
-    prog += [ttinsn(reset), ttinsn(mop), i_type(-1, 5, 0, 5, 0x13)]
+    prog += [ttinsn(DST_RESET), ttinsn(mop), i_type(-1, 5, 0, 5, 0x13)]
     prog += [b_type(4 * (loop - len(prog)), 0, 5, 1)]
-    prog += [lui(9, 0xFFE80), i_type(4, 9, 2, 10, 0x03), J_SELF]          # TTSync, then park
-    launch_words(tile, {"trisc1": prog})
+    prog += [lui(9, 0xFFE80), i_type(4, 9, 2, 10, 0x03), done_store(9, "trisc1"), J_SELF]    # TTSync, done, park
+    return prog
+
+
+def bench_tile(tiles: int = 64) -> dict:
+    """TRISC1 runs tile_program (one MOP of 11 REPLAYs of the 3-row exp2 recording per tile) on random Dst rows; the
+    other cores park."""
+    tile = _recording(Tile())
+    tile.tensix.dst.write_rows32(0, np.random.default_rng(0).standard_normal((512, 16)).astype(np.float32)
+                                 .view(np.uint32))
+    launch_words(tile, {"trisc1": tile_program(tiles)})
+    c0 = time.process_time()
     dt = run_tile(tile, 10_000_000)
+    cpu = time.process_time() - c0
     st = tile.stats()
     n_sfpu = st["tensix_instructions"][1]
     n_rv = sum(st["instructions"].values())
     return {"kernel": "tile", "sfpu_instructions": n_sfpu, "riscv_instructions": n_rv, "seconds": dt,
-            "per_second": n_sfpu / dt, "vs_ttsim": n_sfpu / dt / TTSIM_SFPU_PER_S,
+            "cpu_seconds": cpu, "per_second": n_sfpu / dt, "vs_ttsim": n_sfpu / dt / TTSIM_SFPU_PER_S,
             "cycles": st["cycles"]["trisc1"], "tensix_cycles": st["tensix_cycles"]["issue_cycle"][1]}
 
 
+FILL_STEPS = 96      # row steps dst_fill writes: Dst slots 0..2 (rows 0..191), every input tile_long and tile read
+
+
+def dst_fill() -> list[int]:
+    """Tensix words that give Dst rows 0..191 known, positive float32 values from inside a program (ttsim's host
+    cannot write Dst): SETRWC Dst := 0 (a previous launch may have left the counter elsewhere), then per row step k
+    SFPLOADI L0 := bf16 1 + k/128, SFPSTORE L0 as float32 at Dst address 2k (the bodies' row-step addressing: rows
+    4 (k // 2) .. + 3, the columns of k's parity). One value per row step (all 32 lanes alike): the data bench_side
+    compares both targets on, not the rows' random inputs."""
+    words = [DST_RESET]
+    for k in range(FILL_STEPS):
+        words += [E("SFPLOADI", lreg_ind=0, instr_mod0=0, imm16=0x3F80 + k),
+                  E("SFPSTORE", lreg_ind=0, instr_mod0=3, sfpu_addr_mode=0, dest_reg_addr=2 * k)]
+    return words
+
+
 KERNELS = ("riscv", "sfpu", "sfpu_mop", "tile", "sfpu_long", "tile_long")
+ROWS = {"riscv": bench_riscv, "sfpu": bench_sfpu, "sfpu_mop": bench_sfpu_mop, "tile": bench_tile,
+        "sfpu_long": bench_sfpu_long, "tile_long": bench_tile_long}
+SIZES = {"riscv": (200_000, 2_000_000), "sfpu": (512, 4096), "sfpu_mop": (16, 128), "tile": (8, 64),   # (--quick,
+         "sfpu_long": (2, 8), "tile_long": (2, 8)}                                                       #  default)
 REPEAT = 3                                        # timed calls of a fixed row after one warm-up call: the best counts
-TIMES = ("seconds", "per_second", "vs_ttsim")     # what differs between the calls of a row
+TIMES = ("seconds", "cpu_seconds", "per_second", "vs_ttsim")     # what differs between the calls of a row
 
 
 def best_of(row) -> dict:
     """A fixed row measured warm, as the kernel rows' launches are (tt_backend/bench/emu.py): one untimed call (the
-    first use of each word and path), then the fastest of REPEAT calls. Each call does the same work on a fresh Tensix
-    or tile, so all but the times must be equal: a difference is an error."""
+    first use of each word and path), then the fastest of REPEAT calls, with the mean CPU time of the REPEAT (ttsim's
+    side is a mean too: bench_side.best_polled). Each call does the same work on a fresh Tensix or tile, so all but the
+    times must be equal: a difference is an error."""
     row()
     results = [row() for _ in range(REPEAT)]
     same = [{k: v for k, v in r.items() if k not in TIMES} for r in results]
     if any(s != same[0] for s in same):
         raise RuntimeError(f"bench emu: the {results[0]['kernel']} row's repeated calls differ: {same}")
-    return min(results, key=lambda r: r["seconds"])
+    best = min(results, key=lambda r: r["seconds"])
+    return dict(best, cpu_seconds=sum(r["cpu_seconds"] for r in results) / REPEAT)
+
+
+def add_ttsim(fixed: list[dict], size: dict[str, int], lib: str) -> None:
+    """The fixed rows' counterparts on ttsim in this run (runtime/emu/bench_side.py), and each row's rate over
+    ttsim's, wall (vs_ttsim_same_run) and CPU (vs_ttsim_same_run_cpu), into the rows' dicts."""
+    from tt_backend.runtime.emu import bench_side      # (it imports bench: a module-level import would be a cycle)
+    side = bench_side.measure([r["kernel"] for r in fixed], size, lib)
+    for r in fixed:
+        sim = side[r["kernel"]]
+        n = r.get("sfpu_instructions", r.get("riscv_instructions"))
+        r.update(sim, vs_ttsim_same_run=r["per_second"] / sim["ttsim_per_second"],
+                 vs_ttsim_same_run_cpu=(n / r["cpu_seconds"] / sim["ttsim_cpu_per_second"]
+                                        if sim["ttsim_cpu_per_second"] and r["cpu_seconds"] else None))
+
+
+def print_fixed(fixed: list[dict]) -> None:
+    """The fixed rows' table: the emulator's rate, its ratio to the stored reference rate (`vs ref`), and where ttsim
+    ran in this run, ttsim's rate on the counterpart program and the ratios (wall, CPU; >= 1: the emulator is at
+    least as fast) with the end-state check."""
+    if not fixed:
+        return
+    side = "ttsim_per_second" in fixed[0]
+    print(f"{'kernel':9} {'instructions':>12} {'seconds':>8} {'M instr/s':>10} {'vs ref':>8} {'cycles':>9}"
+          + (f"  {'ttsim prog':10} {'ttsim M/s':>9} {'vs ttsim':>9} {'vs (cpu)':>9} {'end state':>9}" if side else ""))
+    for r in fixed:
+        n = r.get("sfpu_instructions", r.get("riscv_instructions"))
+        line = (f"{r['kernel']:9} {n:>12} {r['seconds']:>8.3f} {r['per_second'] / 1e6:>10.3f} {r['vs_ttsim']:>7.2f}x "
+                f"{r['cycles']:>9}")
+        if side:
+            cpu = f"{r['vs_ttsim_same_run_cpu']:>8.2f}x" if r["vs_ttsim_same_run_cpu"] else f"{'-':>9}"
+            line += (f"  {r['ttsim_program']:10} {r['ttsim_per_second'] / 1e6:>9.3f} {r['vs_ttsim_same_run']:>8.2f}x "
+                     f"{cpu} {'identical' if r['identical'] else 'DIFFER':>9}")
+        print(line)
+    print(f"vs ref: the rate over ttsim's stored reference rate ({TTSIM_SFPU_PER_S / 1e6:g} M SFPU / "
+          f"{TTSIM_RISCV_PER_S / 1e6:g} M RISC-V instructions/s, another day and host)"
+          + ("; vs ttsim: over ttsim's rate on the counterpart whole-tile program in this run (sfpu, sfpu_mop: "
+             "tile's; sfpu_long: tile_long's), end state: that program's done word and Dst on both" if side else ""))
 
 
 def main(argv: list[str] | None = None, extra_rows: dict | None = None) -> int:
@@ -351,25 +464,17 @@ def main(argv: list[str] | None = None, extra_rows: dict | None = None) -> int:
     RECORD_TIMELINE = args.timeline
     if unknown := [k for k in args.kernels if k not in names]:
         ap.error(f"unknown kernel(s) {', '.join(unknown)}: choose from {', '.join(names)}")
-    q = args.quick
-    runs = {"riscv": lambda: bench_riscv(200_000 if q else 2_000_000),
-            "sfpu": lambda: bench_sfpu(512 if q else 4096),
-            "sfpu_mop": lambda: bench_sfpu_mop(16 if q else 128),
-            "tile": lambda: bench_tile(8 if q else 64),
-            "sfpu_long": lambda: bench_sfpu_long(2 if q else 8),
-            "tile_long": lambda: bench_tile_long(2 if q else 8),
-            **{k: (lambda f=f: f(q)) for k, f in extra_rows.items()}}
+    size = {k: small if args.quick else full for k, (small, full) in SIZES.items()}
+    runs = {**{k: (lambda f=f, n=size[k]: f(n)) for k, f in ROWS.items()},
+            **{k: (lambda f=f: f(args.quick)) for k, f in extra_rows.items()}}
     results = [best_of(runs[k]) if k in KERNELS else runs[k]() for k in args.kernels or names]
+    fixed = [r for r in results if r["kernel"] in KERNELS]
+    if fixed and os.environ.get("TT_SIMULATOR"):
+        add_ttsim(fixed, size, os.environ["TT_SIMULATOR"])
     if args.json:
         print(json.dumps(results))
         return 0
-    fixed = [r for r in results if r["kernel"] in KERNELS]
-    if fixed:
-        print(f"{'kernel':9} {'instructions':>14} {'seconds':>8} {'M instr/s':>10} {'vs ttsim':>9} {'cycles':>10}")
-    for r in fixed:
-        n = r.get("sfpu_instructions", r.get("riscv_instructions"))
-        print(f"{r['kernel']:9} {n:>14} {r['seconds']:>8.2f} {r['per_second'] / 1e6:>10.3f} {r['vs_ttsim']:>8.1%} "
-              f"{r['cycles']:>10}")
+    print_fixed(fixed)
     launched = [r for r in results if r["kernel"] not in KERNELS]
     if launched:
         print(f"\n{'kernel':15} {'plan':20} {'emu s':>8} {'ttsim s':>8} {'vs ttsim':>9} {'emu cpu':>8} {'ttsim cpu':>9} "

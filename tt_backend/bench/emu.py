@@ -9,15 +9,14 @@ Kernel rows:
 The `vs ttsim` columns of a kernel row are ttsim's best launch time over the emulator's (>= 1: the emulator is at
 least as fast), in wall time and in CPU time (this process plus its children, ttsim's process included: the figure
 that holds on a machine shared with other work; /proc's 10 ms ticks); `identical` says whether both targets wrote the
-same output bytes. The fixed rows keep their rate against
-ttsim's reference rates (runtime/emu/bench.py).
+same output bytes. With TT_SIMULATOR set the fixed rows are measured against ttsim in the same run too, on the
+whole-tile program of their work (runtime/emu/bench_side.py: `vs ttsim` there, their `vs ref` column the rate over
+ttsim's stored reference rate).
 """
 from __future__ import annotations
 
 import os
-import time
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 from tinygrad import Tensor
@@ -31,6 +30,7 @@ from tt_backend.lowering.select import lower
 from tt_backend.placement_eval import placer
 from tt_backend.runtime.compile import compile_kernel
 from tt_backend.runtime.emu import bench as fixed
+from tt_backend.runtime.emu.bench_side import cpu_since, cpu_start
 from tt_backend.runtime.emu.device import EmuDevice
 from tt_backend.runtime.ttsim_device import TtsimDevice
 
@@ -71,32 +71,14 @@ QUICK_ROWS = {"elementwise512": KernelRow(lambda: elementwise_plan(128), element
 REPEAT = 3     # warm launches per target; the best counts
 
 
-def children_cpu() -> float:
-    """CPU seconds of this process's live child processes (ttsim runs in one), from /proc; 0 where there is none."""
-    total, me = 0, os.getpid()
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            f = stat.read_text().rsplit(")", 1)[1].split()     # after "pid (comm)": state ppid ... utime stime
-        except (OSError, IndexError):
-            continue
-        if int(f[1]) == me:
-            total += int(f[11]) + int(f[12])
-    return total / os.sysconf("SC_CLK_TCK")
-
-
-def cpu_now() -> float:
-    """CPU seconds of this process and its children: what a launch costs whoever else shares the machine."""
-    return time.process_time() + children_cpu()
-
-
 def best_launch(dev, plan, arrays, elfs, repeat: int) -> tuple[bytes, float, float]:
     """One warm-up launch, then the best of `repeat`: (the output bytes, wall seconds, CPU seconds)."""
     out, _ = launch_plan(dev, plan, arrays, elfs)
     walls, cpus = [], []
     for _ in range(repeat):
-        c0 = cpu_now()
+        c0 = cpu_start()
         walls.append(launch_plan(dev, plan, arrays, elfs)[1])
-        cpus.append(cpu_now() - c0)
+        cpus.append(cpu_since(c0))
     return out, min(walls), min(cpus)
 
 
