@@ -13,11 +13,12 @@ How ttsim runs a program: the host holds every core in reset, clears the program
 budgets, reading the done word between them (a parked core spins on `j .` forever: the done word is the only sign of
 the end both targets show). Two untimed launches first find the clocks to the end to FINE_CLOCKS (end_clocks); each
 timed launch then advances that many clocks at once and polls on from there, so the host's polling costs ttsim at
-most FINE_CLOCKS extra clocks and a read or two. (ttsim's TRISC pushes cost few clocks: tile_long's 8 tiles end within
-1,000 of them, the emulator's cycle model says 48,800; BRISC's loop takes a clock an instruction on both.) Warm: the best wall time of REPEAT launches, as the emulator's row is the best of REPEAT
-calls (best_polled); CPU (this process plus ttsim's, /proc's 10 ms ticks) as the mean over those launches and more,
-until they fill CPU_WINDOW_S, since one launch of the SFPU programs is only a few ticks long (the emulator's row: the
-mean CPU of its REPEAT calls).
+most FINE_CLOCKS extra clocks and a read or two (ttsim's TRISC pushes cost few clocks: tile_long's 8 tiles end within
+600 of them, where the emulator's cycle model says 48,820; BRISC's loop takes a clock an instruction on both). Warm:
+the best wall time of REPEAT launches, as the emulator's row is the best of REPEAT calls (best_polled); CPU (this
+process plus ttsim's, /proc's 10 ms ticks) as the mean over those launches and more, until they fill CPU_WINDOW_S,
+since one launch of the SFPU programs is only a few ticks long (the emulator's row: the mean CPU of its REPEAT
+calls).
 
 What the two targets are checked on: the done word (riscv: BRISC's count, the loop's whole result) and, for the
 programs that compute in Dst, the Dst rows they read and write, from ttsim's debug array read against the emulator's
@@ -41,7 +42,7 @@ from tt_backend.runtime.emu.device import EmuDevice
 from tt_backend.runtime.emu.riscv_dst import dst32_to_cpu
 from tt_backend.runtime.emu.tile import Tile
 
-REPEAT = 3                    # timed launches on ttsim after one untimed one, at least; the best wall time counts
+REPEAT = 3                    # timed launches on ttsim after the untimed ones, at least; the best wall time counts
 CPU_WINDOW_S = 0.3            # ... and as many more as fill this much wall time (at most MAX_LAUNCHES): CPU's mean
 MAX_LAUNCHES = 50
 POLL_CLOCKS = 1000            # clocks between two reads of the done word while looking for the end ...
@@ -181,6 +182,7 @@ def end_state(dev, prog: SideProgram, dst: Callable[[int], np.ndarray]) -> dict:
 
 
 def same_state(a: dict, b: dict) -> bool:
+    """Two end_state results alike: the same done word and, where compared, bit-identical Dst rows."""
     return a["done"] == b["done"] and ((a["dst"] is None and b["dst"] is None) or np.array_equal(a["dst"], b["dst"]))
 
 
