@@ -17,8 +17,9 @@ Kernels (no compiler needed: RISC-V programs are assembled here, Tensix words co
 * `tile_long` - the same through the whole tile: TRISC1 runs the template's loop (MATH_Offset, SETRWC, setup words,
              32 x the 171 body words as .ttinsn, STALLWAIT, TTSync per tile).
 Each fixed row is timed warm, the best of 3 calls after one untimed call (best_of), as the kernel rows' launches are;
-wall (`seconds`) and this process's CPU (`cpu_seconds`, the mean of the 3 calls). riscv, tile and tile_long end with a done word stored to L1
-(done_store: one instruction before `j .`, so that a target whose parked cores cannot be seen shows the end too).
+wall (`seconds`) and this process's CPU (`cpu_seconds`, the mean of the 3 calls). riscv, tile and tile_long end with
+a done word stored to L1 (done_store: one instruction before `j .`, so that a target whose parked cores cannot be seen
+shows the end too).
 
 Against ttsim (issue #12: every row >= 1.0 against ttsim measured in the same run): with TT_SIMULATOR set, each row's
 work runs on ttsim in the same run (runtime/emu/bench_side.py): riscv, tile and tile_long their own words; sfpu and
@@ -182,7 +183,7 @@ def bench_sfpu(rows: int = 4096) -> dict:
         tx.push(1, replay)
         done_rows += per
         if done_rows % 128 < per:
-            tx.push(1, DST_RESET)                              # stay inside the 512 Dst rows
+            tx.push(1, DST_RESET)                          # stay inside the 512 Dst rows
     tx.settle()                                            # deferred SFPU work (accel/deferral.py) included
     dt, cpu = time.perf_counter() - t0, time.process_time() - c0
     n = tx.instructions[1] - n0
@@ -207,7 +208,7 @@ def bench_sfpu_mop(tiles: int = 128) -> dict:
     t0, c0 = time.perf_counter(), time.process_time()
     for i in range(tiles):
         if i % 4 == 0:
-            tx.push(1, DST_RESET)                              # stay inside the 512 Dst rows
+            tx.push(1, DST_RESET)                          # stay inside the 512 Dst rows
         tx.push(1, mop)
     tx.settle()
     dt, cpu = time.perf_counter() - t0, time.process_time() - c0
@@ -298,7 +299,7 @@ def load_words(tile, programs: dict[str, list[int]]) -> None:
 
 
 def run_tile(tile, budget: int) -> float:
-    t0, c0 = time.perf_counter(), time.process_time()
+    t0 = time.perf_counter()
     while True:
         ran = tile.run(budget)
         if ran < budget or all(not tile.running(c) for c in layout.CORES):
@@ -407,20 +408,9 @@ def best_of(row) -> dict:
     if any(s != same[0] for s in same):
         raise RuntimeError(f"bench emu: the {results[0]['kernel']} row's repeated calls differ: {same}")
     best = min(results, key=lambda r: r["seconds"])
+    if "cpu_seconds" not in best:
+        return best
     return dict(best, cpu_seconds=sum(r["cpu_seconds"] for r in results) / REPEAT)
-
-
-def add_ttsim(fixed: list[dict], size: dict[str, int], lib: str) -> None:
-    """The fixed rows' counterparts on ttsim in this run (runtime/emu/bench_side.py), and each row's rate over
-    ttsim's, wall (vs_ttsim_same_run) and CPU (vs_ttsim_same_run_cpu), into the rows' dicts."""
-    from tt_backend.runtime.emu import bench_side      # (it imports bench: a module-level import would be a cycle)
-    side = bench_side.measure([r["kernel"] for r in fixed], size, lib)
-    for r in fixed:
-        sim = side[r["kernel"]]
-        n = r.get("sfpu_instructions", r.get("riscv_instructions"))
-        r.update(sim, vs_ttsim_same_run=r["per_second"] / sim["ttsim_per_second"],
-                 vs_ttsim_same_run_cpu=(n / r["cpu_seconds"] / sim["ttsim_cpu_per_second"]
-                                        if sim["ttsim_cpu_per_second"] and r["cpu_seconds"] else None))
 
 
 def print_fixed(fixed: list[dict]) -> None:
@@ -447,9 +437,11 @@ def print_fixed(fixed: list[dict]) -> None:
              "tile's; sfpu_long: tile_long's), end state: that program's done word and Dst on both" if side else ""))
 
 
-def main(argv: list[str] | None = None, extra_rows: dict | None = None) -> int:
+def main(argv: list[str] | None = None, extra_rows: dict | None = None, side=None) -> int:
     """`extra_rows`: name -> (quick) -> result dict of a row measured side by side on the emulator and ttsim (the
-    kernel rows tt_backend/bench/emu.py adds: they need the lowering, which the runtime does not import)."""
+    kernel rows tt_backend/bench/emu.py adds: they need the lowering, which the runtime does not import). `side`:
+    (fixed rows' results, their sizes, libttsim path) -> None, which adds the rows' ttsim figures when TT_SIMULATOR
+    is set (bench_side.add_ttsim, which tt_backend/bench/emu.py passes: bench_side imports this module)."""
     extra_rows = extra_rows or {}
     names = KERNELS + tuple(extra_rows)
     ap = argparse.ArgumentParser(prog="python -m tt_backend bench emu", description=__doc__.split("\n")[0])
@@ -469,8 +461,8 @@ def main(argv: list[str] | None = None, extra_rows: dict | None = None) -> int:
             **{k: (lambda f=f: f(args.quick)) for k, f in extra_rows.items()}}
     results = [best_of(runs[k]) if k in KERNELS else runs[k]() for k in args.kernels or names]
     fixed = [r for r in results if r["kernel"] in KERNELS]
-    if fixed and os.environ.get("TT_SIMULATOR"):
-        add_ttsim(fixed, size, os.environ["TT_SIMULATOR"])
+    if fixed and side and os.environ.get("TT_SIMULATOR"):
+        side(fixed, size, os.environ["TT_SIMULATOR"])
     if args.json:
         print(json.dumps(results))
         return 0

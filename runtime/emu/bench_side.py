@@ -1,5 +1,5 @@
-"""`bench emu`'s fixed rows measured against ttsim in the same run (runtime/emu/bench.py calls `measure` when
-TT_SIMULATOR is set).
+"""`bench emu`'s fixed rows measured against ttsim in the same run (add_ttsim: runtime/emu/bench.py's main calls it
+when TT_SIMULATOR is set, given it by tt_backend/bench/emu.py).
 
 ttsim runs whole-tile programs only, so each fixed row is compared with the whole-tile program of its work
 (COUNTERPART): riscv, tile and tile_long with their own RISC-V words; sfpu and sfpu_mop (the exp2 body pushed straight
@@ -41,6 +41,7 @@ from tt_backend.runtime.emu import bench
 from tt_backend.runtime.emu.device import EmuDevice
 from tt_backend.runtime.emu.riscv_dst import dst32_to_cpu
 from tt_backend.runtime.emu.tile import Tile
+from tt_backend.runtime.ttsim_device import TtsimDevice
 
 REPEAT = 3                    # timed launches on ttsim after the untimed ones, at least; the best wall time counts
 CPU_WINDOW_S = 0.3            # ... and as many more as fill this much wall time (at most MAX_LAUNCHES): CPU's mean
@@ -207,9 +208,8 @@ def on_ttsim(sim, prog: SideProgram, emu_cycles: int) -> tuple[dict, dict]:
 def measure(rows: list[str], sizes: dict[str, int], lib: str) -> dict[str, dict]:
     """For each fixed row in `rows`, its counterpart program's figures on ttsim (one ttsim process for all):
     ttsim_program, ttsim_instructions, ttsim_seconds, ttsim_cpu_seconds, ttsim_per_second, ttsim_cpu_per_second,
-    ttsim_clocks, ttsim_launches and identical (the emulator and ttsim ended the program in the same state). `sizes`: the size
-    (iterations or tiles) each counterpart program runs at, the row's own."""
-    from tt_backend.runtime.ttsim_device import TtsimDevice      # (the emulator's bench runs without ttsim)
+    ttsim_clocks, ttsim_launches and identical (the emulator and ttsim ended the program in the same state).
+    `sizes`: the size (iterations or tiles) each counterpart program runs at, the row's own."""
     wanted = sorted({COUNTERPART[r] for r in rows if r in COUNTERPART})
     out = {}
     with TtsimDevice(lib) as sim:
@@ -223,3 +223,15 @@ def measure(rows: list[str], sizes: dict[str, int], lib: str) -> dict[str, dict]
                          "ttsim_clocks": timing["clocks"], "ttsim_launches": timing["launches"],
                          "identical": same_state(emu_state, sim_state)}
     return {r: out[COUNTERPART[r]] for r in rows if r in COUNTERPART}
+
+
+def add_ttsim(fixed: list[dict], size: dict[str, int], lib: str) -> None:
+    """bench.main's `side`: the fixed rows' counterparts measured on ttsim (measure) and each row's rate over ttsim's,
+    wall (vs_ttsim_same_run) and CPU (vs_ttsim_same_run_cpu), into the rows' dicts."""
+    side = measure([r["kernel"] for r in fixed], size, lib)
+    for r in fixed:
+        sim = side[r["kernel"]]
+        n = r.get("sfpu_instructions", r.get("riscv_instructions"))
+        r.update(sim, vs_ttsim_same_run=r["per_second"] / sim["ttsim_per_second"],
+                 vs_ttsim_same_run_cpu=(n / r["cpu_seconds"] / sim["ttsim_cpu_per_second"]
+                                        if sim["ttsim_cpu_per_second"] and r["cpu_seconds"] else None))

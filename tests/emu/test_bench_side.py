@@ -12,6 +12,7 @@ from tt_backend.chip import layout
 from tt_backend.runtime.emu import bench, bench_side
 from tt_backend.runtime.emu.device import EmuDevice
 from tt_backend.runtime.emu.tile import Tile
+from tt_backend.runtime.ttsim_device import TtsimDevice
 
 
 def _emu_device() -> tuple[Tile, EmuDevice]:
@@ -70,7 +71,7 @@ def test_side_programs_are_the_rows_words():
 
 def test_rows_keep_their_keys_without_ttsim(monkeypatch, capsys):
     monkeypatch.delenv("TT_SIMULATOR", raising=False)
-    assert bench.main(["--quick", "--json", "riscv", "tile_long"]) == 0
+    assert bench.main(["--quick", "--json", "riscv", "tile_long"], side=bench_side.add_ttsim) == 0
     rows = json.loads(capsys.readouterr().out)
     assert [r["kernel"] for r in rows] == ["riscv", "tile_long"]
     for r in rows:
@@ -83,7 +84,6 @@ def test_rows_keep_their_keys_without_ttsim(monkeypatch, capsys):
 def test_ttsim_ends_in_the_emulators_state(ttsim_lib, name, size):
     """The same program on ttsim: its done word and Dst rows (the debug array read) equal the emulator's; a Dst that
     differs in one bit is told apart."""
-    from tt_backend.runtime.ttsim_device import TtsimDevice
     prog = bench_side.side_program(name, size)
     emu_state, _, cycles = bench_side.on_emulator(prog)
     with TtsimDevice(ttsim_lib) as sim:
@@ -99,10 +99,18 @@ def test_ttsim_ends_in_the_emulators_state(ttsim_lib, name, size):
 
 def test_bench_emu_measures_fixed_rows_on_ttsim(ttsim_lib, monkeypatch, capsys):
     monkeypatch.setenv("TT_SIMULATOR", ttsim_lib)
-    assert bench.main(["--quick", "--json", "sfpu", "sfpu_long", "riscv"]) == 0
+    assert bench.main(["--quick", "--json", "sfpu", "sfpu_long", "riscv"], side=bench_side.add_ttsim) == 0
     rows = {r["kernel"]: r for r in json.loads(capsys.readouterr().out)}
     assert rows["sfpu"]["ttsim_program"] == "tile" and rows["sfpu_long"]["ttsim_program"] == "tile_long"
     for r in rows.values():
         assert r["identical"] is True
         assert r["vs_ttsim_same_run"] == pytest.approx(r["per_second"] / r["ttsim_per_second"])
     assert rows["riscv"]["ttsim_instructions"] == rows["riscv"]["riscv_instructions"]
+
+
+def test_best_of_keeps_the_fastest_call_with_the_mean_cpu():
+    """best_of: the fastest call's figures, CPU the mean of the timed calls (ttsim's side is a mean as well)."""
+    calls = iter([(9.0, 9.0), (0.3, 0.3), (0.1, 0.2), (0.2, 0.4)])          # (seconds, cpu_seconds); first untimed
+    row = lambda: dict(zip(("seconds", "cpu_seconds"), next(calls)), kernel="k", cycles=1)
+    best = bench.best_of(row)
+    assert best["seconds"] == 0.1 and best["cpu_seconds"] == pytest.approx(0.3)

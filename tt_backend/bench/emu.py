@@ -30,7 +30,7 @@ from tt_backend.lowering.select import lower
 from tt_backend.placement_eval import placer
 from tt_backend.runtime.compile import compile_kernel
 from tt_backend.runtime.emu import bench as fixed
-from tt_backend.runtime.emu.bench_side import cpu_since, cpu_start
+from tt_backend.runtime.emu.bench_side import add_ttsim, cpu_since, cpu_start
 from tt_backend.runtime.emu.device import EmuDevice
 from tt_backend.runtime.ttsim_device import TtsimDevice
 
@@ -105,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
     def row(name: str):
         return lambda quick: run_kernel_row(name, (QUICK_ROWS if quick else KERNEL_ROWS)[name], lib, REPEAT)
 
-    return fixed.main(argv, extra_rows={name: row(name) for name in KERNEL_ROWS})
+    return fixed.main(argv, extra_rows={name: row(name) for name in KERNEL_ROWS}, side=add_ttsim)
 
 
 if __name__ == "__main__":
