@@ -129,18 +129,24 @@ clear:
  * int key cost some 550 instructions a word (SFPU words differ mostly in their high bits, and the dicts' slots are
  * chosen by the low ones). Open addressing over 4 slots (a long body has some 140 distinct words); valid while both
  * dicts are the ones it was filled from with the version tags they had then (they change when a word is first
- * decoded or the SFPU is replaced), emptied otherwise. The objects are borrowed: the dicts hold them. */
+ * decoded or the SFPU is replaced), emptied otherwise, by a new epoch (a slot of an older one is free: the memset of
+ * the table had cost sfpu_long ~9 instructions a word, its dicts' tags change some four times a tile). The objects
+ * are borrowed: the dicts hold them. */
 #define WORD_MEMO 512      /* (a power of 2) */
 #define WORD_PROBES 4
-typedef struct { uint32_t w; PyObject *fast, *rec; } word_entry;
-static struct { PyObject *fastd, *cwordd; uint64_t vf, vc; word_entry e[WORD_MEMO]; } word_memo;
+typedef struct { uint32_t w; PyObject *fast, *rec; uint64_t epoch; } word_entry;
+static struct {
+    PyObject *fastd, *cwordd;
+    uint64_t vf, vc, epoch;         /* (the slots start in epoch 0, the first fill makes it 1) */
+    word_entry e[WORD_MEMO];
+} word_memo;
 
 /* the entry of word w (fast NULL: an error set) */
 static word_entry word_facts_of(PyObject *fastd, PyObject *cwordd, PyObject *word, uint32_t w) {
     word_entry miss = {0};
     if (word_memo.fastd != fastd || word_memo.cwordd != cwordd || dict_version(fastd) != word_memo.vf
         || dict_version(cwordd) != word_memo.vc) {
-        memset(&word_memo, 0, sizeof word_memo);
+        word_memo.epoch++;
         word_memo.fastd = fastd, word_memo.cwordd = cwordd;
         word_memo.vf = dict_version(fastd), word_memo.vc = dict_version(cwordd);
     }
@@ -148,7 +154,7 @@ static word_entry word_facts_of(PyObject *fastd, PyObject *cwordd, PyObject *wor
     word_entry *e = NULL;
     for (int j = 0; j < WORD_PROBES; j++) {
         word_entry *x = &word_memo.e[(k + j) % WORD_MEMO];
-        if (!x->fast) {
+        if (x->epoch != word_memo.epoch) {
             e = x;
             break;
         }
@@ -161,7 +167,7 @@ static word_entry word_facts_of(PyObject *fastd, PyObject *cwordd, PyObject *wor
             miss.fast = Py_None;
         return miss;
     }
-    word_entry found = {w, fast, rec};
+    word_entry found = {w, fast, rec, word_memo.epoch};
     if (e)                          /* (all four slots taken: not kept) */
         *e = found;
     return found;
