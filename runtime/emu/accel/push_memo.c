@@ -246,7 +246,7 @@ static int push_fast(PyObject *tx, long long th, PyObject *thread_o, PyObject *w
         && (!is_mem || (mem = dst_access(tx, thobj, m->tm, io.cfg0, io.cfg1)))) {
         PyObject *all[16] = {m->ctx, word, NULL, NULL, NULL, m->cword, m->dq, NULL, c0, c1, thread_o, NULL, NULL, NULL,
                              NULL, is_mem ? mem : Py_None};
-        r = sfpu_run_io(all, 16, 1, 1, &io);
+        r = sfpu_run_body(all, 16, 1, 1, &io);
     }
     Py_DECREF(c0);
     Py_DECREF(c1);
