@@ -395,6 +395,10 @@ __attribute__((always_inline)) static inline int slot_ll(PyObject *st, int k, lo
         PyErr_SetString(PyExc_AttributeError, "sfpu_issue: an SfpuTiming slot is unset");
         return -1;
     }
+    if (PyBool_Check(v)) {      /* (`strict`, a bool in every class: get_ll's general case had read it, ~35 a call) */
+        *out = v == Py_True;
+        return 0;
+    }
     return get_ll(v, "SfpuTiming slot", out);
 }
 
