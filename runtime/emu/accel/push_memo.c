@@ -238,7 +238,8 @@ static int push_fast(PyObject *tx, long long th, PyObject *thread_o, PyObject *w
         return 0;
     PyObject *c0 = Py_NewRef(PyList_GET_ITEM(m->cfg, 0)), *c1 = Py_NewRef(PyList_GET_ITEM(m->cfg, 1)), *r = NULL;
     PyObject *mem = NULL;
-    run_io io = {facts.rec, 1, blocked != Py_None, th};      /* (the run's integer arguments as C values) */
+    run_io io;                  /* the run's integer arguments as C values (each input set: no zeroing of the rest) */
+    io.rec0 = facts.rec, io.c_in = 1, io.was_blocked = blocked != Py_None, io.th = th, io.j = 0;
     io.fl = m->fl, io.latch_block = latch_block;
     io.event_t = m->ts->event_t;
     if (!get_ll(t_o, "t", &io.t)

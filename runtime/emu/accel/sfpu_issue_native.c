@@ -3371,7 +3371,22 @@ static PyObject *push_entry(PyObject *self, PyObject *const *args, size_t nargsf
         if (entry_read())
             return NULL;
         if (entry_now.on) {
-            PyObject *a[7] = {args[0], args[1], args[2], nargs == 4 ? args[3] : zero, entry_now.dq_max,
+            PyObject *t_o = nargs == 4 ? args[3] : zero;
+            if (entry_now.memo) {       /* push_one's first step, push_fast, without its argument vector (where it
+                                         * declines, push_one asks it again: ~1 % of sfpu_long's words, then the full
+                                         * path, which fills the memo) */
+                long long th, w;
+                if (get_ll(args[1], "thread", &th) || get_ll(args[2], "word", &w))
+                    return NULL;
+                if (th >= 0 && th <= 2 && w >= 0 && w <= 0xFFFFFFFFll) {
+                    PyObject *taken_t;
+                    int taken = push_fast(args[0], th, args[1], args[2], (uint32_t)w, t_o, entry_now.dq_max,
+                                          &taken_t);
+                    if (taken)
+                        return taken > 0 ? taken_t : NULL;
+                }
+            }
+            PyObject *a[7] = {args[0], args[1], args[2], t_o, entry_now.dq_max,
                               entry_now.replays ? Py_True : Py_False, entry_now.memo ? Py_True : Py_False};
             PyObject *r = push_one(self, a, 7);
             if (r != Py_None)
