@@ -1167,3 +1167,21 @@ def test_shared_facts_identical(seed, monkeypatch):
             _same_or_same_error(x, y)
     first, third = txs[0], txs[2]
     assert any(third._fast[w] is first._fast[w] for w in bench.LONG_BODY if first._fast.get(w) is not None)
+
+
+def test_shared_facts_follow_an_instance_override(monkeypatch):
+    """A Tensix whose instance overrides deferral_of (a test's spy) gets what its override says, not the facts other
+    Tensixes shared (deferral.SHARED_FACTS)."""
+    monkeypatch.setattr(deferral, "SHARED_FACTS", True)
+    monkeypatch.setattr(deferral, "_SHARED_FAST", {})
+    _tti_run(bench.LONG_BODY, setup=bench.LONG_SETUP, cfg1=bench.LONG_CFG1, tiles=1, rows=2)
+    assert deferral._SHARED_FAST
+    tx = tensix.Tensix(np.zeros(layout.L1_SIZE, np.uint8), strict=True)
+    tx.deferral_of = lambda *args: None                      # nothing deferred
+    tx.dst.write_rows32(0, np.random.default_rng(0).standard_normal((512, 16)).astype(np.float32).view(np.uint32))
+    tx.cfg_write(1, bench.LONG_CFG1)
+    tx.push(1, E("SETC16", setc16_reg=29, setc16_value=2))
+    for w in list(bench.LONG_SETUP) + list(bench.LONG_BODY):
+        tx.push(1, w)
+    tx.settle()
+    assert tx._fast and all(v is None for v in tx._fast.values()) and not tx._cword

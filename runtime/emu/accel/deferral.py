@@ -471,7 +471,7 @@ class DeferralMixin:
     def _shared_key(self, w: int, handler, reserved: int) -> tuple | None:
         """_SHARED_FAST's key for word w on this Tensix, or None where the shared facts may not be used (switched off,
         the word's deferral facts already derived here, or an instance override of a method that derives them)."""
-        if not SHARED_FACTS or w in self._defer_info or not _FACT_METHODS.isdisjoint(self.__dict__):
+        if not SHARED_FACTS or w in self._defer_info or not self.__dict__.keys().isdisjoint(_FACT_METHODS):
             return None
         cls = type(self)           # (its methods and the functions they call: a test's patch of one is followed)
         derive = (cls.deferral_of, cls._defer_static, cls.check_sfpu_operands, sfpu_batch.batchable,
