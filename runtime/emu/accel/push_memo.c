@@ -22,6 +22,7 @@
 
 typedef struct {
     PyObject *tx, *txd, *tm, *tmd, *thobj, *stiming;
+    PyObject **txdp, **tmdp;          /* where tx's and tm's dict pointers are (fixed for a fixed-size object) */
     uint64_t vtx, vtm;
     unsigned int tv_tx, tv_tm, tv_th, tv_st, tv_latch;
     PyTypeObject *latch_tp;           /* the latch's class (NULL: none was latched) and its `block` slot */
@@ -109,6 +110,9 @@ static void push_memo_fill(PyObject *tx, long long th, long long fl) {
         if ((m->block_off = slot_offset(m->latch_tp, s_block)) < 0 || !(m->tv_latch = type_tag(m->latch_tp)))
             goto clear;
     }
+    if (Py_TYPE(tx)->tp_itemsize || Py_TYPE(tm)->tp_itemsize || !(m->txdp = _PyObject_GetDictPtr(tx))
+        || !(m->tmdp = _PyObject_GetDictPtr(tm)))
+        goto clear;                /* (a variable-size object's dict pointer moves with its size) */
     m->txd = txd, m->tm = tm, m->tmd = tmd, m->thobj = thobj, m->stiming = st;
     m->threads = threads, m->fast = v[1], m->cword = v[2], m->dq = v[4], m->ctx = ctx, m->cfg = v[6];
     m->fl = fl;
@@ -189,14 +193,12 @@ static push_memo *push_memo_valid(PyObject *tx, long long th) {
     push_memo *m = &push_memos[th];
     if (m->tx != tx || type_tag(Py_TYPE(tx)) != m->tv_tx)
         return NULL;
-    PyObject **dp = _PyObject_GetDictPtr(tx);
-    if (!dp || *dp != m->txd || dict_version(m->txd) != m->vtx)
+    if (*m->txdp != m->txd || dict_version(m->txd) != m->vtx)      /* (the same object: its dict pointer's place) */
         return NULL;
     if (PyList_GET_SIZE(m->threads) <= th || PyList_GET_ITEM(m->threads, th) != m->thobj
         || type_tag(Py_TYPE(m->thobj)) != m->tv_th || type_tag(Py_TYPE(m->tm)) != m->tv_tm)
         return NULL;
-    PyObject **tdp = _PyObject_GetDictPtr(m->tm);
-    if (!tdp || *tdp != m->tmd || dict_version(m->tmd) != m->vtm || type_tag(Py_TYPE(m->stiming)) != m->tv_st)
+    if (*m->tmdp != m->tmd || dict_version(m->tmd) != m->vtm || type_tag(Py_TYPE(m->stiming)) != m->tv_st)
         return NULL;
     return m;
 }
