@@ -435,8 +435,9 @@ static int set_slot(PyObject *st, int k, PyObject *v) {      /* (steals v) */
     return 0;
 }
 
-/* set_slot of the integer v (mad_macro: its truth) */
-static int set_slot_ll(PyObject *st, int k, long long v) {
+/* set_slot of the integer v (mad_macro: its truth); the member cases in line (the issue writes busy_until for most
+ * words) */
+__attribute__((always_inline)) static inline int set_slot_ll(PyObject *st, int k, long long v) {
     char *p = (char *)st + timing_off[k];
     if (timing_kind[k] == T_LONGLONG) {
         *(long long *)p = v;
@@ -549,7 +550,7 @@ __attribute__((always_inline)) static inline PyObject *sfpu_run_body(PyObject *c
     const long long *ring = S->taken[th];
     /* Dst access: the thread's config and RWCs, Dst's rows written, the FPU's last Dst writes */
     PyObject *cfg_l = NULL, *rwc_d = NULL, *fpu_w = NULL;
-    long long rwc[6] = {0}, src_mode = 0;
+    long long rwc[6] = {0}, rwc0[6] = {0}, src_mode = 0;     /* rwc0: the RWCs as read (only changed ones written) */
     Py_buffer written;             /* (filled by PyObject_GetBuffer with a Dst access; else only these two are read) */
     written.obj = NULL, written.buf = NULL;
     if (mem != Py_None) {
@@ -565,6 +566,7 @@ __attribute__((always_inline)) static inline PyObject *sfpu_run_body(PyObject *c
             }
             if (get_ll(v, "RWC", &rwc[k]))
                 return NULL;
+            rwc0[k] = rwc[k];
         }
         if (get_ll(PyTuple_GET_ITEM(mem, 4), "mode", &src_mode)
             || PyObject_GetBuffer(PyTuple_GET_ITEM(mem, 2), &written, PyBUF_WRITABLE) < 0)
@@ -760,6 +762,8 @@ __attribute__((always_inline)) static inline PyObject *sfpu_run_body(PyObject *c
         goto fail;
     if (last_mem >= 0) {
         for (int k = 0; k < 6; k++) {
+            if (rwc[k] == rwc0[k])      /* (an RWC the words left as it was keeps its int: ~1 in 6 changes) */
+                continue;
             PyObject *v = PyLong_FromLongLong(rwc[k]);
             int bad = !v || PyDict_SetItem(rwc_d, rwc_keys[k], v) < 0;
             Py_XDECREF(v);
