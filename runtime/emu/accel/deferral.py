@@ -56,11 +56,11 @@ _UNSET = object()
 # A word's deferral facts (_fast_info: deferral_of's tuple, the entry points' `fast` tuple, word_facts' C facts) and
 # its sfpu_native record (_record) are pure functions of its static decode and a few settings, shared by every
 # Tensix (tensix.py's SHARED_DECODE shares the decode): before, each new Tensix derived them again for every word it
-# met, its first tile's ~150 words through push_python (bench emu's sfpu_long makes a Tensix a call: ~1/10 of the
-# row's time). Keyed by what they depend on (the class, the word, strict, whether the SFPU is the plain SFPU,
-# DEFER_SFPU, whether the word has a handler) and taken only where the decode gave the same fields object and the
-# instance overrides none of the methods that derive them. TT_EMU_SHARED_FACTS=0: each instance derives its own (a
-# Python cache, hence no `_NATIVE` in its name).
+# met (bench emu's sfpu_long makes a Tensix a call: its first tile's ~150 words, ~3 M x86 instructions of the call's
+# 140 M). Keyed by what they depend on (the class, the methods and functions that derive them, the word, strict,
+# whether the SFPU is the plain SFPU, DEFER_SFPU, whether the word has a handler, its reserved bits) and taken only
+# where the decode gave the same fields object and the instance overrides none of the methods that derive them.
+# TT_EMU_SHARED_FACTS=0: each instance derives its own (a Python cache, hence no `_NATIVE` in its name).
 SHARED_FACTS = os.environ.get("TT_EMU_SHARED_FACTS", "1") != "0"
 _SHARED_FAST: dict[tuple, tuple] = {}       # key above -> (deferral_of's facts, fast, word_facts)
 _SHARED_RECORDS: dict[int, tuple] = {}      # word -> (name, fields, sfpu_native.record, its record of them)
