@@ -4,6 +4,7 @@ special operands. CI runs a few hundred thousand lanes; `TT_FMA_PROOF_LANES=1000
 from __future__ import annotations
 
 import os
+from functools import partial
 
 import numpy as np
 import pytest
@@ -1108,3 +1109,79 @@ def test_sharedSHARED_BLOCKS_identical(monkeypatch):
         for k in _BENCH_KEYS:
             assert x.get(k) == y.get(k) == z.get(k), k
 
+
+
+def _facts_of(tx) -> dict:
+    """A Tensix's per-word deferral facts and records as plain values (flag_transfer partials by what they call)."""
+    def plain(v):
+        if isinstance(v, partial):
+            return ("partial", v.func, v.args)
+        if isinstance(v, tuple):
+            return tuple(plain(x) for x in v)
+        return {k: plain(x) for k, x in v.items()} if isinstance(v, dict) else v
+    return {"fast": plain(tx._fast), "cword": plain(tx._cword), "records": plain(tx._records),
+            "defer": plain(tx._defer_info)}
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_shared_facts_identical(seed, monkeypatch):
+    """Per-word deferral facts and records shared by every Tensix (deferral.SHARED_FACTS, TT_EMU_SHARED_FACTS): three
+    Tensixes one after another (strict: the long body; not strict: a random predicated body and an SFPADD without
+    LReg[10], which strict does not defer; strict: both again, the SFPADD then an error) give the same state, cycles,
+    errors and facts as each deriving its own, and the third takes the long body's facts from the first's."""
+    rng = np.random.default_rng(seed)
+    body = _random_pred_body(rng, clean=True)
+    bad_add = E("SFPADD", lreg_src_a=0, lreg_src_b=1, lreg_src_c=9, lreg_dest=2, instr_mod1=0)
+    runs = [(True, bench.LONG_BODY), (False, body + [bad_add]), (True, bench.LONG_BODY + body + [bad_add])]
+
+    def one(strict: bool, words: list, k: int) -> tuple:
+        tx = tensix.Tensix(np.zeros(layout.L1_SIZE, np.uint8), strict=strict)
+        tx.dst.write_rows32(0, np.random.default_rng(seed + k).standard_normal((512, 16)).astype(np.float32)
+                            .view(np.uint32))
+        tx.cfg_write(1, bench.LONG_CFG1)
+        tx.push(1, E("SETC16", setc16_reg=29, setc16_value=2))
+        try:
+            for w in list(bench.LONG_SETUP) + list(words) * 4:
+                tx.push(1, w)
+            return tx, _full_state(tx)
+        except EmuError as e:
+            return tx, str(e)
+
+    def results(shared: bool) -> tuple:
+        monkeypatch.setattr(deferral, "SHARED_FACTS", shared)
+        monkeypatch.setattr(deferral, "_SHARED_FAST", {})
+        monkeypatch.setattr(deferral, "_SHARED_RECORDS", {})
+        out, txs = [], []
+        for k, (strict, words) in enumerate(runs):
+            tx, state = one(strict, words, k)
+            out += [state, _facts_of(tx)]
+            txs.append(tx)
+        return out, txs
+
+    (a, txs), (b, _) = results(True), results(False)
+    assert isinstance(a[4], str) and "SFPADD" in a[4]          # (the third run's strict refusal)
+    for x, y in zip(a, b):
+        if isinstance(x, dict):
+            assert x == y
+        else:
+            _same_or_same_error(x, y)
+    first, third = txs[0], txs[2]
+    assert any(third._fast[w] is first._fast[w] for w in bench.LONG_BODY if first._fast.get(w) is not None)
+
+
+def test_shared_facts_follow_an_instance_override(monkeypatch):
+    """A Tensix whose instance overrides deferral_of (a test's spy) gets what its override says, not the facts other
+    Tensixes shared (deferral.SHARED_FACTS)."""
+    monkeypatch.setattr(deferral, "SHARED_FACTS", True)
+    monkeypatch.setattr(deferral, "_SHARED_FAST", {})
+    _tti_run(bench.LONG_BODY, setup=bench.LONG_SETUP, cfg1=bench.LONG_CFG1, tiles=1, rows=2)
+    assert deferral._SHARED_FAST
+    tx = tensix.Tensix(np.zeros(layout.L1_SIZE, np.uint8), strict=True)
+    tx.deferral_of = lambda *args: None                      # nothing deferred
+    tx.dst.write_rows32(0, np.random.default_rng(0).standard_normal((512, 16)).astype(np.float32).view(np.uint32))
+    tx.cfg_write(1, bench.LONG_CFG1)
+    tx.push(1, E("SETC16", setc16_reg=29, setc16_value=2))
+    for w in list(bench.LONG_SETUP) + list(bench.LONG_BODY):
+        tx.push(1, w)
+    tx.settle()
+    assert tx._fast and all(v is None for v in tx._fast.values()) and not tx._cword

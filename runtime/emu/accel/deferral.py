@@ -23,6 +23,7 @@ SFPU issue rule (TensixTiming.issue_sfpu). Mixed into tensix.Tensix.
 """
 from __future__ import annotations
 
+import os
 from functools import partial
 from itertools import islice
 from types import MethodType
@@ -52,6 +53,18 @@ DQ_MAX_PERIOD = 2048      # longest body _dq_period looks for
 # anyway. The MOP batches (mop_batch.py) follow the same rule.
 NATIVE_BATCH_MIN = 512
 _UNSET = object()
+# A word's deferral facts (_fast_info: deferral_of's tuple, the entry points' `fast` tuple, word_facts' C facts) and
+# its sfpu_native record (_record) are pure functions of its static decode and a few settings, shared by every
+# Tensix (tensix.py's SHARED_DECODE shares the decode): before, each new Tensix derived them again for every word it
+# met (bench emu's sfpu_long makes a Tensix a call: its first tile's ~150 words, ~3 M x86 instructions of the call's
+# 140 M). Keyed by what they depend on (the class, the methods and functions that derive them, the word, strict,
+# whether the SFPU is the plain SFPU, DEFER_SFPU, whether the word has a handler, its reserved bits) and taken only
+# where the decode gave the same fields object and the instance overrides none of the methods that derive them.
+# TT_EMU_SHARED_FACTS=0: each instance derives its own (a Python cache, hence no `_NATIVE` in its name).
+SHARED_FACTS = os.environ.get("TT_EMU_SHARED_FACTS", "1") != "0"
+_SHARED_FAST: dict[tuple, tuple] = {}       # key above -> (deferral_of's facts, fast, word_facts)
+_SHARED_RECORDS: dict[int, tuple] = {}      # word -> (name, fields, sfpu_native.record, its record of them)
+_FACT_METHODS = frozenset(("deferral_of", "_defer_static", "check_sfpu_operands"))
 _OP_REPLAY = INSTRUCTIONS["REPLAY"].opcode
 _OP_MOP = INSTRUCTIONS["MOP"].opcode
 _ALL4 = b"\x01" * 4      # Dst.written[r0:r0 + 4].tobytes() when all four rows are written
@@ -437,12 +450,33 @@ class DeferralMixin:
         else:
             fast = None
             if kind == K_SFPU:
-                d = self.deferral_of(w, name, fields, handler, reserved)
-                if d is not None:
-                    fast = (name, fields, d[2], block, info, d[8], d)
-                    self._cword[w] = sfpu_issue_native.word_facts(info, block, d)
+                key = self._shared_key(w, handler, reserved)
+                shared = _SHARED_FAST.get(key) if key is not None else None
+                if shared is not None and shared[1][1] is fields and shared[1][0] == name:
+                    d, fast, cword = shared
+                    self._defer_info[w] = d
+                else:
+                    d = self.deferral_of(w, name, fields, handler, reserved)
+                    cword = None
+                    if d is not None:
+                        fast = (name, fields, d[2], block, info, d[8], d)
+                        cword = sfpu_issue_native.word_facts(info, block, d)
+                    if key is not None and fast is not None:
+                        _SHARED_FAST[key] = (d, fast, cword)
+                if fast is not None:
+                    self._cword[w] = cword
         self._fast[w] = fast
         return fast
+
+    def _shared_key(self, w: int, handler, reserved: int) -> tuple | None:
+        """_SHARED_FAST's key for word w on this Tensix, or None where the shared facts may not be used (switched off,
+        the word's deferral facts already derived here, or an instance override of a method that derives them)."""
+        if not SHARED_FACTS or w in self._defer_info or not self.__dict__.keys().isdisjoint(_FACT_METHODS):
+            return None
+        cls = type(self)           # (its methods and the functions they call: a test's patch of one is followed)
+        derive = (cls.deferral_of, cls._defer_static, cls.check_sfpu_operands, sfpu_batch.batchable,
+                  sfpu_issue_native.word_facts)
+        return (cls, derive, w, self.strict, isinstance(self.raw_sfpu, SFPU), DEFER_SFPU, handler is None, reserved)
 
     def defer(self, t: int, th: ThreadState, w: int, d: tuple, block: int, info, was_blocked: bool) -> bool:
         """Issue the SFPU instruction `w` at the head of thread t now and queue its data effect; False (nothing
@@ -578,10 +612,17 @@ class DeferralMixin:
         sfpu.cycle = entries[n - 1][5]
 
     def _record(self, e: tuple) -> tuple | None:
-        """sfpu_native.record of queued entry e's word (cached per word)."""
+        """sfpu_native.record of queued entry e's word (cached per word, and shared: SHARED_FACTS)."""
         r = self._records.get(e[0], _UNSET)
         if r is _UNSET:
-            r = self._records[e[0]] = sfpu_native.record(e[1], e[2])
+            shared = _SHARED_RECORDS.get(e[0]) if SHARED_FACTS else None
+            if shared is not None and shared[1] is e[2] and shared[0] == e[1] and shared[2] is sfpu_native.record:
+                r = shared[3]
+            else:
+                r = sfpu_native.record(e[1], e[2])
+                if SHARED_FACTS:
+                    _SHARED_RECORDS[e[0]] = (e[1], e[2], sfpu_native.record, r)
+            self._records[e[0]] = r
         return r
 
     def _dq_exec_c(self, records: list) -> None:

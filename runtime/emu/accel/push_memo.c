@@ -22,6 +22,7 @@
 
 typedef struct {
     PyObject *tx, *txd, *tm, *tmd, *thobj, *stiming;
+    PyObject **txdp, **tmdp;          /* where tx's and tm's dict pointers are (fixed for a fixed-size object) */
     uint64_t vtx, vtm;
     unsigned int tv_tx, tv_tm, tv_th, tv_st, tv_latch;
     PyTypeObject *latch_tp;           /* the latch's class (NULL: none was latched) and its `block` slot */
@@ -109,6 +110,9 @@ static void push_memo_fill(PyObject *tx, long long th, long long fl) {
         if ((m->block_off = slot_offset(m->latch_tp, s_block)) < 0 || !(m->tv_latch = type_tag(m->latch_tp)))
             goto clear;
     }
+    if (Py_TYPE(tx)->tp_itemsize || Py_TYPE(tm)->tp_itemsize || !(m->txdp = _PyObject_GetDictPtr(tx))
+        || !(m->tmdp = _PyObject_GetDictPtr(tm)))
+        goto clear;                /* (a variable-size object's dict pointer moves with its size) */
     m->txd = txd, m->tm = tm, m->tmd = tmd, m->thobj = thobj, m->stiming = st;
     m->threads = threads, m->fast = v[1], m->cword = v[2], m->dq = v[4], m->ctx = ctx, m->cfg = v[6];
     m->fl = fl;
@@ -129,18 +133,24 @@ clear:
  * int key cost some 550 instructions a word (SFPU words differ mostly in their high bits, and the dicts' slots are
  * chosen by the low ones). Open addressing over 4 slots (a long body has some 140 distinct words); valid while both
  * dicts are the ones it was filled from with the version tags they had then (they change when a word is first
- * decoded or the SFPU is replaced), emptied otherwise. The objects are borrowed: the dicts hold them. */
+ * decoded or the SFPU is replaced), emptied otherwise, by a new epoch (a slot of an older one is free: the memset of
+ * the table had cost sfpu_long ~9 instructions a word, its dicts' tags change some four times a tile). The objects
+ * are borrowed: the dicts hold them. */
 #define WORD_MEMO 512      /* (a power of 2) */
 #define WORD_PROBES 4
-typedef struct { uint32_t w; PyObject *fast, *rec; } word_entry;
-static struct { PyObject *fastd, *cwordd; uint64_t vf, vc; word_entry e[WORD_MEMO]; } word_memo;
+typedef struct { uint32_t w; PyObject *fast, *rec; uint64_t epoch; } word_entry;
+static struct {
+    PyObject *fastd, *cwordd;
+    uint64_t vf, vc, epoch;         /* (the slots start in epoch 0, the first fill makes it 1) */
+    word_entry e[WORD_MEMO];
+} word_memo;
 
 /* the entry of word w (fast NULL: an error set) */
 static word_entry word_facts_of(PyObject *fastd, PyObject *cwordd, PyObject *word, uint32_t w) {
     word_entry miss = {0};
     if (word_memo.fastd != fastd || word_memo.cwordd != cwordd || dict_version(fastd) != word_memo.vf
         || dict_version(cwordd) != word_memo.vc) {
-        memset(&word_memo, 0, sizeof word_memo);
+        word_memo.epoch++;
         word_memo.fastd = fastd, word_memo.cwordd = cwordd;
         word_memo.vf = dict_version(fastd), word_memo.vc = dict_version(cwordd);
     }
@@ -148,7 +158,7 @@ static word_entry word_facts_of(PyObject *fastd, PyObject *cwordd, PyObject *wor
     word_entry *e = NULL;
     for (int j = 0; j < WORD_PROBES; j++) {
         word_entry *x = &word_memo.e[(k + j) % WORD_MEMO];
-        if (!x->fast) {
+        if (x->epoch != word_memo.epoch) {
             e = x;
             break;
         }
@@ -161,7 +171,7 @@ static word_entry word_facts_of(PyObject *fastd, PyObject *cwordd, PyObject *wor
             miss.fast = Py_None;
         return miss;
     }
-    word_entry found = {w, fast, rec};
+    word_entry found = {w, fast, rec, word_memo.epoch};
     if (e)                          /* (all four slots taken: not kept) */
         *e = found;
     return found;
@@ -183,14 +193,12 @@ static push_memo *push_memo_valid(PyObject *tx, long long th) {
     push_memo *m = &push_memos[th];
     if (m->tx != tx || type_tag(Py_TYPE(tx)) != m->tv_tx)
         return NULL;
-    PyObject **dp = _PyObject_GetDictPtr(tx);
-    if (!dp || *dp != m->txd || dict_version(m->txd) != m->vtx)
+    if (*m->txdp != m->txd || dict_version(m->txd) != m->vtx)      /* (the same object: its dict pointer's place) */
         return NULL;
     if (PyList_GET_SIZE(m->threads) <= th || PyList_GET_ITEM(m->threads, th) != m->thobj
         || type_tag(Py_TYPE(m->thobj)) != m->tv_th || type_tag(Py_TYPE(m->tm)) != m->tv_tm)
         return NULL;
-    PyObject **tdp = _PyObject_GetDictPtr(m->tm);
-    if (!tdp || *tdp != m->tmd || dict_version(m->tmd) != m->vtm || type_tag(Py_TYPE(m->stiming)) != m->tv_st)
+    if (*m->tmdp != m->tmd || dict_version(m->tmd) != m->vtm || type_tag(Py_TYPE(m->stiming)) != m->tv_st)
         return NULL;
     return m;
 }
@@ -232,7 +240,8 @@ static int push_fast(PyObject *tx, long long th, PyObject *thread_o, PyObject *w
         return 0;
     PyObject *c0 = Py_NewRef(PyList_GET_ITEM(m->cfg, 0)), *c1 = Py_NewRef(PyList_GET_ITEM(m->cfg, 1)), *r = NULL;
     PyObject *mem = NULL;
-    run_io io = {facts.rec, 1, blocked != Py_None, th};      /* (the run's integer arguments as C values) */
+    run_io io;                  /* the run's integer arguments as C values (each input set: no zeroing of the rest) */
+    io.rec0 = facts.rec, io.c_in = 1, io.was_blocked = blocked != Py_None, io.th = th, io.j = 0;
     io.fl = m->fl, io.latch_block = latch_block;
     io.event_t = m->ts->event_t;
     if (!get_ll(t_o, "t", &io.t)
@@ -240,7 +249,7 @@ static int push_fast(PyObject *tx, long long th, PyObject *thread_o, PyObject *w
         && (!is_mem || (mem = dst_access(tx, thobj, m->tm, io.cfg0, io.cfg1)))) {
         PyObject *all[16] = {m->ctx, word, NULL, NULL, NULL, m->cword, m->dq, NULL, c0, c1, thread_o, NULL, NULL, NULL,
                              NULL, is_mem ? mem : Py_None};
-        r = sfpu_run_io(all, 16, 1, 1, &io);
+        r = sfpu_run_body(all, 16, 1, 1, &io);
     }
     Py_DECREF(c0);
     Py_DECREF(c1);

@@ -395,6 +395,10 @@ __attribute__((always_inline)) static inline int slot_ll(PyObject *st, int k, lo
         PyErr_SetString(PyExc_AttributeError, "sfpu_issue: an SfpuTiming slot is unset");
         return -1;
     }
+    if (PyBool_Check(v)) {      /* (`strict`, a bool in every class: get_ll's general case had read it, ~35 a call) */
+        *out = v == Py_True;
+        return 0;
+    }
     return get_ll(v, "SfpuTiming slot", out);
 }
 
@@ -431,8 +435,9 @@ static int set_slot(PyObject *st, int k, PyObject *v) {      /* (steals v) */
     return 0;
 }
 
-/* set_slot of the integer v (mad_macro: its truth) */
-static int set_slot_ll(PyObject *st, int k, long long v) {
+/* set_slot of the integer v (mad_macro: its truth); the member cases in line (the issue writes busy_until for most
+ * words) */
+__attribute__((always_inline)) static inline int set_slot_ll(PyObject *st, int k, long long v) {
     char *p = (char *)st + timing_off[k];
     if (timing_kind[k] == T_LONGLONG) {
         *(long long *)p = v;
@@ -467,9 +472,18 @@ static PyObject *sfpu_run(PyObject *const *args, Py_ssize_t nargs, int pushed, i
     return sfpu_run_io(args, nargs, pushed, one_word, NULL);
 }
 
+/* The body below is compiled twice: here for every caller, and inlined in push_fast (push_memo.c), where a word
+ * pushed on its own (most of bench emu's sfpu_long) has its constants folded in: one word, pushed, its C arguments
+ * in io, so the one-pass loop and the tests these decide go (callgrind: ~140 x86 instructions a word) */
+static PyObject *sfpu_run_body(PyObject *const *args, Py_ssize_t nargs, int pushed, int one_word, run_io *io);
+static PyObject *sfpu_run_io(PyObject *const *args, Py_ssize_t nargs, int pushed, int one_word, run_io *io) {
+    return sfpu_run_body(args, nargs, pushed, one_word, io);
+}
+
 /* sfpu_run with, where io is given, the first word's C facts from io and its result in io (Py_True where it took
  * words: no result tuple; push_memo.c's caller) */
-static PyObject *sfpu_run_io(PyObject *const *args, Py_ssize_t nargs, int pushed, int one_word, run_io *io) {
+__attribute__((always_inline)) static inline PyObject *sfpu_run_body(PyObject *const *args, Py_ssize_t nargs,
+                                                                     int pushed, int one_word, run_io *io) {
     if (nargs != 16) {
         PyErr_SetString(PyExc_TypeError, "issue_run / ready_run take 16 arguments");
         return NULL;
@@ -536,7 +550,7 @@ static PyObject *sfpu_run_io(PyObject *const *args, Py_ssize_t nargs, int pushed
     const long long *ring = S->taken[th];
     /* Dst access: the thread's config and RWCs, Dst's rows written, the FPU's last Dst writes */
     PyObject *cfg_l = NULL, *rwc_d = NULL, *fpu_w = NULL;
-    long long rwc[6] = {0}, src_mode = 0;
+    long long rwc[6] = {0}, rwc0[6] = {0}, src_mode = 0;     /* rwc0: the RWCs as read (only changed ones written) */
     Py_buffer written;             /* (filled by PyObject_GetBuffer with a Dst access; else only these two are read) */
     written.obj = NULL, written.buf = NULL;
     if (mem != Py_None) {
@@ -552,6 +566,7 @@ static PyObject *sfpu_run_io(PyObject *const *args, Py_ssize_t nargs, int pushed
             }
             if (get_ll(v, "RWC", &rwc[k]))
                 return NULL;
+            rwc0[k] = rwc[k];
         }
         if (get_ll(PyTuple_GET_ITEM(mem, 4), "mode", &src_mode)
             || PyObject_GetBuffer(PyTuple_GET_ITEM(mem, 2), &written, PyBUF_WRITABLE) < 0)
@@ -747,6 +762,8 @@ static PyObject *sfpu_run_io(PyObject *const *args, Py_ssize_t nargs, int pushed
         goto fail;
     if (last_mem >= 0) {
         for (int k = 0; k < 6; k++) {
+            if (rwc[k] == rwc0[k])      /* (an RWC the words left as it was keeps its int: ~1 in 6 changes) */
+                continue;
             PyObject *v = PyLong_FromLongLong(rwc[k]);
             int bad = !v || PyDict_SetItem(rwc_d, rwc_keys[k], v) < 0;
             Py_XDECREF(v);
@@ -3358,7 +3375,22 @@ static PyObject *push_entry(PyObject *self, PyObject *const *args, size_t nargsf
         if (entry_read())
             return NULL;
         if (entry_now.on) {
-            PyObject *a[7] = {args[0], args[1], args[2], nargs == 4 ? args[3] : zero, entry_now.dq_max,
+            PyObject *t_o = nargs == 4 ? args[3] : zero;
+            if (entry_now.memo) {       /* push_one's first step, push_fast, without its argument vector (where it
+                                         * declines, push_one asks it again: ~1 % of sfpu_long's words, then the full
+                                         * path, which fills the memo) */
+                long long th, w;
+                if (get_ll(args[1], "thread", &th) || get_ll(args[2], "word", &w))
+                    return NULL;
+                if (th >= 0 && th <= 2 && w >= 0 && w <= 0xFFFFFFFFll) {
+                    PyObject *taken_t;
+                    int taken = push_fast(args[0], th, args[1], args[2], (uint32_t)w, t_o, entry_now.dq_max,
+                                          &taken_t);
+                    if (taken)
+                        return taken > 0 ? taken_t : NULL;
+                }
+            }
+            PyObject *a[7] = {args[0], args[1], args[2], t_o, entry_now.dq_max,
                               entry_now.replays ? Py_True : Py_False, entry_now.memo ? Py_True : Py_False};
             PyObject *r = push_one(self, a, 7);
             if (r != Py_None)

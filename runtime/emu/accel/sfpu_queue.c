@@ -91,6 +91,11 @@ static int32_t dq_word_id(DeferredQueue *q, PyObject *w_obj, uint32_t w, PyObjec
  * copy each time (bench emu's sfpu_long, some 5,500 entries a flush: 3 % of its instructions in realloc's copies) */
 static dq_entry *spare_e;
 static Py_ssize_t spare_cap;
+/* The largest entry array a queue has grown to. The spare above is one array and several queues are alive around a
+ * flush (sfpu_long's body: four short queues between two of 5,473 entries), so a long queue often starts from 1,024
+ * entries again: past its first array it grows to this size at once, one copy instead of a doubling ladder's three
+ * (sfpu_long: ~70 x86 instructions a word in realloc's copies). */
+static Py_ssize_t peak_cap;
 
 static dq_entry *dq_grow(DeferredQueue *q) {
     if (!q->cap && spare_e) {
@@ -99,12 +104,16 @@ static dq_entry *dq_grow(DeferredQueue *q) {
     }
     if (q->n == q->cap) {
         Py_ssize_t cap = q->cap ? 2 * q->cap : 1024;
+        if (q->cap && cap < peak_cap)
+            cap = peak_cap;
         dq_entry *p = PyMem_Realloc(q->e, (size_t)cap * sizeof *p);
         if (!p) {
             PyErr_NoMemory();
             return NULL;
         }
         q->e = p, q->cap = cap;
+        if (cap > peak_cap)
+            peak_cap = cap;
     }
     return &q->e[q->n];
 }
