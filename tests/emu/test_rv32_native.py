@@ -728,7 +728,8 @@ def _same_with_and_without_c(plan, arrays, monkeypatch) -> None:
     (DIRECT_MANY_NATIVE), every word's facts looked up (NEVER_PLAIN_NATIVE), each run's tuple built anew
     (KEPT_RUNS_NATIVE), TTSync loads asking the Tensix's thread_idle and thread_done (TTSYNC_NATIVE), the tile's attributes read
     at every load C serves (set_tile_memo(False)), the stamp base after a bus call asked of its lambda
-    (set_own_base(False)), every register read from its object (set_regs_memo(False)), frozen cores' words read one by one (tile.PEEK_NATIVE) and their thaw test in Python
+    (set_own_base(False)), every register read from its object (set_regs_memo(False)), the cores', runners' and tile's
+    hot attributes by name (set_slots(False)), frozen cores' words read one by one (tile.PEEK_NATIVE) and their thaw test in Python
     (tile.THAW_NATIVE); C's pieces; Python: the same bytes and cycles. With C answering and pushing, past(), the
     Tensix's push_run (whose plain_run calls C now makes), _pcbuf_load, _niu_load and _niu_store are called less: the
     reference calls them, so the rule, the pushes, the semaphore loads, the NIU polls and the sends are exercised."""
@@ -768,6 +769,7 @@ def _same_with_and_without_c(plan, arrays, monkeypatch) -> None:
         rv32_native.set_tile_memo(in_c)
         rv32_native.set_own_base(in_c)
         rv32_native.set_regs_memo(in_c)
+        rv32_native.set_slots(in_c)
         monkeypatch.setattr(noc_native, "ISSUE_NATIVE", in_c)
         monkeypatch.setattr(tile_module, "PEEK_NATIVE", in_c)
         monkeypatch.setattr(tile_module, "THAW_NATIVE", in_c)
@@ -781,6 +783,7 @@ def _same_with_and_without_c(plan, arrays, monkeypatch) -> None:
     rv32_native.set_tile_memo(True)
     rv32_native.set_own_base(True)
     rv32_native.set_regs_memo(True)
+    rv32_native.set_slots(True)
     first, *rest = runs.values()
     assert all(r == first for r in rest)
     c, reference = calls["1", True, True], calls["1", True, False]
@@ -982,6 +985,78 @@ def test_tile_memo_follows_the_tiles_attributes(monkeypatch):
     first = traces[False, Tile]
     assert all(t == first for t in traces.values())
     assert plain != first
+
+
+class _NamedCore(RV32Core):
+    """A core whose instret and spinning are properties over its dict, counted: names C must read by name."""
+    reads = 0
+
+    @property
+    def instret(self):
+        _NamedCore.reads += 1
+        return self.__dict__["instret_"]
+
+    @instret.setter
+    def instret(self, v):
+        self.__dict__["instret_"] = v
+
+    @property
+    def spinning(self):
+        _NamedCore.reads += 1
+        return self.__dict__["spinning_"]
+
+    @spinning.setter
+    def spinning(self, v):
+        self.__dict__["spinning_"] = v
+
+
+class _ClassClockTile(Tile):
+    """A tile whose clock is a property over its dict, counted (C must read and write it by name)."""
+    reads = 0
+
+    @property
+    def clock(self):
+        _ClassClockTile.reads += 1
+        return self.__dict__["clock_"]
+
+    @clock.setter
+    def clock(self, v):
+        self.__dict__["clock_"] = v
+
+
+def _named_cores(tile: Tile) -> Tile:
+    """tile with its cores made _NamedCore (the same layout: their state carried over)"""
+    for core in tile.cores.values():
+        was = core.instret, core.spinning
+        core.__class__ = _NamedCore
+        core.instret, core.spinning = was
+    return tile
+
+
+@pytest.mark.needs_cc
+def test_slots_match_attributes_by_name():
+    """The hot attributes C reads and writes at their members' offsets (rv32_native.set_slots: slot_at; RV32Core's pc,
+    instret, pos, sub, parked, spinning, NativeRun's python_quanta, past_in_c, calls, Tile's soft_reset, clock)
+    against PyObject_GetAttr / SetAttr by name (the reference): the same trace step by step (_pcbuf_trace: pcs,
+    instret, registers, waits, stalls, stats), with a TTSync load waiting, semaphore traffic and pushes. Where a
+    subclass makes instret and spinning (the cores) or clock (the tile) properties, C declines the members and goes by
+    name (the properties are read) with the same trace, and the plain classes again after that (the memo follows the
+    class)."""
+    traces, reads = {}, {}
+    try:
+        for on in (True, False):
+            rv32_native.set_slots(on)
+            for kind in ("plain", "named", "class_clock", "plain_again"):
+                _NamedCore.reads = _ClassClockTile.reads = 0
+                tile = _ClassClockTile(quantum=40) if kind == "class_clock" else Tile(quantum=40)
+                traces[on, kind] = _pcbuf_trace(_named_cores(tile) if kind == "named" else tile)
+                reads[on, kind] = _NamedCore.reads + _ClassClockTile.reads
+    finally:
+        rv32_native.set_slots(True)
+    first = traces[False, "plain"]
+    assert len(first) > 3 and all(t == first for t in traces.values())
+    assert reads[True, "named"] > 100 and reads[True, "class_clock"] > 10, reads
+    assert reads[True, "named"] == reads[False, "named"] and reads[True, "class_clock"] == reads[False, "class_clock"]
 
 
 def _sfpu_run_program(bad: bool) -> dict[str, list[int]]:

@@ -80,6 +80,90 @@ _Static_assert(sizeof(bus_calls) == BUS_CALLS * sizeof(PyObject *), "filled slot
 static PyObject *s_pos, *s_sub, *s_mm_record, *s_pm_done, *s_pm_t, *s_sem_value, *s_sem_posts, *s_rec, *s_latency_of, *four, *zero;
 static PyObject *s_thread_idle, *s_thread_done, *s_sem_mmio_write, *s_sem_max, *s_strict, *s_tm, *s_event_t, *s_popleft,
     *s_append;
+static PyObject *s_instret, *s_parked, *s_spinning, *s_soft_reset, *s_python_quanta, *s_pc, *s_past_in_c, *s_calls,
+    *s_clock;
+
+/* The attributes the round loop and the bus calls read or write on every quantum: RV32Core's, NativeRun's and Tile's
+ * __slots__ members (rv32.py, rv32_native.py, tile.py), read and written here at the member's offset where that is
+ * what PyObject_GetAttr / PyObject_SetAttr do: the object's class has the generic getattr and setattr and the name
+ * resolves there to a writable object member (no class in the MRO redefines it). The offset is remembered per name
+ * with the class and its version tag (any change of a class in its MRO changes it, and no two classes get the same
+ * one). An empty member, another class, or slots_on 0 (rv32_native.py SLOTS_NATIVE, the reference) goes by name. By
+ * name each access had cost ~200 x86 instructions (the type look-up and the generic call), ~25 of them a quantum. */
+enum { SL_PC, SL_INSTRET, SL_POS, SL_SUB, SL_PARKED, SL_SPINNING, SL_QUANTA, SL_PAST_IN_C, SL_CALLS, SL_SOFT_RESET,
+       SL_CLOCK, SL_N };
+static PyObject **const slot_names[SL_N] = {&s_pc, &s_instret, &s_pos, &s_sub, &s_parked, &s_spinning,
+                                            &s_python_quanta, &s_past_in_c, &s_calls, &s_soft_reset, &s_clock};
+static struct { PyTypeObject *tp; unsigned int tag; Py_ssize_t off; } slot_memo[SL_N];
+static int slots_on = 1;
+
+/* the offset of the writable object slot `name` of class tp, or -1 */
+static Py_ssize_t slot_offset(PyTypeObject *tp, PyObject *name) {
+    PyObject *descr = _PyType_Lookup(tp, name);
+    if (!descr || !Py_IS_TYPE(descr, &PyMemberDescr_Type))
+        return -1;
+    PyMemberDef *m = ((PyMemberDescrObject *)descr)->d_member;
+    return m->type == T_OBJECT_EX && !(m->flags & READONLY) ? m->offset : -1;
+}
+
+/* the address of o's member for attribute k, or NULL where it goes by name */
+static PyObject **slot_at(PyObject *o, int k) {
+    PyTypeObject *tp = Py_TYPE(o);
+    unsigned int tag = type_tag(tp);
+    if (tp == slot_memo[k].tp && tag && tag == slot_memo[k].tag)
+        return (PyObject **)((char *)o + slot_memo[k].off);
+    if (!slots_on || tp->tp_getattro != PyObject_GenericGetAttr || tp->tp_setattro != PyObject_GenericSetAttr)
+        return NULL;
+    Py_ssize_t off = slot_offset(tp, *slot_names[k]);
+    if (off < 0 || !(tag = type_tag(tp)))         /* (_PyType_Lookup gave tp a tag where it can have one) */
+        return NULL;
+    slot_memo[k].tp = tp, slot_memo[k].tag = tag, slot_memo[k].off = off;
+    return (PyObject **)((char *)o + off);
+}
+
+/* getattr(o, attribute k): a new reference, or NULL with an error set */
+static PyObject *slot_get(PyObject *o, int k) {
+    PyObject **p = slot_at(o, k);
+    return p && *p ? Py_NewRef(*p) : PyObject_GetAttr(o, *slot_names[k]);
+}
+
+/* setattr(o, attribute k, v): 0, or -1 with an error set */
+static int slot_set(PyObject *o, int k, PyObject *v) {
+    PyObject **p = slot_at(o, k);
+    if (!p)
+        return PyObject_SetAttr(o, *slot_names[k], v);
+    Py_XSETREF(*p, Py_NewRef(v));
+    return 0;
+}
+
+/* getattr(o, attribute k) as a C long long: 0, or -1 with an error set */
+static int slot_ll(PyObject *o, int k, long long *v) {
+    PyObject *a = slot_get(o, k);
+    if (!a)
+        return -1;
+    *v = PyLong_AsLongLong(a);
+    Py_DECREF(a);
+    return *v == -1 && PyErr_Occurred() ? -1 : 0;
+}
+
+/* getattr(o, attribute k)'s truth: 1 / 0, -1 with an error set */
+static int slot_true(PyObject *o, int k) {
+    PyObject *a = slot_get(o, k);
+    int t = a ? PyObject_IsTrue(a) : -1;
+    Py_XDECREF(a);
+    return t;
+}
+
+/* o.attribute_k += by (an int attribute): 0, or -1 with an error set */
+static int slot_add(PyObject *o, int k, long long by) {
+    long long v;
+    PyObject *n;
+    if (slot_ll(o, k, &v) || !(n = PyLong_FromLongLong(v + by)))
+        return -1;
+    int r = slot_set(o, k, n);
+    Py_DECREF(n);
+    return r;
+}
 
 /* plain_run's C entries (sfpu_issue_native.c's capsules): "sfpu_issue.plain_run", called with plain_run's arguments,
  * and "sfpu_issue.plain_run_c" (tx, words, thread, facts, &j, &t): 0 with (j, t) = (next j, next push time), -1 with
@@ -257,7 +341,7 @@ static inline int mmio_word(const rv_state *s, uint32_t a) {
  * reference, or NULL with the error set */
 static PyObject *bus_call(rv_state *s, const bus_calls *c, PyObject *fn, PyObject **args, size_t n, int set_pos) {
     PyObject *pos = PyLong_FromUnsignedLong(s->done), *r = NULL;
-    if (pos && (!set_pos || !PyObject_SetAttr(c->core, s_pos, pos))) {
+    if (pos && (!set_pos || !slot_set(c->core, SL_POS, pos))) {
         if (!set_pos)
             args[0] = pos;
         r = PyObject_Vectorcall(fn, args, n, NULL);
@@ -385,7 +469,7 @@ static int direct_run(rv_state *s, const bus_calls *c, direct_push *d, PyObject 
     PyErr_Fetch(&et, &ev, &tb);
     PyObject *j_e = PyLong_FromLongLong(j), *t_j = j_e ? PyLong_FromLongLong(next) : NULL;
     int bad = !t_j || PyObject_SetAttr(d->tx, s_pm_done, j_e) || PyObject_SetAttr(d->tx, s_pm_t, t_j)
-              || (run_sub && PyObject_SetAttr(c->core, s_sub, j_e)) || direct_account(s, d, t, j - j0, next)
+              || (run_sub && slot_set(c->core, SL_SUB, j_e)) || direct_account(s, d, t, j - j0, next)
               || (et && PyErr_GivenExceptionMatches(et, c->stall) && PyDict_SetItem(d->waits, d->name, d->full) < 0);
     Py_XDECREF(j_e), Py_XDECREF(t_j);
     if (bad) {                                      /* (the bookkeeping's own error replaces plain_run's) */
@@ -406,7 +490,7 @@ static int direct_many(rv_state *s, const bus_calls *c, direct_push *d, PyObject
                        uint32_t *sub) {
     long long stall, j = 0, next;
     *sub = 0;
-    if (stall_of(d, &stall) || PyObject_SetAttr(c->core, s_sub, zero) < 0)    /* as push_python before PUSHM */
+    if (stall_of(d, &stall) || slot_set(c->core, SL_SUB, zero) < 0)    /* as push_python before PUSHM */
         return -1;
     long long t = d->base + stall + s->done + k;   /* the pusher's tbase + instret + stall + pos of words[k] */
     PyObject *run = PyTuple_GetSlice(words, k, m), *t_o = run ? PyLong_FromLongLong(t) : NULL, *r = NULL;
@@ -426,7 +510,7 @@ static int direct_many(rv_state *s, const bus_calls *c, direct_push *d, PyObject
     PyObject *et, *ev, *tb;
     PyErr_Fetch(&et, &ev, &tb);
     PyObject *j_o = PyObject_GetAttr(d->tx, s_pm_done), *t_j = j_o ? PyObject_GetAttr(d->tx, s_pm_t) : NULL;
-    int bad = !t_j || PyObject_SetAttr(c->core, s_sub, j_o) < 0
+    int bad = !t_j || slot_set(c->core, SL_SUB, j_o) < 0
               || ((j = PyLong_AsLongLong(j_o)) == -1 && PyErr_Occurred())
               || ((next = PyLong_AsLongLong(t_j)) == -1 && PyErr_Occurred()) || direct_account(s, d, t, j, next)
               || (et && PyErr_GivenExceptionMatches(et, c->stall) && PyDict_SetItem(d->waits, d->name, d->full) < 0);
@@ -501,7 +585,7 @@ static int load_timing(PyObject *tile, PyObject *name, int *latency) {
  * error set */
 static int bus_effects(rv_state *s, const bus_calls *c, direct_push *d, long long stall, long long was) {
     PyObject *pos = PyLong_FromUnsignedLong(s->done), *o = stall != was ? PyLong_FromLongLong(stall) : NULL;
-    int bad = !pos || PyObject_SetAttr(c->core, s_pos, pos) < 0 || (stall != was && (!o
+    int bad = !pos || slot_set(c->core, SL_POS, pos) < 0 || (stall != was && (!o
               || PyDict_SetItem(d->stall, d->name, o) < 0));
     Py_XDECREF(pos);
     Py_XDECREF(o);
@@ -509,7 +593,7 @@ static int bus_effects(rv_state *s, const bus_calls *c, direct_push *d, long lon
 }
 
 static int queue_true(PyObject *th, int k);
-static PyObject *s_threads, *s_clock, *s_done, *s_macro_threads, *s_work_done, *s_sfpu, *s_busy_until;
+static PyObject *s_threads, *s_done, *s_macro_threads, *s_work_done, *s_sfpu, *s_busy_until;
 
 /* whether o.<name> is the function `ref` its class defines: the generic attribute look-up, the class's look-up finds
  * ref and the instance's dict does not shadow it; 1 / 0, -1 with an error set */
@@ -827,12 +911,12 @@ static int push_python(rv_state *s, const bus_calls *c, uint32_t pc, uint32_t n,
     *sub = 0;
     if (multi) {
         PyObject *args[2] = {NULL, words};
-        if (words && !PyObject_SetAttr(c->core, s_sub, zero))
+        if (words && !slot_set(c->core, SL_SUB, zero))
             r = bus_call(s, c, c->pushm, args, 2, 0);
         if (!r && words) {
             PyObject *et, *ev, *tb, *j;
             PyErr_Fetch(&et, &ev, &tb);
-            j = PyObject_GetAttr(c->core, s_sub);
+            j = slot_get(c->core, SL_SUB);
             *sub = j ? (uint32_t)PyLong_AsUnsignedLongMask(j) : 0;
             Py_XDECREF(j);
             PyErr_Restore(et, ev, tb);
@@ -1101,7 +1185,7 @@ static int niu_load(rv_state *s, const bus_calls *c, const niu_loads *g, uint32_
     if (!bad && latency && stall != was)
         bad = !(stall_o = PyLong_FromLongLong(stall)) || PyDict_SetItem(g->stall, g->name, stall_o) < 0;
     if (!bad)                           /* as the bus call would leave it */
-        bad = !(pos = PyLong_FromUnsignedLong(s->done)) || PyObject_SetAttr(c->core, s_pos, pos) < 0;
+        bad = !(pos = PyLong_FromUnsignedLong(s->done)) || slot_set(c->core, SL_POS, pos) < 0;
     Py_XDECREF(key);
     Py_XDECREF(pos);
     Py_XDECREF(stall_o);
@@ -1164,7 +1248,7 @@ static int niu_send(rv_state *s, const bus_calls *c, const niu_sends *e, uint32_
     if (made <= 0)
         return made;
     PyObject *pos = PyLong_FromUnsignedLong(s->done);  /* as the bus call would leave it */
-    int bad = !pos || PyObject_SetAttr(c->core, s_pos, pos) < 0;
+    int bad = !pos || slot_set(c->core, SL_POS, pos) < 0;
     Py_XDECREF(pos);
     return bad ? -1 : 1;
 }
@@ -1624,6 +1708,18 @@ static PyObject *regs_memo(PyObject *self, PyObject *on) {
     regs_memo_on = v;
     for (int k = 0; k < REG_MEMO_SLOTS; k++)
         reg_memo_clear(&reg_memos[k]);
+    Py_RETURN_NONE;
+}
+
+/* slots(on) -> None: whether slot_at reads and writes the hot attributes at their members' offsets (rv32_native.py
+ * SLOTS_NATIVE sets it when the module loads, the tests both ways); off, the offsets remembered are dropped */
+static PyObject *slots(PyObject *self, PyObject *on) {
+    (void)self;
+    int v = PyObject_IsTrue(on);
+    if (v < 0)
+        return NULL;
+    slots_on = v;
+    memset(slot_memo, 0, sizeof slot_memo);
     Py_RETURN_NONE;
 }
 
@@ -2114,20 +2210,9 @@ struct round_ctx {
     long long quantum;
 };
 
-static PyObject *s_instret, *s_parked, *s_spinning, *s_soft_reset, *s_python_quanta, *s_pc, *s_past_in_c, *s_calls,
-    *s_bus_calls, *s_resume, *s_run, *s_thaw_m, *s_thaw_in_python, *s_freeze, *s_probe_attr, *s_peek, *s_peek_words,
-    *s_times_its_reads, *s_core_failed, *s_threads, *s_fifo, *s_mop_out, *s_ready, *s_step, *s_empty, *s_pushm_key,
-    *s_past_key, *s_sbase_key, *s_instructions, *s_clock, *s_catch_up, *s_nothing_progressed;
-
-/* getattr(o, name) as a C long long: 0, or -1 with an error set */
-static int attr_ll(PyObject *o, PyObject *name, long long *v) {
-    PyObject *a = PyObject_GetAttr(o, name);
-    if (!a)
-        return -1;
-    *v = PyLong_AsLongLong(a);
-    Py_DECREF(a);
-    return *v == -1 && PyErr_Occurred() ? -1 : 0;
-}
+static PyObject *s_bus_calls, *s_resume, *s_run, *s_thaw_m, *s_thaw_in_python, *s_freeze, *s_probe_attr, *s_peek,
+    *s_peek_words, *s_times_its_reads, *s_core_failed, *s_threads, *s_fifo, *s_mop_out, *s_ready, *s_step, *s_empty,
+    *s_pushm_key, *s_past_key, *s_sbase_key, *s_instructions, *s_catch_up, *s_nothing_progressed;
 
 /* getattr(o, name)'s truth: 1 / 0, -1 with an error set */
 static int attr_true(PyObject *o, PyObject *name) {
@@ -2149,22 +2234,11 @@ static int dict_ll(PyObject *d, PyObject *key, long long *v) {
     return *v == -1 && PyErr_Occurred() ? -1 : 0;
 }
 
-/* obj.name += by (an int attribute): 0, or -1 with an error set */
-static int attr_add(PyObject *o, PyObject *name, long long by) {
-    long long v;
-    PyObject *n;
-    if (attr_ll(o, name, &v) || !(n = PyLong_FromLongLong(v + by)))
-        return -1;
-    int r = PyObject_SetAttr(o, name, n);
-    Py_DECREF(n);
-    return r;
-}
-
 /* Tile.cycles(name) of core i: tbase + instret + stall */
 static int round_cycles(const round_ctx *r, Py_ssize_t i, long long *t) {
     PyObject *name = PyTuple_GET_ITEM(r->f[RC_NAMES], i);
     long long tbase, instret, stall;
-    if (dict_ll(r->f[RC_TBASE], name, &tbase) || attr_ll(PyTuple_GET_ITEM(r->f[RC_CORES], i), s_instret, &instret)
+    if (dict_ll(r->f[RC_TBASE], name, &tbase) || slot_ll(PyTuple_GET_ITEM(r->f[RC_CORES], i), SL_INSTRET, &instret)
         || dict_ll(r->f[RC_STALL], name, &stall))
         return -1;
     *t = tbase + instret + stall;
@@ -2285,7 +2359,7 @@ static int round_quantum(const round_ctx *r, Py_ssize_t i, long long budget, lon
     PyObject *native = runner != Py_None ? PyTuple_GET_ITEM(runner, RN_NATIVE) : Py_None;
     PyObject *budget_o = PyLong_FromLongLong(budget), *res = NULL;
     long long owed = 0;
-    if (!budget_o || (native != Py_None && attr_ll(native, s_python_quanta, &owed)))
+    if (!budget_o || (native != Py_None && slot_ll(native, SL_QUANTA, &owed)))
         goto out;
     if (native == Py_None || owed || !r->mmio_exits) {
         res = PyObject_CallMethodOneArg(native == Py_None ? core : native, s_run, budget_o);
@@ -2293,14 +2367,14 @@ static int round_quantum(const round_ctx *r, Py_ssize_t i, long long budget, lon
     }
     PyObject **u = &PyTuple_GET_ITEM(runner, 0);
     PyObject *x = u[RN_X], *ns = u[RN_NS], *base = u[RN_BASE], *stamps = u[RN_STAMPS], *arg = u[RN_ARG];
-    PyObject *pc = PyObject_GetAttr(core, s_pc), *calls = NULL, *why = NULL;
+    PyObject *pc = slot_get(core, SL_PC), *calls = NULL, *why = NULL;
     PyObject *direct = base != Py_None && r->direct_push ? u[RN_DIRECT] : Py_None;
     PyObject *loads = base != Py_None ? u[RN_LOADS] : Py_None, *sends = base != Py_None ? u[RN_SENDS] : Py_None;
     rv_state *s = pc ? PyLong_AsVoidPtr(arg) : NULL;
     int causal = 0, past = 0, multi = 0, begun = 0;
-    if (!s || PyObject_SetAttr(core, s_spinning, Py_False) < 0)
+    if (!s || slot_set(core, SL_SPINNING, Py_False) < 0)
         goto done;
-    if ((causal = PyDict_Contains(ns, s_past_key)) < 0 || (causal && (past = attr_true(native, s_past_in_c)) < 0)
+    if ((causal = PyDict_Contains(ns, s_past_key)) < 0 || (causal && (past = slot_true(native, SL_PAST_IN_C)) < 0)
         || (multi = PyDict_Contains(ns, s_pushm_key)) < 0 || regs_in(s, x, pc))
         goto done;
     causal = causal && stamps != Py_None;
@@ -2308,7 +2382,7 @@ static int round_quantum(const round_ctx *r, Py_ssize_t i, long long budget, lon
                   multi ? (r->joined_runs ? MULTI_JOIN : MULTI_BLOCK) : MULTI_OFF,
                   causal ? (past ? CAUSAL_IN_C : CAUSAL_HAND_BACK) : CAUSAL_OFF);
     begun = 1;
-    if (!(calls = PyObject_GetAttr(native, s_calls)))       /* (NativeRun._bus_calls, built once) */
+    if (!(calls = slot_get(native, SL_CALLS)))       /* (NativeRun._bus_calls, built once) */
         goto done;
     if (calls == Py_None) {
         Py_DECREF(calls);
@@ -2334,7 +2408,7 @@ static int round_quantum(const round_ctx *r, Py_ssize_t i, long long budget, lon
         PyObject *type, *value, *tb, *pc_now = PyLong_FromUnsignedLong(s->pc);    /* pc names the culprit */
         PyErr_Fetch(&type, &value, &tb);
         if (pc_now)
-            PyObject_SetAttr(core, s_pc, pc_now);
+            slot_set(core, SL_PC, pc_now);
         Py_XDECREF(pc_now);
         PyErr_Restore(type, value, tb);
         goto done;
@@ -2350,10 +2424,9 @@ static int round_quantum(const round_ctx *r, Py_ssize_t i, long long budget, lon
     PyObject *eargs[2] = {arg, x}, *e = end(NULL, eargs, 2), *pc_o = e ? PyLong_FromUnsignedLong(s->pc) : NULL;
     begun = 0;
     Py_XDECREF(e);
-    if (pc_o && PyObject_SetAttr(core, s_pc, pc_o) == 0 && attr_add(core, s_instret, s->done) == 0
-        && PyObject_SetAttr(core, s_pos, zero) == 0
-        && PyObject_SetAttr(core, s_spinning, w == RV_SPIN ? Py_True : Py_False) == 0
-        && PyObject_SetAttr(core, s_parked, w == RV_PARKED ? Py_True : Py_False) == 0)
+    if (pc_o && slot_set(core, SL_PC, pc_o) == 0 && slot_add(core, SL_INSTRET, s->done) == 0
+        && slot_set(core, SL_POS, zero) == 0 && slot_set(core, SL_SPINNING, w == RV_SPIN ? Py_True : Py_False) == 0
+        && slot_set(core, SL_PARKED, w == RV_PARKED ? Py_True : Py_False) == 0)
         res = PyLong_FromUnsignedLong(s->done);
     Py_XDECREF(pc_o);
 done:
@@ -2361,8 +2434,8 @@ done:
         PyObject *type, *value, *tb;
         PyErr_Fetch(&type, &value, &tb);
         long long now_pc;
-        if (attr_ll(core, s_pc, &now_pc) == 0 && attr_add(core, s_instret, s->done + ((now_pc - s->pc) >> 2)) == 0
-            && PyObject_SetAttr(core, s_pos, zero) == 0) {
+        if (slot_ll(core, SL_PC, &now_pc) == 0 && slot_add(core, SL_INSTRET, s->done + ((now_pc - s->pc) >> 2)) == 0
+            && slot_set(core, SL_POS, zero) == 0) {
             PyObject *eargs[2] = {arg, x}, *e = end(NULL, eargs, 2);
             Py_XDECREF(e);
         }
@@ -2401,7 +2474,7 @@ static int round_freeze(const round_ctx *r, Py_ssize_t i) {
     if (!(sbase = PyDict_GetItemWithError(u[RN_NS], s_sbase_key)) && PyErr_Occurred())
         goto done;
     sbase = Py_NewRef(sbase ? sbase : Py_None);
-    if (sbase != Py_None && (past = attr_true(u[RN_NATIVE], s_past_in_c)) < 0)
+    if (sbase != Py_None && (past = slot_true(u[RN_NATIVE], SL_PAST_IN_C)) < 0)
         goto done;
     /* rv32.py spin_reads' first call (it builds core._probe), a probe only Python answers, an unresolved peek */
     python = probed == Py_None || !past || peek == Py_NotImplemented;
@@ -2409,7 +2482,7 @@ static int round_freeze(const round_ctx *r, Py_ssize_t i) {
         goto done;
     /* the tile's own stamp base is the cycle just read (round_base's sum, and no Python ran since) */
     stamp = sbase == Py_None ? Py_NewRef(Py_None) : u[RN_OWN_BASE] == Py_True ? Py_NewRef(t_o) : round_base(r, i, u);
-    if (!stamp || !(pc = PyObject_GetAttr(core, s_pc)))
+    if (!stamp || !(pc = slot_get(core, SL_PC)))
         goto done;
     PyObject *pargs[8] = {u[RN_ARG], u[RN_X], pc, stamp, sbase, peek, name, t_o};
     if (!(res = probe(NULL, pargs, 8)))
@@ -2462,15 +2535,6 @@ done:
  * tag (any change of a class in its MRO changes it, and no two classes get the same one); a class without such slots
  * is asked by attribute. Through PyObject_GetAttr each test had cost ~170 x86 instructions, nine a round. */
 static struct { PyTypeObject *tp; unsigned int tag; Py_ssize_t off[3]; } queue_slots;
-
-/* the offset of the writable object slot `name` of class tp, or -1 */
-static Py_ssize_t slot_offset(PyTypeObject *tp, PyObject *name) {
-    PyObject *descr = _PyType_Lookup(tp, name);
-    if (!descr || !Py_IS_TYPE(descr, &PyMemberDescr_Type))
-        return -1;
-    PyMemberDef *m = ((PyMemberDescrObject *)descr)->d_member;
-    return m->type == T_OBJECT_EX && !(m->flags & READONLY) ? m->offset : -1;
-}
 
 /* the address of th's queue slot k (0 fifo, 1 mop_out, 2 ready), or NULL where its class has none */
 static PyObject **queue_slot(PyObject *th, int k) {
@@ -2531,11 +2595,11 @@ static int round_turn(const round_ctx *r, Py_ssize_t i, long long left, long lon
                       long long *progress, PyObject *spinners) {
     PyObject *name = PyTuple_GET_ITEM(r->f[RC_NAMES], i), *core = PyTuple_GET_ITEM(r->f[RC_CORES], i);
     long long reset, bit = PyLong_AsLongLong(PyTuple_GET_ITEM(r->f[RC_BITS], i));
-    if ((bit == -1 && PyErr_Occurred()) || attr_ll(r->f[RC_TILE], s_soft_reset, &reset))
+    if ((bit == -1 && PyErr_Occurred()) || slot_ll(r->f[RC_TILE], SL_SOFT_RESET, &reset))
         return -1;
     if (reset & bit)
         return 0;
-    int parked = attr_true(core, s_parked), frozen;
+    int parked = slot_true(core, SL_PARKED), frozen;
     PyObject *fault = parked == 0 ? PyDict_GetItemWithError(r->f[RC_FAULT], name) : NULL;
     int faulted = fault ? PyObject_IsTrue(fault) : -1;
     if (parked || faulted) {
@@ -2562,11 +2626,11 @@ static int round_turn(const round_ctx *r, Py_ssize_t i, long long left, long lon
         return round_failed(r, name);
     }
     *riscv += n;
-    int spinning = attr_true(core, s_spinning), frz = 0;
+    int spinning = slot_true(core, SL_SPINNING), frz = 0;
     if (spinning > 0) {
         PyObject *now = PyDict_GetItemWithError(r->f[RC_POPS], name);
         int moved = now || !PyErr_Occurred() ? PyObject_RichCompareBool(pops, now ? now : Py_None, Py_NE) : -1;
-        if (moved < 0 || (moved && PyObject_SetAttr(core, s_spinning, Py_False) < 0))
+        if (moved < 0 || (moved && slot_set(core, SL_SPINNING, Py_False) < 0))
             spinning = -1;
         else if (moved)
             spinning = 0;       /* a store-free loop that pops a mailbox changes state: not a spin */
@@ -2676,7 +2740,7 @@ static int tensix_counts(const round_ctx *r, long long v[3]) {
 static int round_advance(const round_ctx *r) {
     PyObject *tile = r->f[RC_TILE];
     long long c, held;
-    if (attr_ll(tile, s_clock, &c) || attr_ll(tile, s_soft_reset, &held))
+    if (slot_ll(tile, SL_CLOCK, &c) || slot_ll(tile, SL_SOFT_RESET, &held))
         return -1;
     for (Py_ssize_t i = 0; i < r->n_cores; i++) {
         long long bit = PyLong_AsLongLong(PyTuple_GET_ITEM(r->f[RC_BITS], i)), t;
@@ -2714,7 +2778,7 @@ static int round_advance(const round_ctx *r) {
     }
     Py_XDECREF(tm);
     PyObject *c_o = PyLong_FromLongLong(c);
-    int bad = !c_o || PyObject_SetAttr(tile, s_clock, c_o) < 0;
+    int bad = !c_o || slot_set(tile, SL_CLOCK, c_o) < 0;
     Py_XDECREF(c_o);
     return bad ? -1 : 0;
 }
@@ -2815,6 +2879,7 @@ static PyMethodDef methods[] = {
     {"tile_memo", tile_memo, METH_O, "tile_memo(on): whether bus loads keep the tile's rec and _latency_of reads"},
     {"own_base", own_base, METH_O, "own_base(on): whether run() computes the tile's own stamp base itself"},
     {"regs_memo", regs_memo, METH_O, "regs_memo(on): whether the register lists' objects are kept between quanta"},
+    {"slots", slots, METH_O, "slots(on): whether the hot attributes are read and written at their members' offsets"},
     {"l1_at", (PyCFunction)(void (*)(void))l1_at, METH_FASTCALL,
      "l1_at(write log address, addr, n, cycle): L1 bytes as they were at cycle, None if the log cannot tell"},
     {"first_write_after", (PyCFunction)(void (*)(void))first_write, METH_FASTCALL,
