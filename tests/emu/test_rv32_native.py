@@ -902,10 +902,10 @@ def test_pcbuf_accesses_in_c_match_the_bus(monkeypatch):
     assert calls[False] >= 5 and calls[True] == 0, calls
 
 
-def _pcbuf_trace(tile: Tile, swaps: dict[int, Callable[[Tile], None]] = {}) -> list:
-    """_pcbuf_program's tile run in small steps, swaps[k](tile) made before step k: per step the instructions run, each
+def _pcbuf_trace(tile: Tile, swaps: dict[int, Callable[[Tile], None]] = {}, program=_pcbuf_program) -> list:
+    """program()'s tile run in small steps, swaps[k](tile) made before step k: per step the instructions run, each
     core's pc, instret and registers, the waits, the stalls and tile.stats()."""
-    bench.launch_words(tile, _pcbuf_program())
+    bench.launch_words(tile, program())
     trace = []
     for k in range(200):
         if k in swaps:
@@ -987,6 +987,18 @@ def test_tile_memo_follows_the_tiles_attributes(monkeypatch):
     assert plain != first
 
 
+def _sem_program() -> dict[str, list[int]]:
+    """TRISC1: SEMINIT of semaphore 1 (value 3, Max 9), a delay, its value loaded into x12, a longer delay, loaded again
+    into x13. TRISC0: a delay, RISC-V stores to semaphore 1: two posts and a SEMGET, each after a delay, park."""
+    r, sem1 = bench.ttinsn, layout.SEMAPHORE_BASE + 4
+    delay = lambda reg, n: bench.li(reg, n) + [bench.i_type(-1, reg, 0, reg, 0x13), bench.b_type(-4, 0, reg, 1)]  # noqa: E731
+    t1 = [r(isa.encode("SEMINIT", sem_sel=2, init_value=3, max_value=9))] + bench.li(11, sem1) + delay(5, 400)
+    t1 += [bench.i_type(0, 11, 2, 12, 0x03)] + delay(5, 900) + [bench.i_type(0, 11, 2, 13, 0x03), bench.J_SELF]
+    t0 = delay(5, 200) + bench.li(6, sem1) + bench.li(7, 1) + [bench.sw(0, 6, 0)] + delay(5, 100)
+    t0 += [bench.sw(0, 6, 0)] + delay(5, 100) + [bench.sw(7, 6, 0), bench.J_SELF]
+    return {"trisc1": t1, "trisc0": t0}
+
+
 class _NamedCore(RV32Core):
     """A core whose instret and spinning are properties over its dict, counted: names C must read by name."""
     reads = 0
@@ -1024,6 +1036,20 @@ class _ClassClockTile(Tile):
         self.__dict__["clock_"] = v
 
 
+class _NamedSemTensix(Tensix):
+    """A Tensix whose semaphore values are a property over its dict, counted (C must read them by name)."""
+    reads = 0
+
+    @property
+    def sem_value(self):
+        _NamedSemTensix.reads += 1
+        return self.__dict__["sem_value_"]
+
+    @sem_value.setter
+    def sem_value(self, v):
+        self.__dict__["sem_value_"] = v
+
+
 def _named_cores(tile: Tile) -> Tile:
     """tile with its cores made _NamedCore (the same layout: their state carried over)"""
     for core in tile.cores.values():
@@ -1036,27 +1062,34 @@ def _named_cores(tile: Tile) -> Tile:
 @pytest.mark.needs_cc
 def test_slots_match_attributes_by_name():
     """The hot attributes C reads and writes at their members' offsets (rv32_native.set_slots: slot_at; RV32Core's pc,
-    instret, pos, sub, parked, spinning, NativeRun's python_quanta, past_in_c, calls, Tile's soft_reset, clock)
-    against PyObject_GetAttr / SetAttr by name (the reference): the same trace step by step (_pcbuf_trace: pcs,
-    instret, registers, waits, stalls, stats), with a TTSync load waiting, semaphore traffic and pushes. Where a
-    subclass makes instret and spinning (the cores) or clock (the tile) properties, C declines the members and goes by
-    name (the properties are read) with the same trace, and the plain classes again after that (the memo follows the
-    class)."""
+    instret, pos, sub, parked, spinning, NativeRun's python_quanta, past_in_c, calls, Tile's soft_reset, clock, the
+    Tensix's semaphores, strict, pm_done, pm_t) against PyObject_GetAttr / SetAttr by name (the reference): the same
+    trace step by step (_pcbuf_trace: pcs, instret, registers, waits, stalls, stats), with a TTSync load waiting,
+    semaphore loads and stores and pushes (_pcbuf_program), and a semaphore whose value and Max differ loaded as RISC-V
+    stores post and get it (_sem_program). Where a subclass makes instret and spinning (the cores), clock (the tile)
+    or sem_value (the Tensix) properties, C declines the members and goes by name (the properties are read) with the
+    same trace, and the plain classes again after that (the memo follows the class)."""
     traces, reads = {}, {}
     try:
         for on in (True, False):
             rv32_native.set_slots(on)
-            for kind in ("plain", "named", "class_clock", "plain_again"):
-                _NamedCore.reads = _ClassClockTile.reads = 0
-                tile = _ClassClockTile(quantum=40) if kind == "class_clock" else Tile(quantum=40)
+            for kind in ("plain", "named", "class_clock", "named_sems", "plain_again"):
+                _NamedCore.reads = _ClassClockTile.reads = _NamedSemTensix.reads = 0
+                tile = (_ClassClockTile(quantum=40) if kind == "class_clock" else
+                        Tile(_NamedSemTensix, quantum=40) if kind == "named_sems" else Tile(quantum=40))
                 traces[on, kind] = _pcbuf_trace(_named_cores(tile) if kind == "named" else tile)
-                reads[on, kind] = _NamedCore.reads + _ClassClockTile.reads
+                reads[on, kind] = _NamedCore.reads + _ClassClockTile.reads + _NamedSemTensix.reads
+                tile = Tile(_NamedSemTensix, quantum=40) if kind == "named_sems" else Tile(quantum=40)
+                traces[on, kind, "sems"] = _pcbuf_trace(tile, program=_sem_program)
     finally:
         rv32_native.set_slots(True)
-    first = traces[False, "plain"]
-    assert len(first) > 3 and all(t == first for t in traces.values())
-    assert reads[True, "named"] > 100 and reads[True, "class_clock"] > 10, reads
-    assert reads[True, "named"] == reads[False, "named"] and reads[True, "class_clock"] == reads[False, "class_clock"]
+    first, sems = traces[False, "plain"], traces[False, "plain", "sems"]
+    assert len(first) > 3 and all(t == first for k, t in traces.items() if len(k) == 2)
+    assert all(t == sems for k, t in traces.items() if len(k) == 3)
+    x = sems[-1][1]["trisc1"][2]
+    assert (x[12], x[13]) == (5, 4), (x[12], x[13])     # (3, two posts, then a get: the value read, not the Max)
+    assert reads[True, "named"] > 100 and reads[True, "class_clock"] > 10 and reads[True, "named_sems"] > 2, reads
+    assert all(reads[True, k] == reads[False, k] for k in ("named", "class_clock", "named_sems")), reads
 
 
 def _sfpu_run_program(bad: bool) -> dict[str, list[int]]:

@@ -83,17 +83,18 @@ static PyObject *s_thread_idle, *s_thread_done, *s_sem_mmio_write, *s_sem_max, *
 static PyObject *s_instret, *s_parked, *s_spinning, *s_soft_reset, *s_python_quanta, *s_pc, *s_past_in_c, *s_calls,
     *s_clock;
 
-/* The attributes the round loop and the bus calls read or write on every quantum: RV32Core's, NativeRun's and Tile's
- * __slots__ members (rv32.py, rv32_native.py, tile.py), read and written here at the member's offset where that is
+/* The attributes the round loop and the bus calls read or write on every quantum: RV32Core's, NativeRun's, Tile's and
+ * Tensix's __slots__ members (rv32.py, rv32_native.py, tile.py, tensix.py), read and written here at the member's offset where that is
  * what PyObject_GetAttr / PyObject_SetAttr do: the object's class has the generic getattr and setattr and the name
  * resolves there to a writable object member (no class in the MRO redefines it). The offset is remembered per name
  * with the class and its version tag (any change of a class in its MRO changes it, and no two classes get the same
  * one). An empty member, another class, or slots_on 0 (rv32_native.py SLOTS_NATIVE, the reference) goes by name. By
  * name each access had cost ~200 x86 instructions (the type look-up and the generic call), ~25 of them a quantum. */
 enum { SL_PC, SL_INSTRET, SL_POS, SL_SUB, SL_PARKED, SL_SPINNING, SL_QUANTA, SL_PAST_IN_C, SL_CALLS, SL_SOFT_RESET,
-       SL_CLOCK, SL_N };
+       SL_CLOCK, SL_SEM_VALUE, SL_SEM_MAX, SL_SEM_POSTS, SL_STRICT, SL_PM_DONE, SL_PM_T, SL_N };
 static PyObject **const slot_names[SL_N] = {&s_pc, &s_instret, &s_pos, &s_sub, &s_parked, &s_spinning,
-                                            &s_python_quanta, &s_past_in_c, &s_calls, &s_soft_reset, &s_clock};
+                                            &s_python_quanta, &s_past_in_c, &s_calls, &s_soft_reset, &s_clock,
+                                            &s_sem_value, &s_sem_max, &s_sem_posts, &s_strict, &s_pm_done, &s_pm_t};
 static struct { PyTypeObject *tp; unsigned int tag; Py_ssize_t off; } slot_memo[SL_N];
 static int slots_on = 1;
 
@@ -468,7 +469,7 @@ static int direct_run(rv_state *s, const bus_calls *c, direct_push *d, PyObject 
     PyObject *et, *ev, *tb;
     PyErr_Fetch(&et, &ev, &tb);
     PyObject *j_e = PyLong_FromLongLong(j), *t_j = j_e ? PyLong_FromLongLong(next) : NULL;
-    int bad = !t_j || PyObject_SetAttr(d->tx, s_pm_done, j_e) || PyObject_SetAttr(d->tx, s_pm_t, t_j)
+    int bad = !t_j || slot_set(d->tx, SL_PM_DONE, j_e) || slot_set(d->tx, SL_PM_T, t_j)
               || (run_sub && slot_set(c->core, SL_SUB, j_e)) || direct_account(s, d, t, j - j0, next)
               || (et && PyErr_GivenExceptionMatches(et, c->stall) && PyDict_SetItem(d->waits, d->name, d->full) < 0);
     Py_XDECREF(j_e), Py_XDECREF(t_j);
@@ -509,7 +510,7 @@ static int direct_many(rv_state *s, const bus_calls *c, direct_push *d, PyObject
         return -1;
     PyObject *et, *ev, *tb;
     PyErr_Fetch(&et, &ev, &tb);
-    PyObject *j_o = PyObject_GetAttr(d->tx, s_pm_done), *t_j = j_o ? PyObject_GetAttr(d->tx, s_pm_t) : NULL;
+    PyObject *j_o = slot_get(d->tx, SL_PM_DONE), *t_j = j_o ? slot_get(d->tx, SL_PM_T) : NULL;
     int bad = !t_j || slot_set(c->core, SL_SUB, j_o) < 0
               || ((j = PyLong_AsLongLong(j_o)) == -1 && PyErr_Occurred())
               || ((next = PyLong_AsLongLong(t_j)) == -1 && PyErr_Occurred()) || direct_account(s, d, t, j, next)
@@ -721,10 +722,10 @@ static int ttsync_load(rv_state *s, const bus_calls *c, direct_push *d, uint32_t
  * nothing at 0), an even one adds one counted from t (SEMPOST; saturating at 15). 1 made, 0 where the method must
  * (strict mode's errors: a SEMGET at 0, a SEMPOST at the semaphore's Max; nothing changed), -1 with an error set. */
 static int sem_store(const direct_push *d, uint32_t i, uint32_t value, long long t) {
-    PyObject *values = PyObject_GetAttr(d->tx, s_sem_value);
-    PyObject *maxima = values ? PyObject_GetAttr(d->tx, s_sem_max) : NULL;
-    PyObject *posts = maxima ? PyObject_GetAttr(d->tx, s_sem_posts) : NULL;
-    PyObject *strict_o = posts ? PyObject_GetAttr(d->tx, s_strict) : NULL, *tm = NULL, *q = NULL, *r = NULL;
+    PyObject *values = slot_get(d->tx, SL_SEM_VALUE);
+    PyObject *maxima = values ? slot_get(d->tx, SL_SEM_MAX) : NULL;
+    PyObject *posts = maxima ? slot_get(d->tx, SL_SEM_POSTS) : NULL;
+    PyObject *strict_o = posts ? slot_get(d->tx, SL_STRICT) : NULL, *tm = NULL, *q = NULL, *r = NULL;
     int done = -1, strict = strict_o ? PyObject_IsTrue(strict_o) : -1;
     long long v = 0, max = 0, event = 0;
     if (strict < 0)
@@ -817,7 +818,7 @@ static int sem_load(rv_state *s, const bus_calls *c, direct_push *d, uint32_t ad
     was = stall;
     if (latency)
         stall += d->extra;
-    PyObject *values = PyObject_GetAttr(d->tx, s_sem_value), *item = values ? PySequence_GetItem(values, i) : NULL;
+    PyObject *values = slot_get(d->tx, SL_SEM_VALUE), *item = values ? PySequence_GetItem(values, i) : NULL;
     Py_XDECREF(values);
     if (!item)
         return -1;
@@ -826,7 +827,7 @@ static int sem_load(rv_state *s, const bus_calls *c, direct_push *d, uint32_t ad
     if (value == -1 && PyErr_Occurred())
         return -1;
     if (value) {
-        PyObject *posts = PyObject_GetAttr(d->tx, s_sem_posts), *q = posts ? PySequence_GetItem(posts, i) : NULL;
+        PyObject *posts = slot_get(d->tx, SL_SEM_POSTS), *q = posts ? PySequence_GetItem(posts, i) : NULL;
         Py_XDECREF(posts);
         Py_ssize_t n = q ? PyObject_Length(q) : -1;
         PyObject *first = n > 0 ? PySequence_GetItem(q, 0) : NULL;

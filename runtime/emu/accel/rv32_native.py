@@ -133,7 +133,8 @@ OWN_BASE_NATIVE = os.environ.get("TT_EMU_OWN_BASE_NATIVE", "1") != "0"
 # set_regs_memo changes it later)
 REGS_MEMO_NATIVE = os.environ.get("TT_EMU_REGS_MEMO_NATIVE", "1") != "0"
 # The attributes the round loop and the bus calls read and write every quantum (RV32Core's pc, instret, pos, sub,
-# parked, spinning; NativeRun's python_quanta, past_in_c, calls; Tile's soft_reset, clock: their classes' __slots__)
+# parked, spinning; NativeRun's python_quanta, past_in_c, calls; Tile's soft_reset, clock; Tensix's semaphores,
+# strict, pm_done, pm_t: their classes' __slots__)
 # read and written by C at their members' offsets while the name resolves to that member (rv32_native.c slot_at);
 # False goes by name, PyObject_GetAttr / SetAttr (the reference; False, or TT_EMU_SLOTS_NATIVE=0, given to the module
 # when it loads: set_slots changes it later)
