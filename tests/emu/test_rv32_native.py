@@ -729,7 +729,7 @@ def _same_with_and_without_c(plan, arrays, monkeypatch) -> None:
     (KEPT_RUNS_NATIVE), TTSync loads asking the Tensix's thread_idle and thread_done (TTSYNC_NATIVE), the tile's attributes read
     at every load C serves (set_tile_memo(False)), the stamp base after a bus call asked of its lambda
     (set_own_base(False)), every register read from its object (set_regs_memo(False)), the cores', runners' and tile's
-    hot attributes by name (set_slots(False)), frozen cores' words read one by one (tile.PEEK_NATIVE) and their thaw test in Python
+    hot attributes by name (set_slots(False)), their tbase and stall read at every read (set_cycles_memo(False)), frozen cores' words read one by one (tile.PEEK_NATIVE) and their thaw test in Python
     (tile.THAW_NATIVE); C's pieces; Python: the same bytes and cycles. With C answering and pushing, past(), the
     Tensix's push_run (whose plain_run calls C now makes), _pcbuf_load, _niu_load and _niu_store are called less: the
     reference calls them, so the rule, the pushes, the semaphore loads, the NIU polls and the sends are exercised."""
@@ -770,6 +770,7 @@ def _same_with_and_without_c(plan, arrays, monkeypatch) -> None:
         rv32_native.set_own_base(in_c)
         rv32_native.set_regs_memo(in_c)
         rv32_native.set_slots(in_c)
+        rv32_native.set_cycles_memo(in_c)
         monkeypatch.setattr(noc_native, "ISSUE_NATIVE", in_c)
         monkeypatch.setattr(tile_module, "PEEK_NATIVE", in_c)
         monkeypatch.setattr(tile_module, "THAW_NATIVE", in_c)
@@ -784,6 +785,7 @@ def _same_with_and_without_c(plan, arrays, monkeypatch) -> None:
     rv32_native.set_own_base(True)
     rv32_native.set_regs_memo(True)
     rv32_native.set_slots(True)
+    rv32_native.set_cycles_memo(True)
     first, *rest = runs.values()
     assert all(r == first for r in rest)
     c, reference = calls["1", True, True], calls["1", True, False]
@@ -1090,6 +1092,26 @@ def test_slots_match_attributes_by_name():
     assert (x[12], x[13]) == (5, 4), (x[12], x[13])     # (3, two posts, then a get: the value read, not the Max)
     assert reads[True, "named"] > 100 and reads[True, "class_clock"] > 10 and reads[True, "named_sems"] > 2, reads
     assert all(reads[True, k] == reads[False, k] for k in ("named", "class_clock", "named_sems")), reads
+
+
+@pytest.mark.needs_cc
+def test_cycles_memo_follows_the_dicts():
+    """The round loop's kept tbase and stall values (rv32_native.set_cycles_memo: cycles_memo, by the dicts' version
+    tags) against the dicts read at every read (the reference): the same trace step by step (_pcbuf_trace) while
+    Python adds stall to TRISC0 and moves TRISC1's tbase between steps (a trace that differs from one without those
+    writes, so the memo must follow them), and without such writes."""
+    def bump(d: str, core: str, by: int):
+        return lambda t: getattr(t, d).__setitem__(core, getattr(t, d)[core] + by)
+    swaps = {2: bump("_stall", "trisc0", 70), 4: bump("_tbase", "trisc1", 55), 6: bump("_stall", "trisc1", 30)}
+    traces = {}
+    try:
+        for memo in (True, False):
+            rv32_native.set_cycles_memo(memo)
+            traces[memo] = _pcbuf_trace(Tile(quantum=40), swaps), _pcbuf_trace(Tile(quantum=40))
+    finally:
+        rv32_native.set_cycles_memo(True)
+    assert traces[True] == traces[False]
+    assert traces[True][0] != traces[True][1] and len(traces[True][0]) > 6
 
 
 def _sfpu_run_program(bad: bool) -> dict[str, list[int]]:

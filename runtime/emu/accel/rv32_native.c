@@ -2235,12 +2235,63 @@ static int dict_ll(PyObject *d, PyObject *key, long long *v) {
     return *v == -1 && PyErr_Occurred() ? -1 : 0;
 }
 
+/* Tile.cycles' two dicts by core name, the tile's _tbase and _stall, are read for each core ~12 times a round (the
+ * sort, the stamp bases, the thaws, the clock's advance) and change far less often: a core's value is kept with the
+ * dict's version tag (py_tags.h: an equal tag is the same, unchanged dict) and the context's tuple of names (held, so
+ * that no other tuple takes its address), and given again while both are those. cycles_memo_on 0 (rv32_native.py
+ * CYCLES_MEMO_NATIVE, the reference) or no tags (Python 3.12) reads the dict each time. A look-up had cost ~120 x86
+ * instructions, two a core a read. */
+typedef struct {
+    PyObject *dict, *names;              /* (names held) */
+    uint64_t version;
+    uint32_t known;                      /* a bit per core index: v[i] holds its value */
+    long long v[ROUND_MAX_CORES];
+} cycles_memo;
+static cycles_memo tbase_memo, stall_memo;
+static int cycles_memo_on = 1;
+
+/* d[names[i]] as a C long long through m (dict_ll's answers): 0, or -1 with an error set */
+static int memo_ll(cycles_memo *m, PyObject *d, PyObject *names, Py_ssize_t i, long long *v) {
+    uint64_t version = dict_version(d);
+    if (!cycles_memo_on || !version)
+        return dict_ll(d, PyTuple_GET_ITEM(names, i), v);
+    if (m->dict != d || m->version != version || m->names != names) {
+        m->dict = d, m->version = version, m->known = 0;
+        Py_XSETREF(m->names, Py_NewRef(names));
+    }
+    if (m->known >> i & 1) {
+        *v = m->v[i];
+        return 0;
+    }
+    if (dict_ll(d, PyTuple_GET_ITEM(names, i), v))
+        return -1;
+    m->v[i] = *v, m->known |= 1u << i;
+    return 0;
+}
+
+/* cycles_memo(on) -> None: whether round_cycles keeps the tbase and stall values (cycles_memo; rv32_native.py
+ * CYCLES_MEMO_NATIVE sets it when the module loads, the tests both ways); the memo is dropped either way */
+static PyObject *cycles_memo_set(PyObject *self, PyObject *on) {
+    (void)self;
+    int v = PyObject_IsTrue(on);
+    if (v < 0)
+        return NULL;
+    cycles_memo_on = v;
+    cycles_memo *const memos[2] = {&tbase_memo, &stall_memo};
+    for (int k = 0; k < 2; k++) {
+        Py_CLEAR(memos[k]->names);
+        memos[k]->dict = NULL, memos[k]->known = 0;
+    }
+    Py_RETURN_NONE;
+}
+
 /* Tile.cycles(name) of core i: tbase + instret + stall */
 static int round_cycles(const round_ctx *r, Py_ssize_t i, long long *t) {
-    PyObject *name = PyTuple_GET_ITEM(r->f[RC_NAMES], i);
+    PyObject *names = r->f[RC_NAMES];
     long long tbase, instret, stall;
-    if (dict_ll(r->f[RC_TBASE], name, &tbase) || slot_ll(PyTuple_GET_ITEM(r->f[RC_CORES], i), SL_INSTRET, &instret)
-        || dict_ll(r->f[RC_STALL], name, &stall))
+    if (memo_ll(&tbase_memo, r->f[RC_TBASE], names, i, &tbase)
+        || slot_ll(PyTuple_GET_ITEM(r->f[RC_CORES], i), SL_INSTRET, &instret)
+        || memo_ll(&stall_memo, r->f[RC_STALL], names, i, &stall))
         return -1;
     *t = tbase + instret + stall;
     return 0;
@@ -2880,6 +2931,7 @@ static PyMethodDef methods[] = {
     {"tile_memo", tile_memo, METH_O, "tile_memo(on): whether bus loads keep the tile's rec and _latency_of reads"},
     {"own_base", own_base, METH_O, "own_base(on): whether run() computes the tile's own stamp base itself"},
     {"regs_memo", regs_memo, METH_O, "regs_memo(on): whether the register lists' objects are kept between quanta"},
+    {"cycles_memo", cycles_memo_set, METH_O, "cycles_memo(on): whether the cores' tbase and stall values are kept"},
     {"slots", slots, METH_O, "slots(on): whether the hot attributes are read and written at their members' offsets"},
     {"l1_at", (PyCFunction)(void (*)(void))l1_at, METH_FASTCALL,
      "l1_at(write log address, addr, n, cycle): L1 bytes as they were at cycle, None if the log cannot tell"},

@@ -139,12 +139,17 @@ REGS_MEMO_NATIVE = os.environ.get("TT_EMU_REGS_MEMO_NATIVE", "1") != "0"
 # False goes by name, PyObject_GetAttr / SetAttr (the reference; False, or TT_EMU_SLOTS_NATIVE=0, given to the module
 # when it loads: set_slots changes it later)
 SLOTS_NATIVE = os.environ.get("TT_EMU_SLOTS_NATIVE", "1") != "0"
+# The round loop's reads of a core's cycle (Tile.cycles: the tile's _tbase and _stall by core name) keep each value
+# with its dict's version tag and give it again while the dict is unchanged (rv32_native.c cycles_memo); False reads
+# the dicts at every read (the reference; False, or TT_EMU_CYCLES_MEMO_NATIVE=0, given to the module when it loads:
+# set_cycles_memo changes it later)
+CYCLES_MEMO_NATIVE = os.environ.get("TT_EMU_CYCLES_MEMO_NATIVE", "1") != "0"
 
 
 # the switches above the C part keeps a copy of: module global -> the C module's setter, given the global when the
 # module loads and again by the set_* functions below
 C_SWITCHES = {"TILE_MEMO_NATIVE": "tile_memo", "OWN_BASE_NATIVE": "own_base", "REGS_MEMO_NATIVE": "regs_memo",
-              "SLOTS_NATIVE": "slots"}
+              "SLOTS_NATIVE": "slots", "CYCLES_MEMO_NATIVE": "cycles_memo"}
 
 
 def enabled() -> bool:
@@ -165,7 +170,7 @@ def _built() -> tuple[object | None, str]:
 
 def _set_switch(flag: str, on: bool) -> None:
     """The module global `flag` (one of C_SWITCHES) is `on` from now on, and so is the C part's copy, where it is built
-    (tile_memo's, regs_memo's and slots' setters also drop what their memos held)."""
+    (all but own_base's setter also drop what their memos held)."""
     globals()[flag] = on
     mod = _built()[0]
     if mod is not None:
@@ -186,6 +191,10 @@ def set_regs_memo(on: bool) -> None:
 
 def set_slots(on: bool) -> None:
     _set_switch("SLOTS_NATIVE", on)
+
+
+def set_cycles_memo(on: bool) -> None:
+    _set_switch("CYCLES_MEMO_NATIVE", on)
 
 
 def _load() -> tuple[object | None, str]:
