@@ -729,7 +729,8 @@ def _same_with_and_without_c(plan, arrays, monkeypatch) -> None:
     (KEPT_RUNS_NATIVE), TTSync loads asking the Tensix's thread_idle and thread_done (TTSYNC_NATIVE), the tile's attributes read
     at every load C serves (set_tile_memo(False)), the stamp base after a bus call asked of its lambda
     (set_own_base(False)), every register read from its object (set_regs_memo(False)), the cores', runners' and tile's
-    hot attributes by name (set_slots(False)), their tbase and stall read at every read (set_cycles_memo(False)), frozen cores' words read one by one (tile.PEEK_NATIVE) and their thaw test in Python
+    hot attributes by name (set_slots(False)), their tbase and stall read at every read (set_cycles_memo(False)), every word's facts looked up
+    (set_takes_memo(False)), frozen cores' words read one by one (tile.PEEK_NATIVE) and their thaw test in Python
     (tile.THAW_NATIVE); C's pieces; Python: the same bytes and cycles. With C answering and pushing, past(), the
     Tensix's push_run (whose plain_run calls C now makes), _pcbuf_load, _niu_load and _niu_store are called less: the
     reference calls them, so the rule, the pushes, the semaphore loads, the NIU polls and the sends are exercised."""
@@ -771,6 +772,7 @@ def _same_with_and_without_c(plan, arrays, monkeypatch) -> None:
         rv32_native.set_regs_memo(in_c)
         rv32_native.set_slots(in_c)
         rv32_native.set_cycles_memo(in_c)
+        rv32_native.set_takes_memo(in_c)
         monkeypatch.setattr(noc_native, "ISSUE_NATIVE", in_c)
         monkeypatch.setattr(tile_module, "PEEK_NATIVE", in_c)
         monkeypatch.setattr(tile_module, "THAW_NATIVE", in_c)
@@ -786,6 +788,7 @@ def _same_with_and_without_c(plan, arrays, monkeypatch) -> None:
     rv32_native.set_regs_memo(True)
     rv32_native.set_slots(True)
     rv32_native.set_cycles_memo(True)
+    rv32_native.set_takes_memo(True)
     first, *rest = runs.values()
     assert all(r == first for r in rest)
     c, reference = calls["1", True, True], calls["1", True, False]
@@ -1112,6 +1115,47 @@ def test_cycles_memo_follows_the_dicts():
         rv32_native.set_cycles_memo(True)
     assert traces[True] == traces[False]
     assert traces[True][0] != traces[True][1] and len(traces[True][0]) > 6
+
+
+def _plain_loop_program() -> dict[str, list[int]]:
+    """TRISC1: 200 turns of a loop pushing a SETDMAREG and a NOP (plain words: plain_run takes them), then spin."""
+    r = bench.ttinsn
+    body = [r(isa.encode("SETDMAREG", reg_index_16b=3, payload=7)), r(isa.encode("NOP"))]
+    t1 = bench.li(5, 200) + body + [bench.i_type(-1, 5, 0, 5, 0x13), bench.b_type(-4 * (len(body) + 1), 0, 5, 1)]
+    return {"trisc1": t1 + [bench.J_SELF]}
+
+
+@pytest.mark.needs_cc
+def test_takes_memo_follows_the_facts(monkeypatch):
+    """plain_takes' kept answers (rv32_native.set_takes_memo: takes_memo, by the words' values and the facts dict's
+    version tag) against a look-up of every word (the reference), _plain_loop_program in small steps (_pcbuf_trace): the
+    same trace where the facts dict is emptied (the words then go to the pusher, which records them again) or its
+    SEMWAIT's facts marked as an MVMUL's between steps, and the pusher called as often."""
+    pushed = {}
+    pusher = Tile._multi_pusher
+
+    def counted(self, who):
+        push = pusher(self, who)
+        return lambda *a: pushed.__setitem__(key, pushed[key] + 1) or push(*a)
+    monkeypatch.setattr(Tile, "_multi_pusher", counted)
+
+    def mvmul(t: Tile) -> None:
+        facts = t.tensix._plain
+        for w, rec in list(facts.items()):
+            if isinstance(rec, tuple):
+                facts[w] = ("MVMUL",) + rec[1:]
+    swaps = {2: lambda t: t.tensix._plain.clear(), 4: mvmul, 7: lambda t: t.tensix._plain.clear()}
+    traces = {}
+    try:
+        for key in ((True, True), (False, True), (True, False), (False, False)):
+            rv32_native.set_takes_memo(key[0])
+            pushed[key] = 0
+            traces[key] = _pcbuf_trace(Tile(quantum=40), swaps if key[1] else {}, _plain_loop_program)
+    finally:
+        rv32_native.set_takes_memo(True)
+    assert traces[True, True] == traces[False, True] and traces[True, False] == traces[False, False]
+    assert pushed[True, True] == pushed[False, True] and pushed[True, False] == pushed[False, False], pushed
+    assert pushed[True, True] != pushed[True, False] and len(traces[True, True]) > 8, pushed
 
 
 def _sfpu_run_program(bad: bool) -> dict[str, list[int]]:

@@ -888,12 +888,30 @@ static int direct_ready(direct_push *d) {
     return d->ready;
 }
 
-/* whether plain_run may take `word` (its value: raw) where the thread's frontend is empty: direct_issue.py recorded
- * facts for it (a 5-tuple named by its [0]) and it is no MVMUL (whose runs the Tensix's push_many records whole); no
- * look-up for an opcode none of whose words have facts (d->never_plain); -1 on an error */
-static int plain_takes(const direct_push *d, PyObject *word, uint32_t raw) {
-    if (d->never_plain && d->never_plain[raw >> 24])
-        return 0;
+/* plain_takes' answers kept by the word's value (an exact int: the facts dict finds the same entry for any int of that
+ * value) with the facts dict and its version tag (py_tags.h: an equal tag is the same, unchanged dict; the pointer is
+ * only compared), in a direct-mapped table: a kernel pushes a few hundred distinct words again and again, and the
+ * facts change only where a word gets its first. takes_memo_on 0 (rv32_native.py TAKES_MEMO_NATIVE, the reference)
+ * or no tags (Python 3.12) looks each word up. The look-up (the int's hash, the probe) and the name's compare had cost
+ * ~400 x86 instructions a run. */
+enum { TAKES_MEMO = 1024 };
+static struct { PyObject *facts; uint64_t version; uint32_t value; int answer; } takes_memo[TAKES_MEMO];
+static int takes_memo_on = 1;
+
+/* takes_memo(on) -> None: whether plain_takes keeps its answers (rv32_native.py TAKES_MEMO_NATIVE sets it when the
+ * module loads, the tests both ways); the memo is dropped either way */
+static PyObject *takes_memo_set(PyObject *self, PyObject *on) {
+    (void)self;
+    int v = PyObject_IsTrue(on);
+    if (v < 0)
+        return NULL;
+    takes_memo_on = v;
+    memset(takes_memo, 0, sizeof takes_memo);
+    Py_RETURN_NONE;
+}
+
+/* plain_takes' answer from the facts dict itself */
+static int plain_takes_read(const direct_push *d, PyObject *word) {
     PyObject *rec = PyDict_GetItemWithError(d->facts, word);
     if (!rec || rec == Py_None)
         return PyErr_Occurred() ? -1 : 0;
@@ -902,6 +920,30 @@ static int plain_takes(const direct_push *d, PyObject *word, uint32_t raw) {
         return -1;
     }
     return PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(rec, 0), "MVMUL") != 0;
+}
+
+/* whether plain_run may take `word` (its value: raw) where the thread's frontend is empty: direct_issue.py recorded
+ * facts for it (a 5-tuple named by its [0]) and it is no MVMUL (whose runs the Tensix's push_many records whole); no
+ * look-up for an opcode none of whose words have facts (d->never_plain); the answer kept (takes_memo); -1 on an
+ * error */
+static int plain_takes(const direct_push *d, PyObject *word, uint32_t raw) {
+    if (d->never_plain && d->never_plain[raw >> 24])
+        return 0;
+    uint64_t version = takes_memo_on && PyDict_Check(d->facts) && PyLong_CheckExact(word) ? dict_version(d->facts) : 0;
+    unsigned long value = version ? PyLong_AsUnsignedLong(word) : 0;
+    if (value > 0xFFFFFFFFul) {             /* (no .ttinsn word: looked up, the error too) */
+        PyErr_Clear();
+        version = 0;
+    }
+    size_t k = (size_t)(((uint64_t)value * 0x9E3779B97F4A7C15ull) >> 54) % TAKES_MEMO;
+    if (version && takes_memo[k].facts == d->facts && takes_memo[k].version == version && takes_memo[k].value == value)
+        return takes_memo[k].answer;
+    int answer = plain_takes_read(d, word);
+    if (version && answer >= 0 && dict_version(d->facts) == version) {      /* (the look-up left the dict as it was) */
+        takes_memo[k].facts = d->facts, takes_memo[k].version = version;
+        takes_memo[k].value = (uint32_t)value, takes_memo[k].answer = answer;
+    }
+    return answer;
 }
 
 /* the pushers' part of push_run: the n words at pc (PUSHM if `multi`, else PUSHP, else push_tensix); `run`: those
@@ -2932,6 +2974,7 @@ static PyMethodDef methods[] = {
     {"own_base", own_base, METH_O, "own_base(on): whether run() computes the tile's own stamp base itself"},
     {"regs_memo", regs_memo, METH_O, "regs_memo(on): whether the register lists' objects are kept between quanta"},
     {"cycles_memo", cycles_memo_set, METH_O, "cycles_memo(on): whether the cores' tbase and stall values are kept"},
+    {"takes_memo", takes_memo_set, METH_O, "takes_memo(on): whether plain_takes' answers are kept"},
     {"slots", slots, METH_O, "slots(on): whether the hot attributes are read and written at their members' offsets"},
     {"l1_at", (PyCFunction)(void (*)(void))l1_at, METH_FASTCALL,
      "l1_at(write log address, addr, n, cycle): L1 bytes as they were at cycle, None if the log cannot tell"},

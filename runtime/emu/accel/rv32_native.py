@@ -144,12 +144,18 @@ SLOTS_NATIVE = os.environ.get("TT_EMU_SLOTS_NATIVE", "1") != "0"
 # the dicts at every read (the reference; False, or TT_EMU_CYCLES_MEMO_NATIVE=0, given to the module when it loads:
 # set_cycles_memo changes it later)
 CYCLES_MEMO_NATIVE = os.environ.get("TT_EMU_CYCLES_MEMO_NATIVE", "1") != "0"
+# With the direct push context, whether plain_run takes a word (its facts, no MVMUL) is kept by the word's value with
+# the facts dict's version tag and given again while the dict is unchanged (rv32_native.c takes_memo); False looks up
+# every word (the reference; False, or TT_EMU_TAKES_MEMO_NATIVE=0, given to the module when it loads: set_takes_memo
+# changes it later)
+TAKES_MEMO_NATIVE = os.environ.get("TT_EMU_TAKES_MEMO_NATIVE", "1") != "0"
 
 
 # the switches above the C part keeps a copy of: module global -> the C module's setter, given the global when the
 # module loads and again by the set_* functions below
 C_SWITCHES = {"TILE_MEMO_NATIVE": "tile_memo", "OWN_BASE_NATIVE": "own_base", "REGS_MEMO_NATIVE": "regs_memo",
-              "SLOTS_NATIVE": "slots", "CYCLES_MEMO_NATIVE": "cycles_memo"}
+              "SLOTS_NATIVE": "slots", "CYCLES_MEMO_NATIVE": "cycles_memo",
+              "TAKES_MEMO_NATIVE": "takes_memo"}
 
 
 def enabled() -> bool:
@@ -195,6 +201,10 @@ def set_slots(on: bool) -> None:
 
 def set_cycles_memo(on: bool) -> None:
     _set_switch("CYCLES_MEMO_NATIVE", on)
+
+
+def set_takes_memo(on: bool) -> None:
+    _set_switch("TAKES_MEMO_NATIVE", on)
 
 
 def _load() -> tuple[object | None, str]:
