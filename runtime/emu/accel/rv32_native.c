@@ -369,8 +369,19 @@ static PyObject *ttinsn_words(const rv_state *s, uint32_t pc, uint32_t n) {
     return words;
 }
 
+/* stall_in's last answer with the dict's version tag (py_tags.h) and the name (held, so that no other object takes
+ * its address): a run's pushes read the running core's stall two or three times between its changes. Kept under
+ * cycles_memo_on, round_cycles' memo of the same dicts (below), with its switch. */
+static struct { PyObject *dict, *name; uint64_t version; long long v; } stall_last;
+static int cycles_memo_on = 1;
+
 /* the core's stall as the tile keeps it (stall[name], the tile's dict) into *v; -1 with an error set */
 static int stall_in(PyObject *stall, PyObject *name, long long *v) {
+    uint64_t version = cycles_memo_on && PyDict_Check(stall) ? dict_version(stall) : 0;
+    if (version && stall_last.dict == stall && stall_last.version == version && stall_last.name == name) {
+        *v = stall_last.v;
+        return 0;
+    }
     PyObject *o = PyDict_Check(stall) ? PyDict_GetItemWithError(stall, name) : NULL;
     if (!o) {
         if (!PyErr_Occurred())
@@ -378,7 +389,13 @@ static int stall_in(PyObject *stall, PyObject *name, long long *v) {
         return -1;
     }
     *v = PyLong_AsLongLong(o);
-    return *v == -1 && PyErr_Occurred() ? -1 : 0;
+    if (*v == -1 && PyErr_Occurred())
+        return -1;
+    if (version && dict_version(stall) == version) {      /* (the look-up left the dict as it was) */
+        stall_last.dict = stall, stall_last.version = version, stall_last.v = *v;
+        Py_XSETREF(stall_last.name, Py_NewRef(name));
+    }
+    return 0;
 }
 
 static int stall_of(const direct_push *d, long long *v) { return stall_in(d->stall, d->name, v); }
@@ -2290,7 +2307,6 @@ typedef struct {
     long long v[ROUND_MAX_CORES];
 } cycles_memo;
 static cycles_memo tbase_memo, stall_memo;
-static int cycles_memo_on = 1;
 
 /* d[names[i]] as a C long long through m (dict_ll's answers): 0, or -1 with an error set */
 static int memo_ll(cycles_memo *m, PyObject *d, PyObject *names, Py_ssize_t i, long long *v) {
@@ -2311,7 +2327,7 @@ static int memo_ll(cycles_memo *m, PyObject *d, PyObject *names, Py_ssize_t i, l
     return 0;
 }
 
-/* cycles_memo(on) -> None: whether round_cycles keeps the tbase and stall values (cycles_memo; rv32_native.py
+/* cycles_memo(on) -> None: whether round_cycles and stall_in keep the tbase and stall values (rv32_native.py
  * CYCLES_MEMO_NATIVE sets it when the module loads, the tests both ways); the memo is dropped either way */
 static PyObject *cycles_memo_set(PyObject *self, PyObject *on) {
     (void)self;
@@ -2324,6 +2340,8 @@ static PyObject *cycles_memo_set(PyObject *self, PyObject *on) {
         Py_CLEAR(memos[k]->names);
         memos[k]->dict = NULL, memos[k]->known = 0;
     }
+    Py_CLEAR(stall_last.name);
+    stall_last.dict = NULL;
     Py_RETURN_NONE;
 }
 
