@@ -1099,8 +1099,9 @@ def test_slots_match_attributes_by_name():
 
 @pytest.mark.needs_cc
 def test_cycles_memo_follows_the_dicts():
-    """The round loop's kept tbase and stall values (rv32_native.set_cycles_memo: cycles_memo, by the dicts' version
-    tags) against the dicts read at every read (the reference): the same trace step by step (_pcbuf_trace) while
+    """The round loop's kept tbase and stall values and the bus calls' last stall (rv32_native.set_cycles_memo:
+    cycles_memo and stall_in, by the dicts' version tags) against the dicts read at every read (the reference): the
+    same trace step by step (_pcbuf_trace) while
     Python adds stall to TRISC0 and moves TRISC1's tbase between steps (a trace that differs from one without those
     writes, so the memo must follow them), and without such writes."""
     def bump(d: str, core: str, by: int):

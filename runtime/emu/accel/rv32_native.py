@@ -139,10 +139,10 @@ REGS_MEMO_NATIVE = os.environ.get("TT_EMU_REGS_MEMO_NATIVE", "1") != "0"
 # False goes by name, PyObject_GetAttr / SetAttr (the reference; False, or TT_EMU_SLOTS_NATIVE=0, given to the module
 # when it loads: set_slots changes it later)
 SLOTS_NATIVE = os.environ.get("TT_EMU_SLOTS_NATIVE", "1") != "0"
-# The round loop's reads of a core's cycle (Tile.cycles: the tile's _tbase and _stall by core name) keep each value
-# with its dict's version tag and give it again while the dict is unchanged (rv32_native.c cycles_memo); False reads
-# the dicts at every read (the reference; False, or TT_EMU_CYCLES_MEMO_NATIVE=0, given to the module when it loads:
-# set_cycles_memo changes it later)
+# The round loop's reads of a core's cycle (Tile.cycles: the tile's _tbase and _stall by core name) and the bus calls'
+# reads of its stall keep each value with its dict's version tag and give it again while the dict is unchanged
+# (rv32_native.c cycles_memo, stall_in); False reads the dicts at every read (the reference; False, or
+# TT_EMU_CYCLES_MEMO_NATIVE=0, given to the module when it loads: set_cycles_memo changes it later)
 CYCLES_MEMO_NATIVE = os.environ.get("TT_EMU_CYCLES_MEMO_NATIVE", "1") != "0"
 # With the direct push context, whether plain_run takes a word (its facts, no MVMUL) is kept by the word's value with
 # the facts dict's version tag and given again while the dict is unchanged (rv32_native.c takes_memo); False looks up
