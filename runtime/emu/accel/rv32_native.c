@@ -98,10 +98,11 @@ static PyObject **const slot_names[SL_N] = {&s_pc, &s_instret, &s_pos, &s_sub, &
 static struct { PyTypeObject *tp; unsigned int tag; Py_ssize_t off; } slot_memo[SL_N];
 static int slots_on = 1;
 
-/* the offset of the writable object slot `name` of class tp, or -1 */
+/* the offset of the writable object slot `name` of class tp, or -1 (also for a member of a class tp does not derive
+ * from, which the generic look-up would refuse) */
 static Py_ssize_t slot_offset(PyTypeObject *tp, PyObject *name) {
     PyObject *descr = _PyType_Lookup(tp, name);
-    if (!descr || !Py_IS_TYPE(descr, &PyMemberDescr_Type))
+    if (!descr || !Py_IS_TYPE(descr, &PyMemberDescr_Type) || !PyType_IsSubtype(tp, PyDescr_TYPE(descr)))
         return -1;
     PyMemberDef *m = ((PyMemberDescrObject *)descr)->d_member;
     return m->type == T_OBJECT_EX && !(m->flags & READONLY) ? m->offset : -1;
