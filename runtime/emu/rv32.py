@@ -334,6 +334,9 @@ class _LoggedView:
 
 class RV32Core:
     """One baby RISC-V core. `x` is mutated in place (generated code holds a reference to it)."""
+    # the state rv32_native.c's round loop and bus calls read and write on every quantum, as members at fixed offsets
+    # (rv32_native.c slot_at); the rest in the instance dict
+    __slots__ = ("pc", "instret", "pos", "sub", "parked", "spinning", "__dict__", "__weakref__")
 
     def __init__(self, name: str, bus: Bus, reset_pc: int = 0):
         self.name = name

@@ -66,9 +66,11 @@ def _static_decode(w: int) -> tuple:
 class Tensix(FpuBatchMixin, DeferralMixin, DirectIssueMixin, MopBatchMixin, FrontendMixin, SyncMixin, ConfigMixin,
              SfpuIssueMixin, UnpackPackMixin, FpuMixin):
     # `current` (written for every word issued) is kept in a slot, not the instance dict, so that its writes leave the
-    # dict's version tag alone and the C memos validated by it (plain_run's, push_memo.c's) keep hitting; the other
-    # attributes stay in the dict (the mixins declare no slots)
-    __slots__ = ("current",)
+    # dict's version tag alone and the C memos validated by it (plain_run's, push_memo.c's) keep hitting; so are
+    # pm_done / pm_t (written by every push_many); those and the semaphores and `strict`, which rv32_native.c's bus
+    # calls read on every semaphore access, C reads at their offsets (rv32_native.c slot_at); the other attributes
+    # stay in the dict (the mixins declare no slots; plain_run's memo reads tm, threads and instructions there)
+    __slots__ = ("current", "sem_value", "sem_max", "sem_posts", "strict", "pm_done", "pm_t")
 
     def __init__(self, l1: np.ndarray, strict: bool = True, dst: Dst | None = None, sfpu=None):
         """`l1`: the tile's L1 (np.uint8, shared, not copied). `dst`/`sfpu` may be injected (tests); by default a

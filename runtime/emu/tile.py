@@ -111,6 +111,9 @@ TTSYNC_METHODS = (FrontendMixin.thread_idle, Tensix.thread_done, TensixTiming.do
 
 
 class Tile:
+    # what rv32_native.c's round loop reads on every round, as members at fixed offsets (rv32_native.c slot_at)
+    __slots__ = ("soft_reset", "clock", "__dict__", "__weakref__")
+
     def __init__(self, tensix_factory: Callable[[np.ndarray], object] | None = None, quantum: int | None = None,
                  chip: Chip | None = None, xy: tuple[int, int] = layout.TILE_XY):
         """A tile at translated `xy` of `chip` (runtime/emu/chip.py); without one, the tile builds an unharvested

@@ -728,7 +728,9 @@ def _same_with_and_without_c(plan, arrays, monkeypatch) -> None:
     (DIRECT_MANY_NATIVE), every word's facts looked up (NEVER_PLAIN_NATIVE), each run's tuple built anew
     (KEPT_RUNS_NATIVE), TTSync loads asking the Tensix's thread_idle and thread_done (TTSYNC_NATIVE), the tile's attributes read
     at every load C serves (set_tile_memo(False)), the stamp base after a bus call asked of its lambda
-    (set_own_base(False)), every register read from its object (set_regs_memo(False)), frozen cores' words read one by one (tile.PEEK_NATIVE) and their thaw test in Python
+    (set_own_base(False)), every register read from its object (set_regs_memo(False)), the cores', runners' and tile's
+    hot attributes by name (set_slots(False)), their tbase and stall read at every read (set_cycles_memo(False)), every word's facts looked up
+    (set_takes_memo(False)), frozen cores' words read one by one (tile.PEEK_NATIVE) and their thaw test in Python
     (tile.THAW_NATIVE); C's pieces; Python: the same bytes and cycles. With C answering and pushing, past(), the
     Tensix's push_run (whose plain_run calls C now makes), _pcbuf_load, _niu_load and _niu_store are called less: the
     reference calls them, so the rule, the pushes, the semaphore loads, the NIU polls and the sends are exercised."""
@@ -768,6 +770,9 @@ def _same_with_and_without_c(plan, arrays, monkeypatch) -> None:
         rv32_native.set_tile_memo(in_c)
         rv32_native.set_own_base(in_c)
         rv32_native.set_regs_memo(in_c)
+        rv32_native.set_slots(in_c)
+        rv32_native.set_cycles_memo(in_c)
+        rv32_native.set_takes_memo(in_c)
         monkeypatch.setattr(noc_native, "ISSUE_NATIVE", in_c)
         monkeypatch.setattr(tile_module, "PEEK_NATIVE", in_c)
         monkeypatch.setattr(tile_module, "THAW_NATIVE", in_c)
@@ -781,6 +786,9 @@ def _same_with_and_without_c(plan, arrays, monkeypatch) -> None:
     rv32_native.set_tile_memo(True)
     rv32_native.set_own_base(True)
     rv32_native.set_regs_memo(True)
+    rv32_native.set_slots(True)
+    rv32_native.set_cycles_memo(True)
+    rv32_native.set_takes_memo(True)
     first, *rest = runs.values()
     assert all(r == first for r in rest)
     c, reference = calls["1", True, True], calls["1", True, False]
@@ -899,10 +907,10 @@ def test_pcbuf_accesses_in_c_match_the_bus(monkeypatch):
     assert calls[False] >= 5 and calls[True] == 0, calls
 
 
-def _pcbuf_trace(tile: Tile, swaps: dict[int, Callable[[Tile], None]] = {}) -> list:
-    """_pcbuf_program's tile run in small steps, swaps[k](tile) made before step k: per step the instructions run, each
+def _pcbuf_trace(tile: Tile, swaps: dict[int, Callable[[Tile], None]] = {}, program=_pcbuf_program) -> list:
+    """program()'s tile run in small steps, swaps[k](tile) made before step k: per step the instructions run, each
     core's pc, instret and registers, the waits, the stalls and tile.stats()."""
-    bench.launch_words(tile, _pcbuf_program())
+    bench.launch_words(tile, program())
     trace = []
     for k in range(200):
         if k in swaps:
@@ -982,6 +990,173 @@ def test_tile_memo_follows_the_tiles_attributes(monkeypatch):
     first = traces[False, Tile]
     assert all(t == first for t in traces.values())
     assert plain != first
+
+
+def _sem_program() -> dict[str, list[int]]:
+    """TRISC1: SEMINIT of semaphore 1 (value 3, Max 9), a delay, its value loaded into x12, a longer delay, loaded again
+    into x13. TRISC0: a delay, RISC-V stores to semaphore 1: two posts and a SEMGET, each after a delay, park."""
+    r, sem1 = bench.ttinsn, layout.SEMAPHORE_BASE + 4
+    delay = lambda reg, n: bench.li(reg, n) + [bench.i_type(-1, reg, 0, reg, 0x13), bench.b_type(-4, 0, reg, 1)]  # noqa: E731
+    t1 = [r(isa.encode("SEMINIT", sem_sel=2, init_value=3, max_value=9))] + bench.li(11, sem1) + delay(5, 400)
+    t1 += [bench.i_type(0, 11, 2, 12, 0x03)] + delay(5, 900) + [bench.i_type(0, 11, 2, 13, 0x03), bench.J_SELF]
+    t0 = delay(5, 200) + bench.li(6, sem1) + bench.li(7, 1) + [bench.sw(0, 6, 0)] + delay(5, 100)
+    t0 += [bench.sw(0, 6, 0)] + delay(5, 100) + [bench.sw(7, 6, 0), bench.J_SELF]
+    return {"trisc1": t1, "trisc0": t0}
+
+
+class _NamedCore(RV32Core):
+    """A core whose instret and spinning are properties over its dict, counted: names C must read by name."""
+    reads = 0
+
+    @property
+    def instret(self):
+        _NamedCore.reads += 1
+        return self.__dict__["instret_"]
+
+    @instret.setter
+    def instret(self, v):
+        self.__dict__["instret_"] = v
+
+    @property
+    def spinning(self):
+        _NamedCore.reads += 1
+        return self.__dict__["spinning_"]
+
+    @spinning.setter
+    def spinning(self, v):
+        self.__dict__["spinning_"] = v
+
+
+class _ClassClockTile(Tile):
+    """A tile whose clock is a property over its dict, counted (C must read and write it by name)."""
+    reads = 0
+
+    @property
+    def clock(self):
+        _ClassClockTile.reads += 1
+        return self.__dict__["clock_"]
+
+    @clock.setter
+    def clock(self, v):
+        self.__dict__["clock_"] = v
+
+
+class _NamedSemTensix(Tensix):
+    """A Tensix whose semaphore values are a property over its dict, counted (C must read them by name)."""
+    reads = 0
+
+    @property
+    def sem_value(self):
+        _NamedSemTensix.reads += 1
+        return self.__dict__["sem_value_"]
+
+    @sem_value.setter
+    def sem_value(self, v):
+        self.__dict__["sem_value_"] = v
+
+
+def _named_cores(tile: Tile) -> Tile:
+    """tile with its cores made _NamedCore (the same layout: their state carried over)"""
+    for core in tile.cores.values():
+        was = core.instret, core.spinning
+        core.__class__ = _NamedCore
+        core.instret, core.spinning = was
+    return tile
+
+
+@pytest.mark.needs_cc
+def test_slots_match_attributes_by_name():
+    """The hot attributes C reads and writes at their members' offsets (rv32_native.set_slots: slot_at; RV32Core's pc,
+    instret, pos, sub, parked, spinning, NativeRun's python_quanta, past_in_c, calls, Tile's soft_reset, clock, the
+    Tensix's semaphores, strict, pm_done, pm_t) against PyObject_GetAttr / SetAttr by name (the reference): the same
+    trace step by step (_pcbuf_trace: pcs, instret, registers, waits, stalls, stats), with a TTSync load waiting,
+    semaphore loads and stores and pushes (_pcbuf_program), and a semaphore whose value and Max differ loaded as RISC-V
+    stores post and get it (_sem_program). Where a subclass makes instret and spinning (the cores), clock (the tile)
+    or sem_value (the Tensix) properties, C declines the members and goes by name (the properties are read) with the
+    same trace, and the plain classes again after that (the memo follows the class)."""
+    traces, reads = {}, {}
+    try:
+        for on in (True, False):
+            rv32_native.set_slots(on)
+            for kind in ("plain", "named", "class_clock", "named_sems", "plain_again"):
+                _NamedCore.reads = _ClassClockTile.reads = _NamedSemTensix.reads = 0
+                tile = (_ClassClockTile(quantum=40) if kind == "class_clock" else
+                        Tile(_NamedSemTensix, quantum=40) if kind == "named_sems" else Tile(quantum=40))
+                traces[on, kind] = _pcbuf_trace(_named_cores(tile) if kind == "named" else tile)
+                reads[on, kind] = _NamedCore.reads + _ClassClockTile.reads + _NamedSemTensix.reads
+                tile = Tile(_NamedSemTensix, quantum=40) if kind == "named_sems" else Tile(quantum=40)
+                traces[on, kind, "sems"] = _pcbuf_trace(tile, program=_sem_program)
+    finally:
+        rv32_native.set_slots(True)
+    first, sems = traces[False, "plain"], traces[False, "plain", "sems"]
+    assert len(first) > 3 and all(t == first for k, t in traces.items() if len(k) == 2)
+    assert all(t == sems for k, t in traces.items() if len(k) == 3)
+    x = sems[-1][1]["trisc1"][2]
+    assert (x[12], x[13]) == (5, 4), (x[12], x[13])     # (3, two posts, then a get: the value read, not the Max)
+    assert reads[True, "named"] > 100 and reads[True, "class_clock"] > 10 and reads[True, "named_sems"] > 2, reads
+    assert all(reads[True, k] == reads[False, k] for k in ("named", "class_clock", "named_sems")), reads
+
+
+@pytest.mark.needs_cc
+def test_cycles_memo_follows_the_dicts():
+    """The round loop's kept tbase and stall values and the bus calls' last stall (rv32_native.set_cycles_memo:
+    cycles_memo and stall_in, by the dicts' version tags) against the dicts read at every read (the reference): the
+    same trace step by step (_pcbuf_trace) while
+    Python adds stall to TRISC0 and moves TRISC1's tbase between steps (a trace that differs from one without those
+    writes, so the memo must follow them), and without such writes."""
+    def bump(d: str, core: str, by: int):
+        return lambda t: getattr(t, d).__setitem__(core, getattr(t, d)[core] + by)
+    swaps = {2: bump("_stall", "trisc0", 70), 4: bump("_tbase", "trisc1", 55), 6: bump("_stall", "trisc1", 30)}
+    traces = {}
+    try:
+        for memo in (True, False):
+            rv32_native.set_cycles_memo(memo)
+            traces[memo] = _pcbuf_trace(Tile(quantum=40), swaps), _pcbuf_trace(Tile(quantum=40))
+    finally:
+        rv32_native.set_cycles_memo(True)
+    assert traces[True] == traces[False]
+    assert traces[True][0] != traces[True][1] and len(traces[True][0]) > 6
+
+
+def _plain_loop_program() -> dict[str, list[int]]:
+    """TRISC1: 200 turns of a loop pushing a SETDMAREG and a NOP (plain words: plain_run takes them), then spin."""
+    r = bench.ttinsn
+    body = [r(isa.encode("SETDMAREG", reg_index_16b=3, payload=7)), r(isa.encode("NOP"))]
+    t1 = bench.li(5, 200) + body + [bench.i_type(-1, 5, 0, 5, 0x13), bench.b_type(-4 * (len(body) + 1), 0, 5, 1)]
+    return {"trisc1": t1 + [bench.J_SELF]}
+
+
+@pytest.mark.needs_cc
+def test_takes_memo_follows_the_facts(monkeypatch):
+    """plain_takes' kept answers (rv32_native.set_takes_memo: takes_memo, by the words' values and the facts dict's
+    version tag) against a look-up of every word (the reference), _plain_loop_program in small steps (_pcbuf_trace): the
+    same trace where the facts dict is emptied (the words then go to the pusher, which records them again) or its
+    SEMWAIT's facts marked as an MVMUL's between steps, and the pusher called as often."""
+    pushed = {}
+    pusher = Tile._multi_pusher
+
+    def counted(self, who):
+        push = pusher(self, who)
+        return lambda *a: pushed.__setitem__(key, pushed[key] + 1) or push(*a)
+    monkeypatch.setattr(Tile, "_multi_pusher", counted)
+
+    def mvmul(t: Tile) -> None:
+        facts = t.tensix._plain
+        for w, rec in list(facts.items()):
+            if isinstance(rec, tuple):
+                facts[w] = ("MVMUL",) + rec[1:]
+    swaps = {2: lambda t: t.tensix._plain.clear(), 4: mvmul, 7: lambda t: t.tensix._plain.clear()}
+    traces = {}
+    try:
+        for key in ((True, True), (False, True), (True, False), (False, False)):
+            rv32_native.set_takes_memo(key[0])
+            pushed[key] = 0
+            traces[key] = _pcbuf_trace(Tile(quantum=40), swaps if key[1] else {}, _plain_loop_program)
+    finally:
+        rv32_native.set_takes_memo(True)
+    assert traces[True, True] == traces[False, True] and traces[True, False] == traces[False, False]
+    assert pushed[True, True] == pushed[False, True] and pushed[True, False] == pushed[False, False], pushed
+    assert pushed[True, True] != pushed[True, False] and len(traces[True, True]) > 8, pushed
 
 
 def _sfpu_run_program(bad: bool) -> dict[str, list[int]]:

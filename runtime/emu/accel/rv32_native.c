@@ -80,6 +80,92 @@ _Static_assert(sizeof(bus_calls) == BUS_CALLS * sizeof(PyObject *), "filled slot
 static PyObject *s_pos, *s_sub, *s_mm_record, *s_pm_done, *s_pm_t, *s_sem_value, *s_sem_posts, *s_rec, *s_latency_of, *four, *zero;
 static PyObject *s_thread_idle, *s_thread_done, *s_sem_mmio_write, *s_sem_max, *s_strict, *s_tm, *s_event_t, *s_popleft,
     *s_append;
+static PyObject *s_instret, *s_parked, *s_spinning, *s_soft_reset, *s_python_quanta, *s_pc, *s_past_in_c, *s_calls,
+    *s_clock;
+
+/* The attributes the round loop and the bus calls read or write on every quantum: RV32Core's, NativeRun's, Tile's and
+ * Tensix's __slots__ members (rv32.py, rv32_native.py, tile.py, tensix.py), read and written here at the member's offset where that is
+ * what PyObject_GetAttr / PyObject_SetAttr do: the object's class has the generic getattr and setattr and the name
+ * resolves there to a writable object member (no class in the MRO redefines it). The offset is remembered per name
+ * with the class and its version tag (any change of a class in its MRO changes it, and no two classes get the same
+ * one). An empty member, another class, or slots_on 0 (rv32_native.py SLOTS_NATIVE, the reference) goes by name. By
+ * name each access had cost ~200 x86 instructions (the type look-up and the generic call), ~25 of them a quantum. */
+enum { SL_PC, SL_INSTRET, SL_POS, SL_SUB, SL_PARKED, SL_SPINNING, SL_QUANTA, SL_PAST_IN_C, SL_CALLS, SL_SOFT_RESET,
+       SL_CLOCK, SL_SEM_VALUE, SL_SEM_MAX, SL_SEM_POSTS, SL_STRICT, SL_PM_DONE, SL_PM_T, SL_N };
+static PyObject **const slot_names[SL_N] = {&s_pc, &s_instret, &s_pos, &s_sub, &s_parked, &s_spinning,
+                                            &s_python_quanta, &s_past_in_c, &s_calls, &s_soft_reset, &s_clock,
+                                            &s_sem_value, &s_sem_max, &s_sem_posts, &s_strict, &s_pm_done, &s_pm_t};
+static struct { PyTypeObject *tp; unsigned int tag; Py_ssize_t off; } slot_memo[SL_N];
+static int slots_on = 1;
+
+/* the offset of the writable object slot `name` of class tp, or -1 (also for a member of a class tp does not derive
+ * from, which the generic look-up would refuse) */
+static Py_ssize_t slot_offset(PyTypeObject *tp, PyObject *name) {
+    PyObject *descr = _PyType_Lookup(tp, name);
+    if (!descr || !Py_IS_TYPE(descr, &PyMemberDescr_Type) || !PyType_IsSubtype(tp, PyDescr_TYPE(descr)))
+        return -1;
+    PyMemberDef *m = ((PyMemberDescrObject *)descr)->d_member;
+    return m->type == T_OBJECT_EX && !(m->flags & READONLY) ? m->offset : -1;
+}
+
+/* the address of o's member for attribute k, or NULL where it goes by name */
+static PyObject **slot_at(PyObject *o, int k) {
+    PyTypeObject *tp = Py_TYPE(o);
+    unsigned int tag = type_tag(tp);
+    if (tp == slot_memo[k].tp && tag && tag == slot_memo[k].tag)
+        return (PyObject **)((char *)o + slot_memo[k].off);
+    if (!slots_on || tp->tp_getattro != PyObject_GenericGetAttr || tp->tp_setattro != PyObject_GenericSetAttr)
+        return NULL;
+    Py_ssize_t off = slot_offset(tp, *slot_names[k]);
+    if (off < 0 || !(tag = type_tag(tp)))         /* (_PyType_Lookup gave tp a tag where it can have one) */
+        return NULL;
+    slot_memo[k].tp = tp, slot_memo[k].tag = tag, slot_memo[k].off = off;
+    return (PyObject **)((char *)o + off);
+}
+
+/* getattr(o, attribute k): a new reference, or NULL with an error set */
+static PyObject *slot_get(PyObject *o, int k) {
+    PyObject **p = slot_at(o, k);
+    return p && *p ? Py_NewRef(*p) : PyObject_GetAttr(o, *slot_names[k]);
+}
+
+/* setattr(o, attribute k, v): 0, or -1 with an error set */
+static int slot_set(PyObject *o, int k, PyObject *v) {
+    PyObject **p = slot_at(o, k);
+    if (!p)
+        return PyObject_SetAttr(o, *slot_names[k], v);
+    Py_XSETREF(*p, Py_NewRef(v));
+    return 0;
+}
+
+/* getattr(o, attribute k) as a C long long: 0, or -1 with an error set */
+static int slot_ll(PyObject *o, int k, long long *v) {
+    PyObject *a = slot_get(o, k);
+    if (!a)
+        return -1;
+    *v = PyLong_AsLongLong(a);
+    Py_DECREF(a);
+    return *v == -1 && PyErr_Occurred() ? -1 : 0;
+}
+
+/* getattr(o, attribute k)'s truth: 1 / 0, -1 with an error set */
+static int slot_true(PyObject *o, int k) {
+    PyObject *a = slot_get(o, k);
+    int t = a ? PyObject_IsTrue(a) : -1;
+    Py_XDECREF(a);
+    return t;
+}
+
+/* o.attribute_k += by (an int attribute): 0, or -1 with an error set */
+static int slot_add(PyObject *o, int k, long long by) {
+    long long v;
+    PyObject *n;
+    if (slot_ll(o, k, &v) || !(n = PyLong_FromLongLong(v + by)))
+        return -1;
+    int r = slot_set(o, k, n);
+    Py_DECREF(n);
+    return r;
+}
 
 /* plain_run's C entries (sfpu_issue_native.c's capsules): "sfpu_issue.plain_run", called with plain_run's arguments,
  * and "sfpu_issue.plain_run_c" (tx, words, thread, facts, &j, &t): 0 with (j, t) = (next j, next push time), -1 with
@@ -257,7 +343,7 @@ static inline int mmio_word(const rv_state *s, uint32_t a) {
  * reference, or NULL with the error set */
 static PyObject *bus_call(rv_state *s, const bus_calls *c, PyObject *fn, PyObject **args, size_t n, int set_pos) {
     PyObject *pos = PyLong_FromUnsignedLong(s->done), *r = NULL;
-    if (pos && (!set_pos || !PyObject_SetAttr(c->core, s_pos, pos))) {
+    if (pos && (!set_pos || !slot_set(c->core, SL_POS, pos))) {
         if (!set_pos)
             args[0] = pos;
         r = PyObject_Vectorcall(fn, args, n, NULL);
@@ -284,8 +370,19 @@ static PyObject *ttinsn_words(const rv_state *s, uint32_t pc, uint32_t n) {
     return words;
 }
 
+/* stall_in's last answer with the dict's version tag (py_tags.h) and the name (held, so that no other object takes
+ * its address): a run's pushes read the running core's stall two or three times between its changes. Kept under
+ * cycles_memo_on, round_cycles' memo of the same dicts (below), with its switch. */
+static struct { PyObject *dict, *name; uint64_t version; long long v; } stall_last;
+static int cycles_memo_on = 1;
+
 /* the core's stall as the tile keeps it (stall[name], the tile's dict) into *v; -1 with an error set */
 static int stall_in(PyObject *stall, PyObject *name, long long *v) {
+    uint64_t version = cycles_memo_on && PyDict_Check(stall) ? dict_version(stall) : 0;
+    if (version && stall_last.dict == stall && stall_last.version == version && stall_last.name == name) {
+        *v = stall_last.v;
+        return 0;
+    }
     PyObject *o = PyDict_Check(stall) ? PyDict_GetItemWithError(stall, name) : NULL;
     if (!o) {
         if (!PyErr_Occurred())
@@ -293,7 +390,13 @@ static int stall_in(PyObject *stall, PyObject *name, long long *v) {
         return -1;
     }
     *v = PyLong_AsLongLong(o);
-    return *v == -1 && PyErr_Occurred() ? -1 : 0;
+    if (*v == -1 && PyErr_Occurred())
+        return -1;
+    if (version && dict_version(stall) == version) {      /* (the look-up left the dict as it was) */
+        stall_last.dict = stall, stall_last.version = version, stall_last.v = *v;
+        Py_XSETREF(stall_last.name, Py_NewRef(name));
+    }
+    return 0;
 }
 
 static int stall_of(const direct_push *d, long long *v) { return stall_in(d->stall, d->name, v); }
@@ -384,8 +487,8 @@ static int direct_run(rv_state *s, const bus_calls *c, direct_push *d, PyObject 
     PyObject *et, *ev, *tb;
     PyErr_Fetch(&et, &ev, &tb);
     PyObject *j_e = PyLong_FromLongLong(j), *t_j = j_e ? PyLong_FromLongLong(next) : NULL;
-    int bad = !t_j || PyObject_SetAttr(d->tx, s_pm_done, j_e) || PyObject_SetAttr(d->tx, s_pm_t, t_j)
-              || (run_sub && PyObject_SetAttr(c->core, s_sub, j_e)) || direct_account(s, d, t, j - j0, next)
+    int bad = !t_j || slot_set(d->tx, SL_PM_DONE, j_e) || slot_set(d->tx, SL_PM_T, t_j)
+              || (run_sub && slot_set(c->core, SL_SUB, j_e)) || direct_account(s, d, t, j - j0, next)
               || (et && PyErr_GivenExceptionMatches(et, c->stall) && PyDict_SetItem(d->waits, d->name, d->full) < 0);
     Py_XDECREF(j_e), Py_XDECREF(t_j);
     if (bad) {                                      /* (the bookkeeping's own error replaces plain_run's) */
@@ -406,7 +509,7 @@ static int direct_many(rv_state *s, const bus_calls *c, direct_push *d, PyObject
                        uint32_t *sub) {
     long long stall, j = 0, next;
     *sub = 0;
-    if (stall_of(d, &stall) || PyObject_SetAttr(c->core, s_sub, zero) < 0)    /* as push_python before PUSHM */
+    if (stall_of(d, &stall) || slot_set(c->core, SL_SUB, zero) < 0)    /* as push_python before PUSHM */
         return -1;
     long long t = d->base + stall + s->done + k;   /* the pusher's tbase + instret + stall + pos of words[k] */
     PyObject *run = PyTuple_GetSlice(words, k, m), *t_o = run ? PyLong_FromLongLong(t) : NULL, *r = NULL;
@@ -425,8 +528,8 @@ static int direct_many(rv_state *s, const bus_calls *c, direct_push *d, PyObject
         return -1;
     PyObject *et, *ev, *tb;
     PyErr_Fetch(&et, &ev, &tb);
-    PyObject *j_o = PyObject_GetAttr(d->tx, s_pm_done), *t_j = j_o ? PyObject_GetAttr(d->tx, s_pm_t) : NULL;
-    int bad = !t_j || PyObject_SetAttr(c->core, s_sub, j_o) < 0
+    PyObject *j_o = slot_get(d->tx, SL_PM_DONE), *t_j = j_o ? slot_get(d->tx, SL_PM_T) : NULL;
+    int bad = !t_j || slot_set(c->core, SL_SUB, j_o) < 0
               || ((j = PyLong_AsLongLong(j_o)) == -1 && PyErr_Occurred())
               || ((next = PyLong_AsLongLong(t_j)) == -1 && PyErr_Occurred()) || direct_account(s, d, t, j, next)
               || (et && PyErr_GivenExceptionMatches(et, c->stall) && PyDict_SetItem(d->waits, d->name, d->full) < 0);
@@ -501,7 +604,7 @@ static int load_timing(PyObject *tile, PyObject *name, int *latency) {
  * error set */
 static int bus_effects(rv_state *s, const bus_calls *c, direct_push *d, long long stall, long long was) {
     PyObject *pos = PyLong_FromUnsignedLong(s->done), *o = stall != was ? PyLong_FromLongLong(stall) : NULL;
-    int bad = !pos || PyObject_SetAttr(c->core, s_pos, pos) < 0 || (stall != was && (!o
+    int bad = !pos || slot_set(c->core, SL_POS, pos) < 0 || (stall != was && (!o
               || PyDict_SetItem(d->stall, d->name, o) < 0));
     Py_XDECREF(pos);
     Py_XDECREF(o);
@@ -509,7 +612,7 @@ static int bus_effects(rv_state *s, const bus_calls *c, direct_push *d, long lon
 }
 
 static int queue_true(PyObject *th, int k);
-static PyObject *s_threads, *s_clock, *s_done, *s_macro_threads, *s_work_done, *s_sfpu, *s_busy_until;
+static PyObject *s_threads, *s_done, *s_macro_threads, *s_work_done, *s_sfpu, *s_busy_until;
 
 /* whether o.<name> is the function `ref` its class defines: the generic attribute look-up, the class's look-up finds
  * ref and the instance's dict does not shadow it; 1 / 0, -1 with an error set */
@@ -637,10 +740,10 @@ static int ttsync_load(rv_state *s, const bus_calls *c, direct_push *d, uint32_t
  * nothing at 0), an even one adds one counted from t (SEMPOST; saturating at 15). 1 made, 0 where the method must
  * (strict mode's errors: a SEMGET at 0, a SEMPOST at the semaphore's Max; nothing changed), -1 with an error set. */
 static int sem_store(const direct_push *d, uint32_t i, uint32_t value, long long t) {
-    PyObject *values = PyObject_GetAttr(d->tx, s_sem_value);
-    PyObject *maxima = values ? PyObject_GetAttr(d->tx, s_sem_max) : NULL;
-    PyObject *posts = maxima ? PyObject_GetAttr(d->tx, s_sem_posts) : NULL;
-    PyObject *strict_o = posts ? PyObject_GetAttr(d->tx, s_strict) : NULL, *tm = NULL, *q = NULL, *r = NULL;
+    PyObject *values = slot_get(d->tx, SL_SEM_VALUE);
+    PyObject *maxima = values ? slot_get(d->tx, SL_SEM_MAX) : NULL;
+    PyObject *posts = maxima ? slot_get(d->tx, SL_SEM_POSTS) : NULL;
+    PyObject *strict_o = posts ? slot_get(d->tx, SL_STRICT) : NULL, *tm = NULL, *q = NULL, *r = NULL;
     int done = -1, strict = strict_o ? PyObject_IsTrue(strict_o) : -1;
     long long v = 0, max = 0, event = 0;
     if (strict < 0)
@@ -733,7 +836,7 @@ static int sem_load(rv_state *s, const bus_calls *c, direct_push *d, uint32_t ad
     was = stall;
     if (latency)
         stall += d->extra;
-    PyObject *values = PyObject_GetAttr(d->tx, s_sem_value), *item = values ? PySequence_GetItem(values, i) : NULL;
+    PyObject *values = slot_get(d->tx, SL_SEM_VALUE), *item = values ? PySequence_GetItem(values, i) : NULL;
     Py_XDECREF(values);
     if (!item)
         return -1;
@@ -742,7 +845,7 @@ static int sem_load(rv_state *s, const bus_calls *c, direct_push *d, uint32_t ad
     if (value == -1 && PyErr_Occurred())
         return -1;
     if (value) {
-        PyObject *posts = PyObject_GetAttr(d->tx, s_sem_posts), *q = posts ? PySequence_GetItem(posts, i) : NULL;
+        PyObject *posts = slot_get(d->tx, SL_SEM_POSTS), *q = posts ? PySequence_GetItem(posts, i) : NULL;
         Py_XDECREF(posts);
         Py_ssize_t n = q ? PyObject_Length(q) : -1;
         PyObject *first = n > 0 ? PySequence_GetItem(q, 0) : NULL;
@@ -803,12 +906,30 @@ static int direct_ready(direct_push *d) {
     return d->ready;
 }
 
-/* whether plain_run may take `word` (its value: raw) where the thread's frontend is empty: direct_issue.py recorded
- * facts for it (a 5-tuple named by its [0]) and it is no MVMUL (whose runs the Tensix's push_many records whole); no
- * look-up for an opcode none of whose words have facts (d->never_plain); -1 on an error */
-static int plain_takes(const direct_push *d, PyObject *word, uint32_t raw) {
-    if (d->never_plain && d->never_plain[raw >> 24])
-        return 0;
+/* plain_takes' answers kept by the word's value (an exact int: the facts dict finds the same entry for any int of that
+ * value) with the facts dict and its version tag (py_tags.h: an equal tag is the same, unchanged dict; the pointer is
+ * only compared), in a direct-mapped table: a kernel pushes a few hundred distinct words again and again, and the
+ * facts change only where a word gets its first. takes_memo_on 0 (rv32_native.py TAKES_MEMO_NATIVE, the reference)
+ * or no tags (Python 3.12) looks each word up. The look-up (the int's hash, the probe) and the name's compare had cost
+ * ~400 x86 instructions a run. */
+enum { TAKES_MEMO = 1024 };
+static struct { PyObject *facts; uint64_t version; uint32_t value; int answer; } takes_memo[TAKES_MEMO];
+static int takes_memo_on = 1;
+
+/* takes_memo(on) -> None: whether plain_takes keeps its answers (rv32_native.py TAKES_MEMO_NATIVE sets it when the
+ * module loads, the tests both ways); the memo is dropped either way */
+static PyObject *takes_memo_set(PyObject *self, PyObject *on) {
+    (void)self;
+    int v = PyObject_IsTrue(on);
+    if (v < 0)
+        return NULL;
+    takes_memo_on = v;
+    memset(takes_memo, 0, sizeof takes_memo);
+    Py_RETURN_NONE;
+}
+
+/* plain_takes' answer from the facts dict itself */
+static int plain_takes_read(const direct_push *d, PyObject *word) {
     PyObject *rec = PyDict_GetItemWithError(d->facts, word);
     if (!rec || rec == Py_None)
         return PyErr_Occurred() ? -1 : 0;
@@ -819,6 +940,30 @@ static int plain_takes(const direct_push *d, PyObject *word, uint32_t raw) {
     return PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(rec, 0), "MVMUL") != 0;
 }
 
+/* whether plain_run may take `word` (its value: raw) where the thread's frontend is empty: direct_issue.py recorded
+ * facts for it (a 5-tuple named by its [0]) and it is no MVMUL (whose runs the Tensix's push_many records whole); no
+ * look-up for an opcode none of whose words have facts (d->never_plain); the answer kept (takes_memo); -1 on an
+ * error */
+static int plain_takes(const direct_push *d, PyObject *word, uint32_t raw) {
+    if (d->never_plain && d->never_plain[raw >> 24])
+        return 0;
+    uint64_t version = takes_memo_on && PyDict_Check(d->facts) && PyLong_CheckExact(word) ? dict_version(d->facts) : 0;
+    unsigned long value = version ? PyLong_AsUnsignedLong(word) : 0;
+    if (value > 0xFFFFFFFFul) {             /* (no .ttinsn word: looked up, the error too) */
+        PyErr_Clear();
+        version = 0;
+    }
+    size_t k = (size_t)(((uint64_t)value * 0x9E3779B97F4A7C15ull) >> 54) % TAKES_MEMO;
+    if (version && takes_memo[k].facts == d->facts && takes_memo[k].version == version && takes_memo[k].value == value)
+        return takes_memo[k].answer;
+    int answer = plain_takes_read(d, word);
+    if (version && answer >= 0 && dict_version(d->facts) == version) {      /* (the look-up left the dict as it was) */
+        takes_memo[k].facts = d->facts, takes_memo[k].version = version;
+        takes_memo[k].value = (uint32_t)value, takes_memo[k].answer = answer;
+    }
+    return answer;
+}
+
 /* the pushers' part of push_run: the n words at pc (PUSHM if `multi`, else PUSHP, else push_tensix); `run`: those
  * words as the tuple PUSHM is given (a new reference, taken here), or NULL to read them */
 static int push_python(rv_state *s, const bus_calls *c, uint32_t pc, uint32_t n, int multi, PyObject *run,
@@ -827,12 +972,12 @@ static int push_python(rv_state *s, const bus_calls *c, uint32_t pc, uint32_t n,
     *sub = 0;
     if (multi) {
         PyObject *args[2] = {NULL, words};
-        if (words && !PyObject_SetAttr(c->core, s_sub, zero))
+        if (words && !slot_set(c->core, SL_SUB, zero))
             r = bus_call(s, c, c->pushm, args, 2, 0);
         if (!r && words) {
             PyObject *et, *ev, *tb, *j;
             PyErr_Fetch(&et, &ev, &tb);
-            j = PyObject_GetAttr(c->core, s_sub);
+            j = slot_get(c->core, SL_SUB);
             *sub = j ? (uint32_t)PyLong_AsUnsignedLongMask(j) : 0;
             Py_XDECREF(j);
             PyErr_Restore(et, ev, tb);
@@ -1101,7 +1246,7 @@ static int niu_load(rv_state *s, const bus_calls *c, const niu_loads *g, uint32_
     if (!bad && latency && stall != was)
         bad = !(stall_o = PyLong_FromLongLong(stall)) || PyDict_SetItem(g->stall, g->name, stall_o) < 0;
     if (!bad)                           /* as the bus call would leave it */
-        bad = !(pos = PyLong_FromUnsignedLong(s->done)) || PyObject_SetAttr(c->core, s_pos, pos) < 0;
+        bad = !(pos = PyLong_FromUnsignedLong(s->done)) || slot_set(c->core, SL_POS, pos) < 0;
     Py_XDECREF(key);
     Py_XDECREF(pos);
     Py_XDECREF(stall_o);
@@ -1164,7 +1309,7 @@ static int niu_send(rv_state *s, const bus_calls *c, const niu_sends *e, uint32_
     if (made <= 0)
         return made;
     PyObject *pos = PyLong_FromUnsignedLong(s->done);  /* as the bus call would leave it */
-    int bad = !pos || PyObject_SetAttr(c->core, s_pos, pos) < 0;
+    int bad = !pos || slot_set(c->core, SL_POS, pos) < 0;
     Py_XDECREF(pos);
     return bad ? -1 : 1;
 }
@@ -1624,6 +1769,18 @@ static PyObject *regs_memo(PyObject *self, PyObject *on) {
     regs_memo_on = v;
     for (int k = 0; k < REG_MEMO_SLOTS; k++)
         reg_memo_clear(&reg_memos[k]);
+    Py_RETURN_NONE;
+}
+
+/* slots(on) -> None: whether slot_at reads and writes the hot attributes at their members' offsets (rv32_native.py
+ * SLOTS_NATIVE sets it when the module loads, the tests both ways); off, the offsets remembered are dropped */
+static PyObject *slots(PyObject *self, PyObject *on) {
+    (void)self;
+    int v = PyObject_IsTrue(on);
+    if (v < 0)
+        return NULL;
+    slots_on = v;
+    memset(slot_memo, 0, sizeof slot_memo);
     Py_RETURN_NONE;
 }
 
@@ -2114,20 +2271,9 @@ struct round_ctx {
     long long quantum;
 };
 
-static PyObject *s_instret, *s_parked, *s_spinning, *s_soft_reset, *s_python_quanta, *s_pc, *s_past_in_c, *s_calls,
-    *s_bus_calls, *s_resume, *s_run, *s_thaw_m, *s_thaw_in_python, *s_freeze, *s_probe_attr, *s_peek, *s_peek_words,
-    *s_times_its_reads, *s_core_failed, *s_threads, *s_fifo, *s_mop_out, *s_ready, *s_step, *s_empty, *s_pushm_key,
-    *s_past_key, *s_sbase_key, *s_instructions, *s_clock, *s_catch_up, *s_nothing_progressed;
-
-/* getattr(o, name) as a C long long: 0, or -1 with an error set */
-static int attr_ll(PyObject *o, PyObject *name, long long *v) {
-    PyObject *a = PyObject_GetAttr(o, name);
-    if (!a)
-        return -1;
-    *v = PyLong_AsLongLong(a);
-    Py_DECREF(a);
-    return *v == -1 && PyErr_Occurred() ? -1 : 0;
-}
+static PyObject *s_bus_calls, *s_resume, *s_run, *s_thaw_m, *s_thaw_in_python, *s_freeze, *s_probe_attr, *s_peek,
+    *s_peek_words, *s_times_its_reads, *s_core_failed, *s_threads, *s_fifo, *s_mop_out, *s_ready, *s_step, *s_empty,
+    *s_pushm_key, *s_past_key, *s_sbase_key, *s_instructions, *s_catch_up, *s_nothing_progressed;
 
 /* getattr(o, name)'s truth: 1 / 0, -1 with an error set */
 static int attr_true(PyObject *o, PyObject *name) {
@@ -2149,23 +2295,64 @@ static int dict_ll(PyObject *d, PyObject *key, long long *v) {
     return *v == -1 && PyErr_Occurred() ? -1 : 0;
 }
 
-/* obj.name += by (an int attribute): 0, or -1 with an error set */
-static int attr_add(PyObject *o, PyObject *name, long long by) {
-    long long v;
-    PyObject *n;
-    if (attr_ll(o, name, &v) || !(n = PyLong_FromLongLong(v + by)))
+/* Tile.cycles' two dicts by core name, the tile's _tbase and _stall, are read for each core ~12 times a round (the
+ * sort, the stamp bases, the thaws, the clock's advance) and change far less often: a core's value is kept with the
+ * dict's version tag (py_tags.h: an equal tag is the same, unchanged dict) and the context's tuple of names (held, so
+ * that no other tuple takes its address), and given again while both are those. cycles_memo_on 0 (rv32_native.py
+ * CYCLES_MEMO_NATIVE, the reference) or no tags (Python 3.12) reads the dict each time. A look-up had cost ~120 x86
+ * instructions, two a core a read. */
+typedef struct {
+    PyObject *dict, *names;              /* (names held) */
+    uint64_t version;
+    uint32_t known;                      /* a bit per core index: v[i] holds its value */
+    long long v[ROUND_MAX_CORES];
+} cycles_memo;
+static cycles_memo tbase_memo, stall_memo;
+
+/* d[names[i]] as a C long long through m (dict_ll's answers): 0, or -1 with an error set */
+static int memo_ll(cycles_memo *m, PyObject *d, PyObject *names, Py_ssize_t i, long long *v) {
+    uint64_t version = dict_version(d);
+    if (!cycles_memo_on || !version)
+        return dict_ll(d, PyTuple_GET_ITEM(names, i), v);
+    if (m->dict != d || m->version != version || m->names != names) {
+        m->dict = d, m->version = version, m->known = 0;
+        Py_XSETREF(m->names, Py_NewRef(names));
+    }
+    if (m->known >> i & 1) {
+        *v = m->v[i];
+        return 0;
+    }
+    if (dict_ll(d, PyTuple_GET_ITEM(names, i), v))
         return -1;
-    int r = PyObject_SetAttr(o, name, n);
-    Py_DECREF(n);
-    return r;
+    m->v[i] = *v, m->known |= 1u << i;
+    return 0;
+}
+
+/* cycles_memo(on) -> None: whether round_cycles and stall_in keep the tbase and stall values (rv32_native.py
+ * CYCLES_MEMO_NATIVE sets it when the module loads, the tests both ways); the memo is dropped either way */
+static PyObject *cycles_memo_set(PyObject *self, PyObject *on) {
+    (void)self;
+    int v = PyObject_IsTrue(on);
+    if (v < 0)
+        return NULL;
+    cycles_memo_on = v;
+    cycles_memo *const memos[2] = {&tbase_memo, &stall_memo};
+    for (int k = 0; k < 2; k++) {
+        Py_CLEAR(memos[k]->names);
+        memos[k]->dict = NULL, memos[k]->known = 0;
+    }
+    Py_CLEAR(stall_last.name);
+    stall_last.dict = NULL;
+    Py_RETURN_NONE;
 }
 
 /* Tile.cycles(name) of core i: tbase + instret + stall */
 static int round_cycles(const round_ctx *r, Py_ssize_t i, long long *t) {
-    PyObject *name = PyTuple_GET_ITEM(r->f[RC_NAMES], i);
+    PyObject *names = r->f[RC_NAMES];
     long long tbase, instret, stall;
-    if (dict_ll(r->f[RC_TBASE], name, &tbase) || attr_ll(PyTuple_GET_ITEM(r->f[RC_CORES], i), s_instret, &instret)
-        || dict_ll(r->f[RC_STALL], name, &stall))
+    if (memo_ll(&tbase_memo, r->f[RC_TBASE], names, i, &tbase)
+        || slot_ll(PyTuple_GET_ITEM(r->f[RC_CORES], i), SL_INSTRET, &instret)
+        || memo_ll(&stall_memo, r->f[RC_STALL], names, i, &stall))
         return -1;
     *t = tbase + instret + stall;
     return 0;
@@ -2285,7 +2472,7 @@ static int round_quantum(const round_ctx *r, Py_ssize_t i, long long budget, lon
     PyObject *native = runner != Py_None ? PyTuple_GET_ITEM(runner, RN_NATIVE) : Py_None;
     PyObject *budget_o = PyLong_FromLongLong(budget), *res = NULL;
     long long owed = 0;
-    if (!budget_o || (native != Py_None && attr_ll(native, s_python_quanta, &owed)))
+    if (!budget_o || (native != Py_None && slot_ll(native, SL_QUANTA, &owed)))
         goto out;
     if (native == Py_None || owed || !r->mmio_exits) {
         res = PyObject_CallMethodOneArg(native == Py_None ? core : native, s_run, budget_o);
@@ -2293,14 +2480,14 @@ static int round_quantum(const round_ctx *r, Py_ssize_t i, long long budget, lon
     }
     PyObject **u = &PyTuple_GET_ITEM(runner, 0);
     PyObject *x = u[RN_X], *ns = u[RN_NS], *base = u[RN_BASE], *stamps = u[RN_STAMPS], *arg = u[RN_ARG];
-    PyObject *pc = PyObject_GetAttr(core, s_pc), *calls = NULL, *why = NULL;
+    PyObject *pc = slot_get(core, SL_PC), *calls = NULL, *why = NULL;
     PyObject *direct = base != Py_None && r->direct_push ? u[RN_DIRECT] : Py_None;
     PyObject *loads = base != Py_None ? u[RN_LOADS] : Py_None, *sends = base != Py_None ? u[RN_SENDS] : Py_None;
     rv_state *s = pc ? PyLong_AsVoidPtr(arg) : NULL;
     int causal = 0, past = 0, multi = 0, begun = 0;
-    if (!s || PyObject_SetAttr(core, s_spinning, Py_False) < 0)
+    if (!s || slot_set(core, SL_SPINNING, Py_False) < 0)
         goto done;
-    if ((causal = PyDict_Contains(ns, s_past_key)) < 0 || (causal && (past = attr_true(native, s_past_in_c)) < 0)
+    if ((causal = PyDict_Contains(ns, s_past_key)) < 0 || (causal && (past = slot_true(native, SL_PAST_IN_C)) < 0)
         || (multi = PyDict_Contains(ns, s_pushm_key)) < 0 || regs_in(s, x, pc))
         goto done;
     causal = causal && stamps != Py_None;
@@ -2308,7 +2495,7 @@ static int round_quantum(const round_ctx *r, Py_ssize_t i, long long budget, lon
                   multi ? (r->joined_runs ? MULTI_JOIN : MULTI_BLOCK) : MULTI_OFF,
                   causal ? (past ? CAUSAL_IN_C : CAUSAL_HAND_BACK) : CAUSAL_OFF);
     begun = 1;
-    if (!(calls = PyObject_GetAttr(native, s_calls)))       /* (NativeRun._bus_calls, built once) */
+    if (!(calls = slot_get(native, SL_CALLS)))       /* (NativeRun._bus_calls, built once) */
         goto done;
     if (calls == Py_None) {
         Py_DECREF(calls);
@@ -2334,7 +2521,7 @@ static int round_quantum(const round_ctx *r, Py_ssize_t i, long long budget, lon
         PyObject *type, *value, *tb, *pc_now = PyLong_FromUnsignedLong(s->pc);    /* pc names the culprit */
         PyErr_Fetch(&type, &value, &tb);
         if (pc_now)
-            PyObject_SetAttr(core, s_pc, pc_now);
+            slot_set(core, SL_PC, pc_now);
         Py_XDECREF(pc_now);
         PyErr_Restore(type, value, tb);
         goto done;
@@ -2350,10 +2537,9 @@ static int round_quantum(const round_ctx *r, Py_ssize_t i, long long budget, lon
     PyObject *eargs[2] = {arg, x}, *e = end(NULL, eargs, 2), *pc_o = e ? PyLong_FromUnsignedLong(s->pc) : NULL;
     begun = 0;
     Py_XDECREF(e);
-    if (pc_o && PyObject_SetAttr(core, s_pc, pc_o) == 0 && attr_add(core, s_instret, s->done) == 0
-        && PyObject_SetAttr(core, s_pos, zero) == 0
-        && PyObject_SetAttr(core, s_spinning, w == RV_SPIN ? Py_True : Py_False) == 0
-        && PyObject_SetAttr(core, s_parked, w == RV_PARKED ? Py_True : Py_False) == 0)
+    if (pc_o && slot_set(core, SL_PC, pc_o) == 0 && slot_add(core, SL_INSTRET, s->done) == 0
+        && slot_set(core, SL_POS, zero) == 0 && slot_set(core, SL_SPINNING, w == RV_SPIN ? Py_True : Py_False) == 0
+        && slot_set(core, SL_PARKED, w == RV_PARKED ? Py_True : Py_False) == 0)
         res = PyLong_FromUnsignedLong(s->done);
     Py_XDECREF(pc_o);
 done:
@@ -2361,8 +2547,8 @@ done:
         PyObject *type, *value, *tb;
         PyErr_Fetch(&type, &value, &tb);
         long long now_pc;
-        if (attr_ll(core, s_pc, &now_pc) == 0 && attr_add(core, s_instret, s->done + ((now_pc - s->pc) >> 2)) == 0
-            && PyObject_SetAttr(core, s_pos, zero) == 0) {
+        if (slot_ll(core, SL_PC, &now_pc) == 0 && slot_add(core, SL_INSTRET, s->done + ((now_pc - s->pc) >> 2)) == 0
+            && slot_set(core, SL_POS, zero) == 0) {
             PyObject *eargs[2] = {arg, x}, *e = end(NULL, eargs, 2);
             Py_XDECREF(e);
         }
@@ -2401,7 +2587,7 @@ static int round_freeze(const round_ctx *r, Py_ssize_t i) {
     if (!(sbase = PyDict_GetItemWithError(u[RN_NS], s_sbase_key)) && PyErr_Occurred())
         goto done;
     sbase = Py_NewRef(sbase ? sbase : Py_None);
-    if (sbase != Py_None && (past = attr_true(u[RN_NATIVE], s_past_in_c)) < 0)
+    if (sbase != Py_None && (past = slot_true(u[RN_NATIVE], SL_PAST_IN_C)) < 0)
         goto done;
     /* rv32.py spin_reads' first call (it builds core._probe), a probe only Python answers, an unresolved peek */
     python = probed == Py_None || !past || peek == Py_NotImplemented;
@@ -2409,7 +2595,7 @@ static int round_freeze(const round_ctx *r, Py_ssize_t i) {
         goto done;
     /* the tile's own stamp base is the cycle just read (round_base's sum, and no Python ran since) */
     stamp = sbase == Py_None ? Py_NewRef(Py_None) : u[RN_OWN_BASE] == Py_True ? Py_NewRef(t_o) : round_base(r, i, u);
-    if (!stamp || !(pc = PyObject_GetAttr(core, s_pc)))
+    if (!stamp || !(pc = slot_get(core, SL_PC)))
         goto done;
     PyObject *pargs[8] = {u[RN_ARG], u[RN_X], pc, stamp, sbase, peek, name, t_o};
     if (!(res = probe(NULL, pargs, 8)))
@@ -2462,15 +2648,6 @@ done:
  * tag (any change of a class in its MRO changes it, and no two classes get the same one); a class without such slots
  * is asked by attribute. Through PyObject_GetAttr each test had cost ~170 x86 instructions, nine a round. */
 static struct { PyTypeObject *tp; unsigned int tag; Py_ssize_t off[3]; } queue_slots;
-
-/* the offset of the writable object slot `name` of class tp, or -1 */
-static Py_ssize_t slot_offset(PyTypeObject *tp, PyObject *name) {
-    PyObject *descr = _PyType_Lookup(tp, name);
-    if (!descr || !Py_IS_TYPE(descr, &PyMemberDescr_Type))
-        return -1;
-    PyMemberDef *m = ((PyMemberDescrObject *)descr)->d_member;
-    return m->type == T_OBJECT_EX && !(m->flags & READONLY) ? m->offset : -1;
-}
 
 /* the address of th's queue slot k (0 fifo, 1 mop_out, 2 ready), or NULL where its class has none */
 static PyObject **queue_slot(PyObject *th, int k) {
@@ -2531,11 +2708,11 @@ static int round_turn(const round_ctx *r, Py_ssize_t i, long long left, long lon
                       long long *progress, PyObject *spinners) {
     PyObject *name = PyTuple_GET_ITEM(r->f[RC_NAMES], i), *core = PyTuple_GET_ITEM(r->f[RC_CORES], i);
     long long reset, bit = PyLong_AsLongLong(PyTuple_GET_ITEM(r->f[RC_BITS], i));
-    if ((bit == -1 && PyErr_Occurred()) || attr_ll(r->f[RC_TILE], s_soft_reset, &reset))
+    if ((bit == -1 && PyErr_Occurred()) || slot_ll(r->f[RC_TILE], SL_SOFT_RESET, &reset))
         return -1;
     if (reset & bit)
         return 0;
-    int parked = attr_true(core, s_parked), frozen;
+    int parked = slot_true(core, SL_PARKED), frozen;
     PyObject *fault = parked == 0 ? PyDict_GetItemWithError(r->f[RC_FAULT], name) : NULL;
     int faulted = fault ? PyObject_IsTrue(fault) : -1;
     if (parked || faulted) {
@@ -2562,11 +2739,11 @@ static int round_turn(const round_ctx *r, Py_ssize_t i, long long left, long lon
         return round_failed(r, name);
     }
     *riscv += n;
-    int spinning = attr_true(core, s_spinning), frz = 0;
+    int spinning = slot_true(core, SL_SPINNING), frz = 0;
     if (spinning > 0) {
         PyObject *now = PyDict_GetItemWithError(r->f[RC_POPS], name);
         int moved = now || !PyErr_Occurred() ? PyObject_RichCompareBool(pops, now ? now : Py_None, Py_NE) : -1;
-        if (moved < 0 || (moved && PyObject_SetAttr(core, s_spinning, Py_False) < 0))
+        if (moved < 0 || (moved && slot_set(core, SL_SPINNING, Py_False) < 0))
             spinning = -1;
         else if (moved)
             spinning = 0;       /* a store-free loop that pops a mailbox changes state: not a spin */
@@ -2676,7 +2853,7 @@ static int tensix_counts(const round_ctx *r, long long v[3]) {
 static int round_advance(const round_ctx *r) {
     PyObject *tile = r->f[RC_TILE];
     long long c, held;
-    if (attr_ll(tile, s_clock, &c) || attr_ll(tile, s_soft_reset, &held))
+    if (slot_ll(tile, SL_CLOCK, &c) || slot_ll(tile, SL_SOFT_RESET, &held))
         return -1;
     for (Py_ssize_t i = 0; i < r->n_cores; i++) {
         long long bit = PyLong_AsLongLong(PyTuple_GET_ITEM(r->f[RC_BITS], i)), t;
@@ -2714,7 +2891,7 @@ static int round_advance(const round_ctx *r) {
     }
     Py_XDECREF(tm);
     PyObject *c_o = PyLong_FromLongLong(c);
-    int bad = !c_o || PyObject_SetAttr(tile, s_clock, c_o) < 0;
+    int bad = !c_o || slot_set(tile, SL_CLOCK, c_o) < 0;
     Py_XDECREF(c_o);
     return bad ? -1 : 0;
 }
@@ -2815,6 +2992,9 @@ static PyMethodDef methods[] = {
     {"tile_memo", tile_memo, METH_O, "tile_memo(on): whether bus loads keep the tile's rec and _latency_of reads"},
     {"own_base", own_base, METH_O, "own_base(on): whether run() computes the tile's own stamp base itself"},
     {"regs_memo", regs_memo, METH_O, "regs_memo(on): whether the register lists' objects are kept between quanta"},
+    {"cycles_memo", cycles_memo_set, METH_O, "cycles_memo(on): whether the cores' tbase and stall values are kept"},
+    {"takes_memo", takes_memo_set, METH_O, "takes_memo(on): whether plain_takes' answers are kept"},
+    {"slots", slots, METH_O, "slots(on): whether the hot attributes are read and written at their members' offsets"},
     {"l1_at", (PyCFunction)(void (*)(void))l1_at, METH_FASTCALL,
      "l1_at(write log address, addr, n, cycle): L1 bytes as they were at cycle, None if the log cannot tell"},
     {"first_write_after", (PyCFunction)(void (*)(void))first_write, METH_FASTCALL,

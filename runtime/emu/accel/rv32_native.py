@@ -132,11 +132,30 @@ OWN_BASE_NATIVE = os.environ.get("TT_EMU_OWN_BASE_NATIVE", "1") != "0"
 # reads all 32 each time (the reference; False, or TT_EMU_REGS_MEMO_NATIVE=0, given to the module when it loads:
 # set_regs_memo changes it later)
 REGS_MEMO_NATIVE = os.environ.get("TT_EMU_REGS_MEMO_NATIVE", "1") != "0"
+# The attributes the round loop and the bus calls read and write every quantum (RV32Core's pc, instret, pos, sub,
+# parked, spinning; NativeRun's python_quanta, past_in_c, calls; Tile's soft_reset, clock; Tensix's semaphores,
+# strict, pm_done, pm_t: their classes' __slots__)
+# read and written by C at their members' offsets while the name resolves to that member (rv32_native.c slot_at);
+# False goes by name, PyObject_GetAttr / SetAttr (the reference; False, or TT_EMU_SLOTS_NATIVE=0, given to the module
+# when it loads: set_slots changes it later)
+SLOTS_NATIVE = os.environ.get("TT_EMU_SLOTS_NATIVE", "1") != "0"
+# The round loop's reads of a core's cycle (Tile.cycles: the tile's _tbase and _stall by core name) and the bus calls'
+# reads of its stall keep each value with its dict's version tag and give it again while the dict is unchanged
+# (rv32_native.c cycles_memo, stall_in); False reads the dicts at every read (the reference; False, or
+# TT_EMU_CYCLES_MEMO_NATIVE=0, given to the module when it loads: set_cycles_memo changes it later)
+CYCLES_MEMO_NATIVE = os.environ.get("TT_EMU_CYCLES_MEMO_NATIVE", "1") != "0"
+# With the direct push context, whether plain_run takes a word (its facts, no MVMUL) is kept by the word's value with
+# the facts dict's version tag and given again while the dict is unchanged (rv32_native.c takes_memo); False looks up
+# every word (the reference; False, or TT_EMU_TAKES_MEMO_NATIVE=0, given to the module when it loads: set_takes_memo
+# changes it later)
+TAKES_MEMO_NATIVE = os.environ.get("TT_EMU_TAKES_MEMO_NATIVE", "1") != "0"
 
 
 # the switches above the C part keeps a copy of: module global -> the C module's setter, given the global when the
 # module loads and again by the set_* functions below
-C_SWITCHES = {"TILE_MEMO_NATIVE": "tile_memo", "OWN_BASE_NATIVE": "own_base", "REGS_MEMO_NATIVE": "regs_memo"}
+C_SWITCHES = {"TILE_MEMO_NATIVE": "tile_memo", "OWN_BASE_NATIVE": "own_base", "REGS_MEMO_NATIVE": "regs_memo",
+              "SLOTS_NATIVE": "slots", "CYCLES_MEMO_NATIVE": "cycles_memo",
+              "TAKES_MEMO_NATIVE": "takes_memo"}
 
 
 def enabled() -> bool:
@@ -157,7 +176,7 @@ def _built() -> tuple[object | None, str]:
 
 def _set_switch(flag: str, on: bool) -> None:
     """The module global `flag` (one of C_SWITCHES) is `on` from now on, and so is the C part's copy, where it is built
-    (tile_memo's and regs_memo's setters also drop what their memos held)."""
+    (all but own_base's setter also drop what their memos held)."""
     globals()[flag] = on
     mod = _built()[0]
     if mod is not None:
@@ -174,6 +193,18 @@ def set_own_base(on: bool) -> None:
 
 def set_regs_memo(on: bool) -> None:
     _set_switch("REGS_MEMO_NATIVE", on)
+
+
+def set_slots(on: bool) -> None:
+    _set_switch("SLOTS_NATIVE", on)
+
+
+def set_cycles_memo(on: bool) -> None:
+    _set_switch("CYCLES_MEMO_NATIVE", on)
+
+
+def set_takes_memo(on: bool) -> None:
+    _set_switch("TAKES_MEMO_NATIVE", on)
 
 
 def _load() -> tuple[object | None, str]:
@@ -257,6 +288,8 @@ def _address(mem: memoryview) -> tuple[int, object]:
 class NativeRun:
     """RV32Core.run for one core on the C part; the core's state (pc, x, instret, parked, spinning, pos) is kept as
     rv32.py keeps it."""
+    # what rv32_native.c's round loop reads on every quantum, as members at fixed offsets (rv32_native.c slot_at)
+    __slots__ = ("python_quanta", "past_in_c", "calls", "__dict__", "__weakref__")
 
     def __init__(self, core: RV32Core, fn, nius: Sequence[tuple[int, np.ndarray]],
                  push_window: tuple[int, int, Callable[[int, int], None]] | None,
