@@ -427,14 +427,17 @@ def print_fixed(fixed: list[dict]) -> None:
         line = (f"{r['kernel']:9} {n:>12} {r['seconds']:>8.3f} {r['per_second'] / 1e6:>10.3f} {r['vs_ttsim']:>7.2f}x "
                 f"{r['cycles']:>9}")
         if side:
-            cpu = f"{r['vs_ttsim_same_run_cpu']:>8.2f}x" if r["vs_ttsim_same_run_cpu"] else f"{'-':>9}"
-            line += (f"  {r['ttsim_program']:10} {r['ttsim_per_second'] / 1e6:>9.3f} {r['vs_ttsim_same_run']:>8.2f}x "
-                     f"{cpu} {'identical' if r['identical'] else 'DIFFER':>9}")
+            mark = " " if r["same_work"] else "*"
+            ratio = lambda v: f"{v:>7.2f}x{mark}" if v else f"{'-':>9}"
+            line += (f"  {r['ttsim_program']:10} {r['ttsim_per_second'] / 1e6:>9.3f} {ratio(r['vs_ttsim_same_run'])} "
+                     f"{ratio(r['vs_ttsim_same_run_cpu'])} {'identical' if r['identical'] else 'DIFFER':>9}")
         print(line)
     print(f"vs ref: the rate over ttsim's stored reference rate ({TTSIM_SFPU_PER_S / 1e6:g} M SFPU / "
           f"{TTSIM_RISCV_PER_S / 1e6:g} M RISC-V instructions/s, another day and host)"
           + ("; vs ttsim: over ttsim's rate on the counterpart whole-tile program in this run (sfpu, sfpu_mop: "
-             "tile's; sfpu_long: tile_long's), end state: that program's done word and Dst on both" if side else ""))
+             "tile's; sfpu_long: tile_long's; *: the row pushed the words straight into a Tensix thread, less work "
+             "than the whole tile ttsim ran), end state: that program's done word and Dst on both (no ratio where "
+             "they differ)" if side else ""))
 
 
 def main(argv: list[str] | None = None, extra_rows: dict | None = None, side=None) -> int:

@@ -227,11 +227,15 @@ def measure(rows: list[str], sizes: dict[str, int], lib: str) -> dict[str, dict]
 
 def add_ttsim(fixed: list[dict], size: dict[str, int], lib: str) -> None:
     """bench.main's `side`: the fixed rows' counterparts measured on ttsim (measure) and each row's rate over ttsim's,
-    wall (vs_ttsim_same_run) and CPU (vs_ttsim_same_run_cpu), into the rows' dicts."""
+    wall (vs_ttsim_same_run) and CPU (vs_ttsim_same_run_cpu; both None where the end states differ), into the rows'
+    dicts; same_work: the row timed its counterpart program itself (riscv, tile, tile_long), not words pushed straight
+    into a Tensix thread (sfpu, sfpu_mop, sfpu_long: less work than ttsim's whole tile does for them)."""
     side = measure([r["kernel"] for r in fixed], size, lib)
     for r in fixed:
         sim = side[r["kernel"]]
         n = r.get("sfpu_instructions", r.get("riscv_instructions"))
-        r.update(sim, vs_ttsim_same_run=r["per_second"] / sim["ttsim_per_second"],
+        ok = sim["identical"]           # (no ratio where ttsim did not end the program as the emulator did)
+        r.update(sim, same_work=r["kernel"] == sim["ttsim_program"],
+                 vs_ttsim_same_run=r["per_second"] / sim["ttsim_per_second"] if ok else None,
                  vs_ttsim_same_run_cpu=(n / r["cpu_seconds"] / sim["ttsim_cpu_per_second"]
-                                        if sim["ttsim_cpu_per_second"] and r["cpu_seconds"] else None))
+                                        if ok and sim["ttsim_cpu_per_second"] and r["cpu_seconds"] else None))

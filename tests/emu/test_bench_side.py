@@ -106,6 +106,20 @@ def test_bench_emu_measures_fixed_rows_on_ttsim(ttsim_lib, monkeypatch, capsys):
         assert r["identical"] is True
         assert r["vs_ttsim_same_run"] == pytest.approx(r["per_second"] / r["ttsim_per_second"])
     assert rows["riscv"]["ttsim_instructions"] == rows["riscv"]["riscv_instructions"]
+    assert rows["riscv"]["same_work"] and not rows["sfpu"]["same_work"] and not rows["sfpu_long"]["same_work"]
+
+
+def test_no_ratio_where_the_end_states_differ(monkeypatch):
+    """add_ttsim leaves the ratios out (None) of a row whose counterpart ended differently on ttsim."""
+    sim = {"ttsim_program": "tile", "ttsim_per_second": 5e6, "ttsim_cpu_per_second": 5e6}
+    monkeypatch.setattr(bench_side, "measure", lambda rows, size, lib: {
+        "tile": dict(sim, identical=False), "sfpu": dict(sim, identical=True)})
+    rows = [{"kernel": "tile", "sfpu_instructions": 100, "per_second": 1e7, "cpu_seconds": 1e-5},
+            {"kernel": "sfpu", "sfpu_instructions": 100, "per_second": 1e7, "cpu_seconds": 1e-5}]
+    bench_side.add_ttsim(rows, {}, "unused")
+    assert rows[0]["vs_ttsim_same_run"] is None and rows[0]["vs_ttsim_same_run_cpu"] is None
+    assert rows[0]["same_work"] and not rows[1]["same_work"]
+    assert rows[1]["vs_ttsim_same_run"] == pytest.approx(2.0) and rows[1]["vs_ttsim_same_run_cpu"] == pytest.approx(2.0)
 
 
 def test_best_of_keeps_the_fastest_call_with_the_mean_cpu():

@@ -1185,3 +1185,37 @@ def test_shared_facts_follow_an_instance_override(monkeypatch):
         tx.push(1, w)
     tx.settle()
     assert tx._fast and all(v is None for v in tx._fast.values()) and not tx._cword
+
+
+def test_shared_facts_need_the_same_decode(monkeypatch):
+    """Where each Tensix decodes its own words (TT_EMU_SHARED_DECODE=0: equal fields dicts, not the same objects), a
+    Tensix derives its own deferral facts rather than taking another's (deferral._fast_info's decode check), with the
+    same state as when nothing is shared."""
+    monkeypatch.setattr(tensix, "SHARED_DECODE", False)
+
+    def two(shared: bool) -> tuple:
+        monkeypatch.setattr(deferral, "SHARED_FACTS", shared)
+        monkeypatch.setattr(deferral, "_SHARED_FAST", {})
+        monkeypatch.setattr(deferral, "_SHARED_RECORDS", {})
+        txs = []
+        for k in range(2):
+            tx = tensix.Tensix(np.zeros(layout.L1_SIZE, np.uint8), strict=True)
+            tx.dst.write_rows32(0, np.random.default_rng(k).standard_normal((512, 16)).astype(np.float32)
+                                .view(np.uint32))
+            tx.cfg_write(1, bench.LONG_CFG1)
+            tx.push(1, E("SETC16", setc16_reg=29, setc16_value=2))
+            for w in list(bench.LONG_SETUP) + list(bench.LONG_BODY) * 2:
+                tx.push(1, w)
+            tx.settle()
+            txs.append(tx)
+        return txs
+
+    a = two(True)
+    shared_facts = deferral._SHARED_FAST
+    b = two(False)
+    for x, y in zip(a, b):
+        _same(_full_state(x), _full_state(y))
+        assert _facts_of(x) == _facts_of(y)
+    body = [w for w in bench.LONG_BODY if a[0]._fast.get(w) is not None]
+    assert body and shared_facts                            # (facts were offered: the check below is not vacuous)
+    assert all(a[1]._fast[w] is not a[0]._fast[w] for w in body)

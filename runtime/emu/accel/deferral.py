@@ -452,7 +452,9 @@ class DeferralMixin:
             if kind == K_SFPU:
                 key = self._shared_key(w, handler, reserved)
                 shared = _SHARED_FAST.get(key) if key is not None else None
-                if shared is not None and shared[1][1] is fields and shared[1][0] == name:
+                # (the shared facts hold the first Tensix's decode: taken where this one's decode gave the same)
+                if shared is not None and shared[1][1] is fields and shared[1][0] == name \
+                        and shared[1][3] == block and shared[1][4] is info:
                     d, fast, cword = shared
                     self._defer_info[w] = d
                 else:
@@ -475,7 +477,7 @@ class DeferralMixin:
             return None
         cls = type(self)           # (its methods and the functions they call: a test's patch of one is followed)
         derive = (cls.deferral_of, cls._defer_static, cls.check_sfpu_operands, sfpu_batch.batchable,
-                  sfpu_issue_native.word_facts)
+                  sfpu_batch.flag_transfer, sfpu_issue_native.word_facts)
         return (cls, derive, w, self.strict, isinstance(self.raw_sfpu, SFPU), DEFER_SFPU, handler is None, reserved)
 
     def defer(self, t: int, th: ThreadState, w: int, d: tuple, block: int, info, was_blocked: bool) -> bool:

@@ -94,7 +94,8 @@ static Py_ssize_t spare_cap;
 /* The largest entry array a queue has grown to. The spare above is one array and several queues are alive around a
  * flush (sfpu_long's body: four short queues between two of 5,473 entries), so a long queue often starts from 1,024
  * entries again: past its first array it grows to this size at once, one copy instead of a doubling ladder's three
- * (sfpu_long: ~70 x86 instructions a word in realloc's copies). */
+ * (sfpu_long: ~70 x86 instructions a word in realloc's copies), at most eight times its array a step, so that a
+ * queue just past 1,024 entries does not take the largest array any queue of the process needed. */
 static Py_ssize_t peak_cap;
 
 static dq_entry *dq_grow(DeferredQueue *q) {
@@ -104,8 +105,8 @@ static dq_entry *dq_grow(DeferredQueue *q) {
     }
     if (q->n == q->cap) {
         Py_ssize_t cap = q->cap ? 2 * q->cap : 1024;
-        if (q->cap && cap < peak_cap)
-            cap = peak_cap;
+        if (q->cap && cap < peak_cap)       /* (at most 8x a step: one queue's peak does not size every queue) */
+            cap = peak_cap < 8 * q->cap ? peak_cap : 8 * q->cap;
         dq_entry *p = PyMem_Realloc(q->e, (size_t)cap * sizeof *p);
         if (!p) {
             PyErr_NoMemory();
