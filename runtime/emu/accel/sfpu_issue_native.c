@@ -286,16 +286,18 @@ static int word_value(PyObject *o, uint32_t *w) {
 #endif
 }
 
-/* cword[word], borrowed; NULL where it has none, with an error set where the look-up (or the switch's read) failed */
-static PyObject *cword_rec(PyObject *cword, PyObject *word) {
-    uint32_t w;
-    int on = word_value(word, &w) ? word_memo_on() : 0;
-    if (on <= 0)
-        return on < 0 ? NULL : PyDict_GetItemWithError(cword, word);
+/* The memo made valid for `cword` (emptied by a new epoch where it is another dict or its version tag changed) */
+static inline void cword_memo_for(PyObject *cword) {
     if (cword_memo.d != cword || dict_version(cword) != cword_memo.v) {
         cword_memo.d = cword, cword_memo.v = dict_version(cword);
         cword_memo.epoch++;
     }
+}
+
+/* cword[word] through the memo (w: the word's value, word_value), borrowed; NULL where it has none, with an error set
+ * where the look-up failed */
+static inline PyObject *cword_memo_find(PyObject *cword, PyObject *word, uint32_t w) {
+    cword_memo_for(cword);
     uint32_t k = (uint32_t)(w * 0x9E3779B1u) >> 22;
     int free = -1;
     for (int j = 0; j < CWORD_PROBES; j++) {
@@ -315,6 +317,15 @@ static PyObject *cword_rec(PyObject *cword, PyObject *word) {
         cword_memo.e[free].w = w, cword_memo.e[free].rec = rec;
     }
     return rec;
+}
+
+/* cword[word], borrowed; NULL where it has none, with an error set where the look-up (or the switch's read) failed */
+static PyObject *cword_rec(PyObject *cword, PyObject *word) {
+    uint32_t w;
+    int on = word_value(word, &w) ? word_memo_on() : 0;
+    if (on <= 0)
+        return on < 0 ? NULL : PyDict_GetItemWithError(cword, word);
+    return cword_memo_find(cword, word, w);
 }
 
 /* word_memo_hits(): the look-ups cword_rec's memo answered since the module was loaded */
@@ -582,12 +593,22 @@ __attribute__((always_inline)) static inline PyObject *sfpu_run_body(PyObject *c
     long long last_c = 0;
     PyObject *result = NULL;
 
+    /* cword_rec's switch, read once for the block (per word it had cost ~25 x86 instructions of tile_long's ~1.6 k):
+     * it only chooses between two look-ups with the same answer */
+    int word_memo = word_memo_on();
+    if (word_memo < 0)
+        goto fail;
     while (j < n) {
         PyObject *w = wv[j];
-        if (j > (Py_ssize_t)j0 && !(rec = cword_rec(cword, w))) {   /* (words[j0]'s: looked up above) */
-            if (PyErr_Occurred())
-                goto fail;
-            break;
+        uint32_t w32;                               /* the word's value where it is a small exact int (word_value) */
+        int has_w32 = word_value(w, &w32);
+        if (j > (Py_ssize_t)j0) {                   /* (words[j0]'s record: looked up above) */
+            rec = has_w32 && word_memo ? cword_memo_find(cword, w, w32) : PyDict_GetItemWithError(cword, w);
+            if (!rec) {
+                if (PyErr_Occurred())
+                    goto fail;
+                break;
+            }
         }
         const word_facts *f = (const word_facts *)PyBytes_AS_STRING(PyTuple_GET_ITEM(rec, 2));
         if (DQ_SIZE(dq) >= dq_max || (latch_block & f->block) || (f->is_mem && mem == Py_None))
@@ -694,8 +715,11 @@ __attribute__((always_inline)) static inline PyObject *sfpu_run_body(PyObject *c
         }
         /* the deferred queue's entry, as push_many / defer build it (a DeferredQueue's: a record) */
         if (dq_is_queue(dq)) {
-            if (dq_push((DeferredQueue *)dq, w, rec, (int)f->is_mem, (int)f->is_store, f->vd, mode, addr,
-                        f->is_mem ? dst_base : 0, c, cfg0_v, cfg1_v, thread_v))
+            DeferredQueue *q = (DeferredQueue *)dq;
+            if (has_w32 ? dq_push_word(q, w, w32, rec, (int)f->is_mem, (int)f->is_store, f->vd, mode, addr,
+                                       f->is_mem ? dst_base : 0, c, cfg0_v, cfg1_v, thread_v)
+                        : dq_push(q, w, rec, (int)f->is_mem, (int)f->is_store, f->vd, mode, addr,
+                                  f->is_mem ? dst_base : 0, c, cfg0_v, cfg1_v, thread_v))
                 goto fail;
         } else {
             PyObject *entry = queue_entry(w, rec, f, mode, addr, dst_base, c, cfg0, cfg1, thobj);

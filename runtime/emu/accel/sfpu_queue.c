@@ -118,7 +118,21 @@ static dq_entry *dq_grow(DeferredQueue *q) {
     return &q->e[q->n];
 }
 
-/* The C issue's append: word w_obj (rec: its cword record (name, fields, facts)) issued at cycle c. */
+/* The C issue's append: word w_obj, of value w (rec: its cword record (name, fields, facts)), issued at cycle c. */
+static inline int dq_push_word(DeferredQueue *q, PyObject *w_obj, uint32_t w, PyObject *rec, int is_mem, int is_store,
+                               long long vd, long long mode, long long addr, long long dst_base, long long c,
+                               long long cfg0, long long cfg1, long long thread) {
+    int32_t wid = dq_word_id(q, w_obj, w, rec);
+    dq_entry *e = wid < 0 ? NULL : dq_grow(q);
+    if (!e)
+        return -1;
+    *e = (dq_entry){c, cfg0, cfg1, dst_base, w, wid, (int32_t)vd, (int32_t)mode, (int32_t)addr, (int16_t)thread,
+                    (uint8_t)(is_mem ? 1 + is_store : 0)};
+    q->n++;
+    return 0;
+}
+
+/* dq_push_word of word w_obj read here (it must be a 32-bit int) */
 static int dq_push(DeferredQueue *q, PyObject *w_obj, PyObject *rec, int is_mem, int is_store, long long vd,
                    long long mode, long long addr, long long dst_base, long long c, long long cfg0, long long cfg1,
                    long long thread) {
@@ -129,15 +143,8 @@ static int dq_push(DeferredQueue *q, PyObject *w_obj, PyObject *rec, int is_mem,
         PyErr_SetString(PyExc_OverflowError, "DeferredQueue: a queued word is not 32-bit");
         return -1;
     }
-    uint32_t w = (uint32_t)wv;
-    int32_t wid = dq_word_id(q, w_obj, w, rec);
-    dq_entry *e = wid < 0 ? NULL : dq_grow(q);
-    if (!e)
-        return -1;
-    *e = (dq_entry){c, cfg0, cfg1, dst_base, w, wid, (int32_t)vd, (int32_t)mode, (int32_t)addr, (int16_t)thread,
-                    (uint8_t)(is_mem ? 1 + is_store : 0)};
-    q->n++;
-    return 0;
+    return dq_push_word(q, w_obj, (uint32_t)wv, rec, is_mem, is_store, vd, mode, addr, dst_base, c, cfg0, cfg1,
+                        thread);
 }
 
 static int in_i32(long long v) {
