@@ -466,19 +466,22 @@ def test_deferred_queue_is_the_list():
 
 
 def test_deferred_queue_word_memo_collisions():
-    """The queue's word table behind its memo of recent words (sfpu_queue.c's memo_w: direct-mapped by a hash of the
-    word): words sharing a memo slot, interleaved, and more distinct words than it has slots, give back the entries
-    appended, each with its own name and fields."""
+    """The queue's word table behind its memo of recent words (sfpu_queue.c's memo_w: a hash of the word and the next
+    three slots): more words sharing a first slot than those four slots hold, words whose first slot is the next one,
+    interleaved, and more distinct words than the memo has slots, give back the entries appended, each with its own
+    name and fields."""
     slot = lambda w: (w * 2654435761 & 0xFFFFFFFF) >> 22
-    same = [w for w in range(1 << 16) if slot(w) == slot(7)][:4]
+    same = [w for w in range(1 << 16) if slot(w) == slot(7)][:6]
+    near = [w for w in range(1 << 16) if slot(w) == (slot(7) + 1) % 1024][:3]
     rng = random.Random(3)
-    words = same * 5 + rng.sample(range(1 << 20, 1 << 21), 1500) + same[::-1] * 3
+    mixed = same + near
+    words = mixed * 5 + rng.sample(mixed * 4, 36) + rng.sample(range(1 << 20, 1 << 21), 1500) + mixed[::-1] * 3
     lst, q = [], sfpu_issue_native._load()[0].DeferredQueue()
     for w in words:
         e = (w, f"OP{w}", {"w": w}, None, 0, rng.randrange(1 << 40), 1, 2, 1)
         lst.append(e)
         q.append(e)
-    assert len(same) == 4 and list(q) == lst and q.words(0, len(words)) == tuple(words)
+    assert len(same) == 6 and len(near) == 3 and list(q) == lst and q.words(0, len(words)) == tuple(words)
 
 
 def test_deferred_queue_freed_and_taken_again_is_fresh():
