@@ -112,6 +112,7 @@ static Py_ssize_t spare_cap;
  * (sfpu_long: ~70 x86 instructions a word in realloc's copies). */
 static Py_ssize_t peak_cap;
 
+/* The slot of q's next entry, its array taken from the spare, made or grown where it is full */
 static dq_entry *dq_grow(DeferredQueue *q) {
     if (!q->cap && spare_e) {
         q->e = spare_e, q->cap = spare_cap;
@@ -138,7 +139,7 @@ static inline int dq_push_word(DeferredQueue *q, PyObject *w_obj, uint32_t w, Py
                                long long vd, long long mode, long long addr, long long dst_base, long long c,
                                long long cfg0, long long cfg1, long long thread) {
     int32_t wid = dq_word_id(q, w_obj, w, rec);
-    dq_entry *e = wid < 0 ? NULL : dq_grow(q);
+    dq_entry *e = wid < 0 ? NULL : q->n < q->cap ? &q->e[q->n] : dq_grow(q);   /* (dq_grow's call: a full array) */
     if (!e)
         return -1;
     *e = (dq_entry){c, cfg0, cfg1, dst_base, w, wid, (int32_t)vd, (int32_t)mode, (int32_t)addr, (int16_t)thread,
