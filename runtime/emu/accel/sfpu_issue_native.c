@@ -319,6 +319,32 @@ static inline PyObject *cword_memo_find(PyObject *cword, PyObject *word, uint32_
     return rec;
 }
 
+/* The records of the last words tuple issued (push_many's run: rv32_native.c hands a loop body's run as the same tuple
+ * each turn), by position, with each word's value: a word's look-up in the memo above (its value read, the hash, the
+ * probes) had cost ~45 x86 instructions, its slot here ~10. Valid while `words` is that tuple (held, so that no other
+ * takes its address) and `cword` the dict the records came from with the version tag it had then (a new epoch
+ * otherwise); under the word memo's switch. Runs longer than BLOCK_MEMO words use the memo above alone. */
+#define BLOCK_MEMO 512
+static struct {
+    PyObject *words, *cword;
+    uint64_t v, epoch;
+    uint64_t filled[BLOCK_MEMO];        /* the epoch in which slot j was filled */
+    PyObject *rec[BLOCK_MEMO];          /* (borrowed from cword, as the memo above) */
+    uint32_t w[BLOCK_MEMO];
+} block_memo;
+
+/* the block memo made valid for `words` (a tuple of n words) and `cword`: 1, or 0 where it does not take the run */
+static int block_memo_for(PyObject *words, Py_ssize_t n, PyObject *cword) {
+    if (!DICT_TAGS || n > BLOCK_MEMO)
+        return 0;
+    if (block_memo.words != words || block_memo.cword != cword || block_memo.v != dict_version(cword)) {
+        Py_XSETREF(block_memo.words, Py_NewRef(words));
+        block_memo.cword = cword, block_memo.v = dict_version(cword);
+        block_memo.epoch++;
+    }
+    return 1;
+}
+
 /* cword[word], borrowed; NULL where it has none, with an error set where the look-up (or the switch's read) failed */
 static PyObject *cword_rec(PyObject *cword, PyObject *word) {
     uint32_t w;
@@ -598,16 +624,27 @@ __attribute__((always_inline)) static inline PyObject *sfpu_run_body(PyObject *c
     int word_memo = word_memo_on();
     if (word_memo < 0)
         goto fail;
+    int by_pos = word_memo > 0 && !one_word && block_memo_for(words, n, cword);
     while (j < n) {
         PyObject *w = wv[j];
         uint32_t w32;                               /* the word's value where it is a small exact int (word_value) */
-        int has_w32 = word_value(w, &w32);
-        if (j > (Py_ssize_t)j0) {                   /* (words[j0]'s record: looked up above) */
-            rec = has_w32 && word_memo ? cword_memo_find(cword, w, w32) : PyDict_GetItemWithError(cword, w);
-            if (!rec) {
-                if (PyErr_Occurred())
-                    goto fail;
-                break;
+        int has_w32;
+        if (by_pos && block_memo.filled[j] == block_memo.epoch && dict_version(cword) == block_memo.v) {
+            rec = block_memo.rec[j], w32 = block_memo.w[j], has_w32 = 1;
+            cword_memo.hits++;
+        } else {
+            has_w32 = word_value(w, &w32);
+            if (j > (Py_ssize_t)j0) {               /* (words[j0]'s record: looked up above) */
+                rec = has_w32 && word_memo ? cword_memo_find(cword, w, w32) : PyDict_GetItemWithError(cword, w);
+                if (!rec) {
+                    if (PyErr_Occurred())
+                        goto fail;
+                    break;
+                }
+            }
+            if (by_pos && has_w32 && dict_version(cword) == block_memo.v) {
+                block_memo.filled[j] = block_memo.epoch;
+                block_memo.rec[j] = rec, block_memo.w[j] = w32;
             }
         }
         const word_facts *f = (const word_facts *)PyBytes_AS_STRING(PyTuple_GET_ITEM(rec, 2));
