@@ -323,8 +323,11 @@ static inline PyObject *cword_memo_find(PyObject *cword, PyObject *word, uint32_
  * each turn), by position, with each word's value: a word's look-up in the memo above (its value read, the hash, the
  * probes) had cost ~45 x86 instructions, its slot here ~10. Valid while `words` is that tuple (held, so that no other
  * takes its address) and `cword` the dict the records came from with the version tag it had then (a new epoch
- * otherwise); under the word memo's switch. Runs longer than BLOCK_MEMO words use the memo above alone. */
+ * otherwise); under the word memo's switch. Runs longer than BLOCK_MEMO words or shorter than BLOCK_MEMO_MIN (a
+ * drain's or a short push's, seldom the same tuple again) use the memo above alone: holding those had changed which
+ * allocator pools the one-word pushes' ints land in (sfpu_long: a new pool ~ every word, +1.5 M instructions a call). */
 #define BLOCK_MEMO 512
+#define BLOCK_MEMO_MIN 16
 static struct {
     PyObject *words, *cword;
     uint64_t v, epoch;
@@ -335,7 +338,7 @@ static struct {
 
 /* the block memo made valid for `words` (a tuple of n words) and `cword`: 1, or 0 where it does not take the run */
 static int block_memo_for(PyObject *words, Py_ssize_t n, PyObject *cword) {
-    if (!DICT_TAGS || n > BLOCK_MEMO)
+    if (!DICT_TAGS || n > BLOCK_MEMO || n < BLOCK_MEMO_MIN)
         return 0;
     if (block_memo.words != words || block_memo.cword != cword || block_memo.v != dict_version(cword)) {
         Py_XSETREF(block_memo.words, Py_NewRef(words));
