@@ -204,17 +204,18 @@ def _many_words_trace(monkeypatch, memo: bool) -> list:
 def _changed_facts_trace(monkeypatch, memo: bool) -> list:
     """Two words pushed (in runs and one at a time) until the memos hold them, then the Tensix's C facts of the two
     swapped (the queue executed first: its word table keeps a word's first facts) and pushed again, twice: a snapshot
-    after every run, then the bits. The C issue must read the dict as it is now."""
+    after every run, then the bits. The C issue must read the dict as it is now, also for the same tuple of words
+    pushed again (its memo of a run's records by position, block_memo)."""
     monkeypatch.setattr(sfpu_issue_native, "WORD_MEMO_NATIVE", memo)
     a = E("SFPMAD", lreg_src_a=1, lreg_src_b=2, lreg_src_c=3, lreg_dest=4, instr_mod1=0)
     b = E("SFPLOADI", lreg_ind=4, instr_mod0=0, imm16=0x3F80)
     tx = Tensix(np.zeros(layout.L1_SIZE, np.uint8), strict=False)
-    trace, t = [], 0
-    for k, how in enumerate("pmppmmp"):     # (each swap's first words through push(), then push_many, in turn)
-        if k in (3, 5):
+    trace, t, run = [], 0, (a, b) * 8
+    for k, how in enumerate("pmmppmmpm"):   # (each swap's first words through push(), then push_many, in turn)
+        if k in (4, 7):
             tx.settle()
             tx._cword[a], tx._cword[b] = tx._cword[b], tx._cword[a]
-        t = tx.push_many(1, (a, b) * 8, t) if how == "m" else _push_words(tx, 1, (a, b) * 8, t)
+        t = tx.push_many(1, run, t) if how == "m" else _push_words(tx, 1, run, t)
         trace.append(_snapshot(tx, t))
     s = tx.sfpu
     return trace + [(tx.dst.rows32.tolist(), s.lreg.tolist(), s.lane_flags.tolist())]
@@ -466,19 +467,22 @@ def test_deferred_queue_is_the_list():
 
 
 def test_deferred_queue_word_memo_collisions():
-    """The queue's word table behind its memo of recent words (sfpu_queue.c's memo_w: direct-mapped by a hash of the
-    word): words sharing a memo slot, interleaved, and more distinct words than it has slots, give back the entries
-    appended, each with its own name and fields."""
+    """The queue's word table behind its memo of recent words (sfpu_queue.c's memo_w: a hash of the word and the next
+    three slots): more words sharing a first slot than those four slots hold, words whose first slot is the next one,
+    interleaved, and more distinct words than the memo has slots, give back the entries appended, each with its own
+    name and fields."""
     slot = lambda w: (w * 2654435761 & 0xFFFFFFFF) >> 22
-    same = [w for w in range(1 << 16) if slot(w) == slot(7)][:4]
+    same = [w for w in range(1 << 16) if slot(w) == slot(7)][:6]
+    near = [w for w in range(1 << 16) if slot(w) == (slot(7) + 1) % 1024][:3]
     rng = random.Random(3)
-    words = same * 5 + rng.sample(range(1 << 20, 1 << 21), 1500) + same[::-1] * 3
+    mixed = same + near
+    words = mixed * 5 + rng.sample(mixed * 4, 36) + rng.sample(range(1 << 20, 1 << 21), 1500) + mixed[::-1] * 3
     lst, q = [], sfpu_issue_native._load()[0].DeferredQueue()
     for w in words:
         e = (w, f"OP{w}", {"w": w}, None, 0, rng.randrange(1 << 40), 1, 2, 1)
         lst.append(e)
         q.append(e)
-    assert len(same) == 4 and list(q) == lst and q.words(0, len(words)) == tuple(words)
+    assert len(same) == 6 and len(near) == 3 and list(q) == lst and q.words(0, len(words)) == tuple(words)
 
 
 def test_deferred_queue_freed_and_taken_again_is_fresh():

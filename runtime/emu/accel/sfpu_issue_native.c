@@ -286,16 +286,18 @@ static int word_value(PyObject *o, uint32_t *w) {
 #endif
 }
 
-/* cword[word], borrowed; NULL where it has none, with an error set where the look-up (or the switch's read) failed */
-static PyObject *cword_rec(PyObject *cword, PyObject *word) {
-    uint32_t w;
-    int on = word_value(word, &w) ? word_memo_on() : 0;
-    if (on <= 0)
-        return on < 0 ? NULL : PyDict_GetItemWithError(cword, word);
+/* The memo made valid for `cword` (emptied by a new epoch where it is another dict or its version tag changed) */
+static inline void cword_memo_for(PyObject *cword) {
     if (cword_memo.d != cword || dict_version(cword) != cword_memo.v) {
         cword_memo.d = cword, cword_memo.v = dict_version(cword);
         cword_memo.epoch++;
     }
+}
+
+/* cword[word] through the memo (w: the word's value, word_value), borrowed; NULL where it has none, with an error set
+ * where the look-up failed */
+static inline PyObject *cword_memo_find(PyObject *cword, PyObject *word, uint32_t w) {
+    cword_memo_for(cword);
     uint32_t k = (uint32_t)(w * 0x9E3779B1u) >> 22;
     int free = -1;
     for (int j = 0; j < CWORD_PROBES; j++) {
@@ -315,6 +317,44 @@ static PyObject *cword_rec(PyObject *cword, PyObject *word) {
         cword_memo.e[free].w = w, cword_memo.e[free].rec = rec;
     }
     return rec;
+}
+
+/* The records of the last words tuple issued (push_many's run: rv32_native.c hands a loop body's run as the same tuple
+ * each turn), by position, with each word's value: a word's look-up in the memo above (its value read, the hash, the
+ * probes) had cost ~45 x86 instructions, its slot here ~10. Valid while `words` is that tuple (held, so that no other
+ * takes its address) and `cword` the dict the records came from with the version tag it had then (a new epoch
+ * otherwise); under the word memo's switch. Runs longer than BLOCK_MEMO words or shorter than BLOCK_MEMO_MIN (a
+ * drain's or a short push's, seldom the same tuple again) use the memo above alone: holding those had changed which
+ * allocator pools the one-word pushes' ints land in (sfpu_long: a new pool ~ every word, +1.5 M instructions a call). */
+#define BLOCK_MEMO 512
+#define BLOCK_MEMO_MIN 16
+static struct {
+    PyObject *words, *cword;
+    uint64_t v, epoch;
+    uint64_t filled[BLOCK_MEMO];        /* the epoch in which slot j was filled */
+    PyObject *rec[BLOCK_MEMO];          /* (borrowed from cword, as the memo above) */
+    uint32_t w[BLOCK_MEMO];
+} block_memo;
+
+/* the block memo made valid for `words` (a tuple of n words) and `cword`: 1, or 0 where it does not take the run */
+static int block_memo_for(PyObject *words, Py_ssize_t n, PyObject *cword) {
+    if (!DICT_TAGS || n > BLOCK_MEMO || n < BLOCK_MEMO_MIN)
+        return 0;
+    if (block_memo.words != words || block_memo.cword != cword || block_memo.v != dict_version(cword)) {
+        Py_XSETREF(block_memo.words, Py_NewRef(words));
+        block_memo.cword = cword, block_memo.v = dict_version(cword);
+        block_memo.epoch++;
+    }
+    return 1;
+}
+
+/* cword[word], borrowed; NULL where it has none, with an error set where the look-up (or the switch's read) failed */
+static PyObject *cword_rec(PyObject *cword, PyObject *word) {
+    uint32_t w;
+    int on = word_value(word, &w) ? word_memo_on() : 0;
+    if (on <= 0)
+        return on < 0 ? NULL : PyDict_GetItemWithError(cword, word);
+    return cword_memo_find(cword, word, w);
 }
 
 /* word_memo_hits(): the look-ups cword_rec's memo answered since the module was loaded */
@@ -582,12 +622,33 @@ __attribute__((always_inline)) static inline PyObject *sfpu_run_body(PyObject *c
     long long last_c = 0;
     PyObject *result = NULL;
 
+    /* cword_rec's switch, read once for the block (per word it had cost ~25 x86 instructions of tile_long's ~1.6 k):
+     * it only chooses between two look-ups with the same answer */
+    int word_memo = word_memo_on();
+    if (word_memo < 0)
+        goto fail;
+    int by_pos = word_memo > 0 && !one_word && block_memo_for(words, n, cword);
     while (j < n) {
         PyObject *w = wv[j];
-        if (j > (Py_ssize_t)j0 && !(rec = cword_rec(cword, w))) {   /* (words[j0]'s: looked up above) */
-            if (PyErr_Occurred())
-                goto fail;
-            break;
+        uint32_t w32;                               /* the word's value where it is a small exact int (word_value) */
+        int has_w32;
+        if (by_pos && block_memo.filled[j] == block_memo.epoch && dict_version(cword) == block_memo.v) {
+            rec = block_memo.rec[j], w32 = block_memo.w[j], has_w32 = 1;
+            cword_memo.hits++;
+        } else {
+            has_w32 = word_value(w, &w32);
+            if (j > (Py_ssize_t)j0) {               /* (words[j0]'s record: looked up above) */
+                rec = has_w32 && word_memo ? cword_memo_find(cword, w, w32) : PyDict_GetItemWithError(cword, w);
+                if (!rec) {
+                    if (PyErr_Occurred())
+                        goto fail;
+                    break;
+                }
+            }
+            if (by_pos && has_w32 && dict_version(cword) == block_memo.v) {
+                block_memo.filled[j] = block_memo.epoch;
+                block_memo.rec[j] = rec, block_memo.w[j] = w32;
+            }
         }
         const word_facts *f = (const word_facts *)PyBytes_AS_STRING(PyTuple_GET_ITEM(rec, 2));
         if (DQ_SIZE(dq) >= dq_max || (latch_block & f->block) || (f->is_mem && mem == Py_None))
@@ -694,8 +755,11 @@ __attribute__((always_inline)) static inline PyObject *sfpu_run_body(PyObject *c
         }
         /* the deferred queue's entry, as push_many / defer build it (a DeferredQueue's: a record) */
         if (dq_is_queue(dq)) {
-            if (dq_push((DeferredQueue *)dq, w, rec, (int)f->is_mem, (int)f->is_store, f->vd, mode, addr,
-                        f->is_mem ? dst_base : 0, c, cfg0_v, cfg1_v, thread_v))
+            DeferredQueue *q = (DeferredQueue *)dq;
+            if (has_w32 ? dq_push_word(q, w, w32, rec, (int)f->is_mem, (int)f->is_store, f->vd, mode, addr,
+                                       f->is_mem ? dst_base : 0, c, cfg0_v, cfg1_v, thread_v)
+                        : dq_push(q, w, rec, (int)f->is_mem, (int)f->is_store, f->vd, mode, addr,
+                                  f->is_mem ? dst_base : 0, c, cfg0_v, cfg1_v, thread_v))
                 goto fail;
         } else {
             PyObject *entry = queue_entry(w, rec, f, mode, addr, dst_base, c, cfg0, cfg1, thobj);

@@ -15,6 +15,7 @@
  * queue in its word table (a word always decodes the same). */
 
 #define WID_MEMO 1024
+#define WID_PROBES 4     /* (the memo's slots a word may take: its hash's and the next three) */
 
 typedef struct {
     int64_t c, cfg0, cfg1, dst_base;   /* issue cycle, config words 0 and 1, Dst base */
@@ -38,9 +39,10 @@ typedef struct {
     dq_word *words;
     Py_ssize_t nw, wcap;
     PyObject *wid;                     /* dict: word -> index into `words` */
-    /* words registered lately and their indices + 1 (0: none; the allocation zeroes it), direct-mapped by a hash of
-     * the word: a body repeats its words, and the dict look-up was about half of an append's cost (the bench's
-     * 171-word body: 91 % hits) */
+    /* words registered lately and their indices + 1 (0: none; the allocation zeroes it), by a hash of the word and
+     * up to WID_PROBES slots from there: a body repeats its words, and the dict look-up was about half of an append's
+     * cost (the bench's 171-word body: 91 % hits with one slot a word, the words sharing a slot evicting each other
+     * every row step; tile_long then still made ~4 k dict look-ups a call) */
     uint32_t memo_w[WID_MEMO];
     int32_t memo_wid1[WID_MEMO];
 } DeferredQueue;
@@ -51,11 +53,24 @@ static int dq_is_queue(PyObject *o) {
     return Py_IS_TYPE(o, &DeferredQueue_Type);
 }
 
+/* The word memo's first slot for word w (Fibonacci hashing: WID_MEMO is 2^10) */
+static inline size_t dq_memo_slot(uint32_t w) {
+    return (uint32_t)(w * 2654435761u) >> 22;
+}
+
 /* The word table's index of word w (w_obj: it as a Python int), registering `names` for it on first sight. */
 static int32_t dq_word_id(DeferredQueue *q, PyObject *w_obj, uint32_t w, PyObject *names) {
-    size_t m = (uint32_t)(w * 2654435761u) >> 22;      /* (Fibonacci hashing: WID_MEMO is 2^10) */
-    if (q->memo_wid1[m] && q->memo_w[m] == w)
-        return q->memo_wid1[m] - 1;
+    size_t m0 = dq_memo_slot(w), m = m0;
+    /* (a slot is never emptied while the queue lives, so a word is in the slots before the first empty one) */
+    for (int j = 0; j < WID_PROBES; j++) {
+        size_t i = (m0 + (size_t)j) % WID_MEMO;
+        if (!q->memo_wid1[i]) {
+            m = i;
+            break;
+        }
+        if (q->memo_w[i] == w)
+            return q->memo_wid1[i] - 1;
+    }
     PyObject *id = PyDict_GetItemWithError(q->wid, w_obj);
     Py_ssize_t k;
     if (id) {
@@ -98,6 +113,7 @@ static Py_ssize_t spare_cap;
  * queue just past 1,024 entries does not take the largest array any queue of the process needed. */
 static Py_ssize_t peak_cap;
 
+/* The slot of q's next entry, its array taken from the spare, made or grown where it is full */
 static dq_entry *dq_grow(DeferredQueue *q) {
     if (!q->cap && spare_e) {
         q->e = spare_e, q->cap = spare_cap;
@@ -119,7 +135,21 @@ static dq_entry *dq_grow(DeferredQueue *q) {
     return &q->e[q->n];
 }
 
-/* The C issue's append: word w_obj (rec: its cword record (name, fields, facts)) issued at cycle c. */
+/* The C issue's append: word w_obj, of value w (rec: its cword record (name, fields, facts)), issued at cycle c. */
+static inline int dq_push_word(DeferredQueue *q, PyObject *w_obj, uint32_t w, PyObject *rec, int is_mem, int is_store,
+                               long long vd, long long mode, long long addr, long long dst_base, long long c,
+                               long long cfg0, long long cfg1, long long thread) {
+    int32_t wid = dq_word_id(q, w_obj, w, rec);
+    dq_entry *e = wid < 0 ? NULL : q->n < q->cap ? &q->e[q->n] : dq_grow(q);   /* (dq_grow's call: a full array) */
+    if (!e)
+        return -1;
+    *e = (dq_entry){c, cfg0, cfg1, dst_base, w, wid, (int32_t)vd, (int32_t)mode, (int32_t)addr, (int16_t)thread,
+                    (uint8_t)(is_mem ? 1 + is_store : 0)};
+    q->n++;
+    return 0;
+}
+
+/* dq_push_word of word w_obj read here (it must be a 32-bit int) */
 static int dq_push(DeferredQueue *q, PyObject *w_obj, PyObject *rec, int is_mem, int is_store, long long vd,
                    long long mode, long long addr, long long dst_base, long long c, long long cfg0, long long cfg1,
                    long long thread) {
@@ -130,15 +160,8 @@ static int dq_push(DeferredQueue *q, PyObject *w_obj, PyObject *rec, int is_mem,
         PyErr_SetString(PyExc_OverflowError, "DeferredQueue: a queued word is not 32-bit");
         return -1;
     }
-    uint32_t w = (uint32_t)wv;
-    int32_t wid = dq_word_id(q, w_obj, w, rec);
-    dq_entry *e = wid < 0 ? NULL : dq_grow(q);
-    if (!e)
-        return -1;
-    *e = (dq_entry){c, cfg0, cfg1, dst_base, w, wid, (int32_t)vd, (int32_t)mode, (int32_t)addr, (int16_t)thread,
-                    (uint8_t)(is_mem ? 1 + is_store : 0)};
-    q->n++;
-    return 0;
+    return dq_push_word(q, w_obj, (uint32_t)wv, rec, is_mem, is_store, vd, mode, addr, dst_base, c, cfg0, cfg1,
+                        thread);
 }
 
 static int in_i32(long long v) {
@@ -368,9 +391,11 @@ static void dq_forget(DeferredQueue *q) {
             all = 1;
             break;
         }
-        uint32_t w = (uint32_t)PyLong_AsUnsignedLongMask(key);
-        size_t m = (uint32_t)(w * 2654435761u) >> 22;      /* (dq_word_id's slot) */
-        q->memo_w[m] = 0, q->memo_wid1[m] = 0;
+        size_t m0 = dq_memo_slot((uint32_t)PyLong_AsUnsignedLongMask(key));
+        for (int j = 0; j < WID_PROBES; j++) {          /* (the slots dq_word_id may have given it) */
+            size_t m = (m0 + (size_t)j) % WID_MEMO;
+            q->memo_w[m] = 0, q->memo_wid1[m] = 0;
+        }
     }
     if (all || PyErr_Occurred()) {
         PyErr_Clear();

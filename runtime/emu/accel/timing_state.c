@@ -248,11 +248,14 @@ static PyObject *ring_item(PyObject *self, Py_ssize_t i) {
 
 /* the ring of thread th keeps the newest `depth` values: v goes in, the oldest out when it is full */
 static void ring_push(ThreadTiming *s, int th, long long v) {
-    if (s->taken_len[th] == s->depth) {
-        s->taken[th][s->taken_head[th]] = v;
-        s->taken_head[th] = (s->taken_head[th] + 1) % s->depth;
+    /* (head < depth and len <= depth: the wrap is one subtraction, not a division, which the C issue had paid for
+     * every SFPU word it issued) */
+    int head = s->taken_head[th], len = s->taken_len[th], depth = s->depth;
+    if (len == depth) {
+        s->taken[th][head] = v;
+        s->taken_head[th] = head + 1 == depth ? 0 : head + 1;
     } else {
-        s->taken[th][(s->taken_head[th] + s->taken_len[th]) % s->depth] = v;
+        s->taken[th][head + len >= depth ? head + len - depth : head + len] = v;
         s->taken_len[th]++;
     }
 }
