@@ -50,6 +50,54 @@ def test_c_fma_matches_exact_model(seed):
     assert bad.size == 0, [(hex(x[i]), hex(y[i]), hex(z[i]), hex(want[i]), hex(got[i])) for i in bad[:5]]
 
 
+def _ordinary_operands(rng, n: int) -> tuple:
+    """x, y, z FP32 words the float64 form mostly takes (normal, exponents where nothing overflows or underflows), a
+    third of the z cancelling x * y to within a few ulps, an eighth of x exactly zero (a zero product), some z zero;
+    a few lanes at the edges where it must decline (results near FP32's smallest normal, products that overflow)."""
+    x, y, z = (np.ldexp(rng.standard_normal(n), rng.integers(-40, 40, n)).astype(np.float32) for _ in range(3))
+    z[::3] = -(x[::3] * y[::3])
+    z = z.view(np.uint32).copy()
+    z[::3] += rng.integers(-3, 4, len(z[::3])).astype(np.uint32)
+    x[::8] = 0.0
+    z[5::16] = 0
+    tiny = slice(2, None, 64)       # products near 2^-126, FP32's smallest normal, beside zero or tiny z
+    k = len(x[tiny])
+    x[tiny] = rng.uniform(1, 2, k).astype(np.float32) * np.float32(2.0 ** -63)
+    y[tiny] = rng.uniform(0.5, 2, k).astype(np.float32) * np.float32(2.0 ** -63)
+    z[tiny] = np.where(rng.random(k) < 0.5, 0, z[tiny] & 0x807FFFFF | 0x00800000)
+    huge = slice(3, None, 64)       # products of 2^128 and more (Inf on the FMA datapath) that z nearly cancels
+    x[huge] = np.float32(2.0 ** 64)
+    y[huge] = rng.uniform(1, 1.5, len(x[huge])).astype(np.float32) * np.float32(2.0 ** 64)
+    z[huge] = 0xFF7FFFFF
+    return x.view(np.uint32), y.view(np.uint32), z
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_fma_float64_form_matches_integer_form(seed):
+    """The float64 form (TT_EMU_FMA_F64_NATIVE) against the integer form and fma._fma_exact, bit for bit: on ordinary
+    operands, where it must take almost every group (else this would not test it), and on edge-crowded ones, where it
+    declines the groups it cannot do."""
+    rng = np.random.default_rng(100 + seed)
+    ordinary = _ordinary_operands(rng, 120_000)
+    edges = tuple(_operands(rng, 40_000) for _ in range(3))
+    try:
+        for x, y, z in (ordinary, edges):
+            sfpu_native.set_fma_f64(True)
+            before = sfpu_native.fma_f64_declined()
+            fast = sfpu_native.fma(x, y, z)
+            declined = sfpu_native.fma_f64_declined() - before
+            sfpu_native.set_fma_f64(False)
+            reference = sfpu_native.fma(x, y, z)
+            want = _fma_exact(np.stack([x, y, z]).astype(np.int64))
+            bad = np.flatnonzero(fast != want)
+            assert bad.size == 0, [(hex(x[i]), hex(y[i]), hex(z[i]), hex(want[i]), hex(fast[i])) for i in bad[:5]]
+            assert np.array_equal(reference, want)
+            if x is ordinary[0] and sfpu_native.FMA_F64:
+                assert declined < len(x) // 8 // 4, declined       # the float64 form ran on > 3/4 of the groups
+    finally:
+        sfpu_native.set_fma_f64(sfpu_native.FMA_F64)
+
+
 def _random_instruction(rng) -> tuple[str, dict, tuple | None]:
     """(name, fields, mem) of a random covered instruction: random field values, redrawn until the C part covers
     them; SFPLOAD / SFPSTORE get a 32-bit mode and an even address below 512 (mem = (mode, address))."""
