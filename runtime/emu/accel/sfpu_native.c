@@ -118,7 +118,8 @@ static void fma_lanes_int(const uint32_t *x, const uint32_t *y, const uint32_t *
 }
 
 static int fma_f64_fast = 1;     /* 0: fma8 on every lane (TT_EMU_FMA_F64_NATIVE=0; sfpu_set_fma_f64) */
-static int64_t fma_f64_declined; /* 8-lane groups the float64 form declined since the library loaded (for the tests) */
+static int64_t fma_f64_groups;   /* 8-lane groups it was asked for since the library loaded (for the tests) */
+static int64_t fma_f64_declined; /* of them, those it declined */
 
 /* The same FMA in float64 (chip/numerics/fma.py _fma_fast's formulation, which its tests pin against _fma_exact) on
  * x86-64 with AVX2, ~1/3 of fma8's instructions: the product of two FP32 is exact in float64; both terms scaled by the
@@ -198,6 +199,7 @@ AVX2_FN int fma8_f64(const uint32_t *px, const uint32_t *py, const uint32_t *pz,
 /* fma_lanes_int's result, each 8-lane group through fma8_f64 where it applies */
 __attribute__((target("avx2"))) static void fma_lanes_f64(const uint32_t *x, const uint32_t *y, const uint32_t *z,
                                                           uint32_t ny, uint32_t nz, uint32_t *out, int64_t n) {
+    fma_f64_groups += n / 8;
     for (int64_t i = 0; i < n; i += 8) {
         if (fma8_f64(x + i, y + i, z + i, ny, nz, out + i)) continue;
         fma_f64_declined++;
@@ -214,6 +216,7 @@ void sfpu_set_fma_f64(int32_t on) {
     (void)on;
 #endif
 }
+int64_t sfpu_fma_f64_groups(void) { return fma_f64_groups; }
 int64_t sfpu_fma_f64_declined(void) { return fma_f64_declined; }
 
 static void fma_lanes(const uint32_t *x, const uint32_t *y, const uint32_t *z, uint32_t ny, uint32_t nz, uint32_t *out,

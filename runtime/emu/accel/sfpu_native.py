@@ -91,8 +91,9 @@ def _load() -> tuple[object | None, str]:
     lib.sfpu_set_fma_f64.argtypes = [ctypes.c_int32]
     lib.sfpu_set_fma_f64.restype = None
     lib.sfpu_set_fma_f64(int(FMA_F64))
-    lib.sfpu_fma_f64_declined.argtypes = []
-    lib.sfpu_fma_f64_declined.restype = ctypes.c_int64
+    for counter in (lib.sfpu_fma_f64_groups, lib.sfpu_fma_f64_declined):
+        counter.argtypes = []
+        counter.restype = ctypes.c_int64
     return lib, f"C ({path}) for the deferred instructions ({', '.join(OPS)}); the rest in Python"
 
 
@@ -189,9 +190,11 @@ def set_fma_f64(on: bool) -> None:
     _load()[0].sfpu_set_fma_f64(int(on))
 
 
-def fma_f64_declined() -> int:
-    """8-lane groups whose FMA the float64 form declined (left to the integer form) since the library loaded."""
-    return _load()[0].sfpu_fma_f64_declined()
+def fma_f64_counts() -> tuple[int, int]:
+    """(8-lane FMA groups the float64 form was asked for, those it declined: left to the integer form) since the
+    library loaded."""
+    lib = _load()[0]
+    return lib.sfpu_fma_f64_groups(), lib.sfpu_fma_f64_declined()
 
 
 def fma(x: np.ndarray, y: np.ndarray, z: np.ndarray) -> np.ndarray:
