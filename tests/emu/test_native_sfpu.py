@@ -218,6 +218,24 @@ def test_deferred_bodies_identical_with_c_part(python_op, monkeypatch):
         _same(a, b)
 
 
+def test_fma_float64_switch_keeps_the_integer_form():
+    """TT_EMU_FMA_F64_NATIVE=0 (read when the library loads, in a fresh process): no group reaches the float64 form."""
+    import os
+    import subprocess
+    import sys
+    code = ("import numpy as np; from tt_backend.runtime.emu.accel import sfpu_native as s; "
+            "x = np.full(64, 0x3FC00000, np.uint32); s.fma(x, x, x); print(*s.fma_f64_counts())")
+    try:
+        host_has_it = sfpu_native.set_fma_f64(True)
+    finally:
+        sfpu_native.set_fma_f64(sfpu_native.FMA_F64)
+    for value, used in (("0", False), ("1", host_has_it)):
+        env = dict(os.environ, TT_EMU_FMA_F64_NATIVE=value)
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+        groups, declined = map(int, out.split())
+        assert declined == 0 and (groups > 0) == used, (value, groups)
+
+
 def test_deferred_bodies_identical_with_fma_float64():
     """The deferred long bodies (the 171-word predicated one, exp2, spill) with the C part's FMA in float64 and in
     integers only (TT_EMU_FMA_F64_NATIVE): the same Dst, LRegs, lane flags, cycle model and counters, and the float64

@@ -208,13 +208,15 @@ __attribute__((target("avx2"))) static void fma_lanes_f64(const uint32_t *x, con
 }
 #endif
 
-void sfpu_set_fma_f64(int32_t on) {
+/* the float64 form on or off; returns whether it is on (never without AVX2) */
+int32_t sfpu_set_fma_f64(int32_t on) {
 #ifdef FMA_F64_AVX2
     fma_f64_fast = on != 0 && __builtin_cpu_supports("avx2");
 #else
     fma_f64_fast = 0;
     (void)on;
 #endif
+    return fma_f64_fast;
 }
 int64_t sfpu_fma_f64_groups(void) { return fma_f64_groups; }
 int64_t sfpu_fma_f64_declined(void) { return fma_f64_declined; }

@@ -89,7 +89,7 @@ def _load() -> tuple[object | None, str]:
     lib.sfpu_fma_lanes.argtypes = [ptr, ptr, ptr, ptr, ctypes.c_int64]
     lib.sfpu_fma_lanes.restype = None
     lib.sfpu_set_fma_f64.argtypes = [ctypes.c_int32]
-    lib.sfpu_set_fma_f64.restype = None
+    lib.sfpu_set_fma_f64.restype = ctypes.c_int32
     lib.sfpu_set_fma_f64(int(FMA_F64))
     for counter in (lib.sfpu_fma_f64_groups, lib.sfpu_fma_f64_declined):
         counter.argtypes = []
@@ -185,9 +185,10 @@ def run_repeated(sfpu, records: list, regs: np.ndarray, carried: np.ndarray) -> 
     traffic["C"] += k * len(records)
 
 
-def set_fma_f64(on: bool) -> None:
-    """Whether the C part's FMA takes its float64 form where it applies (FMA_F64; the equality tests compare both)."""
-    _load()[0].sfpu_set_fma_f64(int(on))
+def set_fma_f64(on: bool) -> bool:
+    """Whether the C part's FMA takes its float64 form where it applies (FMA_F64; the equality tests compare both):
+    returns whether it now does (never on a host without AVX2)."""
+    return bool(_load()[0].sfpu_set_fma_f64(int(on)))
 
 
 def fma_f64_counts() -> tuple[int, int]:
