@@ -3,6 +3,7 @@ chip/numerics/sfpu: the Blackhole FMA bit for bit against fma._fma_exact on edge
 every covered instruction over random LRegs, lane flags and Dst give the same state; deferred kernel bodies give the
 same Dst, LRegs, flags and cycles with the C part on and off."""
 import math
+import platform
 
 import numpy as np
 import pytest
@@ -216,6 +217,24 @@ def test_deferred_bodies_identical_with_c_part(python_op, monkeypatch):
         a, b, traffic = _native_both(run, monkeypatch)
         assert traffic["C"] > 0 and (python_op is None or traffic[python_op] > 0)
         _same(a, b)
+
+
+@pytest.mark.skipif(platform.machine() != "x86_64", reason="x86-64's rounding-mode constants")
+def test_fma_float64_form_declines_outside_round_to_nearest():
+    """The float64 form's last rounding is the FPU's: under another rounding mode (fesetround, as a library in the
+    process could leave it) it stands aside and the integer form gives the same bits."""
+    import ctypes
+    libm = ctypes.CDLL(None)
+    x, y, z = _ordinary_operands(np.random.default_rng(7), 8_000)
+    want = _fma_exact(np.stack([x, y, z]).astype(np.int64))
+    before = sfpu_native.fma_f64_counts()
+    assert libm.fesetround(0xC00) == 0              # FE_TOWARDZERO
+    try:
+        got = sfpu_native.fma(x, y, z)
+    finally:
+        libm.fesetround(0)                          # FE_TONEAREST
+    assert sfpu_native.fma_f64_counts() == before
+    assert np.array_equal(got, want)
 
 
 def test_fma_float64_switch_keeps_the_integer_form():

@@ -224,7 +224,7 @@ int64_t sfpu_fma_f64_declined(void) { return fma_f64_declined; }
 static void fma_lanes(const uint32_t *x, const uint32_t *y, const uint32_t *z, uint32_t ny, uint32_t nz, uint32_t *out,
                       int64_t n) {
 #ifdef FMA_F64_AVX2
-    if (fma_f64_fast) {
+    if (fma_f64_fast && (_mm_getcsr() & 0x6000) == 0) {   /* (its last rounding is the MXCSR's: to nearest only) */
         fma_lanes_f64(x, y, z, ny, nz, out, n);
         return;
     }
