@@ -3,6 +3,7 @@ chip/numerics/sfpu: the Blackhole FMA bit for bit against fma._fma_exact on edge
 every covered instruction over random LRegs, lane flags and Dst give the same state; deferred kernel bodies give the
 same Dst, LRegs, flags and cycles with the C part on and off."""
 import math
+import platform
 
 import numpy as np
 import pytest
@@ -48,6 +49,54 @@ def test_c_fma_matches_exact_model(seed):
     got = sfpu_native.fma(x, y, z)
     bad = np.flatnonzero(got != want)
     assert bad.size == 0, [(hex(x[i]), hex(y[i]), hex(z[i]), hex(want[i]), hex(got[i])) for i in bad[:5]]
+
+
+def _ordinary_operands(rng, n: int) -> tuple:
+    """x, y, z FP32 words the float64 form mostly takes (normal, exponents where nothing overflows or underflows), a
+    third of the z cancelling x * y to within a few ulps, an eighth of x exactly zero (a zero product), some z zero;
+    a few lanes at the edges where it must decline (results near FP32's smallest normal, products that overflow)."""
+    x, y, z = (np.ldexp(rng.standard_normal(n), rng.integers(-40, 40, n)).astype(np.float32) for _ in range(3))
+    z[::3] = -(x[::3] * y[::3])
+    z = z.view(np.uint32).copy()
+    z[::3] += rng.integers(-3, 4, len(z[::3])).astype(np.uint32)
+    x[::8] = 0.0
+    z[5::16] = 0
+    tiny = slice(2, None, 64)       # products near 2^-126, FP32's smallest normal, beside zero or tiny z
+    k = len(x[tiny])
+    x[tiny] = rng.uniform(1, 2, k).astype(np.float32) * np.float32(2.0 ** -63)
+    y[tiny] = rng.uniform(0.5, 2, k).astype(np.float32) * np.float32(2.0 ** -63)
+    z[tiny] = np.where(rng.random(k) < 0.5, 0, z[tiny] & 0x807FFFFF | 0x00800000)
+    huge = slice(3, None, 64)       # products of 2^128 and more (Inf on the FMA datapath) that z nearly cancels
+    x[huge] = np.float32(2.0 ** 64)
+    y[huge] = rng.uniform(1, 1.5, len(x[huge])).astype(np.float32) * np.float32(2.0 ** 64)
+    z[huge] = 0xFF7FFFFF
+    return x.view(np.uint32), y.view(np.uint32), z
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_fma_float64_form_matches_integer_form(seed):
+    """The float64 form (TT_EMU_FMA_F64_NATIVE) against the integer form and fma._fma_exact, bit for bit: on ordinary
+    operands, where it must take almost every group (else this would not test it), and on edge-crowded ones, where it
+    declines the groups it cannot do."""
+    rng = np.random.default_rng(100 + seed)
+    ordinary = _ordinary_operands(rng, 120_000)
+    edges = tuple(_operands(rng, 40_000) for _ in range(3))
+    try:
+        for x, y, z in (ordinary, edges):
+            sfpu_native.set_fma_f64(True)
+            before = sfpu_native.fma_f64_counts()
+            fast = sfpu_native.fma(x, y, z)
+            groups, declined = np.subtract(sfpu_native.fma_f64_counts(), before)
+            sfpu_native.set_fma_f64(False)
+            reference = sfpu_native.fma(x, y, z)
+            want = _fma_exact(np.stack([x, y, z]).astype(np.int64))
+            bad = np.flatnonzero(fast != want)
+            assert bad.size == 0, [(hex(x[i]), hex(y[i]), hex(z[i]), hex(want[i]), hex(fast[i])) for i in bad[:5]]
+            assert np.array_equal(reference, want)
+            if x is ordinary[0] and sfpu_native.FMA_F64:
+                assert groups >= len(x) // 8 and declined < groups // 4, (groups, declined)   # it ran on > 3/4
+    finally:
+        sfpu_native.set_fma_f64(sfpu_native.FMA_F64)
 
 
 def _random_instruction(rng) -> tuple[str, dict, tuple | None]:
@@ -168,6 +217,64 @@ def test_deferred_bodies_identical_with_c_part(python_op, monkeypatch):
         a, b, traffic = _native_both(run, monkeypatch)
         assert traffic["C"] > 0 and (python_op is None or traffic[python_op] > 0)
         _same(a, b)
+
+
+@pytest.mark.skipif(platform.machine() != "x86_64", reason="x86-64's rounding-mode constants")
+def test_fma_float64_form_declines_outside_round_to_nearest():
+    """The float64 form's last rounding is the FPU's: under another rounding mode (fesetround, as a library in the
+    process could leave it) it stands aside and the integer form gives the same bits."""
+    import ctypes
+    libm = ctypes.CDLL(None)
+    x, y, z = _ordinary_operands(np.random.default_rng(7), 8_000)
+    want = _fma_exact(np.stack([x, y, z]).astype(np.int64))
+    before = sfpu_native.fma_f64_counts()
+    assert libm.fesetround(0xC00) == 0              # FE_TOWARDZERO
+    try:
+        got = sfpu_native.fma(x, y, z)
+    finally:
+        libm.fesetround(0)                          # FE_TONEAREST
+    assert sfpu_native.fma_f64_counts() == before
+    assert np.array_equal(got, want)
+
+
+def test_fma_float64_switch_keeps_the_integer_form():
+    """TT_EMU_FMA_F64_NATIVE=0 (read when the library loads, in a fresh process): no group reaches the float64 form."""
+    import os
+    import subprocess
+    import sys
+    code = ("import numpy as np; from tt_backend.runtime.emu.accel import sfpu_native as s; "
+            "x = np.full(64, 0x3FC00000, np.uint32); s.fma(x, x, x); print(*s.fma_f64_counts())")
+    try:
+        host_has_it = sfpu_native.set_fma_f64(True)
+    finally:
+        sfpu_native.set_fma_f64(sfpu_native.FMA_F64)
+    for value, used in (("0", False), ("1", host_has_it)):
+        env = dict(os.environ, TT_EMU_FMA_F64_NATIVE=value)
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+        groups, declined = map(int, out.split())
+        assert declined == 0 and (groups > 0) == used, (value, groups)
+
+
+def test_deferred_bodies_identical_with_fma_float64():
+    """The deferred long bodies (the 171-word predicated one, exp2, spill) with the C part's FMA in float64 and in
+    integers only (TT_EMU_FMA_F64_NATIVE): the same Dst, LRegs, lane flags, cycle model and counters, and the float64
+    form ran on the long body's FMAs."""
+    runs = [lambda: _tti_run(bench.LONG_BODY, setup=bench.LONG_SETUP, cfg1=bench.LONG_CFG1, tiles=2)]
+    runs += [lambda body=body: _tti_run(body) for _, body in sorted(BODIES.items())]
+    try:
+        for i, run in enumerate(runs):
+            states = []
+            for on in (True, False):
+                sfpu_native.set_fma_f64(on)
+                ran, before = sfpu_native.traffic["C"], sfpu_native.fma_f64_counts()
+                states.append(_full_state(run()))
+                groups, declined = np.subtract(sfpu_native.fma_f64_counts(), before)
+                assert sfpu_native.traffic["C"] > ran
+                if on and i == 0 and sfpu_native.FMA_F64:   # the long body's FMAs: most took the float64 form
+                    assert declined < groups // 2, (groups, declined)
+            _same(*states)
+    finally:
+        sfpu_native.set_fma_f64(sfpu_native.FMA_F64)
 
 
 @pytest.mark.parametrize("name", sorted(CLOSED_BODIES))

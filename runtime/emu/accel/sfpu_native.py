@@ -25,6 +25,9 @@ from tt_backend.runtime.emu.accel import native, sfpu_batch
 
 SOURCE = Path(__file__).with_name("sfpu_native.c")
 NATIVE_SFPU = os.environ.get("TT_EMU_SFPU_NATIVE", "1") != "0"
+# The C part's FMA in float64 where that form applies (sfpu_native.c fma4_f64), else its integer reference (fma8);
+# TT_EMU_FMA_F64_NATIVE=0 keeps the integer form on every lane. Read when the library loads; set_fma_f64 changes it.
+FMA_F64 = os.environ.get("TT_EMU_FMA_F64_NATIVE", "1") != "0"
 
 # The op codes of sfpu_native.c, in its order (checked against the library when it loads). SFPADD and SFPMUL are
 # SFPMAD (the same functional model).
@@ -85,6 +88,12 @@ def _load() -> tuple[object | None, str]:
     lib.sfpu_run_repeated.restype = ctypes.c_int32
     lib.sfpu_fma_lanes.argtypes = [ptr, ptr, ptr, ptr, ctypes.c_int64]
     lib.sfpu_fma_lanes.restype = None
+    lib.sfpu_set_fma_f64.argtypes = [ctypes.c_int32]
+    lib.sfpu_set_fma_f64.restype = ctypes.c_int32
+    lib.sfpu_set_fma_f64(int(FMA_F64))
+    for counter in (lib.sfpu_fma_f64_groups, lib.sfpu_fma_f64_declined):
+        counter.argtypes = []
+        counter.restype = ctypes.c_int64
     return lib, f"C ({path}) for the deferred instructions ({', '.join(OPS)}); the rest in Python"
 
 
@@ -174,6 +183,19 @@ def run_repeated(sfpu, records: list, regs: np.ndarray, carried: np.ndarray) -> 
     if done != k:
         raise EmuUnimplemented("sfpu_native.run_repeated: an op code of the records is not the C part's")
     traffic["C"] += k * len(records)
+
+
+def set_fma_f64(on: bool) -> bool:
+    """Whether the C part's FMA takes its float64 form where it applies (FMA_F64; the equality tests compare both):
+    returns whether it now does (never on a host without AVX2)."""
+    return bool(_load()[0].sfpu_set_fma_f64(int(on)))
+
+
+def fma_f64_counts() -> tuple[int, int]:
+    """(8-lane FMA groups the float64 form was asked for, those it declined: left to the integer form) since the
+    library loaded."""
+    lib = _load()[0]
+    return lib.sfpu_fma_f64_groups(), lib.sfpu_fma_f64_declined()
 
 
 def fma(x: np.ndarray, y: np.ndarray, z: np.ndarray) -> np.ndarray:
