@@ -632,7 +632,8 @@ __attribute__((always_inline)) static inline PyObject *sfpu_run_body(PyObject *c
         PyObject *w = wv[j];
         uint32_t w32;                               /* the word's value where it is a small exact int (word_value) */
         int has_w32;
-        if (by_pos && block_memo.filled[j] == block_memo.epoch && dict_version(cword) == block_memo.v) {
+        if (by_pos && block_memo.words == words && block_memo.filled[j] == block_memo.epoch
+            && dict_version(cword) == block_memo.v) {   /* (words: a re-entrant push may have taken the memo over) */
             rec = block_memo.rec[j], w32 = block_memo.w[j], has_w32 = 1;
             cword_memo.hits++;
         } else {

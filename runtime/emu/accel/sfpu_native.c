@@ -117,7 +117,7 @@ static void fma_lanes_int(const uint32_t *x, const uint32_t *y, const uint32_t *
         fma8(x + i, y + i, z + i, ny, nz, out + i);
 }
 
-static int fma_f64_fast = 1;     /* 0: fma8 on every lane (TT_EMU_FMA_F64_NATIVE=0; sfpu_set_fma_f64) */
+static int fma_f64_fast;         /* 0: fma8 on every lane (TT_EMU_FMA_F64_NATIVE=0); sfpu_set_fma_f64 sets it at load */
 static int64_t fma_f64_groups;   /* 8-lane groups it was asked for since the library loaded (for the tests) */
 static int64_t fma_f64_declined; /* of them, those it declined */
 
@@ -224,7 +224,9 @@ int64_t sfpu_fma_f64_declined(void) { return fma_f64_declined; }
 static void fma_lanes(const uint32_t *x, const uint32_t *y, const uint32_t *z, uint32_t ny, uint32_t nz, uint32_t *out,
                       int64_t n) {
 #ifdef FMA_F64_AVX2
-    if (fma_f64_fast && (_mm_getcsr() & 0x6000) == 0) {   /* (its last rounding is the MXCSR's: to nearest only) */
+    /* (its last rounding is the MXCSR's: to nearest only; and every FP exception masked, as the integer form raises
+     * none: an unmasked one, e.g. feenableexcept(FE_INEXACT) elsewhere in the process, would trap in the float form) */
+    if (fma_f64_fast && (_mm_getcsr() & 0x7F80) == 0x1F80) {
         fma_lanes_f64(x, y, z, ny, nz, out, n);
         return;
     }

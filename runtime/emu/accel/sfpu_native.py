@@ -25,7 +25,7 @@ from tt_backend.runtime.emu.accel import native, sfpu_batch
 
 SOURCE = Path(__file__).with_name("sfpu_native.c")
 NATIVE_SFPU = os.environ.get("TT_EMU_SFPU_NATIVE", "1") != "0"
-# The C part's FMA in float64 where that form applies (sfpu_native.c fma4_f64), else its integer reference (fma8);
+# The C part's FMA in float64 where that form applies (sfpu_native.c fma8_f64), else its integer reference (fma8);
 # TT_EMU_FMA_F64_NATIVE=0 keeps the integer form on every lane. Read when the library loads; set_fma_f64 changes it.
 FMA_F64 = os.environ.get("TT_EMU_FMA_F64_NATIVE", "1") != "0"
 
