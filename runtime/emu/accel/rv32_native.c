@@ -33,6 +33,7 @@
 
 #include "causal_log.h"
 #include "py_tags.h"      /* dict_version, type_tag */
+#include "py_switch.h"    /* switch_set: the switch setters */
 
 #define L1_SIZE 0x180000u
 #define LOCAL_BASE 0xFFB00000u
@@ -920,10 +921,8 @@ static int takes_memo_on = 1;
  * module loads, the tests both ways); the memo is dropped either way */
 static PyObject *takes_memo_set(PyObject *self, PyObject *on) {
     (void)self;
-    int v = PyObject_IsTrue(on);
-    if (v < 0)
+    if (switch_set(on, &takes_memo_on))
         return NULL;
-    takes_memo_on = v;
     memset(takes_memo, 0, sizeof takes_memo);
     Py_RETURN_NONE;
 }
@@ -1763,10 +1762,8 @@ static int reg_store(reg_memo *m, PyObject *x, int i, uint32_t v) {
  * REGS_MEMO_NATIVE sets it when the module loads, the tests both ways); the memo is dropped either way */
 static PyObject *regs_memo(PyObject *self, PyObject *on) {
     (void)self;
-    int v = PyObject_IsTrue(on);
-    if (v < 0)
+    if (switch_set(on, &regs_memo_on))
         return NULL;
-    regs_memo_on = v;
     for (int k = 0; k < REG_MEMO_SLOTS; k++)
         reg_memo_clear(&reg_memos[k]);
     Py_RETURN_NONE;
@@ -1776,10 +1773,8 @@ static PyObject *regs_memo(PyObject *self, PyObject *on) {
  * SLOTS_NATIVE sets it when the module loads, the tests both ways); off, the offsets remembered are dropped */
 static PyObject *slots(PyObject *self, PyObject *on) {
     (void)self;
-    int v = PyObject_IsTrue(on);
-    if (v < 0)
+    if (switch_set(on, &slots_on))
         return NULL;
-    slots_on = v;
     memset(slot_memo, 0, sizeof slot_memo);
     Py_RETURN_NONE;
 }
@@ -2332,10 +2327,8 @@ static int memo_ll(cycles_memo *m, PyObject *d, PyObject *names, Py_ssize_t i, l
  * CYCLES_MEMO_NATIVE sets it when the module loads, the tests both ways); the memo is dropped either way */
 static PyObject *cycles_memo_set(PyObject *self, PyObject *on) {
     (void)self;
-    int v = PyObject_IsTrue(on);
-    if (v < 0)
+    if (switch_set(on, &cycles_memo_on))
         return NULL;
-    cycles_memo_on = v;
     cycles_memo *const memos[2] = {&tbase_memo, &stall_memo};
     for (int k = 0; k < 2; k++) {
         Py_CLEAR(memos[k]->names);
@@ -2969,10 +2962,8 @@ static PyObject *round_loop(PyObject *self, PyObject *const *args, Py_ssize_t na
  * TILE_MEMO_NATIVE sets it when the module loads, the tests both ways); off, the memo is dropped */
 static PyObject *tile_memo(PyObject *self, PyObject *on) {
     (void)self;
-    int v = PyObject_IsTrue(on);
-    if (v < 0)
+    if (switch_set(on, &tile_memo_on))
         return NULL;
-    tile_memo_on = v;
     timing_memo.tp = NULL, timing_memo.dict = NULL;
     Py_RETURN_NONE;
 }
@@ -2981,10 +2972,8 @@ static PyObject *tile_memo(PyObject *self, PyObject *on) {
  * OWN_BASE_NATIVE sets it when the module loads, the tests both ways) */
 static PyObject *own_base(PyObject *self, PyObject *on) {
     (void)self;
-    int v = PyObject_IsTrue(on);
-    if (v < 0)
+    if (switch_set(on, &own_base_on))
         return NULL;
-    own_base_on = v;
     Py_RETURN_NONE;
 }
 

@@ -25,6 +25,7 @@
 #include <stdint.h>
 #include <string.h>
 #include "py_tags.h"      /* dict_version, type_tag: the memos' validity */
+#include "py_switch.h"    /* switch_set: the switch setters (this file's and tile_handlers.c's) */
 
 #define MAX_DEPTH 64
 #include "timing_state.c"     /* ThreadTiming: the cycle model's per-thread issue state, and its views */
@@ -1929,11 +1930,9 @@ static void view_keep(run_view *rv, run_view *fresh) {
  * kept views dropped, each call reads its items anew) */
 static PyObject *view_keep_native(PyObject *self, PyObject *on) {
     (void)self;
-    int v = PyObject_IsTrue(on);
-    if (v < 0)
+    if (switch_set(on, &keep_in_c))
         return NULL;
-    keep_in_c = v;
-    for (int i = 0; !v && i < VIEW_KEEP; i++)
+    for (int i = 0; !keep_in_c && i < VIEW_KEEP; i++)
         if (!kept_views[i].busy)
             view_drop(&kept_views[i].rv), kept_views[i].rv.tx = NULL;
     Py_RETURN_NONE;

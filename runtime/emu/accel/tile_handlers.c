@@ -70,10 +70,8 @@ static PyObject *configure_tiles(PyObject *self, PyObject *args) {
 static int wait_in_c = 1;
 static PyObject *wait_native(PyObject *self, PyObject *on) {
     (void)self;
-    int v = PyObject_IsTrue(on);
-    if (v < 0)
+    if (switch_set(on, &wait_in_c))
         return NULL;
-    wait_in_c = v;
     Py_RETURN_NONE;
 }
 
@@ -82,10 +80,8 @@ static PyObject *wait_native(PyObject *self, PyObject *on) {
 static int hints_in_c = 1;
 static PyObject *dict_hints_native(PyObject *self, PyObject *on) {
     (void)self;
-    int v = PyObject_IsTrue(on);
-    if (v < 0)
+    if (switch_set(on, &hints_in_c))
         return NULL;
-    hints_in_c = v;
     Py_RETURN_NONE;
 }
 
