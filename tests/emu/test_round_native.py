@@ -9,11 +9,9 @@ from __future__ import annotations
 
 import random
 
-import numpy as np
 import pytest
 
-from tt_backend.bench.emu import elementwise_inputs, elementwise_plan
-from tt_backend.bench.kernels import launch_plan, matmul_arrays, matmul_plan
+from tt_backend.bench.kernels import launch_plan
 from tt_backend.chip import layout
 from tt_backend.chip.errors import EmuError
 from tt_backend.lowering.codegen.sources import split
@@ -25,6 +23,7 @@ from tt_backend.runtime.emu.tensix import Tensix
 from tt_backend.runtime.emu.tile import Tile
 
 from tests.emu.test_rv32_native import _pcbuf_program
+from tests.support.kernel_cases import KERNEL_CASES, kernel_case
 
 pytestmark = pytest.mark.skipif(native.host_compiler() is None, reason="no host C compiler (cc, clang or gcc)")
 
@@ -177,17 +176,11 @@ def test_round_asks_an_own_thread_idle_and_stamp_base(monkeypatch):
 
 
 @pytest.mark.needs_cc
-@pytest.mark.parametrize("which", ["elementwise", "matmul_grid"])
+@pytest.mark.parametrize("which", KERNEL_CASES)
 def test_round_kernels_identical(which, monkeypatch):
     """Compiled kernels launched twice on a device (warm relaunch too): the same output bytes and stats() (every core's
     and Tensix thread's cycles and instructions, the NoC's) with the round in C and in Python."""
-    if which == "elementwise":
-        plan = elementwise_plan(40)
-        arrays = elementwise_inputs(plan, np.random.default_rng(3))
-    else:
-        plan = matmul_plan(64, "HiFi2")
-        plan.use_cores(4)
-        arrays = matmul_arrays(plan)
+    plan, arrays = kernel_case(which, 3)
     elfs = compile_kernel(*split(plan.render()), plan.name)
 
     def run():

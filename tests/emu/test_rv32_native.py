@@ -17,8 +17,7 @@ import pytest
 from tinygrad import Tensor
 from tinygrad.uop.ops import Ops
 
-from tt_backend.bench.emu import elementwise_inputs, elementwise_plan
-from tt_backend.bench.kernels import launch_plan, matmul_arrays, matmul_plan
+from tt_backend.bench.kernels import launch_plan
 from tt_backend.chip import isa, layout
 from tt_backend.chip.errors import EmuError, EmuUndefined
 from tt_backend.chip.isa import ttinsn
@@ -28,15 +27,15 @@ from tt_backend.runtime.compile import compile_kernel
 from tt_backend.runtime.emu.accel import native, noc_native, rv32_native, sfpu_issue_native
 from tt_backend.runtime.emu.accel.direct_issue import DirectIssueMixin
 from tt_backend.runtime.emu.device import EmuDevice
-from tt_backend.runtime.emu.frontend import FrontendMixin
 from tt_backend.runtime.emu.noc import INITIATOR_STRIDE as NIU_INITIATOR_STRIDE
-from tt_backend.runtime.emu.rv32 import LOCAL_BASE, STAMP_SHIFT, RV32Core, Stall
+from tt_backend.runtime.emu.rv32 import LOCAL_BASE, STAMP_SHIFT, RV32Core
 from tt_backend.runtime.emu import bench, rv32, tile as tile_module
 from tt_backend.runtime.emu.cycles import TensixTiming
 from tt_backend.runtime.emu.tensix import Tensix
 from tt_backend.runtime.emu.tile import Tile
 
 from tests.emu.test_rv32 import (CODE, PARK, R_OPS, RecordingBus, b_type, i_type, jal, r_type, s_type, u_type)
+from tests.support.kernel_cases import KERNEL_CASES, kernel_case
 
 pytestmark = pytest.mark.skipif(native.host_compiler() is None, reason="no host C compiler (cc, clang or gcc)")
 
@@ -447,10 +446,7 @@ def test_spin_probe_on_kernel_matches_python(monkeypatch):
         answers["python" if answer is NotImplemented else "c"] += 1
         return want
     monkeypatch.setattr(RV32Core, "spin_reads", both)
-    grid = matmul_plan(64, "HiFi2")
-    grid.use_cores(4)
-    ew = elementwise_plan(40)
-    for plan, arrays in ((ew, elementwise_inputs(ew, np.random.default_rng(40))), (grid, matmul_arrays(grid))):
+    for plan, arrays in (kernel_case(which, 40) for which in KERNEL_CASES):
         elfs = compile_kernel(*split(plan.render()), plan.name)
         launch_plan(EmuDevice(), plan, arrays, elfs)
     assert answers["c"] > 20 * answers["python"] and answers["seen"] > answers["c"] // 2, answers
@@ -812,32 +808,23 @@ def test_gather_kernel_identical(monkeypatch):
 
 @pytest.mark.needs_cc
 def test_elementwise_kernel_identical(monkeypatch):
-    plan = elementwise_plan(40)
-    _same_with_and_without_c(plan, elementwise_inputs(plan, np.random.default_rng(40)), monkeypatch)
+    _same_with_and_without_c(*kernel_case("elementwise", 40), monkeypatch)
 
 
 @pytest.mark.needs_cc
 def test_matmul_grid_identical(monkeypatch):
     """bf16 64^3 on a 2x2 grid: semaphores and NoC multicast between tiles, cores polling each other."""
-    plan = matmul_plan(64, "HiFi2")
-    plan.use_cores(4)
-    _same_with_and_without_c(plan, matmul_arrays(plan), monkeypatch)
+    _same_with_and_without_c(*kernel_case("matmul_grid", 0), monkeypatch)
 
 
 @pytest.mark.needs_cc
-@pytest.mark.parametrize("kernel", ["elementwise", "matmul_grid"])
+@pytest.mark.parametrize("kernel", KERNEL_CASES)
 def test_own_stamp_base_matches_the_lambda(kernel, monkeypatch):
     """The stamp base C's run() computes itself after a bus call (rv32_native.set_own_base: refresh_t0 with the
     round's tbase + instret + stall where the core's stamp base is the tile's own lambda) against calling that lambda
     (the reference): the same output, stats and L1 line stamps of every tile (the stores after a bus call stamp their
     lines with it), and C computed it: the lambdas are called less."""
-    if kernel == "elementwise":
-        plan = elementwise_plan(40)
-        arrays = elementwise_inputs(plan, np.random.default_rng(41))
-    else:
-        plan = matmul_plan(64, "HiFi2")
-        plan.use_cores(4)
-        arrays = matmul_arrays(plan)
+    plan, arrays = kernel_case(kernel, 41)
     elfs = compile_kernel(*split(plan.render()), plan.name)
     runs, called = {}, {}
     stamper = Tile._stamper
