@@ -13,7 +13,7 @@ Kernels (no compiler needed: RISC-V programs are assembled here, Tensix words co
 * `sfpu_long` - a real 171-word body (lowering's sqrt(sin(x) * exp2(y) + log2(z)): predication with SFPSETCC /
              SFPGT / SFPLE / SFPENCC, Horner chains, 3 loads, 1 store) with its 14 setup words, longer than the
              replay buffer, so issued as the compute template does: every word pushed on its own, 32 row steps per
-             tile, straight into a Tensix thread.
+             tile, straight into a Tensix thread, a basic block of tile_long's loop per Tensix.push_many call.
 * `tile_long` - the same through the whole tile: TRISC1 runs the template's loop (MATH_Offset, SETRWC, setup words,
              32 x the 171 body words as .ttinsn, STALLWAIT, TTSync per tile).
 Each fixed row is timed warm, the best of 3 calls after one untimed call (best_of), as the kernel rows' launches are;
@@ -217,18 +217,25 @@ def bench_sfpu_mop(tiles: int = 128) -> dict:
             "vs_ttsim": n / dt / TTSIM_SFPU_PER_S, "cycles": tx.tm.clock[1] - (tx.tm.first[1] or 0)}
 
 
+LONG_BLOCKS = (tuple(LONG_PROLOGUE + LONG_SETUP),) + (tuple(LONG_BODY),) * 32 + (tuple(LONG_EPILOGUE),)
+
+
 def bench_sfpu_long(tiles: int = 8) -> dict:
-    """The long-body issue shape: every SFPU word pushed on its own (32 row steps of the 171-word body per tile)."""
+    """The long-body issue shape: every SFPU word pushed on its own (32 row steps of the 171-word body per tile), each
+    of tile_long_program's basic blocks (prologue + setup, the body, the epilogue) in one Tensix.push_many call, the
+    entry the RISC-V fast path hands a block's `.ttinsn` words to (the same state and cycles as a push() per word:
+    tests/emu/test_emu_speed.py; the Python loop around push() per word cost as much again as the emulation)."""
     tx = _recording(Tensix(np.zeros(layout.L1_SIZE, np.uint8), strict=True))
     tx.dst.write_rows32(0, long_inputs())
     tx.cfg_write(1, LONG_CFG1)
     tx.push(1, 0xB21D0002)                                 # ADDR_MOD_DST_SEC1: Dst RWC += 2
     n0 = tx.instructions[1]
-    push = tx.push              # bound once, as tile.py's pushers bind theirs: the row times the push, not the look-up
+    push_many = tx.push_many
     t0, c0 = time.perf_counter(), time.process_time()
+    t = 0
     for _ in range(tiles):
-        for w in LONG_PROLOGUE + LONG_SETUP + LONG_BODY * 32 + LONG_EPILOGUE:
-            push(1, w)
+        for block in LONG_BLOCKS:
+            t = push_many(1, block, t)
     tx.settle()
     dt, cpu = time.perf_counter() - t0, time.process_time() - c0
     n = tx.instructions[1] - n0 - tiles * (len(LONG_PROLOGUE) + len(LONG_EPILOGUE))

@@ -169,6 +169,11 @@ class Tensix(FpuBatchMixin, DeferralMixin, DirectIssueMixin, MopBatchMixin, Fron
 
     reference_decode = decode     # what a class-level spy on decode leaves behind (DirectIssueMixin.never_plain_ops)
 
+    def decode_is_shared(self) -> bool:
+        """Whether decode's static part comes from the table every Tensix shares (SHARED_DECODE): then the fields
+        another Tensix decoded are the same objects here (deferral.py's shared facts rely on it)."""
+        return SHARED_DECODE
+
     def drain(self, t: int) -> int:
         """_drain, recording the data effect of back-to-back MVMULs and executing them at once (accel/fpu_batch.py)
         before any other instruction and when it returns, unless a pushed MVMUL run records already. A thread whose

@@ -94,7 +94,7 @@ def test_fma_bh_stacked_vectors():
 from tt_backend.chip import isa, layout  # noqa: E402
 from tt_backend.chip.errors import EmuError  # noqa: E402
 from tt_backend.runtime.emu import bench, tensix  # noqa: E402
-from tt_backend.runtime.emu.accel import batch_timing, deferral, mop_batch, sfpu_batch  # noqa: E402
+from tt_backend.runtime.emu.accel import batch_timing, deferral, mop_batch, sfpu_batch, sfpu_native  # noqa: E402
 
 E = isa.encode
 MAD = lambda a, b, c, d: E("SFPMAD", lreg_src_a=a, lreg_src_b=b, lreg_src_c=c, lreg_dest=d, instr_mod1=0)
@@ -427,6 +427,44 @@ def test_defer_long_body_equals_one_by_one(monkeypatch, batch_spy):
     a, b = _both(run, monkeypatch)
     assert batch_spy["n"] == 3 * 32 * len(bench.LONG_BODY)
     _same(a, b)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_deferred_sfpconfig_identical(seed, monkeypatch):
+    """SFPCONFIG into the programmable constants (sfpu_batch.queue_only: deferred, run in order, never in a batch) in
+    random predicated bodies, next to SFPMADs that read those constants: with the deferral on and off and the C part
+    on and off (off, every body that repeats is tried as a batch, which must not take one holding an SFPCONFIG), the
+    same state, cycles and errors; with both on, no SFPCONFIG runs through Python."""
+    rng = np.random.default_rng(50 + seed)
+    body = _random_pred_body(rng, clean=True)
+    for _ in range(3):
+        body.insert(int(rng.integers(0, len(body) + 1)),
+                    E("SFPCONFIG", config_dest=int(rng.integers(9, 15)), instr_mod1=int(rng.choice([0, 1, 8, 9])),
+                      imm16_math=int(rng.integers(0, 1 << 16))))
+        body.insert(int(rng.integers(0, len(body) + 1)),
+                    E("SFPMAD", lreg_src_a=int(rng.integers(0, 8)), lreg_src_b=int(rng.integers(11, 15)),
+                      lreg_src_c=int(rng.integers(0, 8)), lreg_dest=int(rng.integers(0, 8)), instr_mod1=0))
+    results = []
+    for native in (True, False):
+        monkeypatch.setattr(sfpu_native, "NATIVE_SFPU", native)
+        before = sfpu_native.traffic["SFPCONFIG"]
+        results += _both(lambda: _tti_run(body, rows=32, strict=False), monkeypatch)
+        if native:
+            assert sfpu_native.traffic["SFPCONFIG"] - before == 2 * 32 * 3       # (all of them: deferral off)
+    for r in results[1:]:
+        _same_or_same_error(results[0], r)
+
+
+def test_no_batch_plan_holds_an_sfpconfig():
+    """deferral._dq_plan refuses a body holding an SFPCONFIG (sfpu_batch.queue_only) also where the body gives the
+    lane flags back as it found them (an SFPENCC after it), and plans the same body with an SFPNOP in its place."""
+    tx = tensix.Tensix(np.zeros(layout.L1_SIZE, np.uint8), strict=False)
+    cfg, nop = E("SFPCONFIG", config_dest=12, instr_mod1=0, imm16_math=0), E("SFPNOP")
+    encc = E("SFPENCC", lreg_dest=0, instr_mod1=10, imm12_math=0)         # LaneFlags := 0, UseLaneFlags := 0
+    for w in (cfg, nop, encc):
+        tx._fast_info(w)
+    assert tx._dq_plan((cfg, encc), 0, 0) is False
+    assert tx._dq_plan((nop, encc), 0, 0)
 
 
 def test_defer_bench_kernels_identical(monkeypatch, batch_spy):
@@ -1006,6 +1044,24 @@ def test_push_many_equals_single_pushes(monkeypatch):
         assert a[2] == b[2]
 
 
+def test_sfpu_long_row_equals_single_pushes():
+    """bench emu's sfpu_long row pushes each basic block of tile_long's loop in one push_many call: the same Dst, cycles
+    and instruction count as a push() per word at cycle 0 (the row before), on two tiles."""
+    row = bench.bench_sfpu_long(2)
+    tx = tensix.Tensix(np.zeros(layout.L1_SIZE, np.uint8), strict=True)
+    tx.dst.write_rows32(0, bench.long_inputs())
+    tx.cfg_write(1, bench.LONG_CFG1)
+    tx.push(1, 0xB21D0002)
+    n0 = tx.instructions[1]
+    for _ in range(2):
+        for w in bench.LONG_PROLOGUE + bench.LONG_SETUP + bench.LONG_BODY * 32 + bench.LONG_EPILOGUE:
+            tx.push(1, w)
+    tx.settle()
+    n = tx.instructions[1] - n0 - 2 * (len(bench.LONG_PROLOGUE) + len(bench.LONG_EPILOGUE))
+    assert (row["sfpu_instructions"], row["cycles"], row["checksum"]) == \
+        (n, tx.tm.clock[1] - (tx.tm.first[1] or 0), int(tx.dst.rows32[192:256].astype(np.uint64).sum()))
+
+
 def _stall_program(body_words: list[int], post_delay: int):
     """TRISC1: SEMWAIT on semaphore 1, then `body_words` straight-line (the FIFO fills: Stall mid-run), TTSync, park.
     TRISC0: SEMINIT, a delay loop of `post_delay` iterations, SEMPOST, park."""
@@ -1111,6 +1167,14 @@ def test_sharedSHARED_BLOCKS_identical(monkeypatch):
 
 
 
+def _same_facts(shared: dict, own: dict) -> None:
+    """_facts_of a Tensix that shared facts against one that derived its own: the same facts for every word the latter
+    met; the former may hold more (adopted from other Tensixes of its setting: deferral._adopt_facts)."""
+    for kind, mine in own.items():
+        assert mine.keys() <= shared[kind].keys(), kind
+        assert {w: shared[kind][w] for w in mine} == mine, kind
+
+
 def _facts_of(tx) -> dict:
     """A Tensix's per-word deferral facts and records as plain values (flag_transfer partials by what they call)."""
     def plain(v):
@@ -1150,6 +1214,7 @@ def test_shared_facts_identical(seed, monkeypatch):
     def results(shared: bool) -> tuple:
         monkeypatch.setattr(deferral, "SHARED_FACTS", shared)
         monkeypatch.setattr(deferral, "_SHARED_FAST", {})
+        monkeypatch.setattr(deferral, "_SHARED_TABLES", {})
         monkeypatch.setattr(deferral, "_SHARED_RECORDS", {})
         out, txs = [], []
         for k, (strict, words) in enumerate(runs):
@@ -1162,11 +1227,67 @@ def test_shared_facts_identical(seed, monkeypatch):
     assert isinstance(a[4], str) and "SFPADD" in a[4]          # (the third run's strict refusal)
     for x, y in zip(a, b):
         if isinstance(x, dict):
-            assert x == y
+            _same_facts(x, y)
         else:
             _same_or_same_error(x, y)
     first, third = txs[0], txs[2]
     assert any(third._fast[w] is first._fast[w] for w in bench.LONG_BODY if first._fast.get(w) is not None)
+
+
+def test_adopted_facts(monkeypatch):
+    """A new Tensix takes, at its first word without facts, the facts and records every Tensix of its setting derived
+    (deferral._adopt_facts, _SHARED_TABLES; TT_EMU_SHARED_FACTS): after a strict Tensix ran the long body and a
+    non-strict one a random predicated body and an SFPADD without LReg[10] (deferred there; refused by strict), a
+    strict Tensix that pushes only the setup and a few body words holds the first's facts objects for the whole body,
+    none of the second's words, and then runs the body, the random body and the SFPADD (an error under strict) with
+    the same state, cycles, error and facts as when every Tensix derives its own."""
+    rng = np.random.default_rng(5)
+    body = _random_pred_body(rng, clean=True)
+    bad_add = E("SFPADD", lreg_src_a=0, lreg_src_b=1, lreg_src_c=9, lreg_dest=2, instr_mod1=0)
+    only_second = [w for w in body + [bad_add] if w not in bench.LONG_BODY and w not in bench.LONG_SETUP]
+
+    def tensix_with(strict: bool, k: int):
+        tx = tensix.Tensix(np.zeros(layout.L1_SIZE, np.uint8), strict=strict)
+        tx.dst.write_rows32(0, np.random.default_rng(k).standard_normal((512, 16)).astype(np.float32)
+                            .view(np.uint32))
+        tx.cfg_write(1, bench.LONG_CFG1)
+        tx.push(1, E("SETC16", setc16_reg=29, setc16_value=2))
+        return tx
+
+    def run(shared: bool) -> tuple:
+        monkeypatch.setattr(deferral, "SHARED_FACTS", shared)
+        monkeypatch.setattr(deferral, "_SHARED_FAST", {})
+        monkeypatch.setattr(deferral, "_SHARED_RECORDS", {})
+        monkeypatch.setattr(deferral, "_SHARED_TABLES", {})
+        first = tensix_with(True, 0)
+        first.push_many(1, tuple(bench.LONG_SETUP + bench.LONG_BODY * 2), 0)
+        first.settle()
+        second = tensix_with(False, 1)
+        for w in body * 3 + [bad_add]:
+            second.push(1, w)
+        second.settle()
+        third = tensix_with(True, 2)
+        third.push_many(1, tuple(bench.LONG_SETUP + bench.LONG_BODY[:5]), 0)
+        early = dict(third._fast)
+        try:
+            third.push_many(1, tuple(bench.LONG_BODY * 2 + body), 100_000)
+            for w in [bad_add] + body:
+                third.push(1, w)
+            third.settle()
+            out = _full_state(third)
+        except EmuError as e:
+            out = str(e)
+        return first, early, out, _facts_of(third)
+
+    first, early, out, facts = run(True)
+    body_facts = [w for w in bench.LONG_BODY if first._fast.get(w) is not None]
+    assert body_facts and all(early.get(w) is first._fast[w] for w in body_facts)
+    assert only_second and not any(w in early for w in only_second)
+    assert isinstance(out, str) and "SFPADD" in out                # (the strict refusal)
+    _, early_own, out_own, facts_own = run(False)
+    assert not any(w in early_own for w in bench.LONG_BODY[5:] if w not in bench.LONG_BODY[:5] + bench.LONG_SETUP)
+    _same_or_same_error(out, out_own)
+    _same_facts(facts, facts_own)
 
 
 def test_shared_facts_follow_an_instance_override(monkeypatch):
@@ -1174,6 +1295,7 @@ def test_shared_facts_follow_an_instance_override(monkeypatch):
     Tensixes shared (deferral.SHARED_FACTS)."""
     monkeypatch.setattr(deferral, "SHARED_FACTS", True)
     monkeypatch.setattr(deferral, "_SHARED_FAST", {})
+    monkeypatch.setattr(deferral, "_SHARED_TABLES", {})
     _tti_run(bench.LONG_BODY, setup=bench.LONG_SETUP, cfg1=bench.LONG_CFG1, tiles=1, rows=2)
     assert deferral._SHARED_FAST
     tx = tensix.Tensix(np.zeros(layout.L1_SIZE, np.uint8), strict=True)
@@ -1196,6 +1318,7 @@ def test_shared_facts_need_the_same_decode(monkeypatch):
     def two(shared: bool) -> tuple:
         monkeypatch.setattr(deferral, "SHARED_FACTS", shared)
         monkeypatch.setattr(deferral, "_SHARED_FAST", {})
+        monkeypatch.setattr(deferral, "_SHARED_TABLES", {})
         monkeypatch.setattr(deferral, "_SHARED_RECORDS", {})
         txs = []
         for k in range(2):

@@ -169,7 +169,7 @@ def test_c_random_programs_match_functional_model(seed):
 
 
 @pytest.mark.parametrize("all_on", [False, True])
-@pytest.mark.parametrize("name", ["SFPMUL24", "SFPSWAP", "SFPTRANSP", "SFPLOADI", "SFPSETCC"])
+@pytest.mark.parametrize("name", ["SFPMUL24", "SFPSWAP", "SFPTRANSP", "SFPLOADI", "SFPSETCC", "SFPCONFIG"])
 def test_c_single_instructions_match_functional_model(name, all_on):
     """Every covered mode of one instruction, 400 times from a random state each (all_on: every lane enabled, the
     whole-row paths): the same state after the C part as after the functional model (the random programs above draw

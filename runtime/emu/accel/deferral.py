@@ -65,6 +65,16 @@ SHARED_FACTS = os.environ.get("TT_EMU_SHARED_FACTS", "1") != "0"
 _SHARED_FAST: dict[tuple, tuple] = {}       # key above -> (deferral_of's facts, fast, word_facts)
 _SHARED_RECORDS: dict[int, tuple] = {}      # word -> (name, fields, sfpu_native.record, its record of them)
 _FACT_METHODS = frozenset(("deferral_of", "_defer_static", "check_sfpu_operands"))
+# A new Tensix still passed each word once through _fast_info and, in push_many, through the Python issue loop
+# before the C part could take it (a launch's first tile: bench emu's tile_long spent ~0.8 of its ~4.8 ms there, and
+# every core of a grid launch, a fresh Tile, pays it again). So, with SHARED_FACTS, a Tensix whose per-word caches are
+# still empty takes at its first miss (_adopt_facts) every word's facts and records other Tensixes derived under the
+# same setting: _SHARED_TABLES, keyed by _facts_token (the class, the functions that derive facts, records and the
+# decode, strict, whether the SFPU is the plain SFPU, DEFER_SFPU and the names that have handlers: what _shared_key
+# holds but the word's own parts, which the word's static decode fixes); none where the decode is not shared or the
+# instance overrides a deriving method or the decode.
+_SHARED_TABLES: dict[tuple, tuple[dict, dict, dict, dict]] = {}   # token -> (_fast, _cword, _defer_info, _records)
+_TOKEN_METHODS = _FACT_METHODS | {"decode"}
 _OP_REPLAY = INSTRUCTIONS["REPLAY"].opcode
 _OP_MOP = INSTRUCTIONS["MOP"].opcode
 _ALL4 = b"\x01" * 4      # Dst.written[r0:r0 + 4].tobytes() when all four rows are written
@@ -82,6 +92,7 @@ class DeferralMixin:
         self._cword: dict[int, tuple] = {}         # deferrable word -> sfpu_issue_native.word_facts()
         self._replays: dict[int, tuple | None] = {}  # REPLAY word -> replay_spec() (sfpu_issue_native's replay_push)
         self._c_ctx = None                         # the last _c_timing() (the cycle model's lists, made with it)
+        self._facts_adopted = False                # _adopt_facts ran (at the first _fast_info)
         self._dst_view = DstView(self)
         self.dst = dst
         # push() in C where it can be (a class that overrides push keeps its own): one C call per pushed word instead
@@ -429,7 +440,7 @@ class DeferralMixin:
     def _defer_static(self, name: str, fields: dict, handler, reserved: int):
         """The per-word part of the deferral decision: None, or the facts defer and _dq_plan need."""
         if not DEFER_SFPU or reserved or handler is None or not isinstance(self.raw_sfpu, SFPU) \
-                or not sfpu_batch.batchable(name, fields, flags=True):
+                or not (sfpu_batch.batchable(name, fields, flags=True) or sfpu_batch.queue_only(name, fields)):
             return None
         if self.strict and name in ("SFPADD", "SFPMUL"):
             try:
@@ -443,6 +454,11 @@ class DeferralMixin:
                 partial(sfpu_batch.flag_transfer, name, fields) if name in FLAG_WRITERS else None)
 
     def _fast_info(self, w: int):
+        if not self._facts_adopted:
+            self._adopt_facts()
+            fast = self._fast.get(w, _UNSET)
+            if fast is not _UNSET:
+                return fast
         try:
             name, fields, handler, block, reserved, kind, info = self.decode(w)
         except EmuError:
@@ -467,8 +483,40 @@ class DeferralMixin:
                         _SHARED_FAST[key] = (d, fast, cword)
                 if fast is not None:
                     self._cword[w] = cword
+                if key is not None and (table := self._facts_table()) is not None:
+                    table[0][w], table[2][w] = fast, self._defer_info[w]
+                    if fast is not None:
+                        table[1][w] = cword
         self._fast[w] = fast
         return fast
+
+    def _facts_token(self) -> tuple | None:
+        """_SHARED_TABLES' key for this Tensix as it is now (see there), or None where it may not share them."""
+        if not (SHARED_FACTS and self.decode_is_shared()) or not self.__dict__.keys().isdisjoint(_TOKEN_METHODS):
+            return None
+        cls = type(self)
+        derive = (cls.deferral_of, cls._defer_static, cls.check_sfpu_operands, sfpu_batch.batchable,
+                  sfpu_batch.flag_transfer, sfpu_issue_native.word_facts, sfpu_native.record, cls.decode)
+        names = self.__dict__.get("_handler_names")
+        if names is None:                               # (_handlers: built in __init__, never changed after)
+            names = self._handler_names = frozenset(self._handlers)
+        return (cls, derive, self.strict, isinstance(self.raw_sfpu, SFPU), DEFER_SFPU, names)
+
+    def _facts_table(self) -> tuple | None:
+        """The shared tables new facts of this Tensix join (None: it may not share them)."""
+        token = self._facts_token()
+        return None if token is None else _SHARED_TABLES.setdefault(token, ({}, {}, {}, {}))
+
+    def _adopt_facts(self) -> None:
+        """Take the facts and records Tensixes of this setting derived (_SHARED_TABLES), once, while this one has
+        none of its own (a cache entry of its own may come from an instance override since undone)."""
+        self._facts_adopted = True
+        token = self._facts_token()
+        tables = _SHARED_TABLES.get(token) if token is not None else None
+        if tables is None or self._fast or self._cword or self._defer_info or self._records:
+            return
+        for mine, shared in zip((self._fast, self._cword, self._defer_info, self._records), tables):
+            mine.update(shared)
 
     def _shared_key(self, w: int, handler, reserved: int) -> tuple | None:
         """_SHARED_FAST's key for word w on this Tensix, or None where the shared facts may not be used (switched off,
@@ -625,6 +673,8 @@ class DeferralMixin:
                 if SHARED_FACTS:
                     _SHARED_RECORDS[e[0]] = (e[1], e[2], sfpu_native.record, r)
             self._records[e[0]] = r
+            if SHARED_FACTS and (table := self._facts_table()) is not None:
+                table[3][e[0]] = r
         return r
 
     def _dq_exec_c(self, records: list) -> None:
@@ -728,6 +778,8 @@ class DeferralMixin:
         state = (lf, use)
         for j, w in enumerate(body):
             name, fields, is_mem, is_store, imm, amode, vd, mod0, flagw = self._defer_info[w]
+            if sfpu_batch.queue_only(name, fields):
+                return False
             reads, writes = sfpu_batch.batch_regs(name, fields)
             if not (use == 0 or (use == 1 and lf == 1)):
                 reads |= writes

@@ -41,6 +41,15 @@ _FLAG_BATCHABLE = {
 }
 
 
+def queue_only(name: str, f: dict) -> bool:
+    """Deferrable, run one by one in order, never in a batch: SFPCONFIG into a programmable constant, LReg[11..14]
+    (or 9, 10, which take nothing). It writes an LReg the batches' dataflow (batch_regs) treats as constant and reads
+    the flags of lanes 0..7 for all 32, so no batch may hold it; in order its effect is lane-wise and cannot raise. The
+    compute template's setup writes the constants once per tile, between bodies: handled in Python each flushed the
+    queue and cost ~15 % of a long-body tile (bench emu tile_long)."""
+    return name == "SFPCONFIG" and 9 <= f["config_dest"] <= 14
+
+
 def batchable(name: str, f: dict, flags: bool = False) -> bool:
     """Can this instruction run in execute_batch: lane-wise, no PRNG / LaneConfig / macro / flag-stack state
     read or changed, no fixed (32,)-lane indexing, VD outside the backdoor range (12..15), 32-bit Dst modes only

@@ -4,8 +4,8 @@
  * Vector Unit's plain state (no LaneConfig bit set, no SFPLOADMACRO work): SFPLOAD/SFPSTORE in the 32-bit Dst modes,
  * the SFPMAD family on the Blackhole FMA datapath (chip/numerics/fma.py, docs/sfpu_path.md), moves, integer, bit and
  * FP-field operations, SFPCAST's deterministic modes, SFPARECIP, SFPMUL24 without INDIRECT_VA/VD, SFPSWAP (LaneConfig
- * clear: no exchange, no argmin/argmax indices), SFPTRANSP, and the lane-flag instructions that do not touch the flag
- * stack. The caller (accel/sfpu_native.py) encodes each instruction as a record of REC int32 and guarantees the
+ * clear: no exchange, no argmin/argmax indices), SFPTRANSP, SFPCONFIG into a programmable constant (LReg[11..14]), and
+ * the lane-flag instructions that do not touch the flag stack. The caller (accel/sfpu_native.py) encodes each instruction as a record of REC int32 and guarantees the
  * conditions above; an op code this file does not know ends the run.
  * Built by accel/native.py with the host compiler. */
 #include <stdint.h>
@@ -21,10 +21,10 @@
 enum { OP_SFPLOAD, OP_SFPSTORE, OP_SFPMAD, OP_SFPADDI, OP_SFPMULI, OP_SFPLOADI, OP_SFPEXMAN, OP_SFPSETEXP,
        OP_SFPSETMAN, OP_SFPSETSGN, OP_SFPDIVP2, OP_SFPAND, OP_SFPOR, OP_SFPXOR, OP_SFPNOT, OP_SFPABS, OP_SFPSHFT,
        OP_SFPARECIP, OP_SFPNOP, OP_SFPMOV, OP_SFPCAST, OP_SFPEXEXP, OP_SFPLZ, OP_SFPIADD, OP_SFPSETCC, OP_SFPENCC,
-       OP_SFPGT, OP_SFPLE, OP_SFPMUL24, OP_SFPSWAP, OP_SFPTRANSP, OP_COUNT };
+       OP_SFPGT, OP_SFPLE, OP_SFPMUL24, OP_SFPSWAP, OP_SFPTRANSP, OP_SFPCONFIG, OP_COUNT };
 static const char OP_NAMES[] = "SFPLOAD SFPSTORE SFPMAD SFPADDI SFPMULI SFPLOADI SFPEXMAN SFPSETEXP SFPSETMAN "
     "SFPSETSGN SFPDIVP2 SFPAND SFPOR SFPXOR SFPNOT SFPABS SFPSHFT SFPARECIP SFPNOP SFPMOV SFPCAST SFPEXEXP SFPLZ "
-    "SFPIADD SFPSETCC SFPENCC SFPGT SFPLE SFPMUL24 SFPSWAP SFPTRANSP";
+    "SFPIADD SFPSETCC SFPENCC SFPGT SFPLE SFPMUL24 SFPSWAP SFPTRANSP SFPCONFIG";
 
 const char *sfpu_op_names(void) { return OP_NAMES; }
 
@@ -589,6 +589,21 @@ static void SFPTRANSP(State *s) {
     }
 }
 
+/* SFPCONFIG into LReg[11..14] (VD 9 and 10 take nothing): LReg[VD] lane l := LReg[0] lane l % 8, or with Mod1 bit 0
+ * the constant's default, where lane l % 8 is enabled by the flags and, with Mod1 bit 3, bit 2 (l % 8) of Imm16 is
+ * set (chip/numerics/sfpu/lane_movement.py SFPCONFIG; state.py PRGM_CONST_DEFAULTS) */
+static void SFPCONFIG(State *s, const int32_t *r) {
+    static const uint32_t DEFAULTS[4] = {0xBF800000u, 0x37800000u, 0xBF2CC4C7u, 0xBEB08FF9u};   /* LReg[11..14] */
+    int mod = r[1], vd = r[5];
+    uint32_t imm = (uint32_t)r[6] & 0xFFFF;
+    if (vd < 11 || vd > 14) return;
+    for (int l = 0; l < LANES; l++) {
+        int l8 = l & 7;
+        if (!enabled(s, l8) || (mod & 8 && !(imm >> (2 * l8) & 1))) continue;
+        s->lreg[vd][l] = mod & 1 ? DEFAULTS[vd - 11] : s->lreg[0][l8];
+    }
+}
+
 /* Execute n records from prog; returns how many ran (less than n at an op code this file does not know). */
 int32_t sfpu_run(uint32_t *lreg, uint8_t *lane_flags, uint8_t *use_lane_flags, uint32_t *dst, uint8_t *written,
                  const int32_t *prog, int32_t n) {
@@ -613,6 +628,7 @@ int32_t sfpu_run(uint32_t *lreg, uint8_t *lane_flags, uint8_t *use_lane_flags, u
         case OP_SFPMUL24: if (writable(vd)) SFPMUL24(s, r); break;
         case OP_SFPSWAP: SFPSWAP(s, r); break;
         case OP_SFPTRANSP: SFPTRANSP(s); break;
+        case OP_SFPCONFIG: SFPCONFIG(s, r); break;
         default:
             if (op < 0 || op >= OP_COUNT) return i;
             if (writable(vd)) lanewise_run(s, op, r);   /* lane l's value depends on lane l only */

@@ -4,7 +4,7 @@ part reads, and the count of what still runs through Python.
 The emulator's deferred SFPU work (deferral.py) that no numpy batch takes ran one instruction at a time through the
 functional model, about 22 us of numpy calls per instruction (SFPMAD's FMA most of it). Here a whole run of them is
 one C call over the LRegs, lane flags and Dst, passed by pointer. The C part covers exactly the instructions the
-emulator defers (sfpu_batch.batchable with flags, SFPLOAD/SFPSTORE in the 32-bit Dst modes) in the Vector Unit's
+emulator defers (sfpu_batch.batchable with flags, sfpu_batch.queue_only, SFPLOAD/SFPSTORE in the 32-bit Dst modes) in the Vector Unit's
 plain state (SFPU.is_plain: no LaneConfig bit, no SFPLOADMACRO work); everything else runs through the functional
 model in Python, which stays the reference the equality tests pin this against (tests/emu/test_native_sfpu.py).
 `NATIVE_SFPU = False` (or TT_EMU_SFPU_NATIVE=0) forces the Python path.
@@ -34,7 +34,7 @@ FMA_F64 = os.environ.get("TT_EMU_FMA_F64_NATIVE", "1") != "0"
 OPS = ("SFPLOAD", "SFPSTORE", "SFPMAD", "SFPADDI", "SFPMULI", "SFPLOADI", "SFPEXMAN", "SFPSETEXP", "SFPSETMAN",
        "SFPSETSGN", "SFPDIVP2", "SFPAND", "SFPOR", "SFPXOR", "SFPNOT", "SFPABS", "SFPSHFT", "SFPARECIP", "SFPNOP",
        "SFPMOV", "SFPCAST", "SFPEXEXP", "SFPLZ", "SFPIADD", "SFPSETCC", "SFPENCC", "SFPGT", "SFPLE", "SFPMUL24",
-       "SFPSWAP", "SFPTRANSP")
+       "SFPSWAP", "SFPTRANSP", "SFPCONFIG")
 _OP = {name: i for i, name in enumerate(OPS)} | {"SFPADD": OPS.index("SFPMAD"), "SFPMUL": OPS.index("SFPMAD")}
 DST32_MODES = (3, 4, 12)      # SFPLOAD / SFPSTORE modes the C part moves: FP32, INT32, INT32_SM (raw 32-bit words)
 DST32_STORE_MODES = DST32_MODES + (7,)   # and HI16 for a store: its word as is (an SFPLOAD's HI16 reads Dst16b)
@@ -52,6 +52,7 @@ _FIELDS = {
     "SFPCAST": ("instr_mod1", None, None, "lreg_src_c", "lreg_dest", None),
     "SFPSWAP": ("instr_mod1", None, None, "lreg_src_c", "lreg_dest", None),
     "SFPNOP": (None,) * 6, "SFPTRANSP": (None,) * 6,
+    "SFPCONFIG": ("instr_mod1", None, None, None, "config_dest", "imm16_math"),
 }
 _FIELDS["SFPADD"] = _FIELDS["SFPMUL"] = _FIELDS["SFPMUL24"] = _FIELDS["SFPMAD"]
 _LREG_C_FORM = ("instr_mod1", None, None, "lreg_c", "lreg_dest", "imm12_math")   # every other covered instruction
@@ -110,7 +111,7 @@ def record(name: str, fields: dict) -> tuple | None:
     """The C record of a decoded instruction (addr 0, mod of SFPLOAD / SFPSTORE 0: the caller's, per execution), or
     None when the C part does not cover it."""
     op = _OP.get(name)
-    if op is None or not sfpu_batch.batchable(name, fields, flags=True):
+    if op is None or not (sfpu_batch.batchable(name, fields, flags=True) or sfpu_batch.queue_only(name, fields)):
         return None
     return (op,) + tuple(fields.get(k, 0) for k in _FIELDS.get(name, _LREG_C_FORM)) + (0,)
 
