@@ -1290,6 +1290,24 @@ def test_adopted_facts(monkeypatch):
     _same_facts(facts, facts_own)
 
 
+def test_adopted_facts_bounded(monkeypatch):
+    """The shared tables take the first deferral.TABLE_WORDS words a setting meets and no more (a new Tensix copies
+    them whole); a Tensix that adopted a full table derives the other words itself, with the same state as when
+    nothing is shared."""
+    def run(shared: bool, words_max: int) -> list:
+        monkeypatch.setattr(deferral, "SHARED_FACTS", shared)
+        monkeypatch.setattr(deferral, "TABLE_WORDS", words_max)
+        for name in ("_SHARED_FAST", "_SHARED_RECORDS", "_SHARED_TABLES"):
+            monkeypatch.setattr(deferral, name, {})
+        states = [_full_state(_tti_run(bench.LONG_BODY, setup=bench.LONG_SETUP, cfg1=bench.LONG_CFG1, tiles=1,
+                                       rows=2, seed=k)) for k in range(2)]
+        return states, [len(t) for table in deferral._SHARED_TABLES.values() for t in table]
+    (bounded, sizes), (own, _) = run(True, 10), run(False, 10)
+    assert sizes and max(sizes) == 10
+    for x, y in zip(bounded, own):
+        _same(x, y)
+
+
 def test_shared_facts_follow_an_instance_override(monkeypatch):
     """A Tensix whose instance overrides deferral_of (a test's spy) gets what its override says, not the facts other
     Tensixes shared (deferral.SHARED_FACTS)."""

@@ -74,6 +74,9 @@ _FACT_METHODS = frozenset(("deferral_of", "_defer_static", "check_sfpu_operands"
 # holds but the word's own parts, which the word's static decode fixes); none where the decode is not shared or the
 # instance overrides a deriving method or the decode.
 _SHARED_TABLES: dict[tuple, tuple[dict, dict, dict, dict]] = {}   # token -> (_fast, _cword, _defer_info, _records)
+# Words a table takes (the first met): a new Tensix copies its tables whole (~60 us a dict at this size), so a process
+# that meets ever more words (random test programs, many constants) does not make each new Tensix dearer without bound
+TABLE_WORDS = 4096
 _TOKEN_METHODS = _FACT_METHODS | {"decode"}
 _OP_REPLAY = INSTRUCTIONS["REPLAY"].opcode
 _OP_MOP = INSTRUCTIONS["MOP"].opcode
@@ -483,7 +486,7 @@ class DeferralMixin:
                         _SHARED_FAST[key] = (d, fast, cword)
                 if fast is not None:
                     self._cword[w] = cword
-                if key is not None and (table := self._facts_table()) is not None:
+                if key is not None and (table := self._facts_table()) is not None and len(table[0]) < TABLE_WORDS:
                     table[0][w], table[2][w] = fast, self._defer_info[w]
                     if fast is not None:
                         table[1][w] = cword
@@ -673,7 +676,7 @@ class DeferralMixin:
                 if SHARED_FACTS:
                     _SHARED_RECORDS[e[0]] = (e[1], e[2], sfpu_native.record, r)
             self._records[e[0]] = r
-            if SHARED_FACTS and (table := self._facts_table()) is not None:
+            if SHARED_FACTS and (table := self._facts_table()) is not None and len(table[3]) < TABLE_WORDS:
                 table[3][e[0]] = r
         return r
 

@@ -5,8 +5,9 @@
  * the SFPMAD family on the Blackhole FMA datapath (chip/numerics/fma.py, docs/sfpu_path.md), moves, integer, bit and
  * FP-field operations, SFPCAST's deterministic modes, SFPARECIP, SFPMUL24 without INDIRECT_VA/VD, SFPSWAP (LaneConfig
  * clear: no exchange, no argmin/argmax indices), SFPTRANSP, SFPCONFIG into a programmable constant (LReg[11..14]), and
- * the lane-flag instructions that do not touch the flag stack. The caller (accel/sfpu_native.py) encodes each instruction as a record of REC int32 and guarantees the
- * conditions above; an op code this file does not know ends the run.
+ * the lane-flag instructions that do not touch the flag stack. The caller (accel/sfpu_native.py) encodes each
+ * instruction as a record of REC int32 and guarantees the conditions above; an op code this file does not know ends
+ * the run.
  * Built by accel/native.py with the host compiler. */
 #include <stdint.h>
 #include <string.h>

@@ -4,9 +4,10 @@ part reads, and the count of what still runs through Python.
 The emulator's deferred SFPU work (deferral.py) that no numpy batch takes ran one instruction at a time through the
 functional model, about 22 us of numpy calls per instruction (SFPMAD's FMA most of it). Here a whole run of them is
 one C call over the LRegs, lane flags and Dst, passed by pointer. The C part covers exactly the instructions the
-emulator defers (sfpu_batch.batchable with flags, sfpu_batch.queue_only, SFPLOAD/SFPSTORE in the 32-bit Dst modes) in the Vector Unit's
-plain state (SFPU.is_plain: no LaneConfig bit, no SFPLOADMACRO work); everything else runs through the functional
-model in Python, which stays the reference the equality tests pin this against (tests/emu/test_native_sfpu.py).
+emulator defers (sfpu_batch.batchable with flags, sfpu_batch.queue_only, SFPLOAD/SFPSTORE in the 32-bit Dst modes) in
+the Vector Unit's plain state (SFPU.is_plain: no LaneConfig bit, no SFPLOADMACRO work); everything else runs through
+the functional model in Python, which stays the reference the equality tests pin this against
+(tests/emu/test_native_sfpu.py).
 `NATIVE_SFPU = False` (or TT_EMU_SFPU_NATIVE=0) forces the Python path.
 """
 from __future__ import annotations
