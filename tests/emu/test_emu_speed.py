@@ -1294,7 +1294,7 @@ def test_adopted_facts_bounded(monkeypatch):
     """The shared tables take the first deferral.TABLE_WORDS words a setting meets and no more (a new Tensix copies
     them whole); a Tensix that adopted a full table derives the other words itself, with the same state as when
     nothing is shared."""
-    def run(shared: bool, words_max: int) -> list:
+    def run(shared: bool, words_max: int) -> tuple:
         monkeypatch.setattr(deferral, "SHARED_FACTS", shared)
         monkeypatch.setattr(deferral, "TABLE_WORDS", words_max)
         for name in ("_SHARED_FAST", "_SHARED_RECORDS", "_SHARED_TABLES"):
