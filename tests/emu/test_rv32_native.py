@@ -991,55 +991,36 @@ def _sem_program() -> dict[str, list[int]]:
     return {"trisc1": t1, "trisc0": t0}
 
 
+_NAMED_READS = [0]      # reads of the counted properties below (C must read those attributes by name)
+
+
+def _counted(name: str) -> property:
+    """A property over the instance dict (key `name_`) whose reads _NAMED_READS counts."""
+    key = name + "_"
+
+    def get(self):
+        _NAMED_READS[0] += 1
+        return self.__dict__[key]
+
+    def put(self, v):
+        self.__dict__[key] = v
+    return property(get, put)
+
+
 class _NamedCore(RV32Core):
     """A core whose instret and spinning are properties over its dict, counted: names C must read by name."""
-    reads = 0
-
-    @property
-    def instret(self):
-        _NamedCore.reads += 1
-        return self.__dict__["instret_"]
-
-    @instret.setter
-    def instret(self, v):
-        self.__dict__["instret_"] = v
-
-    @property
-    def spinning(self):
-        _NamedCore.reads += 1
-        return self.__dict__["spinning_"]
-
-    @spinning.setter
-    def spinning(self, v):
-        self.__dict__["spinning_"] = v
+    instret = _counted("instret")
+    spinning = _counted("spinning")
 
 
 class _ClassClockTile(Tile):
     """A tile whose clock is a property over its dict, counted (C must read and write it by name)."""
-    reads = 0
-
-    @property
-    def clock(self):
-        _ClassClockTile.reads += 1
-        return self.__dict__["clock_"]
-
-    @clock.setter
-    def clock(self, v):
-        self.__dict__["clock_"] = v
+    clock = _counted("clock")
 
 
 class _NamedSemTensix(Tensix):
     """A Tensix whose semaphore values are a property over its dict, counted (C must read them by name)."""
-    reads = 0
-
-    @property
-    def sem_value(self):
-        _NamedSemTensix.reads += 1
-        return self.__dict__["sem_value_"]
-
-    @sem_value.setter
-    def sem_value(self, v):
-        self.__dict__["sem_value_"] = v
+    sem_value = _counted("sem_value")
 
 
 def _named_cores(tile: Tile) -> Tile:
@@ -1066,11 +1047,11 @@ def test_slots_match_attributes_by_name():
         for on in (True, False):
             rv32_native.set_slots(on)
             for kind in ("plain", "named", "class_clock", "named_sems", "plain_again"):
-                _NamedCore.reads = _ClassClockTile.reads = _NamedSemTensix.reads = 0
+                _NAMED_READS[0] = 0
                 tile = (_ClassClockTile(quantum=40) if kind == "class_clock" else
                         Tile(_NamedSemTensix, quantum=40) if kind == "named_sems" else Tile(quantum=40))
                 traces[on, kind] = _pcbuf_trace(_named_cores(tile) if kind == "named" else tile)
-                reads[on, kind] = _NamedCore.reads + _ClassClockTile.reads + _NamedSemTensix.reads
+                reads[on, kind] = _NAMED_READS[0]
                 tile = Tile(_NamedSemTensix, quantum=40) if kind == "named_sems" else Tile(quantum=40)
                 traces[on, kind, "sems"] = _pcbuf_trace(tile, program=_sem_program)
     finally:

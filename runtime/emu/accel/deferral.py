@@ -78,6 +78,15 @@ _SHARED_TABLES: dict[tuple, tuple[dict, dict, dict, dict]] = {}   # token -> (_f
 # that meets ever more words (random test programs, many constants) does not make each new Tensix dearer without bound
 TABLE_WORDS = 4096
 _TOKEN_METHODS = _FACT_METHODS | {"decode"}
+
+
+def _derivers(cls) -> tuple:
+    """The methods and functions a word's shared facts and records are derived by, part of both keys (_shared_key,
+    _facts_token): a test's patch of one of them is followed."""
+    return (cls.deferral_of, cls._defer_static, cls.check_sfpu_operands, sfpu_batch.batchable,
+            sfpu_batch.flag_transfer, sfpu_issue_native.word_facts, sfpu_native.record, cls.decode)
+
+
 _OP_REPLAY = INSTRUCTIONS["REPLAY"].opcode
 _OP_MOP = INSTRUCTIONS["MOP"].opcode
 _ALL4 = b"\x01" * 4      # Dst.written[r0:r0 + 4].tobytes() when all four rows are written
@@ -498,12 +507,10 @@ class DeferralMixin:
         if not (SHARED_FACTS and self.decode_is_shared()) or not self.__dict__.keys().isdisjoint(_TOKEN_METHODS):
             return None
         cls = type(self)
-        derive = (cls.deferral_of, cls._defer_static, cls.check_sfpu_operands, sfpu_batch.batchable,
-                  sfpu_batch.flag_transfer, sfpu_issue_native.word_facts, sfpu_native.record, cls.decode)
         names = self.__dict__.get("_handler_names")
         if names is None:                               # (_handlers: built in __init__, never changed after)
             names = self._handler_names = frozenset(self._handlers)
-        return (cls, derive, self.strict, isinstance(self.raw_sfpu, SFPU), DEFER_SFPU, names)
+        return (cls, _derivers(cls), self.strict, isinstance(self.raw_sfpu, SFPU), DEFER_SFPU, names)
 
     def _facts_table(self) -> tuple | None:
         """The shared tables new facts of this Tensix join (None: it may not share them)."""
@@ -526,10 +533,9 @@ class DeferralMixin:
         the word's deferral facts already derived here, or an instance override of a method that derives them)."""
         if not SHARED_FACTS or w in self._defer_info or not self.__dict__.keys().isdisjoint(_FACT_METHODS):
             return None
-        cls = type(self)           # (its methods and the functions they call: a test's patch of one is followed)
-        derive = (cls.deferral_of, cls._defer_static, cls.check_sfpu_operands, sfpu_batch.batchable,
-                  sfpu_batch.flag_transfer, sfpu_issue_native.word_facts)
-        return (cls, derive, w, self.strict, isinstance(self.raw_sfpu, SFPU), DEFER_SFPU, handler is None, reserved)
+        cls = type(self)
+        return (cls, _derivers(cls), w, self.strict, isinstance(self.raw_sfpu, SFPU), DEFER_SFPU, handler is None,
+                reserved)
 
     def defer(self, t: int, th: ThreadState, w: int, d: tuple, block: int, info, was_blocked: bool) -> bool:
         """Issue the SFPU instruction `w` at the head of thread t now and queue its data effect; False (nothing
