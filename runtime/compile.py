@@ -7,8 +7,10 @@ build (compiler identity, flags, sources, headers, library, crt0, linker script)
 and the args.h definitions a core cannot reach are left out, so kernels differing only there (other names, other
 sizes that travel as runtime arguments) share images. The cache lives under $TT_CACHE_DIR or ~/.cache/tt_backend.
 crt0 and the device library's functions (templates/device/*.c) are compiled once per compiler (kept in memory and in
-the cache) and linked as objects; the cores are built in parallel, at most one compiler process per CPU, in a scratch
-directory in memory where there is one (/dev/shm). With Debian's GCC a core's build runs cc1, as and ld directly, as
+the cache) and linked as objects, and shared programs (sources marked TT_SHARED_PROGRAM: one image for every kernel
+that runs it, lowering/families/shared_programs.py) are built once per compiler and kept likewise; the cores are
+built in parallel, at most one compiler process per CPU, in a scratch directory in memory where there is one
+(/dev/shm). With Debian's GCC a core's build runs cc1, as and ld directly, as
 its driver would run them (runtime/gcc_steps.py).
 
 The cache heals and never blocks a build: an entry is `<key>.elf`, the ELF followed by a trailer (magic, length,
@@ -361,7 +363,7 @@ def reachable_args(args_h: str, roots: list[frozenset[str]]) -> str:
 
 
 # --- compile ---------------------------------------------------------------------------------------------------------
-STATS = {"compiled": 0, "cache_hits": 0, "crt0_reused": 0}
+STATS = {"compiled": 0, "cache_hits": 0, "crt0_reused": 0, "programs_reused": 0}
 COMPILE_TIMEOUT_S = 300          # one core's compile: a hung compiler fails the kernel instead of the whole program
 
 # Objects every image links, built once per compiler, flags and source (kept in this process and in the disk cache,
@@ -388,6 +390,23 @@ BUILD_ORDER = ("brisc", "trisc1", "trisc2", "ncrisc", "trisc0")
 SHM_DIR = "/dev/shm"             # where builds keep their scratch files when they can (_build_root)
 SHM_MIN_FREE = 16 << 20          # ... and have room to spare: a build writes well under 1 MB (sources, assembly, objects)
 _objects: dict[tuple, bytes] = {}
+# Programs: images shared by kernels (lowering/families/shared_programs.py: the stream reader and writer, the unpacker
+# and the packer of elementwise kernels, which take their kernel's streams from the argument block). A program's
+# source says so (`#define TT_SHARED_PROGRAM`) and includes no kernel's args.h, so its image is the same for every
+# kernel that runs it: like the objects above it is built once per compiler and kept in this process (by its content
+# key, in which the kernel's headers have no part) as well as in the disk cache.
+_programs: dict[str, bytes] = {}
+_PROGRAM_MARK = re.compile(r"^\s*#\s*define\s+TT_SHARED_PROGRAM\b", re.M)
+_ARGS_INCLUDE = re.compile(r'^\s*#\s*include\s*"args\.h"', re.M)
+
+
+def is_program(source: str) -> bool:
+    """Whether `source` is a shared program (see _programs)."""
+    if not _PROGRAM_MARK.search(source):
+        return False
+    if _ARGS_INCLUDE.search(source):
+        raise ValueError("a shared program includes args.h: its image would depend on the kernel")
+    return True
 
 
 @dataclass
@@ -537,9 +556,10 @@ def core_view(source: str, core: str) -> str:
 
 def _key(c: Compiler, core: str, source: str, headers: dict[str, str], lib: dict[str, str], ld: str) -> str:
     """The image's content key: everything the compiler sees of it (see `core_view`, `reachable_args`)."""
+    program = is_program(source)
     source = core_view(without_comments(source), core)
     fixed = {k: v for k, v in headers.items() if k != "args.h"}
-    if "args.h" in headers:
+    if "args.h" in headers and not program:
         roots = [_names(source), *(_names(t) for t in [*fixed.values(), *lib.values()])]
         fixed["args.h"] = reachable_args(headers["args.h"], roots)
     h = hashlib.sha256()
@@ -602,9 +622,14 @@ def compile_kernel(sources: dict[str, str], headers: dict[str, str], name: str =
             raise ValueError(f"unknown core {core!r}; expected one of {layout.CORES}")
         ld = _linker_script(core)
         key = _key(c, core, src, headers, lib, ld)
-        if (elf := read_entry(cdir / f"{key}.elf")) is not None:
+        if (elf := _programs.get(key)) is not None:
+            STATS["programs_reused"] += 1
+            out[core] = elf
+        elif (elf := read_entry(cdir / f"{key}.elf")) is not None:
             STATS["cache_hits"] += 1
             out[core] = elf
+            if is_program(src):
+                _programs[key] = elf
         else:
             todo[core] = (key, ld)
     if todo:
@@ -621,6 +646,8 @@ def compile_kernel(sources: dict[str, str], headers: dict[str, str], name: str =
                 elf = job.output.read_bytes()
                 STATS["compiled"] += 1
                 write_entry(cdir, todo[job.label][0], elf)
+                if is_program(sources[job.label]):
+                    _programs[todo[job.label][0]] = elf
                 out[job.label] = elf
     for core in sources:
         check_size(core, out[core], name)

@@ -16,6 +16,7 @@ Stdlib only: `map_device_env` runs at interpreter start from the .pth hook, befo
 | `TT_CORES` | at most this many Tensix cores per kernel (default: the count the cost model predicts fastest, up to the target's grid) |
 | `TT_TIMEOUT` | seconds one kernel launch may take before the driver stops the cores (default 600) |
 | `TT_SFPU_MACRO=1` | SFPLOADMACRO schedules on emu and hw (default 0: macro-free everywhere): elementwise row steps whose last op fits run it and their store through SFPLOADMACRO, lowering/codegen/sfpu_macro.py; the emulator runs those on its per-instruction path (slower on the host), and no card has run them yet |
+| `TT_SHARED_PROGRAMS` | 1 (default): elementwise kernels run the shared reader, writer, unpacker and packer programs where they fit, built once per compiler (lowering/families/shared_programs.py); 0: every kernel gets its own rendered ones (the reference the programs are tested against) |
 | `TT_CACHE_DIR` | the compile cache (default ~/.cache/tt_backend; `python -m tt_backend cache --info/--clear`) |
 | `TT_PREDICTIONS=file` | append one JSON line per emulated launch: kernel, family, predicted and emulated cycles, cores (tt_backend/predictions.py; `python -m tt_backend bench predictions`) |
 
@@ -122,6 +123,15 @@ def l1_resident(environ=os.environ) -> bool:
     return _BOOLS[v]
 
 
+def shared_programs(environ=os.environ) -> bool:
+    """Whether elementwise kernels run the programs shared by kernels where they fit (default: yes)."""
+    v = environ.get("TT_SHARED_PROGRAMS", "1").strip().lower()
+    if v not in _BOOLS:
+        raise TTError(f"TT_SHARED_PROGRAMS={v!r}: expected 1 (the shared reader, writer, unpacker and packer "
+                      f"programs where they fit, the default) or 0 (every kernel's own)")
+    return _BOOLS[v]
+
+
 def place_spec(environ=os.environ) -> str | None:
     return environ.get("TT_PLACE", "").strip() or None
 
@@ -179,5 +189,5 @@ def timeout_s(environ=os.environ) -> float:
 def validate(environ=os.environ) -> None:
     """Parse every knob once (the TT device calls this when it opens)."""
     for knob in (backend, err_budget, budget_sampled, cores, timeout_s, check, dump_dir, predictions_file, sfpu_macro,
-                 l1_resident):
+                 l1_resident, shared_programs):
         knob(environ)

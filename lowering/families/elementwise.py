@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from tt_backend.lowering.codegen.sfpu_codegen import compile_sfpu
 from tt_backend.lowering.codegen.sfpu_macro import with_macro_schedule
 from tt_backend.chip.grid import Grid
+from tt_backend.lowering.families import shared_programs
 from tt_backend.lowering.families.family import Candidate, Family, Kernel
 from tt_backend.lowering.families.index_cost import inlined_loads
 from tt_backend.lowering.families.tile_plan import READ_AHEAD, TilePlan, allocate_l1, window_bytes
@@ -47,11 +48,19 @@ class ElementwisePlan(TilePlan):
     def n_tiles(self) -> int:
         return max(1, -(-self.n_elements // TILE_ELEMS))
 
+    def arg_words(self, dram_addrs: list[int]) -> list[int]:
+        return shared_programs.with_table(self, super().arg_words(dram_addrs), self.fpu_ops, self.dst_inputs)
+
+    def core_arg_words(self, dram_addrs: list[int]) -> list[list[int]]:
+        return [shared_programs.with_table(self, words, self.fpu_ops, self.dst_inputs)
+                for words in super().core_arg_words(dram_addrs)]
+
     def reader_modes(self) -> list[str | None]:
         return [reader_mode(self, j) for j in range(len(self.inputs))]
 
     def render(self) -> dict[str, str]:
-        return render_tile_kernel(self, GENERATOR, fpu_ops=self.fpu_ops, dst_inputs=self.dst_inputs)
+        return render_tile_kernel(self, GENERATOR, fpu_ops=self.fpu_ops, dst_inputs=self.dst_inputs,
+                                  programs=shared_programs.sources(self, self.fpu_ops, self.dst_inputs))
 
     def launch_cycles(self, cores: int | None = None) -> dict | None:
         """The placement's compute per tile next to the reader's and writer's (lowering/families/mover_cost.py), on

@@ -352,14 +352,33 @@ def input_roles(plan: TilePlan, inputs: list[dict], dst_inputs: list[int] | None
     return setup_once
 
 
-def dst_overlap(plan: TilePlan, fpu_ops: list[FpuOp], dst_inputs: list[int] | None, cores: int) -> str | None:
-    """How an elementwise launch on `cores` cores overlaps its threads, as render_tile_kernel decides it (for the
-    launch model, mover_cost.compute_stage): None (one Dst group), "groups" (two Dst groups) or "fpu_on_unpacker"."""
+def _dst_groups(plan: TilePlan, fpu_ops: list[FpuOp], dst_inputs: list[int] | None,
+                cores: int | None) -> tuple[int | None, list[dict]]:
+    """An elementwise kernel's second Dst group on `cores` cores (default: the plan's), as render_tile_kernel decides
+    it, and its input contexts with their Dst roles."""
     inputs = [stream_ctx(plan, s, j) for j, s in enumerate(plan.inputs)]
     in_flight = bool(plan.inputs) and reads_in_flight([(s["mode"], s["fmt"], s["runs"]) for s in inputs])
     input_roles(plan, inputs, dst_inputs, in_flight)
-    group = second_dst_group(plan, inputs, fpu_ops, cores=cores)
+    return second_dst_group(plan, inputs, fpu_ops, cores=cores), inputs
+
+
+def dst_group(plan: TilePlan, fpu_ops: list[FpuOp], dst_inputs: list[int] | None) -> int | None:
+    """An elementwise kernel's second Dst group offset in slots (second_dst_group), None for one group in flight."""
+    return _dst_groups(plan, fpu_ops, dst_inputs, None)[0]
+
+
+def dst_overlap(plan: TilePlan, fpu_ops: list[FpuOp], dst_inputs: list[int] | None, cores: int) -> str | None:
+    """How an elementwise launch on `cores` cores overlaps its threads, as render_tile_kernel decides it (for the
+    launch model, mover_cost.compute_stage): None (one Dst group), "groups" (two Dst groups) or "fpu_on_unpacker"."""
+    group, inputs = _dst_groups(plan, fpu_ops, dst_inputs, cores)
     return None if not group else "fpu_on_unpacker" if fpu_on_unpacker(fpu_ops, group, inputs) else "groups"
+
+
+def group_words(posts: int) -> dict:
+    """The semaphore words of two Dst groups in flight (`posts`: UNPACKED posts per tile): MATHDONE and FREE count
+    up to DST_GROUPS, UNPACKED up to DST_GROUPS * posts."""
+    return dst_token_words(DST_GROUPS) | {"seminit_unpacked": word_u32(
+        "SEMINIT", max_value=DST_GROUPS * posts, init_value=0, sem_sel=1 << SEM_UNPACKED)}
 
 
 def fpu_on_unpacker(fpu_ops: list[FpuOp], group: int | None, inputs: list[dict]) -> bool:
@@ -439,10 +458,11 @@ def _face_replays(fpu: list[dict], w: dict) -> None:
 
 
 def render_tile_kernel(plan: TilePlan, generator: str, red: ReducePlan | None = None, fpu_ops: list[FpuOp] = (),
-                       dst_inputs: list[int] | None = None) -> dict[str, str]:
+                       dst_inputs: list[int] | None = None, programs: dict[str, str] | None = None) -> dict[str, str]:
     """The sources of a tile-pipeline kernel: `red` the reduction of an SFPU reduction kernel (the templates' red
     branch), `fpu_ops` the FPU ops of an elementwise placement and `dst_inputs` the inputs unpacked to Dst (None: all);
-    `generator` is the family module args.h names."""
+    `generator` is the family module args.h names; `programs`: {core: source} of the cores that run a program shared
+    by kernels (lowering/families/shared_programs.py) instead of the templates' code."""
     _check(plan)
     r = list(plan.ranges) or [1]
     inputs = [stream_ctx(plan, s, j, red) for j, s in enumerate(plan.inputs)]
@@ -566,9 +586,9 @@ def render_tile_kernel(plan: TilePlan, generator: str, red: ReducePlan | None = 
             "stall_sync_unpack01": word_u32("STALLWAIT", stall_res=0x2, wait_res=0x6)}   # B1 sync; C1/C2
     if ctx["group"]:
         posts = 2 if ctx["fpu_on_unpacker"] and ctx["setup_first"] else 1     # UNPACKED posts per tile
-        ctx["w"] = ctx["w"] | dst_token_words(DST_GROUPS) | {"seminit_unpacked": word_u32(
-            "SEMINIT", max_value=DST_GROUPS * posts, init_value=0, sem_sel=1 << SEM_UNPACKED)}
+        ctx["w"] = ctx["w"] | group_words(posts)
         for o, c in zip(fpu_ops, ctx["fpu"]):
             c["zeroacc_b"] = zeroacc_words(o, ctx["group"]) if o.kind == "ELWMUL" else []
     datums = red is not None
-    return kernel_sources(ctx, "reader.c.j2", "writer.c.j2", "compute.c.j2", args_header(plan, generator, red, datums))
+    return kernel_sources(ctx, "reader.c.j2", "writer.c.j2", "compute.c.j2", args_header(plan, generator, red, datums),
+                          programs)

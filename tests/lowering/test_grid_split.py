@@ -7,7 +7,7 @@ import pytest
 from tinygrad import Tensor
 from tinygrad.uop.ops import Ops
 
-from tt_backend.lowering.families import mover_cost
+from tt_backend.lowering.families import mover_cost, shared_programs
 from tt_backend.lowering.families.mover_cost import grid_pipeline_cycles, split_ranges
 from tt_backend.lowering.select import lower
 from tt_backend.placement_eval import placer
@@ -60,14 +60,20 @@ def test_each_core_gets_its_argument_block_and_the_sources_read_it():
     plan.cores = 4
     addrs = [0x1000 * (k + 1) for k in range(len(plan.buffers))]
     blocks = plan.core_arg_words(addrs)
-    assert [blk[-2:] for blk in blocks] == [[0, 6], [6, 12], [12, 18], [18, 23]]
-    assert all(blk[:-2] == [23, 70 * 333, *addrs] for blk in blocks)
-    assert plan.arg_words(addrs) == [23, 70 * 333, *addrs, 0, 23]      # one core: all tiles
+    n = 2 + len(plan.buffers)                            # the launch words before the range
+    assert [blk[n:n + 2] for blk in blocks] == [[0, 6], [6, 12], [12, 18], [18, 23]]
+    assert all(blk[:n] == [23, 70 * 333, *addrs] for blk in blocks)
+    assert plan.arg_words(addrs)[:n + 2] == [23, 70 * 333, *addrs, 0, 23]      # one core: all tiles
+    # the shared programs find the range through their table (shared_programs.table), the rest through args.h
+    shared = shared_programs.programs(plan, plan.fpu_ops, plan.dst_inputs)
+    assert shared == {"brisc", "ncrisc", "trisc0", "trisc2"}
+    assert all(blk[shared_programs.TABLE_AT] == n and len(blk) > shared_programs.TABLE_AT for blk in blocks)
     src = plan.render()
     assert f"#define ARG_TILE_BEGIN ARG_BUF({len(plan.buffers)})" in src["args.h"]
-    for core in ("brisc", "ncrisc", "trisc0"):           # reader, writer, the compute threads' one source
+    for core in ("brisc", "ncrisc", "trisc0", "trisc1", "trisc2"):
         text = src[core]
-        assert "tile_begin = tt_arg(ARG_TILE_BEGIN)" in text and "t < tile_end" in text
+        read = "tile_begin = tt_arg(range)" if core in shared else "tile_begin = tt_arg(ARG_TILE_BEGIN)"
+        assert read in text and "t < tile_end" in text, core
 
 
 def test_reductions_split_by_whole_output_groups():

@@ -25,7 +25,15 @@ r0, r1 = IndexExpr.range_var(0), IndexExpr.range_var(1)   # the iteration ranges
 
 @pytest.fixture(autouse=True)
 def private_cache(tmp_path, monkeypatch):
+    """An empty disk cache, and no shared program (C._programs) an earlier test of this process built: each test
+    counts the builds of its own kernels."""
     monkeypatch.setenv("TT_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(C, "_programs", {})
+
+
+def found() -> int:
+    """Images found instead of built so far: in the disk cache, or shared programs this process built."""
+    return C.STATS["cache_hits"] + C.STATS["programs_reused"]
 
 
 # --- SFPU programs assembled by hand ---------------------------------------------------------------------------------
@@ -182,7 +190,7 @@ def test_cache_hit_on_unchanged_kernel(monkeypatch):
     # the five builds were handed to the pool in C.BUILD_ORDER (which names every core)
     assert sorted(C.BUILD_ORDER) == sorted(layout.CORES)
     assert [label for label in started if label in layout.CORES] == list(C.BUILD_ORDER)
-    assert C.STATS["compiled"] == mid["compiled"] and C.STATS["cache_hits"] - mid["cache_hits"] == 5
+    assert C.STATS["compiled"] == mid["compiled"] and found() - mid["cache_hits"] - mid["programs_reused"] == 5
     assert first == second
     # another size: only the reader is rebuilt (its gather walks the iteration ranges, compile-time constants of
     # args.h); the writer and the compute kernel read none of what changed
@@ -203,6 +211,7 @@ def test_reused_crt0_object_gives_the_same_images(tmp_path, monkeypatch):
         built[reuse] = []
         for n in (3000, 2000):      # each on an empty cache: the second kernel's images would be hits (reader aside)
             monkeypatch.setenv("TT_CACHE_DIR", str(tmp_path / f"{reuse}{n}"))
+            monkeypatch.setattr(C, "_programs", {})
             built[reuse].append(compile_plan(plan_add(n)))
         assert C.STATS["crt0_reused"] - reused == (5 if reuse else 0)     # the second kernel's five cores
     for with_obj, reference in zip(built[True], built[False]):
@@ -237,6 +246,7 @@ def test_device_library_is_compiled_once_and_linked_from_its_object(tmp_path, mo
     monkeypatch.setenv("TT_CACHE_DIR", str(tmp_path / "first"))       # no object from an earlier build on disk
     C.compile_kernel(*split(plan_add(3000).render()), "first", timings=first)
     monkeypatch.setenv("TT_CACHE_DIR", str(tmp_path / "second"))      # an empty cache: all five cores are built
+    monkeypatch.setattr(C, "_programs", {})
     elfs = C.compile_kernel(*split(plan_add(2000).render()), "second", timings=second)
     assert "tt_libc.o" in first and "tt_libc.o" not in second and set(second) == set(layout.CORES)
     (obj,) = [v for k, v in C._objects.items() if k[2] == "tt_libc.c"]
@@ -261,6 +271,7 @@ def test_a_new_process_links_the_library_objects_from_the_disk_cache(tmp_path, m
     built = C.compile_kernel(sources, headers, "first", timings=first)
     assert {"tt_libc.o", "crt0_brisc.o"} <= set(first)
     monkeypatch.setattr(C, "_objects", {})                              # a new process
+    monkeypatch.setattr(C, "_programs", {})
     for p in (tmp_path / "cache").iterdir():                            # the images go, the objects stay
         if p.suffix == ".elf" and ELFFile(io.BytesIO(C.entry_elf(p.read_bytes()))).header.e_type == "ET_EXEC":
             p.unlink()
@@ -308,7 +319,9 @@ def test_core_view_keeps_what_the_core_compiles():
 @pytest.mark.needs_cc
 def test_kernels_differing_in_their_math_share_the_unpack_and_pack_images(tmp_path, monkeypatch):
     """a + b and b + a (another SFPU word, the same streams) differ in TRISC1's part of the compute source only: the
-    TRISC0 and TRISC2 images are cache hits, and they are the images each kernel's own build gives."""
+    TRISC0 and TRISC2 images are cache hits, and they are the images each kernel's own build gives (the kernels'
+    own code, not the shared programs that otherwise run on those cores)."""
+    monkeypatch.setenv("TT_SHARED_PROGRAMS", "0")
     swapped = sfpu_add()
     swapped.body[2] = isa.encode("SFPADD", lreg_src_a=10, lreg_src_b=1, lreg_src_c=0, lreg_dest=2)
     rows = r0 * 100 + r1
@@ -356,12 +369,13 @@ def test_kernels_of_other_shapes_share_images(tmp_path, monkeypatch):
     core reads at compile time (they are runtime arguments), so all five images come from the cache, and they load
     what a build of that kernel on an empty cache loads."""
     compile_plan(plan_add(3000, gather=False, out_dtype="float32"))
-    hits = C.STATS["cache_hits"]
+    hits = found()
     other = plan_add(2000, gather=False, out_dtype="float32")
     other.name = "add_2000"
     shared = compile_plan(other)
-    assert C.STATS["cache_hits"] - hits == 5
+    assert found() - hits == 5
     monkeypatch.setenv("TT_CACHE_DIR", str(tmp_path / "empty"))
+    monkeypatch.setattr(C, "_programs", {})
     alone = compile_plan(other)
     assert {k: driver.load_elf_segments(v) for k, v in shared.items()} == \
         {k: driver.load_elf_segments(v) for k, v in alone.items()}

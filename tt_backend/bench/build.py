@@ -97,7 +97,8 @@ class Timed:
     wall: dict = field(default_factory=dict)     # stage -> ms
     cpu: dict = field(default_factory=dict)      # stage -> ms
     elf_ms: dict = field(default_factory=dict)   # compiler process -> wall ms
-    from_cache: int = 0                          # ELFs of the uncached build found in the cache (shared movers)
+    from_cache: int = 0                          # ELFs of the uncached build found in the cache
+    programs: int = 0                            # ... that are shared programs this process built (shared_programs.py)
 
     @contextmanager
     def stage(self, name: str):
@@ -123,10 +124,10 @@ def build_one(shape, dtype, fn, target: str = "emu") -> Timed:
         pl.place(lk_other)
     with t.stage("render"):
         sources, headers = split(for_target(plan, target).render())
-    hits = C.STATS["cache_hits"]
+    hits, programs = C.STATS["cache_hits"], C.STATS["programs_reused"]
     with t.stage("compile"):
         C.compile_kernel(sources, headers, name, timings=t.elf_ms)
-    t.from_cache = C.STATS["cache_hits"] - hits
+    t.from_cache, t.programs = C.STATS["cache_hits"] - hits, C.STATS["programs_reused"] - programs
     with t.stage("cached"):
         C.compile_kernel(sources, headers, name)
     for d in (t.wall, t.cpu):
@@ -173,11 +174,11 @@ def main(argv: list[str] | None = None) -> int:
     def med(k: int, what: str, stage: str) -> float:
         return statistics.median(getattr(ps[k], what)[stage] for ps in passes)
     if args.per_kernel:
-        print(f"{'kernel':18s} " + " ".join(f"{s:>9s}" for s in STAGES) + "  from cache  ELF wall ms")
+        print(f"{'kernel':18s} " + " ".join(f"{s:>9s}" for s in STAGES) + "  from cache  programs  ELF wall ms")
         for k, (label, *_) in enumerate(kernels):
             elfs = " ".join(f"{c}={v:.0f}" for c, v in sorted(passes[0][k].elf_ms.items()))
             print(f"{label:18s} " + " ".join(f"{med(k, 'wall', s):9.1f}" for s in STAGES)
-                  + f"  {passes[0][k].from_cache:10d}  {elfs}")
+                  + f"  {passes[0][k].from_cache:10d}  {passes[0][k].programs:8d}  {elfs}")
     print(f"{'stage (ms)':12s} {'wall median':>12s} {'wall p90':>9s} {'CPU median':>11s} {'CPU p90':>8s}")
     for s in STAGES:
         w = [med(k, "wall", s) for k in range(len(kernels))]
@@ -187,6 +188,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"placer evaluations in this process: {EVAL_STATS['evaluated']} run, {EVAL_STATS['reused']} reused by "
           f"content")
     hits = [p[k].from_cache for p in passes for k in range(len(kernels))]
-    print(f"ELFs per kernel found in the cache on the uncached build (shared reader/writer/unpack/pack): "
+    shared = [p[k].programs for p in passes for k in range(len(kernels))]
+    print(f"ELFs of the kernels that are shared programs (built once by this process, like the device library): "
+          f"{sum(shared)} of {5 * len(shared)}")
+    print(f"ELFs of the kernels found in the cache (another kernel's reader/writer/unpack/pack): "
           f"{sum(hits)} of {5 * len(hits)}")
     return 0

@@ -1,0 +1,144 @@
+"""The programs shared by elementwise kernels (lowering/families/shared_programs.py: one reader, writer, unpacker and
+packer whose kernel comes from the argument block) against each kernel's own rendered code (TT_SHARED_PROGRAMS=0,
+the reference): the same output bits on random kernels of 1-7 inputs, float32, bfloat16 and int32 streams, partial
+last tiles, one and several cores, one and two Dst groups; one text and one build for every kernel."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from tinygrad import Tensor, dtypes
+from tinygrad.uop.ops import Ops
+
+from tt_backend.chip.interleave import BUFFER_ALIGN
+from tt_backend.lowering.codegen.sources import split
+from tt_backend.lowering.families import shared_programs
+from tt_backend.lowering.plan import DTYPE_SIZE, for_target
+from tt_backend.lowering.select import lower
+from tt_backend.ops_tt import kernel_name
+from tt_backend.runtime import compile as C
+from tt_backend.runtime.driver import launch
+from tt_backend.runtime.emu.device import EmuDevice
+
+NUMPY = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "maximum": np.maximum}
+OPS = {"float32": ("add", "sub", "mul", "maximum"), "int32": ("add", "sub", "mul", "maximum"),
+       "bfloat16": ("add", "mul", "maximum")}
+
+
+def random_kernel(seed: int) -> tuple[str, tuple[int, ...], int, list[str], int]:
+    """(dtype, shape, inputs, op chain, cores) of a random elementwise kernel: a left fold of its inputs."""
+    rng = np.random.default_rng(seed)
+    dtype = ["float32", "bfloat16", "int32"][seed % 3]
+    n_in = int(rng.choice([1, 2, 2, 3, 3, 4, 5, 7]))     # few inputs leave Dst room for a second group
+    shape = (int(rng.integers(1, 130)), int(rng.integers(1, 70)))      # mostly partial last tiles
+    ops = [str(rng.choice(OPS[dtype])) for _ in range(n_in - 1)]
+    return dtype, shape, n_in, ops, int(rng.integers(1, 4))
+
+
+def kernel_ast(dtype: str, shape: tuple[int, ...], n_in: int, ops: list[str]):
+    ins = [Tensor.empty(*shape, device="CPU", dtype=getattr(dtypes, dtype)) for _ in range(n_in)]
+    out = ins[0] if n_in > 1 else ins[0] * 3 + 1
+    for op, x in zip(ops, ins[1:]):
+        out = getattr(out, op)(x)
+    (ast,) = [k.src[0] for k in out.schedule_linear().src if k.op is Ops.CALL and k.src[0].op is Ops.SINK]
+    return ast
+
+
+def inputs(plan, seed: int) -> dict[int, bytes]:
+    """Random bytes of each input buffer (bfloat16: the upper halves of float32 normals), by tinygrad slot."""
+    rng = np.random.default_rng(1000 + seed)
+    out = {}
+    for s in plan.inputs:
+        b = plan.buffers[s.buf]
+        n = b.nbytes // DTYPE_SIZE[b.dtype]
+        if b.dtype == "int32":
+            out[b.slot] = rng.integers(-1000, 1000, n).astype(np.int32).tobytes()
+        else:
+            x = rng.standard_normal(n).astype(np.float32)
+            out[b.slot] = (x.view(np.uint32) >> 16).astype(np.uint16).tobytes() if b.dtype == "bfloat16" else \
+                x.tobytes()
+    return out
+
+
+def run(plan, arrays: dict[int, bytes]) -> bytes:
+    """One emulated launch (every core's argument block), the output buffer's bytes."""
+    dev, addrs, addr = EmuDevice(), [], BUFFER_ALIGN
+    for b in plan.buffers:
+        addrs.append(addr)
+        dev.write_dram(addr, arrays.get(b.slot, b"\xAB" * b.nbytes))
+        addr += -(-b.nbytes // BUFFER_ALIGN) * BUFFER_ALIGN
+    elfs = C.compile_kernel(*split(plan.render()), plan.name)
+    launch(dev, elfs, plan.arg_words(addrs), timeout_s=600,
+           per_tile=plan.core_arg_words(addrs) if plan.cores > 1 else None,
+           tile_xys=plan.core_xys() if plan.cores > 1 else None)
+    return dev.read_dram(addrs[plan.output.buf], plan.buffers[plan.output.buf].nbytes)
+
+
+def planned(ast, cores: int):
+    """The kernel's plan for the emulator, split over `cores` cores (as many as it has tiles at most)."""
+    plan = for_target(lower(ast, kernel_name(ast)), "emu")
+    plan.cores = min(cores, plan.n_tiles)
+    return plan
+
+
+@pytest.mark.needs_cc
+@pytest.mark.parametrize("seed", range(15))
+def test_programs_give_the_kernels_own_bits(seed, monkeypatch):
+    dtype, shape, n_in, ops, cores = random_kernel(seed)
+    ast = kernel_ast(dtype, shape, n_in, ops)
+    got = {}
+    for flag in ("0", "1"):
+        monkeypatch.setenv("TT_SHARED_PROGRAMS", flag)
+        plan = planned(ast, cores)
+        shared = shared_programs.programs(plan, plan.fpu_ops, plan.dst_inputs)
+        # the packer always; the movers of these plain contiguous streams; the unpacker where all go to Dst as fp32
+        fp32_dst = dtype != "bfloat16" and not plan.fpu_ops
+        assert shared == ({"brisc", "ncrisc", "trisc2"} | ({"trisc0"} if fp32_dst else set()) if flag == "1" else
+                          set()), (flag, shared, plan.fpu_ops)
+        got[flag] = run(plan, inputs(plan, seed))
+    assert got["1"] == got["0"], f"{dtype} {shape} {n_in} inputs {ops}, {plan.cores} core(s)"
+    if dtype == "int32":    # and both are the kernel's values (the integer ops are exact)
+        xs = [np.frombuffer(inputs(plan, seed)[plan.buffers[s.buf].slot], np.int32) for s in plan.inputs]
+        ref = xs[0] if n_in > 1 else xs[0] * 3 + 1
+        for op, x in zip(ops, xs[1:]):
+            ref = NUMPY[op](ref, x)
+        assert np.array_equal(np.frombuffer(got["1"], np.int32), ref.astype(np.int32))
+
+
+def test_programs_are_one_text_for_every_kernel(monkeypatch):
+    """Distinct kernels render the same program sources (which read no args.h), and their argument blocks carry
+    their own streams in the table."""
+    monkeypatch.setenv("TT_SHARED_PROGRAMS", "1")
+    texts = {}
+    for seed in range(6):
+        dtype, shape, n_in, ops, cores = random_kernel(seed)
+        plan = planned(kernel_ast(dtype, shape, n_in, ops), cores)
+        sources = plan.render()
+        for core in shared_programs.programs(plan, plan.fpu_ops, plan.dst_inputs):
+            assert texts.setdefault(core, sources[core]) == sources[core] and C.is_program(sources[core])
+        words = plan.core_arg_words([0x100000 * (k + 1) for k in range(len(plan.buffers))])
+        for block in words:
+            table = block[shared_programs.TABLE_AT:]
+            assert table[:2] == [2 + len(plan.buffers), n_in] and block[table[0] + 1] > block[table[0]]
+            streams = [*plan.inputs, plan.output]
+            for k, s in enumerate(streams):
+                buf, shift, cb, slot_bytes = table[5 + 4 * k:9 + 4 * k]
+                assert (buf, 1 << shift) == (s.buf, DTYPE_SIZE[s.dtype])
+                assert cb == plan.l1[f"cb_in{k}" if k < n_in else "cb_out"]
+    assert set(texts) == {"brisc", "ncrisc", "trisc0", "trisc2"}
+
+
+@pytest.mark.needs_cc
+def test_a_program_is_built_once_per_process(tmp_path, monkeypatch):
+    """A second kernel on an empty disk cache finds the first one's programs in the process: only its math TRISC is
+    compiled."""
+    monkeypatch.setenv("TT_SHARED_PROGRAMS", "1")
+    monkeypatch.setattr(C, "_programs", {})
+    built = []
+    for seed, k in ((0, "first"), (6, "second")):      # two float32 kernels of other inputs, shapes and ops
+        monkeypatch.setenv("TT_CACHE_DIR", str(tmp_path / k))
+        dtype, shape, n_in, ops, cores = random_kernel(seed)
+        plan = planned(kernel_ast(dtype, shape, n_in, ops), cores)
+        before = dict(C.STATS)
+        C.compile_kernel(*split(plan.render()), plan.name)
+        built.append((C.STATS["compiled"] - before["compiled"], C.STATS["programs_reused"] - before["programs_reused"]))
+    assert built == [(5, 0), (1, 4)]
