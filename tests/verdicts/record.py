@@ -196,8 +196,8 @@ def record_families(corpus: Corpus) -> None:
     label the session with the plans its kernels got."""
     selected, real_select = [], sel.select
 
-    def watched_select(kernel):
-        plan = real_select(kernel)
+    def watched_select(kernel, *args, **kwargs):        # select's own arguments passed on (max_cores)
+        plan = real_select(kernel, *args, **kwargs)
         selected.extend(plan_keys(plan))
         return plan
 
