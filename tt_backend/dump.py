@@ -20,6 +20,8 @@ from pathlib import Path
 
 from tt_backend.chip.errors import TTWarning
 from tt_backend import knobs
+from tt_backend.lowering.families import shared_programs
+from tt_backend.lowering.families.elementwise import ElementwisePlan
 from tt_backend.lowering.families.staged import StagedPlan
 from tt_backend.lowering.plan import TARGETS, TILE_ELEMS, Plan
 from tt_backend.runtime.compile import disassemble, section_sizes
@@ -102,8 +104,20 @@ def report(plan: Plan, elfs: dict[str, bytes]) -> dict:
         "l1": {k: f"0x{v:X}" for k, v in plan.l1.items()},
         "instructions": instruction_counts(plan, elfs),
         "compact_reader": plan.compact_reader or None,
+        "shared_programs": programs_report(plan),
         **placement_report(plan),
     }
+
+
+def programs_report(plan: Plan) -> dict | None:
+    """The cores that run a program shared by kernels and the table they read (argument words from TABLE_AT: buffer
+    indices, not addresses, so the same for every launch of the kernel; a split launch's cores differ only in the range
+    words it points at), None where no core does (lowering/families/shared_programs.py)."""
+    cores = shared_programs.programs(plan, plan.fpu_ops, plan.dst_inputs) if isinstance(plan, ElementwisePlan) else None
+    if not cores:
+        return None
+    return {"cores": sorted(cores), "table_at": shared_programs.TABLE_AT,
+            "table": plan.arg_words([0] * len(plan.buffers))[shared_programs.TABLE_AT:]}
 
 
 def report_text(r: dict) -> str:
@@ -130,6 +144,10 @@ def report_text(r: dict) -> str:
                   f"{i['sfpu_total']} in total ({r['dst_slots']} Dst slots)", f"SFPU schedule: {i['sfpu_schedule']}"]
     if isinstance(i["riscv_text_bytes"], dict):
         lines.append("RISC-V .text: " + ", ".join(f"{c} {n} B" for c, n in i["riscv_text_bytes"].items()))
+    if r.get("shared_programs"):
+        sp = r["shared_programs"]
+        lines.append(f"shared programs on {', '.join(sp['cores'])}: table from argument word {sp['table_at']} "
+                     f"{sp['table']}")
     lines += ["", "L1: " + ", ".join(f"{k} {v}" for k, v in r["l1"].items()), ""]
     return "\n".join(lines)
 

@@ -35,6 +35,14 @@ _BOOLS = {"": False, "0": False, "false": False, "no": False, "off": False,
           "1": True, "true": True, "yes": True, "on": True}
 
 
+def _flag(environ, name: str, default: str, expected: str) -> bool:
+    """A yes/no knob (`default` when unset); anything but the _BOOLS spellings is an error saying what is `expected`."""
+    v = environ.get(name, default).strip().lower()
+    if v not in _BOOLS:
+        raise TTError(f"{name}={v!r}: expected {expected}")
+    return _BOOLS[v]
+
+
 def _device_of(target: str) -> str:
     """The device part of a tinygrad DEV string: 'TT' of 'TT', 'tt:XYZ', 'iface+TT:R:A' or 'TT;CPU' (first target)."""
     first = target.split(";")[0]
@@ -87,18 +95,12 @@ def parse_device(device: str) -> tuple[str | None, int | None]:
 
 
 def check(environ=os.environ) -> bool:
-    v = environ.get("TT_CHECK", "").strip().lower()
-    if v not in _BOOLS:
-        raise TTError(f"TT_CHECK={v!r}: expected 1 (measure each kernel's error against float32) or 0")
-    return _BOOLS[v]
+    return _flag(environ, "TT_CHECK", "", "1 (measure each kernel's error against float32) or 0")
 
 
 def budget_sampled(environ=os.environ) -> bool:
-    v = environ.get("TT_BUDGET_SAMPLED", "").strip().lower()
-    if v not in _BOOLS:
-        raise TTError(f"TT_BUDGET_SAMPLED={v!r}: expected 1 (FPU sums and matmuls may be placed on their error "
-                      f"predicted on sample data, no bound for all data) or 0")
-    return _BOOLS[v]
+    return _flag(environ, "TT_BUDGET_SAMPLED", "", "1 (FPU sums and matmuls may be placed on their error predicted "
+                 "on sample data, no bound for all data) or 0")
 
 
 def sfpu_macro(environ=os.environ) -> bool:
@@ -106,30 +108,21 @@ def sfpu_macro(environ=os.environ) -> bool:
     request only: the emulator runs SFPLOADMACRO work on its per-instruction path (its batched and C SFPU paths do not
     take it), which made a 512x512 a*b+a through tinygrad 7.5x slower on the host for about 12 % fewer emulated cycles,
     and no card has run the schedules yet (docs/performance.md §8.7)."""
-    v = environ.get("TT_SFPU_MACRO", "").strip().lower()
-    if v not in _BOOLS:
-        raise TTError(f"TT_SFPU_MACRO={v!r}: expected 1 (SFPLOADMACRO schedules where the target implements "
-                      f"SFPLOADMACRO) or 0 (macro-free schedules everywhere, the default)")
-    return _BOOLS[v]
+    return _flag(environ, "TT_SFPU_MACRO", "", "1 (SFPLOADMACRO schedules where the target implements SFPLOADMACRO) "
+                 "or 0 (macro-free schedules everywhere, the default)")
 
 
 def l1_resident(environ=os.environ) -> bool:
     """Whether each launch runs its reader to the end before the compute cores and the writer start (the compute part
     measured L1 to L1: runtime/driver.py, docs/performance.md §8.5)."""
-    v = environ.get("TT_L1_RESIDENT", "").strip().lower()
-    if v not in _BOOLS:
-        raise TTError(f"TT_L1_RESIDENT={v!r}: expected 1 (each launch's inputs resident in L1 before its compute "
-                      f"starts) or 0 (streamed, the default)")
-    return _BOOLS[v]
+    return _flag(environ, "TT_L1_RESIDENT", "", "1 (each launch's inputs resident in L1 before its compute starts) "
+                 "or 0 (streamed, the default)")
 
 
 def shared_programs(environ=os.environ) -> bool:
     """Whether elementwise kernels run the programs shared by kernels where they fit (default: yes)."""
-    v = environ.get("TT_SHARED_PROGRAMS", "1").strip().lower()
-    if v not in _BOOLS:
-        raise TTError(f"TT_SHARED_PROGRAMS={v!r}: expected 1 (the shared reader, writer, unpacker and packer "
-                      f"programs where they fit, the default) or 0 (every kernel's own)")
-    return _BOOLS[v]
+    return _flag(environ, "TT_SHARED_PROGRAMS", "1", "1 (the shared reader, writer, unpacker and packer programs "
+                 "where they fit, the default) or 0 (every kernel's own)")
 
 
 def place_spec(environ=os.environ) -> str | None:

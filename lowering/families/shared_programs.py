@@ -13,8 +13,8 @@ the templates unroll them; the reader keeps one count for its inputs' CBs, which
 
 Which cores take them (`programs`): the reader where every input is a plain contiguous stream; the writer where the
 output is one and the reader keeps its reads in flight (the rotated walk it follows); the unpacker where every input
-is a float32 tile unpacked to Dst for every tile, with no FPU op; the packer always. None with a tile grid walk or a
-launch too wide for the table; the reductions keep their own.
+is a 32-bit (fp32-format) tile unpacked to Dst for every tile, with no FPU op; the packer always. None with a tile
+grid walk or a launch too wide for the table; the reductions keep their own.
 """
 from __future__ import annotations
 
@@ -51,8 +51,8 @@ def programs(plan: TilePlan, fpu_ops: list[FpuOp], dst_inputs: list[int] | None)
     """The cores of elementwise kernel `plan` (its FPU ops and Dst inputs) that run a shared program (none with
     TT_SHARED_PROGRAMS=0, nor before its L1 is allocated: such a plan cannot be rendered)."""
     n = len(plan.inputs)
-    if not (knobs.shared_programs() and plan.l1 and plan.tile_grid is None and 1 <= n <= MAX_INPUTS and len(plan.buffers) + 4 <= TABLE_AT
-            and TABLE_AT + len(HEAD) + STREAM_WORDS * (n + 1) <= layout.ARGS_SIZE // 4
+    fits = len(plan.buffers) + 4 <= TABLE_AT and TABLE_AT + len(HEAD) + STREAM_WORDS * (n + 1) <= layout.ARGS_SIZE // 4
+    if not (knobs.shared_programs() and plan.l1 and plan.tile_grid is None and 1 <= n <= MAX_INPUTS and fits
             and plan.output.tile_format in FORMATS):
         return frozenset()
     inputs = [stream_ctx(plan, s, j) for j, s in enumerate(plan.inputs)]

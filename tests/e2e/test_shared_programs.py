@@ -9,10 +9,13 @@ import pytest
 from tinygrad import Tensor, dtypes
 from tinygrad.uop.ops import Ops
 
+from tt_backend import knobs
+from tt_backend.chip.errors import TTError
 from tt_backend.chip.interleave import BUFFER_ALIGN
 from tt_backend.lowering.codegen.sources import split
 from tt_backend.lowering.families import shared_programs
-from tt_backend.lowering.plan import DTYPE_SIZE, for_target
+from tt_backend.lowering.families.tile_render import dst_group
+from tt_backend.lowering.plan import DTYPE_SIZE, TILE_BYTES, for_target
 from tt_backend.lowering.select import lower
 from tt_backend.ops_tt import kernel_name
 from tt_backend.runtime import compile as C
@@ -83,6 +86,8 @@ def planned(ast, cores: int):
 @pytest.mark.needs_cc
 @pytest.mark.parametrize("seed", range(15))
 def test_programs_give_the_kernels_own_bits(seed, monkeypatch):
+    """A random kernel's output bytes with the shared programs equal those of its own code (TT_SHARED_PROGRAMS=0),
+    on the cores the programs fit."""
     dtype, shape, n_in, ops, cores = random_kernel(seed)
     ast = kernel_ast(dtype, shape, n_in, ops)
     got = {}
@@ -117,12 +122,15 @@ def test_programs_are_one_text_for_every_kernel(monkeypatch):
             assert texts.setdefault(core, sources[core]) == sources[core] and C.is_program(sources[core])
         words = plan.core_arg_words([0x100000 * (k + 1) for k in range(len(plan.buffers))])
         for block in words:
-            table = block[shared_programs.TABLE_AT:]
-            assert table[:2] == [2 + len(plan.buffers), n_in] and block[table[0] + 1] > block[table[0]]
-            streams = [*plan.inputs, plan.output]
-            for k, s in enumerate(streams):
-                buf, shift, cb, slot_bytes = table[5 + 4 * k:9 + 4 * k]
-                assert (buf, 1 << shift) == (s.buf, DTYPE_SIZE[s.dtype])
+            head = dict(zip(shared_programs.HEAD, block[shared_programs.TABLE_AT:]))
+            assert (head["range"], head["n_inputs"], head["out_slot"]) == (2 + len(plan.buffers), n_in,
+                                                                           plan.sfpu.out_slot)
+            assert head["group"] == (dst_group(plan, plan.fpu_ops, plan.dst_inputs) or 0)
+            assert shared_programs.FORMATS[head["out_format"]] == plan.output.tile_format
+            at, per = shared_programs.TABLE_AT + len(shared_programs.HEAD), shared_programs.STREAM_WORDS
+            for k, s in enumerate([*plan.inputs, plan.output]):
+                buf, shift, cb, slot_bytes = block[at + per * k:at + per * (k + 1)]
+                assert (buf, 1 << shift, slot_bytes) == (s.buf, DTYPE_SIZE[s.dtype], TILE_BYTES[s.tile_format])
                 assert cb == plan.l1[f"cb_in{k}" if k < n_in else "cb_out"]
     assert set(texts) == {"brisc", "ncrisc", "trisc0", "trisc2"}
 
@@ -142,3 +150,9 @@ def test_a_program_is_built_once_per_process(tmp_path, monkeypatch):
         C.compile_kernel(*split(plan.render()), plan.name)
         built.append((C.STATS["compiled"] - before["compiled"], C.STATS["programs_reused"] - before["programs_reused"]))
     assert built == [(5, 0), (1, 4)]
+
+
+def test_the_knob_is_on_by_default_and_refuses_other_words():
+    assert knobs.shared_programs({}) is True and knobs.shared_programs({"TT_SHARED_PROGRAMS": "0"}) is False
+    with pytest.raises(TTError, match="TT_SHARED_PROGRAMS='2': expected 1"):
+        knobs.validate({"TT_SHARED_PROGRAMS": "2"})
