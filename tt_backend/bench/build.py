@@ -3,7 +3,7 @@
     python -m tt_backend bench build                 # 20 distinct small elementwise kernels, a fresh compile cache
     python -m tt_backend bench build --repeat 3      # three passes (each with its own fresh cache): per-kernel median
     python -m tt_backend bench build --per-kernel    # also one line per kernel
-    python -m tt_backend bench build --isolated      # every kernel on an empty cache of its own: five ELFs each
+    python -m tt_backend bench build --isolated      # every kernel on an empty cache of its own
 
 Each kernel goes the plugin's way (tt_backend.ops_tt.tt_to_program, without tinygrad around it): tinygrad's name for
 it, `lowering.select.lower` with the plugin's placer, `for_target` + `render` (Jinja), `runtime.compile.compile_kernel`.
@@ -16,19 +16,23 @@ Stages, each timed alone (wall milliseconds, and CPU milliseconds of this proces
   * reshaped   - `Placer.place` right after, on the same expression at twice the rows: a kernel new only by its
                  shape, whose evaluations the placer finds by content
   * render     - `for_target` + `Plan.render` + `split`: the five sources and the generated headers
-  * compile    - `compile_kernel` on an empty cache: five ELFs (per ELF: the compiler process's wall time)
+  * compile    - `compile_kernel` on an empty cache: five ELFs, the shared programs among them taken from memory (per
+                 ELF built: the compiler process's wall time)
   * build      - render + compile: what issue 12 calls building a kernel ("render + five ELFs")
   * cached     - `compile_kernel` again on the same sources: five disk-cache hits
 
 The first kernel of a process also loads the Jinja templates and builds the per-process objects (crt0, the device
-library); it is built once before the measured kernels and reported on its own line. Kernels are distinct by their
-compute. By default a pass builds them into one compile cache, as a program does: a kernel whose reader or writer
-another kernel already built (same input count and dtypes, any size), or whose unpack or pack part of the compute
-kernel (TRISC0, TRISC2: same streams and formats, other math) does, finds it there, which the `from cache` column
-counts; `--isolated` gives each kernel an empty cache, so all five ELFs are built. In both modes crt0 and the device
-library are objects the process built once (for the warm-up kernel) and links from memory, and the compiler's plan of
-each core's command lines (runtime/gcc_steps.py) is asked for once per process: neither is part of a kernel's figure.
-docs/performance.md §9 says where the time goes.
+library) and the shared programs (lowering/families/shared_programs.py: the reader, writer, unpacker and packer that
+elementwise kernels share, the same image for every kernel); it is built once before the measured kernels and
+reported on its own line. Kernels are distinct by their compute. By default a pass builds them into one compile
+cache, as a program does: a kernel whose reader or writer another kernel already built (same input count and dtypes,
+any size), or whose unpack or pack part of the compute kernel (TRISC0, TRISC2: same streams and formats, other math)
+does, finds it there, which the `from cache` column counts; `--isolated` gives each kernel an empty cache, so every
+ELF that is its own is built. In both modes crt0, the device library and the shared programs are built once by the
+process (for the warm-up kernel) and taken from memory (the `programs` column), and the compiler's plan of each
+core's command lines (runtime/gcc_steps.py) is asked for once per process: none is part of a kernel's figure
+(TT_SHARED_PROGRAMS=0: every kernel's own cores, all five built under --isolated). docs/performance.md §9 says where
+the time goes.
 """
 from __future__ import annotations
 
@@ -147,8 +151,8 @@ def main(argv: list[str] | None = None) -> int:
                                                           "a kernel's figure is its median over the passes")
     ap.add_argument("--kernels", type=int, default=len(KERNELS), help=f"the first N of the {len(KERNELS)} kernels")
     ap.add_argument("--per-kernel", action="store_true", help="one line per kernel as well")
-    ap.add_argument("--isolated", action="store_true", help="each kernel on an empty compile cache of its own (five "
-                                                             "ELFs each), instead of one cache per pass")
+    ap.add_argument("--isolated", action="store_true", help="each kernel on an empty compile cache of its own (its "
+                                                             "own ELFs all built), instead of one cache per pass")
     args = ap.parse_args(argv)
     kernels = KERNELS[:max(1, args.kernels)]
     old = os.environ.get("TT_CACHE_DIR")
