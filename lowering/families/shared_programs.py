@@ -12,7 +12,7 @@ core's range; the unpacker's and packer's Tensix words the same, in the same ord
 the templates unroll them; the reader keeps one count for its inputs' CBs, which advance together.
 
 Which cores take them (`programs`): the reader where every input is a plain contiguous stream; the writer where the
-output is one and the reader keeps its reads in flight (the rotated walk it follows); the unpacker where every input
+output is one (it walks the tiles as the kernel's reader does: `rotated`); the unpacker where every input
 is a 32-bit (fp32-format) tile unpacked to Dst for every tile, with no FPU op; the packer always. None with a tile
 grid walk or a launch too wide for the table; the reductions keep their own.
 """
@@ -36,7 +36,9 @@ TEMPLATES = {"brisc": "stream_reader.c.j2", "ncrisc": "stream_writer.c.j2", "tri
              "trisc2": "tile_packer.c.j2"}
 TABLE_AT = 32       # argument word of the table: the launch words (n_tiles, n_elements, buffers, range) before it
 MAX_INPUTS = 7      # the compute kernel's limit (tile_render._check): one Dst slot each
-HEAD = ("range", "n_inputs", "group", "out_slot", "out_format")   # the table's first words (program_args.h.j2)
+# the table's first words (program_args.h.j2); `rotated`: the reader walks a core's tiles from a rotated start (it keeps
+# its reads in flight, templates/reader.c.j2), which the writer follows, else in order
+HEAD = ("range", "n_inputs", "group", "out_slot", "out_format", "rotated")
 STREAM_WORDS = 4    # then per stream: buffer index, log2 of its element bytes, CB base, CB slot bytes
 FORMATS = ("fp32", "bf16")   # the output tile formats, by their code in the table's out_format
 
@@ -55,21 +57,26 @@ def programs(plan: TilePlan, fpu_ops: list[FpuOp], dst_inputs: list[int] | None)
     if not (knobs.shared_programs() and plan.l1 and plan.tile_grid is None and 1 <= n <= MAX_INPUTS and fits
             and plan.output.tile_format in FORMATS):
         return frozenset()
-    inputs = [stream_ctx(plan, s, j) for j, s in enumerate(plan.inputs)]
-    reader = all(_plain(c, s) for c, s in zip(inputs, plan.inputs))
-    ahead = reads_in_flight([(c["mode"], c["fmt"], c["runs"]) for c in inputs])
-    writer = ahead and _plain(stream_ctx(plan, plan.output, None), plan.output)
+    reader = all(_plain(stream_ctx(plan, s, j), s) for j, s in enumerate(plan.inputs))
+    writer = _plain(stream_ctx(plan, plan.output, None), plan.output)
     unpacker = (not fpu_ops and (dst_inputs is None or set(dst_inputs) == set(range(n))) and not plan.head_inputs
                 and all(s.tile_format == "fp32" for s in plan.inputs))
     return frozenset(core for core, runs in (("brisc", reader), ("ncrisc", writer), ("trisc0", unpacker),
                                              ("trisc2", True)) if runs)
 
 
+def rotated(plan: TilePlan) -> bool:
+    """Whether the kernel's reader keeps its reads in flight, and so walks a core's tiles from a rotated start."""
+    inputs = [stream_ctx(plan, s, j) for j, s in enumerate(plan.inputs)]
+    return reads_in_flight([(c["mode"], c["fmt"], c["runs"]) for c in inputs])
+
+
 def table(plan: TilePlan, range_at: int, group: int | None) -> list[int]:
     """The argument words from TABLE_AT on (`range_at`: the argument word of tile_begin; `group`: the second Dst
     group's offset, None for one group in flight)."""
     assert range_at + 2 <= TABLE_AT, "the launch words run into the programs' table"
-    words = [range_at, len(plan.inputs), group or 0, plan.sfpu.out_slot, FORMATS.index(plan.output.tile_format)]
+    words = [range_at, len(plan.inputs), group or 0, plan.sfpu.out_slot, FORMATS.index(plan.output.tile_format),
+             int(rotated(plan))]
     streams = [(s, plan.l1[f"cb_in{j}"]) for j, s in enumerate(plan.inputs)] + [(plan.output, plan.l1["cb_out"])]
     for s, cb in streams:
         words += [s.buf, DTYPE_SIZE[s.dtype].bit_length() - 1, cb, TILE_BYTES[s.tile_format]]

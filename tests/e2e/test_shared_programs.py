@@ -1,7 +1,8 @@
 """The programs shared by elementwise kernels (lowering/families/shared_programs.py: one reader, writer, unpacker and
 packer whose kernel comes from the argument block) against each kernel's own rendered code (TT_SHARED_PROGRAMS=0,
 the reference): the same output bits on random kernels of 1-7 inputs, float32, bfloat16 and int32 streams, partial
-last tiles, one and several cores, one and two Dst groups; one text and one build for every kernel."""
+last tiles, one and several cores, one and two Dst groups, a broadcast row (the kernel's own reader, the writer in
+plain order); one text and one build for every kernel."""
 from __future__ import annotations
 
 import numpy as np
@@ -27,18 +28,21 @@ OPS = {"float32": ("add", "sub", "mul", "maximum"), "int32": ("add", "sub", "mul
        "bfloat16": ("add", "mul", "maximum")}
 
 
-def random_kernel(seed: int) -> tuple[str, tuple[int, ...], int, list[str], int]:
-    """(dtype, shape, inputs, op chain, cores) of a random elementwise kernel: a left fold of its inputs."""
+def random_kernel(seed: int) -> tuple[str, tuple[int, ...], int, list[str], int, bool]:
+    """(dtype, shape, inputs, op chain, cores, whether the last input is one row broadcast over the rows) of a random
+    elementwise kernel: a left fold of its inputs."""
     rng = np.random.default_rng(seed)
     dtype = ["float32", "bfloat16", "int32"][seed % 3]
-    n_in = int(rng.choice([1, 2, 2, 3, 3, 4, 5, 7]))     # few inputs leave Dst room for a second group
-    shape = (int(rng.integers(1, 130)), int(rng.integers(1, 70)))      # mostly partial last tiles
+    row = seed % 4 == 3      # several tiles on several cores: the writer's order differs from the rotated one
+    n_in = int(rng.choice([1, 2, 2, 3, 3, 4, 5, 7])) if not row else int(rng.integers(2, 5))   # few: a second Dst group
+    shape = (int(rng.integers(64 if row else 1, 130)), int(rng.integers(40 if row else 1, 70)))   # mostly partial
     ops = [str(rng.choice(OPS[dtype])) for _ in range(n_in - 1)]
-    return dtype, shape, n_in, ops, int(rng.integers(1, 4))
+    return dtype, shape, n_in, ops, int(rng.integers(2 if row else 1, 4)), row
 
 
-def kernel_ast(dtype: str, shape: tuple[int, ...], n_in: int, ops: list[str]):
-    ins = [Tensor.empty(*shape, device="CPU", dtype=getattr(dtypes, dtype)) for _ in range(n_in)]
+def kernel_ast(dtype: str, shape: tuple[int, ...], n_in: int, ops: list[str], row: bool = False):
+    shapes = [shape] * (n_in - 1) + [(1, shape[1]) if row else shape]
+    ins = [Tensor.empty(*s, device="CPU", dtype=getattr(dtypes, dtype)) for s in shapes]
     out = ins[0] if n_in > 1 else ins[0] * 3 + 1
     for op, x in zip(ops, ins[1:]):
         out = getattr(out, op)(x)
@@ -88,21 +92,24 @@ def planned(ast, cores: int):
 def test_programs_give_the_kernels_own_bits(seed, monkeypatch):
     """A random kernel's output bytes with the shared programs equal those of its own code (TT_SHARED_PROGRAMS=0),
     on the cores the programs fit."""
-    dtype, shape, n_in, ops, cores = random_kernel(seed)
-    ast = kernel_ast(dtype, shape, n_in, ops)
+    dtype, shape, n_in, ops, cores, row = random_kernel(seed)
+    ast = kernel_ast(dtype, shape, n_in, ops, row)
     got = {}
     for flag in ("0", "1"):
         monkeypatch.setenv("TT_SHARED_PROGRAMS", flag)
         plan = planned(ast, cores)
         shared = shared_programs.programs(plan, plan.fpu_ops, plan.dst_inputs)
-        # the packer always; the movers of these plain contiguous streams; the unpacker where all go to Dst as fp32
-        fp32_dst = dtype != "bfloat16" and not plan.fpu_ops
-        assert shared == ({"brisc", "ncrisc", "trisc2"} | ({"trisc0"} if fp32_dst else set()) if flag == "1" else
-                          set()), (flag, shared, plan.fpu_ops)
+        # the packer and the writer (a plain output) always; the reader where all inputs are plain contiguous streams
+        # (not a broadcast row); the unpacker where all go to Dst as fp32
+        fp32_dst = dtype != "bfloat16" and not plan.fpu_ops and not plan.head_inputs
+        expect = {"ncrisc", "trisc2"} | ({"brisc"} if not row else set()) | ({"trisc0"} if fp32_dst else set())
+        assert shared == (expect if flag == "1" else set()), (flag, shared, plan.fpu_ops)
         got[flag] = run(plan, inputs(plan, seed))
     assert got["1"] == got["0"], f"{dtype} {shape} {n_in} inputs {ops}, {plan.cores} core(s)"
     if dtype == "int32":    # and both are the kernel's values (the integer ops are exact)
         xs = [np.frombuffer(inputs(plan, seed)[plan.buffers[s.buf].slot], np.int32) for s in plan.inputs]
+        if row:
+            xs[-1] = np.broadcast_to(xs[-1].reshape(1, -1), shape).reshape(-1)
         ref = xs[0] if n_in > 1 else xs[0] * 3 + 1
         for op, x in zip(ops, xs[1:]):
             ref = NUMPY[op](ref, x)
@@ -115,8 +122,8 @@ def test_programs_are_one_text_for_every_kernel(monkeypatch):
     monkeypatch.setenv("TT_SHARED_PROGRAMS", "1")
     texts = {}
     for seed in range(6):
-        dtype, shape, n_in, ops, cores = random_kernel(seed)
-        plan = planned(kernel_ast(dtype, shape, n_in, ops), cores)
+        dtype, shape, n_in, ops, cores, row = random_kernel(seed)
+        plan = planned(kernel_ast(dtype, shape, n_in, ops, row), cores)
         sources = plan.render()
         for core in shared_programs.programs(plan, plan.fpu_ops, plan.dst_inputs):
             assert texts.setdefault(core, sources[core]) == sources[core] and C.is_program(sources[core])
@@ -127,6 +134,7 @@ def test_programs_are_one_text_for_every_kernel(monkeypatch):
                                                                            plan.sfpu.out_slot)
             assert head["group"] == (dst_group(plan, plan.fpu_ops, plan.dst_inputs) or 0)
             assert shared_programs.FORMATS[head["out_format"]] == plan.output.tile_format
+            assert head["rotated"] == (not row)     # a broadcast row's reader keeps no reads in flight
             at, per = shared_programs.TABLE_AT + len(shared_programs.HEAD), shared_programs.STREAM_WORDS
             for k, s in enumerate([*plan.inputs, plan.output]):
                 buf, shift, cb, slot_bytes = block[at + per * k:at + per * (k + 1)]
@@ -144,8 +152,8 @@ def test_a_program_is_built_once_per_process(tmp_path, monkeypatch):
     built = []
     for seed, k in ((0, "first"), (6, "second")):      # two float32 kernels of other inputs, shapes and ops
         monkeypatch.setenv("TT_CACHE_DIR", str(tmp_path / k))
-        dtype, shape, n_in, ops, cores = random_kernel(seed)
-        plan = planned(kernel_ast(dtype, shape, n_in, ops), cores)
+        dtype, shape, n_in, ops, cores, row = random_kernel(seed)
+        plan = planned(kernel_ast(dtype, shape, n_in, ops, row), cores)
         before = dict(C.STATS)
         C.compile_kernel(*split(plan.render()), plan.name)
         built.append((C.STATS["compiled"] - before["compiled"], C.STATS["programs_reused"] - before["programs_reused"]))
