@@ -49,11 +49,10 @@ class ElementwisePlan(TilePlan):
         return max(1, -(-self.n_elements // TILE_ELEMS))
 
     def arg_words(self, dram_addrs: list[int]) -> list[int]:
-        return shared_programs.with_table(self, super().arg_words(dram_addrs), self.fpu_ops, self.dst_inputs)
+        return shared_programs.with_table(self, [super().arg_words(dram_addrs)], self.fpu_ops, self.dst_inputs)[0]
 
     def core_arg_words(self, dram_addrs: list[int]) -> list[list[int]]:
-        return [shared_programs.with_table(self, words, self.fpu_ops, self.dst_inputs)
-                for words in super().core_arg_words(dram_addrs)]
+        return shared_programs.with_table(self, super().core_arg_words(dram_addrs), self.fpu_ops, self.dst_inputs)
 
     def reader_modes(self) -> list[str | None]:
         return [reader_mode(self, j) for j in range(len(self.inputs))]

@@ -25,9 +25,8 @@ from tt_backend.chip import layout
 from tt_backend.lowering.codegen.sources import render_program
 from tt_backend.lowering.codegen.tensix import PACK_CFG, UNPACK_CFG, UNPACK_CFG_COMMON, tensix_words
 from tt_backend.lowering.codegen.words import hex_u32
-from tt_backend.lowering.families.mover_cost import reads_in_flight
 from tt_backend.lowering.families.tile_plan import CB_DEPTH, READ_AHEAD, WRITE_AHEAD, TilePlan
-from tt_backend.lowering.families.tile_render import DST_GROUPS, dst_group, group_words
+from tt_backend.lowering.families.tile_render import DST_GROUPS, dst_group, group_words, reads_ahead
 from tt_backend.lowering.families.tile_streams import stream_ctx
 from tt_backend.lowering.placement.choice import FpuOp
 from tt_backend.lowering.plan import DTYPE_SIZE, TILE_BYTES, TILE_ELEMS
@@ -65,30 +64,27 @@ def programs(plan: TilePlan, fpu_ops: list[FpuOp], dst_inputs: list[int] | None)
                                              ("trisc2", True)) if runs)
 
 
-def rotated(plan: TilePlan) -> bool:
-    """Whether the kernel's reader keeps its reads in flight, and so walks a core's tiles from a rotated start."""
-    inputs = [stream_ctx(plan, s, j) for j, s in enumerate(plan.inputs)]
-    return reads_in_flight([(c["mode"], c["fmt"], c["runs"]) for c in inputs])
-
-
 def table(plan: TilePlan, range_at: int, group: int | None) -> list[int]:
     """The argument words from TABLE_AT on (`range_at`: the argument word of tile_begin; `group`: the second Dst
     group's offset, None for one group in flight)."""
     assert range_at + 2 <= TABLE_AT, "the launch words run into the programs' table"
     words = [range_at, len(plan.inputs), group or 0, plan.sfpu.out_slot, FORMATS.index(plan.output.tile_format),
-             int(rotated(plan))]
+             int(reads_ahead([stream_ctx(plan, s, j) for j, s in enumerate(plan.inputs)]))]
     streams = [(s, plan.l1[f"cb_in{j}"]) for j, s in enumerate(plan.inputs)] + [(plan.output, plan.l1["cb_out"])]
     for s, cb in streams:
         words += [s.buf, DTYPE_SIZE[s.dtype].bit_length() - 1, cb, TILE_BYTES[s.tile_format]]
     return words
 
 
-def with_table(plan: TilePlan, words: list[int], fpu_ops: list[FpuOp], dst_inputs: list[int] | None) -> list[int]:
-    """One core's argument block (its range the last two words), followed by the table where a program runs."""
+def with_table(plan: TilePlan, blocks: list[list[int]], fpu_ops: list[FpuOp],
+               dst_inputs: list[int] | None) -> list[list[int]]:
+    """The cores' argument blocks (each its range the last two words, all of one length), each followed by the table
+    where a program runs: one table for all of them, the range's word the same in each."""
     if not programs(plan, fpu_ops, dst_inputs):
-        return words
-    return [*words, *[0] * (TABLE_AT - len(words)),
-            *table(plan, len(words) - 2, dst_group(plan, fpu_ops, dst_inputs))]
+        return blocks
+    n = len(blocks[0])
+    tail = [*[0] * (TABLE_AT - n), *table(plan, n - 2, dst_group(plan, fpu_ops, dst_inputs))]
+    return [[*words, *tail] for words in blocks]
 
 
 def program_ctx() -> dict:

@@ -357,9 +357,14 @@ def _dst_groups(plan: TilePlan, fpu_ops: list[FpuOp], dst_inputs: list[int] | No
     """An elementwise kernel's second Dst group on `cores` cores (default: the plan's), as render_tile_kernel decides
     it, and its input contexts with their Dst roles."""
     inputs = [stream_ctx(plan, s, j) for j, s in enumerate(plan.inputs)]
-    in_flight = bool(plan.inputs) and reads_in_flight([(s["mode"], s["fmt"], s["runs"]) for s in inputs])
-    input_roles(plan, inputs, dst_inputs, in_flight)
+    input_roles(plan, inputs, dst_inputs, reads_ahead(inputs))
     return second_dst_group(plan, inputs, fpu_ops, cores=cores), inputs
+
+
+def reads_ahead(inputs: list[dict]) -> bool:
+    """Whether an elementwise kernel's reader keeps several tiles' reads in flight (reader.c.j2 `in_flight`; it then
+    walks a core's tiles from a rotated start), from its input contexts (stream_ctx)."""
+    return bool(inputs) and reads_in_flight([(s["mode"], s["fmt"], s["runs"]) for s in inputs])
 
 
 def dst_group(plan: TilePlan, fpu_ops: list[FpuOp], dst_inputs: list[int] | None) -> int | None:
@@ -498,9 +503,8 @@ def render_tile_kernel(plan: TilePlan, generator: str, red: ReducePlan | None = 
         "tile_grid": plan.tile_grid is not None,   # range positions -> tiles through tt_tile_at
         # the reader keeps several tiles' reads in flight where every input is one NoC read per tile (or, beside
         # them, a head broadcast: mover_cost.reads_in_flight)
-        "in_flight": bool(plan.inputs) and (reads_in_flight([(s["mode"], s["fmt"], s["runs"]) for s in inputs])
-                                            if red is None else
-                                            red.reads_in_flight([s["mode"] for s in inputs])),
+        "in_flight": reads_ahead(inputs) if red is None else
+                     bool(plan.inputs) and red.reads_in_flight([s["mode"] for s in inputs]),
         "tile_decl": "tile_begin = tt_arg(ARG_TILE_BEGIN), tile_end = tt_arg(ARG_TILE_END)",
     }
     # SFPU body issue: a body of <= 32 words is recorded once in the replay buffer and each tile's 32 row steps are
